@@ -1,0 +1,45 @@
+"""kafkarec: Apache Kafka's record format, decoded and built in Cython.
+
+    >>> import kafkarec
+    >>> for batch in kafkarec.iter_batches(data):
+    ...     for record in batch:
+    ...         print(record.offset, record.key, record.value)
+"""
+from kafkarec._loader import load_core as _load_core
+
+_core = _load_core()
+
+from kafkarec._core import (  # noqa: E402
+    BatchIterator,
+    Record,
+    RecordBatch,
+    iter_batches,
+    crc32c,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+)
+from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
+from kafkarec.errors import (  # noqa: E402
+    ChecksumError,
+    CodecUnavailableError,
+    CorruptBatchError,
+    DecodeError,
+    DecompressionError,
+    DecompressionLimitError,
+    EncodeError,
+    InvalidRecordError,
+    KafkaRecError,
+    TruncatedError,
+    UnsupportedCodecError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BatchIterator", "Record", "RecordBatch", "iter_batches", "crc32c",
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "Compression", "ControlRecordType", "TimestampType",
+    "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",
+    "InvalidRecordError", "ChecksumError", "UnsupportedCodecError",
+    "CodecUnavailableError", "DecompressionError", "DecompressionLimitError",
+    "EncodeError",
+]

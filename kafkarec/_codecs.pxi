@@ -1,0 +1,373 @@
+# Decompression of a batch's records section, with Kafka's framing rules and a
+# budget on the decompressed size.  The codec libraries do the heavy lifting
+# (and release the GIL); this part validates framing so a hostile payload gets
+# a clear error, and never lets one inflate past the budget.
+#
+#   gzip    RFC 1952 members, concatenated members read; bytes after a member
+#           that are not a gzip header are ignored (JDK GZIPInputStream).
+#   snappy  xerial framing when the 8-byte magic leads (version fields ignored,
+#           concatenated streams allowed), otherwise one raw snappy block.
+#   lz4     Kafka's LZ4 frame: independent blocks only; header checksum ignored
+#           for magic 0 (KAFKA-3160), checked otherwise; stops at the first
+#           EndMark; content checksum read but not checked (strict: checked).
+#   zstd    frames without content size, several frames back to back.
+
+cdef object _libs = {}
+
+
+cdef object codec_lib(str name, str package):
+    """Import a codec library on first use; a missing one names its package."""
+    mod = _libs.get(name)
+    if mod is None:
+        try:
+            mod = __import__(name, fromlist=["_"])
+        except ImportError as exc:
+            raise CodecUnavailableError(
+                f"decoding this batch needs the '{package}' package (pip install {package}): {exc}"
+            ) from None
+        _libs[name] = mod
+    return mod
+
+
+from kafkarec.errors import DecompressionError, DecompressionLimitError, CodecUnavailableError
+
+cdef tuple _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, Py_ssize_t position):
+    """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes."""
+    try:
+        if codec == 1:
+            return gunzip(payload, limit, position)
+        if codec == 2:
+            return unsnappy(payload, limit, position)
+        if codec == 3:
+            return unlz4(payload, limit, position, magic)
+        if codec == 4:
+            return unzstd(payload, limit, position)
+    except (DecodeError, CodecUnavailableError):
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise DecompressionError(
+            f"{_CODEC_NAMES[codec]} payload does not decompress: {type(exc).__name__}: {exc}",
+            position) from exc
+    raise UnsupportedCodecError(f"Unknown compression type id: {codec}", position)
+
+
+cdef int over_budget(Py_ssize_t produced, Py_ssize_t limit, Py_ssize_t position, str codec) except -1:
+    raise DecompressionLimitError(
+        f"{codec} payload inflates past the decompression budget of {limit} bytes "
+        f"(max_decompressed_bytes)", position)
+
+
+# --- gzip --------------------------------------------------------------------
+
+cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
+    zlib = codec_lib("zlib", "zlib")
+    cdef list parts = []
+    cdef Py_ssize_t total = 0
+    cdef object data = payload
+    cdef object chunk
+    if len(payload) == 0:
+        raise DecompressionError("gzip payload is empty", position)
+    while True:
+        d = zlib.decompressobj(31)
+        pending = data
+        while not d.eof:
+            chunk = d.decompress(pending, limit - total + 1)
+            total += len(chunk)
+            if total > limit:
+                over_budget(total, limit, position, "gzip")
+            if chunk:
+                parts.append(chunk)
+            pending = d.unconsumed_tail
+            if not chunk and not pending:
+                raise DecompressionError("gzip stream ended prematurely", position)
+        data = d.unused_data
+        # Another member follows only if a gzip header does; anything else is ignored.
+        if len(data) < 10 or data[0] != 0x1F or data[1] != 0x8B:
+            break
+    if len(parts) == 1:
+        return parts[0]
+    return b"".join(parts)
+
+
+# --- snappy ------------------------------------------------------------------
+
+cdef bytes XERIAL_MAGIC = b"\x82SNAPPY\x00"
+cdef enum:
+    XERIAL_HEADER_SIZE = 16
+
+
+cdef Py_ssize_t snappy_raw_length(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -1:
+    """The uncompressed length a raw snappy block declares (its varint preamble)."""
+    cdef uint64_t value = 0
+    cdef int i
+    for i in range(5):
+        if i >= n:
+            break
+        value |= (<uint64_t>(p[i] & 0x7F)) << (7 * i)
+        if p[i] < 0x80:
+            if value > 0xFFFFFFFF:
+                break
+            return <Py_ssize_t>value
+    raise DecompressionError("snappy block has an invalid length preamble", position)
+
+
+cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position):
+    cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+    cdef const uint8_t[::1] src = payload
+    cdef const uint8_t *p = &src[0] if src.shape[0] else NULL
+    cdef Py_ssize_t n = src.shape[0]
+    cdef Py_ssize_t pos, block_len, out_len, total = 0
+    cdef list blocks = []
+    cdef bytearray out
+    if n == 0:
+        raise DecompressionError("snappy payload is empty", position)
+    if n < XERIAL_HEADER_SIZE or payload[:8] != XERIAL_MAGIC:
+        # Raw snappy, as librdkafka and franz-go write it.
+        out_len = snappy_raw_length(p, n, position)
+        if out_len > limit:
+            over_budget(out_len, limit, position, "snappy")
+        out = bytearray(out_len)
+        cjsnappy.decompress_raw_into(payload, out)
+        return out
+    pos = XERIAL_HEADER_SIZE
+    while n - pos >= 4:
+        if p[pos] == 0x82 and n - pos >= 8 and payload[pos:pos + 8] == XERIAL_MAGIC:
+            pos += XERIAL_HEADER_SIZE     # a concatenated xerial stream
+            continue
+        block_len = <int32_t>kr_load_be32(p + pos)
+        pos += 4
+        if block_len < 0 or block_len > n - pos:
+            raise DecompressionError(
+                f"xerial snappy block of {block_len} bytes at payload byte {pos - 4} "
+                f"overruns the {n}-byte payload", position)
+        out_len = snappy_raw_length(p + pos, block_len, position)
+        total += out_len
+        if total > limit:
+            over_budget(total, limit, position, "snappy")
+        blocks.append((pos, block_len, out_len))
+        pos += block_len
+    out = bytearray(total)
+    cdef Py_ssize_t at = 0
+    view = memoryview(out)
+    for pos, block_len, out_len in blocks:
+        cjsnappy.decompress_raw_into(payload[pos:pos + block_len], view[at:at + out_len])
+        at += out_len
+    return out
+
+
+# --- lz4 ---------------------------------------------------------------------
+
+cdef enum:
+    LZ4_MAGIC = 0x184D2204
+    LZ4_FLG_VERSION_MASK = 0xC0
+    LZ4_FLG_VERSION = 0x40
+    LZ4_FLG_INDEPENDENT = 0x20
+    LZ4_FLG_BLOCK_CHECKSUM = 0x10
+    LZ4_FLG_CONTENT_SIZE = 0x08
+    LZ4_FLG_CONTENT_CHECKSUM = 0x04
+    LZ4_FLG_RESERVED = 0x03
+    LZ4_BD_RESERVED = 0x8F
+
+cdef uint32_t PRIME32_1 = 2654435761U
+cdef uint32_t PRIME32_2 = 2246822519U
+cdef uint32_t PRIME32_3 = 3266489917U
+cdef uint32_t PRIME32_4 = 668265263U
+cdef uint32_t PRIME32_5 = 374761393U
+
+
+cdef inline uint32_t rotl32(uint32_t x, int r) noexcept nogil:
+    return (x << r) | (x >> (32 - r))
+
+
+cdef uint32_t xxh32_short(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """XXH32 with seed 0 for inputs under 16 bytes (LZ4 frame descriptors)."""
+    cdef uint32_t h = PRIME32_5 + <uint32_t>n
+    cdef Py_ssize_t i = 0
+    while i + 4 <= n:
+        h += kr_load_le32(p + i) * PRIME32_3
+        h = rotl32(h, 17) * PRIME32_4
+        i += 4
+    while i < n:
+        h += p[i] * PRIME32_5
+        h = rotl32(h, 11) * PRIME32_1
+        i += 1
+    h ^= h >> 15
+    h *= PRIME32_2
+    h ^= h >> 13
+    h *= PRIME32_3
+    h ^= h >> 16
+    return h
+
+
+def _lz4_header_checksum(data, /) -> int:
+    """HC byte of an LZ4 frame descriptor (exposed for the builder and tests)."""
+    cdef const uint8_t[::1] v = data
+    return (xxh32_short(&v[0], v.shape[0]) >> 8) & 0xFF
+
+
+cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic):
+    lz4frame = codec_lib("lz4.frame", "lz4")
+    cdef const uint8_t[::1] src = payload
+    cdef Py_ssize_t n = src.shape[0]
+    cdef const uint8_t *p
+    cdef uint8_t flg, bd
+    cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0
+    cdef uint32_t size_word
+    cdef bint rewrite = False
+    if n < 6:
+        raise DecompressionError("lz4 stream ended prematurely", position)
+    p = &src[0]
+    if kr_load_le32(p) != LZ4_MAGIC:
+        raise DecompressionError("lz4 stream unsupported (invalid magic bytes)", position)
+    flg = p[4]
+    bd = p[5]
+    if (flg & LZ4_FLG_RESERVED) or (flg & LZ4_FLG_VERSION_MASK) != LZ4_FLG_VERSION:
+        raise DecompressionError(f"lz4 frame flags 0x{flg:02x}: reserved bits or wrong version", position)
+    if not (flg & LZ4_FLG_INDEPENDENT):
+        raise DecompressionError("lz4 dependent block stream is unsupported (as in Kafka)", position)
+    if (bd & LZ4_BD_RESERVED) or ((bd >> 4) & 7) < 4:
+        raise DecompressionError(f"lz4 block descriptor 0x{bd:02x} is invalid", position)
+    max_block = 1 << (8 + 2 * ((bd >> 4) & 7))
+    descriptor_end = 6 + (8 if flg & LZ4_FLG_CONTENT_SIZE else 0)
+    if n < descriptor_end + 1:
+        raise DecompressionError("lz4 stream ended prematurely", position)
+    if ((xxh32_short(p + 4, descriptor_end - 4) >> 8) & 0xFF) != p[descriptor_end]:
+        if magic >= 1:
+            raise DecompressionError("lz4 stream frame descriptor corrupted (header checksum)", position)
+        rewrite = True      # magic 0: Kafka wrote the checksum over the magic bytes too
+    # Walk the blocks to the EndMark: checks sizes before anything is allocated.
+    pos = descriptor_end + 1
+    while True:
+        if n - pos < 4:
+            raise DecompressionError("lz4 stream ended before its end mark", position)
+        size_word = kr_load_le32(p + pos)
+        pos += 4
+        if size_word == 0:
+            break
+        block = size_word & 0x7FFFFFFF
+        if block > max_block:
+            raise DecompressionError(f"lz4 block size {block} exceeded max: {max_block}", position)
+        block += 4 if flg & LZ4_FLG_BLOCK_CHECKSUM else 0
+        if block > n - pos:
+            raise DecompressionError("lz4 block overruns the payload", position)
+        pos += block
+        bound += max_block
+    frame_end = pos
+    if flg & LZ4_FLG_CONTENT_CHECKSUM:
+        if n - pos < 4:
+            raise DecompressionError("lz4 stream ended before its content checksum", position)
+        frame_end = pos + 4
+    if flg & (LZ4_FLG_CONTENT_SIZE | LZ4_FLG_CONTENT_CHECKSUM):
+        rewrite = True
+    frame = payload[:frame_end]
+    if rewrite:
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, pos)
+    d = lz4frame.LZ4FrameDecompressor()
+    cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
+    out = d.decompress(frame, max_length=cap)
+    if len(out) > limit:
+        over_budget(len(out), limit, position, "lz4")
+    if not d.eof:
+        raise DecompressionError("lz4 frame did not decode to its end mark", position)
+    return out
+
+
+cdef object normalized_lz4_frame(object payload, uint8_t flg, uint8_t bd,
+                                 Py_ssize_t descriptor_end, Py_ssize_t end_mark_end):
+    """Re-head a frame the lz4 library would refuse but Kafka reads: a magic-0
+    header checksum, or content size/checksum fields Kafka skips unchecked."""
+    cdef uint8_t header[7]
+    flg &= ~(LZ4_FLG_CONTENT_SIZE | LZ4_FLG_CONTENT_CHECKSUM)
+    kr_store_be32(header, 0x04224D18)      # the magic, little-endian on the wire
+    header[4] = flg
+    header[5] = bd
+    header[6] = (xxh32_short(header + 4, 2) >> 8) & 0xFF
+    return PyBytes_FromStringAndSize(<char *>header, 7) + payload[descriptor_end + 1:end_mark_end]
+
+
+# --- zstd --------------------------------------------------------------------
+
+cdef enum:
+    ZSTD_MAGIC = 0xFD2FB528
+    ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
+    ZSTD_SKIPPABLE = 0x184D2A50
+    ZSTD_MAX_WINDOW = 1 << 27      # libzstd's default decoder limit, as Kafka uses it
+
+cdef object _zstd_decompressor = None
+
+
+cdef int zstd_walk(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -1:
+    """Check that the payload is whole zstd frames: a truncated one would otherwise
+    read as a short, silent success."""
+    cdef Py_ssize_t pos = 0, block
+    cdef uint32_t magic, header
+    cdef uint8_t fhd
+    cdef int fcs_flag, last
+    cdef int frames = 0
+    while pos < n:
+        if n - pos < 4:
+            raise DecompressionError(f"{n - pos} stray bytes after the zstd frames", position)
+        magic = kr_load_le32(p + pos)
+        if (magic & ZSTD_SKIPPABLE_MASK) == ZSTD_SKIPPABLE:
+            if n - pos < 8 or kr_load_le32(p + pos + 4) > <uint32_t>(n - pos - 8):
+                raise DecompressionError("truncated zstd skippable frame", position)
+            pos += 8 + kr_load_le32(p + pos + 4)
+            continue
+        if magic != ZSTD_MAGIC:
+            raise DecompressionError(
+                f"zstd payload byte {pos}: not a zstd frame (magic 0x{magic:08x})", position)
+        pos += 4
+        if pos >= n:
+            raise DecompressionError("truncated zstd frame header", position)
+        fhd = p[pos]
+        fcs_flag = fhd >> 6
+        pos += 1
+        pos += 0 if (fhd & 0x20) else 1                      # window descriptor
+        pos += (0, 1, 2, 4)[fhd & 3]                          # dictionary id
+        pos += (1 if (fhd & 0x20) else 0, 2, 4, 8)[fcs_flag]  # frame content size
+        while True:
+            if n - pos < 3:
+                raise DecompressionError("truncated zstd frame (block header)", position)
+            header = p[pos] | (p[pos + 1] << 8) | (p[pos + 2] << 16)
+            pos += 3
+            last = header & 1
+            block = header >> 3
+            if ((header >> 1) & 3) == 1:
+                block = 1                                     # RLE: one byte repeated
+            elif ((header >> 1) & 3) == 3:
+                raise DecompressionError("zstd block of reserved type", position)
+            if block > n - pos:
+                raise DecompressionError("truncated zstd frame (block data)", position)
+            pos += block
+            if last:
+                break
+        if fhd & 0x04:
+            if n - pos < 4:
+                raise DecompressionError("truncated zstd frame (checksum)", position)
+            pos += 4
+        frames += 1
+    if frames == 0:
+        raise DecompressionError("zstd payload holds no frame", position)
+    return 0
+
+
+cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
+    global _zstd_decompressor
+    cdef const uint8_t[::1] src = payload
+    cdef Py_ssize_t n = src.shape[0]
+    if n == 0:
+        raise DecompressionError("zstd payload is empty", position)
+    zstd_walk(&src[0], n, position)
+    if _zstd_decompressor is None:
+        zstandard = codec_lib("zstandard", "zstandard")
+        _zstd_decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+    reader = _zstd_decompressor.stream_reader(payload, read_across_frames=True)
+    out = reader.read(limit + 1)
+    if len(out) > limit:
+        over_budget(len(out), limit, position, "zstd")
+    return out

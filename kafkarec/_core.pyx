@@ -1,0 +1,38 @@
+# kafkarec._core: the compiled heart of kafkarec.
+#
+# One extension module, assembled from parts that each do one job:
+#   _reader.pxi   bounds-checked cursor (every read goes through it)
+#   _varint.pxi   zig-zag varint / varlong
+#   _buffer.pxi   zero-copy ownership of the caller's buffer
+#   _crc.pxi      CRC-32C (hardware, via the `crc32c` package) and CRC-32
+#   _batch.pxi    framing a buffer into batches; the v2 batch header
+#   _records.pxi  v2 records and the record iterator
+#   _legacy.pxi   magic 0/1 message sets and compressed wrappers
+cimport cython
+from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+                          uint32_t, uint64_t, INT32_MAX)
+from libc.string cimport memcpy
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.buffer cimport PyBUF_READ
+
+from kafkarec._hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
+                             kr_store_be32, kr_store_be64, kr_load_le32)
+
+from kafkarec.errors import (DecodeError, TruncatedError, CorruptBatchError,
+                             InvalidRecordError, ChecksumError,
+                             UnsupportedCodecError)
+from kafkarec.enums import Compression, TimestampType, ControlRecordType
+
+COMPILED = True
+
+include "_reader.pxi"
+include "_varint.pxi"
+include "_buffer.pxi"
+include "_crc.pxi"
+include "_batch.pxi"
+include "_records.pxi"
+include "_codecs.pxi"
+include "_legacy.pxi"

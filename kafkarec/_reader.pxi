@@ -1,0 +1,52 @@
+# The one bounds-checked reader every decode goes through.
+#
+# A Cursor walks [start, end) of a buffer owned by a _Buffer.  `origin` is
+# the absolute byte position of `start` in the caller's data, so errors can
+# name the byte; for a decompressed payload `origin` is the batch position and
+# the offset inside the payload is reported separately.
+
+cdef struct Cursor:
+    const uint8_t *start
+    const uint8_t *pos
+    const uint8_t *end
+    Py_ssize_t origin
+    bint decompressed
+    bint strict
+
+
+cdef inline void cursor_init(Cursor *c, const uint8_t *start, Py_ssize_t length,
+                             Py_ssize_t origin, bint decompressed, bint strict) noexcept:
+    c.start = start
+    c.pos = start
+    c.end = start + length
+    c.origin = origin
+    c.decompressed = decompressed
+    c.strict = strict
+
+
+cdef inline Py_ssize_t cursor_remaining(const Cursor *c) noexcept:
+    return c.end - c.pos
+
+
+cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason) except -1:
+    """Raise `cls` for a problem found at byte `at` of the cursor's buffer."""
+    cdef Py_ssize_t rel = at - c.start
+    if c.decompressed:
+        raise cls(reason, c.origin, batch_position=c.origin, decompressed_position=rel)
+    raise cls(reason, c.origin + rel)
+
+
+cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except NULL:
+    """Consume n bytes and return a pointer to them, or raise if they are not there."""
+    cdef const uint8_t *p = c.pos
+    if n < 0 or n > c.end - p:
+        cursor_fail(c, p, InvalidRecordError,
+                    f"{what} needs {n} bytes but only {c.end - p} remain in the batch")
+        return NULL
+    c.pos = p + n
+    return p
+
+
+cdef inline int cursor_u8(Cursor *c, uint8_t *out, str what) except -1:
+    out[0] = cursor_take(c, 1, what)[0]
+    return 0

@@ -1,0 +1,334 @@
+# v2 records.
+#
+# Record (all varints zig-zag):
+#   length varint | attributes int8 (unused; one raw byte, not a varint)
+#   timestampDelta varlong | offsetDelta varint
+#   keyLength varint | key | valueLength varint | value
+#   headerCount varint | [headerKeyLength varint | key (UTF-8)
+#                         | headerValueLength varint | value] ...
+# A negative key/value length is null (Kafka reads any negative length as
+# null; strict mode accepts only -1).  Records keep offsets into the batch's
+# buffer and make bytes objects only when a field is read.
+
+cdef object _control = None   # kafkarec.control, imported on first use
+
+
+cdef object control_module():
+    global _control
+    if _control is None:
+        import kafkarec.control as mod
+        _control = mod
+    return _control
+
+
+@cython.final
+@cython.freelist(64)
+cdef class Record:
+    """One record.  ``key``/``value`` are bytes or None; ``headers`` a list of
+    ``(str, bytes | None)`` in wire order, duplicates kept."""
+    cdef _Buffer _buf
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp
+    cdef readonly int32_t sequence
+    cdef readonly int8_t attributes
+    cdef int8_t _timestamp_type
+    cdef int8_t _magic
+    cdef bint _is_control
+    cdef bint _strict
+    cdef int32_t _key_len
+    cdef int32_t _value_len
+    cdef int32_t _header_count
+    cdef Py_ssize_t _key_pos
+    cdef Py_ssize_t _value_pos
+    cdef Py_ssize_t _headers_pos
+    cdef Py_ssize_t _error_position       # where errors about this record point
+    cdef object _checksum                 # legacy records: their CRC-32, else None
+    cdef object _control_info             # (version, type id) once parsed
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Record objects come from iterating a RecordBatch")
+
+    @property
+    def key(self):
+        if self._key_len < 0:
+            return None
+        return PyBytes_FromStringAndSize(<const char *>self._buf.ptr + self._key_pos, self._key_len)
+
+    @property
+    def value(self):
+        if self._value_len < 0:
+            return None
+        return PyBytes_FromStringAndSize(<const char *>self._buf.ptr + self._value_pos, self._value_len)
+
+    @property
+    def headers(self) -> list:
+        return record_headers(self)
+
+    @property
+    def timestamp_type(self):
+        return _TIMESTAMP_TYPES[self._timestamp_type]
+
+    @property
+    def magic(self) -> int:
+        return self._magic
+
+    @property
+    def checksum(self):
+        """The message's own CRC-32 for magic 0/1; None for v2 (whose records have none)."""
+        return self._checksum
+
+    @property
+    def key_size(self) -> int:
+        return self._key_len if self._key_len >= 0 else -1
+
+    @property
+    def value_size(self) -> int:
+        return self._value_len if self._value_len >= 0 else -1
+
+    @property
+    def is_control(self) -> bool:
+        return self._is_control
+
+    # --- control records (``None`` for data records) ---------------------
+    @property
+    def control_type(self):
+        if not self._is_control:
+            return None
+        return ControlRecordType.from_id(self._control_key()[1])
+
+    @property
+    def control_type_id(self):
+        if not self._is_control:
+            return None
+        return self._control_key()[1]
+
+    @property
+    def control_key_version(self):
+        if not self._is_control:
+            return None
+        return self._control_key()[0]
+
+    @property
+    def coordinator_epoch(self):
+        """For ABORT/COMMIT markers, the coordinator epoch from the marker value."""
+        if not self._is_control or self._control_key()[1] not in (0, 1):
+            return None
+        return control_module().parse_end_txn_marker(self.value, self._error_position)[1]
+
+    @property
+    def control_value(self):
+        """The decoded value of a control record (a dict), or None for data records."""
+        if not self._is_control:
+            return None
+        return control_module().parse_control_value(
+            self._control_key()[1], self.value, self._error_position)
+
+    cdef tuple _control_key(self):
+        if self._control_info is None:
+            self._control_info = control_module().parse_control_key(self.key, self._error_position)
+        return self._control_info
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+
+cdef list record_headers(Record r):
+    cdef list out = []
+    cdef Cursor c
+    cdef int32_t i, klen, vlen
+    cdef const uint8_t *kp
+    cdef object hkey, hval
+    if r._header_count == 0:
+        return out
+    # The headers were validated when the record was read; walk them again.
+    cursor_init(&c, r._buf.ptr + r._headers_pos, r._buf.size - r._headers_pos,
+                r._error_position, False, r._strict)
+    for i in range(r._header_count):
+        read_varint(&c, &klen, "header key length")
+        kp = cursor_take(&c, klen, "header key")
+        hkey = PyUnicode_DecodeUTF8(<const char *>kp, klen, "replace")
+        read_varint(&c, &vlen, "header value length")
+        if vlen < 0:
+            hval = None
+        else:
+            hval = PyBytes_FromStringAndSize(<const char *>cursor_take(&c, vlen, "header value"), vlen)
+        out.append((hkey, hval))
+    return out
+
+
+@cython.final
+cdef class _RecordIterator:
+    cdef _Buffer _buf
+    cdef Cursor _cur
+    cdef int32_t _remaining
+    cdef int64_t _base_offset
+    cdef int64_t _base_timestamp
+    cdef int64_t _max_timestamp
+    cdef int32_t _base_sequence
+    cdef int32_t _last_offset_delta
+    cdef int64_t _prev_offset_delta
+    cdef int8_t _timestamp_type
+    cdef bint _is_control
+    cdef bint _strict
+    cdef Py_ssize_t _batch_position
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Record r
+        if self._remaining <= 0:
+            raise StopIteration
+        r = read_v2_record(self)
+        self._remaining -= 1
+        if self._remaining == 0 and self._cur.pos != self._cur.end:
+            # Checked when the last declared record is read, as Kafka does.
+            self._remaining = -1
+            cursor_fail(&self._cur, self._cur.pos, InvalidRecordError,
+                        "Incorrect declared batch size, records still remaining in file")
+        return r
+
+
+cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
+    try:
+        PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
+    except UnicodeDecodeError:
+        cursor_fail(c, p, InvalidRecordError, "header key is not valid UTF-8")
+    return 0
+
+
+cdef Record read_v2_record(_RecordIterator it):
+    cdef Cursor *c = &it._cur
+    cdef const uint8_t *start = c.pos
+    cdef const uint8_t *body
+    cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
+    cdef int64_t timestamp_delta
+    cdef uint8_t attributes
+    cdef const uint8_t *key_p = NULL
+    cdef const uint8_t *value_p = NULL
+    cdef const uint8_t *headers_p
+    cdef const uint8_t *hkey_p
+    cdef Record r
+    if start >= c.end:
+        cursor_fail(c, start, InvalidRecordError,
+                    "Incorrect declared batch size, premature EOF reached")
+    read_varint(c, &size, "record length")
+    if size > c.end - c.pos:
+        cursor_fail(c, start, InvalidRecordError,
+                    f"Invalid record size: expected {size} bytes in record payload, but instead "
+                    f"the buffer has only {c.end - c.pos} remaining bytes.")
+    body = c.pos
+    cursor_u8(c, &attributes, "record attributes")
+    read_varlong(c, &timestamp_delta, "record timestamp delta")
+    read_varint(c, &offset_delta, "record offset delta")
+    read_varint(c, &key_len, "record key length")
+    if key_len >= 0:
+        key_p = cursor_take(c, key_len, "record key")
+    read_varint(c, &value_len, "record value length")
+    if value_len >= 0:
+        value_p = cursor_take(c, value_len, "record value")
+    read_varint(c, &header_count, "record header count")
+    if header_count < 0:
+        cursor_fail(c, start, InvalidRecordError,
+                    f"Found invalid number of record headers {header_count}")
+    if header_count > c.end - c.pos:
+        cursor_fail(c, start, InvalidRecordError,
+                    f"Found invalid number of record headers. {header_count} is larger than "
+                    f"the remaining size of the buffer")
+    headers_p = c.pos
+    for i in range(header_count):
+        read_varint(c, &hk, "header key length")
+        if hk < 0:
+            cursor_fail(c, start, InvalidRecordError, f"Invalid negative header key size {hk}")
+        hkey_p = cursor_take(c, hk, "header key")
+        if c.strict:
+            check_utf8(c, hkey_p, hk)
+        read_varint(c, &hv, "header value length")
+        if hv >= 0:
+            cursor_take(c, hv, "header value")
+        elif hv != -1 and c.strict:
+            cursor_fail(c, start, InvalidRecordError, f"negative header value length {hv}")
+    if c.pos - body != size:
+        cursor_fail(c, start, InvalidRecordError,
+                    f"Invalid record size: expected to read {size} bytes in record payload, "
+                    f"but instead read {c.pos - body}")
+    if c.strict:
+        if attributes != 0:
+            cursor_fail(c, start, InvalidRecordError, f"unused record attributes set ({attributes})")
+        if key_len < -1 or value_len < -1:
+            cursor_fail(c, start, InvalidRecordError,
+                        f"negative key/value length other than -1 ({key_len}, {value_len})")
+        if offset_delta <= it._prev_offset_delta or offset_delta > it._last_offset_delta:
+            cursor_fail(c, start, InvalidRecordError,
+                        f"offset delta {offset_delta} is out of order or past the last offset "
+                        f"delta {it._last_offset_delta}")
+        it._prev_offset_delta = offset_delta
+
+    r = Record.__new__(Record)
+    r._buf = it._buf
+    r.offset = wrapping_add64(it._base_offset, offset_delta)
+    if it._timestamp_type == TS_LOG_APPEND:
+        r.timestamp = it._max_timestamp     # the stored deltas still hold create times
+    else:
+        r.timestamp = wrapping_add64(it._base_timestamp, timestamp_delta)
+    r._timestamp_type = it._timestamp_type
+    r.sequence = increment_sequence(it._base_sequence, offset_delta) if it._base_sequence >= 0 else -1
+    r.attributes = <int8_t>attributes
+    r._magic = 2
+    r._is_control = it._is_control
+    r._strict = c.strict
+    r._key_len = key_len
+    r._value_len = value_len
+    r._header_count = header_count
+    r._key_pos = key_p - it._buf.ptr if key_p != NULL else 0
+    r._value_pos = value_p - it._buf.ptr if value_p != NULL else 0
+    r._headers_pos = headers_p - it._buf.ptr
+    r._error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
+    return r
+
+
+cdef object v2_record_iterator(RecordBatch b):
+    cdef _RecordIterator it
+    cdef int codec = b.attributes & ATTR_CODEC_MASK
+    cdef _Buffer payload
+    if b._record_count == 0:
+        # Kafka returns no records without looking at the payload.
+        if b._strict and b.size_in_bytes > V2_HEADER_SIZE:
+            raise InvalidRecordError(
+                f"batch declares 0 records but holds {b.size_in_bytes - V2_HEADER_SIZE} "
+                f"bytes of records", b.position)
+        return iter(())
+    if codec > CODEC_ZSTD:
+        raise UnsupportedCodecError(f"Unknown compression type id: {codec}", b.position)
+    if b._record_count < 0:
+        raise InvalidRecordError(f"Found invalid record count {b._record_count} in magic v2 batch",
+                                 b.position)
+    it = _RecordIterator.__new__(_RecordIterator)
+    if codec == CODEC_NONE:
+        it._buf = b._buf
+        cursor_init(&it._cur, b._buf.ptr + b.position + V2_HEADER_SIZE,
+                    b.size_in_bytes - V2_HEADER_SIZE, b.position + V2_HEADER_SIZE, False, b._strict)
+    else:
+        payload = v2_payload(b, codec)
+        it._buf = payload
+        cursor_init(&it._cur, payload.ptr, payload.size, b.position, True, b._strict)
+    it._remaining = b._record_count
+    it._base_offset = b._base_offset
+    it._base_timestamp = b.base_timestamp
+    it._max_timestamp = b.max_timestamp
+    it._base_sequence = b.base_sequence
+    it._last_offset_delta = b._last_offset_delta
+    it._prev_offset_delta = -1
+    it._timestamp_type = batch_timestamp_type(b)
+    it._is_control = (b.attributes & ATTR_CONTROL) != 0
+    it._strict = b._strict
+    it._batch_position = b.position
+    return it
+
+
+cdef _Buffer v2_payload(RecordBatch b, int codec):
+    """The decompressed records section of a compressed batch."""
+    cdef const uint8_t *start = b._buf.ptr + b.position + V2_HEADER_SIZE
+    cdef Py_ssize_t n = b.size_in_bytes - V2_HEADER_SIZE
+    return buffer_of(decompress(codec, 2, view_of(start, n), b._max_decompressed, b.position))

@@ -1,0 +1,264 @@
+"""Control records: keys and values as Kafka writes them.
+
+Key (every control type): ``version int16 | type int16``.  Values:
+
+* ABORT / COMMIT (EndTxnMarker): ``version int16 | coordinatorEpoch int32``.
+* KRaft types (LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion,
+  Voters): Kafka's generated message encoding at version 0 without a version
+  prefix; the first field is a data field named Version.  All are "flexible":
+  compact arrays/strings (uvarint length+1) and a tagged-field section ending
+  every struct.
+
+Parsing follows Kafka's ControlRecordType / EndTransactionMarker rules: short
+keys or values and negative versions are errors; higher versions are read as
+version 0; extra bytes are ignored.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+
+from kafkarec.enums import ControlRecordType
+from kafkarec.errors import InvalidRecordError
+
+__all__ = [
+    "parse_control_key", "parse_end_txn_marker", "parse_control_value",
+    "encode_control_key", "encode_control_value",
+]
+
+_KEY = struct.Struct(">hh")
+_END_TXN = struct.Struct(">hi")
+
+
+def parse_control_key(key: bytes | None, position: int = 0) -> tuple[int, int]:
+    """Return ``(version, type_id)`` of a control record key."""
+    if key is None:
+        raise InvalidRecordError("control record has a null key", position)
+    if len(key) < 4:
+        raise InvalidRecordError(
+            "Invalid value size found for end control record key. Must have at least 4 bytes, "
+            f"but found only {len(key)}", position)
+    version, type_id = _KEY.unpack_from(key)
+    if version < 0:
+        raise InvalidRecordError(
+            f"Invalid version found for control record: {version}. May indicate data corruption",
+            position)
+    return version, type_id
+
+
+def parse_end_txn_marker(value: bytes | None, position: int = 0) -> tuple[int, int]:
+    """Return ``(version, coordinator_epoch)`` of an ABORT/COMMIT marker value."""
+    if value is None or len(value) < _END_TXN.size:
+        raise InvalidRecordError(
+            "Invalid value size found for end transaction marker. Must have at least 6 bytes, "
+            f"but found only {0 if value is None else len(value)}", position)
+    version, epoch = _END_TXN.unpack_from(value)
+    if version < 0:
+        raise InvalidRecordError(
+            f"Invalid version found for end transaction marker: {version}. "
+            "May indicate data corruption", position)
+    return version, epoch
+
+
+class _Reader:
+    """Kafka's flexible-version message encoding, read with bounds checks."""
+
+    def __init__(self, data: bytes, position: int, what: str) -> None:
+        self.data = data
+        self.pos = 0
+        self.position = position
+        self.what = what
+
+    def fail(self, reason: str):
+        raise InvalidRecordError(f"{self.what} value: {reason} (value byte {self.pos})",
+                                 self.position)
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or n > len(self.data) - self.pos:
+            self.fail(f"needs {n} bytes, {len(self.data) - self.pos} left")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def uint16(self) -> int:
+        return struct.unpack(">H", self.take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def int64(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def uvarint(self) -> int:
+        value = 0
+        for i in range(5):
+            b = self.take(1)[0]
+            value |= (b & 0x7F) << (7 * i)
+            if b < 0x80:
+                return value & 0xFFFFFFFF
+        self.fail("unsigned varint is too long")
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(bytes=self.take(16)))
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        try:
+            return self.take(n).decode("utf-8")
+        except UnicodeDecodeError:
+            self.fail("string is not valid UTF-8")
+
+    def compact_array(self, item) -> list | None:
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        if n > len(self.data) - self.pos:
+            self.fail(f"array of {n} items cannot fit in the remaining bytes")
+        return [item() for _ in range(n)]
+
+    def tagged_fields(self) -> dict[int, bytes]:
+        tags = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            tags[tag] = self.take(self.uvarint())
+        return tags
+
+
+def _leader_change(r: _Reader) -> dict:
+    def voter():
+        v = {"voter_id": r.int32()}
+        r.tagged_fields()
+        return v
+    out = {"version": r.int16(), "leader_id": r.int32(),
+           "voters": r.compact_array(voter), "granting_voters": r.compact_array(voter)}
+    r.tagged_fields()
+    return out
+
+
+def _snapshot_header(r: _Reader) -> dict:
+    out = {"version": r.int16(), "last_contained_log_timestamp": r.int64()}
+    r.tagged_fields()
+    return out
+
+
+def _snapshot_footer(r: _Reader) -> dict:
+    out = {"version": r.int16()}
+    r.tagged_fields()
+    return out
+
+
+def _kraft_version(r: _Reader) -> dict:
+    out = {"version": r.int16(), "kraft_version": r.int16()}
+    r.tagged_fields()
+    return out
+
+
+def _voters(r: _Reader) -> dict:
+    def endpoint():
+        e = {"name": r.compact_string(), "host": r.compact_string(), "port": r.uint16()}
+        r.tagged_fields()
+        return e
+
+    def voter():
+        v = {"voter_id": r.int32(), "voter_directory_id": r.uuid(),
+             "endpoints": r.compact_array(endpoint)}
+        feature = {"min_supported_version": r.int16(), "max_supported_version": r.int16()}
+        r.tagged_fields()
+        v["kraft_version_feature"] = feature
+        r.tagged_fields()
+        return v
+    out = {"version": r.int16(), "voters": r.compact_array(voter)}
+    r.tagged_fields()
+    return out
+
+
+_VALUE_PARSERS = {
+    ControlRecordType.LEADER_CHANGE: _leader_change,
+    ControlRecordType.SNAPSHOT_HEADER: _snapshot_header,
+    ControlRecordType.SNAPSHOT_FOOTER: _snapshot_footer,
+    ControlRecordType.KRAFT_VERSION: _kraft_version,
+    ControlRecordType.KRAFT_VOTERS: _voters,
+}
+
+
+def parse_control_value(type_id: int, value: bytes | None, position: int = 0) -> dict | None:
+    """Decode a control record value into a dict (None for UNKNOWN types)."""
+    kind = ControlRecordType.from_id(type_id)
+    if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        version, epoch = parse_end_txn_marker(value, position)
+        return {"version": version, "coordinator_epoch": epoch}
+    parser = _VALUE_PARSERS.get(kind)
+    if parser is None:
+        return None
+    if value is None:
+        raise InvalidRecordError(f"{kind.name} control record has a null value", position)
+    return parser(_Reader(value, position, kind.name))
+
+
+# --- writing -------------------------------------------------------------
+
+def encode_control_key(kind: ControlRecordType | int, version: int = 0) -> bytes:
+    kind = ControlRecordType(kind)
+    if kind is ControlRecordType.UNKNOWN:
+        raise ValueError("Cannot append record with unknown control record type")
+    return _KEY.pack(version, int(kind))
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _compact_array(items, encode) -> bytes:
+    if items is None:
+        return b"\x00"
+    return _uvarint(len(items) + 1) + b"".join(encode(i) for i in items)
+
+
+def _compact_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    raw = s.encode("utf-8")
+    return _uvarint(len(raw) + 1) + raw
+
+
+def encode_control_value(kind: ControlRecordType | int, value: dict) -> bytes:
+    """Encode a control record value from the dict shape parse_control_value returns."""
+    kind = ControlRecordType(kind)
+    v = value.get("version", 0)
+    if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return _END_TXN.pack(v, value["coordinator_epoch"])
+    if kind is ControlRecordType.LEADER_CHANGE:
+        def voter(x):
+            return struct.pack(">i", x["voter_id"]) + b"\x00"
+        return (struct.pack(">hi", v, value["leader_id"])
+                + _compact_array(value.get("voters", []), voter)
+                + _compact_array(value.get("granting_voters", []), voter) + b"\x00")
+    if kind is ControlRecordType.SNAPSHOT_HEADER:
+        return struct.pack(">hq", v, value["last_contained_log_timestamp"]) + b"\x00"
+    if kind is ControlRecordType.SNAPSHOT_FOOTER:
+        return struct.pack(">h", v) + b"\x00"
+    if kind is ControlRecordType.KRAFT_VERSION:
+        return struct.pack(">hh", v, value["kraft_version"]) + b"\x00"
+    if kind is ControlRecordType.KRAFT_VOTERS:
+        def endpoint(e):
+            return (_compact_string(e["name"]) + _compact_string(e["host"])
+                    + struct.pack(">H", e["port"]) + b"\x00")
+
+        def voter(x):
+            f = x["kraft_version_feature"]
+            return (struct.pack(">i", x["voter_id"]) + uuid.UUID(x["voter_directory_id"]).bytes
+                    + _compact_array(x["endpoints"], endpoint)
+                    + struct.pack(">hh", f["min_supported_version"], f["max_supported_version"])
+                    + b"\x00" + b"\x00")
+        return struct.pack(">h", v) + _compact_array(value["voters"], voter) + b"\x00"
+    raise ValueError(f"Cannot append record with unknown control record type {kind}")

@@ -1,0 +1,49 @@
+"""Build kafkarec._core, the single compiled extension.
+
+Environment switches:
+  KAFKAREC_DEBUG=1     annotate HTML, line tracing, -O0 -g
+  KAFKAREC_SANITIZE=1  AddressSanitizer + UBSan (run with LD_PRELOAD=libasan)
+"""
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+debug = os.environ.get("KAFKAREC_DEBUG") == "1"
+sanitize = os.environ.get("KAFKAREC_SANITIZE") == "1"
+
+compile_args = ["-O0", "-g"] if debug else ["-O3"]
+link_args = []
+macros = []
+if debug:
+    macros += [("CYTHON_TRACE", "1"), ("KAFKAREC_DEBUG", "1")]
+if sanitize:
+    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    compile_args += flags
+    link_args += flags
+
+extensions = [
+    Extension(
+        "kafkarec._core",
+        ["kafkarec/_core.pyx"],
+        include_dirs=["kafkarec"],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+        define_macros=macros,
+    )
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={
+            "language_level": 3,
+            "embedsignature": True,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "linetrace": debug,
+        },
+        annotate=debug,
+    ),
+)
