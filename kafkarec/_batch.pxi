@@ -55,7 +55,7 @@ cdef inline int32_t increment_sequence(int32_t sequence, int32_t increment) noex
     # DefaultRecordBatch.incrementSequence: wraps past INT32_MAX to 0, in int32 arithmetic.
     cdef int32_t limit = <int32_t>(<uint32_t>INT32_MAX - <uint32_t>increment)
     if sequence > limit:
-        return <int32_t>(<uint32_t>increment - <uint32_t>limit - 1)
+        return <int32_t>(<uint32_t>increment - (<uint32_t>INT32_MAX - <uint32_t>sequence) - 1)
     return <int32_t>(<uint32_t>sequence + <uint32_t>increment)
 
 

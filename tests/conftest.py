@@ -1,0 +1,23 @@
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def pytest_report_header(config):
+    import kafkarec
+    return [f"kafkarec core: {kafkarec._core.__file__} (crc32c hardware: {kafkarec._core.CRC32C_HARDWARE})"]
+
+
+@pytest.fixture(autouse=True)
+def _no_swallowed_exceptions(capfd):
+    """Fail a test whose run printed 'Exception ignored' (an error lost inside Cython)."""
+    yield
+    out, err = capfd.readouterr()
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    assert "Exception ignored" not in err, err
