@@ -11,6 +11,7 @@ _core = _load_core()
 
 from kafkarec._core import (  # noqa: E402
     BatchIterator,
+    RecordBatchBuilder,
     Record,
     RecordBatch,
     iter_batches,
@@ -35,7 +36,7 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchIterator", "Record", "RecordBatch", "iter_batches", "crc32c",
+    "BatchIterator", "RecordBatchBuilder", "Record", "RecordBatch", "iter_batches", "crc32c",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",

@@ -19,7 +19,7 @@ from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 
 from kafkarec._hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
-                             kr_store_be32, kr_store_be64, kr_load_le32)
+                             kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
 
 from kafkarec.errors import (DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,
@@ -36,3 +36,4 @@ include "_batch.pxi"
 include "_records.pxi"
 include "_codecs.pxi"
 include "_legacy.pxi"
+include "_builder.pxi"

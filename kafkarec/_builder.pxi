@@ -1,0 +1,345 @@
+# Writing v2 batches (Kafka's MemoryRecordsBuilder rules for magic 2).
+#
+# Records are encoded straight into a growable C buffer as they are appended;
+# build() compresses the records section if asked, writes the 61-byte header
+# and computes the CRC once, over attributes..end.
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy as c_memcpy
+import time as _time
+from struct import error as struct_error
+
+from kafkarec.errors import EncodeError
+
+cdef enum:
+    MAX_RECORD_OVERHEAD = 21     # DefaultRecord.MAX_RECORD_OVERHEAD
+    XERIAL_BLOCK_SIZE = 32 * 1024
+    LZ4_BLOCK_SIZE = 64 * 1024
+
+
+cdef class _Growable:
+    cdef uint8_t *data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t capacity
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.size + extra
+        cdef Py_ssize_t cap
+        cdef uint8_t *grown
+        if want <= self.capacity:
+            return 0
+        cap = max(want, self.capacity * 2, 4096)
+        grown = <uint8_t *>realloc(self.data, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.data = grown
+        self.capacity = cap
+        return 0
+
+
+cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noexcept:
+    if n > 0:
+        c_memcpy(p, src, n)
+    return p + n
+
+
+@cython.final
+cdef class RecordBatchBuilder:
+    """Builds one v2 record batch.
+
+        builder = RecordBatchBuilder(compression=Compression.LZ4, base_offset=100)
+        builder.append(b"value", key=b"key", timestamp=1700000000000, headers=[("h", b"v")])
+        data = builder.build()
+
+    Offsets must increase (gaps are allowed); timestamps are ms since the epoch
+    or -1.  With ``max_batch_size`` set, ``has_room_for`` answers as Kafka's
+    producer does (the first record always fits) and ``append`` refuses a
+    record that does not fit rather than dropping it.
+    """
+    cdef _Growable _records
+    cdef readonly int record_count
+    cdef int64_t _base_offset
+    cdef int64_t _last_offset
+    cdef int64_t _base_timestamp
+    cdef int64_t _max_timestamp
+    cdef int64_t _log_append_time
+    cdef int16_t _attributes
+    cdef int64_t _producer_id
+    cdef int16_t _producer_epoch
+    cdef int32_t _base_sequence
+    cdef int32_t _partition_leader_epoch
+    cdef Py_ssize_t _max_batch_size
+    cdef int _codec
+    cdef object _level
+    cdef bint _raw_snappy
+    cdef bint _has_delete_horizon
+    cdef bint _built
+
+    def __init__(self, *, compression=Compression.NONE, compression_level=None,
+                 base_offset=0, timestamp_type=TimestampType.CREATE_TIME, log_append_time=None,
+                 producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                 is_transactional=False, is_control=False, partition_leader_epoch=-1,
+                 delete_horizon_ms=None, max_batch_size=None, snappy_framing="xerial"):
+        self._records = _Growable()
+        self._codec = int(Compression(compression))
+        self._level = compression_level
+        if snappy_framing not in ("xerial", "raw"):
+            raise EncodeError(f"snappy_framing must be 'xerial' or 'raw', not {snappy_framing!r}")
+        self._raw_snappy = snappy_framing == "raw"
+        self._base_offset = base_offset
+        self._last_offset = base_offset - 1
+        ts_type = TimestampType(timestamp_type)
+        if ts_type is TimestampType.NO_TIMESTAMP_TYPE:
+            raise EncodeError("magic 2 batches need CREATE_TIME or LOG_APPEND_TIME")
+        self._attributes = self._codec
+        if ts_type is TimestampType.LOG_APPEND_TIME:
+            self._attributes |= ATTR_LOG_APPEND_TIME
+            self._log_append_time = (int(_time.time() * 1000) if log_append_time is None
+                                     else log_append_time)
+        elif log_append_time is not None:
+            raise EncodeError("log_append_time needs timestamp_type=LOG_APPEND_TIME")
+        if is_transactional:
+            self._attributes |= ATTR_TRANSACTIONAL
+        if is_control:
+            self._attributes |= ATTR_CONTROL
+        if is_transactional and producer_id < 0:
+            raise EncodeError("Cannot write transactional messages without a valid producer ID")
+        if producer_id >= 0:
+            if producer_epoch < 0:
+                raise EncodeError("Invalid negative producer epoch")
+            if base_sequence < 0 and not is_control:
+                raise EncodeError("Invalid negative sequence number used")
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._partition_leader_epoch = partition_leader_epoch
+        if delete_horizon_ms is not None:
+            self._attributes |= ATTR_DELETE_HORIZON
+            self._has_delete_horizon = True
+            self._base_timestamp = delete_horizon_ms
+        self._max_timestamp = -1
+        self._max_batch_size = -1 if max_batch_size is None else max_batch_size
+
+    @property
+    def is_control(self) -> bool:
+        return (self._attributes & ATTR_CONTROL) != 0
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes the batch would take uncompressed (header + records so far)."""
+        return V2_HEADER_SIZE + self._records.size
+
+    def has_room_for(self, value, key=None, *, timestamp=None, headers=()) -> bool:
+        """Whether a record fits under max_batch_size (the first record always does)."""
+        if self.record_count == 0 or self._max_batch_size < 0:
+            return True
+        return self.size_in_bytes + self._upper_bound(key, value, headers) <= self._max_batch_size
+
+    cdef Py_ssize_t _upper_bound(self, key, value, headers) except -1:
+        cdef Py_ssize_t n = MAX_RECORD_OVERHEAD + 5
+        n += 0 if key is None else len(key)
+        n += 0 if value is None else len(value)
+        for hk, hv in headers:
+            n += 10 + len(hk.encode("utf-8") if isinstance(hk, str) else hk)
+            n += 0 if hv is None else len(hv)
+        return n
+
+    def append(self, value, key=None, *, timestamp=None, headers=(), offset=None):
+        """Append a record; returns its offset."""
+        if self._attributes & ATTR_CONTROL:
+            raise EncodeError("a control batch takes control records only: use append_control()")
+        return self._append(value, key, timestamp, headers, offset)
+
+    def append_control(self, control_type, value=None, *, timestamp=None, offset=None,
+                       key_version=0):
+        """Append a control record; ``value`` is the dict shape Record.control_value returns
+        (for ABORT/COMMIT: ``{"coordinator_epoch": N}``)."""
+        control = control_module()
+        if not self._attributes & ATTR_CONTROL:
+            raise EncodeError("Control records can only be appended to control batches")
+        kind = ControlRecordType(control_type)
+        if kind is ControlRecordType.UNKNOWN:
+            raise EncodeError(f"Cannot append record with unknown control record type {control_type}")
+        if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            if self._producer_id < 0 or not self._attributes & ATTR_TRANSACTIONAL:
+                raise EncodeError("End transaction marker requires a valid producerId and a "
+                                  "transactional batch")
+        elif kind is ControlRecordType.LEADER_CHANGE and self._partition_leader_epoch < 0:
+            raise EncodeError("LeaderChange message requires a valid partition leader epoch")
+        try:
+            encoded = control.encode_control_value(kind, value or {})
+        except (KeyError, TypeError, ValueError, struct_error) as exc:
+            raise EncodeError(f"invalid {kind.name} control value {value!r}: {exc}") from None
+        return self._append(encoded, control.encode_control_key(kind, key_version), timestamp,
+                            (), offset)
+
+    def _append(self, value, key, timestamp, headers, offset):
+        if self._built:
+            raise EncodeError("this builder has already built its batch")
+        if self.record_count and not self.has_room_for(value, key, timestamp=timestamp, headers=headers):
+            raise EncodeError(
+                f"record does not fit in the batch (max_batch_size={self._max_batch_size}); "
+                "check has_room_for() and start a new batch")
+        cdef int64_t off = self._last_offset + 1 if offset is None else offset
+        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
+        if off <= self._last_offset and self.record_count:
+            raise EncodeError(f"Illegal offset {off} following previous offset {self._last_offset} "
+                              "(Offsets must increase monotonically).")
+        if off < self._base_offset:
+            raise EncodeError(f"offset {off} is below the batch's base offset {self._base_offset}")
+        if off - self._base_offset > INT32_MAX:
+            raise EncodeError("Maximum offset delta exceeded")
+        if ts < 0 and ts != -1:
+            raise EncodeError(f"Invalid negative timestamp {ts}")
+        if self.record_count == INT32_MAX:
+            raise EncodeError("Maximum number of records per batch exceeded")
+        if self.record_count == 0 and not self._has_delete_horizon:
+            self._base_timestamp = ts
+        encode_record(self._records, off - self._base_offset, ts - self._base_timestamp,
+                      key, value, headers)
+        self._last_offset = off
+        if ts > self._max_timestamp:
+            self._max_timestamp = ts
+        self.record_count += 1
+        return off
+
+    def build(self) -> bytes:
+        """The finished batch (b"" if nothing was appended, as Kafka writes no empty batch)."""
+        self._built = True
+        if self.record_count == 0:
+            return b""
+        records = view_of(self._records.data, self._records.size)
+        if self._codec != CODEC_NONE:
+            records = compress(self._codec, records, self._level, self._raw_snappy, 2)
+        max_ts = self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME else self._max_timestamp
+        return write_v2_batch(records, self._base_offset, self._partition_leader_epoch,
+                              self._attributes, <int32_t>(self._last_offset - self._base_offset),
+                              self._base_timestamp, max_ts, self._producer_id,
+                              self._producer_epoch, self._base_sequence, self.record_count)
+
+
+cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_delta,
+                       object key, object value, object headers) except -1:
+    cdef const uint8_t[::1] kv
+    cdef const uint8_t[::1] vv
+    cdef Py_ssize_t key_len = -1, value_len = -1, body, n_headers = 0
+    cdef list encoded_headers = None
+    cdef uint8_t *p
+    cdef const uint8_t[::1] hkv
+    cdef const uint8_t[::1] hvv
+    if key is not None:
+        kv = key
+        key_len = kv.shape[0]
+    if value is not None:
+        vv = value
+        value_len = vv.shape[0]
+    body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
+    body += varint_size(key_len) + (key_len if key_len > 0 else 0)
+    body += varint_size(value_len) + (value_len if value_len > 0 else 0)
+    if headers:
+        encoded_headers = []
+        for hk, hv in headers:
+            if hk is None:
+                raise EncodeError("Invalid null header key found in headers")
+            hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
+            encoded_headers.append((hkb, hv))
+            body += varint_size(len(hkb)) + len(hkb)
+            body += varint_size(-1) if hv is None else varint_size(len(hv)) + len(hv)
+        n_headers = len(encoded_headers)
+    body += varint_size(n_headers)
+    out.reserve(body + 5)
+    p = out.data + out.size
+    p = write_varlong(p, body)
+    p[0] = 0                                   # record attributes: unused
+    p = write_varlong(p + 1, timestamp_delta)
+    p = write_varlong(p, offset_delta)
+    p = write_varlong(p, key_len)
+    if key_len > 0:
+        p = put_bytes(p, &kv[0], key_len)
+    p = write_varlong(p, value_len)
+    if value_len > 0:
+        p = put_bytes(p, &vv[0], value_len)
+    p = write_varlong(p, n_headers)
+    if encoded_headers is not None:
+        for hkb, hv in encoded_headers:
+            p = write_varlong(p, len(hkb))
+            if len(hkb):
+                hkv = hkb
+                p = put_bytes(p, &hkv[0], len(hkb))
+            if hv is None:
+                p = write_varlong(p, -1)
+            else:
+                hvv = hv
+                p = write_varlong(p, hvv.shape[0])
+                if hvv.shape[0]:
+                    p = put_bytes(p, &hvv[0], hvv.shape[0])
+    out.size = p - out.data
+    return 0
+
+
+cdef bytes write_v2_batch(object records, int64_t base_offset, int32_t partition_leader_epoch,
+                          int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp,
+                          int64_t max_timestamp, int64_t producer_id, int16_t producer_epoch,
+                          int32_t base_sequence, int32_t count):
+    """Header + records, CRC-32C computed over attributes..end."""
+    cdef const uint8_t[::1] rv = records
+    cdef Py_ssize_t n = rv.shape[0]
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + n)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out)
+    kr_store_be64(p, <uint64_t>base_offset)
+    kr_store_be32(p + OFF_LENGTH, <uint32_t>(V2_HEADER_SIZE + n - LOG_OVERHEAD))
+    kr_store_be32(p + OFF_PARTITION_LEADER_EPOCH, <uint32_t>partition_leader_epoch)
+    p[OFF_MAGIC] = 2
+    kr_store_be16(p + OFF_ATTRIBUTES, <uint16_t>attributes)
+    kr_store_be32(p + OFF_LAST_OFFSET_DELTA, <uint32_t>last_offset_delta)
+    kr_store_be64(p + OFF_BASE_TIMESTAMP, <uint64_t>base_timestamp)
+    kr_store_be64(p + OFF_MAX_TIMESTAMP, <uint64_t>max_timestamp)
+    kr_store_be64(p + OFF_PRODUCER_ID, <uint64_t>producer_id)
+    kr_store_be16(p + OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
+    kr_store_be32(p + OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
+    kr_store_be32(p + OFF_RECORDS_COUNT, <uint32_t>count)
+    if n:
+        c_memcpy(p + V2_HEADER_SIZE, &rv[0], n)
+    kr_store_be32(p + OFF_CRC, crc32c_of(p + OFF_ATTRIBUTES, V2_HEADER_SIZE + n - OFF_ATTRIBUTES))
+    return out
+
+
+# --- compression on write ----------------------------------------------------
+
+cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
+    if codec == 1:
+        zlib = codec_lib("zlib", "zlib")
+        c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == 2:
+        cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+        if raw_snappy:
+            return bytes(cjsnappy.compress_raw(data))
+        # xerial framing as snappy-java writes it: magic, version 1, compatible 1, 32 KiB blocks
+        parts = [XERIAL_MAGIC, b"\x00\x00\x00\x01\x00\x00\x00\x01"]
+        view = memoryview(data)
+        for start in range(0, len(view), XERIAL_BLOCK_SIZE):
+            block = bytes(cjsnappy.compress_raw(view[start:start + XERIAL_BLOCK_SIZE]))
+            parts.append(len(block).to_bytes(4, "big"))
+            parts.append(block)
+        return b"".join(parts)
+    if codec == 3:
+        lz4frame = codec_lib("lz4.frame", "lz4")
+        frame = lz4frame.compress(
+            data, block_size=lz4frame.BLOCKSIZE_MAX64KB, block_linked=False,
+            content_checksum=False, block_checksum=False, store_size=False,
+            compression_level=0 if level is None or level == 9 else level)
+        if magic == 0:
+            # KAFKA-3160: Kafka writes magic-0 LZ4 with the header checksum over the magic too.
+            fixed = bytearray(frame)
+            fixed[6] = _lz4_header_checksum(bytes(fixed[0:6]))
+            return bytes(fixed)
+        return frame
+    if codec == 4:
+        zstandard = codec_lib("zstandard", "zstandard")
+        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
+        return zstandard.ZstdCompressor(level=3 if level is None else level,
+                                        write_content_size=False).compress(data)
+    raise EncodeError(f"Unknown compression type id: {codec}")
