@@ -15,6 +15,9 @@ from kafkarec._core import (  # noqa: E402
     Record,
     RecordBatch,
     iter_batches,
+    iter_arrow,
+    to_arrow,
+    arrow_schema,
     crc32c,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
 )
@@ -36,7 +39,7 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchIterator", "RecordBatchBuilder", "Record", "RecordBatch", "iter_batches", "crc32c",
+    "BatchIterator", "RecordBatchBuilder", "Record", "RecordBatch", "iter_batches", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",

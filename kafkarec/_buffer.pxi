@@ -1,3 +1,5 @@
+from libc.stdlib cimport malloc, realloc, free
+
 # Zero-copy ownership of a buffer: the caller's bytes/bytearray/memoryview/mmap
 # or a decompressed payload.  Batches and records keep a reference to the
 # _Buffer they point into, so slices stay valid as long as they live.
@@ -30,3 +32,43 @@ cdef _Buffer buffer_of(object obj):
 cdef inline object view_of(const uint8_t *p, Py_ssize_t n):
     """A read-only memoryview over n bytes at p (no copy; the owner must outlive it)."""
     return PyMemoryView_FromMemory(<char *>p, n, PyBUF_READ)
+
+
+@cython.final
+cdef class _Growable:
+    """A growable C byte buffer; exposes the buffer protocol so pyarrow can own it
+    without a copy."""
+    cdef uint8_t *data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t capacity
+    cdef Py_ssize_t _exports
+
+    def __dealloc__(self):
+        free(self.data)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        if self.data == NULL:
+            self.reserve(1)      # consumers such as pyarrow need a non-NULL pointer
+        PyBuffer_FillInfo(view, self, self.data, self.size, 1, flags)
+        self._exports += 1
+
+    def __releasebuffer__(self, Py_buffer *view):
+        self._exports -= 1
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.size + extra
+        cdef Py_ssize_t cap
+        cdef uint8_t *grown
+        if want <= self.capacity:
+            return 0
+        if self._exports:
+            raise BufferError("buffer is exported and cannot grow")
+        cap = max(want, self.capacity * 2, 4096)
+        grown = <uint8_t *>realloc(self.data, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.data = grown
+        self.capacity = cap
+        return 0
+
+

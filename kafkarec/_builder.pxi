@@ -3,7 +3,7 @@
 # Records are encoded straight into a growable C buffer as they are appended;
 # build() compresses the records section if asked, writes the 61-byte header
 # and computes the CRC once, over attributes..end.
-from libc.stdlib cimport malloc, realloc, free
+
 from libc.string cimport memcpy as c_memcpy
 import time as _time
 from struct import error as struct_error
@@ -14,29 +14,6 @@ cdef enum:
     MAX_RECORD_OVERHEAD = 21     # DefaultRecord.MAX_RECORD_OVERHEAD
     XERIAL_BLOCK_SIZE = 32 * 1024
     LZ4_BLOCK_SIZE = 64 * 1024
-
-
-cdef class _Growable:
-    cdef uint8_t *data
-    cdef Py_ssize_t size
-    cdef Py_ssize_t capacity
-
-    def __dealloc__(self):
-        free(self.data)
-
-    cdef int reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t want = self.size + extra
-        cdef Py_ssize_t cap
-        cdef uint8_t *grown
-        if want <= self.capacity:
-            return 0
-        cap = max(want, self.capacity * 2, 4096)
-        grown = <uint8_t *>realloc(self.data, cap)
-        if grown == NULL:
-            raise MemoryError()
-        self.data = grown
-        self.capacity = cap
-        return 0
 
 
 cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noexcept:

@@ -16,7 +16,7 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cpython.buffer cimport PyBUF_READ
+from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 
 from kafkarec._hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
                              kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
@@ -37,3 +37,4 @@ include "_records.pxi"
 include "_codecs.pxi"
 include "_legacy.pxi"
 include "_builder.pxi"
+include "_columns.pxi"

@@ -177,17 +177,9 @@ cdef class _RecordIterator:
         return self
 
     def __next__(self):
-        cdef Record r
         if self._remaining <= 0:
             raise StopIteration
-        r = read_v2_record(self)
-        self._remaining -= 1
-        if self._remaining == 0 and self._cur.pos != self._cur.end:
-            # Checked when the last declared record is read, as Kafka does.
-            self._remaining = -1
-            cursor_fail(&self._cur, self._cur.pos, InvalidRecordError,
-                        "Incorrect declared batch size, records still remaining in file")
-        return r
+        return read_v2_record(self)
 
 
 cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
@@ -198,7 +190,23 @@ cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
     return 0
 
 
-cdef Record read_v2_record(_RecordIterator it):
+cdef struct RecordView:
+    # One decoded record, pointing into its batch's buffer (no Python objects).
+    int64_t offset
+    int64_t timestamp
+    int32_t sequence
+    int8_t attributes
+    int32_t key_len          # < 0: null
+    int32_t value_len        # < 0: null
+    int32_t header_count
+    const uint8_t *key
+    const uint8_t *value
+    const uint8_t *headers
+    Py_ssize_t error_position
+
+
+cdef int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
+    """Read and validate the next record (Kafka's DefaultRecord.readFrom rules)."""
     cdef Cursor *c = &it._cur
     cdef const uint8_t *start = c.pos
     cdef const uint8_t *body
@@ -209,7 +217,6 @@ cdef Record read_v2_record(_RecordIterator it):
     cdef const uint8_t *value_p = NULL
     cdef const uint8_t *headers_p
     cdef const uint8_t *hkey_p
-    cdef Record r
     if start >= c.end:
         cursor_fail(c, start, InvalidRecordError,
                     "Incorrect declared batch size, premature EOF reached")
@@ -264,27 +271,50 @@ cdef Record read_v2_record(_RecordIterator it):
                         f"offset delta {offset_delta} is out of order or past the last offset "
                         f"delta {it._last_offset_delta}")
         it._prev_offset_delta = offset_delta
+    v.offset = wrapping_add64(it._base_offset, offset_delta)
+    if it._timestamp_type == TS_LOG_APPEND:
+        v.timestamp = it._max_timestamp     # the stored deltas still hold create times
+    else:
+        v.timestamp = wrapping_add64(it._base_timestamp, timestamp_delta)
+    v.sequence = increment_sequence(it._base_sequence, offset_delta) if it._base_sequence >= 0 else -1
+    v.attributes = <int8_t>attributes
+    v.key_len = key_len
+    v.value_len = value_len
+    v.header_count = header_count
+    v.key = key_p
+    v.value = value_p
+    v.headers = headers_p
+    v.error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
+    # Kafka checks for leftover bytes when it reads the last declared record.
+    it._remaining -= 1
+    if it._remaining == 0 and c.pos != c.end:
+        it._remaining = -1
+        cursor_fail(c, c.pos, InvalidRecordError,
+                    "Incorrect declared batch size, records still remaining in file")
+    return 0
 
+
+cdef Record read_v2_record(_RecordIterator it):
+    cdef RecordView v
+    cdef Record r
+    parse_v2_record(it, &v)
     r = Record.__new__(Record)
     r._buf = it._buf
-    r.offset = wrapping_add64(it._base_offset, offset_delta)
-    if it._timestamp_type == TS_LOG_APPEND:
-        r.timestamp = it._max_timestamp     # the stored deltas still hold create times
-    else:
-        r.timestamp = wrapping_add64(it._base_timestamp, timestamp_delta)
+    r.offset = v.offset
+    r.timestamp = v.timestamp
     r._timestamp_type = it._timestamp_type
-    r.sequence = increment_sequence(it._base_sequence, offset_delta) if it._base_sequence >= 0 else -1
-    r.attributes = <int8_t>attributes
+    r.sequence = v.sequence
+    r.attributes = v.attributes
     r._magic = 2
     r._is_control = it._is_control
-    r._strict = c.strict
-    r._key_len = key_len
-    r._value_len = value_len
-    r._header_count = header_count
-    r._key_pos = key_p - it._buf.ptr if key_p != NULL else 0
-    r._value_pos = value_p - it._buf.ptr if value_p != NULL else 0
-    r._headers_pos = headers_p - it._buf.ptr
-    r._error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
+    r._strict = it._strict
+    r._key_len = v.key_len
+    r._value_len = v.value_len
+    r._header_count = v.header_count
+    r._key_pos = v.key - it._buf.ptr if v.key != NULL else 0
+    r._value_pos = v.value - it._buf.ptr if v.value != NULL else 0
+    r._headers_pos = v.headers - it._buf.ptr
+    r._error_position = v.error_position
     return r
 
 

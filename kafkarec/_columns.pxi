@@ -1,0 +1,436 @@
+# Columnar output: records decoded straight into Arrow buffers (no Python
+# object per record), in the schema of Spark's Kafka source:
+#   key binary, value binary, topic string, partition int32, offset int64,
+#   timestamp timestamp[ms], timestampType int32,
+#   headers list<struct<key string, value binary>> (null when a record has none)
+# plus opt-in batch-level columns.  pyarrow is imported on first use; the
+# buffers are handed to pa.Array.from_buffers without a copy.
+
+cdef object _pa = None
+
+
+cdef object pyarrow():
+    global _pa
+    if _pa is None:
+        _pa = codec_lib("pyarrow", "pyarrow")
+    return _pa
+
+
+cdef enum:
+    INT32_LIMIT = 0x7FFFFFFF
+
+
+cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
+    if g.size + n > g.capacity:
+        g.reserve(n)
+    c_memcpy(g.data + g.size, src, n)
+    g.size += n
+    return 0
+
+
+cdef inline int put_i64(_Growable g, int64_t v) except -1:
+    return grow_put(g, &v, 8)
+
+
+cdef inline int put_i32(_Growable g, int32_t v) except -1:
+    return grow_put(g, &v, 4)
+
+
+cdef inline int put_i16(_Growable g, int16_t v) except -1:
+    return grow_put(g, &v, 2)
+
+
+cdef inline int put_u8(_Growable g, uint8_t v) except -1:
+    return grow_put(g, &v, 1)
+
+
+cdef class _Bits:
+    """A validity bitmap (LSB first), with its count of zeros."""
+    cdef _Growable bytes
+    cdef Py_ssize_t length
+    cdef Py_ssize_t zeros
+
+    def __cinit__(self):
+        self.bytes = _Growable()
+
+    cdef inline int append(self, bint bit) except -1:
+        if (self.length & 7) == 0:
+            put_u8(self.bytes, 0)
+        if bit:
+            self.bytes.data[self.length >> 3] |= <uint8_t>(1 << (self.length & 7))
+        else:
+            self.zeros += 1
+        self.length += 1
+        return 0
+
+    cdef int truncate(self, Py_ssize_t length) except -1:
+        cdef Py_ssize_t i
+        for i in range(length, self.length):
+            if not (self.bytes.data[i >> 3] >> (i & 7)) & 1:
+                self.zeros -= 1
+        self.length = length
+        self.bytes.size = (length + 7) >> 3
+        if length & 7:
+            self.bytes.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
+        return 0
+
+
+cdef class _BinaryColumn:
+    """offsets (int32) + data + validity of an Arrow binary/string column."""
+    cdef _Growable offsets
+    cdef _Growable data
+    cdef _Bits valid
+
+    def __cinit__(self):
+        self.offsets = _Growable()
+        self.data = _Growable()
+        self.valid = _Bits()
+        put_i32(self.offsets, 0)
+
+    cdef inline int append(self, const uint8_t *p, int32_t n) except -1:
+        if n >= 0:
+            if self.data.size + n > INT32_LIMIT:
+                raise OverflowError("binary column over 2 GiB")
+            grow_put(self.data, p, n)
+            self.valid.append(True)
+        else:
+            self.valid.append(False)
+        return put_i32(self.offsets, <int32_t>self.data.size)
+
+    cdef int truncate(self, Py_ssize_t rows) except -1:
+        self.offsets.size = (rows + 1) * 4
+        self.data.size = (<int32_t *>self.offsets.data)[rows]
+        self.valid.truncate(rows)
+        return 0
+
+    cdef object to_arrow(self, object arrow_type):
+        pa = pyarrow()
+        cdef Py_ssize_t n = self.valid.length
+        validity = pa.py_buffer(self.valid.bytes) if self.valid.zeros else None
+        return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(self.offsets),
+                                                     pa.py_buffer(self.data)],
+                                     null_count=self.valid.zeros)
+
+
+cdef tuple BATCH_COLUMN_NAMES = ("producerId", "producerEpoch", "sequence", "isTransactional",
+                                 "isControl", "compression", "batchPosition", "batchBaseOffset",
+                                 "partitionLeaderEpoch", "magic")
+
+
+def arrow_schema(*, batch_columns=False):
+    """The Arrow schema of to_arrow's output (Spark's Kafka source layout)."""
+    pa = pyarrow()
+    fields = [
+        pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("ms")),
+        pa.field("timestampType", pa.int32()),
+        pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
+                                                pa.field("value", pa.binary())]))),
+    ]
+    if batch_columns:
+        fields += [
+            pa.field("producerId", pa.int64()), pa.field("producerEpoch", pa.int16()),
+            pa.field("sequence", pa.int32()), pa.field("isTransactional", pa.bool_()),
+            pa.field("isControl", pa.bool_()), pa.field("compression", pa.string()),
+            pa.field("batchPosition", pa.int64()), pa.field("batchBaseOffset", pa.int64()),
+            pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
+        ]
+    return pa.schema(fields)
+
+
+@cython.final
+cdef class _ArrowColumns:
+    cdef Py_ssize_t rows
+    cdef bint batch_columns
+    cdef _BinaryColumn key, value, header_key, header_value
+    cdef _Growable offset, timestamp, timestamp_type
+    cdef _Growable header_list_offsets
+    cdef _Bits header_list_valid
+    cdef Py_ssize_t header_rows
+    # batch-level columns
+    cdef _Growable producer_id, producer_epoch, sequence, compression, batch_position
+    cdef _Growable batch_base_offset, partition_leader_epoch, magic
+    cdef _Bits is_transactional, is_control
+
+    def __cinit__(self, bint batch_columns):
+        self.batch_columns = batch_columns
+        self.key = _BinaryColumn()
+        self.value = _BinaryColumn()
+        self.header_key = _BinaryColumn()
+        self.header_value = _BinaryColumn()
+        self.offset = _Growable()
+        self.timestamp = _Growable()
+        self.timestamp_type = _Growable()
+        self.header_list_offsets = _Growable()
+        self.header_list_valid = _Bits()
+        put_i32(self.header_list_offsets, 0)
+        if batch_columns:
+            self.producer_id = _Growable()
+            self.producer_epoch = _Growable()
+            self.sequence = _Growable()
+            self.compression = _Growable()
+            self.batch_position = _Growable()
+            self.batch_base_offset = _Growable()
+            self.partition_leader_epoch = _Growable()
+            self.magic = _Growable()
+            self.is_transactional = _Bits()
+            self.is_control = _Bits()
+
+    cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
+        cdef Cursor c
+        cdef int32_t i, klen, vlen
+        cdef const uint8_t *kp
+        cdef const uint8_t *vp
+        self.key.append(v.key, v.key_len)
+        self.value.append(v.value, v.value_len)
+        put_i64(self.offset, v.offset)
+        put_i64(self.timestamp, v.timestamp)
+        put_i32(self.timestamp_type, timestamp_type)
+        if v.header_count:
+            # Headers were validated when the record was parsed; walk them again.
+            cursor_init(&c, v.headers, INT32_LIMIT, v.error_position, False, strict)
+            for i in range(v.header_count):
+                read_varint(&c, &klen, "header key length")
+                kp = cursor_take(&c, klen, "header key")
+                if not strict:
+                    check_utf8_or_replace(self.header_key, kp, klen)
+                else:
+                    self.header_key.append(kp, klen)
+                read_varint(&c, &vlen, "header value length")
+                vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
+                self.header_value.append(vp, vlen)
+            self.header_rows += v.header_count
+            self.header_list_valid.append(True)
+        else:
+            self.header_list_valid.append(False)   # Spark's Kafka source gives null, not []
+        put_i32(self.header_list_offsets, <int32_t>self.header_rows)
+        if self.batch_columns:
+            put_i64(self.producer_id, b.producer_id)
+            put_i16(self.producer_epoch, b.producer_epoch)
+            put_i32(self.sequence, v.sequence)
+            self.is_transactional.append(b.is_transactional)
+            self.is_control.append(b.is_control)
+            put_u8(self.compression, b.attributes & ATTR_CODEC_MASK)
+            put_i64(self.batch_position, b.position)
+            put_i64(self.batch_base_offset, b._base_offset)
+            put_i32(self.partition_leader_epoch, b.partition_leader_epoch)
+            put_u8(self.magic, b.magic)
+        self.rows += 1
+        return 0
+
+    cdef int truncate(self, Py_ssize_t rows) except -1:
+        """Drop rows past `rows` (a batch that failed half way is all-or-nothing)."""
+        if rows == self.rows:
+            return 0
+        self.key.truncate(rows)
+        self.value.truncate(rows)
+        self.offset.size = rows * 8
+        self.timestamp.size = rows * 8
+        self.timestamp_type.size = rows * 4
+        self.header_list_offsets.size = (rows + 1) * 4
+        self.header_rows = (<int32_t *>self.header_list_offsets.data)[rows]
+        self.header_list_valid.truncate(rows)
+        self.header_key.truncate(self.header_rows)
+        self.header_value.truncate(self.header_rows)
+        if self.batch_columns:
+            for g, width in ((self.producer_id, 8), (self.producer_epoch, 2), (self.sequence, 4),
+                             (self.compression, 1), (self.batch_position, 8),
+                             (self.batch_base_offset, 8), (self.partition_leader_epoch, 4),
+                             (self.magic, 1)):
+                (<_Growable>g).size = rows * width
+            self.is_transactional.truncate(rows)
+            self.is_control.truncate(rows)
+        self.rows = rows
+        return 0
+
+    cdef Py_ssize_t data_bytes(self) noexcept:
+        return (self.key.data.size + self.value.data.size + self.header_key.data.size
+                + self.header_value.data.size)
+
+    cdef object finish(self, object topic, object partition):
+        pa = pyarrow()
+        cdef Py_ssize_t n = self.rows
+        np = codec_lib("numpy", "numpy")
+        header_struct = pa.StructArray.from_arrays(
+            [self.header_key.to_arrow(pa.string()), self.header_value.to_arrow(pa.binary())],
+            names=["key", "value"])
+        headers = pa.Array.from_buffers(
+            pa.list_(header_struct.type), n,
+            [pa.py_buffer(self.header_list_valid.bytes) if self.header_list_valid.zeros else None,
+             pa.py_buffer(self.header_list_offsets)],
+            null_count=self.header_list_valid.zeros, children=[header_struct])
+        if topic is None:
+            topic_col = pa.nulls(n, pa.string())
+        else:
+            topic_col = pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32)) if n else pa.array([], pa.string())
+        partition_col = (pa.nulls(n, pa.int32()) if partition is None
+                         else pa.array(np.full(n, partition, dtype=np.int32)))
+        columns = [
+            self.key.to_arrow(pa.binary()), self.value.to_arrow(pa.binary()), topic_col, partition_col,
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]),
+            pa.Array.from_buffers(pa.timestamp("ms"), n, [None, pa.py_buffer(self.timestamp)]),
+            pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.timestamp_type)]),
+            headers,
+        ]
+        if self.batch_columns:
+            names = pa.array(_CODEC_NAMES, pa.string())
+            columns += [
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.producer_id)]),
+                pa.Array.from_buffers(pa.int16(), n, [None, pa.py_buffer(self.producer_epoch)]),
+                pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.sequence)]),
+                pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(self.is_transactional.bytes)]),
+                pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(self.is_control.bytes)]),
+                names.take(pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(self.compression)])),
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.batch_position)]),
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.batch_base_offset)]),
+                pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.partition_leader_epoch)]),
+                pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(self.magic)]),
+            ]
+        return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(batch_columns=self.batch_columns))
+
+
+cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
+    # Kafka decodes header keys leniently (U+FFFD for bad bytes); Arrow strings must be UTF-8.
+    cdef bytes fixed
+    try:
+        PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
+    except UnicodeDecodeError:
+        fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
+        return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
+    return col.append(p, n)
+
+
+cdef set aborted_batch_positions(object data, bint verify_crc, Py_ssize_t max_decompressed):
+    """Positions of transactional batches whose transaction ends in an ABORT marker
+    (or never ends) in this data: what a read_committed consumer would not see."""
+    cdef dict open_batches = {}
+    cdef set aborted = set()
+    cdef RecordBatch b
+    it = iter_batches(data, verify_crc=False, max_decompressed_bytes=max_decompressed)
+    try:
+        for b in it:
+            if b.magic < 2 or not (b.attributes & ATTR_TRANSACTIONAL):
+                continue
+            if b.attributes & ATTR_CONTROL:
+                pending = open_batches.pop(b.producer_id, [])
+                try:
+                    rec = next(iter(b), None)
+                    kind = rec.control_type_id if rec is not None else None
+                except DecodeError:
+                    kind = None
+                if kind == 0:
+                    aborted.update(pending)
+            else:
+                open_batches.setdefault(b.producer_id, []).append(b.position)
+    except DecodeError:
+        pass    # the decoding pass reports it
+    for pending in open_batches.values():
+        aborted.update(pending)
+    return aborted
+
+
+def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=False,
+               bint batch_columns=False, bint read_committed=False, bint verify_crc=True,
+               bint strict=False, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+               Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
+               str errors="raise", list error_sink=None):
+    """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
+    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
+
+    Control records are left out unless ``include_control``; ``read_committed``
+    drops the records of transactions that abort (or never end) in ``data``.
+    ``errors="raise"`` raises the first DecodeError; ``errors="skip"`` leaves a
+    bad batch out whole and appends a description of it to ``error_sink``
+    (a framing error ends the data, as it leaves no next batch to go to).
+    """
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns)
+    cdef RecordBatch b
+    cdef RecordView v
+    cdef _RecordIterator rit
+    cdef Record r
+    cdef Py_ssize_t start_rows
+    cdef int ts_type
+    cdef set aborted = None
+    cdef bint yielded = False
+    if errors not in ("raise", "skip"):
+        raise ValueError("errors must be 'raise' or 'skip'")
+    if errors == "skip" and error_sink is None:
+        raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
+    if read_committed:
+        aborted = aborted_batch_positions(data, verify_crc, max_decompressed_bytes)
+    batches = iter_batches(data, verify_crc=verify_crc, strict=strict,
+                           max_decompressed_bytes=max_decompressed_bytes)
+    while True:
+        try:
+            b = next(batches, None)
+        except DecodeError as exc:
+            if errors == "raise":
+                raise
+            error_sink.append(error_record(exc, None))
+            break
+        if b is None:
+            break
+        if (b.attributes & ATTR_CONTROL) and b.magic >= 2 and not include_control:
+            continue
+        if aborted is not None and b.position in aborted:
+            continue
+        start_rows = cols.rows
+        ts_type = batch_timestamp_type(b)
+        try:
+            if verify_crc:
+                check_crc(b)
+            if b.magic >= 2:
+                rit_obj = v2_record_iterator(b)
+                if isinstance(rit_obj, _RecordIterator):
+                    rit = <_RecordIterator>rit_obj
+                    while rit._remaining > 0:
+                        parse_v2_record(rit, &v)
+                        cols.add(&v, ts_type, b, strict)
+            else:
+                for r in b:
+                    v.offset = r.offset
+                    v.timestamp = r.timestamp
+                    v.sequence = -1
+                    v.key_len = r._key_len
+                    v.value_len = r._value_len
+                    v.key = r._buf.ptr + r._key_pos
+                    v.value = r._buf.ptr + r._value_pos
+                    v.header_count = 0
+                    v.headers = NULL
+                    v.error_position = r._error_position
+                    cols.add(&v, r._timestamp_type, b, strict)
+        except DecodeError as exc:
+            cols.truncate(start_rows)
+            if errors == "raise":
+                raise
+            error_sink.append(error_record(exc, b))
+            continue
+        if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
+            yield cols.finish(topic, partition)
+            yielded = True
+            cols = _ArrowColumns(batch_columns)
+    if cols.rows or not yielded:
+        yield cols.finish(topic, partition)
+
+
+cdef dict error_record(object exc, RecordBatch b):
+    return {
+        "position": exc.position,
+        "reason": exc.reason,
+        "error": type(exc).__name__,
+        "base_offset": b._base_offset if b is not None and b.magic >= 2 else None,
+        "message": str(exc),
+    }
+
+
+def to_arrow(data, /, *, topic=None, partition=None, include_control=False, batch_columns=False,
+             read_committed=False, verify_crc=True, strict=False,
+             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema)."""
+    pa = pyarrow()
+    batches = list(iter_arrow(data, topic=topic, partition=partition,
+                              include_control=include_control, batch_columns=batch_columns,
+                              read_committed=read_committed, verify_crc=verify_crc, strict=strict,
+                              max_decompressed_bytes=max_decompressed_bytes))
+    return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))
