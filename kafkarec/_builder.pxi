@@ -118,9 +118,8 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t n = MAX_RECORD_OVERHEAD + 5
         n += 0 if key is None else len(key)
         n += 0 if value is None else len(value)
-        for hk, hv in headers:
-            n += 10 + len(hk.encode("utf-8") if isinstance(hk, str) else hk)
-            n += 0 if hv is None else len(hv)
+        if headers:
+            encode_headers(headers, &n)
         return n
 
     def append(self, value, key=None, *, timestamp=None, headers=(), offset=None):
@@ -128,6 +127,15 @@ cdef class RecordBatchBuilder:
         if self._attributes & ATTR_CONTROL:
             raise EncodeError("a control batch takes control records only: use append_control()")
         return self._append(value, key, timestamp, headers, offset)
+
+    def extend(self, values, keys=None, timestamps=None, headers=None, offsets=None):
+        """Append whole columns at once (lists, or pyarrow binary/int64 arrays) without a
+        Python call per record.  None in keys/values is null; missing columns mean
+        null keys, the current time, no headers and consecutive offsets."""
+        if self._attributes & ATTR_CONTROL:
+            raise EncodeError("a control batch takes control records only: use append_control()")
+        extend_columns(self, values, keys, timestamps, headers, offsets)
+        return self
 
     def append_control(self, control_type, value=None, *, timestamp=None, offset=None,
                        key_version=0):
@@ -153,34 +161,54 @@ cdef class RecordBatchBuilder:
                             (), offset)
 
     def _append(self, value, key, timestamp, headers, offset):
-        if self._built:
-            raise EncodeError("this builder has already built its batch")
-        if self.record_count and not self.has_room_for(value, key, timestamp=timestamp, headers=headers):
-            raise EncodeError(
-                f"record does not fit in the batch (max_batch_size={self._max_batch_size}); "
-                "check has_room_for() and start a new batch")
         cdef int64_t off = self._last_offset + 1 if offset is None else offset
         cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
-        if off <= self._last_offset and self.record_count:
-            raise EncodeError(f"Illegal offset {off} following previous offset {self._last_offset} "
-                              "(Offsets must increase monotonically).")
+        cdef const uint8_t *kp
+        cdef const uint8_t *vp
+        cdef Py_ssize_t klen, vlen, hsize = 0
+        cdef list keep = None
+        cdef list hs = None
+        if type(key) is not bytes or type(value) is not bytes:
+            keep = []
+        borrow_bytes(key, &kp, &klen, keep)
+        borrow_bytes(value, &vp, &vlen, keep)
+        if headers:
+            hs = encode_headers(headers, &hsize)
+        self.add_record(off, ts, kp, klen, vp, vlen, hs, hsize)
+        return off
+
+    cdef int add_record(self, int64_t off, int64_t ts, const uint8_t *kp, Py_ssize_t klen,
+                        const uint8_t *vp, Py_ssize_t vlen, list hs, Py_ssize_t hsize) except -1:
+        """Kafka's appendWithOffset checks, then the record is written once."""
+        if self._built:
+            raise EncodeError("this builder has already built its batch")
+        if self.record_count:
+            if off <= self._last_offset:
+                raise EncodeError(f"Illegal offset {off} following previous offset {self._last_offset} "
+                                  "(Offsets must increase monotonically).")
+            if self._max_batch_size >= 0 and (self.size_in_bytes + MAX_RECORD_OVERHEAD + 5
+                                              + max(klen, 0) + max(vlen, 0) + hsize
+                                              > self._max_batch_size):
+                raise EncodeError(
+                    f"record does not fit in the batch (max_batch_size={self._max_batch_size}); "
+                    "check has_room_for() and start a new batch")
+            if self.record_count == INT32_MAX:
+                raise EncodeError("Maximum number of records per batch exceeded")
         if off < self._base_offset:
             raise EncodeError(f"offset {off} is below the batch's base offset {self._base_offset}")
         if off - self._base_offset > INT32_MAX:
             raise EncodeError("Maximum offset delta exceeded")
         if ts < 0 and ts != -1:
             raise EncodeError(f"Invalid negative timestamp {ts}")
-        if self.record_count == INT32_MAX:
-            raise EncodeError("Maximum number of records per batch exceeded")
         if self.record_count == 0 and not self._has_delete_horizon:
             self._base_timestamp = ts
         encode_record(self._records, off - self._base_offset, ts - self._base_timestamp,
-                      key, value, headers)
+                      kp, klen, vp, vlen, hs, hsize)
         self._last_offset = off
         if ts > self._max_timestamp:
             self._max_timestamp = ts
         self.record_count += 1
-        return off
+        return 0
 
     def build(self) -> bytes:
         """The finished batch (b"" if nothing was appended, as Kafka writes no empty batch)."""
@@ -197,61 +225,74 @@ cdef class RecordBatchBuilder:
                               self._producer_epoch, self._base_sequence, self.record_count)
 
 
+cdef inline int borrow_bytes(object obj, const uint8_t **p, Py_ssize_t *n, list keep) except -1:
+    """Pointer and length of a bytes-like object (length -1 for None)."""
+    cdef bytes copy
+    if obj is None:
+        p[0] = NULL
+        n[0] = -1
+    elif type(obj) is bytes:
+        p[0] = <const uint8_t *>PyBytes_AS_STRING(obj)
+        n[0] = len(<bytes>obj)
+    else:
+        copy = bytes(obj)          # bytearray / memoryview: keep an immutable copy alive
+        keep.append(copy)
+        p[0] = <const uint8_t *>PyBytes_AS_STRING(copy)
+        n[0] = len(copy)
+    return 0
+
+
+cdef list encode_headers(object headers, Py_ssize_t *size):
+    """Header keys as UTF-8 bytes; adds their encoded size to size[0]."""
+    cdef list out = []
+    cdef Py_ssize_t vlen
+    for hk, hv in headers:
+        if hk is None:
+            raise EncodeError("Invalid null header key found in headers")
+        hkb = (<str>hk).encode("utf-8") if isinstance(hk, str) else bytes(hk)
+        if hv is not None and type(hv) is not bytes:
+            hv = bytes(hv)
+        out.append((hkb, hv))
+        size[0] += varint_size(len(hkb)) + len(hkb)
+        vlen = -1 if hv is None else len(hv)
+        size[0] += varint_size(vlen) + (vlen if vlen > 0 else 0)
+    return out
+
+
 cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_delta,
-                       object key, object value, object headers) except -1:
-    cdef const uint8_t[::1] kv
-    cdef const uint8_t[::1] vv
-    cdef Py_ssize_t key_len = -1, value_len = -1, body, n_headers = 0
-    cdef list encoded_headers = None
+                       const uint8_t *key, Py_ssize_t key_len,
+                       const uint8_t *value, Py_ssize_t value_len,
+                       list headers, Py_ssize_t headers_size) except -1:
+    """Append one record; `headers` from encode_headers (or None), `headers_size` their bytes."""
+    cdef Py_ssize_t n_headers = 0 if headers is None else len(headers)
+    cdef Py_ssize_t body
     cdef uint8_t *p
-    cdef const uint8_t[::1] hkv
-    cdef const uint8_t[::1] hvv
-    if key is not None:
-        kv = key
-        key_len = kv.shape[0]
-    if value is not None:
-        vv = value
-        value_len = vv.shape[0]
+    cdef bytes hkb
     body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
     body += varint_size(key_len) + (key_len if key_len > 0 else 0)
     body += varint_size(value_len) + (value_len if value_len > 0 else 0)
-    if headers:
-        encoded_headers = []
-        for hk, hv in headers:
-            if hk is None:
-                raise EncodeError("Invalid null header key found in headers")
-            hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
-            encoded_headers.append((hkb, hv))
-            body += varint_size(len(hkb)) + len(hkb)
-            body += varint_size(-1) if hv is None else varint_size(len(hv)) + len(hv)
-        n_headers = len(encoded_headers)
-    body += varint_size(n_headers)
-    out.reserve(body + 5)
+    body += varint_size(n_headers) + headers_size
+    if out.size + body + 5 > out.capacity:
+        out.reserve(body + 5)
     p = out.data + out.size
     p = write_varlong(p, body)
     p[0] = 0                                   # record attributes: unused
     p = write_varlong(p + 1, timestamp_delta)
     p = write_varlong(p, offset_delta)
     p = write_varlong(p, key_len)
-    if key_len > 0:
-        p = put_bytes(p, &kv[0], key_len)
+    p = put_bytes(p, key, key_len)
     p = write_varlong(p, value_len)
-    if value_len > 0:
-        p = put_bytes(p, &vv[0], value_len)
+    p = put_bytes(p, value, value_len)
     p = write_varlong(p, n_headers)
-    if encoded_headers is not None:
-        for hkb, hv in encoded_headers:
+    if n_headers:
+        for hkb, hv in headers:
             p = write_varlong(p, len(hkb))
-            if len(hkb):
-                hkv = hkb
-                p = put_bytes(p, &hkv[0], len(hkb))
+            p = put_bytes(p, <const uint8_t *>PyBytes_AS_STRING(hkb), len(hkb))
             if hv is None:
                 p = write_varlong(p, -1)
             else:
-                hvv = hv
-                p = write_varlong(p, hvv.shape[0])
-                if hvv.shape[0]:
-                    p = put_bytes(p, &hvv[0], hvv.shape[0])
+                p = write_varlong(p, len(<bytes>hv))
+                p = put_bytes(p, <const uint8_t *>PyBytes_AS_STRING(hv), len(<bytes>hv))
     out.size = p - out.data
     return 0
 
@@ -320,3 +361,184 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
         return zstandard.ZstdCompressor(level=3 if level is None else level,
                                         write_content_size=False).compress(data)
     raise EncodeError(f"Unknown compression type id: {codec}")
+
+
+# --- bulk input: whole columns -------------------------------------------------
+
+cdef class _BinaryInput:
+    """Uniform access to a column of binary values: a list, or a pyarrow
+    binary/large_binary/string array read straight from its buffers."""
+    cdef list items
+    cdef Py_ssize_t length
+    cdef int mode                 # 0 all null, 1 list, 2 arrow int32 offsets, 3 arrow int64 offsets
+    cdef const uint8_t *data
+    cdef const int32_t *offsets32
+    cdef const int64_t *offsets64
+    cdef const uint8_t *validity
+    cdef Py_ssize_t array_offset
+    cdef object owners
+
+    cdef int get(self, Py_ssize_t i, const uint8_t **p, Py_ssize_t *n, list keep) except -1:
+        cdef Py_ssize_t j, start
+        if self.mode == 1:
+            return borrow_bytes(self.items[i], p, n, keep)
+        if self.mode == 0:
+            p[0] = NULL
+            n[0] = -1
+            return 0
+        j = i + self.array_offset
+        if self.validity != NULL and not (self.validity[j >> 3] >> (j & 7)) & 1:
+            p[0] = NULL
+            n[0] = -1
+            return 0
+        if self.mode == 2:
+            start = self.offsets32[j]
+            n[0] = self.offsets32[j + 1] - start
+        else:
+            start = self.offsets64[j]
+            n[0] = self.offsets64[j + 1] - start
+        p[0] = self.data + start
+        return 0
+
+
+cdef inline const uint8_t *buffer_address(object buf, list owners) except? NULL:
+    cdef _Buffer b
+    if buf is None or buf.size == 0:
+        return NULL
+    b = buffer_of(buf)
+    owners.append(b)
+    return b.ptr
+
+
+cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
+    cdef _BinaryInput col = _BinaryInput()
+    col.length = length
+    if column is None:
+        col.mode = 0
+        return col
+    if isinstance(column, list):
+        col.mode = 1
+        col.items = column
+    elif hasattr(column, "buffers") and hasattr(column, "type"):
+        pa = pyarrow()
+        if hasattr(column, "combine_chunks"):
+            column = column.combine_chunks()
+        t = column.type
+        if pa.types.is_binary(t) or pa.types.is_string(t):
+            col.mode = 2
+        elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+            col.mode = 3
+        else:
+            raise EncodeError(f"{name} must be a binary or string array, not {t}")
+        validity, offsets, data = column.buffers()
+        col.owners = [column]
+        col.validity = buffer_address(validity, col.owners) if column.null_count else NULL
+        if col.mode == 2:
+            col.offsets32 = <const int32_t *>buffer_address(offsets, col.owners)
+        else:
+            col.offsets64 = <const int64_t *>buffer_address(offsets, col.owners)
+        col.data = buffer_address(data, col.owners)
+        col.array_offset = column.offset
+    else:
+        col.mode = 1
+        col.items = list(column)
+    if col.mode != 0 and len(column) != length:
+        raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+    return col
+
+
+cdef Py_ssize_t data_bytes(_BinaryInput col):
+    """Bytes of data a column holds (an estimate for lists, exact for arrays)."""
+    cdef Py_ssize_t j
+    if col.mode == 2:
+        j = col.array_offset
+        return col.offsets32[j + col.length] - col.offsets32[j] if col.length else 0
+    if col.mode == 3:
+        j = col.array_offset
+        return col.offsets64[j + col.length] - col.offsets64[j] if col.length else 0
+    if col.mode == 1 and col.length:
+        first = col.items[0]
+        return col.length * (len(first) if first is not None else 0)
+    return 0
+
+
+cdef class _Int64Input:
+    """An int64 column: a list read item by item, or an array read through its buffer."""
+    cdef list items
+    cdef const int64_t[::1] view
+    cdef bint is_list
+
+    cdef inline int64_t get(self, Py_ssize_t i) except? -1:
+        if self.is_list:
+            return self.items[i]
+        return self.view[i]
+
+
+cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
+    cdef _Int64Input col = _Int64Input()
+    if isinstance(column, list):
+        col.is_list = True
+        col.items = column
+        if len(column) != length:
+            raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+        return col
+    if hasattr(column, "buffers") and hasattr(column, "type"):
+        if hasattr(column, "combine_chunks"):
+            column = column.combine_chunks()
+        if column.null_count:
+            raise EncodeError(f"{name} must not contain nulls")
+        column = column.cast(pyarrow().int64()).to_numpy(zero_copy_only=False)
+    np = codec_lib("numpy", "numpy")
+    arr = np.ascontiguousarray(column, dtype=np.int64)
+    if arr.shape != (length,):
+        raise EncodeError(f"{name} has {arr.shape[0] if arr.ndim else 0} items, values has {length}")
+    col.view = arr
+    return col
+
+
+cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object timestamps,
+                        object headers, object offsets) except -1:
+    cdef Py_ssize_t n = len(values)
+    cdef _BinaryInput vcol = binary_input(values, n, "values")
+    cdef _BinaryInput kcol = binary_input(keys, n, "keys")
+    cdef _Int64Input ts_col = None
+    cdef _Int64Input off_col = None
+    cdef bint has_ts = timestamps is not None
+    cdef bint has_off = offsets is not None
+    cdef int64_t now = 0
+    cdef Py_ssize_t i, klen, vlen, hsize
+    cdef const uint8_t *kp
+    cdef const uint8_t *vp
+    cdef list keep = []
+    cdef list hs
+    cdef list header_rows = None
+    if has_ts:
+        ts_col = int64_input(timestamps, n, "timestamps")
+    else:
+        now = int(_time.time() * 1000)
+    if has_off:
+        off_col = int64_input(offsets, n, "offsets")
+    b._records.reserve(n * (MAX_RECORD_OVERHEAD + 8) + data_bytes(vcol) + data_bytes(kcol))
+    if headers is not None:
+        header_rows = list(headers)
+        if len(header_rows) != n:
+            raise EncodeError(f"headers has {len(header_rows)} items, values has {n}")
+    for i in range(n):
+        vcol.get(i, &vp, &vlen, keep)
+        kcol.get(i, &kp, &klen, keep)
+        hs = None
+        hsize = 0
+        if header_rows is not None and header_rows[i]:
+            hs = encode_headers(header_rows[i], &hsize)
+        b.add_record(off_col.get(i) if has_off else b._last_offset + 1,
+                     ts_col.get(i) if has_ts else now, kp, klen, vp, vlen, hs, hsize)
+        if keep:
+            keep.clear()
+    return 0
+
+
+def build_batch(values, keys=None, timestamps=None, headers=None, offsets=None, **options) -> bytes:
+    """One v2 batch from whole columns: ``RecordBatchBuilder(**options).extend(...).build()``."""
+    cdef RecordBatchBuilder b = RecordBatchBuilder(**options)
+    extend_columns(b, values, keys, timestamps, headers, offsets)
+    return b.build()

@@ -10,6 +10,7 @@
 #   lz4     Kafka's LZ4 frame: independent blocks only; header checksum ignored
 #           for magic 0 (KAFKA-3160), checked otherwise; stops at the first
 #           EndMark; content checksum read but not checked (strict: checked).
+#           A content-size field is skipped unchecked, as Kafka does.
 #   zstd    frames without content size, several frames back to back.
 
 cdef object _libs = {}
@@ -34,7 +35,8 @@ from kafkarec.errors import DecompressionError, DecompressionLimitError, CodecUn
 cdef tuple _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, Py_ssize_t position):
+cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, Py_ssize_t position,
+                       bint strict=False):
     """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes."""
     try:
         if codec == 1:
@@ -42,7 +44,7 @@ cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, P
         if codec == 2:
             return unsnappy(payload, limit, position)
         if codec == 3:
-            return unlz4(payload, limit, position, magic)
+            return unlz4(payload, limit, position, magic, strict)
         if codec == 4:
             return unzstd(payload, limit, position)
     except (DecodeError, CodecUnavailableError):
@@ -64,6 +66,35 @@ cdef int over_budget(Py_ssize_t produced, Py_ssize_t limit, Py_ssize_t position,
 
 # --- gzip --------------------------------------------------------------------
 
+cdef bint gzip_header_follows(object data) except -1:
+    """Whether `data` starts with a whole, well-formed gzip member header, as the
+    JDK's GZIPInputStream checks before reading another member (anything else
+    after a member is ignored)."""
+    cdef const uint8_t[::1] v = data
+    cdef Py_ssize_t n = v.shape[0], pos = 10
+    cdef uint8_t flags
+    if n < 10 or v[0] != 0x1F or v[1] != 0x8B or v[2] != 8:
+        return False
+    flags = v[3]
+    if flags & 0x04:                                  # FEXTRA
+        if n - pos < 2:
+            return False
+        pos += 2 + (v[pos] | (v[pos + 1] << 8))
+    for bit in (0x08, 0x10):                          # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            while pos < n and v[pos] != 0:
+                pos += 1
+            if pos >= n:
+                return False
+            pos += 1
+    if flags & 0x02:                                  # FHCRC: low 16 bits of the header's CRC-32
+        if pos + 2 > n:
+            return False
+        if (crc32_of(&v[0], pos) & 0xFFFF) != (v[pos] | (v[pos + 1] << 8)):
+            return False
+    return pos <= n
+
+
 cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
     zlib = codec_lib("zlib", "zlib")
     cdef list parts = []
@@ -75,19 +106,20 @@ cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
     while True:
         d = zlib.decompressobj(31)
         pending = data
-        while not d.eof:
+        while True:
             chunk = d.decompress(pending, limit - total + 1)
             total += len(chunk)
             if total > limit:
                 over_budget(total, limit, position, "gzip")
             if chunk:
                 parts.append(chunk)
+            if d.eof:
+                break
             pending = d.unconsumed_tail
             if not chunk and not pending:
                 raise DecompressionError("gzip stream ended prematurely", position)
         data = d.unused_data
-        # Another member follows only if a gzip header does; anything else is ignored.
-        if len(data) < 10 or data[0] != 0x1F or data[1] != 0x8B:
+        if not gzip_header_follows(data):
             break
     if len(parts) == 1:
         return parts[0]
@@ -210,7 +242,7 @@ def _lz4_header_checksum(data, /) -> int:
     return (xxh32_short(&v[0], v.shape[0]) >> 8) & 0xFF
 
 
-cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic):
+cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict):
     lz4frame = codec_lib("lz4.frame", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
@@ -262,11 +294,12 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
         if n - pos < 4:
             raise DecompressionError("lz4 stream ended before its content checksum", position)
         frame_end = pos + 4
-    if flg & (LZ4_FLG_CONTENT_SIZE | LZ4_FLG_CONTENT_CHECKSUM):
-        rewrite = True
+    if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
+        rewrite = True      # Kafka skips both unchecked; strict lets the library check them
     frame = payload[:frame_end]
     if rewrite:
-        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, pos)
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
+                                     frame_end if strict else pos, strict)
     d = lz4frame.LZ4FrameDecompressor()
     cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
     out = d.decompress(frame, max_length=cap)
@@ -278,16 +311,18 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
 
 
 cdef object normalized_lz4_frame(object payload, uint8_t flg, uint8_t bd,
-                                 Py_ssize_t descriptor_end, Py_ssize_t end_mark_end):
+                                 Py_ssize_t descriptor_end, Py_ssize_t frame_end, bint keep_checksum):
     """Re-head a frame the lz4 library would refuse but Kafka reads: a magic-0
     header checksum, or content size/checksum fields Kafka skips unchecked."""
     cdef uint8_t header[7]
-    flg &= ~(LZ4_FLG_CONTENT_SIZE | LZ4_FLG_CONTENT_CHECKSUM)
+    flg &= ~LZ4_FLG_CONTENT_SIZE
+    if not keep_checksum:
+        flg &= ~LZ4_FLG_CONTENT_CHECKSUM
     kr_store_be32(header, 0x04224D18)      # the magic, little-endian on the wire
     header[4] = flg
     header[5] = bd
     header[6] = (xxh32_short(header + 4, 2) >> 8) & 0xFF
-    return PyBytes_FromStringAndSize(<char *>header, 7) + payload[descriptor_end + 1:end_mark_end]
+    return PyBytes_FromStringAndSize(<char *>header, 7) + payload[descriptor_end + 1:frame_end]
 
 
 # --- zstd --------------------------------------------------------------------

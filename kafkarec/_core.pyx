@@ -7,12 +7,17 @@
 #   _crc.pxi      CRC-32C (hardware, via the `crc32c` package) and CRC-32
 #   _batch.pxi    framing a buffer into batches; the v2 batch header
 #   _records.pxi  v2 records and the record iterator
+#   _codecs.pxi   decompression with Kafka's framing rules and a budget
 #   _legacy.pxi   magic 0/1 message sets and compressed wrappers
+#   _builder.pxi  writing v2 batches (+ compression on write)
+#   _legacy_builder.pxi  writing magic 0/1 message sets
+#   _restamp.pxi  broker-style in-place re-stamping
+#   _columns.pxi  records straight into Arrow buffers
 cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
                           uint32_t, uint64_t, INT32_MAX)
 from libc.string cimport memcpy
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.memoryview cimport PyMemoryView_FromMemory
@@ -37,4 +42,6 @@ include "_records.pxi"
 include "_codecs.pxi"
 include "_legacy.pxi"
 include "_builder.pxi"
+include "_legacy_builder.pxi"
+include "_restamp.pxi"
 include "_columns.pxi"

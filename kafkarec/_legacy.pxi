@@ -180,7 +180,7 @@ cdef int legacy_resolve(RecordBatch b) except -1:
         raise InvalidRecordError(
             f"Found invalid compressed record set with null value (magic = {b.magic})", b.position)
     inner = buffer_of(decompress(codec, b.magic, view_of(value, value_len), b._max_decompressed,
-                                 b.position))
+                                 b.position, b._strict))
     # Frame the inner set (Kafka's DataLogInputStream rules).
     pos = 0
     while True:

@@ -361,4 +361,5 @@ cdef _Buffer v2_payload(RecordBatch b, int codec):
     """The decompressed records section of a compressed batch."""
     cdef const uint8_t *start = b._buf.ptr + b.position + V2_HEADER_SIZE
     cdef Py_ssize_t n = b.size_in_bytes - V2_HEADER_SIZE
-    return buffer_of(decompress(codec, 2, view_of(start, n), b._max_decompressed, b.position))
+    return buffer_of(decompress(codec, 2, view_of(start, n), b._max_decompressed, b.position,
+                                b._strict))

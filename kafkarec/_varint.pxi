@@ -1,3 +1,6 @@
+cdef extern from *:
+    int __builtin_clzll(unsigned long long) nogil
+
 # Zig-zag varints as Kafka writes them (protobuf base-128, little-endian groups).
 # Kafka's ByteUtils rules: an int32 varint is at most 5 bytes and the 5th byte
 # must not have its continuation bit; its bits above bit 31 are dropped
@@ -78,16 +81,18 @@ cdef inline int read_varlong(Cursor *c, int64_t *out, str what) except -1:
 cdef inline Py_ssize_t varint_size(int64_t value) noexcept nogil:
     """Bytes needed for the zig-zag varint/varlong encoding of value."""
     cdef uint64_t v = (<uint64_t>value << 1) ^ <uint64_t>(value >> 63)
-    cdef Py_ssize_t n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
+    if v < 0x80:
+        return 1
+    # bits needed, 7 per byte
+    return (64 - __builtin_clzll(v) + 6) // 7
 
 
 cdef inline uint8_t *write_varlong(uint8_t *p, int64_t value) noexcept nogil:
     """Write the zig-zag encoding of value at p; the caller ensures room (<= 10 bytes)."""
     cdef uint64_t v = (<uint64_t>value << 1) ^ <uint64_t>(value >> 63)
+    if v < 0x80:
+        p[0] = <uint8_t>v
+        return p + 1
     while v >= 0x80:
         p[0] = <uint8_t>(v | 0x80)
         p += 1
