@@ -12,6 +12,9 @@ _core = _load_core()
 from kafkarec._core import (  # noqa: E402
     BatchIterator,
     RecordBatchBuilder,
+    LegacyBatchBuilder,
+    build_batch,
+    restamp,
     Record,
     RecordBatch,
     iter_batches,
@@ -21,6 +24,7 @@ from kafkarec._core import (  # noqa: E402
     crc32c,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
 )
+from kafkarec.convert import ConversionResult, convert  # noqa: E402
 from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
 from kafkarec.errors import (  # noqa: E402
     ChecksumError,
@@ -39,11 +43,11 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchIterator", "RecordBatchBuilder", "Record", "RecordBatch", "iter_batches", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
+    "BatchIterator", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",
     "InvalidRecordError", "ChecksumError", "UnsupportedCodecError",
     "CodecUnavailableError", "DecompressionError", "DecompressionLimitError",
-    "EncodeError",
+    "EncodeError", "convert", "ConversionResult",
 ]

@@ -13,6 +13,8 @@
 #           A content-size field is skipped unchecked, as Kafka does.
 #   zstd    frames without content size, several frames back to back.
 
+import os
+
 cdef object _libs = {}
 
 
@@ -95,8 +97,26 @@ cdef bint gzip_header_follows(object data) except -1:
     return pos <= n
 
 
+cdef object _inflate_module = None
+
+
+cdef object inflate_module():
+    """ISA-L's zlib-compatible inflate when installed (2-3x faster here, see
+    benchmarks), else the standard library's zlib: same API, same format."""
+    global _inflate_module
+    if _inflate_module is None:
+        try:
+            if os.environ.get("KAFKAREC_INFLATE") == "zlib":
+                raise ImportError("KAFKAREC_INFLATE=zlib")
+            from isal import isal_zlib as mod
+        except ImportError:
+            import zlib as mod
+        _inflate_module = mod
+    return _inflate_module
+
+
 cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
-    zlib = codec_lib("zlib", "zlib")
+    zlib = inflate_module()
     cdef list parts = []
     cdef Py_ssize_t total = 0
     cdef object data = payload
@@ -406,3 +426,8 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
     if len(out) > limit:
         over_budget(len(out), limit, position, "zstd")
     return out
+
+
+def _inflate_backend() -> str:
+    """Which inflate implementation gzip payloads go through ("isal" or "zlib")."""
+    return inflate_module().__name__.split(".")[0]
