@@ -36,12 +36,17 @@ cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason)
     raise cls(reason, c.origin + rel)
 
 
+cdef int cursor_short(const Cursor *c, Py_ssize_t n, str what) except -1:
+    cursor_fail(c, c.pos, InvalidRecordError,
+                f"{what} needs {n} bytes but only {c.end - c.pos} remain in the batch")
+    return -1
+
+
 cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except NULL:
     """Consume n bytes and return a pointer to them, or raise if they are not there."""
     cdef const uint8_t *p = c.pos
     if n < 0 or n > c.end - p:
-        cursor_fail(c, p, InvalidRecordError,
-                    f"{what} needs {n} bytes but only {c.end - p} remain in the batch")
+        cursor_short(c, n, what)
         return NULL
     c.pos = p + n
     return p

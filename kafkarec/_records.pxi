@@ -22,6 +22,7 @@ cdef object control_module():
 
 
 @cython.final
+@cython.no_gc          # no reference cycles are possible: skip GC tracking per record
 @cython.freelist(64)
 cdef class Record:
     """One record.  ``key``/``value`` are bytes or None; ``headers`` a list of

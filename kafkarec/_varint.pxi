@@ -39,10 +39,16 @@ cdef int read_varint_slow(Cursor *c, int32_t *out, str what) except -1:
 
 cdef inline int read_varint(Cursor *c, int32_t *out, str what) except -1:
     cdef const uint8_t *p = c.pos
-    if p < c.end and p[0] < 0x80:
-        c.pos = p + 1
-        out[0] = zigzag32(p[0])
-        return 0
+    if c.end - p >= 2:
+        # One- and two-byte varints (lengths under 8 KiB) take no loop.
+        if p[0] < 0x80:
+            c.pos = p + 1
+            out[0] = zigzag32(p[0])
+            return 0
+        if p[1] < 0x80:
+            c.pos = p + 2
+            out[0] = zigzag32((p[0] & 0x7F) | (<uint32_t>p[1] << 7))
+            return 0
     return read_varint_slow(c, out, what)
 
 
