@@ -422,9 +422,24 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
         zstandard = codec_lib("zstandard", "zstandard")
         _zstd_decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
     reader = _zstd_decompressor.stream_reader(payload, read_across_frames=True)
-    out = reader.read(limit + 1)
-    if len(out) > limit:
-        over_budget(len(out), limit, position, "zstd")
+    # read(n) allocates n bytes up front: ask for a likely size, not the whole budget.
+    cdef Py_ssize_t want = min(limit + 1, max(8 * n, 256 * 1024))
+    cdef Py_ssize_t total
+    out = reader.read(want)
+    total = len(out)
+    if total == want and total <= limit:
+        parts = [out]
+        while True:
+            more = reader.read(min(limit + 1 - total, total))
+            if not more:
+                break
+            parts.append(more)
+            total += len(more)
+            if total > limit:
+                break
+        out = b"".join(parts)
+    if total > limit:
+        over_budget(total, limit, position, "zstd")
     return out
 
 
