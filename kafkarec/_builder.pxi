@@ -17,8 +17,9 @@ cdef enum:
 
 
 cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noexcept:
-    if n > 0:
-        c_memcpy(p, src, n)
+    if n <= 0:
+        return p            # n == -1 is a null: its length varint was written, no bytes follow
+    c_memcpy(p, src, n)
     return p + n
 
 
@@ -60,8 +61,8 @@ cdef class RecordBatchBuilder:
                  is_transactional=False, is_control=False, partition_leader_epoch=-1,
                  delete_horizon_ms=None, max_batch_size=None, snappy_framing="xerial"):
         self._records = _Growable()
-        self._codec = int(Compression(compression))
-        self._level = compression_level
+        self._codec = codec_id(compression)
+        self._level = check_level(self._codec, compression_level)
         if snappy_framing not in ("xerial", "raw"):
             raise EncodeError(f"snappy_framing must be 'xerial' or 'raw', not {snappy_framing!r}")
         self._raw_snappy = snappy_framing == "raw"
@@ -93,6 +94,8 @@ cdef class RecordBatchBuilder:
         self._base_sequence = base_sequence
         self._partition_leader_epoch = partition_leader_epoch
         if delete_horizon_ms is not None:
+            if delete_horizon_ms < 0 and delete_horizon_ms != -1:
+                raise EncodeError(f"Invalid message timestamp {delete_horizon_ms}")
             self._attributes |= ATTR_DELETE_HORIZON
             self._has_delete_horizon = True
             self._base_timestamp = delete_horizon_ms
@@ -109,18 +112,23 @@ cdef class RecordBatchBuilder:
         return V2_HEADER_SIZE + self._records.size
 
     def has_room_for(self, value, key=None, *, timestamp=None, headers=()) -> bool:
-        """Whether a record fits under max_batch_size (the first record always does)."""
+        """Whether the record fits under max_batch_size, computed exactly as Kafka's
+        MemoryRecordsBuilder.hasRoomFor does (the first record always fits)."""
+        cdef Py_ssize_t klen = -1 if key is None else len(key)
+        cdef Py_ssize_t vlen = -1 if value is None else len(value)
+        cdef Py_ssize_t hsize = 0
+        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
+        if headers:
+            encode_headers(headers, &hsize)
+        return self.fits(self._last_offset + 1, ts, klen, vlen, len(headers) if headers else 0, hsize)
+
+    cdef bint fits(self, int64_t offset, int64_t ts, Py_ssize_t klen, Py_ssize_t vlen,
+                   Py_ssize_t n_headers, Py_ssize_t hsize):
         if self.record_count == 0 or self._max_batch_size < 0:
             return True
-        return self.size_in_bytes + self._upper_bound(key, value, headers) <= self._max_batch_size
-
-    cdef Py_ssize_t _upper_bound(self, key, value, headers) except -1:
-        cdef Py_ssize_t n = MAX_RECORD_OVERHEAD + 5
-        n += 0 if key is None else len(key)
-        n += 0 if value is None else len(value)
-        if headers:
-            encode_headers(headers, &n)
-        return n
+        return (V2_HEADER_SIZE + self._records.size
+                + record_size(offset - self._base_offset, ts - self._base_timestamp,
+                              klen, vlen, n_headers, hsize) <= self._max_batch_size)
 
     def append(self, value, key=None, *, timestamp=None, headers=(), offset=None):
         """Append a record; returns its offset."""
@@ -144,7 +152,7 @@ cdef class RecordBatchBuilder:
         control = control_module()
         if not self._attributes & ATTR_CONTROL:
             raise EncodeError("Control records can only be appended to control batches")
-        kind = ControlRecordType(control_type)
+        kind = ControlRecordType.from_id(int(control_type))
         if kind is ControlRecordType.UNKNOWN:
             raise EncodeError(f"Cannot append record with unknown control record type {control_type}")
         if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
@@ -186,9 +194,7 @@ cdef class RecordBatchBuilder:
             if off <= self._last_offset:
                 raise EncodeError(f"Illegal offset {off} following previous offset {self._last_offset} "
                                   "(Offsets must increase monotonically).")
-            if self._max_batch_size >= 0 and (self.size_in_bytes + MAX_RECORD_OVERHEAD + 5
-                                              + max(klen, 0) + max(vlen, 0) + hsize
-                                              > self._max_batch_size):
+            if not self.fits(off, ts, klen, vlen, 0 if hs is None else len(hs), hsize):
                 raise EncodeError(
                     f"record does not fit in the batch (max_batch_size={self._max_batch_size}); "
                     "check has_room_for() and start a new batch")
@@ -259,6 +265,24 @@ cdef list encode_headers(object headers, Py_ssize_t *size):
     return out
 
 
+cdef inline Py_ssize_t record_body_size(int64_t offset_delta, int64_t timestamp_delta,
+                                        Py_ssize_t key_len, Py_ssize_t value_len,
+                                        Py_ssize_t n_headers, Py_ssize_t headers_size) noexcept:
+    cdef Py_ssize_t body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
+    body += varint_size(key_len) + (key_len if key_len > 0 else 0)
+    body += varint_size(value_len) + (value_len if value_len > 0 else 0)
+    return body + varint_size(n_headers) + headers_size
+
+
+cdef inline Py_ssize_t record_size(int64_t offset_delta, int64_t timestamp_delta,
+                                   Py_ssize_t key_len, Py_ssize_t value_len,
+                                   Py_ssize_t n_headers, Py_ssize_t headers_size) noexcept:
+    """Bytes a record takes on the wire (DefaultRecord.sizeInBytes)."""
+    cdef Py_ssize_t body = record_body_size(offset_delta, timestamp_delta, key_len, value_len,
+                                            n_headers, headers_size)
+    return varint_size(body) + body
+
+
 cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_delta,
                        const uint8_t *key, Py_ssize_t key_len,
                        const uint8_t *value, Py_ssize_t value_len,
@@ -268,10 +292,8 @@ cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_de
     cdef Py_ssize_t body
     cdef uint8_t *p
     cdef bytes hkb
-    body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
-    body += varint_size(key_len) + (key_len if key_len > 0 else 0)
-    body += varint_size(value_len) + (value_len if value_len > 0 else 0)
-    body += varint_size(n_headers) + headers_size
+    body = record_body_size(offset_delta, timestamp_delta, key_len, value_len, n_headers,
+                            headers_size)
     if out.size + body + 5 > out.capacity:
         out.reserve(body + 5)
     p = out.data + out.size
@@ -325,6 +347,27 @@ cdef bytes write_v2_batch(object records, int64_t base_offset, int32_t partition
 
 
 # --- compression on write ----------------------------------------------------
+
+cdef int codec_id(object compression) except -1:
+    try:
+        return int(Compression(compression))
+    except ValueError:
+        raise EncodeError(f"Unknown compression type id: {compression}") from None
+
+
+cdef object check_level(int codec, object level):
+    """Kafka's accepted level ranges (CompressionType / Compression builders)."""
+    if level is None:
+        return None
+    ranges = {1: (1, 9), 3: (1, 17), 4: (-131072, 22)}
+    if codec == 0 or codec == 2:
+        raise EncodeError(f"{_CODEC_NAMES[codec]} has no compression level")
+    low, high = ranges[codec]
+    if not (low <= level <= high or (codec == 1 and level == -1)):
+        raise EncodeError(f"{_CODEC_NAMES[codec]} compression level {level} is outside "
+                          f"[{low}, {high}]")
+    return level
+
 
 cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
     if codec == 1:
@@ -417,13 +460,13 @@ cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
     if column is None:
         col.mode = 0
         return col
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
     if isinstance(column, list):
         col.mode = 1
         col.items = column
     elif hasattr(column, "buffers") and hasattr(column, "type"):
         pa = pyarrow()
-        if hasattr(column, "combine_chunks"):
-            column = column.combine_chunks()
         t = column.type
         if pa.types.is_binary(t) or pa.types.is_string(t):
             col.mode = 2
@@ -487,15 +530,15 @@ cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
     if _ARROW_INT64_LIKE is None and hasattr(column, "buffers"):
         pa = pyarrow()
         _ARROW_INT64_LIKE = frozenset((pa.int64().id, pa.timestamp("ms").id))
-    if isinstance(column, list):
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
+    if isinstance(column, list) or len(column) == 0:
         col.is_list = True
-        col.items = column
-        if len(column) != length:
-            raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+        col.items = list(column)
+        if len(col.items) != length:
+            raise EncodeError(f"{name} has {len(col.items)} items, values has {length}")
         return col
     if hasattr(column, "buffers") and hasattr(column, "type"):
-        if hasattr(column, "combine_chunks"):
-            column = column.combine_chunks()
         if column.null_count:
             raise EncodeError(f"{name} must not contain nulls")
         if len(column) != length:
@@ -583,9 +626,7 @@ cdef int extend_arrays(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInput kco
             b._base_timestamp = ts
         ts_delta = ts - b._base_timestamp
         off_delta = off - b._base_offset
-        body = 1 + varint_size(ts_delta) + varint_size(off_delta)
-        body += varint_size(klen) + (klen if klen > 0 else 0)
-        body += varint_size(vlen) + (vlen if vlen > 0 else 0) + 1
+        body = record_body_size(off_delta, ts_delta, klen, vlen, 0, 0)
         if out.size + body + 5 > out.capacity:
             out.reserve(body + 5)
         p = out.data + out.size

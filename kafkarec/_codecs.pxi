@@ -92,7 +92,7 @@ cdef bint gzip_header_follows(object data) except -1:
     if flags & 0x02:                                  # FHCRC: low 16 bits of the header's CRC-32
         if pos + 2 > n:
             return False
-        if (crc32_of(&v[0], pos) & 0xFFFF) != (v[pos] | (v[pos + 1] << 8)):
+        if (crc32_of(&v[0], pos) & 0xFFFF) != <uint32_t>(v[pos] | (v[pos + 1] << 8)):
             return False
     return pos <= n
 

@@ -62,10 +62,10 @@ cdef class LegacyBatchBuilder:
         if magic not in (0, 1):
             raise EncodeError(f"Invalid magic value {magic}")
         self._magic = magic
-        self._codec = int(Compression(compression))
+        self._codec = codec_id(compression)
         if self._codec == CODEC_ZSTD:
             raise EncodeError(f"ZStandard compression is not supported for magic {magic}")
-        self._level = compression_level
+        self._level = check_level(self._codec, compression_level)
         if timestamp_type is None:
             timestamp_type = TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else TimestampType.CREATE_TIME
         ts_type = TimestampType(timestamp_type)
@@ -76,6 +76,8 @@ cdef class LegacyBatchBuilder:
         self._log_append = ts_type is TimestampType.LOG_APPEND_TIME
         if self._log_append:
             self._log_append_time = int(_time.time() * 1000) if log_append_time is None else log_append_time
+            if self._log_append_time < 0 and self._log_append_time != -1:
+                raise EncodeError(f"Invalid message timestamp {self._log_append_time}")
         if wrapper_offset not in ("last", "zero"):
             raise EncodeError("wrapper_offset must be 'last' or 'zero'")
         self._wrapper_zero = wrapper_offset == "zero"
@@ -125,9 +127,10 @@ cdef class LegacyBatchBuilder:
                              self._log_append_time if self._log_append else ts, key, value)
                 for off, ts, key, value in self._entries])
         # Kafka's toInnerOffset: relative to the base offset for magic 1, absolute for magic 0.
+        # LogAppendTime stamps the inner messages too, as Kafka's appendLegacyRecord does.
         inner = b"".join([
-            legacy_entry(off - self._base_offset if self._magic == 1 else off, self._magic, 0, ts,
-                         key, value)
+            legacy_entry(off - self._base_offset if self._magic == 1 else off, self._magic, ts_attr,
+                         self._log_append_time if self._log_append else ts, key, value)
             for off, ts, key, value in self._entries])
         payload = compress(self._codec, inner, self._level, False, self._magic)
         wrapper_ts = self._log_append_time if self._log_append else self._max_timestamp

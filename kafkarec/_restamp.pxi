@@ -38,15 +38,16 @@ def restamp(buffer, /, Py_ssize_t position=0, *, base_offset=None, partition_lea
         raise CorruptBatchError("no whole batch at this position", position)
     if magic == 2 and size < V2_HEADER_SIZE:
         raise CorruptBatchError("v2 batch shorter than its header", position)
+    # Every check before any write: a refused restamp leaves the buffer untouched.
+    if partition_leader_epoch is not None and magic < 2:
+        raise EncodeError("Magic versions prior to 2 do not support partition leader epoch")
+    if log_append_time is not None and magic == 0:
+        raise EncodeError("Cannot set timestamp for a record with magic = 0")
     if base_offset is not None:
         kr_store_be64(p, <uint64_t><int64_t>base_offset)
     if partition_leader_epoch is not None:
-        if magic < 2:
-            raise EncodeError("Magic versions prior to 2 do not support partition leader epoch")
         kr_store_be32(p + OFF_PARTITION_LEADER_EPOCH, <uint32_t><int32_t>partition_leader_epoch)
     if log_append_time is not None:
-        if magic == 0:
-            raise EncodeError("Cannot set timestamp for a record with magic = 0")
         if magic == 2:
             attributes = kr_load_be16(p + OFF_ATTRIBUTES) | ATTR_LOG_APPEND_TIME
             kr_store_be16(p + OFF_ATTRIBUTES, attributes)

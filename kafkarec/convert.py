@@ -64,7 +64,8 @@ def convert(data, magic: int, *, compression: Compression | int | None = None,
                 producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
                 base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
                 is_control=batch.is_control,
-                partition_leader_epoch=batch.partition_leader_epoch)
+                partition_leader_epoch=batch.partition_leader_epoch,
+                delete_horizon_ms=batch.delete_horizon_ms)
         else:
             ts_type = (TimestampType.NO_TIMESTAMP_TYPE if magic == 0 else
                        TimestampType.LOG_APPEND_TIME if log_append and magic == 1 else
