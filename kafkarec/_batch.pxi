@@ -209,7 +209,7 @@ cdef inline int batch_timestamp_type(RecordBatch b) noexcept:
     return TS_LOG_APPEND if (b.attributes & ATTR_LOG_APPEND_TIME) else TS_CREATE
 
 
-cdef inline Py_ssize_t batch_payload_start(RecordBatch b) noexcept:
+cdef inline Py_ssize_t batch_payload_start(RecordBatch b) except -1:
     if b.magic >= 2:
         return b.position + V2_HEADER_SIZE
     return legacy_value_start(b)
@@ -305,7 +305,9 @@ cdef class BatchIterator:
     cdef readonly bint exhausted
     cdef bint _verify_crc
     cdef bint _strict
+    cdef bint _file_rules
     cdef Py_ssize_t _max_decompressed
+    cdef Py_ssize_t _end
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use kafkarec.iter_batches()")
@@ -328,14 +330,15 @@ cdef class BatchIterator:
         return batch
 
     cdef RecordBatch _next_batch(self):
-        # Follows ByteBufferLogInputStream.nextBatchSize, check for check.
-        cdef Py_ssize_t remaining = self._buf.size - self.position
+        # Follows ByteBufferLogInputStream.nextBatchSize check for check, or with
+        # file_rules FileLogInputStream.nextBatch (no magic range check there).
+        cdef Py_ssize_t remaining = self._end - self.position
         cdef const uint8_t *p = self._buf.ptr + self.position
         cdef int32_t length
         cdef int8_t magic
         cdef Py_ssize_t size
         cdef RecordBatch batch
-        if remaining < LOG_OVERHEAD:
+        if remaining < LOG_OVERHEAD or (self._file_rules and remaining <= HEADER_SIZE_UP_TO_MAGIC):
             return self._stop(remaining)
         length = <int32_t>kr_load_be32(p + OFF_LENGTH)
         if length < RECORD_OVERHEAD_V0:
@@ -345,7 +348,7 @@ cdef class BatchIterator:
         if remaining < HEADER_SIZE_UP_TO_MAGIC:
             return self._stop(remaining)
         magic = <int8_t>p[OFF_MAGIC]
-        if magic < 0 or magic > 2:
+        if (magic < 0 or magic > 2) and not self._file_rules:
             raise CorruptBatchError(f"Invalid magic found in record: {magic}", self.position)
         size = <Py_ssize_t>length + LOG_OVERHEAD
         if remaining < size:
@@ -364,7 +367,8 @@ cdef class BatchIterator:
 
 
 def iter_batches(data, /, *, bint verify_crc=True, bint strict=False,
-                 max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
+                 max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 Py_ssize_t start=0, end=None, bint file_rules=False):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap).
 
     ``data`` is never copied.  Headers are parsed as batches are yielded;
@@ -372,12 +376,20 @@ def iter_batches(data, /, *, bint verify_crc=True, bint strict=False,
     whose CRC does not match raises ChecksumError before yielding any record.
     ``strict`` rejects what the format forbids even where Kafka's Java reader
     is lenient.  ``max_decompressed_bytes`` caps what one compressed batch may
-    inflate to.
+    inflate to.  ``start``/``end`` bound the region read; positions stay
+    absolute in ``data``.  ``file_rules`` frames as Kafka's FileLogInputStream
+    does for .log files: no magic range check (magic > 2 reads as v2) and a
+    17-byte tail is ignored.
     """
     cdef BatchIterator it = BatchIterator.__new__(BatchIterator)
     if max_decompressed_bytes is None or max_decompressed_bytes < 0:
         raise ValueError("max_decompressed_bytes must be a non-negative int")
     it._buf = buffer_of(data)
+    it._end = it._buf.size if end is None else end
+    if start < 0 or it._end < start or it._end > it._buf.size:
+        raise ValueError(f"start={start}, end={end} do not fit a buffer of {it._buf.size} bytes")
+    it.position = start
+    it._file_rules = file_rules
     it._verify_crc = verify_crc
     it._strict = strict
     it._max_decompressed = max_decompressed_bytes

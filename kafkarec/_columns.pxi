@@ -389,17 +389,7 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
                         cols.add(&v, ts_type, b, strict)
             else:
                 for r in b:
-                    v.offset = r.offset
-                    v.timestamp = r.timestamp
-                    v.sequence = -1
-                    v.key_len = r._key_len
-                    v.value_len = r._value_len
-                    v.key = r._buf.ptr + r._key_pos
-                    v.value = r._buf.ptr + r._value_pos
-                    v.header_count = 0
-                    v.headers = NULL
-                    v.error_position = r._error_position
-                    cols.add(&v, r._timestamp_type, b, strict)
+                    cols.add(&r._v, r._timestamp_type, b, strict)
         except DecodeError as exc:
             cols.truncate(start_rows)
             if errors == "raise":

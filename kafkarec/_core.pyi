@@ -101,7 +101,8 @@ class BatchIterator(Iterator[RecordBatch]):
     def __next__(self) -> RecordBatch: ...
 
 def iter_batches(data: _Buffer, /, *, verify_crc: bool = ..., strict: bool = ...,
-                 max_decompressed_bytes: int = ...) -> BatchIterator: ...
+                 max_decompressed_bytes: int = ..., start: int = ..., end: int | None = ...,
+                 file_rules: bool = ...) -> BatchIterator: ...
 
 class RecordBatchBuilder:
     record_count: int

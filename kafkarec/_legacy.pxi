@@ -109,26 +109,30 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
                              &key, &key_len, &value_len, &c)
     r = Record.__new__(Record)
     r._buf = buf
-    r.offset = offset
+    r._v.offset = offset
     if magic == 0:
-        r.timestamp = -1
+        r._v.timestamp = -1
         r._timestamp_type = TS_NONE
     elif wrapper_ts_type == TS_LOG_APPEND:
-        r.timestamp = wrapper_ts
+        r._v.timestamp = wrapper_ts
         r._timestamp_type = TS_LOG_APPEND
     else:
-        r.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
+        r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
         r._timestamp_type = TS_LOG_APPEND if attributes & ATTR_LOG_APPEND_TIME else TS_CREATE
-    r.sequence = -1
-    r.attributes = <int8_t>attributes
+    r._v.sequence = -1
+    r._v.attributes = <int8_t>attributes
+    r._v.key_len = key_len
+    r._v.value_len = value_len
+    r._v.key = key
+    r._v.value = value
+    r._v.header_count = 0
+    r._v.headers = NULL
+    r._v.error_position = origin
     r._magic = magic
     r._strict = strict
-    r._key_len = key_len
-    r._value_len = value_len
-    r._key_pos = key - buf.ptr if key != NULL else 0
-    r._value_pos = value - buf.ptr if value != NULL else 0
-    r._error_position = origin
+    r._has_checksum = True
     r._checksum = kr_load_be32(p + LEGACY_OFF_CRC)
+    r._control_version = -1
     return r
 
 

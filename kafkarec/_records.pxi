@@ -10,6 +10,22 @@
 # null; strict mode accepts only -1).  Records keep offsets into the batch's
 # buffer and make bytes objects only when a field is read.
 
+cdef struct RecordView:
+    # One decoded record, pointing into its batch's buffer (no Python objects).
+    int64_t offset
+    int64_t timestamp
+    int32_t sequence
+    int8_t attributes
+    int32_t key_len          # < 0: null
+    int32_t value_len        # < 0: null
+    int32_t header_count
+    const uint8_t *key
+    const uint8_t *value
+    const uint8_t *headers
+    Py_ssize_t error_position
+
+
+
 cdef object _control = None   # kafkarec.control, imported on first use
 
 
@@ -27,39 +43,47 @@ cdef object control_module():
 cdef class Record:
     """One record.  ``key``/``value`` are bytes or None; ``headers`` a list of
     ``(str, bytes | None)`` in wire order, duplicates kept."""
-    cdef _Buffer _buf
-    cdef readonly int64_t offset
-    cdef readonly int64_t timestamp
-    cdef readonly int32_t sequence
-    cdef readonly int8_t attributes
+    cdef _Buffer _buf                     # owns the bytes _v points into
+    cdef RecordView _v                    # filled in place by the parser
     cdef int8_t _timestamp_type
     cdef int8_t _magic
     cdef bint _is_control
     cdef bint _strict
-    cdef int32_t _key_len
-    cdef int32_t _value_len
-    cdef int32_t _header_count
-    cdef Py_ssize_t _key_pos
-    cdef Py_ssize_t _value_pos
-    cdef Py_ssize_t _headers_pos
-    cdef Py_ssize_t _error_position       # where errors about this record point
-    cdef object _checksum                 # legacy records: their CRC-32, else None
-    cdef object _control_info             # (version, type id) once parsed
+    cdef bint _has_checksum
+    cdef uint32_t _checksum               # legacy records: their own CRC-32
+    cdef int32_t _control_version         # -1 until the control key is parsed
+    cdef int32_t _control_type_id
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Record objects come from iterating a RecordBatch")
 
     @property
+    def offset(self) -> int:
+        return self._v.offset
+
+    @property
+    def timestamp(self) -> int:
+        return self._v.timestamp
+
+    @property
+    def sequence(self) -> int:
+        return self._v.sequence
+
+    @property
+    def attributes(self) -> int:
+        return self._v.attributes
+
+    @property
     def key(self):
-        if self._key_len < 0:
+        if self._v.key_len < 0:
             return None
-        return PyBytes_FromStringAndSize(<const char *>self._buf.ptr + self._key_pos, self._key_len)
+        return PyBytes_FromStringAndSize(<const char *>self._v.key, self._v.key_len)
 
     @property
     def value(self):
-        if self._value_len < 0:
+        if self._v.value_len < 0:
             return None
-        return PyBytes_FromStringAndSize(<const char *>self._buf.ptr + self._value_pos, self._value_len)
+        return PyBytes_FromStringAndSize(<const char *>self._v.value, self._v.value_len)
 
     @property
     def headers(self) -> list:
@@ -76,15 +100,15 @@ cdef class Record:
     @property
     def checksum(self):
         """The message's own CRC-32 for magic 0/1; None for v2 (whose records have none)."""
-        return self._checksum
+        return self._checksum if self._has_checksum else None
 
     @property
     def key_size(self) -> int:
-        return self._key_len if self._key_len >= 0 else -1
+        return self._v.key_len if self._v.key_len >= 0 else -1
 
     @property
     def value_size(self) -> int:
-        return self._value_len if self._value_len >= 0 else -1
+        return self._v.value_len if self._v.value_len >= 0 else -1
 
     @property
     def is_control(self) -> bool:
@@ -114,7 +138,7 @@ cdef class Record:
         """For ABORT/COMMIT markers, the coordinator epoch from the marker value."""
         if not self._is_control or self._control_key()[1] not in (0, 1):
             return None
-        return control_module().parse_end_txn_marker(self.value, self._error_position)[1]
+        return control_module().parse_end_txn_marker(self.value, self._v.error_position)[1]
 
     @property
     def control_value(self):
@@ -122,12 +146,13 @@ cdef class Record:
         if not self._is_control:
             return None
         return control_module().parse_control_value(
-            self._control_key()[1], self.value, self._error_position)
+            self._control_key()[1], self.value, self._v.error_position)
 
     cdef tuple _control_key(self):
-        if self._control_info is None:
-            self._control_info = control_module().parse_control_key(self.key, self._error_position)
-        return self._control_info
+        if self._control_version < 0:
+            self._control_version, self._control_type_id = control_module().parse_control_key(
+                self.key, self._v.error_position)
+        return (self._control_version, self._control_type_id)
 
     def __repr__(self):
         return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
@@ -140,12 +165,12 @@ cdef list record_headers(Record r):
     cdef int32_t i, klen, vlen
     cdef const uint8_t *kp
     cdef object hkey, hval
-    if r._header_count == 0:
+    if r._v.header_count == 0:
         return out
     # The headers were validated when the record was read; walk them again.
-    cursor_init(&c, r._buf.ptr + r._headers_pos, r._buf.size - r._headers_pos,
-                r._error_position, False, r._strict)
-    for i in range(r._header_count):
+    cursor_init(&c, r._v.headers, r._buf.ptr + r._buf.size - r._v.headers,
+                r._v.error_position, False, r._strict)
+    for i in range(r._v.header_count):
         read_varint(&c, &klen, "header key length")
         kp = cursor_take(&c, klen, "header key")
         hkey = PyUnicode_DecodeUTF8(<const char *>kp, klen, "replace")
@@ -189,21 +214,6 @@ cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
     except UnicodeDecodeError:
         cursor_fail(c, p, InvalidRecordError, "header key is not valid UTF-8")
     return 0
-
-
-cdef struct RecordView:
-    # One decoded record, pointing into its batch's buffer (no Python objects).
-    int64_t offset
-    int64_t timestamp
-    int32_t sequence
-    int8_t attributes
-    int32_t key_len          # < 0: null
-    int32_t value_len        # < 0: null
-    int32_t header_count
-    const uint8_t *key
-    const uint8_t *value
-    const uint8_t *headers
-    Py_ssize_t error_position
 
 
 cdef int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
@@ -296,26 +306,14 @@ cdef int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
 
 
 cdef Record read_v2_record(_RecordIterator it):
-    cdef RecordView v
-    cdef Record r
-    parse_v2_record(it, &v)
-    r = Record.__new__(Record)
+    cdef Record r = Record.__new__(Record)
+    parse_v2_record(it, &r._v)
     r._buf = it._buf
-    r.offset = v.offset
-    r.timestamp = v.timestamp
     r._timestamp_type = it._timestamp_type
-    r.sequence = v.sequence
-    r.attributes = v.attributes
     r._magic = 2
     r._is_control = it._is_control
     r._strict = it._strict
-    r._key_len = v.key_len
-    r._value_len = v.value_len
-    r._header_count = v.header_count
-    r._key_pos = v.key - it._buf.ptr if v.key != NULL else 0
-    r._value_pos = v.value - it._buf.ptr if v.value != NULL else 0
-    r._headers_pos = v.headers - it._buf.ptr
-    r._error_position = v.error_position
+    r._control_version = -1
     return r
 
 
