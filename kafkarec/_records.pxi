@@ -57,6 +57,26 @@ cdef class Record:
     def __init__(self, *args, **kwargs):
         raise TypeError("Record objects come from iterating a RecordBatch")
 
+    def __getattribute__(self, name):
+        # The five fields every consumer reads answer here, before CPython's
+        # generic lookup and descriptor call (which cost more than the fields
+        # themselves); everything else, and these names too, stay properties.
+        if name is "offset":
+            return self._v.offset
+        if name is "timestamp":
+            return self._v.timestamp
+        if name is "value":
+            if self._v.value_len < 0:
+                return None
+            return PyBytes_FromStringAndSize(<const char *>self._v.value, self._v.value_len)
+        if name is "key":
+            if self._v.key_len < 0:
+                return None
+            return PyBytes_FromStringAndSize(<const char *>self._v.key, self._v.key_len)
+        if name is "headers":
+            return record_headers(self)
+        return PyObject_GenericGetAttr(self, name)
+
     @property
     def offset(self) -> int:
         return self._v.offset
