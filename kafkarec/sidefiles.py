@@ -18,7 +18,7 @@ Layouts and messages follow the broker (``storage/.../log``, ``checkpoint``):
   record batches; only their names are parsed here.
 
 The ``*Check`` classes compare an index with its log while the log is scanned
-once (see :func:`kafkarec.segment.check_partition`), so a 1 GB segment is
+once (see :func:`kafkarec.verify.check_partition`), so a 1 GB segment is
 never held in memory to verify its indexes.
 """
 from __future__ import annotations
@@ -212,6 +212,13 @@ class _Index:
     def __iter__(self):
         return iter(self.entries())
 
+    def _check_length(self, what: str) -> None:
+        # The length rule of both sanity checks, with Kafka's message.
+        if self.length % self.ENTRY.size != 0:
+            raise CorruptIndexError(
+                f"{what} {os.path.abspath(self.path)} is corrupt, found {self.length} bytes "
+                f"which is neither positive nor a multiple of {self.ENTRY.size}")
+
 
 class OffsetIndex(_Index):
     """A ``.index`` file: which file position holds the batch ending at an offset."""
@@ -233,10 +240,7 @@ class OffsetIndex(_Index):
             raise CorruptIndexError(
                 f"Corrupt index found, index file {os.path.abspath(self.path)} has non-zero size "
                 f"but the last offset is {last} which is less than the base offset {self.base_offset}")
-        if self.length % self.ENTRY.size != 0:
-            raise CorruptIndexError(
-                f"Index file {os.path.abspath(self.path)} is corrupt, found {self.length} bytes "
-                f"which is neither positive nor a multiple of {self.ENTRY.size}")
+        self._check_length("Index file")
 
     def lookup(self, offset: int) -> IndexEntry:
         """The entry with the largest offset <= ``offset``; (base offset, 0) if none."""
@@ -277,10 +281,7 @@ class TimeIndex(_Index):
                     f"Corrupt time index found, time index file ({os.path.abspath(self.path)}) has "
                     f"non-zero size but the last offset is {last.offset} which is less than the "
                     f"first offset {self.base_offset}")
-        if self.length % self.ENTRY.size != 0:
-            raise CorruptIndexError(
-                f"Time index file {os.path.abspath(self.path)} is corrupt, found {self.length} bytes "
-                f"which is neither positive nor a multiple of {self.ENTRY.size}")
+        self._check_length("Time index file")
 
 
 # --- transaction index -------------------------------------------------------
@@ -558,7 +559,7 @@ def read_partition_metadata(path: str, *, data: Optional[bytes] = None) -> Parti
 # --- checks against the log ---------------------------------------------------
 #
 # Each check is fed every batch of its segment during ONE scan (see
-# kafkarec.segment.check_partition) and reports at the end.  Problems carry a
+# kafkarec.verify.check_partition) and reports at the end.  Problems carry a
 # severity: "error" fails `kafkarec verify`, "warning" and "note" do not.
 
 class SideProblem(NamedTuple):
@@ -569,18 +570,47 @@ class SideProblem(NamedTuple):
     severity: str = "error"
 
 
-class OffsetIndexCheck:
-    """Every index entry must point at the start of the batch whose last offset it names."""
+class _SideFileCheck:
+    """What every check of a side file has: the file and the problems found in it."""
 
-    def __init__(self, index: OffsetIndex, log_size: int, *, active: bool = False):
+    def __init__(self, index):
         self.index = index
-        self.log_size = log_size
         self.problems: List[SideProblem] = []
-        self._pending = {}
-        self._structure(active)
 
     def _add(self, reason, position=None, offset=None, severity="error"):
         self.problems.append(SideProblem(self.index.path, position, offset, reason, severity))
+
+
+class _IndexCheck(_SideFileCheck):
+    """Rules the offset and the time index share: their preallocated tail, offsets in the segment."""
+
+    KIND = "index"
+
+    def _tail(self, n_entries: int, active: bool) -> None:
+        idx = self.index
+        if not idx.preallocated_slots:
+            return
+        if not idx.tail_is_zero():
+            self._add(f"{idx.preallocated_slots} slots after the last entry are not zero "
+                      "(not a preallocated tail)")
+        elif not active:
+            self._add(f"untrimmed {self.KIND}: {idx.preallocated_slots} preallocated zero slots after "
+                      f"{n_entries} entries (the segment was not closed cleanly)", severity="note")
+
+    def _check_offset(self, i: int, offset: int, position: Optional[int]) -> None:
+        base = self.index.base_offset
+        if offset < base or offset - base > _INT32_MAX:
+            self._add(f"entry {i} offset {offset} is outside the segment", position, offset)
+
+
+class OffsetIndexCheck(_IndexCheck):
+    """Every index entry must point at the start of the batch whose last offset it names."""
+
+    def __init__(self, index: OffsetIndex, log_size: int, *, active: bool = False):
+        super().__init__(index)
+        self.log_size = log_size
+        self._pending = {}
+        self._structure(active)
 
     def _structure(self, active: bool) -> None:
         idx = self.index
@@ -589,20 +619,13 @@ class OffsetIndexCheck:
         except CorruptIndexError as e:
             self._add(str(e))
         entries = idx.entries()
-        if idx.preallocated_slots:
-            if not idx.tail_is_zero():
-                self._add(f"{idx.preallocated_slots} slots after the last entry are not zero "
-                          "(not a preallocated tail)")
-            elif not active:
-                self._add(f"untrimmed index: {idx.preallocated_slots} preallocated zero slots after "
-                          f"{len(entries)} entries (the segment was not closed cleanly)", severity="note")
+        self._tail(len(entries), active)
         prev = None
         for i, e in enumerate(entries):
             if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
                 self._add(f"entry {i} (offset {e.offset}, position {e.position}) does not follow "
                           f"offset {prev.offset}, position {prev.position}", e.position, e.offset)
-            if e.offset < idx.base_offset or e.offset - idx.base_offset > _INT32_MAX:
-                self._add(f"entry {i} offset {e.offset} is outside the segment", e.position, e.offset)
+            self._check_offset(i, e.offset, e.position)
             if not 0 <= e.position < self.log_size:
                 self._add(f"entry {i} position {e.position} is outside the log "
                           f"({self.log_size} bytes)", e.position, e.offset)
@@ -630,28 +653,20 @@ class OffsetIndexCheck:
         return self.problems
 
 
-class TimeIndexCheck:
+class TimeIndexCheck(_IndexCheck):
     """Entries must increase and name a batch whose max timestamp they hold."""
 
-    def __init__(self, index: TimeIndex, *, active: bool = False):
-        self.index = index
-        self.problems: List[SideProblem] = []
-        self._pending = {}
-        self._max_seen = {}
-        self._structure(active)
+    KIND = "time index"
 
-    def _add(self, reason, position=None, offset=None, severity="error"):
-        self.problems.append(SideProblem(self.index.path, position, offset, reason, severity))
+    def __init__(self, index: TimeIndex, *, active: bool = False):
+        super().__init__(index)
+        self._pending = {}
+        self._structure(active)
 
     def _structure(self, active: bool) -> None:
         idx = self.index
         entries = idx.entries()
-        if idx.preallocated_slots and not idx.tail_is_zero():
-            self._add(f"{idx.preallocated_slots} slots after the last entry are not zero "
-                      "(not a preallocated tail)")
-        elif idx.preallocated_slots and not active:
-            self._add(f"untrimmed time index: {idx.preallocated_slots} preallocated zero slots after "
-                      f"{len(entries)} entries (the segment was not closed cleanly)", severity="note")
+        self._tail(len(entries), active)
         if idx.preallocated_slots == 0 or idx.length % idx.ENTRY.size:
             # Kafka's sanity check reads the last slot; with a zero tail it always
             # fails (reported above as a note), so run it only on trimmed files.
@@ -664,8 +679,7 @@ class TimeIndexCheck:
             if prev is not None and (e.timestamp <= prev.timestamp or e.offset < prev.offset):
                 self._add(f"Index timestamp: {e.timestamp}, Previously indexed timestamp: "
                           f"{prev.timestamp} (entry {i} is out of order)", None, e.offset)
-            if e.offset < idx.base_offset or e.offset - idx.base_offset > _INT32_MAX:
-                self._add(f"entry {i} offset {e.offset} is outside the segment", None, e.offset)
+            self._check_offset(i, e.offset, None)
             self._pending.setdefault(e.offset, []).append(e.timestamp)
             prev = e
 
@@ -688,12 +702,11 @@ class TimeIndexCheck:
         return self.problems
 
 
-class TxnIndexCheck:
+class TxnIndexCheck(_SideFileCheck):
     """Each aborted transaction must end at an ABORT marker of its producer in this segment."""
 
     def __init__(self, index: TransactionIndex):
-        self.index = index
-        self.problems: List[SideProblem] = []
+        super().__init__(index)
         self.entries: List[AbortedTxn] = []
         self._by_last = {}
         self._first_batches = {}
@@ -714,9 +727,6 @@ class TxnIndexCheck:
                           f"{prev.last_offset}", None, t.last_offset)
             self._by_last[t.last_offset] = t
             prev = t
-
-    def _add(self, reason, position=None, offset=None, severity="error"):
-        self.problems.append(SideProblem(self.index.path, position, offset, reason, severity))
 
     @property
     def wants_markers(self) -> bool:

@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from kafkarec import cli, sidefiles as sf
-from kafkarec.cli import Histogram, Progress, main
+from kafkarec.cli import main
+from kafkarec.stats import Histogram, Progress
 
 try:
     from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,

@@ -10,8 +10,9 @@ import pytest
 
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError
-from kafkarec.segment import (Segment, check_partition, find_partition_dirs,
-                              is_partition_dir, parse_topic_partition, rebase_error, scan_partition_dir)
+from kafkarec.segment import (Segment, find_partition_dirs, is_partition_dir, parse_topic_partition,
+                              rebase_error, scan_partition_dir)
+from kafkarec.verify import check_partition
 
 try:
     from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,

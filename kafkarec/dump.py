@@ -1,0 +1,553 @@
+"""``kafkarec dump``: a work-alike of Kafka's ``kafka-dump-log.sh``.
+
+Prints what Kafka's ``DumpLogSegments`` prints (its Java rewrite, which
+``kafka-dump-log.sh`` runs in Kafka 4.x): batch lines, record lines with
+``| `` and the stderr reports at the end, for ``.log``, ``.checkpoint``,
+``.index``, ``.timeindex``, ``.txnindex`` and producer ``.snapshot`` files;
+also leader-epoch-checkpoint, partition.metadata and offset checkpoints
+(kafkarec extensions).  ``--json`` writes one object per line instead.
+
+The names Kafka's tools give to batch fields (codec, timestamp type, Java's
+``OptionalLong`` and booleans) and :func:`jdump`, the JSON line writer, are
+shared with ``kafkarec verify`` and ``kafkarec stats``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import uuid
+import zlib
+from typing import List, Optional, TextIO
+
+import kafkarec
+from kafkarec import sidefiles as sf
+from kafkarec.enums import ControlRecordType
+from kafkarec.errors import DecodeError, KafkaRecError
+from kafkarec.segment import Segment
+
+__all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
+           "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
+
+# Exit statuses of every kafkarec command (see kafkarec.cli).
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+# Integer.MAX_VALUE: the default of --max-bytes, which means "the whole file".
+INT_MAX = 2**31 - 1
+
+TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def jbool(v) -> str:
+    return "true" if v else "false"
+
+
+def optional_long(v: Optional[int]) -> str:
+    """Java's OptionalLong.toString()."""
+    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
+
+
+def codec_name(b) -> str:
+    codec = b.attributes & 7
+    return CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
+def ts_name(b) -> str:
+    # The batch's timestamp type, named as Java's TimestampType.toString().
+    if b.magic == 0:
+        return TS_NAMES[-1]
+    return TS_NAMES[1 if b.attributes & 0x08 else 0]
+
+
+def java_string(data: bytes) -> str:
+    """new String(bytes, UTF_8): invalid sequences become U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
+def jdump(obj) -> str:
+    # Jackson's ObjectNode.toString(): compact, non-ASCII kept as is.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _uuid_b64(s: str) -> str:
+    return base64.urlsafe_b64encode(uuid.UUID(s).bytes).rstrip(b"=").decode()
+
+
+def error_line(path: str, e: Exception, position: Optional[int] = None) -> str:
+    """``FILE: position P: reason`` for a decode error met reading ``path``; P defaults to ``position``."""
+    return f"{path}: position {getattr(e, 'position', position)}: {getattr(e, 'reason', e)}"
+
+
+def control_json(kind: ControlRecordType, v: dict) -> dict:
+    """A decoded KRaft control value as Kafka's generated JsonConverter writes it (camelCase)."""
+    if kind == ControlRecordType.LEADER_CHANGE:
+        return {"version": v["version"], "leaderId": v["leader_id"],
+                "voters": [{"voterId": x["voter_id"]} for x in v["voters"] or []],
+                "grantingVoters": [{"voterId": x["voter_id"]} for x in v["granting_voters"] or []]}
+    if kind == ControlRecordType.SNAPSHOT_HEADER:
+        return {"version": v["version"], "lastContainedLogTimestamp": v["last_contained_log_timestamp"]}
+    if kind == ControlRecordType.SNAPSHOT_FOOTER:
+        return {"version": v["version"]}
+    if kind == ControlRecordType.KRAFT_VERSION:
+        return {"version": v["version"], "kRaftVersion": v["kraft_version"]}
+    if kind == ControlRecordType.KRAFT_VOTERS:
+        return {"version": v["version"], "voters": [
+            {"voterId": x["voter_id"], "voterDirectoryId": _uuid_b64(x["voter_directory_id"]),
+             "endpoints": [{"name": e["name"], "host": e["host"], "port": e["port"]}
+                           for e in x["endpoints"] or []],
+             "kRaftVersionFeature": {
+                 "minSupportedVersion": x["kraft_version_feature"]["min_supported_version"],
+                 "maxSupportedVersion": x["kraft_version_feature"]["max_supported_version"]}}
+            for x in v["voters"] or []]}
+    raise ValueError(kind)
+
+
+_CONTROL_LABELS = {
+    ControlRecordType.LEADER_CHANGE: " LeaderChange: ",
+    ControlRecordType.SNAPSHOT_HEADER: " SnapshotHeader ",
+    ControlRecordType.SNAPSHOT_FOOTER: " SnapshotFooter ",
+    ControlRecordType.KRAFT_VERSION: " KRaftVersion ",
+    ControlRecordType.KRAFT_VOTERS: " KRaftVoters ",
+}
+
+
+def control_text(r) -> str:
+    """What printControlRecord prints for one control record."""
+    kind = r.control_type
+    if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return f" endTxnMarker: {kind.name} coordinatorEpoch: {r.coordinator_epoch}"
+    if kind in _CONTROL_LABELS:
+        return _CONTROL_LABELS[kind] + jdump(control_json(kind, r.control_value))
+    return f" controlType: {kind.name}({r.control_type_id})"
+
+
+def _legacy_inner_valid(fb) -> Optional[list]:
+    """Per-record isValid for a legacy batch: each message's own CRC-32.
+
+    The core checks inner CRCs only as a whole (verify_crc); re-reading the
+    batch with it on answers "all valid" cheaply.  Otherwise each message is
+    re-encoded from its fields and checked (exact unless a magic 1 wrapper is
+    LogAppendTime, whose inner timestamps the reader replaces).
+    """
+    if not fb.attributes & 7:
+        return None        # uncompressed: the record is the batch
+    try:
+        list(next(kafkarec.iter_batches(fb.raw(), verify_crc=True)))
+        return [True] * fb.record_count
+    except DecodeError:
+        pass
+    out = []
+    for r in fb:
+        body = struct.pack(">bb", r.magic, r.attributes)
+        if r.magic == 1:
+            body += struct.pack(">q", r.timestamp)
+        for part in (r.key, r.value):
+            body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + part
+        out.append(zlib.crc32(body) == r.checksum)
+    return out
+
+
+class Dumper:
+    """DumpLogSegments, file by file, with its end-of-run reports."""
+
+    def __init__(self, args, out: TextIO, err: TextIO):
+        self.out = out
+        self.err = err
+        self.print_data = args.print_data_log
+        self.deep = args.deep_iteration or args.print_data_log
+        self.skip_meta = args.skip_record_metadata
+        self.max_bytes = args.max_bytes
+        self.max_message_size = args.max_message_size
+        self.verify_only = args.verify_index_only
+        self.sanity_only = args.index_sanity_check
+        self.json = args.json
+        self.max_decompressed = args.max_decompressed_bytes
+        self.status = EXIT_OK
+        self.index_mismatches = {}
+        self.time_mismatch, self.time_order, self.time_missing = {}, {}, {}
+        self.non_consecutive = {}
+
+    # -- output helpers --
+    def emit(self, line: str, **obj) -> None:
+        if self.json:
+            self.out.write(jdump(obj) + "\n")
+        else:
+            self.out.write(line + "\n")
+
+    def error(self, message: str, path: Optional[str] = None, position: Optional[int] = None,
+              status: int = EXIT_PROBLEMS) -> None:
+        self.status = max(self.status, status)
+        if self.json:
+            self.out.write(jdump({"type": "error", "file": path, "position": position,
+                                  "message": message}) + "\n")
+        else:
+            self.err.write(message + "\n")
+
+    # -- dispatch --
+    def dump(self, path: str) -> None:
+        self.emit(f"Dumping {path}", type="file", file=path)
+        name = os.path.basename(path)
+        kind = sf.file_kind(name)
+        try:
+            if kind in ("log", "checkpoint"):
+                self.dump_log(path)
+            elif kind == "index":
+                self.dump_index(path)
+            elif kind == "timeindex":
+                self.dump_time_index(path)
+            elif kind == "txnindex":
+                self.dump_txn_index(path)
+            elif kind == "snapshot":
+                self.dump_producer_snapshot(path)
+            elif kind == "leader-epoch-checkpoint":
+                for e in sf.read_leader_epoch_checkpoint(path):
+                    self.emit(f"epoch: {e.epoch} startOffset: {e.start_offset}",
+                              type="leader_epoch", epoch=e.epoch, start_offset=e.start_offset)
+            elif kind == "partition-metadata":
+                m = sf.read_partition_metadata(path)
+                self.emit(f"version: {m.version} topicId: {m.topic_id}",
+                          type="partition_metadata", version=m.version, topic_id=m.topic_id)
+            elif kind == "offset-checkpoint":
+                for topic, partition, offset in sf.read_offset_checkpoint(path):
+                    self.emit(f"topic: {topic} partition: {partition} offset: {offset}",
+                              type="offset_checkpoint", topic=topic, partition=partition, offset=offset)
+            else:
+                self.error(f"Ignoring unknown file {path}", path, status=EXIT_USAGE)
+        except OSError as e:
+            self.error(f"{path}: {e.strerror or e}", path, status=EXIT_USAGE)
+        except (sf.SideFileError, KafkaRecError) as e:
+            self.error(f"{path}: {e}", path, getattr(e, "position", None))
+
+    # -- .log / .checkpoint --
+    def dump_log(self, path: str) -> None:
+        name = os.path.basename(path)
+        if name.endswith(sf.LOG_SUFFIX):
+            start = sf.offset_from_file_name(name)
+            self.emit(f"Log starting offset: {start}", type="log_start", offset=start)
+        elif name == sf.BOOTSTRAP_CHECKPOINT:
+            self.emit("KRaft bootstrap snapshot", type="kraft_bootstrap_snapshot")
+        else:
+            sp = sf.parse_snapshot_path(name)
+            self.emit(f"Snapshot end offset: {sp.end_offset}, epoch: {sp.epoch}",
+                      type="kraft_snapshot", end_offset=sp.end_offset, epoch=sp.epoch)
+        abspath = os.path.abspath(path)
+        with Segment(path) as seg:
+            end = min(seg.size, self.max_bytes)
+            it = seg.batches(0, end, verify_crc=False, max_decompressed_bytes=self.max_decompressed)
+            valid_bytes = 0
+            last_offset = [-1]
+            while True:
+                try:
+                    fb = next(it)
+                except StopIteration:
+                    break
+                except DecodeError as e:
+                    self.error(error_line(path, e), path, e.position)
+                    if it.exhausted:
+                        return
+                    valid_bytes = it.position
+                    continue
+                self.batch_line(fb)
+                if self.deep:
+                    try:
+                        self.records(fb, abspath, last_offset)
+                    except (DecodeError, KafkaRecError) as e:
+                        self.error(error_line(path, e, fb.position), path,
+                                   getattr(e, "position", fb.position))
+                valid_bytes = fb.position + fb.size_in_bytes
+            trailing = end - valid_bytes
+            if trailing > 0 and self.max_bytes == INT_MAX:
+                self.emit(f"Found {trailing} invalid bytes at the end of {name}",
+                          type="trailing_bytes", bytes=trailing)
+
+    def batch_line(self, fb) -> None:
+        b = fb.batch
+        tsn = ts_name(b)
+        valid = b.crc_valid
+        codec = codec_name(b)
+        if self.json:
+            obj = {"type": "batch", "position": fb.position, "magic": fb.magic,
+                   "timestamp_type": tsn, "max_timestamp": b.max_timestamp, "size": fb.size_in_bytes,
+                   "compresscodec": codec, "crc": b.crc, "isvalid": valid}
+            if fb.magic >= 2:
+                obj.update(base_offset=b.base_offset, last_offset=b.last_offset, count=b.record_count,
+                           base_sequence=b.base_sequence, last_sequence=b.last_sequence,
+                           producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                           partition_leader_epoch=b.partition_leader_epoch,
+                           is_transactional=b.is_transactional, is_control=b.is_control,
+                           delete_horizon_ms=b.delete_horizon_ms)
+            else:
+                obj["offset"] = b.last_offset
+            self.out.write(jdump(obj) + "\n")
+            return
+        if fb.magic >= 2:
+            head = (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
+                    f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} "
+                    f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
+                    f"partitionLeaderEpoch: {b.partition_leader_epoch} "
+                    f"isTransactional: {jbool(b.is_transactional)} isControl: {jbool(b.is_control)} "
+                    f"deleteHorizonMs: {optional_long(b.delete_horizon_ms)}")
+        else:
+            head = f"offset: {b.last_offset}"
+        self.out.write(f"{head} position: {fb.position} {tsn}: {b.max_timestamp} size: {fb.size_in_bytes} "
+                       f"magic: {fb.magic} compresscodec: {codec} crc: {b.crc} isvalid: {jbool(valid)}\n")
+
+    def records(self, fb, abspath: str, last_offset: list) -> None:
+        tsn = ts_name(fb.batch)
+        v2 = fb.magic >= 2
+        control = v2 and fb.is_control
+        inner_valid = None if v2 else _legacy_inner_valid(fb)
+        gaps = self.non_consecutive
+        lines = []
+        for i, r in enumerate(fb):
+            off = r.offset
+            # The Java rewrite starts "previous" at -1, so a first offset > 0 is reported too.
+            if off != last_offset[0] + 1:
+                gaps.setdefault(abspath, {})[last_offset[0]] = off
+            last_offset[0] = off
+            if self.json:
+                lines.append(self._record_json(fb, r, tsn, control, inner_valid, i))
+                continue
+            line = ""
+            if not self.skip_meta:
+                line = (f"| offset: {off} {tsn}: {r.timestamp} "
+                        f"keySize: {r.key_size} valueSize: {r.value_size}")
+                if v2:
+                    line += (f" sequence: {r.sequence} headerKeys: "
+                             f"[{','.join(k for k, _ in r.headers)}]")
+                else:
+                    valid = fb.crc_valid if inner_valid is None else inner_valid[i]
+                    line += f" isValid: {jbool(valid)} crc: {r.checksum}"
+                if control:
+                    line += control_text(r)
+            if self.print_data and not control:
+                prefix = "| " if self.skip_meta else " "
+                key = r.key
+                if key is not None:
+                    line += f"{prefix}key: {java_string(key)}"
+                    prefix = " "
+                value = r.value
+                if value is not None:
+                    line += f"{prefix}payload: {java_string(value)}"
+            lines.append(line + "\n")
+        self.out.write("".join(lines))
+
+    def _record_json(self, fb, r, tsn, control, inner_valid, i) -> str:
+        obj = {"type": "record", "offset": r.offset, "timestamp_type": tsn, "timestamp": r.timestamp,
+               "key_size": r.key_size, "value_size": r.value_size}
+        if fb.magic >= 2:
+            obj["sequence"] = r.sequence
+            obj["header_keys"] = [k for k, _ in r.headers]
+        else:
+            obj["is_valid"] = fb.crc_valid if inner_valid is None else inner_valid[i]
+            obj["crc"] = r.checksum
+        if control:
+            kind = r.control_type
+            obj["control_type"] = kind.name
+            obj["control_type_id"] = r.control_type_id
+            value = r.control_value
+            if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                obj["coordinator_epoch"] = value["coordinator_epoch"]
+            elif kind in _CONTROL_LABELS:
+                obj["control"] = control_json(kind, value)
+        if self.print_data and not control:
+            key, value = r.key, r.value
+            obj["key"] = None if key is None else java_string(key)
+            obj["payload"] = None if value is None else java_string(value)
+            if fb.magic >= 2:
+                obj["headers"] = [[k, None if v is None else java_string(v)] for k, v in r.headers]
+        return jdump(obj) + "\n"
+
+    # -- .index and .timeindex --
+    def _sibling_log(self, path: str) -> Optional[Segment]:
+        log = _sibling(path, sf.LOG_SUFFIX)
+        try:
+            return Segment(log)
+        except OSError as e:
+            self.error(f"{path}: cannot open its log {log}: {e.strerror or e}", path)
+            return None
+
+    def _sanity_check(self, path: str, index) -> None:
+        try:
+            index.sanity_check()
+        except sf.CorruptIndexError as e:
+            self.error(str(e), path)
+            return
+        self.emit(f"{path} passed sanity check.", type="sanity_check_passed")
+
+    def dump_index(self, path: str) -> None:
+        index = sf.OffsetIndex(path)
+        if index.slots == 0:
+            self.emit(f"{path} is empty.", type="index_empty")
+            return
+        if self.sanity_only:
+            self._sanity_check(path, index)
+            return
+        seg = self._sibling_log(path)
+        mismatches = self.index_mismatches
+        try:
+            for entry in index.entries():   # up to the zero tail a crash may leave
+                if seg is not None:
+                    self._check_index_entry(path, seg, entry, mismatches)
+                if not self.verify_only:
+                    self.emit(f"offset: {entry.offset} position: {entry.position}",
+                              type="index_entry", offset=entry.offset, position=entry.position)
+        finally:
+            if seg is not None:
+                seg.close()
+
+    def _check_index_entry(self, path, seg, entry, mismatches) -> None:
+        if entry.position < 0 or entry.position > seg.size:
+            self.error(f"{path}: index entry offset {entry.offset} position {entry.position} is "
+                       f"outside the log ({seg.size} bytes)", path, entry.position)
+            return
+        try:
+            fb = seg.batch_at(entry.position, limit=self.max_message_size)
+        except DecodeError as e:
+            self.error(f"{path}: index entry offset {entry.offset} position {entry.position}: "
+                       f"no batch there: {e.reason}", path, entry.position)
+            return
+        if fb is None:
+            self.error(f"{path}: index entry offset {entry.offset} position {entry.position}: no "
+                       f"whole batch within --max-message-size {self.max_message_size} bytes",
+                       path, entry.position)
+            return
+        if fb.last_offset != entry.offset:
+            mismatches.setdefault(os.path.abspath(path), {})[entry.offset] = fb.last_offset
+
+    def dump_time_index(self, path: str) -> None:
+        tindex = sf.TimeIndex(path)
+        if self.sanity_only:
+            self._sanity_check(path, tindex)
+            return
+        try:
+            oindex = sf.OffsetIndex(_sibling(path, sf.INDEX_SUFFIX), tindex.base_offset)
+        except OSError:
+            oindex = None      # no offset index: search from the start of the log
+        seg = self._sibling_log(path)
+        abspath = os.path.abspath(path)
+        prev_ts = -1
+        try:
+            for entry in tindex.entries():
+                if seg is not None:
+                    self._check_time_entry(path, abspath, seg, oindex, entry, prev_ts)
+                if not self.verify_only:
+                    self.emit(f"timestamp: {entry.timestamp} offset: {entry.offset}",
+                              type="time_index_entry", timestamp=entry.timestamp, offset=entry.offset)
+                prev_ts = entry.timestamp
+        finally:
+            if seg is not None:
+                seg.close()
+
+    def _check_time_entry(self, path, abspath, seg, oindex, entry, prev_ts) -> None:
+        start = oindex.lookup(entry.offset).position if oindex is not None else 0
+        if not 0 <= start <= seg.size:
+            self.error(f"{path}: the offset index puts offset {entry.offset} at position {start}, "
+                       f"outside the log ({seg.size} bytes)", path, start)
+            return
+        found = None
+        try:
+            for fb in seg.batches(start, verify_crc=False, release=False):
+                if fb.last_offset >= entry.offset:
+                    found = fb
+                    break
+        except DecodeError as e:
+            self.error(f"{path}: looking for offset {entry.offset}: {e.reason}", path, e.position)
+        if found is None:
+            self.time_missing.setdefault(abspath, []).append((entry.offset, -1))
+            return
+        if found.last_offset != entry.offset:
+            self.time_missing.setdefault(abspath, []).append((entry.offset, found.last_offset))
+            return
+        max_ts = -1
+        try:
+            for r in found:
+                max_ts = max(max_ts, r.timestamp)
+        except (DecodeError, KafkaRecError) as e:
+            self.error(f"{path}: batch at position {found.position}: {getattr(e, 'reason', e)}",
+                       path, found.position)
+            return
+        if max_ts != entry.timestamp:
+            self.time_mismatch.setdefault(abspath, []).append((entry.timestamp, max_ts))
+        if prev_ts >= entry.timestamp:
+            self.time_order.setdefault(abspath, []).append((entry.timestamp, prev_ts))
+
+    # -- .txnindex, .snapshot --
+    def dump_txn_index(self, path: str) -> None:
+        for t in sf.TransactionIndex(path).entries():
+            self.emit(f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
+                      f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}",
+                      type="aborted_txn", version=t.version, producer_id=t.producer_id,
+                      first_offset=t.first_offset, last_offset=t.last_offset,
+                      last_stable_offset=t.last_stable_offset)
+
+    def dump_producer_snapshot(self, path: str) -> None:
+        try:
+            snap = sf.read_producer_snapshot(path)
+        except sf.CorruptSnapshotError as e:
+            self.error(str(e), path)
+            return
+        for e in snap.entries:
+            txn = e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None
+            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+                    f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {optional_long(txn)} "
+                    f"lastTimestamp: {e.timestamp}")
+            obj = dict(type="producer_state", producer_id=e.producer_id, producer_epoch=e.producer_epoch,
+                       coordinator_epoch=e.coordinator_epoch, current_txn_first_offset=txn,
+                       last_timestamp=e.timestamp)
+            if e.has_batch_metadata:
+                line += (f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
+                         f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+                obj.update(first_sequence=e.first_sequence, last_sequence=e.last_sequence,
+                           last_offset=e.last_offset, offset_delta=e.offset_delta, timestamp=e.timestamp)
+            self.emit(line, **obj)
+
+    # -- end of run --
+    def report(self) -> None:
+        """The stderr summaries DumpLogSegments prints after all files."""
+        def reverse(by_offset):
+            return sorted(by_offset.items(), reverse=True)   # a TreeMap in reverse order
+        # (pairs by file, their order, header, line, JSON type, JSON keys of the pair), in Kafka's order
+        sections = (
+            (self.index_mismatches, reverse, "Mismatches in :{file}",
+             "  Index offset: {a}, log offset: {b}", "index_mismatch", ("index_offset", "log_offset")),
+            (self.time_mismatch, list, "Found timestamp mismatch in :{file}",
+             "  Index timestamp: {a}, log timestamp: {b}",
+             "time_index_mismatch", ("index_timestamp", "log_timestamp")),
+            (self.time_order, list, "Found out of order timestamp in :{file}",
+             "  Index timestamp: {a}, Previously indexed timestamp: {b}",
+             "time_index_out_of_order", ("index_timestamp", "previous_timestamp")),
+            (self.time_missing, list, "The following indexed offsets are not found in the log.",
+             "Indexed offset: {a}, found log offset: {b}",
+             "time_index_offset_not_found", ("index_offset", "log_offset")),
+            (self.non_consecutive, lambda gaps: sorted(gaps.items()), "Non-consecutive offsets in {file}",
+             "  {a} is followed by {b}", "non_consecutive", ("offset", "next_offset")),
+        )
+        lines = []
+        objs = []
+        for by_file, order, header, line, kind, (key_a, key_b) in sections:
+            for fname, pairs in by_file.items():
+                lines.append(header.format(file=fname))
+                for a, b in order(pairs):
+                    lines.append(line.format(a=a, b=b))
+                    objs.append({"type": kind, "file": fname, key_a: a, key_b: b})
+        if self.json:
+            self.out.write("".join(jdump(o) + "\n" for o in objs))
+        elif lines:
+            self.err.write("\n".join(lines) + "\n")
+
+
+def _sibling(path: str, suffix: str) -> str:
+    """The file of the same segment with another suffix (``00..42.index`` -> ``00..42.log``)."""
+    stem = os.path.basename(path).split(".")[0]
+    return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
+
+
+def run(files: List[str], args, out: TextIO, err: TextIO) -> int:
+    """``kafkarec dump``: the files in order, then the end-of-run reports."""
+    d = Dumper(args, out, err)
+    for f in files:
+        d.dump(f)
+    d.report()
+    return d.status

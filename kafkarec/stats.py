@@ -1,0 +1,505 @@
+"""``kafkarec stats``: what a log directory holds, per segment, partition and topic.
+
+Batches, records, bytes, codecs and their compression ratios (which need
+each compressed batch decompressed; ``--headers-only`` skips that),
+producers, transactional and control share, timestamp range, and batch size
+and records-per-batch distributions kept in logarithmic :class:`Histogram`
+buckets, so memory stays bounded however large the log.  ``--plot`` draws
+the distributions with matplotlib.  :class:`Progress` is the progress bar
+``stats`` and ``verify`` draw on a terminal.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import struct
+import time
+from typing import List, Optional, TextIO
+
+import kafkarec
+from kafkarec.dump import EXIT_OK, EXIT_PROBLEMS, codec_name, error_line, jdump, ts_name
+from kafkarec.errors import DecodeError, KafkaRecError
+from kafkarec.segment import PartitionDir, Segment
+
+__all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
+
+
+# --- progress -------------------------------------------------------------------
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only on a terminal and only for long scans."""
+
+    def __init__(self, total: int, stream: TextIO, *, enabled: bool = True, label: str = "scanning",
+                 delay: float = 0.5):
+        self.total = max(total, 1)
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.enabled = enabled and bool(isatty and isatty())
+        self.label = label
+        self.start = time.monotonic()
+        self.delay = delay
+        self.last_draw = 0.0
+        self.drawn = False
+        self.done = 0
+
+    def update(self, done: int) -> None:
+        self.done = done
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.start < self.delay or now - self.last_draw < 0.1:
+            return
+        self.last_draw = now
+        frac = min(1.0, done / self.total)
+        rate = done / max(now - self.start, 1e-9) / 2**20
+        bar = "#" * int(frac * 30)
+        self.stream.write(f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% "
+                          f"{done / 2**20:,.1f}/{self.total / 2**20:,.1f} MiB {rate:,.0f} MiB/s")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
+            self.drawn = False
+
+
+# --- counters and their formatting ---------------------------------------------
+
+def human(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KiB``..."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 UTC (the number itself if out of range)."""
+    try:
+        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _extreme(fn, mine: Optional[int], other: Optional[int]) -> Optional[int]:
+    """``fn(mine, other)`` (min or max), where None means nothing seen yet."""
+    if other is None:
+        return mine
+    return other if mine is None else fn(mine, other)
+
+
+class Histogram:
+    """Counts in logarithmic buckets (4 per power of two): bounded memory, ~19% wide."""
+
+    SUB = 4
+
+    def __init__(self):
+        self.buckets = {}
+        self.n = 0
+        self.total = 0
+        self.min = None
+        self.max = None
+
+    @classmethod
+    def bucket_of(cls, v: int) -> int:
+        if v <= 0:
+            return 0
+        e = v.bit_length() - 1
+        if e < 2:
+            return v          # 1, 2, 3 have buckets of their own
+        frac = (v - (1 << e)) * cls.SUB >> e
+        return 4 + (e - 2) * cls.SUB + frac
+
+    @classmethod
+    def bucket_range(cls, b: int) -> tuple:
+        if b < 4:
+            return (b, b)
+        e, frac = divmod(b - 4, cls.SUB)
+        e += 2
+        lo = (1 << e) + (frac << e) // cls.SUB
+        hi = (1 << e) + ((frac + 1) << e) // cls.SUB - 1
+        return (lo, hi)
+
+    def add(self, v: int) -> None:
+        b = self.bucket_of(v)
+        self.buckets[b] = self.buckets.get(b, 0) + 1
+        self.n += 1
+        self.total += v
+        self.min = v if self.min is None else min(self.min, v)
+        self.max = v if self.max is None else max(self.max, v)
+
+    def merge(self, other: "Histogram") -> None:
+        for b, c in other.buckets.items():
+            self.buckets[b] = self.buckets.get(b, 0) + c
+        self.n += other.n
+        self.total += other.total
+        self.min = _extreme(min, self.min, other.min)
+        self.max = _extreme(max, self.max, other.max)
+
+    def percentile(self, q: float) -> Optional[int]:
+        """The upper end of the bucket holding the q-quantile (clamped to the observed range)."""
+        if not self.n:
+            return None
+        rank = max(1, int(q * self.n + 0.999999))
+        seen = 0
+        for b in sorted(self.buckets):
+            seen += self.buckets[b]
+            if seen >= rank:
+                return max(self.min, min(self.max, self.bucket_range(b)[1]))
+        return self.max
+
+    def as_dict(self) -> dict:
+        return {"count": self.n, "min": self.min, "max": self.max,
+                "mean": (self.total / self.n) if self.n else None,
+                "p50": self.percentile(0.5), "p90": self.percentile(0.9), "p99": self.percentile(0.99),
+                "buckets": [[*self.bucket_range(b), c] for b, c in sorted(self.buckets.items())]}
+
+
+def _varint_size(v: int) -> int:
+    v = (v << 1) ^ (v >> 63)       # zig-zag
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def _record_size(batch, r) -> int:
+    """The stored size of a record inside its (decompressed) batch payload."""
+    if batch.magic < 2:
+        ks, vs = r.key_size, r.value_size
+        return 12 + 4 + 2 + (8 if r.magic == 1 else 0) + 8 + max(ks, 0) + max(vs, 0)
+    ts_delta = 0 if batch.attributes & 0x08 else r.timestamp - batch.base_timestamp
+    ks, vs = r.key_size, r.value_size
+    body = (1 + _varint_size(ts_delta) + _varint_size(r.offset - batch.base_offset)
+            + _varint_size(ks) + max(ks, 0) + _varint_size(vs) + max(vs, 0))
+    headers = r.headers
+    body += _varint_size(len(headers))
+    for k, v in headers:
+        kb = len(k.encode("utf-8", "surrogatepass"))
+        body += _varint_size(kb) + kb + (_varint_size(-1) if v is None else _varint_size(len(v)) + len(v))
+    return _varint_size(body) + body
+
+
+def _legacy_value_len(raw) -> int:
+    """The value length of a legacy message, bounds-checked.
+
+    Not ``len(RecordBatch.payload())``: that spans to the end of the message
+    and raises on a key or value length that overruns it, while stats counts
+    the value alone and clamps such a length rather than fail the batch.
+    """
+    key_at = 18 if raw[16] == 0 else 26
+    if len(raw) < key_at + 4:
+        return 0
+    klen = struct.unpack_from(">i", raw, key_at)[0]
+    vat = key_at + 4 + max(klen, 0)
+    if vat + 4 > len(raw):
+        return 0
+    return max(0, min(struct.unpack_from(">i", raw, vat)[0], len(raw) - vat - 4))
+
+
+class Stats:
+    """Counters for a segment, partition, topic or everything."""
+
+    def __init__(self):
+        self.segments = 0
+        self.batches = 0
+        self.records = 0
+        self.bytes = 0
+        self.file_bytes = 0
+        self.bad = 0
+        self.trailing_bytes = 0
+        self.codecs = {}          # name -> [batches, records, stored payload bytes, raw payload bytes]
+        self.magics = {}
+        self.producers = set()
+        self.idempotent = 0
+        self.txn_batches = 0
+        self.txn_bytes = 0
+        self.control_batches = 0
+        self.control_bytes = 0
+        self.min_ts = None
+        self.max_ts = None
+        self.ts_types = {}
+        self.first_offset = None
+        self.last_offset = None
+        self.sizes = Histogram()
+        self.per_batch = Histogram()
+
+    def add(self, fb, *, ratio: bool) -> None:
+        b = fb.batch
+        size = fb.size_in_bytes
+        codec = codec_name(b)
+        magic = fb.magic
+        legacy = magic < 2
+        compressed = b.attributes & 7
+        # Stored payload: after the 61-byte v2 header, or a legacy message's value.
+        stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
+        raw = stored
+        # Decompressing is needed for ratios, and for legacy wrappers even to count records.
+        if compressed and (legacy or ratio):
+            n = 0
+            raw = 0
+            for r in fb:
+                n += 1
+                raw += _record_size(b, r)
+            count = n
+        else:
+            count = b.record_count
+        self.batches += 1
+        self.records += count
+        self.bytes += size
+        c = self.codecs.setdefault(codec, [0, 0, 0, 0])
+        c[0] += 1
+        c[1] += count
+        c[2] += stored
+        c[3] += raw
+        self.magics[magic] = self.magics.get(magic, 0) + 1
+        if magic >= 2:
+            if b.producer_id >= 0:
+                self.producers.add(b.producer_id)
+                self.idempotent += 1
+            if b.is_transactional:
+                self.txn_batches += 1
+                self.txn_bytes += size
+            if b.is_control:
+                self.control_batches += 1
+                self.control_bytes += size
+        tsn = ts_name(b)
+        self.ts_types[tsn] = self.ts_types.get(tsn, 0) + 1
+        lo = b.base_timestamp if magic >= 2 and b.delete_horizon_ms is None else b.max_timestamp
+        hi = b.max_timestamp
+        # Per batch, so inline rather than _extreme.
+        if lo is not None and lo >= 0:
+            self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
+        if hi >= 0:
+            self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
+        first = b.base_offset if magic >= 2 else (b.base_offset if b.attributes & 7 else b.last_offset)
+        if self.first_offset is None or first < self.first_offset:
+            self.first_offset = first
+        if self.last_offset is None or b.last_offset > self.last_offset:
+            self.last_offset = b.last_offset
+        self.sizes.add(size)
+        self.per_batch.add(count)
+
+    def merge(self, o: "Stats") -> None:
+        for attr in ("segments", "batches", "records", "bytes", "file_bytes", "bad", "trailing_bytes",
+                     "idempotent", "txn_batches", "txn_bytes", "control_batches", "control_bytes"):
+            setattr(self, attr, getattr(self, attr) + getattr(o, attr))
+        for name, v in o.codecs.items():
+            c = self.codecs.setdefault(name, [0, 0, 0, 0])
+            for i in range(4):
+                c[i] += v[i]
+        for d_self, d_o in ((self.magics, o.magics), (self.ts_types, o.ts_types)):
+            for k, v in d_o.items():
+                d_self[k] = d_self.get(k, 0) + v
+        self.producers |= o.producers
+        for attr, fn in (("min_ts", min), ("first_offset", min), ("max_ts", max), ("last_offset", max)):
+            setattr(self, attr, _extreme(fn, getattr(self, attr), getattr(o, attr)))
+        self.sizes.merge(o.sizes)
+        self.per_batch.merge(o.per_batch)
+
+    def as_dict(self, ratio: bool) -> dict:
+        codecs = {}
+        for name, (nb, nr, stored, raw) in sorted(self.codecs.items()):
+            codecs[name] = {"batches": nb, "records": nr, "stored_bytes": stored}
+            if ratio or name == "none":
+                codecs[name]["uncompressed_bytes"] = raw
+                codecs[name]["ratio"] = (raw / stored) if stored else None
+        return {
+            "segments": self.segments, "batches": self.batches, "records": self.records,
+            "bytes": self.bytes, "file_bytes": self.file_bytes, "bad_batches": self.bad,
+            "trailing_bytes": self.trailing_bytes,
+            "first_offset": self.first_offset, "last_offset": self.last_offset,
+            "codecs": codecs, "magic": {str(k): v for k, v in sorted(self.magics.items())},
+            "producers": len(self.producers), "idempotent_batches": self.idempotent,
+            "transactional_batches": self.txn_batches, "transactional_bytes": self.txn_bytes,
+            "control_batches": self.control_batches, "control_bytes": self.control_bytes,
+            "transactional_share": self.txn_batches / self.batches if self.batches else None,
+            "control_share": self.control_batches / self.batches if self.batches else None,
+            "min_timestamp": self.min_ts, "max_timestamp": self.max_ts,
+            "timestamp_types": self.ts_types,
+            "batch_size": self.sizes.as_dict(), "records_per_batch": self.per_batch.as_dict(),
+        }
+
+    def text(self, ratio: bool, indent: str) -> List[str]:
+        if not self.batches:
+            return [f"{indent}no batches"]
+        out = []
+        parts = []
+        for name, (nb, nr, stored, raw) in sorted(self.codecs.items(), key=lambda kv: -kv[1][2]):
+            s = f"{name} {nb} batches {human(stored)}"
+            if name != "none" and ratio and stored:
+                s += f" (ratio {raw / stored:.2f}x)"
+            parts.append(s)
+        out.append(f"{indent}codecs: " + "; ".join(parts))
+        out.append(f"{indent}producers: {len(self.producers)} producer id(s), "
+                   f"{self.idempotent / self.batches:.1%} of batches idempotent; "
+                   f"transactional {self.txn_batches / self.batches:.1%} of batches "
+                   f"({self.txn_bytes / max(self.bytes, 1):.1%} of bytes); "
+                   f"control {self.control_batches / self.batches:.1%} of batches")
+        if self.max_ts is not None:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.ts_types.items()))
+            out.append(f"{indent}timestamps: {iso(self.min_ts if self.min_ts is not None else self.max_ts)}"
+                       f" .. {iso(self.max_ts)} ({kinds})")
+        s = self.sizes
+        out.append(f"{indent}batch size: min {human(s.min)}, p50 ~{human(s.percentile(.5))}, "
+                   f"p90 ~{human(s.percentile(.9))}, p99 ~{human(s.percentile(.99))}, "
+                   f"max {human(s.max)}, mean {human(s.total / s.n)}")
+        p = self.per_batch
+        out.append(f"{indent}records per batch: min {p.min}, p50 ~{p.percentile(.5)}, "
+                   f"p90 ~{p.percentile(.9)}, max {p.max}, mean {p.total / p.n:.1f}")
+        return out
+
+
+def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_list: List[str],
+                   max_decompressed: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Stats:
+    """One segment's counters; unreadable batches are counted and described in ``err_list``."""
+    st = Stats()
+    st.segments = 1
+    with Segment(path) as seg:
+        st.file_bytes = seg.size
+        it = seg.batches(verify_crc=False, max_decompressed_bytes=max_decompressed)
+        while True:
+            try:
+                fb = next(it)
+            except StopIteration:
+                st.trailing_bytes = it.trailing_bytes
+                break
+            except DecodeError as e:
+                st.bad += 1
+                err_list.append(error_line(path, e))
+                if it.exhausted:
+                    st.trailing_bytes = seg.size - e.position
+                    break
+                continue
+            try:
+                st.add(fb, ratio=ratio)
+            except (DecodeError, KafkaRecError) as e:
+                st.bad += 1
+                err_list.append(error_line(path, e, fb.position))
+            progress.update(base + it.position)
+    return st
+
+
+# --- --plot ----------------------------------------------------------------------
+
+def plot_unavailable() -> Optional[str]:
+    """Why ``--plot`` cannot draw here, or None if it can."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "--plot needs matplotlib, which is not installed (pip install matplotlib)"
+    return None
+
+
+def plot(path: str, total: Stats, ratio: bool) -> None:
+    """Draw the batch size and records-per-batch histograms and the bytes per codec into ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")   # files only; no display needed
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for ax, hist, title, unit in ((axes[0], total.sizes, "batch size", "bytes"),
+                                  (axes[1], total.per_batch, "records per batch", "records")):
+        items = sorted(hist.buckets.items())
+        xs = [Histogram.bucket_range(b)[0] for b, _ in items]
+        ws = [max(1, Histogram.bucket_range(b)[1] - Histogram.bucket_range(b)[0] + 1) for b, _ in items]
+        ax.bar(xs, [c for _, c in items], width=ws, align="edge", edgecolor="black", linewidth=0.3)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlabel(unit)
+        ax.set_ylabel("batches")
+        ax.set_title(f"{title} ({hist.n} batches)")
+    names = sorted(total.codecs)
+    stored = [total.codecs[n][2] for n in names]
+    axes[2].bar(names, stored, color="tab:orange")
+    axes[2].set_ylabel("stored payload bytes")
+    axes[2].set_title("bytes by codec" + (" (label: compression ratio)" if ratio else ""))
+    if ratio:
+        for i, n in enumerate(names):
+            nb, nr, st, raw = total.codecs[n]
+            if st:
+                axes[2].annotate(f"{raw / st:.2f}x", (i, st), ha="center", va="bottom")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# --- the command ------------------------------------------------------------------------
+
+def run(pdirs: List[PartitionDir], args, out: TextIO, err: TextIO) -> int:
+    """``kafkarec stats``: scan every segment, then write the report (and ``--plot``)."""
+    ratio = not args.headers_only
+    progress = Progress(sum(p.log_bytes() for p in pdirs), err, enabled=not args.no_progress,
+                        label="scanning")
+    report = []
+    errors: List[str] = []
+    done = 0
+    try:
+        for pdir in pdirs:
+            part = Stats()
+            rows = []
+            for path in [s.log for s in pdir.segments if s.log] + list(pdir.kraft_snapshots):
+                try:
+                    st = _segment_stats(path, ratio, progress, done, errors, args.max_decompressed_bytes)
+                except OSError as e:
+                    errors.append(f"{path}: {e.strerror or e}")
+                    continue
+                done += st.file_bytes
+                part.merge(st)
+                rows.append((path, st))
+            report.append((pdir, part, rows))
+    finally:
+        progress.close()
+    total = Stats()
+    topics = {}
+    for pdir, part, _ in report:
+        topic = pdir.topic_partition.topic if pdir.topic_partition else pdir.name
+        topics.setdefault(topic, [Stats(), 0])
+        topics[topic][0].merge(part)
+        topics[topic][1] += 1
+        total.merge(part)
+    (_write_json if args.json else _write_text)(out, report, topics, total, ratio)
+    for e in errors:
+        err.write(e + "\n")
+    if args.plot:
+        plot(args.plot, total, ratio)
+        err.write(f"wrote {args.plot}\n")
+    return EXIT_PROBLEMS if errors else EXIT_OK
+
+
+def _write_json(out: TextIO, report: list, topics: dict, total: Stats, ratio: bool) -> None:
+    for pdir, part, rows in report:
+        tp = pdir.topic_partition
+        out.write(jdump({"type": "partition", "path": pdir.path,
+                         "topic": tp.topic if tp else None, "partition": tp.partition if tp else None,
+                         "stats": part.as_dict(ratio),
+                         "segments": [{"file": p, **s.as_dict(ratio)} for p, s in rows]}) + "\n")
+    for topic, (st, n) in sorted(topics.items()):
+        out.write(jdump({"type": "topic", "topic": topic, "partitions": n, "stats": st.as_dict(ratio)}) + "\n")
+    out.write(jdump({"type": "total", "partitions": len(report), "stats": total.as_dict(ratio)}) + "\n")
+
+
+def _write_text(out: TextIO, report: list, topics: dict, total: Stats, ratio: bool) -> None:
+    lines = []
+    for pdir, part, rows in report:
+        lines.append(f"{pdir.name}  ({pdir.path})")
+        lines.append(f"  {'segment':<34} {'batches':>9} {'records':>11} {'bytes':>11}  offsets")
+        for p, s in rows:
+            rng = f"{s.first_offset}..{s.last_offset}" if s.batches else "-"
+            extra = f"  ({s.bad} unreadable)" if s.bad else ""
+            extra += f"  ({s.trailing_bytes} trailing bytes)" if s.trailing_bytes else ""
+            lines.append(f"  {os.path.basename(p):<34} {s.batches:>9} {s.records:>11} "
+                         f"{human(s.file_bytes):>11}  {rng}{extra}")
+        lines.append(f"  {'total':<34} {part.batches:>9} {part.records:>11} {human(part.file_bytes):>11}")
+        lines.extend(part.text(ratio, "    "))
+    for topic, (st, n) in sorted(topics.items()):
+        lines.append(f"topic {topic}: {n} partition(s), {st.segments} segment(s), {st.batches} batches, "
+                     f"{st.records} records, {human(st.file_bytes)}")
+    if len(topics) > 1:
+        lines.append(f"all: {len(report)} partition(s), {total.segments} segment(s), {total.batches} "
+                     f"batches, {total.records} records, {human(total.file_bytes)}")
+        lines.extend(total.text(ratio, "    "))
+    out.write("\n".join(lines) + "\n")
