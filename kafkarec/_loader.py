@@ -27,8 +27,18 @@ def _cache_root() -> str:
     return os.path.join(base, "kafkarec-native")
 
 
+def _package_prefix(loader: zipimport.zipimporter) -> str:
+    """The package's folder inside the archive, e.g. "kafkarec/".  (The loader's
+    own prefix is the sys.path entry's folder: "" for a wheel or zip root.)"""
+    pkg = sys.modules["kafkarec"]
+    for path in getattr(pkg, "__path__", ()):
+        if path.startswith(loader.archive + os.sep):
+            return path[len(loader.archive) + 1:].replace(os.sep, "/").rstrip("/") + "/"
+    return loader.prefix + "kafkarec/"
+
+
 def _extract_from_zip(loader: zipimport.zipimporter) -> str:
-    prefix = loader.prefix  # "kafkarec/" inside the archive
+    prefix = _package_prefix(loader)
     names = []
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         member = f"{prefix}_core{suffix}"
@@ -62,14 +72,13 @@ def _extract_from_zip(loader: zipimport.zipimporter) -> str:
 
 
 def load_core():
-    try:
+    pkg = sys.modules["kafkarec"]
+    loader = getattr(pkg, "__loader__", None)
+    if not isinstance(loader, zipimport.zipimporter):
         from kafkarec import _core
         return _core
-    except ImportError:
-        pkg = sys.modules["kafkarec"]
-        loader = getattr(pkg, "__loader__", None)
-        if not isinstance(loader, zipimport.zipimporter):
-            raise
+    # Imported from a zip: take the core from the same archive, never from
+    # another kafkarec that an import hook (an editable install) might offer.
     path = _extract_from_zip(loader)
     spec = importlib.util.spec_from_file_location(
         _CORE, path, loader=importlib.machinery.ExtensionFileLoader(_CORE, path))

@@ -1,4 +1,126 @@
 """Spark functions over Kafka record batches, built on kafkarec.
 
 pyspark is imported only when a function here is called.
+
+    import spark_udfs
+    spark_udfs.register(spark)          # ship kafkarec to executors, register everything
+
+    spark.read.format("kafkarec").load("/var/lib/kafka/data")      # log dirs / segments
+    spark.sql("SELECT inline(kafkarec_decode(value).records) FROM t")
+    spark.sql("SELECT t.id, r.* FROM t, LATERAL kafkarec_explode(t.value) r")
+    spark_udfs.explode_records(df, "value", keep=["topic", "partition"])
+    df.select(spark_udfs.decode_records("value").alias("d"))
+
+``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work:
+Spark does not put ``.whl`` py-files on executors' paths, so it re-ships the
+wheel as a ``.zip`` (from which kafkarec loads its compiled core), or, without
+``--py-files``, a matching ``wheelhouse/kafkarec-*.whl`` or a zip of the
+installed packages; then it checks that every executor runs the driver's
+kafkarec build (version + hash of the compiled core).
+
+Spark settings that matter (see :data:`RECOMMENDED_CONF`): ``SPARK_LOCAL_IP``
+for loopback-only machines, ``spark.driver.memory`` of 4g or more in local
+mode, ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` pointing at an interpreter
+with pyarrow.
 """
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = [
+    "register", "ship", "verify_executors", "Registration",
+    "decode_records", "explode_records", "explode_udtf", "make_decode_udf",
+    "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
+    "MalformedBatchError", "KafkarecMismatchError", "RECOMMENDED_CONF", "session_builder",
+]
+
+# Settings the project uses for local runs (tests, the job, benchmarks).
+RECOMMENDED_CONF = {
+    "spark.driver.memory": "4g",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    # Blob columns of whole record batches: keep Arrow batches to Python small.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
+    # PySpark warns on every Arrow/UDF path under pandas >= 3.
+    "spark.executorEnv.PYTHONWARNINGS": "ignore:PySpark does not yet fully support pandas:FutureWarning",
+}
+
+_LAZY = {
+    "ship": ("spark_udfs._shipping", "ship"),
+    "verify_executors": ("spark_udfs._shipping", "verify_executors"),
+    "decode_records": ("spark_udfs._functions", "decode_records"),
+    "explode_records": ("spark_udfs._functions", "explode_records"),
+    "explode_udtf": ("spark_udfs._functions", "explode_udtf"),
+    "make_decode_udf": ("spark_udfs._functions", "make_decode_udf"),
+    "decode_result_type": ("spark_udfs._functions", "decode_result_type"),
+    "KafkaRecDataSource": ("spark_udfs._datasource", "KafkaRecDataSource"),
+    "kafka_schema": ("spark_udfs._schema", "kafka_schema"),
+    "record_struct": ("spark_udfs._schema", "record_struct"),
+    "MalformedBatchError": ("spark_udfs._decode", "MalformedBatchError"),
+    "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spark_udfs' has no attribute {name!r}")
+
+
+class Registration(NamedTuple):
+    fingerprint: str          # the driver's kafkarec build: "<version>+<core sha256[:16]>"
+    shipped: list             # spark_udfs._shipping.Shipped entries
+    executors: list           # what verify_executors saw (empty when not verified)
+    data_source: type | None  # the registered DataSource class
+
+
+def register(spark, *, wheels=None, ship: bool = True, verify: bool = True,
+             functions: bool = True, data_source: bool = True) -> Registration:
+    """Ship kafkarec to executors, check their build, and register
+    ``kafkarec_decode`` / ``kafkarec_explode`` (SQL) and ``format("kafkarec")``.
+
+    ``wheels``: extra wheel paths to ship (``--py-files`` wheels are found in
+    ``spark.submit.pyFiles``).  ``ship=False`` skips shipping (executors
+    already have kafkarec installed); ``verify=False`` skips the check job
+    (each task still checks the build before decoding).
+    """
+    from spark_udfs import _datasource, _functions, _shipping
+    fp = _shipping.expected_fingerprint()
+    shipped = _shipping.ship(spark, wheels) if ship else []
+    executors = _shipping.verify_executors(spark, fp) if verify else []
+    ds_cls = None
+    if functions:
+        spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
+        spark.udtf.register("kafkarec_explode", _functions.explode_udtf(expected=fp))
+    if data_source:
+        ds_cls = type("RegisteredKafkaRecDataSource", (_datasource.KafkaRecDataSource,), {
+            "__module__": _datasource.__name__,
+            "__qualname__": "RegisteredKafkaRecDataSource",
+            "expected_fingerprint": fp,
+            "default_min_partitions": max(1, spark.sparkContext.defaultParallelism),
+        })
+        spark.dataSource.register(ds_cls)
+    return Registration(fp, shipped, executors, ds_cls)
+
+
+def session_builder(app_name: str = "kafkarec", master: str | None = "local[2]", conf=None):
+    """A SparkSession builder with :data:`RECOMMENDED_CONF` (and ``conf``) applied,
+    and ``PYSPARK_PYTHON`` defaulting to this interpreter."""
+    import os
+    import sys
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for k, v in {**RECOMMENDED_CONF, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    return builder

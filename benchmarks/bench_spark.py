@@ -1,0 +1,284 @@
+"""Spark throughput of kafkarec's Spark paths, side by side in one run.
+
+    .venv/bin/python benchmarks/bench_spark.py                 # 1M records, about 3-4 minutes
+    .venv/bin/python benchmarks/bench_spark.py --records 200000 --repeats 2   # quick
+    .venv/bin/python benchmarks/bench_spark.py --json out/bench_spark.json
+
+Input: a Kafka log directory, topic ``bench`` with 4 partitions (codecs none,
+lz4, zstd, snappy), 1000 records per batch (16-byte keys, 100-byte values,
+one header), segments of 64 batches; written by kafka-python's builder
+(``workloads.py``), so the bytes do not depend on kafkarec.  It is cached
+under ``--data`` (default: the system temp dir).
+
+Every mechanism produces the same rows (Spark's Kafka source columns:
+key, value, topic/partition or the input row's coordinates, offset,
+timestamp, timestampType, headers) and is forced with
+``df.write.format("noop")``:
+
+* ``datasource``    ``spark.read.format("kafkarec").load(logdir)``
+* ``parquet``       Spark reading those same rows from Parquet (the JVM-only ceiling)
+* ``explode_records`` ``spark_udfs.explode_records`` (mapInArrow) over one row per
+                    record batch (a Kafka-source-shaped table: topic, partition,
+                    offset, value = one raw batch), read from Parquet
+* ``decode_records`` the ``kafkarec_decode`` arrow_udf + ``inline`` over the same table
+* ``udtf``          ``LATERAL kafkarec_explode`` (row UDTF) over the same table
+* ``kafka-python udf`` a plain pickled Python ``@udf`` decoding each batch with
+                    kafka-python (``MemoryRecords``) into ``array<struct>`` + ``inline``
+
+Each is run once to warm up, then ``--repeats`` times; the median wall time
+gives rows/s.  CPU-seconds of the whole process tree (driver, JVM, Python
+workers; from /proc) give rows per CPU-second, which other load on the
+machine skews less.  Results are checked once per mechanism (count, sum of
+offsets, sum of value lengths, header count) before timing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+if ROOT not in sys.path:
+    sys.path.insert(1, ROOT)
+
+CODECS = ("none", "lz4", "zstd", "snappy")
+BATCHES_PER_SEGMENT = 64
+
+
+# -- data --------------------------------------------------------------------------------------
+
+def build_logdir(root: str, records: int) -> dict:
+    """topic ``bench``: len(CODECS) partitions; returns the expected totals."""
+    from workloads import WorkloadSpec, build_workload
+    n_batches = max(1, records // 1000 // len(CODECS))
+    marker = os.path.join(root, "_built.json")
+    if os.path.exists(marker):
+        with open(marker) as fh:
+            info = json.load(fh)
+        if info.get("n_batches") == n_batches:
+            return info
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    totals = {"records": 0, "offset_sum": 0, "value_bytes": 0, "headers": 0, "segment_bytes": 0,
+              "batches": 0, "n_batches": n_batches}
+    for p, codec in enumerate(CODECS):
+        spec = WorkloadSpec(name=f"bench-{codec}", value_size=100, n_batches=n_batches, n_headers=1,
+                            codec=codec, record_seed=f"spark-bench-{p}")
+        wl = build_workload(spec)
+        part = os.path.join(root, f"bench-{p}")
+        os.makedirs(part)
+        for s in range(0, len(wl.batch_ranges), BATCHES_PER_SEGMENT):
+            chunk = wl.batch_ranges[s:s + BATCHES_PER_SEGMENT]
+            base = s * 1000
+            with open(os.path.join(part, f"{base:020d}.log"), "wb") as fh:
+                fh.write(wl.data[chunk[0][0]:chunk[-1][1]])
+        totals["records"] += wl.n_records
+        totals["offset_sum"] += wl.n_records * (wl.n_records - 1) // 2
+        totals["value_bytes"] += wl.n_records * 100
+        totals["headers"] += wl.n_records
+        totals["segment_bytes"] += len(wl.data)
+        totals["batches"] += wl.n_batches
+    with open(marker, "w") as fh:
+        json.dump(totals, fh)
+    return totals
+
+
+def build_batch_table(spark, logdir: str, out: str):
+    """One row per record batch, shaped like Spark's Kafka source (topic, partition,
+    offset, timestamp, value = the raw batch), as Parquet."""
+    import glob
+    import kafkarec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if os.path.exists(os.path.join(out, "_done")):
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    n = 0
+    for seg in sorted(glob.glob(os.path.join(logdir, "*", "*.log"))):
+        part = int(os.path.basename(os.path.dirname(seg)).rsplit("-", 1)[1])
+        data = open(seg, "rb").read()
+        vals, offs = [], []
+        for b in kafkarec.iter_batches(data, verify_crc=False):
+            vals.append(data[b.position:b.position + b.size_in_bytes])
+            offs.append(b.base_offset)
+        t = pa.table({"topic": pa.array(["archive"] * len(vals)),
+                      "partition": pa.array([part] * len(vals), pa.int32()),
+                      "offset": pa.array(offs, pa.int64()),
+                      "value": pa.array(vals, pa.binary())})
+        pq.write_table(t, os.path.join(out, f"part-{n:05d}.parquet"))
+        n += 1
+    open(os.path.join(out, "_done"), "w").close()
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+def _tree_cpu(root_pid: int) -> float:
+    """utime+stime (+ reaped children) of root_pid and all its descendants, in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict = {}
+    stats: dict = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        rest = raw[raw.rindex(")") + 2:].split()
+        ppid = int(rest[1])
+        children.setdefault(ppid, []).append(int(d))
+        stats[int(d)] = sum(int(x) for x in rest[11:15])
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / tick
+
+
+def measure(name, make_df, repeats, rows):
+    """Warm-up + ``repeats`` timed noop writes: dict of results."""
+    walls, cpus = [], []
+    for i in range(repeats + 1):
+        df = make_df()
+        c0, t0 = _tree_cpu(os.getpid()), time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        wall, cpu = time.perf_counter() - t0, _tree_cpu(os.getpid()) - c0
+        if i:
+            walls.append(wall)
+            cpus.append(cpu)
+    med = statistics.median(walls)
+    res = {"mechanism": name, "rows": rows, "median_s": med, "best_s": min(walls),
+           "rows_per_s": rows / med, "cpu_s": statistics.median(cpus),
+           "rows_per_cpu_s": rows / statistics.median(cpus) if statistics.median(cpus) else None,
+           "runs_s": walls}
+    print(f"  {name:<20} median {med:7.3f} s  {rows / med / 1e6:6.3f} M rows/s  "
+          f"cpu {res['cpu_s']:6.2f} s  runs {', '.join(f'{w:.2f}' for w in walls)}", flush=True)
+    return res
+
+
+def check(name, df, want, *, value="value", offset="offset", headers="headers"):
+    from pyspark.sql import functions as F
+    r = df.agg(F.count(F.lit(1)).alias("n"), F.sum(offset).alias("o"),
+               F.sum(F.octet_length(value)).alias("v"),
+               F.sum(F.coalesce(F.size(headers), F.lit(0))).alias("h")).first()
+    got = (r["n"], r["o"], r["v"], r["h"])
+    exp = (want["records"], want["offset_sum"], want["value_bytes"], want["headers"])
+    if got != exp:
+        raise SystemExit(f"{name}: wrong result {got}, expected {exp}")
+
+
+# -- the kafka-python UDF -----------------------------------------------------------------------
+
+def kafka_python_decode(blob):
+    """Decode one value of whole record batches with kafka-python (the baseline)."""
+    import datetime
+    from kafka.record.memory_records import MemoryRecords
+    if blob is None:
+        return None
+    out = []
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    ms = datetime.timedelta(milliseconds=1)
+    mr = MemoryRecords(bytes(blob))
+    while mr.has_next():
+        batch = mr.next_batch()
+        if not batch.validate_crc():
+            raise ValueError("CRC mismatch")
+        for r in batch:
+            hs = r.headers
+            out.append((r.key, r.value, r.offset, epoch + r.timestamp * ms, r.timestamp_type,
+                        [(k, v) for k, v in hs] if hs else None))
+    return out
+
+
+# -- main --------------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "kafkarec-bench-spark"))
+    ap.add_argument("--only", default="", help="comma-separated mechanisms to run")
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+
+    import warnings
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
+    t0 = time.time()
+    logdir = os.path.join(args.data, f"logdir-{args.records}")
+    want = build_logdir(logdir, args.records)
+    print(f"log dir {logdir}: {want['records']} records, {want['batches']} batches, "
+          f"{want['segment_bytes'] / 1e6:.1f} MB of segments ({time.time() - t0:.1f} s to prepare)")
+
+    import spark_udfs
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    spark = spark_udfs.session_builder("kafkarec-bench-spark", conf={
+        "spark.sql.session.timeZone": "UTC"}).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    reg = spark_udfs.register(spark)
+    print(f"Spark {spark.version}, master {spark.sparkContext.master}, kafkarec {reg.fingerprint}, "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+
+    parquet_rows = os.path.join(args.data, f"rows-{args.records}.parquet")
+    batch_table = os.path.join(args.data, f"batches-{args.records}.parquet")
+    if not os.path.exists(os.path.join(parquet_rows, "_SUCCESS")):
+        spark.read.format("kafkarec").load(logdir).drop("_corrupt_record") \
+            .write.mode("overwrite").parquet(parquet_rows)
+    build_batch_table(spark, logdir, batch_table)
+
+    batches = lambda: spark.read.parquet(batch_table)  # noqa: E731
+    spark.read.parquet(batch_table).createOrReplaceTempView("kafka_batches")
+    record_type = T.ArrayType(spark_udfs.record_struct())
+    kp_udf = F.udf(kafka_python_decode, record_type, useArrow=False)
+
+    mechanisms = {
+        "datasource": lambda: spark.read.format("kafkarec").load(logdir),
+        "parquet": lambda: spark.read.parquet(parquet_rows),
+        "explode_records": lambda: spark_udfs.explode_records(batches(), "value",
+                                                              keep=["topic", "partition"]),
+        "decode_records": lambda: batches().select(
+            "topic", "partition", F.inline(spark_udfs.decode_records("value")["records"])),
+        "udtf": lambda: spark.sql("SELECT b.topic, b.partition, r.* FROM kafka_batches b, "
+                                  "LATERAL kafkarec_explode(b.value) r"),
+        "kafka-python udf": lambda: batches().select("topic", "partition",
+                                                     F.inline(kp_udf("value"))),
+    }
+    only = [m.strip() for m in args.only.split(",") if m.strip()]
+    results = []
+    print(f"noop write of {want['records']} rows, median of {args.repeats} after 1 warm-up:")
+    for name, make in mechanisms.items():
+        if only and name not in only:
+            continue
+        check(name, make(), want)
+        results.append(measure(name, make, args.repeats, want["records"]))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}; total {time.time() - t0:.0f} s")
+    print()
+    print(f"| mechanism | median s | rows/s | rows per CPU-s | vs kafka-python udf |")
+    print(f"|---|---:|---:|---:|---:|")
+    base = next((r for r in results if r["mechanism"] == "kafka-python udf"), None)
+    for r in results:
+        rel = f"{base['median_s'] / r['median_s']:.1f}x" if base else "-"
+        per_cpu = f"{r['rows_per_cpu_s']:,.0f}" if r["rows_per_cpu_s"] else "-"
+        print(f"| {r['mechanism']} | {r['median_s']:.3f} | {r['rows_per_s']:,.0f} | {per_cpu} | {rel} |")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump({"records": want["records"], "spark": spark.version, "kafkarec": reg.fingerprint,
+                       "results": results}, fh, indent=2)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

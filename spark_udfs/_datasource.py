@@ -1,0 +1,278 @@
+"""``spark.read.format("kafkarec").load(path)``: Kafka log directories / segment files.
+
+A Python Data Source (``pyspark.sql.datasource``).  ``path`` is a log
+directory (``<topic>-<partition>/*.log`` folders, found recursively), a
+partition folder, a segment file or a glob; topic and partition come from the
+``<topic>-<partition>`` folder names.  Large segments are split across tasks
+at batch boundaries.
+
+Options (case-insensitive):
+
+==========================  ===========  ==================================================
+option                      default      meaning
+==========================  ===========  ==================================================
+mode                        PERMISSIVE   PERMISSIVE / DROPMALFORMED / FAILFAST (below)
+columnNameOfCorruptRecord   _corrupt_record  PERMISSIVE's error column
+batchColumns                false        add producerId ... magic (batch-level columns)
+includeControl              false        keep control records (transaction markers)
+readCommitted               false        leave out aborted (and never-ended) transactions,
+                                         judged over each topic-partition's whole log
+maxPartitionBytes           128m         most bytes per task (files are cut at batches)
+openCostInBytes             4m           cost of a file when packing small files in a task
+minPartitions               (cores)      aim for at least this many tasks
+pathGlobFilter              *.log        which files are segments
+recursiveFileLookup         true         descend into sub-folders
+allowDuplicatePartitions    false        allow one topic-partition in several folders
+verifyCrc                   true         check batch CRCs
+strict                      false        reject what Kafka's Java reader lets through
+maxDecompressedBytes        64m          most bytes one compressed batch may inflate to
+maxRecordsPerBatch          10000        rows per Arrow batch handed to Spark
+==========================  ===========  ==================================================
+
+Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
+one error row for it - topic and partition set (batchPosition and
+batchBaseOffset too with batchColumns), other columns null, and the corrupt
+record column naming the file, the byte position, the batch's base offset and
+the reason.  DROPMALFORMED leaves it out (logged by the executor).  FAILFAST
+fails the query.  In every mode each byte of each file is either decoded or
+reported: a cut-off batch at a file's end and the bytes after a framing error
+are errors too.
+"""
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from spark_udfs import _logdir, _schema
+from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
+from spark_udfs._runtime import ensure
+
+__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadConfig"]
+
+log = logging.getLogger("spark_udfs")
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def _bool(options, name, default):
+    v = options.get(name)
+    if v is None or v == "":
+        return default
+    s = str(v).strip().lower()
+    if s in _TRUE:
+        return True
+    if s in _FALSE:
+        return False
+    raise ValueError(f"option {name} must be true or false, not {v!r}")
+
+
+def _lower(options) -> dict:
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
+_KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
+          "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
+          "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
+          "strict", "maxdecompressedbytes", "maxrecordsperbatch"}
+
+
+class ReadConfig:
+    """The options of one read, validated (on the planner, at analysis time)."""
+
+    def __init__(self, options, *, default_min_partitions: int = 1):
+        o = _lower(options)
+        unknown = sorted(k for k in set(o) - _KNOWN if not k.startswith("spark."))
+        if unknown:
+            raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: "
+                             f"{sorted(_KNOWN)}")
+        self.paths = _logdir.split_paths(o)
+        if not self.paths:
+            raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
+        self.mode = normalize_mode(o.get("mode"))
+        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
+        self.batch_columns = _bool(o, "batchcolumns", False)
+        self.include_control = _bool(o, "includecontrol", False)
+        self.read_committed = _bool(o, "readcommitted", False)
+        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
+        self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), 4 << 20)
+        self.min_partitions = int(o.get("minpartitions") or default_min_partitions or 1)
+        self.glob_filter = o.get("pathglobfilter") or "*.log"
+        self.recursive = _bool(o, "recursivefilelookup", True)
+        self.allow_duplicates = _bool(o, "allowduplicatepartitions", False)
+        self.verify_crc = _bool(o, "verifycrc", True)
+        self.strict = _bool(o, "strict", False)
+        self.max_decompressed = (_logdir.parse_bytes(o.get("maxdecompressedbytes"), 0) or None
+                                 if o.get("maxdecompressedbytes") else None)
+        self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
+        if self.max_rows <= 0:
+            raise ValueError("option maxRecordsPerBatch must be positive")
+
+    def default_schema(self):
+        return _schema.kafka_schema(
+            batch_columns=self.batch_columns,
+            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None)
+
+
+class KafkaRecPartition(InputPartition):
+    """One task: slices of segment files (path, start, end, topic, partition, skip)."""
+
+    def __init__(self, index: int, slices: tuple):
+        super().__init__(index)
+        self.index = index
+        self.slices = slices
+
+    def __repr__(self):
+        return f"KafkaRecPartition({self.index}, {len(self.slices)} slices)"
+
+
+class KafkaRecDataSource(DataSource):
+    """``spark.read.format("kafkarec")``; see the module docstring for options.
+
+    :func:`spark_udfs.register` registers a subclass that also carries the
+    driver's kafkarec fingerprint (checked in the planner and every task) and
+    the cluster's default parallelism (``minPartitions``).
+    """
+
+    expected_fingerprint = None
+    default_min_partitions = 1
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkarec"
+
+    def __init__(self, options):
+        super().__init__(options)
+        self.config = ReadConfig(options, default_min_partitions=self.default_min_partitions)
+
+    def schema(self):
+        return self.config.default_schema()
+
+    def reader(self, schema):
+        return KafkaRecReader(self.config, schema, self.expected_fingerprint)
+
+
+class KafkaRecReader(DataSourceReader):
+    def __init__(self, config: ReadConfig, schema, expected):
+        self.config = config
+        self.schema = schema
+        self.expected = expected
+        known = {f.name for f in config.default_schema()} | {f.name for f in _schema.kafka_schema(
+            batch_columns=True)} | {config.corrupt_column}
+        unknown = [f.name for f in schema if f.name not in known]
+        if unknown:
+            raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
+                             f"available: {sorted(known)}")
+        names = {f.name for f in schema}
+        self.need_batch_columns = bool(names & {n for n, _ in _schema.BATCH_FIELDS})
+
+    def partitions(self):
+        cfg = self.config
+        kafkarec = ensure(self.expected)
+        segments, skipped = _logdir.discover(cfg.paths, glob_filter=cfg.glob_filter,
+                                             recursive=cfg.recursive,
+                                             allow_duplicate_partitions=cfg.allow_duplicates)
+        for d in skipped:
+            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
+        aborted = _logdir.aborted_batches(kafkarec, segments) if cfg.read_committed else None
+        tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
+                             open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
+                             aborted=aborted)
+        if not tasks:
+            return [KafkaRecPartition(0, ())]
+        return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+
+    def read(self, partition):
+        cfg = self.config
+        kafkarec = ensure(self.expected)
+        target = _schema.arrow_schema_for(self.schema)
+        corrupt = cfg.corrupt_column if cfg.corrupt_column in target.names else None
+        for sl in partition.slices:
+            yield from self._read_slice(kafkarec, sl, target, corrupt)
+
+    def _read_slice(self, kafkarec, sl, target, corrupt):
+        cfg = self.config
+        if sl.end <= sl.start:
+            return
+        fixed = {"topic": sl.topic, "partition": sl.partition}
+        ranges = _ranges(sl.start, sl.end, sl.skip)
+        with open(sl.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < sl.end:
+                yield from self._errors([{
+                    "position": size, "base_offset": None, "error": "FileChangedError",
+                    "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
+                    "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
+                               f"after the read was planned"}], target, corrupt, fixed)
+                if size <= sl.start:
+                    return
+                ranges = [(a, min(b, size)) for a, b in ranges if a < size]
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            mv = memoryview(mm)
+            try:
+                for a, b in ranges:
+                    view = mv[a:b]
+                    try:
+                        errs = []
+                        for kind, item in decode_range(
+                                kafkarec, view, base=a, topic=sl.topic, partition=sl.partition,
+                                include_control=cfg.include_control,
+                                batch_columns=self.need_batch_columns, verify_crc=cfg.verify_crc,
+                                strict=cfg.strict, max_decompressed_bytes=cfg.max_decompressed,
+                                max_rows=cfg.max_rows, mode=cfg.mode, where=sl.path):
+                            if kind == "batch":
+                                if errs:
+                                    yield from self._errors(errs, target, corrupt, fixed)
+                                    errs = []
+                                yield _schema.conform(item, target)
+                            else:
+                                errs.append(item)
+                        if errs:
+                            yield from self._errors(errs, target, corrupt, fixed)
+                    except MalformedBatchError as exc:
+                        raise MalformedBatchError(
+                            f"{exc} (data source option mode=FAILFAST; use PERMISSIVE to get "
+                            f"error rows in {cfg.corrupt_column}, or DROPMALFORMED)") from None
+                    finally:
+                        _release(view)
+            finally:
+                _release(mv)
+                try:
+                    mm.close()
+                except BufferError:
+                    pass
+
+    def _errors(self, errs, target, corrupt, fixed):
+        if self.config.mode == "DROPMALFORMED":
+            for e in errs:
+                log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
+            return
+        # PERMISSIVE: one row per error (FAILFAST raised already)
+        cols = dict(fixed)
+        cols["batchPosition"] = [e["position"] for e in errs]
+        cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
+        messages = [e["message"] for e in errs]
+        yield _schema.error_rows(target, {corrupt or "\0none": messages}, cols)
+
+
+def _release(view) -> None:
+    try:
+        view.release()
+    except BufferError:
+        pass
+
+
+def _ranges(start: int, end: int, skip) -> list:
+    """[start, end) without the (position, size) ranges in ``skip``."""
+    out = []
+    pos = start
+    for p, n in skip:
+        if p > pos:
+            out.append((pos, p))
+        pos = max(pos, p + n)
+    if pos < end:
+        out.append((pos, end))
+    return out

@@ -1,0 +1,214 @@
+"""Shared pieces of the Spark tests: the session, sample data, the oracle, the wheel.
+
+The oracle is kafkarec's own decoder (``iter_arrow``) run on the same bytes
+without Spark; Spark's rows are compared with it column by column.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV_PY = sys.executable
+SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+
+# Columns compared between Spark and the oracle.
+KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+RECORD_COLUMNS = ["key", "value", "offset", "timestamp", "timestampType", "headers"]
+
+
+def spark_available() -> str | None:
+    """Why the Spark tests cannot run here, or None."""
+    try:
+        import pyspark  # noqa: F401
+        import pyarrow  # noqa: F401
+        import pandas  # noqa: F401
+    except ImportError as exc:
+        return f"pyspark/pyarrow/pandas missing: {exc}"
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        return "no Java runtime"
+    return None
+
+
+def spark_env(extra=None) -> dict:
+    env = dict(os.environ)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env["PYSPARK_PYTHON"] = VENV_PY
+    env["PYSPARK_DRIVER_PYTHON"] = VENV_PY
+    env["PYTHONWARNINGS"] = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+    env.update(extra or {})
+    return env
+
+
+def make_session(cache_dir: str):
+    """local[2] on 127.0.0.1, UI off, UTC, 4g driver; kafkarec shipped by register()."""
+    import warnings
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = VENV_PY
+    os.environ["KAFKAREC_SPARK_CACHE"] = cache_dir
+    import spark_udfs
+    spark = spark_udfs.session_builder("kafkarec-tests", conf={
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+    }).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# -- the oracle --------------------------------------------------------------------------
+
+def oracle_file(path: str, *, topic=None, partition=None, **kw):
+    """kafkarec.iter_arrow over one whole file: (pyarrow.Table, errors)."""
+    import kafkarec
+    import pyarrow as pa
+    with open(path, "rb") as fh:
+        data = fh.read()
+    sink: list = []
+    batches = list(kafkarec.iter_arrow(data, topic=topic, partition=partition, errors="skip",
+                                       error_sink=sink, **kw))
+    table = pa.Table.from_batches(batches, schema=kafkarec.arrow_schema(
+        batch_columns=kw.get("batch_columns", False)))
+    return table, sink
+
+
+def topic_partition(path: str):
+    name = os.path.basename(os.path.dirname(path))
+    topic, _, part = name.rpartition("-")
+    return (topic, int(part)) if part.isdigit() and topic else (None, None)
+
+
+def oracle_dir(root: str, **kw):
+    """The oracle over every segment under ``root``: (Table, {path: errors})."""
+    import pyarrow as pa
+    tables, errors = [], {}
+    for path in sorted(glob.glob(os.path.join(root, "**", "*.log"), recursive=True)):
+        topic, partition = topic_partition(path)
+        t, errs = oracle_file(path, topic=topic, partition=partition, **kw)
+        tables.append(t)
+        if errs:
+            errors[path] = errs
+    return pa.concat_tables(tables), errors
+
+
+def normalize(table, columns, sort_by=("topic", "partition", "offset")):
+    """A table's ``columns`` as comparable Python rows, sorted; timestamps as epoch ms."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    cols = {}
+    for name in columns:
+        col = table.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = pc.cast(pc.cast(col, pa.timestamp("ms", tz="UTC")), pa.int64())
+        if pa.types.is_list(col.type):
+            col = [None if v is None else [(h["key"], h["value"]) for h in v] for v in col.to_pylist()]
+        else:
+            col = col.to_pylist()
+        cols[name] = col
+    rows = list(zip(*[cols[n] for n in columns]))
+    keys = [columns.index(k) for k in sort_by if k in columns]
+    rows.sort(key=lambda r: tuple((r[i] is None, r[i] if r[i] is not None else 0) for i in keys))
+    return rows
+
+
+def assert_same_rows(spark_table, oracle_table, columns, sort_by=("topic", "partition", "offset")):
+    got = normalize(spark_table, columns, sort_by)
+    want = normalize(oracle_table, columns, sort_by)
+    assert len(got) == len(want), f"{len(got)} rows from Spark, {len(want)} from kafkarec"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"row {i} differs:\n spark   {g}\n kafkarec {w}"
+
+
+# -- corrupt inputs ---------------------------------------------------------------------
+
+def batch_spans(data: bytes):
+    """(position, size) of the whole batches of ``data`` (by length prefix)."""
+    import kafkarec
+    return [(b.position, b.size_in_bytes) for b in kafkarec.iter_batches(data, verify_crc=False)]
+
+
+def make_corrupt_dir(sample: str, dest: str) -> dict:
+    """A log dir with one problem per partition folder; returns what was done.
+
+    * ``crc-0``       one batch's value byte flipped (CRC mismatch; the batch is skipped)
+    * ``truncated-0`` the file ends half way through its last batch
+    * ``framing-0``   the 3rd batch's length field is negative: nothing after it can be framed
+    * ``ok-0``        an untouched copy
+    """
+    src = sorted(glob.glob(os.path.join(sample, "orders-0", "*.log")))[0]
+    data = open(src, "rb").read()
+    spans = batch_spans(data)
+    info = {}
+
+    def put(folder, blob):
+        os.makedirs(os.path.join(dest, folder), exist_ok=True)
+        path = os.path.join(dest, folder, "00000000000000000000.log")
+        with open(path, "wb") as fh:
+            fh.write(blob)
+        return path
+
+    crc = bytearray(data)
+    pos, size = spans[4]
+    crc[pos + size - 3] ^= 0x55
+    info["crc"] = {"path": put("crc-0", bytes(crc)), "position": pos}
+    last_pos, last_size = spans[-1]
+    info["truncated"] = {"path": put("truncated-0", data[:last_pos + last_size // 2]),
+                         "position": last_pos, "trailing": last_size // 2}
+    fr = bytearray(data)
+    pos, _ = spans[2]
+    fr[pos + 8:pos + 12] = (-5).to_bytes(4, "big", signed=True)
+    info["framing"] = {"path": put("framing-0", bytes(fr)), "position": pos,
+                       "not_decoded": len(data) - pos}
+    info["ok"] = {"path": put("ok-0", data)}
+    info["batches"] = len(spans)
+    return info
+
+
+# -- the wheel ----------------------------------------------------------------------------
+
+def _wheel_matches_tree(wheel: str) -> bool:
+    """Is ``wheel`` a build of the working tree (same Python files, same core)?"""
+    import kafkarec
+    core = kafkarec._core.__file__
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+            for pkg in ("kafkarec", "spark_udfs"):
+                for f in glob.glob(os.path.join(ROOT, pkg, "*.py")):
+                    member = f"{pkg}/{os.path.basename(f)}"
+                    if member not in names or zf.read(member) != open(f, "rb").read():
+                        return False
+            member = f"kafkarec/{os.path.basename(core)}"
+            if member not in names or zf.read(member) != open(core, "rb").read():
+                return False
+    except (OSError, zipfile.BadZipFile):
+        return False
+    sources = glob.glob(os.path.join(ROOT, "kafkarec", "*.p[xy][xid]")) + \
+        glob.glob(os.path.join(ROOT, "kafkarec", "*.h"))
+    return all(os.path.getmtime(s) <= os.path.getmtime(core) for s in sources)
+
+
+def built_wheel(tmpdir: str) -> str:
+    """A kafkarec wheel of the working tree: ``wheelhouse/`` if current, else built
+    (``pip wheel --no-deps --no-build-isolation``, reusing ``build/``) into ``tmpdir``."""
+    for w in sorted(glob.glob(os.path.join(ROOT, "wheelhouse", "kafkarec-*.whl")),
+                    key=os.path.getmtime, reverse=True):
+        if _wheel_matches_tree(w):
+            return w
+    out = os.path.join(tmpdir, "wheelhouse")
+    os.makedirs(out, exist_ok=True)
+    proc = subprocess.run([VENV_PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", "-w", out, ROOT], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        pytest.fail(f"building the wheel failed:\n{proc.stdout}\n{proc.stderr}")
+    wheels = glob.glob(os.path.join(out, "kafkarec-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]

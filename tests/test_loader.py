@@ -1,0 +1,70 @@
+"""kafkarec imports its compiled core out of a zip or wheel (as Spark ships it),
+through a content-addressed cache that concurrent processes share safely."""
+import glob
+import os
+import subprocess
+import sys
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_archive(path, inner_prefix=""):
+    with zipfile.ZipFile(path, "w") as zf:
+        for f in glob.glob(os.path.join(ROOT, "kafkarec", "*")):
+            name = os.path.basename(f)
+            if name.endswith((".py", ".so", ".pyi", ".typed")):
+                zf.write(f, inner_prefix + "kafkarec/" + name)
+
+
+def import_from(archive, cache, extra_path=""):
+    code = ("import sys; sys.path.insert(0, %r); import kafkarec, zipimport; "
+            "print(type(kafkarec.__loader__).__name__, kafkarec._core.__file__, "
+            "len(list(kafkarec.iter_batches(kafkarec.build_batch([b'x'])))))"
+            % (archive + extra_path))
+    env = dict(os.environ, KAFKAREC_NATIVE_CACHE=cache, PYTHONPATH="")
+    return subprocess.run([sys.executable, "-c", code], cwd="/", env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_core_loads_from_a_wheel_shaped_zip(tmp_path):
+    archive = str(tmp_path / "kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl.zip")
+    make_archive(archive)
+    run = import_from(archive, str(tmp_path / "cache"))
+    assert run.returncode == 0, run.stderr
+    kind, core, n = run.stdout.split()
+    assert kind == "zipimporter" and core.startswith(str(tmp_path / "cache")) and n == "1"
+
+
+def test_core_loads_from_a_subfolder_of_a_zip(tmp_path):
+    archive = str(tmp_path / "bundle.zip")
+    make_archive(archive, "lib/")
+    run = import_from(archive, str(tmp_path / "cache"), "/lib")
+    assert run.returncode == 0, run.stderr
+
+
+def test_concurrent_first_imports_share_one_cache_file(tmp_path):
+    archive = str(tmp_path / "k.zip")
+    make_archive(archive)
+    cache = str(tmp_path / "cache")
+    env = dict(os.environ, KAFKAREC_NATIVE_CACHE=cache, PYTHONPATH="")
+    code = f"import sys; sys.path.insert(0, {archive!r}); import kafkarec; print(kafkarec._core.__file__)"
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd="/", env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len({o.strip() for o, _ in outs}) == 1
+    files = [f for _, _, fs in os.walk(cache) for f in fs]
+    assert len(files) == 1 and not any(f.startswith(".part-") for f in files)
+
+
+def test_zip_without_a_matching_core_names_the_interpreter(tmp_path):
+    archive = str(tmp_path / "nocore.zip")
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in glob.glob(os.path.join(ROOT, "kafkarec", "*.py")):
+            zf.write(f, "kafkarec/" + os.path.basename(f))
+    run = import_from(archive, str(tmp_path / "cache"))
+    assert run.returncode != 0
+    assert "no kafkarec/_core built for this interpreter" in run.stderr
+    assert sys.implementation.cache_tag in run.stderr

@@ -1,0 +1,236 @@
+"""The pieces of spark_udfs that need no Spark: finding segments, planning splits,
+read_committed over a partition's log, decoding with the parse modes, choosing what to ship."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from spark_udfs import _decode, _logdir
+
+import kafkarec
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from kafkarec.sample import generate
+    root = str(tmp_path_factory.mktemp("sample") / "logs")
+    generate(root, seed=7, scale=1)
+    return root
+
+
+def test_topic_partition_from_folder_names():
+    p = _logdir.parse_topic_partition
+    assert p("/x/orders-3") == ("orders", 3)
+    assert p("my-topic.v2-17/") == ("my-topic.v2", 17)
+    assert p("__consumer_offsets-49") == ("__consumer_offsets", 49)
+    assert p("orders") == (None, None)
+    assert p("orders-") == (None, None)
+    assert p("orders-99999999999") == (None, None)
+
+
+def test_parse_bytes():
+    assert _logdir.parse_bytes("128m", 0) == 128 << 20
+    assert _logdir.parse_bytes("4k", 0) == 4096
+    assert _logdir.parse_bytes("1g", 0) == 1 << 30
+    assert _logdir.parse_bytes("64MiB", 0) == 64 << 20
+    assert _logdir.parse_bytes("1000", 0) == 1000
+    assert _logdir.parse_bytes(None, 7) == 7
+    with pytest.raises(ValueError):
+        _logdir.parse_bytes("0", 1)
+
+
+def test_discover_sorted_and_deduplicated(sample, tmp_path):
+    segs, skipped = _logdir.discover([sample, os.path.join(sample, "orders-1", "*.log")])
+    keys = [(s.topic, s.partition, s.base_offset) for s in segs]
+    assert keys == sorted(keys) and len(set(s.path for s in segs)) == len(segs)
+    assert {s.topic for s in segs} == {"orders", "payments", "compacted", "clicks"}
+    assert skipped == []
+    with pytest.raises(FileNotFoundError):
+        _logdir.discover([str(tmp_path / "missing")])
+
+
+@pytest.mark.parametrize("max_bytes", [1, 1000, 8 << 10, 50 << 10, 128 << 20])
+def test_plan_covers_every_byte_once_at_batch_starts(sample, max_bytes):
+    segs, _ = _logdir.discover([sample])
+    tasks = _logdir.plan(segs, max_partition_bytes=max_bytes, open_cost=0, min_partitions=2)
+    by_file = {}
+    for task in tasks:
+        for sl in task:
+            by_file.setdefault(sl.path, []).append((sl.start, sl.end))
+    assert sorted(by_file) == sorted(s.path for s in segs)
+    for seg in segs:
+        spans = sorted(by_file[seg.path])
+        assert spans[0][0] == 0 and spans[-1][1] == seg.size
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))      # no gap, no overlap
+        starts = {b.position for b in kafkarec.iter_batches(open(seg.path, "rb").read(),
+                                                             verify_crc=False)}
+        assert all(a in starts for a, _ in spans)
+    if max_bytes <= 1000:
+        assert len(tasks) > len(segs)
+
+
+def test_aborted_batches_span_segments(sample, tmp_path):
+    data = open(os.path.join(sample, "payments-0", "00000000000000000000.log"), "rb").read()
+    spans = [(b.position, b.size_in_bytes) for b in kafkarec.iter_batches(data, verify_crc=False)]
+    part = tmp_path / "payments-0"
+    part.mkdir()
+    cut = spans[1][0] + spans[1][1]
+    (part / "00000000000000000000.log").write_bytes(data[:cut])
+    (part / "00000000000000000050.log").write_bytes(data[cut:])
+    segs, _ = _logdir.discover([str(part)])
+    aborted = _logdir.aborted_batches(kafkarec, segs)
+    assert aborted == {str(part / "00000000000000000000.log"): spans[:2]}
+    # each file alone: the core's read_committed sees a transaction that never ends
+    assert kafkarec.to_arrow(data[:cut], read_committed=True).num_rows == 0
+
+
+def test_decode_range_modes():
+    data = open_sample_batches()
+    bad = bytearray(data)
+    bad[-3] ^= 1
+    cut = data[:-7]
+    out = list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), base=100, where="f"))
+    errs = [x for k, x in out if k == "error"]
+    assert len(errs) == 1 and errs[0]["message"].startswith("f: byte ")
+    assert errs[0]["position"] >= 100
+    out = list(_decode.decode_range(kafkarec, memoryview(cut), mode="DROPMALFORMED"))
+    (kind, e), = [x for x in out if x[0] == "error"]
+    assert e["error"] == "TruncatedError"
+    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*TruncatedError"):
+        list(_decode.decode_range(kafkarec, memoryview(cut), mode="FAILFAST"))
+    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*ChecksumError"):
+        list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), mode="FAILFAST"))
+    rows = sum(x.num_rows for k, x in _decode.decode_range(kafkarec, memoryview(data)) if k == "batch")
+    assert rows == 30
+
+
+def open_sample_batches() -> bytes:
+    out = b""
+    for i in range(3):
+        b = kafkarec.RecordBatchBuilder(base_offset=i * 10)
+        for j in range(10):
+            b.append(b"v%d" % j, key=b"k", timestamp=1_700_000_000_000 + j)
+        out += b.build()
+    return out
+
+
+def test_decode_column_one_pass_equals_row_by_row():
+    """The one-pass path over a column's buffer gives what decoding each value alone gives."""
+    import numpy as np
+    import pyarrow as pa
+    pytest.importorskip("pyspark")
+    from spark_udfs import _functions
+    good = open_sample_batches()
+    bad = bytearray(good)
+    bad[-3] ^= 1                                   # CRC error in the last batch of the value
+    values = [good, b"", None, bytes(bad), good, good + good]
+    for large in (False, True):
+        arr = pa.array(values, pa.large_binary() if large else pa.binary())
+        for batch_columns in (False, True):
+            fast = _functions._decode_column(kafkarec, arr.slice(0), "PERMISSIVE", batch_columns)
+            slow = _functions._decode_column(kafkarec, arr, ["PERMISSIVE"] * len(values),
+                                             batch_columns)
+            assert fast.records == slow.records == 30 * 4 + 20
+            ft = pa.Table.from_batches(fast.pieces).to_pylist()
+            st = pa.Table.from_batches(slow.pieces).to_pylist()
+            assert ft == st
+            assert np.array_equal(fast.row_index(), slow.row_index())
+            assert fast.errors == slow.errors and [r for r, _ in fast.errors] == [3]
+            assert list(fast.nulls) == list(slow.nulls) == [False, False, True, False, False, False]
+            if batch_columns:   # batch positions are relative to each value
+                assert max(r["batchPosition"] for r in ft) < 2 * len(good)
+    # the clean column did take the one-pass path
+    probe = _functions._Decoded(len(values))
+    probe.nulls = np.array([v is None for v in values])
+    offsets, view, _ = _functions._binary_values(pa.array(values, pa.binary()))
+    assert _functions._decode_concatenated(kafkarec, offsets, view, probe, "PERMISSIVE", False,
+                                           _functions._record_target(False), 65536)
+    # a sliced array (non-zero offset) and a cut-off value take the row-by-row path, same result
+    arr = pa.array([b"xx", good, good[:-5]], pa.binary()).slice(1)
+    dec = _functions._decode_column(kafkarec, arr, "PERMISSIVE", False)
+    assert dec.records == 30 + 20 and [r for r, _ in dec.errors] == [1]
+    assert "TruncatedError" in dec.errors[0][1]
+    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*byte .*ChecksumError"):
+        _functions._decode_column(kafkarec, pa.array([good, bytes(bad)]), "FAILFAST", False)
+
+
+class _StubContext:
+    """What ship() uses of a SparkContext."""
+
+    applicationId = "local-test"
+
+    def __init__(self, py_files=""):
+        self._python_includes = []
+        self.added = []
+        self._conf = {"spark.submit.pyFiles": py_files}
+
+    def getConf(self):
+        return self
+
+    def get(self, key, default=None):
+        return self._conf.get(key, default)
+
+    def addPyFile(self, path):
+        self.added.append(path)
+        self._python_includes.append(os.path.basename(path))
+
+
+class _StubSession:
+    def __init__(self, sc):
+        self.sparkContext = sc
+
+
+def _rewrite_version(src, dst, version):
+    import zipfile
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item)
+            if item.filename == "kafkarec/__init__.py":
+                data = data.replace(b'__version__ = "', f'__version__ = "{version}'.encode())
+            zout.writestr(item, data)
+
+
+def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
+    from spark_udfs import _runtime, _shipping
+    monkeypatch.setenv("KAFKAREC_SPARK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    fp = _shipping.expected_fingerprint()
+    built = _shipping.build_pyfiles_zip()
+    assert _shipping.archive_fingerprint(built) == fp == _runtime.fingerprint()
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    # a stale wheel only: not shipped, a zip of the installed packages is
+    _rewrite_version(built, house / "kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl", "0.0.1-")
+    monkeypatch.setattr(_shipping, "find_wheels", lambda k=None: [str(house / w) for w in
+                                                                 sorted(os.listdir(house))])
+    sc = _StubContext()
+    (shipped,) = _shipping.ship(_StubSession(sc))
+    assert shipped.shipped_as.endswith(".pyfiles.zip") and sc.added == [shipped.shipped_as]
+    # a wheel of this very build: shipped as <name>.whl.zip
+    import shutil
+    shutil.copy(built, house / "kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl")
+    sc = _StubContext()
+    (shipped,) = _shipping.ship(_StubSession(sc))
+    assert shipped.shipped_as.endswith("kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl.zip")
+    assert shipped.fingerprint == fp
+    # --py-files with another build: refused on the driver, naming both builds
+    sc = _StubContext(py_files=f"file:{house / 'kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl'}")
+    with pytest.raises(_runtime.KafkarecMismatchError, match=r"0\.0\.1-.*driver imported kafkarec"):
+        _shipping.ship(_StubSession(sc))
+    # --py-files with other (non-kafkarec) wheels: re-shipped as .whl.zip too
+    other = tmp_path / "other-1.0-py3-none-any.whl"
+    import zipfile
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("other/__init__.py", "")
+    sc = _StubContext(py_files=str(other))
+    names = [os.path.basename(s.shipped_as) for s in _shipping.ship(_StubSession(sc))]
+    assert names[0] == "other-1.0-py3-none-any.whl.zip" and len(names) == 2
+
+
+def test_ensure_reports_both_builds():
+    from spark_udfs import _runtime
+    with pytest.raises(_runtime.KafkarecMismatchError, match=r"driver has kafkarec 1\.2\.3\+abc.*this "
+                                                            r"worker has kafkarec .* from "):
+        _runtime.ensure("1.2.3+abc")
+    assert _runtime.ensure(_runtime.fingerprint()) is kafkarec
