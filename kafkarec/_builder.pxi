@@ -527,11 +527,11 @@ cdef class _Int64Input:
 cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
     global _ARROW_INT64_LIKE
     cdef _Int64Input col = _Int64Input()
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
     if _ARROW_INT64_LIKE is None and hasattr(column, "buffers"):
         pa = pyarrow()
         _ARROW_INT64_LIKE = frozenset((pa.int64().id, pa.timestamp("ms").id))
-    if hasattr(column, "combine_chunks"):
-        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
     if isinstance(column, list) or len(column) == 0:
         col.is_list = True
         col.items = list(column)

@@ -301,33 +301,23 @@ cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) e
     return col.append(p, n)
 
 
-cdef set aborted_batch_positions(object data, bint verify_crc, Py_ssize_t max_decompressed):
-    """Positions of transactional batches whose transaction ends in an ABORT marker
-    (or never ends) in this data: what a read_committed consumer would not see."""
-    cdef dict open_batches = {}
-    cdef set aborted = set()
-    cdef RecordBatch b
-    it = iter_batches(data, verify_crc=False, max_decompressed_bytes=max_decompressed)
+cdef set aborted_batch_positions(object data, Py_ssize_t max_decompressed):
+    """Positions of the batches a read_committed consumer would not see (the rule
+    lives in kafkarec.transactions)."""
+    from kafkarec.transactions import aborted_batches
+    batches = iter_batches(data, verify_crc=False, max_decompressed_bytes=max_decompressed)
     try:
-        for b in it:
-            if b.magic < 2 or not (b.attributes & ATTR_TRANSACTIONAL):
-                continue
-            if b.attributes & ATTR_CONTROL:
-                pending = open_batches.pop(b.producer_id, [])
-                try:
-                    rec = next(iter(b), None)
-                    kind = rec.control_type_id if rec is not None else None
-                except DecodeError:
-                    kind = None
-                if kind == 0:
-                    aborted.update(pending)
-            else:
-                open_batches.setdefault(b.producer_id, []).append(b.position)
+        return aborted_batches(_until_framing_error(batches))
     except DecodeError:
-        pass    # the decoding pass reports it
-    for pending in open_batches.values():
-        aborted.update(pending)
-    return aborted
+        return set()
+
+
+def _until_framing_error(batches):
+    # The decoding pass reports a framing error; this pass just stops there.
+    try:
+        yield from batches
+    except DecodeError:
+        return
 
 
 def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=False,
@@ -358,7 +348,7 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
     if errors == "skip" and error_sink is None:
         raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
     if read_committed:
-        aborted = aborted_batch_positions(data, verify_crc, max_decompressed_bytes)
+        aborted = aborted_batch_positions(data, max_decompressed_bytes)
     batches = iter_batches(data, verify_crc=verify_crc, strict=strict,
                            max_decompressed_bytes=max_decompressed_bytes)
     while True:
