@@ -251,7 +251,6 @@ cdef class _ArrowColumns:
     cdef object finish(self, object topic, object partition):
         pa = pyarrow()
         cdef Py_ssize_t n = self.rows
-        np = codec_lib("numpy", "numpy")
         header_struct = pa.StructArray.from_arrays(
             [self.header_key.to_arrow(pa.string()), self.header_value.to_arrow(pa.binary())],
             names=["key", "value"])
@@ -260,12 +259,10 @@ cdef class _ArrowColumns:
             [pa.py_buffer(self.header_list_valid.bytes) if self.header_list_valid.zeros else None,
              pa.py_buffer(self.header_list_offsets)],
             null_count=self.header_list_valid.zeros, children=[header_struct])
-        if topic is None:
-            topic_col = pa.nulls(n, pa.string())
-        else:
-            topic_col = pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32)) if n else pa.array([], pa.string())
+        topic_col = (pa.nulls(n, pa.string()) if topic is None
+                     else pa.repeat(pa.scalar(topic, pa.string()), n))
         partition_col = (pa.nulls(n, pa.int32()) if partition is None
-                         else pa.array(np.full(n, partition, dtype=np.int32)))
+                         else pa.repeat(pa.scalar(partition, pa.int32()), n))
         columns = [
             self.key.to_arrow(pa.binary()), self.value.to_arrow(pa.binary()), topic_col, partition_col,
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]),
