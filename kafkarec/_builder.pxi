@@ -68,7 +68,7 @@ cdef class RecordBatchBuilder:
         self._raw_snappy = snappy_framing == "raw"
         self._base_offset = base_offset
         self._last_offset = base_offset - 1
-        ts_type = TimestampType(timestamp_type)
+        ts_type = timestamp_type if type(timestamp_type) is TimestampType else TimestampType(timestamp_type)
         if ts_type is TimestampType.NO_TIMESTAMP_TYPE:
             raise EncodeError("magic 2 batches need CREATE_TIME or LOG_APPEND_TIME")
         self._attributes = self._codec
@@ -349,6 +349,9 @@ cdef bytes write_v2_batch(object records, int64_t base_offset, int32_t partition
 # --- compression on write ----------------------------------------------------
 
 cdef int codec_id(object compression) except -1:
+    if type(compression) is int or type(compression) is Compression:
+        if 0 <= compression <= CODEC_ZSTD:
+            return compression          # no Enum call on the common path
     try:
         return int(Compression(compression))
     except ValueError:
@@ -607,44 +610,65 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
 cdef int extend_arrays(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInput kcol,
                        _Int64Input ts_col, int64_t now, Py_ssize_t n) except -1:
     """The bulk path for array columns: one tight loop, no Python object per record.
-    Same checks and the same bytes as add_record + encode_record."""
+    Same checks and the same bytes as add_record + encode_record.  State lives in
+    locals during the loop: stores through the uint8_t output pointer may alias
+    anything, so fields read through `b` would be reloaded every record."""
     cdef Py_ssize_t i, klen, vlen, body
     cdef const uint8_t *kp
     cdef const uint8_t *vp
-    cdef int64_t ts, off = b._last_offset + 1, ts_delta, off_delta
+    cdef int64_t ts, ts_delta
+    cdef int64_t off = b._last_offset + 1
+    cdef int64_t base_offset = b._base_offset
+    cdef int64_t base_ts = b._base_timestamp
+    cdef int64_t max_ts = b._max_timestamp
+    cdef bint first = b.record_count == 0 and not b._has_delete_horizon
+    cdef const int64_t *tsp = NULL
     cdef _Growable out = b._records
     cdef uint8_t *p
-    if off - b._base_offset + n - 1 > INT32_MAX or b.record_count + n > INT32_MAX:
+    cdef uint8_t *limit
+    if off - base_offset + n - 1 > INT32_MAX or b.record_count + n > INT32_MAX:
         raise EncodeError("Maximum offset delta exceeded")
-    for i in range(n):
-        vcol.get(i, &vp, &vlen, None)
-        kcol.get(i, &kp, &klen, None)
-        ts = ts_col.view[ts_col.start + i] if ts_col is not None else now
-        if ts < 0 and ts != -1:
-            raise EncodeError(f"Invalid negative timestamp {ts}")
-        if b.record_count == 0 and not b._has_delete_horizon:
-            b._base_timestamp = ts
-        ts_delta = ts - b._base_timestamp
-        off_delta = off - b._base_offset
-        body = record_body_size(off_delta, ts_delta, klen, vlen, 0, 0)
-        if out.size + body + 5 > out.capacity:
-            out.reserve(body + 5)
-        p = out.data + out.size
-        p = write_varlong(p, body)
-        p[0] = 0
-        p = write_varlong(p + 1, ts_delta)
-        p = write_varlong(p, off_delta)
-        p = write_varlong(p, klen)
-        p = put_bytes(p, kp, klen)
-        p = write_varlong(p, vlen)
-        p = put_bytes(p, vp, vlen)
-        p[0] = 0                                # no headers
-        out.size = p + 1 - out.data
-        if ts > b._max_timestamp:
-            b._max_timestamp = ts
-        b._last_offset = off
-        b.record_count += 1
-        off += 1
+    if ts_col is not None:
+        tsp = &ts_col.view[ts_col.start]
+    p = out.data + out.size
+    limit = out.data + out.capacity
+    try:
+        for i in range(n):
+            vcol.get(i, &vp, &vlen, None)
+            kcol.get(i, &kp, &klen, None)
+            ts = tsp[i] if tsp != NULL else now
+            if ts < 0 and ts != -1:
+                raise EncodeError(f"Invalid negative timestamp {ts}")
+            if first:
+                base_ts = ts
+                first = False
+            ts_delta = ts - base_ts
+            body = record_body_size(off - base_offset, ts_delta, klen, vlen, 0, 0)
+            if limit - p < body + 5:
+                out.size = p - out.data
+                out.reserve(body + 5)
+                p = out.data + out.size
+                limit = out.data + out.capacity
+            p = write_varlong(p, body)
+            p[0] = 0
+            p = write_varlong(p + 1, ts_delta)
+            p = write_varlong(p, off - base_offset)
+            p = write_varlong(p, klen)
+            p = put_bytes(p, kp, klen)
+            p = write_varlong(p, vlen)
+            p = put_bytes(p, vp, vlen)
+            p[0] = 0                                # no headers
+            p += 1
+            if ts > max_ts:
+                max_ts = ts
+            off += 1
+    finally:
+        # Records written so far stay, with the builder's state matching them.
+        out.size = p - out.data
+        b.record_count += <int>(off - (b._last_offset + 1))
+        b._last_offset = off - 1
+        b._base_timestamp = base_ts
+        b._max_timestamp = max_ts
     return 0
 
 
