@@ -411,6 +411,54 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
 
 # --- bulk input: whole columns -------------------------------------------------
 
+cdef extern from *:
+    """
+    /* The Arrow C data interface (arrow.apache.org/docs/format/CDataInterface.html). */
+    #ifndef ARROW_C_DATA_INTERFACE
+    #define ARROW_C_DATA_INTERFACE
+    struct ArrowSchema {
+        const char *format; const char *name; const char *metadata; int64_t flags;
+        int64_t n_children; struct ArrowSchema **children; struct ArrowSchema *dictionary;
+        void (*release)(struct ArrowSchema *); void *private_data;
+    };
+    struct ArrowArray {
+        int64_t length; int64_t null_count; int64_t offset; int64_t n_buffers; int64_t n_children;
+        const void **buffers; struct ArrowArray **children; struct ArrowArray *dictionary;
+        void (*release)(struct ArrowArray *); void *private_data;
+    };
+    #endif
+    """
+    struct ArrowSchema:
+        const char *format
+    struct ArrowArray:
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        const void **buffers
+
+from cpython.pycapsule cimport PyCapsule_GetPointer
+
+
+@cython.final
+cdef class _ArrowCArray:
+    """One array taken through the Arrow C data interface (``__arrow_c_array__``):
+    raw buffer pointers without going through pyarrow objects.  The capsules own
+    the array and release it when they are collected."""
+    cdef object capsules
+    cdef bytes format
+    cdef const ArrowArray *array
+
+
+cdef _ArrowCArray arrow_c_array(object column):
+    cdef _ArrowCArray a = _ArrowCArray()
+    schema_capsule, array_capsule = column.__arrow_c_array__()
+    a.capsules = (schema_capsule, array_capsule)
+    a.format = (<const ArrowSchema *>PyCapsule_GetPointer(schema_capsule, "arrow_schema")).format
+    a.array = <const ArrowArray *>PyCapsule_GetPointer(array_capsule, "arrow_array")
+    return a
+
+
 @cython.final
 cdef class _BinaryInput:
     """Uniform access to a column of binary values: a list, or a pyarrow
@@ -459,6 +507,7 @@ cdef inline const uint8_t *buffer_address(object buf, list owners) except? NULL:
 
 cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
     cdef _BinaryInput col = _BinaryInput()
+    cdef _ArrowCArray arr
     col.length = length
     if column is None:
         col.mode = 0
@@ -468,29 +517,31 @@ cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
     if isinstance(column, list):
         col.mode = 1
         col.items = column
-    elif hasattr(column, "buffers") and hasattr(column, "type"):
-        pa = pyarrow()
-        t = column.type
-        if pa.types.is_binary(t) or pa.types.is_string(t):
+    elif hasattr(column, "__arrow_c_array__"):
+        arr = arrow_c_array(column)
+        if arr.format in (b"z", b"u"):
             col.mode = 2
-        elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        elif arr.format in (b"Z", b"U"):
             col.mode = 3
         else:
-            raise EncodeError(f"{name} must be a binary or string array, not {t}")
-        validity, offsets, data = column.buffers()
-        col.owners = [column]
-        col.validity = buffer_address(validity, col.owners) if column.null_count else NULL
+            raise EncodeError(f"{name} must be a binary or string array, not Arrow format "
+                              f"{arr.format.decode()!r}")
+        if arr.array.length != length:
+            raise EncodeError(f"{name} has {arr.array.length} items, values has {length}")
+        col.owners = arr
+        col.validity = <const uint8_t *>arr.array.buffers[0] if arr.array.null_count else NULL
         if col.mode == 2:
-            col.offsets32 = <const int32_t *>buffer_address(offsets, col.owners)
+            col.offsets32 = <const int32_t *>arr.array.buffers[1]
         else:
-            col.offsets64 = <const int64_t *>buffer_address(offsets, col.owners)
-        col.data = buffer_address(data, col.owners)
-        col.array_offset = column.offset
+            col.offsets64 = <const int64_t *>arr.array.buffers[1]
+        col.data = <const uint8_t *>arr.array.buffers[2]
+        col.array_offset = arr.array.offset
+        return col
     else:
         col.mode = 1
         col.items = list(column)
-    if col.mode != 0 and len(column) != length:
-        raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+    if len(col.items) != length:
+        raise EncodeError(f"{name} has {len(col.items)} items, values has {length}")
     return col
 
 
@@ -509,9 +560,6 @@ cdef Py_ssize_t data_bytes(_BinaryInput col):
     return 0
 
 
-cdef object _ARROW_INT64_LIKE = None
-
-
 @cython.final
 cdef class _Int64Input:
     """An int64 column: a list read item by item, or an array read through its buffer."""
@@ -528,37 +576,35 @@ cdef class _Int64Input:
 
 
 cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
-    global _ARROW_INT64_LIKE
     cdef _Int64Input col = _Int64Input()
+    cdef _ArrowCArray arr
     if hasattr(column, "combine_chunks"):
         column = column.combine_chunks()       # a ChunkedArray: one contiguous array
-    if _ARROW_INT64_LIKE is None and hasattr(column, "buffers"):
-        pa = pyarrow()
-        _ARROW_INT64_LIKE = frozenset((pa.int64().id, pa.timestamp("ms").id))
     if isinstance(column, list) or len(column) == 0:
         col.is_list = True
         col.items = list(column)
         if len(col.items) != length:
             raise EncodeError(f"{name} has {len(col.items)} items, values has {length}")
         return col
-    if hasattr(column, "buffers") and hasattr(column, "type"):
-        if column.null_count:
+    if hasattr(column, "__arrow_c_array__"):
+        arr = arrow_c_array(column)
+        if arr.array.null_count:
             raise EncodeError(f"{name} must not contain nulls")
-        if len(column) != length:
-            raise EncodeError(f"{name} has {len(column)} items, values has {length}")
-        if column.type.bit_width == 64 and column.type.id in _ARROW_INT64_LIKE:
-            # int64 / timestamp: read the values buffer in place
-            data = buffer_of(column.buffers()[1])
-            col.owner = (column, data)
-            col.view = <const int64_t[:length + column.offset]><const int64_t *>data.ptr
-            col.start = column.offset
+        if arr.array.length != length:
+            raise EncodeError(f"{name} has {arr.array.length} items, values has {length}")
+        if arr.format == b"l" or arr.format.startswith(b"tsm:"):
+            # int64 / timestamp[ms]: read the values buffer in place
+            col.owner = arr
+            col.view = <const int64_t[:length + arr.array.offset]><const int64_t *>arr.array.buffers[1]
+            col.start = arr.array.offset
             return col
         column = column.cast(pyarrow().int64()).to_numpy(zero_copy_only=False)
     np = codec_lib("numpy", "numpy")
-    arr = np.ascontiguousarray(column, dtype=np.int64)
-    if arr.shape != (length,):
-        raise EncodeError(f"{name} has {arr.shape[0] if arr.ndim else 0} items, values has {length}")
-    col.view = arr
+    values = np.ascontiguousarray(column, dtype=np.int64)
+    if values.shape != (length,):
+        raise EncodeError(f"{name} has {values.shape[0] if values.ndim else 0} items, "
+                          f"values has {length}")
+    col.view = values
     return col
 
 
