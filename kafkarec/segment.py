@@ -36,7 +36,8 @@ from kafkarec import sidefiles as sf
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "rebase_error",
     "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
-    "scan_partition_dir", "find_partition_dirs", "is_partition_dir",
+    "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
+    "base_offset_from_name",
 ]
 
 LOG_OVERHEAD = 12
@@ -197,18 +198,20 @@ class SegmentBatchIterator:
         self._released = upto
 
 
+def base_offset_from_name(path: str) -> Optional[int]:
+    """The base offset a segment file is named after (``00000000000000000042.log`` -> 42), or None."""
+    try:
+        return sf.offset_from_file_name(path)
+    except sf.SideFileError:
+        return None
+
+
 class Segment:
     """A memory-mapped, read-only segment file (``.log`` or KRaft ``.checkpoint``)."""
 
     def __init__(self, path: str, *, base_offset: Optional[int] = None):
         self.path = os.fspath(path)
-        name = os.path.basename(self.path)
-        if base_offset is None:
-            try:
-                base_offset = sf.offset_from_file_name(name)
-            except sf.SideFileError:
-                base_offset = None
-        self.base_offset = base_offset
+        self.base_offset = base_offset_from_name(self.path) if base_offset is None else base_offset
         self._mmap = None
         with open(self.path, "rb") as fh:
             self.size = os.fstat(fh.fileno()).st_size
@@ -370,17 +373,25 @@ class TopicPartition(NamedTuple):
 _DIR_SUFFIXES = ("-delete", "-future", "-stray")
 
 
+def renamed_dir_suffix(dir_name: str) -> Optional[str]:
+    """``"-delete"``, ``"-future"`` or ``"-stray"`` for a partition directory Kafka
+    renamed (``<topic>-<partition>.<id><suffix>``, LocalLog's patterns), else None."""
+    name = os.path.basename(os.path.normpath(dir_name))
+    for suffix in _DIR_SUFFIXES:
+        if name.endswith(suffix):
+            return suffix if re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name) else None
+    return None
+
+
 def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
     """LocalLog.parseTopicPartitionName: ``topic-N`` (topic may contain dashes), or None."""
     name = os.path.basename(os.path.normpath(dir_name))
     if not name or "-" not in name:
         return None
-    for suffix in _DIR_SUFFIXES:
-        if name.endswith(suffix):
-            if not re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name):
-                return None
-            name = name[:name.rindex(".")]
-            break
+    if name.endswith(_DIR_SUFFIXES):
+        if renamed_dir_suffix(name) is None:
+            return None
+        name = name[:name.rindex(".")]
     topic, _, partition = name.rpartition("-")
     if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
         return None

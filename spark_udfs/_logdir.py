@@ -9,11 +9,19 @@ form).  Folders Kafka itself ignores (``<topic>-<partition>.<id>-delete`` /
 
 A read is planned as a list of tasks, each a list of :class:`Slice` (a byte
 range of one file).  Files larger than the split size are cut where a batch
-starts, found by walking batch headers (12-byte length prefix) - the data in
-between is not read.  Slices cover each file completely and do not overlap,
-so no byte is read twice or left out: what is not a whole batch (a framing
-error, a cut-off batch at the end) stays inside a slice and is reported by
-the reader.
+starts, found by walking batch headers - the data in between is not read.
+Slices cover each file completely and do not overlap, so no byte is read twice
+or left out: what is not a whole batch (a framing error, a cut-off batch at
+the end) stays inside a slice and is reported by the reader.
+
+The Kafka rules come from kafkarec: folder names and segment file names from
+:mod:`kafkarec.segment` (which also walks a file's batches), the
+``read_committed`` rule from :mod:`kafkarec.transactions`.  They are imported
+when first needed, not with this module: in a Spark worker kafkarec has to come
+from the archives :func:`spark_udfs.register` shipped
+(:func:`spark_udfs._runtime.import_kafkarec`).  What is left here is Spark's:
+paths and globs, pathGlobFilter / recursiveFileLookup, duplicate partitions,
+and packing slices into tasks as Spark's maxPartitionBytes / openCostInBytes do.
 """
 from __future__ import annotations
 
@@ -22,27 +30,29 @@ import glob
 import json
 import os
 import re
-import struct
 from typing import Iterable, NamedTuple
 
-__all__ = ["Segment", "Slice", "parse_topic_partition", "discover", "plan", "parse_bytes",
+from spark_udfs._runtime import import_kafkarec
+
+__all__ = ["LogFile", "Slice", "parse_topic_partition", "discover", "plan", "parse_bytes",
            "aborted_batches", "DuplicatePartitionError"]
 
-_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_KAFKA_IGNORED_DIR = re.compile(r"^.+-\d+\.[0-9a-fA-F]{32}-(delete|future|stray)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_LENGTH = struct.Struct(">i")
-_ATTRIBUTES = struct.Struct(">h")
-_PRODUCER_ID = struct.Struct(">q")
-_ATTR_TRANSACTIONAL = 0x10
-_ATTR_CONTROL = 0x20
+
+
+def _core():
+    """The modules ``kafkarec.segment`` and ``kafkarec.transactions`` (see the module docstring)."""
+    import_kafkarec()
+    from kafkarec import segment, transactions
+    return segment, transactions
 
 
 class DuplicatePartitionError(ValueError):
     """The same topic-partition was found in more than one folder (e.g. replicas)."""
 
 
-class Segment(NamedTuple):
+class LogFile(NamedTuple):
+    """A segment file found by :func:`discover` (its size as found)."""
     path: str
     size: int
     topic: str | None
@@ -62,19 +72,10 @@ class Slice(NamedTuple):
 
 
 def parse_topic_partition(dirname: str):
-    """``"orders-3"`` -> ``("orders", 3)``; anything else -> ``(None, None)``."""
-    m = _TOPIC_PARTITION.match(os.path.basename(os.path.normpath(dirname)))
-    if not m:
-        return None, None
-    partition = int(m.group("partition"))
-    if partition > 0x7FFFFFFF:
-        return None, None
-    return m.group("topic"), partition
-
-
-def _base_offset(path: str):
-    stem = os.path.basename(path).split(".", 1)[0]
-    return int(stem) if stem.isdigit() else None
+    """``"orders-3"`` -> ``("orders", 3)``; anything else -> ``(None, None)``
+    (:func:`kafkarec.segment.parse_topic_partition`)."""
+    tp = _core()[0].parse_topic_partition(dirname)
+    return (None, None) if tp is None else tuple(tp)
 
 
 def parse_bytes(value, default: int) -> int:
@@ -142,6 +143,7 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
                     files.setdefault(os.path.realpath(f), f)
             elif os.path.isfile(m):
                 files.setdefault(os.path.realpath(m), m)
+    base_offset = _core()[0].base_offset_from_name
     segments = []
     folders: dict = {}
     for real, shown in files.items():
@@ -154,18 +156,19 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
                     f"topic-partition {topic}-{partition} is in two folders, {other} and {folder} "
                     f"(replicas, or copies of a log directory?); its records would be read twice. "
                     f"Point the reader at one of them, or set option allowDuplicatePartitions=true.")
-        segments.append(Segment(os.path.abspath(shown), os.path.getsize(real), topic, partition,
-                                _base_offset(real)))
+        segments.append(LogFile(os.path.abspath(shown), os.path.getsize(real), topic, partition,
+                                base_offset(real)))
     segments.sort(key=lambda s: (s.topic is None, s.topic or "", -1 if s.partition is None else s.partition,
                                  -1 if s.base_offset is None else s.base_offset, s.path))
     return segments, skipped
 
 
 def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
+    renamed_dir_suffix = _core()[0].renamed_dir_suffix
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         keep = []
         for d in sorted(dirnames):
-            if _KAFKA_IGNORED_DIR.match(d):
+            if renamed_dir_suffix(d):
                 skipped.append(os.path.join(dirpath, d))
             elif not d.startswith("."):
                 keep.append(d)
@@ -175,104 +178,54 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
                 yield os.path.join(dirpath, f)
 
 
-class _Header(NamedTuple):
-    position: int
-    size: int
-    magic: int
-    attributes: int
-    producer_id: int
-
-
-def _walk_batches(path: str, size: int):
-    """The header of every whole batch of a file, in order, until the end, a
-    cut-off batch or a framing error (the reader reports those).  Follows
-    kafkarec's framing (length prefix, magic 0-2, v2 header size) and reads
-    only headers (``pread`` of 61 bytes per batch)."""
-    if size == 0:
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        pos = 0
-        while size - pos >= 17:
-            head = os.pread(fd, 61, pos)
-            if len(head) < 17:
-                return
-            length, magic = _LENGTH.unpack_from(head, 8)[0], head[16]
-            if length < 14 or magic > 2:
-                return
-            batch_size = length + 12
-            if size - pos < batch_size:
-                return
-            attributes = producer_id = 0
-            if magic == 2:
-                if batch_size < 61 or len(head) < 61:
+def _batches(f: LogFile):
+    """The whole batches of a file as found (headers parsed, records not), in
+    order, up to the first the reader (:func:`kafkarec.iter_batches`) would not
+    frame: a decode error, or a magic outside 0..2, which
+    :class:`kafkarec.segment.Segment` frames as Kafka's FileLogInputStream does.
+    The reader reports what is left."""
+    segment_module, _ = _core()
+    from kafkarec.errors import DecodeError
+    with segment_module.Segment(f.path) as seg:
+        try:
+            for batch in seg.batches(0, f.size, verify_crc=False):
+                if not 0 <= batch.magic <= 2:
                     return
-                attributes, = _ATTRIBUTES.unpack_from(head, 21)
-                producer_id, = _PRODUCER_ID.unpack_from(head, 43)
-            yield _Header(pos, batch_size, magic, attributes, producer_id)
-            pos += batch_size
-    finally:
-        os.close(fd)
+                yield batch
+        except DecodeError:
+            return
 
 
-def _read_batch(path: str, position: int, size: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.pread(fd, size, position)
-    finally:
-        os.close(fd)
-
-
-def _cut_points(seg: Segment, max_split: int) -> list:
+def _cut_points(f: LogFile, max_split: int) -> list:
     """Where to split one file: batch starts, about ``max_split`` bytes apart."""
     cuts = [0]
     chunk_start = 0
-    for pos, size, *_ in _walk_batches(seg.path, seg.size):
-        if pos > chunk_start and pos + size - chunk_start > max_split:
+    for batch in _batches(f):
+        pos = batch.position
+        if pos > chunk_start and pos + batch.size_in_bytes - chunk_start > max_split:
             cuts.append(pos)
             chunk_start = pos
-    cuts.append(seg.size)
+    cuts.append(f.size)
     return cuts
 
 
-def _control_type(kafkarec, data: bytes):
-    """The control record type id of a control batch (0 ABORT, 1 COMMIT), or None."""
-    try:
-        for batch in kafkarec.iter_batches(data, verify_crc=False):
-            for rec in batch:
-                return rec.control_type_id
-    except kafkarec.DecodeError:
-        return None
-    return None
-
-
 def aborted_batches(kafkarec, segments: list) -> dict:
-    """``{path: [(position, size), ...]}`` of transactional batches whose
-    transaction aborts (or never ends) in a topic-partition's whole log, as a
-    ``read_committed`` consumer would leave them out.  Segments must be given
-    in offset order; the transaction state carries over from one to the next."""
-    out: dict = {}
+    """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
+    consumer leaves out (:func:`kafkarec.transactions.aborted_batches`), judged
+    over each topic-partition's whole log: ``segments`` (from :func:`discover`)
+    are in offset order and a transaction may end in a later file.  (``kafkarec``,
+    the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
+    rule's modules are imported from that same package.)"""
+    _, transactions = _core()
     by_partition: dict = {}
     for seg in segments:
         by_partition.setdefault((seg.topic, seg.partition, os.path.dirname(seg.path)
                                  if seg.topic is None else ""), []).append(seg)
-    for segs in by_partition.values():
-        open_batches: dict = {}
-        aborted = []
-        for seg in segs:
-            for h in _walk_batches(seg.path, seg.size):
-                if h.magic < 2 or not h.attributes & _ATTR_TRANSACTIONAL:
-                    continue
-                if h.attributes & _ATTR_CONTROL:
-                    pending = open_batches.pop(h.producer_id, [])
-                    kind = _control_type(kafkarec, _read_batch(seg.path, h.position, h.size))
-                    if kind == 0:   # ABORT
-                        aborted += pending
-                else:
-                    open_batches.setdefault(h.producer_id, []).append((seg.path, h.position, h.size))
-        for pending in open_batches.values():
-            aborted += pending
-        for path, pos, size in aborted:
+    out: dict = {}
+    for files in by_partition.values():
+        log = (batch for f in files for batch in _batches(f))
+        for path, pos, size in transactions.aborted_batches(
+                log, key=lambda b: (b.path, b.position, b.size_in_bytes)):
             out.setdefault(path, []).append((pos, size))
     for v in out.values():
         v.sort()
