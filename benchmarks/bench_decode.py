@@ -59,6 +59,8 @@ TARGETS = {
     "materialise_pct": 40.0,        # kafkarec materialise time <= 40% of aiokafka's (100B)
     "crc_pct": 80.0,                # kafkarec CRC throughput >= 80% of raw crc32c (100B)
     "codec_ratio": 1.15,            # kafkarec compressed <= 1.15 x (raw decompress + uncompressed decode)
+    "to_arrow_speedup": 10.0,       # to_arrow records/s >= 10x aiokafka all-fields (100B)
+    "to_arrow_memcpy": 4.0,         # to_arrow time <= 4x a memcpy of the same bytes (100B)
 }
 
 
@@ -71,6 +73,10 @@ def kr_all_fields(buf):
     for batch in iter_batches(buf, verify_crc=True):
         for r in batch:
             (r.offset, r.timestamp, r.key, r.value, r.headers)
+
+
+def kr_to_arrow(buf):
+    kafkarec.to_arrow(buf, topic="t", partition=0)
 
 
 def kr_materialise(buf):
@@ -680,6 +686,7 @@ def main(argv=None):
         add("kafkarec", "all fields", kr_all_fields)
         add("kafkarec", "materialise only", kr_materialise)
         add("kafkarec", "CRC only (b.crc_valid)", kr_crc_only)
+        add("kafkarec", "to_arrow (Arrow table, all columns)", kr_to_arrow)
         if wl.codec != "none":
             add("kafkarec", "open only (decompress, no records)", kr_open_only)
         add("aiokafka", "all fields", aio_all_fields)
@@ -769,6 +776,15 @@ def main(argv=None):
             return t("100B", *CRC_ROW) / t("100B", *KR_CRC) * 100
         ratio("crc_pct_100B", crc(T), crc(TM), TARGETS["crc_pct"], True,
               "kafkarec CRC throughput / raw crc32c per batch (100B)  >= {t:.0f}%  : {v:.1f}%")
+        def arrow_speed(t):
+            return t("100B", "aiokafka", "all fields") / t("100B", "kafkarec", "to_arrow (Arrow table, all columns)")
+        ratio("to_arrow_speedup_100B", arrow_speed(T), arrow_speed(TM), TARGETS["to_arrow_speedup"], True,
+              "to_arrow records/s / aiokafka all-fields (100B)        >= {t:.0f}x  : {v:.2f}x")
+
+        def arrow_memcpy(t):
+            return t("100B", "kafkarec", "to_arrow (Arrow table, all columns)") / t("100B", "limit", "memcpy (numpy copyto)")
+        ratio("to_arrow_memcpy_100B", arrow_memcpy(T), arrow_memcpy(TM), TARGETS["to_arrow_memcpy"], False,
+              "to_arrow time / memcpy of the same bytes (100B)        <= {t:.0f}x  : {v:.2f}x")
     for wl in workloads.values():
         if wl.codec == "none":
             continue

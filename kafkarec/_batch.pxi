@@ -292,6 +292,7 @@ cdef int parse_v2_header(RecordBatch b, const uint8_t *p) except -1:
 
 
 @cython.final
+@cython.no_gc          # holds buffers and ints only: no cycles possible
 cdef class BatchIterator:
     """Iterates the batches of a buffer without copying it.
 

@@ -117,8 +117,14 @@ cdef tuple BATCH_COLUMN_NAMES = ("producerId", "producerEpoch", "sequence", "isT
                                  "partitionLeaderEpoch", "magic")
 
 
+cdef dict _schemas = {}
+
+
 def arrow_schema(*, batch_columns=False):
     """The Arrow schema of to_arrow's output (Spark's Kafka source layout)."""
+    cached = _schemas.get(bool(batch_columns))
+    if cached is not None:
+        return cached
     pa = pyarrow()
     fields = [
         pa.field("key", pa.binary()), pa.field("value", pa.binary()),
@@ -136,7 +142,8 @@ def arrow_schema(*, batch_columns=False):
             pa.field("batchPosition", pa.int64()), pa.field("batchBaseOffset", pa.int64()),
             pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
         ]
-    return pa.schema(fields)
+    schema = _schemas[bool(batch_columns)] = pa.schema(fields)
+    return schema
 
 
 @cython.final
@@ -188,19 +195,7 @@ cdef class _ArrowColumns:
         put_i64(self.timestamp, v.timestamp)
         put_i32(self.timestamp_type, timestamp_type)
         if v.header_count:
-            # Headers were validated when the record was parsed; walk them again.
-            cursor_init(&c, v.headers, INT32_LIMIT, v.error_position, False, strict)
-            for i in range(v.header_count):
-                read_varint(&c, &klen, "header key length")
-                kp = cursor_take(&c, klen, "header key")
-                if not strict:
-                    check_utf8_or_replace(self.header_key, kp, klen)
-                else:
-                    self.header_key.append(kp, klen)
-                read_varint(&c, &vlen, "header value length")
-                vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
-                self.header_value.append(vp, vlen)
-            self.header_rows += v.header_count
+            add_headers(self, v, strict)
             self.header_list_valid.append(True)
         else:
             self.header_list_valid.append(False)   # Spark's Kafka source gives null, not []
@@ -287,6 +282,138 @@ cdef class _ArrowColumns:
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(batch_columns=self.batch_columns))
 
 
+cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except NULL:
+    """Room for n more bytes at the end of g (zeroed if asked); returns where they start."""
+    if g.size + n > g.capacity:
+        g.reserve(n)
+    if zero:
+        memset(g.data + g.size, 0, n)
+    return g.data + g.size
+
+
+cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
+                        bint strict) except -1:
+    """All records of one v2 batch, written through raw pointers into space
+    reserved up front: a batch cannot hold more rows than its payload has
+    7-byte minimal records, nor more key or value bytes than payload bytes.
+    Sizes are committed after each record, so an error leaves whole rows only."""
+    cdef RecordView v
+    cdef Py_ssize_t payload = it._cur.end - it._cur.start
+    cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
+    cdef Py_ssize_t bits = (rows + 7) // 8 + 1
+    cdef Py_ssize_t row = cols.rows, r0 = cols.rows
+    cdef uint8_t *kd
+    cdef uint8_t *vd
+    cdef int32_t *ko
+    cdef int32_t *vo
+    cdef uint8_t *kvalid
+    cdef uint8_t *vvalid
+    cdef uint8_t *hvalid
+    cdef int64_t *offs
+    cdef int64_t *tss
+    cdef int32_t *tts
+    cdef int32_t *hoff
+    cdef int32_t kpos, vpos
+    if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
+        raise OverflowError("binary column over 2 GiB")
+    if cols.batch_columns:
+        # The rare wide layout keeps the general path.
+        while it._remaining > 0:
+            parse_v2_record(it, &v)
+            cols.add(&v, ts_type, b, strict)
+        return 0
+    kd = reserve_tail(cols.key.data, payload, False)
+    vd = reserve_tail(cols.value.data, payload, False)
+    ko = <int32_t *>reserve_tail(cols.key.offsets, rows * 4, False)
+    vo = <int32_t *>reserve_tail(cols.value.offsets, rows * 4, False)
+    offs = <int64_t *>reserve_tail(cols.offset, rows * 8, False)
+    tss = <int64_t *>reserve_tail(cols.timestamp, rows * 8, False)
+    tts = <int32_t *>reserve_tail(cols.timestamp_type, rows * 4, False)
+    hoff = <int32_t *>reserve_tail(cols.header_list_offsets, rows * 4, False)
+    reserve_tail(cols.key.valid.bytes, bits, True)
+    reserve_tail(cols.value.valid.bytes, bits, True)
+    reserve_tail(cols.header_list_valid.bytes, bits, True)
+    kvalid = cols.key.valid.bytes.data
+    vvalid = cols.value.valid.bytes.data
+    hvalid = cols.header_list_valid.bytes.data
+    kpos = <int32_t>cols.key.data.size
+    vpos = <int32_t>cols.value.data.size
+    while it._remaining > 0 and row - r0 < rows:
+        parse_v2_record(it, &v)
+        if v.key_len >= 0:
+            c_memcpy(kd, v.key, v.key_len)
+            kd += v.key_len
+            kpos += v.key_len
+            kvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        else:
+            cols.key.valid.zeros += 1
+        if v.value_len >= 0:
+            c_memcpy(vd, v.value, v.value_len)
+            vd += v.value_len
+            vpos += v.value_len
+            vvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        else:
+            cols.value.valid.zeros += 1
+        ko[0] = kpos
+        vo[0] = vpos
+        ko += 1
+        vo += 1
+        offs[0] = v.offset
+        tss[0] = v.timestamp
+        tts[0] = ts_type
+        offs += 1
+        tss += 1
+        tts += 1
+        if v.header_count:
+            add_headers(cols, &v, strict)
+            hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        else:
+            cols.header_list_valid.zeros += 1
+        hoff[0] = <int32_t>cols.header_rows
+        hoff += 1
+        row += 1
+        # commit the row
+        cols.key.data.size = kpos
+        cols.value.data.size = vpos
+        cols.key.offsets.size += 4
+        cols.value.offsets.size += 4
+        cols.offset.size += 8
+        cols.timestamp.size += 8
+        cols.timestamp_type.size += 4
+        cols.header_list_offsets.size += 4
+        cols.key.valid.length = row
+        cols.value.valid.length = row
+        cols.header_list_valid.length = row
+        cols.rows = row
+    for bitmap in (cols.key.valid, cols.value.valid, cols.header_list_valid):
+        (<_Bits>bitmap).bytes.size = ((<_Bits>bitmap).length + 7) >> 3
+    if it._remaining > 0:
+        # More declared records than the payload can hold: let the parser say why.
+        parse_v2_record(it, &v)
+    return 0
+
+
+cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
+    cdef Cursor c
+    cdef int32_t i, klen, vlen
+    cdef const uint8_t *kp
+    cdef const uint8_t *vp
+    # Headers were validated when the record was parsed; walk them again.
+    cursor_init(&c, v.headers, INT32_LIMIT, v.error_position, False, strict)
+    for i in range(v.header_count):
+        read_varint(&c, &klen, "header key length")
+        kp = cursor_take(&c, klen, "header key")
+        if not strict:
+            check_utf8_or_replace(cols.header_key, kp, klen)
+        else:
+            cols.header_key.append(kp, klen)
+        read_varint(&c, &vlen, "header value length")
+        vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
+        cols.header_value.append(vp, vlen)
+    cols.header_rows += v.header_count
+    return 0
+
+
 cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
     # Kafka decodes header keys leniently (U+FFFD for bad bytes); Arrow strings must be UTF-8.
     cdef bytes fixed
@@ -298,19 +425,25 @@ cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) e
     return col.append(p, n)
 
 
-cdef set aborted_batch_positions(object data, Py_ssize_t max_decompressed):
+cdef set aborted_batch_positions(object data, bint verify_crc, Py_ssize_t max_decompressed):
     """Positions of the batches a read_committed consumer would not see (the rule
-    lives in kafkarec.transactions)."""
+    lives in kafkarec.transactions).  With verify_crc a marker whose CRC fails
+    decides nothing (and the decoding pass reports it)."""
     from kafkarec.transactions import aborted_batches
-    batches = iter_batches(data, verify_crc=False, max_decompressed_bytes=max_decompressed)
+    batches = iter_batches(data, verify_crc=verify_crc, max_decompressed_bytes=max_decompressed)
     try:
-        return aborted_batches(_until_framing_error(batches))
+        return aborted_batches(_until_framing_error(batches),
+                               trusted=_crc_ok if verify_crc else None)
     except DecodeError:
         return set()
 
 
+def _crc_ok(RecordBatch b):
+    return b.crc_valid
+
+
 def _until_framing_error(batches):
-    # The decoding pass reports a framing error; this pass just stops there.
+    # The decoding pass reports errors; this pass just stops at a framing error.
     try:
         yield from batches
     except DecodeError:
@@ -326,11 +459,29 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
 
     Control records are left out unless ``include_control``; ``read_committed``
-    drops the records of transactions that abort (or never end) in ``data``.
+    leaves out what a read_committed consumer would not see, judged from the
+    markers in ``data`` (kafkarec.transactions): aborted transactions, and
+    everything from a transaction still open at the end (the LSO) on.
     ``errors="raise"`` raises the first DecodeError; ``errors="skip"`` leaves a
     bad batch out whole and appends a description of it to ``error_sink``
     (a framing error ends the data, as it leaves no next batch to go to).
     """
+    if errors not in ("raise", "skip"):
+        raise ValueError("errors must be 'raise' or 'skip'")
+    if errors == "skip" and error_sink is None:
+        raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
+    if max_rows <= 0 or max_bytes <= 0:
+        raise ValueError("max_rows and max_bytes must be positive")
+    if partition is not None and not (-2**31 <= partition < 2**31):
+        raise ValueError(f"partition {partition} does not fit the int32 partition column")
+    return _arrow_batches(data, topic, partition, include_control, batch_columns, read_committed,
+                          verify_crc, strict, max_decompressed_bytes, max_rows, max_bytes, errors,
+                          error_sink)
+
+
+def _arrow_batches(data, topic, partition, bint include_control, bint batch_columns,
+                   bint read_committed, bint verify_crc, bint strict, max_decompressed_bytes,
+                   Py_ssize_t max_rows, Py_ssize_t max_bytes, str errors, list error_sink):
     cdef _ArrowColumns cols = _ArrowColumns(batch_columns)
     cdef RecordBatch b
     cdef RecordView v
@@ -340,12 +491,8 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
     cdef int ts_type
     cdef set aborted = None
     cdef bint yielded = False
-    if errors not in ("raise", "skip"):
-        raise ValueError("errors must be 'raise' or 'skip'")
-    if errors == "skip" and error_sink is None:
-        raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
     if read_committed:
-        aborted = aborted_batch_positions(data, max_decompressed_bytes)
+        aborted = aborted_batch_positions(data, verify_crc, max_decompressed_bytes)
     batches = iter_batches(data, verify_crc=verify_crc, strict=strict,
                            max_decompressed_bytes=max_decompressed_bytes)
     while True:
@@ -358,6 +505,16 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
             break
         if b is None:
             break
+        # Every batch is checked first, as a consumer with check.crcs does,
+        # also the ones left out below (markers, aborted transactions).
+        if verify_crc and not b.crc_valid:
+            try:
+                check_crc(b)
+            except DecodeError as exc:
+                if errors == "raise":
+                    raise
+                error_sink.append(error_record(exc, b))
+                continue
         if (b.attributes & ATTR_CONTROL) and b.magic >= 2 and not include_control:
             continue
         if aborted is not None and b.position in aborted:
@@ -371,9 +528,7 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
                 rit_obj = v2_record_iterator(b)
                 if isinstance(rit_obj, _RecordIterator):
                     rit = <_RecordIterator>rit_obj
-                    while rit._remaining > 0:
-                        parse_v2_record(rit, &v)
-                        cols.add(&v, ts_type, b, strict)
+                    add_v2_records(cols, rit, ts_type, b, strict)
             else:
                 for r in b:
                     cols.add(&r._v, r._timestamp_type, b, strict)

@@ -204,6 +204,7 @@ cdef list record_headers(Record r):
 
 
 @cython.final
+@cython.no_gc          # holds buffers and ints only: no cycles possible
 cdef class _RecordIterator:
     cdef _Buffer _buf
     cdef Cursor _cur
@@ -236,7 +237,7 @@ cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
     return 0
 
 
-cdef int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
+cdef inline int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
     """Read and validate the next record (Kafka's DefaultRecord.readFrom rules)."""
     cdef Cursor *c = &it._cur
     cdef const uint8_t *start = c.pos

@@ -3,9 +3,12 @@ the transaction markers in the data itself.
 
 A transactional data batch belongs to its producer's open transaction; the
 producer's next ABORT or COMMIT control batch ends it.  Batches of a
-transaction that aborts, or that has not ended by the end of the data (it
-would sit above the last stable offset), are left out.  The rule reads only
-batch headers plus the one record of each control batch.
+transaction that aborts are left out.  A transaction that has not ended by the
+end of the data holds the last stable offset (LSO) at its first offset, and a
+read_committed consumer sees nothing at or past the LSO: every batch from the
+earliest still-open transaction's first batch on is left out, whatever its
+producer.  The rule reads only batch headers plus the one record of each
+control batch.
 """
 from __future__ import annotations
 
@@ -30,20 +33,39 @@ def _marker_type(batch) -> int | None:
 
 
 def aborted_batches(batches: Iterable[Any],
-                    key: Callable[[Any], Hashable] = lambda b: b.position) -> set:
-    """``key(batch)`` of every transactional data batch in ``batches`` (one
-    partition's log, in offset order) whose transaction aborts or never ends."""
+                    key: Callable[[Any], Hashable] = lambda b: b.position,
+                    trusted: Callable[[Any], bool] | None = None) -> set:
+    """``key(batch)`` of every batch in ``batches`` (one partition's log, in
+    offset order) that a read_committed consumer would not see: those of
+    aborted transactions, and all batches at or past the LSO.  A data batch
+    for which ``trusted(batch)`` is false (say, its CRC fails) opens and joins
+    no transaction, though it is still cut at the LSO."""
     open_by_producer: dict[int, list] = {}
     aborted: set = set()
-    for batch in batches:
-        if batch.magic < 2 or not batch.attributes & _ATTR_TRANSACTIONAL:
+    # Keys of the batches since the earliest transaction that is still open
+    # (only those can fall past the LSO); seen[0] is batch number seen_from.
+    seen: list = []
+    seen_from = 0
+    for index, batch in enumerate(batches):
+        if open_by_producer:
+            seen.append(key(batch))
+        transactional = batch.magic >= 2 and batch.attributes & _ATTR_TRANSACTIONAL
+        if not transactional:
+            continue
+        if trusted is not None and not batch.attributes & _ATTR_CONTROL and not trusted(batch):
             continue
         if batch.attributes & _ATTR_CONTROL:
             pending = open_by_producer.pop(batch.producer_id, [])
             if _marker_type(batch) == _ABORT:
-                aborted.update(pending)
+                aborted.update(k for _, k in pending)
+            if not open_by_producer:
+                seen.clear()
         else:
-            open_by_producer.setdefault(batch.producer_id, []).append(key(batch))
-    for pending in open_by_producer.values():
-        aborted.update(pending)
+            if not open_by_producer:
+                seen_from = index
+                seen.append(key(batch))
+            open_by_producer.setdefault(batch.producer_id, []).append((index, seen[-1]))
+    if open_by_producer:
+        lso_index = min(pending[0][0] for pending in open_by_producer.values())
+        aborted.update(seen[lso_index - seen_from:])
     return aborted

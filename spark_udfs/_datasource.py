@@ -15,7 +15,9 @@ mode                        PERMISSIVE   PERMISSIVE / DROPMALFORMED / FAILFAST (
 columnNameOfCorruptRecord   _corrupt_record  PERMISSIVE's error column
 batchColumns                false        add producerId ... magic (batch-level columns)
 includeControl              false        keep control records (transaction markers)
-readCommitted               false        leave out aborted (and never-ended) transactions,
+readCommitted               false        leave out what a read_committed consumer would not
+                                         see: aborted transactions, and everything from a
+                                         transaction still open at the end on (the LSO),
                                          judged over each topic-partition's whole log
 maxPartitionBytes           128m         most bytes per task (files are cut at batches)
 openCostInBytes             4m           cost of a file when packing small files in a task

@@ -224,8 +224,10 @@ def aborted_batches(kafkarec, segments: list) -> dict:
     out: dict = {}
     for files in by_partition.values():
         log = (batch for f in files for batch in _batches(f))
+        # A data batch failing its CRC opens no transaction (the read reports it).
         for path, pos, size in transactions.aborted_batches(
-                log, key=lambda b: (b.path, b.position, b.size_in_bytes)):
+                log, key=lambda b: (b.path, b.position, b.size_in_bytes),
+                trusted=lambda b: b.crc_valid):
             out.setdefault(path, []).append((pos, size))
     for v in out.values():
         v.sort()
