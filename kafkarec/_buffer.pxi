@@ -34,7 +34,6 @@ cdef inline object view_of(const uint8_t *p, Py_ssize_t n):
     return PyMemoryView_FromMemory(<char *>p, n, PyBUF_READ)
 
 
-@cython.final
 cdef class _Growable:
     """A growable C byte buffer; exposes the buffer protocol so pyarrow can own it
     without a copy."""

@@ -20,6 +20,32 @@ cdef enum:
     INT32_LIMIT = 0x7FFFFFFF
 
 
+cdef class _ArrowGrowable(_Growable):
+    """A _Growable whose memory comes from Arrow's memory pool (mimalloc or
+    jemalloc), which keeps freed pages: column buffers of one table after
+    another then reuse memory instead of faulting fresh pages in."""
+    cdef object _arrow_buffer
+
+    def __dealloc__(self):
+        self.data = NULL            # owned by the Arrow buffer, not by malloc
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.size + extra
+        cdef Py_ssize_t cap
+        if want <= self.capacity:
+            return 0
+        if self._exports:
+            raise BufferError("buffer is exported and cannot grow")
+        cap = max(want, self.capacity * 2, 4096)
+        if self._arrow_buffer is None:
+            self._arrow_buffer = pyarrow().allocate_buffer(cap, resizable=True)
+        else:
+            self._arrow_buffer.resize(cap)
+        self.data = <uint8_t *><uintptr_t>self._arrow_buffer.address
+        self.capacity = cap
+        return 0
+
+
 cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
     if g.size + n > g.capacity:
         g.reserve(n)
@@ -51,7 +77,7 @@ cdef class _Bits:
     cdef Py_ssize_t zeros
 
     def __cinit__(self):
-        self.bytes = _Growable()
+        self.bytes = _ArrowGrowable()
 
     cdef inline int append(self, bint bit) except -1:
         if (self.length & 7) == 0:
@@ -82,8 +108,8 @@ cdef class _BinaryColumn:
     cdef _Bits valid
 
     def __cinit__(self):
-        self.offsets = _Growable()
-        self.data = _Growable()
+        self.offsets = _ArrowGrowable()
+        self.data = _ArrowGrowable()
         self.valid = _Bits()
         put_i32(self.offsets, 0)
 
@@ -166,10 +192,10 @@ cdef class _ArrowColumns:
         self.value = _BinaryColumn()
         self.header_key = _BinaryColumn()
         self.header_value = _BinaryColumn()
-        self.offset = _Growable()
-        self.timestamp = _Growable()
-        self.timestamp_type = _Growable()
-        self.header_list_offsets = _Growable()
+        self.offset = _ArrowGrowable()
+        self.timestamp = _ArrowGrowable()
+        self.timestamp_type = _ArrowGrowable()
+        self.header_list_offsets = _ArrowGrowable()
         self.header_list_valid = _Bits()
         put_i32(self.header_list_offsets, 0)
         if batch_columns:

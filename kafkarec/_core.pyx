@@ -14,7 +14,7 @@
 #   _restamp.pxi  broker-style in-place re-stamping
 #   _columns.pxi  records straight into Arrow buffers
 cimport cython
-from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t,
                           uint32_t, uint64_t, INT32_MAX)
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
