@@ -320,16 +320,14 @@ cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except N
 cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                         bint strict) except -1:
     """All records of one v2 batch, written through raw pointers into space
-    reserved up front: a batch cannot hold more rows than its payload has
-    7-byte minimal records, nor more key or value bytes than payload bytes.
-    Sizes are committed after each record, so an error leaves whole rows only."""
+    reserved up front (a batch cannot hold more rows than its payload has
+    7-byte minimal records); key and value bytes grow as they come.  Sizes are
+    committed after each record, so an error leaves whole rows only."""
     cdef RecordView v
     cdef Py_ssize_t payload = it._cur.end - it._cur.start
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
     cdef Py_ssize_t bits = (rows + 7) // 8 + 1
     cdef Py_ssize_t row = cols.rows, r0 = cols.rows
-    cdef uint8_t *kd
-    cdef uint8_t *vd
     cdef int32_t *ko
     cdef int32_t *vo
     cdef uint8_t *kvalid
@@ -348,8 +346,6 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
             parse_v2_record(it, &v)
             cols.add(&v, ts_type, b, strict)
         return 0
-    kd = reserve_tail(cols.key.data, payload, False)
-    vd = reserve_tail(cols.value.data, payload, False)
     ko = <int32_t *>reserve_tail(cols.key.offsets, rows * 4, False)
     vo = <int32_t *>reserve_tail(cols.value.offsets, rows * 4, False)
     offs = <int64_t *>reserve_tail(cols.offset, rows * 8, False)
@@ -367,15 +363,17 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     while it._remaining > 0 and row - r0 < rows:
         parse_v2_record(it, &v)
         if v.key_len >= 0:
-            c_memcpy(kd, v.key, v.key_len)
-            kd += v.key_len
+            if cols.key.data.capacity - kpos < v.key_len:
+                cols.key.data.reserve(v.key_len)     # size == kpos: committed per row
+            c_memcpy(cols.key.data.data + kpos, v.key, v.key_len)
             kpos += v.key_len
             kvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
         else:
             cols.key.valid.zeros += 1
         if v.value_len >= 0:
-            c_memcpy(vd, v.value, v.value_len)
-            vd += v.value_len
+            if cols.value.data.capacity - vpos < v.value_len:
+                cols.value.data.reserve(v.value_len)
+            c_memcpy(cols.value.data.data + vpos, v.value, v.value_len)
             vpos += v.value_len
             vvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
         else:
