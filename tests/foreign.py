@@ -183,6 +183,21 @@ def records_section(batch) -> bytes:
     return batch[V2_HEADER_SIZE:]
 
 
+def v2_patch(batch: bytes, *, payload: bytes | None = None, fix_crc: bool = True, **fields) -> bytes:
+    """``batch`` with header fields replaced by name (V2_FIELDS); ``payload``
+    replaces the records section; length follows the payload and the CRC-32C is
+    recomputed unless fix_crc is False."""
+    values = dict(zip(V2_FIELDS, V2_HEADER.unpack_from(batch)))
+    assert not set(fields) - set(V2_FIELDS)
+    values.update(fields)
+    body = batch[61:] if payload is None else payload
+    values["length"] = 49 + len(body)
+    out = bytearray(V2_HEADER.pack(*(values[f] for f in V2_FIELDS)) + body)
+    if fix_crc:
+        struct.pack_into(">I", out, 17, _crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
 def split_batches(buffer) -> list[bytes]:
     """Cut a buffer into its entries using only the size field (no decoding)."""
     buffer, out, pos = bytes(buffer), [], 0
