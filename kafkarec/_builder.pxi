@@ -16,6 +16,54 @@ cdef enum:
     LZ4_BLOCK_SIZE = 64 * 1024
 
 
+from cpython.ref cimport PyObject, Py_XDECREF, Py_INCREF
+
+cdef extern from "Python.h":
+    int _PyBytes_Resize(PyObject **obj, Py_ssize_t size) except -1
+
+
+cdef class _BatchBytes(_Growable):
+    """The records of a batch being built, written straight into the bytes
+    object build() returns, behind 61 bytes left for the header: an
+    uncompressed batch then costs no final copy."""
+    cdef PyObject *_bytes       # owned reference; refcount 1 while growing
+
+    def __dealloc__(self):
+        self.data = NULL            # inside _bytes, not malloc'd
+        Py_XDECREF(self._bytes)
+        self._bytes = NULL
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.size + extra
+        cdef Py_ssize_t cap
+        cdef object fresh
+        if want <= self.capacity:
+            return 0
+        cap = max(want, self.capacity * 2, 4096)
+        if self._bytes == NULL:
+            fresh = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + cap)
+            Py_INCREF(fresh)
+            self._bytes = <PyObject *>fresh
+        else:
+            _PyBytes_Resize(&self._bytes, V2_HEADER_SIZE + cap)
+        self.data = <uint8_t *>PyBytes_AS_STRING(<object>self._bytes) + V2_HEADER_SIZE
+        self.capacity = cap
+        return 0
+
+    cdef bytes take(self):
+        """The bytes object, cut to header + records; the buffer is spent."""
+        cdef object out
+        if self._bytes == NULL:
+            self.reserve(1)
+        _PyBytes_Resize(&self._bytes, V2_HEADER_SIZE + self.size)
+        out = <object>self._bytes
+        Py_XDECREF(self._bytes)
+        self._bytes = NULL
+        self.data = NULL
+        self.capacity = 0
+        return out
+
+
 cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noexcept:
     if n <= 0:
         return p            # n == -1 is a null: its length varint was written, no bytes follow
@@ -36,7 +84,7 @@ cdef class RecordBatchBuilder:
     producer does (the first record always fits) and ``append`` refuses a
     record that does not fit rather than dropping it.
     """
-    cdef _Growable _records
+    cdef _BatchBytes _records
     cdef readonly int record_count
     cdef int64_t _base_offset
     cdef int64_t _last_offset
@@ -60,7 +108,7 @@ cdef class RecordBatchBuilder:
                  producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  is_transactional=False, is_control=False, partition_leader_epoch=-1,
                  delete_horizon_ms=None, max_batch_size=None, snappy_framing="xerial"):
-        self._records = _Growable()
+        self._records = _BatchBytes()
         self._codec = codec_id(compression)
         self._level = check_level(self._codec, compression_level)
         if snappy_framing not in ("xerial", "raw"):
@@ -221,11 +269,25 @@ cdef class RecordBatchBuilder:
         self._built = True
         if self.record_count == 0:
             return b""
-        records = view_of(self._records.data, self._records.size)
+        cdef const uint8_t *records = self._records.data
+        cdef Py_ssize_t n = self._records.size
+        cdef object compressed
+        cdef _Buffer owner
         if self._codec != CODEC_NONE:
-            records = compress(self._codec, records, self._level, self._raw_snappy, 2)
+            compressed = compress(self._codec, view_of(records, n), self._level, self._raw_snappy, 2)
+            owner = buffer_of(compressed)
+            records = owner.ptr
+            n = owner.size
         max_ts = self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME else self._max_timestamp
-        return write_v2_batch(records, self._base_offset, self._partition_leader_epoch,
+        if self._codec == CODEC_NONE:
+            out = self._records.take()      # records already in place behind the header
+            write_v2_header(<uint8_t *>PyBytes_AS_STRING(out), len(out), self._base_offset,
+                            self._partition_leader_epoch, self._attributes,
+                            <int32_t>(self._last_offset - self._base_offset), self._base_timestamp,
+                            max_ts, self._producer_id, self._producer_epoch, self._base_sequence,
+                            self.record_count)
+            return out
+        return write_v2_batch(records, n, self._base_offset, self._partition_leader_epoch,
                               self._attributes, <int32_t>(self._last_offset - self._base_offset),
                               self._base_timestamp, max_ts, self._producer_id,
                               self._producer_epoch, self._base_sequence, self.record_count)
@@ -319,17 +381,31 @@ cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_de
     return 0
 
 
-cdef bytes write_v2_batch(object records, int64_t base_offset, int32_t partition_leader_epoch,
-                          int16_t attributes, int32_t last_offset_delta, int64_t base_timestamp,
-                          int64_t max_timestamp, int64_t producer_id, int16_t producer_epoch,
-                          int32_t base_sequence, int32_t count):
-    """Header + records, CRC-32C computed over attributes..end."""
-    cdef const uint8_t[::1] rv = records
-    cdef Py_ssize_t n = rv.shape[0]
+cdef bytes write_v2_batch(const uint8_t *records, Py_ssize_t n, int64_t base_offset,
+                          int32_t partition_leader_epoch, int16_t attributes,
+                          int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
+                          int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                          int32_t count):
+    """Header + a copy of the records."""
     cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + n)
     cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out)
+    if n:
+        c_memcpy(p + V2_HEADER_SIZE, records, n)
+    write_v2_header(p, V2_HEADER_SIZE + n, base_offset, partition_leader_epoch, attributes,
+                    last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                    producer_epoch, base_sequence, count)
+    return out
+
+
+cdef int write_v2_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
+                         int32_t partition_leader_epoch, int16_t attributes,
+                         int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
+                         int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                         int32_t count) except -1:
+    """The 61-byte header in front of the records at p + 61; the CRC-32C over
+    attributes..end is computed last."""
     kr_store_be64(p, <uint64_t>base_offset)
-    kr_store_be32(p + OFF_LENGTH, <uint32_t>(V2_HEADER_SIZE + n - LOG_OVERHEAD))
+    kr_store_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
     kr_store_be32(p + OFF_PARTITION_LEADER_EPOCH, <uint32_t>partition_leader_epoch)
     p[OFF_MAGIC] = 2
     kr_store_be16(p + OFF_ATTRIBUTES, <uint16_t>attributes)
@@ -340,10 +416,8 @@ cdef bytes write_v2_batch(object records, int64_t base_offset, int32_t partition
     kr_store_be16(p + OFF_PRODUCER_EPOCH, <uint16_t>producer_epoch)
     kr_store_be32(p + OFF_BASE_SEQUENCE, <uint32_t>base_sequence)
     kr_store_be32(p + OFF_RECORDS_COUNT, <uint32_t>count)
-    if n:
-        c_memcpy(p + V2_HEADER_SIZE, &rv[0], n)
-    kr_store_be32(p + OFF_CRC, crc32c_of(p + OFF_ATTRIBUTES, V2_HEADER_SIZE + n - OFF_ATTRIBUTES))
-    return out
+    kr_store_be32(p + OFF_CRC, crc32c_of(p + OFF_ATTRIBUTES, size - OFF_ATTRIBUTES))
+    return 0
 
 
 # --- compression on write ----------------------------------------------------
@@ -564,20 +638,20 @@ cdef Py_ssize_t data_bytes(_BinaryInput col):
 cdef class _Int64Input:
     """An int64 column: a list read item by item, or an array read through its buffer."""
     cdef list items
-    cdef const int64_t[::1] view
-    cdef Py_ssize_t start
+    cdef const int64_t *values      # arrays: the first value (offset applied)
     cdef bint is_list
     cdef object owner
 
     cdef inline int64_t get(self, Py_ssize_t i) except? -1:
         if self.is_list:
             return self.items[i]
-        return self.view[self.start + i]
+        return self.values[i]
 
 
 cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
     cdef _Int64Input col = _Int64Input()
     cdef _ArrowCArray arr
+    cdef _Buffer owner
     if hasattr(column, "combine_chunks"):
         column = column.combine_chunks()       # a ChunkedArray: one contiguous array
     if isinstance(column, list) or len(column) == 0:
@@ -595,8 +669,7 @@ cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
         if arr.format == b"l" or arr.format.startswith(b"tsm:"):
             # int64 / timestamp[ms]: read the values buffer in place
             col.owner = arr
-            col.view = <const int64_t[:length + arr.array.offset]><const int64_t *>arr.array.buffers[1]
-            col.start = arr.array.offset
+            col.values = <const int64_t *>arr.array.buffers[1] + arr.array.offset
             return col
         column = column.cast(pyarrow().int64()).to_numpy(zero_copy_only=False)
     np = codec_lib("numpy", "numpy")
@@ -604,7 +677,9 @@ cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
     if values.shape != (length,):
         raise EncodeError(f"{name} has {values.shape[0] if values.ndim else 0} items, "
                           f"values has {length}")
-    col.view = values
+    owner = buffer_of(values)
+    col.owner = owner
+    col.values = <const int64_t *>owner.ptr
     return col
 
 
@@ -675,7 +750,7 @@ cdef int extend_arrays(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInput kco
     if off - base_offset + n - 1 > INT32_MAX or b.record_count + n > INT32_MAX:
         raise EncodeError("Maximum offset delta exceeded")
     if ts_col is not None:
-        tsp = &ts_col.view[ts_col.start]
+        tsp = ts_col.values
     p = out.data + out.size
     limit = out.data + out.capacity
     try:
