@@ -26,6 +26,13 @@ cdef struct RecordView:
 
 
 
+cdef inline object nullable_bytes(const uint8_t *p, int32_t n):
+    """A key or value: bytes, or None for a negative (null) length."""
+    if n < 0:
+        return None
+    return PyBytes_FromStringAndSize(<const char *>p, n)
+
+
 cdef object _control = None   # kafkarec.control, imported on first use
 
 
@@ -66,13 +73,9 @@ cdef class Record:
         if name is "timestamp":
             return self._v.timestamp
         if name is "value":
-            if self._v.value_len < 0:
-                return None
-            return PyBytes_FromStringAndSize(<const char *>self._v.value, self._v.value_len)
+            return nullable_bytes(self._v.value, self._v.value_len)
         if name is "key":
-            if self._v.key_len < 0:
-                return None
-            return PyBytes_FromStringAndSize(<const char *>self._v.key, self._v.key_len)
+            return nullable_bytes(self._v.key, self._v.key_len)
         if name is "headers":
             return record_headers(self)
         return PyObject_GenericGetAttr(self, name)
@@ -95,15 +98,11 @@ cdef class Record:
 
     @property
     def key(self):
-        if self._v.key_len < 0:
-            return None
-        return PyBytes_FromStringAndSize(<const char *>self._v.key, self._v.key_len)
+        return nullable_bytes(self._v.key, self._v.key_len)
 
     @property
     def value(self):
-        if self._v.value_len < 0:
-            return None
-        return PyBytes_FromStringAndSize(<const char *>self._v.value, self._v.value_len)
+        return nullable_bytes(self._v.value, self._v.value_len)
 
     @property
     def headers(self) -> list:

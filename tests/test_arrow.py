@@ -34,9 +34,9 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 # ------------------------------------------------------------ byte surgery
 
 try:
-    from tests.foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
+    from tests.foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
 except ImportError:           # run from inside tests/
-    from foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
+    from foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
 
 
 def split_entries(data: bytes) -> list[bytes]:
@@ -49,16 +49,7 @@ def split_entries(data: bytes) -> list[bytes]:
 
 
 def zigzag(n: int) -> bytes:
-    u = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = u & 0x7F
-        u >>= 7
-        if u:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return varlong(n)
 
 
 def legacy_entry(magic: int, offset: int, key, value, *, attributes: int = 0, timestamp: int = -1) -> bytes:
