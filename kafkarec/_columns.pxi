@@ -85,6 +85,7 @@ cdef class _Bits:
         if bit:
             self.bytes.data[self.length >> 3] |= <uint8_t>(1 << (self.length & 7))
         else:
+            self.bytes.data[self.length >> 3] &= <uint8_t>~(1 << (self.length & 7))
             self.zeros += 1
         self.length += 1
         return 0
@@ -241,9 +242,8 @@ cdef class _ArrowColumns:
         return 0
 
     cdef int truncate(self, Py_ssize_t rows) except -1:
-        """Drop rows past `rows` (a batch that failed half way is all-or-nothing)."""
-        if rows == self.rows:
-            return 0
+        """Drop rows past `rows` (a batch that failed half way is all-or-nothing;
+        its header entries may be there although its rows were not committed)."""
         self.key.truncate(rows)
         self.value.truncate(rows)
         self.offset.size = rows * 8
@@ -265,6 +265,18 @@ cdef class _ArrowColumns:
         self.rows = rows
         return 0
 
+    cdef int expect(self, double scale, Py_ssize_t headroom) except -1:
+        """Grow every column to `scale` times its size now plus `headroom`
+        bytes (what one more batch reserves), in one step: a column of N bytes
+        grown by doubling would copy about N bytes more."""
+        cdef _Growable g
+        for g in (self.key.offsets, self.key.data, self.key.valid.bytes,
+                  self.value.offsets, self.value.data, self.value.valid.bytes,
+                  self.offset, self.timestamp, self.timestamp_type,
+                  self.header_list_offsets, self.header_list_valid.bytes):
+            g.reserve(<Py_ssize_t>(g.size * (scale - 1.0)) + headroom)
+        return 0
+
     cdef Py_ssize_t data_bytes(self) noexcept:
         return (self.key.data.size + self.value.data.size + self.header_key.data.size
                 + self.header_value.data.size)
@@ -281,9 +293,9 @@ cdef class _ArrowColumns:
              pa.py_buffer(self.header_list_offsets)],
             null_count=self.header_list_valid.zeros, children=[header_struct])
         topic_col = (pa.nulls(n, pa.string()) if topic is None
-                     else pa.repeat(pa.scalar(topic, pa.string()), n))
+                     else constant_string_column(topic, n))
         partition_col = (pa.nulls(n, pa.int32()) if partition is None
-                         else pa.repeat(pa.scalar(partition, pa.int32()), n))
+                         else constant_int32_column(partition, n))
         columns = [
             self.key.to_arrow(pa.binary()), self.value.to_arrow(pa.binary()), topic_col, partition_col,
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]),
@@ -308,6 +320,42 @@ cdef class _ArrowColumns:
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(batch_columns=self.batch_columns))
 
 
+cdef object constant_int32_column(int32_t value, Py_ssize_t n):
+    # pa.repeat copies the scalar element by element; a fill loop is several times faster.
+    cdef _ArrowGrowable g = _ArrowGrowable()
+    cdef int32_t *p = <int32_t *>reserve_tail(g, n * 4 + 4, False)
+    cdef Py_ssize_t i
+    for i in range(n):
+        p[i] = value
+    g.size = n * 4
+    return pyarrow().Array.from_buffers(pyarrow().int32(), n, [None, pyarrow().py_buffer(g)])
+
+
+cdef object constant_string_column(str value, Py_ssize_t n):
+    cdef bytes utf8 = value.encode("utf-8")
+    cdef Py_ssize_t width = len(utf8), i, filled
+    cdef _ArrowGrowable offsets = _ArrowGrowable()
+    cdef _ArrowGrowable data = _ArrowGrowable()
+    cdef int32_t *o
+    cdef uint8_t *d
+    if width * n > INT32_LIMIT:
+        raise OverflowError("topic column over 2 GiB")
+    o = <int32_t *>reserve_tail(offsets, (n + 1) * 4, False)
+    for i in range(n + 1):
+        o[i] = <int32_t>(i * width)
+    offsets.size = (n + 1) * 4
+    d = reserve_tail(data, width * n + 1, False)
+    if width and n:
+        memcpy(d, PyBytes_AS_STRING(utf8), width)
+        filled = width
+        while filled < width * n:        # double the filled prefix
+            memcpy(d + filled, d, min(filled, width * n - filled))
+            filled += min(filled, width * n - filled)
+    data.size = width * n
+    pa = pyarrow()
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
 cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except NULL:
     """Room for n more bytes at the end of g (zeroed if asked); returns where they start."""
     if g.size + n > g.capacity:
@@ -317,17 +365,60 @@ cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except N
     return g.data + g.size
 
 
+cdef inline uint8_t *reserve_bits(_Bits bits, Py_ssize_t n, bint ones) except NULL:
+    """Room for n more bits, preset to `ones` (the common value), so a row only
+    touches its bit when it has the other one.  Also resets the unused bits of
+    the last byte, which a batch that failed half way may have changed."""
+    cdef Py_ssize_t length = bits.length
+    cdef Py_ssize_t used = (length + 7) >> 3
+    cdef Py_ssize_t want = ((length + n + 7) >> 3) + 1
+    cdef _Growable g = bits.bytes
+    if want > g.capacity:
+        g.reserve(want - g.size)
+    if length & 7:
+        if ones:
+            g.data[length >> 3] |= <uint8_t>(0xFF << (length & 7))
+        else:
+            g.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
+    memset(g.data + used, 0xFF if ones else 0, want - used)
+    return g.data
+
+
+cdef extern from *:
+    """
+    /* Copy n bytes to dst, which has COPY_SLACK spare bytes after them: whole
+       32-byte blocks (inlined, no call) when the source has them before
+       src_end, else memcpy. */
+    #define KAFKAREC_COPY_SLACK 32
+    static CYTHON_INLINE void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
+                                                  const uint8_t *src_end) {
+        if (n <= 256 && src_end - src >= ((n + 31) & ~(Py_ssize_t)31)) {
+            Py_ssize_t i;
+            for (i = 0; i < n; i += 32) memcpy(dst + i, src + i, 32);
+        } else {
+            memcpy(dst, src, (size_t)n);
+        }
+    }
+    """
+    enum: KAFKAREC_COPY_SLACK
+    void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
+                             const uint8_t *src_end) noexcept nogil
+
+
 cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                         bint strict) except -1:
     """All records of one v2 batch, written through raw pointers into space
-    reserved up front (a batch cannot hold more rows than its payload has
-    7-byte minimal records); key and value bytes grow as they come.  Sizes are
-    committed after each record, so an error leaves whole rows only."""
+    reserved up front: a batch cannot hold more rows than its payload has
+    7-byte minimal records, nor more key/value bytes than its payload.  Sizes
+    are committed when the batch is complete, so a batch that fails half way
+    leaves the columns as they were (headers, appended as they come, are cut
+    back by _ArrowColumns.truncate)."""
     cdef RecordView v
-    cdef Py_ssize_t payload = it._cur.end - it._cur.start
+    cdef const uint8_t *payload_end = it._cur.end
+    cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
-    cdef Py_ssize_t bits = (rows + 7) // 8 + 1
-    cdef Py_ssize_t row = cols.rows, r0 = cols.rows
+    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row
+    cdef Py_ssize_t key_nulls = 0, value_nulls = 0, with_headers = 0
     cdef int32_t *ko
     cdef int32_t *vo
     cdef uint8_t *kvalid
@@ -337,7 +428,10 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef int64_t *tss
     cdef int32_t *tts
     cdef int32_t *hoff
+    cdef uint8_t *kdata
+    cdef uint8_t *vdata
     cdef int32_t kpos, vpos
+    cdef const uint8_t *pos = it._cur.pos
     if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
         raise OverflowError("binary column over 2 GiB")
     if cols.batch_columns:
@@ -352,32 +446,30 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     tss = <int64_t *>reserve_tail(cols.timestamp, rows * 8, False)
     tts = <int32_t *>reserve_tail(cols.timestamp_type, rows * 4, False)
     hoff = <int32_t *>reserve_tail(cols.header_list_offsets, rows * 4, False)
-    reserve_tail(cols.key.valid.bytes, bits, True)
-    reserve_tail(cols.value.valid.bytes, bits, True)
-    reserve_tail(cols.header_list_valid.bytes, bits, True)
-    kvalid = cols.key.valid.bytes.data
-    vvalid = cols.value.valid.bytes.data
-    hvalid = cols.header_list_valid.bytes.data
+    kdata = reserve_tail(cols.key.data, payload + KAFKAREC_COPY_SLACK, False)
+    vdata = reserve_tail(cols.value.data, payload + KAFKAREC_COPY_SLACK, False)
+    kvalid = reserve_bits(cols.key.valid, rows, True)
+    vvalid = reserve_bits(cols.value.valid, rows, True)
+    hvalid = reserve_bits(cols.header_list_valid, rows, False)
+    kdata -= cols.key.data.size           # index by absolute column position
+    vdata -= cols.value.data.size
     kpos = <int32_t>cols.key.data.size
     vpos = <int32_t>cols.value.data.size
-    while it._remaining > 0 and row - r0 < rows:
-        parse_v2_record(it, &v)
-        if v.key_len >= 0:
-            if cols.key.data.capacity - kpos < v.key_len:
-                cols.key.data.reserve(v.key_len)     # size == kpos: committed per row
-            c_memcpy(cols.key.data.data + kpos, v.key, v.key_len)
+    end_row = r0 + rows
+    while it._remaining > 0 and row < end_row:
+        parse_v2_record_at(it, &v, &pos, payload_end)
+        if likely(v.key_len >= 0):
+            kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
             kpos += v.key_len
-            kvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
         else:
-            cols.key.valid.zeros += 1
-        if v.value_len >= 0:
-            if cols.value.data.capacity - vpos < v.value_len:
-                cols.value.data.reserve(v.value_len)
-            c_memcpy(cols.value.data.data + vpos, v.value, v.value_len)
+            kvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+            key_nulls += 1
+        if likely(v.value_len >= 0):
+            kafkarec_copy_short(vdata + vpos, v.value, v.value_len, payload_end)
             vpos += v.value_len
-            vvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
         else:
-            cols.value.valid.zeros += 1
+            vvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+            value_nulls += 1
         ko[0] = kpos
         vo[0] = vpos
         ko += 1
@@ -388,29 +480,31 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         offs += 1
         tss += 1
         tts += 1
-        if v.header_count:
+        if unlikely(v.header_count != 0):
             add_headers(cols, &v, strict)
             hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
-        else:
-            cols.header_list_valid.zeros += 1
+            with_headers += 1
         hoff[0] = <int32_t>cols.header_rows
         hoff += 1
         row += 1
-        # commit the row
-        cols.key.data.size = kpos
-        cols.value.data.size = vpos
-        cols.key.offsets.size += 4
-        cols.value.offsets.size += 4
-        cols.offset.size += 8
-        cols.timestamp.size += 8
-        cols.timestamp_type.size += 4
-        cols.header_list_offsets.size += 4
-        cols.key.valid.length = row
-        cols.value.valid.length = row
-        cols.header_list_valid.length = row
-        cols.rows = row
+    # commit the batch
+    it._cur.pos = pos
+    rows = row - r0
+    cols.key.data.size = kpos
+    cols.value.data.size = vpos
+    cols.key.offsets.size += rows * 4
+    cols.value.offsets.size += rows * 4
+    cols.offset.size += rows * 8
+    cols.timestamp.size += rows * 8
+    cols.timestamp_type.size += rows * 4
+    cols.header_list_offsets.size += rows * 4
+    cols.key.valid.zeros += key_nulls
+    cols.value.valid.zeros += value_nulls
+    cols.header_list_valid.zeros += rows - with_headers
     for bitmap in (cols.key.valid, cols.value.valid, cols.header_list_valid):
-        (<_Bits>bitmap).bytes.size = ((<_Bits>bitmap).length + 7) >> 3
+        (<_Bits>bitmap).length = row
+        (<_Bits>bitmap).bytes.size = (row + 7) >> 3
+    cols.rows = row
     if it._remaining > 0:
         # More declared records than the payload can hold: let the parser say why.
         parse_v2_record(it, &v)
@@ -515,6 +609,10 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
     cdef int ts_type
     cdef set aborted = None
     cdef bint yielded = False
+    cdef bint sized = False
+    cdef Py_ssize_t data_size = memoryview(data).nbytes
+    cdef Py_ssize_t chunk_start = 0, consumed
+    cdef double expected
     if read_committed:
         aborted = aborted_batch_positions(data, verify_crc, max_decompressed_bytes)
     batches = iter_batches(data, verify_crc=verify_crc, strict=strict,
@@ -566,6 +664,19 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
             yield cols.finish(topic, partition)
             yielded = True
             cols = _ArrowColumns(batch_columns)
+            chunk_start = b.position + b.size_in_bytes
+            sized = False
+        elif not sized and cols.rows:
+            # After the chunk's first batch, size the columns for the whole
+            # chunk by extrapolation (how far the input or the chunk limits
+            # reach), instead of growing them by doubling.
+            sized = True
+            consumed = b.position + b.size_in_bytes - chunk_start
+            expected = (data_size - chunk_start) / <double>max(consumed, 1)
+            expected = min(expected, max_rows / <double>cols.rows,
+                           max_bytes / <double>max(cols.data_bytes(), 1))
+            if expected > 1.5:
+                cols.expect(min(expected * 1.05, 1024.0), 2 * b.size_in_bytes + 4096)
     if cols.rows or not yielded:
         yield cols.finish(topic, partition)
 

@@ -5,6 +5,12 @@
 # name the byte; for a decompressed payload `origin` is the batch position and
 # the offset inside the payload is reported separately.
 
+cdef extern from *:
+    # Cython's branch hints (__builtin_expect), for error checks in hot loops.
+    bint likely(bint) nogil
+    bint unlikely(bint) nogil
+
+
 cdef struct Cursor:
     const uint8_t *start
     const uint8_t *pos

@@ -202,6 +202,55 @@ cdef list record_headers(Record r):
     return out
 
 
+# What scan_v2_record found wrong.  Varint faults use the VarintStatus numbers.
+cdef enum RecordFault:
+    FAULT_SHORT = 16            # a field needs more bytes than remain
+    FAULT_PREMATURE_EOF
+    FAULT_SIZE_PAST_END
+    FAULT_NEGATIVE_HEADER_COUNT
+    FAULT_HEADER_COUNT_PAST_END
+    FAULT_NEGATIVE_HEADER_KEY
+    FAULT_NEGATIVE_HEADER_VALUE
+    FAULT_SIZE_MISMATCH
+    FAULT_ATTRIBUTES
+    FAULT_NEGATIVE_LENGTH
+    FAULT_OFFSET_ORDER
+    FAULT_LEFTOVER
+
+
+# Record fields, for error messages.
+cdef enum RecordField:
+    FIELD_LENGTH
+    FIELD_ATTRIBUTES
+    FIELD_TIMESTAMP_DELTA
+    FIELD_OFFSET_DELTA
+    FIELD_KEY_LENGTH
+    FIELD_KEY
+    FIELD_VALUE_LENGTH
+    FIELD_VALUE
+    FIELD_HEADER_COUNT
+    FIELD_HEADER_KEY_LENGTH
+    FIELD_HEADER_KEY
+    FIELD_HEADER_VALUE_LENGTH
+    FIELD_HEADER_VALUE
+
+
+cdef tuple RECORD_FIELD_NAMES = (
+    "record length", "record attributes", "record timestamp delta", "record offset delta",
+    "record key length", "record key", "record value length", "record value",
+    "record header count", "header key length", "header key", "header value length",
+    "header value")
+
+
+cdef struct RecordFaultInfo:
+    int kind                     # VarintStatus or RecordFault
+    int field                    # RecordField
+    const uint8_t *at            # where the error is reported
+    const uint8_t *record_start
+    int64_t a
+    int64_t b
+
+
 @cython.final
 @cython.no_gc          # holds buffers and ints only: no cycles possible
 cdef class _RecordIterator:
@@ -218,6 +267,7 @@ cdef class _RecordIterator:
     cdef bint _is_control
     cdef bint _strict
     cdef Py_ssize_t _batch_position
+    cdef RecordFaultInfo _fault
 
     def __iter__(self):
         return self
@@ -228,7 +278,7 @@ cdef class _RecordIterator:
         return read_v2_record(self)
 
 
-cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
+cdef int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
     try:
         PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
     except UnicodeDecodeError:
@@ -236,72 +286,114 @@ cdef inline int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
     return 0
 
 
-cdef inline int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
-    """Read and validate the next record (Kafka's DefaultRecord.readFrom rules)."""
-    cdef Cursor *c = &it._cur
-    cdef const uint8_t *start = c.pos
+cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at,
+                      const uint8_t *record_start, int64_t a, int64_t b) noexcept nogil:
+    f.kind = kind
+    f.field = field
+    f.at = at
+    f.record_start = record_start
+    f.a = a
+    f.b = b
+    return kind
+
+
+cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
+                               const uint8_t *end) noexcept:
+    """Read and validate the record at pos[0] (Kafka's DefaultRecord.readFrom
+    rules) and move pos[0] past it.  Returns 0, or a fault (described in
+    it._fault; pos[0] does not move).  Never raises, so the loops that call it
+    stay small; parse_v2_record raises.  The position is passed apart from the
+    iterator's cursor so a loop can keep it in a register."""
+    cdef const Cursor *c = &it._cur
+    cdef RecordFaultInfo *f = &it._fault
+    cdef const uint8_t *start = pos[0]
+    cdef const uint8_t *p = start
     cdef const uint8_t *body
+    cdef const uint8_t *at
+    cdef bint strict = c.strict
+    cdef int status
     cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
     cdef int64_t timestamp_delta
     cdef uint8_t attributes
     cdef const uint8_t *key_p = NULL
     cdef const uint8_t *value_p = NULL
     cdef const uint8_t *headers_p
-    cdef const uint8_t *hkey_p
-    if start >= c.end:
-        cursor_fail(c, start, InvalidRecordError,
-                    "Incorrect declared batch size, premature EOF reached")
-    read_varint(c, &size, "record length")
-    if size > c.end - c.pos:
-        cursor_fail(c, start, InvalidRecordError,
-                    f"Invalid record size: expected {size} bytes in record payload, but instead "
-                    f"the buffer has only {c.end - c.pos} remaining bytes.")
-    body = c.pos
-    cursor_u8(c, &attributes, "record attributes")
-    read_varlong(c, &timestamp_delta, "record timestamp delta")
-    read_varint(c, &offset_delta, "record offset delta")
-    read_varint(c, &key_len, "record key length")
+    if unlikely(p >= end):
+        return record_fault(f, FAULT_PREMATURE_EOF, 0, start, start, 0, 0)
+    status = take_varint(&p, end, strict, &size)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_LENGTH, p, start, 0, 0)
+    if unlikely(size > end - p):
+        return record_fault(f, FAULT_SIZE_PAST_END, 0, start, start, size, end - p)
+    body = p
+    if unlikely(p >= end):
+        return record_fault(f, FAULT_SHORT, FIELD_ATTRIBUTES, p, start, 1, 0)
+    attributes = p[0]
+    p += 1
+    status = take_varlong(&p, end, strict, &timestamp_delta)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_TIMESTAMP_DELTA, p, start, 0, 0)
+    status = take_varint(&p, end, strict, &offset_delta)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_OFFSET_DELTA, p, start, 0, 0)
+    status = take_varint(&p, end, strict, &key_len)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_KEY_LENGTH, p, start, 0, 0)
     if key_len >= 0:
-        key_p = cursor_take(c, key_len, "record key")
-    read_varint(c, &value_len, "record value length")
+        if unlikely(key_len > end - p):
+            return record_fault(f, FAULT_SHORT, FIELD_KEY, p, start, key_len, end - p)
+        key_p = p
+        p += key_len
+    status = take_varint(&p, end, strict, &value_len)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_VALUE_LENGTH, p, start, 0, 0)
     if value_len >= 0:
-        value_p = cursor_take(c, value_len, "record value")
-    read_varint(c, &header_count, "record header count")
-    if header_count < 0:
-        cursor_fail(c, start, InvalidRecordError,
-                    f"Found invalid number of record headers {header_count}")
-    if header_count > c.end - c.pos:
-        cursor_fail(c, start, InvalidRecordError,
-                    f"Found invalid number of record headers. {header_count} is larger than "
-                    f"the remaining size of the buffer")
-    headers_p = c.pos
+        if unlikely(value_len > end - p):
+            return record_fault(f, FAULT_SHORT, FIELD_VALUE, p, start, value_len, end - p)
+        value_p = p
+        p += value_len
+    status = take_varint(&p, end, strict, &header_count)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_HEADER_COUNT, p, start, 0, 0)
+    if unlikely(header_count < 0):
+        return record_fault(f, FAULT_NEGATIVE_HEADER_COUNT, 0, start, start, header_count, 0)
+    if unlikely(header_count > end - p):
+        return record_fault(f, FAULT_HEADER_COUNT_PAST_END, 0, start, start, header_count, 0)
+    headers_p = p
     for i in range(header_count):
-        read_varint(c, &hk, "header key length")
-        if hk < 0:
-            cursor_fail(c, start, InvalidRecordError, f"Invalid negative header key size {hk}")
-        hkey_p = cursor_take(c, hk, "header key")
-        if c.strict:
-            check_utf8(c, hkey_p, hk)
-        read_varint(c, &hv, "header value length")
+        status = take_varint(&p, end, strict, &hk)
+        if unlikely(status):
+            return record_fault(f, status, FIELD_HEADER_KEY_LENGTH, p, start, 0, 0)
+        if unlikely(hk < 0):
+            return record_fault(f, FAULT_NEGATIVE_HEADER_KEY, 0, start, start, hk, 0)
+        if unlikely(hk > end - p):
+            return record_fault(f, FAULT_SHORT, FIELD_HEADER_KEY, p, start, hk, end - p)
+        p += hk
+        status = take_varint(&p, end, strict, &hv)
+        if unlikely(status):
+            return record_fault(f, status, FIELD_HEADER_VALUE_LENGTH, p, start, 0, 0)
         if hv >= 0:
-            cursor_take(c, hv, "header value")
-        elif hv != -1 and c.strict:
-            cursor_fail(c, start, InvalidRecordError, f"negative header value length {hv}")
-    if c.pos - body != size:
-        cursor_fail(c, start, InvalidRecordError,
-                    f"Invalid record size: expected to read {size} bytes in record payload, "
-                    f"but instead read {c.pos - body}")
-    if c.strict:
+            if unlikely(hv > end - p):
+                return record_fault(f, FAULT_SHORT, FIELD_HEADER_VALUE, p, start, hv, end - p)
+            p += hv
+        elif unlikely(hv != -1 and strict):
+            return record_fault(f, FAULT_NEGATIVE_HEADER_VALUE, 0, start, start, hv, 0)
+    if unlikely(p - body != size):
+        return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, p - body)
+    if unlikely(strict):
         if attributes != 0:
-            cursor_fail(c, start, InvalidRecordError, f"unused record attributes set ({attributes})")
+            return record_fault(f, FAULT_ATTRIBUTES, 0, start, start, attributes, 0)
         if key_len < -1 or value_len < -1:
-            cursor_fail(c, start, InvalidRecordError,
-                        f"negative key/value length other than -1 ({key_len}, {value_len})")
+            return record_fault(f, FAULT_NEGATIVE_LENGTH, 0, start, start, key_len, value_len)
         if offset_delta <= it._prev_offset_delta or offset_delta > it._last_offset_delta:
-            cursor_fail(c, start, InvalidRecordError,
-                        f"offset delta {offset_delta} is out of order or past the last offset "
-                        f"delta {it._last_offset_delta}")
+            return record_fault(f, FAULT_OFFSET_ORDER, 0, start, start, offset_delta,
+                                it._last_offset_delta)
         it._prev_offset_delta = offset_delta
+    # Kafka checks for leftover bytes when it reads the last declared record.
+    if unlikely(it._remaining == 1 and p != end):
+        return record_fault(f, FAULT_LEFTOVER, 0, p, start, 0, 0)
+    it._remaining -= 1
+    pos[0] = p
     v.offset = wrapping_add64(it._base_offset, offset_delta)
     if it._timestamp_type == TS_LOG_APPEND:
         v.timestamp = it._max_timestamp     # the stored deltas still hold create times
@@ -316,13 +408,81 @@ cdef inline int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
     v.value = value_p
     v.headers = headers_p
     v.error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
-    # Kafka checks for leftover bytes when it reads the last declared record.
-    it._remaining -= 1
-    if it._remaining == 0 and c.pos != c.end:
-        it._remaining = -1
-        cursor_fail(c, c.pos, InvalidRecordError,
-                    "Incorrect declared batch size, records still remaining in file")
     return 0
+
+
+cdef int raise_record_fault(_RecordIterator it) except -1:
+    """Raise the error scan_v2_record described; the iterator then ends."""
+    cdef RecordFaultInfo *f = &it._fault
+    cdef Cursor *c = &it._cur
+    cdef str what = RECORD_FIELD_NAMES[f.field]
+    cdef int kind = f.kind
+    it._remaining = -1
+    if kind < FAULT_SHORT:
+        reason = f"{what}: {varint_problem(kind)}"
+    elif kind == FAULT_SHORT:
+        reason = f"{what} needs {f.a} bytes but only {f.b} remain in the batch"
+    elif kind == FAULT_PREMATURE_EOF:
+        reason = "Incorrect declared batch size, premature EOF reached"
+    elif kind == FAULT_SIZE_PAST_END:
+        reason = (f"Invalid record size: expected {f.a} bytes in record payload, but instead "
+                  f"the buffer has only {f.b} remaining bytes.")
+    elif kind == FAULT_NEGATIVE_HEADER_COUNT:
+        reason = f"Found invalid number of record headers {f.a}"
+    elif kind == FAULT_HEADER_COUNT_PAST_END:
+        reason = (f"Found invalid number of record headers. {f.a} is larger than "
+                  f"the remaining size of the buffer")
+    elif kind == FAULT_NEGATIVE_HEADER_KEY:
+        reason = f"Invalid negative header key size {f.a}"
+    elif kind == FAULT_NEGATIVE_HEADER_VALUE:
+        reason = f"negative header value length {f.a}"
+    elif kind == FAULT_SIZE_MISMATCH:
+        reason = (f"Invalid record size: expected to read {f.a} bytes in record payload, "
+                  f"but instead read {f.b}")
+    elif kind == FAULT_ATTRIBUTES:
+        reason = f"unused record attributes set ({f.a})"
+    elif kind == FAULT_NEGATIVE_LENGTH:
+        reason = f"negative key/value length other than -1 ({f.a}, {f.b})"
+    elif kind == FAULT_OFFSET_ORDER:
+        reason = (f"offset delta {f.a} is out of order or past the last offset "
+                  f"delta {f.b}")
+    else:
+        reason = "Incorrect declared batch size, records still remaining in file"
+    return cursor_fail(c, f.at, InvalidRecordError, reason)
+
+
+cdef int check_header_keys(_RecordIterator it, RecordView *v, const uint8_t *record_end) except -1:
+    """Strict mode: header keys must be UTF-8 (the default decodes them leniently)."""
+    cdef Cursor c
+    cdef int32_t i, klen, vlen
+    cdef const uint8_t *kp
+    cursor_init(&c, v.headers, record_end - v.headers, v.error_position, False, True)
+    c.start = it._cur.start     # positions count from the batch's records, as the cursor's do
+    c.origin = it._cur.origin
+    c.decompressed = it._cur.decompressed
+    for i in range(v.header_count):
+        read_varint(&c, &klen, "header key length")
+        kp = cursor_take(&c, klen, "header key")
+        check_utf8(&c, kp, klen)
+        read_varint(&c, &vlen, "header value length")
+        if vlen >= 0:
+            cursor_take(&c, vlen, "header value")
+    return 0
+
+
+cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
+                                   const uint8_t *end) except -1:
+    """The record at pos[0], validated (pos[0] moves past it); raises on a fault."""
+    if unlikely(scan_v2_record(it, v, pos, end) != 0):
+        raise_record_fault(it)
+    if unlikely(it._strict) and v.header_count:
+        check_header_keys(it, v, pos[0])
+    return 0
+
+
+cdef inline int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
+    """The iterator's next record, validated; raises on a fault."""
+    return parse_v2_record_at(it, v, &it._cur.pos, it._cur.end)
 
 
 cdef Record read_v2_record(_RecordIterator it):

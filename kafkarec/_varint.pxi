@@ -14,74 +14,122 @@ cdef inline int64_t zigzag64(uint64_t v) noexcept nogil:
     return <int64_t>((v >> 1) ^ (<uint64_t>0 - (v & 1)))
 
 
-cdef int read_varint_slow(Cursor *c, int32_t *out, str what) except -1:
-    cdef const uint8_t *p = c.pos
+# Decoding is split in two: take_varint/take_varlong never raise (they return
+# a status and leave the position alone on failure), so hot loops stay small;
+# read_varint/read_varlong turn a status into the error.
+cdef enum VarintStatus:
+    VARINT_OK = 0
+    VARINT_PAST_END = 1
+    VARINT_TOO_LONG = 2
+    VARINT_OVERFLOW = 3
+    VARLONG_PAST_END = 4
+    VARLONG_TOO_LONG = 5
+    VARLONG_OVERFLOW = 6
+
+
+cdef int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+                          int32_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
     cdef uint32_t value = 0
     cdef uint32_t b
     cdef int i
     for i in range(5):
-        if p + i >= c.end:
-            cursor_fail(c, p, InvalidRecordError,
-                        f"{what}: varint runs past the end of the batch")
+        if p + i >= end:
+            return VARINT_PAST_END
         b = p[i]
         value |= (b & 0x7F) << (7 * i)
         if b < 0x80:
-            if i == 4 and c.strict and (b & 0x70):
-                cursor_fail(c, p, InvalidRecordError,
-                            f"{what}: varint overflows 32 bits")
-            c.pos = p + i + 1
+            if i == 4 and strict and (b & 0x70):
+                return VARINT_OVERFLOW
+            pp[0] = p + i + 1
             out[0] = zigzag32(value)
-            return 0
-    cursor_fail(c, p, InvalidRecordError,
-                f"{what}: varint is too long, the most significant bit in the 5th byte is set")
-    return -1
+            return VARINT_OK
+    return VARINT_TOO_LONG
 
 
-cdef inline int read_varint(Cursor *c, int32_t *out, str what) except -1:
-    cdef const uint8_t *p = c.pos
-    if c.end - p >= 2:
+cdef inline int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
+                            int32_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
+    if end - p >= 2:
         # One- and two-byte varints (lengths under 8 KiB) take no loop.
         if p[0] < 0x80:
-            c.pos = p + 1
+            pp[0] = p + 1
             out[0] = zigzag32(p[0])
-            return 0
+            return VARINT_OK
         if p[1] < 0x80:
-            c.pos = p + 2
+            pp[0] = p + 2
             out[0] = zigzag32((p[0] & 0x7F) | (<uint32_t>p[1] << 7))
-            return 0
-    return read_varint_slow(c, out, what)
+            return VARINT_OK
+    return take_varint_slow(pp, end, strict, out)
 
 
-cdef int read_varlong_slow(Cursor *c, int64_t *out, str what) except -1:
-    cdef const uint8_t *p = c.pos
+cdef int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+                           int64_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
     cdef uint64_t value = 0
     cdef uint64_t b
     cdef int i
     for i in range(10):
-        if p + i >= c.end:
-            cursor_fail(c, p, InvalidRecordError,
-                        f"{what}: varlong runs past the end of the batch")
+        if p + i >= end:
+            return VARLONG_PAST_END
         b = p[i]
         value |= (b & 0x7F) << (7 * i)
         if b < 0x80:
-            if i == 9 and c.strict and (b & 0x7E):
-                cursor_fail(c, p, InvalidRecordError,
-                            f"{what}: varlong overflows 64 bits")
-            c.pos = p + i + 1
+            if i == 9 and strict and (b & 0x7E):
+                return VARLONG_OVERFLOW
+            pp[0] = p + i + 1
             out[0] = zigzag64(value)
-            return 0
-    cursor_fail(c, p, InvalidRecordError,
-                f"{what}: varlong is too long, the most significant bit in the 10th byte is set")
-    return -1
+            return VARINT_OK
+    return VARLONG_TOO_LONG
+
+
+cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict,
+                             int64_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
+    if end - p >= 2:
+        # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop.
+        if p[0] < 0x80:
+            pp[0] = p + 1
+            out[0] = zigzag64(p[0])
+            return VARINT_OK
+        if p[1] < 0x80:
+            pp[0] = p + 2
+            out[0] = zigzag64((p[0] & 0x7F) | (<uint64_t>p[1] << 7))
+            return VARINT_OK
+    return take_varlong_slow(pp, end, strict, out)
+
+
+cdef str varint_problem(int status):
+    if status == VARINT_PAST_END:
+        return "varint runs past the end of the batch"
+    if status == VARINT_TOO_LONG:
+        return "varint is too long, the most significant bit in the 5th byte is set"
+    if status == VARINT_OVERFLOW:
+        return "varint overflows 32 bits"
+    if status == VARLONG_PAST_END:
+        return "varlong runs past the end of the batch"
+    if status == VARLONG_TOO_LONG:
+        return "varlong is too long, the most significant bit in the 10th byte is set"
+    return "varlong overflows 64 bits"
+
+
+cdef int varint_fail(const Cursor *c, int status, str what) except -1:
+    # The cursor still points at the first byte of the bad varint.
+    return cursor_fail(c, c.pos, InvalidRecordError, f"{what}: {varint_problem(status)}")
+
+
+cdef inline int read_varint(Cursor *c, int32_t *out, str what) except -1:
+    cdef int status = take_varint(&c.pos, c.end, c.strict, out)
+    if status != VARINT_OK:
+        varint_fail(c, status, what)
+    return 0
 
 
 cdef inline int read_varlong(Cursor *c, int64_t *out, str what) except -1:
-    cdef const uint8_t *p = c.pos
-    if p < c.end and p[0] < 0x80:
-        c.pos = p + 1
-        out[0] = zigzag64(p[0])
-        return 0
-    return read_varlong_slow(c, out, what)
+    cdef int status = take_varlong(&c.pos, c.end, c.strict, out)
+    if status != VARINT_OK:
+        varint_fail(c, status, what)
+    return 0
 
 
 cdef inline Py_ssize_t varint_size(int64_t value) noexcept nogil:
