@@ -406,13 +406,15 @@ cdef extern from *:
 
 
 cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
-                        bint strict) except -1:
+                        bint strict, bint crc_after) except -1:
     """All records of one v2 batch, written through raw pointers into space
     reserved up front: a batch cannot hold more rows than its payload has
     7-byte minimal records, nor more key/value bytes than its payload.  Sizes
     are committed when the batch is complete, so a batch that fails half way
     leaves the columns as they were (headers, appended as they come, are cut
-    back by _ArrowColumns.truncate)."""
+    back by _ArrowColumns.truncate).  With crc_after the CRC is checked after
+    decoding, before the commit: decoding then pulls the bytes into cache
+    and the CRC runs over cached bytes."""
     cdef RecordView v
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
@@ -487,6 +489,11 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         hoff[0] = <int32_t>cols.header_rows
         hoff += 1
         row += 1
+    if it._remaining > 0:
+        # More declared records than the payload can hold: let the parser say why.
+        parse_v2_record_at(it, &v, &pos, payload_end)
+    if crc_after:
+        check_crc(b)
     # commit the batch
     it._cur.pos = pos
     rows = row - r0
@@ -505,9 +512,6 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         (<_Bits>bitmap).length = row
         (<_Bits>bitmap).bytes.size = (row + 7) >> 3
     cols.rows = row
-    if it._remaining > 0:
-        # More declared records than the payload can hold: let the parser say why.
-        parse_v2_record(it, &v)
     return 0
 
 
@@ -607,6 +611,7 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
     cdef Record r
     cdef Py_ssize_t start_rows
     cdef int ts_type
+    cdef bint left_out, crc_after
     cdef set aborted = None
     cdef bint yielded = False
     cdef bint sized = False
@@ -627,9 +632,16 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
             break
         if b is None:
             break
-        # Every batch is checked first, as a consumer with check.crcs does,
-        # also the ones left out below (markers, aborted transactions).
-        if verify_crc and not b.crc_valid:
+        left_out = (((b.attributes & ATTR_CONTROL) and b.magic >= 2 and not include_control)
+                    or (aborted is not None and b.position in aborted))
+        # Every batch is checked, as a consumer with check.crcs does, also the
+        # ones left out (markers, aborted transactions).  An uncompressed v2
+        # batch is checked right after its records are decoded (before they
+        # count), when its bytes are in cache; a corrupt batch is reported as
+        # corrupt whatever else is wrong with it.
+        crc_after = (verify_crc and not left_out and b.magic >= 2 and not batch_columns
+                     and (b.attributes & ATTR_CODEC_MASK) == CODEC_NONE)
+        if verify_crc and not crc_after and not b.crc_valid:
             try:
                 check_crc(b)
             except DecodeError as exc:
@@ -637,23 +649,26 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
                     raise
                 error_sink.append(error_record(exc, b))
                 continue
-        if (b.attributes & ATTR_CONTROL) and b.magic >= 2 and not include_control:
-            continue
-        if aborted is not None and b.position in aborted:
+        if left_out:
             continue
         start_rows = cols.rows
         ts_type = batch_timestamp_type(b)
         try:
-            if verify_crc:
-                check_crc(b)
-            if b.magic >= 2:
-                rit_obj = v2_record_iterator(b)
-                if isinstance(rit_obj, _RecordIterator):
-                    rit = <_RecordIterator>rit_obj
-                    add_v2_records(cols, rit, ts_type, b, strict)
-            else:
-                for r in b:
-                    cols.add(&r._v, r._timestamp_type, b, strict)
+            try:
+                if b.magic >= 2:
+                    rit_obj = v2_record_iterator(b)
+                    if isinstance(rit_obj, _RecordIterator):
+                        rit = <_RecordIterator>rit_obj
+                        add_v2_records(cols, rit, ts_type, b, strict, crc_after)
+                    elif crc_after:
+                        check_crc(b)
+                else:
+                    for r in b:
+                        cols.add(&r._v, r._timestamp_type, b, strict)
+            except DecodeError:
+                if crc_after:
+                    check_crc(b)
+                raise
         except DecodeError as exc:
             cols.truncate(start_rows)
             if errors == "raise":

@@ -393,7 +393,9 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     if unlikely(it._remaining == 1 and p != end):
         return record_fault(f, FAULT_LEFTOVER, 0, p, start, 0, 0)
     it._remaining -= 1
-    pos[0] = p
+    # == p (checked above); taken from the length prefix so the next record's
+    # parse does not wait on this record's chain of dependent loads.
+    pos[0] = body + size
     v.offset = wrapping_add64(it._base_offset, offset_delta)
     if it._timestamp_type == TS_LOG_APPEND:
         v.timestamp = it._max_timestamp     # the stored deltas still hold create times
@@ -470,13 +472,20 @@ cdef int check_header_keys(_RecordIterator it, RecordView *v, const uint8_t *rec
     return 0
 
 
+cdef int record_trouble(_RecordIterator it, RecordView *v, int status,
+                        const uint8_t *record_end) except -1:
+    # Out of line: raise a fault, or (strict mode) check the header keys.
+    if status != 0:
+        return raise_record_fault(it)
+    return check_header_keys(it, v, record_end)
+
+
 cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                    const uint8_t *end) except -1:
     """The record at pos[0], validated (pos[0] moves past it); raises on a fault."""
-    if unlikely(scan_v2_record(it, v, pos, end) != 0):
-        raise_record_fault(it)
-    if unlikely(it._strict) and v.header_count:
-        check_header_keys(it, v, pos[0])
+    cdef int status = scan_v2_record(it, v, pos, end)
+    if unlikely(status != 0 or (it._strict and v.header_count != 0)):
+        return record_trouble(it, v, status, pos[0])
     return 0
 
 
