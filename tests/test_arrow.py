@@ -1189,3 +1189,77 @@ def rule_until_framing_error(data, verify_crc):
     # A data batch that fails its CRC opens no transaction (markers still end one).
     return transactions.aborted_batches(
         batches(), trusted=(lambda b: b.crc_valid) if verify_crc else None)
+
+
+# ------------------------------------------------------------- decode-loop edges
+
+
+@pytest.mark.parametrize("batch_columns", [False, True])
+@pytest.mark.parametrize("codec", [0, 1])
+def test_corrupt_batch_with_a_broken_record_is_reported_as_corrupt(codec, batch_columns):
+    # The CRC of an uncompressed batch is checked after its records are decoded
+    # (bytes in cache); a batch both corrupt and malformed must still be reported
+    # as corrupt, as a consumer checking CRCs first would.
+    a, b, c, d = three_batch_log(codec_middle=codec)
+    if codec == 0:
+        bad_b = v2_patch(b, payload=records_section_with_bad_length(b, 2), fix_crc=False)
+    else:
+        bad_b = v2_patch(b, record_count=9, fix_crc=False)
+    data = a + bad_b + c + d
+    sink = []
+    chunks = list(kafkarec.iter_arrow(data, batch_columns=batch_columns, errors="skip",
+                                      error_sink=sink))
+    rows = table_rows(pa.Table.from_batches(chunks, schema=schema_of(batch_columns)))
+    want, want_sink = reference(data, errors="skip", batch_columns=batch_columns)
+    assert rows == want and sink == want_sink
+    assert [e["error"] for e in sink] == ["ChecksumError"] and sink[0]["position"] == len(a)
+    with pytest.raises(kafkarec.ChecksumError) as info:
+        kafkarec.to_arrow(data, batch_columns=batch_columns)
+    assert info.value.position == len(a)
+    # Without CRC checks the record error shows.
+    with pytest.raises(kafkarec.InvalidRecordError):
+        kafkarec.to_arrow(data, verify_crc=False, batch_columns=batch_columns)
+
+
+def test_corrupt_empty_batch_is_reported():
+    # A batch of 0 records decodes nothing but its CRC is still checked.
+    empty = v2_patch(v2_batch(spec_records(1, 5, seed=1)), payload=b"", record_count=0)
+    bad = bytearray(empty)
+    bad[30] ^= 0x01                                     # base timestamp: CRC-covered
+    rows, sink = run_skip(bytes(bad))
+    assert rows == [] and [e["error"] for e in sink] == ["ChecksumError"]
+    assert kafkarec.to_arrow(empty).num_rows == 0
+
+
+def test_columns_sized_from_the_first_batch_survive_any_later_batch_sizes():
+    # Column space is extrapolated from a chunk's first batch; later batches much
+    # larger (or smaller) than the first must still come out exactly.
+    rng = random.Random(5)
+    batches, offset = [], 0
+    for n, vsize in [(1, 1), (200, 3000), (3, 0), (50, 70000), (1, 0), (400, 10)]:
+        specs = [(offset + i, TS0 + i, None if rng.random() < 0.2 else rng.randbytes(rng.randrange(40)),
+                  None if rng.random() < 0.1 else rng.randbytes(rng.randrange(vsize + 1)),
+                  [("h", b"x")] if rng.random() < 0.3 else [])
+                 for i in range(n)]
+        batches.append(v2_batch(specs))
+        offset += n
+    data = b"".join(batches)
+    assert_table_matches(data)
+    for max_rows, max_bytes in [(1, 1 << 30), (150, 1 << 30), (1 << 20, 100_000)]:
+        chunks = list(kafkarec.iter_arrow(data, max_rows=max_rows, max_bytes=max_bytes,
+                                          topic="t", partition=1))
+        for chunk in chunks:
+            chunk.validate(full=True)
+        assert pa.Table.from_batches(chunks).equals(kafkarec.to_arrow(data, topic="t", partition=1))
+
+
+@pytest.mark.parametrize("length", [0, 1, 15, 16, 31, 32, 33, 63, 64, 65, 255, 256, 257, 4096])
+def test_key_and_value_copies_at_block_boundaries(length):
+    # Short keys/values are copied in 32-byte blocks when the batch has the bytes
+    # behind them, else with memcpy: the last record of a batch takes the other path.
+    payload = bytes(range(256)) * (length // 256 + 1)
+    specs = [(i, TS0, payload[i:i + length], payload[:length][::-1], []) for i in range(3)]
+    data = v2_batch(specs) + v2_batch([(3, TS0, payload[:length], payload[1:length + 1], [])])
+    rows = assert_table_matches(data)
+    assert [r["key"] for r in rows] == [payload[i:i + length] for i in range(3)] + [payload[:length]]
+    assert rows[-1]["value"] == payload[1:length + 1]
