@@ -434,6 +434,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef uint8_t *vdata
     cdef int32_t kpos, vpos
     cdef const uint8_t *pos = it._cur.pos
+    cdef int status
     if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
         raise OverflowError("binary column over 2 GiB")
     if cols.batch_columns:
@@ -459,7 +460,10 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     vpos = <int32_t>cols.value.data.size
     end_row = r0 + rows
     while it._remaining > 0 and row < end_row:
-        parse_v2_record_at(it, &v, &pos, payload_end)
+        # parse_v2_record_at, spelled out so the scanner inlines into this loop
+        status = scan_v2_record(it, &v, &pos, payload_end)
+        if unlikely(status != 0 or (strict and v.header_count != 0)):
+            record_trouble(it, &v, status, pos)
         if likely(v.key_len >= 0):
             kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
             kpos += v.key_len
