@@ -519,6 +519,14 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     return 0
 
 
+# Called through a pointer so the compiler keeps the decode loop a function of
+# its own instead of inlining it into the (huge) generator below, where its
+# loop variables would spill to the stack.
+ctypedef int (*AddV2Records)(_ArrowColumns, _RecordIterator, int, RecordBatch, bint,
+                             bint) except -1
+cdef AddV2Records add_v2_records_out_of_line = add_v2_records
+
+
 cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
     cdef Cursor c
     cdef int32_t i, klen, vlen
@@ -663,7 +671,7 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
                     rit_obj = v2_record_iterator(b)
                     if isinstance(rit_obj, _RecordIterator):
                         rit = <_RecordIterator>rit_obj
-                        add_v2_records(cols, rit, ts_type, b, strict, crc_after)
+                        add_v2_records_out_of_line(cols, rit, ts_type, b, strict, crc_after)
                     elif crc_after:
                         check_crc(b)
                 else:
