@@ -228,6 +228,55 @@ def make_memcpy(wl):
     return memcpy
 
 
+_FLOOR_LIB = None
+
+
+def floor_library():
+    """benchmarks/floor_gather.c compiled for this run (None without a C compiler)."""
+    global _FLOOR_LIB
+    if _FLOOR_LIB is None:
+        import ctypes
+        import shutil
+        import tempfile
+        cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+        if cc is None:
+            _FLOOR_LIB = False
+            return None
+        out = os.path.join(tempfile.mkdtemp(prefix="kafkarec-bench-"), "floor_gather.so")
+        subprocess.run([cc, "-O3", "-shared", "-fPIC", "-o", out,
+                        os.path.join(HERE, "floor_gather.c")], check=True)
+        _FLOOR_LIB = ctypes.CDLL(out)
+    return _FLOOR_LIB or None
+
+
+def make_gather_floor(wl):
+    """Keys and values moved into Arrow-shaped columns by plain C, the record
+    spans known in advance: no parsing, no validation, no CRC."""
+    import ctypes
+    lib = floor_library()
+    if lib is None:
+        return None
+    n = wl.n_records
+    src = np.frombuffer(wl.data, dtype=np.uint8)
+    key_at, value_at = np.empty(n, np.int64), np.empty(n, np.int64)
+    key_len, value_len = np.empty(n, np.int32), np.empty(n, np.int32)
+    ptr = lambda a: ctypes.c_void_p(a.ctypes.data)   # noqa: E731
+    found = lib.locate(ptr(src), ctypes.c_int64(len(src)), ctypes.c_int64(n), ptr(key_at),
+                       ptr(key_len), ptr(value_at), ptr(value_len))
+    assert found == n, (found, n)
+    outs = [np.zeros(len(src), np.uint8), np.zeros(len(src), np.uint8),
+            np.zeros(n + 1, np.int32), np.zeros(n + 1, np.int32),
+            np.zeros(n, np.int64), np.zeros(n, np.int64)]
+    args = [ptr(src), ctypes.c_int64(n), ptr(key_at), ptr(key_len), ptr(value_at),
+            ptr(value_len)] + [ptr(a) for a in outs]
+
+    keep = (src, key_at, value_at, key_len, value_len, outs)   # the pointers in args
+
+    def gather(buf, _keep=keep):
+        lib.gather(*args)
+    return gather
+
+
 def make_raw_crc(wl):
     crc = crc32c_mod.crc32c
     ranges = wl.crc_ranges()
@@ -693,6 +742,11 @@ def main(argv=None):
         add("aiokafka", "materialise only", aio_materialise)
         add("limit", "memcpy (numpy copyto)", make_memcpy(wl))
         add("limit", "crc32c per batch (bytes 21..end)", make_raw_crc(wl))
+        if wl.codec == "none" and wl.spec.n_headers == 0:
+            gather_floor = make_gather_floor(wl)
+            if gather_floor is not None:
+                add("limit", "gather keys+values into columns (C, spans known)", gather_floor,
+                    note="benchmarks/floor_gather.c: no parsing, no CRC")
         raw = None
         twin = workloads.get(wl.spec.seed_name) if wl.codec != "none" else None
         if twin is not None and twin.codec != "none":
@@ -809,6 +863,16 @@ def main(argv=None):
         if T(n, "kafka-python", "all fields"):
             info_ratios[f"speedup_vs_kafka_python_{n}"] = (T(n, "kafka-python", "all fields")
                                                            / T(n, "kafkarec", "all fields"))
+    gather_row = ("limit", "gather keys+values into columns (C, spans known)")
+    if "100B" in workloads and T("100B", *gather_row):
+        # What any to_arrow must at least do, in memcpy units: move the bytes
+        # into columns and check the CRC.  What is left of the 4x budget is
+        # all there is for parsing the records.
+        memcpy_t = T("100B", "limit", "memcpy (numpy copyto)")
+        floor_t = T("100B", *gather_row) + T("100B", *CRC_ROW)
+        info_ratios["to_arrow_floor_memcpy_100B"] = floor_t / memcpy_t
+        info_ratios["to_arrow_over_floor_100B"] = (
+            T("100B", "kafkarec", "to_arrow (Arrow table, all columns)") / floor_t)
     for n in ("100B", "headers"):
         a = T(n, "breakdown", "aiokafka materialise, no validate_crc")
         k = T(n, "breakdown", "kafkarec materialise, verify_crc=False")
@@ -827,7 +891,7 @@ def main(argv=None):
     print()
     print("other ratios (informational)")
     for k, v in info_ratios.items():
-        unit = "x" if k.startswith("speedup") else "%"
+        unit = "%" if "pct" in k else "x"
         print(f"  {k:<38} {v:8.2f}{unit}")
     elapsed = time.perf_counter() - t_start
     load1 = os.getloadavg()[0]
