@@ -463,7 +463,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         # parse_v2_record_at, spelled out so the scanner inlines into this loop
         status = scan_v2_record(it, &v, &pos, payload_end)
         if unlikely(status != 0 or (strict and v.header_count != 0)):
-            record_trouble(it, &v, status, pos)
+            record_trouble(it, &v, status)
         if likely(v.key_len >= 0):
             kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
             kpos += v.key_len
@@ -533,7 +533,7 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
     cdef const uint8_t *kp
     cdef const uint8_t *vp
     # Headers were validated when the record was parsed; walk them again.
-    cursor_init(&c, v.headers, INT32_LIMIT, v.error_position, False, strict)
+    cursor_init(&c, v.headers, v.headers_end - v.headers, v.error_position, False, strict)
     for i in range(v.header_count):
         read_varint(&c, &klen, "header key length")
         kp = cursor_take(&c, klen, "header key")
@@ -551,6 +551,12 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
 cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
     # Kafka decodes header keys leniently (U+FFFD for bad bytes); Arrow strings must be UTF-8.
     cdef bytes fixed
+    cdef int32_t i
+    cdef uint8_t seen = 0
+    for i in range(n):
+        seen |= p[i]
+    if seen < 0x80:             # ASCII, as header keys almost always are
+        return col.append(p, n)
     try:
         PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
     except UnicodeDecodeError:

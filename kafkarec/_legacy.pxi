@@ -127,6 +127,7 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
     r._v.value = value
     r._v.header_count = 0
     r._v.headers = NULL
+    r._v.headers_end = NULL
     r._v.error_position = origin
     r._magic = magic
     r._strict = strict

@@ -22,6 +22,7 @@ cdef struct RecordView:
     const uint8_t *key
     const uint8_t *value
     const uint8_t *headers
+    const uint8_t *headers_end     # the end of the record
     Py_ssize_t error_position
 
 
@@ -187,7 +188,7 @@ cdef list record_headers(Record r):
     if r._v.header_count == 0:
         return out
     # The headers were validated when the record was read; walk them again.
-    cursor_init(&c, r._v.headers, r._buf.ptr + r._buf.size - r._v.headers,
+    cursor_init(&c, r._v.headers, r._v.headers_end - r._v.headers,
                 r._v.error_position, False, r._strict)
     for i in range(r._v.header_count):
         read_varint(&c, &klen, "header key length")
@@ -409,6 +410,7 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     v.key = key_p
     v.value = value_p
     v.headers = headers_p
+    v.headers_end = p
     v.error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
     return 0
 
@@ -453,12 +455,12 @@ cdef int raise_record_fault(_RecordIterator it) except -1:
     return cursor_fail(c, f.at, InvalidRecordError, reason)
 
 
-cdef int check_header_keys(_RecordIterator it, RecordView *v, const uint8_t *record_end) except -1:
+cdef int check_header_keys(_RecordIterator it, RecordView *v) except -1:
     """Strict mode: header keys must be UTF-8 (the default decodes them leniently)."""
     cdef Cursor c
     cdef int32_t i, klen, vlen
     cdef const uint8_t *kp
-    cursor_init(&c, v.headers, record_end - v.headers, v.error_position, False, True)
+    cursor_init(&c, v.headers, v.headers_end - v.headers, v.error_position, False, True)
     c.start = it._cur.start     # positions count from the batch's records, as the cursor's do
     c.origin = it._cur.origin
     c.decompressed = it._cur.decompressed
@@ -472,12 +474,11 @@ cdef int check_header_keys(_RecordIterator it, RecordView *v, const uint8_t *rec
     return 0
 
 
-cdef int record_trouble(_RecordIterator it, RecordView *v, int status,
-                        const uint8_t *record_end) except -1:
+cdef int record_trouble(_RecordIterator it, RecordView *v, int status) except -1:
     # Out of line: raise a fault, or (strict mode) check the header keys.
     if status != 0:
         return raise_record_fault(it)
-    return check_header_keys(it, v, record_end)
+    return check_header_keys(it, v)
 
 
 cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
@@ -485,7 +486,7 @@ cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint
     """The record at pos[0], validated (pos[0] moves past it); raises on a fault."""
     cdef int status = scan_v2_record(it, v, pos, end)
     if unlikely(status != 0 or (it._strict and v.header_count != 0)):
-        return record_trouble(it, v, status, pos[0])
+        return record_trouble(it, v, status)
     return 0
 
 
