@@ -519,28 +519,19 @@ cdef class RecordBatchBuilder:
         self._built = True
         if self.record_count == 0:
             return b""
-        cdef const uint8_t *records = self._records.data
-        cdef Py_ssize_t n = self._records.size
-        cdef object compressed
-        cdef _Buffer owner
-        if self._codec != CODEC_NONE:
-            compressed = compress(self._codec, view_of(records, n), self._level, self._raw_snappy, 2)
-            owner = buffer_of(compressed)
-            records = owner.ptr
-            n = owner.size
+        cdef bytes out
         max_ts = self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME else self._max_timestamp
         if self._codec == CODEC_NONE:
             out = self._records.take()      # records already in place behind the header
-            write_v2_header(<uint8_t *>PyBytes_AS_STRING(out), len(out), self._base_offset,
-                            self._partition_leader_epoch, self._attributes,
-                            <int32_t>(self._last_offset - self._base_offset), self._base_timestamp,
-                            max_ts, self._producer_id, self._producer_epoch, self._base_sequence,
-                            self.record_count)
-            return out
-        return write_v2_batch(records, n, self._base_offset, self._partition_leader_epoch,
-                              self._attributes, <int32_t>(self._last_offset - self._base_offset),
-                              self._base_timestamp, max_ts, self._producer_id,
-                              self._producer_epoch, self._base_sequence, self.record_count)
+        else:
+            out = compressed_batch_bytes(self._codec, self._records.data, self._records.size,
+                                         self._level, self._raw_snappy)
+        write_v2_header(<uint8_t *>PyBytes_AS_STRING(out), len(out), self._base_offset,
+                        self._partition_leader_epoch, self._attributes,
+                        <int32_t>(self._last_offset - self._base_offset), self._base_timestamp,
+                        max_ts, self._producer_id, self._producer_epoch, self._base_sequence,
+                        self.record_count)
+        return out
 
 
 cdef inline int borrow_bytes(object obj, const uint8_t **p, Py_ssize_t *n, list keep) except -1:
@@ -635,22 +626,6 @@ cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_de
     return 0
 
 
-cdef bytes write_v2_batch(const uint8_t *records, Py_ssize_t n, int64_t base_offset,
-                          int32_t partition_leader_epoch, int16_t attributes,
-                          int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
-                          int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
-                          int32_t count):
-    """Header + a copy of the records."""
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + n)
-    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out)
-    if n:
-        c_memcpy(p + V2_HEADER_SIZE, records, n)
-    write_v2_header(p, V2_HEADER_SIZE + n, base_offset, partition_leader_epoch, attributes,
-                    last_offset_delta, base_timestamp, max_timestamp, producer_id,
-                    producer_epoch, base_sequence, count)
-    return out
-
-
 cdef int write_v2_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
                          int32_t partition_leader_epoch, int16_t attributes,
                          int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
@@ -700,6 +675,87 @@ cdef object check_level(int codec, object level):
     return level
 
 
+cdef bytes compressed_batch_bytes(int codec, const uint8_t *records, Py_ssize_t n, object level,
+                                  bint raw_snappy):
+    """V2_HEADER_SIZE bytes left for the header, then the records compressed.
+    Snappy compresses straight into the returned bytes; the other libraries
+    return their own bytes, copied there once."""
+    cdef object data = view_of(records, n)
+    if codec == 2:
+        return snappy_batch_bytes(data, n, raw_snappy)
+    if codec == 1:
+        zlib = codec_lib("zlib", "zlib")
+        c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
+        return with_header_room(c.compress(data), c.flush())
+    return with_header_room(compress(codec, data, level, raw_snappy, 2), None)
+
+
+cdef bytes with_header_room(object first, object second):
+    """V2_HEADER_SIZE bytes of room, then first and second (bytes-like; second may be None)."""
+    cdef _Buffer a = buffer_of(first)
+    cdef _Buffer b = buffer_of(second) if second is not None else None
+    cdef Py_ssize_t nb = b.size if b is not None else 0
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + a.size + nb)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out) + V2_HEADER_SIZE
+    if a.size:
+        c_memcpy(p, a.ptr, a.size)
+    if nb:
+        c_memcpy(p + a.size, b.ptr, nb)
+    return out
+
+
+from cpython.buffer cimport PyBUF_WRITE
+
+
+cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
+    """Snappy (xerial framing as snappy-java writes it, or raw) written by
+    cramjam's compress_raw_into straight into the batch's bytes."""
+    cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+    cdef _BatchBytes out = _BatchBytes()
+    cdef Py_ssize_t start, written, pos, block_bound
+    cdef object view = data
+    if raw:
+        block_bound = cjsnappy.compress_raw_max_len(view)
+        out.reserve(block_bound)
+        out.size = cjsnappy.compress_raw_into(
+            view, PyMemoryView_FromMemory(<char *>out.data, out.capacity, PyBUF_WRITE))
+        return out.take()
+    # magic, version 1, compatible 1, then (BE32 length, block) per 32 KiB of input
+    block_bound = 4 + cjsnappy.compress_raw_max_len(view[:XERIAL_BLOCK_SIZE])
+    out.reserve(XERIAL_HEADER_SIZE + (n + XERIAL_BLOCK_SIZE - 1) // XERIAL_BLOCK_SIZE * block_bound)
+    c_memcpy(out.data, <const char *>XERIAL_MAGIC, 8)
+    c_memcpy(out.data + 8, b"\x00\x00\x00\x01\x00\x00\x00\x01", 8)
+    pos = XERIAL_HEADER_SIZE
+    for start in range(0, n, XERIAL_BLOCK_SIZE):
+        written = cjsnappy.compress_raw_into(
+            view[start:start + XERIAL_BLOCK_SIZE],
+            PyMemoryView_FromMemory(<char *>out.data + pos + 4, out.capacity - pos - 4, PyBUF_WRITE))
+        kr_store_be32(out.data + pos, <uint32_t>written)
+        pos += 4 + written
+    out.size = pos
+    return out.take()
+
+
+import threading as _threading
+cdef object _zstd_local = _threading.local()
+
+
+cdef object zstd_compressor(object level):
+    """A ZstdCompressor per thread and level, reused (creating one costs a few
+    microseconds; one instance must not be used by two threads at once)."""
+    cdef dict cache
+    try:
+        cache = _zstd_local.compressors
+    except AttributeError:
+        cache = _zstd_local.compressors = {}
+    compressor = cache.get(level)
+    if compressor is None:
+        zstandard = codec_lib("zstandard", "zstandard")
+        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
+        compressor = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    return compressor
+
+
 cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
     if codec == 1:
         zlib = codec_lib("zlib", "zlib")
@@ -730,10 +786,7 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
             return bytes(fixed)
         return frame
     if codec == 4:
-        zstandard = codec_lib("zstandard", "zstandard")
-        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
-        return zstandard.ZstdCompressor(level=3 if level is None else level,
-                                        write_content_size=False).compress(data)
+        return zstd_compressor(3 if level is None else level).compress(data)
     raise EncodeError(f"Unknown compression type id: {codec}")
 
 
