@@ -35,6 +35,8 @@ cdef extern from *:
                               writes that record the general way). */
     enum { KAFKAREC_BIN_NULL = 0, KAFKAREC_BIN_LIST = 1, KAFKAREC_BIN_ARROW32 = 2,
            KAFKAREC_BIN_ARROW64 = 3 };
+    /* loop instantiations only: Arrow columns without a validity bitmap */
+    enum { KAFKAREC_BIN_ARROW32_DENSE = 6, KAFKAREC_BIN_ARROW64_DENSE = 7 };
     enum { KAFKAREC_BULK_DONE = 0, KAFKAREC_BULK_ROOM = 1, KAFKAREC_BULK_BAD_TS = 2,
            KAFKAREC_BULK_OTHER = 3 };
 
@@ -57,6 +59,7 @@ cdef extern from *:
         int64_t base_timestamp;
         int64_t max_timestamp;
         int first;                        /* the next record's timestamp is the base */
+        Py_ssize_t length_guess;          /* bytes of the next body-length varint, 1..5 */
         Py_ssize_t need;                  /* after KAFKAREC_BULK_ROOM */
     } kafkarec_bulk_state;
 
@@ -141,10 +144,11 @@ cdef extern from *:
             return -1;
         }
         j = i + c->array_offset;
-        if (c->validity != NULL && !((c->validity[j >> 3] >> (j & 7)) & 1)) {
+        if (mode != KAFKAREC_BIN_ARROW32_DENSE && mode != KAFKAREC_BIN_ARROW64_DENSE
+                && c->validity != NULL && !((c->validity[j >> 3] >> (j & 7)) & 1)) {
             *p = NULL; *n = -1; return 0;
         }
-        if (mode == KAFKAREC_BIN_ARROW32) {
+        if (mode == KAFKAREC_BIN_ARROW32 || mode == KAFKAREC_BIN_ARROW32_DENSE) {
             start = c->offsets32[j]; *n = c->offsets32[j + 1] - start;
         } else {
             start = (Py_ssize_t)c->offsets64[j]; *n = (Py_ssize_t)(c->offsets64[j + 1] - c->offsets64[j]);
@@ -166,43 +170,57 @@ cdef extern from *:
         const int64_t now = st->now;
         int64_t offset_delta = st->offset_delta;
         int64_t base_ts = st->base_timestamp, max_ts = st->max_timestamp;
-        int first = st->first;
         int s = KAFKAREC_BULK_DONE;
+        /* Bytes of the body-length varint, guessed from the previous record:
+           the body is written behind the guess, and moved in the rare case
+           the guess was wrong.  No record's size is computed in advance. */
+        Py_ssize_t guess = st->length_guess;
+        if (st->first && i < end) {
+            int64_t ts0 = tsp != NULL ? tsp[i] : now;
+            if (ts0 >= -1) { base_ts = ts0; st->first = 0; }   /* else: BAD_TS below */
+        }
         for (; i < end; i++) {
             const uint8_t *kp, *vp;
-            Py_ssize_t klen, vlen, body;
-            uint64_t zts, zoff, zk, zv;
+            Py_ssize_t klen, vlen, kbytes, vbytes, body, size;
+            uint8_t *q;
+            uint64_t zbody;
             int64_t ts = tsp != NULL ? tsp[i] : now;
             if (kafkarec_bin_get(&v, vmode, i, &vp, &vlen) || kafkarec_bin_get(&k, kmode, i, &kp, &klen)) {
                 s = KAFKAREC_BULK_OTHER; break;
             }
             if (ts < -1) { s = KAFKAREC_BULK_BAD_TS; break; }
-            if (first) { base_ts = ts; first = 0; }
-            zts = kafkarec_zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts));
-            zoff = (uint64_t)offset_delta << 1;
-            zk = kafkarec_zigzag(klen);
-            zv = kafkarec_zigzag(vlen);
-            body = 2 + kafkarec_uvarint_size(zts) + kafkarec_uvarint_size(zoff)
-                   + kafkarec_uvarint_size(zk) + (klen > 0 ? klen : 0)
-                   + kafkarec_uvarint_size(zv) + (vlen > 0 ? vlen : 0);
-            if (limit - p < body + 5) { st->need = body + 5; s = KAFKAREC_BULK_ROOM; break; }
-            p = kafkarec_put_uvarint(p, (uint64_t)body << 1);
-            *p++ = 0;                                   /* record attributes */
-            p = kafkarec_put_uvarint(p, zts);
-            p = kafkarec_put_uvarint(p, zoff);
-            p = kafkarec_put_uvarint(p, zk);
-            if (klen > 0) { kafkarec_copy(p, kp, (size_t)klen); p += klen; }
-            p = kafkarec_put_uvarint(p, zv);
-            if (vlen > 0) { kafkarec_copy(p, vp, (size_t)vlen); p += vlen; }
-            *p++ = 0;                                   /* no headers */
+            kbytes = klen > 0 ? klen : 0;
+            vbytes = vlen > 0 ? vlen : 0;
+            /* at most: length 5, attributes 1, four varlongs of 10, headers 1 */
+            if (limit - p < kbytes + vbytes + 48) {
+                st->need = kbytes + vbytes + 48; s = KAFKAREC_BULK_ROOM; break;
+            }
+            q = p + guess;
+            *q++ = 0;                                   /* record attributes */
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts)));
+            q = kafkarec_put_uvarint(q, (uint64_t)offset_delta << 1);
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag(klen));
+            if (kbytes) { kafkarec_copy(q, kp, (size_t)kbytes); q += kbytes; }
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag(vlen));
+            if (vbytes) { kafkarec_copy(q, vp, (size_t)vbytes); q += vbytes; }
+            *q++ = 0;                                   /* no headers */
+            body = q - (p + guess);
+            zbody = (uint64_t)body << 1;
+            size = kafkarec_uvarint_size(zbody);
+            if (size != guess) {
+                memmove(p + size, p + guess, (size_t)body);
+                guess = size;
+            }
+            kafkarec_put_uvarint(p, zbody);
+            p += size + body;
             if (ts > max_ts) max_ts = ts;
             offset_delta++;
         }
+        st->length_guess = guess;
         st->p = p;
         st->offset_delta = offset_delta;
         st->base_timestamp = base_ts;
         st->max_timestamp = max_ts;
-        st->first = first;
         *status = s;
         return i;
     }
@@ -212,6 +230,17 @@ cdef extern from *:
     static Py_ssize_t kafkarec_bulk_write(kafkarec_bulk_state *st, const kafkarec_bin_col *v,
                                           const kafkarec_bin_col *k, Py_ssize_t i, Py_ssize_t end,
                                           int *status) {
+        if (v->validity == NULL && (k->mode == KAFKAREC_BIN_NULL || k->validity == NULL)) {
+            switch (v->mode * 4 + k->mode) {
+                case 2 * 4 + 0: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 0);
+                case 2 * 4 + 2: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 6);
+                case 2 * 4 + 3: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 7);
+                case 3 * 4 + 0: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 0);
+                case 3 * 4 + 2: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 6);
+                case 3 * 4 + 3: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 7);
+                default: break;
+            }
+        }
         switch (v->mode * 4 + k->mode) {
             KAFKAREC_BULK_CASE(1, 0) KAFKAREC_BULK_CASE(1, 1)
             KAFKAREC_BULK_CASE(1, 2) KAFKAREC_BULK_CASE(1, 3)
@@ -249,6 +278,7 @@ cdef extern from *:
         int64_t base_timestamp
         int64_t max_timestamp
         int first
+        Py_ssize_t length_guess
         Py_ssize_t need
     uint64_t kafkarec_zigzag(int64_t x) noexcept nogil
     uint8_t *kafkarec_put_uvarint(uint8_t *p, uint64_t v) noexcept nogil
@@ -1185,6 +1215,7 @@ cdef Py_ssize_t extend_bulk(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInpu
     st.base_timestamp = b._base_timestamp
     st.max_timestamp = b._max_timestamp
     st.first = b.record_count == 0 and not b._has_delete_horizon
+    st.length_guess = 2                     # bodies of 64 B .. 8 KiB
     st.p = out.data + out.size
     st.limit = out.data + out.capacity
     while True:
