@@ -1166,7 +1166,7 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
         off_col = int64_input(offsets, n, "offsets", False)
     b._records.reserve(n * (MAX_RECORD_OVERHEAD + 8) + data_bytes(vcol) + data_bytes(kcol))
     if headers is not None:
-        header_rows = headers if type(headers) is list else list(headers)
+        header_rows = list(headers)
         if len(header_rows) != n:
             raise EncodeError(f"headers has {len(header_rows)} items, values has {n}")
     i = 0
