@@ -18,6 +18,276 @@ cdef enum:
 
 from cpython.ref cimport PyObject, Py_XDECREF, Py_INCREF
 
+cdef extern from *:
+    """
+    /* The bulk writer's inner loop: RecordBatchBuilder.extend / build_batch
+       without headers, explicit offsets or a size limit.  One record per
+       iteration, no Python call: lengths, varints and copies are inlined.
+
+       Columns of keys and values are Arrow binary arrays (32- or 64-bit
+       offsets, optional validity bitmap), lists of bytes/None, or absent (all
+       null).  The loop is instantiated per (values, keys) layout, so the
+       layout tests fold away.  It stops, leaving the state consistent with
+       the records written so far, when
+         KAFKAREC_BULK_ROOM   the next record needs more room (st->need bytes),
+         KAFKAREC_BULK_BAD_TS the next record's timestamp is below -1,
+         KAFKAREC_BULK_OTHER  a list item is neither bytes nor None (the caller
+                              writes that record the general way). */
+    enum { KAFKAREC_BIN_NULL = 0, KAFKAREC_BIN_LIST = 1, KAFKAREC_BIN_ARROW32 = 2,
+           KAFKAREC_BIN_ARROW64 = 3 };
+    /* loop instantiations only: Arrow columns without a validity bitmap */
+    enum { KAFKAREC_BIN_ARROW32_DENSE = 6, KAFKAREC_BIN_ARROW64_DENSE = 7 };
+    enum { KAFKAREC_BULK_DONE = 0, KAFKAREC_BULK_ROOM = 1, KAFKAREC_BULK_BAD_TS = 2,
+           KAFKAREC_BULK_OTHER = 3 };
+
+    typedef struct {
+        int mode;
+        PyObject **items;                 /* LIST: the list's item array (borrowed) */
+        const uint8_t *data;              /* ARROW*: data buffer */
+        const int32_t *offsets32;         /* ARROW32 */
+        const int64_t *offsets64;         /* ARROW64 */
+        const uint8_t *validity;          /* ARROW*: NULL when no item is null */
+        Py_ssize_t array_offset;          /* ARROW*: the array's offset into its buffers */
+    } kafkarec_bin_col;
+
+    typedef struct {
+        uint8_t *p;                       /* where the next record goes */
+        uint8_t *limit;                   /* end of the room reserved */
+        const int64_t *timestamps;        /* NULL: every record takes `now` */
+        int64_t now;
+        int64_t offset_delta;             /* of the next record */
+        int64_t base_timestamp;
+        int64_t max_timestamp;
+        int first;                        /* the next record's timestamp is the base */
+        Py_ssize_t length_guess;          /* bytes of the next body-length varint, 1..5 */
+        Py_ssize_t need;                  /* after KAFKAREC_BULK_ROOM */
+    } kafkarec_bulk_state;
+
+    #define KAFKAREC_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+    KAFKAREC_ALWAYS_INLINE uint64_t kafkarec_zigzag(int64_t x) {
+        return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+    }
+
+    /* Bytes of the base-128 encoding of an already zig-zagged value. */
+    KAFKAREC_ALWAYS_INLINE Py_ssize_t kafkarec_uvarint_size(uint64_t v) {
+        if (v < 0x80) return 1;
+        if (v < 0x4000) return 2;
+        return (64 - __builtin_clzll(v) + 6) / 7;
+    }
+
+    KAFKAREC_ALWAYS_INLINE uint8_t *kafkarec_put_uvarint(uint8_t *p, uint64_t v) {
+        if (v < 0x80) { p[0] = (uint8_t)v; return p + 1; }
+        if (v < 0x4000) { p[0] = (uint8_t)(v | 0x80); p[1] = (uint8_t)(v >> 7); return p + 2; }
+        do { *p++ = (uint8_t)(v | 0x80); v >>= 7; } while (v >= 0x80);
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+
+    /* memcpy for keys and values: up to 128 bytes with a few overlapping
+       16-byte loads and stores, inlined (no call, no spilled registers);
+       reads and writes exactly [0, n). */
+    typedef uint8_t kafkarec_v16 __attribute__((vector_size(16)));
+    KAFKAREC_ALWAYS_INLINE kafkarec_v16 kafkarec_load16(const uint8_t *s) {
+        kafkarec_v16 v; memcpy(&v, s, 16); return v;
+    }
+    KAFKAREC_ALWAYS_INLINE void kafkarec_store16(uint8_t *d, kafkarec_v16 v) { memcpy(d, &v, 16); }
+
+    KAFKAREC_ALWAYS_INLINE void kafkarec_copy(uint8_t *d, const uint8_t *s, size_t n) {
+        if (n <= 16) {
+            if (n >= 8) {
+                uint64_t a, b;
+                memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+                memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+            } else if (n >= 4) {
+                uint32_t a, b;
+                memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
+                memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
+            } else if (n) {
+                uint8_t a = s[0], b = s[n >> 1], c = s[n - 1];
+                d[0] = a; d[n >> 1] = b; d[n - 1] = c;
+            }
+        } else if (n <= 32) {
+            kafkarec_v16 a = kafkarec_load16(s), b = kafkarec_load16(s + n - 16);
+            kafkarec_store16(d, a); kafkarec_store16(d + n - 16, b);
+        } else if (n <= 64) {
+            kafkarec_v16 a = kafkarec_load16(s), b = kafkarec_load16(s + 16);
+            kafkarec_v16 c = kafkarec_load16(s + n - 32), e = kafkarec_load16(s + n - 16);
+            kafkarec_store16(d, a); kafkarec_store16(d + 16, b);
+            kafkarec_store16(d + n - 32, c); kafkarec_store16(d + n - 16, e);
+        } else if (n <= 128) {
+            kafkarec_v16 a = kafkarec_load16(s), b = kafkarec_load16(s + 16);
+            kafkarec_v16 c = kafkarec_load16(s + 32), e = kafkarec_load16(s + 48);
+            kafkarec_v16 f = kafkarec_load16(s + n - 64), g = kafkarec_load16(s + n - 48);
+            kafkarec_v16 h = kafkarec_load16(s + n - 32), j = kafkarec_load16(s + n - 16);
+            kafkarec_store16(d, a); kafkarec_store16(d + 16, b);
+            kafkarec_store16(d + 32, c); kafkarec_store16(d + 48, e);
+            kafkarec_store16(d + n - 64, f); kafkarec_store16(d + n - 48, g);
+            kafkarec_store16(d + n - 32, h); kafkarec_store16(d + n - 16, j);
+        } else {
+            memcpy(d, s, n);
+        }
+    }
+
+    /* Item i of a column: pointer and length, length -1 for null.  0, or -1
+       for a list item that is neither bytes nor None. */
+    KAFKAREC_ALWAYS_INLINE int kafkarec_bin_get(const kafkarec_bin_col *c, const int mode,
+                                                Py_ssize_t i, const uint8_t **p, Py_ssize_t *n) {
+        Py_ssize_t j, start;
+        if (mode == KAFKAREC_BIN_NULL) { *p = NULL; *n = -1; return 0; }
+        if (mode == KAFKAREC_BIN_LIST) {
+            PyObject *o = c->items[i];
+            if (PyBytes_CheckExact(o)) {
+                *p = (const uint8_t *)PyBytes_AS_STRING(o); *n = PyBytes_GET_SIZE(o); return 0;
+            }
+            if (o == Py_None) { *p = NULL; *n = -1; return 0; }
+            return -1;
+        }
+        j = i + c->array_offset;
+        if (mode != KAFKAREC_BIN_ARROW32_DENSE && mode != KAFKAREC_BIN_ARROW64_DENSE
+                && c->validity != NULL && !((c->validity[j >> 3] >> (j & 7)) & 1)) {
+            *p = NULL; *n = -1; return 0;
+        }
+        if (mode == KAFKAREC_BIN_ARROW32 || mode == KAFKAREC_BIN_ARROW32_DENSE) {
+            start = c->offsets32[j]; *n = c->offsets32[j + 1] - start;
+        } else {
+            start = (Py_ssize_t)c->offsets64[j]; *n = (Py_ssize_t)(c->offsets64[j + 1] - c->offsets64[j]);
+        }
+        *p = c->data + start;
+        return 0;
+    }
+
+    /* Records i..end-1 (stops early as described above); returns the index
+       of the first record not written.  The state and the columns are copied
+       into locals: stores through the output pointer may alias anything, so
+       fields read through pointers would be reloaded on every record. */
+    KAFKAREC_ALWAYS_INLINE Py_ssize_t kafkarec_bulk_loop(
+            kafkarec_bulk_state *st, kafkarec_bin_col v, kafkarec_bin_col k,
+            Py_ssize_t i, Py_ssize_t end, int *status, const int vmode, const int kmode) {
+        uint8_t *p = st->p;
+        uint8_t *const limit = st->limit;
+        const int64_t *const tsp = st->timestamps;
+        const int64_t now = st->now;
+        int64_t offset_delta = st->offset_delta;
+        int64_t base_ts = st->base_timestamp, max_ts = st->max_timestamp;
+        int s = KAFKAREC_BULK_DONE;
+        /* Bytes of the body-length varint, guessed from the previous record:
+           the body is written behind the guess, and moved in the rare case
+           the guess was wrong.  No record's size is computed in advance. */
+        Py_ssize_t guess = st->length_guess;
+        if (st->first && i < end) {
+            int64_t ts0 = tsp != NULL ? tsp[i] : now;
+            if (ts0 >= -1) { base_ts = ts0; st->first = 0; }   /* else: BAD_TS below */
+        }
+        for (; i < end; i++) {
+            const uint8_t *kp, *vp;
+            Py_ssize_t klen, vlen, kbytes, vbytes, body, size;
+            uint8_t *q;
+            uint64_t zbody;
+            int64_t ts = tsp != NULL ? tsp[i] : now;
+            if (kafkarec_bin_get(&v, vmode, i, &vp, &vlen) || kafkarec_bin_get(&k, kmode, i, &kp, &klen)) {
+                s = KAFKAREC_BULK_OTHER; break;
+            }
+            if (ts < -1) { s = KAFKAREC_BULK_BAD_TS; break; }
+            kbytes = klen > 0 ? klen : 0;
+            vbytes = vlen > 0 ? vlen : 0;
+            /* at most: length 5, attributes 1, four varlongs of 10, headers 1 */
+            if (limit - p < kbytes + vbytes + 48) {
+                st->need = kbytes + vbytes + 48; s = KAFKAREC_BULK_ROOM; break;
+            }
+            q = p + guess;
+            *q++ = 0;                                   /* record attributes */
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts)));
+            q = kafkarec_put_uvarint(q, (uint64_t)offset_delta << 1);
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag(klen));
+            if (kbytes) { kafkarec_copy(q, kp, (size_t)kbytes); q += kbytes; }
+            q = kafkarec_put_uvarint(q, kafkarec_zigzag(vlen));
+            if (vbytes) { kafkarec_copy(q, vp, (size_t)vbytes); q += vbytes; }
+            *q++ = 0;                                   /* no headers */
+            body = q - (p + guess);
+            zbody = (uint64_t)body << 1;
+            size = kafkarec_uvarint_size(zbody);
+            if (size != guess) {
+                memmove(p + size, p + guess, (size_t)body);
+                guess = size;
+            }
+            kafkarec_put_uvarint(p, zbody);
+            p += size + body;
+            if (ts > max_ts) max_ts = ts;
+            offset_delta++;
+        }
+        st->length_guess = guess;
+        st->p = p;
+        st->offset_delta = offset_delta;
+        st->base_timestamp = base_ts;
+        st->max_timestamp = max_ts;
+        *status = s;
+        return i;
+    }
+
+    #define KAFKAREC_BULK_CASE(vm, km) \\
+        case (vm) * 4 + (km): return kafkarec_bulk_loop(st, *v, *k, i, end, status, (vm), (km));
+    static Py_ssize_t kafkarec_bulk_write(kafkarec_bulk_state *st, const kafkarec_bin_col *v,
+                                          const kafkarec_bin_col *k, Py_ssize_t i, Py_ssize_t end,
+                                          int *status) {
+        if (v->validity == NULL && (k->mode == KAFKAREC_BIN_NULL || k->validity == NULL)) {
+            switch (v->mode * 4 + k->mode) {
+                case 2 * 4 + 0: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 0);
+                case 2 * 4 + 2: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 6);
+                case 2 * 4 + 3: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 6, 7);
+                case 3 * 4 + 0: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 0);
+                case 3 * 4 + 2: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 6);
+                case 3 * 4 + 3: return kafkarec_bulk_loop(st, *v, *k, i, end, status, 7, 7);
+                default: break;
+            }
+        }
+        switch (v->mode * 4 + k->mode) {
+            KAFKAREC_BULK_CASE(1, 0) KAFKAREC_BULK_CASE(1, 1)
+            KAFKAREC_BULK_CASE(1, 2) KAFKAREC_BULK_CASE(1, 3)
+            KAFKAREC_BULK_CASE(2, 0) KAFKAREC_BULK_CASE(2, 1)
+            KAFKAREC_BULK_CASE(2, 2) KAFKAREC_BULK_CASE(2, 3)
+            KAFKAREC_BULK_CASE(3, 0) KAFKAREC_BULK_CASE(3, 1)
+            KAFKAREC_BULK_CASE(3, 2) KAFKAREC_BULK_CASE(3, 3)
+            default: return kafkarec_bulk_loop(st, *v, *k, i, end, status, v->mode, k->mode);
+        }
+    }
+    """
+    enum:
+        KAFKAREC_BIN_NULL
+        KAFKAREC_BIN_LIST
+        KAFKAREC_BIN_ARROW32
+        KAFKAREC_BIN_ARROW64
+        KAFKAREC_BULK_DONE
+        KAFKAREC_BULK_ROOM
+        KAFKAREC_BULK_BAD_TS
+        KAFKAREC_BULK_OTHER
+    ctypedef struct kafkarec_bin_col:
+        int mode
+        PyObject **items
+        const uint8_t *data
+        const int32_t *offsets32
+        const int64_t *offsets64
+        const uint8_t *validity
+        Py_ssize_t array_offset
+    ctypedef struct kafkarec_bulk_state:
+        uint8_t *p
+        uint8_t *limit
+        const int64_t *timestamps
+        int64_t now
+        int64_t offset_delta
+        int64_t base_timestamp
+        int64_t max_timestamp
+        int first
+        Py_ssize_t length_guess
+        Py_ssize_t need
+    uint64_t kafkarec_zigzag(int64_t x) noexcept nogil
+    uint8_t *kafkarec_put_uvarint(uint8_t *p, uint64_t v) noexcept nogil
+    void kafkarec_copy(uint8_t *d, const uint8_t *s, size_t n) noexcept nogil
+    Py_ssize_t kafkarec_bulk_write(kafkarec_bulk_state *st, const kafkarec_bin_col *v,
+                                   const kafkarec_bin_col *k, Py_ssize_t i, Py_ssize_t end,
+                                   int *status) noexcept nogil
+
+
 cdef extern from "Python.h":
     int _PyBytes_Resize(PyObject **obj, Py_ssize_t size) except -1
 
@@ -62,6 +332,11 @@ cdef class _BatchBytes(_Growable):
         self.data = NULL
         self.capacity = 0
         return out
+
+
+# Enum members looked up once: TimestampType.X costs a class attribute lookup per use.
+cdef object _TS_NO_TIMESTAMP_TYPE = TimestampType.NO_TIMESTAMP_TYPE
+cdef object _TS_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 
 
 cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noexcept:
@@ -117,10 +392,10 @@ cdef class RecordBatchBuilder:
         self._base_offset = base_offset
         self._last_offset = base_offset - 1
         ts_type = timestamp_type if type(timestamp_type) is TimestampType else TimestampType(timestamp_type)
-        if ts_type is TimestampType.NO_TIMESTAMP_TYPE:
+        if ts_type is _TS_NO_TIMESTAMP_TYPE:
             raise EncodeError("magic 2 batches need CREATE_TIME or LOG_APPEND_TIME")
         self._attributes = self._codec
-        if ts_type is TimestampType.LOG_APPEND_TIME:
+        if ts_type is _TS_LOG_APPEND_TIME:
             self._attributes |= ATTR_LOG_APPEND_TIME
             self._log_append_time = (int(_time.time() * 1000) if log_append_time is None
                                      else log_append_time)
@@ -182,7 +457,7 @@ cdef class RecordBatchBuilder:
         """Append a record; returns its offset."""
         if self._attributes & ATTR_CONTROL:
             raise EncodeError("a control batch takes control records only: use append_control()")
-        return self._append(value, key, timestamp, headers, offset)
+        return self.append_record(value, key, timestamp, headers, offset)
 
     def extend(self, values, keys=None, timestamps=None, headers=None, offsets=None):
         """Append whole columns at once (lists, or pyarrow binary/int64 arrays) without a
@@ -213,10 +488,15 @@ cdef class RecordBatchBuilder:
             encoded = control.encode_control_value(kind, value or {})
         except (KeyError, TypeError, ValueError, struct_error) as exc:
             raise EncodeError(f"invalid {kind.name} control value {value!r}: {exc}") from None
-        return self._append(encoded, control.encode_control_key(kind, key_version), timestamp,
-                            (), offset)
+        return self.append_record(encoded, control.encode_control_key(kind, key_version),
+                                  timestamp, (), offset)
 
     def _append(self, value, key, timestamp, headers, offset):
+        """append() without the control-batch check (convert.py copies control records)."""
+        return self.append_record(value, key, timestamp, headers, offset)
+
+    cdef object append_record(self, object value, object key, object timestamp, object headers,
+                              object offset):
         cdef int64_t off = self._last_offset + 1 if offset is None else offset
         cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
         cdef const uint8_t *kp
@@ -269,28 +549,19 @@ cdef class RecordBatchBuilder:
         self._built = True
         if self.record_count == 0:
             return b""
-        cdef const uint8_t *records = self._records.data
-        cdef Py_ssize_t n = self._records.size
-        cdef object compressed
-        cdef _Buffer owner
-        if self._codec != CODEC_NONE:
-            compressed = compress(self._codec, view_of(records, n), self._level, self._raw_snappy, 2)
-            owner = buffer_of(compressed)
-            records = owner.ptr
-            n = owner.size
+        cdef bytes out
         max_ts = self._log_append_time if self._attributes & ATTR_LOG_APPEND_TIME else self._max_timestamp
         if self._codec == CODEC_NONE:
             out = self._records.take()      # records already in place behind the header
-            write_v2_header(<uint8_t *>PyBytes_AS_STRING(out), len(out), self._base_offset,
-                            self._partition_leader_epoch, self._attributes,
-                            <int32_t>(self._last_offset - self._base_offset), self._base_timestamp,
-                            max_ts, self._producer_id, self._producer_epoch, self._base_sequence,
-                            self.record_count)
-            return out
-        return write_v2_batch(records, n, self._base_offset, self._partition_leader_epoch,
-                              self._attributes, <int32_t>(self._last_offset - self._base_offset),
-                              self._base_timestamp, max_ts, self._producer_id,
-                              self._producer_epoch, self._base_sequence, self.record_count)
+        else:
+            out = compressed_batch_bytes(self._codec, self._records.data, self._records.size,
+                                         self._level, self._raw_snappy)
+        write_v2_header(<uint8_t *>PyBytes_AS_STRING(out), len(out), self._base_offset,
+                        self._partition_leader_epoch, self._attributes,
+                        <int32_t>(self._last_offset - self._base_offset), self._base_timestamp,
+                        max_ts, self._producer_id, self._producer_epoch, self._base_sequence,
+                        self.record_count)
+        return out
 
 
 cdef inline int borrow_bytes(object obj, const uint8_t **p, Py_ssize_t *n, list keep) except -1:
@@ -359,15 +630,19 @@ cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_de
     if out.size + body + 5 > out.capacity:
         out.reserve(body + 5)
     p = out.data + out.size
-    p = write_varlong(p, body)
+    p = kafkarec_put_uvarint(p, kafkarec_zigzag(body))
     p[0] = 0                                   # record attributes: unused
-    p = write_varlong(p + 1, timestamp_delta)
-    p = write_varlong(p, offset_delta)
-    p = write_varlong(p, key_len)
-    p = put_bytes(p, key, key_len)
-    p = write_varlong(p, value_len)
-    p = put_bytes(p, value, value_len)
-    p = write_varlong(p, n_headers)
+    p = kafkarec_put_uvarint(p + 1, kafkarec_zigzag(timestamp_delta))
+    p = kafkarec_put_uvarint(p, kafkarec_zigzag(offset_delta))
+    p = kafkarec_put_uvarint(p, kafkarec_zigzag(key_len))
+    if key_len > 0:
+        kafkarec_copy(p, key, key_len)
+        p += key_len
+    p = kafkarec_put_uvarint(p, kafkarec_zigzag(value_len))
+    if value_len > 0:
+        kafkarec_copy(p, value, value_len)
+        p += value_len
+    p = kafkarec_put_uvarint(p, kafkarec_zigzag(n_headers))
     if n_headers:
         for hkb, hv in headers:
             p = write_varlong(p, len(hkb))
@@ -379,22 +654,6 @@ cdef int encode_record(_Growable out, int64_t offset_delta, int64_t timestamp_de
                 p = put_bytes(p, <const uint8_t *>PyBytes_AS_STRING(hv), len(<bytes>hv))
     out.size = p - out.data
     return 0
-
-
-cdef bytes write_v2_batch(const uint8_t *records, Py_ssize_t n, int64_t base_offset,
-                          int32_t partition_leader_epoch, int16_t attributes,
-                          int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
-                          int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
-                          int32_t count):
-    """Header + a copy of the records."""
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + n)
-    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out)
-    if n:
-        c_memcpy(p + V2_HEADER_SIZE, records, n)
-    write_v2_header(p, V2_HEADER_SIZE + n, base_offset, partition_leader_epoch, attributes,
-                    last_offset_delta, base_timestamp, max_timestamp, producer_id,
-                    producer_epoch, base_sequence, count)
-    return out
 
 
 cdef int write_v2_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
@@ -446,6 +705,87 @@ cdef object check_level(int codec, object level):
     return level
 
 
+cdef bytes compressed_batch_bytes(int codec, const uint8_t *records, Py_ssize_t n, object level,
+                                  bint raw_snappy):
+    """V2_HEADER_SIZE bytes left for the header, then the records compressed.
+    Snappy compresses straight into the returned bytes; the other libraries
+    return their own bytes, copied there once."""
+    cdef object data = view_of(records, n)
+    if codec == 2:
+        return snappy_batch_bytes(data, n, raw_snappy)
+    if codec == 1:
+        zlib = codec_lib("zlib", "zlib")
+        c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
+        return with_header_room(c.compress(data), c.flush())
+    return with_header_room(compress(codec, data, level, raw_snappy, 2), None)
+
+
+cdef bytes with_header_room(object first, object second):
+    """V2_HEADER_SIZE bytes of room, then first and second (bytes-like; second may be None)."""
+    cdef _Buffer a = buffer_of(first)
+    cdef _Buffer b = buffer_of(second) if second is not None else None
+    cdef Py_ssize_t nb = b.size if b is not None else 0
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + a.size + nb)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out) + V2_HEADER_SIZE
+    if a.size:
+        c_memcpy(p, a.ptr, a.size)
+    if nb:
+        c_memcpy(p + a.size, b.ptr, nb)
+    return out
+
+
+from cpython.buffer cimport PyBUF_WRITE
+
+
+cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
+    """Snappy (xerial framing as snappy-java writes it, or raw) written by
+    cramjam's compress_raw_into straight into the batch's bytes."""
+    cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+    cdef _BatchBytes out = _BatchBytes()
+    cdef Py_ssize_t start, written, pos, block_bound
+    cdef object view = data
+    if raw:
+        block_bound = cjsnappy.compress_raw_max_len(view)
+        out.reserve(block_bound)
+        out.size = cjsnappy.compress_raw_into(
+            view, PyMemoryView_FromMemory(<char *>out.data, out.capacity, PyBUF_WRITE))
+        return out.take()
+    # magic, version 1, compatible 1, then (BE32 length, block) per 32 KiB of input
+    block_bound = 4 + cjsnappy.compress_raw_max_len(view[:XERIAL_BLOCK_SIZE])
+    out.reserve(XERIAL_HEADER_SIZE + (n + XERIAL_BLOCK_SIZE - 1) // XERIAL_BLOCK_SIZE * block_bound)
+    c_memcpy(out.data, <const char *>XERIAL_MAGIC, 8)
+    c_memcpy(out.data + 8, b"\x00\x00\x00\x01\x00\x00\x00\x01", 8)
+    pos = XERIAL_HEADER_SIZE
+    for start in range(0, n, XERIAL_BLOCK_SIZE):
+        written = cjsnappy.compress_raw_into(
+            view[start:start + XERIAL_BLOCK_SIZE],
+            PyMemoryView_FromMemory(<char *>out.data + pos + 4, out.capacity - pos - 4, PyBUF_WRITE))
+        kr_store_be32(out.data + pos, <uint32_t>written)
+        pos += 4 + written
+    out.size = pos
+    return out.take()
+
+
+import threading as _threading
+cdef object _zstd_local = _threading.local()
+
+
+cdef object zstd_compressor(object level):
+    """A ZstdCompressor per thread and level, reused (creating one costs a few
+    microseconds; one instance must not be used by two threads at once)."""
+    cdef dict cache
+    try:
+        cache = _zstd_local.compressors
+    except AttributeError:
+        cache = _zstd_local.compressors = {}
+    compressor = cache.get(level)
+    if compressor is None:
+        zstandard = codec_lib("zstandard", "zstandard")
+        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
+        compressor = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    return compressor
+
+
 cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
     if codec == 1:
         zlib = codec_lib("zlib", "zlib")
@@ -476,10 +816,7 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
             return bytes(fixed)
         return frame
     if codec == 4:
-        zstandard = codec_lib("zstandard", "zstandard")
-        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
-        return zstandard.ZstdCompressor(level=3 if level is None else level,
-                                        write_content_size=False).compress(data)
+        return zstd_compressor(3 if level is None else level).compress(data)
     raise EncodeError(f"Unknown compression type id: {codec}")
 
 
@@ -533,41 +870,56 @@ cdef _ArrowCArray arrow_c_array(object column):
     return a
 
 
+from cpython.sequence cimport PySequence_Fast_ITEMS
+from libc.stdlib cimport malloc as c_malloc, free as c_free
+
+
+cdef int list_shrank() except -1:
+    # Columns given as lists are read in place; converting an item with bytes()
+    # can run Python code, which could shorten a list under us.
+    raise EncodeError("a column list changed size while the batch was being built")
+
+
 @cython.final
 cdef class _BinaryInput:
     """Uniform access to a column of binary values: a list, or a pyarrow
     binary/large_binary/string array read straight from its buffers."""
     cdef list items
     cdef Py_ssize_t length
-    cdef int mode                 # 0 all null, 1 list, 2 arrow int32 offsets, 3 arrow int64 offsets
-    cdef const uint8_t *data
-    cdef const int32_t *offsets32
-    cdef const int64_t *offsets64
-    cdef const uint8_t *validity
-    cdef Py_ssize_t array_offset
+    cdef kafkarec_bin_col c       # mode, list items or Arrow buffers (for the bulk loop too)
     cdef object owners
 
     cdef inline int get(self, Py_ssize_t i, const uint8_t **p, Py_ssize_t *n, list keep) except -1:
         cdef Py_ssize_t j, start
-        if self.mode == 1:
+        if self.c.mode == KAFKAREC_BIN_LIST:
+            if i >= len(self.items):
+                list_shrank()
             return borrow_bytes(self.items[i], p, n, keep)
-        if self.mode == 0:
+        if self.c.mode == KAFKAREC_BIN_NULL:
             p[0] = NULL
             n[0] = -1
             return 0
-        j = i + self.array_offset
-        if self.validity != NULL and not (self.validity[j >> 3] >> (j & 7)) & 1:
+        j = i + self.c.array_offset
+        if self.c.validity != NULL and not (self.c.validity[j >> 3] >> (j & 7)) & 1:
             p[0] = NULL
             n[0] = -1
             return 0
-        if self.mode == 2:
-            start = self.offsets32[j]
-            n[0] = self.offsets32[j + 1] - start
+        if self.c.mode == KAFKAREC_BIN_ARROW32:
+            start = self.c.offsets32[j]
+            n[0] = self.c.offsets32[j + 1] - start
         else:
-            start = self.offsets64[j]
-            n[0] = self.offsets64[j + 1] - start
-        p[0] = self.data + start
+            start = self.c.offsets64[j]
+            n[0] = self.c.offsets64[j + 1] - start
+        p[0] = self.c.data + start
         return 0
+
+    cdef inline Py_ssize_t bulk_end(self, Py_ssize_t n):
+        """How far the bulk loop may read: a list may have shrunk while a record
+        was written the general way (which can run Python code)."""
+        if self.c.mode == KAFKAREC_BIN_LIST:
+            self.c.items = PySequence_Fast_ITEMS(self.items)
+            return min(n, len(self.items))
+        return n
 
 
 cdef inline const uint8_t *buffer_address(object buf, list owners) except? NULL:
@@ -579,40 +931,97 @@ cdef inline const uint8_t *buffer_address(object buf, list owners) except? NULL:
     return b.ptr
 
 
+import sys as _sys
+
+cdef dict _pyarrow_kinds = None
+
+cdef int pyarrow_kind(object column) except -2:
+    """For an array of one of pyarrow's own classes read directly below, its
+    layout (KAFKAREC_BIN_ARROW32 / _ARROW64, or ARROW_INT64); else -1."""
+    global _pyarrow_kinds
+    if _pyarrow_kinds is None:
+        pa = _sys.modules.get("pyarrow")
+        if pa is None:
+            return -1               # not imported: column cannot be a pyarrow array
+        _pyarrow_kinds = {pa.BinaryArray: KAFKAREC_BIN_ARROW32, pa.StringArray: KAFKAREC_BIN_ARROW32,
+                          pa.LargeBinaryArray: KAFKAREC_BIN_ARROW64,
+                          pa.LargeStringArray: KAFKAREC_BIN_ARROW64, pa.Int64Array: ARROW_INT64}
+    return _pyarrow_kinds.get(type(column), -1)
+
+
+cdef enum:
+    ARROW_INT64 = 10
+
+
+cdef inline const void *pyarrow_address(object buf):
+    return NULL if buf is None else <const void *><uintptr_t>buf.address
+
+
+cdef inline list pyarrow_buffers(object column):
+    """A pyarrow array's buffers, read through pyarrow's own API: cheaper per call
+    than exporting it through the C data interface and releasing it again.
+    None for an array not in CPU memory (left to the C data interface)."""
+    cdef list bufs = column.buffers()
+    data = bufs[1]
+    return bufs if data is not None and data.is_cpu else None
+
+
 cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
     cdef _BinaryInput col = _BinaryInput()
     cdef _ArrowCArray arr
+    cdef bytes fmt
+    cdef int kind
+    cdef list bufs
     col.length = length
     if column is None:
-        col.mode = 0
+        col.c.mode = KAFKAREC_BIN_NULL
         return col
-    if hasattr(column, "combine_chunks"):
-        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
+    if type(column) is not list:
+        kind = pyarrow_kind(column)
+        if kind == KAFKAREC_BIN_ARROW32 or kind == KAFKAREC_BIN_ARROW64:
+            bufs = pyarrow_buffers(column)
+            if bufs is not None:
+                if len(column) != length:
+                    raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+                col.c.mode = kind
+                col.owners = column                 # holds its (immutable) buffers
+                col.c.validity = <const uint8_t *>pyarrow_address(bufs[0])
+                if kind == KAFKAREC_BIN_ARROW32:
+                    col.c.offsets32 = <const int32_t *>pyarrow_address(bufs[1])
+                else:
+                    col.c.offsets64 = <const int64_t *>pyarrow_address(bufs[1])
+                col.c.data = <const uint8_t *>pyarrow_address(bufs[2])
+                col.c.array_offset = column.offset
+                return col
+        elif not hasattr(column, "__arrow_c_array__") and hasattr(column, "combine_chunks"):
+            column = column.combine_chunks()       # a ChunkedArray: one contiguous array
+            return binary_input(column, length, name)
     if isinstance(column, list):
-        col.mode = 1
+        col.c.mode = KAFKAREC_BIN_LIST
         col.items = column
     elif hasattr(column, "__arrow_c_array__"):
         arr = arrow_c_array(column)
-        if arr.format in (b"z", b"u"):
-            col.mode = 2
-        elif arr.format in (b"Z", b"U"):
-            col.mode = 3
+        fmt = arr.format
+        if fmt == b"z" or fmt == b"u":
+            col.c.mode = KAFKAREC_BIN_ARROW32
+        elif fmt == b"Z" or fmt == b"U":
+            col.c.mode = KAFKAREC_BIN_ARROW64
         else:
             raise EncodeError(f"{name} must be a binary or string array, not Arrow format "
-                              f"{arr.format.decode()!r}")
+                              f"{fmt.decode()!r}")
         if arr.array.length != length:
             raise EncodeError(f"{name} has {arr.array.length} items, values has {length}")
         col.owners = arr
-        col.validity = <const uint8_t *>arr.array.buffers[0] if arr.array.null_count else NULL
-        if col.mode == 2:
-            col.offsets32 = <const int32_t *>arr.array.buffers[1]
+        col.c.validity = <const uint8_t *>arr.array.buffers[0] if arr.array.null_count else NULL
+        if col.c.mode == KAFKAREC_BIN_ARROW32:
+            col.c.offsets32 = <const int32_t *>arr.array.buffers[1]
         else:
-            col.offsets64 = <const int64_t *>arr.array.buffers[1]
-        col.data = <const uint8_t *>arr.array.buffers[2]
-        col.array_offset = arr.array.offset
+            col.c.offsets64 = <const int64_t *>arr.array.buffers[1]
+        col.c.data = <const uint8_t *>arr.array.buffers[2]
+        col.c.array_offset = arr.array.offset
         return col
     else:
-        col.mode = 1
+        col.c.mode = KAFKAREC_BIN_LIST
         col.items = list(column)
     if len(col.items) != length:
         raise EncodeError(f"{name} has {len(col.items)} items, values has {length}")
@@ -622,13 +1031,13 @@ cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
 cdef Py_ssize_t data_bytes(_BinaryInput col):
     """Bytes of data a column holds (an estimate for lists, exact for arrays)."""
     cdef Py_ssize_t j
-    if col.mode == 2:
-        j = col.array_offset
-        return col.offsets32[j + col.length] - col.offsets32[j] if col.length else 0
-    if col.mode == 3:
-        j = col.array_offset
-        return col.offsets64[j + col.length] - col.offsets64[j] if col.length else 0
-    if col.mode == 1 and col.length:
+    if col.c.mode == KAFKAREC_BIN_ARROW32:
+        j = col.c.array_offset
+        return col.c.offsets32[j + col.length] - col.c.offsets32[j] if col.length else 0
+    if col.c.mode == KAFKAREC_BIN_ARROW64:
+        j = col.c.array_offset
+        return col.c.offsets64[j + col.length] - col.c.offsets64[j] if col.length else 0
+    if col.c.mode == KAFKAREC_BIN_LIST and col.length:
         first = col.items[0]
         return col.length * (len(first) if first is not None else 0)
     return 0
@@ -636,30 +1045,76 @@ cdef Py_ssize_t data_bytes(_BinaryInput col):
 
 @cython.final
 cdef class _Int64Input:
-    """An int64 column: a list read item by item, or an array read through its buffer."""
+    """An int64 column: an array read through its buffer, or a list read item by
+    item.  A list's leading plain ints are also converted up front into `values`
+    (`n_values` of them) for the bulk loop."""
     cdef list items
     cdef const int64_t *values      # arrays: the first value (offset applied)
+    cdef Py_ssize_t n_values        # how many of `values` are valid
+    cdef int64_t *converted         # owned: a list's values, converted
     cdef bint is_list
     cdef object owner
 
+    def __dealloc__(self):
+        c_free(self.converted)
+
     cdef inline int64_t get(self, Py_ssize_t i) except? -1:
         if self.is_list:
+            if i >= len(self.items):
+                list_shrank()
             return self.items[i]
         return self.values[i]
 
+    cdef int convert(self) except -1:
+        """`values` = the list's leading items, as far as they are ints that fit."""
+        cdef Py_ssize_t i = 0, n = len(self.items)
+        cdef object item
+        self.converted = <int64_t *>c_malloc(max(n, 1) * sizeof(int64_t))
+        if self.converted == NULL:
+            raise MemoryError()
+        try:
+            while i < n:
+                item = self.items[i]
+                if type(item) is not int:
+                    break
+                self.converted[i] = item
+                i += 1
+        except OverflowError:
+            pass        # left to the general path, which raises it in its place
+        self.values = self.converted
+        self.n_values = i
+        return 0
 
-cdef _Int64Input int64_input(object column, Py_ssize_t length, str name):
+
+cdef _Int64Input int64_input(object column, Py_ssize_t length, str name, bint convert):
     cdef _Int64Input col = _Int64Input()
     cdef _ArrowCArray arr
     cdef _Buffer owner
-    if hasattr(column, "combine_chunks"):
-        column = column.combine_chunks()       # a ChunkedArray: one contiguous array
+    cdef list bufs = None
+    if type(column) is not list:
+        if pyarrow_kind(column) == ARROW_INT64:
+            bufs = pyarrow_buffers(column)
+        if bufs is not None:
+            if bufs[0] is not None and column.null_count:
+                raise EncodeError(f"{name} must not contain nulls")
+            if len(column) != length:
+                raise EncodeError(f"{name} has {len(column)} items, values has {length}")
+            if length:
+                col.owner = column
+                col.values = <const int64_t *>pyarrow_address(bufs[1]) + <Py_ssize_t>column.offset
+                col.n_values = length
+                return col
+        elif not hasattr(column, "__arrow_c_array__") and hasattr(column, "combine_chunks"):
+            column = column.combine_chunks()       # a ChunkedArray: one contiguous array
     if isinstance(column, list) or len(column) == 0:
         col.is_list = True
-        col.items = list(column)
+        col.items = column if type(column) is list else list(column)
         if len(col.items) != length:
             raise EncodeError(f"{name} has {len(col.items)} items, values has {length}")
+        if convert:
+            col.convert()
         return col
+    col.n_values = length
     if hasattr(column, "__arrow_c_array__"):
         arr = arrow_c_array(column)
         if arr.array.null_count:
@@ -692,6 +1147,7 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
     cdef _Int64Input off_col = None
     cdef bint has_ts = timestamps is not None
     cdef bint has_off = offsets is not None
+    cdef bint bulk
     cdef int64_t now = 0
     cdef Py_ssize_t i, klen, vlen, hsize
     cdef const uint8_t *kp
@@ -699,22 +1155,26 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
     cdef list keep = []
     cdef list hs
     cdef list header_rows = None
+    # No headers, consecutive offsets and no size limit: the bulk loop writes
+    # the records, handing the odd one (a bytearray in a list, say) back here.
+    bulk = headers is None and not has_off and b._max_batch_size < 0 and not b._built
     if has_ts:
-        ts_col = int64_input(timestamps, n, "timestamps")
+        ts_col = int64_input(timestamps, n, "timestamps", bulk)
     else:
         now = int(_time.time() * 1000)
     if has_off:
-        off_col = int64_input(offsets, n, "offsets")
+        off_col = int64_input(offsets, n, "offsets", False)
     b._records.reserve(n * (MAX_RECORD_OVERHEAD + 8) + data_bytes(vcol) + data_bytes(kcol))
     if headers is not None:
         header_rows = list(headers)
         if len(header_rows) != n:
             raise EncodeError(f"headers has {len(header_rows)} items, values has {n}")
-    if (header_rows is None and vcol.mode != 1 and kcol.mode != 1 and not has_off
-            and (ts_col is None or not ts_col.is_list) and b._max_batch_size < 0
-            and not b._built and n):
-        return extend_arrays(b, vcol, kcol, ts_col, now, n)
-    for i in range(n):
+    i = 0
+    while i < n:
+        if bulk:
+            i = extend_bulk(b, vcol, kcol, ts_col, now, i, n)
+            if i == n:
+                break
         vcol.get(i, &vp, &vlen, keep)
         kcol.get(i, &kp, &klen, keep)
         hs = None
@@ -725,72 +1185,56 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
                      ts_col.get(i) if has_ts else now, kp, klen, vp, vlen, hs, hsize)
         if keep:
             keep.clear()
+        i += 1
     return 0
 
 
-cdef int extend_arrays(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInput kcol,
-                       _Int64Input ts_col, int64_t now, Py_ssize_t n) except -1:
-    """The bulk path for array columns: one tight loop, no Python object per record.
-    Same checks and the same bytes as add_record + encode_record.  State lives in
-    locals during the loop: stores through the uint8_t output pointer may alias
-    anything, so fields read through `b` would be reloaded every record."""
-    cdef Py_ssize_t i, klen, vlen, body
-    cdef const uint8_t *kp
-    cdef const uint8_t *vp
-    cdef int64_t ts, ts_delta
-    cdef int64_t off = b._last_offset + 1
-    cdef int64_t base_offset = b._base_offset
-    cdef int64_t base_ts = b._base_timestamp
-    cdef int64_t max_ts = b._max_timestamp
-    cdef bint first = b.record_count == 0 and not b._has_delete_horizon
-    cdef const int64_t *tsp = NULL
+cdef Py_ssize_t extend_bulk(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInput kcol,
+                            _Int64Input ts_col, int64_t now, Py_ssize_t start,
+                            Py_ssize_t n) except -1:
+    """Records start.. through the C loop (kafkarec_bulk_write): the same checks
+    and the same bytes as add_record + encode_record.  Returns the index of the
+    first record it did not write (n when done)."""
+    cdef kafkarec_bulk_state st
+    cdef int status = KAFKAREC_BULK_DONE
+    cdef Py_ssize_t i = start
+    cdef Py_ssize_t end = min(vcol.bulk_end(n), kcol.bulk_end(n))
+    cdef int64_t first_offset = b._last_offset + 1
     cdef _Growable out = b._records
-    cdef uint8_t *p
-    cdef uint8_t *limit
-    if off - base_offset + n - 1 > INT32_MAX or b.record_count + n > INT32_MAX:
-        raise EncodeError("Maximum offset delta exceeded")
     if ts_col is not None:
-        tsp = ts_col.values
-    p = out.data + out.size
-    limit = out.data + out.capacity
-    try:
-        for i in range(n):
-            vcol.get(i, &vp, &vlen, None)
-            kcol.get(i, &kp, &klen, None)
-            ts = tsp[i] if tsp != NULL else now
-            if ts < 0 and ts != -1:
-                raise EncodeError(f"Invalid negative timestamp {ts}")
-            if first:
-                base_ts = ts
-                first = False
-            ts_delta = ts - base_ts
-            body = record_body_size(off - base_offset, ts_delta, klen, vlen, 0, 0)
-            if limit - p < body + 5:
-                out.size = p - out.data
-                out.reserve(body + 5)
-                p = out.data + out.size
-                limit = out.data + out.capacity
-            p = write_varlong(p, body)
-            p[0] = 0
-            p = write_varlong(p + 1, ts_delta)
-            p = write_varlong(p, off - base_offset)
-            p = write_varlong(p, klen)
-            p = put_bytes(p, kp, klen)
-            p = write_varlong(p, vlen)
-            p = put_bytes(p, vp, vlen)
-            p[0] = 0                                # no headers
-            p += 1
-            if ts > max_ts:
-                max_ts = ts
-            off += 1
-    finally:
+        end = min(end, ts_col.n_values)
+        st.timestamps = ts_col.values
+    else:
+        st.timestamps = NULL
+    if i >= end:
+        return i
+    if first_offset - b._base_offset + (end - i) - 1 > INT32_MAX or b.record_count + (end - i) > INT32_MAX:
+        raise EncodeError("Maximum offset delta exceeded")
+    st.now = now
+    st.offset_delta = first_offset - b._base_offset
+    st.base_timestamp = b._base_timestamp
+    st.max_timestamp = b._max_timestamp
+    st.first = b.record_count == 0 and not b._has_delete_horizon
+    st.length_guess = 2                     # bodies of 64 B .. 8 KiB
+    st.p = out.data + out.size
+    st.limit = out.data + out.capacity
+    while True:
+        i = kafkarec_bulk_write(&st, &vcol.c, &kcol.c, i, end, &status)
         # Records written so far stay, with the builder's state matching them.
-        out.size = p - out.data
-        b.record_count += <int>(off - (b._last_offset + 1))
-        b._last_offset = off - 1
-        b._base_timestamp = base_ts
-        b._max_timestamp = max_ts
-    return 0
+        out.size = st.p - out.data
+        b.record_count += <int>(i - start)
+        b._last_offset = b._base_offset + st.offset_delta - 1
+        b._base_timestamp = st.base_timestamp
+        b._max_timestamp = st.max_timestamp
+        start = i
+        if status == KAFKAREC_BULK_ROOM:
+            out.reserve(max(st.need, (end - i) * 16))
+            st.p = out.data + out.size
+            st.limit = out.data + out.capacity
+            continue
+        if status == KAFKAREC_BULK_BAD_TS:
+            raise EncodeError(f"Invalid negative timestamp {st.timestamps[i]}")
+        return i
 
 
 def build_batch(values, keys=None, timestamps=None, headers=None, offsets=None, **options) -> bytes:

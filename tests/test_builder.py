@@ -464,7 +464,7 @@ def test_every_build_path_with_null_keys_and_values(spec):
 
 
 def test_bulk_array_path_is_used_and_matches_append():
-    # no headers, no offsets, array columns: the tight extend_arrays loop
+    # no headers, no offsets, array columns: the bulk C loop (kafkarec_bulk_write)
     n = 2000
     values = [b"value-%d" % i * (i % 5) for i in range(n)]
     keys = [b"k%d" % (i % 13) for i in range(n)]
