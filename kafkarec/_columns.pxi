@@ -265,16 +265,17 @@ cdef class _ArrowColumns:
         self.rows = rows
         return 0
 
-    cdef int expect(self, double scale, Py_ssize_t headroom) except -1:
-        """Grow every column to `scale` times its size now plus `headroom`
-        bytes (what one more batch reserves), in one step: a column of N bytes
-        grown by doubling would copy about N bytes more."""
+    cdef int expect(self, double scale) except -1:
+        """After a chunk's first batch: grow every column to `scale` times its
+        size now, plus that size again (room for one more batch like the
+        first, as a chunk ends past its limits), in one step.  A column of N
+        bytes grown by doubling would copy about N bytes more."""
         cdef _Growable g
         for g in (self.key.offsets, self.key.data, self.key.valid.bytes,
                   self.value.offsets, self.value.data, self.value.valid.bytes,
                   self.offset, self.timestamp, self.timestamp_type,
                   self.header_list_offsets, self.header_list_valid.bytes):
-            g.reserve(<Py_ssize_t>(g.size * (scale - 1.0)) + headroom)
+            g.reserve(<Py_ssize_t>(g.size * scale) + 64)
         return 0
 
     cdef Py_ssize_t data_bytes(self) noexcept:
@@ -432,7 +433,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef int32_t *hoff
     cdef uint8_t *kdata
     cdef uint8_t *vdata
-    cdef int32_t kpos, vpos
+    cdef Py_ssize_t kpos, vpos, kcap, vcap
     cdef const uint8_t *pos = it._cur.pos
     cdef int status
     if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
@@ -449,15 +450,15 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     tss = <int64_t *>reserve_tail(cols.timestamp, rows * 8, False)
     tts = <int32_t *>reserve_tail(cols.timestamp_type, rows * 4, False)
     hoff = <int32_t *>reserve_tail(cols.header_list_offsets, rows * 4, False)
-    kdata = reserve_tail(cols.key.data, payload + KAFKAREC_COPY_SLACK, False)
-    vdata = reserve_tail(cols.value.data, payload + KAFKAREC_COPY_SLACK, False)
+    kdata = cols.key.data.data            # indexed by absolute column position
+    vdata = cols.value.data.data
+    kcap = cols.key.data.capacity
+    vcap = cols.value.data.capacity
     kvalid = reserve_bits(cols.key.valid, rows, True)
     vvalid = reserve_bits(cols.value.valid, rows, True)
     hvalid = reserve_bits(cols.header_list_valid, rows, False)
-    kdata -= cols.key.data.size           # index by absolute column position
-    vdata -= cols.value.data.size
-    kpos = <int32_t>cols.key.data.size
-    vpos = <int32_t>cols.value.data.size
+    kpos = cols.key.data.size
+    vpos = cols.value.data.size
     end_row = r0 + rows
     while it._remaining > 0 and row < end_row:
         # parse_v2_record_at, spelled out so the scanner inlines into this loop
@@ -465,19 +466,29 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         if unlikely(status != 0 or (strict and v.header_count != 0)):
             record_trouble(it, &v, status)
         if likely(v.key_len >= 0):
+            if unlikely(kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap):
+                # (sizes are committed per batch: reserve counts from kpos)
+                cols.key.data.reserve(kpos - cols.key.data.size + v.key_len + KAFKAREC_COPY_SLACK)
+                kdata = cols.key.data.data
+                kcap = cols.key.data.capacity
             kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
             kpos += v.key_len
         else:
             kvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
             key_nulls += 1
         if likely(v.value_len >= 0):
+            if unlikely(vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap):
+                cols.value.data.reserve(vpos - cols.value.data.size + v.value_len
+                                        + KAFKAREC_COPY_SLACK)
+                vdata = cols.value.data.data
+                vcap = cols.value.data.capacity
             kafkarec_copy_short(vdata + vpos, v.value, v.value_len, payload_end)
             vpos += v.value_len
         else:
             vvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
             value_nulls += 1
-        ko[0] = kpos
-        vo[0] = vpos
+        ko[0] = <int32_t>kpos
+        vo[0] = <int32_t>vpos
         ko += 1
         vo += 1
         offs[0] = v.offset
@@ -709,7 +720,7 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
             expected = min(expected, max_rows / <double>cols.rows,
                            max_bytes / <double>max(cols.data_bytes(), 1))
             if expected > 1.5:
-                cols.expect(min(expected * 1.05, 1024.0), 2 * b.size_in_bytes + 4096)
+                cols.expect(min(expected * 1.05, 1024.0))
     if cols.rows or not yielded:
         yield cols.finish(topic, partition)
 
