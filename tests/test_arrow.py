@@ -1263,3 +1263,17 @@ def test_key_and_value_copies_at_block_boundaries(length):
     rows = assert_table_matches(data)
     assert [r["key"] for r in rows] == [payload[i:i + length] for i in range(3)] + [payload[:length]]
     assert rows[-1]["value"] == payload[1:length + 1]
+
+
+def test_column_memory_stays_near_the_data_size():
+    # Large values: what the table holds from Arrow's pool stays close to the
+    # bytes it carries (no per-column reservation of whole batch payloads).
+    rng = random.Random(9)
+    data = b"".join(
+        v2_batch([(b * 20 + i, TS0, b"key-%d" % i, rng.randbytes(50_000), []) for i in range(20)])
+        for b in range(4))
+    before = pa.total_allocated_bytes()
+    table = kafkarec.to_arrow(data, topic="t", partition=0)
+    held = pa.total_allocated_bytes() - before
+    assert table.num_rows == 80
+    assert held <= 1.5 * len(data) + (1 << 20), (held, len(data))
