@@ -408,9 +408,10 @@ cdef extern from *:
 
 cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                         bint strict, bint crc_after) except -1:
-    """All records of one v2 batch, written through raw pointers into space
-    reserved up front: a batch cannot hold more rows than its payload has
-    7-byte minimal records, nor more key/value bytes than its payload.  Sizes
+    """All records of one v2 batch, written through raw pointers: the per-row
+    columns into space reserved up front (a batch cannot hold more rows than
+    its payload has 7-byte minimal records), key and value bytes into space
+    checked per record.  Sizes
     are committed when the batch is complete, so a batch that fails half way
     leaves the columns as they were (headers, appended as they come, are cut
     back by _ArrowColumns.truncate).  With crc_after the CRC is checked after
