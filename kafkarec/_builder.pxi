@@ -16,7 +16,6 @@ cdef enum:
     LZ4_BLOCK_SIZE = 64 * 1024
 
 
-from cpython.ref cimport PyObject, Py_XDECREF, Py_INCREF
 
 cdef extern from *:
     """

@@ -49,7 +49,8 @@ cdef class _ArrowGrowable(_Growable):
 cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
     if g.size + n > g.capacity:
         g.reserve(n)
-    c_memcpy(g.data + g.size, src, n)
+    if n:                       # (g.data may still be NULL when n is 0)
+        c_memcpy(g.data + g.size, src, n)
     g.size += n
     return 0
 
@@ -436,7 +437,6 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef uint8_t *vdata
     cdef Py_ssize_t kpos, vpos, kcap, vcap
     cdef const uint8_t *pos = it._cur.pos
-    cdef int status
     if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
         raise OverflowError("binary column over 2 GiB")
     if cols.batch_columns:
@@ -463,9 +463,8 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     end_row = r0 + rows
     while it._remaining > 0 and row < end_row:
         # parse_v2_record_at, spelled out so the scanner inlines into this loop
-        status = scan_v2_record(it, &v, &pos, payload_end)
-        if unlikely(status != 0 or (strict and v.header_count != 0)):
-            record_trouble(it, &v, status)
+        if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
+            raise_record_fault(it)
         if likely(v.key_len >= 0):
             if unlikely(kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap):
                 # (sizes are committed per batch: reserve counts from kpos)
@@ -624,6 +623,8 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
         raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
     if max_rows <= 0 or max_bytes <= 0:
         raise ValueError("max_rows and max_bytes must be positive")
+    if topic is not None and not isinstance(topic, str):
+        raise TypeError(f"topic must be a str or None, not {type(topic).__name__}")
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
     return _arrow_batches(data, topic, partition, include_control, batch_columns, read_committed,

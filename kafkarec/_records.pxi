@@ -217,6 +217,7 @@ cdef enum RecordFault:
     FAULT_NEGATIVE_LENGTH
     FAULT_OFFSET_ORDER
     FAULT_LEFTOVER
+    FAULT_HEADER_KEY_UTF8
 
 
 # Record fields, for error messages.
@@ -279,12 +280,30 @@ cdef class _RecordIterator:
         return read_v2_record(self)
 
 
-cdef int check_utf8(Cursor *c, const uint8_t *p, int32_t n) except -1:
-    try:
-        PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
-    except UnicodeDecodeError:
-        cursor_fail(c, p, InvalidRecordError, "header key is not valid UTF-8")
-    return 0
+cdef extern from "Python.h":
+    # The raw C API (NULL on error, nothing raised), for scan_v2_record.
+    PyObject *decode_utf8_raw "PyUnicode_DecodeUTF8"(const char *s, Py_ssize_t size,
+                                                      const char *errors)
+    void PyErr_Clear()
+    void decref_raw "Py_DECREF"(PyObject *o)
+
+
+cdef inline bint is_utf8(const uint8_t *p, int32_t n) noexcept:
+    """Whether p[:n] is valid UTF-8 (Python's strict decoder is the judge;
+    ASCII, the common case, is decided without it)."""
+    cdef int32_t i
+    cdef uint8_t seen = 0
+    cdef PyObject *decoded
+    for i in range(n):
+        seen |= p[i]
+    if seen < 0x80:
+        return True
+    decoded = decode_utf8_raw(<const char *>p, n, "strict")
+    if decoded == NULL:
+        PyErr_Clear()
+        return False
+    decref_raw(decoded)
+    return True
 
 
 cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at,
@@ -369,6 +388,8 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
             return record_fault(f, FAULT_NEGATIVE_HEADER_KEY, 0, start, start, hk, 0)
         if unlikely(hk > end - p):
             return record_fault(f, FAULT_SHORT, FIELD_HEADER_KEY, p, start, hk, end - p)
+        if unlikely(strict) and not is_utf8(p, hk):
+            return record_fault(f, FAULT_HEADER_KEY_UTF8, 0, p, start, 0, 0)
         p += hk
         status = take_varint(&p, end, strict, &hv)
         if unlikely(status):
@@ -450,43 +471,18 @@ cdef int raise_record_fault(_RecordIterator it) except -1:
     elif kind == FAULT_OFFSET_ORDER:
         reason = (f"offset delta {f.a} is out of order or past the last offset "
                   f"delta {f.b}")
+    elif kind == FAULT_HEADER_KEY_UTF8:
+        reason = "header key is not valid UTF-8"
     else:
         reason = "Incorrect declared batch size, records still remaining in file"
     return cursor_fail(c, f.at, InvalidRecordError, reason)
 
 
-cdef int check_header_keys(_RecordIterator it, RecordView *v) except -1:
-    """Strict mode: header keys must be UTF-8 (the default decodes them leniently)."""
-    cdef Cursor c
-    cdef int32_t i, klen, vlen
-    cdef const uint8_t *kp
-    cursor_init(&c, v.headers, v.headers_end - v.headers, v.error_position, False, True)
-    c.start = it._cur.start     # positions count from the batch's records, as the cursor's do
-    c.origin = it._cur.origin
-    c.decompressed = it._cur.decompressed
-    for i in range(v.header_count):
-        read_varint(&c, &klen, "header key length")
-        kp = cursor_take(&c, klen, "header key")
-        check_utf8(&c, kp, klen)
-        read_varint(&c, &vlen, "header value length")
-        if vlen >= 0:
-            cursor_take(&c, vlen, "header value")
-    return 0
-
-
-cdef int record_trouble(_RecordIterator it, RecordView *v, int status) except -1:
-    # Out of line: raise a fault, or (strict mode) check the header keys.
-    if status != 0:
-        return raise_record_fault(it)
-    return check_header_keys(it, v)
-
-
 cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                    const uint8_t *end) except -1:
     """The record at pos[0], validated (pos[0] moves past it); raises on a fault."""
-    cdef int status = scan_v2_record(it, v, pos, end)
-    if unlikely(status != 0 or (it._strict and v.header_count != 0)):
-        return record_trouble(it, v, status)
+    if unlikely(scan_v2_record(it, v, pos, end) != 0):
+        return raise_record_fault(it)
     return 0
 
 

@@ -1277,3 +1277,11 @@ def test_column_memory_stays_near_the_data_size():
     held = pa.total_allocated_bytes() - before
     assert table.num_rows == 80
     assert held <= 1.5 * len(data) + (1 << 20), (held, len(data))
+
+
+def test_topic_must_be_a_string():
+    data = v2_batch(spec_records(2, 0, seed=1))
+    with pytest.raises(TypeError, match="topic must be a str"):
+        kafkarec.to_arrow(data, topic=b"events")
+    with pytest.raises(TypeError, match="topic must be a str"):
+        kafkarec.iter_arrow(data, topic=7)

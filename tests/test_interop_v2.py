@@ -572,3 +572,48 @@ def test_property_broker_patched_headers(records, codec, base_offset, epoch, pro
         -1 if seq < 0 else F.java_increment_sequence(seq, records[-1].offset))
     F.assert_records_equal(got, F.expected_v2_records(
         records, base_offset=base_offset, base_sequence=seq, log_append_time=append_time))
+
+
+# ---------------------------------------------------------------- fault order
+
+
+def _raw_record(offset_delta, headers_section, header_count, *, attributes=0):
+    def sized(x):
+        return F.varint(len(x)) + x
+    body = (bytes([attributes]) + F.varint(0) + F.varint(offset_delta) + sized(b"k") + sized(b"v")
+            + F.varint(header_count) + headers_section)
+    return F.varint(len(body)) + body
+
+
+def test_strict_header_key_utf8_error_comes_before_later_faults():
+    # Strict mode checks a header key as soon as it is read, before the record's
+    # later checks (here: attributes set), in every decode path.
+    bad_key = F.varint(2) + b"\xff\xfe" + F.varint(-1)
+    data = F.v2_batch(_raw_record(0, bad_key, 1, attributes=1), record_count=1, last_offset_delta=0)
+    errors = []
+    for decode in (lambda: [r for b in kafkarec.iter_batches(data, strict=True) for r in b],
+                   lambda: kafkarec.to_arrow(data, strict=True),
+                   lambda: kafkarec.to_arrow(data, strict=True, batch_columns=True)):
+        with pytest.raises(kafkarec.InvalidRecordError) as info:
+            decode()
+        errors.append((info.value.position, info.value.reason))
+    key_position = 61 + 1 + 1 + 1 + 1 + 2 + 2 + 1 + 1    # length, attrs, deltas, k, v, count, key len
+    assert errors == [(key_position, "header key is not valid UTF-8")] * 3
+    # Not strict: the key decodes leniently, and the attributes are not checked.
+    [record] = list(next(kafkarec.iter_batches(data)))
+    assert record.headers == [("\ufffd\ufffd", None)]
+
+
+@pytest.mark.parametrize("first", ["utf8", "attributes"])
+def test_record_iterator_ends_after_a_fault(first):
+    if first == "utf8":
+        bad = _raw_record(0, F.varint(2) + b"\xff\xfe" + F.varint(-1), 1)
+    else:
+        bad = _raw_record(0, b"", 0, attributes=1)
+    data = F.v2_batch(bad + F.encode_record(1, 0, b"k2", b"v2") + F.encode_record(2, 0, b"k3", b"v3"),
+                    record_count=3, last_offset_delta=2)
+    records = iter(next(kafkarec.iter_batches(data, strict=True)))
+    with pytest.raises(kafkarec.InvalidRecordError):
+        next(records)
+    # The records after a bad one are not handed out as if nothing happened.
+    assert list(records) == []
