@@ -309,13 +309,16 @@ cdef class _BatchBytes(_Growable):
         if want <= self.capacity:
             return 0
         cap = max(want, self.capacity * 2, 4096)
-        if self._bytes == NULL:
-            fresh = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + cap)
-            Py_INCREF(fresh)
-            self._bytes = <PyObject *>fresh
-        else:
-            _PyBytes_Resize(&self._bytes, V2_HEADER_SIZE + cap)
-        self.data = <uint8_t *>PyBytes_AS_STRING(<object>self._bytes) + V2_HEADER_SIZE
+        # A new object and a copy, not _PyBytes_Resize: a failed resize frees
+        # the old object, and the records written so far with it.  A failure
+        # here raises MemoryError and leaves everything as it was.
+        fresh = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + cap)
+        if self._bytes != NULL:
+            c_memcpy(PyBytes_AS_STRING(fresh) + V2_HEADER_SIZE, self.data, self.size)
+            Py_XDECREF(self._bytes)
+        Py_INCREF(fresh)
+        self._bytes = <PyObject *>fresh
+        self.data = <uint8_t *>PyBytes_AS_STRING(fresh) + V2_HEADER_SIZE
         self.capacity = cap
         return 0
 
@@ -324,7 +327,13 @@ cdef class _BatchBytes(_Growable):
         cdef object out
         if self._bytes == NULL:
             self.reserve(1)
-        _PyBytes_Resize(&self._bytes, V2_HEADER_SIZE + self.size)
+        try:
+            _PyBytes_Resize(&self._bytes, V2_HEADER_SIZE + self.size)   # shrinks
+        except MemoryError:
+            self._bytes = NULL          # freed by the failed resize
+            self.data = NULL
+            self.capacity = 0
+            raise
         out = <object>self._bytes
         Py_XDECREF(self._bytes)
         self._bytes = NULL
@@ -573,7 +582,10 @@ cdef inline int borrow_bytes(object obj, const uint8_t **p, Py_ssize_t *n, list 
         p[0] = <const uint8_t *>PyBytes_AS_STRING(obj)
         n[0] = len(<bytes>obj)
     else:
-        copy = bytes(obj)          # bytearray / memoryview: keep an immutable copy alive
+        # bytearray / memoryview / any buffer: keep an immutable copy alive.
+        # Through memoryview so that an int is refused, not read as bytes(n)
+        # (n zero bytes).
+        copy = bytes(memoryview(obj))
         keep.append(copy)
         p[0] = <const uint8_t *>PyBytes_AS_STRING(copy)
         n[0] = len(copy)
@@ -662,6 +674,8 @@ cdef int write_v2_header(uint8_t *p, Py_ssize_t size, int64_t base_offset,
                          int32_t count) except -1:
     """The 61-byte header in front of the records at p + 61; the CRC-32C over
     attributes..end is computed last."""
+    if size - LOG_OVERHEAD > INT32_MAX:
+        raise EncodeError(f"a batch of {size} bytes does not fit Kafka's int32 batch length")
     kr_store_be64(p, <uint64_t>base_offset)
     kr_store_be32(p + OFF_LENGTH, <uint32_t>(size - LOG_OVERHEAD))
     kr_store_be32(p + OFF_PARTITION_LEADER_EPOCH, <uint32_t>partition_leader_epoch)
@@ -893,7 +907,11 @@ cdef class _BinaryInput:
         if self.c.mode == KAFKAREC_BIN_LIST:
             if i >= len(self.items):
                 list_shrank()
-            return borrow_bytes(self.items[i], p, n, keep)
+            item = self.items[i]
+            # Held until the record is written: reading another column (a key's
+            # bytes(), a header) can run Python code that replaces items[i].
+            keep.append(item)
+            return borrow_bytes(item, p, n, keep)
         if self.c.mode == KAFKAREC_BIN_NULL:
             p[0] = NULL
             n[0] = -1
@@ -1027,6 +1045,9 @@ cdef _BinaryInput binary_input(object column, Py_ssize_t length, str name):
     return col
 
 
+cdef Py_ssize_t LIST_ESTIMATE_CAP = 64 * 1024 * 1024
+
+
 cdef Py_ssize_t data_bytes(_BinaryInput col):
     """Bytes of data a column holds (an estimate for lists, exact for arrays)."""
     cdef Py_ssize_t j
@@ -1037,8 +1058,14 @@ cdef Py_ssize_t data_bytes(_BinaryInput col):
         j = col.c.array_offset
         return col.c.offsets64[j + col.length] - col.c.offsets64[j] if col.length else 0
     if col.c.mode == KAFKAREC_BIN_LIST and col.length:
+        # The first item times the count, capped: one large first value must
+        # not ask for terabytes (the batch grows as needed past the estimate).
         first = col.items[0]
-        return col.length * (len(first) if first is not None else 0)
+        try:
+            width = len(first) if first is not None else 0
+        except TypeError:
+            return 0
+        return min(col.length * width, LIST_ESTIMATE_CAP)
     return 0
 
 
@@ -1238,6 +1265,4 @@ cdef Py_ssize_t extend_bulk(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInpu
 
 def build_batch(values, keys=None, timestamps=None, headers=None, offsets=None, **options) -> bytes:
     """One v2 batch from whole columns: ``RecordBatchBuilder(**options).extend(...).build()``."""
-    cdef RecordBatchBuilder b = RecordBatchBuilder(**options)
-    extend_columns(b, values, keys, timestamps, headers, offsets)
-    return b.build()
+    return RecordBatchBuilder(**options).extend(values, keys, timestamps, headers, offsets).build()

@@ -10,6 +10,7 @@ DefaultRecordBatchBuilder (uncompressed) and with kafkarec's record-by-record
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import cramjam
@@ -319,3 +320,68 @@ def test_zstd_compressors_are_per_thread():
     for t in threads:
         t.join()
     assert results == expected
+
+
+# ---------------------------------------------------------------- review findings
+
+
+def test_one_large_first_value_does_not_size_the_whole_batch():
+    # The space reserved up front for lists is an estimate from the first item;
+    # it is capped, so a large first value followed by many small ones builds.
+    values = [b"x" * 1_000_000] + [b""] * 2_000_000
+    b = RecordBatchBuilder()
+    b.append(b"first")
+    b.extend(values, timestamps=[T0] * len(values))
+    data = b.build()
+    batch = next(kafkarec.iter_batches(data))
+    assert batch.record_count == len(values) + 1
+    records = iter(batch)
+    assert next(records).value == b"first"
+    assert next(records).value == values[0]
+
+
+def test_list_items_stay_alive_while_other_columns_run_python_code():
+    values = [bytes(bytearray(b"V" * 200_000))]     # held by the list only
+
+    held = []
+
+    class HeadersThatDropTheValue:
+        def __iter__(self):
+            # Runs between reading the value and writing it: drop the list's
+            # reference; the builder must still hold one of its own (freed
+            # memory would not reliably show otherwise).
+            value = values[0]
+            values[0] = None
+            held.append(sys.getrefcount(value) - 2)   # minus `value` and the call's argument
+            return iter([("h", b"x")])
+
+        def __len__(self):
+            return 1
+
+    b = RecordBatchBuilder()
+    b.extend(values, [b"k"], timestamps=[T0], headers=[HeadersThatDropTheValue()])
+    [record] = list(next(kafkarec.iter_batches(b.build())))
+    assert (record.key, record.value, record.headers) == (b"k", b"V" * 200_000, [("h", b"x")])
+    assert held == [1]
+
+
+def test_build_batch_refuses_data_records_in_a_control_batch():
+    with pytest.raises(kafkarec.EncodeError, match="control batch"):
+        kafkarec.build_batch([b"v"], is_control=True)
+
+
+@pytest.mark.parametrize("bad", [3, "text", 2.5, object()])
+def test_keys_and_values_must_be_bytes_like(bad):
+    # bytes(3) would be three zero bytes: an int is refused, in every path.
+    b = RecordBatchBuilder()
+    with pytest.raises(TypeError):
+        b.append(b"v", key=bad)
+    with pytest.raises(TypeError):
+        b.append(bad)
+    with pytest.raises(TypeError):
+        build_batch([b"v"], [bad])
+    with pytest.raises(TypeError):
+        build_batch([b"v", bad])
+    ts = [T0, T0 + 1]
+    assert (build_batch([bytearray(b"v"), memoryview(b"w")], [b"k", bytearray(b"l")], ts)
+            == build_batch([b"v", b"w"], [b"k", b"l"], ts))
