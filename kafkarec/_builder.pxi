@@ -1152,7 +1152,14 @@ cdef _Int64Input int64_input(object column, Py_ssize_t length, str name, bint co
             col.owner = arr
             col.values = <const int64_t *>arr.array.buffers[1] + arr.array.offset
             return col
-        column = column.cast(pyarrow().int64()).to_numpy(zero_copy_only=False)
+        pa = pyarrow()
+        if not isinstance(column, (pa.Array, pa.ChunkedArray)):
+            column = pa.array(column)              # through the C data interface
+        if arr.format.startswith(b"ts"):
+            # Kafka timestamps are milliseconds: seconds, micro- and nanoseconds
+            # are converted (truncated), not written as if they were ms.
+            column = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False)
+        column = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
     np = codec_lib("numpy", "numpy")
     values = np.ascontiguousarray(column, dtype=np.int64)
     if values.shape != (length,):

@@ -385,3 +385,16 @@ def test_keys_and_values_must_be_bytes_like(bad):
     ts = [T0, T0 + 1]
     assert (build_batch([bytearray(b"v"), memoryview(b"w")], [b"k", bytearray(b"l")], ts)
             == build_batch([b"v", b"w"], [b"k", b"l"], ts))
+
+
+@pytest.mark.parametrize("unit,scale", [("s", 1), ("ms", 1_000), ("us", 1_000_000),
+                                        ("ns", 1_000_000_000)])
+def test_arrow_timestamp_columns_are_converted_to_milliseconds(unit, scale):
+    seconds = 1_700_000_000
+    raw = [seconds * scale, seconds * scale + scale // 1000 * 7 if scale >= 1000 else seconds * scale]
+    for tz in (None, "UTC"):
+        ts = pa.array(raw, pa.timestamp(unit, tz=tz))
+        data = build_batch([b"a", b"b"], None, ts)
+        got = [r.timestamp for r in next(kafkarec.iter_batches(data))]
+        want = [seconds * 1000, seconds * 1000 + (7 if scale >= 1000 else 0)]
+        assert got == want
