@@ -71,6 +71,7 @@ cdef inline int put_u8(_Growable g, uint8_t v) except -1:
     return grow_put(g, &v, 1)
 
 
+@cython.final
 cdef class _Bits:
     """A validity bitmap (LSB first), with its count of zeros."""
     cdef _Growable bytes
@@ -103,6 +104,7 @@ cdef class _Bits:
         return 0
 
 
+@cython.final
 cdef class _BinaryColumn:
     """offsets (int32) + data + validity of an Arrow binary/string column."""
     cdef _Growable offsets
@@ -223,7 +225,7 @@ cdef class _ArrowColumns:
         put_i64(self.timestamp, v.timestamp)
         put_i32(self.timestamp_type, timestamp_type)
         if v.header_count:
-            add_headers(self, v, strict)
+            add_headers(self, v, strict, v.headers_end)
             self.header_list_valid.append(True)
         else:
             self.header_list_valid.append(False)   # Spark's Kafka source gives null, not []
@@ -498,7 +500,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         tss += 1
         tts += 1
         if unlikely(v.header_count != 0):
-            add_headers(cols, &v, strict)
+            add_headers(cols, &v, strict, payload_end)
             hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
             with_headers += 1
         hoff[0] = <int32_t>cols.header_rows
@@ -538,23 +540,54 @@ ctypedef int (*AddV2Records)(_ArrowColumns, _RecordIterator, int, RecordBatch, b
 cdef AddV2Records add_v2_records_out_of_line = add_v2_records
 
 
-cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
+cdef inline int append_reserved(_Growable data, _Growable offsets, _Bits valid,
+                                const uint8_t *p, int32_t n, const uint8_t *src_end) except -1:
+    """Append to a binary column whose data has room for n bytes +
+    KAFKAREC_COPY_SLACK and whose offsets have room for one more entry
+    (add_headers reserves both).  Parts passed apart: no reference counting
+    per call."""
+    if n >= 0:
+        kafkarec_copy_short(data.data + data.size, p, n, src_end)
+        data.size += n
+    valid.append(n >= 0)
+    (<int32_t *>(offsets.data + offsets.size))[0] = <int32_t>data.size
+    offsets.size += 4
+    return 0
+
+
+cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
+                     const uint8_t *payload_end) except -1:
     cdef Cursor c
     cdef int32_t i, klen, vlen
     cdef const uint8_t *kp
     cdef const uint8_t *vp
+    cdef _BinaryColumn keys = cols.header_key
+    cdef _BinaryColumn values = cols.header_value
+    cdef _Growable key_data = keys.data, key_offsets = keys.offsets
+    cdef _Growable value_data = values.data, value_offsets = values.offsets
+    cdef _Bits key_valid = keys.valid, value_valid = values.valid
+    # A record's header keys and values together are shorter than its header
+    # section: room for all of them at once, then no check per header.
+    cdef Py_ssize_t room = v.headers_end - v.headers + KAFKAREC_COPY_SLACK
+    if key_data.size + room > INT32_LIMIT or value_data.size + room > INT32_LIMIT:
+        raise OverflowError("header column over 2 GiB")
+    reserve_tail(key_data, room, False)
+    reserve_tail(value_data, room, False)
+    reserve_tail(key_offsets, v.header_count * 4, False)
+    reserve_tail(value_offsets, v.header_count * 4, False)
     # Headers were validated when the record was parsed; walk them again.
     cursor_init(&c, v.headers, v.headers_end - v.headers, v.error_position, False, strict)
     for i in range(v.header_count):
         read_varint(&c, &klen, "header key length")
         kp = cursor_take(&c, klen, "header key")
-        if not strict:
-            check_utf8_or_replace(cols.header_key, kp, klen)
+        if strict or is_utf8(kp, klen):       # strict: checked by the scanner
+            append_reserved(key_data, key_offsets, key_valid, kp, klen, payload_end)
         else:
-            cols.header_key.append(kp, klen)
+            check_utf8_or_replace(keys, kp, klen)
+            reserve_tail(key_data, room, False)   # a replaced key may be longer
         read_varint(&c, &vlen, "header value length")
         vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
-        cols.header_value.append(vp, vlen)
+        append_reserved(value_data, value_offsets, value_valid, vp, vlen, payload_end)
     cols.header_rows += v.header_count
     return 0
 
@@ -562,18 +595,10 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict) except -1:
 cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
     # Kafka decodes header keys leniently (U+FFFD for bad bytes); Arrow strings must be UTF-8.
     cdef bytes fixed
-    cdef int32_t i
-    cdef uint8_t seen = 0
-    for i in range(n):
-        seen |= p[i]
-    if seen < 0x80:             # ASCII, as header keys almost always are
+    if is_utf8(p, n):
         return col.append(p, n)
-    try:
-        PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
-    except UnicodeDecodeError:
-        fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
-        return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
-    return col.append(p, n)
+    fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
+    return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 
 cdef set aborted_batch_positions(object data, bint verify_crc, Py_ssize_t max_decompressed):
