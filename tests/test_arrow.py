@@ -1285,3 +1285,15 @@ def test_topic_must_be_a_string():
         kafkarec.to_arrow(data, topic=b"events")
     with pytest.raises(TypeError, match="topic must be a str"):
         kafkarec.iter_arrow(data, topic=7)
+
+
+@pytest.mark.parametrize("length", [0, 1, 31, 32, 33, 255, 256, 257, 5000])
+def test_header_copies_at_block_boundaries_and_batch_end(length):
+    # The last header value of the last record ends the batch: its copy cannot
+    # read 32-byte blocks past it.  Invalid UTF-8 keys take the replacing path.
+    blob = bytes(range(256)) * (length // 256 + 1)
+    specs = [(i, TS0, None, b"v", [("k%d" % j, blob[j:j + length]) for j in range(3)]
+              + [(b"\xff" * (i + 1), None), ("last", blob[:length])]) for i in range(4)]
+    rows = assert_table_matches(v2_batch(specs) + v2_batch(specs[:1]))
+    assert rows[-1]["headers"][-1] == {"key": "last", "value": blob[:length]}
+    assert rows[2]["headers"][3] == {"key": "\ufffd" * 3, "value": None}
