@@ -194,24 +194,22 @@ def kr_rows(buf):
             yield (r.offset, r.timestamp, r.key, r.value, r.headers)
 
 
-def aio_rows(buf):
-    mr = AioMemoryRecords(buf)
+def _foreign_rows(records_class, name, buf):
+    mr = records_class(buf)
     while mr.has_next():
         batch = mr.next_batch()
         if not batch.validate_crc():
-            raise ValueError("aiokafka: CRC mismatch")
+            raise ValueError(f"{name}: CRC mismatch")
         for r in batch:
             yield (r.offset, r.timestamp, r.key, r.value, r.headers)
+
+
+def aio_rows(buf):
+    return _foreign_rows(AioMemoryRecords, "aiokafka", buf)
 
 
 def kp_rows(buf):
-    mr = KpMemoryRecords(buf)
-    while mr.has_next():
-        batch = mr.next_batch()
-        if not batch.validate_crc():
-            raise ValueError("kafka-python: CRC mismatch")
-        for r in batch:
-            yield (r.offset, r.timestamp, r.key, r.value, r.headers)
+    return _foreign_rows(KpMemoryRecords, "kafka-python", buf)
 
 
 # --------------------------------------------------------------------------

@@ -583,7 +583,7 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
         if strict or is_utf8(kp, klen):       # strict: checked by the scanner
             append_reserved(key_data, key_offsets, key_valid, kp, klen, payload_end)
         else:
-            check_utf8_or_replace(keys, kp, klen)
+            append_utf8_replaced(keys, kp, klen)
             reserve_tail(key_data, room, False)   # a replaced key may be longer
         read_varint(&c, &vlen, "header value length")
         vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
@@ -592,12 +592,10 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
     return 0
 
 
-cdef int check_utf8_or_replace(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
-    # Kafka decodes header keys leniently (U+FFFD for bad bytes); Arrow strings must be UTF-8.
-    cdef bytes fixed
-    if is_utf8(p, n):
-        return col.append(p, n)
-    fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
+cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
+    # A header key that is not UTF-8: Kafka decodes keys leniently (U+FFFD for
+    # bad bytes), and Arrow strings must be UTF-8.
+    cdef bytes fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
     return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 

@@ -30,10 +30,6 @@ cdef inline void cursor_init(Cursor *c, const uint8_t *start, Py_ssize_t length,
     c.strict = strict
 
 
-cdef inline Py_ssize_t cursor_remaining(const Cursor *c) noexcept:
-    return c.end - c.pos
-
-
 cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason) except -1:
     """Raise `cls` for a problem found at byte `at` of the cursor's buffer."""
     cdef Py_ssize_t rel = at - c.start
@@ -57,7 +53,3 @@ cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except
     c.pos = p + n
     return p
 
-
-cdef inline int cursor_u8(Cursor *c, uint8_t *out, str what) except -1:
-    out[0] = cursor_take(c, 1, what)[0]
-    return 0
