@@ -37,7 +37,7 @@ extensions = [
     Extension(
         "kafkarec._core",
         ["kafkarec/_core.pyx"],
-        include_dirs=["kafkarec"],
+        include_dirs=["kafkarec/_core_src"],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         define_macros=macros,
@@ -47,6 +47,8 @@ extensions = [
 setup(
     ext_modules=cythonize(
         extensions,
+        # the .pxi/.pxd/.h parts of _core live in their own folder
+        include_path=["kafkarec/_core_src"],
         compiler_directives={
             "language_level": 3,
             "embedsignature": True,

@@ -1,6 +1,6 @@
 # kafkarec._core: the compiled heart of kafkarec.
 #
-# One extension module, assembled from parts that each do one job:
+# One extension module, assembled from parts in _core_src/ that each do one job:
 #   _reader.pxi   bounds-checked cursor (every read goes through it)
 #   _varint.pxi   zig-zag varint / varlong
 #   _buffer.pxi   zero-copy ownership of the caller's buffer
@@ -25,8 +25,8 @@ from cpython.ref cimport PyObject, Py_XDECREF, Py_INCREF
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 
-from kafkarec._hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
-                             kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
+from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
+                    kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
 
 from kafkarec.errors import (DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,
@@ -35,15 +35,15 @@ from kafkarec.enums import Compression, TimestampType, ControlRecordType
 
 COMPILED = True
 
-include "_reader.pxi"
-include "_varint.pxi"
-include "_buffer.pxi"
-include "_crc.pxi"
-include "_batch.pxi"
-include "_records.pxi"
-include "_codecs.pxi"
-include "_legacy.pxi"
-include "_builder.pxi"
-include "_legacy_builder.pxi"
-include "_restamp.pxi"
-include "_columns.pxi"
+include "_core_src/_reader.pxi"
+include "_core_src/_varint.pxi"
+include "_core_src/_buffer.pxi"
+include "_core_src/_crc.pxi"
+include "_core_src/_batch.pxi"
+include "_core_src/_records.pxi"
+include "_core_src/_codecs.pxi"
+include "_core_src/_legacy.pxi"
+include "_core_src/_builder.pxi"
+include "_core_src/_legacy_builder.pxi"
+include "_core_src/_restamp.pxi"
+include "_core_src/_columns.pxi"

@@ -3,9 +3,13 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+# the repository (for spark_udfs, benchmarks) and tests/ (shared test helpers:
+# paths, foreign, logdir, spark_helpers, ...) for tests in every subfolder
+for _path in (ROOT, TESTS):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 
 def pytest_report_header(config):

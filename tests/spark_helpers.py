@@ -5,6 +5,7 @@ without Spark; Spark's rows are compared with it column by column.
 """
 from __future__ import annotations
 
+from paths import ROOT
 import glob
 import os
 import shutil
@@ -14,7 +15,6 @@ import zipfile
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PY = sys.executable
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 

@@ -1,4 +1,4 @@
-"""Type-checked against kafkarec's stubs by tests/test_typing.py (mypy --strict)."""
+"""Type-checked against kafkarec's stubs by tests/core/test_typing.py (mypy --strict)."""
 import kafkarec
 from kafkarec import Compression, ControlRecordType, RecordBatch, Record, TimestampType
 

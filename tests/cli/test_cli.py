@@ -6,6 +6,7 @@ the Java rewrite run by kafka-dump-log.sh): printBatchLevel,
 printRecordMetadata, printRecordContents, printControlRecord, dumpIndex,
 dumpTimeIndex, dumpTxnIndex, dumpProducerIdSnapshot and the stderr reports.
 """
+from paths import ROOT
 import gzip
 import json
 import os
@@ -29,7 +30,6 @@ except ModuleNotFoundError:   # run as tests.test_cli
                               kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
                               v2_batch, write_offset_index, write_time_index)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CODEC = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 

@@ -1,12 +1,12 @@
 """kafkarec imports its compiled core out of a zip or wheel (as Spark ships it),
 through a content-addressed cache that concurrent processes share safely."""
+from paths import ROOT
 import glob
 import os
 import subprocess
 import sys
 import zipfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_archive(path, inner_prefix=""):

@@ -1,10 +1,10 @@
 """The stubs describe the compiled core well enough for mypy --strict, and
 `import kafkarec` pulls in neither pyspark nor pyarrow."""
+from paths import ROOT
 import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_stubs_type_check_examples():

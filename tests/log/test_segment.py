@@ -1,5 +1,6 @@
 """kafkarec.segment: segment files read with FileLogInputStream's rules, log directory discovery,
 and single-pass partition verification."""
+from paths import ROOT
 import mmap
 import os
 import struct
@@ -273,7 +274,7 @@ def test_scan_memory_stays_near_the_batch_size(tmp_path):
         "with Segment(sys.argv[1]) as seg:\n"
         "    assert all(b.crc_valid for b in seg.batches(release=sys.argv[2] == '1'))\n"
         "print((hwm() - base) // 1024)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = ROOT
 
     def growth(release):
         out = subprocess.run([sys.executable, "-c", script, str(path), release], cwd=root,
