@@ -8,7 +8,7 @@ codec, written with kafkarec's bulk builder) into a temporary log directory,
 then times, page cache warm, best of 3, each in a fresh process so peak RSS
 (ru_maxrss) is that step's own:
   * plain read: the file in 1 MiB chunks into one reused buffer (the limit);
-  * header scan: every batch header through kafkarec.segment.Segment, no CRC;
+  * header scan: every batch header through kafkarec.log.segment.Segment, no CRC;
   * header scan + CRC-32C of every batch;
   * `kafkarec verify` (CRCs, offsets, indexes) as a user runs it.
 """
@@ -34,13 +34,13 @@ with open(PATH, 'rb', buffering=0) as f:
         pass
 """,
     "header scan (Segment.batches, no CRC)": """
-from kafkarec.segment import Segment
+from kafkarec.log.segment import Segment
 seg = Segment(PATH)
 n = sum(1 for _ in seg.batches(verify_crc=False))
 seg.close()
 """,
     "header scan + CRC-32C per batch": """
-from kafkarec.segment import Segment
+from kafkarec.log.segment import Segment
 seg = Segment(PATH)
 bad = sum(1 for b in seg.batches(verify_crc=False) if not b.crc_valid)
 assert bad == 0

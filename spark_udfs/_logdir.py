@@ -15,7 +15,7 @@ or left out: what is not a whole batch (a framing error, a cut-off batch at
 the end) stays inside a slice and is reported by the reader.
 
 The Kafka rules come from kafkarec: folder names and segment file names from
-:mod:`kafkarec.segment` (which also walks a file's batches), the
+:mod:`kafkarec.log.segment` (which also walks a file's batches), the
 ``read_committed`` rule from :mod:`kafkarec.transactions`.  They are imported
 when first needed, not with this module: in a Spark worker kafkarec has to come
 from the archives :func:`spark_udfs.register` shipped
@@ -43,7 +43,8 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 def _core():
     """The modules ``kafkarec.segment`` and ``kafkarec.transactions`` (see the module docstring)."""
     import_kafkarec()
-    from kafkarec import segment, transactions
+    from kafkarec import transactions
+    from kafkarec.log import segment
     return segment, transactions
 
 
@@ -73,7 +74,7 @@ class Slice(NamedTuple):
 
 def parse_topic_partition(dirname: str):
     """``"orders-3"`` -> ``("orders", 3)``; anything else -> ``(None, None)``
-    (:func:`kafkarec.segment.parse_topic_partition`)."""
+    (:func:`kafkarec.log.segment.parse_topic_partition`)."""
     tp = _core()[0].parse_topic_partition(dirname)
     return (None, None) if tp is None else tuple(tp)
 
@@ -182,7 +183,7 @@ def _batches(f: LogFile):
     """The whole batches of a file as found (headers parsed, records not), in
     order, up to the first the reader (:func:`kafkarec.iter_batches`) would not
     frame: a decode error, or a magic outside 0..2, which
-    :class:`kafkarec.segment.Segment` frames as Kafka's FileLogInputStream does.
+    :class:`kafkarec.log.segment.Segment` frames as Kafka's FileLogInputStream does.
     The reader reports what is left."""
     segment_module, _ = _core()
     from kafkarec.errors import DecodeError

@@ -17,9 +17,10 @@ import sys
 
 import pytest
 
-from kafkarec import cli, sidefiles as sf
+from kafkarec import cli
+from kafkarec.log import sidefiles as sf
 from kafkarec.cli import main
-from kafkarec.stats import Histogram, Progress
+from kafkarec.cli.stats import Histogram, Progress
 
 try:
     from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,

@@ -11,9 +11,9 @@ import pytest
 
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError
-from kafkarec.segment import (Segment, find_partition_dirs, is_partition_dir, parse_topic_partition,
+from kafkarec.log.segment import (Segment, find_partition_dirs, is_partition_dir, parse_topic_partition,
                               rebase_error, scan_partition_dir)
-from kafkarec.verify import check_partition
+from kafkarec.cli.verify import check_partition
 
 try:
     from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
@@ -267,7 +267,7 @@ def test_scan_memory_stays_near_the_batch_size(tmp_path):
     # inherited across exec from the (large) pytest process that forks the child.
     script = (
         "import re, sys\n"
-        "from kafkarec.segment import Segment\n"
+        "from kafkarec.log.segment import Segment\n"
         "def hwm():\n"
         "    return int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "base = hwm()\n"
@@ -541,7 +541,7 @@ def test_index_entry_at_a_bad_crc_batch_is_still_matched(tmp_path):
     app = [w.append(v2_batch(sample_records(5, start_ts=T0 + k))) for k in range(6)]
     w.close()
     pdir = scan_partition_dir(w.dir)
-    from kafkarec import sidefiles as sf
+    from kafkarec.log import sidefiles as sf
     target = list(sf.OffsetIndex(pdir.segments[0].index))[0]
     hit = [a for a in app if a.position == target.position][0]
     w.corrupt(hit)

@@ -6,8 +6,8 @@ import struct
 import pytest
 
 import kafkarec
-from kafkarec import sidefiles as sf
-from kafkarec.segment import Segment, scan_partition_dir
+from kafkarec.log import sidefiles as sf
+from kafkarec.log.segment import Segment, scan_partition_dir
 
 try:
     from logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,

@@ -17,9 +17,9 @@ import time
 from typing import List, Optional, TextIO
 
 import kafkarec
-from kafkarec.dump import EXIT_OK, EXIT_PROBLEMS, codec_name, error_line, jdump, ts_name
+from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, codec_name, error_line, jdump, ts_name
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.segment import PartitionDir, Segment
+from kafkarec.log.segment import PartitionDir, Segment
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
 

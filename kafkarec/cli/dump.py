@@ -22,10 +22,10 @@ import zlib
 from typing import List, Optional, TextIO
 
 import kafkarec
-from kafkarec import sidefiles as sf
+from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.segment import Segment
+from kafkarec.log.segment import Segment
 
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
            "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]

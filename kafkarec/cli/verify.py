@@ -4,7 +4,7 @@
 over each segment: every batch (framing, header, magic, CRC, offsets within
 and across segments; with ``deep`` every record too) and, fed from the same
 scan, the segment's ``.index``, ``.timeindex`` and ``.txnindex`` checks of
-:mod:`kafkarec.sidefiles`; then KRaft snapshots, producer snapshots, the
+:mod:`kafkarec.log.sidefiles`; then KRaft snapshots, producer snapshots, the
 leader epoch checkpoint and ``partition.metadata``.
 
 With ``resync`` a corrupt region does not end a segment's scan: reading goes
@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Callable, Iterator, List, NamedTuple, Optional
 
 import kafkarec
-from kafkarec import sidefiles as sf
-from kafkarec.dump import EXIT_OK, EXIT_PROBLEMS, jdump
+from kafkarec.log import sidefiles as sf
+from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, jdump
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
+from kafkarec.log.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
                               SegmentBatchIterator)
-from kafkarec.stats import Progress, human
+from kafkarec.cli.stats import Progress, human
 
 __all__ = ["Problem", "SegmentCheck", "check_partition", "format_problem", "run"]
 

@@ -6,8 +6,8 @@
 
 PATH may be a log directory root, a ``<topic>-<partition>`` directory or
 files.  This module parses arguments, resolves PATHs into files and
-partitions, and dispatches; the commands are :mod:`kafkarec.dump`,
-:mod:`kafkarec.verify` and :mod:`kafkarec.stats`.
+partitions, and dispatches; the commands are :mod:`kafkarec.cli.dump`,
+:mod:`kafkarec.cli.verify` and :mod:`kafkarec.cli.stats`.
 """
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ import textwrap
 from typing import List, Optional
 
 import kafkarec
-from kafkarec import dump, sidefiles as sf, stats, verify
-from kafkarec.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX
-from kafkarec.segment import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
+from kafkarec.cli import dump, stats, verify
+from kafkarec.log import sidefiles as sf
+from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX
+from kafkarec.log.segment import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
                               parse_topic_partition, scan_partition_dir)
 
 __all__ = ["main", "build_parser"]

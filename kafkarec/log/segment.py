@@ -1,0 +1,508 @@
+"""Log segments and log directories, read the way Kafka's FileRecords reads them.
+
+A :class:`Segment` memory-maps a ``.log`` (or KRaft ``.checkpoint``) file
+read-only and walks it with FileLogInputStream's framing rules:
+
+* 17 bytes or fewer left -> stop (a 17-byte tail is ignored, as in Kafka);
+* a size field below 14 -> ``CorruptBatchError`` ("Found record size ...");
+* a batch that runs past the end -> stop (a truncated tail; ``trailing_bytes``);
+* no magic range check while framing: magic < 2 is legacy, anything else is
+  laid out as v2.
+
+Batches are framed and parsed by :func:`kafkarec.iter_batches` with
+``file_rules=True`` straight over the map (no copy), bounded by ``start`` and
+``end``, so positions (also those of decode errors) are absolute file
+positions.  Only headers are parsed until records are asked for.  Pages
+behind the scan are released with ``madvise(MADV_DONTNEED)`` so a scan's
+resident memory stays near the largest batch, not the file.
+
+Log directories: ``<topic>-<partition>/`` folders (the topic may contain
+dashes; ``.<id>-delete``/``-future``/``-stray`` suffixes as Kafka writes
+them) of ``%020d.log`` segments and their side files, see
+:mod:`kafkarec.log.sidefiles`.  Verifying them is :mod:`kafkarec.cli.verify`.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+from typing import Iterator, List, NamedTuple, Optional
+
+import kafkarec
+from kafkarec.errors import CorruptBatchError, DecodeError
+from kafkarec.log import sidefiles as sf
+
+__all__ = [
+    "Segment", "FileBatch", "SegmentBatchIterator", "rebase_error",
+    "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
+    "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
+    "base_offset_from_name",
+]
+
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+RECORD_OVERHEAD_V0 = 14
+V2_HEADER_SIZE = 61
+# offset int64 | size int32 | (leader epoch or legacy crc) | magic int8
+_FRAME = struct.Struct(">qi4xb")
+# Release mapped pages behind the scan every this many bytes.
+RELEASE_STEP = 16 * 1024 * 1024
+_PAGE = mmap.PAGESIZE
+_CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED")
+
+
+def rebase_error(err: DecodeError, base: int) -> DecodeError:
+    """The same error with positions moved by ``base``.
+
+    For callers that decode a slice of a file and want file positions;
+    :class:`Segment` itself needs no rebasing (its positions are absolute).
+    """
+    fn, args = err.__reduce__()
+    cls, reason, position, batch_position, decompressed_position, state = args
+    position += base
+    if batch_position is not None:
+        batch_position += base
+    state = dict(state, position=position, batch_position=batch_position)
+    new = fn(cls, reason, position, batch_position, decompressed_position, state)
+    new.__cause__ = err.__cause__
+    return new
+
+
+class FileBatch:
+    """A batch at an absolute position of a segment file.
+
+    Header fields (``base_offset``, ``crc_valid``, ``compression``...) come from
+    the core :class:`kafkarec.RecordBatch` in ``.batch``; iterating yields its
+    records, and decode errors name file positions.  ``magic`` is the byte in
+    the file, also when it is outside 0..2 (Kafka lays such batches out as v2,
+    and so does the core with ``file_rules``).
+    """
+
+    __slots__ = ("path", "position", "size_in_bytes", "magic", "batch", "_segment")
+
+    def __init__(self, segment: "Segment", batch):
+        self.path = segment.path
+        self.position = batch.position
+        self.size_in_bytes = batch.size_in_bytes
+        self.magic = batch.magic
+        self.batch = batch
+        self._segment = segment
+
+    def __getattr__(self, name):
+        return getattr(self.batch, name)
+
+    def raw(self) -> memoryview:
+        """The batch's bytes: a read-only view of the file's map (no copy; not after close())."""
+        return self._segment._buf[self.position:self.position + self.size_in_bytes]
+
+    def __iter__(self) -> Iterator:
+        yield from self.batch
+
+    def records(self) -> list:
+        return list(self)
+
+    def __repr__(self):
+        return (f"FileBatch(path={self.path!r}, position={self.position}, "
+                f"size_in_bytes={self.size_in_bytes}, magic={self.magic}, batch={self.batch!r})")
+
+
+def _invalid_magic(magic: int, position: int) -> CorruptBatchError:
+    # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
+    return CorruptBatchError(f"Invalid magic found in record: {magic}", position)
+
+
+class SegmentBatchIterator:
+    """Batches of a segment from ``position`` to ``end``.
+
+    A framing error (size < 14) ends the iteration with ``CorruptBatchError``.
+    A batch whose header cannot be parsed (v2 smaller than 61 bytes, legacy
+    magic < 0 ...) raises its error but the iterator stays usable: framing
+    already told where the next batch starts, so ``next()`` goes on from there.
+    """
+
+    def __init__(self, segment: "Segment", position: int, end: int, *, verify_crc: bool,
+                 strict: bool, max_decompressed_bytes: int, release: bool):
+        self.segment = segment
+        self.end = end
+        self.trailing_bytes = 0
+        self.exhausted = False
+        self._data = segment._data
+        self._opts = dict(verify_crc=verify_crc, strict=strict,
+                          max_decompressed_bytes=max_decompressed_bytes)
+        self._release = release and _CAN_RELEASE and segment._mmap is not None
+        self._released = position - position % _PAGE
+        self._core = self._frame_from(position)
+
+    def _frame_from(self, position: int):
+        return kafkarec.iter_batches(self._data, start=position, end=self.end, file_rules=True,
+                                     **self._opts)
+
+    @property
+    def position(self) -> int:
+        """Where the next batch starts (where reading stopped, once exhausted)."""
+        return self._core.position
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> FileBatch:
+        if self.exhausted:
+            raise StopIteration
+        try:
+            b = next(self._core)
+        except StopIteration:
+            return self._stop()
+        except DecodeError as e:
+            return self._after_error(e)
+        pos = b.position
+        if self._release and pos - self._released >= RELEASE_STEP:
+            self._release_behind(pos)
+        if b.magic < 0:
+            raise _invalid_magic(b.magic, pos)
+        return FileBatch(self.segment, b)
+
+    def _after_error(self, err: DecodeError):
+        """Decide with FileLogInputStream's rules what the core's error at ``position`` means."""
+        pos = self.position
+        remaining = self.end - pos
+        if remaining <= HEADER_SIZE_UP_TO_MAGIC:
+            return self._stop()        # strict=True objects to a short tail; Kafka ignores it
+        _, size, magic = self.segment.frame_at(pos)
+        if size < RECORD_OVERHEAD_V0:
+            self.exhausted = True
+            raise CorruptBatchError(
+                f"Found record size {size} smaller than minimum record overhead "
+                f"({RECORD_OVERHEAD_V0}) in file {self.segment.path}.", pos) from None
+        if size > remaining - LOG_OVERHEAD:
+            return self._stop()        # strict=True: a truncated tail, not an error here
+        # Only the header is bad: framing says where the next batch starts.
+        self._core = self._frame_from(pos + size + LOG_OVERHEAD)
+        if magic < 0:
+            raise _invalid_magic(magic, pos) from None
+        raise err
+
+    def _stop(self):
+        self.exhausted = True
+        self.trailing_bytes = max(0, self.end - self.position)
+        raise StopIteration
+
+    def _release_behind(self, pos: int) -> None:
+        # Drop our page-table entries for what was scanned (the data stays in
+        # the page cache; touching it again just faults it back in).
+        upto = pos - pos % _PAGE
+        try:
+            self.segment._mmap.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+        except (OSError, ValueError):
+            self._release = False
+        self._released = upto
+
+
+def base_offset_from_name(path: str) -> Optional[int]:
+    """The base offset a segment file is named after (``00000000000000000042.log`` -> 42), or None."""
+    try:
+        return sf.offset_from_file_name(path)
+    except sf.SideFileError:
+        return None
+
+
+class Segment:
+    """A memory-mapped, read-only segment file (``.log`` or KRaft ``.checkpoint``)."""
+
+    def __init__(self, path: str, *, base_offset: Optional[int] = None):
+        self.path = os.fspath(path)
+        self.base_offset = base_offset_from_name(self.path) if base_offset is None else base_offset
+        self._mmap = None
+        with open(self.path, "rb") as fh:
+            self.size = os.fstat(fh.fileno()).st_size
+            if self.size:
+                self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if self._mmap is not None:
+            self._buf = memoryview(self._mmap)
+            if hasattr(mmap, "MADV_SEQUENTIAL"):
+                try:
+                    self._mmap.madvise(mmap.MADV_SEQUENTIAL)
+                except OSError:
+                    pass
+        else:
+            self._buf = memoryview(b"")
+        # What the core reads.  Not self._buf: the core holds a buffer export,
+        # and an exported memoryview could not be released by close().
+        self._data = self._mmap if self._mmap is not None else b""
+
+    # --- life cycle -------------------------------------------------------
+    def close(self) -> None:
+        buf, self._buf = self._buf, memoryview(b"")
+        buf.release()
+        self._data = b""
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:
+                # Batches or records still hold views into the map; it is
+                # unmapped when the last of them goes away.
+                pass
+            self._mmap = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"Segment({self.path!r}, base_offset={self.base_offset}, size={self.size})"
+
+    # --- batches ----------------------------------------------------------
+    def batches(self, start: int = 0, end: Optional[int] = None, *, verify_crc: bool = True,
+                strict: bool = False,
+                max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                release: bool = True) -> SegmentBatchIterator:
+        """Iterate the batches in ``[start, end)`` (end defaults to the file size)."""
+        if not 0 <= start <= self.size:
+            raise ValueError(f"position {start} is outside {self.path} ({self.size} bytes)")
+        end = self.size if end is None else max(start, min(end, self.size))
+        return SegmentBatchIterator(self, start, end, verify_crc=verify_crc, strict=strict,
+                                    max_decompressed_bytes=max_decompressed_bytes, release=release)
+
+    def __iter__(self):
+        return self.batches()
+
+    def records(self, **kw):
+        for b in self.batches(**kw):
+            yield from b
+
+    def frame_at(self, pos: int) -> tuple:
+        """``(offset, size field, magic)``: the first 17 bytes of a batch at ``pos``."""
+        return _FRAME.unpack_from(self._buf, pos)
+
+    def batch_at(self, position: int, *, limit: Optional[int] = None, verify_crc: bool = False) -> Optional[FileBatch]:
+        """The batch starting at ``position`` (within ``limit`` bytes), or None if none fits."""
+        end = self.size if limit is None else min(self.size, position + limit)
+        it = self.batches(position, end, verify_crc=verify_crc, release=False)
+        return next(it, None)
+
+    def plausible_at(self, pos: int, min_offset: Optional[int] = None,
+                     max_offset: Optional[int] = None) -> bool:
+        """Whether a batch that looks real starts at ``pos``.
+
+        Plausible: a sane size that fits the file, magic 0..2, header fields a
+        Kafka writer could have produced (codec id, counts, epochs; the offset
+        within ``[min_offset, max_offset]`` when given), and a valid CRC
+        (CRC-32C of bytes 21.. for v2, CRC-32 of bytes 16.. for legacy).  The
+        cheap checks come first so random bytes rarely cost a CRC.
+        """
+        if pos < 0 or pos + HEADER_SIZE_UP_TO_MAGIC > self.size:
+            return False
+        buf = self._buf
+        offset, size, magic = self.frame_at(pos)
+        total = size + LOG_OVERHEAD
+        if size < RECORD_OVERHEAD_V0 or not 0 <= magic <= 2 or pos + total > self.size:
+            return False
+        if (min_offset is not None and offset < min_offset) or (max_offset is not None and offset > max_offset):
+            return False
+        if magic == 2:
+            if total < V2_HEADER_SIZE:
+                return False
+            attrs, delta = _V2_ATTRS.unpack_from(buf, pos + 21)
+            epoch, seq, count = _V2_TAIL.unpack_from(buf, pos + 51)
+            if (attrs & ~0x7F or (attrs & 7) > 4 or delta < 0 or count < 0 or count > delta + 1
+                    or epoch < -1 or seq < -1):
+                return False
+        else:
+            attrs = buf[pos + 17]
+            # Legacy attributes: codec 0..3 (no zstd before magic 2), timestamp type bit on v1 only.
+            if attrs & 0xF0 or (attrs & 7) > 3 or (magic == 0 and attrs & 0x08):
+                return False
+            if total < (26 if magic == 0 else 34):
+                return False
+        try:
+            batch = next(kafkarec.iter_batches(self._data, verify_crc=False, start=pos, end=pos + total))
+        except (DecodeError, StopIteration):
+            return False
+        return batch.crc_valid
+
+    def find_next_batch(self, start: int, end: Optional[int] = None, *,
+                        min_offset: Optional[int] = None, max_offset: Optional[int] = None) -> int:
+        """The first position in ``[start, end)`` where a plausible batch starts, or -1.
+
+        Used to resynchronise after a corrupt region.  Windows of zeros (a
+        preallocated or crashed tail) are skipped at memchr speed; elsewhere a
+        regular expression pre-filters candidates (sane size, magic 0..2).
+        """
+        end = self.size if end is None else min(end, self.size)
+        if self._mmap is None:
+            return -1
+        w = max(0, start)
+        while w < end:
+            wend = min(end, w + _WINDOW)
+            reach = min(self.size, wend + HEADER_SIZE_UP_TO_MAGIC)
+            chunk = self._mmap[w:reach]
+            if not chunk.strip(b"\x00"):
+                w = wend
+                continue
+            for m in _CANDIDATE.finditer(self._mmap, w, reach):
+                pos = m.start()
+                if pos >= wend:
+                    break
+                if self.plausible_at(pos, min_offset, max_offset):
+                    return pos
+            w = wend
+        return -1
+
+
+_WINDOW = 1 << 20
+_V2_ATTRS = struct.Struct(">hi")      # attributes, lastOffsetDelta at byte 21
+_V2_TAIL = struct.Struct(">hii")      # producerEpoch, baseSequence, recordsCount at byte 51
+
+
+# A size field of at least 14 (big-endian, positive) followed by 4 bytes and a
+# magic byte 0..2: the cheap pre-filter before the CRC check in find_next_batch.
+_CANDIDATE = re.compile(
+    rb"(?s)(?=.{8}(?:[\x01-\x7f].{3}|\x00[\x01-\xff].{2}|\x00\x00[\x01-\xff].|\x00\x00\x00[\x0e-\xff])"
+    rb".{4}[\x00-\x02])")
+
+
+# --- log directories ---------------------------------------------------------
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+
+
+def renamed_dir_suffix(dir_name: str) -> Optional[str]:
+    """``"-delete"``, ``"-future"`` or ``"-stray"`` for a partition directory Kafka
+    renamed (``<topic>-<partition>.<id><suffix>``, LocalLog's patterns), else None."""
+    name = os.path.basename(os.path.normpath(dir_name))
+    for suffix in _DIR_SUFFIXES:
+        if name.endswith(suffix):
+            return suffix if re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name) else None
+    return None
+
+
+def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
+    """LocalLog.parseTopicPartitionName: ``topic-N`` (topic may contain dashes), or None."""
+    name = os.path.basename(os.path.normpath(dir_name))
+    if not name or "-" not in name:
+        return None
+    if name.endswith(_DIR_SUFFIXES):
+        if renamed_dir_suffix(name) is None:
+            return None
+        name = name[:name.rindex(".")]
+    topic, _, partition = name.rpartition("-")
+    if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
+        return None
+    return TopicPartition(topic, int(partition))
+
+
+class SegmentFiles(NamedTuple):
+    base_offset: int
+    log: Optional[str]
+    index: Optional[str]
+    timeindex: Optional[str]
+    txnindex: Optional[str]
+
+
+class PartitionDir(NamedTuple):
+    path: str
+    topic_partition: Optional[TopicPartition]
+    segments: List[SegmentFiles]
+    producer_snapshots: List[str]
+    kraft_snapshots: List[str]
+    leader_epoch_checkpoint: Optional[str]
+    partition_metadata: Optional[str]
+    other: List[str]
+
+    @property
+    def name(self) -> str:
+        tp = self.topic_partition
+        return f"{tp.topic}-{tp.partition}" if tp else os.path.basename(self.path)
+
+    def log_bytes(self) -> int:
+        """The size of the segments' ``.log`` files (0 for any that cannot be read)."""
+        total = 0
+        for s in self.segments:
+            if s.log:
+                try:
+                    total += os.path.getsize(s.log)
+                except OSError:
+                    pass
+        return total
+
+
+def is_partition_dir(path: str) -> bool:
+    """A directory holding one partition's files (not a log dir root, which holds such directories)."""
+    if not os.path.isdir(path):
+        return False
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    if "meta.properties" in names:          # written at the root of every Kafka log dir
+        return False
+    if any(sf.file_kind(n) in _SEGMENT_KINDS and os.path.isfile(os.path.join(path, n)) for n in names):
+        return True
+    if parse_topic_partition(path) is None:
+        return False
+    # An empty partition, unless it is a root whose own name happens to look like one (data-1/).
+    return not any(parse_topic_partition(n) and os.path.isdir(os.path.join(path, n)) for n in names)
+
+
+_SEGMENT_KINDS = ("log", "index", "timeindex", "txnindex", "snapshot", "checkpoint")
+
+
+def scan_partition_dir(path: str) -> PartitionDir:
+    """The files of one partition directory, segments in offset order."""
+    segs = {}
+    snapshots, kraft, other = [], [], []
+    epoch_ckpt = metadata = None
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if not os.path.isfile(full):
+            continue
+        kind = sf.file_kind(name)
+        if kind in ("log", "index", "timeindex", "txnindex"):
+            try:
+                base = sf.offset_from_file_name(name)
+            except sf.SideFileError:
+                other.append(full)
+                continue
+            segs.setdefault(base, {})[kind] = full
+        elif kind == "snapshot":
+            snapshots.append(full)
+        elif kind == "checkpoint":
+            kraft.append(full)
+        elif kind == "leader-epoch-checkpoint":
+            epoch_ckpt = full
+        elif kind == "partition-metadata":
+            metadata = full
+        else:
+            other.append(full)   # .deleted, .cleaned, .swap, quorum-state, ...
+
+    def by_offset(p):
+        try:
+            return (sf.offset_from_file_name(p), p)
+        except sf.SideFileError:
+            return (-1, p)
+
+    segments = [SegmentFiles(b, f.get("log"), f.get("index"), f.get("timeindex"), f.get("txnindex"))
+                for b, f in sorted(segs.items())]
+    return PartitionDir(path, parse_topic_partition(path), segments, sorted(snapshots, key=by_offset),
+                        sorted(kraft), epoch_ckpt, metadata, sorted(other))
+
+
+def find_partition_dirs(root: str) -> List[PartitionDir]:
+    """Partition directories directly under a log directory root, by topic then partition."""
+    found = []
+    for name in os.listdir(root):
+        full = os.path.join(root, name)
+        if is_partition_dir(full):
+            found.append(scan_partition_dir(full))
+
+    def key(p):
+        tp = p.topic_partition
+        return (tp.topic, tp.partition) if tp else (p.name, -1)
+    return sorted(found, key=key)
