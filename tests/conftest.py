@@ -11,6 +11,8 @@ for _path in (ROOT, TESTS):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from javacodec import java_codec  # noqa: E402,F401  (session fixture: one Java codec oracle JVM)
+
 
 def pytest_report_header(config):
     import kafkarec

@@ -9,9 +9,7 @@ compress or decompress bytes exactly as the Java libraries do.
 The jars come from the pyspark install in the virtualenv (pyspark ships all
 of them); ``KAFKAREC_JAVA_CODEC_JARS`` may point at another directory.
 
-Usage in a test module (or, later, conftest.py)::
-
-    from tests.javacodec import java_codec  # noqa: F401  (pytest fixture)
+tests/conftest.py registers the ``java_codec`` session fixture; a test asks for it::
 
     def test_something(java_codec):
         blob = java_codec.compress("lz4-frame", b"payload")

@@ -22,14 +22,9 @@ from kafkarec.log import sidefiles as sf
 from kafkarec.cli import main
 from kafkarec.cli.stats import Histogram, Progress
 
-try:
-    from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
-                        kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
-                        v2_batch, write_offset_index, write_time_index)
-except ModuleNotFoundError:   # run as tests.test_cli
-    from tests.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
-                              kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
-                              v2_batch, write_offset_index, write_time_index)
+from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
+                    kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
+                    v2_batch, write_offset_index, write_time_index)
 
 CODEC = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 

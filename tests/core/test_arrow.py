@@ -33,10 +33,7 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 # ------------------------------------------------------------ byte surgery
 
-try:
-    from tests.foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
-except ImportError:           # run from inside tests/
-    from foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
+from foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
 
 
 def split_entries(data: bytes) -> list[bytes]:

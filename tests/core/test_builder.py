@@ -26,14 +26,7 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import RecordBatchBuilder, build_batch
 
-try:
-    from tests import foreign as F
-    from tests.javacodec import java_codec  # noqa: F401  (pytest fixture)
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.javacodec", "tests.foreign"):
-        raise
-    import foreign as F
-    from javacodec import java_codec  # noqa: F401
+import foreign as F
 
 T0 = 1_700_000_000_000
 LAT = 1_700_000_999_999

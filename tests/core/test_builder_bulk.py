@@ -22,12 +22,7 @@ import kafkarec
 from kafkarec import Compression, EncodeError
 from kafkarec._core import RecordBatchBuilder, build_batch
 
-try:
-    from tests import foreign as F
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.foreign"):
-        raise
-    import foreign as F
+import foreign as F
 
 T0 = 1_700_000_000_000
 

@@ -27,14 +27,8 @@ from hypothesis import strategies as st
 import kafkarec
 from kafkarec import Compression
 
-try:
-    from tests import foreign as F
-    from tests.javacodec import JavaCodecError, java_codec  # noqa: F401  (pytest fixture)
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.javacodec", "tests.foreign"):
-        raise
-    import foreign as F
-    from javacodec import JavaCodecError, java_codec  # noqa: F401
+import foreign as F
+from javacodec import JavaCodecError
 
 Rec = F.Rec
 T0 = 1_650_000_000_000

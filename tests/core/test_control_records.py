@@ -25,12 +25,7 @@ from kafkarec._core import RecordBatchBuilder
 from kafkarec.control import (encode_control_key, encode_control_value, parse_control_key,
                               parse_control_value, parse_end_txn_marker)
 
-try:
-    from tests import foreign as F
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name != "tests":
-        raise
-    import foreign as F
+import foreign as F
 
 T0 = 1_700_000_000_000
 PRODUCER = {"producer_id": 4242, "producer_epoch": 7}

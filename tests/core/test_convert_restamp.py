@@ -27,14 +27,7 @@ from kafkarec import (ChecksumError, Compression, ControlRecordType as CT, Corru
 from kafkarec._core import LegacyBatchBuilder, RecordBatchBuilder, restamp
 from kafkarec.convert import ConversionResult, convert
 
-try:
-    from tests import foreign as F
-    from tests.javacodec import java_codec  # noqa: F401  (pytest fixture)
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.javacodec", "tests.foreign"):
-        raise
-    import foreign as F
-    from javacodec import java_codec  # noqa: F401
+import foreign as F
 
 T0 = 1_650_000_000_000
 LAT = 1_650_000_123_456

@@ -20,12 +20,7 @@ from hypothesis import strategies as st
 import kafkarec
 from kafkarec import Compression, ControlRecordType, TimestampType
 
-try:
-    from tests import foreign as F
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name != "tests":
-        raise
-    import foreign as F
+import foreign as F
 
 Rec = F.Rec
 T0 = 1_700_000_000_000

@@ -19,17 +19,7 @@ import snappy
 import xxhash
 import zstandard
 
-try:
-    from tests.javacodec import (  # noqa: F401  (java_codec is a pytest fixture)
-        REQUIRED_JARS,
-        JavaCodecError,
-        JavaCodecTimeout,
-        java_codec,
-    )
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.javacodec"):
-        raise
-    from javacodec import REQUIRED_JARS, JavaCodecError, JavaCodecTimeout, java_codec  # noqa: F401
+from javacodec import REQUIRED_JARS, JavaCodecError, JavaCodecTimeout
 
 _rng = random.Random(20240611)
 TEXT = b"".join(b"offset=%d key=user-%d value={\"clicks\": %d}\n" % (i, i % 97, i * 7) for i in range(6000))

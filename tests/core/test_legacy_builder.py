@@ -26,14 +26,8 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import LegacyBatchBuilder
 
-try:
-    from tests import foreign as F
-    from tests.javacodec import JavaCodecError, java_codec  # noqa: F401  (pytest fixture)
-except ModuleNotFoundError as e:  # plain `pytest`: only tests/ itself is on sys.path
-    if e.name not in ("tests", "tests.javacodec", "tests.foreign"):
-        raise
-    import foreign as F
-    from javacodec import JavaCodecError, java_codec  # noqa: F401
+import foreign as F
+from javacodec import JavaCodecError
 
 T0 = 1_600_000_000_000
 LAT = 1_600_000_777_777

@@ -31,10 +31,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 TS0 = 1_700_000_000_000
 ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
 
-try:
-    from tests.foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
-except ImportError:           # run from inside tests/
-    from foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
+from foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
 
 
 # ------------------------------------------------------------------ builders

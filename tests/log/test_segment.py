@@ -15,12 +15,8 @@ from kafkarec.log.segment import (Segment, find_partition_dirs, is_partition_dir
                               rebase_error, scan_partition_dir)
 from kafkarec.cli.verify import check_partition
 
-try:
-    from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
-                        legacy_batch, sample_records, v2_batch, v2_raw_batch)
-except ModuleNotFoundError:   # run as tests.test_segment
-    from tests.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
-                              legacy_batch, sample_records, v2_batch, v2_raw_batch)
+from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
+                    legacy_batch, sample_records, v2_batch, v2_raw_batch)
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,9 @@ import kafkarec
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.segment import Segment, scan_partition_dir
 
-try:
-    from logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
-                        producer_snapshot_bytes, sample_records, v2_batch,
-                        write_offset_index, write_partition_metadata, write_time_index, write_txn_index)
-except ModuleNotFoundError:   # run as tests.test_sidefiles
-    from tests.logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
-                              producer_snapshot_bytes, sample_records, v2_batch,
-                              write_offset_index, write_partition_metadata,
-                              write_time_index, write_txn_index)
+from logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
+                    producer_snapshot_bytes, sample_records, v2_batch,
+                    write_offset_index, write_partition_metadata, write_time_index, write_txn_index)
 
 
 @pytest.fixture(scope="module")
