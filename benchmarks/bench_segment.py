@@ -50,7 +50,17 @@ seg.close()
 from kafkarec.cli import main
 assert main(['verify', '--no-progress', DIR]) == 0
 """,
+    "kafkarec verify --deep (CLI)": """
+from kafkarec.cli import main
+assert main(['verify', '--deep', '--no-progress', DIR]) == 0
+""",
+    "kafkarec stats (CLI)": """
+from kafkarec.cli import main
+assert main(['stats', '--no-progress', DIR]) == 0
+""",
 }
+# stats reads every record, as verify --deep does; it may cost at most this much more.
+STATS_VS_DEEP_TARGET = 1.2
 
 RUNNER = """
 import contextlib, io, resource, sys, time
@@ -118,6 +128,10 @@ def main(argv=None) -> int:
         limit = results["plain read (1 MiB chunks)"]["seconds"]
         for name in list(STEPS)[1:]:
             print(f"  {name}: {results[name]['seconds'] / limit:.1f}x the plain read time")
+        ratio = results["kafkarec stats (CLI)"]["seconds"] / results["kafkarec verify --deep (CLI)"]["seconds"]
+        verdict = "PASS" if ratio <= STATS_VS_DEEP_TARGET else "FAIL"
+        print(f"stats / verify --deep: {ratio:.2f}x (target <= {STATS_VS_DEEP_TARGET}x: {verdict})")
+        results["stats_vs_verify_deep"] = ratio
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump({"segment_bytes": size, "results": results}, fh, indent=2)

@@ -18,6 +18,7 @@ from kafkarec._core import (  # noqa: E402
     Record,
     RecordBatch,
     iter_batches,
+    scan_records,
     iter_arrow,
     to_arrow,
     arrow_schema,
@@ -43,7 +44,7 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchIterator", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
+    "BatchIterator", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",

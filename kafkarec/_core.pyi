@@ -104,6 +104,10 @@ def iter_batches(data: _Buffer, /, *, verify_crc: bool = ..., strict: bool = ...
                  max_decompressed_bytes: int = ..., start: int = ..., end: int | None = ...,
                  file_rules: bool = ...) -> BatchIterator: ...
 
+def scan_records(batch: RecordBatch, /) -> tuple[int, int]:
+    """(record count, uncompressed records-section bytes); every record validated as iteration does."""
+    ...
+
 class RecordBatchBuilder:
     record_count: int
     def __init__(self, *, compression: Compression | int = ..., compression_level: int | None = ...,

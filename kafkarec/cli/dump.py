@@ -25,7 +25,7 @@ import kafkarec
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import Segment
+from kafkarec.log.segment import Segment, base_offset_from_name
 
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
            "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
@@ -223,8 +223,17 @@ class Dumper:
     def dump_log(self, path: str) -> None:
         name = os.path.basename(path)
         if name.endswith(sf.LOG_SUFFIX):
-            start = sf.offset_from_file_name(name)
-            self.emit(f"Log starting offset: {start}", type="log_start", offset=start)
+            start = base_offset_from_name(name)
+            if start is not None:
+                self.emit(f"Log starting offset: {start}", type="log_start", offset=start)
+            else:
+                # A renamed or backed-up segment: say where the offset comes from.
+                with Segment(path) as seg:
+                    start = seg.base_offset
+                shown = "unknown" if start is None else start
+                self.emit(f"Log starting offset: {shown} (from the first batch: the file name "
+                          f"{name!r} holds no offset)", type="log_start", offset=start,
+                          source=seg.base_offset_source)
         elif name == sf.BOOTSTRAP_CHECKPOINT:
             self.emit("KRaft bootstrap snapshot", type="kraft_bootstrap_snapshot")
         else:

@@ -21,8 +21,9 @@ import kafkarec
 from kafkarec.cli import dump, stats, verify
 from kafkarec.log import sidefiles as sf
 from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX
-from kafkarec.log.segment import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
-                              parse_topic_partition, scan_partition_dir)
+from kafkarec.log.segment import (PartitionDir, Segment, SegmentFiles, base_offset_from_name,
+                                  find_partition_dirs, is_partition_dir, parse_topic_partition,
+                                  scan_partition_dir)
 
 __all__ = ["main", "build_parser"]
 
@@ -68,13 +69,26 @@ def _files_of(pdir: PartitionDir) -> List[str]:
     return out
 
 
-def _segment_of_file(path: str) -> Optional[PartitionDir]:
+def _segment_of_file(path: str, notes: Optional[List[str]] = None) -> Optional[PartitionDir]:
     """A one-segment PartitionDir for a file argument (the file plus its siblings)."""
     d = os.path.dirname(path) or "."
     kind = sf.file_kind(path)
     empty = PartitionDir(d, parse_topic_partition(d), [], [], [], None, None, [])
     if kind in ("log", "index", "timeindex", "txnindex"):
-        base = sf.offset_from_file_name(path)
+        base = base_offset_from_name(path)
+        if base is None:
+            if kind != "log":
+                raise UsageError(f"{path}: an index is read relative to the base offset in its file "
+                                 "name, and this name has none (expected 20 digits, e.g. "
+                                 "00000000000000000000.index)")
+            # A renamed or backed-up segment: no siblings by name; the
+            # segment takes its base offset from its first batch.
+            with Segment(path) as seg:
+                base = seg.base_offset
+            if notes is not None:
+                notes.append(f"note: {path}: the file name holds no offset; base offset {base} "
+                             "taken from the first batch")
+            return empty._replace(segments=[SegmentFiles(base, path, None, None, None)])
         stem = os.path.join(d, sf.file_name(base, ""))
 
         def sib(suffix):
@@ -93,14 +107,18 @@ def _segment_of_file(path: str) -> Optional[PartitionDir]:
     return None
 
 
-def _partitions_for(items: list) -> List[PartitionDir]:
+def _partitions_for(items: list, err=None) -> List[PartitionDir]:
     """Partition work units for verify/stats; file arguments become one-segment units."""
     out, seen = [], set()
     for kind, item in items:
         if kind == "partition":
             out.append(item)
             continue
-        pdir = _segment_of_file(item)
+        notes: List[str] = []
+        pdir = _segment_of_file(item, notes)
+        for note in notes:
+            if err is not None:
+                err.write(note + "\n")
         if pdir is None:
             raise UsageError(f"{item}: not a Kafka log file (expected .log, .index, .timeindex, "
                              ".txnindex, .snapshot, .checkpoint, leader-epoch-checkpoint or "
@@ -124,7 +142,7 @@ def _run_dump(args, out, err) -> int:
 
 
 def _run_verify(args, out, err) -> int:
-    return verify.run(_partitions_for(resolve(args.paths)), args, out, err)
+    return verify.run(_partitions_for(resolve(args.paths), err), args, out, err)
 
 
 def _run_stats(args, out, err) -> int:
@@ -132,7 +150,7 @@ def _run_stats(args, out, err) -> int:
         why = stats.plot_unavailable()     # fail before a long scan, not after it
         if why:
             raise UsageError(why)
-    return stats.run(_partitions_for(resolve(args.paths)), args, out, err)
+    return stats.run(_partitions_for(resolve(args.paths), err), args, out, err)
 
 
 # --- argument parsing ------------------------------------------------------------------

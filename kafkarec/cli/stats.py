@@ -159,32 +159,6 @@ class Histogram:
                 "buckets": [[*self.bucket_range(b), c] for b, c in sorted(self.buckets.items())]}
 
 
-def _varint_size(v: int) -> int:
-    v = (v << 1) ^ (v >> 63)       # zig-zag
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
-def _record_size(batch, r) -> int:
-    """The stored size of a record inside its (decompressed) batch payload."""
-    if batch.magic < 2:
-        ks, vs = r.key_size, r.value_size
-        return 12 + 4 + 2 + (8 if r.magic == 1 else 0) + 8 + max(ks, 0) + max(vs, 0)
-    ts_delta = 0 if batch.attributes & 0x08 else r.timestamp - batch.base_timestamp
-    ks, vs = r.key_size, r.value_size
-    body = (1 + _varint_size(ts_delta) + _varint_size(r.offset - batch.base_offset)
-            + _varint_size(ks) + max(ks, 0) + _varint_size(vs) + max(vs, 0))
-    headers = r.headers
-    body += _varint_size(len(headers))
-    for k, v in headers:
-        kb = len(k.encode("utf-8", "surrogatepass"))
-        body += _varint_size(kb) + kb + (_varint_size(-1) if v is None else _varint_size(len(v)) + len(v))
-    return _varint_size(body) + body
-
-
 def _legacy_value_len(raw) -> int:
     """The value length of a legacy message, bounds-checked.
 
@@ -238,17 +212,13 @@ class Stats:
         compressed = b.attributes & 7
         # Stored payload: after the 61-byte v2 header, or a legacy message's value.
         stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
-        raw = stored
-        # Decompressing is needed for ratios, and for legacy wrappers even to count records.
-        if compressed and (legacy or ratio):
-            n = 0
-            raw = 0
-            for r in fb:
-                n += 1
-                raw += _record_size(b, r)
-            count = n
+        if ratio or (compressed and legacy):
+            # The core reads every record (as verify --deep does) and says how
+            # many there are and how large the records section is uncompressed;
+            # a legacy wrapper must be opened even to count its records.
+            count, raw = kafkarec.scan_records(b)
         else:
-            count = b.record_count
+            count, raw = b.record_count, stored
         self.batches += 1
         self.records += count
         self.bytes += size
@@ -377,9 +347,16 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
                     break
                 continue
             try:
+                # A batch whose CRC does not match is bad, as verify and Kafka's
+                # consumer judge it: none of its records count.
+                fb.batch.ensure_valid()
                 st.add(fb, ratio=ratio)
             except (DecodeError, KafkaRecError) as e:
+                # Framed but unreadable: a batch of the file (as verify counts
+                # it), whose records do not count.
                 st.bad += 1
+                st.batches += 1
+                st.bytes += fb.size_in_bytes
                 err_list.append(error_line(path, e, fb.position))
             progress.update(base + it.position)
     return st

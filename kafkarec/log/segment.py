@@ -30,7 +30,7 @@ import struct
 from typing import Iterator, List, NamedTuple, Optional
 
 import kafkarec
-from kafkarec.errors import CorruptBatchError, DecodeError
+from kafkarec.errors import CorruptBatchError, DecodeError, KafkaRecError
 from kafkarec.log import sidefiles as sf
 
 __all__ = [
@@ -211,7 +211,11 @@ class Segment:
 
     def __init__(self, path: str, *, base_offset: Optional[int] = None):
         self.path = os.fspath(path)
-        self.base_offset = base_offset_from_name(self.path) if base_offset is None else base_offset
+        named = base_offset_from_name(self.path) if base_offset is None else base_offset
+        #: Where ``base_offset`` came from: "name" (Kafka's rule), "given", or
+        #: "first batch" for a renamed or backed-up file (``backup.log``).
+        self.base_offset_source = "given" if base_offset is not None else "name"
+        self.base_offset = named
         self._mmap = None
         with open(self.path, "rb") as fh:
             self.size = os.fstat(fh.fileno()).st_size
@@ -229,6 +233,17 @@ class Segment:
         # What the core reads.  Not self._buf: the core holds a buffer export,
         # and an exported memoryview could not be released by close().
         self._data = self._mmap if self._mmap is not None else b""
+        if self.base_offset is None:
+            self.base_offset = self._first_batch_offset()
+            self.base_offset_source = "first batch" if self.base_offset is not None else "none"
+
+    def _first_batch_offset(self) -> Optional[int]:
+        """The first batch's base offset (the core's reading of it), or None if none can be read."""
+        try:
+            fb = self.batch_at(0, verify_crc=False)
+            return None if fb is None else fb.batch.base_offset
+        except KafkaRecError:
+            return None
 
     # --- life cycle -------------------------------------------------------
     def close(self) -> None:

@@ -1,0 +1,136 @@
+"""What a new user trips on: renamed segment files, and stats and verify telling
+different stories about the same log (issue "One rule, one place")."""
+import json
+import os
+import shutil
+
+import pytest
+
+import kafkarec
+from kafkarec.cli import main
+from kafkarec.log.segment import Segment
+from logdir import build_log_dir
+
+
+@pytest.fixture(scope="module")
+def logroot(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("logs"))
+    build_log_dir(root)
+    return root
+
+
+def _first_log(root):
+    for dirpath, _, files in sorted(os.walk(root)):
+        logs = sorted(f for f in files if f.endswith(".log"))
+        if logs and os.path.getsize(os.path.join(dirpath, logs[-1])) > 0:
+            return os.path.join(dirpath, logs[-1])
+    raise AssertionError("no segment")
+
+
+def _json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def backup(logroot, tmp_path):
+    """A segment copied under a name without an offset, as backups are."""
+    src = _first_log(logroot)
+    dest = tmp_path / "backup.log"
+    shutil.copyfile(src, dest)
+    with Segment(src) as seg:
+        first = next(iter(seg.batches(verify_crc=False))).batch.base_offset
+    return str(dest), src, first
+
+
+def test_segment_takes_its_base_offset_from_the_first_batch(backup):
+    path, _, first = backup
+    with Segment(path) as seg:
+        assert seg.base_offset == first
+        assert seg.base_offset_source == "first batch"
+
+
+def test_dump_a_renamed_segment_says_where_the_offset_comes_from(backup, capfd):
+    path, original, first = backup
+    assert main(["dump", path]) == 0
+    out, err = capfd.readouterr()
+    assert f"Log starting offset: {first} (from the first batch" in out
+    assert "backup.log" in out and not err
+    # The batches are the same as under the segment's real name.
+    assert main(["dump", original]) == 0
+    out_original, _ = capfd.readouterr()
+    assert out.splitlines()[2:] == out_original.splitlines()[2:]
+
+
+@pytest.mark.parametrize("command", ["verify", "stats"])
+def test_verify_and_stats_read_a_renamed_segment(backup, command, capfd):
+    path, _, first = backup
+    code = main([command, "--no-progress", path])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    assert "Traceback" not in err
+    assert f"base offset {first} taken from the first batch" in err
+
+
+def test_an_index_without_an_offset_in_its_name_is_a_usage_error(logroot, tmp_path, capfd):
+    index = _first_log(logroot)[:-4] + ".index"
+    if not os.path.exists(index):
+        pytest.fail("the log dir writer wrote no index")
+    dest = tmp_path / "backup.index"
+    shutil.copyfile(index, dest)
+    assert main(["verify", "--no-progress", str(dest)]) == 2
+    out, err = capfd.readouterr()
+    assert "base offset in its file name" in err and "Traceback" not in err
+
+
+def test_stats_and_verify_agree_on_a_corrupt_batch(logroot, tmp_path, capfd):
+    """A CRC-corrupt batch is bad for both; its records are not counted."""
+    src = _first_log(logroot)
+    data = bytearray(open(src, "rb").read())
+    spans = []
+    for b in kafkarec.iter_batches(bytes(data), verify_crc=False):
+        spans.append((b.position, b.size_in_bytes, b.record_count if b.magic >= 2 else None))
+    assert len(spans) >= 3
+    pos, size, _ = spans[1]
+    data[pos + size - 2] ^= 0x5A          # inside the records: CRC no longer matches
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    (part / os.path.basename(src)).write_bytes(bytes(data))
+
+    assert main(["verify", "--deep", "--json", "--no-progress", str(part)]) == 1
+    verify_out, _ = capfd.readouterr()
+    summary = [o for o in _json_lines(verify_out) if o["type"] == "summary"][0]
+    problems = [o for o in _json_lines(verify_out) if o["type"] == "problem"]
+
+    assert main(["stats", "--json", "--no-progress", str(part)]) == 1
+    stats_out, stats_err = capfd.readouterr()
+    total = [o for o in _json_lines(stats_out) if o["type"] == "total"][0]["stats"]
+
+    assert len(problems) == 1 and problems[0]["position"] == pos
+    assert total["bad_batches"] == 1 == summary["errors"]
+    assert total["batches"] == summary["batches"] == len(spans)
+    assert total["records"] == summary["records"]
+    assert total["bytes"] == summary["bytes"]
+    assert f"position {pos}" in stats_err and "Record is corrupt" in stats_err
+
+
+def test_scan_records_agrees_with_iteration(logroot):
+    """The core's record scan (used by stats) counts and fails as iteration does."""
+    seen = 0
+    for dirpath, _, files in sorted(os.walk(logroot)):
+        for name in sorted(files):
+            if not name.endswith(".log"):
+                continue
+            data = open(os.path.join(dirpath, name), "rb").read()
+            for batch in kafkarec.iter_batches(data, verify_crc=False):
+                try:
+                    records = list(batch)
+                except kafkarec.KafkaRecError as e:
+                    with pytest.raises(type(e)):
+                        kafkarec.scan_records(batch)
+                    continue
+                count, size = kafkarec.scan_records(batch)
+                assert count == len(records)
+                if batch.magic >= 2 and not batch.attributes & 7:
+                    assert size == batch.size_in_bytes - 61
+                seen += 1
+    assert seen > 20
