@@ -65,6 +65,17 @@ def java_string(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+#: ``--payload-encoding``: how record bytes are shown (java is kafka-dump-log's
+#: lossy rendering; base64 and hex give the exact bytes).
+PAYLOAD_RENDERERS = {
+    "java": java_string,
+    "utf8": lambda data: data.decode("utf-8", "backslashreplace"),
+    "base64": lambda data: base64.b64encode(data).decode("ascii"),
+    "hex": lambda data: data.hex(),
+}
+PAYLOAD_ENCODINGS = tuple(PAYLOAD_RENDERERS)
+
+
 def jdump(obj) -> str:
     # Jackson's ObjectNode.toString(): compact, non-ASCII kept as is.
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
@@ -155,6 +166,7 @@ class Dumper:
         self.out = out
         self.err = err
         self.print_data = args.print_data_log
+        self.render = PAYLOAD_RENDERERS[getattr(args, "payload_encoding", "java")]
         self.deep = args.deep_iteration or args.print_data_log
         self.skip_meta = args.skip_record_metadata
         self.max_bytes = args.max_bytes
@@ -334,11 +346,11 @@ class Dumper:
                 prefix = "| " if self.skip_meta else " "
                 key = r.key
                 if key is not None:
-                    line += f"{prefix}key: {java_string(key)}"
+                    line += f"{prefix}key: {self.render(key)}"
                     prefix = " "
                 value = r.value
                 if value is not None:
-                    line += f"{prefix}payload: {java_string(value)}"
+                    line += f"{prefix}payload: {self.render(value)}"
             lines.append(line + "\n")
         self.out.write("".join(lines))
 
@@ -362,10 +374,11 @@ class Dumper:
                 obj["control"] = control_json(kind, value)
         if self.print_data and not control:
             key, value = r.key, r.value
-            obj["key"] = None if key is None else java_string(key)
-            obj["payload"] = None if value is None else java_string(value)
+            render = self.render
+            obj["key"] = None if key is None else render(key)
+            obj["payload"] = None if value is None else render(value)
             if fb.magic >= 2:
-                obj["headers"] = [[k, None if v is None else java_string(v)] for k, v in r.headers]
+                obj["headers"] = [[k, None if v is None else render(v)] for k, v in r.headers]
         return jdump(obj) + "\n"
 
     # -- .index and .timeindex --

@@ -20,7 +20,7 @@ from typing import List, Optional
 import kafkarec
 from kafkarec.cli import dump, stats, verify
 from kafkarec.log import sidefiles as sf
-from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX
+from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.segment import (PartitionDir, Segment, SegmentFiles, base_offset_from_name,
                                   find_partition_dirs, is_partition_dir, parse_topic_partition,
                                   scan_partition_dir)
@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for .index/.timeindex: only run the broker's startup sanity check")
     d.add_argument("--json", action="store_true",
                    help="one JSON object per line on stdout instead of Kafka's text lines")
+    d.add_argument("--payload-encoding", choices=PAYLOAD_ENCODINGS, default="java",
+                   help="how --print-data-log shows keys, values and header values: java (as "
+                        "kafka-dump-log: UTF-8, invalid bytes become U+FFFD; the default), utf8 "
+                        "(invalid bytes shown as \\xNN), base64 or hex (the exact bytes)")
     _add_last(d, progress=False)
 
     v = _command(

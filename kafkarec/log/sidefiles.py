@@ -430,11 +430,24 @@ def _lines(path: str, data: Optional[bytes]) -> List[str]:
     return lines
 
 
+def _num(token: str, bits: int) -> Optional[int]:
+    """Java's Integer/Long.parseInt: optional sign, ASCII digits, in range; else None.
+
+    Leading zeros are allowed, as in Java; the significant digits are
+    bounded before converting (Python refuses decimal strings of more than
+    4,300 digits with a ValueError)."""
+    m = re.fullmatch(r"([+-]?)0*([0-9]{0,19})", token)
+    if m is None or not any(c.isdigit() for c in token):
+        return None
+    value = int(m.group(1) + (m.group(2) or "0"))
+    return value if -(2**(bits - 1)) <= value < 2**(bits - 1) else None
+
+
 def _java_int(line: str, path: str, bits: int = 32) -> int:
-    # Integer.parseInt: no surrounding whitespace, optional sign, in range.
-    if not re.fullmatch(r"[+-]?[0-9]+", line) or not -(2**(bits - 1)) <= int(line) < 2**(bits - 1):
+    value = _num(line, bits)
+    if value is None:
         raise CheckpointError(f"Malformed line in checkpoint file [{os.path.abspath(path)}]: {line}")
-    return int(line)
+    return value
 
 
 def _read_checkpoint(path: str, data: Optional[bytes], parse_entry) -> list:
@@ -464,10 +477,6 @@ def _read_checkpoint(path: str, data: Optional[bytes], parse_entry) -> list:
     return entries
 
 
-def _num(token: str, bits: int) -> Optional[int]:
-    if re.fullmatch(r"[+-]?[0-9]+", token) and -(2**(bits - 1)) <= int(token) < 2**(bits - 1):
-        return int(token)
-    return None
 
 
 class EpochEntry(NamedTuple):

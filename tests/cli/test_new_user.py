@@ -134,3 +134,28 @@ def test_scan_records_agrees_with_iteration(logroot):
                     assert size == batch.size_in_bytes - 61
                 seen += 1
     assert seen > 20
+
+
+@pytest.mark.parametrize("encoding, render", [
+    ("hex", bytes.hex),
+    ("base64", lambda b: __import__("base64").b64encode(b).decode()),
+    ("utf8", lambda b: b.decode("utf-8", "backslashreplace")),
+    ("java", lambda b: b.decode("utf-8", "replace")),
+])
+def test_dump_payload_encoding_gives_exact_bytes(tmp_path, encoding, render, capfd):
+    """--payload-encoding: keys, values and header values, in text and --json."""
+    weird = b"\xff\x00caf\xc3\xa9\xed\xa0\x80\\x41"
+    b = kafkarec.RecordBatchBuilder(base_offset=5)
+    b.append(weird, key=b"k\x80", timestamp=1_700_000_000_000, headers=[("h", weird), ("n", None)])
+    path = tmp_path / "00000000000000000005.log"
+    path.write_bytes(b.build())
+    assert main(["dump", "--print-data-log", "--payload-encoding", encoding, str(path)]) == 0
+    out, _ = capfd.readouterr()
+    assert f"key: {render(b'k' + bytes([0x80]))} payload: {render(weird)}" in out
+    assert main(["dump", "--print-data-log", "--json", "--payload-encoding", encoding, str(path)]) == 0
+    (record,) = [o for o in _json_lines(capfd.readouterr()[0]) if o["type"] == "record"]
+    assert record["payload"] == render(weird) and record["key"] == render(b"k\x80")
+    assert record["headers"] == [["h", render(weird)], ["n", None]]
+    if encoding in ("hex", "base64"):
+        back = bytes.fromhex if encoding == "hex" else __import__("base64").b64decode
+        assert back(record["payload"]) == weird
