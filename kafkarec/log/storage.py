@@ -45,7 +45,7 @@ from kafkarec.errors import DecodeError
 
 __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
-    "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
+    "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK",
 ]
 
@@ -306,12 +306,14 @@ class ReadStats:
     def __init__(self):
         self.bytes = 0
         self.requests = 0
+        self.by_path: dict = {}
         self._lock = threading.Lock()
 
-    def add(self, n: int) -> None:
+    def add(self, n: int, path: str = "") -> None:
         with self._lock:
             self.bytes += n
             self.requests += 1
+            self.by_path[path] = self.by_path.get(path, 0) + n
 
 
 class RangeFile:
@@ -352,7 +354,7 @@ class RangeFile:
         buf = self._f.read_at(nbytes, position)
         data = buf.to_pybytes() if hasattr(buf, "to_pybytes") else bytes(buf)
         if RangeFile.stats is not None:
-            RangeFile.stats.add(len(data))
+            RangeFile.stats.add(len(data), self.path)
         return data
 
     def close(self) -> None:
