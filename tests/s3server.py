@@ -174,7 +174,7 @@ class S3Server:
             ("s3", s3_grpc))]
         args = [self.weed, f"-logdir={self.tmp}", "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                 f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-                "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=8",
+                "-master.telemetry=false", "-master.volumeSizeLimitMB=32", "-volume.max=400",
                 f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
                 "-filer=true", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
                 f"-filer.localSocket={self.tmp}/f.sock",
