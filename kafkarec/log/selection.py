@@ -50,7 +50,7 @@ from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
            "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
-           "filter_offsets", "SELECTION_OPTIONS"]
+           "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS"]
 
 log = logging.getLogger("kafkarec")
 
@@ -182,7 +182,9 @@ class SegmentRange(NamedTuple):
     a batch starting before ``end`` is read whole), records with offsets in
     ``[min_offset, end_offset)`` (None: unbounded).  ``check_last``: the last offset the
     batch at ``start`` must have (the index entry used); if it does not, the index was
-    stale and the segment is read from its start instead."""
+    stale and the segment is read from its start instead (a range that starts at a cut
+    between tasks, ``split_start``, then keeps to the batches that start inside it, so
+    neighbouring ranges still read each batch once)."""
     topic: Optional[str]
     partition: Optional[int]
     segment: SegmentRef
@@ -191,51 +193,8 @@ class SegmentRange(NamedTuple):
     min_offset: Optional[int] = None
     end_offset: Optional[int] = None
     check_last: Optional[int] = None
-
-
-def _batches_checked(storage: Storage, sr: SegmentRange, *, chunk_size: int, **kw):
-    """``(position, batch)`` of the range; falls back to the segment's start on a stale index,
-    and reads on past ``end`` if the index there was stale (records before ``end_offset``
-    must all be read)."""
-    seg = sr.segment
-    check_manifest(storage, seg)
-    checking = sr.check_last is not None and sr.start > 0
-    with storage.open(seg.path, seg.size) as f:
-        last = None
-        end = sr.start
-        it = iter_remote_batches(f, sr.start, sr.end, chunk_size=chunk_size, **kw)
-        while True:
-            try:
-                pos, b = next(it)
-            except StopIteration:
-                break
-            except DecodeError:
-                if not checking:
-                    raise
-                pos, b = -1, None
-            if checking:
-                checking = False
-                if b is None or b.last_offset != sr.check_last:
-                    checking = True
-                    break
-            last = b.last_offset
-            end = pos + b.size_in_bytes
-            yield pos, b
-        if checking:
-            # The index entry used does not describe this log (stale): from the start.
-            log.warning("kafkarec: stale index for %s (no batch ending at offset %d at byte %d); "
-                        "reading the segment from its start", storage.uri(seg.path), sr.check_last,
-                        sr.start)
-            yield from _batches_checked(storage, sr._replace(start=0, check_last=None),
-                                        chunk_size=chunk_size, **kw)
-            return
-        if (sr.end is not None and sr.end_offset is not None and last is not None
-                and last < sr.end_offset - 1 and end < seg.size):
-            # The index said the end offset was reached: it was not (stale): read on.
-            for pos, b in iter_remote_batches(f, end, None, chunk_size=chunk_size, **kw):
-                if b.base_offset >= sr.end_offset:
-                    break
-                yield pos, b
+    split_start: bool = False        # ``start`` is a cut between tasks (see split_ranges)
+    split_end: bool = False          # ``end`` is a cut between tasks
 
 
 def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
@@ -256,86 +215,108 @@ def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
     return rb.filter(mask)
 
 
-def read_arrow(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20, **iter_arrow_kw
-               ) -> Iterator:
-    """Arrow batches (Spark's Kafka schema) of the selected records of one range: pieces of
-    whole batches (:func:`kafkarec.log.storage.iter_pieces`) decoded by
-    :func:`kafkarec.iter_arrow`, rows outside the offset bounds dropped.  ``iter_arrow_kw``
-    go to iter_arrow (``errors``, ``error_sink``, ``batch_columns`` ...).  The index entry
-    the range starts at is checked on the first piece (no extra read); a stale one means the
-    segment is read from its start, and a stale end entry means reading on past ``end``."""
-    import pyarrow.compute as pc
+def _batch_spans(data) -> list:
+    """``(position, last offset)`` of the whole batches framed in ``data`` (headers only)."""
+    out = []
+    try:
+        for b in kafkarec.iter_batches(data, verify_crc=False, file_rules=True):
+            out.append((b.position, b.last_offset))
+    except DecodeError:
+        pass
+    return out
+
+
+def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20):
+    """The pieces (:class:`kafkarec.log.storage.Piece`) to decode for one range, checked:
+    the index entry the range starts at must match the first batch (no extra read: it is
+    the first piece); if it does not, the segment is walked from its start.  If the range
+    ends at an index position for ``end_offset`` and the batches there end before that
+    offset (a stale index), reading goes on.  Decode each piece (``iter_arrow``, or the data
+    source's ``decode_range(piece.data, base=piece.position)``) and keep the rows
+    :func:`filter_offsets` keeps."""
     seg = sr.segment
     check_manifest(storage, seg)
-    lo, hi = sr.min_offset, sr.end_offset
     with storage.open(seg.path, seg.size) as f:
-        last = None
-        end_pos = sr.start
-        first = sr.check_last is not None and sr.start > 0
         pieces = iter_pieces(f, sr.start, sr.end, chunk_size=chunk_size)
-        if first:
-            pieces = _peek(pieces)
+        if sr.check_last is not None and sr.start > 0:
+            first = next(pieces, None)
+            spans = _batch_spans(first.data) if first is not None else []
+            if not spans or spans[0][1] != sr.check_last:
+                log.warning("kafkarec: stale index for %s (no batch ending at offset %d at byte "
+                            "%d); reading the segment from its start", storage.uri(seg.path),
+                            sr.check_last, sr.start)
+                for piece in iter_pieces(f, 0, sr.end, chunk_size=chunk_size):
+                    if sr.split_start:
+                        piece = _trim_before(piece, sr.start)
+                    if piece is not None:
+                        yield piece
+                return
+            yield first
+        last_piece = None
         for piece in pieces:
-            if first:
-                first = False
-                try:
-                    b0 = None if piece is None else next(
-                        kafkarec.iter_batches(piece.data, verify_crc=False, file_rules=True), None)
-                except DecodeError:
-                    b0 = None
-                if b0 is None or b0.last_offset != sr.check_last:
-                    del b0
-                    log.warning("kafkarec: stale index for %s (no batch ending at offset %d at "
-                                "byte %d); reading the segment from its start",
-                                storage.uri(seg.path), sr.check_last, sr.start)
-                    yield from read_arrow(storage, sr._replace(start=0, check_last=None),
-                                          chunk_size=chunk_size, **iter_arrow_kw)
-                    return
-                del b0
-            for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition,
-                                          **iter_arrow_kw):
-                if rb.num_rows:
-                    last = pc.max(rb.column(rb.schema.get_field_index("offset"))).as_py()
-                out = filter_offsets(rb, lo, hi)
-                if out.num_rows:
-                    yield out
-            end_pos = piece.position + len(piece.data)
-        if sr.end is not None and hi is not None and (last is None or last < hi - 1) and end_pos < seg.size:
+            yield piece
+            last_piece = piece
+        if sr.end is None or sr.end_offset is None or sr.split_end:
+            return
+        if last_piece is None or last_piece.stopped:
+            return
+        end_pos = last_piece.position + len(last_piece.data)
+        spans = _batch_spans(last_piece.data)
+        if end_pos < seg.size and (not spans or spans[-1][1] < sr.end_offset - 1):
             # The index promised the end offset by ``end``: it was stale; read on.
             for piece in iter_pieces(f, end_pos, None, chunk_size=chunk_size):
-                done = False
-                for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition,
-                                              **iter_arrow_kw):
-                    out = filter_offsets(rb, lo, hi)
-                    if out.num_rows:
-                        yield out
-                    if rb.num_rows and out.num_rows < rb.num_rows:
-                        done = True
-                if done:
-                    break
+                yield piece
+                spans = _batch_spans(piece.data)
+                if spans and spans[-1][1] >= sr.end_offset - 1:
+                    return
 
 
-def _peek(pieces):
-    """The pieces, or one None if there are none (so a check on the first still runs)."""
-    any_ = False
-    for p in pieces:
-        any_ = True
-        yield p
-    if not any_:
-        yield None
+def _trim_before(piece, start: int):
+    """The part of a piece from the first batch that starts at or after ``start`` (None if none)."""
+    from kafkarec.log.storage import Piece
+    if piece.position >= start:
+        return piece
+    for pos, _ in _batch_spans(piece.data):
+        if piece.position + pos >= start:
+            return Piece(piece.position + pos, piece.data[pos:], piece.stopped)
+    return None
 
 
-def read_records(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20, **kw):
-    """The selected :class:`kafkarec.Record` objects of one range, in offset order."""
+def read_arrow(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20, **iter_arrow_kw
+               ) -> Iterator:
+    """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
+    of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` (``iter_arrow_kw``:
+    ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
+    dropped."""
+    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
+        for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition,
+                                      **iter_arrow_kw):
+            out = filter_offsets(rb, sr.min_offset, sr.end_offset)
+            if out.num_rows:
+                yield out
+
+
+def read_records(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20,
+                 verify_crc: bool = True, strict: bool = False,
+                 max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """The selected :class:`kafkarec.Record` objects of one range, in offset order (the
+    pieces of :func:`iter_range_pieces`; decode errors name file positions)."""
+    from kafkarec.log.segment import rebase_error
     lo, hi = sr.min_offset, sr.end_offset
-    for _, b in _batches_checked(storage, sr, chunk_size=chunk_size, **kw):
-        if hi is not None and b.base_offset >= hi:
-            break
-        if lo is not None and b.last_offset < lo:
-            continue
-        for r in b:
-            if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
-                yield r
+    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
+        it = kafkarec.iter_batches(piece.data, verify_crc=verify_crc, strict=strict,
+                                   max_decompressed_bytes=max_decompressed_bytes, file_rules=True)
+        try:
+            for b in it:
+                if hi is not None and b.base_offset >= hi:
+                    return
+                if lo is not None and b.last_offset < lo:
+                    continue
+                for r in b:
+                    if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
+                        yield r
+        except DecodeError as err:
+            raise rebase_error(err, piece.position) from None
 
 
 # --- index lookups -------------------------------------------------------------------------
@@ -581,6 +562,36 @@ def plan_partition(part: PartitionLog, start: Optional[int], end: Optional[int],
         if end_pos is not None and end_pos <= pos:
             end_pos = pos + 1
         out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check))
+    return out
+
+
+def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int) -> List[SegmentRange]:
+    """Ranges of more than ``max_bytes`` cut at offset-index positions about ``max_bytes``
+    apart (batch starts, known without reading the log: on an object store the planner
+    reads no segment bytes).  Each part yields the batches that start inside it; a part
+    whose index position turns out stale walks from the segment start and keeps to its own
+    batches, so parts never overlap.  Segments without a usable index stay whole."""
+    out = []
+    for sr in ranges:
+        end = sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)
+        if end - sr.start <= max_bytes:
+            out.append(sr)
+            continue
+        cuts = []
+        last_cut = sr.start
+        for o, p in resolver.offset_entries(sr.segment) or ():
+            if p - last_cut >= max_bytes and p < end:
+                cuts.append((p, o))
+                last_cut = p
+        if not cuts:
+            out.append(sr)
+            continue
+        prev_start, prev_check, prev_split = sr.start, sr.check_last, sr.split_start
+        for p, o in cuts:
+            out.append(sr._replace(start=prev_start, end=p, check_last=prev_check,
+                                   split_start=prev_split, split_end=True))
+            prev_start, prev_check, prev_split = p, o, True
+        out.append(sr._replace(start=prev_start, check_last=prev_check, split_start=True))
     return out
 
 

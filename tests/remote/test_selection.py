@@ -230,3 +230,23 @@ def test_selection_through_s3(s3, logroot, rows):
     assert local
     assert run("s3://selection/dc1/kafka", options, s3.options()) == local
     assert run("s3://selection/dc1/kafka", options, s3.options(), arrow=True) == local
+
+
+@pytest.mark.parametrize("how", [None, "stale"])
+@pytest.mark.parametrize("max_bytes", [300, 1000])
+def test_split_ranges_read_each_batch_once(logroot, rows, tmp_path, how, max_bytes):
+    root = str(tmp_path / "copy")
+    shutil.copytree(logroot, root)
+    if how:
+        _damage(root, how)
+    st, path = storage.resolve(root)
+    lay = layout.scan(st, path)
+    resolver = selection.Resolver(st)
+    for options in ({}, {"topics": "orders", "startingOffsets": json.dumps({"orders": {"0": 33, "1": 2, "2": 90}}),
+                         "endingOffsets": json.dumps({"orders": {"0": 140, "1": -1, "2": 160}})}):
+        whole = selection.plan(lay, selection.parse_selection(options), resolver)
+        parts = selection.split_ranges(whole, resolver, max_bytes)
+        assert len(parts) > len(whole)
+        got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
+                     for sr in parts for r in selection.read_records(st, sr))
+        assert got == run(logroot, options)
