@@ -357,6 +357,35 @@ class RangeFile:
             RangeFile.stats.add(len(data), self.path)
         return data
 
+    def read_into(self, position: int, buf) -> int:
+        """Read bytes at ``position`` straight into the writable buffer ``buf`` (no copy);
+        returns how many (fewer only at the end of the file)."""
+        if self._f is None:
+            self._open()
+        mv = memoryview(buf).cast("B")
+        want = min(len(mv), max(0, self.size - position))
+        done = 0
+        self._f.seek(position)
+        while done < want:
+            n = self._f.readinto(mv[done:want])
+            if not n:
+                break
+            done += n
+        if RangeFile.stats is not None:
+            RangeFile.stats.add(done, self.path)
+        return done
+
+    def read_buffer(self, position: int, nbytes: int):
+        """Up to ``nbytes`` at ``position`` as the file system's own buffer (pyarrow.Buffer)."""
+        if self._f is None:
+            self._open()
+        nbytes = max(0, min(nbytes, self.size - position))
+        self._f.seek(position)
+        buf = self._f.read_buffer(nbytes)
+        if RangeFile.stats is not None:
+            RangeFile.stats.add(buf.size, self.path)
+        return buf
+
     def close(self) -> None:
         if self._f is not None:
             self._f.close()
@@ -370,12 +399,13 @@ class RangeFile:
 
 
 class Piece(NamedTuple):
-    """Bytes of a segment: ``data[0]`` is byte ``position`` of the file.  ``data`` holds
+    """Bytes of a segment (a read-only-by-convention memoryview): ``data[0]`` is byte
+    ``position`` of the file.  ``data`` holds
     whole batches, except a piece that ends where framing stopped (``stopped``): a cut-off
     batch at the end of the file, or the bytes from a framing error on, which the decoder
     then reports."""
     position: int
-    data: bytes
+    data: memoryview
     stopped: bool = False
 
 
@@ -427,38 +457,45 @@ def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
 
     ``start`` must be where a batch starts (0, an index position, a planned cut).  A batch
     that starts before ``end`` is read whole even if it runs past ``end``.  Memory: about a
-    chunk, or one batch if larger.  Reads: each byte of the range once, plus the bytes of a
-    last batch past ``end``; a partial batch at the end of a chunk is kept, not read again.
-    A cut-off batch at the end of the file, or a framing error, ends the walk with a piece
-    marked ``stopped`` holding the bytes read from there (the decoder reports them).
+    chunk, or one batch if larger; each read lands in a fresh buffer (``pyarrow`` memory,
+    not zero-filled), so a piece stays valid while the caller holds it.  Reads: each byte of
+    the range once, plus the bytes of a last batch past ``end``; a partial batch at the end
+    of a chunk is kept (copied to the next buffer), not read again.  A cut-off batch at the
+    end of the file, or a framing error, ends the walk with a piece marked ``stopped``
+    holding the bytes read from there (the decoder reports them).
     """
+    import pyarrow as pa
     size = f.size
     end = size if end is None else min(end, size)
     pos = start
-    buf = b""
+    view = memoryview(b"")      # bytes read from ``pos`` on, not yet handed out
     need = 0
     while pos < end:
         # A chunk, never past the range's end unless the batch there needs it.
         target = max(min(chunk_size, end - pos), need)
-        if len(buf) < target:
-            more = f.read_at(pos + len(buf), target - len(buf))
-            buf = buf + more if buf else more
-        if not buf:
+        if len(view) < target:
+            target = min(target, size - pos)
+            buf = memoryview(pa.allocate_buffer(target)).cast("B")
+            carried = len(view)
+            buf[:carried] = view
+            got = f.read_into(pos + carried, buf[carried:target])
+            view = buf[:carried + got]
+        if not len(view):
             return
-        cut, need, fault = _frame(buf, pos, end)
+        cut, need, fault = _frame(view, pos, end)
         if fault:
-            yield Piece(pos, buf, True)
+            yield Piece(pos, view, True)
             return
         if cut:
-            yield Piece(pos, buf[:cut])
+            yield Piece(pos, view[:cut])
             pos += cut
-            buf = buf[cut:]
+            view = view[cut:]
         if not need:
             return
-        if pos + len(buf) >= size:
+        if pos + len(view) >= size:
             # The file ends inside the next batch (or holds 17 bytes or fewer after it).
-            if buf:
-                yield Piece(pos, buf, True)
+            if len(view):
+                yield Piece(pos, view, True)
             return
 
 
