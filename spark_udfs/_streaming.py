@@ -43,7 +43,7 @@ import logging
 import math
 from typing import Dict, List, Optional, Tuple
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_udfs import _logdir, _schema
 from spark_udfs._runtime import ensure
@@ -57,7 +57,7 @@ except ImportError:   # pragma: no cover - older PySpark
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
-__all__ = ["stream_reader", "KafkaRecStreamReader", "KafkaRecStreamDataSource", "StreamConfig",
+__all__ = ["stream_reader", "KafkaRecStreamReader", "StreamConfig",
            "STREAM_OPTIONS", "DataLossError"]
 
 log = logging.getLogger("spark_udfs")
@@ -288,24 +288,3 @@ def _rate_limit(begin: Dict, end: Dict, limit: int) -> Dict:
 def stream_reader(options, schema, expected: Optional[str] = None) -> KafkaRecStreamReader:
     """What ``DataSource.streamReader(schema)`` of the kafkarec source returns."""
     return KafkaRecStreamReader(StreamConfig(options), schema, expected)
-
-
-class KafkaRecStreamDataSource(DataSource):
-    """A stand-alone streaming source (``format("kafkarec_stream")``) until the batch source
-    returns :func:`stream_reader` from its ``streamReader``."""
-
-    expected_fingerprint = None
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkarec_stream"
-
-    def __init__(self, options):
-        super().__init__(options)
-        self.config = StreamConfig(options)
-
-    def schema(self):
-        return self.config.schema()
-
-    def streamReader(self, schema):
-        return KafkaRecStreamReader(self.config, schema, self.expected_fingerprint)
