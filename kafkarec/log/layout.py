@@ -59,9 +59,9 @@ class SegmentRef(NamedTuple):
     size: int
     base_offset: int
     segment_id: Optional[str]       # the remote segment id (tiered names), None for local names
-    index: Optional[FileEntry]
-    timeindex: Optional[FileEntry]
-    txnindex: Optional[FileEntry]
+    offset_index: Optional[FileEntry]
+    time_index: Optional[FileEntry]
+    txn_index: Optional[FileEntry]
     manifest: Optional[FileEntry]
     end_offset: Optional[int] = None   # exclusive bound set by de-duplication (next base offset)
     mtime_ns: Optional[int] = None
@@ -143,7 +143,7 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
     """Partitions and segments under ``root`` from one listing (``entries`` if given)."""
     if entries is None:
         entries = list_files(storage, root)
-    by_folder: Dict[str, Dict] = {}
+    by_folder: Dict[str, Dict[Tuple[int, Optional[str]], Dict[str, FileEntry]]] = {}
     skipped = set()
     for e in entries:
         parsed = parse_segment_name(e.path)
@@ -196,7 +196,8 @@ def _ancestors(folder: str, root: str):
 def _dedupe(segments: List[SegmentRef]):
     """One copy per base offset (local first, then the larger), each bounded by the next base."""
     order = sorted(segments, key=lambda s: (s.base_offset, s.remote, -s.size, s.path))
-    kept, copies = [], []
+    kept: List[SegmentRef] = []
+    copies: List[SegmentRef] = []
     for s in order:
         if kept and kept[-1].base_offset == s.base_offset:
             copies.append(s)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec.errors import DecodeError
@@ -50,7 +50,8 @@ from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
            "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
-           "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS"]
+           "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS",
+           "parse_time", "cli_selection", "iter_selected"]
 
 log = logging.getLogger("kafkarec")
 
@@ -68,8 +69,8 @@ class SelectionError(ValueError):
 
 
 class OffsetSpec(NamedTuple):
-    kind: str            # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps"
-    value: object = None  # dict {topic: {partition: int}} or an int timestamp
+    kind: str            # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps" | "offset"
+    value: Any = None     # {topic: {partition: int}}, or one int (a timestamp, an offset)
 
 
 class Selection(NamedTuple):
@@ -94,7 +95,7 @@ def _json_offsets(text: str, name: str) -> Dict[str, Dict[int, int]]:
         raise SelectionError(f"option {name}: not JSON like {{\"topic\":{{\"0\":23}}}}: {exc}") from None
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise SelectionError(f"option {name}: expected {{\"topic\":{{\"partition\":number}}}}, got {text!r}")
-    out = {}
+    out: Dict[str, Dict[int, int]] = {}
     for topic, parts in raw.items():
         out[topic] = {}
         for p, v in parts.items():
@@ -164,7 +165,7 @@ def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
             log.warning("kafkarec: topic(s) %s not found under %s", missing, layout.storage.uri(layout.root))
     for s in (sel.start, sel.end):
         if s.kind in ("offsets", "timestamps"):
-            present: Dict[str, set] = {}
+            present: Dict[Optional[str], set] = {}
             for p in parts:
                 present.setdefault(p.topic, set()).add(p.partition)
             for topic, ps in s.value.items():
@@ -335,19 +336,19 @@ class Resolver:
         if seg.path in self._offset_idx:
             return self._offset_idx[seg.path]
         entries = None
-        if seg.index is not None and seg.index.size:
+        if seg.offset_index is not None and seg.offset_index.size:
             try:
-                data = self.storage.read_file(seg.index.path, seg.index.size)
-                idx = sf.OffsetIndex(seg.index.path, seg.base_offset, data=data)
+                data = self.storage.read_file(seg.offset_index.path, seg.offset_index.size)
+                idx = sf.OffsetIndex(seg.offset_index.path, seg.base_offset, data=data)
                 idx.sanity_check()
                 entries = [tuple(e) for e in idx.entries()]
                 if not _increasing(entries, seg.base_offset, seg.end_offset, seg.size):
                     raise sf.CorruptIndexError("entries out of order or outside the segment")
             except (sf.SideFileError, OSError) as exc:
                 log.warning("kafkarec: ignoring %s (%s); scanning its segment instead",
-                            self.storage.uri(seg.index.path), exc)
+                            self.storage.uri(seg.offset_index.path), exc)
                 entries = None
-        elif seg.index is not None:
+        elif seg.offset_index is not None:
             entries = []
         self._offset_idx[seg.path] = entries
         return entries
@@ -357,10 +358,10 @@ class Resolver:
         if seg.path in self._time_idx:
             return self._time_idx[seg.path]
         entries = None
-        if seg.timeindex is not None and seg.timeindex.size:
+        if seg.time_index is not None and seg.time_index.size:
             try:
-                data = self.storage.read_file(seg.timeindex.path, seg.timeindex.size)
-                idx = sf.TimeIndex(seg.timeindex.path, seg.base_offset, data=data)
+                data = self.storage.read_file(seg.time_index.path, seg.time_index.size)
+                idx = sf.TimeIndex(seg.time_index.path, seg.base_offset, data=data)
                 es = [tuple(e) for e in idx.entries()]
                 ok = all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(es, es[1:])) and all(
                     seg.base_offset <= o and (seg.end_offset is None or o < seg.end_offset) for _, o in es)
@@ -369,7 +370,7 @@ class Resolver:
                 entries = es
             except (sf.SideFileError, OSError) as exc:
                 log.warning("kafkarec: ignoring %s (%s); scanning its segment instead",
-                            self.storage.uri(seg.timeindex.path), exc)
+                            self.storage.uri(seg.time_index.path), exc)
                 entries = None
         self._time_idx[seg.path] = entries
         return entries
@@ -521,6 +522,8 @@ def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, st
             raise SelectionError(f"offset {v} for {part.topic}-{part.partition}: only -2 (earliest) "
                                  f"and -1 (latest) may be negative")
         return v, None
+    if kind == "offset":                  # one offset for every partition (the CLI's flags)
+        return spec.value, None
     if kind == "timestamp":
         ts = spec.value
     else:
@@ -606,3 +609,57 @@ def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) ->
             continue
         out += plan_partition(part, start, end, resolver, time_hit=hit)
     return out
+
+
+# --- the command line's flags and a one-call reader ------------------------------------------
+
+def parse_time(text) -> int:
+    """Milliseconds since the epoch from ``1700000000000`` or ISO 8601
+    (``2023-11-14T22:13:20Z``, ``2023-11-14 22:13:20+01:00``; UTC when no zone is given)."""
+    import datetime
+    s = str(text).strip()
+    if re.fullmatch(r"-?[0-9]+", s):
+        return int(s)
+    try:
+        dt = datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise SelectionError(f"{text!r} is neither milliseconds since the epoch nor an ISO 8601 "
+                             f"time") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time=None,
+                  end_time=None) -> Selection:
+    """The selection of ``--topics a,b --start-offset N --end-offset M --start-time T
+    --end-time T`` (offsets for every partition; a time wins over an offset, as in Spark).
+    A start time no record reaches selects nothing (strategy ``latest``)."""
+    names = None
+    if topics:
+        names = frozenset(t.strip() for t in (topics.split(",") if isinstance(topics, str) else topics)
+                          if t.strip())
+
+    def spec(offset, time, default):
+        if time is not None:
+            return OffsetSpec("timestamp", parse_time(time))
+        if offset is not None:
+            if int(offset) < 0:
+                raise SelectionError("offsets given on the command line must be 0 or more")
+            return OffsetSpec("offset", int(offset))
+        return OffsetSpec(default)
+
+    return Selection(names, None, spec(start_offset, start_time, "earliest"),
+                     spec(end_offset, end_time, "latest"), "latest")
+
+
+def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,
+                  verify_crc: bool = True, strict: bool = False):
+    """``(SegmentRange, kafkarec.Record)`` for every selected record under a URI or path,
+    by topic, partition and offset (what ``kafkarec dump``/``stats`` need over any storage)."""
+    from kafkarec.log import layout, storage
+    st, root = storage.resolve(uri, storage_options)
+    lay = layout.scan(st, root)
+    for sr in plan(lay, sel or parse_selection({})):
+        for r in read_records(st, sr, verify_crc=verify_crc, strict=strict):
+            yield sr, r

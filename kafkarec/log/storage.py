@@ -37,7 +37,7 @@ import os
 import re
 import struct
 import threading
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import kafkarec
@@ -152,7 +152,7 @@ def _s3(netloc: str, path: str, query: dict, opts: dict):
     endpoint = (opts.get("endpoint") or query.get("endpoint_override") or query.get("endpoint")
                 or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"))
     region = opts.get("region") or query.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-    kw = {}
+    kw: dict = {}
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else "https://" + endpoint)
         kw["endpoint_override"] = parts.netloc + parts.path.rstrip("/")
@@ -193,7 +193,7 @@ def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
         raise StorageError(f"{uri}: no Azure storage account (give it in the URI as "
                            f"container@account.dfs.core.windows.net, option accountName or "
                            f"AZURE_STORAGE_ACCOUNT_NAME)")
-    kw = {}
+    kw: dict = {}
     if key:
         kw["account_key"] = key
     elif sas:
@@ -203,7 +203,7 @@ def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
 
 def _gcs(netloc: str, path: str, opts: dict):
     import pyarrow.fs as pafs
-    kw = {}
+    kw: dict = {}
     if _truthy(opts.get("anonymous", False)):
         kw["anonymous"] = True
     if opts.get("access_token"):
@@ -230,6 +230,7 @@ def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
         else:
             return Storage(pafs.LocalFileSystem()), os.path.abspath(os.path.expanduser(uri))
         m = _SCHEME.match(uri)
+    assert m is not None
     scheme = m.group(1).lower()
     parts = urlsplit(uri)
     netloc, path = parts.netloc, unquote(parts.path)
@@ -326,19 +327,19 @@ class RangeFile:
     def __init__(self, storage: Storage, path: str, size: Optional[int] = None):
         self.storage = storage
         self.path = path
-        self._f = None
+        self._f: Any = None
         if size is None:
-            self._open()
-            size = self._f.size()
-        self.size = size
+            size = int(self._open().size())
+        self.size: int = size
 
-    def _open(self):
+    def _open(self) -> Any:
         try:
             self._f = self.storage.fs.open_input_file(self.path)
         except FileNotFoundError:
             raise
         except OSError as exc:
             raise StorageError(f"{self.uri}: {exc}") from exc
+        return self._f
 
     @property
     def uri(self) -> str:

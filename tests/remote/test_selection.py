@@ -250,3 +250,22 @@ def test_split_ranges_read_each_batch_once(logroot, rows, tmp_path, how, max_byt
         got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
                      for sr in parts for r in selection.read_records(st, sr))
         assert got == run(logroot, options)
+
+
+def test_cli_flags(logroot, rows):
+    assert selection.parse_time("2023-11-14T22:13:20Z") == 1_700_000_000_000
+    assert selection.parse_time("2023-11-14 23:13:20+01:00") == 1_700_000_000_000
+    assert selection.parse_time("1700000000000") == 1_700_000_000_000
+    with pytest.raises(selection.SelectionError, match="ISO 8601"):
+        selection.parse_time("yesterday")
+    sel = selection.cli_selection(topics="orders", start_offset=10, end_offset=50)
+    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
+                 for sr, r in selection.iter_selected(logroot, sel))
+    assert got == oracle(rows, topics={"orders"},
+                         start={("orders", p): 10 for p in range(3)}, end={("orders", p): 50 for p in range(3)})
+    t = T0 + 20_020
+    sel = selection.cli_selection(start_time=str(t), end_offset=120)
+    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
+                 for sr, r in selection.iter_selected(logroot, sel))
+    parts = sorted({r[:2] for r in rows})
+    assert got == oracle(rows, start=("ts", t), end={tp: 120 for tp in parts})
