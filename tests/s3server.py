@@ -234,7 +234,7 @@ class S3Server:
         except (OSError, AttributeError):
             return ""
 
-    def stop(self, grace: float = 3.0) -> None:
+    def stop(self, grace: float = 1.0) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
             if proc.poll() is None:

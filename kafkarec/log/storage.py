@@ -451,53 +451,112 @@ def _frame(data, base: int, end: int):
         pos += total
 
 
+class _ReadAhead:
+    """Consecutive chunks of ``f`` covering ``[start, end)``, each read into a fresh buffer,
+    the next one requested in a background thread while the caller works on the current
+    one (pyarrow releases the GIL while it reads)."""
+
+    def __init__(self, f: RangeFile, start: int, end: int, chunk_size: int, prefetch: bool):
+        self.f = f
+        self.pos = start
+        self.end = end
+        self.chunk = chunk_size
+        self._pool = None
+        self._next = None
+        if prefetch and chunk_size >= 64 << 10 and end - start > chunk_size:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkarec-read")
+
+    def _read(self, pos: int, n: int):
+        import pyarrow as pa
+        buf = memoryview(pa.allocate_buffer(n)).cast("B")
+        got = self.f.read_into(pos, buf)
+        return buf[:got]
+
+    def next(self) -> Optional[memoryview]:
+        if self._next is not None:
+            view = self._next.result()
+            self._next = None
+        elif self.pos < self.end:
+            view = self._read(self.pos, min(self.chunk, self.end - self.pos))
+        else:
+            return None
+        self.pos += len(view)
+        if not len(view):
+            return None
+        if self._pool is not None and self.pos < self.end:
+            self._next = self._pool.submit(self._read, self.pos, min(self.chunk, self.end - self.pos))
+        return view
+
+    def close(self) -> None:
+        if self._pool is not None:
+            if self._next is not None:
+                self._next.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _join(a, b) -> memoryview:
+    import pyarrow as pa
+    buf = memoryview(pa.allocate_buffer(len(a) + len(b))).cast("B")
+    buf[:len(a)] = a
+    buf[len(a):] = b
+    return buf
+
+
 def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
-                chunk_size: int = DEFAULT_CHUNK) -> Iterator[Piece]:
+                chunk_size: int = DEFAULT_CHUNK, prefetch: bool = True) -> Iterator[Piece]:
     """The batches of ``f`` that start in ``[start, end)``, in pieces of whole batches of
-    about ``chunk_size`` bytes (a larger batch is a piece of its own).
+    about ``chunk_size`` bytes.
 
     ``start`` must be where a batch starts (0, an index position, a planned cut).  A batch
-    that starts before ``end`` is read whole even if it runs past ``end``.  Memory: about a
-    chunk, or one batch if larger; each read lands in a fresh buffer (``pyarrow`` memory,
-    not zero-filled), so a piece stays valid while the caller holds it.  Reads: each byte of
-    the range once, plus the bytes of a last batch past ``end``; a partial batch at the end
-    of a chunk is kept (copied to the next buffer), not read again.  A cut-off batch at the
+    that starts before ``end`` is read whole even if it runs past ``end``.  Reads: chunks of
+    the range in order, each byte once, the next chunk read ahead in a background thread
+    (``prefetch``) while the caller decodes; only the last batch's bytes past ``end`` are
+    read beyond the range.  Memory: two chunks (the current one and the one read ahead),
+    or a batch if larger.  Each chunk lands in a fresh buffer (pyarrow memory, not
+    zero-filled), so a piece stays valid while the caller holds it; a batch that crosses
+    from one chunk to the next is copied into a piece of its own.  A cut-off batch at the
     end of the file, or a framing error, ends the walk with a piece marked ``stopped``
-    holding the bytes read from there (the decoder reports them).
+    holding the bytes from there (the decoder reports them).
     """
-    import pyarrow as pa
     size = f.size
     end = size if end is None else min(end, size)
+    src = _ReadAhead(f, start, end, chunk_size, prefetch)
     pos = start
-    view = memoryview(b"")      # bytes read from ``pos`` on, not yet handed out
+    view = memoryview(b"")      # bytes from ``pos`` on, not yet handed out
+    rest = None                 # bytes already read that follow ``view``
     need = 0
-    while pos < end:
-        # A chunk, never past the range's end unless the batch there needs it.
-        target = max(min(chunk_size, end - pos), need)
-        if len(view) < target:
-            target = min(target, size - pos)
-            buf = memoryview(pa.allocate_buffer(target)).cast("B")
-            carried = len(view)
-            buf[:carried] = view
-            got = f.read_into(pos + carried, buf[carried:target])
-            view = buf[:carried + got]
-        if not len(view):
-            return
-        cut, need, fault = _frame(view, pos, end)
-        if fault:
-            yield Piece(pos, view, True)
-            return
-        if cut:
-            yield Piece(pos, view[:cut])
-            pos += cut
-            view = view[cut:]
-        if not need:
-            return
-        if pos + len(view) >= size:
-            # The file ends inside the next batch (or holds 17 bytes or fewer after it).
-            if len(view):
+    try:
+        while pos < end:
+            if not len(view) or need > len(view):
+                more, rest = (rest, None) if rest is not None else (src.next(), None)
+                if more is None and need > len(view) and pos + len(view) < size:
+                    # The last batch runs past the range: read just what it lacks.
+                    more = src._read(pos + len(view), need - len(view))
+                if more is None or not len(more):
+                    if len(view):
+                        yield Piece(pos, view, True)   # cut off by the end of the file
+                    return
+                if not len(view):
+                    view = more
+                else:
+                    # Complete the batch that crosses into ``more`` (or learn its size).
+                    take = min(len(more), max(need, 64) - len(view))
+                    view = _join(view, more[:take])
+                    rest = more[take:] if take < len(more) else None
+            cut, need, fault = _frame(view, pos, end)
+            if fault:
                 yield Piece(pos, view, True)
-            return
+                return
+            if cut:
+                yield Piece(pos, view[:cut])
+                pos += cut
+                view = view[cut:]
+            if not need:
+                return
+    finally:
+        src.close()
 
 
 def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
