@@ -269,3 +269,19 @@ def test_cli_flags(logroot, rows):
                  for sr, r in selection.iter_selected(logroot, sel))
     parts = sorted({r[:2] for r in rows})
     assert got == oracle(rows, start=("ts", t), end={tp: 120 for tp in parts})
+
+
+def test_cli_arguments(logroot, rows):
+    import argparse
+    from kafkarec.cli import selection_args
+    parser = argparse.ArgumentParser()
+    selection_args.add_selection_arguments(parser)
+    args = parser.parse_args(["--topics", "audit-log", "--start-time", "2023-11-14T22:13:25Z",
+                              "--end-offset", "60", "--storage-option", "endpoint=http://h:1"])
+    assert selection_args.storage_options_from_args(args) == {"endpoint": "http://h:1"}
+    sel = selection_args.selection_from_args(args)
+    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
+                 for sr, r in selection.iter_selected(logroot, sel))
+    assert got == oracle(rows, topics={"audit-log"}, start=("ts", 1_700_000_005_000),
+                         end={("audit-log", 0): 60}) and got
+    assert selection_args.selection_from_args(parser.parse_args([])) is None
