@@ -238,7 +238,14 @@ def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8
     seg = sr.segment
     check_manifest(storage, seg)
     with storage.open(seg.path, seg.size) as f:
-        pieces = iter_pieces(f, sr.start, sr.end, chunk_size=chunk_size)
+        walked = [None]                  # the last piece walked (before any trimming)
+
+        def walk(start):
+            for piece in iter_pieces(f, start, sr.end, chunk_size=chunk_size):
+                walked[0] = piece
+                yield piece
+
+        pieces = walk(sr.start)
         if sr.check_last is not None and sr.start > 0:
             first = next(pieces, None)
             spans = _batch_spans(first.data) if first is not None else []
@@ -246,19 +253,18 @@ def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8
                 log.warning("kafkarec: stale index for %s (no batch ending at offset %d at byte "
                             "%d); reading the segment from its start", storage.uri(seg.path),
                             sr.check_last, sr.start)
-                for piece in iter_pieces(f, 0, sr.end, chunk_size=chunk_size):
-                    if sr.split_start:
-                        piece = _trim_before(piece, sr.start)
-                    if piece is not None:
-                        yield piece
-                return
-            yield first
-        last_piece = None
+                pieces.close()
+                walked[0] = None
+                pieces = walk(0)
+                if sr.split_start:
+                    pieces = (t for t in (_trim_before(p, sr.start) for p in pieces) if t is not None)
+            else:
+                yield first
         for piece in pieces:
             yield piece
-            last_piece = piece
         if sr.end is None or sr.end_offset is None or sr.split_end:
             return
+        last_piece = walked[0]
         if last_piece is None or last_piece.stopped:
             return
         end_pos = last_piece.position + len(last_piece.data)

@@ -154,6 +154,12 @@ def _damage(root, how):
             continue
         if how == "corrupt":
             data = data[:-3] if len(data) > 3 else b"\x01\x02\x03"
+        elif how == "early" and path.endswith(".index"):
+            # positions that point before the batches they name (an index of a log that
+            # was rewritten with bigger batches): ends cut too early unless checked
+            for i in range(len(data) // 8):
+                rel, pos = struct.unpack_from(">ii", data, i * 8)
+                struct.pack_into(">ii", data, i * 8, rel, max(1, pos - 150 - 40 * i))
         elif how == "stale" and len(data) >= 16:
             # every entry moved: offsets/positions that pass the sanity checks but do not
             # describe this log (as left by an earlier, replaced segment)
@@ -170,7 +176,7 @@ def _damage(root, how):
             fh.write(bytes(data))
 
 
-@pytest.mark.parametrize("how", ["missing", "corrupt", "stale"])
+@pytest.mark.parametrize("how", ["missing", "corrupt", "stale", "early"])
 def test_bad_side_files_change_nothing(logroot, rows, tmp_path, how):
     root = str(tmp_path / "copy")
     shutil.copytree(logroot, root)
@@ -232,7 +238,7 @@ def test_selection_through_s3(s3, logroot, rows):
     assert run("s3://selection/dc1/kafka", options, s3.options(), arrow=True) == local
 
 
-@pytest.mark.parametrize("how", [None, "stale"])
+@pytest.mark.parametrize("how", [None, "stale", "early"])
 @pytest.mark.parametrize("max_bytes", [300, 1000])
 def test_split_ranges_read_each_batch_once(logroot, rows, tmp_path, how, max_bytes):
     root = str(tmp_path / "copy")
