@@ -282,11 +282,59 @@ def open_storage(uri: str, options: Optional[dict] = None) -> Tuple["Storage", s
 
 # --- listing ---------------------------------------------------------------------
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _glob_regex(pattern: str):
+    """A glob as a regular expression over ``/`` paths: ``*`` and ``?`` stay inside one
+    folder, ``**`` crosses folders, ``[...]``/``[!...]`` are character classes."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                out.append(".*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
+
+
 def list_files(storage: Storage, path: str) -> List[FileEntry]:
     """Every file under ``path`` (or ``path`` itself if it is a file), one listing request
-    (recursive) on object stores.  Sorted by path."""
+    (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
+    for any depth) lists the folder before its first wildcard once and keeps the matches
+    and the files under matching folders."""
     import pyarrow.fs as pafs
     fs = storage.fs
+    m = _GLOB.search(path)
+    if m:
+        base = path[:m.start()].rsplit("/", 1)[0] or "/"
+        pattern = _glob_regex(path)
+        listing = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        dirs = tuple(i.path + "/" for i in listing
+                     if i.type == pafs.FileType.Directory and pattern.fullmatch(i.path))
+        out = [FileEntry(i.path, i.size, i.mtime_ns) for i in listing
+               if i.type == pafs.FileType.File and (pattern.fullmatch(i.path) or i.path.startswith(dirs))]
+        if not out:
+            raise FileNotFoundError(f"no file matches {storage.uri(path)}")
+        return sorted(out, key=lambda e: e.path)
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(f"path does not exist: {storage.uri(path)}")

@@ -278,3 +278,17 @@ def test_s3_ranged_reads_fetch_only_the_range(s3, logroot):
                for pos, b in storage.iter_remote_batches(f, start, end, chunk_size=1 << 20)]
     assert got == spans[1:3]
     assert stats.bytes == end - start and stats.requests == 1
+
+
+def test_globs_list_once(logroot):
+    st, _ = storage.resolve(logroot)
+    every = storage.list_files(st, logroot)
+    logs = [e.path for e in every if e.path.endswith(".log")]
+    assert [e.path for e in storage.list_files(st, f"{logroot}/*/*.log")] == logs
+    assert [e.path for e in storage.list_files(st, f"{logroot}/**.log")] == logs
+    web = [e.path for e in every if "/web-clicks-" in e.path]
+    assert [e.path for e in storage.list_files(st, f"{logroot}/web-clicks-*")] == web
+    lay = layout.scan(st, f"{logroot}/web-clicks-[01]")
+    assert [p.key for p in lay.partitions] == [("web-clicks", 0), ("web-clicks", 1)]
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        storage.list_files(st, f"{logroot}/nothing-*")
