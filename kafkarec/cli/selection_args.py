@@ -1,0 +1,54 @@
+"""The command line's selection and storage flags, for ``dump``, ``verify`` and ``stats``.
+
+    --topics a,b          only these topics
+    --start-offset N      from offset N (inclusive) in every partition
+    --end-offset N        up to offset N (exclusive) in every partition
+    --start-time T        from the first record at or after T (ms since the epoch or ISO 8601)
+    --end-time T          up to the first record at or after T (exclusive)
+    --storage-option K=V  a storage option (endpoint=..., region=..., accessKey=..., anonymous=true)
+
+Same meaning as the Spark Kafka-source options (:mod:`kafkarec.log.selection`); a time
+wins over an offset.  PATH arguments may be URIs (``s3://bucket/kafka``): see
+:mod:`kafkarec.log.storage` for credentials.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+from kafkarec.log import selection
+
+__all__ = ["add_selection_arguments", "selection_from_args", "storage_options_from_args"]
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("selection (as Spark's Kafka source: start inclusive, end exclusive)")
+    g.add_argument("--topics", metavar="A,B", help="only these topics (comma-separated)")
+    g.add_argument("--start-offset", type=int, metavar="N", help="first offset, in every partition")
+    g.add_argument("--end-offset", type=int, metavar="N", help="offset to stop before, in every partition")
+    g.add_argument("--start-time", metavar="T",
+                   help="first record at or after T (ms since the epoch or ISO 8601, UTC by default)")
+    g.add_argument("--end-time", metavar="T", help="stop before the first record at or after T")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="for URIs: endpoint=URL, region=R, accessKey=K, secretKey=S, "
+                             "sessionToken=T, anonymous=true (AWS_* variables work too)")
+
+
+def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selection]:
+    """The selection the flags ask for, or None when no flag was given (read everything)."""
+    flags = (args.topics, args.start_offset, args.end_offset, args.start_time, args.end_time)
+    if all(f is None for f in flags):
+        return None
+    return selection.cli_selection(topics=args.topics, start_offset=args.start_offset,
+                                   end_offset=args.end_offset, start_time=args.start_time,
+                                   end_time=args.end_time)
+
+
+def storage_options_from_args(args: argparse.Namespace) -> dict:
+    out = {}
+    for item in args.storage_option or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise selection.SelectionError(f"--storage-option {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out

@@ -1,0 +1,229 @@
+"""Which file is which in a listing: partitions and their segments, local and tiered.
+
+Works on a flat listing (:func:`kafkarec.log.storage.list_files`), so the same
+rules apply on a local disk and in an object store.  Recognised layouts:
+
+* a broker's log directory: ``<topic>-<partition>/`` folders of
+  ``<20-digit base offset>.log`` segments with ``.index``, ``.timeindex`` and
+  ``.txnindex`` side files (``.<id>-delete``/``-future``/``-stray`` folders are
+  skipped, as Kafka skips them);
+* Kafka's ``LocalTieredStorage`` (KIP-405's reference remote storage):
+  ``<topic>-<partition>-<topic id>/`` folders of ``<start offset>-<segment id>.log``
+  (plus ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``,
+  ``.leader_epoch_checkpoint``), ids in Kafka's 22-character base64 form;
+* remote storage plugins that key objects as
+  ``<prefix>/<topic>-<topic id>/<partition>/<20-digit start offset>-<segment id>.log``
+  (Aiven's tiered storage plugin; its ``.rsm-manifest`` tells whether the plugin
+  compressed or encrypted the segment, which makes it unreadable as Kafka bytes:
+  such segments are reported, not decoded).
+
+A topic-partition found in several places (a broker's local copy and the
+remote copy of the same range, two replicas) is read once: segments are
+ordered by base offset, one copy of each base offset is kept (a local copy
+before a remote one), and every segment is bounded by the next segment's base
+offset (:attr:`SegmentRef.end_offset`): an offset is read from the segment with
+the highest base offset at or below it, so overlapping copies with different
+segment boundaries still yield each record once.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from kafkarec.log import segment as _segment
+from kafkarec.log import sidefiles as sf
+from kafkarec.log.storage import FileEntry, Storage, list_files
+
+__all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest",
+           "parse_partition_folder", "TransformedSegmentError"]
+
+# Kafka's Uuid.toString(): 16 bytes in URL-safe base64 without padding (22 chars);
+# the canonical 36-character form is accepted too (other plugins).
+_ID = r"(?:[A-Za-z0-9_-]{22}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+_TIERED_FILE = re.compile(rf"^([0-9]+)-({_ID})(\.[a-z_-]+)$")
+_TIERED_DIR = re.compile(rf"^(.+)-([0-9]+)-({_ID})$")
+_TOPIC_ID_DIR = re.compile(rf"^(.+)-({_ID})$")
+_SIDE = {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
+         ".rsm-manifest": "manifest"}
+
+
+class TransformedSegmentError(ValueError):
+    """A remote segment that its storage plugin compressed or encrypted (not Kafka's bytes)."""
+
+
+class SegmentRef(NamedTuple):
+    """One segment file and its side files, as found."""
+    path: str                       # as the Storage names it
+    size: int
+    base_offset: int
+    segment_id: Optional[str]       # the remote segment id (tiered names), None for local names
+    offset_index: Optional[FileEntry]
+    time_index: Optional[FileEntry]
+    txn_index: Optional[FileEntry]
+    manifest: Optional[FileEntry]
+    end_offset: Optional[int] = None   # exclusive bound set by de-duplication (next base offset)
+    mtime_ns: Optional[int] = None
+
+    @property
+    def remote(self) -> bool:
+        return self.segment_id is not None
+
+
+class PartitionLog(NamedTuple):
+    topic: Optional[str]
+    partition: Optional[int]
+    topic_id: Optional[str]
+    segments: List[SegmentRef]       # by base offset, one copy each, bounded
+    copies: List[SegmentRef]         # other copies of a base offset, not read
+    folders: List[str]
+
+    @property
+    def key(self) -> Tuple:
+        return (self.topic, self.partition)
+
+
+class Layout(NamedTuple):
+    storage: Storage
+    root: str
+    partitions: List[PartitionLog]   # by topic, partition
+    skipped: List[str]               # folders Kafka ignores (-delete, -future, -stray)
+
+
+def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
+    """``(base offset, segment id or None, kind)`` for a segment or side file name, else None.
+
+    ``00000000000000000042.log`` -> ``(42, None, "log")``;
+    ``00000000000000000042-oAtiIQ95REujbuzNd_lkLQ.timeindex`` -> ``(42, "oAti...", "timeindex")``.
+    """
+    base = posixpath.basename(name)
+    m = _TIERED_FILE.match(base)
+    if m:
+        kind = _SIDE.get(m.group(3))
+        return (int(m.group(1)), m.group(2), kind) if kind else None
+    kind = sf.file_kind(base)
+    if kind not in ("log", "index", "timeindex", "txnindex"):
+        return None
+    if not re.fullmatch(r"[0-9]+\.[a-z]+", base):
+        return None
+    try:
+        return sf.offset_from_file_name(base), None, kind
+    except sf.SideFileError:
+        return None
+
+
+def parse_partition_folder(folder: str, *, tiered_files: bool = False):
+    """``(topic, partition, topic id or None)`` for a folder path, or None (see the module
+    docstring for the forms).  ``tiered_files``: the folder holds tiered segment names,
+    which decides ``a-1-<22 chars>`` for the LocalTieredStorage form."""
+    name = posixpath.basename(folder.rstrip("/"))
+    parent = posixpath.basename(posixpath.dirname(folder.rstrip("/")))
+    if re.fullmatch(r"[0-9]+", name):
+        m = _TOPIC_ID_DIR.match(parent)
+        if m and int(name) < 2**31:
+            return m.group(1), int(name), m.group(2)
+    tiered = _TIERED_DIR.match(name)
+    if tiered and tiered_files:
+        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
+    tp = _segment.parse_topic_partition(name)
+    if tp is not None:
+        return tp.topic, tp.partition, None
+    if tiered:
+        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
+    return None
+
+
+def _renamed(folder: str) -> bool:
+    return _segment.renamed_dir_suffix(posixpath.basename(folder.rstrip("/"))) is not None
+
+
+def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
+         *, dedupe: bool = True) -> Layout:
+    """Partitions and segments under ``root`` from one listing (``entries`` if given)."""
+    if entries is None:
+        entries = list_files(storage, root)
+    by_folder: Dict[str, Dict[Tuple[int, Optional[str]], Dict[str, FileEntry]]] = {}
+    skipped = set()
+    for e in entries:
+        parsed = parse_segment_name(e.path)
+        if parsed is None:
+            continue
+        folder = posixpath.dirname(e.path)
+        if any(_renamed(f) for f in _ancestors(folder, root)):
+            skipped.add(next(f for f in _ancestors(folder, root) if _renamed(f)))
+            continue
+        base, seg_id, kind = parsed
+        files = by_folder.setdefault(folder, {})
+        files.setdefault((base, seg_id), {})[kind] = e
+    parts: Dict[Tuple, Dict] = {}
+    for folder, segs in by_folder.items():
+        tiered = any(sid is not None for _, sid in segs)
+        tp = parse_partition_folder(folder, tiered_files=tiered)
+        topic, partition, topic_id = tp if tp else (None, None, None)
+        key = (topic, partition) if tp else (None, folder)
+        p = parts.setdefault(key, {"topic": topic, "partition": partition, "topic_id": topic_id,
+                                   "folders": [], "segments": []})
+        p["folders"].append(folder)
+        if topic_id and not p["topic_id"]:
+            p["topic_id"] = topic_id
+        for (base, seg_id), kinds in segs.items():
+            log = kinds.get("log")
+            if log is None:
+                continue            # side files of a segment that is not there
+            p["segments"].append(SegmentRef(log.path, log.size, base, seg_id, kinds.get("index"),
+                                            kinds.get("timeindex"), kinds.get("txnindex"),
+                                            kinds.get("manifest"), None, log.mtime_ns))
+    out = []
+    for key, p in parts.items():
+        segments, copies = _dedupe(p["segments"]) if dedupe else (sorted(
+            p["segments"], key=lambda s: (s.base_offset, s.path)), [])
+        out.append(PartitionLog(p["topic"], p["partition"], p["topic_id"], segments, copies,
+                                sorted(p["folders"])))
+    out.sort(key=lambda p: (p.topic is None, p.topic or "", -1 if p.partition is None else p.partition,
+                            p.folders[0] if p.folders else ""))
+    return Layout(storage, root, out, sorted(skipped))
+
+
+def _ancestors(folder: str, root: str):
+    root = root.rstrip("/")
+    f = folder
+    while f and f != root and len(f) > len(root):
+        yield f
+        f = posixpath.dirname(f)
+
+
+def _dedupe(segments: List[SegmentRef]):
+    """One copy per base offset (local first, then the larger), each bounded by the next base."""
+    order = sorted(segments, key=lambda s: (s.base_offset, s.remote, -s.size, s.path))
+    kept: List[SegmentRef] = []
+    copies: List[SegmentRef] = []
+    for s in order:
+        if kept and kept[-1].base_offset == s.base_offset:
+            copies.append(s)
+        else:
+            kept.append(s)
+    bounded = [s._replace(end_offset=kept[i + 1].base_offset if i + 1 < len(kept) else None)
+               for i, s in enumerate(kept)]
+    return bounded, copies
+
+
+def check_manifest(storage: Storage, seg: SegmentRef) -> None:
+    """Raise :class:`TransformedSegmentError` if the segment's ``.rsm-manifest`` says its
+    plugin compressed or encrypted it (its bytes are then chunks of the plugin's format)."""
+    if seg.manifest is None:
+        return
+    try:
+        manifest = json.loads(storage.read_file(seg.manifest.path, seg.manifest.size, limit=16 << 20))
+    except (ValueError, OSError) as exc:
+        raise TransformedSegmentError(
+            f"{storage.uri(seg.manifest.path)}: unreadable segment manifest ({exc}); the segment "
+            f"may be stored in its plugin's format") from None
+    if not isinstance(manifest, dict):
+        raise TransformedSegmentError(f"{storage.uri(seg.manifest.path)}: not a segment manifest")
+    how = [w for w, on in (("compressed", manifest.get("compression")),
+                           ("encrypted", manifest.get("encryption"))) if on]
+    if how:
+        raise TransformedSegmentError(
+            f"{storage.uri(seg.path)} was {' and '.join(how)} by its remote storage plugin (see "
+            f"{posixpath.basename(seg.manifest.path)}): its bytes are not Kafka's log format")

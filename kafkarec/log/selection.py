@@ -1,0 +1,671 @@
+"""Selecting records by topic, offset and time, with the options of Spark's Kafka source.
+
+Options (same names and meaning as ``spark.read.format("kafka")``; start
+inclusive, end exclusive; case-insensitive):
+
+==============================  ==============================================================
+``topics``                      comma-separated topic names (Kafka source: ``subscribe``/``assign``)
+``topicPattern``                a regular expression a whole topic name must match
+                                (``subscribePattern``)
+``startingOffsets``             ``earliest`` (default), ``latest``, or JSON
+                                ``{"orders":{"0":23,"1":-2}}`` (-2 earliest, -1 latest)
+``endingOffsets``               ``latest`` (default), or JSON (-1 latest); batch reads only
+``startingTimestamp``           ms since the epoch, for every partition
+``endingTimestamp``             ms since the epoch, for every partition
+``startingOffsetsByTimestamp``  JSON ``{"orders":{"0":1700000000000}}``
+``endingOffsetsByTimestamp``    JSON, as above
+``startingOffsetsByTimestampStrategy``  ``error`` (default) or ``latest``: what a starting
+                                timestamp that no record reaches means
+==============================  ==============================================================
+
+Precedence as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over
+``*Offsets``.  A timestamp selects, per partition, the earliest offset whose
+record timestamp is at or after it (Kafka's ``offsetsForTimes``); every record
+from that offset on is selected, whatever its own timestamp.  An ending
+timestamp that no record reaches means ``latest``.  Where Spark needs every
+partition of a topic named in an offsets JSON, so do we (for the topics the
+JSON names); topics it does not name use the default.
+
+Resolution uses the side files as Kafka does: whole segments are skipped by
+their base offsets (file names) and by the largest timestamp in their
+``.timeindex``; inside a segment, the ``.index`` entry at or below the start
+offset gives the first byte to read and the first entry at or past the end
+offset the last batch to read.  Side files are checked before use (Kafka's
+sanity checks, entries inside the segment and increasing) and the entry used
+is checked against the log when the batch it points at is read: a missing,
+corrupt or stale side file costs a scan of that segment, never a wrong answer.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+import kafkarec
+from kafkarec.errors import DecodeError
+from kafkarec.log import sidefiles as sf
+from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, check_manifest
+from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
+
+__all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
+           "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
+           "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS",
+           "parse_time", "cli_selection", "iter_selected"]
+
+log = logging.getLogger("kafkarec")
+
+EARLIEST = -2
+LATEST = -1
+SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp by scanning
+
+SELECTION_OPTIONS = ("topics", "topicpattern", "startingoffsets", "endingoffsets",
+                     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
+                     "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
+
+
+class SelectionError(ValueError):
+    """Selection options that cannot be satisfied or parsed."""
+
+
+class OffsetSpec(NamedTuple):
+    kind: str            # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps" | "offset"
+    value: Any = None     # {topic: {partition: int}}, or one int (a timestamp, an offset)
+
+
+class Selection(NamedTuple):
+    topics: Optional[frozenset]
+    pattern: Optional[str]
+    start: OffsetSpec
+    end: OffsetSpec
+    no_match_strategy: str = "error"
+
+    def wants_topic(self, topic: Optional[str]) -> bool:
+        if topic is None:
+            return self.topics is None and self.pattern is None
+        if self.topics is not None and topic not in self.topics:
+            return False
+        return self.pattern is None or re.fullmatch(self.pattern, topic) is not None
+
+
+def _json_offsets(text: str, name: str) -> Dict[str, Dict[int, int]]:
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise SelectionError(f"option {name}: not JSON like {{\"topic\":{{\"0\":23}}}}: {exc}") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise SelectionError(f"option {name}: expected {{\"topic\":{{\"partition\":number}}}}, got {text!r}")
+    out: Dict[str, Dict[int, int]] = {}
+    for topic, parts in raw.items():
+        out[topic] = {}
+        for p, v in parts.items():
+            try:
+                out[topic][int(p)] = int(v)
+            except (TypeError, ValueError):
+                raise SelectionError(f"option {name}: {topic!r} partition {p!r} -> {v!r} is not a number") from None
+    return out
+
+
+def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Selection:
+    """A :class:`Selection` from Spark Kafka-source option names (others are ignored)."""
+    o = {str(k).lower(): v for k, v in dict(options or {}).items() if v is not None and v != ""}
+    topics = None
+    if "topics" in o:
+        topics = frozenset(t.strip() for t in str(o["topics"]).split(",") if t.strip())
+        if not topics:
+            raise SelectionError("option topics: no topic named")
+    pattern = o.get("topicpattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SelectionError(f"option topicPattern: {exc}") from None
+
+    def spec(prefix: str, default: str) -> OffsetSpec:
+        if f"{prefix}timestamp" in o:
+            try:
+                return OffsetSpec("timestamp", int(o[f"{prefix}timestamp"]))
+            except ValueError:
+                raise SelectionError(f"option {prefix}Timestamp must be ms since the epoch") from None
+        if f"{prefix}offsetsbytimestamp" in o:
+            return OffsetSpec("timestamps", _json_offsets(o[f"{prefix}offsetsbytimestamp"],
+                                                          f"{prefix}OffsetsByTimestamp"))
+        raw = o.get(f"{prefix}offsets", default)
+        s = str(raw).strip()
+        if s.lower() in ("earliest", "latest"):
+            return OffsetSpec(s.lower())
+        return OffsetSpec("offsets", _json_offsets(s, f"{prefix}Offsets"))
+
+    start = spec("starting", "earliest")
+    end = spec("ending", "latest")
+    if streaming and any(k.startswith("ending") for k in o):
+        raise SelectionError("ending offsets/timestamps are for batch reads; a stream has no end")
+    if not streaming:
+        # Spark's rules for batch queries.
+        if start.kind == "latest":
+            raise SelectionError("startingOffsets=latest is for streaming queries, not batch reads")
+        if end.kind == "earliest":
+            raise SelectionError("endingOffsets=earliest is for streaming queries, not batch reads")
+        if start.kind == "offsets" and any(v == LATEST for ps in start.value.values() for v in ps.values()):
+            raise SelectionError("startingOffsets: -1 (latest) is for streaming queries, not batch reads")
+        if end.kind == "offsets" and any(v == EARLIEST for ps in end.value.values() for v in ps.values()):
+            raise SelectionError("endingOffsets: -2 (earliest) is for streaming queries, not batch reads")
+    strategy = str(o.get("startingoffsetsbytimestampstrategy", "error")).lower()
+    if strategy not in ("error", "latest"):
+        raise SelectionError("option startingOffsetsByTimestampStrategy must be error or latest")
+    return Selection(topics, pattern, start, end, strategy)
+
+
+def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
+    """The partitions of ``layout`` whose topic the selection wants."""
+    parts = [p for p in layout.partitions if sel.wants_topic(p.topic)]
+    if sel.topics is not None:
+        missing = sorted(sel.topics - {p.topic for p in parts})
+        if missing:
+            log.warning("kafkarec: topic(s) %s not found under %s", missing, layout.storage.uri(layout.root))
+    for s in (sel.start, sel.end):
+        if s.kind in ("offsets", "timestamps"):
+            present: Dict[Optional[str], set] = {}
+            for p in parts:
+                present.setdefault(p.topic, set()).add(p.partition)
+            for topic, ps in s.value.items():
+                if topic in present and set(ps) != present[topic]:
+                    raise SelectionError(
+                        f"offsets for topic {topic} name partitions {sorted(ps)} but the log has "
+                        f"{sorted(present[topic])}; as in Spark, name every partition of the topic")
+    return parts
+
+
+# --- reading a range of a segment ----------------------------------------------------------
+
+class SegmentRange(NamedTuple):
+    """One segment to read: bytes ``[start, end)`` (``end`` None: to the end of the file;
+    a batch starting before ``end`` is read whole), records with offsets in
+    ``[min_offset, end_offset)`` (None: unbounded).  ``check_last``: the last offset the
+    batch at ``start`` must have (the index entry used); if it does not, the index was
+    stale and the segment is read from its start instead (a range that starts at a cut
+    between tasks, ``split_start``, then keeps to the batches that start inside it, so
+    neighbouring ranges still read each batch once)."""
+    topic: Optional[str]
+    partition: Optional[int]
+    segment: SegmentRef
+    start: int = 0
+    end: Optional[int] = None
+    min_offset: Optional[int] = None
+    end_offset: Optional[int] = None
+    check_last: Optional[int] = None
+    split_start: bool = False        # ``start`` is a cut between tasks (see split_ranges)
+    split_end: bool = False          # ``end`` is a cut between tasks
+
+
+def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
+    """The rows of an Arrow batch with ``lo <= offset < hi`` (the batch itself if all are)."""
+    import pyarrow.compute as pc
+    if rb.num_rows == 0 or (lo is None and hi is None):
+        return rb
+    off = rb.column(rb.schema.get_field_index("offset"))
+    mn, mx = pc.min_max(off).values()
+    if (lo is None or mn.as_py() >= lo) and (hi is None or mx.as_py() < hi):
+        return rb
+    mask = None
+    if lo is not None:
+        mask = pc.greater_equal(off, lo)
+    if hi is not None:
+        m2 = pc.less(off, hi)
+        mask = m2 if mask is None else pc.and_(mask, m2)
+    return rb.filter(mask)
+
+
+def _batch_spans(data) -> list:
+    """``(position, last offset)`` of the whole batches framed in ``data`` (headers only)."""
+    out = []
+    try:
+        for b in kafkarec.iter_batches(data, verify_crc=False, file_rules=True):
+            out.append((b.position, b.last_offset))
+    except DecodeError:
+        pass
+    return out
+
+
+def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20):
+    """The pieces (:class:`kafkarec.log.storage.Piece`) to decode for one range, checked:
+    the index entry the range starts at must match the first batch (no extra read: it is
+    the first piece); if it does not, the segment is walked from its start.  If the range
+    ends at an index position for ``end_offset`` and the batches there end before that
+    offset (a stale index), reading goes on.  Decode each piece (``iter_arrow``, or the data
+    source's ``decode_range(piece.data, base=piece.position)``) and keep the rows
+    :func:`filter_offsets` keeps."""
+    seg = sr.segment
+    check_manifest(storage, seg)
+    with storage.open(seg.path, seg.size) as f:
+        walked = [None]                  # the last piece walked (before any trimming)
+
+        def walk(start):
+            for piece in iter_pieces(f, start, sr.end, chunk_size=chunk_size):
+                walked[0] = piece
+                yield piece
+
+        pieces = walk(sr.start)
+        if sr.check_last is not None and sr.start > 0:
+            first = next(pieces, None)
+            spans = _batch_spans(first.data) if first is not None else []
+            if not spans or spans[0][1] != sr.check_last:
+                log.warning("kafkarec: stale index for %s (no batch ending at offset %d at byte "
+                            "%d); reading the segment from its start", storage.uri(seg.path),
+                            sr.check_last, sr.start)
+                pieces.close()
+                walked[0] = None
+                pieces = walk(0)
+                if sr.split_start:
+                    pieces = (t for t in (_trim_before(p, sr.start) for p in pieces) if t is not None)
+            else:
+                yield first
+        for piece in pieces:
+            yield piece
+        if sr.end is None or sr.end_offset is None or sr.split_end:
+            return
+        last_piece = walked[0]
+        if last_piece is None or last_piece.stopped:
+            return
+        end_pos = last_piece.position + len(last_piece.data)
+        spans = _batch_spans(last_piece.data)
+        if end_pos < seg.size and (not spans or spans[-1][1] < sr.end_offset - 1):
+            # The index promised the end offset by ``end``: it was stale; read on.
+            for piece in iter_pieces(f, end_pos, None, chunk_size=chunk_size):
+                yield piece
+                spans = _batch_spans(piece.data)
+                if spans and spans[-1][1] >= sr.end_offset - 1:
+                    return
+
+
+def _trim_before(piece, start: int):
+    """The part of a piece from the first batch that starts at or after ``start`` (None if none)."""
+    from kafkarec.log.storage import Piece
+    if piece.position >= start:
+        return piece
+    for pos, _ in _batch_spans(piece.data):
+        if piece.position + pos >= start:
+            return Piece(piece.position + pos, piece.data[pos:], piece.stopped)
+    return None
+
+
+def read_arrow(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20, **iter_arrow_kw
+               ) -> Iterator:
+    """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
+    of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` (``iter_arrow_kw``:
+    ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
+    dropped."""
+    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
+        for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition,
+                                      **iter_arrow_kw):
+            out = filter_offsets(rb, sr.min_offset, sr.end_offset)
+            if out.num_rows:
+                yield out
+
+
+def read_records(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20,
+                 verify_crc: bool = True, strict: bool = False,
+                 max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """The selected :class:`kafkarec.Record` objects of one range, in offset order (the
+    pieces of :func:`iter_range_pieces`; decode errors name file positions)."""
+    from kafkarec.log.segment import rebase_error
+    lo, hi = sr.min_offset, sr.end_offset
+    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
+        it = kafkarec.iter_batches(piece.data, verify_crc=verify_crc, strict=strict,
+                                   max_decompressed_bytes=max_decompressed_bytes, file_rules=True)
+        try:
+            for b in it:
+                if hi is not None and b.base_offset >= hi:
+                    return
+                if lo is not None and b.last_offset < lo:
+                    continue
+                for r in b:
+                    if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
+                        yield r
+        except DecodeError as err:
+            raise rebase_error(err, piece.position) from None
+
+
+# --- index lookups -------------------------------------------------------------------------
+
+class Resolver:
+    """Offsets for specs, through side files read at most once per segment (cached)."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self._offset_idx: Dict[str, Optional[list]] = {}
+        self._time_idx: Dict[str, Optional[list]] = {}
+
+    # side files, checked --------------------------------------------------------------
+    def offset_entries(self, seg: SegmentRef) -> Optional[list]:
+        """The ``.index`` entries ``[(offset, position)]`` or None (missing, corrupt)."""
+        if seg.path in self._offset_idx:
+            return self._offset_idx[seg.path]
+        entries = None
+        if seg.offset_index is not None and seg.offset_index.size:
+            try:
+                data = self.storage.read_file(seg.offset_index.path, seg.offset_index.size)
+                idx = sf.OffsetIndex(seg.offset_index.path, seg.base_offset, data=data)
+                idx.sanity_check()
+                entries = [tuple(e) for e in idx.entries()]
+                if not _increasing(entries, seg.base_offset, seg.end_offset, seg.size):
+                    raise sf.CorruptIndexError("entries out of order or outside the segment")
+            except (sf.SideFileError, OSError) as exc:
+                log.warning("kafkarec: ignoring %s (%s); scanning its segment instead",
+                            self.storage.uri(seg.offset_index.path), exc)
+                entries = None
+        elif seg.offset_index is not None:
+            entries = []
+        self._offset_idx[seg.path] = entries
+        return entries
+
+    def time_entries(self, seg: SegmentRef) -> Optional[list]:
+        """The ``.timeindex`` entries ``[(timestamp, offset)]`` or None (missing, corrupt)."""
+        if seg.path in self._time_idx:
+            return self._time_idx[seg.path]
+        entries = None
+        if seg.time_index is not None and seg.time_index.size:
+            try:
+                data = self.storage.read_file(seg.time_index.path, seg.time_index.size)
+                idx = sf.TimeIndex(seg.time_index.path, seg.base_offset, data=data)
+                es = [tuple(e) for e in idx.entries()]
+                ok = all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(es, es[1:])) and all(
+                    seg.base_offset <= o and (seg.end_offset is None or o < seg.end_offset) for _, o in es)
+                if not ok:
+                    raise sf.CorruptIndexError("entries out of order or outside the segment")
+                entries = es
+            except (sf.SideFileError, OSError) as exc:
+                log.warning("kafkarec: ignoring %s (%s); scanning its segment instead",
+                            self.storage.uri(seg.time_index.path), exc)
+                entries = None
+        self._time_idx[seg.path] = entries
+        return entries
+
+    # offsets -> bytes -----------------------------------------------------------------
+    def start_position(self, seg: SegmentRef, offset: int) -> Tuple[int, Optional[int]]:
+        """``(position, check_last)``: where to start reading for ``offset`` (the index entry
+        at or below it), and the last offset the batch there must have."""
+        entries = self.offset_entries(seg)
+        best = None
+        for o, p in entries or ():
+            if o <= offset:
+                best = (p, o)
+            else:
+                break
+        return best if best else (0, None)
+
+    def end_position(self, seg: SegmentRef, offset: int) -> Optional[int]:
+        """A position past which no batch holds an offset below ``offset`` (exclusive end):
+        one byte past the first index entry at or after ``offset``; None if the index has none."""
+        for o, p in self.offset_entries(seg) or ():
+            if o >= offset:
+                return p + 1
+        return None
+
+    # timestamps -> offsets ------------------------------------------------------------
+    def offset_for_time(self, part: PartitionLog, ts: int, *, first_segment: int = 0
+                        ) -> Optional[Tuple[int, int, int, int]]:
+        """Kafka's offsetsForTimes in one partition: ``(offset, segment index, batch position,
+        batch last offset)`` of the earliest record with timestamp >= ``ts``, or None."""
+        segs = part.segments
+        for i in range(first_segment, len(segs)):
+            seg = segs[i]
+            entries = self.time_entries(seg)
+            closed = i + 1 < len(segs)
+            start_pos, check = 0, None
+            expect_ts = None
+            if entries is not None:
+                if closed and entries and entries[-1][0] < ts:
+                    continue                 # the segment's largest timestamp is below ts
+                if not entries and closed:
+                    pass                     # no entry: scan it
+                below = [e for e in entries if e[0] < ts]
+                if below:
+                    ets, eoff = below[-1]
+                    start_pos, check = self.start_position(seg, eoff)
+                    expect_ts = (ets, eoff)
+            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts)
+            if hit == "stale":
+                hit = self._scan_for_time(seg, ts, 0, None, None)
+            if hit is not None:
+                return (hit[0], i, hit[1], hit[2])
+        return None
+
+    def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts):
+        check_manifest(self.storage, seg)
+        checking = check is not None and start > 0
+        with self.storage.open(seg.path, seg.size) as f:
+            it = iter_remote_batches(f, start, None, chunk_size=SCAN_CHUNK, verify_crc=False)
+            while True:
+                try:
+                    pos, b = next(it)
+                except StopIteration:
+                    break
+                except DecodeError:
+                    if checking:
+                        return "stale"
+                    raise
+                if checking:
+                    if b.last_offset != check:
+                        return "stale"
+                    checking = False
+                if expect_ts is not None and b.base_offset <= expect_ts[1] <= b.last_offset:
+                    if b.magic >= 2 and b.max_timestamp != expect_ts[0]:
+                        return "stale"      # the time index does not describe this log
+                    expect_ts = None
+                if b.magic < 2 or b.max_timestamp >= ts:
+                    for r in b:
+                        if r.timestamp >= ts:
+                            return (r.offset, pos, b.last_offset)
+        return "stale" if checking else None
+
+    # log ends -------------------------------------------------------------------------
+    def log_end(self, part: PartitionLog) -> int:
+        """The offset after the last whole batch of the partition (Kafka's log end offset; a
+        partial batch still being written is not counted).  Reads from the last index entry
+        of the last segment to its end."""
+        for seg in reversed(part.segments):
+            last = self.last_offset(seg)
+            if last is not None:
+                return last + 1
+            if seg is part.segments[-1]:
+                return seg.base_offset       # an empty active segment: the log ends at its base
+        return 0
+
+    def last_offset(self, seg: SegmentRef) -> Optional[int]:
+        """The last offset of the last whole batch of a segment, or None if it has none."""
+        pos, check = self.start_position(seg, 2**63 - 1)
+        with self.storage.open(seg.path, seg.size) as f:
+            last = None
+            checking = check is not None and pos > 0
+            try:
+                for _, b in iter_remote_batches(f, pos, None, verify_crc=False):
+                    if checking and b.last_offset != check:
+                        break
+                    checking = False
+                    last = b.last_offset
+            except DecodeError:
+                if not checking:
+                    raise
+            if checking:                     # stale index: the whole segment
+                last = None
+                for _, b in iter_remote_batches(f, 0, None, verify_crc=False):
+                    last = b.last_offset
+        return last
+
+    def log_start(self, part: PartitionLog) -> int:
+        return part.segments[0].base_offset if part.segments else 0
+
+
+def _increasing(entries, base, end_offset, size) -> bool:
+    prev_o, prev_p = base - 1, -1
+    for o, p in entries:
+        if o <= prev_o or p <= prev_p or p >= size or (end_offset is not None and o >= end_offset):
+            return False
+        prev_o, prev_p = o, p
+    return True
+
+
+# --- planning -----------------------------------------------------------------------------
+
+def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, starting: bool,
+                 strategy: str) -> Tuple[Optional[int], Optional[tuple]]:
+    """``(offset or None for the log's end/start, time hit)`` for a partition."""
+    kind = spec.kind
+    if kind == "earliest":
+        return (None if starting else resolver.log_start(part)), None
+    if kind == "latest":
+        return (resolver.log_end(part) if starting else None), None
+    if kind == "offsets":
+        v = spec.value.get(part.topic, {}).get(part.partition)
+        if v is None:
+            return (None, None)
+        if v == EARLIEST:
+            return (None if starting else resolver.log_start(part)), None
+        if v == LATEST:
+            return (resolver.log_end(part) if starting else None), None
+        if v < 0:
+            raise SelectionError(f"offset {v} for {part.topic}-{part.partition}: only -2 (earliest) "
+                                 f"and -1 (latest) may be negative")
+        return v, None
+    if kind == "offset":                  # one offset for every partition (the CLI's flags)
+        return spec.value, None
+    if kind == "timestamp":
+        ts = spec.value
+    else:
+        ts = spec.value.get(part.topic, {}).get(part.partition)
+        if ts is None:
+            return None, None
+    hit = resolver.offset_for_time(part, ts)
+    if hit is None:
+        if starting and strategy == "error":
+            raise SelectionError(
+                f"no record of {part.topic}-{part.partition} has a timestamp at or after {ts} "
+                f"(option startingOffsetsByTimestampStrategy=latest starts at the end instead)")
+        return (resolver.log_end(part) if starting else None), None
+    return hit[0], hit
+
+
+def plan_partition(part: PartitionLog, start: Optional[int], end: Optional[int],
+                   resolver: Resolver, *, time_hit: Optional[tuple] = None) -> List[SegmentRange]:
+    """The segment ranges holding offsets ``[start, end)`` of one partition (None: unbounded)."""
+    out = []
+    segs = part.segments
+    for i, seg in enumerate(segs):
+        seg_end = seg.end_offset if seg.end_offset is not None else (
+            segs[i + 1].base_offset if i + 1 < len(segs) else None)
+        if start is not None and seg_end is not None and seg_end <= start:
+            continue                       # wholly before the start
+        if end is not None and seg.base_offset >= end:
+            break                          # wholly after the end
+        lo = start if start is not None and start > seg.base_offset else None
+        hi_candidates = [x for x in (end, seg.end_offset) if x is not None]
+        hi = min(hi_candidates) if hi_candidates else None
+        pos, check = 0, None
+        if time_hit is not None and time_hit[1] == i:
+            pos, check = time_hit[2], time_hit[3]
+        elif lo is not None:
+            pos, check = resolver.start_position(seg, lo)
+        end_pos = resolver.end_position(seg, end) if (end is not None and (
+            seg_end is None or end < seg_end)) else None
+        if end_pos is not None and end_pos <= pos:
+            end_pos = pos + 1
+        out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check))
+    return out
+
+
+def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int) -> List[SegmentRange]:
+    """Ranges of more than ``max_bytes`` cut at offset-index positions about ``max_bytes``
+    apart (batch starts, known without reading the log: on an object store the planner
+    reads no segment bytes).  Each part yields the batches that start inside it; a part
+    whose index position turns out stale walks from the segment start and keeps to its own
+    batches, so parts never overlap.  Segments without a usable index stay whole."""
+    out = []
+    for sr in ranges:
+        end = sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)
+        if end - sr.start <= max_bytes:
+            out.append(sr)
+            continue
+        cuts = []
+        last_cut = sr.start
+        for o, p in resolver.offset_entries(sr.segment) or ():
+            if p - last_cut >= max_bytes and p < end:
+                cuts.append((p, o))
+                last_cut = p
+        if not cuts:
+            out.append(sr)
+            continue
+        prev_start, prev_check, prev_split = sr.start, sr.check_last, sr.split_start
+        for p, o in cuts:
+            out.append(sr._replace(start=prev_start, end=p, check_last=prev_check,
+                                   split_start=prev_split, split_end=True))
+            prev_start, prev_check, prev_split = p, o, True
+        out.append(sr._replace(start=prev_start, check_last=prev_check, split_start=True))
+    return out
+
+
+def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) -> List[SegmentRange]:
+    """Every segment range the selection needs, by topic, partition and offset."""
+    resolver = resolver or Resolver(layout.storage)
+    out = []
+    for part in select_partitions(layout, sel):
+        start, hit = _spec_offset(sel.start, part, resolver, starting=True, strategy=sel.no_match_strategy)
+        end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy)
+        if start is not None and end is not None and end <= start:
+            continue
+        out += plan_partition(part, start, end, resolver, time_hit=hit)
+    return out
+
+
+# --- the command line's flags and a one-call reader ------------------------------------------
+
+def parse_time(text) -> int:
+    """Milliseconds since the epoch from ``1700000000000`` or ISO 8601
+    (``2023-11-14T22:13:20Z``, ``2023-11-14 22:13:20+01:00``; UTC when no zone is given)."""
+    import datetime
+    s = str(text).strip()
+    if re.fullmatch(r"-?[0-9]+", s):
+        return int(s)
+    try:
+        dt = datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise SelectionError(f"{text!r} is neither milliseconds since the epoch nor an ISO 8601 "
+                             f"time") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time=None,
+                  end_time=None) -> Selection:
+    """The selection of ``--topics a,b --start-offset N --end-offset M --start-time T
+    --end-time T`` (offsets for every partition; a time wins over an offset, as in Spark).
+    A start time no record reaches selects nothing (strategy ``latest``)."""
+    names = None
+    if topics:
+        names = frozenset(t.strip() for t in (topics.split(",") if isinstance(topics, str) else topics)
+                          if t.strip())
+
+    def spec(offset, time, default):
+        if time is not None:
+            return OffsetSpec("timestamp", parse_time(time))
+        if offset is not None:
+            if int(offset) < 0:
+                raise SelectionError("offsets given on the command line must be 0 or more")
+            return OffsetSpec("offset", int(offset))
+        return OffsetSpec(default)
+
+    return Selection(names, None, spec(start_offset, start_time, "earliest"),
+                     spec(end_offset, end_time, "latest"), "latest")
+
+
+def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,
+                  verify_crc: bool = True, strict: bool = False):
+    """``(SegmentRange, kafkarec.Record)`` for every selected record under a URI or path,
+    by topic, partition and offset (what ``kafkarec dump``/``stats`` need over any storage)."""
+    from kafkarec.log import layout, storage
+    st, root = storage.resolve(uri, storage_options)
+    lay = layout.scan(st, root)
+    for sr in plan(lay, sel or parse_selection({})):
+        for r in read_records(st, sr, verify_crc=verify_crc, strict=strict):
+            yield sr, r

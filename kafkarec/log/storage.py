@@ -1,0 +1,623 @@
+"""Log files wherever they are: local disks, object stores, HDFS.
+
+:func:`resolve` turns a URI into a ``(pyarrow.fs.FileSystem, path)`` pair:
+
+* ``s3://bucket/key`` - :class:`pyarrow.fs.S3FileSystem`, configured the AWS
+  way: ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN``
+  (or profiles, instance roles: the AWS SDK's default chain),
+  ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` for S3-compatible stores,
+  ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; explicit options win (below);
+* ``gs://``, ``gcs://`` - GCS (``GOOGLE_APPLICATION_CREDENTIALS``, the default
+  Google credentials); ``abfs://``, ``abfss://``, ``az://`` - Azure
+  (``AZURE_STORAGE_ACCOUNT_KEY`` / ``AZURE_STORAGE_SAS_TOKEN`` or
+  ``DefaultAzureCredential``); ``hdfs://`` - libhdfs; all through
+  :meth:`pyarrow.fs.FileSystem.from_uri`;
+* ``file://`` and plain paths - the local file system;
+* any other scheme - fsspec, when it is installed.
+
+Options (case-insensitive; ``_`` and ``.`` ignored, so ``accessKey``,
+``access_key`` and ``s3.access.key`` are one option): ``endpoint`` (URL, e.g.
+``http://127.0.0.1:9000``), ``region``, ``accessKey``, ``secretKey``,
+``sessionToken``, ``anonymous``; for Azure ``accountName``, ``accountKey``,
+``sasToken``; for GCS ``accessToken``, ``projectId``.  Unknown keys are left
+alone (they belong to the caller), see :func:`storage_options`.
+
+Reading: the caller lists once (:func:`list_files`), then opens each file it
+needs with the size from the listing (:meth:`Storage.open`: no extra request
+for the size) and reads byte ranges with :meth:`RangeFile.read_at`, one ranged
+GET on an object store.  :func:`iter_pieces` walks a byte range of a segment in
+pieces of whole batches (framed by :func:`kafkarec.iter_batches` with Kafka's
+file rules), reading a bounded chunk at a time: a batch that crosses the end
+of a chunk or of the range is completed by reading just the bytes it lacks,
+never the rest of the object.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+import threading
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import kafkarec
+from kafkarec.errors import DecodeError
+
+__all__ = [
+    "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
+    "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
+    "is_uri", "DEFAULT_CHUNK",
+]
+
+DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
+LOG_OVERHEAD = 12                 # offset int64 + size int32 (Kafka's Records.LOG_OVERHEAD)
+HEADER_SIZE_UP_TO_MAGIC = 17      # FileLogInputStream needs this much to frame a batch
+_FRAME = struct.Struct(">qi")     # offset, size: only to know how many bytes a batch still lacks
+
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+class StorageError(OSError):
+    """A path that cannot be resolved, listed or read."""
+
+
+def is_uri(path: str) -> bool:
+    """Whether ``path`` names a scheme (``s3://...``) rather than a local path."""
+    return bool(_SCHEME.match(str(path)))
+
+
+# --- options ---------------------------------------------------------------------
+
+_OPTION_NAMES = {
+    "endpoint": "endpoint", "endpointurl": "endpoint", "endpointoverride": "endpoint",
+    "s3endpoint": "endpoint",
+    "region": "region", "s3region": "region",
+    "accesskey": "access_key", "accesskeyid": "access_key", "s3accesskey": "access_key",
+    "secretkey": "secret_key", "secretaccesskey": "secret_key", "s3secretkey": "secret_key",
+    "sessiontoken": "session_token", "s3sessiontoken": "session_token",
+    "anonymous": "anonymous",
+    "accountname": "account_name", "accountkey": "account_key", "sastoken": "sas_token",
+    "accesstoken": "access_token", "projectid": "project_id",
+}
+
+
+def _norm_key(key: str) -> str:
+    return re.sub(r"[._\-]", "", str(key).lower())
+
+
+def storage_options(options: Optional[dict]) -> dict:
+    """The storage options among ``options`` (e.g. a data source's), canonical names."""
+    out = {}
+    for k, v in dict(options or {}).items():
+        name = _OPTION_NAMES.get(_norm_key(k))
+        if name is not None and v is not None and v != "":
+            out[name] = v
+    return out
+
+
+def _truthy(v) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on") if not isinstance(v, bool) else v
+
+
+# --- resolving -------------------------------------------------------------------
+
+class FileEntry(NamedTuple):
+    """A file found by :func:`list_files`: path as the file system names it, size, mtime (ns or None)."""
+    path: str
+    size: int
+    mtime_ns: Optional[int] = None
+
+
+class Storage:
+    """A file system and how to name its files as URIs again."""
+
+    def __init__(self, fs, prefix: str = ""):
+        self.fs = fs
+        self.prefix = prefix         # "s3://" etc.; "" for local paths
+        self.is_local = prefix == "" and _is_local_fs(fs)
+
+    def uri(self, path: str) -> str:
+        return self.prefix + path
+
+    def open(self, path: str, size: Optional[int] = None) -> "RangeFile":
+        return RangeFile(self, path, size)
+
+    def read_file(self, path: str, size: Optional[int] = None, *, limit: int = 64 << 20) -> bytes:
+        """A small file whole (side files: indexes, checkpoints, manifests); refuses more than ``limit``."""
+        with self.open(path, size) as f:
+            if f.size > limit:
+                raise StorageError(f"{self.uri(path)} is {f.size} bytes, more than the {limit} "
+                                   f"expected of this kind of file")
+            return f.read_at(0, f.size)
+
+    def __getstate__(self):
+        # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.
+        return {"fs": self.fs, "prefix": self.prefix}
+
+    def __setstate__(self, state):
+        self.__init__(state["fs"], state["prefix"])
+
+    def __repr__(self):
+        return f"Storage({type(self.fs).__name__}, prefix={self.prefix!r})"
+
+
+def _is_local_fs(fs) -> bool:
+    import pyarrow.fs as pafs
+    return isinstance(fs, pafs.LocalFileSystem)
+
+
+def _s3(netloc: str, path: str, query: dict, opts: dict):
+    import pyarrow.fs as pafs
+    env = os.environ
+    endpoint = (opts.get("endpoint") or query.get("endpoint_override") or query.get("endpoint")
+                or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"))
+    region = opts.get("region") or query.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    kw: dict = {}
+    if endpoint:
+        parts = urlsplit(endpoint if "://" in endpoint else "https://" + endpoint)
+        kw["endpoint_override"] = parts.netloc + parts.path.rstrip("/")
+        kw["scheme"] = parts.scheme
+        # S3-compatible stores: no region lookup against AWS; path-style addressing.
+        region = region or "us-east-1"
+        kw["force_virtual_addressing"] = False
+    elif not region and netloc:
+        try:
+            region = pafs.resolve_s3_region(netloc)
+        except (OSError, ValueError):
+            region = None
+    if region:
+        kw["region"] = region
+    if _truthy(opts.get("anonymous", query.get("anonymous", False))):
+        kw["anonymous"] = True
+    elif opts.get("access_key") or opts.get("secret_key"):
+        if not (opts.get("access_key") and opts.get("secret_key")):
+            raise StorageError("S3 options accessKey and secretKey go together")
+        kw["access_key"] = opts["access_key"]
+        kw["secret_key"] = opts["secret_key"]
+        if opts.get("session_token"):
+            kw["session_token"] = opts["session_token"]
+    return pafs.S3FileSystem(**kw), f"{netloc}{path}".rstrip("/") or netloc
+
+
+def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
+    import pyarrow.fs as pafs
+    env = os.environ
+    key = opts.get("account_key") or env.get("AZURE_STORAGE_ACCOUNT_KEY")
+    sas = opts.get("sas_token") or env.get("AZURE_STORAGE_SAS_TOKEN")
+    account = opts.get("account_name") or env.get("AZURE_STORAGE_ACCOUNT_NAME")
+    container = netloc
+    if "@" in netloc:                      # abfs://container@account.dfs.core.windows.net/path
+        container, host = netloc.split("@", 1)
+        account = account or host.split(".", 1)[0]
+    if not account:
+        raise StorageError(f"{uri}: no Azure storage account (give it in the URI as "
+                           f"container@account.dfs.core.windows.net, option accountName or "
+                           f"AZURE_STORAGE_ACCOUNT_NAME)")
+    kw: dict = {}
+    if key:
+        kw["account_key"] = key
+    elif sas:
+        kw["sas_token"] = sas
+    return pafs.AzureFileSystem(account, **kw), f"{container}{path}".rstrip("/")
+
+
+def _gcs(netloc: str, path: str, opts: dict):
+    import pyarrow.fs as pafs
+    kw: dict = {}
+    if _truthy(opts.get("anonymous", False)):
+        kw["anonymous"] = True
+    if opts.get("access_token"):
+        kw["access_token"] = opts["access_token"]
+    if opts.get("project_id"):
+        kw["project_id"] = opts["project_id"]
+    if opts.get("endpoint"):
+        parts = urlsplit(opts["endpoint"] if "://" in opts["endpoint"] else "https://" + opts["endpoint"])
+        kw["endpoint_override"] = parts.netloc
+        kw["scheme"] = parts.scheme
+    return pafs.GcsFileSystem(**kw), f"{netloc}{path}".rstrip("/")
+
+
+def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
+    """``(Storage, path)`` for a URI or local path; see the module docstring for options."""
+    import pyarrow.fs as pafs
+    if isinstance(uri, os.PathLike):
+        uri = os.fspath(uri)
+    opts = storage_options(options)
+    m = _SCHEME.match(uri)
+    if not m:
+        if uri.startswith("file:"):
+            uri = "file://" + uri[len("file:"):]
+        else:
+            return Storage(pafs.LocalFileSystem()), os.path.abspath(os.path.expanduser(uri))
+        m = _SCHEME.match(uri)
+    assert m is not None
+    scheme = m.group(1).lower()
+    parts = urlsplit(uri)
+    netloc, path = parts.netloc, unquote(parts.path)
+    query = dict(parse_qsl(parts.query))
+    if scheme == "file":
+        return Storage(pafs.LocalFileSystem()), os.path.abspath(path)
+    prefix = f"{scheme}://"
+    try:
+        if scheme in ("s3", "s3a", "s3n"):
+            fs, p = _s3(netloc, path, query, opts)
+            return Storage(fs, "s3://"), p
+        if scheme in ("abfs", "abfss", "az", "azure", "wasb", "wasbs"):
+            fs, p = _azure(scheme, netloc, path, opts, uri)
+            return Storage(fs, prefix), p
+        if scheme in ("gs", "gcs"):
+            fs, p = _gcs(netloc, path, opts)
+            return Storage(fs, "gs://"), p
+        try:
+            fs, p = pafs.FileSystem.from_uri(uri)
+            return Storage(fs, _prefix_for(uri, p)), p
+        except (pafs.ArrowInvalid if hasattr(pafs, "ArrowInvalid") else ValueError, ValueError, OSError):
+            pass
+    except (ImportError, AttributeError) as exc:
+        raise StorageError(f"{uri}: this pyarrow cannot open {scheme}:// ({exc})") from exc
+    return _fsspec(uri, scheme, opts)
+
+
+def _prefix_for(uri: str, path: str) -> str:
+    # hdfs://host:port/a/b -> from_uri gives "/a/b": keep what precedes it.
+    i = uri.find(path) if path else -1
+    return uri[:i] if i > 0 else uri.split("://", 1)[0] + "://"
+
+
+def _fsspec(uri: str, scheme: str, opts: dict):
+    try:
+        import fsspec
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+    except ImportError:
+        raise StorageError(f"{uri}: pyarrow does not know the scheme {scheme}:// and fsspec is "
+                           f"not installed") from None
+    fs, path = fsspec.core.url_to_fs(uri)
+    return Storage(PyFileSystem(FSSpecHandler(fs)), f"{scheme}://"), path
+
+
+def open_storage(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
+    """:func:`resolve`, for symmetry with callers that hold a Storage already."""
+    return resolve(uri, options)
+
+
+# --- listing ---------------------------------------------------------------------
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _glob_regex(pattern: str):
+    """A glob as a regular expression over ``/`` paths: ``*`` and ``?`` stay inside one
+    folder, ``**`` crosses folders, ``[...]``/``[!...]`` are character classes."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                out.append(".*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
+
+
+def list_files(storage: Storage, path: str) -> List[FileEntry]:
+    """Every file under ``path`` (or ``path`` itself if it is a file), one listing request
+    (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
+    for any depth) lists the folder before its first wildcard once and keeps the matches
+    and the files under matching folders."""
+    import pyarrow.fs as pafs
+    fs = storage.fs
+    m = _GLOB.search(path)
+    if m:
+        base = path[:m.start()].rsplit("/", 1)[0] or "/"
+        pattern = _glob_regex(path)
+        listing = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        dirs = tuple(i.path + "/" for i in listing
+                     if i.type == pafs.FileType.Directory and pattern.fullmatch(i.path))
+        out = [FileEntry(i.path, i.size, i.mtime_ns) for i in listing
+               if i.type == pafs.FileType.File and (pattern.fullmatch(i.path) or i.path.startswith(dirs))]
+        if not out:
+            raise FileNotFoundError(f"no file matches {storage.uri(path)}")
+        return sorted(out, key=lambda e: e.path)
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"path does not exist: {storage.uri(path)}")
+    if info.type == pafs.FileType.File:
+        return [FileEntry(info.path, info.size, info.mtime_ns)]
+    out = [FileEntry(i.path, i.size, i.mtime_ns)
+           for i in fs.get_file_info(pafs.FileSelector(path, recursive=True))
+           if i.type == pafs.FileType.File]
+    out.sort(key=lambda e: e.path)
+    return out
+
+
+# --- ranged reads ----------------------------------------------------------------
+
+class ReadStats:
+    """Bytes and requests of every :class:`RangeFile` sharing it (thread-safe counters)."""
+
+    def __init__(self):
+        self.bytes = 0
+        self.requests = 0
+        self.by_path: dict = {}
+        self._lock = threading.Lock()
+
+    def add(self, n: int, path: str = "") -> None:
+        with self._lock:
+            self.bytes += n
+            self.requests += 1
+            self.by_path[path] = self.by_path.get(path, 0) + n
+
+
+class RangeFile:
+    """One file opened for ranged reads (``read_at``).  With the size from the listing
+    nothing is requested until the first read (pyarrow then asks an object store for the
+    object's metadata once).  ``RangeFile.stats``, when set, counts what is read."""
+
+    stats: Optional[ReadStats] = None     # a class-level hook for tests and benchmarks
+
+    def __init__(self, storage: Storage, path: str, size: Optional[int] = None):
+        self.storage = storage
+        self.path = path
+        self._f: Any = None
+        if size is None:
+            size = int(self._open().size())
+        self.size: int = size
+
+    def _open(self) -> Any:
+        try:
+            self._f = self.storage.fs.open_input_file(self.path)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"{self.uri}: {exc}") from exc
+        return self._f
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.path)
+
+    def read_at(self, position: int, nbytes: int) -> bytes:
+        """Up to ``nbytes`` bytes at ``position`` (fewer at the end of the file); one request."""
+        if nbytes <= 0 or position >= self.size:
+            return b""
+        if self._f is None:
+            self._open()
+        nbytes = min(nbytes, self.size - position)
+        buf = self._f.read_at(nbytes, position)
+        data = buf.to_pybytes() if hasattr(buf, "to_pybytes") else bytes(buf)
+        if RangeFile.stats is not None:
+            RangeFile.stats.add(len(data), self.path)
+        return data
+
+    def read_into(self, position: int, buf) -> int:
+        """Read bytes at ``position`` straight into the writable buffer ``buf`` (no copy);
+        returns how many (fewer only at the end of the file)."""
+        if self._f is None:
+            self._open()
+        mv = memoryview(buf).cast("B")
+        want = min(len(mv), max(0, self.size - position))
+        done = 0
+        self._f.seek(position)
+        while done < want:
+            n = self._f.readinto(mv[done:want])
+            if not n:
+                break
+            done += n
+        if RangeFile.stats is not None:
+            RangeFile.stats.add(done, self.path)
+        return done
+
+    def read_buffer(self, position: int, nbytes: int):
+        """Up to ``nbytes`` at ``position`` as the file system's own buffer (pyarrow.Buffer)."""
+        if self._f is None:
+            self._open()
+        nbytes = max(0, min(nbytes, self.size - position))
+        self._f.seek(position)
+        buf = self._f.read_buffer(nbytes)
+        if RangeFile.stats is not None:
+            RangeFile.stats.add(buf.size, self.path)
+        return buf
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Piece(NamedTuple):
+    """Bytes of a segment (a read-only-by-convention memoryview): ``data[0]`` is byte
+    ``position`` of the file.  ``data`` holds
+    whole batches, except a piece that ends where framing stopped (``stopped``): a cut-off
+    batch at the end of the file, or the bytes from a framing error on, which the decoder
+    then reports."""
+    position: int
+    data: memoryview
+    stopped: bool = False
+
+
+def _frame(data, base: int, end: int):
+    """Frame ``data`` (file bytes from position ``base``) with the core's file rules.
+
+    Returns ``(cut, need, fault)``: ``cut`` - the length of the whole batches at the start
+    of ``data`` that start before ``end``; ``need`` - how many bytes from ``cut`` the next
+    batch needs in all if one starts there before ``end`` and is incomplete in ``data``
+    (18 when even its size is not there yet), else 0; ``fault`` - framing failed at ``cut``
+    (a size below 14: Kafka's FileLogInputStream stops there).
+    """
+    limit = end - base
+    n = len(data)
+    pos = 0
+    while True:
+        it = kafkarec.iter_batches(data, start=pos, verify_crc=False, file_rules=True)
+        header_error = False
+        try:
+            for b in it:
+                if b.position >= limit:
+                    return b.position, 0, False
+            pos = it.position
+        except DecodeError:
+            pos = it.position
+            header_error = True
+        if pos >= limit:
+            return pos, 0, False
+        rest = n - pos
+        if rest < LOG_OVERHEAD or (not header_error and rest <= HEADER_SIZE_UP_TO_MAGIC):
+            return pos, HEADER_SIZE_UP_TO_MAGIC + 1, False
+        _, size = _FRAME.unpack_from(data, pos)
+        if size < 14:
+            return pos, 0, True
+        total = size + LOG_OVERHEAD
+        if rest < total:
+            return pos, total, False
+        if not header_error:
+            return pos, 0, True          # defensive: the core stopped at a whole frame
+        # A whole frame whose header the core refuses: framing goes on after it (the
+        # decoder reports this batch), as SegmentBatchIterator does.
+        pos += total
+
+
+class _ReadAhead:
+    """Consecutive chunks of ``f`` covering ``[start, end)``, each read into a fresh buffer,
+    the next one requested in a background thread while the caller works on the current
+    one (pyarrow releases the GIL while it reads)."""
+
+    def __init__(self, f: RangeFile, start: int, end: int, chunk_size: int, prefetch: bool):
+        self.f = f
+        self.pos = start
+        self.end = end
+        self.chunk = chunk_size
+        self._pool = None
+        self._next = None
+        if prefetch and chunk_size >= 64 << 10 and end - start > chunk_size:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkarec-read")
+
+    def _read(self, pos: int, n: int):
+        import pyarrow as pa
+        buf = memoryview(pa.allocate_buffer(n)).cast("B")
+        got = self.f.read_into(pos, buf)
+        return buf[:got]
+
+    def next(self) -> Optional[memoryview]:
+        if self._next is not None:
+            view = self._next.result()
+            self._next = None
+        elif self.pos < self.end:
+            view = self._read(self.pos, min(self.chunk, self.end - self.pos))
+        else:
+            return None
+        self.pos += len(view)
+        if not len(view):
+            return None
+        if self._pool is not None and self.pos < self.end:
+            self._next = self._pool.submit(self._read, self.pos, min(self.chunk, self.end - self.pos))
+        return view
+
+    def close(self) -> None:
+        if self._pool is not None:
+            if self._next is not None:
+                self._next.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _join(a, b) -> memoryview:
+    import pyarrow as pa
+    buf = memoryview(pa.allocate_buffer(len(a) + len(b))).cast("B")
+    buf[:len(a)] = a
+    buf[len(a):] = b
+    return buf
+
+
+def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
+                chunk_size: int = DEFAULT_CHUNK, prefetch: bool = True) -> Iterator[Piece]:
+    """The batches of ``f`` that start in ``[start, end)``, in pieces of whole batches of
+    about ``chunk_size`` bytes.
+
+    ``start`` must be where a batch starts (0, an index position, a planned cut).  A batch
+    that starts before ``end`` is read whole even if it runs past ``end``.  Reads: chunks of
+    the range in order, each byte once, the next chunk read ahead in a background thread
+    (``prefetch``) while the caller decodes; only the last batch's bytes past ``end`` are
+    read beyond the range.  Memory: two chunks (the current one and the one read ahead),
+    or a batch if larger.  Each chunk lands in a fresh buffer (pyarrow memory, not
+    zero-filled), so a piece stays valid while the caller holds it; a batch that crosses
+    from one chunk to the next is copied into a piece of its own.  A cut-off batch at the
+    end of the file, or a framing error, ends the walk with a piece marked ``stopped``
+    holding the bytes from there (the decoder reports them).
+    """
+    size = f.size
+    end = size if end is None else min(end, size)
+    src = _ReadAhead(f, start, end, chunk_size, prefetch)
+    pos = start
+    view = memoryview(b"")      # bytes from ``pos`` on, not yet handed out
+    rest = None                 # bytes already read that follow ``view``
+    need = 0
+    try:
+        while pos < end:
+            if not len(view) or need > len(view):
+                more, rest = (rest, None) if rest is not None else (src.next(), None)
+                if more is None and need > len(view) and pos + len(view) < size:
+                    # The last batch runs past the range: read just what it lacks.
+                    more = src._read(pos + len(view), need - len(view))
+                if more is None or not len(more):
+                    if len(view):
+                        yield Piece(pos, view, True)   # cut off by the end of the file
+                    return
+                if not len(view):
+                    view = more
+                else:
+                    # Complete the batch that crosses into ``more`` (or learn its size).
+                    take = min(len(more), max(need, 64) - len(view))
+                    view = _join(view, more[:take])
+                    rest = more[take:] if take < len(more) else None
+            cut, need, fault = _frame(view, pos, end)
+            if fault:
+                yield Piece(pos, view, True)
+                return
+            if cut:
+                yield Piece(pos, view[:cut])
+                pos += cut
+                view = view[cut:]
+            if not need:
+                return
+    finally:
+        src.close()
+
+
+def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
+                        chunk_size: int = DEFAULT_CHUNK, verify_crc: bool = True, strict: bool = False,
+                        max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+    """``(absolute position, kafkarec.RecordBatch)`` for the batches of a remote segment
+    range, in bounded memory (see :func:`iter_pieces`); decode errors name file positions."""
+    from kafkarec.log.segment import rebase_error
+    for piece in iter_pieces(f, start, end, chunk_size=chunk_size):
+        it = kafkarec.iter_batches(piece.data, verify_crc=verify_crc, strict=strict,
+                                   max_decompressed_bytes=max_decompressed_bytes, file_rules=True)
+        try:
+            for b in it:
+                yield piece.position + b.position, b
+        except DecodeError as err:
+            raise rebase_error(err, piece.position) from None

@@ -1,0 +1,200 @@
+"""Batch reads of log directories anywhere (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``,
+``file://``, plain paths) with Spark Kafka-source selection, for the ``kafkarec`` data source.
+
+The driver lists once (:func:`kafkarec.log.storage.list_files`), sorts the files into
+partitions and segments (:mod:`kafkarec.log.layout`: broker and tiered-storage layouts,
+copies read once), resolves the selection through the side files
+(:mod:`kafkarec.log.selection`) and cuts large segments at offset-index positions - no
+segment byte is read to plan.  Each task reads its byte ranges with ranged reads in
+pieces of whole batches (memory bounded by a piece, not the object) and decodes them with
+the batch source's parse modes (:func:`spark_udfs._decode.decode_range`).
+
+Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchColumns``,
+``includeControl``, ``verifyCrc``, ``strict``, ``maxDecompressedBytes``,
+``maxRecordsPerBatch``, ``maxPartitionBytes``), the selection options of
+:mod:`kafkarec.log.selection` (``topics``, ``topicPattern``, ``startingOffsets``,
+``endingOffsets``, ``startingTimestamp``, ``endingTimestamp``,
+``startingOffsetsByTimestamp``, ``endingOffsetsByTimestamp``,
+``startingOffsetsByTimestampStrategy``) and the storage options of
+:mod:`kafkarec.log.storage` (``endpoint``, ``region``, ``accessKey``, ``secretKey``,
+``sessionToken``, ``anonymous``, ...).  ``readCommitted`` is not supported here yet.
+
+Wiring into the batch source: ``KafkaRecReader.partitions()`` -> :func:`plan_tasks`,
+``read(partition)`` -> :func:`read_task`; ``streamReader(schema)`` ->
+:func:`spark_udfs._streaming.stream_reader`.
+"""
+from __future__ import annotations
+
+import logging
+from typing import List
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from spark_udfs import _logdir, _schema
+from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
+from spark_udfs._runtime import ensure
+
+__all__ = ["RemoteReadConfig", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
+           "KafkaRecRemoteDataSource", "REMOTE_OPTIONS"]
+
+log = logging.getLogger("spark_udfs")
+
+REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
+                  "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
+                  "maxrecordsperbatch", "maxpartitionbytes"}
+
+
+def _bool(o, name, default):
+    v = o.get(name)
+    if v is None or v == "":
+        return default
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return True
+    if s in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"option {name} must be true or false, not {v!r}")
+
+
+class RemoteReadConfig:
+    def __init__(self, options):
+        from kafkarec.log import selection, storage
+        o = {str(k).lower(): v for k, v in dict(options).items()}
+        self.options = o
+        self.paths = _logdir.split_paths(o)
+        if not self.paths:
+            raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
+        self.storage_options = storage.storage_options(o)
+        self.selection = selection.parse_selection({k: v for k, v in o.items()
+                                                    if k in selection.SELECTION_OPTIONS})
+        self.mode = normalize_mode(o.get("mode"))
+        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
+        self.batch_columns = _bool(o, "batchcolumns", False)
+        self.include_control = _bool(o, "includecontrol", False)
+        self.verify_crc = _bool(o, "verifycrc", True)
+        self.strict = _bool(o, "strict", False)
+        md = o.get("maxdecompressedbytes")
+        self.max_decompressed = _logdir.parse_bytes(md, 0) if md else None
+        self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
+        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
+
+    def schema(self):
+        return _schema.kafka_schema(
+            batch_columns=self.batch_columns,
+            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None)
+
+
+class RemoteTask(InputPartition):
+    """One Spark task: segment ranges (kafkarec.log.selection.SegmentRange) and the storage
+    to read them from (pyarrow file systems pickle with their configuration)."""
+
+    def __init__(self, index: int, storage, ranges: tuple):
+        super().__init__(index)
+        self.storage = storage
+        self.ranges = ranges
+
+
+def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
+    """List once, select, cut at index positions, pack into tasks of ~maxPartitionBytes."""
+    from kafkarec.log import layout, selection, storage
+    tasks: List[RemoteTask] = []
+    for raw in config.paths:
+        st, root = storage.resolve(raw, config.storage_options)
+        lay = layout.scan(st, root)
+        for d in lay.skipped:
+            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
+        resolver = selection.Resolver(st)
+        ranges = selection.split_ranges(selection.plan(lay, config.selection, resolver), resolver,
+                                        config.max_partition_bytes)
+        current, size = [], 0
+        for sr in ranges:
+            n = (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start
+            if current and size + n > config.max_partition_bytes:
+                tasks.append(RemoteTask(len(tasks), st, tuple(current)))
+                current, size = [], 0
+            current.append(sr)
+            size += n
+        if current:
+            tasks.append(RemoteTask(len(tasks), st, tuple(current)))
+    return tasks
+
+
+def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None):
+    """Arrow batches of one task in ``schema`` (parse modes as the batch source's)."""
+    kafkarec = ensure(expected)
+    from kafkarec.log import selection
+    target = _schema.arrow_schema_for(schema)
+    corrupt = config.corrupt_column if config.corrupt_column in target.names else None
+    names = set(target.names)
+    need_batch_columns = bool(names & {n for n, _ in _schema.BATCH_FIELDS})
+    for sr in task.ranges:
+        where = task.storage.uri(sr.segment.path)
+        fixed = {"topic": sr.topic, "partition": sr.partition}
+        for piece in selection.iter_range_pieces(task.storage, sr):
+            errs = []
+            try:
+                for kind, item in decode_range(
+                        kafkarec, piece.data, base=piece.position, topic=sr.topic,
+                        partition=sr.partition, include_control=config.include_control,
+                        batch_columns=need_batch_columns, verify_crc=config.verify_crc,
+                        strict=config.strict, max_decompressed_bytes=config.max_decompressed,
+                        max_rows=config.max_rows, mode=config.mode, where=where):
+                    if kind == "batch":
+                        item = selection.filter_offsets(item, sr.min_offset, sr.end_offset)
+                        if item.num_rows:
+                            yield _schema.conform(item, target)
+                    else:
+                        errs.append(item)
+            except MalformedBatchError as exc:
+                raise MalformedBatchError(f"{exc} (data source option mode=FAILFAST; use "
+                                          f"PERMISSIVE or DROPMALFORMED)") from None
+            if errs and config.mode == "PERMISSIVE" and corrupt:
+                cols = dict(fixed)
+                cols["batchPosition"] = [e["position"] for e in errs]
+                cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
+                yield _schema.error_rows(target, {corrupt: [e["message"] for e in errs]}, cols)
+            elif errs:
+                for e in errs:
+                    log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
+
+
+class KafkaRecRemoteReader(DataSourceReader):
+    def __init__(self, config: RemoteReadConfig, schema, expected=None):
+        self.config = config
+        self.schema = schema
+        self.expected = expected
+
+    def partitions(self):
+        ensure(self.expected)
+        tasks = plan_tasks(self.config)
+        return tasks or [RemoteTask(0, None, ())]
+
+    def read(self, partition):
+        yield from read_task(self.config, partition, self.schema, self.expected)
+
+
+class KafkaRecRemoteDataSource(DataSource):
+    """``format("kafkarec_remote")``: batch reads (this module) and streams
+    (:mod:`spark_udfs._streaming`) of any URI, until the ``kafkarec`` source is wired to
+    :func:`plan_tasks` / :func:`read_task` / :func:`spark_udfs._streaming.stream_reader`."""
+
+    expected_fingerprint = None
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkarec_remote"
+
+    def schema(self):
+        o = {str(k).lower(): v for k, v in dict(self.options).items()}
+        mode = normalize_mode(o.get("mode"))
+        return _schema.kafka_schema(
+            batch_columns=_bool(o, "batchcolumns", False),
+            corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
+            if mode == "PERMISSIVE" else None)
+
+    def reader(self, schema):
+        return KafkaRecRemoteReader(RemoteReadConfig(self.options), schema, self.expected_fingerprint)
+
+    def streamReader(self, schema):
+        from spark_udfs import _streaming
+        return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
