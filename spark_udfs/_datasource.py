@@ -56,20 +56,8 @@ __all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadCon
 
 log = logging.getLogger("spark_udfs")
 
-_TRUE = ("true", "1", "yes", "on")
-_FALSE = ("false", "0", "no", "off")
 
-
-def _bool(options, name, default):
-    v = options.get(name)
-    if v is None or v == "":
-        return default
-    s = str(v).strip().lower()
-    if s in _TRUE:
-        return True
-    if s in _FALSE:
-        return False
-    raise ValueError(f"option {name} must be true or false, not {v!r}")
+_bool = _logdir.parse_bool
 
 
 def _lower(options) -> dict:
@@ -148,13 +136,34 @@ class KafkaRecDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
-        self.config = ReadConfig(options, default_min_partitions=self.default_min_partitions)
+        o = _lower(options)
+        # Local paths without selection: mmap'd segments, split at batches
+        # (KafkaRecReader).  URIs (s3://, gs://, ...) or Kafka-source selection
+        # options: listed once, ranged reads, side files consulted
+        # (spark_udfs._remote).  A stream (readStream) validates its own options.
+        from kafkarec.log import selection, storage
+        self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
+                       or any(k in o for k in selection.SELECTION_OPTIONS))
 
     def schema(self):
-        return self.config.default_schema()
+        o = _lower(self.options)
+        mode = normalize_mode(o.get("mode"))
+        return _schema.kafka_schema(
+            batch_columns=_bool(o, "batchcolumns", False),
+            corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
+            if mode == "PERMISSIVE" else None)
 
     def reader(self, schema):
-        return KafkaRecReader(self.config, schema, self.expected_fingerprint)
+        if self.remote:
+            from spark_udfs import _remote
+            return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(self.options), schema,
+                                                self.expected_fingerprint)
+        config = ReadConfig(self.options, default_min_partitions=self.default_min_partitions)
+        return KafkaRecReader(config, schema, self.expected_fingerprint)
+
+    def streamReader(self, schema):
+        from spark_udfs import _streaming
+        return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
 
 
 class KafkaRecReader(DataSourceReader):

@@ -19,9 +19,8 @@ Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchCol
 :mod:`kafkarec.log.storage` (``endpoint``, ``region``, ``accessKey``, ``secretKey``,
 ``sessionToken``, ``anonymous``, ...).  ``readCommitted`` is not supported here yet.
 
-Wiring into the batch source: ``KafkaRecReader.partitions()`` -> :func:`plan_tasks`,
-``read(partition)`` -> :func:`read_task`; ``streamReader(schema)`` ->
-:func:`spark_udfs._streaming.stream_reader`.
+The ``kafkarec`` data source (:mod:`spark_udfs._datasource`) hands a read here when a
+path is a URI or a selection option is given.
 """
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
 __all__ = ["RemoteReadConfig", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
-           "KafkaRecRemoteDataSource", "REMOTE_OPTIONS"]
+           "REMOTE_OPTIONS"]
 
 log = logging.getLogger("spark_udfs")
 
@@ -44,16 +43,7 @@ REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchco
                   "maxrecordsperbatch", "maxpartitionbytes"}
 
 
-def _bool(o, name, default):
-    v = o.get(name)
-    if v is None or v == "":
-        return default
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes", "on"):
-        return True
-    if s in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"option {name} must be true or false, not {v!r}")
+_bool = _logdir.parse_bool
 
 
 class RemoteReadConfig:
@@ -171,30 +161,3 @@ class KafkaRecRemoteReader(DataSourceReader):
 
     def read(self, partition):
         yield from read_task(self.config, partition, self.schema, self.expected)
-
-
-class KafkaRecRemoteDataSource(DataSource):
-    """``format("kafkarec_remote")``: batch reads (this module) and streams
-    (:mod:`spark_udfs._streaming`) of any URI, until the ``kafkarec`` source is wired to
-    :func:`plan_tasks` / :func:`read_task` / :func:`spark_udfs._streaming.stream_reader`."""
-
-    expected_fingerprint = None
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkarec_remote"
-
-    def schema(self):
-        o = {str(k).lower(): v for k, v in dict(self.options).items()}
-        mode = normalize_mode(o.get("mode"))
-        return _schema.kafka_schema(
-            batch_columns=_bool(o, "batchcolumns", False),
-            corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
-            if mode == "PERMISSIVE" else None)
-
-    def reader(self, schema):
-        return KafkaRecRemoteReader(RemoteReadConfig(self.options), schema, self.expected_fingerprint)
-
-    def streamReader(self, schema):
-        from spark_udfs import _streaming
-        return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)

@@ -72,16 +72,7 @@ class DataLossError(RuntimeError):
     """Offsets a stream still had to read are gone (with failOnDataLoss=true)."""
 
 
-def _bool(o, name, default):
-    v = o.get(name)
-    if v is None or v == "":
-        return default
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes", "on"):
-        return True
-    if s in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"option {name} must be true or false, not {v!r}")
+_bool = _logdir.parse_bool
 
 
 class StreamConfig:

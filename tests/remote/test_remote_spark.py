@@ -17,9 +17,9 @@ def spark(tmp_path_factory):
     why = H.spark_available()
     if why:
         pytest.fail(f"Spark is part of the test extra: {why}")
-    from spark_udfs._remote import KafkaRecRemoteDataSource
+    from spark_udfs._datasource import KafkaRecDataSource
     session = H.make_session(str(tmp_path_factory.mktemp("spark-cache")))
-    session.dataSource.register(KafkaRecRemoteDataSource)
+    session.dataSource.register(KafkaRecDataSource)
     return session
 
 
@@ -32,7 +32,7 @@ def sample(tmp_path_factory):
 
 
 def _load(spark, path, **options):
-    reader = spark.read.format("kafkarec_remote")
+    reader = spark.read.format("kafkarec")
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(path)

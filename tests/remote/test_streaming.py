@@ -147,9 +147,9 @@ def test_stream_exactly_once_across_restart(tmp_path):
     why = H.spark_available()
     if why:
         pytest.fail(f"Spark is part of the test extra: {why}")
-    from spark_udfs._remote import KafkaRecRemoteDataSource
+    from spark_udfs._datasource import KafkaRecDataSource
     spark = H.make_session(str(tmp_path / "spark-cache"))
-    spark.dataSource.register(KafkaRecRemoteDataSource)
+    spark.dataSource.register(KafkaRecDataSource)
     root = str(tmp_path / "logs")
     out, ck = str(tmp_path / "out"), str(tmp_path / "checkpoint")
     log = GrowingLog(root)
@@ -157,7 +157,7 @@ def test_stream_exactly_once_across_restart(tmp_path):
     log.append("orders", 1, 3, codec=kafkarec.Compression.ZSTD)
 
     def start():
-        df = (spark.readStream.format("kafkarec_remote").option("startingOffsets", "earliest")
+        df = (spark.readStream.format("kafkarec").option("startingOffsets", "earliest")
               .option("maxOffsetsPerTrigger", "7").load(root))
         return (df.select("topic", "partition", "offset", "value").writeStream.format("parquet")
                 .option("path", out).option("checkpointLocation", ck)
