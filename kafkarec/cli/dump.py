@@ -566,6 +566,37 @@ def _sibling(path: str, suffix: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
 
 
+def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
+    """``kafkarec dump`` over URIs or with a selection: the selected batches (and, with
+    --deep-iteration, records) of every segment range, as for local files."""
+    from kafkarec.cli.ranges import iter_range_batches
+    d = Dumper(args, out, err)
+    shown = None
+    last_offset = [-1]
+    for st, sr in plans:
+        uri = st.uri(sr.segment.path)
+        if uri != shown:
+            shown = uri
+            last_offset = [-1]
+            d.emit(f"Dumping {uri}", type="file", file=uri)
+            d.emit(f"Log starting offset: {sr.segment.base_offset}", type="log_start",
+                   offset=sr.segment.base_offset)
+        try:
+            for fb in iter_range_batches(st, sr, max_decompressed_bytes=d.max_decompressed):
+                if isinstance(fb, DecodeError):
+                    d.error(error_line(uri, fb), uri, fb.position)
+                    break
+                d.batch_line(fb)
+                if d.deep:
+                    try:
+                        d.records(fb, uri, last_offset)
+                    except (DecodeError, KafkaRecError) as e:
+                        d.error(error_line(uri, e, fb.position), uri, getattr(e, "position", fb.position))
+        except OSError as e:
+            d.error(f"{uri}: {e.strerror or e}", uri, status=EXIT_USAGE)
+    return d.status
+
+
 def run(files: List[str], args, out: TextIO, err: TextIO) -> int:
     """``kafkarec dump``: the files in order, then the end-of-run reports."""
     d = Dumper(args, out, err)
