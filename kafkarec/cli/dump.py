@@ -269,18 +269,21 @@ class Dumper:
                         return
                     valid_bytes = it.position
                     continue
-                self.batch_line(fb)
-                if self.deep:
-                    try:
-                        self.records(fb, abspath, last_offset)
-                    except (DecodeError, KafkaRecError) as e:
-                        self.error(error_line(path, e, fb.position), path,
-                                   getattr(e, "position", fb.position))
+                self.batch_and_records(fb, path, abspath, last_offset)
                 valid_bytes = fb.position + fb.size_in_bytes
             trailing = end - valid_bytes
             if trailing > 0 and self.max_bytes == INT_MAX:
                 self.emit(f"Found {trailing} invalid bytes at the end of {name}",
                           type="trailing_bytes", bytes=trailing)
+
+    def batch_and_records(self, fb, path: str, key: str, last_offset: list) -> None:
+        """A batch's line and, with --deep-iteration, its records' (errors reported, not raised)."""
+        self.batch_line(fb)
+        if self.deep:
+            try:
+                self.records(fb, key, last_offset)
+            except (DecodeError, KafkaRecError) as e:
+                self.error(error_line(path, e, fb.position), path, getattr(e, "position", fb.position))
 
     def batch_line(self, fb) -> None:
         b = fb.batch
@@ -586,12 +589,7 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
                 if isinstance(fb, DecodeError):
                     d.error(error_line(uri, fb), uri, fb.position)
                     break
-                d.batch_line(fb)
-                if d.deep:
-                    try:
-                        d.records(fb, uri, last_offset)
-                    except (DecodeError, KafkaRecError) as e:
-                        d.error(error_line(uri, e, fb.position), uri, getattr(e, "position", fb.position))
+                d.batch_and_records(fb, uri, uri, last_offset)
         except OSError as e:
             d.error(f"{uri}: {e.strerror or e}", uri, status=EXIT_USAGE)
     return d.status

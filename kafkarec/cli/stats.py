@@ -203,6 +203,19 @@ class Stats:
         self.sizes = Histogram()
         self.per_batch = Histogram()
 
+    def add_checked(self, fb, where: str, err_list: List[str], *, ratio: bool,
+                    count_selected: bool = False) -> None:
+        """Count a framed batch; one that cannot be read is bad (as verify and
+        Kafka's consumer judge it: a CRC mismatch included), none of its records count."""
+        try:
+            fb.batch.ensure_valid()
+            self.add(fb, ratio=ratio, count=sum(1 for _ in fb) if count_selected else None)
+        except (DecodeError, KafkaRecError) as e:
+            self.bad += 1
+            self.batches += 1
+            self.bytes += fb.size_in_bytes
+            err_list.append(error_line(where, e, fb.position))
+
     def add(self, fb, *, ratio: bool, count: Optional[int] = None) -> None:
         b = fb.batch
         size = fb.size_in_bytes
@@ -350,18 +363,7 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
                     st.trailing_bytes = seg.size - e.position
                     break
                 continue
-            try:
-                # A batch whose CRC does not match is bad, as verify and Kafka's
-                # consumer judge it: none of its records count.
-                fb.batch.ensure_valid()
-                st.add(fb, ratio=ratio)
-            except (DecodeError, KafkaRecError) as e:
-                # Framed but unreadable: a batch of the file (as verify counts
-                # it), whose records do not count.
-                st.bad += 1
-                st.batches += 1
-                st.bytes += fb.size_in_bytes
-                err_list.append(error_line(path, e, fb.position))
+            st.add_checked(fb, path, err_list, ratio=ratio)
             progress.update(base + it.position)
     return st
 
@@ -378,18 +380,9 @@ def _range_stats(st, sr, ratio: bool, err_list: List[str],
             out.bad += 1
             err_list.append(error_line(uri, fb))
             break
-        try:
-            fb.batch.ensure_valid()
-            if sr.min_offset is not None or sr.end_offset is not None:
-                # Selected records only: counted by reading them.
-                out.add(fb, ratio=ratio, count=sum(1 for _ in fb))
-            else:
-                out.add(fb, ratio=ratio)
-        except (DecodeError, KafkaRecError) as e:
-            out.bad += 1
-            out.batches += 1
-            out.bytes += fb.size_in_bytes
-            err_list.append(error_line(uri, e, fb.position))
+        # Selected records only (an offset bound): counted by reading them.
+        bounded = sr.min_offset is not None or sr.end_offset is not None
+        out.add_checked(fb, uri, err_list, ratio=ratio, count_selected=bounded)
     out.file_bytes = out.bytes
     return out
 
