@@ -110,12 +110,19 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
     r = Record.__new__(Record)
     r._buf = buf
     r._v.offset = offset
-    if magic == 0:
+    # Inside a compressed wrapper the wrapper's timestamp type rules (as in
+    # Kafka's deep iterator): a v0 wrapper has none, whatever the inner
+    # messages say; a v1 CreateTime wrapper makes them CreateTime even with the
+    # LogAppendTime bit set; a v1 LogAppendTime wrapper gives them its time.
+    if magic == 0 or (decompressed and wrapper_ts_type == TS_NONE):
         r._v.timestamp = -1
         r._timestamp_type = TS_NONE
     elif wrapper_ts_type == TS_LOG_APPEND:
         r._v.timestamp = wrapper_ts
         r._timestamp_type = TS_LOG_APPEND
+    elif decompressed:
+        r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
+        r._timestamp_type = TS_CREATE
     else:
         r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
         r._timestamp_type = TS_LOG_APPEND if attributes & ATTR_LOG_APPEND_TIME else TS_CREATE
