@@ -1,0 +1,80 @@
+"""Every record Kafka wrote in tests/data/internal-topics/ decodes to what Kafka's own code says it holds."""
+import os
+
+import pytest
+
+from kafkarec import internal
+from kafkarec.internal import dumplog
+from fixtures import DATA, expected_files, load, records
+
+FILES = expected_files()
+IDS = [os.path.relpath(p, DATA) for p in FILES]
+
+
+def test_fixture_corpus_present():
+    index = load(os.path.join(DATA, "expected", "index.json"))["segments"]
+    assert sorted(os.path.join(DATA, s["expected"]) for s in index) == FILES
+    assert len(FILES) == 20
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_records_decode_to_kafka_json(path):
+    exp = load(path)
+    for r, e, _b in records(exp):
+        if e["control"]:
+            assert e["control_type_id"] == r.control_type_id
+            if "value_json" in e:
+                assert internal.decode_control(r.control_type_id, r.value, json=True, strict=True) == e["value_json"]
+            else:
+                assert internal.decode_control(r.control_type_id, r.value) is None
+            continue
+        rec = internal.decode(exp["topic"], r.key, r.value, json=True)
+        assert rec.record_type == e["record_type"]
+        assert rec.key == e["key_json"]
+        assert rec.value == e["value_json"]
+        assert rec.tombstone == e["tombstone"]
+        assert rec.value_version == e["value_version"]
+        assert rec.value_schema == e["value_schema"]
+        if "api_key" in e:
+            assert rec.api_key == e["api_key"]
+        else:
+            assert rec.key_schema == e["key_schema"]
+            assert rec.key_version == e["key_version"]
+        assert rec.unknown == (e["record_type"] == "Unknown")
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_dump_log_text(path):
+    """The key/payload (and control) text of each record is what kafka-dump-log printed."""
+    exp = load(path)
+    dump_lines = open(path[:-len(".json")] + ".dump.txt", encoding="utf-8").read().splitlines()
+    record_lines = [line for line in dump_lines if line.startswith("| offset: ")]
+    n = 0
+    for r, e, _b in records(exp):
+        assert record_lines[n] == e["dump_line"]
+        n += 1
+        if e["control"]:
+            got = dumplog.format_control(r.control_type_id, r.value, getattr(r, "coordinator_epoch", None))
+            assert got == e["dump_control"]
+            continue
+        assert dumplog.format_parts(exp["topic"], r.key, r.value, r.offset) == (e["key"], e["payload"])
+        assert e["dump_line"].endswith(" headerKeys: []" + dumplog.format_record(exp["topic"], r.key, r.value,
+                                                                                r.offset))
+    assert n == len(record_lines)
+
+
+def test_dict_form_keeps_bytes_and_fills_tagged_defaults():
+    exp = load(os.path.join(DATA, "expected", "__cluster_metadata-0", "00000000000000000000.log.json"))
+    seen = False
+    for r, e, _b in records(exp):
+        if e["control"] or e["record_type"] != "PARTITION_CHANGE_RECORD":
+            continue
+        rec = internal.decode("__cluster_metadata", r.key, r.value)
+        # every tagged field is there, defaults where the record left it out (JSON view omits those)
+        for name in ("isr", "leader", "replicas", "removingReplicas", "addingReplicas", "leaderRecoveryState"):
+            assert name in rec.value
+        assert {k: v for k, v in rec.value.items() if k in e["value_json"]} == e["value_json"]
+        if "leader" not in e["value_json"]:
+            assert rec.value["leader"] == -2
+            seen = True
+    assert seen
