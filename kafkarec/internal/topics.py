@@ -18,7 +18,7 @@ from kafkarec import _core
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 from kafkarec.internal import schema as _schema
 
-__all__ = ["InternalRecord", "TOPICS", "decoder_for", "decode", "decode_control", "record_types",
+__all__ = ["InternalRecord", "TOPICS", "decoder_for", "decode", "decode_control", "record_types", "encode_record",
            "decode_consumer_protocol"]
 
 # topic name -> (framing, schema set)
@@ -247,3 +247,29 @@ def decode_control(control_type_id: int, value: Optional[bytes], *, json: bool =
     if control_type_id not in CONTROL_SCHEMAS or value is None:
         return None
     return _struct_at(CONTROL_SCHEMAS[control_type_id][0], 0, value, 0, json, strict)
+
+
+def encode_record(topic: str, record_type, key: Optional[Dict[str, Any]], value: Optional[Dict[str, Any]],
+                  value_version: int = 0) -> Tuple[Optional[bytes], Optional[bytes]]:
+    """Key and value bytes of one record of `topic`, framed as Kafka writes them (the inverse of
+    :func:`decode`, for tests and fixtures). ``record_type``: the record type / api key number or its name
+    (``"OffsetCommit"``, ``"TOPIC_RECORD"``); ``value=None`` writes a tombstone (coordinator topics)."""
+    topic = decoder_for(topic)
+    framing = TOPICS[topic][0]
+    types = record_types(topic)
+    if not isinstance(record_type, int):
+        matches = [t for t, (_k, _v, name) in types.items() if name == record_type]
+        if not matches:
+            raise ValueError(f"{topic} has no record type {record_type!r}")
+        record_type = max(matches)
+    kschema, vschema, _name = types[record_type]
+    if framing == "metadata":
+        if value is None:
+            raise ValueError(f"{topic} records have no tombstones")
+        head = _schema._uvarint(1) + _schema._uvarint(record_type) + _schema._uvarint(value_version)
+        return None, head + _schema.encode(vschema, value_version, value)
+    kbytes = _struct.pack(">h", record_type) + _schema.encode(
+        kschema, record_type if framing == "coordinator" else 0, key or {})
+    if value is None:
+        return kbytes, None
+    return kbytes, _struct.pack(">h", value_version) + _schema.encode(vschema, value_version, value)
