@@ -6,8 +6,9 @@ kafkarec/internal/schemas/.
 """
 from kafkarec.internal.schema import encode, message, messages, plan
 from kafkarec.internal.schemas import KAFKA_COMMIT, KAFKA_VERSION
+from kafkarec.internal.metadata import ClusterState, replay
 from kafkarec.internal.topics import (InternalRecord, TOPICS, decode, decode_consumer_protocol, decode_control, encode_record,
                                       decoder_for, record_types)
 
-__all__ = ["InternalRecord", "TOPICS", "KAFKA_COMMIT", "KAFKA_VERSION", "decode", "decode_control",
+__all__ = ["ClusterState", "replay", "InternalRecord", "TOPICS", "KAFKA_COMMIT", "KAFKA_VERSION", "decode", "decode_control",
            "decode_consumer_protocol", "decoder_for", "encode_record", "record_types", "encode", "message", "messages", "plan"]
