@@ -108,6 +108,10 @@ def scan_records(batch: RecordBatch, /) -> tuple[int, int]:
     """(record count, uncompressed records-section bytes); every record validated as iteration does."""
     ...
 
+def java_utf8_decode(data: _Buffer, /) -> str:
+    """``new String(data, UTF_8)`` as Java computes it (invalid sequences -> U+FFFD by Java's rules)."""
+    ...
+
 class RecordBatchBuilder:
     record_count: int
     def __init__(self, *, compression: Compression | int = ..., compression_level: int | None = ...,

@@ -595,7 +595,7 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
 cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
     # A header key that is not UTF-8: Kafka decodes keys leniently (U+FFFD for
     # bad bytes), and Arrow strings must be UTF-8.
-    cdef bytes fixed = PyUnicode_DecodeUTF8(<const char *>p, n, "replace").encode("utf-8")
+    cdef bytes fixed = java_utf8(p, n).encode("utf-8")
     return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 

@@ -193,7 +193,7 @@ cdef list record_headers(Record r):
     for i in range(r._v.header_count):
         read_varint(&c, &klen, "header key length")
         kp = cursor_take(&c, klen, "header key")
-        hkey = PyUnicode_DecodeUTF8(<const char *>kp, klen, "replace")
+        hkey = java_utf8(kp, klen)
         read_varint(&c, &vlen, "header value length")
         if vlen < 0:
             hval = None
@@ -304,6 +304,111 @@ cdef inline bint is_utf8(const uint8_t *p, int32_t n) noexcept:
         return False
     decref_raw(decoded)
     return True
+
+
+cdef inline bint not_continuation(int b) noexcept:
+    return (b & 0xC0) != 0x80
+
+
+cdef str java_utf8_replacing(const uint8_t *p, Py_ssize_t n):
+    """Bytes that are not valid UTF-8, decoded as Java's ``new String(bytes, UTF_8)``
+    decodes them (Kafka's Utils.utf8): each malformed sequence becomes one U+FFFD,
+    sized by Java's rules, not Python's (``ed a0 80``, an encoded surrogate, is ONE
+    replacement in Java and three in Python); a sequence cut off by the end of
+    the input is one replacement and ends the string."""
+    cdef list out = []
+    cdef Py_ssize_t sp = 0
+    cdef int b1, b2, b3, b4, c
+    while sp < n:
+        b1 = p[sp]
+        sp += 1
+        if b1 < 0x80:
+            out.append(chr(b1))
+        elif (b1 >> 5) == 0x6 and (b1 & 0x1E) != 0:            # 2 bytes: C2..DF
+            if sp < n:
+                b2 = p[sp]
+                sp += 1
+                if not_continuation(b2):
+                    out.append("\ufffd")
+                    sp -= 1
+                else:
+                    out.append(chr(((b1 & 0x1F) << 6) | (b2 & 0x3F)))
+                continue
+            out.append("\ufffd")
+            break
+        elif (b1 >> 4) == 0xE:                                  # 3 bytes: E0..EF
+            if sp + 1 < n:
+                b2 = p[sp]
+                b3 = p[sp + 1]
+                sp += 2
+                if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not_continuation(b2) or not_continuation(b3):
+                    out.append("\ufffd")
+                    sp -= 3
+                    sp += 1 if ((b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not_continuation(b2)) else 2
+                else:
+                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+                    out.append("\ufffd" if 0xD800 <= c <= 0xDFFF else chr(c))
+                continue
+            if sp < n and ((b1 == 0xE0 and (p[sp] & 0xE0) == 0x80) or not_continuation(p[sp])):
+                out.append("\ufffd")
+                continue
+            out.append("\ufffd")
+            break
+        elif (b1 >> 3) == 0x1E:                                 # 4 bytes: F0..F7
+            if sp + 2 < n:
+                b2 = p[sp]
+                b3 = p[sp + 1]
+                b4 = p[sp + 2]
+                sp += 3
+                c = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
+                if (not_continuation(b2) or not_continuation(b3) or not_continuation(b4)
+                        or not 0x10000 <= c <= 0x10FFFF):
+                    out.append("\ufffd")
+                    sp -= 4
+                    if (b1 > 0xF4 or (b1 == 0xF0 and (b2 < 0x90 or b2 > 0xBF))
+                            or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not_continuation(b2)):
+                        sp += 1
+                    elif not_continuation(b3):
+                        sp += 2
+                    else:
+                        sp += 3
+                else:
+                    out.append(chr(c))
+                continue
+            if b1 > 0xF4 or (sp < n and ((b1 == 0xF0 and (p[sp] < 0x90 or p[sp] > 0xBF))
+                                         or (b1 == 0xF4 and (p[sp] & 0xF0) != 0x80)
+                                         or not_continuation(p[sp]))):
+                out.append("\ufffd")
+                continue
+            sp += 1
+            out.append("\ufffd")
+            if sp < n and not_continuation(p[sp]):
+                continue
+            break
+        else:
+            out.append("\ufffd")
+    return "".join(out)
+
+
+cdef str java_utf8(const uint8_t *p, Py_ssize_t n):
+    """A header key (or any Kafka string) decoded as Java decodes it: valid UTF-8
+    (the same set for Python's strict decoder and Java's) the fast way, anything
+    else by Java's replacement rules."""
+    cdef PyObject *decoded = decode_utf8_raw(<const char *>p, n, "strict")
+    cdef str text
+    if decoded != NULL:
+        text = <str>decoded
+        decref_raw(decoded)
+        return text
+    PyErr_Clear()
+    return java_utf8_replacing(p, n)
+
+
+def java_utf8_decode(data, /) -> str:
+    """``new String(data, UTF_8)`` as Java computes it (invalid sequences replaced by
+    U+FFFD with Java's rules); used wherever Kafka decodes a string leniently."""
+    cdef _Buffer buf = buffer_of(data)
+    return java_utf8(buf.ptr, buf.size)
 
 
 cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at,

@@ -269,18 +269,21 @@ class Dumper:
                         return
                     valid_bytes = it.position
                     continue
-                self.batch_line(fb)
-                if self.deep:
-                    try:
-                        self.records(fb, abspath, last_offset)
-                    except (DecodeError, KafkaRecError) as e:
-                        self.error(error_line(path, e, fb.position), path,
-                                   getattr(e, "position", fb.position))
+                self.batch_and_records(fb, path, abspath, last_offset)
                 valid_bytes = fb.position + fb.size_in_bytes
             trailing = end - valid_bytes
             if trailing > 0 and self.max_bytes == INT_MAX:
                 self.emit(f"Found {trailing} invalid bytes at the end of {name}",
                           type="trailing_bytes", bytes=trailing)
+
+    def batch_and_records(self, fb, path: str, key: str, last_offset: list) -> None:
+        """A batch's line and, with --deep-iteration, its records' (errors reported, not raised)."""
+        self.batch_line(fb)
+        if self.deep:
+            try:
+                self.records(fb, key, last_offset)
+            except (DecodeError, KafkaRecError) as e:
+                self.error(error_line(path, e, fb.position), path, getattr(e, "position", fb.position))
 
     def batch_line(self, fb) -> None:
         b = fb.batch
@@ -564,6 +567,32 @@ def _sibling(path: str, suffix: str) -> str:
     """The file of the same segment with another suffix (``00..42.index`` -> ``00..42.log``)."""
     stem = os.path.basename(path).split(".")[0]
     return os.path.join(os.path.dirname(os.path.abspath(path)), stem + suffix)
+
+
+def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
+    """``kafkarec dump`` over URIs or with a selection: the selected batches (and, with
+    --deep-iteration, records) of every segment range, as for local files."""
+    from kafkarec.cli.ranges import iter_range_batches
+    d = Dumper(args, out, err)
+    shown = None
+    last_offset = [-1]
+    for st, sr in plans:
+        uri = st.uri(sr.segment.path)
+        if uri != shown:
+            shown = uri
+            last_offset = [-1]
+            d.emit(f"Dumping {uri}", type="file", file=uri)
+            d.emit(f"Log starting offset: {sr.segment.base_offset}", type="log_start",
+                   offset=sr.segment.base_offset)
+        try:
+            for fb in iter_range_batches(st, sr, max_decompressed_bytes=d.max_decompressed):
+                if isinstance(fb, DecodeError):
+                    d.error(error_line(uri, fb), uri, fb.position)
+                    break
+                d.batch_and_records(fb, uri, uri, last_offset)
+        except OSError as e:
+            d.error(f"{uri}: {e.strerror or e}", uri, status=EXIT_USAGE)
+    return d.status
 
 
 def run(files: List[str], args, out: TextIO, err: TextIO) -> int:

@@ -18,8 +18,10 @@ import textwrap
 from typing import List, Optional
 
 import kafkarec
-from kafkarec.cli import dump, stats, verify
+from kafkarec.cli import dump, ranges, selection_args, stats, verify
 from kafkarec.log import sidefiles as sf
+from kafkarec.log.selection import SelectionError
+from kafkarec.log.storage import StorageError, is_uri
 from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.segment import (PartitionDir, Segment, SegmentFiles, base_offset_from_name,
                                   find_partition_dirs, is_partition_dir, parse_topic_partition,
@@ -38,6 +40,9 @@ def resolve(paths: List[str]) -> list:
     """Expand PATH arguments into ("partition", PartitionDir) and ("file", path) items."""
     items = []
     for p in paths:
+        if is_uri(p):
+            raise UsageError(f"{p}: verify reads local log directories (its index, snapshot and "
+                             "checkpoint checks need the files); dump and stats read URIs")
         if not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
         if os.path.isdir(p):
@@ -135,6 +140,8 @@ def _partitions_for(items: list, err=None) -> List[PartitionDir]:
 # --- the commands -------------------------------------------------------------------------
 
 def _run_dump(args, out, err) -> int:
+    if ranges.wants_ranges(args):
+        return dump.run_ranges(ranges.plan(args), args, out, err)
     files = []
     for kind, item in resolve(args.paths):
         files.extend(_files_of(item) if kind == "partition" else [item])
@@ -150,6 +157,8 @@ def _run_stats(args, out, err) -> int:
         why = stats.plot_unavailable()     # fail before a long scan, not after it
         if why:
             raise UsageError(why)
+    if ranges.wants_ranges(args):
+        return stats.run_ranges(ranges.plan(args), args, out, err)
     return stats.run(_partitions_for(resolve(args.paths), err), args, out, err)
 
 
@@ -157,7 +166,9 @@ def _run_stats(args, out, err) -> int:
 
 EPILOG = """\
 PATH may be a log directory root (a folder of <topic>-<partition> folders),
-one <topic>-<partition> folder, or individual files.
+one <topic>-<partition> folder, or individual files; dump and stats also take
+URIs (s3://bucket/kafka, gs://, abfs://, hdfs://, file://) and the selection
+flags (--topics, --start-offset, --end-offset, --start-time, --end-time).
 
 exit status: 0 all good; 1 problems in the data (verify found errors, or
 dump/stats met something they could not read); 2 usage errors (bad options,
@@ -235,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "kafka-dump-log: UTF-8, invalid bytes become U+FFFD; the default), utf8 "
                         "(invalid bytes shown as \\xNN), base64 or hex (the exact bytes)")
     _add_last(d, progress=False)
+    selection_args.add_selection_arguments(d)
 
     v = _command(
         sub, "verify", _run_verify,
@@ -269,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true",
                    help="one JSON object per partition and topic, then a total")
     _add_last(s, progress=True)
+    selection_args.add_selection_arguments(s)
     return p
 
 
@@ -282,7 +295,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         return args.func(args, out, err)
-    except UsageError as e:
+    except (UsageError, SelectionError, StorageError) as e:
+        # Bad paths, selections or storage settings: one line, no traceback.
         err.write(f"kafkarec {args.command}: error: {e}\n")
         return EXIT_USAGE
     except BrokenPipeError:

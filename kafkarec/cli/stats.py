@@ -203,7 +203,20 @@ class Stats:
         self.sizes = Histogram()
         self.per_batch = Histogram()
 
-    def add(self, fb, *, ratio: bool) -> None:
+    def add_checked(self, fb, where: str, err_list: List[str], *, ratio: bool,
+                    count_selected: bool = False) -> None:
+        """Count a framed batch; one that cannot be read is bad (as verify and
+        Kafka's consumer judge it: a CRC mismatch included), none of its records count."""
+        try:
+            fb.batch.ensure_valid()
+            self.add(fb, ratio=ratio, count=sum(1 for _ in fb) if count_selected else None)
+        except (DecodeError, KafkaRecError) as e:
+            self.bad += 1
+            self.batches += 1
+            self.bytes += fb.size_in_bytes
+            err_list.append(error_line(where, e, fb.position))
+
+    def add(self, fb, *, ratio: bool, count: Optional[int] = None) -> None:
         b = fb.batch
         size = fb.size_in_bytes
         codec = codec_name(b)
@@ -212,7 +225,11 @@ class Stats:
         compressed = b.attributes & 7
         # Stored payload: after the 61-byte v2 header, or a legacy message's value.
         stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
-        if ratio or (compressed and legacy):
+        if count is not None:
+            # The selected records of the batch are counted by the caller; the
+            # ratio stays the whole batch's.
+            raw = kafkarec.scan_records(b)[1] if ratio and compressed else stored
+        elif ratio or (compressed and legacy):
             # The core reads every record (as verify --deep does) and says how
             # many there are and how large the records section is uncompressed;
             # a legacy wrapper must be opened even to count its records.
@@ -346,20 +363,62 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
                     st.trailing_bytes = seg.size - e.position
                     break
                 continue
-            try:
-                # A batch whose CRC does not match is bad, as verify and Kafka's
-                # consumer judge it: none of its records count.
-                fb.batch.ensure_valid()
-                st.add(fb, ratio=ratio)
-            except (DecodeError, KafkaRecError) as e:
-                # Framed but unreadable: a batch of the file (as verify counts
-                # it), whose records do not count.
-                st.bad += 1
-                st.batches += 1
-                st.bytes += fb.size_in_bytes
-                err_list.append(error_line(path, e, fb.position))
+            st.add_checked(fb, path, err_list, ratio=ratio)
             progress.update(base + it.position)
     return st
+
+
+def _range_stats(st, sr, ratio: bool, err_list: List[str],
+                 max_decompressed: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Stats:
+    """A selected segment range's counters (URIs or --topics/--start-offset/...)."""
+    from kafkarec.cli.ranges import iter_range_batches
+    out = Stats()
+    out.segments = 1
+    uri = st.uri(sr.segment.path)
+    for fb in iter_range_batches(st, sr, max_decompressed_bytes=max_decompressed):
+        if isinstance(fb, DecodeError):
+            out.bad += 1
+            err_list.append(error_line(uri, fb))
+            break
+        # Selected records only (an offset bound): counted by reading them.
+        bounded = sr.min_offset is not None or sr.end_offset is not None
+        out.add_checked(fb, uri, err_list, ratio=ratio, count_selected=bounded)
+    out.file_bytes = out.bytes
+    return out
+
+
+def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
+    """``kafkarec stats`` over URIs or with a selection: one row per selected segment range."""
+    from kafkarec.log.segment import PartitionDir, TopicPartition
+    ratio = not args.headers_only
+    errors: List[str] = []
+    parts: dict = {}
+    for st, sr in plans:
+        key = (sr.topic, sr.partition)
+        try:
+            row = _range_stats(st, sr, ratio, errors, args.max_decompressed_bytes)
+        except OSError as e:
+            errors.append(f"{st.uri(sr.segment.path)}: {e.strerror or e}")
+            continue
+        part, rows = parts.setdefault(key, (Stats(), []))
+        part.merge(row)
+        rows.append((st.uri(sr.segment.path), row))
+    report = []
+    topics: dict = {}
+    total = Stats()
+    for (topic, partition), (part, rows) in parts.items():
+        tp = TopicPartition(topic, partition) if topic is not None else None
+        pdir = PartitionDir(f"{topic}-{partition}", tp, [], [], [], None, None, [])
+        report.append((pdir, part, rows))
+        name = topic if topic is not None else pdir.name
+        topics.setdefault(name, [Stats(), 0])
+        topics[name][0].merge(part)
+        topics[name][1] += 1
+        total.merge(part)
+    (_write_json if args.json else _write_text)(out, report, topics, total, ratio)
+    for e in errors:
+        err.write(e + "\n")
+    return EXIT_PROBLEMS if errors else EXIT_OK
 
 
 # --- --plot ----------------------------------------------------------------------
