@@ -231,9 +231,10 @@ cdef object _km_read_scalar(_KCur *c, int kind, bint nullable, bint flexible, _K
             if c.json:
                 return _kmsg_binascii.b2a_base64(s, newline=False).decode("ascii")
             return s
+        if not c.strict:        # as Java's new String(bytes, UTF_8): malformed input replaced by its rules
+            return java_utf8(c.base + c.pos - n, n)
         try:
-            return PyUnicode_DecodeUTF8(<const char *>(c.base + c.pos - n), n,
-                                        "strict" if c.strict else "replace")
+            return PyUnicode_DecodeUTF8(<const char *>(c.base + c.pos - n), n, "strict")
         except UnicodeDecodeError:
             raise InternalRecordError("%s: string is not valid UTF-8" % name, c.origin + start) from None
     if kind == KM_STRUCT:

@@ -316,6 +316,8 @@ def metadata_files(path: str) -> Tuple[List[str], List[Tuple[int, int, str]]]:
         m = _SNAPSHOT_RE.match(os.path.basename(p))
         if m:
             snaps.append((int(m.group(1)), int(m.group(2)), p))
+    if not logs and not snaps:
+        raise FileNotFoundError(f"no .log segment or .checkpoint snapshot in {folder}")
     return logs, sorted(snaps)
 
 
