@@ -6,7 +6,7 @@
 #
 # Every read is bounds-checked against the end of the struct's bytes; array counts are checked against the
 # bytes left (times the element's minimum size) before any element is read, so a lying count fails at once.
-from kafkarec.errors import InternalRecordError
+from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 import base64 as _kmsg_base64
 import binascii as _kmsg_binascii
 
@@ -401,3 +401,255 @@ def kmsg_uvarint(data, Py_ssize_t start=0, Py_ssize_t position=0):
     c.json = False
     _km_uvarint(&c, &u, "unsigned varint")
     return u, c.pos
+
+
+# ---------------------------------------------------------------------------------------------------------
+# __consumer_offsets straight into columns: the key/value bytes of an Arrow table (kafkarec.to_arrow) read
+# as OffsetCommit / GroupMetadata / group records without a Python object per record.
+
+cdef inline bint _km_utf8_valid(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t b
+    cdef int need, k
+    cdef uint32_t cp
+    while i < n:
+        b = p[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need = 1
+            cp = b & 0x1F
+        elif 0xE0 <= b <= 0xEF:
+            need = 2
+            cp = b & 0x0F
+        elif 0xF0 <= b <= 0xF4:
+            need = 3
+            cp = b & 0x07
+        else:
+            return False
+        if i + need >= n:
+            return False
+        for k in range(1, need + 1):
+            if (p[i + k] & 0xC0) != 0x80:
+                return False
+            cp = (cp << 6) | (p[i + k] & 0x3F)
+        if need == 2 and (cp < 0x800 or 0xD800 <= cp <= 0xDFFF):
+            return False
+        if need == 3 and (cp < 0x10000 or cp > 0x10FFFF):
+            return False
+        i += need + 1
+    return True
+
+
+cdef class _KStrCol:
+    """An Arrow string column being written: int32 offsets, UTF-8 data (capacity fixed up front)."""
+    cdef object offsets_arr, data_arr, valid_arr, np
+    cdef int32_t[::1] offsets
+    cdef uint8_t[::1] data
+    cdef uint8_t[::1] valid
+    cdef Py_ssize_t used
+
+    def __init__(self, Py_ssize_t n, Py_ssize_t cap, np):
+        self.np = np
+        self.offsets_arr = np.zeros(n + 1, dtype=np.int32)
+        self.data_arr = np.empty(max(cap, 1), dtype=np.uint8)
+        self.valid_arr = np.zeros(n, dtype=np.uint8)
+        self.offsets = self.offsets_arr
+        self.data = self.data_arr
+        self.valid = self.valid_arr
+        self.used = 0
+
+    cdef int put(self, Py_ssize_t row, const uint8_t *p, Py_ssize_t n) except -1:
+        cdef bytes fixed
+        if not _km_utf8_valid(p, n):
+            fixed = java_utf8(p, n).encode("utf-8")      # Java's replacement of malformed input
+            return self._put_raw(row, <const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
+        return self._put_raw(row, p, n)
+
+    cdef int _put_raw(self, Py_ssize_t row, const uint8_t *p, Py_ssize_t n) except -1:
+        cdef Py_ssize_t cap = self.data.shape[0]
+        if self.used + n > cap:
+            new = self.np.empty(max(cap * 2, self.used + n), dtype=self.np.uint8)
+            new[:self.used] = self.data_arr[:self.used]
+            self.data_arr = new
+            self.data = self.data_arr
+        if n:
+            memcpy(&self.data[self.used], p, n)
+        self.used += n
+        self.valid[row] = 1
+        return 0
+
+    cdef void close_row(self, Py_ssize_t row) noexcept:
+        self.offsets[row + 1] = <int32_t>self.used
+
+    def parts(self):
+        return self.offsets_arr, self.data_arr[:self.used], self.valid_arr
+
+
+cdef inline int _kc_str(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, bint compact,
+                        const uint8_t **out, Py_ssize_t *n) except -1:
+    # a (non-null) string at p[pos]: int16 length, or compact uvarint length + 1
+    cdef int16_t n16
+    cdef uint32_t u = 0
+    cdef int shift = 0
+    cdef uint8_t b
+    if compact:
+        while True:
+            if pos[0] >= end:
+                return -2
+            b = p[pos[0]]
+            pos[0] += 1
+            u |= (<uint32_t>(b & 0x7F)) << shift
+            if not (b & 0x80):
+                break
+            shift += 7
+            if shift > 28:
+                return -2
+        if u == 0:
+            return -2
+        n[0] = <Py_ssize_t>u - 1
+    else:
+        if end - pos[0] < 2:
+            return -2
+        n16 = <int16_t>kr_load_be16(p + pos[0])
+        pos[0] += 2
+        if n16 < 0:
+            return -2
+        n[0] = n16
+    if n[0] > end - pos[0]:
+        return -2
+    out[0] = p + pos[0]
+    pos[0] += n[0]
+    return 0
+
+
+def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_ssize_t key_base,
+                             val_offsets, val_data, val_valid, Py_ssize_t val_base, record_offsets,
+                             bint strict=False):
+    """Decode n __consumer_offsets records from Arrow binary buffers (offsets int32, data, validity bitmap
+    or None, with each array's element offset `*_base`) into column parts:
+    dict name -> numpy array(s). `record_offsets` (int64) name records in errors."""
+    import numpy as np
+    cdef const int32_t[::1] koff = np.frombuffer(key_offsets, dtype=np.int32)
+    cdef const int32_t[::1] voff = np.frombuffer(val_offsets, dtype=np.int32)
+    cdef const uint8_t[::1] kdata = np.frombuffer(key_data, dtype=np.uint8) if key_data is not None and len(key_data) else np.zeros(1, np.uint8)
+    cdef const uint8_t[::1] vdata = np.frombuffer(val_data, dtype=np.uint8) if val_data is not None and len(val_data) else np.zeros(1, np.uint8)
+    cdef const uint8_t[::1] kvalid = np.frombuffer(key_valid, dtype=np.uint8) if key_valid is not None else None
+    cdef const uint8_t[::1] vvalid = np.frombuffer(val_valid, dtype=np.uint8) if val_valid is not None else None
+    cdef const int64_t[::1] roff = record_offsets
+    if koff.shape[0] < key_base + n + 1 or voff.shape[0] < val_base + n + 1 or roff.shape[0] < n:
+        raise ValueError("column buffers shorter than the row count")
+    rtype_a = np.full(n, -1, dtype=np.int16)
+    vver_a = np.full(n, -1, dtype=np.int16)
+    part_a = np.zeros(n, dtype=np.int32)
+    off_a = np.zeros(n, dtype=np.int64)
+    epoch_a = np.full(n, -1, dtype=np.int32)
+    cts_a = np.zeros(n, dtype=np.int64)
+    ets_a = np.full(n, -1, dtype=np.int64)
+    flags_a = np.zeros(n, dtype=np.uint8)          # bit 0: key read; 1: offset commit value; 2: tombstone; 3: unknown
+    cdef int16_t[::1] rtype = rtype_a
+    cdef int16_t[::1] vver = vver_a
+    cdef int32_t[::1] part = part_a
+    cdef int64_t[::1] off = off_a
+    cdef int32_t[::1] epoch = epoch_a
+    cdef int64_t[::1] cts = cts_a
+    cdef int64_t[::1] ets = ets_a
+    cdef uint8_t[::1] flags = flags_a
+    cdef Py_ssize_t kcap = koff[key_base + n] - koff[key_base]
+    cdef Py_ssize_t vcap = voff[val_base + n] - voff[val_base]
+    cdef _KStrCol group = _KStrCol(n, kcap, np)
+    cdef _KStrCol topic = _KStrCol(n, kcap, np)
+    cdef _KStrCol meta = _KStrCol(n, vcap, np)
+    cdef Py_ssize_t i, ks, ke, vs, ve, pos, sn, ki, vi
+    cdef const uint8_t *kp = &kdata[0]
+    cdef const uint8_t *vp = &vdata[0]
+    cdef const uint8_t *s
+    cdef int16_t t, ver
+    cdef bint has_key, has_val, flexible
+    cdef str where
+    for i in range(n):
+        ki = key_base + i
+        vi = val_base + i
+        has_key = kvalid is None or (kvalid[ki >> 3] >> (ki & 7)) & 1
+        has_val = vvalid is None or (vvalid[vi >> 3] >> (vi & 7)) & 1
+        ks = koff[ki]
+        ke = koff[ki + 1]
+        vs = voff[vi]
+        ve = voff[vi + 1]
+        if ks < 0 or ke < ks or ke > kdata.shape[0] or vs < 0 or ve < vs or ve > vdata.shape[0]:
+            raise ValueError("column offsets out of range")
+        where = None
+        if not has_key or ke - ks < 2:
+            where = "a key of at least 2 bytes is needed"
+        else:
+            t = <int16_t>kr_load_be16(kp + ks)
+            rtype[i] = t
+            pos = ks + 2
+            if t < 0 or t > 15:
+                flags[i] |= 8
+                if strict:
+                    raise UnknownRecordTypeError("unknown record type %d (record at offset %d)" % (t, roff[i]), 0)
+            elif _kc_str(kp, &pos, ke, False, &s, &sn) < 0:
+                where = "key string"
+            else:
+                group.put(i, s, sn)
+                flags[i] |= 1
+                if t <= 1:
+                    if _kc_str(kp, &pos, ke, False, &s, &sn) < 0 or ke - pos < 4:
+                        where = "OffsetCommitKey"
+                    else:
+                        topic.put(i, s, sn)
+                        part[i] = <int32_t>kr_load_be32(kp + pos)
+            if where is None and not has_val:
+                flags[i] |= 4
+            elif where is None and ve - vs >= 2:
+                ver = <int16_t>kr_load_be16(vp + vs)
+                vver[i] = ver
+                if t <= 1 and t >= 0:
+                    pos = vs + 2
+                    flexible = ver >= 4
+                    if ver < 0 or ver > 4:
+                        flags[i] |= 8
+                        if strict:
+                            raise UnknownRecordTypeError("OffsetCommitValue has no version %d (record at offset %d)"
+                                                         % (ver, roff[i]), 0)
+                    elif ve - pos < 8:
+                        where = "OffsetCommitValue offset"
+                    else:
+                        off[i] = <int64_t>kr_load_be64(vp + pos)
+                        pos += 8
+                        if ver >= 3:
+                            if ve - pos < 4:
+                                where = "OffsetCommitValue leaderEpoch"
+                            else:
+                                epoch[i] = <int32_t>kr_load_be32(vp + pos)
+                                pos += 4
+                        if where is None:
+                            if _kc_str(vp, &pos, ve, flexible, &s, &sn) < 0:
+                                where = "OffsetCommitValue metadata"
+                            else:
+                                meta.put(i, s, sn)
+                                if ve - pos < 8:
+                                    where = "OffsetCommitValue commitTimestamp"
+                                else:
+                                    cts[i] = <int64_t>kr_load_be64(vp + pos)
+                                    pos += 8
+                                    if ver == 1:
+                                        if ve - pos < 8:
+                                            where = "OffsetCommitValue expireTimestamp"
+                                        else:
+                                            ets[i] = <int64_t>kr_load_be64(vp + pos)
+                                    if where is None:
+                                        flags[i] |= 2
+            elif where is None:
+                where = "a value of at least 2 bytes (or null) is needed"
+        if where is not None:
+            raise InternalRecordError("__consumer_offsets record at offset %d: %s is malformed" % (roff[i], where), 0)
+        group.close_row(i)
+        topic.close_row(i)
+        meta.close_row(i)
+    return {"recordType": rtype_a, "valueVersion": vver_a, "partition": part_a, "offset": off_a,
+            "leaderEpoch": epoch_a, "commitTimestamp": cts_a, "expireTimestamp": ets_a, "flags": flags_a,
+            "group": group.parts(), "topic": topic.parts(), "metadata": meta.parts()}
