@@ -7,7 +7,7 @@ import os
 import pytest
 
 from kafkarec.cli import main
-from fixtures import DATA, load
+from internal_fixtures import DATA, load
 
 INDEX = load(os.path.join(DATA, "expected", "index.json"))["segments"]
 IDS = [s["segment"] for s in INDEX]

@@ -5,7 +5,7 @@ import pytest
 
 from kafkarec import internal
 from kafkarec.internal import dumplog
-from fixtures import DATA, expected_files, load, records
+from internal_fixtures import DATA, expected_files, load, records
 
 FILES = expected_files()
 IDS = [os.path.relpath(p, DATA) for p in FILES]

@@ -6,7 +6,7 @@ import shutil
 import kafkarec
 from kafkarec.enums import ControlRecordType
 from kafkarec.internal import analysis
-from fixtures import DATA
+from internal_fixtures import DATA
 
 
 def _write(folder, batches):
