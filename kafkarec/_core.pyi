@@ -192,3 +192,9 @@ class _KStruct:
 def kmsg_decode(plan: _KStruct, data: _Buffer, start: int = ..., end: int = ..., *, json: bool = ...,
                 strict: bool = ..., position: int = ..., exact: bool = ...) -> tuple[dict[str, Any], int]: ...
 def kmsg_uvarint(data: _Buffer, start: int = ..., position: int = ...) -> tuple[int, int]: ...
+def consumer_offsets_columns(n: int, key_offsets: _Buffer, key_data: _Buffer | None, key_valid: _Buffer | None,
+                             key_base: int, val_offsets: _Buffer, val_data: _Buffer | None,
+                             val_valid: _Buffer | None, val_base: int, record_offsets: Any,
+                             strict: bool = ...) -> dict[str, Any]:
+    """__consumer_offsets key/value Arrow buffers -> numpy column parts (kafkarec.internal.columns)."""
+    ...
