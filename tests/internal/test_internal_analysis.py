@@ -1,5 +1,6 @@
 """Open/hanging transactions and lag at rest: Kafka's __transaction_state and __consumer_offsets segments
 next to data partitions written here with kafkarec's builder (transactional batches, markers)."""
+import json
 import os
 import shutil
 
@@ -95,3 +96,17 @@ def test_transactional_offset_commits_count_after_their_commit_marker(tmp_path):
         _marker(6, 7, ControlRecordType.COMMIT), pending.build()])
     got = {k: v["offset"] for k, v in analysis.committed_offsets(root).items()}
     assert got == {("g", "t", 0): 20, ("g", "t", 1): 10}
+
+
+def test_transactions_command_text(tmp_path, capfd):
+    from kafkarec.cli import main
+    root = _log_dir(tmp_path)
+    assert main(["transactions", root]) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    assert "Open transactions in data partitions: 2 (1 hanging)" in out
+    assert "clicks-3: producerId 999 epoch 3 from offset 0 (transactionalId None, coordinator state None) HANGING" in out
+    assert "deleted-group orders-0: committed 42 log end 50 lag 8" in out
+    assert main(["transactions", "--json", "--now", "1729881938615", root]) == 0
+    got = json.loads(capfd.readouterr()[0])
+    assert [o["hanging"] for o in got["open_in_partitions"]] == [True, False]

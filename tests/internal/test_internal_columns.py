@@ -80,3 +80,40 @@ def test_other_topics_columns(topic):
             assert row["recordTypeName"] == rec.record_type
             assert row["decodedValue"] == (None if rec.value is None else java_json(rec.value))
             assert row["decodedKey"] == (None if rec.key is None else java_json(rec.key))
+
+
+def test_corrupted_offset_commits_give_typed_errors_or_the_record_apis_answer():
+    import random
+    import kafkarec
+    from kafkarec.errors import DecodeError
+    rng = random.Random(5)
+    base = []
+    for path in OFFSETS_LOGS:
+        t = kafkarec.to_arrow(_read(path))
+        base += [(k, v) for k, v in zip(t.column("key").to_pylist(), t.column("value").to_pylist())]
+    agreed = raised = 0
+    for _ in range(3000):
+        k, v = rng.choice(base)
+        k = bytearray(k)
+        v = None if v is None else bytearray(v)
+        target = v if v and rng.random() < 0.6 else k
+        for _ in range(rng.randrange(1, 3)):
+            target[rng.randrange(len(target))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            del target[rng.randrange(len(target)):]
+        data = kafkarec.build_batch([None if v is None else bytes(v)], [bytes(k)], [1])
+        try:
+            row = columns.to_arrow(data, decode="consumer_offsets").to_pylist()[0]
+        except DecodeError:
+            raised += 1
+            continue
+        try:
+            rec = internal.decode("__consumer_offsets", bytes(k), None if v is None else bytes(v))
+        except DecodeError:
+            continue                     # the columns read fewer fields than the record API checks
+        if rec.record_type == "OffsetCommit" and rec.value is not None and not rec.unknown:
+            assert (row["group"], row["committedTopic"], row["committedPartition"], row["committedOffset"],
+                    row["metadata"]) == (rec.key["group"], rec.key["topic"], rec.key["partition"],
+                                         rec.value["offset"], rec.value["metadata"])
+            agreed += 1
+    assert agreed > 100 and raised > 100
