@@ -527,10 +527,13 @@ cdef inline int _kc_str(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, bint 
 
 def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_ssize_t key_base,
                              val_offsets, val_data, val_valid, Py_ssize_t val_base, record_offsets,
-                             bint strict=False):
+                             bint strict=False, uint64_t known_types=0xFFFF, int max_version_0=4,
+                             int max_version_1=4):
     """Decode n __consumer_offsets records from Arrow binary buffers (offsets int32, data, validity bitmap
     or None, with each array's element offset `*_base`) into column parts:
-    dict name -> numpy array(s). `record_offsets` (int64) name records in errors."""
+    dict name -> numpy array(s). `record_offsets` (int64) name records in errors. `known_types`: bit t set
+    for each record type of the schema set (every key starts with its group id; types 0 and 1 are offset
+    commits, whose values are known up to versions `max_version_0` / `max_version_1`)."""
     import numpy as np
     cdef const int32_t[::1] koff = np.frombuffer(key_offsets, dtype=np.int32)
     cdef const int32_t[::1] voff = np.frombuffer(val_offsets, dtype=np.int32)
@@ -587,7 +590,7 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
             t = <int16_t>kr_load_be16(kp + ks)
             rtype[i] = t
             pos = ks + 2
-            if t < 0 or t > 15:
+            if t < 0 or t > 63 or not ((known_types >> t) & 1):
                 flags[i] |= 8
                 if strict:
                     raise UnknownRecordTypeError("unknown record type %d (record at offset %d)" % (t, roff[i]), 0)
@@ -610,7 +613,7 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
                 if t <= 1 and t >= 0:
                     pos = vs + 2
                     flexible = ver >= 4
-                    if ver < 0 or ver > 4:
+                    if ver < 0 or ver > (max_version_0 if t == 0 else max_version_1):
                         flags[i] |= 8
                         if strict:
                             raise UnknownRecordTypeError("OffsetCommitValue has no version %d (record at offset %d)"

@@ -6,8 +6,10 @@ import os
 from typing import Dict, Optional
 
 from kafkarec.internal import dumplog, topics
+from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS, PROFILES
 
-__all__ = ["add_decoder_arguments", "decoder_from_args", "decoder_for_path", "DECODE_CHOICES"]
+__all__ = ["add_decoder_arguments", "add_schemas_argument", "decoder_from_args", "schemas_from_args",
+           "decoder_for_path", "DECODE_CHOICES"]
 
 DECODE_CHOICES = ("auto", "none", "consumer_offsets", "transaction_state", "share_group_state",
                   "cluster_metadata", "remote_log_metadata")
@@ -29,6 +31,18 @@ def add_decoder_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--decode", dest="decode", choices=DECODE_CHOICES, default=None,
                    help="auto: choose the decoder from each file's <topic>-<partition> folder name "
                         "(files of other topics are printed as usual); or name the decoder")
+    add_schemas_argument(g)
+
+
+def add_schemas_argument(p) -> None:
+    p.add_argument("--schemas", choices=tuple(PROFILES), default=DEFAULT_SCHEMAS,
+                   help="which Kafka's message schemas to read internal records with: current (Apache Kafka "
+                        "trunk of 2026-08-22, the default) or 1eb7644 (4.0.0-SNAPSHOT of 2024-10-25, whose "
+                        "share-group records differ)")
+
+
+def schemas_from_args(args) -> str:
+    return getattr(args, "schemas", DEFAULT_SCHEMAS) or DEFAULT_SCHEMAS
 
 
 def decoder_from_args(args) -> Optional[str]:
@@ -52,16 +66,16 @@ def decoder_for_path(choice: Optional[str], path: str) -> Optional[str]:
         return None
 
 
-def record_text(topic: str, r, offset: int):
+def record_text(topic: str, r, offset: int, schemas: str = DEFAULT_SCHEMAS):
     """(key text, payload text) kafka-dump-log prints for a data record with the decoder of `topic`."""
-    return dumplog.format_parts(topic, r.key, r.value, offset)
+    return dumplog.format_parts(topic, r.key, r.value, offset, schemas)
 
 
-def record_json(topic: str, r) -> dict:
+def record_json(topic: str, r, schemas: str = DEFAULT_SCHEMAS) -> dict:
     """The decoded record for --json: Kafka's JSON view of the key and value, or the error."""
     from kafkarec.errors import InternalRecordError
     try:
-        rec = topics.decode(topic, r.key, r.value, json=True)
+        rec = topics.decode(topic, r.key, r.value, json=True, schemas=schemas)
     except InternalRecordError as e:
         return {"error": str(e), "position": e.position}
     out = {"record_type": rec.record_type, "key_version": rec.key_version, "value_version": rec.value_version,

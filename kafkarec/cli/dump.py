@@ -169,6 +169,7 @@ class Dumper:
         self.print_data = args.print_data_log
         self.render = PAYLOAD_RENDERERS[getattr(args, "payload_encoding", "java")]
         self.decode = decode_args.decoder_from_args(args)      # internal-topic decoder (or "auto")
+        self.decode_schemas = decode_args.schemas_from_args(args)
         self.print_data = self.print_data or self.decode is not None
         self.deep = args.deep_iteration or self.print_data
         self.skip_meta = args.skip_record_metadata
@@ -351,7 +352,7 @@ class Dumper:
             internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
             if internal:
                 prefix = "| " if self.skip_meta else " "
-                for label, text in zip(("key", "payload"), decode_args.record_text(internal, r, off)):
+                for label, text in zip(("key", "payload"), decode_args.record_text(internal, r, off, self.decode_schemas)):
                     if text is not None:
                         line += f"{prefix}{label}: {text}"
                         prefix = " "
@@ -394,7 +395,7 @@ class Dumper:
                 obj["headers"] = [[k, None if v is None else render(v)] for k, v in r.headers]
             internal = decode_args.decoder_for_path(self.decode, abspath)
             if internal:
-                obj["decoded"] = decode_args.record_json(internal, r)
+                obj["decoded"] = decode_args.record_json(internal, r, self.decode_schemas)
         return jdump(obj) + "\n"
 
     # -- .index and .timeindex --

@@ -26,6 +26,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "producer_ids, acls, client_quotas, scram_credentials, delegation_tokens)")
     p.add_argument("--strict", action="store_true",
                    help="fail on records of unknown types or versions instead of skipping them")
+    from kafkarec.cli.decode_args import add_schemas_argument
+    add_schemas_argument(p)
     p.set_defaults(func=run)
     return p
 
@@ -33,7 +35,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec.internal import metadata
     try:
-        state = metadata.replay(args.path, at_offset=args.at_offset, strict=args.strict)
+        state = metadata.replay(args.path, at_offset=args.at_offset, strict=args.strict,
+                                schemas=args.schemas)
     except FileNotFoundError as e:
         err.write(f"kafkarec metadata: error: {e}\n")
         return 2

@@ -24,6 +24,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "in the logs)")
     p.add_argument("--all", action="store_true", help="also list completed (Empty, Complete*, Dead) transactions")
     p.add_argument("--json", action="store_true", help="one JSON object: transactions, open, lag")
+    from kafkarec.cli.decode_args import add_schemas_argument
+    add_schemas_argument(p)
     p.set_defaults(func=run)
     return p
 
@@ -31,9 +33,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec.internal import analysis
     try:
-        states = analysis.transaction_states(args.path)
-        opened = analysis.open_transactions(args.path, now_ms=args.now)
-        lag = analysis.consumer_lag(args.path)
+        states = analysis.transaction_states(args.path, schemas=args.schemas)
+        opened = analysis.open_transactions(args.path, now_ms=args.now, schemas=args.schemas)
+        lag = analysis.consumer_lag(args.path, schemas=args.schemas)
     except (OSError, KafkaRecError) as e:
         err.write(f"kafkarec transactions: {e}\n")
         return 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from kafkarec.internal import topics as _topics
+from kafkarec.internal.topics import DEFAULT_SCHEMAS
 from kafkarec.internal.dumplog import TRANSACTION_STATES
 
 __all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets"]
@@ -36,7 +37,7 @@ def _batches(pdir) -> Iterator:
                 yield batch
 
 
-def transaction_states(log_dir: str) -> Dict[str, dict]:
+def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[str, dict]:
     """transactionalId -> its latest state in ``__transaction_state`` (tombstones remove it):
     producer_id, producer_epoch, state (name), timeout_ms, partitions [(topic, partition)],
     last_update_ms, start_ms, and where it was read (partition, offset)."""
@@ -48,7 +49,7 @@ def transaction_states(log_dir: str) -> Dict[str, dict]:
             if batch.is_control:
                 continue
             for r in batch:
-                rec = _topics.decode("__transaction_state", r.key, r.value)
+                rec = _topics.decode("__transaction_state", r.key, r.value, schemas=schemas)
                 if rec.unknown:
                     continue
                 tid = rec.key["transactionalId"]
@@ -84,14 +85,14 @@ def log_end_offsets(log_dir: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def open_transactions(log_dir: str, *, now_ms: Optional[int] = None) -> List[dict]:
+def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
     """Transactions still open in data partitions (a transactional batch with no marker after it).
 
     Each: topic, partition, producer_id, producer_epoch, first_offset, last_offset, last_timestamp,
     transactional_id and coordinator_state (if the coordinator knows that producer id), and ``hanging``:
     True when the coordinator has no open transaction of that producer including this partition, or the
     transaction is older than its timeout at ``now_ms`` (default: the newest timestamp in the logs)."""
-    states = transaction_states(log_dir)
+    states = transaction_states(log_dir, schemas=schemas)
     by_pid = {}
     for s in states.values():
         by_pid[s["producer_id"]] = s
@@ -129,11 +130,13 @@ def open_transactions(log_dir: str, *, now_ms: Optional[int] = None) -> List[dic
     return out
 
 
-def committed_offsets(log_dir: str) -> Dict[Tuple[str, str, int], dict]:
+def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[Tuple[str, str, int], dict]:
     """(group, topic, partition) -> the latest committed offset in ``__consumer_offsets``: offset,
     leader_epoch, metadata, commit_timestamp, (partition, offset) it was read at. Transactional offset
     commits count when their COMMIT marker follows; aborted ones are dropped; tombstones delete."""
     out: Dict[Tuple[str, str, int], dict] = {}
+    commit_types = {t: rt for t, rt in _topics.record_types("__consumer_offsets", schemas).items()
+                    if rt.name in ("OffsetCommit", "LegacyOffsetCommit")}
     for pdir in _partitions(log_dir):
         if pdir.topic_partition.topic != "__consumer_offsets":
             continue
@@ -150,8 +153,11 @@ def committed_offsets(log_dir: str) -> Dict[Tuple[str, str, int], dict]:
                                 out[k] = v
                 continue
             for r in batch:
-                rec = _topics.decode("__consumer_offsets", r.key, r.value)
-                if rec.record_type != "OffsetCommit" or rec.key is None:
+                key = r.key
+                if key is None or len(key) < 2 or commit_types.get(int.from_bytes(key[:2], "big", signed=True)) is None:
+                    continue           # only offset commits are read (other record types are not needed)
+                rec = _topics.decode("__consumer_offsets", key, r.value, schemas=schemas)
+                if rec.record_type not in ("OffsetCommit", "LegacyOffsetCommit") or rec.key is None or rec.unknown:
                     continue
                 k = (rec.key["group"], rec.key["topic"], rec.key["partition"])
                 v = None if rec.value is None else {
@@ -167,12 +173,12 @@ def committed_offsets(log_dir: str) -> Dict[Tuple[str, str, int], dict]:
     return out
 
 
-def consumer_lag(log_dir: str) -> List[dict]:
+def consumer_lag(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
     """Per (group, topic, partition): committed offset, log end offset (None when that partition is not in
     this log directory) and lag = log end - committed."""
     leo = log_end_offsets(log_dir)
     out = []
-    for (group, topic, partition), c in sorted(committed_offsets(log_dir).items()):
+    for (group, topic, partition), c in sorted(committed_offsets(log_dir, schemas=schemas).items()):
         end = leo.get((topic, partition))
         out.append({"group": group, "topic": topic, "partition": partition, "committed_offset": c["offset"],
                     "log_end_offset": end, "lag": None if end is None else max(0, end - c["offset"]),

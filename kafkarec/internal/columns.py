@@ -4,7 +4,8 @@
 ``kafkarec.to_arrow`` (no Python object per record): ``recordType`` (Kafka's record type number),
 ``recordTypeName`` (``OffsetCommit``, ``GroupMetadata``, ...; ``Unknown``), ``group`` (every record type's
 group id), ``committedTopic``, ``committedPartition``, ``committedOffset``, ``leaderEpoch``, ``metadata``,
-``commitTimestamp``, ``expireTimestamp`` (OffsetCommit records; null otherwise or for a tombstone),
+``commitTimestamp``, ``expireTimestamp`` (offset commits, record types 0 and 1; null otherwise or for a
+tombstone),
 ``valueVersion`` and ``tombstone``.
 
 Other internal topics (``transaction_state``, ``share_group_state``, ``cluster_metadata``,
@@ -35,13 +36,17 @@ def _with_mask(pa, np, values, valid, typ):
     return pa.Array.from_buffers(typ, len(values), [pa.py_buffer(_bitmap(np, valid)), pa.py_buffer(values)])
 
 
-def _consumer_offsets(table, strict: bool):
+def _consumer_offsets(table, strict: bool, schemas: str):
     import numpy as np
     import pyarrow as pa
-    types = _topics.record_types("__consumer_offsets")
-    per_type = [types[t][2] if t in types else "Unknown" for t in range(16)] + ["Unknown"]
+    from kafkarec.internal import schema as _schema
+    types = _topics.record_types("__consumer_offsets", schemas)
+    top = max(types) + 1
+    per_type = [types[t].name if t in types else "Unknown" for t in range(top)] + ["Unknown"]
     names = list(dict.fromkeys(per_type))
     to_name = np.array([names.index(x) for x in per_type], dtype=np.int8)
+    known = sum(1 << t for t in types)
+    max_v = [_schema.message(types[t].value_schema, schemas).versions[1] if t in types else -1 for t in (0, 1)]
     key = table.column("key")
     value = table.column("value")
     offs = table.column("offset")
@@ -60,14 +65,14 @@ def _consumer_offsets(table, strict: bool):
         kb, vb = k.buffers(), v.buffers()
         cols = _core.consumer_offsets_columns(
             n, kb[1], kb[2], kb[0], k.offset, vb[1], vb[2], vb[0], v.offset,
-            np.asarray(o.to_numpy(zero_copy_only=False), dtype=np.int64), strict)
+            np.asarray(o.to_numpy(zero_copy_only=False), dtype=np.int64), strict, known, max_v[0], max_v[1])
         flags = cols["flags"]
         known_key = (flags & 1).astype(bool)
         commit = (flags & 2).astype(bool)
         tomb = (flags & 4).astype(bool)
         rtype = cols["recordType"]
         out["recordType"].append(pa.array(rtype, type=pa.int16()))
-        idx = to_name[np.where((rtype >= 0) & (rtype <= 15) & known_key, rtype, 16)]
+        idx = to_name[np.where((rtype >= 0) & (rtype < top) & known_key, rtype, top)]
         out["recordTypeName"].append(pa.DictionaryArray.from_arrays(pa.array(idx, type=pa.int8()),
                                                                     pa.array(names)))
         out["group"].append(_string(pa, np, cols["group"], n))
@@ -85,12 +90,12 @@ def _consumer_offsets(table, strict: bool):
     return {k: pa.chunked_array(v) if v else None for k, v in out.items()}
 
 
-def _generic(table, topic: str, strict: bool):
+def _generic(table, topic: str, strict: bool, schemas: str):
     import pyarrow as pa
     from kafkarec.internal.dumplog import java_json
     rt, kv, av, vv, tomb, dk, dv = [], [], [], [], [], [], []
     for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist()):
-        rec = _topics.decode(topic, k, v, strict=strict, json=True)
+        rec = _topics.decode(topic, k, v, strict=strict, json=True, schemas=schemas)
         rt.append(rec.record_type)
         kv.append(rec.key_version)
         av.append(rec.api_key)
@@ -106,17 +111,20 @@ def _generic(table, topic: str, strict: bool):
     return cols
 
 
-def decode_columns(table, decode: str, *, strict: bool = False) -> Any:
+def decode_columns(table, decode: str, *, strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS) -> Any:
     """`table` (from ``kafkarec.to_arrow``) with the decoded columns of internal topic `decode` appended."""
     topic = _topics.decoder_for(decode)
-    cols = _consumer_offsets(table, strict) if topic == "__consumer_offsets" else _generic(table, topic, strict)
+    if topic == "__consumer_offsets":
+        cols = _consumer_offsets(table, strict, schemas)
+    else:
+        cols = _generic(table, topic, strict, schemas)
     for name, col in cols.items():
         table = table.append_column(name, col)
     return table
 
 
 def to_arrow(data, /, *, decode: str, topic: str | None = None, partition: int | None = None,
-             strict: bool = False, **options) -> Any:
+             strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS, **options) -> Any:
     """``kafkarec.to_arrow(data, ...)`` (every option passes through; control records are left out as
     there) plus the typed columns of internal topic `decode` (``"consumer_offsets"``, ``"transaction_state"``,
     ``"share_group_state"``, ``"cluster_metadata"``, ``"remote_log_metadata"``). Unknown record types are
@@ -125,4 +133,4 @@ def to_arrow(data, /, *, decode: str, topic: str | None = None, partition: int |
     internal_topic = _topics.decoder_for(decode)
     table = _core.to_arrow(data, topic=topic if topic is not None else internal_topic, partition=partition,
                            strict=strict, **options)
-    return decode_columns(table, internal_topic, strict=strict)
+    return decode_columns(table, internal_topic, strict=strict, schemas=schemas)

@@ -222,14 +222,14 @@ def _transaction_text(v: dict) -> str:
 
 
 def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
-                 offset: int) -> Tuple[Optional[str], Optional[str]]:
+                 offset: int, schemas: str = _topics.DEFAULT_SCHEMAS) -> Tuple[Optional[str], Optional[str]]:
     """(key text, payload text) as kafka-dump-log prints them after ``key: `` / ``payload: `` (None where
     it prints nothing) for a data record of `topic` at `offset`."""
     topic = _topics.decoder_for(topic)
     framing = _topics.TOPICS[topic][0]
     if framing == "metadata":
         try:
-            rec = _topics.decode(topic, key, value, json=True)
+            rec = _topics.decode(topic, key, value, json=True, schemas=schemas)
         except InternalRecordError as e:
             return None, f"Error at offset {offset}: {e}"
         if rec.unknown:
@@ -241,7 +241,7 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
         raise InternalRecordError(f"Failed to decode message at offset {offset} using the {topic} decoder "
                                   "(message had a missing key)", 0)
     try:
-        rec = _topics.decode(topic, key, value, json=True)
+        rec = _topics.decode(topic, key, value, json=True, schemas=schemas)
     except InternalRecordError as e:
         return f"Error at offset {offset}, skipping. {e}", None
     if framing == "transaction":
@@ -263,9 +263,10 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
     return key_text, java_json({label: str(rec.value_version), "data": rec.value})
 
 
-def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offset: int) -> str:
+def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offset: int,
+                  schemas: str = _topics.DEFAULT_SCHEMAS) -> str:
     """The text kafka-dump-log prints after a data record's metadata (`` key: ... payload: ...``)."""
-    k, p = format_parts(topic, key, value, offset)
+    k, p = format_parts(topic, key, value, offset, schemas)
     out = ""
     if k is not None:
         out += f" key: {k}"
@@ -274,7 +275,8 @@ def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offs
     return out
 
 
-def format_control(control_type_id: int, value: Optional[bytes], coordinator_epoch: Optional[int] = None) -> str:
+def format_control(control_type_id: int, value: Optional[bytes], coordinator_epoch: Optional[int] = None,
+                   schemas: str = _topics.DEFAULT_SCHEMAS) -> str:
     """The text kafka-dump-log prints after a control record's metadata."""
     name = _CONTROL_NAMES.get(control_type_id, "UNKNOWN")
     if control_type_id in (0, 1):
@@ -282,4 +284,4 @@ def format_control(control_type_id: int, value: Optional[bytes], coordinator_epo
     label = _topics.CONTROL_SCHEMAS.get(control_type_id, (None, None))[1]
     if label is None:
         return f" controlType: {name}({control_type_id})"
-    return f" {label} " + java_json(_topics.decode_control(control_type_id, value, json=True))
+    return f" {label} " + java_json(_topics.decode_control(control_type_id, value, json=True, schemas=schemas))

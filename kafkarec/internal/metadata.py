@@ -236,6 +236,21 @@ class ClusterState:
             "issue_timestamp": v["issueTimestamp"], "max_timestamp": v["maxTimestamp"],
             "expiration_timestamp": v["expirationTimestamp"]}
 
+    def _clear_elr_record(self, v):
+        # ClearElrRecord (newer Kafka): the topic named (every topic when the name is empty) loses its
+        # ELR and last known ELR, as a PartitionChangeRecord would (partition epoch + 1) where they were set
+        for topic in self.topics_by_id.values():
+            if v["topicName"] and topic["name"] != v["topicName"]:
+                continue
+            for p in topic["partitions"].values():
+                if p["eligible_leader_replicas"] or p["last_known_elr"]:
+                    p["eligible_leader_replicas"] = []
+                    p["last_known_elr"] = []
+                    p["partition_epoch"] += 1
+
+    def _unregister_controller_record(self, v):
+        self.controllers.pop(v["controllerId"], None)
+
     def _remove_delegation_token_record(self, v):
         self.delegation_tokens.pop(v["tokenId"], None)
 
@@ -321,20 +336,20 @@ def metadata_files(path: str) -> Tuple[List[str], List[Tuple[int, int, str]]]:
     return logs, sorted(snaps)
 
 
-def _records(path: str, *, strict: bool) -> Iterator[Tuple[int, str, dict]]:
+def _records(path: str, *, strict: bool, schemas: str) -> Iterator[Tuple[int, str, dict]]:
     from kafkarec.log.segment import Segment
     with Segment(path) as seg:
         for batch in seg.batches():
             if batch.is_control:
                 continue
             for r in batch:
-                rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict)
+                rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict, schemas=schemas)
                 if not rec.unknown:
                     yield r.offset, rec.record_type, rec.value
 
 
 def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional[bool] = None,
-           strict: bool = False) -> ClusterState:
+           strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS) -> ClusterState:
     """Replay ``__cluster_metadata`` at `path` into a :class:`ClusterState`.
 
     ``at_offset``: the state after every record with offset <= at_offset (default: the whole log).
@@ -353,12 +368,12 @@ def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional
         usable = [s for s in snaps if at_offset is None or s[0] <= at_offset + 1]
         if usable:
             end_offset, _epoch, snap_path = usable[-1]
-            for offset, t, v in _records(snap_path, strict=strict):
+            for offset, t, v in _records(snap_path, strict=strict, schemas=schemas):
                 state.apply(t, v)
             state.last_offset = end_offset - 1
             start = end_offset
     for log in logs:
-        for offset, t, v in _records(log, strict=strict):
+        for offset, t, v in _records(log, strict=strict, schemas=schemas):
             if offset < start:
                 continue
             if at_offset is not None and offset > at_offset:

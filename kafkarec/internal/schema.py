@@ -26,7 +26,7 @@ from kafkarec import _core
 from kafkarec.errors import EncodeError
 from kafkarec.internal import schemas as _schemas
 
-__all__ = ["Message", "Field", "messages", "message", "plan", "encode", "ZERO_UUID"]
+__all__ = ["Message", "Field", "messages", "message", "plan", "encode", "kafka_commit", "ZERO_UUID"]
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -88,15 +88,17 @@ class Field:
 class Message:
     """One message definition (a record key, value, or other struct) from the schema text."""
 
-    __slots__ = ("name", "versions", "flexible", "api_key", "fields", "schema_set")
+    __slots__ = ("name", "versions", "flexible", "api_key", "fields", "schema_set", "kind")
 
-    def __init__(self, name, versions, flexible, api_key, schema_set):
+    def __init__(self, name, versions, flexible, api_key, schema_set, kind=None):
         self.name: str = name
         self.versions: Tuple[int, int] = versions
         self.flexible = flexible
         self.api_key: Optional[int] = api_key
         self.fields: List[Field] = []
         self.schema_set: str = schema_set
+        #: "coordinator-key" / "coordinator-value" when the record type is the api key (newer Kafka)
+        self.kind: Optional[str] = kind
 
     @property
     def valid_versions(self) -> range:
@@ -116,7 +118,7 @@ def _parse(text: str, schema_set: str) -> List[Message]:
             head = line[1:].split()
             opts = dict(p.split("=", 1) for p in head[1:])
             msg = Message(head[0], _versions(opts["versions"]), _versions(opts["flexible"]),
-                          int(opts["apikey"]) if "apikey" in opts else None, schema_set)
+                          int(opts["apikey"]) if "apikey" in opts else None, schema_set, opts.get("kind"))
             out.append(msg)
             stack = [(0, msg)]
             continue
@@ -142,22 +144,29 @@ def _parse(text: str, schema_set: str) -> List[Message]:
 
 
 @lru_cache(maxsize=None)
-def messages() -> Dict[str, Message]:
-    """Every message definition, by name."""
+def messages(schemas: str = _schemas.DEFAULT) -> Dict[str, Message]:
+    """Every message definition of schema set `schemas` ("current" or "1eb7644"), by name."""
     import importlib
+    package = importlib.import_module(_schemas.profile_package(schemas))
     out: Dict[str, Message] = {}
-    for set_name in _schemas.SETS:
-        mod = importlib.import_module("kafkarec.internal.schemas." + set_name)
+    for set_name in package.SETS:
+        mod = importlib.import_module(package.__name__ + "." + set_name)
         for m in _parse(mod.TEXT, set_name):
             out[m.name] = m
     return out
 
 
-def message(name: str) -> Message:
+def kafka_commit(schemas: str = _schemas.DEFAULT) -> str:
+    """The Apache Kafka commit schema set `schemas` was written from."""
+    import importlib
+    return importlib.import_module(_schemas.profile_package(schemas)).KAFKA_COMMIT
+
+
+def message(name: str, schemas: str = _schemas.DEFAULT) -> Message:
     try:
-        return messages()[name]
+        return messages(schemas)[name]
     except KeyError:
-        raise KeyError(f"no schema named {name!r}") from None
+        raise KeyError(f"no schema named {name!r} in schema set {schemas!r}") from None
 
 
 def _default(f: Field, kind: int, json: bool) -> Tuple[Any, bool]:
@@ -210,9 +219,9 @@ def _compile_struct(name: str, fields: List[Field], version: int, flexible: bool
 
 
 @lru_cache(maxsize=None)
-def plan(name: str, version: int, json: bool = False):
+def plan(name: str, version: int, json: bool = False, schemas: str = _schemas.DEFAULT):
     """The compiled plan of message `name` at `version` (KeyError / ValueError if unknown)."""
-    m = message(name)
+    m = message(name, schemas)
     if version not in m.valid_versions:
         raise ValueError(f"{name} has no version {version} (valid: {m.versions[0]}-{m.versions[1]})")
     return _compile_struct(m.name, m.fields, version, _in(version, m.flexible), json)
@@ -311,10 +320,10 @@ def _enc_struct(out: bytearray, st, obj: Dict[str, Any]) -> None:
         out += it
 
 
-def encode(name: str, version: int, obj: Dict[str, Any]) -> bytes:
+def encode(name: str, version: int, obj: Dict[str, Any], schemas: str = _schemas.DEFAULT) -> bytes:
     """Write `obj` (the dict form that decoding gives: bytes as bytes, UUIDs as Kafka's base64 text) as
     message `name` at `version`. Missing fields take their default; tagged fields are written when present
     and not their default."""
     out = bytearray()
-    _enc_struct(out, plan(name, version), obj)
+    _enc_struct(out, plan(name, version, False, schemas), obj)
     return bytes(out)

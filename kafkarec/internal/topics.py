@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 import struct as _struct
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from kafkarec import _core
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 from kafkarec.internal import schema as _schema
+from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS
 
-__all__ = ["InternalRecord", "TOPICS", "decoder_for", "decode", "decode_control", "record_types", "encode_record",
+__all__ = ["InternalRecord", "RecordType", "TOPICS", "DEFAULT_SCHEMAS", "decoder_for", "decode", "decode_control", "record_types", "encode_record",
            "decode_consumer_protocol"]
 
 # topic name -> (framing, schema set)
@@ -62,31 +63,44 @@ def _enum_name(schema_name: str) -> str:
     return _ENUM_NAMES.get(schema_name) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", schema_name).upper()
 
 
-_TYPES_CACHE: Dict[str, Dict[int, Tuple[str, Optional[str], str]]] = {}
+class RecordType(NamedTuple):
+    """One record type of an internal topic: the key schema and the version its key is read at (None for
+    metadata-style topics), the value schema, and the name (schema base name or MetadataRecordType name)."""
+    key_schema: Optional[str]
+    key_version: Optional[int]
+    value_schema: str
+    name: str
 
 
-def record_types(topic: str) -> Dict[int, Tuple[str, Optional[str], str]]:
-    """Record type (coordinator topics) or api key (metadata-style) -> (key schema or None, value schema,
-    name): the name is the schema base (``OffsetCommit``) or the MetadataRecordType name (``TOPIC_RECORD``)."""
+_TYPES_CACHE: Dict[Tuple[str, str], Dict[int, RecordType]] = {}
+
+
+def record_types(topic: str, schemas: str = DEFAULT_SCHEMAS) -> Dict[int, RecordType]:
+    """Record type (coordinator topics and __transaction_state's key version) or api key (metadata-style
+    topics) -> :class:`RecordType`, in schema set `schemas` ("current" or "1eb7644")."""
     topic = decoder_for(topic)
-    if topic in _TYPES_CACHE:
-        return _TYPES_CACHE[topic]
+    if (topic, schemas) in _TYPES_CACHE:
+        return _TYPES_CACHE[(topic, schemas)]
     framing, set_name = TOPICS[topic]
-    out: Dict[int, Tuple[str, Optional[str], str]] = {}
-    msgs = [m for m in _schema.messages().values() if m.schema_set == set_name]
-    if framing == "coordinator":
-        for m in msgs:
-            if m.name.endswith("Key"):
-                base = m.name[:-3]
-                for t in m.valid_versions:
-                    out[t] = (m.name, base + "Value", base)
-    elif framing == "metadata":
+    out: Dict[int, RecordType] = {}
+    msgs = [m for m in _schema.messages(schemas).values() if m.schema_set == set_name]
+    if framing == "metadata":
         for m in msgs:
             if m.api_key is not None:
-                out[m.api_key] = (None, m.name, _enum_name(m.name))
+                out[m.api_key] = RecordType(None, None, m.name, _enum_name(m.name))
     else:
-        out[0] = ("TransactionLogKey", "TransactionLogValue", "TransactionLog")
-    _TYPES_CACHE[topic] = out
+        for m in msgs:
+            if not m.name.endswith("Key"):
+                continue
+            base = m.name[:-3]
+            if m.kind == "coordinator-key":
+                # newer Kafka: the record type is the api key; the key's fields are in every version
+                out[m.api_key] = RecordType(m.name, 0, base + "Value", base)
+            else:
+                # older Kafka: the key's version is the record type
+                for t in m.valid_versions:
+                    out[t] = RecordType(m.name, t, base + "Value", base)
+    _TYPES_CACHE[(topic, schemas)] = out
     return out
 
 
@@ -134,13 +148,15 @@ def _int16(data, pos: int, what: str) -> int:
     return _struct.unpack_from(">h", data, pos)[0]
 
 
-def _struct_at(name: str, version: int, data, start: int, json: bool, strict: bool):
-    plan = _schema.plan(name, version, json)
+def _struct_at(name: str, version: int, data, start: int, json: bool, strict: bool,
+               schemas: str = DEFAULT_SCHEMAS):
+    plan = _schema.plan(name, version, json, schemas)
     value, _end = _core.kmsg_decode(plan, data, start, json=json, strict=strict, exact=strict)
     return value
 
 
-def decode_consumer_protocol(kind: str, data: Optional[bytes], *, json: bool = False) -> Optional[dict]:
+def decode_consumer_protocol(kind: str, data: Optional[bytes], *, json: bool = False,
+                             schemas: str = DEFAULT_SCHEMAS) -> Optional[dict]:
     """The consumer protocol's embedded subscription or assignment (``kind`` = "subscription" or
     "assignment"): int16 version + ConsumerProtocolSubscription / ConsumerProtocolAssignment. None if the
     bytes do not parse (unknown version, empty, truncated), as kafka-dump-log then shows them raw."""
@@ -148,15 +164,15 @@ def decode_consumer_protocol(kind: str, data: Optional[bytes], *, json: bool = F
         return None
     name = "ConsumerProtocolSubscription" if kind == "subscription" else "ConsumerProtocolAssignment"
     version = _struct.unpack_from(">h", data, 0)[0]
-    if version not in _schema.message(name).valid_versions:
+    if version not in _schema.message(name, schemas).valid_versions:
         return None
     try:
-        return _struct_at(name, version, data, 2, json, False)
+        return _struct_at(name, version, data, 2, json, False, schemas)
     except InternalRecordError:
         return None
 
 
-def _with_consumer_protocol(value: dict, json: bool) -> dict:
+def _with_consumer_protocol(value: dict, json: bool, schemas: str) -> dict:
     # kafka-dump-log (and the fixtures' value_json) read each member's subscription and assignment when the
     # group's protocol type is "consumer"; bytes that do not parse stay as they are.
     if value.get("protocolType") != "consumer":
@@ -168,7 +184,7 @@ def _with_consumer_protocol(value: dict, json: bool) -> dict:
             if raw is None:
                 continue
             data = base64.b64decode(raw) if json else raw
-            decoded = decode_consumer_protocol(kind, data, json=json)
+            decoded = decode_consumer_protocol(kind, data, json=json, schemas=schemas)
             if decoded is not None:
                 member[kind] = decoded
     return value
@@ -181,7 +197,7 @@ def _unknown(topic, strict, reason, position, **kw) -> InternalRecord:
 
 
 def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: bool = False,
-           json: bool = False, consumer_protocol: bool = True) -> InternalRecord:
+           json: bool = False, consumer_protocol: bool = True, schemas: str = DEFAULT_SCHEMAS) -> InternalRecord:
     """Decode one data record's key and value of an internal topic into an :class:`InternalRecord`.
 
     ``json=True`` gives the objects exactly as Kafka's JsonConverter writes them (bytes as base64 text,
@@ -189,10 +205,11 @@ def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: 
     ``consumer_protocol``: decode GroupMetadataValue members' subscription/assignment when the protocol
     type is ``consumer``. Unknown record types/versions: an ``unknown`` record (``strict=True``: raises
     :class:`~kafkarec.errors.UnknownRecordTypeError`). Malformed bytes raise
-    :class:`~kafkarec.errors.InternalRecordError` with the byte position in the key or value."""
+    :class:`~kafkarec.errors.InternalRecordError` with the byte position in the key or value.
+    ``schemas``: the schema set, "current" (Kafka trunk d79bd502, the default) or "1eb7644" (4.0.0-SNAPSHOT)."""
     topic = decoder_for(topic)
     framing, _set = TOPICS[topic]
-    types = record_types(topic)
+    types = record_types(topic, schemas)
     raw_key = None if key is None else bytes(key)
     raw_value = None if value is None else bytes(value)
     if framing == "metadata":
@@ -207,11 +224,11 @@ def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: 
         if api_key not in types:
             return _unknown(topic, strict, f"unknown api key {api_key}", 1, api_key=api_key,
                             value_version=version, raw_key=raw_key, raw_value=raw_value)
-        _k, vschema, name = types[api_key]
-        if version not in _schema.message(vschema).valid_versions:
+        _k, _kv, vschema, name = types[api_key]
+        if version not in _schema.message(vschema, schemas).valid_versions:
             return _unknown(topic, strict, f"{vschema} has no version {version}", 1, api_key=api_key,
                             value_version=version, raw_key=raw_key, raw_value=raw_value)
-        data = _struct_at(vschema, version, value, pos, json, strict)
+        data = _struct_at(vschema, version, value, pos, json, strict, schemas)
         return InternalRecord(topic, name, value_schema=vschema, value_version=version, api_key=api_key,
                               value=data)
     if key is None:
@@ -222,54 +239,52 @@ def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: 
         return _unknown(topic, strict, f"unknown record type {ktype}" if framing == "coordinator"
                         else f"unknown key version {ktype}", 0, key_version=ktype, value_version=vversion,
                         raw_key=raw_key, raw_value=raw_value, tombstone=value is None)
-    kschema, vschema, name = types[ktype]
-    key_version = ktype if framing == "coordinator" else 0
-    kdata = _struct_at(kschema, key_version, key, 2, json, strict)
+    kschema, key_version, vschema, name = types[ktype]
+    kdata = _struct_at(kschema, key_version, key, 2, json, strict, schemas)
     if value is None:
         return InternalRecord(topic, name, key_schema=kschema, key_version=ktype, key=kdata, tombstone=True)
-    if vversion not in _schema.message(vschema).valid_versions:
+    if vversion not in _schema.message(vschema, schemas).valid_versions:
         if strict:
             raise UnknownRecordTypeError(f"{vschema} has no version {vversion}", 0)
         return InternalRecord(topic, name, key_schema=kschema, key_version=ktype, key=kdata,
                               value_schema=vschema, value_version=vversion, unknown=True,
                               raw_key=raw_key, raw_value=raw_value)
-    vdata = _struct_at(vschema, vversion, value, 2, json, strict)
+    vdata = _struct_at(vschema, vversion, value, 2, json, strict, schemas)
     if consumer_protocol and vschema == "GroupMetadataValue":
-        vdata = _with_consumer_protocol(vdata, json)
+        vdata = _with_consumer_protocol(vdata, json, schemas)
     return InternalRecord(topic, name, key_schema=kschema, key_version=ktype, key=kdata,
                           value_schema=vschema, value_version=vversion, value=vdata)
 
 
 def decode_control(control_type_id: int, value: Optional[bytes], *, json: bool = False,
-                   strict: bool = False) -> Optional[dict]:
+                   strict: bool = False, schemas: str = DEFAULT_SCHEMAS) -> Optional[dict]:
     """The struct of a KRaft control record (LeaderChange, SnapshotHeader/Footer, KRaftVersion, KRaftVoters),
     read at version 0 as Kafka does; None for other control types (transaction markers)."""
     if control_type_id not in CONTROL_SCHEMAS or value is None:
         return None
-    return _struct_at(CONTROL_SCHEMAS[control_type_id][0], 0, value, 0, json, strict)
+    return _struct_at(CONTROL_SCHEMAS[control_type_id][0], 0, value, 0, json, strict, schemas)
 
 
 def encode_record(topic: str, record_type, key: Optional[Dict[str, Any]], value: Optional[Dict[str, Any]],
-                  value_version: int = 0) -> Tuple[Optional[bytes], Optional[bytes]]:
+                  value_version: int = 0, *, schemas: str = DEFAULT_SCHEMAS) -> Tuple[Optional[bytes], Optional[bytes]]:
     """Key and value bytes of one record of `topic`, framed as Kafka writes them (the inverse of
     :func:`decode`, for tests and fixtures). ``record_type``: the record type / api key number or its name
     (``"OffsetCommit"``, ``"TOPIC_RECORD"``); ``value=None`` writes a tombstone (coordinator topics)."""
     topic = decoder_for(topic)
     framing = TOPICS[topic][0]
-    types = record_types(topic)
+    types = record_types(topic, schemas)
     if not isinstance(record_type, int):
-        matches = [t for t, (_k, _v, name) in types.items() if name == record_type]
+        matches = [t for t, rt in types.items() if rt.name == record_type]
         if not matches:
             raise ValueError(f"{topic} has no record type {record_type!r}")
         record_type = max(matches)
-    kschema, vschema, _name = types[record_type]
+    kschema, key_version, vschema, _name = types[record_type]
     if framing == "metadata":
         if value is None:
             raise ValueError(f"{topic} records have no tombstones")
         head = _schema._uvarint(1) + _schema._uvarint(record_type) + _schema._uvarint(value_version)
-        return None, head + _schema.encode(vschema, value_version, value)
-    kbytes = _struct.pack(">h", record_type) + _schema.encode(
-        kschema, record_type if framing == "coordinator" else 0, key or {})
+        return None, head + _schema.encode(vschema, value_version, value, schemas)
+    kbytes = _struct.pack(">h", record_type) + _schema.encode(kschema, key_version, key or {}, schemas)
     if value is None:
         return kbytes, None
-    return kbytes, _struct.pack(">h", value_version) + _schema.encode(vschema, value_version, value)
+    return kbytes, _struct.pack(">h", value_version) + _schema.encode(vschema, value_version, value, schemas)

@@ -22,7 +22,7 @@ def run(args, capfd):
 @pytest.mark.parametrize("seg", INDEX, ids=IDS)
 def test_dump_with_decoder_prints_kafka_dump_log_lines(seg, capfd, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, err = run(["dump", seg["dump_decoder_option"], seg["segment"]], capfd)
+    code, out, err = run(["dump", seg["dump_decoder_option"], "--schemas", "1eb7644", seg["segment"]], capfd)
     assert (code, err) == (0, "")
     want = open(seg["dump"], encoding="utf-8").read().splitlines()
     got = out.splitlines()
@@ -42,7 +42,7 @@ def test_dump_with_decoder_prints_kafka_dump_log_lines(seg, capfd, monkeypatch):
 @pytest.mark.parametrize("seg", INDEX, ids=IDS)
 def test_dump_json_carries_kafkas_decoded_objects(seg, capfd, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, err = run(["dump", "--decode", "auto", "--json", seg["segment"]], capfd)
+    code, out, err = run(["dump", "--decode", "auto", "--schemas", "1eb7644", "--json", seg["segment"]], capfd)
     assert (code, err) == (0, "")
     records = [o for o in map(json.loads, out.splitlines()) if o["type"] == "record"]
     expected = [r for b in load(seg["expected"])["batches"] for r in b["records"]]
@@ -93,7 +93,7 @@ def test_metadata_command_reproduces_kafkas_state(capfd):
 
 
 def test_transactions_command_on_kafkas_logs(capfd):
-    code, out, err = run(["transactions", "--json", "--all", os.path.join(DATA, "logs")], capfd)
+    code, out, err = run(["transactions", "--json", "--all", "--schemas", "1eb7644", os.path.join(DATA, "logs")], capfd)
     assert (code, err) == (0, "")
     got = json.loads(out)
     # every transactional id's latest state, as kafka-dump-log decoded it from the same records

@@ -22,10 +22,10 @@ def _read(path):
 
 @pytest.mark.parametrize("path", OFFSETS_LOGS, ids=[os.path.basename(os.path.dirname(p)) for p in OFFSETS_LOGS])
 def test_consumer_offsets_columns_match_record_decoding(path):
-    t = columns.to_arrow(_read(path), decode="consumer_offsets")
+    t = columns.to_arrow(_read(path), decode="consumer_offsets", schemas="1eb7644")
     assert t.num_rows > 0
     for row in t.to_pylist():
-        rec = internal.decode("__consumer_offsets", row["key"], row["value"])
+        rec = internal.decode("__consumer_offsets", row["key"], row["value"], schemas="1eb7644")
         assert row["recordType"] == struct.unpack(">h", row["key"][:2])[0]
         assert row["recordTypeName"] == rec.record_type
         assert row["tombstone"] == rec.tombstone
@@ -74,9 +74,9 @@ def test_other_topics_columns(topic):
     paths = sorted(glob.glob(os.path.join(DATA, "logs", topic + "-*", "*.log")))
     assert paths
     for path in paths:
-        t = columns.to_arrow(_read(path), decode=topic)
+        t = columns.to_arrow(_read(path), decode=topic, schemas="1eb7644")
         for row in t.to_pylist():
-            rec = internal.decode(topic, row["key"], row["value"], json=True)
+            rec = internal.decode(topic, row["key"], row["value"], json=True, schemas="1eb7644")
             assert row["recordTypeName"] == rec.record_type
             assert row["decodedValue"] == (None if rec.value is None else java_json(rec.value))
             assert row["decodedKey"] == (None if rec.key is None else java_json(rec.key))
@@ -103,12 +103,12 @@ def test_corrupted_offset_commits_give_typed_errors_or_the_record_apis_answer():
             del target[rng.randrange(len(target)):]
         data = kafkarec.build_batch([None if v is None else bytes(v)], [bytes(k)], [1])
         try:
-            row = columns.to_arrow(data, decode="consumer_offsets").to_pylist()[0]
+            row = columns.to_arrow(data, decode="consumer_offsets", schemas="1eb7644").to_pylist()[0]
         except DecodeError:
             raised += 1
             continue
         try:
-            rec = internal.decode("__consumer_offsets", bytes(k), None if v is None else bytes(v))
+            rec = internal.decode("__consumer_offsets", bytes(k), None if v is None else bytes(v), schemas="1eb7644")
         except DecodeError:
             continue                     # the columns read fewer fields than the record API checks
         if rec.record_type == "OffsetCommit" and rec.value is not None and not rec.unknown:

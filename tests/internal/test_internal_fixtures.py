@@ -4,11 +4,48 @@ import os
 import pytest
 
 from kafkarec import internal
+from kafkarec.errors import InternalRecordError
 from kafkarec.internal import dumplog
 from internal_fixtures import DATA, expected_files, load, records
 
 FILES = expected_files()
+K = "1eb7644"          # the fixtures' Kafka commit
 IDS = [os.path.relpath(p, DATA) for p in FILES]
+
+
+def test_schema_sets_name_their_kafka_commits():
+    assert internal.kafka_commit(K) == load(os.path.join(DATA, "expected", "index.json"))["kafka_commit"]
+    assert internal.kafka_commit("current").startswith("d79bd502")
+    assert internal.DEFAULT_SCHEMAS == "current"
+
+
+def test_current_schemas_read_the_fixtures_except_what_kafka_changed():
+    """Current Kafka reads every fixture record as Kafka 1eb7644 did, except: share groups (a preview then;
+    their value schemas changed incompatibly at version 0), ShareGroupPartitionMetadata (type 9, removed),
+    record type 16 (unknown then, ConsumerGroupRegularExpression now), and offset commits of record type 0,
+    which current Kafka reads as LegacyOffsetCommit."""
+    differ = {}
+    for path in FILES:
+        exp = load(path)
+        for r, e, _b in records(exp):
+            if e["control"]:
+                assert internal.decode_control(r.control_type_id, r.value, json=True) == e.get("value_json")
+                continue
+            try:
+                rec = internal.decode(exp["topic"], r.key, r.value, json=True)
+                same = (rec.record_type, rec.key, rec.value) == (e["record_type"], e["key_json"], e["value_json"])
+            except InternalRecordError:
+                same = False
+            if not same:
+                differ.setdefault((exp["topic"], e["record_type"], e["key_version"] if "key_version" in e else None), 0)
+                differ[(exp["topic"], e["record_type"], e.get("key_version"))] += 1
+    kinds = {(t, rt) for t, rt, _kv in differ}
+    assert kinds <= {("__share_group_state", "ShareSnapshot"), ("__share_group_state", "ShareUpdate"),
+                     ("__consumer_offsets", "ShareGroupPartitionMetadata"), ("__consumer_offsets", "ShareGroupMetadata"),
+                     ("__consumer_offsets", "ShareGroupStatePartitionMetadata"), ("__consumer_offsets", "Unknown"),
+                     ("__consumer_offsets", "OffsetCommit")}
+    assert {kv for (_t, rt, kv) in differ if rt == "OffsetCommit"} <= {0}
+    assert ("__share_group_state", "ShareSnapshot") in kinds and ("__consumer_offsets", "Unknown") in kinds
 
 
 def test_fixture_corpus_present():
@@ -24,11 +61,11 @@ def test_records_decode_to_kafka_json(path):
         if e["control"]:
             assert e["control_type_id"] == r.control_type_id
             if "value_json" in e:
-                assert internal.decode_control(r.control_type_id, r.value, json=True, strict=True) == e["value_json"]
+                assert internal.decode_control(r.control_type_id, r.value, json=True, strict=True, schemas=K) == e["value_json"]
             else:
                 assert internal.decode_control(r.control_type_id, r.value) is None
             continue
-        rec = internal.decode(exp["topic"], r.key, r.value, json=True)
+        rec = internal.decode(exp["topic"], r.key, r.value, json=True, schemas=K)
         assert rec.record_type == e["record_type"]
         assert rec.key == e["key_json"]
         assert rec.value == e["value_json"]
@@ -54,12 +91,12 @@ def test_dump_log_text(path):
         assert record_lines[n] == e["dump_line"]
         n += 1
         if e["control"]:
-            got = dumplog.format_control(r.control_type_id, r.value, getattr(r, "coordinator_epoch", None))
+            got = dumplog.format_control(r.control_type_id, r.value, getattr(r, "coordinator_epoch", None), K)
             assert got == e["dump_control"]
             continue
-        assert dumplog.format_parts(exp["topic"], r.key, r.value, r.offset) == (e["key"], e["payload"])
+        assert dumplog.format_parts(exp["topic"], r.key, r.value, r.offset, K) == (e["key"], e["payload"])
         assert e["dump_line"].endswith(" headerKeys: []" + dumplog.format_record(exp["topic"], r.key, r.value,
-                                                                                r.offset))
+                                                                                r.offset, K))
     assert n == len(record_lines)
 
 
@@ -69,7 +106,7 @@ def test_dict_form_keeps_bytes_and_fills_tagged_defaults():
     for r, e, _b in records(exp):
         if e["control"] or e["record_type"] != "PARTITION_CHANGE_RECORD":
             continue
-        rec = internal.decode("__cluster_metadata", r.key, r.value)
+        rec = internal.decode("__cluster_metadata", r.key, r.value, schemas=K)
         # every tagged field is there, defaults where the record left it out (JSON view omits those)
         for name in ("isr", "leader", "replicas", "removingReplicas", "addingReplicas", "leaderRecoveryState"):
             assert name in rec.value

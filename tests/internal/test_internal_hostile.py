@@ -27,7 +27,7 @@ RECORDS = _fixture_records()
 def test_every_truncation_of_every_fixture_record_is_a_typed_error():
     n = 0
     for topic, key, value in RECORDS:
-        rec = internal.decode(topic, key, value)
+        rec = internal.decode(topic, key, value, schemas="1eb7644")
         if rec.unknown:
             continue
         framed_value = topic in ("__cluster_metadata", "__remote_log_metadata")
@@ -35,15 +35,15 @@ def test_every_truncation_of_every_fixture_record_is_a_typed_error():
         for cut in range(len(data)):
             with pytest.raises(InternalRecordError) as ei:
                 if framed_value:
-                    internal.decode(topic, key, data[:cut])
+                    internal.decode(topic, key, data[:cut], schemas="1eb7644")
                 else:
-                    internal.decode(topic, data[:cut], value)
+                    internal.decode(topic, data[:cut], value, schemas="1eb7644")
             assert 0 <= ei.value.position <= cut
             n += 1
         if value is not None and not framed_value:
             for cut in range(len(value)):
                 with pytest.raises(InternalRecordError):
-                    internal.decode(topic, key, value[:cut])
+                    internal.decode(topic, key, value[:cut], schemas="1eb7644")
                 n += 1
     assert n > 10_000
 
@@ -58,9 +58,9 @@ def test_random_corruption_only_raises_decode_errors():
         target = value if value and (key is None or rng.random() < 0.7) else key
         for _ in range(rng.randrange(1, 4)):
             target[rng.randrange(len(target))] = rng.randrange(256)
-        for strict in (False, True):
+        for strict, schemas in ((False, "current"), (True, "1eb7644")):
             try:
-                internal.decode(topic, key, value, strict=strict)
+                internal.decode(topic, key, value, strict=strict, schemas=schemas)
                 decoded += 1
             except DecodeError as e:
                 assert isinstance(e, InternalRecordError)

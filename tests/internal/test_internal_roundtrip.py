@@ -7,7 +7,8 @@ import pytest
 from kafkarec import _core, internal
 from kafkarec.internal import schema
 
-ALL = [(m.name, v) for m in schema.messages().values() for v in m.valid_versions]
+SETS = ("current", "1eb7644")
+ALL = [(k, m.name, v) for k in SETS for m in schema.messages(k).values() for v in m.valid_versions]
 
 
 def _value(f, kind, version, rng, elem=False):
@@ -43,24 +44,34 @@ def _sample(plan, rng):
 
 
 def test_every_schema_set_is_present():
+    import importlib
     from kafkarec.internal import schemas
-    assert {m.schema_set for m in schema.messages().values()} == set(schemas.SETS)
-    names = set(schema.messages())
-    # the newest group types of the schemas' Kafka commit, and the consumer protocol
-    for n in ("ConsumerGroupMetadataValue", "ShareGroupStatePartitionMetadataValue", "ShareUpdateValue",
-              "TransactionLogValue", "PartitionChangeRecord", "RemoteLogSegmentMetadataSnapshotRecord",
-              "VotersRecord", "ConsumerProtocolSubscription"):
+    for k in SETS:
+        package = importlib.import_module(schemas.profile_package(k))
+        assert {m.schema_set for m in schema.messages(k).values()} == set(package.SETS)
+    names = set(schema.messages("current"))
+    # current Kafka's group types (consumer, share, streams groups), regular expressions, and the rest
+    for n in ("ConsumerGroupMetadataValue", "ConsumerGroupRegularExpressionValue", "StreamsGroupTopologyValue",
+              "StreamsGroupCurrentMemberAssignmentValue", "ShareGroupStatePartitionMetadataValue", "ShareUpdateValue",
+              "LegacyOffsetCommitValue", "TransactionLogValue", "PartitionChangeRecord", "ClearElrRecord",
+              "UnregisterControllerRecord", "RemoteLogSegmentMetadataSnapshotRecord", "VotersRecord",
+              "ConsumerProtocolSubscription"):
         assert n in names
-    assert len(ALL) >= 90
+    types = internal.record_types("__consumer_offsets", "current")
+    assert types[17].name == "StreamsGroupMetadata" and types[16].name == "ConsumerGroupRegularExpression"
+    assert types[0].name == "LegacyOffsetCommit" and 9 not in types
+    old = internal.record_types("__consumer_offsets", "1eb7644")
+    assert old[0].name == old[1].name == "OffsetCommit" and 16 not in old
+    assert len(ALL) >= 200
 
 
-@pytest.mark.parametrize("name,version", ALL, ids=[f"{n}-v{v}" for n, v in ALL])
-def test_roundtrip(name, version):
+@pytest.mark.parametrize("schemas,name,version", ALL, ids=[f"{k}-{n}-v{v}" for k, n, v in ALL])
+def test_roundtrip(schemas, name, version):
     rng = random.Random(f"{name}/{version}")
-    plan = schema.plan(name, version)
+    plan = schema.plan(name, version, False, schemas)
     for _ in range(8):
         obj = _sample(plan, rng)
-        data = schema.encode(name, version, obj)
+        data = schema.encode(name, version, obj, schemas)
         back, end = _core.kmsg_decode(plan, data, strict=True, exact=True)
         assert end == len(data)
         assert back == obj
@@ -76,25 +87,24 @@ def internal_errors():
     return kafkarec.errors
 
 
-TOPIC_TYPES = [(t, rt) for t in internal.TOPICS for rt in internal.record_types(t)]
+TOPIC_TYPES = [(k, t, rt) for k in SETS for t in internal.TOPICS for rt in internal.record_types(t, k)]
 
 
-@pytest.mark.parametrize("topic,record_type", TOPIC_TYPES, ids=[f"{t}-{r}" for t, r in TOPIC_TYPES])
-def test_framed_roundtrip(topic, record_type):
-    kschema, vschema, name = internal.record_types(topic)[record_type]
+@pytest.mark.parametrize("schemas,topic,record_type", TOPIC_TYPES, ids=[f"{k}-{t}-{r}" for k, t, r in TOPIC_TYPES])
+def test_framed_roundtrip(schemas, topic, record_type):
+    kschema, kversion, vschema, name = internal.record_types(topic, schemas)[record_type]
     rng = random.Random(f"{topic}/{record_type}")
-    for version in schema.message(vschema).valid_versions:
-        key = _sample(schema.plan(kschema, record_type if topic != "__transaction_state" else 0), rng) \
-            if kschema else None
-        value = _sample(schema.plan(vschema, version), rng)
+    for version in schema.message(vschema, schemas).valid_versions:
+        key = _sample(schema.plan(kschema, kversion, False, schemas), rng) if kschema else None
+        value = _sample(schema.plan(vschema, version, False, schemas), rng)
         if vschema == "GroupMetadataValue":
             value["protocolType"] = "other"      # keep member bytes as bytes
-        k, v = internal.encode_record(topic, record_type, key, value, version)
-        rec = internal.decode(topic, k, v, strict=True)
+        k, v = internal.encode_record(topic, record_type, key, value, version, schemas=schemas)
+        rec = internal.decode(topic, k, v, strict=True, schemas=schemas)
         assert (rec.record_type, rec.key, rec.value, rec.value_version, rec.unknown) == (name, key, value, version,
                                                                                           False)
         if kschema:
-            k2, v2 = internal.encode_record(topic, name, key, None)
+            k2, v2 = internal.encode_record(topic, record_type, key, None, schemas=schemas)
             assert v2 is None
-            tomb = internal.decode(topic, k2, None, strict=True)
+            tomb = internal.decode(topic, k2, None, strict=True, schemas=schemas)
             assert tomb.tombstone and tomb.value is None and tomb.key == key
