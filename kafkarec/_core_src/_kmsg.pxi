@@ -572,6 +572,7 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
     cdef int16_t t, ver
     cdef bint has_key, has_val, flexible
     cdef str where
+    cdef Py_ssize_t where_pos
     for i in range(n):
         ki = key_base + i
         vi = val_base + i
@@ -584,6 +585,7 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
         if ks < 0 or ke < ks or ke > kdata.shape[0] or vs < 0 or ve < vs or ve > vdata.shape[0]:
             raise ValueError("column offsets out of range")
         where = None
+        where_pos = 0
         if not has_key or ke - ks < 2:
             where = "a key of at least 2 bytes is needed"
         else:
@@ -596,12 +598,14 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
                     raise UnknownRecordTypeError("unknown record type %d (record at offset %d)" % (t, roff[i]), 0)
             elif _kc_str(kp, &pos, ke, False, &s, &sn) < 0:
                 where = "key string"
+                where_pos = pos - ks
             else:
                 group.put(i, s, sn)
                 flags[i] |= 1
                 if t <= 1:
                     if _kc_str(kp, &pos, ke, False, &s, &sn) < 0 or ke - pos < 4:
                         where = "OffsetCommitKey"
+                        where_pos = pos - ks
                     else:
                         topic.put(i, s, sn)
                         part[i] = <int32_t>kr_load_be32(kp + pos)
@@ -649,7 +653,10 @@ def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_
             elif where is None:
                 where = "a value of at least 2 bytes (or null) is needed"
         if where is not None:
-            raise InternalRecordError("__consumer_offsets record at offset %d: %s is malformed" % (roff[i], where), 0)
+            if where.startswith("OffsetCommitValue"):
+                where_pos = pos - vs
+            raise InternalRecordError("__consumer_offsets record at offset %d: %s is malformed" % (roff[i], where),
+                                      where_pos)
         group.close_row(i)
         topic.close_row(i)
         meta.close_row(i)

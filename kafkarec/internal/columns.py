@@ -19,7 +19,7 @@ from typing import Any
 from kafkarec import _core
 from kafkarec.internal import topics as _topics
 
-__all__ = ["to_arrow", "decode_columns"]
+__all__ = ["to_arrow", "decode_columns", "decoded_schema"]
 
 
 def _bitmap(np, valid):
@@ -134,3 +134,12 @@ def to_arrow(data, /, *, decode: str, topic: str | None = None, partition: int |
     table = _core.to_arrow(data, topic=topic if topic is not None else internal_topic, partition=partition,
                            strict=strict, **options)
     return decode_columns(table, internal_topic, strict=strict, schemas=schemas)
+
+
+def decoded_schema(decode: str, *, schemas: str = _topics.DEFAULT_SCHEMAS) -> Any:
+    """The pyarrow schema of the columns ``decode_columns`` appends for internal topic `decode` (for
+    callers that must declare their schema up front, such as a Spark data source)."""
+    import pyarrow as pa
+    base = _core.to_arrow(b"")
+    table = decode_columns(base, decode, schemas=schemas)
+    return pa.schema([table.schema.field(i) for i in range(base.num_columns, table.num_columns)])

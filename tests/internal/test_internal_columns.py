@@ -57,8 +57,9 @@ def test_strictness_and_malformed_records():
     b = kafkarec.RecordBatchBuilder(base_offset=8)
     b.append(b"\x00\x03" + b"\x00" * 5, key=struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t"
              + struct.pack(">i", 0), timestamp=1)
-    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue offset"):
+    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue offset") as ei:
         columns.to_arrow(b.build(), decode="consumer_offsets")
+    assert ei.value.position == 2            # in the value: right after its version
     # invalid UTF-8 in a group name: replaced as Java's String does, as the record API does
     b = kafkarec.RecordBatchBuilder()
     key = struct.pack(">hh", 2, 3) + b"a\xffb"
@@ -117,3 +118,14 @@ def test_corrupted_offset_commits_give_typed_errors_or_the_record_apis_answer():
                                          rec.value["offset"], rec.value["metadata"])
             agreed += 1
     assert agreed > 100 and raised > 100
+
+
+@pytest.mark.parametrize("decode", ["consumer_offsets", "transaction_state", "share_group_state",
+                                    "cluster_metadata", "remote_log_metadata"])
+def test_decoded_schema_is_what_decoding_appends(decode):
+    topic = internal.decoder_for(decode)
+    path = sorted(glob.glob(os.path.join(DATA, "logs", topic + "-*", "*.log")))[0]
+    t = columns.to_arrow(_read(path), decode=decode, schemas="1eb7644")
+    schema = columns.decoded_schema(decode, schemas="1eb7644")
+    assert t.schema.names[-len(schema):] == schema.names
+    assert all(t.schema.field(n).type == schema.field(n).type for n in schema.names)
