@@ -16,7 +16,7 @@
 #   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans
 cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t,
-                          uint32_t, uint64_t, INT32_MAX)
+                          uint32_t, uint64_t, INT32_MAX, INT64_MAX)
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
@@ -29,7 +29,7 @@ from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
                     kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
 
-from kafkarec.errors import (DecodeError, TruncatedError, CorruptBatchError,
+from kafkarec.errors import (KafkaRecError, DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,
                              UnsupportedCodecError)
 from kafkarec.enums import Compression, TimestampType, ControlRecordType

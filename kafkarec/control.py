@@ -18,8 +18,9 @@ from __future__ import annotations
 import struct
 import uuid
 
+from kafkarec._core import java_utf8_decode
 from kafkarec.enums import ControlRecordType
-from kafkarec.errors import InvalidRecordError
+from kafkarec.errors import EncodeError, InvalidRecordError
 
 __all__ = [
     "parse_control_key", "parse_end_txn_marker", "parse_control_value",
@@ -104,19 +105,18 @@ class _Reader:
     def uuid(self) -> str:
         return str(uuid.UUID(bytes=self.take(16)))
 
-    def compact_string(self) -> str | None:
+    def compact_string(self, field: str) -> str:
+        """A non-nullable string; invalid UTF-8 is replaced as Java's readString does."""
         n = self.uvarint() - 1
         if n < 0:
-            return None
-        try:
-            return self.take(n).decode("utf-8")
-        except UnicodeDecodeError:
-            self.fail("string is not valid UTF-8")
+            self.fail(f"non-nullable field {field} was serialized as null")
+        return java_utf8_decode(self.take(n))
 
-    def compact_array(self, item) -> list | None:
+    def compact_array(self, item, field: str) -> list:
+        """A non-nullable array (Kafka's generated readers refuse a null one)."""
         n = self.uvarint() - 1
         if n < 0:
-            return None
+            self.fail(f"non-nullable field {field} was serialized as null")
         if n > len(self.data) - self.pos:
             self.fail(f"array of {n} items cannot fit in the remaining bytes")
         return [item() for _ in range(n)]
@@ -135,7 +135,8 @@ def _leader_change(r: _Reader) -> dict:
         r.tagged_fields()
         return v
     out = {"version": r.int16(), "leader_id": r.int32(),
-           "voters": r.compact_array(voter), "granting_voters": r.compact_array(voter)}
+           "voters": r.compact_array(voter, "voters"),
+           "granting_voters": r.compact_array(voter, "grantingVoters")}
     r.tagged_fields()
     return out
 
@@ -160,19 +161,19 @@ def _kraft_version(r: _Reader) -> dict:
 
 def _voters(r: _Reader) -> dict:
     def endpoint():
-        e = {"name": r.compact_string(), "host": r.compact_string(), "port": r.uint16()}
+        e = {"name": r.compact_string("name"), "host": r.compact_string("host"), "port": r.uint16()}
         r.tagged_fields()
         return e
 
     def voter():
         v = {"voter_id": r.int32(), "voter_directory_id": r.uuid(),
-             "endpoints": r.compact_array(endpoint)}
+             "endpoints": r.compact_array(endpoint, "endpoints")}
         feature = {"min_supported_version": r.int16(), "max_supported_version": r.int16()}
         r.tagged_fields()
         v["kraft_version_feature"] = feature
         r.tagged_fields()
         return v
-    out = {"version": r.int16(), "voters": r.compact_array(voter)}
+    out = {"version": r.int16(), "voters": r.compact_array(voter, "voters")}
     r.tagged_fields()
     return out
 
@@ -220,13 +221,14 @@ def _uvarint(n: int) -> bytes:
 
 def _compact_array(items, encode) -> bytes:
     if items is None:
-        return b"\x00"
+        # Every array of these messages is non-nullable: Kafka would not read it back.
+        raise EncodeError("control record arrays cannot be null (Kafka's readers refuse them)")
     return _uvarint(len(items) + 1) + b"".join(encode(i) for i in items)
 
 
 def _compact_string(s: str | None) -> bytes:
     if s is None:
-        return b"\x00"
+        raise EncodeError("control record strings cannot be null (Kafka's readers refuse them)")
     raw = s.encode("utf-8")
     return _uvarint(len(raw) + 1) + raw
 

@@ -84,7 +84,7 @@ def convert(data, magic: int, *, compression: Compression | int | None = None,
                     result.lost["timestamps"] += 1
                 ts = None
             if batch.is_control and magic == 2:
-                builder._append(r.value, r.key, ts, (), r.offset)   # control records as they are
+                builder._append(r.value, r.key, ts, r.headers, r.offset)   # control records as they are
             else:
                 builder.append(r.value, r.key, timestamp=ts, headers=headers, offset=r.offset)
         out.append(builder.build())

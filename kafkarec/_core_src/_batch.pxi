@@ -351,6 +351,12 @@ cdef class BatchIterator:
         magic = <int8_t>p[OFF_MAGIC]
         if (magic < 0 or magic > 2) and not self._file_rules:
             raise CorruptBatchError(f"Invalid magic found in record: {magic}", self.position)
+        if length > INT32_MAX - LOG_OVERHEAD and not self._file_rules:
+            # Java adds LOG_OVERHEAD in an int: the size wraps negative and the
+            # in-memory reader fails on it (FileLogInputStream instead stops).
+            raise CorruptBatchError(
+                f"Batch size {length} + {LOG_OVERHEAD} overflows a 32-bit size "
+                f"(Kafka: newLimit < 0)", self.position)
         size = <Py_ssize_t>length + LOG_OVERHEAD
         if remaining < size:
             return self._stop(remaining)

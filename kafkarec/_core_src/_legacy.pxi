@@ -110,12 +110,19 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
     r = Record.__new__(Record)
     r._buf = buf
     r._v.offset = offset
-    if magic == 0:
+    # Inside a compressed wrapper the wrapper's timestamp type rules (as in
+    # Kafka's deep iterator): a v0 wrapper has none, whatever the inner
+    # messages say; a v1 CreateTime wrapper makes them CreateTime even with the
+    # LogAppendTime bit set; a v1 LogAppendTime wrapper gives them its time.
+    if magic == 0 or (decompressed and wrapper_ts_type == TS_NONE):
         r._v.timestamp = -1
         r._timestamp_type = TS_NONE
     elif wrapper_ts_type == TS_LOG_APPEND:
         r._v.timestamp = wrapper_ts
         r._timestamp_type = TS_LOG_APPEND
+    elif decompressed:
+        r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
+        r._timestamp_type = TS_CREATE
     else:
         r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
         r._timestamp_type = TS_LOG_APPEND if attributes & ATTR_LOG_APPEND_TIME else TS_CREATE
@@ -165,7 +172,7 @@ cdef int legacy_resolve(RecordBatch b) except -1:
     cdef Py_ssize_t pos, remaining, size
     cdef int32_t length
     cdef int inner_magic
-    cdef int64_t wrapper_offset, last_inner, absolute_base
+    cdef int64_t wrapper_offset, last_inner, absolute_base, inner_offset
     cdef list entries = []
     cdef list records = []
     cdef object pending_error = None
@@ -223,9 +230,20 @@ cdef int legacy_resolve(RecordBatch b) except -1:
                     f"Found invalid wrapper offset in compressed v1 message set, wrapper offset "
                     f"'{wrapper_offset}' is less than the last inner message offset '{last_inner}' "
                     f"and it is not zero.", b.position)
+            if last_inner < 0 and wrapper_offset > INT64_MAX + last_inner:
+                raise InvalidRecordError(
+                    f"wrapper offset {wrapper_offset} minus the last inner message offset "
+                    f"{last_inner} does not fit a 64-bit offset", b.position)
             absolute_base = wrapper_offset - last_inner
     wrapper_ts_type = batch_timestamp_type(b)
     for pos, size in entries:
+        inner_offset = <int64_t>kr_load_be64(inner.ptr + pos)
+        if absolute_base > 0 and inner_offset > INT64_MAX - absolute_base:
+            # Kafka's long arithmetic would wrap to a negative offset here.
+            raise InvalidRecordError(
+                f"inner message offset {inner_offset} + the wrapper's base {absolute_base} "
+                f"does not fit a 64-bit offset", b.position,
+                batch_position=b.position, decompressed_position=pos)
         if inner.ptr[pos + OFF_MAGIC + 1] & ATTR_CODEC_MASK:
             pending_error = InvalidRecordError("Inner messages must not be compressed", b.position,
                                                batch_position=b.position, decompressed_position=pos)
@@ -233,12 +251,16 @@ cdef int legacy_resolve(RecordBatch b) except -1:
         if b._verify_crc:
             check_inner_crc(inner, pos, size, b.position)
         r = legacy_record(inner, pos, size,
-                          <int64_t>kr_load_be64(inner.ptr + pos) + (absolute_base if absolute_base >= 0 else 0),
+                          inner_offset + (absolute_base if absolute_base >= 0 else 0),
                           b.position, True, b._strict, wrapper_ts_type, b.max_timestamp)
         records.append(r)
     b._legacy_records = (records, pending_error)
     b._record_count = len(entries)
     first = <int64_t>kr_load_be64(inner.ptr + <Py_ssize_t>entries[0][0])
+    if absolute_base > 0 and first > INT64_MAX - absolute_base:
+        raise InvalidRecordError(
+            f"inner message offset {first} + the wrapper's base {absolute_base} does not fit "
+            f"a 64-bit offset", b.position)
     b._base_offset = first + (absolute_base if absolute_base >= 0 else 0)
     b._last_offset_delta = <int32_t>(wrapper_offset - b._base_offset)
     return 0

@@ -81,6 +81,12 @@ cdef class LegacyBatchBuilder:
         if wrapper_offset not in ("last", "zero"):
             raise EncodeError("wrapper_offset must be 'last' or 'zero'")
         self._wrapper_zero = wrapper_offset == "zero"
+        if magic == 1 and self._codec != CODEC_NONE and base_offset < 0 and not self._wrapper_zero:
+            # Inner offsets are relative (0, 1, ...) and the wrapper carries the
+            # last absolute one: below 0 it would sit under its inner offsets,
+            # which Kafka's reader refuses.
+            raise EncodeError(f"a compressed magic 1 message set cannot start at offset {base_offset} "
+                              "(its wrapper offset would be less than its inner offsets)")
         self._base_offset = base_offset
         self._last_offset = base_offset - 1
         self._max_timestamp = -1

@@ -612,15 +612,23 @@ cdef object v2_record_iterator(RecordBatch b):
     cdef _RecordIterator it
     cdef int codec = b.attributes & ATTR_CODEC_MASK
     cdef _Buffer payload
-    if b._record_count == 0:
-        # Kafka returns no records without looking at the payload.
-        if b._strict and b.size_in_bytes > V2_HEADER_SIZE:
-            raise InvalidRecordError(
-                f"batch declares 0 records but holds {b.size_in_bytes - V2_HEADER_SIZE} "
-                f"bytes of records", b.position)
-        return iter(())
+    cdef Py_ssize_t payload_size
     if codec > CODEC_ZSTD:
         raise UnsupportedCodecError(f"Unknown compression type id: {codec}", b.position)
+    if b._record_count == 0:
+        # Kafka reads no record, but its iterator opens the decompressor first:
+        # gzip, snappy and lz4 streams read their header then, so an empty or
+        # garbage payload fails (zstd opens lazily and is never read).
+        # Strict: the records section must be empty, decompressed or not.
+        if codec == CODEC_NONE or (codec == CODEC_ZSTD and not b._strict):
+            payload_size = b.size_in_bytes - V2_HEADER_SIZE
+        else:
+            payload_size = v2_payload(b, codec).size
+        if b._strict and payload_size > 0:
+            raise InvalidRecordError(
+                f"batch declares 0 records but holds {payload_size} bytes of records"
+                + (" (decompressed)" if codec != CODEC_NONE else ""), b.position)
+        return iter(())
     if b._record_count < 0:
         raise InvalidRecordError(f"Found invalid record count {b._record_count} in magic v2 batch",
                                  b.position)

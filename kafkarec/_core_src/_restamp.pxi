@@ -43,6 +43,16 @@ def restamp(buffer, /, Py_ssize_t position=0, *, base_offset=None, partition_lea
         raise EncodeError("Magic versions prior to 2 do not support partition leader epoch")
     if log_append_time is not None and magic == 0:
         raise EncodeError("Cannot set timestamp for a record with magic = 0")
+    if base_offset is not None and magic == 1 and (p[OFF_MAGIC + 1] & ATTR_CODEC_MASK):
+        # A v1 wrapper's offset is its last inner message's; its inner offsets
+        # are relative to it.  Refuse an offset that Kafka's reader would then
+        # refuse (below the inner offsets), judged by reading a copy.
+        original = PyBytes_FromStringAndSize(<const char *>p, size)
+        trial = bytearray(original)
+        kr_store_be64(<uint8_t *><char *>trial, <uint64_t><int64_t>base_offset)
+        if _legacy_readable(original) and not _legacy_readable(trial):
+            raise EncodeError(f"base offset {base_offset} would put this compressed v1 wrapper "
+                              f"below its inner messages' offsets (Kafka's reader refuses that)")
     if base_offset is not None:
         kr_store_be64(p, <uint64_t><int64_t>base_offset)
     if partition_leader_epoch is not None:
@@ -58,3 +68,13 @@ def restamp(buffer, /, Py_ssize_t position=0, *, base_offset=None, partition_lea
             kr_store_be64(p + LEGACY_OFF_TIMESTAMP, <uint64_t><int64_t>log_append_time)
             kr_store_be32(p + LEGACY_OFF_CRC, crc32_of(p + OFF_MAGIC, size - OFF_MAGIC))
     return kr_load_be32(p + (OFF_CRC if magic == 2 else LEGACY_OFF_CRC))
+
+
+cdef bint _legacy_readable(data):
+    """Whether the one legacy entry in ``data`` yields its records."""
+    try:
+        for b in iter_batches(data, verify_crc=False):
+            b.records()
+    except KafkaRecError:
+        return False
+    return True

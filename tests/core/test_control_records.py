@@ -192,27 +192,32 @@ def test_value_version_field_round_trips():
         assert parse_control_value(int(kind), encoded) == {**value, "version": 1}
 
 
-def test_null_arrays_and_strings_round_trip():
-    value = {"leader_id": -1, "voters": None, "granting_voters": []}
-    encoded = encode_control_value(CT.LEADER_CHANGE, value)
-    assert encoded == b"\x00\x00\xff\xff\xff\xff\x00\x01\x00"
-    assert parse_control_value(int(CT.LEADER_CHANGE), encoded) == decoded(value)
+def test_null_arrays_and_strings_are_refused_both_ways():
+    """Every array and string of these messages is non-nullable in Kafka's schemas:
+    the encoder refuses null, and the decoder rejects it as Kafka's generated readers do."""
+    with pytest.raises(EncodeError, match="cannot be null"):
+        encode_control_value(CT.LEADER_CHANGE, {"leader_id": -1, "voters": None, "granting_voters": []})
+    encoded = b"\x00\x00\xff\xff\xff\xff\x00\x01\x00"       # voters: null
+    with pytest.raises(InvalidRecordError, match="non-nullable field voters was serialized as null"):
+        parse_control_value(int(CT.LEADER_CHANGE), encoded)
     voters = {"voters": [{"voter_id": 4, "voter_directory_id": DIR_A,
                           "endpoints": [{"name": None, "host": "h\u00f6st", "port": 65535}],
                           "kraft_version_feature": {"min_supported_version": -1,
                                                     "max_supported_version": 32767}}]}
-    encoded = encode_control_value(CT.KRAFT_VOTERS, voters)
-    assert encoded == (b"\x00\x00\x02" + struct.pack(">i", 4) + uuid.UUID(DIR_A).bytes + b"\x02"
-                       + b"\x00" + b"\x06h\xc3\xb6st" + b"\xff\xff" + b"\x00"
-                       + b"\xff\xff\x7f\xff" + b"\x00\x00" + b"\x00")
-    assert parse_control_value(int(CT.KRAFT_VOTERS), encoded) == decoded(voters)
+    with pytest.raises(EncodeError, match="cannot be null"):
+        encode_control_value(CT.KRAFT_VOTERS, voters)
+    encoded = (b"\x00\x00\x02" + struct.pack(">i", 4) + uuid.UUID(DIR_A).bytes + b"\x02"
+               + b"\x00" + b"\x06h\xc3\xb6st" + b"\xff\xff" + b"\x00"
+               + b"\xff\xff\x7f\xff" + b"\x00\x00" + b"\x00")
+    with pytest.raises(InvalidRecordError, match="non-nullable field name was serialized as null"):
+        parse_control_value(int(CT.KRAFT_VOTERS), encoded)
 
 
 VOTER = st.fixed_dictionaries({
     "voter_id": st.integers(-(2**31), 2**31 - 1),
     "voter_directory_id": st.uuids().map(str),
     "endpoints": st.lists(st.fixed_dictionaries({
-        "name": st.none() | st.text(max_size=140), "host": st.none() | st.text(max_size=20),
+        "name": st.text(max_size=140), "host": st.text(max_size=20),
         "port": st.integers(0, 65535)}), max_size=3),
     "kraft_version_feature": st.fixed_dictionaries({
         "min_supported_version": st.integers(-(2**15), 2**15 - 1),
@@ -224,8 +229,8 @@ VALUE_STRATEGIES = {
     CT.COMMIT: st.fixed_dictionaries({"coordinator_epoch": INT32}),
     CT.LEADER_CHANGE: st.fixed_dictionaries({
         "leader_id": INT32,
-        "voters": st.none() | st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=200),
-        "granting_voters": st.none() | st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=5)}),
+        "voters": st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=200),
+        "granting_voters": st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=5)}),
     CT.SNAPSHOT_HEADER: st.fixed_dictionaries({"last_contained_log_timestamp": st.integers(-(2**63), 2**63 - 1)}),
     CT.SNAPSHOT_FOOTER: st.just({}),
     CT.KRAFT_VERSION: st.fixed_dictionaries({"kraft_version": st.integers(-(2**15), 2**15 - 1)}),

@@ -63,3 +63,159 @@ def test_surrogate_in_header_key_is_one_replacement():
                          "bcfe56800ffffffffffffffffffffffffffff000000011c000000026b02760206eda0800276")
     (record,) = next(iter(kafkarec.iter_batches(data))).records()
     assert record.headers == [("\ufffd", b"v")]
+
+
+def _control_batch(type_id: int, value: bytes) -> bytes:
+    key = F.control_key(type_id)
+    rec = F.encode_record(0, 0, key, value)
+    return F.v2_batch(rec, record_count=1, last_offset_delta=0, attributes=0x20,
+                      base_timestamp=1_700_000_000_000, max_timestamp=1_700_000_000_000)
+
+
+def _uvarint(n: int) -> bytes:
+    return F.uvarint(n)
+
+
+def _leader_change(voters, granting) -> bytes:
+    def arr(items):
+        if items is None:
+            return _uvarint(0)
+        return _uvarint(len(items) + 1) + b"".join(i.to_bytes(4, "big") + b"\x00" for i in items)
+    return (0).to_bytes(2, "big") + (1).to_bytes(4, "big") + arr(voters) + arr(granting) + b"\x00"
+
+
+def _voters_value(name: bytes | None, host: bytes) -> bytes:
+    def s(b):
+        return _uvarint(0) if b is None else _uvarint(len(b) + 1) + b
+    endpoint = s(name) + s(host) + (9093).to_bytes(2, "big") + b"\x00"
+    voter = ((3).to_bytes(4, "big") + bytes(16) + _uvarint(2) + endpoint
+             + (0).to_bytes(2, "big") + (1).to_bytes(2, "big") + b"\x00" + b"\x00")
+    return (0).to_bytes(2, "big") + _uvarint(2) + voter + b"\x00"
+
+
+@pytest.mark.parametrize("value, error", [
+    (_leader_change([1, 2], None), "non-nullable field grantingVoters was serialized as null"),
+    (_leader_change(None, [1]), "non-nullable field voters was serialized as null"),
+    (_leader_change([1, 2], [1]), None),
+])
+def test_leader_change_null_arrays_as_kafkas_generated_reader(value, error):
+    data = _control_batch(2, value)
+    (answer,) = J.decode_many([data])
+    (jrec,) = answer["batches"][0]["records"]
+    (record,) = next(iter(kafkarec.iter_batches(data))).records()
+    if error is None:
+        assert "java_value_error" not in jrec
+        assert record.control_value["granting_voters"] == [{"voter_id": 1}]
+    else:
+        assert error in jrec["java_value_error"]
+        with pytest.raises(kafkarec.InvalidRecordError, match=error):
+            record.control_value
+
+
+def test_kraft_voters_strings_replaced_and_null_refused():
+    bad_host = b"h\xed\xa0\x80st"
+    data = _control_batch(6, _voters_value(b"CONTROLLER", bad_host))
+    (answer,) = J.decode_many([data])
+    (jrec,) = answer["batches"][0]["records"]
+    assert "java_value_error" not in jrec and "h\ufffdst" in jrec["java_value"]
+    (record,) = next(iter(kafkarec.iter_batches(data))).records()
+    assert record.control_value["voters"][0]["endpoints"][0]["host"] == "h\ufffdst"
+    data = _control_batch(6, _voters_value(None, b"host"))
+    (answer,) = J.decode_many([data])
+    assert "non-nullable field name was serialized as null" in answer["batches"][0]["records"][0]["java_value_error"]
+    (record,) = next(iter(kafkarec.iter_batches(data))).records()
+    with pytest.raises(kafkarec.InvalidRecordError, match="non-nullable field name"):
+        record.control_value
+
+
+JAVA_CASES = {
+    # 0 records with a gzip codec and no payload: Java opens the decompressor and fails
+    "gzip, 0 records, no payload": ("000000000000000000000031000000000253621aea0001000000000000018bcfe5680000"
+                                    "00018bcfe56800ffffffffffffffffffffffffffff00000000", kafkarec.DecompressionError),
+    "codec 5, 0 records": ("0000000000000000000000310000000002d09a1f120005000000000000018bcfe568000000018bcf"
+                           "e56800ffffffffffffffffffffffffffff00000000", kafkarec.UnsupportedCodecError),
+    "size + 12 overflows": ("00000000000000647fffffff00000005025120862b000000000004ffffffffffffffff0000018bc"
+                            "fe56800000000000000004d00020000000a00000000", kafkarec.CorruptBatchError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JAVA_CASES))
+def test_java_rejects_and_so_do_we(name):
+    hexdata, error = JAVA_CASES[name]
+    data = bytes.fromhex(hexdata)
+    (answer,) = J.decode_many([data])
+    assert "error" in answer, answer
+    with pytest.raises(error):
+        for batch in kafkarec.iter_batches(data):
+            batch.records()
+    with pytest.raises(error):
+        kafkarec.to_arrow(data)
+
+
+def test_size_overflow_ends_a_file_silently_like_file_log_input_stream():
+    data = bytes.fromhex(JAVA_CASES["size + 12 overflows"][0])
+    it = kafkarec.iter_batches(data, file_rules=True)
+    assert list(it) == [] and it.trailing_bytes == len(data)
+
+
+def _empty_compressed(codec: int, payload: bytes) -> bytes:
+    return F.v2_batch(payload, record_count=0, last_offset_delta=0, attributes=codec,
+                      base_timestamp=1000, max_timestamp=1000)
+
+
+def _compress(codec: int, data: bytes) -> bytes:
+    import gzip as _gzip
+    import lz4.frame
+    import snappy
+    import zstandard
+    return {1: lambda d: _gzip.compress(d, mtime=0), 2: snappy.compress,
+            3: lambda d: lz4.frame.compress(d, block_linked=False, content_checksum=False),
+            4: lambda d: zstandard.ZstdCompressor().compress(d)}[codec](data)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+@pytest.mark.parametrize("payload", ["empty", "garbage", "empty stream"])
+def test_zero_record_compressed_batches_as_java(codec, payload):
+    body = {"empty": b"", "garbage": b"\x00not a compressed stream\xff" * 2,
+            "empty stream": _compress(codec, b"")}[payload]
+    data = _empty_compressed(codec, body)
+    (answer,) = J.decode_many([data])
+    java_ok = "error" not in answer
+    try:
+        for batch in kafkarec.iter_batches(data):
+            assert batch.records() == []
+        ours_ok = True
+    except kafkarec.KafkaRecError:
+        ours_ok = False
+    assert ours_ok == java_ok, (codec, payload, answer)
+    # strict: an empty records section is accepted compressed or not; a payload
+    # that is no valid stream (only zstd's lazy reader lets it through) is not
+    (batch,) = kafkarec.iter_batches(data, strict=True)
+    if payload == "empty stream":
+        assert batch.records() == []
+    else:
+        with pytest.raises(kafkarec.KafkaRecError):
+            batch.records()
+
+
+@pytest.mark.parametrize("name, hexdata, expected", [
+    ("v1 CreateTime wrapper, inner LogAppendTime bit",
+     "00000000000000010000004f19f2683601010000018bcfe56be7ffffffff000000391f8b08000000000002036360800309fbb8"
+     "ef368c1c501e2b103326820843a8082348cd4ec54d9a70356c20d124106104006579aa0c48000000",
+     [(0, 5, kafkarec.TimestampType.CREATE_TIME), (1, 6, kafkarec.TimestampType.CREATE_TIME)]),
+    ("v0 wrapper around v1 messages",
+     "000000000000000200000056b6c4b9550001ffffffff000000481f8b0800000000000203636080038902d6ea34462083b1fbfc"
+     "d30c90086322883084ca83a424f2674414a1aa4902114650354c2035970fef764455930c228c01861e20366c000000",
+     [(i, -1, kafkarec.TimestampType.NO_TIMESTAMP_TYPE) for i in range(3)]),
+])
+def test_legacy_wrapper_decides_inner_timestamp_types(name, hexdata, expected):
+    data = bytes.fromhex(hexdata)
+    (answer,) = J.decode_many([data])
+    java = [(r["offset"], r["timestamp"], r["timestamp_type"]) for r in answer["batches"][0]["records"]]
+    ours = [(r.offset, r.timestamp, r.timestamp_type) for b in kafkarec.iter_batches(data) for r in b]
+    assert ours == expected
+    names = {kafkarec.TimestampType.CREATE_TIME: "create_time",
+             kafkarec.TimestampType.NO_TIMESTAMP_TYPE: None}
+    assert [(o, None if t is None or tt is None else t, names[tt]) for o, t, tt in ours
+            if names[tt] is not None] == [j for j in java if j[2] is not None]
+    assert all(j[1] is None for j in java if j[2] is None)
