@@ -71,6 +71,11 @@ def record_text(topic: str, r, offset: int, schemas: str = DEFAULT_SCHEMAS):
     return dumplog.format_parts(topic, r.key, r.value, offset, schemas)
 
 
+def control_text(r, schemas: str = DEFAULT_SCHEMAS) -> str:
+    """What kafka-dump-log (of the schema set's Kafka) prints for a control record."""
+    return dumplog.format_control(r.control_type_id, r.value, r.coordinator_epoch, schemas)
+
+
 def record_json(topic: str, r, schemas: str = DEFAULT_SCHEMAS) -> dict:
     """The decoded record for --json: Kafka's JSON view of the key and value, or the error."""
     from kafkarec.errors import InternalRecordError

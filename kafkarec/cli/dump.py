@@ -348,7 +348,7 @@ class Dumper:
                     valid = fb.crc_valid if inner_valid is None else inner_valid[i]
                     line += f" isValid: {jbool(valid)} crc: {r.checksum}"
                 if control:
-                    line += control_text(r)
+                    line += decode_args.control_text(r, self.decode_schemas) if self.decode else control_text(r)
             internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
             if internal:
                 prefix = "| " if self.skip_meta else " "

@@ -182,8 +182,9 @@ def _remote_state(names, i: int) -> str:
     return names[i] if 0 <= i < len(names) else str(i)
 
 
-def _remote_text(rec: "_topics.InternalRecord") -> str:
+def _remote_text(rec: "_topics.InternalRecord", current: bool) -> str:
     v = rec.value
+    txn = f", txnIdxEmpty={'true' if v.get('txnIndexEmpty') else 'false'}" if current else ""
     if rec.value_schema == "RemoteLogSegmentMetadataRecord":
         sid = v["remoteLogSegmentId"]
         return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition="
@@ -192,7 +193,7 @@ def _remote_text(rec: "_topics.InternalRecord") -> str:
                 f"eventTimestampMs={v['eventTimestampMs']}, segmentLeaderEpochs="
                 f"{_remote_epochs(v['segmentLeaderEpochs'])}, segmentSizeInBytes={v['segmentSizeInBytes']}, "
                 f"customMetadata={_remote_custom(v['customMetadata'])}, "
-                f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}}}")
+                f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
     if rec.value_schema == "RemoteLogSegmentMetadataUpdateRecord":
         sid = v["remoteLogSegmentId"]
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition="
@@ -208,7 +209,7 @@ def _remote_text(rec: "_topics.InternalRecord") -> str:
             f"endOffset={v['endOffset']}, maxTimestampMs={v['maxTimestampMs']}, segmentLeaderEpochs="
             f"{_remote_epochs(v['segmentLeaderEpochs'])}, segmentSizeInBytes={v['segmentSizeInBytes']}, "
             f"customMetadata={_remote_custom(v['customMetadata'])}, "
-            f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}}}")
+            f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
 
 
 def _transaction_text(v: dict) -> str:
@@ -227,15 +228,18 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
     it prints nothing) for a data record of `topic` at `offset`."""
     topic = _topics.decoder_for(topic)
     framing = _topics.TOPICS[topic][0]
+    current = schemas != "1eb7644"
     if framing == "metadata":
         try:
             rec = _topics.decode(topic, key, value, json=True, schemas=schemas)
         except InternalRecordError as e:
-            return None, f"Error at offset {offset}: {e}"
+            sep = "offset " if topic == "__remote_log_metadata" or not current else ""
+            return None, f"Error at {sep}{offset}, skipping. {e}"
         if rec.unknown:
-            return None, f"Unknown metadata record (api key {rec.api_key}, version {rec.value_version})"
+            return None, (f"Error at offset {offset}, skipping. Unknown metadata record (api key "
+                          f"{rec.api_key}, version {rec.value_version})")
         if topic == "__remote_log_metadata":
-            return None, _remote_text(rec)
+            return None, _remote_text(rec, current)
         return None, java_json({"type": rec.record_type, "version": rec.value_version, "data": rec.value})
     if key is None:
         raise InternalRecordError(f"Failed to decode message at offset {offset} using the {topic} decoder "
@@ -244,7 +248,7 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
         rec = _topics.decode(topic, key, value, json=True, schemas=schemas)
     except InternalRecordError as e:
         return f"Error at offset {offset}, skipping. {e}", None
-    if framing == "transaction":
+    if framing == "transaction" and not current:
         if rec.unknown:
             return f"unknown::version={rec.key_version}", None
         key_text = f"transaction_metadata::transactionalId={rec.key['transactionalId']}"
@@ -254,13 +258,18 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
     if rec.unknown and rec.key is None:
         return f"Unknown record type {rec.key_version} at offset {offset}, skipping.", None
     if rec.unknown:
-        return (f"Error at offset {offset}, skipping. Unknown version {rec.value_version} of "
-                f"{rec.value_schema}"), None
+        return (f"Error at offset {offset}, skipping. Found an unknown record version {rec.value_version} "
+                f"for {rec.key_version} type"), None
     key_text = java_json({"type": str(rec.key_version), "data": rec.key})
     if rec.tombstone:
         return key_text, "<DELETE>"
-    label = "type" if topic == "__share_group_state" else "version"
-    return key_text, java_json({label: str(rec.value_version), "data": rec.value})
+    data = rec.value
+    if framing == "transaction":
+        status = data["transactionStatus"]
+        data = dict(data, transactionStatus=TRANSACTION_STATES[status] if 0 <= status < len(TRANSACTION_STATES)
+                    else str(status))
+    label = "type" if topic == "__share_group_state" and not current else "version"
+    return key_text, java_json({label: str(rec.value_version), "data": data})
 
 
 def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offset: int,
@@ -282,6 +291,8 @@ def format_control(control_type_id: int, value: Optional[bytes], coordinator_epo
     if control_type_id in (0, 1):
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
     label = _topics.CONTROL_SCHEMAS.get(control_type_id, (None, None))[1]
+    if label is None and control_type_id == 2 and schemas != "1eb7644":
+        label = "LeaderChange:"           # newer DumpLogSegments decodes LeaderChange records too
     if label is None:
         return f" controlType: {name}({control_type_id})"
     return f" {label} " + java_json(_topics.decode_control(control_type_id, value, json=True, schemas=schemas))

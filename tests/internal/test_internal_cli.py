@@ -26,17 +26,24 @@ def test_dump_with_decoder_prints_kafka_dump_log_lines(seg, capfd, monkeypatch):
     assert (code, err) == (0, "")
     want = open(seg["dump"], encoding="utf-8").read().splitlines()
     got = out.splitlines()
-    assert len(got) == len(want)
-    exp = {r["dump_line"]: r for b in load(seg["expected"])["batches"] for r in b["records"]}
-    for g, w in zip(got, want):
-        if w.endswith(" controlType: LEADER_CHANGE(2)"):
-            # kafkarec prints LeaderChange records as newer Kafka's DumpLogSegments does (the decoded
-            # message); Kafka at the fixtures' commit printed only the type
-            head = w[:-len(" controlType: LEADER_CHANGE(2)")]
-            assert g.startswith(head + " LeaderChange: ")
-            assert json.loads(g[len(head + " LeaderChange: "):]) == exp[w]["value_json"]
-        else:
-            assert g == w
+    assert got == want
+
+
+def test_dump_with_current_kafkas_format(capfd, monkeypatch):
+    """--schemas current prints as current Kafka's DumpLogSegments: LeaderChange decoded, the transaction
+    log and share-group state as JSON with "version"."""
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(["dump", "--cluster-metadata-decoder", "logs/__cluster_metadata-0/00000000000000000000.log"],
+                       capfd)
+    assert code == 0
+    exp = [r for b in load("expected/__cluster_metadata-0/00000000000000000000.log.json")["batches"]
+           for r in b["records"] if r.get("control_type") == "LEADER_CHANGE"]
+    lines = [line for line in out.splitlines() if " LeaderChange: " in line]
+    assert len(lines) == len(exp) > 0
+    for line, e in zip(lines, exp):
+        assert json.loads(line.split(" LeaderChange: ", 1)[1]) == e["value_json"]
+    code, out, _ = run(["dump", "--transaction-log-decoder", "logs/__transaction_state-1"], capfd)
+    assert code == 0 and "transaction_metadata::" not in out and '"transactionStatus":"' in out
 
 
 @pytest.mark.parametrize("seg", INDEX, ids=IDS)

@@ -115,3 +115,29 @@ def test_dict_form_keeps_bytes_and_fills_tagged_defaults():
             assert rec.value["leader"] == -2
             seen = True
     assert seen
+
+
+def test_current_kafkas_dump_format_of_the_transaction_log():
+    """Current Kafka's DumpLogSegments prints __transaction_state as JSON: the key under "type", the value under
+    "version" with the status by name; a key of an unknown type is skipped."""
+    seen = 0
+    for path in FILES:
+        exp = load(path)
+        if exp["topic"] != "__transaction_state":
+            continue
+        for r, e, _b in records(exp):
+            if e["control"]:
+                continue
+            k, p = dumplog.format_parts(exp["topic"], r.key, r.value, r.offset, "current")
+            if e["record_type"] == "Unknown":
+                assert (k, p) == (f"Unknown record type {e['key_version']} at offset {r.offset}, skipping.", None)
+                continue
+            assert k == dumplog.java_json({"type": "0", "data": e["key_json"]})
+            if e["tombstone"]:
+                assert p == "<DELETE>"
+                continue
+            value = dict(e["value_json"])
+            value["transactionStatus"] = dumplog.TRANSACTION_STATES[value["transactionStatus"]]
+            assert p == dumplog.java_json({"version": str(e["value_version"]), "data": value})
+            seen += 1
+    assert seen > 20
