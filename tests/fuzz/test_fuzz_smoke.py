@@ -13,7 +13,7 @@ TARGETS = sorted(os.path.basename(p)[5:-3] for p in glob.glob(os.path.join(ROOT,
 
 
 def test_every_target_has_a_seed_corpus():
-    assert set(TARGETS) >= {"batches", "arrow", "sidefiles", "convert", "builder", "cli"}
+    assert set(TARGETS) >= {"batches", "arrow", "sidefiles", "convert", "builder", "cli", "internal"}
     for t in TARGETS:
         assert glob.glob(os.path.join(ROOT, "fuzz", "corpus", t, "*")), t
 
