@@ -388,22 +388,7 @@ cdef inline uint8_t *reserve_bits(_Bits bits, Py_ssize_t n, bint ones) except NU
     return g.data
 
 
-cdef extern from *:
-    """
-    /* Copy n bytes to dst, which has COPY_SLACK spare bytes after them: whole
-       32-byte blocks (inlined, no call) when the source has them before
-       src_end, else memcpy. */
-    #define KAFKAREC_COPY_SLACK 32
-    static CYTHON_INLINE void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
-                                                  const uint8_t *src_end) {
-        if (n <= 256 && src_end - src >= ((n + 31) & ~(Py_ssize_t)31)) {
-            Py_ssize_t i;
-            for (i = 0; i < n; i += 32) memcpy(dst + i, src + i, 32);
-        } else {
-            memcpy(dst, src, (size_t)n);
-        }
-    }
-    """
+cdef extern from "copy_short.h":
     enum: KAFKAREC_COPY_SLACK
     void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
                              const uint8_t *src_end) noexcept nogil
