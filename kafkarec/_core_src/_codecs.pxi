@@ -235,7 +235,8 @@ cdef int xerial_versions(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos, Py_ssiz
     if compatible != 1 or version < 1:
         raise DecompressionError(
             f"xerial snappy header version {version}, compatible version {compatible} "
-            f"(snappy-java writes 1, 1)", position)
+            f"(snappy-java writes 1, 1{'; these are 1, 1 little-endian, as Redpanda once wrote them' if version == compatible == 0x01000000 else ''})",
+            position)
     return 0
 
 

@@ -135,6 +135,9 @@ CASES = {
         _wrapper(1, b"", payload=gzip.compress(_v1(0) + _v1(1)) + b"\x1f"),
         "1 bytes after the last gzip member"),
     "xerial version 0": (_v2(F.SNAPPY, _xerial(RECORDS, 0, 0)), "compatible version 0"),
+    "xerial version fields little-endian": (
+        _v2(F.SNAPPY, _xerial(RECORDS, 0x01000000, 0x01000000)),
+        "1, 1 little-endian, as Redpanda once wrote them"),
     "xerial compatible version 2": (_v2(F.SNAPPY, _xerial(RECORDS, 2, 2)), "compatible version 2"),
     "xerial stray bytes after the last block": (_v2(F.SNAPPY, _xerial(RECORDS) + b"\x00\x00\x01"),
                                                 "3 stray bytes after the last xerial snappy block"),
