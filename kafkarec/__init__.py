@@ -5,6 +5,8 @@
     ...     for record in batch:
     ...         print(record.offset, record.key, record.value)
 """
+from typing import Any as _Any
+
 from kafkarec._loader import load_core as _load_core
 
 _core = _load_core()
@@ -20,7 +22,6 @@ from kafkarec._core import (  # noqa: E402
     iter_batches,
     scan_records,
     iter_arrow,
-    to_arrow,
     arrow_schema,
     crc32c,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -42,6 +43,16 @@ from kafkarec.errors import (  # noqa: E402
 )
 
 __version__ = "0.1.0"
+
+
+def to_arrow(data: _Any, /, *, decode: "str | None" = None, **options: _Any) -> _Any:
+    """Records of `data` as a pyarrow Table (see ``kafkarec._core.to_arrow`` for the options); with
+    ``decode="consumer_offsets" | "transaction_state" | "share_group_state" | "cluster_metadata" |
+    "remote_log_metadata"`` also the decoded columns of that internal topic (kafkarec.internal.columns)."""
+    if decode is None:
+        return _core.to_arrow(data, **options)
+    from kafkarec.internal.columns import to_arrow as _decoded
+    return _decoded(data, decode=decode, **options)
 
 __all__ = [
     "BatchIterator", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",

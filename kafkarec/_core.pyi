@@ -163,3 +163,39 @@ def to_arrow(data: _Buffer, /, *, topic: str | None = ..., partition: int | None
              include_control: bool = ..., batch_columns: bool = ..., read_committed: bool = ...,
              verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...,
              errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> Any: ...
+
+# Kafka's message protocol (internal topics), _core_src/_kmsg.pxi; plans are built by kafkarec.internal.schema
+class _KField:
+    name: str
+    kind: int
+    nullable: bool
+    elem_kind: int
+    struct: _KStruct | None
+    tag: int
+    default: Any
+    has_default: bool
+    def __init__(self, name: str, kind: int, nullable: bool, elem_kind: int, struct: _KStruct | None,
+                 tag: int, default: Any, has_default: bool) -> None: ...
+
+class _KStruct:
+    name: str
+    version: int
+    flexible: bool
+    fields: tuple[_KField, ...]
+    tagged_fields: tuple[_KField, ...]
+    tagged: dict[int, _KField]
+    min_size: int
+    order: tuple[str, ...]
+    def __init__(self, name: str, version: int, flexible: bool) -> None: ...
+    def set_fields(self, fields: tuple[_KField, ...], tagged_fields: tuple[_KField, ...],
+                   order: tuple[str, ...]) -> None: ...
+
+def kmsg_decode(plan: _KStruct, data: _Buffer, start: int = ..., end: int = ..., *, json: bool = ...,
+                strict: bool = ..., position: int = ..., exact: bool = ...) -> tuple[dict[str, Any], int]: ...
+def kmsg_uvarint(data: _Buffer, start: int = ..., position: int = ...) -> tuple[int, int]: ...
+def consumer_offsets_columns(n: int, key_offsets: _Buffer, key_data: _Buffer | None, key_valid: _Buffer | None,
+                             key_base: int, val_offsets: _Buffer, val_data: _Buffer | None,
+                             val_valid: _Buffer | None, val_base: int, record_offsets: Any,
+                             strict: bool = ...) -> dict[str, Any]:
+    """__consumer_offsets key/value Arrow buffers -> numpy column parts (kafkarec.internal.columns)."""
+    ...

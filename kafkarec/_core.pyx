@@ -13,6 +13,7 @@
 #   _legacy_builder.pxi  writing magic 0/1 message sets
 #   _restamp.pxi  broker-style in-place re-stamping
 #   _columns.pxi  records straight into Arrow buffers
+#   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans
 cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t,
                           uint32_t, uint64_t, INT32_MAX, INT64_MAX)
@@ -47,3 +48,4 @@ include "_core_src/_builder.pxi"
 include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
 include "_core_src/_columns.pxi"
+include "_core_src/_kmsg.pxi"

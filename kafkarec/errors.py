@@ -18,6 +18,8 @@ __all__ = [
     "DecompressionError",
     "DecompressionLimitError",
     "EncodeError",
+    "InternalRecordError",
+    "UnknownRecordTypeError",
 ]
 
 
@@ -108,3 +110,13 @@ class CodecUnavailableError(KafkaRecError, ImportError):
 
 class EncodeError(KafkaRecError, ValueError):
     """Invalid arguments for building a batch."""
+
+
+class InternalRecordError(DecodeError):
+    """A key or value of an internal topic (__consumer_offsets, __cluster_metadata, ...) that does not
+    follow its schema: lengths, counts, varints, framing. ``position`` is the byte offset in that key/value."""
+
+
+class UnknownRecordTypeError(InternalRecordError):
+    """An internal-topic record whose type or version has no schema (raised in strict mode; by default
+    such a record decodes as an "unknown" record with its raw bytes)."""

@@ -48,7 +48,9 @@ def write(spec: dict) -> bytes:
         spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.bin")
         with open(spec_path, "w") as fh:
             json.dump(spec, fh)
-        _run(["write", spec_path, out_path])
+        answer = json.loads(_run(["write", spec_path, out_path]).stdout.splitlines()[-1])
+        if "error" in answer:
+            raise ValueError(f"Kafka's writer refused the spec: {answer['error']}")
         with open(out_path, "rb") as fh:
             return fh.read()
 

@@ -37,6 +37,9 @@ cdef enum:
     ATTR_DELETE_HORIZON = 0x40
     ATTR_V2_UNUSED = 0xFF80
     CODEC_NONE = 0
+    CODEC_GZIP = 1
+    CODEC_SNAPPY = 2
+    CODEC_LZ4 = 3
     CODEC_ZSTD = 4
 
 cdef enum:

@@ -43,6 +43,55 @@ from kafkarec.errors import DecompressionError, DecompressionLimitError, CodecUn
 cdef tuple _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
+cdef int open_like_java(int codec, int magic, object payload, Py_ssize_t limit,
+                       Py_ssize_t position) except -1:
+    """Read what Kafka's decompressing stream reads when it is opened, and fail as it
+    fails: a batch of 0 records is opened but never read (gzip and lz4 read their
+    header; snappy-java reads its header, or decodes a stream without one as raw
+    snappy; zstd reads nothing)."""
+    cdef const uint8_t[::1] src
+    cdef Py_ssize_t n, pos
+    cdef uint8_t flags
+    if codec == CODEC_ZSTD:
+        return 0
+    if codec == CODEC_SNAPPY:
+        if len(payload) >= XERIAL_HEADER_SIZE and payload[:8] == XERIAL_MAGIC:
+            return 0
+        decompress(codec, magic, payload, limit, position, False)
+        return 0
+    if codec == CODEC_LZ4:
+        unlz4(payload, limit, position, magic, False, True)
+        return 0
+    # gzip: java.util.zip.GZIPInputStream's constructor reads the member header.
+    src = payload
+    n = src.shape[0]
+    if n < 10:
+        raise DecompressionError("gzip payload ends inside its header (Kafka: EOFException)", position)
+    if src[0] != 0x1F or src[1] != 0x8B:
+        raise DecompressionError("gzip payload is not in GZIP format", position)
+    if src[2] != 8:
+        raise DecompressionError("gzip payload uses an unsupported compression method", position)
+    flags = src[3]
+    pos = 10
+    if flags & 4:                                   # FEXTRA
+        if n - pos < 2 or n - pos - 2 < (src[pos] | (src[pos + 1] << 8)):
+            raise DecompressionError("gzip payload ends inside its header (Kafka: EOFException)", position)
+        pos += 2 + (src[pos] | (src[pos + 1] << 8))
+    for bit in (8, 16):                             # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            while pos < n and src[pos] != 0:
+                pos += 1
+            if pos >= n:
+                raise DecompressionError("gzip payload ends inside its header (Kafka: EOFException)", position)
+            pos += 1
+    if flags & 2:                                   # FHCRC: the header's CRC-32, low 16 bits
+        if n - pos < 2:
+            raise DecompressionError("gzip payload ends inside its header (Kafka: EOFException)", position)
+        if (src[pos] | (src[pos + 1] << 8)) != (crc32_of(&src[0], pos) & 0xFFFF):
+            raise DecompressionError("gzip payload has a corrupt header (header CRC)", position)
+    return 0
+
+
 cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, Py_ssize_t position,
                        bint strict=False):
     """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes."""
@@ -290,7 +339,8 @@ def _lz4_header_checksum(data, /) -> int:
     return (xxh32_short(&v[0], v.shape[0]) >> 8) & 0xFF
 
 
-cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict):
+cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict,
+                  bint header_only=False):
     lz4frame = codec_lib("lz4.frame", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
@@ -299,7 +349,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0
     cdef uint32_t size_word
     cdef uint64_t content_size
-    cdef bint rewrite = False
+    cdef bint rewrite = False, end_mark_flagged = False
     if n < 6:
         raise DecompressionError("lz4 stream ended prematurely", position)
     p = &src[0]
@@ -322,6 +372,8 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
                                      != p[descriptor_end]):
             raise DecompressionError("lz4 stream frame descriptor corrupted (header checksum)", position)
         rewrite = True      # magic 0: Kafka wrote the checksum over the magic bytes too
+    if header_only:
+        return None
     # Walk the blocks to the EndMark: checks sizes before anything is allocated.
     pos = descriptor_end + 1
     while True:
@@ -329,9 +381,16 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             raise DecompressionError("lz4 stream ended before its end mark", position)
         size_word = kr_load_le32(p + pos)
         pos += 4
-        if size_word == 0:
-            break
         block = size_word & 0x7FFFFFFF
+        if block == 0:
+            # Kafka masks the "uncompressed" bit before it looks for the EndMark,
+            # so 0x80000000 ends the frame too; the library needs a plain 0.
+            if size_word != 0:
+                if strict:
+                    raise DecompressionError(
+                        f"lz4 EndMark 0x{size_word:08x} (the frame format's is 0)", position)
+                end_mark_flagged = True
+            break
         if block > max_block:
             raise DecompressionError(f"lz4 block size {block} exceeded max: {max_block}", position)
         block += 4 if flg & LZ4_FLG_BLOCK_CHECKSUM else 0
@@ -350,7 +409,10 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
         rewrite = True      # Kafka skips both unchecked; strict lets the library check them
     frame = payload[:frame_end]
-    if rewrite:
+    if end_mark_flagged:
+        # Blocks, then a plain EndMark (no content checksum: its place is taken).
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, pos - 4, False) + bytes(4)
+    elif rewrite:
         frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
                                      frame_end if strict else pos, strict)
     d = lz4frame.LZ4FrameDecompressor()

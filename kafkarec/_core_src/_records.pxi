@@ -621,7 +621,12 @@ cdef object v2_record_iterator(RecordBatch b):
         # gzip, snappy and lz4 streams read their header then, so an empty or
         # garbage payload fails (zstd opens lazily and is never read).
         # Strict: the records section must be empty, decompressed or not.
-        if codec == CODEC_NONE or (codec == CODEC_ZSTD and not b._strict):
+        if codec != CODEC_NONE and not b._strict:
+            open_like_java(codec, 2, view_of(b._buf.ptr + b.position + V2_HEADER_SIZE,
+                                             b.size_in_bytes - V2_HEADER_SIZE),
+                           b._max_decompressed, b.position)
+            return iter(())
+        if codec == CODEC_NONE:
             payload_size = b.size_in_bytes - V2_HEADER_SIZE
         else:
             payload_size = v2_payload(b, codec).size

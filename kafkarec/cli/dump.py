@@ -22,6 +22,7 @@ import zlib
 from typing import List, Optional, TextIO
 
 import kafkarec
+from kafkarec.cli import decode_args
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
@@ -167,7 +168,10 @@ class Dumper:
         self.err = err
         self.print_data = args.print_data_log
         self.render = PAYLOAD_RENDERERS[getattr(args, "payload_encoding", "java")]
-        self.deep = args.deep_iteration or args.print_data_log
+        self.decode = decode_args.decoder_from_args(args)      # internal-topic decoder (or "auto")
+        self.decode_schemas = decode_args.schemas_from_args(args)
+        self.print_data = self.print_data or self.decode is not None
+        self.deep = args.deep_iteration or self.print_data
         self.skip_meta = args.skip_record_metadata
         self.max_bytes = args.max_bytes
         self.max_message_size = args.max_message_size
@@ -331,7 +335,7 @@ class Dumper:
                 gaps.setdefault(abspath, {})[last_offset[0]] = off
             last_offset[0] = off
             if self.json:
-                lines.append(self._record_json(fb, r, tsn, control, inner_valid, i))
+                lines.append(self._record_json(fb, r, tsn, control, inner_valid, i, abspath))
                 continue
             line = ""
             if not self.skip_meta:
@@ -344,8 +348,15 @@ class Dumper:
                     valid = fb.crc_valid if inner_valid is None else inner_valid[i]
                     line += f" isValid: {jbool(valid)} crc: {r.checksum}"
                 if control:
-                    line += control_text(r)
-            if self.print_data and not control:
+                    line += decode_args.control_text(r, self.decode_schemas) if self.decode else control_text(r)
+            internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
+            if internal:
+                prefix = "| " if self.skip_meta else " "
+                for label, text in zip(("key", "payload"), decode_args.record_text(internal, r, off, self.decode_schemas)):
+                    if text is not None:
+                        line += f"{prefix}{label}: {text}"
+                        prefix = " "
+            elif self.print_data and not control:
                 prefix = "| " if self.skip_meta else " "
                 key = r.key
                 if key is not None:
@@ -357,7 +368,7 @@ class Dumper:
             lines.append(line + "\n")
         self.out.write("".join(lines))
 
-    def _record_json(self, fb, r, tsn, control, inner_valid, i) -> str:
+    def _record_json(self, fb, r, tsn, control, inner_valid, i, abspath: str = "") -> str:
         obj = {"type": "record", "offset": r.offset, "timestamp_type": tsn, "timestamp": r.timestamp,
                "key_size": r.key_size, "value_size": r.value_size}
         if fb.magic >= 2:
@@ -382,6 +393,9 @@ class Dumper:
             obj["payload"] = None if value is None else render(value)
             if fb.magic >= 2:
                 obj["headers"] = [[k, None if v is None else render(v)] for k, v in r.headers]
+            internal = decode_args.decoder_for_path(self.decode, abspath)
+            if internal:
+                obj["decoded"] = decode_args.record_json(internal, r, self.decode_schemas)
         return jdump(obj) + "\n"
 
     # -- .index and .timeindex --

@@ -18,7 +18,8 @@ import textwrap
 from typing import List, Optional
 
 import kafkarec
-from kafkarec.cli import dump, ranges, selection_args, stats, verify
+from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verify
+from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.selection import SelectionError
 from kafkarec.log.storage import StorageError, is_uri
@@ -245,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how --print-data-log shows keys, values and header values: java (as "
                         "kafka-dump-log: UTF-8, invalid bytes become U+FFFD; the default), utf8 "
                         "(invalid bytes shown as \\xNN), base64 or hex (the exact bytes)")
+    decode_args.add_decoder_arguments(d)
     _add_last(d, progress=False)
     selection_args.add_selection_arguments(d)
 
@@ -282,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one JSON object per partition and topic, then a total")
     _add_last(s, progress=True)
     selection_args.add_selection_arguments(s)
+    metadata_cmd.add_parser(sub)
+    transactions_cmd.add_parser(sub)
     return p
 
 

@@ -125,6 +125,8 @@ CASES = {
         "bytes after the lz4 frame"),
     "lz4 stray bytes after the frame": (_v2(F.LZ4, _lz4_frame(RECORDS) + b"\x00\x01"),
                                         "2 bytes after the lz4 frame"),
+    "lz4 EndMark with the uncompressed bit": (_v2(F.LZ4, _lz4_frame(RECORDS)[:-4] + b"\x00\x00\x00\x80"),
+                                              "EndMark 0x80000000"),
     "magic 0 lz4 header checksum neither right nor Kafka's old one": (
         _magic0_lz4("neither"), "header checksum"),
     "gzip garbage after the member": (_v2(F.GZIP, gzip.compress(RECORDS) + b"garbage!"),

@@ -1,0 +1,46 @@
+"""to_arrow against iter_batches on the same bytes: the same rows, or the same
+error type at the same byte; read_committed only ever leaves rows out."""
+from _harness import EXPECTED, run
+
+import kafkarec
+
+
+def by_records(data: bytes):
+    rows = []
+    for b in kafkarec.iter_batches(data):
+        records = list(b)
+        if b.magic >= 2 and b.is_control:
+            continue
+        rows += [(r.offset, r.key, r.value) for r in records]
+    return rows
+
+
+def by_arrow(data: bytes, **kw):
+    t = kafkarec.to_arrow(data, **kw)
+    return list(zip(t.column("offset").to_pylist(), t.column("key").to_pylist(),
+                    t.column("value").to_pylist()))
+
+
+def outcome(fn, *args, **kw):
+    try:
+        return ("rows", fn(*args, **kw))
+    except EXPECTED as e:
+        return ("error", type(e).__name__, getattr(e, "position", None))
+
+
+def test_one_input(data: bytes) -> None:
+    want = outcome(by_records, data)
+    got = outcome(by_arrow, data)
+    if want != got:
+        raise AssertionError(f"to_arrow {got!r:.300} != iter_batches {want!r:.300}")
+    committed = outcome(by_arrow, data, read_committed=True)
+    if want[0] == "rows" and committed[0] == "rows":
+        if not set(committed[1]) <= set(want[1]):
+            raise AssertionError("read_committed gave a row the full read does not have")
+    sink = []
+    for rb in kafkarec.iter_arrow(data, errors="skip", error_sink=sink):
+        rb.num_rows
+
+
+if __name__ == "__main__":
+    run(test_one_input)

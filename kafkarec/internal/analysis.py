@@ -1,0 +1,186 @@
+"""Transactions and consumer-group lag at rest, from a broker's log directory.
+
+* :func:`transaction_states`: the latest TransactionLogValue of every transactional id in ``__transaction_state``;
+* :func:`open_transactions`: per data partition and producer, transactions whose markers never came (a
+  transactional batch with no COMMIT/ABORT marker after it), judged against the coordinator's state — what
+  ``kafka-transactions.sh find-hanging`` answers;
+* :func:`committed_offsets` / :func:`consumer_lag`: the committed offsets in ``__consumer_offsets``
+  (transactional offset commits count once their COMMIT marker is there) against each partition's log end.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from kafkarec.internal import topics as _topics
+from kafkarec.internal.topics import DEFAULT_SCHEMAS
+from kafkarec.internal.dumplog import TRANSACTION_STATES
+
+__all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets"]
+
+_OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+
+
+def _partitions(log_dir: str):
+    from kafkarec.log.segment import find_partition_dirs, is_partition_dir, scan_partition_dir
+    if is_partition_dir(log_dir):
+        return [scan_partition_dir(log_dir)]
+    return [p for p in find_partition_dirs(log_dir) if p.topic_partition is not None]
+
+
+def _batches(pdir) -> Iterator:
+    from kafkarec.log.segment import Segment
+    for s in pdir.segments:
+        if not s.log:
+            continue
+        with Segment(s.log) as seg:
+            for batch in seg.batches():
+                yield batch
+
+
+def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[str, dict]:
+    """transactionalId -> its latest state in ``__transaction_state`` (tombstones remove it):
+    producer_id, producer_epoch, state (name), timeout_ms, partitions [(topic, partition)],
+    last_update_ms, start_ms, and where it was read (partition, offset)."""
+    out: Dict[str, dict] = {}
+    for pdir in _partitions(log_dir):
+        if pdir.topic_partition.topic != "__transaction_state":
+            continue
+        for batch in _batches(pdir):
+            if batch.is_control:
+                continue
+            for r in batch:
+                rec = _topics.decode("__transaction_state", r.key, r.value, schemas=schemas)
+                if rec.unknown:
+                    continue
+                tid = rec.key["transactionalId"]
+                if rec.tombstone:
+                    out.pop(tid, None)
+                    continue
+                v = rec.value
+                status = v["transactionStatus"]
+                out[tid] = {
+                    "transactional_id": tid, "producer_id": v["producerId"], "producer_epoch": v["producerEpoch"],
+                    "state": TRANSACTION_STATES[status] if 0 <= status < len(TRANSACTION_STATES) else str(status),
+                    "timeout_ms": v["transactionTimeoutMs"],
+                    "partitions": list(dict.fromkeys((e["topic"], p) for e in v["transactionPartitions"] or ()
+                                                    for p in e["partitionIds"])),
+                    "last_update_ms": v["transactionLastUpdateTimestampMs"],
+                    "start_ms": v["transactionStartTimestampMs"],
+                    "coordinator_partition": pdir.topic_partition.partition, "offset": r.offset,
+                }
+    return out
+
+
+def log_end_offsets(log_dir: str) -> Dict[Tuple[str, int], int]:
+    """(topic, partition) -> log end offset (the next offset after the last batch on disk)."""
+    out = {}
+    for pdir in _partitions(log_dir):
+        leo = None
+        for batch in _batches(pdir):
+            leo = batch.next_offset
+        if leo is None and pdir.segments:
+            leo = pdir.segments[-1].base_offset
+        if leo is not None:
+            out[tuple(pdir.topic_partition)] = leo
+    return out
+
+
+def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
+    """Transactions still open in data partitions (a transactional batch with no marker after it).
+
+    Each: topic, partition, producer_id, producer_epoch, first_offset, last_offset, last_timestamp,
+    transactional_id and coordinator_state (if the coordinator knows that producer id), and ``hanging``:
+    True when the coordinator has no open transaction of that producer including this partition, or the
+    transaction is older than its timeout at ``now_ms`` (default: the newest timestamp in the logs)."""
+    states = transaction_states(log_dir, schemas=schemas)
+    by_pid = {}
+    for s in states.values():
+        by_pid[s["producer_id"]] = s
+    opened: Dict[Tuple[str, int, int], dict] = {}
+    newest = 0
+    for pdir in _partitions(log_dir):
+        topic, partition = pdir.topic_partition
+        if topic == "__transaction_state":
+            continue
+        for batch in _batches(pdir):
+            newest = max(newest, batch.max_timestamp)
+            if not batch.is_transactional:
+                continue
+            key = (topic, partition, batch.producer_id)
+            if batch.is_control:
+                opened.pop(key, None)
+                continue
+            o = opened.get(key)
+            if o is None:
+                opened[key] = o = {"topic": topic, "partition": partition, "producer_id": batch.producer_id,
+                                   "producer_epoch": batch.producer_epoch, "first_offset": batch.base_offset}
+            o["last_offset"] = batch.last_offset
+            o["last_timestamp"] = batch.max_timestamp
+    now = newest if now_ms is None else now_ms
+    out = []
+    for (topic, partition, pid), o in sorted(opened.items()):
+        s = by_pid.get(pid)
+        o["transactional_id"] = s["transactional_id"] if s else None
+        o["coordinator_state"] = s["state"] if s else None
+        if s is None or s["state"] not in _OPEN_STATES or (topic, partition) not in s["partitions"]:
+            o["hanging"] = True
+        else:
+            o["hanging"] = now - s["last_update_ms"] > s["timeout_ms"] and s["state"] == "Ongoing"
+        out.append(o)
+    return out
+
+
+def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[Tuple[str, str, int], dict]:
+    """(group, topic, partition) -> the latest committed offset in ``__consumer_offsets``: offset,
+    leader_epoch, metadata, commit_timestamp, (partition, offset) it was read at. Transactional offset
+    commits count when their COMMIT marker follows; aborted ones are dropped; tombstones delete."""
+    out: Dict[Tuple[str, str, int], dict] = {}
+    commit_types = {t: rt for t, rt in _topics.record_types("__consumer_offsets", schemas).items()
+                    if rt.name in ("OffsetCommit", "LegacyOffsetCommit")}
+    for pdir in _partitions(log_dir):
+        if pdir.topic_partition.topic != "__consumer_offsets":
+            continue
+        pending: Dict[int, list] = {}
+        for batch in _batches(pdir):
+            if batch.is_control:
+                for r in batch:
+                    commits = pending.pop(batch.producer_id, [])
+                    if r.control_type_id == 1:
+                        for k, v in commits:
+                            if v is None:
+                                out.pop(k, None)
+                            else:
+                                out[k] = v
+                continue
+            for r in batch:
+                key = r.key
+                if key is None or len(key) < 2 or commit_types.get(int.from_bytes(key[:2], "big", signed=True)) is None:
+                    continue           # only offset commits are read (other record types are not needed)
+                rec = _topics.decode("__consumer_offsets", key, r.value, schemas=schemas)
+                if rec.record_type not in ("OffsetCommit", "LegacyOffsetCommit") or rec.key is None or rec.unknown:
+                    continue
+                k = (rec.key["group"], rec.key["topic"], rec.key["partition"])
+                v = None if rec.value is None else {
+                    "offset": rec.value["offset"], "leader_epoch": rec.value.get("leaderEpoch", -1),
+                    "metadata": rec.value["metadata"], "commit_timestamp": rec.value["commitTimestamp"],
+                    "coordinator_partition": pdir.topic_partition.partition, "record_offset": r.offset}
+                if batch.is_transactional:
+                    pending.setdefault(batch.producer_id, []).append((k, v))
+                elif v is None:
+                    out.pop(k, None)
+                else:
+                    out[k] = v
+    return out
+
+
+def consumer_lag(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
+    """Per (group, topic, partition): committed offset, log end offset (None when that partition is not in
+    this log directory) and lag = log end - committed."""
+    leo = log_end_offsets(log_dir)
+    out = []
+    for (group, topic, partition), c in sorted(committed_offsets(log_dir, schemas=schemas).items()):
+        end = leo.get((topic, partition))
+        out.append({"group": group, "topic": topic, "partition": partition, "committed_offset": c["offset"],
+                    "log_end_offset": end, "lag": None if end is None else max(0, end - c["offset"]),
+                    "commit_timestamp": c["commit_timestamp"]})
+    return out

@@ -1,0 +1,329 @@
+"""kafkarec's compact schema format for Kafka's message protocol, and its compiler into decoding plans.
+
+The schema texts (kafkarec/internal/schemas/*.py) hold Kafka's message definitions, one block a message::
+
+    @GroupMetadataValue versions=0-4 flexible=4+          (apikey=N for metadata-style records)
+      protocolType string 0+
+      protocol string 0+ null=0+
+      currentStateTimestamp int64 2+ default=-1
+      members []MemberMetadata 0+                          (a struct array: its fields follow, indented)
+        memberId string 0+
+      isr []int32 0+ null=0+ tag=0@0+ default=null         (tagged field: tag number @ tagged versions)
+
+A field line is ``name type versions [null=<versions>] [tag=<tag>@<versions>] [default=<value>]``;
+versions are ``N``, ``N-M``, ``N+`` or ``none``. Names are Kafka's JSON names (first letter lower-cased, as
+its JsonConverter writes them). ``plan(schema, version)`` compiles one struct at one version into the
+compiled core's ``_KStruct`` (decoded by ``kafkarec._core.kmsg_decode``); ``encode`` writes a dict back.
+"""
+from __future__ import annotations
+
+import base64
+import struct as _struct
+from functools import lru_cache
+from typing import Any, Dict, List, Optional, Tuple
+
+from kafkarec import _core
+from kafkarec.errors import EncodeError
+from kafkarec.internal import schemas as _schemas
+
+__all__ = ["Message", "Field", "messages", "message", "plan", "encode", "kafka_commit", "ZERO_UUID"]
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+_KINDS = {
+    "bool": 1, "int8": 2, "int16": 3, "uint16": 4, "int32": 5, "uint32": 6, "int64": 7,
+    "float64": 8, "string": 9, "bytes": 10, "uuid": 11,
+}
+KM_STRUCT = 12
+KM_ARRAY = 13
+_INT_RANGES = {2: (-1 << 7, 1 << 7), 3: (-1 << 15, 1 << 15), 4: (0, 1 << 16), 5: (-1 << 31, 1 << 31),
+               6: (0, 1 << 32), 7: (-1 << 63, 1 << 63)}
+
+
+def _versions(text: str) -> Tuple[int, int]:
+    """'0+' -> (0, 32767); '1-3' -> (1, 3); '2' -> (2, 2); 'none' -> (1, 0) (empty)."""
+    if text == "none":
+        return (1, 0)
+    if text.endswith("+"):
+        return (int(text[:-1]), 0x7FFF)
+    if "-" in text:
+        lo, hi = text.split("-")
+        return (int(lo), int(hi))
+    return (int(text), int(text))
+
+
+def _in(v: int, rng: Optional[Tuple[int, int]]) -> bool:
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+class Field:
+    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "fields")
+
+    def __init__(self, name, type_, versions, nullable=None, tag=None, tagged=None, default=None):
+        self.name: str = name
+        self.type: str = type_
+        self.versions = versions
+        self.nullable = nullable
+        self.tag: Optional[int] = tag
+        self.tagged = tagged
+        self.default: Optional[str] = default
+        self.fields: List[Field] = []
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def base_type(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+    @property
+    def is_struct(self) -> bool:
+        return self.base_type not in _KINDS
+
+    def __repr__(self):
+        return f"Field({self.name!r}, {self.type!r})"
+
+
+class Message:
+    """One message definition (a record key, value, or other struct) from the schema text."""
+
+    __slots__ = ("name", "versions", "flexible", "api_key", "fields", "schema_set", "kind")
+
+    def __init__(self, name, versions, flexible, api_key, schema_set, kind=None):
+        self.name: str = name
+        self.versions: Tuple[int, int] = versions
+        self.flexible = flexible
+        self.api_key: Optional[int] = api_key
+        self.fields: List[Field] = []
+        self.schema_set: str = schema_set
+        #: "coordinator-key" / "coordinator-value" when the record type is the api key (newer Kafka)
+        self.kind: Optional[str] = kind
+
+    @property
+    def valid_versions(self) -> range:
+        return range(self.versions[0], self.versions[1] + 1)
+
+    def __repr__(self):
+        return f"Message({self.name!r}, versions={self.versions[0]}-{self.versions[1]})"
+
+
+def _parse(text: str, schema_set: str) -> List[Message]:
+    out: List[Message] = []
+    stack: List[Tuple[int, Any]] = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.startswith("@"):
+            head = line[1:].split()
+            opts = dict(p.split("=", 1) for p in head[1:])
+            msg = Message(head[0], _versions(opts["versions"]), _versions(opts["flexible"]),
+                          int(opts["apikey"]) if "apikey" in opts else None, schema_set, opts.get("kind"))
+            out.append(msg)
+            stack = [(0, msg)]
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        parts = line.split()
+        name, type_, versions = parts[0], parts[1], _versions(parts[2])
+        nullable = tag = tagged = default = None
+        for p in parts[3:]:
+            k, v = p.split("=", 1)
+            if k == "null":
+                nullable = _versions(v)
+            elif k == "tag":
+                t, tv = v.split("@")
+                tag, tagged = int(t), _versions(tv)
+            elif k == "default":
+                default = v
+        f = Field(name, type_, versions, nullable, tag, tagged, default)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        stack[-1][1].fields.append(f)
+        stack.append((depth, f))
+    return out
+
+
+@lru_cache(maxsize=None)
+def messages(schemas: str = _schemas.DEFAULT) -> Dict[str, Message]:
+    """Every message definition of schema set `schemas` ("current" or "1eb7644"), by name."""
+    import importlib
+    package = importlib.import_module(_schemas.profile_package(schemas))
+    out: Dict[str, Message] = {}
+    for set_name in package.SETS:
+        mod = importlib.import_module(package.__name__ + "." + set_name)
+        for m in _parse(mod.TEXT, set_name):
+            out[m.name] = m
+    return out
+
+
+def kafka_commit(schemas: str = _schemas.DEFAULT) -> str:
+    """The Apache Kafka commit schema set `schemas` was written from."""
+    import importlib
+    return importlib.import_module(_schemas.profile_package(schemas)).KAFKA_COMMIT
+
+
+def message(name: str, schemas: str = _schemas.DEFAULT) -> Message:
+    try:
+        return messages(schemas)[name]
+    except KeyError:
+        raise KeyError(f"no schema named {name!r} in schema set {schemas!r}") from None
+
+
+def _default(f: Field, kind: int, json: bool) -> Tuple[Any, bool]:
+    d = f.default
+    if kind == KM_ARRAY:
+        if d == "null":
+            return None, True
+        return [], True
+    if d == "null":
+        return None, True
+    if kind == 1:
+        return (d == "true"), True
+    if kind in _INT_RANGES:
+        return (int(d, 0) if d is not None else 0), True
+    if kind == 8:
+        return (float(d) if d is not None else 0.0), True
+    if kind == 9:
+        return (d if d is not None else ""), True
+    if kind == 11:
+        return ZERO_UUID, True
+    if kind == 10:
+        return ("" if json else b""), True
+    return None, False
+
+
+def _compile_struct(name: str, fields: List[Field], version: int, flexible: bool, json: bool):
+    st = _core._KStruct(name, version, flexible)
+    plain, tagged, order = [], [], []
+    for f in fields:
+        if not _in(version, f.versions):
+            continue
+        nullable = _in(version, f.nullable)
+        sub = None
+        if f.is_array:
+            kind = KM_ARRAY
+            elem = KM_STRUCT if f.is_struct else _KINDS[f.base_type]
+        elif f.is_struct:
+            kind = elem = KM_STRUCT
+        else:
+            kind = elem = _KINDS[f.type]
+        if f.is_struct:
+            sub = _compile_struct(f.base_type, f.fields, version, flexible, json)
+        is_tagged = flexible and _in(version, f.tagged)
+        default, has_default = _default(f, kind, json)
+        kf = _core._KField(f.name, kind, nullable, elem, sub, f.tag if is_tagged else -1, default, has_default)
+        (tagged if is_tagged else plain).append(kf)
+        order.append(f.name)
+    st.set_fields(tuple(plain), tuple(tagged), tuple(order))
+    return st
+
+
+@lru_cache(maxsize=None)
+def plan(name: str, version: int, json: bool = False, schemas: str = _schemas.DEFAULT):
+    """The compiled plan of message `name` at `version` (KeyError / ValueError if unknown)."""
+    m = message(name, schemas)
+    if version not in m.valid_versions:
+        raise ValueError(f"{name} has no version {version} (valid: {m.versions[0]}-{m.versions[1]})")
+    return _compile_struct(m.name, m.fields, version, _in(version, m.flexible), json)
+
+
+# ----------------------------------------------------------------------------------------------- encoding
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _uuid_bytes(v: str) -> bytes:
+    raw = base64.urlsafe_b64decode(v + "==")
+    if len(raw) != 16:
+        raise EncodeError(f"UUID {v!r} is not 16 bytes")
+    return raw
+
+
+def _enc_value(out: bytearray, kind: int, v: Any, nullable: bool, flexible: bool, sub, name: str) -> None:
+    if kind in _INT_RANGES:
+        lo, hi = _INT_RANGES[kind]
+        if not isinstance(v, int) or not lo <= v < hi:
+            raise EncodeError(f"{name}: {v!r} does not fit")
+        out += _struct.pack(">" + {2: "b", 3: "h", 4: "H", 5: "i", 6: "I", 7: "q"}[kind], v)
+    elif kind == 1:
+        out.append(1 if v else 0)
+    elif kind == 8:
+        out += _struct.pack(">d", v)
+    elif kind == 11:
+        out += _uuid_bytes(v)
+    elif kind in (9, 10):
+        if v is None:
+            if not nullable:
+                raise EncodeError(f"{name}: null in a non-nullable field")
+            out += _uvarint(0) if flexible else (b"\xff\xff" if kind == 9 else b"\xff\xff\xff\xff")
+            return
+        raw = v.encode("utf-8") if kind == 9 else bytes(v)
+        if flexible:
+            out += _uvarint(len(raw) + 1)
+        else:
+            out += _struct.pack(">h" if kind == 9 else ">i", len(raw))
+        out += raw
+    elif kind == KM_STRUCT:
+        if nullable:
+            if v is None:
+                out += b"\xff"
+                return
+            out += b"\x01"
+        _enc_struct(out, sub, v)
+    else:
+        raise EncodeError(f"{name}: unsupported kind {kind}")
+
+
+def _enc_field(out: bytearray, f, v: Any, flexible: bool) -> None:
+    if f.kind == KM_ARRAY:
+        if v is None:
+            if not f.nullable:
+                raise EncodeError(f"{f.name}: null array in a non-nullable field")
+            out += _uvarint(0) if flexible else b"\xff\xff\xff\xff"
+            return
+        out += _uvarint(len(v) + 1) if flexible else _struct.pack(">i", len(v))
+        for item in v:
+            _enc_value(out, f.elem_kind, item, False, flexible, f.struct, f.name)
+    else:
+        _enc_value(out, f.kind, v, f.nullable, flexible, f.struct, f.name)
+
+
+def _missing(f) -> Any:
+    if f.has_default:
+        return f.default
+    return None
+
+
+def _enc_struct(out: bytearray, st, obj: Dict[str, Any]) -> None:
+    for f in st.fields:
+        _enc_field(out, f, obj[f.name] if f.name in obj else _missing(f), st.flexible)
+    if not st.flexible:
+        return
+    items = []
+    for f in sorted(st.tagged_fields, key=lambda f: f.tag):
+        if f.name not in obj:
+            continue
+        v = obj[f.name]
+        if f.has_default and v == f.default and type(v) is type(f.default):
+            continue
+        body = bytearray()
+        _enc_field(body, f, v, True)
+        items.append(_uvarint(f.tag) + _uvarint(len(body)) + bytes(body))
+    out += _uvarint(len(items))
+    for it in items:
+        out += it
+
+
+def encode(name: str, version: int, obj: Dict[str, Any], schemas: str = _schemas.DEFAULT) -> bytes:
+    """Write `obj` (the dict form that decoding gives: bytes as bytes, UUIDs as Kafka's base64 text) as
+    message `name` at `version`. Missing fields take their default; tagged fields are written when present
+    and not their default."""
+    out = bytearray()
+    _enc_struct(out, plan(name, version, False, schemas), obj)
+    return bytes(out)

@@ -1,0 +1,112 @@
+"""Open/hanging transactions and lag at rest: Kafka's __transaction_state and __consumer_offsets segments
+next to data partitions written here with kafkarec's builder (transactional batches, markers)."""
+import json
+import os
+import shutil
+
+import kafkarec
+from kafkarec.enums import ControlRecordType
+from kafkarec.internal import analysis
+from internal_fixtures import DATA
+
+
+def _write(folder, batches):
+    os.makedirs(folder)
+    with open(os.path.join(folder, "00000000000000000000.log"), "wb") as f:
+        for b in batches:
+            f.write(b)
+
+
+def _txn_batch(base, pid, n=2, ts=1729881999000):
+    b = kafkarec.RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=3, base_sequence=0,
+                                    is_transactional=True)
+    for i in range(n):
+        b.append(b"v%d" % i, timestamp=ts + i)
+    return b.build()
+
+
+def _marker(base, pid, kind):
+    m = kafkarec.RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=3, is_transactional=True,
+                                    is_control=True)
+    m.append_control(kind, {"coordinator_epoch": 1}, timestamp=1729881999100)
+    return m.build()
+
+
+def _log_dir(tmp_path):
+    root = str(tmp_path / "logs")
+    for name in os.listdir(os.path.join(DATA, "logs")):
+        if name.startswith(("__transaction_state", "__consumer_offsets")):
+            shutil.copytree(os.path.join(DATA, "logs", name), os.path.join(root, name))
+    plain = kafkarec.RecordBatchBuilder(base_offset=0)
+    for i in range(50):
+        plain.append(b"x", timestamp=1729881990000 + i)
+    _write(os.path.join(root, "orders-0"), [plain.build()])
+    # producer 4276 = connect-offsets-writer (coordinator: PrepareEpochFence over orders-1): open, not hanging
+    _write(os.path.join(root, "orders-1"), [_txn_batch(0, 4276)])
+    # producer 999 is unknown to the coordinator: open in clicks-3 (hanging); committed in clicks-4
+    _write(os.path.join(root, "clicks-3"), [_txn_batch(0, 999), _txn_batch(2, 999)])
+    _write(os.path.join(root, "clicks-4"), [_txn_batch(0, 999), _marker(2, 999, ControlRecordType.COMMIT)])
+    return root
+
+
+def test_open_and_hanging_transactions(tmp_path):
+    root = _log_dir(tmp_path)
+    opened = analysis.open_transactions(root)
+    assert [(o["topic"], o["partition"], o["producer_id"], o["first_offset"], o["last_offset"], o["hanging"],
+             o["transactional_id"]) for o in opened] == [
+        ("clicks", 3, 999, 0, 3, True, None),
+        ("orders", 1, 4276, 0, 1, False, "connect-offsets-writer")]
+    states = analysis.transaction_states(root)
+    assert states["connect-offsets-writer"]["state"] == "PrepareEpochFence"
+    assert states["connect-offsets-writer"]["partitions"] == [("orders", 1)]
+
+
+def test_lag_at_rest(tmp_path):
+    root = _log_dir(tmp_path)
+    assert analysis.log_end_offsets(root)[("orders", 0)] == 50
+    assert analysis.log_end_offsets(root)[("clicks", 4)] == 3
+    lag = {(x["group"], x["topic"], x["partition"]): x for x in analysis.consumer_lag(root)}
+    x = lag[("deleted-group", "orders", 0)]
+    assert (x["committed_offset"], x["log_end_offset"], x["lag"]) == (42, 50, 8)
+    assert lag[("orders-service", "orders", 2)]["log_end_offset"] is None
+
+
+def test_transactional_offset_commits_count_after_their_commit_marker(tmp_path):
+    from kafkarec import internal
+    root = str(tmp_path / "logs")
+    key = lambda p: internal.encode_record("__consumer_offsets", "OffsetCommit",
+                                           {"group": "g", "topic": "t", "partition": p}, None)[0]
+    value = lambda off: internal.encode_record("__consumer_offsets", "OffsetCommit", {"group": "g", "topic": "t",
+                                               "partition": 0}, {"offset": off, "leaderEpoch": 1, "metadata": "",
+                                               "commitTimestamp": 5}, 3)[1]
+    plain = kafkarec.RecordBatchBuilder(base_offset=0)
+    plain.append(value(10), key=key(0), timestamp=1)
+    plain.append(value(10), key=key(1), timestamp=1)
+    committed = kafkarec.RecordBatchBuilder(base_offset=2, producer_id=7, producer_epoch=0, base_sequence=0,
+                                          is_transactional=True)
+    committed.append(value(20), key=key(0), timestamp=2)
+    aborted = kafkarec.RecordBatchBuilder(base_offset=4, producer_id=8, producer_epoch=0, base_sequence=0,
+                                          is_transactional=True)
+    aborted.append(value(30), key=key(1), timestamp=3)
+    pending = kafkarec.RecordBatchBuilder(base_offset=7, producer_id=9, producer_epoch=0, base_sequence=0,
+                                          is_transactional=True)
+    pending.append(value(40), key=key(0), timestamp=4)
+    _write(os.path.join(root, "__consumer_offsets-0"), [
+        plain.build(), committed.build(), aborted.build(), _marker(5, 8, ControlRecordType.ABORT),
+        _marker(6, 7, ControlRecordType.COMMIT), pending.build()])
+    got = {k: v["offset"] for k, v in analysis.committed_offsets(root).items()}
+    assert got == {("g", "t", 0): 20, ("g", "t", 1): 10}
+
+
+def test_transactions_command_text(tmp_path, capfd):
+    from kafkarec.cli import main
+    root = _log_dir(tmp_path)
+    assert main(["transactions", root]) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    assert "Open transactions in data partitions: 2 (1 hanging)" in out
+    assert "clicks-3: producerId 999 epoch 3 from offset 0 (transactionalId None, coordinator state None) HANGING" in out
+    assert "deleted-group orders-0: committed 42 log end 50 lag 8" in out
+    assert main(["transactions", "--json", "--now", "1729881938615", root]) == 0
+    got = json.loads(capfd.readouterr()[0])
+    assert [o["hanging"] for o in got["open_in_partitions"]] == [True, False]
