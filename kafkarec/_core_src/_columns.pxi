@@ -747,11 +747,18 @@ cdef dict error_record(object exc, RecordBatch b):
 
 def to_arrow(data, /, *, topic=None, partition=None, include_control=False, batch_columns=False,
              read_committed=False, verify_crc=True, strict=False,
-             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
-    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema)."""
+             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES, str errors="raise",
+             list error_sink=None):
+    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
+
+    ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
+    leaves a bad batch out whole and appends a description of it to
+    ``error_sink``.
+    """
     pa = pyarrow()
     batches = list(iter_arrow(data, topic=topic, partition=partition,
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
-                              max_decompressed_bytes=max_decompressed_bytes))
+                              max_decompressed_bytes=max_decompressed_bytes, errors=errors,
+                              error_sink=error_sink))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))
