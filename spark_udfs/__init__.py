@@ -31,7 +31,8 @@ __all__ = [
     "register", "ship", "verify_executors", "Registration",
     "decode_records", "explode_records", "explode_udtf", "make_decode_udf",
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
-    "MalformedBatchError", "KafkarecMismatchError", "RECOMMENDED_CONF", "session_builder",
+    "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
+    "session_builder",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -61,6 +62,7 @@ _LAZY = {
     "record_struct": ("spark_udfs._schema", "record_struct"),
     "MalformedBatchError": ("spark_udfs._decode", "MalformedBatchError"),
     "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
+    "ShippingError": ("spark_udfs._runtime", "ShippingError"),
 }
 
 
@@ -76,25 +78,38 @@ def __getattr__(name):
 
 class Registration(NamedTuple):
     fingerprint: str          # the driver's kafkarec build: "<version>+<core sha256[:16]>"
-    shipped: list             # spark_udfs._shipping.Shipped entries
+    shipped: list             # spark_udfs._shipping.Shipped entries: kafkarec's archive first
     executors: list           # what verify_executors saw (empty when not verified)
     data_source: type | None  # the registered DataSource class
 
 
-def register(spark, *, wheels=None, ship: bool = True, verify: bool = True,
-             functions: bool = True, data_source: bool = True) -> Registration:
-    """Ship kafkarec to executors, check their build, and register
+def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = True,
+             verify: bool = True, functions: bool = True, data_source: bool = True) -> Registration:
+    """Ship kafkarec and its dependencies to executors, check them, and register
     ``kafkarec_decode`` / ``kafkarec_explode`` (SQL) and ``format("kafkarec")``.
 
-    ``wheels``: extra wheel paths to ship (``--py-files`` wheels are found in
-    ``spark.submit.pyFiles``).  ``ship=False`` skips shipping (executors
-    already have kafkarec installed); ``verify=False`` skips the check job
-    (each task still checks the build before decoding).
+    kafkarec's wheel is the one in ``wheels`` or ``spark.submit.pyFiles``
+    (``--py-files``), else the one the driver imported; its dependency wheels
+    are taken from the same folder, or ``wheelhouse``.  ``ship=False`` skips
+    shipping (kafkarec installed in every executor's Python); ``verify=False``
+    skips the check job (each task still checks the build before decoding).
+    Anything missing or built for another Python or machine, on the driver or
+    an executor, raises one :class:`ShippingError` listing all of it.
     """
-    from spark_udfs import _datasource, _functions, _shipping
+    from spark_udfs import _shipping
+    from spark_udfs._runtime import ShippingError
+    shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
+    if shipping is not None and shipping.problems and not verify:
+        raise ShippingError("kafkarec cannot run on the driver:\n  - "
+                            + "\n  - ".join(shipping.problems))
+    if verify:
+        executors = _shipping.verify_executors(spark, None if shipping and shipping.problems
+                                               else _shipping.expected_fingerprint(),
+                                               shipping=shipping)
+    else:
+        executors = []
+    from spark_udfs import _datasource, _functions
     fp = _shipping.expected_fingerprint()
-    shipped = _shipping.ship(spark, wheels) if ship else []
-    executors = _shipping.verify_executors(spark, fp) if verify else []
     ds_cls = None
     if functions:
         spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
@@ -107,7 +122,7 @@ def register(spark, *, wheels=None, ship: bool = True, verify: bool = True,
             "default_min_partitions": max(1, spark.sparkContext.defaultParallelism),
         })
         spark.dataSource.register(ds_cls)
-    return Registration(fp, shipped, executors, ds_cls)
+    return Registration(fp, list(shipping or []), executors, ds_cls)
 
 
 def session_builder(app_name: str = "kafkarec", master: str | None = "local[2]", conf=None):
