@@ -249,15 +249,16 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
         # kafkarec is installed on the driver: ship its build (executors may have it installed too).
         kafkarec = _runtime.import_kafkarec()
         driver_fp = expected_fingerprint()
+        extra = _ship_others(sc, loader, others)
         for wheel in find_wheels(kafkarec):
             if archive_fingerprint(wheel) == driver_fp:
                 shipped = _as_zip(wheel)
                 _add(sc, shipped)
-                return Shipping(Shipped(wheel, shipped, driver_fp), [], None, [])
+                return Shipping(Shipped(wheel, shipped, driver_fp), extra, None, [])
         built = build_pyfiles_zip(kafkarec)
         _add(sc, built)
         return Shipping(Shipped(os.path.dirname(os.path.abspath(kafkarec.__file__)), built,
-                                driver_fp), [], None, [])
+                                driver_fp), extra, None, [])
     folder = wheelhouse or os.path.dirname(os.path.abspath(archive))
     if wheelhouse and not os.environ.get("KAFKAREC_WHEELHOUSE"):
         os.environ["KAFKAREC_WHEELHOUSE"] = wheelhouse    # for the driver's own import
@@ -290,7 +291,20 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
         if w.project in needed and w.path.endswith(".whl"):
             if _add(sc, w.path, python=False):
                 deps.append(Shipped(w.path, w.path, None))
+    deps += _ship_others(sc, loader, others, needed)
     return Shipping(main, deps, folder, problems)
+
+
+def _ship_others(sc, loader, others, needed=()) -> list:
+    """Other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip."""
+    out = []
+    for path in others:
+        w = loader.parse_wheel_name(path)
+        if w is None or w.project not in needed:
+            shipped = _as_zip(path)
+            if _add(sc, shipped):
+                out.append(Shipped(path, shipped, None))
+    return out
 
 
 # Every codec and the CRC: decoding one batch of each loads every compiled dependency.
