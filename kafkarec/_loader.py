@@ -152,7 +152,9 @@ class WheelName(NamedTuple):
 
     @property
     def filename(self) -> str:
-        return os.path.basename(self.path)
+        """The wheel's name (also for the ``.whl.zip`` copy register() ships)."""
+        name = os.path.basename(self.path)
+        return name[:-4] if name.endswith(".whl.zip") else name
 
 
 def _normalize(name: str) -> str:
@@ -211,7 +213,7 @@ def interpreter() -> dict:
 
 
 def describe_interpreter(interp: dict) -> str:
-    glibc = ".".join(map(str, interp["glibc"])) if interp.get("glibc") else "no glibc"
+    glibc = "glibc " + ".".join(map(str, interp["glibc"])) if interp.get("glibc") else "no glibc"
     return (f"Python {interp['python']} ({interp['py_tag']}, {interp['system']} {interp['machine']}, "
             f"{glibc}) at {interp['executable']} on {interp['host']}")
 
@@ -428,6 +430,7 @@ class Resolution(NamedTuple):
     wheels: dict      # project -> WheelName to unpack and put on sys.path
     installed: list   # projects already installed in this interpreter
     problems: list    # one line per missing or unusable dependency
+    projects: list    # every project of the dependency tree that was looked at
 
 
 def resolve(root_metadata: str | None, candidates: list, interp: dict | None = None,
@@ -466,7 +469,7 @@ def resolve(root_metadata: str | None, candidates: list, interp: dict | None = N
                 f"{w.filename} is {incompatibility(w, interp)}" for w in options))
         else:
             problems.append(f"{needed}: not installed and no {project} wheel was found")
-    return Resolution(chosen, installed, problems)
+    return Resolution(chosen, installed, problems, sorted(seen))
 
 
 _activated: dict = {}

@@ -100,7 +100,7 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     from spark_udfs._runtime import ShippingError
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
     if shipping is not None and shipping.problems and not verify:
-        raise ShippingError("kafkarec cannot run on the driver:\n  - "
+        raise ShippingError(f"kafkarec cannot run on the driver ({shipping.driver}):\n  - "
                             + "\n  - ".join(shipping.problems))
     if verify:
         executors = _shipping.verify_executors(spark, None if shipping and shipping.problems

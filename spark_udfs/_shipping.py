@@ -57,6 +57,7 @@ class Shipping(NamedTuple):
     dependencies: list         # Shipped dependency wheels
     folder: str | None         # where dependency wheels were looked for
     problems: list             # what the driver's Python cannot use
+    driver: str = ""           # the driver's Python (for messages)
 
     def __iter__(self):        # the shipped files, kafkarec's first
         return iter(([self.kafkarec] if self.kafkarec else []) + list(self.dependencies))
@@ -231,8 +232,7 @@ def _driver_problems(loader, archive: str, candidates: list) -> list:
         if why:
             problems.append(f"kafkarec: {w.filename} is {why}")
     res = loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates)
-    problems += res.problems
-    return [f"driver, {loader.describe_interpreter(interp)}: {p}" for p in problems]
+    return problems + res.problems
 
 
 def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
@@ -285,14 +285,14 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     # dependency wheels: next to it in every worker's SparkFiles folder. Every
     # wheel of a needed project goes (executors pick the one that fits them).
     needed = set(loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates,
-                                loader.interpreter()).wheels)
+                                loader.interpreter()).projects)
     deps = []
     for w in candidates:
         if w.project in needed and w.path.endswith(".whl"):
             if _add(sc, w.path, python=False):
                 deps.append(Shipped(w.path, w.path, None))
     deps += _ship_others(sc, loader, others, needed)
-    return Shipping(main, deps, folder, problems)
+    return Shipping(main, deps, folder, problems, loader.describe_interpreter(loader.interpreter()))
 
 
 def _ship_others(sc, loader, others, needed=()) -> list:
@@ -357,29 +357,33 @@ def verify_executors(spark, expected=None, *, tasks=None, shipping: Shipping | N
     raise :class:`ShippingError` naming every problem (the driver's too, from
     ``shipping``).  Returns one description per distinct executor Python."""
     sc = spark.sparkContext
-    problems = list(shipping.problems) if shipping else []
-    if expected is None and not problems:
+    where: dict = {}      # problem -> the processes that have it
+    for p in (shipping.problems if shipping else []):
+        where.setdefault(p, []).append(f"driver ({shipping.driver})")
+    if expected is None and not where:
         expected = expected_fingerprint()
     must_ship = bool(shipping and shipping.kafkarec and shipping.kafkarec.shipped_as)
     n = tasks or max(2, sc.defaultParallelism)
     results = sc.parallelize(range(n), n).mapPartitions(
         lambda _: _probe(expected, must_ship)).collect()
-    by_problem: dict = {}
+    executors: dict = {}
     for r in results:
         for p in r["problems"]:
-            by_problem.setdefault(p, set()).add(f"{r['host']}: {r['interpreter']}")
-    problems += [f"executor {', '.join(sorted(where))}: {p}" for p, where in by_problem.items()]
-    if problems:
+            executors.setdefault(p, set()).add(f"{r['host']}: {r['interpreter']}")
+    for p, hosts in executors.items():
+        where.setdefault(p, []).append("executor " + ", ".join(sorted(hosts)))
+    if where:
+        problems = [f"{p}  [{'; '.join(w)}]" for p, w in where.items()]
         folder = shipping.folder if shipping else None
-        executor_pythons = {r["interpreter"].split(" at ")[-1].split(" on ")[0] for r in results
-                            if r["interpreter"]}
-        python = sorted(executor_pythons)[0] if executor_pythons else None
-        cls = KafkarecMismatchError if all("not the driver's build" in p for p in problems) \
+        pythons = sorted({r["interpreter"].split(" at ")[-1].split(" on ")[0] for r in results
+                          if r["interpreter"]})
+        cls = KafkarecMismatchError if all("not the driver's build" in p for p in where) \
             else ShippingError
         raise cls(
             f"kafkarec cannot run on this Spark application ({len(problems)} problem"
             f"{'s' if len(problems) > 1 else ''}):\n  - " + "\n  - ".join(problems)
-            + f"\nFix: {_fix(folder, python)}; then pass the kafkarec wheel with --py-files "
-              f"(dependency wheels next to it, or spark_udfs.register(spark, wheelhouse=DIR)), or "
-              f"install kafkarec in every executor's Python.")
+            + f"\nFix: {_fix(folder, pythons[0] if pythons else None)}; then pass the kafkarec "
+              f"wheel with --py-files (dependency wheels next to it, or "
+              f"spark_udfs.register(spark, wheelhouse=DIR)), or install kafkarec in every "
+              f"executor's Python.")
     return sorted({f"{r['host']}: {r['kafkarec']}" for r in results})
