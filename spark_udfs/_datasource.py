@@ -169,7 +169,7 @@ class KafkaRecReader(DataSourceReader):
             raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
                              f"available: {sorted(known)}")
         names = {f.name for f in schema}
-        self.need_batch_columns = bool(names & {n for n, _ in _schema.BATCH_FIELDS})
+        self.need_batch_columns = bool(names & set(_schema.batch_column_names()))
 
     def partitions(self):
         cfg = self.config
@@ -229,7 +229,8 @@ class KafkaRecReader(DataSourceReader):
                                 if errs:
                                     yield from self._errors(errs, target, corrupt, fixed)
                                     errs = []
-                                yield _schema.conform(item, target)
+                                yield _schema.conform(item, target, corrupt=corrupt,
+                                                      mode=cfg.mode, where=sl.path)
                             else:
                                 errs.append(item)
                         if errs:
