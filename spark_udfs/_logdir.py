@@ -2,10 +2,14 @@
 
 No pyspark here.  A log directory holds ``<topic>-<partition>/`` folders of
 ``<base offset, 20 digits>.log`` segments (plus index files, which are not
-read).  Any ``.log`` file under the given paths is read; its topic and
-partition come from its folder's name (null when the name does not have that
-form).  Folders Kafka itself ignores (``<topic>-<partition>.<id>-delete`` /
-``-future`` / ``-stray``) are skipped.
+read).  Folders are walked with kafkarec.log's directory walk
+(``is_partition_dir`` / ``find_partition_dirs`` / ``scan_partition_dir``): a
+partition folder gives its segments in offset order, then any other file
+matching ``pathGlobFilter`` (``*.log``: a backed-up ``backup.log`` too); with
+``recursiveFileLookup`` other sub-folders (several log dirs under one root)
+are walked as well.  A file's topic and partition come from its folder's name
+(null when the name does not have that form).  Folders Kafka itself ignores
+(``<topic>-<partition>.<id>-delete`` / ``-future`` / ``-stray``) are skipped.
 
 A read is planned as a list of tasks, each a list of :class:`Slice` (a byte
 range of one file).  Files larger than the split size are cut where a batch
@@ -164,19 +168,49 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
     return segments, skipped
 
 
+def _partition_logs(part, glob_filter: str):
+    """The ``.log`` files of one partition folder (a :class:`kafkarec.log.segment.PartitionDir`):
+    its segments in offset order, then other files matching ``glob_filter``
+    (a renamed or backed-up ``backup.log``)."""
+    out = [s.log for s in part.segments if s.log and fnmatch.fnmatchcase(os.path.basename(s.log),
+                                                                             glob_filter)]
+    out += [f for f in part.other if fnmatch.fnmatchcase(os.path.basename(f), glob_filter)]
+    return out
+
+
 def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
-    renamed_dir_suffix = _core()[0].renamed_dir_suffix
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        keep = []
-        for d in sorted(dirnames):
-            if renamed_dir_suffix(d):
-                skipped.append(os.path.join(dirpath, d))
-            elif not d.startswith("."):
-                keep.append(d)
-        dirnames[:] = keep if recursive else []
-        for f in sorted(filenames):
-            if fnmatch.fnmatchcase(f, glob_filter):
-                yield os.path.join(dirpath, f)
+    """The segment files under ``root``, found by kafkarec.log's directory walk:
+    ``root`` is a partition folder (:func:`kafkarec.log.segment.is_partition_dir`)
+    or holds partition folders (:func:`kafkarec.log.segment.find_partition_dirs`);
+    folders Kafka renamed (``-delete``/``-future``/``-stray``) are skipped.  With
+    ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
+    segment = _core()[0]
+    root = os.path.normpath(root)
+    if segment.is_partition_dir(root):
+        yield from _partition_logs(segment.scan_partition_dir(root), glob_filter)
+        claimed = set()
+    else:
+        claimed = set()
+        for part in segment.find_partition_dirs(root):
+            claimed.add(os.path.basename(part.path))
+            if segment.renamed_dir_suffix(part.path):
+                skipped.append(part.path)
+                continue
+            yield from _partition_logs(part, glob_filter)
+        for name in sorted(os.listdir(root)):    # segment-like files at the root itself
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and fnmatch.fnmatchcase(name, glob_filter):
+                yield full
+    if not recursive:
+        return
+    for name in sorted(os.listdir(root)):
+        full = os.path.join(root, name)
+        if name in claimed or name.startswith(".") or not os.path.isdir(full):
+            continue
+        if segment.renamed_dir_suffix(name):
+            skipped.append(full)
+            continue
+        yield from _walk(full, glob_filter, recursive, skipped)
 
 
 def _batches(f: LogFile):
