@@ -179,10 +179,11 @@ class KafkaRecReader(DataSourceReader):
                                              allow_duplicate_partitions=cfg.allow_duplicates)
         for d in skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
-        aborted = _logdir.aborted_batches(kafkarec, segments) if cfg.read_committed else None
+        spans: dict = {}   # each file's batches are walked once for both
+        aborted = _logdir.aborted_batches(kafkarec, segments, spans) if cfg.read_committed else None
         tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
                              open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
-                             aborted=aborted)
+                             aborted=aborted, spans=spans)
         if not tasks:
             return [KafkaRecPartition(0, ())]
         return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]

@@ -231,26 +231,43 @@ def _batches(f: LogFile):
             return
 
 
-def _cut_points(f: LogFile, max_split: int) -> list:
+def _spans(f: LogFile, spans: dict | None):
+    """``(position, size)`` of the whole batches of ``f``, walked once per plan:
+    taken from ``spans`` when the read_committed walk already recorded them."""
+    if spans is not None and f.path in spans:
+        return spans[f.path]
+    return [(b.position, b.size_in_bytes) for b in _batches(f)]
+
+
+def _recorded(f: LogFile, spans: dict | None):
+    """:func:`_batches`, noting each batch's span in ``spans`` for :func:`plan`."""
+    out = spans.setdefault(f.path, []) if spans is not None else None
+    for batch in _batches(f):
+        if out is not None:
+            out.append((batch.position, batch.size_in_bytes))
+        yield batch
+
+
+def _cut_points(f: LogFile, max_split: int, spans: dict | None = None) -> list:
     """Where to split one file: batch starts, about ``max_split`` bytes apart."""
     cuts = [0]
     chunk_start = 0
-    for batch in _batches(f):
-        pos = batch.position
-        if pos > chunk_start and pos + batch.size_in_bytes - chunk_start > max_split:
+    for pos, size in _spans(f, spans):
+        if pos > chunk_start and pos + size - chunk_start > max_split:
             cuts.append(pos)
             chunk_start = pos
     cuts.append(f.size)
     return cuts
 
 
-def aborted_batches(kafkarec, segments: list) -> dict:
+def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict:
     """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
     consumer leaves out (:func:`kafkarec.transactions.aborted_batches`), judged
     over each topic-partition's whole log: ``segments`` (from :func:`discover`)
     are in offset order and a transaction may end in a later file.  (``kafkarec``,
     the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
-    rule's modules are imported from that same package.)"""
+    rule's modules are imported from that same package.)  ``spans`` (a dict)
+    receives each file's batch spans, so :func:`plan` does not walk them again."""
     _, transactions = _core()
     by_partition: dict = {}
     for seg in segments:
@@ -258,7 +275,7 @@ def aborted_batches(kafkarec, segments: list) -> dict:
                                  if seg.topic is None else ""), []).append(seg)
     out: dict = {}
     for files in by_partition.values():
-        log = (batch for f in files for batch in _batches(f))
+        log = (batch for f in files for batch in _recorded(f, spans))
         # A data batch failing its CRC opens no transaction (the read reports it).
         for path, pos, size in transactions.aborted_batches(
                 log, key=lambda b: (b.path, b.position, b.size_in_bytes),
@@ -270,7 +287,7 @@ def aborted_batches(kafkarec, segments: list) -> dict:
 
 
 def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
-         min_partitions: int = 1, aborted: dict | None = None) -> list:
+         min_partitions: int = 1, aborted: dict | None = None, spans: dict | None = None) -> list:
     """Tasks (lists of :class:`Slice`) covering every byte of every segment once."""
     if not segments:
         return []
@@ -280,7 +297,7 @@ def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
     slices = []
     for seg in segments:
         if seg.size > max_split:
-            cuts = _cut_points(seg, max_split)
+            cuts = _cut_points(seg, max_split, spans)
         else:
             cuts = [0, seg.size]
         for a, b in zip(cuts, cuts[1:]):
