@@ -161,3 +161,33 @@ def test_register_names_every_missing_and_mismatched_piece_at_once(wheel, workdi
     assert line.count("[driver (Python 3.12") == 3 and line.count("; executor ") == 3
     assert f"bash scripts/wheelhouse.sh {mixed} --python {bare312}" in line
     assert "Traceback" not in log.split("REGISTER FAILED")[0][-2000:] or "ModuleNotFoundError" not in log
+
+
+def test_readme_spark_job_runs_as_written(wheel, bare, workdir, tmp_path):
+    """The README's job.py, submitted as its spark-submit line says (local mode, bare
+    Python, the wheel alone in --py-files): every output equals kafkarec's decoder."""
+    import re
+    readme = open(os.path.join(H.ROOT, "README.md"), encoding="utf-8").read()
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if b.startswith("# job.py")]
+    job = tmp_path / "job.py"
+    job.write_text(code)
+    out = tmp_path / "out"
+    proc = _submit(bare, wheel, tmp_path, [str(workdir / "sample-data"), str(out)],
+                   tmp_path / "cache", job=str(job))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    want, want_errors = H.oracle_dir(str(workdir / "sample-data"))
+    records = ds.dataset(str(out / "records"), format="parquet").to_table()
+    good = records.filter(records.column("_corrupt_record").is_null())
+    H.assert_same_rows(good, want, H.KAFKA_COLUMNS)
+    per_file = []
+    for path in sorted(glob.glob(str(workdir / "sample-data" / "**" / "*.log"), recursive=True)):
+        t, _ = H.oracle_file(path)
+        per_file.append(t.append_column("path", pa.array(["file:" + path] * t.num_rows)))
+    want_files = pa.concat_tables(per_file)
+    for name in ("exploded", "decoded"):
+        got = ds.dataset(str(out / name), format="parquet").to_table()
+        if "_corrupt_record" in got.column_names:
+            got = got.filter(got.column("_corrupt_record").is_null())
+        H.assert_same_rows(got, want_files, ["path"] + H.RECORD_COLUMNS, sort_by=("path", "offset"))
