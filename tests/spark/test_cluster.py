@@ -70,12 +70,12 @@ def cluster(tmp_path_factory, bare312):
     assert not left, f"processes left running after the cluster stopped: {left}"
 
 
-def submit(cluster, wheel, args, cwd, *, background=False, timeout=420):
+def submit(cluster, wheel, args, cwd, *, background=False, timeout=420, py_files=None):
     cmd = [os.path.join(os.path.dirname(cluster.python), "spark-submit"),
            "--master", cluster.master_url, "--conf", "spark.ui.enabled=false",
            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
            "--conf", "spark.executor.memory=768m", "--conf", "spark.sql.shuffle.partitions=2",
-           "--py-files", wheel, JOB] + args
+           "--py-files", py_files or wheel, JOB] + args
     env = dict(cluster.env, KAFKAREC_NATIVE_CACHE=os.path.join(cwd, "driver-cache"))
     if background:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -152,19 +152,27 @@ def test_every_spark_path_on_a_bare_312_cluster(cluster, wheel312, sample, tmp_p
 
 
 def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(cluster, wheel312, sample, tmp_path):
+    """Also the other way to ship: --py-files listing every wheel of the wheelhouse."""
     marker = tmp_path / "started"
     marker.mkdir()
     out = str(tmp_path / "out")
+    every = [wheel312] + sorted(w for w in glob.glob(os.path.join(os.path.dirname(wheel312), "*.whl"))
+                                if w != wheel312 and "cp311" not in w)
+    t0 = time.monotonic()
     proc = submit(cluster, wheel312, [sample, out, "--only", "ds", "--marker", str(marker),
-                                      "--delay", "1.5"], str(tmp_path), background=True)
+                                      "--delay", "1.0", "--max-partition-bytes", "64k"],
+                  str(tmp_path), background=True, py_files=",".join(every))
     try:
         deadline = time.monotonic() + 240
-        while len(os.listdir(marker)) < 4:
+        while len(os.listdir(marker)) < 3:
             assert proc.poll() is None, proc.stdout.read()[-6000:]
             assert time.monotonic() < deadline, "the job did not start its tasks"
             time.sleep(0.2)
+        killed = time.monotonic()
         cluster.kill_worker(1)
         log, _ = proc.communicate(timeout=360)
+        print(f"tasks started before the kill: {len(os.listdir(marker))} "
+              f"({killed - t0:.1f} s); job done {time.monotonic() - killed:.1f} s after it")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)

@@ -53,6 +53,10 @@ def test_register_ships_and_checks_executors(spark):
     import spark_udfs
     again = spark_udfs.register(spark, verify=False)
     assert again.fingerprint == reg.fingerprint
+    # kafkarec installed in the executors' Python: ship=False ships nothing, still checks them
+    installed = spark_udfs.register(spark, ship=False)
+    assert installed.shipped == [] and installed.executors
+    assert all(reg.fingerprint in e for e in installed.executors)
 
 
 def test_executor_with_other_build_fails_clearly(spark):

@@ -23,6 +23,7 @@ def main():
     ap.add_argument("--marker")
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--only", choices=["ds", "all"], default="all")
+    ap.add_argument("--max-partition-bytes", default="24k")
     args = ap.parse_args()
     import spark_udfs   # from the --py-files wheel: nothing else has kafkarec
     from spark_udfs import _runtime
@@ -39,7 +40,7 @@ def main():
                    "driver_kafkarec": _runtime.describe()}, fh, indent=1)
 
     ds = (spark.read.format("kafkarec").option("batchColumns", "true")
-          .option("maxPartitionBytes", "24k").load(args.log_dir))
+          .option("maxPartitionBytes", args.max_partition_bytes).load(args.log_dir))
     if args.marker:
         marker, delay = args.marker, args.delay
 
