@@ -11,12 +11,13 @@ pyspark is imported only when a function here is called.
     spark_udfs.explode_records(df, "value", keep=["topic", "partition"])
     df.select(spark_udfs.decode_records("value").alias("d"))
 
-``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work:
-Spark does not put ``.whl`` py-files on executors' paths, so it re-ships the
-wheel as a ``.zip`` (from which kafkarec loads its compiled core), or, without
-``--py-files``, a matching ``wheelhouse/kafkarec-*.whl`` or a zip of the
-installed packages; then it checks that every executor runs the driver's
-kafkarec build (version + hash of the compiled core).
+``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
+a driver and executors that have only pyspark, pyarrow and pandas: Spark does
+not put ``.whl`` py-files on executors' paths, so it re-ships the wheel as a
+``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``);
+kafkarec's loader unpacks each once per machine into its cache.  Then one job
+checks that every executor can load them and runs the driver's kafkarec
+build; every problem is one :class:`ShippingError`.
 
 Spark settings that matter (see :data:`RECOMMENDED_CONF`): ``SPARK_LOCAL_IP``
 for loopback-only machines, ``spark.driver.memory`` of 4g or more in local
