@@ -1,4 +1,5 @@
-"""Shared pieces of the Spark tests: the session, sample data, the oracle, the wheel.
+"""Shared pieces of the Spark tests: the session, sample data, the oracle, the user's environment
+(wheelhouse, bare Python, a standalone cluster).
 
 The oracle is kafkarec's own decoder (``iter_arrow``) run on the same bytes
 without Spark; Spark's rows are compared with it column by column.
@@ -11,12 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 
 import pytest
 
 VENV_PY = sys.executable
-SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 
 # Columns compared between Spark and the oracle.
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
@@ -170,48 +169,6 @@ def make_corrupt_dir(sample: str, dest: str) -> dict:
     info["ok"] = {"path": put("ok-0", data)}
     info["batches"] = len(spans)
     return info
-
-
-# -- the wheel ----------------------------------------------------------------------------
-
-def _wheel_matches_tree(wheel: str) -> bool:
-    """Is ``wheel`` a build of the working tree (same Python files, same core)?"""
-    import kafkarec
-    core = kafkarec._core.__file__
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = set(zf.namelist())
-            for pkg in ("kafkarec", "spark_udfs"):
-                for f in glob.glob(os.path.join(ROOT, pkg, "*.py")):
-                    member = f"{pkg}/{os.path.basename(f)}"
-                    if member not in names or zf.read(member) != open(f, "rb").read():
-                        return False
-            member = f"kafkarec/{os.path.basename(core)}"
-            if member not in names or zf.read(member) != open(core, "rb").read():
-                return False
-    except (OSError, zipfile.BadZipFile):
-        return False
-    sources = glob.glob(os.path.join(ROOT, "kafkarec", "*.p[xy][xid]")) + \
-        glob.glob(os.path.join(ROOT, "kafkarec", "*.h"))
-    return all(os.path.getmtime(s) <= os.path.getmtime(core) for s in sources)
-
-
-def built_wheel(tmpdir: str) -> str:
-    """A kafkarec wheel of the working tree: ``wheelhouse/`` if current, else built
-    (``pip wheel --no-deps --no-build-isolation``, reusing ``build/``) into ``tmpdir``."""
-    for w in sorted(glob.glob(os.path.join(ROOT, "wheelhouse", "kafkarec-*.whl")),
-                    key=os.path.getmtime, reverse=True):
-        if _wheel_matches_tree(w):
-            return w
-    out = os.path.join(tmpdir, "wheelhouse")
-    os.makedirs(out, exist_ok=True)
-    proc = subprocess.run([VENV_PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", out, ROOT], capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        pytest.fail(f"building the wheel failed:\n{proc.stdout}\n{proc.stderr}")
-    wheels = glob.glob(os.path.join(out, "kafkarec-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
 
 
 # -- the user's environment: wheelhouse, bare Python, a standalone cluster ------------------
