@@ -17,7 +17,10 @@ if [ "$(cat .venv/.kafkarec-env 2>/dev/null)" = "$ENV_WANT" ] && "$VPY" -c "impo
     "$VPY" setup.py -q build_ext --inplace
 else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
-    "$VPY" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
+    # compat: the checkout on sys.path through a .pth, as a plain editable install
+    # did (the default "lenient" mode warns about folders named like packages).
+    "$VPY" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" \
+        --config-settings editable_mode=compat
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.
