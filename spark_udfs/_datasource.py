@@ -67,7 +67,7 @@ def _lower(options) -> dict:
 _KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
           "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
           "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
-          "strict", "maxdecompressedbytes", "maxrecordsperbatch"}
+          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode"}
 
 
 class ReadConfig:
@@ -100,11 +100,14 @@ class ReadConfig:
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
         if self.max_rows <= 0:
             raise ValueError("option maxRecordsPerBatch must be positive")
+        # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
+        self.decode = o.get("decode") or None
 
     def default_schema(self):
         return _schema.kafka_schema(
             batch_columns=self.batch_columns,
-            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None)
+            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None,
+            decode=self.decode)
 
 
 class KafkaRecPartition(InputPartition):
@@ -151,9 +154,13 @@ class KafkaRecDataSource(DataSource):
         return _schema.kafka_schema(
             batch_columns=_bool(o, "batchcolumns", False),
             corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
-            if mode == "PERMISSIVE" else None)
+            if mode == "PERMISSIVE" else None,
+            decode=None if self.remote else (o.get("decode") or None))
 
     def reader(self, schema):
+        if self.remote and _lower(self.options).get("decode"):
+            raise ValueError("kafkarec data source: option decode works on local log directories "
+                             "without selection options (not yet on URIs or with topics/offsets)")
         if self.remote:
             from spark_udfs import _remote
             return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(self.options), schema,
@@ -173,6 +180,7 @@ class KafkaRecReader(DataSourceReader):
         self.expected = expected
         known = {f.name for f in config.default_schema()} | {f.name for f in _schema.kafka_schema(
             batch_columns=True)} | {config.corrupt_column}
+        self.decoded = [f.name for f in schema if f.name in _schema.decoded_names(config.decode)]
         unknown = [f.name for f in schema if f.name not in known]
         if unknown:
             raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
@@ -239,8 +247,8 @@ class KafkaRecReader(DataSourceReader):
                                 if errs:
                                     yield from self._errors(errs, target, corrupt, fixed)
                                     errs = []
-                                yield _schema.conform(item, target, corrupt=corrupt,
-                                                      mode=cfg.mode, where=sl.path)
+                                yield _schema.conform(item, target, self._decoded_columns(item),
+                                                      corrupt=corrupt, mode=cfg.mode, where=sl.path)
                             else:
                                 errs.append(item)
                         if errs:
@@ -257,6 +265,16 @@ class KafkaRecReader(DataSourceReader):
                     mm.close()
                 except BufferError:
                     pass
+
+    def _decoded_columns(self, batch):
+        """The internal topic's typed columns for ``batch`` (option decode), or None."""
+        if not self.decoded:
+            return None
+        import pyarrow as pa
+        from kafkarec.internal import columns
+        table = columns.decode_columns(pa.Table.from_batches([batch]), self.config.decode,
+                                       strict=self.config.strict)
+        return {name: table.column(name).combine_chunks() for name in self.decoded}
 
     def _errors(self, errs, target, corrupt, fixed):
         if self.config.mode == "DROPMALFORMED":

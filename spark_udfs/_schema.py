@@ -52,6 +52,8 @@ def spark_type(arrow_type) -> T.DataType:
     for test, spark in simple:
         if test(arrow_type):
             return spark()
+    if pa.types.is_dictionary(arrow_type):       # e.g. decoded record type names
+        return spark_type(arrow_type.value_type)
     if pa.types.is_list(arrow_type):
         return T.ArrayType(spark_type(arrow_type.value_type))
     if pa.types.is_struct(arrow_type):
@@ -65,8 +67,16 @@ def batch_column_names() -> list:
     return [n for n in _core_schema(True).names if n not in base]
 
 
+def decoded_names(decode: str | None) -> list:
+    """The columns the data source option ``decode`` adds (kafkarec.internal.columns)."""
+    if not decode:
+        return []
+    from kafkarec.internal import columns
+    return list(columns.decoded_schema(decode).names)
+
+
 def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = None,
-                 with_topic_partition: bool = True) -> T.StructType:
+                 with_topic_partition: bool = True, decode: str | None = None) -> T.StructType:
     """kafkarec's columns as Spark fields (``timestampMs`` after the Kafka
     source's, then the batch columns), and ``corrupt_column`` if given."""
     base = _core_schema(False)
@@ -79,6 +89,10 @@ def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = No
             fields.append(T.StructField(f.name, spark_type(f.type), True))
         if i == len(base) - 1:
             fields.append(T.StructField(RAW_TIMESTAMP, T.LongType(), True))
+    if decode:
+        from kafkarec.internal import columns
+        fields += [T.StructField(f.name, spark_type(f.type), True)
+                   for f in columns.decoded_schema(decode)]
     if corrupt_column:
         fields.append(T.StructField(corrupt_column, T.StringType(), True))
     return T.StructType(fields)

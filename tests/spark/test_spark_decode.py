@@ -1,0 +1,54 @@
+"""The data source's decode option: __consumer_offsets written by Kafka's own code
+(tests/data/internal-topics) read as typed columns, equal to kafkarec.internal's."""
+import os
+import shutil
+
+import pytest
+
+from paths import TESTS
+
+pytestmark = [pytest.mark.spark]
+
+LOGS = os.path.join(TESTS, "data", "internal-topics", "logs")
+
+
+@pytest.fixture(scope="module")
+def offsets_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("offsets")
+    for name in sorted(os.listdir(LOGS)):
+        if name.startswith("__consumer_offsets-"):
+            shutil.copytree(os.path.join(LOGS, name), root / name)
+    return str(root)
+
+
+def test_decode_consumer_offsets_columns(spark, offsets_dir):
+    import pyarrow as pa
+    from kafkarec.internal import columns
+    import kafkarec
+
+    df = (spark.read.format("kafkarec").option("decode", "consumer_offsets")
+          .option("mode", "FAILFAST").load(offsets_dir))
+    names = columns.decoded_schema("consumer_offsets").names
+    assert set(names) <= set(df.columns)
+    cols = ["topic", "partition", "offset"] + names
+    got = sorted(tuple(r) for r in df.select(*cols).collect())
+
+    want = []
+    for part in sorted(os.listdir(offsets_dir)):
+        for seg in sorted(os.listdir(os.path.join(offsets_dir, part))):
+            data = open(os.path.join(offsets_dir, part, seg), "rb").read()
+            t = columns.to_arrow(data, decode="consumer_offsets", topic="__consumer_offsets",
+                                 partition=int(part.rsplit("-", 1)[1]))
+            t = t.select(cols)
+            for row in t.to_pylist():
+                want.append(tuple(row[c] for c in cols))
+    assert len(got) == len(want) > 50
+    assert got == sorted(want)
+    assert {r[names.index("recordTypeName") + 3] for r in got} >= {"OffsetCommit", "GroupMetadata"}
+
+
+def test_decode_is_refused_with_selection(spark, offsets_dir):
+    df = (spark.read.format("kafkarec").option("decode", "consumer_offsets")
+          .option("topics", "__consumer_offsets").load(offsets_dir))
+    with pytest.raises(Exception, match="decode works on local log directories"):
+        df.collect()
