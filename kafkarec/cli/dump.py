@@ -14,7 +14,6 @@ shared with ``kafkarec verify`` and ``kafkarec stats``.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import struct
 import uuid
@@ -23,6 +22,9 @@ from typing import List, Optional, TextIO
 
 import kafkarec
 from kafkarec.cli import decode_args
+from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of these names)
+    EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
+    error_dict, error_line, java_string, jbool, jdump, optional_long, ts_name)
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
@@ -31,64 +33,8 @@ from kafkarec.log.segment import Segment, base_offset_from_name
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
            "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
 
-# Exit statuses of every kafkarec command (see kafkarec.cli).
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
-# Integer.MAX_VALUE: the default of --max-bytes, which means "the whole file".
-INT_MAX = 2**31 - 1
-
-TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-def jbool(v) -> str:
-    return "true" if v else "false"
-
-
-def optional_long(v: Optional[int]) -> str:
-    """Java's OptionalLong.toString()."""
-    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
-
-
-def codec_name(b) -> str:
-    codec = b.attributes & 7
-    return CODEC_NAMES.get(codec, f"unknown({codec})")
-
-
-def ts_name(b) -> str:
-    # The batch's timestamp type, named as Java's TimestampType.toString().
-    if b.magic == 0:
-        return TS_NAMES[-1]
-    return TS_NAMES[1 if b.attributes & 0x08 else 0]
-
-
-def java_string(data: bytes) -> str:
-    """new String(bytes, UTF_8): invalid sequences become U+FFFD."""
-    return data.decode("utf-8", "replace")
-
-
-#: ``--payload-encoding``: how record bytes are shown (java is kafka-dump-log's
-#: lossy rendering; base64 and hex give the exact bytes).
-PAYLOAD_RENDERERS = {
-    "java": java_string,
-    "utf8": lambda data: data.decode("utf-8", "backslashreplace"),
-    "base64": lambda data: base64.b64encode(data).decode("ascii"),
-    "hex": lambda data: data.hex(),
-}
-PAYLOAD_ENCODINGS = tuple(PAYLOAD_RENDERERS)
-
-
-def jdump(obj) -> str:
-    # Jackson's ObjectNode.toString(): compact, non-ASCII kept as is.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
 def _uuid_b64(s: str) -> str:
     return base64.urlsafe_b64encode(uuid.UUID(s).bytes).rstrip(b"=").decode()
-
-
-def error_line(path: str, e: Exception, position: Optional[int] = None) -> str:
-    """``FILE: position P: reason`` for a decode error met reading ``path``; P defaults to ``position``."""
-    return f"{path}: position {getattr(e, 'position', position)}: {getattr(e, 'reason', e)}"
 
 
 def control_json(kind: ControlRecordType, v: dict) -> dict:
@@ -195,8 +141,7 @@ class Dumper:
               status: int = EXIT_PROBLEMS) -> None:
         self.status = max(self.status, status)
         if self.json:
-            self.out.write(jdump({"type": "error", "file": path, "position": position,
-                                  "message": message}) + "\n")
+            self.out.write(jdump(error_dict(message, path, position)) + "\n")
         else:
             self.err.write(message + "\n")
 

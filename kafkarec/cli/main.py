@@ -23,7 +23,7 @@ from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.selection import SelectionError
 from kafkarec.log.storage import StorageError, is_uri
-from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
+from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.segment import (PartitionDir, Segment, SegmentFiles, base_offset_from_name,
                                   find_partition_dirs, is_partition_dir, parse_topic_partition,
                                   scan_partition_dir)

@@ -13,68 +13,18 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import struct
-import time
 from typing import List, Optional, TextIO
 
 import kafkarec
-from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, codec_name, error_line, jdump, ts_name
+from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
+                                 ts_name)
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import PartitionDir, Segment
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
 
 
-# --- progress -------------------------------------------------------------------
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only on a terminal and only for long scans."""
-
-    def __init__(self, total: int, stream: TextIO, *, enabled: bool = True, label: str = "scanning",
-                 delay: float = 0.5):
-        self.total = max(total, 1)
-        self.stream = stream
-        isatty = getattr(stream, "isatty", None)
-        self.enabled = enabled and bool(isatty and isatty())
-        self.label = label
-        self.start = time.monotonic()
-        self.delay = delay
-        self.last_draw = 0.0
-        self.drawn = False
-        self.done = 0
-
-    def update(self, done: int) -> None:
-        self.done = done
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.start < self.delay or now - self.last_draw < 0.1:
-            return
-        self.last_draw = now
-        frac = min(1.0, done / self.total)
-        rate = done / max(now - self.start, 1e-9) / 2**20
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% "
-                          f"{done / 2**20:,.1f}/{self.total / 2**20:,.1f} MiB {rate:,.0f} MiB/s")
-        self.stream.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 100 + "\r")
-            self.stream.flush()
-            self.drawn = False
-
-
 # --- counters and their formatting ---------------------------------------------
-
-def human(n: float) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KiB``..."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
 
 def iso(ms: int) -> str:
     """Epoch milliseconds as ISO 8601 UTC (the number itself if out of range)."""

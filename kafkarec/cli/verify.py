@@ -18,25 +18,16 @@ from typing import Callable, Iterator, List, NamedTuple, Optional
 
 import kafkarec
 from kafkarec.log import sidefiles as sf
-from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, jdump
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human, jdump, problem_dict, problem_line
+from kafkarec.log.checks import Problem
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
                               SegmentBatchIterator)
-from kafkarec.cli.stats import Progress, human
 
 __all__ = ["Problem", "SegmentCheck", "check_partition", "format_problem", "run"]
 
 _INT32_MAX = 2**31 - 1
-
-
-class Problem(NamedTuple):
-    """Something wrong (``error``), suspicious (``warning``) or worth knowing (``note``)."""
-    path: str
-    position: Optional[int]
-    offset: Optional[int]
-    reason: str
-    severity: str = "error"
 
 
 class SegmentCheck:
@@ -438,16 +429,7 @@ def _check_kraft_snapshot(path: str, *, deep: bool, resync: bool,
 
 # --- the command ------------------------------------------------------------------------
 
-def format_problem(p: Problem) -> str:
-    """``[severity: ]FILE: position P, offset O: reason`` (errors carry no severity prefix)."""
-    where = []
-    if p.position is not None:
-        where.append(f"position {p.position}")
-    if p.offset is not None:
-        where.append(f"offset {p.offset}")
-    loc = f"{p.path}: {', '.join(where)}: " if where else f"{p.path}: "
-    prefix = "" if p.severity == "error" else f"{p.severity}: "
-    return prefix + loc + p.reason
+format_problem = problem_line   # its old name
 
 
 def run(pdirs: List[PartitionDir], args, out, err) -> int:
@@ -464,10 +446,9 @@ def run(pdirs: List[PartitionDir], args, out, err) -> int:
                 continue
             progress.close()
             if args.json:
-                out.write(jdump({"type": "problem", "severity": p.severity, "file": p.path,
-                                 "position": p.position, "offset": p.offset, "reason": p.reason}) + "\n")
+                out.write(jdump(problem_dict(p)) + "\n")
             else:
-                out.write(format_problem(p) + "\n")
+                out.write(problem_line(p) + "\n")
 
     done = 0
     try:

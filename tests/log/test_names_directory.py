@@ -1,0 +1,106 @@
+"""kafkarec.log.names (every file-name rule, tiered names included), kafkarec.log.directory
+(the one directory walk) and the old import paths of both."""
+import json
+import struct
+
+import pytest
+
+import kafkarec
+from kafkarec.cli import main
+from kafkarec.log import checks, directory, layout, names
+from kafkarec.log.segment import Segment
+
+from logdir import sample_records, v2_batch
+
+# A segment id as Kafka's Uuid.toString() writes it, and the same kind of id as a UUID.
+SID = "oAtiIQ95REujbuzNd_lkLQ"
+UUID = "a0b62d21-0f79-44eb-a6ee-cdd77fe52d0b"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("00000000000000000042.log", (42, None, "log")),
+    ("/a/b/00000000000000000042.timeindex", (42, None, "timeindex")),
+    ("00000000000000000042.snapshot", (42, None, "snapshot")),
+    (f"00000000000000000042-{SID}.log", (42, SID, "log")),
+    (f"00000000000000000042-{SID}.txnindex", (42, SID, "txnindex")),
+    (f"00000000000000000042-{SID}.leader_epoch_checkpoint", (42, SID, "leader-epoch-checkpoint")),
+    (f"00000000000000000042-{SID}.rsm-manifest", (42, SID, "manifest")),
+    (f"prefix/topic-{SID}/0/00000000000000000042-{UUID}.indexes", (42, UUID, "indexes")),
+    # not segment files
+    ("00000000000000000042.log.deleted", None),
+    ("00000000000000000100-0000000003.checkpoint", None),
+    ("backup.log", None),
+    (f"00000000000000000042-{SID}.unknown", None),
+])
+def test_parse_segment_name(name, expected):
+    assert names.parse_segment_name(name) == expected
+
+
+def test_tiered_names_in_every_name_rule():
+    # Before the names module, offset_from_file_name refused tiered names (SideFileError).
+    assert names.offset_from_file_name(f"00000000000000000042-{SID}.log") == 42
+    assert names.offset_from_file_name(f"00000000000000000042-{UUID}.timeindex") == 42
+    assert names.file_kind(f"00000000000000000042-{SID}.index") == "index"
+    assert names.file_kind(f"00000000000000000042-{SID}.snapshot") == "snapshot"
+    assert names.file_kind("backup.log") == "log"
+    # layout reads the kinds it uses from the same rule
+    assert layout.parse_segment_name(f"x/00000000000000000042-{SID}.index") == (42, SID, "index")
+    assert layout.parse_segment_name("x/00000000000000000042.snapshot") is None
+
+
+def test_old_import_paths_are_the_same_objects():
+    import kafkarec.segment
+    import kafkarec.sidefiles
+    assert kafkarec.sidefiles.OffsetIndexCheck is checks.OffsetIndexCheck
+    assert kafkarec.sidefiles.SideProblem is checks.Problem
+    assert kafkarec.sidefiles.offset_from_file_name is names.offset_from_file_name
+    assert kafkarec.segment.PartitionDir is directory.PartitionDir
+    assert kafkarec.segment.find_partition_dirs is directory.find_partition_dirs
+    for name in kafkarec.sidefiles.__all__:      # every exported name resolves (checks lazily)
+        assert getattr(kafkarec.sidefiles, name) is not None
+
+
+def _tiered_partition(tmp_path):
+    """A LocalTieredStorage-style folder: ``<topic>-<partition>-<topic id>/<offset>-<id>.log``."""
+    part = tmp_path / f"orders-0-{SID}"
+    part.mkdir()
+    batch = bytearray(v2_batch(sample_records(5)))
+    struct.pack_into(">q", batch, 0, 42)          # base offset 42 (not in the v2 CRC)
+    (part / f"00000000000000000042-{UUID}.log").write_bytes(bytes(batch))
+    (part / f"00000000000000000042-{UUID}.index").write_bytes(b"")
+    return part
+
+
+def test_directory_walk_finds_tiered_segments(tmp_path):
+    part = _tiered_partition(tmp_path)
+    pdir = directory.scan_partition_dir(str(part))
+    assert [(s.base_offset, s.segment_id, s.log is not None, s.index is not None) for s in pdir.segments] \
+        == [(42, UUID, True, True)]
+    assert pdir.other == []
+    assert directory.is_partition_dir(str(part))
+    assert [p.path for p in directory.find_partition_dirs(str(tmp_path))] == [str(part)]
+    with Segment(pdir.segments[0].log) as seg:
+        assert (seg.base_offset, seg.base_offset_source) == (42, "name")
+
+
+def test_cli_reads_tiered_segments(tmp_path, capfd):
+    part = _tiered_partition(tmp_path)
+    log = str(part / f"00000000000000000042-{UUID}.log")
+    assert main(["dump", "--json", log]) == 0
+    lines = [json.loads(x) for x in capfd.readouterr().out.splitlines()]
+    assert {"type": "log_start", "offset": 42} in lines
+    assert [x["base_offset"] for x in lines if x["type"] == "batch"] == [42]
+    assert main(["verify", "--deep", "--json", "--no-progress", str(part)]) == 0
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert (summary["segments"], summary["records"], summary["errors"]) == (1, 5, 0)
+
+
+def test_batch_names_come_from_the_core():
+    from kafkarec.cli.common import codec_name, ts_name
+    data = v2_batch(sample_records(3), codec="gzip")
+    b = next(kafkarec.iter_batches(data))
+    assert (codec_name(b), ts_name(b)) == ("gzip", "CreateTime")
+    bad = bytearray(data)
+    bad[22] |= 7                                  # codec id 7: the core names no such codec
+    b = next(kafkarec.iter_batches(bytes(bad), verify_crc=False))
+    assert codec_name(b).startswith("unknown (")
