@@ -26,9 +26,9 @@ from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of t
     EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
     error_dict, error_line, java_string, jbool, jdump, optional_long, ts_name)
 from kafkarec.log import sidefiles as sf
-from kafkarec.enums import ControlRecordType
+from kafkarec.enums import Compression, ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import Segment, base_offset_from_name
+from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
            "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
@@ -88,7 +88,7 @@ def _legacy_inner_valid(fb) -> Optional[list]:
     re-encoded from its fields and checked (exact unless a magic 1 wrapper is
     LogAppendTime, whose inner timestamps the reader replaces).
     """
-    if not fb.attributes & 7:
+    if fb.compression == Compression.NONE:
         return None        # uncompressed: the record is the batch
     try:
         list(next(kafkarec.iter_batches(fb.raw(), verify_crc=True)))
@@ -207,19 +207,15 @@ class Dumper:
             it = seg.batches(0, end, verify_crc=False, max_decompressed_bytes=self.max_decompressed)
             valid_bytes = 0
             last_offset = [-1]
-            while True:
-                try:
-                    fb = next(it)
-                except StopIteration:
-                    break
-                except DecodeError as e:
-                    self.error(error_line(path, e), path, e.position)
-                    if it.exhausted:
+            for item in it.skipping():
+                if isinstance(item, SkippedBatch):
+                    self.error(error_line(path, item.error), path, item.position)
+                    if item.stopped:
                         return
                     valid_bytes = it.position
                     continue
-                self.batch_and_records(fb, path, abspath, last_offset)
-                valid_bytes = fb.position + fb.size_in_bytes
+                self.batch_and_records(item, path, abspath, last_offset)
+                valid_bytes = item.position + item.size_in_bytes
             trailing = end - valid_bytes
             if trailing > 0 and self.max_bytes == INT_MAX:
                 self.emit(f"Found {trailing} invalid bytes at the end of {name}",

@@ -18,8 +18,9 @@ from typing import List, Optional, TextIO
 import kafkarec
 from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
                                  ts_name)
+from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import PartitionDir, Segment
+from kafkarec.log.segment import PartitionDir, Segment, SkippedBatch
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
 
@@ -172,7 +173,7 @@ class Stats:
         codec = codec_name(b)
         magic = fb.magic
         legacy = magic < 2
-        compressed = b.attributes & 7
+        compressed = b.compression != Compression.NONE
         # Stored payload: after the 61-byte v2 header, or a legacy message's value.
         stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
         if count is not None:
@@ -214,7 +215,7 @@ class Stats:
             self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
         if hi >= 0:
             self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
-        first = b.base_offset if magic >= 2 else (b.base_offset if b.attributes & 7 else b.last_offset)
+        first = b.base_offset if magic >= 2 else (b.base_offset if compressed else b.last_offset)
         if self.first_offset is None or first < self.first_offset:
             self.first_offset = first
         if self.last_offset is None or b.last_offset > self.last_offset:
@@ -300,21 +301,17 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
     with Segment(path) as seg:
         st.file_bytes = seg.size
         it = seg.batches(verify_crc=False, max_decompressed_bytes=max_decompressed)
-        while True:
-            try:
-                fb = next(it)
-            except StopIteration:
-                st.trailing_bytes = it.trailing_bytes
-                break
-            except DecodeError as e:
+        stopped_at = None
+        for item in it.skipping():
+            if isinstance(item, SkippedBatch):
                 st.bad += 1
-                err_list.append(error_line(path, e))
-                if it.exhausted:
-                    st.trailing_bytes = seg.size - e.position
-                    break
+                err_list.append(error_line(path, item.error))
+                if item.stopped:
+                    stopped_at = item.position
                 continue
-            st.add_checked(fb, path, err_list, ratio=ratio)
+            st.add_checked(item, path, err_list, ratio=ratio)
             progress.update(base + it.position)
+        st.trailing_bytes = it.trailing_bytes if stopped_at is None else seg.size - stopped_at
     return st
 
 

@@ -23,7 +23,7 @@ from kafkarec.log.checks import Problem
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
-                              SegmentBatchIterator)
+                                  SegmentBatchIterator, SkippedBatch)
 
 __all__ = ["Problem", "SegmentCheck", "check_partition", "format_problem", "run"]
 
@@ -78,17 +78,12 @@ class SegmentCheck:
         """Scan from ``pos``; returns where to resume after a corrupt region, or None when done."""
         it = self.segment.batches(pos, verify_crc=False,
                                   max_decompressed_bytes=self.max_decompressed_bytes)
-        while True:
-            try:
-                fb = next(it)
-            except StopIteration:
-                if it.trailing_bytes and self._tail(it):
-                    return self._skip(it.position, it.position + 1)
-                return None
-            except DecodeError as e:
+        for item in it.skipping():
+            if isinstance(item, SkippedBatch):
+                e = item.error
                 self.bad_batches += 1
                 self._add(e.position, None, e.reason)
-                if not it.exhausted:
+                if not item.stopped:
                     continue   # a header that does not parse; framing is intact
                 if not self.resync:
                     rest = self.segment.size - e.position
@@ -98,11 +93,14 @@ class SegmentCheck:
                               "warning")
                     return None
                 return self._skip(e.position, e.position + 1)
-            bad_from = self._check_batch(fb, observers)
+            bad_from = self._check_batch(item, observers)
             if progress is not None:
                 progress(it.position)
             if bad_from is not None:
                 return self._skip(bad_from, bad_from + 1)
+        if it.trailing_bytes and self._tail(it):
+            return self._skip(it.position, it.position + 1)
+        return None
 
     def _tail(self, it: SegmentBatchIterator) -> bool:
         """Report bytes after the last whole batch; True to resync into them."""

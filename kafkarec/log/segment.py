@@ -36,7 +36,7 @@ from kafkarec.log.directory import (  # noqa: F401  (the directory walk's home i
     parse_topic_partition, renamed_dir_suffix, scan_partition_dir)
 
 __all__ = [
-    "Segment", "FileBatch", "SegmentBatchIterator", "rebase_error",
+    "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "rebase_error",
     "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
     "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
     "base_offset_from_name",
@@ -109,6 +109,18 @@ class FileBatch:
                 f"size_in_bytes={self.size_in_bytes}, magic={self.magic}, batch={self.batch!r})")
 
 
+class SkippedBatch(NamedTuple):
+    """What :meth:`SegmentBatchIterator.skipping` yields for a batch it could not read.
+
+    ``stopped`` False: only the header was bad (framing says where the next batch
+    starts, and reading went on there); True: framing itself ended here (a size
+    field below 14), nothing after ``position`` was read.
+    """
+    position: int
+    error: DecodeError
+    stopped: bool
+
+
 def _invalid_magic(magic: int, position: int) -> CorruptBatchError:
     # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
     return CorruptBatchError(f"Invalid magic found in record: {magic}", position)
@@ -163,6 +175,22 @@ class SegmentBatchIterator:
         if b.magic < 0:
             raise _invalid_magic(b.magic, pos)
         return FileBatch(self.segment, b)
+
+    def skipping(self) -> Iterator["FileBatch | SkippedBatch"]:
+        """The batches, and a :class:`SkippedBatch` for each one whose header could not be
+        read (reading goes on after it); ends after a ``stopped`` one.  The one loop
+        "continue past a bad header" of every reader of segments (dump, verify, stats)."""
+        while True:
+            try:
+                fb = next(self)
+            except StopIteration:
+                return
+            except DecodeError as e:
+                yield SkippedBatch(e.position, e, self.exhausted)
+                if self.exhausted:
+                    return
+                continue
+            yield fb
 
     def _after_error(self, err: DecodeError):
         """Decide with FileLogInputStream's rules what the core's error at ``position`` means."""

@@ -104,3 +104,23 @@ def test_batch_names_come_from_the_core():
     bad[22] |= 7                                  # codec id 7: the core names no such codec
     b = next(kafkarec.iter_batches(bytes(bad), verify_crc=False))
     assert codec_name(b).startswith("unknown (")
+
+
+def test_skipping_yields_batches_and_what_it_skipped(tmp_path):
+    """The one 'continue past a bad header' loop: a header the core refuses is reported
+    and reading goes on after it; a size field below 14 ends framing."""
+    good = v2_batch(sample_records(3))
+    short_v2 = struct.pack(">qiib", 3, 40, 0, 2) + bytes(40 - 5)      # v2 size 52 < 61 bytes
+    framing_end = struct.pack(">qi", 4, 5) + bytes(20)                 # size 5 < 14
+    path = tmp_path / "mixed.log"
+    path.write_bytes(good + short_v2 + good + framing_end)
+    with Segment(str(path)) as seg:
+        assert seg.base_offset_source == "first batch"
+        it = seg.batches(verify_crc=True)
+        items = list(it.skipping())
+    kinds = [(type(i).__name__, i.position, getattr(i, "stopped", None)) for i in items]
+    assert kinds == [("FileBatch", 0, None), ("SkippedBatch", len(good), False),
+                     ("FileBatch", len(good) + len(short_v2), None),
+                     ("SkippedBatch", 2 * len(good) + len(short_v2), True)]
+    assert isinstance(items[1].error, kafkarec.DecodeError)
+    assert "record size 5" in items[3].error.reason
