@@ -20,47 +20,17 @@ Object stores and mixed local/remote layouts are :mod:`kafkarec.log.layout`'s
 """
 from __future__ import annotations
 
+import fnmatch
 import os
-import re
-from typing import List, NamedTuple, Optional
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from kafkarec.log import names
+from kafkarec.log.names import (  # noqa: F401  (re-exported: folder names are names.py's rules)
+    TopicPartition, parse_partition_folder, parse_topic_partition, renamed_dir_suffix)
 
 __all__ = ["TopicPartition", "parse_topic_partition", "renamed_dir_suffix", "SegmentFiles",
-           "PartitionDir", "is_partition_dir", "scan_partition_dir", "find_partition_dirs"]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
-_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-
-
-def renamed_dir_suffix(dir_name: str) -> Optional[str]:
-    """``"-delete"``, ``"-future"`` or ``"-stray"`` for a partition directory Kafka
-    renamed (``<topic>-<partition>.<id><suffix>``, LocalLog's patterns), else None."""
-    name = os.path.basename(os.path.normpath(dir_name))
-    for suffix in _DIR_SUFFIXES:
-        if name.endswith(suffix):
-            return suffix if re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name) else None
-    return None
-
-
-def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
-    """LocalLog.parseTopicPartitionName: ``topic-N`` (topic may contain dashes), or None."""
-    name = os.path.basename(os.path.normpath(dir_name))
-    if not name or "-" not in name:
-        return None
-    if name.endswith(_DIR_SUFFIXES):
-        if renamed_dir_suffix(name) is None:
-            return None
-        name = name[:name.rindex(".")]
-    topic, _, partition = name.rpartition("-")
-    if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
-        return None
-    return TopicPartition(topic, int(partition))
+           "PartitionDir", "is_partition_dir", "scan_partition_dir", "find_partition_dirs",
+           "SegmentFile", "segment_file", "walk_files", "find_segment_files"]
 
 
 class SegmentFiles(NamedTuple):
@@ -155,8 +125,13 @@ def scan_partition_dir(path: str) -> PartitionDir:
     segments = [SegmentFiles(b, f.get("log"), f.get("index"), f.get("timeindex"), f.get("txnindex"),
                              sid or None)
                 for (b, sid), f in sorted(segs.items())]
-    return PartitionDir(path, parse_topic_partition(path), segments, sorted(snapshots, key=by_offset),
+    return PartitionDir(path, _topic_partition(path, any(s.segment_id for s in segments)), segments, sorted(snapshots, key=by_offset),
                         sorted(kraft), epoch_ckpt, metadata, sorted(other))
+
+
+def _topic_partition(folder: str, tiered: bool) -> Optional[TopicPartition]:
+    tp = parse_partition_folder(os.path.abspath(folder), tiered_files=tiered)
+    return None if tp is None else TopicPartition(tp[0], tp[1])
 
 
 def find_partition_dirs(root: str) -> List[PartitionDir]:
@@ -171,3 +146,68 @@ def find_partition_dirs(root: str) -> List[PartitionDir]:
         tp = p.topic_partition
         return (tp.topic, tp.partition) if tp else (p.name, -1)
     return sorted(found, key=key)
+
+
+# --- segment files wherever they are (Spark's file discovery, the CLI's file arguments) ---
+
+class SegmentFile(NamedTuple):
+    """A segment file found on disk, with what its path says about it."""
+    path: str
+    size: int
+    topic_partition: Optional[TopicPartition]   # from its folder, None if the folder names none
+    base_offset: Optional[int]                  # from its name, None if the name holds none
+    segment_id: Optional[str]                   # a tiered segment's id
+
+
+def segment_file(path: str, size: Optional[int] = None) -> SegmentFile:
+    """What a segment file's path says: topic-partition (broker and tiered folder forms),
+    base offset and segment id (broker and tiered file names)."""
+    seg = names.parse_segment_name(path)
+    if seg is not None:
+        base, sid = seg.base_offset, seg.segment_id
+    else:
+        try:
+            base, sid = names.offset_from_file_name(path), None
+        except names.SideFileError:
+            base, sid = None, None     # a renamed or backed-up file: the reader takes the first batch's
+    return SegmentFile(path, os.path.getsize(path) if size is None else size,
+                       _topic_partition(os.path.dirname(path), sid is not None), base, sid)
+
+
+def walk_files(root: str, *, pattern: str = "*.log", recursive: bool = True,
+               skipped: Optional[list] = None) -> Iterator[str]:
+    """Files under ``root`` whose name matches ``pattern`` (fnmatch, case-sensitive), in
+    name order.  Partition folders Kafka renamed (``-delete``/``-future``/``-stray``) are
+    not entered and are appended to ``skipped``; hidden folders are not entered."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        keep = []
+        for d in sorted(dirnames):
+            if renamed_dir_suffix(d):
+                if skipped is not None:
+                    skipped.append(os.path.join(dirpath, d))
+            elif not d.startswith("."):
+                keep.append(d)
+        dirnames[:] = keep if recursive else []
+        for f in sorted(filenames):
+            if fnmatch.fnmatchcase(f, pattern):
+                yield os.path.join(dirpath, f)
+
+
+def find_segment_files(paths, *, pattern: str = "*.log",
+                       recursive: bool = True) -> Tuple[List[SegmentFile], List[str]]:
+    """Segment files under ``paths`` (files or folders), each once (by real path), sorted
+    by topic, partition, base offset and path; and the renamed folders skipped."""
+    found: dict = {}
+    skipped: List[str] = []
+    for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        p = os.fspath(p)
+        if not os.path.exists(p):
+            raise FileNotFoundError(f"path does not exist: {p}")
+        files = walk_files(p, pattern=pattern, recursive=recursive, skipped=skipped) \
+            if os.path.isdir(p) else [p]
+        for f in files:
+            found.setdefault(os.path.realpath(f), f)
+    out = [segment_file(shown, os.path.getsize(real)) for real, shown in found.items()]
+    out.sort(key=lambda s: (s.topic_partition is None, s.topic_partition or ("", -1),
+                            -1 if s.base_offset is None else s.base_offset, s.path))
+    return out, skipped

@@ -29,18 +29,15 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from kafkarec.log import directory, names
+from kafkarec.log import names
+from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest",
            "parse_partition_folder", "TransformedSegmentError"]
 
-_ID = names.SEGMENT_ID
-_TIERED_DIR = re.compile(rf"^(.+)-([0-9]+)-({_ID})$")
-_TOPIC_ID_DIR = re.compile(rf"^(.+)-({_ID})$")
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
 _KINDS = ("log", "index", "timeindex", "txnindex", "manifest")
 
@@ -99,29 +96,8 @@ def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
     return tuple(seg) if seg is not None and seg.kind in _KINDS else None
 
 
-def parse_partition_folder(folder: str, *, tiered_files: bool = False):
-    """``(topic, partition, topic id or None)`` for a folder path, or None (see the module
-    docstring for the forms).  ``tiered_files``: the folder holds tiered segment names,
-    which decides ``a-1-<22 chars>`` for the LocalTieredStorage form."""
-    name = posixpath.basename(folder.rstrip("/"))
-    parent = posixpath.basename(posixpath.dirname(folder.rstrip("/")))
-    if re.fullmatch(r"[0-9]+", name):
-        m = _TOPIC_ID_DIR.match(parent)
-        if m and int(name) < 2**31:
-            return m.group(1), int(name), m.group(2)
-    tiered = _TIERED_DIR.match(name)
-    if tiered and tiered_files:
-        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
-    tp = directory.parse_topic_partition(name)
-    if tp is not None:
-        return tp.topic, tp.partition, None
-    if tiered:
-        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
-    return None
-
-
 def _renamed(folder: str) -> bool:
-    return directory.renamed_dir_suffix(posixpath.basename(folder.rstrip("/"))) is not None
+    return names.renamed_dir_suffix(posixpath.basename(folder.rstrip("/"))) is not None
 
 
 def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,

@@ -17,10 +17,15 @@
 
 :func:`parse_segment_name` answers "which segment, which kind" for any of these
 segment names; :func:`file_kind` answers "what is this file" for every name.
+Folder names: :func:`parse_topic_partition` (a broker's ``<topic>-<partition>``,
+``.<id>-delete``/``-future``/``-stray`` as LocalLog renames them,
+:func:`renamed_dir_suffix`) and :func:`parse_partition_folder` (also the tiered
+forms ``<topic>-<partition>-<topic id>`` and ``<topic>-<topic id>/<partition>``).
 """
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from typing import NamedTuple, Optional
 
@@ -30,6 +35,7 @@ __all__ = [
     "PARTITION_METADATA", "BOOTSTRAP_CHECKPOINT", "OFFSET_CHECKPOINTS", "SEGMENT_KINDS",
     "SideFileError", "SegmentName", "parse_segment_name", "file_name", "offset_from_file_name",
     "file_kind", "SnapshotPath", "parse_snapshot_path", "snapshot_file_name",
+    "TopicPartition", "parse_topic_partition", "renamed_dir_suffix", "parse_partition_folder",
 ]
 
 LOG_SUFFIX = ".log"
@@ -58,6 +64,8 @@ _TIERED_SUFFIXES = dict(_LOCAL_SUFFIXES, **{".leader_epoch_checkpoint": "leader-
 # Kafka's Uuid.toString(): 16 bytes in URL-safe base64 without padding (22 chars);
 # the canonical 36-character form is accepted too (other plugins).
 SEGMENT_ID = r"(?:[A-Za-z0-9_-]{22}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+_TIERED_DIR = re.compile(rf"^(.+)-([0-9]+)-({SEGMENT_ID})$")
+_TOPIC_ID_DIR = re.compile(rf"^(.+)-({SEGMENT_ID})$")
 _TIERED_FILE = re.compile(rf"([0-9]+)-({SEGMENT_ID})(\.[a-z_-]+)")
 _LOCAL_FILE = re.compile(r"([0-9]+)(\.[a-z]+)")
 
@@ -175,3 +183,59 @@ def parse_snapshot_path(name: str) -> Optional[SnapshotPath]:
 
 def snapshot_file_name(end_offset: int, epoch: int) -> str:
     return f"{end_offset:020d}-{epoch:010d}{CHECKPOINT_SUFFIX}"
+
+
+# --- folder names ------------------------------------------------------------------
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+
+
+def renamed_dir_suffix(dir_name: str) -> Optional[str]:
+    """``"-delete"``, ``"-future"`` or ``"-stray"`` for a partition directory Kafka
+    renamed (``<topic>-<partition>.<id><suffix>``, LocalLog's patterns), else None."""
+    name = os.path.basename(os.path.normpath(dir_name))
+    for suffix in _DIR_SUFFIXES:
+        if name.endswith(suffix):
+            return suffix if re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name) else None
+    return None
+
+
+def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
+    """LocalLog.parseTopicPartitionName: ``topic-N`` (topic may contain dashes), or None."""
+    name = os.path.basename(os.path.normpath(dir_name))
+    if not name or "-" not in name:
+        return None
+    if name.endswith(_DIR_SUFFIXES):
+        if renamed_dir_suffix(name) is None:
+            return None
+        name = name[:name.rindex(".")]
+    topic, _, partition = name.rpartition("-")
+    if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
+        return None
+    return TopicPartition(topic, int(partition))
+
+
+def parse_partition_folder(folder: str, *, tiered_files: bool = False):
+    """``(topic, partition, topic id or None)`` for a folder path, or None (a broker's ``topic-N``,
+    LocalTieredStorage's ``topic-N-<topic id>``, a plugin's ``topic-<topic id>/N``).  ``tiered_files``: the folder holds tiered segment names,
+    which decides ``a-1-<22 chars>`` for the LocalTieredStorage form."""
+    name = posixpath.basename(folder.rstrip("/"))
+    parent = posixpath.basename(posixpath.dirname(folder.rstrip("/")))
+    if re.fullmatch(r"[0-9]+", name):
+        m = _TOPIC_ID_DIR.match(parent)
+        if m and int(name) < 2**31:
+            return m.group(1), int(name), m.group(2)
+    tiered = _TIERED_DIR.match(name)
+    if tiered and tiered_files:
+        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
+    tp = parse_topic_partition(name)
+    if tp is not None:
+        return tp.topic, tp.partition, None
+    if tiered:
+        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
+    return None

@@ -124,3 +124,25 @@ def test_skipping_yields_batches_and_what_it_skipped(tmp_path):
                      ("SkippedBatch", 2 * len(good) + len(short_v2), True)]
     assert isinstance(items[1].error, kafkarec.DecodeError)
     assert "record size 5" in items[3].error.reason
+
+
+def test_find_segment_files(tmp_path):
+    """The file discovery Spark and the CLI share: broker and tiered folders, renamed
+    folders skipped, each file once, in topic/partition/offset order."""
+    tiered = _tiered_partition(tmp_path)
+    broker = tmp_path / "orders-1"
+    broker.mkdir()
+    (broker / "00000000000000000007.log").write_bytes(v2_batch(sample_records(1)))
+    (broker / "backup.log").write_bytes(v2_batch(sample_records(1)))
+    gone = tmp_path / "orders-2.0123abcd-delete"
+    gone.mkdir()
+    (gone / "00000000000000000000.log").write_bytes(b"")
+    found, skipped = directory.find_segment_files([str(tmp_path), str(broker)])
+    assert [(f.topic_partition, f.base_offset, f.segment_id, f.path.rsplit("/", 1)[-1]) for f in found] == [
+        (("orders", 0), 42, UUID, f"00000000000000000042-{UUID}.log"),
+        (("orders", 1), None, None, "backup.log"),
+        (("orders", 1), 7, None, "00000000000000000007.log"),
+    ]
+    assert skipped == [str(gone)]
+    assert directory.scan_partition_dir(str(tiered)).topic_partition == ("orders", 0)
+    assert names.parse_partition_folder(f"x/orders-{SID}/3") == ("orders", 3, SID)
