@@ -161,7 +161,8 @@ def iter_arrow(data: _Buffer, /, *, topic: str | None = ..., partition: int | No
                error_sink: list[dict[str, Any]] | None = ...) -> Iterator[Any]: ...
 def to_arrow(data: _Buffer, /, *, topic: str | None = ..., partition: int | None = ...,
              include_control: bool = ..., batch_columns: bool = ..., read_committed: bool = ...,
-             verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...) -> Any: ...
+             verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...,
+             errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> Any: ...
 
 # Kafka's message protocol (internal topics), _core_src/_kmsg.pxi; plans are built by kafkarec.internal.schema
 class _KField:

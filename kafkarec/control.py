@@ -9,9 +9,12 @@ Key (every control type): ``version int16 | type int16``.  Values:
   compact arrays/strings (uvarint length+1) and a tagged-field section ending
   every struct.
 
-Parsing follows Kafka's ControlRecordType / EndTransactionMarker rules: short
-keys or values and negative versions are errors; higher versions are read as
-version 0; extra bytes are ignored.
+Parsing follows Kafka's ControlRecordType / EndTransactionMarker rules and its
+generated readers: short keys or values, negative versions and null arrays or
+strings are errors; higher versions are read as version 0; extra bytes are
+ignored and invalid UTF-8 in strings is replaced.  ``strict=True`` (what a
+record read with ``strict=True`` passes) rejects the extra bytes, the invalid
+UTF-8 and unsigned varints with bits past 32, as Kafka's writers never write them.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ _KEY = struct.Struct(">hh")
 _END_TXN = struct.Struct(">hi")
 
 
-def parse_control_key(key: bytes | None, position: int = 0) -> tuple[int, int]:
+def parse_control_key(key: bytes | None, position: int = 0, strict: bool = False) -> tuple[int, int]:
     """Return ``(version, type_id)`` of a control record key."""
     if key is None:
         raise InvalidRecordError("control record has a null key", position)
@@ -44,10 +47,13 @@ def parse_control_key(key: bytes | None, position: int = 0) -> tuple[int, int]:
         raise InvalidRecordError(
             f"Invalid version found for control record: {version}. May indicate data corruption",
             position)
+    if strict and len(key) != _KEY.size:
+        raise InvalidRecordError(f"control record key of {len(key)} bytes (4 expected)", position)
     return version, type_id
 
 
-def parse_end_txn_marker(value: bytes | None, position: int = 0) -> tuple[int, int]:
+def parse_end_txn_marker(value: bytes | None, position: int = 0,
+                         strict: bool = False) -> tuple[int, int]:
     """Return ``(version, coordinator_epoch)`` of an ABORT/COMMIT marker value."""
     if value is None or len(value) < _END_TXN.size:
         raise InvalidRecordError(
@@ -58,17 +64,21 @@ def parse_end_txn_marker(value: bytes | None, position: int = 0) -> tuple[int, i
         raise InvalidRecordError(
             f"Invalid version found for end transaction marker: {version}. "
             "May indicate data corruption", position)
+    if strict and len(value) != _END_TXN.size:
+        raise InvalidRecordError(
+            f"end transaction marker value of {len(value)} bytes (6 expected)", position)
     return version, epoch
 
 
 class _Reader:
     """Kafka's flexible-version message encoding, read with bounds checks."""
 
-    def __init__(self, data: bytes, position: int, what: str) -> None:
+    def __init__(self, data: bytes, position: int, what: str, strict: bool = False) -> None:
         self.data = data
         self.pos = 0
         self.position = position
         self.what = what
+        self.strict = strict
 
     def fail(self, reason: str):
         raise InvalidRecordError(f"{self.what} value: {reason} (value byte {self.pos})",
@@ -99,6 +109,8 @@ class _Reader:
             b = self.take(1)[0]
             value |= (b & 0x7F) << (7 * i)
             if b < 0x80:
+                if self.strict and value > 0xFFFFFFFF:
+                    self.fail("unsigned varint has bits past 32")
                 return value & 0xFFFFFFFF
         self.fail("unsigned varint is too long")
 
@@ -110,7 +122,13 @@ class _Reader:
         n = self.uvarint() - 1
         if n < 0:
             self.fail(f"non-nullable field {field} was serialized as null")
-        return java_utf8_decode(self.take(n))
+        raw = self.take(n)
+        if self.strict:
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.fail(f"field {field} is not valid UTF-8")
+        return java_utf8_decode(raw)
 
     def compact_array(self, item, field: str) -> list:
         """A non-nullable array (Kafka's generated readers refuse a null one)."""
@@ -187,18 +205,23 @@ _VALUE_PARSERS = {
 }
 
 
-def parse_control_value(type_id: int, value: bytes | None, position: int = 0) -> dict | None:
+def parse_control_value(type_id: int, value: bytes | None, position: int = 0,
+                        strict: bool = False) -> dict | None:
     """Decode a control record value into a dict (None for UNKNOWN types)."""
     kind = ControlRecordType.from_id(type_id)
     if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        version, epoch = parse_end_txn_marker(value, position)
+        version, epoch = parse_end_txn_marker(value, position, strict)
         return {"version": version, "coordinator_epoch": epoch}
     parser = _VALUE_PARSERS.get(kind)
     if parser is None:
         return None
     if value is None:
         raise InvalidRecordError(f"{kind.name} control record has a null value", position)
-    return parser(_Reader(value, position, kind.name))
+    reader = _Reader(value, position, kind.name, strict)
+    out = parser(reader)
+    if strict and reader.pos != len(value):
+        reader.fail(f"{len(value) - reader.pos} bytes after the value")
+    return out
 
 
 # --- writing -------------------------------------------------------------

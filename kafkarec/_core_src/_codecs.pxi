@@ -4,13 +4,19 @@
 # a clear error, and never lets one inflate past the budget.
 #
 #   gzip    RFC 1952 members, concatenated members read; bytes after a member
-#           that are not a gzip header are ignored (JDK GZIPInputStream).
+#           that are not a gzip header are ignored (JDK GZIPInputStream;
+#           strict: rejected).
 #   snappy  xerial framing when the 8-byte magic leads (version fields ignored,
 #           concatenated streams allowed), otherwise one raw snappy block.
+#           Strict: the version fields snappy-java writes (compatible version
+#           1), and no stray bytes after the last block.
 #   lz4     Kafka's LZ4 frame: independent blocks only; header checksum ignored
-#           for magic 0 (KAFKA-3160), checked otherwise; stops at the first
-#           EndMark; content checksum read but not checked (strict: checked).
-#           A content-size field is skipped unchecked, as Kafka does.
+#           for magic 0 (KAFKA-3160; strict: the right one or Kafka's old one
+#           over the magic bytes too), checked otherwise; stops at the first
+#           EndMark (strict: nothing may follow the frame); content checksum
+#           read but not checked (strict: checked).
+#           A content-size field is skipped unchecked, as Kafka does (strict:
+#           it must match the decoded size).
 #   zstd    frames without content size, several frames back to back.
 
 import os
@@ -91,9 +97,9 @@ cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, P
     """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes."""
     try:
         if codec == 1:
-            return gunzip(payload, limit, position)
+            return gunzip(payload, limit, position, strict)
         if codec == 2:
-            return unsnappy(payload, limit, position)
+            return unsnappy(payload, limit, position, strict)
         if codec == 3:
             return unlz4(payload, limit, position, magic, strict)
         if codec == 4:
@@ -164,7 +170,7 @@ cdef object inflate_module():
     return _inflate_module
 
 
-cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
+cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position, bint strict):
     zlib = inflate_module()
     cdef list parts = []
     cdef Py_ssize_t total = 0
@@ -190,6 +196,8 @@ cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position):
         data = d.unused_data
         if not gzip_header_follows(data):
             break
+    if strict and len(data):
+        raise DecompressionError(f"{len(data)} bytes after the last gzip member", position)
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
@@ -217,7 +225,7 @@ cdef Py_ssize_t snappy_raw_length(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos
     raise DecompressionError("snappy block has an invalid length preamble", position)
 
 
-cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position):
+cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint strict):
     cjsnappy = codec_lib("cramjam", "python-snappy").snappy
     cdef const uint8_t[::1] src = payload
     cdef const uint8_t *p = &src[0] if src.shape[0] else NULL
@@ -235,10 +243,12 @@ cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position):
         out = bytearray(out_len)
         cjsnappy.decompress_raw_into(payload, out)
         return out
-    pos = XERIAL_HEADER_SIZE
+    pos = 0
     while n - pos >= 4:
         if p[pos] == 0x82 and n - pos >= 8 and payload[pos:pos + 8] == XERIAL_MAGIC:
-            pos += XERIAL_HEADER_SIZE     # a concatenated xerial stream
+            if strict:
+                xerial_versions(p, n, pos, position)
+            pos += XERIAL_HEADER_SIZE     # the stream's header, or a concatenated stream's
             continue
         block_len = <int32_t>kr_load_be32(p + pos)
         pos += 4
@@ -252,6 +262,8 @@ cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position):
             over_budget(total, limit, position, "snappy")
         blocks.append((pos, block_len, out_len))
         pos += block_len
+    if strict and pos != n:
+        raise DecompressionError(f"{n - pos} stray bytes after the last xerial snappy block", position)
     out = bytearray(total)
     cdef Py_ssize_t at = 0
     view = memoryview(out)
@@ -259,6 +271,22 @@ cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position):
         cjsnappy.decompress_raw_into(payload[pos:pos + block_len], view[at:at + out_len])
         at += out_len
     return out
+
+
+cdef int xerial_versions(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t position) except -1:
+    """Strict: a xerial header's version fields as snappy-java writes them
+    (Kafka's reader ignores them): compatible version 1, version at least 1."""
+    cdef int32_t version, compatible
+    if n - pos < XERIAL_HEADER_SIZE:
+        raise DecompressionError("truncated xerial snappy header", position)
+    version = <int32_t>kr_load_be32(p + pos + 8)
+    compatible = <int32_t>kr_load_be32(p + pos + 12)
+    if compatible != 1 or version < 1:
+        raise DecompressionError(
+            f"xerial snappy header version {version}, compatible version {compatible} "
+            f"(snappy-java writes 1, 1{'; these are 1, 1 little-endian, as Redpanda once wrote them' if version == compatible == 0x01000000 else ''})",
+            position)
+    return 0
 
 
 # --- lz4 ---------------------------------------------------------------------
@@ -320,6 +348,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     cdef uint8_t flg, bd
     cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0
     cdef uint32_t size_word
+    cdef uint64_t content_size
     cdef bint rewrite = False, end_mark_flagged = False
     if n < 6:
         raise DecompressionError("lz4 stream ended prematurely", position)
@@ -339,7 +368,8 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     if n < descriptor_end + 1:
         raise DecompressionError("lz4 stream ended prematurely", position)
     if ((xxh32_short(p + 4, descriptor_end - 4) >> 8) & 0xFF) != p[descriptor_end]:
-        if magic >= 1:
+        if magic >= 1 or (strict and ((xxh32_short(p, descriptor_end) >> 8) & 0xFF)
+                                     != p[descriptor_end]):
             raise DecompressionError("lz4 stream frame descriptor corrupted (header checksum)", position)
         rewrite = True      # magic 0: Kafka wrote the checksum over the magic bytes too
     if header_only:
@@ -356,6 +386,9 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             # Kafka masks the "uncompressed" bit before it looks for the EndMark,
             # so 0x80000000 ends the frame too; the library needs a plain 0.
             if size_word != 0:
+                if strict:
+                    raise DecompressionError(
+                        f"lz4 EndMark 0x{size_word:08x} (the frame format's is 0)", position)
                 end_mark_flagged = True
             break
         if block > max_block:
@@ -370,6 +403,9 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
         if n - pos < 4:
             raise DecompressionError("lz4 stream ended before its content checksum", position)
         frame_end = pos + 4
+    if strict and frame_end != n:
+        raise DecompressionError(
+            f"{n - frame_end} bytes after the lz4 frame (Kafka reads only the first frame)", position)
     if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
         rewrite = True      # Kafka skips both unchecked; strict lets the library check them
     frame = payload[:frame_end]
@@ -386,6 +422,13 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
         over_budget(len(out), limit, position, "lz4")
     if not d.eof:
         raise DecompressionError("lz4 frame did not decode to its end mark", position)
+    if strict and flg & LZ4_FLG_CONTENT_SIZE:
+        # Kafka skips the field; the LZ4 frame format forbids a wrong one.
+        content_size = kr_load_le32(p + 6) | (<uint64_t>kr_load_le32(p + 10) << 32)
+        if content_size != <uint64_t>len(out):
+            raise DecompressionError(
+                f"lz4 frame declares a content size of {content_size} bytes but holds {len(out)}",
+                position)
     return out
 
 

@@ -388,22 +388,7 @@ cdef inline uint8_t *reserve_bits(_Bits bits, Py_ssize_t n, bint ones) except NU
     return g.data
 
 
-cdef extern from *:
-    """
-    /* Copy n bytes to dst, which has COPY_SLACK spare bytes after them: whole
-       32-byte blocks (inlined, no call) when the source has them before
-       src_end, else memcpy. */
-    #define KAFKAREC_COPY_SLACK 32
-    static CYTHON_INLINE void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
-                                                  const uint8_t *src_end) {
-        if (n <= 256 && src_end - src >= ((n + 31) & ~(Py_ssize_t)31)) {
-            Py_ssize_t i;
-            for (i = 0; i < n; i += 32) memcpy(dst + i, src + i, 32);
-        } else {
-            memcpy(dst, src, (size_t)n);
-        }
-    }
-    """
+cdef extern from "copy_short.h":
     enum: KAFKAREC_COPY_SLACK
     void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
                              const uint8_t *src_end) noexcept nogil
@@ -762,11 +747,18 @@ cdef dict error_record(object exc, RecordBatch b):
 
 def to_arrow(data, /, *, topic=None, partition=None, include_control=False, batch_columns=False,
              read_committed=False, verify_crc=True, strict=False,
-             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
-    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema)."""
+             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES, str errors="raise",
+             list error_sink=None):
+    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
+
+    ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
+    leaves a bad batch out whole and appends a description of it to
+    ``error_sink``.
+    """
     pa = pyarrow()
     batches = list(iter_arrow(data, topic=topic, partition=partition,
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
-                              max_decompressed_bytes=max_decompressed_bytes))
+                              max_decompressed_bytes=max_decompressed_bytes, errors=errors,
+                              error_sink=error_sink))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))

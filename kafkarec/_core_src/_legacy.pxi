@@ -14,6 +14,8 @@ cdef enum:
     LEGACY_V0_KEY_LENGTH = 18
     LEGACY_V1_KEY_LENGTH = 26
     LEGACY_V1_MIN_SIZE = 22 + LOG_OVERHEAD
+    LEGACY_V0_UNUSED = 0xF8        # attribute bits a magic-0 message does not define
+    LEGACY_V1_UNUSED = 0xF0        # ... and a magic-1 message
 
 
 cdef int parse_legacy_header(RecordBatch b, const uint8_t *p) except -1:
@@ -73,6 +75,11 @@ cdef const uint8_t *legacy_key_value(_Buffer buf, Py_ssize_t entry, Py_ssize_t s
     if c.pos > c.end:
         cursor_fail(c, c.start, InvalidRecordError,
                     f"message of {size - LOG_OVERHEAD} bytes is too small for magic {magic}")
+    if strict and c.start[OFF_MAGIC + 1] & (LEGACY_V0_UNUSED if magic == 0 else LEGACY_V1_UNUSED):
+        # Kafka ignores them; magic 0 has no timestamp type bit.
+        cursor_fail(c, c.start, InvalidRecordError,
+                    f"unused attribute bits set (attributes = 0x{c.start[OFF_MAGIC + 1]:02x}, "
+                    f"magic {magic})")
     key_len = <int32_t>kr_load_be32(cursor_take(c, 4, "message key length"))
     if key_len >= 0:
         key = cursor_take(c, key_len, "message key")
@@ -208,9 +215,11 @@ cdef int legacy_resolve(RecordBatch b) except -1:
         if remaining < size:
             break
         inner_magic = <int8_t>inner.ptr[pos + OFF_MAGIC]
-        if b._strict and (inner_magic < 0 or inner_magic > 1):
-            raise CorruptBatchError(f"inner message has magic {inner_magic} in a legacy wrapper",
-                                    b.position, batch_position=b.position, decompressed_position=pos)
+        if b._strict and inner_magic != b.magic:
+            # The broker refuses it ("Log record magic does not match outer magic").
+            raise CorruptBatchError(
+                f"inner message has magic {inner_magic} in a magic {b.magic} wrapper",
+                b.position, batch_position=b.position, decompressed_position=pos)
         entries.append((pos, size))
         pos += size
     b.trailing_bytes = inner.size - pos

@@ -158,7 +158,8 @@ cdef class Record:
         """For ABORT/COMMIT markers, the coordinator epoch from the marker value."""
         if not self._is_control or self._control_key()[1] not in (0, 1):
             return None
-        return control_module().parse_end_txn_marker(self.value, self._v.error_position)[1]
+        return control_module().parse_end_txn_marker(self.value, self._v.error_position,
+                                                     self._strict)[1]
 
     @property
     def control_value(self):
@@ -166,12 +167,12 @@ cdef class Record:
         if not self._is_control:
             return None
         return control_module().parse_control_value(
-            self._control_key()[1], self.value, self._v.error_position)
+            self._control_key()[1], self.value, self._v.error_position, self._strict)
 
     cdef tuple _control_key(self):
         if self._control_version < 0:
             self._control_version, self._control_type_id = control_module().parse_control_key(
-                self.key, self._v.error_position)
+                self.key, self._v.error_position, self._strict)
         return (self._control_version, self._control_type_id)
 
     def __repr__(self):

@@ -1,0 +1,92 @@
+"""Control keys and values: what Kafka's readers let through (extra bytes, invalid
+UTF-8 replaced, varint bits past 32 dropped) is read the same by default and
+rejected by ``strict=True``; each case checked against Kafka's own reader
+(../shared/tools/kafka-java, one JVM)."""
+from __future__ import annotations
+
+import pytest
+
+import kafkarec
+import foreign as F
+import kafka_java as J
+
+TS = 1_700_000_000_000
+
+
+def _control_batch(type_id: int, value: bytes, key: bytes | None = None) -> bytes:
+    key = F.control_key(type_id) if key is None else key
+    rec = F.encode_record(0, 0, key, value)
+    return F.v2_batch(rec, record_count=1, last_offset_delta=0, attributes=0x20,
+                      base_timestamp=TS, max_timestamp=TS)
+
+
+def _s(raw: bytes) -> bytes:
+    return F.uvarint(len(raw) + 1) + raw
+
+
+def _voters(host: bytes) -> bytes:
+    endpoint = _s(b"CONTROLLER") + _s(host) + (9093).to_bytes(2, "big") + b"\x00"
+    voter = ((3).to_bytes(4, "big") + bytes(16) + F.uvarint(2) + endpoint
+             + (0).to_bytes(2, "big") + (1).to_bytes(2, "big") + b"\x00" + b"\x00")
+    return (0).to_bytes(2, "big") + F.uvarint(2) + voter + b"\x00"
+
+
+LEADER_CHANGE = ((0).to_bytes(2, "big") + (1).to_bytes(4, "big")
+                 + F.uvarint(2) + (1).to_bytes(4, "big") + b"\x00"
+                 + F.uvarint(2) + (1).to_bytes(4, "big") + b"\x00" + b"\x00")
+SNAPSHOT_HEADER = (0).to_bytes(2, "big") + TS.to_bytes(8, "big") + b"\x00"
+COMMIT = (0).to_bytes(2, "big") + (7).to_bytes(4, "big")
+
+# name -> (batch, which record property reads the control part, strict's error)
+CASES = {
+    "voters host with an encoded surrogate": (_control_batch(6, _voters(b"h\xed\xa0\x80st")),
+                                              "control_value", "field host is not valid UTF-8"),
+    "voters host with a lone continuation byte": (_control_batch(6, _voters(b"\x80host")),
+                                                  "control_value", "field host is not valid UTF-8"),
+    "leader change with 3 bytes after the value": (_control_batch(2, LEADER_CHANGE + b"\x00\x01\x02"),
+                                                   "control_value", "3 bytes after the value"),
+    "snapshot header with a byte after the value": (_control_batch(3, SNAPSHOT_HEADER + b"\x00"),
+                                                    "control_value", "1 bytes after the value"),
+    "snapshot footer tagged-field count with bits past 32": (
+        _control_batch(4, (0).to_bytes(2, "big") + b"\x80\x80\x80\x80\x10"),
+        "control_value", "bits past 32"),
+    "commit marker with 2 bytes after the value": (_control_batch(1, COMMIT + b"\x00\x00"),
+                                                   "coordinator_epoch", "8 bytes \\(6 expected\\)"),
+    "control key with 2 bytes after the type": (
+        _control_batch(1, COMMIT, key=F.control_key(1) + b"\x00\x00"),
+        "control_type", "key of 6 bytes \\(4 expected\\)"),
+}
+
+
+@pytest.fixture(scope="module")
+def java_answers() -> dict:
+    names = list(CASES)
+    return dict(zip(names, J.decode_many([CASES[n][0] for n in names])))
+
+
+def _record(data: bytes, **kw):
+    (batch,) = kafkarec.iter_batches(data, **kw)
+    (record,) = batch.records()
+    return record
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_java_accepts_default_agrees_strict_rejects(name, java_answers):
+    data, prop, reason = CASES[name]
+    answer = java_answers[name]
+    assert "error" not in answer, answer
+    (jrec,) = answer["batches"][0]["records"]
+    assert "java_value_error" not in jrec, jrec
+    ours = _record(data)
+    assert ours.control_type_id == jrec["control"]["type"]
+    assert ours.control_key_version == jrec["control"]["version"]
+    value = ours.control_value
+    if jrec["control"]["type"] in (0, 1):
+        assert value["coordinator_epoch"] == jrec["control"]["coordinator_epoch"]
+    elif jrec["control"]["type"] == 6:
+        # Java's toString holds the host as its decoder replaced it: so do we.
+        host = value["voters"][0]["endpoints"][0]["host"]
+        assert "\ufffd" in host and host in jrec["java_value"]
+    strict = _record(data, strict=True)
+    with pytest.raises(kafkarec.InvalidRecordError, match=reason):
+        getattr(strict, prop)
