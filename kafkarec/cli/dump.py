@@ -541,8 +541,8 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
                    offset=sr.segment.base_offset)
         try:
             for fb in iter_range_batches(st, sr, max_decompressed_bytes=d.max_decompressed):
-                if isinstance(fb, DecodeError):
-                    d.error(error_line(uri, fb), uri, fb.position)
+                if isinstance(fb, SkippedBatch):
+                    d.error(error_line(uri, fb.error), uri, fb.position)
                     break
                 d.batch_and_records(fb, uri, uri, last_offset)
         except OSError as e:

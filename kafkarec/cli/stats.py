@@ -323,9 +323,9 @@ def _range_stats(st, sr, ratio: bool, err_list: List[str],
     out.segments = 1
     uri = st.uri(sr.segment.path)
     for fb in iter_range_batches(st, sr, max_decompressed_bytes=max_decompressed):
-        if isinstance(fb, DecodeError):
+        if isinstance(fb, SkippedBatch):
             out.bad += 1
-            err_list.append(error_line(uri, fb))
+            err_list.append(error_line(uri, fb.error))
             break
         # Selected records only (an offset bound): counted by reading them.
         bounded = sr.min_offset is not None or sr.end_offset is not None
