@@ -146,3 +146,12 @@ def test_find_segment_files(tmp_path):
     assert skipped == [str(gone)]
     assert directory.scan_partition_dir(str(tiered)).topic_partition == ("orders", 0)
     assert names.parse_partition_folder(f"x/orders-{SID}/3") == ("orders", 3, SID)
+
+
+def test_cli_file_argument_finds_tiered_siblings(tmp_path, capfd):
+    """verify FILE on a tiered index finds its log by the same <offset>-<id> stem."""
+    part = _tiered_partition(tmp_path)
+    index = str(part / f"00000000000000000042-{UUID}.index")
+    assert main(["verify", "--json", "--no-progress", index]) == 0
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert (summary["segments"], summary["batches"], summary["errors"]) == (1, 1, 0)
