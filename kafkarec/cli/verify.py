@@ -14,7 +14,7 @@ follows it.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, NamedTuple, Optional
+from typing import Callable, Iterator, List, Optional
 
 import kafkarec
 from kafkarec.log import sidefiles as sf

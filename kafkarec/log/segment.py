@@ -26,7 +26,7 @@ import mmap
 import os
 import re
 import struct
-from typing import Iterator, List, NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional
 
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError, KafkaRecError
