@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import struct
 from typing import List, Optional, TextIO
 
 import kafkarec
@@ -110,23 +109,6 @@ class Histogram:
                 "buckets": [[*self.bucket_range(b), c] for b, c in sorted(self.buckets.items())]}
 
 
-def _legacy_value_len(raw) -> int:
-    """The value length of a legacy message, bounds-checked.
-
-    Not ``len(RecordBatch.payload())``: that spans to the end of the message
-    and raises on a key or value length that overruns it, while stats counts
-    the value alone and clamps such a length rather than fail the batch.
-    """
-    key_at = 18 if raw[16] == 0 else 26
-    if len(raw) < key_at + 4:
-        return 0
-    klen = struct.unpack_from(">i", raw, key_at)[0]
-    vat = key_at + 4 + max(klen, 0)
-    if vat + 4 > len(raw):
-        return 0
-    return max(0, min(struct.unpack_from(">i", raw, vat)[0], len(raw) - vat - 4))
-
-
 class Stats:
     """Counters for a segment, partition, topic or everything."""
 
@@ -174,8 +156,9 @@ class Stats:
         magic = fb.magic
         legacy = magic < 2
         compressed = b.compression != Compression.NONE
-        # Stored payload: after the 61-byte v2 header, or a legacy message's value.
-        stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
+        # Stored payload: the records section as the core frames it (after the v2 header,
+        # or a legacy message's value; a length that overruns the message makes the batch bad).
+        stored = len(b.payload())
         if count is not None:
             # The selected records of the batch are counted by the caller; the
             # ratio stays the whole batch's.
