@@ -36,7 +36,8 @@ from kafkarec.log.directory import (  # noqa: F401  (the directory walk's home i
     parse_topic_partition, renamed_dir_suffix, scan_partition_dir)
 
 __all__ = [
-    "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "rebase_error",
+    "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
+    "TrailingBytes", "rebase_error",
     "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
     "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
     "base_offset_from_name",
@@ -119,6 +120,20 @@ class SkippedBatch(NamedTuple):
     position: int
     error: DecodeError
     stopped: bool
+
+
+class TrailingBytes(NamedTuple):
+    """Bytes after the last whole batch (a torn write, or not a batch at all)."""
+    position: int
+    size: int
+
+
+class SkippedRegion(NamedTuple):
+    """A corrupt region a resync skipped: ``[start, end)``; ``found`` False when no
+    plausible batch follows (``end`` is then the end of the file)."""
+    start: int
+    end: int
+    found: bool
 
 
 def _invalid_magic(magic: int, position: int) -> CorruptBatchError:
@@ -228,6 +243,77 @@ class SegmentBatchIterator:
         self._released = upto
 
 
+class SegmentScan:
+    """One pass over a segment: its batches, what could not be read and, with ``resync``,
+    the corrupt regions skipped to the next plausible batch header.
+
+    Yields :class:`FileBatch`, :class:`SkippedBatch`, :class:`TrailingBytes` and (with
+    ``resync``) :class:`SkippedRegion`.  Without ``resync`` reading ends where framing
+    ends.  With it, reading goes on at the next plausible batch
+    (:meth:`Segment.find_next_batch`, offsets after the last good batch and within the
+    segment's 32-bit relative range) after a framing error or a torn tail of at least
+    17 bytes; and the size of a batch with a bad CRC or an unknown magic is trusted only
+    if a plausible batch (or the end of the file) follows it.
+    """
+
+    def __init__(self, segment: "Segment", *, resync: bool = False, prev_last_offset: Optional[int] = None,
+                 verify_crc: bool = False, max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 release: bool = True):
+        self.segment = segment
+        self.resync = resync
+        #: The last offset of the last batch whose header and CRC were good.
+        self.last_offset = prev_last_offset
+        #: Where reading is (the end of the last batch yielded).
+        self.position = 0
+        self._opts = dict(verify_crc=verify_crc, max_decompressed_bytes=max_decompressed_bytes,
+                          release=release)
+
+    def offset_bounds(self) -> tuple:
+        """Offsets the next good batch can have: past the last good one, inside the segment."""
+        base = self.segment.base_offset
+        lo = self.last_offset + 1 if self.last_offset is not None else base
+        hi = None if base is None else base + 2**31 - 1
+        return lo, hi
+
+    def __iter__(self):
+        pos: Optional[int] = 0
+        while pos is not None:
+            pos = yield from self._from(pos)
+
+    def _from(self, pos: int):
+        seg = self.segment
+        it = seg.batches(pos, **self._opts)
+        for item in it.skipping():
+            if isinstance(item, SkippedBatch):
+                yield item
+                if item.stopped and self.resync:
+                    return (yield from self._skip(item.position))
+                continue
+            self.position = it.position
+            yield item
+            if item.magic > 2 or not item.crc_valid:
+                nxt = item.position + item.size_in_bytes
+                if self.resync and nxt != seg.size and not seg.plausible_at(nxt, *self.offset_bounds()):
+                    return (yield from self._skip(item.position))
+            else:
+                last = item.last_offset
+                self.last_offset = last if self.last_offset is None else max(self.last_offset, last)
+        if it.trailing_bytes:
+            yield TrailingBytes(it.position, it.trailing_bytes)
+            if self.resync and it.trailing_bytes >= HEADER_SIZE_UP_TO_MAGIC:
+                return (yield from self._skip(it.position))
+        return None
+
+    def _skip(self, bad: int):
+        lo, hi = self.offset_bounds()
+        nxt = self.segment.find_next_batch(bad + 1, min_offset=lo, max_offset=hi)
+        if nxt < 0:
+            yield SkippedRegion(bad, self.segment.size, False)
+            return None
+        yield SkippedRegion(bad, nxt, True)
+        return nxt
+
+
 def base_offset_from_name(path: str) -> Optional[int]:
     """The base offset a segment file is named after (``00000000000000000042.log`` -> 42), or None."""
     try:
@@ -312,6 +398,13 @@ class Segment:
 
     def __iter__(self):
         return self.batches()
+
+    def scan(self, *, resync: bool = False, prev_last_offset: Optional[int] = None, verify_crc: bool = False,
+             max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+             release: bool = True) -> SegmentScan:
+        """One pass over the whole file that goes on past what it cannot read (:class:`SegmentScan`)."""
+        return SegmentScan(self, resync=resync, prev_last_offset=prev_last_offset, verify_crc=verify_crc,
+                           max_decompressed_bytes=max_decompressed_bytes, release=release)
 
     def records(self, **kw):
         for b in self.batches(**kw):

@@ -155,3 +155,22 @@ def test_cli_file_argument_finds_tiered_siblings(tmp_path, capfd):
     assert main(["verify", "--json", "--no-progress", index]) == 0
     summary = json.loads(capfd.readouterr().out.splitlines()[-1])
     assert (summary["segments"], summary["batches"], summary["errors"]) == (1, 1, 0)
+
+
+def test_scan_resyncs_past_a_corrupt_region(tmp_path):
+    """Segment.scan(resync=True): after a framing error, reading goes on at the next
+    plausible batch and the skipped region is reported; without resync it stops."""
+    a = v2_batch(sample_records(2))
+    b = bytearray(v2_batch(sample_records(2)))
+    struct.pack_into(">q", b, 0, 2)                     # offsets 2..3 follow a's 0..1
+    garbage = struct.pack(">qi", 0, 3) + b"\xff" * 30   # size 3 < 14: framing ends here
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(a + garbage + bytes(b))
+    with Segment(str(path)) as seg:
+        plain = [type(i).__name__ for i in seg.scan()]
+        resync = list(seg.scan(resync=True))
+    assert plain == ["FileBatch", "SkippedBatch"]
+    assert [type(i).__name__ for i in resync] == ["FileBatch", "SkippedBatch", "SkippedRegion", "FileBatch"]
+    region = resync[2]
+    assert (region.start, region.end, region.found) == (len(a), len(a) + len(garbage), True)
+    assert resync[3].base_offset == 2
