@@ -196,7 +196,7 @@ def kafka_python_decode(blob):
         for r in batch:
             hs = r.headers
             out.append((r.key, r.value, r.offset, epoch + r.timestamp * ms, r.timestamp_type,
-                        [(k, v) for k, v in hs] if hs else None))
+                        [(k, v) for k, v in hs] if hs else None, r.timestamp))
     return out
 
 

@@ -233,7 +233,8 @@ def encode_control_key(kind: ControlRecordType | int, version: int = 0) -> bytes
     return _KEY.pack(version, int(kind))
 
 
-def _uvarint(n: int) -> bytes:
+def encode_uvarint(n: int) -> bytes:
+    """An unsigned varint as Kafka's message protocol writes it (compact lengths, tags)."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -246,14 +247,14 @@ def _compact_array(items, encode) -> bytes:
     if items is None:
         # Every array of these messages is non-nullable: Kafka would not read it back.
         raise EncodeError("control record arrays cannot be null (Kafka's readers refuse them)")
-    return _uvarint(len(items) + 1) + b"".join(encode(i) for i in items)
+    return encode_uvarint(len(items) + 1) + b"".join(encode(i) for i in items)
 
 
 def _compact_string(s: str | None) -> bytes:
     if s is None:
         raise EncodeError("control record strings cannot be null (Kafka's readers refuse them)")
     raw = s.encode("utf-8")
-    return _uvarint(len(raw) + 1) + raw
+    return encode_uvarint(len(raw) + 1) + raw
 
 
 def encode_control_value(kind: ControlRecordType | int, value: dict) -> bytes:

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# Set everything up and run the main job: build the kafkarec wheel into
-# wheelhouse/, write a sample Kafka log directory with kafkarec's builder, and
-# read it with Spark (local mode) through `spark-submit --py-files <wheel>`:
-# Parquet into out/, a summary per topic/partition on stdout.
+# The main job, as a user runs kafkarec on Spark:
+#  1. build the wheelhouse: kafkarec's wheel plus its dependency wheels
+#     (scripts/wheelhouse.sh; nothing is rebuilt when no source changed);
+#  2. a "bare" Python holding only pyspark, pyarrow and pandas (made once, in
+#     .cache/; scripts/bare_python.sh) - the driver and every executor run it,
+#     so kafkarec and its dependencies come only from the shipped wheels;
+#  3. write a sample Kafka log directory to sample-data/ with kafkarec's builder
+#     (imported from the wheel by the bare Python);
+#  4. spark-submit --py-files wheelhouse/<kafkarec wheel> scripts/spark_job.py in
+#     local mode, from an empty working folder: Parquet into out/, a summary per
+#     topic/partition on stdout.
 set -euo pipefail
-KAFKAREC_EXTRAS="spark" source "$(dirname "$0")/env.sh"
-rm -f wheelhouse/kafkarec-*.whl
-"$VPY" -m pip wheel -q --no-deps -w wheelhouse .
-WHEEL="$(ls wheelhouse/kafkarec-*.whl | head -n 1)"
-"$VPY" -m kafkarec.sample sample-data --clean
-rm -rf out
-# The Spark settings that matter here: loopback binding (SPARK_LOCAL_IP, set by
-# env.sh), the venv's Python for driver and workers, 4g of driver memory.
-export PYSPARK_PYTHON="$VPY" PYSPARK_DRIVER_PYTHON="$VPY"
-.venv/bin/spark-submit --master "local[2]" --driver-memory 4g \
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+TAG="$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
+WHEEL="$(bash scripts/wheelhouse.sh wheelhouse --python "$PY")"
+BARE="$(bash scripts/bare_python.sh "$ROOT/.cache/bare-$TAG" --python "$PY")"
+BARE_BIN="$(dirname "$BARE")"
+export KAFKAREC_NATIVE_CACHE="${KAFKAREC_NATIVE_CACHE:-$ROOT/.cache/native}"
+# An empty working folder: no source tree on any Python path.
+RUN="$ROOT/.cache/main-job"
+mkdir -p "$RUN"
+cd "$RUN"
+PYTHONPATH="$WHEEL" "$BARE" -m kafkarec.sample "$ROOT/sample-data" --clean
+rm -rf "$ROOT/out"
+# Loopback binding, the bare Python for driver and workers, 4g of driver memory.
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+export PYSPARK_PYTHON="$BARE" PYSPARK_DRIVER_PYTHON="$BARE"
+unset PYTHONPATH
+"$BARE_BIN/spark-submit" --master "local[2]" --driver-memory 4g \
     --conf spark.ui.enabled=false --conf spark.driver.bindAddress=127.0.0.1 \
     --conf spark.driver.host=127.0.0.1 \
-    --py-files "$WHEEL" scripts/spark_job.py sample-data out
+    --py-files "$WHEEL" "$ROOT/scripts/spark_job.py" "$ROOT/sample-data" "$ROOT/out"

@@ -11,12 +11,13 @@ pyspark is imported only when a function here is called.
     spark_udfs.explode_records(df, "value", keep=["topic", "partition"])
     df.select(spark_udfs.decode_records("value").alias("d"))
 
-``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work:
-Spark does not put ``.whl`` py-files on executors' paths, so it re-ships the
-wheel as a ``.zip`` (from which kafkarec loads its compiled core), or, without
-``--py-files``, a matching ``wheelhouse/kafkarec-*.whl`` or a zip of the
-installed packages; then it checks that every executor runs the driver's
-kafkarec build (version + hash of the compiled core).
+``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
+a driver and executors that have only pyspark, pyarrow and pandas: Spark does
+not put ``.whl`` py-files on executors' paths, so it re-ships the wheel as a
+``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``);
+kafkarec's loader unpacks each once per machine into its cache.  Then one job
+checks that every executor can load them and runs the driver's kafkarec
+build; every problem is one :class:`ShippingError`.
 
 Spark settings that matter (see :data:`RECOMMENDED_CONF`): ``SPARK_LOCAL_IP``
 for loopback-only machines, ``spark.driver.memory`` of 4g or more in local
@@ -31,7 +32,8 @@ __all__ = [
     "register", "ship", "verify_executors", "Registration",
     "decode_records", "explode_records", "explode_udtf", "make_decode_udf",
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
-    "MalformedBatchError", "KafkarecMismatchError", "RECOMMENDED_CONF", "session_builder",
+    "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
+    "session_builder",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -61,6 +63,7 @@ _LAZY = {
     "record_struct": ("spark_udfs._schema", "record_struct"),
     "MalformedBatchError": ("spark_udfs._decode", "MalformedBatchError"),
     "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
+    "ShippingError": ("spark_udfs._runtime", "ShippingError"),
 }
 
 
@@ -76,25 +79,38 @@ def __getattr__(name):
 
 class Registration(NamedTuple):
     fingerprint: str          # the driver's kafkarec build: "<version>+<core sha256[:16]>"
-    shipped: list             # spark_udfs._shipping.Shipped entries
+    shipped: list             # spark_udfs._shipping.Shipped entries: kafkarec's archive first
     executors: list           # what verify_executors saw (empty when not verified)
     data_source: type | None  # the registered DataSource class
 
 
-def register(spark, *, wheels=None, ship: bool = True, verify: bool = True,
-             functions: bool = True, data_source: bool = True) -> Registration:
-    """Ship kafkarec to executors, check their build, and register
+def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = True,
+             verify: bool = True, functions: bool = True, data_source: bool = True) -> Registration:
+    """Ship kafkarec and its dependencies to executors, check them, and register
     ``kafkarec_decode`` / ``kafkarec_explode`` (SQL) and ``format("kafkarec")``.
 
-    ``wheels``: extra wheel paths to ship (``--py-files`` wheels are found in
-    ``spark.submit.pyFiles``).  ``ship=False`` skips shipping (executors
-    already have kafkarec installed); ``verify=False`` skips the check job
-    (each task still checks the build before decoding).
+    kafkarec's wheel is the one in ``wheels`` or ``spark.submit.pyFiles``
+    (``--py-files``), else the one the driver imported; its dependency wheels
+    are taken from the same folder, or ``wheelhouse``.  ``ship=False`` skips
+    shipping (kafkarec installed in every executor's Python); ``verify=False``
+    skips the check job (each task still checks the build before decoding).
+    Anything missing or built for another Python or machine, on the driver or
+    an executor, raises one :class:`ShippingError` listing all of it.
     """
-    from spark_udfs import _datasource, _functions, _shipping
+    from spark_udfs import _shipping
+    from spark_udfs._runtime import ShippingError
+    shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
+    if shipping is not None and shipping.problems and not verify:
+        raise ShippingError(f"kafkarec cannot run on the driver ({shipping.driver}):\n  - "
+                            + "\n  - ".join(shipping.problems))
+    if verify:
+        executors = _shipping.verify_executors(spark, None if shipping and shipping.problems
+                                               else _shipping.expected_fingerprint(),
+                                               shipping=shipping)
+    else:
+        executors = []
+    from spark_udfs import _datasource, _functions
     fp = _shipping.expected_fingerprint()
-    shipped = _shipping.ship(spark, wheels) if ship else []
-    executors = _shipping.verify_executors(spark, fp) if verify else []
     ds_cls = None
     if functions:
         spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
@@ -107,7 +123,7 @@ def register(spark, *, wheels=None, ship: bool = True, verify: bool = True,
             "default_min_partitions": max(1, spark.sparkContext.defaultParallelism),
         })
         spark.dataSource.register(ds_cls)
-    return Registration(fp, shipped, executors, ds_cls)
+    return Registration(fp, list(shipping or []), executors, ds_cls)
 
 
 def session_builder(app_name: str = "kafkarec", master: str | None = "local[2]", conf=None):

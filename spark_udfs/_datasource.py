@@ -178,7 +178,7 @@ class KafkaRecReader(DataSourceReader):
             raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
                              f"available: {sorted(known)}")
         names = {f.name for f in schema}
-        self.need_batch_columns = bool(names & {n for n, _ in _schema.BATCH_FIELDS})
+        self.need_batch_columns = bool(names & set(_schema.batch_column_names()))
 
     def partitions(self):
         cfg = self.config
@@ -188,10 +188,11 @@ class KafkaRecReader(DataSourceReader):
                                              allow_duplicate_partitions=cfg.allow_duplicates)
         for d in skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
-        aborted = _logdir.aborted_batches(kafkarec, segments) if cfg.read_committed else None
+        spans: dict = {}   # each file's batches are walked once for both
+        aborted = _logdir.aborted_batches(kafkarec, segments, spans) if cfg.read_committed else None
         tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
                              open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
-                             aborted=aborted)
+                             aborted=aborted, spans=spans)
         if not tasks:
             return [KafkaRecPartition(0, ())]
         return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]
@@ -238,7 +239,8 @@ class KafkaRecReader(DataSourceReader):
                                 if errs:
                                     yield from self._errors(errs, target, corrupt, fixed)
                                     errs = []
-                                yield _schema.conform(item, target)
+                                yield _schema.conform(item, target, corrupt=corrupt,
+                                                      mode=cfg.mode, where=sl.path)
                             else:
                                 errs.append(item)
                         if errs:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["MODES", "normalize_mode", "MalformedBatchError", "decode_range", "format_error"]
+__all__ = ["MODES", "normalize_mode", "MalformedBatchError", "decode_range", "format_error",
+           "framing_stop", "FramingStop"]
 
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 log = logging.getLogger("spark_udfs")
@@ -45,16 +46,31 @@ def format_error(err: dict, where: str = "") -> str:
     return f"{where}: {text}" if where else text
 
 
-def _framing(kafkarec, view):
-    """Where batch framing of ``view`` stops: ``(position, trailing, exc)``."""
+class FramingStop:
+    """Where framing of a buffer stopped and why: ``valid_bytes`` (the end of the
+    last whole batch), ``trailing_bytes`` (a cut-off batch after it, which Kafka's
+    readers end on quietly) and ``error`` (the DecodeError that stopped framing:
+    the rest of the buffer cannot be framed), as kafkarec's own iterators will
+    report them (``valid_bytes``, ``trailing_bytes``, ``stop_reason``)."""
+
+    __slots__ = ("valid_bytes", "trailing_bytes", "error")
+
+    def __init__(self, valid_bytes, trailing_bytes, error):
+        self.valid_bytes, self.trailing_bytes, self.error = valid_bytes, trailing_bytes, error
+
+
+def framing_stop(kafkarec, view) -> FramingStop:
+    """Where framing of ``view`` stops (batch headers only, no CRC or record).
+    The one place spark_udfs asks this: it moves onto the decoding iterator's
+    own report once kafkarec's iterators give it."""
     it = kafkarec.iter_batches(view, verify_crc=False)
     b = None
     try:
         for b in it:
             pass
-        return it.position, it.trailing_bytes, None
+        return FramingStop(it.position, it.trailing_bytes, None)
     except kafkarec.DecodeError as exc:
-        return exc.position, 0, exc
+        return FramingStop(exc.position, 0, exc)
     finally:
         del b, it
 
@@ -69,18 +85,15 @@ def decode_range(kafkarec, view, *, base: int = 0, topic=None, partition=None,
     the file/blob), ``base_offset``, ``error``, ``reason``, ``message``.
 
     ``batchPosition`` (with ``batch_columns``) is relative to the file/blob too.
+    Errors of whole batches are yielded as they come; what ends framing (bytes
+    that cannot be framed, a cut-off batch) once decoding is done.
     """
     kw = {}
     if max_decompressed_bytes is not None:
         kw["max_decompressed_bytes"] = max_decompressed_bytes
     size = len(view)
-    frame_end, trailing, frame_exc = _framing(kafkarec, view)
-    if mode == "FAILFAST" and frame_exc is None and trailing:
-        # Fail before decoding anything (nothing is half-written yet).
-        raise MalformedBatchError(
-            "Malformed Kafka record batch (mode FAILFAST): "
-            + format_error(_truncated(base + frame_end, trailing), where))
     sink = [] if mode != "FAILFAST" else None
+    held = []   # errors without a batch (framing): reported with the framing stop
     try:
         for rb in kafkarec.iter_arrow(
                 view, topic=topic, partition=partition, include_control=include_control,
@@ -92,19 +105,31 @@ def decode_range(kafkarec, view, *, base: int = 0, topic=None, partition=None,
                     rb = _shift_positions(rb, base)
                 yield "batch", rb
             if sink:
-                yield from _drain(sink, base, size, frame_end, frame_exc, where)
+                yield from _drain(sink, held, base, where)
     except kafkarec.DecodeError as exc:
         err = {"position": base + exc.position, "reason": exc.reason, "error": type(exc).__name__,
                "base_offset": None, "message": str(exc)}
-        if frame_exc is not None and exc.position == frame_end:
-            err["not_decoded"] = size - frame_end
+        stop = framing_stop(kafkarec, view)
+        if stop.error is not None and exc.position == stop.valid_bytes:
+            err["not_decoded"] = size - stop.valid_bytes
         raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
                                   + format_error(err, where)) from exc
     if sink:
-        yield from _drain(sink, base, size, frame_end, frame_exc, where)
-    if frame_exc is None and trailing:
-        err = _truncated(base + frame_end, trailing)
+        yield from _drain(sink, held, base, where)
+    stop = framing_stop(kafkarec, view)
+    for e in held:
+        err = dict(e)
+        if stop.error is not None and e["position"] == stop.valid_bytes:
+            err["not_decoded"] = size - stop.valid_bytes
+        err["position"] = base + e["position"]
         err["message"] = format_error(err, where)
+        yield "error", err
+    if stop.error is None and stop.trailing_bytes:
+        err = _truncated(base + stop.valid_bytes, stop.trailing_bytes)
+        err["message"] = format_error(err, where)
+        if mode == "FAILFAST":
+            raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
+                                      + err["message"])
         yield "error", err
 
 
@@ -114,14 +139,15 @@ def _truncated(position: int, trailing: int) -> dict:
                       f"or blob?)"}
 
 
-def _drain(sink, base, size, frame_end, frame_exc, where):
+def _drain(sink, held, base, where):
     errors = list(sink)
     sink.clear()
     for e in errors:
+        if e["base_offset"] is None:
+            held.append(e)
+            continue
         err = dict(e)
         err["position"] = base + e["position"]
-        if frame_exc is not None and e["position"] == frame_end and e["base_offset"] is None:
-            err["not_decoded"] = size - frame_end
         err["message"] = format_error(err, where)
         yield "error", err
 

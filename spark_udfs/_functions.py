@@ -9,7 +9,7 @@
   ``@udtf(useArrow=True)`` for ``LATERAL``, registered ``asDeterministic()``.
 
 A record carries Spark's Kafka source fields except topic and partition (not
-in the bytes): key, value, offset, timestamp, timestampType, headers
+in the bytes): key, value, offset, timestamp, timestampType, headers, timestampMs
 (+ batch columns on request).
 """
 from __future__ import annotations
@@ -109,7 +109,8 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=65536):
                                            max_rows=max_rows,
                                            mode=single or modes[i]):
                 if kind == "batch":
-                    out.add(_schema.conform(item, target), np.full(item.num_rows, i, dtype=np.int64))
+                    out.add(_schema.conform(item, target, mode=single or modes[i]),
+                            np.full(item.num_rows, i, dtype=np.int64))
                 else:
                     out.errors.append((i, item["message"]))
         finally:
@@ -147,7 +148,6 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
         region.release()
         return False
     sink = []
-    names = [f.name for f in target]
     try:
         for rb in kafkarec.iter_arrow(region, batch_columns=True, errors="skip", error_sink=sink,
                                       max_rows=max_rows):
@@ -158,8 +158,7 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
             if batch_columns:
                 rel = pa.array(pos - starts[rows], pa.int64())
                 rb = rb.set_column(rb.schema.get_field_index("batchPosition"), "batchPosition", rel)
-            out.add(_schema.conform(rb, target) if batch_columns else
-                    _schema.conform(rb.select(names), target), rows.astype(np.int64))
+            out.add(_schema.conform(rb, target, mode=mode), rows.astype(np.int64))
     finally:
         region.release()
     for e in sink:
@@ -265,7 +264,7 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     """One row per record of the batches in binary ``column`` of ``df``, with the
     ``keep`` columns of its input row (``DataFrame.mapInArrow``).
 
-    Columns: ``keep``..., key, value, offset, timestamp, timestampType, headers
+    Columns: ``keep``..., key, value, offset, timestamp, timestampType, headers, timestampMs
     (names prefixed with ``prefix``), batch columns if ``batch_columns``, and in
     PERMISSIVE mode ``_corrupt_record`` (``columnNameOfCorruptRecord``): an
     undecodable batch becomes one row with the ``keep`` columns, null record
@@ -374,9 +373,6 @@ def _log_dropped(message: str) -> None:
     log.warning("kafkarec: DROPMALFORMED left out a batch: %s", message)
 
 
-_UDTF_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers")
-
-
 def explode_udtf(*, batch_columns=False, corrupt_column=_schema.DEFAULT_CORRUPT_COLUMN,
                  expected=None):
     """The row UDTF behind ``kafkarec_explode(col[, mode])`` (for LATERAL joins),
@@ -394,12 +390,11 @@ def explode_udtf(*, batch_columns=False, corrupt_column=_schema.DEFAULT_CORRUPT_
 
 
 def _udtf_rows(data, mode, batch_columns, width, expected):
-    import pyarrow as pa
     if data is None:
         return
     kafkarec = ensure(expected)
     mode = normalize_mode(mode)
-    ts_utc = pa.timestamp("ms", tz="UTC")
+    target = _record_target(batch_columns)
     for kind, item in decode_range(kafkarec, memoryview(data), batch_columns=batch_columns,
                                    mode=mode):
         if kind == "error":
@@ -408,14 +403,7 @@ def _udtf_rows(data, mode, batch_columns, width, expected):
             else:
                 _log_dropped(item["message"])
             continue
-        rb = item
-        cols = []
-        for name in rb.schema.names:
-            if name in ("topic", "partition"):
-                continue
-            col = rb.column(name)
-            if name == "timestamp":
-                col = col.cast(ts_utc)
-            cols.append(col.to_pylist())
+        rb = _schema.conform(item, target, mode=mode)
+        cols = [rb.column(j).to_pylist() for j in range(rb.num_columns)]
         cols.append([None] * rb.num_rows)
         yield from zip(*cols)

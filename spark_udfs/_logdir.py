@@ -2,10 +2,14 @@
 
 No pyspark here.  A log directory holds ``<topic>-<partition>/`` folders of
 ``<base offset, 20 digits>.log`` segments (plus index files, which are not
-read).  Any ``.log`` file under the given paths is read; its topic and
-partition come from its folder's name (null when the name does not have that
-form).  Folders Kafka itself ignores (``<topic>-<partition>.<id>-delete`` /
-``-future`` / ``-stray``) are skipped.
+read).  Folders are walked with kafkarec.log's directory walk
+(``is_partition_dir`` / ``find_partition_dirs`` / ``scan_partition_dir``): a
+partition folder gives its segments in offset order, then any other file
+matching ``pathGlobFilter`` (``*.log``: a backed-up ``backup.log`` too); with
+``recursiveFileLookup`` other sub-folders (several log dirs under one root)
+are walked as well.  A file's topic and partition come from its folder's name
+(null when the name does not have that form).  Folders Kafka itself ignores
+(``<topic>-<partition>.<id>-delete`` / ``-future`` / ``-stray``) are skipped.
 
 A read is planned as a list of tasks, each a list of :class:`Slice` (a byte
 range of one file).  Files larger than the split size are cut where a batch
@@ -177,19 +181,49 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
     return segments, skipped
 
 
+def _partition_logs(part, glob_filter: str):
+    """The ``.log`` files of one partition folder (a :class:`kafkarec.log.segment.PartitionDir`):
+    its segments in offset order, then other files matching ``glob_filter``
+    (a renamed or backed-up ``backup.log``)."""
+    out = [s.log for s in part.segments if s.log and fnmatch.fnmatchcase(os.path.basename(s.log),
+                                                                             glob_filter)]
+    out += [f for f in part.other if fnmatch.fnmatchcase(os.path.basename(f), glob_filter)]
+    return out
+
+
 def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
-    renamed_dir_suffix = _core()[0].renamed_dir_suffix
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        keep = []
-        for d in sorted(dirnames):
-            if renamed_dir_suffix(d):
-                skipped.append(os.path.join(dirpath, d))
-            elif not d.startswith("."):
-                keep.append(d)
-        dirnames[:] = keep if recursive else []
-        for f in sorted(filenames):
-            if fnmatch.fnmatchcase(f, glob_filter):
-                yield os.path.join(dirpath, f)
+    """The segment files under ``root``, found by kafkarec.log's directory walk:
+    ``root`` is a partition folder (:func:`kafkarec.log.segment.is_partition_dir`)
+    or holds partition folders (:func:`kafkarec.log.segment.find_partition_dirs`);
+    folders Kafka renamed (``-delete``/``-future``/``-stray``) are skipped.  With
+    ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
+    segment = _core()[0]
+    root = os.path.normpath(root)
+    if segment.is_partition_dir(root):
+        yield from _partition_logs(segment.scan_partition_dir(root), glob_filter)
+        claimed = set()
+    else:
+        claimed = set()
+        for part in segment.find_partition_dirs(root):
+            claimed.add(os.path.basename(part.path))
+            if segment.renamed_dir_suffix(part.path):
+                skipped.append(part.path)
+                continue
+            yield from _partition_logs(part, glob_filter)
+        for name in sorted(os.listdir(root)):    # segment-like files at the root itself
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and fnmatch.fnmatchcase(name, glob_filter):
+                yield full
+    if not recursive:
+        return
+    for name in sorted(os.listdir(root)):
+        full = os.path.join(root, name)
+        if name in claimed or name.startswith(".") or not os.path.isdir(full):
+            continue
+        if segment.renamed_dir_suffix(name):
+            skipped.append(full)
+            continue
+        yield from _walk(full, glob_filter, recursive, skipped)
 
 
 def _batches(f: LogFile):
@@ -210,26 +244,43 @@ def _batches(f: LogFile):
             return
 
 
-def _cut_points(f: LogFile, max_split: int) -> list:
+def _spans(f: LogFile, spans: dict | None):
+    """``(position, size)`` of the whole batches of ``f``, walked once per plan:
+    taken from ``spans`` when the read_committed walk already recorded them."""
+    if spans is not None and f.path in spans:
+        return spans[f.path]
+    return [(b.position, b.size_in_bytes) for b in _batches(f)]
+
+
+def _recorded(f: LogFile, spans: dict | None):
+    """:func:`_batches`, noting each batch's span in ``spans`` for :func:`plan`."""
+    out = spans.setdefault(f.path, []) if spans is not None else None
+    for batch in _batches(f):
+        if out is not None:
+            out.append((batch.position, batch.size_in_bytes))
+        yield batch
+
+
+def _cut_points(f: LogFile, max_split: int, spans: dict | None = None) -> list:
     """Where to split one file: batch starts, about ``max_split`` bytes apart."""
     cuts = [0]
     chunk_start = 0
-    for batch in _batches(f):
-        pos = batch.position
-        if pos > chunk_start and pos + batch.size_in_bytes - chunk_start > max_split:
+    for pos, size in _spans(f, spans):
+        if pos > chunk_start and pos + size - chunk_start > max_split:
             cuts.append(pos)
             chunk_start = pos
     cuts.append(f.size)
     return cuts
 
 
-def aborted_batches(kafkarec, segments: list) -> dict:
+def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict:
     """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
     consumer leaves out (:func:`kafkarec.transactions.aborted_batches`), judged
     over each topic-partition's whole log: ``segments`` (from :func:`discover`)
     are in offset order and a transaction may end in a later file.  (``kafkarec``,
     the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
-    rule's modules are imported from that same package.)"""
+    rule's modules are imported from that same package.)  ``spans`` (a dict)
+    receives each file's batch spans, so :func:`plan` does not walk them again."""
     _, transactions = _core()
     by_partition: dict = {}
     for seg in segments:
@@ -237,7 +288,7 @@ def aborted_batches(kafkarec, segments: list) -> dict:
                                  if seg.topic is None else ""), []).append(seg)
     out: dict = {}
     for files in by_partition.values():
-        log = (batch for f in files for batch in _batches(f))
+        log = (batch for f in files for batch in _recorded(f, spans))
         # A data batch failing its CRC opens no transaction (the read reports it).
         for path, pos, size in transactions.aborted_batches(
                 log, key=lambda b: (b.path, b.position, b.size_in_bytes),
@@ -249,7 +300,7 @@ def aborted_batches(kafkarec, segments: list) -> dict:
 
 
 def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
-         min_partitions: int = 1, aborted: dict | None = None) -> list:
+         min_partitions: int = 1, aborted: dict | None = None, spans: dict | None = None) -> list:
     """Tasks (lists of :class:`Slice`) covering every byte of every segment once."""
     if not segments:
         return []
@@ -259,7 +310,7 @@ def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
     slices = []
     for seg in segments:
         if seg.size > max_split:
-            cuts = _cut_points(seg, max_split)
+            cuts = _cut_points(seg, max_split, spans)
         else:
             cuts = [0, seg.size]
         for a, b in zip(cuts, cuts[1:]):

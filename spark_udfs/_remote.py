@@ -116,7 +116,7 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
     target = _schema.arrow_schema_for(schema)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
     names = set(target.names)
-    need_batch_columns = bool(names & {n for n, _ in _schema.BATCH_FIELDS})
+    need_batch_columns = bool(names & set(_schema.batch_column_names()))
     for sr in task.ranges:
         where = task.storage.uri(sr.segment.path)
         fixed = {"topic": sr.topic, "partition": sr.partition}
@@ -132,7 +132,8 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
                     if kind == "batch":
                         item = selection.filter_offsets(item, sr.min_offset, sr.end_offset)
                         if item.num_rows:
-                            yield _schema.conform(item, target)
+                            yield _schema.conform(item, target, corrupt=corrupt, mode=config.mode,
+                                                  where=where)
                     else:
                         errs.append(item)
             except MalformedBatchError as exc:

@@ -18,8 +18,8 @@ import hashlib
 import os
 import sys
 
-__all__ = ["KafkarecMismatchError", "import_kafkarec", "fingerprint", "describe", "ensure",
-           "SHIPPED_MARKERS"]
+__all__ = ["ShippingError", "KafkarecMismatchError", "import_kafkarec", "fingerprint", "describe",
+           "ensure", "loader_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
 
 # File names of the archives register() ships: "<name>.whl.zip" copies of wheels and
 # "kafkarec-<version>-<hash>.pyfiles.zip" built from an installed package.
@@ -29,8 +29,54 @@ _fingerprint_cache: dict = {}
 _ensured: set = set()
 
 
-class KafkarecMismatchError(RuntimeError):
+class ShippingError(RuntimeError):
+    """kafkarec, or a dependency it needs, cannot be loaded on the driver or an
+    executor: raised once by :func:`spark_udfs.register`, naming every missing
+    or mismatched piece and the command that fixes it."""
+
+
+class KafkarecMismatchError(ShippingError):
     """The kafkarec build in a Spark Python worker is not the one on the driver."""
+
+
+def loader_module():
+    """``kafkarec._loader`` without importing the kafkarec package (which loads the
+    compiled core and so needs the dependencies the loader is about to check).
+    Registered under its own name, so a later ``import kafkarec`` uses this one."""
+    mod = sys.modules.get("kafkarec._loader")
+    if mod is not None:
+        return mod
+    import importlib.machinery
+    import importlib.util
+    _prefer_shipped_archives()
+    spec = importlib.util.find_spec("kafkarec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'kafkarec' (neither installed nor shipped)",
+                                  name="kafkarec")
+    sub = importlib.machinery.PathFinder.find_spec("kafkarec._loader",
+                                                   list(spec.submodule_search_locations))
+    mod = importlib.util.module_from_spec(sub)
+    sys.modules["kafkarec._loader"] = mod
+    try:
+        sub.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules["kafkarec._loader"]
+        raise
+    return mod
+
+
+def shipped_kafkarec_archive():
+    """The zip (wheel) kafkarec would be imported from here, or None when it is
+    installed in a folder (or absent)."""
+    import importlib.util
+    import zipimport
+    _prefer_shipped_archives()
+    mod = sys.modules.get("kafkarec")
+    loader = getattr(mod, "__loader__", None) if mod is not None else None
+    if loader is None:
+        spec = importlib.util.find_spec("kafkarec")
+        loader = spec.loader if spec is not None else None
+    return loader.archive if isinstance(loader, zipimport.zipimporter) else None
 
 
 def _is_shipped(entry: str) -> bool:

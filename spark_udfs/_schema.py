@@ -1,53 +1,84 @@
-"""Spark and Arrow schemas of the decoded records (Spark's Kafka source layout).
+"""Spark and Arrow schemas of the decoded records, derived from kafkarec's own.
 
-Spark's Kafka source:  key binary, value binary, topic string, partition int,
-offset long, timestamp timestamp, timestampType int,
-headers array<struct<key:string,value:binary>> (null when a record has none).
-kafkarec adds batch-level columns on request.  The Arrow data handed to Spark
-must match Spark's own Arrow types exactly (timestamp[us, tz=UTC], list
-element named ``element``), so everything goes through :func:`conform`.
+The columns are those of :func:`kafkarec.arrow_schema` (Spark's Kafka source
+layout: key, value, topic, partition, offset, timestamp, timestampType,
+headers; then, on request, the batch columns), each mapped to its Spark type,
+plus one column of ours: ``timestampMs``, the record's timestamp as Kafka
+stores it (milliseconds, a long).  Kafka accepts any millisecond value up to
+``Long.MAX_VALUE``; Spark's timestamps (microseconds, documented range years
+0001-9999) cannot hold them all.  A record whose timestamp is outside
+0001-01-01..9999-12-31 UTC gets a null ``timestamp`` and keeps its value in
+``timestampMs`` (modes PERMISSIVE and DROPMALFORMED); in mode FAILFAST it fails
+the task naming the record.
+
+The Arrow data handed to Spark must match Spark's own Arrow types exactly
+(timestamp[us, tz=UTC], list element named ``element``): everything goes
+through :func:`conform`, which takes every column by name from kafkarec's
+output and refuses a column kafkarec did not produce.
 """
 from __future__ import annotations
 
 from pyspark.sql import types as T
 
 __all__ = [
-    "KAFKA_FIELDS", "BATCH_FIELDS", "RECORD_FIELDS", "DEFAULT_CORRUPT_COLUMN",
-    "headers_type", "kafka_schema", "record_struct", "arrow_schema_for", "conform",
-    "error_rows",
+    "DEFAULT_CORRUPT_COLUMN", "RAW_TIMESTAMP", "MIN_TIMESTAMP_MS", "MAX_TIMESTAMP_MS",
+    "spark_type", "batch_column_names", "kafka_schema", "record_struct", "arrow_schema_for",
+    "conform", "error_rows",
 ]
 
 DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
+RAW_TIMESTAMP = "timestampMs"
+# Spark's documented timestamp range (also Python's datetime's): 0001-01-01T00:00:00.000Z
+# .. 9999-12-31T23:59:59.999Z, in Kafka's milliseconds.
+MIN_TIMESTAMP_MS = -62135596800000
+MAX_TIMESTAMP_MS = 253402300799999
+# Columns of the input row rather than of the record bytes (the Kafka source's topic, partition).
+NOT_IN_BYTES = ("topic", "partition")
 
 
-def headers_type() -> T.ArrayType:
-    return T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
-                                     T.StructField("value", T.BinaryType())]))
+def _core_schema(batch_columns: bool):
+    from spark_udfs._runtime import import_kafkarec
+    return import_kafkarec().arrow_schema(batch_columns=batch_columns)
 
 
-KAFKA_FIELDS = (
-    ("key", T.BinaryType()), ("value", T.BinaryType()), ("topic", T.StringType()),
-    ("partition", T.IntegerType()), ("offset", T.LongType()), ("timestamp", T.TimestampType()),
-    ("timestampType", T.IntegerType()), ("headers", headers_type()),
-)
-BATCH_FIELDS = (
-    ("producerId", T.LongType()), ("producerEpoch", T.ShortType()), ("sequence", T.IntegerType()),
-    ("isTransactional", T.BooleanType()), ("isControl", T.BooleanType()),
-    ("compression", T.StringType()), ("batchPosition", T.LongType()),
-    ("batchBaseOffset", T.LongType()), ("partitionLeaderEpoch", T.IntegerType()),
-    ("magic", T.ByteType()),
-)
-# What one record decoded from a binary column carries: topic and partition are
-# not in the bytes (they are columns of the input row, e.g. the Kafka source's).
-RECORD_FIELDS = tuple(f for f in KAFKA_FIELDS if f[0] not in ("topic", "partition"))
+def spark_type(arrow_type) -> T.DataType:
+    """The Spark type of one of kafkarec's Arrow types (a type this does not know
+    is an error: the core and this mapping are out of step)."""
+    import pyarrow as pa
+    simple = [(pa.types.is_binary, T.BinaryType), (pa.types.is_string, T.StringType),
+              (pa.types.is_int8, T.ByteType), (pa.types.is_int16, T.ShortType),
+              (pa.types.is_int32, T.IntegerType), (pa.types.is_int64, T.LongType),
+              (pa.types.is_boolean, T.BooleanType), (pa.types.is_timestamp, T.TimestampType)]
+    for test, spark in simple:
+        if test(arrow_type):
+            return spark()
+    if pa.types.is_list(arrow_type):
+        return T.ArrayType(spark_type(arrow_type.value_type))
+    if pa.types.is_struct(arrow_type):
+        return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in arrow_type])
+    raise TypeError(f"kafkarec column type {arrow_type} has no Spark type in spark_udfs._schema")
+
+
+def batch_column_names() -> list:
+    """The columns kafkarec adds with ``batch_columns=True``."""
+    base = set(_core_schema(False).names)
+    return [n for n in _core_schema(True).names if n not in base]
 
 
 def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = None,
                  with_topic_partition: bool = True) -> T.StructType:
-    base = KAFKA_FIELDS if with_topic_partition else RECORD_FIELDS
-    fields = [T.StructField(n, t, True) for n, t in base]
-    if batch_columns:
-        fields += [T.StructField(n, t, True) for n, t in BATCH_FIELDS]
+    """kafkarec's columns as Spark fields (``timestampMs`` after the Kafka
+    source's, then the batch columns), and ``corrupt_column`` if given."""
+    base = _core_schema(False)
+    core = _core_schema(batch_columns)
+    fields = []
+    for i, f in enumerate(core):
+        if f.name in NOT_IN_BYTES and not with_topic_partition:
+            pass
+        else:
+            fields.append(T.StructField(f.name, spark_type(f.type), True))
+        if i == len(base) - 1:
+            fields.append(T.StructField(RAW_TIMESTAMP, T.LongType(), True))
     if corrupt_column:
         fields.append(T.StructField(corrupt_column, T.StringType(), True))
     return T.StructType(fields)
@@ -64,25 +95,57 @@ def arrow_schema_for(schema: T.StructType):
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def conform(batch, target, extra=None):
+def _spark_timestamps(column, mode: str, batch, where: str):
+    """kafkarec's timestamp[ms] column for Spark: (timestamp, raw int64 ms); a value
+    outside Spark's range is null (FAILFAST: raises, naming the record)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    raw = column.cast(pa.int64())
+    outside = pc.or_(pc.less(raw, MIN_TIMESTAMP_MS), pc.greater(raw, MAX_TIMESTAMP_MS))
+    if pc.any(outside).as_py():
+        if mode == "FAILFAST":
+            from spark_udfs._decode import MalformedBatchError
+            i = pc.index(outside, True).as_py()
+            offset = batch.column("offset")[i].as_py() if "offset" in batch.schema.names else None
+            at = f"{where}: " if where else ""
+            raise MalformedBatchError(
+                f"{at}record at offset {offset} has timestamp {raw[i].as_py()} ms, outside Spark's "
+                f"timestamp range ({MIN_TIMESTAMP_MS}..{MAX_TIMESTAMP_MS} ms, years 0001-9999 UTC) "
+                f"(mode FAILFAST; modes PERMISSIVE and DROPMALFORMED give it a null timestamp and "
+                f"its milliseconds in {RAW_TIMESTAMP})")
+        column = pc.if_else(outside, pa.scalar(None, column.type), column)
+    return column, raw
+
+
+def conform(batch, target, extra=None, *, corrupt: str | None = None, mode: str = "PERMISSIVE",
+            where: str = ""):
     """Project/convert a kafkarec Arrow batch to the Arrow schema ``target``.
 
-    Columns of ``target`` are taken from ``batch`` by name, then from ``extra``
-    (a dict name -> Array of the same length); any other column of ``target``
-    becomes nulls.  Types are cast where they differ (timestamp[ms] ->
-    timestamp[us, UTC], list field names).
+    Columns of ``target`` are taken from ``extra`` (a dict name -> Array of the
+    same length), then from ``batch`` by name; ``timestampMs`` is the raw
+    ``timestamp``; the ``corrupt`` column is null.  Any other column is an
+    error.  Types are cast where they differ (timestamp[ms] -> timestamp[us,
+    UTC], list field names).
     """
     import pyarrow as pa
     n = batch.num_rows
     names = batch.schema.names
     arrays = []
+    ts = raw = None
     for field in target:
         if extra is not None and field.name in extra:
             arr = extra[field.name]
+        elif field.name == corrupt:
+            arr = pa.nulls(n, field.type)
+        elif field.name in ("timestamp", RAW_TIMESTAMP) and "timestamp" in names:
+            if ts is None:
+                ts, raw = _spark_timestamps(batch.column("timestamp"), mode, batch, where)
+            arr = ts if field.name == "timestamp" else raw
         elif field.name in names:
             arr = batch.column(field.name)
         else:
-            arr = pa.nulls(n, field.type)
+            raise ValueError(f"column {field.name!r} is not produced by kafkarec's decoder (it "
+                             f"produced {names}); spark_udfs and kafkarec are out of step")
         if arr.type != field.type:
             arr = arr.cast(field.type)
         arrays.append(arr)

@@ -94,6 +94,9 @@ class StreamConfig:
         if self.max_offsets is not None and self.max_offsets <= 0:
             raise ValueError("option maxOffsetsPerTrigger must be positive")
         self.fail_on_data_loss = _bool(o, "failondataloss", True)
+        # The data source's schema has PERMISSIVE's error column; a stream fills it with nulls
+        # (a batch that cannot be read fails the query, as the Kafka source's would).
+        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.verify_crc = _bool(o, "verifycrc", True)
@@ -249,7 +252,10 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for sr in partition.ranges:
             try:
                 for rb in selection.read_arrow(partition.storage, sr, **kw):
-                    yield _schema.conform(rb, target)
+                    # A stream has no error column: a timestamp outside Spark's
+                    # range is null, with Kafka's milliseconds in timestampMs.
+                    yield _schema.conform(rb, target, corrupt=cfg.corrupt_column, mode="PERMISSIVE",
+                                          where=partition.storage.uri(sr.segment.path))
             except FileNotFoundError as exc:
                 if cfg.fail_on_data_loss:
                     raise DataLossError(f"kafkarec stream: {sr.segment.path} was deleted before "

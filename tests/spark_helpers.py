@@ -1,4 +1,5 @@
-"""Shared pieces of the Spark tests: the session, sample data, the oracle, the wheel.
+"""Shared pieces of the Spark tests: the session, sample data, the oracle, the user's environment
+(wheelhouse, bare Python, a standalone cluster).
 
 The oracle is kafkarec's own decoder (``iter_arrow``) run on the same bytes
 without Spark; Spark's rows are compared with it column by column.
@@ -11,12 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 
 import pytest
 
 VENV_PY = sys.executable
-SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 
 # Columns compared between Spark and the oracle.
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
@@ -172,43 +171,191 @@ def make_corrupt_dir(sample: str, dest: str) -> dict:
     return info
 
 
-# -- the wheel ----------------------------------------------------------------------------
+# -- the user's environment: wheelhouse, bare Python, a standalone cluster ------------------
 
-def _wheel_matches_tree(wheel: str) -> bool:
-    """Is ``wheel`` a build of the working tree (same Python files, same core)?"""
-    import kafkarec
-    core = kafkarec._core.__file__
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = set(zf.namelist())
-            for pkg in ("kafkarec", "spark_udfs"):
-                for f in glob.glob(os.path.join(ROOT, pkg, "*.py")):
-                    member = f"{pkg}/{os.path.basename(f)}"
-                    if member not in names or zf.read(member) != open(f, "rb").read():
-                        return False
-            member = f"kafkarec/{os.path.basename(core)}"
-            if member not in names or zf.read(member) != open(core, "rb").read():
-                return False
-    except (OSError, zipfile.BadZipFile):
-        return False
-    sources = glob.glob(os.path.join(ROOT, "kafkarec", "*.p[xy][xid]")) + \
-        glob.glob(os.path.join(ROOT, "kafkarec", "*.h"))
-    return all(os.path.getmtime(s) <= os.path.getmtime(core) for s in sources)
+def python_for(version: str) -> str | None:
+    """An interpreter for ``version`` ("3.12"): on PATH, else pyenv's."""
+    pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}")))
+    for candidate in pyenv[::-1] + [shutil.which(f"python{version}")]:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    return None
 
 
-def built_wheel(tmpdir: str) -> str:
-    """A kafkarec wheel of the working tree: ``wheelhouse/`` if current, else built
-    (``pip wheel --no-deps --no-build-isolation``, reusing ``build/``) into ``tmpdir``."""
-    for w in sorted(glob.glob(os.path.join(ROOT, "wheelhouse", "kafkarec-*.whl")),
-                    key=os.path.getmtime, reverse=True):
-        if _wheel_matches_tree(w):
-            return w
-    out = os.path.join(tmpdir, "wheelhouse")
-    os.makedirs(out, exist_ok=True)
-    proc = subprocess.run([VENV_PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", out, ROOT], capture_output=True, text=True, timeout=900)
+def _cache_tag(python: str) -> str:
+    return subprocess.run([python, "-c", "import sys; print(sys.implementation.cache_tag)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def bare_python(python: str) -> str:
+    """A venv of ``python`` with only pyspark, pyarrow and pandas, made once in
+    ``.cache/bare-<tag>`` by scripts/bare_python.sh (the main job's too)."""
+    folder = os.path.join(ROOT, ".cache", f"bare-{_cache_tag(python)}")
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bare_python.sh"), folder,
+                           "--python", python], capture_output=True, text=True, timeout=1200)
     if proc.returncode != 0:
-        pytest.fail(f"building the wheel failed:\n{proc.stdout}\n{proc.stderr}")
-    wheels = glob.glob(os.path.join(out, "kafkarec-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+        pytest.fail(f"bare_python.sh failed:\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def wheelhouse(python: str, folder: str | None = None) -> str:
+    """kafkarec's wheel for ``python``, with every dependency wheel next to it
+    (scripts/wheelhouse.sh; nothing is rebuilt when the sources did not change)."""
+    folder = folder or os.path.join(ROOT, ".cache", f"wheelhouse-{_cache_tag(python)}")
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "wheelhouse.sh"), folder,
+                           "--python", python], capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        pytest.fail(f"wheelhouse.sh failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def bare_env(python: str, extra=None) -> dict:
+    """The environment of a user's shell: no PYTHONPATH, no project venv; Spark's
+    driver and workers on ``python``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
+                        "SPARK_HOME")}
+    env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env["PYSPARK_PYTHON"] = python
+    env["PYSPARK_DRIVER_PYTHON"] = python
+    env["PYTHONWARNINGS"] = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+    env.update(extra or {})
+    return env
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StandaloneCluster:
+    """A Spark standalone master and ``workers`` workers (``spark-class``, all on
+    127.0.0.1, each worker with its own work dir), started from the pyspark of
+    ``python``'s venv.  Each daemon runs in its own process group (its
+    executors too), which :meth:`kill_worker` and :meth:`stop` end by id."""
+
+    def __init__(self, workdir: str, python: str, *, workers: int = 2, cores: int = 1,
+                 memory: str = "1g", env=None):
+        self.workdir = workdir
+        self.python = python
+        self.spark_class = os.path.join(os.path.dirname(python), "spark-class")
+        self.env = bare_env(python, env)
+        self.env["SPARK_LOG_DIR"] = os.path.join(workdir, "logs")
+        self.n_workers, self.cores, self.memory = workers, cores, memory
+        self.procs: list = []          # (name, Popen)
+        self.port = free_port()
+        self.ui_port = free_port()
+        self.master_url = f"spark://127.0.0.1:{self.port}"
+
+    def _start(self, name, args):
+        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
+        proc = subprocess.Popen([self.spark_class] + args, cwd=self.workdir, env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        log.close()
+        self.procs.append((name, proc))
+        return proc
+
+    def start(self, timeout: float = 120):
+        os.makedirs(self.workdir, exist_ok=True)
+        self._start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(self.port), "--webui-port", str(self.ui_port)])
+        for i in range(self.n_workers):
+            self.add_worker(i)
+        self.wait_workers(self.n_workers, timeout)
+        return self
+
+    def add_worker(self, i: int):
+        work = os.path.join(self.workdir, f"worker-{i}")
+        os.makedirs(work, exist_ok=True)
+        return self._start(f"worker-{i}", [
+            "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port",
+            str(free_port()), "--webui-port", str(free_port()), "--cores", str(self.cores),
+            "--memory", self.memory, "--work-dir", work, self.master_url])
+
+    def status(self) -> dict:
+        import json
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
+            return json.load(r)
+
+    def wait_workers(self, n: int, timeout: float = 120):
+        import time
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            for name, p in self.procs:
+                if p.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {p.returncode}:\n{self.log(name)[-3000:]}")
+            try:
+                last = self.status()
+                if last.get("aliveworkers", 0) >= n:
+                    return last
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"{n} workers did not register in {timeout} s: {last}\n"
+                           f"{self.log('master')[-3000:]}")
+
+    def log(self, name: str) -> str:
+        try:
+            with open(os.path.join(self.workdir, f"{name}.log"), errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return ""
+
+    def kill_worker(self, i: int):
+        """SIGKILL worker ``i``'s process group: the worker, its executor JVM and
+        their Python workers, at once (a machine lost mid-job)."""
+        import signal
+        for name, p in self.procs:
+            if name == f"worker-{i}" and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=30)
+
+    def stop(self):
+        import signal
+        import time
+        for _, p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 20
+        for _, p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        # whatever is left in those groups (executors slow to notice): SIGKILL by group id
+        for _, p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=30)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def alive_in_groups(pgids) -> list:
+    """Processes still alive in the given process groups (for leak checks)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) in pgids and fields[0] != "Z":
+                out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from kafkarec import _core
+from kafkarec.control import encode_uvarint as _uvarint
 from kafkarec.errors import EncodeError
 from kafkarec.internal import schemas as _schemas
 
@@ -229,13 +230,6 @@ def plan(name: str, version: int, json: bool = False, schemas: str = _schemas.DE
 
 # ----------------------------------------------------------------------------------------------- encoding
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _uuid_bytes(v: str) -> bytes:

@@ -55,8 +55,10 @@ def test_concurrent_first_imports_share_one_cache_file(tmp_path):
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
     assert len({o.strip() for o, _ in outs}) == 1
-    files = [f for _, _, fs in os.walk(cache) for f in fs]
-    assert len(files) == 1 and not any(f.startswith(".part-") for f in files)
+    unpacked = os.listdir(os.path.join(cache, "unpacked"))
+    assert len(unpacked) == 1 and not unpacked[0].startswith(".part-"), unpacked
+    cores = [f for _, _, fs in os.walk(cache) for f in fs if f.startswith("_core") and f.endswith(".so")]
+    assert len(cores) == 1
 
 
 def test_zip_without_a_matching_core_names_the_interpreter(tmp_path):

@@ -20,32 +20,6 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 
-@pytest.fixture(scope="session")
-def sample(tmp_path_factory):
-    from kafkarec.sample import generate
-    root = str(tmp_path_factory.mktemp("sample") / "logs")
-    generate(root, seed=7, scale=1)
-    return root
-
-
-@pytest.fixture(scope="session")
-def corrupt(tmp_path_factory, sample):
-    root = str(tmp_path_factory.mktemp("corrupt") / "logs")
-    info = H.make_corrupt_dir(sample, root)
-    info["root"] = root
-    return info
-
-
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    import spark_udfs
-    session = H.make_session(str(tmp_path_factory.mktemp("spark-cache")))
-    reg = spark_udfs.register(session)
-    session._kafkarec_registration = reg
-    yield session
-    session.stop()
-
-
 def _read(spark, path, **options):
     reader = spark.read.format("kafkarec")
     for k, v in options.items():
@@ -79,6 +53,10 @@ def test_register_ships_and_checks_executors(spark):
     import spark_udfs
     again = spark_udfs.register(spark, verify=False)
     assert again.fingerprint == reg.fingerprint
+    # kafkarec installed in the executors' Python: ship=False ships nothing, still checks them
+    installed = spark_udfs.register(spark, ship=False)
+    assert installed.shipped == [] and installed.executors
+    assert all(reg.fingerprint in e for e in installed.executors)
 
 
 def test_executor_with_other_build_fails_clearly(spark):
@@ -120,7 +98,8 @@ def test_datasource_matches_decoder(spark, sample):
     df = _read(spark, sample)
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
-        "timestampType:int,headers:array<struct<key:string,value:binary>>,_corrupt_record:string>")
+        "timestampType:int,headers:array<struct<key:string,value:binary>>,timestampMs:bigint,"
+        "_corrupt_record:string>")
     data, errors = _data_and_errors(df)
     want, want_errors = H.oracle_dir(sample)
     H.assert_same_rows(data, want, H.KAFKA_COLUMNS)

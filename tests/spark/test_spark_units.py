@@ -50,6 +50,36 @@ def test_discover_sorted_and_deduplicated(sample, tmp_path):
         _logdir.discover([str(tmp_path / "missing")])
 
 
+def test_discover_walks_kafka_layouts(sample, tmp_path):
+    """Two brokers' log dirs under one root (meta.properties at each), a folder Kafka
+    renamed for deletion, a backed-up segment, index files; recursive or not."""
+    import shutil
+    src = os.path.join(sample, "orders-0")
+    first = sorted(f for f in os.listdir(src) if f.endswith(".log"))[0]
+    for broker in ("broker-a", "broker-b"):
+        d = tmp_path / broker
+        d.mkdir()
+        (d / "meta.properties").write_text("version=1\n")
+        shutil.copytree(src, d / f"orders-{broker[-1] == 'b' and 1 or 0}")
+    shutil.copytree(src, tmp_path / "broker-a" / ("orders-5." + "a" * 32 + "-delete"))
+    shutil.copy(os.path.join(src, first), tmp_path / "broker-b" / "orders-1" / "backup.log")
+    segs, skipped = _logdir.discover([str(tmp_path)])
+    logs = sorted(f for f in os.listdir(src) if f.endswith(".log"))
+    got = [(s.topic, s.partition, os.path.basename(s.path), s.base_offset) for s in segs]
+    want = [("orders", 0, f, int(f[:-4])) for f in logs] + \
+        [("orders", 1, "backup.log", None)] + [("orders", 1, f, int(f[:-4])) for f in logs]
+    assert sorted(got, key=lambda g: (g[1], g[3] is not None, g[3] or 0)) == \
+        sorted(want, key=lambda g: (g[1], g[3] is not None, g[3] or 0))
+    assert [os.path.basename(p) for p in skipped] == ["orders-5." + "a" * 32 + "-delete"]
+    # not recursive: a log dir's own partition folders only; a partition folder's files
+    segs, _ = _logdir.discover([str(tmp_path)], recursive=False)
+    assert segs == []
+    segs, _ = _logdir.discover([str(tmp_path / "broker-a")], recursive=False)
+    assert {os.path.basename(os.path.dirname(s.path)) for s in segs} == {"orders-0"}
+    segs, _ = _logdir.discover([str(tmp_path / "broker-b" / "orders-1")], glob_filter="0*.log")
+    assert [os.path.basename(s.path) for s in segs] == logs
+
+
 @pytest.mark.parametrize("max_bytes", [1, 1000, 8 << 10, 50 << 10, 128 << 20])
 def test_plan_covers_every_byte_once_at_batch_starts(sample, max_bytes):
     segs, _ = _logdir.discover([sample])
@@ -225,7 +255,8 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
         z.writestr("other/__init__.py", "")
     sc = _StubContext(py_files=str(other))
     names = [os.path.basename(s.shipped_as) for s in _shipping.ship(_StubSession(sc))]
-    assert names[0] == "other-1.0-py3-none-any.whl.zip" and len(names) == 2
+    assert "other-1.0-py3-none-any.whl.zip" in names and len(names) == 2
+    assert names[0].startswith("kafkarec-")      # kafkarec's archive first
 
 
 def test_ensure_reports_both_builds():

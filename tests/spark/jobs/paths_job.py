@@ -1,0 +1,75 @@
+"""Every Spark path of spark_udfs in one job, as the cluster tests submit it:
+
+    spark-submit --py-files <kafkarec wheel> paths_job.py LOG_DIR OUT_DIR [--marker DIR --delay S]
+
+Writes Parquet to OUT_DIR/ds (``spark.read.format("kafkarec")``),
+OUT_DIR/explode (``spark_udfs.explode_records`` over the segment files read
+with binaryFile) and OUT_DIR/decode (SQL ``kafkarec_decode`` + ``inline``), and
+OUT_DIR/register.json (what register shipped and saw).  With ``--marker``,
+every task of the data source write first touches a file in DIR and sleeps
+``--delay`` seconds, so a test can kill a worker while the job runs.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("--marker")
+    ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--only", choices=["ds", "all"], default="all")
+    ap.add_argument("--max-partition-bytes", default="24k")
+    args = ap.parse_args()
+    import spark_udfs   # from the --py-files wheel: nothing else has kafkarec
+    from spark_udfs import _runtime
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    spark = SparkSession.builder.appName("kafkarec-paths").getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    reg = spark_udfs.register(spark)
+    out = args.out_dir
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "register.json"), "w") as fh:
+        json.dump({"fingerprint": reg.fingerprint, "executors": reg.executors,
+                   "shipped": [s.shipped_as or s.source for s in reg.shipped],
+                   "driver_kafkarec": _runtime.describe()}, fh, indent=1)
+
+    ds = (spark.read.format("kafkarec").option("batchColumns", "true")
+          .option("maxPartitionBytes", args.max_partition_bytes).load(args.log_dir))
+    if args.marker:
+        marker, delay = args.marker, args.delay
+
+        def slow(batches):
+            from pyspark import TaskContext
+            ctx = TaskContext.get()
+            name = f"{ctx.partitionId()}-{ctx.attemptNumber()}-{os.getpid()}"
+            open(os.path.join(marker, name), "w").close()
+            time.sleep(delay)
+            yield from batches
+
+        ds = ds.mapInArrow(slow, ds.schema)
+    ds.write.mode("overwrite").parquet(os.path.join(out, "ds"))
+    if args.only == "ds":
+        spark.stop()
+        return 0
+
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+             .option("recursiveFileLookup", "true").load(args.log_dir).select("path", "content"))
+    (spark_udfs.explode_records(files, "content", keep=["path"])
+     .write.mode("overwrite").parquet(os.path.join(out, "explode")))
+    files.createOrReplaceTempView("segment_files")
+    (spark.sql("SELECT path, d.error AS error, d.records AS records FROM "
+               "(SELECT path, kafkarec_decode(content) AS d FROM segment_files)")
+     .selectExpr("path", "error", "inline_outer(records)")
+     .write.mode("overwrite").parquet(os.path.join(out, "decode")))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
