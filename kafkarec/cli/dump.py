@@ -14,7 +14,6 @@ shared with ``kafkarec verify`` and ``kafkarec stats``.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import struct
 import uuid
@@ -23,72 +22,19 @@ from typing import List, Optional, TextIO
 
 import kafkarec
 from kafkarec.cli import decode_args
+from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of these names)
+    EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
+    error_dict, error_line, java_string, jbool, jdump, optional_long, ts_name)
 from kafkarec.log import sidefiles as sf
-from kafkarec.enums import ControlRecordType
+from kafkarec.enums import Compression, ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import Segment, base_offset_from_name
+from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
            "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
 
-# Exit statuses of every kafkarec command (see kafkarec.cli).
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
-# Integer.MAX_VALUE: the default of --max-bytes, which means "the whole file".
-INT_MAX = 2**31 - 1
-
-TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-def jbool(v) -> str:
-    return "true" if v else "false"
-
-
-def optional_long(v: Optional[int]) -> str:
-    """Java's OptionalLong.toString()."""
-    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
-
-
-def codec_name(b) -> str:
-    codec = b.attributes & 7
-    return CODEC_NAMES.get(codec, f"unknown({codec})")
-
-
-def ts_name(b) -> str:
-    # The batch's timestamp type, named as Java's TimestampType.toString().
-    if b.magic == 0:
-        return TS_NAMES[-1]
-    return TS_NAMES[1 if b.attributes & 0x08 else 0]
-
-
-def java_string(data: bytes) -> str:
-    """new String(bytes, UTF_8): invalid sequences become U+FFFD."""
-    return data.decode("utf-8", "replace")
-
-
-#: ``--payload-encoding``: how record bytes are shown (java is kafka-dump-log's
-#: lossy rendering; base64 and hex give the exact bytes).
-PAYLOAD_RENDERERS = {
-    "java": java_string,
-    "utf8": lambda data: data.decode("utf-8", "backslashreplace"),
-    "base64": lambda data: base64.b64encode(data).decode("ascii"),
-    "hex": lambda data: data.hex(),
-}
-PAYLOAD_ENCODINGS = tuple(PAYLOAD_RENDERERS)
-
-
-def jdump(obj) -> str:
-    # Jackson's ObjectNode.toString(): compact, non-ASCII kept as is.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
 def _uuid_b64(s: str) -> str:
     return base64.urlsafe_b64encode(uuid.UUID(s).bytes).rstrip(b"=").decode()
-
-
-def error_line(path: str, e: Exception, position: Optional[int] = None) -> str:
-    """``FILE: position P: reason`` for a decode error met reading ``path``; P defaults to ``position``."""
-    return f"{path}: position {getattr(e, 'position', position)}: {getattr(e, 'reason', e)}"
 
 
 def control_json(kind: ControlRecordType, v: dict) -> dict:
@@ -142,7 +88,7 @@ def _legacy_inner_valid(fb) -> Optional[list]:
     re-encoded from its fields and checked (exact unless a magic 1 wrapper is
     LogAppendTime, whose inner timestamps the reader replaces).
     """
-    if not fb.attributes & 7:
+    if fb.compression == Compression.NONE:
         return None        # uncompressed: the record is the batch
     try:
         list(next(kafkarec.iter_batches(fb.raw(), verify_crc=True)))
@@ -195,8 +141,7 @@ class Dumper:
               status: int = EXIT_PROBLEMS) -> None:
         self.status = max(self.status, status)
         if self.json:
-            self.out.write(jdump({"type": "error", "file": path, "position": position,
-                                  "message": message}) + "\n")
+            self.out.write(jdump(error_dict(message, path, position)) + "\n")
         else:
             self.err.write(message + "\n")
 
@@ -262,19 +207,15 @@ class Dumper:
             it = seg.batches(0, end, verify_crc=False, max_decompressed_bytes=self.max_decompressed)
             valid_bytes = 0
             last_offset = [-1]
-            while True:
-                try:
-                    fb = next(it)
-                except StopIteration:
-                    break
-                except DecodeError as e:
-                    self.error(error_line(path, e), path, e.position)
-                    if it.exhausted:
+            for item in it.skipping():
+                if isinstance(item, SkippedBatch):
+                    self.error(error_line(path, item.error), path, item.position)
+                    if item.stopped:
                         return
                     valid_bytes = it.position
                     continue
-                self.batch_and_records(fb, path, abspath, last_offset)
-                valid_bytes = fb.position + fb.size_in_bytes
+                self.batch_and_records(item, path, abspath, last_offset)
+                valid_bytes = item.position + item.size_in_bytes
             trailing = end - valid_bytes
             if trailing > 0 and self.max_bytes == INT_MAX:
                 self.emit(f"Found {trailing} invalid bytes at the end of {name}",
@@ -600,8 +541,8 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
                    offset=sr.segment.base_offset)
         try:
             for fb in iter_range_batches(st, sr, max_decompressed_bytes=d.max_decompressed):
-                if isinstance(fb, DecodeError):
-                    d.error(error_line(uri, fb), uri, fb.position)
+                if isinstance(fb, SkippedBatch):
+                    d.error(error_line(uri, fb.error), uri, fb.position)
                     break
                 d.batch_and_records(fb, uri, uri, last_offset)
         except OSError as e:

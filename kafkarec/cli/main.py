@@ -21,12 +21,13 @@ import kafkarec
 from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verify
 from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
+from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
 from kafkarec.log.selection import SelectionError
 from kafkarec.log.storage import StorageError, is_uri
-from kafkarec.cli.dump import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
-from kafkarec.log.segment import (PartitionDir, Segment, SegmentFiles, base_offset_from_name,
-                                  find_partition_dirs, is_partition_dir, parse_topic_partition,
-                                  scan_partition_dir)
+from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
+from kafkarec.log.directory import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
+                                    scan_partition_dir)
+from kafkarec.log.segment import Segment, base_offset_from_name
 
 __all__ = ["main", "build_parser"]
 
@@ -79,7 +80,9 @@ def _segment_of_file(path: str, notes: Optional[List[str]] = None) -> Optional[P
     """A one-segment PartitionDir for a file argument (the file plus its siblings)."""
     d = os.path.dirname(path) or "."
     kind = sf.file_kind(path)
-    empty = PartitionDir(d, parse_topic_partition(d), [], [], [], None, None, [])
+    tp = parse_partition_folder(os.path.abspath(d), tiered_files=bool(getattr(
+        parse_segment_name(path), "segment_id", None)))
+    empty = PartitionDir(d, tp and TopicPartition(tp[0], tp[1]), [], [], [], None, None, [])
     if kind in ("log", "index", "timeindex", "txnindex"):
         base = base_offset_from_name(path)
         if base is None:
@@ -95,13 +98,17 @@ def _segment_of_file(path: str, notes: Optional[List[str]] = None) -> Optional[P
                 notes.append(f"note: {path}: the file name holds no offset; base offset {base} "
                              "taken from the first batch")
             return empty._replace(segments=[SegmentFiles(base, path, None, None, None)])
-        stem = os.path.join(d, sf.file_name(base, ""))
+        seg_name = parse_segment_name(path)
+        # Siblings share the file's stem: 20 digits, or a tiered <offset>-<segment id>.
+        stem = (os.path.join(d, os.path.basename(path).rsplit(".", 1)[0]) if seg_name is not None
+                else os.path.join(d, sf.file_name(base, "")))
 
         def sib(suffix):
             return stem + suffix if os.path.isfile(stem + suffix) else None
         log = path if kind == "log" else sib(sf.LOG_SUFFIX)
         return empty._replace(segments=[SegmentFiles(base, log, sib(sf.INDEX_SUFFIX),
-                                                     sib(sf.TIME_INDEX_SUFFIX), sib(sf.TXN_INDEX_SUFFIX))])
+                                                     sib(sf.TIME_INDEX_SUFFIX), sib(sf.TXN_INDEX_SUFFIX),
+                                                     seg_name.segment_id if seg_name else None)])
     if kind == "snapshot":
         return empty._replace(producer_snapshots=[path])
     if kind == "checkpoint":

@@ -16,7 +16,7 @@ import kafkarec
 from kafkarec.cli import selection_args
 from kafkarec.errors import DecodeError
 from kafkarec.log import layout, selection, storage
-from kafkarec.log.segment import rebase_error
+from kafkarec.log.segment import SkippedBatch, rebase_error
 
 __all__ = ["RangeBatch", "wants_ranges", "plan", "iter_range_batches"]
 
@@ -71,7 +71,8 @@ def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange, *,
                        max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES
                        ) -> Iterator:
     """The batches of one selected range that hold selected records (:class:`RangeBatch`),
-    then, if framing failed, the :class:`DecodeError` with its file position (and nothing after)."""
+    then, if framing failed, a :class:`SkippedBatch` (``stopped``) whose error names the file
+    position (and nothing after), as :meth:`SegmentBatchIterator.skipping` reports it."""
     lo, hi = sr.min_offset, sr.end_offset
     where = st.uri(sr.segment.path)
     for piece in selection.iter_range_pieces(st, sr):
@@ -83,7 +84,8 @@ def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange, *,
             except StopIteration:
                 break
             except DecodeError as e:
-                yield rebase_error(e, piece.position)
+                e = rebase_error(e, piece.position)
+                yield SkippedBatch(e.position, e, True)
                 return
             try:
                 first, last = b.base_offset, b.last_offset

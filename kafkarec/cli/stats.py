@@ -12,69 +12,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import struct
-import time
 from typing import List, Optional, TextIO
 
 import kafkarec
-from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, codec_name, error_line, jdump, ts_name
+from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
+                                 ts_name)
+from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import PartitionDir, Segment
+from kafkarec.log.segment import PartitionDir, Segment, SkippedBatch
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
 
 
-# --- progress -------------------------------------------------------------------
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only on a terminal and only for long scans."""
-
-    def __init__(self, total: int, stream: TextIO, *, enabled: bool = True, label: str = "scanning",
-                 delay: float = 0.5):
-        self.total = max(total, 1)
-        self.stream = stream
-        isatty = getattr(stream, "isatty", None)
-        self.enabled = enabled and bool(isatty and isatty())
-        self.label = label
-        self.start = time.monotonic()
-        self.delay = delay
-        self.last_draw = 0.0
-        self.drawn = False
-        self.done = 0
-
-    def update(self, done: int) -> None:
-        self.done = done
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.start < self.delay or now - self.last_draw < 0.1:
-            return
-        self.last_draw = now
-        frac = min(1.0, done / self.total)
-        rate = done / max(now - self.start, 1e-9) / 2**20
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% "
-                          f"{done / 2**20:,.1f}/{self.total / 2**20:,.1f} MiB {rate:,.0f} MiB/s")
-        self.stream.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 100 + "\r")
-            self.stream.flush()
-            self.drawn = False
-
-
 # --- counters and their formatting ---------------------------------------------
-
-def human(n: float) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KiB``..."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
 
 def iso(ms: int) -> str:
     """Epoch milliseconds as ISO 8601 UTC (the number itself if out of range)."""
@@ -159,23 +109,6 @@ class Histogram:
                 "buckets": [[*self.bucket_range(b), c] for b, c in sorted(self.buckets.items())]}
 
 
-def _legacy_value_len(raw) -> int:
-    """The value length of a legacy message, bounds-checked.
-
-    Not ``len(RecordBatch.payload())``: that spans to the end of the message
-    and raises on a key or value length that overruns it, while stats counts
-    the value alone and clamps such a length rather than fail the batch.
-    """
-    key_at = 18 if raw[16] == 0 else 26
-    if len(raw) < key_at + 4:
-        return 0
-    klen = struct.unpack_from(">i", raw, key_at)[0]
-    vat = key_at + 4 + max(klen, 0)
-    if vat + 4 > len(raw):
-        return 0
-    return max(0, min(struct.unpack_from(">i", raw, vat)[0], len(raw) - vat - 4))
-
-
 class Stats:
     """Counters for a segment, partition, topic or everything."""
 
@@ -222,9 +155,10 @@ class Stats:
         codec = codec_name(b)
         magic = fb.magic
         legacy = magic < 2
-        compressed = b.attributes & 7
-        # Stored payload: after the 61-byte v2 header, or a legacy message's value.
-        stored = _legacy_value_len(fb.raw()) if legacy else max(0, size - 61)
+        compressed = b.compression != Compression.NONE
+        # Stored payload: the records section as the core frames it (after the v2 header,
+        # or a legacy message's value; a length that overruns the message makes the batch bad).
+        stored = len(b.payload())
         if count is not None:
             # The selected records of the batch are counted by the caller; the
             # ratio stays the whole batch's.
@@ -264,7 +198,7 @@ class Stats:
             self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
         if hi >= 0:
             self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
-        first = b.base_offset if magic >= 2 else (b.base_offset if b.attributes & 7 else b.last_offset)
+        first = b.base_offset if magic >= 2 else (b.base_offset if compressed else b.last_offset)
         if self.first_offset is None or first < self.first_offset:
             self.first_offset = first
         if self.last_offset is None or b.last_offset > self.last_offset:
@@ -350,21 +284,17 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
     with Segment(path) as seg:
         st.file_bytes = seg.size
         it = seg.batches(verify_crc=False, max_decompressed_bytes=max_decompressed)
-        while True:
-            try:
-                fb = next(it)
-            except StopIteration:
-                st.trailing_bytes = it.trailing_bytes
-                break
-            except DecodeError as e:
+        stopped_at = None
+        for item in it.skipping():
+            if isinstance(item, SkippedBatch):
                 st.bad += 1
-                err_list.append(error_line(path, e))
-                if it.exhausted:
-                    st.trailing_bytes = seg.size - e.position
-                    break
+                err_list.append(error_line(path, item.error))
+                if item.stopped:
+                    stopped_at = item.position
                 continue
-            st.add_checked(fb, path, err_list, ratio=ratio)
+            st.add_checked(item, path, err_list, ratio=ratio)
             progress.update(base + it.position)
+        st.trailing_bytes = it.trailing_bytes if stopped_at is None else seg.size - stopped_at
     return st
 
 
@@ -376,9 +306,9 @@ def _range_stats(st, sr, ratio: bool, err_list: List[str],
     out.segments = 1
     uri = st.uri(sr.segment.path)
     for fb in iter_range_batches(st, sr, max_decompressed_bytes=max_decompressed):
-        if isinstance(fb, DecodeError):
+        if isinstance(fb, SkippedBatch):
             out.bad += 1
-            err_list.append(error_line(uri, fb))
+            err_list.append(error_line(uri, fb.error))
             break
         # Selected records only (an offset bound): counted by reading them.
         bounded = sr.min_offset is not None or sr.end_offset is not None

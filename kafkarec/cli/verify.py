@@ -14,29 +14,20 @@ follows it.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, NamedTuple, Optional
+from typing import Callable, Iterator, List, Optional
 
 import kafkarec
 from kafkarec.log import sidefiles as sf
-from kafkarec.cli.dump import EXIT_OK, EXIT_PROBLEMS, jdump
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human, jdump, problem_dict, problem_line
+from kafkarec.log.checks import Problem
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
-                              SegmentBatchIterator)
-from kafkarec.cli.stats import Progress, human
+                                  SkippedBatch, SkippedRegion, TrailingBytes)
 
 __all__ = ["Problem", "SegmentCheck", "check_partition", "format_problem", "run"]
 
 _INT32_MAX = 2**31 - 1
-
-
-class Problem(NamedTuple):
-    """Something wrong (``error``), suspicious (``warning``) or worth knowing (``note``)."""
-    path: str
-    position: Optional[int]
-    offset: Optional[int]
-    reason: str
-    severity: str = "error"
 
 
 class SegmentCheck:
@@ -76,50 +67,37 @@ class SegmentCheck:
         """Scan the segment.  ``observers`` see each good batch, ``every`` each framed one
         (also those with a bad CRC: an index may point at them)."""
         self._every = every
-        pos = 0
-        while pos is not None:
-            pos = self._scan_from(pos, observers, progress)
-        if progress is not None:
-            progress(self.segment.size)
-        return self.problems
-
-    def _scan_from(self, pos: int, observers, progress) -> Optional[int]:
-        """Scan from ``pos``; returns where to resume after a corrupt region, or None when done."""
-        it = self.segment.batches(pos, verify_crc=False,
-                                  max_decompressed_bytes=self.max_decompressed_bytes)
-        while True:
-            try:
-                fb = next(it)
-            except StopIteration:
-                if it.trailing_bytes and self._tail(it):
-                    return self._skip(it.position, it.position + 1)
-                return None
-            except DecodeError as e:
+        scan = self.segment.scan(resync=self.resync, prev_last_offset=self.last_offset,
+                                 max_decompressed_bytes=self.max_decompressed_bytes)
+        for item in scan:
+            if isinstance(item, FileBatch):
+                self._check_batch(item, observers)
+                if progress is not None:
+                    progress(scan.position)
+            elif isinstance(item, SkippedBatch):
+                e = item.error
                 self.bad_batches += 1
                 self._add(e.position, None, e.reason)
-                if not it.exhausted:
-                    continue   # a header that does not parse; framing is intact
-                if not self.resync:
+                if item.stopped and not self.resync:
                     rest = self.segment.size - e.position
                     self.stopped_at = e.position
                     self._add(e.position, None, f"stopped reading: the {rest} bytes from here on were "
                               "not checked (--resync looks for batches after a corrupt region)",
                               "warning")
-                    return None
-                return self._skip(e.position, e.position + 1)
-            bad_from = self._check_batch(fb, observers)
-            if progress is not None:
-                progress(it.position)
-            if bad_from is not None:
-                return self._skip(bad_from, bad_from + 1)
+            elif isinstance(item, TrailingBytes):
+                self._tail(item)
+            else:
+                self._skipped(item)
+        if progress is not None:
+            progress(self.segment.size)
+        return self.problems
 
-    def _tail(self, it: SegmentBatchIterator) -> bool:
-        """Report bytes after the last whole batch; True to resync into them."""
-        n = it.trailing_bytes
-        pos = it.position
+    def _tail(self, t: TrailingBytes) -> None:
+        """Report bytes after the last whole batch."""
+        n, pos = t.size, t.position
         if n < HEADER_SIZE_UP_TO_MAGIC:
             self._add(pos, None, f"{n} trailing bytes after the last batch are too few for a batch header")
-            return False
+            return
         _, size, magic = self.segment.frame_at(pos)
         if 0 <= magic <= 2:
             self._add(pos, None, f"incomplete batch at the end of the segment: it declares "
@@ -127,25 +105,20 @@ class SegmentCheck:
         else:
             self._add(pos, None, f"the bytes here do not look like a batch (magic {magic}, a declared "
                       f"size of {size + LOG_OVERHEAD} bytes with only {n} left)")
-        return self.resync
 
-    def _skip(self, bad: int, start: int) -> Optional[int]:
-        """Find the next plausible batch after a corrupt region starting at ``bad``."""
-        seg = self.segment
-        lo, hi = self._offset_bounds()
-        nxt = seg.find_next_batch(start, min_offset=lo, max_offset=hi)
-        if nxt < 0:
-            self.skipped_bytes += self.segment.size - bad
-            self._add(bad, None, f"resync: no plausible batch in the {self.segment.size - bad} bytes "
+    def _skipped(self, r: SkippedRegion) -> None:
+        """A corrupt region the scan skipped (--resync)."""
+        n = r.end - r.start
+        self.skipped_bytes += n
+        if r.found:
+            self._add(r.start, None, f"resync: skipped {n} bytes to the next plausible batch "
+                      f"at position {r.end}", "warning")
+        else:
+            self._add(r.start, None, f"resync: no plausible batch in the {n} bytes "
                       "from here to the end of the segment", "warning")
-            return None
-        self.skipped_bytes += nxt - bad
-        self._add(bad, None, f"resync: skipped {nxt - bad} bytes to the next plausible batch "
-                  f"at position {nxt}", "warning")
-        return nxt
 
-    def _check_batch(self, fb: FileBatch, observers) -> Optional[int]:
-        """Check one batch; returns a position to resync from, or None to go on."""
+    def _check_batch(self, fb: FileBatch, observers) -> None:
+        """Check one batch (whether a resync follows a bad one is the scan's: SegmentScan)."""
         self.batches += 1
         for observe in self._every:
             observe(fb)
@@ -156,12 +129,12 @@ class SegmentCheck:
         if fb.magic > 2:
             self.bad_batches += 1
             self._add(pos, offset_for_report, f"Invalid magic found in record: {fb.magic}")
-            return self._maybe_resync(fb)
+            return
         if not b.crc_valid:
             self.bad_batches += 1
             self._add(pos, offset_for_report,
                       f"Record is corrupt (stored crc = {b.crc}, computed crc = {b.computed_crc})")
-            return self._maybe_resync(fb)
+            return
         ok = True
         base = self.segment.base_offset
         first = b.base_offset if fb.magic >= 2 else last
@@ -224,26 +197,6 @@ class SegmentCheck:
             return self._bad(getattr(e, "position", fb.position), first, reason)
         self.records += n
         return True
-
-    def _offset_bounds(self) -> tuple:
-        """Offsets the next good batch can have: past the last good one, inside the segment."""
-        base = self.segment.base_offset
-        lo = self.last_offset + 1 if self.last_offset is not None else base
-        hi = None if base is None else base + _INT32_MAX
-        return lo, hi
-
-    def _maybe_resync(self, fb: FileBatch) -> Optional[int]:
-        """After a bad batch: trust its size only if a plausible batch (or the end) follows.
-
-        Returns the bad batch's position when its size field cannot be
-        trusted, so the scan resynchronises from the byte after it.
-        """
-        if not self.resync:
-            return None
-        nxt = fb.position + fb.size_in_bytes
-        if nxt == self.segment.size or self.segment.plausible_at(nxt, *self._offset_bounds()):
-            return None
-        return fb.position
 
 
 def _cannot_open(path: str, e: OSError) -> Problem:
@@ -438,16 +391,7 @@ def _check_kraft_snapshot(path: str, *, deep: bool, resync: bool,
 
 # --- the command ------------------------------------------------------------------------
 
-def format_problem(p: Problem) -> str:
-    """``[severity: ]FILE: position P, offset O: reason`` (errors carry no severity prefix)."""
-    where = []
-    if p.position is not None:
-        where.append(f"position {p.position}")
-    if p.offset is not None:
-        where.append(f"offset {p.offset}")
-    loc = f"{p.path}: {', '.join(where)}: " if where else f"{p.path}: "
-    prefix = "" if p.severity == "error" else f"{p.severity}: "
-    return prefix + loc + p.reason
+format_problem = problem_line   # its old name
 
 
 def run(pdirs: List[PartitionDir], args, out, err) -> int:
@@ -464,10 +408,9 @@ def run(pdirs: List[PartitionDir], args, out, err) -> int:
                 continue
             progress.close()
             if args.json:
-                out.write(jdump({"type": "problem", "severity": p.severity, "file": p.path,
-                                 "position": p.position, "offset": p.offset, "reason": p.reason}) + "\n")
+                out.write(jdump(problem_dict(p)) + "\n")
             else:
-                out.write(format_problem(p) + "\n")
+                out.write(problem_line(p) + "\n")
 
     done = 0
     try:

@@ -1,4 +1,12 @@
-"""Kafka's log files: segments and log directories (:mod:`kafkarec.log.segment`)
-and the side files beside them (:mod:`kafkarec.log.sidefiles`).  The record
-format itself is the core's (:mod:`kafkarec._core`); this layer frames files
-and asks the core about every batch."""
+"""Kafka's log files.  The record format itself is the core's (:mod:`kafkarec._core`);
+this layer finds files, frames them and asks the core about every batch.
+
+* :mod:`kafkarec.log.names` -- every file- and folder-name rule (broker, tiered, KRaft);
+* :mod:`kafkarec.log.directory` -- the one walk of local log directories;
+* :mod:`kafkarec.log.segment` -- a segment read as Kafka's FileRecords reads it
+  (:meth:`~kafkarec.log.segment.SegmentBatchIterator.skipping`: batches and what was skipped);
+* :mod:`kafkarec.log.sidefiles` -- indexes, snapshots, checkpoints, partition.metadata parsed;
+* :mod:`kafkarec.log.checks` -- side files checked against their log during one scan;
+* :mod:`kafkarec.log.storage`, :mod:`kafkarec.log.layout`, :mod:`kafkarec.log.selection` --
+  the same logs in object stores and tiered storage, and Spark-style selection.
+"""

@@ -29,24 +29,17 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from kafkarec.log import segment as _segment
-from kafkarec.log import sidefiles as sf
+from kafkarec.log import names
+from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest",
            "parse_partition_folder", "TransformedSegmentError"]
 
-# Kafka's Uuid.toString(): 16 bytes in URL-safe base64 without padding (22 chars);
-# the canonical 36-character form is accepted too (other plugins).
-_ID = r"(?:[A-Za-z0-9_-]{22}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
-_TIERED_FILE = re.compile(rf"^([0-9]+)-({_ID})(\.[a-z_-]+)$")
-_TIERED_DIR = re.compile(rf"^(.+)-([0-9]+)-({_ID})$")
-_TOPIC_ID_DIR = re.compile(rf"^(.+)-({_ID})$")
-_SIDE = {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
-         ".rsm-manifest": "manifest"}
+# The files of a segment this module reads (names.parse_segment_name knows more kinds).
+_KINDS = ("log", "index", "timeindex", "txnindex", "manifest")
 
 
 class TransformedSegmentError(ValueError):
@@ -92,50 +85,19 @@ class Layout(NamedTuple):
 
 
 def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
-    """``(base offset, segment id or None, kind)`` for a segment or side file name, else None.
+    """``(base offset, segment id or None, kind)`` for a segment file this layout reads, else None.
 
+    :func:`kafkarec.log.names.parse_segment_name` restricted to ``log``, ``index``,
+    ``timeindex``, ``txnindex`` and ``manifest``:
     ``00000000000000000042.log`` -> ``(42, None, "log")``;
     ``00000000000000000042-oAtiIQ95REujbuzNd_lkLQ.timeindex`` -> ``(42, "oAti...", "timeindex")``.
     """
-    base = posixpath.basename(name)
-    m = _TIERED_FILE.match(base)
-    if m:
-        kind = _SIDE.get(m.group(3))
-        return (int(m.group(1)), m.group(2), kind) if kind else None
-    kind = sf.file_kind(base)
-    if kind not in ("log", "index", "timeindex", "txnindex"):
-        return None
-    if not re.fullmatch(r"[0-9]+\.[a-z]+", base):
-        return None
-    try:
-        return sf.offset_from_file_name(base), None, kind
-    except sf.SideFileError:
-        return None
-
-
-def parse_partition_folder(folder: str, *, tiered_files: bool = False):
-    """``(topic, partition, topic id or None)`` for a folder path, or None (see the module
-    docstring for the forms).  ``tiered_files``: the folder holds tiered segment names,
-    which decides ``a-1-<22 chars>`` for the LocalTieredStorage form."""
-    name = posixpath.basename(folder.rstrip("/"))
-    parent = posixpath.basename(posixpath.dirname(folder.rstrip("/")))
-    if re.fullmatch(r"[0-9]+", name):
-        m = _TOPIC_ID_DIR.match(parent)
-        if m and int(name) < 2**31:
-            return m.group(1), int(name), m.group(2)
-    tiered = _TIERED_DIR.match(name)
-    if tiered and tiered_files:
-        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
-    tp = _segment.parse_topic_partition(name)
-    if tp is not None:
-        return tp.topic, tp.partition, None
-    if tiered:
-        return tiered.group(1), int(tiered.group(2)), tiered.group(3)
-    return None
+    seg = names.parse_segment_name(posixpath.basename(name))
+    return tuple(seg) if seg is not None and seg.kind in _KINDS else None
 
 
 def _renamed(folder: str) -> bool:
-    return _segment.renamed_dir_suffix(posixpath.basename(folder.rstrip("/"))) is not None
+    return names.renamed_dir_suffix(posixpath.basename(folder.rstrip("/"))) is not None
 
 
 def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,

@@ -16,10 +16,9 @@ positions.  Only headers are parsed until records are asked for.  Pages
 behind the scan are released with ``madvise(MADV_DONTNEED)`` so a scan's
 resident memory stays near the largest batch, not the file.
 
-Log directories: ``<topic>-<partition>/`` folders (the topic may contain
-dashes; ``.<id>-delete``/``-future``/``-stray`` suffixes as Kafka writes
-them) of ``%020d.log`` segments and their side files, see
-:mod:`kafkarec.log.sidefiles`.  Verifying them is :mod:`kafkarec.cli.verify`.
+Log directories are walked by :mod:`kafkarec.log.directory` (its names are
+re-exported here); file names are :mod:`kafkarec.log.names`'.  Verifying a
+partition is :mod:`kafkarec.cli.verify`.
 """
 from __future__ import annotations
 
@@ -27,14 +26,18 @@ import mmap
 import os
 import re
 import struct
-from typing import Iterator, List, NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional
 
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError, KafkaRecError
-from kafkarec.log import sidefiles as sf
+from kafkarec.log import names
+from kafkarec.log.directory import (  # noqa: F401  (the directory walk's home is kafkarec.log.directory)
+    PartitionDir, SegmentFiles, TopicPartition, find_partition_dirs, is_partition_dir,
+    parse_topic_partition, renamed_dir_suffix, scan_partition_dir)
 
 __all__ = [
-    "Segment", "FileBatch", "SegmentBatchIterator", "rebase_error",
+    "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
+    "TrailingBytes", "rebase_error",
     "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
     "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
     "base_offset_from_name",
@@ -107,6 +110,32 @@ class FileBatch:
                 f"size_in_bytes={self.size_in_bytes}, magic={self.magic}, batch={self.batch!r})")
 
 
+class SkippedBatch(NamedTuple):
+    """What :meth:`SegmentBatchIterator.skipping` yields for a batch it could not read.
+
+    ``stopped`` False: only the header was bad (framing says where the next batch
+    starts, and reading went on there); True: framing itself ended here (a size
+    field below 14), nothing after ``position`` was read.
+    """
+    position: int
+    error: DecodeError
+    stopped: bool
+
+
+class TrailingBytes(NamedTuple):
+    """Bytes after the last whole batch (a torn write, or not a batch at all)."""
+    position: int
+    size: int
+
+
+class SkippedRegion(NamedTuple):
+    """A corrupt region a resync skipped: ``[start, end)``; ``found`` False when no
+    plausible batch follows (``end`` is then the end of the file)."""
+    start: int
+    end: int
+    found: bool
+
+
 def _invalid_magic(magic: int, position: int) -> CorruptBatchError:
     # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
     return CorruptBatchError(f"Invalid magic found in record: {magic}", position)
@@ -162,6 +191,22 @@ class SegmentBatchIterator:
             raise _invalid_magic(b.magic, pos)
         return FileBatch(self.segment, b)
 
+    def skipping(self) -> Iterator["FileBatch | SkippedBatch"]:
+        """The batches, and a :class:`SkippedBatch` for each one whose header could not be
+        read (reading goes on after it); ends after a ``stopped`` one.  The one loop
+        "continue past a bad header" of every reader of segments (dump, verify, stats)."""
+        while True:
+            try:
+                fb = next(self)
+            except StopIteration:
+                return
+            except DecodeError as e:
+                yield SkippedBatch(e.position, e, self.exhausted)
+                if self.exhausted:
+                    return
+                continue
+            yield fb
+
     def _after_error(self, err: DecodeError):
         """Decide with FileLogInputStream's rules what the core's error at ``position`` means."""
         pos = self.position
@@ -198,11 +243,82 @@ class SegmentBatchIterator:
         self._released = upto
 
 
+class SegmentScan:
+    """One pass over a segment: its batches, what could not be read and, with ``resync``,
+    the corrupt regions skipped to the next plausible batch header.
+
+    Yields :class:`FileBatch`, :class:`SkippedBatch`, :class:`TrailingBytes` and (with
+    ``resync``) :class:`SkippedRegion`.  Without ``resync`` reading ends where framing
+    ends.  With it, reading goes on at the next plausible batch
+    (:meth:`Segment.find_next_batch`, offsets after the last good batch and within the
+    segment's 32-bit relative range) after a framing error or a torn tail of at least
+    17 bytes; and the size of a batch with a bad CRC or an unknown magic is trusted only
+    if a plausible batch (or the end of the file) follows it.
+    """
+
+    def __init__(self, segment: "Segment", *, resync: bool = False, prev_last_offset: Optional[int] = None,
+                 verify_crc: bool = False, max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 release: bool = True):
+        self.segment = segment
+        self.resync = resync
+        #: The last offset of the last batch whose header and CRC were good.
+        self.last_offset = prev_last_offset
+        #: Where reading is (the end of the last batch yielded).
+        self.position = 0
+        self._opts = dict(verify_crc=verify_crc, max_decompressed_bytes=max_decompressed_bytes,
+                          release=release)
+
+    def offset_bounds(self) -> tuple:
+        """Offsets the next good batch can have: past the last good one, inside the segment."""
+        base = self.segment.base_offset
+        lo = self.last_offset + 1 if self.last_offset is not None else base
+        hi = None if base is None else base + 2**31 - 1
+        return lo, hi
+
+    def __iter__(self):
+        pos: Optional[int] = 0
+        while pos is not None:
+            pos = yield from self._from(pos)
+
+    def _from(self, pos: int):
+        seg = self.segment
+        it = seg.batches(pos, **self._opts)
+        for item in it.skipping():
+            if isinstance(item, SkippedBatch):
+                yield item
+                if item.stopped and self.resync:
+                    return (yield from self._skip(item.position))
+                continue
+            self.position = it.position
+            yield item
+            if item.magic > 2 or not item.crc_valid:
+                nxt = item.position + item.size_in_bytes
+                if self.resync and nxt != seg.size and not seg.plausible_at(nxt, *self.offset_bounds()):
+                    return (yield from self._skip(item.position))
+            else:
+                last = item.last_offset
+                self.last_offset = last if self.last_offset is None else max(self.last_offset, last)
+        if it.trailing_bytes:
+            yield TrailingBytes(it.position, it.trailing_bytes)
+            if self.resync and it.trailing_bytes >= HEADER_SIZE_UP_TO_MAGIC:
+                return (yield from self._skip(it.position))
+        return None
+
+    def _skip(self, bad: int):
+        lo, hi = self.offset_bounds()
+        nxt = self.segment.find_next_batch(bad + 1, min_offset=lo, max_offset=hi)
+        if nxt < 0:
+            yield SkippedRegion(bad, self.segment.size, False)
+            return None
+        yield SkippedRegion(bad, nxt, True)
+        return nxt
+
+
 def base_offset_from_name(path: str) -> Optional[int]:
     """The base offset a segment file is named after (``00000000000000000042.log`` -> 42), or None."""
     try:
-        return sf.offset_from_file_name(path)
-    except sf.SideFileError:
+        return names.offset_from_file_name(path)
+    except names.SideFileError:
         return None
 
 
@@ -282,6 +398,13 @@ class Segment:
 
     def __iter__(self):
         return self.batches()
+
+    def scan(self, *, resync: bool = False, prev_last_offset: Optional[int] = None, verify_crc: bool = False,
+             max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+             release: bool = True) -> SegmentScan:
+        """One pass over the whole file that goes on past what it cannot read (:class:`SegmentScan`)."""
+        return SegmentScan(self, resync=resync, prev_last_offset=prev_last_offset, verify_crc=verify_crc,
+                           max_decompressed_bytes=max_decompressed_bytes, release=release)
 
     def records(self, **kw):
         for b in self.batches(**kw):
@@ -376,148 +499,3 @@ _V2_TAIL = struct.Struct(">hii")      # producerEpoch, baseSequence, recordsCoun
 _CANDIDATE = re.compile(
     rb"(?s)(?=.{8}(?:[\x01-\x7f].{3}|\x00[\x01-\xff].{2}|\x00\x00[\x01-\xff].|\x00\x00\x00[\x0e-\xff])"
     rb".{4}[\x00-\x02])")
-
-
-# --- log directories ---------------------------------------------------------
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
-_DIR_SUFFIXES = ("-delete", "-future", "-stray")
-
-
-def renamed_dir_suffix(dir_name: str) -> Optional[str]:
-    """``"-delete"``, ``"-future"`` or ``"-stray"`` for a partition directory Kafka
-    renamed (``<topic>-<partition>.<id><suffix>``, LocalLog's patterns), else None."""
-    name = os.path.basename(os.path.normpath(dir_name))
-    for suffix in _DIR_SUFFIXES:
-        if name.endswith(suffix):
-            return suffix if re.fullmatch(rf"(\S+)-(\S+)\.(\S+){re.escape(suffix)}", name) else None
-    return None
-
-
-def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
-    """LocalLog.parseTopicPartitionName: ``topic-N`` (topic may contain dashes), or None."""
-    name = os.path.basename(os.path.normpath(dir_name))
-    if not name or "-" not in name:
-        return None
-    if name.endswith(_DIR_SUFFIXES):
-        if renamed_dir_suffix(name) is None:
-            return None
-        name = name[:name.rindex(".")]
-    topic, _, partition = name.rpartition("-")
-    if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
-        return None
-    return TopicPartition(topic, int(partition))
-
-
-class SegmentFiles(NamedTuple):
-    base_offset: int
-    log: Optional[str]
-    index: Optional[str]
-    timeindex: Optional[str]
-    txnindex: Optional[str]
-
-
-class PartitionDir(NamedTuple):
-    path: str
-    topic_partition: Optional[TopicPartition]
-    segments: List[SegmentFiles]
-    producer_snapshots: List[str]
-    kraft_snapshots: List[str]
-    leader_epoch_checkpoint: Optional[str]
-    partition_metadata: Optional[str]
-    other: List[str]
-
-    @property
-    def name(self) -> str:
-        tp = self.topic_partition
-        return f"{tp.topic}-{tp.partition}" if tp else os.path.basename(self.path)
-
-    def log_bytes(self) -> int:
-        """The size of the segments' ``.log`` files (0 for any that cannot be read)."""
-        total = 0
-        for s in self.segments:
-            if s.log:
-                try:
-                    total += os.path.getsize(s.log)
-                except OSError:
-                    pass
-        return total
-
-
-def is_partition_dir(path: str) -> bool:
-    """A directory holding one partition's files (not a log dir root, which holds such directories)."""
-    if not os.path.isdir(path):
-        return False
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return False
-    if "meta.properties" in names:          # written at the root of every Kafka log dir
-        return False
-    if any(sf.file_kind(n) in _SEGMENT_KINDS and os.path.isfile(os.path.join(path, n)) for n in names):
-        return True
-    if parse_topic_partition(path) is None:
-        return False
-    # An empty partition, unless it is a root whose own name happens to look like one (data-1/).
-    return not any(parse_topic_partition(n) and os.path.isdir(os.path.join(path, n)) for n in names)
-
-
-_SEGMENT_KINDS = ("log", "index", "timeindex", "txnindex", "snapshot", "checkpoint")
-
-
-def scan_partition_dir(path: str) -> PartitionDir:
-    """The files of one partition directory, segments in offset order."""
-    segs = {}
-    snapshots, kraft, other = [], [], []
-    epoch_ckpt = metadata = None
-    for name in os.listdir(path):
-        full = os.path.join(path, name)
-        if not os.path.isfile(full):
-            continue
-        kind = sf.file_kind(name)
-        if kind in ("log", "index", "timeindex", "txnindex"):
-            try:
-                base = sf.offset_from_file_name(name)
-            except sf.SideFileError:
-                other.append(full)
-                continue
-            segs.setdefault(base, {})[kind] = full
-        elif kind == "snapshot":
-            snapshots.append(full)
-        elif kind == "checkpoint":
-            kraft.append(full)
-        elif kind == "leader-epoch-checkpoint":
-            epoch_ckpt = full
-        elif kind == "partition-metadata":
-            metadata = full
-        else:
-            other.append(full)   # .deleted, .cleaned, .swap, quorum-state, ...
-
-    def by_offset(p):
-        try:
-            return (sf.offset_from_file_name(p), p)
-        except sf.SideFileError:
-            return (-1, p)
-
-    segments = [SegmentFiles(b, f.get("log"), f.get("index"), f.get("timeindex"), f.get("txnindex"))
-                for b, f in sorted(segs.items())]
-    return PartitionDir(path, parse_topic_partition(path), segments, sorted(snapshots, key=by_offset),
-                        sorted(kraft), epoch_ckpt, metadata, sorted(other))
-
-
-def find_partition_dirs(root: str) -> List[PartitionDir]:
-    """Partition directories directly under a log directory root, by topic then partition."""
-    found = []
-    for name in os.listdir(root):
-        full = os.path.join(root, name)
-        if is_partition_dir(full):
-            found.append(scan_partition_dir(full))
-
-    def key(p):
-        tp = p.topic_partition
-        return (tp.topic, tp.partition) if tp else (p.name, -1)
-    return sorted(found, key=key)

@@ -3,13 +3,15 @@ different stories about the same log (issue "One rule, one place")."""
 import json
 import os
 import shutil
+import struct
+import zlib
 
 import pytest
 
 import kafkarec
 from kafkarec.cli import main
 from kafkarec.log.segment import Segment
-from logdir import build_log_dir
+from logdir import build_log_dir, legacy_batch
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +161,28 @@ def test_dump_payload_encoding_gives_exact_bytes(tmp_path, encoding, render, cap
     if encoding in ("hex", "base64"):
         back = bytes.fromhex if encoding == "hex" else __import__("base64").b64decode
         assert back(record["payload"]) == weird
+
+
+def test_stats_and_verify_agree_on_a_legacy_value_length_that_overruns(tmp_path, capfd):
+    """A v1 message (valid CRC) whose value length runs past the message: the core cannot
+    read its value, so verify --deep and stats both count the batch bad and none of its
+    records (stats --headers-only used to clamp the length by hand and count it good)."""
+    good = legacy_batch(1, [(1_700_000_000_000, None, b"value-0")])
+    bad = bytearray(legacy_batch(1, [(1_700_000_000_001, None, b"value-1")]))
+    struct.pack_into(">q", bad, 0, 1)                       # offset 1
+    struct.pack_into(">i", bad, 30, len(b"value-1") + 5)    # value length past the message
+    struct.pack_into(">I", bad, 12, zlib.crc32(bytes(bad[16:])))
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(good + bytes(bad))
+    assert main(["verify", "--deep", "--json", "--no-progress", str(part)]) == 1
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert main(["stats", "--json", "--no-progress", str(part)]) == 1
+    total = json.loads(capfd.readouterr().out.splitlines()[-1])["stats"]
+    assert (summary["batches"], summary["records"]) == (total["batches"], total["records"]) == (2, 1)
+    assert total["bad_batches"] == 1
+    # --headers-only too: the stored payload is the core's (RecordBatch.payload), not a
+    # hand-read length that was clamped, so the batch is bad there as well.
+    assert main(["stats", "--json", "--headers-only", "--no-progress", str(part)]) == 1
+    total = json.loads(capfd.readouterr().out.splitlines()[-1])["stats"]
+    assert (total["batches"], total["bad_batches"]) == (2, 1)

@@ -1,0 +1,176 @@
+"""kafkarec.log.names (every file-name rule, tiered names included), kafkarec.log.directory
+(the one directory walk) and the old import paths of both."""
+import json
+import struct
+
+import pytest
+
+import kafkarec
+from kafkarec.cli import main
+from kafkarec.log import checks, directory, layout, names
+from kafkarec.log.segment import Segment
+
+from logdir import sample_records, v2_batch
+
+# A segment id as Kafka's Uuid.toString() writes it, and the same kind of id as a UUID.
+SID = "oAtiIQ95REujbuzNd_lkLQ"
+UUID = "a0b62d21-0f79-44eb-a6ee-cdd77fe52d0b"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("00000000000000000042.log", (42, None, "log")),
+    ("/a/b/00000000000000000042.timeindex", (42, None, "timeindex")),
+    ("00000000000000000042.snapshot", (42, None, "snapshot")),
+    (f"00000000000000000042-{SID}.log", (42, SID, "log")),
+    (f"00000000000000000042-{SID}.txnindex", (42, SID, "txnindex")),
+    (f"00000000000000000042-{SID}.leader_epoch_checkpoint", (42, SID, "leader-epoch-checkpoint")),
+    (f"00000000000000000042-{SID}.rsm-manifest", (42, SID, "manifest")),
+    (f"prefix/topic-{SID}/0/00000000000000000042-{UUID}.indexes", (42, UUID, "indexes")),
+    # not segment files
+    ("00000000000000000042.log.deleted", None),
+    ("00000000000000000100-0000000003.checkpoint", None),
+    ("backup.log", None),
+    (f"00000000000000000042-{SID}.unknown", None),
+])
+def test_parse_segment_name(name, expected):
+    assert names.parse_segment_name(name) == expected
+
+
+def test_tiered_names_in_every_name_rule():
+    # Before the names module, offset_from_file_name refused tiered names (SideFileError).
+    assert names.offset_from_file_name(f"00000000000000000042-{SID}.log") == 42
+    assert names.offset_from_file_name(f"00000000000000000042-{UUID}.timeindex") == 42
+    assert names.file_kind(f"00000000000000000042-{SID}.index") == "index"
+    assert names.file_kind(f"00000000000000000042-{SID}.snapshot") == "snapshot"
+    assert names.file_kind("backup.log") == "log"
+    # layout reads the kinds it uses from the same rule
+    assert layout.parse_segment_name(f"x/00000000000000000042-{SID}.index") == (42, SID, "index")
+    assert layout.parse_segment_name("x/00000000000000000042.snapshot") is None
+
+
+def test_old_import_paths_are_the_same_objects():
+    import kafkarec.segment
+    import kafkarec.sidefiles
+    assert kafkarec.sidefiles.OffsetIndexCheck is checks.OffsetIndexCheck
+    assert kafkarec.sidefiles.SideProblem is checks.Problem
+    assert kafkarec.sidefiles.offset_from_file_name is names.offset_from_file_name
+    assert kafkarec.segment.PartitionDir is directory.PartitionDir
+    assert kafkarec.segment.find_partition_dirs is directory.find_partition_dirs
+    for name in kafkarec.sidefiles.__all__:      # every exported name resolves (checks lazily)
+        assert getattr(kafkarec.sidefiles, name) is not None
+
+
+def _tiered_partition(tmp_path):
+    """A LocalTieredStorage-style folder: ``<topic>-<partition>-<topic id>/<offset>-<id>.log``."""
+    part = tmp_path / f"orders-0-{SID}"
+    part.mkdir()
+    batch = bytearray(v2_batch(sample_records(5)))
+    struct.pack_into(">q", batch, 0, 42)          # base offset 42 (not in the v2 CRC)
+    (part / f"00000000000000000042-{UUID}.log").write_bytes(bytes(batch))
+    (part / f"00000000000000000042-{UUID}.index").write_bytes(b"")
+    return part
+
+
+def test_directory_walk_finds_tiered_segments(tmp_path):
+    part = _tiered_partition(tmp_path)
+    pdir = directory.scan_partition_dir(str(part))
+    assert [(s.base_offset, s.segment_id, s.log is not None, s.index is not None) for s in pdir.segments] \
+        == [(42, UUID, True, True)]
+    assert pdir.other == []
+    assert directory.is_partition_dir(str(part))
+    assert [p.path for p in directory.find_partition_dirs(str(tmp_path))] == [str(part)]
+    with Segment(pdir.segments[0].log) as seg:
+        assert (seg.base_offset, seg.base_offset_source) == (42, "name")
+
+
+def test_cli_reads_tiered_segments(tmp_path, capfd):
+    part = _tiered_partition(tmp_path)
+    log = str(part / f"00000000000000000042-{UUID}.log")
+    assert main(["dump", "--json", log]) == 0
+    lines = [json.loads(x) for x in capfd.readouterr().out.splitlines()]
+    assert {"type": "log_start", "offset": 42} in lines
+    assert [x["base_offset"] for x in lines if x["type"] == "batch"] == [42]
+    assert main(["verify", "--deep", "--json", "--no-progress", str(part)]) == 0
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert (summary["segments"], summary["records"], summary["errors"]) == (1, 5, 0)
+
+
+def test_batch_names_come_from_the_core():
+    from kafkarec.cli.common import codec_name, ts_name
+    data = v2_batch(sample_records(3), codec="gzip")
+    b = next(kafkarec.iter_batches(data))
+    assert (codec_name(b), ts_name(b)) == ("gzip", "CreateTime")
+    bad = bytearray(data)
+    bad[22] |= 7                                  # codec id 7: the core names no such codec
+    b = next(kafkarec.iter_batches(bytes(bad), verify_crc=False))
+    assert codec_name(b).startswith("unknown (")
+
+
+def test_skipping_yields_batches_and_what_it_skipped(tmp_path):
+    """The one 'continue past a bad header' loop: a header the core refuses is reported
+    and reading goes on after it; a size field below 14 ends framing."""
+    good = v2_batch(sample_records(3))
+    short_v2 = struct.pack(">qiib", 3, 40, 0, 2) + bytes(40 - 5)      # v2 size 52 < 61 bytes
+    framing_end = struct.pack(">qi", 4, 5) + bytes(20)                 # size 5 < 14
+    path = tmp_path / "mixed.log"
+    path.write_bytes(good + short_v2 + good + framing_end)
+    with Segment(str(path)) as seg:
+        assert seg.base_offset_source == "first batch"
+        it = seg.batches(verify_crc=True)
+        items = list(it.skipping())
+    kinds = [(type(i).__name__, i.position, getattr(i, "stopped", None)) for i in items]
+    assert kinds == [("FileBatch", 0, None), ("SkippedBatch", len(good), False),
+                     ("FileBatch", len(good) + len(short_v2), None),
+                     ("SkippedBatch", 2 * len(good) + len(short_v2), True)]
+    assert isinstance(items[1].error, kafkarec.DecodeError)
+    assert "record size 5" in items[3].error.reason
+
+
+def test_find_segment_files(tmp_path):
+    """The file discovery Spark and the CLI share: broker and tiered folders, renamed
+    folders skipped, each file once, in topic/partition/offset order."""
+    tiered = _tiered_partition(tmp_path)
+    broker = tmp_path / "orders-1"
+    broker.mkdir()
+    (broker / "00000000000000000007.log").write_bytes(v2_batch(sample_records(1)))
+    (broker / "backup.log").write_bytes(v2_batch(sample_records(1)))
+    gone = tmp_path / "orders-2.0123abcd-delete"
+    gone.mkdir()
+    (gone / "00000000000000000000.log").write_bytes(b"")
+    found, skipped = directory.find_segment_files([str(tmp_path), str(broker)])
+    assert [(f.topic_partition, f.base_offset, f.segment_id, f.path.rsplit("/", 1)[-1]) for f in found] == [
+        (("orders", 0), 42, UUID, f"00000000000000000042-{UUID}.log"),
+        (("orders", 1), None, None, "backup.log"),
+        (("orders", 1), 7, None, "00000000000000000007.log"),
+    ]
+    assert skipped == [str(gone)]
+    assert directory.scan_partition_dir(str(tiered)).topic_partition == ("orders", 0)
+    assert names.parse_partition_folder(f"x/orders-{SID}/3") == ("orders", 3, SID)
+
+
+def test_cli_file_argument_finds_tiered_siblings(tmp_path, capfd):
+    """verify FILE on a tiered index finds its log by the same <offset>-<id> stem."""
+    part = _tiered_partition(tmp_path)
+    index = str(part / f"00000000000000000042-{UUID}.index")
+    assert main(["verify", "--json", "--no-progress", index]) == 0
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert (summary["segments"], summary["batches"], summary["errors"]) == (1, 1, 0)
+
+
+def test_scan_resyncs_past_a_corrupt_region(tmp_path):
+    """Segment.scan(resync=True): after a framing error, reading goes on at the next
+    plausible batch and the skipped region is reported; without resync it stops."""
+    a = v2_batch(sample_records(2))
+    b = bytearray(v2_batch(sample_records(2)))
+    struct.pack_into(">q", b, 0, 2)                     # offsets 2..3 follow a's 0..1
+    garbage = struct.pack(">qi", 0, 3) + b"\xff" * 30   # size 3 < 14: framing ends here
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(a + garbage + bytes(b))
+    with Segment(str(path)) as seg:
+        plain = [type(i).__name__ for i in seg.scan()]
+        resync = list(seg.scan(resync=True))
+    assert plain == ["FileBatch", "SkippedBatch"]
+    assert [type(i).__name__ for i in resync] == ["FileBatch", "SkippedBatch", "SkippedRegion", "FileBatch"]
+    region = resync[2]
+    assert (region.start, region.end, region.found) == (len(a), len(a) + len(garbage), True)
+    assert resync[3].base_offset == 2
