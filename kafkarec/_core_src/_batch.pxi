@@ -110,7 +110,10 @@ cdef class RecordBatch:
     @property
     def last_offset_delta(self) -> int:
         if self.magic < 2:
+            # Legacy batches have no such field: the span from the first inner
+            # offset to the wrapper's offset, exact however far apart they are.
             legacy_resolve(self)
+            return self.last_offset - self._base_offset
         return self._last_offset_delta
 
     @property

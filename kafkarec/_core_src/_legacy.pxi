@@ -271,7 +271,11 @@ cdef int legacy_resolve(RecordBatch b) except -1:
             f"inner message offset {first} + the wrapper's base {absolute_base} does not fit "
             f"a 64-bit offset", b.position)
     b._base_offset = first + (absolute_base if absolute_base >= 0 else 0)
-    b._last_offset_delta = <int32_t>(wrapper_offset - b._base_offset)
+    # Python ints: exact (a v0 wrapper's offset can be anywhere relative to its inner
+    # offsets); the int32 field keeps the span only when it fits, the
+    # last_offset_delta property computes it exactly.
+    span = <object>wrapper_offset - <object>b._base_offset
+    b._last_offset_delta = <int32_t>span if -2**31 <= span < 2**31 else 0
     return 0
 
 
