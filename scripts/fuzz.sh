@@ -50,7 +50,7 @@ mkdir -p "$BUILD/fuzz"
 tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec | tar -C "$BUILD" -xf -
 cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
-SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fno-wrapv"
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-wrapv"
 (cd "$BUILD" && CC=clang LDSHARED="clang -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
     "$FPY" setup.py -q build_ext --inplace >/dev/null)
 ASAN_RT="$("$FPY" -c 'import atheris, os; print(os.path.join(atheris.path(), "asan_with_fuzzer.so"))')"
@@ -61,5 +61,6 @@ cd "$BUILD/fuzz"
 export PYTHONHASHSEED=0
 export LD_PRELOAD="$ASAN_RT"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# every UBSan report ends the run (a crash file), except the suppressed ones (fuzz/ubsan.supp)
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/fuzz/ubsan.supp}"
 exec "$FPY" "fuzz_$TARGET.py" "${OPTS[@]}" "$@"
