@@ -17,8 +17,21 @@ if ROOT not in sys.path:
 
 import atheris  # noqa: E402
 
-with atheris.instrument_imports():
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+
+# Every kafkarec module is imported here, inside the instrumentation block, so
+# that atheris is guided by the Python layers too (a module a target imports
+# later would otherwise run uninstrumented).
+with atheris.instrument_imports(include=["kafkarec"]):
     import kafkarec  # noqa: E402,F401
+    for _mod in pkgutil.walk_packages(kafkarec.__path__, "kafkarec."):
+        if _mod.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(_mod.name)
+        except ImportError:  # an optional dependency (pyarrow) is missing
+            pass
 
 #: What a parser may raise on hostile input: kafkarec's typed errors.
 EXPECTED = (kafkarec.KafkaRecError,)

@@ -1,19 +1,66 @@
 #!/usr/bin/env bash
 # Run one coverage-guided fuzz target for a while:
-#   bash scripts/fuzz.sh TARGET SECONDS [libFuzzer options...]
-# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli.
+#   bash scripts/fuzz.sh [--instrumented] TARGET SECONDS [libFuzzer options...]
+# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal.
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
-# fuzz/crash-* (make it a regression test under tests/fuzz/).  The core is the
-# project's normal build: atheris guides by the Python code it runs; see
-# fuzz/README.md for a core built with clang's -fsanitize=fuzzer-no-link,address.
+# fuzz/crash-* (make it a regression test under tests/fuzz/).
+#
+# Without --instrumented the core is the project's normal build (.venv): atheris
+# is guided by the Python code it runs and the core is a black box.
+# With --instrumented the core is compiled by clang with
+# -fsanitize=fuzzer-no-link,address,undefined (and -fno-wrapv, so that signed
+# overflow in the core is reported: CPython's -fwrapv would hide it) in a copy of
+# the sources under .fuzz-build/, run by its own virtualenv .fuzz-venv/, with
+# atheris' ASan+libFuzzer runtime preloaded (atheris' docs, "native extensions").
+# The normal in-place build is never touched.  Needs clang (Debian: apt-get install clang).
 set -euo pipefail
-TARGET="${1:?usage: scripts/fuzz.sh TARGET SECONDS}"
-SECONDS_="${2:?usage: scripts/fuzz.sh TARGET SECONDS}"
+INSTRUMENTED=0
+if [ "${1:-}" = "--instrumented" ]; then INSTRUMENTED=1; shift; fi
+TARGET="${1:?usage: scripts/fuzz.sh [--instrumented] TARGET SECONDS}"
+SECONDS_="${2:?usage: scripts/fuzz.sh [--instrumented] TARGET SECONDS}"
 shift 2
-source "$(dirname "$0")/env.sh"
-HARNESS="$ROOT/fuzz/fuzz_$TARGET.py"
-[ -f "$HARNESS" ] || { echo "no such target: $TARGET (see fuzz/)" >&2; exit 2; }
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[ -f "$ROOT/fuzz/fuzz_$TARGET.py" ] || { echo "no such target: $TARGET (see fuzz/)" >&2; exit 2; }
 mkdir -p "$ROOT/fuzz/corpus/$TARGET"
-cd "$ROOT/fuzz"
-exec "$VPY" "$HARNESS" "corpus/$TARGET" -max_total_time="$SECONDS_" -rss_limit_mb=2048 -timeout=30 \
-    -artifact_prefix="$ROOT/fuzz/crash-$TARGET-" "$@"
+OPTS=("$ROOT/fuzz/corpus/$TARGET" -max_total_time="$SECONDS_" -rss_limit_mb=2048 -timeout=30
+      -artifact_prefix="$ROOT/fuzz/crash-$TARGET-")
+
+if [ "$INSTRUMENTED" = 0 ]; then
+    source "$ROOT/scripts/env.sh"
+    cd "$ROOT/fuzz"
+    exec "$VPY" "fuzz_$TARGET.py" "${OPTS[@]}" "$@"
+fi
+
+command -v clang >/dev/null || { echo "--instrumented needs clang (apt-get install -y clang)" >&2; exit 2; }
+FVENV="$ROOT/.fuzz-venv"
+BUILD="$ROOT/.fuzz-build"
+FPY="$FVENV/bin/python"
+if [ ! -x "$FPY" ]; then
+    "${PYTHON:-python3}" -m venv "$FVENV"
+fi
+if ! "$FPY" -c "import atheris, pyarrow, kafkarec" 2>/dev/null; then
+    # the project's runtime dependencies (from pyproject.toml) plus what the harnesses and the build need
+    DEPS="$("$FPY" -c 'import tomllib; print(" ".join(tomllib.load(open("'"$ROOT"'/pyproject.toml", "rb"))["project"]["dependencies"]))')"
+    # shellcheck disable=SC2086
+    "$FPY" -m pip install -q --disable-pip-version-check $DEPS "atheris>=2.3" "pyarrow>=14" "numpy>=1.24" \
+        "cython>=3.0.10,<4" "setuptools>=68" wheel
+fi
+# a copy of the sources, so the instrumented core never replaces the normal one
+mkdir -p "$BUILD/fuzz"
+tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec | tar -C "$BUILD" -xf -
+cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
+cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-wrapv"
+(cd "$BUILD" && CC=clang LDSHARED="clang -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
+    "$FPY" setup.py -q build_ext --inplace >/dev/null)
+ASAN_RT="$("$FPY" -c 'import atheris, os; print(os.path.join(atheris.path(), "asan_with_fuzzer.so"))')"
+# long campaigns keep what they find in .fuzz-build/corpus (the committed seeds stay small)
+mkdir -p "$BUILD/corpus/$TARGET"
+OPTS=("$BUILD/corpus/$TARGET" "${OPTS[@]}")
+cd "$BUILD/fuzz"
+export PYTHONHASHSEED=0
+export LD_PRELOAD="$ASAN_RT"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1}"
+# every UBSan report ends the run (a crash file), except the suppressed ones (fuzz/ubsan.supp)
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/fuzz/ubsan.supp}"
+exec "$FPY" "fuzz_$TARGET.py" "${OPTS[@]}" "$@"
