@@ -8,7 +8,7 @@ same request size:
 * raw: ``RangeFile.read_at`` over the whole object, chunk after chunk (the limit);
 * pieces: :func:`kafkarec.log.storage.iter_pieces` (ranged reads + framing into whole
   batches by the core);
-* batches + CRC: :func:`kafkarec.log.storage.iter_remote_batches` with ``verify_crc``;
+* batches + CRC: :func:`kafkarec.log.storage.iter_remote_batches` (CRCs checked);
 * Arrow: :func:`kafkarec.log.selection.read_arrow` (records decoded into Arrow columns).
 
 Usage: ``.venv/bin/python benchmarks/bench_remote.py [--size-mb 256] [--chunk-mb 8] [--runs 3]``
@@ -84,7 +84,7 @@ def main():
         def batches_crc():
             n = 0
             with st.open(seg.path, size) as f:
-                for _, b in storage.iter_remote_batches(f, chunk_size=chunk, verify_crc=True):
+                for _, b in storage.iter_remote_batches(f, chunk_size=chunk):
                     n += b.record_count
             return n
 

@@ -12,7 +12,9 @@ from kafkarec._loader import load_core as _load_core
 _core = _load_core()
 
 from kafkarec._core import (  # noqa: E402
+    ArrowBatchIterator,
     BatchIterator,
+    ReadOptions,
     RecordBatchBuilder,
     LegacyBatchBuilder,
     build_batch,
@@ -55,7 +57,7 @@ def to_arrow(data: _Any, /, *, decode: "str | None" = None, **options: _Any) -> 
     return _decoded(data, decode=decode, **options)
 
 __all__ = [
-    "BatchIterator", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
+    "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",

@@ -1,7 +1,7 @@
 """Type stubs for the compiled core (kafkarec/_core.pyx)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 from kafkarec.enums import Compression, ControlRecordType, TimestampType
 
@@ -48,6 +48,7 @@ class Record:
     def control_value(self) -> dict[str, Any] | None: ...
 
 class RecordBatch:
+    options: ReadOptions
     position: int
     size_in_bytes: int
     batch_length: int
@@ -93,16 +94,43 @@ class RecordBatch:
     def records(self) -> list[Record]: ...
     def __iter__(self) -> Iterator[Record]: ...
 
+class ReadOptions:
+    """How bytes are read, one object through every layer (core, log files, CLI, Spark)."""
+    verify_crc: bool
+    strict: bool
+    max_decompressed_bytes: int
+    file_rules: bool
+    def __init__(self, *, verify_crc: bool = ..., strict: bool = ...,
+                 max_decompressed_bytes: int = ..., file_rules: bool = ...) -> None: ...
+    def replace(self, *, verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...,
+                file_rules: bool = ...) -> ReadOptions: ...
+
 class BatchIterator(Iterator[RecordBatch]):
+    options: ReadOptions
     position: int
     trailing_bytes: int
     exhausted: bool
+    stop_reason: Literal["end", "truncated", "error"] | None
+    stop_error: BaseException | None
+    next_batch_size: int
+    @property
+    def resumable(self) -> bool: ...
+    def resume(self) -> None: ...
     def __iter__(self) -> BatchIterator: ...
     def __next__(self) -> RecordBatch: ...
 
-def iter_batches(data: _Buffer, /, *, verify_crc: bool = ..., strict: bool = ...,
-                 max_decompressed_bytes: int = ..., start: int = ..., end: int | None = ...,
-                 file_rules: bool = ...) -> BatchIterator: ...
+def iter_batches(data: _Buffer, /, options: ReadOptions | None = ..., *, verify_crc: bool | None = ...,
+                 strict: bool | None = ..., max_decompressed_bytes: int | None = ..., start: int = ...,
+                 end: int | None = ..., file_rules: bool | None = ...) -> BatchIterator: ...
+
+LOG_OVERHEAD: int
+HEADER_SIZE_UP_TO_MAGIC: int
+RECORD_OVERHEAD_V0: int
+V2_HEADER_SIZE: int
+
+def is_plausible_batch(data: _Buffer, /, position: int, end: int | None = ...) -> bool:
+    """Whether a whole batch a Kafka writer could have produced (strict header checks, CRC) starts at position."""
+    ...
 
 def scan_records(batch: RecordBatch, /) -> tuple[int, int]:
     """(record count, uncompressed records-section bytes); every record validated as iteration does."""
@@ -154,15 +182,26 @@ def restamp(buffer: bytearray | memoryview | Any, /, position: int = ..., *, bas
             partition_leader_epoch: int | None = ..., log_append_time: int | None = ...) -> int: ...
 
 def arrow_schema(*, batch_columns: bool = ...) -> Any: ...
-def iter_arrow(data: _Buffer, /, *, topic: str | None = ..., partition: int | None = ...,
-               include_control: bool = ..., batch_columns: bool = ..., read_committed: bool = ...,
-               verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...,
-               max_rows: int = ..., max_bytes: int = ..., errors: str = ...,
-               error_sink: list[dict[str, Any]] | None = ...) -> Iterator[Any]: ...
-def to_arrow(data: _Buffer, /, *, topic: str | None = ..., partition: int | None = ...,
-             include_control: bool = ..., batch_columns: bool = ..., read_committed: bool = ...,
-             verify_crc: bool = ..., strict: bool = ..., max_decompressed_bytes: int = ...,
-             errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> Any: ...
+class ArrowBatchIterator(Iterator[Any]):
+    """pyarrow.RecordBatch chunks; once ended, where framing stopped and why (as BatchIterator)."""
+    options: ReadOptions
+    position: int
+    trailing_bytes: int
+    stop_reason: Literal["end", "truncated", "error"] | None
+    stop_error: BaseException | None
+    def __iter__(self) -> ArrowBatchIterator: ...
+    def __next__(self) -> Any: ...
+
+def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str | None = ...,
+               partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
+               read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
+               max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
+               errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> ArrowBatchIterator: ...
+def to_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str | None = ...,
+             partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
+             read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
+             max_decompressed_bytes: int | None = ..., errors: str = ...,
+             error_sink: list[dict[str, Any]] | None = ...) -> Any: ...
 
 # Kafka's message protocol (internal topics), _core_src/_kmsg.pxi; plans are built by kafkarec.internal.schema
 class _KField:

@@ -5,6 +5,7 @@
 #   _varint.pxi   zig-zag varint / varlong
 #   _buffer.pxi   zero-copy ownership of the caller's buffer
 #   _crc.pxi      CRC-32C (hardware, via the `crc32c` package) and CRC-32
+#   _options.pxi  ReadOptions: how bytes are read, one object for every layer
 #   _batch.pxi    framing a buffer into batches; the v2 batch header
 #   _records.pxi  v2 records and the record iterator
 #   _codecs.pxi   decompression with Kafka's framing rules and a budget
@@ -40,6 +41,7 @@ include "_core_src/_reader.pxi"
 include "_core_src/_varint.pxi"
 include "_core_src/_buffer.pxi"
 include "_core_src/_crc.pxi"
+include "_core_src/_options.pxi"
 include "_core_src/_batch.pxi"
 include "_core_src/_records.pxi"
 include "_core_src/_codecs.pxi"

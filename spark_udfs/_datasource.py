@@ -49,7 +49,7 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from spark_udfs import _logdir, _schema
-from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
+from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
 __all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadConfig"]
@@ -93,10 +93,7 @@ class ReadConfig:
         self.glob_filter = o.get("pathglobfilter") or "*.log"
         self.recursive = _bool(o, "recursivefilelookup", True)
         self.allow_duplicates = _bool(o, "allowduplicatepartitions", False)
-        self.verify_crc = _bool(o, "verifycrc", True)
-        self.strict = _bool(o, "strict", False)
-        self.max_decompressed = (_logdir.parse_bytes(o.get("maxdecompressedbytes"), 0) or None
-                                 if o.get("maxdecompressedbytes") else None)
+        self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
         if self.max_rows <= 0:
             raise ValueError("option maxRecordsPerBatch must be positive")
@@ -238,10 +235,9 @@ class KafkaRecReader(DataSourceReader):
                     try:
                         errs = []
                         for kind, item in decode_range(
-                                kafkarec, view, base=a, topic=sl.topic, partition=sl.partition,
-                                include_control=cfg.include_control,
-                                batch_columns=self.need_batch_columns, verify_crc=cfg.verify_crc,
-                                strict=cfg.strict, max_decompressed_bytes=cfg.max_decompressed,
+                                kafkarec, view, cfg.read.options(kafkarec), base=a, topic=sl.topic,
+                                partition=sl.partition, include_control=cfg.include_control,
+                                batch_columns=self.need_batch_columns,
                                 max_rows=cfg.max_rows, mode=cfg.mode, where=sl.path):
                             if kind == "batch":
                                 if errs:
@@ -273,7 +269,7 @@ class KafkaRecReader(DataSourceReader):
         import pyarrow as pa
         from kafkarec.internal import columns
         table = columns.decode_columns(pa.Table.from_batches([batch]), self.config.decode,
-                                       strict=self.config.strict)
+                                       strict=self.config.read.strict)
         return {name: table.column(name).combine_chunks() for name in self.decoded}
 
     def _errors(self, errs, target, corrupt, fixed):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 __all__ = ["MODES", "normalize_mode", "MalformedBatchError", "decode_range", "format_error",
-           "framing_stop", "FramingStop"]
+           "ReadSettings"]
 
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 log = logging.getLogger("spark_udfs")
@@ -46,60 +46,67 @@ def format_error(err: dict, where: str = "") -> str:
     return f"{where}: {text}" if where else text
 
 
-class FramingStop:
-    """Where framing of a buffer stopped and why: ``valid_bytes`` (the end of the
-    last whole batch), ``trailing_bytes`` (a cut-off batch after it, which Kafka's
-    readers end on quietly) and ``error`` (the DecodeError that stopped framing:
-    the rest of the buffer cannot be framed), as kafkarec's own iterators will
-    report them (``valid_bytes``, ``trailing_bytes``, ``stop_reason``)."""
+class ReadSettings:
+    """The data source options that say how bytes are read (``verifyCrc``, ``strict``,
+    ``maxDecompressedBytes``), parsed once - by every kafkarec source, batch, remote and
+    streaming - into the fields of :class:`kafkarec.ReadOptions`, under the core's names and
+    meanings.  Plain values, because the planner pickles them to executors before kafkarec
+    is loaded there; :meth:`options` makes the core's object where decoding happens."""
 
-    __slots__ = ("valid_bytes", "trailing_bytes", "error")
+    __slots__ = ("fields", "_options")
 
-    def __init__(self, valid_bytes, trailing_bytes, error):
-        self.valid_bytes, self.trailing_bytes, self.error = valid_bytes, trailing_bytes, error
+    def __init__(self, options: dict):
+        from spark_udfs._logdir import parse_bool, parse_bytes
+        self.fields = {"verify_crc": parse_bool(options, "verifycrc", True),
+                       "strict": parse_bool(options, "strict", False)}
+        if options.get("maxdecompressedbytes") not in (None, ""):
+            self.fields["max_decompressed_bytes"] = parse_bytes(options["maxdecompressedbytes"], 0)
+        self._options = None
+
+    def __getstate__(self):
+        return self.fields
+
+    def __setstate__(self, fields):
+        self.fields, self._options = fields, None
+
+    @property
+    def verify_crc(self) -> bool:
+        return self.fields["verify_crc"]
+
+    @property
+    def strict(self) -> bool:
+        return self.fields["strict"]
+
+    def options(self, kafkarec):
+        """The :class:`kafkarec.ReadOptions` (``kafkarec``: the module, loaded by ``ensure``)."""
+        if self._options is None:
+            self._options = kafkarec.ReadOptions(**self.fields)
+        return self._options
 
 
-def framing_stop(kafkarec, view) -> FramingStop:
-    """Where framing of ``view`` stops (batch headers only, no CRC or record).
-    The one place spark_udfs asks this: it moves onto the decoding iterator's
-    own report once kafkarec's iterators give it."""
-    it = kafkarec.iter_batches(view, verify_crc=False)
-    b = None
-    try:
-        for b in it:
-            pass
-        return FramingStop(it.position, it.trailing_bytes, None)
-    except kafkarec.DecodeError as exc:
-        return FramingStop(exc.position, 0, exc)
-    finally:
-        del b, it
-
-
-def decode_range(kafkarec, view, *, base: int = 0, topic=None, partition=None,
-                 include_control=False, batch_columns=False, verify_crc=True, strict=False,
-                 max_decompressed_bytes=None, max_rows=65536, max_bytes=64 << 20,
+def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
+                 include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
                  mode="PERMISSIVE", where=""):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
-    its file/blob), yielding ``("batch", pyarrow.RecordBatch)`` and, except in
-    FAILFAST (which raises), ``("error", dict)`` with ``position`` (relative to
-    the file/blob), ``base_offset``, ``error``, ``reason``, ``message``.
+    its file/blob) with ``options`` (a :class:`kafkarec.ReadOptions`), yielding
+    ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
+    ``("error", dict)`` with ``position`` (relative to the file/blob),
+    ``base_offset``, ``error``, ``reason``, ``message``.
 
     ``batchPosition`` (with ``batch_columns``) is relative to the file/blob too.
     Errors of whole batches are yielded as they come; what ends framing (bytes
-    that cannot be framed, a cut-off batch) once decoding is done.
+    that cannot be framed, a cut-off batch) once decoding is done, from the
+    decoding iterator's own report of where and why framing stopped.
     """
-    kw = {}
-    if max_decompressed_bytes is not None:
-        kw["max_decompressed_bytes"] = max_decompressed_bytes
     size = len(view)
     sink = [] if mode != "FAILFAST" else None
     held = []   # errors without a batch (framing): reported with the framing stop
+    chunks = kafkarec.iter_arrow(
+        view, options, topic=topic, partition=partition, include_control=include_control,
+        batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
+        errors="skip" if sink is not None else "raise", error_sink=sink)
     try:
-        for rb in kafkarec.iter_arrow(
-                view, topic=topic, partition=partition, include_control=include_control,
-                batch_columns=batch_columns, verify_crc=verify_crc, strict=strict,
-                max_rows=max_rows, max_bytes=max_bytes,
-                errors="skip" if sink is not None else "raise", error_sink=sink, **kw):
+        for rb in chunks:
             if rb.num_rows:
                 if batch_columns and base:
                     rb = _shift_positions(rb, base)
@@ -109,23 +116,22 @@ def decode_range(kafkarec, view, *, base: int = 0, topic=None, partition=None,
     except kafkarec.DecodeError as exc:
         err = {"position": base + exc.position, "reason": exc.reason, "error": type(exc).__name__,
                "base_offset": None, "message": str(exc)}
-        stop = framing_stop(kafkarec, view)
-        if stop.error is not None and exc.position == stop.valid_bytes:
-            err["not_decoded"] = size - stop.valid_bytes
+        if chunks.stop_error is exc:            # framing itself stopped here
+            err["not_decoded"] = size - chunks.position
         raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
                                   + format_error(err, where)) from exc
     if sink:
         yield from _drain(sink, held, base, where)
-    stop = framing_stop(kafkarec, view)
+    framing_failed = chunks.stop_reason == "error"
     for e in held:
         err = dict(e)
-        if stop.error is not None and e["position"] == stop.valid_bytes:
-            err["not_decoded"] = size - stop.valid_bytes
+        if framing_failed and e["position"] == chunks.position:
+            err["not_decoded"] = size - chunks.position
         err["position"] = base + e["position"]
         err["message"] = format_error(err, where)
         yield "error", err
-    if stop.error is None and stop.trailing_bytes:
-        err = _truncated(base + stop.valid_bytes, stop.trailing_bytes)
+    if chunks.stop_reason == "truncated" and chunks.stop_error is None:   # (strict: reported above)
+        err = _truncated(base + chunks.position, chunks.trailing_bytes)
         err["message"] = format_error(err, where)
         if mode == "FAILFAST":
             raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "

@@ -30,7 +30,7 @@ from typing import List
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from spark_udfs import _logdir, _schema
-from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
+from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
 __all__ = ["RemoteReadConfig", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
@@ -61,10 +61,7 @@ class RemoteReadConfig:
         self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.include_control = _bool(o, "includecontrol", False)
-        self.verify_crc = _bool(o, "verifycrc", True)
-        self.strict = _bool(o, "strict", False)
-        md = o.get("maxdecompressedbytes")
-        self.max_decompressed = _logdir.parse_bytes(md, 0) if md else None
+        self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
 
@@ -124,10 +121,9 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
             errs = []
             try:
                 for kind, item in decode_range(
-                        kafkarec, piece.data, base=piece.position, topic=sr.topic,
-                        partition=sr.partition, include_control=config.include_control,
-                        batch_columns=need_batch_columns, verify_crc=config.verify_crc,
-                        strict=config.strict, max_decompressed_bytes=config.max_decompressed,
+                        kafkarec, piece.data, config.read.options(kafkarec), base=piece.position,
+                        topic=sr.topic, partition=sr.partition, include_control=config.include_control,
+                        batch_columns=need_batch_columns,
                         max_rows=config.max_rows, mode=config.mode, where=where):
                     if kind == "batch":
                         item = selection.filter_offsets(item, sr.min_offset, sr.end_offset)

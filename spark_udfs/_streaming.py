@@ -46,6 +46,7 @@ from typing import Dict, List, Optional, Tuple
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_udfs import _logdir, _schema
+from spark_udfs._decode import ReadSettings
 from spark_udfs._runtime import ensure
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
@@ -99,11 +100,8 @@ class StreamConfig:
         self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
-        self.verify_crc = _bool(o, "verifycrc", True)
-        self.strict = _bool(o, "strict", False)
+        self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
-        md = o.get("maxdecompressedbytes")
-        self.max_decompressed = _logdir.parse_bytes(md, 0) if md else None
 
     def schema(self):
         return _schema.kafka_schema(batch_columns=self.batch_columns)
@@ -241,17 +239,15 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def read(self, partition):
-        ensure(self.expected)
+        kafkarec = ensure(self.expected)
         from kafkarec.log import selection
         cfg = self.config
         target = _schema.arrow_schema_for(self.schema)
         kw = dict(include_control=cfg.include_control, batch_columns=cfg.batch_columns,
-                  verify_crc=cfg.verify_crc, strict=cfg.strict, max_rows=cfg.max_rows)
-        if cfg.max_decompressed:
-            kw["max_decompressed_bytes"] = cfg.max_decompressed
+                  max_rows=cfg.max_rows)
         for sr in partition.ranges:
             try:
-                for rb in selection.read_arrow(partition.storage, sr, **kw):
+                for rb in selection.read_arrow(partition.storage, sr, cfg.read.options(kafkarec), **kw):
                     # A stream has no error column: a timestamp outside Spark's
                     # range is null, with Kafka's milliseconds in timestampMs.
                     yield _schema.conform(rb, target, corrupt=cfg.corrupt_column, mode="PERMISSIVE",

@@ -11,11 +11,14 @@
 #  57 recordsCount int32 | 61 records (one compressed stream if codec != 0)
 # Legacy entries share the first 17 bytes' layout: offset, size, crc, magic.
 
-cdef enum:
-    LOG_OVERHEAD = 12
-    HEADER_SIZE_UP_TO_MAGIC = 17
-    RECORD_OVERHEAD_V0 = 14
+# Framing sizes, also module constants for the outer layers (kafkarec.log).
+cpdef enum:
+    LOG_OVERHEAD = 12               # offset + size fields before every batch
+    HEADER_SIZE_UP_TO_MAGIC = 17    # what framing reads of a batch
+    RECORD_OVERHEAD_V0 = 14         # the smallest size field a batch may have
     V2_HEADER_SIZE = 61
+
+cdef enum:
     OFF_LENGTH = 8
     OFF_PARTITION_LEADER_EPOCH = 12
     OFF_MAGIC = 16
@@ -46,8 +49,6 @@ cdef enum:
     TS_NONE = -1
     TS_CREATE = 0
     TS_LOG_APPEND = 1
-
-DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 # Enum members indexed by wire id, so properties do not call into Enum machinery.
 cdef tuple _COMPRESSIONS = tuple(Compression)
@@ -90,6 +91,7 @@ cdef class RecordBatch:
     cdef readonly int32_t base_sequence
     cdef int64_t _base_offset
     cdef int32_t _record_count
+    cdef readonly ReadOptions options    # how it was read (its fields below, for the hot paths)
     cdef bint _verify_crc
     cdef bint _strict
     cdef Py_ssize_t _max_decompressed
@@ -241,8 +243,7 @@ cdef int check_crc(RecordBatch b) except -1:
     return 0
 
 
-cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size,
-                           bint verify_crc, bint strict, Py_ssize_t max_decompressed):
+cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, ReadOptions options):
     cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
     cdef const uint8_t *p = buf.ptr + position
     b._buf = buf
@@ -250,9 +251,10 @@ cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size,
     b.size_in_bytes = size
     b.batch_length = <int32_t>kr_load_be32(p + OFF_LENGTH)
     b.magic = <int8_t>p[OFF_MAGIC]
-    b._verify_crc = verify_crc
-    b._strict = strict
-    b._max_decompressed = max_decompressed
+    b.options = options
+    b._verify_crc = options.verify_crc
+    b._strict = options.strict
+    b._max_decompressed = options.max_decompressed_bytes
     b._crc_state = -1
     if b.magic >= 2:
         parse_v2_header(b, p)
@@ -298,23 +300,38 @@ cdef int parse_v2_header(RecordBatch b, const uint8_t *p) except -1:
 
 
 @cython.final
-@cython.no_gc          # holds buffers and ints only: no cycles possible
 cdef class BatchIterator:
     """Iterates the batches of a buffer without copying it.
 
     A partial batch at the end ends iteration, as in Kafka's readers (fetch
     responses are cut mid-batch); ``trailing_bytes`` then tells how many bytes
     were left over, and ``strict=True`` raises TruncatedError instead.
+
+    Once iteration has ended, the iterator says where and why, so no caller
+    needs to frame the bytes again: ``position`` is where the next batch would
+    start (the end of the last whole batch), ``stop_reason`` is ``"end"`` (every
+    byte framed), ``"truncated"`` (``trailing_bytes`` that do not hold a whole
+    batch; ``next_batch_size`` is then the whole size of the batch they begin,
+    0 while even its size field is cut off - how much a reader of a growing
+    file or a ranged read must fetch) or ``"error"`` (``stop_error``, the
+    DecodeError raised, ended it).
+    After an error in one batch's own header (``resumable``), ``resume()`` goes
+    on with the batch after it: the frame already told where that starts.
     """
     cdef _Buffer _buf
+    cdef readonly ReadOptions options
     cdef readonly Py_ssize_t position
     cdef readonly Py_ssize_t trailing_bytes
     cdef readonly bint exhausted
+    cdef readonly str stop_reason
+    cdef readonly object stop_error
+    cdef readonly Py_ssize_t next_batch_size
     cdef bint _verify_crc
     cdef bint _strict
     cdef bint _file_rules
     cdef Py_ssize_t _max_decompressed
     cdef Py_ssize_t _end
+    cdef Py_ssize_t _resume_at          # after a header error: where the next batch starts; else -1
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use kafkarec.iter_batches()")
@@ -328,6 +345,12 @@ cdef class BatchIterator:
             raise StopIteration
         try:
             batch = self._next_batch()
+        except DecodeError as exc:
+            self.exhausted = True
+            if self.stop_reason is None:
+                self.stop_reason = "error"
+            self.stop_error = exc
+            raise
         except BaseException:
             self.exhausted = True
             raise
@@ -335,6 +358,22 @@ cdef class BatchIterator:
             self.exhausted = True
             raise StopIteration
         return batch
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the error that stopped iteration was in one batch's own header,
+        so that ``resume()`` can go on after that batch."""
+        return self.exhausted and self._resume_at >= 0
+
+    def resume(self) -> None:
+        """Go on after the batch whose header could not be read (see ``resumable``)."""
+        if not self.resumable:
+            raise ValueError("nothing to resume: iteration did not stop at a batch's header")
+        self.position = self._resume_at
+        self._resume_at = -1
+        self.exhausted = False
+        self.stop_reason = None
+        self.stop_error = None
 
     cdef RecordBatch _next_batch(self):
         # Follows ByteBufferLogInputStream.nextBatchSize check for check, or with
@@ -349,6 +388,10 @@ cdef class BatchIterator:
             return self._stop(remaining)
         length = <int32_t>kr_load_be32(p + OFF_LENGTH)
         if length < RECORD_OVERHEAD_V0:
+            if self._file_rules:
+                raise CorruptBatchError(
+                    f"Found record size {length} smaller than minimum record overhead "
+                    f"({RECORD_OVERHEAD_V0})", self.position)
             raise CorruptBatchError(
                 f"Record size {length} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})",
                 self.position)
@@ -365,45 +408,90 @@ cdef class BatchIterator:
                 f"(Kafka: newLimit < 0)", self.position)
         size = <Py_ssize_t>length + LOG_OVERHEAD
         if remaining < size:
+            self.next_batch_size = size
             return self._stop(remaining)
-        batch = new_batch(self._buf, self.position, size, self._verify_crc, self._strict,
-                          self._max_decompressed)
+        # From here on the frame is known: an error in this batch's header
+        # leaves the next batch's start known too (resume()).
+        self._resume_at = self.position + size
+        if magic < 0:
+            # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
+            raise CorruptBatchError(f"Invalid magic found in record: {magic}", self.position)
+        batch = new_batch(self._buf, self.position, size, self.options)
+        self._resume_at = -1
         self.position += size
         return batch
 
     cdef RecordBatch _stop(self, Py_ssize_t remaining):
         self.trailing_bytes = remaining
+        self.stop_reason = "truncated" if remaining else "end"
         if remaining and self._strict:
             raise TruncatedError(
                 f"{remaining} trailing bytes do not hold a complete batch", self.position)
         return None
 
 
-def iter_batches(data, /, *, bint verify_crc=True, bint strict=False,
-                 max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-                 Py_ssize_t start=0, end=None, bint file_rules=False):
+def iter_batches(data, /, options=None, *, verify_crc=None, strict=None,
+                 max_decompressed_bytes=None, Py_ssize_t start=0, end=None, file_rules=None):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap).
 
     ``data`` is never copied.  Headers are parsed as batches are yielded;
-    records are decoded when a batch is iterated.  With ``verify_crc`` a batch
-    whose CRC does not match raises ChecksumError before yielding any record.
-    ``strict`` rejects what the format forbids even where Kafka's Java reader
-    is lenient.  ``max_decompressed_bytes`` caps what one compressed batch may
-    inflate to.  ``start``/``end`` bound the region read; positions stay
-    absolute in ``data``.  ``file_rules`` frames as Kafka's FileLogInputStream
-    does for .log files: no magic range check (magic > 2 reads as v2) and a
-    17-byte tail is ignored.
+    records are decoded when a batch is iterated.  How bytes are read is a
+    :class:`ReadOptions` (``options``), or its fields given as keywords on top
+    of it: with ``verify_crc`` (default True) a batch whose CRC does not match
+    raises ChecksumError before yielding any record; ``strict`` rejects what
+    the format forbids even where Kafka's Java reader is lenient;
+    ``max_decompressed_bytes`` caps what one compressed batch may inflate to;
+    ``file_rules`` frames as Kafka's FileLogInputStream does for .log files
+    (no magic range check, a 17-byte tail ignored).  ``start``/``end`` bound
+    the region read; positions stay absolute in ``data``.
     """
     cdef BatchIterator it = BatchIterator.__new__(BatchIterator)
-    if max_decompressed_bytes is None or max_decompressed_bytes < 0:
-        raise ValueError("max_decompressed_bytes must be a non-negative int")
+    cdef ReadOptions opts = resolve_options(options, verify_crc, strict, max_decompressed_bytes,
+                                            file_rules)
     it._buf = buffer_of(data)
     it._end = it._buf.size if end is None else end
     if start < 0 or it._end < start or it._end > it._buf.size:
         raise ValueError(f"start={start}, end={end} do not fit a buffer of {it._buf.size} bytes")
     it.position = start
-    it._file_rules = file_rules
-    it._verify_crc = verify_crc
-    it._strict = strict
-    it._max_decompressed = max_decompressed_bytes
+    it._resume_at = -1
+    it.options = opts
+    it._file_rules = opts.file_rules
+    it._verify_crc = opts.verify_crc
+    it._strict = opts.strict
+    it._max_decompressed = opts.max_decompressed_bytes
     return it
+
+
+cdef ReadOptions PLAUSIBILITY_OPTIONS = ReadOptions(verify_crc=False, strict=True)
+
+
+def is_plausible_batch(data, /, Py_ssize_t position, end=None) -> bool:
+    """Whether a whole batch that a Kafka writer could have produced starts at
+    ``position`` (before ``end``): it frames (size, magic 0..2), its header
+    passes the strict checks (codec id, unused attribute bits, record count
+    against last offset delta), producer epoch and base sequence are -1 or
+    more, and its CRC matches.  Resynchronising after a corrupt region asks
+    this; the cheap checks come first so random bytes rarely cost a CRC."""
+    cdef BatchIterator it
+    cdef RecordBatch b
+    cdef int attributes
+    try:
+        it = iter_batches(data, PLAUSIBILITY_OPTIONS, start=position, end=end)
+        b = next(it, None)
+    except (DecodeError, ValueError):
+        return False
+    if b is None:
+        return False
+    if b.magic >= 2:
+        if b.producer_epoch < -1 or b.base_sequence < -1:
+            return False
+    else:
+        attributes = <uint8_t>b.attributes
+        # no zstd before magic 2; no timestamp type bit on magic 0
+        if (attributes & ATTR_CODEC_MASK) >= CODEC_ZSTD or attributes & (
+                LEGACY_V0_UNUSED if b.magic == 0 else LEGACY_V1_UNUSED):
+            return False
+        # room for the key and value length fields
+        if b.size_in_bytes < (LEGACY_V0_KEY_LENGTH if b.magic == 0 else LEGACY_V1_KEY_LENGTH) + 8:
+            return False
+    return b.crc_valid

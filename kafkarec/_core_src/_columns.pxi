@@ -584,15 +584,15 @@ cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) ex
     return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 
-cdef set aborted_batch_positions(object data, bint verify_crc, Py_ssize_t max_decompressed):
+cdef set aborted_batch_positions(object data, ReadOptions options):
     """Positions of the batches a read_committed consumer would not see (the rule
     lives in kafkarec.transactions).  With verify_crc a marker whose CRC fails
     decides nothing (and the decoding pass reports it)."""
     from kafkarec.transactions import aborted_batches
-    batches = iter_batches(data, verify_crc=verify_crc, max_decompressed_bytes=max_decompressed)
+    batches = iter_batches(data, options.replace(strict=False))
     try:
         return aborted_batches(_until_framing_error(batches),
-                               trusted=_crc_ok if verify_crc else None)
+                               trusted=_crc_ok if options.verify_crc else None)
     except DecodeError:
         return set()
 
@@ -609,22 +609,67 @@ def _until_framing_error(batches):
         return
 
 
-def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=False,
-               bint batch_columns=False, bint read_committed=False, bint verify_crc=True,
-               bint strict=False, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+@cython.final
+cdef class ArrowBatchIterator:
+    """The ``pyarrow.RecordBatch`` stream of :func:`iter_arrow`, which, once it
+    has ended, says where framing stopped and why, as :class:`BatchIterator`
+    does (``position``, ``trailing_bytes``, ``stop_reason``, ``stop_error``):
+    with ``errors="skip"`` a framing error ends the data without raising, and
+    the caller learns here how many bytes could not be framed."""
+    cdef BatchIterator _batches
+    cdef object _chunks
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use kafkarec.iter_arrow()")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._chunks)
+
+    @property
+    def options(self) -> ReadOptions:
+        return self._batches.options
+
+    @property
+    def position(self) -> int:
+        return self._batches.position
+
+    @property
+    def trailing_bytes(self) -> int:
+        return self._batches.trailing_bytes
+
+    @property
+    def stop_reason(self):
+        return self._batches.stop_reason
+
+    @property
+    def stop_error(self):
+        return self._batches.stop_error
+
+
+def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint include_control=False,
+               bint batch_columns=False, bint read_committed=False, verify_crc=None,
+               strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
 
-    Control records are left out unless ``include_control``; ``read_committed``
-    leaves out what a read_committed consumer would not see, judged from the
-    markers in ``data`` (kafkarec.transactions): aborted transactions, and
-    everything from a transaction still open at the end (the LSO) on.
-    ``errors="raise"`` raises the first DecodeError; ``errors="skip"`` leaves a
-    bad batch out whole and appends a description of it to ``error_sink``
-    (a framing error ends the data, as it leaves no next batch to go to).
+    How bytes are read is a :class:`ReadOptions` (``options``) or its fields
+    as keywords, as for :func:`iter_batches`.  Control records are left out
+    unless ``include_control``; ``read_committed`` leaves out what a
+    read_committed consumer would not see, judged from the markers in ``data``
+    (kafkarec.transactions): aborted transactions, and everything from a
+    transaction still open at the end (the LSO) on.  ``errors="raise"`` raises
+    the first DecodeError; ``errors="skip"`` leaves a bad batch out whole and
+    appends a description of it to ``error_sink`` (a framing error ends the
+    data, as it leaves no next batch to go to).  The returned
+    :class:`ArrowBatchIterator` tells where framing stopped once it has ended.
     """
+    cdef ReadOptions opts = resolve_options(options, verify_crc, strict, max_decompressed_bytes, None)
+    cdef ArrowBatchIterator out
     if errors not in ("raise", "skip"):
         raise ValueError("errors must be 'raise' or 'skip'")
     if errors == "skip" and error_sink is None:
@@ -635,14 +680,17 @@ def iter_arrow(data, /, *, topic=None, partition=None, bint include_control=Fals
         raise TypeError(f"topic must be a str or None, not {type(topic).__name__}")
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
-    return _arrow_batches(data, topic, partition, include_control, batch_columns, read_committed,
-                          verify_crc, strict, max_decompressed_bytes, max_rows, max_bytes, errors,
-                          error_sink)
+    out = ArrowBatchIterator.__new__(ArrowBatchIterator)
+    out._batches = iter_batches(data, opts)
+    out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
+                                 batch_columns, read_committed, max_rows, max_bytes, errors,
+                                 error_sink)
+    return out
 
 
-def _arrow_batches(data, topic, partition, bint include_control, bint batch_columns,
-                   bint read_committed, bint verify_crc, bint strict, max_decompressed_bytes,
-                   Py_ssize_t max_rows, Py_ssize_t max_bytes, str errors, list error_sink):
+def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
+                   bint batch_columns, bint read_committed, Py_ssize_t max_rows,
+                   Py_ssize_t max_bytes, str errors, list error_sink):
     cdef _ArrowColumns cols = _ArrowColumns(batch_columns)
     cdef RecordBatch b
     cdef RecordView v
@@ -657,10 +705,10 @@ def _arrow_batches(data, topic, partition, bint include_control, bint batch_colu
     cdef Py_ssize_t data_size = memoryview(data).nbytes
     cdef Py_ssize_t chunk_start = 0, consumed
     cdef double expected
+    cdef bint verify_crc = batches._verify_crc
+    cdef bint strict = batches._strict
     if read_committed:
-        aborted = aborted_batch_positions(data, verify_crc, max_decompressed_bytes)
-    batches = iter_batches(data, verify_crc=verify_crc, strict=strict,
-                           max_decompressed_bytes=max_decompressed_bytes)
+        aborted = aborted_batch_positions(data, batches.options)
     while True:
         try:
             b = next(batches, None)
@@ -745,18 +793,18 @@ cdef dict error_record(object exc, RecordBatch b):
     }
 
 
-def to_arrow(data, /, *, topic=None, partition=None, include_control=False, batch_columns=False,
-             read_committed=False, verify_crc=True, strict=False,
-             max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES, str errors="raise",
-             list error_sink=None):
+def to_arrow(data, /, options=None, *, topic=None, partition=None, include_control=False,
+             batch_columns=False, read_committed=False, verify_crc=None, strict=None,
+             max_decompressed_bytes=None, str errors="raise", list error_sink=None):
     """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
 
+    ``options`` (a :class:`ReadOptions`, or its fields as keywords),
     ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
     leaves a bad batch out whole and appends a description of it to
     ``error_sink``.
     """
     pa = pyarrow()
-    batches = list(iter_arrow(data, topic=topic, partition=partition,
+    batches = list(iter_arrow(data, options, topic=topic, partition=partition,
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,

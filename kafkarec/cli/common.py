@@ -12,6 +12,7 @@ import json
 import time
 from typing import Optional, TextIO
 
+from kafkarec._core import ReadOptions
 from kafkarec.enums import TimestampType
 from kafkarec.errors import DecodeError
 from kafkarec.log.checks import Problem
@@ -30,6 +31,14 @@ INT_MAX = 2**31 - 1
 
 _TS_NAMES = {TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType", TimestampType.CREATE_TIME: "CreateTime",
              TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
+
+
+def read_options(args) -> ReadOptions:
+    """How every command reads segments: Kafka's file framing, each batch's CRC judged by
+    the command itself (``crc_valid``, so a bad CRC is reported, not fatal), and
+    ``--max-decompressed-bytes``."""
+    return ReadOptions(file_rules=True, verify_crc=False,
+                       max_decompressed_bytes=args.max_decompressed_bytes)
 
 
 def jbool(v) -> str:

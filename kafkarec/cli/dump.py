@@ -24,7 +24,7 @@ import kafkarec
 from kafkarec.cli import decode_args
 from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of these names)
     EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
-    error_dict, error_line, java_string, jbool, jdump, optional_long, ts_name)
+    error_dict, error_line, java_string, jbool, jdump, optional_long, read_options, ts_name)
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import Compression, ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
@@ -124,7 +124,7 @@ class Dumper:
         self.verify_only = args.verify_index_only
         self.sanity_only = args.index_sanity_check
         self.json = args.json
-        self.max_decompressed = args.max_decompressed_bytes
+        self.read_options = read_options(args)
         self.status = EXIT_OK
         self.index_mismatches = {}
         self.time_mismatch, self.time_order, self.time_missing = {}, {}, {}
@@ -204,7 +204,7 @@ class Dumper:
         abspath = os.path.abspath(path)
         with Segment(path) as seg:
             end = min(seg.size, self.max_bytes)
-            it = seg.batches(0, end, verify_crc=False, max_decompressed_bytes=self.max_decompressed)
+            it = seg.batches(0, end, options=self.read_options)
             valid_bytes = 0
             last_offset = [-1]
             for item in it.skipping():
@@ -428,7 +428,7 @@ class Dumper:
             return
         found = None
         try:
-            for fb in seg.batches(start, verify_crc=False, release=False):
+            for fb in seg.batches(start, options=self.read_options, release=False):
                 if fb.last_offset >= entry.offset:
                     found = fb
                     break
@@ -540,7 +540,7 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
             d.emit(f"Log starting offset: {sr.segment.base_offset}", type="log_start",
                    offset=sr.segment.base_offset)
         try:
-            for fb in iter_range_batches(st, sr, max_decompressed_bytes=d.max_decompressed):
+            for fb in iter_range_batches(st, sr, d.read_options):
                 if isinstance(fb, SkippedBatch):
                     d.error(error_line(uri, fb.error), uri, fb.position)
                     break

@@ -16,7 +16,7 @@ import kafkarec
 from kafkarec.cli import selection_args
 from kafkarec.errors import DecodeError
 from kafkarec.log import layout, selection, storage
-from kafkarec.log.segment import SkippedBatch, rebase_error
+from kafkarec.log.segment import SCAN_READ_OPTIONS, SkippedBatch, file_options, rebase_error
 
 __all__ = ["RangeBatch", "wants_ranges", "plan", "iter_range_batches"]
 
@@ -67,17 +67,15 @@ def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
     return out
 
 
-def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange, *,
-                       max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES
-                       ) -> Iterator:
+def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange,
+                       options: kafkarec.ReadOptions = SCAN_READ_OPTIONS) -> Iterator:
     """The batches of one selected range that hold selected records (:class:`RangeBatch`),
     then, if framing failed, a :class:`SkippedBatch` (``stopped``) whose error names the file
     position (and nothing after), as :meth:`SegmentBatchIterator.skipping` reports it."""
     lo, hi = sr.min_offset, sr.end_offset
     where = st.uri(sr.segment.path)
     for piece in selection.iter_range_pieces(st, sr):
-        it = kafkarec.iter_batches(piece.data, verify_crc=False, file_rules=True,
-                                   max_decompressed_bytes=max_decompressed_bytes)
+        it = kafkarec.iter_batches(piece.data, file_options(options))
         while True:
             try:
                 b = next(it)

@@ -15,7 +15,7 @@ import os
 from typing import List, Optional, TextIO
 
 import kafkarec
-from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
+from kafkarec.cli.common import (read_options, EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
                                  ts_name)
 from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
@@ -277,13 +277,13 @@ class Stats:
 
 
 def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_list: List[str],
-                   max_decompressed: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Stats:
+                   options: kafkarec.ReadOptions) -> Stats:
     """One segment's counters; unreadable batches are counted and described in ``err_list``."""
     st = Stats()
     st.segments = 1
     with Segment(path) as seg:
         st.file_bytes = seg.size
-        it = seg.batches(verify_crc=False, max_decompressed_bytes=max_decompressed)
+        it = seg.batches(options=options)
         stopped_at = None
         for item in it.skipping():
             if isinstance(item, SkippedBatch):
@@ -298,14 +298,13 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
     return st
 
 
-def _range_stats(st, sr, ratio: bool, err_list: List[str],
-                 max_decompressed: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Stats:
+def _range_stats(st, sr, ratio: bool, err_list: List[str], options: kafkarec.ReadOptions) -> Stats:
     """A selected segment range's counters (URIs or --topics/--start-offset/...)."""
     from kafkarec.cli.ranges import iter_range_batches
     out = Stats()
     out.segments = 1
     uri = st.uri(sr.segment.path)
-    for fb in iter_range_batches(st, sr, max_decompressed_bytes=max_decompressed):
+    for fb in iter_range_batches(st, sr, options):
         if isinstance(fb, SkippedBatch):
             out.bad += 1
             err_list.append(error_line(uri, fb.error))
@@ -326,7 +325,7 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
     for st, sr in plans:
         key = (sr.topic, sr.partition)
         try:
-            row = _range_stats(st, sr, ratio, errors, args.max_decompressed_bytes)
+            row = _range_stats(st, sr, ratio, errors, read_options(args))
         except OSError as e:
             errors.append(f"{st.uri(sr.segment.path)}: {e.strerror or e}")
             continue
@@ -409,7 +408,7 @@ def run(pdirs: List[PartitionDir], args, out: TextIO, err: TextIO) -> int:
             rows = []
             for path in [s.log for s in pdir.segments if s.log] + list(pdir.kraft_snapshots):
                 try:
-                    st = _segment_stats(path, ratio, progress, done, errors, args.max_decompressed_bytes)
+                    st = _segment_stats(path, ratio, progress, done, errors, read_options(args))
                 except OSError as e:
                     errors.append(f"{path}: {e.strerror or e}")
                     continue

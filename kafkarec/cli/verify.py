@@ -18,7 +18,8 @@ from typing import Callable, Iterator, List, Optional
 
 import kafkarec
 from kafkarec.log import sidefiles as sf
-from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human, jdump, problem_dict, problem_line
+from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, human, jdump, problem_dict, problem_line,
+                                 read_options)
 from kafkarec.log.checks import Problem
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
@@ -41,12 +42,11 @@ class SegmentCheck:
     """
 
     def __init__(self, segment: Segment, *, deep: bool = False, resync: bool = False,
-                 prev_last_offset: Optional[int] = None,
-                 max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+                 prev_last_offset: Optional[int] = None, options: Optional[kafkarec.ReadOptions] = None):
         self.segment = segment
         self.deep = deep
         self.resync = resync
-        self.max_decompressed_bytes = max_decompressed_bytes
+        self.options = options
         self.problems: List[Problem] = []
         self.batches = 0
         self.bad_batches = 0
@@ -68,7 +68,7 @@ class SegmentCheck:
         (also those with a bad CRC: an index may point at them)."""
         self._every = every
         scan = self.segment.scan(resync=self.resync, prev_last_offset=self.last_offset,
-                                 max_decompressed_bytes=self.max_decompressed_bytes)
+                                 options=self.options)
         for item in scan:
             if isinstance(item, FileBatch):
                 self._check_batch(item, observers)
@@ -216,7 +216,7 @@ def _open_side(cls, path, base, problems):
 def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = False,
                     observers_for: Optional[Callable[[Segment], tuple]] = None,
                     progress: Optional[Callable[[int], None]] = None,
-                    max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                    options: Optional[kafkarec.ReadOptions] = None,
                     ) -> Iterator[tuple]:
     """Verify a partition directory; yields ``(SegmentCheck or None, [Problem])`` per step.
 
@@ -261,7 +261,7 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
             if observers_for is not None:
                 observers.extend(observers_for(seg))
             check = SegmentCheck(seg, deep=deep, resync=resync, prev_last_offset=prev_last,
-                                 max_decompressed_bytes=max_decompressed_bytes)
+                                 options=options)
             check.run(tuple(observers), None if progress is None else (lambda n, b=done: progress(b + n)),
                       every=tuple(every))
             done += seg.size
@@ -276,8 +276,7 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
                 prev_last = check.last_offset
         yield check, problems
     for path in pdir.kraft_snapshots:
-        yield _check_kraft_snapshot(path, deep=deep, resync=resync,
-                                    max_decompressed_bytes=max_decompressed_bytes)
+        yield _check_kraft_snapshot(path, deep=deep, resync=resync, options=options)
     problems = []
     for path in pdir.producer_snapshots:
         problems.extend(_check_producer_snapshot(path))
@@ -357,7 +356,7 @@ def _control_types(fb: FileBatch) -> list:
 
 
 def _check_kraft_snapshot(path: str, *, deep: bool, resync: bool,
-                          max_decompressed_bytes: int) -> tuple:
+                          options: Optional[kafkarec.ReadOptions]) -> tuple:
     """A KRaft snapshot: batches, the first opening with SnapshotHeader, the last with SnapshotFooter."""
     try:
         seg = Segment(path)
@@ -368,7 +367,7 @@ def _check_kraft_snapshot(path: str, *, deep: bool, resync: bool,
 
         def remember(fb):
             last[:] = [fb.position]
-        check = SegmentCheck(seg, deep=deep, resync=resync, max_decompressed_bytes=max_decompressed_bytes)
+        check = SegmentCheck(seg, deep=deep, resync=resync, options=options)
         check.run((remember,))
         problems = list(check.problems)
         if check.batches == 0:
@@ -418,7 +417,7 @@ def run(pdirs: List[PartitionDir], args, out, err) -> int:
             totals["partitions"] += 1
             for check, problems in check_partition(
                     pdir, deep=args.deep, resync=args.resync,
-                    max_decompressed_bytes=args.max_decompressed_bytes,
+                    options=read_options(args),
                     progress=lambda n, b=done: progress.update(b + n)):
                 if check is not None:
                     totals["segments"] += 1

@@ -43,10 +43,15 @@ __all__ = [
     "base_offset_from_name",
 ]
 
-LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
-RECORD_OVERHEAD_V0 = 14
-V2_HEADER_SIZE = 61
+# Framing sizes are the core's (one definition, kafkarec._core).
+from kafkarec._core import (  # noqa: E402,F401
+    HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0, V2_HEADER_SIZE, ReadOptions,
+    is_plausible_batch)
+
+#: How segments are read unless told otherwise: Kafka's file framing, CRCs checked.
+FILE_READ_OPTIONS = ReadOptions(file_rules=True)
+#: What a scan frames with: the scan's readers judge each batch's CRC themselves.
+SCAN_READ_OPTIONS = ReadOptions(file_rules=True, verify_crc=False)
 # offset int64 | size int32 | (leader epoch or legacy crc) | magic int8
 _FRAME = struct.Struct(">qi4xb")
 # Release mapped pages behind the scan every this many bytes.
@@ -136,9 +141,14 @@ class SkippedRegion(NamedTuple):
     found: bool
 
 
-def _invalid_magic(magic: int, position: int) -> CorruptBatchError:
-    # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
-    return CorruptBatchError(f"Invalid magic found in record: {magic}", position)
+def file_options(options: Optional[ReadOptions] = None, **fields) -> ReadOptions:
+    """``options`` (default: :data:`FILE_READ_OPTIONS`) with ``fields`` that are not None
+    on top, and always Kafka's file framing (``file_rules``)."""
+    base = FILE_READ_OPTIONS if options is None else options
+    changes = {k: v for k, v in fields.items() if v is not None}
+    if not base.file_rules:
+        changes["file_rules"] = True
+    return base.replace(**changes) if changes else base
 
 
 class SegmentBatchIterator:
@@ -147,25 +157,20 @@ class SegmentBatchIterator:
     A framing error (size < 14) ends the iteration with ``CorruptBatchError``.
     A batch whose header cannot be parsed (v2 smaller than 61 bytes, legacy
     magic < 0 ...) raises its error but the iterator stays usable: framing
-    already told where the next batch starts, so ``next()`` goes on from there.
+    already told where the next batch starts, so ``next()`` goes on from there
+    (the core's :meth:`kafkarec.BatchIterator.resume`).
     """
 
-    def __init__(self, segment: "Segment", position: int, end: int, *, verify_crc: bool,
-                 strict: bool, max_decompressed_bytes: int, release: bool):
+    def __init__(self, segment: "Segment", position: int, end: int, *, options: ReadOptions,
+                 release: bool):
         self.segment = segment
         self.end = end
         self.trailing_bytes = 0
         self.exhausted = False
-        self._data = segment._data
-        self._opts = dict(verify_crc=verify_crc, strict=strict,
-                          max_decompressed_bytes=max_decompressed_bytes)
+        self.options = options
         self._release = release and _CAN_RELEASE and segment._mmap is not None
         self._released = position - position % _PAGE
-        self._core = self._frame_from(position)
-
-    def _frame_from(self, position: int):
-        return kafkarec.iter_batches(self._data, start=position, end=self.end, file_rules=True,
-                                     **self._opts)
+        self._core = kafkarec.iter_batches(segment._data, options, start=position, end=end)
 
     @property
     def position(self) -> int:
@@ -187,8 +192,6 @@ class SegmentBatchIterator:
         pos = b.position
         if self._release and pos - self._released >= RELEASE_STEP:
             self._release_behind(pos)
-        if b.magic < 0:
-            raise _invalid_magic(b.magic, pos)
         return FileBatch(self.segment, b)
 
     def skipping(self) -> Iterator["FileBatch | SkippedBatch"]:
@@ -208,24 +211,15 @@ class SegmentBatchIterator:
             yield fb
 
     def _after_error(self, err: DecodeError):
-        """Decide with FileLogInputStream's rules what the core's error at ``position`` means."""
-        pos = self.position
-        remaining = self.end - pos
-        if remaining <= HEADER_SIZE_UP_TO_MAGIC:
+        """What the core's error means for a file (the core reports why it stopped)."""
+        core = self._core
+        if core.stop_reason == "truncated":
             return self._stop()        # strict=True objects to a short tail; Kafka ignores it
-        _, size, magic = self.segment.frame_at(pos)
-        if size < RECORD_OVERHEAD_V0:
-            self.exhausted = True
-            raise CorruptBatchError(
-                f"Found record size {size} smaller than minimum record overhead "
-                f"({RECORD_OVERHEAD_V0}) in file {self.segment.path}.", pos) from None
-        if size > remaining - LOG_OVERHEAD:
-            return self._stop()        # strict=True: a truncated tail, not an error here
-        # Only the header is bad: framing says where the next batch starts.
-        self._core = self._frame_from(pos + size + LOG_OVERHEAD)
-        if magic < 0:
-            raise _invalid_magic(magic, pos) from None
-        raise err
+        if core.resumable:
+            core.resume()              # only the header was bad: go on after this batch
+            raise err
+        self.exhausted = True
+        raise CorruptBatchError(f"{err.reason} in file {self.segment.path}.", err.position) from None
 
     def _stop(self):
         self.exhausted = True
@@ -257,15 +251,14 @@ class SegmentScan:
     """
 
     def __init__(self, segment: "Segment", *, resync: bool = False, prev_last_offset: Optional[int] = None,
-                 verify_crc: bool = False, max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
-                 release: bool = True):
+                 options: Optional[ReadOptions] = None, release: bool = True):
         self.segment = segment
         self.resync = resync
         #: The last offset of the last batch whose header and CRC were good.
         self.last_offset = prev_last_offset
         #: Where reading is (the end of the last batch yielded).
         self.position = 0
-        self._opts = dict(verify_crc=verify_crc, max_decompressed_bytes=max_decompressed_bytes,
+        self._opts = dict(options=SCAN_READ_OPTIONS if options is None else file_options(options),
                           release=release)
 
     def offset_bounds(self) -> tuple:
@@ -385,26 +378,29 @@ class Segment:
         return f"Segment({self.path!r}, base_offset={self.base_offset}, size={self.size})"
 
     # --- batches ----------------------------------------------------------
-    def batches(self, start: int = 0, end: Optional[int] = None, *, verify_crc: bool = True,
-                strict: bool = False,
-                max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
+    def batches(self, start: int = 0, end: Optional[int] = None, *, options: Optional[ReadOptions] = None,
+                verify_crc: Optional[bool] = None, strict: Optional[bool] = None,
+                max_decompressed_bytes: Optional[int] = None,
                 release: bool = True) -> SegmentBatchIterator:
-        """Iterate the batches in ``[start, end)`` (end defaults to the file size)."""
+        """Iterate the batches in ``[start, end)`` (end defaults to the file size), read with
+        ``options`` (a :class:`kafkarec.ReadOptions`; CRCs checked by default) or its fields as
+        keywords, always with Kafka's file framing."""
         if not 0 <= start <= self.size:
             raise ValueError(f"position {start} is outside {self.path} ({self.size} bytes)")
         end = self.size if end is None else max(start, min(end, self.size))
-        return SegmentBatchIterator(self, start, end, verify_crc=verify_crc, strict=strict,
-                                    max_decompressed_bytes=max_decompressed_bytes, release=release)
+        opts = file_options(options, verify_crc=verify_crc, strict=strict,
+                            max_decompressed_bytes=max_decompressed_bytes)
+        return SegmentBatchIterator(self, start, end, options=opts, release=release)
 
     def __iter__(self):
         return self.batches()
 
-    def scan(self, *, resync: bool = False, prev_last_offset: Optional[int] = None, verify_crc: bool = False,
-             max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
-             release: bool = True) -> SegmentScan:
-        """One pass over the whole file that goes on past what it cannot read (:class:`SegmentScan`)."""
-        return SegmentScan(self, resync=resync, prev_last_offset=prev_last_offset, verify_crc=verify_crc,
-                           max_decompressed_bytes=max_decompressed_bytes, release=release)
+    def scan(self, *, resync: bool = False, prev_last_offset: Optional[int] = None,
+             options: Optional[ReadOptions] = None, release: bool = True) -> SegmentScan:
+        """One pass over the whole file that goes on past what it cannot read (:class:`SegmentScan`);
+        ``options`` default to CRCs not checked while framing (the scan's readers ask ``crc_valid``)."""
+        return SegmentScan(self, resync=resync, prev_last_offset=prev_last_offset, options=options,
+                           release=release)
 
     def records(self, **kw):
         for b in self.batches(**kw):
@@ -422,43 +418,15 @@ class Segment:
 
     def plausible_at(self, pos: int, min_offset: Optional[int] = None,
                      max_offset: Optional[int] = None) -> bool:
-        """Whether a batch that looks real starts at ``pos``.
-
-        Plausible: a sane size that fits the file, magic 0..2, header fields a
-        Kafka writer could have produced (codec id, counts, epochs; the offset
-        within ``[min_offset, max_offset]`` when given), and a valid CRC
-        (CRC-32C of bytes 21.. for v2, CRC-32 of bytes 16.. for legacy).  The
-        cheap checks come first so random bytes rarely cost a CRC.
-        """
+        """Whether a batch that looks real starts at ``pos``: the core's
+        :func:`kafkarec._core.is_plausible_batch` (frames, passes the strict header
+        checks, CRC matches), with its offset within ``[min_offset, max_offset]`` when given."""
         if pos < 0 or pos + HEADER_SIZE_UP_TO_MAGIC > self.size:
             return False
-        buf = self._buf
-        offset, size, magic = self.frame_at(pos)
-        total = size + LOG_OVERHEAD
-        if size < RECORD_OVERHEAD_V0 or not 0 <= magic <= 2 or pos + total > self.size:
-            return False
+        offset = self.frame_at(pos)[0]
         if (min_offset is not None and offset < min_offset) or (max_offset is not None and offset > max_offset):
             return False
-        if magic == 2:
-            if total < V2_HEADER_SIZE:
-                return False
-            attrs, delta = _V2_ATTRS.unpack_from(buf, pos + 21)
-            epoch, seq, count = _V2_TAIL.unpack_from(buf, pos + 51)
-            if (attrs & ~0x7F or (attrs & 7) > 4 or delta < 0 or count < 0 or count > delta + 1
-                    or epoch < -1 or seq < -1):
-                return False
-        else:
-            attrs = buf[pos + 17]
-            # Legacy attributes: codec 0..3 (no zstd before magic 2), timestamp type bit on v1 only.
-            if attrs & 0xF0 or (attrs & 7) > 3 or (magic == 0 and attrs & 0x08):
-                return False
-            if total < (26 if magic == 0 else 34):
-                return False
-        try:
-            batch = next(kafkarec.iter_batches(self._data, verify_crc=False, start=pos, end=pos + total))
-        except (DecodeError, StopIteration):
-            return False
-        return batch.crc_valid
+        return is_plausible_batch(self._data, pos)
 
     def find_next_batch(self, start: int, end: Optional[int] = None, *,
                         min_offset: Optional[int] = None, max_offset: Optional[int] = None) -> int:
@@ -490,8 +458,6 @@ class Segment:
 
 
 _WINDOW = 1 << 20
-_V2_ATTRS = struct.Struct(">hi")      # attributes, lastOffsetDelta at byte 21
-_V2_TAIL = struct.Struct(">hii")      # producerEpoch, baseSequence, recordsCount at byte 51
 
 
 # A size field of at least 14 (big-endian, positive) followed by 4 bytes and a

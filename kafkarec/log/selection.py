@@ -58,6 +58,8 @@ log = logging.getLogger("kafkarec")
 EARLIEST = -2
 LATEST = -1
 SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp by scanning
+# Headers and offsets only, while resolving a selection: no CRC, Kafka's file framing.
+SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 
 SELECTION_OPTIONS = ("topics", "topicpattern", "startingoffsets", "endingoffsets",
                      "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
@@ -220,7 +222,7 @@ def _batch_spans(data) -> list:
     """``(position, last offset)`` of the whole batches framed in ``data`` (headers only)."""
     out = []
     try:
-        for b in kafkarec.iter_batches(data, verify_crc=False, file_rules=True):
+        for b in kafkarec.iter_batches(data, SCAN_OPTIONS):
             out.append((b.position, b.last_offset))
     except DecodeError:
         pass
@@ -289,30 +291,30 @@ def _trim_before(piece, start: int):
     return None
 
 
-def read_arrow(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20, **iter_arrow_kw
-               ) -> Iterator:
+def read_arrow(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.ReadOptions] = None, *,
+               chunk_size: int = 8 << 20, **iter_arrow_kw) -> Iterator:
     """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
-    of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` (``iter_arrow_kw``:
+    of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` with ``options`` (``iter_arrow_kw``:
     ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
     dropped."""
     for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
-        for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition,
+        for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
                                       **iter_arrow_kw):
             out = filter_offsets(rb, sr.min_offset, sr.end_offset)
             if out.num_rows:
                 yield out
 
 
-def read_records(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8 << 20,
-                 verify_crc: bool = True, strict: bool = False,
-                 max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+def read_records(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.ReadOptions] = None,
+                 *, chunk_size: int = 8 << 20):
     """The selected :class:`kafkarec.Record` objects of one range, in offset order (the
-    pieces of :func:`iter_range_pieces`; decode errors name file positions)."""
-    from kafkarec.log.segment import rebase_error
+    pieces of :func:`iter_range_pieces`, read with ``options``, default CRCs checked;
+    decode errors name file positions)."""
+    from kafkarec.log.segment import file_options, rebase_error
+    options = file_options(options)
     lo, hi = sr.min_offset, sr.end_offset
     for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
-        it = kafkarec.iter_batches(piece.data, verify_crc=verify_crc, strict=strict,
-                                   max_decompressed_bytes=max_decompressed_bytes, file_rules=True)
+        it = kafkarec.iter_batches(piece.data, options)
         try:
             for b in it:
                 if hi is not None and b.base_offset >= hi:
@@ -435,7 +437,7 @@ class Resolver:
         check_manifest(self.storage, seg)
         checking = check is not None and start > 0
         with self.storage.open(seg.path, seg.size) as f:
-            it = iter_remote_batches(f, start, None, chunk_size=SCAN_CHUNK, verify_crc=False)
+            it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK)
             while True:
                 try:
                     pos, b = next(it)
@@ -479,7 +481,7 @@ class Resolver:
             last = None
             checking = check is not None and pos > 0
             try:
-                for _, b in iter_remote_batches(f, pos, None, verify_crc=False):
+                for _, b in iter_remote_batches(f, pos, None, SCAN_OPTIONS):
                     if checking and b.last_offset != check:
                         break
                     checking = False
@@ -489,7 +491,7 @@ class Resolver:
                     raise
             if checking:                     # stale index: the whole segment
                 last = None
-                for _, b in iter_remote_batches(f, 0, None, verify_crc=False):
+                for _, b in iter_remote_batches(f, 0, None, SCAN_OPTIONS):
                     last = b.last_offset
         return last
 
@@ -660,12 +662,12 @@ def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time
 
 
 def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,
-                  verify_crc: bool = True, strict: bool = False):
+                  options: Optional[kafkarec.ReadOptions] = None):
     """``(SegmentRange, kafkarec.Record)`` for every selected record under a URI or path,
     by topic, partition and offset (what ``kafkarec dump``/``stats`` need over any storage)."""
     from kafkarec.log import layout, storage
     st, root = storage.resolve(uri, storage_options)
     lay = layout.scan(st, root)
     for sr in plan(lay, sel or parse_selection({})):
-        for r in read_records(st, sr, verify_crc=verify_crc, strict=strict):
+        for r in read_records(st, sr, options):
             yield sr, r

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import threading
 from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -50,9 +49,8 @@ __all__ = [
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
-LOG_OVERHEAD = 12                 # offset int64 + size int32 (Kafka's Records.LOG_OVERHEAD)
-HEADER_SIZE_UP_TO_MAGIC = 17      # FileLogInputStream needs this much to frame a batch
-_FRAME = struct.Struct(">qi")     # offset, size: only to know how many bytes a batch still lacks
+# Framing only (headers, no CRC), with Kafka's file rules: where batches start and end.
+_FRAMING_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
@@ -468,35 +466,25 @@ def _frame(data, base: int, end: int):
     (a size below 14: Kafka's FileLogInputStream stops there).
     """
     limit = end - base
-    n = len(data)
-    pos = 0
+    it = kafkarec.iter_batches(data, _FRAMING_OPTIONS)
     while True:
-        it = kafkarec.iter_batches(data, start=pos, verify_crc=False, file_rules=True)
-        header_error = False
         try:
             for b in it:
                 if b.position >= limit:
                     return b.position, 0, False
-            pos = it.position
         except DecodeError:
-            pos = it.position
-            header_error = True
+            if it.resumable:
+                # A whole frame whose header the core refuses: framing goes on after it
+                # (the decoder reports this batch), as SegmentBatchIterator does.
+                it.resume()
+                continue
+            return it.position, 0, True        # a size below 14: Kafka stops there
+        pos = it.position
         if pos >= limit:
             return pos, 0, False
-        rest = n - pos
-        if rest < LOG_OVERHEAD or (not header_error and rest <= HEADER_SIZE_UP_TO_MAGIC):
-            return pos, HEADER_SIZE_UP_TO_MAGIC + 1, False
-        _, size = _FRAME.unpack_from(data, pos)
-        if size < 14:
-            return pos, 0, True
-        total = size + LOG_OVERHEAD
-        if rest < total:
-            return pos, total, False
-        if not header_error:
-            return pos, 0, True          # defensive: the core stopped at a whole frame
-        # A whole frame whose header the core refuses: framing goes on after it (the
-        # decoder reports this batch), as SegmentBatchIterator does.
-        pos += total
+        # The data ran out: the batch starting here needs next_batch_size bytes in all
+        # (one more than the 17 bytes framing reads while even its size is missing).
+        return pos, it.next_batch_size or HEADER_SIZE_UP_TO_MAGIC + 1, False
 
 
 class _ReadAhead:
@@ -607,15 +595,16 @@ def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
         src.close()
 
 
-def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
-                        chunk_size: int = DEFAULT_CHUNK, verify_crc: bool = True, strict: bool = False,
-                        max_decompressed_bytes: int = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES):
+def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None,
+                        options: Optional[kafkarec.ReadOptions] = None, *,
+                        chunk_size: int = DEFAULT_CHUNK):
     """``(absolute position, kafkarec.RecordBatch)`` for the batches of a remote segment
-    range, in bounded memory (see :func:`iter_pieces`); decode errors name file positions."""
-    from kafkarec.log.segment import rebase_error
+    range, in bounded memory (see :func:`iter_pieces`), read with ``options`` (default:
+    CRCs checked) and Kafka's file framing; decode errors name file positions."""
+    from kafkarec.log.segment import file_options, rebase_error
+    options = file_options(options)
     for piece in iter_pieces(f, start, end, chunk_size=chunk_size):
-        it = kafkarec.iter_batches(piece.data, verify_crc=verify_crc, strict=strict,
-                                   max_decompressed_bytes=max_decompressed_bytes, file_rules=True)
+        it = kafkarec.iter_batches(piece.data, options)
         try:
             for b in it:
                 yield piece.position + b.position, b
