@@ -51,6 +51,7 @@ __all__ = [
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
 # Framing only (headers, no CRC), with Kafka's file rules: where batches start and end.
 _FRAMING_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
+from kafkarec._core import HEADER_SIZE_UP_TO_MAGIC  # noqa: E402  (framing sizes are the core's)
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
