@@ -10,7 +10,9 @@
 #   _records.pxi  v2 records and the record iterator
 #   _codecs.pxi   decompression with Kafka's framing rules and a budget
 #   _legacy.pxi   magic 0/1 message sets and compressed wrappers
-#   _builder.pxi  writing v2 batches (+ compression on write)
+#   _builder.pxi  writing v2 batches record by record
+#   _compress.pxi compression on write, as Kafka's producers write each codec
+#   _builder_bulk.pxi  whole columns into a batch in one C loop (bulk_writer.h)
 #   _legacy_builder.pxi  writing magic 0/1 message sets
 #   _restamp.pxi  broker-style in-place re-stamping
 #   _columns.pxi  records straight into Arrow buffers
@@ -47,6 +49,8 @@ include "_core_src/_records.pxi"
 include "_core_src/_codecs.pxi"
 include "_core_src/_legacy.pxi"
 include "_core_src/_builder.pxi"
+include "_core_src/_compress.pxi"
+include "_core_src/_builder_bulk.pxi"
 include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
 include "_core_src/_columns.pxi"

@@ -50,7 +50,7 @@ cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
     if g.size + n > g.capacity:
         g.reserve(n)
     if n:                       # (g.data may still be NULL when n is 0)
-        c_memcpy(g.data + g.size, src, n)
+        memcpy(g.data + g.size, src, n)
     g.size += n
     return 0
 

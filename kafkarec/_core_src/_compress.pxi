@@ -1,0 +1,144 @@
+# Compression on write: the bytes Kafka's producers write for each codec, at
+# Kafka's default levels, with room for the v2 header where a batch is built.
+
+cdef enum:
+    XERIAL_BLOCK_SIZE = 32 * 1024    # snappy-java's block size
+
+cdef int codec_id(object compression) except -1:
+    if type(compression) is int or type(compression) is Compression:
+        if 0 <= compression <= CODEC_ZSTD:
+            return compression          # no Enum call on the common path
+    try:
+        return int(Compression(compression))
+    except ValueError:
+        raise EncodeError(f"Unknown compression type id: {compression}") from None
+
+
+cdef object check_level(int codec, object level):
+    """Kafka's accepted level ranges (CompressionType / Compression builders)."""
+    if level is None:
+        return None
+    ranges = {1: (1, 9), 3: (1, 17), 4: (-131072, 22)}
+    if codec == 0 or codec == 2:
+        raise EncodeError(f"{_CODEC_NAMES[codec]} has no compression level")
+    low, high = ranges[codec]
+    if not (low <= level <= high or (codec == 1 and level == -1)):
+        raise EncodeError(f"{_CODEC_NAMES[codec]} compression level {level} is outside "
+                          f"[{low}, {high}]")
+    return level
+
+
+cdef bytes compressed_batch_bytes(int codec, const uint8_t *records, Py_ssize_t n, object level,
+                                  bint raw_snappy):
+    """V2_HEADER_SIZE bytes left for the header, then the records compressed.
+    Snappy compresses straight into the returned bytes; the other libraries
+    return their own bytes, copied there once."""
+    cdef object data = view_of(records, n)
+    if codec == 2:
+        return snappy_batch_bytes(data, n, raw_snappy)
+    if codec == 1:
+        head, tail = gzip_parts(data, level)
+        return with_header_room(head, tail)
+    return with_header_room(compress(codec, data, level, raw_snappy, 2), None)
+
+
+cdef tuple gzip_parts(object data, object level):
+    """gzip as Kafka's GZIPOutputStream writes it (a gzip member, level 6 unless given):
+    the compressor's output and its flush, to be joined (or copied behind a header)."""
+    zlib = codec_lib("zlib", "zlib")
+    c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
+    return c.compress(data), c.flush()
+
+
+cdef bytes with_header_room(object first, object second):
+    """V2_HEADER_SIZE bytes of room, then first and second (bytes-like; second may be None)."""
+    cdef _Buffer a = buffer_of(first)
+    cdef _Buffer b = buffer_of(second) if second is not None else None
+    cdef Py_ssize_t nb = b.size if b is not None else 0
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, V2_HEADER_SIZE + a.size + nb)
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out) + V2_HEADER_SIZE
+    if a.size:
+        memcpy(p, a.ptr, a.size)
+    if nb:
+        memcpy(p + a.size, b.ptr, nb)
+    return out
+
+
+from cpython.buffer cimport PyBUF_WRITE
+
+
+cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
+    """Snappy (xerial framing as snappy-java writes it, or raw) written by
+    cramjam's compress_raw_into straight into the batch's bytes."""
+    cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+    cdef _BatchBytes out = _BatchBytes()
+    cdef Py_ssize_t start, written, pos, block_bound
+    cdef object view = data
+    if raw:
+        block_bound = cjsnappy.compress_raw_max_len(view)
+        out.reserve(block_bound)
+        out.size = cjsnappy.compress_raw_into(
+            view, PyMemoryView_FromMemory(<char *>out.data, out.capacity, PyBUF_WRITE))
+        return out.take()
+    # magic, version 1, compatible 1, then (BE32 length, block) per 32 KiB of input
+    block_bound = 4 + cjsnappy.compress_raw_max_len(view[:XERIAL_BLOCK_SIZE])
+    out.reserve(XERIAL_HEADER_SIZE + (n + XERIAL_BLOCK_SIZE - 1) // XERIAL_BLOCK_SIZE * block_bound)
+    memcpy(out.data, <const char *>XERIAL_MAGIC, 8)
+    memcpy(out.data + 8, b"\x00\x00\x00\x01\x00\x00\x00\x01", 8)
+    pos = XERIAL_HEADER_SIZE
+    for start in range(0, n, XERIAL_BLOCK_SIZE):
+        written = cjsnappy.compress_raw_into(
+            view[start:start + XERIAL_BLOCK_SIZE],
+            PyMemoryView_FromMemory(<char *>out.data + pos + 4, out.capacity - pos - 4, PyBUF_WRITE))
+        kr_store_be32(out.data + pos, <uint32_t>written)
+        pos += 4 + written
+    out.size = pos
+    return out.take()
+
+
+import threading as _threading
+cdef object _zstd_local = _threading.local()
+
+
+cdef object zstd_compressor(object level):
+    """A ZstdCompressor per thread and level, reused (creating one costs a few
+    microseconds; one instance must not be used by two threads at once)."""
+    cdef dict cache
+    try:
+        cache = _zstd_local.compressors
+    except AttributeError:
+        cache = _zstd_local.compressors = {}
+    compressor = cache.get(level)
+    if compressor is None:
+        zstandard = codec_lib("zstandard", "zstandard")
+        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
+        compressor = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    return compressor
+
+
+cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
+    """``data`` compressed as Kafka writes ``codec`` for a ``magic`` message set (the
+    legacy builder's path; v2 batches use compressed_batch_bytes, which writes the
+    same bytes behind room for the header)."""
+    cdef _Buffer source
+    if codec == 1:
+        head, tail = gzip_parts(data, level)
+        return head + tail
+    if codec == 2:
+        source = buffer_of(data)
+        return snappy_batch_bytes(data, source.size, raw_snappy)[V2_HEADER_SIZE:]
+    if codec == 3:
+        lz4frame = codec_lib("lz4.frame", "lz4")
+        frame = lz4frame.compress(
+            data, block_size=lz4frame.BLOCKSIZE_MAX64KB, block_linked=False,
+            content_checksum=False, block_checksum=False, store_size=False,
+            compression_level=0 if level is None or level == 9 else level)
+        if magic == 0:
+            # KAFKA-3160: Kafka writes magic-0 LZ4 with the header checksum over the magic too.
+            fixed = bytearray(frame)
+            fixed[6] = _lz4_header_checksum(bytes(fixed[0:6]))
+            return bytes(fixed)
+        return frame
+    if codec == 4:
+        return zstd_compressor(3 if level is None else level).compress(data)
+    raise EncodeError(f"Unknown compression type id: {codec}")
