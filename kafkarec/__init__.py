@@ -47,14 +47,16 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 
-def to_arrow(data: _Any, /, *, decode: "str | None" = None, **options: _Any) -> _Any:
-    """Records of `data` as a pyarrow Table (see ``kafkarec._core.to_arrow`` for the options); with
+def to_arrow(data: _Any, read_options: "ReadOptions | None" = None, /, *, decode: "str | None" = None,
+             **options: _Any) -> _Any:
+    """Records of `data` as a pyarrow Table, read with ``read_options`` (a :class:`ReadOptions`,
+    or its fields as keywords; see ``kafkarec._core.to_arrow`` for the other options); with
     ``decode="consumer_offsets" | "transaction_state" | "share_group_state" | "cluster_metadata" |
     "remote_log_metadata"`` also the decoded columns of that internal topic (kafkarec.internal.columns)."""
     if decode is None:
-        return _core.to_arrow(data, **options)
+        return _core.to_arrow(data, read_options, **options)
     from kafkarec.internal.columns import to_arrow as _decoded
-    return _decoded(data, decode=decode, **options)
+    return _decoded(data, read_options, decode=decode, **options)
 
 __all__ = [
     "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",

@@ -118,20 +118,24 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
                "base_offset": None, "message": str(exc)}
         if chunks.stop_error is exc:            # framing itself stopped here
             err["not_decoded"] = size - chunks.position
+        chunks = None       # let go of the buffer export: the caller releases its view
         raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
                                   + format_error(err, where)) from exc
     if sink:
         yield from _drain(sink, held, base, where)
     framing_failed = chunks.stop_reason == "error"
+    position, trailing, stop_reason = chunks.position, chunks.trailing_bytes, chunks.stop_reason
+    truncated = stop_reason == "truncated" and chunks.stop_error is None   # (strict: reported above)
+    chunks = None           # let go of the buffer export: the caller releases its view
     for e in held:
         err = dict(e)
-        if framing_failed and e["position"] == chunks.position:
-            err["not_decoded"] = size - chunks.position
+        if framing_failed and e["position"] == position:
+            err["not_decoded"] = size - position
         err["position"] = base + e["position"]
         err["message"] = format_error(err, where)
         yield "error", err
-    if chunks.stop_reason == "truncated" and chunks.stop_error is None:   # (strict: reported above)
-        err = _truncated(base + chunks.position, chunks.trailing_bytes)
+    if truncated:
+        err = _truncated(base + position, trailing)
         err["message"] = format_error(err, where)
         if mode == "FAILFAST":
             raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "

@@ -227,7 +227,7 @@ cdef uint32_t compute_crc(RecordBatch b) except? 0xFFFFFFFF:
     cdef const uint8_t *p = b._buf.ptr + b.position
     if b.magic >= 2:
         return crc32c_of(p + OFF_ATTRIBUTES, b.size_in_bytes - OFF_ATTRIBUTES)
-    return crc32_of(p + OFF_MAGIC, b.size_in_bytes - OFF_MAGIC)
+    return legacy_entry_crc(p, b.size_in_bytes)
 
 
 cdef int check_crc(RecordBatch b) except -1:

@@ -147,6 +147,8 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
     r._strict = strict
     r._has_checksum = True
     r._checksum = kr_load_be32(p + LEGACY_OFF_CRC)
+    r._entry = entry
+    r._entry_size = size
     r._control_version = -1
     return r
 
@@ -279,9 +281,14 @@ cdef int legacy_resolve(RecordBatch b) except -1:
     return 0
 
 
+cdef inline uint32_t legacy_entry_crc(const uint8_t *entry, Py_ssize_t size) except? 0xFFFFFFFF:
+    """The CRC-32 a legacy message's crc field must hold: over magic..end."""
+    return crc32_of(entry + OFF_MAGIC, size - OFF_MAGIC)
+
+
 cdef int check_inner_crc(_Buffer inner, Py_ssize_t pos, Py_ssize_t size, Py_ssize_t batch_position) except -1:
     cdef uint32_t stored = kr_load_be32(inner.ptr + pos + LEGACY_OFF_CRC)
-    cdef uint32_t actual = crc32_of(inner.ptr + pos + OFF_MAGIC, size - OFF_MAGIC)
+    cdef uint32_t actual = legacy_entry_crc(inner.ptr + pos, size)
     if stored != actual:
         raise ChecksumError(f"Record is corrupt (stored crc = {stored}, computed crc = {actual})",
                             batch_position, expected=stored, actual=actual,

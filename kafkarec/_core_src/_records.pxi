@@ -59,6 +59,8 @@ cdef class Record:
     cdef bint _strict
     cdef bint _has_checksum
     cdef uint32_t _checksum               # legacy records: their own CRC-32
+    cdef Py_ssize_t _entry                # legacy records: where the message starts in _buf
+    cdef Py_ssize_t _entry_size           # ... and its size with the log overhead
     cdef int32_t _control_version         # -1 until the control key is parsed
     cdef int32_t _control_type_id
 
@@ -121,6 +123,14 @@ cdef class Record:
     def checksum(self):
         """The message's own CRC-32 for magic 0/1; None for v2 (whose records have none)."""
         return self._checksum if self._has_checksum else None
+
+    @property
+    def crc_valid(self):
+        """Whether a magic 0/1 message's own CRC-32 matches its bytes (Kafka's
+        LegacyRecord.isValid); None for v2 records, which the batch's CRC covers."""
+        if not self._has_checksum:
+            return None
+        return legacy_entry_crc(self._buf.ptr + self._entry, self._entry_size) == self._checksum
 
     @property
     def key_size(self) -> int:

@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import base64
 import os
-import struct
 import uuid
-import zlib
 from typing import List, Optional, TextIO
 
-import kafkarec
 from kafkarec.cli import decode_args
 from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of these names)
     EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
     error_dict, error_line, java_string, jbool, jdump, optional_long, read_options, ts_name)
 from kafkarec.log import sidefiles as sf
-from kafkarec.enums import Compression, ControlRecordType
+from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
@@ -78,32 +75,6 @@ def control_text(r) -> str:
     if kind in _CONTROL_LABELS:
         return _CONTROL_LABELS[kind] + jdump(control_json(kind, r.control_value))
     return f" controlType: {kind.name}({r.control_type_id})"
-
-
-def _legacy_inner_valid(fb) -> Optional[list]:
-    """Per-record isValid for a legacy batch: each message's own CRC-32.
-
-    The core checks inner CRCs only as a whole (verify_crc); re-reading the
-    batch with it on answers "all valid" cheaply.  Otherwise each message is
-    re-encoded from its fields and checked (exact unless a magic 1 wrapper is
-    LogAppendTime, whose inner timestamps the reader replaces).
-    """
-    if fb.compression == Compression.NONE:
-        return None        # uncompressed: the record is the batch
-    try:
-        list(next(kafkarec.iter_batches(fb.raw(), verify_crc=True)))
-        return [True] * fb.record_count
-    except DecodeError:
-        pass
-    out = []
-    for r in fb:
-        body = struct.pack(">bb", r.magic, r.attributes)
-        if r.magic == 1:
-            body += struct.pack(">q", r.timestamp)
-        for part in (r.key, r.value):
-            body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + part
-        out.append(zlib.crc32(body) == r.checksum)
-    return out
 
 
 class Dumper:
@@ -266,17 +237,16 @@ class Dumper:
         tsn = ts_name(fb.batch)
         v2 = fb.magic >= 2
         control = v2 and fb.is_control
-        inner_valid = None if v2 else _legacy_inner_valid(fb)
         gaps = self.non_consecutive
         lines = []
-        for i, r in enumerate(fb):
+        for r in fb:
             off = r.offset
             # The Java rewrite starts "previous" at -1, so a first offset > 0 is reported too.
             if off != last_offset[0] + 1:
                 gaps.setdefault(abspath, {})[last_offset[0]] = off
             last_offset[0] = off
             if self.json:
-                lines.append(self._record_json(fb, r, tsn, control, inner_valid, i, abspath))
+                lines.append(self._record_json(fb, r, tsn, control, abspath))
                 continue
             line = ""
             if not self.skip_meta:
@@ -286,8 +256,7 @@ class Dumper:
                     line += (f" sequence: {r.sequence} headerKeys: "
                              f"[{','.join(k for k, _ in r.headers)}]")
                 else:
-                    valid = fb.crc_valid if inner_valid is None else inner_valid[i]
-                    line += f" isValid: {jbool(valid)} crc: {r.checksum}"
+                    line += f" isValid: {jbool(r.crc_valid)} crc: {r.checksum}"
                 if control:
                     line += decode_args.control_text(r, self.decode_schemas) if self.decode else control_text(r)
             internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
@@ -309,14 +278,14 @@ class Dumper:
             lines.append(line + "\n")
         self.out.write("".join(lines))
 
-    def _record_json(self, fb, r, tsn, control, inner_valid, i, abspath: str = "") -> str:
+    def _record_json(self, fb, r, tsn, control, abspath: str = "") -> str:
         obj = {"type": "record", "offset": r.offset, "timestamp_type": tsn, "timestamp": r.timestamp,
                "key_size": r.key_size, "value_size": r.value_size}
         if fb.magic >= 2:
             obj["sequence"] = r.sequence
             obj["header_keys"] = [k for k, _ in r.headers]
         else:
-            obj["is_valid"] = fb.crc_valid if inner_valid is None else inner_valid[i]
+            obj["is_valid"] = r.crc_valid     # the message's own CRC-32 (LegacyRecord.isValid)
             obj["crc"] = r.checksum
         if control:
             kind = r.control_type

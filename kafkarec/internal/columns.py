@@ -123,16 +123,19 @@ def decode_columns(table, decode: str, *, strict: bool = False, schemas: str = _
     return table
 
 
-def to_arrow(data, /, *, decode: str, topic: str | None = None, partition: int | None = None,
-             strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS, **options) -> Any:
+def to_arrow(data, read_options=None, /, *, decode: str, topic: str | None = None,
+             partition: int | None = None, strict: bool | None = None,
+             schemas: str = _topics.DEFAULT_SCHEMAS, **options) -> Any:
     """``kafkarec.to_arrow(data, ...)`` (every option passes through; control records are left out as
     there) plus the typed columns of internal topic `decode` (``"consumer_offsets"``, ``"transaction_state"``,
     ``"share_group_state"``, ``"cluster_metadata"``, ``"remote_log_metadata"``). Unknown record types are
     named ``Unknown`` (``strict=True``: UnknownRecordTypeError); malformed keys/values raise
     InternalRecordError naming the record's offset."""
     internal_topic = _topics.decoder_for(decode)
-    table = _core.to_arrow(data, topic=topic if topic is not None else internal_topic, partition=partition,
-                           strict=strict, **options)
+    table = _core.to_arrow(data, read_options, topic=topic if topic is not None else internal_topic,
+                           partition=partition, strict=strict, **options)
+    if strict is None:
+        strict = read_options.strict if read_options is not None else False
     return decode_columns(table, internal_topic, strict=strict, schemas=schemas)
 
 

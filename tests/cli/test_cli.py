@@ -593,3 +593,20 @@ def test_decompression_budget(tmp_path, capfd):
     assert code == 0
     code, out, err = run(["dump", "--deep-iteration", "--max-decompressed-bytes", "1000", w.log_path(0)], capfd)
     assert code == 1 and "1000" in err
+
+
+def test_dump_legacy_inner_is_valid_is_each_message_own_crc(tmp_path, capfd):
+    # isValid of a record inside a compressed legacy wrapper is that message's own CRC-32
+    # (LegacyRecord.isValid), read from its bytes, not re-derived from decoded fields.
+    from foreign import legacy_message
+    good = legacy_message(1, 0, key=None, value=b"a", timestamp=5)
+    bad = legacy_message(1, 1, key=None, value=b"b", timestamp=6, crc=12345)
+    wrapper = legacy_message(1, 1, key=None, value=gzip.compress(good + bad), attributes=1, timestamp=6)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(wrapper)
+    code, out, _ = run(["dump", "--deep-iteration", str(path)], capfd)
+    valid = [line.split("isValid: ")[1].split()[0] for line in out.splitlines() if line.startswith("| offset")]
+    assert valid == ["true", "false"]
+    code, out, _ = run(["dump", "--deep-iteration", "--json", str(path)], capfd)
+    records = [r for r in map(json.loads, out.splitlines()) if r["type"] == "record"]
+    assert [r["is_valid"] for r in records] == [True, False]
