@@ -201,6 +201,9 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
                max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
                errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> ArrowBatchIterator: ...
+def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
+    """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""
+    ...
 def to_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str | None = ...,
              partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
              read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,

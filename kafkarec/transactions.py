@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Iterable
 
+from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError
 
 __all__ = ["aborted_batches"]
-
-_ATTR_TRANSACTIONAL = 0x10
-_ATTR_CONTROL = 0x20
-_ABORT = 0
 
 
 def _marker_type(batch) -> int | None:
@@ -49,14 +46,14 @@ def aborted_batches(batches: Iterable[Any],
     for index, batch in enumerate(batches):
         if open_by_producer:
             seen.append(key(batch))
-        transactional = batch.magic >= 2 and batch.attributes & _ATTR_TRANSACTIONAL
-        if not transactional:
+        if not batch.is_transactional:      # (the core's reading of the attributes)
             continue
-        if trusted is not None and not batch.attributes & _ATTR_CONTROL and not trusted(batch):
+        control = batch.is_control
+        if trusted is not None and not control and not trusted(batch):
             continue
-        if batch.attributes & _ATTR_CONTROL:
+        if control:
             pending = open_by_producer.pop(batch.producer_id, [])
-            if _marker_type(batch) == _ABORT:
+            if _marker_type(batch) == ControlRecordType.ABORT:
                 aborted.update(k for _, k in pending)
             if not open_by_producer:
                 seen.clear()

@@ -114,8 +114,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
             if sink:
                 yield from _drain(sink, held, base, where)
     except kafkarec.DecodeError as exc:
-        err = {"position": base + exc.position, "reason": exc.reason, "error": type(exc).__name__,
-               "base_offset": None, "message": str(exc)}
+        err = kafkarec._core.error_record(exc)
+        err["position"] += base
         if chunks.stop_error is exc:            # framing itself stopped here
             err["not_decoded"] = size - chunks.position
         chunks = None       # let go of the buffer export: the caller releases its view

@@ -715,7 +715,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         except DecodeError as exc:
             if errors == "raise":
                 raise
-            error_sink.append(error_record(exc, None))
+            error_sink.append(error_dict(exc, None))
             break
         if b is None:
             break
@@ -734,7 +734,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             except DecodeError as exc:
                 if errors == "raise":
                     raise
-                error_sink.append(error_record(exc, b))
+                error_sink.append(error_dict(exc, b))
                 continue
         if left_out:
             continue
@@ -760,7 +760,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             cols.truncate(start_rows)
             if errors == "raise":
                 raise
-            error_sink.append(error_record(exc, b))
+            error_sink.append(error_dict(exc, b))
             continue
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition)
@@ -783,7 +783,14 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         yield cols.finish(topic, partition)
 
 
-cdef dict error_record(object exc, RecordBatch b):
+def error_record(exc, RecordBatch batch=None, /) -> dict:
+    """The description of a DecodeError that ``iter_arrow(errors="skip")`` puts in its
+    error sink: ``position``, ``reason``, ``error`` (the class name), ``base_offset``
+    (of ``batch``, v2 only, else None) and ``message``."""
+    return error_dict(exc, batch)
+
+
+cdef dict error_dict(object exc, RecordBatch b):
     return {
         "position": exc.position,
         "reason": exc.reason,

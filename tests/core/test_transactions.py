@@ -422,6 +422,10 @@ def test_generator_input_and_kafkarec_batches_from_one_buffer():
 def test_duck_typed_batches():
     def batch(pid, attributes, magic=2, records=(), raises=None):
         class B(SimpleNamespace):
+            # what kafkarec.RecordBatch derives from the attributes (v2 only)
+            is_transactional = property(lambda self: self.magic >= 2 and bool(self.attributes & 0x10))
+            is_control = property(lambda self: self.magic >= 2 and bool(self.attributes & 0x20))
+
             def __iter__(self):
                 if raises is not None:
                     raise raises
