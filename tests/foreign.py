@@ -6,11 +6,11 @@ result field by field with what other readers make of the same bytes:
 * builders: kafka-python (``DefaultRecordBatchBuilder``, ``MemoryRecordsBuilder``,
   ``LegacyRecordBatchBuilder``) and aiokafka (compiled ``_crecords`` builders and
   the pure-Python fallbacks);
-* header surgery and a small record/message encoder written here with
-  ``struct``, the ``crc32c`` package (CRC-32C) and ``zlib.crc32`` (CRC-32) —
-  never kafkarec's own code — for what the builders cannot produce (control
-  batches, LogAppendTime, empty batches, nonzero legacy wrapper offsets, broken
-  wrappers);
+* header surgery and a small record/message encoder, the tests' reference
+  encoder in ``reference.py`` (``struct``, the ``crc32c`` package and
+  ``zlib.crc32``, never kafkarec's own code), re-exported here, for what the
+  builders cannot produce (control batches, LogAppendTime, empty batches,
+  nonzero legacy wrapper offsets, broken wrappers);
 * readers: kafkarec, kafka-python's ``MemoryRecords`` and aiokafka's readers,
   each turned into plain dicts (``*_view``) so ``assert_agrees`` can compare
   any two of them.
@@ -22,42 +22,22 @@ are mapped to Kafka's ``-1`` sentinels, which is what Java reports.
 
 from __future__ import annotations
 
-import struct
-import zlib
 from typing import NamedTuple
-
-import crc32c as _crc32c
 
 import kafkarec
 
-# --------------------------------------------------------------- constants
+# ------------------------------------------- the reference encoder (re-exported)
 
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
-
-ATTR_LOG_APPEND_TIME = 0x08
-ATTR_TRANSACTIONAL = 0x10
-ATTR_CONTROL = 0x20
-ATTR_DELETE_HORIZON = 0x40
-
-INT32_MAX = 2**31 - 1
-
-# v2 header, as DefaultRecordBatch.java lays it out (61 bytes, big-endian).
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-V2_FIELDS = (
-    "base_offset", "length", "partition_leader_epoch", "magic", "crc", "attributes",
-    "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
-    "producer_epoch", "base_sequence", "record_count",
+from reference import (  # noqa: E402,F401
+    ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, CODEC_IDS,
+    GZIP, INT32_MAX, LEGACY_HEADER_V0, LEGACY_HEADER_V1, LEGACY_MAGIC_OFFSET, LZ4, NONE,
+    SNAPPY, V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET, V2_FIELDS, V2_HEADER, V2_HEADER_SIZE, ZSTD,
+    compact_array, compact_bytes, control_key, control_record_batch, corrupt_commit_into_abort,
+    crc32c, encode_record, end_txn_value, leader_change_value, legacy_fields, legacy_frame,
+    legacy_message, patch_legacy, patch_v2, records_section, set_legacy_offset,
+    single_record_batch, sized_record, split_batches, uvarint, v2_batch, v2_fields, varint,
+    varlong, voter_bytes, voters_value, with_crc, with_legacy_crc, with_v2_crc,
 )
-V2_HEADER_SIZE = V2_HEADER.size
-assert V2_HEADER_SIZE == 61
-V2_CRC_OFFSET = 17
-V2_ATTRIBUTES_OFFSET = 21
-
-# Legacy message: offset | size | crc | magic | attributes | [timestamp] | key | value.
-LEGACY_HEADER_V0 = struct.Struct(">qiIbb")
-LEGACY_HEADER_V1 = struct.Struct(">qiIbbq")
-LEGACY_MAGIC_OFFSET = 16
 
 
 class Rec(NamedTuple):
@@ -83,178 +63,6 @@ def java_increment_sequence(sequence: int, increment: int) -> int:
 def java_sequence(base_sequence: int, offset_delta: int) -> int:
     """The sequence Java gives a v2 record (DefaultRecord.readFrom)."""
     return java_increment_sequence(base_sequence, offset_delta) if base_sequence >= 0 else -1
-
-
-# ------------------------------------------------------ independent encoder
-
-
-def crc32c(data) -> int:
-    return _crc32c.crc32c(bytes(data))
-
-
-def uvarint(n: int) -> bytes:
-    assert n >= 0
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def varint(n: int) -> bytes:
-    """Zig-zag varint (int32)."""
-    assert -(2**31) <= n < 2**31
-    return uvarint(((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
-
-
-def varlong(n: int) -> bytes:
-    """Zig-zag varlong (int64)."""
-    assert -(2**63) <= n < 2**63
-    return uvarint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
-
-
-def _nullable(data: bytes | None) -> bytes:
-    return varint(-1) if data is None else varint(len(data)) + bytes(data)
-
-
-def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None,
-                  value: bytes | None, headers=(), attributes: int = 0) -> bytes:
-    """One v2 record (DefaultRecord.writeTo), length prefix included."""
-    body = bytearray([attributes & 0xFF])
-    body += varlong(timestamp_delta) + varint(offset_delta)
-    body += _nullable(key) + _nullable(value)
-    body += varint(len(headers))
-    for hkey, hvalue in headers:
-        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        body += varint(len(hk)) + hk + _nullable(hvalue)
-    return varint(len(body)) + bytes(body)
-
-
-def v2_batch(payload: bytes, *, record_count: int, last_offset_delta: int, base_offset: int = 0,
-             partition_leader_epoch: int = -1, attributes: int = 0, base_timestamp: int = 0,
-             max_timestamp: int = 0, producer_id: int = -1, producer_epoch: int = -1,
-             base_sequence: int = -1, magic: int = 2) -> bytes:
-    """A v2 batch around an (already compressed, if the codec says so) records section."""
-    header = V2_HEADER.pack(
-        base_offset, V2_HEADER_SIZE - 12 + len(payload), partition_leader_epoch, magic, 0,
-        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-        producer_epoch, base_sequence, record_count,
-    )
-    return _with_v2_crc(header + bytes(payload))
-
-
-def _with_v2_crc(batch: bytes) -> bytes:
-    crc = crc32c(batch[V2_ATTRIBUTES_OFFSET:])
-    return batch[:V2_CRC_OFFSET] + struct.pack(">I", crc) + batch[V2_ATTRIBUTES_OFFSET:]
-
-
-def v2_fields(batch) -> dict:
-    return dict(zip(V2_FIELDS, V2_HEADER.unpack_from(bytes(batch))))
-
-
-def patch_v2(batch, *, payload: bytes | None = None, set_attributes: int = 0,
-             clear_attributes: int = 0, fix_crc: bool = True, **fields) -> bytes:
-    """Rewrite header fields (and optionally the records section) of one v2 batch.
-
-    The length follows the payload; the CRC-32C is recomputed unless
-    ``fix_crc`` is False (partitionLeaderEpoch and baseOffset are outside it).
-    """
-    batch = bytes(batch)
-    values = v2_fields(batch)
-    unknown = set(fields) - set(V2_FIELDS)
-    assert not unknown, unknown
-    values.update(fields)
-    values["attributes"] = (values["attributes"] | set_attributes) & ~clear_attributes
-    body = batch[V2_HEADER_SIZE:] if payload is None else bytes(payload)
-    if "length" not in fields:
-        values["length"] = V2_HEADER_SIZE - 12 + len(body)
-    out = V2_HEADER.pack(*(values[name] for name in V2_FIELDS)) + body
-    return _with_v2_crc(out) if fix_crc else out
-
-
-def records_section(batch) -> bytes:
-    """The records section of an uncompressed v2 batch (what a codec compresses)."""
-    batch = bytes(batch)
-    assert batch[16] == 2 and v2_fields(batch)["attributes"] & 0x07 == 0
-    return batch[V2_HEADER_SIZE:]
-
-
-def v2_patch(batch: bytes, *, payload: bytes | None = None, fix_crc: bool = True, **fields) -> bytes:
-    """``batch`` with header fields replaced by name (V2_FIELDS); ``payload``
-    replaces the records section; length follows the payload and the CRC-32C is
-    recomputed unless fix_crc is False."""
-    values = dict(zip(V2_FIELDS, V2_HEADER.unpack_from(batch)))
-    assert not set(fields) - set(V2_FIELDS)
-    values.update(fields)
-    body = batch[61:] if payload is None else payload
-    values["length"] = 49 + len(body)
-    out = bytearray(V2_HEADER.pack(*(values[f] for f in V2_FIELDS)) + body)
-    if fix_crc:
-        struct.pack_into(">I", out, 17, _crc32c.crc32c(bytes(out[21:])))
-    return bytes(out)
-
-
-def split_batches(buffer) -> list[bytes]:
-    """Cut a buffer into its entries using only the size field (no decoding)."""
-    buffer, out, pos = bytes(buffer), [], 0
-    while len(buffer) - pos >= 12:
-        (size,) = struct.unpack_from(">i", buffer, pos + 8)
-        if pos + 12 + size > len(buffer):
-            break
-        out.append(buffer[pos:pos + 12 + size])
-        pos += 12 + size
-    return out
-
-
-def legacy_message(magic: int, offset: int, *, key: bytes | None, value: bytes | None,
-                   attributes: int = 0, timestamp: int = -1, crc: int | None = None) -> bytes:
-    """One legacy log entry (LegacyRecord.write) with its CRC-32 over magic..end."""
-    body = bytearray([magic & 0xFF, attributes & 0xFF])
-    if magic >= 1:
-        body += struct.pack(">q", timestamp)
-    for part in (key, value):
-        body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + bytes(part)
-    if crc is None:
-        crc = zlib.crc32(body) & 0xFFFFFFFF
-    return struct.pack(">qiI", offset, 4 + len(body), crc) + bytes(body)
-
-
-def legacy_fields(entry) -> dict:
-    entry = bytes(entry)
-    magic = entry[LEGACY_MAGIC_OFFSET]
-    head = (LEGACY_HEADER_V0 if magic == 0 else LEGACY_HEADER_V1).unpack_from(entry)
-    fields = dict(zip(("offset", "size", "crc", "magic", "attributes", "timestamp"), head))
-    pos = (LEGACY_HEADER_V0 if magic == 0 else LEGACY_HEADER_V1).size
-    (klen,) = struct.unpack_from(">i", entry, pos)
-    pos += 4
-    fields["key"] = None if klen < 0 else entry[pos:pos + klen]
-    pos += max(klen, 0)
-    (vlen,) = struct.unpack_from(">i", entry, pos)
-    pos += 4
-    fields["value"] = None if vlen < 0 else entry[pos:pos + vlen]
-    fields.setdefault("timestamp", -1)
-    return fields
-
-
-def patch_legacy(entry, *, fix_crc: bool = True, **changes) -> bytes:
-    """Rebuild one legacy entry with some fields changed (offset, attributes, timestamp,
-    key, value, magic); the CRC-32 is recomputed unless fix_crc is False."""
-    fields = legacy_fields(entry)
-    fields.update(changes)
-    crc = None if fix_crc else fields["crc"]
-    return legacy_message(fields["magic"], fields["offset"], key=fields["key"],
-                          value=fields["value"], attributes=fields["attributes"],
-                          timestamp=fields["timestamp"], crc=crc)
-
-
-def set_legacy_offset(entry, offset: int) -> bytes:
-    """Change a legacy entry's offset: it is outside the CRC, so nothing else changes."""
-    entry = bytes(entry)
-    return struct.pack(">q", offset) + entry[8:]
 
 
 # ---------------------------------------------------------------- builders
@@ -339,19 +147,20 @@ LEGACY_BUILDERS = {
 }
 
 
-def control_key(type_id: int, version: int = 0) -> bytes:
-    return struct.pack(">hh", version, type_id)
-
-
-def end_txn_value(coordinator_epoch: int, version: int = 0) -> bytes:
-    return struct.pack(">hi", version, coordinator_epoch)
-
-
 # ------------------------------------------------------------------ views
 
 
 def _ts(value):
     return -1 if value is None else value
+
+
+def _client_record(r) -> dict:
+    """The fields kafka-python's and aiokafka's records share, as plain values."""
+    return {
+        "offset": r.offset, "timestamp": _ts(r.timestamp),
+        "timestamp_type": _ts(r.timestamp_type), "key": r.key, "value": r.value,
+        "headers": list(r.headers),
+    }
 
 
 def kr_view(data, **kwargs) -> list[tuple[dict, list[dict]]]:
@@ -376,6 +185,13 @@ def kr_view(data, **kwargs) -> list[tuple[dict, list[dict]]]:
             records.append(rec)
         out.append((b, records))
     return out
+
+
+def kr_only_record(data, **kwargs):
+    """kafkarec's reading of a buffer of one batch holding one record: that record."""
+    (batch,) = kafkarec.iter_batches(data, **kwargs)
+    (record,) = batch.records()
+    return record
 
 
 def kp_view(data) -> list[tuple[dict, list[dict]]]:
@@ -414,11 +230,7 @@ def kp_view(data) -> list[tuple[dict, list[dict]]]:
             }
         records = []
         for r in batch:
-            rec = {
-                "offset": r.offset, "timestamp": _ts(r.timestamp),
-                "timestamp_type": _ts(r.timestamp_type), "key": r.key, "value": r.value,
-                "headers": list(r.headers),
-            }
+            rec = _client_record(r)
             if batch.magic < 2:
                 rec["checksum"] = r.checksum
                 rec["magic"] = r.magic
@@ -468,11 +280,7 @@ def aio_view(data, *, impl: str = "c") -> list[tuple[dict, list[dict]]]:
             legacy = True
         records = []
         for r in batch:
-            rec = {
-                "offset": r.offset, "timestamp": _ts(r.timestamp),
-                "timestamp_type": _ts(r.timestamp_type), "key": r.key, "value": r.value,
-                "headers": list(r.headers),
-            }
+            rec = _client_record(r)
             if legacy:
                 rec["checksum"] = r.checksum
             records.append(rec)

@@ -28,22 +28,17 @@ from __future__ import annotations
 import base64
 import os
 import struct
-import zlib
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
-import crc32c as _crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
-from kafka.record.util import encode_varint
 
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+import reference as R
+from reference import CODEC_IDS, crc32c
+
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
-
-
-def crc32c(data) -> int:
-    return _crc32c.crc32c(bytes(data))
 
 
 # --- batches -------------------------------------------------------------------
@@ -72,64 +67,33 @@ def legacy_batch(magic, records, *, codec="none") -> bytes:
     return bytes(b.build())
 
 
-def _record_v2(offset_delta, timestamp_delta, key: Optional[bytes], value: Optional[bytes]) -> bytes:
-    body = bytearray([0])
-    encode_varint((timestamp_delta << 1) ^ (timestamp_delta >> 63), body.append)
-    encode_varint(offset_delta, body.append)
-    for part in (key, value):
-        if part is None:
-            encode_varint(-1, body.append)
-        else:
-            encode_varint(len(part), body.append)
-            body += part
-    encode_varint(0, body.append)   # no headers
-    out = bytearray()
-    encode_varint(len(body), out.append)
-    return bytes(out + body)
-
-
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
-def v2_raw_batch(records: bytes, count: int, *, last_offset_delta: int, base_timestamp: int,
-                 max_timestamp: int, attributes: int, producer_id=-1, producer_epoch=-1,
-                 base_sequence=-1, base_offset=0, leader_epoch=0) -> bytes:
-    """A v2 batch from its parts; CRC-32C over bytes 21..end."""
-    length = _V2_HEADER.size - 12 + len(records)
-    header = bytearray(_V2_HEADER.pack(base_offset, length, leader_epoch, 2, 0, attributes,
-                                       last_offset_delta, base_timestamp, max_timestamp,
-                                       producer_id, producer_epoch, base_sequence, count))
-    out = header + records
-    struct.pack_into(">I", out, 17, crc32c(out[21:]))
-    return bytes(out)
-
-
 def control_batch(kind: int, *, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                   timestamp: int) -> bytes:
     """An end-transaction marker batch: attributes 0x30 (transactional | control).
 
     key = int16 version 0 + int16 type, value = int16 version 0 + int32 coordinator epoch.
     """
-    rec = _record_v2(0, 0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, coordinator_epoch))
-    return v2_raw_batch(rec, 1, last_offset_delta=0, base_timestamp=timestamp, max_timestamp=timestamp,
-                        attributes=0x30, producer_id=producer_id, producer_epoch=producer_epoch)
+    return R.control_record_batch(R.control_key(kind), R.end_txn_value(coordinator_epoch),
+                                  timestamp=timestamp, attributes=0x30, partition_leader_epoch=0,
+                                  producer_id=producer_id, producer_epoch=producer_epoch)
 
 
 def kraft_control_batch(records: list, *, timestamp: int) -> bytes:
     """A KRaft control batch (attributes 0x20); records are (type, value bytes)."""
-    body = b"".join(_record_v2(i, 0, struct.pack(">hh", 0, kind), value)
+    body = b"".join(R.encode_record(i, 0, R.control_key(kind), value)
                     for i, (kind, value) in enumerate(records))
-    return v2_raw_batch(body, len(records), last_offset_delta=len(records) - 1,
-                        base_timestamp=timestamp, max_timestamp=timestamp, attributes=0x20)
+    return R.v2_batch(body, record_count=len(records), last_offset_delta=len(records) - 1,
+                      base_timestamp=timestamp, max_timestamp=timestamp, attributes=0x20,
+                      partition_leader_epoch=0)
 
 
 def empty_batch(span: int, *, max_timestamp: int, producer_id=-1, producer_epoch=-1,
                 base_sequence=-1, transactional=False) -> bytes:
     """What the log cleaner keeps of a batch whose records all went: 61 bytes, count 0."""
-    return v2_raw_batch(b"", 0, last_offset_delta=span - 1, base_timestamp=-1,
-                        max_timestamp=max_timestamp, attributes=0x10 if transactional else 0,
-                        producer_id=producer_id, producer_epoch=producer_epoch,
-                        base_sequence=base_sequence)
+    return R.v2_batch(b"", record_count=0, last_offset_delta=span - 1, base_timestamp=-1,
+                      max_timestamp=max_timestamp, attributes=0x10 if transactional else 0,
+                      producer_id=producer_id, producer_epoch=producer_epoch,
+                      base_sequence=base_sequence, partition_leader_epoch=0)
 
 
 def _legacy_entries(data: bytes):
@@ -301,7 +265,7 @@ class PartitionWriter:
                                 for p, _ in _legacy_entries(inner)]
                     ts = max(inner_ts)
                     struct.pack_into(">q", entry, 18, ts)   # CreateTime wrapper = max inner timestamp
-                    struct.pack_into(">I", entry, 12, zlib.crc32(bytes(entry[16:])))
+                    entry = bytearray(R.with_legacy_crc(entry))
                     max_ts = max(max_ts, ts)
                 else:
                     last += 1

@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import struct
-import zlib
 
 import pytest
 
@@ -12,6 +11,7 @@ import kafkarec
 from kafkarec.cli import main
 from kafkarec.log.segment import Segment
 from logdir import build_log_dir, legacy_batch
+import reference as R
 
 
 @pytest.fixture(scope="module")
@@ -171,10 +171,10 @@ def test_stats_and_verify_agree_on_a_legacy_value_length_that_overruns(tmp_path,
     bad = bytearray(legacy_batch(1, [(1_700_000_000_001, None, b"value-1")]))
     struct.pack_into(">q", bad, 0, 1)                       # offset 1
     struct.pack_into(">i", bad, 30, len(b"value-1") + 5)    # value length past the message
-    struct.pack_into(">I", bad, 12, zlib.crc32(bytes(bad[16:])))
+    bad = R.with_legacy_crc(bad)
     part = tmp_path / "t-0"
     part.mkdir()
-    (part / "00000000000000000000.log").write_bytes(good + bytes(bad))
+    (part / "00000000000000000000.log").write_bytes(good + bad)
     assert main(["verify", "--deep", "--json", "--no-progress", str(part)]) == 1
     summary = json.loads(capfd.readouterr().out.splitlines()[-1])
     assert main(["stats", "--json", "--no-progress", str(part)]) == 1

@@ -4,17 +4,15 @@ Every table is checked row by row against what the row reader
 (``iter_batches`` and ``Record``) makes of the same bytes, and, where the test
 built the data itself, against the inputs it was built from.  Some data comes
 from kafka-python's builders so that not every byte was written by kafkarec.
-Header surgery (record counts, record lengths, attributes) is done here with
-``struct`` and the ``crc32c`` package, never with kafkarec's own code.
+Header surgery (record counts, record lengths, attributes) is done with the
+tests' reference encoder (``reference.py``), never with kafkarec's own code.
 """
 from __future__ import annotations
 
 import gzip
 import random
 import struct
-import zlib
 
-import crc32c as _crc32c
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -33,30 +31,7 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 # ------------------------------------------------------------ byte surgery
 
-from foreign import V2_FIELDS, V2_HEADER, v2_patch, varlong  # noqa: F401
-
-
-def split_entries(data: bytes) -> list[bytes]:
-    out, pos = [], 0
-    while len(data) - pos >= 12:
-        (size,) = struct.unpack_from(">i", data, pos + 8)
-        out.append(data[pos:pos + 12 + size])
-        pos += 12 + size
-    return out
-
-
-def zigzag(n: int) -> bytes:
-    return varlong(n)
-
-
-def legacy_entry(magic: int, offset: int, key, value, *, attributes: int = 0, timestamp: int = -1) -> bytes:
-    body = struct.pack(">bb", magic, attributes)
-    if magic == 1:
-        body += struct.pack(">q", timestamp)
-    for part in (key, value):
-        body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + part
-    crc = zlib.crc32(body) & 0xFFFFFFFF
-    return struct.pack(">qiI", offset, len(body) + 4, crc) + body
+from reference import corrupt_commit_into_abort, legacy_message, patch_v2, split_batches, varint
 
 
 # ------------------------------------------------------------------ views
@@ -723,8 +698,8 @@ def records_section_with_bad_length(batch: bytes, which: int) -> bytes:
             value = raw
         length = (value >> 1) ^ -(value & 1)
         if i == which:
-            assert length_bytes == 1 and len(zigzag(length + 1)) == 1
-            body[pos:pos + 1] = zigzag(length + 1)
+            assert length_bytes == 1 and len(varint(length + 1)) == 1
+            body[pos:pos + 1] = varint(length + 1)
             return bytes(body)
         pos += length_bytes + length
     raise AssertionError
@@ -752,7 +727,7 @@ def test_bad_crc_batch_left_out_whole_and_described():
     a, b, c, d = three_batch_log()
     bad_b = bytearray(b)
     bad_b[-3] ^= 0x40                          # a header key byte: only the CRC notices
-    c_entries = split_entries(c)               # uncompressed legacy: one entry per record
+    c_entries = split_batches(c)               # uncompressed legacy: one entry per record
     assert len(c_entries) == 3
     bad_c_last = bytearray(c_entries[2])
     bad_c_last[-1] ^= 0x01
@@ -781,7 +756,7 @@ def test_bad_crc_batch_left_out_whole_and_described():
 
 def test_record_error_mid_batch_drops_the_whole_batch():
     a, b, c, d = three_batch_log()
-    bad_b = v2_patch(b, payload=records_section_with_bad_length(b, 2), fix_crc=True)
+    bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 2), fix_crc=True)
     data = a + bad_b + c + d
     rows, sink = run_skip(data)
     want, want_sink = reference(data, errors="skip")
@@ -802,7 +777,7 @@ def test_record_error_mid_batch_drops_the_whole_batch():
 @pytest.mark.parametrize("delta", [1, -1, -4])
 def test_wrong_record_count_drops_the_whole_batch(codec, delta):
     a, b, c, d = three_batch_log(codec_middle=codec)
-    bad_b = v2_patch(b, record_count=5 + delta)
+    bad_b = patch_v2(b, record_count=5 + delta)
     data = a + bad_b + c + d
     for verify_crc in (True, False):
         rows, sink = run_skip(data, verify_crc=verify_crc)
@@ -821,9 +796,9 @@ def test_wrong_record_count_drops_the_whole_batch(codec, delta):
 
 def test_error_in_a_legacy_wrapper_drops_it_whole():
     a, b, c, d = three_batch_log()
-    inner = b"".join(legacy_entry(1, i, b"k", b"v%d" % i, timestamp=TS0) for i in range(3))
-    inner += legacy_entry(1, 3, b"k", b"v", attributes=1, timestamp=TS0)   # compressed inner: error
-    wrapper = legacy_entry(1, 3, None, gzip.compress(inner), attributes=1, timestamp=TS0)
+    inner = b"".join(legacy_message(1, i, key=b"k", value=b"v%d" % i, timestamp=TS0) for i in range(3))
+    inner += legacy_message(1, 3, key=b"k", value=b"v", attributes=1, timestamp=TS0)   # compressed inner: error
+    wrapper = legacy_message(1, 3, key=None, value=gzip.compress(inner), attributes=1, timestamp=TS0)
     data = a + wrapper + d
     rows, sink = run_skip(data)
     assert [r["offset"] for r in rows] == list(range(13)) + list(range(21, 25))
@@ -869,11 +844,11 @@ def test_dropped_batch_leaves_no_trace_in_validity_bitmaps():
     a = v2_batch([(i, TS0, b"k", b"v", [("h", b"")]) for i in range(3)])
     b = v2_batch([(3 + i, TS0, None, None, []) for i in range(6)])
     c = v2_batch([(9 + i, TS0, b"k", b"v", [("h", b"")]) for i in range(10)])
-    rows, sink = run_skip(a + v2_patch(b, record_count=7) + c)
+    rows, sink = run_skip(a + patch_v2(b, record_count=7) + c)
     assert [r["offset"] for r in rows] == list(range(3)) + list(range(9, 19))
     assert [e["base_offset"] for e in sink] == [3]
     sink = []
-    t = pa.Table.from_batches(list(kafkarec.iter_arrow(a + v2_patch(b, record_count=7) + c,
+    t = pa.Table.from_batches(list(kafkarec.iter_arrow(a + patch_v2(b, record_count=7) + c,
                                                        errors="skip", error_sink=sink)))
     t.validate(full=True)
     for name in ("key", "value", "headers"):
@@ -884,7 +859,7 @@ def test_dropped_batch_leaves_no_trace_in_validity_bitmaps():
 
 def test_skip_rows_are_never_partial_across_chunks():
     a, b, c, d = three_batch_log()
-    bad_b = v2_patch(b, payload=records_section_with_bad_length(b, 4))
+    bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 4))
     data = (a + bad_b + c + d) * 3
     # Offsets repeat, which Kafka would not write, but the decoder does not care.
     sink = []
@@ -956,7 +931,7 @@ def test_iter_arrow_argument_bounds_are_accepted():
 
 def test_errors_raise_raises_the_decode_error():
     a, b, c, d = three_batch_log()
-    bad_b = v2_patch(b, record_count=9)
+    bad_b = patch_v2(b, record_count=9)
     with pytest.raises(DecodeError) as info:
         list(kafkarec.iter_arrow(a + bad_b + c, errors="raise"))
     assert type(info.value) is kafkarec.InvalidRecordError
@@ -981,20 +956,10 @@ def test_read_committed_with_skip():
     assert [(e["error"], e["position"]) for e in sink] == [("ChecksumError", victim.position)]
 
 
-def commit_corrupted_into_abort(pid, offset) -> bytes:
-    """A COMMIT marker whose control key type (int16 1) was hit into 0 (ABORT); the
-    stored CRC is still the COMMIT's, so only a CRC check can tell."""
-    raw = bytearray(marker(pid, offset, ControlRecordType.COMMIT))
-    key = b"\x08\x00\x00\x00\x01"           # key length 4 (zig-zag 8), version 0, type 1
-    assert raw.count(key, 61) == 1
-    raw[raw.index(key, 61) + 4] = 0
-    return bytes(raw)
-
-
 def test_read_committed_corrupt_commit_marker_does_not_drop_committed_data_silently():
     committed = txn_data(1, 0, 3)                            # 0-2  P1's transaction
     other = txn_data(2, 3, 2, transactional=False)           # 3-4
-    bad = commit_corrupted_into_abort(1, 5)                  # 5    P1's COMMIT, now reads ABORT
+    bad = corrupt_commit_into_abort(marker(1, 5, ControlRecordType.COMMIT))   # 5  P1's COMMIT, reads ABORT
     after = txn_data(3, 6, 2, transactional=False)           # 6-7
     data = committed + other + bad + after
     bad_position = len(committed) + len(other)
@@ -1054,7 +1019,7 @@ def test_left_out_control_batches_are_crc_checked():
     ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
     bad_txn = bytearray(marker(1, 2, COMMIT))
     bad_txn[-2] ^= 0x01                                   # coordinator epoch 1 -> 0
-    bad_plain = bytearray(v2_patch(marker(7, 5, ABORT), attributes=0x20))   # not transactional
+    bad_plain = bytearray(patch_v2(marker(7, 5, ABORT), attributes=0x20))   # not transactional
     bad_plain[-2] ^= 0x01
     parts = [txn_data(1, 0, 2), bytes(bad_txn), txn_data(3, 3, 2, transactional=False),
              bytes(bad_plain), marker(2, 6, ABORT), v2_batch(spec_records(2, 7, seed=4))]
@@ -1199,9 +1164,9 @@ def test_corrupt_batch_with_a_broken_record_is_reported_as_corrupt(codec, batch_
     # as corrupt, as a consumer checking CRCs first would.
     a, b, c, d = three_batch_log(codec_middle=codec)
     if codec == 0:
-        bad_b = v2_patch(b, payload=records_section_with_bad_length(b, 2), fix_crc=False)
+        bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 2), fix_crc=False)
     else:
-        bad_b = v2_patch(b, record_count=9, fix_crc=False)
+        bad_b = patch_v2(b, record_count=9, fix_crc=False)
     data = a + bad_b + c + d
     sink = []
     chunks = list(kafkarec.iter_arrow(data, batch_columns=batch_columns, errors="skip",
@@ -1220,7 +1185,7 @@ def test_corrupt_batch_with_a_broken_record_is_reported_as_corrupt(codec, batch_
 
 def test_corrupt_empty_batch_is_reported():
     # A batch of 0 records decodes nothing but its CRC is still checked.
-    empty = v2_patch(v2_batch(spec_records(1, 5, seed=1)), payload=b"", record_count=0)
+    empty = patch_v2(v2_batch(spec_records(1, 5, seed=1)), payload=b"", record_count=0)
     bad = bytearray(empty)
     bad[30] ^= 0x01                                     # base timestamp: CRC-covered
     rows, sink = run_skip(bytes(bad))

@@ -27,6 +27,7 @@ from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import RecordBatchBuilder, build_batch
 
 import foreign as F
+from builder_checks import append_after_build, assert_encode_error
 
 T0 = 1_700_000_000_000
 LAT = 1_700_000_999_999
@@ -583,7 +584,7 @@ INVALID = {
     "log_append_time without LOG_APPEND_TIME": (
         lambda: RecordBatchBuilder(log_append_time=5), r"LOG_APPEND_TIME"),
     "append after build": (
-        lambda: _built_then_append(), r"already built"),
+        lambda: append_after_build(RecordBatchBuilder(), T0), r"already built"),
     "keys column length": (
         lambda: build_batch([b"a", b"b"], keys=[b"k"]), r"keys has 1 items, values has 2"),
     "timestamps column length": (
@@ -611,18 +612,9 @@ INVALID = {
 }
 
 
-def _built_then_append():
-    builder = RecordBatchBuilder()
-    builder.append(b"v", timestamp=T0)
-    builder.build()
-    builder.append(b"w", timestamp=T0)
-
-
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_arguments_raise_encode_error(case):
-    call, message = INVALID[case]
-    with pytest.raises(EncodeError, match=message):
-        call()
+    assert_encode_error(INVALID, case)
 
 
 def test_rejected_append_leaves_the_builder_usable():

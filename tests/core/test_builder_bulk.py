@@ -254,7 +254,7 @@ def test_string_arrays_are_written_as_their_utf8_bytes():
 
 
 def _records_section(values, keys, ts) -> bytes:
-    return build_batch(values, keys, ts)[61:]
+    return F.records_section(build_batch(values, keys, ts))
 
 
 @pytest.mark.parametrize("n_values", [1, 300, 2000])

@@ -26,6 +26,7 @@ from kafkarec.control import (encode_control_key, encode_control_value, parse_co
                               parse_control_value, parse_end_txn_marker)
 
 import foreign as F
+from builder_checks import assert_encode_error
 
 T0 = 1_700_000_000_000
 PRODUCER = {"producer_id": 4242, "producer_epoch": 7}
@@ -39,15 +40,6 @@ VOTERS_VALUE = {"voters": [
     {"voter_id": 2, "voter_directory_id": DIR_B, "endpoints": [],
      "kraft_version_feature": {"min_supported_version": 1, "max_supported_version": 1}},
 ]}
-
-
-def _voter_bytes(voter_id, directory, endpoints, lo, hi):
-    out = struct.pack(">i", voter_id) + uuid.UUID(directory).bytes
-    out += bytes([len(endpoints) + 1])
-    for name, host, port in endpoints:
-        out += bytes([len(name) + 1]) + name + bytes([len(host) + 1]) + host + struct.pack(">H", port)
-        out += b"\x00"                                      # endpoint tagged fields
-    return out + struct.pack(">hh", lo, hi) + b"\x00" + b"\x00"   # feature tags, voter tags
 
 
 # type -> (value dict, hand-computed value bytes)
@@ -68,8 +60,8 @@ VALUES = {
     CT.KRAFT_VOTERS: (
         VOTERS_VALUE,
         b"\x00\x00" + b"\x03"
-        + _voter_bytes(1, DIR_A, [(b"CONTROLLER", b"h", 9093)], 0, 1)
-        + _voter_bytes(2, DIR_B, [], 1, 1)
+        + F.voter_bytes(1, uuid.UUID(DIR_A).bytes, [(b"CONTROLLER", b"h", 9093)], 0, 1)
+        + F.voter_bytes(2, uuid.UUID(DIR_B).bytes, [], 1, 1)
         + b"\x00"),
 }
 MARKERS = (CT.ABORT, CT.COMMIT)
@@ -253,19 +245,13 @@ def test_control_values_round_trip(kind_value, codec):
 
 
 def control_batch_with(key, value, *, attributes=0x20):
-    """A control batch around one raw record, built by foreign.py (not kafkarec)."""
-    return F.v2_batch(F.encode_record(0, 0, key, value), record_count=1, last_offset_delta=0,
-                      attributes=attributes, base_timestamp=T0, max_timestamp=T0)
-
-
-def only_record(data):
-    (record,) = [r for b in kafkarec.iter_batches(data) for r in b]
-    return record
+    """A control batch around one raw record, built by the reference encoder (not kafkarec)."""
+    return F.control_record_batch(key, value, timestamp=T0, attributes=attributes)
 
 
 @pytest.mark.parametrize("key", [b"", b"\x00", b"\x00\x00\x00"], ids=len)
 def test_short_key_is_invalid(key):
-    record = only_record(control_batch_with(key, b"\x00\x00\x00"))
+    record = F.kr_only_record(control_batch_with(key, b"\x00\x00\x00"))
     with pytest.raises(InvalidRecordError,
                        match=f"Must have at least 4 bytes, but found only {len(key)}"):
         record.control_type
@@ -274,21 +260,21 @@ def test_short_key_is_invalid(key):
 
 
 def test_null_key_is_invalid():
-    record = only_record(control_batch_with(None, b"\x00\x00\x00"))
+    record = F.kr_only_record(control_batch_with(None, b"\x00\x00\x00"))
     with pytest.raises(InvalidRecordError, match="null key"):
         record.control_type_id
 
 
 @pytest.mark.parametrize("version", [-1, -32768])
 def test_negative_key_version_is_invalid(version):
-    record = only_record(control_batch_with(struct.pack(">hh", version, 1), b"\x00\x00\x00\x00\x00\x01"))
+    record = F.kr_only_record(control_batch_with(struct.pack(">hh", version, 1), b"\x00\x00\x00\x00\x00\x01"))
     with pytest.raises(InvalidRecordError, match=f"Invalid version found for control record: {version}"):
         record.control_type
 
 
 @pytest.mark.parametrize("version", [1, 7, 32767])
 def test_higher_key_version_reads_as_version_0(version):
-    record = only_record(control_batch_with(struct.pack(">hh", version, 1) + b"trailing",
+    record = F.kr_only_record(control_batch_with(struct.pack(">hh", version, 1) + b"trailing",
                                             b"\x00\x00\x00\x00\x00\x05"))
     assert record.control_type is CT.COMMIT
     assert record.control_key_version == version
@@ -297,14 +283,14 @@ def test_higher_key_version_reads_as_version_0(version):
 
 def test_trailing_key_bytes_are_ignored():
     assert parse_control_key(b"\x00\x00\x00\x04\xff\xff\xff") == (0, 4)
-    record = only_record(control_batch_with(b"\x00\x00\x00\x04" + b"\xff" * 9, b"\x00\x00\x00"))
+    record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x04" + b"\xff" * 9, b"\x00\x00\x00"))
     assert record.control_type is CT.SNAPSHOT_FOOTER
     assert record.control_value == {"version": 0}
 
 
 @pytest.mark.parametrize("value", [None, b"", b"\x00\x00\x00\x00\x00"], ids=repr)
 def test_short_end_txn_marker_is_invalid(value):
-    record = only_record(control_batch_with(b"\x00\x00\x00\x00", value))
+    record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x00", value))
     assert record.control_type is CT.ABORT
     n = 0 if value is None else len(value)
     with pytest.raises(InvalidRecordError, match=f"Must have at least 6 bytes, but found only {n}"):
@@ -314,7 +300,7 @@ def test_short_end_txn_marker_is_invalid(value):
 
 
 def test_negative_end_txn_marker_version_is_invalid():
-    record = only_record(control_batch_with(b"\x00\x00\x00\x01", b"\xff\xff\x00\x00\x00\x01"))
+    record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x01", b"\xff\xff\x00\x00\x00\x01"))
     with pytest.raises(InvalidRecordError, match="Invalid version found for end transaction marker: -1"):
         record.control_value
     with pytest.raises(InvalidRecordError):
@@ -322,7 +308,7 @@ def test_negative_end_txn_marker_version_is_invalid():
 
 
 def test_end_txn_marker_higher_version_and_trailing_bytes():
-    record = only_record(control_batch_with(b"\x00\x00\x00\x01",
+    record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x01",
                                             b"\x00\x02\x00\x00\x01\x00" + b"future fields"))
     assert record.control_value == {"version": 2, "coordinator_epoch": 256}
     assert record.coordinator_epoch == 256
@@ -343,7 +329,7 @@ def test_kraft_values_ignore_trailing_bytes_and_reject_truncation():
 
 
 def test_unknown_type_reads_as_unknown():
-    record = only_record(control_batch_with(b"\x00\x00\x00\x63", b"whatever"))
+    record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x63", b"whatever"))
     assert record.control_type is CT.UNKNOWN
     assert record.control_type_id == 99
     assert record.control_value is None
@@ -413,16 +399,14 @@ INVALID = {
 
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_control_arguments_raise_encode_error(case):
-    call, message = INVALID[case]
-    with pytest.raises(EncodeError, match=message):
-        call()
+    assert_encode_error(INVALID, case)
 
 
 def test_leader_change_with_epoch_and_markers_with_producer_are_accepted():
     # the positive side of the rules above
     builder = RecordBatchBuilder(is_control=True, partition_leader_epoch=0)
     builder.append_control(CT.LEADER_CHANGE, VALUES[CT.LEADER_CHANGE][0], timestamp=T0)
-    assert only_record(builder.build()).control_type is CT.LEADER_CHANGE
+    assert F.kr_only_record(builder.build()).control_type is CT.LEADER_CHANGE
     builder = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=0, producer_epoch=0)
     builder.append_control(CT.ABORT, {"coordinator_epoch": 0}, timestamp=T0)
-    assert only_record(builder.build()).coordinator_epoch == 0
+    assert F.kr_only_record(builder.build()).coordinator_epoch == 0

@@ -1,50 +1,24 @@
 """The v2 core on bytes written out by hand, and its error behaviour."""
 import struct
 
-import crc32c
 import pytest
 
 import kafkarec
 from kafkarec import (ChecksumError, Compression, CorruptBatchError, DecodeError,
                       InvalidRecordError, TimestampType, TruncatedError)
 
-
-def v2_batch(records: bytes, count: int, *, base_offset=0, attributes=0, last_offset_delta=None,
-             base_timestamp=1714000000000, max_timestamp=None, producer_id=-1, producer_epoch=-1,
-             base_sequence=-1, partition_leader_epoch=-1, crc=None) -> bytes:
-    """A v2 batch around an already encoded records section (CRC computed unless given)."""
-    if last_offset_delta is None:
-        last_offset_delta = max(count - 1, 0)
-    if max_timestamp is None:
-        max_timestamp = base_timestamp
-    body = struct.pack(">hiqqqhii", attributes, last_offset_delta, base_timestamp, max_timestamp,
-                       producer_id, producer_epoch, base_sequence, count) + records
-    if crc is None:
-        crc = crc32c.crc32c(body)
-    head = struct.pack(">qiibI", base_offset, len(body) + 9, partition_leader_epoch, 2, crc)
-    return head + body
+import reference as R
+from reference import encode_record as record
 
 
-def zigzag(n: int) -> bytes:
-    v = (n << 1) ^ (n >> 63)
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def record(offset_delta=0, timestamp_delta=0, key=None, value=None, headers=(), attributes=0):
-    body = bytes([attributes]) + zigzag(timestamp_delta) + zigzag(offset_delta)
-    for field in (key, value):
-        body += zigzag(-1) if field is None else zigzag(len(field)) + field
-    body += zigzag(len(headers))
-    for hk, hv in headers:
-        body += zigzag(len(hk)) + hk
-        body += zigzag(-1) if hv is None else zigzag(len(hv)) + hv
-    return zigzag(len(body)) + body
+def v2_batch(records: bytes, count: int, *, last_offset_delta=None, base_timestamp=1714000000000,
+             max_timestamp=None, **fields) -> bytes:
+    """The reference encoder's v2 batch with this file's defaults: the last offset delta
+    is count - 1, the max timestamp the base timestamp; the CRC is computed unless given."""
+    return R.v2_batch(records, record_count=count,
+                      last_offset_delta=max(count - 1, 0) if last_offset_delta is None else last_offset_delta,
+                      base_timestamp=base_timestamp,
+                      max_timestamp=base_timestamp if max_timestamp is None else max_timestamp, **fields)
 
 
 # The seeds' two-record example (002, "Complete Byte-Level Layout").  The seed
@@ -72,7 +46,7 @@ def test_hello_world_from_the_seeds():
     (batch,) = list(it)
     assert it.trailing_bytes == 0
     assert (batch.base_offset, batch.batch_length, batch.partition_leader_epoch, batch.magic) == (0, 73, -1, 2)
-    assert batch.crc == crc32c.crc32c(data[21:]) and batch.crc_valid
+    assert batch.crc == R.crc32c(data[21:]) and batch.crc_valid
     assert (batch.attributes, batch.last_offset_delta, batch.record_count) == (0, 1, 2)
     assert batch.base_timestamp == batch.max_timestamp == 0x18D00000000
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (-1, -1, -1)
@@ -171,7 +145,7 @@ def test_crc_mismatch_raises_before_any_record():
     with pytest.raises(ChecksumError) as err:
         next(iter(batch))
     assert err.value.position == 0 and err.value.expected == batch.crc
-    assert err.value.actual == crc32c.crc32c(bytes(data[21:]))
+    assert err.value.actual == R.crc32c(bytes(data[21:]))
     assert "at byte 0" in str(err.value)
     (batch,) = kafkarec.iter_batches(bytes(data), verify_crc=False)
     assert len(list(batch)) == 2
@@ -237,8 +211,8 @@ def test_record_attributes_read_as_one_byte():
 
 
 def test_header_count_larger_than_remaining():
-    body = b"\x00\x00\x00\x01\x02v" + zigzag(1000)
-    data = v2_batch(zigzag(len(body)) + body, 1)
+    body = b"\x00\x00\x00\x01\x02v" + R.varint(1000)
+    data = v2_batch(R.sized_record(body), 1)
     with pytest.raises(InvalidRecordError, match="larger than the remaining size"):
         list(next(iter(kafkarec.iter_batches(data))))
 
@@ -253,7 +227,7 @@ def test_invalid_utf8_header_key_replaced_or_rejected():
 
 def test_varint_too_long():
     body = b"\x00" + b"\xff" * 10 + b"\x01"
-    data = v2_batch(zigzag(len(body)) + body, 1)
+    data = v2_batch(R.sized_record(body), 1)
     with pytest.raises(InvalidRecordError, match="too long"):
         list(next(iter(kafkarec.iter_batches(data))))
 

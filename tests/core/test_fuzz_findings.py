@@ -9,6 +9,8 @@ import pytest
 import kafkarec
 from kafkarec import Compression, EncodeError, KafkaRecError
 
+import reference as R
+
 OVERFLOW = bytes.fromhex(
     "400000000000000000000041729dbf8a010100000000000003e8ffffffff0000002b1f8b0800000000000203"
     "73608003f1aed497b98c500ef38bff400064302632105602004afbfce246000000")
@@ -55,12 +57,8 @@ def test_wrapper_offset_minus_negative_inner_offset_does_not_wrap():
     wrapper.append(b"x", timestamp=1, offset=0)
     data = bytearray(wrapper.build())
     # Rebuild the wrapper's value around our inner message, then fix its CRC.
-    import struct
-    import zlib
     value = gzip.compress(bytes(entry), mtime=0)
-    head = bytes(data[:12]) + b"\x00\x00\x00\x00" + bytes(data[16:26]) + b"\xff\xff\xff\xff"
-    body = head[16:] + struct.pack(">i", len(value)) + value
-    msg = struct.pack(">qi", 1, 4 + len(body)) + struct.pack(">I", zlib.crc32(body)) + body
+    msg = R.patch_legacy(data, offset=1, key=None, value=value)
     with pytest.raises(kafkarec.InvalidRecordError, match="64-bit offset"):
         list(next(iter(kafkarec.iter_batches(msg))))
 
@@ -101,12 +99,11 @@ def test_convert_keeps_control_record_headers():
 def test_strict_empty_compressed_batch_as_empty_uncompressed():
     """strict: a records section that is empty once decompressed is accepted, as an empty
     uncompressed one is; bytes left in it are refused whether compressed or not."""
-    import crc32c
     (batch,) = kafkarec.iter_batches(EMPTY_GZIP_STRICT, strict=True)
     assert batch.records() == []
     stray = bytearray(EMPTY_GZIP_STRICT)
     stray[22] = 0                                   # codec none: the gzip bytes become records bytes
-    stray[17:21] = crc32c.crc32c(bytes(stray[21:])).to_bytes(4, "big")
-    (batch,) = kafkarec.iter_batches(bytes(stray), strict=True)
+    stray = R.with_v2_crc(stray)
+    (batch,) = kafkarec.iter_batches(stray, strict=True)
     with pytest.raises(KafkaRecError, match="declares 0 records but holds 20 bytes"):
         batch.records()

@@ -572,19 +572,12 @@ def test_property_broker_patched_headers(records, codec, base_offset, epoch, pro
 # ---------------------------------------------------------------- fault order
 
 
-def _raw_record(offset_delta, headers_section, header_count, *, attributes=0):
-    def sized(x):
-        return F.varint(len(x)) + x
-    body = (bytes([attributes]) + F.varint(0) + F.varint(offset_delta) + sized(b"k") + sized(b"v")
-            + F.varint(header_count) + headers_section)
-    return F.varint(len(body)) + body
-
-
 def test_strict_header_key_utf8_error_comes_before_later_faults():
     # Strict mode checks a header key as soon as it is read, before the record's
     # later checks (here: attributes set), in every decode path.
-    bad_key = F.varint(2) + b"\xff\xfe" + F.varint(-1)
-    data = F.v2_batch(_raw_record(0, bad_key, 1, attributes=1), record_count=1, last_offset_delta=0)
+    bad_key = (b"\xff\xfe", None)
+    data = F.v2_batch(F.encode_record(0, 0, b"k", b"v", [bad_key], attributes=1), record_count=1,
+                      last_offset_delta=0)
     errors = []
     for decode in (lambda: [r for b in kafkarec.iter_batches(data, strict=True) for r in b],
                    lambda: kafkarec.to_arrow(data, strict=True),
@@ -602,9 +595,9 @@ def test_strict_header_key_utf8_error_comes_before_later_faults():
 @pytest.mark.parametrize("first", ["utf8", "attributes"])
 def test_record_iterator_ends_after_a_fault(first):
     if first == "utf8":
-        bad = _raw_record(0, F.varint(2) + b"\xff\xfe" + F.varint(-1), 1)
+        bad = F.encode_record(0, 0, b"k", b"v", [(b"\xff\xfe", None)])
     else:
-        bad = _raw_record(0, b"", 0, attributes=1)
+        bad = F.encode_record(0, 0, b"k", b"v", attributes=1)
     data = F.v2_batch(bad + F.encode_record(1, 0, b"k2", b"v2") + F.encode_record(2, 0, b"k3", b"v3"),
                     record_count=3, last_offset_delta=2)
     records = iter(next(kafkarec.iter_batches(data, strict=True)))

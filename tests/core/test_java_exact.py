@@ -13,9 +13,8 @@ import kafka_java as J
 
 
 def _header_key_batch(key: bytes) -> bytes:
-    rec = F.encode_record(0, 0, b"k", b"v", headers=[(key, b"v")])
-    return F.v2_batch(rec, record_count=1, last_offset_delta=0,
-                      base_timestamp=1_700_000_000_000, max_timestamp=1_700_000_000_000)
+    return F.single_record_batch(F.encode_record(0, 0, b"k", b"v", headers=[(key, b"v")]),
+                                 timestamp=1_700_000_000_000)
 
 
 def _invalid_utf8_samples() -> list:
@@ -66,37 +65,17 @@ def test_surrogate_in_header_key_is_one_replacement():
 
 
 def _control_batch(type_id: int, value: bytes) -> bytes:
-    key = F.control_key(type_id)
-    rec = F.encode_record(0, 0, key, value)
-    return F.v2_batch(rec, record_count=1, last_offset_delta=0, attributes=0x20,
-                      base_timestamp=1_700_000_000_000, max_timestamp=1_700_000_000_000)
-
-
-def _uvarint(n: int) -> bytes:
-    return F.uvarint(n)
-
-
-def _leader_change(voters, granting) -> bytes:
-    def arr(items):
-        if items is None:
-            return _uvarint(0)
-        return _uvarint(len(items) + 1) + b"".join(i.to_bytes(4, "big") + b"\x00" for i in items)
-    return (0).to_bytes(2, "big") + (1).to_bytes(4, "big") + arr(voters) + arr(granting) + b"\x00"
+    return F.control_record_batch(F.control_key(type_id), value, timestamp=1_700_000_000_000)
 
 
 def _voters_value(name: bytes | None, host: bytes) -> bytes:
-    def s(b):
-        return _uvarint(0) if b is None else _uvarint(len(b) + 1) + b
-    endpoint = s(name) + s(host) + (9093).to_bytes(2, "big") + b"\x00"
-    voter = ((3).to_bytes(4, "big") + bytes(16) + _uvarint(2) + endpoint
-             + (0).to_bytes(2, "big") + (1).to_bytes(2, "big") + b"\x00" + b"\x00")
-    return (0).to_bytes(2, "big") + _uvarint(2) + voter + b"\x00"
+    return F.voters_value([F.voter_bytes(3, bytes(16), [(name, host, 9093)], 0, 1)])
 
 
 @pytest.mark.parametrize("value, error", [
-    (_leader_change([1, 2], None), "non-nullable field grantingVoters was serialized as null"),
-    (_leader_change(None, [1]), "non-nullable field voters was serialized as null"),
-    (_leader_change([1, 2], [1]), None),
+    (F.leader_change_value([1, 2], None), "non-nullable field grantingVoters was serialized as null"),
+    (F.leader_change_value(None, [1]), "non-nullable field voters was serialized as null"),
+    (F.leader_change_value([1, 2], [1]), None),
 ])
 def test_leader_change_null_arrays_as_kafkas_generated_reader(value, error):
     data = _control_batch(2, value)

@@ -27,6 +27,7 @@ from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import LegacyBatchBuilder
 
 import foreign as F
+from builder_checks import append_after_build, assert_encode_error
 from javacodec import JavaCodecError
 
 T0 = 1_600_000_000_000
@@ -389,7 +390,7 @@ INVALID = {
                           r"offset 8 is below the batch's base offset 9"),
     "wrapper offset": (lambda: LegacyBatchBuilder(magic=1, wrapper_offset="first"),
                        r"wrapper_offset must be 'last' or 'zero'"),
-    "append after build": (lambda: _built_then_append(), r"already built"),
+    "append after build": (lambda: append_after_build(LegacyBatchBuilder(magic=1), T0), r"already built"),
     # Java: LegacyRecord.write -> "Invalid message timestamp -5" for the LogAppendTime stamp too
     "negative log append time": (
         lambda: _append(LegacyBatchBuilder(magic=1, timestamp_type=TimestampType.LOG_APPEND_TIME,
@@ -398,18 +399,9 @@ INVALID = {
 }
 
 
-def _built_then_append():
-    builder = LegacyBatchBuilder(magic=1)
-    builder.append(b"v", timestamp=T0)
-    builder.build()
-    builder.append(b"w", timestamp=T0)
-
-
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_arguments_raise_encode_error(case):
-    call, message = INVALID[case]
-    with pytest.raises(EncodeError, match=message):
-        call()
+    assert_encode_error(INVALID, case)
 
 
 def test_rejected_append_leaves_the_builder_usable():

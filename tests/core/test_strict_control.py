@@ -14,26 +14,14 @@ TS = 1_700_000_000_000
 
 
 def _control_batch(type_id: int, value: bytes, key: bytes | None = None) -> bytes:
-    key = F.control_key(type_id) if key is None else key
-    rec = F.encode_record(0, 0, key, value)
-    return F.v2_batch(rec, record_count=1, last_offset_delta=0, attributes=0x20,
-                      base_timestamp=TS, max_timestamp=TS)
-
-
-def _s(raw: bytes) -> bytes:
-    return F.uvarint(len(raw) + 1) + raw
+    return F.control_record_batch(F.control_key(type_id) if key is None else key, value, timestamp=TS)
 
 
 def _voters(host: bytes) -> bytes:
-    endpoint = _s(b"CONTROLLER") + _s(host) + (9093).to_bytes(2, "big") + b"\x00"
-    voter = ((3).to_bytes(4, "big") + bytes(16) + F.uvarint(2) + endpoint
-             + (0).to_bytes(2, "big") + (1).to_bytes(2, "big") + b"\x00" + b"\x00")
-    return (0).to_bytes(2, "big") + F.uvarint(2) + voter + b"\x00"
+    return F.voters_value([F.voter_bytes(3, bytes(16), [(b"CONTROLLER", host, 9093)], 0, 1)])
 
 
-LEADER_CHANGE = ((0).to_bytes(2, "big") + (1).to_bytes(4, "big")
-                 + F.uvarint(2) + (1).to_bytes(4, "big") + b"\x00"
-                 + F.uvarint(2) + (1).to_bytes(4, "big") + b"\x00" + b"\x00")
+LEADER_CHANGE = F.leader_change_value([1], [1])
 SNAPSHOT_HEADER = (0).to_bytes(2, "big") + TS.to_bytes(8, "big") + b"\x00"
 COMMIT = (0).to_bytes(2, "big") + (7).to_bytes(4, "big")
 
@@ -64,12 +52,6 @@ def java_answers() -> dict:
     return dict(zip(names, J.decode_many([CASES[n][0] for n in names])))
 
 
-def _record(data: bytes, **kw):
-    (batch,) = kafkarec.iter_batches(data, **kw)
-    (record,) = batch.records()
-    return record
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_java_accepts_default_agrees_strict_rejects(name, java_answers):
     data, prop, reason = CASES[name]
@@ -77,7 +59,7 @@ def test_java_accepts_default_agrees_strict_rejects(name, java_answers):
     assert "error" not in answer, answer
     (jrec,) = answer["batches"][0]["records"]
     assert "java_value_error" not in jrec, jrec
-    ours = _record(data)
+    ours = F.kr_only_record(data)
     assert ours.control_type_id == jrec["control"]["type"]
     assert ours.control_key_version == jrec["control"]["version"]
     value = ours.control_value
@@ -87,6 +69,6 @@ def test_java_accepts_default_agrees_strict_rejects(name, java_answers):
         # Java's toString holds the host as its decoder replaced it: so do we.
         host = value["voters"][0]["endpoints"][0]["host"]
         assert "\ufffd" in host and host in jrec["java_value"]
-    strict = _record(data, strict=True)
+    strict = F.kr_only_record(data, strict=True)
     with pytest.raises(kafkarec.InvalidRecordError, match=reason):
         getattr(strict, prop)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import struct
-import zlib
 
 import cramjam
 import lz4.frame
@@ -79,28 +78,24 @@ def _magic0_lz4(hc_kind: str) -> bytes:
     return _wrapper(0, b"", codec=F.LZ4, payload=bytes(frame))
 
 
-def _v2_record_body(body: bytes) -> bytes:
-    return F.varint(len(body)) + body
-
-
 def _legacy_raw(magic: int, key_len: int, value: bytes) -> bytes:
+    """A legacy message whose key length field says ``key_len`` (no key bytes follow)."""
     body = bytes([magic, 0]) + (struct.pack(">q", TS) if magic else b"")
     body += struct.pack(">i", key_len) + struct.pack(">i", len(value)) + value
-    return struct.pack(">qiI", 0, 4 + len(body), zlib.crc32(body)) + body
+    return F.legacy_frame(0, body)
 
 
 def _uncompressed(record: bytes) -> bytes:
-    return F.v2_batch(record, record_count=1, last_offset_delta=0, base_timestamp=TS,
-                      max_timestamp=TS)
+    return F.single_record_batch(record, timestamp=TS)
 
 
 # name -> (input, what strict's error says)
 CASES = {
     # the record-level rules
-    "v2 key length -2": (_uncompressed(_v2_record_body(
+    "v2 key length -2": (_uncompressed(F.sized_record(
         b"\x00" + F.varlong(0) + F.varint(0) + F.varint(-2) + F.varint(1) + b"v" + F.varint(0))),
         "negative"),
-    "v2 header value length -3": (_uncompressed(_v2_record_body(
+    "v2 header value length -3": (_uncompressed(F.sized_record(
         b"\x00" + F.varlong(0) + F.varint(0) + F.varint(-1) + F.varint(1) + b"v" + F.varint(1)
         + F.varint(1) + b"h" + F.varint(-3))), "negative"),
     "magic 1 key length -5": (_legacy_raw(1, -5, b"v"), "negative key/value length"),

@@ -9,17 +9,14 @@ producer, transactional or not, control and legacy batches too) is returned
 as well, as a read_committed consumer sees nothing at or past the LSO.
 Legacy and non-transactional batches neither open nor end a transaction.
 Odd batches (unreadable markers, empty control batches, non-transactional
-control batches) are made here with ``struct`` and the ``crc32c``/``zlib``
-packages.
+control batches) are made with the tests' reference encoder (``reference.py``).
 """
 from __future__ import annotations
 
 import random
 import struct
-import zlib
 from types import SimpleNamespace
 
-import crc32c as _crc32c
 import pytest
 
 import kafkarec
@@ -31,7 +28,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 TS0 = 1_700_000_000_000
 ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
 
-from foreign import V2_FIELDS, V2_HEADER, v2_patch  # noqa: F401
+from reference import corrupt_commit_into_abort, patch_legacy, patch_v2
 
 
 # ------------------------------------------------------------------ builders
@@ -71,49 +68,39 @@ def unreadable_marker(pid, offset, how) -> bytes:
         b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=0,
                                base_sequence=0, is_transactional=True)
         b.append(b"\x00\x00\x00\x00\x00\x03", key=b"\x00\x00", timestamp=TS0)
-        return v2_patch(b.build(), attributes=0x30, base_sequence=-1)
+        return patch_v2(b.build(), attributes=0x30, base_sequence=-1)
     if how == "null-key":
         b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=0,
                                base_sequence=0, is_transactional=True)
         b.append(b"\x00\x00\x00\x00\x00\x03", key=None, timestamp=TS0)
-        return v2_patch(b.build(), attributes=0x30, base_sequence=-1)
+        return patch_v2(b.build(), attributes=0x30, base_sequence=-1)
     if how == "negative-version":   # key version -1: "May indicate data corruption"
         b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=0,
                                base_sequence=0, is_transactional=True)
         b.append(b"\x00\x00\x00\x00\x00\x03", key=struct.pack(">hh", -1, 0), timestamp=TS0)
-        return v2_patch(b.build(), attributes=0x30, base_sequence=-1)
+        return patch_v2(b.build(), attributes=0x30, base_sequence=-1)
     if how == "record-length":      # an ABORT marker whose record's length is one too many
         raw = marker(pid, offset, ABORT)
         body = bytearray(raw[61:])
         assert body[0] < 0x7E and body[0] % 2 == 0        # a 1-byte zig-zag varint
         body[0] += 2
-        return v2_patch(raw, payload=bytes(body))
+        return patch_v2(raw, payload=bytes(body))
     if how == "bad-crc":            # an ABORT marker whose CRC does not match
         raw = bytearray(marker(pid, offset, ABORT))
         raw[-2] ^= 0x01             # coordinator epoch 3 -> 2 (the last byte is the header count)
         return bytes(raw)
     if how == "commit-read-as-abort":   # a COMMIT whose type was corrupted into ABORT; CRC stale
-        return commit_corrupted_into_abort(pid, offset)
+        return corrupt_commit_into_abort(marker(pid, offset, COMMIT))
     raise AssertionError(how)
-
-
-def commit_corrupted_into_abort(pid, offset) -> bytes:
-    """A COMMIT marker whose control key type (int16 1) was hit into 0 (ABORT); the
-    stored CRC is the COMMIT's, so only a CRC check can tell."""
-    raw = bytearray(marker(pid, offset, COMMIT))
-    at = raw.index(b"\x08\x00\x00\x00\x01", 61)     # key length 4 (zig-zag 8), version 0, type 1
-    assert raw.count(b"\x08\x00\x00\x00\x01", 61) == 1
-    raw[at + 4] = 0
-    return bytes(raw)
 
 
 def empty_control(pid, offset) -> bytes:
     """A transactional control batch with no records (what compaction can leave)."""
-    return v2_patch(marker(pid, offset, ABORT), payload=b"", record_count=0)
+    return patch_v2(marker(pid, offset, ABORT), payload=b"", record_count=0)
 
 
 def non_transactional_control(pid, offset, kind) -> bytes:
-    return v2_patch(marker(pid, offset, kind), attributes=0x20)
+    return patch_v2(marker(pid, offset, kind), attributes=0x20)
 
 
 def legacy(magic, offset, *, attributes=None) -> bytes:
@@ -123,10 +110,7 @@ def legacy(magic, offset, *, attributes=None) -> bytes:
     if attributes is None:
         return raw
     # Set attribute bits a v2 batch would read as transactional/control; fix the CRC-32.
-    raw = bytearray(raw)
-    raw[17] = attributes
-    struct.pack_into(">I", raw, 12, zlib.crc32(bytes(raw[16:])) & 0xFFFFFFFF)
-    return bytes(raw)
+    return patch_legacy(raw, attributes=attributes)
 
 
 def batches_of(*parts, verify_crc=True):
@@ -294,8 +278,8 @@ def test_unreadable_marker_ends_the_transaction_without_aborting(how):
 def test_marker_read_by_its_first_record_only():
     # An ABORT marker declaring 2 records but holding 1: the batch does not decode in
     # full, but its first record (all a consumer reads of a marker) is an ABORT.
-    bad = v2_patch(marker(1, 1, ABORT), record_count=2)
-    bs = batches_of(data(1, 0), bad, data(2, 2), v2_patch(marker(2, 3, COMMIT), record_count=2))
+    bad = patch_v2(marker(1, 1, ABORT), record_count=2)
+    bs = batches_of(data(1, 0), bad, data(2, 2), patch_v2(marker(2, 3, COMMIT), record_count=2))
     with pytest.raises(DecodeError):
         list(bs[1])
     assert next(iter(bs[1])).control_type is ABORT

@@ -16,7 +16,8 @@ from kafkarec.log.segment import (Segment, find_partition_dirs, is_partition_dir
 from kafkarec.cli.verify import check_partition
 
 from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
-                    legacy_batch, sample_records, v2_batch, v2_raw_batch)
+                    legacy_batch, sample_records, v2_batch)
+import reference as R
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +102,8 @@ def test_only_headers_until_records_are_asked_for(tmp_path):
     good = v2_batch(sample_records(3), codec="gzip")
     bad = bytearray(v2_batch(sample_records(3), codec="gzip"))
     bad[61:] = b"\x00" * (len(bad) - 61)       # not gzip any more
-    struct.pack_into(">I", bad, 17, kafkarec.crc32c(bytes(bad[21:])))
-    path = _write(tmp_path / "00000000000000000000.log", good + bytes(bad))
+    bad = R.with_v2_crc(bad)
+    path = _write(tmp_path / "00000000000000000000.log", good + bad)
     with Segment(path) as seg:
         first, second = list(seg.batches())
         assert second.record_count == 3 and second.crc_valid
@@ -428,7 +429,8 @@ def test_verify_offsets_across_segments(tmp_path):
 def test_verify_deep_decodes_records(tmp_path):
     # A batch whose CRC is right but whose records are not: only --deep finds it.
     rec = b"\x7f\x00"                                   # record length 63, then nothing
-    bad = v2_raw_batch(rec, 1, last_offset_delta=0, base_timestamp=T0, max_timestamp=T0, attributes=0)
+    bad = R.v2_batch(rec, record_count=1, last_offset_delta=0, base_timestamp=T0, max_timestamp=T0,
+                     partition_leader_epoch=0)
     d = tmp_path / "d-0"
     os.makedirs(d)
     _write(d / "00000000000000000000.log", bad)
@@ -553,11 +555,10 @@ def test_deep_checks_record_offsets_across_batches(tmp_path):
     wrapper = bytearray(legacy_batch(1, [(T0 + i, b"k", b"v%d" % i) for i in range(4)], codec="gzip"))
     struct.pack_into(">q", wrapper, 0, 12)
     struct.pack_into(">q", wrapper, 18, T0 + 3)
-    import zlib
-    struct.pack_into(">I", wrapper, 12, zlib.crc32(bytes(wrapper[16:])))
+    wrapper = R.with_legacy_crc(wrapper)
     d = tmp_path / "l-0"
     os.makedirs(d)
-    _write(d / "00000000000000000000.log", first + bytes(wrapper))
+    _write(d / "00000000000000000000.log", first + wrapper)
     pdir = scan_partition_dir(str(d))
     assert _problems(pdir) == []
     probs = _problems(pdir, deep=True)
