@@ -52,3 +52,34 @@ def test_legacy_wrapper_offset_span_overflowing_int64():
         data = fh.read()
     assert data.hex().startswith("0700000000003b040000005ad05e942c0002")
     assert _legacy_fields_consistent(data) == 1
+
+
+
+def test_control_batch_left_out_of_arrow_is_checked_not_read():
+    # Found by `fuzz.sh arrow` (to_arrow vs a record-by-record model): a v2 control batch
+    # with a valid CRC, 0 records and codec id 7.  Reading its records fails as in Kafka's
+    # record classes (tools/kafka-java `decode`: "Unknown compression type id: 7" at byte
+    # 0).  Kafka's consumer (CompletedFetch) checks a control batch's CRC and skips it
+    # without reading it, and so does to_arrow unless include_control: the model was wrong.
+    with open(os.path.join(REPRODUCERS, "arrow-control-batch-unknown-codec.bin"), "rb") as f:
+        data = f.read()
+    (batch,) = list(kafkarec.iter_batches(data))
+    assert batch.is_control and batch.crc_valid
+    for read in (lambda: list(batch), lambda: kafkarec.to_arrow(data, include_control=True)):
+        try:
+            read()
+        except kafkarec.UnsupportedCodecError as exc:
+            assert exc.position == 0
+            assert "Unknown compression type id: 7" in str(exc)
+        else:
+            raise AssertionError("the records of a control batch with codec id 7 were read")
+    assert kafkarec.to_arrow(data).num_rows == 0
+    # A control batch left out still has its CRC checked.
+    broken = bytearray(data)
+    broken[-1] ^= 1
+    try:
+        kafkarec.to_arrow(bytes(broken))
+    except kafkarec.ChecksumError as exc:
+        assert exc.position == 0
+    else:
+        raise AssertionError("a control batch with a broken CRC was skipped unchecked")
