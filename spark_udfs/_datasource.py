@@ -214,8 +214,9 @@ class KafkaRecReader(DataSourceReader):
         cfg = self.config
         if sl.end <= sl.start:
             return
+        from kafkarec.log.storage import Piece, without_spans
         fixed = {"topic": sl.topic, "partition": sl.partition}
-        ranges = _ranges(sl.start, sl.end, sl.skip)
+        end = sl.end
         with open(sl.path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size < sl.end:
@@ -226,12 +227,14 @@ class KafkaRecReader(DataSourceReader):
                                f"after the read was planned"}], target, corrupt, fixed)
                 if size <= sl.start:
                     return
-                ranges = [(a, min(b, size)) for a, b in ranges if a < size]
+                end = size
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             mv = memoryview(mm)
+            whole = mv[sl.start:end]
             try:
-                for a, b in ranges:
-                    view = mv[a:b]
+                # read_committed: the aborted batches' spans are left out
+                for part in without_spans(Piece(sl.start, whole), sl.skip):
+                    a, view = part.position, part.data
                     try:
                         errs = []
                         for kind, item in decode_range(
@@ -256,6 +259,7 @@ class KafkaRecReader(DataSourceReader):
                     finally:
                         _release(view)
             finally:
+                _release(whole)
                 _release(mv)
                 try:
                     mm.close()
@@ -290,16 +294,3 @@ def _release(view) -> None:
         view.release()
     except BufferError:
         pass
-
-
-def _ranges(start: int, end: int, skip) -> list:
-    """[start, end) without the (position, size) ranges in ``skip``."""
-    out = []
-    pos = start
-    for p, n in skip:
-        if p > pos:
-            out.append((pos, p))
-        pos = max(pos, p + n)
-    if pos < end:
-        out.append((pos, end))
-    return out

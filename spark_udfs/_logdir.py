@@ -45,11 +45,10 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def _core():
-    """The modules ``kafkarec.segment`` and ``kafkarec.transactions`` (see the module docstring)."""
+    """The module ``kafkarec.log.segment`` (see the module docstring)."""
     import_kafkarec()
-    from kafkarec import transactions
     from kafkarec.log import segment
-    return segment, transactions
+    return segment
 
 
 class DuplicatePartitionError(ValueError):
@@ -79,7 +78,7 @@ class Slice(NamedTuple):
 def parse_topic_partition(dirname: str):
     """``"orders-3"`` -> ``("orders", 3)``; anything else -> ``(None, None)``
     (:func:`kafkarec.log.segment.parse_topic_partition`)."""
-    tp = _core()[0].parse_topic_partition(dirname)
+    tp = _core().parse_topic_partition(dirname)
     return (None, None) if tp is None else tuple(tp)
 
 
@@ -161,7 +160,7 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
                     files.setdefault(os.path.realpath(f), f)
             elif os.path.isfile(m):
                 files.setdefault(os.path.realpath(m), m)
-    base_offset = _core()[0].base_offset_from_name
+    base_offset = _core().base_offset_from_name
     segments = []
     folders: dict = {}
     for real, shown in files.items():
@@ -197,7 +196,7 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
     or holds partition folders (:func:`kafkarec.log.segment.find_partition_dirs`);
     folders Kafka renamed (``-delete``/``-future``/``-stray``) are skipped.  With
     ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
-    segment = _core()[0]
+    segment = _core()
     root = os.path.normpath(root)
     if segment.is_partition_dir(root):
         yield from _partition_logs(segment.scan_partition_dir(root), glob_filter)
@@ -232,7 +231,7 @@ def _batches(f: LogFile):
     frame: a decode error, or a magic outside 0..2, which
     :class:`kafkarec.log.segment.Segment` frames as Kafka's FileLogInputStream does.
     The reader reports what is left."""
-    segment_module, _ = _core()
+    segment_module = _core()
     from kafkarec.errors import DecodeError
     with segment_module.Segment(f.path) as seg:
         try:
@@ -275,27 +274,21 @@ def _cut_points(f: LogFile, max_split: int, spans: dict | None = None) -> list:
 
 def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict:
     """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
-    consumer leaves out (:func:`kafkarec.transactions.aborted_batches`), judged
+    consumer leaves out (:func:`kafkarec.log.committed.aborted_spans`), judged
     over each topic-partition's whole log: ``segments`` (from :func:`discover`)
     are in offset order and a transaction may end in a later file.  (``kafkarec``,
     the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
     rule's modules are imported from that same package.)  ``spans`` (a dict)
     receives each file's batch spans, so :func:`plan` does not walk them again."""
-    _, transactions = _core()
+    import_kafkarec()
+    from kafkarec.log import committed
     by_partition: dict = {}
     for seg in segments:
         by_partition.setdefault((seg.topic, seg.partition, os.path.dirname(seg.path)
                                  if seg.topic is None else ""), []).append(seg)
     out: dict = {}
     for files in by_partition.values():
-        log = (batch for f in files for batch in _recorded(f, spans))
-        # A data batch failing its CRC opens no transaction (the read reports it).
-        for path, pos, size in transactions.aborted_batches(
-                log, key=lambda b: (b.path, b.position, b.size_in_bytes),
-                trusted=lambda b: b.crc_valid):
-            out.setdefault(path, []).append((pos, size))
-    for v in out.values():
-        v.sort()
+        out.update(committed.aborted_spans(batch for f in files for batch in _recorded(f, spans)))
     return out
 
 

@@ -17,7 +17,12 @@ Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchCol
 ``startingOffsetsByTimestamp``, ``endingOffsetsByTimestamp``,
 ``startingOffsetsByTimestampStrategy``) and the storage options of
 :mod:`kafkarec.log.storage` (``endpoint``, ``region``, ``accessKey``, ``secretKey``,
-``sessionToken``, ``anonymous``, ...).  ``readCommitted`` is not supported here yet.
+``sessionToken``, ``anonymous``, ...), and ``readCommitted``: the driver walks each selected
+topic-partition's whole log once (:func:`kafkarec.log.committed.read_committed_spans`: a
+transaction may start before the selection or in another segment) and every task leaves out
+the spans of aborted batches and those past the last stable offset.  Options that only the
+local reader has (``pathGlobFilter``, ``openCostInBytes`` ...) are refused, as is any
+unknown option.
 
 The ``kafkarec`` data source (:mod:`spark_udfs._datasource`) hands a read here when a
 path is a URI or a selection option is given.
@@ -40,7 +45,7 @@ log = logging.getLogger("spark_udfs")
 
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
-                  "maxrecordsperbatch", "maxpartitionbytes"}
+                  "maxrecordsperbatch", "maxpartitionbytes", "readcommitted"}
 
 
 _bool = _logdir.parse_bool
@@ -50,6 +55,13 @@ class RemoteReadConfig:
     def __init__(self, options):
         from kafkarec.log import selection, storage
         o = {str(k).lower(): v for k, v in dict(options).items()}
+        unknown = sorted(k for k in o if k not in REMOTE_OPTIONS and k not in selection.SELECTION_OPTIONS
+                         and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
+        if unknown:
+            raise ValueError(
+                f"kafkarec data source: option(s) {unknown} are not used when reading URIs or with "
+                f"selection options; known here: {sorted(REMOTE_OPTIONS | set(selection.SELECTION_OPTIONS))}"
+                f" and the storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
         self.options = o
         self.paths = _logdir.split_paths(o)
         if not self.paths:
@@ -61,6 +73,7 @@ class RemoteReadConfig:
         self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.include_control = _bool(o, "includecontrol", False)
+        self.read_committed = _bool(o, "readcommitted", False)
         self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
@@ -72,13 +85,15 @@ class RemoteReadConfig:
 
 
 class RemoteTask(InputPartition):
-    """One Spark task: segment ranges (kafkarec.log.selection.SegmentRange) and the storage
-    to read them from (pyarrow file systems pickle with their configuration)."""
+    """One Spark task: segment ranges (kafkarec.log.selection.SegmentRange), the storage
+    to read them from (pyarrow file systems pickle with their configuration) and, with
+    readCommitted, the spans to leave out of each segment (``{path: [(position, size)]}``)."""
 
-    def __init__(self, index: int, storage, ranges: tuple):
+    def __init__(self, index: int, storage, ranges: tuple, skips: dict | None = None):
         super().__init__(index)
         self.storage = storage
         self.ranges = ranges
+        self.skips = skips or {}
 
 
 def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
@@ -93,17 +108,33 @@ def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
         resolver = selection.Resolver(st)
         ranges = selection.split_ranges(selection.plan(lay, config.selection, resolver), resolver,
                                         config.max_partition_bytes)
+        skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
+
+        def task(srs):
+            mine = {sr.segment.path for sr in srs}
+            return RemoteTask(len(tasks), st, tuple(srs), {p: v for p, v in skips.items() if p in mine})
         current, size = [], 0
         for sr in ranges:
             n = (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start
             if current and size + n > config.max_partition_bytes:
-                tasks.append(RemoteTask(len(tasks), st, tuple(current)))
+                tasks.append(task(current))
                 current, size = [], 0
             current.append(sr)
             size += n
         if current:
-            tasks.append(RemoteTask(len(tasks), st, tuple(current)))
+            tasks.append(task(current))
     return tasks
+
+
+def _read_committed_skips(st, lay, ranges) -> dict:
+    """The aborted spans of every partition the ranges read, each judged over its whole log."""
+    from kafkarec.log import committed
+    wanted = {(sr.topic, sr.partition) for sr in ranges}
+    skips: dict = {}
+    for part in lay.partitions:
+        if part.key in wanted:
+            skips.update(committed.read_committed_spans(st, part))
+    return skips
 
 
 def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None):
@@ -114,10 +145,15 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
     names = set(target.names)
     need_batch_columns = bool(names & set(_schema.batch_column_names()))
+    from kafkarec.log.storage import without_spans
     for sr in task.ranges:
         where = task.storage.uri(sr.segment.path)
         fixed = {"topic": sr.topic, "partition": sr.partition}
-        for piece in selection.iter_range_pieces(task.storage, sr):
+        skip = task.skips.get(sr.segment.path)
+        pieces = selection.iter_range_pieces(task.storage, sr)
+        if skip:
+            pieces = (part for piece in pieces for part in without_spans(piece, skip))
+        for piece in pieces:
             errs = []
             try:
                 for kind, item in decode_range(

@@ -12,6 +12,7 @@ partitions, and dispatches; the commands are :mod:`kafkarec.cli.dump`,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
 from kafkarec.log.selection import SelectionError
+from kafkarec.log.staging import Staging
 from kafkarec.log.storage import StorageError, is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.directory import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
@@ -43,8 +45,7 @@ def resolve(paths: List[str]) -> list:
     items = []
     for p in paths:
         if is_uri(p):
-            raise UsageError(f"{p}: verify reads local log directories (its index, snapshot and "
-                             "checkpoint checks need the files); dump and stats read URIs")
+            raise UsageError(f"{p}: a URI is read through kafkarec.log.storage, not as a local path")
         if not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
         if os.path.isdir(p):
@@ -120,17 +121,20 @@ def _segment_of_file(path: str, notes: Optional[List[str]] = None) -> Optional[P
     return None
 
 
-def _partitions_for(items: list, err=None) -> List[PartitionDir]:
-    """Partition work units for verify/stats; file arguments become one-segment units."""
+def _partitions_for(items: list, err=None, *, notes: Optional[List[str]] = None) -> List[PartitionDir]:
+    """Partition work units for verify/stats; file arguments become one-segment units.
+    Notes (a base offset taken from the first batch) go to ``err``, or into ``notes``."""
     out, seen = [], set()
     for kind, item in items:
         if kind == "partition":
             out.append(item)
             continue
-        notes: List[str] = []
-        pdir = _segment_of_file(item, notes)
-        for note in notes:
-            if err is not None:
+        found_notes: List[str] = []
+        pdir = _segment_of_file(item, found_notes)
+        for note in found_notes:
+            if notes is not None:
+                notes.append(note)
+            elif err is not None:
                 err.write(note + "\n")
         if pdir is None:
             raise UsageError(f"{item}: not a Kafka log file (expected .log, .index, .timeindex, "
@@ -157,7 +161,28 @@ def _run_dump(args, out, err) -> int:
 
 
 def _run_verify(args, out, err) -> int:
-    return verify.run(_partitions_for(resolve(args.paths), err), args, out, err)
+    local = [p for p in args.paths if not is_uri(p)]
+    pdirs = _partitions_for(resolve(local), err) if local else []
+    staged = {}
+    with contextlib.ExitStack() as stack:
+        for uri in (p for p in args.paths if is_uri(p)):
+            # a log directory, partition folder or file under a URI, mirrored into a
+            # temporary folder; each segment is downloaded only while it is checked
+            staging = stack.enter_context(Staging(uri, selection_args.storage_options_from_args(args)))
+            try:
+                root, _ = staging.mirror()
+                notes: List[str] = []
+                found = _partitions_for(resolve([root]), notes=notes)
+            except FileNotFoundError:
+                raise UsageError(f"{uri}: no such file or directory") from None
+            except UsageError as e:
+                raise UsageError(staging.rename(str(e))) from None
+            for note in notes:
+                err.write(staging.rename(note) + "\n")
+            for pdir in found:
+                staged[id(pdir)] = staging
+            pdirs.extend(found)
+        return verify.run(pdirs, args, out, err, staging_of=lambda pdir: staged.get(id(pdir)))
 
 
 def _run_stats(args, out, err) -> int:
@@ -274,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="one JSON object per problem, then a summary")
     v.add_argument("-v", "--verbose", action="store_true",
                    help="also print notes (e.g. indexes left untrimmed by an unclean shutdown)")
+    selection_args.add_storage_argument(v)
     _add_last(v, progress=True)
 
     s = _command(

@@ -18,7 +18,8 @@ from typing import Optional
 
 from kafkarec.log import selection
 
-__all__ = ["add_selection_arguments", "selection_from_args", "storage_options_from_args"]
+__all__ = ["add_selection_arguments", "add_storage_argument", "selection_from_args",
+           "storage_options_from_args"]
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,11 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--start-time", metavar="T",
                    help="first record at or after T (ms since the epoch or ISO 8601, UTC by default)")
     g.add_argument("--end-time", metavar="T", help="stop before the first record at or after T")
+    add_storage_argument(parser)
+
+
+def add_storage_argument(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE`` (repeatable), for PATHs that are URIs."""
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="for URIs: endpoint=URL, region=R, accessKey=K, secretKey=S, "
                              "sessionToken=T, anonymous=true (AWS_* variables work too)")

@@ -14,13 +14,15 @@ follows it.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Optional
+from contextlib import nullcontext
+from typing import Callable, ContextManager, Iterator, List, Optional
 
 import kafkarec
 from kafkarec.log import sidefiles as sf
 from kafkarec.cli.common import (EXIT_OK, EXIT_PROBLEMS, Progress, human, jdump, problem_dict, problem_line,
                                  read_options)
 from kafkarec.log.checks import Problem
+from kafkarec.log.staging import Staging
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, FileBatch, PartitionDir, Segment,
@@ -217,6 +219,7 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
                     observers_for: Optional[Callable[[Segment], tuple]] = None,
                     progress: Optional[Callable[[int], None]] = None,
                     options: Optional[kafkarec.ReadOptions] = None,
+                    stage: Callable[[Optional[str]], ContextManager] = lambda path: nullcontext(),
                     ) -> Iterator[tuple]:
     """Verify a partition directory; yields ``(SegmentCheck or None, [Problem])`` per step.
 
@@ -224,6 +227,8 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
     offsets increasing across segments) and against their ``.index``,
     ``.timeindex`` and ``.txnindex``; then producer snapshots, the leader epoch
     checkpoint and ``partition.metadata``.  ``progress`` gets byte counts.
+    ``stage(path)`` surrounds the reading of each segment and KRaft snapshot
+    (:meth:`kafkarec.log.staging.Staging.stage` downloads one from a URI).
     """
     epoch_check = None
     problems: List[Problem] = []
@@ -248,35 +253,21 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
             yield None, [Problem(files.index or files.timeindex or files.txnindex, None, None,
                                  f"side file without its segment {sf.file_name(files.base_offset, '.log')}")]
             continue
-        try:
-            seg = Segment(files.log)
-        except OSError as e:
-            yield None, [_cannot_open(files.log, e)]
-            continue
-        with seg:
-            problems = []
-            active = i == len(pdir.segments) - 1
-            every, observers, finishers = _side_checks(files, seg, problems, active=active,
-                                                       log_start=log_start, epoch_check=epoch_check)
-            if observers_for is not None:
-                observers.extend(observers_for(seg))
-            check = SegmentCheck(seg, deep=deep, resync=resync, prev_last_offset=prev_last,
-                                 options=options)
-            check.run(tuple(observers), None if progress is None else (lambda n, b=done: progress(b + n)),
-                      every=tuple(every))
-            done += seg.size
-            problems.extend(check.problems)
-            for finish in finishers:
-                problems.extend(Problem(*p) for p in finish(check))
-            if prev_last is not None and files.base_offset <= prev_last:
-                problems.append(Problem(files.log, None, files.base_offset,
-                                        f"segment base offset {files.base_offset} is not above the "
-                                        f"previous segment's last offset {prev_last}"))
+        with stage(files.log):
+            check, problems = _check_segment(
+                files, prev_last, active=i == len(pdir.segments) - 1, deep=deep, resync=resync,
+                observers_for=observers_for, options=options, log_start=log_start,
+                epoch_check=epoch_check,
+                progress=None if progress is None else (lambda n, b=done: progress(b + n)))
+        if check is not None:
+            done += check.segment.size
             if check.last_offset is not None:
                 prev_last = check.last_offset
         yield check, problems
     for path in pdir.kraft_snapshots:
-        yield _check_kraft_snapshot(path, deep=deep, resync=resync, options=options)
+        with stage(path):
+            result = _check_kraft_snapshot(path, deep=deep, resync=resync, options=options)
+        yield result
     problems = []
     for path in pdir.producer_snapshots:
         problems.extend(_check_producer_snapshot(path))
@@ -284,6 +275,32 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
         problems.extend(Problem(*p) for p in epoch_check.finish())
     if problems:
         yield None, problems
+
+
+def _check_segment(files, prev_last: Optional[int], *, active: bool, deep: bool, resync: bool,
+                   observers_for, options, log_start, epoch_check, progress) -> tuple:
+    """One segment of :func:`check_partition`: ``(SegmentCheck or None, [Problem])``."""
+    try:
+        seg = Segment(files.log)
+    except OSError as e:
+        return None, [_cannot_open(files.log, e)]
+    with seg:
+        problems: List[Problem] = []
+        every, observers, finishers = _side_checks(files, seg, problems, active=active,
+                                                   log_start=log_start, epoch_check=epoch_check)
+        if observers_for is not None:
+            observers.extend(observers_for(seg))
+        check = SegmentCheck(seg, deep=deep, resync=resync, prev_last_offset=prev_last,
+                             options=options)
+        check.run(tuple(observers), progress, every=tuple(every))
+        problems.extend(check.problems)
+        for finish in finishers:
+            problems.extend(Problem(*p) for p in finish(check))
+        if prev_last is not None and files.base_offset <= prev_last:
+            problems.append(Problem(files.log, None, files.base_offset,
+                                    f"segment base offset {files.base_offset} is not above the "
+                                    f"previous segment's last offset {prev_last}"))
+    return check, problems
 
 
 def _side_checks(files, seg: Segment, problems: List[Problem], *, active: bool,
@@ -393,15 +410,20 @@ def _check_kraft_snapshot(path: str, *, deep: bool, resync: bool,
 format_problem = problem_line   # its old name
 
 
-def run(pdirs: List[PartitionDir], args, out, err) -> int:
-    """``kafkarec verify``: problems on ``out`` as they are found, then a summary."""
+def run(pdirs: List[PartitionDir], args, out, err, *,
+        staging_of: Callable[[PartitionDir], Optional[Staging]] = lambda pdir: None) -> int:
+    """``kafkarec verify``: problems on ``out`` as they are found, then a summary.
+    ``staging_of(pdir)``: the :class:`kafkarec.log.staging.Staging` a partition folder was
+    mirrored by (its files are staged one at a time and reported by their URIs), or None."""
     progress = Progress(sum(p.log_bytes() for p in pdirs), err, enabled=not args.no_progress,
                         label="verifying")
     counts = {"error": 0, "warning": 0, "note": 0}
     totals = {"partitions": 0, "segments": 0, "batches": 0, "records": 0, "bytes": 0, "skipped_bytes": 0}
 
-    def show(problems):
+    def show(problems, staging):
         for p in problems:
+            if staging is not None:
+                p = p._replace(path=staging.to_uri(p.path), reason=staging.rename(p.reason))
             counts[p.severity] += 1
             if p.severity == "note" and not args.verbose:
                 continue
@@ -415,17 +437,19 @@ def run(pdirs: List[PartitionDir], args, out, err) -> int:
     try:
         for pdir in pdirs:
             totals["partitions"] += 1
+            staging = staging_of(pdir)
             for check, problems in check_partition(
                     pdir, deep=args.deep, resync=args.resync,
                     options=read_options(args),
-                    progress=lambda n, b=done: progress.update(b + n)):
+                    progress=lambda n, b=done: progress.update(b + n),
+                    stage=staging.stage if staging is not None else (lambda path: nullcontext())):
                 if check is not None:
                     totals["segments"] += 1
                     totals["batches"] += check.batches
                     totals["records"] += check.records
                     totals["bytes"] += check.segment.size
                     totals["skipped_bytes"] += check.skipped_bytes
-                show(problems)
+                show(problems, staging)
             done += pdir.log_bytes()
     finally:
         progress.close()

@@ -45,7 +45,7 @@ from kafkarec.errors import DecodeError
 __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
     "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
-    "is_uri", "DEFAULT_CHUNK",
+    "is_uri", "DEFAULT_CHUNK", "without_spans",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -455,6 +455,29 @@ class Piece(NamedTuple):
     position: int
     data: memoryview
     stopped: bool = False
+
+
+def without_spans(piece: Piece, spans) -> Iterator[Piece]:
+    """The parts of ``piece`` outside ``spans`` (``(position, size)`` in file positions,
+    sorted, not overlapping): what is left to decode when whole batches are left out (say,
+    those of aborted transactions).  Parts are views of ``piece.data``, never copies; only
+    the last part keeps ``stopped``."""
+    from bisect import bisect_right
+    start = piece.position
+    end = start + len(piece.data)
+    pos = start
+    # the first span that may reach into the piece
+    i = max(0, bisect_right(spans, (start,)) - 1)
+    for p, n in spans[i:]:
+        if p >= end:
+            break
+        if p + n <= pos:
+            continue
+        if p > pos:
+            yield Piece(pos, piece.data[pos - start:p - start])
+        pos = p + n
+    if pos < end:
+        yield Piece(pos, piece.data[pos - start:], piece.stopped)
 
 
 def _frame(data, base: int, end: int):

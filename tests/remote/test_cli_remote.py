@@ -4,6 +4,7 @@ selection equals filtering the full dump."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -94,5 +95,80 @@ def test_storage_option_flags_and_clear_errors(s3, s3_uri, capfd, monkeypatch):
     assert "all:" in out and "Traceback" not in err
     code, out, err = _run(capfd, "dump", "--start-time", "not-a-time", s3_uri)
     assert code == 2 and "Traceback" not in err and "error" in err
-    code, out, err = _run(capfd, "verify", s3_uri)
-    assert code == 2 and "verify reads local log directories" in err
+    code, out, err = _run(capfd, "verify", "--no-progress", *opts, s3_uri)
+    assert code in (0, 1) and "checked " in out and "Traceback" not in err
+    code, out, err = _run(capfd, "verify", "--no-progress", *opts, s3_uri + "-missing")
+    assert code == 2 and "no such file or directory" in err and "Traceback" not in err
+
+
+def _problems(out: str, prefix: str) -> list:
+    """verify --json's problems, files named relative to the log directory."""
+    rows = [json.loads(line) for line in out.splitlines()]
+    for r in rows:
+        if "file" in r:
+            assert r["file"].startswith(prefix + "/"), r["file"]
+            r["file"] = r["file"][len(prefix) + 1:]
+        if "reason" in r:
+            r["reason"] = r["reason"].replace(prefix + "/", "")
+    return rows
+
+
+def _stage_dirs() -> set:
+    import glob
+    import tempfile
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "kafkarec-stage-*")))
+
+
+@pytest.fixture(scope="module")
+def damaged(s3, logroot, tmp_path_factory):
+    """A copy of the log directory with a corrupt batch, a region of garbage, a bad index
+    entry and a broken checkpoint: (local root, its s3:// URI)."""
+    import shutil
+    root = str(tmp_path_factory.mktemp("damaged") / "logs")
+    shutil.copytree(logroot, root)
+    log = os.path.join(root, "web-clicks-0", "00000000000000000000.log")
+    data = bytearray(open(log, "rb").read())
+    data[len(data) // 3] ^= 0xFF                     # a CRC failure (or a framing error)
+    data[2 * len(data) // 3:2 * len(data) // 3 + 40] = b"\xee" * 40
+    open(log, "wb").write(bytes(data))
+    with open(os.path.join(root, "payments-0", "00000000000000000000.index"), "ab") as fh:
+        fh.write(b"\x00\x00\x00\x07\x00\x00\x00\x01")  # an entry that points backwards
+    with open(os.path.join(root, "compacted-0", "leader-epoch-checkpoint"), "w") as fh:
+        fh.write("0\n2\n0 0\n")                    # says 2 entries, holds 1
+    s3.upload_dir(root, BUCKET, "damaged")
+    return root, f"s3://{BUCKET}/damaged"
+
+
+def test_verify_s3_equals_local(damaged, s3_env, capfd):
+    """verify of an s3:// log directory: the same problems (named by their URIs) and the same
+    summary as on disk; the staged copies are gone afterwards."""
+    root, uri = damaged
+    before = _stage_dirs()
+    for flags in ((), ("--deep",), ("--resync",)):
+        code_local, local, _ = _run(capfd, "verify", "--json", "--no-progress", *flags, root)
+        code_s3, remote, err = _run(capfd, "verify", "--json", "--no-progress", *flags, uri)
+        assert code_s3 == code_local == 1 and "Traceback" not in err, err
+        problems = _problems(remote, uri)
+        assert problems == _problems(local, os.path.abspath(root))
+        files = {r["file"] for r in problems if r["type"] == "problem" and r["severity"] == "error"}
+        assert {"web-clicks-0/00000000000000000000.log", "payments-0/00000000000000000000.index",
+                "compacted-0/leader-epoch-checkpoint"} <= files, files
+    assert _stage_dirs() == before
+
+
+def test_verify_s3_partition_folder_and_file(s3_uri, s3_env, logroot, capfd):
+    part = sorted(d for d in os.listdir(logroot) if os.path.isdir(os.path.join(logroot, d)))[0]
+    code_local, local, _ = _run(capfd, "verify", "--json", "--no-progress", "--deep",
+                                os.path.join(logroot, part))
+    code_s3, remote, err = _run(capfd, "verify", "--json", "--no-progress", "--deep",
+                                f"{s3_uri}/{part}")
+    assert code_s3 == code_local, err
+    assert _problems(remote, f"{s3_uri}/{part}") == _problems(local, os.path.join(
+        os.path.abspath(logroot), part))
+    log = sorted(f for f in os.listdir(os.path.join(logroot, part)) if f.endswith(".log"))[0]
+    code_local, local, _ = _run(capfd, "verify", "--json", "--no-progress",
+                                os.path.join(logroot, part, log))
+    code_s3, remote, err = _run(capfd, "verify", "--json", "--no-progress", f"{s3_uri}/{part}/{log}")
+    assert code_s3 == code_local, err
+    assert _problems(remote, f"{s3_uri}/{part}") == _problems(local, os.path.join(
+        os.path.abspath(logroot), part))

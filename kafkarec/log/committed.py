@@ -1,0 +1,104 @@
+"""What a ``read_committed`` consumer sees of a partition's log, wherever the log is.
+
+The rule itself (aborted transactions, and everything from the last stable offset on)
+is :func:`kafkarec.transactions.aborted_batches`; this module feeds it one
+partition's batches in offset order and says which byte spans of which segment file
+to leave out:
+
+* :func:`aborted_spans` - ``{segment path: [(position, size), ...]}`` from batches that
+  know where they are (``path``, ``position``: a :class:`kafkarec.log.segment.FileBatch`
+  of a local segment, or a :class:`LogBatch`);
+* :func:`partition_batches` - the batches of a :class:`kafkarec.log.layout.PartitionLog`
+  on any storage (``s3://``, local, ...), every segment walked once in bounded pieces;
+* :func:`read_committed_spans` - both together, for one partition.
+
+A transaction may begin in one segment and end in a later one, so a partition is judged
+over its whole log, not over the part a selection reads.  The walk reads every byte of
+the partition's segments (a data batch whose CRC fails opens no transaction, and only
+its bytes tell), like a local read_committed plan does.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Iterator, List, Tuple
+
+import kafkarec
+from kafkarec import transactions
+from kafkarec.errors import DecodeError
+from kafkarec.log.layout import PartitionLog, check_manifest
+from kafkarec.log.storage import Storage, iter_pieces
+
+__all__ = ["LogBatch", "aborted_spans", "partition_batches", "read_committed_spans"]
+
+# Headers only, Kafka's file framing: the rule reads CRCs and control records on demand.
+_WALK_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
+
+Spans = Dict[str, List[Tuple[int, int]]]
+
+
+class LogBatch:
+    """A :class:`kafkarec.RecordBatch` and where it is in the log: ``path`` (the segment
+    file as its storage names it) and ``position`` (in that file).  Other attributes and
+    iteration are the batch's."""
+
+    __slots__ = ("path", "position", "batch")
+
+    def __init__(self, path: str, position: int, batch):
+        self.path = path
+        self.position = position
+        self.batch = batch
+
+    def __getattr__(self, name):
+        return getattr(self.batch, name)
+
+    def __iter__(self):
+        return iter(self.batch)
+
+
+def aborted_spans(batches: Iterable) -> Spans:
+    """``{path: [(position, size), ...]}`` (sorted) of the batches, among one partition's
+    ``batches`` in offset order, that a read_committed consumer does not see.  A data batch
+    failing its CRC opens and joins no transaction (the read reports it)."""
+    out: Spans = {}
+    for path, position, size in transactions.aborted_batches(
+            batches, key=lambda b: (b.path, b.position, b.size_in_bytes),
+            trusted=lambda b: b.crc_valid):
+        out.setdefault(path, []).append((position, size))
+    for spans in out.values():
+        spans.sort()
+    return out
+
+
+def partition_batches(storage: Storage, part: PartitionLog) -> Iterator[LogBatch]:
+    """The whole batches of one partition in offset order, as :class:`LogBatch` es.
+
+    Each segment is read once, in pieces of whole batches (memory bounded by a piece).  A
+    segment's walk ends where framing does (a decode error, a magic outside 0..2: the
+    reader reports those bytes), and at the segment's ``end_offset`` when a later copy
+    holds the offsets from there (:func:`kafkarec.log.layout.scan` de-duplication)."""
+    for seg in part.segments:
+        check_manifest(storage, seg)
+        with storage.open(seg.path, seg.size) as f:
+            yield from _segment_batches(f, seg.path, seg.end_offset)
+
+
+def _segment_batches(f, path: str, end_offset) -> Iterator[LogBatch]:
+    for piece in iter_pieces(f, 0, None):
+        try:
+            for b in kafkarec.iter_batches(piece.data, _WALK_OPTIONS):
+                if not 0 <= b.magic <= 2:
+                    return
+                # a legacy wrapper's own offset is its last; no decompression to find the first
+                first = b.base_offset if b.magic >= 2 else b.last_offset
+                if end_offset is not None and first >= end_offset:
+                    return
+                yield LogBatch(path, piece.position + b.position, b)
+        except DecodeError:
+            return
+        if piece.stopped:
+            return
+
+
+def read_committed_spans(storage: Storage, part: PartitionLog) -> Spans:
+    """:func:`aborted_spans` of :func:`partition_batches`: the byte spans of one partition's
+    segments that a read_committed consumer does not see."""
+    return aborted_spans(partition_batches(storage, part))
