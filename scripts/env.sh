@@ -1,6 +1,6 @@
-# Shared set-up for the project's commands: a virtualenv in .venv with kafkarec
-# installed in editable mode (its Cython core compiled in place) plus the extras
-# named in KAFKAREC_EXTRAS.  Safe and fast to run again: when pyproject.toml,
+# Shared set-up for the project's commands: a virtualenv in .venv with the
+# checkout on its path (the Cython core compiled in place), kafkarec's
+# dependencies and the extras named in KAFKAREC_EXTRAS.  Safe and fast to run again: when pyproject.toml,
 # setup.py, the extras and the Python are as last time, pip is not run and only
 # core sources newer than the compiled core are recompiled.
 set -euo pipefail
@@ -12,15 +12,43 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY="$ROOT/.venv/bin/python"
 EXTRAS="${KAFKAREC_EXTRAS:-test}"
-ENV_WANT="$(cat pyproject.toml setup.py | sha256sum | cut -c1-32) [$EXTRAS] $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
+ENV_WANT="$(cat pyproject.toml setup.py scripts/env.sh | sha256sum | cut -c1-32) [$EXTRAS] $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
 if [ "$(cat .venv/.kafkarec-env 2>/dev/null)" = "$ENV_WANT" ] && "$VPY" -c "import kafkarec" 2>/dev/null; then
     "$VPY" setup.py -q build_ext --inplace
 else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
-    # compat: the checkout on sys.path through a .pth, as a plain editable install
-    # did (the default "lenient" mode warns about folders named like packages).
-    "$VPY" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" \
-        --config-settings editable_mode=compat
+    # What pyproject.toml asks for (the build's requirements, the dependencies and
+    # the extras), installed by pip; the checkout itself goes on sys.path through a
+    # .pth file, with the core compiled in place - a development install without
+    # an editable wheel (setuptools' editable modes warn about this layout).
+    SPEC="$("$VPY" - "$EXTRAS" <<'PY'
+import sys, tomllib
+meta = tomllib.load(open("pyproject.toml", "rb"))
+wanted = list(meta["build-system"]["requires"]) + list(meta["project"]["dependencies"])
+for extra in filter(None, sys.argv[1].split(",")):
+    wanted += meta["project"]["optional-dependencies"][extra]
+print("\n".join(wanted))
+PY
+)"
+    mapfile -t REQS <<< "$SPEC"
+    "$VPY" -m pip uninstall -q -y kafkarec 2>/dev/null || true   # an earlier editable install
+    "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
+    "$VPY" setup.py -q build_ext --inplace
+    SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    printf '%s\n' "$ROOT" > "$SITE/kafkarec-checkout.pth"
+    # the console scripts of [project.scripts]
+    "$VPY" - <<'PY'
+import os, sys, tomllib
+meta = tomllib.load(open("pyproject.toml", "rb"))
+bindir = os.path.dirname(sys.executable)
+for name, target in meta["project"].get("scripts", {}).items():
+    module, func = target.split(":")
+    path = os.path.join(bindir, name)
+    with open(path, "w") as fh:
+        fh.write(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\n"
+                 f"sys.exit({func}())\n")
+    os.chmod(path, 0o755)
+PY
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.
