@@ -4,6 +4,11 @@
 # setup.py, the extras and the Python are as last time, pip is not run and only
 # core sources newer than the compiled core are recompiled.
 set -euo pipefail
+# The core's compile log (gcc's notes on Cython's generated C) is kept in
+# .venv/build.log and shown only when the build fails.
+build_core() {
+    "$VPY" setup.py -q build_ext --inplace > .venv/build.log 2>&1 || { cat .venv/build.log >&2; return 1; }
+}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-python3}"
@@ -14,7 +19,7 @@ VPY="$ROOT/.venv/bin/python"
 EXTRAS="${KAFKAREC_EXTRAS:-test}"
 ENV_WANT="$(cat pyproject.toml setup.py scripts/env.sh | sha256sum | cut -c1-32) [$EXTRAS] $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
 if [ "$(cat .venv/.kafkarec-env 2>/dev/null)" = "$ENV_WANT" ] && "$VPY" -c "import kafkarec" 2>/dev/null; then
-    "$VPY" setup.py -q build_ext --inplace
+    build_core
 else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
     # What pyproject.toml asks for (the build's requirements, the dependencies and
@@ -33,7 +38,7 @@ PY
     mapfile -t REQS <<< "$SPEC"
     "$VPY" -m pip uninstall -q -y kafkarec 2>/dev/null || true   # an earlier editable install
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
-    "$VPY" setup.py -q build_ext --inplace
+    build_core
     SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     printf '%s\n' "$ROOT" > "$SITE/kafkarec-checkout.pth"
     # the console scripts of [project.scripts]
