@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import List
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_udfs import _logdir, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode

@@ -65,6 +65,23 @@ def make_session(cache_dir: str):
 
 # -- the oracle --------------------------------------------------------------------------
 
+def read(spark, path, **options):
+    """``spark.read.format("kafkarec")`` with ``options``, loaded from ``path``."""
+    reader = spark.read.format("kafkarec")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(path)
+
+
+def sample_logs(tmp_path_factory, seed: int = 7) -> str:
+    """A sample log directory written by kafkarec.sample (every codec, a transaction, a
+    corrupt batch ...) in a fresh temporary folder."""
+    from kafkarec.sample import generate
+    root = str(tmp_path_factory.mktemp("sample") / "logs")
+    generate(root, seed=seed, scale=1)
+    return root
+
+
 def oracle_file(path: str, *, topic=None, partition=None, **kw):
     """kafkarec.iter_arrow over one whole file: (pyarrow.Table, errors)."""
     import kafkarec

@@ -26,7 +26,7 @@ import tempfile
 from typing import Iterator, List, Optional, Tuple
 
 from kafkarec.log import directory, names
-from kafkarec.log.storage import FileEntry, Storage, list_files, resolve
+from kafkarec.log.storage import FileEntry, list_files, resolve
 
 __all__ = ["Staging", "STAGED_KINDS"]
 

@@ -25,17 +25,8 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from kafkarec.sample import generate
-    root = str(tmp_path_factory.mktemp("sample") / "logs")
-    generate(root, seed=7, scale=1)
-    return root
+    return H.sample_logs(tmp_path_factory, seed=7)
 
-
-def _load(spark, path, **options):
-    reader = spark.read.format("kafkarec")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(path)
 
 
 def _split(table, corrupt="_corrupt_record"):
@@ -47,8 +38,8 @@ def _split(table, corrupt="_corrupt_record"):
 def test_s3_equals_local_equals_decoder(spark, s3, sample):
     s3.upload_dir(sample, "spark-logs", "prod/kafka")
     oracle, oracle_errors = H.oracle_dir(sample)
-    local, local_err = _split(_load(spark, sample).toArrow())
-    remote, remote_err = _split(_load(spark, "s3://spark-logs/prod/kafka", **s3.options(),
+    local, local_err = _split(H.read(spark, sample).toArrow())
+    remote, remote_err = _split(H.read(spark, "s3://spark-logs/prod/kafka", **s3.options(),
                                       maxPartitionBytes="64k").toArrow())
     H.assert_same_rows(local, oracle, H.KAFKA_COLUMNS)
     H.assert_same_rows(remote, oracle, H.KAFKA_COLUMNS)
@@ -67,7 +58,7 @@ def test_selection_through_spark(spark, s3, sample):
     parts = sorted(p for t, p in tps if t == topic)
     starting = {topic: {str(p): 3 + p for p in parts}}
     ending = {topic: {str(p): 40 + 2 * p for p in parts}}
-    got, _ = _split(_load(spark, "s3://spark-selection", **s3.options(), topics=topic,
+    got, _ = _split(H.read(spark, "s3://spark-selection", **s3.options(), topics=topic,
                           startingOffsets=json.dumps(starting), endingOffsets=json.dumps(ending),
                           maxPartitionBytes="16k").toArrow())
     mask = None
@@ -87,15 +78,15 @@ def test_read_committed_s3_equals_local(spark, s3, sample):
     transaction is judged over the partition's whole log, not the part selected)."""
     import pyarrow.compute as pc
     s3.upload_dir(sample, "spark-committed", "")
-    local = _load(spark, sample, readCommitted="true", mode="DROPMALFORMED").toArrow()
-    everything = _load(spark, sample, mode="DROPMALFORMED").toArrow()
+    local = H.read(spark, sample, readCommitted="true", mode="DROPMALFORMED").toArrow()
+    everything = H.read(spark, sample, mode="DROPMALFORMED").toArrow()
     assert 0 < local.num_rows < everything.num_rows
     for split in ("1m", "1k"):
-        remote = _load(spark, "s3://spark-committed", **s3.options(), readCommitted="true",
+        remote = H.read(spark, "s3://spark-committed", **s3.options(), readCommitted="true",
                        mode="DROPMALFORMED", maxPartitionBytes=split).toArrow()
         H.assert_same_rows(remote, local, H.KAFKA_COLUMNS)
     # payments: offsets 0-49 are an aborted transaction (marker at 50); start at 20
-    got = _load(spark, "s3://spark-committed", **s3.options(), readCommitted="true", topics="payments",
+    got = H.read(spark, "s3://spark-committed", **s3.options(), readCommitted="true", topics="payments",
                 startingOffsets=json.dumps({"payments": {"0": 20}})).toArrow()
     want = local.filter(pc.and_(pc.equal(local.column("topic"), "payments"),
                                 pc.greater_equal(local.column("offset"), 20)))
@@ -106,4 +97,4 @@ def test_read_committed_s3_equals_local(spark, s3, sample):
 def test_remote_read_refuses_unknown_options(spark, s3, sample):
     s3.upload_dir(sample, "spark-options", "")
     with pytest.raises(Exception, match="pathglobfilter"):
-        _load(spark, "s3://spark-options", **s3.options(), pathGlobFilter="*.log").toArrow()
+        H.read(spark, "s3://spark-options", **s3.options(), pathGlobFilter="*.log").toArrow()

@@ -10,10 +10,7 @@ import spark_helpers as H
 
 @pytest.fixture(scope="session")
 def sample(tmp_path_factory):
-    from kafkarec.sample import generate
-    root = str(tmp_path_factory.mktemp("sample") / "logs")
-    generate(root, seed=7, scale=1)
-    return root
+    return H.sample_logs(tmp_path_factory, seed=7)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import subprocess
 import time
 
@@ -51,10 +50,7 @@ def wheel312(py312):
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from kafkarec.sample import generate
-    root = str(tmp_path_factory.mktemp("sample") / "logs")
-    generate(root, seed=11, scale=1)
-    return root
+    return H.sample_logs(tmp_path_factory, seed=11)
 
 
 @pytest.fixture(scope="module")

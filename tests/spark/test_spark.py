@@ -20,12 +20,6 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 
-def _read(spark, path, **options):
-    reader = spark.read.format("kafkarec")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(path)
-
 
 def _data_and_errors(df, corrupt="_corrupt_record"):
     t = df.toArrow()
@@ -95,7 +89,7 @@ def test_import_kafkarec_does_not_import_pyspark():
 # -- the data source ---------------------------------------------------------------------------
 
 def test_datasource_matches_decoder(spark, sample):
-    df = _read(spark, sample)
+    df = H.read(spark, sample)
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
         "timestampType:int,headers:array<struct<key:string,value:binary>>,timestampMs:bigint,"
@@ -115,7 +109,7 @@ def test_datasource_matches_decoder(spark, sample):
 
 def test_datasource_splits_large_segments_at_batches(spark, sample):
     segs = glob.glob(os.path.join(sample, "*", "*.log"))
-    df = _read(spark, sample, maxPartitionBytes="8k", mode="DROPMALFORMED")
+    df = H.read(spark, sample, maxPartitionBytes="8k", mode="DROPMALFORMED")
     n = df.rdd.getNumPartitions()
     assert n > len(segs) * 2, (n, len(segs))
     want, _ = H.oracle_dir(sample)
@@ -123,7 +117,7 @@ def test_datasource_splits_large_segments_at_batches(spark, sample):
 
 
 def test_datasource_batch_columns(spark, sample):
-    df = _read(spark, sample, batchColumns="true", maxPartitionBytes="16k", mode="DROPMALFORMED")
+    df = H.read(spark, sample, batchColumns="true", maxPartitionBytes="16k", mode="DROPMALFORMED")
     want, _ = H.oracle_dir(sample, batch_columns=True)
     cols = H.KAFKA_COLUMNS + ["producerId", "producerEpoch", "sequence", "isTransactional",
                               "isControl", "compression", "batchPosition", "batchBaseOffset",
@@ -135,7 +129,7 @@ def test_datasource_batch_columns(spark, sample):
 
 def test_datasource_control_records_and_read_committed(spark, sample):
     payments = os.path.join(sample, "payments-0")
-    with_control = _read(spark, payments, includeControl="true", batchColumns="true").toArrow()
+    with_control = H.read(spark, payments, includeControl="true", batchColumns="true").toArrow()
     want, _ = H.oracle_dir(payments, include_control=True, batch_columns=True)
     H.assert_same_rows(with_control, want, H.KAFKA_COLUMNS + ["isControl"])
     assert sum(with_control.column("isControl").to_pylist()) == 3
@@ -144,7 +138,7 @@ def test_datasource_control_records_and_read_committed(spark, sample):
     import kafkarec
     committed = kafkarec.to_arrow(data, topic="payments", partition=0, read_committed=True)
     for split in ("1m", "1"):
-        got = _read(spark, payments, readCommitted="true", maxPartitionBytes=split).toArrow()
+        got = H.read(spark, payments, readCommitted="true", maxPartitionBytes=split).toArrow()
         H.assert_same_rows(got, committed, H.KAFKA_COLUMNS)
     assert committed.num_rows == 100   # the aborted transaction's 50 records are gone
 
@@ -160,7 +154,7 @@ def test_read_committed_across_segments(spark, sample, tmp_path):
     cut = spans[1][0] + spans[1][1]          # after the 2 batches of the aborted transaction
     (part / "00000000000000000000.log").write_bytes(data[:cut])
     (part / "00000000000000000050.log").write_bytes(data[cut:])
-    got = _read(spark, str(part), readCommitted="true").toArrow()
+    got = H.read(spark, str(part), readCommitted="true").toArrow()
     want = kafkarec.to_arrow(data, topic="payments", partition=0, read_committed=True)
     H.assert_same_rows(got, want, H.KAFKA_COLUMNS)
 
@@ -168,7 +162,7 @@ def test_read_committed_across_segments(spark, sample, tmp_path):
 def test_datasource_paths_and_layouts(spark, sample, tmp_path):
     one = sorted(glob.glob(os.path.join(sample, "orders-1", "*.log")))[1]
     # a single segment file: topic/partition from its folder
-    got = _read(spark, one).toArrow()
+    got = H.read(spark, one).toArrow()
     want, _ = H.oracle_file(one, topic="orders", partition=1)
     H.assert_same_rows(got, want, H.KAFKA_COLUMNS)
     # a glob; nested layout (broker dir / partition dir); a file outside the layout
@@ -177,15 +171,15 @@ def test_datasource_paths_and_layouts(spark, sample, tmp_path):
     loose = tmp_path / "loose"
     loose.mkdir()
     shutil.copy(one, loose / "segment.log")
-    assert _read(spark, os.path.join(sample, "orders-*")).count() == 2229 + 2689 + 2219
-    assert _read(spark, str(tmp_path / "broker-a")).count() == 120
-    rows = _read(spark, str(loose / "segment.log")).select("topic", "partition").distinct().collect()
+    assert H.read(spark, os.path.join(sample, "orders-*")).count() == 2229 + 2689 + 2219
+    assert H.read(spark, str(tmp_path / "broker-a")).count() == 120
+    rows = H.read(spark, str(loose / "segment.log")).select("topic", "partition").distinct().collect()
     assert [tuple(r) for r in rows] == [(None, None)]
     # Kafka's own leftovers (-delete folders) and index files are not read
     junk = tmp_path / "broker-a" / "data" / ("compacted-0." + "a" * 32 + "-delete")
     shutil.copytree(os.path.join(sample, "compacted-0"), junk)
     (nested / "compacted-0" / "00000000000000000000.index").write_bytes(b"\0" * 64)
-    assert _read(spark, str(tmp_path / "broker-a")).count() == 120
+    assert H.read(spark, str(tmp_path / "broker-a")).count() == 120
     # several paths (load([...])), overlapping: nothing read twice
     both = spark.read.format("kafkarec").load([os.path.join(sample, "compacted-0"),
                                                os.path.join(sample, "compacted-0", "*.log")])
@@ -198,14 +192,14 @@ def test_datasource_refuses_duplicates_and_bad_options(spark, sample, tmp_path):
     shutil.copytree(os.path.join(sample, "compacted-0"), a / "compacted-0")
     shutil.copytree(os.path.join(sample, "compacted-0"), b / "compacted-0")
     with pytest.raises((AnalysisException, PySparkException), match="read twice"):
-        _read(spark, str(tmp_path)).count()
-    assert _read(spark, str(tmp_path), allowDuplicatePartitions="true").count() == 240
+        H.read(spark, str(tmp_path)).count()
+    assert H.read(spark, str(tmp_path), allowDuplicatePartitions="true").count() == 240
     with pytest.raises((AnalysisException, PySparkException), match="unknown option"):
-        _read(spark, sample, maxPartitonBytes="1m").count()
+        H.read(spark, sample, maxPartitonBytes="1m").count()
     with pytest.raises((AnalysisException, PySparkException), match="mode must be one of"):
-        _read(spark, sample, mode="LENIENT").count()
+        H.read(spark, sample, mode="LENIENT").count()
     with pytest.raises((AnalysisException, PySparkException), match="does not exist"):
-        _read(spark, str(tmp_path / "nope")).count()
+        H.read(spark, str(tmp_path / "nope")).count()
 
 
 def test_datasource_user_schema_and_sql(spark, sample):
@@ -224,7 +218,7 @@ def test_datasource_user_schema_and_sql(spark, sample):
 
 @pytest.mark.parametrize("split", ["128m", "4k"])
 def test_datasource_permissive(spark, corrupt, split):
-    df = _read(spark, corrupt["root"], maxPartitionBytes=split, columnNameOfCorruptRecord="bad")
+    df = H.read(spark, corrupt["root"], maxPartitionBytes=split, columnNameOfCorruptRecord="bad")
     assert "bad" in df.columns
     data, errors = _data_and_errors(df, "bad")
     # good rows: exactly what the decoder gives for each file
@@ -250,7 +244,7 @@ def test_datasource_permissive(spark, corrupt, split):
 
 
 def test_datasource_dropmalformed(spark, corrupt):
-    df = _read(spark, corrupt["root"], mode="DROPMALFORMED", maxPartitionBytes="4k")
+    df = H.read(spark, corrupt["root"], mode="DROPMALFORMED", maxPartitionBytes="4k")
     assert "_corrupt_record" not in df.columns
     want, _ = H.oracle_dir(corrupt["root"])
     H.assert_same_rows(df.toArrow(), want, H.KAFKA_COLUMNS)
@@ -262,8 +256,8 @@ def test_datasource_failfast(spark, corrupt, folder, match):
     from pyspark.errors import PythonException
     path = os.path.join(corrupt["root"], folder)
     with pytest.raises(PythonException, match=f"FAILFAST.*{folder}.*{match}"):
-        _read(spark, path, mode="FAILFAST").count()
-    assert _read(spark, os.path.join(corrupt["root"], "ok-0"), mode="FAILFAST").count() == 1039
+        H.read(spark, path, mode="FAILFAST").count()
+    assert H.read(spark, os.path.join(corrupt["root"], "ok-0"), mode="FAILFAST").count() == 1039
 
 
 # -- functions on a binary column --------------------------------------------------------------

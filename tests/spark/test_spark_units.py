@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+import spark_helpers as H
 from spark_udfs import _decode, _logdir
 
 import kafkarec
@@ -13,10 +14,7 @@ import kafkarec
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from kafkarec.sample import generate
-    root = str(tmp_path_factory.mktemp("sample") / "logs")
-    generate(root, seed=7, scale=1)
-    return root
+    return H.sample_logs(tmp_path_factory, seed=7)
 
 
 def test_topic_partition_from_folder_names():
