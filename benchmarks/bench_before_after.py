@@ -119,6 +119,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (best kept)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs in each child")
     ap.add_argument("--scale", type=float, default=0.5, help="workload size (1 = bench_decode's)")
+    ap.add_argument("--only", help="a subset of measure:workload pairs, e.g. fields:headers,build:100B")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -133,6 +134,11 @@ def main() -> int:
         data_file = fh.name
     cases = [(m, w) for m in ("fields", "to_arrow") for w in DECODE_WORKLOADS] + \
             [(m, "100B") for m in ("build", "bulk")] + [("build", "headers")]
+    if args.only:
+        wanted = {tuple(x.split(":")) for x in args.only.split(",")}
+        cases = [c for c in cases if c in wanted]
+        if not cases:
+            raise SystemExit(f"--only {args.only}: no such measure:workload")
     best = {(c, t): float("inf") for c in cases for t in trees}
     counts = {}
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")

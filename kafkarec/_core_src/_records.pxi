@@ -401,7 +401,7 @@ cdef str java_utf8_replacing(const uint8_t *p, Py_ssize_t n):
     return "".join(out)
 
 
-cdef str java_utf8(const uint8_t *p, Py_ssize_t n):
+cdef inline str java_utf8(const uint8_t *p, Py_ssize_t n):
     """A header key (or any Kafka string) decoded as Java decodes it: valid UTF-8
     (the same set for Python's strict decoder and Java's) the fast way, anything
     else by Java's replacement rules."""
