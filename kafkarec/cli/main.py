@@ -199,9 +199,10 @@ def _run_stats(args, out, err) -> int:
 
 EPILOG = """\
 PATH may be a log directory root (a folder of <topic>-<partition> folders),
-one <topic>-<partition> folder, or individual files; dump and stats also take
-URIs (s3://bucket/kafka, gs://, abfs://, hdfs://, file://) and the selection
-flags (--topics, --start-offset, --end-offset, --start-time, --end-time).
+one <topic>-<partition> folder, or individual files, on disk or as URIs
+(s3://bucket/kafka, gs://, abfs://, hdfs://, file://; verify stages one segment
+at a time in a temporary folder); dump and stats also take the selection flags
+(--topics, --start-offset, --end-offset, --start-time, --end-time).
 
 exit status: 0 all good; 1 problems in the data (verify found errors, or
 dump/stats met something they could not read); 2 usage errors (bad options,
