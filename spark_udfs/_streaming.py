@@ -66,7 +66,8 @@ log = logging.getLogger("spark_udfs")
 STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "startingoffsets", "startingtimestamp",
                   "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
                   "maxoffsetspertrigger", "failondataloss", "includecontrol", "batchcolumns",
-                  "verifycrc", "strict", "maxrecordsperbatch", "maxdecompressedbytes"}
+                  "verifycrc", "strict", "maxrecordsperbatch", "maxdecompressedbytes",
+                  "columnnameofcorruptrecord"}
 
 
 class DataLossError(RuntimeError):
@@ -82,6 +83,15 @@ class StreamConfig:
     def __init__(self, options):
         from kafkarec.log import selection, storage
         o = {str(k).lower(): v for k, v in dict(options).items()}
+        if "readcommitted" in o and _bool(o, "readcommitted", False):
+            raise ValueError("kafkarec stream: readCommitted is for batch reads "
+                             "(spark.read.format('kafkarec')); a stream delivers every data record")
+        unknown = sorted(k for k in o if k not in STREAM_OPTIONS and k != "readcommitted"
+                         and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
+        if unknown:
+            raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: "
+                             f"{sorted(STREAM_OPTIONS)} and the storage options of "
+                             f"kafkarec.log.storage (endpoint, region, accessKey, ...)")
         self.paths = _logdir.split_paths(o)
         if len(self.paths) != 1:
             raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")

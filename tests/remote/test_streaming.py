@@ -190,3 +190,17 @@ def test_stream_exactly_once_across_restart(tmp_path):
     rows = sorted((r.topic, r.partition, r.offset, bytes(r.value)) for r in got)
     assert len(rows) == len(set(rows)), "a record was delivered twice"
     assert rows == sorted(log.written)
+
+
+def test_stream_refuses_batch_only_and_unknown_options(tmp_path):
+    """An option a stream would ignore is an error, not a silent difference: readCommitted
+    and endingOffsets belong to batch reads (as endingOffsets does in Spark's Kafka source)."""
+    log = GrowingLog(str(tmp_path))
+    log.append("a", 0, 5)
+    with pytest.raises(ValueError, match="readCommitted is for batch reads"):
+        _reader(str(tmp_path), readCommitted="true")
+    with pytest.raises(ValueError, match="endingoffsets"):
+        _reader(str(tmp_path), endingOffsets="latest")
+    with pytest.raises(ValueError, match="mode"):
+        _reader(str(tmp_path), mode="DROPMALFORMED")
+    _reader(str(tmp_path), readCommitted="false", endpoint="http://127.0.0.1:1")  # allowed
