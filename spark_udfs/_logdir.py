@@ -8,7 +8,8 @@ partition folder gives its segments in offset order, then any other file
 matching ``pathGlobFilter`` (``*.log``: a backed-up ``backup.log`` too); with
 ``recursiveFileLookup`` other sub-folders (several log dirs under one root)
 are walked as well.  A file's topic and partition come from its folder's name
-(null when the name does not have that form).  Folders Kafka itself ignores
+(a broker's ``topic-N``, or tiered storage's ``topic-N-<id>`` and ``topic-<id>/N``;
+null when the name has none of these forms).  Folders Kafka itself ignores
 (``<topic>-<partition>.<id>-delete`` / ``-future`` / ``-stray``) are skipped.
 
 A read is planned as a list of tasks, each a list of :class:`Slice` (a byte
@@ -161,10 +162,13 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
             elif os.path.isfile(m):
                 files.setdefault(os.path.realpath(m), m)
     base_offset = _core().base_offset_from_name
+    from kafkarec.log.directory import segment_file
     segments = []
     folders: dict = {}
     for real, shown in files.items():
-        topic, partition = parse_topic_partition(os.path.dirname(real))
+        # broker folders (topic-N) and tiered ones (topic-N-<id>, topic-<id>/N)
+        tp = segment_file(real).topic_partition
+        topic, partition = (tp.topic, tp.partition) if tp is not None else (None, None)
         if topic is not None:
             folder = os.path.dirname(real)
             other = folders.setdefault((topic, partition), folder)
@@ -204,7 +208,8 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
     else:
         claimed = set()
         for part in segment.find_partition_dirs(root):
-            claimed.add(os.path.basename(part.path))
+            # the folder under root it was found in (<topic>-<topic id>/N/ is one level down)
+            claimed.add(os.path.relpath(part.path, root).split(os.sep)[0])
             if segment.renamed_dir_suffix(part.path):
                 skipped.append(part.path)
                 continue

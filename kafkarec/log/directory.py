@@ -135,12 +135,19 @@ def _topic_partition(folder: str, tiered: bool) -> Optional[TopicPartition]:
 
 
 def find_partition_dirs(root: str) -> List[PartitionDir]:
-    """Partition directories directly under a log directory root, by topic then partition."""
+    """Partition directories directly under a log directory root, by topic then partition;
+    also the numbered partition folders of remote storage plugins' ``<topic>-<topic id>/``
+    folders (``orders-oAtiIQ95REujbuzNd_lkLQ/0/``)."""
     found = []
     for name in os.listdir(root):
         full = os.path.join(root, name)
         if is_partition_dir(full):
             found.append(scan_partition_dir(full))
+        elif names.is_topic_id_folder(name) and os.path.isdir(full):
+            for sub in os.listdir(full):
+                inner = os.path.join(full, sub)
+                if sub.isdigit() and is_partition_dir(inner):
+                    found.append(scan_partition_dir(inner))
 
     def key(p):
         tp = p.topic_partition

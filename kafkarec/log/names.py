@@ -36,6 +36,7 @@ __all__ = [
     "SideFileError", "SegmentName", "parse_segment_name", "file_name", "offset_from_file_name",
     "file_kind", "SnapshotPath", "parse_snapshot_path", "snapshot_file_name",
     "TopicPartition", "parse_topic_partition", "renamed_dir_suffix", "parse_partition_folder",
+    "is_topic_id_folder",
 ]
 
 LOG_SUFFIX = ".log"
@@ -218,6 +219,12 @@ def parse_topic_partition(dir_name: str) -> Optional[TopicPartition]:
     if not topic or not re.fullmatch(r"[+-]?[0-9]+", partition) or not -2**31 <= int(partition) < 2**31:
         return None
     return TopicPartition(topic, int(partition))
+
+
+def is_topic_id_folder(name: str) -> bool:
+    """Whether a folder name is a remote storage plugin's ``<topic>-<topic id>`` (its
+    partitions are the numbered folders inside: ``orders-oAtiIQ95REujbuzNd_lkLQ/0/``)."""
+    return bool(_TOPIC_ID_DIR.match(name)) and not _TIERED_DIR.match(name)
 
 
 def parse_partition_folder(folder: str, *, tiered_files: bool = False):

@@ -95,6 +95,29 @@ def test_cli_reads_tiered_segments(tmp_path, capfd):
     assert (summary["segments"], summary["records"], summary["errors"]) == (1, 5, 0)
 
 
+def test_plugin_layout_topic_id_folders(tmp_path, capfd):
+    """A remote storage plugin's ``<topic>-<topic id>/<partition>/`` under a root: the walk,
+    the CLI and Spark's file discovery find each partition once, named by topic."""
+    from spark_udfs import _logdir
+    part = tmp_path / f"orders-{SID}" / "3"
+    part.mkdir(parents=True)
+    batch = bytearray(v2_batch(sample_records(4)))
+    struct.pack_into(">q", batch, 0, 7)
+    (part / f"00000000000000000007-{UUID}.log").write_bytes(bytes(batch))
+    (tmp_path / "payments-0").mkdir()                          # a broker folder beside it
+    (tmp_path / "payments-0" / "00000000000000000000.log").write_bytes(v2_batch(sample_records(2)))
+    assert names.is_topic_id_folder(f"orders-{SID}") and not names.is_topic_id_folder("orders-0")
+    assert not names.is_topic_id_folder(f"orders-0-{SID}")     # LocalTieredStorage's partition form
+    found = directory.find_partition_dirs(str(tmp_path))
+    assert [(p.topic_partition.topic, p.topic_partition.partition) for p in found] == \
+        [("orders", 3), ("payments", 0)]
+    assert main(["verify", "--deep", "--json", "--no-progress", str(tmp_path)]) == 0
+    summary = json.loads(capfd.readouterr().out.splitlines()[-1])
+    assert (summary["partitions"], summary["records"], summary["errors"]) == (2, 6, 0)
+    files, _ = _logdir.discover([str(tmp_path)])
+    assert sorted((f.topic, f.partition, f.base_offset) for f in files) == [("orders", 3, 7), ("payments", 0, 0)]
+
+
 def test_batch_names_come_from_the_core():
     from kafkarec.cli.common import codec_name, ts_name
     data = v2_batch(sample_records(3), codec="gzip")
