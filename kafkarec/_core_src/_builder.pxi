@@ -118,6 +118,15 @@ cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noe
     return p + n
 
 
+cdef int64_t int64_arg(object value, str what) except? -1:
+    """A builder argument that Kafka stores as a long (offsets, timestamps): an
+    EncodeError, not Python's OverflowError, when it does not fit."""
+    try:
+        return value
+    except OverflowError:
+        raise EncodeError(f"{what} {value} does not fit a signed 64-bit integer") from None
+
+
 @cython.final
 cdef class RecordBatchBuilder:
     """Builds one v2 record batch.
@@ -161,8 +170,8 @@ cdef class RecordBatchBuilder:
         if snappy_framing not in ("xerial", "raw"):
             raise EncodeError(f"snappy_framing must be 'xerial' or 'raw', not {snappy_framing!r}")
         self._raw_snappy = snappy_framing == "raw"
-        self._base_offset = base_offset
-        self._last_offset = base_offset - 1
+        self._base_offset = int64_arg(base_offset, "base offset")
+        self._last_offset = self._base_offset      # meaningful once a record is in
         ts_type = timestamp_type if type(timestamp_type) is TimestampType else TimestampType(timestamp_type)
         if ts_type is _TS_NO_TIMESTAMP_TYPE:
             raise EncodeError("magic 2 batches need CREATE_TIME or LOG_APPEND_TIME")
@@ -212,10 +221,20 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t klen = -1 if key is None else len(key)
         cdef Py_ssize_t vlen = -1 if value is None else len(value)
         cdef Py_ssize_t hsize = 0
-        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
+        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else int64_arg(timestamp, "timestamp")
         if headers:
             encode_headers(headers, &hsize)
-        return self.fits(self._last_offset + 1, ts, klen, vlen, len(headers) if headers else 0, hsize)
+        if self.record_count and self._last_offset == INT64_MAX:
+            return False                            # no offset follows
+        return self.fits(self.next_offset(), ts, klen, vlen, len(headers) if headers else 0, hsize)
+
+    cdef int64_t next_offset(self) except? -1:
+        """The offset a record appended without one gets (Kafka's nextSequentialOffset)."""
+        if self.record_count == 0:
+            return self._base_offset
+        if self._last_offset == INT64_MAX:
+            raise EncodeError(f"no offset follows {INT64_MAX} (offsets are signed 64-bit)")
+        return self._last_offset + 1
 
     cdef bint fits(self, int64_t offset, int64_t ts, Py_ssize_t klen, Py_ssize_t vlen,
                    Py_ssize_t n_headers, Py_ssize_t hsize):
@@ -269,8 +288,8 @@ cdef class RecordBatchBuilder:
 
     cdef object append_record(self, object value, object key, object timestamp, object headers,
                               object offset):
-        cdef int64_t off = self._last_offset + 1 if offset is None else offset
-        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else timestamp
+        cdef int64_t off = self.next_offset() if offset is None else int64_arg(offset, "offset")
+        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else int64_arg(timestamp, "timestamp")
         cdef const uint8_t *kp
         cdef const uint8_t *vp
         cdef Py_ssize_t klen, vlen, hsize = 0
@@ -302,7 +321,7 @@ cdef class RecordBatchBuilder:
                 raise EncodeError("Maximum number of records per batch exceeded")
         if off < self._base_offset:
             raise EncodeError(f"offset {off} is below the batch's base offset {self._base_offset}")
-        if off - self._base_offset > INT32_MAX:
+        if <uint64_t>off - <uint64_t>self._base_offset > INT32_MAX:   # exact: off >= base
             raise EncodeError("Maximum offset delta exceeded")
         if ts < 0 and ts != -1:
             raise EncodeError(f"Invalid negative timestamp {ts}")

@@ -363,7 +363,7 @@ cdef int extend_columns(RecordBatchBuilder b, object values, object keys, object
         hsize = 0
         if header_rows is not None and header_rows[i]:
             hs = encode_headers(header_rows[i], &hsize)
-        b.add_record(off_col.get(i) if has_off else b._last_offset + 1,
+        b.add_record(off_col.get(i) if has_off else b.next_offset(),
                      ts_col.get(i) if has_ts else now, kp, klen, vp, vlen, hs, hsize)
         if keep:
             keep.clear()
@@ -381,7 +381,7 @@ cdef Py_ssize_t extend_bulk(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInpu
     cdef int status = KAFKAREC_BULK_DONE
     cdef Py_ssize_t i = start
     cdef Py_ssize_t end = min(vcol.bulk_end(n), kcol.bulk_end(n))
-    cdef int64_t first_offset = b._last_offset + 1
+    cdef int64_t first_offset
     cdef _Growable out = b._records
     if ts_col is not None:
         end = min(end, ts_col.n_values)
@@ -390,6 +390,10 @@ cdef Py_ssize_t extend_bulk(RecordBatchBuilder b, _BinaryInput vcol, _BinaryInpu
         st.timestamps = NULL
     if i >= end:
         return i
+    first_offset = b.next_offset()
+    if end - i - 1 > INT64_MAX - first_offset:
+        raise EncodeError(f"{end - i} records from offset {first_offset} run past {INT64_MAX} "
+                          "(offsets are signed 64-bit)")
     if first_offset - b._base_offset + (end - i) - 1 > INT32_MAX or b.record_count + (end - i) > INT32_MAX:
         raise EncodeError("Maximum offset delta exceeded")
     st.now = now

@@ -81,14 +81,14 @@ cdef class LegacyBatchBuilder:
         if wrapper_offset not in ("last", "zero"):
             raise EncodeError("wrapper_offset must be 'last' or 'zero'")
         self._wrapper_zero = wrapper_offset == "zero"
-        if magic == 1 and self._codec != CODEC_NONE and base_offset < 0 and not self._wrapper_zero:
+        self._base_offset = int64_arg(base_offset, "base offset")
+        if magic == 1 and self._codec != CODEC_NONE and self._base_offset < 0 and not self._wrapper_zero:
             # Inner offsets are relative (0, 1, ...) and the wrapper carries the
             # last absolute one: below 0 it would sit under its inner offsets,
             # which Kafka's reader refuses.
             raise EncodeError(f"a compressed magic 1 message set cannot start at offset {base_offset} "
                               "(its wrapper offset would be less than its inner offsets)")
-        self._base_offset = base_offset
-        self._last_offset = base_offset - 1
+        self._last_offset = self._base_offset      # meaningful once a message is in
         self._max_timestamp = -1
         self._entries = []
 
@@ -102,15 +102,28 @@ cdef class LegacyBatchBuilder:
             raise EncodeError("this builder has already built its batch")
         if headers:
             raise EncodeError(f"Magic v{self._magic} does not support record headers")
-        cdef int64_t off = self._last_offset + 1 if offset is None else offset
+        cdef int64_t off
+        if offset is not None:
+            off = int64_arg(offset, "offset")
+        elif not self._entries:
+            off = self._base_offset
+        elif self._last_offset == INT64_MAX:
+            raise EncodeError(f"no offset follows {INT64_MAX} (offsets are signed 64-bit)")
+        else:
+            off = self._last_offset + 1
         if self._entries and off <= self._last_offset:
             raise EncodeError(f"Illegal offset {off} following previous offset {self._last_offset} "
                               "(Offsets must increase monotonically).")
         if off < self._base_offset:
             raise EncodeError(f"offset {off} is below the batch's base offset {self._base_offset}")
+        if (self._magic == 1 and self._codec != CODEC_NONE
+                and <uint64_t>off - <uint64_t>self._base_offset > <uint64_t>INT64_MAX):
+            # the inner message carries off - base offset (Kafka's toInnerOffset)
+            raise EncodeError(f"offset {off} is too far from the base offset {self._base_offset} "
+                              "for a relative inner offset")
         cdef int64_t ts = -1
         if self._magic == 1:
-            ts = int(_time.time() * 1000) if timestamp is None else timestamp
+            ts = int(_time.time() * 1000) if timestamp is None else int64_arg(timestamp, "timestamp")
             if ts < 0 and ts != -1:
                 raise EncodeError(f"Invalid message timestamp {ts}")
         elif timestamp is not None and timestamp != -1:

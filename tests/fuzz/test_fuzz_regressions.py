@@ -83,3 +83,62 @@ def test_control_batch_left_out_of_arrow_is_checked_not_read():
         assert exc.position == 0
     else:
         raise AssertionError("a control batch with a broken CRC was skipped unchecked")
+
+
+def test_convert_of_a_batch_at_offset_int64_min():
+    # Found by `fuzz.sh --instrumented convert` (fuzz_convert.py input): a v2 batch with base
+    # offset -2^63 (Kafka's reader takes any long), converted to magic 0/1.  The legacy
+    # builder kept base_offset - 1 as "no message yet", which leaves int64: a raw
+    # OverflowError escaped convert().  The builders now know "no record yet" by their
+    # count, take any 64-bit base offset, and refuse what leaves int64 with EncodeError.
+    import atheris
+    data = open(os.path.join(REPRODUCERS, "convert-base-offset-int64-min.bin"), "rb").read()
+    fdp = atheris.FuzzedDataProvider(data)
+    magic = fdp.ConsumeIntInRange(0, 2)
+    fdp.ConsumeIntInRange(-2**63, 2**63 - 1) if fdp.ConsumeBool() else fdp.ConsumeIntInRange(0, 10**6)
+    body = fdp.ConsumeBytes(fdp.remaining_bytes())
+    try:
+        result = kafkarec.convert(body, magic)
+    except kafkarec.KafkaRecError:
+        return
+    for b in kafkarec.iter_batches(result.data):
+        list(b)
+
+
+def _roundtrip(builder, n=2, **append):
+    for _ in range(n):
+        builder.append(b"v", **append)
+    return [r.offset for b in kafkarec.iter_batches(builder.build()) for r in b]
+
+
+def test_builders_at_the_ends_of_int64():
+    low, high = -2**63, 2**63 - 1
+    from kafkarec import EncodeError, RecordBatchBuilder
+    import pytest
+    assert _roundtrip(RecordBatchBuilder(base_offset=low), timestamp=1) == [low, low + 1]
+    assert _roundtrip(LegacyBatchBuilder(magic=1, base_offset=low), timestamp=1) == [low, low + 1]
+    assert _roundtrip(LegacyBatchBuilder(magic=0, base_offset=low)) == [low, low + 1]
+    assert _roundtrip(RecordBatchBuilder(base_offset=high), n=1, timestamp=1) == [high]
+    for b, ts in ((RecordBatchBuilder(base_offset=high), {"timestamp": 1}),
+                  (LegacyBatchBuilder(magic=1, base_offset=high), {"timestamp": 1}),
+                  (LegacyBatchBuilder(magic=0, base_offset=high), {})):
+        b.append(b"v", **ts)
+        with pytest.raises(EncodeError, match="no offset follows"):
+            b.append(b"w", **ts)
+    with pytest.raises(EncodeError, match="run past"):
+        kafkarec.build_batch([b"a", b"b"], base_offset=high)
+    assert [r.offset for b in kafkarec.iter_batches(kafkarec.build_batch([b"a"], base_offset=high))
+            for r in b] == [high]
+    for bad in (2**63, -2**63 - 1):
+        with pytest.raises(EncodeError, match="does not fit a signed 64-bit"):
+            RecordBatchBuilder(base_offset=bad)
+        with pytest.raises(EncodeError, match="does not fit a signed 64-bit"):
+            LegacyBatchBuilder(magic=1, base_offset=bad)
+        with pytest.raises(EncodeError, match="does not fit a signed 64-bit"):
+            RecordBatchBuilder().append(b"v", timestamp=bad)
+        with pytest.raises(EncodeError, match="does not fit a signed 64-bit"):
+            RecordBatchBuilder().append(b"v", timestamp=1, offset=bad)
+    # a relative inner offset (magic 1, compressed) must fit too
+    b = LegacyBatchBuilder(magic=1, compression=Compression.GZIP, base_offset=-5, wrapper_offset="zero")
+    with pytest.raises(EncodeError, match="relative inner offset"):
+        b.append(b"x", timestamp=1, offset=high)
