@@ -118,13 +118,19 @@ cdef inline uint8_t *put_bytes(uint8_t *p, const uint8_t *src, Py_ssize_t n) noe
     return p + n
 
 
-cdef int64_t int64_arg(object value, str what) except? -1:
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object obj, int *overflow) except? -1
+
+
+cdef inline int64_t int64_arg(object value, str what) except? -1:
     """A builder argument that Kafka stores as a long (offsets, timestamps): an
-    EncodeError, not Python's OverflowError, when it does not fit."""
-    try:
-        return value
-    except OverflowError:
-        raise EncodeError(f"{what} {value} does not fit a signed 64-bit integer") from None
+    EncodeError, not Python's OverflowError, when it does not fit (checked without
+    raising and catching, as this runs for every record)."""
+    cdef int overflow = 0
+    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow:
+        raise EncodeError(f"{what} {value} does not fit a signed 64-bit integer")
+    return v
 
 
 @cython.final
@@ -228,7 +234,7 @@ cdef class RecordBatchBuilder:
             return False                            # no offset follows
         return self.fits(self.next_offset(), ts, klen, vlen, len(headers) if headers else 0, hsize)
 
-    cdef int64_t next_offset(self) except? -1:
+    cdef inline int64_t next_offset(self) except? -1:
         """The offset a record appended without one gets (Kafka's nextSequentialOffset)."""
         if self.record_count == 0:
             return self._base_offset
@@ -288,8 +294,15 @@ cdef class RecordBatchBuilder:
 
     cdef object append_record(self, object value, object key, object timestamp, object headers,
                               object offset):
-        cdef int64_t off = self.next_offset() if offset is None else int64_arg(offset, "offset")
-        cdef int64_t ts = int(_time.time() * 1000) if timestamp is None else int64_arg(timestamp, "timestamp")
+        cdef int64_t off, ts
+        try:
+            off = self.next_offset() if offset is None else offset
+            ts = int(_time.time() * 1000) if timestamp is None else timestamp
+        except OverflowError:
+            # (one try for both: a check per value would cost every record)
+            what = "offset" if offset is not None and not -2**63 <= offset < 2**63 else "timestamp"
+            raise EncodeError(f"{what} {offset if what == 'offset' else timestamp} does not fit a "
+                              "signed 64-bit integer") from None
         cdef const uint8_t *kp
         cdef const uint8_t *vp
         cdef Py_ssize_t klen, vlen, hsize = 0
