@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""Instructions per record of the hot paths, an earlier commit against the checkout,
+counted by ``valgrind --tool=callgrind`` (the same count whatever else the machine does).
+
+    .venv/bin/python benchmarks/count_instructions.py --ref e360790      # ~3 minutes
+
+The earlier commit is built as in ``bench_before_after.py`` (a worktree under
+``.cache/bench-ref-<sha>``).  10 batches of 1000 records (16-byte keys, 100-byte values,
+every other batch with one header per record) are written once; each measure runs in a
+child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the difference
+(start-up, imports and the first call cancel out) is divided by the records handled:
+
+* ``fields`` - ``iter_batches`` and every field of every record;
+* ``append`` - ``RecordBatchBuilder.append`` record by record;
+* ``bulk`` - ``build_batch`` from lists.
+
+``to_arrow`` is not counted: pyarrow's own threads make its count differ from run to
+run by more than the code under test; time it with ``bench_before_after.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RECORDS = 10_000
+
+CHILD = r"""
+import gc, sys
+gc.disable()          # a collection landing in one run but not the other would count
+# (and pyarrow allocates with malloc: jemalloc's background purging is not repeatable)
+sys.path.insert(0, sys.argv[1])
+import kafkarec
+assert kafkarec.__file__.startswith(sys.argv[1]), kafkarec.__file__
+mode, n, data_file = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+data = open(data_file, "rb").read()
+vals = [b"x" * 100] * 1000
+keys = [b"k" * 16] * 1000
+for _ in range(n):
+    if mode == "fields":
+        for b in kafkarec.iter_batches(data):
+            for r in b:
+                r.offset, r.timestamp, r.key, r.value, r.headers
+    elif mode == "to_arrow":
+        kafkarec.to_arrow(data)
+    else:
+        for i in range(10):
+            if mode == "append":
+                b = kafkarec.RecordBatchBuilder(base_offset=i * 1000)
+                for v, k in zip(vals, keys):
+                    b.append(v, key=k, timestamp=1_700_000_000_000)
+                b.build()
+            else:
+                kafkarec.build_batch(vals, keys=keys, timestamps=[1_700_000_000_000] * 1000,
+                                     base_offset=i * 1000)
+"""
+
+
+def _count(tree: str, mode: str, n: int, data_file: str, script: str) -> int:
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script,
+         tree, mode, str(n), data_file], capture_output=True, text=True, check=True,
+        cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONHASHSEED="0",
+                                                 ARROW_DEFAULT_MEMORY_POOL="system"))
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if not m:
+        raise SystemExit(f"callgrind printed no count:\n{out.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ref", required=True, help="the earlier commit (any git revision)")
+    ap.add_argument("--runs", type=int, default=4, help="repetitions counted (after one)")
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
+    sys.path.insert(0, HERE)
+    from bench_before_after import _worktree
+    trees = {"before": _worktree(args.ref), "after": REPO}
+    sys.path.insert(0, REPO)
+    import kafkarec
+    with tempfile.TemporaryDirectory() as tmp:
+        data_file = os.path.join(tmp, "batches.bin")
+        with open(data_file, "wb") as fh:
+            for i in range(10):
+                fh.write(kafkarec.build_batch(
+                    [b"v" * 100] * 1000, keys=[b"k" * 16] * 1000,
+                    timestamps=list(range(1_700_000_000_000, 1_700_000_001_000)),
+                    headers=[[("h", b"x")]] * 1000 if i % 2 else None, base_offset=i * 1000))
+        script = os.path.join(tmp, "child.py")
+        with open(script, "w") as fh:
+            fh.write(CHILD)
+        print(f"instructions per record, {args.ref} -> the checkout (callgrind, {args.runs} runs "
+              f"of {RECORDS} records)")
+        for mode in ("fields", "append", "bulk"):
+            per = {}
+            for name, tree in trees.items():
+                one = _count(tree, mode, 1, data_file, script)
+                more = _count(tree, mode, args.runs + 1, data_file, script)
+                per[name] = (more - one) / (args.runs * RECORDS)
+            print(f"  {mode:9} {per['before']:8.0f} -> {per['after']:8.0f}   "
+                  f"({per['after'] / per['before']:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
