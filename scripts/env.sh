@@ -1,6 +1,6 @@
-# Shared set-up for the project's commands: a virtualenv in .venv with the
-# checkout on its path (the Cython core compiled in place), kafkarec's
-# dependencies and the extras named in KAFKAREC_EXTRAS.  Safe and fast to run again: when pyproject.toml,
+# Shared set-up for the project's commands: a virtualenv in .venv holding an
+# editable install of the checkout (pip install -e ".[extras]", the Cython core
+# compiled in place), with the extras named in KAFKAREC_EXTRAS.  Safe and fast to run again: when pyproject.toml,
 # setup.py, the extras and the Python are as last time, pip is not run and only
 # core sources newer than the compiled core are recompiled.
 set -euo pipefail
@@ -22,38 +22,16 @@ if [ "$(cat .venv/.kafkarec-env 2>/dev/null)" = "$ENV_WANT" ] && "$VPY" -c "impo
     build_core
 else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
-    # What pyproject.toml asks for (the build's requirements, the dependencies and
-    # the extras), installed by pip; the checkout itself goes on sys.path through a
-    # .pth file, with the core compiled in place - a development install without
-    # an editable wheel (setuptools' editable modes warn about this layout).
-    SPEC="$("$VPY" - "$EXTRAS" <<'PY'
-import sys, tomllib
-meta = tomllib.load(open("pyproject.toml", "rb"))
-wanted = list(meta["build-system"]["requires"]) + list(meta["project"]["dependencies"])
-for extra in filter(None, sys.argv[1].split(",")):
-    wanted += meta["project"]["optional-dependencies"][extra]
-print("\n".join(wanted))
-PY
-)"
-    mapfile -t REQS <<< "$SPEC"
-    "$VPY" -m pip uninstall -q -y kafkarec 2>/dev/null || true   # an earlier editable install
+    # The build's own requirements first (no build isolation: the compiled core
+    # stays in the checkout and is recompiled only when its sources change),
+    # then the standard editable install with the extras.
+    BUILD_REQS="$("$VPY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')"
+    mapfile -t REQS <<< "$BUILD_REQS"
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
+    rm -f "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kafkarec-checkout.pth"  # an older layout
+    "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation -e ".[$EXTRAS]" \
+        > .venv/build.log 2>&1 || { cat .venv/build.log >&2; exit 1; }
     build_core
-    SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    printf '%s\n' "$ROOT" > "$SITE/kafkarec-checkout.pth"
-    # the console scripts of [project.scripts]
-    "$VPY" - <<'PY'
-import os, sys, tomllib
-meta = tomllib.load(open("pyproject.toml", "rb"))
-bindir = os.path.dirname(sys.executable)
-for name, target in meta["project"].get("scripts", {}).items():
-    module, func = target.split(":")
-    path = os.path.join(bindir, name)
-    with open(path, "w") as fh:
-        fh.write(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\n"
-                 f"sys.exit({func}())\n")
-    os.chmod(path, 0o755)
-PY
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.

