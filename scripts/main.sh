@@ -15,7 +15,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-python3}"
 TAG="$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
+step() { printf '%s kafkarec main job: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+step "1/4 wheelhouse (kafkarec's wheel and its dependencies; built once per source change)"
 WHEEL="$(bash scripts/wheelhouse.sh wheelhouse --python "$PY")"
+step "2/4 bare Python with only pyspark, pyarrow and pandas (made once)"
 BARE="$(bash scripts/bare_python.sh "$ROOT/.cache/bare-$TAG" --python "$PY")"
 BARE_BIN="$(dirname "$BARE")"
 export KAFKAREC_NATIVE_CACHE="${KAFKAREC_NATIVE_CACHE:-$ROOT/.cache/native}"
@@ -23,13 +26,19 @@ export KAFKAREC_NATIVE_CACHE="${KAFKAREC_NATIVE_CACHE:-$ROOT/.cache/native}"
 RUN="$ROOT/.cache/main-job"
 mkdir -p "$RUN"
 cd "$RUN"
+step "3/4 sample log directory in sample-data/"
 PYTHONPATH="$WHEEL" "$BARE" -m kafkarec.sample "$ROOT/sample-data" --clean
 rm -rf "$ROOT/out"
 # Loopback binding, the bare Python for driver and workers, 4g of driver memory.
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 export PYSPARK_PYTHON="$BARE" PYSPARK_DRIVER_PYTHON="$BARE"
 unset PYTHONPATH
+# Spark logs warnings only (KAFKAREC_SPARK_LOG_LEVEL=info shows the rest).
+LOG_OPTS="-Dlog4j2.configurationFile=file:$ROOT/scripts/spark-log4j2.properties"
+LOG_OPTS="$LOG_OPTS -Dkafkarec.spark.log.level=${KAFKAREC_SPARK_LOG_LEVEL:-warn}"
+step "4/4 spark-submit --py-files $(basename "$WHEEL") scripts/spark_job.py (local[2])"
 "$BARE_BIN/spark-submit" --master "local[2]" --driver-memory 4g \
+    --driver-java-options "$LOG_OPTS" \
     --conf spark.ui.enabled=false --conf spark.driver.bindAddress=127.0.0.1 \
     --conf spark.driver.host=127.0.0.1 \
     --py-files "$WHEEL" "$ROOT/scripts/spark_job.py" "$ROOT/sample-data" "$ROOT/out"
