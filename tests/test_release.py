@@ -18,11 +18,12 @@ pytestmark = [pytest.mark.slow]
 def _pythons() -> list[str]:
     found = []
     for minor in range(9, 14):
-        name = f"python3.{minor}"
-        path = shutil.which(name) or next(iter(sorted(glob.glob(
-            os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/{name}")))), None)
-        if path and subprocess.run([path, "-c", "import venv"], capture_output=True).returncode == 0:
-            found.append(path)
+        name = f"python3.{minor}"   # as release.sh looks: on PATH, else under pyenv
+        for path in [shutil.which(name)] + sorted(glob.glob(
+                os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/{name}"))):
+            if path and subprocess.run([path, "-c", "import venv"], capture_output=True).returncode == 0:
+                found.append(path)
+                break
     return found
 
 
