@@ -23,9 +23,9 @@ from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verif
 from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
-from kafkarec.log.selection import SelectionError
+from kafkarec.errors import KafkaRecError, SelectionError, StorageError
 from kafkarec.log.staging import Staging
-from kafkarec.log.storage import StorageError, is_uri
+from kafkarec.log.storage import is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.directory import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
                                     scan_partition_dir)
@@ -34,7 +34,7 @@ from kafkarec.log.segment import Segment, base_offset_from_name
 __all__ = ["main", "build_parser"]
 
 
-class UsageError(Exception):
+class UsageError(KafkaRecError, ValueError):
     """Bad input that is not about Kafka data: missing paths, nothing Kafka found."""
 
 

@@ -31,10 +31,11 @@ import struct
 from typing import List, NamedTuple, Optional
 
 from kafkarec._core import crc32c
+from kafkarec.errors import CheckpointError, CorruptIndexError, CorruptSnapshotError, SideFileError
 from kafkarec.log.names import (  # noqa: F401  (file names: re-exported, their home is names)
     BOOTSTRAP_CHECKPOINT, CHECKPOINT_SUFFIX, INDEX_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX,
     OFFSET_CHECKPOINTS, PARTITION_METADATA, PRODUCER_SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX, SideFileError, SnapshotPath, file_kind, file_name, offset_from_file_name,
+    TXN_INDEX_SUFFIX, SnapshotPath, file_kind, file_name, offset_from_file_name,
     parse_snapshot_path, snapshot_file_name)
 
 __all__ = [
@@ -54,18 +55,6 @@ __all__ = [
 ]
 
 _INT32_MAX = 2**31 - 1
-
-
-class CorruptIndexError(SideFileError):
-    """Kafka's CorruptIndexException: the broker would rebuild this index."""
-
-
-class CorruptSnapshotError(SideFileError):
-    """Kafka's CorruptSnapshotException for producer state snapshots."""
-
-
-class CheckpointError(SideFileError):
-    """A malformed text checkpoint (Kafka raises IOException for these)."""
 
 
 def _read(path: str) -> bytes:
