@@ -12,7 +12,7 @@ import json
 import time
 from typing import Optional, TextIO
 
-from kafkarec._core import ReadOptions
+from kafkarec._core import ReadOptions, java_utf8_decode
 from kafkarec.enums import TimestampType
 from kafkarec.errors import DecodeError
 from kafkarec.log.checks import Problem
@@ -65,8 +65,10 @@ def ts_name(b) -> str:
 
 
 def java_string(data: bytes) -> str:
-    """new String(bytes, UTF_8): invalid sequences become U+FFFD."""
-    return data.decode("utf-8", "replace")
+    """``new String(bytes, UTF_8)``, as kafka-dump-log renders a payload: the core's Java
+    decoding rule (each malformed sequence is ONE U+FFFD sized as Java sizes it; Python's
+    ``decode("utf-8", "replace")`` gives three for ``ed a0 80``)."""
+    return java_utf8_decode(data)
 
 
 #: ``--payload-encoding``: how record bytes are shown (java is kafka-dump-log's
