@@ -249,6 +249,10 @@ class Stats:
     def text(self, ratio: bool, indent: str) -> List[str]:
         if not self.batches:
             return [f"{indent}no batches"]
+        if not self.sizes.n:
+            # every batch was unreadable (a bad CRC, a wrapper that cannot be opened...):
+            # nothing to describe but their number, which the error lines explain
+            return [f"{indent}no readable batches ({self.bad} unreadable)"]
         out = []
         parts = []
         for name, (nb, nr, stored, raw) in sorted(self.codecs.items(), key=lambda kv: -kv[1][2]):
@@ -453,7 +457,7 @@ def _write_text(out: TextIO, report: list, topics: dict, total: Stats, ratio: bo
         lines.append(f"{pdir.name}  ({pdir.path})")
         lines.append(f"  {'segment':<34} {'batches':>9} {'records':>11} {'bytes':>11}  offsets")
         for p, s in rows:
-            rng = f"{s.first_offset}..{s.last_offset}" if s.batches else "-"
+            rng = f"{s.first_offset}..{s.last_offset}" if s.first_offset is not None else "-"
             extra = f"  ({s.bad} unreadable)" if s.bad else ""
             extra += f"  ({s.trailing_bytes} trailing bytes)" if s.trailing_bytes else ""
             lines.append(f"  {os.path.basename(p):<34} {s.batches:>9} {s.records:>11} "
