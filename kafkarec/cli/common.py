@@ -34,10 +34,11 @@ _TS_NAMES = {TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType", TimestampType.C
 
 
 def read_options(args) -> ReadOptions:
-    """How every command reads segments: Kafka's file framing, each batch's CRC judged by
-    the command itself (``crc_valid``, so a bad CRC is reported, not fatal), and
-    ``--max-decompressed-bytes``."""
-    return ReadOptions(file_rules=True, verify_crc=False,
+    """How every command reads segments: Kafka's file framing and the command line's
+    :class:`ReadOptions` (``--strict``, ``--no-verify-crc``, ``--max-decompressed-bytes``;
+    same names, same meanings).  A bad CRC is reported by the command (``crc_valid``), not
+    fatal; framing never checks CRCs."""
+    return ReadOptions(file_rules=True, verify_crc=args.verify_crc, strict=args.strict,
                        max_decompressed_bytes=args.max_decompressed_bytes)
 
 
