@@ -374,21 +374,20 @@ def _marker_fallback(marker: str, env: dict) -> bool:
         i += 1
         return _compare(left, op, value())
 
-    def conjunction():
+    def chain(operand, word, combine):
+        # operand (word operand)*: "and" binds tighter than "or" (PEP 508)
         nonlocal i
-        result = atom()
-        while i < len(tokens) and tokens[i] == ("kw", "and"):
+        result = operand()
+        while i < len(tokens) and tokens[i] == ("kw", word):
             i += 1
-            result = atom() and result
+            result = combine(result, operand())
         return result
 
+    def conjunction():
+        return chain(atom, "and", lambda a, b: a and b)
+
     def disjunction():
-        nonlocal i
-        result = conjunction()
-        while i < len(tokens) and tokens[i] == ("kw", "or"):
-            i += 1
-            result = conjunction() or result
-        return result
+        return chain(conjunction, "or", lambda a, b: a or b)
 
     return disjunction()
 
