@@ -135,3 +135,21 @@ def test_failure_names(text, what):
 def test_bad_timeout_option():
     with pytest.raises(StorageError, match="connect_timeout must be a number"):
         storage.resolve("s3://b/x", {"endpoint": "http://127.0.0.1:1", "connectTimeout": "soon"})
+
+
+@pytest.mark.spark
+def test_spark_shows_the_one_line(s3, s3_uri, clean_env, tmp_path):
+    """The data source plans through kafkarec.log: its error is the same line, not a
+    pyarrow traceback about AWS errors."""
+    import spark_helpers as H
+    why = H.spark_available()
+    if why:
+        pytest.fail(f"Spark is part of the test extra: {why}")
+    from spark_udfs._datasource import KafkaRecDataSource
+    session = H.make_session(str(tmp_path / "spark-cache"))
+    session.dataSource.register(KafkaRecDataSource)
+    opts = _options(s3, secret_key="not-the-secret")
+    with pytest.raises(Exception) as info:
+        H.read(session, s3_uri, **opts).collect()
+    text = str(info.value)
+    assert f"{s3_uri}: access denied (AWS Error" in text, text[-3000:]
