@@ -7,7 +7,7 @@ import pytest
 
 import kafkarec
 from kafkarec.cli import main
-from kafkarec.log import checks, directory, layout, names
+from kafkarec.log import directory, layout, names
 from kafkarec.log.segment import Segment
 
 from logdir import sample_records, v2_batch
