@@ -416,8 +416,8 @@ class SegmentCheck:
             self.bad_batches += 1
             self._add(e.position, offset_for_report, e.reason)
             return
-        for e in b.header_errors:      # the core's strict header rules (empty for v0/v1)
-            ok = self._bad(pos, first, e.reason)
+        for problem in b.header_errors:      # the core's strict header rules (empty for v0/v1)
+            ok = self._bad(pos, first, problem.reason)
         if base is not None:
             if first < base:
                 ok = self._bad(pos, first, f"offset {first} is below the segment's base offset {base}")
