@@ -1,5 +1,5 @@
-"""The command line in-process on a fuzzed segment: dump, verify and stats end with
-an exit status and a report, never a traceback."""
+"""The command line in-process on a fuzzed segment: dump, verify and stats (text and
+JSON reports) end with an exit status and a report, never a traceback."""
 import contextlib
 import io
 import os
@@ -22,6 +22,8 @@ def test_one_input(data: bytes) -> None:
                  ["dump", "--json", "--payload-encoding", "hex", SEGMENT],
                  ["verify", "--deep", "--no-progress", PART],
                  ["stats", "--no-progress", "--json", PART],
+                 ["stats", "--no-progress", PART],
+                 ["stats", "--no-progress", "--headers-only", PART],
                  ["dump", "--start-offset", "3", "--end-offset", "9", "--deep-iteration", PART]):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

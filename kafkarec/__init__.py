@@ -31,16 +31,25 @@ from kafkarec._core import (  # noqa: E402
 from kafkarec.convert import ConversionResult, convert  # noqa: E402
 from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
 from kafkarec.errors import (  # noqa: E402
+    CheckpointError,
     ChecksumError,
     CodecUnavailableError,
     CorruptBatchError,
+    CorruptIndexError,
+    CorruptSnapshotError,
     DecodeError,
     DecompressionError,
     DecompressionLimitError,
     EncodeError,
+    InternalRecordError,
     InvalidRecordError,
     KafkaRecError,
+    SelectionError,
+    SideFileError,
+    StorageError,
+    TransformedSegmentError,
     TruncatedError,
+    UnknownRecordTypeError,
     UnsupportedCodecError,
 )
 
@@ -65,5 +74,7 @@ __all__ = [
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",
     "InvalidRecordError", "ChecksumError", "UnsupportedCodecError",
     "CodecUnavailableError", "DecompressionError", "DecompressionLimitError",
-    "EncodeError", "convert", "ConversionResult",
+    "EncodeError", "InternalRecordError", "UnknownRecordTypeError", "SideFileError", "CorruptIndexError",
+    "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "SelectionError", "StorageError",
+    "convert", "ConversionResult",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 from kafkarec.enums import Compression, ControlRecordType, TimestampType
+from kafkarec.errors import DecodeError
 
 COMPILED: bool
 CRC32C_HARDWARE: bool
@@ -67,7 +68,15 @@ class RecordBatch:
     base_sequence: int
     trailing_bytes: int
     @property
-    def base_offset(self) -> int: ...
+    def base_offset(self) -> int:
+        """The batch's first offset as Kafka's ``RecordBatch.baseOffset()``: v2, the header
+        field (the first offset before compaction); v0/v1, the first inner message's offset
+        (a compressed wrapper is opened, as ``AbstractLegacyRecordBatch.baseOffset()`` does)."""
+        ...
+    @property
+    def header_errors(self) -> list[DecodeError]:
+        """The strict header rules this batch breaks (unraised; empty if none, and for v0/v1)."""
+        ...
     @property
     def last_offset_delta(self) -> int: ...
     @property

@@ -1,10 +1,11 @@
-"""Load the compiled core, also when kafkarec is imported from a zip, and its
-dependencies from wheels shipped next to it.
+"""Load the compiled core, also when kafkarec is imported from a zip.
 
 Python cannot import extension modules from a zip archive, and Spark ships
-``--py-files`` to executors as zips.  When kafkarec is imported by zipimport
-(a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy that
-``spark_udfs.register`` ships):
+``--py-files`` to executors as zips.  An installed kafkarec (a folder) imports
+its core directly and never touches the code below.  When kafkarec is imported
+by zipimport (a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy
+that ``spark_udfs.register`` ships), :mod:`kafkarec._wheels` is imported then,
+and only then:
 
 1. its runtime dependencies (``Requires-Dist`` in the wheel's METADATA,
    followed through the dependencies' own METADATA) that are not installed are
@@ -12,489 +13,26 @@ Python cannot import extension modules from a zip archive, and Spark ships
    ``$KAFKAREC_WHEELHOUSE``; a wheel is used only if its tags fit this
    interpreter (Python, ABI, machine, glibc);
 2. each such wheel, and kafkarec's own archive, is unpacked once into a
-   per-user cache keyed by the archive's contents (the zip's directory: names,
-   sizes and CRCs of its members), through a temporary folder renamed into
-   place, so concurrent workers on one machine share one copy safely;
+   per-user cache keyed by the archive's contents, so concurrent workers on one
+   machine share one copy safely;
 3. the unpacked dependency folders go to the front of ``sys.path`` and the
    core is loaded from kafkarec's unpacked copy.
 
 Anything missing or built for another interpreter is one ``ImportError``
-naming all of it and the command that fixes it.  Nothing here needs the
-compiled core or pyspark: ``spark_udfs`` uses :func:`resolve` and
-:func:`interpreter` to check executors before anything is decoded.
+naming all of it and the command that fixes it.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import platform
-import re
-import shutil
 import sys
-import tempfile
-import zipfile
 import zipimport
-from typing import NamedTuple
 
-__all__ = ["load_core", "atomic_write", "cache_root", "WheelName", "parse_wheel_name",
-           "interpreter", "incompatibility", "resolve", "Resolution", "unpack", "activate",
-           "FIX_COMMAND"]
+__all__ = ["load_core"]
 
 _CORE = "kafkarec._core"
-FIX_COMMAND = ("bash scripts/wheelhouse.sh DIR --python PYTHON   (in a kafkarec checkout: kafkarec's wheel "
-               "and every dependency wheel for that interpreter), or: PYTHON -m pip download "
-               "--only-binary=:all: -d DIR <kafkarec wheel>")
 
-
-# -- files ---------------------------------------------------------------------------
-
-def atomic_write(path: str, data=None, *, source: str | None = None, fsync: bool = True,
-                 mode: int | None = None) -> str:
-    """Write ``data`` (bytes) or a copy of the file ``source`` to ``path``
-    atomically: a temporary file in the same folder, renamed over ``path``.
-    Concurrent writers of the same content all end with one whole file.
-    ``mode``: the file's permissions (default 0600, as for the private caches)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if source is not None:
-                with open(source, "rb") as inp:
-                    shutil.copyfileobj(inp, out, 1 << 20)
-            else:
-                out.write(data)
-            if fsync:
-                out.flush()
-                os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def cache_root() -> str:
-    """``$KAFKAREC_NATIVE_CACHE``, else ``$XDG_CACHE_HOME/kafkarec-native`` or
-    ``~/.cache/kafkarec-native``; a folder of the temp dir when that is not writable."""
-    env = os.environ.get("KAFKAREC_NATIVE_CACHE")
-    if env:
-        candidates = [env]
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        candidates = [os.path.join(base, "kafkarec-native"),
-                      os.path.join(tempfile.gettempdir(), f"kafkarec-native-{os.getuid()}")]
-    last = None
-    for root in candidates:
-        try:
-            os.makedirs(root, mode=0o700, exist_ok=True)
-            if os.stat(root).st_uid != os.getuid():
-                raise PermissionError(f"kafkarec native cache {root} belongs to another user")
-            if not os.access(root, os.W_OK | os.X_OK):
-                raise PermissionError(f"kafkarec native cache {root} is not writable")
-            return root
-        except OSError as exc:
-            last = exc
-    raise ImportError(f"no usable kafkarec native cache (set KAFKAREC_NATIVE_CACHE): {last}")
-
-
-def _zip_digest(zf: zipfile.ZipFile) -> str:
-    """A digest of a zip's directory (member names, sizes, CRCs): its contents,
-    without reading them."""
-    h = hashlib.sha256()
-    for info in sorted(zf.infolist(), key=lambda i: i.filename):
-        h.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\n".encode())
-    return h.hexdigest()
-
-
-def unpack(archive: str) -> str:
-    """The folder holding ``archive``'s files, unpacked once per content into the cache."""
-    with zipfile.ZipFile(archive) as zf:
-        stem = os.path.basename(archive)
-        for ext in (".zip", ".whl"):
-            stem = stem[:-len(ext)] if stem.endswith(ext) else stem
-        root = os.path.join(cache_root(), "unpacked")
-        os.makedirs(root, mode=0o700, exist_ok=True)
-        final = os.path.join(root, f"{stem[:80]}-{_zip_digest(zf)[:20]}")
-        if os.path.isdir(final):
-            return final
-        tmp = tempfile.mkdtemp(dir=root, prefix=".part-")
-        try:
-            for info in zf.infolist():
-                name = info.filename
-                parts = name.replace("\\", "/").split("/")
-                if name.startswith("/") or ".." in parts:
-                    raise ImportError(f"{archive}: refusing to unpack member {name!r}")
-                zf.extract(info, tmp)
-            try:
-                os.rename(tmp, final)   # atomic; a racing worker may have won
-            except OSError:
-                if not os.path.isdir(final):
-                    raise
-        finally:
-            if os.path.isdir(tmp):
-                shutil.rmtree(tmp, ignore_errors=True)
-    return final
-
-
-# -- wheel names and this interpreter ----------------------------------------------------
-
-class WheelName(NamedTuple):
-    path: str
-    project: str          # normalized: lower case, runs of -_. as "-"
-    version: str
-    python: tuple
-    abi: tuple
-    platform: tuple
-
-    @property
-    def filename(self) -> str:
-        """The wheel's name (also for the ``.whl.zip`` copy register() ships)."""
-        name = os.path.basename(self.path)
-        return name[:-4] if name.endswith(".whl.zip") else name
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def parse_wheel_name(path: str) -> WheelName | None:
-    """``crc32c-2.7.1-cp312-cp312-manylinux_2_17_x86_64.whl`` (also ``....whl.zip``)."""
-    name = os.path.basename(path)
-    if name.endswith(".whl.zip"):
-        name = name[:-4]
-    if not name.endswith(".whl"):
-        return None
-    parts = name[:-4].split("-")
-    if len(parts) not in (5, 6):
-        return None
-    project, version, py, abi, plat = parts[0], parts[1], parts[-3], parts[-2], parts[-1]
-    return WheelName(path, _normalize(project), version, tuple(py.split(".")),
-                     tuple(abi.split(".")), tuple(plat.split(".")))
-
-
-def interpreter() -> dict:
-    """What decides which wheels fit this process: Python, ABI, machine, glibc,
-    plus the environment markers of PEP 508."""
-    glibc = None
-    try:
-        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
-        if text.startswith("glibc "):
-            glibc = tuple(int(x) for x in text.split()[1].split(".")[:2])
-    except (AttributeError, ValueError, OSError):
-        glibc = None
-    v = sys.version_info
-    return {
-        "python": f"{v.major}.{v.minor}.{v.micro}",
-        "implementation": sys.implementation.name,
-        "cache_tag": sys.implementation.cache_tag,
-        "py_tag": f"cp{v.major}{v.minor}" if sys.implementation.name == "cpython" else
-                  f"{sys.implementation.name[:2]}{v.major}{v.minor}",
-        "machine": platform.machine(),
-        "system": platform.system(),
-        "glibc": glibc,
-        "executable": sys.executable,
-        "host": platform.node(),
-        "markers": {
-            "python_version": f"{v.major}.{v.minor}",
-            "python_full_version": platform.python_version(),
-            "implementation_name": sys.implementation.name,
-            "platform_python_implementation": platform.python_implementation(),
-            "sys_platform": sys.platform,
-            "platform_system": platform.system(),
-            "platform_machine": platform.machine(),
-            "os_name": os.name,
-            "extra": "",
-        },
-    }
-
-
-def describe_interpreter(interp: dict) -> str:
-    glibc = "glibc " + ".".join(map(str, interp["glibc"])) if interp.get("glibc") else "no glibc"
-    return (f"Python {interp['python']} ({interp['py_tag']}, {interp['system']} {interp['machine']}, "
-            f"{glibc}) at {interp['executable']} on {interp['host']}")
-
-
-_MANYLINUX_ALIASES = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-
-
-def _platform_fits(tag: str, interp: dict) -> bool:
-    if tag == "any":
-        return True
-    machine = interp["machine"]
-    if interp["system"] != "Linux":
-        return False
-    if tag == f"linux_{machine}":
-        return True
-    for alias, version in _MANYLINUX_ALIASES.items():
-        if tag == f"{alias}_{machine}":
-            return interp["glibc"] is not None and interp["glibc"] >= version
-    m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(.+)", tag)
-    if m and m.group(3) == machine:
-        return interp["glibc"] is not None and interp["glibc"] >= (int(m.group(1)), int(m.group(2)))
-    return False
-
-
-def incompatibility(wheel: WheelName, interp: dict) -> str | None:
-    """Why ``wheel`` cannot be used by ``interp`` (None when it can)."""
-    py_tag = interp["py_tag"]
-    major = py_tag[2]
-    minor = int(py_tag[3:]) if py_tag[3:].isdigit() else 0
-    fits = False
-    for py in wheel.python:
-        for abi in wheel.abi:
-            if abi == "none" and py in ("py3", f"py{major}{minor}", py_tag, "py2.py3"):
-                fits = True
-            elif abi == "none" and py.startswith("py") and py[2:] == major:
-                fits = True
-            elif abi == py_tag and py == py_tag:
-                fits = True
-            elif abi == "abi3" and py.startswith("cp3") and py[3:].isdigit() and \
-                    int(py[3:]) <= minor and interp["implementation"] == "cpython":
-                fits = True
-    if not fits:
-        return (f"built for {'.'.join(wheel.python)}-{'.'.join(wheel.abi)}, this interpreter is "
-                f"{py_tag}")
-    if not any(_platform_fits(p, interp) for p in wheel.platform):
-        glibc = ".".join(map(str, interp["glibc"])) if interp.get("glibc") else "none"
-        return (f"built for {'.'.join(wheel.platform)}, this machine is {interp['system']} "
-                f"{interp['machine']} with glibc {glibc}")
-    return None
-
-
-# -- requirements (PEP 508, the parts wheels' METADATA use) --------------------------------
-
-_TOKEN = re.compile(r"""\s*(?:(?P<op>===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b)|(?P<paren>[()])|
-                        (?P<kw>and\b|or\b)|(?P<str>'[^']*'|"[^"]*")|(?P<var>[A-Za-z_][A-Za-z0-9_.]*))""",
-                    re.X)
-
-
-def _version_key(text: str):
-    parts = []
-    for p in re.split(r"[.+-]", text):
-        m = re.match(r"(\d+)", p)
-        parts.append(int(m.group(1)) if m else -1)
-    return tuple(parts)
-
-
-def _compare(left: str, op: str, right: str) -> bool:
-    op = " ".join(op.split())
-    if op == "in":
-        return left in right
-    if op == "not in":
-        return left not in right
-    if op == "===":
-        return left == right
-    a, b = _version_key(left), _version_key(right)
-    if -1 in a or -1 in b or not a or not b:
-        a, b = left, right
-    if op == "~=":
-        return a >= b
-    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-
-
-def marker_holds(marker: str, env: dict) -> bool:
-    """Evaluate a PEP 508 environment marker (``python_version >= "3.9" and ...``)."""
-    tokens = []
-    pos = 0
-    marker = marker.strip()
-    while pos < len(marker):
-        m = _TOKEN.match(marker, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"cannot parse marker {marker!r}")
-        kind = m.lastgroup
-        tokens.append((kind, m.group(kind)))
-        pos = m.end()
-        while pos < len(marker) and marker[pos].isspace():
-            pos += 1
-    i = 0
-
-    def value():
-        nonlocal i
-        kind, text = tokens[i]
-        i += 1
-        if kind == "str":
-            return text[1:-1]
-        if kind == "var":
-            return str(env.get(text, ""))
-        raise ValueError(f"unexpected {text!r} in marker {marker!r}")
-
-    def atom():
-        nonlocal i
-        if tokens[i] == ("paren", "("):
-            i += 1
-            result = disjunction()
-            i += 1
-            return result
-        left = value()
-        op = tokens[i][1]
-        i += 1
-        return _compare(left, op, value())
-
-    def conjunction():
-        nonlocal i
-        result = atom()
-        while i < len(tokens) and tokens[i] == ("kw", "and"):
-            i += 1
-            result = atom() and result
-        return result
-
-    def disjunction():
-        nonlocal i
-        result = conjunction()
-        while i < len(tokens) and tokens[i] == ("kw", "or"):
-            i += 1
-            result = conjunction() or result
-        return result
-
-    return disjunction()
-
-
-def requirements(metadata: str, env: dict) -> list:
-    """Normalized names of the ``Requires-Dist`` entries of ``metadata`` that apply to ``env``."""
-    out = []
-    for line in metadata.splitlines():
-        if not line.startswith("Requires-Dist:"):
-            if not line.strip():
-                break   # the body (long description) starts
-            continue
-        spec = line.split(":", 1)[1].strip()
-        req, _, marker = spec.partition(";")
-        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-        if not m:
-            continue
-        if marker.strip() and not marker_holds(marker, env):
-            continue
-        out.append(_normalize(m.group(1)))
-    return out
-
-
-def _archive_metadata(archive: str, project: str) -> str | None:
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            for name in zf.namelist():
-                parts = name.split("/")
-                if len(parts) == 2 and parts[1] == "METADATA" and parts[0].endswith(".dist-info") \
-                        and _normalize(parts[0][:-len(".dist-info")].rsplit("-", 1)[0]) == project:
-                    return zf.read(name).decode("utf-8", "replace")
-    except (OSError, zipfile.BadZipFile):
-        return None
-    return None
-
-
-def _installed(project: str) -> bool:
-    """Is ``project`` installed in a folder of ``sys.path`` (not inside a zip)?"""
-    import importlib.metadata as md
-    for dist in md.distributions(name=project):
-        try:
-            where = str(dist.locate_file(""))
-        except Exception:  # noqa: BLE001 - an odd finder: treat as not installed
-            continue
-        if os.path.isdir(where):
-            return True
-    return False
-
-
-def wheel_candidates(next_to: str | None = None, folders=()) -> list:
-    """Wheels (``*.whl``, ``*.whl.zip``) in the folder of ``next_to``, in
-    ``folders``, in ``$KAFKAREC_WHEELHOUSE`` and on ``sys.path``."""
-    dirs = []
-    if next_to:
-        dirs.append(os.path.dirname(os.path.abspath(next_to)))
-    dirs += [f for f in folders if f]
-    if os.environ.get("KAFKAREC_WHEELHOUSE"):
-        dirs.append(os.environ["KAFKAREC_WHEELHOUSE"])
-    seen, out = set(), []
-    files = []
-    for d in dirs:
-        try:
-            files += [os.path.join(d, n) for n in sorted(os.listdir(d))]
-        except OSError:
-            continue
-    files += [p for p in sys.path if isinstance(p, str)]
-    for f in files:
-        w = parse_wheel_name(f)
-        if w is None or not os.path.isfile(f):
-            continue
-        real = os.path.realpath(f)
-        if real not in seen:
-            seen.add(real)
-            out.append(w)
-    return out
-
-
-class Resolution(NamedTuple):
-    wheels: dict      # project -> WheelName to unpack and put on sys.path
-    installed: list   # projects already installed in this interpreter
-    problems: list    # one line per missing or unusable dependency
-    projects: list    # every project of the dependency tree that was looked at
-
-
-def resolve(root_metadata: str | None, candidates: list, interp: dict | None = None,
-            *, root: str = "kafkarec") -> Resolution:
-    """Which wheels of ``candidates`` give ``root`` (whose METADATA text is
-    ``root_metadata``) every runtime dependency it lacks in ``interp`` (default:
-    this process); what is missing or built for something else is listed in
-    ``problems``."""
-    check_installed = interp is None
-    interp = interp or interpreter()
-    by_project: dict = {}
-    for w in candidates:
-        by_project.setdefault(w.project, []).append(w)
-    chosen, installed, problems = {}, [], []
-    todo = [(root, r) for r in requirements(root_metadata or "", interp["markers"])]
-    seen = set()
-    while todo:
-        parent, project = todo.pop(0)
-        if project in seen:
-            continue
-        seen.add(project)
-        if check_installed and _installed(project):
-            installed.append(project)
-            continue
-        options = sorted(by_project.get(project, ()), key=lambda w: _version_key(w.version),
-                         reverse=True)
-        fit = [w for w in options if incompatibility(w, interp) is None]
-        if fit:
-            chosen[project] = fit[0]
-            meta = _archive_metadata(fit[0].path, project)
-            todo += [(project, r) for r in requirements(meta or "", interp["markers"])]
-            continue
-        needed = f"{project} (needed by {parent})"
-        if options:
-            problems.append(f"{needed}: no wheel fits " + "; ".join(
-                f"{w.filename} is {incompatibility(w, interp)}" for w in options))
-        else:
-            problems.append(f"{needed}: not installed and no {project} wheel was found")
-    return Resolution(chosen, installed, problems, sorted(seen))
-
-
-_activated: dict = {}
-
-
-def activate(wheels) -> list:
-    """Unpack ``wheels`` (WheelName or paths) into the cache and put their folders
-    first on ``sys.path`` (replacing the archives themselves there)."""
-    added = []
-    for w in wheels:
-        path = w.path if isinstance(w, WheelName) else w
-        folder = _activated.get(path)
-        if folder is None:
-            folder = _activated[path] = unpack(path)
-        if path in sys.path:
-            sys.path[:] = [p for p in sys.path if p != path]
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        added.append(folder)
-    if added:
-        importlib.invalidate_caches()
-    return added
-
-
-# -- the core ----------------------------------------------------------------------------
 
 def _package_prefix(loader: zipimport.zipimporter) -> str:
     """The package's folder inside the archive, e.g. "kafkarec/".  (The loader's
@@ -506,29 +44,26 @@ def _package_prefix(loader: zipimport.zipimporter) -> str:
     return loader.prefix + "kafkarec/"
 
 
-def zip_dependencies(archive: str, interp: dict | None = None) -> Resolution:
-    """The dependency wheels kafkarec imported from ``archive`` needs in this process."""
-    return resolve(_archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
-
-
-def _core_from_zip(loader: zipimport.zipimporter) -> str:
+def _core_from_zip(loader: zipimport.zipimporter, wheels) -> str:
+    import zipfile
     prefix = _package_prefix(loader)
     with zipfile.ZipFile(loader.archive) as zf:
         names = set(zf.namelist())
     member = next((f"{prefix}_core{s}" for s in importlib.machinery.EXTENSION_SUFFIXES
                    if f"{prefix}_core{s}" in names), None)
     if member is None:
-        interp = interpreter()
+        interp = wheels.interpreter()
         built = sorted(n.rsplit("/", 1)[-1] for n in names if n.startswith(f"{prefix}_core."))
         raise ImportError(
             f"{loader.archive} has no kafkarec/_core built for this interpreter "
             f"({sys.implementation.cache_tag}, suffixes {importlib.machinery.EXTENSION_SUFFIXES}; "
-            f"{describe_interpreter(interp)}); it holds {built or 'no core'}. Build a wheel for it: "
-            f"{FIX_COMMAND}")
-    return os.path.join(unpack(loader.archive), member)
+            f"{wheels.describe_interpreter(interp)}); it holds {built or 'no core'}. Build a wheel for it: "
+            f"{wheels.FIX_COMMAND}")
+    return os.path.join(wheels.unpack(loader.archive), member)
 
 
 def load_core():
+    """The compiled core, ``kafkarec._core`` (see the module docstring)."""
     pkg = sys.modules["kafkarec"]
     loader = getattr(pkg, "__loader__", None)
     if not isinstance(loader, zipimport.zipimporter):
@@ -537,14 +72,15 @@ def load_core():
     # Imported from a zip: dependencies from wheels next to it, the core from
     # the same archive (never from another kafkarec that an import hook, e.g. an
     # editable install, might offer).
-    deps = zip_dependencies(loader.archive)
+    from kafkarec import _wheels as wheels
+    deps = wheels.zip_dependencies(loader.archive)
     if deps.problems:
         raise ImportError(
             f"kafkarec imported from {loader.archive} lacks dependencies in "
-            f"{describe_interpreter(interpreter())}: " + " | ".join(deps.problems)
-            + f". Put wheels for this interpreter next to the kafkarec wheel: {FIX_COMMAND}")
-    activate(deps.wheels.values())
-    path = _core_from_zip(loader)
+            f"{wheels.describe_interpreter(wheels.interpreter())}: " + " | ".join(deps.problems)
+            + f". Put wheels for this interpreter next to the kafkarec wheel: {wheels.FIX_COMMAND}")
+    wheels.activate(deps.wheels.values())
+    path = _core_from_zip(loader, wheels)
     spec = importlib.util.spec_from_file_location(
         _CORE, path, loader=importlib.machinery.ExtensionFileLoader(_CORE, path))
     module = importlib.util.module_from_spec(spec)

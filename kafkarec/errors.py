@@ -1,8 +1,13 @@
-"""The kafkarec exception hierarchy.
+"""The kafkarec exception hierarchy: every error kafkarec raises is a
+:class:`KafkaRecError` and keeps the builtin base a caller would catch without
+knowing kafkarec (``ValueError`` for bad bytes or arguments, ``OSError`` for
+storage, ``ImportError`` for a missing codec library).
 
 Every decode failure is a :class:`DecodeError` (also a ``ValueError``) that
 carries the byte position in the caller's buffer and a reason; nothing here
-reuses broker error codes.
+reuses broker error codes.  Log files (:mod:`kafkarec.log`) add
+:class:`SideFileError` and its kinds, :class:`TransformedSegmentError`,
+:class:`SelectionError` and :class:`StorageError`.
 """
 from __future__ import annotations
 
@@ -20,6 +25,13 @@ __all__ = [
     "EncodeError",
     "InternalRecordError",
     "UnknownRecordTypeError",
+    "SideFileError",
+    "CorruptIndexError",
+    "CorruptSnapshotError",
+    "CheckpointError",
+    "TransformedSegmentError",
+    "SelectionError",
+    "StorageError",
 ]
 
 
@@ -120,3 +132,47 @@ class InternalRecordError(DecodeError):
 class UnknownRecordTypeError(InternalRecordError):
     """An internal-topic record whose type or version has no schema (raised in strict mode; by default
     such a record decodes as an "unknown" record with its raw bytes)."""
+
+
+# --- log files, object stores, selection (kafkarec.log) --------------------------------
+
+class SideFileError(KafkaRecError, ValueError):
+    """A side file (index, snapshot, checkpoint, partition.metadata) that cannot be read as
+    what its name says it is."""
+
+
+class CorruptIndexError(SideFileError):
+    """Kafka's CorruptIndexException: the broker would rebuild this index."""
+
+
+class CorruptSnapshotError(SideFileError):
+    """Kafka's CorruptSnapshotException for producer state snapshots."""
+
+
+class CheckpointError(SideFileError):
+    """A malformed text checkpoint (Kafka raises IOException for these)."""
+
+
+class TransformedSegmentError(KafkaRecError, ValueError):
+    """A remote segment that its storage plugin compressed or encrypted (not Kafka's bytes)."""
+
+
+class SelectionError(KafkaRecError, ValueError):
+    """Selection options (topics, starting/ending offsets or timestamps) that cannot be
+    satisfied or parsed."""
+
+
+class StorageError(KafkaRecError, OSError):
+    """A path or URI that cannot be resolved, listed or read: one line naming the URI and
+    the reason (unreachable endpoint, no such bucket, access denied, expired credentials...).
+    ``uri`` is the path or URI concerned (None when the failure names none)."""
+
+    def __init__(self, message: str, uri: "str | None" = None) -> None:
+        super().__init__(message)
+        self.uri = uri
+
+    def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
+        return self.args[0] if self.args else ""
+
+    def __reduce__(self):      # picklable across Spark workers with its uri
+        return (type(self), (self.args[0] if self.args else "", self.uri))

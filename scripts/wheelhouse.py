@@ -21,9 +21,9 @@ SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
 
 
 def loader():
-    """kafkarec/_loader.py on its own (pure stdlib; no compiled core needed)."""
-    spec = importlib.util.spec_from_file_location("_kafkarec_loader",
-                                                  os.path.join(ROOT, "kafkarec", "_loader.py"))
+    """kafkarec/_wheels.py on its own (pure stdlib; no compiled core needed)."""
+    spec = importlib.util.spec_from_file_location("_kafkarec_wheels",
+                                                  os.path.join(ROOT, "kafkarec", "_wheels.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

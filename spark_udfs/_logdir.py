@@ -52,6 +52,13 @@ def _core():
     return segment
 
 
+def _directory():
+    """The module ``kafkarec.log.directory``: partition folders found and scanned."""
+    import_kafkarec()
+    from kafkarec.log import directory
+    return directory
+
+
 class DuplicatePartitionError(ValueError):
     """The same topic-partition was found in more than one folder (e.g. replicas)."""
 
@@ -78,8 +85,8 @@ class Slice(NamedTuple):
 
 def parse_topic_partition(dirname: str):
     """``"orders-3"`` -> ``("orders", 3)``; anything else -> ``(None, None)``
-    (:func:`kafkarec.log.segment.parse_topic_partition`)."""
-    tp = _core().parse_topic_partition(dirname)
+    (:func:`kafkarec.log.directory.parse_topic_partition`)."""
+    tp = _directory().parse_topic_partition(dirname)
     return (None, None) if tp is None else tuple(tp)
 
 
@@ -185,7 +192,7 @@ def discover(paths: Iterable[str], *, glob_filter: str = "*.log", recursive: boo
 
 
 def _partition_logs(part, glob_filter: str):
-    """The ``.log`` files of one partition folder (a :class:`kafkarec.log.segment.PartitionDir`):
+    """The ``.log`` files of one partition folder (a :class:`kafkarec.log.directory.PartitionDir`):
     its segments in offset order, then other files matching ``glob_filter``
     (a renamed or backed-up ``backup.log``)."""
     out = [s.log for s in part.segments if s.log and fnmatch.fnmatchcase(os.path.basename(s.log),
@@ -196,21 +203,21 @@ def _partition_logs(part, glob_filter: str):
 
 def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
     """The segment files under ``root``, found by kafkarec.log's directory walk:
-    ``root`` is a partition folder (:func:`kafkarec.log.segment.is_partition_dir`)
-    or holds partition folders (:func:`kafkarec.log.segment.find_partition_dirs`);
+    ``root`` is a partition folder (:func:`kafkarec.log.directory.is_partition_dir`)
+    or holds partition folders (:func:`kafkarec.log.directory.find_partition_dirs`);
     folders Kafka renamed (``-delete``/``-future``/``-stray``) are skipped.  With
     ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
-    segment = _core()
+    directory = _directory()
     root = os.path.normpath(root)
-    if segment.is_partition_dir(root):
-        yield from _partition_logs(segment.scan_partition_dir(root), glob_filter)
+    if directory.is_partition_dir(root):
+        yield from _partition_logs(directory.scan_partition_dir(root), glob_filter)
         claimed = set()
     else:
         claimed = set()
-        for part in segment.find_partition_dirs(root):
+        for part in directory.find_partition_dirs(root):
             # the folder under root it was found in (<topic>-<topic id>/N/ is one level down)
             claimed.add(os.path.relpath(part.path, root).split(os.sep)[0])
-            if segment.renamed_dir_suffix(part.path):
+            if directory.renamed_dir_suffix(part.path):
                 skipped.append(part.path)
                 continue
             yield from _partition_logs(part, glob_filter)
@@ -224,7 +231,7 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
         full = os.path.join(root, name)
         if name in claimed or name.startswith(".") or not os.path.isdir(full):
             continue
-        if segment.renamed_dir_suffix(name):
+        if directory.renamed_dir_suffix(name):
             skipped.append(full)
             continue
         yield from _walk(full, glob_filter, recursive, skipped)

@@ -40,10 +40,11 @@ class KafkarecMismatchError(ShippingError):
 
 
 def loader_module():
-    """``kafkarec._loader`` without importing the kafkarec package (which loads the
-    compiled core and so needs the dependencies the loader is about to check).
-    Registered under its own name, so a later ``import kafkarec`` uses this one."""
-    mod = sys.modules.get("kafkarec._loader")
+    """``kafkarec._wheels`` (wheel tags, Requires-Dist resolution, the unpacking cache)
+    without importing the kafkarec package (which loads the compiled core and so needs
+    the dependencies this module is about to check).  Registered under its own name, so
+    a later ``import kafkarec`` from a zip uses this one."""
+    mod = sys.modules.get("kafkarec._wheels")
     if mod is not None:
         return mod
     import importlib.machinery
@@ -53,14 +54,14 @@ def loader_module():
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("No module named 'kafkarec' (neither installed nor shipped)",
                                   name="kafkarec")
-    sub = importlib.machinery.PathFinder.find_spec("kafkarec._loader",
+    sub = importlib.machinery.PathFinder.find_spec("kafkarec._wheels",
                                                    list(spec.submodule_search_locations))
     mod = importlib.util.module_from_spec(sub)
-    sys.modules["kafkarec._loader"] = mod
+    sys.modules["kafkarec._wheels"] = mod
     try:
         sub.loader.exec_module(mod)
     except BaseException:
-        del sys.modules["kafkarec._loader"]
+        del sys.modules["kafkarec._wheels"]
         raise
     return mod
 

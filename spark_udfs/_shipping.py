@@ -15,7 +15,7 @@ cannot load compiled modules out of a zip.  So :func:`ship` (run by
    to it or in ``wheelhouse`` (``SparkContext.addFile``: next to it in every
    worker's SparkFiles folder), unless kafkarec is installed on the driver;
 3. checks, without importing kafkarec, that the driver's Python can use them
-   (``kafkarec._loader.resolve``).
+   (``kafkarec._wheels.resolve``).
 
 :func:`verify_executors` then runs one small job whose tasks make the same
 check on every executor, import kafkarec from what was shipped (the loader

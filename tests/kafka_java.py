@@ -2,8 +2,9 @@
 
 ``decode_many(blobs)`` reads each buffer exactly as Kafka's consumer does (one JVM
 for all of them) and returns its JSON answers; ``write(spec)`` returns bytes
-written by Kafka's MemoryRecordsBuilder.  The tool needs Java 17; CI has it and
-../shared, so a missing tool fails the test instead of skipping it.
+written by Kafka's MemoryRecordsBuilder.  The tool needs Java 17 and ../shared: a
+test that asks for it skips on a clone without ../shared and fails on CI
+(:func:`paths.require_shared`).
 """
 from __future__ import annotations
 
@@ -13,14 +14,13 @@ import os
 import subprocess
 import tempfile
 
-from paths import SHARED
+from paths import SHARED, require_shared
 
 TOOL = os.path.join(SHARED, "tools", "kafka-java", "kafka-java")
 
 
 def _run(args, **kw) -> subprocess.CompletedProcess:
-    if not os.path.exists(TOOL):
-        raise RuntimeError(f"Kafka's reader is missing: {TOOL} (expected from ../shared)")
+    require_shared("Kafka's reader (tools/kafka-java)", TOOL)
     return subprocess.run([TOOL, *args], capture_output=True, text=True, check=True, timeout=600, **kw)
 
 

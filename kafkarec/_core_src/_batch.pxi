@@ -166,6 +166,16 @@ cdef class RecordBatch:
         return None
 
     @property
+    def header_errors(self) -> list:
+        """The strict header rules this batch breaks, as (unraised) DecodeErrors, whatever
+        the options it was read with: for v2 an unknown codec id, unused attribute bits, a
+        negative record count, a record count that does not fit lastOffsetDelta.  Empty for
+        a sound header and for legacy messages (their rules are checked as they are read)."""
+        if self.magic < 2:
+            return []
+        return v2_header_errors(self)
+
+    @property
     def crc_valid(self) -> bool:
         """Whether the stored CRC matches the bytes (computed once, on demand)."""
         if self._crc_state < 0:
@@ -264,7 +274,7 @@ cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, Re
 
 
 cdef int parse_v2_header(RecordBatch b, const uint8_t *p) except -1:
-    cdef int codec
+    cdef list problems
     if b.size_in_bytes < V2_HEADER_SIZE:
         raise CorruptBatchError(
             f"Record batch is corrupt (the size {b.size_in_bytes} is smaller than "
@@ -281,22 +291,32 @@ cdef int parse_v2_header(RecordBatch b, const uint8_t *p) except -1:
     b.base_sequence = <int32_t>kr_load_be32(p + OFF_BASE_SEQUENCE)
     b._record_count = <int32_t>kr_load_be32(p + OFF_RECORDS_COUNT)
     if b._strict:
-        # What the format forbids but Kafka's reader lets through.
-        codec = b.attributes & ATTR_CODEC_MASK
-        if codec > CODEC_ZSTD:
-            raise UnsupportedCodecError(f"Unknown compression type id: {codec}", b.position)
-        if b.attributes & ATTR_V2_UNUSED:
-            raise CorruptBatchError(
-                f"unused attribute bits set (attributes = 0x{<uint16_t>b.attributes:04x})", b.position)
-        if b._record_count < 0:
-            raise CorruptBatchError(f"Found invalid record count {b._record_count} in magic v2 batch",
-                                    b.position)
-        if b._last_offset_delta < 0 or (b._record_count > 0 and
-                                        <int64_t>b._record_count > <int64_t>b._last_offset_delta + 1):
-            raise CorruptBatchError(
-                f"record count {b._record_count} does not fit last offset delta {b._last_offset_delta}",
-                b.position)
+        problems = v2_header_errors(b)
+        if problems:
+            raise problems[0]
     return 0
+
+
+cdef list v2_header_errors(RecordBatch b):
+    """What the v2 format forbids in a batch header but Kafka's reader lets through: strict
+    reading refuses the first (parse_v2_header), ``RecordBatch.header_errors`` lists them all
+    (kafkarec verify reports them).  Empty for a sound header."""
+    cdef list out = []
+    cdef int codec = b.attributes & ATTR_CODEC_MASK
+    if codec > CODEC_ZSTD:
+        out.append(UnsupportedCodecError(f"Unknown compression type id: {codec}", b.position))
+    if b.attributes & ATTR_V2_UNUSED:
+        out.append(CorruptBatchError(
+            f"unused attribute bits set (attributes = 0x{<uint16_t>b.attributes:04x})", b.position))
+    if b._record_count < 0:
+        out.append(CorruptBatchError(f"Found invalid record count {b._record_count} in magic v2 batch",
+                                     b.position))
+    if b._last_offset_delta < 0 or (b._record_count > 0 and
+                                    <int64_t>b._record_count > <int64_t>b._last_offset_delta + 1):
+        out.append(CorruptBatchError(
+            f"record count {b._record_count} does not fit last offset delta {b._last_offset_delta}",
+            b.position))
+    return out
 
 
 @cython.final

@@ -12,7 +12,7 @@ import json
 import time
 from typing import Optional, TextIO
 
-from kafkarec._core import ReadOptions
+from kafkarec._core import ReadOptions, java_utf8_decode
 from kafkarec.enums import TimestampType
 from kafkarec.errors import DecodeError
 from kafkarec.log.checks import Problem
@@ -34,10 +34,11 @@ _TS_NAMES = {TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType", TimestampType.C
 
 
 def read_options(args) -> ReadOptions:
-    """How every command reads segments: Kafka's file framing, each batch's CRC judged by
-    the command itself (``crc_valid``, so a bad CRC is reported, not fatal), and
-    ``--max-decompressed-bytes``."""
-    return ReadOptions(file_rules=True, verify_crc=False,
+    """How every command reads segments: Kafka's file framing and the command line's
+    :class:`ReadOptions` (``--strict``, ``--no-verify-crc``, ``--max-decompressed-bytes``;
+    same names, same meanings).  A bad CRC is reported by the command (``crc_valid``), not
+    fatal; framing never checks CRCs."""
+    return ReadOptions(file_rules=True, verify_crc=args.verify_crc, strict=args.strict,
                        max_decompressed_bytes=args.max_decompressed_bytes)
 
 
@@ -65,8 +66,10 @@ def ts_name(b) -> str:
 
 
 def java_string(data: bytes) -> str:
-    """new String(bytes, UTF_8): invalid sequences become U+FFFD."""
-    return data.decode("utf-8", "replace")
+    """``new String(bytes, UTF_8)``, as kafka-dump-log renders a payload: the core's Java
+    decoding rule (each malformed sequence is ONE U+FFFD sized as Java sizes it; Python's
+    ``decode("utf-8", "replace")`` gives three for ``ed a0 80``)."""
+    return java_utf8_decode(data)
 
 
 #: ``--payload-encoding``: how record bytes are shown (java is kafka-dump-log's

@@ -19,16 +19,15 @@ import uuid
 from typing import List, Optional, TextIO
 
 from kafkarec.cli import decode_args
-from kafkarec.cli.common import (  # noqa: F401  (re-exported: the old home of these names)
-    EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, codec_name,
-    error_dict, error_line, java_string, jbool, jdump, optional_long, read_options, ts_name)
+from kafkarec.cli.common import (
+    EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_RENDERERS, codec_name, error_dict, error_line, jbool, jdump,
+    optional_long, read_options, ts_name)
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
-__all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name", "java_string",
-           "control_json", "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
+__all__ = ["Dumper", "run", "control_json", "control_text"]
 
 def _uuid_b64(s: str) -> str:
     return base64.urlsafe_b64encode(uuid.UUID(s).bytes).rstrip(b"=").decode()

@@ -23,9 +23,9 @@ from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verif
 from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
-from kafkarec.log.selection import SelectionError
+from kafkarec.errors import KafkaRecError, SelectionError, StorageError
 from kafkarec.log.staging import Staging
-from kafkarec.log.storage import StorageError, is_uri
+from kafkarec.log.storage import is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
 from kafkarec.log.directory import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
                                     scan_partition_dir)
@@ -34,7 +34,7 @@ from kafkarec.log.segment import Segment, base_offset_from_name
 __all__ = ["main", "build_parser"]
 
 
-class UsageError(Exception):
+class UsageError(KafkaRecError, ValueError):
     """Bad input that is not about Kafka data: missing paths, nothing Kafka found."""
 
 
@@ -230,10 +230,23 @@ def _command(sub, name: str, func, *, help: str, description: str) -> argparse.A
     return p
 
 
-def _add_last(p: argparse.ArgumentParser, *, progress: bool) -> None:
-    """The options every command ends with: --no-progress (if it scans with a bar) and the budget."""
+def _add_last(p: argparse.ArgumentParser, *, progress: bool, crc: bool = True) -> None:
+    """The options every command ends with: --no-progress (if it scans with a bar), the read
+    options of :class:`kafkarec.ReadOptions` under their own names (``--strict``,
+    ``--no-verify-crc`` where the command judges CRCs) and the decompression budget."""
     if progress:
         p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--strict", action="store_true",
+                   help="ReadOptions.strict: also refuse what the format forbids but Kafka's Java "
+                        "reader lets through (unused attribute bits, a record count that does not "
+                        "fit lastOffsetDelta, malformed control records...)")
+    if crc:
+        p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
+                       help="ReadOptions.verify_crc=False: do not check batch CRCs (faster; a "
+                            "corrupt batch is then read as it is)")
+    else:
+        # dump prints every batch's records whatever its CRC (isvalid says), as kafka-dump-log
+        p.set_defaults(verify_crc=False)
     p.add_argument("--max-decompressed-bytes", type=_nonneg_int, metavar="N",
                    default=kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES,
                    help="refuse to inflate one compressed batch past N bytes, a guard against "
@@ -280,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "kafka-dump-log: UTF-8, invalid bytes become U+FFFD; the default), utf8 "
                         "(invalid bytes shown as \\xNN), base64 or hex (the exact bytes)")
     decode_args.add_decoder_arguments(d)
-    _add_last(d, progress=False)
+    _add_last(d, progress=False, crc=False)
     selection_args.add_selection_arguments(d)
 
     v = _command(

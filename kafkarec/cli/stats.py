@@ -19,7 +19,8 @@ from kafkarec.cli.common import (read_options, EXIT_OK, EXIT_PROBLEMS, Progress,
                                  ts_name)
 from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
-from kafkarec.log.segment import PartitionDir, Segment, SkippedBatch
+from kafkarec.log.directory import PartitionDir, TopicPartition
+from kafkarec.log.segment import Segment, SkippedBatch
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
 
@@ -141,7 +142,8 @@ class Stats:
         """Count a framed batch; one that cannot be read is bad (as verify and
         Kafka's consumer judge it: a CRC mismatch included), none of its records count."""
         try:
-            fb.batch.ensure_valid()
+            if fb.batch.options.verify_crc:      # --no-verify-crc reads a corrupt batch as it is
+                fb.batch.ensure_valid()
             self.add(fb, ratio=ratio, count=sum(1 for _ in fb) if count_selected else None)
         except (DecodeError, KafkaRecError) as e:
             self.bad += 1
@@ -198,7 +200,7 @@ class Stats:
             self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
         if hi >= 0:
             self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
-        first = b.base_offset if magic >= 2 else (b.base_offset if compressed else b.last_offset)
+        first = b.base_offset     # Kafka's baseOffset(), for every magic (the core's rule)
         if self.first_offset is None or first < self.first_offset:
             self.first_offset = first
         if self.last_offset is None or b.last_offset > self.last_offset:
@@ -249,6 +251,10 @@ class Stats:
     def text(self, ratio: bool, indent: str) -> List[str]:
         if not self.batches:
             return [f"{indent}no batches"]
+        if not self.sizes.n:
+            # every batch was unreadable (a bad CRC, a wrapper that cannot be opened...):
+            # nothing to describe but their number, which the error lines explain
+            return [f"{indent}no readable batches ({self.bad} unreadable)"]
         out = []
         parts = []
         for name, (nb, nr, stored, raw) in sorted(self.codecs.items(), key=lambda kv: -kv[1][2]):
@@ -318,7 +324,6 @@ def _range_stats(st, sr, ratio: bool, err_list: List[str], options: kafkarec.Rea
 
 def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
     """``kafkarec stats`` over URIs or with a selection: one row per selected segment range."""
-    from kafkarec.log.segment import PartitionDir, TopicPartition
     ratio = not args.headers_only
     errors: List[str] = []
     parts: dict = {}
@@ -453,7 +458,7 @@ def _write_text(out: TextIO, report: list, topics: dict, total: Stats, ratio: bo
         lines.append(f"{pdir.name}  ({pdir.path})")
         lines.append(f"  {'segment':<34} {'batches':>9} {'records':>11} {'bytes':>11}  offsets")
         for p, s in rows:
-            rng = f"{s.first_offset}..{s.last_offset}" if s.batches else "-"
+            rng = f"{s.first_offset}..{s.last_offset}" if s.first_offset is not None else "-"
             extra = f"  ({s.bad} unreadable)" if s.bad else ""
             extra += f"  ({s.trailing_bytes} trailing bytes)" if s.trailing_bytes else ""
             lines.append(f"  {os.path.basename(p):<34} {s.batches:>9} {s.records:>11} "

@@ -21,7 +21,7 @@ _OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
 
 def _partitions(log_dir: str):
-    from kafkarec.log.segment import find_partition_dirs, is_partition_dir, scan_partition_dir
+    from kafkarec.log.directory import find_partition_dirs, is_partition_dir, scan_partition_dir
     if is_partition_dir(log_dir):
         return [scan_partition_dir(log_dir)]
     return [p for p in find_partition_dirs(log_dir) if p.topic_partition is not None]

@@ -6,7 +6,7 @@ this layer finds files, frames them and asks the core about every batch.
 * :mod:`kafkarec.log.segment` -- a segment read as Kafka's FileRecords reads it
   (:meth:`~kafkarec.log.segment.SegmentBatchIterator.skipping`: batches and what was skipped);
 * :mod:`kafkarec.log.sidefiles` -- indexes, snapshots, checkpoints, partition.metadata parsed;
-* :mod:`kafkarec.log.checks` -- side files checked against their log during one scan;
+* :mod:`kafkarec.log.checks` -- a partition verified (batches, records, side files) in one scan;
 * :mod:`kafkarec.log.storage`, :mod:`kafkarec.log.layout`, :mod:`kafkarec.log.selection` --
   the same logs in object stores and tiered storage, and Spark-style selection.
 """

@@ -87,9 +87,9 @@ def _segment_batches(f, path: str, end_offset) -> Iterator[LogBatch]:
             for b in kafkarec.iter_batches(piece.data, _WALK_OPTIONS):
                 if not 0 <= b.magic <= 2:
                     return
-                # a legacy wrapper's own offset is its last; no decompression to find the first
-                first = b.base_offset if b.magic >= 2 else b.last_offset
-                if end_offset is not None and first >= end_offset:
+                # the batch's first offset as Kafka's baseOffset() (a legacy wrapper is opened
+                # only here, where a later copy's end has to be compared)
+                if end_offset is not None and b.base_offset >= end_offset:
                     return
                 yield LogBatch(path, piece.position + b.position, b)
         except DecodeError:

@@ -31,6 +31,7 @@ import json
 import posixpath
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
+from kafkarec.errors import TransformedSegmentError
 from kafkarec.log import names
 from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
@@ -40,10 +41,6 @@ __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name",
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
 _KINDS = ("log", "index", "timeindex", "txnindex", "manifest")
-
-
-class TransformedSegmentError(ValueError):
-    """A remote segment that its storage plugin compressed or encrypted (not Kafka's bytes)."""
 
 
 class SegmentRef(NamedTuple):

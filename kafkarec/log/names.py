@@ -29,6 +29,8 @@ import posixpath
 import re
 from typing import NamedTuple, Optional
 
+from kafkarec.errors import SideFileError
+
 __all__ = [
     "LOG_SUFFIX", "INDEX_SUFFIX", "TIME_INDEX_SUFFIX", "TXN_INDEX_SUFFIX",
     "PRODUCER_SNAPSHOT_SUFFIX", "CHECKPOINT_SUFFIX", "LEADER_EPOCH_CHECKPOINT",
@@ -69,10 +71,6 @@ _TIERED_DIR = re.compile(rf"^(.+)-([0-9]+)-({SEGMENT_ID})$")
 _TOPIC_ID_DIR = re.compile(rf"^(.+)-({SEGMENT_ID})$")
 _TIERED_FILE = re.compile(rf"([0-9]+)-({SEGMENT_ID})(\.[a-z_-]+)")
 _LOCAL_FILE = re.compile(r"([0-9]+)(\.[a-z]+)")
-
-
-class SideFileError(ValueError):
-    """A side file that cannot be read as what its name says it is."""
 
 
 class SegmentName(NamedTuple):

@@ -31,16 +31,10 @@ from typing import Iterator, NamedTuple, Optional
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError, KafkaRecError
 from kafkarec.log import names
-from kafkarec.log.directory import (  # noqa: F401  (the directory walk's home is kafkarec.log.directory)
-    PartitionDir, SegmentFiles, TopicPartition, find_partition_dirs, is_partition_dir,
-    parse_topic_partition, renamed_dir_suffix, scan_partition_dir)
 
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
-    "TrailingBytes", "rebase_error",
-    "TopicPartition", "parse_topic_partition", "SegmentFiles", "PartitionDir",
-    "scan_partition_dir", "find_partition_dirs", "is_partition_dir", "renamed_dir_suffix",
-    "base_offset_from_name",
+    "TrailingBytes", "rebase_error", "base_offset_from_name",
 ]
 
 # Framing sizes are the core's (one definition, kafkarec._core).

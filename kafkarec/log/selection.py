@@ -43,7 +43,7 @@ import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
-from kafkarec.errors import DecodeError
+from kafkarec.errors import DecodeError, SelectionError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, check_manifest
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
@@ -64,10 +64,6 @@ SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 SELECTION_OPTIONS = ("topics", "topicpattern", "startingoffsets", "endingoffsets",
                      "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
                      "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
-
-
-class SelectionError(ValueError):
-    """Selection options that cannot be satisfied or parsed."""
 
 
 class OffsetSpec(NamedTuple):

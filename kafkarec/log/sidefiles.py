@@ -17,9 +17,9 @@ Layouts and messages follow the broker (``storage/.../log``, ``checkpoint``):
 * KRaft snapshots ``%020d-%010d.checkpoint`` (end offset, epoch) are plain
   record batches; only their names are parsed here.
 
-File names are :mod:`kafkarec.log.names`'s (re-exported here); the checks of
-these files against their log are :mod:`kafkarec.log.checks` (the old names
-``kafkarec.sidefiles.OffsetIndexCheck`` ... still resolve).
+File names are :mod:`kafkarec.log.names`'s (re-exported here); the errors are
+:mod:`kafkarec.errors`'s; the checks of these files against their log are
+:mod:`kafkarec.log.checks` (which imports this module, never the other way round).
 """
 from __future__ import annotations
 
@@ -31,10 +31,11 @@ import struct
 from typing import List, NamedTuple, Optional
 
 from kafkarec._core import crc32c
+from kafkarec.errors import CheckpointError, CorruptIndexError, CorruptSnapshotError, SideFileError
 from kafkarec.log.names import (  # noqa: F401  (file names: re-exported, their home is names)
     BOOTSTRAP_CHECKPOINT, CHECKPOINT_SUFFIX, INDEX_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX,
     OFFSET_CHECKPOINTS, PARTITION_METADATA, PRODUCER_SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX, SideFileError, SnapshotPath, file_kind, file_name, offset_from_file_name,
+    TXN_INDEX_SUFFIX, SnapshotPath, file_kind, file_name, offset_from_file_name,
     parse_snapshot_path, snapshot_file_name)
 
 __all__ = [
@@ -47,25 +48,12 @@ __all__ = [
     "IndexEntry", "TimeIndexEntry", "OffsetIndex", "TimeIndex",
     "AbortedTxn", "TransactionIndex",
     "ProducerStateEntry", "ProducerSnapshot", "read_producer_snapshot",
-    "EpochEntry", "read_leader_epoch_checkpoint", "check_leader_epochs",
+    "EpochEntry", "read_leader_epoch_checkpoint",
     "read_offset_checkpoint", "PartitionMetadata", "read_partition_metadata",
-    "uuid_to_base64", "SideProblem",
-    "OffsetIndexCheck", "TimeIndexCheck", "TxnIndexCheck", "LeaderEpochCheck",
+    "uuid_to_base64",
 ]
 
 _INT32_MAX = 2**31 - 1
-
-
-class CorruptIndexError(SideFileError):
-    """Kafka's CorruptIndexException: the broker would rebuild this index."""
-
-
-class CorruptSnapshotError(SideFileError):
-    """Kafka's CorruptSnapshotException for producer state snapshots."""
-
-
-class CheckpointError(SideFileError):
-    """A malformed text checkpoint (Kafka raises IOException for these)."""
 
 
 def _read(path: str) -> bytes:
@@ -472,17 +460,3 @@ def read_partition_metadata(path: str, *, data: Optional[bytes] = None) -> Parti
     if raw == bytes(16):
         raise CheckpointError(f"Invalid topic ID in partition metadata file ({where})")
     return PartitionMetadata(version, topic_id)
-
-
-# The checks against the log live in kafkarec.log.checks; their old import path
-# (kafkarec.log.sidefiles.OffsetIndexCheck ...) still answers, loaded on first use
-# (checks imports this module, so a top-level import would be circular).
-_CHECKS = ("SideProblem", "OffsetIndexCheck", "TimeIndexCheck", "TxnIndexCheck", "LeaderEpochCheck",
-           "check_leader_epochs")
-
-
-def __getattr__(name):
-    if name in _CHECKS:
-        from kafkarec.log import checks
-        return getattr(checks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,8 @@
 Options (case-insensitive; ``_`` and ``.`` ignored, so ``accessKey``,
 ``access_key`` and ``s3.access.key`` are one option): ``endpoint`` (URL, e.g.
 ``http://127.0.0.1:9000``), ``region``, ``accessKey``, ``secretKey``,
-``sessionToken``, ``anonymous``; for Azure ``accountName``, ``accountKey``,
+``sessionToken``, ``anonymous``, ``connectTimeout`` and ``requestTimeout`` (seconds),
+``maxAttempts`` (requests tried per call, retries included); for Azure ``accountName``, ``accountKey``,
 ``sasToken``; for GCS ``accessToken``, ``projectId``.  Unknown keys are left
 alone (they belong to the caller), see :func:`storage_options`.
 
@@ -30,9 +31,16 @@ pieces of whole batches (framed by :func:`kafkarec.iter_batches` with Kafka's
 file rules), reading a bounded chunk at a time: a batch that crosses the end
 of a chunk or of the range is completed by reading just the bytes it lacks,
 never the rest of the object.
+
+Failures: every file-system error met resolving, listing or reading (other than
+a missing file) becomes ONE :class:`kafkarec.errors.StorageError` line naming the
+URI and what went wrong - an unreachable endpoint, no such bucket, access
+denied, expired credentials (:func:`storage_error`); the CLI prints it and exits
+2, Spark shows it as the task's message.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -40,12 +48,12 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import kafkarec
-from kafkarec.errors import DecodeError
+from kafkarec.errors import DecodeError, StorageError
 
 __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
     "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
-    "is_uri", "DEFAULT_CHUNK", "without_spans",
+    "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -56,8 +64,65 @@ from kafkarec._core import HEADER_SIZE_UP_TO_MAGIC  # noqa: E402  (framing sizes
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
 
-class StorageError(OSError):
-    """A path that cannot be resolved, listed or read."""
+# --- failures: one line naming the URI -----------------------------------------------
+
+# What object stores answer (the AWS SDK's error names, as pyarrow quotes them; Azure's
+# and GCS's codes), grouped by what a user has to fix.
+_FAILURES = (
+    ("cannot reach the endpoint", re.compile(
+        r"NETWORK_CONNECTION|Could not connect|Couldn't connect|Could not resolve|Couldn't resolve"
+        r"|Connection refused|timed out|Timeout was reached|Name or service not known", re.I)),
+    ("credentials expired", re.compile(
+        r"EXPIRED_TOKEN|ExpiredToken|TokenRefreshRequired|RequestExpired|token (has )?expired"
+        r"|AuthenticationExpired", re.I)),
+    ("no such bucket", re.compile(r"NO_SUCH_BUCKET|NoSuchBucket|ContainerNotFound|bucket does not exist",
+                                  re.I)),
+    ("access denied", re.compile(
+        r"ACCESS_DENIED|AccessDenied|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch|INVALID_ACCESS_KEY_ID"
+        r"|InvalidAccessKeyId|UNRECOGNIZED_CLIENT|InvalidClientTokenId|AuthorizationFailure"
+        r"|AuthenticationFailed|HTTP status 40[13]|Forbidden|Unauthorized|Permission denied", re.I)),
+)
+_AWS_CODE = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))? during (\w+) operation")
+_PEER = re.compile(r"(?:Failed to connect to|resolve host:?) ([^\s;,]+)", re.I)
+
+
+def storage_error(uri: str, exc: BaseException) -> StorageError:
+    """``exc`` (an OSError from a file system) as ONE line: ``URI: what went wrong (detail)``.
+
+    ``what`` names the user's fix - ``cannot reach the endpoint``, ``no such bucket``,
+    ``access denied``, ``credentials expired`` - and the detail is the store's own error
+    code (``AWS Error ACCESS_DENIED during HeadObject``) or the first line of its message."""
+    if isinstance(exc, StorageError):
+        return exc
+    text = " ".join(str(exc).split())
+    what = next((name for name, pattern in _FAILURES if pattern.search(text)), None)
+    m = _AWS_CODE.search(text)
+    if m:
+        detail = f"AWS Error {m.group(1)} during {m.group(3)}"
+        if m.group(2):
+            detail += f", HTTP {m.group(2)}"
+    else:
+        detail = text if len(text) <= 200 else text[:197] + "..."
+    if what == "cannot reach the endpoint":
+        peer = _PEER.search(text)
+        if peer:
+            detail = f"{peer.group(1)}; {detail}"
+    line = f"{uri}: {what} ({detail})" if what else f"{uri}: {detail}"
+    err = StorageError(line, uri)
+    err.__cause__ = exc
+    return err
+
+
+@contextlib.contextmanager
+def storage_errors(uri: str):
+    """Turn file-system failures inside the block into :func:`storage_error` lines; a missing
+    file stays a ``FileNotFoundError`` (callers say "no such file" themselves)."""
+    try:
+        yield
+    except (FileNotFoundError, StorageError):
+        raise
+    except OSError as exc:
+        raise storage_error(uri, exc) from exc
 
 
 def is_uri(path: str) -> bool:
@@ -77,6 +142,8 @@ _OPTION_NAMES = {
     "anonymous": "anonymous",
     "accountname": "account_name", "accountkey": "account_key", "sastoken": "sas_token",
     "accesstoken": "access_token", "projectid": "project_id",
+    "connecttimeout": "connect_timeout", "requesttimeout": "request_timeout",
+    "maxattempts": "max_attempts",
 }
 
 
@@ -166,6 +233,12 @@ def _s3(netloc: str, path: str, query: dict, opts: dict):
             region = None
     if region:
         kw["region"] = region
+    for name in ("connect_timeout", "request_timeout"):
+        if opts.get(name) is not None:
+            kw[name] = _seconds(opts[name], name)
+    if opts.get("max_attempts") is not None:
+        kw["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(
+            max_attempts=int(_seconds(opts["max_attempts"], "max_attempts")))
     if _truthy(opts.get("anonymous", query.get("anonymous", False))):
         kw["anonymous"] = True
     elif opts.get("access_key") or opts.get("secret_key"):
@@ -176,6 +249,16 @@ def _s3(netloc: str, path: str, query: dict, opts: dict):
         if opts.get("session_token"):
             kw["session_token"] = opts["session_token"]
     return pafs.S3FileSystem(**kw), f"{netloc}{path}".rstrip("/") or netloc
+
+
+def _seconds(v, name: str) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        f = -1.0
+    if not f >= 0:
+        raise StorageError(f"storage option {name} must be a number >= 0, not {v!r}")
+    return f
 
 
 def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
@@ -254,7 +337,12 @@ def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
             pass
     except (ImportError, AttributeError) as exc:
         raise StorageError(f"{uri}: this pyarrow cannot open {scheme}:// ({exc})") from exc
-    return _fsspec(uri, scheme, opts)
+    except StorageError:
+        raise
+    except OSError as exc:
+        raise storage_error(uri, exc) from exc
+    with storage_errors(uri):
+        return _fsspec(uri, scheme, opts)
 
 
 def _prefix_for(uri: str, path: str) -> str:
@@ -320,6 +408,20 @@ def list_files(storage: Storage, path: str) -> List[FileEntry]:
     (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
     for any depth) lists the folder before its first wildcard once and keeps the matches
     and the files under matching folders."""
+    with storage_errors(storage.uri(path)):
+        return _list_files(storage, path)
+
+
+def _no_such_bucket(storage: Storage, path: str) -> bool:
+    """Whether the first component of an object-store path (its bucket or container) is missing."""
+    import pyarrow.fs as pafs
+    if storage.is_local or not storage.prefix:
+        return False
+    bucket = path.lstrip("/").split("/", 1)[0]
+    return bool(bucket) and storage.fs.get_file_info(bucket).type == pafs.FileType.NotFound
+
+
+def _list_files(storage: Storage, path: str) -> List[FileEntry]:
     import pyarrow.fs as pafs
     fs = storage.fs
     m = _GLOB.search(path)
@@ -332,10 +434,14 @@ def list_files(storage: Storage, path: str) -> List[FileEntry]:
         out = [FileEntry(i.path, i.size, i.mtime_ns) for i in listing
                if i.type == pafs.FileType.File and (pattern.fullmatch(i.path) or i.path.startswith(dirs))]
         if not out:
+            if _no_such_bucket(storage, base):
+                raise StorageError(f"{storage.uri(path)}: no such bucket", storage.uri(path))
             raise FileNotFoundError(f"no file matches {storage.uri(path)}")
         return sorted(out, key=lambda e: e.path)
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
+        if _no_such_bucket(storage, path):
+            raise StorageError(f"{storage.uri(path)}: no such bucket", storage.uri(path))
         raise FileNotFoundError(f"path does not exist: {storage.uri(path)}")
     if info.type == pafs.FileType.File:
         return [FileEntry(info.path, info.size, info.mtime_ns)]
@@ -380,12 +486,8 @@ class RangeFile:
         self.size: int = size
 
     def _open(self) -> Any:
-        try:
+        with storage_errors(self.uri):
             self._f = self.storage.fs.open_input_file(self.path)
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise StorageError(f"{self.uri}: {exc}") from exc
         return self._f
 
     @property
@@ -399,7 +501,8 @@ class RangeFile:
         if self._f is None:
             self._open()
         nbytes = min(nbytes, self.size - position)
-        buf = self._f.read_at(nbytes, position)
+        with storage_errors(self.uri):
+            buf = self._f.read_at(nbytes, position)
         data = buf.to_pybytes() if hasattr(buf, "to_pybytes") else bytes(buf)
         if RangeFile.stats is not None:
             RangeFile.stats.add(len(data), self.path)
@@ -413,12 +516,13 @@ class RangeFile:
         mv = memoryview(buf).cast("B")
         want = min(len(mv), max(0, self.size - position))
         done = 0
-        self._f.seek(position)
-        while done < want:
-            n = self._f.readinto(mv[done:want])
-            if not n:
-                break
-            done += n
+        with storage_errors(self.uri):
+            self._f.seek(position)
+            while done < want:
+                n = self._f.readinto(mv[done:want])
+                if not n:
+                    break
+                done += n
         if RangeFile.stats is not None:
             RangeFile.stats.add(done, self.path)
         return done
@@ -428,8 +532,9 @@ class RangeFile:
         if self._f is None:
             self._open()
         nbytes = max(0, min(nbytes, self.size - position))
-        self._f.seek(position)
-        buf = self._f.read_buffer(nbytes)
+        with storage_errors(self.uri):
+            self._f.seek(position)
+            buf = self._f.read_buffer(nbytes)
         if RangeFile.stats is not None:
             RangeFile.stats.add(buf.size, self.path)
         return buf

@@ -33,12 +33,6 @@ def hello_world() -> bytes:
     return v2_batch(HELLO_RECORDS, 2, base_timestamp=0x0000018D00000000)
 
 
-def test_core_is_compiled():
-    assert kafkarec._core.COMPILED is True
-    assert kafkarec._core.__file__.endswith((".so", ".pyd"))
-    assert type(kafkarec.iter_batches).__name__ in ("cython_function_or_method", "builtin_function_or_method")
-
-
 def test_hello_world_from_the_seeds():
     data = hello_world()
     assert len(data) == 85 and data[8:12] == b"\x00\x00\x00\x49"

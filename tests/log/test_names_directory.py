@@ -7,7 +7,7 @@ import pytest
 
 import kafkarec
 from kafkarec.cli import main
-from kafkarec.log import checks, directory, layout, names
+from kafkarec.log import directory, layout, names
 from kafkarec.log.segment import Segment
 
 from logdir import sample_records, v2_batch
@@ -48,16 +48,23 @@ def test_tiered_names_in_every_name_rule():
     assert layout.parse_segment_name("x/00000000000000000042.snapshot") is None
 
 
-def test_old_import_paths_are_the_same_objects():
-    import kafkarec.segment
-    import kafkarec.sidefiles
-    assert kafkarec.sidefiles.OffsetIndexCheck is checks.OffsetIndexCheck
-    assert kafkarec.sidefiles.SideProblem is checks.Problem
-    assert kafkarec.sidefiles.offset_from_file_name is names.offset_from_file_name
-    assert kafkarec.segment.PartitionDir is directory.PartitionDir
-    assert kafkarec.segment.find_partition_dirs is directory.find_partition_dirs
-    for name in kafkarec.sidefiles.__all__:      # every exported name resolves (checks lazily)
-        assert getattr(kafkarec.sidefiles, name) is not None
+def test_one_import_path_and_no_cycle():
+    """No pre-release shims (kafkarec.segment, kafkarec.sidefiles), the directory walk has one
+    home, and sidefiles does not reach back into checks (checks imports sidefiles, not both ways)."""
+    import importlib.util
+    import subprocess
+    import sys
+    from kafkarec.log import segment, sidefiles
+    for old in ("kafkarec.segment", "kafkarec.sidefiles"):
+        assert importlib.util.find_spec(old) is None, old
+    for name in ("find_partition_dirs", "scan_partition_dir", "is_partition_dir", "PartitionDir"):
+        assert not hasattr(segment, name), name
+    assert not hasattr(sidefiles, "OffsetIndexCheck") and not hasattr(sidefiles, "__getattr__")
+    for name in sidefiles.__all__:
+        assert getattr(sidefiles, name) is not None, name
+    code = ("import sys, kafkarec.log.sidefiles; "
+            "assert 'kafkarec.log.checks' not in sys.modules, 'sidefiles imports checks'")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def _tiered_partition(tmp_path):

@@ -1,4 +1,4 @@
-"""kafkarec.segment: segment files read with FileLogInputStream's rules, log directory discovery,
+"""kafkarec.log.segment and kafkarec.log.directory: segment files read with FileLogInputStream's rules, log directory discovery,
 and single-pass partition verification."""
 from paths import ROOT
 import mmap
@@ -11,9 +11,9 @@ import pytest
 
 import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError
-from kafkarec.log.segment import (Segment, find_partition_dirs, is_partition_dir, parse_topic_partition,
-                              rebase_error, scan_partition_dir)
-from kafkarec.cli.verify import check_partition
+from kafkarec.log.checks import check_partition
+from kafkarec.log.directory import find_partition_dirs, is_partition_dir, parse_topic_partition, scan_partition_dir
+from kafkarec.log.segment import Segment, rebase_error
 
 from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
                     legacy_batch, sample_records, v2_batch)
@@ -548,9 +548,11 @@ def test_index_entry_at_a_bad_crc_batch_is_still_matched(tmp_path):
     assert "crc" in probs[0].reason
 
 
-def test_deep_checks_record_offsets_across_batches(tmp_path):
+def test_legacy_wrapper_first_offset_is_kafkas_base_offset(tmp_path):
     # A v1 gzip wrapper whose wrapper offset moves on (12) but whose inner messages
-    # (relative 0..3 -> 9..12) overlap the previous batch (0..9): only --deep sees it.
+    # (relative 0..3 -> 9..12) overlap the previous batch (0..9).  The batch's first offset
+    # is Kafka's baseOffset() (AbstractLegacyRecordBatch opens the wrapper): 9, so verify
+    # sees the overlap with or without --deep (it took the wrapper's own offset, 12, before).
     first = v2_batch(sample_records(10))
     wrapper = bytearray(legacy_batch(1, [(T0 + i, b"k", b"v%d" % i) for i in range(4)], codec="gzip"))
     struct.pack_into(">q", wrapper, 0, 12)
@@ -560,9 +562,10 @@ def test_deep_checks_record_offsets_across_batches(tmp_path):
     os.makedirs(d)
     _write(d / "00000000000000000000.log", first + wrapper)
     pdir = scan_partition_dir(str(d))
-    assert _problems(pdir) == []
-    probs = _problems(pdir, deep=True)
-    assert [p.reason for p in probs] == ["record offset 9 does not follow 9"]
+    for deep in (False, True):
+        probs = _problems(pdir, deep=deep)
+        assert [(p.offset, p.reason) for p in probs] == [
+            (9, "offsets go backwards: batch starts at 9 after offset 9")]
 
 
 def test_resync_skips_zero_runs_and_garbage(tmp_path):

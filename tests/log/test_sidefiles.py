@@ -1,4 +1,4 @@
-"""kafkarec.sidefiles: index, time index, transaction index, producer snapshots, checkpoints,
+"""kafkarec.log.sidefiles and kafkarec.log.checks: index, time index, transaction index, producer snapshots, checkpoints,
 partition.metadata and file names, with the broker's rules and messages."""
 import os
 import struct
@@ -6,8 +6,9 @@ import struct
 import pytest
 
 import kafkarec
-from kafkarec.log import sidefiles as sf
-from kafkarec.log.segment import Segment, scan_partition_dir
+from kafkarec.log import checks, sidefiles as sf
+from kafkarec.log.directory import scan_partition_dir
+from kafkarec.log.segment import Segment
 
 from logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
                     producer_snapshot_bytes, sample_records, v2_batch,
@@ -295,9 +296,9 @@ def test_leader_epoch_checkpoint_errors(tmp_path, text, message):
 
 
 def test_check_leader_epochs():
-    assert sf.check_leader_epochs([sf.EpochEntry(0, 0), sf.EpochEntry(3, 10)]) == []
-    assert len(sf.check_leader_epochs([sf.EpochEntry(3, 0), sf.EpochEntry(3, 10)])) == 1
-    assert len(sf.check_leader_epochs([sf.EpochEntry(1, 10), sf.EpochEntry(2, 5)])) == 1
+    assert checks.check_leader_epochs([sf.EpochEntry(0, 0), sf.EpochEntry(3, 10)]) == []
+    assert len(checks.check_leader_epochs([sf.EpochEntry(3, 0), sf.EpochEntry(3, 10)])) == 1
+    assert len(checks.check_leader_epochs([sf.EpochEntry(1, 10), sf.EpochEntry(2, 5)])) == 1
 
 
 def test_offset_checkpoint(tmp_path):
@@ -349,14 +350,14 @@ def _feed(check, log, kind):
 def test_offset_index_check(tmp_path):
     w, files = _segment_with_index(tmp_path)
     size = os.path.getsize(files.log)
-    c = sf.OffsetIndexCheck(sf.OffsetIndex(files.index), size)
+    c = checks.OffsetIndexCheck(sf.OffsetIndex(files.index), size)
     _feed(c, files.log, "offset")
     assert c.finish() == []
     entries = list(sf.OffsetIndex(files.index))
     bad = [(entries[0].offset + 1, entries[0].position), (entries[1].offset, entries[1].position + 1),
            (entries[1].offset + 5, size + 10)]
     write_offset_index(files.index, 0, bad)
-    c = sf.OffsetIndexCheck(sf.OffsetIndex(files.index), size)
+    c = checks.OffsetIndexCheck(sf.OffsetIndex(files.index), size)
     _feed(c, files.log, "offset")
     reasons = [p.reason for p in c.finish()]
     assert reasons[0].startswith(f"entry 2 position {size + 10} is outside the log")
@@ -367,13 +368,13 @@ def test_offset_index_check(tmp_path):
 
 def test_time_index_check(tmp_path):
     w, files = _segment_with_index(tmp_path)
-    c = sf.TimeIndexCheck(sf.TimeIndex(files.timeindex))
+    c = checks.TimeIndexCheck(sf.TimeIndex(files.timeindex))
     _feed(c, files.log, "time")
     assert c.finish() == []
     entries = list(sf.TimeIndex(files.timeindex))
     write_time_index(files.timeindex, 0, [(entries[0].timestamp + 1, entries[0].offset),
                                           (entries[0].timestamp, entries[0].offset + 1)])
-    c = sf.TimeIndexCheck(sf.TimeIndex(files.timeindex))
+    c = checks.TimeIndexCheck(sf.TimeIndex(files.timeindex))
     _feed(c, files.log, "time")
     reasons = [p.reason for p in c.finish()]
     assert any("Previously indexed timestamp" in r for r in reasons)
@@ -390,12 +391,12 @@ def test_txn_index_check_markers(tmp_path):
     files = scan_partition_dir(w.dir).segments[0]
     path = str(tmp_path / "00000000000000000000.txnindex")
     write_txn_index(path, [(1, 0, 3, 4)])             # claims the COMMIT marker aborted
-    c = sf.TxnIndexCheck(sf.TransactionIndex(path))
+    c = checks.TxnIndexCheck(sf.TransactionIndex(path))
     c.see_data_batch(1, 0)
     c.see_marker(3, 1, "COMMIT")
     reasons = [p.reason for p in c.finish(log_start=0)]
     assert reasons == ["entry for producer 1 ends at offset 3, which holds a COMMIT marker of producer 1"]
-    c = sf.TxnIndexCheck(sf.TransactionIndex(path))
+    c = checks.TxnIndexCheck(sf.TransactionIndex(path))
     c.see_marker(9, 2, "ABORT")
     probs = c.finish(log_start=0)
     assert [p.severity for p in probs] == ["warning", "error", "error"]
@@ -403,7 +404,7 @@ def test_txn_index_check_markers(tmp_path):
 
 
 def test_leader_epoch_check():
-    c = sf.LeaderEpochCheck("lec", [sf.EpochEntry(0, 0), sf.EpochEntry(3, 100)])
+    c = checks.LeaderEpochCheck("lec", [sf.EpochEntry(0, 0), sf.EpochEntry(3, 100)])
     assert c.expected_epoch(99) == 0 and c.expected_epoch(100) == 3
     c.see_batch("x.log", 0, 50, 0)
     c.see_batch("x.log", 10, 150, 3)

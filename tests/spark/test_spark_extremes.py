@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 import spark_helpers as H
-from paths import SHARED
+from paths import SHARED, require_shared
 
 pytestmark = [pytest.mark.spark]
 
@@ -52,6 +52,7 @@ OUT_OF_RANGE = {0: HALF, 10: LONG_MAX, 12: 253402300800000, 20: HALF + 7}
 @pytest.fixture(scope="module")
 def extreme(tmp_path_factory):
     """A log directory with one segment written by Kafka's MemoryRecordsBuilder."""
+    require_shared("Kafka's writer (tools/kafka-java)", KAFKA_JAVA)
     work = tmp_path_factory.mktemp("extreme")
     spec = work / "spec.json"
     spec.write_text(json.dumps(SPEC))

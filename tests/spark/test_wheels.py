@@ -1,4 +1,4 @@
-"""kafkarec._loader's wheel rules: which wheel fits which interpreter, which
+"""kafkarec._wheels' wheel rules: which wheel fits which interpreter, which
 dependencies a kafkarec wheel needs, and one report naming every problem.
 (No Spark: these decide what register() ships and refuses.)"""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import zipfile
 
 import pytest
 
-from kafkarec import _loader as L
+from kafkarec import _wheels as L
+from paths import ROOT
 
 
 def interp(py="cp312", machine="x86_64", glibc=(2, 36), python="3.12.1"):
@@ -111,3 +112,55 @@ def test_unpack_is_shared_and_atomic(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match="refusing to unpack"):
         L.unpack(str(evil))
     assert not (tmp_path / "cache" / "outside.py").exists()
+
+
+# -- markers: packaging when installed, a PEP 440-correct fallback when not --------------
+
+MARKERS = [
+    'python_version ~= "3.9"', 'python_version ~= "3.12"', 'python_full_version ~= "3.11.0"',
+    'python_full_version ~= "3.11.9"', 'python_version ~= "2.7"', 'python_version == "3.*"',
+    'python_version != "3.11.*"', 'python_version == "3.1.*"', 'python_full_version >= "3.11.0"',
+    'python_version > "3.9"', 'python_version < "3.10"', 'python_version <= "3.11"',
+    'python_version == "3.11"', 'python_version == "3.11.0"', 'sys_platform == "linux"',
+    'platform_machine != "arm64"', "os_name in 'posix nt'", 'extra == "test"',
+    '(python_version >= "3.13" or sys_platform == "linux") and os_name == "posix"',
+    'platform_python_implementation == "PyPy"',
+]
+ENVS = [dict(python_version=v, python_full_version=f"{v}.{m}", sys_platform="linux",
+             platform_machine="x86_64", os_name="posix", platform_python_implementation="CPython",
+             implementation_name="cpython", platform_system="Linux", extra="")
+        for v, m in (("3.9", 18), ("3.10", 0), ("3.11", 4), ("3.12", 1), ("3.13", 0))]
+
+
+@pytest.mark.parametrize("marker", MARKERS)
+def test_marker_fallback_agrees_with_packaging(marker):
+    from packaging.markers import Marker
+    for env in ENVS:
+        assert L._marker_fallback(marker, env) is Marker(marker).evaluate(dict(env)), (marker, env)
+        assert L.marker_holds(marker, env) is Marker(marker).evaluate(dict(env))
+
+
+def test_compatible_release_is_not_greater_or_equal():
+    env = dict(ENVS[0], python_full_version="3.12.1")
+    # ~= 3.11.0 means >= 3.11.0, == 3.11.*: 3.12.1 is not compatible (>= would say it is)
+    assert L._marker_fallback('python_full_version ~= "3.11.0"', env) is False
+    assert L._marker_fallback('python_full_version >= "3.11.0"', env) is True
+
+
+def test_fallback_refuses_what_it_cannot_compare():
+    with pytest.raises(ValueError):
+        L._marker_fallback('platform_release >= "5.4-generic"', {"platform_release": "6.1"})
+    meta = 'Requires-Dist: x; platform_release >= "5.4-generic"\n'
+    import unittest.mock
+    with unittest.mock.patch.object(L, "_packaging_marker", lambda: None):
+        with pytest.raises(ImportError, match="installing the packaging library"):
+            L.requirements(meta, {"platform_release": "6.1"})
+
+
+def test_import_kafkarec_does_not_import_the_wheel_code():
+    import subprocess
+    import sys
+    code = "import sys, kafkarec; print('kafkarec._wheels' in sys.modules, 'zipfile' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT), cwd="/").stdout
+    assert out.split()[0] == "False"

@@ -1,0 +1,77 @@
+"""Every error kafkarec raises is a KafkaRecError and keeps its builtin base, so a caller
+catches it without knowing kafkarec (``except ValueError`` / ``except OSError``)."""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import pickle
+
+import pytest
+
+import kafkarec
+from kafkarec import errors
+
+ROOT = os.path.dirname(os.path.dirname(kafkarec.__file__))
+
+# name -> the builtin base it keeps
+EXPECTED = {
+    "DecodeError": ValueError, "TruncatedError": ValueError, "CorruptBatchError": ValueError,
+    "InvalidRecordError": ValueError, "ChecksumError": ValueError, "UnsupportedCodecError": ValueError,
+    "DecompressionError": ValueError, "DecompressionLimitError": ValueError,
+    "CodecUnavailableError": ImportError, "EncodeError": ValueError,
+    "InternalRecordError": ValueError, "UnknownRecordTypeError": ValueError,
+    "SideFileError": ValueError, "CorruptIndexError": ValueError, "CorruptSnapshotError": ValueError,
+    "CheckpointError": ValueError, "TransformedSegmentError": ValueError, "SelectionError": ValueError,
+    "StorageError": OSError,
+}
+
+
+@pytest.mark.parametrize("name, base", sorted(EXPECTED.items()))
+def test_each_error_is_a_kafkarec_error_and_its_builtin(name, base):
+    cls = getattr(errors, name)
+    assert issubclass(cls, errors.KafkaRecError) and issubclass(cls, base)
+    assert getattr(kafkarec, name) is cls and name in kafkarec.__all__
+
+
+def test_the_hierarchy_is_complete():
+    assert set(errors.__all__) == set(EXPECTED) | {"KafkaRecError"}
+
+
+def test_log_modules_raise_the_same_classes():
+    from kafkarec.log import layout, names, selection, sidefiles, storage
+    assert names.SideFileError is sidefiles.SideFileError is errors.SideFileError
+    assert sidefiles.CorruptIndexError is errors.CorruptIndexError
+    assert layout.TransformedSegmentError is errors.TransformedSegmentError
+    assert selection.SelectionError is errors.SelectionError
+    assert storage.StorageError is errors.StorageError
+
+
+def _error_classes(path):
+    """Exception classes defined in a source file (any class whose name ends in Error)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    return [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("Error")]
+
+
+def test_no_error_class_outside_errors_py_escapes_the_hierarchy():
+    """A new ``class XError`` anywhere in kafkarec/ must be a KafkaRecError too."""
+    import importlib
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "kafkarec")):
+        for f in files:
+            if not f.endswith(".py") or f == "errors.py":
+                continue
+            path = os.path.join(dirpath, f)
+            names = _error_classes(path)
+            if not names:
+                continue
+            mod = importlib.import_module(os.path.relpath(path, ROOT)[:-3].replace(os.sep, "."))
+            for name in names:
+                cls = getattr(mod, name)
+                assert inspect.isclass(cls) and issubclass(cls, errors.KafkaRecError), (path, name)
+
+
+def test_storage_error_carries_its_uri_across_pickling():
+    e = errors.StorageError("s3://b/k: access denied", "s3://b/k")
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == "s3://b/k: access denied" and again.uri == "s3://b/k"
+    assert isinstance(again, OSError)
