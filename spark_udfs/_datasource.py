@@ -6,7 +6,11 @@ partition folder, a segment file or a glob; topic and partition come from the
 ``<topic>-<partition>`` folder names.  Large segments are split across tasks
 at batch boundaries.
 
-Options (case-insensitive):
+Options (case-insensitive).  The Kafka source's options keep their names and meanings
+(``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets`` ...,
+``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored):
+``docs/spark-options.md`` (:mod:`spark_udfs._options`).  A subscription option, a
+starting/ending option or a URI sends the read to :mod:`spark_udfs._remote`.  kafkarec's own:
 
 ==========================  ===========  ==================================================
 option                      default      meaning
@@ -15,6 +19,7 @@ mode                        PERMISSIVE   PERMISSIVE / DROPMALFORMED / FAILFAST (
 columnNameOfCorruptRecord   _corrupt_record  PERMISSIVE's error column
 batchColumns                false        add producerId ... magic (batch-level columns)
 includeControl              false        keep control records (transaction markers)
+includeHeaders              false        add the headers column (as the Kafka source)
 readCommitted               false        leave out what a read_committed consumer would not
                                          see: aborted transactions, and everything from a
                                          transaction still open at the end on (the LSO),

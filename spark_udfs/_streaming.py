@@ -10,24 +10,24 @@ written when a micro-batch is planned waits for the next trigger.  The path may
 be any URI :mod:`kafkarec.log.storage` understands (``s3://`` ...), local and
 tiered copies of the same range are read once (:mod:`kafkarec.log.layout`).
 
-Options (case-insensitive), besides the storage options of
-:func:`kafkarec.log.storage.storage_options`:
+Options (case-insensitive): the Kafka source's, with its names and meanings
+(``docs/spark-options.md``, :mod:`spark_udfs._options`): ``subscribe`` /
+``subscribePattern`` / ``assign`` (aliases ``topics`` / ``topicPattern``),
+``startingOffsets`` (default ``latest``), ``startingTimestamp``,
+``startingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``,
+``maxOffsetsPerTrigger`` (shared among partitions by lag), ``minOffsetsPerTrigger`` and
+``maxTriggerDelay``, ``failOnDataLoss`` (default true: fail when offsets still to read are
+gone - segments deleted by retention, a partition deleted or truncated; false: log it and go
+on from what is there), ``includeHeaders``, ``kafka.isolation.level`` (alias
+``readCommitted``); plus ``includeControl``, ``batchColumns``, ``verifyCrc``, ``strict``,
+``maxRecordsPerBatch``, ``maxDecompressedBytes`` as the batch data source, and the storage
+options of :func:`kafkarec.log.storage.storage_options`.
 
-========================  ============  ====================================================
-option                    default       meaning
-========================  ============  ====================================================
-topics / topicPattern                   which topics (as in :mod:`kafkarec.log.selection`)
-startingOffsets           latest        ``earliest``, ``latest`` or JSON (-2/-1), Kafka's default
-startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy
-                                        as the Kafka source
-maxOffsetsPerTrigger      (none)        most offsets per micro-batch, shared among partitions
-                                        by how far behind each is, as the Kafka source does
-failOnDataLoss            true          fail when offsets to read are gone (segments deleted
-                                        by retention, a partition deleted or truncated);
-                                        ``false``: log it and go on from what is there
-includeControl, batchColumns, verifyCrc, strict, maxRecordsPerBatch, maxDecompressedBytes
-                                        as the batch data source
-========================  ============  ====================================================
+read_committed: each micro-batch ends at the partition's last stable offset and leaves out
+the batches of aborted transactions, both rebuilt from the log when the micro-batch is
+planned (:func:`committed_view`, the batch read's rule).  Markers never change once
+written, so a planned micro-batch re-reads identically after a restart and no state beyond
+the offsets is kept; a transaction that commits later is read once its marker is there.
 
 A query with a checkpoint restarts from the checkpointed offsets and re-reads a
 planned micro-batch identically, so with an idempotent sink (the file sink)
