@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -53,9 +54,17 @@ def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
                                  "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache"),
                                  **(env or {})})
     # the user's shell: a fresh folder, no source tree on any path
-    proc = subprocess.run(cmd, cwd=work, env=full_env, capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True)
-    log = proc.stdout + proc.stderr
+    proc = subprocess.Popen(cmd, cwd=work, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=timeout)
+    finally:
+        # the application's whole process group (JVM, driver Python, workers), by its id
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
     assert proc.returncode == 0, log[-8000:]
     with open(os.path.join(work, f"result-{phase}.json")) as fh:
         return json.load(fh)
