@@ -101,6 +101,7 @@ def main(argv=None) -> int:
     corrupt = "_corrupt_record"
     df = (spark.read.format("kafkarec")
           .option("batchColumns", "true")
+          .option("includeHeaders", "true")
           .option("mode", args.mode)
           .option("readCommitted", str(args.read_committed).lower())
           .option("includeControl", str(args.include_control).lower())

@@ -100,6 +100,9 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     from spark_udfs import _shipping
     from spark_udfs._runtime import ShippingError
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
+    if ship:
+        # readStream's planner runs where addPyFile's files are not looked for
+        _shipping.link_streaming_runner_files(spark.sparkContext)
     if shipping is not None and shipping.problems and not verify:
         raise ShippingError(f"kafkarec cannot run on the driver ({shipping.driver}):\n  - "
                             + "\n  - ".join(shipping.problems))

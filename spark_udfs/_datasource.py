@@ -6,7 +6,11 @@ partition folder, a segment file or a glob; topic and partition come from the
 ``<topic>-<partition>`` folder names.  Large segments are split across tasks
 at batch boundaries.
 
-Options (case-insensitive):
+Options (case-insensitive).  The Kafka source's options keep their names and meanings
+(``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets`` ...,
+``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored):
+``docs/spark-options.md`` (:mod:`spark_udfs._options`).  A subscription option, a
+starting/ending option or a URI sends the read to :mod:`spark_udfs._remote`.  kafkarec's own:
 
 ==========================  ===========  ==================================================
 option                      default      meaning
@@ -15,6 +19,7 @@ mode                        PERMISSIVE   PERMISSIVE / DROPMALFORMED / FAILFAST (
 columnNameOfCorruptRecord   _corrupt_record  PERMISSIVE's error column
 batchColumns                false        add producerId ... magic (batch-level columns)
 includeControl              false        keep control records (transaction markers)
+includeHeaders              false        add the headers column (as the Kafka source)
 readCommitted               false        leave out what a read_committed consumer would not
                                          see: aborted transactions, and everything from a
                                          transaction still open at the end on (the LSO),
@@ -48,7 +53,7 @@ import os
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _schema
+from spark_udfs import _logdir, _options, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
@@ -65,7 +70,7 @@ def _lower(options) -> dict:
 
 
 _KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
-          "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
+          "includeheaders", "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
           "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
           "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode"}
 
@@ -74,7 +79,7 @@ class ReadConfig:
     """The options of one read, validated (on the planner, at analysis time)."""
 
     def __init__(self, options, *, default_min_partitions: int = 1):
-        o = _lower(options)
+        o = _options.normalize(options, streaming=False)
         unknown = sorted(k for k in set(o) - _KNOWN if not k.startswith("spark."))
         if unknown:
             raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: "
@@ -86,6 +91,7 @@ class ReadConfig:
         self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.include_control = _bool(o, "includecontrol", False)
+        self.include_headers = _options.include_headers(o)
         self.read_committed = _bool(o, "readcommitted", False)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
         self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), 4 << 20)
@@ -104,7 +110,7 @@ class ReadConfig:
         return _schema.kafka_schema(
             batch_columns=self.batch_columns,
             corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None,
-            decode=self.decode)
+            decode=self.decode, include_headers=self.include_headers)
 
 
 class KafkaRecPartition(InputPartition):
@@ -143,7 +149,8 @@ class KafkaRecDataSource(DataSource):
         # (spark_udfs._remote).  A stream (readStream) validates its own options.
         from kafkarec.log import selection, storage
         self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
-                       or any(k in o for k in selection.SELECTION_OPTIONS))
+                       or any(k in o for k in selection.SELECTION_OPTIONS)
+                       or any(k in o for k in _options.STRATEGY_KEYS))
 
     def schema(self):
         o = _lower(self.options)
@@ -152,7 +159,8 @@ class KafkaRecDataSource(DataSource):
             batch_columns=_bool(o, "batchcolumns", False),
             corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
             if mode == "PERMISSIVE" else None,
-            decode=None if self.remote else (o.get("decode") or None))
+            decode=None if self.remote else (o.get("decode") or None),
+            include_headers=_options.include_headers(o))
 
     def reader(self, schema):
         if self.remote and _lower(self.options).get("decode"):
@@ -160,14 +168,30 @@ class KafkaRecDataSource(DataSource):
                              "without selection options (not yet on URIs or with topics/offsets)")
         if self.remote:
             from spark_udfs import _remote
-            return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(self.options), schema,
-                                                self.expected_fingerprint)
+            return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(
+                remote_options(self.options, self.default_min_partitions)), schema,
+                self.expected_fingerprint)
         config = ReadConfig(self.options, default_min_partitions=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
         from spark_udfs import _streaming
         return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
+
+
+def remote_options(options, default_min_partitions: int = 1) -> dict:
+    """The options of a read handed to :mod:`spark_udfs._remote`, in its names: the Kafka
+    source's names translated (:func:`spark_udfs._options.normalize`), the columns the
+    schema already settles (``includeHeaders``) left out, and ``minPartitions`` (default:
+    the cluster's parallelism) passed on when that reader plans by it."""
+    from spark_udfs import _remote
+    o = _options.normalize(options, streaming=False)
+    o.pop("includeheaders", None)
+    if "minpartitions" in getattr(_remote, "REMOTE_OPTIONS", ()):
+        o.setdefault("minpartitions", str(max(1, default_min_partitions or 1)))
+    else:
+        o.pop("minpartitions", None)
+    return o
 
 
 class KafkaRecReader(DataSourceReader):

@@ -76,14 +76,18 @@ def decoded_names(decode: str | None) -> list:
 
 
 def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = None,
-                 with_topic_partition: bool = True, decode: str | None = None) -> T.StructType:
+                 with_topic_partition: bool = True, decode: str | None = None,
+                 include_headers: bool = True) -> T.StructType:
     """kafkarec's columns as Spark fields (``timestampMs`` after the Kafka
-    source's, then the batch columns), and ``corrupt_column`` if given."""
+    source's, then the batch columns), and ``corrupt_column`` if given;
+    ``headers`` only with ``include_headers`` (the Kafka source's includeHeaders)."""
     base = _core_schema(False)
     core = _core_schema(batch_columns)
     fields = []
     for i, f in enumerate(core):
         if f.name in NOT_IN_BYTES and not with_topic_partition:
+            pass
+        elif f.name == "headers" and not include_headers:
             pass
         else:
             fields.append(T.StructField(f.name, spark_type(f.type), True))

@@ -295,6 +295,44 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     return Shipping(main, deps, folder, problems, loader.describe_interpreter(loader.interpreter()))
 
 
+# The folder, under the driver's SparkFiles root, where Spark's streaming source and sink
+# runners (python_streaming_source_runner / _sink_runner) look for py-files: apache/spark's
+# PythonStreamingSourceRunner.init calls PythonWorkerUtils.writeSparkFiles(Some("streaming_job"),
+# ...), so the runner puts <root>/streaming_job/<name> on sys.path for each py-file, while
+# addPyFile puts files in <root> itself.  Executors, the batch planner and the Data Source
+# reader/writer workers get <root> (classic mode), so only these runners miss the files.
+STREAMING_RUNNER_FOLDER = "streaming_job"
+
+
+def link_streaming_runner_files(sc) -> str | None:
+    """Make every py-file added to ``sc`` (now or later) visible to the Python processes
+    Spark starts for streaming Python data sources: ``<SparkFiles root>/streaming_job`` is
+    made a link to the root itself (``streaming_job -> .``).  Returns the folder, or None
+    when it is a real folder already (then the files shipped so far are linked into it).
+    Spark deletes the root when the application ends; the link goes with it, and removing
+    it never follows it."""
+    from pyspark import SparkFiles
+    root = SparkFiles.getRootDirectory()
+    folder = os.path.join(root, STREAMING_RUNNER_FOLDER)
+    if os.path.islink(folder):
+        return folder
+    if not os.path.exists(folder):
+        try:
+            os.symlink(".", folder)
+            return folder
+        except FileExistsError:
+            return folder if os.path.islink(folder) else link_streaming_runner_files(sc)
+    # A real folder (Spark made it, or a session's artifacts live there): one link per file.
+    for name in list(sc._python_includes or []):
+        src, dst = os.path.join(root, name), os.path.join(folder, name)
+        if os.path.exists(src) and not os.path.exists(dst):
+            try:
+                os.link(src, dst)
+            except OSError:
+                os.symlink(src, dst)
+    return None
+
+
 def _ship_others(sc, loader, others, needed=()) -> list:
     """Other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip."""
     out = []

@@ -10,24 +10,24 @@ written when a micro-batch is planned waits for the next trigger.  The path may
 be any URI :mod:`kafkarec.log.storage` understands (``s3://`` ...), local and
 tiered copies of the same range are read once (:mod:`kafkarec.log.layout`).
 
-Options (case-insensitive), besides the storage options of
-:func:`kafkarec.log.storage.storage_options`:
+Options (case-insensitive): the Kafka source's, with its names and meanings
+(``docs/spark-options.md``, :mod:`spark_udfs._options`): ``subscribe`` /
+``subscribePattern`` / ``assign`` (aliases ``topics`` / ``topicPattern``),
+``startingOffsets`` (default ``latest``), ``startingTimestamp``,
+``startingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``,
+``maxOffsetsPerTrigger`` (shared among partitions by lag), ``minOffsetsPerTrigger`` and
+``maxTriggerDelay``, ``failOnDataLoss`` (default true: fail when offsets still to read are
+gone - segments deleted by retention, a partition deleted or truncated; false: log it and go
+on from what is there), ``includeHeaders``, ``kafka.isolation.level`` (alias
+``readCommitted``); plus ``includeControl``, ``batchColumns``, ``verifyCrc``, ``strict``,
+``maxRecordsPerBatch``, ``maxDecompressedBytes`` as the batch data source, and the storage
+options of :func:`kafkarec.log.storage.storage_options`.
 
-========================  ============  ====================================================
-option                    default       meaning
-========================  ============  ====================================================
-topics / topicPattern                   which topics (as in :mod:`kafkarec.log.selection`)
-startingOffsets           latest        ``earliest``, ``latest`` or JSON (-2/-1), Kafka's default
-startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy
-                                        as the Kafka source
-maxOffsetsPerTrigger      (none)        most offsets per micro-batch, shared among partitions
-                                        by how far behind each is, as the Kafka source does
-failOnDataLoss            true          fail when offsets to read are gone (segments deleted
-                                        by retention, a partition deleted or truncated);
-                                        ``false``: log it and go on from what is there
-includeControl, batchColumns, verifyCrc, strict, maxRecordsPerBatch, maxDecompressedBytes
-                                        as the batch data source
-========================  ============  ====================================================
+read_committed: each micro-batch ends at the partition's last stable offset and leaves out
+the batches of aborted transactions, both rebuilt from the log when the micro-batch is
+planned (:func:`committed_view`, the batch read's rule).  Markers never change once
+written, so a planned micro-batch re-reads identically after a restart and no state beyond
+the offsets is kept; a transaction that commits later is read once its marker is there.
 
 A query with a checkpoint restarts from the checkpointed offsets and re-reads a
 planned micro-batch identically, so with an idempotent sink (the file sink)
@@ -41,11 +41,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _logdir, _schema
+from spark_udfs import _logdir, _options, _schema
 from spark_udfs._decode import ReadSettings
 from spark_udfs._runtime import ensure
 
@@ -63,11 +63,12 @@ __all__ = ["stream_reader", "KafkaRecStreamReader", "StreamConfig",
 
 log = logging.getLogger("spark_udfs")
 
-STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "startingoffsets", "startingtimestamp",
-                  "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
-                  "maxoffsetspertrigger", "failondataloss", "includecontrol", "batchcolumns",
-                  "verifycrc", "strict", "maxrecordsperbatch", "maxdecompressedbytes",
-                  "columnnameofcorruptrecord"}
+STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "assign", "startingoffsets",
+                  "startingtimestamp", "startingoffsetsbytimestamp",
+                  "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger",
+                  "minoffsetspertrigger", "maxtriggerdelay", "failondataloss", "includecontrol",
+                  "includeheaders", "readcommitted", "batchcolumns", "verifycrc", "strict",
+                  "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord"}
 
 
 class DataLossError(RuntimeError):
@@ -82,16 +83,13 @@ class StreamConfig:
 
     def __init__(self, options):
         from kafkarec.log import selection, storage
-        o = {str(k).lower(): v for k, v in dict(options).items()}
-        if "readcommitted" in o and _bool(o, "readcommitted", False):
-            raise ValueError("kafkarec stream: readCommitted is for batch reads "
-                             "(spark.read.format('kafkarec')); a stream delivers every data record")
-        unknown = sorted(k for k in o if k not in STREAM_OPTIONS and k != "readcommitted"
+        o = _options.normalize(options, streaming=True)
+        unknown = sorted(k for k in o if k not in STREAM_OPTIONS
                          and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
         if unknown:
-            raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: "
-                             f"{sorted(STREAM_OPTIONS)} and the storage options of "
-                             f"kafkarec.log.storage (endpoint, region, accessKey, ...)")
+            raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
+                             f"source's (docs/spark-options.md), {sorted(STREAM_OPTIONS)} and the "
+                             f"storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
         self.paths = _logdir.split_paths(o)
         if len(self.paths) != 1:
             raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")
@@ -100,11 +98,13 @@ class StreamConfig:
         sel_opts = {k: v for k, v in o.items() if k in selection.SELECTION_OPTIONS}
         sel_opts.setdefault("startingoffsets", "latest")
         self.selection = selection.parse_selection(sel_opts, streaming=True)
-        mopt = o.get("maxoffsetspertrigger")
-        self.max_offsets = int(mopt) if mopt not in (None, "") else None
-        if self.max_offsets is not None and self.max_offsets <= 0:
-            raise ValueError("option maxOffsetsPerTrigger must be positive")
+        self.max_offsets = _positive(o, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+        self.min_offsets = _positive(o, "minoffsetspertrigger", "minOffsetsPerTrigger")
+        self.max_trigger_delay_ms = _options.parse_duration_ms(o.get("maxtriggerdelay") or "15m")
         self.fail_on_data_loss = _bool(o, "failondataloss", True)
+        # read_committed: aborted transactions and everything from the LSO on are left out
+        self.read_committed = _bool(o, "readcommitted", False)
+        self.include_headers = _options.include_headers(o)
         # The data source's schema has PERMISSIVE's error column; a stream fills it with nulls
         # (a batch that cannot be read fails the query, as the Kafka source's would).
         self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
@@ -114,7 +114,18 @@ class StreamConfig:
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
 
     def schema(self):
-        return _schema.kafka_schema(batch_columns=self.batch_columns)
+        return _schema.kafka_schema(batch_columns=self.batch_columns,
+                                    include_headers=self.include_headers)
+
+
+def _positive(o, key, name):
+    v = o.get(key)
+    if v in (None, ""):
+        return None
+    n = int(v)
+    if n <= 0:
+        raise ValueError(f"option {name} must be positive")
+    return n
 
 
 def _to_json(offsets: Dict[Tuple[str, int], int]) -> dict:
@@ -131,12 +142,45 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
 
 
 class KafkaRecStreamPartition(InputPartition):
-    """One task: the segment ranges of one topic-partition for one micro-batch."""
+    """One task: the segment ranges of one topic-partition for one micro-batch, and with
+    read_committed the byte spans of those segments to leave out (``{path: [(pos, size)]}``)."""
 
-    def __init__(self, storage, ranges: tuple):
+    def __init__(self, storage, ranges: tuple, skips: Optional[dict] = None):
         super().__init__(None)
         self.storage = storage
         self.ranges = ranges
+        self.skips = skips or {}
+
+
+class CommittedView(NamedTuple):
+    """What a read_committed consumer sees of one partition's log as it is now."""
+    skips: dict              # {segment path: [(position, size), ...]} left out
+    stable_end: Optional[int]  # offsets from here on wait (the LSO, or an earlier offset
+    #                            from which every batch is left out anyway); None: the log end
+
+
+def committed_view(storage, part) -> CommittedView:
+    """The partition's aborted spans and last stable offset, judged over its whole log by
+    :func:`kafkarec.log.committed.aborted_spans` (the batch read's rule).  The end is the
+    first offset of the trailing run of left-out batches: past the LSO every batch is in
+    that run, and an aborted batch just before it is left out whichever side it is on."""
+    from kafkarec.log import committed
+    order = []
+
+    def batches():
+        for b in committed.partition_batches(storage, part):
+            # a legacy wrapper's own offset is its last (never transactional anyway)
+            order.append(((b.path, b.position, b.size_in_bytes),
+                          b.base_offset if b.magic >= 2 else b.last_offset))
+            yield b
+    skips = committed.aborted_spans(batches())
+    left_out = {(path, pos, size) for path, spans in skips.items() for pos, size in spans}
+    stable_end = None
+    for key, first in reversed(order):
+        if key not in left_out:
+            break
+        stable_end = first
+    return CommittedView(skips, stable_end)
 
 
 class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -147,6 +191,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_cap: Optional[Dict] = None
         self._storage = None
         self._root = None
+        self._committed: Dict = {}      # partition key -> (segments seen, CommittedView)
+        self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
 
     # -- the log, as it is now ------------------------------------------------------
     def _layout(self):
@@ -160,12 +206,31 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kafkarec.log import selection
         lay = self._layout()
         parts = {p.key: p for p in lay.partitions if p.topic is not None
-                 and self.config.selection.wants_topic(p.topic) and p.segments}
+                 and self.config.selection.wants_partition(p.topic, p.partition) and p.segments}
         return parts, selection.Resolver(lay.storage)
+
+    def _view(self, part) -> CommittedView:
+        """read_committed: the partition's :func:`committed_view`, recomputed only when a
+        segment was added, removed or grew since the last micro-batch."""
+        seen = tuple((s.path, s.size) for s in part.segments)
+        cached = self._committed.get(part.key)
+        if cached is None or cached[0] != seen:
+            cached = (seen, committed_view(self._storage, part))
+            self._committed[part.key] = cached
+        return cached[1]
 
     def _log_ends(self):
         parts, resolver = self._partitions()
-        return {k: resolver.log_end(p) for k, p in parts.items()}, parts, resolver
+        ends = {}
+        for k, p in parts.items():
+            end = resolver.log_end(p)
+            if self.config.read_committed:
+                stable = self._view(p).stable_end
+                if stable is not None:
+                    # nothing at or past the LSO yet; a later micro-batch reads it once decided
+                    end = max(resolver.log_start(p), min(end, stable))
+            ends[k] = end
+        return ends, parts, resolver
 
     # -- offsets --------------------------------------------------------------------
     def initialOffset(self) -> dict:
@@ -203,7 +268,23 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_rows = self.config.max_offsets
         if max_rows is not None:
             ends = _rate_limit(begin_all, ends, max_rows)
+        if (self.config.min_offsets is not None and self._target_cap is None
+                and self._delay_batch(begin_all, ends)):
+            return _to_json({k: begin_all[k] for k in ends})
         return _to_json(ends)
+
+    def _delay_batch(self, begin: Dict, end: Dict) -> bool:
+        """The Kafka source's minOffsetsPerTrigger: wait while fewer new offsets than that are
+        there, unless maxTriggerDelay passed since the last micro-batch."""
+        import time
+        now = time.time() * 1000
+        if now - self._last_trigger_ms >= self.config.max_trigger_delay_ms:
+            self._last_trigger_ms = now
+            return False
+        if sum(max(0, e - begin.get(k, e)) for k, e in end.items()) < self.config.min_offsets:
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def getDefaultReadLimit(self):
         if self.config.max_offsets is not None and ReadMaxRows is not None:
@@ -245,7 +326,11 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges = selection.plan_partition(part, s, e, resolver)
             if ranges:
-                out.append(KafkaRecStreamPartition(self._storage, tuple(ranges)))
+                skips = {}
+                if self.config.read_committed:
+                    mine = {sr.segment.path for sr in ranges}
+                    skips = {p: v for p, v in self._view(part).skips.items() if p in mine}
+                out.append(KafkaRecStreamPartition(self._storage, tuple(ranges), skips))
         return out
 
     def read(self, partition):
@@ -255,13 +340,24 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = _schema.arrow_schema_for(self.schema)
         kw = dict(include_control=cfg.include_control, batch_columns=cfg.batch_columns,
                   max_rows=cfg.max_rows)
+        from kafkarec.log.storage import without_spans
+        options = cfg.read.options(kafkarec)
         for sr in partition.ranges:
+            skip = partition.skips.get(sr.segment.path)
             try:
-                for rb in selection.read_arrow(partition.storage, sr, cfg.read.options(kafkarec), **kw):
-                    # A stream has no error column: a timestamp outside Spark's
-                    # range is null, with Kafka's milliseconds in timestampMs.
-                    yield _schema.conform(rb, target, corrupt=cfg.corrupt_column, mode="PERMISSIVE",
-                                          where=partition.storage.uri(sr.segment.path))
+                pieces = selection.iter_range_pieces(partition.storage, sr)
+                if skip:    # read_committed: the aborted / undecided batches' spans
+                    pieces = (part for piece in pieces for part in without_spans(piece, skip))
+                for piece in pieces:
+                    for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic,
+                                                  partition=sr.partition, **kw):
+                        rb = selection.filter_offsets(rb, sr.min_offset, sr.end_offset)
+                        if rb.num_rows:
+                            # A stream has no error column: a timestamp outside Spark's
+                            # range is null, with Kafka's milliseconds in timestampMs.
+                            yield _schema.conform(rb, target, corrupt=cfg.corrupt_column,
+                                                  mode="PERMISSIVE",
+                                                  where=partition.storage.uri(sr.segment.path))
             except FileNotFoundError as exc:
                 if cfg.fail_on_data_loss:
                     raise DataLossError(f"kafkarec stream: {sr.segment.path} was deleted before "

@@ -66,8 +66,11 @@ def make_session(cache_dir: str):
 # -- the oracle --------------------------------------------------------------------------
 
 def read(spark, path, **options):
-    """``spark.read.format("kafkarec")`` with ``options``, loaded from ``path``."""
+    """``spark.read.format("kafkarec")`` with ``options``, loaded from ``path``; the
+    ``headers`` column included (``includeHeaders=true``) unless ``options`` say otherwise."""
     reader = spark.read.format("kafkarec")
+    if not any(k.lower() == "includeheaders" for k in options):
+        options = {"includeHeaders": "true", **options}
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(path)

@@ -61,7 +61,7 @@ SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp b
 # Headers and offsets only, while resolving a selection: no CRC, Kafka's file framing.
 SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 
-SELECTION_OPTIONS = ("topics", "topicpattern", "startingoffsets", "endingoffsets",
+SELECTION_OPTIONS = ("topics", "topicpattern", "assign", "startingoffsets", "endingoffsets",
                      "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
                      "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
 
@@ -77,6 +77,8 @@ class Selection(NamedTuple):
     start: OffsetSpec
     end: OffsetSpec
     no_match_strategy: str = "error"
+    # ``assign``: {topic: frozenset of partitions}; None: every partition of the topics
+    assigned: Optional[Dict[str, frozenset]] = None
 
     def wants_topic(self, topic: Optional[str]) -> bool:
         if topic is None:
@@ -84,6 +86,11 @@ class Selection(NamedTuple):
         if self.topics is not None and topic not in self.topics:
             return False
         return self.pattern is None or re.fullmatch(self.pattern, topic) is not None
+
+    def wants_partition(self, topic: Optional[str], partition: Optional[int]) -> bool:
+        if not self.wants_topic(topic):
+            return False
+        return self.assigned is None or partition in self.assigned.get(topic, ())
 
 
 def _json_offsets(text: str, name: str) -> Dict[str, Dict[int, int]]:
@@ -112,6 +119,21 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
         topics = frozenset(t.strip() for t in str(o["topics"]).split(",") if t.strip())
         if not topics:
             raise SelectionError("option topics: no topic named")
+    assigned = None
+    if "assign" in o:
+        # the Kafka source's assign: {"orders":[0,1]}
+        try:
+            raw = json.loads(o["assign"])
+        except ValueError as exc:
+            raise SelectionError(f"option assign: not JSON like {{\"orders\":[0,1]}}: {exc}") from None
+        if (not isinstance(raw, dict) or not raw
+                or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
+                           for v in raw.values())):
+            raise SelectionError(f"option assign: expected {{\"topic\":[partition, ...]}}, got {o['assign']!r}")
+        if topics is not None:
+            raise SelectionError("options topics and assign: give one of them")
+        assigned = {t: frozenset(ps) for t, ps in raw.items()}
+        topics = frozenset(assigned)
     pattern = o.get("topicpattern")
     if pattern is not None:
         try:
@@ -151,12 +173,22 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
     strategy = str(o.get("startingoffsetsbytimestampstrategy", "error")).lower()
     if strategy not in ("error", "latest"):
         raise SelectionError("option startingOffsetsByTimestampStrategy must be error or latest")
-    return Selection(topics, pattern, start, end, strategy)
+    if assigned is not None:
+        # as in Spark: with assign, specific offsets name exactly the assigned partitions
+        want = {(t, p) for t, ps in assigned.items() for p in ps}
+        for s in (start, end):
+            if s.kind in ("offsets", "timestamps"):
+                named = {(t, p) for t, ps in s.value.items() for p in ps}
+                if named != want:
+                    raise SelectionError(
+                        f"offsets name partitions {sorted(named)} but assign names "
+                        f"{sorted(want)}; as in Spark, name exactly the assigned partitions")
+    return Selection(topics, pattern, start, end, strategy, assigned)
 
 
 def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
     """The partitions of ``layout`` whose topic the selection wants."""
-    parts = [p for p in layout.partitions if sel.wants_topic(p.topic)]
+    parts = [p for p in layout.partitions if sel.wants_partition(p.topic, p.partition)]
     if sel.topics is not None:
         missing = sorted(sel.topics - {p.topic for p in parts})
         if missing:
@@ -166,6 +198,8 @@ def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
             present: Dict[Optional[str], set] = {}
             for p in parts:
                 present.setdefault(p.topic, set()).add(p.partition)
+            if sel.assigned is not None:
+                continue            # checked against the assignment by parse_selection
             for topic, ps in s.value.items():
                 if topic in present and set(ps) != present[topic]:
                     raise SelectionError(

@@ -9,69 +9,16 @@ restart, and delivers every record exactly once.
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 import kafkarec
 import spark_helpers as H
+from paths import TESTS
 
-T0 = 1_700_000_000_000
-
-
-class GrowingLog:
-    """Appends kafkarec-built batches to segment files the way a broker does (in place)."""
-
-    def __init__(self, root):
-        self.root = root
-        self.next = {}          # (topic, p) -> next offset
-        self.active = {}        # (topic, p) -> path of the active segment
-        self.written = []       # (topic, p, offset, value) of every record in a whole batch
-        self.pending = {}       # (topic, p) -> bytes of a batch not yet written in full
-
-    def _segment(self, topic, p):
-        key = (topic, p)
-        if key not in self.active:
-            self.roll(topic, p)
-        return self.active[key]
-
-    def roll(self, topic, p):
-        key = (topic, p)
-        d = os.path.join(self.root, f"{topic}-{p}")
-        os.makedirs(d, exist_ok=True)
-        base = self.next.setdefault(key, 0)
-        path = os.path.join(d, f"{base:020d}.log")
-        open(path, "ab").close()
-        self.active[key] = path
-
-    def batch(self, topic, p, n, *, codec=kafkarec.Compression.NONE):
-        key = (topic, p)
-        base = self.next.get(key, 0)
-        values = [b"%s-%d-%d" % (topic.encode(), p, base + i) for i in range(n)]
-        data = kafkarec.build_batch(values, keys=[b"k"] * n, timestamps=[T0 + base + i for i in range(n)],
-                                    offsets=list(range(base, base + n)), compression=codec)
-        self.next[key] = base + n
-        return data, [(topic, p, base + i, v) for i, v in enumerate(values)]
-
-    def append(self, topic, p, n, **kw):
-        path = self._segment(topic, p)
-        data, recs = self.batch(topic, p, n, **kw)
-        with open(path, "ab") as fh:
-            fh.write(data)
-        self.written += recs
-
-    def append_half(self, topic, p, n):
-        """The first half of a batch: a write still in progress."""
-        path = self._segment(topic, p)
-        data, recs = self.batch(topic, p, n)
-        with open(path, "ab") as fh:
-            fh.write(data[:len(data) // 2])
-        self.pending[(topic, p)] = (data[len(data) // 2:], recs)
-
-    def finish_half(self, topic, p):
-        rest, recs = self.pending.pop((topic, p))
-        with open(self.active[(topic, p)], "ab") as fh:
-            fh.write(rest)
-        self.written += recs
+sys.path.insert(0, os.path.join(TESTS, "spark", "jobs"))
+from growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
 
 
 def _reader(root, **options):
@@ -193,14 +140,119 @@ def test_stream_exactly_once_across_restart(tmp_path):
 
 
 def test_stream_refuses_batch_only_and_unknown_options(tmp_path):
-    """An option a stream would ignore is an error, not a silent difference: readCommitted
-    and endingOffsets belong to batch reads (as endingOffsets does in Spark's Kafka source)."""
+    """An option a stream would ignore is an error, not a silent difference: endingOffsets
+    belongs to batch reads (as in Spark's Kafka source), mode to the batch source."""
     log = GrowingLog(str(tmp_path))
     log.append("a", 0, 5)
-    with pytest.raises(ValueError, match="readCommitted is for batch reads"):
-        _reader(str(tmp_path), readCommitted="true")
-    with pytest.raises(ValueError, match="endingoffsets"):
+    with pytest.raises(ValueError, match="not valid in streaming queries"):
         _reader(str(tmp_path), endingOffsets="latest")
     with pytest.raises(ValueError, match="mode"):
         _reader(str(tmp_path), mode="DROPMALFORMED")
+    with pytest.raises(ValueError, match="Only one of the following options"):
+        _reader(str(tmp_path), subscribe="a", topicPattern="a")
+    with pytest.raises(ValueError, match="minOffsetPerTrigger\\(9\\) is higher"):
+        _reader(str(tmp_path), minOffsetsPerTrigger="9", maxOffsetsPerTrigger="4")
     _reader(str(tmp_path), readCommitted="false", endpoint="http://127.0.0.1:1")  # allowed
+    # broker settings mean nothing here: accepted and ignored
+    _reader(str(tmp_path), **{"kafka.bootstrap.servers": "b:9092", "groupIdPrefix": "x",
+                              "kafka.session.timeout.ms": "1000"})
+
+
+def _offsets(rows):
+    return sorted(rows)
+
+
+def test_stream_subscribe_assign_and_headers(tmp_path):
+    log = GrowingLog(str(tmp_path))
+    for p in range(3):
+        log.append("orders", p, 4)
+    log.append("audit", 0, 2)
+    r = _reader(str(tmp_path), assign='{"orders":[0,2]}', startingOffsets="earliest")
+    start = r.initialOffset()
+    assert start == {"orders": {"0": 0, "2": 0}}
+    end = r.latestOffset(start, None)
+    assert sorted(_read_all(r, start, end)) == sorted(w for w in log.written
+                                                      if w[0] == "orders" and w[1] in (0, 2))
+    # with assign, specific offsets name exactly the assigned partitions
+    r = _reader(str(tmp_path), assign='{"orders":[1]}', startingOffsets='{"orders":{"1":2}}')
+    assert r.initialOffset() == {"orders": {"1": 2}}
+    with pytest.raises(ValueError, match="exactly the assigned partitions"):
+        _reader(str(tmp_path), assign='{"orders":[1]}',
+                startingOffsets='{"orders":{"0":1,"1":2}}').initialOffset()
+    r = _reader(str(tmp_path), subscribePattern="ord.*", startingOffsets="earliest")
+    assert set(r.initialOffset()) == {"orders"}
+    assert "headers" not in r.schema.names
+    assert "headers" in _reader(str(tmp_path), includeHeaders="true").schema.names
+
+
+def test_min_offsets_per_trigger_waits_for_max_trigger_delay(tmp_path):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    log = GrowingLog(str(tmp_path))
+    log.append("a", 0, 3)
+    r = _reader(str(tmp_path), startingOffsets="earliest", minOffsetsPerTrigger="5",
+                maxTriggerDelay="1h")
+    start = r.initialOffset()
+    assert r.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 3}}   # first trigger: delay passed
+    log.append("a", 0, 2)
+    end = {"a": {"0": 3}}
+    assert r.latestOffset(end, ReadAllAvailable()) == end                  # 2 < 5: wait
+    log.append("a", 0, 3)
+    assert r.latestOffset(end, ReadAllAvailable()) == {"a": {"0": 8}}      # 5 new: go
+    r._last_trigger_ms -= 2 * 3600 * 1000                                 # maxTriggerDelay passed
+    log.append("a", 0, 1)
+    assert r.latestOffset({"a": {"0": 8}}, ReadAllAvailable()) == {"a": {"0": 9}}
+
+
+def _committed_rows(log):
+    return sorted((t, p, o, v) for t, p, o, v in log.committed())
+
+
+def test_read_committed_stream_across_micro_batches_segments_and_restart(tmp_path):
+    """Transactions open across micro-batches and segments: a micro-batch never reads past
+    the LSO nor an aborted record; a transaction committing later is read then; a new reader
+    from the last offsets (a restart) goes on the same way."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    root = str(tmp_path)
+    log = GrowingLog(root)
+    opts = {"startingOffsets": "earliest", "kafka.isolation.level": "read_committed"}
+    log.append("t", 0, 3)
+    log.txn_append("t", 0, 2, producer_id=7)          # open: LSO at 3
+    log.append("t", 0, 2)                             # after the LSO: waits
+    r = _reader(root, **opts)
+    got = []
+    off = r.initialOffset()
+
+    def step(reader, off):
+        end = reader.latestOffset(off, ReadAllAvailable())
+        got.extend(_read_all(reader, off, end))
+        return end
+    off = step(r, off)
+    assert off == {"t": {"0": 3}}
+    assert sorted(got) == _committed_rows(log)
+    log.txn_append("t", 0, 1, producer_id=8)          # a second open transaction
+    log.roll("t", 0)                                  # the transactions go on in a new segment
+    log.txn_append("t", 0, 2, producer_id=7)
+    log.txn_end("t", 0, 8, commit=False)              # 8 aborts: its batch is never read
+    off = step(r, off)
+    assert off == {"t": {"0": 3}}                     # 7 still open
+    log.txn_end("t", 0, 7, commit=True)               # 7 commits in a later micro-batch
+    off = step(r, off)
+    assert sorted(got) == _committed_rows(log)
+    # restart: a new reader from the checkpointed offsets
+    log.txn_append("t", 0, 2, producer_id=9)
+    log.append("t", 0, 1)
+    r2 = _reader(root, **opts)
+    off = step(r2, off)
+    log.roll("t", 0)
+    log.txn_end("t", 0, 9, commit=False)
+    log.append("t", 0, 2)
+    off = step(r2, off)
+    assert sorted(got) == _committed_rows(log)
+    assert len(got) == len(set(got))
+    assert not any(g[:3] in log.aborted for g in got)
+    # read_uncommitted (and readCommitted=false) still read every data record
+    r3 = _reader(root, startingOffsets="earliest", readCommitted="false")
+    s = r3.initialOffset()
+    assert sorted(_read_all(r3, s, r3.latestOffset(s, None))) == sorted(log.written)
+    with pytest.raises(ValueError, match="disagree"):
+        _reader(root, readCommitted="false", **{"kafka.isolation.level": "read_committed"})

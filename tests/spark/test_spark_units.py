@@ -263,3 +263,61 @@ def test_ensure_reports_both_builds():
                                                             r"worker has kafkarec .* from "):
         _runtime.ensure("1.2.3+abc")
     assert _runtime.ensure(_runtime.fingerprint()) is kafkarec
+
+
+# -- the Kafka source's options (spark_udfs._options) ------------------------------------------
+
+def test_options_doc_is_the_table_in_the_code():
+    """docs/spark-options.md holds the table spark_udfs._options makes, word for word."""
+    from spark_udfs import _options
+    doc = open(os.path.join(H.ROOT, "docs", "spark-options.md"), encoding="utf-8").read()
+    start = doc.index("-->\n", doc.index("<!-- generated")) + 4
+    end = doc.index("<!-- end generated -->")
+    assert doc[start:end] == _options.markdown_table(), \
+        "regenerate the table: python -m spark_udfs._options"
+    for opt in _options.KAFKA_OPTIONS:
+        assert f"`{opt.name}`" in doc
+
+
+def test_options_translate_as_the_kafka_source():
+    from spark_udfs._options import normalize
+    n = normalize({"subscribe": "a, b", "kafka.isolation.level": "read_committed",
+                   "kafka.bootstrap.servers": "x:9092", "groupIdPrefix": "g",
+                   "maxOffsetsPerTrigger": "5", "failOnDataLoss": "false", "path": "/p"},
+                  streaming=False)
+    assert n == {"topics": "a, b", "readcommitted": "true", "path": "/p"}
+    assert normalize({"subscribePattern": "o.*", "maxOffsetsPerTrigger": "5"}, streaming=True) == {
+        "topicpattern": "o.*", "maxoffsetspertrigger": "5"}
+    assert normalize({"kafka.isolation.level": "READ_UNCOMMITTED"}, streaming=True) == {
+        "readcommitted": "false"}
+    assert normalize({"includeHeaders": "True"}, streaming=False) == {"includeheaders": "true"}
+    bad = [({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options"),
+           ({"topics": "a", "subscribePattern": "a"}, "Only one of the following options"),
+           ({"subscribe": " , "}, "No topics to subscribe to"),
+           ({"subscribePattern": " "}, "Pattern to subscribe is empty"),
+           ({"assign": "a:0"}, "No topicpartitions to assign"),
+           ({"kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
+           ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+           ({"kafka.value.deserializer": "x"}, "value.deserializer"),
+           ({"minPartitions": "0"}, "minPartitions must be positive"),
+           ({"includeHeaders": "yes"}, "includeHeaders must be true or false"),
+           ({"readCommitted": "true", "kafka.isolation.level": "read_uncommitted"}, "disagree")]
+    for options, message in bad:
+        with pytest.raises(ValueError, match=message):
+            normalize(options, streaming=False)
+    with pytest.raises(ValueError, match="not valid in streaming queries"):
+        normalize({"endingOffsets": "latest"}, streaming=True)
+
+
+def test_assign_selects_partitions_and_checks_offsets():
+    from kafkarec.log import selection
+    sel = selection.parse_selection({"assign": '{"orders":[0,2]}',
+                                     "startingoffsets": '{"orders":{"0":5,"2":-2}}'})
+    assert sel.topics == frozenset({"orders"})
+    assert sel.wants_partition("orders", 2) and not sel.wants_partition("orders", 1)
+    assert not sel.wants_partition("audit", 0)
+    with pytest.raises(selection.SelectionError, match="exactly the assigned partitions"):
+        selection.parse_selection({"assign": '{"orders":[0,2]}',
+                                   "startingoffsets": '{"orders":{"0":5}}'})
+    with pytest.raises(selection.SelectionError, match="assign"):
+        selection.parse_selection({"assign": '{"orders":"0"}'})

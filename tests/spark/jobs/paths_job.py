@@ -39,7 +39,7 @@ def main():
                    "shipped": [s.shipped_as or s.source for s in reg.shipped],
                    "driver_kafkarec": _runtime.describe()}, fh, indent=1)
 
-    ds = (spark.read.format("kafkarec").option("batchColumns", "true")
+    ds = (spark.read.format("kafkarec").option("batchColumns", "true").option("includeHeaders", "true")
           .option("maxPartitionBytes", args.max_partition_bytes).load(args.log_dir))
     if args.marker:
         marker, delay = args.marker, args.delay
