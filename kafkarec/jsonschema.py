@@ -63,6 +63,8 @@ def _schema(obj) -> JsonSchema:
         return JsonSchema.from_text(obj)
     if isinstance(obj, (dict, bool)):
         return JsonSchema(obj)
+    if obj is None or isinstance(obj, (int, float, list)):
+        raise JsonSchemaError(f"a JSON Schema is an object or a boolean, not {json.dumps(obj)[:40]}")
     raise TypeError(f"a JSON Schema is a JsonSchema, its text or a dict, not {type(obj).__name__}")
 
 
@@ -93,14 +95,21 @@ class _Typer:
         import pyarrow as pa
         self.pa = pa
 
-    def type(self, node, doc, path: str, stack: tuple):
+    def type(self, node, doc, path: str, stack: tuple, depth: int = 0):
         pa = self.pa
-        if len(stack) > 64:
-            raise JsonSchemaError(f"{path}: nested deeper than 64")
+        if depth > 64:
+            raise JsonSchemaError(f"{path[:200]}: nested deeper than 64")
         if node is True or node == {}:
             raise JsonSchemaError(f"{path}: a schema that allows any value has no single Arrow type")
         if not isinstance(node, dict):
             raise JsonSchemaError(f"{path}: {node!r} is not a schema")
+        for key, kind in (("oneOf", list), ("anyOf", list), ("allOf", list), ("enum", list), ("$ref", str),
+                          ("properties", dict)):
+            if key in node and not isinstance(node[key], kind):
+                raise JsonSchemaError(f"{path}: {key} must be a JSON {kind.__name__.replace('dict', 'object')}")
+        t = node.get("type")
+        if not (t is None or isinstance(t, str) or (isinstance(t, list) and all(isinstance(x, str) for x in t))):
+            raise JsonSchemaError(f"{path}: type must be a string or a list of strings")
         if "$ref" in node:
             ref = node["$ref"]
             name, _, fragment = ref.partition("#")
@@ -112,20 +121,19 @@ class _Typer:
             if key in stack:
                 raise JsonSchemaError(f"{path}: recursive $ref {ref!r} has no Arrow type "
                                       "(Spark's from_json has no recursive types either)")
-            return self.type(_pointer(doc, fragment, path), doc, f"{path}/$ref", stack + (key,))
+            return self.type(_pointer(doc, fragment, path), doc, f"{path}/$ref", stack + (key,), depth + 1)
         for key in ("oneOf", "anyOf"):
             if key in node:
                 members = [m for m in node[key] if not _is_null(m)]
-                types = [self.type(m, doc, f"{path}/{key}/{i}", stack) for i, m in enumerate(members)]
+                types = [self.type(m, doc, f"{path}/{key}/{i}", stack, depth + 1) for i, m in enumerate(members)]
                 return self.union(types, path)
         if "allOf" in node and len(node["allOf"]) == 1:
-            return self.type(node["allOf"][0], doc, f"{path}/allOf/0", stack)
-        t = node.get("type")
+            return self.type(node["allOf"][0], doc, f"{path}/allOf/0", stack, depth + 1)
         if isinstance(t, list):
-            named = [x for x in t if x != "null"]
+            named = list(dict.fromkeys(x for x in t if x != "null"))
             if not named:
                 return pa.null()
-            return self.union([self.type({**node, "type": x}, doc, path, stack) for x in named], path)
+            return self.union([self.type({**node, "type": x}, doc, path, stack, depth + 1) for x in named], path)
         if t is None:
             if "properties" in node:
                 t = "object"
@@ -145,13 +153,13 @@ class _Typer:
             if not isinstance(props, dict) or not props:
                 raise JsonSchemaError(f"{path}: an object without properties (a free-form map) has no struct "
                                       "type; pyarrow's JSON reader has no map type")
-            return pa.struct([pa.field(k, self.type(v, doc, f"{path}/properties/{k}", stack))
+            return pa.struct([pa.field(k, self.type(v, doc, f"{path}/properties/{k}", stack, depth + 1))
                               for k, v in props.items()])
         if t == "array":
             items = node.get("items")
             if not isinstance(items, dict):
                 raise JsonSchemaError(f"{path}: an array needs one items schema (tuples have no list type)")
-            return pa.list_(self.type(items, doc, f"{path}/items", stack))
+            return pa.list_(self.type(items, doc, f"{path}/items", stack, depth + 1))
         if t == "string":
             return pa.timestamp("us", tz="UTC") if node.get("format") == "date-time" else pa.string()
         simple = {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_(), "null": pa.null()}
@@ -282,7 +290,8 @@ class JsonSchemaDecoder:
             mask = pc.is_in(pa.array(range(n), pa.int64()), value_set=pa.array(bad_utf8, pa.int64()))
             bodies = pc.if_else(mask, pa.scalar(b"null", typ), bodies)
         # JSON allows raw newlines only as whitespace: one record per line after this.
-        bodies = pc.replace_substring(pc.replace_substring(bodies, b"\n", b" "), b"\r", b" ")
+        if pc.any(pc.match_substring_regex(bodies, "[\\r\\n]")).as_py():
+            bodies = pc.replace_substring_regex(bodies, "[\\r\\n]", " ")
         lines = pc.binary_join_element_wise(pa.scalar(b'{"v":', typ), bodies, pa.scalar(b"}\n", typ),
                                             pa.scalar(b"", typ))
         parts: list = []
@@ -324,21 +333,22 @@ class JsonSchemaDecoder:
 
 
 def _bodies(values, offsets):
-    """The payloads (each value from its body offset on) as one large_binary array, gathered with numpy in
-    one pass (no Python object per record)."""
-    import numpy as np
+    """The payloads (each value from its body offset on), by pyarrow's binary_slice: one call per distinct
+    offset (usually one: every value has the same prefix)."""
     import pyarrow as pa
-    n = len(values)
-    _, voffsets, vdata = values.buffers()
-    dtype = np.int64 if pa.types.is_large_binary(values.type) else np.int32
-    offs = np.frombuffer(voffsets, dtype=dtype)[values.offset:values.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(vdata, dtype=np.uint8) if vdata is not None else np.zeros(0, np.uint8)
-    starts = offs[:-1] + offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-    lengths = offs[1:] - starts
-    ends = np.cumsum(lengths)
-    index = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if n else 0)
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(np.concatenate(([0], ends))),
-                                                        pa.py_buffer(data[index])])
+    import pyarrow.compute as pc
+    values = values.cast(pa.large_binary())
+    distinct = pc.unique(offsets)
+    if len(distinct) == 1:
+        # (an explicit stop: pyarrow 26's binary_slice fails without one)
+        return pc.binary_slice(values, distinct[0].as_py(), 2**31 - 1)
+    parts, rows = [], []
+    for o in distinct.to_pylist():
+        where = pc.indices_nonzero(pc.equal(offsets, o))
+        parts.append(pc.binary_slice(values.take(where), o, 2**31 - 1))
+        rows.append(where)
+    order = pc.sort_indices(pa.concat_arrays(rows))
+    return pa.concat_arrays(parts).take(order)
 
 
 def _find_invalid_utf8(bodies, lo: int, hi: int, out: list) -> None:

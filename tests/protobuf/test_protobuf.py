@@ -310,7 +310,7 @@ _items = st.builds(dict, sku=st.text(max_size=5), qty=_ints)
     "f32": st.integers(0, 2**32 - 1), "sf64": st.integers(-2**63, 2**63 - 1), "tags": st.lists(st.text(max_size=3)),
     "statuses": st.lists(st.integers(0, 4), max_size=3), "big_delta": st.integers(-2**63, 2**63 - 1),
     "by_id": st.dictionaries(_ints, _items, max_size=3), "main_item": _items}),
-    st.integers(-2**40, 2**40), st.integers(0, 999_999_999))
+    st.integers(-62_135_596_800, 253_402_300_799), st.integers(0, 999_999_999))   # Python datetime years 1-9999
 def test_round_trips(pb, schema, fields, seconds, nanos):
     m = pb.Order(**{k: v for k, v in fields.items() if k != "by_id"})
     for k, v in fields.get("by_id", {}).items():
@@ -322,3 +322,17 @@ def test_round_trips(pb, schema, fields, seconds, nanos):
     rows, errors = decode(d, [b"\x00" + m.SerializeToString()])
     assert errors == [None]
     assert normalize(rows[0], pb.Order.DESCRIPTOR) == row(m)
+
+
+def test_timestamps_out_of_range_are_errors(pb, schema):
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    far = pb.Order()
+    far.created.seconds = 2**62
+    near = pb.Order()
+    near.created.seconds, near.created.nanos = -1, 999_999_999   # Spark: seconds * 10^6 + nanos / 1000
+    arr, err = d.decode(pa.array([b"\x00" + far.SerializeToString(), b"\x00" + near.SerializeToString()]),
+                        pa.array([1, 1]), pa.array([0, 0], pa.int32()))
+    assert "does not fit 64-bit microseconds" in err[0].as_py()
+    assert err[1].as_py() is None
+    assert arr.field("created").cast(pa.int64())[1].as_py() == -1_000_000 + 999_999
