@@ -176,7 +176,8 @@ def _collect(f, messages: dict, enums: dict) -> None:
         values: dict[int, str] = {}
         for v in e.value:
             values.setdefault(v.number, v.name)     # aliases: the first name of a number, as Java finds it
-        closed = syntax == "proto2" or (syntax == "editions" and e.options.features.enum_type == 2)
+        closed = syntax == "proto2" or (syntax == "editions" and (e.options.features.enum_type
+                                                                  or f.options.features.enum_type) == 2)
         full = _full(scope, e.name)
         enums[full] = {"name": e.name, "full_name": full, "values": values, "closed": closed,
                        "first": e.value[0].name if e.value else ""}
@@ -192,7 +193,8 @@ def _collect(f, messages: dict, enums: dict) -> None:
                            "oneof": fd.oneof_index if in_oneof else -1,
                            "presence": presence(fd, in_oneof),
                            "default": fd.default_value if fd.HasField("default_value") else None,
-                           "required": fd.label == 2})
+                           "required": fd.label == 2 or (syntax == "editions" and (
+                               fd.options.features.field_presence or f.options.features.field_presence) == 3)})
         messages[full] = {"name": m.name, "full_name": full, "fields": fields,
                           "nested": tuple(_full(full, n.name) for n in m.nested_type),
                           "map_entry": m.options.map_entry, "file": f.name}

@@ -373,3 +373,17 @@ def test_agrees_with_message_to_dict(pb, schema):
     assert {k for k, v in got.items() if v not in (None, [])} == set(as_dict)
     assert got["status"] == as_dict["status"] and got["customer"] == as_dict["customer"]
     assert got["id"] == int(as_dict["id"]) and got["statuses"] == as_dict["statuses"]
+
+
+def test_editions_presence_and_closed_enums():
+    text = """edition = "2023";
+    option features.enum_type = CLOSED;
+    message A { int32 x = 1; int32 y = 2 [features.field_presence = IMPLICIT]; E e = 3;
+                int32 r = 4 [features.field_presence = LEGACY_REQUIRED]; }
+    enum E { Z = 0; O = 1; }"""
+    s = ProtobufSchema.from_text(text)
+    d = ProtobufDecoder(s)
+    d.add_writer(1, s)
+    rows, errors = decode(d, [b"\x00\x08\x00\x10\x00\x18\x05\x20\x00", b"\x00\x08\x01"])
+    assert rows[0] == {"x": 0, "y": None, "e": None, "r": 0} and errors[0] is None   # explicit / implicit / closed
+    assert rows[1] is None and "required field 4" in errors[1]
