@@ -387,3 +387,18 @@ def test_editions_presence_and_closed_enums():
     rows, errors = decode(d, [b"\x00\x08\x00\x10\x00\x18\x05\x20\x00", b"\x00\x08\x01"])
     assert rows[0] == {"x": 0, "y": None, "e": None, "r": 0} and errors[0] is None   # explicit / implicit / closed
     assert rows[1] is None and "required field 4" in errors[1]
+
+
+def test_well_known_wrappers_and_any_are_structs():
+    text = """syntax = "proto3";
+    import "google/protobuf/wrappers.proto";
+    import "google/protobuf/any.proto";
+    message W { google.protobuf.StringValue s = 1; google.protobuf.Int64Value i = 2; google.protobuf.Any a = 3; }"""
+    s = ProtobufSchema.from_text(text)
+    d = ProtobufDecoder(s)
+    assert d.arrow_type == pa.struct([("s", pa.struct([("value", pa.string())])),
+                                      ("i", pa.struct([("value", pa.int64())])),
+                                      ("a", pa.struct([("type_url", pa.string()), ("value", pa.binary())]))])
+    d.add_writer(1, s)
+    rows, errors = decode(d, [b"\x00\x0a\x03\x0a\x01x\x12\x00"])
+    assert errors == [None] and rows == [{"s": {"value": "x"}, "i": {"value": None}, "a": None}]
