@@ -32,6 +32,9 @@ __all__ = [
     "TransformedSegmentError",
     "SelectionError",
     "StorageError",
+    "AvroSchemaError",
+    "SchemaResolutionError",
+    "AvroDecodeError",
 ]
 
 
@@ -176,3 +179,21 @@ class StorageError(KafkaRecError, OSError):
 
     def __reduce__(self):      # picklable across Spark workers with its uri
         return (type(self), (self.args[0] if self.args else "", self.uri))
+
+
+# --- Avro (kafkarec.avro) ---------------------------------------------------
+
+class AvroSchemaError(KafkaRecError, ValueError):
+    """An Avro schema that is not valid (or is recursive, too deep or too large);
+    the message names the path inside the schema."""
+
+
+class SchemaResolutionError(KafkaRecError, ValueError):
+    """A writer schema that cannot be resolved to the reader schema under Apache
+    Avro's rules; the message names the path of the field and the reason."""
+
+
+class AvroDecodeError(DecodeError):
+    """An Avro body that does not decode with its writer schema: ``position`` is
+    the byte offset inside the value, ``reason`` says what is wrong."""
+
