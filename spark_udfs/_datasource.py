@@ -160,8 +160,9 @@ class KafkaRecDataSource(DataSource):
                              "without selection options (not yet on URIs or with topics/offsets)")
         if self.remote:
             from spark_udfs import _remote
-            return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(self.options), schema,
-                                                self.expected_fingerprint)
+            config = _remote.RemoteReadConfig(self.options,
+                                              default_parallelism=self.default_min_partitions)
+            return _remote.KafkaRecRemoteReader(config, schema, self.expected_fingerprint)
         config = ReadConfig(self.options, default_min_partitions=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
@@ -194,7 +195,7 @@ class KafkaRecReader(DataSourceReader):
         for d in skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
         spans: dict = {}   # each file's batches are walked once for both
-        aborted = _logdir.aborted_batches(kafkarec, segments, spans) if cfg.read_committed else None
+        aborted = _logdir.aborted_batches(segments, spans) if cfg.read_committed else None
         tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
                              open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
                              aborted=aborted, spans=spans)

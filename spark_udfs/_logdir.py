@@ -37,6 +37,7 @@ import os
 import re
 from typing import Iterable, NamedTuple
 
+from spark_udfs import _planning
 from spark_udfs._runtime import import_kafkarec
 
 __all__ = ["LogFile", "Slice", "parse_topic_partition", "discover", "plan", "parse_bytes",
@@ -277,14 +278,13 @@ def _cut_points(f: LogFile, max_split: int, spans: dict | None = None) -> list:
     return cuts
 
 
-def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict:
+def aborted_batches(segments: list, spans: dict | None = None) -> dict:
     """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
     consumer leaves out (:func:`kafkarec.log.committed.aborted_spans`), judged
     over each topic-partition's whole log: ``segments`` (from :func:`discover`)
-    are in offset order and a transaction may end in a later file.  (``kafkarec``,
-    the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
-    rule's modules are imported from that same package.)  ``spans`` (a dict)
-    receives each file's batch spans, so :func:`plan` does not walk them again."""
+    are in offset order and a transaction may end in a later file.  ``spans``
+    (a dict) receives each file's batch spans, so :func:`plan` does not walk
+    them again."""
     import_kafkarec()
     from kafkarec.log import committed
     by_partition: dict = {}
@@ -298,34 +298,28 @@ def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict
 
 
 def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
-         min_partitions: int = 1, aborted: dict | None = None, spans: dict | None = None) -> list:
-    """Tasks (lists of :class:`Slice`) covering every byte of every segment once."""
-    if not segments:
-        return []
-    total = sum(s.size + open_cost for s in segments)
-    max_split = min(max_partition_bytes, max(open_cost, total // max(1, min_partitions)))
-    max_split = max(max_split, 1)
-    slices = []
-    for seg in segments:
-        if seg.size > max_split:
-            cuts = _cut_points(seg, max_split, spans)
-        else:
-            cuts = [0, seg.size]
-        for a, b in zip(cuts, cuts[1:]):
-            skip = ()
-            if aborted and seg.path in aborted:
-                skip = tuple((p, n) for p, n in aborted[seg.path] if a <= p < b)
-            slices.append(Slice(seg.path, a, b, seg.topic, seg.partition, skip))
-    tasks = []
-    current: list = []
-    current_size = 0
-    for sl in slices:
-        size = sl.end - sl.start
-        if current and current_size + size > max_split:
-            tasks.append(current)
-            current, current_size = [], 0
-        current.append(sl)
-        current_size += size + open_cost
-    if current:
-        tasks.append(current)
-    return tasks
+         min_partitions: int | None = None, default_parallelism: int = 1,
+         aborted: dict | None = None, spans: dict | None = None) -> list:
+    """Tasks (lists of :class:`Slice`) covering every byte of every segment once,
+    cut and packed by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source
+    rule, the same as for remote reads); files are cut where a batch starts."""
+    def whole(seg: LogFile) -> Slice:
+        return _slice(seg, 0, seg.size, aborted)
+
+    def split(sl: Slice, max_bytes: int) -> list:
+        seg = by_path[sl.path]
+        cuts = _cut_points(seg, max_bytes, spans)
+        return [_slice(seg, a, b, aborted) for a, b in zip(cuts, cuts[1:])]
+
+    by_path = {seg.path: seg for seg in segments}
+    return _planning.plan_tasks([whole(seg) for seg in segments], min_partitions=min_partitions,
+                                default_parallelism=default_parallelism,
+                                max_partition_bytes=max_partition_bytes, open_cost_bytes=open_cost,
+                                size=lambda sl: sl.end - sl.start, split=split)
+
+
+def _slice(seg: LogFile, a: int, b: int, aborted: dict | None) -> Slice:
+    skip = ()
+    if aborted and seg.path in aborted:
+        skip = tuple((p, n) for p, n in aborted[seg.path] if a <= p < b)
+    return Slice(seg.path, a, b, seg.topic, seg.partition, skip)
