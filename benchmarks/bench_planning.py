@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_planning.py                       # 1k, 5k, 10k partitions
     .venv/bin/python benchmarks/bench_planning.py --partitions 1000,10000 --no-s3
+    .venv/bin/python benchmarks/bench_planning.py --large-segment 2     # peak RSS of one 2 GiB segment
 
 A log directory of ``N`` partitions (topic ``events``), ``--segments`` segments each
 (one batch of 10 records of 100 bytes: about 1.7 kB), with an empty ``.index`` and
@@ -199,6 +200,108 @@ def measure(plan, runs: int) -> dict:
             "peak_mib": peak / 2**20, "pickled_mib": len(pickle.dumps(tasks, protocol=5)) / 2**20}
 
 
+# -- one large segment: what a task holds in memory -----------------------------------------
+
+def write_large_segment(path: str, size_bytes: int) -> int:
+    """A segment of about ``size_bytes``: one v2 batch (1000 records of 100 B, kafkarec's bulk
+    builder) repeated with increasing base offsets (kafkarec.restamp).  Returns the records."""
+    import kafkarec
+    template = bytearray(kafkarec.build_batch([b"v" * 100] * 1000,
+                                              keys=[b"k%015d" % i for i in range(1000)],
+                                              timestamps=[1_700_000_000_000] * 1000))
+    batches = max(1, size_bytes // len(template))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        block = bytearray()
+        for i in range(batches):
+            kafkarec.restamp(template, 0, base_offset=i * 1000)
+            block += template
+            if len(block) >= 32 << 20:
+                fh.write(block)
+                block = bytearray()
+        fh.write(block)
+    return batches * 1000
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def read_one_task(options: dict) -> dict:
+    """Plan a read as the data source does with ``options`` and run its tasks here, one
+    after the other, the way an executor's Python worker runs them: peak RSS (the process's
+    high-water mark), rows, seconds."""
+    import resource
+
+    import pyarrow as pa
+    from spark_udfs import _datasource, _schema
+    ds = _datasource.KafkaRecDataSource(options)
+    schema = ds.schema()
+    reader = ds.reader(schema)
+    tasks = reader.partitions()
+    rows = 0
+    before = _rss_kib()
+    t = time.perf_counter()
+    for task in tasks:
+        for rb in reader.read(task):
+            # what Spark's worker does with each batch: write it to the JVM as Arrow IPC
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, rb.schema) as w:
+                w.write_batch(rb)
+            rows += rb.num_rows
+    seconds = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"tasks": len(tasks), "rows": rows, "seconds": seconds, "rss_before_mib": before / 1024,
+            "peak_rss_mib": peak / 1024}
+
+
+def large_segment(args) -> int:
+    """``--large-segment GiB``: one segment that size, read as one task (maxPartitionBytes
+    above its size) locally and from SeaweedFS, each in a fresh process; deleted after."""
+    import json
+    import subprocess
+    folder = os.path.join(args.data, "large", "big-0")
+    path = os.path.join(folder, f"{0:020d}.log")
+    t = time.perf_counter()
+    records = write_large_segment(path, int(args.large_segment * (1 << 30)))
+    size = os.path.getsize(path)
+    print(f"{path}: {size / 2**30:.2f} GiB, {records} records ({time.perf_counter() - t:.1f} s to write)",
+          flush=True)
+    one_task = {"maxPartitionBytes": str(size + (1 << 20))}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    s3 = None
+    try:
+        runs = [("local, one task", {"path": path, **one_task}),
+                ("local, Spark's default split", {"path": path})]
+        if not args.no_s3:
+            from s3server import S3Server
+            s3 = S3Server(startup_timeout=60).start()
+            fs = s3.filesystem()
+            fs.create_dir("large")
+            t = time.perf_counter()
+            with open(path, "rb") as src, fs.open_output_stream("large/big-0/" + os.path.basename(path)) as dst:
+                shutil.copyfileobj(src, dst, 16 << 20)
+            print(f"uploaded to SeaweedFS in {time.perf_counter() - t:.1f} s", flush=True)
+            runs.append(("s3, one task", {"path": "s3://large", **s3.options(), **one_task}))
+        for name, options in runs:
+            out = subprocess.run([sys.executable, __file__, "--read-task", json.dumps(options)],
+                                 env=env, check=True, capture_output=True, text=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            assert r["rows"] == records, (r, records)
+            print(f"  {name:<30} {r['tasks']:3d} task(s) {r['rows']:,} rows in {r['seconds']:.1f} s, "
+                  f"RSS before reading {r['rss_before_mib']:.0f} MiB, peak {r['peak_rss_mib']:.0f} MiB",
+                  flush=True)
+    finally:
+        shutil.rmtree(os.path.join(args.data, "large"), ignore_errors=True)
+        if s3 is not None:
+            s3.stop()
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", default="1000,5000,10000")
@@ -207,7 +310,16 @@ def main(argv=None) -> int:
     ap.add_argument("--parallelism", type=int, default=2)
     ap.add_argument("--no-s3", action="store_true")
     ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "kafkarec-bench-planning"))
+    ap.add_argument("--large-segment", type=float, default=None, metavar="GIB",
+                    help="instead: peak RSS of reading one segment of GIB GiB")
+    ap.add_argument("--read-task", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.read_task:
+        import json
+        print(json.dumps(read_one_task(json.loads(args.read_task))))
+        return 0
+    if args.large_segment:
+        return large_segment(args)
     from kafkarec.log import storage
     sizes = [int(x) for x in args.partitions.split(",")]
     s3 = None

@@ -312,10 +312,39 @@ def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
         return [_slice(seg, a, b, aborted) for a, b in zip(cuts, cuts[1:])]
 
     by_path = {seg.path: seg for seg in segments}
-    return _planning.plan_tasks([whole(seg) for seg in segments], min_partitions=min_partitions,
-                                default_parallelism=default_parallelism,
-                                max_partition_bytes=max_partition_bytes, open_cost_bytes=open_cost,
-                                size=lambda sl: sl.end - sl.start, split=split)
+    tasks = _planning.plan_tasks([whole(seg) for seg in segments], min_partitions=min_partitions,
+                                 default_parallelism=default_parallelism,
+                                 max_partition_bytes=max_partition_bytes, open_cost_bytes=open_cost,
+                                 size=lambda sl: sl.end - sl.start, split=split)
+    return [[w for sl in task for w in _windows(by_path[sl.path], sl, aborted)] for task in tasks]
+
+
+# A task maps at most this much of a file at once: a larger slice is read as consecutive
+# slices of the same task (cut at batch starts), each mapped and unmapped in turn, so an
+# executor's memory stays bounded whatever maxPartitionBytes is.
+READ_WINDOW_BYTES = 64 << 20
+
+
+def _windows(seg: LogFile, sl: Slice, aborted: dict | None) -> list:
+    """``sl`` as slices of about :data:`READ_WINDOW_BYTES`, cut where a batch starts (itself
+    when it is smaller; one slice from where batches can no longer be framed)."""
+    window = READ_WINDOW_BYTES
+    if sl.end - sl.start <= window:
+        return [sl]
+    segment_module = _core()
+    from kafkarec.errors import DecodeError
+    cuts = [sl.start]
+    with segment_module.Segment(seg.path) as f:
+        try:
+            for batch in f.batches(sl.start, sl.end, verify_crc=False):
+                if not 0 <= batch.magic <= 2:
+                    break
+                if batch.position > cuts[-1] and batch.position + batch.size_in_bytes - cuts[-1] > window:
+                    cuts.append(batch.position)
+        except DecodeError:
+            pass
+    cuts.append(sl.end)
+    return [_slice(seg, a, b, aborted) for a, b in zip(cuts, cuts[1:])]
 
 
 def _slice(seg: LogFile, a: int, b: int, aborted: dict | None) -> Slice:
