@@ -203,6 +203,7 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
     ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
     segment = _core()
     root = os.path.normpath(root)
+    names = None       # root's entries, listed once
     if segment.is_partition_dir(root):
         yield from _partition_logs(segment.scan_partition_dir(root), glob_filter)
         claimed = set()
@@ -215,13 +216,16 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
                 skipped.append(part.path)
                 continue
             yield from _partition_logs(part, glob_filter)
-        for name in sorted(os.listdir(root)):    # segment-like files at the root itself
+        names = sorted(os.listdir(root))
+        for name in names:                       # segment-like files at the root itself
             full = os.path.join(root, name)
             if os.path.isfile(full) and fnmatch.fnmatchcase(name, glob_filter):
                 yield full
     if not recursive:
         return
-    for name in sorted(os.listdir(root)):
+    if names is None:
+        names = sorted(os.listdir(root))
+    for name in names:
         full = os.path.join(root, name)
         if name in claimed or name.startswith(".") or not os.path.isdir(full):
             continue

@@ -160,3 +160,30 @@ def test_reading_a_large_segment_keeps_memory_bounded(tmp_path):
     # 64 MiB mapped at a time + decoding (about 135 MiB in all, whatever the size); before,
     # the whole slice was mapped at once: growth 1.25 x the segment (320 MiB)
     assert r["peak_rss_mib"] - r["rss_before_mib"] < 0.65 * 256, r
+
+
+def test_local_read_lists_once(tmp_path, monkeypatch):
+    """The local reader walks the folders once, while planning (kafkarec.log.directory's
+    walk lists a folder to tell whether it is a partition folder, then again for its files;
+    the root a third time for its own files), and its tasks list nothing."""
+    from spark_udfs import _datasource
+    root = str(tmp_path / "logs")
+    B.write_local(root, 40, 3)
+    listed: dict = {}
+    real = os.listdir
+
+    def counting(path="."):
+        listed[os.path.abspath(path)] = listed.get(os.path.abspath(path), 0) + 1
+        return real(path)
+    monkeypatch.setattr(os, "listdir", counting)
+    ds = _datasource.KafkaRecDataSource({"path": root, "minPartitions": "8"})
+    reader = ds.reader(ds.schema())
+    tasks = reader.partitions()
+    assert len(tasks) >= 8
+    assert len(listed) == 41 and max(listed.values()) <= 3 and sum(listed.values()) == 2 * 41 + 1
+
+    def no_listing(path="."):
+        raise AssertionError(f"a task listed {path}")
+    monkeypatch.setattr(os, "listdir", no_listing)
+    monkeypatch.setattr(os, "scandir", no_listing)
+    assert sum(rb.num_rows for t in tasks for rb in reader.read(t)) == 40 * 3 * B.RECORDS_PER_SEGMENT
