@@ -319,8 +319,14 @@ def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
     tasks = _planning.plan_tasks([whole(seg) for seg in segments], min_partitions=min_partitions,
                                  default_parallelism=default_parallelism,
                                  max_partition_bytes=max_partition_bytes, open_cost_bytes=open_cost,
-                                 size=lambda sl: sl.end - sl.start, split=split)
+                                 size=lambda sl: sl.end - sl.start, split=split,
+                                 group=_partition_key)
     return [[w for sl in task for w in _windows(by_path[sl.path], sl, aborted)] for task in tasks]
+
+
+def _partition_key(sl: Slice):
+    """The topic-partition of a slice (its folder when the folder name has none)."""
+    return (sl.topic, sl.partition) if sl.topic is not None else (None, os.path.dirname(sl.path))
 
 
 # A task maps at most this much of a file at once: a larger slice is read as consecutive

@@ -21,8 +21,13 @@ The rule is Spark's for its file sources (apache/spark,
   it past ``maxSplitBytes``, each piece counting its size plus the open cost.
 
 Two differences, both deliberate.  Spark packs pieces largest first; here they
-stay in log order (topic, partition, offset), so a task reads neighbouring
-segments of one partition and its rows come out in offset order.  And
+are packed in log order within each topic-partition, and partitions are
+interleaved by how far into its log a piece lies (``group``): the first task
+gets the start of every partition, the last one the end.  A partition's rows
+still come out in offset order within a task, and since compression (so
+decoding cost per byte) is usually set per topic or producer, every task gets
+the same mix of it: with tasks packed partition after partition, the one that
+got the gzip topic ran long after the one that got the uncompressed one.  And
 ``minPartitions``, when the user sets it, means what it means in Spark's Kafka
 source (at least that many tasks when the data can be cut so): if the file rule
 gives fewer tasks - the open cost keeps it from cutting smaller than 4 MiB - the
@@ -31,7 +36,8 @@ open cost.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
+from fractions import Fraction
+from typing import Callable, Hashable, Iterable, List, Optional, Sequence, TypeVar
 
 __all__ = ["max_split_bytes", "pack", "plan_tasks", "DEFAULT_MAX_PARTITION_BYTES",
            "DEFAULT_OPEN_COST_BYTES"]
@@ -74,11 +80,14 @@ def plan_tasks(slices: Sequence[T], *, min_partitions: Optional[int] = None,
                open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES,
                default_parallelism: int = 1,
                size: Callable[[T], int],
-               split: Optional[Callable[[T, int], Sequence[T]]] = None) -> List[List[T]]:
+               split: Optional[Callable[[T, int], Sequence[T]]] = None,
+               group: Optional[Callable[[T], Hashable]] = None) -> List[List[T]]:
     """The tasks of one read: ``slices`` (files or ranges, in log order) cut and packed.
 
     ``size(item)`` is an item's bytes; ``split(item, max_bytes)`` cuts an item larger than
-    ``max_bytes`` into items of about that size (at batch starts; ``None``: never cut).
+    ``max_bytes`` into items of about that size (at batch starts; ``None``: never cut);
+    ``group(item)`` names its topic-partition (partitions are interleaved, see the module
+    docstring; ``None``: the order given).
     ``min_partitions``: the data source option (None when not set); otherwise
     ``default_parallelism`` (the cluster's cores) is the aim, as Spark's file sources
     take it.  Returns lists of items, each list one task; ``[]`` for no input.
@@ -95,16 +104,35 @@ def plan_tasks(slices: Sequence[T], *, min_partitions: Optional[int] = None,
     total = sum(sizes) + open_cost_bytes * len(slices)
     split_bytes = max_split_bytes(total, max_partition_bytes=max_partition_bytes,
                                   open_cost_bytes=open_cost_bytes, min_partitions=aim)
-    tasks = pack(_cut(slices, sizes, split_bytes, size, split), size=size,
+    tasks = pack(_interleave(_cut(slices, sizes, split_bytes, size, split), size, group), size=size,
                  max_split_bytes=split_bytes, open_cost_bytes=open_cost_bytes)
     if min_partitions is not None and len(tasks) < min_partitions:
         # Kafka source meaning: at least minPartitions tasks where the batches allow it.
         even = max(1, -(-sum(sizes) // min_partitions))
-        again = pack(_cut(slices, sizes, even, size, split), size=size,
+        again = pack(_interleave(_cut(slices, sizes, even, size, split), size, group), size=size,
                      max_split_bytes=even, open_cost_bytes=0)
         if len(again) > len(tasks):
             tasks = again
     return tasks
+
+
+def _interleave(pieces: list, size, group) -> list:
+    """``pieces`` ordered by how far into its group (topic-partition) each one starts, as a
+    fraction of the group's bytes; ties (and each group's own pieces) keep their order."""
+    if group is None or len(pieces) < 2:
+        return pieces
+    totals: dict = {}
+    keys = [group(p) for p in pieces]
+    for k, p in zip(keys, pieces):
+        totals[k] = totals.get(k, 0) + size(p)
+    seen: dict = {}
+    order = []
+    for i, (k, p) in enumerate(zip(keys, pieces)):
+        before = seen.get(k, 0)
+        seen[k] = before + size(p)
+        order.append((Fraction(before, totals[k] or 1), i))
+    order.sort()
+    return [pieces[i] for _, i in order]
 
 
 def _cut(slices, sizes, max_bytes: int, size, split) -> list:

@@ -120,6 +120,14 @@ def _range_bytes(rr: RemoteRange) -> int:
     return max(0, (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start)
 
 
+def _partition_key(rr: RemoteRange):
+    """The topic-partition of a range (its folder when the folder name has none)."""
+    sr = rr.range
+    if sr.topic is not None:
+        return (rr.storage.prefix, sr.topic, sr.partition)
+    return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
+
+
 def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
     """List each path once, select, then cut at offset-index positions and pack into
     tasks by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source rule, as local
@@ -145,7 +153,8 @@ def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
     groups = _planning.plan_tasks(items, min_partitions=config.min_partitions,
                                   default_parallelism=config.default_parallelism,
                                   max_partition_bytes=config.max_partition_bytes,
-                                  open_cost_bytes=config.open_cost, size=_range_bytes, split=split)
+                                  open_cost_bytes=config.open_cost, size=_range_bytes, split=split,
+                                  group=_partition_key)
     return [RemoteTask(i, tuple(g)) for i, g in enumerate(groups)]
 
 

@@ -187,3 +187,14 @@ def test_local_read_lists_once(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "listdir", no_listing)
     monkeypatch.setattr(os, "scandir", no_listing)
     assert sum(rb.num_rows for t in tasks for rb in reader.read(t)) == 40 * 3 * B.RECORDS_PER_SEGMENT
+
+
+def test_partitions_are_interleaved_in_tasks():
+    """Each task gets the same share of every partition (decoding cost per byte is usually
+    a partition's or topic's: its codec), each partition's pieces in offset order."""
+    items = [(p, s, 10 * MiB) for p in range(3) for s in range(4)]     # 3 partitions x 4 segments
+    tasks = _planning.plan_tasks(items, default_parallelism=4, size=lambda it: it[2],
+                                 group=lambda it: it[0])
+    assert [sorted({p for p, _, _ in t}) for t in tasks] == [[0, 1, 2]] * 4
+    for p in range(3):
+        assert [s for t in tasks for q, s, _ in t if q == p] == [0, 1, 2, 3]
