@@ -178,10 +178,9 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
     names = set(target.names)
     need_batch_columns = bool(names & set(_schema.batch_column_names()))
     from kafkarec.log.storage import without_spans
-    for st, sr, skip in task.ranges:
+    for (st, sr, skip), pieces in _ranges_read_ahead(task.ranges):
         where = st.uri(sr.segment.path)
         fixed = {"topic": sr.topic, "partition": sr.partition}
-        pieces = selection.iter_range_pieces(st, sr)
         if skip:
             pieces = (part for piece in pieces for part in without_spans(piece, skip))
         for piece in pieces:
@@ -210,6 +209,45 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
             elif errs:
                 for e in errs:
                     log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
+
+
+# Small ranges (whole small segments: many small partitions) are read ahead, this many at a
+# time, while the task decodes the current one: on an object store each costs a metadata and a
+# ranged request, a round trip each, which would otherwise add up one after the other.
+READ_AHEAD_RANGES = 4
+READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
+
+
+def _ranges_read_ahead(ranges):
+    """``(range, pieces)`` for each of ``ranges`` in order; a range of at most
+    :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
+    :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+    from kafkarec.log import selection
+
+    def whole(rr):
+        return list(selection.iter_range_pieces(rr.storage, rr.range))
+    small = [len(ranges) > 1 and _range_bytes(rr) <= READ_AHEAD_MAX_BYTES for rr in ranges]
+    if sum(small) < 2:
+        for rr in ranges:
+            yield rr, selection.iter_range_pieces(rr.storage, rr.range)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
+    ahead: dict = {}
+    try:
+        for i, rr in enumerate(ranges):
+            for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
+                if small[j] and j not in ahead:
+                    ahead[j] = pool.submit(whole, ranges[j])
+            if i in ahead:
+                yield rr, ahead.pop(i).result()
+            else:
+                yield rr, selection.iter_range_pieces(rr.storage, rr.range)
+    finally:
+        for f in ahead.values():
+            f.cancel()
+        pool.shutdown(wait=True)
 
 
 class KafkaRecRemoteReader(DataSourceReader):

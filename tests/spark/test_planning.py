@@ -198,3 +198,25 @@ def test_partitions_are_interleaved_in_tasks():
     assert [sorted({p for p, _, _ in t}) for t in tasks] == [[0, 1, 2]] * 4
     for p in range(3):
         assert [s for t in tasks for q, s, _ in t if q == p] == [0, 1, 2, 3]
+
+
+def test_remote_task_reads_small_ranges_ahead(tmp_path, monkeypatch):
+    """A task of many small segments reads the next ones ahead (threads) and yields the
+    same rows, in the same order, as one range after the other."""
+    from spark_udfs import _datasource
+    root = str(tmp_path / "logs")
+    B.write_local(root, 30, 3)
+
+    def rows(read_ahead):
+        monkeypatch.setattr(_remote, "READ_AHEAD_RANGES", read_ahead)
+        ds = _datasource.KafkaRecDataSource({"path": "file://" + root, "maxPartitionBytes": "1g"})
+        reader = ds.reader(ds.schema())
+        (task,) = reader.partitions()
+        assert len(task.ranges) == 90
+        out = []
+        for rb in reader.read(task):
+            out += zip(rb.column("topic").to_pylist(), rb.column("partition").to_pylist(),
+                       rb.column("offset").to_pylist())
+        return out
+    got = rows(4)
+    assert got == rows(1) and len(got) == 90 * B.RECORDS_PER_SEGMENT
