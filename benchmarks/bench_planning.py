@@ -16,7 +16,8 @@ directory is planned:
 
 Reported per size: planning seconds (median of ``--runs``), seconds per 1,000 partitions,
 tasks, listing requests (remote), the peak of Python memory allocated while planning
-(tracemalloc, a separate run) and the pickled size of all tasks (what goes to the JVM).
+(tracemalloc, a separate run), the process's peak RSS while planning (VmHWM, reset before
+a run) and the pickled size of all tasks (what goes to the JVM).
 Default parallelism 2 (``local[2]``), Spark's defaults otherwise (128 MiB, 4 MiB).
 """
 from __future__ import annotations
@@ -192,12 +193,16 @@ def measure(plan, runs: int) -> dict:
         tasks = plan()
         times.append(time.perf_counter() - t)
     tasks = None
+    _reset_peak_rss()
+    tasks = plan()
+    peak_rss = _rss_kib("VmHWM")
+    tasks = None
     tracemalloc.start()
     tasks = plan()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"seconds": statistics.median(times), "runs": times, "tasks": len(tasks),
-            "peak_mib": peak / 2**20, "pickled_mib": len(pickle.dumps(tasks, protocol=5)) / 2**20}
+            "peak_mib": peak / 2**20, "peak_rss_mib": peak_rss / 1024, "pickled_mib": len(pickle.dumps(tasks, protocol=5)) / 2**20}
 
 
 # -- one large segment: what a task holds in memory -----------------------------------------
@@ -372,11 +377,11 @@ def main(argv=None) -> int:
             s3.stop()
     print()
     print("| where | partitions | segments | plan s | s per 1,000 partitions | tasks | "
-          "peak MiB (tracemalloc) | tasks pickled MiB | listings |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "peak MiB (tracemalloc) | process peak RSS MiB | tasks pickled MiB | listings |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for where, n, r, calls in rows:
         print(f"| {where} | {n:,} | {n * args.segments:,} | {r['seconds']:.3f} | "
-              f"{r['seconds'] / n * 1000:.3f} | {r['tasks']} | {r['peak_mib']:.1f} | "
+              f"{r['seconds'] / n * 1000:.3f} | {r['tasks']} | {r['peak_mib']:.1f} | {r['peak_rss_mib']:.0f} | "
               f"{r['pickled_mib']:.2f} | {calls['list'] if calls else '-'} |")
     return 0
 
