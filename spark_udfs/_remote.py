@@ -8,8 +8,9 @@ copies read once), resolves the selection through the side files
 packs the ranges into tasks by the local reader's rule (:mod:`spark_udfs._planning`:
 Spark's maxPartitionBytes / openCostInBytes / minPartitions) - no segment byte is read
 to plan.  Each task reads its byte ranges with ranged reads in
-pieces of whole batches (memory bounded by a piece, not the object) and decodes them with
-the batch source's parse modes (:func:`spark_udfs._decode.decode_range`).
+pieces of whole batches (memory bounded by a piece, not the object; small ranges - many
+small segments - read a few ahead in threads) and decodes them with the batch source's
+parse modes (:func:`spark_udfs._decode.decode_range`).
 
 Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchColumns``,
 ``includeControl``, ``verifyCrc``, ``strict``, ``maxDecompressedBytes``,
