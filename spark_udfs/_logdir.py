@@ -26,7 +26,8 @@ when first needed, not with this module: in a Spark worker kafkarec has to come
 from the archives :func:`spark_udfs.register` shipped
 (:func:`spark_udfs._runtime.import_kafkarec`).  What is left here is Spark's:
 paths and globs, pathGlobFilter / recursiveFileLookup, duplicate partitions,
-and packing slices into tasks as Spark's maxPartitionBytes / openCostInBytes do.
+and cutting files for :mod:`spark_udfs._planning`, which packs slices into tasks
+as Spark's maxPartitionBytes / openCostInBytes do (the same for remote reads).
 """
 from __future__ import annotations
 
