@@ -168,9 +168,9 @@ class KafkaRecDataSource(DataSource):
                              "without selection options (not yet on URIs or with topics/offsets)")
         if self.remote:
             from spark_udfs import _remote
-            return _remote.KafkaRecRemoteReader(_remote.RemoteReadConfig(
-                remote_options(self.options, self.default_min_partitions)), schema,
-                self.expected_fingerprint)
+            config = _remote.RemoteReadConfig(remote_options(self.options),
+                                              default_parallelism=self.default_min_partitions)
+            return _remote.KafkaRecRemoteReader(config, schema, self.expected_fingerprint)
         config = ReadConfig(self.options, default_min_partitions=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
@@ -179,18 +179,13 @@ class KafkaRecDataSource(DataSource):
         return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
 
 
-def remote_options(options, default_min_partitions: int = 1) -> dict:
+def remote_options(options) -> dict:
     """The options of a read handed to :mod:`spark_udfs._remote`, in its names: the Kafka
-    source's names translated (:func:`spark_udfs._options.normalize`), the columns the
-    schema already settles (``includeHeaders``) left out, and ``minPartitions`` (default:
-    the cluster's parallelism) passed on when that reader plans by it."""
-    from spark_udfs import _remote
+    source's names translated (:func:`spark_udfs._options.normalize`) and the columns the
+    schema already settles (``includeHeaders``) left out.  ``minPartitions`` passes as given;
+    without it the remote planner uses the cluster's parallelism, as the local one does."""
     o = _options.normalize(options, streaming=False)
     o.pop("includeheaders", None)
-    if "minpartitions" in getattr(_remote, "REMOTE_OPTIONS", ()):
-        o.setdefault("minpartitions", str(max(1, default_min_partitions or 1)))
-    else:
-        o.pop("minpartitions", None)
     return o
 
 
@@ -218,7 +213,7 @@ class KafkaRecReader(DataSourceReader):
         for d in skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
         spans: dict = {}   # each file's batches are walked once for both
-        aborted = _logdir.aborted_batches(kafkarec, segments, spans) if cfg.read_committed else None
+        aborted = _logdir.aborted_batches(segments, spans) if cfg.read_committed else None
         tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
                              open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
                              aborted=aborted, spans=spans)

@@ -26,7 +26,8 @@ when first needed, not with this module: in a Spark worker kafkarec has to come
 from the archives :func:`spark_udfs.register` shipped
 (:func:`spark_udfs._runtime.import_kafkarec`).  What is left here is Spark's:
 paths and globs, pathGlobFilter / recursiveFileLookup, duplicate partitions,
-and packing slices into tasks as Spark's maxPartitionBytes / openCostInBytes do.
+and cutting files for :mod:`spark_udfs._planning`, which packs slices into tasks
+as Spark's maxPartitionBytes / openCostInBytes do (the same for remote reads).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import os
 import re
 from typing import Iterable, NamedTuple
 
+from spark_udfs import _planning
 from spark_udfs._runtime import import_kafkarec
 
 __all__ = ["LogFile", "Slice", "parse_topic_partition", "discover", "plan", "parse_bytes",
@@ -209,6 +211,7 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
     ``recursive``, other sub-folders (several log dirs under one root) are walked too."""
     directory = _directory()
     root = os.path.normpath(root)
+    names = None       # root's entries, listed once
     if directory.is_partition_dir(root):
         yield from _partition_logs(directory.scan_partition_dir(root), glob_filter)
         claimed = set()
@@ -221,13 +224,16 @@ def _walk(root: str, glob_filter: str, recursive: bool, skipped: list):
                 skipped.append(part.path)
                 continue
             yield from _partition_logs(part, glob_filter)
-        for name in sorted(os.listdir(root)):    # segment-like files at the root itself
+        names = sorted(os.listdir(root))
+        for name in names:                       # segment-like files at the root itself
             full = os.path.join(root, name)
             if os.path.isfile(full) and fnmatch.fnmatchcase(name, glob_filter):
                 yield full
     if not recursive:
         return
-    for name in sorted(os.listdir(root)):
+    if names is None:
+        names = sorted(os.listdir(root))
+    for name in names:
         full = os.path.join(root, name)
         if name in claimed or name.startswith(".") or not os.path.isdir(full):
             continue
@@ -284,14 +290,13 @@ def _cut_points(f: LogFile, max_split: int, spans: dict | None = None) -> list:
     return cuts
 
 
-def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict:
+def aborted_batches(segments: list, spans: dict | None = None) -> dict:
     """``{path: [(position, size), ...]}`` of the batches a ``read_committed``
     consumer leaves out (:func:`kafkarec.log.committed.aborted_spans`), judged
     over each topic-partition's whole log: ``segments`` (from :func:`discover`)
-    are in offset order and a transaction may end in a later file.  (``kafkarec``,
-    the module :func:`spark_udfs._runtime.ensure` returned, is not used: the
-    rule's modules are imported from that same package.)  ``spans`` (a dict)
-    receives each file's batch spans, so :func:`plan` does not walk them again."""
+    are in offset order and a transaction may end in a later file.  ``spans``
+    (a dict) receives each file's batch spans, so :func:`plan` does not walk
+    them again."""
     import_kafkarec()
     from kafkarec.log import committed
     by_partition: dict = {}
@@ -305,34 +310,63 @@ def aborted_batches(kafkarec, segments: list, spans: dict | None = None) -> dict
 
 
 def plan(segments: list, *, max_partition_bytes: int, open_cost: int,
-         min_partitions: int = 1, aborted: dict | None = None, spans: dict | None = None) -> list:
-    """Tasks (lists of :class:`Slice`) covering every byte of every segment once."""
-    if not segments:
-        return []
-    total = sum(s.size + open_cost for s in segments)
-    max_split = min(max_partition_bytes, max(open_cost, total // max(1, min_partitions)))
-    max_split = max(max_split, 1)
-    slices = []
-    for seg in segments:
-        if seg.size > max_split:
-            cuts = _cut_points(seg, max_split, spans)
-        else:
-            cuts = [0, seg.size]
-        for a, b in zip(cuts, cuts[1:]):
-            skip = ()
-            if aborted and seg.path in aborted:
-                skip = tuple((p, n) for p, n in aborted[seg.path] if a <= p < b)
-            slices.append(Slice(seg.path, a, b, seg.topic, seg.partition, skip))
-    tasks = []
-    current: list = []
-    current_size = 0
-    for sl in slices:
-        size = sl.end - sl.start
-        if current and current_size + size > max_split:
-            tasks.append(current)
-            current, current_size = [], 0
-        current.append(sl)
-        current_size += size + open_cost
-    if current:
-        tasks.append(current)
-    return tasks
+         min_partitions: int | None = None, default_parallelism: int = 1,
+         aborted: dict | None = None, spans: dict | None = None) -> list:
+    """Tasks (lists of :class:`Slice`) covering every byte of every segment once,
+    cut and packed by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source
+    rule, the same as for remote reads); files are cut where a batch starts."""
+    def whole(seg: LogFile) -> Slice:
+        return _slice(seg, 0, seg.size, aborted)
+
+    def split(sl: Slice, max_bytes: int) -> list:
+        seg = by_path[sl.path]
+        cuts = _cut_points(seg, max_bytes, spans)
+        return [_slice(seg, a, b, aborted) for a, b in zip(cuts, cuts[1:])]
+
+    by_path = {seg.path: seg for seg in segments}
+    tasks = _planning.plan_tasks([whole(seg) for seg in segments], min_partitions=min_partitions,
+                                 default_parallelism=default_parallelism,
+                                 max_partition_bytes=max_partition_bytes, open_cost_bytes=open_cost,
+                                 size=lambda sl: sl.end - sl.start, split=split,
+                                 group=_partition_key)
+    return [[w for sl in task for w in _windows(by_path[sl.path], sl, aborted)] for task in tasks]
+
+
+def _partition_key(sl: Slice):
+    """The topic-partition of a slice (its folder when the folder name has none)."""
+    return (sl.topic, sl.partition) if sl.topic is not None else (None, os.path.dirname(sl.path))
+
+
+# A task maps at most this much of a file at once: a larger slice is read as consecutive
+# slices of the same task (cut at batch starts), each mapped and unmapped in turn, so an
+# executor's memory stays bounded whatever maxPartitionBytes is.
+READ_WINDOW_BYTES = 64 << 20
+
+
+def _windows(seg: LogFile, sl: Slice, aborted: dict | None) -> list:
+    """``sl`` as slices of about :data:`READ_WINDOW_BYTES`, cut where a batch starts (itself
+    when it is smaller; one slice from where batches can no longer be framed)."""
+    window = READ_WINDOW_BYTES
+    if sl.end - sl.start <= window:
+        return [sl]
+    segment_module = _core()
+    from kafkarec.errors import DecodeError
+    cuts = [sl.start]
+    with segment_module.Segment(seg.path) as f:
+        try:
+            for batch in f.batches(sl.start, sl.end, verify_crc=False):
+                if not 0 <= batch.magic <= 2:
+                    break
+                if batch.position > cuts[-1] and batch.position + batch.size_in_bytes - cuts[-1] > window:
+                    cuts.append(batch.position)
+        except DecodeError:
+            pass
+    cuts.append(sl.end)
+    return [_slice(seg, a, b, aborted) for a, b in zip(cuts, cuts[1:])]
+
+
+def _slice(seg: LogFile, a: int, b: int, aborted: dict | None) -> Slice:
+    skip = ()
+    if aborted and seg.path in aborted:
+        skip = tuple((p, n) for p, n in aborted[seg.path] if a <= p < b)
+    return Slice(seg.path, a, b, seg.topic, seg.partition, skip)

@@ -4,14 +4,17 @@
 The driver lists once (:func:`kafkarec.log.storage.list_files`), sorts the files into
 partitions and segments (:mod:`kafkarec.log.layout`: broker and tiered-storage layouts,
 copies read once), resolves the selection through the side files
-(:mod:`kafkarec.log.selection`) and cuts large segments at offset-index positions - no
-segment byte is read to plan.  Each task reads its byte ranges with ranged reads in
-pieces of whole batches (memory bounded by a piece, not the object) and decodes them with
-the batch source's parse modes (:func:`spark_udfs._decode.decode_range`).
+(:mod:`kafkarec.log.selection`), then cuts large segments at offset-index positions and
+packs the ranges into tasks by the local reader's rule (:mod:`spark_udfs._planning`:
+Spark's maxPartitionBytes / openCostInBytes / minPartitions) - no segment byte is read
+to plan.  Each task reads its byte ranges with ranged reads in
+pieces of whole batches (memory bounded by a piece, not the object; small ranges - many
+small segments - read a few ahead in threads) and decodes them with the batch source's
+parse modes (:func:`spark_udfs._decode.decode_range`).
 
 Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchColumns``,
 ``includeControl``, ``verifyCrc``, ``strict``, ``maxDecompressedBytes``,
-``maxRecordsPerBatch``, ``maxPartitionBytes``), the selection options of
+``maxRecordsPerBatch``, ``maxPartitionBytes``, ``openCostInBytes``, ``minPartitions``), the selection options of
 :mod:`kafkarec.log.selection` (``topics``, ``topicPattern``, ``startingOffsets``,
 ``endingOffsets``, ``startingTimestamp``, ``endingTimestamp``,
 ``startingOffsetsByTimestamp``, ``endingOffsetsByTimestamp``,
@@ -21,7 +24,7 @@ Options: the batch source's (``mode``, ``columnNameOfCorruptRecord``, ``batchCol
 topic-partition's whole log once (:func:`kafkarec.log.committed.read_committed_spans`: a
 transaction may start before the selection or in another segment) and every task leaves out
 the spans of aborted batches and those past the last stable offset.  Options that only the
-local reader has (``pathGlobFilter``, ``openCostInBytes`` ...) are refused, as is any
+local reader has (``pathGlobFilter``, ``recursiveFileLookup`` ...) are refused, as is any
 unknown option.
 
 The ``kafkarec`` data source (:mod:`spark_udfs._datasource`) hands a read here when a
@@ -30,29 +33,30 @@ path is a URI or a selection option is given.
 from __future__ import annotations
 
 import logging
-from typing import List
+from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _schema
+from spark_udfs import _logdir, _planning, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
-__all__ = ["RemoteReadConfig", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
+__all__ = ["RemoteReadConfig", "RemoteRange", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
            "REMOTE_OPTIONS"]
 
 log = logging.getLogger("spark_udfs")
 
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
-                  "maxrecordsperbatch", "maxpartitionbytes", "readcommitted"}
+                  "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
+                  "readcommitted"}
 
 
 _bool = _logdir.parse_bool
 
 
 class RemoteReadConfig:
-    def __init__(self, options):
+    def __init__(self, options, *, default_parallelism: int = 1):
         from kafkarec.log import selection, storage
         o = {str(k).lower(): v for k, v in dict(options).items()}
         unknown = sorted(k for k in o if k not in REMOTE_OPTIONS and k not in selection.SELECTION_OPTIONS
@@ -76,7 +80,14 @@ class RemoteReadConfig:
         self.read_committed = _bool(o, "readcommitted", False)
         self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
-        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
+        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"),
+                                                       _planning.DEFAULT_MAX_PARTITION_BYTES)
+        self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), _planning.DEFAULT_OPEN_COST_BYTES)
+        raw = o.get("minpartitions")
+        self.min_partitions = int(raw) if raw not in (None, "") else None
+        if self.min_partitions is not None and self.min_partitions <= 0:
+            raise ValueError(f"option minPartitions must be positive, not {raw!r}")
+        self.default_parallelism = max(1, int(default_parallelism or 1))
 
     def schema(self):
         return _schema.kafka_schema(
@@ -84,46 +95,68 @@ class RemoteReadConfig:
             corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None)
 
 
-class RemoteTask(InputPartition):
-    """One Spark task: segment ranges (kafkarec.log.selection.SegmentRange), the storage
-    to read them from (pyarrow file systems pickle with their configuration) and, with
-    readCommitted, the spans to leave out of each segment (``{path: [(position, size)]}``)."""
+class RemoteRange(NamedTuple):
+    """One range a task reads: the storage holding it (pyarrow file systems pickle with
+    their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
+    with readCommitted, the spans of that segment to leave out (``[(position, size)]``)."""
+    storage: object
+    range: object
+    skip: tuple = ()
 
-    def __init__(self, index: int, storage, ranges: tuple, skips: dict | None = None):
+
+class RemoteTask(InputPartition):
+    """One Spark task: :class:`RemoteRange` s, in log order."""
+
+    def __init__(self, index: int, ranges: tuple):
         super().__init__(index)
-        self.storage = storage
+        self.index = index
         self.ranges = ranges
-        self.skips = skips or {}
+
+    def __repr__(self):
+        return f"RemoteTask({self.index}, {len(self.ranges)} ranges)"
+
+
+def _range_bytes(rr: RemoteRange) -> int:
+    sr = rr.range
+    return max(0, (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start)
+
+
+def _partition_key(rr: RemoteRange):
+    """The topic-partition of a range (its folder when the folder name has none)."""
+    sr = rr.range
+    if sr.topic is not None:
+        return (rr.storage.prefix, sr.topic, sr.partition)
+    return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
 
 
 def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
-    """List once, select, cut at index positions, pack into tasks of ~maxPartitionBytes."""
+    """List each path once, select, then cut at offset-index positions and pack into
+    tasks by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source rule, as local
+    reads); no segment byte is read to plan (readCommitted walks the selected
+    partitions' logs)."""
     from kafkarec.log import layout, selection, storage
-    tasks: List[RemoteTask] = []
+    resolvers: dict = {}
+    items: List[RemoteRange] = []
     for raw in config.paths:
         st, root = storage.resolve(raw, config.storage_options)
         lay = layout.scan(st, root)
         for d in lay.skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
-        resolver = selection.Resolver(st)
-        ranges = selection.split_ranges(selection.plan(lay, config.selection, resolver), resolver,
-                                        config.max_partition_bytes)
+        resolver = resolvers[id(st)] = selection.Resolver(st)
+        ranges = selection.plan(lay, config.selection, resolver)
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
+        items += [RemoteRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
 
-        def task(srs):
-            mine = {sr.segment.path for sr in srs}
-            return RemoteTask(len(tasks), st, tuple(srs), {p: v for p, v in skips.items() if p in mine})
-        current, size = [], 0
-        for sr in ranges:
-            n = (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start
-            if current and size + n > config.max_partition_bytes:
-                tasks.append(task(current))
-                current, size = [], 0
-            current.append(sr)
-            size += n
-        if current:
-            tasks.append(task(current))
-    return tasks
+    def split(rr: RemoteRange, max_bytes: int) -> list:
+        return [rr._replace(range=sr)
+                for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
+
+    groups = _planning.plan_tasks(items, min_partitions=config.min_partitions,
+                                  default_parallelism=config.default_parallelism,
+                                  max_partition_bytes=config.max_partition_bytes,
+                                  open_cost_bytes=config.open_cost, size=_range_bytes, split=split,
+                                  group=_partition_key)
+    return [RemoteTask(i, tuple(g)) for i, g in enumerate(groups)]
 
 
 def _read_committed_skips(st, lay, ranges) -> dict:
@@ -146,11 +179,9 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
     names = set(target.names)
     need_batch_columns = bool(names & set(_schema.batch_column_names()))
     from kafkarec.log.storage import without_spans
-    for sr in task.ranges:
-        where = task.storage.uri(sr.segment.path)
+    for (st, sr, skip), pieces in _ranges_read_ahead(task.ranges):
+        where = st.uri(sr.segment.path)
         fixed = {"topic": sr.topic, "partition": sr.partition}
-        skip = task.skips.get(sr.segment.path)
-        pieces = selection.iter_range_pieces(task.storage, sr)
         if skip:
             pieces = (part for piece in pieces for part in without_spans(piece, skip))
         for piece in pieces:
@@ -181,6 +212,45 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
                     log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
 
 
+# Small ranges (whole small segments: many small partitions) are read ahead, this many at a
+# time, while the task decodes the current one: on an object store each costs a metadata and a
+# ranged request, a round trip each, which would otherwise add up one after the other.
+READ_AHEAD_RANGES = 4
+READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
+
+
+def _ranges_read_ahead(ranges):
+    """``(range, pieces)`` for each of ``ranges`` in order; a range of at most
+    :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
+    :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+    from kafkarec.log import selection
+
+    def whole(rr):
+        return list(selection.iter_range_pieces(rr.storage, rr.range))
+    small = [len(ranges) > 1 and _range_bytes(rr) <= READ_AHEAD_MAX_BYTES for rr in ranges]
+    if sum(small) < 2:
+        for rr in ranges:
+            yield rr, selection.iter_range_pieces(rr.storage, rr.range)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
+    ahead: dict = {}
+    try:
+        for i, rr in enumerate(ranges):
+            for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
+                if small[j] and j not in ahead:
+                    ahead[j] = pool.submit(whole, ranges[j])
+            if i in ahead:
+                yield rr, ahead.pop(i).result()
+            else:
+                yield rr, selection.iter_range_pieces(rr.storage, rr.range)
+    finally:
+        for f in ahead.values():
+            f.cancel()
+        pool.shutdown(wait=True)
+
+
 class KafkaRecRemoteReader(DataSourceReader):
     def __init__(self, config: RemoteReadConfig, schema, expected=None):
         self.config = config
@@ -190,7 +260,7 @@ class KafkaRecRemoteReader(DataSourceReader):
     def partitions(self):
         ensure(self.expected)
         tasks = plan_tasks(self.config)
-        return tasks or [RemoteTask(0, None, ())]
+        return tasks or [RemoteTask(0, ())]
 
     def read(self, partition):
         yield from read_task(self.config, partition, self.schema, self.expected)

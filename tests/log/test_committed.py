@@ -91,7 +91,7 @@ def test_read_committed_spans_equal_local_walk(tmp_path):
     root, _, _ = _partition(tmp_path)
     spans, _, _ = _committed_offsets(root)
     segments, _ = _logdir.discover([root])
-    local = _logdir.aborted_batches(kafkarec, segments)
+    local = _logdir.aborted_batches(segments)
     assert {os.path.abspath(p): v for p, v in local.items()} == \
         {os.path.abspath(p): v for p, v in spans.items()}
 

@@ -107,7 +107,7 @@ def test_aborted_batches_span_segments(sample, tmp_path):
     (part / "00000000000000000000.log").write_bytes(data[:cut])
     (part / "00000000000000000050.log").write_bytes(data[cut:])
     segs, _ = _logdir.discover([str(part)])
-    aborted = _logdir.aborted_batches(kafkarec, segs)
+    aborted = _logdir.aborted_batches(segs)
     assert aborted == {str(part / "00000000000000000000.log"): spans[:2]}
     # each file alone: the core's read_committed sees a transaction that never ends
     assert kafkarec.to_arrow(data[:cut], read_committed=True).num_rows == 0
