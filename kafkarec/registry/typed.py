@@ -1,0 +1,273 @@
+"""Registry payloads to typed Arrow columns: pick the subject, build the decoder, feed it writers.
+
+:class:`TypedColumn` is the one dispatch every surface uses (Python, Spark's data source and
+``from_registry``, ``kafkarec dump``): given a :class:`~kafkarec.registry.Registry` and a
+subject it builds the decoder for the subject's type (Avro, Protobuf or JSON Schema) with the
+reader schema (the subject's latest live version unless a version or a schema is given), adds
+each writer schema the first time a record names its id, and returns per row the typed value,
+the writer's schema id and an error string.  Nothing is dropped: a value that is not a
+registry payload, an unknown id or a writer that cannot be resolved is a null value with its
+reason; a tombstone (null value) is a null value with no reason.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkarec.errors import KafkaRecError
+from kafkarec.registry import wire
+from kafkarec.registry._model import Registry, RegistryError, SchemaEntry, context_of
+
+__all__ = ["TypedColumn", "subject_name", "decode_table", "STRATEGIES", "FORMATS",
+           "decoder_class"]
+
+STRATEGIES = ("topic", "record", "topic_record")
+FORMATS = ("registry", "avro", "protobuf", "json")
+_TYPE_OF_FORMAT = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+
+
+def subject_name(topic: Optional[str], *, is_key: bool = False, strategy: str = "topic",
+                 record_name: Optional[str] = None) -> str:
+    """The subject a Confluent serializer registers under: TopicNameStrategy
+    ``<topic>-value``/``-key`` (default), RecordNameStrategy ``<record full name>``,
+    TopicRecordNameStrategy ``<topic>-<record full name>``."""
+    s = str(strategy).lower().replace("namestrategy", "").replace("_", "")
+    if s == "topic":
+        if not topic:
+            raise RegistryError("TopicNameStrategy needs the topic (or give the subject)")
+        return f"{topic}-{'key' if is_key else 'value'}"
+    if not record_name:
+        raise RegistryError(f"{strategy}: the record's full name is needed (or give the subject)")
+    if s == "record":
+        return record_name
+    if s == "topicrecord":
+        if not topic:
+            raise RegistryError("TopicRecordNameStrategy needs the topic (or give the subject)")
+        return f"{topic}-{record_name}"
+    raise RegistryError(f"subject name strategy {strategy!r}: one of topic, record, topic_record")
+
+
+def decoder_class(schema_type: str):
+    """The decoder class for a schema type (imported on first use)."""
+    t = schema_type.upper()
+    if t == "AVRO":
+        from kafkarec.avro import AvroDecoder
+        return AvroDecoder
+    if t == "PROTOBUF":
+        from kafkarec.protobuf import ProtobufDecoder
+        return ProtobufDecoder
+    if t == "JSON":
+        from kafkarec.jsonschema import JsonSchemaDecoder
+        return JsonSchemaDecoder
+    raise RegistryError(f"schema type {schema_type!r}: one of AVRO, PROTOBUF, JSON")
+
+
+def _schema_object(registry: Optional[Registry], entry: SchemaEntry, *, message: Optional[str] = None):
+    """What a decoder takes for a schema: the text compiled with its references."""
+    t = entry.schema_type
+    refs = registry.references(entry) if registry is not None and entry.references else []
+    if t == "AVRO":
+        from kafkarec import avro
+        named = []
+        for _name, dep in refs:          # dependencies first: each sees the ones before it
+            named.append(avro.parse_schema(dep.schema, named_types=list(named)))
+        return avro.parse_schema(entry.schema, named_types=named) if named else avro.parse_schema(entry.schema)
+    if t == "PROTOBUF":
+        from kafkarec import protobuf
+        imports = {name: dep.schema for name, dep in refs}
+        return protobuf.parse_schema(entry.schema, references=imports, message=message)
+    from kafkarec import jsonschema
+    imports = {name: dep.schema for name, dep in refs}
+    parse = getattr(jsonschema, "parse_schema", None)
+    return parse(entry.schema, references=imports) if parse else entry.schema
+
+
+class TypedColumn:
+    """Decodes one column (values or keys) of registry payloads to one Arrow type.
+
+    ``subject``: the subject whose versions type the column (default from ``topic`` and
+    ``strategy``, see :func:`subject_name`); ``version``: the reader version (default the
+    latest live one); ``reader_schema``: a schema text to read with instead (its type is the
+    subject's, or ``schema_type``); ``message``: the Protobuf message (full name) that types
+    the column; ``id_format``: ``confluent`` or ``apicurio`` (8-byte ids);
+    ``value_format``: ``registry`` (ids in the payload or headers) or ``avro``/``protobuf``/
+    ``json`` for bare payloads written with ``reader_schema`` (or the subject's version).
+    ``decoders``: {schema type: class} to use other decoder classes (tests)."""
+
+    def __init__(self, registry: Optional[Registry], subject: Optional[str] = None, *,
+                 topic: Optional[str] = None, is_key: bool = False, strategy: str = "topic",
+                 record_name: Optional[str] = None, version: Any = "latest",
+                 reader_schema: Optional[str] = None, schema_type: Optional[str] = None,
+                 message: Optional[str] = None, id_format: str = "confluent",
+                 header_ids: bool = True, value_format: str = "registry",
+                 decoders: Optional[Mapping[str, Any]] = None) -> None:
+        fmt = str(value_format).lower()
+        if fmt not in FORMATS:
+            raise RegistryError(f"format {value_format!r}: one of {', '.join(FORMATS)}")
+        self.registry = registry
+        self.is_key = is_key
+        self.format = fmt
+        self.id_format = id_format
+        self.header_ids = header_ids
+        self.header_name = wire.KEY_HEADER if is_key else wire.VALUE_HEADER
+        self.message = message
+        self._decoders = dict(decoders or {})
+        if subject is None and (registry is not None and (reader_schema is None or fmt == "registry")):
+            subject = subject_name(topic, is_key=is_key, strategy=strategy, record_name=record_name)
+        self.subject = subject
+        self.context = context_of(subject) if subject else "."
+        if fmt != "registry":
+            schema_type = _TYPE_OF_FORMAT[fmt]
+        if reader_schema is not None:
+            base = (registry.get(subject, version) if registry is not None and subject and
+                    schema_type is None else None)
+            stype = (schema_type or (base.schema_type if base else "AVRO")).upper()
+            self.reader = SchemaEntry(subject or "", 0, -1, reader_schema, stype,
+                                      base.references if base else ())
+        else:
+            if registry is None or subject is None:
+                raise RegistryError("a registry and a subject, or a reader schema, are needed")
+            self.reader = registry.get(subject, version)
+            if schema_type and schema_type.upper() != self.reader.schema_type:
+                raise RegistryError(f"subject {subject!r} holds {self.reader.schema_type}, "
+                                    f"not {schema_type.upper()}")
+        self.schema_type = self.reader.schema_type
+        cls = self._decoders.get(self.schema_type) or decoder_class(self.schema_type)
+        self._reader_obj = self._compile(self.reader)
+        self.decoder = cls(self._reader_obj)
+        self.arrow_type: pa.DataType = self.decoder.arrow_type
+        self._writer_errors: Dict[int, Optional[str]] = {}
+        if fmt != "registry":
+            # Bare payloads: every record was written with the reader schema (writer id 0).
+            self.decoder.add_writer(0, self._reader_obj)
+            self._writer_errors[0] = None
+
+    def _compile(self, entry: SchemaEntry):
+        if self.schema_type in self._decoders:
+            return entry.schema
+        return _schema_object(self.registry, entry, message=self.message)
+
+    def _writer(self, schema_id: int) -> Optional[str]:
+        """Add the writer ``schema_id`` names once; its error (None when it resolved)."""
+        if schema_id in self._writer_errors:
+            return self._writer_errors[schema_id]
+        err = None
+        entry = self.registry.by_id(schema_id, self.context) if self.registry is not None else None
+        if entry is None:
+            where = f" in context {self.context}" if self.context != "." else ""
+            err = f"unknown schema id {schema_id}{where} (not in {self.registry.source if self.registry else 'the registry'})"
+        elif entry.schema_type != self.schema_type:
+            err = (f"schema id {schema_id} is a {entry.schema_type} schema ({entry.subject!r} "
+                   f"version {entry.version}); the column is {self.schema_type}")
+        else:
+            try:
+                self.decoder.add_writer(schema_id, self._compile(entry))
+            except (KafkaRecError, ValueError, TypeError, RecursionError) as exc:
+                err = (f"writer schema id {schema_id} ({entry.subject!r} version {entry.version}) "
+                       f"cannot be read as {self.subject or 'the reader schema'}: {exc}")
+        self._writer_errors[schema_id] = err
+        return err
+
+    def decode(self, values, headers=None) -> Tuple[pa.Array, pa.Int64Array, pa.StringArray]:
+        """(typed values, writer schema ids, error strings) for a binary column; ``headers``
+        (the records' headers column) lets header ids win over the prefix."""
+        values = wire._binary(values)
+        n = len(values)
+        if self.format != "registry":
+            valid = values.is_valid()
+            ids = pc.if_else(valid, pa.scalar(0, pa.int64()), pa.scalar(None, pa.int64()))
+            body = pa.array(np.zeros(n, dtype=np.int32))
+            typed, errs = self.decoder.decode(values, ids, body)
+            return typed, pa.nulls(n, pa.int64()), errs
+        w = wire.parse_ids(values, headers=headers if self.header_ids else None,
+                           header_name=self.header_name, id_format=self.id_format,
+                           guid_to_id=self._guid_to_id, protobuf=self.schema_type == "PROTOBUF",
+                           what="key" if self.is_key else "value")
+        ids_np = w.writer_ids.to_numpy(zero_copy_only=False)
+        ok = np.asarray(w.writer_ids.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        errors = w.errors
+        present = ids_np[ok].astype(np.int64) if ok.any() else np.zeros(0, np.int64)
+        bad_ids = []
+        for sid in np.unique(present):
+            if self._writer(int(sid)) is not None:
+                bad_ids.append(int(sid))
+        dec_ids = w.writer_ids
+        if bad_ids:
+            bad_rows = ok & np.isin(np.where(ok, ids_np, 0), bad_ids)
+            texts = [self._writer_errors[i] for i in bad_ids]
+            code = np.zeros(n, dtype=np.int32)
+            code[bad_rows] = np.searchsorted(np.array(bad_ids), ids_np[bad_rows].astype(np.int64))
+            mine = pa.DictionaryArray.from_arrays(pa.array(code, mask=~bad_rows),
+                                                  pa.array(texts, pa.string())).dictionary_decode()
+            errors = pc.coalesce(errors, mine)
+            dec_ids = pa.array(np.where(ok, ids_np, 0).astype(np.int64), mask=~(ok & ~bad_rows))
+        typed, dec_errors = self.decoder.decode(w.values, dec_ids, w.body_offsets)
+        if dec_errors is not None and dec_errors.null_count != len(dec_errors):
+            errors = pc.coalesce(errors, dec_errors.cast(pa.string()))
+        return typed, w.writer_ids, errors
+
+    def _guid_to_id(self, guid: bytes) -> Optional[int]:
+        return self.registry.id_for_guid(guid, self.context) if self.registry is not None else None
+
+
+def _column(table: pa.Table, name: str):
+    return table.column(name) if name in table.column_names else None
+
+
+def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool = True,
+                 key: bool = False, value_subject: Optional[str] = None,
+                 key_subject: Optional[str] = None, topic: Optional[str] = None,
+                 strategy: str = "topic", record_name: Optional[str] = None,
+                 value_version: Any = "latest", key_version: Any = "latest",
+                 value_reader_schema: Optional[str] = None, key_reader_schema: Optional[str] = None,
+                 value_message: Optional[str] = None, key_message: Optional[str] = None,
+                 value_format: str = "registry", key_format: str = "registry",
+                 id_format: str = "confluent", corrupt_column: str = "_corrupt_record",
+                 columns: Optional[Dict[str, TypedColumn]] = None) -> pa.Table:
+    """``table`` (from :func:`kafkarec.to_arrow`, :func:`kafkarec.iter_arrow` or the log
+    readers) with its ``value`` (and/or ``key``) column typed by the registry, plus
+    ``value_schema_id`` (``key_schema_id``) and ``_corrupt_record`` (the reason a row could not
+    be decoded, null when it could).  Rows are never dropped.  The topic (for
+    TopicNameStrategy) comes from ``topic`` or the table's single topic.  Pass the same
+    ``columns`` dict to successive calls (``iter_arrow`` batches) to build each decoder once."""
+    if columns is None:
+        columns = {}
+    headers = _column(table, "headers")
+    if topic is None and "topic" in table.column_names and table.num_rows:
+        topics = pc.unique(table.column("topic")).drop_null().to_pylist()
+        if len(topics) > 1 and ((value and value_subject is None) or (key and key_subject is None)):
+            raise RegistryError(f"the table holds several topics ({', '.join(map(str, topics[:5]))}): "
+                                f"decode them one at a time or give the subject")
+        topic = topics[0] if topics else None
+    corrupt = None
+    for name, on, subject, version, schema, message, fmt in (
+            ("key", key, key_subject, key_version, key_reader_schema, key_message, key_format),
+            ("value", value, value_subject, value_version, value_reader_schema, value_message,
+             value_format)):
+        if not on:
+            continue
+        col = columns.get(name)
+        if col is None:
+            col = TypedColumn(registry, subject, topic=topic, is_key=name == "key",
+                              strategy=strategy, record_name=record_name, version=version,
+                              reader_schema=schema, message=message, id_format=id_format,
+                              value_format=fmt)
+            columns[name] = col
+        typed, ids, errs = col.decode(table.column(name), headers)
+        i = table.column_names.index(name)
+        table = table.set_column(i, pa.field(name, col.arrow_type), typed)
+        table = table.append_column(pa.field(f"{name}_schema_id", pa.int64()), ids)
+        if errs.null_count != len(errs):
+            tagged = pc.binary_join_element_wise(pa.scalar(f"{name}: "), errs, "")
+            corrupt = tagged if corrupt is None else pc.coalesce(corrupt, tagged)
+    if corrupt is None:
+        corrupt = pa.nulls(table.num_rows, pa.string())
+    if corrupt_column in table.column_names:
+        i = table.column_names.index(corrupt_column)
+        table = table.set_column(i, corrupt_column, pc.coalesce(table.column(corrupt_column), corrupt))
+    else:
+        table = table.append_column(pa.field(corrupt_column, pa.string()), corrupt)
+    return table
