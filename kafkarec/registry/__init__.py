@@ -53,7 +53,7 @@ def load(source: Any, *, topic: str = "_schemas", as_of_offset: Optional[int] = 
       registry, read once through its REST API (cached per process, and in ``cache_dir``);
     * a log directory (local path or URI) holding ``<topic>-0`` (``_schemas`` by default), or
       that partition folder itself: the topic replayed record by record (``as_of_offset``:
-      the registry as it stood before that offset); ``problems`` lists what was skipped;
+      the registry once the record at that offset was applied); ``problems`` lists what was skipped;
     * any other folder: schema files (see :func:`read_folder`)."""
     if isinstance(source, Registry):
         return source

@@ -161,11 +161,12 @@ def replay(records: Iterable[Tuple[int, Optional[bytes], Optional[bytes]]], *,
            registry: Optional[Registry] = None, as_of_offset: Optional[int] = None,
            source: str = "_schemas") -> Registry:
     """A :class:`Registry` from ``(offset, key, value)`` of ``_schemas`` records in offset order.
-    ``as_of_offset``: the registry as it stood before the record at that offset (exclusive)."""
+    ``as_of_offset``: the registry as it stood once the record at that offset was applied
+    (inclusive, as ``kafkarec metadata --at-offset``)."""
     reg = registry if registry is not None else Registry(source)
     counts: dict = {}
     for offset, key, value in records:
-        if as_of_offset is not None and offset >= as_of_offset:
+        if as_of_offset is not None and offset > as_of_offset:
             break
         try:
             kind = _apply(reg, offset, key, value)
