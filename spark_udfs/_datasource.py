@@ -146,6 +146,9 @@ class KafkaRecDataSource(DataSource):
                        or any(k in o for k in selection.SELECTION_OPTIONS))
 
     def schema(self):
+        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+        if _typed.wanted(self.options):
+            return _typed.typed_schema(self.options, type(self)(_typed._stripped(self.options)).schema())
         o = _lower(self.options)
         mode = normalize_mode(o.get("mode"))
         return _schema.kafka_schema(
@@ -155,6 +158,9 @@ class KafkaRecDataSource(DataSource):
             decode=None if self.remote else (o.get("decode") or None))
 
     def reader(self, schema):
+        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+        if _typed.wanted(self.options):
+            return _typed.TypedReader(self, schema)
         if self.remote and _lower(self.options).get("decode"):
             raise ValueError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
