@@ -120,3 +120,23 @@ class InternalRecordError(DecodeError):
 class UnknownRecordTypeError(InternalRecordError):
     """An internal-topic record whose type or version has no schema (raised in strict mode; by default
     such a record decodes as an "unknown" record with its raw bytes)."""
+
+
+# --- Avro (kafkarec.avro) ---------------------------------------------------
+
+class AvroSchemaError(KafkaRecError, ValueError):
+    """An Avro schema that is not valid (or is recursive, too deep or too large);
+    the message names the path inside the schema."""
+
+
+class SchemaResolutionError(KafkaRecError, ValueError):
+    """A writer schema that cannot be resolved to the reader schema under Apache
+    Avro's rules; the message names the path of the field and the reason."""
+
+
+class AvroDecodeError(DecodeError):
+    """An Avro body that does not decode with its writer schema: ``position`` is
+    the byte offset inside the value, ``reason`` says what is wrong."""
+
+
+__all__ += ["AvroSchemaError", "SchemaResolutionError", "AvroDecodeError"]
