@@ -31,6 +31,8 @@ import logging
 import threading
 from typing import Dict, Optional
 
+from pyspark.sql.datasource import DataSourceReader
+
 __all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "from_registry",
            "spark_type_of", "TypedSide", "load_registry"]
 
@@ -281,7 +283,7 @@ def typed_schema(options, base):
     return T.StructType(fields)
 
 
-class TypedReader:
+class TypedReader(DataSourceReader):
     """Wraps the data source's reader: the plain read yields binary keys and values, each batch
     is then typed here.  Built on the driver (registry read there), pickled to executors."""
 
