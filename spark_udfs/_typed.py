@@ -185,7 +185,11 @@ class TypedSide:
                        id_format=id_format)
         self.topic = topic
         self._columns: dict = {}
+        self.compiled: dict = {}
         col = self.column(topic)           # fails early (on the driver) on a bad subject/schema
+        if col.schema_type == "PROTOBUF":
+            # protoc runs here, on the driver; executors get the compiled (plain) schemas.
+            self.compiled = col.precompile()
         self.spark_type = spark_type_of(col.arrow_type)
         self.arrow_type = _spark_arrow(self.spark_type)
 
@@ -203,7 +207,8 @@ class TypedSide:
                               is_key=self.side == "key", strategy=self.kw["strategy"],
                               record_name=self.kw["record_name"], version=self.kw["version"],
                               reader_schema=self.kw["reader_schema"], message=self.kw["message"],
-                              id_format=self.kw["id_format"], value_format=self.format)
+                              id_format=self.kw["id_format"], value_format=self.format,
+                              compiled=self.compiled)
             self._columns[key] = col
         return col
 

@@ -67,24 +67,27 @@ def decoder_class(schema_type: str):
     raise RegistryError(f"schema type {schema_type!r}: one of AVRO, PROTOBUF, JSON")
 
 
-def _schema_object(registry: Optional[Registry], entry: SchemaEntry, *, message: Optional[str] = None):
-    """What a decoder takes for a schema: the text compiled with its references."""
+def _schema_object(registry: Optional[Registry], entry: SchemaEntry):
+    """What a decoder takes for a schema: the text compiled with its references (Avro named
+    types defined under other subjects, Protobuf imports, JSON Schema documents by name)."""
     t = entry.schema_type
     refs = registry.references(entry) if registry is not None and entry.references else []
     if t == "AVRO":
         from kafkarec import avro
-        named = []
+        named: list = []
         for _name, dep in refs:          # dependencies first: each sees the ones before it
             named.append(avro.parse_schema(dep.schema, named_types=list(named)))
         return avro.parse_schema(entry.schema, named_types=named) if named else avro.parse_schema(entry.schema)
-    if t == "PROTOBUF":
-        from kafkarec import protobuf
-        imports = {name: dep.schema for name, dep in refs}
-        return protobuf.parse_schema(entry.schema, references=imports, message=message)
-    from kafkarec import jsonschema
     imports = {name: dep.schema for name, dep in refs}
-    parse = getattr(jsonschema, "parse_schema", None)
-    return parse(entry.schema, references=imports) if parse else entry.schema
+    if t == "PROTOBUF":
+        from kafkarec.protobuf import ProtobufSchema
+        return ProtobufSchema.from_text(entry.schema, imports)
+    from kafkarec.jsonschema import JsonSchema
+    return JsonSchema.from_text(entry.schema, imports)
+
+
+def _schema_key(entry: SchemaEntry) -> tuple:
+    return (entry.schema_type, entry.schema, entry.references)
 
 
 class TypedColumn:
@@ -97,7 +100,9 @@ class TypedColumn:
     the column; ``id_format``: ``confluent`` or ``apicurio`` (8-byte ids);
     ``value_format``: ``registry`` (ids in the payload or headers) or ``avro``/``protobuf``/
     ``json`` for bare payloads written with ``reader_schema`` (or the subject's version).
-    ``decoders``: {schema type: class} to use other decoder classes (tests)."""
+    ``decoders``: {schema type: class} to use other decoder classes (tests); ``compiled``:
+    schemas compiled elsewhere (:meth:`precompile` on the driver), so that executors need no
+    schema compiler (Protobuf's protoc)."""
 
     def __init__(self, registry: Optional[Registry], subject: Optional[str] = None, *,
                  topic: Optional[str] = None, is_key: bool = False, strategy: str = "topic",
@@ -105,7 +110,8 @@ class TypedColumn:
                  reader_schema: Optional[str] = None, schema_type: Optional[str] = None,
                  message: Optional[str] = None, id_format: str = "confluent",
                  header_ids: bool = True, value_format: str = "registry",
-                 decoders: Optional[Mapping[str, Any]] = None) -> None:
+                 decoders: Optional[Mapping[str, Any]] = None,
+                 compiled: Optional[dict] = None) -> None:
         fmt = str(value_format).lower()
         if fmt not in FORMATS:
             raise RegistryError(f"format {value_format!r}: one of {', '.join(FORMATS)}")
@@ -117,6 +123,7 @@ class TypedColumn:
         self.header_name = wire.KEY_HEADER if is_key else wire.VALUE_HEADER
         self.message = message
         self._decoders = {**OVERRIDES, **(decoders or {})}
+        self.compiled: dict = dict(compiled or {})
         if subject is None and (registry is not None and (reader_schema is None or fmt == "registry")):
             subject = subject_name(topic, is_key=is_key, strategy=strategy, record_name=record_name)
         self.subject = subject
@@ -139,7 +146,10 @@ class TypedColumn:
         self.schema_type = self.reader.schema_type
         cls = self._decoders.get(self.schema_type) or decoder_class(self.schema_type)
         self._reader_obj = self._compile(self.reader)
-        self.decoder = cls(self._reader_obj)
+        if self.schema_type == "PROTOBUF" and self.schema_type not in self._decoders:
+            self.decoder = cls(self._reader_obj, message=message)
+        else:
+            self.decoder = cls(self._reader_obj)
         self.arrow_type: pa.DataType = self.decoder.arrow_type
         self._writer_errors: Dict[int, Optional[str]] = {}
         if fmt != "registry":
@@ -150,7 +160,28 @@ class TypedColumn:
     def _compile(self, entry: SchemaEntry):
         if self.schema_type in self._decoders:
             return entry.schema
-        return _schema_object(self.registry, entry, message=self.message)
+        key = _schema_key(entry)
+        obj = self.compiled.get(key)
+        if obj is None:
+            obj = _schema_object(self.registry, entry)
+            self.compiled[key] = obj
+        return obj
+
+    def precompile(self) -> dict:
+        """Compile every schema of this column's type in its context (reader and every possible
+        writer) and return them, to ship with the column: Protobuf schemas need protoc, which
+        executors do not have.  A schema that does not compile is left out (its records then
+        report why where they are decoded)."""
+        if self.registry is None:
+            return dict(self.compiled)
+        for sid in self.registry.ids(self.context):
+            e = self.registry.by_id(sid, self.context)
+            if e is not None and e.schema_type == self.schema_type:
+                try:
+                    self._compile(e)
+                except (KafkaRecError, ValueError, TypeError, RecursionError, OSError):
+                    pass
+        return dict(self.compiled)
 
     def _writer(self, schema_id: int) -> Optional[str]:
         """Add the writer ``schema_id`` names once; its error (None when it resolved)."""

@@ -23,9 +23,21 @@ sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
 import world  # noqa: E402
 
 
+def _naive_utc(v):
+    """Spark collects timestamps as naive datetimes in the session time zone (UTC here)."""
+    import datetime
+    if isinstance(v, datetime.datetime) and v.tzinfo is not None:
+        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, dict):
+        return {k: _naive_utc(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_naive_utc(x) for x in v]
+    return v
+
+
 def _plain(v):
     """Python values as json.dump(default=str) writes them, for comparison."""
-    return json.loads(json.dumps(v, default=str))
+    return json.loads(json.dumps(_naive_utc(v), default=str))
 
 
 @pytest.fixture(scope="module")
