@@ -245,3 +245,29 @@ def consumer_offsets_columns(n: int, key_offsets: _Buffer, key_data: _Buffer | N
                              strict: bool = ...) -> dict[str, Any]:
     """__consumer_offsets key/value Arrow buffers -> numpy column parts (kafkarec.internal.columns)."""
     ...
+
+# --- Protobuf payloads to Arrow (_core_src/_protobuf.pxi; plans made by kafkarec/protobuf.py) ---
+PB_COLUMN_KINDS: dict[str, int]
+
+class _PbColumn:
+    kind: int
+    arrow_type: Any
+    def __len__(self) -> int: ...
+    def to_arrow(self) -> Any: ...
+
+def pb_column(kind: int, arrow_type: Any, children: list[_PbColumn] | None = ...) -> _PbColumn: ...
+
+class _PbMsgPlan:
+    def __init__(self, target: _PbColumn, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
+                 slot_defaults: list[Any] | None = ...) -> None: ...
+
+class _PbNode:
+    name: str
+    plan: _PbMsgPlan | None
+    nested: list[_PbNode]
+    def __init__(self, name: str, plan: _PbMsgPlan | None, nested: list[_PbNode]) -> None: ...
+
+def pb_decode_column(root: _PbColumn, writers: dict[int, list[_PbNode]], values: Any, writer_ids: Any,
+                     body_offsets: Any) -> tuple[Any, Any]:
+    """Protobuf payloads -> (struct array, string array of per-row errors); see kafkarec.protobuf."""
+    ...

@@ -153,3 +153,29 @@ cdef inline uint8_t *write_varlong(uint8_t *p, int64_t value) noexcept nogil:
         v >>= 7
     p[0] = <uint8_t>v
     return p + 1
+
+
+# Plain (not zig-zag) unsigned base-128 varints of up to 10 bytes, as protobuf
+# writes tags, lengths and integer fields; a 10th byte above 1 overflows 64 bits.
+# Used by _protobuf.pxi.  Returns the status, leaves the position alone on failure.
+cdef inline int take_uvarint64(const uint8_t **pp, const uint8_t *end, uint64_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
+    cdef uint64_t value = 0
+    cdef uint64_t b
+    cdef int i
+    if p < end and p[0] < 0x80:
+        pp[0] = p + 1
+        out[0] = p[0]
+        return VARINT_OK
+    for i in range(10):
+        if p + i >= end:
+            return VARLONG_PAST_END
+        b = p[i]
+        value |= (b & 0x7F) << (7 * i)
+        if b < 0x80:
+            if i == 9 and b > 1:
+                return VARLONG_OVERFLOW
+            pp[0] = p + i + 1
+            out[0] = value
+            return VARINT_OK
+    return VARLONG_TOO_LONG

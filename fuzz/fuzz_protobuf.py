@@ -1,0 +1,78 @@
+"""Schema Registry payload decoders on arbitrary bytes: ProtobufDecoder (a message with every field kind,
+several records per call) and JsonSchemaDecoder (values, and schema documents).  Every record gives a row or
+that row's error (nothing raised, nothing dropped, rows that failed are null); a Protobuf payload that the
+protobuf package parses decodes to the row the protobuf package's parse gives (tests/protobuf/oracle.py)."""
+import json
+import os
+import sys
+
+import atheris
+
+from _harness import EXPECTED, ROOT, run
+
+import pyarrow as pa
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "protobuf"))
+from oracle import normalize, row  # noqa: E402
+from protos import COMMON, ORDERS, generated  # noqa: E402
+
+from kafkarec.jsonschema import JsonSchemaDecoder, arrow_type  # noqa: E402
+from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema  # noqa: E402
+
+SCHEMA = ProtobufSchema.from_text(ORDERS, {"kr/common.proto": COMMON}, name="kr/orders.proto")
+PB = ProtobufDecoder(SCHEMA)
+PB.add_writer(1, SCHEMA)
+ORDER = generated().modules["kr/orders.proto"].Order
+JSON_SCHEMA = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "name": {"type": ["null", "string"]}, "x": {"type": "number"},
+    "t": {"type": "string", "format": "date-time"}, "tags": {"type": "array", "items": {"type": "string"}},
+    "o": {"type": "object", "properties": {"b": {"type": "boolean"}}}}}
+JS = JsonSchemaDecoder(JSON_SCHEMA)
+JS.add_writer(1, JSON_SCHEMA)
+
+
+def check(decoder, records, offsets):
+    arr, err = decoder.decode(pa.array(records, pa.binary()), pa.array([1] * len(records), pa.int64()),
+                              pa.array(offsets, pa.int32()))
+    assert len(arr) == len(err) == len(records)
+    arr.validate(full=True)
+    for i in range(len(records)):
+        if err[i].is_valid:
+            assert not arr[i].is_valid
+    return arr, err
+
+
+def test_one_input(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    mode = fdp.ConsumeIntInRange(0, 2)
+    if mode == 2:
+        try:
+            document = json.loads(fdp.ConsumeUnicodeNoSurrogates(fdp.remaining_bytes()))
+        except (ValueError, RecursionError):
+            return
+        try:
+            arrow_type(document)
+        except EXPECTED:
+            pass
+        return
+    records = []
+    while fdp.remaining_bytes() and len(records) < 8:
+        records.append(fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256)))
+    if not records:
+        return
+    if mode == 1:
+        check(JS, records, [0] * len(records))
+        return
+    arr, err = check(PB, [b"\x00" + r for r in records], [0] * len(records))
+    for i, r in enumerate(records):
+        m = ORDER()
+        try:
+            m.ParseFromString(r)
+        except Exception:
+            continue
+        assert err[i].as_py() is None, (r, err[i])
+        assert normalize(arr[i].as_py(), ORDER.DESCRIPTOR) == row(m), r
+
+
+if __name__ == "__main__":
+    run(test_one_input)

@@ -1,0 +1,580 @@
+"""Protobuf Schema Registry payloads to typed Arrow columns.
+
+Two halves:
+
+* :class:`ProtobufSchema` — a ``.proto`` schema as the registry stores it (its text, plus the files it imports
+  by name, Google's well-known types included) compiled by ``protoc`` (the one ``grpcio-tools`` bundles) into a
+  ``FileDescriptorSet``, then reduced to a plain, picklable description of its messages and enums.  Compiling
+  needs ``grpcio-tools`` and ``protobuf`` (the ``registry`` extra) and happens on the driver; what travels to
+  Spark executors is the plain description, so executors need neither package.
+* :class:`ProtobufDecoder` — a column's message (``valueMessage`` / ``keyMessage``, fully qualified; by default
+  the file's first message, as Confluent's serializer picks) as one Arrow struct column, typed as Spark's
+  ``from_protobuf`` types it with its default options: message -> struct, repeated -> list, map -> map,
+  enum -> string (its name; a number the enum does not define -> ``UNKNOWN_ENUM_VALUE_<Enum>_<n>`` as Java's
+  protobuf names it for an open enum; a closed (proto2) enum keeps it as an unknown field), int32 / sint32 /
+  sfixed32 / uint32 / fixed32 -> int32 and the 64-bit ones -> int64 (unsigned values keep their bits, as Spark
+  without ``upcast.unsigned.ints``), ``google.protobuf.Timestamp`` -> timestamp[us, UTC],
+  ``google.protobuf.Duration`` -> duration[us], bytes -> binary.  A proto3 field without presence that holds
+  its zero value reads as null, as ``from_protobuf`` without ``emit.default.values`` gives; repeated fields and
+  maps are never null (an empty list / map).  Map entries keep the wire order (duplicate keys included, as
+  Spark's DynamicMessage keeps them).  A recursive message is refused, as Spark refuses it by default
+  (``recursive.fields.max.depth`` = -1).  Explicit proto2 ``[default = ...]`` values are not applied: an unset
+  field is null.
+
+Each record is decoded by the writer message that its own message indexes name, then mapped to the column's
+message by field name (fields the column lacks are skipped, fields the writer lacks are null).  A writer field
+whose type does not fit the column's is a per-record error when a record carries it.  The wire-format decoder is
+compiled in ``kafkarec._core`` (``_core_src/_protobuf.pxi``).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Any, Mapping
+
+from kafkarec.errors import KafkaRecError, SchemaResolutionError
+
+__all__ = ["ProtobufSchema", "ProtobufDecoder", "ProtobufSchemaError"]
+
+
+class ProtobufSchemaError(KafkaRecError, ValueError):
+    """A .proto schema that does not compile, names no such message, or cannot be a column (recursive)."""
+
+
+# FieldDescriptorProto.Type / Label numbers (descriptor.proto)
+_DOUBLE, _FLOAT, _INT64, _UINT64, _INT32, _FIXED64, _FIXED32, _BOOL, _STRING, _GROUP, _MESSAGE, _BYTES, \
+    _UINT32, _ENUM, _SFIXED32, _SFIXED64, _SINT32, _SINT64 = range(1, 19)
+_REPEATED = 3
+_TYPE_NAMES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32",
+               8: "bool", 9: "string", 10: "group", 11: "message", 12: "bytes", 13: "uint32", 14: "enum",
+               15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
+_INT32_TYPES = {_INT32, _SINT32, _SFIXED32, _UINT32, _FIXED32}
+_INT64_TYPES = {_INT64, _SINT64, _SFIXED64, _UINT64, _FIXED64}
+
+
+# ------------------------------------------------------------------ schema
+
+class ProtobufSchema:
+    """A compiled .proto file (with its imports) as plain data: picklable, no protobuf objects inside.
+
+    ``messages``: full name -> dict(name, full_name, fields, nested, map_entry, file); each field a dict
+    (name, number, type, repeated, type_name, oneof, presence).  ``enums``: full name -> dict(name, values
+    {number: name}, closed).  ``top_level``: the main file's top-level messages in order (what Confluent's
+    message indexes count)."""
+
+    def __init__(self, file_name: str, package: str, messages: dict, enums: dict, top_level: tuple,
+                 descriptor_set: bytes) -> None:
+        self.file_name = file_name
+        self.package = package
+        self.messages = messages
+        self.enums = enums
+        self.top_level = top_level
+        self.descriptor_set = descriptor_set
+
+    def __repr__(self) -> str:
+        return f"ProtobufSchema({self.file_name!r}, messages={list(self.top_level)!r})"
+
+    @property
+    def first_message(self) -> str:
+        if not self.top_level:
+            raise ProtobufSchemaError(f"{self.file_name} defines no message")
+        return self.top_level[0]
+
+    def message_by_indexes(self, indexes) -> str:
+        """The full name of the message at Confluent message indexes (e.g. [0], [1, 0])."""
+        level = self.top_level
+        name = None
+        for i in indexes:
+            if not 0 <= i < len(level):
+                raise ProtobufSchemaError(f"message indexes {list(indexes)} name no message of {self.file_name}")
+            name = level[i]
+            level = self.messages[name]["nested"]
+        if name is None:
+            raise ProtobufSchemaError("empty message indexes")
+        return name
+
+    # -- construction ------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_text(cls, text: str, references: Mapping[str, str] | None = None, *,
+                  name: str | None = None) -> "ProtobufSchema":
+        """Compile .proto ``text`` with protoc.  ``references``: import name -> .proto text of the files it
+        imports (as the registry's schema references give them); Google's well-known types resolve without
+        them.  A schema or reference given as a base64 ``FileDescriptorProto`` (what confluent-kafka-python
+        registers) is taken as is.  ``name``: the file name of ``text`` (default: ``schema.proto``)."""
+        references = dict(references or {})
+        main_fdp = _as_descriptor(text)
+        texts: dict[str, str] = {}
+        given: dict[str, bytes] = {}
+        for ref_name, ref_text in references.items():
+            fdp = _as_descriptor(ref_text)
+            if fdp is not None:
+                given[ref_name] = fdp
+            else:
+                texts[ref_name] = ref_text
+        if main_fdp is not None:
+            main_name = _descriptor_name(main_fdp) or name or "schema.proto"
+            given[main_name] = main_fdp
+        else:
+            main_name = name or "schema.proto"
+            while main_name in references:
+                main_name = "_" + main_name
+            texts[main_name] = text
+        fds = _compile(texts, given, main_name)
+        return cls.from_descriptor_set(fds, file_name=main_name)
+
+    @classmethod
+    def from_descriptor_set(cls, data: bytes, file_name: str | None = None) -> "ProtobufSchema":
+        """A serialized ``FileDescriptorSet`` (e.g. ``protoc --include_imports --descriptor_set_out``);
+        ``file_name`` picks the main file (default: the last one, which protoc writes after its imports)."""
+        from google.protobuf import descriptor_pb2
+        fds = descriptor_pb2.FileDescriptorSet()
+        try:
+            fds.ParseFromString(bytes(data))
+        except Exception as exc:  # protobuf's DecodeError
+            raise ProtobufSchemaError(f"not a FileDescriptorSet: {exc}") from None
+        if not fds.file:
+            raise ProtobufSchemaError("the FileDescriptorSet holds no file")
+        files = {f.name: f for f in fds.file}
+        main = files.get(file_name) if file_name else fds.file[-1]
+        if main is None:
+            raise ProtobufSchemaError(f"the FileDescriptorSet has no file {file_name!r}")
+        messages: dict[str, dict] = {}
+        enums: dict[str, dict] = {}
+        for f in fds.file:
+            _collect(f, messages, enums)
+        top = tuple(_full(main.package, m.name) for m in main.message_type)
+        return cls(main.name, main.package, messages, enums, top, bytes(data))
+
+
+def _full(scope: str, name: str) -> str:
+    return f"{scope}.{name}" if scope else name
+
+
+def _collect(f, messages: dict, enums: dict) -> None:
+    syntax = f.syntax or "proto2"
+
+    def presence(fd, in_oneof: bool) -> bool:
+        if fd.label == _REPEATED:
+            return False
+        if fd.type in (_MESSAGE, _GROUP) or in_oneof or fd.proto3_optional:
+            return True
+        if syntax == "proto3":
+            return False
+        if syntax == "editions":
+            # FeatureSet.field_presence IMPLICIT = 2 (file- or field-level); editions' default is explicit
+            fp = fd.options.features.field_presence or f.options.features.field_presence
+            return fp != 2
+        return True
+
+    def enum(e, scope):
+        values: dict[int, str] = {}
+        for v in e.value:
+            values.setdefault(v.number, v.name)     # aliases: the first name of a number, as Java finds it
+        closed = syntax == "proto2" or (syntax == "editions" and e.options.features.enum_type == 2)
+        full = _full(scope, e.name)
+        enums[full] = {"name": e.name, "full_name": full, "values": values, "closed": closed,
+                       "first": e.value[0].name if e.value else ""}
+
+    def message(m, scope):
+        full = _full(scope, m.name)
+        fields = []
+        for fd in m.field:
+            in_oneof = fd.HasField("oneof_index") and not fd.proto3_optional
+            type_name = fd.type_name[1:] if fd.type_name.startswith(".") else fd.type_name
+            fields.append({"name": fd.name, "number": fd.number, "type": fd.type,
+                           "repeated": fd.label == _REPEATED, "type_name": type_name,
+                           "oneof": fd.oneof_index if in_oneof else -1,
+                           "presence": presence(fd, in_oneof)})
+        messages[full] = {"name": m.name, "full_name": full, "fields": fields,
+                          "nested": tuple(_full(full, n.name) for n in m.nested_type),
+                          "map_entry": m.options.map_entry, "file": f.name}
+        for n in m.nested_type:
+            message(n, full)
+        for e in m.enum_type:
+            enum(e, full)
+
+    for m in f.message_type:
+        message(m, f.package)
+    for e in f.enum_type:
+        enum(e, f.package)
+
+
+def _as_descriptor(text: str) -> bytes | None:
+    """A base64 FileDescriptorProto (as confluent-kafka-python registers schemas), else None."""
+    s = text.strip()
+    if not s or any(c in s for c in " \n\t{;\"'"):
+        return None
+    try:
+        raw = base64.b64decode(s, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    from google.protobuf import descriptor_pb2
+    fdp = descriptor_pb2.FileDescriptorProto()
+    try:
+        fdp.ParseFromString(raw)
+    except Exception:
+        return None
+    return raw if fdp.name or fdp.message_type else None
+
+
+def _descriptor_name(raw: bytes) -> str:
+    from google.protobuf import descriptor_pb2
+    fdp = descriptor_pb2.FileDescriptorProto()
+    fdp.ParseFromString(raw)
+    return fdp.name
+
+
+def _wkt_include() -> str:
+    import grpc_tools
+    return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+
+
+def _compile(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> bytes:
+    """protoc over the .proto texts (imports from the texts, the given descriptors and the well-known types)
+    -> one FileDescriptorSet with every file the main one needs, imports first."""
+    from google.protobuf import descriptor_pb2
+    try:
+        import grpc_tools  # noqa: F401
+    except ImportError:
+        raise ProtobufSchemaError("compiling .proto text needs grpcio-tools (pip install 'kafkarec[registry]')") \
+            from None
+    out = descriptor_pb2.FileDescriptorSet()
+    have: dict[str, Any] = {}
+    for fname, raw in given.items():
+        fdp = descriptor_pb2.FileDescriptorProto()
+        fdp.ParseFromString(raw)
+        fdp.name = fname
+        have[fname] = fdp
+    with tempfile.TemporaryDirectory(prefix="kafkarec-proto-") as tmp:
+        for fname, text in texts.items():
+            path = os.path.join(tmp, "src", fname)
+            if os.path.isabs(fname) or ".." in fname.split("/"):
+                raise ProtobufSchemaError(f"import name {fname!r} is not a relative path")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        # What protoc must compile: the texts, and the imports of given descriptors it cannot find elsewhere.
+        targets = list(texts)
+        for fdp in have.values():
+            targets += [d for d in fdp.dependency if d not in have and d not in texts]
+        if targets:
+            args = [sys.executable, "-m", "grpc_tools.protoc", f"-I{os.path.join(tmp, 'src')}",
+                    f"-I{_wkt_include()}", "--include_imports",
+                    f"--descriptor_set_out={os.path.join(tmp, 'out.pb')}"]
+            if have:
+                given_set = descriptor_pb2.FileDescriptorSet(file=list(have.values()))
+                with open(os.path.join(tmp, "given.pb"), "wb") as fh:
+                    fh.write(given_set.SerializeToString())
+                args.append(f"--descriptor_set_in={os.path.join(tmp, 'given.pb')}")
+            proc = subprocess.run(args + sorted(set(targets)), capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise ProtobufSchemaError(f"protoc: {(proc.stderr or proc.stdout).strip()}")
+            compiled = descriptor_pb2.FileDescriptorSet()
+            with open(os.path.join(tmp, "out.pb"), "rb") as fh:
+                compiled.ParseFromString(fh.read())
+            for fdp in compiled.file:
+                have.setdefault(fdp.name, fdp)
+    # Dependency order, main file last.
+    seen: set[str] = set()
+
+    def visit(fname: str) -> None:
+        if fname in seen:
+            return
+        seen.add(fname)
+        fdp = have.get(fname)
+        if fdp is None:
+            raise ProtobufSchemaError(f"import {fname!r} is neither a reference nor a well-known type")
+        for d in fdp.dependency:
+            visit(d)
+        out.file.append(fdp)
+
+    visit(main_name)
+    return out.SerializeToString()
+
+
+# ------------------------------------------------------------------ column types (Spark's mapping)
+
+def _is_time(messages: dict, name: str, short: str) -> bool:
+    # Spark's SchemaConverters: a message named Timestamp / Duration with fields seconds, nanos.
+    m = messages.get(name)
+    return (m is not None and m["name"] == short and len(m["fields"]) == 2
+            and m["fields"][0]["name"] == "seconds" and m["fields"][1]["name"] == "nanos")
+
+
+class _Shape:
+    """The column a reader field builds, with what it came from (for matching writer fields)."""
+    __slots__ = ("kind", "column", "ptype", "message", "enum", "children", "names", "element", "key", "value")
+
+    def __init__(self, kind: str, ptype: int = 0, message: str | None = None, enum: str | None = None):
+        self.kind = kind
+        self.ptype = ptype
+        self.message = message
+        self.enum = enum
+        self.children: list[_Shape] = []
+        self.names: dict[str, int] = {}
+        self.element: _Shape | None = None
+        self.key: _Shape | None = None
+        self.value: _Shape | None = None
+        self.column: Any = None
+
+
+def _arrow_type(shape: _Shape, pa):
+    k = shape.kind
+    if k == "struct":
+        return pa.struct([pa.field(n, c.column.arrow_type) for n, c in zip(shape.names, shape.children)])
+    if k == "list":
+        return pa.list_(shape.element.column.arrow_type)
+    if k == "map":
+        return pa.map_(shape.key.column.arrow_type, shape.value.column.arrow_type)
+    return {"int32": pa.int32(), "int64": pa.int64(), "float": pa.float32(), "double": pa.float64(),
+            "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
+            "timestamp": pa.timestamp("us", tz="UTC"), "duration": pa.duration("us")}[k]
+
+
+def _build_shape(schema: ProtobufSchema, message: str, stack: tuple = ()) -> _Shape:
+    """The struct column of `message` (and its columns, built fresh)."""
+    from kafkarec import _core
+    import pyarrow as pa
+    if message in stack:
+        raise ProtobufSchemaError(
+            f"recursive message {message} (via {' -> '.join(stack)}): Spark's from_protobuf refuses recursive "
+            "fields by default (recursive.fields.max.depth=-1)")
+    if len(stack) > 100:
+        raise ProtobufSchemaError(f"messages nested deeper than 100 at {message}")
+    m = schema.messages[message]
+    shape = _Shape("struct", _MESSAGE, message)
+    for fd in m["fields"]:
+        shape.names[fd["name"]] = len(shape.children)
+        shape.children.append(_field_shape(schema, fd, stack + (message,)))
+    shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["struct"], _arrow_type(shape, pa),
+                                   [c.column for c in shape.children])
+    return shape
+
+
+def _scalar_shape(schema: ProtobufSchema, fd: dict, stack: tuple) -> _Shape:
+    from kafkarec import _core
+    import pyarrow as pa
+    t = fd["type"]
+    if t in (_MESSAGE, _GROUP):
+        if _is_time(schema.messages, fd["type_name"], "Timestamp"):
+            shape = _Shape("timestamp", t, fd["type_name"])
+        elif _is_time(schema.messages, fd["type_name"], "Duration"):
+            shape = _Shape("duration", t, fd["type_name"])
+        else:
+            return _build_shape(schema, fd["type_name"], stack)
+    elif t == _ENUM:
+        shape = _Shape("string", t, enum=fd["type_name"])
+    else:
+        kind = ("int32" if t in _INT32_TYPES else "int64" if t in _INT64_TYPES else
+                {_FLOAT: "float", _DOUBLE: "double", _BOOL: "bool", _STRING: "string", _BYTES: "binary"}[t])
+        shape = _Shape(kind, t)
+    shape.column = _core.pb_column(_core.PB_COLUMN_KINDS[shape.kind], _arrow_type(shape, pa))
+    return shape
+
+
+def _field_shape(schema: ProtobufSchema, fd: dict, stack: tuple) -> _Shape:
+    from kafkarec import _core
+    import pyarrow as pa
+    if fd["repeated"]:
+        entry = schema.messages.get(fd["type_name"]) if fd["type"] == _MESSAGE else None
+        if entry is not None and entry["map_entry"]:
+            shape = _Shape("map", _MESSAGE, fd["type_name"])
+            kf, vf = entry["fields"][0], entry["fields"][1]
+            shape.key = _scalar_shape(schema, kf, stack)
+            shape.value = _scalar_shape(schema, vf, stack)
+            entries = _Shape("struct", _MESSAGE, fd["type_name"])
+            entries.names = {"key": 0, "value": 1}
+            entries.children = [shape.key, shape.value]
+            struct_type = pa.struct([pa.field("key", shape.key.column.arrow_type, nullable=False),
+                                     pa.field("value", shape.value.column.arrow_type)])
+            entries.column = _core.pb_column(_core.PB_COLUMN_KINDS["struct"], struct_type,
+                                             [shape.key.column, shape.value.column])
+            shape.element = entries
+            shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["map"], _arrow_type(shape, pa),
+                                           [entries.column])
+            return shape
+        shape = _Shape("list", fd["type"])
+        shape.element = _scalar_shape(schema, fd, stack)
+        shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["list"], _arrow_type(shape, pa),
+                                       [shape.element.column])
+        return shape
+    return _scalar_shape(schema, fd, stack)
+
+
+# ------------------------------------------------------------------ writer -> column plans
+
+def _describe(schema: ProtobufSchema, fd: dict) -> str:
+    t = _TYPE_NAMES.get(fd["type"], str(fd["type"]))
+    if fd["type"] in (_MESSAGE, _ENUM, _GROUP):
+        t = fd["type_name"]
+        entry = schema.messages.get(fd["type_name"])
+        if entry is not None and entry["map_entry"]:
+            t = "map"
+    return ("repeated " if fd["repeated"] and t != "map" else "") + t
+
+
+def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape, element: bool = False) -> bool:
+    """Whether writer field fd can be read into column `shape` (repeatedness checked by the caller)."""
+    t = fd["type"]
+    k = shape.kind
+    if k == "int32":
+        return t in _INT32_TYPES
+    if k == "int64":
+        return t in _INT32_TYPES or t in _INT64_TYPES
+    if k == "float":
+        return t == _FLOAT
+    if k == "double":
+        return t in (_FLOAT, _DOUBLE)
+    if k == "bool":
+        return t == _BOOL
+    if k == "string":
+        return t == (_ENUM if shape.ptype == _ENUM else _STRING)
+    if k == "binary":
+        return t in (_BYTES, _STRING)
+    if k in ("timestamp", "duration"):
+        return t in (_MESSAGE, _GROUP) and _is_time(schema.messages, fd["type_name"],
+                                                    "Timestamp" if k == "timestamp" else "Duration")
+    if k == "struct":
+        m = schema.messages.get(fd["type_name"]) if t in (_MESSAGE, _GROUP) else None
+        return m is not None and not m["map_entry"]
+    return False
+
+
+class _Planner:
+    """Plans of one writer schema against one column, memoized per (writer message, column)."""
+
+    def __init__(self, writer: ProtobufSchema, reader: ProtobufSchema, root: _Shape):
+        self.writer = writer
+        self.reader = reader
+        self.root = root
+        self.plans: dict[tuple[str, int], Any] = {}
+
+    def plan(self, message: str, shape: _Shape, emit_defaults: bool = False):
+        from kafkarec import _core
+        key = (message, id(shape))
+        if key in self.plans:
+            return self.plans[key]
+        m = self.writer.messages[message]
+        fields = []
+        slot_defaults: list = [None] * len(shape.children)
+        self.plans[key] = None      # (a writer recursion that reaches the same column again cannot happen:
+        for fd in m["fields"]:      # each column sits at one depth)
+            slot = shape.names.get(fd["name"], -1)
+            sub = names = unknown = why = None
+            closed = False
+            if slot >= 0:
+                target = shape.children[slot]
+                why, sub = self._match(message, fd, target)
+                if fd["type"] == _ENUM:
+                    e = self.writer.enums.get(fd["type_name"])
+                    if e is not None:
+                        names = {n: v.encode() for n, v in e["values"].items()}
+                        unknown = f"UNKNOWN_ENUM_VALUE_{e['name']}_".encode()
+                        closed = e["closed"]
+                        if emit_defaults:
+                            slot_defaults[slot] = (e["values"].get(0) if not closed else e["first"] or "").encode()
+                if emit_defaults and sub is not None:
+                    slot_defaults[slot] = sub
+            fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"], closed,
+                           fd["oneof"], sub, names, unknown, why))
+        plan = _core._PbMsgPlan(shape.column, fields, emit_defaults, slot_defaults)
+        self.plans[key] = plan
+        return plan
+
+    def _match(self, message: str, fd: dict, target: _Shape):
+        """(why it does not fit or None, subplan or None) for writer field fd into column `target`."""
+        where = f"field {fd['name']!r} (number {fd['number']}) of writer message {message}"
+        wtype = _describe(self.writer, fd)
+        bad = (f"{where}: its writer type {wtype} does not fit the column's type "
+               f"{target.column.arrow_type}", None)
+        entry = self.writer.messages.get(fd["type_name"]) if fd["type"] == _MESSAGE else None
+        is_map = fd["repeated"] and entry is not None and entry["map_entry"]
+        if target.kind == "map":
+            if not is_map:
+                return bad
+            kf, vf = entry["fields"][0], entry["fields"][1]
+            if not (_fits(self.writer, kf, target.key) and _fits(self.writer, vf, target.value)):
+                return bad
+            return None, self.plan(fd["type_name"], target.element, emit_defaults=True)
+        if target.kind == "list":
+            if not fd["repeated"] or is_map or not _fits(self.writer, fd, target.element):
+                return bad
+            if target.element.kind == "struct":
+                return None, self.plan(fd["type_name"], target.element)
+            return None, None
+        if fd["repeated"] or not _fits(self.writer, fd, target):
+            return bad
+        if target.kind == "struct":
+            return None, self.plan(fd["type_name"], target)
+        return None, None
+
+
+# ------------------------------------------------------------------ decoder
+
+class ProtobufDecoder:
+    """Protobuf payloads of Schema Registry records -> one Arrow struct column (see the module docstring).
+
+    ``reader_schema``: a :class:`ProtobufSchema` (or .proto text); ``message``: the column's message, fully
+    qualified (``valueMessage`` / ``keyMessage``), default the file's first message.  Picklable: plans are
+    rebuilt from the plain schemas where it is unpickled."""
+
+    def __init__(self, reader_schema, message: str | None = None) -> None:
+        if isinstance(reader_schema, str):
+            reader_schema = ProtobufSchema.from_text(reader_schema)
+        if not isinstance(reader_schema, ProtobufSchema):
+            raise TypeError(f"reader_schema must be a ProtobufSchema, not {type(reader_schema).__name__}")
+        self.reader_schema = reader_schema
+        self.message = message or reader_schema.first_message
+        if self.message.startswith("."):
+            self.message = self.message[1:]
+        if self.message not in reader_schema.messages:
+            raise ProtobufSchemaError(f"{reader_schema.file_name} has no message {self.message!r}")
+        self._root = _build_shape(reader_schema, self.message)
+        self.arrow_type = self._root.column.arrow_type
+        self._writer_schemas: dict[int, ProtobufSchema] = {}
+        self._writers: dict[int, list] = {}
+        self._lock = threading.Lock()
+
+    def __reduce__(self):
+        return (_rebuild, (self.reader_schema, self.message, self._writer_schemas))
+
+    def add_writer(self, writer_id: int, writer_schema) -> None:
+        """Register the schema of writer id ``writer_id``; every message of its file can then be named by
+        a record's message indexes."""
+        from kafkarec import _core
+        if isinstance(writer_schema, str):
+            writer_schema = ProtobufSchema.from_text(writer_schema)
+        if not isinstance(writer_schema, ProtobufSchema):
+            raise SchemaResolutionError(f"writer schema {writer_id} is not a Protobuf schema "
+                                        f"({type(writer_schema).__name__})")
+        if not writer_schema.top_level:
+            raise SchemaResolutionError(f"writer schema {writer_id} ({writer_schema.file_name}) defines no message")
+        planner = _Planner(writer_schema, self.reader_schema, self._root)
+
+        def node(name: str):
+            m = writer_schema.messages[name]
+            return _core._PbNode(name, planner.plan(name, self._root), [node(n) for n in m["nested"]])
+
+        with self._lock:
+            self._writers[int(writer_id)] = [node(n) for n in writer_schema.top_level]
+            self._writer_schemas[int(writer_id)] = writer_schema
+
+    def decode(self, values, writer_ids, body_offsets):
+        """(struct array, string array of per-row errors) for Schema Registry payloads: ``body_offsets`` say
+        where each value's message indexes start.  A null value or writer id gives a null row, no error."""
+        from kafkarec import _core
+        with self._lock:
+            return _core.pb_decode_column(self._root.column, self._writers, values, writer_ids, body_offsets)
+
+
+def _rebuild(reader_schema, message, writers):
+    d = ProtobufDecoder(reader_schema, message)
+    for wid, schema in writers.items():
+        d.add_writer(wid, schema)
+    return d
