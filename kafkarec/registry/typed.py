@@ -219,24 +219,24 @@ class TypedColumn:
                            header_name=self.header_name, id_format=self.id_format,
                            guid_to_id=self._guid_to_id, protobuf=self.schema_type == "PROTOBUF",
                            what="key" if self.is_key else "value")
-        ids_np = w.writer_ids.to_numpy(zero_copy_only=False)
-        ok = np.asarray(w.writer_ids.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         errors = w.errors
-        present = ids_np[ok].astype(np.int64) if ok.any() else np.zeros(0, np.int64)
-        bad_ids = []
-        for sid in np.unique(present):
-            if self._writer(int(sid)) is not None:
-                bad_ids.append(int(sid))
+        # Distinct ids by Arrow's hash kernel (a handful per batch), each writer added once.
+        bad_ids = [int(sid) for sid in pc.unique(w.writer_ids).drop_null().to_pylist()
+                   if self._writer(int(sid)) is not None]
         dec_ids = w.writer_ids
         if bad_ids:
-            bad_rows = ok & np.isin(np.where(ok, ids_np, 0), bad_ids)
-            texts = [self._writer_errors[i] for i in bad_ids]
+            ids_np = w.writer_ids.to_numpy(zero_copy_only=False)
+            ok = np.asarray(w.writer_ids.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            filled = np.where(ok, ids_np, 0).astype(np.int64)
+            bad_sorted = np.array(sorted(bad_ids), dtype=np.int64)
+            bad_rows = ok & np.isin(filled, bad_sorted)
+            texts = [self._writer_errors[i] for i in bad_sorted.tolist()]
             code = np.zeros(n, dtype=np.int32)
-            code[bad_rows] = np.searchsorted(np.array(bad_ids), ids_np[bad_rows].astype(np.int64))
+            code[bad_rows] = np.searchsorted(bad_sorted, filled[bad_rows])
             mine = pa.DictionaryArray.from_arrays(pa.array(code, mask=~bad_rows),
                                                   pa.array(texts, pa.string())).dictionary_decode()
             errors = pc.coalesce(errors, mine)
-            dec_ids = pa.array(np.where(ok, ids_np, 0).astype(np.int64), mask=~(ok & ~bad_rows))
+            dec_ids = pa.array(filled, mask=~(ok & ~bad_rows))
         typed, dec_errors = self.decoder.decode(w.values, dec_ids, w.body_offsets)
         if dec_errors is not None and dec_errors.null_count != len(dec_errors):
             errors = pc.coalesce(errors, dec_errors.cast(pa.string()))

@@ -180,3 +180,14 @@ def test_no_python_object_per_record_in_parse_ids():
     assert w.writer_ids.to_numpy()[:14].tolist() == [i % 7 for i in range(14)]
     assert w.errors.null_count == n
     assert took < 2.0, took
+
+
+def test_short_values_in_a_short_buffer():
+    # Fuzz finding: a column whose whole data buffer is shorter than an id read past its end.
+    for vals in ([b"\x00\x04"], [b"\x00", b"\x00\x01\x02"], [b"", None], [None]):
+        w = wire.parse_ids(pa.array(vals, pa.binary()))
+        assert w.writer_ids.null_count == len(vals)
+        for v, e in zip(vals, w.errors.to_pylist()):
+            assert (e is None) == (v is None)
+    w = wire.parse_ids(pa.array([b"\x00\x00\x00\x00\x01", b"\x00\x01"]), id_format="apicurio")
+    assert w.writer_ids.null_count == 2
