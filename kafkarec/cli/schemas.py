@@ -47,17 +47,17 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except (KafkaRecError, OSError) as e:
         err.write(f"kafkarec schemas: error: {e}\n")
         return 2
-    rows = [e for e in reg.entries() if args.deleted or not e.deleted]
+    rows = [v for v in reg.entries() if args.deleted or not v.deleted]
     if args.json:
-        out.write(json.dumps([e.rest() for e in rows], ensure_ascii=False) + "\n")
+        out.write(json.dumps([v.rest() for v in rows], ensure_ascii=False) + "\n")
     else:
         out.write(f"{'subject':<40} {'version':>7} {'id':>8} {'type':<8} {'deleted':<7} guid\n")
-        for e in rows:
-            sid = "-" if e.id < 0 else str(e.id)
-            out.write(f"{e.subject:<40} {e.version:>7} {sid:>8} {e.schema_type:<8} "
-                      f"{'yes' if e.deleted else 'no':<7} {e.guid}\n")
+        for v in rows:
+            sid = "-" if v.id < 0 else str(v.id)
+            out.write(f"{v.subject:<40} {v.version:>7} {sid:>8} {v.schema_type:<8} "
+                      f"{'yes' if v.deleted else 'no':<7} {v.guid}\n")
             if args.show_schema:
-                out.write("  " + e.schema.replace("\n", "\n  ") + "\n")
+                out.write("  " + v.schema.replace("\n", "\n  ") + "\n")
         out.write(f"{len(reg.subjects())} subjects, {len(rows)} versions, "
                   f"{len(reg.ids())} ids in the default context\n")
     for p in reg.problems:
@@ -138,7 +138,7 @@ class TypedDump:
         tp = parse_partition_folder(os.path.dirname(path))
         topic = tp[0] if tp else None
         recs = fb.records()
-        out = [dict() for _ in recs]
+        out: list = [dict() for _ in recs]
         headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in recs],
                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
         for side, fmt in self.sides:

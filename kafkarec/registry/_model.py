@@ -172,6 +172,8 @@ class Registry:
     def __init__(self, source: str = "") -> None:
         self.source = source
         self.problems: List[str] = []
+        # _schemas only: how many records of each kind the replay met
+        self.record_counts: Dict[str, int] = {}
         self._store: Dict[Tuple[str, int], SchemaEntry] = {}
         # context -> id -> {subject: version}  (InMemoryCache.guidToSubjectVersions)
         self._ids: Dict[str, Dict[int, Dict[str, int]]] = {}
@@ -336,6 +338,7 @@ class Registry:
     # Plain data: pickles by value (dicts of tuples), nothing to reconnect.
     def __getstate__(self):
         return {"source": self.source, "problems": list(self.problems),
+                "record_counts": dict(self.record_counts),
                 "entries": [tuple(e) for e in self._store.values()],
                 "ids": self._ids, "guids": self._guids,
                 "id_only": {c: [tuple(e) for e in m.values()] for c, m in self._id_only.items()}}
@@ -343,6 +346,7 @@ class Registry:
     def __setstate__(self, state):
         self.source = state["source"]
         self.problems = state["problems"]
+        self.record_counts = state.get("record_counts", {})
         self._store = {}
         for t in state["entries"]:
             e = SchemaEntry(*t)

@@ -121,12 +121,12 @@ def read_folder(uri: str, *, storage_options: Optional[dict] = None) -> Registry
                 continue
         plain.append(SchemaEntry(subject, version, -1, text, _EXT_TYPE[ext]))
     for e in plain:
-        sid = by_text.get((e.schema_type, e.schema))
-        if sid is None:
+        known = by_text.get((e.schema_type, e.schema))
+        if known is None:
             # Readable as a reader schema; no record can name it (no id known).
             reg._store[(e.subject, e.version)] = e
         else:
-            reg._register(e._replace(id=sid))
+            reg._register(e._replace(id=known))
     if not len(reg) and not reg.ids():
         raise RegistryError(f"{uri}: no schema files found (<subject>/<version>.avsc|.proto|.json, "
                             f"schemas/ids/<id>.json)")
@@ -147,7 +147,7 @@ class _Client:
         if parts.username is not None:
             cred = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
             self.auth = "Basic " + base64.b64encode(cred.encode()).decode()
-            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
             url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
         if bearer_token:
             self.auth = f"Bearer {bearer_token}"
@@ -201,7 +201,7 @@ def read_http(url: str, *, bearer_token: Optional[str] = None, cache_dir: Option
             rows = json.load(fh)
     else:
         rows = _fetch(_Client(url, bearer_token, timeout))
-        if cache_file:
+        if cache_file and cache_dir:
             os.makedirs(cache_dir, exist_ok=True)
             tmp = cache_file + ".tmp"
             with open(tmp, "w") as fh:
@@ -224,7 +224,7 @@ def _redact(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.username is None:
         return url
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 

@@ -44,22 +44,22 @@ def _json(raw, what: str):
         raise _Bad(f"{what} is not JSON: {exc}") from None
 
 
-def _int(obj: dict, name: str, what: str, *, required: bool = True) -> Optional[int]:
+def _int(obj: dict, name: str, what: str) -> int:
     v = obj.get(name)
-    if v is None and not required:
-        return None
     if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
         raise _Bad(f"{what}: {name} {v!r} is not a 32-bit integer")
     return v
 
 
-def _str(obj: dict, name: str, what: str, *, required: bool = True) -> Optional[str]:
+def _str(obj: dict, name: str, what: str) -> str:
     v = obj.get(name)
-    if v is None and not required:
-        return None
     if not isinstance(v, str):
         raise _Bad(f"{what}: {name} {v!r} is not a string")
     return v
+
+
+def _opt_str(obj: dict, name: str, what: str) -> Optional[str]:
+    return None if obj.get(name) is None else _str(obj, name, what)
 
 
 def parse_schema_value(obj, *, offset: Optional[int] = None) -> SchemaEntry:
@@ -140,7 +140,7 @@ def _apply(reg: Registry, offset: int, key, value) -> Optional[str]:
     if kt == "DELETE_SUBJECT":
         reg._delete_subject(_str(v, "subject", kt), _int(v, "version", kt))
     else:
-        reg._clear_subject(_str(v, "subject", kt, required=False))
+        reg._clear_subject(_opt_str(v, "subject", kt))
     return kt
 
 
@@ -174,7 +174,7 @@ def replay(records: Iterable[Tuple[int, Optional[bytes], Optional[bytes]]], *,
             reg.problems.append(f"_schemas offset {offset}: {exc}")
             kind = "problem"
         counts[kind] = counts.get(kind, 0) + 1
-    reg.record_counts = counts      # type: ignore[attr-defined]
+    reg.record_counts = counts
     return reg
 
 

@@ -60,8 +60,9 @@ def _layout(values: pa.Array):
     bufs = values.buffers()
     offs = np.frombuffer(bufs[1], dtype=off_t, count=values.offset + n + 1)[values.offset:]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    starts = offs[:-1].astype(np.int64)
-    lengths = (offs[1:] - offs[:-1]).astype(np.int64)
+    wide = offs.astype(np.int64)
+    starts = wide[:-1]
+    lengths = wide[1:] - wide[:-1]
     valid = np.ones(n, dtype=bool) if values.null_count == 0 else \
         np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     return starts, lengths, data, valid
