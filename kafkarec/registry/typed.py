@@ -86,6 +86,42 @@ def _schema_object(registry: Optional[Registry], entry: SchemaEntry):
     return JsonSchema.from_text(entry.schema, imports)
 
 
+def _zigzag_varint(v: int) -> bytes:
+    z = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def message_indexes(schema, message: Optional[str]) -> bytes:
+    """Confluent's message indexes (``MessageIndexes``) naming ``message`` in a compiled
+    Protobuf schema: ``[0]`` is the single byte 0x00, otherwise a zig-zag count then the
+    zig-zag indexes.  Bare Protobuf payloads (``value_format="protobuf"``) get these in front."""
+    want = (message or schema.first_message).lstrip(".")
+
+    def find(level, path):
+        for i, name in enumerate(level):
+            if name == want:
+                return path + [i]
+            found = find(schema.messages[name]["nested"], path + [i])
+            if found:
+                return found
+        return None
+
+    path = find(schema.top_level, [])
+    if path is None:
+        raise RegistryError(f"no message {want!r} in the Protobuf schema")
+    if path == [0]:
+        return b"\x00"
+    return _zigzag_varint(len(path)) + b"".join(_zigzag_varint(i) for i in path)
+
+
 def _schema_key(entry: SchemaEntry) -> tuple:
     return (entry.schema_type, entry.schema, entry.references)
 
@@ -152,10 +188,13 @@ class TypedColumn:
             self.decoder = cls(self._reader_obj)
         self.arrow_type: pa.DataType = self.decoder.arrow_type
         self._writer_errors: Dict[int, Optional[str]] = {}
+        self._bare_prefix = b""
         if fmt != "registry":
             # Bare payloads: every record was written with the reader schema (writer id 0).
             self.decoder.add_writer(0, self._reader_obj)
             self._writer_errors[0] = None
+            if self.schema_type == "PROTOBUF" and self.schema_type not in self._decoders:
+                self._bare_prefix = message_indexes(self._reader_obj, message)
 
     def _compile(self, entry: SchemaEntry):
         if self.schema_type in self._decoders:
@@ -213,6 +252,13 @@ class TypedColumn:
             valid = values.is_valid()
             ids = pc.if_else(valid, pa.scalar(0, pa.int64()), pa.scalar(None, pa.int64()))
             body = pa.array(np.zeros(n, dtype=np.int32))
+            if self._bare_prefix:
+                # The message indexes the decoder reads first: the column's message, every row.
+                starts, lengths, data, ok = wire._layout(values)
+                pre = np.frombuffer(self._bare_prefix, dtype=np.uint8)
+                values = wire._prepend(pre, np.zeros(n, dtype=np.int64),
+                                       np.where(ok, len(pre), 0).astype(np.int64), data, starts,
+                                       np.where(ok, lengths, 0), ok)
             typed, errs = self.decoder.decode(values, ids, body)
             return typed, pa.nulls(n, pa.int64()), errs
         w = wire.parse_ids(values, headers=headers if self.header_ids else None,

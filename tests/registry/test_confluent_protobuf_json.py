@@ -107,3 +107,29 @@ def test_json_serializer_payloads_through_the_registry():
     corrupt = out.column("_corrupt_record").to_pylist()
     assert corrupt[:3] == [None] * 3 and corrupt[3] is not None and got[3] is None
     assert "Unknown magic byte 0x07" in corrupt[4]
+
+
+BARE = """
+syntax = "proto3";
+package kr.bare;
+message A { int64 x = 1; message B { string s = 1; int32 n = 2; } }
+message C { string name = 1; }
+"""
+
+
+def test_bare_protobuf_payloads_with_a_reader_schema():
+    from kafkarec.registry.typed import message_indexes
+    from kafkarec.protobuf import ProtobufSchema
+    from protos import Generated
+    mod = Generated({"krbare/bare.proto": BARE}).modules["krbare/bare.proto"]
+    schema = ProtobufSchema.from_text(BARE, name="krbare/bare.proto")
+    assert message_indexes(schema, None) == b"\x00"                 # [0]: the one-byte form
+    assert message_indexes(schema, "kr.bare.C") == b"\x02\x02"       # [1]
+    assert message_indexes(schema, "kr.bare.A.B") == b"\x04\x00\x00"  # [0, 0]
+    for message, msg in (("kr.bare.A.B", mod.A.B(s="s", n=4)), ("kr.bare.C", mod.C(name="c")),
+                         (None, mod.A(x=-3))):
+        col = kr.TypedColumn(None, value_format="protobuf", reader_schema=BARE, message=message)
+        typed, _, errs = col.decode(pa.array([msg.SerializeToString(), None], pa.binary()))
+        assert errs.to_pylist() == [None, None]
+        got = typed.to_pylist()
+        assert got[1] is None and normalize(got[0], msg.DESCRIPTOR) == row(msg)
