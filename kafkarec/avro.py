@@ -640,8 +640,8 @@ class _Layout:
         self.specs: list = []
         self.root = self.place(reader.root, None)
 
-    def new(self, kind: int) -> int:
-        self.specs.append([kind, []])
+    def new(self, kind: int, nullable: bool = False) -> int:
+        self.specs.append([kind, [], nullable])
         return len(self.specs) - 1
 
     def place(self, node: _Node, col: Optional[int], store: Optional[int] = None) -> _Col:
@@ -651,12 +651,13 @@ class _Layout:
         if t == "union":
             mode, nonnull, has_null = _union_mode(node)
             if mode == "struct":
-                c = _Col(node, self.new(CK_STRUCT), CK_STRUCT)
+                c = _Col(node, self.new(CK_STRUCT, has_null), CK_STRUCT)
                 for b in node.branches:
                     if b.type == "null":
                         c.branches.append(None)
                     else:
                         m = self.place(b, None)
+                        self.specs[m.col][2] = True       # Spark's member fields are nullable
                         self.specs[c.col][1].append(m.col)
                         c.branches.append(m)
             else:
@@ -667,6 +668,7 @@ class _Layout:
                 else:
                     cid = self.new(kind)
                     first = None
+                self.specs[cid][2] = has_null or mode == "null"
                 c = _Col(node, cid, kind)
                 for i, b in enumerate(node.branches):
                     if b.type == "null":
@@ -694,7 +696,7 @@ class _Layout:
         else:
             kind = CK_LIST
         if col is None:
-            col = self.new(kind)
+            col = self.new(kind, kind == CK_NULL)
         c = _Col(node, col, kind)
         if t == "record":
             for f in node.fields:
@@ -1077,7 +1079,9 @@ class AvroDecoder:
         self.reader = reader
         self.arrow_type = arrow_type_of(reader)
         self._layout = _Layout(reader)
-        self._specs = [(k, list(ch)) for k, ch in self._layout.specs]
+        # the top-level column is nullable: tombstones and records that fail are null
+        self._layout.specs[self._layout.root.col][2] = True
+        self._specs = [(k, list(ch), nullable) for k, ch, nullable in self._layout.specs]
         self._max_items = max_items
         self._programs: dict = {}
         self._runner = _core()._AvroRunner(self._specs, self._arrow_types(), max_items, self._layout.root.col)

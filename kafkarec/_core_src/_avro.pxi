@@ -95,6 +95,7 @@ cdef class _AvCol:
     data), offsets (binary and list), validity and child columns."""
     cdef int kind
     cdef int width
+    cdef bint nullable
     cdef Py_ssize_t length
     cdef _Growable values
     cdef _Growable offsets
@@ -102,8 +103,9 @@ cdef class _AvCol:
     cdef _Bits valid
     cdef list children
 
-    def __cinit__(self, int kind):
+    def __cinit__(self, int kind, bint nullable):
         self.kind = kind
+        self.nullable = nullable
         self.width = {CK_I32: 4, CK_I64: 8, CK_F32: 4, CK_F64: 8, CK_DEC16: 16, CK_DEC32: 32}.get(kind, 0)
         self.valid = _Bits()
         self.children = []
@@ -125,10 +127,11 @@ cdef inline int col_ok(_AvCol col) except -1:
 
 
 cdef int col_null(_AvCol col) except -1:
-    """A null (or, under a null parent, a placeholder) at the end of col."""
+    """A null at the end of col; under a null parent, a column that cannot be
+    null (Spark's non-nullable fields) gets a valid placeholder (zero, empty)."""
     cdef _AvCol ch
     cdef uint8_t zero[32]
-    col.valid.append(False)
+    col.valid.append(not col.nullable)
     col.length += 1
     if col.kind == CK_BOOL:
         col.bits.append(False)
@@ -148,8 +151,11 @@ cdef int col_null(_AvCol col) except -1:
 cdef int col_truncate(_AvCol col, Py_ssize_t n) except -1:
     """Drop the rows of col after the first n (a record that failed midway)."""
     cdef _AvCol ch
-    if n >= col.length:
+    if n > col.length:
         return 0
+    # a record's own row is appended after its fields, a list's after its items:
+    # children may hold rows past the parent's length, so recurse even when
+    # the parent has none to drop
     col.valid.truncate(n)
     col.length = n
     if col.kind == CK_BOOL:
@@ -552,7 +558,7 @@ cdef class _AvroRunner:
 
     def decode(self, values, writer_ids, body_offsets):
         pa = pyarrow()
-        cdef list cols = [_AvCol(s[0]) for s in self.specs]
+        cdef list cols = [_AvCol(s[0], s[2]) for s in self.specs]
         cdef Py_ssize_t i, n, ncols = len(cols)
         cdef _AvCol col
         for i in range(ncols):
