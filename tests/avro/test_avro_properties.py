@@ -41,7 +41,7 @@ class Gen:
             p = r.choice(PRIMS[1:])
             if r.random() < 0.15:
                 return r.choice([
-                    {"type": "bytes", "logicalType": "decimal", "precision": r.randint(1, 30), "scale": 2},
+                    {"type": "bytes", "logicalType": "decimal", "precision": r.randint(2, 30), "scale": 2},
                     {"type": "long", "logicalType": "timestamp-millis"},
                     {"type": "long", "logicalType": "timestamp-micros"},
                     {"type": "int", "logicalType": "date"},
