@@ -121,7 +121,9 @@ cdef class _AvCol:
 
 
 cdef inline int col_ok(_AvCol col) except -1:
-    col.valid.append(True)
+    # a column that cannot be null keeps no validity bitmap (all valid)
+    if col.nullable:
+        col.valid.append(True)
     col.length += 1
     return 0
 
@@ -131,7 +133,8 @@ cdef int col_null(_AvCol col) except -1:
     null (Spark's non-nullable fields) gets a valid placeholder (zero, empty)."""
     cdef _AvCol ch
     cdef uint8_t zero[32]
-    col.valid.append(not col.nullable)
+    if col.nullable:
+        col.valid.append(False)
     col.length += 1
     if col.kind == CK_BOOL:
         col.bits.append(False)
@@ -156,7 +159,8 @@ cdef int col_truncate(_AvCol col, Py_ssize_t n) except -1:
     # a record's own row is appended after its fields, a list's after its items:
     # children may hold rows past the parent's length, so recurse even when
     # the parent has none to drop
-    col.valid.truncate(n)
+    if col.nullable:
+        col.valid.truncate(n)
     col.length = n
     if col.kind == CK_BOOL:
         col.bits.truncate(n)
@@ -520,10 +524,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         av_run(ex, ops, op.a, c)
         return col_ok(col)
     if kind == OP_NULL_COL:
-        col = <_AvCol>ex.cols[op.col]
-        col.valid.append(False)
-        col.length += 1
-        return 0
+        return col_null(<_AvCol>ex.cols[op.col])
     if kind == OP_DEFAULT:
         # a reader field the writer lacks: its default, encoded with the reader's type
         prog = ex.prog
