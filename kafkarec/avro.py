@@ -32,7 +32,7 @@ import json
 import math
 import re
 import struct
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
 
 from kafkarec.errors import SchemaResolutionError, AvroSchemaError
 
@@ -68,13 +68,13 @@ class _Node:
         self.type = type_
         self.name: Optional[str] = None       # full name for named types
         self.aliases: tuple = ()              # full names
-        self.logical: Optional[dict] = None   # {"name": ..., "precision": ..., "scale": ...}
+        self.logical: Any = None              # None or {"name": ..., "precision": ..., "scale": ...}
         self.fields: list = []
         self.symbols: list = []
         self.enum_default: Optional[str] = None
         self.size = 0
-        self.items: Optional[_Node] = None
-        self.values: Optional[_Node] = None
+        self.items: Any = None                # _Node of an array
+        self.values: Any = None               # _Node of a map
         self.branches: list = []
 
     @property
@@ -144,7 +144,7 @@ class _Parser:
                         raise AvroSchemaError(f"named type {full!r} is defined twice in named_types")
                     self.named[full] = node
 
-    def fail(self, path: str, reason: str):
+    def fail(self, path: str, reason: str) -> NoReturn:
         raise AvroSchemaError(f"{path or '<root>'}: {reason}")
 
     def fullname(self, name: Any, namespace: Any, enclosing: str, path: str) -> tuple:
@@ -661,7 +661,7 @@ class _Layout:
                         self.specs[c.col][1].append(m.col)
                         c.branches.append(m)
             else:
-                kind = {"null": CK_NULL, "long": CK_I64, "double": CK_F64}.get(mode)
+                kind = {"null": CK_NULL, "long": CK_I64, "double": CK_F64}.get(mode, CK_STRUCT)
                 if mode == "single":
                     first = self.place(node.branches[nonnull[0]], None)
                     cid, kind = first.col, first.store
@@ -756,8 +756,9 @@ class _Compiler:
         self.reader = reader
         self.writer = writer
 
-    def wname(self, w: _Node) -> Optional[str]:
-        return None if w.name is None else self.type_alias.get(w.name, w.name)
+    def wname(self, w: _Node) -> str:
+        """The full name of a writer's named type after the reader's aliases."""
+        return "" if w.name is None else self.type_alias.get(w.name, w.name)
 
     def emit(self, kind, col=-1, a=0, b=0, c=0, n=0) -> int:
         self.ops.append([kind, col, a, b, c, n])
