@@ -12,7 +12,20 @@
   (``_core_src/_avro.pxi``) runs over the one checked cursor of the core,
   writing Arrow buffers directly: no Python object per record.
 * The Arrow type is Spark's ``from_avro`` mapping (``SchemaConverters``),
-  keeping Arrow's full precision (timestamp units, decimal256).
+  keeping Arrow's full precision: record -> struct (fields not nullable unless
+  their union has null), enum -> string, ``[null, X]`` -> nullable X,
+  ``[int, long]`` -> int64, ``[float, double]`` -> float64, any other union ->
+  struct ``member0..memberN`` (nullable members, one set), bytes/fixed ->
+  binary, decimal -> decimal128 (decimal256 above precision 38), date ->
+  date32, timestamp-millis/micros/nanos -> timestamp ms/us/ns in UTC,
+  local-timestamp-* -> timestamp without a time zone, array -> list, map ->
+  map<string, X>; time-millis/time-micros stay int32/int64 and duration and
+  uuid-on-fixed stay binary, as Spark keeps them.  A primitive schema gives a
+  primitive column.  Logical types that Java ignores as invalid (a decimal
+  whose scale exceeds its precision...) are ignored here too.
+* String columns are valid UTF-8 (Arrow requires it): a string, or bytes read
+  as a string, that is not UTF-8 is a per-record error, where Java would
+  substitute U+FFFD.
 
 Resolution errors that every record would hit raise
 :class:`~kafkarec.errors.SchemaResolutionError` when the writer is added;
@@ -1075,6 +1088,9 @@ class AvroDecoder:
     (null values) and null writer ids are null values with no error."""
 
     def __init__(self, reader: AvroSchema, *, max_items: int = 1 << 24) -> None:
+        """``max_items`` bounds the items that take no bytes (``array<null>``,
+        records of nulls) one ``decode`` call may produce: any other item needs
+        at least one byte of input, so work stays bounded by the input size."""
         if not isinstance(reader, AvroSchema):
             reader = parse_schema(reader)
         self.reader = reader

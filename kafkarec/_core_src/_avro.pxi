@@ -17,8 +17,8 @@
 #
 # Safety: every length and block count is checked against the bytes that
 # remain before it is used; an item needs at least one byte unless its type
-# encodes to nothing, and those items are bounded by a total-items cap per
-# record.  Nesting depth is bounded by the schema (recursive types are refused
+# encodes to nothing, and those items are bounded by one budget per decode
+# call (max_items).  Nesting depth is bounded by the schema (recursive types are refused
 # when parsing).  Nothing is allocated by a count read from the input.
 
 cdef extern from "_avro.h":
@@ -248,7 +248,9 @@ cdef class _AvroProgram:
 @cython.final
 cdef class _AvExec:
     """The state of one decode: the columns (borrowed pointers, owned by a
-    list) and the items budget of the current record."""
+    list) and the budget of items that take no bytes (array<null>...), shared
+    by all rows of the call so that work stays bounded by the input size
+    plus max_items."""
     cdef PyObject **cols
     cdef _AvroProgram prog
     cdef Py_ssize_t items
@@ -328,7 +330,8 @@ cdef int av_block_count(_AvExec ex, Cursor *c, const AvOp *op, bint zero_size, i
     if zero_size:
         ex.items += count[0]
         if ex.items > ex.max_items:
-            av_fail(c, at, f"{what}: more than {ex.max_items} items in one record")
+            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one decode "
+                           "(the max_items budget)")
     elif count[0] > c.end - c.pos:
         av_fail(c, at, f"{what}: block of {count[0]} items but only {c.end - c.pos} bytes remain in the value")
     return 0
@@ -677,7 +680,6 @@ cdef class _AvroRunner:
                 cursor_init(&c, vdata + start + off, length - off, off, False, False)
             before = root.length
             ex.prog = prog
-            ex.items = 0
             try:
                 av_run(ex, prog.ops, prog.root, &c)
             except AvroDecodeError as exc:

@@ -169,7 +169,7 @@ def test_zero_size_items_are_capped():
     t = time.perf_counter()
     vals, errs = avro.decode_values([b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", b"\x06\x00"], nulls)
     assert time.perf_counter() - t < 1
-    assert "more than" in errs[0].as_py() and "items in one record" in errs[0].as_py()
+    assert "items that take no bytes in one decode" in errs[0].as_py()
     assert vals[1].as_py() == [None, None, None]
 
 
@@ -295,3 +295,16 @@ def test_spark_type_mapping():
     assert t.field("bad").type == pa.binary()             # an invalid logical type is ignored, as Java does
     assert t.field("m").type == pa.map_(pa.string(), pa.int64())
     assert t.field("f").type == pa.binary()
+
+
+def test_zero_size_items_budget_is_shared_by_the_rows_of_a_call():
+    nulls = avro.parse_schema({"type": "array", "items": "null"})
+    dec = avro.AvroDecoder(nulls, max_items=10)
+    dec.add_writer(0, nulls)
+    body = b"\x06\x00"                                           # 3 nulls
+    vals, errs = dec.decode(pa.array([body] * 4, pa.binary()), pa.array([0] * 4, pa.int64()),
+                            pa.array([0] * 4, pa.int32()))
+    assert vals.to_pylist() == [[None] * 3] * 3 + [None]
+    assert "more than 10 items that take no bytes" in errs[3].as_py()
+    vals, errs = dec.decode(pa.array([body], pa.binary()), pa.array([0], pa.int64()), pa.array([0], pa.int32()))
+    assert errs.to_pylist() == [None]                           # a new call, a new budget
