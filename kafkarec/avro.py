@@ -135,6 +135,15 @@ class AvroSchema:
             self._text = json.dumps(self.json, separators=(",", ":"))
         return self._text
 
+    def to_json(self) -> Any:
+        """The schema as self-contained JSON objects: named types taken from
+        ``named_types`` are written inline where first used, so the result
+        parses on its own (to ship a schema to Spark executors)."""
+        return _node_json(self.root, set())
+
+    def __reduce__(self):
+        return (parse_schema, (json.dumps(self.to_json()),))
+
     def __repr__(self) -> str:
         text = str(self)
         return f"AvroSchema({text[:80] + '...' if len(text) > 80 else text})"
@@ -388,6 +397,50 @@ def _logical(node: _Node, lt: str, obj: dict) -> Optional[dict]:
     if lt == "duration" and node.size != 12 or lt == "uuid" and t == "fixed" and node.size != 16:
         return None
     return {"name": lt}
+
+
+def _node_json(node: _Node, defined: set) -> Any:
+    t = node.type
+    if t == "union":
+        return [_node_json(b, defined) for b in node.branches]
+    if node.name is not None:
+        if node.name in defined:
+            return node.name
+        defined.add(node.name)
+        ns, _, short = node.name.rpartition(".")
+        out: dict = {"type": t, "name": short, "namespace": ns}
+        if node.aliases:
+            out["aliases"] = list(node.aliases)
+        if t == "record":
+            fields = []
+            for f in node.fields:
+                fj: dict = {"name": f.name, "type": _node_json(f.type, defined)}
+                if f.has_default:
+                    fj["default"] = f.default
+                if f.aliases:
+                    fj["aliases"] = list(f.aliases)
+                fields.append(fj)
+            out["fields"] = fields
+        elif t == "enum":
+            out["symbols"] = list(node.symbols)
+            if node.enum_default is not None:
+                out["default"] = node.enum_default
+        else:
+            out["size"] = node.size
+    elif t == "array":
+        out = {"type": t, "items": _node_json(node.items, defined)}
+    elif t == "map":
+        out = {"type": t, "values": _node_json(node.values, defined)}
+    elif node.logical is None:
+        return t
+    else:
+        out = {"type": t}
+    if node.logical is not None:
+        out["logicalType"] = node.logical["name"]
+        if node.logical["name"] == "decimal":
+            out["precision"] = node.logical["precision"]
+            out["scale"] = node.logical["scale"]
+    return out
 
 
 def parse_schema(text_or_obj: Union[str, bytes, Any],
@@ -1101,7 +1154,12 @@ class AvroDecoder:
         self._specs = [(k, list(ch), nullable) for k, ch, nullable in self._layout.specs]
         self._max_items = max_items
         self._programs: dict = {}
+        self._writers: dict = {}
         self._runner = _core()._AvroRunner(self._specs, self._arrow_types(), max_items, self._layout.root.col)
+
+    def __reduce__(self):
+        # pickles as schemas (Spark ships decoders to executors); programs are recompiled there
+        return (_rebuild_decoder, (self.reader, dict(self._writers), self._max_items))
 
     def _arrow_types(self) -> list:
         """The Arrow type of every column, by column id."""
@@ -1135,7 +1193,10 @@ class AvroDecoder:
     def add_writer(self, writer_id: int, writer: AvroSchema) -> None:
         """Compile resolution from ``writer`` (schema id ``writer_id``) to the
         reader schema.  Raises SchemaResolutionError when they cannot resolve."""
+        if not isinstance(writer, AvroSchema):
+            writer = parse_schema(writer)
         self._programs[int(writer_id)] = self._compile(writer, confluent=True)
+        self._writers[int(writer_id)] = writer
         self._runner.set_program(int(writer_id), self._programs[int(writer_id)])
 
     def _compile(self, writer: AvroSchema, confluent: bool):
@@ -1150,6 +1211,13 @@ class AvroDecoder:
         ``writer_ids[i]``.  Returns (values as ``arrow_type``, error strings:
         null where the row decoded, else ``"offset-in-value N: reason"``)."""
         return self._runner.decode(values, writer_ids, body_offsets)
+
+
+def _rebuild_decoder(reader: AvroSchema, writers: dict, max_items: int) -> AvroDecoder:
+    dec = AvroDecoder(reader, max_items=max_items)
+    for wid, w in writers.items():
+        dec.add_writer(wid, w)
+    return dec
 
 
 def decode_values(values, writer: AvroSchema, reader: Optional[AvroSchema] = None):

@@ -308,3 +308,29 @@ def test_zero_size_items_budget_is_shared_by_the_rows_of_a_call():
     assert "more than 10 items that take no bytes" in errs[3].as_py()
     vals, errs = dec.decode(pa.array([body], pa.binary()), pa.array([0], pa.int64()), pa.array([0], pa.int32()))
     assert errs.to_pylist() == [None]                           # a new call, a new budget
+
+
+def test_schemas_and_decoders_pickle_self_contained():
+    import pickle
+    money = avro.parse_schema({"type": "fixed", "name": "Money", "namespace": "com.acme", "size": 8,
+                               "logicalType": "decimal", "precision": 18, "scale": 2, "aliases": ["Cash"]})
+    order = avro.parse_schema(
+        {"type": "record", "name": "Order", "namespace": "com.acme", "fields": [
+            {"name": "m", "type": "Money", "aliases": ["amount"]},
+            {"name": "inner", "type": {"type": "record", "name": "Inner", "namespace": "", "fields": [
+                {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"], "default": "A"}}]}},
+            {"name": "again", "type": ["null", "com.acme.Money", "Inner"], "default": None}]},
+        named_types=[money])
+    again = pickle.loads(pickle.dumps(order))
+    assert again.to_json() == order.to_json()
+    assert avro.arrow_type_of(again) == avro.arrow_type_of(order)
+    dec = avro.AvroDecoder(order)
+    dec.add_writer(4, order)
+    body = (250).to_bytes(8, "big") + b"\x02" + b"\x02" + (7).to_bytes(8, "big")
+    args = (pa.array([b"\x00\x00\x00\x00\x04" + body], pa.binary()), pa.array([4], pa.int64()),
+            pa.array([5], pa.int32()))
+    d2 = pickle.loads(pickle.dumps(dec))
+    assert d2.arrow_type == dec.arrow_type
+    assert d2.decode(*args)[0].to_pylist() == dec.decode(*args)[0].to_pylist()
+    import decimal
+    assert dec.decode(*args)[0].to_pylist()[0]["m"] == decimal.Decimal("2.50")

@@ -261,6 +261,7 @@ def test_random_schemas_match_fastavro(seed):
     bodies = fastavro_write(w, recs)
     parsed = fastavro.parse_schema(w, named_schemas={})
     s = avro.parse_schema(w)
+    assert avro.parse_schema(json.dumps(s.to_json())).to_json() == s.to_json()
     vals, errs = avro.decode_values(pa.array(bodies, pa.binary()), s)
     assert errs.null_count == len(bodies), errs
     vals.validate(full=True)
