@@ -26,6 +26,8 @@ cdef extern from "_avro.h":
 
 from kafkarec.errors import AvroDecodeError
 
+cdef const char *_AV_EMPTY = b""     # a non-NULL pointer to nothing
+
 # column kinds (kafkarec/avro.py CK_*)
 cdef enum:
     CK_NULL = 0
@@ -603,6 +605,10 @@ cdef class _AvroRunner:
         cdef const uint8_t *vvalid = _address(bufs[0])
         cdef const uint8_t *voffs = _address(bufs[1])
         cdef const uint8_t *vdata = _address(bufs[2])
+        if vdata == NULL:
+            # every value empty: a cursor must never hold NULL (av_take returns
+            # its position, and NULL there means an error was raised)
+            vdata = <const uint8_t *>_AV_EMPTY
         cdef const uint8_t *ivalid = NULL
         cdef const int64_t *idata = NULL
         cdef const uint8_t *ovalid = NULL
