@@ -477,8 +477,39 @@ def parse_schema(text_or_obj: Union[str, bytes, Any],
         root = parser.parse(obj, "", 0, "")
     except RecursionError:
         raise AvroSchemaError(f"schema nests deeper than {MAX_DEPTH} levels") from None
+    if _expanded_size(root, {}) > MAX_SCHEMA_NODES:
+        # a named type used twice is decoded into two columns: what counts is
+        # the schema with every reference expanded (which can grow exponentially)
+        raise AvroSchemaError(f"schema has more than {MAX_SCHEMA_NODES} types once its named types are "
+                              "expanded where they are used")
     own = {k: v for k, v in parser.named.items()}
     return AvroSchema(root, own, obj)
+
+
+def _expanded_size(node: _Node, memo: dict) -> int:
+    key = id(node)
+    size = memo.get(key)
+    if size is not None:
+        return size
+    size = 1
+    for child in _children(node):
+        size += _expanded_size(child, memo)
+        if size > MAX_SCHEMA_NODES:
+            break
+    memo[key] = size
+    return size
+
+
+def _children(node: _Node) -> list:
+    if node.type == "record":
+        return [f.type for f in node.fields]
+    if node.type == "array":
+        return [node.items]
+    if node.type == "map":
+        return [node.values]
+    if node.type == "union":
+        return node.branches
+    return []
 
 
 # ----------------------------------------------------------------------------- defaults

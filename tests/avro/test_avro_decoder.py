@@ -334,3 +334,21 @@ def test_schemas_and_decoders_pickle_self_contained():
     assert d2.decode(*args)[0].to_pylist() == dec.decode(*args)[0].to_pylist()
     import decimal
     assert dec.decode(*args)[0].to_pylist()[0]["m"] == decimal.Decimal("2.50")
+
+
+def test_named_type_reuse_cannot_blow_up():
+    # each record uses the previous one twice: 2^40 columns once expanded
+    types = [{"type": "record", "name": "R0", "fields": [{"name": "v", "type": "int"}]}]
+    for i in range(1, 41):
+        types.append({"type": "record", "name": f"R{i}", "fields": [
+            {"name": "a", "type": types[-1] if i == 1 else f"R{i - 1}"},
+            {"name": "b", "type": f"R{i - 1}"}]})
+    # nest the definitions: R40 defines R39 inline in its first field, and so on
+    schema = types[1]
+    for i in range(2, 41):
+        schema = {"type": "record", "name": f"R{i}", "fields": [{"name": "a", "type": schema},
+                                                               {"name": "b", "type": f"R{i - 1}"}]}
+    t = time.perf_counter()
+    with pytest.raises(AvroSchemaError, match="once its named types are expanded"):
+        avro.parse_schema(schema)
+    assert time.perf_counter() - t < 1
