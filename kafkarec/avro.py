@@ -12,7 +12,20 @@
   (``_core_src/_avro.pxi``) runs over the one checked cursor of the core,
   writing Arrow buffers directly: no Python object per record.
 * The Arrow type is Spark's ``from_avro`` mapping (``SchemaConverters``),
-  keeping Arrow's full precision (timestamp units, decimal256).
+  keeping Arrow's full precision: record -> struct (fields not nullable unless
+  their union has null), enum -> string, ``[null, X]`` -> nullable X,
+  ``[int, long]`` -> int64, ``[float, double]`` -> float64, any other union ->
+  struct ``member0..memberN`` (nullable members, one set), bytes/fixed ->
+  binary, decimal -> decimal128 (decimal256 above precision 38), date ->
+  date32, timestamp-millis/micros/nanos -> timestamp ms/us/ns in UTC,
+  local-timestamp-* -> timestamp without a time zone, array -> list, map ->
+  map<string, X>; time-millis/time-micros stay int32/int64 and duration and
+  uuid-on-fixed stay binary, as Spark keeps them.  A primitive schema gives a
+  primitive column.  Logical types that Java ignores as invalid (a decimal
+  whose scale exceeds its precision...) are ignored here too.
+* String columns are valid UTF-8 (Arrow requires it): a string, or bytes read
+  as a string, that is not UTF-8 is a per-record error, where Java would
+  substitute U+FFFD.
 
 Resolution errors that every record would hit raise
 :class:`~kafkarec.errors.SchemaResolutionError` when the writer is added;
@@ -32,7 +45,7 @@ import json
 import math
 import re
 import struct
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
 
 from kafkarec.errors import SchemaResolutionError, AvroSchemaError
 
@@ -68,13 +81,13 @@ class _Node:
         self.type = type_
         self.name: Optional[str] = None       # full name for named types
         self.aliases: tuple = ()              # full names
-        self.logical: Optional[dict] = None   # {"name": ..., "precision": ..., "scale": ...}
+        self.logical: Any = None              # None or {"name": ..., "precision": ..., "scale": ...}
         self.fields: list = []
         self.symbols: list = []
         self.enum_default: Optional[str] = None
         self.size = 0
-        self.items: Optional[_Node] = None
-        self.values: Optional[_Node] = None
+        self.items: Any = None                # _Node of an array
+        self.values: Any = None               # _Node of a map
         self.branches: list = []
 
     @property
@@ -122,6 +135,15 @@ class AvroSchema:
             self._text = json.dumps(self.json, separators=(",", ":"))
         return self._text
 
+    def to_json(self) -> Any:
+        """The schema as self-contained JSON objects: named types taken from
+        ``named_types`` are written inline where first used, so the result
+        parses on its own (to ship a schema to Spark executors)."""
+        return _node_json(self.root, set())
+
+    def __reduce__(self):
+        return (parse_schema, (json.dumps(self.to_json()),))
+
     def __repr__(self) -> str:
         text = str(self)
         return f"AvroSchema({text[:80] + '...' if len(text) > 80 else text})"
@@ -144,7 +166,7 @@ class _Parser:
                         raise AvroSchemaError(f"named type {full!r} is defined twice in named_types")
                     self.named[full] = node
 
-    def fail(self, path: str, reason: str):
+    def fail(self, path: str, reason: str) -> NoReturn:
         raise AvroSchemaError(f"{path or '<root>'}: {reason}")
 
     def fullname(self, name: Any, namespace: Any, enclosing: str, path: str) -> tuple:
@@ -377,6 +399,50 @@ def _logical(node: _Node, lt: str, obj: dict) -> Optional[dict]:
     return {"name": lt}
 
 
+def _node_json(node: _Node, defined: set) -> Any:
+    t = node.type
+    if t == "union":
+        return [_node_json(b, defined) for b in node.branches]
+    if node.name is not None:
+        if node.name in defined:
+            return node.name
+        defined.add(node.name)
+        ns, _, short = node.name.rpartition(".")
+        out: dict = {"type": t, "name": short, "namespace": ns}
+        if node.aliases:
+            out["aliases"] = list(node.aliases)
+        if t == "record":
+            fields = []
+            for f in node.fields:
+                fj: dict = {"name": f.name, "type": _node_json(f.type, defined)}
+                if f.has_default:
+                    fj["default"] = f.default
+                if f.aliases:
+                    fj["aliases"] = list(f.aliases)
+                fields.append(fj)
+            out["fields"] = fields
+        elif t == "enum":
+            out["symbols"] = list(node.symbols)
+            if node.enum_default is not None:
+                out["default"] = node.enum_default
+        else:
+            out["size"] = node.size
+    elif t == "array":
+        out = {"type": t, "items": _node_json(node.items, defined)}
+    elif t == "map":
+        out = {"type": t, "values": _node_json(node.values, defined)}
+    elif node.logical is None:
+        return t
+    else:
+        out = {"type": t}
+    if node.logical is not None:
+        out["logicalType"] = node.logical["name"]
+        if node.logical["name"] == "decimal":
+            out["precision"] = node.logical["precision"]
+            out["scale"] = node.logical["scale"]
+    return out
+
+
 def parse_schema(text_or_obj: Union[str, bytes, Any],
                  named_types: Union[Mapping[str, Any], Iterable[Any], None] = None) -> AvroSchema:
     """Parse an Avro schema: JSON text (``str``/``bytes``) or the parsed JSON
@@ -411,8 +477,39 @@ def parse_schema(text_or_obj: Union[str, bytes, Any],
         root = parser.parse(obj, "", 0, "")
     except RecursionError:
         raise AvroSchemaError(f"schema nests deeper than {MAX_DEPTH} levels") from None
+    if _expanded_size(root, {}) > MAX_SCHEMA_NODES:
+        # a named type used twice is decoded into two columns: what counts is
+        # the schema with every reference expanded (which can grow exponentially)
+        raise AvroSchemaError(f"schema has more than {MAX_SCHEMA_NODES} types once its named types are "
+                              "expanded where they are used")
     own = {k: v for k, v in parser.named.items()}
     return AvroSchema(root, own, obj)
+
+
+def _expanded_size(node: _Node, memo: dict) -> int:
+    key = id(node)
+    size = memo.get(key)
+    if size is not None:
+        return size
+    size = 1
+    for child in _children(node):
+        size += _expanded_size(child, memo)
+        if size > MAX_SCHEMA_NODES:
+            break
+    memo[key] = size
+    return size
+
+
+def _children(node: _Node) -> list:
+    if node.type == "record":
+        return [f.type for f in node.fields]
+    if node.type == "array":
+        return [node.items]
+    if node.type == "map":
+        return [node.values]
+    if node.type == "union":
+        return node.branches
+    return []
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -640,8 +737,8 @@ class _Layout:
         self.specs: list = []
         self.root = self.place(reader.root, None)
 
-    def new(self, kind: int) -> int:
-        self.specs.append([kind, []])
+    def new(self, kind: int, nullable: bool = False) -> int:
+        self.specs.append([kind, [], nullable])
         return len(self.specs) - 1
 
     def place(self, node: _Node, col: Optional[int], store: Optional[int] = None) -> _Col:
@@ -651,22 +748,24 @@ class _Layout:
         if t == "union":
             mode, nonnull, has_null = _union_mode(node)
             if mode == "struct":
-                c = _Col(node, self.new(CK_STRUCT), CK_STRUCT)
+                c = _Col(node, self.new(CK_STRUCT, has_null), CK_STRUCT)
                 for b in node.branches:
                     if b.type == "null":
                         c.branches.append(None)
                     else:
                         m = self.place(b, None)
+                        self.specs[m.col][2] = True       # Spark's member fields are nullable
                         self.specs[c.col][1].append(m.col)
                         c.branches.append(m)
             else:
-                kind = {"null": CK_NULL, "long": CK_I64, "double": CK_F64}.get(mode)
+                kind = {"null": CK_NULL, "long": CK_I64, "double": CK_F64}.get(mode, CK_STRUCT)
                 if mode == "single":
                     first = self.place(node.branches[nonnull[0]], None)
                     cid, kind = first.col, first.store
                 else:
                     cid = self.new(kind)
                     first = None
+                self.specs[cid][2] = has_null or mode == "null"
                 c = _Col(node, cid, kind)
                 for i, b in enumerate(node.branches):
                     if b.type == "null":
@@ -694,7 +793,7 @@ class _Layout:
         else:
             kind = CK_LIST
         if col is None:
-            col = self.new(kind)
+            col = self.new(kind, kind == CK_NULL)
         c = _Col(node, col, kind)
         if t == "record":
             for f in node.fields:
@@ -754,8 +853,9 @@ class _Compiler:
         self.reader = reader
         self.writer = writer
 
-    def wname(self, w: _Node) -> Optional[str]:
-        return None if w.name is None else self.type_alias.get(w.name, w.name)
+    def wname(self, w: _Node) -> str:
+        """The full name of a writer's named type after the reader's aliases."""
+        return "" if w.name is None else self.type_alias.get(w.name, w.name)
 
     def emit(self, kind, col=-1, a=0, b=0, c=0, n=0) -> int:
         self.ops.append([kind, col, a, b, c, n])
@@ -1072,15 +1172,25 @@ class AvroDecoder:
     (null values) and null writer ids are null values with no error."""
 
     def __init__(self, reader: AvroSchema, *, max_items: int = 1 << 24) -> None:
+        """``max_items`` bounds the items that take no bytes (``array<null>``,
+        records of nulls) one ``decode`` call may produce: any other item needs
+        at least one byte of input, so work stays bounded by the input size."""
         if not isinstance(reader, AvroSchema):
             reader = parse_schema(reader)
         self.reader = reader
         self.arrow_type = arrow_type_of(reader)
         self._layout = _Layout(reader)
-        self._specs = [(k, list(ch)) for k, ch in self._layout.specs]
+        # the top-level column is nullable: tombstones and records that fail are null
+        self._layout.specs[self._layout.root.col][2] = True
+        self._specs = [(k, list(ch), nullable) for k, ch, nullable in self._layout.specs]
         self._max_items = max_items
         self._programs: dict = {}
+        self._writers: dict = {}
         self._runner = _core()._AvroRunner(self._specs, self._arrow_types(), max_items, self._layout.root.col)
+
+    def __reduce__(self):
+        # pickles as schemas (Spark ships decoders to executors); programs are recompiled there
+        return (_rebuild_decoder, (self.reader, dict(self._writers), self._max_items))
 
     def _arrow_types(self) -> list:
         """The Arrow type of every column, by column id."""
@@ -1114,7 +1224,10 @@ class AvroDecoder:
     def add_writer(self, writer_id: int, writer: AvroSchema) -> None:
         """Compile resolution from ``writer`` (schema id ``writer_id``) to the
         reader schema.  Raises SchemaResolutionError when they cannot resolve."""
+        if not isinstance(writer, AvroSchema):
+            writer = parse_schema(writer)
         self._programs[int(writer_id)] = self._compile(writer, confluent=True)
+        self._writers[int(writer_id)] = writer
         self._runner.set_program(int(writer_id), self._programs[int(writer_id)])
 
     def _compile(self, writer: AvroSchema, confluent: bool):
@@ -1129,6 +1242,13 @@ class AvroDecoder:
         ``writer_ids[i]``.  Returns (values as ``arrow_type``, error strings:
         null where the row decoded, else ``"offset-in-value N: reason"``)."""
         return self._runner.decode(values, writer_ids, body_offsets)
+
+
+def _rebuild_decoder(reader: AvroSchema, writers: dict, max_items: int) -> AvroDecoder:
+    dec = AvroDecoder(reader, max_items=max_items)
+    for wid, w in writers.items():
+        dec.add_writer(wid, w)
+    return dec
 
 
 def decode_values(values, writer: AvroSchema, reader: Optional[AvroSchema] = None):

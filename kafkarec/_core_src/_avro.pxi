@@ -17,14 +17,16 @@
 #
 # Safety: every length and block count is checked against the bytes that
 # remain before it is used; an item needs at least one byte unless its type
-# encodes to nothing, and those items are bounded by a total-items cap per
-# record.  Nesting depth is bounded by the schema (recursive types are refused
+# encodes to nothing, and those items are bounded by one budget per decode
+# call (max_items).  Nesting depth is bounded by the schema (recursive types are refused
 # when parsing).  Nothing is allocated by a count read from the input.
 
 cdef extern from "_avro.h":
     int kr_utf8_valid(const uint8_t *p, Py_ssize_t n) nogil
 
 from kafkarec.errors import AvroDecodeError
+
+cdef const char *_AV_EMPTY = b""     # a non-NULL pointer to nothing
 
 # column kinds (kafkarec/avro.py CK_*)
 cdef enum:
@@ -95,6 +97,7 @@ cdef class _AvCol:
     data), offsets (binary and list), validity and child columns."""
     cdef int kind
     cdef int width
+    cdef bint nullable
     cdef Py_ssize_t length
     cdef _Growable values
     cdef _Growable offsets
@@ -102,8 +105,9 @@ cdef class _AvCol:
     cdef _Bits valid
     cdef list children
 
-    def __cinit__(self, int kind):
+    def __cinit__(self, int kind, bint nullable):
         self.kind = kind
+        self.nullable = nullable
         self.width = {CK_I32: 4, CK_I64: 8, CK_F32: 4, CK_F64: 8, CK_DEC16: 16, CK_DEC32: 32}.get(kind, 0)
         self.valid = _Bits()
         self.children = []
@@ -119,16 +123,20 @@ cdef class _AvCol:
 
 
 cdef inline int col_ok(_AvCol col) except -1:
-    col.valid.append(True)
+    # a column that cannot be null keeps no validity bitmap (all valid)
+    if col.nullable:
+        col.valid.append(True)
     col.length += 1
     return 0
 
 
 cdef int col_null(_AvCol col) except -1:
-    """A null (or, under a null parent, a placeholder) at the end of col."""
+    """A null at the end of col; under a null parent, a column that cannot be
+    null (Spark's non-nullable fields) gets a valid placeholder (zero, empty)."""
     cdef _AvCol ch
     cdef uint8_t zero[32]
-    col.valid.append(False)
+    if col.nullable:
+        col.valid.append(False)
     col.length += 1
     if col.kind == CK_BOOL:
         col.bits.append(False)
@@ -148,9 +156,13 @@ cdef int col_null(_AvCol col) except -1:
 cdef int col_truncate(_AvCol col, Py_ssize_t n) except -1:
     """Drop the rows of col after the first n (a record that failed midway)."""
     cdef _AvCol ch
-    if n >= col.length:
+    if n > col.length:
         return 0
-    col.valid.truncate(n)
+    # a record's own row is appended after its fields, a list's after its items:
+    # children may hold rows past the parent's length, so recurse even when
+    # the parent has none to drop
+    if col.nullable:
+        col.valid.truncate(n)
     col.length = n
     if col.kind == CK_BOOL:
         col.bits.truncate(n)
@@ -238,7 +250,9 @@ cdef class _AvroProgram:
 @cython.final
 cdef class _AvExec:
     """The state of one decode: the columns (borrowed pointers, owned by a
-    list) and the items budget of the current record."""
+    list) and the budget of items that take no bytes (array<null>...), shared
+    by all rows of the call so that work stays bounded by the input size
+    plus max_items."""
     cdef PyObject **cols
     cdef _AvroProgram prog
     cdef Py_ssize_t items
@@ -318,7 +332,8 @@ cdef int av_block_count(_AvExec ex, Cursor *c, const AvOp *op, bint zero_size, i
     if zero_size:
         ex.items += count[0]
         if ex.items > ex.max_items:
-            av_fail(c, at, f"{what}: more than {ex.max_items} items in one record")
+            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one decode "
+                           "(the max_items budget)")
     elif count[0] > c.end - c.pos:
         av_fail(c, at, f"{what}: block of {count[0]} items but only {c.end - c.pos} bytes remain in the value")
     return 0
@@ -514,10 +529,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         av_run(ex, ops, op.a, c)
         return col_ok(col)
     if kind == OP_NULL_COL:
-        col = <_AvCol>ex.cols[op.col]
-        col.valid.append(False)
-        col.length += 1
-        return 0
+        return col_null(<_AvCol>ex.cols[op.col])
     if kind == OP_DEFAULT:
         # a reader field the writer lacks: its default, encoded with the reader's type
         prog = ex.prog
@@ -552,7 +564,7 @@ cdef class _AvroRunner:
 
     def decode(self, values, writer_ids, body_offsets):
         pa = pyarrow()
-        cdef list cols = [_AvCol(s[0]) for s in self.specs]
+        cdef list cols = [_AvCol(s[0], s[2]) for s in self.specs]
         cdef Py_ssize_t i, n, ncols = len(cols)
         cdef _AvCol col
         for i in range(ncols):
@@ -593,6 +605,10 @@ cdef class _AvroRunner:
         cdef const uint8_t *vvalid = _address(bufs[0])
         cdef const uint8_t *voffs = _address(bufs[1])
         cdef const uint8_t *vdata = _address(bufs[2])
+        if vdata == NULL:
+            # every value empty: a cursor must never hold NULL (av_take returns
+            # its position, and NULL there means an error was raised)
+            vdata = <const uint8_t *>_AV_EMPTY
         cdef const uint8_t *ivalid = NULL
         cdef const int64_t *idata = NULL
         cdef const uint8_t *ovalid = NULL
@@ -670,7 +686,6 @@ cdef class _AvroRunner:
                 cursor_init(&c, vdata + start + off, length - off, off, False, False)
             before = root.length
             ex.prog = prog
-            ex.items = 0
             try:
                 av_run(ex, prog.ops, prog.root, &c)
             except AvroDecodeError as exc:
