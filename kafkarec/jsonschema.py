@@ -233,6 +233,8 @@ class JsonSchemaDecoder:
         """(typed array, string array of per-row errors); null values / writer ids give null rows, no error."""
         import pyarrow as pa
         import pyarrow.compute as pc
+        values, writer_ids, body_offsets = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                                            for a in (values, writer_ids, body_offsets)]
         n = len(values)
         if len(writer_ids) != n or len(body_offsets) != n:
             raise ValueError("values, writer_ids and body_offsets must have the same length")

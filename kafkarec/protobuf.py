@@ -18,8 +18,8 @@ Two halves:
   its zero value reads as null, as ``from_protobuf`` without ``emit.default.values`` gives; repeated fields and
   maps are never null (an empty list / map).  Map entries keep the wire order (duplicate keys included, as
   Spark's DynamicMessage keeps them).  A recursive message is refused, as Spark refuses it by default
-  (``recursive.fields.max.depth`` = -1).  Explicit proto2 ``[default = ...]`` values are not applied: an unset
-  field is null.
+  (``recursive.fields.max.depth`` = -1).  An unset proto2 field with an explicit ``[default = ...]`` reads as
+  that default, as Spark reads a field with ``hasDefaultValue``.
 
 Each record is decoded by the writer message that its own message indexes name, then mapped to the column's
 message by field name (fields the column lacks are skipped, fields the writer lacks are null).  A writer field
@@ -176,7 +176,8 @@ def _collect(f, messages: dict, enums: dict) -> None:
         values: dict[int, str] = {}
         for v in e.value:
             values.setdefault(v.number, v.name)     # aliases: the first name of a number, as Java finds it
-        closed = syntax == "proto2" or (syntax == "editions" and e.options.features.enum_type == 2)
+        closed = syntax == "proto2" or (syntax == "editions" and (e.options.features.enum_type
+                                                                  or f.options.features.enum_type) == 2)
         full = _full(scope, e.name)
         enums[full] = {"name": e.name, "full_name": full, "values": values, "closed": closed,
                        "first": e.value[0].name if e.value else ""}
@@ -190,7 +191,10 @@ def _collect(f, messages: dict, enums: dict) -> None:
             fields.append({"name": fd.name, "number": fd.number, "type": fd.type,
                            "repeated": fd.label == _REPEATED, "type_name": type_name,
                            "oneof": fd.oneof_index if in_oneof else -1,
-                           "presence": presence(fd, in_oneof)})
+                           "presence": presence(fd, in_oneof),
+                           "default": fd.default_value if fd.HasField("default_value") else None,
+                           "required": fd.label == 2 or (syntax == "editions" and (
+                               fd.options.features.field_presence or f.options.features.field_presence) == 3)})
         messages[full] = {"name": m.name, "full_name": full, "fields": fields,
                           "nested": tuple(_full(full, n.name) for n in m.nested_type),
                           "map_entry": m.options.map_entry, "file": f.name}
@@ -481,9 +485,12 @@ class _Planner:
                             slot_defaults[slot] = (e["values"].get(0) if not closed else e["first"] or "").encode()
                 if emit_defaults and sub is not None:
                     slot_defaults[slot] = sub
+                if why is None and fd.get("default") is not None and not fd["repeated"]:
+                    slot_defaults[slot] = _default_value(fd, target, self.writer)
             fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"], closed,
                            fd["oneof"], sub, names, unknown, why))
-        plan = _core._PbMsgPlan(shape.column, fields, emit_defaults, slot_defaults)
+        plan = _core._PbMsgPlan(shape.column, fields, emit_defaults, slot_defaults,
+                                [fd["number"] for fd in m["fields"] if fd.get("required")])
         self.plans[key] = plan
         return plan
 
@@ -513,6 +520,27 @@ class _Planner:
         if target.kind == "struct":
             return None, self.plan(fd["type_name"], target)
         return None, None
+
+
+def _default_value(fd: dict, target: _Shape, writer: ProtobufSchema):
+    """A proto2 [default = ...] (descriptor text) as the column holds it."""
+    import codecs
+    text = fd["default"]
+    t = fd["type"]
+    if t == _ENUM:
+        return text.encode()
+    if t == _STRING:
+        return text.encode()
+    if t == _BYTES:
+        return codecs.escape_decode(text.encode("latin-1", "backslashreplace"))[0]
+    if t == _BOOL:
+        return text == "true"
+    if t in (_FLOAT, _DOUBLE):
+        return float(text)
+    value = int(text)
+    bits = 32 if target.kind == "int32" else 64
+    value &= (1 << bits) - 1                    # unsigned defaults keep their bits, as the values do
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
 
 
 # ------------------------------------------------------------------ decoder
@@ -569,8 +597,15 @@ class ProtobufDecoder:
         """(struct array, string array of per-row errors) for Schema Registry payloads: ``body_offsets`` say
         where each value's message indexes start.  A null value or writer id gives a null row, no error."""
         from kafkarec import _core
+        values, writer_ids, body_offsets = (_array(values), _array(writer_ids), _array(body_offsets))
         with self._lock:
             return _core.pb_decode_column(self._root.column, self._writers, values, writer_ids, body_offsets)
+
+
+def _array(a):
+    """An Arrow array (a chunked array combined)."""
+    import pyarrow as pa
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
 def _rebuild(reader_schema, message, writers):

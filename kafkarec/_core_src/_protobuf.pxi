@@ -291,6 +291,8 @@ cdef struct PbField:
     bint packable       # a repeated scalar: packed (one LEN) and unpacked both accepted
     bint implicit       # proto3 implicit presence: the zero value reads as "not set" (null)
     bint closed_enum    # proto2 enum: an unknown number is an unknown field
+    bint required       # proto2 required: a message without it does not parse (Java's parseFrom)
+    bint seen
     int oneof           # oneof index in the writer message, -1 if none
 
 
@@ -315,8 +317,10 @@ cdef class _PbMsgPlan:
     cdef list enum_names        # per field: {number: name bytes} of an enum field, else None
     cdef list enum_unknown      # per field: b"UNKNOWN_ENUM_VALUE_<Enum>_" (Java's name for an open enum's unknown)
     cdef list mismatch          # per field: why its writer type does not fit the column, else None
-    cdef list slot_defaults     # per slot: the value of an unset field when emit_defaults (map entries)
+    cdef list slot_defaults     # per slot: the value of an unset field (explicit proto2 default; in map
+                                # entries the zero value, or the plan of an empty message), else None
     cdef bint emit_defaults
+    cdef int n_required
     cdef const uint8_t *msg_end
 
     def __dealloc__(self):
@@ -324,9 +328,10 @@ cdef class _PbMsgPlan:
         free(self.slots)
         free(self.slot_kind)
 
-    def __init__(self, _PbColumn target, list fields, bint emit_defaults=False, list slot_defaults=None):
+    def __init__(self, _PbColumn target, list fields, bint emit_defaults=False, list slot_defaults=None,
+                 required=()):
         """fields: (number, type, slot, repeated, implicit, closed_enum, oneof, subplan, enum_names,
-        enum_unknown, mismatch) per writer field."""
+        enum_unknown, mismatch) per writer field; required: the numbers of proto2 required fields."""
         cdef int i
         cdef _PbColumn c
         if target.kind != PBC_STRUCT:
@@ -360,6 +365,9 @@ cdef class _PbMsgPlan:
             self.fields[i].packable = repeated and pb_wire_of(ftype) in (PB_WT_VARINT, PB_WT_I32, PB_WT_I64)
             self.fields[i].implicit = implicit
             self.fields[i].closed_enum = closed_enum
+            self.fields[i].required = number in required
+            self.fields[i].seen = False
+            self.n_required += self.fields[i].required
             self.fields[i].oneof = oneof
             self.subplans.append(subplan)
             self.enum_names.append(names)
@@ -586,32 +594,39 @@ cdef int pb_put_time(_PbColumn col, int kind, const uint8_t *p, const uint8_t *e
 
 cdef int pb_put_default(_PbMsgPlan plan, int slot, _PbColumn col, int kind, const PbCtx *ctx,
                         int depth) except -1:
-    """An unset field: null, an empty list / map, or (map entries, which always have a key and a value) the
-    type's zero value."""
-    cdef object d
-    cdef int64_t zero = 0
-    cdef double dzero = 0.0
+    """An unset field: an empty list / map; the writer field's explicit proto2 default (Spark's from_protobuf
+    reads a field with hasDefaultValue as its default); in a map entry, which always has a key and a value, the
+    type's zero value; else null."""
+    cdef object d = plan.slot_defaults[slot]
+    cdef int32_t i32
+    cdef int64_t i64
+    cdef float f32
+    cdef double f64
     if kind == PBC_LIST or kind == PBC_MAP:
         return (<_PbList>col).close_row(True)
-    if not plan.emit_defaults:
+    if d is None and not plan.emit_defaults:
         return col.append_null()
     if kind == PBC_STRING or kind == PBC_BINARY:
-        d = plan.slot_defaults[slot]
         if d is None:
             d = b""
         return (<_PbBinary>col).put(<const uint8_t *>PyBytes_AS_STRING(d), len(<bytes>d))
     if kind == PBC_BOOL:
-        (<_PbBool>col).values.append(False)
+        (<_PbBool>col).values.append(bool(d))
         return col.valid.append(True)
-    if kind == PBC_FLOAT or kind == PBC_INT32 or kind == PBC_INT64 or kind == PBC_TIMESTAMP \
-            or kind == PBC_DURATION:
-        return (<_PbFixed>col).put(&zero)
+    if kind == PBC_INT32:
+        i32 = d if d is not None else 0
+        return (<_PbFixed>col).put(&i32)
+    if kind == PBC_INT64 or kind == PBC_TIMESTAMP or kind == PBC_DURATION:
+        i64 = d if isinstance(d, int) else 0
+        return (<_PbFixed>col).put(&i64)
+    if kind == PBC_FLOAT:
+        f32 = d if d is not None else 0.0
+        return (<_PbFixed>col).put(&f32)
     if kind == PBC_DOUBLE:
-        return (<_PbFixed>col).put(&dzero)
-    if kind == PBC_STRUCT:
-        d = plan.slot_defaults[slot]
-        if isinstance(d, _PbMsgPlan):
-            return pb_decode_message(<_PbMsgPlan>d, ctx.base, ctx.base, ctx, depth + 1)
+        f64 = d if d is not None else 0.0
+        return (<_PbFixed>col).put(&f64)
+    if kind == PBC_STRUCT and isinstance(d, _PbMsgPlan):
+        return pb_decode_message(<_PbMsgPlan>d, ctx.base, ctx.base, ctx, depth + 1)
     return col.append_null()
 
 
@@ -726,12 +741,18 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
     cdef bytes merged
     if unlikely(depth > PB_MAX_DEPTH):
         pb_fail(ctx, p, f"messages nested deeper than {PB_MAX_DEPTH}")
+    cdef const uint8_t *start = p
     for i in range(plan.n_slots):
         plan.slots[i].count = 0
+    if plan.n_required:
+        for i in range(plan.n_fields):
+            plan.fields[i].seen = False
     while p < end:
         tag_at = p
         pb_tag(ctx, &p, end, &number, &wire)
         fidx = pb_find(plan, number, hint)
+        if fidx >= 0:
+            plan.fields[fidx].seen = True
         if fidx < 0 or plan.fields[fidx].slot < 0:
             pb_skip(ctx, wire, number, &p, end, depth, NULL)
             continue
@@ -766,6 +787,11 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
         s.size = <Py_ssize_t>n
         s.field = fidx
     plan.msg_end = end
+    if plan.n_required:
+        for i in range(plan.n_fields):
+            if plan.fields[i].required and not plan.fields[i].seen:
+                pb_fail(ctx, start, f"required field {plan.fields[i].number} is missing (a proto2 message "
+                                    "without it does not parse)")
     for i in range(plan.n_slots):
         col = <_PbColumn>plan.children[i]
         kind = plan.slot_kind[i]

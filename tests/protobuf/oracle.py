@@ -45,7 +45,8 @@ def row(msg) -> dict:
         elif fd.is_repeated:
             out[fd.name] = [_value(fd, x) for x in v]
         elif fd.has_presence:
-            out[fd.name] = _value(fd, v) if msg.HasField(fd.name) else None
+            # Spark reads an unset field with an explicit (proto2) default as that default
+            out[fd.name] = _value(fd, v) if msg.HasField(fd.name) or fd.has_default_value else None
         else:
             out[fd.name] = None if _is_zero(fd, v) else _value(fd, v)
     return out

@@ -82,6 +82,13 @@ message Legacy {
   repeated Color colors = 4;
   optional group Grp = 5 { optional int32 x = 6; }
   required int64 r = 7;
+  optional int32 d = 8 [default = -5];
+  optional string s = 9 [default = "hi"];
+  optional Color dc = 10 [default = GREEN];
+  optional bytes by = 11 [default = "\001x"];
+  optional uint32 big = 12 [default = 4294967295];
+  optional double dd = 13 [default = inf];
+  optional bool bb = 14 [default = true];
 }
 """
 

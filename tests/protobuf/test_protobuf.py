@@ -164,12 +164,20 @@ def test_proto2_presence_closed_enums_and_groups():
     assert d.arrow_type.field("grp").type == pa.struct([("x", pa.int32())])   # groups are messages
     m = gen.Legacy(a=0, b="", color=gen.Legacy.RED, colors=[2, 1], r=0)
     m.grp.x = 9
-    bad_enum = b"\x18\x07" + b"\x20\x07\x20\x02"           # color 7 (unknown: kept aside), colors [7, 2]
-    rows, errors = decode(d, [b"\x00" + m.SerializeToString(), b"\x00" + bad_enum])
-    assert errors == [None, None]
-    assert rows[0] == {"a": 0, "b": "", "color": "RED", "colors": ["GREEN", "RED"], "grp": {"x": 9}, "r": 0}
+    bad_enum = b"\x18\x07" + b"\x20\x07\x20\x02" + b"\x38\x00"  # color 7 (unknown: kept aside), colors [7, 2]
+    no_r = b"\x08\x01"                                           # required r missing: Java's parseFrom fails
+    rows, errors = decode(d, [b"\x00" + m.SerializeToString(), b"\x00" + bad_enum, b"\x00" + no_r])
+    assert errors[:2] == [None, None] and rows[2] is None
+    assert "required field 7 is missing" in errors[2]
+    defaults = {"d": -5, "s": "hi", "dc": "GREEN", "by": b"\x01x", "big": -1, "dd": float("inf"), "bb": True}
+    assert rows[0] == {"a": 0, "b": "", "color": "RED", "colors": ["GREEN", "RED"], "grp": {"x": 9}, "r": 0,
+                       **defaults}
+    assert rows[0] == row(m)
     parsed = gen.Legacy()
     parsed.ParseFromString(bad_enum)
+    m2 = gen.Legacy(d=1, s="", dc=gen.Legacy.RED, by=b"", big=0, dd=0.0, bb=False, r=3)
+    rows2, errors2 = decode(d, [b"\x00" + m2.SerializeToString()])
+    assert errors2 == [None] and rows2[0] == row(m2)
     assert rows[1]["color"] is None and rows[1]["colors"] == ["GREEN"] == [
         gen.Legacy.Color.Name(c) for c in parsed.colors]
 
@@ -336,3 +344,61 @@ def test_timestamps_out_of_range_are_errors(pb, schema):
     assert "does not fit 64-bit microseconds" in err[0].as_py()
     assert err[1].as_py() is None
     assert arr.field("created").cast(pa.int64())[1].as_py() == -1_000_000 + 999_999
+
+
+def test_map_entries_without_key_or_value_read_as_zero_values(pb, schema):
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    # counts (5): an entry with no key, one with no value, an empty one; by_id (23): an entry with no value
+    payload = b"\x2a\x02\x10\x07" + b"\x2a\x03\x0a\x01k" + b"\x2a\x00" + b"\xba\x01\x02\x08\x05"
+    arr, err = d.decode(pa.array([b"\x00" + payload]), pa.array([1]), pa.array([0], pa.int32()))
+    assert err[0].as_py() is None
+    parsed = pb.Order()
+    parsed.ParseFromString(payload)
+    got = arr[0].as_py()
+    assert got["counts"] == [("", 7), ("k", 0), ("", 0)]          # wire order, duplicates kept
+    assert dict(got["counts"]) == dict(parsed.counts)             # the protobuf package: last one wins
+    assert got["by_id"] == [(5, {"sku": None, "qty": None})] == [(k, row(v)) for k, v in parsed.by_id.items()]
+
+
+def test_agrees_with_message_to_dict(pb, schema):
+    from google.protobuf.json_format import MessageToDict
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    m = full_order(pb)
+    arr, err = d.decode(pa.array([b"\x00" + m.SerializeToString()]), pa.array([1]), pa.array([0], pa.int32()))
+    got = arr[0].as_py()
+    as_dict = MessageToDict(m, preserving_proto_field_name=True)
+    # what MessageToDict leaves out is null / empty here, and the other way round
+    assert {k for k, v in got.items() if v not in (None, [])} == set(as_dict)
+    assert got["status"] == as_dict["status"] and got["customer"] == as_dict["customer"]
+    assert got["id"] == int(as_dict["id"]) and got["statuses"] == as_dict["statuses"]
+
+
+def test_editions_presence_and_closed_enums():
+    text = """edition = "2023";
+    option features.enum_type = CLOSED;
+    message A { int32 x = 1; int32 y = 2 [features.field_presence = IMPLICIT]; E e = 3;
+                int32 r = 4 [features.field_presence = LEGACY_REQUIRED]; }
+    enum E { Z = 0; O = 1; }"""
+    s = ProtobufSchema.from_text(text)
+    d = ProtobufDecoder(s)
+    d.add_writer(1, s)
+    rows, errors = decode(d, [b"\x00\x08\x00\x10\x00\x18\x05\x20\x00", b"\x00\x08\x01"])
+    assert rows[0] == {"x": 0, "y": None, "e": None, "r": 0} and errors[0] is None   # explicit / implicit / closed
+    assert rows[1] is None and "required field 4" in errors[1]
+
+
+def test_well_known_wrappers_and_any_are_structs():
+    text = """syntax = "proto3";
+    import "google/protobuf/wrappers.proto";
+    import "google/protobuf/any.proto";
+    message W { google.protobuf.StringValue s = 1; google.protobuf.Int64Value i = 2; google.protobuf.Any a = 3; }"""
+    s = ProtobufSchema.from_text(text)
+    d = ProtobufDecoder(s)
+    assert d.arrow_type == pa.struct([("s", pa.struct([("value", pa.string())])),
+                                      ("i", pa.struct([("value", pa.int64())])),
+                                      ("a", pa.struct([("type_url", pa.string()), ("value", pa.binary())]))])
+    d.add_writer(1, s)
+    rows, errors = decode(d, [b"\x00\x0a\x03\x0a\x01x\x12\x00"])
+    assert errors == [None] and rows == [{"s": {"value": "x"}, "i": {"value": None}, "a": None}]
