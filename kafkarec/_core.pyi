@@ -280,3 +280,16 @@ def pb_decode_column(root: _PbColumn, writers: dict[int, list[_PbNode]], values:
                      body_offsets: Any) -> tuple[Any, Any]:
     """Protobuf payloads -> (struct array, string array of per-row errors); see kafkarec.protobuf."""
     ...
+
+# Avro bodies to Arrow (_core_src/_avro.pxi); programs are compiled by kafkarec.avro
+class _AvroProgram:
+    def __init__(self, ops: list[list[int]], kids: list[int], aux: list[int], blobs: list[bytes],
+                 errors: list[str], root: int, raw_bytes: bool) -> None: ...
+
+class _AvroRunner:
+    def __init__(self, specs: list[tuple[int, list[int], bool]], types: list[Any], max_items: int,
+                 root_col: int = ...) -> None: ...
+    def set_program(self, writer_id: int, program: _AvroProgram) -> None: ...
+    def decode(self, values: Any, writer_ids: Any | None, body_offsets: Any | None) -> tuple[Any, Any]:
+        """Row i: values[i][body_offsets[i]:] with writer_ids[i]'s program -> (reader column, error strings)."""
+        ...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one coverage-guided fuzz target for a while:
 #   bash scripts/fuzz.sh [--instrumented] TARGET SECONDS [libFuzzer options...]
-# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal.
+# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal, avro.
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
 # fuzz/crash-* (make it a regression test under tests/fuzz/).
 #

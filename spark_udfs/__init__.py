@@ -33,7 +33,7 @@ __all__ = [
     "decode_records", "explode_records", "explode_udtf", "make_decode_udf",
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
     "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
-    "session_builder",
+    "session_builder", "from_registry",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -58,6 +58,7 @@ _LAZY = {
     "explode_udtf": ("spark_udfs._functions", "explode_udtf"),
     "make_decode_udf": ("spark_udfs._functions", "make_decode_udf"),
     "decode_result_type": ("spark_udfs._functions", "decode_result_type"),
+    "from_registry": ("spark_udfs._typed", "from_registry"),
     "KafkaRecDataSource": ("spark_udfs._datasource", "KafkaRecDataSource"),
     "kafka_schema": ("spark_udfs._schema", "kafka_schema"),
     "record_struct": ("spark_udfs._schema", "record_struct"),

@@ -153,6 +153,9 @@ class KafkaRecDataSource(DataSource):
                        or any(k in o for k in _options.STRATEGY_KEYS))
 
     def schema(self):
+        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+        if _typed.wanted(self.options):
+            return _typed.typed_schema(self.options, type(self)(_typed._stripped(self.options)).schema())
         o = _lower(self.options)
         mode = normalize_mode(o.get("mode"))
         return _schema.kafka_schema(
@@ -163,6 +166,9 @@ class KafkaRecDataSource(DataSource):
             include_headers=_options.include_headers(o))
 
     def reader(self, schema):
+        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+        if _typed.wanted(self.options):
+            return _typed.TypedReader(self, schema)
         if self.remote and _lower(self.options).get("decode"):
             raise ValueError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")

@@ -86,7 +86,9 @@ class Dumper:
         self.render = PAYLOAD_RENDERERS[getattr(args, "payload_encoding", "java")]
         self.decode = decode_args.decoder_from_args(args)      # internal-topic decoder (or "auto")
         self.decode_schemas = decode_args.schemas_from_args(args)
-        self.print_data = self.print_data or self.decode is not None
+        from kafkarec.cli.schemas import typed_from_args   # registry-typed keys/values
+        self.typed = typed_from_args(args)
+        self.print_data = self.print_data or self.decode is not None or self.typed is not None
         self.deep = args.deep_iteration or self.print_data
         self.skip_meta = args.skip_record_metadata
         self.max_bytes = args.max_bytes
@@ -238,14 +240,16 @@ class Dumper:
         control = v2 and fb.is_control
         gaps = self.non_consecutive
         lines = []
+        typed = iter(self.typed.batch(fb, abspath)) if self.typed and self.print_data and not control else None
         for r in fb:
+            row = next(typed) if typed is not None else None
             off = r.offset
             # The Java rewrite starts "previous" at -1, so a first offset > 0 is reported too.
             if off != last_offset[0] + 1:
                 gaps.setdefault(abspath, {})[last_offset[0]] = off
             last_offset[0] = off
             if self.json:
-                lines.append(self._record_json(fb, r, tsn, control, abspath))
+                lines.append(self._record_json(fb, r, tsn, control, abspath, row))
                 continue
             line = ""
             if not self.skip_meta:
@@ -259,7 +263,10 @@ class Dumper:
                 if control:
                     line += decode_args.control_text(r, self.decode_schemas) if self.decode else control_text(r)
             internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
-            if internal:
+            if row is not None:
+                from kafkarec.cli.schemas import typed_text
+                line += typed_text(row, r, self.render, "| " if self.skip_meta else " ")
+            elif internal:
                 prefix = "| " if self.skip_meta else " "
                 for label, text in zip(("key", "payload"), decode_args.record_text(internal, r, off, self.decode_schemas)):
                     if text is not None:
@@ -277,7 +284,7 @@ class Dumper:
             lines.append(line + "\n")
         self.out.write("".join(lines))
 
-    def _record_json(self, fb, r, tsn, control, abspath: str = "") -> str:
+    def _record_json(self, fb, r, tsn, control, abspath: str = "", row=None) -> str:
         obj = {"type": "record", "offset": r.offset, "timestamp_type": tsn, "timestamp": r.timestamp,
                "key_size": r.key_size, "value_size": r.value_size}
         if fb.magic >= 2:
@@ -305,6 +312,9 @@ class Dumper:
             internal = decode_args.decoder_for_path(self.decode, abspath)
             if internal:
                 obj["decoded"] = decode_args.record_json(internal, r, self.decode_schemas)
+            if row is not None:
+                from kafkarec.cli.schemas import typed_json
+                obj.update(typed_json(row))
         return jdump(obj) + "\n"
 
     # -- .index and .timeindex --

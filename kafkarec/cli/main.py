@@ -293,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "kafka-dump-log: UTF-8, invalid bytes become U+FFFD; the default), utf8 "
                         "(invalid bytes shown as \\xNN), base64 or hex (the exact bytes)")
     decode_args.add_decoder_arguments(d)
+    from kafkarec.cli.schemas import add_typed_arguments   # --value-decoder/--key-decoder registry
+    add_typed_arguments(d)
     _add_last(d, progress=False, crc=False)
     selection_args.add_selection_arguments(d)
 
@@ -333,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     selection_args.add_selection_arguments(s)
     metadata_cmd.add_parser(sub)
     transactions_cmd.add_parser(sub)
+    from kafkarec.cli import schemas as schemas_cmd   # registry helper's command
+    schemas_cmd.add_parser(sub)
     return p
 
 

@@ -1,0 +1,702 @@
+# Avro binary bodies straight into Arrow buffers.
+#
+# kafkarec/avro.py resolves a writer schema against the reader schema (Apache
+# Avro's rules) and compiles the result to a flat array of ops: each op reads
+# one writer value from the cursor and writes it, converted, into one reader
+# column, or skips it, or fills a default.  Children (record fields, union
+# branches) are op indexes in `kids`.  This file runs those programs over the
+# core's one checked Cursor and its zig-zag varints (Avro ints and longs are
+# the same zig-zag base-128 varints as Kafka's).
+#
+# Avro binary encoding (Apache Avro specification, "Binary Encoding"):
+#   null: nothing; boolean: 1 byte; int/long: zig-zag varint; float/double:
+#   4/8 bytes little-endian; bytes/string: long length + bytes; fixed: size
+#   bytes; enum: int index; union: int branch index + value; record: fields in
+#   order; array/map: blocks of (long count [, long byte size when count < 0],
+#   items), ended by a count of 0; map items are (string key, value).
+#
+# Safety: every length and block count is checked against the bytes that
+# remain before it is used; an item needs at least one byte unless its type
+# encodes to nothing, and those items are bounded by one budget per decode
+# call (max_items).  Nesting depth is bounded by the schema (recursive types are refused
+# when parsing).  Nothing is allocated by a count read from the input.
+
+cdef extern from "_avro.h":
+    int kr_utf8_valid(const uint8_t *p, Py_ssize_t n) nogil
+
+from kafkarec.errors import AvroDecodeError
+
+cdef const char *_AV_EMPTY = b""     # a non-NULL pointer to nothing
+
+# column kinds (kafkarec/avro.py CK_*)
+cdef enum:
+    CK_NULL = 0
+    CK_BOOL = 1
+    CK_I32 = 2
+    CK_I64 = 3
+    CK_F32 = 4
+    CK_F64 = 5
+    CK_BIN = 6
+    CK_DEC16 = 7
+    CK_DEC32 = 8
+    CK_STRUCT = 9
+    CK_LIST = 10
+
+# ops (kafkarec/avro.py OP_*)
+cdef enum:
+    OP_NULL_COL = 0
+    OP_SET_NULL = 1
+    OP_BOOL = 2
+    OP_INT = 3
+    OP_LONG = 4
+    OP_NUM = 5
+    OP_STR = 6
+    OP_BYTES = 7
+    OP_FIXED = 8
+    OP_DEC_BYTES = 9
+    OP_DEC_FIXED = 10
+    OP_ENUM = 11
+    OP_RECORD = 12
+    OP_ARRAY = 13
+    OP_MAP = 14
+    OP_WUNION = 15
+    OP_MEMBER = 16
+    OP_ERROR = 17
+    OP_DEFAULT = 18
+    OP_RAW_BYTES = 19
+    OP_SKIP_BOOL = 20
+    OP_SKIP_INT = 21
+    OP_SKIP_LONG = 22
+    OP_SKIP_N = 23
+    OP_SKIP_BYTES = 24
+    OP_SKIP_RECORD = 25
+    OP_SKIP_ARRAY = 26
+    OP_SKIP_MAP = 27
+    OP_SKIP_UNION = 28
+    OP_NOP = 29
+
+cdef enum:
+    NK_INT = 0
+    NK_LONG = 1
+    NK_FLOAT = 2
+    NK_DOUBLE = 3
+
+
+cdef struct AvOp:
+    int32_t kind
+    int32_t col       # reader column written, -1 for none
+    int32_t a         # first kid / child op / aux start
+    int32_t b         # kid count / blob / column
+    int32_t c         # aux start / member / column
+    int64_t n         # size, flags, packed indexes
+
+
+@cython.final
+cdef class _AvCol:
+    """One reader column being built: values (fixed width, bits or binary
+    data), offsets (binary and list), validity and child columns."""
+    cdef int kind
+    cdef int width
+    cdef bint nullable
+    cdef Py_ssize_t length
+    cdef _Growable values
+    cdef _Growable offsets
+    cdef _Bits bits
+    cdef _Bits valid
+    cdef list children
+
+    def __cinit__(self, int kind, bint nullable):
+        self.kind = kind
+        self.nullable = nullable
+        self.width = {CK_I32: 4, CK_I64: 8, CK_F32: 4, CK_F64: 8, CK_DEC16: 16, CK_DEC32: 32}.get(kind, 0)
+        self.valid = _Bits()
+        self.children = []
+        if kind == CK_BOOL:
+            self.bits = _Bits()
+        elif kind == CK_BIN or kind == CK_LIST:
+            self.offsets = _ArrowGrowable()
+            put_i32(self.offsets, 0)
+            if kind == CK_BIN:
+                self.values = _ArrowGrowable()
+        elif self.width:
+            self.values = _ArrowGrowable()
+
+
+cdef inline int col_ok(_AvCol col) except -1:
+    # a column that cannot be null keeps no validity bitmap (all valid)
+    if col.nullable:
+        col.valid.append(True)
+    col.length += 1
+    return 0
+
+
+cdef int col_null(_AvCol col) except -1:
+    """A null at the end of col; under a null parent, a column that cannot be
+    null (Spark's non-nullable fields) gets a valid placeholder (zero, empty)."""
+    cdef _AvCol ch
+    cdef uint8_t zero[32]
+    if col.nullable:
+        col.valid.append(False)
+    col.length += 1
+    if col.kind == CK_BOOL:
+        col.bits.append(False)
+    elif col.width:
+        memset(zero, 0, 32)
+        grow_put(col.values, zero, col.width)
+    elif col.kind == CK_BIN:
+        put_i32(col.offsets, <int32_t>col.values.size)
+    elif col.kind == CK_LIST:
+        put_i32(col.offsets, (<int32_t *>col.offsets.data)[col.length - 1])
+    elif col.kind == CK_STRUCT:
+        for ch in col.children:
+            col_null(ch)
+    return 0
+
+
+cdef int col_truncate(_AvCol col, Py_ssize_t n) except -1:
+    """Drop the rows of col after the first n (a record that failed midway)."""
+    cdef _AvCol ch
+    if n > col.length:
+        return 0
+    # a record's own row is appended after its fields, a list's after its items:
+    # children may hold rows past the parent's length, so recurse even when
+    # the parent has none to drop
+    if col.nullable:
+        col.valid.truncate(n)
+    col.length = n
+    if col.kind == CK_BOOL:
+        col.bits.truncate(n)
+    elif col.width:
+        col.values.size = n * col.width
+    elif col.kind == CK_BIN:
+        col.offsets.size = (n + 1) * 4
+        col.values.size = (<int32_t *>col.offsets.data)[n]
+    elif col.kind == CK_LIST:
+        col.offsets.size = (n + 1) * 4
+        col_truncate(col.children[0], (<int32_t *>col.offsets.data)[n])
+    elif col.kind == CK_STRUCT:
+        for ch in col.children:
+            col_truncate(ch, n)
+    return 0
+
+
+cdef object col_to_arrow(_AvCol col, list types, list ids, Py_ssize_t cid):
+    pa = pyarrow()
+    t = types[cid]
+    cdef Py_ssize_t n = col.length
+    validity = pa.py_buffer(col.valid.bytes) if col.valid.zeros else None
+    if col.kind == CK_NULL:
+        return pa.nulls(n, t)
+    if col.kind == CK_BOOL:
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.bits.bytes)], null_count=col.valid.zeros)
+    if col.width:
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.values)], null_count=col.valid.zeros)
+    if col.kind == CK_BIN:
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
+                                     null_count=col.valid.zeros)
+    children = [col_to_arrow(ch, types, ids, k) for ch, k in zip(col.children, ids[cid])]
+    if col.kind == CK_LIST:
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets)], null_count=col.valid.zeros,
+                                     children=children)
+    return pa.Array.from_buffers(t, n, [validity], null_count=col.valid.zeros, children=children)
+
+
+@cython.final
+cdef class _AvroProgram:
+    """A compiled writer -> reader resolution (see kafkarec/avro.py)."""
+    cdef AvOp *ops
+    cdef int32_t *kids
+    cdef int32_t *aux
+    cdef Py_ssize_t nops
+    cdef list blobs
+    cdef const uint8_t **blob_ptr
+    cdef Py_ssize_t *blob_len
+    cdef list errors
+    cdef int32_t root
+    cdef bint raw_bytes
+
+    def __cinit__(self, list ops, list kids, list aux, list blobs, list errors, int root, bint raw_bytes):
+        cdef Py_ssize_t i
+        self.nops = len(ops)
+        self.ops = <AvOp *>malloc(max(1, len(ops)) * sizeof(AvOp))
+        self.kids = <int32_t *>malloc(max(1, len(kids)) * sizeof(int32_t))
+        self.aux = <int32_t *>malloc(max(1, len(aux)) * sizeof(int32_t))
+        self.blob_ptr = <const uint8_t **>malloc(max(1, len(blobs)) * sizeof(uint8_t *))
+        self.blob_len = <Py_ssize_t *>malloc(max(1, len(blobs)) * sizeof(Py_ssize_t))
+        if not (self.ops and self.kids and self.aux and self.blob_ptr and self.blob_len):
+            raise MemoryError()
+        for i, op in enumerate(ops):
+            self.ops[i].kind, self.ops[i].col, self.ops[i].a, self.ops[i].b, self.ops[i].c, self.ops[i].n = op
+        for i, k in enumerate(kids):
+            self.kids[i] = k
+        for i, k in enumerate(aux):
+            self.aux[i] = k
+        self.blobs = [bytes(b) for b in blobs]
+        for i, b in enumerate(self.blobs):
+            self.blob_ptr[i] = <const uint8_t *>PyBytes_AS_STRING(b)
+            self.blob_len[i] = len(b)
+        self.errors = list(errors)
+        self.root = root
+        self.raw_bytes = raw_bytes
+
+    def __dealloc__(self):
+        free(self.ops)
+        free(self.kids)
+        free(self.aux)
+        free(self.blob_ptr)
+        free(self.blob_len)
+
+
+@cython.final
+cdef class _AvExec:
+    """The state of one decode: the columns (borrowed pointers, owned by a
+    list) and the budget of items that take no bytes (array<null>...), shared
+    by all rows of the call so that work stays bounded by the input size
+    plus max_items."""
+    cdef PyObject **cols
+    cdef _AvroProgram prog
+    cdef Py_ssize_t items
+    cdef Py_ssize_t max_items
+
+
+cdef int av_fail(Cursor *c, const uint8_t *at, str reason) except -1:
+    return cursor_fail(c, at, AvroDecodeError, reason)
+
+
+cdef int av_int(Cursor *c, int32_t *out, str what) except -1:
+    cdef int status = take_varint(&c.pos, c.end, False, out)
+    if unlikely(status != VARINT_OK):
+        av_fail(c, c.pos, f"{what}: " + ("int runs past the end of the value" if status == VARINT_PAST_END
+                                         else "invalid int encoding (more than 5 bytes)"))
+    return 0
+
+
+cdef inline int av_long(Cursor *c, int64_t *out, str what) except -1:
+    cdef int status = take_varlong(&c.pos, c.end, False, out)
+    if unlikely(status != VARINT_OK):
+        av_fail(c, c.pos, f"{what}: " + ("long runs past the end of the value" if status == VARLONG_PAST_END
+                                         else "invalid long encoding (more than 10 bytes)"))
+    return 0
+
+
+cdef inline const uint8_t *av_take(Cursor *c, int64_t n, str what) except NULL:
+    cdef const uint8_t *p = c.pos
+    if unlikely(n < 0 or n > c.end - p):
+        if n < 0:
+            av_fail(c, p, f"{what}: negative length {n}")
+        av_fail(c, p, f"{what} needs {n} bytes but only {c.end - p} remain in the value")
+    c.pos = p + n
+    return p
+
+
+cdef inline int av_put_bin(Cursor *c, _AvCol col, const uint8_t *p, int64_t n) except -1:
+    if unlikely(col.values.size + n > INT32_LIMIT):
+        av_fail(c, p, "binary column over 2 GiB")
+    grow_put(col.values, p, n)
+    put_i32(col.offsets, <int32_t>col.values.size)
+    return col_ok(col)
+
+
+cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int width) except -1:
+    """Big-endian two's complement of n bytes -> little-endian `width` bytes."""
+    cdef uint8_t out[32]
+    cdef uint8_t fill = 0xFF if n > 0 and (p[0] & 0x80) else 0
+    cdef int64_t k
+    if n > width:
+        for k in range(n - width):
+            if p[k] != fill:
+                av_fail(c, p, f"decimal of {n} bytes does not fit in {width * 8} bits")
+        if (p[n - width] & 0x80) != (fill & 0x80):
+            av_fail(c, p, f"decimal of {n} bytes does not fit in {width * 8} bits")
+    memset(out, fill, 32)
+    for k in range(min(n, width)):
+        out[k] = p[n - 1 - k]
+    grow_put(col.values, out, width)
+    return col_ok(col)
+
+
+cdef int av_block_count(_AvExec ex, Cursor *c, const AvOp *op, bint zero_size, int64_t *count,
+                        int64_t *block_bytes, str what) except -1:
+    """Read a block's item count (and byte size when the count is negative) and
+    bound it by the remaining bytes, or the items budget for zero-size items."""
+    cdef const uint8_t *at = c.pos
+    av_long(c, count, what)
+    block_bytes[0] = -1
+    if count[0] < 0:
+        if count[0] == -INT64_MAX - 1:
+            av_fail(c, at, f"{what}: invalid block count {count[0]}")
+        count[0] = -count[0]
+        av_long(c, block_bytes, what + " block size")
+        if block_bytes[0] < 0 or block_bytes[0] > c.end - c.pos:
+            av_fail(c, at, f"{what}: block of {block_bytes[0]} bytes but {c.end - c.pos} remain in the value")
+    if zero_size:
+        ex.items += count[0]
+        if ex.items > ex.max_items:
+            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one decode "
+                           "(the max_items budget)")
+    elif count[0] > c.end - c.pos:
+        av_fail(c, at, f"{what}: block of {count[0]} items but only {c.end - c.pos} bytes remain in the value")
+    return 0
+
+
+cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
+    cdef const AvOp *op = &ops[i]
+    cdef int32_t iv
+    cdef int64_t lv, count, nbytes, k
+    cdef int kind = op.kind
+    if kind == OP_NOP:
+        return 0
+    if kind == OP_SKIP_INT:
+        return av_int(c, &iv, "int")
+    if kind == OP_SKIP_LONG:
+        return av_long(c, &lv, "long")
+    if kind == OP_SKIP_BOOL:
+        av_take(c, 1, "boolean")
+        return 0
+    if kind == OP_SKIP_N:
+        av_take(c, op.n, "fixed-size value")
+        return 0
+    if kind == OP_SKIP_BYTES:
+        av_long(c, &lv, "bytes length")
+        av_take(c, lv, "bytes")
+        return 0
+    if kind == OP_SKIP_RECORD:
+        for k in range(op.b):
+            av_skip(ex, ops, ex.prog.kids[op.a + k], c)
+        return 0
+    if kind == OP_SKIP_UNION:
+        av_int(c, &iv, "union index")
+        if iv < 0 or iv >= op.b:
+            av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
+        return av_skip(ex, ops, ex.prog.kids[op.a + iv], c)
+    if kind == OP_SKIP_ARRAY or kind == OP_SKIP_MAP:
+        while True:
+            av_block_count(ex, c, op, kind == OP_SKIP_ARRAY and op.n == 1, &count, &nbytes,
+                           "array" if kind == OP_SKIP_ARRAY else "map")
+            if count == 0:
+                return 0
+            if nbytes >= 0:             # a block with its size: skipped whole
+                c.pos += nbytes
+                continue
+            for k in range(count):
+                if kind == OP_SKIP_MAP:
+                    av_long(c, &lv, "map key length")
+                    av_take(c, lv, "map key")
+                av_skip(ex, ops, op.a, c)
+    # any other op reads a value; a skip never reaches one
+    raise AssertionError(f"avro op {kind} is not a skip")
+
+
+cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
+    cdef const AvOp *op = &ops[i]
+    cdef _AvCol col
+    cdef _AvCol ch
+    cdef _AvCol keys
+    cdef int32_t iv
+    cdef int64_t lv, count, nbytes, k
+    cdef float fv
+    cdef double dv
+    cdef const uint8_t *p
+    cdef const uint8_t *at
+    cdef Cursor d
+    cdef _AvroProgram prog
+    cdef int kind = op.kind
+    if kind == OP_LONG:
+        col = <_AvCol>ex.cols[op.col]
+        av_long(c, &lv, "long")
+        grow_put(col.values, &lv, 8)
+        return col_ok(col)
+    if kind == OP_STR or kind == OP_BYTES:
+        col = <_AvCol>ex.cols[op.col]
+        at = c.pos
+        av_long(c, &lv, "string length" if kind == OP_STR else "bytes length")
+        p = av_take(c, lv, "string" if kind == OP_STR else "bytes")
+        if kind == OP_STR and not kr_utf8_valid(p, lv):
+            av_fail(c, at, "string is not valid UTF-8")
+        return av_put_bin(c, col, p, lv)
+    if kind == OP_RECORD:
+        col = <_AvCol>ex.cols[op.col]
+        for k in range(op.b):
+            av_run(ex, ops, ex.prog.kids[op.a + k], c)
+        return col_ok(col)
+    if kind == OP_WUNION:
+        av_int(c, &iv, "union index")
+        if iv < 0 or iv >= op.b:
+            av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
+        return av_run(ex, ops, ex.prog.kids[op.a + iv], c)
+    if kind == OP_SET_NULL:
+        return col_null(<_AvCol>ex.cols[op.col])
+    if kind == OP_INT:
+        col = <_AvCol>ex.cols[op.col]
+        av_int(c, &iv, "int")
+        grow_put(col.values, &iv, 4)
+        return col_ok(col)
+    if kind == OP_NUM:
+        col = <_AvCol>ex.cols[op.col]
+        # writer kind -> reader kind (Java's promotion) -> column kind (Spark's
+        # [int, long] -> long and [float, double] -> double)
+        if (op.n & 3) == NK_INT:
+            av_int(c, &iv, "int")
+            dv = iv
+            lv = iv
+            fv = <float>iv
+        elif (op.n & 3) == NK_LONG:
+            av_long(c, &lv, "long")
+            dv = <double>lv
+            fv = <float>lv
+        elif (op.n & 3) == NK_FLOAT:
+            memcpy(&fv, av_take(c, 4, "float"), 4)
+            dv = fv
+        else:
+            memcpy(&dv, av_take(c, 8, "double"), 8)
+        if ((op.n >> 2) & 3) == NK_FLOAT:
+            dv = fv                     # the reader's float, exactly as Java holds it
+        elif ((op.n >> 2) & 3) == NK_DOUBLE and (op.n & 3) == NK_LONG:
+            dv = <double>lv
+        iv = (op.n >> 4) & 3
+        if iv == NK_INT:
+            iv = <int32_t>lv
+            grow_put(col.values, &iv, 4)
+        elif iv == NK_LONG:
+            grow_put(col.values, &lv, 8)
+        elif iv == NK_FLOAT:
+            fv = <float>dv
+            grow_put(col.values, &fv, 4)
+        else:
+            grow_put(col.values, &dv, 8)
+        return col_ok(col)
+    if kind == OP_DEC_BYTES:
+        col = <_AvCol>ex.cols[op.col]
+        av_long(c, &lv, "decimal length")
+        p = av_take(c, lv, "decimal")
+        return av_decimal(c, col, p, lv, col.width)
+    if kind == OP_DEC_FIXED:
+        col = <_AvCol>ex.cols[op.col]
+        p = av_take(c, op.n, "decimal")
+        return av_decimal(c, col, p, op.n, col.width)
+    if kind == OP_ENUM:
+        col = <_AvCol>ex.cols[op.col]
+        at = c.pos
+        av_int(c, &iv, "enum index")
+        if iv < 0 or iv >= op.b:
+            av_fail(c, at, f"enum index {iv} is out of range ({op.b} symbols)")
+        iv = ex.prog.aux[op.a + iv]
+        if iv < 0:
+            av_fail(c, at, ex.prog.errors[op.n >> 32])
+        k = op.n & 0xFFFFFFFF
+        p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
+        return av_put_bin(c, col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
+    if kind == OP_BOOL:
+        col = <_AvCol>ex.cols[op.col]
+        p = av_take(c, 1, "boolean")
+        col.bits.append(p[0] == 1)      # as Java's BinaryDecoder: 1 is true, anything else false
+        return col_ok(col)
+    if kind == OP_FIXED:
+        col = <_AvCol>ex.cols[op.col]
+        p = av_take(c, op.n, "fixed")
+        return av_put_bin(c, col, p, op.n)
+    if kind == OP_ARRAY or kind == OP_MAP:
+        col = <_AvCol>ex.cols[op.col]
+        ch = <_AvCol>col.children[0]
+        if kind == OP_MAP:
+            keys = <_AvCol>ex.cols[op.c]
+        while True:
+            av_block_count(ex, c, op, kind == OP_ARRAY and op.n == 1, &count, &nbytes,
+                           "array" if kind == OP_ARRAY else "map")
+            if count == 0:
+                break
+            for k in range(count):
+                if kind == OP_MAP:
+                    at = c.pos
+                    av_long(c, &lv, "map key length")
+                    p = av_take(c, lv, "map key")
+                    if not kr_utf8_valid(p, lv):
+                        av_fail(c, at, "map key is not valid UTF-8")
+                    av_put_bin(c, keys, p, lv)
+                    av_run(ex, ops, op.a, c)
+                    col_ok(ch)
+                else:
+                    av_run(ex, ops, op.a, c)
+        if ch.length > INT32_LIMIT:
+            av_fail(c, c.pos, "list column over 2^31 items")
+        put_i32(col.offsets, <int32_t>ch.length)
+        return col_ok(col)
+    if kind == OP_MEMBER:
+        col = <_AvCol>ex.cols[op.col]
+        for k in range(len(col.children)):
+            if k != op.c:
+                col_null(<_AvCol>col.children[k])
+        av_run(ex, ops, op.a, c)
+        return col_ok(col)
+    if kind == OP_NULL_COL:
+        return col_null(<_AvCol>ex.cols[op.col])
+    if kind == OP_DEFAULT:
+        # a reader field the writer lacks: its default, encoded with the reader's type
+        prog = ex.prog
+        cursor_init(&d, prog.blob_ptr[op.b], prog.blob_len[op.b], 0, False, False)
+        return av_run(ex, ops, op.a, &d)
+    if kind == OP_ERROR:
+        av_fail(c, c.pos, ex.prog.errors[op.a])
+    return av_skip(ex, ops, i, c)
+
+
+@cython.final
+cdef class _AvroRunner:
+    """Decodes columns of Avro bodies with per-writer programs into the reader's
+    columns (kafkarec.avro.AvroDecoder)."""
+    cdef list specs
+    cdef list types
+    cdef list child_ids
+    cdef dict programs
+    cdef Py_ssize_t max_items
+    cdef int root_col
+
+    def __cinit__(self, list specs, list types, Py_ssize_t max_items, int root_col=0):
+        self.specs = specs
+        self.types = types
+        self.child_ids = [list(s[1]) for s in specs]
+        self.programs = {}
+        self.max_items = max_items
+        self.root_col = root_col
+
+    def set_program(self, writer_id, _AvroProgram program):
+        self.programs[writer_id] = program
+
+    def decode(self, values, writer_ids, body_offsets):
+        pa = pyarrow()
+        cdef list cols = [_AvCol(s[0], s[2]) for s in self.specs]
+        cdef Py_ssize_t i, n, ncols = len(cols)
+        cdef _AvCol col
+        for i in range(ncols):
+            col = cols[i]
+            col.children = [cols[k] for k in self.child_ids[i]]
+        cdef _AvCol root = cols[self.root_col]
+        cdef _BinaryColumn errs = _BinaryColumn()
+        cdef _AvExec ex = _AvExec()
+        ex.max_items = self.max_items
+        ex.cols = <PyObject **>malloc(max(1, ncols) * sizeof(PyObject *))
+        if ex.cols == NULL:
+            raise MemoryError()
+        for i in range(ncols):
+            ex.cols[i] = <PyObject *>cols[i]
+        try:
+            self._run(ex, root, errs, values, writer_ids, body_offsets)
+        finally:
+            free(ex.cols)
+            ex.cols = NULL
+        out = col_to_arrow(root, self.types, self.child_ids, self.root_col)
+        return out, errs.to_arrow(pa.string())
+
+    cdef int _run(self, _AvExec ex, _AvCol root, _BinaryColumn errs, object values, object writer_ids,
+                  object body_offsets) except -1:
+        pa = pyarrow()
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        cdef bint large
+        if pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type):
+            large = True
+        elif pa.types.is_binary(values.type) or pa.types.is_string(values.type):
+            large = False
+        else:
+            raise TypeError(f"values must be a binary array, not {values.type}")
+        cdef Py_ssize_t n = len(values)
+        cdef Py_ssize_t voff = values.offset
+        bufs = values.buffers()
+        cdef const uint8_t *vvalid = _address(bufs[0])
+        cdef const uint8_t *voffs = _address(bufs[1])
+        cdef const uint8_t *vdata = _address(bufs[2])
+        if vdata == NULL:
+            # every value empty: a cursor must never hold NULL (av_take returns
+            # its position, and NULL there means an error was raised)
+            vdata = <const uint8_t *>_AV_EMPTY
+        cdef const uint8_t *ivalid = NULL
+        cdef const int64_t *idata = NULL
+        cdef const uint8_t *ovalid = NULL
+        cdef const int32_t *odata = NULL
+        cdef Py_ssize_t ioff = 0, ooff = 0
+        if writer_ids is not None:
+            if isinstance(writer_ids, pa.ChunkedArray):
+                writer_ids = writer_ids.combine_chunks()
+            if writer_ids.type != pa.int64() or len(writer_ids) != n:
+                raise TypeError("writer_ids must be an int64 array as long as values")
+            b2 = writer_ids.buffers()
+            ivalid = _address(b2[0])
+            idata = <const int64_t *>_address(b2[1])
+            ioff = writer_ids.offset
+        if body_offsets is not None:
+            if isinstance(body_offsets, pa.ChunkedArray):
+                body_offsets = body_offsets.combine_chunks()
+            if body_offsets.type != pa.int32() or len(body_offsets) != n:
+                raise TypeError("body_offsets must be an int32 array as long as values")
+            b3 = body_offsets.buffers()
+            ovalid = _address(b3[0])
+            odata = <const int32_t *>_address(b3[1])
+            ooff = body_offsets.offset
+        cdef Py_ssize_t i, j, start, length, off, before
+        cdef int64_t wid, last_wid = 0
+        cdef _AvroProgram prog = None
+        cdef bint have_last = False
+        cdef Cursor c
+        cdef bytes msg
+        cdef bytearray scratch
+        cdef uint8_t head[10]
+        cdef uint8_t *hp
+        for i in range(n):
+            j = i + voff
+            if vvalid != NULL and not (vvalid[j >> 3] >> (j & 7)) & 1:
+                col_null(root)              # a tombstone
+                errs.append(NULL, -1)
+                continue
+            if ivalid != NULL and not (ivalid[(i + ioff) >> 3] >> ((i + ioff) & 7)) & 1:
+                col_null(root)              # the caller reports its own framing error
+                errs.append(NULL, -1)
+                continue
+            wid = idata[i + ioff] if idata != NULL else 0
+            if not have_last or wid != last_wid:
+                prog = self.programs.get(wid)
+                last_wid = wid
+                have_last = True
+            if large:
+                start = (<const int64_t *>voffs)[j]
+                length = (<const int64_t *>voffs)[j + 1] - start
+            else:
+                start = (<const int32_t *>voffs)[j]
+                length = (<const int32_t *>voffs)[j + 1] - start
+            off = 0
+            if odata != NULL and (ovalid == NULL or (ovalid[(i + ooff) >> 3] >> ((i + ooff) & 7)) & 1):
+                off = odata[i + ooff]
+            if prog is None:
+                msg = f"offset-in-value {off}: unknown writer schema id {wid}".encode()
+                col_null(root)
+                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
+                continue
+            if off < 0 or off > length:
+                msg = f"offset-in-value {off}: the body starts past the end of a {length}-byte value".encode()
+                col_null(root)
+                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
+                continue
+            if prog.raw_bytes:
+                # Confluent's raw `bytes` body: give it the Avro length prefix
+                hp = write_varlong(head, length - off)
+                scratch = bytearray(head[:hp - head]) + bytearray(
+                    view_of(vdata + start + off, length - off) if length > off else b"")
+                cursor_init(&c, <const uint8_t *>(<char *>scratch), len(scratch), off - (hp - head),
+                            False, False)
+            else:
+                cursor_init(&c, vdata + start + off, length - off, off, False, False)
+            before = root.length
+            ex.prog = prog
+            try:
+                av_run(ex, prog.ops, prog.root, &c)
+            except AvroDecodeError as exc:
+                col_truncate(root, before)
+                col_null(root)
+                msg = f"offset-in-value {max(exc.position, off)}: {exc.reason}".encode()
+                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
+                continue
+            errs.append(NULL, -1)
+        return 0
+
+
+cdef inline const uint8_t *_address(object buf):
+    return NULL if buf is None else <const uint8_t *><uintptr_t>buf.address

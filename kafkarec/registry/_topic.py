@@ -1,0 +1,214 @@
+"""The registry's own topic, ``_schemas``, replayed as Confluent's Schema Registry replays it.
+
+The rules are those of ``KafkaStoreReaderThread`` + ``KafkaStoreMessageHandler`` +
+``InMemoryCache`` (confluentinc/schema-registry), record by record in offset order:
+
+* a key that is not JSON, or names no known ``keytype``, is logged and skipped (here: a
+  problem); keys are parsed as JSON, never compared as bytes (Karapace writes the fields in
+  another order);
+* ``NOOP``, ``CONFIG``, ``MODE``, ``CONTEXT`` and ``ASSOC`` records change no schema;
+* ``SCHEMA`` with a value: stored under the key's subject and version; the id then resolves
+  (in the subject's context), even when the value says ``deleted: true`` (a soft delete);
+  the same id arriving again with other schema text is ignored (a problem: "duplicate id");
+* ``SCHEMA`` with no value (a tombstone, a hard delete): the version goes, and the id once
+  no version uses it;
+* tombstones of other key types are ignored;
+* ``DELETE_SUBJECT`` {subject, version}: versions 1..version are marked deleted;
+* ``CLEAR_SUBJECT`` {subject}: soft-deleted versions of the subject are forgotten;
+* Redpanda: a key carrying ``seq`` is the record of the writer that won only when ``seq``
+  equals the record's own offset; other records are skipped ("first writer wins").
+"""
+from __future__ import annotations
+
+import base64
+import json
+from typing import Iterable, Optional, Tuple
+
+from kafkarec.registry._model import Reference, Registry, SchemaEntry
+
+__all__ = ["replay", "KEY_TYPES", "read_schemas_log"]
+
+KEY_TYPES = ("ASSOC", "CONFIG", "SCHEMA", "MODE", "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT",
+             "CONTEXT")
+_IGNORED = ("CONFIG", "MODE", "NOOP", "CONTEXT", "ASSOC")
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _json(raw, what: str):
+    try:
+        return json.loads(bytes(raw).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _Bad(f"{what} is not JSON: {exc}") from None
+
+
+def _int(obj: dict, name: str, what: str) -> int:
+    v = obj.get(name)
+    if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
+        raise _Bad(f"{what}: {name} {v!r} is not a 32-bit integer")
+    return v
+
+
+def _str(obj: dict, name: str, what: str) -> str:
+    v = obj.get(name)
+    if not isinstance(v, str):
+        raise _Bad(f"{what}: {name} {v!r} is not a string")
+    return v
+
+
+def _opt_str(obj: dict, name: str, what: str) -> Optional[str]:
+    return None if obj.get(name) is None else _str(obj, name, what)
+
+
+def parse_schema_value(obj, *, offset: Optional[int] = None) -> SchemaEntry:
+    """A ``SchemaValue`` (the value of a SCHEMA record, also the REST API's version shape)."""
+    if not isinstance(obj, dict):
+        raise _Bad("schema value is not a JSON object")
+    what = "schema value"
+    stype = obj.get("schemaType") or "AVRO"
+    if stype not in ("AVRO", "PROTOBUF", "JSON"):
+        raise _Bad(f"{what}: schemaType {stype!r} is none of AVRO, PROTOBUF, JSON")
+    refs = []
+    for r in obj.get("references") or ():
+        if not isinstance(r, dict):
+            raise _Bad(f"{what}: a reference is not an object")
+        refs.append(Reference(_str(r, "name", "reference"), _str(r, "subject", "reference"),
+                              _int(r, "version", "reference")))
+    md5 = obj.get("md5")
+    md5_bytes = None
+    if md5 is not None:
+        try:
+            md5_bytes = base64.b64decode(md5, validate=True)
+        except (ValueError, TypeError):
+            raise _Bad(f"{what}: md5 {md5!r} is not base64") from None
+        if len(md5_bytes) != 16:
+            raise _Bad(f"{what}: md5 is {len(md5_bytes)} bytes, not 16")
+    deleted = obj.get("deleted", False)
+    if not isinstance(deleted, bool):
+        raise _Bad(f"{what}: deleted {deleted!r} is not a boolean")
+    meta, rules = obj.get("metadata"), obj.get("ruleSet")
+    if meta is not None and not isinstance(meta, dict) or rules is not None and not isinstance(rules, dict):
+        raise _Bad(f"{what}: metadata and ruleSet must be objects")
+    return SchemaEntry(subject=_str(obj, "subject", what), version=_int(obj, "version", what),
+                       id=_int(obj, "id", what), schema=_str(obj, "schema", what),
+                       schema_type=stype, references=tuple(refs), deleted=deleted,
+                       metadata=meta or None, rule_set=rules or None, md5=md5_bytes,
+                       offset=offset)
+
+
+def _apply(reg: Registry, offset: int, key, value) -> Optional[str]:
+    """One record; returns what kind it was (for the counts), raises _Bad for a problem."""
+    if key is None:
+        raise _Bad("record without a key")
+    k = _json(key, "key")
+    if not isinstance(k, dict):
+        raise _Bad("key is not a JSON object")
+    kt = k.get("keytype")
+    if kt not in KEY_TYPES:
+        raise _Bad(f"unknown keytype {kt!r}")
+    seq = k.get("seq")
+    if seq is not None and seq != offset:
+        return "superseded"        # Redpanda: another writer's record won this offset
+    if kt in _IGNORED:
+        return kt
+    if kt == "SCHEMA":
+        subject = _str(k, "subject", "SCHEMA key")
+        version = _int(k, "version", "SCHEMA key")
+        magic = k.get("magic", 0)
+        if magic not in (0, 1) or isinstance(magic, bool):
+            raise _Bad(f"SCHEMA key magic {magic!r}: only 0 and 1 are read")
+        if value is None:
+            reg._tombstone(subject, version)
+            return "SCHEMA tombstone"
+        entry = parse_schema_value(_json(value, "schema value"), offset=offset)
+        # The store is keyed by the record's key; the value's subject places the duplicate check.
+        entry = entry._replace(subject=subject, version=version)
+        old = reg.by_id(entry.id, _context_for_check(_value_subject(value, subject)))
+        if old is not None and old.schema != entry.schema:
+            raise _Bad(f"duplicate id {entry.id}: {subject!r} version {version} has other text "
+                       f"than {old.subject!r} version {old.version} (ignored, as the registry "
+                       f"ignores it)")
+        reg._register(entry)
+        return "SCHEMA deleted" if entry.deleted else "SCHEMA"
+    if value is None:
+        return kt + " tombstone"
+    v = _json(value, f"{kt} value")
+    if not isinstance(v, dict):
+        raise _Bad(f"{kt} value is not a JSON object")
+    if kt == "DELETE_SUBJECT":
+        reg._delete_subject(_str(v, "subject", kt), _int(v, "version", kt))
+    else:
+        reg._clear_subject(_opt_str(v, "subject", kt))
+    return kt
+
+
+def _value_subject(value, fallback: str) -> str:
+    try:
+        s = json.loads(bytes(value)).get("subject")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return fallback
+    return s if isinstance(s, str) else fallback
+
+
+def _context_for_check(subject: str) -> str:
+    from kafkarec.registry._model import context_of
+    return context_of(subject)
+
+
+def replay(records: Iterable[Tuple[int, Optional[bytes], Optional[bytes]]], *,
+           registry: Optional[Registry] = None, as_of_offset: Optional[int] = None,
+           source: str = "_schemas") -> Registry:
+    """A :class:`Registry` from ``(offset, key, value)`` of ``_schemas`` records in offset order.
+    ``as_of_offset``: the registry as it stood once the record at that offset was applied
+    (inclusive, as ``kafkarec metadata --at-offset``)."""
+    reg = registry if registry is not None else Registry(source)
+    counts: dict = {}
+    for offset, key, value in records:
+        if as_of_offset is not None and offset > as_of_offset:
+            break
+        try:
+            kind = _apply(reg, offset, key, value)
+        except _Bad as exc:
+            reg.problems.append(f"_schemas offset {offset}: {exc}")
+            kind = "problem"
+        counts[kind] = counts.get(kind, 0) + 1
+    reg.record_counts = counts
+    return reg
+
+
+def read_schemas_log(uri: str, *, topic: str = "_schemas", as_of_offset: Optional[int] = None,
+                     storage_options: Optional[dict] = None) -> Registry:
+    """The registry replayed from ``<uri>/<topic>-0`` (a log directory, local or remote) or from
+    that partition folder itself.  Records are read with kafkarec's checked reader (CRCs
+    verified); control records (transaction markers) are not registry records."""
+    from kafkarec.log.selection import iter_selected, parse_selection
+    from kafkarec.log import storage as st
+
+    sel = parse_selection({"topics": topic})
+
+    def records():
+        found = False
+        for sr, r in iter_selected(uri, sel, storage_options=storage_options):
+            found = True
+            if sr.partition != 0 or r.is_control:
+                continue
+            yield r.offset, r.key, r.value
+        if not found:
+            _ensure_topic(uri, topic, storage_options)
+
+    reg = Registry(uri)
+    return replay(records(), registry=reg, as_of_offset=as_of_offset, source=uri)
+
+
+def _ensure_topic(uri: str, topic: str, storage_options) -> None:
+    """An empty replay: fine if the topic's partition exists but holds nothing, an error if
+    there is no such partition (a wrong path should not look like an empty registry)."""
+    from kafkarec.log import layout, storage
+    from kafkarec.registry._model import RegistryError
+    stg, root = storage.resolve(uri, storage_options)
+    lay = layout.scan(stg, root)
+    parts = [p for p in lay.partitions if getattr(p, "topic", None) == topic]
+    if not parts:
+        raise RegistryError(f"{uri}: no {topic}-0 partition found")

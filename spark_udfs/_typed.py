@@ -1,0 +1,450 @@
+"""Typed keys and values in Spark: the data source's ``valueFormat``/``keyFormat`` options and
+:func:`from_registry`, over :class:`kafkarec.registry.TypedColumn`.
+
+Data source options (case-insensitive)::
+
+    valueFormat / keyFormat     registry | avro | protobuf | json  (unset: binary, as before)
+    registry                    a log directory holding _schemas-0 (or that folder), a folder
+                                of schema files, or a registry URL (read once, on the driver)
+    valueSubject / keySubject   default <topic>-value / <topic>-key (TopicNameStrategy)
+    subjectNameStrategy         topic (default) | record | topic_record, with recordName
+    recordName                  the record's full name (record strategies)
+    valueSchemaVersion / keySchemaVersion   reader version (default: latest live one)
+    valueReaderSchema / keyReaderSchema     reader schema text (the schema for avro|protobuf|json)
+    valueMessage / keyMessage   Protobuf message (full name) that types the column
+    registryAsOfOffset          _schemas only: the registry once that offset was applied
+    registryIdFormat            confluent (default) | apicurio (8-byte ids)
+
+The ``value`` (``key``) column becomes the reader schema's Spark type (Spark's ``from_avro`` /
+``from_protobuf`` mapping); ``valueSchemaId`` (``keySchemaId``) gives each record's writer
+schema id.  PERMISSIVE: a record that cannot be decoded keeps its coordinates, its value is
+null and ``_corrupt_record`` says why; DROPMALFORMED leaves it out; FAILFAST fails the task
+naming topic, partition, offset and reason.  A tombstone is a null value, not an error.
+
+The registry is read on the driver when the query is planned and shipped to executors as plain
+data (a pickled :class:`kafkarec.registry.Registry`); executors never call a registry.  Decoders
+are rebuilt on each executor from the schema texts.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Dict, Optional
+
+from pyspark.sql.datasource import DataSourceReader
+
+__all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "from_registry",
+           "spark_type_of", "TypedSide", "load_registry"]
+
+log = logging.getLogger("spark_udfs")
+
+TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysubject",
+                 "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
+                 "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
+                 "registryasofoffset", "registryidformat", "registrybearertoken"}
+_FORMATS = ("registry", "avro", "protobuf", "json")
+SCHEMA_ID_COLUMN = {"value": "valueSchemaId", "key": "keySchemaId"}
+
+_REGISTRIES: Dict[tuple, object] = {}
+_LOCK = threading.Lock()
+
+
+def _lower(options) -> dict:
+    return {str(k).lower(): v for k, v in dict(options or {}).items() if v is not None}
+
+
+def wanted(options) -> bool:
+    """Whether the read asks for typed keys or values."""
+    o = _lower(options)
+    return bool(o.get("valueformat") or o.get("keyformat"))
+
+
+def load_registry(source, *, as_of_offset=None, bearer_token=None, storage_options=None):
+    """The registry of ``source``, read once per process (planning calls this twice)."""
+    from kafkarec import registry as kr
+    if source is None or isinstance(source, kr.Registry):
+        return source
+    key = (str(source), as_of_offset, bearer_token)
+    with _LOCK:
+        reg = _REGISTRIES.get(key)
+    if reg is None:
+        reg = kr.load(source, as_of_offset=None if as_of_offset in (None, "") else int(as_of_offset),
+                      bearer_token=bearer_token, storage_options=storage_options)
+        with _LOCK:
+            _REGISTRIES[key] = reg
+    return reg
+
+
+# --- Arrow -> Spark types ------------------------------------------------------------------
+
+def spark_type_of(t):
+    """The Spark type of a decoder's Arrow type (Spark's from_avro/from_protobuf mapping)."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+    if pa.types.is_dictionary(t):
+        return spark_type_of(t.value_type)
+    if pa.types.is_null(t):
+        return T.NullType()
+    if pa.types.is_boolean(t):
+        return T.BooleanType()
+    if pa.types.is_int8(t):
+        return T.ByteType()
+    if pa.types.is_int16(t) or pa.types.is_uint8(t):
+        return T.ShortType()
+    if pa.types.is_int32(t) or pa.types.is_uint16(t) or pa.types.is_time32(t):
+        return T.IntegerType()
+    if pa.types.is_int64(t) or pa.types.is_uint32(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        return T.LongType()
+    if pa.types.is_uint64(t):
+        return T.DecimalType(20, 0)
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return T.FloatType()
+    if pa.types.is_float64(t):
+        return T.DoubleType()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return T.StringType()
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_binary_view(t)):
+        return T.BinaryType()
+    if pa.types.is_decimal(t):
+        if t.precision <= 38:
+            return T.DecimalType(t.precision, t.scale)
+        return T.StringType()          # wider than Spark's decimals: exact digits as text
+    if pa.types.is_date(t):
+        return T.DateType()
+    if pa.types.is_timestamp(t):
+        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pa.types.is_map(t):
+        return T.MapType(spark_type_of(t.key_type), spark_type_of(t.item_type), True)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return T.ArrayType(spark_type_of(t.value_type), True)
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(f.name, spark_type_of(f.type), True) for f in t])
+    raise TypeError(f"decoded type {t} has no Spark type")
+
+
+def _spark_arrow(spark_type):
+    from pyspark.sql.pandas.types import to_arrow_type
+    return to_arrow_type(spark_type, timezone="UTC")
+
+
+def _cast(arr, target):
+    """A decoder's array in the exact Arrow type Spark expects (names, units, widths)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if arr.type == target:
+        return arr
+    src = arr.type
+    if pa.types.is_dictionary(src):
+        return _cast(arr.dictionary_decode(), target)
+    if pa.types.is_struct(src) and pa.types.is_struct(target):
+        kids = [_cast(arr.field(i), target.field(i).type) for i in range(src.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(target), mask=arr.is_null()
+                                          if arr.null_count else None)
+    if (pa.types.is_list(src) or pa.types.is_large_list(src)) and pa.types.is_list(target):
+        inner = _cast(arr.values if arr.offset == 0 else arr.flatten(), target.value_type)
+        offsets = pc.subtract(arr.offsets, arr.offsets[0]).cast(pa.int32())
+        return pa.ListArray.from_arrays(offsets, inner, type=target,
+                                        mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_map(src) and pa.types.is_map(target):
+        keys = _cast(arr.keys, target.key_type)
+        items = _cast(arr.items, target.item_type)
+        offsets = pc.subtract(arr.offsets, arr.offsets[0]).cast(pa.int32())
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target,
+                                       mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_decimal(src) and pa.types.is_string(target):
+        return arr.cast(pa.string())
+    if pa.types.is_uint64(src):
+        return arr.cast(target)
+    return arr.cast(target, safe=False)
+
+
+# --- one side (key or value) --------------------------------------------------------------
+
+class TypedSide:
+    """What a read or a function needs to decode one side, picklable: options and registry;
+    the TypedColumn (and its compiled decoders) is rebuilt where it runs, once per topic."""
+
+    def __init__(self, side: str, fmt: str, registry, *, subject=None, topic=None,
+                 strategy="topic", record_name=None, version="latest", reader_schema=None,
+                 message=None, id_format="confluent") -> None:
+        fmt = str(fmt).lower()
+        if fmt not in _FORMATS:
+            raise ValueError(f"option {side}Format: one of {', '.join(_FORMATS)}, not {fmt!r}")
+        if fmt == "registry" and registry is None:
+            raise ValueError(f"option {side}Format=registry needs option registry (a log directory "
+                             f"holding _schemas-0, a schema folder or a registry URL)")
+        if fmt != "registry" and registry is None and reader_schema is None:
+            raise ValueError(f"option {side}Format={fmt} needs {side}ReaderSchema (or a registry "
+                             f"and {side}Subject)")
+        self.side = side
+        self.format = fmt
+        self.registry = registry
+        self.kw = dict(subject=subject, strategy=strategy, record_name=record_name,
+                       version=version or "latest", reader_schema=reader_schema, message=message,
+                       id_format=id_format)
+        self.topic = topic
+        self._columns: dict = {}
+        self.compiled: dict = {}
+        col = self.column(topic)           # fails early (on the driver) on a bad subject/schema
+        if col.schema_type == "PROTOBUF":
+            # protoc runs here, on the driver; executors get the compiled (plain) schemas.
+            self.compiled = col.precompile()
+        self.spark_type = spark_type_of(col.arrow_type)
+        self.arrow_type = _spark_arrow(self.spark_type)
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_columns"] = {}
+        return d
+
+    def column(self, topic):
+        from kafkarec.registry import TypedColumn
+        key = topic if self.kw["subject"] is None else None
+        col = self._columns.get(key)
+        if col is None:
+            col = TypedColumn(self.registry, self.kw["subject"], topic=topic,
+                              is_key=self.side == "key", strategy=self.kw["strategy"],
+                              record_name=self.kw["record_name"], version=self.kw["version"],
+                              reader_schema=self.kw["reader_schema"], message=self.kw["message"],
+                              id_format=self.kw["id_format"], value_format=self.format,
+                              compiled=self.compiled)
+            self._columns[key] = col
+        return col
+
+    def decode(self, values, headers=None, topic=None):
+        """(typed array in Spark's Arrow type, schema ids, errors)."""
+        import pyarrow as pa
+        col = self.column(topic if topic is not None else self.topic)
+        typed, ids, errs = col.decode(values, headers)
+        if _spark_arrow(spark_type_of(typed.type)) != self.arrow_type:
+            # Another topic's subject with another type: its rows cannot share this column.
+            n = len(typed)
+            return (pa.nulls(n, self.arrow_type), ids,
+                    pa.array([f"{col.subject!r} is not of this column's type" if v else None
+                              for v in values.is_valid().to_pylist()], pa.string()))
+        return _cast(typed, self.arrow_type), ids, errs
+
+
+def _sides(options, topic) -> list:
+    o = _lower(options)
+    registry = load_registry(o.get("registry"), as_of_offset=o.get("registryasofoffset"),
+                             bearer_token=o.get("registrybearertoken"))
+    out = []
+    for side in ("key", "value"):
+        fmt = o.get(f"{side}format")
+        if not fmt:
+            continue
+        out.append(TypedSide(side, fmt, registry, subject=o.get(f"{side}subject"), topic=topic,
+                             strategy=o.get("subjectnamestrategy") or "topic",
+                             record_name=o.get("recordname"),
+                             version=o.get(f"{side}schemaversion"),
+                             reader_schema=o.get(f"{side}readerschema"),
+                             message=o.get(f"{side}message"),
+                             id_format=o.get("registryidformat") or "confluent"))
+    return out
+
+
+def _topic_of(options) -> Optional[str]:
+    """The one topic the read decodes (TopicNameStrategy): option topics, or the one topic
+    under the paths other than the registry's own ``_schemas``."""
+    o = _lower(options)
+    if o.get("topics"):
+        names = [t.strip() for t in str(o["topics"]).split(",") if t.strip()]
+        return names[0] if len(names) == 1 else None
+    from kafkarec.log import layout, storage
+    from spark_udfs import _logdir
+    topics = set()
+    for raw in _logdir.split_paths(o):
+        try:
+            st, root = storage.resolve(raw, storage.storage_options(o))
+            lay = layout.scan(st, root)
+        except (OSError, ValueError):
+            continue
+        topics |= {p.topic for p in lay.partitions if p.topic and p.topic != "_schemas"}
+    return next(iter(topics)) if len(topics) == 1 else None
+
+
+def _stripped(options) -> dict:
+    return {k: v for k, v in dict(options).items() if str(k).lower() not in TYPED_OPTIONS}
+
+
+def typed_schema(options, base):
+    """The data source's schema with typed ``key``/``value`` and their schema id columns."""
+    from pyspark.sql import types as T
+    sides = {s.side: s for s in _sides(options, _topic_of(options))}
+    fields = []
+    for f in base.fields:
+        if f.name in sides:
+            fields.append(T.StructField(f.name, sides[f.name].spark_type, True))
+        else:
+            fields.append(f)
+    names = [f.name for f in fields]
+    at = names.index("headers") + 1 if "headers" in names else len(fields)
+    for side in ("key", "value"):
+        if side in sides:
+            fields.insert(at, T.StructField(SCHEMA_ID_COLUMN[side], T.LongType(), True))
+            at += 1
+    return T.StructType(fields)
+
+
+class TypedReader(DataSourceReader):
+    """Wraps the data source's reader: the plain read yields binary keys and values, each batch
+    is then typed here.  Built on the driver (registry read there), pickled to executors."""
+
+    def __init__(self, source, schema) -> None:
+        from pyspark.sql import types as T
+        from spark_udfs import _schema
+        o = _lower(source.options)
+        plain = type(source)(_stripped(source.options))
+        self.mode = (o.get("mode") or "PERMISSIVE").upper()
+        self.corrupt = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
+        topic = _topic_of(source.options)
+        self.sides = _sides(source.options, topic)
+        typed_names = {s.side for s in self.sides} | {SCHEMA_ID_COLUMN[s.side] for s in self.sides}
+        base = plain.schema()
+        want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
+                or f.name in {s.side for s in self.sides}]
+        if "topic" not in {f.name for f in want}:
+            want.append(next(f for f in base.fields if f.name == "topic"))
+        for name in ("partition", "offset", "headers"):
+            if name not in {f.name for f in want}:
+                want.append(next(f for f in base.fields if f.name == name))
+        unknown = [f.name for f in schema.fields if f.name not in {g.name for g in base.fields}
+                   and f.name not in typed_names]
+        if unknown:
+            raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced")
+        self.plain_schema = T.StructType(want)
+        self.schema = schema
+        self.inner = plain.reader(self.plain_schema)
+
+    def partitions(self):
+        return self.inner.partitions()
+
+    def read(self, partition):
+        from spark_udfs import _schema
+        target = _schema.arrow_schema_for(self.schema)
+        for rb in self.inner.read(partition):
+            out = self.convert(rb, target)
+            if out is not None and out.num_rows:
+                yield out
+
+    def convert(self, rb, target):
+        """One plain batch (binary key/value) in the typed schema ``target``."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        n = rb.num_rows
+        cols = {name: rb.column(name) for name in rb.schema.names}
+        topics = pc.unique(cols["topic"]).drop_null().to_pylist()
+        typed = {}
+        reasons = None
+        for s in self.sides:
+            if len(topics) <= 1:
+                arr, ids, errs = s.decode(cols[s.side], cols.get("headers"),
+                                          topics[0] if topics else None)
+            else:
+                arr, ids, errs = self._by_topic(s, cols, topics)
+            typed[s.side] = arr
+            typed[SCHEMA_ID_COLUMN[s.side]] = ids
+            if errs.null_count != n:
+                tagged = pc.binary_join_element_wise(pa.scalar(f"{s.side}: "), errs, "")
+                reasons = tagged if reasons is None else pc.coalesce(reasons, tagged)
+        keep = None
+        if reasons is not None:
+            bad = reasons.is_valid()
+            if self.mode == "FAILFAST":
+                i = int(np.nonzero(bad.to_numpy(zero_copy_only=False))[0][0])
+                from spark_udfs._decode import MalformedBatchError
+                raise MalformedBatchError(
+                    f"topic {cols['topic'][i].as_py()} partition {cols['partition'][i].as_py()} "
+                    f"offset {cols['offset'][i].as_py()}: {reasons[i].as_py()} (mode FAILFAST; "
+                    f"PERMISSIVE gives a null value and the reason in {self.corrupt})")
+            if self.mode == "DROPMALFORMED":
+                keep = pc.invert(bad)
+                log.warning("kafkarec: DROPMALFORMED left out %d records that could not be "
+                            "decoded", n - pc.sum(keep.cast(pa.int64())).as_py())
+            elif self.corrupt in cols:
+                cols[self.corrupt] = pc.coalesce(cols[self.corrupt], reasons)
+        arrays = []
+        for f in target:
+            if f.name in typed:
+                a = typed[f.name]
+            elif f.name in cols:
+                a = cols[f.name]
+            elif f.name == self.corrupt and reasons is not None:
+                a = reasons
+            else:
+                a = pa.nulls(n, f.type)
+            if a.type != f.type:
+                a = a.cast(f.type)
+            arrays.append(a)
+        out = pa.RecordBatch.from_arrays(arrays, schema=target)
+        return out.filter(keep) if keep is not None else out
+
+    def _by_topic(self, s, cols, topics):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        n = len(cols["topic"])
+        parts = []
+        idx = []
+        for t in topics:
+            mask = pc.equal(cols["topic"], t)
+            rows = pc.indices_nonzero(mask)
+            headers = cols.get("headers")
+            parts.append(s.decode(pc.take(cols[s.side], rows),
+                                  None if headers is None else pc.take(headers, rows), t))
+            idx.append(rows)
+        order = pc.sort_indices(pa.concat_arrays([r.cast(pa.int64()) for r in idx]))
+        arr = pc.take(pa.concat_arrays([p[0] for p in parts]), order)
+        ids = pc.take(pa.concat_arrays([p[1] for p in parts]), order)
+        errs = pc.take(pa.concat_arrays([p[2] for p in parts]), order)
+        assert len(arr) == n
+        return arr, ids, errs
+
+
+# --- the column function ------------------------------------------------------------------
+
+_FN_MODES = ("PERMISSIVE", "FAILFAST")
+
+
+def from_registry(column, registry, subject: Optional[str] = None, *, topic: Optional[str] = None,
+                  is_key: bool = False, mode: str = "PERMISSIVE", version="latest",
+                  reader_schema: Optional[str] = None, message: Optional[str] = None,
+                  value_format: str = "registry", headers=None, id_format: str = "confluent"):
+    """Decode a binary Column of Schema Registry payloads (e.g. the ``value`` column of Spark's
+    own Kafka source) to the subject's reader type, as ``from_avro`` does for one schema but
+    with each record's writer schema from its id.
+
+    ``registry``: a source as for the data source's ``registry`` option, or a
+    :class:`kafkarec.registry.Registry` (read on the driver, shipped to executors as data);
+    ``subject`` (or ``topic`` for ``<topic>-value``/``-key``); ``mode``: PERMISSIVE (a record
+    that cannot be decoded is null, the default, as ``from_avro``) or FAILFAST (the task fails
+    with the row and reason); ``headers``: the records' headers Column, for header ids."""
+    import warnings
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import ArrowUDFType, arrow_udf
+    m = str(mode).upper()
+    if m not in _FN_MODES:
+        raise ValueError(f"mode {mode!r}: PERMISSIVE or FAILFAST (a column function cannot drop rows)")
+    reg = load_registry(registry)
+    side = TypedSide("key" if is_key else "value", value_format, reg, subject=subject, topic=topic,
+                     version=version, reader_schema=reader_schema, message=message,
+                     id_format=id_format)
+
+    def kafkarec_from_registry(values, hdrs=None):
+        arr, _ids, errs = side.decode(values, hdrs)
+        if m == "FAILFAST" and errs.null_count != len(errs):
+            import pyarrow.compute as pc
+            i = pc.index(errs.is_valid(), True).as_py()
+            raise ValueError(f"from_registry (mode FAILFAST): row {i} of the Arrow batch: "
+                             f"{errs[i].as_py()}")
+        return arr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fn = arrow_udf(kafkarec_from_registry, side.spark_type, ArrowUDFType.SCALAR)
+    col = F.col(column) if isinstance(column, str) else column
+    if headers is not None:
+        return fn(col, F.col(headers) if isinstance(headers, str) else headers)
+    return fn(col)

@@ -1,0 +1,58 @@
+"""Submitted by tests/spark/test_typed.py from a bare Python with ``--py-files <kafkarec wheel>``:
+typed values from a log directory that holds ``_schemas-0`` and an evolved Avro topic.
+
+    spark-submit --py-files kafkarec.whl typed_job.py LOGDIR OUT.json
+"""
+import json
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import spark_udfs
+
+root, out_path = sys.argv[1], sys.argv[2]
+spark = SparkSession.builder.appName("typed").getOrCreate()
+spark_udfs.register(spark)
+result = {}
+
+# 1. The data source: valueFormat/keyFormat=registry, the registry read from the log itself.
+df = (spark.read.format("kafkarec").option("valueFormat", "registry").option("keyFormat", "registry")
+      .option("registry", root).option("topics", "orders").load(root))
+result["schema"] = df.schema.jsonValue()
+result["rows"] = [r.asDict(recursive=True) for r in df.orderBy("offset").collect()]
+
+# 2. The same on the partition folder (local reader, no selection options).
+df2 = (spark.read.format("kafkarec").option("valueFormat", "registry").option("registry", root)
+       .load(root + "/orders-0"))
+result["local_rows"] = [r.asDict(recursive=True) for r in
+                        df2.select("offset", "value", "valueSchemaId", "_corrupt_record").orderBy("offset").collect()]
+
+# 3. DROPMALFORMED leaves out what cannot be decoded.
+result["dropmalformed"] = (spark.read.format("kafkarec").option("valueFormat", "registry")
+                           .option("registry", root).option("topics", "orders")
+                           .option("mode", "DROPMALFORMED").load(root).count())
+
+# 4. FAILFAST names topic, partition, offset and reason.
+try:
+    (spark.read.format("kafkarec").option("valueFormat", "registry").option("registry", root)
+     .option("topics", "orders").option("mode", "FAILFAST").load(root).collect())
+    result["failfast"] = None
+except Exception as exc:       # noqa: BLE001 - the message is what is checked
+    result["failfast"] = str(exc)[:4000]
+
+# 5. from_registry over a plain binary column (as Spark's Kafka source gives).
+raw = spark.read.format("kafkarec").option("topics", "orders").load(root)
+dec = raw.select("offset", spark_udfs.from_registry("value", registry=root, subject="orders-value",
+                                                    headers="headers").alias("v"))
+result["from_registry"] = [r.asDict(recursive=True) for r in dec.orderBy("offset").collect()]
+try:
+    raw.select(spark_udfs.from_registry(F.col("value"), registry=root, subject="orders-value",
+                                        mode="FAILFAST").alias("v")).collect()
+    result["from_registry_failfast"] = None
+except Exception as exc:       # noqa: BLE001
+    result["from_registry_failfast"] = str(exc)[:4000]
+
+with open(out_path, "w") as f:
+    json.dump(result, f, default=str)
+spark.stop()

@@ -1,0 +1,110 @@
+"""Typed values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec wheel>`` from a
+bare Python (pyspark, pyarrow, pandas only) over a log directory holding ``_schemas-0`` and an
+``orders`` topic written by confluent-kafka's AvroSerializer with an evolved schema.  The data
+source (valueFormat=registry, every mode) and from_registry give the values kafkarec's own
+Python surface gives (itself checked against the serializer's input in tests/registry)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+import spark_helpers as H
+
+pytestmark = [pytest.mark.spark]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
+import world  # noqa: E402
+
+
+def _naive_utc(v):
+    """Spark collects timestamps as naive datetimes in the session time zone (UTC here)."""
+    import datetime
+    if isinstance(v, datetime.datetime) and v.tzinfo is not None:
+        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, dict):
+        return {k: _naive_utc(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_naive_utc(x) for x in v]
+    return v
+
+
+def _plain(v):
+    """Python values as json.dump(default=str) writes them, for comparison."""
+    return json.loads(json.dumps(_naive_utc(v), default=str))
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    import subprocess
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = tmp_path_factory.mktemp("typed")
+    root = str(work / "logs")
+    facts = world.build(root)
+    out = str(work / "out.json")
+    cache = work / "cache"
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
+                            "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.sql.session.timeZone=UTC",
+           "--py-files", wheel, os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_job.py"), root, out]
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
+    with open(out) as f:
+        return json.load(f), facts, root
+
+
+def _expected_values(root):
+    import kafkarec
+    import kafkarec.registry as kr
+    data = open(os.path.join(root, "orders-0", "00000000000000000000.log"), "rb").read()
+    t = kr.decode_table(kafkarec.to_arrow(data, topic="orders"), kr.load(root), key=True)
+    return t.to_pylist()
+
+
+def test_data_source_value_format_registry(submitted):
+    result, facts, root = submitted
+    want = _expected_values(root)
+    rows = result["rows"]
+    assert len(rows) == len(want) == len(facts["expected"])
+    names = [f["name"] for f in result["schema"]["fields"]]
+    assert names[:8] == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert {"keySchemaId", "valueSchemaId", "_corrupt_record"} <= set(names)
+    value_type = next(f["type"] for f in result["schema"]["fields"] if f["name"] == "value")
+    assert [f["name"] for f in value_type["fields"]] == ["id", "amount", "status", "ts", "qty", "note", "lines"]
+    for got, exp in zip(rows, want):
+        assert got["offset"] == exp["offset"] and got["topic"] == "orders" and got["partition"] == 0
+        assert _plain(got["value"]) == _plain(exp["value"]), got["offset"]
+        assert got["valueSchemaId"] == exp["value_schema_id"]
+        assert got["key"] == exp["key"]
+        if exp["_corrupt_record"] is None:
+            assert got["_corrupt_record"] is None
+        else:
+            assert got["_corrupt_record"] == exp["_corrupt_record"]
+    local = result["local_rows"]
+    assert [(r["offset"], _plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in local] == \
+        [(r["offset"], _plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in rows]
+
+
+def test_modes(submitted):
+    result, facts, root = submitted
+    bad = sum(1 for _, _, err in facts["expected"] if err is not None)
+    assert result["dropmalformed"] == len(facts["expected"]) - bad
+    msg = result["failfast"]
+    assert msg and "topic orders partition 0 offset 11" in msg and "Unknown magic byte" in msg, msg
+
+
+def test_from_registry_on_a_binary_column(submitted):
+    result, facts, root = submitted
+    want = _expected_values(root)
+    got = result["from_registry"]
+    assert [_plain(r["v"]) for r in got] == [_plain(w["value"]) for w in want]
+    assert "from_registry (mode FAILFAST)" in (result["from_registry_failfast"] or "")
