@@ -563,7 +563,10 @@ def _encode_default(node: _Node, v: Any) -> bytes:
         if not isinstance(v, str):
             raise _BadDefault("expected a string")
         if t == "string":
-            raw = v.encode("utf-8", "surrogatepass")
+            try:
+                raw = v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _BadDefault("a string default must be valid Unicode (no lone surrogates)") from None
         else:
             try:
                 raw = v.encode("latin-1")
