@@ -563,7 +563,10 @@ def _encode_default(node: _Node, v: Any) -> bytes:
         if not isinstance(v, str):
             raise _BadDefault("expected a string")
         if t == "string":
-            raw = v.encode("utf-8", "surrogatepass")
+            try:
+                raw = v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _BadDefault("a string default must be valid Unicode (no lone surrogates)") from None
         else:
             try:
                 raw = v.encode("latin-1")
@@ -711,8 +714,8 @@ _NK = {"int": NK_INT, "long": NK_LONG, "float": NK_FLOAT, "double": NK_DOUBLE}
 # op codes (as _avro.pxi numbers them)
 (OP_NULL_COL, OP_SET_NULL, OP_BOOL, OP_INT, OP_LONG, OP_NUM, OP_STR, OP_BYTES, OP_FIXED,
  OP_DEC_BYTES, OP_DEC_FIXED, OP_ENUM, OP_RECORD, OP_ARRAY, OP_MAP, OP_WUNION, OP_MEMBER,
- OP_ERROR, OP_DEFAULT, OP_RAW_BYTES, OP_SKIP_BOOL, OP_SKIP_INT, OP_SKIP_LONG, OP_SKIP_N,
- OP_SKIP_BYTES, OP_SKIP_RECORD, OP_SKIP_ARRAY, OP_SKIP_MAP, OP_SKIP_UNION, OP_NOP) = range(30)
+ OP_ERROR, OP_DEFAULT, OP_SKIP_BOOL, OP_SKIP_INT, OP_SKIP_LONG, OP_SKIP_N,
+ OP_SKIP_BYTES, OP_SKIP_RECORD, OP_SKIP_ARRAY, OP_SKIP_MAP, OP_SKIP_UNION, OP_NOP) = range(29)
 
 
 class _Col:

@@ -63,17 +63,16 @@ cdef enum:
     OP_MEMBER = 16
     OP_ERROR = 17
     OP_DEFAULT = 18
-    OP_RAW_BYTES = 19
-    OP_SKIP_BOOL = 20
-    OP_SKIP_INT = 21
-    OP_SKIP_LONG = 22
-    OP_SKIP_N = 23
-    OP_SKIP_BYTES = 24
-    OP_SKIP_RECORD = 25
-    OP_SKIP_ARRAY = 26
-    OP_SKIP_MAP = 27
-    OP_SKIP_UNION = 28
-    OP_NOP = 29
+    OP_SKIP_BOOL = 19
+    OP_SKIP_INT = 20
+    OP_SKIP_LONG = 21
+    OP_SKIP_N = 22
+    OP_SKIP_BYTES = 23
+    OP_SKIP_RECORD = 24
+    OP_SKIP_ARRAY = 25
+    OP_SKIP_MAP = 26
+    OP_SKIP_UNION = 27
+    OP_NOP = 28
 
 cdef enum:
     NK_INT = 0

@@ -352,3 +352,9 @@ def test_named_type_reuse_cannot_blow_up():
     with pytest.raises(AvroSchemaError, match="once its named types are expanded"):
         avro.parse_schema(schema)
     assert time.perf_counter() - t < 1
+
+
+def test_string_default_with_a_lone_surrogate_is_refused():
+    text = '{"type":"record","name":"R","fields":[{"name":"a","type":"string","default":"\\ud800"}]}'
+    with pytest.raises(AvroSchemaError, match="lone surrogates"):
+        avro.parse_schema(text)

@@ -156,6 +156,14 @@ class Gen:
         r = self.r
         if isinstance(s, list):
             out = [self.evolve(b, depth + 1) if isinstance(b, dict) else b for b in s]
+            promoted = [self.evolve(b, depth + 1) if isinstance(b, str) and r.random() < 0.3 else b for b in out]
+            if all(isinstance(b, (str, dict)) for b in promoted) and len(
+                    {json.dumps(b) if isinstance(b, str) else b.get("name", b["type"]) for b in promoted}
+            ) == len(promoted) and not any(isinstance(b, list) for b in promoted):
+                out = promoted                            # a branch promoted (int -> long...)
+            if len(out) == 2 and "null" in out and r.random() < 0.1:
+                # the reader drops null: records holding null fail, in Java only when read
+                return next(b for b in out if b != "null")
             if r.random() < 0.3 and "boolean" not in out and len(out) < 4 and not (
                     {x for x in out if isinstance(x, str)} & {"int", "long", "float", "double"}):
                 out.append("boolean")                     # union widened
@@ -204,7 +212,7 @@ class Gen:
         return s
 
 
-def _batch(seed: int, size: int = 25):
+def _batch(seed: int, size: int = 40):
     g = Gen(random.Random(seed))
     cases = []
     for _ in range(size):
@@ -243,7 +251,12 @@ def test_random_evolutions_match_java(seed):
         for g_, e in zip(got, res["values"]):
             if isinstance(g_, dict) and "not valid UTF-8" in g_.get("error", ""):
                 # bytes read as a string: Java substitutes U+FFFD, Arrow strings must be UTF-8
-                assert "\ufffd" in json.dumps(e, ensure_ascii=False), (g_, e)
+                # (unless Java fails the record too, further on)
+                assert "\ufffd" in json.dumps(e, ensure_ascii=False) or set(e) == {"error"}, (g_, e)
+                continue
+            if isinstance(e, dict) and set(e) == {"error"} and "AvroRuntimeException: Not an array: [" in e["error"]:
+                # Java 1.12.1 fails on an empty-array default of a union field whose first branch is an
+                # array ("Not an array: [array, ...]"), while [1] works; the spec's value is []
                 continue
             if isinstance(e, dict) and set(e) == {"error"}:
                 assert isinstance(g_, dict) and "error" in g_, (json.dumps(w), json.dumps(rd), g_, e)
