@@ -47,6 +47,9 @@ from kafkarec.errors import (  # noqa: E402
     SelectionError,
     SideFileError,
     StorageError,
+    AvroSchemaError,
+    SchemaResolutionError,
+    AvroDecodeError,
     TransformedSegmentError,
     TruncatedError,
     UnknownRecordTypeError,
@@ -76,5 +79,6 @@ __all__ = [
     "CodecUnavailableError", "DecompressionError", "DecompressionLimitError",
     "EncodeError", "InternalRecordError", "UnknownRecordTypeError", "SideFileError", "CorruptIndexError",
     "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "SelectionError", "StorageError",
+    "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError",
     "convert", "ConversionResult",
 ]

@@ -24,6 +24,7 @@ EXPECTED = {
     "SideFileError": ValueError, "CorruptIndexError": ValueError, "CorruptSnapshotError": ValueError,
     "CheckpointError": ValueError, "TransformedSegmentError": ValueError, "SelectionError": ValueError,
     "StorageError": OSError,
+    "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
 }
 
 
