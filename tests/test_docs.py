@@ -28,7 +28,7 @@ import pytest
 
 from paths import ROOT
 
-FILES = ["README.md", "spark_udfs/README.md", "benchmarks/README.md"] + sorted(
+FILES = ["README.md", "CHANGELOG.md", "spark_udfs/README.md", "benchmarks/README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 
 #: (file, first line of the block): why the block is not run. Keep this tiny.
@@ -171,6 +171,10 @@ def test_not_run_list_is_current():
     assert not stale, stale
 
 
+#: Pages linked before they exist: written on other branches (issues 21 and 22); empty this
+#: once they are merged.
+NOT_YET_WRITTEN = {"docs/spark-options.md", "docs/typed-values.md"}
+
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
 
 
@@ -178,12 +182,28 @@ def test_readme_is_short():
     assert os.path.getsize(os.path.join(ROOT, "README.md")) <= 20 * 1024
 
 
+def anchors(path: str) -> set:
+    """GitHub's anchors for the headings of ``path``."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        text = FENCE.sub("", fh.read())
+    return {re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            for m in re.finditer(r"^#+ (.*)$", text, re.M)}
+
+
 @pytest.mark.parametrize("path", [p for p in FILES if os.path.exists(os.path.join(ROOT, p))])
 def test_links_resolve(path):
-    """Relative links lead to files that exist (docs/ pages link to each other)."""
+    """Relative links lead to files that exist, and to headings that exist in them."""
     with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
         text = fh.read()
-    missing = [target for target, _ in LINK.findall(text)
-               if "://" not in target and not target.startswith("mailto:")
-               and not os.path.exists(os.path.join(ROOT, os.path.dirname(path), target))]
+    missing = []
+    for target, anchor in LINK.findall(text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        rel = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        if rel in NOT_YET_WRITTEN:
+            continue
+        if not os.path.exists(os.path.join(ROOT, rel)):
+            missing.append(target)
+        elif anchor and rel.endswith(".md") and anchor[1:] not in anchors(rel):
+            missing.append(target + anchor)
     assert not missing, missing
