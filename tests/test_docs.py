@@ -35,6 +35,9 @@ FILES = ["README.md", "CHANGELOG.md", "spark_udfs/README.md", "benchmarks/README
 NOT_RUN = {
     ("README.md", "bash scripts/main.sh"):
         "builds the wheelhouse and runs spark-submit (tests/spark/test_main_job.py runs it)",
+    ("docs/spark.md", "# job.py"):
+        "a spark-submit job: tests/spark/test_spark_submit.py::test_readme_spark_job_runs_as_written "
+        "submits it as written, with the wheel alone in --py-files, on a bare Python",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
         "installs into the user's environment (scripts/release.sh installs every wheel in a "
         "clean venv and decodes a batch there)",
