@@ -122,6 +122,7 @@ def _params():
 
 @pytest.mark.parametrize("path", list(_params()))
 def test_examples(path, tmp_path, monkeypatch, request):
+    """Every block of ``path`` in order; every difference is reported, not only the first."""
     if uses_spark(path):
         request.getfixturevalue("spark_session")
     folder = str(tmp_path)
