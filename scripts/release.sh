@@ -62,25 +62,34 @@ if [ ! -f "$SDIST" ] || [ -n "$(find "$ROOT/kafkarec" "$ROOT/spark_udfs" "$ROOT/
     mv "$tmp"/kafkarec-*.tar.gz "$SDIST"
 fi
 
-# Each wheel into a clean venv of its own Python: import, build and decode a batch.
+# Each wheel into a clean venv of its own Python, and the sdist (built from
+# source by pip) into one of the first Python: import, build and decode a batch.
 CHECK="$ROOT/.cache/release-check"
+check() {   # check PYTHON NAME PIP-ARGS...
+    local py="$1" name="$2"; shift 2
+    local venv="$CHECK/$name"
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" > "$CHECK/$name.log" 2>&1 \
+        || { cat "$CHECK/$name.log" >&2; echo "release.sh: $name does not install" >&2; exit 1; }
+    (cd "$CHECK" && "$venv/bin/python" - "$name" <<'PY') || { echo "release.sh: $name does not work in a clean venv" >&2; exit 1; }
+import sys
+import kafkarec
+batch = kafkarec.build_batch([b"v", b"w"], keys=[b"k", None], base_offset=42,
+                             compression=kafkarec.Compression.LZ4)
+records = [(r.offset, r.key, r.value) for b in kafkarec.iter_batches(batch) for r in b]
+assert records == [(42, b"k", b"v"), (43, None, b"w")], records
+print(f"  {sys.argv[1]}: kafkarec {kafkarec.__version__} decodes", file=sys.stderr)
+PY
+}
+mkdir -p "$CHECK"
 i=0
 for py in "${PYTHONS[@]}"; do
     wheel="${WHEELS[$i]}"; i=$((i + 1))
-    tag="$("$py" -c 'import sys; print(sys.implementation.cache_tag)')"
-    venv="$CHECK/$tag"
-    rm -rf "$venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$DIR" "$wheel"
-    (cd "$CHECK" && "$venv/bin/python" - <<'PY') || { echo "release.sh: $wheel does not work in a clean venv" >&2; exit 1; }
-import sys
-import kafkarec
-batch = kafkarec.build_batch([(b"k", b"v"), (None, b"w")], base_offset=42, compression="lz4")
-records = [(r.offset, r.key, r.value) for b in kafkarec.iter_batches(batch) for r in b]
-assert records == [(42, b"k", b"v"), (43, None, b"w")], records
-print(f"  {sys.implementation.cache_tag}: kafkarec {kafkarec.__version__} decodes", file=sys.stderr)
-PY
+    check "$py" "$(basename "$wheel")" --no-index --find-links "$DIR" "$wheel"
 done
+# the sdist's dependencies come from DIR where they are there (else from the index)
+check "${PYTHONS[0]}" "$(basename "$SDIST")" --find-links "$DIR" "$SDIST"
 rm -rf "$CHECK"
 echo "release $VERSION in $DIR:" >&2
 (cd "$DIR" && ls -1 kafkarec-*) >&2
