@@ -39,8 +39,8 @@ NOT_RUN = {
         "a spark-submit job: tests/spark/test_spark_submit.py::test_readme_spark_job_runs_as_written "
         "submits it as written, with the wheel alone in --py-files, on a bare Python",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
-        "installs into the user's environment (scripts/release.sh installs every wheel in a "
-        "clean venv and decodes a batch there)",
+        "installs into the user's environment (tests/test_release.py runs scripts/release.sh, "
+        "which installs every wheel and the sdist into clean venvs and decodes a batch there)",
 }
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
