@@ -164,10 +164,10 @@ def test_register_names_every_missing_and_mismatched_piece_at_once(wheel, workdi
 
 
 def test_readme_spark_job_runs_as_written(wheel, bare, workdir, tmp_path):
-    """The README's job.py, submitted as its spark-submit line says (local mode, bare
+    """docs/spark.md's job.py, submitted as its spark-submit line says (local mode, bare
     Python, the wheel alone in --py-files): every output equals kafkarec's decoder."""
     import re
-    readme = open(os.path.join(H.ROOT, "README.md"), encoding="utf-8").read()
+    readme = open(os.path.join(H.ROOT, "docs", "spark.md"), encoding="utf-8").read()
     (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if b.startswith("# job.py")]
     job = tmp_path / "job.py"
     job.write_text(code)
