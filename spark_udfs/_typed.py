@@ -248,9 +248,14 @@ def _sides(options, topic) -> list:
 def _topic_of(options) -> Optional[str]:
     """The one topic the read decodes (TopicNameStrategy): option topics, or the one topic
     under the paths other than the registry's own ``_schemas``."""
-    o = _lower(options)
+    from spark_udfs import _options
+    o = _options.normalize(_stripped(options), streaming=False)   # subscribe, assign, aliases
     if o.get("topics"):
         names = [t.strip() for t in str(o["topics"]).split(",") if t.strip()]
+        return names[0] if len(names) == 1 else None
+    if o.get("assign"):
+        import json
+        names = list(json.loads(o["assign"]))
         return names[0] if len(names) == 1 else None
     from kafkarec.log import layout, storage
     from spark_udfs import _logdir
@@ -296,7 +301,10 @@ class TypedReader(DataSourceReader):
         from pyspark.sql import types as T
         from spark_udfs import _schema
         o = _lower(source.options)
-        plain = type(source)(_stripped(source.options))
+        # the plain read keeps the headers whatever includeHeaders says: header schema ids
+        # (__value_schema_id / __key_schema_id) are read from them
+        inner = {k: v for k, v in _stripped(source.options).items() if str(k).lower() != "includeheaders"}
+        plain = type(source)({**inner, "includeHeaders": "true"})
         self.mode = (o.get("mode") or "PERMISSIVE").upper()
         self.corrupt = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
         topic = _topic_of(source.options)
