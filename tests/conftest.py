@@ -27,3 +27,16 @@ def _no_swallowed_exceptions(capfd):
     sys.stdout.write(out)
     sys.stderr.write(err)
     assert "Exception ignored" not in err, err
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A SeaweedFS S3 server on 127.0.0.1 for the session: started on first use (tests/s3server.py),
+    always stopped."""
+    from s3server import S3Server
+    server = S3Server(startup_timeout=60)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
