@@ -34,17 +34,6 @@ cdef inline object nullable_bytes(const uint8_t *p, int32_t n):
     return PyBytes_FromStringAndSize(<const char *>p, n)
 
 
-cdef object _control = None   # kafkarec.control, imported on first use
-
-
-cdef object control_module():
-    global _control
-    if _control is None:
-        import kafkarec.control as mod
-        _control = mod
-    return _control
-
-
 @cython.final
 @cython.no_gc          # no reference cycles are possible: skip GC tracking per record
 @cython.freelist(64)
@@ -168,20 +157,20 @@ cdef class Record:
         """For ABORT/COMMIT markers, the coordinator epoch from the marker value."""
         if not self._is_control or self._control_key()[1] not in (0, 1):
             return None
-        return control_module().parse_end_txn_marker(self.value, self._v.error_position,
-                                                     self._strict)[1]
+        return parse_end_txn_marker(self.value, self._v.error_position, self._strict)[1]
 
     @property
     def control_value(self):
-        """The decoded value of a control record (a dict), or None for data records."""
+        """The decoded value of a control record (a dict with Kafka's JSON field names, see
+        kafkarec.control), or None for data records."""
         if not self._is_control:
             return None
-        return control_module().parse_control_value(
-            self._control_key()[1], self.value, self._v.error_position, self._strict)
+        return parse_control_value(self._control_key()[1], self.value, self._v.error_position,
+                                   self._strict)
 
     cdef tuple _control_key(self):
         if self._control_version < 0:
-            self._control_version, self._control_type_id = control_module().parse_control_key(
+            self._control_version, self._control_type_id = parse_control_key(
                 self.key, self._v.error_position, self._strict)
         return (self._control_version, self._control_type_id)
 

@@ -393,7 +393,7 @@ def test_validity_bitmaps_across_many_batches():
 def marker(pid, offset, kind, *, epoch=0, coordinator_epoch=1) -> bytes:
     b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=epoch,
                            is_transactional=True, is_control=True)
-    b.append_control(kind, {"coordinator_epoch": coordinator_epoch}, timestamp=TS0 + offset)
+    b.append_control(kind, {"coordinatorEpoch": coordinator_epoch}, timestamp=TS0 + offset)
     return b.build()
 
 

@@ -84,7 +84,7 @@ def test_leader_change_null_arrays_as_kafkas_generated_reader(value, error):
     (record,) = next(iter(kafkarec.iter_batches(data))).records()
     if error is None:
         assert "java_value_error" not in jrec
-        assert record.control_value["granting_voters"] == [{"voter_id": 1}]
+        assert record.control_value["grantingVoters"] == [{"voterId": 1}]
     else:
         assert error in jrec["java_value_error"]
         with pytest.raises(kafkarec.InvalidRecordError, match=error):

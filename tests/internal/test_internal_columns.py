@@ -57,7 +57,7 @@ def test_strictness_and_malformed_records():
     b = kafkarec.RecordBatchBuilder(base_offset=8)
     b.append(b"\x00\x03" + b"\x00" * 5, key=struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t"
              + struct.pack(">i", 0), timestamp=1)
-    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue offset") as ei:
+    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue: offset needs 8 bytes") as ei:
         columns.to_arrow(b.build(), decode="consumer_offsets")
     assert ei.value.position == 2            # in the value: right after its version
     # invalid UTF-8 in a group name: replaced as Java's String does, as the record API does
