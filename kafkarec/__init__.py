@@ -47,7 +47,7 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 
-def to_arrow(data: _Any, options: "ReadOptions | None" = None, /, *, decode: "str | None" = None,
+def to_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
              **kwargs: _Any) -> _Any:
     """Records of `data` as a pyarrow Table, read with ``options`` (a :class:`ReadOptions`, or its fields
     as keywords), ``start``/``end`` (absolute positions in `data`, as :func:`iter_batches`) and the other
@@ -60,7 +60,7 @@ def to_arrow(data: _Any, options: "ReadOptions | None" = None, /, *, decode: "st
     return _decoded(data, options, decode=decode, **kwargs)
 
 
-def iter_arrow(data: _Any, options: "ReadOptions | None" = None, /, *, decode: "str | None" = None,
+def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
                **kwargs: _Any) -> _Any:
     """A stream of pyarrow RecordBatches of `data` (``kafkarec._core.iter_arrow``: the same options as
     :func:`to_arrow`, ``start``/``end`` included); ``decode=`` adds an internal topic's decoded columns to

@@ -49,7 +49,13 @@ class Record:
     @property
     def coordinator_epoch(self) -> int | None: ...
     @property
-    def control_value(self) -> dict[str, Any] | None: ...
+    def control_value(self) -> dict[str, Any] | None:
+        """A control record's value with the field names of Kafka's JSON converters (as kafka-dump-log
+        prints them): ``{"version": 0, "coordinatorEpoch": 5}`` for ABORT/COMMIT; KRaft values as their
+        message's fields (``{"version": 0, "leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": [...]}``,
+        ``{"version": 0, "lastContainedLogTimestamp": ...}``, ``{"version": 0, "kRaftVersion": 1}``, voters with
+        ``voterDirectoryId`` as Kafka's base64 UUID text); None for data records (see kafkarec.control)."""
+        ...
 
 class RecordBatch:
     options: ReadOptions

@@ -782,7 +782,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
 def error_record(exc, RecordBatch batch=None, /) -> dict:
     """The description of a DecodeError that ``iter_arrow(errors="skip")`` puts in its
     error sink: ``position``, ``reason``, ``error`` (the class name), ``base_offset``
-    (of ``batch``, v2 only, else None) and ``message``."""
+    (of ``batch``, v2 only, else None), ``batch_position`` (where ``batch`` starts; None
+    for an error of framing, which no batch holds) and ``message``."""
     return error_dict(exc, batch)
 
 
@@ -792,6 +793,7 @@ cdef dict error_dict(object exc, RecordBatch b):
         "reason": exc.reason,
         "error": type(exc).__name__,
         "base_offset": b._base_offset if b is not None and b.magic >= 2 else None,
+        "batch_position": b.position if b is not None else None,
         "message": str(exc),
     }
 

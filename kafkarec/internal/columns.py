@@ -156,7 +156,7 @@ def decode_columns(table, decode: str, *, strict: bool = False, strict_types: Op
     return table
 
 
-def to_arrow(data, options=None, /, *, decode: str, topic: Optional[str] = None,
+def to_arrow(data, /, options=None, *, decode: str, topic: Optional[str] = None,
              partition: Optional[int] = None, strict: Optional[bool] = None, strict_types: Optional[bool] = None,
              schemas: str = _topics.DEFAULT_SCHEMAS, **kwargs) -> Any:
     """``kafkarec.to_arrow(data, options, ...)`` (every option passes through; control records are left out
@@ -175,7 +175,7 @@ def to_arrow(data, options=None, /, *, decode: str, topic: Optional[str] = None,
     return decode_columns(table, internal_topic, strict=opts.strict, strict_types=strict_types, schemas=schemas)
 
 
-def iter_arrow(data, options=None, /, *, decode: str, topic: Optional[str] = None,
+def iter_arrow(data, /, options=None, *, decode: str, topic: Optional[str] = None,
                partition: Optional[int] = None, strict: Optional[bool] = None,
                strict_types: Optional[bool] = None, schemas: str = _topics.DEFAULT_SCHEMAS, **kwargs):
     """``kafkarec.iter_arrow`` with the decoded columns of `decode` on every pyarrow.RecordBatch (see
