@@ -1,7 +1,10 @@
 # kafkarec._core: the compiled heart of kafkarec.
 #
 # One extension module, assembled from parts in _core_src/ that each do one job:
-#   _reader.pxi   bounds-checked cursor (every read goes through it)
+#   _reader.pxi   the bounds-checked cursor: every variable-length read (v2 and legacy records,
+#                 varints, internal-topic messages, control values) goes through it; fixed-size
+#                 headers (batch, legacy message, codec frame headers) are read at known offsets
+#                 after one size check of the whole header
 #   _varint.pxi   zig-zag varint / varlong and unsigned varints (Kafka's message protocol)
 #   _buffer.pxi   zero-copy ownership of the caller's buffer
 #   _crc.pxi      CRC-32C (hardware, via the `crc32c` package) and CRC-32

@@ -115,16 +115,21 @@ cdef class _KStruct:
 
 @cython.final
 cdef class _KSink:
-    """Typed Arrow columns (int8/bool/int16/int32/int64 in _Growable + _Bits, string/bytes in _BinaryColumn)
-    filled by plan walks (see kafkarec/internal/columns.py)."""
+    """Typed Arrow columns (bool/int8/int16/int32/int64 in _ArrowGrowable + validity, string/bytes in
+    _BinaryColumn) filled by plan walks, a row per record (see kafkarec/internal/columns.py). The fixed-size
+    columns are sized once for all rows (open()) and written in place."""
     cdef tuple kinds_
     cdef list columns
     cdef list valids
     cdef int kinds[64]
+    cdef int width[64]
     cdef PyObject *cols[64]
-    cdef PyObject *bits[64]
+    cdef uint8_t *data[64]
+    cdef uint8_t *valid[64]
+    cdef Py_ssize_t zeros[64]
     cdef int ncols
     cdef uint64_t filled
+    cdef Py_ssize_t capacity
     cdef readonly Py_ssize_t rows
 
     def __init__(self, tuple kinds):
@@ -138,29 +143,60 @@ cdef class _KSink:
         for i in range(self.ncols):
             kind = kinds[i]
             self.kinds[i] = kind
+            self.zeros[i] = 0
             if kind == KM_STRING or kind == KM_BYTES:
                 self.columns.append(_BinaryColumn())
                 self.valids.append(None)
+                self.width[i] = 0
             elif kind in (KM_BOOL, KM_INT8, KM_INT16, KM_INT32, KM_INT64):
                 self.columns.append(_ArrowGrowable())
-                self.valids.append(_Bits())
+                self.valids.append(_ArrowGrowable())
+                self.width[i] = _km_min_size(kind, False, None)
             else:
                 raise ValueError(f"no column of kind {kind}")
             self.cols[i] = <PyObject *>self.columns[i]
-            self.bits[i] = <PyObject *>self.valids[i]
 
-    cdef int put_int(self, int col, int64_t v) except -1:
-        cdef int kind = self.kinds[col]
-        cdef _Growable g = <_Growable>self.cols[col]
-        if kind == KM_INT64:
-            put_i64(g, v)
-        elif kind == KM_INT32:
-            put_i32(g, <int32_t>v)
-        elif kind == KM_INT16:
-            put_i16(g, <int16_t>v)
+    cdef int open(self, Py_ssize_t rows, Py_ssize_t string_bytes) except -1:
+        """Room for `rows` rows: the fixed-size columns zeroed in place (a null's value is 0), about
+        `string_bytes` for each string column."""
+        cdef int col
+        cdef _BinaryColumn b
+        cdef _Growable g
+        if self.rows or self.capacity:
+            raise ValueError("a sink is opened once")
+        self.capacity = rows
+        for col in range(self.ncols):
+            if self.width[col] == 0:
+                b = <_BinaryColumn>self.cols[col]
+                b.offsets.reserve(rows * 4)
+                b.data.reserve(string_bytes)
+                b.valid.bytes.reserve(rows // 8 + 1)
+                continue
+            g = <_Growable>self.cols[col]
+            g.reserve(rows * self.width[col] + 1)
+            g.size = rows * self.width[col]
+            memset(g.data, 0, g.size)
+            self.data[col] = g.data
+            g = <_Growable>self.valids[col]
+            g.reserve(rows // 8 + 1)
+            g.size = (rows + 7) // 8
+            memset(g.data, 0, g.size)
+            self.valid[col] = g.data
+        return 0
+
+    cdef inline int put_int(self, int col, int64_t v) except -1:
+        cdef Py_ssize_t row = self.rows
+        cdef uint8_t *p = self.data[col]
+        cdef int w = self.width[col]
+        if w == 8:
+            (<int64_t *>p)[row] = v
+        elif w == 4:
+            (<int32_t *>p)[row] = <int32_t>v
+        elif w == 2:
+            (<int16_t *>p)[row] = <int16_t>v
         else:
-            put_u8(g, <uint8_t>v)
-        (<_Bits>self.bits[col]).append(True)
+            p[row] = <uint8_t>v
+        self.valid[col][row >> 3] |= <uint8_t>(1 << (row & 7))
         self.filled |= (<uint64_t>1) << col
         return 0
 
@@ -170,18 +206,16 @@ cdef class _KSink:
         return 0
 
     cdef int end_row(self) except -1:
-        cdef int col, kind
-        cdef uint64_t zero = 0
+        cdef int col
+        if self.rows >= self.capacity:
+            raise ValueError("more rows than the sink was opened for")
         for col in range(self.ncols):
             if (self.filled >> col) & 1:
                 continue
-            kind = self.kinds[col]
-            if kind == KM_STRING or kind == KM_BYTES:
+            if self.width[col] == 0:
                 (<_BinaryColumn>self.cols[col]).append(NULL, -1)
             else:
-                grow_put(<_Growable>self.cols[col], &zero,
-                         8 if kind == KM_INT64 else 4 if kind == KM_INT32 else 2 if kind == KM_INT16 else 1)
-                (<_Bits>self.bits[col]).append(False)
+                self.zeros[col] += 1
         self.filled = 0
         self.rows += 1
         return 0
@@ -191,20 +225,43 @@ cdef class _KSink:
         pa = pyarrow()
         cdef list out = []
         cdef int col, kind
-        cdef _Bits bits
+        if self.rows != self.capacity:
+            raise ValueError("the sink holds fewer rows than it was opened for")
         for col in range(self.ncols):
             kind = self.kinds[col]
             if kind == KM_STRING or kind == KM_BYTES:
                 out.append((<_BinaryColumn>self.columns[col]).to_arrow(
                     pa.string() if kind == KM_STRING else pa.binary()))
                 continue
-            bits = self.valids[col]
             typ = {KM_INT64: pa.int64(), KM_INT32: pa.int32(), KM_INT16: pa.int16()}.get(kind, pa.int8())
-            arr = pa.Array.from_buffers(typ, self.rows, [pa.py_buffer(bits.bytes) if bits.zeros else None,
+            arr = pa.Array.from_buffers(typ, self.rows, [pa.py_buffer(self.valids[col]) if self.zeros[col] else None,
                                                          pa.py_buffer(self.columns[col])],
-                                        null_count=bits.zeros)
+                                        null_count=self.zeros[col])
             out.append(arr.cast(pa.bool_()) if kind == KM_BOOL else arr)
         return out
+
+
+@cython.final
+cdef class _KColPlan:
+    """A plan with the sink column of each of its fields (-1: none) and the (column, value) defaults of
+    columns its version lacks, in C arrays for the per-record walk."""
+    cdef _KStruct plan
+    cdef int cols[64]
+    cdef int ndefaults
+    cdef int default_cols[8]
+    cdef int64_t default_values[8]
+
+    def __init__(self, _KStruct plan, tuple cols, tuple defaults=()):
+        cdef int k
+        if len(plan.fields) > 64 or len(cols) != len(plan.fields) or len(defaults) > 8:
+            raise ValueError("a column plan maps each of at most 64 fields, with at most 8 defaults")
+        self.plan = plan
+        for k in range(len(cols)):
+            self.cols[k] = cols[k]
+        self.ndefaults = len(defaults)
+        for k in range(self.ndefaults):
+            self.default_cols[k] = defaults[k][0]
+            self.default_values[k] = defaults[k][1]
 
 
 cdef inline const uint8_t *_km_take(Cursor *c, Py_ssize_t n, str what) except NULL:
@@ -305,18 +362,24 @@ cdef object _km_read_scalar(Cursor *c, int kind, bint nullable, bint flexible, _
     _km_fail(c, c.pos, "%s: unsupported field kind %d" % (name, kind))
 
 
-cdef object _km_read_array(Cursor *c, _KField f, bint flexible, bint json):
-    cdef Py_ssize_t n, i, elem_min
+cdef Py_ssize_t _km_array_count(Cursor *c, _KField f, bint flexible) except -2:
+    """An array's element count (-1: null), checked against the bytes left before any element is read."""
     cdef const uint8_t *at = c.pos
-    cdef list out
-    n = _km_length(c, KM_ARRAY, f.nullable, flexible, f.name)
-    if n < 0:
-        return None
-    elem_min = _km_min_size(f.elem_kind, flexible, f.struct)
+    cdef Py_ssize_t n = _km_length(c, KM_ARRAY, f.nullable, flexible, f.name)
+    cdef Py_ssize_t elem_min = _km_min_size(f.elem_kind, flexible, f.struct)
     if elem_min < 1:
         elem_min = 1
     if n > (c.end - c.pos) // elem_min:
         _km_fail(c, at, "%s: array of %d elements cannot fit in the %d bytes left" % (f.name, n, c.end - c.pos))
+    return n
+
+
+cdef object _km_read_array(Cursor *c, _KField f, bint flexible, bint json):
+    cdef Py_ssize_t n, i
+    cdef list out
+    n = _km_array_count(c, f, flexible)
+    if n < 0:
+        return None
     out = []
     for i in range(n):
         if f.elem_kind == KM_STRUCT:
@@ -326,6 +389,37 @@ cdef object _km_read_array(Cursor *c, _KField f, bint flexible, bint json):
     return out
 
 
+cdef int _km_skip(Cursor *c, int kind, bint nullable, bint flexible, _KStruct sub, str name,
+                  _KSink sink) except -1:
+    """One value read and checked as _km_read_scalar reads it (the same errors), but kept nowhere."""
+    cdef const uint8_t *at
+    cdef const uint8_t *p
+    cdef Py_ssize_t n
+    if kind == KM_STRING or kind == KM_BYTES:
+        at = c.pos
+        n = _km_length(c, kind, nullable, flexible, name)
+        if n >= 0:
+            p = _km_payload(c, n, at, name)
+            if kind == KM_STRING:
+                _km_check_utf8(c, p, n, at, name)
+        return 0
+    if kind == KM_STRUCT:
+        _km_read_struct(c, sub, nullable, name, False, sink, None)
+        return 0
+    _km_take(c, _km_min_size(kind, flexible, None), name)     # the fixed-size kinds
+    return 0
+
+
+cdef int _km_skip_field(Cursor *c, _KField f, bint flexible, _KSink sink) except -1:
+    cdef Py_ssize_t n, i
+    if f.kind != KM_ARRAY:
+        return _km_skip(c, f.kind, f.nullable, flexible, f.struct, f.name, sink)
+    n = _km_array_count(c, f, flexible)
+    for i in range(n):
+        _km_skip(c, f.elem_kind, False, flexible, f.struct, f.name, sink)
+    return 0
+
+
 cdef object _km_read_field(Cursor *c, _KField f, bint flexible, bint json):
     if f.kind == KM_ARRAY:
         return _km_read_array(c, f, flexible, json)
@@ -333,9 +427,10 @@ cdef object _km_read_field(Cursor *c, _KField f, bint flexible, bint json):
 
 
 cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, bint json,
-                            _KSink sink=None, tuple cols=None):
+                            _KSink sink=None, _KColPlan cols=None):
     """One struct of `plan` into a dict; with a sink, the fields `cols` maps to a column (cols[i] >= 0 for
-    plan.fields[i]) go to the sink instead and the rest are read and checked but kept nowhere (None)."""
+    plan.fields[i]; cols None: none) go to the sink instead and the rest are read and checked, with the
+    same errors, but kept nowhere (returns None)."""
     cdef dict out = {} if sink is None else None
     cdef _KField f
     cdef uint32_t ntags, tag, size, i
@@ -349,16 +444,17 @@ cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, b
         # nullable structs: int8 -1 (null) or 1
         if <int8_t>_km_take(c, 1, name)[0] < 0:
             return None
-    for f in plan.fields:
+    cdef tuple fields = plan.fields
+    for k in range(len(fields)):
+        f = <_KField>fields[k]          # (set_fields takes only _KField tuples)
         if sink is None:
             out[f.name] = _km_read_field(c, f, plan.flexible, json)
         else:
-            col = cols[k]
+            col = cols.cols[k] if cols is not None else -1
             if col >= 0:
                 _km_put(c, f, plan.flexible, sink, col)
             else:
-                _km_read_field(c, f, plan.flexible, json)
-            k += 1
+                _km_skip_field(c, f, plan.flexible, sink)
     if not plan.flexible:
         return out
     if not json and out is not None:
@@ -383,11 +479,14 @@ cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, b
             seen.add(tag)
         f = plan.tagged.get(tag)
         if f is None:            # unknown tag: skipped, as Kafka keeps it aside and never shows it
-            c.pos += size
+            _km_take(c, size, "unknown tagged field")
             continue
         saved_end = c.end
         c.end = c.pos + size
-        value = _km_read_field(c, f, True, json)
+        if out is None:
+            _km_skip_field(c, f, True, sink)
+        else:
+            value = _km_read_field(c, f, True, json)
         if c.strict and c.pos != c.end:
             _km_fail(c, field_start, "tagged field %d (%s): %d bytes declared, %d read"
                      % (tag, f.name, size, size - (c.end - c.pos)))
@@ -540,23 +639,30 @@ def coordinator_columns(key_arr, value_arr, offsets, _KSink sink, list key_plans
                         bint strict_types, str topic):
     """Rows of a coordinator topic (int16 record type + key struct; int16 version + value struct or null)
     from Arrow binary arrays `key_arr`/`value_arr` into `sink`, by the same plans and rules as
-    kafkarec.internal.decode(strict=strict, strict_types=strict_types): ``key_plans[type]`` = (plan, cols) or None (unknown type);
-    ``value_plans[type][version]`` = (plan, cols, defaults) or None (unknown version), `defaults` the
-    (column, value) pairs of fields the version lacks. `offsets` (record offsets) name records in errors."""
+    kafkarec.internal.decode(strict=strict, strict_types=strict_types): ``key_plans[type]`` = (plan, cols)
+    or None (unknown type); ``value_plans[type][version]`` = (plan, cols, defaults) or None (unknown
+    version), `cols` the column of each field (-1: none), `defaults` the (column, value) pairs of fields
+    the version lacks. `offsets` (record offsets) name records in errors."""
     cdef _BinaryRows keys = _BinaryRows(key_arr)
     cdef _BinaryRows values = _BinaryRows(value_arr)
-    cdef Py_ssize_t i, n = keys.n
+    cdef Py_ssize_t i = 0, n = keys.n
     cdef Cursor kc, vc
     cdef bint has_value
     cdef int16_t t, ver = 0
-    cdef _KStruct plan
-    cdef object entry, versions
-    cdef str stage = ""
-    if values.n != n or len(offsets) != n:
+    cdef int d
+    cdef list kplans = [None if e is None else _KColPlan(e[0], e[1]) for e in key_plans]
+    cdef list vplans = [[None if e is None else _KColPlan(e[0], e[1], e[2]) for e in versions]
+                        for versions in value_plans]
+    cdef list versions
+    cdef _KColPlan kp, vp
+    cdef _KStruct stage = None
+    if values.n != n or len(offsets) != n or len(vplans) != len(kplans):
         raise ValueError("key, value and offset columns differ in length")
-    for i in range(n):
-        stage = ""
-        try:
+    # strings come from the keys (group, topic) and values (metadata): at most their bytes
+    sink.open(n, keys.offs[keys.base + n] - keys.offs[keys.base] if n else 0)
+    try:
+        for i in range(n):
+            stage = None
             if not keys.get(i, &kc, strict):
                 raise InternalRecordError(f"{topic} records carry a key; this one is null", 0)
             t = <int16_t>kr_load_be16(_km_take(&kc, 2, "record type"))
@@ -566,33 +672,33 @@ def coordinator_columns(key_arr, value_arr, offsets, _KSink sink, list key_plans
                 sink.put_int(col_version, ver)
             sink.put_int(col_type, t)
             sink.put_int(col_tombstone, not has_value)
-            entry = key_plans[t] if 0 <= t < len(key_plans) else None
-            if entry is None:
+            kp = <_KColPlan>kplans[t] if 0 <= t < len(kplans) else None
+            if kp is None:
                 if strict_types:
                     raise UnknownRecordTypeError(f"unknown record type {t}", 0)
                 sink.put_int(col_known, False)
                 sink.end_row()
                 continue
             sink.put_int(col_known, True)
-            plan = entry[0]
-            stage = plan.name + ": "
-            _km_read_struct(&kc, plan, False, plan.name, False, sink, entry[1])
+            stage = kp.plan
+            _km_read_struct(&kc, kp.plan, False, kp.plan.name, False, sink, kp)
             if strict:
-                _km_struct_end(&kc, plan)
+                _km_struct_end(&kc, kp.plan)
             if has_value:
-                versions = value_plans[t]
-                entry = versions[ver] if 0 <= ver < len(versions) else None
-                if entry is None:
+                versions = <list>vplans[t]
+                vp = <_KColPlan>versions[ver] if 0 <= ver < len(versions) else None
+                if vp is None:
                     if strict_types:
-                        raise UnknownRecordTypeError(f"{plan.name.removesuffix('Key')}Value has no version {ver}", 0)
+                        raise UnknownRecordTypeError(
+                            f"{kp.plan.name.removesuffix('Key')}Value has no version {ver}", 0)
                 else:
-                    plan = entry[0]
-                    stage = plan.name + ": "
-                    _km_read_struct(&vc, plan, False, plan.name, False, sink, entry[1])
+                    stage = vp.plan
+                    _km_read_struct(&vc, vp.plan, False, vp.plan.name, False, sink, vp)
                     if strict:
-                        _km_struct_end(&vc, plan)
-                    for col, value in entry[2]:
-                        sink.put_int(col, value)
+                        _km_struct_end(&vc, vp.plan)
+                    for d in range(vp.ndefaults):
+                        sink.put_int(vp.default_cols[d], vp.default_values[d])
             sink.end_row()
-        except InternalRecordError as exc:
-            raise type(exc)(f"{topic} record at offset {offsets[i]}: {stage}{exc.reason}", exc.position) from None
+    except InternalRecordError as exc:
+        where = "" if stage is None else stage.name + ": "
+        raise type(exc)(f"{topic} record at offset {offsets[i]}: {where}{exc.reason}", exc.position) from None

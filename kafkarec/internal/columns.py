@@ -1,12 +1,14 @@
 """Internal-topic records as typed Arrow columns (``to_arrow(..., decode=...)``).
 
 ``decode="consumer_offsets"`` adds, decoded in Cython straight from the key/value buffers of
-``kafkarec.to_arrow`` (no Python object per record): ``recordType`` (Kafka's record type number),
+``kafkarec.to_arrow`` (no Python object per record) by the same schema plans as
+:func:`kafkarec.internal.decode` (``kafkarec._core.coordinator_columns``: every key and value is walked and
+checked as record decoding checks it, so both refuse the same bytes): ``recordType`` (Kafka's record type number),
 ``recordTypeName`` (``OffsetCommit``, ``GroupMetadata``, ...; ``Unknown``), ``group`` (every record type's
 group id), ``committedTopic``, ``committedPartition``, ``committedOffset``, ``leaderEpoch``, ``metadata``,
 ``commitTimestamp``, ``expireTimestamp`` (offset commits, record types 0 and 1; null otherwise or for a
-tombstone),
-``valueVersion`` and ``tombstone``.
+tombstone; a field the value's version lacks holds its schema default, -1, or null if the schema has no
+such field), ``valueVersion`` and ``tombstone``.
 
 Other internal topics (``transaction_state``, ``share_group_state``, ``cluster_metadata``,
 ``remote_log_metadata``) add ``recordTypeName``, ``keyVersion``/``apiKey``, ``valueVersion``, ``tombstone``,
