@@ -23,11 +23,11 @@ from kafkarec._core import (  # noqa: E402
     RecordBatch,
     iter_batches,
     scan_records,
-    iter_arrow,
     arrow_schema,
     crc32c,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
 )
+from kafkarec import control as _control  # noqa: E402,F401  (registers the control value codec with the core)
 from kafkarec.convert import ConversionResult, convert  # noqa: E402
 from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
 from kafkarec.errors import (  # noqa: E402
@@ -59,16 +59,29 @@ from kafkarec.errors import (  # noqa: E402
 __version__ = "0.1.0"
 
 
-def to_arrow(data: _Any, read_options: "ReadOptions | None" = None, /, *, decode: "str | None" = None,
-             **options: _Any) -> _Any:
-    """Records of `data` as a pyarrow Table, read with ``read_options`` (a :class:`ReadOptions`,
-    or its fields as keywords; see ``kafkarec._core.to_arrow`` for the other options); with
-    ``decode="consumer_offsets" | "transaction_state" | "share_group_state" | "cluster_metadata" |
-    "remote_log_metadata"`` also the decoded columns of that internal topic (kafkarec.internal.columns)."""
+def to_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
+             **kwargs: _Any) -> _Any:
+    """Records of `data` as a pyarrow Table, read with ``options`` (a :class:`ReadOptions`, or its fields
+    as keywords), ``start``/``end`` (absolute positions in `data`, as :func:`iter_batches`) and the other
+    options of ``kafkarec._core.to_arrow``; with ``decode="consumer_offsets" | "transaction_state" |
+    "share_group_state" | "cluster_metadata" | "remote_log_metadata"`` also the decoded columns of that
+    internal topic (kafkarec.internal.columns; ``strict_types`` there)."""
     if decode is None:
-        return _core.to_arrow(data, read_options, **options)
+        return _core.to_arrow(data, options, **kwargs)
     from kafkarec.internal.columns import to_arrow as _decoded
-    return _decoded(data, read_options, decode=decode, **options)
+    return _decoded(data, options, decode=decode, **kwargs)
+
+
+def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
+               **kwargs: _Any) -> _Any:
+    """A stream of pyarrow RecordBatches of `data` (``kafkarec._core.iter_arrow``: the same options as
+    :func:`to_arrow`, ``start``/``end`` included); ``decode=`` adds an internal topic's decoded columns to
+    every batch, as in :func:`to_arrow`."""
+    if decode is None:
+        return _core.iter_arrow(data, options, **kwargs)
+    from kafkarec.internal.columns import iter_arrow as _decoded
+    return _decoded(data, options, decode=decode, **kwargs)
+
 
 __all__ = [
     "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",

@@ -1,7 +1,7 @@
 """Type stubs for the compiled core (kafkarec/_core.pyx)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Literal, Sequence
 
 from kafkarec.enums import Compression, ControlRecordType, TimestampType
 from kafkarec.errors import DecodeError
@@ -50,7 +50,13 @@ class Record:
     @property
     def coordinator_epoch(self) -> int | None: ...
     @property
-    def control_value(self) -> dict[str, Any] | None: ...
+    def control_value(self) -> dict[str, Any] | None:
+        """A control record's value with the field names of Kafka's JSON converters (as kafka-dump-log
+        prints them): ``{"version": 0, "coordinatorEpoch": 5}`` for ABORT/COMMIT; KRaft values as their
+        message's fields (``{"version": 0, "leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": [...]}``,
+        ``{"version": 0, "lastContainedLogTimestamp": ...}``, ``{"version": 0, "kRaftVersion": 1}``, voters with
+        ``voterDirectoryId`` as Kafka's base64 UUID text); None for data records (see kafkarec.control)."""
+        ...
 
 class RecordBatch:
     options: ReadOptions
@@ -209,7 +215,8 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
                read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
                max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
-               errors: str = ..., error_sink: list[dict[str, Any]] | None = ...) -> ArrowBatchIterator: ...
+               errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int = ...,
+               end: int | None = ...) -> ArrowBatchIterator: ...
 def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
     """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""
     ...
@@ -217,7 +224,7 @@ def to_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str 
              partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
              read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
              max_decompressed_bytes: int | None = ..., errors: str = ...,
-             error_sink: list[dict[str, Any]] | None = ...) -> Any: ...
+             error_sink: list[dict[str, Any]] | None = ..., start: int = ..., end: int | None = ...) -> Any: ...
 
 # Kafka's message protocol (internal topics), _core_src/_kmsg.pxi; plans are built by kafkarec.internal.schema
 class _KField:
@@ -247,13 +254,37 @@ class _KStruct:
 
 def kmsg_decode(plan: _KStruct, data: _Buffer, start: int = ..., end: int = ..., *, json: bool = ...,
                 strict: bool = ..., position: int = ..., exact: bool = ...) -> tuple[dict[str, Any], int]: ...
-def kmsg_uvarint(data: _Buffer, start: int = ..., position: int = ...) -> tuple[int, int]: ...
-def consumer_offsets_columns(n: int, key_offsets: _Buffer, key_data: _Buffer | None, key_valid: _Buffer | None,
-                             key_base: int, val_offsets: _Buffer, val_data: _Buffer | None,
-                             val_valid: _Buffer | None, val_base: int, record_offsets: Any,
-                             strict: bool = ...) -> dict[str, Any]:
-    """__consumer_offsets key/value Arrow buffers -> numpy column parts (kafkarec.internal.columns)."""
+def kmsg_uvarint(data: _Buffer, start: int = ..., position: int = ..., *, strict: bool = ...) -> tuple[int, int]: ...
+def kmsg_encode_uvarint(n: int) -> bytes: ...
+KMSG_KINDS: dict[str, int]
+
+class _KSink:
+    """Typed Arrow columns filled by plan walks (kafkarec.internal.columns)."""
+    rows: int
+    def __init__(self, kinds: tuple[int, ...]) -> None: ...
+    def finish(self) -> list[Any]: ...
+
+def coordinator_columns(key_arr: Any, value_arr: Any, offsets: Any, sink: _KSink, key_plans: list[Any],
+                        value_plans: list[Any], col_type: int, col_version: int, col_known: int,
+                        col_tombstone: int, strict: bool, strict_types: bool, topic: str) -> None:
+    """Coordinator-topic keys/values (Arrow binary arrays) into `sink` by the schema plans."""
     ...
+
+def read_options(options: ReadOptions | None = ..., /, *, verify_crc: bool | None = ..., strict: bool | None = ...,
+                 max_decompressed_bytes: int | None = ..., file_rules: bool | None = ...) -> ReadOptions: ...
+
+# Control records (_core_src/_control.pxi): dicts with Kafka's JSON field names (see kafkarec.control)
+def set_control_codec(codec: Any, /) -> None: ...
+def parse_control_key(key: _Buffer | None, /, position: int = ..., strict: bool = ...) -> tuple[int, int]: ...
+def parse_end_txn_marker(value: _Buffer | None, /, position: int = ..., strict: bool = ...) -> tuple[int, int]: ...
+def parse_control_value(type_id: int, value: _Buffer | None, /, position: int = ...,
+                        strict: bool = ...) -> dict[str, Any] | None: ...
+def encode_control_key(control_type: ControlRecordType | int, /, version: int = ...) -> bytes: ...
+def encode_control_value(control_type: ControlRecordType | int, value: dict[str, Any], /) -> bytes: ...
+
+# read_committed (_core_src/_transactions.pxi; public home kafkarec.transactions)
+def aborted_batches(batches: Iterable[Any], key: Callable[[Any], Hashable] | None = ...,
+                    trusted: Callable[[Any], bool] | None = ...) -> set[Any]: ...
 
 # --- Protobuf payloads to Arrow (_core_src/_protobuf.pxi; plans made by kafkarec/protobuf.py) ---
 PB_COLUMN_KINDS: dict[str, int]

@@ -1,8 +1,11 @@
 # kafkarec._core: the compiled heart of kafkarec.
 #
 # One extension module, assembled from parts in _core_src/ that each do one job:
-#   _reader.pxi   bounds-checked cursor (every read goes through it)
-#   _varint.pxi   zig-zag varint / varlong
+#   _reader.pxi   the bounds-checked cursor: every variable-length read (v2 and legacy records,
+#                 varints, internal-topic messages, control values) goes through it; fixed-size
+#                 headers (batch, legacy message, codec frame headers) are read at known offsets
+#                 after one size check of the whole header
+#   _varint.pxi   zig-zag varint / varlong and unsigned varints (Kafka's message protocol)
 #   _buffer.pxi   zero-copy ownership of the caller's buffer
 #   _crc.pxi      CRC-32C (hardware, via the `crc32c` package) and CRC-32
 #   _options.pxi  ReadOptions: how bytes are read, one object for every layer
@@ -16,7 +19,9 @@
 #   _legacy_builder.pxi  writing magic 0/1 message sets
 #   _restamp.pxi  broker-style in-place re-stamping
 #   _columns.pxi  records straight into Arrow buffers
-#   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans
+#   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans, into dicts or columns
+#   _control.pxi  control record keys and markers; KRaft control values through the registered plan codec
+#   _transactions.pxi  what a read_committed consumer would not see (aborted transactions, the LSO)
 cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t,
                           uint32_t, uint64_t, INT32_MAX, INT64_MAX)
@@ -55,5 +60,7 @@ include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
 include "_core_src/_columns.pxi"
 include "_core_src/_kmsg.pxi"
+include "_core_src/_control.pxi"
+include "_core_src/_transactions.pxi"
 include "_core_src/_avro.pxi"
 include "_core_src/_protobuf.pxi"

@@ -95,7 +95,7 @@ def generate(root: str, *, seed: int = 7, scale: int = 1) -> dict:
             written["batches"] += 1
         marker = RecordBatchBuilder(base_offset=part.next_offset, producer_id=1000, producer_epoch=0,
                                     is_transactional=True, is_control=True)
-        marker.append_control(outcome, {"coordinator_epoch": 3}, timestamp=BASE_TIME + part.next_offset * 10)
+        marker.append_control(outcome, {"coordinatorEpoch": 3}, timestamp=BASE_TIME + part.next_offset * 10)
         part.write(marker.build(), part.next_offset + 1)
         written["batches"] += 1
     part.close()

@@ -12,57 +12,6 @@ control batch.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable
-
-from kafkarec.enums import ControlRecordType
-from kafkarec.errors import DecodeError
+from kafkarec._core import aborted_batches
 
 __all__ = ["aborted_batches"]
-
-
-def _marker_type(batch) -> int | None:
-    try:
-        for record in batch:
-            return record.control_type_id
-    except DecodeError:
-        return None        # an unreadable marker ends the transaction without aborting it
-    return None
-
-
-def aborted_batches(batches: Iterable[Any],
-                    key: Callable[[Any], Hashable] = lambda b: b.position,
-                    trusted: Callable[[Any], bool] | None = None) -> set:
-    """``key(batch)`` of every batch in ``batches`` (one partition's log, in
-    offset order) that a read_committed consumer would not see: those of
-    aborted transactions, and all batches at or past the LSO.  A data batch
-    for which ``trusted(batch)`` is false (say, its CRC fails) opens and joins
-    no transaction, though it is still cut at the LSO."""
-    open_by_producer: dict[int, list] = {}
-    aborted: set = set()
-    # Keys of the batches since the earliest transaction that is still open
-    # (only those can fall past the LSO); seen[0] is batch number seen_from.
-    seen: list = []
-    seen_from = 0
-    for index, batch in enumerate(batches):
-        if open_by_producer:
-            seen.append(key(batch))
-        if not batch.is_transactional:      # (the core's reading of the attributes)
-            continue
-        control = batch.is_control
-        if trusted is not None and not control and not trusted(batch):
-            continue
-        if control:
-            pending = open_by_producer.pop(batch.producer_id, [])
-            if _marker_type(batch) == ControlRecordType.ABORT:
-                aborted.update(k for _, k in pending)
-            if not open_by_producer:
-                seen.clear()
-        else:
-            if not open_by_producer:
-                seen_from = index
-                seen.append(key(batch))
-            open_by_producer.setdefault(batch.producer_id, []).append((index, seen[-1]))
-    if open_by_producer:
-        lso_index = min(pending[0][0] for pending in open_by_producer.values())
-        aborted.update(seen[lso_index - seen_from:])
-    return aborted

@@ -153,11 +153,12 @@ def _drain(sink, held, base, where):
     errors = list(sink)
     sink.clear()
     for e in errors:
-        if e["base_offset"] is None:
+        if e["batch_position"] is None:     # framing: reported with the framing stop
             held.append(e)
             continue
         err = dict(e)
         err["position"] = base + e["position"]
+        err["batch_position"] = base + e["batch_position"]
         err["message"] = format_error(err, where)
         yield "error", err
 

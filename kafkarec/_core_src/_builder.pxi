@@ -268,8 +268,7 @@ cdef class RecordBatchBuilder:
     def append_control(self, control_type, value=None, *, timestamp=None, offset=None,
                        key_version=0):
         """Append a control record; ``value`` is the dict shape Record.control_value returns
-        (for ABORT/COMMIT: ``{"coordinator_epoch": N}``)."""
-        control = control_module()
+        (for ABORT/COMMIT: ``{"coordinatorEpoch": N}``)."""
         if not self._attributes & ATTR_CONTROL:
             raise EncodeError("Control records can only be appended to control batches")
         kind = ControlRecordType.from_id(int(control_type))
@@ -282,10 +281,10 @@ cdef class RecordBatchBuilder:
         elif kind is ControlRecordType.LEADER_CHANGE and self._partition_leader_epoch < 0:
             raise EncodeError("LeaderChange message requires a valid partition leader epoch")
         try:
-            encoded = control.encode_control_value(kind, value or {})
-        except (KeyError, TypeError, ValueError, struct_error) as exc:
+            encoded = encode_control_value(kind, value or {})
+        except (KeyError, TypeError, ValueError, OverflowError, struct_error) as exc:
             raise EncodeError(f"invalid {kind.name} control value {value!r}: {exc}") from None
-        return self.append_record(encoded, control.encode_control_key(kind, key_version),
+        return self.append_record(encoded, encode_control_key(kind, key_version),
                                   timestamp, (), offset)
 
     def _append(self, value, key, timestamp, headers, offset):

@@ -211,18 +211,11 @@ cdef enum:
 
 
 cdef Py_ssize_t snappy_raw_length(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -1:
-    """The uncompressed length a raw snappy block declares (its varint preamble)."""
-    cdef uint64_t value = 0
-    cdef int i
-    for i in range(5):
-        if i >= n:
-            break
-        value |= (<uint64_t>(p[i] & 0x7F)) << (7 * i)
-        if p[i] < 0x80:
-            if value > 0xFFFFFFFF:
-                break
-            return <Py_ssize_t>value
-    raise DecompressionError("snappy block has an invalid length preamble", position)
+    """The uncompressed length a raw snappy block declares (its unsigned varint preamble, 32 bits)."""
+    cdef uint32_t value
+    if take_uvarint(&p, p + n, True, &value) != VARINT_OK:
+        raise DecompressionError("snappy block has an invalid length preamble", position)
+    return <Py_ssize_t>value
 
 
 cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint strict):

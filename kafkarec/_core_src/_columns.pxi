@@ -142,11 +142,6 @@ cdef class _BinaryColumn:
                                      null_count=self.valid.zeros)
 
 
-cdef tuple BATCH_COLUMN_NAMES = ("producerId", "producerEpoch", "sequence", "isTransactional",
-                                 "isControl", "compression", "batchPosition", "batchBaseOffset",
-                                 "partitionLeaderEpoch", "magic")
-
-
 cdef dict _schemas = {}
 
 
@@ -584,12 +579,11 @@ cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) ex
     return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 
-cdef set aborted_batch_positions(object data, ReadOptions options):
+cdef set aborted_batch_positions(object data, ReadOptions options, Py_ssize_t start, Py_ssize_t end):
     """Positions of the batches a read_committed consumer would not see (the rule
-    lives in kafkarec.transactions).  With verify_crc a marker whose CRC fails
+    lives in _transactions.pxi).  With verify_crc a marker whose CRC fails
     decides nothing (and the decoding pass reports it)."""
-    from kafkarec.transactions import aborted_batches
-    batches = iter_batches(data, options.replace(strict=False))
+    batches = iter_batches(data, options.replace(strict=False), start=start, end=end)
     try:
         return aborted_batches(_until_framing_error(batches),
                                trusted=_crc_ok if options.verify_crc else None)
@@ -653,12 +647,14 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                bint batch_columns=False, bint read_committed=False, verify_crc=None,
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
-               str errors="raise", list error_sink=None):
+               str errors="raise", list error_sink=None, Py_ssize_t start=0, end=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
-    as keywords, as for :func:`iter_batches`.  Control records are left out
+    as keywords, as for :func:`iter_batches`; ``start``/``end`` bound the region
+    read, and positions (errors, ``batchPosition``, where framing stopped) stay
+    absolute in ``data``, as there.  Control records are left out
     unless ``include_control``; ``read_committed`` leaves out what a
     read_committed consumer would not see, judged from the markers in ``data``
     (kafkarec.transactions): aborted transactions, and everything from a
@@ -681,7 +677,7 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
     out = ArrowBatchIterator.__new__(ArrowBatchIterator)
-    out._batches = iter_batches(data, opts)
+    out._batches = iter_batches(data, opts, start=start, end=end)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
                                  error_sink)
@@ -702,13 +698,13 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef set aborted = None
     cdef bint yielded = False
     cdef bint sized = False
-    cdef Py_ssize_t data_size = memoryview(data).nbytes
-    cdef Py_ssize_t chunk_start = 0, consumed
+    cdef Py_ssize_t data_size = batches._end
+    cdef Py_ssize_t chunk_start = batches.position, consumed
     cdef double expected
     cdef bint verify_crc = batches._verify_crc
     cdef bint strict = batches._strict
     if read_committed:
-        aborted = aborted_batch_positions(data, batches.options)
+        aborted = aborted_batch_positions(data, batches.options, batches.position, batches._end)
     while True:
         try:
             b = next(batches, None)
@@ -786,7 +782,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
 def error_record(exc, RecordBatch batch=None, /) -> dict:
     """The description of a DecodeError that ``iter_arrow(errors="skip")`` puts in its
     error sink: ``position``, ``reason``, ``error`` (the class name), ``base_offset``
-    (of ``batch``, v2 only, else None) and ``message``."""
+    (of ``batch``, v2 only, else None), ``batch_position`` (where ``batch`` starts; None
+    for an error of framing, which no batch holds) and ``message``."""
     return error_dict(exc, batch)
 
 
@@ -796,17 +793,19 @@ cdef dict error_dict(object exc, RecordBatch b):
         "reason": exc.reason,
         "error": type(exc).__name__,
         "base_offset": b._base_offset if b is not None and b.magic >= 2 else None,
+        "batch_position": b.position if b is not None else None,
         "message": str(exc),
     }
 
 
 def to_arrow(data, /, options=None, *, topic=None, partition=None, include_control=False,
              batch_columns=False, read_committed=False, verify_crc=None, strict=None,
-             max_decompressed_bytes=None, str errors="raise", list error_sink=None):
+             max_decompressed_bytes=None, str errors="raise", list error_sink=None,
+             Py_ssize_t start=0, end=None):
     """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
 
     ``options`` (a :class:`ReadOptions`, or its fields as keywords),
-    ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
+    ``start``/``end`` (absolute positions), ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
     leaves a bad batch out whole and appends a description of it to
     ``error_sink``.
     """
@@ -815,5 +814,5 @@ def to_arrow(data, /, options=None, *, topic=None, partition=None, include_contr
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,
-                              error_sink=error_sink))
+                              error_sink=error_sink, start=start, end=end))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))

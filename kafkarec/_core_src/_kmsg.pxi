@@ -4,12 +4,18 @@
 # the project's schema text: its fields in order, whether the version is flexible (compact lengths + tagged
 # fields), and its tagged fields by tag. kmsg_decode walks the bytes with that plan into a dict.
 #
-# Every read is bounds-checked against the end of the struct's bytes; array counts are checked against the
-# bytes left (times the element's minimum size) before any element is read, so a lying count fails at once.
+# Every read goes through the core's Cursor (_reader.pxi), bounded by the end of the struct's bytes, and
+# unsigned varints through _varint.pxi's one reader; array counts are checked against the bytes left (times
+# the element's minimum size) before any element is read, so a lying count fails at once. Errors are
+# InternalRecordError at the absolute byte position (the cursor's origin + the offset in the bytes).
+#
+# The same walk fills typed Arrow columns (_KSink): a field the caller maps to a column is written there
+# instead of into a dict, so __consumer_offsets columns come from the one plan that record decoding uses.
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 import base64 as _kmsg_base64
 import binascii as _kmsg_binascii
 
+# The field kinds of a plan; kafkarec/internal/schema.py takes them from KMSG_KINDS.
 cdef enum:
     KM_BOOL = 1
     KM_INT8 = 2
@@ -24,6 +30,10 @@ cdef enum:
     KM_UUID = 11
     KM_STRUCT = 12
     KM_ARRAY = 13
+
+KMSG_KINDS = {"bool": KM_BOOL, "int8": KM_INT8, "int16": KM_INT16, "uint16": KM_UINT16, "int32": KM_INT32,
+              "uint32": KM_UINT32, "int64": KM_INT64, "float64": KM_FLOAT64, "string": KM_STRING,
+              "bytes": KM_BYTES, "uuid": KM_UUID, "struct": KM_STRUCT, "array": KM_ARRAY}
 
 # Minimum encoded size of one value of each kind (arrays/strings/bytes: their length prefix, compact or not).
 cdef Py_ssize_t _km_min_size(int kind, bint flexible, _KStruct sub):
@@ -103,250 +113,413 @@ cdef class _KStruct:
         self.min_size = size
 
 
-cdef struct _KCur:
-    const uint8_t *base
-    Py_ssize_t pos
-    Py_ssize_t end
-    Py_ssize_t origin      # added to positions in errors (the caller's offset of base[0])
-    bint strict
-    bint json
+@cython.final
+cdef class _KSink:
+    """Typed Arrow columns (bool/int8/int16/int32/int64 in _ArrowGrowable + validity, string/bytes in
+    _BinaryColumn) filled by plan walks, a row per record (see kafkarec/internal/columns.py). The fixed-size
+    columns are sized once for all rows (open()) and written in place."""
+    cdef tuple kinds_
+    cdef list columns
+    cdef list valids
+    cdef int kinds[64]
+    cdef int width[64]
+    cdef PyObject *cols[64]
+    cdef uint8_t *data[64]
+    cdef uint8_t *valid[64]
+    cdef Py_ssize_t zeros[64]
+    cdef int ncols
+    cdef uint64_t filled
+    cdef Py_ssize_t capacity
+    cdef readonly Py_ssize_t rows
+
+    def __init__(self, tuple kinds):
+        cdef int i, kind
+        if len(kinds) > 64:
+            raise ValueError("at most 64 columns")
+        self.kinds_ = kinds
+        self.columns = []
+        self.valids = []
+        self.ncols = len(kinds)
+        for i in range(self.ncols):
+            kind = kinds[i]
+            self.kinds[i] = kind
+            self.zeros[i] = 0
+            if kind == KM_STRING or kind == KM_BYTES:
+                self.columns.append(_BinaryColumn())
+                self.valids.append(None)
+                self.width[i] = 0
+            elif kind in (KM_BOOL, KM_INT8, KM_INT16, KM_INT32, KM_INT64):
+                self.columns.append(_ArrowGrowable())
+                self.valids.append(_ArrowGrowable())
+                self.width[i] = _km_min_size(kind, False, None)
+            else:
+                raise ValueError(f"no column of kind {kind}")
+            self.cols[i] = <PyObject *>self.columns[i]
+
+    cdef int open(self, Py_ssize_t rows, Py_ssize_t string_bytes) except -1:
+        """Room for `rows` rows: the fixed-size columns zeroed in place (a null's value is 0), about
+        `string_bytes` for each string column."""
+        cdef int col
+        cdef _BinaryColumn b
+        cdef _Growable g
+        if self.rows or self.capacity:
+            raise ValueError("a sink is opened once")
+        self.capacity = rows
+        for col in range(self.ncols):
+            if self.width[col] == 0:
+                b = <_BinaryColumn>self.cols[col]
+                b.offsets.reserve(rows * 4)
+                b.data.reserve(string_bytes)
+                b.valid.bytes.reserve(rows // 8 + 1)
+                continue
+            g = <_Growable>self.cols[col]
+            g.reserve(rows * self.width[col] + 1)
+            g.size = rows * self.width[col]
+            memset(g.data, 0, g.size)
+            self.data[col] = g.data
+            g = <_Growable>self.valids[col]
+            g.reserve(rows // 8 + 1)
+            g.size = (rows + 7) // 8
+            memset(g.data, 0, g.size)
+            self.valid[col] = g.data
+        return 0
+
+    cdef inline int put_int(self, int col, int64_t v) except -1:
+        cdef Py_ssize_t row = self.rows
+        cdef uint8_t *p = self.data[col]
+        cdef int w = self.width[col]
+        if w == 8:
+            (<int64_t *>p)[row] = v
+        elif w == 4:
+            (<int32_t *>p)[row] = <int32_t>v
+        elif w == 2:
+            (<int16_t *>p)[row] = <int16_t>v
+        else:
+            p[row] = <uint8_t>v
+        self.valid[col][row >> 3] |= <uint8_t>(1 << (row & 7))
+        self.filled |= (<uint64_t>1) << col
+        return 0
+
+    cdef int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n) except -1:
+        (<_BinaryColumn>self.cols[col]).append(p, <int32_t>n)
+        self.filled |= (<uint64_t>1) << col
+        return 0
+
+    cdef int end_row(self) except -1:
+        cdef int col
+        if self.rows >= self.capacity:
+            raise ValueError("more rows than the sink was opened for")
+        for col in range(self.ncols):
+            if (self.filled >> col) & 1:
+                continue
+            if self.width[col] == 0:
+                (<_BinaryColumn>self.cols[col]).append(NULL, -1)
+            else:
+                self.zeros[col] += 1
+        self.filled = 0
+        self.rows += 1
+        return 0
+
+    def finish(self) -> list:
+        """The columns as pyarrow arrays (bool columns as bool, string columns as UTF-8 strings)."""
+        pa = pyarrow()
+        cdef list out = []
+        cdef int col, kind
+        if self.rows != self.capacity:
+            raise ValueError("the sink holds fewer rows than it was opened for")
+        for col in range(self.ncols):
+            kind = self.kinds[col]
+            if kind == KM_STRING or kind == KM_BYTES:
+                out.append((<_BinaryColumn>self.columns[col]).to_arrow(
+                    pa.string() if kind == KM_STRING else pa.binary()))
+                continue
+            typ = {KM_INT64: pa.int64(), KM_INT32: pa.int32(), KM_INT16: pa.int16()}.get(kind, pa.int8())
+            arr = pa.Array.from_buffers(typ, self.rows, [pa.py_buffer(self.valids[col]) if self.zeros[col] else None,
+                                                         pa.py_buffer(self.columns[col])],
+                                        null_count=self.zeros[col])
+            out.append(arr.cast(pa.bool_()) if kind == KM_BOOL else arr)
+        return out
 
 
-cdef int _km_fail(_KCur *c, str reason) except -1:
-    raise InternalRecordError(reason, c.origin + c.pos)
+@cython.final
+cdef class _KColPlan:
+    """A plan with the sink column of each of its fields (-1: none) and the (column, value) defaults of
+    columns its version lacks, in C arrays for the per-record walk."""
+    cdef _KStruct plan
+    cdef int cols[64]
+    cdef int ndefaults
+    cdef int default_cols[8]
+    cdef int64_t default_values[8]
+
+    def __init__(self, _KStruct plan, tuple cols, tuple defaults=()):
+        cdef int k
+        if len(plan.fields) > 64 or len(cols) != len(plan.fields) or len(defaults) > 8:
+            raise ValueError("a column plan maps each of at most 64 fields, with at most 8 defaults")
+        self.plan = plan
+        for k in range(len(cols)):
+            self.cols[k] = cols[k]
+        self.ndefaults = len(defaults)
+        for k in range(self.ndefaults):
+            self.default_cols[k] = defaults[k][0]
+            self.default_values[k] = defaults[k][1]
 
 
-cdef inline int _km_need(_KCur *c, Py_ssize_t n, str what) except -1:
-    if n > c.end - c.pos:
-        raise InternalRecordError(
-            "%s needs %d bytes but %d are left" % (what, n, c.end - c.pos), c.origin + c.pos)
-    return 0
+cdef inline const uint8_t *_km_take(Cursor *c, Py_ssize_t n, str what) except NULL:
+    return cursor_take_as(c, n, what, InternalRecordError)
 
 
-cdef int _km_uvarint(_KCur *c, uint32_t *out, str what) except -1:
-    # Kafka's ByteUtils.readUnsignedVarint: at most 5 bytes.
-    cdef uint32_t value = 0
-    cdef int shift = 0
-    cdef uint8_t b
-    cdef Py_ssize_t start = c.pos
-    while True:
-        if c.pos >= c.end:
-            raise InternalRecordError("%s: unsigned varint cut off" % what, c.origin + start)
-        b = c.base[c.pos]
-        c.pos += 1
-        value |= (<uint32_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if shift > 28:
-            raise InternalRecordError("%s: unsigned varint longer than 5 bytes" % what, c.origin + start)
-    out[0] = value
-    return 0
+cdef inline int _km_fail(const Cursor *c, const uint8_t *at, str reason) except -1:
+    return cursor_fail(c, at, InternalRecordError, reason)
 
 
 cdef object _km_uuid_str(const uint8_t *p):
     return _kmsg_base64.urlsafe_b64encode(PyBytes_FromStringAndSize(<const char *>p, 16))[:22].decode("ascii")
 
 
-cdef object _km_read_scalar(_KCur *c, int kind, bint nullable, bint flexible, _KStruct sub, str name):
+cdef Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
+    """The length prefix of a string, bytes or array: compact (unsigned varint length + 1, 0 for null) in
+    flexible versions, else int16 (strings) or int32 (bytes, arrays) with -1 for null. -1: null."""
+    cdef const uint8_t *at = c.pos
     cdef uint32_t u
     cdef Py_ssize_t n
-    cdef int16_t n16
-    cdef int32_t n32
+    if flexible:
+        read_uvarint(c, &u, name, InternalRecordError)
+        n = -1 if u == 0 else <Py_ssize_t>u - 1
+    elif kind == KM_STRING:
+        n = <int16_t>kr_load_be16(_km_take(c, 2, name))
+        if n < -1:
+            _km_fail(c, at, "%s: string length %d" % (name, n))
+    else:
+        n = <int32_t>kr_load_be32(_km_take(c, 4, name))
+        if n < -1:
+            _km_fail(c, at, "%s: %s length %d" % (name, "array" if kind == KM_ARRAY else "bytes", n))
+    if n == -1 and not nullable:
+        # (the words of Kafka's generated readers)
+        _km_fail(c, at, "non-nullable field %s was serialized as null" % name)
+    return n
+
+
+cdef const uint8_t *_km_payload(Cursor *c, Py_ssize_t n, const uint8_t *at, str name) except NULL:
+    """The n bytes of a string or bytes field whose length prefix began at `at`."""
+    if n > c.end - c.pos:
+        _km_fail(c, at, "%s: length %d but %d bytes are left" % (name, n, c.end - c.pos))
+    return _km_take(c, n, name)
+
+
+cdef int _km_check_utf8(Cursor *c, const uint8_t *p, Py_ssize_t n, const uint8_t *at, str name) except -1:
+    """0 if p[:n] is valid UTF-8; else strict mode fails, lenient mode returns 1 (Java's replacement)."""
+    if is_utf8(p, n):
+        return 0
+    if c.strict:
+        _km_fail(c, at, "%s: string is not valid UTF-8" % name)
+    return 1
+
+
+cdef object _km_read_scalar(Cursor *c, int kind, bint nullable, bint flexible, _KStruct sub, str name,
+                            bint json):
+    cdef Py_ssize_t n
     cdef uint64_t bits
     cdef double d
-    cdef Py_ssize_t start
+    cdef const uint8_t *at
+    cdef const uint8_t *p
     cdef object s
     if kind == KM_INT32:
-        _km_need(c, 4, name)
-        c.pos += 4
-        return <int32_t>kr_load_be32(c.base + c.pos - 4)
+        return <int32_t>kr_load_be32(_km_take(c, 4, name))
     if kind == KM_INT64:
-        _km_need(c, 8, name)
-        c.pos += 8
-        return <int64_t>kr_load_be64(c.base + c.pos - 8)
+        return <int64_t>kr_load_be64(_km_take(c, 8, name))
     if kind == KM_INT16:
-        _km_need(c, 2, name)
-        c.pos += 2
-        return <int16_t>kr_load_be16(c.base + c.pos - 2)
+        return <int16_t>kr_load_be16(_km_take(c, 2, name))
     if kind == KM_INT8:
-        _km_need(c, 1, name)
-        c.pos += 1
-        return <int8_t>c.base[c.pos - 1]
+        return <int8_t>_km_take(c, 1, name)[0]
     if kind == KM_BOOL:
-        _km_need(c, 1, name)
-        c.pos += 1
-        return c.base[c.pos - 1] != 0
+        return _km_take(c, 1, name)[0] != 0
     if kind == KM_UINT16:
-        _km_need(c, 2, name)
-        c.pos += 2
-        return <uint16_t>kr_load_be16(c.base + c.pos - 2)
+        return <uint16_t>kr_load_be16(_km_take(c, 2, name))
     if kind == KM_UINT32:
-        _km_need(c, 4, name)
-        c.pos += 4
-        return <uint32_t>kr_load_be32(c.base + c.pos - 4)
+        return <uint32_t>kr_load_be32(_km_take(c, 4, name))
     if kind == KM_FLOAT64:
-        _km_need(c, 8, name)
-        bits = kr_load_be64(c.base + c.pos)
+        bits = kr_load_be64(_km_take(c, 8, name))
         memcpy(&d, &bits, 8)
-        c.pos += 8
         return d
     if kind == KM_UUID:
-        _km_need(c, 16, name)
-        c.pos += 16
-        return _km_uuid_str(c.base + c.pos - 16)
+        return _km_uuid_str(_km_take(c, 16, name))
     if kind == KM_STRING or kind == KM_BYTES:
-        start = c.pos
-        if flexible:
-            _km_uvarint(c, &u, name)
-            if u == 0:
-                if not nullable:
-                    raise InternalRecordError("%s: null in a non-nullable field" % name, c.origin + start)
-                return None
-            n = <Py_ssize_t>u - 1
-        elif kind == KM_STRING:
-            _km_need(c, 2, name)
-            n16 = <int16_t>kr_load_be16(c.base + c.pos)
-            c.pos += 2
-            if n16 < 0:
-                if n16 != -1 or not nullable:
-                    raise InternalRecordError("%s: string length %d" % (name, n16), c.origin + start)
-                return None
-            n = n16
-        else:
-            _km_need(c, 4, name)
-            n32 = <int32_t>kr_load_be32(c.base + c.pos)
-            c.pos += 4
-            if n32 < 0:
-                if n32 != -1 or not nullable:
-                    raise InternalRecordError("%s: bytes length %d" % (name, n32), c.origin + start)
-                return None
-            n = n32
-        if n > c.end - c.pos:
-            raise InternalRecordError("%s: length %d but %d bytes are left" % (name, n, c.end - c.pos),
-                                      c.origin + start)
-        c.pos += n
+        at = c.pos
+        n = _km_length(c, kind, nullable, flexible, name)
+        if n < 0:
+            return None
+        p = _km_payload(c, n, at, name)
         if kind == KM_BYTES:
-            s = PyBytes_FromStringAndSize(<const char *>(c.base + c.pos - n), n)
-            if c.json:
+            s = PyBytes_FromStringAndSize(<const char *>p, n)
+            if json:
                 return _kmsg_binascii.b2a_base64(s, newline=False).decode("ascii")
             return s
-        if not c.strict:        # as Java's new String(bytes, UTF_8): malformed input replaced by its rules
-            return java_utf8(c.base + c.pos - n, n)
-        try:
-            return PyUnicode_DecodeUTF8(<const char *>(c.base + c.pos - n), n, "strict")
-        except UnicodeDecodeError:
-            raise InternalRecordError("%s: string is not valid UTF-8" % name, c.origin + start) from None
+        if _km_check_utf8(c, p, n, at, name):
+            return java_utf8_replacing(p, n)   # as Java's new String(bytes, UTF_8)
+        return PyUnicode_DecodeUTF8(<const char *>p, n, "strict")
     if kind == KM_STRUCT:
-        return _km_read_struct(c, sub, nullable, name)
-    raise InternalRecordError("%s: unsupported field kind %d" % (name, kind), c.origin + c.pos)
+        return _km_read_struct(c, sub, nullable, name, json)
+    _km_fail(c, c.pos, "%s: unsupported field kind %d" % (name, kind))
 
 
-cdef object _km_read_array(_KCur *c, _KField f, bint flexible):
-    cdef uint32_t u
-    cdef int32_t n32
-    cdef Py_ssize_t n, i, elem_min
-    cdef Py_ssize_t start = c.pos
-    cdef list out
-    if flexible:
-        _km_uvarint(c, &u, f.name)
-        if u == 0:
-            if not f.nullable:
-                raise InternalRecordError("%s: null array in a non-nullable field" % f.name, c.origin + start)
-            return None
-        n = <Py_ssize_t>u - 1
-    else:
-        _km_need(c, 4, f.name)
-        n32 = <int32_t>kr_load_be32(c.base + c.pos)
-        c.pos += 4
-        if n32 < 0:
-            if n32 != -1 or not f.nullable:
-                raise InternalRecordError("%s: array length %d" % (f.name, n32), c.origin + start)
-            return None
-        n = n32
-    elem_min = _km_min_size(f.elem_kind, flexible, f.struct)
+cdef Py_ssize_t _km_array_count(Cursor *c, _KField f, bint flexible) except -2:
+    """An array's element count (-1: null), checked against the bytes left before any element is read."""
+    cdef const uint8_t *at = c.pos
+    cdef Py_ssize_t n = _km_length(c, KM_ARRAY, f.nullable, flexible, f.name)
+    cdef Py_ssize_t elem_min = _km_min_size(f.elem_kind, flexible, f.struct)
     if elem_min < 1:
         elem_min = 1
     if n > (c.end - c.pos) // elem_min:
-        raise InternalRecordError(
-            "%s: array of %d elements cannot fit in the %d bytes left" % (f.name, n, c.end - c.pos),
-            c.origin + start)
+        _km_fail(c, at, "%s: array of %d elements cannot fit in the %d bytes left" % (f.name, n, c.end - c.pos))
+    return n
+
+
+cdef object _km_read_array(Cursor *c, _KField f, bint flexible, bint json):
+    cdef Py_ssize_t n, i
+    cdef list out
+    n = _km_array_count(c, f, flexible)
+    if n < 0:
+        return None
     out = []
     for i in range(n):
         if f.elem_kind == KM_STRUCT:
-            out.append(_km_read_struct(c, f.struct, False, f.name))
+            out.append(_km_read_struct(c, f.struct, False, f.name, json))
         else:
-            out.append(_km_read_scalar(c, f.elem_kind, False, flexible, None, f.name))
+            out.append(_km_read_scalar(c, f.elem_kind, False, flexible, None, f.name, json))
     return out
 
 
-cdef object _km_read_field(_KCur *c, _KField f, bint flexible):
+cdef int _km_skip(Cursor *c, int kind, bint nullable, bint flexible, _KStruct sub, str name,
+                  _KSink sink) except -1:
+    """One value read and checked as _km_read_scalar reads it (the same errors), but kept nowhere."""
+    cdef const uint8_t *at
+    cdef const uint8_t *p
+    cdef Py_ssize_t n
+    if kind == KM_STRING or kind == KM_BYTES:
+        at = c.pos
+        n = _km_length(c, kind, nullable, flexible, name)
+        if n >= 0:
+            p = _km_payload(c, n, at, name)
+            if kind == KM_STRING:
+                _km_check_utf8(c, p, n, at, name)
+        return 0
+    if kind == KM_STRUCT:
+        _km_read_struct(c, sub, nullable, name, False, sink, None)
+        return 0
+    _km_take(c, _km_min_size(kind, flexible, None), name)     # the fixed-size kinds
+    return 0
+
+
+cdef int _km_skip_field(Cursor *c, _KField f, bint flexible, _KSink sink) except -1:
+    cdef Py_ssize_t n, i
+    if f.kind != KM_ARRAY:
+        return _km_skip(c, f.kind, f.nullable, flexible, f.struct, f.name, sink)
+    n = _km_array_count(c, f, flexible)
+    for i in range(n):
+        _km_skip(c, f.elem_kind, False, flexible, f.struct, f.name, sink)
+    return 0
+
+
+cdef object _km_read_field(Cursor *c, _KField f, bint flexible, bint json):
     if f.kind == KM_ARRAY:
-        return _km_read_array(c, f, flexible)
-    return _km_read_scalar(c, f.kind, f.nullable, flexible, f.struct, f.name)
+        return _km_read_array(c, f, flexible, json)
+    return _km_read_scalar(c, f.kind, f.nullable, flexible, f.struct, f.name, json)
 
 
-cdef object _km_read_struct(_KCur *c, _KStruct plan, bint nullable, str name):
-    cdef dict out = {}
+cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, bint json,
+                            _KSink sink=None, _KColPlan cols=None):
+    """One struct of `plan` into a dict; with a sink, the fields `cols` maps to a column (cols[i] >= 0 for
+    plan.fields[i]; cols None: none) go to the sink instead and the rest are read and checked, with the
+    same errors, but kept nowhere (returns None)."""
+    cdef dict out = {} if sink is None else None
     cdef _KField f
     cdef uint32_t ntags, tag, size, i
-    cdef Py_ssize_t start, saved_end, field_start
+    cdef Py_ssize_t k = 0
+    cdef int col
+    cdef const uint8_t *field_start
+    cdef const uint8_t *saved_end
     cdef object value
-    cdef int8_t marker
     cdef set seen
     if nullable:
         # nullable structs: int8 -1 (null) or 1
-        _km_need(c, 1, name)
-        marker = <int8_t>c.base[c.pos]
-        c.pos += 1
-        if marker < 0:
+        if <int8_t>_km_take(c, 1, name)[0] < 0:
             return None
-    for f in plan.fields:
-        out[f.name] = _km_read_field(c, f, plan.flexible)
+    cdef tuple fields = plan.fields
+    for k in range(len(fields)):
+        f = <_KField>fields[k]          # (set_fields takes only _KField tuples)
+        if sink is None:
+            out[f.name] = _km_read_field(c, f, plan.flexible, json)
+        else:
+            col = cols.cols[k] if cols is not None else -1
+            if col >= 0:
+                _km_put(c, f, plan.flexible, sink, col)
+            else:
+                _km_skip_field(c, f, plan.flexible, sink)
     if not plan.flexible:
         return out
-    if not c.json:
+    if not json and out is not None:
         for f in plan.tagged_fields:
             out[f.name] = f.default
-    start = c.pos
-    _km_uvarint(c, &ntags, "tagged field count")
+    field_start = c.pos
+    read_uvarint(c, &ntags, "tagged field count", InternalRecordError)
     if ntags > <uint32_t>(c.end - c.pos) // 2:
-        raise InternalRecordError("%d tagged fields cannot fit in the %d bytes left" % (ntags, c.end - c.pos),
-                                  c.origin + start)
+        _km_fail(c, field_start, "%d tagged fields cannot fit in the %d bytes left" % (ntags, c.end - c.pos))
     seen = None
     for i in range(ntags):
         field_start = c.pos
-        _km_uvarint(c, &tag, "tag")
-        _km_uvarint(c, &size, "tagged field size")
+        read_uvarint(c, &tag, "tag", InternalRecordError)
+        read_uvarint(c, &size, "tagged field size", InternalRecordError)
         if size > <uint32_t>(c.end - c.pos):
-            raise InternalRecordError("tagged field %d: size %d but %d bytes are left" % (tag, size, c.end - c.pos),
-                                      c.origin + field_start)
+            _km_fail(c, field_start, "tagged field %d: size %d but %d bytes are left" % (tag, size, c.end - c.pos))
         if c.strict:
             if seen is None:
                 seen = set()
             if tag in seen:
-                raise InternalRecordError("tagged field %d appears twice" % tag, c.origin + field_start)
+                _km_fail(c, field_start, "tagged field %d appears twice" % tag)
             seen.add(tag)
         f = plan.tagged.get(tag)
         if f is None:            # unknown tag: skipped, as Kafka keeps it aside and never shows it
-            c.pos += size
+            _km_take(c, size, "unknown tagged field")
             continue
         saved_end = c.end
         c.end = c.pos + size
-        value = _km_read_field(c, f, True)
+        if out is None:
+            _km_skip_field(c, f, True, sink)
+        else:
+            value = _km_read_field(c, f, True, json)
         if c.strict and c.pos != c.end:
-            raise InternalRecordError("tagged field %d (%s): %d bytes declared, %d read"
-                                      % (tag, f.name, size, size - (c.end - c.pos)), c.origin + field_start)
+            _km_fail(c, field_start, "tagged field %d (%s): %d bytes declared, %d read"
+                     % (tag, f.name, size, size - (c.end - c.pos)))
         c.pos = c.end
         c.end = saved_end
-        if c.json and f.has_default and value == f.default and type(value) is type(f.default):
+        if out is None:
+            continue
+        if json and f.has_default and value == f.default and type(value) is type(f.default):
             out.pop(f.name, None)
         else:
             out[f.name] = value
-    if plan.tagged_fields:
+    if out is not None and plan.tagged_fields:
         # schema order (JsonConverter's), tagged fields where the schema puts them
-        return {k: out[k] for k in plan.order if k in out}
+        return {name_: out[name_] for name_ in plan.order if name_ in out}
     return out
+
+
+cdef int _km_struct_end(Cursor *c, _KStruct plan) except -1:
+    """exact / strict: no bytes may follow the struct."""
+    if c.pos != c.end:
+        _km_fail(c, c.pos, "%d bytes left after %s v%d" % (c.end - c.pos, plan.name, plan.version))
+    return 0
+
+
+cdef int _km_cursor(Cursor *c, _Buffer buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t position,
+                    bint strict) except -1:
+    if end < 0 or end > buf.size:
+        end = buf.size
+    if start < 0 or start > end:
+        raise ValueError("start out of range")
+    cursor_init(c, buf.ptr, end, position, False, strict)
+    c.pos = buf.ptr + start
+    return 0
 
 
 def kmsg_decode(_KStruct plan, data, Py_ssize_t start=0, Py_ssize_t end=-1, *, bint json=False,
@@ -354,312 +527,178 @@ def kmsg_decode(_KStruct plan, data, Py_ssize_t start=0, Py_ssize_t end=-1, *, b
     """Decode one struct of `plan` from data[start:end] -> (dict, end position).
 
     json=True gives Kafka's JsonConverter view (bytes as base64 text, tagged fields only when not
-    their default); strict=True refuses invalid UTF-8 and repeated or mis-sized tagged fields;
-    exact=True refuses bytes left over after the struct. Errors are InternalRecordError with
-    position = `position` + the byte offset in data.
+    their default); strict=True refuses invalid UTF-8, unsigned varints past 32 bits and repeated or
+    mis-sized tagged fields; exact=True refuses bytes left over after the struct. Errors are
+    InternalRecordError with position = `position` + the byte offset in data.
     """
-    cdef const uint8_t[::1] view
-    cdef _KCur c
+    cdef _Buffer buf = buffer_of(data)
+    cdef Cursor c
     cdef object out
-    if isinstance(data, bytes):
-        view = data
-    else:
-        view = memoryview(data).cast("B")
-    if end < 0 or end > view.shape[0]:
-        end = view.shape[0]
-    if start < 0 or start > end:
-        raise ValueError("start out of range")
-    c.base = &view[0] if view.shape[0] > 0 else <const uint8_t *>b""
-    c.pos = start
-    c.end = end
-    c.origin = position
-    c.strict = strict
-    c.json = json
-    out = _km_read_struct(&c, plan, False, plan.name)
-    if exact and c.pos != c.end:
-        raise InternalRecordError("%d bytes left after %s v%d" % (c.end - c.pos, plan.name, plan.version),
-                                  c.origin + c.pos)
-    return out, c.pos
+    _km_cursor(&c, buf, start, end, position, strict)
+    out = _km_read_struct(&c, plan, False, plan.name, json)
+    if exact:
+        _km_struct_end(&c, plan)
+    return out, c.pos - c.start
 
 
-def kmsg_uvarint(data, Py_ssize_t start=0, Py_ssize_t position=0):
+def kmsg_uvarint(data, Py_ssize_t start=0, Py_ssize_t position=0, *, bint strict=False):
     """Read one unsigned varint (Kafka's readUnsignedVarint, at most 5 bytes) -> (value, end position)."""
-    cdef const uint8_t[::1] view
-    cdef _KCur c
+    cdef _Buffer buf = buffer_of(data)
+    cdef Cursor c
     cdef uint32_t u
-    if isinstance(data, bytes):
-        view = data
-    else:
-        view = memoryview(data).cast("B")
-    if start < 0 or start > view.shape[0]:
-        raise ValueError("start out of range")
-    c.base = &view[0] if view.shape[0] > 0 else <const uint8_t *>b""
-    c.pos = start
-    c.end = view.shape[0]
-    c.origin = position
-    c.strict = False
-    c.json = False
-    _km_uvarint(&c, &u, "unsigned varint")
-    return u, c.pos
+    _km_cursor(&c, buf, start, -1, position, strict)
+    read_uvarint(&c, &u, "unsigned varint", InternalRecordError)
+    return u, c.pos - c.start
+
+
+def kmsg_encode_uvarint(uint32_t n) -> bytes:
+    """An unsigned varint as Kafka's message protocol writes it (ByteUtils.writeUnsignedVarint)."""
+    cdef uint8_t out[5]
+    cdef int i = 0
+    while n >= 0x80:
+        out[i] = <uint8_t>((n & 0x7F) | 0x80)
+        n >>= 7
+        i += 1
+    out[i] = <uint8_t>n
+    return PyBytes_FromStringAndSize(<const char *>out, i + 1)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# __consumer_offsets straight into columns: the key/value bytes of an Arrow table (kafkarec.to_arrow) read
-# as OffsetCommit / GroupMetadata / group records without a Python object per record.
+# Plans into typed Arrow columns: the walk above with a sink. A row per record; a column not written for a
+# row is null in it.
 
-cdef inline bint _km_utf8_valid(const uint8_t *p, Py_ssize_t n) noexcept nogil:
-    """Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)."""
-    cdef Py_ssize_t i = 0
-    cdef uint8_t b
-    cdef int need, k
-    cdef uint32_t cp
-    while i < n:
-        b = p[i]
-        if b < 0x80:
-            i += 1
-            continue
-        if 0xC2 <= b <= 0xDF:
-            need = 1
-            cp = b & 0x1F
-        elif 0xE0 <= b <= 0xEF:
-            need = 2
-            cp = b & 0x0F
-        elif 0xF0 <= b <= 0xF4:
-            need = 3
-            cp = b & 0x07
-        else:
+cdef int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) except -1:
+    """One field straight into column `col` of the sink (strings: invalid UTF-8 as Java replaces it, or
+    refused in strict mode, as the dict walk does)."""
+    cdef int kind = f.kind
+    cdef const uint8_t *at
+    cdef const uint8_t *p
+    cdef Py_ssize_t n
+    cdef bytes fixed
+    if kind == KM_INT64:
+        return sink.put_int(col, <int64_t>kr_load_be64(_km_take(c, 8, f.name)))
+    if kind == KM_INT32:
+        return sink.put_int(col, <int32_t>kr_load_be32(_km_take(c, 4, f.name)))
+    if kind == KM_INT16:
+        return sink.put_int(col, <int16_t>kr_load_be16(_km_take(c, 2, f.name)))
+    if kind == KM_INT8:
+        return sink.put_int(col, <int8_t>_km_take(c, 1, f.name)[0])
+    if kind == KM_BOOL:
+        return sink.put_int(col, _km_take(c, 1, f.name)[0] != 0)
+    if kind == KM_STRING or kind == KM_BYTES:
+        at = c.pos
+        n = _km_length(c, kind, f.nullable, flexible, f.name)
+        if n < 0:
+            return 0
+        p = _km_payload(c, n, at, f.name)
+        if kind == KM_STRING and _km_check_utf8(c, p, n, at, f.name):
+            fixed = java_utf8_replacing(p, n).encode("utf-8")
+            return sink.put_bytes(col, <const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
+        return sink.put_bytes(col, p, n)
+    raise TypeError(f"field {f.name} (kind {kind}) cannot go to a column")
+
+
+cdef class _BinaryRows:
+    """The rows of one Arrow binary array (its validity, int32 offsets and data buffers)."""
+    cdef _Buffer valid, offsets, data
+    cdef const uint8_t *valid_p
+    cdef const int32_t *offs
+    cdef const uint8_t *data_p
+    cdef Py_ssize_t data_size, base, n
+
+    def __init__(self, arr):
+        bufs = arr.buffers()
+        self.n = len(arr)
+        self.base = arr.offset
+        self.valid = buffer_of(bufs[0]) if bufs[0] is not None and arr.null_count else None
+        self.offsets = buffer_of(bufs[1])
+        self.data = buffer_of(bufs[2]) if bufs[2] is not None else buffer_of(b"")
+        if self.offsets.size < (self.base + self.n + 1) * 4:
+            raise ValueError("binary array offsets shorter than its length")
+        self.valid_p = self.valid.ptr if self.valid is not None else NULL
+        self.offs = <const int32_t *>self.offsets.ptr
+        self.data_p = self.data.ptr
+        self.data_size = self.data.size
+
+    cdef bint get(self, Py_ssize_t i, Cursor *c, bint strict) except -1:
+        """Point c at row i's bytes (positions from 0); False for a null row."""
+        cdef Py_ssize_t j = self.base + i
+        cdef int32_t s, e
+        if self.valid_p != NULL and not (self.valid_p[j >> 3] >> (j & 7)) & 1:
             return False
-        if i + need >= n:
-            return False
-        for k in range(1, need + 1):
-            if (p[i + k] & 0xC0) != 0x80:
-                return False
-            cp = (cp << 6) | (p[i + k] & 0x3F)
-        if need == 2 and (cp < 0x800 or 0xD800 <= cp <= 0xDFFF):
-            return False
-        if need == 3 and (cp < 0x10000 or cp > 0x10FFFF):
-            return False
-        i += need + 1
-    return True
+        s = self.offs[j]
+        e = self.offs[j + 1]
+        if s < 0 or e < s or e > self.data_size:
+            raise ValueError("binary array offsets out of range")
+        cursor_init(c, self.data_p + s, e - s, 0, False, strict)
+        return True
 
 
-cdef class _KStrCol:
-    """An Arrow string column being written: int32 offsets, UTF-8 data (capacity fixed up front)."""
-    cdef object offsets_arr, data_arr, valid_arr, np
-    cdef int32_t[::1] offsets
-    cdef uint8_t[::1] data
-    cdef uint8_t[::1] valid
-    cdef Py_ssize_t used
-
-    def __init__(self, Py_ssize_t n, Py_ssize_t cap, np):
-        self.np = np
-        self.offsets_arr = np.zeros(n + 1, dtype=np.int32)
-        self.data_arr = np.empty(max(cap, 1), dtype=np.uint8)
-        self.valid_arr = np.zeros(n, dtype=np.uint8)
-        self.offsets = self.offsets_arr
-        self.data = self.data_arr
-        self.valid = self.valid_arr
-        self.used = 0
-
-    cdef int put(self, Py_ssize_t row, const uint8_t *p, Py_ssize_t n) except -1:
-        cdef bytes fixed
-        if not _km_utf8_valid(p, n):
-            fixed = java_utf8(p, n).encode("utf-8")      # Java's replacement of malformed input
-            return self._put_raw(row, <const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
-        return self._put_raw(row, p, n)
-
-    cdef int _put_raw(self, Py_ssize_t row, const uint8_t *p, Py_ssize_t n) except -1:
-        cdef Py_ssize_t cap = self.data.shape[0]
-        if self.used + n > cap:
-            new = self.np.empty(max(cap * 2, self.used + n), dtype=self.np.uint8)
-            new[:self.used] = self.data_arr[:self.used]
-            self.data_arr = new
-            self.data = self.data_arr
-        if n:
-            memcpy(&self.data[self.used], p, n)
-        self.used += n
-        self.valid[row] = 1
-        return 0
-
-    cdef void close_row(self, Py_ssize_t row) noexcept:
-        self.offsets[row + 1] = <int32_t>self.used
-
-    def parts(self):
-        return self.offsets_arr, self.data_arr[:self.used], self.valid_arr
-
-
-cdef inline int _kc_str(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, bint compact,
-                        const uint8_t **out, Py_ssize_t *n) except -1:
-    # a (non-null) string at p[pos]: int16 length, or compact uvarint length + 1
-    cdef int16_t n16
-    cdef uint32_t u = 0
-    cdef int shift = 0
-    cdef uint8_t b
-    if compact:
-        while True:
-            if pos[0] >= end:
-                return -2
-            b = p[pos[0]]
-            pos[0] += 1
-            u |= (<uint32_t>(b & 0x7F)) << shift
-            if not (b & 0x80):
-                break
-            shift += 7
-            if shift > 28:
-                return -2
-        if u == 0:
-            return -2
-        n[0] = <Py_ssize_t>u - 1
-    else:
-        if end - pos[0] < 2:
-            return -2
-        n16 = <int16_t>kr_load_be16(p + pos[0])
-        pos[0] += 2
-        if n16 < 0:
-            return -2
-        n[0] = n16
-    if n[0] > end - pos[0]:
-        return -2
-    out[0] = p + pos[0]
-    pos[0] += n[0]
-    return 0
-
-
-def consumer_offsets_columns(Py_ssize_t n, key_offsets, key_data, key_valid, Py_ssize_t key_base,
-                             val_offsets, val_data, val_valid, Py_ssize_t val_base, record_offsets,
-                             bint strict=False, uint64_t known_types=0xFFFF, int max_version_0=4,
-                             int max_version_1=4):
-    """Decode n __consumer_offsets records from Arrow binary buffers (offsets int32, data, validity bitmap
-    or None, with each array's element offset `*_base`) into column parts:
-    dict name -> numpy array(s). `record_offsets` (int64) name records in errors. `known_types`: bit t set
-    for each record type of the schema set (every key starts with its group id; types 0 and 1 are offset
-    commits, whose values are known up to versions `max_version_0` / `max_version_1`)."""
-    import numpy as np
-    cdef const int32_t[::1] koff = np.frombuffer(key_offsets, dtype=np.int32)
-    cdef const int32_t[::1] voff = np.frombuffer(val_offsets, dtype=np.int32)
-    cdef const uint8_t[::1] kdata = np.frombuffer(key_data, dtype=np.uint8) if key_data is not None and len(key_data) else np.zeros(1, np.uint8)
-    cdef const uint8_t[::1] vdata = np.frombuffer(val_data, dtype=np.uint8) if val_data is not None and len(val_data) else np.zeros(1, np.uint8)
-    cdef const uint8_t[::1] kvalid = np.frombuffer(key_valid, dtype=np.uint8) if key_valid is not None else None
-    cdef const uint8_t[::1] vvalid = np.frombuffer(val_valid, dtype=np.uint8) if val_valid is not None else None
-    cdef const int64_t[::1] roff = record_offsets
-    if koff.shape[0] < key_base + n + 1 or voff.shape[0] < val_base + n + 1 or roff.shape[0] < n:
-        raise ValueError("column buffers shorter than the row count")
-    rtype_a = np.full(n, -1, dtype=np.int16)
-    vver_a = np.full(n, -1, dtype=np.int16)
-    part_a = np.zeros(n, dtype=np.int32)
-    off_a = np.zeros(n, dtype=np.int64)
-    epoch_a = np.full(n, -1, dtype=np.int32)
-    cts_a = np.zeros(n, dtype=np.int64)
-    ets_a = np.full(n, -1, dtype=np.int64)
-    flags_a = np.zeros(n, dtype=np.uint8)          # bit 0: key read; 1: offset commit value; 2: tombstone; 3: unknown
-    cdef int16_t[::1] rtype = rtype_a
-    cdef int16_t[::1] vver = vver_a
-    cdef int32_t[::1] part = part_a
-    cdef int64_t[::1] off = off_a
-    cdef int32_t[::1] epoch = epoch_a
-    cdef int64_t[::1] cts = cts_a
-    cdef int64_t[::1] ets = ets_a
-    cdef uint8_t[::1] flags = flags_a
-    cdef Py_ssize_t kcap = koff[key_base + n] - koff[key_base]
-    cdef Py_ssize_t vcap = voff[val_base + n] - voff[val_base]
-    cdef _KStrCol group = _KStrCol(n, kcap, np)
-    cdef _KStrCol topic = _KStrCol(n, kcap, np)
-    cdef _KStrCol meta = _KStrCol(n, vcap, np)
-    cdef Py_ssize_t i, ks, ke, vs, ve, pos, sn, ki, vi
-    cdef const uint8_t *kp = &kdata[0]
-    cdef const uint8_t *vp = &vdata[0]
-    cdef const uint8_t *s
-    cdef int16_t t, ver
-    cdef bint has_key, has_val, flexible
-    cdef str where
-    cdef Py_ssize_t where_pos
-    for i in range(n):
-        ki = key_base + i
-        vi = val_base + i
-        has_key = kvalid is None or (kvalid[ki >> 3] >> (ki & 7)) & 1
-        has_val = vvalid is None or (vvalid[vi >> 3] >> (vi & 7)) & 1
-        ks = koff[ki]
-        ke = koff[ki + 1]
-        vs = voff[vi]
-        ve = voff[vi + 1]
-        if ks < 0 or ke < ks or ke > kdata.shape[0] or vs < 0 or ve < vs or ve > vdata.shape[0]:
-            raise ValueError("column offsets out of range")
-        where = None
-        where_pos = 0
-        if not has_key or ke - ks < 2:
-            where = "a key of at least 2 bytes is needed"
-        else:
-            t = <int16_t>kr_load_be16(kp + ks)
-            rtype[i] = t
-            pos = ks + 2
-            if t < 0 or t > 63 or not ((known_types >> t) & 1):
-                flags[i] |= 8
-                if strict:
-                    raise UnknownRecordTypeError("unknown record type %d (record at offset %d)" % (t, roff[i]), 0)
-            elif _kc_str(kp, &pos, ke, False, &s, &sn) < 0:
-                where = "key string"
-                where_pos = pos - ks
-            else:
-                group.put(i, s, sn)
-                flags[i] |= 1
-                if t <= 1:
-                    if _kc_str(kp, &pos, ke, False, &s, &sn) < 0 or ke - pos < 4:
-                        where = "OffsetCommitKey"
-                        where_pos = pos - ks
-                    else:
-                        topic.put(i, s, sn)
-                        part[i] = <int32_t>kr_load_be32(kp + pos)
-            if where is None and not has_val:
-                flags[i] |= 4
-            elif where is None and ve - vs >= 2:
-                ver = <int16_t>kr_load_be16(vp + vs)
-                vver[i] = ver
-                if t <= 1 and t >= 0:
-                    pos = vs + 2
-                    flexible = ver >= 4
-                    if ver < 0 or ver > (max_version_0 if t == 0 else max_version_1):
-                        flags[i] |= 8
-                        if strict:
-                            raise UnknownRecordTypeError("OffsetCommitValue has no version %d (record at offset %d)"
-                                                         % (ver, roff[i]), 0)
-                    elif ve - pos < 8:
-                        where = "OffsetCommitValue offset"
-                    else:
-                        off[i] = <int64_t>kr_load_be64(vp + pos)
-                        pos += 8
-                        if ver >= 3:
-                            if ve - pos < 4:
-                                where = "OffsetCommitValue leaderEpoch"
-                            else:
-                                epoch[i] = <int32_t>kr_load_be32(vp + pos)
-                                pos += 4
-                        if where is None:
-                            if _kc_str(vp, &pos, ve, flexible, &s, &sn) < 0:
-                                where = "OffsetCommitValue metadata"
-                            else:
-                                meta.put(i, s, sn)
-                                if ve - pos < 8:
-                                    where = "OffsetCommitValue commitTimestamp"
-                                else:
-                                    cts[i] = <int64_t>kr_load_be64(vp + pos)
-                                    pos += 8
-                                    if ver == 1:
-                                        if ve - pos < 8:
-                                            where = "OffsetCommitValue expireTimestamp"
-                                        else:
-                                            ets[i] = <int64_t>kr_load_be64(vp + pos)
-                                    if where is None:
-                                        flags[i] |= 2
-            elif where is None:
-                where = "a value of at least 2 bytes (or null) is needed"
-        if where is not None:
-            if where.startswith("OffsetCommitValue"):
-                where_pos = pos - vs
-            raise InternalRecordError("__consumer_offsets record at offset %d: %s is malformed" % (roff[i], where),
-                                      where_pos)
-        group.close_row(i)
-        topic.close_row(i)
-        meta.close_row(i)
-    return {"recordType": rtype_a, "valueVersion": vver_a, "partition": part_a, "offset": off_a,
-            "leaderEpoch": epoch_a, "commitTimestamp": cts_a, "expireTimestamp": ets_a, "flags": flags_a,
-            "group": group.parts(), "topic": topic.parts(), "metadata": meta.parts()}
+def coordinator_columns(key_arr, value_arr, offsets, _KSink sink, list key_plans, list value_plans,
+                        int col_type, int col_version, int col_known, int col_tombstone, bint strict,
+                        bint strict_types, str topic):
+    """Rows of a coordinator topic (int16 record type + key struct; int16 version + value struct or null)
+    from Arrow binary arrays `key_arr`/`value_arr` into `sink`, by the same plans and rules as
+    kafkarec.internal.decode(strict=strict, strict_types=strict_types): ``key_plans[type]`` = (plan, cols)
+    or None (unknown type); ``value_plans[type][version]`` = (plan, cols, defaults) or None (unknown
+    version), `cols` the column of each field (-1: none), `defaults` the (column, value) pairs of fields
+    the version lacks. `offsets` (record offsets) name records in errors."""
+    cdef _BinaryRows keys = _BinaryRows(key_arr)
+    cdef _BinaryRows values = _BinaryRows(value_arr)
+    cdef Py_ssize_t i = 0, n = keys.n
+    cdef Cursor kc, vc
+    cdef bint has_value
+    cdef int16_t t, ver = 0
+    cdef int d
+    cdef list kplans = [None if e is None else _KColPlan(e[0], e[1]) for e in key_plans]
+    cdef list vplans = [[None if e is None else _KColPlan(e[0], e[1], e[2]) for e in versions]
+                        for versions in value_plans]
+    cdef list versions
+    cdef _KColPlan kp, vp
+    cdef _KStruct stage = None
+    if values.n != n or len(offsets) != n or len(vplans) != len(kplans):
+        raise ValueError("key, value and offset columns differ in length")
+    # strings come from the keys (group, topic) and values (metadata): at most their bytes
+    sink.open(n, keys.offs[keys.base + n] - keys.offs[keys.base] if n else 0)
+    try:
+        for i in range(n):
+            stage = None
+            if not keys.get(i, &kc, strict):
+                raise InternalRecordError(f"{topic} records carry a key; this one is null", 0)
+            t = <int16_t>kr_load_be16(_km_take(&kc, 2, "record type"))
+            has_value = values.get(i, &vc, strict)
+            if has_value:
+                ver = <int16_t>kr_load_be16(_km_take(&vc, 2, "value version"))
+                sink.put_int(col_version, ver)
+            sink.put_int(col_type, t)
+            sink.put_int(col_tombstone, not has_value)
+            kp = <_KColPlan>kplans[t] if 0 <= t < len(kplans) else None
+            if kp is None:
+                if strict_types:
+                    raise UnknownRecordTypeError(f"unknown record type {t}", 0)
+                sink.put_int(col_known, False)
+                sink.end_row()
+                continue
+            sink.put_int(col_known, True)
+            stage = kp.plan
+            _km_read_struct(&kc, kp.plan, False, kp.plan.name, False, sink, kp)
+            if strict:
+                _km_struct_end(&kc, kp.plan)
+            if has_value:
+                versions = <list>vplans[t]
+                vp = <_KColPlan>versions[ver] if 0 <= ver < len(versions) else None
+                if vp is None:
+                    if strict_types:
+                        raise UnknownRecordTypeError(
+                            f"{kp.plan.name.removesuffix('Key')}Value has no version {ver}", 0)
+                else:
+                    stage = vp.plan
+                    _km_read_struct(&vc, vp.plan, False, vp.plan.name, False, sink, vp)
+                    if strict:
+                        _km_struct_end(&vc, vp.plan)
+                    for d in range(vp.ndefaults):
+                        sink.put_int(vp.default_cols[d], vp.default_values[d])
+            sink.end_row()
+    except InternalRecordError as exc:
+        where = "" if stage is None else stage.name + ": "
+        raise type(exc)(f"{topic} record at offset {offsets[i]}: {where}{exc.reason}", exc.position) from None

@@ -119,10 +119,15 @@ cdef Record legacy_record(_Buffer buf, Py_ssize_t entry, Py_ssize_t size, int64_
     r._v.offset = offset
     # Inside a compressed wrapper the wrapper's timestamp type rules (as in
     # Kafka's deep iterator): a v0 wrapper has none, whatever the inner
-    # messages say; a v1 CreateTime wrapper makes them CreateTime even with the
-    # LogAppendTime bit set; a v1 LogAppendTime wrapper gives them its time.
-    if magic == 0 or (decompressed and wrapper_ts_type == TS_NONE):
+    # messages say, though a magic 1 inner message keeps its own timestamp
+    # (LegacyRecord.timestamp(), which the consumer reports with the wrapper's
+    # NO_TIMESTAMP_TYPE); a v1 CreateTime wrapper makes them CreateTime even
+    # with the LogAppendTime bit set; a v1 LogAppendTime wrapper gives them its time.
+    if magic == 0:
         r._v.timestamp = -1
+        r._timestamp_type = TS_NONE
+    elif decompressed and wrapper_ts_type == TS_NONE:
+        r._v.timestamp = <int64_t>kr_load_be64(p + LEGACY_OFF_TIMESTAMP)
         r._timestamp_type = TS_NONE
     elif wrapper_ts_type == TS_LOG_APPEND:
         r._v.timestamp = wrapper_ts

@@ -102,3 +102,10 @@ cdef ReadOptions resolve_options(object options, object verify_crc, object stric
         max_decompressed_bytes=(base.max_decompressed_bytes if max_decompressed_bytes is None
                                 else max_decompressed_bytes),
         file_rules=base.file_rules if file_rules is None else file_rules)
+
+
+def read_options(options=None, /, *, verify_crc=None, strict=None, max_decompressed_bytes=None,
+                 file_rules=None) -> ReadOptions:
+    """``options`` (a ReadOptions or None) with the fields given as keywords on top (None: not given):
+    what every reader does with its ``options`` argument and keywords."""
+    return resolve_options(options, verify_crc, strict, max_decompressed_bytes, file_rules)

@@ -38,9 +38,9 @@ cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason)
     raise cls(reason, c.origin + rel)
 
 
-cdef int cursor_short(const Cursor *c, Py_ssize_t n, str what) except -1:
-    cursor_fail(c, c.pos, InvalidRecordError,
-                f"{what} needs {n} bytes but only {c.end - c.pos} remain in the batch")
+cdef int cursor_short(const Cursor *c, Py_ssize_t n, str what, object cls=InvalidRecordError,
+                      str where=" in the batch") except -1:
+    cursor_fail(c, c.pos, cls, f"{what} needs {n} bytes but only {c.end - c.pos} remain{where}")
     return -1
 
 
@@ -53,3 +53,13 @@ cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except
     c.pos = p + n
     return p
 
+
+
+cdef inline const uint8_t *cursor_take_as(Cursor *c, Py_ssize_t n, str what, object cls) except NULL:
+    """cursor_take raising `cls` (say InternalRecordError for an internal topic's key or value)."""
+    cdef const uint8_t *p = c.pos
+    if n < 0 or n > c.end - p:
+        cursor_short(c, n, what, cls, "")
+        return NULL
+    c.pos = p + n
+    return p

@@ -34,17 +34,6 @@ cdef inline object nullable_bytes(const uint8_t *p, int32_t n):
     return PyBytes_FromStringAndSize(<const char *>p, n)
 
 
-cdef object _control = None   # kafkarec.control, imported on first use
-
-
-cdef object control_module():
-    global _control
-    if _control is None:
-        import kafkarec.control as mod
-        _control = mod
-    return _control
-
-
 @cython.final
 @cython.no_gc          # no reference cycles are possible: skip GC tracking per record
 @cython.freelist(64)
@@ -168,20 +157,20 @@ cdef class Record:
         """For ABORT/COMMIT markers, the coordinator epoch from the marker value."""
         if not self._is_control or self._control_key()[1] not in (0, 1):
             return None
-        return control_module().parse_end_txn_marker(self.value, self._v.error_position,
-                                                     self._strict)[1]
+        return parse_end_txn_marker(self.value, self._v.error_position, self._strict)[1]
 
     @property
     def control_value(self):
-        """The decoded value of a control record (a dict), or None for data records."""
+        """The decoded value of a control record (a dict with Kafka's JSON field names, see
+        kafkarec.control), or None for data records."""
         if not self._is_control:
             return None
-        return control_module().parse_control_value(
-            self._control_key()[1], self.value, self._v.error_position, self._strict)
+        return parse_control_value(self._control_key()[1], self.value, self._v.error_position,
+                                   self._strict)
 
     cdef tuple _control_key(self):
         if self._control_version < 0:
-            self._control_version, self._control_type_id = control_module().parse_control_key(
+            self._control_version, self._control_type_id = parse_control_key(
                 self.key, self._v.error_position, self._strict)
         return (self._control_version, self._control_type_id)
 
@@ -299,22 +288,53 @@ cdef extern from "Python.h":
     void decref_raw "Py_DECREF"(PyObject *o)
 
 
-cdef inline bint is_utf8(const uint8_t *p, int32_t n) noexcept:
-    """Whether p[:n] is valid UTF-8 (Python's strict decoder is the judge;
-    ASCII, the common case, is decided without it)."""
-    cdef int32_t i
+cdef bint utf8_well_formed(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """Well-formed UTF-8 past ASCII: no overlong forms, no surrogates, nothing
+    above U+10FFFF - the set Python's strict decoder and Java's decoder accept."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t b
+    cdef int need, k
+    cdef uint32_t cp
+    while i < n:
+        b = p[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need = 1
+            cp = b & 0x1F
+        elif 0xE0 <= b <= 0xEF:
+            need = 2
+            cp = b & 0x0F
+        elif 0xF0 <= b <= 0xF4:
+            need = 3
+            cp = b & 0x07
+        else:
+            return False
+        if need >= n - i:
+            return False
+        for k in range(1, need + 1):
+            if (p[i + k] & 0xC0) != 0x80:
+                return False
+            cp = (cp << 6) | (p[i + k] & 0x3F)
+        if need == 2 and (cp < 0x800 or 0xD800 <= cp <= 0xDFFF):
+            return False
+        if need == 3 and (cp < 0x10000 or cp > 0x10FFFF):
+            return False
+        i += need + 1
+    return True
+
+
+cdef inline bint is_utf8(const uint8_t *p, Py_ssize_t n) noexcept:
+    """Whether p[:n] is valid UTF-8 (the one validator of the core; ASCII, the
+    common case, is decided by one pass of ORs)."""
+    cdef Py_ssize_t i
     cdef uint8_t seen = 0
-    cdef PyObject *decoded
     for i in range(n):
         seen |= p[i]
     if seen < 0x80:
         return True
-    decoded = decode_utf8_raw(<const char *>p, n, "strict")
-    if decoded == NULL:
-        PyErr_Clear()
-        return False
-    decref_raw(decoded)
-    return True
+    return utf8_well_formed(p, n)
 
 
 cdef inline bint not_continuation(int b) noexcept:

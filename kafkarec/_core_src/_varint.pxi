@@ -25,6 +25,9 @@ cdef enum VarintStatus:
     VARLONG_PAST_END = 4
     VARLONG_TOO_LONG = 5
     VARLONG_OVERFLOW = 6
+    UVARINT_PAST_END = 7
+    UVARINT_TOO_LONG = 8
+    UVARINT_OVERFLOW = 9
 
 
 cdef int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
@@ -99,7 +102,41 @@ cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict
     return take_varlong_slow(pp, end, strict, out)
 
 
+# Unsigned varints (Kafka's ByteUtils.readUnsignedVarint): the lengths, counts
+# and tags of its message protocol (internal topics, control values) and the
+# preamble of a raw snappy block.  At most 5 bytes; Kafka drops the bits of the
+# 5th byte above bit 31, which strict mode refuses.
+cdef int take_uvarint(const uint8_t **pp, const uint8_t *end, bint strict,
+                      uint32_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
+    cdef uint32_t value = 0
+    cdef uint32_t b
+    cdef int i
+    if p < end and p[0] < 0x80:
+        pp[0] = p + 1
+        out[0] = p[0]
+        return VARINT_OK
+    for i in range(5):
+        if p + i >= end:
+            return UVARINT_PAST_END
+        b = p[i]
+        value |= (b & 0x7F) << (7 * i)
+        if b < 0x80:
+            if i == 4 and strict and (b & 0x70):
+                return UVARINT_OVERFLOW
+            pp[0] = p + i + 1
+            out[0] = value
+            return VARINT_OK
+    return UVARINT_TOO_LONG
+
+
 cdef str varint_problem(int status):
+    if status == UVARINT_PAST_END:
+        return "unsigned varint runs past the end"
+    if status == UVARINT_TOO_LONG:
+        return "unsigned varint is too long, the most significant bit in the 5th byte is set"
+    if status == UVARINT_OVERFLOW:
+        return "unsigned varint overflows 32 bits"
     if status == VARINT_PAST_END:
         return "varint runs past the end of the batch"
     if status == VARINT_TOO_LONG:
@@ -113,9 +150,16 @@ cdef str varint_problem(int status):
     return "varlong overflows 64 bits"
 
 
-cdef int varint_fail(const Cursor *c, int status, str what) except -1:
+cdef int varint_fail(const Cursor *c, int status, str what, object cls=InvalidRecordError) except -1:
     # The cursor still points at the first byte of the bad varint.
-    return cursor_fail(c, c.pos, InvalidRecordError, f"{what}: {varint_problem(status)}")
+    return cursor_fail(c, c.pos, cls, f"{what}: {varint_problem(status)}")
+
+
+cdef inline int read_uvarint(Cursor *c, uint32_t *out, str what, object cls=InvalidRecordError) except -1:
+    cdef int status = take_uvarint(&c.pos, c.end, c.strict, out)
+    if status != VARINT_OK:
+        varint_fail(c, status, what, cls)
+    return 0
 
 
 cdef inline int read_varint(Cursor *c, int32_t *out, str what) except -1:

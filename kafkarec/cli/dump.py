@@ -13,9 +13,7 @@ shared with ``kafkarec verify`` and ``kafkarec stats``.
 """
 from __future__ import annotations
 
-import base64
 import os
-import uuid
 from typing import List, Optional, TextIO
 
 from kafkarec.cli import decode_args
@@ -27,35 +25,8 @@ from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
-__all__ = ["Dumper", "run", "control_json", "control_text"]
-
-def _uuid_b64(s: str) -> str:
-    return base64.urlsafe_b64encode(uuid.UUID(s).bytes).rstrip(b"=").decode()
-
-
-def control_json(kind: ControlRecordType, v: dict) -> dict:
-    """A decoded KRaft control value as Kafka's generated JsonConverter writes it (camelCase)."""
-    if kind == ControlRecordType.LEADER_CHANGE:
-        return {"version": v["version"], "leaderId": v["leader_id"],
-                "voters": [{"voterId": x["voter_id"]} for x in v["voters"] or []],
-                "grantingVoters": [{"voterId": x["voter_id"]} for x in v["granting_voters"] or []]}
-    if kind == ControlRecordType.SNAPSHOT_HEADER:
-        return {"version": v["version"], "lastContainedLogTimestamp": v["last_contained_log_timestamp"]}
-    if kind == ControlRecordType.SNAPSHOT_FOOTER:
-        return {"version": v["version"]}
-    if kind == ControlRecordType.KRAFT_VERSION:
-        return {"version": v["version"], "kRaftVersion": v["kraft_version"]}
-    if kind == ControlRecordType.KRAFT_VOTERS:
-        return {"version": v["version"], "voters": [
-            {"voterId": x["voter_id"], "voterDirectoryId": _uuid_b64(x["voter_directory_id"]),
-             "endpoints": [{"name": e["name"], "host": e["host"], "port": e["port"]}
-                           for e in x["endpoints"] or []],
-             "kRaftVersionFeature": {
-                 "minSupportedVersion": x["kraft_version_feature"]["min_supported_version"],
-                 "maxSupportedVersion": x["kraft_version_feature"]["max_supported_version"]}}
-            for x in v["voters"] or []]}
-    raise ValueError(kind)
-
+__all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name",
+           "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
 
 _CONTROL_LABELS = {
     ControlRecordType.LEADER_CHANGE: " LeaderChange: ",
@@ -72,7 +43,7 @@ def control_text(r) -> str:
     if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         return f" endTxnMarker: {kind.name} coordinatorEpoch: {r.coordinator_epoch}"
     if kind in _CONTROL_LABELS:
-        return _CONTROL_LABELS[kind] + jdump(control_json(kind, r.control_value))
+        return _CONTROL_LABELS[kind] + jdump(r.control_value)
     return f" controlType: {kind.name}({r.control_type_id})"
 
 
@@ -299,9 +270,9 @@ class Dumper:
             obj["control_type_id"] = r.control_type_id
             value = r.control_value
             if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-                obj["coordinator_epoch"] = value["coordinator_epoch"]
+                obj["coordinator_epoch"] = value["coordinatorEpoch"]
             elif kind in _CONTROL_LABELS:
-                obj["control"] = control_json(kind, value)
+                obj["control"] = value
         if self.print_data and not control:
             key, value = r.key, r.value
             render = self.render

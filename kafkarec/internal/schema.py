@@ -23,7 +23,6 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from kafkarec import _core
-from kafkarec.control import encode_uvarint as _uvarint
 from kafkarec.errors import EncodeError
 from kafkarec.internal import schemas as _schemas
 
@@ -31,14 +30,17 @@ __all__ = ["Message", "Field", "messages", "message", "plan", "encode", "kafka_c
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-_KINDS = {
-    "bool": 1, "int8": 2, "int16": 3, "uint16": 4, "int32": 5, "uint32": 6, "int64": 7,
-    "float64": 8, "string": 9, "bytes": 10, "uuid": 11,
-}
-KM_STRUCT = 12
-KM_ARRAY = 13
-_INT_RANGES = {2: (-1 << 7, 1 << 7), 3: (-1 << 15, 1 << 15), 4: (0, 1 << 16), 5: (-1 << 31, 1 << 31),
-               6: (0, 1 << 32), 7: (-1 << 63, 1 << 63)}
+_uvarint = _core.kmsg_encode_uvarint
+# The field kinds are the compiled core's (one enum, kafkarec/_core_src/_kmsg.pxi); scalar type names here.
+KM_STRUCT = _core.KMSG_KINDS["struct"]
+KM_ARRAY = _core.KMSG_KINDS["array"]
+_KINDS = {name: kind for name, kind in _core.KMSG_KINDS.items() if kind not in (KM_STRUCT, KM_ARRAY)}
+_BOOL, _INT8, _INT16, _UINT16, _INT32, _UINT32, _INT64, _FLOAT64, _STRING, _BYTES, _UUID = (
+    _KINDS[n] for n in ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string",
+                        "bytes", "uuid"))
+_INT_RANGES = {_INT8: (-1 << 7, 1 << 7), _INT16: (-1 << 15, 1 << 15), _UINT16: (0, 1 << 16),
+               _INT32: (-1 << 31, 1 << 31), _UINT32: (0, 1 << 32), _INT64: (-1 << 63, 1 << 63)}
+_PACK = {_INT8: ">b", _INT16: ">h", _UINT16: ">H", _INT32: ">i", _UINT32: ">I", _INT64: ">q"}
 
 
 def _versions(text: str) -> Tuple[int, int]:
@@ -178,17 +180,17 @@ def _default(f: Field, kind: int, json: bool) -> Tuple[Any, bool]:
         return [], True
     if d == "null":
         return None, True
-    if kind == 1:
+    if kind == _BOOL:
         return (d == "true"), True
     if kind in _INT_RANGES:
         return (int(d, 0) if d is not None else 0), True
-    if kind == 8:
+    if kind == _FLOAT64:
         return (float(d) if d is not None else 0.0), True
-    if kind == 9:
+    if kind == _STRING:
         return (d if d is not None else ""), True
-    if kind == 11:
+    if kind == _UUID:
         return ZERO_UUID, True
-    if kind == 10:
+    if kind == _BYTES:
         return ("" if json else b""), True
     return None, False
 
@@ -244,24 +246,24 @@ def _enc_value(out: bytearray, kind: int, v: Any, nullable: bool, flexible: bool
         lo, hi = _INT_RANGES[kind]
         if not isinstance(v, int) or not lo <= v < hi:
             raise EncodeError(f"{name}: {v!r} does not fit")
-        out += _struct.pack(">" + {2: "b", 3: "h", 4: "H", 5: "i", 6: "I", 7: "q"}[kind], v)
-    elif kind == 1:
+        out += _struct.pack(_PACK[kind], v)
+    elif kind == _BOOL:
         out.append(1 if v else 0)
-    elif kind == 8:
+    elif kind == _FLOAT64:
         out += _struct.pack(">d", v)
-    elif kind == 11:
+    elif kind == _UUID:
         out += _uuid_bytes(v)
-    elif kind in (9, 10):
+    elif kind in (_STRING, _BYTES):
         if v is None:
             if not nullable:
-                raise EncodeError(f"{name}: null in a non-nullable field")
-            out += _uvarint(0) if flexible else (b"\xff\xff" if kind == 9 else b"\xff\xff\xff\xff")
+                raise EncodeError(f"non-nullable field {name} cannot be null")
+            out += _uvarint(0) if flexible else (b"\xff\xff" if kind == _STRING else b"\xff\xff\xff\xff")
             return
-        raw = v.encode("utf-8") if kind == 9 else bytes(v)
+        raw = v.encode("utf-8") if kind == _STRING else bytes(v)
         if flexible:
             out += _uvarint(len(raw) + 1)
         else:
-            out += _struct.pack(">h" if kind == 9 else ">i", len(raw))
+            out += _struct.pack(">h" if kind == _STRING else ">i", len(raw))
         out += raw
     elif kind == KM_STRUCT:
         if nullable:
@@ -278,7 +280,7 @@ def _enc_field(out: bytearray, f, v: Any, flexible: bool) -> None:
     if f.kind == KM_ARRAY:
         if v is None:
             if not f.nullable:
-                raise EncodeError(f"{f.name}: null array in a non-nullable field")
+                raise EncodeError(f"non-nullable field {f.name} cannot be null")
             out += _uvarint(0) if flexible else b"\xff\xff\xff\xff"
             return
         out += _uvarint(len(v) + 1) if flexible else _struct.pack(">i", len(v))

@@ -190,6 +190,14 @@ def _with_consumer_protocol(value: dict, json: bool, schemas: str) -> dict:
     return value
 
 
+def _short_uvarint(value, pos: int, what: str, strict: bool) -> Tuple[int, int]:
+    # AbstractApiMessageSerde.unsignedIntToShort: an unsigned varint that must fit Java's short
+    n, end = _core.kmsg_uvarint(value, pos, strict=strict)
+    if n > 0x7FFF:
+        raise InternalRecordError(f"{what} {n} is past 32767 (Kafka: Value for {what} was too large)", pos)
+    return n, end
+
+
 def _unknown(topic, strict, reason, position, **kw) -> InternalRecord:
     if strict:
         raise UnknownRecordTypeError(reason, position)
@@ -197,36 +205,43 @@ def _unknown(topic, strict, reason, position, **kw) -> InternalRecord:
 
 
 def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: bool = False,
-           json: bool = False, consumer_protocol: bool = True, schemas: str = DEFAULT_SCHEMAS) -> InternalRecord:
+           strict_types: Optional[bool] = None, json: bool = False, consumer_protocol: bool = True,
+           schemas: str = DEFAULT_SCHEMAS) -> InternalRecord:
     """Decode one data record's key and value of an internal topic into an :class:`InternalRecord`.
 
     ``json=True`` gives the objects exactly as Kafka's JsonConverter writes them (bytes as base64 text,
     tagged fields only when not their default) — the ``data`` objects of kafka-dump-log's output.
     ``consumer_protocol``: decode GroupMetadataValue members' subscription/assignment when the protocol
-    type is ``consumer``. Unknown record types/versions: an ``unknown`` record (``strict=True``: raises
-    :class:`~kafkarec.errors.UnknownRecordTypeError`). Malformed bytes raise
-    :class:`~kafkarec.errors.InternalRecordError` with the byte position in the key or value.
+    type is ``consumer``. Two separate options: ``strict`` (the strict format) refuses invalid UTF-8, bytes
+    after a struct, repeated or mis-sized tagged fields and unsigned varints past 32 bits, which Kafka's
+    readers let pass; ``strict_types`` (default: ``strict``) raises
+    :class:`~kafkarec.errors.UnknownRecordTypeError` for an unknown record type or version, which otherwise
+    gives an ``unknown`` record. Malformed bytes raise :class:`~kafkarec.errors.InternalRecordError` with
+    the byte position in the key or value; so does an api key or version of a metadata-style record past
+    32767, as Kafka's MetadataRecordSerde refuses it (both are int16 there).
     ``schemas``: the schema set, "current" (Kafka trunk d79bd502, the default) or "1eb7644" (4.0.0-SNAPSHOT)."""
     topic = decoder_for(topic)
     framing, _set = TOPICS[topic]
     types = record_types(topic, schemas)
+    if strict_types is None:
+        strict_types = strict
     raw_key = None if key is None else bytes(key)
     raw_value = None if value is None else bytes(value)
     if framing == "metadata":
         if value is None:
             raise InternalRecordError(f"{topic} records carry a value; this one is null", 0)
-        frame, pos = _core.kmsg_uvarint(value, 0)
-        api_key, pos = _core.kmsg_uvarint(value, pos)
-        version, pos = _core.kmsg_uvarint(value, pos)
+        frame, pos = _core.kmsg_uvarint(value, 0, strict=strict)
+        api_key, pos = _short_uvarint(value, pos, "api key", strict)
+        version, pos = _short_uvarint(value, pos, "version", strict)
         if frame != 1:
-            return _unknown(topic, strict, f"frame version {frame} (only 1 is known)", 0, api_key=api_key,
+            return _unknown(topic, strict_types, f"frame version {frame} (only 1 is known)", 0, api_key=api_key,
                             value_version=version, raw_key=raw_key, raw_value=raw_value)
         if api_key not in types:
-            return _unknown(topic, strict, f"unknown api key {api_key}", 1, api_key=api_key,
+            return _unknown(topic, strict_types, f"unknown api key {api_key}", 1, api_key=api_key,
                             value_version=version, raw_key=raw_key, raw_value=raw_value)
         _k, _kv, vschema, name = types[api_key]
         if version not in _schema.message(vschema, schemas).valid_versions:
-            return _unknown(topic, strict, f"{vschema} has no version {version}", 1, api_key=api_key,
+            return _unknown(topic, strict_types, f"{vschema} has no version {version}", 1, api_key=api_key,
                             value_version=version, raw_key=raw_key, raw_value=raw_value)
         data = _struct_at(vschema, version, value, pos, json, strict, schemas)
         return InternalRecord(topic, name, value_schema=vschema, value_version=version, api_key=api_key,
@@ -236,7 +251,7 @@ def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: 
     ktype = _int16(key, 0, "record type")
     vversion = None if value is None else _int16(value, 0, "value version")
     if ktype not in types:
-        return _unknown(topic, strict, f"unknown record type {ktype}" if framing == "coordinator"
+        return _unknown(topic, strict_types, f"unknown record type {ktype}" if framing == "coordinator"
                         else f"unknown key version {ktype}", 0, key_version=ktype, value_version=vversion,
                         raw_key=raw_key, raw_value=raw_value, tombstone=value is None)
     kschema, key_version, vschema, name = types[ktype]
@@ -244,7 +259,7 @@ def decode(topic: str, key: Optional[bytes], value: Optional[bytes], *, strict: 
     if value is None:
         return InternalRecord(topic, name, key_schema=kschema, key_version=ktype, key=kdata, tombstone=True)
     if vversion not in _schema.message(vschema, schemas).valid_versions:
-        if strict:
+        if strict_types:
             raise UnknownRecordTypeError(f"{vschema} has no version {vversion}", 0)
         return InternalRecord(topic, name, key_schema=kschema, key_version=ktype, key=kdata,
                               value_schema=vschema, value_version=vversion, unknown=True,
@@ -282,7 +297,8 @@ def encode_record(topic: str, record_type, key: Optional[Dict[str, Any]], value:
     if framing == "metadata":
         if value is None:
             raise ValueError(f"{topic} records have no tombstones")
-        head = _schema._uvarint(1) + _schema._uvarint(record_type) + _schema._uvarint(value_version)
+        uvarint = _core.kmsg_encode_uvarint
+        head = uvarint(1) + uvarint(record_type) + uvarint(value_version)
         return None, head + _schema.encode(vschema, value_version, value, schemas)
     kbytes = _struct.pack(">h", record_type) + _schema.encode(kschema, key_version, key or {}, schemas)
     if value is None:

@@ -217,11 +217,11 @@ def test_dump_legacy_wrappers(logroot, capfd):
 
 def test_dump_kraft_checkpoint(tmp_path, capfd):
     from kafkarec.control import encode_control_value
-    voters = {"voters": [{"voter_id": 1, "voter_directory_id": "00010203-0405-0607-0809-0a0b0c0d0e0f",
+    voters = {"voters": [{"voterId": 1, "voterDirectoryId": "AAECAwQFBgcICQoLDA0ODw",
                           "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
-                          "kraft_version_feature": {"min_supported_version": 0, "max_supported_version": 1}}]}
-    header = kraft_control_batch([(3, encode_control_value(3, {"last_contained_log_timestamp": T0})),
-                                  (5, encode_control_value(5, {"kraft_version": 1})),
+                          "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}}]}
+    header = kraft_control_batch([(3, encode_control_value(3, {"lastContainedLogTimestamp": T0})),
+                                  (5, encode_control_value(5, {"kRaftVersion": 1})),
                                   (6, encode_control_value(6, voters))], timestamp=T0)
     footer = bytearray(kraft_control_batch([(4, encode_control_value(4, {}))], timestamp=T0))
     struct.pack_into(">q", footer, 0, 3)

@@ -83,6 +83,7 @@ def record_row(batch, record, *, topic, partition, batch_columns=True) -> dict:
 def describe(exc, batch) -> dict:
     return {"position": exc.position, "reason": exc.reason, "error": type(exc).__name__,
             "base_offset": batch.base_offset if batch is not None and batch.magic >= 2 else None,
+            "batch_position": batch.position if batch is not None else None,
             "message": str(exc)}
 
 
@@ -393,7 +394,7 @@ def test_validity_bitmaps_across_many_batches():
 def marker(pid, offset, kind, *, epoch=0, coordinator_epoch=1) -> bytes:
     b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=epoch,
                            is_transactional=True, is_control=True)
-    b.append_control(kind, {"coordinator_epoch": coordinator_epoch}, timestamp=TS0 + offset)
+    b.append_control(kind, {"coordinatorEpoch": coordinator_epoch}, timestamp=TS0 + offset)
     return b.build()
 
 
@@ -740,7 +741,8 @@ def test_bad_crc_batch_left_out_whole_and_described():
     assert [e["position"] for e in sink] == [len(a), c_last_position]
     assert [e["base_offset"] for e in sink] == [13, None]        # None: a legacy entry
     for entry in sink:
-        assert set(entry) == {"position", "reason", "error", "base_offset", "message"}
+        assert set(entry) == {"position", "reason", "error", "base_offset", "batch_position", "message"}
+        assert entry["batch_position"] is not None          # a batch's error, legacy or not
         assert entry["error"] == "ChecksumError"
         assert entry["reason"].startswith("Record is corrupt (stored crc = ")
         assert entry["message"] == f"at byte {entry['position']}: {entry['reason']}"

@@ -12,6 +12,7 @@ ignored, unknown type ids are UNKNOWN.
 
 from __future__ import annotations
 
+import base64
 import struct
 import uuid
 
@@ -30,38 +31,41 @@ from builder_checks import assert_encode_error
 
 T0 = 1_700_000_000_000
 PRODUCER = {"producer_id": 4242, "producer_epoch": 7}
-DIR_A = "12345678-1234-5678-1234-567812345678"
-DIR_B = "00000000-0000-0000-0000-0000000000ff"
+# Kafka's Uuid text (URL-safe base64 of the 16 bytes, unpadded), as its JSON converters write it
+DIR_A_BYTES = uuid.UUID("12345678-1234-5678-1234-567812345678").bytes
+DIR_B_BYTES = uuid.UUID("00000000-0000-0000-0000-0000000000ff").bytes
+DIR_A = "EjRWeBI0VngSNFZ4EjRWeA"
+DIR_B = "AAAAAAAAAAAAAAAAAAAA_w"
 
 VOTERS_VALUE = {"voters": [
-    {"voter_id": 1, "voter_directory_id": DIR_A,
+    {"voterId": 1, "voterDirectoryId": DIR_A,
      "endpoints": [{"name": "CONTROLLER", "host": "h", "port": 9093}],
-     "kraft_version_feature": {"min_supported_version": 0, "max_supported_version": 1}},
-    {"voter_id": 2, "voter_directory_id": DIR_B, "endpoints": [],
-     "kraft_version_feature": {"min_supported_version": 1, "max_supported_version": 1}},
+     "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}},
+    {"voterId": 2, "voterDirectoryId": DIR_B, "endpoints": [],
+     "kRaftVersionFeature": {"minSupportedVersion": 1, "maxSupportedVersion": 1}},
 ]}
 
 
 # type -> (value dict, hand-computed value bytes)
 VALUES = {
-    CT.ABORT: ({"coordinator_epoch": 7}, b"\x00\x00" + b"\x00\x00\x00\x07"),
-    CT.COMMIT: ({"coordinator_epoch": 2**31 - 1}, b"\x00\x00" + b"\x7f\xff\xff\xff"),
+    CT.ABORT: ({"coordinatorEpoch": 7}, b"\x00\x00" + b"\x00\x00\x00\x07"),
+    CT.COMMIT: ({"coordinatorEpoch": 2**31 - 1}, b"\x00\x00" + b"\x7f\xff\xff\xff"),
     CT.LEADER_CHANGE: (
-        {"leader_id": 3, "voters": [{"voter_id": 1}, {"voter_id": 3}],
-         "granting_voters": [{"voter_id": 3}]},
+        {"leaderId": 3, "voters": [{"voterId": 1}, {"voterId": 3}],
+         "grantingVoters": [{"voterId": 3}]},
         b"\x00\x00" + b"\x00\x00\x00\x03"
         + b"\x03" + b"\x00\x00\x00\x01\x00" + b"\x00\x00\x00\x03\x00"
         + b"\x02" + b"\x00\x00\x00\x03\x00"
         + b"\x00"),
-    CT.SNAPSHOT_HEADER: ({"last_contained_log_timestamp": T0},
+    CT.SNAPSHOT_HEADER: ({"lastContainedLogTimestamp": T0},
                          b"\x00\x00" + struct.pack(">q", T0) + b"\x00"),
     CT.SNAPSHOT_FOOTER: ({}, b"\x00\x00\x00"),
-    CT.KRAFT_VERSION: ({"kraft_version": 1}, b"\x00\x00" + b"\x00\x01" + b"\x00"),
+    CT.KRAFT_VERSION: ({"kRaftVersion": 1}, b"\x00\x00" + b"\x00\x01" + b"\x00"),
     CT.KRAFT_VOTERS: (
         VOTERS_VALUE,
         b"\x00\x00" + b"\x03"
-        + F.voter_bytes(1, uuid.UUID(DIR_A).bytes, [(b"CONTROLLER", b"h", 9093)], 0, 1)
-        + F.voter_bytes(2, uuid.UUID(DIR_B).bytes, [], 1, 1)
+        + F.voter_bytes(1, DIR_A_BYTES, [(b"CONTROLLER", b"h", 9093)], 0, 1)
+        + F.voter_bytes(2, DIR_B_BYTES, [], 1, 1)
         + b"\x00"),
 }
 MARKERS = (CT.ABORT, CT.COMMIT)
@@ -115,7 +119,7 @@ def test_write_and_decode_every_control_type(kind, codec):
     assert record.value == value_bytes
     assert record.control_value == decoded(value)
     if kind in MARKERS:
-        assert record.coordinator_epoch == value["coordinator_epoch"]
+        assert record.coordinator_epoch == value["coordinatorEpoch"]
         assert len(record.value) == 6
     else:
         assert record.coordinator_epoch is None
@@ -158,7 +162,7 @@ def test_snapshot_header_batch_like_raft_snapshot_writer():
 def test_marker_batch_layout():
     # A COMMIT marker batch as the coordinator writes it: control + transactional, the
     # producer id/epoch of the transaction, base sequence -1.
-    data = single_control(CT.COMMIT, {"coordinator_epoch": 9}, base_offset=42)
+    data = single_control(CT.COMMIT, {"coordinatorEpoch": 9}, base_offset=42)
     fields = F.v2_fields(data)
     assert fields["attributes"] == 0x20 | 0x10
     assert (fields["producer_id"], fields["producer_epoch"], fields["base_sequence"]) == (4242, 7, -1)
@@ -169,7 +173,7 @@ def test_marker_batch_layout():
 
 def test_key_version_is_written_and_read_as_version_0():
     builder = control_builder(CT.COMMIT)
-    builder.append_control(CT.COMMIT, {"coordinator_epoch": 1}, timestamp=T0, key_version=3)
+    builder.append_control(CT.COMMIT, {"coordinatorEpoch": 1}, timestamp=T0, key_version=3)
     (record,) = [r for b in kafkarec.iter_batches(builder.build()) for r in b]
     assert record.key == b"\x00\x03\x00\x01"
     assert record.control_key_version == 3
@@ -188,17 +192,17 @@ def test_null_arrays_and_strings_are_refused_both_ways():
     """Every array and string of these messages is non-nullable in Kafka's schemas:
     the encoder refuses null, and the decoder rejects it as Kafka's generated readers do."""
     with pytest.raises(EncodeError, match="cannot be null"):
-        encode_control_value(CT.LEADER_CHANGE, {"leader_id": -1, "voters": None, "granting_voters": []})
+        encode_control_value(CT.LEADER_CHANGE, {"leaderId": -1, "voters": None, "grantingVoters": []})
     encoded = b"\x00\x00\xff\xff\xff\xff\x00\x01\x00"       # voters: null
     with pytest.raises(InvalidRecordError, match="non-nullable field voters was serialized as null"):
         parse_control_value(int(CT.LEADER_CHANGE), encoded)
-    voters = {"voters": [{"voter_id": 4, "voter_directory_id": DIR_A,
+    voters = {"voters": [{"voterId": 4, "voterDirectoryId": DIR_A,
                           "endpoints": [{"name": None, "host": "h\u00f6st", "port": 65535}],
-                          "kraft_version_feature": {"min_supported_version": -1,
-                                                    "max_supported_version": 32767}}]}
+                          "kRaftVersionFeature": {"minSupportedVersion": -1,
+                                                    "maxSupportedVersion": 32767}}]}
     with pytest.raises(EncodeError, match="cannot be null"):
         encode_control_value(CT.KRAFT_VOTERS, voters)
-    encoded = (b"\x00\x00\x02" + struct.pack(">i", 4) + uuid.UUID(DIR_A).bytes + b"\x02"
+    encoded = (b"\x00\x00\x02" + struct.pack(">i", 4) + DIR_A_BYTES + b"\x02"
                + b"\x00" + b"\x06h\xc3\xb6st" + b"\xff\xff" + b"\x00"
                + b"\xff\xff\x7f\xff" + b"\x00\x00" + b"\x00")
     with pytest.raises(InvalidRecordError, match="non-nullable field name was serialized as null"):
@@ -206,26 +210,26 @@ def test_null_arrays_and_strings_are_refused_both_ways():
 
 
 VOTER = st.fixed_dictionaries({
-    "voter_id": st.integers(-(2**31), 2**31 - 1),
-    "voter_directory_id": st.uuids().map(str),
+    "voterId": st.integers(-(2**31), 2**31 - 1),
+    "voterDirectoryId": st.uuids().map(lambda u: base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()),
     "endpoints": st.lists(st.fixed_dictionaries({
         "name": st.text(max_size=140), "host": st.text(max_size=20),
         "port": st.integers(0, 65535)}), max_size=3),
-    "kraft_version_feature": st.fixed_dictionaries({
-        "min_supported_version": st.integers(-(2**15), 2**15 - 1),
-        "max_supported_version": st.integers(-(2**15), 2**15 - 1)}),
+    "kRaftVersionFeature": st.fixed_dictionaries({
+        "minSupportedVersion": st.integers(-(2**15), 2**15 - 1),
+        "maxSupportedVersion": st.integers(-(2**15), 2**15 - 1)}),
 })
 INT32 = st.integers(-(2**31), 2**31 - 1)
 VALUE_STRATEGIES = {
-    CT.ABORT: st.fixed_dictionaries({"coordinator_epoch": INT32}),
-    CT.COMMIT: st.fixed_dictionaries({"coordinator_epoch": INT32}),
+    CT.ABORT: st.fixed_dictionaries({"coordinatorEpoch": INT32}),
+    CT.COMMIT: st.fixed_dictionaries({"coordinatorEpoch": INT32}),
     CT.LEADER_CHANGE: st.fixed_dictionaries({
-        "leader_id": INT32,
-        "voters": st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=200),
-        "granting_voters": st.lists(st.fixed_dictionaries({"voter_id": INT32}), max_size=5)}),
-    CT.SNAPSHOT_HEADER: st.fixed_dictionaries({"last_contained_log_timestamp": st.integers(-(2**63), 2**63 - 1)}),
+        "leaderId": INT32,
+        "voters": st.lists(st.fixed_dictionaries({"voterId": INT32}), max_size=200),
+        "grantingVoters": st.lists(st.fixed_dictionaries({"voterId": INT32}), max_size=5)}),
+    CT.SNAPSHOT_HEADER: st.fixed_dictionaries({"lastContainedLogTimestamp": st.integers(-(2**63), 2**63 - 1)}),
     CT.SNAPSHOT_FOOTER: st.just({}),
-    CT.KRAFT_VERSION: st.fixed_dictionaries({"kraft_version": st.integers(-(2**15), 2**15 - 1)}),
+    CT.KRAFT_VERSION: st.fixed_dictionaries({"kRaftVersion": st.integers(-(2**15), 2**15 - 1)}),
     CT.KRAFT_VOTERS: st.fixed_dictionaries({"voters": st.lists(VOTER, max_size=4)}),
 }
 
@@ -310,7 +314,7 @@ def test_negative_end_txn_marker_version_is_invalid():
 def test_end_txn_marker_higher_version_and_trailing_bytes():
     record = F.kr_only_record(control_batch_with(b"\x00\x00\x00\x01",
                                             b"\x00\x02\x00\x00\x01\x00" + b"future fields"))
-    assert record.control_value == {"version": 2, "coordinator_epoch": 256}
+    assert record.control_value == {"version": 2, "coordinatorEpoch": 256}
     assert record.coordinator_epoch == 256
 
 
@@ -355,11 +359,11 @@ def test_encode_control_key():
 
 INVALID = {
     "control record in a data batch": (
-        lambda: RecordBatchBuilder().append_control(CT.COMMIT, {"coordinator_epoch": 1}),
+        lambda: RecordBatchBuilder().append_control(CT.COMMIT, {"coordinatorEpoch": 1}),
         r"Control records can only be appended to control batches"),
     "control record in a transactional data batch": (
         lambda: RecordBatchBuilder(is_transactional=True, base_sequence=0, **PRODUCER)
-        .append_control(CT.ABORT, {"coordinator_epoch": 1}),
+        .append_control(CT.ABORT, {"coordinatorEpoch": 1}),
         r"Control records can only be appended to control batches"),
     "data record in a control batch": (
         lambda: RecordBatchBuilder(is_control=True).append(b"v"),
@@ -371,11 +375,11 @@ INVALID = {
         lambda: RecordBatchBuilder(is_control=True).append_control(99),
         r"99"),
     "marker without producer id": (
-        lambda: RecordBatchBuilder(is_control=True).append_control(CT.COMMIT, {"coordinator_epoch": 1}),
+        lambda: RecordBatchBuilder(is_control=True).append_control(CT.COMMIT, {"coordinatorEpoch": 1}),
         r"End transaction marker requires a valid producerId and a transactional batch"),
     "marker in a non-transactional batch": (
         lambda: RecordBatchBuilder(is_control=True, **PRODUCER)
-        .append_control(CT.ABORT, {"coordinator_epoch": 1}),
+        .append_control(CT.ABORT, {"coordinatorEpoch": 1}),
         r"End transaction marker requires a valid producerId and a transactional batch"),
     "leader change without partition leader epoch": (
         lambda: RecordBatchBuilder(is_control=True)
@@ -385,14 +389,16 @@ INVALID = {
         lambda: control_builder(CT.COMMIT).append_control(CT.COMMIT, {}),
         r"invalid COMMIT control value"),
     "coordinator epoch out of range": (
-        lambda: control_builder(CT.ABORT).append_control(CT.ABORT, {"coordinator_epoch": 2**31}),
+        lambda: control_builder(CT.ABORT).append_control(CT.ABORT, {"coordinatorEpoch": 2**31}),
         r"invalid ABORT control value"),
     "voters with a bad directory id": (
         lambda: control_builder(CT.KRAFT_VOTERS).append_control(
-            CT.KRAFT_VOTERS, {"voters": [{**VOTERS_VALUE["voters"][0], "voter_directory_id": "nope"}]}),
+            CT.KRAFT_VOTERS, {"voters": [{**VOTERS_VALUE["voters"][0], "voterDirectoryId": "nope"}]}),
         r"invalid KRAFT_VOTERS control value"),
-    "snapshot header without timestamp": (
-        lambda: control_builder(CT.SNAPSHOT_HEADER).append_control(CT.SNAPSHOT_HEADER, {}),
+    # (a missing field takes its schema default, as in Kafka's generated messages)
+    "snapshot header with a text timestamp": (
+        lambda: control_builder(CT.SNAPSHOT_HEADER).append_control(
+            CT.SNAPSHOT_HEADER, {"lastContainedLogTimestamp": "yesterday"}),
         r"invalid SNAPSHOT_HEADER control value"),
 }
 
@@ -408,5 +414,5 @@ def test_leader_change_with_epoch_and_markers_with_producer_are_accepted():
     builder.append_control(CT.LEADER_CHANGE, VALUES[CT.LEADER_CHANGE][0], timestamp=T0)
     assert F.kr_only_record(builder.build()).control_type is CT.LEADER_CHANGE
     builder = RecordBatchBuilder(is_control=True, is_transactional=True, producer_id=0, producer_epoch=0)
-    builder.append_control(CT.ABORT, {"coordinator_epoch": 0}, timestamp=T0)
+    builder.append_control(CT.ABORT, {"coordinatorEpoch": 0}, timestamp=T0)
     assert F.kr_only_record(builder.build()).coordinator_epoch == 0

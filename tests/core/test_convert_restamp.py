@@ -338,7 +338,7 @@ def mixed_v2_log(codec=Compression.GZIP):
              is_transactional=True, compression=codec)
     marker = RecordBatchBuilder(base_offset=104, producer_id=7, producer_epoch=1,
                                 is_transactional=True, is_control=True)
-    marker.append_control(CT.COMMIT, {"coordinator_epoch": 3}, timestamp=T0 + 10)
+    marker.append_control(CT.COMMIT, {"coordinatorEpoch": 3}, timestamp=T0 + 10)
     log_append = v2([(105, T0, b"y", b"x", []), (106, T0 + 1, b"y", b"x2", [])], base_offset=105,
                     timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=LAT,
                     compression=codec)

@@ -307,16 +307,16 @@ def test_v1_wrapper_around_magic0_messages():
     F.assert_records_equal(got, [expected_legacy(0, r, offset=50 + r.offset) for r in records])
 
 
-def test_v0_wrapper_around_magic1_messages_has_no_timestamps():
+def test_v0_wrapper_around_magic1_messages_keep_their_timestamps_without_a_type():
     """Kafka's deep iterator gives inner messages the wrapper's timestamp type: a v0
-    wrapper has none, so its magic-1 messages have no timestamp (Kafka's own reader
-    says so too: tests/core/test_java_exact.py)."""
+    wrapper has none, while each magic-1 message keeps its own timestamp
+    (LegacyRecord.timestamp(); Kafka's own reader says so too: tests/core/test_java_exact.py)."""
     records = _values(3, 10)
     inner = F.aio_legacy(1, records)
     data = F.legacy_message(0, 12, key=None, value=gzip.compress(inner), attributes=F.GZIP)
     ((batch, got),) = F.kr_view(data)
     assert batch["timestamp_type"] is TimestampType.NO_TIMESTAMP_TYPE
-    expected = [dict(expected_legacy(1, r), timestamp=-1, timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
+    expected = [dict(expected_legacy(1, r), timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
                 for r in records]
     F.assert_records_equal(got, expected)
 

@@ -322,7 +322,7 @@ def test_end_txn_markers_built_then_flagged_control(builder, kind, type_id, coor
     assert record.control_type_id == type_id
     assert record.control_key_version == 0
     assert record.coordinator_epoch == coordinator_epoch
-    assert record.control_value == {"version": 0, "coordinator_epoch": coordinator_epoch}
+    assert record.control_value == {"version": 0, "coordinatorEpoch": coordinator_epoch}
     assert got[0]["control_type_id"] == type_id  # also what kafka-python reads
 
 

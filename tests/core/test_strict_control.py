@@ -28,16 +28,16 @@ COMMIT = (0).to_bytes(2, "big") + (7).to_bytes(4, "big")
 # name -> (batch, which record property reads the control part, strict's error)
 CASES = {
     "voters host with an encoded surrogate": (_control_batch(6, _voters(b"h\xed\xa0\x80st")),
-                                              "control_value", "field host is not valid UTF-8"),
+                                              "control_value", "host: string is not valid UTF-8"),
     "voters host with a lone continuation byte": (_control_batch(6, _voters(b"\x80host")),
-                                                  "control_value", "field host is not valid UTF-8"),
+                                                  "control_value", "host: string is not valid UTF-8"),
     "leader change with 3 bytes after the value": (_control_batch(2, LEADER_CHANGE + b"\x00\x01\x02"),
-                                                   "control_value", "3 bytes after the value"),
+                                                   "control_value", "3 bytes left after LeaderChangeMessage v0"),
     "snapshot header with a byte after the value": (_control_batch(3, SNAPSHOT_HEADER + b"\x00"),
-                                                    "control_value", "1 bytes after the value"),
+                                                    "control_value", "1 bytes left after SnapshotHeaderRecord v0"),
     "snapshot footer tagged-field count with bits past 32": (
         _control_batch(4, (0).to_bytes(2, "big") + b"\x80\x80\x80\x80\x10"),
-        "control_value", "bits past 32"),
+        "control_value", "unsigned varint overflows 32 bits"),
     "commit marker with 2 bytes after the value": (_control_batch(1, COMMIT + b"\x00\x00"),
                                                    "coordinator_epoch", "8 bytes \\(6 expected\\)"),
     "control key with 2 bytes after the type": (
@@ -64,7 +64,7 @@ def test_java_accepts_default_agrees_strict_rejects(name, java_answers):
     assert ours.control_key_version == jrec["control"]["version"]
     value = ours.control_value
     if jrec["control"]["type"] in (0, 1):
-        assert value["coordinator_epoch"] == jrec["control"]["coordinator_epoch"]
+        assert value["coordinatorEpoch"] == jrec["control"]["coordinator_epoch"]
     elif jrec["control"]["type"] == 6:
         # Java's toString holds the host as its decoder replaced it: so do we.
         host = value["voters"][0]["endpoints"][0]["host"]

@@ -56,9 +56,9 @@ def kp_data(pid, offset, n=1, *, codec=0) -> bytes:
 def marker(pid, offset, kind, *, codec=0, epoch=0, extra=()) -> bytes:
     b = RecordBatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=epoch,
                            is_transactional=True, is_control=True, compression=codec)
-    b.append_control(kind, {"coordinator_epoch": 3}, timestamp=TS0)
+    b.append_control(kind, {"coordinatorEpoch": 3}, timestamp=TS0)
     for k in extra:
-        b.append_control(k, {"coordinator_epoch": 3}, timestamp=TS0)
+        b.append_control(k, {"coordinatorEpoch": 3}, timestamp=TS0)
     return b.build()
 
 

@@ -28,7 +28,7 @@ def _txn_batch(base, pid, n=2, ts=1729881999000):
 def _marker(base, pid, kind):
     m = kafkarec.RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=3, is_transactional=True,
                                     is_control=True)
-    m.append_control(kind, {"coordinator_epoch": 1}, timestamp=1729881999100)
+    m.append_control(kind, {"coordinatorEpoch": 1}, timestamp=1729881999100)
     return m.build()
 
 

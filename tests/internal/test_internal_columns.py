@@ -57,7 +57,7 @@ def test_strictness_and_malformed_records():
     b = kafkarec.RecordBatchBuilder(base_offset=8)
     b.append(b"\x00\x03" + b"\x00" * 5, key=struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t"
              + struct.pack(">i", 0), timestamp=1)
-    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue offset") as ei:
+    with pytest.raises(InternalRecordError, match="offset 8: OffsetCommitValue: offset needs 8 bytes") as ei:
         columns.to_arrow(b.build(), decode="consumer_offsets")
     assert ei.value.position == 2            # in the value: right after its version
     # invalid UTF-8 in a group name: replaced as Java's String does, as the record API does
@@ -129,3 +129,79 @@ def test_decoded_schema_is_what_decoding_appends(decode):
     schema = columns.decoded_schema(decode, schemas="1eb7644")
     assert t.schema.names[-len(schema):] == schema.names
     assert all(t.schema.field(n).type == schema.field(n).type for n in schema.names)
+
+
+def _offsets_batch(key, value, base_offset=0):
+    import kafkarec
+    return kafkarec.build_batch([value], [key], [1], base_offset=base_offset)
+
+
+def _commit(metadata=b"", trailing=b"", version=3):
+    key = struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t" + struct.pack(">i", 0)
+    value = (struct.pack(">hqi", version, 42, 7) + struct.pack(">h", len(metadata)) + metadata
+             + struct.pack(">q", 5) + trailing)
+    return key, value
+
+
+@pytest.mark.parametrize("name, kv", [
+    ("invalid UTF-8 in metadata", _commit(metadata=b"a\xed\xa0\x80b")),
+    ("bytes after the value", _commit(trailing=b"\x00\x01")),
+    ("bytes after the key", (_commit()[0] + b"\x00", _commit()[1])),
+])
+def test_strict_columns_refuse_what_strict_decode_refuses(name, kv):
+    """strict means the same on both paths: the columns come from the plans internal.decode uses."""
+    key, value = kv
+    data = _offsets_batch(key, value, base_offset=9)
+    lenient = columns.to_arrow(data, decode="consumer_offsets").to_pylist()[0]
+    rec = internal.decode("__consumer_offsets", key, value)
+    assert (lenient["metadata"], lenient["committedOffset"]) == (rec.value["metadata"], 42)
+    with pytest.raises(InternalRecordError) as strict_decode:
+        internal.decode("__consumer_offsets", key, value, strict=True)
+    with pytest.raises(InternalRecordError, match="record at offset 9") as strict_columns:
+        columns.to_arrow(data, decode="consumer_offsets", strict=True)
+    assert strict_decode.value.reason in strict_columns.value.reason
+    assert strict_decode.value.position == strict_columns.value.position
+    assert not isinstance(strict_columns.value, UnknownRecordTypeError)
+
+
+def test_strict_format_and_strict_types_are_separate_options():
+    unknown_type = (struct.pack(">h", 99) + b"x", b"\x00\x00")
+    data = _offsets_batch(*unknown_type)
+    # strict format alone: an unknown type is still named Unknown
+    t = columns.to_arrow(data, decode="consumer_offsets", strict=True, strict_types=False)
+    assert t.column("recordTypeName").to_pylist() == ["Unknown"]
+    assert internal.decode("__consumer_offsets", *unknown_type, strict=True, strict_types=False).unknown
+    # strict types alone: refused, while invalid UTF-8 is replaced as Java does
+    with pytest.raises(UnknownRecordTypeError):
+        columns.to_arrow(data, decode="consumer_offsets", strict_types=True)
+    key, value = _commit(metadata=b"\xff")
+    row = columns.to_arrow(_offsets_batch(key, value), decode="consumer_offsets", strict_types=True).to_pylist()[0]
+    assert row["metadata"] == "\ufffd"
+
+
+def test_a_value_version_without_schema_is_not_read_with_another_layout():
+    """OffsetCommitValue versions come from the schema: a version past it is Unknown's (or refused), never read
+    with the last known layout."""
+    key, value = _commit(version=5)
+    row = columns.to_arrow(_offsets_batch(key, value), decode="consumer_offsets").to_pylist()[0]
+    assert (row["recordTypeName"], row["valueVersion"], row["committedOffset"]) == ("OffsetCommit", 5, None)
+    assert internal.decode("__consumer_offsets", key, value).unknown
+    with pytest.raises(UnknownRecordTypeError, match="OffsetCommitValue has no version 5"):
+        columns.to_arrow(_offsets_batch(key, value), decode="consumer_offsets", strict=True)
+
+
+@pytest.mark.parametrize("decode", ["cluster_metadata", "remote_log_metadata"])
+@pytest.mark.parametrize("value", [b"\x01\x80\x80\x02\x00", b"\x01\x00\x80\x80\x02"], ids=["api key", "version"])
+def test_api_key_or_version_past_int16_is_refused_as_kafka_does(decode, value):
+    """Kafka's MetadataRecordSerde reads both as unsigned varints and refuses what does not fit a short
+    ("Value for API key was too large"): a typed error, on both paths, strict or not."""
+    import kafkarec
+    data = kafkarec.build_batch([value], None, [1], base_offset=3)
+    for strict in (False, True):
+        with pytest.raises(InternalRecordError, match="past 32767"):
+            internal.decode(decode, None, value, strict=strict)
+        with pytest.raises(InternalRecordError, match="past 32767"):
+            kafkarec.to_arrow(data, decode=decode, strict=strict)
+    # 32767 itself fits the int16 column (an unknown api key)
+    ok = kafkarec.build_batch([b"\x01\xff\xff\x01\x00"], None, [1])
+    assert kafkarec.to_arrow(ok, decode=decode).column("apiKey").to_pylist() == [32767]

@@ -501,7 +501,7 @@ def test_leader_epoch_mismatch_is_a_warning(tmp_path):
 
 def test_kraft_snapshot_structure(tmp_path):
     from kafkarec.control import encode_control_value
-    header = kraft_control_batch([(3, encode_control_value(3, {"last_contained_log_timestamp": T0}))],
+    header = kraft_control_batch([(3, encode_control_value(3, {"lastContainedLogTimestamp": T0}))],
                                  timestamp=T0)
     footer = kraft_control_batch([(4, encode_control_value(4, {}))], timestamp=T0)
     body = bytearray(v2_batch(sample_records(2)))
