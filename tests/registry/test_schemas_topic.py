@@ -135,7 +135,7 @@ def test_compacted_log_with_gaps_and_control_records(tmp_path):
                                 [confluent_key("SCHEMA", "a-value", 1)], offsets=[5])
     b = kafkarec.RecordBatchBuilder(base_offset=6, is_transactional=True, producer_id=3,
                                     producer_epoch=0, is_control=True)
-    b.append_control(1, {"coordinator_epoch": 0})
+    b.append_control(1, {"coordinatorEpoch": 0})
     data += b.build()
     data += kafkarec.build_batch([schema_value("a-value", 2, 2, '"long"')],
                                  [confluent_key("SCHEMA", "a-value", 2)], offsets=[40])

@@ -92,7 +92,7 @@ class GrowingLog:
         marker = RecordBatchBuilder(base_offset=offset, producer_id=producer_id, producer_epoch=0,
                                     is_transactional=True, is_control=True)
         marker.append_control(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
-                              {"coordinator_epoch": 1}, timestamp=T0 + offset)
+                              {"coordinatorEpoch": 1}, timestamp=T0 + offset)
         self._write(topic, p, marker.build())
         self.next[key] = offset + 1
         recs = self.txns.pop((topic, p, producer_id), [])
