@@ -6,36 +6,35 @@
 #include <string.h>
 #include <Python.h>
 
-/* 1 when [p, p+n) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF):
-   Arrow's string type requires it.  ASCII runs are checked 8 bytes at a time. */
-static inline int kr_utf8_valid(const uint8_t *p, Py_ssize_t n)
+/* 1 when the little-endian two's complement integer of `width` bytes (16 or 32) at `le`
+   has at most `precision` decimal digits, i.e. |v| < 10^precision: Arrow's decimal types
+   hold no more (Java's reader does not check; Spark's from_avro fails such a value). */
+static inline int kr_decimal_fits(const uint8_t *le, int width, int precision)
 {
-    const uint8_t *end = p + n;
-    while (p < end) {
-        if (end - p >= 8) {
-            uint64_t w;
-            memcpy(&w, p, 8);
-            if (!(w & 0x8080808080808080ULL)) { p += 8; continue; }
+    uint64_t mag[4] = {0, 0, 0, 0}, pow10[4] = {1, 0, 0, 0};
+    int limbs = width / 8, i, k;
+    memcpy(mag, le, (size_t)width);
+    if (le[width - 1] & 0x80) {                 /* negative: two's complement magnitude */
+        unsigned carry = 1;
+        for (i = 0; i < limbs; i++) {
+            uint64_t v = ~mag[i] + carry;
+            carry = carry && v == 0;
+            mag[i] = v;
         }
-        uint8_t b = p[0];
-        if (b < 0x80) { p++; continue; }
-        if (b >= 0xC2 && b <= 0xDF) {
-            if (end - p < 2 || (p[1] & 0xC0) != 0x80) return 0;
-            p += 2; continue;
-        }
-        if (b >= 0xE0 && b <= 0xEF) {
-            if (end - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
-            if ((b == 0xE0 && p[1] < 0xA0) || (b == 0xED && p[1] > 0x9F)) return 0;
-            p += 3; continue;
-        }
-        if (b >= 0xF0 && b <= 0xF4) {
-            if (end - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
-            if ((b == 0xF0 && p[1] < 0x90) || (b == 0xF4 && p[1] > 0x8F)) return 0;
-            p += 4; continue;
-        }
-        return 0;
     }
-    return 1;
+    for (k = 0; k < precision; k++) {           /* 10^precision, at most 10^76 < 2^253 */
+        unsigned __int128 carry = 0;
+        for (i = 0; i < 4; i++) {
+            unsigned __int128 v = (unsigned __int128)pow10[i] * 10 + carry;
+            pow10[i] = (uint64_t)v;
+            carry = v >> 64;
+        }
+    }
+    for (i = 3; i >= 0; i--) {                  /* mag < pow10 */
+        if (mag[i] != pow10[i])
+            return mag[i] < pow10[i];
+    }
+    return 0;
 }
 
 #endif /* KAFKAREC_AVRO_H */

@@ -22,7 +22,7 @@
 # when parsing).  Nothing is allocated by a count read from the input.
 
 cdef extern from "_avro.h":
-    int kr_utf8_valid(const uint8_t *p, Py_ssize_t n) nogil
+    int kr_decimal_fits(const uint8_t *le, int width, int precision) nogil
 
 from kafkarec.errors import AvroDecodeError
 
@@ -96,6 +96,7 @@ cdef class _AvCol:
     data), offsets (binary and list), validity and child columns."""
     cdef int kind
     cdef int width
+    cdef int precision      # decimal columns: at most this many digits
     cdef bint nullable
     cdef Py_ssize_t length
     cdef _Growable values
@@ -310,6 +311,8 @@ cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int widt
     memset(out, fill, 32)
     for k in range(min(n, width)):
         out[k] = p[n - 1 - k]
+    if not kr_decimal_fits(out, width, col.precision):
+        av_fail(c, p, f"decimal value has more than {col.precision} digits (the reader's precision)")
     grow_put(col.values, out, width)
     return col_ok(col)
 
@@ -410,7 +413,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         at = c.pos
         av_long(c, &lv, "string length" if kind == OP_STR else "bytes length")
         p = av_take(c, lv, "string" if kind == OP_STR else "bytes")
-        if kind == OP_STR and not kr_utf8_valid(p, lv):
+        if kind == OP_STR and not is_utf8(p, lv):
             av_fail(c, at, "string is not valid UTF-8")
         return av_put_bin(c, col, p, lv)
     if kind == OP_RECORD:
@@ -509,7 +512,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                     at = c.pos
                     av_long(c, &lv, "map key length")
                     p = av_take(c, lv, "map key")
-                    if not kr_utf8_valid(p, lv):
+                    if not is_utf8(p, lv):
                         av_fail(c, at, "map key is not valid UTF-8")
                     av_put_bin(c, keys, p, lv)
                     av_run(ex, ops, op.a, c)
@@ -569,6 +572,8 @@ cdef class _AvroRunner:
         for i in range(ncols):
             col = cols[i]
             col.children = [cols[k] for k in self.child_ids[i]]
+            if col.kind == CK_DEC16 or col.kind == CK_DEC32:
+                col.precision = self.types[i].precision
         cdef _AvCol root = cols[self.root_col]
         cdef _BinaryColumn errs = _BinaryColumn()
         cdef _AvExec ex = _AvExec()

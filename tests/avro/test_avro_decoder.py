@@ -358,3 +358,18 @@ def test_string_default_with_a_lone_surrogate_is_refused():
     text = '{"type":"record","name":"R","fields":[{"name":"a","type":"string","default":"\\ud800"}]}'
     with pytest.raises(AvroSchemaError, match="lone surrogates"):
         avro.parse_schema(text)
+
+
+def test_decimal_past_its_precision_is_a_row_error():
+    """An unscaled value with more digits than the schema's precision cannot be an Arrow decimal:
+    that row is an error (Spark's from_avro fails it too), its neighbours decode."""
+    import pyarrow as pa
+    from kafkarec import avro
+    schema = avro.parse_schema({"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 2})
+    # Avro bytes: zig-zag length, then the big-endian two's complement unscaled value
+    values = pa.array([b"\x02\x63", b"\x04\x01\x02", b"\x02\x9d"], pa.binary())   # 99, 258, -99
+    out, errors = avro.decode_values(values, schema)
+    assert [None if v is None else str(v) for v in out.to_pylist()] == ["0.99", None, "-0.99"]
+    assert errors.to_pylist()[0] is None and errors.to_pylist()[2] is None
+    assert "more than 2 digits" in errors.to_pylist()[1]
+    out.validate(full=True)

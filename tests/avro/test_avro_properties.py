@@ -258,6 +258,10 @@ def test_random_evolutions_match_java(seed):
                 # Java 1.12.1 fails on an empty-array default of a union field whose first branch is an
                 # array ("Not an array: [array, ...]"), while [1] works; the spec's value is []
                 continue
+            if isinstance(g_, dict) and "decimal value has more than" in g_.get("error", ""):
+                # Java does not check a decimal's precision (it hands out the bytes); an Arrow
+                # decimal cannot hold more digits, and Spark's from_avro fails such a value too
+                continue
             if isinstance(e, dict) and set(e) == {"error"}:
                 assert isinstance(g_, dict) and "error" in g_, (json.dumps(w), json.dumps(rd), g_, e)
             else:
