@@ -42,7 +42,7 @@ except Exception as exc:       # noqa: BLE001 - the message is what is checked
     result["failfast"] = str(exc)[:4000]
 
 # 5. from_registry over a plain binary column (as Spark's Kafka source gives).
-raw = spark.read.format("kafkarec").option("topics", "orders").load(root)
+raw = spark.read.format("kafkarec").option("topics", "orders").option("includeHeaders", "true").load(root)
 dec = raw.select("offset", spark_udfs.from_registry("value", registry=root, subject="orders-value",
                                                     headers="headers").alias("v"))
 result["from_registry"] = [r.asDict(recursive=True) for r in dec.orderBy("offset").collect()]
