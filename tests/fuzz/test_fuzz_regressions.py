@@ -2,6 +2,8 @@
 TARGET SECONDS`), each with its reproducer under tests/fuzz/reproducers/ or built here."""
 import os
 
+import pytest
+
 import kafkarec
 from kafkarec import Compression, LegacyBatchBuilder
 
@@ -91,18 +93,16 @@ def test_convert_of_a_batch_at_offset_int64_min():
     # builder kept base_offset - 1 as "no message yet", which leaves int64: a raw
     # OverflowError escaped convert().  The builders now know "no record yet" by their
     # count, take any 64-bit base offset, and refuse what leaves int64 with EncodeError.
-    import atheris
-    data = open(os.path.join(REPRODUCERS, "convert-base-offset-int64-min.bin"), "rb").read()
-    fdp = atheris.FuzzedDataProvider(data)
-    magic = fdp.ConsumeIntInRange(0, 2)
-    fdp.ConsumeIntInRange(-2**63, 2**63 - 1) if fdp.ConsumeBool() else fdp.ConsumeIntInRange(0, 10**6)
-    body = fdp.ConsumeBytes(fdp.remaining_bytes())
-    try:
-        result = kafkarec.convert(body, magic)
-    except kafkarec.KafkaRecError:
-        return
-    for b in kafkarec.iter_batches(result.data):
-        list(b)
+    # Replayed through the harness's own code, as libFuzzer replays a crash file.
+    pytest.importorskip("atheris")
+    import subprocess
+    import sys
+    fuzz_dir = os.path.join(ROOT, "fuzz")
+    repro = os.path.join(REPRODUCERS, "convert-base-offset-int64-min.bin")
+    run = subprocess.run([sys.executable, os.path.join(fuzz_dir, "fuzz_convert.py"), repro], cwd=fuzz_dir,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert f"Running: {repro}" in run.stderr, run.stderr[-3000:]
 
 
 def _roundtrip(builder, n=2, **append):
