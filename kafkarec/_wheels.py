@@ -26,7 +26,13 @@ from typing import NamedTuple
 
 __all__ = ["atomic_write", "cache_root", "WheelName", "parse_wheel_name", "interpreter",
            "describe_interpreter", "incompatibility", "marker_holds", "requirements", "wheel_candidates",
-           "resolve", "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND"]
+           "resolve", "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND",
+           "PROTOBUF_COMPILER", "activate_projects", "requires_dist"]
+# What compiling Protobuf schema text needs (kafkarec.protobuf): protoc as grpcio-tools bundles it, and
+# the protobuf runtime that reads its FileDescriptorSet.  Optional: scripts/wheelhouse.sh puts their wheels
+# (and their own dependencies') next to kafkarec's, spark_udfs ships them with the others, and a process
+# that lacks them takes them from there only when it compiles a schema.
+PROTOBUF_COMPILER = ("grpcio-tools", "protobuf")
 FIX_COMMAND = ("bash scripts/wheelhouse.sh DIR --python PYTHON   (in a kafkarec checkout: kafkarec's wheel "
                "and every dependency wheel for that interpreter), or: PYTHON -m pip download "
                "--only-binary=:all: -d DIR <kafkarec wheel>")
@@ -541,3 +547,19 @@ def activate(wheels) -> list:
 def zip_dependencies(archive: str, interp: dict | None = None) -> Resolution:
     """The dependency wheels kafkarec imported from ``archive`` needs in this process."""
     return resolve(_archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
+
+
+def requires_dist(projects) -> str:
+    """METADATA text requiring ``projects`` (what :func:`resolve` takes as the root's)."""
+    return "".join(f"Requires-Dist: {p}\n" for p in projects)
+
+
+def activate_projects(projects, archive: str | None = None) -> Resolution:
+    """Put wheels of ``projects`` (and of what they require) on ``sys.path`` when
+    they are not installed: wheels next to ``archive`` (the zip kafkarec was
+    imported from), in ``$KAFKAREC_WHEELHOUSE`` or on ``sys.path``.  Returns the
+    resolution; its ``problems`` say what is still missing."""
+    res = resolve(requires_dist(projects), wheel_candidates(next_to=archive), root="the Protobuf schema compiler")
+    if not res.problems:
+        activate(res.wheels.values())
+    return res

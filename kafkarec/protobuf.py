@@ -5,8 +5,10 @@ Two halves:
 * :class:`ProtobufSchema` — a ``.proto`` schema as the registry stores it (its text, plus the files it imports
   by name, Google's well-known types included) compiled by ``protoc`` (the one ``grpcio-tools`` bundles) into a
   ``FileDescriptorSet``, then reduced to a plain, picklable description of its messages and enums.  Compiling
-  needs ``grpcio-tools`` and ``protobuf`` (the ``registry`` extra) and happens on the driver; what travels to
-  Spark executors is the plain description, so executors need neither package.
+  needs ``grpcio-tools`` and ``protobuf`` (the ``registry`` extra): installed, or as wheels next to the kafkarec
+  wheel it was imported from (``scripts/wheelhouse.sh`` puts them there; see :func:`_toolchain`).  In Spark it
+  happens where the column is planned (the driver for ``from_registry``, the Data Source planner's Python worker
+  for ``valueFormat``); what travels to executors is the plain description, so executors never compile.
 * :class:`ProtobufDecoder` — a column's message (``valueMessage`` / ``keyMessage``, fully qualified; by default
   the file's first message, as Confluent's serializer picks) as one Arrow struct column, typed as Spark's
   ``from_protobuf`` types it with its default options: message -> struct, repeated -> list, map -> map,
@@ -132,6 +134,7 @@ class ProtobufSchema:
     def from_descriptor_set(cls, data: bytes, file_name: str | None = None) -> "ProtobufSchema":
         """A serialized ``FileDescriptorSet`` (e.g. ``protoc --include_imports --descriptor_set_out``);
         ``file_name`` picks the main file (default: the last one, which protoc writes after its imports)."""
+        _toolchain()
         from google.protobuf import descriptor_pb2
         fds = descriptor_pb2.FileDescriptorSet()
         try:
@@ -218,6 +221,7 @@ def _as_descriptor(text: str) -> bytes | None:
         raw = base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError):
         return None
+    _toolchain()
     from google.protobuf import descriptor_pb2
     fdp = descriptor_pb2.FileDescriptorProto()
     try:
@@ -234,20 +238,78 @@ def _descriptor_name(raw: bytes) -> str:
     return fdp.name
 
 
+_TOOLCHAIN_LOCK = threading.Lock()
+
+
+def _toolchain() -> list:
+    """Make ``google.protobuf`` and ``grpc_tools`` importable, or raise a one-line ProtobufSchemaError naming
+    what to install where.  When they are not installed, their wheels are taken from next to the kafkarec
+    wheel this process imported kafkarec from (Spark ships them there with kafkarec's other dependencies),
+    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path``.  Returns the folders that hold them (for protoc's own Python)."""
+    import importlib
+
+    def folders() -> list:
+        import google.protobuf.descriptor_pb2  # noqa: F401
+        import grpc_tools
+        return [os.path.dirname(os.path.dirname(grpc_tools.__file__)),
+                os.path.dirname(os.path.dirname(os.path.dirname(google.protobuf.descriptor_pb2.__file__)))]
+
+    with _TOOLCHAIN_LOCK:
+        try:
+            return folders()
+        except ImportError:
+            pass
+        import zipimport
+        from kafkarec import _wheels
+        loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
+        archive = loader.archive if isinstance(loader, zipimport.zipimporter) else None
+        res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive)
+        # A failed import may have left a namespace package without files (google, google.protobuf).
+        for name in [n for n in sys.modules if n == "google" or n.startswith(("google.", "grpc_tools"))]:
+            if getattr(sys.modules[name], "__file__", None) is None:
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        try:
+            return folders()
+        except ImportError as exc:
+            where = f"{sys.executable} (pid {os.getpid()})"
+            why = " | ".join(res.problems) or f"{type(exc).__name__}: {exc}"
+            raise ProtobufSchemaError(
+                f"compiling Protobuf schema text needs grpcio-tools and protobuf in {where}: {why}. Install them "
+                f"there (pip install 'kafkarec[registry]'), or put their wheels next to the kafkarec wheel "
+                f"({_wheels.FIX_COMMAND.split('   ')[0]})") from None
+
+
 def _wkt_include() -> str:
     import grpc_tools
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
 
 
+# FileDescriptorSets compiled in this process, by their inputs: a Spark planner builds the same columns for
+# schema() and reader() and for each query (a protoc run is ~0.13 s here).
+_COMPILED: dict = {}
+_COMPILED_MAX = 256
+
+
 def _compile(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> bytes:
     """protoc over the .proto texts (imports from the texts, the given descriptors and the well-known types)
     -> one FileDescriptorSet with every file the main one needs, imports first."""
+    key = (tuple(sorted(texts.items())), tuple(sorted(given.items())), main_name)
+    with _TOOLCHAIN_LOCK:
+        done = _COMPILED.get(key)
+    if done is not None:
+        return done
+    done = _run_protoc(texts, given, main_name)
+    with _TOOLCHAIN_LOCK:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        _COMPILED[key] = done
+    return done
+
+
+def _run_protoc(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> bytes:
+    paths = _toolchain()
     from google.protobuf import descriptor_pb2
-    try:
-        import grpc_tools  # noqa: F401
-    except ImportError:
-        raise ProtobufSchemaError("compiling .proto text needs grpcio-tools (pip install 'kafkarec[registry]')") \
-            from None
     out = descriptor_pb2.FileDescriptorSet()
     have: dict[str, Any] = {}
     for fname, raw in given.items():
@@ -276,7 +338,10 @@ def _compile(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> 
                 with open(os.path.join(tmp, "given.pb"), "wb") as fh:
                     fh.write(given_set.SerializeToString())
                 args.append(f"--descriptor_set_in={os.path.join(tmp, 'given.pb')}")
-            proc = subprocess.run(args + sorted(set(targets)), capture_output=True, text=True)
+            # protoc's Python sees the packages where this process found them (maybe unpacked wheels)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                paths + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+            proc = subprocess.run(args + sorted(set(targets)), capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise ProtobufSchemaError(f"protoc: {(proc.stderr or proc.stdout).strip()}")
             compiled = descriptor_pb2.FileDescriptorSet()

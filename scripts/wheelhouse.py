@@ -17,7 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("kafkarec", "spark_udfs")
 SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
-SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
+SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "scripts/wheelhouse.py")
 
 
 def loader():
@@ -100,7 +100,19 @@ def main(out: str) -> int:
         res = L.resolve(meta, candidates, interp)
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
-    wheels = [name] + sorted(w.filename for w in res.wheels.values())
+    # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data
+    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._wheels.PROTOBUF_COMPILER).
+    compiler_meta = L.requires_dist(L.PROTOBUF_COMPILER)
+    comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
+    if comp.problems:
+        print(f"wheelhouse: downloading the Protobuf schema compiler's wheels for {tag}", file=sys.stderr)
+        run([sys.executable, "-m", "pip", "download", "--only-binary=:all:",
+             "--disable-pip-version-check", "-q", "-d", out, *L.PROTOBUF_COMPILER])
+        candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
+        comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
+        if comp.problems:
+            sys.exit("wheelhouse: still missing: " + " | ".join(comp.problems))
+    wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *comp.wheels.values()]})
     L.atomic_write(stamp_path, json.dumps({"sources": digest, "python": interp["python"],
                                            "wheels": wheels}, indent=1).encode(), mode=0o644)
     print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",

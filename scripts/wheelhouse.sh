@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fill a wheelhouse with kafkarec's wheel (repaired to a manylinux tag by
 # auditwheel) and the wheel of every runtime dependency it imports (crc32c,
-# lz4, zstandard, python-snappy + cramjam, isal), for one Python:
+# lz4, zstandard, python-snappy + cramjam, isal), plus the Protobuf schema
+# compiler's (grpcio-tools, protobuf and what they require), for one Python:
 #
 #   bash scripts/wheelhouse.sh [DIR] [--python PATH]
 #
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac

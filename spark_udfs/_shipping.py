@@ -14,6 +14,9 @@ cannot load compiled modules out of a zip.  So :func:`ship` (run by
    worker's ``sys.path``), and the wheels of kafkarec's dependencies found next
    to it or in ``wheelhouse`` (``SparkContext.addFile``: next to it in every
    worker's SparkFiles folder), unless kafkarec is installed on the driver;
+   the Protobuf schema compiler's wheels (grpcio-tools, protobuf...) go the
+   same way when the folder holds them: the Data Source planner compiles
+   ``.proto`` text there (``kafkarec.protobuf._toolchain``);
 3. checks, without importing kafkarec, that the driver's Python can use them
    (``kafkarec._wheels.resolve``).
 
@@ -286,6 +289,12 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     # wheel of a needed project goes (executors pick the one that fits them).
     needed = set(loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates,
                                 loader.interpreter()).projects)
+    # The Protobuf schema compiler's wheels when the folder has them (optional: only a process that
+    # plans a Protobuf column uses them, kafkarec.protobuf._toolchain; executors get compiled schemas).
+    compiler = getattr(loader, "PROTOBUF_COMPILER", ())
+    if compiler:
+        needed |= set(loader.resolve(loader.requires_dist(compiler), candidates, loader.interpreter(),
+                                     root="the Protobuf schema compiler").projects)
     deps = []
     for w in candidates:
         if w.project in needed and w.path.endswith(".whl"):

@@ -137,11 +137,11 @@ def _schemas_records(client, start: int = 0) -> list:
     return recs
 
 
-def _bad(sid_known: int) -> list:
+def _bad(sid_known: int, truncated: str) -> list:
     """(value, reason fragment) of payloads that are no record of the topic's schema."""
     return [(b"plain text", "Unknown magic byte"),
             (b"\x00\x00\x00\x03\xe7" + b"\x00\x08\x01", "unknown schema id 999"),
-            (b"\x00" + sid_known.to_bytes(4, "big"), "")]     # id only: the body is missing
+            (b"\x00" + sid_known.to_bytes(4, "big"), truncated)]     # id only: the body is missing
 
 
 def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
@@ -186,7 +186,7 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     pb_records.append(ser_other(m, ctx))
     pb_expected.append((None, "does not fit the column's type"))
     sid_v2 = int.from_bytes(pb_records[n1][1:5], "big")
-    for payload, why in _bad(sid_v2):
+    for payload, why in _bad(sid_v2, "runs past the end of the value"):
         pb_records.append(payload)
         pb_expected.append((None, why))
     pb_records.append(None)
@@ -212,9 +212,9 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
         want = dict(rec, seen=seen)
         js_expected.append((want, None))
     js_records.append(jser_other({"id": "not a number"}, jctx))
-    js_expected.append((None, ""))
+    js_expected.append((None, "does not fit the schema's type"))
     sid_j2 = int.from_bytes(js_records[n1][1:5], "big")
-    for payload, why in _bad(sid_j2):
+    for payload, why in _bad(sid_j2, "invalid JSON"):
         js_records.append(payload)
         js_expected.append((None, why))
     js_records.append(None)
@@ -224,7 +224,7 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     write_partition(os.path.join(root, "_schemas-0"), sch)
     write_partition(os.path.join(root, "shipments-0"), [(None, v) for v in pb_records], split_every=5)
     write_partition(os.path.join(root, "people-0"), [(None, v) for v in js_records], split_every=5)
-    ids = {s: [client.get_version(s, v).schema_id for v in client.get_versions(s)]
+    ids = {s: [client.get_version(s, v).schema_id for v in sorted(client.get_versions(s))]
            for s in client.get_subjects()}
     return {"expected": {"shipments": pb_expected, "people": js_expected}, "ids": ids,
             "message": MESSAGE}

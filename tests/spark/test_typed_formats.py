@@ -1,0 +1,168 @@
+"""Protobuf and JSON Schema values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec
+wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools) over a log
+directory holding ``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and
+JSONSerializer with evolved schemas (tests/registry/world_formats.py).  The data source
+(valueFormat=registry, PERMISSIVE and FAILFAST) and from_registry over the raw value column give,
+record for record, what the writers were given (Protobuf as Spark's from_protobuf maps it with the
+column's descriptor and default options).  The .proto text is compiled where Spark plans the column
+(the Data Source planner's Python worker, the driver for from_registry) with the grpcio-tools and
+protobuf wheels that scripts/wheelhouse.sh puts next to the kafkarec wheel; executors get compiled
+schemas and never load the compiler."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import spark_helpers as H
+
+pytestmark = [pytest.mark.spark]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
+import world_formats  # noqa: E402
+
+TOPICS = ("shipments", "people")
+
+
+def _plain(v):
+    """Values as the job writes Spark's (json.dump(default=str)): timestamps naive UTC."""
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return str(v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _expected(topic, value):
+    if value is None:
+        return None
+    if topic == "shipments":
+        value = dict(value, labels=dict(value["labels"]))   # the oracle lists map entries sorted
+    return json.loads(json.dumps(_plain(value)))
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = tmp_path_factory.mktemp("typed-formats")
+    root = str(work / "logs")
+    facts = world_formats.build(root)
+    out = str(work / "out.json")
+    cache = work / "cache"
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
+                            "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel,
+           os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_formats_job.py"), root, out]
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
+    with open(out) as f:
+        return json.load(f), facts, bare, wheel
+
+
+def test_the_bare_python_has_no_protobuf_compiler(submitted):
+    _, _, bare, _ = submitted
+    proc = subprocess.run([bare, "-c", "import google.protobuf"], capture_output=True, text=True,
+                          env=H.bare_env(bare), timeout=60, cwd=H.ROOT)
+    assert proc.returncode != 0 and "No module named 'google'" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_data_source_value_format_registry(submitted, topic):
+    result, facts, _, _ = submitted
+    got = result[topic]["rows"]
+    want = facts["expected"][topic]
+    assert [r["offset"] for r in got] == list(range(len(want)))
+    for row, (value, why) in zip(got, want):
+        assert row["value"] == _expected(topic, value), row["offset"]
+        if why is None:
+            assert row["_corrupt_record"] is None, row
+        else:
+            assert row["_corrupt_record"] and why in row["_corrupt_record"], row
+    value_type = next(f["type"] for f in result[topic]["schema"]["fields"] if f["name"] == "value")
+    names = [f["name"] for f in value_type["fields"]]
+    if topic == "shipments":      # the latest version of kr.ship.Shipment (message index [1] there)
+        assert names == ["id", "carrier", "sent", "status", "cost", "parcels", "labels", "weight"]
+        ids = facts["ids"]["shipments-value"]
+    else:
+        assert names == list(world_formats.PEOPLE_V2["properties"])
+        ids = facts["ids"]["people-value"]
+    # writers' schema ids: v1 then v2, then the other subject's, none, the unknown one, v2 again
+    n = len([w for w in want if w[1] is None and w[0] is not None]) // 2
+    assert [r["valueSchemaId"] for r in got[:2 * n]] == [ids[0]] * n + [ids[1]] * n
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_failfast_names_topic_partition_offset_and_reason(submitted, topic):
+    result, facts, _, _ = submitted
+    msg = result[topic]["failfast"]
+    m = re.search(rf"topic {topic} partition 0 offset (\d+): value: (.*?) \(mode FAILFAST", msg or "", re.S)
+    assert m, msg
+    value, why = facts["expected"][topic][int(m.group(1))]
+    assert value is None and why is not None and why in m.group(2), (m.group(1), m.group(2))
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_from_registry_over_the_raw_value_column(submitted, topic):
+    result, facts, _, _ = submitted
+    got = result[topic]["from_registry"]
+    rows = result[topic]["rows"]
+    assert [r["v"] for r in got] == [r["value"] for r in rows]
+    assert [r["v"] for r in got] == [_expected(topic, v) for v, _ in facts["expected"][topic]]
+    msg = result[topic]["from_registry_failfast"] or ""
+    m = re.search(r"from_registry \(mode FAILFAST\): row \d+ of the Arrow batch: (.*)", msg)
+    assert m and any(why and why in m.group(1) for _, why in facts["expected"][topic]), msg
+
+
+def test_executors_never_load_the_compiler(submitted):
+    result, facts, _, _ = submitted
+    workers = result["executors"]
+    good = sum(1 for v, _ in facts["expected"]["shipments"] if v is not None)
+    assert sum(w["decoded"] for w in workers) == good, workers
+    assert not any(w["compiler_loaded"] for w in workers), workers
+
+
+def test_a_python_without_the_compiler_wheels_gets_one_line_naming_the_fix(submitted, tmp_path):
+    """Protobuf schema text where neither grpcio-tools nor its wheels are: one ProtobufSchemaError
+    line naming the interpreter, what is missing and the command that fixes it."""
+    import shutil
+    _, _, bare, wheel = submitted
+    folder = os.path.dirname(wheel)
+    alone = tmp_path / "no-compiler"
+    alone.mkdir()
+    for name in os.listdir(folder):
+        if name.endswith(".whl") and not name.startswith(("grpcio", "protobuf", "setuptools", "typing_")):
+            shutil.copy(os.path.join(folder, name), alone)
+    code = ("import sys\nfrom kafkarec.protobuf import ProtobufSchema, ProtobufSchemaError\n"
+            "try:\n    ProtobufSchema.from_text(sys.argv[1])\nexcept ProtobufSchemaError as exc:\n"
+            "    print('ERROR', exc)\nelse:\n    print('COMPILED')\n")
+    for where, expect in ((str(alone), "ERROR"), (folder, "COMPILED")):
+        env = H.bare_env(bare, {"PYTHONPATH": os.path.join(where, os.path.basename(wheel)),
+                                "KAFKAREC_NATIVE_CACHE": str(tmp_path / "cache")})
+        proc = subprocess.run([bare, "-c", code, world_formats.SHIP_OTHER], capture_output=True,
+                              text=True, env=env, timeout=120, cwd=tmp_path)
+        out = proc.stdout.strip()
+        assert proc.returncode == 0 and out.startswith(expect), proc.stdout + proc.stderr[-3000:]
+    err = subprocess.run([bare, "-c", code, world_formats.SHIP_OTHER], capture_output=True, text=True,
+                         env=H.bare_env(bare, {"PYTHONPATH": str(alone / os.path.basename(wheel)),
+                                               "KAFKAREC_NATIVE_CACHE": str(tmp_path / "cache")}),
+                         timeout=120, cwd=tmp_path).stdout.strip()
+    assert "\n" not in err, err
+    assert f"needs grpcio-tools and protobuf in {bare}" in err, err
+    assert "grpcio-tools (needed by the Protobuf schema compiler): not installed and no grpcio-tools wheel" in err
+    assert "pip install 'kafkarec[registry]'" in err and "bash scripts/wheelhouse.sh" in err, err
