@@ -277,7 +277,7 @@ def _toolchain() -> list:
             raise ProtobufSchemaError(
                 f"compiling Protobuf schema text needs grpcio-tools and protobuf in {where}: {why}. Install them "
                 f"there (pip install 'kafkarec[registry]'), or put their wheels next to the kafkarec wheel "
-                f"({_wheels.FIX_COMMAND.split('   ')[0]})") from None
+                f"({_wheels.FIX_COMMAND.split('   ')[0].replace('PYTHON', sys.executable)})") from None
 
 
 def _wkt_include() -> str:

@@ -68,6 +68,9 @@ message Shipment {
   optional int32 weight = 8;
 }
 """
+# v3, registered as .proto text (as Java's KafkaProtobufSerializer registers it; the Python one
+# registers a base64 FileDescriptorProto) with kr/money.proto as a schema reference: a field added.
+SHIP_V3 = SHIP_V2.replace("  optional int32 weight = 8;\n", "  optional int32 weight = 8;\n  string note = 9;\n")
 # Written under another subject by a misconfigured producer: `id` is a string there.
 SHIP_OTHER = """syntax = "proto3";
 package kr.other;
@@ -157,6 +160,7 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     conf = {"auto.register.schemas": True, "use.deprecated.format": False}
     v1 = _descriptor_pool({"kr/money.proto": MONEY, "kr/ship.proto": SHIP_V1})
     v2 = _descriptor_pool({"kr/money.proto": MONEY, "kr/ship.proto": SHIP_V2})
+    v3 = _descriptor_pool({"kr/money.proto": MONEY, "kr/ship.proto": SHIP_V3})
     other = _descriptor_pool({"kr/other.proto": SHIP_OTHER})
     S1, S2, P2, M1, M2 = v1(MESSAGE), v2(MESSAGE), v2("kr.ship.Parcel"), v1("kr.money.Money"), v2("kr.money.Money")
     ctx = SerializationContext("shipments", MessageField.VALUE)
@@ -164,9 +168,11 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     ser_other = ProtobufSerializer(other("kr.other.Shipment"), client,
                                    {**conf, "subject.name.strategy": lambda c, r: "other-value"})
 
+    S3, P3 = v3(MESSAGE), v3("kr.ship.Parcel")
+
     def column_row(payload_msg) -> dict:
-        """What from_protobuf gives with the column's descriptor (v2 Shipment) for this body."""
-        return row(S2.FromString(payload_msg.SerializeToString()))
+        """What from_protobuf gives with the column's descriptor (the latest, v3 Shipment) for this body."""
+        return row(S3.FromString(payload_msg.SerializeToString()))
 
     pb_records, pb_expected = [], []
     for i in range(n1):
@@ -181,6 +187,20 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
             m.weight = 0                                # set to zero: present (optional)
             m.sent.FromDatetime(_ts(-i))
         pb_records.append(ser2(m, ctx))
+        pb_expected.append((column_row(m), None))
+    # v3: the text schema registered by hand (the mock keeps the text as given).  confluent-kafka's
+    # Python serializer reads only base64 schemas back, so these payloads are framed as Java's
+    # serializer frames them: magic, id, then the message indexes the v2 serializer wrote for the
+    # same message ([1]), then the body protobuf serialized.
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+    money_version = max(client.get_versions("kr/money.proto"))
+    sid_v3 = client.register_schema("shipments-value", Schema(
+        SHIP_V3, "PROTOBUF", [SchemaReference("kr/money.proto", "kr/money.proto", money_version)]))
+    indexes = pb_records[n1][5:7]
+    assert indexes == b"\x02\x02", indexes
+    for i in range(n1 + n2, n1 + n2 + 2):
+        m = S3(id=i, note=f"note {i}" if i % 2 else "", parcels=[P3(code="q", kg=0.5)])
+        pb_records.append(b"\x00" + sid_v3.to_bytes(4, "big") + indexes + m.SerializeToString())
         pb_expected.append((column_row(m), None))
     m = other("kr.other.Shipment")(id="x1", carrier="c")
     pb_records.append(ser_other(m, ctx))
@@ -226,5 +246,11 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     write_partition(os.path.join(root, "people-0"), [(None, v) for v in js_records], split_every=5)
     ids = {s: [client.get_version(s, v).schema_id for v in sorted(client.get_versions(s))]
            for s in client.get_subjects()}
+    # The writer id each record names: the subject's versions in order, the other subject's, then
+    # the bad payloads' (none, the unknown 999, the truncated one's) and the tombstone's (none).
+    sv, pv = ids["shipments-value"], ids["people-value"]
+    schema_ids = {
+        "shipments": [sv[0]] * n1 + [sv[1]] * n2 + [sv[2]] * 2 + ids["other-value"] + [None, 999, sv[1], None],
+        "people": [pv[0]] * n1 + [pv[1]] * n2 + ids["people-other-value"] + [None, 999, pv[1], None]}
     return {"expected": {"shipments": pb_expected, "people": js_expected}, "ids": ids,
-            "message": MESSAGE}
+            "schema_ids": schema_ids, "message": MESSAGE}
