@@ -108,8 +108,15 @@ class ProtobufSchema:
         """Compile .proto ``text`` with protoc.  ``references``: import name -> .proto text of the files it
         imports (as the registry's schema references give them); Google's well-known types resolve without
         them.  A schema or reference given as a base64 ``FileDescriptorProto`` (what confluent-kafka-python
-        registers) is taken as is.  ``name``: the file name of ``text`` (default: ``schema.proto``)."""
+        registers) is taken as is.  ``name``: the file name of ``text`` (default: ``schema.proto``).
+        The result is kept in a per-user cache (:func:`_cached`): a process that finds it there needs
+        neither protoc nor the protobuf package."""
         references = dict(references or {})
+        return _cached((text, tuple(sorted(references.items())), name),
+                       lambda: cls._compile_text(text, references, name))
+
+    @classmethod
+    def _compile_text(cls, text: str, references: dict, name: str | None) -> "ProtobufSchema":
         main_fdp = _as_descriptor(text)
         texts: dict[str, str] = {}
         given: dict[str, bytes] = {}
@@ -283,6 +290,37 @@ def _toolchain() -> list:
 def _wkt_include() -> str:
     import grpc_tools
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+
+
+# Compiled schemas shared by this user's processes on this machine (the driver, Spark's planner workers,
+# later applications): a pickled ProtobufSchema per input, in the per-user cache kafkarec unpacks wheels
+# into (owner-checked, 0700).  The format number changes whenever ProtobufSchema's fields do.
+_CACHE_FORMAT = 1
+
+
+def _cached(inputs: tuple, compile_it) -> "ProtobufSchema":
+    import hashlib
+    import pickle
+    from kafkarec import __version__, _wheels
+    digest = hashlib.sha256(pickle.dumps((_CACHE_FORMAT, __version__, inputs), protocol=4)).hexdigest()
+    path = None
+    try:
+        folder = os.path.join(_wheels.cache_root(), "protobuf")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, digest[:40] + ".pickle")
+        with open(path, "rb") as fh:
+            found = pickle.load(fh)
+        if isinstance(found, ProtobufSchema):
+            return found
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
+        pass                                    # not there (or unreadable): compile
+    schema = compile_it()
+    if path is not None:
+        try:
+            _wheels.atomic_write(path, pickle.dumps(schema, protocol=4), fsync=False)
+        except OSError:
+            pass                                # a read-only cache only costs the next compile
+    return schema
 
 
 # FileDescriptorSets compiled in this process, by their inputs: a Spark planner builds the same columns for
