@@ -292,17 +292,36 @@ def _wkt_include() -> str:
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
 
 
-# Compiled schemas shared by this user's processes on this machine (the driver, Spark's planner workers,
-# later applications): a pickled ProtobufSchema per input, in the per-user cache kafkarec unpacks wheels
-# into (owner-checked, 0700).  The format number changes whenever ProtobufSchema's fields do.
+# Compiled schemas, by their inputs: in this process (a Spark planner builds the same columns for each
+# query), and shared by this user's processes on this machine (the driver, Spark's planner workers, later
+# applications) as a pickled ProtobufSchema per input in the per-user cache kafkarec unpacks wheels into
+# (owner-checked, 0700).  A protoc run costs 0.04-0.13 s here.  The format number changes whenever
+# ProtobufSchema's fields do.
 _CACHE_FORMAT = 1
+_MEMO: dict = {}
+_MEMO_MAX = 256
 
 
 def _cached(inputs: tuple, compile_it) -> "ProtobufSchema":
     import hashlib
     import pickle
-    from kafkarec import __version__, _wheels
+    from kafkarec import __version__
     digest = hashlib.sha256(pickle.dumps((_CACHE_FORMAT, __version__, inputs), protocol=4)).hexdigest()
+    with _TOOLCHAIN_LOCK:
+        found = _MEMO.get(digest)
+    if found is not None:
+        return found
+    schema = _from_disk_or(digest, compile_it)
+    with _TOOLCHAIN_LOCK:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[digest] = schema
+    return schema
+
+
+def _from_disk_or(digest: str, compile_it) -> "ProtobufSchema":
+    import pickle
+    from kafkarec import _wheels
     path = None
     try:
         folder = os.path.join(_wheels.cache_root(), "protobuf")
@@ -323,29 +342,9 @@ def _cached(inputs: tuple, compile_it) -> "ProtobufSchema":
     return schema
 
 
-# FileDescriptorSets compiled in this process, by their inputs: a Spark planner builds the same columns for
-# schema() and reader() and for each query (a protoc run is ~0.13 s here).
-_COMPILED: dict = {}
-_COMPILED_MAX = 256
-
-
 def _compile(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> bytes:
     """protoc over the .proto texts (imports from the texts, the given descriptors and the well-known types)
     -> one FileDescriptorSet with every file the main one needs, imports first."""
-    key = (tuple(sorted(texts.items())), tuple(sorted(given.items())), main_name)
-    with _TOOLCHAIN_LOCK:
-        done = _COMPILED.get(key)
-    if done is not None:
-        return done
-    done = _run_protoc(texts, given, main_name)
-    with _TOOLCHAIN_LOCK:
-        if len(_COMPILED) >= _COMPILED_MAX:
-            _COMPILED.clear()
-        _COMPILED[key] = done
-    return done
-
-
-def _run_protoc(texts: dict[str, str], given: dict[str, bytes], main_name: str) -> bytes:
     paths = _toolchain()
     from google.protobuf import descriptor_pb2
     out = descriptor_pb2.FileDescriptorSet()

@@ -291,10 +291,8 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
                                 loader.interpreter()).projects)
     # The Protobuf schema compiler's wheels when the folder has them (optional: only a process that
     # plans a Protobuf column uses them, kafkarec.protobuf._toolchain; executors get compiled schemas).
-    compiler = getattr(loader, "PROTOBUF_COMPILER", ())
-    if compiler:
-        needed |= set(loader.resolve(loader.requires_dist(compiler), candidates, loader.interpreter(),
-                                     root="the Protobuf schema compiler").projects)
+    needed |= set(loader.resolve(loader.requires_dist(loader.PROTOBUF_COMPILER), candidates,
+                                 loader.interpreter(), root="the Protobuf schema compiler").projects)
     deps = []
     for w in candidates:
         if w.project in needed and w.path.endswith(".whl"):
