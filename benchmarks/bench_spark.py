@@ -15,7 +15,7 @@ key, value, topic/partition or the input row's coordinates, offset,
 timestamp, timestampType, headers) and is forced with
 ``df.write.format("noop")``:
 
-* ``datasource``    ``spark.read.format("kafkarec").load(logdir)``
+* ``datasource``    ``spark.read.format("kafkarec").option("includeHeaders", "true").load(logdir)``
 * ``floor``         a Python data source whose tasks (planned as the data source's) yield
                     the data source's own rows, already built: Arrow batches of the same
                     size memory-mapped from Arrow IPC files.  The ceiling of what Spark's
@@ -144,7 +144,7 @@ def build_floor(logdir: str, out: str) -> None:
         return
     shutil.rmtree(out, ignore_errors=True)
     for seg in sorted(glob.glob(os.path.join(logdir, "*", "*.log"))):
-        ds = _datasource.KafkaRecDataSource({"path": seg})
+        ds = _datasource.KafkaRecDataSource({"path": seg, "includeHeaders": "true"})
         reader = ds.reader(ds.schema())
         dest = os.path.join(out, os.path.basename(os.path.dirname(seg)),
                             os.path.basename(seg)[:-4] + ".arrow")
@@ -194,7 +194,8 @@ def floor_source():
 
         def schema(self):
             from spark_udfs import _datasource
-            return _datasource.KafkaRecDataSource({"path": self.options["path"]}).schema()
+            return _datasource.KafkaRecDataSource({"path": self.options["path"],
+                                                   "includeHeaders": "true"}).schema()
 
         def reader(self, schema):
             return FloorReader(dict(self.options))
@@ -315,13 +316,17 @@ def main(argv=None) -> int:
     print(f"Spark {spark.version}, master {spark.sparkContext.master}, kafkarec {reg.fingerprint}, "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
 
+    def kafkarec_rows():
+        # headers too: the Kafka source adds them only with includeHeaders=true
+        return spark.read.format("kafkarec").option("includeHeaders", "true").load(logdir)
+
     parquet_rows = os.path.join(args.data, f"rows-{tag}.parquet")
     batch_table = os.path.join(args.data, f"batches-{tag}.parquet")
     floor_dir = os.path.join(args.data, f"floor-{tag}")
     build_floor(logdir, floor_dir)
     spark.dataSource.register(floor_source())
     if not os.path.exists(os.path.join(parquet_rows, "_SUCCESS")):
-        spark.read.format("kafkarec").load(logdir).drop("_corrupt_record") \
+        kafkarec_rows().drop("_corrupt_record") \
             .write.mode("overwrite").parquet(parquet_rows)
     build_batch_table(spark, logdir, batch_table)
 
@@ -331,7 +336,7 @@ def main(argv=None) -> int:
     kp_udf = F.udf(kafka_python_decode, record_type, useArrow=False)
 
     mechanisms = {
-        "datasource": lambda: spark.read.format("kafkarec").load(logdir),
+        "datasource": kafkarec_rows,
         "floor": lambda: spark.read.format("kafkarec_floor").option("arrow", floor_dir).option(
             "parallelism", spark.sparkContext.defaultParallelism).load(logdir),
         "parquet": lambda: spark.read.parquet(parquet_rows),
