@@ -46,7 +46,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _logdir, _options, _planning, _schema
+from spark_udfs import _datasource, _logdir, _options, _planning, _schema
 from spark_udfs._decode import ReadSettings
 from spark_udfs._runtime import ensure
 
@@ -115,7 +115,7 @@ class StreamConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
+        self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
 
     def schema(self):
         return _schema.kafka_schema(batch_columns=self.batch_columns,
