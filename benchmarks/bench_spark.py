@@ -268,10 +268,11 @@ def measure(mechanisms: dict, repeats: int, rows: int) -> list:
     return results
 
 
-def verdict(by: dict) -> str:
+def verdict(by: dict, loads=()) -> str:
     """Issue 22's target: the data source at >= 90% of Parquet's rows/s, or within 10% of the
     floor's (>= 90% of it).  Wall time is what the target counts; rows per CPU-second are
-    quoted next to it as the measure that load from elsewhere skews less."""
+    quoted next to it as the measure that load from elsewhere skews less, and a loaded
+    machine (``loads``: 1-minute load averages seen, above half the cores) is said so."""
     ds = by["datasource"]
     parts, met = [], []
     for other in ("parquet", "floor"):
@@ -285,7 +286,13 @@ def verdict(by: dict) -> str:
         return "verdict: run datasource with parquet and/or floor to judge the target"
     head = (f"TARGET MET (>= 90% of {' and '.join(met)})" if met
             else "TARGET NOT MET (needs >= 90% of parquet's or of floor's rows/s)")
-    return f"verdict: {head}: datasource {'; '.join(parts)}"
+    out = f"verdict: {head}: datasource {'; '.join(parts)}"
+    cores = os.cpu_count() or 1
+    if loads and max(loads) > cores / 2:
+        out += (f"\ncaution: load average up to {max(loads):.1f} on {cores} cores from other work: "
+                f"wall-time ratios move by 15% or more between such runs (the rows per CPU-s "
+                f"ratios less); judge the target on a quiet machine")
+    return out
 
 
 def check(name, df, want, *, value="value", offset="offset", headers="headers"):
@@ -413,13 +420,14 @@ def main(argv=None) -> int:
     print("command: .venv/bin/python benchmarks/bench_spark.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:])))
     if "datasource" in by:
-        print(verdict(by))
+        print(verdict(by, (load0[0], load1[0])))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as fh:
             json.dump({"records": want["records"], "spark": spark.version, "kafkarec": reg.fingerprint,
                        "load_average": [load0, load1], "results": results,
-                       "verdict": verdict(by) if "datasource" in by else None}, fh, indent=2)
+                       "verdict": verdict(by, (load0[0], load1[0])) if "datasource" in by else None},
+                      fh, indent=2)
     spark.stop()
     return 0
 
