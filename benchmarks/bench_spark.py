@@ -30,14 +30,15 @@ timestamp, timestampType, headers) and is forced with
 * ``kafka-python udf`` a plain pickled Python ``@udf`` decoding each batch with
                     kafka-python (``MemoryRecords``) into ``array<struct>`` + ``inline``
 
-Measured (``--records 1000000 --repeats 7 --only datasource,floor,parquet``, load average
-5.9 at the start and 5.1 at the end on this 2-core machine shared with other work): datasource
-0.755 M rows/s, floor 1.081 M rows/s, Parquet 0.990 M rows/s (median wall 1.325 / 0.925 /
-1.010 s; CPU 1.31 / 0.97 / 0.97 s).  So the data source gets 76% of Parquet's rows/s and 70% of
-the floor's, which is above Parquet here.  The extra 0.34 CPU-s per million rows is decoding
-in the Python workers.  Measured outside Spark (CPU time, same rows): kafkarec.iter_arrow
-0.21 s, of which decompression is most (µs per row: none 0.09, lz4 0.15, snappy 0.20, zstd
-0.25, gzip 0.35); conforming to Spark's types 0.02 s; reading the files 0.05 s.
+Measured (``--records 1000000 --repeats 7 --only datasource,floor,parquet``; this 2-core
+machine shared with other work, load average 3-6; docs/performance.md has the table): the
+data source uses 1.22-1.34 CPU-s per million rows, the floor 0.92-1.15, Parquet 0.82-1.02
+(JVM 0.7-1.0 in each; the data source's Python workers 0.44-0.47 against the floor's
+0.20-0.21: decoding, whose decompression runs at the codec libraries' own speed).  Wall
+times moved by 15-25% between runs (data source 82-91% of Parquet's rows/s, 75-77% of
+the floor's); by rows per CPU-s it is 74-84% of Parquet and 75-86% of the floor, so on a
+quiet machine, where all three keep both cores busy, the target is expected to be missed
+by 10-15 points (inference).
 
 Each is run once to warm up, then ``--repeats`` times, in rounds that run every chosen
 mechanism in turn (so load from elsewhere falls on all alike); the median wall time gives
