@@ -20,9 +20,10 @@ Options (case-insensitive): the Kafka source's, with its names and meanings
 gone - segments deleted by retention, a partition deleted or truncated; false: log it and go
 on from what is there), ``includeHeaders``, ``kafka.isolation.level`` (alias
 ``readCommitted``), ``minPartitions`` (as the Kafka source: with more than the micro-batch's
-topic-partitions, large offset ranges are cut into several tasks); plus ``includeControl``, ``batchColumns``, ``verifyCrc``, ``strict``,
-``maxRecordsPerBatch``, ``maxDecompressedBytes`` as the batch data source, and the storage
-options of :func:`kafkarec.log.storage.storage_options`.
+topic-partitions, large offset ranges are cut into several tasks); plus ``includeControl``,
+``batchColumns``, ``verifyCrc``, ``strict``, ``maxRecordsPerBatch``, ``maxDecompressedBytes``
+as the batch data source, and the storage options of
+:func:`kafkarec.log.storage.storage_options`.
 
 read_committed: each micro-batch ends at the partition's last stable offset and leaves out
 the batches of aborted transactions, both rebuilt from the log when the micro-batch is
@@ -146,8 +147,9 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
 
 
 class KafkaRecStreamPartition(InputPartition):
-    """One task: the segment ranges of one topic-partition for one micro-batch, and with
-    read_committed the byte spans of those segments to leave out (``{path: [(pos, size)]}``)."""
+    """One task: the segment ranges of one topic-partition for one micro-batch (with
+    minPartitions, of a part of its offsets), and with read_committed the byte spans of
+    those segments to leave out (``{path: [(pos, size)]}``)."""
 
     def __init__(self, storage, ranges: tuple, skips: Optional[dict] = None):
         super().__init__(None)
