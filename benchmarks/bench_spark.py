@@ -32,13 +32,13 @@ timestamp, timestampType, headers) and is forced with
 
 Measured (``--records 1000000 --repeats 7 --only datasource,floor,parquet``; this 2-core
 machine shared with other work, load average 3-6; docs/performance.md has the table): the
-data source uses 1.22-1.34 CPU-s per million rows, the floor 0.92-1.15, Parquet 0.82-1.02
-(JVM 0.7-1.0 in each; the data source's Python workers 0.44-0.47 against the floor's
+data source uses 1.18-1.34 CPU-s per million rows, the floor 0.86-1.15, Parquet 0.82-1.02
+(JVM 0.6-1.0 in each; the data source's Python workers 0.44-0.47 against the floor's
 0.20-0.21: decoding, whose decompression runs at the codec libraries' own speed).  Wall
-times moved by 15-25% between runs (data source 82-91% of Parquet's rows/s, 75-77% of
-the floor's); by rows per CPU-s it is 74-84% of Parquet and 75-86% of the floor, so on a
-quiet machine, where all three keep both cores busy, the target is expected to be missed
-by 10-15 points (inference).
+times moved by 15-40% between runs (data source 55-91% of Parquet's rows/s, 61-77% of the
+floor's); by rows per CPU-s it is 74-84% of Parquet and 73-86% of the floor, so on a quiet
+machine, where all three keep both cores busy, the target is expected to be missed by
+10-15 points (inference).
 
 Each is run once to warm up, then ``--repeats`` times, in rounds that run every chosen
 mechanism in turn (so load from elsewhere falls on all alike); the median wall time gives
