@@ -59,9 +59,11 @@ KAFKA_OPTIONS = (
                 "fewest new offsets a micro-batch waits for, up to `maxTriggerDelay`", ""),
     KafkaOption("maxTriggerDelay", "stream",
                 "longest wait for `minOffsetsPerTrigger` (default `15m`; `500ms`, `30s`, `2m`, `1h`)", ""),
-    KafkaOption("minPartitions", "batch", "aim for at least this many Spark tasks "
-                "(default: the cluster's default parallelism)",
-                "a stream plans one task per topic-partition and ignores it"),
+    KafkaOption("minPartitions", "both", "aim for at least this many Spark tasks (batch default: "
+                "the cluster's default parallelism; a stream without it: one task per "
+                "topic-partition)",
+                "a batch read cuts segments by bytes (Spark's file-source rule); a stream cuts "
+                "offset ranges as the Kafka source does"),
     KafkaOption("includeHeaders", "both",
                 "`true`: add the `headers` column (`array<struct<key:string,value:binary>>`, null "
                 "when a record has none); default `false`: no `headers` column", ""),
@@ -155,8 +157,6 @@ def normalize(options, *, streaming: bool) -> dict:
             log.info("kafkarec: option %s ignored (no broker)", k)
         elif k in _STREAM_ONLY and not streaming:
             log.warning("kafkarec: %s option ignored in batch queries", k)
-        elif k == "minpartitions" and streaming:
-            log.info("kafkarec: minPartitions ignored by a stream (one task per topic-partition)")
         elif k == "failondataloss" and not streaming:
             _bool_text("failOnDataLoss", v)   # accepted; a batch read reads what is there
         elif k == "includeheaders":

@@ -37,7 +37,7 @@ from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _planning, _schema
+from spark_udfs import _datasource, _logdir, _planning, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
@@ -79,7 +79,7 @@ class RemoteReadConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.read_committed = _bool(o, "readcommitted", False)
         self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
+        self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"),
                                                        _planning.DEFAULT_MAX_PARTITION_BYTES)
         self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), _planning.DEFAULT_OPEN_COST_BYTES)

@@ -19,9 +19,11 @@ Options (case-insensitive): the Kafka source's, with its names and meanings
 ``maxTriggerDelay``, ``failOnDataLoss`` (default true: fail when offsets still to read are
 gone - segments deleted by retention, a partition deleted or truncated; false: log it and go
 on from what is there), ``includeHeaders``, ``kafka.isolation.level`` (alias
-``readCommitted``); plus ``includeControl``, ``batchColumns``, ``verifyCrc``, ``strict``,
-``maxRecordsPerBatch``, ``maxDecompressedBytes`` as the batch data source, and the storage
-options of :func:`kafkarec.log.storage.storage_options`.
+``readCommitted``), ``minPartitions`` (as the Kafka source: with more than the micro-batch's
+topic-partitions, large offset ranges are cut into several tasks); plus ``includeControl``,
+``batchColumns``, ``verifyCrc``, ``strict``, ``maxRecordsPerBatch``, ``maxDecompressedBytes``
+as the batch data source, and the storage options of
+:func:`kafkarec.log.storage.storage_options`.
 
 read_committed: each micro-batch ends at the partition's last stable offset and leaves out
 the batches of aborted transactions, both rebuilt from the log when the micro-batch is
@@ -45,7 +47,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _logdir, _options, _schema
+from spark_udfs import _datasource, _logdir, _options, _planning, _schema
 from spark_udfs._decode import ReadSettings
 from spark_udfs._runtime import ensure
 
@@ -68,7 +70,8 @@ STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "assign", "starting
                   "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger",
                   "minoffsetspertrigger", "maxtriggerdelay", "failondataloss", "includecontrol",
                   "includeheaders", "readcommitted", "batchcolumns", "verifycrc", "strict",
-                  "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord"}
+                  "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord",
+                  "minpartitions"}
 
 
 class DataLossError(RuntimeError):
@@ -100,6 +103,8 @@ class StreamConfig:
         self.selection = selection.parse_selection(sel_opts, streaming=True)
         self.max_offsets = _positive(o, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
         self.min_offsets = _positive(o, "minoffsetspertrigger", "minOffsetsPerTrigger")
+        # as the Kafka source: large offset ranges cut into more tasks (_planning.split_offset_ranges)
+        self.min_partitions = _positive(o, "minpartitions", "minPartitions")
         self.max_trigger_delay_ms = _options.parse_duration_ms(o.get("maxtriggerdelay") or "15m")
         self.fail_on_data_loss = _bool(o, "failondataloss", True)
         # read_committed: aborted transactions and everything from the LSO on are left out
@@ -111,7 +116,7 @@ class StreamConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or 10000)
+        self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
 
     def schema(self):
         return _schema.kafka_schema(batch_columns=self.batch_columns,
@@ -142,8 +147,9 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
 
 
 class KafkaRecStreamPartition(InputPartition):
-    """One task: the segment ranges of one topic-partition for one micro-batch, and with
-    read_committed the byte spans of those segments to leave out (``{path: [(pos, size)]}``)."""
+    """One task: the segment ranges of one topic-partition for one micro-batch (with
+    minPartitions, of a part of its offsets), and with read_committed the byte spans of
+    those segments to leave out (``{path: [(pos, size)]}``)."""
 
     def __init__(self, storage, ranges: tuple, skips: Optional[dict] = None):
         super().__init__(None)
@@ -308,7 +314,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kafkarec.log import selection
         begin, stop = _from_json(start), _from_json(end)
         parts, resolver = self._partitions()
-        out = []
+        wanted = []
         for key, e in sorted(stop.items()):
             part = parts.get(key)
             if part is None:
@@ -322,8 +328,11 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._data_loss(f"{key[0]}-{key[1]}: offsets {s} to {log_start - 1} are not in "
                                 f"the log any more")
                 s = log_start
-            if s >= e:
-                continue
+            wanted.append((key, s, e))
+        out = []
+        # one task per topic-partition, or (minPartitions) the Kafka source's cut of large ranges
+        for key, s, e in _planning.split_offset_ranges(wanted, self.config.min_partitions):
+            part = parts[key]
             ranges = selection.plan_partition(part, s, e, resolver)
             if ranges:
                 skips = {}

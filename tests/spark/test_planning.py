@@ -220,3 +220,23 @@ def test_remote_task_reads_small_ranges_ahead(tmp_path, monkeypatch):
         return out
     got = rows(4)
     assert got == rows(1) and len(got) == 90 * B.RECORDS_PER_SEGMENT
+
+
+def test_stream_offset_ranges_split_as_the_kafka_source():
+    """KafkaOffsetRangeCalculator.getRanges, worked by hand: without minPartitions (or with
+    no more than the ranges) one task per range; otherwise a range taking round(size / total
+    * minPartitions) <= 1 stays whole and the rest share what is left, in near-equal parts."""
+    split = _planning.split_offset_ranges
+    ranges = [("a", 0, 40), ("b", 100, 102), ("c", 7, 7)]
+    assert split(ranges, None) == [("a", 0, 40), ("b", 100, 102)]      # empty range dropped
+    assert split(ranges, 2) == [("a", 0, 40), ("b", 100, 102)]
+    # total 42, minPartitions 5: b -> round(0.24) -> 1 (whole); a shares 5 - 1 = 4 tasks
+    assert split(ranges, 5) == [("a", 0, 10), ("a", 10, 20), ("a", 20, 30), ("a", 30, 40),
+                                ("b", 100, 102)]
+    # remainders go to the later pieces (integer division over what remains)
+    assert split([("a", 0, 10)], 3) == [("a", 0, 3), ("a", 3, 6), ("a", 6, 10)]
+    # Scala's round is half up: 5 of 10 offsets with minPartitions 3 -> 1.5 -> 2 parts each
+    assert split([("a", 0, 5), ("b", 0, 5)], 3) == [("a", 0, 2), ("a", 2, 5),
+                                                     ("b", 0, 2), ("b", 2, 5)]
+    # never a piece without offsets, even with more tasks asked than offsets
+    assert split([("a", 0, 2)], 8) == [("a", 0, 1), ("a", 1, 2)]

@@ -106,6 +106,22 @@ def test_without_the_link_the_stream_planner_misses_the_wheel(bare, wheel, tmp_p
     assert "No module named 'spark_udfs'" in r["error"], r["error"]
 
 
+def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, wheel, tmp_path):
+    """minPartitions=5 over a micro-batch of orders-0 (40 offsets, zstd) and orders-1 (2):
+    the Kafka source's rule gives orders-1 one task (round(2/42*5) = 0 -> 1) and orders-0
+    the other four, 10 offsets each; without the option one task per topic-partition."""
+    r = _submit(bare, wheel, tmp_path, 3, "local[2]")
+    print("phase 3:", r)
+    for name in ("split", "unsplit"):
+        assert r[name]["exception"] is None
+        assert r[name]["batches"] == 1 and r[name]["rows_ok"] and r[name]["rows"] == 42
+        assert r[name]["tasks_single_partition"]
+    assert r["split"]["tasks"] == [["orders", 0, 0, 9, 10], ["orders", 0, 10, 19, 10],
+                                   ["orders", 0, 20, 29, 10], ["orders", 0, 30, 39, 10],
+                                   ["orders", 1, 0, 1, 2]]
+    assert r["unsplit"]["tasks"] == [["orders", 0, 0, 39, 40], ["orders", 1, 0, 1, 2]]
+
+
 def test_stream_on_bare_python_standalone_cluster(bare, wheel, tmp_path):
     work = str(tmp_path / "cluster")
     os.makedirs(work)

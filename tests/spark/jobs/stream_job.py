@@ -101,7 +101,43 @@ def main():
 
     result = {"phase": args.phase}
     progress = []
-    if args.phase == 0:
+    if args.phase == 3:
+        # minPartitions: a micro-batch's offset ranges cut into tasks as the Kafka source cuts
+        # them; each row carries the task (input partition) that read it
+        from pyspark.sql import functions as F
+        split_root = os.path.join(work, "split-logs")
+        log = GrowingLog(split_root)
+        for _ in range(4):
+            log.append("orders", 0, 10, codec=kafkarec.Compression.ZSTD)
+        log.append("orders", 1, 2)
+        for name, extra in (("split", {"minPartitions": "5"}), ("unsplit", {})):
+            df = spark.readStream.format("kafkarec").option("startingOffsets", "earliest")
+            for k, v in extra.items():
+                df = df.option(k, v)
+            q = (df.load(split_root)
+                 .select("topic", "partition", "offset", "value",
+                         F.spark_partition_id().alias("task"))
+                 .writeStream.format("parquet").option("path", os.path.join(work, "out", name))
+                 .option("checkpointLocation", os.path.join(work, "checkpoint", name))
+                 .trigger(availableNow=True).start())
+            q.awaitTermination(300)
+            rows = spark.read.parquet(os.path.join(work, "out", name)).collect()
+            tasks: dict = {}
+            for r in rows:
+                tasks.setdefault(r.task, []).append((r.topic, r.partition, r.offset))
+            result[name] = {
+                "exception": str(q.exception()) if q.exception() else None,
+                "batches": len(q.recentProgress),
+                "rows_ok": sorted((r.topic, r.partition, r.offset, bytes(r.value)) for r in rows)
+                == sorted(log.written),
+                "rows": len(rows),
+                # each task's (topic, partition, first offset, last offset, rows)
+                "tasks": sorted((v[0][0], v[0][1], min(o for _, _, o in v),
+                                 max(o for _, _, o in v), len(v)) for v in tasks.values()),
+                "tasks_single_partition": all(len({(t, p) for t, p, _ in v}) == 1
+                                              for v in tasks.values()),
+            }
+    elif args.phase == 0:
         # the control: without register()'s streaming_job link the planner cannot import us
         from pyspark import SparkFiles
         link = os.path.join(SparkFiles.getRootDirectory(), "streaming_job")
