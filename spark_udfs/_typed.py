@@ -214,6 +214,7 @@ class TypedSide:
         # {column key: reader version}: a stream's reader versions, fixed when it started
         self.pins: dict = dict(pins or {})
         self._columns: dict = {}
+        self._fits: dict = {}
         self.compiled: dict = {}
         col = self.column(topic)           # fails early (on the driver) on a bad subject/schema
         if col.schema_type == "PROTOBUF":
@@ -225,6 +226,7 @@ class TypedSide:
     def __getstate__(self):
         d = dict(self.__dict__)
         d["_columns"] = {}
+        d["_fits"] = {}
         return d
 
     def _key(self, topic):
@@ -287,7 +289,10 @@ class TypedSide:
         import pyarrow as pa
         col = self.column(topic if topic is not None else self.topic)
         typed, ids, errs = col.decode(values, headers)
-        if _spark_arrow(spark_type_of(typed.type)) != self.arrow_type:
+        fits = self._fits.get(typed.type)
+        if fits is None:        # once per decoded type, not per batch
+            fits = self._fits[typed.type] = _spark_arrow(spark_type_of(typed.type)) == self.arrow_type
+        if not fits:
             # Another topic's subject with another type: its rows cannot share this column.
             n = len(typed)
             return (pa.nulls(n, self.arrow_type), ids,
