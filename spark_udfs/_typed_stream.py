@@ -72,8 +72,7 @@ class TypedStreamReader(_streaming.KafkaRecStreamReader):
     def partitions(self, start: dict, end: dict):
         parts = super().partitions(start, end)
         changed = self._refresh()
-        for p in parts:
-            topic = p.ranges[0].topic if p.ranges else None
+        for topic in sorted({sr.topic for p in parts for sr in getattr(p, "ranges", ())}):
             for side in self.rows.sides:
                 before = len(side.pins)
                 side.pin(topic, self._type_of(side))   # a topic new to this stream
