@@ -289,11 +289,39 @@ cdef inline const uint8_t *av_take(Cursor *c, int64_t n, str what) except NULL:
     return p
 
 
+cdef inline void av_copy(uint8_t *dst, const uint8_t *src, int64_t n) noexcept nogil:
+    """memcpy for the short strings Avro values mostly are: fixed-size copies the compiler
+    inlines (two overlapping ones cover 4..16 bytes) instead of a libc call per value."""
+    if n > 16:
+        memcpy(dst, src, n)
+    elif n >= 8:
+        memcpy(dst, src, 8)
+        memcpy(dst + n - 8, src + n - 8, 8)
+    elif n >= 4:
+        memcpy(dst, src, 4)
+        memcpy(dst + n - 4, src + n - 4, 4)
+    else:
+        while n > 0:
+            n -= 1
+            dst[n] = src[n]
+
+
 cdef inline int av_put_bin(Cursor *c, _AvCol col, const uint8_t *p, int64_t n) except -1:
-    if unlikely(col.values.size + n > INT32_LIMIT):
+    cdef _Growable v = col.values
+    cdef _Growable o = col.offsets
+    cdef int32_t end
+    if unlikely(v.size + n > INT32_LIMIT):
         av_fail(c, p, "binary column over 2 GiB")
-    grow_put(col.values, p, n)
-    put_i32(col.offsets, <int32_t>col.values.size)
+    if v.size + n > v.capacity:
+        v.reserve(n)
+    if n:                       # (data may still be NULL when n is 0)
+        av_copy(v.data + v.size, p, n)
+    v.size += n
+    end = <int32_t>v.size
+    if o.size + 4 > o.capacity:
+        o.reserve(4)
+    memcpy(o.data + o.size, &end, 4)
+    o.size += 4
     return col_ok(col)
 
 
@@ -313,7 +341,14 @@ cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int widt
         out[k] = p[n - 1 - k]
     if not kr_decimal_fits(out, width, col.precision):
         av_fail(c, p, f"decimal value has more than {col.precision} digits (the reader's precision)")
-    grow_put(col.values, out, width)
+    cdef _Growable v = col.values
+    if v.size + width > v.capacity:
+        v.reserve(width)
+    if width == 16:             # fixed sizes: inlined copies, not a libc call per value
+        memcpy(v.data + v.size, out, 16)
+    else:
+        memcpy(v.data + v.size, out, 32)
+    v.size += width
     return col_ok(col)
 
 
@@ -485,7 +520,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         iv = ex.prog.aux[op.a + iv]
         if iv < 0:
             av_fail(c, at, ex.prog.errors[op.n >> 32])
-        k = op.n & 0xFFFFFFFF
+        k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob (a C cast, not a Python int)
         p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
         return av_put_bin(c, col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
     if kind == OP_BOOL:
