@@ -28,16 +28,17 @@ gives rows/s; CPU-seconds of the whole process tree (driver, JVM, Python workers
 registry's rows/s with raw's against issue 21's target (at least 50%).
 
 Measured (``.venv/bin/python benchmarks/bench_spark_typed.py --records 1000000 --repeats 7``,
-Spark 4.3 ``local[2]``, load average 8.3 at the start and 10.8 at the end on this 2-core machine
-shared with other work): raw 674,297 rows/s (median 1.483 s, 0.82 CPU-s), registry 326,134
-rows/s (3.066 s, 1.52 CPU-s), floor 461,169 rows/s (2.168 s, 1.10 CPU-s).  Registry decoding
-keeps 48.4% of the raw read's rows/s and 53.9% of its rows per CPU-second: the 50% target is
-missed by wall time and met by CPU time; two earlier runs under the same load gave 47.6% and
-47.4% (52.9% and 48.4% per CPU-s).  The floor is 68.4% of raw: a Python source handing over
-these typed rows ready-made already loses a third, which is Spark's own cost of typed rows
-(Arrow to rows, the nested array of structs, decimals as BigDecimal).  Outside Spark, per
-million rows (CPU-s, this process): the plain read 0.09, the registry read 0.45, of which the
-Avro decoder 0.26 (about 210 ns a record), Confluent framing 0.035.
+Spark 4.3 ``local[2]``, load average 3.7 at the start and 5.1 at the end on this 2-core machine
+shared with other work): raw 841,420 rows/s (median 1.188 s, 0.84 CPU-s), registry 403,324
+rows/s (2.479 s, 1.67 CPU-s), floor 615,269 rows/s (1.625 s, 1.10 CPU-s).  Registry decoding
+keeps 47.9% of the raw read's rows/s and 50.3% of its rows per CPU-second: the 50% target is
+missed by wall time, by about 2 points, and met by CPU time.  Three runs before the Avro
+decoder's last speed-up (decimal check, short copies: 218 -> 180 ns a record), at load 7-11,
+gave 47.6%, 47.4% and 48.4% (52.9%, 48.4%, 53.9% per CPU-s).  The floor is 73.1% of raw: a
+Python source handing over these typed rows ready-made already loses over a quarter, which is
+Spark's own cost of typed rows (Arrow to rows, the nested array of structs, decimals through
+BigDecimal).  Outside Spark, per million rows (CPU-s, this process): the plain read 0.085,
+typing its batches 0.27, of which the Avro decoder 0.20 and Confluent framing 0.033.
 """
 from __future__ import annotations
 
