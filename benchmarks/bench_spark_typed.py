@@ -27,18 +27,19 @@ gives rows/s; CPU-seconds of the whole process tree (driver, JVM, Python workers
 /proc) give rows per CPU-second, which other load skews less.  The verdict compares
 registry's rows/s with raw's against issue 21's target (at least 50%).
 
-Measured (``.venv/bin/python benchmarks/bench_spark_typed.py --records 1000000 --repeats 7``,
-Spark 4.3 ``local[2]``, load average 3.7 at the start and 5.1 at the end on this 2-core machine
-shared with other work): raw 841,420 rows/s (median 1.188 s, 0.84 CPU-s), registry 403,324
-rows/s (2.479 s, 1.67 CPU-s), floor 615,269 rows/s (1.625 s, 1.10 CPU-s).  Registry decoding
-keeps 47.9% of the raw read's rows/s and 50.3% of its rows per CPU-second: the 50% target is
-missed by wall time, by about 2 points, and met by CPU time.  Three runs before the Avro
-decoder's last speed-up (decimal check, short copies: 218 -> 180 ns a record), at load 7-11,
-gave 47.6%, 47.4% and 48.4% (52.9%, 48.4%, 53.9% per CPU-s).  The floor is 73.1% of raw: a
-Python source handing over these typed rows ready-made already loses over a quarter, which is
-Spark's own cost of typed rows (Arrow to rows, the nested array of structs, decimals through
-BigDecimal).  Outside Spark, per million rows (CPU-s, this process): the plain read 0.085,
-typing its batches 0.27, of which the Avro decoder 0.20 and Confluent framing 0.033.
+Measured (``.venv/bin/python benchmarks/bench_spark_typed.py --records 1000000 --repeats 9``,
+Spark 4.3 ``local[2]``, load average 5.8 at the start and 5.6 at the end on this 2-core machine
+shared with other work): raw 1,397,527 rows/s (median 0.716 s, 0.75 CPU-s), registry 671,498
+rows/s (1.489 s, 1.50 CPU-s), floor 964,349 rows/s (1.037 s, 1.06 CPU-s).  Registry decoding
+keeps 48.0% of the raw read's rows/s and 50.0% of its rows per CPU-second: the 50% target is
+missed by wall time, by 2 points, and just met by CPU time.  Other runs (``--repeats 7``) gave
+47.9% (50.3% per CPU-s, load 3.7-5.1) and 43.4% (55.8%, load 4.6-6.9); before the Avro
+decoder's last speed-up (218 -> about 175 ns a record): 47.6%, 47.4% and 48.4% at load 7-11.
+The floor is 69.0% of raw: a Python source handing over these typed rows ready-made already
+loses almost a third, which is Spark's own cost of typed rows (Arrow to rows, the nested array of
+structs, decimals through BigDecimal); the registry read reaches 69.6% of the floor.  Outside
+Spark, per million rows (CPU-s, this process): the plain read 0.085, typing its batches 0.27, of
+which the Avro decoder 0.20 and Confluent framing 0.033.
 """
 from __future__ import annotations
 
