@@ -11,7 +11,7 @@ once, typed with the reader schema fixed when its application started (v1 in the
 later latest version v2 after the restart; docs/typed-values.md, "Streams"), records written
 with the schema registered mid-stream resolved to v1 (the registry read again when
 ``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
-reason."""
+reason.  Local mode, and the same on a standalone cluster."""
 from __future__ import annotations
 
 import base64
@@ -88,7 +88,7 @@ class _Log:
             offs.append(0)
             self.schemas_next = 1
         for subject in sorted(self.client.get_subjects()):
-            for v in self.client.get_versions(subject):
+            for v in sorted(self.client.get_versions(subject)):
                 if (subject, v) in self.registered:
                     continue
                 self.registered.add((subject, v))
@@ -150,14 +150,16 @@ def _build(work):
     log.step(2, [log.v2(23), log.v2(24)])
     with open(os.path.join(work, "steps.pickle"), "wb") as fh:
         pickle.dump(log.steps, fh)
-    ids = {s: [log.client.get_version(s, v).schema_id for v in log.client.get_versions(s)]
+    ids = {s: [log.client.get_version(s, v).schema_id for v in sorted(log.client.get_versions(s))]
            for s in log.client.get_subjects()}
     return log, ids
 
 
-def _submit(bare, wheel, work, phase, timeout=600):
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
+def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
+    memory = (["--conf", "spark.executor.memory=768m"] if master.startswith("spark://")
+              else ["--driver-memory", "2g"])
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", master,
+           *memory, "--conf", "spark.ui.enabled=false",
            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
            "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
            "--py-files", wheel, JOB, str(work), "--phase", str(phase)]
@@ -267,3 +269,31 @@ def test_restart_from_the_checkpoint_reads_the_rest_once_with_the_new_latest(run
 def _value_fields(result):
     value = next(f["type"] for f in result["schema"]["fields"] if f["name"] == "value")
     return [f["name"] for f in value["fields"]]
+
+
+def test_on_a_standalone_cluster(tmp_path):
+    """The same two applications on a standalone cluster (master and two workers from the
+    bare Python): the streaming runner, the planner and the executors each find the wheel."""
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = str(tmp_path / "work")
+    os.makedirs(work)
+    log, ids = _build(work)
+    cdir = str(tmp_path / "cluster")
+    os.makedirs(cdir)
+    c = H.StandaloneCluster(cdir, bare, workers=2, cores=1, memory="1g",
+                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(cdir, "native-cache")})
+    c.start()
+    groups = {p.pid for _, p in c.procs}
+    try:
+        r1 = _submit(bare, wheel, work, 1, master=c.master_url)
+        r2 = _submit(bare, wheel, work, 2, master=c.master_url)
+    finally:
+        c.stop()
+    assert not H.alive_in_groups(groups)
+    assert r1["exceptions"] == [] and r2["exceptions"] == []
+    _check_rows(r1["rows"], log, ids, {1})
+    _check_rows(r2["rows"], log, ids, {1, "between", 2})
+    assert _value_fields(r1) == V1_FIELDS and _value_fields(r2) == V1_FIELDS + ["note", "lines"]
+    bad = min(o for o, e in log.expected.items() if e[2])
+    assert f"topic orders partition 0 offset {bad}" in (r1["failfast"] or ""), r1["failfast"]
