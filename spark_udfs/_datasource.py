@@ -189,6 +189,10 @@ class KafkaRecDataSource(DataSource):
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
+        from spark_udfs import _typed
+        if _typed.wanted(self.options):    # valueFormat/keyFormat: typed key/value
+            from spark_udfs import _typed_stream
+            return _typed_stream.typed_stream_reader(self, schema)
         from spark_udfs import _streaming
         return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
 

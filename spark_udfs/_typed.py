@@ -33,8 +33,8 @@ from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSourceReader
 
-__all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "from_registry",
-           "spark_type_of", "TypedSide", "load_registry"]
+__all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "TypedRows", "from_registry",
+           "spark_type_of", "TypedSide", "load_registry", "registry_state"]
 
 log = logging.getLogger("spark_udfs")
 
@@ -59,19 +59,46 @@ def wanted(options) -> bool:
     return bool(o.get("valueformat") or o.get("keyformat"))
 
 
+def registry_state(source, storage_options=None):
+    """What says whether a registry source changed: for a log directory holding ``_schemas``
+    (or that partition folder) its segments' names and sizes, which only grow as the
+    registry's topic is appended to; ``None`` for a URL (fetched once per query) or a schema
+    folder (read again on each call that asks)."""
+    from kafkarec import registry as kr
+    if source is None or isinstance(source, kr.Registry):
+        return ("object", id(source))
+    src = str(source)
+    if src.lower().startswith(("http://", "https://")):
+        return ("url", src)
+    from kafkarec.log import layout, storage
+    try:
+        st, root = storage.resolve(src, storage_options)
+        lay = layout.scan(st, root)
+    except (OSError, ValueError):
+        return None
+    segs = tuple((s.path, s.size) for p in lay.partitions if p.topic == "_schemas"
+                 for s in p.segments)
+    return ("schemas", segs) if segs else None
+
+
 def load_registry(source, *, as_of_offset=None, bearer_token=None, storage_options=None):
-    """The registry of ``source``, read once per process (planning calls this twice)."""
+    """The registry of ``source``, read once per process (planning calls this twice) and read
+    again when its ``_schemas`` log grew (:func:`registry_state`): Python workers are reused
+    across queries, and a stream started later must see the schemas registered meanwhile."""
     from kafkarec import registry as kr
     if source is None or isinstance(source, kr.Registry):
         return source
+    pinned = as_of_offset not in (None, "")
+    state = None if pinned else registry_state(source, storage_options)
     key = (str(source), as_of_offset, bearer_token)
     with _LOCK:
-        reg = _REGISTRIES.get(key)
-    if reg is None:
-        reg = kr.load(source, as_of_offset=None if as_of_offset in (None, "") else int(as_of_offset),
-                      bearer_token=bearer_token, storage_options=storage_options)
-        with _LOCK:
-            _REGISTRIES[key] = reg
+        hit = _REGISTRIES.get(key)
+    if hit is not None and (pinned or (state is not None and hit[0] == state)):
+        return hit[1]
+    reg = kr.load(source, as_of_offset=int(as_of_offset) if pinned else None,
+                  bearer_token=bearer_token, storage_options=storage_options)
+    with _LOCK:
+        _REGISTRIES[key] = (state, reg)
     return reg
 
 
@@ -167,7 +194,7 @@ class TypedSide:
 
     def __init__(self, side: str, fmt: str, registry, *, subject=None, topic=None,
                  strategy="topic", record_name=None, version="latest", reader_schema=None,
-                 message=None, id_format="confluent") -> None:
+                 message=None, id_format="confluent", pins=None) -> None:
         fmt = str(fmt).lower()
         if fmt not in _FORMATS:
             raise ValueError(f"option {side}Format: one of {', '.join(_FORMATS)}, not {fmt!r}")
@@ -184,7 +211,10 @@ class TypedSide:
                        version=version or "latest", reader_schema=reader_schema, message=message,
                        id_format=id_format)
         self.topic = topic
+        # {column key: reader version}: a stream's reader versions, fixed when it started
+        self.pins: dict = dict(pins or {})
         self._columns: dict = {}
+        self._fits: dict = {}
         self.compiled: dict = {}
         col = self.column(topic)           # fails early (on the driver) on a bad subject/schema
         if col.schema_type == "PROTOBUF":
@@ -196,28 +226,73 @@ class TypedSide:
     def __getstate__(self):
         d = dict(self.__dict__)
         d["_columns"] = {}
+        d["_fits"] = {}
         return d
 
+    def _key(self, topic):
+        return topic if self.kw["subject"] is None else None
+
+    def pinnable(self) -> bool:
+        """Whether the reader schema is "the latest version", which a stream fixes at start."""
+        return (self.format == "registry" and self.kw["reader_schema"] is None
+                and str(self.kw["version"]).lower() == "latest")
+
+    def pin(self, topic, spark_type=None):
+        """Fix the reader version of ``topic``'s column to the one it reads now, or, given
+        ``spark_type`` (the query's schema, settled earlier and maybe in another process), to
+        the newest version of that type: later registrations must not change a running
+        stream's columns."""
+        key = self._key(topic)
+        if not self.pinnable() or key in self.pins:
+            return
+        col = self.column(topic)
+        version = col.reader.version
+        want = None if spark_type is None else spark_type.simpleString()
+        if want is not None and spark_type_of(col.arrow_type).simpleString() != want:
+            version = None
+            for v in sorted(self.registry.versions(col.subject), reverse=True):
+                trial = self._make(topic, v)
+                if spark_type_of(trial.arrow_type).simpleString() == want:
+                    version = v
+                    break
+            if version is None:
+                raise ValueError(f"kafkarec stream: no version of subject {col.subject!r} has "
+                                 f"the query's {self.side} type {spark_type.simpleString()}")
+        self.pins[key] = version
+        self._columns.pop(key, None)
+
     def column(self, topic):
-        from kafkarec.registry import TypedColumn
-        key = topic if self.kw["subject"] is None else None
+        key = self._key(topic)
         col = self._columns.get(key)
         if col is None:
-            col = TypedColumn(self.registry, self.kw["subject"], topic=topic,
-                              is_key=self.side == "key", strategy=self.kw["strategy"],
-                              record_name=self.kw["record_name"], version=self.kw["version"],
-                              reader_schema=self.kw["reader_schema"], message=self.kw["message"],
-                              id_format=self.kw["id_format"], value_format=self.format,
-                              compiled=self.compiled)
+            col = self._make(topic, self.pins.get(key, self.kw["version"]))
             self._columns[key] = col
         return col
+
+    def _make(self, topic, version):
+        from kafkarec.registry import TypedColumn
+        return TypedColumn(self.registry, self.kw["subject"], topic=topic,
+                           is_key=self.side == "key", strategy=self.kw["strategy"],
+                           record_name=self.kw["record_name"], version=version,
+                           reader_schema=self.kw["reader_schema"], message=self.kw["message"],
+                           id_format=self.kw["id_format"], value_format=self.format,
+                           compiled=self.compiled)
+
+    def with_registry(self, registry) -> "TypedSide":
+        """The same side over a newer registry (a stream's ``_schemas`` grew): reader versions
+        stay pinned; new writer schemas are compiled here, on the driver."""
+        return TypedSide(self.side, self.format, registry, topic=self.topic, pins=self.pins,
+                         **self.kw)
 
     def decode(self, values, headers=None, topic=None):
         """(typed array in Spark's Arrow type, schema ids, errors)."""
         import pyarrow as pa
         col = self.column(topic if topic is not None else self.topic)
         typed, ids, errs = col.decode(values, headers)
-        if _spark_arrow(spark_type_of(typed.type)) != self.arrow_type:
+        fits = self._fits.get(typed.type)
+        if fits is None:        # once per decoded type, not per batch
+            fits = self._fits[typed.type] = _spark_arrow(spark_type_of(typed.type)) == self.arrow_type
+        if not fits:
             # Another topic's subject with another type: its rows cannot share this column.
             n = len(typed)
             return (pa.nulls(n, self.arrow_type), ids,
@@ -293,22 +368,30 @@ def typed_schema(options, base):
     return T.StructType(fields)
 
 
-class TypedReader(DataSourceReader):
-    """Wraps the data source's reader: the plain read yields binary keys and values, each batch
-    is then typed here.  Built on the driver (registry read there), pickled to executors."""
+class TypedRows:
+    """What turns the plain read's batches (binary key/value, headers) into the typed schema:
+    shared by the batch read (:class:`TypedReader`) and the stream
+    (:class:`spark_udfs._typed_stream.TypedStreamReader`).  Built where the read is planned
+    (registry read there), pickled to executors.
 
-    def __init__(self, source, schema) -> None:
+    ``plain_options``: the read's options without the typed ones, headers always on (header
+    schema ids, ``__value_schema_id`` / ``__key_schema_id``, are read from them) and, for a
+    stream, without ``mode`` (the typed layer applies it; a stream has no other per-row
+    error); ``plain_schema``: the columns the plain read must give."""
+
+    def __init__(self, source, schema, *, streaming: bool = False) -> None:
         from pyspark.sql import types as T
         from spark_udfs import _schema
         o = _lower(source.options)
-        # the plain read keeps the headers whatever includeHeaders says: header schema ids
-        # (__value_schema_id / __key_schema_id) are read from them
-        inner = {k: v for k, v in _stripped(source.options).items() if str(k).lower() != "includeheaders"}
-        plain = type(source)({**inner, "includeHeaders": "true"})
-        self.mode = (o.get("mode") or "PERMISSIVE").upper()
+        drop = {"includeheaders"} | ({"mode"} if streaming else set())
+        self.plain_options = {**{k: v for k, v in _stripped(source.options).items()
+                                 if str(k).lower() not in drop}, "includeHeaders": "true"}
+        plain = type(source)(self.plain_options)
+        from spark_udfs._decode import normalize_mode
+        self.mode = normalize_mode(o.get("mode"))
         self.corrupt = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
-        topic = _topic_of(source.options)
-        self.sides = _sides(source.options, topic)
+        self.topic = _topic_of(source.options)
+        self.sides = _sides(source.options, self.topic)
         typed_names = {s.side for s in self.sides} | {SCHEMA_ID_COLUMN[s.side] for s in self.sides}
         base = plain.schema()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
@@ -323,21 +406,10 @@ class TypedReader(DataSourceReader):
         if unknown:
             raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced")
         self.plain_schema = T.StructType(want)
+        self.plain_source = plain
         self.schema = schema
-        self.inner = plain.reader(self.plain_schema)
 
-    def partitions(self):
-        return self.inner.partitions()
-
-    def read(self, partition):
-        from spark_udfs import _schema
-        target = _schema.arrow_schema_for(self.schema)
-        for rb in self.inner.read(partition):
-            out = self.convert(rb, target)
-            if out is not None and out.num_rows:
-                yield out
-
-    def convert(self, rb, target):
+    def convert(self, rb, target, sides=None):
         """One plain batch (binary key/value) in the typed schema ``target``."""
         import numpy as np
         import pyarrow as pa
@@ -347,7 +419,7 @@ class TypedReader(DataSourceReader):
         topics = pc.unique(cols["topic"]).drop_null().to_pylist()
         typed = {}
         reasons = None
-        for s in self.sides:
+        for s in (self.sides if sides is None else sides):
             if len(topics) <= 1:
                 arr, ids, errs = s.decode(cols[s.side], cols.get("headers"),
                                           topics[0] if topics else None)
@@ -409,6 +481,27 @@ class TypedReader(DataSourceReader):
         errs = pc.take(pa.concat_arrays([p[2] for p in parts]), order)
         assert len(arr) == n
         return arr, ids, errs
+
+
+class TypedReader(DataSourceReader):
+    """Wraps the data source's reader: the plain read yields binary keys and values, each batch
+    is then typed here (:class:`TypedRows`).  Built on the driver, pickled to executors."""
+
+    def __init__(self, source, schema) -> None:
+        self.rows = TypedRows(source, schema)
+        self.schema = schema
+        self.inner = self.rows.plain_source.reader(self.rows.plain_schema)
+
+    def partitions(self):
+        return self.inner.partitions()
+
+    def read(self, partition):
+        from spark_udfs import _schema
+        target = _schema.arrow_schema_for(self.schema)
+        for rb in self.inner.read(partition):
+            out = self.rows.convert(rb, target)
+            if out is not None and out.num_rows:
+                yield out
 
 
 # --- the column function ------------------------------------------------------------------

@@ -22,6 +22,16 @@ static inline int kr_decimal_fits(const uint8_t *le, int width, int precision)
             mag[i] = v;
         }
     }
+    /* the common case (precision <= 19, a magnitude within 64 bits) without building
+       10^precision in four limbs for every value */
+    if (precision <= 19 && mag[1] == 0 && (limbs < 4 || (mag[2] == 0 && mag[3] == 0))) {
+        static const uint64_t pow10_64[20] = {
+            1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+            100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+            10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+            100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+        return precision >= 0 && mag[0] < pow10_64[precision];
+    }
     for (k = 0; k < precision; k++) {           /* 10^precision, at most 10^76 < 2^253 */
         unsigned __int128 carry = 0;
         for (i = 0; i < 4; i++) {

@@ -289,11 +289,39 @@ cdef inline const uint8_t *av_take(Cursor *c, int64_t n, str what) except NULL:
     return p
 
 
+cdef inline void av_copy(uint8_t *dst, const uint8_t *src, int64_t n) noexcept nogil:
+    """memcpy for the short strings Avro values mostly are: fixed-size copies the compiler
+    inlines (two overlapping ones cover 4..16 bytes) instead of a libc call per value."""
+    if n > 16:
+        memcpy(dst, src, n)
+    elif n >= 8:
+        memcpy(dst, src, 8)
+        memcpy(dst + n - 8, src + n - 8, 8)
+    elif n >= 4:
+        memcpy(dst, src, 4)
+        memcpy(dst + n - 4, src + n - 4, 4)
+    else:
+        while n > 0:
+            n -= 1
+            dst[n] = src[n]
+
+
 cdef inline int av_put_bin(Cursor *c, _AvCol col, const uint8_t *p, int64_t n) except -1:
-    if unlikely(col.values.size + n > INT32_LIMIT):
+    cdef _Growable v = col.values
+    cdef _Growable o = col.offsets
+    cdef int32_t end
+    if unlikely(v.size + n > INT32_LIMIT):
         av_fail(c, p, "binary column over 2 GiB")
-    grow_put(col.values, p, n)
-    put_i32(col.offsets, <int32_t>col.values.size)
+    if v.size + n > v.capacity:
+        v.reserve(n)
+    if n:                       # (data may still be NULL when n is 0)
+        av_copy(v.data + v.size, p, n)
+    v.size += n
+    end = <int32_t>v.size
+    if o.size + 4 > o.capacity:
+        o.reserve(4)
+    memcpy(o.data + o.size, &end, 4)
+    o.size += 4
     return col_ok(col)
 
 
@@ -313,7 +341,14 @@ cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int widt
         out[k] = p[n - 1 - k]
     if not kr_decimal_fits(out, width, col.precision):
         av_fail(c, p, f"decimal value has more than {col.precision} digits (the reader's precision)")
-    grow_put(col.values, out, width)
+    cdef _Growable v = col.values
+    if v.size + width > v.capacity:
+        v.reserve(width)
+    if width == 16:             # fixed sizes: inlined copies, not a libc call per value
+        memcpy(v.data + v.size, out, 16)
+    else:
+        memcpy(v.data + v.size, out, 32)
+    v.size += width
     return col_ok(col)
 
 
@@ -403,12 +438,13 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
     cdef Cursor d
     cdef _AvroProgram prog
     cdef int kind = op.kind
+    # one if/elif chain on kind: Cython compiles it to a C switch (a jump table)
     if kind == OP_LONG:
         col = <_AvCol>ex.cols[op.col]
         av_long(c, &lv, "long")
         grow_put(col.values, &lv, 8)
         return col_ok(col)
-    if kind == OP_STR or kind == OP_BYTES:
+    elif kind == OP_STR or kind == OP_BYTES:
         col = <_AvCol>ex.cols[op.col]
         at = c.pos
         av_long(c, &lv, "string length" if kind == OP_STR else "bytes length")
@@ -416,24 +452,24 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         if kind == OP_STR and not is_utf8(p, lv):
             av_fail(c, at, "string is not valid UTF-8")
         return av_put_bin(c, col, p, lv)
-    if kind == OP_RECORD:
+    elif kind == OP_RECORD:
         col = <_AvCol>ex.cols[op.col]
         for k in range(op.b):
             av_run(ex, ops, ex.prog.kids[op.a + k], c)
         return col_ok(col)
-    if kind == OP_WUNION:
+    elif kind == OP_WUNION:
         av_int(c, &iv, "union index")
         if iv < 0 or iv >= op.b:
             av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
         return av_run(ex, ops, ex.prog.kids[op.a + iv], c)
-    if kind == OP_SET_NULL:
+    elif kind == OP_SET_NULL:
         return col_null(<_AvCol>ex.cols[op.col])
-    if kind == OP_INT:
+    elif kind == OP_INT:
         col = <_AvCol>ex.cols[op.col]
         av_int(c, &iv, "int")
         grow_put(col.values, &iv, 4)
         return col_ok(col)
-    if kind == OP_NUM:
+    elif kind == OP_NUM:
         col = <_AvCol>ex.cols[op.col]
         # writer kind -> reader kind (Java's promotion) -> column kind (Spark's
         # [int, long] -> long and [float, double] -> double)
@@ -467,16 +503,16 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         else:
             grow_put(col.values, &dv, 8)
         return col_ok(col)
-    if kind == OP_DEC_BYTES:
+    elif kind == OP_DEC_BYTES:
         col = <_AvCol>ex.cols[op.col]
         av_long(c, &lv, "decimal length")
         p = av_take(c, lv, "decimal")
         return av_decimal(c, col, p, lv, col.width)
-    if kind == OP_DEC_FIXED:
+    elif kind == OP_DEC_FIXED:
         col = <_AvCol>ex.cols[op.col]
         p = av_take(c, op.n, "decimal")
         return av_decimal(c, col, p, op.n, col.width)
-    if kind == OP_ENUM:
+    elif kind == OP_ENUM:
         col = <_AvCol>ex.cols[op.col]
         at = c.pos
         av_int(c, &iv, "enum index")
@@ -485,19 +521,19 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         iv = ex.prog.aux[op.a + iv]
         if iv < 0:
             av_fail(c, at, ex.prog.errors[op.n >> 32])
-        k = op.n & 0xFFFFFFFF
+        k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob (a C cast, not a Python int)
         p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
         return av_put_bin(c, col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
-    if kind == OP_BOOL:
+    elif kind == OP_BOOL:
         col = <_AvCol>ex.cols[op.col]
         p = av_take(c, 1, "boolean")
         col.bits.append(p[0] == 1)      # as Java's BinaryDecoder: 1 is true, anything else false
         return col_ok(col)
-    if kind == OP_FIXED:
+    elif kind == OP_FIXED:
         col = <_AvCol>ex.cols[op.col]
         p = av_take(c, op.n, "fixed")
         return av_put_bin(c, col, p, op.n)
-    if kind == OP_ARRAY or kind == OP_MAP:
+    elif kind == OP_ARRAY or kind == OP_MAP:
         col = <_AvCol>ex.cols[op.col]
         ch = <_AvCol>col.children[0]
         if kind == OP_MAP:
@@ -523,21 +559,21 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             av_fail(c, c.pos, "list column over 2^31 items")
         put_i32(col.offsets, <int32_t>ch.length)
         return col_ok(col)
-    if kind == OP_MEMBER:
+    elif kind == OP_MEMBER:
         col = <_AvCol>ex.cols[op.col]
         for k in range(len(col.children)):
             if k != op.c:
                 col_null(<_AvCol>col.children[k])
         av_run(ex, ops, op.a, c)
         return col_ok(col)
-    if kind == OP_NULL_COL:
+    elif kind == OP_NULL_COL:
         return col_null(<_AvCol>ex.cols[op.col])
-    if kind == OP_DEFAULT:
+    elif kind == OP_DEFAULT:
         # a reader field the writer lacks: its default, encoded with the reader's type
         prog = ex.prog
         cursor_init(&d, prog.blob_ptr[op.b], prog.blob_len[op.b], 0, False, False)
         return av_run(ex, ops, op.a, &d)
-    if kind == OP_ERROR:
+    elif kind == OP_ERROR:
         av_fail(c, c.pos, ex.prog.errors[op.a])
     return av_skip(ex, ops, i, c)
 

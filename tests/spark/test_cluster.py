@@ -96,6 +96,21 @@ def check_data_source(out, sample):
     return good.num_rows
 
 
+def check_assign(out, sample):
+    """``assign`` ``{"orders":[1]}`` from offset 150 to 1500 (paths_job.py): exactly those
+    records of orders-1, no other partition."""
+    import pyarrow.compute as pc
+    want, _ = H.oracle_dir(sample)
+    mask = pc.and_(pc.and_(pc.equal(want.column("topic"), "orders"), pc.equal(want.column("partition"), 1)),
+                   pc.and_(pc.greater_equal(want.column("offset"), 150), pc.less(want.column("offset"), 1500)))
+    want = want.filter(mask)
+    got = _parquet(os.path.join(out, "assign"))
+    if "_corrupt_record" in got.column_names:
+        assert got.column("_corrupt_record").null_count == got.num_rows
+    assert want.num_rows == 1350 == got.num_rows
+    H.assert_same_rows(got, want, [c for c in H.KAFKA_COLUMNS if c != "headers"])
+
+
 def _oracle_files(sample):
     import pyarrow as pa
     tables, errors = [], {}
@@ -143,6 +158,7 @@ def test_every_spark_path_on_a_bare_312_cluster(cluster, wheel312, sample, tmp_p
                                     and "native-cache" in e for e in reg["executors"])
     assert all(cluster.python in e for e in reg["executors"])
     n = check_data_source(out, sample)
+    check_assign(out, sample)
     check_functions(out, sample)
     print(f"cluster job: {n} records, {time.monotonic() - t0:.1f} s")
 

@@ -3,6 +3,7 @@
     spark-submit --py-files <kafkarec wheel> paths_job.py LOG_DIR OUT_DIR [--marker DIR --delay S]
 
 Writes Parquet to OUT_DIR/ds (``spark.read.format("kafkarec")``),
+OUT_DIR/assign (the Kafka source's ``assign`` with specific starting/ending offsets),
 OUT_DIR/explode (``spark_udfs.explode_records`` over the segment files read
 with binaryFile) and OUT_DIR/decode (SQL ``kafkarec_decode`` + ``inline``), and
 OUT_DIR/register.json (what register shipped and saw).  With ``--marker``,
@@ -14,6 +15,10 @@ import json
 import os
 import sys
 import time
+
+ASSIGN = '{"orders":[1]}'
+STARTING = '{"orders":{"1":150}}'
+ENDING = '{"orders":{"1":1500}}'
 
 
 def main():
@@ -57,6 +62,13 @@ def main():
     if args.only == "ds":
         spark.stop()
         return 0
+
+    # Spark's Kafka-source option assign, with specific offsets naming just the assigned
+    # partition (ranges cut inside batches and across segments): planned on the driver,
+    # read by executors that have only the wheel
+    (spark.read.format("kafkarec").option("assign", ASSIGN)
+     .option("startingOffsets", STARTING).option("endingOffsets", ENDING).load(args.log_dir)
+     .write.mode("overwrite").parquet(os.path.join(out, "assign")))
 
     files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
              .option("recursiveFileLookup", "true").load(args.log_dir).select("path", "content"))

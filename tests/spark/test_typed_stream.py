@@ -1,0 +1,299 @@
+"""Typed values on a stream, the user's way: a bare Python (pyspark, pyarrow, pandas only),
+``spark-submit --py-files <kafkarec wheel>`` (jobs/typed_stream_job.py), two applications (the
+second restarts from the checkpoint).  The log directory grows while the query reads it:
+``_schemas-0`` (the registry's topic, as Confluent's registry writes it) and ``orders-0``,
+whose values confluent-kafka's own AvroSerializer wrote (id prefix and header ids); a new
+schema version is registered mid-stream, a bad payload, a tombstone and a truncated payload
+arrive, a new segment starts, and more records come while the query is down.
+
+Checked against the serializer's input: every record reaches the Parquet file sink exactly
+once, typed with the reader schema fixed when its application started (v1 in the first, the
+later latest version v2 after the restart; docs/typed-values.md, "Streams"), records written
+with the schema registered mid-stream resolved to v1 (the registry read again when
+``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
+reason.  Local mode, and the same on a standalone cluster."""
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+import spark_helpers as H
+
+pytestmark = [pytest.mark.spark]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
+import world  # noqa: E402
+from schemas_log import confluent_key, schema_value  # noqa: E402
+
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "typed_stream_job.py")
+
+V1 = world.ORDER_V1
+V2 = {**V1, "fields": V1["fields"] + [      # forward compatible: v1 readers skip the new fields
+    {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "lines", "type": {"type": "array", "items": {
+        "type": "record", "name": "Line", "fields": [
+            {"name": "sku", "type": "string"}, {"name": "n", "type": "int"}]}}, "default": []}]}
+V1_FIELDS = [f["name"] for f in V1["fields"]]
+
+
+def _v2_record(i):
+    r = world.v1_record(i)
+    r.update(status="PAID", note=None if i % 2 else f"note {i}",
+             lines=[{"sku": f"s{i}", "n": 1}, {"sku": "x", "n": i}])
+    return r
+
+
+class _Log:
+    """The steps: bytes to append per file, and what each offset of orders-0 should give."""
+
+    def __init__(self):
+        from confluent_kafka.schema_registry._sync.mock_schema_registry_client import \
+            MockSchemaRegistryClient
+        self.client = MockSchemaRegistryClient({"url": "mock://typed-stream"})
+        self.steps = []
+        self.expected = {}       # offset -> (key, input record or None, error text or None, version, header?)
+        self.next = 0
+        self.schemas_next = 0
+        self.segment = "orders-0/00000000000000000000.log"
+        self.registered = set()
+
+    def _serializer(self, schema, header=False):
+        from confluent_kafka.schema_registry import header_schema_id_serializer
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        conf = {"auto.register.schemas": True}
+        if header:
+            conf["schema.id.serializer"] = header_schema_id_serializer
+        return AvroSerializer(self.client, json.dumps(schema), conf=conf)
+
+    def _schemas_records(self):
+        """_schemas records for the versions registered since the last call."""
+        import kafkarec
+        keys, vals, offs = [], [], []
+        if self.schemas_next == 0:
+            keys.append(confluent_key("NOOP"))
+            vals.append(None)
+            offs.append(0)
+            self.schemas_next = 1
+        for subject in sorted(self.client.get_subjects()):
+            for v in sorted(self.client.get_versions(subject)):
+                if (subject, v) in self.registered:
+                    continue
+                self.registered.add((subject, v))
+                rs = self.client.get_version(subject, v)
+                val = json.loads(schema_value(subject, v, rs.schema_id, rs.schema.schema_str))
+                # the mock's GUID, so that header ids written with it resolve (as world.py)
+                val["md5"] = base64.b64encode(uuid.UUID(rs.guid).bytes).decode()
+                keys.append(confluent_key("SCHEMA", subject, v))
+                vals.append(json.dumps(val).encode())
+                offs.append(self.schemas_next)
+                self.schemas_next += 1
+        if not keys:
+            return []
+        return [("_schemas-0/00000000000000000000.log",
+                 kafkarec.build_batch(vals, keys, offsets=offs))]
+
+    def step(self, phase, records, *, new_segment=False):
+        """records: (key text or None, value bytes or None, headers, expected record, error)."""
+        import kafkarec
+        files = self._schemas_records()
+        if new_segment:
+            self.segment = f"orders-0/{self.next:020d}.log"
+        base = self.next
+        files.append((self.segment, kafkarec.build_batch(
+            [r[1] for r in records], [r[0] for r in records], base_offset=base,
+            headers=[r[2] for r in records])))
+        for i, r in enumerate(records):
+            self.expected[base + i] = (r[5], r[3], r[4], phase)
+        self.next += len(records)
+        self.steps.append({"phase": phase, "files": files})
+
+    def v1(self, i, keyed=True):
+        from confluent_kafka.serialization import MessageField, SerializationContext
+        ser = self._serializer(V1)
+        kser = self._serializer(json.loads(world.KEY_SCHEMA))
+        value = ser(world.v1_record(i), SerializationContext("orders", MessageField.VALUE, []))
+        key = kser(f"k{i}", SerializationContext("orders", MessageField.KEY, [])) if keyed else None
+        return (key, value, [], world.v1_record(i), None, f"k{i}" if keyed else None)
+
+    def v2(self, i, header=False):
+        from confluent_kafka.serialization import MessageField, SerializationContext
+        hdrs = []
+        value = self._serializer(V2, header)(_v2_record(i),
+                                             SerializationContext("orders", MessageField.VALUE, hdrs))
+        return (None, value, list(hdrs), _v2_record(i), None, None)
+
+
+def _build(work):
+    log = _Log()
+    log.step(1, [log.v1(i) for i in range(5)])
+    good = log.v1(90)[1]
+    log.step(1, [log.v1(i, keyed=False) for i in range(5, 8)]
+             + [(None, b"plain text", [], None, "Unknown magic byte", None),
+                (None, None, [], None, None, None)])                       # a tombstone
+    log.step(1, [log.v2(i) for i in range(10, 14)] + [log.v2(14, header=True)])  # v2 registered
+    log.step(1, [log.v2(i) for i in range(15, 18)]
+             + [(None, good[:7], [], None, "", None)], new_segment=True)   # truncated
+    log.step("between", [log.v2(20), log.v2(21), log.v1(22, keyed=False)])
+    log.step(2, [log.v2(23), log.v2(24)])
+    with open(os.path.join(work, "steps.pickle"), "wb") as fh:
+        pickle.dump(log.steps, fh)
+    ids = {s: [log.client.get_version(s, v).schema_id for v in sorted(log.client.get_versions(s))]
+           for s in log.client.get_subjects()}
+    return log, ids
+
+
+def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
+    memory = (["--conf", "spark.executor.memory=768m"] if master.startswith("spark://")
+              else ["--driver-memory", "2g"])
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", master,
+           *memory, "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+           "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
+           "--py-files", wheel, JOB, str(work), "--phase", str(phase)]
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                            "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)     # the application's process group, by id
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    assert proc.returncode == 0, out[-8000:]
+    with open(os.path.join(work, f"result-{phase}.json")) as fh:
+        return json.load(fh)
+
+
+def _plain(v):
+    """Values as json.dump(default=str) writes Spark's (naive UTC datetimes, Decimal text)."""
+    def naive(x):
+        if isinstance(x, datetime.datetime) and x.tzinfo is not None:
+            return x.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        if isinstance(x, dict):
+            return {k: naive(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [naive(y) for y in x]
+        return x
+    return json.loads(json.dumps(naive(v), default=str))
+
+
+def _as_read(rec, reader_v2, names):
+    """The input record as the reader schema gives it; once the sink holds both applications'
+    files (read with mergeSchema), a row of the first (v1 reader) has null for v2's fields."""
+    out = {k: rec[k] for k in V1_FIELDS}
+    if reader_v2:
+        out["note"] = rec.get("note")
+        out["lines"] = rec.get("lines", [])
+    else:
+        assert set(names) - set(V1_FIELDS) <= {"note", "lines"}
+        out.update({k: None for k in names if k not in V1_FIELDS})
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = str(tmp_path_factory.mktemp("typed-stream"))
+    log, ids = _build(work)
+    r1 = _submit(bare, wheel, work, 1)
+    r2 = _submit(bare, wheel, work, 2)
+    return log, ids, r1, r2
+
+
+def _check_rows(rows, log, ids, phases):
+    want = {o: e for o, e in log.expected.items() if e[3] in phases}
+    got = [r["offset"] for r in rows]
+    assert len(got) == len(set(got)), "a record was written twice"
+    assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+    value_ids = ids["orders-value"]
+    for r in rows:
+        key, rec, err, phase = want[r["offset"]]
+        assert r["topic"] == "orders" and r["partition"] == 0
+        assert r["key"] == key, r
+        if err is None:
+            assert r["_corrupt_record"] is None, r
+            if rec is None:                                   # the tombstone
+                assert r["value"] is None and r["valueSchemaId"] is None
+            else:
+                assert _plain(r["value"]) == _plain(_as_read(rec, phase != 1, r["value"])), r
+                assert r["valueSchemaId"] == value_ids[0 if "note" not in rec else 1], r
+        else:
+            assert r["value"] is None and err in r["_corrupt_record"], r
+
+
+def test_first_application_reads_each_record_once_with_the_start_schema(runs):
+    log, ids, r1, _ = runs
+    assert r1["exceptions"] == []
+    assert len(ids["orders-value"]) == 2
+    _check_rows(r1["rows"], log, ids, {1})
+    # the header id (__value_schema_id, magic 1 + GUID) of a schema registered mid-stream
+    with_header = [r for r in r1["rows"] if r["headers"]]
+    assert [r["valueSchemaId"] for r in with_header] == [ids["orders-value"][1]]
+    names = [f["name"] for f in r1["schema"]["fields"]]
+    assert {"key", "value", "headers", "keySchemaId", "valueSchemaId", "_corrupt_record"} <= set(names)
+    # the columns stayed v1's although v2 was registered (and read) mid-stream
+    assert _value_fields(r1) == V1_FIELDS
+
+
+def test_failfast_names_topic_partition_offset_and_reason(runs):
+    log, _, r1, _ = runs
+    bad = min(o for o, e in log.expected.items() if e[2])
+    msg = r1["failfast"]
+    assert msg and f"topic orders partition 0 offset {bad}" in msg and "Unknown magic byte" in msg, msg
+
+
+def test_restart_from_the_checkpoint_reads_the_rest_once_with_the_new_latest(runs):
+    log, ids, _, r2 = runs
+    assert r2["exceptions"] == []
+    _check_rows(r2["rows"], log, ids, {1, "between", 2})
+    assert _value_fields(r2) == V1_FIELDS + ["note", "lines"]
+
+
+def _value_fields(result):
+    value = next(f["type"] for f in result["schema"]["fields"] if f["name"] == "value")
+    return [f["name"] for f in value["fields"]]
+
+
+def test_on_a_standalone_cluster(tmp_path):
+    """The same two applications on a standalone cluster (master and two workers from the
+    bare Python): the streaming runner, the planner and the executors each find the wheel."""
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = str(tmp_path / "work")
+    os.makedirs(work)
+    log, ids = _build(work)
+    cdir = str(tmp_path / "cluster")
+    os.makedirs(cdir)
+    c = H.StandaloneCluster(cdir, bare, workers=2, cores=1, memory="1g",
+                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(cdir, "native-cache")})
+    c.start()
+    groups = {p.pid for _, p in c.procs}
+    try:
+        r1 = _submit(bare, wheel, work, 1, master=c.master_url)
+        r2 = _submit(bare, wheel, work, 2, master=c.master_url)
+    finally:
+        c.stop()
+    assert not H.alive_in_groups(groups)
+    assert r1["exceptions"] == [] and r2["exceptions"] == []
+    _check_rows(r1["rows"], log, ids, {1})
+    _check_rows(r2["rows"], log, ids, {1, "between", 2})
+    assert _value_fields(r1) == V1_FIELDS and _value_fields(r2) == V1_FIELDS + ["note", "lines"]
+    bad = min(o for o, e in log.expected.items() if e[2])
+    assert f"topic orders partition 0 offset {bad}" in (r1["failfast"] or ""), r1["failfast"]
