@@ -78,8 +78,7 @@ cdef class RecordBatch:
     in the buffer), as are the positions of the errors it raises.
     """
     cdef _Buffer _buf
-    cdef Py_ssize_t _offset              # where it starts in _buf (indexes the bytes)
-    cdef readonly Py_ssize_t position    # where it starts in the file: origin + _offset (reported)
+    cdef readonly Py_ssize_t position    # where it starts in the file: _buf.origin + its offset in _buf
     cdef readonly Py_ssize_t size_in_bytes
     cdef readonly int32_t batch_length
     cdef readonly int32_t partition_leader_epoch
@@ -191,12 +190,12 @@ cdef class RecordBatch:
 
     def raw(self):
         """The batch's bytes, as a read-only memoryview into the input (no copy)."""
-        return view_of(self._buf.ptr + self._offset, self.size_in_bytes)
+        return view_of(self._buf.ptr + batch_offset(self), self.size_in_bytes)
 
     def payload(self):
         """The records section as stored (compressed if the batch is), without copying."""
         cdef Py_ssize_t start = batch_payload_start(self)
-        return view_of(self._buf.ptr + start, self._offset + self.size_in_bytes - start)
+        return view_of(self._buf.ptr + start, batch_offset(self) + self.size_in_bytes - start)
 
     def ensure_valid(self) -> None:
         """Raise ChecksumError if the stored CRC does not match."""
@@ -224,6 +223,11 @@ cdef class RecordBatch:
                 f"is_control={self.is_control}, is_transactional={self.is_transactional})")
 
 
+cdef inline Py_ssize_t batch_offset(RecordBatch b) noexcept:
+    # where the batch starts in b._buf (what indexes its bytes; position is what is reported)
+    return b.position - b._buf.origin
+
+
 cdef inline int batch_timestamp_type(RecordBatch b) noexcept:
     if b.magic == 0:
         return TS_NONE
@@ -233,12 +237,12 @@ cdef inline int batch_timestamp_type(RecordBatch b) noexcept:
 cdef inline Py_ssize_t batch_payload_start(RecordBatch b) except -1:
     # an offset in b._buf
     if b.magic >= 2:
-        return b._offset + V2_HEADER_SIZE
+        return batch_offset(b) + V2_HEADER_SIZE
     return legacy_value_start(b)
 
 
 cdef uint32_t compute_crc(RecordBatch b) except? 0xFFFFFFFF:
-    cdef const uint8_t *p = b._buf.ptr + b._offset
+    cdef const uint8_t *p = b._buf.ptr + batch_offset(b)
     if b.magic >= 2:
         return crc32c_of(p + OFF_ATTRIBUTES, b.size_in_bytes - OFF_ATTRIBUTES)
     return legacy_entry_crc(p, b.size_in_bytes)
@@ -257,13 +261,11 @@ cdef int check_crc(RecordBatch b) except -1:
     return 0
 
 
-cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t offset, Py_ssize_t size, ReadOptions options,
-                           Py_ssize_t origin):
+cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t offset, Py_ssize_t size, ReadOptions options):
     cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
     cdef const uint8_t *p = buf.ptr + offset
     b._buf = buf
-    b._offset = offset
-    b.position = origin + offset
+    b.position = buf.origin + offset
     b.size_in_bytes = size
     b.batch_length = <int32_t>kr_load_be32(p + OFF_LENGTH)
     b.magic = <int8_t>p[OFF_MAGIC]
@@ -347,7 +349,6 @@ cdef class BatchIterator:
     """
     cdef _Buffer _buf
     cdef readonly ReadOptions options
-    cdef readonly Py_ssize_t origin     # the file position of the buffer's byte 0
     cdef Py_ssize_t _offset             # where the next batch starts in _buf
     cdef readonly Py_ssize_t trailing_bytes
     cdef readonly bint exhausted
@@ -368,8 +369,13 @@ cdef class BatchIterator:
         return self
 
     @property
+    def origin(self) -> int:
+        """The file position of the buffer's byte 0 (``iter_batches(origin=...)``)."""
+        return self._buf.origin
+
+    @property
     def position(self) -> int:
-        return self.origin + self._offset
+        return self._buf.origin + self._offset
 
     def __next__(self):
         cdef RecordBatch batch
@@ -411,7 +417,7 @@ cdef class BatchIterator:
         # Follows ByteBufferLogInputStream.nextBatchSize check for check, or with
         # file_rules FileLogInputStream.nextBatch (no magic range check there).
         cdef Py_ssize_t remaining = self._end - self._offset
-        cdef Py_ssize_t position = self.origin + self._offset     # reported
+        cdef Py_ssize_t position = self._buf.origin + self._offset     # reported
         cdef const uint8_t *p = self._buf.ptr + self._offset
         cdef int32_t length
         cdef int8_t magic
@@ -449,7 +455,7 @@ cdef class BatchIterator:
         if magic < 0:
             # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
             raise CorruptBatchError(f"Invalid magic found in record: {magic}", position)
-        batch = new_batch(self._buf, self._offset, size, self.options, self.origin)
+        batch = new_batch(self._buf, self._offset, size, self.options)
         self._resume_at = -1
         self._offset += size
         return batch
@@ -459,7 +465,7 @@ cdef class BatchIterator:
         self.stop_reason = "truncated" if remaining else "end"
         if remaining and self._strict:
             raise TruncatedError(
-                f"{remaining} trailing bytes do not hold a complete batch", self.origin + self._offset)
+                f"{remaining} trailing bytes do not hold a complete batch", self._buf.origin + self._offset)
         return None
 
 
@@ -499,7 +505,7 @@ def iter_batches(data, /, options=None, *, verify_crc=None, strict=None,
     if first < origin or stop < first or stop > origin + it._buf.size:
         raise ValueError(f"start={start}, end={end} do not fit a buffer of {it._buf.size} bytes"
                          + (f" at origin {origin}" if origin else ""))
-    it.origin = origin
+    it._buf.origin = origin
     it._offset = first - origin
     it._end = stop - origin
     it._resume_at = -1

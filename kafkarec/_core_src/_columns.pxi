@@ -772,14 +772,14 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             yield cols.finish(topic, partition)
             yielded = True
             cols = _ArrowColumns(batch_columns)
-            chunk_start = b._offset + b.size_in_bytes
+            chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
             # After the chunk's first batch, size the columns for the whole
             # chunk by extrapolation (how far the input or the chunk limits
             # reach), instead of growing them by doubling.
             sized = True
-            consumed = b._offset + b.size_in_bytes - chunk_start
+            consumed = batch_offset(b) + b.size_in_bytes - chunk_start
             expected = (data_size - chunk_start) / <double>max(consumed, 1)
             expected = min(expected, max_rows / <double>cols.rows,
                            max_bytes / <double>max(cols.data_bytes(), 1))

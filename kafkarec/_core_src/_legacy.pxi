@@ -48,7 +48,7 @@ cdef int parse_legacy_header(RecordBatch b, const uint8_t *p) except -1:
 
 
 cdef inline int64_t legacy_last_offset(RecordBatch b) noexcept:
-    return <int64_t>kr_load_be64(b._buf.ptr + b._offset)
+    return <int64_t>kr_load_be64(b._buf.ptr + batch_offset(b))
 
 
 cdef Py_ssize_t legacy_value_start(RecordBatch b) except -1:
@@ -56,10 +56,10 @@ cdef Py_ssize_t legacy_value_start(RecordBatch b) except -1:
     cdef Cursor c
     cdef const uint8_t *value
     cdef int32_t value_len
-    value = legacy_key_value(b._buf, b._offset, b.size_in_bytes, b.magic, b.position,
+    value = legacy_key_value(b._buf, batch_offset(b), b.size_in_bytes, b.magic, b.position,
                              False, b._strict, NULL, NULL, &value_len, &c)
     if value == NULL:
-        return b._offset + b.size_in_bytes
+        return batch_offset(b) + b.size_in_bytes
     return value - b._buf.ptr
 
 
@@ -170,7 +170,7 @@ def _records_then_raise(list records, error):
 cdef object legacy_records(RecordBatch b):
     cdef int codec = b.attributes & ATTR_CODEC_MASK
     if codec == CODEC_NONE:
-        return (legacy_record(b._buf, b._offset, b.size_in_bytes, b._base_offset, b.position,
+        return (legacy_record(b._buf, batch_offset(b), b.size_in_bytes, b._base_offset, b.position,
                               False, b._strict, TS_NONE, 0),)
     legacy_resolve(b)
     records, pending_error = b._legacy_records
@@ -203,7 +203,7 @@ cdef int legacy_resolve(RecordBatch b) except -1:
         raise UnsupportedCodecError(
             f"Invalid wrapper compressionType found in legacy deep record iterator {b.magic} "
             f"(zstd is not allowed before magic 2)", b.position)
-    value = legacy_key_value(b._buf, b._offset, b.size_in_bytes, b.magic, b.position, False,
+    value = legacy_key_value(b._buf, batch_offset(b), b.size_in_bytes, b.magic, b.position, False,
                              b._strict, NULL, NULL, &value_len, &c)
     if value == NULL:
         raise InvalidRecordError(

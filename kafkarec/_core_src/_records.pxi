@@ -652,7 +652,7 @@ cdef object v2_record_iterator(RecordBatch b):
         # garbage payload fails (zstd opens lazily and is never read).
         # Strict: the records section must be empty, decompressed or not.
         if codec != CODEC_NONE and not b._strict:
-            open_like_java(codec, 2, view_of(b._buf.ptr + b._offset + V2_HEADER_SIZE,
+            open_like_java(codec, 2, view_of(b._buf.ptr + batch_offset(b) + V2_HEADER_SIZE,
                                              b.size_in_bytes - V2_HEADER_SIZE),
                            b._max_decompressed, b.position)
             return iter(())
@@ -671,7 +671,7 @@ cdef object v2_record_iterator(RecordBatch b):
     it = _RecordIterator.__new__(_RecordIterator)
     if codec == CODEC_NONE:
         it._buf = b._buf
-        cursor_init(&it._cur, b._buf.ptr + b._offset + V2_HEADER_SIZE,
+        cursor_init(&it._cur, b._buf.ptr + batch_offset(b) + V2_HEADER_SIZE,
                     b.size_in_bytes - V2_HEADER_SIZE, b.position + V2_HEADER_SIZE, False, b._strict)
     else:
         payload = v2_payload(b, codec)
@@ -693,7 +693,7 @@ cdef object v2_record_iterator(RecordBatch b):
 
 cdef _Buffer v2_payload(RecordBatch b, int codec):
     """The decompressed records section of a compressed batch."""
-    cdef const uint8_t *start = b._buf.ptr + b._offset + V2_HEADER_SIZE
+    cdef const uint8_t *start = b._buf.ptr + batch_offset(b) + V2_HEADER_SIZE
     cdef Py_ssize_t n = b.size_in_bytes - V2_HEADER_SIZE
     return buffer_of(decompress(codec, 2, view_of(start, n), b._max_decompressed, b.position,
                                 b._strict))
