@@ -283,7 +283,7 @@ cdef object _km_uuid_str(const uint8_t *p):
     return _kmsg_base64.urlsafe_b64encode(PyBytes_FromStringAndSize(<const char *>p, 16))[:22].decode("ascii")
 
 
-cdef Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
+cdef inline Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
     """The length prefix of a string, bytes or array: compact (unsigned varint length + 1, 0 for null) in
     flexible versions, else int16 (strings) or int32 (bytes, arrays) with -1 for null. -1: null."""
     cdef const uint8_t *at = c.pos
@@ -605,6 +605,7 @@ cdef int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) exce
     raise TypeError(f"field {f.name} (kind {kind}) cannot go to a column")
 
 
+@cython.final
 cdef class _BinaryRows:
     """The rows of one Arrow binary array (its validity, int32 offsets and data buffers)."""
     cdef _Buffer valid, offsets, data
@@ -627,7 +628,7 @@ cdef class _BinaryRows:
         self.data_p = self.data.ptr
         self.data_size = self.data.size
 
-    cdef bint get(self, Py_ssize_t i, Cursor *c, bint strict) except -1:
+    cdef inline bint get(self, Py_ssize_t i, Cursor *c, bint strict) except -1:
         """Point c at row i's bytes (positions from 0); False for a null row."""
         cdef Py_ssize_t j = self.base + i
         cdef int32_t s, e
