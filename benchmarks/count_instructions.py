@@ -12,10 +12,13 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
 
 * ``fields`` - ``iter_batches`` and every field of every record;
 * ``append`` - ``RecordBatchBuilder.append`` record by record;
-* ``bulk`` - ``build_batch`` from lists.
+* ``bulk`` - ``build_batch`` from lists;
+* ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
+  ``bench_internal.py`` makes them, less ``to_arrow`` of the same bytes: the typed-column step alone.
 
-``to_arrow`` is not counted: pyarrow's own threads make its count differ from run to
-run by more than the code under test; time it with ``bench_before_after.py``.
+``to_arrow`` alone is not counted: pyarrow's own threads make its count differ from run to
+run by more than the code under test; time it with ``bench_before_after.py``.  (numpy's
+OpenBLAS threads are held to one: their spinning was counted otherwise.)
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ for _ in range(n):
                 r.offset, r.timestamp, r.key, r.value, r.headers
     elif mode == "to_arrow":
         kafkarec.to_arrow(data)
+    elif mode == "offsets":
+        kafkarec.to_arrow(data, decode="consumer_offsets")
     else:
         for i in range(10):
             if mode == "append":
@@ -66,7 +71,8 @@ def _count(tree: str, mode: str, n: int, data_file: str, script: str) -> int:
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script,
          tree, mode, str(n), data_file], capture_output=True, text=True, check=True,
-        cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONHASHSEED="0",
+        cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
+                                                 OMP_NUM_THREADS="1",
                                                  ARROW_DEFAULT_MEMORY_POOL="system"))
     m = re.search(r"Collected : (\d+)", out.stderr)
     if not m:
@@ -99,12 +105,23 @@ def main() -> int:
             fh.write(CHILD)
         print(f"instructions per record, {args.ref} -> the checkout (callgrind, {args.runs} runs "
               f"of {RECORDS} records)")
-        for mode in ("fields", "append", "bulk"):
+        offsets_file = os.path.join(tmp, "offsets.bin")
+        from bench_internal import build_partition
+        with open(offsets_file, "wb") as fh:
+            fh.write(build_partition(RECORDS))
+
+        def per_record(tree, mode, data):
+            one = _count(tree, mode, 1, data, script)
+            more = _count(tree, mode, args.runs + 1, data, script)
+            return (more - one) / (args.runs * RECORDS)
+        for mode in ("fields", "append", "bulk", "offsets"):
             per = {}
             for name, tree in trees.items():
-                one = _count(tree, mode, 1, data_file, script)
-                more = _count(tree, mode, args.runs + 1, data_file, script)
-                per[name] = (more - one) / (args.runs * RECORDS)
+                if mode == "offsets":
+                    per[name] = (per_record(tree, "offsets", offsets_file)
+                                 - per_record(tree, "to_arrow", offsets_file))
+                else:
+                    per[name] = per_record(tree, mode, data_file)
             print(f"  {mode:9} {per['before']:8.0f} -> {per['after']:8.0f}   "
                   f"({per['after'] / per['before']:.2f}x)")
     return 0

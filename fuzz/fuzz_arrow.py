@@ -1,5 +1,6 @@
 """to_arrow against iter_batches on the same bytes: the same rows, or the same
-error type at the same byte; read_committed only ever leaves rows out."""
+error type at the same byte; read_committed only ever leaves rows out; with ``origin``
+every position (errors raised and skipped, batchPosition, where framing stopped) moves by it."""
 from _harness import EXPECTED, run
 
 import kafkarec
@@ -42,6 +43,32 @@ def test_one_input(data: bytes) -> None:
     sink = []
     for rb in kafkarec.iter_arrow(data, errors="skip", error_sink=sink):
         rb.num_rows
+    for committed in (False, True):
+        if positions(data, 0, committed) != positions(data, ORIGIN, committed):
+            raise AssertionError(f"origin={ORIGIN} does not shift every position")
+
+
+ORIGIN = 1 << 40
+
+
+def positions(data: bytes, origin: int, read_committed: bool):
+    """Every position iter_arrow reports, less ``origin``."""
+    def less(p):
+        return None if p is None else p - origin
+    sink, rows = [], []
+    it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, batch_columns=True, origin=origin,
+                             read_committed=read_committed)
+    for rb in it:
+        rows += [(less(p), o) for p, o in zip(rb.column("batchPosition").to_pylist(),
+                                              rb.column("offset").to_pylist())]
+    errors = [(e["error"], less(e["position"]), less(e["batch_position"]), e["base_offset"]) for e in sink]
+    try:
+        raised = outcome(by_arrow, data, origin=origin)
+    except AssertionError:
+        raise
+    if raised[0] == "error":
+        raised = raised[:2] + (less(raised[2]),)
+    return rows, errors, less(it.position), it.stop_reason, raised
 
 
 if __name__ == "__main__":

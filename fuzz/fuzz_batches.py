@@ -1,4 +1,6 @@
-"""iter_batches in default and strict mode, every header and record field read."""
+"""iter_batches in default and strict mode, every header and record field read; a piece read
+with ``origin`` reports the positions the whole input reports (the core adds the origin, no
+caller does)."""
 from _harness import EXPECTED, run
 
 import kafkarec
@@ -23,12 +25,53 @@ def read_all(data: bytes, strict: bool) -> None:
     it.trailing_bytes
 
 
+def _err(e, origin):
+    return (type(e).__name__, e.position - origin,
+            None if e.batch_position is None else e.batch_position - origin, e.decompressed_position)
+
+
+def walk(data, origin: int, less=None, **kw) -> list:
+    """Every position iter_batches reports, less ``less`` (default ``origin``): batches, errors
+    reading their records, framing errors (resumed where the core can), where and why framing
+    stopped."""
+    out = []
+    it = kafkarec.iter_batches(data, origin=origin, **kw)
+    origin = origin if less is None else less
+    while True:
+        try:
+            for b in it:
+                try:
+                    out.append((b.position - origin, b.size_in_bytes, [r.offset for r in b]))
+                except EXPECTED as e:
+                    out.append((b.position - origin, b.size_in_bytes, _err(e, origin)))
+        except EXPECTED as e:
+            out.append(("stop", _err(e, origin), it.position - origin))
+            if it.resumable:
+                it.resume()
+                continue
+        break
+    out.append((it.position - origin, it.stop_reason, it.trailing_bytes))
+    return out
+
+
+ORIGIN = 1 << 40
+
+
 def test_one_input(data: bytes) -> None:
     for strict in (False, True):
         try:
             read_all(data, strict)
         except EXPECTED:
             pass
+    for strict in (False, True):
+        whole = walk(data, 0, strict=strict)
+        if walk(data, ORIGIN, strict=strict) != whole:
+            raise AssertionError(f"origin={ORIGIN} does not shift every position: {whole!r:.300}")
+        # a piece from the second batch on, read with its origin, against the whole from there
+        if len(whole) > 1 and whole[0][0] != "stop" and whole[0][0] + whole[0][1] < len(data):
+            k = whole[0][0] + whole[0][1]
+            if walk(data[k:], k, 0, strict=strict) != walk(data, 0, strict=strict, start=k):
+                raise AssertionError(f"data[{k}:] with origin={k} differs from data from start={k}")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,9 @@ __version__ = "0.1.0"
 def to_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
              **kwargs: _Any) -> _Any:
     """Records of `data` as a pyarrow Table, read with ``options`` (a :class:`ReadOptions`, or its fields
-    as keywords), ``start``/``end`` (absolute positions in `data`, as :func:`iter_batches`) and the other
+    as keywords), ``origin`` (the file position of ``data[0]`` when `data` is a piece of a file: positions
+    reported are ``origin`` + offset in `data`), ``start``/``end`` (positions as reported, as
+    :func:`iter_batches`) and the other
     options of ``kafkarec._core.to_arrow``; with ``decode="consumer_offsets" | "transaction_state" |
     "share_group_state" | "cluster_metadata" | "remote_log_metadata"`` also the decoded columns of that
     internal topic (kafkarec.internal.columns; ``strict_types`` there)."""
@@ -75,7 +77,7 @@ def to_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "st
 def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "str | None" = None,
                **kwargs: _Any) -> _Any:
     """A stream of pyarrow RecordBatches of `data` (``kafkarec._core.iter_arrow``: the same options as
-    :func:`to_arrow`, ``start``/``end`` included); ``decode=`` adds an internal topic's decoded columns to
+    :func:`to_arrow`, ``origin`` and ``start``/``end`` included); ``decode=`` adds an internal topic's decoded columns to
     every batch, as in :func:`to_arrow`."""
     if decode is None:
         return _core.iter_arrow(data, options, **kwargs)

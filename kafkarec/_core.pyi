@@ -61,6 +61,7 @@ class Record:
 class RecordBatch:
     options: ReadOptions
     position: int
+    """Where the batch starts in the file: the read's ``origin`` plus its offset in the buffer."""
     size_in_bytes: int
     batch_length: int
     partition_leader_epoch: int
@@ -126,7 +127,12 @@ class ReadOptions:
 
 class BatchIterator(Iterator[RecordBatch]):
     options: ReadOptions
-    position: int
+    origin: int
+    """The file position of the buffer's byte 0 (``iter_batches(origin=...)``)."""
+    @property
+    def position(self) -> int:
+        """Where the next batch would start (file position: ``origin`` + offset in the buffer)."""
+        ...
     trailing_bytes: int
     exhausted: bool
     stop_reason: Literal["end", "truncated", "error"] | None
@@ -139,8 +145,13 @@ class BatchIterator(Iterator[RecordBatch]):
     def __next__(self) -> RecordBatch: ...
 
 def iter_batches(data: _Buffer, /, options: ReadOptions | None = ..., *, verify_crc: bool | None = ...,
-                 strict: bool | None = ..., max_decompressed_bytes: int | None = ..., start: int = ...,
-                 end: int | None = ..., file_rules: bool | None = ...) -> BatchIterator: ...
+                 strict: bool | None = ..., max_decompressed_bytes: int | None = ...,
+                 start: int | None = ..., end: int | None = ..., file_rules: bool | None = ...,
+                 origin: int = ...) -> BatchIterator:
+    """The batches of ``data``.  ``origin`` is the file position of ``data[0]`` (``data`` a piece of a
+    file): every position taken or reported (``start``/``end``, ``RecordBatch.position``, the iterator's
+    ``position``, ``DecodeError.position``/``batch_position``) is ``origin`` + the offset in ``data``."""
+    ...
 
 LOG_OVERHEAD: int
 HEADER_SIZE_UP_TO_MAGIC: int
@@ -204,6 +215,7 @@ def arrow_schema(*, batch_columns: bool = ...) -> Any: ...
 class ArrowBatchIterator(Iterator[Any]):
     """pyarrow.RecordBatch chunks; once ended, where framing stopped and why (as BatchIterator)."""
     options: ReadOptions
+    origin: int
     position: int
     trailing_bytes: int
     stop_reason: Literal["end", "truncated", "error"] | None
@@ -215,8 +227,11 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
                read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
                max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
-               errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int = ...,
-               end: int | None = ...) -> ArrowBatchIterator: ...
+               errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int | None = ...,
+               end: int | None = ..., origin: int = ...) -> ArrowBatchIterator:
+    """Arrow batches of ``data``; ``origin`` (file position of ``data[0]``) as in ``iter_batches``: errors,
+    ``error_sink`` entries, ``batchPosition`` and the iterator's ``position`` are file positions."""
+    ...
 def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
     """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""
     ...
@@ -224,7 +239,10 @@ def to_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str 
              partition: int | None = ..., include_control: bool = ..., batch_columns: bool = ...,
              read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
              max_decompressed_bytes: int | None = ..., errors: str = ...,
-             error_sink: list[dict[str, Any]] | None = ..., start: int = ..., end: int | None = ...) -> Any: ...
+             error_sink: list[dict[str, Any]] | None = ..., start: int | None = ..., end: int | None = ...,
+             origin: int = ...) -> Any:
+    """One pyarrow Table of ``data``; ``origin``, ``start``/``end`` as in ``iter_arrow``."""
+    ...
 
 # Kafka's message protocol (internal topics), _core_src/_kmsg.pxi; plans are built by kafkarec.internal.schema
 class _KField:

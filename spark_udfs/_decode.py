@@ -88,41 +88,38 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
                  include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
                  mode="PERMISSIVE", where=""):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
-    its file/blob) with ``options`` (a :class:`kafkarec.ReadOptions`), yielding
-    ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
-    ``("error", dict)`` with ``position`` (relative to the file/blob),
-    ``base_offset``, ``error``, ``reason``, ``message``.
+    its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
+    yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
+    ``("error", dict)`` with ``position``, ``base_offset``, ``error``, ``reason``,
+    ``message``.  Positions, ``batchPosition`` (with ``batch_columns``) too, are the
+    core's: file/blob positions.
 
-    ``batchPosition`` (with ``batch_columns``) is relative to the file/blob too.
     Errors of whole batches are yielded as they come; what ends framing (bytes
     that cannot be framed, a cut-off batch) once decoding is done, from the
     decoding iterator's own report of where and why framing stopped.
     """
-    size = len(view)
+    end = base + len(view)      # where the view ends in its file/blob
     sink = [] if mode != "FAILFAST" else None
     held = []   # errors without a batch (framing): reported with the framing stop
     chunks = kafkarec.iter_arrow(
         view, options, topic=topic, partition=partition, include_control=include_control,
         batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
-        errors="skip" if sink is not None else "raise", error_sink=sink)
+        errors="skip" if sink is not None else "raise", error_sink=sink, origin=base)
     try:
         for rb in chunks:
             if rb.num_rows:
-                if batch_columns and base:
-                    rb = _shift_positions(rb, base)
                 yield "batch", rb
             if sink:
-                yield from _drain(sink, held, base, where)
+                yield from _drain(sink, held, where)
     except kafkarec.DecodeError as exc:
         err = kafkarec._core.error_record(exc)
-        err["position"] += base
         if chunks.stop_error is exc:            # framing itself stopped here
-            err["not_decoded"] = size - chunks.position
+            err["not_decoded"] = end - chunks.position
         chunks = None       # let go of the buffer export: the caller releases its view
         raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
                                   + format_error(err, where)) from exc
     if sink:
-        yield from _drain(sink, held, base, where)
+        yield from _drain(sink, held, where)
     framing_failed = chunks.stop_reason == "error"
     position, trailing, stop_reason = chunks.position, chunks.trailing_bytes, chunks.stop_reason
     truncated = stop_reason == "truncated" and chunks.stop_error is None   # (strict: reported above)
@@ -130,12 +127,11 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     for e in held:
         err = dict(e)
         if framing_failed and e["position"] == position:
-            err["not_decoded"] = size - position
-        err["position"] = base + e["position"]
+            err["not_decoded"] = end - position
         err["message"] = format_error(err, where)
         yield "error", err
     if truncated:
-        err = _truncated(base + position, trailing)
+        err = _truncated(position, trailing)
         err["message"] = format_error(err, where)
         if mode == "FAILFAST":
             raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
@@ -149,7 +145,7 @@ def _truncated(position: int, trailing: int) -> dict:
                       f"or blob?)"}
 
 
-def _drain(sink, held, base, where):
+def _drain(sink, held, where):
     errors = list(sink)
     sink.clear()
     for e in errors:
@@ -157,16 +153,5 @@ def _drain(sink, held, base, where):
             held.append(e)
             continue
         err = dict(e)
-        err["position"] = base + e["position"]
-        err["batch_position"] = base + e["batch_position"]
         err["message"] = format_error(err, where)
         yield "error", err
-
-
-def _shift_positions(rb, base: int):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    i = rb.schema.get_field_index("batchPosition")
-    cols = list(rb.columns)
-    cols[i] = pc.add(cols[i], pa.scalar(base, pa.int64()))
-    return pa.RecordBatch.from_arrays(cols, schema=rb.schema)

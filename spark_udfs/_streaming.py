@@ -359,7 +359,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     pieces = (part for piece in pieces for part in without_spans(piece, skip))
                 for piece in pieces:
                     for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic,
-                                                  partition=sr.partition, **kw):
+                                                  partition=sr.partition, origin=piece.position,
+                                                  **kw):
                         rb = selection.filter_offsets(rb, sr.min_offset, sr.end_offset)
                         if rb.num_rows:
                             # A stream has no error column: a timestamp outside Spark's

@@ -73,10 +73,12 @@ cdef class RecordBatch:
 
     The header is parsed eagerly; records are decoded when the batch is
     iterated.  Fields use Kafka's names in snake_case.  Legacy batches report
-    Kafka's sentinels (-1) for fields their format lacks.
+    Kafka's sentinels (-1) for fields their format lacks.  ``position`` is
+    where the batch starts in the file (``origin`` of the read plus its offset
+    in the buffer), as are the positions of the errors it raises.
     """
     cdef _Buffer _buf
-    cdef readonly Py_ssize_t position
+    cdef readonly Py_ssize_t position    # where it starts in the file: _buf.origin + its offset in _buf
     cdef readonly Py_ssize_t size_in_bytes
     cdef readonly int32_t batch_length
     cdef readonly int32_t partition_leader_epoch
@@ -188,12 +190,12 @@ cdef class RecordBatch:
 
     def raw(self):
         """The batch's bytes, as a read-only memoryview into the input (no copy)."""
-        return view_of(self._buf.ptr + self.position, self.size_in_bytes)
+        return view_of(self._buf.ptr + batch_offset(self), self.size_in_bytes)
 
     def payload(self):
         """The records section as stored (compressed if the batch is), without copying."""
         cdef Py_ssize_t start = batch_payload_start(self)
-        return view_of(self._buf.ptr + start, self.position + self.size_in_bytes - start)
+        return view_of(self._buf.ptr + start, batch_offset(self) + self.size_in_bytes - start)
 
     def ensure_valid(self) -> None:
         """Raise ChecksumError if the stored CRC does not match."""
@@ -221,6 +223,11 @@ cdef class RecordBatch:
                 f"is_control={self.is_control}, is_transactional={self.is_transactional})")
 
 
+cdef inline Py_ssize_t batch_offset(RecordBatch b) noexcept:
+    # where the batch starts in b._buf (what indexes its bytes; position is what is reported)
+    return b.position - b._buf.origin
+
+
 cdef inline int batch_timestamp_type(RecordBatch b) noexcept:
     if b.magic == 0:
         return TS_NONE
@@ -228,13 +235,14 @@ cdef inline int batch_timestamp_type(RecordBatch b) noexcept:
 
 
 cdef inline Py_ssize_t batch_payload_start(RecordBatch b) except -1:
+    # an offset in b._buf
     if b.magic >= 2:
-        return b.position + V2_HEADER_SIZE
+        return batch_offset(b) + V2_HEADER_SIZE
     return legacy_value_start(b)
 
 
 cdef uint32_t compute_crc(RecordBatch b) except? 0xFFFFFFFF:
-    cdef const uint8_t *p = b._buf.ptr + b.position
+    cdef const uint8_t *p = b._buf.ptr + batch_offset(b)
     if b.magic >= 2:
         return crc32c_of(p + OFF_ATTRIBUTES, b.size_in_bytes - OFF_ATTRIBUTES)
     return legacy_entry_crc(p, b.size_in_bytes)
@@ -253,11 +261,11 @@ cdef int check_crc(RecordBatch b) except -1:
     return 0
 
 
-cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t position, Py_ssize_t size, ReadOptions options):
+cdef RecordBatch new_batch(_Buffer buf, Py_ssize_t offset, Py_ssize_t size, ReadOptions options):
     cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
-    cdef const uint8_t *p = buf.ptr + position
+    cdef const uint8_t *p = buf.ptr + offset
     b._buf = buf
-    b.position = position
+    b.position = buf.origin + offset
     b.size_in_bytes = size
     b.batch_length = <int32_t>kr_load_be32(p + OFF_LENGTH)
     b.magic = <int8_t>p[OFF_MAGIC]
@@ -329,7 +337,8 @@ cdef class BatchIterator:
 
     Once iteration has ended, the iterator says where and why, so no caller
     needs to frame the bytes again: ``position`` is where the next batch would
-    start (the end of the last whole batch), ``stop_reason`` is ``"end"`` (every
+    start (the end of the last whole batch; a file position, ``origin`` plus
+    the offset in the buffer, as every position reported), ``stop_reason`` is ``"end"`` (every
     byte framed), ``"truncated"`` (``trailing_bytes`` that do not hold a whole
     batch; ``next_batch_size`` is then the whole size of the batch they begin,
     0 while even its size field is cut off - how much a reader of a growing
@@ -340,7 +349,7 @@ cdef class BatchIterator:
     """
     cdef _Buffer _buf
     cdef readonly ReadOptions options
-    cdef readonly Py_ssize_t position
+    cdef Py_ssize_t _offset             # where the next batch starts in _buf
     cdef readonly Py_ssize_t trailing_bytes
     cdef readonly bint exhausted
     cdef readonly str stop_reason
@@ -350,7 +359,7 @@ cdef class BatchIterator:
     cdef bint _strict
     cdef bint _file_rules
     cdef Py_ssize_t _max_decompressed
-    cdef Py_ssize_t _end
+    cdef Py_ssize_t _end                # offsets in _buf, as _offset
     cdef Py_ssize_t _resume_at          # after a header error: where the next batch starts; else -1
 
     def __init__(self, *args, **kwargs):
@@ -358,6 +367,15 @@ cdef class BatchIterator:
 
     def __iter__(self):
         return self
+
+    @property
+    def origin(self) -> int:
+        """The file position of the buffer's byte 0 (``iter_batches(origin=...)``)."""
+        return self._buf.origin
+
+    @property
+    def position(self) -> int:
+        return self._buf.origin + self._offset
 
     def __next__(self):
         cdef RecordBatch batch
@@ -389,7 +407,7 @@ cdef class BatchIterator:
         """Go on after the batch whose header could not be read (see ``resumable``)."""
         if not self.resumable:
             raise ValueError("nothing to resume: iteration did not stop at a batch's header")
-        self.position = self._resume_at
+        self._offset = self._resume_at
         self._resume_at = -1
         self.exhausted = False
         self.stop_reason = None
@@ -398,8 +416,9 @@ cdef class BatchIterator:
     cdef RecordBatch _next_batch(self):
         # Follows ByteBufferLogInputStream.nextBatchSize check for check, or with
         # file_rules FileLogInputStream.nextBatch (no magic range check there).
-        cdef Py_ssize_t remaining = self._end - self.position
-        cdef const uint8_t *p = self._buf.ptr + self.position
+        cdef Py_ssize_t remaining = self._end - self._offset
+        cdef Py_ssize_t position = self._buf.origin + self._offset     # reported
+        cdef const uint8_t *p = self._buf.ptr + self._offset
         cdef int32_t length
         cdef int8_t magic
         cdef Py_ssize_t size
@@ -411,34 +430,34 @@ cdef class BatchIterator:
             if self._file_rules:
                 raise CorruptBatchError(
                     f"Found record size {length} smaller than minimum record overhead "
-                    f"({RECORD_OVERHEAD_V0})", self.position)
+                    f"({RECORD_OVERHEAD_V0})", position)
             raise CorruptBatchError(
                 f"Record size {length} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})",
-                self.position)
+                position)
         if remaining < HEADER_SIZE_UP_TO_MAGIC:
             return self._stop(remaining)
         magic = <int8_t>p[OFF_MAGIC]
         if (magic < 0 or magic > 2) and not self._file_rules:
-            raise CorruptBatchError(f"Invalid magic found in record: {magic}", self.position)
+            raise CorruptBatchError(f"Invalid magic found in record: {magic}", position)
         if length > INT32_MAX - LOG_OVERHEAD and not self._file_rules:
             # Java adds LOG_OVERHEAD in an int: the size wraps negative and the
             # in-memory reader fails on it (FileLogInputStream instead stops).
             raise CorruptBatchError(
                 f"Batch size {length} + {LOG_OVERHEAD} overflows a 32-bit size "
-                f"(Kafka: newLimit < 0)", self.position)
+                f"(Kafka: newLimit < 0)", position)
         size = <Py_ssize_t>length + LOG_OVERHEAD
         if remaining < size:
             self.next_batch_size = size
             return self._stop(remaining)
         # From here on the frame is known: an error in this batch's header
         # leaves the next batch's start known too (resume()).
-        self._resume_at = self.position + size
+        self._resume_at = self._offset + size
         if magic < 0:
             # FileLogInputStream frames a negative magic as legacy; no legacy header has one.
-            raise CorruptBatchError(f"Invalid magic found in record: {magic}", self.position)
-        batch = new_batch(self._buf, self.position, size, self.options)
+            raise CorruptBatchError(f"Invalid magic found in record: {magic}", position)
+        batch = new_batch(self._buf, self._offset, size, self.options)
         self._resume_at = -1
-        self.position += size
+        self._offset += size
         return batch
 
     cdef RecordBatch _stop(self, Py_ssize_t remaining):
@@ -446,12 +465,13 @@ cdef class BatchIterator:
         self.stop_reason = "truncated" if remaining else "end"
         if remaining and self._strict:
             raise TruncatedError(
-                f"{remaining} trailing bytes do not hold a complete batch", self.position)
+                f"{remaining} trailing bytes do not hold a complete batch", self._buf.origin + self._offset)
         return None
 
 
 def iter_batches(data, /, options=None, *, verify_crc=None, strict=None,
-                 max_decompressed_bytes=None, Py_ssize_t start=0, end=None, file_rules=None):
+                 max_decompressed_bytes=None, start=None, end=None, file_rules=None,
+                 Py_ssize_t origin=0):
     """Iterate the record batches in ``data`` (bytes, bytearray, memoryview, mmap).
 
     ``data`` is never copied.  Headers are parsed as batches are yielded;
@@ -462,17 +482,32 @@ def iter_batches(data, /, options=None, *, verify_crc=None, strict=None,
     the format forbids even where Kafka's Java reader is lenient;
     ``max_decompressed_bytes`` caps what one compressed batch may inflate to;
     ``file_rules`` frames as Kafka's FileLogInputStream does for .log files
-    (no magic range check, a 17-byte tail ignored).  ``start``/``end`` bound
-    the region read; positions stay absolute in ``data``.
+    (no magic range check, a 17-byte tail ignored).
+
+    ``origin`` is the file position of ``data[0]``, for ``data`` that is a piece
+    of a file (a ranged read of an object, a slice of a segment): every
+    position taken or reported - ``start``/``end``, ``RecordBatch.position``,
+    the iterator's ``position``, ``DecodeError.position``/``batch_position`` -
+    is then ``origin`` plus the offset in ``data``.  ``start``/``end`` bound
+    the region read (default: all of ``data``, ``origin`` to ``origin +
+    len(data)``).
     """
     cdef BatchIterator it = BatchIterator.__new__(BatchIterator)
     cdef ReadOptions opts = resolve_options(options, verify_crc, strict, max_decompressed_bytes,
                                             file_rules)
+    cdef Py_ssize_t first, stop
     it._buf = buffer_of(data)
-    it._end = it._buf.size if end is None else end
-    if start < 0 or it._end < start or it._end > it._buf.size:
-        raise ValueError(f"start={start}, end={end} do not fit a buffer of {it._buf.size} bytes")
-    it.position = start
+    if origin < 0 or origin > PY_SSIZE_T_MAX - it._buf.size:
+        raise ValueError(f"origin={origin} is not a file position a buffer of {it._buf.size} bytes "
+                         f"can start at")
+    first = origin if start is None else start
+    stop = origin + it._buf.size if end is None else end
+    if first < origin or stop < first or stop > origin + it._buf.size:
+        raise ValueError(f"start={start}, end={end} do not fit a buffer of {it._buf.size} bytes"
+                         + (f" at origin {origin}" if origin else ""))
+    it._buf.origin = origin
+    it._offset = first - origin
+    it._end = stop - origin
     it._resume_at = -1
     it.options = opts
     it._file_rules = opts.file_rules

@@ -9,6 +9,7 @@ cdef class _Buffer:
     cdef Py_buffer view
     cdef const uint8_t *ptr
     cdef Py_ssize_t size
+    cdef Py_ssize_t origin      # the file position of ptr[0] (iter_batches' origin; else 0)
     cdef bint acquired
 
     def __dealloc__(self):

@@ -579,11 +579,13 @@ cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) ex
     return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
 
 
-cdef set aborted_batch_positions(object data, ReadOptions options, Py_ssize_t start, Py_ssize_t end):
-    """Positions of the batches a read_committed consumer would not see (the rule
-    lives in _transactions.pxi).  With verify_crc a marker whose CRC fails
-    decides nothing (and the decoding pass reports it)."""
-    batches = iter_batches(data, options.replace(strict=False), start=start, end=end)
+cdef set aborted_batch_positions(object data, ReadOptions options, BatchIterator region):
+    """Positions of the batches a read_committed consumer would not see in what
+    ``region`` has still to read (the rule lives in _transactions.pxi), reported as
+    ``region`` reports them.  With verify_crc a marker whose CRC fails decides
+    nothing (and the decoding pass reports it)."""
+    batches = iter_batches(data, options.replace(strict=False), start=region.position,
+                           end=region.origin + region._end, origin=region.origin)
     try:
         return aborted_batches(_until_framing_error(batches),
                                trusted=_crc_ok if options.verify_crc else None)
@@ -627,6 +629,10 @@ cdef class ArrowBatchIterator:
         return self._batches.options
 
     @property
+    def origin(self) -> int:
+        return self._batches.origin
+
+    @property
     def position(self) -> int:
         return self._batches.position
 
@@ -647,14 +653,17 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                bint batch_columns=False, bint read_committed=False, verify_crc=None,
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
-               str errors="raise", list error_sink=None, Py_ssize_t start=0, end=None):
+               str errors="raise", list error_sink=None, start=None, end=None,
+               Py_ssize_t origin=0):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
-    as keywords, as for :func:`iter_batches`; ``start``/``end`` bound the region
-    read, and positions (errors, ``batchPosition``, where framing stopped) stay
-    absolute in ``data``, as there.  Control records are left out
+    as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
+    ``data[0]`` (``data`` a piece of a file) and ``start``/``end`` bound the
+    region read, as there: every position taken or reported (``start``/``end``,
+    errors raised or put in ``error_sink``, ``batchPosition``, where framing
+    stopped) is ``origin`` plus the offset in ``data``.  Control records are left out
     unless ``include_control``; ``read_committed`` leaves out what a
     read_committed consumer would not see, judged from the markers in ``data``
     (kafkarec.transactions): aborted transactions, and everything from a
@@ -677,7 +686,7 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
     out = ArrowBatchIterator.__new__(ArrowBatchIterator)
-    out._batches = iter_batches(data, opts, start=start, end=end)
+    out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
                                  error_sink)
@@ -698,13 +707,14 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef set aborted = None
     cdef bint yielded = False
     cdef bint sized = False
+    # offsets in data (sizing only; positions reported are batches'/b.position)
     cdef Py_ssize_t data_size = batches._end
-    cdef Py_ssize_t chunk_start = batches.position, consumed
+    cdef Py_ssize_t chunk_start = batches._offset, consumed
     cdef double expected
     cdef bint verify_crc = batches._verify_crc
     cdef bint strict = batches._strict
     if read_committed:
-        aborted = aborted_batch_positions(data, batches.options, batches.position, batches._end)
+        aborted = aborted_batch_positions(data, batches.options, batches)
     while True:
         try:
             b = next(batches, None)
@@ -762,14 +772,14 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             yield cols.finish(topic, partition)
             yielded = True
             cols = _ArrowColumns(batch_columns)
-            chunk_start = b.position + b.size_in_bytes
+            chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
             # After the chunk's first batch, size the columns for the whole
             # chunk by extrapolation (how far the input or the chunk limits
             # reach), instead of growing them by doubling.
             sized = True
-            consumed = b.position + b.size_in_bytes - chunk_start
+            consumed = batch_offset(b) + b.size_in_bytes - chunk_start
             expected = (data_size - chunk_start) / <double>max(consumed, 1)
             expected = min(expected, max_rows / <double>cols.rows,
                            max_bytes / <double>max(cols.data_bytes(), 1))
@@ -801,11 +811,13 @@ cdef dict error_dict(object exc, RecordBatch b):
 def to_arrow(data, /, options=None, *, topic=None, partition=None, include_control=False,
              batch_columns=False, read_committed=False, verify_crc=None, strict=None,
              max_decompressed_bytes=None, str errors="raise", list error_sink=None,
-             Py_ssize_t start=0, end=None):
+             start=None, end=None, Py_ssize_t origin=0):
     """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
 
-    ``options`` (a :class:`ReadOptions`, or its fields as keywords),
-    ``start``/``end`` (absolute positions), ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
+    ``options`` (a :class:`ReadOptions`, or its fields as keywords), ``origin``
+    (the file position of ``data[0]``: positions reported, ``batchPosition`` and
+    errors, are file positions), ``start``/``end`` (file positions too),
+    ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
     leaves a bad batch out whole and appends a description of it to
     ``error_sink``.
     """
@@ -814,5 +826,5 @@ def to_arrow(data, /, options=None, *, topic=None, partition=None, include_contr
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,
-                              error_sink=error_sink, start=start, end=end))
+                              error_sink=error_sink, start=start, end=end, origin=origin))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))

@@ -12,6 +12,10 @@
 # The same walk fills typed Arrow columns (_KSink): a field the caller maps to a column is written there
 # instead of into a dict, so __consumer_offsets columns come from the one plan that record decoding uses.
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
+
+# The class of the walk's errors in a C global: every read passes it, and a module-global lookup per
+# read cost more than the read itself (~90 instructions a __consumer_offsets record).
+cdef object KM_ERROR = InternalRecordError
 import base64 as _kmsg_base64
 import binascii as _kmsg_binascii
 
@@ -184,7 +188,7 @@ cdef class _KSink:
             self.valid[col] = g.data
         return 0
 
-    cdef inline int put_int(self, int col, int64_t v) except -1:
+    cdef inline int put_int(self, int col, int64_t v) noexcept:
         cdef Py_ssize_t row = self.rows
         cdef uint8_t *p = self.data[col]
         cdef int w = self.width[col]
@@ -207,11 +211,14 @@ cdef class _KSink:
 
     cdef int end_row(self) except -1:
         cdef int col
+        cdef uint64_t missing = ~self.filled
         if self.rows >= self.capacity:
             raise ValueError("more rows than the sink was opened for")
-        for col in range(self.ncols):
-            if (self.filled >> col) & 1:
-                continue
+        if self.ncols < 64:
+            missing &= ((<uint64_t>1) << self.ncols) - 1
+        while missing:                  # only the columns this row left unwritten
+            col = count_trailing_zeros64(missing)
+            missing &= missing - 1
             if self.width[col] == 0:
                 (<_BinaryColumn>self.cols[col]).append(NULL, -1)
             else:
@@ -265,25 +272,25 @@ cdef class _KColPlan:
 
 
 cdef inline const uint8_t *_km_take(Cursor *c, Py_ssize_t n, str what) except NULL:
-    return cursor_take_as(c, n, what, InternalRecordError)
+    return cursor_take_as(c, n, what, KM_ERROR)
 
 
 cdef inline int _km_fail(const Cursor *c, const uint8_t *at, str reason) except -1:
-    return cursor_fail(c, at, InternalRecordError, reason)
+    return cursor_fail(c, at, KM_ERROR, reason)
 
 
 cdef object _km_uuid_str(const uint8_t *p):
     return _kmsg_base64.urlsafe_b64encode(PyBytes_FromStringAndSize(<const char *>p, 16))[:22].decode("ascii")
 
 
-cdef Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
+cdef inline Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
     """The length prefix of a string, bytes or array: compact (unsigned varint length + 1, 0 for null) in
     flexible versions, else int16 (strings) or int32 (bytes, arrays) with -1 for null. -1: null."""
     cdef const uint8_t *at = c.pos
     cdef uint32_t u
     cdef Py_ssize_t n
     if flexible:
-        read_uvarint(c, &u, name, InternalRecordError)
+        read_uvarint(c, &u, name, KM_ERROR)
         n = -1 if u == 0 else <Py_ssize_t>u - 1
     elif kind == KM_STRING:
         n = <int16_t>kr_load_be16(_km_take(c, 2, name))
@@ -299,7 +306,7 @@ cdef Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, st
     return n
 
 
-cdef const uint8_t *_km_payload(Cursor *c, Py_ssize_t n, const uint8_t *at, str name) except NULL:
+cdef inline const uint8_t *_km_payload(Cursor *c, Py_ssize_t n, const uint8_t *at, str name) except NULL:
     """The n bytes of a string or bytes field whose length prefix began at `at`."""
     if n > c.end - c.pos:
         _km_fail(c, at, "%s: length %d but %d bytes are left" % (name, n, c.end - c.pos))
@@ -461,14 +468,14 @@ cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, b
         for f in plan.tagged_fields:
             out[f.name] = f.default
     field_start = c.pos
-    read_uvarint(c, &ntags, "tagged field count", InternalRecordError)
+    read_uvarint(c, &ntags, "tagged field count", KM_ERROR)
     if ntags > <uint32_t>(c.end - c.pos) // 2:
         _km_fail(c, field_start, "%d tagged fields cannot fit in the %d bytes left" % (ntags, c.end - c.pos))
     seen = None
     for i in range(ntags):
         field_start = c.pos
-        read_uvarint(c, &tag, "tag", InternalRecordError)
-        read_uvarint(c, &size, "tagged field size", InternalRecordError)
+        read_uvarint(c, &tag, "tag", KM_ERROR)
+        read_uvarint(c, &size, "tagged field size", KM_ERROR)
         if size > <uint32_t>(c.end - c.pos):
             _km_fail(c, field_start, "tagged field %d: size %d but %d bytes are left" % (tag, size, c.end - c.pos))
         if c.strict:
@@ -598,6 +605,7 @@ cdef int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) exce
     raise TypeError(f"field {f.name} (kind {kind}) cannot go to a column")
 
 
+@cython.final
 cdef class _BinaryRows:
     """The rows of one Arrow binary array (its validity, int32 offsets and data buffers)."""
     cdef _Buffer valid, offsets, data
@@ -620,7 +628,7 @@ cdef class _BinaryRows:
         self.data_p = self.data.ptr
         self.data_size = self.data.size
 
-    cdef bint get(self, Py_ssize_t i, Cursor *c, bint strict) except -1:
+    cdef inline bint get(self, Py_ssize_t i, Cursor *c, bint strict) except -1:
         """Point c at row i's bytes (positions from 0); False for a null row."""
         cdef Py_ssize_t j = self.base + i
         cdef int32_t s, e

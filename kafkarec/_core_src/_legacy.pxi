@@ -48,17 +48,18 @@ cdef int parse_legacy_header(RecordBatch b, const uint8_t *p) except -1:
 
 
 cdef inline int64_t legacy_last_offset(RecordBatch b) noexcept:
-    return <int64_t>kr_load_be64(b._buf.ptr + b.position)
+    return <int64_t>kr_load_be64(b._buf.ptr + batch_offset(b))
 
 
 cdef Py_ssize_t legacy_value_start(RecordBatch b) except -1:
+    # an offset in b._buf
     cdef Cursor c
     cdef const uint8_t *value
     cdef int32_t value_len
-    value = legacy_key_value(b._buf, b.position, b.size_in_bytes, b.magic, b.position,
+    value = legacy_key_value(b._buf, batch_offset(b), b.size_in_bytes, b.magic, b.position,
                              False, b._strict, NULL, NULL, &value_len, &c)
     if value == NULL:
-        return b.position + b.size_in_bytes
+        return batch_offset(b) + b.size_in_bytes
     return value - b._buf.ptr
 
 
@@ -66,7 +67,9 @@ cdef const uint8_t *legacy_key_value(_Buffer buf, Py_ssize_t entry, Py_ssize_t s
                                      Py_ssize_t origin, bint decompressed, bint strict,
                                      const uint8_t **key_out, int32_t *key_len_out,
                                      int32_t *value_len_out, Cursor *c) except? NULL:
-    """Locate key and value of the entry at `entry`; returns the value pointer (NULL if null)."""
+    """Locate key and value of the entry at offset `entry` of `buf` (errors name `origin`, the
+    entry's file position, or the batch's for a decompressed one); returns the value pointer
+    (NULL if null)."""
     cdef int32_t key_len, value_len
     cdef const uint8_t *key = NULL
     cdef const uint8_t *value = NULL
@@ -167,7 +170,7 @@ def _records_then_raise(list records, error):
 cdef object legacy_records(RecordBatch b):
     cdef int codec = b.attributes & ATTR_CODEC_MASK
     if codec == CODEC_NONE:
-        return (legacy_record(b._buf, b.position, b.size_in_bytes, b._base_offset, b.position,
+        return (legacy_record(b._buf, batch_offset(b), b.size_in_bytes, b._base_offset, b.position,
                               False, b._strict, TS_NONE, 0),)
     legacy_resolve(b)
     records, pending_error = b._legacy_records
@@ -200,7 +203,7 @@ cdef int legacy_resolve(RecordBatch b) except -1:
         raise UnsupportedCodecError(
             f"Invalid wrapper compressionType found in legacy deep record iterator {b.magic} "
             f"(zstd is not allowed before magic 2)", b.position)
-    value = legacy_key_value(b._buf, b.position, b.size_in_bytes, b.magic, b.position, False,
+    value = legacy_key_value(b._buf, batch_offset(b), b.size_in_bytes, b.magic, b.position, False,
                              b._strict, NULL, NULL, &value_len, &c)
     if value == NULL:
         raise InvalidRecordError(

@@ -1,5 +1,6 @@
 cdef extern from *:
     int __builtin_clzll(unsigned long long) nogil
+    int count_trailing_zeros64 "__builtin_ctzll"(unsigned long long) nogil   # (of a non-zero value)
 
 # Zig-zag varints as Kafka writes them (protobuf base-128, little-endian groups).
 # Kafka's ByteUtils rules: an int32 varint is at most 5 bytes and the 5th byte

@@ -16,20 +16,21 @@ import kafkarec
 from kafkarec.cli import selection_args
 from kafkarec.errors import DecodeError
 from kafkarec.log import layout, selection, storage
-from kafkarec.log.segment import SCAN_READ_OPTIONS, SkippedBatch, file_options, rebase_error
+from kafkarec.log.segment import SCAN_READ_OPTIONS, SkippedBatch, file_options
 
 __all__ = ["RangeBatch", "wants_ranges", "plan", "iter_range_batches"]
 
 
 class RangeBatch:
     """A selected batch read by ranged reads, in the shape of :class:`kafkarec.log.segment.FileBatch`:
-    ``position`` is the batch's position in its file; iterating yields the selected records only."""
+    ``position`` is the batch's position in its file (the core's, the piece read with its
+    origin); iterating yields the selected records only."""
 
     __slots__ = ("path", "position", "size_in_bytes", "magic", "batch", "_lo", "_hi")
 
-    def __init__(self, path: str, position: int, batch, lo: Optional[int], hi: Optional[int]):
+    def __init__(self, path: str, batch, lo: Optional[int], hi: Optional[int]):
         self.path = path
-        self.position = position
+        self.position = batch.position
         self.size_in_bytes = batch.size_in_bytes
         self.magic = batch.magic
         self.batch = batch
@@ -75,23 +76,22 @@ def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange,
     lo, hi = sr.min_offset, sr.end_offset
     where = st.uri(sr.segment.path)
     for piece in selection.iter_range_pieces(st, sr):
-        it = kafkarec.iter_batches(piece.data, file_options(options))
+        it = kafkarec.iter_batches(piece.data, file_options(options), origin=piece.position)
         while True:
             try:
                 b = next(it)
             except StopIteration:
                 break
             except DecodeError as e:
-                e = rebase_error(e, piece.position)
                 yield SkippedBatch(e.position, e, True)
                 return
             try:
                 first, last = b.base_offset, b.last_offset
             except DecodeError as e:        # a legacy wrapper that cannot be opened
-                yield RangeBatch(where, piece.position + b.position, b, lo, hi)
+                yield RangeBatch(where, b, lo, hi)
                 continue
             if hi is not None and first >= hi:
                 return
             if lo is not None and last < lo:
                 continue
-            yield RangeBatch(where, piece.position + b.position, b, lo, hi)
+            yield RangeBatch(where, b, lo, hi)

@@ -84,14 +84,14 @@ def partition_batches(storage: Storage, part: PartitionLog) -> Iterator[LogBatch
 def _segment_batches(f, path: str, end_offset) -> Iterator[LogBatch]:
     for piece in iter_pieces(f, 0, None):
         try:
-            for b in kafkarec.iter_batches(piece.data, _WALK_OPTIONS):
+            for b in kafkarec.iter_batches(piece.data, _WALK_OPTIONS, origin=piece.position):
                 if not 0 <= b.magic <= 2:
                     return
                 # the batch's first offset as Kafka's baseOffset() (a legacy wrapper is opened
                 # only here, where a later copy's end has to be compared)
                 if end_offset is not None and b.base_offset >= end_offset:
                     return
-                yield LogBatch(path, piece.position + b.position, b)
+                yield LogBatch(path, b.position, b)
         except DecodeError:
             return
         if piece.stopped:

@@ -34,7 +34,7 @@ from kafkarec.log import names
 
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
-    "TrailingBytes", "rebase_error", "base_offset_from_name",
+    "TrailingBytes", "base_offset_from_name",
 ]
 
 # Framing sizes are the core's (one definition, kafkarec._core).
@@ -52,23 +52,6 @@ _FRAME = struct.Struct(">qi4xb")
 RELEASE_STEP = 16 * 1024 * 1024
 _PAGE = mmap.PAGESIZE
 _CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED")
-
-
-def rebase_error(err: DecodeError, base: int) -> DecodeError:
-    """The same error with positions moved by ``base``.
-
-    For callers that decode a slice of a file and want file positions;
-    :class:`Segment` itself needs no rebasing (its positions are absolute).
-    """
-    fn, args = err.__reduce__()
-    cls, reason, position, batch_position, decompressed_position, state = args
-    position += base
-    if batch_position is not None:
-        batch_position += base
-    state = dict(state, position=position, batch_position=batch_position)
-    new = fn(cls, reason, position, batch_position, decompressed_position, state)
-    new.__cause__ = err.__cause__
-    return new
 
 
 class FileBatch:

@@ -326,10 +326,10 @@ def read_arrow(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.Re
     """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
     of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` with ``options`` (``iter_arrow_kw``:
     ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
-    dropped."""
+    dropped.  Positions (``batchPosition``, errors) are file positions."""
     for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
         for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
-                                      **iter_arrow_kw):
+                                      origin=piece.position, **iter_arrow_kw):
             out = filter_offsets(rb, sr.min_offset, sr.end_offset)
             if out.num_rows:
                 yield out
@@ -339,23 +339,19 @@ def read_records(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.
                  *, chunk_size: int = 8 << 20):
     """The selected :class:`kafkarec.Record` objects of one range, in offset order (the
     pieces of :func:`iter_range_pieces`, read with ``options``, default CRCs checked;
-    decode errors name file positions)."""
-    from kafkarec.log.segment import file_options, rebase_error
+    decode errors name file positions: each piece is read with its ``origin``)."""
+    from kafkarec.log.segment import file_options
     options = file_options(options)
     lo, hi = sr.min_offset, sr.end_offset
     for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
-        it = kafkarec.iter_batches(piece.data, options)
-        try:
-            for b in it:
-                if hi is not None and b.base_offset >= hi:
-                    return
-                if lo is not None and b.last_offset < lo:
-                    continue
-                for r in b:
-                    if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
-                        yield r
-        except DecodeError as err:
-            raise rebase_error(err, piece.position) from None
+        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
+            if hi is not None and b.base_offset >= hi:
+                return
+            if lo is not None and b.last_offset < lo:
+                continue
+            for r in b:
+                if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
+                    yield r
 
 
 # --- index lookups -------------------------------------------------------------------------

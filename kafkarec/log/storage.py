@@ -729,13 +729,10 @@ def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None,
                         chunk_size: int = DEFAULT_CHUNK):
     """``(absolute position, kafkarec.RecordBatch)`` for the batches of a remote segment
     range, in bounded memory (see :func:`iter_pieces`), read with ``options`` (default:
-    CRCs checked) and Kafka's file framing; decode errors name file positions."""
-    from kafkarec.log.segment import file_options, rebase_error
+    CRCs checked) and Kafka's file framing; positions, those of decode errors too, are file
+    positions (each piece is read with its ``origin``)."""
+    from kafkarec.log.segment import file_options
     options = file_options(options)
     for piece in iter_pieces(f, start, end, chunk_size=chunk_size):
-        it = kafkarec.iter_batches(piece.data, options)
-        try:
-            for b in it:
-                yield piece.position + b.position, b
-        except DecodeError as err:
-            raise rebase_error(err, piece.position) from None
+        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
+            yield b.position, b

@@ -13,7 +13,7 @@ import kafkarec
 from kafkarec.errors import CorruptBatchError, DecodeError
 from kafkarec.log.checks import check_partition
 from kafkarec.log.directory import find_partition_dirs, is_partition_dir, parse_topic_partition, scan_partition_dir
-from kafkarec.log.segment import Segment, rebase_error
+from kafkarec.log.segment import Segment
 
 from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
                     legacy_batch, sample_records, v2_batch)
@@ -128,15 +128,6 @@ def test_decode_errors_name_file_positions(tmp_path):
         assert f"at byte {len(prefix)}" in str(e.value)
         # verify_crc=False reads the records anyway, as Kafka's dump tool does.
         assert len(list(seg.batches(verify_crc=False))[1].records()) == 2
-
-
-def test_rebase_error_keeps_details():
-    err = kafkarec.ChecksumError("bad", 5, expected=1, actual=2, batch_position=5,
-                                 decompressed_position=7)
-    moved = rebase_error(err, 100)
-    assert type(moved) is kafkarec.ChecksumError
-    assert (moved.position, moved.batch_position, moved.decompressed_position) == (105, 105, 7)
-    assert (moved.expected, moved.actual, moved.reason) == (1, 2, "bad")
 
 
 # --- FileLogInputStream framing rules ----------------------------------------------

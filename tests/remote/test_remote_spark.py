@@ -4,6 +4,9 @@ and a Kafka-source selection through Spark equals filtering the full read."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -98,3 +101,101 @@ def test_remote_read_refuses_unknown_options(spark, s3, sample):
     s3.upload_dir(sample, "spark-options", "")
     with pytest.raises(Exception, match="pathglobfilter"):
         H.read(spark, "s3://spark-options", **s3.options(), pathGlobFilter="*.log").toArrow()
+
+
+def _corrupt_with_index(sample: str, root: str) -> dict:
+    """H.make_corrupt_dir, with an offset index (an entry per batch, as a broker with
+    index.interval.bytes 1 writes) next to the CRC-damaged and the untouched copies, so that
+    the remote planner cuts them into ranges that start inside the file."""
+    import kafkarec
+    from logdir import write_offset_index
+    info = H.make_corrupt_dir(sample, root)
+    for name in ("crc", "ok"):
+        path = info[name]["path"]
+        data = open(path, "rb").read()
+        write_offset_index(path[:-len(".log")] + ".index", 0,
+                           [(b.last_offset, b.position) for b in kafkarec.iter_batches(data, verify_crc=False)])
+    return info
+
+
+def _error_rows(table, root: str):
+    """{(topic, partition): [(batchPosition, the message after its file name)]} of the error rows."""
+    out = {}
+    for r in table.to_pylist():
+        if r["_corrupt_record"] is not None:
+            where, _, what = r["_corrupt_record"].partition(": ")
+            assert where.startswith(root), where
+            out.setdefault((r["topic"], r["partition"]), []).append((r["batchPosition"], what))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_remote_piece_errors_name_the_positions_a_local_whole_file_read_names(spark, s3, sample,
+                                                                            tmp_path):
+    """An error in a range that starts inside a segment (a piece read from byte N of the object)
+    is reported at its position in the file: the error row's batchPosition and the byte in
+    _corrupt_record are those of a local read of the whole file, and where the damage is."""
+    root = str(tmp_path / "logs")
+    info = _corrupt_with_index(sample, root)
+    s3.upload_dir(root, "spark-positions", "")
+    local = _error_rows(H.read(spark, root, batchColumns="true", maxPartitionBytes="64m").toArrow(), root)
+    remote_df = H.read(spark, "s3://spark-positions", **s3.options(), batchColumns="true",
+                       maxPartitionBytes="8k")
+    assert remote_df.rdd.getNumPartitions() > 8         # the segments were cut into pieces
+    remote = _error_rows(remote_df.toArrow(), "s3://spark-positions/")
+    assert remote == local
+    crc, framing, truncated = info["crc"]["position"], info["framing"]["position"], info["truncated"]["position"]
+    assert crc > 8192                                    # in a piece that does not start the file
+    assert remote[("crc", 0)] == [(crc, remote[("crc", 0)][0][1])]
+    assert remote[("crc", 0)][0][1].startswith(f"byte {crc} (batch base offset ")
+    assert "ChecksumError" in remote[("crc", 0)][0][1]
+    assert [p for p, _ in remote[("framing", 0)]] == [framing]
+    assert [p for p, _ in remote[("truncated", 0)]] == [truncated]
+    assert ("ok", 0) not in remote
+    # kafkarec's decoder over the whole local file names the same byte
+    _, sink = H.oracle_file(info["crc"]["path"])
+    assert [e["position"] for e in sink] == [crc]
+
+
+def test_remote_piece_error_positions_with_spark_submit_and_a_bare_python(s3, sample, tmp_path):
+    """The same, as a user runs it: spark-submit --py-files <kafkarec wheel> from a bare Python
+    (driver, planner and executors load kafkarec from the shipped wheel, which must hold the
+    core that reads pieces with their origin)."""
+    root = str(tmp_path / "logs")
+    info = _corrupt_with_index(sample, root)
+    s3.upload_dir(root, "submit-positions", "")
+    wheel, bare = H.wheelhouse(sys.executable), H.bare_python(sys.executable)
+    out = tmp_path / "out.json"
+    options = dict(s3.options(), batchColumns="true", maxPartitionBytes="8k")
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(tmp_path / "native-cache"),
+                            "KAFKAREC_SPARK_CACHE": str(tmp_path / "spark-cache")})
+    job = os.path.join(H.ROOT, "tests", "spark", "jobs", "remote_errors_job.py")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+         "--driver-memory", "2g", "--conf", "spark.ui.enabled=false", "--py-files", wheel, job,
+         "s3://submit-positions", json.dumps(options), str(out)],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
+    got = json.loads(out.read_text())
+    assert got["tasks"] > 8
+    errors = {}
+    for e in got["errors"]:
+        where, _, what = e["_corrupt_record"].partition(": ")
+        assert where.startswith("s3://submit-positions/"), where
+        errors.setdefault((e["topic"], e["partition"]), []).append((e["batchPosition"], what))
+    # what the local reader, over each whole file, names
+    local = {}
+    for name in ("crc", "truncated", "framing"):
+        for kind, item in _decode_whole(info[name]["path"]):
+            local.setdefault((name, 0), []).append((item["position"], item["message"]))
+    assert {k: sorted(v) for k, v in errors.items()} == {k: sorted(v) for k, v in local.items()}
+    assert [p for p, _ in errors[("crc", 0)]] == [info["crc"]["position"]]
+    assert [p for p, _ in errors[("framing", 0)]] == [info["framing"]["position"]]
+    assert [p for p, _ in errors[("truncated", 0)]] == [info["truncated"]["position"]]
+
+
+def _decode_whole(path: str):
+    """The errors spark_udfs' decoding reports for a whole local file (byte 0 at position 0)."""
+    import kafkarec
+    from spark_udfs._decode import decode_range
+    data = open(path, "rb").read()
+    return [(k, x) for k, x in decode_range(kafkarec, memoryview(data)) if k == "error"]

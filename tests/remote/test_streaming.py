@@ -256,3 +256,31 @@ def test_read_committed_stream_across_micro_batches_segments_and_restart(tmp_pat
     assert sorted(_read_all(r3, s, r3.latestOffset(s, None))) == sorted(log.written)
     with pytest.raises(ValueError, match="disagree"):
         _reader(root, readCommitted="false", **{"kafka.isolation.level": "read_committed"})
+
+
+def test_stream_batch_positions_are_file_positions(tmp_path):
+    """read_committed leaves an aborted transaction's bytes out, so what follows it is decoded
+    as a piece that starts inside the segment: its batchPosition is still the batch's position
+    in the file (the piece is read with its origin)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    import pyarrow as pa
+    log = GrowingLog(str(tmp_path))
+    log.append("t", 0, 3)
+    log.txn_append("t", 0, 2, producer_id=7)
+    log.txn_end("t", 0, 7, commit=False)
+    log.append("t", 0, 2)
+    log.append("t", 0, 4)
+    r = _reader(str(tmp_path), startingOffsets="earliest", batchColumns="true",
+                **{"kafka.isolation.level": "read_committed"})
+    start = r.initialOffset()
+    end = r.latestOffset(start, ReadAllAvailable())
+    got = {}
+    for part in r.partitions(start, end):
+        for rb in r.read(part):
+            t = pa.Table.from_batches([rb])
+            got.update(zip(t.column("offset").to_pylist(), t.column("batchPosition").to_pylist()))
+    data = open(log.active[("t", 0)], "rb").read()
+    want = {rec.offset: b.position for b in kafkarec.iter_batches(data) if not b.is_control
+            for rec in b if rec.offset not in (3, 4)}
+    assert got == want
+    assert max(got.values()) > 0 and set(got) == {0, 1, 2, 6, 7, 8, 9, 10, 11}
