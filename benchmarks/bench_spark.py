@@ -30,15 +30,13 @@ timestamp, timestampType, headers) and is forced with
 * ``kafka-python udf`` a plain pickled Python ``@udf`` decoding each batch with
                     kafka-python (``MemoryRecords``) into ``array<struct>`` + ``inline``
 
-Measured (``--records 1000000 --repeats 7 --only datasource,floor,parquet``; this 2-core
-machine shared with other work, load average 3-6; docs/performance.md has the table): the
-data source uses 1.18-1.34 CPU-s per million rows, the floor 0.86-1.15, Parquet 0.82-1.02
-(JVM 0.6-1.0 in each; the data source's Python workers 0.44-0.47 against the floor's
-0.20-0.21: decoding, whose decompression runs at the codec libraries' own speed).  Wall
-times moved by 15-40% between runs (data source 55-91% of Parquet's rows/s, 61-77% of the
-floor's); by rows per CPU-s it is 74-84% of Parquet and 73-86% of the floor, so on a quiet
-machine, where all three keep both cores busy, the target is expected to be missed by
-10-15 points (inference).
+Measured on a quiet machine (``--records 1000000 --repeats 7 --only datasource,floor,parquet``,
+2 cores, nothing else running): data source 1.729 M rows/s (median 0.578 s; 1.08 CPU-s: JVM
+0.71, Python 0.39), floor 2.276 M rows/s (0.439 s; 0.76: JVM 0.60, Python 0.16), Parquet 2.529 M
+rows/s (0.395 s; 0.74).  The data source reaches 68.4% of Parquet's rows/s and 76.0% of the
+floor's: issue 22's target (90%) is not met.  The difference is CPU, mostly decoding in the
+Python workers, whose decompression runs at the codec libraries' own speed (docs/performance.md
+has the runs under load and what was tried).
 
 Each is run once to warm up, then ``--repeats`` times, in rounds that run every chosen
 mechanism in turn (so load from elsewhere falls on all alike); the median wall time gives

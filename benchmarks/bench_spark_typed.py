@@ -27,17 +27,16 @@ gives rows/s; CPU-seconds of the whole process tree (driver, JVM, Python workers
 /proc) give rows per CPU-second, which other load skews less.  The verdict compares
 registry's rows/s with raw's against issue 21's target (at least 50%).
 
-Measured (``.venv/bin/python benchmarks/bench_spark_typed.py --records 1000000 --repeats 9``,
-Spark 4.3 ``local[2]``, load average 5.8 at the start and 5.6 at the end on this 2-core machine
-shared with other work): raw 1,397,527 rows/s (median 0.716 s, 0.75 CPU-s), registry 671,498
-rows/s (1.489 s, 1.50 CPU-s), floor 964,349 rows/s (1.037 s, 1.06 CPU-s).  Registry decoding
-keeps 48.0% of the raw read's rows/s and 50.0% of its rows per CPU-second: the 50% target is
-missed by wall time, by 2 points, and just met by CPU time.  Other runs (``--repeats 7``) gave
-47.9% (50.3% per CPU-s, load 3.7-5.1) and 43.4% (55.8%, load 4.6-6.9); before the Avro
-decoder's last speed-up (218 -> about 175 ns a record): 47.6%, 47.4% and 48.4% at load 7-11.
-The floor is 69.0% of raw: a Python source handing over these typed rows ready-made already
+Measured on a quiet machine (``.venv/bin/python benchmarks/bench_spark_typed.py --records 1000000
+--repeats 9``, Spark 4.3 ``local[2]``, 2 cores, nothing else running): raw 2,452,733 rows/s (median
+0.408 s, 0.75 CPU-s), registry 1,331,399 rows/s (0.751 s, 1.42 CPU-s), floor 1,297,986 rows/s
+(0.770 s, 1.03 CPU-s).  Registry decoding keeps 54.3% of the raw read's rows/s (52.8% of its rows
+per CPU-second): the 50% target is met; a run with ``--repeats 7`` just before gave 53.3% (50.0%).
+The registry read reaches the floor (102.6%).  Earlier runs on the machine loaded by other work
+(load 4-7) gave 43-48% by wall time and 50-56% per CPU-second.
+Under load the floor was 69.0% of raw (53% when quiet): a Python source handing over these typed rows ready-made already
 loses almost a third, which is Spark's own cost of typed rows (Arrow to rows, the nested array of
-structs, decimals through BigDecimal); the registry read reaches 69.6% of the floor.  Outside
+structs, decimals through BigDecimal).  Outside
 Spark, per million rows (CPU-s, this process): the plain read 0.085, typing its batches 0.27, of
 which the Avro decoder 0.20 and Confluent framing 0.033.
 """
@@ -58,7 +57,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(1, ROOT)
 
-from bench_spark import _tree_cpu  # noqa: E402  (CPU of the process tree, from /proc)
+from bench_spark import _tree_cpu  # noqa: E402  (CPU of the process tree by kind, from /proc)
 
 PARTITIONS = 4
 PER_BATCH = 1000
@@ -193,9 +192,9 @@ def measure_interleaved(makers: dict, repeats: int, rows: int) -> dict:
     for i in range(repeats + 1):
         for name, make in makers.items():
             df = make()
-            c0, t0 = _tree_cpu(os.getpid()), time.perf_counter()
+            c0, t0 = sum(_tree_cpu(os.getpid()).values()), time.perf_counter()
             df.write.format("noop").mode("overwrite").save()
-            wall, cpu = time.perf_counter() - t0, _tree_cpu(os.getpid()) - c0
+            wall, cpu = time.perf_counter() - t0, sum(_tree_cpu(os.getpid()).values()) - c0
             if i:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
