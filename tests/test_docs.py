@@ -97,7 +97,7 @@ def environment() -> dict:
 def prepare(folder: str, path: str) -> None:
     from kafkarec.sample import generate
     generate(os.path.join(folder, "sample-data"), seed=7, scale=1)
-    if path == "docs/typed-values.md":
+    if path in ("docs/typed-values.md", "README.md"):
         # a log directory as a Confluent deployment leaves it: _schemas-0 and an orders topic
         # whose Avro values confluent-kafka's AvroSerializer wrote (tests/registry/world.py)
         sys.path.insert(0, os.path.join(ROOT, "tests", "registry"))
