@@ -116,3 +116,14 @@ def build(root: str, *, n1: int = 5, n2: int = 5) -> dict:
     ids = {s: [client.get_version(s, v).schema_id for v in client.get_versions(s)]
            for s in client.get_subjects()}
     return {"expected": expected, "ids": ids, "records": records}
+
+
+if __name__ == "__main__":
+    # python tests/registry/world.py DIR: the log directory the README's typed-value examples read
+    # (needs the test extra: confluent-kafka[schemaregistry], fastavro)
+    import sys
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/registry/world.py DIR")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    build(sys.argv[1])
+    print(f"wrote {sys.argv[1]}: _schemas-0 and orders-0")
