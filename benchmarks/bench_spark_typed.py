@@ -46,7 +46,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -57,7 +56,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(1, ROOT)
 
-from bench_spark import _tree_cpu  # noqa: E402  (CPU of the process tree by kind, from /proc)
+from bench_spark import measure  # noqa: E402  (interleaved rounds, median wall and CPU-s)
 
 PARTITIONS = 4
 PER_BATCH = 1000
@@ -185,28 +184,6 @@ def _typed_options(logdir: str) -> dict:
     return {"path": logdir, "subscribe": "orders", "valueFormat": "registry", "registry": logdir}
 
 
-def measure_interleaved(makers: dict, repeats: int, rows: int) -> dict:
-    """One warm-up of each, then ``repeats`` rounds of every maker in turn."""
-    walls = {k: [] for k in makers}
-    cpus = {k: [] for k in makers}
-    for i in range(repeats + 1):
-        for name, make in makers.items():
-            df = make()
-            c0, t0 = sum(_tree_cpu(os.getpid()).values()), time.perf_counter()
-            df.write.format("noop").mode("overwrite").save()
-            wall, cpu = time.perf_counter() - t0, sum(_tree_cpu(os.getpid()).values()) - c0
-            if i:
-                walls[name].append(wall)
-                cpus[name].append(cpu)
-                print(f"  round {i} {name:<9} {wall:6.2f} s wall  {cpu:6.2f} CPU-s", flush=True)
-    out = {}
-    for name in makers:
-        med, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
-        out[name] = {"median_s": med, "rows_per_s": rows / med, "cpu_s": cpu,
-                     "rows_per_cpu_s": rows / cpu if cpu else None, "runs_s": walls[name]}
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -264,8 +241,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"{name}: wrong result {got}, expected {exp}")
 
     print(f"noop write of {want['records']} rows, interleaved, median of {args.repeats} after 1 warm-up:")
-    res = measure_interleaved({"raw": raw, "registry": registry, "floor": floor}, args.repeats,
-                              want["records"])
+    res = {m["mechanism"]: m for m in measure({"raw": raw, "registry": registry, "floor": floor},
+                                              args.repeats, want["records"])}
     load1 = os.getloadavg()[0]
     print(f"load average at the start {load0:.2f}, at the end {load1:.2f}; total {time.time() - t0:.0f} s")
     print()
