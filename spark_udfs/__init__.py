@@ -33,7 +33,7 @@ __all__ = [
     "decode_records", "explode_records", "explode_udtf", "make_decode_udf",
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
     "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
-    "session_builder", "from_registry",
+    "session_builder", "from_registry", "offsets_behind_latest",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -59,6 +59,7 @@ _LAZY = {
     "make_decode_udf": ("spark_udfs._functions", "make_decode_udf"),
     "decode_result_type": ("spark_udfs._functions", "decode_result_type"),
     "from_registry": ("spark_udfs._typed", "from_registry"),
+    "offsets_behind_latest": ("spark_udfs._progress", "offsets_behind_latest"),
     "KafkaRecDataSource": ("spark_udfs._datasource", "KafkaRecDataSource"),
     "kafka_schema": ("spark_udfs._schema", "kafka_schema"),
     "record_struct": ("spark_udfs._schema", "record_struct"),
@@ -98,6 +99,10 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     Anything missing or built for another Python or machine, on the driver or
     an executor, raises one :class:`ShippingError` listing all of it.
     """
+    from spark_udfs import _connect
+    if _connect.is_connect(spark):
+        return _register_connect(spark, wheels=wheels, wheelhouse=wheelhouse, ship=ship,
+                                 verify=verify, functions=functions, data_source=data_source)
     from spark_udfs import _shipping
     from spark_udfs._runtime import ShippingError
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
@@ -126,6 +131,29 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
             "expected_fingerprint": fp,
             "default_min_partitions": max(1, spark.sparkContext.defaultParallelism),
         })
+        spark.dataSource.register(ds_cls)
+    return Registration(fp, list(shipping or []), executors, ds_cls)
+
+
+def _register_connect(spark, *, wheels, wheelhouse, ship, verify, functions, data_source):
+    """register() on a Spark Connect session: session-scoped artifacts, a DataFrame check
+    job, no SparkContext (spark_udfs._connect)."""
+    from spark_udfs import _connect, _functions, _shipping
+    shipping = _connect.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
+    fp = _shipping.expected_fingerprint()
+    executors, parallelism = [], None
+    if verify:
+        executors, parallelism = _connect.verify_executors(spark, fp, shipping=shipping)
+    if parallelism is None and data_source:
+        parallelism = _connect.default_parallelism(spark)
+    ds_cls = None
+    if functions:
+        spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
+        spark.udtf.register("kafkarec_explode", _functions.explode_udtf(expected=fp))
+    if data_source:
+        # pickled by value: the streaming source runner finds the shipped files through it
+        ds_cls = _connect.data_source_class(fp, max(1, parallelism or 1),
+                                            _connect.shipped_digests(shipping))
         spark.dataSource.register(ds_cls)
     return Registration(fp, list(shipping or []), executors, ds_cls)
 

@@ -35,6 +35,10 @@ A query with a checkpoint restarts from the checkpointed offsets and re-reads a
 planned micro-batch identically, so with an idempotent sink (the file sink)
 every record is delivered exactly once.
 
+Progress: :meth:`KafkaRecStreamReader.reportLatestOffset` gives each micro-batch's
+``latestOffset`` (the log's end per partition); :func:`spark_udfs.offsets_behind_latest`
+derives the Kafka source's ``min/max/avgOffsetsBehindLatest`` from a progress.
+
 Wiring: the batch source's ``DataSource.streamReader(schema)`` returns
 :func:`stream_reader` ``(self.options, schema, self.expected_fingerprint)``.
 """
@@ -199,6 +203,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._root = None
         self._committed: Dict = {}      # partition key -> (segments seen, CommittedView)
         self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
+        self._reported: Optional[Dict] = None   # the log end latestOffset saw (progress)
 
     # -- the log, as it is now ------------------------------------------------------
     def _layout(self):
@@ -252,6 +257,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start=None, limit=None) -> dict:
         ends, parts, resolver = self._log_ends()
+        self._reported = dict(ends)      # for reportLatestOffset: the log's end, uncapped
         if self._target_cap is not None:
             ends = {k: min(v, self._target_cap.get(k, v)) for k, v in ends.items()
                     if k in self._target_cap}
@@ -291,6 +297,16 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return True
         self._last_trigger_ms = now
         return False
+
+    def reportLatestOffset(self) -> Optional[dict]:
+        """The log's end per partition (with read_committed its last stable offset), found
+        when the micro-batch was planned and whatever the read limits cut off: what the
+        query's progress shows as ``sources[].latestOffset``, as the Kafka source's does.
+        :func:`spark_udfs.offsets_behind_latest` turns it into the Kafka source's lag figures."""
+        ends = self._reported
+        if ends is None:
+            ends, _, _ = self._log_ends()
+        return _to_json(ends)
 
     def getDefaultReadLimit(self):
         if self.config.max_offsets is not None and ReadMaxRows is not None:

@@ -379,3 +379,50 @@ def alive_in_groups(pgids) -> list:
         except (OSError, IndexError, ValueError):
             continue
     return out
+
+
+def connect_client(python: str, wheel: str) -> str:
+    """A Spark Connect client's Python, as a user makes one: a venv of ``python`` with
+    ``pyspark[connect]==4.3.0`` (pandas<3) from the package index, and kafkarec installed
+    from the wheelhouse of ``wheel`` (``pip install --no-index --find-links``), never the
+    checkout's editable install.  The venv is made once in ``.cache/connect-client-<tag>``;
+    kafkarec is installed again whenever the wheel changed."""
+    import fcntl
+    import hashlib
+    folder = os.path.join(ROOT, ".cache", f"connect-client-{_cache_tag(python)}")
+    py = os.path.join(folder, "bin", "python")
+    reqs = ["pyspark[connect]==4.3.0", "pandas<3"]
+    base_stamp = f"{subprocess.run([python, '-c', 'import sys; print(sys.version)'], capture_output=True, text=True).stdout.strip()} | {' '.join(reqs)}"
+    with open(wheel, "rb") as fh:
+        wheel_stamp = f"{os.path.basename(wheel)} {hashlib.sha256(fh.read()).hexdigest()}"
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+
+    def stamp(name):
+        try:
+            with open(os.path.join(folder, name)) as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def run(cmd):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        if proc.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+
+    with open(folder + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (os.path.exists(py) and stamp(".base-stamp") == base_stamp):
+            shutil.rmtree(folder, ignore_errors=True)
+            run([python, "-m", "venv", folder])
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + reqs)
+            with open(os.path.join(folder, ".base-stamp"), "w") as fh:
+                fh.write(base_stamp)
+        if stamp(".kafkarec-stamp") != wheel_stamp:
+            wh = os.path.dirname(os.path.abspath(wheel))
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+                 "--find-links", wh, "--force-reinstall", "--no-deps", wheel])
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+                 "--find-links", wh, wheel])
+            with open(os.path.join(folder, ".kafkarec-stamp"), "w") as fh:
+                fh.write(wheel_stamp)
+    return py
