@@ -1,0 +1,150 @@
+"""Every kafkarec surface over one Spark Connect session, run by a client Python that holds
+only ``pyspark[connect]`` and kafkarec installed from the wheelhouse (tests/spark/test_connect.py).
+
+    python connect_job.py CONFIG.json
+
+CONFIG: ``remote`` (``local[2]`` or ``sc://host:port``), ``work`` (outputs go there),
+``wheelhouse``, ``sample`` (a log dir with corrupt batches), ``s3`` (``uri`` and storage
+``options``), ``typed`` (a log dir with ``_schemas``), ``stream`` (an empty folder the job
+grows).  Writes Parquet files under ``work`` and ``work/result.json``.
+
+``spark.sparkContext``, ``_jvm`` and ``_jsc`` of the Connect session class are replaced by
+properties that record the access before raising: ``result["touched"]`` must stay empty.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+from growing_log import GrowingLog
+
+
+def save(spark, work, df, name):
+    df.write.mode("overwrite").parquet(os.path.join(work, name))
+
+
+def failure(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the message is the result
+        return f"{type(exc).__name__}: {exc}"[:4000]
+    return None
+
+
+def surfaces(spark, cfg, work, result):
+    """The batch surfaces, written to Parquet under ``work`` (the test runs this on a classic
+    session too, and compares the files)."""
+    import spark_udfs
+
+    def out(df, name):
+        save(spark, work, df, name)
+    # 1. batch reads: local and s3://
+    sample = cfg["sample"]
+    out(spark.read.format("kafkarec").option("includeHeaders", "true").load(sample), "batch_local")
+    s3 = cfg["s3"]
+    out(spark.read.format("kafkarec").options(**s3["options"]).option("includeHeaders", "true")
+        .load(s3["uri"]), "batch_s3")
+    # 2. error modes
+    result["dropmalformed"] = (spark.read.format("kafkarec").option("mode", "DROPMALFORMED")
+                               .load(sample).count())
+    result["failfast"] = failure(lambda: spark.read.format("kafkarec").option("mode", "FAILFAST")
+                                 .load(sample).collect())
+    # 3. SQL: kafkarec_decode and kafkarec_explode over the segment files' bytes
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(sample) for f in fs
+                   if f.endswith(".log"))
+    blobs = spark.createDataFrame([("file:" + p, open(p, "rb").read()) for p in files],
+                                  "path string, blob binary")
+    blobs.createOrReplaceTempView("blobs")
+    out(spark.sql("SELECT path, d.error, r.* FROM (SELECT path, kafkarec_decode(blob) AS d "
+                  "FROM blobs) LATERAL VIEW OUTER inline(d.records) r"), "decode")
+    out(spark.sql("SELECT b.path, r.* FROM blobs b, LATERAL kafkarec_explode(b.blob) r"), "explode")
+    # 4. typed values: valueFormat=registry and from_registry
+    typed = cfg["typed"]
+    out(spark.read.format("kafkarec").option("valueFormat", "registry")
+        .option("keyFormat", "registry").option("registry", typed).option("topics", "orders")
+        .load(typed), "typed")
+    raw = (spark.read.format("kafkarec").option("topics", "orders")
+           .option("includeHeaders", "true").load(typed))
+    out(raw.select("offset", spark_udfs.from_registry("value", registry=typed,
+                                                      subject="orders-value",
+                                                      headers="headers").alias("v")),
+        "from_registry")
+
+
+def main():
+    cfg = json.load(open(sys.argv[1]))
+    work = cfg["work"]
+    result: dict = {"touched": [], "exceptions": []}
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.remote(cfg["remote"])
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    result["session_class"] = f"{type(spark).__module__}.{type(spark).__qualname__}"
+    result["client_kafkarec"] = __import__("kafkarec").__file__
+
+    cls = type(spark)
+    for attr in ("sparkContext", "_jvm", "_jsc"):
+        def _raise(self, _attr=attr):
+            result["touched"].append(f"{_attr}: " + "".join(traceback.format_stack(limit=6)))
+            raise AssertionError(f"spark_udfs touched {_attr} on a Connect session")
+        setattr(cls, attr, property(_raise))
+
+    import spark_udfs
+
+    t0 = time.monotonic()
+    reg = spark_udfs.register(spark, wheelhouse=cfg["wheelhouse"])
+    result["register_s"] = time.monotonic() - t0
+    result["fingerprint"] = reg.fingerprint
+    result["executors"] = reg.executors
+    result["shipped"] = [os.path.basename(s.shipped_as) for s in reg.shipped]
+    result["parallelism"] = reg.data_source.default_min_partitions
+    surfaces(spark, cfg, work, result)
+    stream(spark, cfg, work, result)
+    with open(os.path.join(work, "result.json"), "w") as fh:
+        json.dump(result, fh)
+    spark.stop()
+
+
+def stream(spark, cfg, work, result):
+    import spark_udfs
+    # 5. a stream to a Parquet sink, stopped and restarted from its checkpoint; read_committed
+    root = cfg["stream"]
+    g = GrowingLog(root)
+    g.append("orders", 0, 40)
+    g.append("orders", 1, 25)
+    g.txn_append("orders", 1, 5, producer_id=7)
+    g.txn_end("orders", 1, 7, commit=False)
+    g.txn_append("orders", 0, 6, producer_id=8)          # open: read_committed stops before it
+
+
+    def run_stream(name, **options):
+        q = (spark.readStream.format("kafkarec").option("startingOffsets", "earliest")
+             .options(**options).load(root)
+             .writeStream.format("parquet").option("checkpointLocation", os.path.join(work, "ck-" + name))
+             .trigger(availableNow=True).start(os.path.join(work, name)))
+        q.awaitTermination(300)
+        progress = [json.loads(p.json) for p in q.recentProgress]
+        if q.exception() is not None:
+            result["exceptions"].append(str(q.exception())[:4000])
+        return progress
+
+    p1 = run_stream("stream", maxOffsetsPerTrigger="30")
+    run_stream("committed", **{"kafka.isolation.level": "read_committed"})
+    result["progress"] = p1
+    result["lag"] = [spark_udfs.offsets_behind_latest(p) for p in p1]
+    g.append("orders", 0, 10)
+    g.txn_end("orders", 0, 8, commit=True)
+    g.append("pay", 0, 12)                                # a new partition after the restart
+    p2 = run_stream("stream", maxOffsetsPerTrigger="30")
+    run_stream("committed", **{"kafka.isolation.level": "read_committed"})
+    result["progress2"] = p2
+    result["written"] = [[t, p, o, v.decode()] for t, p, o, v in g.written]
+    result["committed"] = [[t, p, o, v.decode()] for t, p, o, v in g.committed()]
+    result["stream_batches"] = [len(p1), len(p2)]
+
+
+if __name__ == "__main__":
+    main()

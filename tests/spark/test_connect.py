@@ -1,0 +1,300 @@
+"""kafkarec over Spark Connect, the user's way (issue 29).
+
+The client is a Python 3.12 venv holding ``pyspark[connect]==4.3.0`` and kafkarec installed
+from the wheelhouse (``spark_helpers.connect_client``), never the checkout; the server's
+Python workers run the bare Python (pyspark, pyarrow, pandas only), so kafkarec reaches them
+only through ``spark_udfs.register(spark)`` (session artifacts).  Two deployments, one
+Connect session each, shared by the tests of this module:
+
+* ``local``: ``SparkSession.builder.remote("local[2]")`` (the client starts the server);
+* ``server``: a Connect server started on its own with ``spark-submit --class
+  org.apache.spark.sql.connect.service.SparkConnectServer`` over the standalone cluster of
+  test_cluster.py (two workers), reached as ``sc://127.0.0.1:PORT``; both stopped by the
+  fixture, nothing left running.
+
+jobs/connect_job.py runs every surface (batch reads of a local and an ``s3://`` log dir,
+error modes, ``kafkarec_decode``/``kafkarec_explode`` in SQL, ``valueFormat=registry`` and
+``from_registry``, a ``readStream`` to Parquet restarted from its checkpoint, read_committed)
+and writes Parquet; the batch surfaces are run on the classic session of this test run too
+(the same function) and the files must hold the same rows.  The job replaces the Connect
+session's ``sparkContext``/``_jvm``/``_jsc`` by properties that record any access.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import spark_helpers as H
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
+JOB = os.path.join(JOBS, "connect_job.py")
+sys.path.insert(0, JOBS)
+sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
+import connect_job  # noqa: E402
+import world  # noqa: E402
+
+DEPLOYMENTS = ["local", "server"]
+
+
+@pytest.fixture(scope="module")
+def py312():
+    python = H.python_for("3.12")
+    if python is None:
+        pytest.fail("no Python 3.12 found (python3.12 on PATH or ~/.pyenv/versions/3.12.*)")
+    return python
+
+
+@pytest.fixture(scope="module")
+def user(py312):
+    """(bare server-side Python, kafkarec wheel, client Python)."""
+    bare = H.bare_python(py312)
+    wheel = H.wheelhouse(py312)
+    return bare, wheel, H.connect_client(py312, wheel)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, s3):
+    base = tmp_path_factory.mktemp("connect-inputs")
+    sample = H.sample_logs(tmp_path_factory, seed=29)
+    s3.upload_dir(sample, "connect-logs", "kafka")
+    typed = str(base / "typed")
+    world.build(typed)
+    return {"sample": sample, "typed": typed,
+            "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()}}
+
+
+@pytest.fixture(scope="module")
+def classic(spark, inputs, tmp_path_factory):
+    """The batch surfaces on this run's classic session (spark_udfs.register'd)."""
+    work = str(tmp_path_factory.mktemp("connect-classic"))
+    result: dict = {}
+    connect_job.surfaces(spark, inputs, work, result)
+    return work, result
+
+
+def _wait_port(port, proc, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+def _run_client(user, inputs, work, remote, env_extra):
+    bare, wheel, client = user
+    cfg = dict(inputs, remote=remote, work=work, wheelhouse=os.path.dirname(wheel),
+               stream=os.path.join(work, "stream-log"))
+    with open(os.path.join(work, "config.json"), "w") as fh:
+        json.dump(cfg, fh)
+    env = H.bare_env(bare, env_extra)
+    env["PATH"] = os.path.dirname(client) + os.pathsep + env["PATH"]
+    env["PYSPARK_DRIVER_PYTHON"] = client
+    env["PYTHONPATH"] = JOBS          # growing_log.py only: kafkarec comes from the client's venv
+    env["PYTHONWARNINGS"] = "ignore"
+    proc = subprocess.Popen([client, JOB, os.path.join(work, "config.json")], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=900)
+    finally:
+        _kill_group(proc)
+    assert proc.returncode == 0, log[-10000:]
+    with open(os.path.join(work, "result.json")) as fh:
+        return json.load(fh), work
+
+
+@pytest.fixture(scope="module")
+def local(user, inputs, tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("connect-local"))
+    return _run_client(user, inputs, work, "local[2]",
+                       {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
+
+
+@pytest.fixture(scope="module")
+def server(user, inputs, tmp_path_factory):
+    bare = user[0]
+    work = str(tmp_path_factory.mktemp("connect-server"))
+    cache = {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")}
+    cluster = H.StandaloneCluster(os.path.join(work, "cluster"), bare, workers=2, cores=1,
+                                  memory="1g", env=cache)
+    cluster.start()
+    groups = {p.pid for _, p in cluster.procs}
+    port = H.free_port()
+    log = open(os.path.join(work, "connect-server.log"), "wb")
+    srv = subprocess.Popen(
+        [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", cluster.master_url,
+         "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+         "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=768m",
+         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
+         "--conf", f"spark.pyspark.python={bare}"],
+        cwd=work, env=H.bare_env(bare, cache), stdout=log, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    groups.add(srv.pid)
+    try:
+        if not _wait_port(port, srv):
+            with open(os.path.join(work, "connect-server.log"), errors="replace") as fh:
+                pytest.fail(f"the Connect server did not listen on {port}:\n{fh.read()[-5000:]}")
+        yield _run_client(user, inputs, work, f"sc://127.0.0.1:{port}", cache)
+    finally:
+        _kill_group(srv)
+        cluster.stop()
+        left = H.alive_in_groups(groups)
+        assert not left, f"processes left running: {left}"
+
+
+@pytest.fixture(params=DEPLOYMENTS)
+def run(request):
+    return request.getfixturevalue(request.param)
+
+
+def _table(work, name):
+    import pyarrow.parquet as pq
+    return pq.read_table(os.path.join(work, name))
+
+
+def _rows(table):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    cols = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = pc.cast(col, pa.timestamp("us", tz="UTC"))
+        cols[name] = col.to_pylist()
+    rows = [tuple(cols[n][i] for n in table.column_names) for i in range(table.num_rows)]
+    return table.column_names, sorted(rows, key=repr)
+
+
+# -- registration -----------------------------------------------------------------------
+
+def test_register_on_connect_without_spark_context(run):
+    result, _ = run
+    assert result["session_class"] == "pyspark.sql.connect.session.SparkSession"
+    assert result["touched"] == []
+    # the client's kafkarec is the wheelhouse's install, not the checkout
+    assert "site-packages" in result["client_kafkarec"] and H.ROOT not in result["client_kafkarec"]
+    assert result["shipped"][0].startswith("kafkarec-") and result["shipped"][0].endswith(".whl.zip")
+    assert any(n.startswith("zstandard-") for n in result["shipped"])
+    # every executor python loaded kafkarec from the shipped archive, the client's build
+    assert result["executors"]
+    for e in result["executors"]:
+        assert result["fingerprint"] in e and ".whl.zip" in e
+    assert result["parallelism"] == 2
+
+
+# -- batch surfaces: the same rows as the classic session ----------------------------------
+
+@pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
+                                  "from_registry"])
+def test_same_rows_as_classic(run, classic, name):
+    _, work = run
+    got_cols, got = _rows(_table(work, name))
+    want_cols, want = _rows(_table(classic[0], name))
+    assert got_cols == want_cols
+    assert len(got) == len(want) > 0
+    assert got == want
+
+
+def test_batch_matches_decoder(run, inputs):
+    _, work = run
+    t = _table(work, "batch_local")
+    good = t.filter(t.column("_corrupt_record").is_null())
+    want, errors = H.oracle_dir(inputs["sample"])
+    H.assert_same_rows(good, want, H.KAFKA_COLUMNS)
+    assert t.num_rows - good.num_rows == sum(len(v) for v in errors.values()) > 0
+    s3 = _table(work, "batch_s3")
+    bad = s3.filter(s3.column("_corrupt_record").is_valid()).column("_corrupt_record").to_pylist()
+    assert bad and all(e.startswith("s3://connect-logs/kafka/") for e in bad)
+
+
+def test_error_modes(run, classic, inputs):
+    result, _ = run
+    want, _ = H.oracle_dir(inputs["sample"])
+    assert result["dropmalformed"] == classic[1]["dropmalformed"] == want.num_rows
+    # FAILFAST: the read fails on the first corrupt batch, on both kinds of session
+    assert result["failfast"] is not None and classic[1]["failfast"] is not None
+    assert "kafkarec" in result["failfast"].lower()
+
+
+# -- streams -------------------------------------------------------------------------------
+
+def test_stream_exactly_once_across_restart(run):
+    result, work = run
+    assert result["exceptions"] == []
+    t = _table(work, "stream")
+    got = list(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist(),
+                   t.column("offset").to_pylist(), t.column("value").to_pylist()))
+    want = [(tp, p, o, v.encode()) for tp, p, o, v in result["written"]]
+    assert len(got) == len(set(got)) == len(want)
+    assert sorted(got) == sorted(want)
+    assert all(n >= 2 for n in result["stream_batches"])    # maxOffsetsPerTrigger=30: several
+
+
+def test_stream_read_committed(run):
+    result, work = run
+    t = _table(work, "committed")
+    got = sorted(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist(),
+                     t.column("offset").to_pylist()))
+    want = sorted((tp, p, o) for tp, p, o, _ in result["committed"])
+    assert got == want
+    # the aborted transaction (orders-1) never appears; the committed one (orders-0) does, once
+    assert len(got) == len(set(got)) < len(result["written"])
+
+
+def test_progress_latest_offset_and_lag(run):
+    result, _ = run
+    first = result["progress"][0]["sources"][0]
+    latest = json.loads(first["latestOffset"]) if isinstance(first["latestOffset"], str) \
+        else first["latestOffset"]
+    # the log's end per partition when the first micro-batch was planned: 40 + 6 (open
+    # transaction) in orders-0; 25 + 5 aborted + the ABORT marker in orders-1
+    assert latest == {"orders": {"0": 46, "1": 31}}
+    end = json.loads(first["endOffset"]) if isinstance(first["endOffset"], str) else first["endOffset"]
+    assert sum(end["orders"].values()) <= 30                  # maxOffsetsPerTrigger=30
+    lag = result["lag"][0]
+    # the Kafka source's figures: per partition, the log's end minus the next offset to read
+    want = {p: latest["orders"][p] - end["orders"][p] for p in ("0", "1")}
+    assert lag["offsetsBehindLatest"] == {"orders": want}
+    assert lag["minOffsetsBehindLatest"] == min(want.values()) > 0
+    assert lag["maxOffsetsBehindLatest"] == max(want.values())
+    assert lag["avgOffsetsBehindLatest"] == sum(want.values()) / 2
+    last = result["lag"][-1]
+    assert last["maxOffsetsBehindLatest"] == last["minOffsetsBehindLatest"] == 0
+    assert last["avgOffsetsBehindLatest"] == 0.0
