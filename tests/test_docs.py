@@ -38,6 +38,12 @@ NOT_RUN = {
     ("docs/spark.md", "# job.py"):
         "a spark-submit job: tests/spark/test_spark_submit.py::test_readme_spark_job_runs_as_written "
         "submits it as written, with the wheel alone in --py-files, on a bare Python",
+    ("docs/spark.md", 'pip install "pyspark[connect]==4.3.0"'):
+        "installs a Spark Connect client: tests/spark/test_connect.py makes that client "
+        "(spark_helpers.connect_client) the same way and runs everything from it",
+    ("docs/spark.md", "# connect.py"):
+        "a Spark Connect client script: tests/spark/test_connect.py::test_docs_connect_example "
+        "runs it as written from a client holding pyspark[connect] and kafkarec",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
         "installs into the user's environment (tests/test_release.py runs scripts/release.sh, "
         "which installs every wheel and the sdist into clean venvs and decodes a batch there)",

@@ -116,7 +116,8 @@ def _kill_group(proc):
 def _run_client(user, inputs, work, remote, env_extra):
     bare, wheel, client = user
     cfg = dict(inputs, remote=remote, work=work, wheelhouse=os.path.dirname(wheel),
-               stream=os.path.join(work, "stream-log"))
+               stream=os.path.join(work, "stream-log"),
+               docs=os.path.join(H.ROOT, "docs", "spark.md"))
     with open(os.path.join(work, "config.json"), "w") as fh:
         json.dump(cfg, fh)
     env = H.bare_env(bare, env_extra)
@@ -209,7 +210,8 @@ def test_register_on_connect_without_spark_context(run):
     assert result["session_class"] == "pyspark.sql.connect.session.SparkSession"
     assert result["touched"] == []
     # the client's kafkarec is the wheelhouse's install, not the checkout
-    assert "site-packages" in result["client_kafkarec"] and H.ROOT not in result["client_kafkarec"]
+    assert "connect-client" in result["client_kafkarec"] and "site-packages" in result["client_kafkarec"]
+    assert not result["client_kafkarec"].startswith(os.path.join(H.ROOT, "kafkarec"))
     assert result["shipped"][0].startswith("kafkarec-") and result["shipped"][0].endswith(".whl.zip")
     assert any(n.startswith("zstandard-") for n in result["shipped"])
     # every executor python loaded kafkarec from the shipped archive, the client's build
@@ -298,3 +300,19 @@ def test_progress_latest_offset_and_lag(run):
     last = result["lag"][-1]
     assert last["maxOffsetsBehindLatest"] == last["minOffsetsBehindLatest"] == 0
     assert last["avgOffsetsBehindLatest"] == 0.0
+
+
+def test_docs_connect_example(run, inputs):
+    """docs/spark.md's connect.py, run as written on the deployment's session."""
+    import collections
+    result, _ = run
+    want, _ = H.oracle_dir(inputs["sample"])
+    counts = collections.Counter(want.column("topic").to_pylist())
+    shown = {}
+    for line in result["docs_example"].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[1].isdigit():
+            shown[cells[0]] = int(cells[1])
+    # every topic with its records (PERMISSIVE also keeps a row per corrupt batch)
+    assert set(shown) >= set(counts), result["docs_example"]
+    assert all(shown[t] >= n for t, n in counts.items()), result["docs_example"]

@@ -103,9 +103,32 @@ def main():
     result["parallelism"] = reg.data_source.default_min_partitions
     surfaces(spark, cfg, work, result)
     stream(spark, cfg, work, result)
+    if cfg.get("docs"):
+        result["docs_example"] = docs_example(cfg)
     with open(os.path.join(work, "result.json"), "w") as fh:
         json.dump(result, fh)
     spark.stop()
+
+
+def docs_example(cfg):
+    """docs/spark.md's ``# connect.py`` block, run as written (its ``getOrCreate()`` returns
+    this job's session); what it prints."""
+    import contextlib
+    import io
+    import re
+    text = open(cfg["docs"], encoding="utf-8").read()
+    m = re.search(r"^```python\n(# connect\.py.*?)^```", text, re.S | re.M)
+    if m is None:
+        raise SystemExit("docs/spark.md has no # connect.py block")
+    out = io.StringIO()
+    argv = sys.argv
+    sys.argv = ["connect.py", cfg["remote"], cfg["wheelhouse"], cfg["sample"]]
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(m.group(1), "connect.py", "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = argv
+    return out.getvalue()
 
 
 def stream(spark, cfg, work, result):
