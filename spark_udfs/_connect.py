@@ -11,10 +11,14 @@ planner, the streaming source runner).  So :func:`ship` sends:
   client's build, else a zip of the installed kafkarec and spark_udfs) as
   ``<name>.whl.zip``;
 * every wheel of kafkarec's run-time dependencies and of the Protobuf schema compiler
-  found next to it or in ``wheelhouse``, also as ``<name>.whl.zip`` py-files: on
-  ``sys.path`` they are where :mod:`kafkarec._wheels` looks for them (``wheel_candidates``
-  reads ``sys.path``), and kafkarec's loader unpacks the ones that fit the worker's Python
-  into its cache, as on a classic session (compiled modules cannot load from a zip).
+  found next to it or in ``wheelhouse``, as files (``addArtifacts(path, file=True)``):
+  they land in the same session folder as kafkarec's archive, where
+  :mod:`kafkarec._wheels` looks for them (next to the archive), and kafkarec's loader
+  unpacks the ones that fit the worker's Python into its cache, as on a classic session
+  (compiled modules cannot load from a zip).  Not as py-files: Spark puts a session's
+  py-files on a reused worker's ``sys.path`` again before every task, ahead of the
+  unpacked folders, and a dependency not imported yet would then be imported out of its
+  zip (``No module named 'cramjam.cramjam'``).
 
 :func:`verify_executors` is one DataFrame job (``mapInArrow`` over ``spark.range``, no
 RDD) whose tasks run the same check as on classic sessions; its task count is the
@@ -49,12 +53,15 @@ def _session_key(spark) -> str:
     return str(getattr(spark, "session_id", None) or id(spark))
 
 
-def _add(spark, path: str) -> bool:
+def _add(spark, path: str, *, python: bool = True) -> bool:
     done = _shipped_by_session.setdefault(_session_key(spark), set())
     name = os.path.basename(path)
     if name in done:
         return False
-    spark.addArtifacts(path, pyfile=True)
+    if python:
+        spark.addArtifacts(path, pyfile=True)
+    else:
+        spark.addArtifacts(path, file=True)
     done.add(name)
     return True
 
@@ -121,9 +128,8 @@ def ship(spark, wheels=None, *, wheelhouse: Optional[str] = None) -> Shipping:
     for w in candidates:
         # every wheel of a needed project goes: the server's workers pick the one that fits
         if w.project in needed and w.path.endswith(".whl"):
-            zipped = _shipping._as_zip(w.path)
-            if _add(spark, zipped):
-                deps.append(Shipped(w.path, zipped, None))
+            if _add(spark, w.path, python=False):
+                deps.append(Shipped(w.path, w.path, None))
     for path in others:
         w = loader.parse_wheel_name(path)
         if w is None or w.project not in needed:
@@ -253,7 +259,7 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
                 if h.hexdigest() != main_digest:
                     continue
             found = [os.path.join(folder, n) for n in names
-                     if os.path.isfile(os.path.join(folder, n))]
+                     if n.endswith(".zip") and os.path.isfile(os.path.join(folder, n))]
             sys.path[:0] = [p for p in found if p not in sys.path]
             return
 

@@ -218,7 +218,7 @@ def test_register_on_connect_without_spark_context(run):
     assert result["executors"]
     for e in result["executors"]:
         assert result["fingerprint"] in e and ".whl.zip" in e
-    assert result["parallelism"] == 2
+    assert result["parallelism"] == result["parallelism_unverified"] == 2
 
 
 # -- batch surfaces: the same rows as the classic session ----------------------------------
@@ -266,7 +266,8 @@ def test_stream_exactly_once_across_restart(run):
     want = [(tp, p, o, v.encode()) for tp, p, o, v in result["written"]]
     assert len(got) == len(set(got)) == len(want)
     assert sorted(got) == sorted(want)
-    assert all(n >= 2 for n in result["stream_batches"])    # maxOffsetsPerTrigger=30: several
+    # maxOffsetsPerTrigger=30: 77 offsets in 3 micro-batches at least, then the 23 appended
+    assert result["stream_batches"][0] >= 3 and result["stream_batches"][1] >= 1
 
 
 def test_stream_read_committed(run):

@@ -101,6 +101,9 @@ def main():
     result["executors"] = reg.executors
     result["shipped"] = [os.path.basename(s.shipped_as) for s in reg.shipped]
     result["parallelism"] = reg.data_source.default_min_partitions
+    # again, without the check job: the parallelism from conf or a spark.range job
+    result["parallelism_unverified"] = spark_udfs.register(
+        spark, wheelhouse=cfg["wheelhouse"], verify=False).data_source.default_min_partitions
     surfaces(spark, cfg, work, result)
     stream(spark, cfg, work, result)
     if cfg.get("docs"):
