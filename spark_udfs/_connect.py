@@ -173,7 +173,8 @@ def default_parallelism(spark) -> int:
         except ValueError:
             pass
     from pyspark.sql import functions as F
-    row = spark.range(0, _RANGE).select(F.max(F.spark_partition_id()).alias("p")).first()
+    row = (spark.range(0, _RANGE).select(F.spark_partition_id().alias("p"))
+           .agg(F.max("p").alias("p")).first())
     return max(1, int(row["p"]) + 1)
 
 
