@@ -97,8 +97,8 @@ def _kafkarec_archive(wheels, wheelhouse):
 
 
 def ship(spark, wheels=None, *, wheelhouse: Optional[str] = None) -> Shipping:
-    """Add kafkarec's archive and its dependency wheels to the Connect session's
-    artifacts (``addArtifacts(..., pyfile=True)``, as ``.zip``)."""
+    """Add kafkarec's archive (``addArtifacts(..., pyfile=True)``, as ``.whl.zip``) and its
+    dependency wheels (``file=True``, next to it) to the Connect session's artifacts."""
     loader = _runtime.loader_module()
     wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
     archive, others = _kafkarec_archive(wheels, wheelhouse)
