@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import tempfile
 import time
@@ -91,7 +92,7 @@ def value_for(i: int, topic: str) -> Optional[bytes]:
     if i % 17 == 9:
         return None
     if i % 5 == 0:
-        return os.urandom(20 + i % 40)          # incompressible
+        return random.Random(i).randbytes(20 + i % 40)     # incompressible, the same every call
     return (f"{topic} value {i} " + "kafkarec " * (1 + i % 12)).encode()
 
 

@@ -1,0 +1,196 @@
+"""kafkarec on log dirs a real Kafka broker wrote (issue 27).
+
+The broker (tests/broker/kafka_broker.py, Kafka 4.3.1 from jvm/kafka/pom.xml) is fed by
+three producers (tests/broker/produce.py).  The yardstick is Kafka's own software: what
+librdkafka's consumer reads back (read_committed and read_uncommitted) and what Kafka's
+``kafka-dump-log`` (DumpLogSegments, same jars) prints.  kafkarec reads the broker's log
+dir twice: while the broker is live, and as a clean shutdown left it.
+"""
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+import kafkarec
+from kafkarec.log import committed, layout
+from kafkarec.log.segment import file_options
+from kafkarec.log.storage import Piece, open_storage, without_spans
+
+import produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+#: Topics whose log the broker rewrote after the producers were acknowledged (the cleaner,
+#: retention): every acknowledged record is not there, only what the consumer reads.
+REWRITTEN = {"compacted", "retention"}
+
+
+def kafkarec_rows(log_dir, topics, read_committed):
+    """Rows of ``topics`` in kafkarec's reading of ``log_dir``: the log layer's partitions
+    and segments, each segment's bytes decoded by the core with Kafka's file framing;
+    read_committed leaves out the spans :func:`kafkarec.log.committed.read_committed_spans`
+    judges over the partition's whole log.  Same tuple shape as :func:`produce.consume`."""
+    storage, root = open_storage(log_dir)
+    lay = layout.scan(storage, root)
+    options = file_options(None)
+    rows = []
+    for part in lay.partitions:
+        if part.topic not in topics:
+            continue
+        skip = committed.read_committed_spans(storage, part) if read_committed else {}
+        for seg in part.segments:
+            with open(seg.path, "rb") as fh:
+                data = fh.read()
+            for piece in without_spans(Piece(0, memoryview(data)), skip.get(seg.path, [])):
+                t = kafkarec.to_arrow(piece.data, options, topic=part.topic, partition=part.partition,
+                                      origin=piece.position)
+                rows += _arrow_rows(t)
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    return rows
+
+
+def _arrow_rows(t):
+    cols = t.to_pydict()
+    out = []
+    for i in range(t.num_rows):
+        ts = cols["timestamp"][i]
+        ms = ts if isinstance(ts, int) else round(ts.timestamp() * 1000)
+        headers = tuple((h["key"], h["value"]) for h in (cols["headers"][i] or []))
+        out.append((cols["topic"][i], cols["partition"][i], cols["offset"][i], cols["key"][i],
+                    cols["value"][i], headers, cols["timestampType"][i], ms))
+    return out
+
+
+def _first_difference(got, want):
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return f"row {i}: kafkarec {g!r}\n  consumer {w!r}"
+    return f"kafkarec has {len(got)} rows, the consumer {len(want)}"
+
+
+def _check_acked(broker_data, rows_uncommitted, rows_committed):
+    """Every record a producer saw acknowledged is in kafkarec's rows exactly once, with
+    its key, value, headers and the broker's offset and timestamp; an aborted one is in
+    read_uncommitted only."""
+    index = Counter((r[0], r[1], r[2]) for r in rows_uncommitted)
+    by_pos = {(r[0], r[1], r[2]): r for r in rows_uncommitted}
+    committed_pos = {(r[0], r[1], r[2]) for r in rows_committed}
+    checked = 0
+    for a in broker_data.acked:
+        if a.topic in REWRITTEN:
+            continue
+        pos = (a.topic, a.partition, a.offset)
+        assert index[pos] == 1, f"acknowledged record {pos} found {index[pos]} times"
+        row = by_pos[pos]
+        assert (row[3], row[4], list(row[5])) == (a.key, a.value, a.headers), pos
+        info = broker_data.topics[a.topic]
+        if info.config.get("message.timestamp.type") == "LogAppendTime":
+            assert row[6] == 1
+        else:
+            assert row[6] == 0
+        assert row[7] == a.timestamp, pos
+        assert (pos in committed_pos) == a.committed, pos
+        checked += 1
+    assert checked > 4000
+
+
+@pytest.fixture(scope="module")
+def live_views(kafka_broker, broker_data):
+    """The consumer's rows and kafkarec's rows of the live broker's log dir, both ways."""
+    topics = broker_data.data_topics()
+    out = {}
+    for iso in ("read_uncommitted", "read_committed"):
+        want = produce.consume(kafka_broker.bootstrap, topics, iso)
+        got = kafkarec_rows(kafka_broker.log_dir, topics, iso == "read_committed")
+        out[iso] = (got, want)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stopped_views(kafka_broker, broker_data, stopped_log_dir):
+    topics = broker_data.data_topics()
+    out = {}
+    for iso in ("read_uncommitted", "read_committed"):
+        want = produce.consume(kafka_broker.bootstrap, topics, iso)
+        got = kafkarec_rows(stopped_log_dir, topics, iso == "read_committed")
+        out[iso] = (got, want)
+    return out
+
+
+@pytest.mark.parametrize("iso", ["read_uncommitted", "read_committed"])
+def test_live_log_dir_reads_as_the_consumer_reads(live_views, iso):
+    got, want = live_views[iso]
+    assert got == want, _first_difference(got, want)
+
+
+@pytest.mark.parametrize("iso", ["read_uncommitted", "read_committed"])
+def test_stopped_log_dir_reads_as_the_consumer_reads(stopped_views, iso):
+    got, want = stopped_views[iso]
+    assert got == want, _first_difference(got, want)
+
+
+def test_every_acknowledged_record_is_there_once(broker_data, stopped_views):
+    _check_acked(broker_data, stopped_views["read_uncommitted"][0], stopped_views["read_committed"][0])
+
+
+def test_the_broker_did_its_own_work(broker_data, stopped_log_dir, stopped_views):
+    """The data holds what only a broker writes: transaction markers, aborted records,
+    LogAppendTime, a cleaned segment, segments deleted by retention, rolled segments."""
+    rows_all, rows_committed = stopped_views["read_uncommitted"][0], stopped_views["read_committed"][0]
+    assert len(rows_committed) < len(rows_all)                       # aborted transactions
+    assert {r[6] for r in rows_all if r[0] == "log-append-time"} == {1}
+    compacted_keys = [r[3] for r in rows_all if r[0] == "compacted"]
+    assert 0 < len(compacted_keys) < 240                             # the cleaner removed records
+    retention = sorted(r[2] for r in rows_all if r[0] == "retention")
+    assert retention[0] > 0 and retention[-1] == 299                 # oldest segments deleted
+    segments = [n for n in os.listdir(os.path.join(stopped_log_dir, "cf-none-0")) if n.endswith(".log")]
+    assert len(segments) > 1
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "kafkarec", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_verify_finds_no_error_after_clean_shutdown(stopped_log_dir):
+    proc = _cli("verify", "--deep", stopped_log_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " 0 error(s)" in proc.stdout
+
+
+def test_verify_finds_no_error_live(kafka_broker, broker_data, live_views):
+    proc = _cli("verify", "--deep", kafka_broker.log_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " 0 error(s)" in proc.stdout
+
+
+INTERNAL = [("__consumer_offsets", "--offsets-decoder"),
+            ("__transaction_state", "--transaction-log-decoder"),
+            ("__cluster_metadata", "--cluster-metadata-decoder")]
+
+
+def _internal_segments(log_dir, topic):
+    out = []
+    for d in sorted(os.listdir(log_dir)):
+        if d.rsplit("-", 1)[0] == topic:
+            folder = os.path.join(log_dir, d)
+            out += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".log")]
+    return out
+
+
+@pytest.mark.parametrize("topic,option", INTERNAL, ids=[t for t, _ in INTERNAL])
+def test_dump_internal_topics_as_kafka_dump_log(kafka_broker, stopped_log_dir, topic, option):
+    """``kafkarec dump`` with the internal topic's decoder prints exactly the lines of Kafka's
+    DumpLogSegments (same Kafka version, from the resolved jars) on the broker's segments."""
+    files = [f for f in _internal_segments(stopped_log_dir, topic) if os.path.getsize(f)]
+    assert files, f"the broker wrote no {topic} segment"
+    want = kafka_broker.dump_log(files, option, "--deep-iteration")
+    proc = _cli("dump", option, "--deep-iteration", *files)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got, exp = proc.stdout.splitlines(), want.splitlines()
+    assert len([line for line in exp if line.startswith("| offset: ")]) > 0
+    for i, (g, w) in enumerate(zip(got, exp)):
+        assert g == w, f"line {i}:\n kafkarec {g}\n kafka    {w}"
+    assert len(got) == len(exp)
