@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import subprocess
 import tempfile
 import time
@@ -66,6 +67,8 @@ class BrokerData:
     topics: Dict[str, TopicInfo] = field(default_factory=dict)
     acked: List[Acked] = field(default_factory=list)
     groups: List[str] = field(default_factory=list)
+    #: registry-avro's decoded values by offset, as the subject's latest schema reads them
+    registry_values: Dict[int, Optional[dict]] = field(default_factory=dict)
 
     def data_topics(self) -> List[str]:
         return sorted(self.topics)
@@ -363,6 +366,96 @@ def wait_settled(log_dir: str, topics: Sequence[str], quiet: float = 1.5, timeou
     raise RuntimeError(f"{topics} still changing after {timeout} s")
 
 
+# --- Schema Registry Avro values through the broker --------------------------------------
+
+REGISTRY_TOPIC = "registry-avro"
+SCHEMAS_TOPIC = "_schemas"
+
+
+def registry_schemas():
+    """Three versions of one value schema (tests/registry/world.py's two, then a map and a
+    three-branch union added), and the key schema."""
+    import world
+    v3 = dict(world.ORDER_V2, fields=world.ORDER_V2["fields"] + [
+        {"name": "attrs", "type": {"type": "map", "values": "double"}, "default": {}},
+        {"name": "choice", "type": ["null", "long", "string"], "default": None},
+    ])
+    return [world.ORDER_V1, world.ORDER_V2, v3], world.KEY_SCHEMA
+
+
+def registry_record(version: int, i: int) -> dict:
+    import world
+    if version == 1:
+        return world.v1_record(i)
+    r = world.v2_record(i)
+    if version == 3:
+        r.update(attrs={"a": i / 4, "b": -1.5} if i % 2 else {}, choice=[None, i, f"c{i}"][i % 3])
+    return r
+
+
+def registry_expected(record: dict) -> dict:
+    """A record as the subject's latest schema (v3) reads it: missing fields take defaults."""
+    out = dict(record)
+    out.setdefault("note", None)
+    out.setdefault("lines", [])
+    out.setdefault("attrs", {})
+    out.setdefault("choice", None)
+    return out
+
+
+def produce_registry(bootstrap: str, n: int = 30) -> Tuple[List[Acked], Dict[int, Optional[dict]]]:
+    """``registry-avro``: keys and values written by confluent-kafka's ``AvroSerializer``
+    (three evolving versions of the value schema, decimals, timestamps, enums, unions,
+    arrays, maps, records; ids as the 5-byte prefix) through the broker, and ``_schemas``:
+    what Confluent's registry would have written for them, also through the broker, so the
+    broker's log dir carries its own registry (``kafkarec.registry.load(log_dir)``).
+    Returns the acknowledged records and the expected decoded value by offset."""
+    sys_path = os.path.join(TESTS, "registry")
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import base64
+    import uuid
+
+    from confluent_kafka.schema_registry._sync.mock_schema_registry_client import MockSchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from schemas_log import confluent_key, schema_value
+
+    schemas, key_schema = registry_schemas()
+    client = MockSchemaRegistryClient({"url": "mock://broker"})
+    sers = [AvroSerializer(client, json.dumps(sch), conf={"auto.register.schemas": True}) for sch in schemas]
+    kser = AvroSerializer(client, key_schema, conf={"auto.register.schemas": True})
+    p = _cf_producer(bootstrap, **{"compression.type": "zstd"})
+    rep = _Reports()
+    records = []
+    for i in range(n):
+        version = 1 + i * 3 // n
+        rec = registry_record(version, i)
+        value = sers[version - 1](rec, SerializationContext(REGISTRY_TOPIC, MessageField.VALUE, []))
+        key = kser(f"k{i}", SerializationContext(REGISTRY_TOPIC, MessageField.KEY, []))
+        records.append(rec)
+        p.produce(REGISTRY_TOPIC, key=key, value=value, timestamp=BASE_TS + i, on_delivery=rep.callback([]))
+    _flush(p)
+    # the registry's own topic, as Confluent's registry writes it (the mock's GUIDs kept, as
+    # tests/registry/world.py does, so ids resolve the same)
+    sp = _cf_producer(bootstrap)
+    srep = _Reports()
+    sp.produce(SCHEMAS_TOPIC, key=confluent_key("NOOP"), value=None, on_delivery=srep.callback([]))
+    for subject in sorted(client.get_subjects()):
+        for v in client.get_versions(subject):
+            rs = client.get_version(subject, v)
+            val = json.loads(schema_value(subject, v, rs.schema_id, rs.schema.schema_str))
+            val["md5"] = base64.b64encode(uuid.UUID(rs.guid).bytes).decode()
+            sp.produce(SCHEMAS_TOPIC, key=confluent_key("SCHEMA", subject, v), value=json.dumps(val).encode(),
+                       on_delivery=srep.callback([]))
+    _flush(sp)
+    if rep.errors or srep.errors:
+        raise RuntimeError(f"registry topics: {(rep.errors + srep.errors)[:3]}")
+    acked = sorted(rep.acked, key=lambda a: a.offset)
+    expected = {a.offset: registry_expected(records[i]) for i, a in enumerate(acked)}
+    return acked + srep.acked, expected
+
+
 # --- everything ------------------------------------------------------------------------
 
 def topic_plan() -> List[TopicInfo]:
@@ -385,6 +478,10 @@ def topic_plan() -> List[TopicInfo]:
                        "confluent-kafka", "none", note="the log cleaner ran"))
     t.append(TopicInfo("retention", 1, {"internal.segment.bytes": "4096", "retention.bytes": "12000"},
                        "confluent-kafka", "none", note="oldest segments deleted"))
+    t.append(TopicInfo(REGISTRY_TOPIC, 1, dict(SMALL_SEGMENT), "confluent-kafka", "zstd",
+                       note="AvroSerializer keys and values, 3 schema versions; registry in _schemas"))
+    t.append(TopicInfo(SCHEMAS_TOPIC, 1, {"cleanup.policy": "compact"}, "confluent-kafka", "none",
+                       note="the Schema Registry's topic for registry-avro"))
     return t
 
 
@@ -420,6 +517,8 @@ def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -
     # retention: ~40 KB through 4 KiB segments, retention.bytes 12000
     data.acked += produce_confluent(bootstrap, "retention", 300, rounds=6, pause=0.1,
                                     **{"batch.size": 2000})
+    registry_acked, data.registry_values = produce_registry(bootstrap)
+    data.acked += registry_acked
     data.groups = ["group-librdkafka", "group-kafka-python"]
     commit_groups(bootstrap, ["cf-none", "kp-gzip", "idempotent", "txn"], data.groups)
     wait_cleaned(broker.log_dir, "compacted")
