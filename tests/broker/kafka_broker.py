@@ -35,6 +35,7 @@ import jvm
 
 KAFKA_MODULE = "jvm/kafka"
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
+METADATA_SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 SERVER_MAIN = "kafka.Kafka"
 
@@ -324,6 +325,9 @@ class KafkaBroker:
     def dump_log(self, files: Sequence[str], *options: str, timeout: float = 120) -> str:
         return dump_log(files, *options, timeout=timeout, classpath=self.classpath)
 
+    def metadata_shell(self, snapshot: str, *command: str, timeout: float = 120) -> str:
+        return metadata_shell(snapshot, *command, timeout=timeout, classpath=self.classpath)
+
 
 def run_tool(main: str, *args: str, timeout: float = 120, check: bool = True,
              classpath: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -339,4 +343,12 @@ def dump_log(files: Sequence[str], *options: str, timeout: float = 120,
              classpath: Optional[str] = None) -> str:
     """``kafka-dump-log --files F1,F2 OPTIONS...`` (Kafka's DumpLogSegments); its stdout."""
     return run_tool(DUMP_LOG_MAIN, "--files", ",".join(files), *options, timeout=timeout,
+                    classpath=classpath).stdout
+
+
+def metadata_shell(snapshot: str, *command: str, timeout: float = 120,
+                   classpath: Optional[str] = None) -> str:
+    """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...`` (a ``__cluster_metadata`` .log
+    segment or .checkpoint snapshot; e.g. ``"tree", "/image/topics"``); its stdout."""
+    return run_tool(METADATA_SHELL_MAIN, "--snapshot", snapshot, *command, timeout=timeout,
                     classpath=classpath).stdout

@@ -7,6 +7,7 @@ librdkafka's consumer reads back (read_committed and read_uncommitted) and what 
 dir twice: while the broker is live, and as a clean shutdown left it.
 """
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -196,3 +197,66 @@ def test_registry_values_through_the_broker(kafka_broker, broker_data, stopped_l
         want = _as_columns(want)
         assert got[offset] == want, f"offset {offset}:\n kafkarec {got[offset]}\n expected {want}"
     assert typed.column("key").to_pylist() == [f"k{i}" for i in range(typed.num_rows)]
+
+
+_REGISTRATION = re.compile(r"(\w+)=(\[[^\]]*\]|[^,)]*)")
+
+
+def _shell_topics(tree_text):
+    """``tree /image/topics`` of kafka-metadata-shell as {name: {"topic_id", "partitions"}}."""
+    topics, topic, child, section = {}, None, None, None
+    for line in tree_text.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        text = line.strip()
+        if indent == 0:
+            section = text
+            continue
+        if section != "byId:":
+            continue
+        if indent == 2 and text.endswith(":"):
+            topic = {"partitions": {}}
+            topics[text[:-1]] = topic
+        elif indent == 4 and text.endswith(":"):
+            child = text[:-1]
+        elif indent == 6 and topic is not None:
+            if child == "name":
+                topic["name"] = text
+            elif child == "id":
+                topic["topic_id"] = text
+            elif child.isdigit() and text.startswith("PartitionRegistration("):
+                fields = {}
+                for k, v in _REGISTRATION.findall(text[len("PartitionRegistration("):]):
+                    if v.startswith("["):
+                        fields[k] = [x.strip() for x in v[1:-1].split(",") if x.strip()]
+                    else:
+                        fields[k] = v
+                topic["partitions"][child] = fields
+    return {t.pop("name"): t for t in topics.values()}
+
+
+def _kafkarec_registration(p):
+    """kafkarec's replayed partition in the shell's field names and text."""
+    def ints(xs):
+        return [str(x) for x in xs]
+    return {"replicas": ints(p["replicas"]), "directories": list(p["directories"]), "isr": ints(p["isr"]),
+            "removingReplicas": ints(p["removing_replicas"]), "addingReplicas": ints(p["adding_replicas"]),
+            "elr": ints(p["eligible_leader_replicas"]), "lastKnownElr": ints(p["last_known_elr"]),
+            "leader": str(p["leader"]),
+            "leaderRecoveryState": {0: "RECOVERED", 1: "RECOVERING"}[p["leader_recovery_state"]],
+            "leaderEpoch": str(p["leader_epoch"]), "partitionEpoch": str(p["partition_epoch"])}
+
+
+def test_metadata_replay_matches_kafka_metadata_shell(kafka_broker, stopped_log_dir):
+    """``kafkarec metadata`` replays the controller's ``__cluster_metadata`` into the topics and
+    partition registrations kafka-metadata-shell (same jars) shows of the same log."""
+    import json
+    segment = _internal_segments(stopped_log_dir, "__cluster_metadata")[0]
+    shell = _shell_topics(kafka_broker.metadata_shell(segment, "tree", "/image/topics"))
+    proc = _cli("metadata", "--json", stopped_log_dir)
+    assert proc.returncode == 0, proc.stderr
+    state = json.loads(proc.stdout)["topics"]
+    assert sorted(state) == sorted(shell) and len(shell) > 20
+    for name, topic in state.items():
+        assert topic["topic_id"] == shell[name]["topic_id"], name
+        got = {str(p): _kafkarec_registration(reg) for p, reg in topic["partitions"].items()}
+        assert got == shell[name]["partitions"], name
