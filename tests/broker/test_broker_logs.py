@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -260,3 +261,38 @@ def test_metadata_replay_matches_kafka_metadata_shell(kafka_broker, stopped_log_
         assert topic["topic_id"] == shell[name]["topic_id"], name
         got = {str(p): _kafkarec_registration(reg) for p, reg in topic["partitions"].items()}
         assert got == shell[name]["partitions"], name
+
+
+def test_read_while_the_broker_writes(kafka_broker, broker_data):
+    """kafkarec reads the log dir again and again while a producer writes through the broker
+    (the active segment growing, segments rolling, a batch possibly half written at the end):
+    every read is a prefix of what the consumer finally reads, and the last read all of it."""
+    import threading
+    topic = "growing"
+    produce.create_topics(kafka_broker.bootstrap, [produce.TopicInfo(
+        topic, 1, {"internal.segment.bytes": "16384"}, "confluent-kafka", "lz4")])
+    errors = []
+
+    def write():
+        try:
+            produce.produce_confluent(kafka_broker.bootstrap, topic, 3000, rounds=30, pause=0.03,
+                                      **{"compression.type": "lz4", "batch.size": 3000, "linger.ms": 1})
+        except Exception as e:      # reported below
+            errors.append(e)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    reads = []
+    deadline = time.monotonic() + 60
+    while writer.is_alive() and time.monotonic() < deadline:
+        reads.append(kafkarec_rows(kafka_broker.log_dir, {topic}, False))
+        time.sleep(0.05)
+    writer.join(60)
+    assert not writer.is_alive() and not errors, errors
+    final = produce.consume(kafka_broker.bootstrap, [topic])
+    assert len(final) == 3000
+    assert kafkarec_rows(kafka_broker.log_dir, {topic}, False) == final
+    growing = [len(rows) for rows in reads]
+    assert len(set(growing)) > 3, growing          # the reads saw the topic grow
+    for rows in reads:
+        assert rows == final[:len(rows)]
