@@ -5,7 +5,8 @@ is vendored.  :class:`KafkaBroker` formats the storage with Kafka's ``StorageToo
 starts ``kafka.Kafka`` on 127.0.0.1 with free ports and its log dir in a temporary
 folder, waits (bounded) until it answers, and stops it with SIGTERM (Kafka's clean
 shutdown, bounded) and then SIGKILL.  Every broker still running when the interpreter
-exits is killed (atexit), so nothing is left behind even when a test fails.
+exits is killed (atexit), and the JVM gets SIGKILL if the Python process that started it
+dies (PR_SET_PDEATHSIG), so nothing is left behind even when a test fails or the run is killed.
 
     with KafkaBroker() as broker:          # started
         broker.bootstrap                   # "127.0.0.1:PORT"
@@ -90,6 +91,17 @@ def _kill_all_live() -> None:
 
 
 atexit.register(_kill_all_live)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the process that started it dies (Linux's
+    PR_SET_PDEATHSIG), so a test run killed outright leaves no broker behind either."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+    except Exception:
+        pass
 
 
 def free_port() -> int:
@@ -210,7 +222,7 @@ class KafkaBroker:
                 ["java", *BROKER_JVM_FLAGS, *self._log_jvm_flags(), "-cp", self.classpath,
                  SERVER_MAIN, self.properties_file],
                 stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_die_with_parent)
         finally:
             stdout.close()
         _LIVE.add(self)

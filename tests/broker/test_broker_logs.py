@@ -145,7 +145,9 @@ def _internal_segments(log_dir, topic):
 @pytest.mark.parametrize("topic,option", INTERNAL, ids=[t for t, _ in INTERNAL])
 def test_dump_internal_topics_as_kafka_dump_log(kafka_broker, stopped_log_dir, topic, option):
     """``kafkarec dump`` with the internal topic's decoder prints exactly the lines of Kafka's
-    DumpLogSegments (same Kafka version, from the resolved jars) on the broker's segments."""
+    DumpLogSegments (same Kafka version, from the resolved jars) on the broker's segments.
+    Nothing is normalised: both get the same file paths, so even the ``Dumping PATH`` lines
+    are compared as printed."""
     files = [f for f in _internal_segments(stopped_log_dir, topic) if os.path.getsize(f)]
     assert files, f"the broker wrote no {topic} segment"
     want = kafka_broker.dump_log(files, option, "--deep-iteration")
