@@ -58,7 +58,14 @@ def classpath(module: str, *, tools=("java", "mvn")) -> str:
 
 def java(cp: str, main: str, *args: str, jvm_flags: Optional[List[str]] = None,
          timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    """Run ``main`` from ``cp`` to completion (output captured as text)."""
+    """Run ``main`` from ``cp`` to completion; stdout and stderr as text (UTF-8, newlines
+    kept as printed)."""
     cmd = ["java", *(jvm_flags or ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m"]),
+           "-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
            "-cp", cp, main, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    # bytes decoded as UTF-8 without newline translation: a tool's output is compared byte for
+    # byte (a \r inside a printed payload must stay a \r)
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout, **kw)
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8", "surrogateescape"),
+                                       proc.stderr.decode("utf-8", "surrogateescape"))

@@ -202,6 +202,42 @@ def test_registry_values_through_the_broker(kafka_broker, broker_data, stopped_l
     assert typed.column("key").to_pylist() == [f"k{i}" for i in range(typed.num_rows)]
 
 
+def _files(log_dir, suffixes, *, internal):
+    out = []
+    for d in sorted(os.listdir(log_dir)):
+        folder = os.path.join(log_dir, d)
+        if not os.path.isdir(folder) or d.startswith("__") != internal and not (internal is None):
+            continue
+        out += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(suffixes)]
+    return out
+
+
+@pytest.mark.parametrize("where", ["stopped", "live"])
+def test_dump_every_file_as_kafka_dump_log(kafka_broker, broker_data, stopped_log_dir, where):
+    """``kafkarec dump`` prints byte for byte what Kafka's DumpLogSegments prints, stdout and
+    stderr, for every segment of the data topics (``--print-data-log``: keys, values and
+    header keys as Java prints them) and every ``.index``, ``.timeindex``, ``.txnindex`` and
+    producer ``.snapshot`` (with the index checks against the log).  Live: the data topics'
+    files while the broker runs (active segments with preallocated indexes); the internal
+    topics, still written to, only after the clean shutdown."""
+    log_dir = stopped_log_dir if where == "stopped" else kafka_broker.log_dir
+    internal = None if where == "stopped" else False
+    runs = [(_files(log_dir, (".log",), internal=False), ["--deep-iteration", "--print-data-log"]),
+            (_files(log_dir, (".index", ".timeindex", ".txnindex", ".snapshot"), internal=internal)
+             + (_files(log_dir, (".log",), internal=True) if where == "stopped" else []),
+             ["--deep-iteration"])]
+    for files, options in runs:
+        assert len(files) > 20
+        want = kafka_broker.run_tool("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(files),
+                                     *options, check=False)
+        got = subprocess.run([sys.executable, "-m", "kafkarec", "dump", *options, *files],
+                             capture_output=True, timeout=300)
+        out, err = (got.stdout.decode("utf-8", "surrogateescape"), got.stderr.decode("utf-8", "surrogateescape"))
+        assert want.returncode == 0 and got.returncode == 0, err[-2000:]
+        assert out.splitlines(keepends=True) == want.stdout.splitlines(keepends=True)
+        assert err == want.stderr
+
+
 _REGISTRATION = re.compile(r"(\w+)=(\[[^\]]*\]|[^,)]*)")
 
 
