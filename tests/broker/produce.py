@@ -456,6 +456,43 @@ def produce_registry(bootstrap: str, n: int = 30) -> Tuple[List[Acked], Dict[int
     return acked + srep.acked, expected
 
 
+def _produce_expired_tombstones(broker, p) -> List[Acked]:
+    """``compacted-expired`` (delete.retention.ms 300): tombstones kept by a first cleaning
+    with a delete horizon, which has passed when more data makes the log dirty again, so a
+    second cleaning removes them."""
+    topic, rep = "compacted-expired", _Reports()
+
+    def rnd(n, gone=None):
+        for i in range(20):
+            p.produce(topic, key=f"e-{i % 10}".encode(), value=f"expired {n} {i} ".encode() * 3,
+                      timestamp=BASE_TS + 1000 * (n * 20 + i), on_delivery=rep.callback([]))
+        for j in range(5 if gone is not None else 0):
+            p.produce(topic, key=f"e-gone-{j}".encode(), value=gone or None,
+                      timestamp=BASE_TS + 1000 * (n * 20 + 19), on_delivery=rep.callback([]))
+        _flush(p)
+        time.sleep(0.25)            # segment.ms 100: the next append rolls
+
+    rnd(0, gone=b"soon gone")
+    rnd(1, gone=b"")                # tombstones: the last word on e-gone-*
+    rnd(2)
+    wait_cleaned(broker.log_dir, topic)
+    first = _checkpoint(os.path.join(broker.log_dir, "cleaner-offset-checkpoint"))[(topic, 0)]
+    time.sleep(0.6)                 # past the tombstones' delete horizon
+    for i in range(20):
+        p.produce(topic, key=f"e-{i % 10}".encode(), value=f"expired 3 {i} ".encode() * 3,
+                  timestamp=BASE_TS + 1000 * (60 + i), on_delivery=rep.callback([]))
+    _flush(p)
+    time.sleep(0.25)
+    p.produce(topic, key=b"e-0", value=b"last", timestamp=BASE_TS + 1000 * 81, on_delivery=rep.callback([]))
+    _flush(p)
+    deadline = time.monotonic() + 60
+    while _checkpoint(os.path.join(broker.log_dir, "cleaner-offset-checkpoint")).get((topic, 0), 0) <= first:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the log cleaner did not clean {topic} a second time within 60 s")
+        time.sleep(0.3)
+    return rep.acked
+
+
 # --- everything ------------------------------------------------------------------------
 
 def topic_plan() -> List[TopicInfo]:
@@ -476,6 +513,10 @@ def topic_plan() -> List[TopicInfo]:
                                          "segment.ms": "100", "internal.segment.bytes": "8192",
                                          "min.compaction.lag.ms": "0"},
                        "confluent-kafka", "none", note="the log cleaner ran"))
+    t.append(TopicInfo("compacted-expired", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                                 "segment.ms": "100", "internal.segment.bytes": "8192",
+                                                 "min.compaction.lag.ms": "0", "delete.retention.ms": "300"},
+                       "confluent-kafka", "none", note="cleaned twice: tombstones past their delete horizon removed"))
     t.append(TopicInfo("retention", 1, {"internal.segment.bytes": "4096", "retention.bytes": "12000"},
                        "confluent-kafka", "none", note="oldest segments deleted"))
     t.append(TopicInfo(REGISTRY_TOPIC, 1, dict(SMALL_SEGMENT), "confluent-kafka", "zstd",
@@ -502,7 +543,8 @@ def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -
     data.acked += produce_transactions(bootstrap, "txn", 3)
     data.acked += produce_confluent(bootstrap, "log-append-time", records // 2, **{"compression.type": "gzip"})
     # compacted: few keys written many times in rounds, segments rolled by segment.ms,
-    # tombstones among them; the active segment is never cleaned
+    # tombstones among them (gone-*: the last word on their key, kept with a delete horizon
+    # a day away); the active segment is never cleaned
     p = _cf_producer(bootstrap, **{"batch.size": 4000})
     rep = _Reports()
     for rnd in range(4):
@@ -511,9 +553,14 @@ def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -
             v = None if (i % 15 == 4 and rnd == 2) else f"compacted {rnd} {i} ".encode() * 4
             p.produce("compacted", key=k, value=v, timestamp=BASE_TS + 1000 * (rnd * 60 + i),
                       on_delivery=rep.callback([]))
+        if rnd < 3:
+            for j in range(5):
+                p.produce("compacted", key=f"gone-{j}".encode(), value=None if rnd == 2 else b"soon gone",
+                          timestamp=BASE_TS + 1000 * (rnd * 60 + 59), on_delivery=rep.callback([]))
         _flush(p)
         time.sleep(0.25)
     data.acked += rep.acked
+    data.acked += _produce_expired_tombstones(broker, p)
     # retention: ~40 KB through 4 KiB segments, retention.bytes 12000
     data.acked += produce_confluent(bootstrap, "retention", 300, rounds=6, pause=0.1,
                                     **{"batch.size": 2000})
@@ -523,7 +570,7 @@ def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -
     commit_groups(bootstrap, ["cf-none", "kp-gzip", "idempotent", "txn"], data.groups)
     wait_cleaned(broker.log_dir, "compacted")
     wait_retention(broker.log_dir, "retention")
-    wait_settled(broker.log_dir, ["compacted", "retention"])
+    wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"])
     return data
 
 

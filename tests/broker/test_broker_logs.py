@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 #: Topics whose log the broker rewrote after the producers were acknowledged (the cleaner,
 #: retention): every acknowledged record is not there, only what the consumer reads.
-REWRITTEN = {"compacted", "retention"}
+REWRITTEN = {"compacted", "compacted-expired", "retention"}
 
 
 def _first_difference(got, want):
@@ -105,6 +105,10 @@ def test_the_broker_did_its_own_work(broker_data, stopped_log_dir, stopped_views
     assert {r[6] for r in rows_all if r[0] == "log-append-time"} == {1}
     compacted_keys = [r[3] for r in rows_all if r[0] == "compacted"]
     assert 0 < len(compacted_keys) < 240                             # the cleaner removed records
+    gone = {r[3]: r[4] for r in rows_all if r[0] == "compacted" and r[3].startswith(b"gone-")}
+    assert gone == {f"gone-{j}".encode(): None for j in range(5)}    # tombstones kept (horizon ahead)
+    expired = [r for r in rows_all if r[0] == "compacted-expired"]
+    assert expired and not [r for r in expired if r[3].startswith(b"e-gone-")]   # horizon passed: removed
     retention = sorted(r[2] for r in rows_all if r[0] == "retention")
     assert retention[0] > 0 and retention[-1] == 299                 # oldest segments deleted
     segments = [n for n in os.listdir(os.path.join(stopped_log_dir, "cf-none-0")) if n.endswith(".log")]
