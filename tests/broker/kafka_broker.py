@@ -79,7 +79,6 @@ DEFAULT_CONFIG: Dict[str, str] = {
     "num.io.threads": "2",
     "num.recovery.threads.per.data.dir": "1",
     "background.threads": "2",
-    "metadata.log.segment.ms": "60000",
 }
 
 _LIVE: "weakref.WeakSet[KafkaBroker]" = weakref.WeakSet()

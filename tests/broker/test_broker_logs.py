@@ -294,15 +294,23 @@ def test_metadata_replay_matches_kafka_metadata_shell(kafka_broker, stopped_log_
     partition registrations kafka-metadata-shell (same jars) shows of the same log."""
     import json
     segment = _internal_segments(stopped_log_dir, "__cluster_metadata")[0]
-    shell = _shell_topics(kafka_broker.metadata_shell(segment, "tree", "/image/topics"))
     proc = _cli("metadata", "--json", stopped_log_dir)
     assert proc.returncode == 0, proc.stderr
     state = json.loads(proc.stdout)["topics"]
-    assert sorted(state) == sorted(shell) and len(shell) > 20
-    for name, topic in state.items():
-        assert topic["topic_id"] == shell[name]["topic_id"], name
-        got = {str(p): _kafkarec_registration(reg) for p, reg in topic["partitions"].items()}
-        assert got == shell[name]["partitions"], name
+    ours = {name: {"topic_id": t["topic_id"],
+                   "partitions": {str(p): _kafkarec_registration(reg) for p, reg in t["partitions"].items()}}
+            for name, t in state.items()}
+    assert len(ours) > 20
+    # kafka-metadata-shell 4.3.1 sometimes runs its command before it has loaded the whole
+    # log (an empty or partial tree, about one run in three here): asked again, bounded; the
+    # last answer is the one compared
+    for _ in range(8):
+        shell = _shell_topics(kafka_broker.metadata_shell(segment, "tree", "/image/topics"))
+        if shell == ours:
+            break
+    assert sorted(shell) == sorted(ours)
+    for name in ours:
+        assert ours[name] == shell[name], name
 
 
 def test_read_while_the_broker_writes(kafka_broker, broker_data):
