@@ -529,11 +529,13 @@ def topic_plan() -> List[TopicInfo]:
 def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -> BrokerData:
     """Create and write every topic of :func:`topic_plan` through ``broker``; bounded in time
     (about 20-40 s on 2 cores)."""
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="kafkarec-produce-") as tmp:
+            return produce_all(broker, records=records, work_dir=tmp)
     bootstrap = broker.bootstrap
     plan = topic_plan()
     create_topics(bootstrap, plan)
     data = BrokerData(bootstrap, {t.name: t for t in plan})
-    work_dir = work_dir or tempfile.mkdtemp(prefix="kafkarec-produce-")
     for codec in CODECS:
         data.acked += produce_confluent(bootstrap, f"cf-{codec}", records, **{"compression.type": codec})
         data.acked += produce_kafka_python(bootstrap, f"kp-{codec}", records, codec)
