@@ -456,7 +456,8 @@ class Dumper:
         lines = []
         objs = []
         for by_file, order, header, line, kind, (key_a, key_b) in sections:
-            for fname, pairs in by_file.items():
+            for fname in java_hashmap_order(by_file):
+                pairs = by_file[fname]
                 lines.append(header.format(file=fname))
                 for a, b in order(pairs):
                     lines.append(line.format(a=a, b=b))
@@ -465,6 +466,43 @@ class Dumper:
             self.out.write("".join(jdump(o) + "\n" for o in objs))
         elif lines:
             self.err.write("\n".join(lines) + "\n")
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hashmap_order(keys) -> list:
+    """String keys, added in the given order with ``computeIfAbsent``, in the order a
+    ``java.util.HashMap`` (default capacity 16, load factor 0.75) then iterates them.
+
+    DumpLogSegments keeps its end-of-run reports by file in such maps, so that is the order
+    it prints them in.  Buckets are ``(h ^ (h >>> 16)) & (capacity - 1)`` of Java's
+    ``String.hashCode``; ``computeIfAbsent`` puts a new key at the head of its bucket and
+    doubles the table first when the map already holds more than 3/4 of its capacity; a
+    resize splits each bucket keeping its order.  (A bucket of 8 keys, which Java turns
+    into a tree, is not modelled: the files of one run do not collide so.)"""
+    capacity = 16
+    table: list = [[] for _ in range(capacity)]
+    size = 0
+    for key in keys:
+        h = _java_string_hash(key)
+        spread = h ^ (h >> 16)
+        if size > capacity * 3 // 4:
+            old, capacity = capacity, capacity * 2
+            new_table: list = [[] for _ in range(capacity)]
+            for j, chain in enumerate(table):
+                for entry in chain:
+                    new_table[j + (old if entry[0] & old else 0)].append(entry)
+            table = new_table
+        table[spread & (capacity - 1)].insert(0, (spread, key))
+        size += 1
+    return [key for chain in table for _, key in chain]
 
 
 def _sibling(path: str, suffix: str) -> str:

@@ -33,7 +33,7 @@ from kafkarec.log.directory import PartitionDir
 from kafkarec.log.sidefiles import (AbortedTxn, CorruptIndexError, EpochEntry, OffsetIndex, SideFileError,
                                     TimeIndex, TransactionIndex)
 
-__all__ = ["Problem", "SideProblem", "OffsetIndexCheck", "TimeIndexCheck", "TxnIndexCheck", "LeaderEpochCheck",
+__all__ = ["Problem", "SideProblem", "OffsetIndexCheck", "TimeIndexCheck", "TxnIndexCheck", "TransactionStarts", "LeaderEpochCheck",
            "check_leader_epochs", "SegmentCheck", "check_partition"]
 
 _INT32_MAX = 2**31 - 1
@@ -93,6 +93,15 @@ class _IndexCheck(_SideFileCheck):
             self._add(f"untrimmed {self.KIND}: {idx.preallocated_slots} preallocated zero slots after "
                       f"{n_entries} entries (the segment was not closed cleanly)", severity="note")
 
+    def _unwritten(self, active: bool) -> bool:
+        """An active segment's index that is all zeros holds no entry yet: the broker
+        preallocates the file and writes its first entry only after ``index.interval.bytes``
+        of the segment, so that entry never points at position 0 (a live broker's log dir
+        has such a file for every active segment still below that size).  Kafka's dump
+        shows slot 0 as an entry (kafkarec dump too); the check does not hold it to the log."""
+        idx = self.index
+        return active and idx.length > 0 and not any(idx.data)
+
     def _check_offset(self, i: int, offset: int, position: Optional[int]) -> None:
         base = self.index.base_offset
         if offset < base or offset - base > _INT32_MAX:
@@ -110,6 +119,8 @@ class OffsetIndexCheck(_IndexCheck):
 
     def _structure(self, active: bool) -> None:
         idx = self.index
+        if self._unwritten(active):
+            return
         try:
             idx.sanity_check()
         except CorruptIndexError as e:
@@ -161,6 +172,8 @@ class TimeIndexCheck(_IndexCheck):
 
     def _structure(self, active: bool) -> None:
         idx = self.index
+        if self._unwritten(active):
+            return
         entries = idx.entries()
         self._tail(len(entries), active)
         if idx.preallocated_slots == 0 or idx.length % idx.ENTRY.size:
@@ -198,6 +211,27 @@ class TimeIndexCheck(_IndexCheck):
         return self.problems
 
 
+class TransactionStarts:
+    """Where each producer's open transaction began, over a partition's segments in order.
+
+    A transaction's first offset is the first transactional data batch of its producer
+    after the producer's previous marker (Kafka's ProducerAppendInfo keeps it the same
+    way); a broker writes the aborted transaction's ``.txnindex`` entry in the segment of
+    its ABORT marker, which may be a later segment than the one the transaction began
+    in.  Memory: one entry per producer with a transaction open."""
+
+    def __init__(self):
+        self._open: dict = {}
+
+    def see_data_batch(self, producer_id: int, base_offset: int) -> None:
+        self._open.setdefault(producer_id, base_offset)
+
+    def see_marker(self, producer_id: int) -> Optional[int]:
+        """The first offset of the transaction this producer's marker ends (None when it
+        began before the scanned log)."""
+        return self._open.pop(producer_id, None)
+
+
 class TxnIndexCheck(_SideFileCheck):
     """Each aborted transaction must end at an ABORT marker of its producer in this segment."""
 
@@ -206,6 +240,7 @@ class TxnIndexCheck(_SideFileCheck):
         self.entries: List[AbortedTxn] = []
         self._by_last = {}
         self._first_batches = {}
+        self._began = {}      # entry's last offset -> where its transaction began (TransactionStarts)
         try:
             self.entries = index.entries()
             index.sanity_check()
@@ -232,8 +267,13 @@ class TxnIndexCheck(_SideFileCheck):
         """Remember where transactional batches start, to check first offsets."""
         self._first_batches.setdefault(producer_id, set()).add(base_offset)
 
-    def see_marker(self, offset: int, producer_id: int, control_type: str) -> None:
+    def see_marker(self, offset: int, producer_id: int, control_type: str,
+                   began: Optional[int] = None) -> None:
+        """A marker at ``offset``; ``began``: where the transaction it ends began, when the
+        partition's scan saw it (:class:`TransactionStarts`), else None."""
         t = self._by_last.pop(offset, None)
+        if t is not None and began is not None and producer_id == t.producer_id:
+            self._began[offset] = began
         if t is None:
             if control_type == "ABORT":
                 self._add(f"ABORT marker of producer {producer_id} at offset {offset} has no "
@@ -252,6 +292,13 @@ class TxnIndexCheck(_SideFileCheck):
                 self._add(f"entry for producer {t.producer_id} ending at offset {offset} was not "
                           "checked (the log could not be read that far)", None, offset, severity="note")
         for t in self.entries:
+            began = self._began.get(t.last_offset)
+            if began is not None:
+                # the partition's scan saw the transaction begin (in this or an earlier segment)
+                if began != t.first_offset:
+                    self._add(f"first offset {t.first_offset} of producer {t.producer_id}'s aborted "
+                              f"transaction is not where it began (offset {began})", None, t.first_offset)
+                continue
             starts = self._first_batches.get(t.producer_id, ())
             # The transaction may have begun in an earlier (possibly deleted) segment.
             if log_start is not None and t.first_offset >= log_start and t.first_offset not in starts:
@@ -515,6 +562,7 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
         yield None, problems
     prev_last = None
     log_start = pdir.segments[0].base_offset if pdir.segments else None
+    txn_starts = TransactionStarts()      # transactions span segments
     done = 0
     for i, files in enumerate(pdir.segments):
         if files.log is None:
@@ -525,7 +573,7 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
             check, problems = _check_segment(
                 files, prev_last, active=i == len(pdir.segments) - 1, deep=deep, resync=resync,
                 observers_for=observers_for, options=options, log_start=log_start,
-                epoch_check=epoch_check,
+                epoch_check=epoch_check, txn_starts=txn_starts,
                 progress=None if progress is None else (lambda n, b=done: progress(b + n)))
         if check is not None:
             done += check.segment.size
@@ -546,7 +594,8 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
 
 
 def _check_segment(files, prev_last: Optional[int], *, active: bool, deep: bool, resync: bool,
-                   observers_for, options, log_start, epoch_check, progress) -> tuple:
+                   observers_for, options, log_start, epoch_check, progress,
+                   txn_starts: Optional[TransactionStarts] = None) -> tuple:
     """One segment of :func:`check_partition`: ``(SegmentCheck or None, [Problem])``."""
     try:
         seg = Segment(files.log)
@@ -555,7 +604,8 @@ def _check_segment(files, prev_last: Optional[int], *, active: bool, deep: bool,
     with seg:
         problems: List[Problem] = []
         every, observers, finishers = _side_checks(files, seg, problems, active=active,
-                                                   log_start=log_start, epoch_check=epoch_check)
+                                                   log_start=log_start, epoch_check=epoch_check,
+                                                   txn_starts=txn_starts)
         if observers_for is not None:
             observers.extend(observers_for(seg))
         check = SegmentCheck(seg, deep=deep, resync=resync, prev_last_offset=prev_last,
@@ -572,7 +622,8 @@ def _check_segment(files, prev_last: Optional[int], *, active: bool, deep: bool,
 
 
 def _side_checks(files, seg: Segment, problems: List[Problem], *, active: bool,
-                 log_start: Optional[int], epoch_check) -> tuple:
+                 log_start: Optional[int], epoch_check,
+                 txn_starts: Optional[TransactionStarts] = None) -> tuple:
     """The checks a segment's scan feeds: ``(every, observers, finishers)``.
 
     ``every`` sees each framed batch, ``observers`` each good one; each
@@ -593,25 +644,36 @@ def _side_checks(files, seg: Segment, problems: List[Problem], *, active: bool,
     xi = _open_side(sf.TransactionIndex, files.txnindex, files.base_offset, problems)
     if xi is not None:
         c = TxnIndexCheck(xi)
-        observers.append(lambda fb, c=c: _see_txn(c, fb))
+        observers.append(lambda fb, c=c: _see_txn(c, fb, txn_starts))
         finishers.append(lambda check, c=c: c.finish(log_start, complete=check.stopped_at is None))
+    elif txn_starts is not None:
+        observers.append(lambda fb: _see_txn(None, fb, txn_starts))
     if epoch_check is not None:
         observers.append(lambda fb: fb.magic >= 2 and epoch_check.see_batch(
             fb.path, fb.position, fb.batch.base_offset, fb.batch.partition_leader_epoch))
     return every, observers, finishers
 
 
-def _see_txn(check: TxnIndexCheck, fb: FileBatch) -> None:
+def _see_txn(check: Optional[TxnIndexCheck], fb: FileBatch,
+             txn_starts: Optional[TransactionStarts] = None) -> None:
     b = fb.batch
     if fb.magic < 2 or not b.is_transactional:
         return
     if not b.is_control:
-        check.see_data_batch(b.producer_id, b.base_offset)
+        if txn_starts is not None:
+            txn_starts.see_data_batch(b.producer_id, b.base_offset)
+        if check is not None:
+            check.see_data_batch(b.producer_id, b.base_offset)
+        return
+    # a control batch ends its producer's open transaction
+    began = txn_starts.see_marker(b.producer_id) if txn_starts is not None else None
+    if check is None:
         return
     try:
         for r in fb:
             ctype = r.control_type
-            check.see_marker(r.offset, b.producer_id, ctype.name if ctype is not None else "UNKNOWN")
+            check.see_marker(r.offset, b.producer_id, ctype.name if ctype is not None else "UNKNOWN",
+                             began)
     except DecodeError:
         pass   # reported by the batch checks with --deep
 

@@ -136,8 +136,7 @@ def test_current_kafkas_dump_format_of_the_transaction_log():
             if e["tombstone"]:
                 assert p == "<DELETE>"
                 continue
-            value = dict(e["value_json"])
-            value["transactionStatus"] = dumplog.TRANSACTION_STATES[value["transactionStatus"]]
+            value = dict(e["value_json"])     # transactionStatus a number, as Kafka 4's converter writes it
             assert p == dumplog.java_json({"version": str(e["value_version"]), "data": value})
             seen += 1
     assert seen > 20

@@ -1,0 +1,365 @@
+"""A real Apache Kafka broker (KRaft, broker and controller in one JVM) for tests.
+
+Kafka's own jars come from ``jvm/kafka/pom.xml`` through :func:`jvm.classpath`; nothing
+is vendored.  :class:`KafkaBroker` formats the storage with Kafka's ``StorageTool``,
+starts ``kafka.Kafka`` on 127.0.0.1 with free ports and its log dir in a temporary
+folder, waits (bounded) until it answers, and stops it with SIGTERM (Kafka's clean
+shutdown, bounded) and then SIGKILL.  Every broker still running when the interpreter
+exits is killed (atexit), and the JVM gets SIGKILL if the Python process that started it
+dies (PR_SET_PDEATHSIG), so nothing is left behind even when a test fails or the run is killed.
+
+    with KafkaBroker() as broker:          # started
+        broker.bootstrap                   # "127.0.0.1:PORT"
+        broker.log_dir                     # the broker's log.dirs (one folder)
+        broker.stop()                      # clean shutdown: the log dir is final
+        broker.start()                     # same ports, same data
+
+The session fixture ``kafka_broker`` (tests/broker/conftest.py) is one such broker.
+Kafka's tools run from the same classpath: :meth:`KafkaBroker.run_tool`,
+:meth:`KafkaBroker.dump_log` (``kafka-dump-log``).
+"""
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from typing import Dict, List, Optional, Sequence
+
+import jvm
+
+KAFKA_MODULE = "jvm/kafka"
+DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
+METADATA_SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+SERVER_MAIN = "kafka.Kafka"
+
+#: JVM flags for the broker: small heap, quick start (the tests move little data).
+BROKER_JVM_FLAGS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Xshare:auto",
+                    "-Djava.awt.headless=true"]
+#: JVM flags for the short-lived tools.
+TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m"]
+
+#: Broker settings for fast single-node tests (each may be overridden by ``overrides``).
+DEFAULT_CONFIG: Dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "2",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "2",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
+    "log.segment.bytes": str(1 << 20),          # Kafka 4's smallest; topics go lower with internal.segment.bytes
+    "log.cleaner.backoff.ms": "200",
+    "log.cleaner.dedupe.buffer.size": str(4 << 20),
+    "log.cleaner.threads": "1",
+    "log.retention.check.interval.ms": "500",
+    "log.segment.delete.delay.ms": "0",
+    "file.delete.delay.ms": "0",
+    "log.flush.offset.checkpoint.interval.ms": "1000",
+    "log.initial.task.delay.ms": "0",
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "num.recovery.threads.per.data.dir": "1",
+    "background.threads": "2",
+}
+
+_LIVE: "weakref.WeakSet[KafkaBroker]" = weakref.WeakSet()
+
+
+def _kill_all_live() -> None:
+    for broker in list(_LIVE):
+        broker._kill()
+
+
+atexit.register(_kill_all_live)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the process that started it dies (Linux's
+    PR_SET_PDEATHSIG), so a test run killed outright leaves no broker behind either."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def random_cluster_id() -> str:
+    """A Kafka ``Uuid`` string: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+class KafkaBrokerError(RuntimeError):
+    """The broker did not format, start or stop; the message ends with its log's tail."""
+
+
+class KafkaBroker:
+    """One KRaft node (broker + controller) on 127.0.0.1 for tests.
+
+    ``base_dir``: the folder to work in (a fresh temporary folder by default, removed by
+    :meth:`close` unless ``keep=True``).  ``overrides``: server.properties entries that
+    replace or add to :data:`DEFAULT_CONFIG`.
+    """
+
+    def __init__(self, base_dir: Optional[str] = None, *, overrides: Optional[Dict[str, str]] = None,
+                 start_timeout: float = 90.0, stop_timeout: float = 45.0, keep: bool = False,
+                 classpath: Optional[str] = None):
+        self.classpath = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
+        self._own_dir = base_dir is None
+        self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkarec-broker-")
+        self.keep = keep
+        self.log_dir = os.path.join(self.base_dir, "data")
+        self.server_log = os.path.join(self.base_dir, "server.log")
+        self.properties_file = os.path.join(self.base_dir, "server.properties")
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.cluster_id = random_cluster_id()
+        self.config = dict(DEFAULT_CONFIG)
+        self.config.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "log.dirs": self.log_dir,
+        })
+        self.config.update(overrides or {})
+        self.proc: Optional[subprocess.Popen] = None
+        self._formatted = False
+
+    # --- addresses -------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"``: the PLAINTEXT listener for clients."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def partition_dir(self, topic: str, partition: int = 0) -> str:
+        return os.path.join(self.log_dir, f"{topic}-{partition}")
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def _write_files(self) -> None:
+        os.makedirs(self.log_dir, exist_ok=True)
+        with open(self.properties_file, "w") as fh:
+            for key, value in self.config.items():
+                fh.write(f"{key}={value}\n")
+        with open(os.path.join(self.base_dir, "log4j2.properties"), "w") as fh:
+            fh.write(
+                "status = warn\n"
+                "appender.file.type = File\n"
+                "appender.file.name = FILE\n"
+                f"appender.file.fileName = {self.server_log}\n"
+                "appender.file.layout.type = PatternLayout\n"
+                "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+                "rootLogger.level = INFO\n"
+                "rootLogger.appenderRef.file.ref = FILE\n"
+                "logger.kafka.name = kafka\n"
+                "logger.kafka.level = INFO\n"
+                "logger.statechange.name = state.change.logger\n"
+                "logger.statechange.level = WARN\n")
+
+    def _log_jvm_flags(self) -> List[str]:
+        return [f"-Dlog4j2.configurationFile={os.path.join(self.base_dir, 'log4j2.properties')}",
+                f"-Dkafka.logs.dir={self.base_dir}"]
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            with open(self.server_log, errors="replace") as fh:
+                return "".join(fh.readlines()[-lines:])
+        except OSError:
+            return "(no server.log)"
+
+    def format(self) -> None:
+        """Format the storage (meta.properties, the bootstrap metadata) with StorageTool."""
+        self._write_files()
+        proc = jvm.java(self.classpath, STORAGE_TOOL_MAIN, "format", "-t", self.cluster_id,
+                        "-c", self.properties_file, "--ignore-formatted",
+                        jvm_flags=TOOL_JVM_FLAGS + self._log_jvm_flags(), timeout=120)
+        if proc.returncode != 0:
+            raise KafkaBrokerError(f"StorageTool format failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        self._formatted = True
+
+    def start(self) -> "KafkaBroker":
+        """Start (formatting the storage the first time) and wait until the broker answers."""
+        if self.running:
+            return self
+        if not self._formatted:
+            self.format()
+        stdout = open(os.path.join(self.base_dir, "stdout.log"), "ab")
+        try:
+            self.proc = subprocess.Popen(
+                ["java", *BROKER_JVM_FLAGS, *self._log_jvm_flags(), "-cp", self.classpath,
+                 SERVER_MAIN, self.properties_file],
+                stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_die_with_parent)
+        finally:
+            stdout.close()
+        _LIVE.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self._kill()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        """Until the broker logs that it started (it has caught up with the controller, so
+        topics can be created at once) and answers a metadata request; bounded."""
+        deadline = time.monotonic() + self.start_timeout
+        started = False
+        while True:
+            if self.proc.poll() is not None:
+                raise KafkaBrokerError(f"the broker exited with {self.proc.returncode} while starting:\n"
+                                       + self.log_tail())
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"the broker did not answer within {self.start_timeout:.0f} s:\n"
+                                       + self.log_tail())
+            if not started:
+                try:
+                    with open(self.server_log, errors="replace") as fh:
+                        started = "Kafka Server started" in fh.read()
+                except OSError:
+                    pass
+            if started and self._answers():
+                return
+            time.sleep(0.2)
+
+    def _answers(self) -> bool:
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 2000,
+                             "log_level": 0})
+        try:
+            return bool(admin.list_topics(timeout=3).brokers)
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        """Clean shutdown (SIGTERM, at most ``stop_timeout`` s, then SIGKILL).  After a
+        clean stop the log dir is final: the active segments' indexes are trimmed and
+        ``.kafka_cleanshutdown`` is written."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self._kill()
+                raise KafkaBrokerError(f"the broker did not stop within {self.stop_timeout:.0f} s "
+                                       "(killed):\n" + self.log_tail())
+        self.proc = None
+        _LIVE.discard(self)
+
+    def restart(self) -> "KafkaBroker":
+        self.stop()
+        return self.start()
+
+    def _kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self.proc = None
+        _LIVE.discard(self)
+
+    def snapshot_stopped(self, dest: str) -> str:
+        """Stop cleanly, copy the final log dir to ``dest``, start again; returns ``dest``.
+
+        The copy is what a cleanly shut down broker leaves; the broker goes on serving
+        the same data afterwards (same ports)."""
+        self.stop()
+        shutil.copytree(self.log_dir, dest)
+        self.start()
+        return dest
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            self._kill()
+            if self._own_dir and not self.keep:
+                shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> "KafkaBroker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        self._kill()
+
+    # --- Kafka's tools from the same classpath ----------------------------------------
+
+    def run_tool(self, main: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+        return run_tool(main, *args, timeout=timeout, check=check, classpath=self.classpath)
+
+    def dump_log(self, files: Sequence[str], *options: str, timeout: float = 120) -> str:
+        return dump_log(files, *options, timeout=timeout, classpath=self.classpath)
+
+    def metadata_shell(self, snapshot: str, *command: str, timeout: float = 120) -> str:
+        return metadata_shell(snapshot, *command, timeout=timeout, classpath=self.classpath)
+
+
+def run_tool(main: str, *args: str, timeout: float = 120, check: bool = True,
+             classpath: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Run one of Kafka's command-line tools (a main class) from the resolved jars."""
+    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
+    proc = jvm.java(cp, main, *args, jvm_flags=TOOL_JVM_FLAGS + ["-Dlog4j2.level=WARN"], timeout=timeout)
+    if check and proc.returncode != 0:
+        raise KafkaBrokerError(f"{main} {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def dump_log(files: Sequence[str], *options: str, timeout: float = 120,
+             classpath: Optional[str] = None) -> str:
+    """``kafka-dump-log --files F1,F2 OPTIONS...`` (Kafka's DumpLogSegments); its stdout."""
+    return run_tool(DUMP_LOG_MAIN, "--files", ",".join(files), *options, timeout=timeout,
+                    classpath=classpath).stdout
+
+
+def metadata_shell(snapshot: str, *command: str, timeout: float = 120,
+                   classpath: Optional[str] = None) -> str:
+    """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...`` (a ``__cluster_metadata`` .log
+    segment or .checkpoint snapshot; e.g. ``"tree", "/image/topics"``); its stdout."""
+    return run_tool(METADATA_SHELL_MAIN, "--snapshot", snapshot, *command, timeout=timeout,
+                    classpath=classpath).stdout

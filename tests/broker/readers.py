@@ -1,0 +1,41 @@
+"""kafkarec's reading of a broker's log dir as rows comparable with :func:`produce.consume`."""
+import kafkarec
+from kafkarec.log import committed, layout
+from kafkarec.log.segment import file_options
+from kafkarec.log.storage import Piece, open_storage, without_spans
+
+
+def kafkarec_rows(log_dir, topics, read_committed):
+    """Rows of ``topics`` in kafkarec's reading of ``log_dir``: the log layer's partitions
+    and segments, each segment's bytes decoded by the core with Kafka's file framing;
+    read_committed leaves out the spans :func:`kafkarec.log.committed.read_committed_spans`
+    judges over the partition's whole log.  Same tuple shape as :func:`produce.consume`."""
+    storage, root = open_storage(log_dir)
+    lay = layout.scan(storage, root)
+    options = file_options(None)
+    rows = []
+    for part in lay.partitions:
+        if part.topic not in topics:
+            continue
+        skip = committed.read_committed_spans(storage, part) if read_committed else {}
+        for seg in part.segments:
+            with open(seg.path, "rb") as fh:
+                data = fh.read()
+            for piece in without_spans(Piece(0, memoryview(data)), skip.get(seg.path, [])):
+                t = kafkarec.to_arrow(piece.data, options, topic=part.topic, partition=part.partition,
+                                      origin=piece.position)
+                rows += _arrow_rows(t)
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    return rows
+
+
+def _arrow_rows(t):
+    cols = t.to_pydict()
+    out = []
+    for i in range(t.num_rows):
+        ts = cols["timestamp"][i]
+        ms = ts if isinstance(ts, int) else round(ts.timestamp() * 1000)
+        headers = tuple((h["key"], h["value"]) for h in (cols["headers"][i] or []))
+        out.append((cols["topic"][i], cols["partition"][i], cols["offset"][i], cols["key"][i],
+                    cols["value"][i], headers, cols["timestampType"][i], ms))
+    return out
