@@ -45,17 +45,22 @@ class JsonSchema:
 
     @classmethod
     def from_text(cls, text: str, references: Mapping[str, str] | None = None) -> "JsonSchema":
-        def load(what: str, t):
-            if not isinstance(t, str):
-                return t
-            try:
-                return json.loads(t)
-            except ValueError as exc:
-                raise JsonSchemaError(f"{what} is not JSON: {exc}") from None
-        return cls(load("schema", text), {n: load(f"reference {n!r}", t) for n, t in (references or {}).items()})
+        return cls(_load("schema", text), {n: _load(f"reference {n!r}", t) for n, t in (references or {}).items()})
 
     def __repr__(self) -> str:
         return f"JsonSchema({json.dumps(self.document)[:60]!r}...)"
+
+
+def _load(what: str, text):
+    """A schema document from its text (a parsed document passes through)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise JsonSchemaError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:
+        raise JsonSchemaError(f"{what} is nested deeper than Python's JSON reader goes") from None
 
 
 def _schema(obj) -> JsonSchema:
@@ -208,7 +213,7 @@ class JsonSchemaDecoder:
     def __init__(self, reader_schema, references: Mapping[str, Any] | None = None) -> None:
         s = _schema(reader_schema)
         if references:
-            s = JsonSchema(s.document, {**s.references, **{n: (json.loads(t) if isinstance(t, str) else t)
+            s = JsonSchema(s.document, {**s.references, **{n: _load(f"reference {n!r}", t)
                                                             for n, t in references.items()}})
         self.reader_schema = s
         self.arrow_type = arrow_type(s)

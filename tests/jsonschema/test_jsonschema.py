@@ -223,3 +223,17 @@ def test_newlines_between_tokens_are_whitespace():
     arr, errors = decode(d, [prefix + b'\r\n{"id":\n 7,\r\n "customer": "a\\nb"}\n'], [ids[0]])
     assert errors == [None]
     assert arr.to_pylist()[0]["id"] == 7 and arr.to_pylist()[0]["customer"] == "a\nb"
+
+
+@pytest.mark.parametrize("text", [
+    '{"type":"object","properties":{"a":' * 900 + '{}' + '}}' * 900,
+    "[" * 100000 + "]" * 100000,
+])
+def test_schema_text_nested_deeper_than_the_reader_is_a_schema_error(text):
+    # fuzzing: RecursionError escaped JsonSchema.from_text (and decode_table through it)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchema.from_text(text)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchemaDecoder(text)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchemaDecoder({"type": "integer"}, references={"r.json": text})
