@@ -588,7 +588,9 @@ cdef int pb_put_time(_PbColumn col, int kind, const uint8_t *p, const uint8_t *e
     if seconds > 9223372036853 or seconds < -9223372036853:
         pb_fail(ctx, start, f"{'timestamp' if kind == PBC_TIMESTAMP else 'duration'} of {seconds} s "
                             "does not fit 64-bit microseconds")
-    micros = seconds * 1000000 + nanos // 1000 if nanos >= 0 else seconds * 1000000 - ((-nanos) // 1000)
+    # Java's int division truncates toward zero; in 64 bits, so that -nanos cannot overflow
+    cdef int64_t wide_nanos = nanos
+    micros = seconds * 1000000 + (wide_nanos // 1000 if wide_nanos >= 0 else -((-wide_nanos) // 1000))
     return (<_PbFixed>col).put(&micros)
 
 

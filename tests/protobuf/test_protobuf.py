@@ -402,3 +402,32 @@ def test_well_known_wrappers_and_any_are_structs():
     d.add_writer(1, s)
     rows, errors = decode(d, [b"\x00\x0a\x03\x0a\x01x\x12\x00"])
     assert errors == [None] and rows == [{"s": {"value": "x"}, "i": {"value": None}, "a": None}]
+
+
+def test_nanos_of_int32_min_truncate_toward_zero_as_spark(pb, schema):
+    # fuzzing: -nanos overflowed 32 bits and the microseconds got the wrong sign
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    m = pb.Order()
+    m.created.seconds, m.created.nanos = 5, -2**31
+    m.took.seconds, m.took.nanos = -5, -2**31
+    arr, err = d.decode(pa.array([b"\x00" + m.SerializeToString()]), pa.array([1]), pa.array([0], pa.int32()))
+    assert err.to_pylist() == [None]
+    java_div = -(2**31 // 1000)                                   # Java: -2147483648 / 1000 == -2147483
+    created = arr.field("created").cast(pa.int64())[0].as_py()
+    took = arr.field("took").cast(pa.int64())[0].as_py()
+    assert created == 5_000_000 + java_div and took == -5_000_000 + java_div
+
+
+def test_ten_byte_varint_drops_the_bits_past_64_as_protobuf_java(pb, schema):
+    # protobuf-java's CodedInputStream and upb keep the low 64 bits; only a continuation bit on
+    # the 10th byte is malformed
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    high = b"\x08" + b"\xff" * 9 + b"\x7f"                           # id: 10th byte 0x7f
+    too_long = b"\x08" + b"\xff" * 10 + b"\x01"
+    rows, errors = decode(d, [b"\x00" + high, b"\x00" + too_long])
+    expected = pb.Order()
+    expected.ParseFromString(high)
+    assert errors[0] is None and rows[0]["id"] == expected.id == -1
+    assert rows[1] is None and errors[1]
