@@ -705,7 +705,8 @@ cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _PbList col, const PbCtx *c
         elif wire == f.wire and wire == PB_WT_SGROUP:
             v = p
             pb_skip(ctx, wire, number, &p, end, depth, &body_end)
-            pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], v, body_end, ctx, depth + 1)
+            # through pb_put_message: a group shaped like Timestamp/Duration has a time column, no plan
+            pb_put_message(plan, fidx, elem, ekind, v, body_end, ctx, depth)
         elif wire == f.wire:
             v = p
             pb_read_number(ctx, wire, &p, end, &u)

@@ -431,3 +431,26 @@ def test_ten_byte_varint_drops_the_bits_past_64_as_protobuf_java(pb, schema):
     expected.ParseFromString(high)
     assert errors[0] is None and rows[0]["id"] == expected.id == -1
     assert rows[1] is None and errors[1]
+
+
+def test_repeated_group_shaped_like_a_timestamp_is_a_time_list():
+    # fuzzing: the repeated-group path decoded a time-shaped group with a message plan into a
+    # timestamp column (misaligned access: the process died)
+    text = """syntax = "proto2";
+package kr;
+message Times {
+  repeated group Timestamp = 1 { optional int64 seconds = 1; optional int32 nanos = 2; }
+  optional group Duration = 4 { optional int64 seconds = 1; optional int32 nanos = 2; }
+}
+"""
+    schema = ProtobufSchema.from_text(text, name="kr/times.proto")
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    assert d.arrow_type.field("timestamp").type == pa.list_(pa.timestamp("us", "UTC"))
+    ts = lambda s, n: b"\x0b" + b"\x08" + bytes([s]) + b"\x10" + bytes([n]) + b"\x0c"   # group 1: seconds, nanos
+    body = ts(3, 0) + ts(1, 0x7f) + b"\x23\x08\x02\x24"                               # then Duration: 2 s
+    arr, err = d.decode(pa.array([b"\x00" + body, b"\x00" + ts(7, 0)[:-1]]), pa.array([1, 1]),
+                        pa.array([0, 0], pa.int32()))
+    assert err[0].as_py() is None and err[1].as_py()
+    assert arr.field("timestamp").cast(pa.list_(pa.int64()))[0].as_py() == [3_000_000, 1_000_000]
+    assert arr.field("duration").cast(pa.int64())[0].as_py() == 2_000_000
