@@ -1176,8 +1176,9 @@ class AvroDecoder:
 
     def __init__(self, reader: AvroSchema, *, max_items: int = 1 << 24) -> None:
         """``max_items`` bounds the items that take no bytes (``array<null>``,
-        records of nulls) one ``decode`` call may produce: any other item needs
-        at least one byte of input, so work stays bounded by the input size."""
+        records of nulls) one value may hold; a value past it is a row error and
+        the rows after it are unaffected.  Any other item needs at least one
+        byte of input, so work stays bounded by the input size times this."""
         if not isinstance(reader, AvroSchema):
             reader = parse_schema(reader)
         self.reader = reader

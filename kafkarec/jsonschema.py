@@ -14,7 +14,9 @@ the decoder is made, with the path in the schema.
 Values are parsed by ``pyarrow.json`` (Arrow's own C++ JSON reader, driven by the explicit Arrow type), not by
 Python: executors need nothing beyond pyarrow, and no Python object is made per record.  A batch is parsed as
 one newline-delimited document (each value wrapped as ``{"v": value}``, its raw newlines, which JSON only
-allows as whitespace, turned into spaces); when the document fails, it is split in halves until each failing
+allows as whitespace, turned into spaces).  First the core checks that each payload is exactly one JSON value,
+so that no payload can continue the wrapper (``1, "x": 2`` is an error, not 1), and that no string holds a raw
+control character (a raw newline inside a string is an error, not a space); when the document fails, it is split in halves until each failing
 record is alone, so each invalid JSON text or value that does not fit the type becomes that record's error and
 the others decode.  Only the Arrow type is checked, not the schema's other constraints (``minimum``,
 ``pattern``...).
@@ -43,17 +45,22 @@ class JsonSchema:
 
     @classmethod
     def from_text(cls, text: str, references: Mapping[str, str] | None = None) -> "JsonSchema":
-        def load(what: str, t):
-            if not isinstance(t, str):
-                return t
-            try:
-                return json.loads(t)
-            except ValueError as exc:
-                raise JsonSchemaError(f"{what} is not JSON: {exc}") from None
-        return cls(load("schema", text), {n: load(f"reference {n!r}", t) for n, t in (references or {}).items()})
+        return cls(_load("schema", text), {n: _load(f"reference {n!r}", t) for n, t in (references or {}).items()})
 
     def __repr__(self) -> str:
         return f"JsonSchema({json.dumps(self.document)[:60]!r}...)"
+
+
+def _load(what: str, text):
+    """A schema document from its text (a parsed document passes through)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise JsonSchemaError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:
+        raise JsonSchemaError(f"{what} is nested deeper than Python's JSON reader goes") from None
 
 
 def _schema(obj) -> JsonSchema:
@@ -206,7 +213,7 @@ class JsonSchemaDecoder:
     def __init__(self, reader_schema, references: Mapping[str, Any] | None = None) -> None:
         s = _schema(reader_schema)
         if references:
-            s = JsonSchema(s.document, {**s.references, **{n: (json.loads(t) if isinstance(t, str) else t)
+            s = JsonSchema(s.document, {**s.references, **{n: _load(f"reference {n!r}", t)
                                                             for n, t in references.items()}})
         self.reader_schema = s
         self.arrow_type = arrow_type(s)
@@ -291,7 +298,19 @@ class JsonSchemaDecoder:
                 errors[i] = "invalid JSON: the text is not valid UTF-8"
             mask = pc.is_in(pa.array(range(n), pa.int64()), value_set=pa.array(bad_utf8, pa.int64()))
             bodies = pc.if_else(mask, pa.scalar(b"null", typ), bodies)
-        # JSON allows raw newlines only as whitespace: one record per line after this.
+        # one JSON value per payload, no raw control character in a string: then the
+        # raw newlines left are whitespace, and one record per line after this
+        from kafkarec._core import json_value_problems
+        problems = json_value_problems(bodies)
+        if problems:
+            rows = []
+            for i, at, why in problems:
+                if i not in errors:
+                    errors[i] = f"at byte {offsets[i].as_py() + at} of the value: invalid JSON: {why}"
+                    rows.append(i)
+            if rows:
+                mask = pc.is_in(pa.array(range(n), pa.int64()), value_set=pa.array(rows, pa.int64()))
+                bodies = pc.if_else(mask, pa.scalar(b"null", typ), bodies)
         if pc.any(pc.match_substring_regex(bodies, "[\\r\\n]")).as_py():
             bodies = pc.replace_substring_regex(bodies, "[\\r\\n]", " ")
         lines = pc.binary_join_element_wise(pa.scalar(b'{"v":', typ), bodies, pa.scalar(b"}\n", typ),

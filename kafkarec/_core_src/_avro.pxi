@@ -17,8 +17,8 @@
 #
 # Safety: every length and block count is checked against the bytes that
 # remain before it is used; an item needs at least one byte unless its type
-# encodes to nothing, and those items are bounded by one budget per decode
-# call (max_items).  Nesting depth is bounded by the schema (recursive types are refused
+# encodes to nothing, and those items are bounded by a budget per value
+# (max_items).  Nesting depth is bounded by the schema (recursive types are refused
 # when parsing).  Nothing is allocated by a count read from the input.
 
 cdef extern from "_avro.h":
@@ -250,9 +250,8 @@ cdef class _AvroProgram:
 @cython.final
 cdef class _AvExec:
     """The state of one decode: the columns (borrowed pointers, owned by a
-    list) and the budget of items that take no bytes (array<null>...), shared
-    by all rows of the call so that work stays bounded by the input size
-    plus max_items."""
+    list) and the budget of items that take no bytes (array<null>...), reset
+    for each value so that one corrupt row cannot fail the rows after it."""
     cdef PyObject **cols
     cdef _AvroProgram prog
     cdef Py_ssize_t items
@@ -367,10 +366,11 @@ cdef int av_block_count(_AvExec ex, Cursor *c, const AvOp *op, bint zero_size, i
         if block_bytes[0] < 0 or block_bytes[0] > c.end - c.pos:
             av_fail(c, at, f"{what}: block of {block_bytes[0]} bytes but {c.end - c.pos} remain in the value")
     if zero_size:
-        ex.items += count[0]
-        if ex.items > ex.max_items:
-            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one decode "
+        # compared before adding: a count near 2**63 must not wrap the sum
+        if count[0] > ex.max_items - ex.items:
+            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one value "
                            "(the max_items budget)")
+        ex.items += count[0]
     elif count[0] > c.end - c.pos:
         av_fail(c, at, f"{what}: block of {count[0]} items but only {c.end - c.pos} bytes remain in the value")
     return 0
@@ -726,6 +726,7 @@ cdef class _AvroRunner:
                 cursor_init(&c, vdata + start + off, length - off, off, False, False)
             before = root.length
             ex.prog = prog
+            ex.items = 0                    # the budget is per value: a corrupt row spends only its own
             try:
                 av_run(ex, prog.ops, prog.root, &c)
             except AvroDecodeError as exc:

@@ -588,7 +588,9 @@ cdef int pb_put_time(_PbColumn col, int kind, const uint8_t *p, const uint8_t *e
     if seconds > 9223372036853 or seconds < -9223372036853:
         pb_fail(ctx, start, f"{'timestamp' if kind == PBC_TIMESTAMP else 'duration'} of {seconds} s "
                             "does not fit 64-bit microseconds")
-    micros = seconds * 1000000 + nanos // 1000 if nanos >= 0 else seconds * 1000000 - ((-nanos) // 1000)
+    # Java's int division truncates toward zero; in 64 bits, so that -nanos cannot overflow
+    cdef int64_t wide_nanos = nanos
+    micros = seconds * 1000000 + (wide_nanos // 1000 if wide_nanos >= 0 else -((-wide_nanos) // 1000))
     return (<_PbFixed>col).put(&micros)
 
 
@@ -703,7 +705,8 @@ cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _PbList col, const PbCtx *c
         elif wire == f.wire and wire == PB_WT_SGROUP:
             v = p
             pb_skip(ctx, wire, number, &p, end, depth, &body_end)
-            pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], v, body_end, ctx, depth + 1)
+            # through pb_put_message: a group shaped like Timestamp/Duration has a time column, no plan
+            pb_put_message(plan, fidx, elem, ekind, v, body_end, ctx, depth)
         elif wire == f.wire:
             v = p
             pb_read_number(ctx, wire, &p, end, &u)

@@ -201,7 +201,9 @@ cdef inline uint8_t *write_varlong(uint8_t *p, int64_t value) noexcept nogil:
 
 
 # Plain (not zig-zag) unsigned base-128 varints of up to 10 bytes, as protobuf
-# writes tags, lengths and integer fields; a 10th byte above 1 overflows 64 bits.
+# writes tags, lengths and integer fields.  A 10th byte's bits above bit 63 are
+# dropped, as protobuf-java's CodedInputStream (what from_protobuf uses) and
+# upb drop them; only a 10th byte with its continuation bit set is too long.
 # Used by _protobuf.pxi.  Returns the status, leaves the position alone on failure.
 cdef inline int take_uvarint64(const uint8_t **pp, const uint8_t *end, uint64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
@@ -218,8 +220,6 @@ cdef inline int take_uvarint64(const uint8_t **pp, const uint8_t *end, uint64_t 
         b = p[i]
         value |= (b & 0x7F) << (7 * i)
         if b < 0x80:
-            if i == 9 and b > 1:
-                return VARLONG_OVERFLOW
             pp[0] = p + i + 1
             out[0] = value
             return VARINT_OK

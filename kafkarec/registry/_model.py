@@ -214,9 +214,10 @@ class Registry:
             del ids[old.id]
 
     def _delete_subject(self, subject: str, upto: int) -> None:
-        for v in range(1, upto + 1):
-            e = self._store.get((subject, v))
-            if e is not None and not e.deleted:
+        # the subject's stored versions, not 1..upto: a record may name version 2**31-1
+        for v in sorted(v for s, v in self._store if s == subject and v <= upto):
+            e = self._store[(subject, v)]
+            if not e.deleted:
                 self._register(e._replace(deleted=True))
 
     def _subject_matcher(self, subject: Optional[str]):

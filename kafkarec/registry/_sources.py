@@ -79,10 +79,12 @@ def read_folder(uri: str, *, storage_options: Optional[dict] = None) -> Registry
         if len(parts) >= 2 and parts[-2] == "ids" and re.fullmatch(r"[0-9]+\.json", name):
             try:
                 obj = json.loads(stg.read_file(f.path, f.size))
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
                 sid = int(name[:-5])
                 e = _rest_entry({**obj, "id": sid, "subject": obj.get("subject", ""),
                                  "version": obj.get("version", 0)}, "", 0, rel)
-            except (ValueError, RegistryError, UnicodeDecodeError) as exc:
+            except (ValueError, RegistryError, UnicodeDecodeError, RecursionError) as exc:
                 reg.problems.append(f"{rel}: {exc}")
                 continue
             reg._add_id_only(e._replace(subject="", version=0))
@@ -105,7 +107,7 @@ def read_folder(uri: str, *, storage_options: Optional[dict] = None) -> Registry
         if ext == ".json":
             try:
                 obj = json.loads(text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 reg.problems.append(f"{rel}: not JSON: {exc}")
                 continue
             if _is_rest(obj):
@@ -173,7 +175,7 @@ class _Client:
             raise RegistryError(f"GET {self.base}{path}: response larger than {MAX_RESPONSE} bytes")
         try:
             return json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise RegistryError(f"GET {self.base}{path}: not JSON: {exc}") from None
 
 

@@ -71,7 +71,10 @@ def parse_schema_value(obj, *, offset: Optional[int] = None) -> SchemaEntry:
     if stype not in ("AVRO", "PROTOBUF", "JSON"):
         raise _Bad(f"{what}: schemaType {stype!r} is none of AVRO, PROTOBUF, JSON")
     refs = []
-    for r in obj.get("references") or ():
+    references = obj.get("references")
+    if references is not None and not isinstance(references, list):
+        raise _Bad(f"{what}: references {references!r} is not a list")
+    for r in references or ():
         if not isinstance(r, dict):
             raise _Bad(f"{what}: a reference is not an object")
         refs.append(Reference(_str(r, "name", "reference"), _str(r, "subject", "reference"),
@@ -89,13 +92,66 @@ def parse_schema_value(obj, *, offset: Optional[int] = None) -> SchemaEntry:
     if not isinstance(deleted, bool):
         raise _Bad(f"{what}: deleted {deleted!r} is not a boolean")
     meta, rules = obj.get("metadata"), obj.get("ruleSet")
-    if meta is not None and not isinstance(meta, dict) or rules is not None and not isinstance(rules, dict):
-        raise _Bad(f"{what}: metadata and ruleSet must be objects")
+    _check_metadata(meta, what)
+    _check_rule_set(rules, what)
     return SchemaEntry(subject=_str(obj, "subject", what), version=_int(obj, "version", what),
                        id=_int(obj, "id", what), schema=_str(obj, "schema", what),
                        schema_type=stype, references=tuple(refs), deleted=deleted,
                        metadata=meta or None, rule_set=rules or None, md5=md5_bytes,
                        offset=offset)
+
+
+# The registry reads metadata and ruleSet into typed classes (Jackson): a value of
+# another JSON shape fails that record's deserialization, and the registry skips it.
+def _shape(v, kind, where: str) -> None:
+    ok = {"object": lambda x: isinstance(x, dict), "list": lambda x: isinstance(x, list),
+          "string": lambda x: isinstance(x, str), "boolean": lambda x: isinstance(x, bool)}[kind]
+    if v is not None and not ok(v):
+        raise _Bad(f"{where} {v!r} is not a {kind}" if kind != "object" else f"{where} is not an object")
+
+
+def _check_metadata(meta, what: str) -> None:
+    where = f"{what}: metadata"
+    _shape(meta, "object", where)
+    if not meta:
+        return
+    tags, props, sensitive = meta.get("tags"), meta.get("properties"), meta.get("sensitive")
+    _shape(tags, "object", f"{where}.tags")
+    for k, vs in (tags or {}).items():
+        _shape(vs, "list", f"{where}.tags[{k!r}]")
+        for t in vs or ():
+            _shape(t, "string", f"{where}.tags[{k!r}] member")
+    _shape(props, "object", f"{where}.properties")
+    for k, v in (props or {}).items():
+        _shape(v, "string", f"{where}.properties[{k!r}]")
+    _shape(sensitive, "list", f"{where}.sensitive")
+    for t in sensitive or ():
+        _shape(t, "string", f"{where}.sensitive member")
+
+
+def _check_rule_set(rules, what: str) -> None:
+    where = f"{what}: ruleSet"
+    _shape(rules, "object", where)
+    if not rules:
+        return
+    for group in ("migrationRules", "domainRules", "encodingRules"):
+        _shape(rules.get(group), "list", f"{where}.{group}")
+        for rule in rules.get(group) or ():
+            _shape(rule, "object", f"{where}.{group} member")
+            if rule is None:
+                continue
+            for f in ("name", "doc", "kind", "mode", "type", "expr", "onSuccess", "onFailure"):
+                _shape(rule.get(f), "string", f"{where}.{group} rule {f}")
+            _shape(rule.get("tags"), "list", f"{where}.{group} rule tags")
+            for t in rule.get("tags") or ():
+                _shape(t, "string", f"{where}.{group} rule tag")
+            _shape(rule.get("params"), "object", f"{where}.{group} rule params")
+            for k, v in (rule.get("params") or {}).items():
+                _shape(v, "string", f"{where}.{group} rule params[{k!r}]")
+            _shape(rule.get("disabled"), "boolean", f"{where}.{group} rule disabled")
+    enable_at = rules.get("enableAt")
+    if enable_at is not None and (isinstance(enable_at, (bool, dict, list))):
+        raise _Bad(f"{where}.enableAt {enable_at!r} is not a scalar")
 
 
 def _apply(reg: Registry, offset: int, key, value) -> Optional[str]:

@@ -169,7 +169,7 @@ def test_zero_size_items_are_capped():
     t = time.perf_counter()
     vals, errs = avro.decode_values([b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", b"\x06\x00"], nulls)
     assert time.perf_counter() - t < 1
-    assert "items that take no bytes in one decode" in errs[0].as_py()
+    assert "items that take no bytes in one value" in errs[0].as_py()
     assert vals[1].as_py() == [None, None, None]
 
 
@@ -297,17 +297,34 @@ def test_spark_type_mapping():
     assert t.field("f").type == pa.binary()
 
 
-def test_zero_size_items_budget_is_shared_by_the_rows_of_a_call():
+def test_zero_size_items_budget_is_per_value():
+    # Java bounds each collection on its own: one corrupt row must not fail the rows after it
     nulls = avro.parse_schema({"type": "array", "items": "null"})
     dec = avro.AvroDecoder(nulls, max_items=10)
     dec.add_writer(0, nulls)
     body = b"\x06\x00"                                           # 3 nulls
-    vals, errs = dec.decode(pa.array([body] * 4, pa.binary()), pa.array([0] * 4, pa.int64()),
-                            pa.array([0] * 4, pa.int32()))
-    assert vals.to_pylist() == [[None] * 3] * 3 + [None]
-    assert "more than 10 items that take no bytes" in errs[3].as_py()
-    vals, errs = dec.decode(pa.array([body], pa.binary()), pa.array([0], pa.int64()), pa.array([0], pa.int32()))
-    assert errs.to_pylist() == [None]                           # a new call, a new budget
+    over = b"\x16\x00"                                           # 11 nulls: past the budget
+    rows = [body, body, over, body, body, body, body]
+    vals, errs = dec.decode(pa.array(rows, pa.binary()), pa.array([0] * 7, pa.int64()),
+                            pa.array([0] * 7, pa.int32()))
+    assert vals.to_pylist() == [[None] * 3] * 2 + [None] + [[None] * 3] * 4
+    assert errs.to_pylist()[:2] == [None, None] and errs.to_pylist()[3:] == [None] * 4
+    assert "more than 10 items that take no bytes" in errs[2].as_py()
+
+
+def test_zero_size_block_count_near_int64_max_is_refused_at_once():
+    # fuzzing: a second block claiming 2**63-1 items overflowed the budget's sum and looped
+    nulls = avro.parse_schema({"type": "array", "items": "null"})
+    dec = avro.AvroDecoder(nulls)
+    dec.add_writer(0, nulls)
+    zigzag_max = b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01"   # 2**63-1
+    body = b"\x02" + zigzag_max + b"\x00"                       # 1 item, then 2**63-1 items
+    started = time.monotonic()
+    vals, errs = dec.decode(pa.array([body, b"\x02\x00"], pa.binary()), pa.array([0, 0], pa.int64()),
+                            pa.array([0, 0], pa.int32()))
+    assert time.monotonic() - started < 5
+    assert vals.to_pylist() == [None, [None]]
+    assert "items that take no bytes" in errs[0].as_py() and errs[1].as_py() is None
 
 
 def test_schemas_and_decoders_pickle_self_contained():

@@ -188,3 +188,52 @@ def test_round_trips(records):
     arr, errors = decode(d, payloads, ids)
     assert errors == [None] * len(records)
     same(arr, [expected(r, d.arrow_type) for r in records])
+
+
+@pytest.mark.parametrize("body, at, why", [
+    (b'1, "x": 2', 6, "text after the JSON value"),                   # fuzzing: decoded as 1
+    (b'{"id": 1}, "x": {"id": 2}', 14, "text after the JSON value"),
+    (b'{"id": 1, "customer": "a\nb"}', 29, "raw control character inside a string"),  # was a space
+    (b'{"id": 1, "customer": "a\rb"}', 29, "raw control character inside a string"),
+    (b'{"id": 1, "customer": "a\tb"}', 29, "raw control character inside a string"),
+    (b'{"id": 1', 13, "not closed"),
+    (b'{"id": 1, "customer": "ab', 30, "string is not closed"),
+    (b'{"id": 1}}', 14, "text after the JSON value"),
+    (b'}', 5, "closing bracket with nothing open"),
+    (b'  \n ', 9, "no JSON value"),
+    (b'{"customer": "x\\', 21, "string is not closed"),
+])
+def test_a_payload_is_exactly_one_json_value(body, at, why):
+    payloads, ids, client = confluent_payloads(RECORDS)
+    d = JsonSchemaDecoder(ORDER)
+    d.add_writer(ids[0], client.get_schema(ids[0]).schema_str)
+    prefix = payloads[0][:5]
+    arr, errors = decode(d, [payloads[0], prefix + body, payloads[1]], [ids[0]] * 3)
+    rows = arr.to_pylist()
+    assert rows[1] is None and rows[0] is not None and rows[2] is not None
+    assert errors[0] is None and errors[2] is None
+    assert errors[1].startswith(f"at byte {at} of the value: invalid JSON: ") and why in errors[1], errors[1]
+
+
+def test_newlines_between_tokens_are_whitespace():
+    payloads, ids, client = confluent_payloads(RECORDS)
+    d = JsonSchemaDecoder(ORDER)
+    d.add_writer(ids[0], client.get_schema(ids[0]).schema_str)
+    prefix = payloads[0][:5]
+    arr, errors = decode(d, [prefix + b'\r\n{"id":\n 7,\r\n "customer": "a\\nb"}\n'], [ids[0]])
+    assert errors == [None]
+    assert arr.to_pylist()[0]["id"] == 7 and arr.to_pylist()[0]["customer"] == "a\nb"
+
+
+@pytest.mark.parametrize("text", [
+    '{"type":"object","properties":{"a":' * 900 + '{}' + '}}' * 900,
+    "[" * 100000 + "]" * 100000,
+])
+def test_schema_text_nested_deeper_than_the_reader_is_a_schema_error(text):
+    # fuzzing: RecursionError escaped JsonSchema.from_text (and decode_table through it)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchema.from_text(text)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchemaDecoder(text)
+    with pytest.raises(JsonSchemaError, match="nested deeper"):
+        JsonSchemaDecoder({"type": "integer"}, references={"r.json": text})

@@ -402,3 +402,55 @@ def test_well_known_wrappers_and_any_are_structs():
     d.add_writer(1, s)
     rows, errors = decode(d, [b"\x00\x0a\x03\x0a\x01x\x12\x00"])
     assert errors == [None] and rows == [{"s": {"value": "x"}, "i": {"value": None}, "a": None}]
+
+
+def test_nanos_of_int32_min_truncate_toward_zero_as_spark(pb, schema):
+    # fuzzing: -nanos overflowed 32 bits and the microseconds got the wrong sign
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    m = pb.Order()
+    m.created.seconds, m.created.nanos = 5, -2**31
+    m.took.seconds, m.took.nanos = -5, -2**31
+    arr, err = d.decode(pa.array([b"\x00" + m.SerializeToString()]), pa.array([1]), pa.array([0], pa.int32()))
+    assert err.to_pylist() == [None]
+    java_div = -(2**31 // 1000)                                   # Java: -2147483648 / 1000 == -2147483
+    created = arr.field("created").cast(pa.int64())[0].as_py()
+    took = arr.field("took").cast(pa.int64())[0].as_py()
+    assert created == 5_000_000 + java_div and took == -5_000_000 + java_div
+
+
+def test_ten_byte_varint_drops_the_bits_past_64_as_protobuf_java(pb, schema):
+    # protobuf-java's CodedInputStream and upb keep the low 64 bits; only a continuation bit on
+    # the 10th byte is malformed
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    high = b"\x08" + b"\xff" * 9 + b"\x7f"                           # id: 10th byte 0x7f
+    too_long = b"\x08" + b"\xff" * 10 + b"\x01"
+    rows, errors = decode(d, [b"\x00" + high, b"\x00" + too_long])
+    expected = pb.Order()
+    expected.ParseFromString(high)
+    assert errors[0] is None and rows[0]["id"] == expected.id == -1
+    assert rows[1] is None and errors[1]
+
+
+def test_repeated_group_shaped_like_a_timestamp_is_a_time_list():
+    # fuzzing: the repeated-group path decoded a time-shaped group with a message plan into a
+    # timestamp column (misaligned access: the process died)
+    text = """syntax = "proto2";
+package kr;
+message Times {
+  repeated group Timestamp = 1 { optional int64 seconds = 1; optional int32 nanos = 2; }
+  optional group Duration = 4 { optional int64 seconds = 1; optional int32 nanos = 2; }
+}
+"""
+    schema = ProtobufSchema.from_text(text, name="kr/times.proto")
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    assert d.arrow_type.field("timestamp").type == pa.list_(pa.timestamp("us", "UTC"))
+    ts = lambda s, n: b"\x0b" + b"\x08" + bytes([s]) + b"\x10" + bytes([n]) + b"\x0c"   # group 1: seconds, nanos
+    body = ts(3, 0) + ts(1, 0x7f) + b"\x23\x08\x02\x24"                               # then Duration: 2 s
+    arr, err = d.decode(pa.array([b"\x00" + body, b"\x00" + ts(7, 0)[:-1]]), pa.array([1, 1]),
+                        pa.array([0, 0], pa.int32()))
+    assert err[0].as_py() is None and err[1].as_py()
+    assert arr.field("timestamp").cast(pa.list_(pa.int64()))[0].as_py() == [3_000_000, 1_000_000]
+    assert arr.field("duration").cast(pa.int64())[0].as_py() == 2_000_000

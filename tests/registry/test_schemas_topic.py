@@ -186,3 +186,32 @@ def test_hostile_values_are_problems_not_crashes():
             (5, b"\xff\xfe", None)]
     reg = replay(recs)
     assert len(reg.problems) == 6 and not len(reg)
+
+
+@pytest.mark.parametrize("extra", [
+    '"references": 5', '"references": "ab"', '"references": {"a": 1}',
+    '"metadata": {"tags": 1}', '"metadata": {"tags": {"f": "x"}}', '"metadata": {"tags": {"f": [1]}}',
+    '"metadata": {"properties": []}', '"metadata": {"properties": {"k": {}}}', '"metadata": {"sensitive": "x"}',
+    '"metadata": {"sensitive": [[]]}', '"ruleSet": {"domainRules": {}}', '"ruleSet": {"domainRules": [1]}',
+    '"ruleSet": {"migrationRules": [{"name": 1}]}', '"ruleSet": {"domainRules": [{"tags": "t"}]}',
+    '"ruleSet": {"domainRules": [{"params": {"k": 1}}]}', '"ruleSet": {"domainRules": [{"disabled": "no"}]}',
+    '"ruleSet": {"enableAt": {}}', '"metadata": 3', '"ruleSet": []',
+])
+def test_schema_values_of_other_json_shapes_are_skipped_with_a_reason(extra):
+    # fuzzing: TypeError/AttributeError escaped the replay; the registry skips a record it cannot read
+    good = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\""}'
+    bad = ('{"subject":"s","version":2,"id":2,"schema":"\\"long\\"",' + extra + '}').encode()
+    reg = replay([(0, confluent_key("SCHEMA", "s", 1), good), (1, confluent_key("SCHEMA", "s", 2), bad)])
+    assert len(reg) == 1 and len(reg.problems) == 1, reg.problems
+    assert reg.by_id(1) is not None and reg.by_id(2) is None
+
+
+def test_delete_subject_naming_a_huge_version_is_quick():
+    # fuzzing: DELETE_SUBJECT up to version 2147483647 looped over every number up to it
+    import time
+    good = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\""}'
+    started = time.monotonic()
+    reg = replay([(0, confluent_key("SCHEMA", "s", 1), good),
+                  (1, confluent_key("DELETE_SUBJECT", "s"), b'{"subject":"s","version":2147483647}')])
+    assert time.monotonic() - started < 2
+    assert reg.problems == [] and reg.subjects() == [] and reg.subjects(deleted=True) == ["s"]
