@@ -1089,8 +1089,15 @@ class _Compiler:
         rpos = {f.name: i for i, f in enumerate(r.fields)}
         ids = []
         seen = set()
+        renamed = set()
         for wf in w.fields:
             name = self.wfield(w, wf)
+            if name in renamed:
+                # Java's Schema.applyAliases renames the whole writer before resolving: two
+                # writer fields under one name is its "Duplicate field" error, for every record
+                return self.error(f"writer fields of {w.name} collide as {name!r} after the reader's field "
+                                  "aliases (Avro's Duplicate field)", path, False)
+            renamed.add(name)
             i = rpos.get(name)
             if i is None:
                 ids.append(self.skip(wf.type))

@@ -329,6 +329,9 @@ cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int widt
     cdef uint8_t out[32]
     cdef uint8_t fill = 0xFF if n > 0 and (p[0] & 0x80) else 0
     cdef int64_t k
+    if n == 0:
+        # Java's Conversions.DecimalConversion (new BigInteger(bytes)) and from_avro refuse it
+        av_fail(c, p, "a decimal of zero bytes (Java's BigInteger refuses an empty two's complement)")
     if n > width:
         for k in range(n - width):
             if p[k] != fill:

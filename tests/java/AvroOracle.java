@@ -153,7 +153,9 @@ public class AvroOracle {
     static JsonNode bytesCanon(byte[] a, Schema s) {
         LogicalType lt = s.getLogicalType();
         if (lt instanceof LogicalTypes.Decimal) {
-            return F.textNode(a.length == 0 ? "0" : new BigInteger(a).toString());
+            // as Conversions.DecimalConversion.fromBytes: an empty array is Java's
+            // NumberFormatException (Zero length BigInteger), a failed record
+            return F.textNode(new BigInteger(a).toString());
         }
         return F.textNode(HEX.formatHex(a));
     }
