@@ -1075,12 +1075,14 @@ class _Compiler:
                              n=sym | (len(self.errors) - 1) << 32)
         if t == "record":
             return self.record(w, rc, path, lazy)
+        # an item or map value that cannot be resolved fails only the rows that hold one:
+        # Java's resolver keeps such an error as an action it throws when an item is read
         if t == "array":
-            item = self.resolve(w.items, rc.children[0], path + "[]", lazy)
+            item = self.resolve(w.items, rc.children[0], path + "[]", True)
             return self.emit(OP_ARRAY, col=rc.col, a=item, n=0 if self.min_size(w.items) else 1)
         if t == "map":
             entries, keys, vc = rc.children
-            val = self.resolve(w.values, vc, path + "{}", lazy)
+            val = self.resolve(w.values, vc, path + "{}", True)
             return self.emit(OP_MAP, col=rc.col, a=val, b=entries, c=keys)
         raise AssertionError(t)
 
