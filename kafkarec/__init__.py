@@ -50,10 +50,16 @@ from kafkarec.errors import (  # noqa: E402
     AvroSchemaError,
     SchemaResolutionError,
     AvroDecodeError,
+    ColumnOverflowError,
+    JsonSchemaError,
+    ProtobufDecodeError,
+    ProtobufSchemaError,
+    RegistryError,
     TransformedSegmentError,
     TruncatedError,
     UnknownRecordTypeError,
     UnsupportedCodecError,
+    UsageError,
 )
 
 __version__ = "0.1.0"
@@ -94,6 +100,7 @@ __all__ = [
     "CodecUnavailableError", "DecompressionError", "DecompressionLimitError",
     "EncodeError", "InternalRecordError", "UnknownRecordTypeError", "SideFileError", "CorruptIndexError",
     "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "SelectionError", "StorageError",
-    "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError",
+    "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
+    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError",
     "convert", "ConversionResult",
 ]

@@ -35,6 +35,12 @@ __all__ = [
     "AvroSchemaError",
     "SchemaResolutionError",
     "AvroDecodeError",
+    "ProtobufSchemaError",
+    "ProtobufDecodeError",
+    "JsonSchemaError",
+    "RegistryError",
+    "ColumnOverflowError",
+    "UsageError",
 ]
 
 
@@ -197,3 +203,34 @@ class AvroDecodeError(DecodeError):
     """An Avro body that does not decode with its writer schema: ``position`` is
     the byte offset inside the value, ``reason`` says what is wrong."""
 
+
+# --- Protobuf, JSON Schema, the registry (kafkarec.protobuf, .jsonschema, .registry) ---
+
+class ProtobufSchemaError(KafkaRecError, ValueError):
+    """A .proto schema that does not compile, names no such message, or cannot be a column (recursive)."""
+
+
+class ProtobufDecodeError(DecodeError):
+    """A Protobuf payload that does not decode with its writer schema: ``position`` is
+    the byte offset inside the value, ``reason`` says what is wrong."""
+
+
+class JsonSchemaError(KafkaRecError, ValueError):
+    """A JSON Schema that is not valid JSON, or has no Arrow type (the message names the path)."""
+
+
+class RegistryError(KafkaRecError, ValueError):
+    """A registry source that cannot be read, or a subject, version or id it does not hold."""
+
+
+# --- Arrow output -------------------------------------------------------------
+
+class ColumnOverflowError(KafkaRecError, OverflowError):
+    """An Arrow column that would pass its offsets' limit (2 GiB of data or 2^31 items for
+    32-bit offsets): read fewer rows per table."""
+
+
+# --- the command line ---------------------------------------------------------
+
+class UsageError(KafkaRecError, ValueError):
+    """Bad input that is not about Kafka data: missing paths, nothing Kafka found."""

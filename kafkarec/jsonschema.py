@@ -27,13 +27,11 @@ import json
 import threading
 from typing import Any, Mapping
 
-from kafkarec.errors import KafkaRecError, SchemaResolutionError
+from kafkarec.errors import JsonSchemaError, KafkaRecError, SchemaResolutionError  # noqa: F401 (re-exported)
 
 __all__ = ["JsonSchema", "JsonSchemaDecoder", "JsonSchemaError"]
 
 
-class JsonSchemaError(KafkaRecError, ValueError):
-    """A JSON Schema that is not valid JSON, or has no Arrow type (the message names the path)."""
 
 
 class JsonSchema:

@@ -39,13 +39,11 @@ import tempfile
 import threading
 from typing import Any, Mapping
 
-from kafkarec.errors import KafkaRecError, SchemaResolutionError
+from kafkarec.errors import KafkaRecError, ProtobufSchemaError, SchemaResolutionError  # noqa: F401 (re-exported)
 
 __all__ = ["ProtobufSchema", "ProtobufDecoder", "ProtobufSchemaError"]
 
 
-class ProtobufSchemaError(KafkaRecError, ValueError):
-    """A .proto schema that does not compile, names no such message, or cannot be a column (recursive)."""
 
 
 # FieldDescriptorProto.Type / Label numbers (descriptor.proto)

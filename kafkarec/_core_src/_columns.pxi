@@ -120,7 +120,7 @@ cdef class _BinaryColumn:
     cdef inline int append(self, const uint8_t *p, int32_t n) except -1:
         if n >= 0:
             if self.data.size + n > INT32_LIMIT:
-                raise OverflowError("binary column over 2 GiB")
+                raise ColumnOverflowError("binary column over 2 GiB")
             grow_put(self.data, p, n)
             self.valid.append(True)
         else:
@@ -338,7 +338,7 @@ cdef object constant_string_column(str value, Py_ssize_t n):
     cdef int32_t *o
     cdef uint8_t *d
     if width * n > INT32_LIMIT:
-        raise OverflowError("topic column over 2 GiB")
+        raise ColumnOverflowError("topic column over 2 GiB")
     o = <int32_t *>reserve_tail(offsets, (n + 1) * 4, False)
     for i in range(n + 1):
         o[i] = <int32_t>(i * width)
@@ -420,7 +420,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef Py_ssize_t kpos, vpos, kcap, vcap
     cdef const uint8_t *pos = it._cur.pos
     if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
-        raise OverflowError("binary column over 2 GiB")
+        raise ColumnOverflowError("binary column over 2 GiB")
     if cols.batch_columns:
         # The rare wide layout keeps the general path.
         while it._remaining > 0:
@@ -550,7 +550,7 @@ cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
     # section: room for all of them at once, then no check per header.
     cdef Py_ssize_t room = v.headers_end - v.headers + KAFKAREC_COPY_SLACK
     if key_data.size + room > INT32_LIMIT or value_data.size + room > INT32_LIMIT:
-        raise OverflowError("header column over 2 GiB")
+        raise ColumnOverflowError("header column over 2 GiB")
     reserve_tail(key_data, room, False)
     reserve_tail(value_data, room, False)
     reserve_tail(key_offsets, v.header_count * 4, False)

@@ -82,7 +82,7 @@ cdef str pb_varint_problem(int status):
 
 
 cdef int pb_fail(const PbCtx *ctx, const uint8_t *at, str reason) except -1:
-    raise DecodeError(reason, at - ctx.base)
+    raise ProtobufDecodeError(reason, at - ctx.base)
 
 
 # ---------------------------------------------------------------- column builders
@@ -169,7 +169,7 @@ cdef class _PbBinary(_PbColumn):
 
     cdef inline int put(self, const uint8_t *p, Py_ssize_t n) except -1:
         if n > INT32_LIMIT:
-            raise OverflowError("protobuf column over 2 GiB")
+            raise ColumnOverflowError("protobuf column over 2 GiB")
         self.valid.length += 1          # (validity lives in self.col; this counts rows)
         return self.col.append(p, <int32_t>n)
 
@@ -224,7 +224,7 @@ cdef class _PbList(_PbColumn):
     cdef inline int close_row(self, bint valid) except -1:
         cdef Py_ssize_t n = self.child.valid.length
         if n > INT32_LIMIT:
-            raise OverflowError("protobuf list column over 2^31 elements")
+            raise ColumnOverflowError("protobuf list column over 2^31 elements")
         put_i32(self.offsets, <int32_t>n)
         return self.valid.append(valid)
 
@@ -921,20 +921,20 @@ def pb_decode_column(_PbColumn root, dict writers, values, writer_ids, body_offs
         ctx.base = vdata + start
         try:
             if body < 0 or body > stop - start:
-                raise DecodeError(f"payload offset {body} is outside the value's {stop - start} bytes", 0)
+                raise ProtobufDecodeError(f"payload offset {body} is outside the value's {stop - start} bytes", 0)
             if top is None or wid != last_wid:
                 top = writers.get(wid)
                 last_wid = wid
                 if top is None:
-                    raise DecodeError(f"no writer schema with id {wid}", 0)
+                    raise ProtobufDecodeError(f"no writer schema with id {wid}", 0)
             p = vdata + start + body
             end = vdata + stop
             node = pb_message_by_indexes(top, &ctx, &p, end)
             if node.plan is None:
-                raise DecodeError(f"writer message {node.name} cannot be read as the column's message", body)
+                raise ProtobufDecodeError(f"writer message {node.name} cannot be read as the column's message", body)
             pb_decode_message(node.plan, p, end, &ctx, 0)
             errors.append(NULL, -1)
-        except (DecodeError, OverflowError) as exc:
+        except (DecodeError, ColumnOverflowError) as exc:
             root.truncate(row)
             root.append_null()
             why = str(exc).encode("utf-8", "replace")

@@ -23,7 +23,7 @@ from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verif
 from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
-from kafkarec.errors import KafkaRecError, SelectionError, StorageError
+from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError  # noqa: F401 (re-exported)
 from kafkarec.log.staging import Staging
 from kafkarec.log.storage import is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
@@ -34,8 +34,6 @@ from kafkarec.log.segment import Segment, base_offset_from_name
 __all__ = ["main", "build_parser"]
 
 
-class UsageError(KafkaRecError, ValueError):
-    """Bad input that is not about Kafka data: missing paths, nothing Kafka found."""
 
 
 # --- path handling ------------------------------------------------------------

@@ -162,7 +162,7 @@ def typed_from_args(args):
     """A :class:`TypedDump` when ``--value-decoder``/``--key-decoder`` is given, else None."""
     if not (getattr(args, "value_decoder", None) or getattr(args, "key_decoder", None)):
         return None
-    from kafkarec.cli.main import UsageError
+    from kafkarec.errors import UsageError
     try:
         return TypedDump(args)
     except (KafkaRecError, OSError) as e:

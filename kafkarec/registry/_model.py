@@ -14,7 +14,7 @@ import json
 import struct
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from kafkarec.errors import KafkaRecError
+from kafkarec.errors import KafkaRecError, RegistryError  # noqa: F401 (re-exported)
 
 __all__ = ["Reference", "SchemaEntry", "Registry", "RegistryError", "SCHEMA_TYPES",
            "split_context", "context_of", "qualify_reference", "schema_guid"]
@@ -25,8 +25,6 @@ DEFAULT_CONTEXT = "."
 MAX_REFERENCE_DEPTH = 64
 
 
-class RegistryError(KafkaRecError, ValueError):
-    """A registry source that cannot be read, or a subject, version or id it does not hold."""
 
 
 class Reference(NamedTuple):
