@@ -69,3 +69,17 @@ def java(cp: str, main: str, *args: str, jvm_flags: Optional[List[str]] = None,
     return subprocess.CompletedProcess(proc.args, proc.returncode,
                                        proc.stdout.decode("utf-8", "surrogateescape"),
                                        proc.stderr.decode("utf-8", "surrogateescape"))
+
+
+def _artifact(jar: str) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name without its version)."""
+    import re
+    return re.sub(r"-\d[^-]*(-[A-Za-z0-9.]+)?\.jar$", "", os.path.basename(jar))
+
+
+def spark_jars(pyspark_jars_dir: str) -> List[str]:
+    """The jars of ``jvm/spark`` (Spark's Kafka source and spark-avro) that a pyspark
+    whose ``jars/`` folder is ``pyspark_jars_dir`` lacks: an artifact pyspark already ships
+    (scala-library, lz4-java, snappy-java, hadoop, slf4j...) is loaded once, in pyspark's version."""
+    shipped = {_artifact(j) for j in os.listdir(pyspark_jars_dir) if j.endswith(".jar")}
+    return [j for j in classpath("jvm/spark").split(":") if j and _artifact(j) not in shipped]

@@ -1,0 +1,64 @@
+"""spark-submit job of tests/broker/test_spark_kafka_parity.py, run as a user runs kafkarec:
+a bare Python (pyspark, pyarrow, pandas), ``--py-files <kafkarec wheel>`` and Spark's Kafka
+source from ``--jars``.
+
+    kafka_parity_job.py BOOTSTRAP LIVE_LOG_DIR SPEC.json OUT
+
+For each case of SPEC (``{"cases": [{"name", "topics", "options"}]}``) it writes three Parquet
+folders under OUT/<name>/: ``kafka`` (Spark's Kafka source against the live broker),
+``live`` (format("kafkarec") on the broker's log dir while it runs).  Then it writes
+OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
+log dir; the file holds the copy's path) and writes ``stopped`` for every case from it.
+"""
+import json
+import os
+import sys
+import time
+
+from pyspark.sql import SparkSession
+
+import spark_udfs
+
+COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+
+def reader(spark, fmt, topics, options):
+    r = spark.read.format(fmt).option("subscribe", ",".join(topics)).option("includeHeaders", "true")
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r
+
+
+def main():
+    bootstrap, live_dir, spec_path, out = sys.argv[1:5]
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    spark = SparkSession.builder.appName("kafkarec-kafka-parity").getOrCreate()
+    spark_udfs.register(spark)
+    for case in spec["cases"]:
+        base = os.path.join(out, case["name"])
+        (reader(spark, "kafka", case["topics"], case["options"])
+         .option("kafka.bootstrap.servers", bootstrap).load()
+         .select(*COLUMNS).write.parquet(os.path.join(base, "kafka")))
+        (reader(spark, "kafkarec", case["topics"], case["options"]).load(live_dir)
+         .select(*COLUMNS).write.parquet(os.path.join(base, "live")))
+        print(f"parity job: {case['name']} kafka and live written", flush=True)
+    open(os.path.join(out, "_live_done"), "w").close()
+    signal = os.path.join(out, "_stopped")
+    deadline = time.monotonic() + 300
+    while not os.path.exists(signal):
+        if time.monotonic() > deadline:
+            raise SystemExit("parity job: no stopped log dir within 300 s")
+        time.sleep(0.2)
+    time.sleep(0.2)
+    with open(signal) as fh:
+        stopped_dir = fh.read().strip()
+    for case in spec["cases"]:
+        (reader(spark, "kafkarec", case["topics"], case["options"]).load(stopped_dir)
+         .select(*COLUMNS).write.parquet(os.path.join(out, case["name"], "stopped")))
+    print("parity job: done", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
