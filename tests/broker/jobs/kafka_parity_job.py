@@ -4,9 +4,13 @@ source from ``--jars``.
 
     kafka_parity_job.py BOOTSTRAP LIVE_LOG_DIR SPEC.json OUT
 
-For each case of SPEC (``{"cases": [{"name", "topics", "options"}]}``) it writes three Parquet
-folders under OUT/<name>/: ``kafka`` (Spark's Kafka source against the live broker),
-``live`` (format("kafkarec") on the broker's log dir while it runs).  Then it writes
+For each case of SPEC (``{"cases": [{"name", "topics", "options"}], "typed": {...}}``) it writes
+Parquet folders under OUT/<name>/: ``kafka`` (Spark's Kafka source against the live broker),
+``live`` (format("kafkarec") on the broker's log dir while it runs).  SPEC's ``typed``
+(``topic``, ``writers``: schema id -> writer schema text, ``reader``: the subject's latest
+schema) adds OUT/typed/``from_avro`` (the Kafka source's values past Confluent's 5-byte prefix
+through spark-avro's ``from_avro`` with the writer schema and ``avroSchema`` = the reader
+schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  Then it writes
 OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
 log dir; the file holds the copy's path) and writes ``stopped`` for every case from it.
 """
@@ -29,6 +33,27 @@ def reader(spark, fmt, topics, options):
     return r
 
 
+def typed(spark, bootstrap, live_dir, spec, out):
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", spec["topic"]).load())
+    writer_id = F.conv(F.hex(F.substring("value", 2, 4)), 16, 10).cast("int")
+    parts = []
+    for wid, writer in sorted(spec["writers"].items()):
+        body = F.expr("substring(value, 6, length(value) - 5)")
+        parts.append(raw.where(writer_id == int(wid)).select(
+            "offset", from_avro(body, writer, {"avroSchema": spec["reader"], "mode": "FAILFAST"}).alias("value")))
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p)
+    union.write.parquet(os.path.join(out, "from_avro"))
+    (spark.read.format("kafkarec").option("subscribe", spec["topic"]).option("valueFormat", "registry")
+     .option("registry", live_dir).load(live_dir)
+     .select("offset", "value", "_corrupt_record").write.parquet(os.path.join(out, "kafkarec")))
+    print("parity job: typed written", flush=True)
+
+
 def main():
     bootstrap, live_dir, spec_path, out = sys.argv[1:5]
     with open(spec_path) as fh:
@@ -43,6 +68,8 @@ def main():
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(live_dir)
          .select(*COLUMNS).write.parquet(os.path.join(base, "live")))
         print(f"parity job: {case['name']} kafka and live written", flush=True)
+    if spec.get("typed"):
+        typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
     open(os.path.join(out, "_live_done"), "w").close()
     signal = os.path.join(out, "_stopped")
     deadline = time.monotonic() + 300
