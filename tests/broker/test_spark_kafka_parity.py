@@ -82,7 +82,13 @@ def parity(kafka_broker, broker_data, tmp_path_factory):
     out.mkdir()
     cases = _cases(broker_data)
     spec = work / "spec.json"
-    spec.write_text(json.dumps({"cases": cases, "typed": _typed_spec(kafka_broker.log_dir, broker_data)}))
+    import produce
+    produce.create_topics(kafka_broker.bootstrap, [produce.TopicInfo(
+        STREAM_TOPIC, 2, {"internal.segment.bytes": "8192"}, "confluent-kafka", "lz4")])
+    produce.produce_confluent(kafka_broker.bootstrap, STREAM_TOPIC, 300, partitions=2,
+                              **{"compression.type": "lz4"})
+    spec.write_text(json.dumps({"cases": cases, "typed": _typed_spec(kafka_broker.log_dir, broker_data),
+                                "stream": {"topic": STREAM_TOPIC}}))
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "native"),
                             "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",
@@ -100,6 +106,14 @@ def parity(kafka_broker, broker_data, tmp_path_factory):
         stopped = kafka_broker.snapshot_stopped(str(work / "stopped"))
         (out / "_stopped.tmp").write_text(stopped)
         os.rename(out / "_stopped.tmp", out / "_stopped")
+        while not (out / "_stream1_done").exists():
+            assert proc.poll() is None, (work / "job.log").read_text()[-6000:]
+            assert time.monotonic() < deadline + 300, "the parity job's first streams did not finish"
+            time.sleep(0.5)
+        first = {src: len(_rows(out / "stream" / src)) for src in ("kafka", "kafkarec")}
+        produce.produce_confluent(kafka_broker.bootstrap, STREAM_TOPIC, 200, partitions=2,
+                                  **{"compression.type": "zstd"})
+        (out / "_more_data").write_text(json.dumps(first))
         proc.wait(timeout=600)
         assert proc.returncode == 0, (work / "job.log").read_text()[-6000:]
     finally:
@@ -108,6 +122,9 @@ def parity(kafka_broker, broker_data, tmp_path_factory):
             proc.wait()
         log.close()
     return out, cases
+
+
+STREAM_TOPIC = "stream-parity"
 
 
 def _rows(folder):
@@ -162,3 +179,15 @@ def test_typed_values_as_from_avro(parity):
     kinds = str(ours.schema.field("value").type)
     for kind in ("decimal", "timestamp", "list", "map", "struct"):
         assert kind in kinds, kinds
+
+
+def test_stream_writes_what_the_kafka_sources_stream_writes(parity):
+    """readStream (Trigger.AvailableNow, Parquet sink), more records produced, the same streams
+    again from their checkpoints: both sinks hold the same rows, each record once."""
+    out, _ = parity
+    first = json.loads((out / "_more_data").read_text())
+    assert first == {"kafka": 300, "kafkarec": 300}
+    kafka = _rows(out / "stream" / "kafka")
+    ours = _rows(out / "stream" / "kafkarec")
+    assert len(kafka) == 500 and ours == kafka
+    assert len({(r["partition"], r["offset"]) for r in ours}) == 500

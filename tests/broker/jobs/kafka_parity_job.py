@@ -10,7 +10,9 @@ Parquet folders under OUT/<name>/: ``kafka`` (Spark's Kafka source against the l
 (``topic``, ``writers``: schema id -> writer schema text, ``reader``: the subject's latest
 schema) adds OUT/typed/``from_avro`` (the Kafka source's values past Confluent's 5-byte prefix
 through spark-avro's ``from_avro`` with the writer schema and ``avroSchema`` = the reader
-schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  Then it writes
+schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  SPEC's ``stream`` (``topic``) adds a
+``readStream`` of each source (Trigger.AvailableNow, Parquet sink, checkpoint), run again after
+the test produced more records: OUT/stream/``kafka`` and OUT/stream/``kafkarec``.  Then it writes
 OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
 log dir; the file holds the copy's path) and writes ``stopped`` for every case from it.
 """
@@ -54,6 +56,43 @@ def typed(spark, bootstrap, live_dir, spec, out):
     print("parity job: typed written", flush=True)
 
 
+def wait_for(path, what, timeout=300):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"parity job: {what} not within {timeout} s")
+        time.sleep(0.2)
+
+
+def streams(spark, bootstrap, live_dir, spec, out):
+    """readStream of each source with Trigger.AvailableNow into a Parquet sink, twice: the test
+    produces more records in between (OUT/_stream1_done, then it writes OUT/_more_data)."""
+    base = os.path.join(out, "stream")
+
+    def run(fmt):
+        r = (spark.readStream.format(fmt).option("subscribe", spec["topic"]).option("includeHeaders", "true")
+             .option("startingOffsets", "earliest"))
+        if fmt == "kafka":
+            r = r.option("kafka.bootstrap.servers", bootstrap).load()
+        else:
+            r = r.load(live_dir)
+        q = (r.select(*COLUMNS).writeStream.format("parquet").option("path", os.path.join(base, fmt))
+             .option("checkpointLocation", os.path.join(base, fmt + "-checkpoint"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(300)
+        assert not q.isActive, f"{fmt} stream still running after 300 s"
+        if q.exception() is not None:
+            raise q.exception()
+
+    for fmt in ("kafka", "kafkarec"):
+        run(fmt)
+    open(os.path.join(out, "_stream1_done"), "w").close()
+    wait_for(os.path.join(out, "_more_data"), "more stream data")
+    for fmt in ("kafka", "kafkarec"):
+        run(fmt)
+    print("parity job: streams written", flush=True)
+
+
 def main():
     bootstrap, live_dir, spec_path, out = sys.argv[1:5]
     with open(spec_path) as fh:
@@ -72,17 +111,14 @@ def main():
         typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
     open(os.path.join(out, "_live_done"), "w").close()
     signal = os.path.join(out, "_stopped")
-    deadline = time.monotonic() + 300
-    while not os.path.exists(signal):
-        if time.monotonic() > deadline:
-            raise SystemExit("parity job: no stopped log dir within 300 s")
-        time.sleep(0.2)
-    time.sleep(0.2)
+    wait_for(signal, "the stopped log dir")
     with open(signal) as fh:
         stopped_dir = fh.read().strip()
     for case in spec["cases"]:
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(stopped_dir)
          .select(*COLUMNS).write.parquet(os.path.join(out, case["name"], "stopped")))
+    if spec.get("stream"):
+        streams(spark, bootstrap, live_dir, spec["stream"], out)
     print("parity job: done", flush=True)
     spark.stop()
 
