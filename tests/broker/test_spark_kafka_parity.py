@@ -88,7 +88,7 @@ def parity(kafka_broker, broker_data, tmp_path_factory):
     produce.produce_confluent(kafka_broker.bootstrap, STREAM_TOPIC, 300, partitions=2,
                               **{"compression.type": "lz4"})
     spec.write_text(json.dumps({"cases": cases, "typed": _typed_spec(kafka_broker.log_dir, broker_data),
-                                "stream": {"topic": STREAM_TOPIC}}))
+                                "stream": {"topics": broker_data.data_topics() + [STREAM_TOPIC]}}))
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "native"),
                             "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",
@@ -182,12 +182,14 @@ def test_typed_values_as_from_avro(parity):
 
 
 def test_stream_writes_what_the_kafka_sources_stream_writes(parity):
-    """readStream (Trigger.AvailableNow, Parquet sink), more records produced, the same streams
-    again from their checkpoints: both sinks hold the same rows, each record once."""
+    """readStream of every topic (Trigger.AvailableNow, Parquet sink), more records produced into
+    one, the same streams again from their checkpoints: both sinks hold the same rows, each
+    record once."""
     out, _ = parity
     first = json.loads((out / "_more_data").read_text())
-    assert first == {"kafka": 300, "kafkarec": 300}
+    every = len(_rows(out / "all-uncommitted" / "kafka"))
+    assert first == {"kafka": every + 300, "kafkarec": every + 300}
     kafka = _rows(out / "stream" / "kafka")
     ours = _rows(out / "stream" / "kafkarec")
-    assert len(kafka) == 500 and ours == kafka
-    assert len({(r["partition"], r["offset"]) for r in ours}) == 500
+    assert len(kafka) == every + 500 and ours == kafka
+    assert len({(r["topic"], r["partition"], r["offset"]) for r in ours}) == every + 500

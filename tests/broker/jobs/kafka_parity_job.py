@@ -10,7 +10,7 @@ Parquet folders under OUT/<name>/: ``kafka`` (Spark's Kafka source against the l
 (``topic``, ``writers``: schema id -> writer schema text, ``reader``: the subject's latest
 schema) adds OUT/typed/``from_avro`` (the Kafka source's values past Confluent's 5-byte prefix
 through spark-avro's ``from_avro`` with the writer schema and ``avroSchema`` = the reader
-schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  SPEC's ``stream`` (``topic``) adds a
+schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  SPEC's ``stream`` (``topics``) adds a
 ``readStream`` of each source (Trigger.AvailableNow, Parquet sink, checkpoint), run again after
 the test produced more records: OUT/stream/``kafka`` and OUT/stream/``kafkarec``.  Then it writes
 OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
@@ -70,7 +70,8 @@ def streams(spark, bootstrap, live_dir, spec, out):
     base = os.path.join(out, "stream")
 
     def run(fmt):
-        r = (spark.readStream.format(fmt).option("subscribe", spec["topic"]).option("includeHeaders", "true")
+        r = (spark.readStream.format(fmt).option("subscribe", ",".join(spec["topics"]))
+             .option("includeHeaders", "true")
              .option("startingOffsets", "earliest"))
         if fmt == "kafka":
             r = r.option("kafka.bootstrap.servers", bootstrap).load()
