@@ -31,6 +31,49 @@ def _pieces(fdp, n):
     return out
 
 
+def _shape(fdp, depth=0):
+    """An arbitrary JSON value: where the registry expects an object of lists of strings, any shape."""
+    kind = fdp.ConsumeIntInRange(0, 6 if depth < 3 else 4)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return fdp.ConsumeBool()
+    if kind == 2:
+        return fdp.ConsumeIntInRange(-2**31, 2**31 - 1)
+    if kind == 3:
+        return fdp.ConsumeUnicodeNoSurrogates(4)
+    if kind == 4:
+        return fdp.ConsumeFloat()
+    if kind == 5:
+        return [_shape(fdp, depth + 1) for _ in range(fdp.ConsumeIntInRange(0, 3))]
+    return {fdp.ConsumeUnicodeNoSurrogates(3): _shape(fdp, depth + 1) for _ in range(fdp.ConsumeIntInRange(0, 3))}
+
+
+_MEMBERS = ("references", "metadata", "ruleSet")
+_INNER = {"metadata": ("tags", "properties", "sensitive"),
+          "ruleSet": ("migrationRules", "domainRules", "encodingRules", "enableAt")}
+
+
+def _structured(fdp, off):
+    """SCHEMA records whose members take every JSON shape, and DELETE_SUBJECT of any version."""
+    if fdp.ConsumeBool():
+        key = b'{"keytype":"DELETE_SUBJECT","subject":"t-value"}'
+        return (off, key, json.dumps({"subject": "t-value",
+                                      "version": fdp.ConsumeIntInRange(-2**31, 2**31 - 1)}).encode())
+    version = fdp.ConsumeIntInRange(1, 3)
+    value = {"subject": "t-value", "version": version, "id": fdp.ConsumeIntInRange(1, 4), "schema": '"int"'}
+    for member in _MEMBERS:
+        if fdp.ConsumeBool():
+            if member in _INNER and fdp.ConsumeBool():
+                value[member] = {k: _shape(fdp) for k in _INNER[member] if fdp.ConsumeBool()}
+                for rules in ("migrationRules", "domainRules"):
+                    if member == "ruleSet" and fdp.ConsumeBool():
+                        value[member][rules] = [{f: _shape(fdp) for f in ("name", "tags", "params", "disabled")}]
+            else:
+                value[member] = _shape(fdp)
+    return (off, _SCHEMA_KEY % version, json.dumps(value).encode())
+
+
 def test_one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     mode = fdp.ConsumeIntInRange(0, 2)
@@ -55,7 +98,7 @@ def test_one_input(data: bytes) -> None:
             key = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 60)) if fdp.ConsumeBool() else \
                 _SCHEMA_KEY % fdp.ConsumeIntInRange(0, 3)
             value = None if fdp.ConsumeBool() else fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 200))
-            recs.append((off, key, value))
+            recs.append(_structured(fdp, off) if fdp.ConsumeBool() else (off, key, value))
         reg = replay(recs)
         for ctx in reg.contexts():
             for i in reg.ids(ctx):

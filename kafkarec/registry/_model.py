@@ -183,8 +183,16 @@ class Registry:
     # --- what the replay and the loaders call (InMemoryCache's operations) ---------------
     def _register(self, entry: SchemaEntry) -> None:
         """A SCHEMA record with a value (registered or soft-deleted): store it and map its id."""
-        self._store[(entry.subject, entry.version)] = entry
         ctx = context_of(entry.subject)
+        old = self._store.get((entry.subject, entry.version))
+        if old is not None and old.id != entry.id:
+            # the version now holds another id: the old id no longer names it
+            users = self._ids.get(ctx, {}).get(old.id)
+            if users and users.get(entry.subject) == entry.version:
+                del users[entry.subject]
+                if not users:
+                    del self._ids[ctx][old.id]
+        self._store[(entry.subject, entry.version)] = entry
         self._ids.setdefault(ctx, {}).setdefault(entry.id, {})[entry.subject] = entry.version
         md5 = entry.md5 or schema_guid(entry.schema, entry.references, entry.metadata,
                                        entry.rule_set)

@@ -110,6 +110,13 @@ def _shape(v, kind, where: str) -> None:
         raise _Bad(f"{where} {v!r} is not a {kind}" if kind != "object" else f"{where} is not an object")
 
 
+def _member(v, where: str) -> None:
+    # members of the registry's sets and maps are strings: a null member is its
+    # NullPointerException (TreeSet, and the hash of the schema) and the record is skipped
+    if not isinstance(v, str):
+        raise _Bad(f"{where} {v!r} is not a string")
+
+
 def _check_metadata(meta, what: str) -> None:
     where = f"{what}: metadata"
     _shape(meta, "object", where)
@@ -120,13 +127,13 @@ def _check_metadata(meta, what: str) -> None:
     for k, vs in (tags or {}).items():
         _shape(vs, "list", f"{where}.tags[{k!r}]")
         for t in vs or ():
-            _shape(t, "string", f"{where}.tags[{k!r}] member")
+            _member(t, f"{where}.tags[{k!r}] member")
     _shape(props, "object", f"{where}.properties")
     for k, v in (props or {}).items():
-        _shape(v, "string", f"{where}.properties[{k!r}]")
+        _member(v, f"{where}.properties[{k!r}]")
     _shape(sensitive, "list", f"{where}.sensitive")
     for t in sensitive or ():
-        _shape(t, "string", f"{where}.sensitive member")
+        _member(t, f"{where}.sensitive member")
 
 
 def _check_rule_set(rules, what: str) -> None:
@@ -137,17 +144,16 @@ def _check_rule_set(rules, what: str) -> None:
     for group in ("migrationRules", "domainRules", "encodingRules"):
         _shape(rules.get(group), "list", f"{where}.{group}")
         for rule in rules.get(group) or ():
-            _shape(rule, "object", f"{where}.{group} member")
-            if rule is None:
-                continue
+            if not isinstance(rule, dict):
+                raise _Bad(f"{where}.{group} member {rule!r} is not an object")
             for f in ("name", "doc", "kind", "mode", "type", "expr", "onSuccess", "onFailure"):
                 _shape(rule.get(f), "string", f"{where}.{group} rule {f}")
             _shape(rule.get("tags"), "list", f"{where}.{group} rule tags")
             for t in rule.get("tags") or ():
-                _shape(t, "string", f"{where}.{group} rule tag")
+                _member(t, f"{where}.{group} rule tag")
             _shape(rule.get("params"), "object", f"{where}.{group} rule params")
             for k, v in (rule.get("params") or {}).items():
-                _shape(v, "string", f"{where}.{group} rule params[{k!r}]")
+                _member(v, f"{where}.{group} rule params[{k!r}]")
             _shape(rule.get("disabled"), "boolean", f"{where}.{group} rule disabled")
     enable_at = rules.get("enableAt")
     if enable_at is not None and (isinstance(enable_at, (bool, dict, list))):

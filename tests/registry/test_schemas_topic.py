@@ -215,3 +215,15 @@ def test_delete_subject_naming_a_huge_version_is_quick():
                   (1, confluent_key("DELETE_SUBJECT", "s"), b'{"subject":"s","version":2147483647}')])
     assert time.monotonic() - started < 2
     assert reg.problems == [] and reg.subjects() == [] and reg.subjects(deleted=True) == ["s"]
+
+
+def test_a_version_registered_again_under_another_id_leaves_its_old_id():
+    # fuzzing: the old id kept pointing at the version, so by_id(old) gave the new id's entry
+    # (or None after a hard delete) while ids() still listed it
+    a = b'{"subject":"s","version":1,"id":1,"schema":"\\"int\\""}'
+    b = b'{"subject":"s","version":1,"id":2,"schema":"\\"long\\""}'
+    reg = replay([(0, confluent_key("SCHEMA", "s", 1), a), (1, confluent_key("SCHEMA", "s", 1), b)])
+    assert reg.ids() == [2] and reg.by_id(1) is None and reg.by_id(2).schema == '"long"'
+    reg = replay([(0, confluent_key("SCHEMA", "s", 1), a), (1, confluent_key("SCHEMA", "s", 1), b),
+                  (2, confluent_key("SCHEMA", "s", 1), None)])
+    assert reg.ids() == [] and reg.by_id(2) is None
