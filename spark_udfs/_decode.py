@@ -56,7 +56,8 @@ class ReadSettings:
     __slots__ = ("fields", "_options")
 
     def __init__(self, options: dict):
-        from spark_udfs._logdir import parse_bool, parse_bytes
+        from spark_udfs._logdir import parse_bytes
+        from spark_udfs._options import parse_bool
         self.fields = {"verify_crc": parse_bool(options, "verifycrc", True),
                        "strict": parse_bool(options, "strict", False)}
         if options.get("maxdecompressedbytes") not in (None, ""):

@@ -92,19 +92,6 @@ def parse_topic_partition(dirname: str):
     return (None, None) if tp is None else tuple(tp)
 
 
-def parse_bool(options: dict, name: str, default: bool) -> bool:
-    """A true/false data source option (Spark's spellings), or ``default`` when unset."""
-    v = options.get(name)
-    if v is None or v == "":
-        return default
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes", "on"):
-        return True
-    if s in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"option {name} must be true or false, not {v!r}")
-
-
 def parse_bytes(value, default: int) -> int:
     """``"128m"``, ``"4k"``, ``"1g"``, ``"1048576"``, ``"64MiB"`` -> bytes."""
     if value is None or value == "":

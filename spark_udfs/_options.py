@@ -103,10 +103,20 @@ _REFUSED_KAFKA = {
 
 
 def _bool_text(name, value) -> bool:
+    # Spark's own rule for a boolean option (Scala's toBoolean): true or false, any case
     s = str(value).strip().lower()
     if s in ("true", "false"):
         return s == "true"
     raise ValueError(f"option {name} must be true or false, got {value!r}")
+
+
+def parse_bool(options: dict, name: str, default: bool) -> bool:
+    """A true/false option of the data source (lower-cased ``name``), or ``default`` when unset:
+    every boolean option is read by this one rule."""
+    v = options.get(name)
+    if v is None or v == "":
+        return default
+    return _bool_text(name, v)
 
 
 def normalize(options, *, streaming: bool) -> dict:

@@ -321,3 +321,18 @@ def test_assign_selects_partitions_and_checks_offsets():
                                    "startingoffsets": '{"orders":{"0":5}}'})
     with pytest.raises(selection.SelectionError, match="assign"):
         selection.parse_selection({"assign": '{"orders":"0"}'})
+
+
+@pytest.mark.parametrize("name", ["verifycrc", "strict", "includeheaders"])
+def test_every_boolean_option_follows_sparks_rule(name):
+    # one parser: true/false in any case, as Spark's options; verifyCrc=yes was accepted while
+    # includeHeaders=yes was refused
+    from spark_udfs._options import normalize, parse_bool
+    assert parse_bool({name: "TRUE"}, name, False) is True
+    assert parse_bool({name: "false"}, name, True) is False
+    assert parse_bool({}, name, True) is True
+    for bad in ("yes", "1", "on", "no"):
+        with pytest.raises(ValueError, match="must be true or false"):
+            parse_bool({name: bad}, name, False)
+    with pytest.raises(ValueError, match="must be true or false"):
+        normalize({"includeHeaders": "yes"}, streaming=False)
