@@ -342,3 +342,8 @@ class _AvroRunner:
     def decode(self, values: Any, writer_ids: Any | None, body_offsets: Any | None) -> tuple[Any, Any]:
         """Row i: values[i][body_offsets[i]:] with writer_ids[i]'s program -> (reader column, error strings)."""
         ...
+
+def json_value_problems(bodies: Any) -> list[tuple[int, int, str]]:
+    """(row, byte position in the payload, reason) for each payload of a large_binary array that is not
+    exactly one JSON value (null rows skipped)."""
+    ...

@@ -62,7 +62,7 @@ __all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadCon
 log = logging.getLogger("spark_udfs")
 
 
-_bool = _logdir.parse_bool
+_bool = _options.parse_bool
 
 # Rows per Arrow batch handed to Spark (option maxRecordsPerBatch).  Above Spark's 10,000
 # for Arrow: the Python worker's per-batch costs (conforming, the IPC write, the hand-over

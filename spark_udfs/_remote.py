@@ -37,7 +37,7 @@ from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_udfs import _datasource, _logdir, _planning, _schema
+from spark_udfs import _datasource, _logdir, _options, _planning, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
@@ -52,7 +52,7 @@ REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchco
                   "readcommitted"}
 
 
-_bool = _logdir.parse_bool
+_bool = _options.parse_bool
 
 
 class RemoteReadConfig:

@@ -82,7 +82,7 @@ class DataLossError(RuntimeError):
     """Offsets a stream still had to read are gone (with failOnDataLoss=true)."""
 
 
-_bool = _logdir.parse_bool
+_bool = _options.parse_bool
 
 
 class StreamConfig:

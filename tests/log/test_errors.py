@@ -25,6 +25,8 @@ EXPECTED = {
     "CheckpointError": ValueError, "TransformedSegmentError": ValueError, "SelectionError": ValueError,
     "StorageError": OSError,
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
+    "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
+    "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
 }
 
 
