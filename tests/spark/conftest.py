@@ -9,6 +9,15 @@ import spark_helpers as H
 
 
 @pytest.fixture(scope="session")
+def py312():
+    """The Python 3.12 of the cluster and Connect tests (the Spark workers' Python)."""
+    python = H.python_for("3.12")
+    if python is None:
+        pytest.fail("no Python 3.12 found (python3.12 on PATH or ~/.pyenv/versions/3.12.*)")
+    return python
+
+
+@pytest.fixture(scope="session")
 def sample(tmp_path_factory):
     return H.sample_logs(tmp_path_factory, seed=7)
 

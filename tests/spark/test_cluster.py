@@ -31,14 +31,6 @@ JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "paths_jo
 
 
 @pytest.fixture(scope="module")
-def py312():
-    python = H.python_for("3.12")
-    if python is None:
-        pytest.fail("no Python 3.12 found (python3.12 on PATH or ~/.pyenv/versions/3.12.*)")
-    return python
-
-
-@pytest.fixture(scope="module")
 def bare312(py312):
     return H.bare_python(py312)
 

@@ -50,14 +50,6 @@ DEPLOYMENTS = ["local", "server"]
 
 
 @pytest.fixture(scope="module")
-def py312():
-    python = H.python_for("3.12")
-    if python is None:
-        pytest.fail("no Python 3.12 found (python3.12 on PATH or ~/.pyenv/versions/3.12.*)")
-    return python
-
-
-@pytest.fixture(scope="module")
 def user(py312):
     """(bare server-side Python, kafkarec wheel, client Python)."""
     bare = H.bare_python(py312)
