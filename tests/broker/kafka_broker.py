@@ -110,8 +110,15 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """A Kafka ``Uuid`` string: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """A Kafka ``Uuid`` string: 16 random bytes, URL-safe base64 without padding.
+
+    Like Kafka's ``Uuid.randomUuid`` it never starts with ``-``: command lines (StorageTool's
+    ``-t``) would read such an id as an option (1 run in 64 failed that way in CI).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaBrokerError(RuntimeError):

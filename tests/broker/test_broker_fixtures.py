@@ -50,3 +50,12 @@ def test_transaction_log_dump_is_kafka_dump_log():
         want = fh.read()
     assert '"transactionStatus":4' in want          # CompleteAbort, as a number
     assert proc.stdout == want
+
+
+def test_cluster_ids_never_read_as_an_option(monkeypatch):
+    """16 bytes whose base64 starts with ``-`` (0xf8...) are drawn again, as Kafka's Uuid.randomUuid does."""
+    import kafka_broker
+    draws = iter([b"\xf8" + bytes(15), b"\x01" * 16])
+    monkeypatch.setattr(kafka_broker.os, "urandom", lambda n: next(draws))
+    cluster_id = kafka_broker.random_cluster_id()
+    assert cluster_id == "AQEBAQEBAQEBAQEBAQEBAQ"
