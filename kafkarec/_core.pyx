@@ -24,6 +24,7 @@
 #   _transactions.pxi  what a read_committed consumer would not see (aborted transactions, the LSO)
 #   _avro.pxi, _protobuf.pxi  Schema Registry payloads into Arrow columns
 #   _json.pxi     where a JSON payload's value ends (pyarrow parses it)
+#   _keymap.pxi   each key's last offset in a fixed-size map (keyed state, kafkarec.table)
 cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t,
                           uint32_t, uint64_t, INT32_MAX, INT64_MAX)
@@ -67,3 +68,4 @@ include "_core_src/_transactions.pxi"
 include "_core_src/_avro.pxi"
 include "_core_src/_protobuf.pxi"
 include "_core_src/_json.pxi"
+include "_core_src/_keymap.pxi"

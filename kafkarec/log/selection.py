@@ -322,12 +322,18 @@ def _trim_before(piece, start: int):
 
 
 def read_arrow(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.ReadOptions] = None, *,
-               chunk_size: int = 8 << 20, **iter_arrow_kw) -> Iterator:
+               chunk_size: int = 8 << 20, skip=(), **iter_arrow_kw) -> Iterator:
     """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
     of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` with ``options`` (``iter_arrow_kw``:
     ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
-    dropped.  Positions (``batchPosition``, errors) are file positions."""
-    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
+    dropped, and the batches at ``skip`` (``(position, size)`` file spans, sorted: say
+    :func:`kafkarec.log.committed.read_committed_spans`) left out.  Positions
+    (``batchPosition``, errors) are file positions."""
+    from kafkarec.log.storage import without_spans
+    pieces = iter_range_pieces(storage, sr, chunk_size=chunk_size)
+    if skip:
+        pieces = (part for piece in pieces for part in without_spans(piece, skip))
+    for piece in pieces:
         for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
                                       origin=piece.position, **iter_arrow_kw):
             out = filter_offsets(rb, sr.min_offset, sr.end_offset)

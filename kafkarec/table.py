@@ -1,0 +1,189 @@
+"""Tables from logs: the state a keyed topic stands for (``view="latest"``).
+
+For each topic-partition, one row per key whose last record is not a tombstone: that
+record, as the log view gives it.  The rules are those of Kafka's log cleaner and of a
+``read_committed`` Kafka Streams table:
+
+* records count in offset order; a record with a null value (a tombstone) deletes its key;
+* records with a null key never count (:attr:`LatestStats.null_keys` counts them);
+* control records never count (the log view leaves them out);
+* the isolation level applies as to every read: with ``read_committed`` aborted
+  transactions never count and nothing from the last stable offset on does;
+* the state is that after the records the read selects: an ending offset or timestamp cuts
+  the log where Spark's Kafka source would stop, and the segments after the cut are not
+  read.  (With ``read_committed`` whether a transaction before the cut committed is known
+  from its marker, which may come after the cut: those segments' batch headers are read.)
+
+Keys are compared as bytes, as Kafka's cleaner compares them (a typed key with two
+encodings of one value is two keys to Kafka as well).
+
+Memory is bounded, as in Kafka's cleaner: a fixed-size map from each key's 128-bit digest
+to its last offset (:class:`kafkarec._core.KeyOffsetMap`, ``buffer_bytes``, 24 bytes a
+key at most 90% full) is filled in a first pass over the partition and consulted in a
+second, which emits the rows.  When the keys do not fit, they are split by their digest
+into buckets, each bucket taking its own two passes: more reading, never more memory.
+The same function serves Python (:func:`latest`), the command line (``kafkarec table``)
+and Spark (``format("kafkarec").option("view", "latest")``).
+
+    >>> import kafkarec.table
+    >>> state = kafkarec.table.latest("/var/lib/kafka/data", topics=["profiles"])  # doctest: +SKIP
+    >>> state.table.num_rows, state.stats.null_keys                                  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional
+
+__all__ = ["VIEWS", "DEFAULT_BUFFER_BYTES", "LatestStats", "LatestState", "latest_batches", "latest",
+           "parse_view"]
+
+VIEWS = ("log", "latest")
+
+# Kafka's log.cleaner.dedupe.buffer.size default: about 5 million keys at 24 bytes a key.
+DEFAULT_BUFFER_BYTES = 128 << 20
+
+
+def parse_view(value: Optional[str]) -> str:
+    """``"log"`` (the default: every record) or ``"latest"`` (the keyed state), any case."""
+    if value is None or value == "":
+        return "log"
+    view = str(value).strip().lower()
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {value!r}")
+    return view
+
+
+class LatestStats:
+    """What one keyed-state computation read: ``records`` (rows of the log view, once),
+    ``null_keys`` (of those, records without a key: they never count), ``rows`` (rows of
+    the state), ``buckets`` (key buckets, 1 when every key fit the map) and ``passes``
+    (reads of the partitions, fills that overflowed included)."""
+
+    __slots__ = ("records", "null_keys", "rows", "buckets", "passes")
+
+    def __init__(self) -> None:
+        self.records = self.null_keys = self.rows = 0
+        self.buckets = self.passes = 0
+
+    def add(self, other: "LatestStats") -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def __repr__(self) -> str:
+        return "LatestStats(" + ", ".join(f"{n}={getattr(self, n)}" for n in self.__slots__) + ")"
+
+
+def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+                   stats: Optional[LatestStats] = None, seed: Optional[int] = None) -> Iterator[Any]:
+    """The rows of one partition's keyed state, as pyarrow RecordBatches of the log view's columns.
+
+    ``read()`` starts a new read of the partition each time it is called: the log view's
+    RecordBatches (columns ``key``, ``value``, ``offset`` at least; ``offset`` increasing), in
+    offset order.  Anything else it yields (an error row, a report) is handed on as it is, from
+    the first emitting pass only: nothing the read reports is lost or repeated.
+    """
+    from kafkarec._core import KeyOffsetMap, KEY_MAP_MAX_LEVEL
+    own = LatestStats()
+    key_map = KeyOffsetMap(buffer_bytes, int.from_bytes(os.urandom(8), "little") if seed is None else seed)
+    pending = [(0, 0)]               # (level, bucket): a bucket splits into two at the next level
+    first = True
+    while pending:
+        level, bucket = pending.pop()
+        key_map.start(level, bucket)
+        own.passes += 1
+        if not _fill(key_map, read()):
+            if level == KEY_MAP_MAX_LEVEL:
+                raise MemoryError(f"the keys do not fit {buffer_bytes} bytes even split into "
+                                  f"2^{level} buckets")
+            pending += [(level + 1, bucket | (1 << level)), (level + 1, bucket)]
+            continue
+        own.passes += 1
+        own.buckets += 1
+        for item in read():
+            if not _is_batch(item):
+                if first:
+                    yield item
+                continue
+            if first:
+                own.records += item.num_rows
+                own.null_keys += item.column("key").null_count
+            rows = item.filter(key_map.latest(item.column("key"), item.column("value"),
+                                              item.column("offset")))
+            if rows.num_rows:
+                own.rows += rows.num_rows
+                yield rows
+        first = False
+    if stats is not None:
+        stats.add(own)
+
+
+def _is_batch(item) -> bool:
+    return hasattr(item, "num_rows") and hasattr(item, "filter")
+
+
+def _fill(key_map, items: Iterable[Any]) -> bool:
+    """Pass 1: every batch's keys into the map; False when they did not fit."""
+    for item in items:
+        if _is_batch(item) and not key_map.put(item.column("key"), item.column("offset")):
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+            return False
+    return True
+
+
+class LatestState(NamedTuple):
+    """:func:`latest`'s answer: ``table`` (pyarrow, the log view's columns, by topic,
+    partition and offset) and ``stats`` (:class:`LatestStats`, all partitions)."""
+    table: Any
+    stats: LatestStats
+
+
+def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optional[int] = None,
+           end_time: Optional[int] = None, read_committed: bool = False,
+           buffer_bytes: int = DEFAULT_BUFFER_BYTES, storage_options: Optional[dict] = None,
+           options: Any = None, batch_columns: bool = False) -> LatestState:
+    """The keyed state of every topic-partition under ``source`` (a log directory, a
+    partition folder, or a URI: ``s3://bucket/kafka`` ...), as of ``end_offset`` (every
+    partition: the records before it) or ``end_time`` (ms since the epoch: the records
+    before the first one at or after it, Kafka's ``offsetsForTimes``); default: the whole log.
+
+    ``options``: a :class:`kafkarec.ReadOptions` (CRCs, strictness, decompression budget).
+    A batch that cannot be decoded raises (:class:`kafkarec.DecodeError`, with its file and
+    position): a table with a hole in it would be a wrong table.
+    """
+    import pyarrow as pa
+    import kafkarec
+    from kafkarec.log import layout as _layout, selection, storage as _storage
+    sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time)
+    st, root = _storage.resolve(source, storage_options)
+    lay = _layout.scan(st, root)
+    stats = LatestStats()
+    parts = []
+    for part_ranges, skip in partition_reads(st, lay, sel, read_committed=read_committed):
+        def read(part_ranges=part_ranges, skip=skip):
+            for sr in part_ranges:
+                yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
+                                                batch_columns=batch_columns)
+        parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats))
+    schema = kafkarec.arrow_schema(batch_columns=batch_columns)
+    table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
+    # Buckets emit in their own order: offsets are only increasing within one bucket.
+    table = table.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    return LatestState(table, stats)
+
+
+def partition_reads(st, lay, sel, *, read_committed: bool = False):
+    """``(ranges, skip)`` per selected topic-partition, in the layout's order: its segment
+    ranges (kafkarec.log.selection.plan) and, with ``read_committed``, the byte spans a
+    read_committed consumer does not see, by segment path (judged over the partition's log)."""
+    from kafkarec.log import committed, selection
+    by_partition: dict = {}
+    for sr in selection.plan(lay, sel, selection.Resolver(st)):
+        by_partition.setdefault((sr.topic, sr.partition, sr.segment.path.rsplit("/", 1)[0]), []).append(sr)
+    logs = {part.key: part for part in lay.partitions}
+    for (topic, partition, _folder), ranges in by_partition.items():
+        skip = {}
+        if read_committed and (topic, partition) in logs:
+            skip = committed.read_committed_spans(st, logs[(topic, partition)])
+        yield ranges, skip
