@@ -34,6 +34,12 @@ verifyCrc                   true         check batch CRCs
 strict                      false        reject what Kafka's Java reader lets through
 maxDecompressedBytes        64m          most bytes one compressed batch may inflate to
 maxRecordsPerBatch          16384        rows per Arrow batch handed to Spark
+view                        log          ``log``: every record; ``latest``: each topic-partition's
+                                         keyed state, one row per live key
+                                         (:mod:`kafkarec.table`; read as URIs are)
+dedupeBufferSize            128m         view=latest: the key map's size per task (as Kafka's
+                                         ``log.cleaner.dedupe.buffer.size``; more keys cost
+                                         more passes, never more memory)
 ==========================  ===========  ==================================================
 
 Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
@@ -80,7 +86,7 @@ def _lower(options) -> dict:
 _KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
           "includeheaders", "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
           "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
-          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode"}
+          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode", "view"}
 
 
 class ReadConfig:
@@ -156,9 +162,11 @@ class KafkaRecDataSource(DataSource):
         # options: listed once, ranged reads, side files consulted
         # (spark_udfs._remote).  A stream (readStream) validates its own options.
         from kafkarec.log import selection, storage
+        from kafkarec import table
         self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
                        or any(k in o for k in selection.SELECTION_OPTIONS)
-                       or any(k in o for k in _options.STRATEGY_KEYS))
+                       or any(k in o for k in _options.STRATEGY_KEYS)
+                       or table.parse_view(o.get("view")) == "latest")
 
     def schema(self):
         from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)

@@ -49,7 +49,7 @@ log = logging.getLogger("spark_udfs")
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
                   "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-                  "readcommitted"}
+                  "readcommitted", "view", "dedupebuffersize"}
 
 
 _bool = _options.parse_bool
@@ -88,6 +88,13 @@ class RemoteReadConfig:
         if self.min_partitions is not None and self.min_partitions <= 0:
             raise ValueError(f"option minPartitions must be positive, not {raw!r}")
         self.default_parallelism = max(1, int(default_parallelism or 1))
+        # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
+        from kafkarec import table
+        self.view = table.parse_view(o.get("view"))
+        self.buffer_bytes = _logdir.parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES)
+        if self.view == "latest" and self.include_control:
+            raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
+                             "(control records are never part of a topic's keyed state)")
 
     def schema(self):
         return _schema.kafka_schema(
@@ -147,6 +154,13 @@ def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
         items += [RemoteRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
 
+    if config.view == "latest":
+        # A partition's state needs all of its records in one task, in order: never split.
+        by_partition: dict = {}
+        for rr in items:
+            by_partition.setdefault(_partition_key(rr), []).append(rr)
+        return [RemoteTask(i, tuple(g)) for i, g in enumerate(by_partition.values())]
+
     def split(rr: RemoteRange, max_bytes: int) -> list:
         return [rr._replace(range=sr)
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
@@ -171,17 +185,45 @@ def _read_committed_skips(st, lay, ranges) -> dict:
 
 
 def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None):
-    """Arrow batches of one task in ``schema`` (parse modes as the batch source's)."""
+    """Arrow batches of one task in ``schema`` (parse modes as the batch source's); with
+    ``view=latest`` each topic-partition's keyed state (:func:`kafkarec.table.latest_batches`:
+    two passes over its ranges, error rows handed on once)."""
     kafkarec = ensure(expected)
-    from kafkarec.log import selection
     target = _schema.arrow_schema_for(schema)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
-    names = set(target.names)
-    need_batch_columns = bool(names & set(_schema.batch_column_names()))
+    need_batch_columns = bool(set(target.names) & set(_schema.batch_column_names()))
+    if config.view != "latest":
+        for where, item in _decoded(config, kafkarec, task.ranges, need_batch_columns):
+            yield from _emit(config, where, item, target, corrupt)
+        return
+    from kafkarec import table
+    groups: dict = {}
+    for rr in task.ranges:
+        groups.setdefault(_partition_key(rr), []).append(rr)
+    for ranges in groups.values():
+        where = ranges[0].storage.uri(ranges[0].range.segment.path.rsplit("/", 1)[0])
+
+        def read(ranges=ranges):
+            for _, item in _decoded(config, kafkarec, ranges, need_batch_columns):
+                yield item
+        for item in table.latest_batches(read, buffer_bytes=config.buffer_bytes):
+            yield from _emit(config, where, item, target, corrupt)
+
+
+class _Errors(NamedTuple):
+    """Batches of one piece that could not be decoded (``decode_range``'s error dicts)."""
+    errors: list
+    topic: object
+    partition: object
+
+
+def _decoded(config: RemoteReadConfig, kafkarec, ranges, need_batch_columns: bool):
+    """``(where, item)`` for each range read in log order: items are Arrow batches of the
+    log view (offset bounds applied, not yet conformed) and :class:`_Errors`."""
+    from kafkarec.log import selection
     from kafkarec.log.storage import without_spans
-    for (st, sr, skip), pieces in _ranges_read_ahead(task.ranges):
+    for (st, sr, skip), pieces in _ranges_read_ahead(ranges):
         where = st.uri(sr.segment.path)
-        fixed = {"topic": sr.topic, "partition": sr.partition}
         if skip:
             pieces = (part for piece in pieces for part in without_spans(piece, skip))
         for piece in pieces:
@@ -195,21 +237,31 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
                     if kind == "batch":
                         item = selection.filter_offsets(item, sr.min_offset, sr.end_offset)
                         if item.num_rows:
-                            yield _schema.conform(item, target, corrupt=corrupt, mode=config.mode,
-                                                  where=where)
+                            yield where, item
                     else:
                         errs.append(item)
             except MalformedBatchError as exc:
                 raise MalformedBatchError(f"{exc} (data source option mode=FAILFAST; use "
                                           f"PERMISSIVE or DROPMALFORMED)") from None
-            if errs and config.mode == "PERMISSIVE" and corrupt:
-                cols = dict(fixed)
-                cols["batchPosition"] = [e["position"] for e in errs]
-                cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
-                yield _schema.error_rows(target, {corrupt: [e["message"] for e in errs]}, cols)
-            elif errs:
-                for e in errs:
-                    log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
+            if errs:
+                yield where, _Errors(errs, sr.topic, sr.partition)
+
+
+def _emit(config: RemoteReadConfig, where: str, item, target, corrupt):
+    """Rows in the read's schema: a batch conformed, or the error rows of :class:`_Errors`
+    (PERMISSIVE; DROPMALFORMED logs them)."""
+    if not isinstance(item, _Errors):
+        yield _schema.conform(item, target, corrupt=corrupt, mode=config.mode, where=where)
+        return
+    errs = item.errors
+    if config.mode == "PERMISSIVE" and corrupt:
+        cols = {"topic": item.topic, "partition": item.partition}
+        cols["batchPosition"] = [e["position"] for e in errs]
+        cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
+        yield _schema.error_rows(target, {corrupt: [e["message"] for e in errs]}, cols)
+    else:
+        for e in errs:
+            log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a

@@ -91,6 +91,10 @@ class StreamConfig:
     def __init__(self, options):
         from kafkarec.log import selection, storage
         o = _options.normalize(options, streaming=True)
+        if str(o.get("view") or "log").strip().lower() != "log":
+            raise ValueError("kafkarec stream: option view=latest is for batch reads (a stream's "
+                             "micro-batches are records; read the state with spark.read)")
+        o.pop("view", None)
         unknown = sorted(k for k in o if k not in STREAM_OPTIONS
                          and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
         if unknown:

@@ -333,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     selection_args.add_selection_arguments(s)
     metadata_cmd.add_parser(sub)
     transactions_cmd.add_parser(sub)
+    from kafkarec.cli import table as table_cmd      # keyed state (kafkarec.table)
+    table_cmd.add_parser(sub)
     from kafkarec.cli import schemas as schemas_cmd   # registry helper's command
     schemas_cmd.add_parser(sub)
     return p

@@ -14,86 +14,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
 from kafkarec import _core, table
-from logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, v2_batch
-
-T0 = 1_700_000_000_000
-
-
-def model_state(events, *, read_committed=False, end_offset=None):
-    """``{key: (offset, value)}`` of one partition from the writer's events:
-    ``("data", offset, key, value, pid or None)`` and ``("end", offset, pid, commit)``."""
-    aborted, open_first = set(), {}
-    ends = {}
-    for e in events:
-        if e[0] == "data" and e[4] is not None:
-            open_first.setdefault(e[4], e[1])
-        elif e[0] == "end":
-            first = open_first.pop(e[2], None)
-            if first is not None:
-                ends[(e[2], first)] = e[3]
-    # every transaction: which records belong to it and how it ended (None: still open)
-    txn_of = {}
-    current = {}
-    for e in events:
-        if e[0] == "data" and e[4] is not None:
-            first = current.setdefault(e[4], e[1])
-            txn_of[e[1]] = (e[4], first)
-        elif e[0] == "end":
-            current.pop(e[2], None)
-    lso = min(current.values(), default=None)
-    for off, txn in txn_of.items():
-        if ends.get(txn) is False:
-            aborted.add(off)
-    state = {}
-    for e in events:
-        if e[0] != "data":
-            continue
-        off, key, value = e[1], e[2], e[3]
-        if end_offset is not None and off >= end_offset:
-            break
-        if read_committed and (off in aborted or (lso is not None and off >= lso)):
-            continue
-        if key is None:
-            continue
-        if value is None:
-            state.pop(key, None)
-        else:
-            state[key] = (off, value)
-    return state
-
-
-def write_partition(root, topic, partition, plan, *, segment_bytes=600):
-    """``plan``: items ``("batch", [(key, value)...], pid or None)`` / ``("commit"|"abort", pid)``."""
-    w = PartitionWriter(str(root), topic, partition, segment_bytes=segment_bytes, index_interval_bytes=200)
-    events, seq = [], {}
-    for item in plan:
-        if item[0] == "batch":
-            _, recs, pid = item
-            txn = pid is not None
-            b = v2_batch([(T0 + w.next_offset + i, k, v, []) for i, (k, v) in enumerate(recs)],
-                         producer_id=pid if txn else -1, producer_epoch=0 if txn else -1,
-                         base_sequence=seq.get(pid, 0) if txn else -1, transactional=txn)
-            if txn:
-                seq[pid] = seq.get(pid, 0) + len(recs)
-            a = w.append(b)
-            events += [("data", a.base_offset + i, k, v, pid) for i, (k, v) in enumerate(recs)]
-        else:
-            kind, pid = item
-            if pid not in w.producers:
-                continue
-            a = w.end_txn(CONTROL_COMMIT if kind == "commit" else CONTROL_ABORT, pid, timestamp=T0)
-            events.append(("end", a.base_offset, pid, kind == "commit"))
-    w.close()
-    return events
-
-
-def state_of(result, topic, partition):
-    t = result.table.filter(pa.compute.and_(pa.compute.equal(result.table["topic"], topic),
-                                            pa.compute.equal(result.table["partition"], partition)))
-    rows = t.select(["key", "value", "offset"]).to_pylist()
-    assert len({r["key"] for r in rows}) == len(rows), "a key appears twice"
-    return {r["key"]: (r["offset"], r["value"]) for r in rows}
-
+from keyed import T0, model_state, state_of, write_partition
+from logdir import PartitionWriter, v2_batch
 
 keys = st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"", None])
 values = st.one_of(st.none(), st.binary(max_size=12))

@@ -53,6 +53,11 @@ try:
 except Exception as exc:       # noqa: BLE001
     result["from_registry_failfast"] = str(exc)[:4000]
 
+# 6. The topic's keyed state (view=latest) with typed key and value: each key's last record.
+latest = (spark.read.format("kafkarec").option("view", "latest").option("valueFormat", "registry")
+          .option("keyFormat", "registry").option("registry", root).option("topics", "orders").load(root))
+result["latest_rows"] = [r.asDict(recursive=True) for r in latest.orderBy("offset").collect()]
+
 with open(out_path, "w") as f:
     json.dump(result, f, default=str)
 spark.stop()

@@ -1,0 +1,76 @@
+"""``kafkarec table PATH``: the state keyed topics stand for (kafkarec.table), one JSON line per
+live key, as of the end of the log or of ``--end-offset`` / ``--end-time``."""
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, jdump
+from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    from kafkarec import table
+    p = sub.add_parser(
+        "table", help="each key's latest record (the table a keyed topic stands for), as JSON lines",
+        description="For each topic-partition, the last record of every key whose last record is not a "
+                    "tombstone: what Kafka's log cleaner would keep of the log, and what a Kafka Streams "
+                    "table holds. Records without a key and control records never count; with "
+                    "--read-committed neither do aborted transactions nor anything from the last stable "
+                    "offset on. --end-offset / --end-time give the state as it stood then. One JSON "
+                    "object per row on stdout (topic, partition, offset, timestamp, timestampType, key, "
+                    "value, headers), a summary on stderr.")
+    p.add_argument("path", metavar="PATH", help="log dir root, partition dir, or a URI (s3://...)")
+    p.add_argument("--topics", metavar="A,B", help="only these topics (comma-separated)")
+    p.add_argument("--end-offset", type=int, metavar="N",
+                   help="the state after the records before offset N, in every partition")
+    p.add_argument("--end-time", metavar="T",
+                   help="the state before the first record at or after T (ms since the epoch or ISO 8601)")
+    p.add_argument("--read-committed", action="store_true",
+                   help="as a read_committed consumer: leave out aborted transactions and what follows "
+                        "the last stable offset")
+    p.add_argument("--payload-encoding", choices=PAYLOAD_ENCODINGS, default="base64",
+                   help="how keys, values and header values are written: base64 (the default: the exact "
+                        "bytes), hex, utf8 (invalid bytes as \\xNN) or java (as kafka-dump-log)")
+    p.add_argument("--dedupe-buffer-size", type=int, metavar="BYTES", default=table.DEFAULT_BUFFER_BYTES,
+                   help="memory for the key map, as Kafka's log.cleaner.dedupe.buffer.size (default "
+                        "%(default)s: about 5 million keys); more keys cost more passes, not more memory")
+    from kafkarec.cli.selection_args import add_storage_argument
+    add_storage_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args, out: TextIO, err: TextIO) -> int:
+    from kafkarec import table
+    from kafkarec.cli.selection_args import storage_options_from_args
+    render = PAYLOAD_RENDERERS[args.payload_encoding]
+    topics = [t for t in args.topics.split(",") if t] if args.topics else None
+    try:
+        state = table.latest(args.path, topics=topics, end_offset=args.end_offset, end_time=args.end_time,
+                             read_committed=args.read_committed, buffer_bytes=args.dedupe_buffer_size,
+                             storage_options=storage_options_from_args(args))
+    except (StorageError, SelectionError):
+        raise                              # usage: the command line's exit status 2
+    except FileNotFoundError:
+        raise UsageError(f"{args.path}: no such file or directory") from None
+    except (OSError, KafkaRecError, MemoryError) as e:
+        err.write(f"kafkarec table: {e}\n")
+        return EXIT_PROBLEMS
+    t = state.table
+    t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
+                     t.column("timestamp").cast("int64"))
+    for row in t.to_pylist():
+        row["key"] = render(row["key"])
+        row["value"] = render(row["value"])
+        if row["headers"] is not None:
+            row["headers"] = [{"key": h["key"], "value": None if h["value"] is None else render(h["value"])}
+                              for h in row["headers"]]
+        out.write(jdump(row) + "\n")
+    s = state.stats
+    partitions = len(set(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist())))
+    err.write(f"{s.rows} live keys in {partitions} partition(s) from {s.records} records "
+              f"({s.null_keys} without a key, never counted); {s.buckets} key bucket(s), {s.passes} passes\n")
+    return EXIT_OK
