@@ -4,6 +4,7 @@
 # digest to the offset of its last record (SkimpyOffsetMap: MD5, load factor 0.9), filled in a
 # first pass over the log and consulted in a second.  KeyOffsetMap is that map: 16 bytes of
 # digest (key_digest.h) and 8 of offset per slot, open addressing, a fixed budget of bytes.
+# It starts small and doubles up to the budget, so a partition with few keys costs little.
 # When a partition has more keys than fit, kafkarec.table splits the keys by their digest's
 # low bits into buckets and runs the two passes once per bucket: memory stays the budget.
 
@@ -22,6 +23,8 @@ KEY_MAP_SLOT_BYTES = 24
 KEY_MAP_LOAD_FACTOR = 0.9
 # A map smaller than this could not hold a useful number of keys per pass.
 KEY_MAP_MIN_BYTES = 1024
+# Where a map starts before it doubles (up to its budget).
+KEY_MAP_START_BYTES = 1 << 20
 # Buckets are split by one more digest bit at a time; 2^40 buckets would be 2^40 passes.
 KEY_MAP_MAX_LEVEL = 40
 
@@ -31,13 +34,14 @@ cdef class KeyOffsetMap:
     """A fixed-size map from a record key's 128-bit digest to the offset of its last record.
 
     ``size_bytes`` is the whole budget (24 bytes a slot, full at 90% of the slots, as Kafka's
-    cleaner).  :meth:`start` empties it and chooses the bucket of keys the next passes are
+    cleaner); the map starts at 1 MiB and doubles as keys come, up to it.  :meth:`start` empties it and chooses the bucket of keys the next passes are
     about: ``(level, bucket)`` takes the keys whose digest's low ``level`` bits are
     ``bucket`` (level 0: every key).  Columns are pyarrow arrays: keys and values binary
     (or large binary), offsets int64, one row each, in offset order.
     """
     cdef uint64_t *slots
     cdef readonly Py_ssize_t capacity
+    cdef readonly Py_ssize_t max_capacity
     cdef readonly Py_ssize_t max_entries
     cdef readonly Py_ssize_t entries
     cdef readonly int level
@@ -48,13 +52,41 @@ cdef class KeyOffsetMap:
     def __cinit__(self, Py_ssize_t size_bytes, uint64_t seed=0):
         if size_bytes < KEY_MAP_MIN_BYTES:
             raise ValueError(f"a key map needs at least {KEY_MAP_MIN_BYTES} bytes, not {size_bytes}")
-        self.capacity = size_bytes // KEY_MAP_SLOT_BYTES
-        self.max_entries = max(1, int(self.capacity * KEY_MAP_LOAD_FACTOR))
-        # calloc: zero pages cost nothing until a key lands on them
-        self.slots = <uint64_t *>calloc(self.capacity, KEY_MAP_SLOT_BYTES)
-        if self.slots == NULL:
-            raise MemoryError(f"a key map of {size_bytes} bytes")
+        self.max_capacity = size_bytes // KEY_MAP_SLOT_BYTES
         self.seed = seed
+        self._allocate(min(self.max_capacity, KEY_MAP_START_BYTES // KEY_MAP_SLOT_BYTES))
+
+    cdef int _allocate(self, Py_ssize_t capacity) except -1:
+        """Empty slots for ``capacity`` keys' worth (calloc: zeroed pages cost nothing until used)."""
+        cdef uint64_t *slots = <uint64_t *>calloc(capacity, KEY_MAP_SLOT_BYTES)
+        if slots == NULL:
+            raise MemoryError(f"a key map of {capacity * KEY_MAP_SLOT_BYTES} bytes")
+        free(self.slots)
+        self.slots = slots
+        self.capacity = capacity
+        self.max_entries = max(1, int(capacity * KEY_MAP_LOAD_FACTOR))
+        return 0
+
+    cdef int _grow(self) except -1:
+        """Double the slots (up to the budget) and put every key back."""
+        cdef uint64_t *old = self.slots
+        cdef Py_ssize_t old_capacity = self.capacity, i
+        cdef uint64_t *slot
+        self.slots = NULL
+        try:
+            self._allocate(min(self.max_capacity, 2 * old_capacity))
+        except MemoryError:
+            self.slots = old
+            self.capacity = old_capacity
+            raise
+        for i in range(old_capacity):
+            if old[3 * i + 2] != 0:
+                slot = self._slot(old + 3 * i)
+                slot[0] = old[3 * i]
+                slot[1] = old[3 * i + 1]
+                slot[2] = old[3 * i + 2]
+        free(old)
+        return 0
 
     def __dealloc__(self):
         free(self.slots)
@@ -112,7 +144,10 @@ cdef class KeyOffsetMap:
             slot = self._slot(digest)
             if slot[2] == 0:
                 if self.entries == self.max_entries:
-                    return False
+                    if self.capacity == self.max_capacity:
+                        return False
+                    self._grow()
+                    slot = self._slot(digest)
                 self.entries += 1
                 slot[0] = digest[0]
                 slot[1] = digest[1]
