@@ -347,3 +347,24 @@ def json_value_problems(bodies: Any) -> list[tuple[int, int, str]]:
     """(row, byte position in the payload, reason) for each payload of a large_binary array that is not
     exactly one JSON value (null rows skipped)."""
     ...
+
+# Keyed state (_core_src/_keymap.pxi), used by kafkarec.table
+KEY_MAP_SLOT_BYTES: int
+KEY_MAP_LOAD_FACTOR: float
+KEY_MAP_MIN_BYTES: int
+KEY_MAP_START_BYTES: int
+KEY_MAP_MAX_LEVEL: int
+
+class KeyOffsetMap:
+    """Each key's 128-bit digest -> the offset of its last record; a fixed budget of bytes."""
+    capacity: int
+    max_capacity: int
+    max_entries: int
+    entries: int
+    level: int
+    bucket: int
+    def __init__(self, size_bytes: int, seed: int = ...) -> None: ...
+    def start(self, level: int = ..., bucket: int = ...) -> None: ...
+    def digest(self, key: bytes) -> bytes: ...
+    def put(self, keys: Any, offsets: Any) -> bool: ...
+    def latest(self, keys: Any, values: Any, offsets: Any) -> Any: ...

@@ -149,8 +149,8 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     before the first one at or after it, Kafka's ``offsetsForTimes``); default: the whole log.
 
     ``options``: a :class:`kafkarec.ReadOptions` (CRCs, strictness, decompression budget).
-    A batch that cannot be decoded raises (:class:`kafkarec.DecodeError`, with its file and
-    position): a table with a hole in it would be a wrong table.
+    A batch that cannot be decoded raises :class:`kafkarec.DecodeError` (``position`` in the
+    file named by its ``file`` attribute): a table with a hole in it would be a wrong table.
     """
     import pyarrow as pa
     import kafkarec
@@ -163,8 +163,12 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     for part_ranges, skip in partition_reads(st, lay, sel, read_committed=read_committed):
         def read(part_ranges=part_ranges, skip=skip):
             for sr in part_ranges:
-                yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
-                                                batch_columns=batch_columns)
+                try:
+                    yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
+                                                    batch_columns=batch_columns)
+                except kafkarec.DecodeError as exc:
+                    exc.file = st.uri(sr.segment.path)       # positions are that file's
+                    raise
         parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats))
     schema = kafkarec.arrow_schema(batch_columns=batch_columns)
     table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()

@@ -57,7 +57,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except FileNotFoundError:
         raise UsageError(f"{args.path}: no such file or directory") from None
     except (OSError, KafkaRecError, MemoryError) as e:
-        err.write(f"kafkarec table: {e}\n")
+        where = getattr(e, "file", None)
+        err.write(f"kafkarec table: {where + ': ' if where else ''}{e}\n")
         return EXIT_PROBLEMS
     t = state.table
     t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",

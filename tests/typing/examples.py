@@ -35,3 +35,10 @@ def errors(data: bytes) -> int:
     except kafkarec.DecodeError as err:
         return err.position
     return -1
+
+
+def keyed_state() -> int:
+    import kafkarec.table
+    state = kafkarec.table.latest("logs", topics=["profiles"], end_offset=100, read_committed=True)
+    rows: int = state.stats.rows + state.stats.null_keys
+    return rows + int(state.table.num_rows)
