@@ -88,7 +88,8 @@ def parity(kafka_broker, broker_data, tmp_path_factory):
     produce.produce_confluent(kafka_broker.bootstrap, STREAM_TOPIC, 300, partitions=2,
                               **{"compression.type": "lz4"})
     spec.write_text(json.dumps({"cases": cases, "typed": _typed_spec(kafka_broker.log_dir, broker_data),
-                                "stream": {"topics": broker_data.data_topics() + [STREAM_TOPIC]}}))
+                                "stream": {"topics": broker_data.data_topics() + [STREAM_TOPIC]},
+                                "state": {"topics": broker_data.data_topics()}}))
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "native"),
                             "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",
@@ -143,6 +144,21 @@ def test_same_rows_as_sparks_kafka_source(parity, case, where):
     kafka = _rows(out / case / "kafka")
     ours = _rows(out / case / where)
     assert kafka, "the Kafka source read nothing: the case is empty"
+    assert len(ours) == len(kafka)
+    for a, b in zip(ours, kafka):
+        assert a == b
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("where", ["live", "stopped"])
+def test_keyed_state_is_the_window_over_the_kafka_source(parity, isolation, where):
+    """view=latest against what a user writes over Spark's Kafka source: each key's last record
+    by offset, per topic-partition, without tombstones and null keys.  The broker's compacted
+    topics are read as the cleaner left them, the transactional ones with both isolations."""
+    out, _ = parity
+    kafka = _rows(out / f"state-{isolation}" / "kafka")
+    ours = _rows(out / f"state-{isolation}" / where)
+    assert {"compacted", "compacted-expired", "txn"} <= {r["topic"] for r in kafka}
     assert len(ours) == len(kafka)
     for a, b in zip(ours, kafka):
         assert a == b

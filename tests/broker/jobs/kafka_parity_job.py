@@ -12,7 +12,9 @@ schema) adds OUT/typed/``from_avro`` (the Kafka source's values past Confluent's
 through spark-avro's ``from_avro`` with the writer schema and ``avroSchema`` = the reader
 schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on the log dir).  SPEC's ``stream`` (``topics``) adds a
 ``readStream`` of each source (Trigger.AvailableNow, Parquet sink, checkpoint), run again after
-the test produced more records: OUT/stream/``kafka`` and OUT/stream/``kafkarec``.  Then it writes
+the test produced more records: OUT/stream/``kafka`` and OUT/stream/``kafkarec``.  SPEC's
+``state`` (``topics``) adds each topic-partition's keyed state: a window over the Kafka
+source and ``view=latest`` (OUT/state-<isolation>/``kafka``, ``live``, ``stopped``).  Then it writes
 OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
 log dir; the file holds the copy's path) and writes ``stopped`` for every case from it.
 """
@@ -54,6 +56,26 @@ def typed(spark, bootstrap, live_dir, spec, out):
      .option("registry", live_dir).load(live_dir)
      .select("offset", "value", "_corrupt_record").write.parquet(os.path.join(out, "kafkarec")))
     print("parity job: typed written", flush=True)
+
+
+def state(spark, bootstrap, log_dir, topics, out, where):
+    """Each topic-partition's keyed state, both isolation levels: the window a user writes over
+    the Kafka source (each key's last record by offset, tombstones and null keys left out) into
+    OUT/state-<isolation>/kafka, and ``view=latest`` on the log dir into .../``where``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    last_first = Window.partitionBy("topic", "partition", "key").orderBy(F.col("offset").desc())
+    for isolation in ("read_uncommitted", "read_committed"):
+        base = os.path.join(out, "state-" + isolation)
+        if where == "live":
+            (reader(spark, "kafka", topics, {"kafka.isolation.level": isolation})
+             .option("kafka.bootstrap.servers", bootstrap).load()
+             .where("key IS NOT NULL").withColumn("_n", F.row_number().over(last_first))
+             .where("_n = 1 AND value IS NOT NULL").select(*COLUMNS)
+             .write.parquet(os.path.join(base, "kafka")))
+        (reader(spark, "kafkarec", topics, {"kafka.isolation.level": isolation, "view": "latest"})
+         .load(log_dir).select(*COLUMNS).write.parquet(os.path.join(base, where)))
+    print(f"parity job: state {where} written", flush=True)
 
 
 def wait_for(path, what, timeout=300):
@@ -110,6 +132,8 @@ def main():
         print(f"parity job: {case['name']} kafka and live written", flush=True)
     if spec.get("typed"):
         typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
+    if spec.get("state"):
+        state(spark, bootstrap, live_dir, spec["state"]["topics"], out, "live")
     open(os.path.join(out, "_live_done"), "w").close()
     signal = os.path.join(out, "_stopped")
     wait_for(signal, "the stopped log dir")
@@ -118,6 +142,8 @@ def main():
     for case in spec["cases"]:
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(stopped_dir)
          .select(*COLUMNS).write.parquet(os.path.join(out, case["name"], "stopped")))
+    if spec.get("state"):
+        state(spark, bootstrap, stopped_dir, spec["state"]["topics"], out, "stopped")
     if spec.get("stream"):
         streams(spark, bootstrap, live_dir, spec["stream"], out)
     print("parity job: done", flush=True)

@@ -1,0 +1,147 @@
+// Debezium's embedded engine and PostgreSQL connector capturing a real PostgreSQL server,
+// for the change-data-capture tests (issue 30); the classpath is jvm/debezium's.
+//
+//   java -cp $(bash scripts/jvm.sh jvm/debezium) tests/java/DebeziumCapture.java \
+//        HOST PORT USER DBNAME TABLES OUT_DIR
+//
+// TABLES: Debezium's table.include.list (public.customers,public.capture_done).  The engine
+// snapshots, then streams; every change event is serialized by Kafka Connect's JsonConverter
+// twice, as a Connect worker would with schemas.enable=true (topic "<prefix>.<schema>.<table>",
+// prefix "dbz") and false (prefix "plain"), and written by Kafka's record classes
+// (MemoryRecords, 20 records a batch) into OUT_DIR/<topic>-0/00000000000000000000.log.
+// Prints "snapshot done" once the snapshot's last record arrived, stops at the first event of
+// a table named capture_done, writes the logs, prints "done <events>" and exits 0 (1 after
+// 300 s without it).
+import io.debezium.engine.ChangeEvent;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.debezium.engine.format.ChangeEventFormat;
+import io.debezium.engine.format.Connect;
+import java.io.FileOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.record.MemoryRecords;
+import org.apache.kafka.common.record.SimpleRecord;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.source.SourceRecord;
+
+public class DebeziumCapture {
+    static final Map<String, List<SimpleRecord>> TOPICS = new LinkedHashMap<>();
+
+    static JsonConverter converter(boolean schemas, boolean isKey) {
+        JsonConverter c = new JsonConverter();
+        c.configure(Map.of("schemas.enable", schemas, "converter.type", isKey ? "key" : "value"), isKey);
+        return c;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String host = args[0], port = args[1], user = args[2], db = args[3], tables = args[4];
+        Path out = Path.of(args[5]);
+        Properties props = new Properties();
+        props.setProperty("name", "kafkarec-cdc");
+        props.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+        props.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
+        props.setProperty("offset.flush.interval.ms", "60000");
+        props.setProperty("database.hostname", host);
+        props.setProperty("database.port", port);
+        props.setProperty("database.user", user);
+        props.setProperty("database.password", "");
+        props.setProperty("database.dbname", db);
+        props.setProperty("topic.prefix", "dbz");
+        props.setProperty("plugin.name", "pgoutput");
+        props.setProperty("slot.name", "kafkarec");
+        props.setProperty("publication.autocreate.mode", "filtered");
+        props.setProperty("table.include.list", tables);
+        props.setProperty("snapshot.mode", "initial");
+        props.setProperty("skipped.operations", "none");      // truncates too
+        props.setProperty("tombstones.on.delete", "true");
+
+        JsonConverter[] withSchema = {converter(true, true), converter(true, false)};
+        JsonConverter[] plain = {converter(false, true), converter(false, false)};
+        CountDownLatch finished = new CountDownLatch(1);
+        int[] events = {0};
+        boolean[] snapshotDone = {false};
+
+        DebeziumEngine<RecordChangeEvent<SourceRecord>> engine =
+            DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
+                .using(props)
+                .notifying((RecordChangeEvent<SourceRecord> event) -> {
+                    SourceRecord r = event.record();
+                    if (r.topic().endsWith(".capture_done")) {
+                        finished.countDown();
+                        return;
+                    }
+                    synchronized (TOPICS) {
+                        add(r, "dbz", withSchema);
+                        add(r, "plain", plain);
+                        events[0]++;
+                    }
+                    if (!snapshotDone[0] && r.value() instanceof Struct v && v.schema().field("source") != null) {
+                        Object snap = v.getStruct("source").get("snapshot");
+                        if ("last".equals(String.valueOf(snap))) {
+                            snapshotDone[0] = true;
+                            System.out.println("snapshot done");
+                            System.out.flush();
+                        }
+                    }
+                })
+                .using((success, message, error) -> {
+                    if (!success) {
+                        System.err.println("engine stopped: " + message);
+                        if (error != null) error.printStackTrace();
+                    }
+                    finished.countDown();
+                })
+                .build();
+        ExecutorService executor = Executors.newSingleThreadExecutor();
+        executor.execute(engine);
+        boolean done = finished.await(300, TimeUnit.SECONDS);
+        engine.close();
+        executor.shutdown();
+        executor.awaitTermination(60, TimeUnit.SECONDS);
+        if (!done) {
+            System.err.println("no capture_done event within 300 s");
+            System.exit(1);
+        }
+        synchronized (TOPICS) {
+            for (Map.Entry<String, List<SimpleRecord>> e : TOPICS.entrySet()) {
+                Path dir = out.resolve(e.getKey() + "-0");
+                Files.createDirectories(dir);
+                try (FileChannel ch = new FileOutputStream(dir.resolve("00000000000000000000.log").toFile()).getChannel()) {
+                    List<SimpleRecord> recs = e.getValue();
+                    for (int i = 0; i < recs.size(); i += 20) {
+                        List<SimpleRecord> part = recs.subList(i, Math.min(recs.size(), i + 20));
+                        MemoryRecords batch = MemoryRecords.withRecords(i, Compression.NONE,
+                                                                        part.toArray(new SimpleRecord[0]));
+                        ByteBuffer buf = batch.buffer();
+                        while (buf.hasRemaining()) ch.write(buf);
+                    }
+                }
+            }
+        }
+        System.out.println("done " + events[0]);
+        System.exit(0);
+    }
+
+    static void add(SourceRecord r, String prefix, JsonConverter[] conv) {
+        String topic = prefix + r.topic().substring(r.topic().indexOf('.'));
+        byte[] key = r.key() == null && r.keySchema() == null ? null
+            : conv[0].fromConnectData(topic, r.keySchema(), r.key());
+        byte[] value = r.value() == null ? null : conv[1].fromConnectData(topic, r.valueSchema(), r.value());
+        long ts = r.timestamp() == null ? System.currentTimeMillis() : r.timestamp();
+        TOPICS.computeIfAbsent(topic, t -> new ArrayList<>()).add(new SimpleRecord(ts, key, value));
+    }
+}
