@@ -12,11 +12,10 @@
 // Prints "snapshot done" once the snapshot's last record arrived, stops at the first event of
 // a table named capture_done, writes the logs, prints "done <events>" and exits 0 (1 after
 // 300 s without it).
-import io.debezium.engine.ChangeEvent;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
-import io.debezium.engine.format.Connect;
+import io.debezium.embedded.Connect;
 import java.io.FileOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
