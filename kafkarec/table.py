@@ -74,16 +74,25 @@ class LatestStats:
 
 
 def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
-                   stats: Optional[LatestStats] = None, seed: Optional[int] = None) -> Iterator[Any]:
+                   stats: Optional[LatestStats] = None, seed: Optional[int] = None,
+                   cdc: Optional[str] = None) -> Iterator[Any]:
     """The rows of one partition's keyed state, as pyarrow RecordBatches of the log view's columns.
 
     ``read()`` starts a new read of the partition each time it is called: the log view's
     RecordBatches (columns ``key``, ``value``, ``offset`` at least; ``offset`` increasing), in
     offset order.  Anything else it yields (an error row, a report) is handed on as it is, from
     the first emitting pass only: nothing the read reports is lost or repeated.
+
+    ``cdc="debezium"``: the values are Debezium change events (:mod:`kafkarec.cdc`); rows get
+    the envelope's columns, a key whose last event is a delete is gone, and a truncate removes
+    every key whose last event came before it.  A row whose value is no envelope stays, with
+    its ``cdcError``.
     """
     from kafkarec._core import KeyOffsetMap, KEY_MAP_MAX_LEVEL
+    if cdc is not None:
+        from kafkarec import cdc as _cdc
     own = LatestStats()
+    truncated = [-1]                 # cdc: the last truncate's offset (every fill pass finds it)
     key_map = KeyOffsetMap(buffer_bytes, int.from_bytes(os.urandom(8), "little") if seed is None else seed)
     pending = [(0, 0)]               # (level, bucket): a bucket splits into two at the next level
     first = True
@@ -91,7 +100,7 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
         level, bucket = pending.pop()
         key_map.start(level, bucket)
         own.passes += 1
-        if not _fill(key_map, read()):
+        if not _fill(key_map, read(), truncated if cdc is not None else None):
             if level == KEY_MAP_MAX_LEVEL:
                 raise MemoryError(f"the keys do not fit {buffer_bytes} bytes even split into "
                                   f"2^{level} buckets")
@@ -109,6 +118,11 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
                 own.null_keys += item.column("key").null_count
             rows = item.filter(key_map.latest(item.column("key"), item.column("value"),
                                               item.column("offset")))
+            if cdc is not None and rows.num_rows:
+                rows = _cdc.changes(rows)
+                import pyarrow.compute as pc
+                rows = rows.filter(pc.and_(pc.greater(rows.column("offset"), truncated[0]),
+                                           pc.fill_null(pc.not_equal(rows.column("op"), "d"), True)))
             if rows.num_rows:
                 own.rows += rows.num_rows
                 yield rows
@@ -121,9 +135,13 @@ def _is_batch(item) -> bool:
     return hasattr(item, "num_rows") and hasattr(item, "filter")
 
 
-def _fill(key_map, items: Iterable[Any]) -> bool:
-    """Pass 1: every batch's keys into the map; False when they did not fit."""
+def _fill(key_map, items: Iterable[Any], truncated: Optional[list] = None) -> bool:
+    """Pass 1: every batch's keys into the map (and, for change data capture, the last
+    truncate's offset into ``truncated[0]``); False when the keys did not fit."""
     for item in items:
+        if truncated is not None and _is_batch(item):
+            from kafkarec.cdc import truncated_before
+            truncated[0] = max(truncated[0], truncated_before(item))
         if _is_batch(item) and not key_map.put(item.column("key"), item.column("offset")):
             close = getattr(items, "close", None)
             if close is not None:
@@ -142,19 +160,24 @@ class LatestState(NamedTuple):
 def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optional[int] = None,
            end_time: Optional[int] = None, read_committed: bool = False,
            buffer_bytes: int = DEFAULT_BUFFER_BYTES, storage_options: Optional[dict] = None,
-           options: Any = None, batch_columns: bool = False) -> LatestState:
+           options: Any = None, batch_columns: bool = False, cdc: Optional[str] = None) -> LatestState:
     """The keyed state of every topic-partition under ``source`` (a log directory, a
     partition folder, or a URI: ``s3://bucket/kafka`` ...), as of ``end_offset`` (every
     partition: the records before it) or ``end_time`` (ms since the epoch: the records
     before the first one at or after it, Kafka's ``offsetsForTimes``); default: the whole log.
 
     ``options``: a :class:`kafkarec.ReadOptions` (CRCs, strictness, decompression budget).
+    ``cdc="debezium"``: the topics hold Debezium change events; the table is the one they
+    mirror, with the envelope's columns (``after`` is each row's image; :mod:`kafkarec.cdc`).
     A batch that cannot be decoded raises :class:`kafkarec.DecodeError` (``position`` in the
     file named by its ``file`` attribute): a table with a hole in it would be a wrong table.
     """
     import pyarrow as pa
     import kafkarec
     from kafkarec.log import layout as _layout, selection, storage as _storage
+    if cdc is not None:
+        from kafkarec.cdc import parse_cdc
+        cdc = parse_cdc(cdc)
     sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time)
     st, root = _storage.resolve(source, storage_options)
     lay = _layout.scan(st, root)
@@ -169,8 +192,12 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                 except kafkarec.DecodeError as exc:
                     exc.file = st.uri(sr.segment.path)       # positions are that file's
                     raise
-        parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats))
+        parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=cdc))
     schema = kafkarec.arrow_schema(batch_columns=batch_columns)
+    if cdc is not None:
+        from kafkarec.cdc import CDC_FIELDS
+        for name, type_name in CDC_FIELDS:
+            schema = schema.append(pa.field(name, getattr(pa, type_name)()))
     table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
     # Buckets emit in their own order: offsets are only increasing within one bucket.
     table = table.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])

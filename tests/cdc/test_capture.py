@@ -38,3 +38,35 @@ def test_the_capture_holds_every_kind_of_change(debezium_capture):
     assert ops[("dbz", "customers")] == ops[("plain", "customers")]
     assert [r["id"] for r in final["customers"]] == [1, 2, 4, 5, 40]
     assert [r["id"] for r in final["orders"]] == [11]
+
+
+@pytest.mark.parametrize("prefix", ["plain", "dbz"])
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_the_mirrored_table_is_the_databases_select(debezium_capture, prefix, table):
+    """kafkarec.table.latest(cdc="debezium"): each live key's ``after`` image, in primary-key
+    order, is the database's final SELECT, with and without the JSON converter's schemas."""
+    import kafkarec.table
+    log_dir, final = debezium_capture
+    state = kafkarec.table.latest(log_dir, topics=[f"{prefix}.public.{table}"], cdc="debezium").table
+    assert state.column("cdcError").null_count == state.num_rows
+    rows = sorted((json.loads(a) for a in state.column("after").to_pylist()), key=lambda r: r["id"])
+    assert rows == final[table]
+    assert set(state.column("op").to_pylist()) <= {"c", "u", "r"}
+
+
+def test_changes_are_one_row_per_event(debezium_capture):
+    from kafkarec import cdc
+    log_dir, _ = debezium_capture
+    path = os.path.join(log_dir, "dbz.public.customers-0", "00000000000000000000.log")
+    with open(path, "rb") as fh:
+        rows = cdc.changes(kafkarec.to_arrow(fh.read())).to_pylist()
+    # the primary-key change (3 -> 40): a delete of the old key, its tombstone, an insert of the new
+    moved = [(r["offset"], r["op"]) for r in rows if r["op"] in ("d", "c")
+             and json.loads(r["before"] or r["after"])["id"] in (3, 40)]
+    assert [op for _, op in moved] == ["d", "c"]
+    deleted = [r for r in rows if r["op"] == "d"]
+    assert deleted and all(r["after"] is None and json.loads(r["before"])["id"] in (3, 4, 6) for r in deleted)
+    tombstones = [r for r in rows if r["value"] is None]
+    assert len(tombstones) == len(deleted) and all(r["op"] is None and r["cdcError"] is None for r in tombstones)
+    assert all(r["cdcError"] is None and isinstance(r["ts_ms"], int) for r in rows if r["value"] is not None)
+    assert {json.loads(r["source"])["connector"] for r in rows if r["source"]} == {"postgresql"}
