@@ -37,6 +37,9 @@ maxRecordsPerBatch          16384        rows per Arrow batch handed to Spark
 view                        log          ``log``: every record; ``latest``: each topic-partition's
                                          keyed state, one row per live key
                                          (:mod:`kafkarec.table`; read as URIs are)
+cdc                         (none)       ``debezium``: values are Debezium change events; adds op,
+                                         before, after, source, ts_ms, cdcError; with view=latest
+                                         the table they mirror (:mod:`kafkarec.cdc`)
 dedupeBufferSize            128m         view=latest: the key map's size per task (as Kafka's
                                          ``log.cleaner.dedupe.buffer.size``; more keys cost
                                          more passes, never more memory)
@@ -162,15 +165,20 @@ class KafkaRecDataSource(DataSource):
         # options: listed once, ranged reads, side files consulted
         # (spark_udfs._remote).  A stream (readStream) validates its own options.
         from kafkarec.log import selection, storage
-        from kafkarec import table
+        from kafkarec import cdc, table
         self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
                        or any(k in o for k in selection.SELECTION_OPTIONS)
                        or any(k in o for k in _options.STRATEGY_KEYS)
-                       or table.parse_view(o.get("view")) == "latest")
+                       or table.parse_view(o.get("view")) == "latest"
+                       or cdc.parse_cdc(o.get("cdc")) is not None)
 
     def schema(self):
         from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
         if _typed.wanted(self.options):
+            if _cdc(_lower(self.options)) is not None:
+                raise ValueError("kafkarec data source: option cdc reads Debezium's JSON change events "
+                                 "from the value bytes; it cannot be combined with valueFormat/keyFormat "
+                                 "(Debezium's Avro through the registry is not read yet)")
             return _typed.typed_schema(self.options, type(self)(_typed._stripped(self.options)).schema())
         o = _lower(self.options)
         mode = normalize_mode(o.get("mode"))
@@ -179,7 +187,7 @@ class KafkaRecDataSource(DataSource):
             corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
             if mode == "PERMISSIVE" else None,
             decode=None if self.remote else (o.get("decode") or None),
-            include_headers=_options.include_headers(o))
+            include_headers=_options.include_headers(o), cdc=_cdc(o) is not None)
 
     def reader(self, schema):
         from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
@@ -203,6 +211,12 @@ class KafkaRecDataSource(DataSource):
             return _typed_stream.typed_stream_reader(self, schema)
         from spark_udfs import _streaming
         return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
+
+
+def _cdc(o: dict):
+    """The option ``cdc`` (kafkarec.cdc.parse_cdc): None or ``"debezium"``."""
+    from kafkarec.cdc import parse_cdc
+    return parse_cdc(o.get("cdc"))
 
 
 def remote_options(options) -> dict:

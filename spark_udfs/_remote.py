@@ -49,7 +49,7 @@ log = logging.getLogger("spark_udfs")
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
                   "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-                  "readcommitted", "view", "dedupebuffersize"}
+                  "readcommitted", "view", "dedupebuffersize", "cdc"}
 
 
 _bool = _options.parse_bool
@@ -89,8 +89,9 @@ class RemoteReadConfig:
             raise ValueError(f"option minPartitions must be positive, not {raw!r}")
         self.default_parallelism = max(1, int(default_parallelism or 1))
         # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
-        from kafkarec import table
+        from kafkarec import cdc, table
         self.view = table.parse_view(o.get("view"))
+        self.cdc = cdc.parse_cdc(o.get("cdc"))           # debezium: change-event columns
         self.buffer_bytes = _logdir.parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES)
         if self.view == "latest" and self.include_control:
             raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
@@ -99,7 +100,8 @@ class RemoteReadConfig:
     def schema(self):
         return _schema.kafka_schema(
             batch_columns=self.batch_columns,
-            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None)
+            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None,
+            cdc=self.cdc is not None)
 
 
 class RemoteRange(NamedTuple):
@@ -194,6 +196,9 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
     need_batch_columns = bool(set(target.names) & set(_schema.batch_column_names()))
     if config.view != "latest":
         for where, item in _decoded(config, kafkarec, task.ranges, need_batch_columns):
+            if config.cdc is not None and not isinstance(item, _Errors):
+                from kafkarec.cdc import changes
+                item = changes(item)
             yield from _emit(config, where, item, target, corrupt)
         return
     from kafkarec import table
@@ -206,7 +211,7 @@ def read_task(config: RemoteReadConfig, task: RemoteTask, schema, expected=None)
         def read(ranges=ranges):
             for _, item in _decoded(config, kafkarec, ranges, need_batch_columns):
                 yield item
-        for item in table.latest_batches(read, buffer_bytes=config.buffer_bytes):
+        for item in table.latest_batches(read, buffer_bytes=config.buffer_bytes, cdc=config.cdc):
             yield from _emit(config, where, item, target, corrupt)
 
 

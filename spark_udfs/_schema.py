@@ -77,10 +77,11 @@ def decoded_names(decode: str | None) -> list:
 
 def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = None,
                  with_topic_partition: bool = True, decode: str | None = None,
-                 include_headers: bool = True) -> T.StructType:
+                 include_headers: bool = True, cdc: bool = False) -> T.StructType:
     """kafkarec's columns as Spark fields (``timestampMs`` after the Kafka
     source's, then the batch columns), and ``corrupt_column`` if given;
-    ``headers`` only with ``include_headers`` (the Kafka source's includeHeaders)."""
+    ``headers`` only with ``include_headers`` (the Kafka source's includeHeaders);
+    with ``cdc`` the change-event columns of :data:`kafkarec.cdc.CDC_FIELDS`."""
     base = _core_schema(False)
     core = _core_schema(batch_columns)
     fields = []
@@ -97,6 +98,11 @@ def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = No
         from kafkarec.internal import columns
         fields += [T.StructField(f.name, spark_type(f.type), True)
                    for f in columns.decoded_schema(decode)]
+    if cdc:
+        import pyarrow as pa
+        from kafkarec.cdc import CDC_FIELDS
+        fields += [T.StructField(name, spark_type(getattr(pa, type_name)()), True)
+                   for name, type_name in CDC_FIELDS]
     if corrupt_column:
         fields.append(T.StructField(corrupt_column, T.StringType(), True))
     return T.StructType(fields)

@@ -75,7 +75,7 @@ STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "assign", "starting
                   "minoffsetspertrigger", "maxtriggerdelay", "failondataloss", "includecontrol",
                   "includeheaders", "readcommitted", "batchcolumns", "verifycrc", "strict",
                   "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord",
-                  "minpartitions"}
+                  "minpartitions", "cdc"}
 
 
 class DataLossError(RuntimeError):
@@ -125,10 +125,12 @@ class StreamConfig:
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.read = ReadSettings(o)
         self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
+        from kafkarec.cdc import parse_cdc
+        self.cdc = parse_cdc(o.get("cdc"))      # debezium: each change event's columns
 
     def schema(self):
         return _schema.kafka_schema(batch_columns=self.batch_columns,
-                                    include_headers=self.include_headers)
+                                    include_headers=self.include_headers, cdc=self.cdc is not None)
 
 
 def _positive(o, key, name):
@@ -382,6 +384,9 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                   partition=sr.partition, origin=piece.position,
                                                   **kw):
                         rb = selection.filter_offsets(rb, sr.min_offset, sr.end_offset)
+                        if rb.num_rows and cfg.cdc is not None:
+                            from kafkarec.cdc import changes
+                            rb = changes(rb)
                         if rb.num_rows:
                             # A stream has no error column: a timestamp outside Spark's
                             # range is null, with Kafka's milliseconds in timestampMs.

@@ -3,6 +3,7 @@ live key, as of the end of the log or of ``--end-offset`` / ``--end-time``."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, jdump
@@ -37,6 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dedupe-buffer-size", type=int, metavar="BYTES", default=table.DEFAULT_BUFFER_BYTES,
                    help="memory for the key map, as Kafka's log.cleaner.dedupe.buffer.size (default "
                         "%(default)s: about 5 million keys); more keys cost more passes, not more memory")
+    p.add_argument("--cdc", choices=("debezium",),
+                   help="the topics hold Debezium change events: print the table they mirror (deletes "
+                        "and truncates applied), each row with op, before, after, source and ts_ms "
+                        "(before/after/source as JSON objects), cdcError when a value is no envelope")
     from kafkarec.cli.selection_args import add_storage_argument
     add_storage_argument(p)
     p.set_defaults(func=run)
@@ -51,7 +56,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
     try:
         state = table.latest(args.path, topics=topics, end_offset=args.end_offset, end_time=args.end_time,
                              read_committed=args.read_committed, buffer_bytes=args.dedupe_buffer_size,
-                             storage_options=storage_options_from_args(args))
+                             storage_options=storage_options_from_args(args), cdc=args.cdc)
     except (StorageError, SelectionError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:
@@ -69,6 +74,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
         if row["headers"] is not None:
             row["headers"] = [{"key": h["key"], "value": None if h["value"] is None else render(h["value"])}
                               for h in row["headers"]]
+        for image in ("before", "after", "source"):
+            if row.get(image) is not None:               # --cdc: Debezium's JSON, as objects
+                row[image] = json.loads(row[image])
         out.write(jdump(row) + "\n")
     s = state.stats
     partitions = len(set(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist())))

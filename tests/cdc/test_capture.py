@@ -70,3 +70,15 @@ def test_changes_are_one_row_per_event(debezium_capture):
     assert len(tombstones) == len(deleted) and all(r["op"] is None and r["cdcError"] is None for r in tombstones)
     assert all(r["cdcError"] is None and isinstance(r["ts_ms"], int) for r in rows if r["value"] is not None)
     assert {json.loads(r["source"])["connector"] for r in rows if r["source"]} == {"postgresql"}
+
+
+def test_command_line_prints_the_mirrored_table(debezium_capture):
+    import subprocess
+    import sys
+    log_dir, final = debezium_capture
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "table", log_dir, "--topics", "dbz.public.customers",
+                           "--cdc", "debezium"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted((r["after"] for r in rows), key=lambda r: r["id"]) == final["customers"]
+    assert all(r["op"] in ("c", "u", "r") and r["source"]["table"] == "customers" for r in rows)
