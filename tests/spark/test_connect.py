@@ -216,7 +216,7 @@ def test_register_on_connect_without_spark_context(run):
 # -- batch surfaces: the same rows as the classic session ----------------------------------
 
 @pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
-                                  "from_registry"])
+                                  "from_registry", "latest", "typed_latest"])
 def test_same_rows_as_classic(run, classic, name):
     _, work = run
     got_cols, got = _rows(_table(work, name))

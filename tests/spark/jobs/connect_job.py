@@ -72,6 +72,11 @@ def surfaces(spark, cfg, work, result):
                                                       subject="orders-value",
                                                       headers="headers").alias("v")),
         "from_registry")
+    # 5. a keyed topic's state (view=latest): plain, and with typed key and value
+    out(spark.read.format("kafkarec").option("view", "latest").load(sample), "latest")
+    out(spark.read.format("kafkarec").option("view", "latest").option("valueFormat", "registry")
+        .option("keyFormat", "registry").option("registry", typed).option("topics", "orders")
+        .load(typed), "typed_latest")
 
 
 def main():
