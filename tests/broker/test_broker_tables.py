@@ -54,3 +54,25 @@ def test_state_of_the_broker_log_is_the_state_of_the_acked_history(broker_data, 
         kept = len(kafkarec_rows(stopped_log_dir, {topic}, False))
         assert kept < written and got[(topic, 0)], topic
 
+
+
+@pytest.mark.parametrize("topic", ["compacted", "compacted-expired"])
+def test_every_cut_the_cleaned_log_supports(broker_data, stopped_log_dir, topic):
+    """The state as of every cut from the cleaner's checkpoint (its first dirty offset: the
+    records it removed were all superseded before it) to the log's end is the state of the
+    uncompacted history before that cut."""
+    import os
+    from produce import _checkpoint
+    cleaned = _checkpoint(os.path.join(stopped_log_dir, "cleaner-offset-checkpoint"))[(topic, 0)]
+    acked = [a for a in broker_data.acked if a.topic == topic]
+    end = max(a.offset for a in acked) + 1
+    assert 0 < cleaned <= end
+    cuts = sorted(set(range(cleaned, end + 1, 3)) | {cleaned, end})
+    for cut in cuts:
+        want = _model([a for a in acked if a.offset < cut], read_committed=False)[(topic, 0)]
+        got = _state(table.latest(stopped_log_dir, topics=[topic], end_offset=cut)).get((topic, 0), {})
+        assert got == want, cut
+    # before the checkpoint the cleaned log no longer holds the state: the test would notice
+    early = _model([a for a in acked if a.offset < cleaned // 2], read_committed=False)[(topic, 0)]
+    got = _state(table.latest(stopped_log_dir, topics=[topic], end_offset=cleaned // 2)).get((topic, 0), {})
+    assert got != early

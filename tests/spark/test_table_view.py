@@ -4,7 +4,11 @@ with the Kafka source's isolation level and ending options; error rows of undeco
 batches kept once; options that make no sense with a state refused."""
 from __future__ import annotations
 
+import base64
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -105,3 +109,65 @@ def test_what_a_state_cannot_be(spark, world):
             query.awaitTermination(120)
     finally:
         query.stop()
+
+
+# -- the user's way: spark-submit --py-files from a bare Python; the same rows as Python and the CLI --
+
+def _cases():
+    ends = {"profiles": {"0": 50, "1": 120}, "balances": {"0": 7777}}
+    by_time = {"profiles": {"0": T0 + 30, "1": T0 + 60}, "balances": {"0": T0 + 5000}}
+    return {
+        "everything": ({}, {}, []),
+        "committed": ({"kafka.isolation.level": "read_committed"}, {"read_committed": True},
+                      ["--read-committed"]),
+        "end-time": ({"endingTimestamp": str(T0 + 90)}, {"end_time": T0 + 90}, ["--end-time", str(T0 + 90)]),
+        "end-time-committed-small-map": (
+            {"endingTimestamp": str(T0 + 400), "kafka.isolation.level": "read_committed", "dedupeBufferSize": "1k"},
+            {"end_time": T0 + 400, "read_committed": True, "buffer_bytes": 1024},
+            ["--end-time", str(T0 + 400), "--read-committed", "--dedupe-buffer-size", "1024"]),
+        "ending-offsets": ({"endingOffsets": json.dumps(ends)},
+                           {"selection": {"endingOffsets": json.dumps(ends)}}, None),
+        "ending-offsets-by-timestamp": ({"endingOffsetsByTimestamp": json.dumps(by_time)},
+                                        {"selection": {"endingOffsetsByTimestamp": json.dumps(by_time)}}, None),
+    }
+
+
+def _b64(v):
+    return None if v is None else base64.b64encode(v).decode()
+
+
+@pytest.fixture(scope="module")
+def submitted(world, tmp_path_factory):
+    root, _ = world
+    work = tmp_path_factory.mktemp("table-job")
+    (work / "cases.json").write_text(json.dumps({n: c[0] for n, c in _cases().items()}))
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "cache"),
+                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false", "--py-files", wheel,
+           os.path.join(H.ROOT, "tests", "spark", "jobs", "table_job.py"), root, str(work / "cases.json"),
+           str(work / "out.json")]
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return json.loads((work / "out.json").read_text())
+
+
+@pytest.mark.parametrize("case", list(_cases()))
+def test_bare_executors_python_and_cli_agree(submitted, world, case):
+    from kafkarec import table
+    root, _ = world
+    _, python_kw, cli_args = _cases()[case]
+    spark_rows = submitted[case]
+    t = table.latest(root, **python_kw).table
+    python_rows = sorted([r["topic"], r["partition"], r["offset"], _b64(r["key"]), _b64(r["value"])]
+                         for r in t.select(["topic", "partition", "offset", "key", "value"]).to_pylist())
+    assert spark_rows == python_rows and len(python_rows) > 10
+    if cli_args is not None:
+        proc = subprocess.run([sys.executable, "-m", "kafkarec", "table", root, *cli_args],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        cli_rows = sorted([r["topic"], r["partition"], r["offset"], r["key"], r["value"]]
+                          for r in map(json.loads, proc.stdout.splitlines()))
+        assert cli_rows == python_rows
