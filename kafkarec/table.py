@@ -161,7 +161,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
            end_time: Optional[int] = None, read_committed: bool = False,
            buffer_bytes: int = DEFAULT_BUFFER_BYTES, storage_options: Optional[dict] = None,
            options: Any = None, batch_columns: bool = False, cdc: Optional[str] = None,
-           selection: Optional[dict] = None) -> LatestState:
+           selection: Any = None) -> LatestState:
     """The keyed state of every topic-partition under ``source`` (a log directory, a
     partition folder, or a URI: ``s3://bucket/kafka`` ...), as of ``end_offset`` (every
     partition: the records before it) or ``end_time`` (ms since the epoch: the records
@@ -169,7 +169,8 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
 
     ``selection``: instead of ``topics``/``end_offset``/``end_time``, the selection options of
     :mod:`kafkarec.log.selection` as Spark's Kafka source names them (``topics``,
-    ``endingOffsets`` as JSON per partition, ``endingOffsetsByTimestamp``, ``endingTimestamp`` ...).
+    ``endingOffsets`` as JSON per partition, ``endingOffsetsByTimestamp``, ``endingTimestamp`` ...),
+    or a :class:`kafkarec.log.selection.Selection`.
     ``options``: a :class:`kafkarec.ReadOptions` (CRCs, strictness, decompression budget).
     ``cdc="debezium"``: the topics hold Debezium change events; the table is the one they
     mirror, with the envelope's columns (``after`` is each row's image; :mod:`kafkarec.cdc`).
@@ -186,7 +187,8 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     if selection_options is not None:
         if topics is not None or end_offset is not None or end_time is not None:
             raise kafkarec.SelectionError("give selection, or topics/end_offset/end_time, not both")
-        sel = selection.parse_selection(selection_options)
+        sel = (selection_options if isinstance(selection_options, selection.Selection)
+               else selection.parse_selection(selection_options))
     else:
         sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time)
     st, root = _storage.resolve(source, storage_options)

@@ -62,7 +62,7 @@ import os
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _options, _schema
+from spark_udfs import _decode, _logdir, _options, _schema
 from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
@@ -73,17 +73,11 @@ log = logging.getLogger("spark_udfs")
 
 _bool = _options.parse_bool
 
-# Rows per Arrow batch handed to Spark (option maxRecordsPerBatch).  Above Spark's 10,000
-# for Arrow: the Python worker's per-batch costs (conforming, the IPC write, the hand-over
-# to the JVM) fall with fewer batches.  On bench_spark's 1M rows the workers' CPU went from
-# 0.50 to 0.43 s with 32,768 rows (two runs); 16,384 keeps an executor's peak RSS where
-# 10,000 had it (tests/spark/test_planning.py's 256 MiB segment: +138 MiB; +160 at 32,768).
-# The 64 MiB cap on a batch's key+value+header bytes holds either way.
-DEFAULT_MAX_RECORDS_PER_BATCH = 16384
+# Rows per Arrow batch handed to Spark: spark_udfs._decode (the remote and stream readers use it too).
+DEFAULT_MAX_RECORDS_PER_BATCH = _decode.DEFAULT_MAX_RECORDS_PER_BATCH
 
 
-def _lower(options) -> dict:
-    return {str(k).lower(): v for k, v in dict(options).items()}
+_lower = _options.lower_keys
 
 
 _KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",

@@ -17,7 +17,14 @@ from typing import NamedTuple
 
 log = logging.getLogger("spark_udfs")
 
-__all__ = ["KafkaOption", "KAFKA_OPTIONS", "normalize", "markdown_table", "STRATEGY_KEYS"]
+__all__ = ["KafkaOption", "KAFKA_OPTIONS", "normalize", "markdown_table", "STRATEGY_KEYS", "lower_keys",
+           "parse_bool"]
+
+
+def lower_keys(options, *, drop_none: bool = False) -> dict:
+    """Options with lower-case names (Spark's option names are case-insensitive); with
+    ``drop_none``, options set to None are left out."""
+    return {str(k).lower(): v for k, v in dict(options or {}).items() if not (drop_none and v is None)}
 
 
 class KafkaOption(NamedTuple):
@@ -127,7 +134,7 @@ def normalize(options, *, streaming: bool) -> dict:
     options that mean nothing without a broker are dropped; options of the other kind of
     query are dropped with a warning (stream-only options of a batch read, as the Kafka
     source logs them) or refused (``endingOffsets`` on a stream)."""
-    o = {str(k).lower(): v for k, v in dict(options).items()}
+    o = lower_keys(options)
     strategies = [k for k in o if k in STRATEGY_KEYS or k in _ALIASES]
     if len(strategies) > 1:
         raise ValueError("Only one of the following options can be specified for the kafkarec "
@@ -195,7 +202,7 @@ def normalize(options, *, streaming: bool) -> dict:
 
 def include_headers(options) -> bool:
     """``includeHeaders`` (default false, as the Kafka source)."""
-    o = {str(k).lower(): v for k, v in dict(options).items()}
+    o = lower_keys(options)
     return _bool_text("includeHeaders", o["includeheaders"]) if "includeheaders" in o else False
 
 

@@ -37,8 +37,9 @@ from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_udfs import _datasource, _logdir, _options, _planning, _schema
-from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
+from spark_udfs import _logdir, _options, _planning, _schema
+from spark_udfs._decode import (DEFAULT_MAX_RECORDS_PER_BATCH, MalformedBatchError, ReadSettings, decode_range,
+                                normalize_mode)
 from spark_udfs._runtime import ensure
 
 __all__ = ["RemoteReadConfig", "RemoteRange", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
@@ -58,7 +59,7 @@ _bool = _options.parse_bool
 class RemoteReadConfig:
     def __init__(self, options, *, default_parallelism: int = 1):
         from kafkarec.log import selection, storage
-        o = {str(k).lower(): v for k, v in dict(options).items()}
+        o = _options.lower_keys(options)
         unknown = sorted(k for k in o if k not in REMOTE_OPTIONS and k not in selection.SELECTION_OPTIONS
                          and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
         if unknown:
@@ -79,7 +80,7 @@ class RemoteReadConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.read_committed = _bool(o, "readcommitted", False)
         self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
+        self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"),
                                                        _planning.DEFAULT_MAX_PARTITION_BYTES)
         self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), _planning.DEFAULT_OPEN_COST_BYTES)

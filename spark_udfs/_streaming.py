@@ -51,8 +51,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _datasource, _logdir, _options, _planning, _schema
-from spark_udfs._decode import ReadSettings
+from spark_udfs import _logdir, _options, _planning, _schema
+from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, ReadSettings
 from spark_udfs._runtime import ensure
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
@@ -124,7 +124,7 @@ class StreamConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or _datasource.DEFAULT_MAX_RECORDS_PER_BATCH)
+        self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
         from kafkarec.cdc import parse_cdc
         self.cdc = parse_cdc(o.get("cdc"))      # debezium: each change event's columns
 

@@ -33,6 +33,8 @@ from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSourceReader
 
+from spark_udfs import _options
+
 __all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "TypedRows", "from_registry",
            "spark_type_of", "TypedSide", "load_registry", "registry_state"]
 
@@ -50,7 +52,7 @@ _LOCK = threading.Lock()
 
 
 def _lower(options) -> dict:
-    return {str(k).lower(): v for k, v in dict(options or {}).items() if v is not None}
+    return _options.lower_keys(options, drop_none=True)
 
 
 def wanted(options) -> bool:
@@ -323,7 +325,6 @@ def _sides(options, topic) -> list:
 def _topic_of(options) -> Optional[str]:
     """The one topic the read decodes (TopicNameStrategy): option topics, or the one topic
     under the paths other than the registry's own ``_schemas``."""
-    from spark_udfs import _options
     o = _options.normalize(_stripped(options), streaming=False)   # subscribe, assign, aliases
     if o.get("topics"):
         names = [t.strip() for t in str(o["topics"]).split(",") if t.strip()]

@@ -24,11 +24,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "object per row on stdout (topic, partition, offset, timestamp, timestampType, key, "
                     "value, headers), a summary on stderr.")
     p.add_argument("path", metavar="PATH", help="log dir root, partition dir, or a URI (s3://...)")
-    p.add_argument("--topics", metavar="A,B", help="only these topics (comma-separated)")
-    p.add_argument("--end-offset", type=int, metavar="N",
-                   help="the state after the records before offset N, in every partition")
-    p.add_argument("--end-time", metavar="T",
-                   help="the state before the first record at or after T (ms since the epoch or ISO 8601)")
     p.add_argument("--read-committed", action="store_true",
                    help="as a read_committed consumer: leave out aborted transactions and what follows "
                         "the last stable offset")
@@ -42,19 +37,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the topics hold Debezium change events: print the table they mirror (deletes "
                         "and truncates applied), each row with op, before, after, source and ts_ms "
                         "(before/after/source as JSON objects), cdcError when a value is no envelope")
-    from kafkarec.cli.selection_args import add_storage_argument
-    add_storage_argument(p)
+    from kafkarec.cli.selection_args import add_selection_arguments
+    add_selection_arguments(p)       # --topics, --end-offset, --end-time (the state as of then) ...
     p.set_defaults(func=run)
     return p
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec import table
-    from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.cli.selection_args import selection_from_args, storage_options_from_args
     render = PAYLOAD_RENDERERS[args.payload_encoding]
-    topics = [t for t in args.topics.split(",") if t] if args.topics else None
     try:
-        state = table.latest(args.path, topics=topics, end_offset=args.end_offset, end_time=args.end_time,
+        state = table.latest(args.path, selection=selection_from_args(args),
                              read_committed=args.read_committed, buffer_bytes=args.dedupe_buffer_size,
                              storage_options=storage_options_from_args(args), cdc=args.cdc)
     except (StorageError, SelectionError):

@@ -1,0 +1,77 @@
+"""The layout's promises that a reader of docs/layout.md relies on: no import circle among
+kafkarec's and spark_udfs' modules, lazy (function-level) imports included: a layer asks
+the layers under it, never the other way round."""
+import ast
+import os
+
+from paths import ROOT
+
+
+def _modules():
+    mods = {}
+    for pkg in ("kafkarec", "spark_udfs"):
+        for folder, _, files in os.walk(os.path.join(ROOT, pkg)):
+            for f in files:
+                if f.endswith(".py"):
+                    path = os.path.join(folder, f)
+                    name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    mods[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+    return mods
+
+
+def _imports(name, path, mods):
+    out = set()
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                out.add(full if full in mods else node.module)
+    # a module importing its own package (kafkarec.log.x -> kafkarec) is not a circle of layers
+    return {m for m in out if m in mods and m != name and not name.startswith(m + ".")}
+
+
+def _circles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    mods = _modules()
+    graph = {name: _imports(name, path, mods) for name, path in mods.items()}
+    assert graph["spark_udfs._remote"] and "kafkarec.table" in graph["spark_udfs._remote"]
+    assert _circles(graph) == []
+
+
+def test_the_check_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
