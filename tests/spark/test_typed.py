@@ -116,6 +116,13 @@ def test_keyed_state_with_typed_key_and_value(submitted):
         exp = want[got["offset"]]
         assert got["key"] == exp["key"] and _plain(got["value"]) == _plain(exp["value"])
         assert got["valueSchemaId"] == exp["value_schema_id"]
+    # Python composes the same way: the state's table is the log view's shape, so the
+    # registry decodes it as it decodes any read
+    import kafkarec.registry as kr
+    from kafkarec import table
+    state = kr.decode_table(table.latest(root, topics=["orders"]).table, kr.load(root), key=True).to_pylist()
+    assert [(r["offset"], r["key"], _plain(r["value"])) for r in state] == \
+        [(r["offset"], r["key"], _plain(r["value"])) for r in rows]
 
 
 def test_modes(submitted):
