@@ -94,6 +94,10 @@ class RemoteReadConfig:
         self.view = table.parse_view(o.get("view"))
         self.cdc = cdc.parse_cdc(o.get("cdc"))           # debezium: change-event columns
         self.buffer_bytes = _logdir.parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES)
+        from kafkarec._core import KEY_MAP_MIN_BYTES
+        if self.buffer_bytes < KEY_MAP_MIN_BYTES:
+            raise ValueError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
+                             f"not {o.get('dedupebuffersize')!r}")
         if self.view == "latest" and self.include_control:
             raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
                              "(control records are never part of a topic's keyed state)")

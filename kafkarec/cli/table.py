@@ -30,7 +30,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--payload-encoding", choices=PAYLOAD_ENCODINGS, default="base64",
                    help="how keys, values and header values are written: base64 (the default: the exact "
                         "bytes), hex, utf8 (invalid bytes as \\xNN) or java (as kafka-dump-log)")
-    p.add_argument("--dedupe-buffer-size", type=int, metavar="BYTES", default=table.DEFAULT_BUFFER_BYTES,
+    p.add_argument("--dedupe-buffer-size", type=_buffer_size, metavar="BYTES", default=table.DEFAULT_BUFFER_BYTES,
                    help="memory for the key map, as Kafka's log.cleaner.dedupe.buffer.size (default "
                         "%(default)s: about 5 million keys); more keys cost more passes, not more memory")
     p.add_argument("--cdc", choices=("debezium",),
@@ -41,6 +41,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_selection_arguments(p)       # --topics, --end-offset, --end-time (the state as of then) ...
     p.set_defaults(func=run)
     return p
+
+
+def _buffer_size(text: str) -> int:
+    from kafkarec._core import KEY_MAP_MIN_BYTES
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, not {text!r}") from None
+    if n < KEY_MAP_MIN_BYTES:
+        raise argparse.ArgumentTypeError(f"at least {KEY_MAP_MIN_BYTES} bytes, not {n}")
+    return n
 
 
 def run(args, out: TextIO, err: TextIO) -> int:

@@ -67,3 +67,9 @@ def test_rows_carry_what_the_log_view_has(world):
 def test_a_path_that_is_not_there(tmp_path):
     proc = _table(str(tmp_path / "nothing"))
     assert proc.returncode == 2 and "kafkarec table: error: " in proc.stderr and "no such file or directory" in proc.stderr and not proc.stdout
+
+
+def test_a_key_map_too_small_is_a_usage_error(world):
+    root, _ = world
+    proc = _table(root, "--dedupe-buffer-size", "100")
+    assert proc.returncode == 2 and "at least 1024 bytes, not 100" in proc.stderr and not proc.stdout

@@ -100,6 +100,8 @@ def test_what_a_state_cannot_be(spark, world):
     root, _ = world
     with pytest.raises(Exception, match="includeControl=true cannot be used with view=latest"):
         _latest(spark, root, includeControl="true")
+    with pytest.raises(Exception, match="dedupeBufferSize must be at least 1024 bytes"):
+        _latest(spark, root, dedupeBufferSize="100")
     with pytest.raises(Exception, match="view must be one of log, latest"):
         spark.read.format("kafkarec").option("view", "newest").load(root).count()
     query = (spark.readStream.format("kafkarec").option("view", "latest").load(root)
