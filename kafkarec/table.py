@@ -90,6 +90,7 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
     """
     from kafkarec._core import KeyOffsetMap, KEY_MAP_MAX_LEVEL
     if cdc is not None:
+        import pyarrow.compute as pc
         from kafkarec import cdc as _cdc
     own = LatestStats()
     truncated = [-1]                 # cdc: the last truncate's offset (every fill pass finds it)
@@ -120,7 +121,6 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
                                               item.column("offset")))
             if cdc is not None and rows.num_rows:
                 rows = _cdc.changes(rows)
-                import pyarrow.compute as pc
                 rows = rows.filter(pc.and_(pc.greater(rows.column("offset"), truncated[0]),
                                            pc.fill_null(pc.not_equal(rows.column("op"), "d"), True)))
             if rows.num_rows:
@@ -138,11 +138,14 @@ def _is_batch(item) -> bool:
 def _fill(key_map, items: Iterable[Any], truncated: Optional[list] = None) -> bool:
     """Pass 1: every batch's keys into the map (and, for change data capture, the last
     truncate's offset into ``truncated[0]``); False when the keys did not fit."""
+    if truncated is not None:
+        from kafkarec.cdc import truncated_before
     for item in items:
-        if truncated is not None and _is_batch(item):
-            from kafkarec.cdc import truncated_before
+        if not _is_batch(item):
+            continue
+        if truncated is not None:
             truncated[0] = max(truncated[0], truncated_before(item))
-        if _is_batch(item) and not key_map.put(item.column("key"), item.column("offset")):
+        if not key_map.put(item.column("key"), item.column("offset")):
             close = getattr(items, "close", None)
             if close is not None:
                 close()
