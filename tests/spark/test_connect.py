@@ -216,7 +216,7 @@ def test_register_on_connect_without_spark_context(run):
 # -- batch surfaces: the same rows as the classic session ----------------------------------
 
 @pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
-                                  "from_registry", "latest", "typed_latest"])
+                                  "from_registry", "latest", "typed_latest", "cdc"])
 def test_same_rows_as_classic(run, classic, name):
     _, work = run
     got_cols, got = _rows(_table(work, name))
@@ -224,6 +224,14 @@ def test_same_rows_as_classic(run, classic, name):
     assert got_cols == want_cols
     assert len(got) == len(want) > 0
     assert got == want
+
+
+def test_cdc_columns_over_connect(run):
+    _, work = run
+    t = _table(work, "cdc")
+    assert {"op", "before", "after", "source", "ts_ms", "cdcError"} <= set(t.column_names)
+    errors = t.column("cdcError").to_pylist()
+    assert t.num_rows and all(e and "not a Debezium envelope" in e for e in errors)
 
 
 def test_batch_matches_decoder(run, inputs):

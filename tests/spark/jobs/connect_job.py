@@ -77,6 +77,9 @@ def surfaces(spark, cfg, work, result):
     out(spark.read.format("kafkarec").option("view", "latest").option("valueFormat", "registry")
         .option("keyFormat", "registry").option("registry", typed).option("topics", "orders")
         .load(typed), "typed_latest")
+    # 6. cdc=debezium: the change-event columns (the sample's values are no envelopes: cdcError)
+    out(spark.read.format("kafkarec").option("cdc", "debezium").option("subscribe", "compacted")
+        .load(sample), "cdc")
 
 
 def main():
