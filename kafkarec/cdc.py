@@ -13,13 +13,20 @@ images).  A primary-key change is a delete of the old key and an insert of the n
 (why a value is not an envelope; the row is kept).  The mirrored table is the keyed state
 (:mod:`kafkarec.table`) with Debezium's rules on top: a key whose last event is a delete is
 gone, and a truncate removes every key whose last event came before it.
+
+Debezium's Avro (Kafka Connect's AvroConverter through a Schema Registry) is read by the
+typed layer: :class:`Debezium` takes a decoder of the values (a registry
+:class:`~kafkarec.registry.TypedColumn`), the keyed state finds each event's ``op`` in the
+decoded envelope, and :func:`typed_changes` gives the same columns with ``before``,
+``after`` and ``source`` as the envelope's own typed structs.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, Optional, Tuple
 
-__all__ = ["FORMATS", "parse_cdc", "envelope", "changes", "CDC_FIELDS"]
+__all__ = ["FORMATS", "parse_cdc", "envelope", "changes", "CDC_FIELDS", "Debezium", "typed_changes",
+           "envelope_type_problem"]
 
 FORMATS = ("debezium",)
 OPS = frozenset("cudrt")
@@ -85,14 +92,121 @@ def changes(batch: Any) -> Any:
     return out
 
 
+class Debezium:
+    """Debezium's rules over one read of a log view (what :func:`kafkarec.table.latest_batches`
+    asks): the ``op`` of each change event, the last truncate, and the rows of the mirrored
+    table.  ``decode``: ``None`` for the JSON converter's values, else a picklable callable
+    from a binary column to ``(typed values, schema ids, errors)`` (a registry
+    :class:`~kafkarec.registry.TypedColumn`'s ``decode``, or a Spark read's typed side): the
+    values are then Avro (or Protobuf, JSON Schema) envelopes, and the rows keep their bytes
+    for the typed layer to decode and extend (:func:`typed_changes`)."""
+
+    def __init__(self, decode: Any = None) -> None:
+        self.decode = decode
+
+    def ops(self, values: Any, headers: Any = None) -> list:
+        """``op`` of each value (a binary column; ``headers``: the rows' headers, where a
+        registry's schema id may be), ``None`` where it is no envelope or null."""
+        if self.decode is None:
+            out = []
+            for v in values.to_pylist():
+                doc = None if v is None else envelope(v)[0]
+                out.append(doc["op"] if doc else None)
+            return out
+        import pyarrow as pa
+        typed = self.decode(values, headers)[0]
+        if not pa.types.is_struct(typed.type) or typed.type.get_field_index("op") < 0:
+            return [None] * len(values)
+        import pyarrow.compute as pc
+        return [op if op in OPS else None for op in pc.struct_field(typed, "op").to_pylist()]
+
+    def last_truncate(self, batch: Any) -> int:
+        """The offset of the last truncate event (op ``t``: no key) in ``batch``, -1 if none:
+        the mirrored table holds nothing written before it."""
+        import pyarrow.compute as pc
+        keyless = batch.filter(pc.and_(pc.is_null(batch.column("key")), pc.is_valid(batch.column("value"))))
+        if not keyless.num_rows:
+            return -1
+        offsets = keyless.column("offset").to_pylist()
+        ops = self.ops(keyless.column("value"), _headers(keyless))
+        return max((o for o, op in zip(offsets, ops) if op == "t"), default=-1)
+
+    def table_rows(self, rows: Any, truncated: int) -> Any:
+        """Of the keyed state's ``rows``, those the mirrored table holds (written after the
+        last truncate, last event not a delete; a value that is no envelope stays), with the
+        change-event columns for JSON values (typed values get theirs once decoded)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        live = pc.and_(pc.greater(rows.column("offset"), truncated),
+                       pc.fill_null(pc.not_equal(pa.array(self.ops(rows.column("value"), _headers(rows)),
+                                                          pa.string()), "d"), True))
+        rows = rows.filter(live)
+        return changes(rows) if self.decode is None and rows.num_rows else rows
+
+
+def _headers(batch: Any) -> Any:
+    return batch.column("headers") if "headers" in batch.schema.names else None
+
+
 def truncated_before(batch: Any) -> int:
-    """The offset of the last truncate event (op ``t``) in ``batch``, -1 if none: the keyed
-    state holds nothing written before it."""
+    """The offset of the last truncate event in ``batch`` (JSON values), -1 if none."""
+    return Debezium().last_truncate(batch)
+
+
+def envelope_type_problem(value_type: Any) -> Optional[str]:
+    """Why values of pyarrow type ``value_type`` (a typed value column) are not Debezium
+    envelopes, or ``None`` when they are (a struct with ``op``, ``before``, ``after``)."""
+    import pyarrow as pa
+    if not pa.types.is_struct(value_type):
+        return f"the values are of type {value_type}, not Debezium envelopes (a record with op, before, after)"
+    missing = [n for n in ("op", "before", "after") if value_type.get_field_index(n) < 0]
+    if missing:
+        return f"the values' record has no field {', '.join(missing)}: not a Debezium envelope"
+    if not pa.types.is_string(value_type.field("op").type) and not pa.types.is_large_string(
+            value_type.field("op").type):
+        return f"the envelope's op is of type {value_type.field('op').type}, not a string"
+    return None
+
+
+def typed_change_types(value_type: Any) -> list:
+    """``[(name, pyarrow type)]`` of :func:`typed_changes`'s columns for values of
+    ``value_type`` (a Debezium envelope struct): op, before, after, source, ts_ms, cdcError."""
+    import pyarrow as pa
+
+    def field(name, default):
+        i = value_type.get_field_index(name)
+        return value_type.field(i).type if i >= 0 else default
+    return [("op", pa.string()), ("before", field("before", pa.null())), ("after", field("after", pa.null())),
+            ("source", field("source", pa.null())), ("ts_ms", pa.int64()), ("cdcError", pa.string())]
+
+
+def typed_changes(values: Any, errors: Any = None) -> dict:
+    """``{name: array}`` of the change-event columns for typed ``values`` (a struct column
+    of Debezium envelopes, as the registry decoded them; ``errors``: the decoder's reasons,
+    null where a value decoded): ``op``, ``before``, ``after`` and ``source`` (the envelope's
+    own types), ``ts_ms``, and ``cdcError`` where a decoded value is no change event (a value
+    that did not decode has its reason in the corrupt-record column instead)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
-    keyless = batch.filter(pc.and_(pc.is_null(batch.column("key")), pc.is_valid(batch.column("value"))))
-    last = -1
-    for value, offset in zip(keyless.column("value").to_pylist(), keyless.column("offset").to_pylist()):
-        doc, _ = envelope(value)
-        if doc is not None and doc["op"] == "t":
-            last = max(last, offset)
-    return last
+    n = len(values)
+    types = typed_change_types(values.type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    out = {}
+    # struct_field, not .field(): a null value (a tombstone) has null fields
+    for name, t in types[:4]:
+        out[name] = pc.struct_field(values, name) if values.type.get_field_index(name) >= 0 else pa.nulls(n, t)
+    ts = values.type.get_field_index("ts_ms")
+    out["ts_ms"] = (pc.struct_field(values, "ts_ms").cast(pa.int64()) if ts >= 0
+                    else pa.nulls(n, pa.int64()))
+    op = out["op"]
+    bad = pc.and_(pc.is_valid(values), pc.invert(pc.fill_null(pc.is_in(op, pa.array(sorted(OPS))), False)))
+    if errors is not None:
+        bad = pc.and_(bad, pc.is_null(errors))
+    reasons = pc.if_else(bad, pc.binary_join_element_wise(
+        pa.scalar("not a Debezium envelope: op is "), pc.fill_null(op, "null"), ""), pa.scalar(None, pa.string()))
+    # A row whose value is no envelope has no change columns, as with JSON.
+    for name in ("op", "before", "after", "source", "ts_ms"):
+        out[name] = pc.if_else(bad, pa.scalar(None, out[name].type), out[name])
+    out["cdcError"] = reasons
+    return out

@@ -86,12 +86,11 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
     ``cdc="debezium"``: the values are Debezium change events (:mod:`kafkarec.cdc`); rows get
     the envelope's columns, a key whose last event is a delete is gone, and a truncate removes
     every key whose last event came before it.  A row whose value is no envelope stays, with
-    its ``cdcError``.
+    its ``cdcError``.  ``cdc`` may be a :class:`kafkarec.cdc.Debezium` instead (typed values:
+    the rows keep their bytes, for the typed layer to decode).
     """
     from kafkarec._core import KeyOffsetMap, KEY_MAP_MAX_LEVEL
-    if cdc is not None:
-        import pyarrow.compute as pc
-        from kafkarec import cdc as _cdc
+    rules = _debezium(cdc)
     own = LatestStats()
     truncated = [-1]                 # cdc: the last truncate's offset (every fill pass finds it)
     key_map = KeyOffsetMap(buffer_bytes, int.from_bytes(os.urandom(8), "little") if seed is None else seed)
@@ -101,7 +100,7 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
         level, bucket = pending.pop()
         key_map.start(level, bucket)
         own.passes += 1
-        if not _fill(key_map, read(), truncated if cdc is not None else None):
+        if not _fill(key_map, read(), truncated, rules):
             if level == KEY_MAP_MAX_LEVEL:
                 raise MemoryError(f"the keys do not fit {buffer_bytes} bytes even split into "
                                   f"2^{level} buckets")
@@ -119,10 +118,8 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
                 own.null_keys += item.column("key").null_count
             rows = item.filter(key_map.latest(item.column("key"), item.column("value"),
                                               item.column("offset")))
-            if cdc is not None and rows.num_rows:
-                rows = _cdc.changes(rows)
-                rows = rows.filter(pc.and_(pc.greater(rows.column("offset"), truncated[0]),
-                                           pc.fill_null(pc.not_equal(rows.column("op"), "d"), True)))
+            if rules is not None and rows.num_rows:
+                rows = rules.table_rows(rows, truncated[0])
             if rows.num_rows:
                 own.rows += rows.num_rows
                 yield rows
@@ -135,16 +132,25 @@ def _is_batch(item) -> bool:
     return hasattr(item, "num_rows") and hasattr(item, "filter")
 
 
-def _fill(key_map, items: Iterable[Any], truncated: Optional[list] = None) -> bool:
+def _debezium(cdc: Any):
+    """``None`` or the :class:`kafkarec.cdc.Debezium` rules ``cdc`` names."""
+    if cdc is None:
+        return None
+    from kafkarec import cdc as _cdc
+    if isinstance(cdc, _cdc.Debezium):
+        return cdc
+    _cdc.parse_cdc(cdc)
+    return _cdc.Debezium()
+
+
+def _fill(key_map, items: Iterable[Any], truncated: list, rules: Any = None) -> bool:
     """Pass 1: every batch's keys into the map (and, for change data capture, the last
     truncate's offset into ``truncated[0]``); False when the keys did not fit."""
-    if truncated is not None:
-        from kafkarec.cdc import truncated_before
     for item in items:
         if not _is_batch(item):
             continue
-        if truncated is not None:
-            truncated[0] = max(truncated[0], truncated_before(item))
+        if rules is not None:
+            truncated[0] = max(truncated[0], rules.last_truncate(item))
         if not key_map.put(item.column("key"), item.column("offset")):
             close = getattr(items, "close", None)
             if close is not None:
@@ -164,7 +170,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
            end_time: Optional[int] = None, read_committed: bool = False,
            buffer_bytes: int = DEFAULT_BUFFER_BYTES, storage_options: Optional[dict] = None,
            options: Any = None, batch_columns: bool = False, cdc: Optional[str] = None,
-           selection: Any = None) -> LatestState:
+           selection: Any = None, decode: Optional[dict] = None) -> LatestState:
     """The keyed state of every topic-partition under ``source`` (a log directory, a
     partition folder, or a URI: ``s3://bucket/kafka`` ...), as of ``end_offset`` (every
     partition: the records before it) or ``end_time`` (ms since the epoch: the records
@@ -177,6 +183,13 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     ``options``: a :class:`kafkarec.ReadOptions` (CRCs, strictness, decompression budget).
     ``cdc="debezium"``: the topics hold Debezium change events; the table is the one they
     mirror, with the envelope's columns (``after`` is each row's image; :mod:`kafkarec.cdc`).
+    ``decode``: type the state's keys and values through a Schema Registry, as Spark's
+    ``valueFormat``/``keyFormat`` do: keyword arguments of
+    :func:`kafkarec.registry.decode_table` (``registry``: a Registry or its source, a log
+    directory holding ``_schemas``; ``value``, ``key``, ``value_format``, subjects, reader
+    schemas ...), applied to each topic's rows (``value_schema_id``, ``_corrupt_record``
+    added).  With ``cdc`` the values are Debezium's Avro (Protobuf, JSON Schema) envelopes:
+    ``op`` is read from each decoded envelope and ``before``/``after``/``source`` keep its types.
     A batch that cannot be decoded raises :class:`kafkarec.DecodeError` (``position`` in the
     file named by its ``file`` attribute): a table with a hole in it would be a wrong table.
     """
@@ -187,6 +200,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     if cdc is not None:
         from kafkarec.cdc import parse_cdc
         cdc = parse_cdc(cdc)
+    typed = None if decode is None else _TypedState(decode, cdc)
     if selection_options is not None:
         if topics is not None or end_offset is not None or end_time is not None:
             raise kafkarec.SelectionError("give selection, or topics/end_offset/end_time, not both")
@@ -207,7 +221,17 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                 except kafkarec.DecodeError as exc:
                     exc.file = st.uri(sr.segment.path)       # positions are that file's
                     raise
-        parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=cdc))
+        if typed is None:
+            parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=cdc))
+            continue
+        topic = part_ranges[0].topic
+        rows = list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=typed.rules(topic)))
+        parts.append(typed.table(topic, pa.Table.from_batches(
+            rows, schema=kafkarec.arrow_schema(batch_columns=batch_columns))))
+    if typed is not None:
+        table = typed.concat(parts)
+        return LatestState(table.sort_by([("topic", "ascending"), ("partition", "ascending"),
+                                          ("offset", "ascending")]), stats)
     schema = kafkarec.arrow_schema(batch_columns=batch_columns)
     if cdc is not None:
         from kafkarec.cdc import CDC_FIELDS
@@ -217,6 +241,64 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     # Buckets emit in their own order: offsets are only increasing within one bucket.
     table = table.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
     return LatestState(table, stats)
+
+
+class _TypedState:
+    """``latest(decode=...)``: one set of registry decoders per topic, the Debezium rules over
+    typed values, and each partition's state typed (:func:`kafkarec.registry.decode_table`)."""
+
+    def __init__(self, decode: dict, cdc: Optional[str]) -> None:
+        from kafkarec import registry as kr
+        self.kw = dict(decode)
+        source = self.kw.pop("registry", None)
+        self.registry = kr.load(source) if isinstance(source, (str, os.PathLike)) else source
+        self.cdc = cdc
+        if cdc is not None and not self.kw.get("value", True):
+            raise ValueError("cdc with decode: the values must be decoded (decode value=False)")
+        self.columns: dict = {}
+
+    def _columns(self, topic) -> dict:
+        """The topic's decoders, built once (decode_table of no rows builds them)."""
+        if topic not in self.columns:
+            import kafkarec
+            from kafkarec.registry import decode_table
+            self.columns[topic] = {}
+            decode_table(kafkarec.arrow_schema().empty_table(), self.registry, topic=topic,
+                         columns=self.columns[topic], **self.kw)
+        return self.columns[topic]
+
+    def rules(self, topic):
+        if self.cdc is None:
+            return None
+        from kafkarec.cdc import Debezium, envelope_type_problem
+        column = self._columns(topic)["value"]
+        problem = envelope_type_problem(column.arrow_type)
+        if problem is not None:
+            raise ValueError(f"cdc={self.cdc} on topic {topic!r}: {problem}")
+        return Debezium(column.decode)
+
+    def table(self, topic, rows):
+        import pyarrow as pa
+        from kafkarec.registry import decode_table
+        out = decode_table(rows, self.registry, topic=topic, columns=self._columns(topic), **self.kw)
+        if self.cdc is not None:
+            from kafkarec.cdc import typed_changes
+            corrupt = out.column("_corrupt_record")
+            for name, arr in typed_changes(out.column("value"), corrupt).items():
+                out = out.append_column(name, pa.chunked_array([arr], arr.type) if len(arr) else
+                                        pa.chunked_array([], arr.type))
+        return out
+
+    def concat(self, tables: list):
+        import pyarrow as pa
+        if not tables:                  # nothing selected: no topic to type the columns by
+            import kafkarec
+            return kafkarec.arrow_schema().empty_table()
+        try:
+            return pa.concat_tables(tables)
+        except pa.ArrowInvalid as exc:
+            raise ValueError(f"the selected topics' typed rows have different types; read them one "
+                             f"topic at a time ({exc})") from None
 
 
 def partition_reads(st, lay, sel, *, read_committed: bool = False):

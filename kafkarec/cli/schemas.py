@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import TextIO, Optional
 
 from kafkarec.errors import KafkaRecError
 
@@ -70,8 +70,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
 TYPED_DECODERS = ("registry", "avro", "protobuf", "json")
 
 
-def add_typed_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("typed keys and values (Schema Registry payloads; imply --print-data-log)")
+def add_typed_arguments(p: argparse.ArgumentParser,
+                        title: str = "typed keys and values (Schema Registry payloads; imply --print-data-log)") -> None:
+    g = p.add_argument_group(title)
     g.add_argument("--value-decoder", choices=TYPED_DECODERS, default=None,
                    help="print values decoded: registry (Confluent framing: id prefix or header id), "
                         "or avro/protobuf/json (bare payloads, with --value-schema)")
@@ -156,6 +157,33 @@ class TypedDump:
                 if e is not None:
                     o[f"{side}_error"] = e
         return out
+
+
+def decode_from_args(args) -> Optional[dict]:
+    """The typed flags as :func:`kafkarec.registry.decode_table`'s keyword arguments (the
+    registry loaded), or None when neither side is decoded; a bad flag is a usage error."""
+    if not (getattr(args, "value_decoder", None) or getattr(args, "key_decoder", None)):
+        return None
+    from kafkarec import registry as kr
+    from kafkarec.errors import UsageError
+    if args.registry is None and "registry" in (args.value_decoder, args.key_decoder):
+        raise UsageError("--value-decoder/--key-decoder registry needs --registry SOURCE")
+    try:
+        reg = kr.load(args.registry) if args.registry else None
+    except (KafkaRecError, OSError) as e:
+        raise UsageError(f"--registry: {e}") from None
+    out: dict = {"registry": reg, "value": bool(args.value_decoder), "key": bool(args.key_decoder)}
+    for side in ("value", "key"):
+        if getattr(args, f"{side}_decoder"):
+            schema_file = getattr(args, f"{side}_schema")
+            try:
+                schema = open(schema_file, encoding="utf-8").read() if schema_file else None
+            except OSError as e:
+                raise UsageError(f"--{side}-schema: {e}") from None
+            out.update({f"{side}_format": getattr(args, f"{side}_decoder"),
+                        f"{side}_subject": getattr(args, f"{side}_subject"),
+                        f"{side}_reader_schema": schema, f"{side}_message": getattr(args, f"{side}_message")})
+    return out
 
 
 def typed_from_args(args):

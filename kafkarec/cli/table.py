@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS, jdump
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS
 from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError
 
 __all__ = ["add_parser", "run"]
@@ -36,7 +36,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--cdc", choices=("debezium",),
                    help="the topics hold Debezium change events: print the table they mirror (deletes "
                         "and truncates applied), each row with op, before, after, source and ts_ms "
-                        "(before/after/source as JSON objects), cdcError when a value is no envelope")
+                        "(before/after/source as JSON objects), cdcError when a value is no envelope; "
+                        "with --value-decoder the events are Avro (Protobuf, JSON Schema) through the registry")
+    from kafkarec.cli.schemas import add_typed_arguments
+    add_typed_arguments(p, "typed keys and values (Schema Registry payloads, printed as JSON; "
+                           "value_schema_id/key_schema_id and _corrupt_record added)")
     from kafkarec.cli.selection_args import add_selection_arguments
     add_selection_arguments(p)       # --topics, --end-offset, --end-time (the state as of then) ...
     p.set_defaults(func=run)
@@ -57,32 +61,36 @@ def _buffer_size(text: str) -> int:
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec import table
     from kafkarec.cli.selection_args import selection_from_args, storage_options_from_args
+    from kafkarec.cli.schemas import decode_from_args, _json_default
     render = PAYLOAD_RENDERERS[args.payload_encoding]
+    decode = decode_from_args(args)
     try:
         state = table.latest(args.path, selection=selection_from_args(args),
                              read_committed=args.read_committed, buffer_bytes=args.dedupe_buffer_size,
-                             storage_options=storage_options_from_args(args), cdc=args.cdc)
+                             storage_options=storage_options_from_args(args), cdc=args.cdc, decode=decode)
     except (StorageError, SelectionError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:
         raise UsageError(f"{args.path}: no such file or directory") from None
-    except (OSError, KafkaRecError, MemoryError) as e:
+    except (OSError, KafkaRecError, MemoryError, ValueError) as e:
         where = getattr(e, "file", None)
         err.write(f"kafkarec table: {where + ': ' if where else ''}{e}\n")
         return EXIT_PROBLEMS
     t = state.table
     t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
                      t.column("timestamp").cast("int64"))
+    typed_sides = {side for side in ("key", "value") if decode is not None and decode[side]}
     for row in t.to_pylist():
-        row["key"] = render(row["key"])
-        row["value"] = render(row["value"])
+        for side in ("key", "value"):
+            if side not in typed_sides:            # typed sides are JSON values already
+                row[side] = render(row[side])
         if row["headers"] is not None:
             row["headers"] = [{"key": h["key"], "value": None if h["value"] is None else render(h["value"])}
                               for h in row["headers"]]
         for image in ("before", "after", "source"):
-            if row.get(image) is not None:               # --cdc: Debezium's JSON, as objects
+            if isinstance(row.get(image), str):          # --cdc: Debezium's JSON, as objects
                 row[image] = json.loads(row[image])
-        out.write(jdump(row) + "\n")
+        out.write(json.dumps(row, separators=(",", ":"), ensure_ascii=False, default=_json_default) + "\n")
     s = state.stats
     partitions = len(set(zip(t.column("topic").to_pylist(), t.column("partition").to_pylist())))
     err.write(f"{s.rows} live keys in {partitions} partition(s) from {s.records} records "

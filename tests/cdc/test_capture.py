@@ -82,3 +82,79 @@ def test_command_line_prints_the_mirrored_table(debezium_capture):
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert sorted((r["after"] for r in rows), key=lambda r: r["id"]) == final["customers"]
     assert all(r["op"] in ("c", "u", "r") and r["source"]["table"] == "customers" for r in rows)
+
+
+# --- Debezium's Avro through a Schema Registry (the "avro." topics and the capture's _schemas) ---
+
+def _after_rows(table):
+    return sorted(table.column("after").to_pylist(), key=lambda r: r["id"])
+
+
+def test_avro_events_are_registry_framed_and_registered(debezium_capture):
+    from kafkarec import registry
+    log_dir, _ = debezium_capture
+    reg = registry.load(log_dir)
+    assert {"avro.public.customers-key", "avro.public.customers-value",
+            "avro.public.orders-key", "avro.public.orders-value"} <= set(reg.subjects())
+    rows = log_rows(log_dir, "avro.public.customers")
+    assert rows and all(r["value"] is None or r["value"][:1] == b"\0" for r in rows)
+
+
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_the_mirrored_table_from_avro_is_the_databases_select(debezium_capture, table):
+    """latest(cdc="debezium", decode=registry): op read from each decoded envelope; the live
+    keys' typed ``after`` images are the database's final SELECT (the truncate of orders and
+    the primary-key change applied)."""
+    import kafkarec.table
+    log_dir, final = debezium_capture
+    state = kafkarec.table.latest(log_dir, topics=[f"avro.public.{table}"], cdc="debezium",
+                                  decode={"registry": log_dir, "key": True}).table
+    assert state.column("_corrupt_record").null_count == state.num_rows
+    assert state.column("cdcError").null_count == state.num_rows
+    assert _after_rows(state) == final[table]
+    assert set(state.column("op").to_pylist()) <= {"c", "u", "r"}
+    assert [k["id"] for k in state.column("key").to_pylist()] == [a["id"] for a in state.column("after").to_pylist()]
+
+
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_avro_change_rows_are_the_json_converters(debezium_capture, table):
+    """Each Avro change event decodes to the JSON converter's event of the same change: op,
+    before, after, ts_ms, and source's fields."""
+    from kafkarec import cdc, registry
+    log_dir, _ = debezium_capture
+
+    def read(topic):
+        (path,) = glob.glob(os.path.join(log_dir, topic + "-0", "*.log"))
+        with open(path, "rb") as fh:
+            return kafkarec.to_arrow(fh.read())
+    typed = registry.decode_table(read(f"avro.public.{table}"), registry.load(log_dir),
+                                  topic=f"avro.public.{table}")
+    assert typed.column("_corrupt_record").null_count == typed.num_rows
+    avro = cdc.typed_changes(typed.column("value"), typed.column("_corrupt_record"))
+    plain = cdc.changes(read(f"plain.public.{table}"))
+    assert avro["op"].to_pylist() == plain.column("op").to_pylist()
+    for image in ("before", "after"):
+        assert avro[image].to_pylist() == [None if v is None else json.loads(v)
+                                           for v in plain.column(image).to_pylist()]
+    assert avro["ts_ms"].to_pylist() == plain.column("ts_ms").to_pylist()
+    for a, p in zip(avro["source"].to_pylist(), plain.column("source").to_pylist()):
+        assert (a is None) == (p is None)
+        if a is not None:
+            p = json.loads(p)
+            assert {k: a[k] for k in ("connector", "db", "schema", "table", "lsn", "txId")} == \
+                   {k: p[k] for k in ("connector", "db", "schema", "table", "lsn", "txId")}
+    assert avro["cdcError"].null_count == len(avro["cdcError"])
+
+
+def test_command_line_prints_the_mirrored_table_from_avro(debezium_capture):
+    import subprocess
+    import sys
+    log_dir, final = debezium_capture
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "table", log_dir, "--topics", "avro.public.customers",
+                           "--cdc", "debezium", "--registry", log_dir, "--value-decoder", "registry",
+                           "--key-decoder", "registry"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted((r["after"] for r in rows), key=lambda r: r["id"]) == final["customers"]
+    assert [r["key"] for r in rows] == [{"id": r["after"]["id"]} for r in rows]
+    assert all(r["op"] in ("c", "u", "r") and r["source"]["table"] == "customers" for r in rows)

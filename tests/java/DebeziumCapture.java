@@ -5,10 +5,14 @@
 //        HOST PORT USER DBNAME TABLES OUT_DIR
 //
 // TABLES: Debezium's table.include.list (public.customers,public.capture_done).  The engine
-// snapshots, then streams; every change event is serialized by Kafka Connect's JsonConverter
-// twice, as a Connect worker would with schemas.enable=true (topic "<prefix>.<schema>.<table>",
-// prefix "dbz") and false (prefix "plain"), and written by Kafka's record classes
-// (MemoryRecords, 20 records a batch) into OUT_DIR/<topic>-0/00000000000000000000.log.
+// snapshots, then streams; every change event is serialized three times, as Connect workers
+// would: by Kafka Connect's JsonConverter with schemas.enable=true (topic
+// "<prefix>.<schema>.<table>", prefix "dbz") and false (prefix "plain"), and as Avro through a
+// Schema Registry (prefix "avro": Kafka Connect's Avro mapping, Apicurio's AvroData, written by
+// Apache Avro's GenericDatumWriter in Confluent's framing, magic byte 0 and the schema id; the
+// registry's own log, the Confluent Schema Registry's _schemas records, is written beside the
+// topics, subjects <topic>-key and <topic>-value under TopicNameStrategy).  Kafka's record
+// classes (MemoryRecords, 20 records a batch) write OUT_DIR/<topic>-0/00000000000000000000.log.
 // Prints "snapshot done" once the snapshot's last record arrived, stops at the first event of
 // a table named capture_done, writes the logs, prints "done <events>" and exits 0 (1 after
 // 300 s without it).
@@ -35,6 +39,13 @@ import org.apache.kafka.common.record.MemoryRecords;
 import org.apache.kafka.common.record.SimpleRecord;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.json.JsonConverter;
+import io.apicurio.registry.serde.avro.NonRecordContainer;
+import io.apicurio.registry.utils.converter.avro.AvroData;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.EncoderFactory;
 import org.apache.kafka.connect.source.SourceRecord;
 
 public class DebeziumCapture {
@@ -86,6 +97,7 @@ public class DebeziumCapture {
                     synchronized (TOPICS) {
                         add(r, "dbz", withSchema);
                         add(r, "plain", plain);
+                        addAvro(r);
                         events[0]++;
                     }
                     if (!snapshotDone[0] && r.value() instanceof Struct v && v.schema().field("source") != null) {
@@ -116,6 +128,7 @@ public class DebeziumCapture {
             System.exit(1);
         }
         synchronized (TOPICS) {
+            TOPICS.put("_schemas", SCHEMAS);
             for (Map.Entry<String, List<SimpleRecord>> e : TOPICS.entrySet()) {
                 Path dir = out.resolve(e.getKey() + "-0");
                 Files.createDirectories(dir);
@@ -142,5 +155,71 @@ public class DebeziumCapture {
         byte[] value = r.value() == null ? null : conv[1].fromConnectData(topic, r.valueSchema(), r.value());
         long ts = r.timestamp() == null ? System.currentTimeMillis() : r.timestamp();
         TOPICS.computeIfAbsent(topic, t -> new ArrayList<>()).add(new SimpleRecord(ts, key, value));
+    }
+
+    // --- Avro through a Schema Registry, as Confluent's AvroConverter would write it ---------
+
+    static final AvroData AVRO = new AvroData(100);
+    static final List<SimpleRecord> SCHEMAS = new ArrayList<>();
+    static final Map<String, Integer> IDS = new LinkedHashMap<>();          // schema text -> id
+    static final Map<String, Map<String, Integer>> VERSIONS = new LinkedHashMap<>();  // subject -> text -> version
+
+    static void addAvro(SourceRecord r) throws RuntimeException {
+        String topic = "avro" + r.topic().substring(r.topic().indexOf('.'));
+        byte[] key = r.key() == null ? null : avro(topic + "-key", r.keySchema(), r.key());
+        byte[] value = r.value() == null ? null : avro(topic + "-value", r.valueSchema(), r.value());
+        long ts = r.timestamp() == null ? System.currentTimeMillis() : r.timestamp();
+        TOPICS.computeIfAbsent(topic, t -> new ArrayList<>()).add(new SimpleRecord(ts, key, value));
+    }
+
+    /** Confluent's wire format: 0, the schema id (4 bytes, big-endian), the Avro binary body. */
+    static byte[] avro(String subject, org.apache.kafka.connect.data.Schema schema, Object data) {
+        org.apache.avro.Schema avroSchema = AVRO.fromConnectSchema(schema);
+        Object datum = AVRO.fromConnectData(schema, data);
+        if (datum instanceof NonRecordContainer<?> c) datum = c.getValue();
+        int id = register(subject, avroSchema.toString());
+        try {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            bytes.write(0);
+            bytes.write(ByteBuffer.allocate(4).putInt(id).array());
+            BinaryEncoder enc = EncoderFactory.get().directBinaryEncoder(bytes, null);
+            new GenericDatumWriter<Object>(avroSchema).write(datum, enc);
+            enc.flush();
+            return bytes.toByteArray();
+        } catch (java.io.IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** The id of a schema text (one id per distinct text, as the registry gives), registering
+     *  it under the subject as its next version the first time: a SCHEMA record in _schemas. */
+    static int register(String subject, String text) {
+        Integer id = IDS.get(text);
+        if (id == null) {
+            id = IDS.size() + 1;
+            IDS.put(text, id);
+        }
+        Map<String, Integer> versions = VERSIONS.computeIfAbsent(subject, s -> new LinkedHashMap<>());
+        if (!versions.containsKey(text)) {
+            int version = versions.size() + 1;
+            versions.put(text, version);
+            String key = "{\"keytype\":\"SCHEMA\",\"subject\":" + quote(subject) + ",\"version\":" + version
+                + ",\"magic\":1}";
+            String value = "{\"subject\":" + quote(subject) + ",\"version\":" + version + ",\"id\":" + id
+                + ",\"schema\":" + quote(text) + ",\"deleted\":false}";
+            SCHEMAS.add(new SimpleRecord(System.currentTimeMillis(), key.getBytes(StandardCharsets.UTF_8),
+                                         value.getBytes(StandardCharsets.UTF_8)));
+        }
+        return id;
+    }
+
+    static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
     }
 }
