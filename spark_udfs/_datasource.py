@@ -39,7 +39,8 @@ view                        log          ``log``: every record; ``latest``: each
                                          (:mod:`kafkarec.table`; read as URIs are)
 cdc                         (none)       ``debezium``: values are Debezium change events; adds op,
                                          before, after, source, ts_ms, cdcError; with view=latest
-                                         the table they mirror (:mod:`kafkarec.cdc`)
+                                         the table they mirror (:mod:`kafkarec.cdc`); with
+                                         valueFormat, Avro (...) envelopes: typed before/after
 dedupeBufferSize            128m         view=latest: the key map's size per task (as Kafka's
                                          ``log.cleaner.dedupe.buffer.size``; more keys cost
                                          more passes, never more memory)
@@ -169,10 +170,6 @@ class KafkaRecDataSource(DataSource):
     def schema(self):
         from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
         if _typed.wanted(self.options):
-            if _cdc(_lower(self.options)) is not None:
-                raise ValueError("kafkarec data source: option cdc reads Debezium's JSON change events "
-                                 "from the value bytes; it cannot be combined with valueFormat/keyFormat "
-                                 "(Debezium's Avro through the registry is not read yet)")
             return _typed.typed_schema(self.options, type(self)(_typed._stripped(self.options)).schema())
         o = _lower(self.options)
         mode = normalize_mode(o.get("mode"))

@@ -347,13 +347,47 @@ def _topic_of(options) -> Optional[str]:
 
 
 def _stripped(options) -> dict:
-    return {k: v for k, v in dict(options).items() if str(k).lower() not in TYPED_OPTIONS}
+    """The options the plain read under a typed one takes: not the typed ones, nor ``cdc``
+    (Debezium's envelopes are typed values then: this layer applies their rules)."""
+    return {k: v for k, v in dict(options).items() if str(k).lower() not in TYPED_OPTIONS | {"cdc"}}
+
+
+def _cdc(options) -> Optional[str]:
+    from kafkarec.cdc import parse_cdc
+    return parse_cdc(_lower(options).get("cdc"))
+
+
+def _cdc_fields(value_side) -> list:
+    """Spark fields of the change-event columns for a typed value side (Debezium envelopes):
+    op, before, after, source (the envelope's own types), ts_ms, cdcError."""
+    from pyspark.sql import types as T
+    from kafkarec.cdc import envelope_type_problem, typed_change_types
+    if value_side is None:
+        raise ValueError("kafkarec data source: option cdc with keyFormat needs valueFormat too "
+                         "(the change events are the values)")
+    arrow_type = value_side.column(value_side.topic).arrow_type
+    problem = envelope_type_problem(arrow_type)
+    if problem is not None:
+        raise ValueError(f"kafkarec data source: option cdc: {problem}")
+    return [T.StructField(name, spark_type_of(t), True) for name, t in typed_change_types(arrow_type)]
+
+
+class _EnvelopeOps:
+    """What :class:`kafkarec.cdc.Debezium` calls to read ``op``s under a typed read with
+    view=latest: the value side's decoder (picklable, rebuilt on executors)."""
+
+    def __init__(self, side) -> None:
+        self.side = side
+
+    def __call__(self, values, headers=None):
+        return self.side.decode(values, headers)
 
 
 def typed_schema(options, base):
     """The data source's schema with typed ``key``/``value`` and their schema id columns."""
     from pyspark.sql import types as T
     sides = {s.side: s for s in _sides(options, _topic_of(options))}
+    cdc_fields = _cdc_fields(sides.get("value")) if _cdc(options) is not None else []
     fields = []
     for f in base.fields:
         if f.name in sides:
@@ -366,6 +400,13 @@ def typed_schema(options, base):
         if side in sides:
             fields.insert(at, T.StructField(SCHEMA_ID_COLUMN[side], T.LongType(), True))
             at += 1
+    if cdc_fields:                  # where the plain read puts them: before the corrupt-record column
+        names = [f.name for f in fields]
+        at = len(fields)
+        corrupt = _lower(options).get("columnnameofcorruptrecord") or "_corrupt_record"
+        if corrupt in names:
+            at = names.index(corrupt)
+        fields[at:at] = cdc_fields
     return T.StructType(fields)
 
 
@@ -394,6 +435,12 @@ class TypedRows:
         self.topic = _topic_of(source.options)
         self.sides = _sides(source.options, self.topic)
         typed_names = {s.side for s in self.sides} | {SCHEMA_ID_COLUMN[s.side] for s in self.sides}
+        # cdc=debezium: the values are Debezium envelopes; their columns come from the typed value
+        self.cdc = _cdc(source.options)
+        if self.cdc is not None:
+            value_side = next((s for s in self.sides if s.side == "value"), None)
+            typed_names |= {f.name for f in _cdc_fields(value_side)}
+            self.envelope_ops = _EnvelopeOps(value_side)
         base = plain.schema()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
                 or f.name in {s.side for s in self.sides}]
@@ -428,6 +475,9 @@ class TypedRows:
                 arr, ids, errs = self._by_topic(s, cols, topics)
             typed[s.side] = arr
             typed[SCHEMA_ID_COLUMN[s.side]] = ids
+            if self.cdc is not None and s.side == "value":
+                from kafkarec.cdc import typed_changes
+                typed.update(typed_changes(arr, errs))
             if errs.null_count != n:
                 tagged = pc.binary_join_element_wise(pa.scalar(f"{s.side}: "), errs, "")
                 reasons = tagged if reasons is None else pc.coalesce(reasons, tagged)
@@ -492,6 +542,10 @@ class TypedReader(DataSourceReader):
         self.rows = TypedRows(source, schema)
         self.schema = schema
         self.inner = self.rows.plain_source.reader(self.rows.plain_schema)
+        if self.rows.cdc is not None and getattr(getattr(self.inner, "config", None), "view", None) == "latest":
+            # The keyed state applies Debezium's rules with op read from the decoded envelopes.
+            from kafkarec.cdc import Debezium
+            self.inner.config.cdc = Debezium(self.rows.envelope_ops)
 
     def partitions(self):
         return self.inner.partitions()

@@ -158,3 +158,15 @@ def test_command_line_prints_the_mirrored_table_from_avro(debezium_capture):
     assert sorted((r["after"] for r in rows), key=lambda r: r["id"]) == final["customers"]
     assert [r["key"] for r in rows] == [{"id": r["after"]["id"]} for r in rows]
     assert all(r["op"] in ("c", "u", "r") and r["source"]["table"] == "customers" for r in rows)
+
+
+def test_typed_values_that_are_no_envelopes_are_refused_before_reading(tmp_path):
+    """cdc with a typed value whose schema has no op/before/after: a clear error, no rows."""
+    import sys
+    import kafkarec.table
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "registry"))
+    import world
+    world.build(str(tmp_path))
+    with pytest.raises(ValueError, match="not a Debezium envelope"):
+        kafkarec.table.latest(str(tmp_path), topics=["orders"], cdc="debezium",
+                              decode={"registry": str(tmp_path)})
