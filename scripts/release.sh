@@ -44,10 +44,7 @@ fi
 VERSION="$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ROOT/kafkarec/__init__.py")"
 echo "kafkarec $VERSION: building for ${#PYTHONS[@]} Pythons into $DIR" >&2
 
-WHEELS=()
-for py in "${PYTHONS[@]}"; do
-    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
-done
+WHEELS=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "${PYTHONS[0]}")")
 
 # The sdist, from the first Python's build environment (it has setuptools and Cython).
 first_tag="$("${PYTHONS[0]}" -c 'import sys; print(sys.implementation.cache_tag)')"
@@ -82,14 +79,27 @@ assert records == [(42, b"k", b"v"), (43, None, b"w")], records
 print(f"  {sys.argv[1]}: kafkarec {kafkarec.__version__} decodes", file=sys.stderr)
 PY
 }
+rm -rf "$CHECK"
 mkdir -p "$CHECK"
+# The sdist's check compiles the whole core again, in pip's own build environment (not in
+# build/, which the wheel builds share): it runs while the other Pythons' wheels are built,
+# one job on each of two cores.  Its dependencies come from a copy of DIR as it is now (the
+# first Python's wheels are there; other builds keep writing DIR), else from the index.
+SNAPSHOT="$CHECK/find-links"
+mkdir -p "$SNAPSHOT"
+cp "$DIR"/*.whl "$SNAPSHOT"/
+check "${PYTHONS[0]}" "$(basename "$SDIST")" --find-links "$SNAPSHOT" "$SDIST" &
+SDIST_CHECK=$!
+trap 'kill "$SDIST_CHECK" 2>/dev/null || true; rm -rf "${tmp:-}"' EXIT
+for py in "${PYTHONS[@]:1}"; do
+    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
+done
 i=0
 for py in "${PYTHONS[@]}"; do
     wheel="${WHEELS[$i]}"; i=$((i + 1))
     check "$py" "$(basename "$wheel")" --no-index --find-links "$DIR" "$wheel"
 done
-# the sdist's dependencies come from DIR where they are there (else from the index)
-check "${PYTHONS[0]}" "$(basename "$SDIST")" --find-links "$DIR" "$SDIST"
+wait "$SDIST_CHECK" || { echo "release.sh: the sdist's check failed" >&2; exit 1; }
 rm -rf "$CHECK"
 echo "release $VERSION in $DIR:" >&2
 (cd "$DIR" && ls -1 kafkarec-*) >&2
