@@ -30,6 +30,7 @@ __all__ = [
     "CorruptSnapshotError",
     "CheckpointError",
     "TransformedSegmentError",
+    "RemoteObjectError",
     "SelectionError",
     "StorageError",
     "AvroSchemaError",
@@ -164,6 +165,20 @@ class CheckpointError(SideFileError):
 
 class TransformedSegmentError(KafkaRecError, ValueError):
     """A remote segment that its storage plugin compressed or encrypted (not Kafka's bytes)."""
+
+
+class RemoteObjectError(TransformedSegmentError):
+    """An object a tiered-storage plugin wrote that cannot be turned back into Kafka's bytes:
+    a manifest that is not one, a chunk index that points past its object, a chunk that does
+    not decrypt (wrong key, bad tag) or decompress, a missing or wrong key pair.  ``object``
+    names the object (a URI), ``chunk`` the chunk (its index, or None), ``reason`` says why."""
+
+    def __init__(self, object: str, reason: str, *, chunk: "int | None" = None) -> None:
+        self.object = object
+        self.chunk = chunk
+        self.reason = reason
+        where = object if chunk is None else f"{object}, chunk {chunk}"
+        super().__init__(f"{where}: {reason}")
 
 
 class SelectionError(KafkaRecError, ValueError):

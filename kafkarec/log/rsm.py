@@ -1,0 +1,545 @@
+"""Segments as Aiven's tiered-storage plugin stores them, read back as Kafka's bytes.
+
+The plugin (Aiven-Open/tiered-storage-for-apache-kafka, its ``RemoteStorageManager``) stores
+each segment as three objects under ``<key.prefix><topic>-<topic id>/<partition>/<20-digit
+start offset>-<segment id>``:
+
+* ``.log``: the segment cut into chunks of ``chunk.size`` original bytes, each chunk one zstd
+  frame when ``compression.enabled``, then ``IV (12 bytes) || AES-256-GCM ciphertext || tag
+  (16 bytes)`` when ``encryption.enabled`` (the segment's data key, its AAD authenticated with
+  every chunk); chunks back to back, nothing else.  Without either option, a byte copy.
+* ``.indexes``: the side files back to back (offset index, time index, producer snapshot,
+  leader-epoch checkpoint, transaction index), each one blob, encrypted like a chunk, never
+  compressed.
+* ``.rsm-manifest``: JSON: the chunk index (``fixed`` sizes, or ``variable``: the stored
+  sizes as a zstd frame of a small big-endian code, base64), where each side file sits in
+  ``.indexes``, whether compression and encryption are on, and the data key wrapped with RSA
+  (OAEP, SHA3-512 for the hash and for MGF1) by the key pair it names (``<id>:<base64>``).
+
+:func:`parse_manifest` reads a manifest, :class:`KeyRing` unwraps data keys with the private
+keys the user gives (the plugin's ``encryption.key.pairs`` config), :class:`SegmentObject`
+reads any byte range of the original segment fetching, decrypting and decompressing only the
+chunks that hold it (a few chunks in memory), and :func:`side_files` splits ``.indexes``.
+Anything that does not turn back into the original bytes (a manifest that is not one, a chunk
+index pointing past its object, a wrong or missing key, a failed tag, a chunk of the wrong
+size) raises :class:`kafkarec.RemoteObjectError` naming the object and the chunk.
+
+    >>> from kafkarec.log import rsm, storage                                   # doctest: +SKIP
+    >>> st, root = storage.resolve("/var/tiered")                             # doctest: +SKIP
+    >>> keys = rsm.KeyRing.from_config(rsm.load_config("rsm.properties"))     # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import struct
+from collections import OrderedDict
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from kafkarec.errors import RemoteObjectError, TransformedSegmentError
+
+__all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
+           "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "SegmentObject",
+           "side_files", "oaep_sha3_512_decrypt", "MANIFEST_LIMIT"]
+
+#: The side files in ``.indexes``, in the plugin's order, by the manifest's names.
+SIDE_FILES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
+IV_BYTES = 12
+TAG_BYTES = 16
+DATA_KEY_BYTES = 32
+MANIFEST_LIMIT = 16 << 20           # a manifest is a few hundred bytes; refuse anything absurd
+CACHED_CHUNKS = 4                   # chunks kept per open object: a read crossing chunk ends
+
+
+# --- the manifest ---------------------------------------------------------------------------
+
+class ChunkIndex(NamedTuple):
+    """Where each chunk is: chunk ``i`` holds original bytes ``[i * original_chunk_size,
+    min(+original_chunk_size, original_file_size))`` and is stored at ``stored[i]`` ..
+    ``stored[i + 1]`` of the ``.log`` object."""
+    original_chunk_size: int
+    original_file_size: int
+    stored: Tuple[int, ...]          # chunk count + 1 positions, the first 0
+
+    @property
+    def count(self) -> int:
+        return len(self.stored) - 1
+
+    def original(self, i: int) -> Tuple[int, int]:
+        start = i * self.original_chunk_size
+        return start, min(start + self.original_chunk_size, self.original_file_size)
+
+    def chunks(self, start: int, end: int) -> range:
+        """The chunks holding original bytes ``[start, end)``."""
+        end = min(end, self.original_file_size)
+        if end <= start:
+            return range(0)
+        return range(start // self.original_chunk_size, (end - 1) // self.original_chunk_size + 1)
+
+
+class Encryption(NamedTuple):
+    key_pair_id: str
+    wrapped_key: bytes
+    aad: bytes
+
+
+class SegmentManifest(NamedTuple):
+    chunk_index: ChunkIndex
+    side_files: Dict[str, Tuple[int, int]]     # name -> (position, size) in ``.indexes``
+    compression: bool
+    encryption: Optional[Encryption]
+    segment: dict                               # remoteLogSegmentMetadata, as written (may be {})
+
+    @property
+    def transformed(self) -> bool:
+        return self.compression or self.encryption is not None
+
+
+def _int(doc: Any, name: str, where: str, *, minimum: int = 0) -> int:
+    v = doc.get(name) if isinstance(doc, dict) else None
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum or v > 2**62:
+        raise RemoteObjectError(where, f"not a segment manifest: {name} is {v!r}")
+    return v
+
+
+def _b64(text: Any, what: str, where: str) -> bytes:
+    if not isinstance(text, str):
+        raise RemoteObjectError(where, f"not a segment manifest: {what} is {text!r}")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise RemoteObjectError(where, f"{what} is not base64") from None
+
+
+def decode_chunk_sizes(data: bytes, where: str = "chunk index") -> List[int]:
+    """The stored chunk sizes of a ``variable`` chunk index (the plugin's binary code, after
+    zstd): ``int32 n``, then for n = 1 ``int32 size``; for n >= 2 ``int32 base, int8 width,
+    (n - 1) unsigned width-byte deltas from base, int32 last size`` (big-endian)."""
+    def need(n, at):
+        if at + n > len(data):
+            raise RemoteObjectError(where, f"chunk sizes end after {len(data)} bytes, {at + n} needed")
+    need(4, 0)
+    (n,) = struct.unpack_from(">i", data, 0)
+    if n < 0:
+        raise RemoteObjectError(where, f"chunk count {n}")
+    if n == 0:
+        return []
+    if n == 1:
+        need(4, 4)
+        return [struct.unpack_from(">i", data, 4)[0]]
+    need(5, 4)
+    base, width = struct.unpack_from(">iB", data, 4)
+    if not 1 <= width <= 4:
+        raise RemoteObjectError(where, f"chunk size width {width}, not 1 to 4")
+    need((n - 1) * width + 4, 9)
+    sizes = [base + int.from_bytes(data[9 + i * width:9 + (i + 1) * width], "big") for i in range(n - 1)]
+    sizes.append(struct.unpack_from(">i", data, 9 + (n - 1) * width)[0])
+    return sizes
+
+
+def _zstd_frame(data: bytes, limit: int, where: str, chunk: Optional[int] = None) -> bytes:
+    import zstandard
+    try:
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+    except zstandard.ZstdError as exc:
+        raise RemoteObjectError(where, f"not a zstd frame of at most {limit} bytes ({exc})", chunk=chunk) from None
+
+
+def parse_manifest(data: bytes, where: str = "segment manifest") -> SegmentManifest:
+    """A ``.rsm-manifest`` (``where`` names it in errors)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RemoteObjectError(where, f"not a segment manifest: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or str(doc.get("version")) != "1":
+        version = doc.get("version") if isinstance(doc, dict) else None
+        raise RemoteObjectError(where, f"not a segment manifest of version 1 (version {version!r})")
+    ci = doc.get("chunkIndex")
+    if not isinstance(ci, dict):
+        raise RemoteObjectError(where, "not a segment manifest: no chunkIndex")
+    chunk = _int(ci, "originalChunkSize", where, minimum=1)
+    size = _int(ci, "originalFileSize", where)
+    count = -(-size // chunk)
+    kind = ci.get("type")
+    if kind == "fixed":
+        each = _int(ci, "transformedChunkSize", where)
+        last = _int(ci, "finalTransformedChunkSize", where)
+        sizes = [each] * max(0, count - 1) + ([last] if count else [])
+    elif kind == "variable":
+        blob = _b64(ci.get("transformedChunks"), "transformedChunks", where)
+        sizes = decode_chunk_sizes(_zstd_frame(blob, 16 + 4 * (count + 1), where), where)
+    else:
+        raise RemoteObjectError(where, f"chunk index type {kind!r}, not fixed or variable")
+    if len(sizes) != count:
+        raise RemoteObjectError(where, f"{len(sizes)} chunk sizes for {count} chunks of {chunk} bytes "
+                                       f"in {size} bytes")
+    if any(s < 0 for s in sizes):
+        raise RemoteObjectError(where, "a negative chunk size")
+    stored = [0]
+    for s in sizes:
+        stored.append(stored[-1] + s)
+    indexes = doc.get("segmentIndexes")
+    sides: Dict[str, Tuple[int, int]] = {}
+    if isinstance(indexes, dict):
+        for name in SIDE_FILES:
+            entry = indexes.get(name)
+            if entry is None:
+                continue
+            sides[name] = (_int(entry, "position", where), _int(entry, "size", where))
+    compression = doc.get("compression", False)
+    if not isinstance(compression, bool):
+        raise RemoteObjectError(where, f"not a segment manifest: compression is {compression!r}")
+    enc = doc.get("encryption")
+    encryption = None
+    if enc is not None:
+        if not isinstance(enc, dict) or not isinstance(enc.get("dataKey"), str) or ":" not in enc["dataKey"]:
+            raise RemoteObjectError(where, "encryption without a dataKey of the form <key pair id>:<base64>")
+        pair, _, wrapped = enc["dataKey"].partition(":")
+        encryption = Encryption(pair, _b64(wrapped, "the wrapped data key", where),
+                                _b64(enc.get("aad"), "aad", where))
+    segment = doc.get("remoteLogSegmentMetadata")
+    return SegmentManifest(ChunkIndex(chunk, size, tuple(stored)), sides, compression, encryption,
+                           segment if isinstance(segment, dict) else {})
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+def _mgf1_sha3_512(seed: bytes, length: int) -> bytes:
+    out = b""
+    counter = 0
+    while len(out) < length:
+        out += hashlib.sha3_512(seed + counter.to_bytes(4, "big")).digest()
+        counter += 1
+    return out[:length]
+
+
+def oaep_sha3_512_decrypt(private_key: Any, ciphertext: bytes) -> bytes:
+    """RSAES-OAEP decryption (RFC 8017, 7.1.2) with SHA3-512 as the hash and in MGF1 and an
+    empty label, what the plugin's Bouncy Castle transformation ``RSA/NONE/OAEPWithSHA3-512
+    AndMGF1Padding`` encrypts with.  (pyca/cryptography refuses SHA3 in OAEP, so the RSA step is
+    the key's own modular exponentiation and the decoding is done here.)  Raises ValueError."""
+    numbers = private_key.private_numbers()
+    n, d = numbers.public_numbers.n, numbers.d
+    k = (n.bit_length() + 7) // 8
+    h = hashlib.sha3_512().digest_size
+    if len(ciphertext) != k or k < 2 * h + 2:
+        raise ValueError(f"a {len(ciphertext)}-byte ciphertext for a {k}-byte key")
+    c = int.from_bytes(ciphertext, "big")
+    if c >= n:
+        raise ValueError("the ciphertext is not below the key's modulus")
+    # CRT would be faster; one unwrap per segment does not need it.
+    em = pow(c, d, n).to_bytes(k, "big")
+    y, masked_seed, masked_db = em[0], em[1:1 + h], em[1 + h:]
+    seed = bytes(a ^ b for a, b in zip(masked_seed, _mgf1_sha3_512(masked_db, h)))
+    db = bytes(a ^ b for a, b in zip(masked_db, _mgf1_sha3_512(seed, k - h - 1)))
+    label_hash, rest = db[:h], db[h:]
+    one = rest.find(b"\x01")
+    # One verdict for every failure (no oracle about which check failed).
+    if y != 0 or label_hash != hashlib.sha3_512(b"").digest() or one < 0 or rest[:one].strip(b"\0"):
+        raise ValueError("decryption error (not wrapped with this key pair)")
+    return rest[one + 1:]
+
+
+class KeyRing:
+    """Private keys by key-pair id (the plugin's ``encryption.key.pairs``), to unwrap each
+    segment's data key.  ``private_keys``: ``{id: PEM bytes (PKCS#8, unencrypted)}``."""
+
+    def __init__(self, private_keys: Dict[str, bytes]) -> None:
+        self.pems = dict(private_keys)
+        self._keys: Dict[str, Any] = {}
+        self._data_keys: "OrderedDict[bytes, bytes]" = OrderedDict()
+
+    def __getstate__(self):
+        return {"pems": self.pems}
+
+    def __setstate__(self, state):
+        self.__init__(state["pems"])
+
+    def __repr__(self) -> str:
+        return f"KeyRing({sorted(self.pems)})"
+
+    @classmethod
+    def from_config(cls, config: "TieredStorageConfig", storage_options: Optional[dict] = None) -> "KeyRing":
+        """The private keys the config's ``encryption.key.pairs.<id>.private.key.file`` name
+        (local paths or URIs)."""
+        pems = {}
+        for pair, (_public, private) in config.key_pairs.items():
+            if private is None:
+                continue
+            pems[pair] = _read_small(private, storage_options, f"encryption.key.pairs.{pair}.private.key.file")
+        return cls(pems)
+
+    def _private(self, pair: str, where: str):
+        key = self._keys.get(pair)
+        if key is None:
+            pem = self.pems.get(pair)
+            if pem is None:
+                known = ", ".join(sorted(self.pems)) or "none"
+                raise RemoteObjectError(where, f"the data key is wrapped with key pair {pair!r}, which the "
+                                               f"key ring does not hold (it holds: {known})")
+            try:
+                from cryptography.hazmat.primitives.serialization import load_pem_private_key
+            except ImportError:
+                raise RemoteObjectError(where, "reading encrypted segments needs the cryptography package "
+                                               "(pip install 'kafkarec[tiered]')") from None
+            try:
+                key = load_pem_private_key(pem, password=None)
+            except (ValueError, TypeError) as exc:
+                raise RemoteObjectError(where, f"key pair {pair!r}: not an unencrypted PEM private key "
+                                               f"({exc})") from None
+            if not hasattr(key, "private_numbers") or not hasattr(key.private_numbers(), "d"):
+                raise RemoteObjectError(where, f"key pair {pair!r}: not an RSA private key")
+            self._keys[pair] = key
+        return key
+
+    def data_key(self, encryption: Encryption, where: str) -> bytes:
+        """The segment's AES key, unwrapped (each wrapped key once)."""
+        cached = self._data_keys.get(encryption.wrapped_key)
+        if cached is not None:
+            return cached
+        key = self._private(encryption.key_pair_id, where)
+        try:
+            data_key = oaep_sha3_512_decrypt(key, encryption.wrapped_key)
+        except ValueError as exc:
+            raise RemoteObjectError(where, f"the data key does not unwrap with key pair "
+                                           f"{encryption.key_pair_id!r}: {exc}") from None
+        if len(data_key) != DATA_KEY_BYTES:
+            raise RemoteObjectError(where, f"the unwrapped data key is {len(data_key)} bytes, not "
+                                           f"{DATA_KEY_BYTES}")
+        self._data_keys[encryption.wrapped_key] = data_key
+        if len(self._data_keys) > 1024:
+            self._data_keys.popitem(last=False)
+        return data_key
+
+
+def _read_small(location: str, storage_options: Optional[dict], what: str, limit: int = 1 << 20) -> bytes:
+    from kafkarec.errors import StorageError
+    from kafkarec.log import storage as _storage
+    try:
+        st, path = _storage.resolve(location, storage_options)
+        return st.read_file(path, limit=limit)
+    except (OSError, StorageError) as exc:
+        raise TransformedSegmentError(f"{what}: {location}: {exc}") from None
+
+
+# --- the plugin's configuration ------------------------------------------------------------------
+
+class TieredStorageConfig(NamedTuple):
+    """The plugin's settings that say how its objects are named and read (``rsm.config.*``
+    in a broker's properties, the prefix optional): ``key.prefix``; the key pairs
+    ``encryption.key.pairs`` with their ``encryption.key.pairs.<id>.public.key.file`` /
+    ``.private.key.file``; and the backend's ``storage.*`` settings (``storage.root`` of the
+    filesystem backend, ``storage.s3.bucket.name``, ``storage.s3.endpoint.url``, ...), kept
+    as given."""
+    key_prefix: str
+    key_pairs: Dict[str, Tuple[Optional[str], Optional[str]]]
+    active_key_pair: Optional[str]
+    settings: Dict[str, str]
+
+    def storage_root(self) -> Optional[str]:
+        """Where the backend stores objects: ``storage.root`` (filesystem backend) or
+        ``s3://<storage.s3.bucket.name>``; None when the config does not say."""
+        if self.settings.get("storage.root"):
+            return self.settings["storage.root"]
+        bucket = self.settings.get("storage.s3.bucket.name")
+        if bucket:
+            return f"s3://{bucket}"
+        return None
+
+
+def load_config(source: Any, storage_options: Optional[dict] = None) -> TieredStorageConfig:
+    """A :class:`TieredStorageConfig` from a properties file (a path or URI), its text, or a
+    dict.  Relative key-file paths are read from the properties file's folder."""
+    base = None
+    if isinstance(source, dict):
+        props = {str(k): str(v) for k, v in source.items()}
+    else:
+        text = None
+        if isinstance(source, (str, os.PathLike)) and "\n" not in str(source) and "=" not in str(source):
+            base = os.path.dirname(os.fspath(source))
+            text = _read_small(os.fspath(source), storage_options, "tieredStorageConfig").decode("utf-8")
+        else:
+            text = str(source)
+        props = _parse_properties(text)
+    settings = {}
+    for k, v in props.items():
+        name = k[len("rsm.config."):] if k.startswith("rsm.config.") else k
+        settings[name] = v
+    pairs = {}
+    for pair in [p.strip() for p in settings.get("encryption.key.pairs", "").split(",") if p.strip()]:
+        files = []
+        for which in ("public", "private"):
+            path = settings.get(f"encryption.key.pairs.{pair}.{which}.key.file")
+            if path and base and not os.path.isabs(path) and "://" not in path:
+                path = os.path.join(base, path)
+            files.append(path or None)
+        pairs[pair] = (files[0], files[1])
+    return TieredStorageConfig(settings.get("key.prefix", ""), pairs,
+                               settings.get("encryption.key.pair.id") or None, settings)
+
+
+def _parse_properties(text: str) -> Dict[str, str]:
+    """Java properties, the subset broker configs use: ``key=value`` or ``key: value`` lines,
+    ``#``/``!`` comments, backslash line continuations."""
+    out: Dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        while line.endswith("\\") and i < len(lines):
+            line = line[:-1] + lines[i].strip()
+            i += 1
+        if not line or line[0] in "#!":
+            continue
+        cut = min([j for j in (line.find("="), line.find(":")) if j >= 0], default=-1)
+        if cut < 0:
+            out[line] = ""
+        else:
+            out[line[:cut].strip()] = line[cut + 1:].strip()
+    return out
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+def _aes_gcm(key: bytes, aad: bytes, blob: bytes, where: str, chunk: Optional[int]) -> bytes:
+    try:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise RemoteObjectError(where, "reading encrypted segments needs the cryptography package "
+                                       "(pip install 'kafkarec[tiered]')", chunk=chunk) from None
+    if len(blob) < IV_BYTES + TAG_BYTES:
+        raise RemoteObjectError(where, f"{len(blob)} bytes: too short for an encrypted chunk (IV and tag "
+                                       f"alone are {IV_BYTES + TAG_BYTES})", chunk=chunk)
+    try:
+        return AESGCM(key).decrypt(blob[:IV_BYTES], blob[IV_BYTES:], aad)
+    except InvalidTag:
+        raise RemoteObjectError(where, "the AES-GCM tag does not verify: the chunk was altered or the data "
+                                       "key is not this segment's", chunk=chunk) from None
+
+
+class SegmentObject:
+    """The original bytes of a segment the plugin stored as ``path`` (its ``.log`` object) with
+    ``manifest``: ranged reads fetch only the chunks a range needs, each decrypted and
+    decompressed once while it is among the last :data:`CACHED_CHUNKS` used.  Offers the
+    ranged-read methods of :class:`kafkarec.log.storage.RangeFile` (``size`` is the original
+    segment's), so every reader of segments reads it."""
+
+    def __init__(self, storage, path: str, manifest: SegmentManifest, keyring: Optional[KeyRing] = None,
+                 object_size: Optional[int] = None) -> None:
+        self.storage = storage
+        self.path = path
+        self.manifest = manifest
+        self.size = manifest.chunk_index.original_file_size
+        self._file = storage.open(path, object_size)
+        self._chunks: "OrderedDict[int, bytes]" = OrderedDict()
+        self._key: Optional[bytes] = None
+        self.keyring = keyring
+        stored_end = manifest.chunk_index.stored[-1]
+        if stored_end != self._file.size:
+            raise RemoteObjectError(self.uri, f"the manifest's chunk index covers {stored_end} bytes, the "
+                                              f"object holds {self._file.size}")
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.path)
+
+    def _data_key(self) -> bytes:
+        if self._key is None:
+            enc = self.manifest.encryption
+            assert enc is not None
+            if self.keyring is None:
+                raise RemoteObjectError(self.uri, f"the segment is encrypted (key pair {enc.key_pair_id!r}): give "
+                                                  f"the plugin's config (tieredStorageConfig) with its private key")
+            self._key = self.keyring.data_key(enc, self.uri)
+        return self._key
+
+    def chunk(self, i: int) -> bytes:
+        """Chunk ``i``'s original bytes."""
+        data = self._chunks.get(i)
+        if data is not None:
+            self._chunks.move_to_end(i)
+            return data
+        ci = self.manifest.chunk_index
+        start, end = ci.stored[i], ci.stored[i + 1]
+        blob = self._file.read_at(start, end - start)
+        if len(blob) != end - start:
+            raise RemoteObjectError(self.uri, f"{len(blob)} of its {end - start} bytes (the object ends early)",
+                                    chunk=i)
+        if self.manifest.encryption is not None:
+            blob = _aes_gcm(self._data_key(), self.manifest.encryption.aad, blob, self.uri, i)
+        o_start, o_end = ci.original(i)
+        if self.manifest.compression:
+            blob = _zstd_frame(blob, ci.original_chunk_size, self.uri, i)
+        if len(blob) != o_end - o_start:
+            raise RemoteObjectError(self.uri, f"{len(blob)} original bytes, not {o_end - o_start}", chunk=i)
+        self._chunks[i] = blob
+        if len(self._chunks) > CACHED_CHUNKS:
+            self._chunks.popitem(last=False)
+        return blob
+
+    def read_at(self, position: int, nbytes: int) -> bytes:
+        if nbytes <= 0 or position >= self.size:
+            return b""
+        end = min(self.size, position + nbytes)
+        ci = self.manifest.chunk_index
+        parts = []
+        for i in ci.chunks(position, end):
+            c_start, _ = ci.original(i)
+            data = self.chunk(i)
+            parts.append(data[max(0, position - c_start):end - c_start])
+        return b"".join(parts)
+
+    def read_into(self, position: int, buf) -> int:
+        mv = memoryview(buf).cast("B")
+        data = self.read_at(position, len(mv))
+        mv[:len(data)] = data
+        return len(data)
+
+    def read_buffer(self, position: int, nbytes: int):
+        import pyarrow as pa
+        return pa.py_buffer(self.read_at(position, nbytes))
+
+    def close(self) -> None:
+        self._file.close()
+        self._chunks.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def side_files(storage, path: str, manifest: SegmentManifest, keyring: Optional[KeyRing] = None,
+               object_size: Optional[int] = None) -> Dict[str, bytes]:
+    """The side files in the ``.indexes`` object ``path``, by the manifest's names
+    (:data:`SIDE_FILES`; ``transaction`` only when the segment has one), as the broker had them."""
+    uri = storage.uri(path)
+    with storage.open(path, object_size) as f:
+        out = {}
+        key = None
+        for name in SIDE_FILES:
+            if name not in manifest.side_files:
+                continue
+            position, size = manifest.side_files[name]
+            if position + size > f.size:
+                raise RemoteObjectError(uri, f"the manifest puts {name} at bytes {position}..{position + size}, "
+                                             f"past the object's {f.size}")
+            blob = f.read_at(position, size) if size else b""
+            if size and manifest.encryption is not None:
+                if key is None:
+                    if keyring is None:
+                        raise RemoteObjectError(uri, "the side files are encrypted: give the plugin's config "
+                                                     "(tieredStorageConfig) with its private key")
+                    key = keyring.data_key(manifest.encryption, uri)
+                try:
+                    blob = _aes_gcm(key, manifest.encryption.aad, blob, uri, None)
+                except RemoteObjectError as exc:
+                    raise RemoteObjectError(uri, f"{name}: {exc.reason}") from None
+            out[name] = blob
+        return out
