@@ -52,7 +52,8 @@ class RangeBatch:
 def wants_ranges(args) -> bool:
     """Whether the command must read through storage/selection (a URI or a selection flag)."""
     return (any(storage.is_uri(p) for p in args.paths)
-            or selection_args.selection_from_args(args) is not None)
+            or selection_args.selection_from_args(args) is not None
+            or bool(getattr(args, "tiered_storage_config", None)))
 
 
 def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:

@@ -38,6 +38,10 @@ def add_storage_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="for URIs: endpoint=URL, region=R, accessKey=K, secretKey=S, "
                              "sessionToken=T, anonymous=true (AWS_* variables work too)")
+    parser.add_argument("--tiered-storage-config", metavar="FILE", default=None,
+                        help="the tiered-storage plugin's properties (its rsm.config.* settings, as the "
+                             "broker was given them): read the segments it stored (chunked, compressed, "
+                             "encrypted) under PATH, with the key pairs it names")
 
 
 def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selection]:
@@ -57,4 +61,6 @@ def storage_options_from_args(args: argparse.Namespace) -> dict:
         if not sep or not key:
             raise selection.SelectionError(f"--storage-option {item!r}: expected KEY=VALUE")
         out[key.strip()] = value
+    if getattr(args, "tiered_storage_config", None):
+        out["tieredStorageConfig"] = args.tiered_storage_config
     return out

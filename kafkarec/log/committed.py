@@ -24,7 +24,7 @@ from typing import Dict, Iterable, Iterator, List, Tuple
 import kafkarec
 from kafkarec import transactions
 from kafkarec.errors import DecodeError
-from kafkarec.log.layout import PartitionLog, check_manifest
+from kafkarec.log.layout import PartitionLog, open_segment
 from kafkarec.log.storage import Storage, iter_pieces
 
 __all__ = ["LogBatch", "aborted_spans", "partition_batches", "read_committed_spans"]
@@ -76,8 +76,7 @@ def partition_batches(storage: Storage, part: PartitionLog) -> Iterator[LogBatch
     reader reports those bytes), and at the segment's ``end_offset`` when a later copy
     holds the offsets from there (:func:`kafkarec.log.layout.scan` de-duplication)."""
     for seg in part.segments:
-        check_manifest(storage, seg)
-        with storage.open(seg.path, seg.size) as f:
+        with open_segment(storage, seg) as f:
             yield from _segment_batches(f, seg.path, seg.end_offset)
 
 

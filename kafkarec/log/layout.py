@@ -12,10 +12,13 @@ rules apply on a local disk and in an object store.  Recognised layouts:
   (plus ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``,
   ``.leader_epoch_checkpoint``), ids in Kafka's 22-character base64 form;
 * remote storage plugins that key objects as
-  ``<prefix>/<topic>-<topic id>/<partition>/<20-digit start offset>-<segment id>.log``
-  (Aiven's tiered storage plugin; its ``.rsm-manifest`` tells whether the plugin
-  compressed or encrypted the segment, which makes it unreadable as Kafka bytes:
-  such segments are reported, not decoded).
+  ``<prefix><topic>-<topic id>/<partition>/<20-digit start offset>-<segment id>.log``
+  (Aiven's tiered storage plugin; its ``.rsm-manifest`` says how the ``.log`` object is
+  chunked, compressed and encrypted and where the side files sit in ``.indexes``: each
+  manifest is read once here, and :func:`open_segment` reads such a segment through
+  :mod:`kafkarec.log.rsm`).  The plugin's ``key.prefix`` is glued to the topic folder's
+  name; with the plugin's config on the storage (``tieredStorageConfig``) it is taken off
+  the topic name again.
 
 A topic-partition found in several places (a broker's local copy and the
 remote copy of the same range, two replicas) is read once: segments are
@@ -27,20 +30,19 @@ segment boundaries still yield each record once.
 """
 from __future__ import annotations
 
-import json
 import posixpath
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from kafkarec.errors import TransformedSegmentError
+from kafkarec.errors import TransformedSegmentError  # noqa: F401  (re-exported)
 from kafkarec.log import names
 from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
-__all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest",
+__all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest", "open_segment",
            "parse_partition_folder", "TransformedSegmentError"]
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
-_KINDS = ("log", "index", "timeindex", "txnindex", "manifest")
+_KINDS = ("log", "index", "timeindex", "txnindex", "manifest", "indexes")
 
 
 class SegmentRef(NamedTuple):
@@ -55,6 +57,9 @@ class SegmentRef(NamedTuple):
     manifest: Optional[FileEntry]
     end_offset: Optional[int] = None   # exclusive bound set by de-duplication (next base offset)
     mtime_ns: Optional[int] = None
+    indexes: Optional[FileEntry] = None  # a plugin's side files in one object (``.indexes``)
+    rsm: Any = None                      # its parsed ``.rsm-manifest`` (kafkarec.log.rsm); size is then
+                                         # the original segment's
 
     @property
     def remote(self) -> bool:
@@ -116,10 +121,14 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         files = by_folder.setdefault(folder, {})
         files.setdefault((base, seg_id), {})[kind] = e
     parts: Dict[Tuple, Dict] = {}
+    tiered_config = getattr(getattr(storage, "tiered", None), "config", None)
+    key_tail = posixpath.basename(tiered_config.key_prefix) if tiered_config is not None else ""
     for folder, segs in by_folder.items():
         tiered = any(sid is not None for _, sid in segs)
         tp = parse_partition_folder(folder, tiered_files=tiered)
         topic, partition, topic_id = tp if tp else (None, None, None)
+        if tiered and topic and key_tail and topic.startswith(key_tail) and len(topic) > len(key_tail):
+            topic = topic[len(key_tail):]           # the plugin's key.prefix, glued to the name
         key = (topic, partition) if tp else (None, folder)
         p = parts.setdefault(key, {"topic": topic, "partition": partition, "topic_id": topic_id,
                                    "folders": [], "segments": []})
@@ -132,7 +141,8 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
                 continue            # side files of a segment that is not there
             p["segments"].append(SegmentRef(log.path, log.size, base, seg_id, kinds.get("index"),
                                             kinds.get("timeindex"), kinds.get("txnindex"),
-                                            kinds.get("manifest"), None, log.mtime_ns))
+                                            kinds.get("manifest"), None, log.mtime_ns, kinds.get("indexes")))
+    _read_manifests(storage, parts)
     out = []
     for key, p in parts.items():
         segments, copies = _dedupe(p["segments"]) if dedupe else (sorted(
@@ -167,22 +177,55 @@ def _dedupe(segments: List[SegmentRef]):
     return bounded, copies
 
 
-def check_manifest(storage: Storage, seg: SegmentRef) -> None:
-    """Raise :class:`TransformedSegmentError` if the segment's ``.rsm-manifest`` says its
-    plugin compressed or encrypted it (its bytes are then chunks of the plugin's format)."""
-    if seg.manifest is None:
+def _read_manifests(storage: Storage, parts: Dict[Tuple, Dict]) -> None:
+    """Each segment with a plugin manifest: the manifest parsed into ``rsm`` and ``size`` the
+    original segment's (what offsets and positions refer to).  A manifest that cannot be read
+    leaves the segment as listed; :func:`check_manifest` reports it when the segment is read."""
+    wanted = [(s.manifest.path, s.manifest.size) for p in parts.values() for s in p["segments"]
+              if s.manifest is not None]
+    if not wanted:
         return
-    try:
-        manifest = json.loads(storage.read_file(seg.manifest.path, seg.manifest.size, limit=16 << 20))
-    except (ValueError, OSError) as exc:
-        raise TransformedSegmentError(
-            f"{storage.uri(seg.manifest.path)}: unreadable segment manifest ({exc}); the segment "
-            f"may be stored in its plugin's format") from None
-    if not isinstance(manifest, dict):
-        raise TransformedSegmentError(f"{storage.uri(seg.manifest.path)}: not a segment manifest")
-    how = [w for w, on in (("compressed", manifest.get("compression")),
-                           ("encrypted", manifest.get("encryption"))) if on]
-    if how:
-        raise TransformedSegmentError(
-            f"{storage.uri(seg.path)} was {' and '.join(how)} by its remote storage plugin (see "
-            f"{posixpath.basename(seg.manifest.path)}): its bytes are not Kafka's log format")
+    from kafkarec.log import rsm
+    found = rsm.read_manifests(storage, wanted)
+    for p in parts.values():
+        segs = p["segments"]
+        for i, s in enumerate(segs):
+            m = found.get(s.manifest.path) if s.manifest is not None else None
+            if m is not None and not isinstance(m, Exception):
+                segs[i] = s._replace(rsm=m, size=m.chunk_index.original_file_size)
+
+
+def check_manifest(storage: Storage, seg: SegmentRef) -> None:
+    """Raise :class:`kafkarec.RemoteObjectError` if the segment has a plugin manifest that
+    could not be read (it says how the segment's object holds its bytes)."""
+    if seg.manifest is None or seg.rsm is not None:
+        return
+    from kafkarec.log import rsm
+    found = rsm.read_manifests(storage, [(seg.manifest.path, seg.manifest.size)])[seg.manifest.path]
+    if isinstance(found, Exception):
+        raise found
+
+
+def open_segment(storage: Storage, seg: SegmentRef):
+    """The segment's bytes for ranged reads (a :class:`kafkarec.log.storage.RangeFile`, or for a
+    segment its plugin chunked, compressed or encrypted a :class:`kafkarec.log.rsm.SegmentObject`
+    of the same methods), its manifest checked first."""
+    check_manifest(storage, seg)
+    if seg.rsm is not None and seg.rsm.transformed:
+        from kafkarec.log.rsm import SegmentObject
+        tiered = getattr(storage, "tiered", None)
+        return SegmentObject(storage, seg.path, seg.rsm, tiered.keyring if tiered is not None else None)
+    return storage.open(seg.path, seg.size)
+
+
+def side_file(storage: Storage, seg: SegmentRef, name: str) -> Optional[bytes]:
+    """A plugin-stored segment's side file (``offset``, ``timestamp``, ``transaction``,
+    ``producerSnapshot``, ``leaderEpoch``) from its ``.indexes`` object, or None when it has no
+    such object or side file."""
+    if seg.rsm is None or seg.indexes is None:
+        return None
+    from kafkarec.log.rsm import side_file as _side_file
+    tiered = getattr(storage, "tiered", None)
+    with storage.open(seg.indexes.path, seg.indexes.size) as f:
+        return _side_file(storage, seg.indexes.path, seg.rsm, name,
+                          tiered.keyring if tiered is not None else None, file=f)

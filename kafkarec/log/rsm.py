@@ -42,8 +42,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
-           "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "SegmentObject",
-           "side_files", "oaep_sha3_512_decrypt", "MANIFEST_LIMIT"]
+           "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "Tiered", "load_tiered",
+           "SegmentObject", "side_file", "side_files", "read_manifests", "oaep_sha3_512_decrypt",
+           "MANIFEST_LIMIT"]
 
 #: The side files in ``.indexes``, in the plugin's order, by the manifest's names.
 SIDE_FILES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
@@ -284,7 +285,7 @@ class KeyRing:
                 from cryptography.hazmat.primitives.serialization import load_pem_private_key
             except ImportError:
                 raise RemoteObjectError(where, "reading encrypted segments needs the cryptography package "
-                                               "(pip install 'kafkarec[tiered]')") from None
+                                               "(pip install cryptography)") from None
             try:
                 key = load_pem_private_key(pem, password=None)
             except (ValueError, TypeError) as exc:
@@ -319,7 +320,7 @@ def _read_small(location: str, storage_options: Optional[dict], what: str, limit
     from kafkarec.errors import StorageError
     from kafkarec.log import storage as _storage
     try:
-        st, path = _storage.resolve(location, storage_options)
+        st, path = _storage._resolve(location, storage_options)      # not the tiered option again
         return st.read_file(path, limit=limit)
     except (OSError, StorageError) as exc:
         raise TransformedSegmentError(f"{what}: {location}: {exc}") from None
@@ -381,6 +382,19 @@ def load_config(source: Any, storage_options: Optional[dict] = None) -> TieredSt
                                settings.get("encryption.key.pair.id") or None, settings)
 
 
+class Tiered(NamedTuple):
+    """What a :class:`kafkarec.log.storage.Storage` knows of the plugin that wrote its objects
+    (the ``tieredStorageConfig`` option): its config and the key ring it names."""
+    config: TieredStorageConfig
+    keyring: KeyRing
+
+
+def load_tiered(source: Any, storage_options: Optional[dict] = None) -> Tiered:
+    """:class:`Tiered` from the plugin's properties (a path, URI, text or dict)."""
+    config = load_config(source, storage_options)
+    return Tiered(config, KeyRing.from_config(config, storage_options))
+
+
 def _parse_properties(text: str) -> Dict[str, str]:
     """Java properties, the subset broker configs use: ``key=value`` or ``key: value`` lines,
     ``#``/``!`` comments, backslash line continuations."""
@@ -411,7 +425,7 @@ def _aes_gcm(key: bytes, aad: bytes, blob: bytes, where: str, chunk: Optional[in
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError:
         raise RemoteObjectError(where, "reading encrypted segments needs the cryptography package "
-                                       "(pip install 'kafkarec[tiered]')", chunk=chunk) from None
+                                       "(pip install cryptography)", chunk=chunk) from None
     if len(blob) < IV_BYTES + TAG_BYTES:
         raise RemoteObjectError(where, f"{len(blob)} bytes: too short for an encrypted chunk (IV and tag "
                                        f"alone are {IV_BYTES + TAG_BYTES})", chunk=chunk)
@@ -515,31 +529,62 @@ class SegmentObject:
         self.close()
 
 
+def side_file(storage, path: str, manifest: SegmentManifest, name: str, keyring: Optional[KeyRing] = None,
+              file: Any = None) -> Optional[bytes]:
+    """One side file (``name``, of :data:`SIDE_FILES`) from the ``.indexes`` object ``path``, as the
+    broker had it; None when the segment has none of that kind.  One ranged read."""
+    if name not in manifest.side_files:
+        return None
+    uri = storage.uri(path)
+    position, size = manifest.side_files[name]
+    f = file if file is not None else storage.open(path)
+    try:
+        if position + size > f.size:
+            raise RemoteObjectError(uri, f"the manifest puts {name} at bytes {position}..{position + size}, "
+                                         f"past the object's {f.size}")
+        blob = f.read_at(position, size) if size else b""
+    finally:
+        if file is None:
+            f.close()
+    if size and manifest.encryption is not None:
+        if keyring is None:
+            raise RemoteObjectError(uri, "the side files are encrypted: give the plugin's config "
+                                         "(tieredStorageConfig) with its private key")
+        try:
+            blob = _aes_gcm(keyring.data_key(manifest.encryption, uri), manifest.encryption.aad, blob, uri, None)
+        except RemoteObjectError as exc:
+            raise RemoteObjectError(uri, f"{name}: {exc.reason}") from None
+    return blob
+
+
 def side_files(storage, path: str, manifest: SegmentManifest, keyring: Optional[KeyRing] = None,
                object_size: Optional[int] = None) -> Dict[str, bytes]:
     """The side files in the ``.indexes`` object ``path``, by the manifest's names
     (:data:`SIDE_FILES`; ``transaction`` only when the segment has one), as the broker had them."""
-    uri = storage.uri(path)
     with storage.open(path, object_size) as f:
         out = {}
-        key = None
         for name in SIDE_FILES:
-            if name not in manifest.side_files:
-                continue
-            position, size = manifest.side_files[name]
-            if position + size > f.size:
-                raise RemoteObjectError(uri, f"the manifest puts {name} at bytes {position}..{position + size}, "
-                                             f"past the object's {f.size}")
-            blob = f.read_at(position, size) if size else b""
-            if size and manifest.encryption is not None:
-                if key is None:
-                    if keyring is None:
-                        raise RemoteObjectError(uri, "the side files are encrypted: give the plugin's config "
-                                                     "(tieredStorageConfig) with its private key")
-                    key = keyring.data_key(manifest.encryption, uri)
-                try:
-                    blob = _aes_gcm(key, manifest.encryption.aad, blob, uri, None)
-                except RemoteObjectError as exc:
-                    raise RemoteObjectError(uri, f"{name}: {exc.reason}") from None
-            out[name] = blob
+            blob = side_file(storage, path, manifest, name, keyring, file=f)
+            if blob is not None:
+                out[name] = blob
         return out
+
+
+def read_manifests(storage, paths: List[Tuple[str, Optional[int]]]) -> Dict[str, Any]:
+    """``{path: SegmentManifest or RemoteObjectError}`` for manifest objects ``(path, size)``,
+    read a few at a time (one small request each)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from kafkarec.errors import StorageError
+
+    def one(item):
+        path, size = item
+        try:
+            return path, parse_manifest(storage.read_file(path, size, limit=MANIFEST_LIMIT), storage.uri(path))
+        except RemoteObjectError as exc:
+            return path, exc
+        except (OSError, StorageError) as exc:
+            return path, RemoteObjectError(storage.uri(path), f"unreadable segment manifest ({exc})")
+    if len(paths) <= 1:
+        return dict(one(p) for p in paths)
+    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+        return dict(pool.map(one, paths))

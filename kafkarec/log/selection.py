@@ -43,9 +43,9 @@ import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
-from kafkarec.errors import DecodeError, SelectionError
+from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
-from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, check_manifest
+from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, side_file
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
@@ -268,8 +268,7 @@ def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8
     source's ``decode_range(piece.data, base=piece.position)``) and keep the rows
     :func:`filter_offsets` keeps."""
     seg = sr.segment
-    check_manifest(storage, seg)
-    with storage.open(seg.path, seg.size) as f:
+    with open_segment(storage, seg) as f:
         walked = [None]                  # the last piece walked (before any trimming)
 
         def walk(start):
@@ -376,7 +375,10 @@ class Resolver:
         if seg.path in self._offset_idx:
             return self._offset_idx[seg.path]
         entries = None
-        if seg.offset_index is not None and seg.offset_index.size:
+        stored = self._stored_side_file(seg, "offset")
+        if stored is not None:
+            entries = self._offset_entries(seg, seg.path + " (.indexes)", stored)
+        elif seg.offset_index is not None and seg.offset_index.size:
             try:
                 data = self.storage.read_file(seg.offset_index.path, seg.offset_index.size)
                 idx = sf.OffsetIndex(seg.offset_index.path, seg.base_offset, data=data)
@@ -398,7 +400,10 @@ class Resolver:
         if seg.path in self._time_idx:
             return self._time_idx[seg.path]
         entries = None
-        if seg.time_index is not None and seg.time_index.size:
+        stored = self._stored_side_file(seg, "timestamp")
+        if stored is not None:
+            entries = self._time_entries(seg, seg.path + " (.indexes)", stored)
+        elif seg.time_index is not None and seg.time_index.size:
             try:
                 data = self.storage.read_file(seg.time_index.path, seg.time_index.size)
                 idx = sf.TimeIndex(seg.time_index.path, seg.base_offset, data=data)
@@ -414,6 +419,44 @@ class Resolver:
                 entries = None
         self._time_idx[seg.path] = entries
         return entries
+
+    def _stored_side_file(self, seg: SegmentRef, name: str) -> Optional[bytes]:
+        """A plugin-stored segment's side file from its ``.indexes`` object (None: not such a
+        segment, or unreadable: the segment is scanned instead)."""
+        if seg.rsm is None:
+            return None
+        try:
+            return side_file(self.storage, seg, name)
+        except (KafkaRecError, OSError) as exc:
+            log.warning("kafkarec: ignoring the %s index of %s (%s); scanning the segment instead",
+                        name, self.storage.uri(seg.path), exc)
+            return None
+
+    def _offset_entries(self, seg: SegmentRef, name: str, data: bytes) -> Optional[list]:
+        if not data:
+            return []
+        try:
+            idx = sf.OffsetIndex(name, seg.base_offset, data=data)
+            idx.sanity_check()
+            entries = [tuple(e) for e in idx.entries()]
+            if not _increasing(entries, seg.base_offset, seg.end_offset, seg.size):
+                raise sf.CorruptIndexError("entries out of order or outside the segment")
+            return entries
+        except sf.SideFileError as exc:
+            log.warning("kafkarec: ignoring %s (%s); scanning its segment instead", name, exc)
+            return None
+
+    def _time_entries(self, seg: SegmentRef, name: str, data: bytes) -> Optional[list]:
+        if not data:
+            return None
+        try:
+            es = [tuple(e) for e in sf.TimeIndex(name, seg.base_offset, data=data).entries()]
+        except sf.SideFileError as exc:
+            log.warning("kafkarec: ignoring %s (%s); scanning its segment instead", name, exc)
+            return None
+        ok = all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(es, es[1:])) and all(
+            seg.base_offset <= o and (seg.end_offset is None or o < seg.end_offset) for _, o in es)
+        return es if ok else None
 
     # offsets -> bytes -----------------------------------------------------------------
     def start_position(self, seg: SegmentRef, offset: int) -> Tuple[int, Optional[int]]:
@@ -466,9 +509,8 @@ class Resolver:
         return None
 
     def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts):
-        check_manifest(self.storage, seg)
         checking = check is not None and start > 0
-        with self.storage.open(seg.path, seg.size) as f:
+        with open_segment(self.storage, seg) as f:
             it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK)
             while True:
                 try:
@@ -509,7 +551,7 @@ class Resolver:
     def last_offset(self, seg: SegmentRef) -> Optional[int]:
         """The last offset of the last whole batch of a segment, or None if it has none."""
         pos, check = self.start_position(seg, 2**63 - 1)
-        with self.storage.open(seg.path, seg.size) as f:
+        with open_segment(self.storage, seg) as f:
             last = None
             checking = check is not None and pos > 0
             try:

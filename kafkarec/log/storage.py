@@ -144,6 +144,7 @@ _OPTION_NAMES = {
     "accesstoken": "access_token", "projectid": "project_id",
     "connecttimeout": "connect_timeout", "requesttimeout": "request_timeout",
     "maxattempts": "max_attempts",
+    "tieredstorageconfig": "tieredStorageConfig",     # kafkarec.log.rsm: not a file system's option
 }
 
 
@@ -175,12 +176,15 @@ class FileEntry(NamedTuple):
 
 
 class Storage:
-    """A file system and how to name its files as URIs again."""
+    """A file system and how to name its files as URIs again; ``tiered``: what the
+    tiered-storage plugin that wrote its objects was configured with (its key ring), when the
+    user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`)."""
 
-    def __init__(self, fs, prefix: str = ""):
+    def __init__(self, fs, prefix: str = "", tiered: Any = None):
         self.fs = fs
         self.prefix = prefix         # "s3://" etc.; "" for local paths
         self.is_local = prefix == "" and _is_local_fs(fs)
+        self.tiered = tiered
 
     def uri(self, path: str) -> str:
         return self.prefix + path
@@ -198,10 +202,10 @@ class Storage:
 
     def __getstate__(self):
         # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.
-        return {"fs": self.fs, "prefix": self.prefix}
+        return {"fs": self.fs, "prefix": self.prefix, "tiered": self.tiered}
 
     def __setstate__(self, state):
-        self.__init__(state["fs"], state["prefix"])
+        self.__init__(state["fs"], state["prefix"], state.get("tiered"))
 
     def __repr__(self):
         return f"Storage({type(self.fs).__name__}, prefix={self.prefix!r})"
@@ -300,7 +304,26 @@ def _gcs(netloc: str, path: str, opts: dict):
 
 
 def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
-    """``(Storage, path)`` for a URI or local path; see the module docstring for options."""
+    """``(Storage, path)`` for a URI or local path; see the module docstring for options.
+    ``tieredStorageConfig`` among the options: the properties of the tiered-storage plugin
+    that wrote the objects (read with the same options; :mod:`kafkarec.log.rsm`)."""
+    st, path = _resolve(uri, options)
+    config = tiered_config_option(options)
+    if config is not None:
+        from kafkarec.log import rsm
+        st.tiered = rsm.load_tiered(config, options)
+    return st, path
+
+
+def tiered_config_option(options: Optional[dict]) -> Optional[str]:
+    """The ``tieredStorageConfig`` option (any case, ``.``/``_``/``-`` ignored), or None."""
+    for k, v in dict(options or {}).items():
+        if _norm_key(k) == "tieredstorageconfig" and v not in (None, ""):
+            return v
+    return None
+
+
+def _resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
     import pyarrow.fs as pafs
     if isinstance(uri, os.PathLike):
         uri = os.fspath(uri)

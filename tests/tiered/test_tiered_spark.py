@@ -1,0 +1,76 @@
+"""Tiered-storage plugin objects in Spark, as a user runs it: ``spark-submit --py-files <kafkarec
+wheel>`` from a bare Python, ``format("kafkarec").option("tieredStorageConfig", F).load(root)``:
+every variant the plugin writes gives exactly the records of the original segments."""
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "spark"))
+sys.path.insert(0, os.path.dirname(HERE))
+import spark_helpers as H  # noqa: E402
+
+import kafkarec  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+DATA = os.path.join(os.path.dirname(HERE), "data", "tiered", "aiven")
+JOB = os.path.join(HERE, "tiered_job.py")
+VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    work = tmp_path_factory.mktemp("tiered-spark")
+    out = str(work / "out.json")
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "cache"),
+                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+           "--driver-memory", "1g", "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel, JOB, DATA, out]
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    with open(out) as f:
+        return json.load(f)
+
+
+def _originals():
+    """What the plugin was given: every closed segment of the two input partitions."""
+    rows = []
+    for part in ("clicks-0", "txn-0"):
+        for path in sorted(glob.glob(os.path.join(DATA, "input", part, "*.log")))[:-1]:
+            with open(path, "rb") as fh:
+                t = kafkarec.to_arrow(fh.read())
+            for r in t.select(["offset", "key", "value"]).to_pylist():
+                rows.append({"topic": part[:-2], "partition": 0, "offset": r["offset"],
+                             "key": None if r["key"] is None else base64.b64encode(r["key"]).decode(),
+                             "value": None if r["value"] is None else base64.b64encode(r["value"]).decode()})
+    return rows
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_reads_as_the_original_records(submitted, variant):
+    assert submitted[variant] == _originals()
+    assert submitted[variant + " tasks"] > 2            # split by size like any read
+
+
+def test_a_selection_reads_the_offsets_it_names(submitted):
+    assert submitted["selection"] == list(range(300, 650))
+
+
+def test_without_the_key_ring_the_error_names_the_object(submitted):
+    msg = submitted["no keys"]
+    assert msg is not None and "encrypted" in msg and "tieredStorageConfig" in msg and ".log" in msg
