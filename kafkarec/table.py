@@ -219,7 +219,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                     yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
                                                     batch_columns=batch_columns)
                 except kafkarec.DecodeError as exc:
-                    exc.file = st.uri(sr.segment.path)       # positions are that file's
+                    exc.file = _layout.segment_uri(st, sr.segment)       # positions are that file's
                     raise
         if typed is None:
             parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=cdc))

@@ -156,6 +156,8 @@ def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
         lay = layout.scan(st, root)
         for d in lay.skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
+        for path, why in lay.not_live:
+            log.warning("kafkarec: not read: %s: %s", st.uri(path), why)
         resolver = resolvers[id(st)] = selection.Resolver(st)
         ranges = selection.plan(lay, config.selection, resolver)
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, TextIO
 
+from kafkarec.log import layout as _layout
 from kafkarec.cli import decode_args
 from kafkarec.cli.common import (
     EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_RENDERERS, codec_name, error_dict, error_line, jbool, jdump,
@@ -519,7 +520,7 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
     shown = None
     last_offset = [-1]
     for st, sr in plans:
-        uri = st.uri(sr.segment.path)
+        uri = _layout.segment_uri(st, sr.segment)
         if uri != shown:
             shown = uri
             last_offset = [-1]

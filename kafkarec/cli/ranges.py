@@ -10,9 +10,12 @@ local files, restricted to the selected records.
 """
 from __future__ import annotations
 
+import sys
+
 from typing import Iterator, List, Optional, Tuple
 
 import kafkarec
+from kafkarec.log import layout as _layout
 from kafkarec.cli import selection_args
 from kafkarec.errors import DecodeError
 from kafkarec.log import layout, selection, storage
@@ -64,6 +67,8 @@ def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
     for path in args.paths:
         st, root = storage.resolve(path, options)
         lay = layout.scan(st, root)
+        for path_, why in lay.not_live:
+            sys.stderr.write(f"kafkarec: not read: {st.uri(path_)}: {why}\n")
         resolver = selection.Resolver(st)
         out.extend((st, sr) for sr in selection.plan(lay, sel, resolver))
     return out
@@ -75,7 +80,7 @@ def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange,
     then, if framing failed, a :class:`SkippedBatch` (``stopped``) whose error names the file
     position (and nothing after), as :meth:`SegmentBatchIterator.skipping` reports it."""
     lo, hi = sr.min_offset, sr.end_offset
-    where = st.uri(sr.segment.path)
+    where = _layout.segment_uri(st, sr.segment)
     for piece in selection.iter_range_pieces(st, sr):
         it = kafkarec.iter_batches(piece.data, file_options(options), origin=piece.position)
         while True:

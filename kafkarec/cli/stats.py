@@ -15,6 +15,7 @@ import os
 from typing import List, Optional, TextIO
 
 import kafkarec
+from kafkarec.log import layout as _layout
 from kafkarec.cli.common import (read_options, EXIT_OK, EXIT_PROBLEMS, Progress, codec_name, error_line, human, jdump,
                                  ts_name)
 from kafkarec.enums import Compression
@@ -309,7 +310,7 @@ def _range_stats(st, sr, ratio: bool, err_list: List[str], options: kafkarec.Rea
     from kafkarec.cli.ranges import iter_range_batches
     out = Stats()
     out.segments = 1
-    uri = st.uri(sr.segment.path)
+    uri = _layout.segment_uri(st, sr.segment)
     for fb in iter_range_batches(st, sr, options):
         if isinstance(fb, SkippedBatch):
             out.bad += 1
@@ -332,11 +333,11 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
         try:
             row = _range_stats(st, sr, ratio, errors, read_options(args))
         except OSError as e:
-            errors.append(f"{st.uri(sr.segment.path)}: {e.strerror or e}")
+            errors.append(f"{_layout.segment_uri(st, sr.segment)}: {e.strerror or e}")
             continue
         part, rows = parts.setdefault(key, (Stats(), []))
         part.merge(row)
-        rows.append((st.uri(sr.segment.path), row))
+        rows.append((_layout.segment_uri(st, sr.segment), row))
     report = []
     topics: dict = {}
     total = Stats()

@@ -39,6 +39,7 @@ from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exporte
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest", "open_segment",
+           "storage_of", "segment_uri", "stitch", "Gap",
            "parse_partition_folder", "TransformedSegmentError"]
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
@@ -58,6 +59,7 @@ class SegmentRef(NamedTuple):
     end_offset: Optional[int] = None   # exclusive bound set by de-duplication (next base offset)
     mtime_ns: Optional[int] = None
     indexes: Optional[FileEntry] = None  # a plugin's side files in one object (``.indexes``)
+    storage: Any = None                  # where it is when not in the layout's storage (stitch())
     rsm: Any = None                      # its parsed ``.rsm-manifest`` (kafkarec.log.rsm); size is then
                                          # the original segment's
 
@@ -84,6 +86,7 @@ class Layout(NamedTuple):
     root: str
     partitions: List[PartitionLog]   # by topic, partition
     skipped: List[str]               # folders Kafka ignores (-delete, -future, -stray)
+    not_live: Tuple[Tuple[str, str], ...] = ()   # remote copies left out: (path, why); see remote_metadata
 
 
 def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
@@ -121,7 +124,10 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         files = by_folder.setdefault(folder, {})
         files.setdefault((base, seg_id), {})[kind] = e
     parts: Dict[Tuple, Dict] = {}
-    tiered_config = getattr(getattr(storage, "tiered", None), "config", None)
+    not_live: List[Tuple[str, str]] = []
+    tiered = _tiered(storage)
+    metadata = getattr(tiered, "metadata", None)
+    tiered_config = getattr(tiered, "config", None)
     key_tail = posixpath.basename(tiered_config.key_prefix) if tiered_config is not None else ""
     for folder, segs in by_folder.items():
         tiered = any(sid is not None for _, sid in segs)
@@ -135,10 +141,19 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         p["folders"].append(folder)
         if topic_id and not p["topic_id"]:
             p["topic_id"] = topic_id
+        with_manifests = any("manifest" in kinds for kinds in segs.values())
         for (base, seg_id), kinds in segs.items():
             log = kinds.get("log")
             if log is None:
                 continue            # side files of a segment that is not there
+            why = None
+            if seg_id is not None and metadata is not None:
+                why = metadata.why_not_live(seg_id)
+            elif seg_id is not None and with_manifests and "manifest" not in kinds:
+                why = "no .rsm-manifest beside it: its plugin's copy did not finish"
+            if why is not None:
+                not_live.append((log.path, why))
+                continue
             p["segments"].append(SegmentRef(log.path, log.size, base, seg_id, kinds.get("index"),
                                             kinds.get("timeindex"), kinds.get("txnindex"),
                                             kinds.get("manifest"), None, log.mtime_ns, kinds.get("indexes")))
@@ -151,7 +166,7 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
                                 sorted(p["folders"])))
     out.sort(key=lambda p: (p.topic is None, p.topic or "", -1 if p.partition is None else p.partition,
                             p.folders[0] if p.folders else ""))
-    return Layout(storage, root, out, sorted(skipped))
+    return Layout(storage, root, out, sorted(skipped), tuple(sorted(not_live)))
 
 
 def _ancestors(folder: str, root: str):
@@ -195,6 +210,22 @@ def _read_manifests(storage: Storage, parts: Dict[Tuple, Dict]) -> None:
                 segs[i] = s._replace(rsm=m, size=m.chunk_index.original_file_size)
 
 
+def _tiered(storage: Storage):
+    if getattr(storage, "tiered_source", None) is None and getattr(storage, "tiered", None) is None:
+        return None
+    from kafkarec.log.rsm import tiered_of
+    return tiered_of(storage)
+
+
+def storage_of(storage: Storage, seg: SegmentRef) -> Storage:
+    """The storage holding ``seg`` (its own, for a segment :func:`stitch` brought in)."""
+    return seg.storage if seg.storage is not None else storage
+
+
+def segment_uri(storage: Storage, seg: SegmentRef) -> str:
+    return storage_of(storage, seg).uri(seg.path)
+
+
 def check_manifest(storage: Storage, seg: SegmentRef) -> None:
     """Raise :class:`kafkarec.RemoteObjectError` if the segment has a plugin manifest that
     could not be read (it says how the segment's object holds its bytes)."""
@@ -210,10 +241,11 @@ def open_segment(storage: Storage, seg: SegmentRef):
     """The segment's bytes for ranged reads (a :class:`kafkarec.log.storage.RangeFile`, or for a
     segment its plugin chunked, compressed or encrypted a :class:`kafkarec.log.rsm.SegmentObject`
     of the same methods), its manifest checked first."""
+    storage = storage_of(storage, seg)
     check_manifest(storage, seg)
     if seg.rsm is not None and seg.rsm.transformed:
         from kafkarec.log.rsm import SegmentObject
-        tiered = getattr(storage, "tiered", None)
+        tiered = _tiered(storage)
         return SegmentObject(storage, seg.path, seg.rsm, tiered.keyring if tiered is not None else None)
     return storage.open(seg.path, seg.size)
 
@@ -225,7 +257,60 @@ def side_file(storage: Storage, seg: SegmentRef, name: str) -> Optional[bytes]:
     if seg.rsm is None or seg.indexes is None:
         return None
     from kafkarec.log.rsm import side_file as _side_file
-    tiered = getattr(storage, "tiered", None)
+    storage = storage_of(storage, seg)
+    tiered = _tiered(storage)
     with storage.open(seg.indexes.path, seg.indexes.size) as f:
         return _side_file(storage, seg.indexes.path, seg.rsm, name,
                           tiered.keyring if tiered is not None else None, file=f)
+
+
+# --- one history from remote and local copies ----------------------------------------------------
+
+class Gap(NamedTuple):
+    """Offsets of a partition that neither the remote copies nor the local log hold."""
+    topic: Optional[str]
+    partition: Optional[int]
+    start: int          # the first missing offset
+    end: int            # the offset where the log goes on
+
+
+def stitch(local: Layout, remote: Layout) -> Tuple[Layout, List[Gap]]:
+    """One history per topic-partition from a broker's log directory (``local``) and the remote
+    copies of its segments (``remote``, e.g. a tiered-storage root; its live copies only, see
+    :mod:`kafkarec.log.remote_metadata`): every segment of both, each base offset read from one
+    copy (the local one where both have it) and each segment bounded by the next, so overlapping
+    copies yield every offset once.  Partitions are matched by topic and partition (and topic id
+    where both know it).  ``gaps``: offsets between the last remote segment's end (when the
+    remote log metadata says where it ends) and the next segment's start that no copy holds."""
+    by_key: Dict[Tuple, Dict] = {}
+    for lay, is_remote in ((local, False), (remote, True)):
+        for p in lay.partitions:
+            if p.topic is None:
+                continue
+            entry = by_key.setdefault(p.key, {"topic": p.topic, "partition": p.partition,
+                                               "topic_id": p.topic_id, "segments": [], "folders": []})
+            if is_remote and entry["topic_id"] and p.topic_id and entry["topic_id"] != p.topic_id:
+                continue                      # another incarnation of the topic name
+            entry["topic_id"] = entry["topic_id"] or p.topic_id
+            entry["folders"] += p.folders
+            segs = p.segments + p.copies
+            if is_remote:
+                segs = [s._replace(storage=lay.storage, end_offset=None) for s in segs]
+            else:
+                segs = [s._replace(end_offset=None) for s in segs]
+            entry["segments"] += segs
+    metadata = getattr(_tiered(remote.storage), "metadata", None)
+    parts: List[PartitionLog] = []
+    gaps: List[Gap] = []
+    for key, e in by_key.items():
+        segments, copies = _dedupe(e["segments"])
+        parts.append(PartitionLog(e["topic"], e["partition"], e["topic_id"], segments, copies,
+                                  sorted(e["folders"])))
+        if metadata is not None:
+            for a, b in zip(segments, segments[1:]):
+                known = metadata.state(a.segment_id) if a.segment_id else None
+                if known is not None and known.end_offset + 1 < b.base_offset:
+                    gaps.append(Gap(e["topic"], e["partition"], known.end_offset + 1, b.base_offset))
+    parts.sort(key=lambda p: (p.topic or "", p.partition if p.partition is not None else -1))
+    return Layout(local.storage, local.root, parts, local.skipped + remote.skipped,
+                  local.not_live + remote.not_live), gaps

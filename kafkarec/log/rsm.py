@@ -43,7 +43,7 @@ from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
            "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "Tiered", "load_tiered",
-           "SegmentObject", "side_file", "side_files", "read_manifests", "oaep_sha3_512_decrypt",
+           "tiered_of", "SegmentObject", "side_file", "side_files", "read_manifests", "oaep_sha3_512_decrypt",
            "MANIFEST_LIMIT"]
 
 #: The side files in ``.indexes``, in the plugin's order, by the manifest's names.
@@ -383,16 +383,36 @@ def load_config(source: Any, storage_options: Optional[dict] = None) -> TieredSt
 
 
 class Tiered(NamedTuple):
-    """What a :class:`kafkarec.log.storage.Storage` knows of the plugin that wrote its objects
-    (the ``tieredStorageConfig`` option): its config and the key ring it names."""
-    config: TieredStorageConfig
-    keyring: KeyRing
+    """What a :class:`kafkarec.log.storage.Storage` knows of the tiered storage its objects
+    belong to: the plugin's config and the key ring it names (option ``tieredStorageConfig``),
+    and the broker's remote log metadata (option ``remoteLogMetadata``:
+    :class:`kafkarec.log.remote_metadata.RemoteLogMetadata`), each None when not given."""
+    config: Optional[TieredStorageConfig] = None
+    keyring: Optional[KeyRing] = None
+    metadata: Any = None
 
 
-def load_tiered(source: Any, storage_options: Optional[dict] = None) -> Tiered:
-    """:class:`Tiered` from the plugin's properties (a path, URI, text or dict)."""
-    config = load_config(source, storage_options)
-    return Tiered(config, KeyRing.from_config(config, storage_options))
+def load_tiered(source: Any = None, storage_options: Optional[dict] = None, *, metadata: Any = None) -> Tiered:
+    """:class:`Tiered` from the plugin's properties (a path, URI, text or dict) and the
+    location of ``__remote_log_metadata`` (a broker log directory), either may be None."""
+    config = keyring = None
+    if source is not None:
+        config = load_config(source, storage_options)
+        keyring = KeyRing.from_config(config, storage_options)
+    replayed = None
+    if metadata is not None:
+        from kafkarec.log import remote_metadata
+        replayed = remote_metadata.load(metadata, storage_options)
+    return Tiered(config, keyring, replayed)
+
+
+def tiered_of(storage) -> Optional[Tiered]:
+    """The :class:`Tiered` a storage was opened with (options ``tieredStorageConfig`` /
+    ``remoteLogMetadata`` of :func:`kafkarec.log.storage.resolve`), loaded on first use."""
+    if getattr(storage, "tiered", None) is None and getattr(storage, "tiered_source", None) is not None:
+        config, metadata, options = storage.tiered_source
+        storage.tiered = load_tiered(config, options, metadata=metadata)
+    return getattr(storage, "tiered", None)
 
 
 def _parse_properties(text: str) -> Dict[str, str]:

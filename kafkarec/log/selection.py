@@ -45,7 +45,8 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 import kafkarec
 from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
-from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, side_file
+from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
+                                 storage_of)
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
@@ -282,7 +283,7 @@ def iter_range_pieces(storage: Storage, sr: SegmentRange, *, chunk_size: int = 8
             spans = _batch_spans(first.data) if first is not None else []
             if not spans or spans[0][1] != sr.check_last:
                 log.warning("kafkarec: stale index for %s (no batch ending at offset %d at byte "
-                            "%d); reading the segment from its start", storage.uri(seg.path),
+                            "%d); reading the segment from its start", segment_uri(storage, seg),
                             sr.check_last, sr.start)
                 pieces.close()
                 walked[0] = None
@@ -380,7 +381,7 @@ class Resolver:
             entries = self._offset_entries(seg, seg.path + " (.indexes)", stored)
         elif seg.offset_index is not None and seg.offset_index.size:
             try:
-                data = self.storage.read_file(seg.offset_index.path, seg.offset_index.size)
+                data = storage_of(self.storage, seg).read_file(seg.offset_index.path, seg.offset_index.size)
                 idx = sf.OffsetIndex(seg.offset_index.path, seg.base_offset, data=data)
                 idx.sanity_check()
                 entries = [tuple(e) for e in idx.entries()]
@@ -405,7 +406,7 @@ class Resolver:
             entries = self._time_entries(seg, seg.path + " (.indexes)", stored)
         elif seg.time_index is not None and seg.time_index.size:
             try:
-                data = self.storage.read_file(seg.time_index.path, seg.time_index.size)
+                data = storage_of(self.storage, seg).read_file(seg.time_index.path, seg.time_index.size)
                 idx = sf.TimeIndex(seg.time_index.path, seg.base_offset, data=data)
                 es = [tuple(e) for e in idx.entries()]
                 ok = all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(es, es[1:])) and all(

@@ -145,6 +145,7 @@ _OPTION_NAMES = {
     "connecttimeout": "connect_timeout", "requesttimeout": "request_timeout",
     "maxattempts": "max_attempts",
     "tieredstorageconfig": "tieredStorageConfig",     # kafkarec.log.rsm: not a file system's option
+    "remotelogmetadata": "remoteLogMetadata",         # kafkarec.log.remote_metadata: nor this
 }
 
 
@@ -180,11 +181,12 @@ class Storage:
     tiered-storage plugin that wrote its objects was configured with (its key ring), when the
     user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`)."""
 
-    def __init__(self, fs, prefix: str = "", tiered: Any = None):
+    def __init__(self, fs, prefix: str = "", tiered: Any = None, tiered_source: Any = None):
         self.fs = fs
         self.prefix = prefix         # "s3://" etc.; "" for local paths
         self.is_local = prefix == "" and _is_local_fs(fs)
         self.tiered = tiered
+        self.tiered_source = tiered_source    # (config, metadata location, options) until loaded
 
     def uri(self, path: str) -> str:
         return self.prefix + path
@@ -202,10 +204,11 @@ class Storage:
 
     def __getstate__(self):
         # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.
-        return {"fs": self.fs, "prefix": self.prefix, "tiered": self.tiered}
+        return {"fs": self.fs, "prefix": self.prefix, "tiered": self.tiered,
+                "tiered_source": self.tiered_source}
 
     def __setstate__(self, state):
-        self.__init__(state["fs"], state["prefix"], state.get("tiered"))
+        self.__init__(state["fs"], state["prefix"], state.get("tiered"), state.get("tiered_source"))
 
     def __repr__(self):
         return f"Storage({type(self.fs).__name__}, prefix={self.prefix!r})"
@@ -309,18 +312,23 @@ def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
     that wrote the objects (read with the same options; :mod:`kafkarec.log.rsm`)."""
     st, path = _resolve(uri, options)
     config = tiered_config_option(options)
-    if config is not None:
-        from kafkarec.log import rsm
-        st.tiered = rsm.load_tiered(config, options)
+    metadata = _option(options, "remotelogmetadata")
+    if config is not None or metadata is not None:
+        # read where the layout first needs them (kafkarec.log.rsm.tiered_of), with these options
+        st.tiered_source = (config, metadata, {k: v for k, v in dict(options or {}).items()})
     return st, path
+
+
+def _option(options: Optional[dict], normalized: str) -> Optional[str]:
+    for k, v in dict(options or {}).items():
+        if _norm_key(k) == normalized and v not in (None, ""):
+            return v
+    return None
 
 
 def tiered_config_option(options: Optional[dict]) -> Optional[str]:
     """The ``tieredStorageConfig`` option (any case, ``.``/``_``/``-`` ignored), or None."""
-    for k, v in dict(options or {}).items():
-        if _norm_key(k) == "tieredstorageconfig" and v not in (None, ""):
-            return v
-    return None
+    return _option(options, "tieredstorageconfig")
 
 
 def _resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
