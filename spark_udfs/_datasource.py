@@ -162,7 +162,7 @@ class KafkaRecDataSource(DataSource):
         from kafkarec.log import selection, storage
         from kafkarec import cdc, table
         self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
-                       or storage.tiered_config_option(o) is not None
+                       or storage.tiered_config_option(o) is not None or "tieredstorage" in o
                        or any(k in o for k in selection.SELECTION_OPTIONS)
                        or any(k in o for k in _options.STRATEGY_KEYS)
                        or table.parse_view(o.get("view")) == "latest"

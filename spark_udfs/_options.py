@@ -175,7 +175,10 @@ def normalize(options, *, streaming: bool) -> dict:
         elif k in _STREAM_ONLY and not streaming:
             log.warning("kafkarec: %s option ignored in batch queries", k)
         elif k == "failondataloss" and not streaming:
-            _bool_text("failOnDataLoss", v)   # accepted; a batch read reads what is there
+            # a batch read reads what is there; stitched with tieredStorage a gap is data loss
+            flag = _bool_text("failOnDataLoss", v)
+            if "tieredstorage" in o:
+                out[k] = "true" if flag else "false"
         elif k == "includeheaders":
             out[k] = "true" if _bool_text("includeHeaders", v) else "false"
         else:

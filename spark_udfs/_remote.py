@@ -50,7 +50,7 @@ log = logging.getLogger("spark_udfs")
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
                   "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-                  "readcommitted", "view", "dedupebuffersize", "cdc"}
+                  "readcommitted", "view", "dedupebuffersize", "cdc", "tieredstorage", "failondataloss"}
 
 
 _bool = _options.parse_bool
@@ -72,6 +72,9 @@ class RemoteReadConfig:
         if not self.paths:
             raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
         self.storage_options = storage.storage_options(o)
+        # tieredStorage: a remote root whose copies are stitched with the log dirs' local segments
+        self.tiered_storage = o.get("tieredstorage") or None
+        self.fail_on_data_loss = _bool(o, "failondataloss", True)
         self.selection = selection.parse_selection({k: v for k, v in o.items()
                                                     if k in selection.SELECTION_OPTIONS})
         self.mode = normalize_mode(o.get("mode"))
@@ -152,12 +155,18 @@ def plan_tasks(config: RemoteReadConfig) -> List[RemoteTask]:
     resolvers: dict = {}
     items: List[RemoteRange] = []
     for raw in config.paths:
-        st, root = storage.resolve(raw, config.storage_options)
-        lay = layout.scan(st, root)
+        lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
+        st, root = lay.storage, lay.root
+        for gap in gaps:
+            msg = (f"kafkarec: offsets {gap.start}..{gap.end - 1} of {gap.topic}-{gap.partition} are in neither "
+                   f"the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
+            if config.fail_on_data_loss:
+                raise ValueError(msg + " (data loss; failOnDataLoss=false reads around it)")
+            log.warning(msg)
         for d in lay.skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
-        for path, why in lay.not_live:
-            log.warning("kafkarec: not read: %s: %s", st.uri(path), why)
+        for uri, why in lay.not_live:
+            log.warning("kafkarec: not read: %s: %s", uri, why)
         resolver = resolvers[id(st)] = selection.Resolver(st)
         ranges = selection.plan(lay, config.selection, resolver)
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}

@@ -56,7 +56,8 @@ def wants_ranges(args) -> bool:
     """Whether the command must read through storage/selection (a URI or a selection flag)."""
     return (any(storage.is_uri(p) for p in args.paths)
             or selection_args.selection_from_args(args) is not None
-            or bool(getattr(args, "tiered_storage_config", None)))
+            or bool(getattr(args, "tiered_storage_config", None))
+            or bool(getattr(args, "tiered_storage", None)))
 
 
 def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
@@ -65,10 +66,13 @@ def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
     options = selection_args.storage_options_from_args(args)
     out = []
     for path in args.paths:
-        st, root = storage.resolve(path, options)
-        lay = layout.scan(st, root)
-        for path_, why in lay.not_live:
-            sys.stderr.write(f"kafkarec: not read: {st.uri(path_)}: {why}\n")
+        lay, gaps = layout.scan_history(path, getattr(args, "tiered_storage", None), options)
+        st = lay.storage
+        for gap in gaps:
+            sys.stderr.write(f"kafkarec: data loss: offsets {gap.start}..{gap.end - 1} of {gap.topic}-"
+                             f"{gap.partition} are in neither the remote copies nor {path}\n")
+        for uri, why in lay.not_live:
+            sys.stderr.write(f"kafkarec: not read: {uri}: {why}\n")
         resolver = selection.Resolver(st)
         out.extend((st, sr) for sr in selection.plan(lay, sel, resolver))
     return out

@@ -42,6 +42,10 @@ def add_storage_argument(parser: argparse.ArgumentParser) -> None:
                         help="the tiered-storage plugin's properties (its rsm.config.* settings, as the "
                              "broker was given them): read the segments it stored (chunked, compressed, "
                              "encrypted) under PATH, with the key pairs it names")
+    parser.add_argument("--tiered-storage", metavar="ROOT", default=None,
+                        help="a tiered-storage root (a folder or URI) holding remote copies of PATH's "
+                             "segments: read one history from both (the live copies, as PATH's "
+                             "__remote_log_metadata says; gaps are reported)")
 
 
 def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selection]:

@@ -39,7 +39,7 @@ from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exporte
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest", "open_segment",
-           "storage_of", "segment_uri", "stitch", "Gap",
+           "storage_of", "segment_uri", "stitch", "scan_history", "Gap",
            "parse_partition_folder", "TransformedSegmentError"]
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
@@ -86,7 +86,7 @@ class Layout(NamedTuple):
     root: str
     partitions: List[PartitionLog]   # by topic, partition
     skipped: List[str]               # folders Kafka ignores (-delete, -future, -stray)
-    not_live: Tuple[Tuple[str, str], ...] = ()   # remote copies left out: (path, why); see remote_metadata
+    not_live: Tuple[Tuple[str, str], ...] = ()   # remote copies left out: (URI, why); see remote_metadata
 
 
 def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
@@ -152,7 +152,7 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
             elif seg_id is not None and with_manifests and "manifest" not in kinds:
                 why = "no .rsm-manifest beside it: its plugin's copy did not finish"
             if why is not None:
-                not_live.append((log.path, why))
+                not_live.append((storage.uri(log.path), why))
                 continue
             p["segments"].append(SegmentRef(log.path, log.size, base, seg_id, kinds.get("index"),
                                             kinds.get("timeindex"), kinds.get("txnindex"),
@@ -272,6 +272,26 @@ class Gap(NamedTuple):
     partition: Optional[int]
     start: int          # the first missing offset
     end: int            # the offset where the log goes on
+
+
+def scan_history(source: str, remote: Optional[str] = None, options: Optional[dict] = None
+                 ) -> Tuple[Layout, List[Gap]]:
+    """:func:`scan` of ``source`` (a log directory, local or a URI), stitched with the remote
+    copies under ``remote`` (a tiered-storage root) when given: ``(layout, gaps)``.  Which remote
+    copies are live comes from option ``remoteLogMetadata``, by default from ``source`` itself
+    when it holds ``__remote_log_metadata`` (a broker's log directory does)."""
+    from kafkarec.log.storage import resolve
+    st, root = resolve(source, options)
+    local = scan(st, root)
+    if remote is None:
+        return local, []
+    remote_options = dict(options or {})
+    given = any(str(k).lower().replace(".", "").replace("_", "").replace("-", "") == "remotelogmetadata"
+                for k in remote_options)
+    if not given and any(p.topic == "__remote_log_metadata" for p in local.partitions):
+        remote_options["remoteLogMetadata"] = source
+    rst, rroot = resolve(remote, remote_options)
+    return stitch(local, scan(rst, rroot))
 
 
 def stitch(local: Layout, remote: Layout) -> Tuple[Layout, List[Gap]]:

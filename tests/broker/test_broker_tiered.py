@@ -1,0 +1,169 @@
+"""A real KRaft broker with tiered storage (Kafka's LocalTieredStorage, from kafka-storage's test
+jar): it copies closed segments of a topic to its remote storage, records each copy in
+``__remote_log_metadata`` and deletes the local segments past ``local.retention.bytes``.
+kafkarec reads the remote copies (LocalTieredStorage's layout), replays the real remote log
+metadata to know which copies are live, and stitches remote and local into one history that
+holds every acked record exactly once, in Python, on the command line and in Spark."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+TOPIC = "tiered"
+RECORDS = 400
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory):
+    """``(log_dir, remote_root, acked)`` after the broker stopped cleanly."""
+    import produce
+    from kafka_broker import KafkaBroker
+    base = str(tmp_path_factory.mktemp("tiered-broker"))
+    remote = os.path.join(base, "remote")
+    broker = KafkaBroker(base, overrides={
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.storage.manager.impl.prefix": "rsm.config.",
+        "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
+        "rsm.config.dir": remote,
+        "rsm.config.delete.on.close": "false",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        "remote.log.manager.task.interval.ms": "300",
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+    }, keep=True)
+    try:
+        broker.start()
+        produce.create_topics(broker.bootstrap, [produce.TopicInfo(TOPIC, 1, {
+            "remote.storage.enable": "true", "internal.segment.bytes": "4096",
+            "local.retention.bytes": "8192", "retention.bytes": "-1"}, "confluent-kafka", "none")])
+        acked = produce.produce_confluent(broker.bootstrap, TOPIC, RECORDS, rounds=4, pause=0.2)
+        deadline = time.monotonic() + 90
+        while True:
+            local = sorted(glob.glob(os.path.join(broker.log_dir, f"{TOPIC}-0", "*.log")))
+            copies = glob.glob(os.path.join(remote, "**", "*.log"), recursive=True)
+            if len(copies) >= 5 and int(os.path.basename(local[0])[:20]) > 0:
+                break
+            assert time.monotonic() < deadline, broker.log_tail()
+            time.sleep(0.5)
+        broker.stop()
+        yield broker.log_dir, remote, acked
+    finally:
+        broker.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _rows(lay, st):
+    from kafkarec.log import selection
+    out = []
+    for sr in selection.plan(lay, selection.parse_selection({"topics": TOPIC}), selection.Resolver(st)):
+        for rb in selection.read_arrow(st, sr):
+            out += rb.select(["offset", "key", "value"]).to_pylist()
+    return out
+
+
+def _acked(acked, offsets=None):
+    rows = sorted((a.offset, a.key, a.value) for a in acked)
+    return [{"offset": o, "key": k, "value": v} for o, k, v in rows if offsets is None or o in offsets]
+
+
+def test_the_remote_log_metadata_names_every_copy_live(tiered):
+    from kafkarec.log import layout, remote_metadata, storage
+    log_dir, remote, _ = tiered
+    meta = remote_metadata.load(log_dir)
+    assert meta.problems == []
+    st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
+    lay = layout.scan(st, root)
+    (part,) = [p for p in lay.partitions if p.topic == TOPIC]
+    ids = {s.segment_id for s in part.segments + part.copies}
+    assert ids and ids <= {sid for sid, seg in meta.segments.items() if seg.live}
+    for s in part.segments:
+        m = meta.state(s.segment_id)
+        assert (m.topic, m.partition, m.start_offset) == (TOPIC, 0, s.base_offset)
+        assert m.topic_id == part.topic_id
+    # a copy the broker was making when it stopped is not live, and not read
+    assert all(why.endswith("in state COPY_SEGMENT_STARTED (__remote_log_metadata), not COPY_SEGMENT_FINISHED")
+               for _, why in lay.not_live)
+
+
+def test_the_remote_copies_hold_the_acked_records(tiered):
+    from kafkarec.log import layout, storage
+    log_dir, remote, acked = tiered
+    st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
+    rows = _rows(layout.scan(st, root), st)
+    assert rows and rows == _acked(acked, {r["offset"] for r in rows})
+    assert rows[0]["offset"] == 0
+
+
+def test_one_history_from_remote_and_local(tiered):
+    from kafkarec.log import layout
+    log_dir, remote, acked = tiered
+    lay, gaps = layout.scan_history(log_dir, remote)
+    assert gaps == []
+    (part,) = [p for p in lay.partitions if p.topic == TOPIC]
+    kinds = {s.storage is not None for s in part.segments}
+    assert kinds == {True, False}                   # both remote and local segments are read
+    assert _rows(lay, lay.storage) == _acked(acked)
+    # the local log alone starts later: the remote copies are what holds the beginning
+    alone, _ = layout.scan_history(log_dir)
+    assert _rows(alone, alone.storage)[0]["offset"] > 0
+
+
+def test_a_copy_the_metadata_does_not_record_is_not_read(tiered, tmp_path):
+    from kafkarec.log import layout
+    log_dir, remote, acked = tiered
+    copy = str(tmp_path / "remote")
+    shutil.copytree(remote, copy)
+    (first,) = glob.glob(os.path.join(copy, "**", "00000000000000000000-*.log"), recursive=True)
+    stray = first[:-len("-AAAAAAAAAAAAAAAAAAAAAA.log")] + "-strayCopyXXXXXXXXXXXXX.log"
+    with open(first, "rb") as src, open(stray, "wb") as dst:
+        dst.write(src.read()[:200])                # an unfinished copy of the same offsets
+    lay, gaps = layout.scan_history(log_dir, copy)
+    assert "__remote_log_metadata does not record remote segment strayCopyXXXXXXXXXXXXX" in [
+        why for uri, why in lay.not_live]
+    assert _rows(lay, lay.storage) == _acked(acked)
+
+
+def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
+    """Remove the remote copy of the segment before the local log starts: its offsets are in
+    neither copy, which is data loss."""
+    from kafkarec.log import layout, remote_metadata
+    log_dir, remote, _ = tiered
+    copy = str(tmp_path / "remote")
+    shutil.copytree(remote, copy)
+    meta = remote_metadata.load(log_dir)
+    last = max(meta.segments.values(), key=lambda s: s.start_offset)
+    before = max((s for s in meta.segments.values() if s.end_offset < last.start_offset),
+                 key=lambda s: s.start_offset)
+    for f in glob.glob(os.path.join(copy, "**", f"*-{before.segment_id}.*"), recursive=True):
+        os.unlink(f)
+    lay, gaps = layout.scan_history(log_dir, copy)
+    offsets = [r["offset"] for r in _rows(lay, lay.storage)]
+    missing = set(range(before.start_offset, before.end_offset + 1)) - set(offsets)
+    assert missing                                           # those offsets are gone
+    prev = max((s for s in meta.segments.values() if s.end_offset < before.start_offset),
+               key=lambda s: s.start_offset)
+    assert (TOPIC, prev.end_offset + 1) in {(g.topic, g.start) for g in gaps}
+
+
+def test_the_command_line_reads_one_history(tiered):
+    log_dir, remote, acked = tiered
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "dump", log_dir, "--topics", TOPIC,
+                           "--tiered-storage", remote, "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    batches = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    records = sum(b.get("count", 0) for b in batches if b.get("type", "batch") == "batch")
+    assert records == len(acked)
