@@ -167,3 +167,39 @@ def test_the_command_line_reads_one_history(tiered):
     batches = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     records = sum(b.get("count", 0) for b in batches if b.get("type", "batch") == "batch")
     assert records == len(acked)
+
+
+@pytest.mark.spark
+def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
+    """``spark-submit --py-files <wheel>`` from a bare Python: the stitched read is the acked
+    records; a gap fails the read unless failOnDataLoss=false, which reads around it."""
+    import base64
+    import spark_helpers as H
+    why = H.spark_available()
+    if why:
+        pytest.skip(why)
+    from kafkarec.log import remote_metadata
+    log_dir, remote, acked = tiered
+    gappy = str(tmp_path / "gappy")
+    shutil.copytree(remote, gappy)
+    meta = remote_metadata.load(log_dir)
+    victim = sorted(meta.segments.values(), key=lambda s: s.start_offset)[1]
+    for f in glob.glob(os.path.join(gappy, "**", f"*-{victim.segment_id}.*"), recursive=True):
+        os.unlink(f)
+    wheel = H.wheelhouse(sys.executable)
+    bare = H.bare_python(sys.executable)
+    out = str(tmp_path / "out.json")
+    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(tmp_path / "cache"),
+                            "KAFKAREC_SPARK_CACHE": str(tmp_path / "spark-cache")})
+    job = os.path.join(os.path.dirname(HERE), "tiered", "stitched_job.py")
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
+           "--conf", "spark.ui.enabled=false", "--py-files", wheel, job, log_dir, remote, gappy, out]
+    proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    result = json.load(open(out))
+    b64 = lambda v: None if v is None else base64.b64encode(v).decode()  # noqa: E731
+    assert result["rows"] == [[a.offset, b64(a.key), b64(a.value)] for a in sorted(acked, key=lambda a: a.offset)]
+    assert result["tasks"] > 1
+    assert result["gap"] and "data loss" in result["gap"] and f"{victim.start_offset}.." in result["gap"]
+    lost = set(range(victim.start_offset, victim.end_offset + 1))
+    assert result["lenient"] == [a.offset for a in sorted(acked, key=lambda a: a.offset) if a.offset not in lost]
