@@ -53,6 +53,7 @@ TAG_BYTES = 16
 DATA_KEY_BYTES = 32
 MANIFEST_LIMIT = 16 << 20           # a manifest is a few hundred bytes; refuse anything absurd
 CACHED_CHUNKS = 4                   # chunks kept per open object: a read crossing chunk ends
+READ_AHEAD = 2                      # chunks fetched, decrypted and decompressed ahead of a forward read
 
 
 # --- the manifest ---------------------------------------------------------------------------
@@ -459,9 +460,12 @@ def _aes_gcm(key: bytes, aad: bytes, blob: bytes, where: str, chunk: Optional[in
 class SegmentObject:
     """The original bytes of a segment the plugin stored as ``path`` (its ``.log`` object) with
     ``manifest``: ranged reads fetch only the chunks a range needs, each decrypted and
-    decompressed once while it is among the last :data:`CACHED_CHUNKS` used.  Offers the
-    ranged-read methods of :class:`kafkarec.log.storage.RangeFile` (``size`` is the original
-    segment's), so every reader of segments reads it."""
+    decompressed once while it is among the last :data:`CACHED_CHUNKS` used.  A read that ends
+    inside the object has the next :data:`READ_AHEAD` chunks fetched, decrypted and decompressed
+    in the background (readers go forward: the next request finds them ready or under way, and
+    the network, the cipher and the decompressor overlap); memory stays a few chunks.  Offers the ranged-read methods of
+    :class:`kafkarec.log.storage.RangeFile` (``size`` is the original segment's), so every reader
+    of segments reads it."""
 
     def __init__(self, storage, path: str, manifest: SegmentManifest, keyring: Optional[KeyRing] = None,
                  object_size: Optional[int] = None) -> None:
@@ -473,6 +477,8 @@ class SegmentObject:
         self._chunks: "OrderedDict[int, bytes]" = OrderedDict()
         self._key: Optional[bytes] = None
         self.keyring = keyring
+        self._ahead: Dict[int, Any] = {}      # chunk index -> Future of a chunk read ahead
+        self._pool: Any = None
         stored_end = manifest.chunk_index.stored[-1]
         if stored_end != self._file.size:
             raise RemoteObjectError(self.uri, f"the manifest's chunk index covers {stored_end} bytes, the "
@@ -498,6 +504,31 @@ class SegmentObject:
         if data is not None:
             self._chunks.move_to_end(i)
             return data
+        future = self._ahead.pop(i, None)
+        data = future.result() if future is not None else self._load(i)   # its errors are this read's
+        self._chunks[i] = data
+        if len(self._chunks) > CACHED_CHUNKS:
+            self._chunks.popitem(last=False)
+        return data
+
+    def _read_ahead(self, first: int, current: range = range(0)) -> None:
+        wanted = [i for i in range(first, min(first + READ_AHEAD, self.manifest.chunk_index.count))
+                  if i not in self._chunks]
+        for i in [i for i in self._ahead if i not in wanted and i not in current]:
+            self._ahead.pop(i).cancel()           # the reader went elsewhere
+        if not wanted:
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="kafkarec-rsm")
+        if self.manifest.encryption is not None:
+            self._data_key()                      # unwrapped here, once, not in the threads
+        for i in wanted:
+            if i not in self._ahead:
+                self._ahead[i] = self._pool.submit(self._load, i)
+
+    def _load(self, i: int) -> bytes:
+        """Fetch, decrypt and decompress chunk ``i`` (no shared state: safe in the read-ahead thread)."""
         ci = self.manifest.chunk_index
         start, end = ci.stored[i], ci.stored[i + 1]
         blob = self._file.read_at(start, end - start)
@@ -511,9 +542,6 @@ class SegmentObject:
             blob = _zstd_frame(blob, ci.original_chunk_size, self.uri, i)
         if len(blob) != o_end - o_start:
             raise RemoteObjectError(self.uri, f"{len(blob)} original bytes, not {o_end - o_start}", chunk=i)
-        self._chunks[i] = blob
-        if len(self._chunks) > CACHED_CHUNKS:
-            self._chunks.popitem(last=False)
         return blob
 
     def read_at(self, position: int, nbytes: int) -> bytes:
@@ -521,12 +549,15 @@ class SegmentObject:
             return b""
         end = min(self.size, position + nbytes)
         ci = self.manifest.chunk_index
+        wanted = ci.chunks(position, end)
+        if end < self.size and ci.count > 1:
+            self._read_ahead(wanted[-1] + 1, wanted)   # under way while this read's chunks load
         parts = []
-        for i in ci.chunks(position, end):
+        for i in wanted:
             c_start, _ = ci.original(i)
             data = self.chunk(i)
             parts.append(data[max(0, position - c_start):end - c_start])
-        return b"".join(parts)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def read_into(self, position: int, buf) -> int:
         mv = memoryview(buf).cast("B")
@@ -539,6 +570,12 @@ class SegmentObject:
         return pa.py_buffer(self.read_at(position, nbytes))
 
     def close(self) -> None:
+        for future in self._ahead.values():
+            future.cancel()
+        self._ahead.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self._file.close()
         self._chunks.clear()
 
