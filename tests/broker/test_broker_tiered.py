@@ -138,25 +138,21 @@ def test_a_copy_the_metadata_does_not_record_is_not_read(tiered, tmp_path):
 
 
 def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
-    """Remove the remote copy of the segment before the local log starts: its offsets are in
-    neither copy, which is data loss."""
+    """Remove the remote copy of an early segment (its offsets are no longer local): they are in
+    neither copy, which is data loss, reported where it starts."""
     from kafkarec.log import layout, remote_metadata
     log_dir, remote, _ = tiered
     copy = str(tmp_path / "remote")
     shutil.copytree(remote, copy)
     meta = remote_metadata.load(log_dir)
-    last = max(meta.segments.values(), key=lambda s: s.start_offset)
-    before = max((s for s in meta.segments.values() if s.end_offset < last.start_offset),
-                 key=lambda s: s.start_offset)
-    for f in glob.glob(os.path.join(copy, "**", f"*-{before.segment_id}.*"), recursive=True):
+    first, victim = sorted((s for s in meta.segments.values() if s.live), key=lambda s: s.start_offset)[:2]
+    for f in glob.glob(os.path.join(copy, "**", f"*-{victim.segment_id}.*"), recursive=True):
         os.unlink(f)
     lay, gaps = layout.scan_history(log_dir, copy)
     offsets = [r["offset"] for r in _rows(lay, lay.storage)]
-    missing = set(range(before.start_offset, before.end_offset + 1)) - set(offsets)
-    assert missing                                           # those offsets are gone
-    prev = max((s for s in meta.segments.values() if s.end_offset < before.start_offset),
-               key=lambda s: s.start_offset)
-    assert (TOPIC, prev.end_offset + 1) in {(g.topic, g.start) for g in gaps}
+    assert not set(range(victim.start_offset, victim.end_offset + 1)) & set(offsets)
+    assert [(g.topic, g.start) for g in gaps] == [(TOPIC, first.end_offset + 1)]
+    assert gaps[0].end > victim.end_offset
 
 
 def test_the_command_line_reads_one_history(tiered):
@@ -173,7 +169,6 @@ def test_the_command_line_reads_one_history(tiered):
 def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
     """``spark-submit --py-files <wheel>`` from a bare Python: the stitched read is the acked
     records; a gap fails the read unless failOnDataLoss=false, which reads around it."""
-    import base64
     import spark_helpers as H
     why = H.spark_available()
     if why:
@@ -183,7 +178,7 @@ def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
     gappy = str(tmp_path / "gappy")
     shutil.copytree(remote, gappy)
     meta = remote_metadata.load(log_dir)
-    victim = sorted(meta.segments.values(), key=lambda s: s.start_offset)[1]
+    victim = sorted((s for s in meta.segments.values() if s.live), key=lambda s: s.start_offset)[1]
     for f in glob.glob(os.path.join(gappy, "**", f"*-{victim.segment_id}.*"), recursive=True):
         os.unlink(f)
     wheel = H.wheelhouse(sys.executable)
@@ -197,8 +192,8 @@ def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
     proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     result = json.load(open(out))
-    b64 = lambda v: None if v is None else base64.b64encode(v).decode()  # noqa: E731
-    assert result["rows"] == [[a.offset, b64(a.key), b64(a.value)] for a in sorted(acked, key=lambda a: a.offset)]
+    hexed = lambda v: None if v is None else v.hex().upper()  # noqa: E731  (Spark's hex())
+    assert result["rows"] == [[a.offset, hexed(a.key), hexed(a.value)] for a in sorted(acked, key=lambda a: a.offset)]
     assert result["tasks"] > 1
     assert result["gap"] and "data loss" in result["gap"] and f"{victim.start_offset}.." in result["gap"]
     lost = set(range(victim.start_offset, victim.end_offset + 1))

@@ -75,7 +75,8 @@ def test_spark_submit_py_files_wheel_end_to_end(wheel, bare, workdir):
     cores = glob.glob(str(cache / "unpacked" / "*" / "kafkarec" / "_core*.so"))
     assert len(cores) == 1
     unpacked = {os.path.basename(d).split("-")[0] for d in glob.glob(str(cache / "unpacked" / "*"))}
-    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal"}
+    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal",
+                        "cryptography", "cffi", "pycparser"}
     # the summary: every topic/partition, records, codecs, errors - as the decoder sees them
     want, want_errors = H.oracle_dir(str(workdir / "sample-data"), batch_columns=True)
     summary = json.loads((workdir / "out" / "summary.json").read_text())

@@ -18,7 +18,7 @@ result = {}
 df = (spark.read.format("kafkarec").option("tieredStorage", root).option("subscribe", "tiered")
       .option("maxPartitionBytes", "8192").load(log_dir))
 result["rows"] = [[r.offset, r.key, r.value] for r in df.selectExpr(
-    "offset", "base64(key) AS key", "base64(value) AS value").orderBy("offset").collect()]
+    "offset", "hex(key) AS key", "hex(value) AS value").orderBy("offset").collect()]
 result["tasks"] = df.rdd.getNumPartitions()
 try:
     spark.read.format("kafkarec").option("tieredStorage", gappy).option("subscribe", "tiered").load(log_dir).count()

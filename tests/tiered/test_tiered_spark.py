@@ -3,7 +3,6 @@ wheel>`` from a bare Python, ``format("kafkarec").option("tieredStorageConfig", 
 every variant the plugin writes gives exactly the records of the original segments."""
 from __future__ import annotations
 
-import base64
 import glob
 import json
 import os
@@ -56,8 +55,8 @@ def _originals():
                 t = kafkarec.to_arrow(fh.read())
             for r in t.select(["offset", "key", "value"]).to_pylist():
                 rows.append({"topic": part[:-2], "partition": 0, "offset": r["offset"],
-                             "key": None if r["key"] is None else base64.b64encode(r["key"]).decode(),
-                             "value": None if r["value"] is None else base64.b64encode(r["value"]).decode()})
+                             "key": None if r["key"] is None else r["key"].hex().upper(),
+                             "value": None if r["value"] is None else r["value"].hex().upper()})
     return rows
 
 

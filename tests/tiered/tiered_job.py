@@ -18,8 +18,8 @@ result = {}
 for variant in ("plain", "zstd", "aes", "both", "small", "large"):
     df = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/{variant}/rsm.properties")
           .option("maxPartitionBytes", "4096").load(f"{data}/{variant}/objects"))
-    rows = df.selectExpr("topic", "partition", "offset", "base64(key) AS key",
-                         "base64(value) AS value").orderBy("topic", "offset").collect()
+    rows = df.selectExpr("topic", "partition", "offset", "hex(key) AS key",
+                         "hex(value) AS value").orderBy("topic", "offset").collect()
     result[variant] = [r.asDict() for r in rows]
     result[variant + " tasks"] = df.rdd.getNumPartitions()
 # a selection: offsets from 300 in clicks, as the Kafka source's options say it
