@@ -52,8 +52,8 @@ IV_BYTES = 12
 TAG_BYTES = 16
 DATA_KEY_BYTES = 32
 MANIFEST_LIMIT = 16 << 20           # a manifest is a few hundred bytes; refuse anything absurd
-CACHED_CHUNKS = 4                   # chunks kept per open object: a read crossing chunk ends
-READ_AHEAD = 2                      # chunks fetched, decrypted and decompressed ahead of a forward read
+CACHED_CHUNKS = 2                   # chunks kept per open object: a read crossing a chunk end
+READ_AHEAD = 4                      # chunks fetched, decrypted and decompressed ahead of a forward read
 
 
 # --- the manifest ---------------------------------------------------------------------------
