@@ -124,3 +124,20 @@ def test_the_command_line(command):
         assert records == want
     else:
         assert "837" in proc.stdout
+
+
+@pytest.mark.parametrize("variant", ["both", "zstd"])
+def test_plugin_objects_read_from_s3(s3, tmp_path, variant):
+    """The plugin's objects in a bucket of a real S3 server (SeaweedFS), the key files too
+    (URIs in the config): the same records, and the key prefix taken off the topic names."""
+    bucket = f"tiered-{variant}"
+    s3.upload_dir(os.path.join(DATA, variant, "objects"), bucket, "rsm")
+    s3.upload_dir(os.path.join(DATA, "keys"), bucket, "keys")
+    with open(os.path.join(DATA, variant, "rsm.properties")) as fh:
+        text = fh.read().replace("../keys/", f"s3://{bucket}/keys/")
+    config = tmp_path / "rsm.properties"
+    config.write_text(text)
+    st, root = storage.resolve(f"s3://{bucket}/rsm", {**s3.options(), "tieredStorageConfig": str(config)})
+    lay, rows = read(st, root)
+    assert sorted(p.topic for p in lay.partitions) == ["clicks", "txn"]
+    assert rows["clicks"] == originals("clicks-0") and rows["txn"] == originals("txn-0")
