@@ -73,3 +73,7 @@ def test_a_selection_reads_the_offsets_it_names(submitted):
 def test_without_the_key_ring_the_error_names_the_object(submitted):
     msg = submitted["no keys"]
     assert msg is not None and "encrypted" in msg and "tieredStorageConfig" in msg and ".log" in msg
+
+
+def test_a_stream_reads_the_same_records(submitted):
+    assert submitted["stream"] == _originals()

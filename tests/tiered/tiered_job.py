@@ -27,6 +27,13 @@ sel = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/both
        .option("subscribe", "clicks").option("startingOffsets", '{"clicks":{"0":300}}')
        .option("endingOffsets", '{"clicks":{"0":650}}').load(f"{data}/both/objects"))
 result["selection"] = [r.offset for r in sel.select("offset").orderBy("offset").collect()]
+# a stream over the same objects (Trigger.AvailableNow): the batch read's rows
+query = (spark.readStream.format("kafkarec").option("tieredStorageConfig", f"{data}/both/rsm.properties")
+         .option("startingOffsets", "earliest").load(f"{data}/both/objects")
+         .selectExpr("topic", "partition", "offset", "hex(key) AS key", "hex(value) AS value")
+         .writeStream.format("memory").queryName("tiered").trigger(availableNow=True).start())
+query.awaitTermination(300)
+result["stream"] = [r.asDict() for r in spark.sql("SELECT * FROM tiered ORDER BY topic, offset").collect()]
 # without the key ring an encrypted segment is an error naming it
 try:
     spark.read.format("kafkarec").option("subscribe", "clicks").load(f"{data}/aes/objects").count()
