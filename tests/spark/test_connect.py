@@ -65,7 +65,8 @@ def inputs(tmp_path_factory, s3):
     typed = str(base / "typed")
     world.build(typed)
     return {"sample": sample, "typed": typed,
-            "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()}}
+            "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()},
+            "tiered": os.path.join(H.ROOT, "tests", "data", "tiered", "aiven")}
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +217,7 @@ def test_register_on_connect_without_spark_context(run):
 # -- batch surfaces: the same rows as the classic session ----------------------------------
 
 @pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
-                                  "from_registry", "latest", "typed_latest", "cdc"])
+                                  "from_registry", "latest", "typed_latest", "cdc", "tiered"])
 def test_same_rows_as_classic(run, classic, name):
     _, work = run
     got_cols, got = _rows(_table(work, name))
@@ -224,6 +225,14 @@ def test_same_rows_as_classic(run, classic, name):
     assert got_cols == want_cols
     assert len(got) == len(want) > 0
     assert got == want
+
+
+def test_tiered_objects_over_connect(run):
+    """The plugin's objects read over Connect: every record of the segments it stored."""
+    _, work = run
+    t = _table(work, "tiered")
+    assert sorted(set(t.column("topic").to_pylist())) == ["clicks", "txn"]
+    assert t.num_rows == 837 + 24
 
 
 def test_cdc_columns_over_connect(run):

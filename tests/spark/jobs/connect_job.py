@@ -80,6 +80,10 @@ def surfaces(spark, cfg, work, result):
     # 6. cdc=debezium: the change-event columns (the sample's values are no envelopes: cdcError)
     out(spark.read.format("kafkarec").option("cdc", "debezium").option("subscribe", "compacted")
         .load(sample), "cdc")
+    # 7. tiered storage: segments Aiven's plugin stored (zstd + AES-GCM chunks, a key prefix)
+    tiered = cfg["tiered"]
+    out(spark.read.format("kafkarec").option("tieredStorageConfig", f"{tiered}/both/rsm.properties")
+        .load(f"{tiered}/both/objects"), "tiered")
 
 
 def main():
