@@ -159,11 +159,13 @@ def _run_dump(args, out, err) -> int:
 
 
 def _run_verify(args, out, err) -> int:
-    local = [p for p in args.paths if not is_uri(p)]
+    # URIs, and with the plugin's config every path, are staged (a plugin's segments as the broker had them)
+    staged_paths = [p for p in args.paths if is_uri(p) or getattr(args, "tiered_storage_config", None)]
+    local = [p for p in args.paths if p not in staged_paths]
     pdirs = _partitions_for(resolve(local), err) if local else []
     staged = {}
     with contextlib.ExitStack() as stack:
-        for uri in (p for p in args.paths if is_uri(p)):
+        for uri in staged_paths:
             # a log directory, partition folder or file under a URI, mirrored into a
             # temporary folder; each segment is downloaded only while it is checked
             staging = stack.enter_context(Staging(uri, selection_args.storage_options_from_args(args)))

@@ -20,7 +20,7 @@ size of a batch with a bad CRC is trusted only if a plausible batch follows it.
 from __future__ import annotations
 
 import bisect
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from typing import Callable, ContextManager, Iterable, Iterator, List, NamedTuple, Optional
 
 import kafkarec
@@ -569,7 +569,13 @@ def check_partition(pdir: PartitionDir, *, deep: bool = False, resync: bool = Fa
             yield None, [Problem(files.index or files.timeindex or files.txnindex, None, None,
                                  f"side file without its segment {sf.file_name(files.base_offset, '.log')}")]
             continue
-        with stage(files.log):
+        with ExitStack() as staged:
+            try:
+                staged.enter_context(stage(files.log))
+            except (OSError, KafkaRecError) as e:
+                # a staged copy that cannot be made (a remote object that fails to read, decrypt ...)
+                yield None, [Problem(files.log, None, None, f"the segment could not be read: {e}")]
+                continue
             check, problems = _check_segment(
                 files, prev_last, active=i == len(pdir.segments) - 1, deep=deep, resync=resync,
                 observers_for=observers_for, options=options, log_start=log_start,

@@ -14,6 +14,11 @@ folders into a temporary directory:
 
 So the local disk holds one segment at a time, memory holds one chunk, and the local
 directory walk (:mod:`kafkarec.log.directory`) and every check run unchanged.
+
+A segment a tiered-storage plugin stored (a ``.rsm-manifest`` beside its ``.log``,
+:mod:`kafkarec.log.rsm`) is mirrored as the broker had it: a placeholder of the original
+segment's size, staged through its chunks (decrypted, decompressed), and its offset, time and
+transaction indexes taken out of ``.indexes`` as files of their own.
 :meth:`Staging.to_uri` names a mirrored file by its URI again, for reports.
 """
 from __future__ import annotations
@@ -62,13 +67,19 @@ class Staging:
             # a file argument: its folder, for the siblings that share its stem
             entries = list_files(self.storage, base)
         self._base = base
+        plugin = self._plugin_segments(base, entries)
         for e in entries:
             rel = posixpath.relpath(e.path, base)
             if rel.startswith("..") or any(part.startswith(".") for part in rel.split("/")[:-1]):
                 continue
             local = os.path.join(self.local_root, *rel.split("/"))
             kind = names.file_kind(posixpath.basename(e.path))
-            if self._root_is_file and e.path.rstrip("/") == self.root.rstrip("/"):
+            if e.path in plugin:
+                seg, rel = plugin[e.path]            # under the folder names the plugin's key prefix hides
+                local = os.path.join(self.local_root, *rel.split("/"))
+                self._placeholder(local, seg)
+                self._plugin_side_files(local, seg)
+            elif self._root_is_file and e.path.rstrip("/") == self.root.rstrip("/"):
                 self._download(local, e)     # the one file asked for (its name may hold no offset)
             elif kind in STAGED_KINDS:
                 self._placeholder(local, e)
@@ -81,6 +92,33 @@ class Staging:
             local = os.path.join(self.local_root, posixpath.basename(self.root.rstrip("/")))
             return local, True
         return self.local_root, False
+
+    def _plugin_segments(self, base: str, entries: List[FileEntry]) -> dict:
+        """``{path: (SegmentRef, mirror path)}`` of the segments a plugin stored in its own format;
+        mirrored as ``<topic>-<topic id>/<partition>/<name>`` (the key prefix taken off)."""
+        if not any(e.path.endswith(".rsm-manifest") for e in entries):
+            return {}
+        from kafkarec.log import layout
+        lay = layout.scan(self.storage, base, entries)
+        out = {}
+        for p in lay.partitions:
+            for s in p.segments + p.copies:
+                if s.rsm is None or not s.rsm.transformed:
+                    continue
+                rel = posixpath.relpath(s.path, base)
+                if p.topic is not None and p.topic_id is not None:
+                    rel = f"{p.topic}-{p.topic_id}/{p.partition}/{posixpath.basename(s.path)}"
+                out[s.path] = (s, rel)
+        return out
+
+    def _plugin_side_files(self, local: str, seg) -> None:
+        from kafkarec.log import layout
+        stem = local[:-len(".log")]
+        for name, suffix in (("offset", ".index"), ("timestamp", ".timeindex"), ("transaction", ".txnindex")):
+            data = layout.side_file(self.storage, seg, name)
+            if data is not None:
+                with open(stem + suffix, "wb") as fh:
+                    fh.write(data)
 
     def _download(self, local: str, entry: FileEntry) -> None:
         os.makedirs(os.path.dirname(local), exist_ok=True)
@@ -122,9 +160,13 @@ class Staging:
                 fh.truncate(0)
                 fh.truncate(entry.size)
 
-    def _copy(self, local: str, entry: FileEntry) -> None:
-        """The object's bytes into the local file, a chunk of bounded size at a time."""
-        with self.storage.open(entry.path, entry.size) as src, open(local, "r+b") as dst:
+    def _copy(self, local: str, entry) -> None:
+        """The object's bytes into the local file, a chunk of bounded size at a time (a plugin's
+        segment: its original bytes)."""
+        from kafkarec.log import layout
+        opened = (layout.open_segment(self.storage, entry) if isinstance(entry, layout.SegmentRef)
+                  else self.storage.open(entry.path, entry.size))
+        with opened as src, open(local, "r+b") as dst:
             pos = 0
             while pos < entry.size:
                 data = src.read_at(pos, min(_CHUNK, entry.size - pos))

@@ -232,7 +232,10 @@ def test_overlapping_copies_with_other_boundaries(tmp_path):
     assert offsets == list(range(40))
 
 
-def test_transformed_segment_reported(tmp_path):
+def test_a_manifest_that_is_not_one_is_reported(tmp_path):
+    """A plugin segment whose manifest cannot say how its object holds the bytes (here: no chunk
+    index) is an error naming the manifest when the segment is read (tests/tiered reads the
+    plugin's real objects)."""
     d = tmp_path / f"t-{TOPIC_ID}" / "0"
     d.mkdir(parents=True)
     (d / f"00000000000000000000-{SEG_IDS[0]}.log").write_bytes(b"\x00" * 100)
@@ -240,7 +243,7 @@ def test_transformed_segment_reported(tmp_path):
         '{"version":"1","chunkIndex":{},"segmentIndexes":{},"compression":true,"encryption":null}')
     st, path = storage.resolve(str(tmp_path))
     seg = layout.scan(st, path).partitions[0].segments[0]
-    with pytest.raises(layout.TransformedSegmentError, match="compressed by its remote storage plugin"):
+    with pytest.raises(layout.TransformedSegmentError, match=r"rsm-manifest: not a segment manifest"):
         layout.check_manifest(st, seg)
 
 

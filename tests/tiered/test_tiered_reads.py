@@ -141,3 +141,35 @@ def test_plugin_objects_read_from_s3(s3, tmp_path, variant):
     lay, rows = read(st, root)
     assert sorted(p.topic for p in lay.partitions) == ["clicks", "txn"]
     assert rows["clicks"] == originals("clicks-0") and rows["txn"] == originals("txn-0")
+
+
+@pytest.mark.parametrize("variant", ["both", "small"])
+def test_verify_checks_the_segments_as_the_broker_had_them(variant):
+    """``kafkarec verify`` stages each plugin segment as its original bytes with its indexes
+    (taken out of ``.indexes``) and checks them as any segment: nothing wrong."""
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "verify", os.path.join(DATA, variant, "objects"),
+                           "--tiered-storage-config", os.path.join(DATA, variant, "rsm.properties")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "checked 2 partition(s), 5 segment(s), 38 batches" in proc.stdout
+    assert "0 error(s), 0 warning(s)" in proc.stdout
+
+
+def test_verify_reports_a_damaged_object_and_goes_on(tmp_path):
+    import shutil
+    shutil.copytree(os.path.join(DATA, "both"), tmp_path / "both")
+    shutil.copytree(os.path.join(DATA, "keys"), tmp_path / "keys")
+    (log,) = glob.glob(str(tmp_path / "both" / "objects" / "**" / "rsm_clicks-*" / "0" / "00000000000000000000-*.log"),
+                       recursive=True)
+    with open(log, "r+b") as fh:
+        fh.seek(3000)
+        b = fh.read(1)
+        fh.seek(3000)
+        fh.write(bytes([b[0] ^ 1]))
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "verify", str(tmp_path / "both" / "objects"),
+                           "--tiered-storage-config", str(tmp_path / "both" / "rsm.properties")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the segment could not be read" in proc.stdout and "chunk 4: the AES-GCM tag does not verify" in proc.stdout
+    assert "checked 2 partition(s), 4 segment(s)" in proc.stdout and "1 error(s)" in proc.stdout
+    assert "Traceback" not in proc.stderr
