@@ -25,7 +25,6 @@ import base64
 import hashlib
 import json
 import os
-import statistics
 import struct
 import sys
 import tempfile
@@ -36,6 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import kafkarec  # noqa: E402
 from kafkarec.log import layout, rsm, selection, storage  # noqa: E402
+from bench_remote import timed  # noqa: E402  (median and best of runs)
 
 TOPIC_ID = "q3_Yx0-lTnWb5T0aN8Jw_A"
 SEGMENT_ID = "bEnChMaRkSeGmEnT0000AA"
@@ -108,15 +108,6 @@ def store(segment: str, out_dir: str, chunk: int, keys_dir: str) -> dict:
     with open(config, "w") as fh:
         fh.write(f"rsm.config.encryption.key.pairs=k1\nrsm.config.encryption.key.pairs.k1.private.key.file={private}\n")
     return {"config": config, "data_key": data_key, "aad": aad, "sizes": sizes, "original": len(data)}
-
-
-def timed(fn, runs):
-    times, result = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times), result
 
 
 def main():

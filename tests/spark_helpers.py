@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from paths import ROOT
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -242,6 +243,24 @@ def bare_env(python: str, extra=None) -> dict:
     env["PYTHONWARNINGS"] = "ignore:PySpark does not yet fully support pandas:FutureWarning"
     env.update(extra or {})
     return env
+
+
+def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout: float = 900) -> dict:
+    """Run ``job`` as a user does, ``spark-submit --master local[2] --py-files <kafkarec wheel>``
+    from a bare Python (its caches under ``work``), with ``args`` and then the path of the JSON
+    file the job writes; returns what it wrote."""
+    wheel = wheelhouse(sys.executable)
+    bare = bare_python(sys.executable)
+    out = os.path.join(str(work), "out.json")
+    env = bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(str(work), "cache"),
+                          "KAFKAREC_SPARK_CACHE": os.path.join(str(work), "spark-cache")})
+    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
+           "--driver-memory", driver_memory, "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel, job, *map(str, args), out]
+    proc = subprocess.run(cmd, cwd=str(work), env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    with open(out) as f:
+        return json.load(f)
 
 
 def free_port() -> int:

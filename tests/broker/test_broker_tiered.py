@@ -181,17 +181,8 @@ def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
     victim = sorted((s for s in meta.segments.values() if s.live), key=lambda s: s.start_offset)[1]
     for f in glob.glob(os.path.join(gappy, "**", f"*-{victim.segment_id}.*"), recursive=True):
         os.unlink(f)
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    out = str(tmp_path / "out.json")
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(tmp_path / "cache"),
-                            "KAFKAREC_SPARK_CACHE": str(tmp_path / "spark-cache")})
     job = os.path.join(os.path.dirname(HERE), "tiered", "stitched_job.py")
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
-           "--conf", "spark.ui.enabled=false", "--py-files", wheel, job, log_dir, remote, gappy, out]
-    proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    result = json.load(open(out))
+    result = H.submit_json(job, [log_dir, remote, gappy], tmp_path)
     hexed = lambda v: None if v is None else v.hex().upper()  # noqa: E731  (Spark's hex())
     assert result["rows"] == [[a.offset, hexed(a.key), hexed(a.value)] for a in sorted(acked, key=lambda a: a.offset)]
     assert result["tasks"] > 1

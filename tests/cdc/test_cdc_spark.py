@@ -7,8 +7,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -26,19 +24,8 @@ JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cdc_job.py")
 @pytest.fixture(scope="module")
 def submitted(debezium_capture, tmp_path_factory):
     log_dir, final = debezium_capture
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    work = tmp_path_factory.mktemp("cdc-spark")
-    out = str(work / "out.json")
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "cache"),
-                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel, JOB, log_dir, out]
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    with open(out) as f:
-        return json.load(f), log_dir, final
+    result = H.submit_json(JOB, [log_dir], tmp_path_factory.mktemp("cdc-spark"), driver_memory="2g")
+    return result, log_dir, final
 
 
 @pytest.mark.parametrize("prefix", ["plain", "dbz"])

@@ -4,9 +4,7 @@ every variant the plugin writes gives exactly the records of the original segmen
 from __future__ import annotations
 
 import glob
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -31,19 +29,7 @@ VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
 
 @pytest.fixture(scope="module")
 def submitted(tmp_path_factory):
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    work = tmp_path_factory.mktemp("tiered-spark")
-    out = str(work / "out.json")
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "cache"),
-                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "1g", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel, JOB, DATA, out]
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    with open(out) as f:
-        return json.load(f)
+    return H.submit_json(JOB, [DATA], tmp_path_factory.mktemp("tiered-spark"))
 
 
 def _originals():
