@@ -44,6 +44,15 @@ cdc                         (none)       ``debezium``: values are Debezium chang
 dedupeBufferSize            128m         view=latest: the key map's size per task (as Kafka's
                                          ``log.cleaner.dedupe.buffer.size``; more keys cost
                                          more passes, never more memory)
+tieredStorageConfig         (none)       the tiered-storage plugin's properties: read the
+                                         segments it stored (chunked, zstd, AES-GCM;
+                                         :mod:`kafkarec.log.rsm`)
+tieredStorage               (none)       a tiered-storage root stitched with the loaded log
+                                         dirs: one history (gaps fail unless failOnDataLoss
+                                         is false)
+remoteLogMetadata           (none)       a log dir holding ``__remote_log_metadata``: read only
+                                         live remote copies (default with tieredStorage: the
+                                         loaded log dir)
 ==========================  ===========  ==================================================
 
 Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
