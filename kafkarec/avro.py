@@ -47,6 +47,7 @@ import re
 import struct
 from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
 
+from kafkarec._core import encode_varlong
 from kafkarec.errors import SchemaResolutionError, AvroSchemaError
 
 __all__ = [
@@ -518,16 +519,6 @@ class _BadDefault(Exception):
     pass
 
 
-def _zz(v: int) -> bytes:
-    u = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -552,7 +543,7 @@ def _encode_default(node: _Node, v: Any) -> bytes:
         lim = 1 << (31 if t == "int" else 63)
         if not -lim <= v < lim:
             raise _BadDefault(f"out of range for {t}")
-        return _zz(v)
+        return encode_varlong(v)
     if t in ("float", "double"):
         if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
             v = float(v)
@@ -576,21 +567,21 @@ def _encode_default(node: _Node, v: Any) -> bytes:
             if len(raw) != node.size:
                 raise _BadDefault(f"fixed default must have {node.size} bytes")
             return raw
-        return _zz(len(raw)) + raw
+        return encode_varlong(len(raw)) + raw
     if t == "enum":
         if v not in node.symbols:
             raise _BadDefault("not a symbol of the enum")
-        return _zz(node.symbols.index(v))
+        return encode_varlong(node.symbols.index(v))
     if t == "array":
         if not isinstance(v, list):
             raise _BadDefault("expected a list")
         body = b"".join(_encode_default(node.items, x) for x in v)
-        return (_zz(len(v)) + body if v else b"") + b"\x00"
+        return (encode_varlong(len(v)) + body if v else b"") + b"\x00"
     if t == "map":
         if not isinstance(v, dict):
             raise _BadDefault("expected an object")
         body = b"".join(_encode_default(_STRING, k) + _encode_default(node.values, x) for k, x in v.items())
-        return (_zz(len(v)) + body if v else b"") + b"\x00"
+        return (encode_varlong(len(v)) + body if v else b"") + b"\x00"
     if t == "record":
         if not isinstance(v, dict):
             raise _BadDefault("expected an object")
@@ -606,7 +597,7 @@ def _encode_default(node: _Node, v: Any) -> bytes:
     if t == "union":
         for i, b in enumerate(node.branches):
             try:
-                return _zz(i) + _encode_default(b, v)
+                return encode_varlong(i) + _encode_default(b, v)
             except _BadDefault:
                 continue
         raise _BadDefault("matches no branch of the union")

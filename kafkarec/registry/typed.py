@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafkarec._core import encode_varlong
 from kafkarec.errors import KafkaRecError
 from kafkarec.registry import wire
 from kafkarec.registry._model import Registry, RegistryError, SchemaEntry, context_of
@@ -86,18 +87,6 @@ def _schema_object(registry: Optional[Registry], entry: SchemaEntry):
     return JsonSchema.from_text(entry.schema, imports)
 
 
-def _zigzag_varint(v: int) -> bytes:
-    z = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
 
 def message_indexes(schema, message: Optional[str]) -> bytes:
     """Confluent's message indexes (``MessageIndexes``) naming ``message`` in a compiled
@@ -119,7 +108,7 @@ def message_indexes(schema, message: Optional[str]) -> bytes:
         raise RegistryError(f"no message {want!r} in the Protobuf schema")
     if path == [0]:
         return b"\x00"
-    return _zigzag_varint(len(path)) + b"".join(_zigzag_varint(i) for i in path)
+    return encode_varlong(len(path)) + b"".join(encode_varlong(i) for i in path)
 
 
 def _schema_key(entry: SchemaEntry) -> tuple:
