@@ -148,11 +148,6 @@ def _headers(batch: Any) -> Any:
     return batch.column("headers") if "headers" in batch.schema.names else None
 
 
-def truncated_before(batch: Any) -> int:
-    """The offset of the last truncate event in ``batch`` (JSON values), -1 if none."""
-    return Debezium().last_truncate(batch)
-
-
 def envelope_type_problem(value_type: Any) -> Optional[str]:
     """Why values of pyarrow type ``value_type`` (a typed value column) are not Debezium
     envelopes, or ``None`` when they are (a struct with ``op``, ``before``, ``after``)."""

@@ -285,8 +285,7 @@ class _TypedState:
             from kafkarec.cdc import typed_changes
             corrupt = out.column("_corrupt_record")
             for name, arr in typed_changes(out.column("value"), corrupt).items():
-                out = out.append_column(name, pa.chunked_array([arr], arr.type) if len(arr) else
-                                        pa.chunked_array([], arr.type))
+                out = out.append_column(name, pa.chunked_array([arr], arr.type))
         return out
 
     def concat(self, tables: list):

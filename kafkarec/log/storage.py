@@ -312,14 +312,15 @@ def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
     that wrote the objects (read with the same options; :mod:`kafkarec.log.rsm`)."""
     st, path = _resolve(uri, options)
     config = tiered_config_option(options)
-    metadata = _option(options, "remotelogmetadata")
+    metadata = option_value(options, "remotelogmetadata")
     if config is not None or metadata is not None:
         # read where the layout first needs them (kafkarec.log.rsm.tiered_of), with these options
         st.tiered_source = (config, metadata, {k: v for k, v in dict(options or {}).items()})
     return st, path
 
 
-def _option(options: Optional[dict], normalized: str) -> Optional[str]:
+def option_value(options: Optional[dict], normalized: str) -> Optional[str]:
+    """The value of an option whose name, lower-cased without ``.``/``_``/``-``, is ``normalized``."""
     for k, v in dict(options or {}).items():
         if _norm_key(k) == normalized and v not in (None, ""):
             return v
@@ -328,7 +329,7 @@ def _option(options: Optional[dict], normalized: str) -> Optional[str]:
 
 def tiered_config_option(options: Optional[dict]) -> Optional[str]:
     """The ``tieredStorageConfig`` option (any case, ``.``/``_``/``-`` ignored), or None."""
-    return _option(options, "tieredstorageconfig")
+    return option_value(options, "tieredstorageconfig")
 
 
 def _resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
