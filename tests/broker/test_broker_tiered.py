@@ -59,11 +59,24 @@ def tiered(tmp_path_factory):
                 break
             assert time.monotonic() < deadline, broker.log_tail()
             time.sleep(0.5)
+        produce.wait_settled(broker.log_dir, [TOPIC])
+        live = _spark_kafka_source_parity(broker, remote, str(tmp_path_factory.mktemp("tiered-parity")))
         broker.stop()
-        yield broker.log_dir, remote, acked
+        yield broker.log_dir, remote, acked, live
     finally:
         broker.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _spark_kafka_source_parity(broker, remote, work):
+    """Spark's Kafka source on the live broker and kafkarec's stitched read (bare executors),
+    or the reason Spark is not there."""
+    import spark_helpers as H
+    why = H.spark_available()
+    if why:
+        return why
+    job = os.path.join(os.path.dirname(HERE), "tiered", "kafka_source_job.py")
+    return H.submit_json(job, [broker.bootstrap, broker.log_dir, remote], work, kafka_source=True)
 
 
 def _rows(lay, st):
@@ -82,7 +95,7 @@ def _acked(acked, offsets=None):
 
 def test_the_remote_log_metadata_names_every_copy_live(tiered):
     from kafkarec.log import layout, remote_metadata, storage
-    log_dir, remote, _ = tiered
+    log_dir, remote, _, _ = tiered
     meta = remote_metadata.load(log_dir)
     assert meta.problems == []
     st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
@@ -101,7 +114,7 @@ def test_the_remote_log_metadata_names_every_copy_live(tiered):
 
 def test_the_remote_copies_hold_the_acked_records(tiered):
     from kafkarec.log import layout, storage
-    log_dir, remote, acked = tiered
+    log_dir, remote, acked, _ = tiered
     st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
     rows = _rows(layout.scan(st, root), st)
     assert rows and rows == _acked(acked, {r["offset"] for r in rows})
@@ -110,7 +123,7 @@ def test_the_remote_copies_hold_the_acked_records(tiered):
 
 def test_one_history_from_remote_and_local(tiered):
     from kafkarec.log import layout
-    log_dir, remote, acked = tiered
+    log_dir, remote, acked, _ = tiered
     lay, gaps = layout.scan_history(log_dir, remote)
     assert gaps == []
     (part,) = [p for p in lay.partitions if p.topic == TOPIC]
@@ -124,7 +137,7 @@ def test_one_history_from_remote_and_local(tiered):
 
 def test_a_copy_the_metadata_does_not_record_is_not_read(tiered, tmp_path):
     from kafkarec.log import layout
-    log_dir, remote, acked = tiered
+    log_dir, remote, acked, _ = tiered
     copy = str(tmp_path / "remote")
     shutil.copytree(remote, copy)
     (first,) = glob.glob(os.path.join(copy, "**", "00000000000000000000-*.log"), recursive=True)
@@ -141,7 +154,7 @@ def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
     """Remove the remote copy of an early segment (its offsets are no longer local): they are in
     neither copy, which is data loss, reported where it starts."""
     from kafkarec.log import layout, remote_metadata
-    log_dir, remote, _ = tiered
+    log_dir, remote, _, _ = tiered
     copy = str(tmp_path / "remote")
     shutil.copytree(remote, copy)
     meta = remote_metadata.load(log_dir)
@@ -156,13 +169,24 @@ def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
 
 
 def test_the_command_line_reads_one_history(tiered):
-    log_dir, remote, acked = tiered
+    log_dir, remote, acked, _ = tiered
     proc = subprocess.run([sys.executable, "-m", "kafkarec", "dump", log_dir, "--topics", TOPIC,
                            "--tiered-storage", remote, "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     batches = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     records = sum(b.get("count", 0) for b in batches if b.get("type", "batch") == "batch")
     assert records == len(acked)
+
+
+@pytest.mark.spark
+def test_sparks_kafka_source_on_the_broker_gives_the_same_rows(tiered):
+    """The broker serves the early offsets from its remote storage to Spark's Kafka source;
+    kafkarec's stitched read of the files gives the same records."""
+    live = tiered[3]
+    if isinstance(live, str):
+        pytest.skip(live)
+    assert live["kafka"] and live["kafkarec"] == live["kafka"]
+    assert len(live["kafka"]) == RECORDS and live["kafka"][0][2] == 0
 
 
 @pytest.mark.spark
@@ -174,7 +198,7 @@ def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
     if why:
         pytest.skip(why)
     from kafkarec.log import remote_metadata
-    log_dir, remote, acked = tiered
+    log_dir, remote, acked, _ = tiered
     gappy = str(tmp_path / "gappy")
     shutil.copytree(remote, gappy)
     meta = remote_metadata.load(log_dir)
