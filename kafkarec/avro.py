@@ -3,8 +3,9 @@
 * :func:`parse_schema` parses an Avro 1.12 schema (JSON text or the parsed
   JSON object) into an :class:`AvroSchema`.  Named types defined elsewhere
   (Schema Registry references) are passed in ``named_types``.  Recursive types
-  are refused, as Spark's ``from_avro`` refuses them by default; nesting depth,
-  schema size, names and defaults are checked.
+  parse (``AvroSchema.recursive``); a decoder reads them as Spark's ``from_avro``
+  does, only with ``recursive_field_max_depth`` (``recursiveFieldMaxDepth``, see
+  :func:`unroll`); nesting depth, schema size, names and defaults are checked.
 * :class:`AvroDecoder` resolves each writer schema to one reader schema with
   Apache Avro's rules (Java's ``Resolver``: promotions int->long->float->double,
   string<->bytes, defaults, skipped fields, aliases, enum defaults, union
@@ -56,6 +57,9 @@ __all__ = [
     "parse_schema",
     "decode_values",
     "arrow_type_of",
+    "spark_options",
+    "SPARK_OPTIONS",
+    "unroll",
     "MAX_DEPTH",
     "MAX_SCHEMA_NODES",
     "MAX_SCHEMA_TEXT",
@@ -113,13 +117,15 @@ class AvroSchema:
     objects (as given); ``named`` maps every named type's full name to its
     definition, including those taken from ``named_types``."""
 
-    __slots__ = ("root", "named", "json", "_text")
+    __slots__ = ("root", "named", "json", "_text", "recursive")
 
     def __init__(self, root: _Node, named: dict, source: Any) -> None:
         self.root = root
         self.named = named
         self.json = source
         self._text: Optional[str] = None
+        #: whether a record type contains itself (Spark reads it only with recursiveFieldMaxDepth)
+        self.recursive = False
 
     @property
     def type(self) -> str:
@@ -155,7 +161,6 @@ class AvroSchema:
 class _Parser:
     def __init__(self, named_types) -> None:
         self.named: dict = {}
-        self.defining: set = set()
         self.nodes = 0
         if named_types is not None:
             schemas = named_types.values() if isinstance(named_types, Mapping) else named_types
@@ -207,8 +212,6 @@ class _Parser:
     def lookup(self, name: str, ns: str, path: str) -> _Node:
         candidates = [name] if "." in name else ([f"{ns}.{name}", name] if ns else [name])
         for full in candidates:
-            if full in self.defining:
-                self.fail(path, f"recursive type {full!r} is not supported (a type that contains itself)")
             node = self.named.get(full)
             if node is not None:
                 return node
@@ -293,35 +296,31 @@ class _Parser:
         fields = obj.get("fields")
         if not isinstance(fields, list):
             self.fail(path, "record without a \"fields\" list")
-        self.defining.add(node.name)
-        self.define(node, path)
+        self.define(node, path)          # before its fields: a field may name the record (recursion)
         names = set()
-        try:
-            for pos, f in enumerate(fields):
-                if not isinstance(f, dict):
-                    self.fail(path, "a field must be an object")
-                fname = f.get("name")
-                if not isinstance(fname, str) or not _NAME_RE.match(fname):
-                    self.fail(path, f"invalid field name {fname!r}")
-                if fname in names:
-                    self.fail(path, f"duplicate field {fname!r}")
-                names.add(fname)
-                if "type" not in f:
-                    self.fail(f"{path}.{fname}", "field without \"type\"")
-                ftype = self.parse(f["type"], rns, depth + 1, f"{path}.{fname}")
-                faliases = f.get("aliases", [])
-                if not isinstance(faliases, list) or not all(isinstance(a, str) for a in faliases):
-                    self.fail(f"{path}.{fname}", "field aliases must be a list of names")
-                has_default = "default" in f
-                default = f.get("default")
-                if has_default:
-                    try:
-                        _encode_default(ftype, default)
-                    except _BadDefault as exc:
-                        self.fail(f"{path}.{fname}", f"invalid default {default!r}: {exc}")
-                node.fields.append(_Field(fname, ftype, has_default, default, tuple(faliases), pos))
-        finally:
-            self.defining.discard(node.name)
+        for pos, f in enumerate(fields):
+            if not isinstance(f, dict):
+                self.fail(path, "a field must be an object")
+            fname = f.get("name")
+            if not isinstance(fname, str) or not _NAME_RE.match(fname):
+                self.fail(path, f"invalid field name {fname!r}")
+            if fname in names:
+                self.fail(path, f"duplicate field {fname!r}")
+            names.add(fname)
+            if "type" not in f:
+                self.fail(f"{path}.{fname}", "field without \"type\"")
+            ftype = self.parse(f["type"], rns, depth + 1, f"{path}.{fname}")
+            faliases = f.get("aliases", [])
+            if not isinstance(faliases, list) or not all(isinstance(a, str) for a in faliases):
+                self.fail(f"{path}.{fname}", "field aliases must be a list of names")
+            has_default = "default" in f
+            default = f.get("default")
+            if has_default:
+                try:
+                    _encode_default(ftype, default)
+                except _BadDefault as exc:
+                    self.fail(f"{path}.{fname}", f"invalid default {default!r}: {exc}")
+            node.fields.append(_Field(fname, ftype, has_default, default, tuple(faliases), pos))
         return node
 
     def enum(self, obj: dict, ns: str, path: str) -> _Node:
@@ -484,7 +483,23 @@ def parse_schema(text_or_obj: Union[str, bytes, Any],
         raise AvroSchemaError(f"schema has more than {MAX_SCHEMA_NODES} types once its named types are "
                               "expanded where they are used")
     own = {k: v for k, v in parser.named.items()}
-    return AvroSchema(root, own, obj)
+    schema = AvroSchema(root, own, obj)
+    schema.recursive = _has_cycle(root, set(), set())
+    return schema
+
+
+def _has_cycle(node: _Node, open_: set, done: set) -> bool:
+    """Whether a record reaches itself (directly, or through named types given by reference)."""
+    key = id(node)
+    if key in open_:
+        return True
+    if key in done:
+        return False
+    open_.add(key)
+    found = any(_has_cycle(c, open_, done) for c in _children(node))
+    open_.discard(key)
+    done.add(key)
+    return found
 
 
 def _expanded_size(node: _Node, memo: dict) -> int:
@@ -492,6 +507,7 @@ def _expanded_size(node: _Node, memo: dict) -> int:
     size = memo.get(key)
     if size is not None:
         return size
+    memo[key] = 1                   # a recursive reference counts once
     size = 1
     for child in _children(node):
         size += _expanded_size(child, memo)
@@ -630,14 +646,36 @@ def _union_mode(node: _Node) -> tuple:
     return "struct", nonnull, has_null
 
 
-def arrow_type_of(schema: Union[AvroSchema, _Node]):
-    """The Arrow type of an Avro schema under Spark's ``from_avro`` mapping."""
+def arrow_type_of(schema: Union[AvroSchema, _Node], *, stable_union_prefix: Optional[str] = None):
+    """The Arrow type of an Avro schema under Spark's ``from_avro`` mapping.  A union of several
+    types is a struct of ``member0..memberN``, or, with ``stable_union_prefix`` (Spark's
+    ``enableStableIdentifiersForUnionType``, prefix ``stableIdentifierPrefixForUnionType``,
+    default ``member_``), of the prefix followed by each branch's type name (``member_int``,
+    ``member_Address``): names that stay when branches are added or removed."""
     node = schema.root if isinstance(schema, AvroSchema) else schema
-    return _arrow(node)[0]
+    return _arrow(node, stable_union_prefix)[0]
 
 
-def _arrow(node: _Node):
-    """(arrow type, nullable) for a node."""
+def _member_names(node: _Node, nonnull: list, prefix: Optional[str]) -> list:
+    """The struct field of each non-null union branch: positional, or prefix + the branch's
+    name (a named type's short name, else its type) unique regardless of case, as Spark's."""
+    if prefix is None:
+        return [f"member{m}" for m in range(len(nonnull))]
+    names, seen = [], set()
+    for i in nonnull:
+        b = node.branches[i]
+        name = prefix + (b.short_name if b.name is not None else b.type)
+        if name.lower() in seen:
+            raise AvroSchemaError(f"cannot name the union's members by type: two branches are named "
+                                  f"{name!r} regardless of case (enableStableIdentifiersForUnionType)")
+        seen.add(name.lower())
+        names.append(name)
+    return names
+
+
+def _arrow(node: _Node, prefix: Optional[str] = None):
+    """(arrow type, nullable) for a node; ``prefix``: stable union member names (see
+    :func:`arrow_type_of`)."""
     pa = _pa()
     t = node.type
     lg = node.logical["name"] if node.logical else None
@@ -670,28 +708,88 @@ def _arrow(node: _Node):
     if t == "record":
         fields = []
         for f in node.fields:
-            ft, fn = _arrow(f.type)
+            ft, fn = _arrow(f.type, prefix)
             fields.append(pa.field(f.name, ft, nullable=fn))
         return pa.struct(fields), False
     if t == "array":
-        it, inull = _arrow(node.items)
+        it, inull = _arrow(node.items, prefix)
         return pa.list_(pa.field("element", it, nullable=inull)), False
     if t == "map":
-        vt, vnull = _arrow(node.values)
+        vt, vnull = _arrow(node.values, prefix)
         return pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", vt, nullable=vnull)), False
     if t == "union":
         mode, nonnull, has_null = _union_mode(node)
         if mode == "null":
             return pa.null(), True
         if mode == "single":
-            return _arrow(node.branches[nonnull[0]])[0], has_null
+            return _arrow(node.branches[nonnull[0]], prefix)[0], has_null
         if mode == "long":
             return pa.int64(), has_null
         if mode == "double":
             return pa.float64(), has_null
-        return pa.struct([pa.field(f"member{m}", _arrow(node.branches[i])[0], nullable=True)
+        names = _member_names(node, nonnull, prefix)
+        return pa.struct([pa.field(names[m], _arrow(node.branches[i], prefix)[0], nullable=True)
                           for m, i in enumerate(nonnull)]), has_null
     raise AvroSchemaError(f"unknown type {t}")
+
+
+#: Spark's bounds of recursiveFieldMaxDepth (from_avro refuses a recursive schema outside them).
+MAX_RECURSIVE_FIELD_DEPTH = 12
+
+
+def unroll(schema: AvroSchema, max_depth: int) -> AvroSchema:
+    """A recursive ``schema`` as Spark's ``from_avro`` reads it with ``recursiveFieldMaxDepth``:
+    each record type may enter itself ``max_depth - 1`` times; below that the field that would
+    enter it again is left out (an array, map or union of nothing but it too).  A schema that is
+    not recursive is returned as it is; a recursive one with ``max_depth`` outside
+    1..12 is refused as Spark refuses it."""
+    if not schema.recursive:
+        return schema
+    root = _unroll(schema.root, {}, int(max_depth))
+    out = AvroSchema(root, schema.named, schema.json)
+    return out
+
+
+def _unroll(node: _Node, depth_of: dict, max_depth: int) -> Optional[_Node]:
+    t = node.type
+    if t == "record":
+        d = depth_of.get(node.name, 0)
+        if d > 0 and not 1 <= max_depth <= MAX_RECURSIVE_FIELD_DEPTH:
+            raise AvroSchemaError(
+                f"recursive type {node.name!r} (a record that contains itself): Spark's from_avro reads it "
+                f"only with recursiveFieldMaxDepth between 1 and {MAX_RECURSIVE_FIELD_DEPTH} "
+                f"(given {max_depth})")
+        if d > 0 and d >= max_depth:
+            return None
+        inner = dict(depth_of)
+        inner[node.name] = d + 1
+        copy = _copy(node)
+        copy.fields = []
+        for f in node.fields:
+            ft = _unroll(f.type, inner, max_depth)
+            if ft is not None:
+                copy.fields.append(_Field(f.name, ft, f.has_default, f.default, f.aliases, f.pos))
+        return copy
+    if t in ("array", "map"):
+        child = _unroll(node.items if t == "array" else node.values, depth_of, max_depth)
+        if child is None:
+            return None
+        copy = _Node(t)
+        copy.logical = node.logical
+        if t == "array":
+            copy.items = child
+        else:
+            copy.values = child
+        return copy
+    if t == "union":
+        branches = [b if b.type == "null" else _unroll(b, depth_of, max_depth) for b in node.branches]
+        kept = [b for b in branches if b is not None]
+        if not any(b.type != "null" for b in kept) and any(b.type != "null" for b in node.branches):
+            return None
+        copy = _Node("union")
+        copy.branches = kept
+        return copy
+    return node
 
 
 # ----------------------------------------------------------------------------- columns
@@ -846,6 +944,7 @@ class _Compiler:
                     self.field_alias[full] = fa
         self.reader = reader
         self.writer = writer
+        self.skips: dict = {}        # id(writer record) -> its skip op
 
     def wname(self, w: _Node) -> str:
         """The full name of a writer's named type after the reader's aliases."""
@@ -1114,7 +1213,7 @@ class _Compiler:
             ids.append(self.emit(OP_DEFAULT, a=prog, b=blob))
         return self.emit(OP_RECORD, col=rc.col, a=self.kid_list(ids), b=len(ids))
 
-    def min_size(self, w: _Node) -> int:
+    def min_size(self, w: _Node, open_: Optional[set] = None) -> int:
         """Fewest bytes an encoded value of w takes (0 when it can be empty)."""
         t = w.type
         if t == "null":
@@ -1122,11 +1221,27 @@ class _Compiler:
         if t == "fixed":
             return min(w.size, 1)
         if t == "record":
-            return min(1, sum(self.min_size(f.type) for f in w.fields))
+            open_ = set() if open_ is None else open_
+            if id(w) in open_:
+                return 1            # a record inside itself: only a union or collection gets there
+            open_.add(id(w))
+            size = min(1, sum(self.min_size(f.type, open_) for f in w.fields))
+            open_.discard(id(w))
+            return size
         return 1
 
     def skip(self, w: _Node) -> int:
         t = w.type
+        if t == "record":
+            # one skip op per record type: a recursive writer type skips through itself
+            done = self.skips.get(id(w))
+            if done is not None:
+                return done
+            at = self.emit(OP_SKIP_RECORD)
+            self.skips[id(w)] = at
+            ids = [self.skip(f.type) for f in w.fields]
+            self.ops[at][2], self.ops[at][3] = self.kid_list(ids), len(ids)
+            return at
         if t == "null":
             return self.emit(OP_NOP)
         if t == "boolean":
@@ -1143,9 +1258,6 @@ class _Compiler:
             return self.emit(OP_SKIP_N, n=w.size)
         if t in ("string", "bytes"):
             return self.emit(OP_SKIP_BYTES)
-        if t == "record":
-            ids = [self.skip(f.type) for f in w.fields]
-            return self.emit(OP_SKIP_RECORD, a=self.kid_list(ids), b=len(ids))
         if t == "array":
             return self.emit(OP_SKIP_ARRAY, a=self.skip(w.items), n=0 if self.min_size(w.items) else 1)
         if t == "map":
@@ -1174,16 +1286,31 @@ class AvroDecoder:
     take) is a null value with its reason in the error column; tombstones
     (null values) and null writer ids are null values with no error."""
 
-    def __init__(self, reader: AvroSchema, *, max_items: int = 1 << 24) -> None:
+    def __init__(self, reader: AvroSchema, *, max_items: int = 1 << 24,
+                 stable_union_prefix: Optional[str] = None, datetime_rebase_mode: str = "CORRECTED",
+                 time_zone: str = "UTC", recursive_field_max_depth: int = -1) -> None:
         """``max_items`` bounds the items that take no bytes (``array<null>``,
         records of nulls) one value may hold; a value past it is a row error and
         the rows after it are unaffected.  Any other item needs at least one
-        byte of input, so work stays bounded by the input size times this."""
+        byte of input, so work stays bounded by the input size times this.
+
+        ``stable_union_prefix``: name union members by type (see :func:`arrow_type_of`);
+        ``datetime_rebase_mode``: Spark's ``datetimeRebaseMode`` (``CORRECTED``, ``LEGACY``,
+        ``EXCEPTION``, see :mod:`kafkarec.avro_rebase`), in ``time_zone`` (Spark's session
+        time zone); ``recursive_field_max_depth``: Spark's ``recursiveFieldMaxDepth``, how a
+        recursive reader schema is read (see :func:`unroll`; -1 refuses it, as Spark does).
+        :func:`spark_options` maps ``from_avro``'s option names to these."""
+        from kafkarec.avro_rebase import rebase_mode
         if not isinstance(reader, AvroSchema):
             reader = parse_schema(reader)
         self.reader = reader
-        self.arrow_type = arrow_type_of(reader)
-        self._layout = _Layout(reader)
+        self._options = {"stable_union_prefix": stable_union_prefix,
+                         "datetime_rebase_mode": rebase_mode(datetime_rebase_mode), "time_zone": time_zone,
+                         "recursive_field_max_depth": int(recursive_field_max_depth)}
+        # the reader as columns: a recursive one cut at the depth Spark's from_avro cuts it
+        self._columns = unroll(reader, recursive_field_max_depth)
+        self.arrow_type = arrow_type_of(self._columns, stable_union_prefix=stable_union_prefix)
+        self._layout = _Layout(self._columns)
         # the top-level column is nullable: tombstones and records that fail are null
         self._layout.specs[self._layout.root.col][2] = True
         self._specs = [(k, list(ch), nullable) for k, ch, nullable in self._layout.specs]
@@ -1194,7 +1321,7 @@ class AvroDecoder:
 
     def __reduce__(self):
         # pickles as schemas (Spark ships decoders to executors); programs are recompiled there
-        return (_rebuild_decoder, (self.reader, dict(self._writers), self._max_items))
+        return (_rebuild_decoder, (self.reader, dict(self._writers), self._max_items, self._options))
 
     def _arrow_types(self) -> list:
         """The Arrow type of every column, by column id."""
@@ -1237,7 +1364,7 @@ class AvroDecoder:
     def _compile(self, writer: AvroSchema, confluent: bool):
         if not isinstance(writer, AvroSchema):
             writer = parse_schema(writer)
-        comp = _Compiler(self._layout, writer, self.reader, confluent)
+        comp = _Compiler(self._layout, writer, self._columns, confluent)
         root = comp.compile()
         return _core()._AvroProgram(comp.ops, comp.kids, comp.aux, comp.blobs, comp.errors, root, comp.raw_bytes)
 
@@ -1245,27 +1372,66 @@ class AvroDecoder:
         """Decode row i, ``values[i][body_offsets[i]:]``, with writer
         ``writer_ids[i]``.  Returns (values as ``arrow_type``, error strings:
         null where the row decoded, else ``"offset-in-value N: reason"``)."""
-        return self._runner.decode(values, writer_ids, body_offsets)
+        return self._rebased(*self._runner.decode(values, writer_ids, body_offsets))
+
+    def _rebased(self, values, errors):
+        mode = self._options["datetime_rebase_mode"]
+        if mode == "CORRECTED":
+            return values, errors
+        from kafkarec.avro_rebase import rebase_column, ANCIENT_DATETIME
+        values, ancient = rebase_column(values, mode, time_zone=self._options["time_zone"])
+        if not ancient.any():
+            return values, errors
+        pa, pc = _pa(), __import__("pyarrow.compute").compute
+        flags = pa.array(ancient)
+        values = pc.if_else(flags, pa.scalar(None, values.type), values)
+        errors = pc.if_else(pc.and_(flags, pc.is_null(errors)), pa.scalar(ANCIENT_DATETIME), errors)
+        return values, errors
 
 
-def _rebuild_decoder(reader: AvroSchema, writers: dict, max_items: int) -> AvroDecoder:
-    dec = AvroDecoder(reader, max_items=max_items)
+#: The ``from_avro`` options :func:`spark_options` maps (Spark's spelling; matched case-insensitively).
+SPARK_OPTIONS = ("enableStableIdentifiersForUnionType", "stableIdentifierPrefixForUnionType",
+                 "datetimeRebaseMode", "recursiveFieldMaxDepth")
+
+
+def spark_options(options: Mapping[str, Any], *, time_zone: str = "UTC") -> dict:
+    """:class:`AvroDecoder` keyword arguments from Spark ``from_avro`` option names
+    (case-insensitive): ``enableStableIdentifiersForUnionType``,
+    ``stableIdentifierPrefixForUnionType``, ``datetimeRebaseMode``, ``recursiveFieldMaxDepth``;
+    other names are ignored."""
+    from kafkarec.avro_rebase import rebase_mode
+    o = {str(k).lower(): v for k, v in dict(options or {}).items()}
+    stable = str(o.get("enablestableidentifiersforuniontype", "false")).strip().lower()
+    depth = str(o.get("recursivefieldmaxdepth", "-1")).strip()
+    if not depth.lstrip("-").isdigit():
+        raise AvroSchemaError(f"recursiveFieldMaxDepth {o['recursivefieldmaxdepth']!r}: an integer")
+    if stable not in ("true", "false"):
+        raise AvroSchemaError(f"enableStableIdentifiersForUnionType {o['enablestableidentifiersforuniontype']!r}: "
+                              "true or false")
+    prefix = o.get("stableidentifierprefixforuniontype", "member_")
+    return {"stable_union_prefix": str(prefix) if stable == "true" else None,
+            "datetime_rebase_mode": rebase_mode(o.get("datetimerebasemode")), "time_zone": time_zone,
+            "recursive_field_max_depth": int(depth)}
+
+
+def _rebuild_decoder(reader: AvroSchema, writers: dict, max_items: int, options: dict) -> AvroDecoder:
+    dec = AvroDecoder(reader, max_items=max_items, **options)
     for wid, w in writers.items():
         dec.add_writer(wid, w)
     return dec
 
 
-def decode_values(values, writer: AvroSchema, reader: Optional[AvroSchema] = None):
+def decode_values(values, writer: AvroSchema, reader: Optional[AvroSchema] = None, **options):
     """Decode a column of plain Avro bodies (no framing) written with
-    ``writer``, read as ``reader`` (default: the writer schema).  Returns
-    (values, error strings) as :meth:`AvroDecoder.decode`."""
+    ``writer``, read as ``reader`` (default: the writer schema), ``options`` as
+    :class:`AvroDecoder` takes them.  Returns (values, error strings) as :meth:`AvroDecoder.decode`."""
     pa = _pa()
     writer = parse_schema(writer)
-    dec = AvroDecoder(parse_schema(reader) if reader is not None else writer)
+    dec = AvroDecoder(parse_schema(reader) if reader is not None else writer, **options)
     prog = dec._compile(writer, confluent=False)
     dec._runner.set_program(0, prog)
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = pa.array(values, pa.binary())
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    return dec._runner.decode(values, None, None)
+    return dec._rebased(*dec._runner.decode(values, None, None))

@@ -43,7 +43,11 @@ log = logging.getLogger("spark_udfs")
 TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysubject",
                  "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
                  "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
-                 "registryasofoffset", "registryidformat", "registrybearertoken"}
+                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
+# the decoders' own options (from_avro's names), passed to every typed side
+FORMAT_OPTIONS = {"enablestableidentifiersforuniontype", "stableidentifierprefixforuniontype",
+                  "datetimerebasemode", "recursivefieldmaxdepth"}
+TYPED_OPTIONS |= FORMAT_OPTIONS
 _FORMATS = ("registry", "avro", "protobuf", "json")
 SCHEMA_ID_COLUMN = {"value": "valueSchemaId", "key": "keySchemaId"}
 
@@ -196,7 +200,8 @@ class TypedSide:
 
     def __init__(self, side: str, fmt: str, registry, *, subject=None, topic=None,
                  strategy="topic", record_name=None, version="latest", reader_schema=None,
-                 message=None, id_format="confluent", pins=None) -> None:
+                 message=None, id_format="confluent", pins=None, options=None,
+                 time_zone="UTC") -> None:
         fmt = str(fmt).lower()
         if fmt not in _FORMATS:
             raise ValueError(f"option {side}Format: one of {', '.join(_FORMATS)}, not {fmt!r}")
@@ -211,7 +216,7 @@ class TypedSide:
         self.registry = registry
         self.kw = dict(subject=subject, strategy=strategy, record_name=record_name,
                        version=version or "latest", reader_schema=reader_schema, message=message,
-                       id_format=id_format)
+                       id_format=id_format, options=dict(options or {}), time_zone=time_zone or "UTC")
         self.topic = topic
         # {column key: reader version}: a stream's reader versions, fixed when it started
         self.pins: dict = dict(pins or {})
@@ -278,7 +283,8 @@ class TypedSide:
                            record_name=self.kw["record_name"], version=version,
                            reader_schema=self.kw["reader_schema"], message=self.kw["message"],
                            id_format=self.kw["id_format"], value_format=self.format,
-                           compiled=self.compiled)
+                           compiled=self.compiled, options=self.kw["options"],
+                           time_zone=self.kw["time_zone"])
 
     def with_registry(self, registry) -> "TypedSide":
         """The same side over a newer registry (a stream's ``_schemas`` grew): reader versions
@@ -318,7 +324,9 @@ def _sides(options, topic) -> list:
                              version=o.get(f"{side}schemaversion"),
                              reader_schema=o.get(f"{side}readerschema"),
                              message=o.get(f"{side}message"),
-                             id_format=o.get("registryidformat") or "confluent"))
+                             id_format=o.get("registryidformat") or "confluent",
+                             options={k: v for k, v in o.items() if k in FORMAT_OPTIONS},
+                             time_zone=o.get("timezone") or "UTC"))
     return out
 
 
@@ -567,7 +575,8 @@ _FN_MODES = ("PERMISSIVE", "FAILFAST")
 def from_registry(column, registry, subject: Optional[str] = None, *, topic: Optional[str] = None,
                   is_key: bool = False, mode: str = "PERMISSIVE", version="latest",
                   reader_schema: Optional[str] = None, message: Optional[str] = None,
-                  value_format: str = "registry", headers=None, id_format: str = "confluent"):
+                  value_format: str = "registry", headers=None, id_format: str = "confluent",
+                  options: Optional[dict] = None):
     """Decode a binary Column of Schema Registry payloads (e.g. the ``value`` column of Spark's
     own Kafka source) to the subject's reader type, as ``from_avro`` does for one schema but
     with each record's writer schema from its id.
@@ -576,17 +585,22 @@ def from_registry(column, registry, subject: Optional[str] = None, *, topic: Opt
     :class:`kafkarec.registry.Registry` (read on the driver, shipped to executors as data);
     ``subject`` (or ``topic`` for ``<topic>-value``/``-key``); ``mode``: PERMISSIVE (a record
     that cannot be decoded is null, the default, as ``from_avro``) or FAILFAST (the task fails
-    with the row and reason); ``headers``: the records' headers Column, for header ids."""
+    with the row and reason); ``headers``: the records' headers Column, for header ids;
+    ``options``: the format's options by ``from_avro``'s names (``enableStableIdentifiersForUnionType``,
+    ``stableIdentifierPrefixForUnionType``, ``datetimeRebaseMode``), in the session time zone."""
     import warnings
     from pyspark.sql import functions as F
     from pyspark.sql.functions import ArrowUDFType, arrow_udf
     m = str(mode).upper()
     if m not in _FN_MODES:
         raise ValueError(f"mode {mode!r}: PERMISSIVE or FAILFAST (a column function cannot drop rows)")
+    from pyspark.sql import SparkSession
     reg = load_registry(registry)
+    active = SparkSession.getActiveSession()
+    tz = active.conf.get("spark.sql.session.timeZone") if active is not None else "UTC"
     side = TypedSide("key" if is_key else "value", value_format, reg, subject=subject, topic=topic,
                      version=version, reader_schema=reader_schema, message=message,
-                     id_format=id_format)
+                     id_format=id_format, options=_options.lower_keys(options or {}), time_zone=tz)
 
     def kafkarec_from_registry(values, hdrs=None):
         arr, _ids, errs = side.decode(values, hdrs)

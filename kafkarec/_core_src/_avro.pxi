@@ -18,8 +18,9 @@
 # Safety: every length and block count is checked against the bytes that
 # remain before it is used; an item needs at least one byte unless its type
 # encodes to nothing, and those items are bounded by a budget per value
-# (max_items).  Nesting depth is bounded by the schema (recursive types are refused
-# when parsing).  Nothing is allocated by a count read from the input.
+# (max_items).  Nesting depth is bounded by the reader schema (a recursive reader is cut
+# at recursiveFieldMaxDepth before it becomes columns), and skipped records of a recursive
+# writer type by AV_MAX_SKIP_DEPTH.  Nothing is allocated by a count read from the input.
 
 cdef extern from "_avro.h":
     int kr_decimal_fits(const uint8_t *le, int width, int precision) nogil
@@ -256,6 +257,13 @@ cdef class _AvExec:
     cdef _AvroProgram prog
     cdef Py_ssize_t items
     cdef Py_ssize_t max_items
+    cdef int skip_depth             # records being skipped, one inside another (recursive writers)
+
+
+# Deepest nesting of skipped records (only a recursive writer type can nest past its schema);
+# Java's GenericDatumReader meets its thread's stack limit somewhere past this.
+cdef enum:
+    AV_MAX_SKIP_DEPTH = 1000
 
 
 cdef int av_fail(Cursor *c, const uint8_t *at, str reason) except -1:
@@ -401,8 +409,14 @@ cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         av_take(c, lv, "bytes")
         return 0
     if kind == OP_SKIP_RECORD:
+        # A recursive writer type skipped below the reader's recursiveFieldMaxDepth nests as deep
+        # as the data says: bounded here, not by the C stack.
+        ex.skip_depth += 1
+        if ex.skip_depth > AV_MAX_SKIP_DEPTH:
+            av_fail(c, c.pos, f"records nested deeper than {AV_MAX_SKIP_DEPTH} levels")
         for k in range(op.b):
             av_skip(ex, ops, ex.prog.kids[op.a + k], c)
+        ex.skip_depth -= 1
         return 0
     if kind == OP_SKIP_UNION:
         av_int(c, &iv, "union index")
@@ -730,6 +744,7 @@ cdef class _AvroRunner:
             before = root.length
             ex.prog = prog
             ex.items = 0                    # the budget is per value: a corrupt row spends only its own
+            ex.skip_depth = 0
             try:
                 av_run(ex, prog.ops, prog.root, &c)
             except AvroDecodeError as exc:

@@ -86,6 +86,21 @@ def add_typed_arguments(p: argparse.ArgumentParser,
     g.add_argument("--key-schema", metavar="FILE", default=None, help="reader schema for keys")
     g.add_argument("--value-message", default=None, help="Protobuf message (full name) of values")
     g.add_argument("--key-message", default=None, help="Protobuf message (full name) of keys")
+    g.add_argument("--decoder-option", metavar="NAME=VALUE", action="append", default=[],
+                   help="a decoder option by Spark's name (from_avro's enableStableIdentifiersForUnionType, "
+                        "stableIdentifierPrefixForUnionType, datetimeRebaseMode; repeat for several)")
+
+
+def decoder_options(args) -> dict:
+    """``--decoder-option NAME=VALUE`` flags as {name: value}; a flag without ``=`` is a usage error."""
+    from kafkarec.errors import UsageError
+    out = {}
+    for item in getattr(args, "decoder_option", None) or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--decoder-option {item!r}: NAME=VALUE")
+        out[name.strip()] = value
+    return out
 
 
 def _json_default(v):
@@ -126,7 +141,8 @@ class TypedDump:
             try:
                 self.columns[key] = TypedColumn(
                     self.registry, getattr(a, f"{side}_subject"), topic=topic, is_key=side == "key",
-                    reader_schema=schema, message=getattr(a, f"{side}_message"), value_format=fmt)
+                    reader_schema=schema, message=getattr(a, f"{side}_message"), value_format=fmt,
+                    options=decoder_options(a))
             except (KafkaRecError, ValueError, ImportError) as e:
                 self.columns[key] = e
         return self.columns[key]
@@ -172,7 +188,8 @@ def decode_from_args(args) -> Optional[dict]:
         reg = kr.load(args.registry) if args.registry else None
     except (KafkaRecError, OSError) as e:
         raise UsageError(f"--registry: {e}") from None
-    out: dict = {"registry": reg, "value": bool(args.value_decoder), "key": bool(args.key_decoder)}
+    out: dict = {"registry": reg, "value": bool(args.value_decoder), "key": bool(args.key_decoder),
+                 "options": decoder_options(args)}
     for side in ("value", "key"):
         if getattr(args, f"{side}_decoder"):
             schema_file = getattr(args, f"{side}_schema")

@@ -125,6 +125,8 @@ class TypedColumn:
     the column; ``id_format``: ``confluent`` or ``apicurio`` (8-byte ids);
     ``value_format``: ``registry`` (ids in the payload or headers) or ``avro``/``protobuf``/
     ``json`` for bare payloads written with ``reader_schema`` (or the subject's version).
+    ``options``: the format's options by Spark's names (Avro: ``from_avro``'s, see
+    :data:`kafkarec.avro.SPARK_OPTIONS`), ``time_zone`` Spark's session time zone for them;
     ``decoders``: {schema type: class} to use other decoder classes (tests); ``compiled``:
     schemas compiled elsewhere (:meth:`precompile` on the driver), so that executors need no
     schema compiler (Protobuf's protoc)."""
@@ -136,7 +138,8 @@ class TypedColumn:
                  message: Optional[str] = None, id_format: str = "confluent",
                  header_ids: bool = True, value_format: str = "registry",
                  decoders: Optional[Mapping[str, Any]] = None,
-                 compiled: Optional[dict] = None) -> None:
+                 compiled: Optional[dict] = None, options: Optional[Mapping[str, Any]] = None,
+                 time_zone: str = "UTC") -> None:
         fmt = str(value_format).lower()
         if fmt not in FORMATS:
             raise RegistryError(f"format {value_format!r}: one of {', '.join(FORMATS)}")
@@ -173,6 +176,9 @@ class TypedColumn:
         self._reader_obj = self._compile(self.reader)
         if self.schema_type == "PROTOBUF" and self.schema_type not in self._decoders:
             self.decoder = cls(self._reader_obj, message=message)
+        elif self.schema_type == "AVRO" and self.schema_type not in self._decoders:
+            from kafkarec import avro
+            self.decoder = cls(self._reader_obj, **avro.spark_options(options or {}, time_zone=time_zone))
         else:
             self.decoder = cls(self._reader_obj)
         self.arrow_type: pa.DataType = self.decoder.arrow_type
@@ -294,12 +300,14 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
                  value_message: Optional[str] = None, key_message: Optional[str] = None,
                  value_format: str = "registry", key_format: str = "registry",
                  id_format: str = "confluent", corrupt_column: str = "_corrupt_record",
-                 columns: Optional[Dict[str, TypedColumn]] = None) -> pa.Table:
+                 columns: Optional[Dict[str, TypedColumn]] = None,
+                 options: Optional[Mapping[str, Any]] = None, time_zone: str = "UTC") -> pa.Table:
     """``table`` (from :func:`kafkarec.to_arrow`, :func:`kafkarec.iter_arrow` or the log
     readers) with its ``value`` (and/or ``key``) column typed by the registry, plus
     ``value_schema_id`` (``key_schema_id``) and ``_corrupt_record`` (the reason a row could not
     be decoded, null when it could).  Rows are never dropped.  The topic (for
-    TopicNameStrategy) comes from ``topic`` or the table's single topic.  Pass the same
+    TopicNameStrategy) comes from ``topic`` or the table's single topic; ``options`` and
+    ``time_zone``: the decoders' options by Spark's names (see :class:`TypedColumn`).  Pass the same
     ``columns`` dict to successive calls (``iter_arrow`` batches) to build each decoder once."""
     if columns is None:
         columns = {}
@@ -322,7 +330,7 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
             col = TypedColumn(registry, subject, topic=topic, is_key=name == "key",
                               strategy=strategy, record_name=record_name, version=version,
                               reader_schema=schema, message=message, id_format=id_format,
-                              value_format=fmt)
+                              value_format=fmt, options=options, time_zone=time_zone)
             columns[name] = col
         typed, ids, errs = col.decode(table.column(name), headers)
         i = table.column_names.index(name)
