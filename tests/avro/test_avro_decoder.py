@@ -204,11 +204,15 @@ def test_invalid_utf8_string_is_a_row_error():
 
 # ----------------------------------------------------------------------------- hostile schemas
 
-def test_recursive_schema_is_refused():
+def test_recursive_schema_parses_and_is_refused_without_a_depth():
+    """As Spark's from_avro: a recursive schema is read only with recursiveFieldMaxDepth
+    (tests/avro/test_from_avro_options.py reads it with one)."""
     linked = {"type": "record", "name": "Node", "fields": [
         {"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
-    with pytest.raises(AvroSchemaError, match="recursive type 'Node' is not supported"):
-        avro.parse_schema(linked)
+    schema = avro.parse_schema(linked)
+    assert schema.recursive
+    with pytest.raises(AvroSchemaError, match="recursive type 'Node'.*recursiveFieldMaxDepth"):
+        avro.AvroDecoder(schema)
 
 
 def test_deep_nesting_is_refused():
