@@ -45,11 +45,18 @@ if ! "$FPY" -c "import atheris, pyarrow, kafkarec" 2>/dev/null; then
     "$FPY" -m pip install -q --disable-pip-version-check $DEPS "atheris>=2.3" "pyarrow>=14" "numpy>=1.24" \
         "cython>=3.0.10,<4" "setuptools>=68" wheel
 fi
+if ! "$FPY" -c "import google.protobuf, grpc_tools, hypothesis" 2>/dev/null; then
+    # the typed harnesses' oracles: the protobuf package's own parse (tests/protobuf), hypothesis
+    "$FPY" -m pip install -q --disable-pip-version-check "protobuf>=4.25" "grpcio-tools>=1.60" \
+        "googleapis-common-protos>=1.60" "hypothesis>=6.100"
+fi
 # a copy of the sources, so the instrumented core never replaces the normal one
 mkdir -p "$BUILD/fuzz"
 tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec | tar -C "$BUILD" -xf -
 cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
+# the test helpers some harnesses import (oracles, schema worlds): Python files only
+(cd "$ROOT" && find tests -name '*.py' -print0 | tar --null -T - -cf -) | tar -C "$BUILD" -xf -
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-wrapv"
 (cd "$BUILD" && CC=clang LDSHARED="clang -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
     "$FPY" setup.py -q build_ext --inplace >/dev/null)
