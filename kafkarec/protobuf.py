@@ -20,8 +20,10 @@ Two halves:
   its zero value reads as null, as ``from_protobuf`` without ``emit.default.values`` gives; repeated fields and
   maps are never null (an empty list / map).  Map entries keep the wire order (duplicate keys included, as
   Spark's DynamicMessage keeps them).  A recursive message is refused, as Spark refuses it by default
-  (``recursive.fields.max.depth`` = -1).  An unset proto2 field with an explicit ``[default = ...]`` reads as
-  that default, as Spark reads a field with ``hasDefaultValue``.
+  (``recursive.fields.max.depth`` = -1).  A message field whose message has no fields is left out, as Spark
+  leaves it out (``retain.empty.message.types`` = false).  An unset proto2 field with an explicit
+  ``[default = ...]`` reads as that default, as Spark reads a field with ``hasDefaultValue``.  The other
+  ``from_protobuf`` options are :class:`ProtobufDecoder`'s keywords.
 
 Each record is decoded by the writer message that its own message indexes name, then mapped to the column's
 message by field name (fields the column lacks are skipped, fields the writer lacks are null).  A writer field
@@ -41,7 +43,7 @@ from typing import Any, Mapping
 
 from kafkarec.errors import KafkaRecError, ProtobufSchemaError, SchemaResolutionError  # noqa: F401 (re-exported)
 
-__all__ = ["ProtobufSchema", "ProtobufDecoder", "ProtobufSchemaError"]
+__all__ = ["ProtobufSchema", "ProtobufDecoder", "ProtobufSchemaError", "spark_options", "SPARK_OPTIONS"]
 
 
 
@@ -412,8 +414,12 @@ def _is_time(messages: dict, name: str, short: str) -> bool:
 
 
 class _Shape:
-    """The column a reader field builds, with what it came from (for matching writer fields)."""
-    __slots__ = ("kind", "column", "ptype", "message", "enum", "children", "names", "element", "key", "value")
+    """The column a reader field builds, with what it came from (for matching writer fields).  ``column`` is
+    the physical column the core fills; ``logical`` names a conversion of that column to the type users see
+    (``unwrap``: a wrapper message's ``value``; ``udecimal``: uint64 bits as decimal(20, 0)), ``arrow_type``
+    is that type."""
+    __slots__ = ("kind", "column", "ptype", "message", "enum", "children", "names", "element", "key", "value",
+                 "logical", "arrow_type", "converts")
 
     def __init__(self, kind: str, ptype: int = 0, message: str | None = None, enum: str | None = None):
         self.kind = kind
@@ -426,89 +432,232 @@ class _Shape:
         self.key: _Shape | None = None
         self.value: _Shape | None = None
         self.column: Any = None
+        self.logical: str | None = None
+        self.arrow_type: Any = None
+        self.converts = False
 
 
-def _arrow_type(shape: _Shape, pa):
-    k = shape.kind
-    if k == "struct":
-        return pa.struct([pa.field(n, c.column.arrow_type) for n, c in zip(shape.names, shape.children)])
-    if k == "list":
-        return pa.list_(shape.element.column.arrow_type)
-    if k == "map":
-        return pa.map_(shape.key.column.arrow_type, shape.value.column.arrow_type)
+_SCALARS = ("int32", "int64", "float", "double", "bool", "string", "binary", "timestamp", "duration")
+
+
+def _physical_type(kind: str, pa):
     return {"int32": pa.int32(), "int64": pa.int64(), "float": pa.float32(), "double": pa.float64(),
             "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
-            "timestamp": pa.timestamp("us", tz="UTC"), "duration": pa.duration("us")}[k]
+            "timestamp": pa.timestamp("us", tz="UTC"), "duration": pa.duration("us")}[kind]
 
 
-def _build_shape(schema: ProtobufSchema, message: str, stack: tuple = ()) -> _Shape:
-    """The struct column of `message` (and its columns, built fresh)."""
+def _finish(shape: _Shape, pa, children: tuple = ()) -> _Shape:
+    """Give ``shape`` its core column (over its children's) and the Arrow type users see."""
     from kafkarec import _core
-    import pyarrow as pa
-    if message in stack:
-        raise ProtobufSchemaError(
-            f"recursive message {message} (via {' -> '.join(stack)}): Spark's from_protobuf refuses recursive "
-            "fields by default (recursive.fields.max.depth=-1)")
-    if len(stack) > 100:
-        raise ProtobufSchemaError(f"messages nested deeper than 100 at {message}")
-    m = schema.messages[message]
-    shape = _Shape("struct", _MESSAGE, message)
-    for fd in m["fields"]:
-        shape.names[fd["name"]] = len(shape.children)
-        shape.children.append(_field_shape(schema, fd, stack + (message,)))
-    shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["struct"], _arrow_type(shape, pa),
-                                   [c.column for c in shape.children])
+    k = shape.kind
+    if k == "struct":
+        physical = pa.struct([pa.field(n, c.column.arrow_type) for n, c in zip(shape.names, shape.children)])
+        shape.arrow_type = pa.struct([pa.field(n, c.arrow_type) for n, c in zip(shape.names, shape.children)])
+    elif k == "list":
+        physical = pa.list_(shape.element.column.arrow_type)
+        shape.arrow_type = pa.list_(shape.element.arrow_type)
+    elif k == "map":
+        physical = pa.map_(shape.key.column.arrow_type, shape.value.column.arrow_type)
+        shape.arrow_type = pa.map_(shape.key.arrow_type, shape.value.arrow_type)
+    else:
+        physical = shape.arrow_type = _physical_type(k, pa)
+    shape.column = _core.pb_column(_core.PB_COLUMN_KINDS[k], physical, list(children)) if children else \
+        _core.pb_column(_core.PB_COLUMN_KINDS[k], physical)
+    if shape.logical == "unwrap":
+        shape.arrow_type = shape.children[0].arrow_type
+    elif shape.logical == "udecimal":
+        shape.arrow_type = pa.decimal128(20, 0)
+    shape.converts = shape.logical is not None or any(
+        c is not None and c.converts for c in (*shape.children, shape.element, shape.key, shape.value))
     return shape
 
 
-def _scalar_shape(schema: ProtobufSchema, fd: dict, stack: tuple) -> _Shape:
-    from kafkarec import _core
+class _Options:
+    """from_protobuf's options (Spark's names in :data:`SPARK_OPTIONS`), as the shapes use them."""
+    __slots__ = ("enums_as_ints", "emit_default_values", "upcast_unsigned_ints", "unwrap_primitive_wrapper_types",
+                 "recursive_fields_max_depth", "retain_empty_message_types", "structs")
+
+    def __init__(self, enums_as_ints=False, emit_default_values=False, upcast_unsigned_ints=False,
+                 unwrap_primitive_wrapper_types=False, recursive_fields_max_depth=-1,
+                 retain_empty_message_types=False) -> None:
+        self.enums_as_ints = bool(enums_as_ints)
+        self.emit_default_values = bool(emit_default_values)
+        self.upcast_unsigned_ints = bool(upcast_unsigned_ints)
+        self.unwrap_primitive_wrapper_types = bool(unwrap_primitive_wrapper_types)
+        self.recursive_fields_max_depth = int(recursive_fields_max_depth)
+        self.retain_empty_message_types = bool(retain_empty_message_types)
+        self.structs = 0            # struct columns built so far (a recursive message grows them exponentially)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "structs"}
+
+
+#: from_protobuf's options :func:`spark_options` maps, by Spark's names (matched case-insensitively).
+SPARK_OPTIONS = ("enums.as.ints", "emit.default.values", "upcast.unsigned.ints", "unwrap.primitive.wrapper.types",
+                 "recursive.fields.max.depth", "retain.empty.message.types", "convert.any.fields.to.json")
+#: Spark's bound of recursive.fields.max.depth.
+MAX_RECURSIVE_FIELDS_DEPTH = 10
+#: Most struct columns one column's type may hold (recursion unrolled): beyond, the schema is refused.
+MAX_STRUCT_COLUMNS = 20000
+#: the field Spark puts in an empty message's struct with retain.empty.message.types.
+EMPTY_MESSAGE_FIELD = "__dummy_field_in_empty_struct"
+# google.protobuf wrapper messages -> the kind of their `value` (unwrap.primitive.wrapper.types)
+_WRAPPERS = {"google.protobuf.BoolValue", "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
+             "google.protobuf.Int64Value", "google.protobuf.UInt64Value", "google.protobuf.StringValue",
+             "google.protobuf.BytesValue", "google.protobuf.FloatValue", "google.protobuf.DoubleValue"}
+
+
+def spark_options(options: Mapping[str, Any]) -> dict:
+    """:class:`ProtobufDecoder` keyword arguments from ``from_protobuf``'s option names (case-insensitive):
+    ``enums.as.ints``, ``emit.default.values``, ``upcast.unsigned.ints``, ``unwrap.primitive.wrapper.types``,
+    ``recursive.fields.max.depth``, ``retain.empty.message.types``; other names are ignored.
+    ``convert.any.fields.to.json=true`` is refused: kafkarec does not print Any as JSON yet."""
+    o = {str(k).lower(): v for k, v in dict(options or {}).items()}
+    out: dict = {}
+    for name in SPARK_OPTIONS:
+        if name not in o or name == "recursive.fields.max.depth":
+            continue
+        text = str(o[name]).strip().lower()
+        if text not in ("true", "false"):
+            raise ProtobufSchemaError(f"option {name} {o[name]!r}: true or false")
+        if name == "convert.any.fields.to.json":
+            if text == "true":
+                raise ProtobufSchemaError("option convert.any.fields.to.json=true: kafkarec does not print "
+                                          "google.protobuf.Any as JSON (Any stays struct<type_url, value>)")
+            continue
+        out[name.replace(".", "_")] = text == "true"
+    if "recursive.fields.max.depth" in o:
+        depth = str(o["recursive.fields.max.depth"]).strip()
+        if not depth.lstrip("-").isdigit():
+            raise ProtobufSchemaError(f"option recursive.fields.max.depth {depth!r}: an integer")
+        out["recursive_fields_max_depth"] = int(depth)
+    return out
+
+
+def _message_shape(schema: ProtobufSchema, message: str, o: _Options, depth_of: dict) -> _Shape | None:
+    """The struct column of ``message`` (its columns built fresh), or None when Spark leaves it out: no field
+    left (empty, or every field cut by the recursion depth) and not ``retain.empty.message.types``."""
+    import pyarrow as pa
+    m = schema.messages[message]
+    o.structs += 1
+    if o.structs > MAX_STRUCT_COLUMNS:
+        raise ProtobufSchemaError(f"{message}: the column's type would hold more than {MAX_STRUCT_COLUMNS} "
+                                  "structs (a recursive message read to a large recursive.fields.max.depth)")
+    shape = _Shape("struct", _MESSAGE, message)
+    for fd in m["fields"]:
+        child = _field_shape(schema, fd, o, depth_of)
+        if child is not None:
+            shape.names[fd["name"]] = len(shape.children)
+            shape.children.append(child)
+    if not shape.children:
+        if not o.retain_empty_message_types:
+            return None
+        dummy = _finish(_Shape("string"), pa)
+        shape.names[EMPTY_MESSAGE_FIELD] = 0
+        shape.children.append(dummy)
+    return _finish(shape, pa, tuple(c.column for c in shape.children))
+
+
+def _root_shape(schema: ProtobufSchema, message: str, o: _Options) -> _Shape:
+    """The column's struct: an empty message is an empty struct (or the dummy field), never left out."""
+    import pyarrow as pa
+    shape = _message_shape(schema, message, o, {message: 1})
+    return shape if shape is not None else _finish(_Shape("struct", _MESSAGE, message), pa)
+
+
+def _scalar_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict) -> _Shape | None:
     import pyarrow as pa
     t = fd["type"]
     if t in (_MESSAGE, _GROUP):
-        if _is_time(schema.messages, fd["type_name"], "Timestamp"):
-            shape = _Shape("timestamp", t, fd["type_name"])
-        elif _is_time(schema.messages, fd["type_name"], "Duration"):
-            shape = _Shape("duration", t, fd["type_name"])
-        else:
-            return _build_shape(schema, fd["type_name"], stack)
-    elif t == _ENUM:
-        shape = _Shape("string", t, enum=fd["type_name"])
-    else:
-        kind = ("int32" if t in _INT32_TYPES else "int64" if t in _INT64_TYPES else
-                {_FLOAT: "float", _DOUBLE: "double", _BOOL: "bool", _STRING: "string", _BYTES: "binary"}[t])
-        shape = _Shape(kind, t)
-    shape.column = _core.pb_column(_core.PB_COLUMN_KINDS[shape.kind], _arrow_type(shape, pa))
-    return shape
+        name = fd["type_name"]
+        if _is_time(schema.messages, name, "Timestamp"):
+            return _finish(_Shape("timestamp", t, name), pa)
+        if _is_time(schema.messages, name, "Duration"):
+            return _finish(_Shape("duration", t, name), pa)
+        if o.unwrap_primitive_wrapper_types and name in _WRAPPERS and name in schema.messages:
+            shape = _message_shape(schema, name, o, dict(depth_of))
+            shape.logical = "unwrap"
+            return _finish(shape, pa, tuple(c.column for c in shape.children))
+        if name in depth_of:
+            # Spark's rule: the column's own message counts 1; a message met again at depth d is read while
+            # d < recursive.fields.max.depth, then its field is left out
+            if not 1 <= o.recursive_fields_max_depth <= MAX_RECURSIVE_FIELDS_DEPTH:
+                raise ProtobufSchemaError(
+                    f"recursive message {name} (field {fd['name']!r}): Spark's from_protobuf reads it only with "
+                    f"recursive.fields.max.depth between 1 and {MAX_RECURSIVE_FIELDS_DEPTH} "
+                    f"(given {o.recursive_fields_max_depth})")
+            if depth_of[name] >= o.recursive_fields_max_depth:
+                return None
+        if len(depth_of) > 100:
+            raise ProtobufSchemaError(f"messages nested deeper than 100 at {name}")
+        return _message_shape(schema, name, o, {**depth_of, name: depth_of.get(name, 0) + 1})
+    if t == _ENUM:
+        return _finish(_Shape("int32" if o.enums_as_ints else "string", t, enum=fd["type_name"]), pa)
+    if t == _UINT32 and o.upcast_unsigned_ints:
+        return _finish(_Shape("int64", t), pa)
+    if t == _UINT64 and o.upcast_unsigned_ints:
+        shape = _Shape("int64", t)
+        shape.logical = "udecimal"
+        return _finish(shape, pa)
+    kind = ("int32" if t in _INT32_TYPES else "int64" if t in _INT64_TYPES else
+            {_FLOAT: "float", _DOUBLE: "double", _BOOL: "bool", _STRING: "string", _BYTES: "binary"}[t])
+    return _finish(_Shape(kind, t), pa)
 
 
-def _field_shape(schema: ProtobufSchema, fd: dict, stack: tuple) -> _Shape:
-    from kafkarec import _core
+def _field_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict) -> _Shape | None:
     import pyarrow as pa
     if fd["repeated"]:
         entry = schema.messages.get(fd["type_name"]) if fd["type"] == _MESSAGE else None
         if entry is not None and entry["map_entry"]:
             shape = _Shape("map", _MESSAGE, fd["type_name"])
             kf, vf = entry["fields"][0], entry["fields"][1]
-            shape.key = _scalar_shape(schema, kf, stack)
-            shape.value = _scalar_shape(schema, vf, stack)
+            shape.key = _scalar_shape(schema, kf, o, depth_of)
+            shape.value = _scalar_shape(schema, vf, o, depth_of)
+            if shape.key is None or shape.value is None:
+                return None                 # Spark drops the map when its value is cut
             entries = _Shape("struct", _MESSAGE, fd["type_name"])
             entries.names = {"key": 0, "value": 1}
             entries.children = [shape.key, shape.value]
+            from kafkarec import _core
             struct_type = pa.struct([pa.field("key", shape.key.column.arrow_type, nullable=False),
                                      pa.field("value", shape.value.column.arrow_type)])
             entries.column = _core.pb_column(_core.PB_COLUMN_KINDS["struct"], struct_type,
                                              [shape.key.column, shape.value.column])
+            entries.arrow_type = struct_type
+            entries.converts = shape.key.converts or shape.value.converts
             shape.element = entries
-            shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["map"], _arrow_type(shape, pa),
-                                           [entries.column])
-            return shape
+            return _finish(shape, pa, (entries.column,))
         shape = _Shape("list", fd["type"])
-        shape.element = _scalar_shape(schema, fd, stack)
-        shape.column = _core.pb_column(_core.PB_COLUMN_KINDS["list"], _arrow_type(shape, pa),
-                                       [shape.element.column])
-        return shape
-    return _scalar_shape(schema, fd, stack)
+        shape.element = _scalar_shape(schema, fd, o, depth_of)
+        if shape.element is None:
+            return None
+        return _finish(shape, pa, (shape.element.column,))
+    return _scalar_shape(schema, fd, o, depth_of)
+
+
+def _logical(arr, shape: _Shape):
+    """A decoded (physical) column as users see it: wrappers unwrapped, uint64 bits as decimal(20, 0)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if not shape.converts:
+        return arr
+    if arr.offset:
+        arr = pa.concat_arrays([arr])       # children and offsets from 0
+    if shape.logical == "udecimal":
+        return arr.view(pa.uint64()).cast(pa.decimal128(20, 0))
+    k = shape.kind
+    if k == "struct":
+        kids = [_logical(arr.field(i), c) for i, c in enumerate(shape.children)]
+        if shape.logical == "unwrap":
+            return pc.if_else(arr.is_valid(), kids[0], pa.scalar(None, kids[0].type))
+        return pa.StructArray.from_arrays(kids, fields=list(shape.arrow_type), mask=arr.is_null())
+    if k == "list":
+        return pa.ListArray.from_arrays(arr.offsets, _logical(arr.values, shape.element), type=shape.arrow_type,
+                                        mask=arr.is_null())
+    if k == "map":
+        return pa.MapArray.from_arrays(arr.offsets, _logical(arr.keys, shape.key), _logical(arr.items, shape.value),
+                                       type=shape.arrow_type, mask=arr.is_null())
+    return arr
 
 
 # ------------------------------------------------------------------ writer -> column plans
@@ -528,7 +677,7 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape, element: bool = False
     t = fd["type"]
     k = shape.kind
     if k == "int32":
-        return t in _INT32_TYPES
+        return t == _ENUM if shape.ptype == _ENUM else t in _INT32_TYPES      # enums.as.ints: enums only
     if k == "int64":
         return t in _INT32_TYPES or t in _INT64_TYPES
     if k == "float":
@@ -553,7 +702,8 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape, element: bool = False
 class _Planner:
     """Plans of one writer schema against one column, memoized per (writer message, column)."""
 
-    def __init__(self, writer: ProtobufSchema, reader: ProtobufSchema, root: _Shape):
+    def __init__(self, writer: ProtobufSchema, reader: ProtobufSchema, root: _Shape, options: _Options):
+        self.options = options
         self.writer = writer
         self.reader = reader
         self.root = root
@@ -572,6 +722,10 @@ class _Planner:
             slot = shape.names.get(fd["name"], -1)
             sub = names = unknown = why = None
             closed = False
+            # emit.default.values: a singular field without presence reads its zero value when unset (Spark's
+            # getFieldValue), fields with presence (messages, oneofs, optional, proto2) stay null
+            zero_when_unset = (self.options.emit_default_values and not fd["presence"] and not fd["repeated"]
+                               and fd["type"] not in (_MESSAGE, _GROUP))
             if slot >= 0:
                 target = shape.children[slot]
                 why, sub = self._match(message, fd, target)
@@ -581,14 +735,16 @@ class _Planner:
                         names = {n: v.encode() for n, v in e["values"].items()}
                         unknown = f"UNKNOWN_ENUM_VALUE_{e['name']}_".encode()
                         closed = e["closed"]
-                        if emit_defaults:
-                            slot_defaults[slot] = (e["values"].get(0) if not closed else e["first"] or "").encode()
+                        if emit_defaults or zero_when_unset:
+                            slot_defaults[slot] = _enum_zero(e, target)
+                elif zero_when_unset and why is None:
+                    slot_defaults[slot] = _zero(target)
                 if emit_defaults and sub is not None:
                     slot_defaults[slot] = sub
                 if why is None and fd.get("default") is not None and not fd["repeated"]:
                     slot_defaults[slot] = _default_value(fd, target, self.writer)
-            fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"], closed,
-                           fd["oneof"], sub, names, unknown, why))
+            fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"] and not zero_when_unset,
+                           closed, fd["oneof"], sub, names, unknown, why))
         plan = _core._PbMsgPlan(shape.column, fields, emit_defaults, slot_defaults,
                                 [fd["number"] for fd in m["fields"] if fd.get("required")])
         self.plans[key] = plan
@@ -599,7 +755,7 @@ class _Planner:
         where = f"field {fd['name']!r} (number {fd['number']}) of writer message {message}"
         wtype = _describe(self.writer, fd)
         bad = (f"{where}: its writer type {wtype} does not fit the column's type "
-               f"{target.column.arrow_type}", None)
+               f"{target.arrow_type}", None)
         entry = self.writer.messages.get(fd["type_name"]) if fd["type"] == _MESSAGE else None
         is_map = fd["repeated"] and entry is not None and entry["map_entry"]
         if target.kind == "map":
@@ -622,12 +778,31 @@ class _Planner:
         return None, None
 
 
+def _zero(target: _Shape):
+    """The zero value of a scalar column, as the core takes a slot default."""
+    return {"int32": 0, "int64": 0, "float": 0.0, "double": 0.0, "bool": False, "string": b"",
+            "binary": b""}.get(target.kind)
+
+
+def _enum_zero(e: dict, target: _Shape):
+    """An unset enum: the value numbered 0 of an open enum, the first value of a closed one (Java's default);
+    its name, or its number with enums.as.ints."""
+    if target.kind == "int32":
+        if not e["closed"] or not e["first"]:
+            return 0
+        return next((n for n, v in e["values"].items() if v == e["first"]), 0)
+    return ((e["values"].get(0) if not e["closed"] else e["first"]) or "").encode()
+
+
 def _default_value(fd: dict, target: _Shape, writer: ProtobufSchema):
     """A proto2 [default = ...] (descriptor text) as the column holds it."""
     import codecs
     text = fd["default"]
     t = fd["type"]
     if t == _ENUM:
+        if target.kind == "int32":          # enums.as.ints: the number of the named value
+            e = writer.enums.get(fd["type_name"]) or {"values": {}}
+            return next((n for n, v in e["values"].items() if v == text), 0)
         return text.encode()
     if t == _STRING:
         return text.encode()
@@ -650,9 +825,18 @@ class ProtobufDecoder:
 
     ``reader_schema``: a :class:`ProtobufSchema` (or .proto text); ``message``: the column's message, fully
     qualified (``valueMessage`` / ``keyMessage``), default the file's first message.  Picklable: plans are
-    rebuilt from the plain schemas where it is unpickled."""
+    rebuilt from the plain schemas where it is unpickled.
 
-    def __init__(self, reader_schema, message: str | None = None) -> None:
+    Keywords: ``from_protobuf``'s options (:func:`spark_options` maps Spark's names to these):
+    ``enums_as_ints`` (enum -> int32, its number), ``emit_default_values`` (an unset singular field without
+    presence reads its zero value, not null), ``upcast_unsigned_ints`` (uint32 -> int64, uint64 ->
+    decimal(20, 0), unsigned), ``unwrap_primitive_wrapper_types`` (``google.protobuf.Int32Value`` and the
+    other wrappers -> their value), ``recursive_fields_max_depth`` (1..10: a recursive message is read to that
+    depth, the field that would go deeper left out; -1 refuses recursion), ``retain_empty_message_types``
+    (a message with no fields is a struct holding ``__dummy_field_in_empty_struct``, instead of being left
+    out)."""
+
+    def __init__(self, reader_schema, message: str | None = None, **options) -> None:
         if isinstance(reader_schema, str):
             reader_schema = ProtobufSchema.from_text(reader_schema)
         if not isinstance(reader_schema, ProtobufSchema):
@@ -663,14 +847,15 @@ class ProtobufDecoder:
             self.message = self.message[1:]
         if self.message not in reader_schema.messages:
             raise ProtobufSchemaError(f"{reader_schema.file_name} has no message {self.message!r}")
-        self._root = _build_shape(reader_schema, self.message)
-        self.arrow_type = self._root.column.arrow_type
+        self._options = _Options(**options)
+        self._root = _root_shape(reader_schema, self.message, self._options)
+        self.arrow_type = self._root.arrow_type
         self._writer_schemas: dict[int, ProtobufSchema] = {}
         self._writers: dict[int, list] = {}
         self._lock = threading.Lock()
 
     def __reduce__(self):
-        return (_rebuild, (self.reader_schema, self.message, self._writer_schemas))
+        return (_rebuild, (self.reader_schema, self.message, self._writer_schemas, self._options.as_dict()))
 
     def add_writer(self, writer_id: int, writer_schema) -> None:
         """Register the schema of writer id ``writer_id``; every message of its file can then be named by
@@ -683,7 +868,7 @@ class ProtobufDecoder:
                                         f"({type(writer_schema).__name__})")
         if not writer_schema.top_level:
             raise SchemaResolutionError(f"writer schema {writer_id} ({writer_schema.file_name}) defines no message")
-        planner = _Planner(writer_schema, self.reader_schema, self._root)
+        planner = _Planner(writer_schema, self.reader_schema, self._root, self._options)
 
         def node(name: str):
             m = writer_schema.messages[name]
@@ -699,7 +884,9 @@ class ProtobufDecoder:
         from kafkarec import _core
         values, writer_ids, body_offsets = (_array(values), _array(writer_ids), _array(body_offsets))
         with self._lock:
-            return _core.pb_decode_column(self._root.column, self._writers, values, writer_ids, body_offsets)
+            typed, errors = _core.pb_decode_column(self._root.column, self._writers, values, writer_ids,
+                                                   body_offsets)
+        return _logical(typed, self._root), errors
 
 
 def _array(a):
@@ -708,8 +895,8 @@ def _array(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def _rebuild(reader_schema, message, writers):
-    d = ProtobufDecoder(reader_schema, message)
+def _rebuild(reader_schema, message, writers, options=None):
+    d = ProtobufDecoder(reader_schema, message, **(options or {}))
     for wid, schema in writers.items():
         d.add_writer(wid, schema)
     return d

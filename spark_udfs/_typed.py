@@ -44,9 +44,12 @@ TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysub
                  "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
                  "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
                  "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
-# the decoders' own options (from_avro's names), passed to every typed side
+# the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side
 FORMAT_OPTIONS = {"enablestableidentifiersforuniontype", "stableidentifierprefixforuniontype",
-                  "datetimerebasemode", "recursivefieldmaxdepth"}
+                  "datetimerebasemode", "recursivefieldmaxdepth",
+                  # from_protobuf's
+                  "enums.as.ints", "emit.default.values", "upcast.unsigned.ints", "unwrap.primitive.wrapper.types",
+                  "recursive.fields.max.depth", "retain.empty.message.types", "convert.any.fields.to.json"}
 TYPED_OPTIONS |= FORMAT_OPTIONS
 _FORMATS = ("registry", "avro", "protobuf", "json")
 SCHEMA_ID_COLUMN = {"value": "valueSchemaId", "key": "keySchemaId"}

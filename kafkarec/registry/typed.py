@@ -126,7 +126,8 @@ class TypedColumn:
     ``value_format``: ``registry`` (ids in the payload or headers) or ``avro``/``protobuf``/
     ``json`` for bare payloads written with ``reader_schema`` (or the subject's version).
     ``options``: the format's options by Spark's names (Avro: ``from_avro``'s, see
-    :data:`kafkarec.avro.SPARK_OPTIONS`), ``time_zone`` Spark's session time zone for them;
+    :data:`kafkarec.avro.SPARK_OPTIONS`; Protobuf: ``from_protobuf``'s,
+    :data:`kafkarec.protobuf.SPARK_OPTIONS`), ``time_zone`` Spark's session time zone for them;
     ``decoders``: {schema type: class} to use other decoder classes (tests); ``compiled``:
     schemas compiled elsewhere (:meth:`precompile` on the driver), so that executors need no
     schema compiler (Protobuf's protoc)."""
@@ -175,7 +176,8 @@ class TypedColumn:
         cls = self._decoders.get(self.schema_type) or decoder_class(self.schema_type)
         self._reader_obj = self._compile(self.reader)
         if self.schema_type == "PROTOBUF" and self.schema_type not in self._decoders:
-            self.decoder = cls(self._reader_obj, message=message)
+            from kafkarec import protobuf
+            self.decoder = cls(self._reader_obj, message=message, **protobuf.spark_options(options or {}))
         elif self.schema_type == "AVRO" and self.schema_type not in self._decoders:
             from kafkarec import avro
             self.decoder = cls(self._reader_obj, **avro.spark_options(options or {}, time_zone=time_zone))

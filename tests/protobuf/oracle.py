@@ -71,3 +71,90 @@ def normalize(decoded: dict | None, msg_descriptor) -> dict | None:
             else:
                 out[fd.name] = normalize(out[fd.name], fd.message_type)
     return out
+
+
+# --- from_protobuf with options (Spark's SchemaConverters.structFieldFor and ProtobufDeserializer) ----------
+
+WRAPPERS = {"google.protobuf.BoolValue", "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
+            "google.protobuf.Int64Value", "google.protobuf.UInt64Value", "google.protobuf.StringValue",
+            "google.protobuf.BytesValue", "google.protobuf.FloatValue", "google.protobuf.DoubleValue"}
+
+
+def _on(options: dict, name: str) -> bool:
+    return str(options.get(name, "false")).lower() == "true"
+
+
+def _is_time(mt) -> bool:
+    return mt.name in ("Timestamp", "Duration") and [f.name for f in mt.fields] == ["seconds", "nanos"]
+
+
+def _kept(fd, options: dict, depth_of: dict):
+    """None when Spark leaves the field out of the struct, else the depth map its message is read with."""
+    mt = fd.message_type
+    if mt is None:
+        return depth_of
+    if _is_time(mt) or (_on(options, "unwrap.primitive.wrapper.types") and mt.full_name in WRAPPERS):
+        return depth_of
+    if mt.GetOptions().map_entry:
+        # the values' own message (if any) is what goes one level deeper; the entry itself does not count
+        return _kept(mt.fields_by_name["value"], options, depth_of)
+    name = mt.full_name
+    limit = int(options.get("recursive.fields.max.depth", -1))
+    if name in depth_of:
+        if not 1 <= limit <= 10:
+            raise ValueError(f"recursive {name}")
+        if depth_of[name] >= limit:
+            return None
+    inner = {**depth_of, name: depth_of.get(name, 0) + 1}
+    if not any(_kept(f, options, inner) is not None for f in mt.fields) and \
+            not _on(options, "retain.empty.message.types"):
+        return None
+    return inner
+
+
+def _scalar(fd, v, options: dict, depth_of: dict):
+    mt = fd.message_type
+    if mt is not None:
+        if _is_time(mt):
+            return _value(fd, v)
+        if _on(options, "unwrap.primitive.wrapper.types") and mt.full_name in WRAPPERS:
+            inner = mt.fields_by_name["value"]
+            raw = v.value
+            if not _on(options, "emit.default.values") and _is_zero(inner, raw):
+                return None             # the wrapper's value has no presence: 0 is "not set"
+            return _scalar(inner, raw, options, depth_of)
+        return row_with(v, options, depth_of)
+    if fd.type == fd.TYPE_ENUM and _on(options, "enums.as.ints"):
+        return int(v)
+    if fd.type == fd.TYPE_UINT32 and _on(options, "upcast.unsigned.ints"):
+        return v
+    if fd.type == fd.TYPE_UINT64 and _on(options, "upcast.unsigned.ints"):
+        import decimal
+        return decimal.Decimal(v)
+    return _value(fd, v)
+
+
+def row_with(msg, options: dict, depth_of: dict | None = None) -> dict:
+    """What from_protobuf gives for ``msg`` with ``options`` (Spark's names), from the protobuf package's parse."""
+    if depth_of is None:
+        depth_of = {msg.DESCRIPTOR.full_name: 1}
+    out = {}
+    emit = _on(options, "emit.default.values")
+    for fd in msg.DESCRIPTOR.fields:
+        inner = _kept(fd, options, depth_of)
+        if inner is None:
+            continue
+        v = getattr(msg, fd.name)
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            vfd = fd.message_type.fields_by_name["value"]
+            out[fd.name] = sorted((k, _scalar(vfd, v[k], options, inner)) for k in v)
+        elif fd.is_repeated:
+            out[fd.name] = [_scalar(fd, x, options, inner) for x in v]
+        elif fd.has_presence:
+            out[fd.name] = _scalar(fd, v, options, inner) if msg.HasField(fd.name) or fd.has_default_value \
+                else None
+        else:
+            out[fd.name] = _scalar(fd, v, options, inner) if emit or not _is_zero(fd, v) else None
+    if not out and _on(options, "retain.empty.message.types"):
+        out["__dummy_field_in_empty_struct"] = None
+    return out
