@@ -13,15 +13,20 @@ from _harness import EXPECTED, ROOT, run
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "protobuf"))
-from oracle import normalize, row  # noqa: E402
+from oracle import normalize, row, row_with  # noqa: E402
 from protos import COMMON, ORDERS, generated  # noqa: E402
 
 from kafkarec.jsonschema import JsonSchemaDecoder, arrow_type  # noqa: E402
-from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema  # noqa: E402
+from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema, spark_options  # noqa: E402
 
 SCHEMA = ProtobufSchema.from_text(ORDERS, {"kr/common.proto": COMMON}, name="kr/orders.proto")
 PB = ProtobufDecoder(SCHEMA)
 PB.add_writer(1, SCHEMA)
+# every from_protobuf option that changes values at once (tests/protobuf/oracle.row_with is Spark's rule)
+OPTIONS = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true",
+           "unwrap.primitive.wrapper.types": "true", "retain.empty.message.types": "true"}
+PB_OPTIONS = ProtobufDecoder(SCHEMA, **spark_options(OPTIONS))
+PB_OPTIONS.add_writer(1, SCHEMA)
 ORDER = generated().modules["kr/orders.proto"].Order
 JSON_SCHEMA = {"type": "object", "properties": {
     "id": {"type": "integer"}, "name": {"type": ["null", "string"]}, "x": {"type": "number"},
@@ -64,6 +69,8 @@ def test_one_input(data: bytes) -> None:
         check(JS, records, [0] * len(records))
         return
     arr, err = check(PB, [b"\x00" + r for r in records], [0] * len(records))
+    opt, opt_err = check(PB_OPTIONS, [b"\x00" + r for r in records], [0] * len(records))
+    assert opt_err.to_pylist() == err.to_pylist()          # options change values, never which rows fail
     for i, r in enumerate(records):
         m = ORDER()
         try:
@@ -71,7 +78,33 @@ def test_one_input(data: bytes) -> None:
         except Exception:
             continue
         assert err[i].as_py() is None, (r, err[i])
-        assert normalize(arr[i].as_py(), ORDER.DESCRIPTOR) == row(m), r
+        assert _same(normalize(arr[i].as_py(), ORDER.DESCRIPTOR), row(m)), r
+        assert _same(_sorted_maps(opt[i].as_py()), _sorted_maps(row_with(m, OPTIONS))), r
+
+
+def _sorted_maps(v):
+    """Map entries (key, value) sorted by key (the wire keeps an order the oracle cannot know)."""
+    if isinstance(v, dict):
+        return {k: _sorted_maps(x) for k, x in v.items()}
+    if isinstance(v, list):
+        items = [_sorted_maps(x) for x in v]
+        if items and all(isinstance(x, tuple) and len(x) == 2 for x in items):
+            return sorted(items, key=lambda kv: kv[0])
+        return items
+    if isinstance(v, tuple):
+        return tuple(_sorted_maps(x) for x in v)
+    return v
+
+
+def _same(a, b) -> bool:
+    """Equal, a NaN equal to a NaN (a float field may hold one: both sides read the same bits)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 if __name__ == "__main__":
