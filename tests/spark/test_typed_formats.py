@@ -61,6 +61,7 @@ def submitted(tmp_path_factory):
     work = tmp_path_factory.mktemp("typed-formats")
     root = str(work / "logs")
     facts = world_formats.build(root)
+    facts["root"] = root
     out = str(work / "out.json")
     cache = work / "cache"
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
@@ -123,6 +124,25 @@ def test_from_registry_over_the_raw_value_column(submitted, topic):
     msg = result[topic]["from_registry_failfast"] or ""
     m = re.search(r"from_registry \(mode FAILFAST\): row \d+ of the Arrow batch: (.*)", msg)
     assert m and any(why and why in m.group(1) for _, why in facts["expected"][topic]), msg
+
+
+def test_from_protobuf_options_reach_the_decoder(submitted, tmp_path):
+    """enums.as.ints, emit.default.values, upcast.unsigned.ints given to the data source and to
+    from_registry on bare executors give what Python's decode_table gives with the same options."""
+    import kafkarec
+    import kafkarec.registry as kr
+    result, facts, _, _ = submitted
+    opts = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true"}
+    root = facts["root"]
+    reg = kr.load(root)
+    data = b"".join(open(os.path.join(root, "shipments-0", f), "rb").read()
+                    for f in sorted(os.listdir(os.path.join(root, "shipments-0"))) if f.endswith(".log"))
+    table = kr.decode_table(kafkarec.to_arrow(data, topic="shipments"), reg, value_message="kr.ship.Shipment",
+                            options=opts)
+    want = [json.loads(json.dumps(_plain(v))) for v in table.column("value").to_pylist()]
+    assert "status:int" in result["options"]["schema"], result["options"]["schema"]
+    assert [r["value"] for r in result["options"]["rows"]] == want
+    assert [r["value"] for r in result["options"]["from_registry"]] == want
 
 
 def test_executors_never_load_the_compiler(submitted):

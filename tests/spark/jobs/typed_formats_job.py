@@ -49,6 +49,19 @@ for topic in MESSAGES:
         out["from_registry_failfast"] = str(exc)[:4000]
 
 
+# from_protobuf's options by Spark's names, through the data source and from_registry
+OPTS = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true"}
+opt = (
+    spark.read.format("kafkarec").option("valueFormat", "registry").option("registry", root)
+    .option("topics", "shipments").option("valueMessage", MESSAGES["shipments"]).options(**OPTS).load(root))
+result["options"] = {
+    "schema": opt.schema["value"].dataType.simpleString(),
+    "rows": [r.asDict(recursive=True) for r in opt.select("offset", "value").orderBy("offset").collect()],
+    "from_registry": [r.asDict(recursive=True) for r in spark.read.format("kafkarec").option("topics", "shipments")
+                      .load(root).select("offset", spark_udfs.from_registry(
+                          "value", registry=root, subject="shipments-value", message=MESSAGES["shipments"],
+                          options=OPTS).alias("value")).orderBy("offset").collect()]}
+
 
 # Executors decode with what the driver compiled (as from_registry ships it): does decoding there
 # load the schema compiler?  (It should not: compiled schemas travel with the column.)
