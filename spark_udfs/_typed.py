@@ -43,7 +43,8 @@ log = logging.getLogger("spark_udfs")
 TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysubject",
                  "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
                  "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
-                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
+                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone",
+                 "badrecordspath"}
 # the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side
 FORMAT_OPTIONS = {"enablestableidentifiersforuniontype", "stableidentifierprefixforuniontype",
                   "datetimerebasemode", "recursivefieldmaxdepth",
@@ -453,8 +454,15 @@ class TypedRows:
             typed_names |= {f.name for f in _cdc_fields(value_side)}
             self.envelope_ops = _EnvelopeOps(value_side)
         base = plain.schema()
+        # badRecordsPath: failed records are kept whole (kafkarec.log.quarantine), so the plain read
+        # gives every column a record needs to be written again
+        self.quarantine = None
+        if o.get("badrecordspath"):
+            from kafkarec.log.quarantine import Quarantine
+            self.quarantine = Quarantine(str(o["badrecordspath"]))
+        whole = {"key", "value", "timestamp", "timestampType"} if self.quarantine is not None else set()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
-                or f.name in {s.side for s in self.sides}]
+                or f.name in {s.side for s in self.sides} or f.name in whole]
         if "topic" not in {f.name for f in want}:
             want.append(next(f for f in base.fields if f.name == "topic"))
         for name in ("partition", "offset", "headers"):
@@ -478,6 +486,7 @@ class TypedRows:
         topics = pc.unique(cols["topic"]).drop_null().to_pylist()
         typed = {}
         reasons = None
+        failed_ids = None
         for s in (self.sides if sides is None else sides):
             if len(topics) <= 1:
                 arr, ids, errs = s.decode(cols[s.side], cols.get("headers"),
@@ -491,10 +500,14 @@ class TypedRows:
                 typed.update(typed_changes(arr, errs))
             if errs.null_count != n:
                 tagged = pc.binary_join_element_wise(pa.scalar(f"{s.side}: "), errs, "")
+                side_ids = pc.if_else(errs.is_valid(), ids, pa.scalar(None, pa.int64()))
+                failed_ids = side_ids if reasons is None else pc.if_else(reasons.is_valid(), failed_ids, side_ids)
                 reasons = tagged if reasons is None else pc.coalesce(reasons, tagged)
         keep = None
         if reasons is not None:
             bad = reasons.is_valid()
+            if self.quarantine is not None:       # before FAILFAST stops the task: nothing is lost
+                self.quarantine.add_table(pa.Table.from_batches([rb]), reasons, failed_ids)
             if self.mode == "FAILFAST":
                 i = int(np.nonzero(bad.to_numpy(zero_copy_only=False))[0][0])
                 from spark_udfs._decode import MalformedBatchError

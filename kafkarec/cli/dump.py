@@ -156,6 +156,9 @@ class Dumper:
                     self.error(error_line(path, item.error), path, item.position)
                     if item.stopped:
                         return
+                    if self.typed is not None:
+                        self.typed.undecodable(path, item.position, it.position - item.position,
+                                               error_line(path, item.error))
                     valid_bytes = it.position
                     continue
                 self.batch_and_records(item, path, abspath, last_offset)
@@ -173,6 +176,9 @@ class Dumper:
                 self.records(fb, key, last_offset)
             except (DecodeError, KafkaRecError) as e:
                 self.error(error_line(path, e, fb.position), path, getattr(e, "position", fb.position))
+                if self.typed is not None and isinstance(e, DecodeError):
+                    # its records could not be read: the batch is kept whole, nothing to recover
+                    self.typed.undecodable(path, fb.position, fb.size_in_bytes, error_line(path, e, fb.position))
 
     def batch_line(self, fb) -> None:
         b = fb.batch

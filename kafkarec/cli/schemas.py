@@ -86,6 +86,10 @@ def add_typed_arguments(p: argparse.ArgumentParser,
     g.add_argument("--key-schema", metavar="FILE", default=None, help="reader schema for keys")
     g.add_argument("--value-message", default=None, help="Protobuf message (full name) of values")
     g.add_argument("--key-message", default=None, help="Protobuf message (full name) of keys")
+    g.add_argument("--bad-records-path", metavar="DIR", default=None,
+                   help="also write each record that cannot be decoded, whole, under DIR as a Kafka log "
+                        "directory (<topic>-<partition>/<offset>.log, reason and schema id in headers); "
+                        "batches with nothing to recover are copied to DIR/_undecodable")
     g.add_argument("--decoder-option", metavar="NAME=VALUE", action="append", default=[],
                    help="a decoder option by Spark's name (from_avro's enableStableIdentifiersForUnionType, "
                         "stableIdentifierPrefixForUnionType, datetimeRebaseMode; repeat for several)")
@@ -130,6 +134,10 @@ class TypedDump:
         elif any(fmt == "registry" for _, fmt in self.sides):
             raise kr.RegistryError("--value-decoder/--key-decoder registry needs --registry SOURCE")
         self.columns: dict = {}
+        self.quarantine = None
+        if getattr(args, "bad_records_path", None):
+            from kafkarec.log.quarantine import Quarantine
+            self.quarantine = Quarantine(args.bad_records_path)
 
     def _column(self, side: str, fmt: str, topic):
         from kafkarec.registry import TypedColumn
@@ -172,7 +180,39 @@ class TypedDump:
                 o[f"{side}_schema_id"] = i
                 if e is not None:
                     o[f"{side}_error"] = e
+        if self.quarantine is not None:
+            self._quarantine(fb, tp, recs, out)
         return out
+
+    def _quarantine(self, fb, tp, recs, rows) -> None:
+        """The batch's failed records, whole, into --bad-records-path (the first side's reason)."""
+        failed = []
+        for r, o in zip(recs, rows):
+            side = next((s for s, _ in self.sides if f"{s}_error" in o), None)
+            if side is None:
+                continue
+            failed.append({"offset": r.offset, "timestamp": r.timestamp, "timestamp_type": fb.batch.timestamp_type,
+                           "key": r.key, "value": r.value, "headers": list(r.headers),
+                           "reason": f"{side}: {o[f'{side}_error']}", "schema_id": o.get(f"{side}_schema_id")})
+        if failed:
+            if tp is None:
+                raise KafkaRecError("--bad-records-path: the file is not in a <topic>-<partition> folder, "
+                                    "so its records have no topic-partition to be kept under")
+            self.quarantine.add_records(tp[0], tp[1], failed)
+
+    def undecodable(self, path: str, position: int, size: int, reason: str) -> None:
+        """A batch with nothing to recover, copied byte for byte into --bad-records-path."""
+        import os
+        from kafkarec.log.names import parse_partition_folder
+        if self.quarantine is None or size <= 0:
+            return
+        tp = parse_partition_folder(os.path.dirname(os.path.abspath(path)))
+        if tp is None:
+            raise KafkaRecError("--bad-records-path: the file is not in a <topic>-<partition> folder")
+        with open(path, "rb") as f:
+            f.seek(position)
+            data = f.read(size)
+        self.quarantine.add_undecodable(tp[0], tp[1], position, data, reason=reason, source=os.path.abspath(path))
 
 
 def decode_from_args(args) -> Optional[dict]:
@@ -190,6 +230,8 @@ def decode_from_args(args) -> Optional[dict]:
         raise UsageError(f"--registry: {e}") from None
     out: dict = {"registry": reg, "value": bool(args.value_decoder), "key": bool(args.key_decoder),
                  "options": decoder_options(args)}
+    if getattr(args, "bad_records_path", None):
+        out["bad_records_path"] = args.bad_records_path
     for side in ("value", "key"):
         if getattr(args, f"{side}_decoder"):
             schema_file = getattr(args, f"{side}_schema")

@@ -303,16 +303,21 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
                  value_format: str = "registry", key_format: str = "registry",
                  id_format: str = "confluent", corrupt_column: str = "_corrupt_record",
                  columns: Optional[Dict[str, TypedColumn]] = None,
-                 options: Optional[Mapping[str, Any]] = None, time_zone: str = "UTC") -> pa.Table:
+                 options: Optional[Mapping[str, Any]] = None, time_zone: str = "UTC",
+                 bad_records_path: Any = None) -> pa.Table:
     """``table`` (from :func:`kafkarec.to_arrow`, :func:`kafkarec.iter_arrow` or the log
     readers) with its ``value`` (and/or ``key``) column typed by the registry, plus
     ``value_schema_id`` (``key_schema_id``) and ``_corrupt_record`` (the reason a row could not
     be decoded, null when it could).  Rows are never dropped.  The topic (for
     TopicNameStrategy) comes from ``topic`` or the table's single topic; ``options`` and
-    ``time_zone``: the decoders' options by Spark's names (see :class:`TypedColumn`).  Pass the same
+    ``time_zone``: the decoders' options by Spark's names (see :class:`TypedColumn`);
+    ``bad_records_path``: a path (or a :class:`kafkarec.log.quarantine.Quarantine`) where each
+    record that fails is also written whole, as a Kafka log directory.  Pass the same
     ``columns`` dict to successive calls (``iter_arrow`` batches) to build each decoder once."""
     if columns is None:
         columns = {}
+    raw = table
+    failed_ids = None
     headers = _column(table, "headers")
     if topic is None and "topic" in table.column_names and table.num_rows:
         topics = pc.unique(table.column("topic")).drop_null().to_pylist()
@@ -340,7 +345,14 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
         table = table.append_column(pa.field(f"{name}_schema_id", pa.int64()), ids)
         if errs.null_count != len(errs):
             tagged = pc.binary_join_element_wise(pa.scalar(f"{name}: "), errs, "")
+            # the writer id the quarantine names: the side whose reason the row keeps
+            side_ids = pc.if_else(errs.is_valid(), ids, pa.scalar(None, pa.int64()))
+            failed_ids = side_ids if failed_ids is None else pc.if_else(corrupt.is_valid(), failed_ids, side_ids)
             corrupt = tagged if corrupt is None else pc.coalesce(corrupt, tagged)
+    if corrupt is not None and bad_records_path is not None:
+        from kafkarec.log.quarantine import Quarantine
+        q = bad_records_path if isinstance(bad_records_path, Quarantine) else Quarantine(bad_records_path)
+        q.add_table(raw, corrupt, failed_ids, topic=topic)
     if corrupt is None:
         corrupt = pa.nulls(table.num_rows, pa.string())
     if corrupt_column in table.column_names:

@@ -212,6 +212,7 @@ def runs(tmp_path_factory):
     bare = H.bare_python(sys.executable)
     work = str(tmp_path_factory.mktemp("typed-stream"))
     log, ids = _build(work)
+    log.work = work
     r1 = _submit(bare, wheel, work, 1)
     r2 = _submit(bare, wheel, work, 2)
     return log, ids, r1, r2
@@ -264,6 +265,39 @@ def test_restart_from_the_checkpoint_reads_the_rest_once_with_the_new_latest(run
     assert r2["exceptions"] == []
     _check_rows(r2["rows"], log, ids, {1, "between", 2})
     assert _value_fields(r2) == V1_FIELDS + ["note", "lines"]
+
+
+def test_bad_records_are_kept_whole_once_across_the_restart(runs):
+    """badRecordsPath on the stream: every record that failed (both applications) is in the
+    quarantine log once, with its original offset, timestamp, key and value bytes, headers and the
+    reason _corrupt_record gave; the quarantine reads back with kafkarec as any log directory."""
+    import glob
+    import kafkarec
+    from kafkarec.log.quarantine import REASON_HEADER
+    log, ids, r1, r2 = runs
+    root = log.work
+    files = sorted(glob.glob(os.path.join(root, "bad", "orders-0", "*.log")))
+    assert files, os.listdir(os.path.join(root, "bad")) if os.path.isdir(os.path.join(root, "bad")) else root
+    kept = {}
+    for f in files:
+        for batch in kafkarec.iter_batches(open(f, "rb").read()):
+            assert batch.crc_valid
+            for rec in batch:
+                assert rec.offset not in kept, f"offset {rec.offset} kept twice"
+                kept[rec.offset] = rec
+    original = {}
+    for f in sorted(glob.glob(os.path.join(root, "logs", "orders-0", "*.log"))):
+        for batch in kafkarec.iter_batches(open(f, "rb").read()):
+            for rec in batch:
+                original[rec.offset] = rec
+    failed = {r["offset"]: r["_corrupt_record"] for r in r2["rows"] if r["_corrupt_record"]}
+    assert failed and sorted(kept) == sorted(failed)
+    for o, rec in kept.items():
+        src = original[o]
+        assert (rec.timestamp, rec.key, rec.value) == (src.timestamp, src.key, src.value)
+        headers = list(rec.headers)
+        assert headers[:len(src.headers)] == list(src.headers)
+        assert dict(headers[len(src.headers):])[REASON_HEADER].decode() == failed[o]
 
 
 def _value_fields(result):

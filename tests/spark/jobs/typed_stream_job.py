@@ -64,7 +64,8 @@ def main():
     result = {"phase": args.phase}
     if args.phase == 1:
         apply(root, steps[0])
-    typed = query("typed", includeHeaders="true")
+    # badRecordsPath: the records that fail are kept whole (across the restart: once each)
+    typed = query("typed", includeHeaders="true", badRecordsPath=os.path.join(work, "bad"))
     result["schema"] = None
     queries = [typed]
     try:
