@@ -133,6 +133,32 @@ def test_modes(submitted):
     assert msg and "topic orders partition 0 offset 11" in msg and "Unknown magic byte" in msg, msg
 
 
+def test_bad_records_path_keeps_what_dropmalformed_leaves_out(submitted):
+    """badRecordsPath on bare executors: every record DROPMALFORMED left out is in the quarantine
+    log once (the read ran twice), byte for byte, with the reason Python's decode_table gives."""
+    import glob
+    import kafkarec
+    from kafkarec.log.quarantine import REASON_HEADER
+    result, facts, root = submitted
+    kept = {}
+    for f in sorted(glob.glob(os.path.join(result["bad_path"], "orders-0", "*.log"))):
+        for batch in kafkarec.iter_batches(open(f, "rb").read()):
+            for rec in batch:
+                assert rec.offset not in kept, f"offset {rec.offset} kept twice"
+                kept[rec.offset] = rec
+    import kafkarec.registry as kr
+    data = open(os.path.join(root, "orders-0", "00000000000000000000.log"), "rb").read()
+    values = kr.decode_table(kafkarec.to_arrow(data, topic="orders"), kr.load(root)).to_pylist()
+    expected = {r["offset"]: r["_corrupt_record"] for r in values if r["_corrupt_record"]}
+    assert sorted(kept) == sorted(expected) and len(kept) == len(facts["expected"]) - result["dropmalformed"]
+    original = {r.offset: r for b in kafkarec.iter_batches(
+        open(os.path.join(root, "orders-0", "00000000000000000000.log"), "rb").read()) for r in b}
+    for o, rec in kept.items():
+        src = original[o]
+        assert (rec.key, rec.value, rec.timestamp) == (src.key, src.value, src.timestamp)
+        assert dict(list(rec.headers)[len(src.headers):])[REASON_HEADER].decode() == expected[o]
+
+
 def test_from_registry_on_a_binary_column(submitted):
     result, facts, root = submitted
     want = _expected_values(root)

@@ -29,9 +29,15 @@ result["local_rows"] = [r.asDict(recursive=True) for r in
                         df2.select("offset", "value", "valueSchemaId", "_corrupt_record").orderBy("offset").collect()]
 
 # 3. DROPMALFORMED leaves out what cannot be decoded.
-result["dropmalformed"] = (spark.read.format("kafkarec").option("valueFormat", "registry")
-                           .option("registry", root).option("topics", "orders")
-                           .option("mode", "DROPMALFORMED").load(root).count())
+# with badRecordsPath: the records left out are kept whole (read twice: a retry writes the same files)
+import os  # noqa: E402
+bad_path = os.path.join(os.path.dirname(os.path.abspath(root)), "bad")
+for _ in range(2):
+    result["dropmalformed"] = (spark.read.format("kafkarec").option("valueFormat", "registry")
+                               .option("registry", root).option("topics", "orders")
+                               .option("badRecordsPath", bad_path)
+                               .option("mode", "DROPMALFORMED").load(root).count())
+result["bad_path"] = bad_path
 
 # 4. FAILFAST names topic, partition, offset and reason.
 try:
