@@ -75,3 +75,24 @@ def test_no_import_circle():
 
 def test_the_check_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_layout_md_names_every_module_and_nothing_removed():
+    """docs/layout.md is true: every module of kafkarec (and every part of the core) is named
+    there, and every kafkarec path it names exists."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "layout.md"), encoding="utf-8").read()
+    missing = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "kafkarec")):
+        rel = os.path.relpath(folder, ROOT)
+        if "schemas" in rel.split(os.sep) or "__pycache__" in rel:
+            continue                     # the generated message schemas, named as one folder
+        for f in files:
+            if f == "__init__.py" or not f.endswith((".py", ".pxi", ".h", ".pxd")):
+                continue
+            if f"`{f}`" not in text and f"{rel}/{f}".replace(os.sep, "/") not in text:
+                missing.append(os.path.join(rel, f))
+    assert not missing, f"docs/layout.md does not name {missing}"
+    named = set(re.findall(r"`(kafkarec/[A-Za-z0-9_/]+\.(?:py|pyx|pxi|pyi))`", text))
+    gone = [p for p in named if not os.path.exists(os.path.join(ROOT, p))]
+    assert not gone, f"docs/layout.md names {gone}, which do not exist"
