@@ -1371,7 +1371,7 @@ class AvroDecoder:
     def decode(self, values, writer_ids, body_offsets):
         """Decode row i, ``values[i][body_offsets[i]:]``, with writer
         ``writer_ids[i]``.  Returns (values as ``arrow_type``, error strings:
-        null where the row decoded, else ``"offset-in-value N: reason"``)."""
+        null where the row decoded, else ``"at byte N of the value: reason"``)."""
         return self._rebased(*self._runner.decode(values, writer_ids, body_offsets))
 
     def _rebased(self, values, errors):

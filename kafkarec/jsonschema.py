@@ -254,14 +254,16 @@ class JsonSchemaDecoder:
         known = pc.is_in(writer_ids, value_set=pa.array(sorted(self._writers), pa.int64()))
         unknown = pc.and_(present, pc.invert(known))
         for i in pc.indices_nonzero(unknown).to_pylist():
-            error_rows[i] = f"no writer schema with id {writer_ids[i].as_py()}"
+            error_rows[i] = (f"at byte {body_offsets[i].as_py() or 0} of the value: unknown writer schema id "
+                             f"{writer_ids[i].as_py()}")
         lengths = pc.binary_length(values)
         bad_offset = pc.and_(pc.and_(present, known),
                              pc.or_kleene(pc.is_null(body_offsets),
                                           pc.or_(pc.less(body_offsets, 0),
                                                  pc.greater(pc.cast(body_offsets, lengths.type), lengths))))
         for i in pc.indices_nonzero(pc.fill_null(bad_offset, False)).to_pylist():
-            error_rows[i] = f"at byte 0: payload offset {body_offsets[i].as_py()} is outside the value"
+            error_rows[i] = (f"at byte {body_offsets[i].as_py()} of the value: the body starts past the end of a "
+                             f"{lengths[i].as_py()}-byte value")
         keep = pc.and_(pc.and_(present, known), pc.invert(pc.fill_null(bad_offset, True)))
         rows = pc.indices_nonzero(keep)
         with self._lock:

@@ -20,7 +20,7 @@ Schemas over the life of a stream (docs/typed-values.md, "Streams"):
   before any record written with it reaches the log, so a record's id is known by the time
   its micro-batch is planned.  A registry URL is fetched once per query start (executors
   and the planner never poll a live registry); an id registered after that gives the row's
-  ``unknown schema id`` error until the query restarts.
+  ``unknown writer schema id`` error until the query restarts.
 * Registry ids never change meaning, so a micro-batch re-planned after a restart (same
   offsets) decodes to the same rows: with the file sink every record is written once.
 """

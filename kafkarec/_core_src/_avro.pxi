@@ -723,12 +723,12 @@ cdef class _AvroRunner:
             if odata != NULL and (ovalid == NULL or (ovalid[(i + ooff) >> 3] >> ((i + ooff) & 7)) & 1):
                 off = odata[i + ooff]
             if prog is None:
-                msg = f"offset-in-value {off}: unknown writer schema id {wid}".encode()
+                msg = value_problem(off, f"unknown writer schema id {wid}")
                 col_null(root)
                 errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
                 continue
             if off < 0 or off > length:
-                msg = f"offset-in-value {off}: the body starts past the end of a {length}-byte value".encode()
+                msg = value_problem(off, f"the body starts past the end of a {length}-byte value")
                 col_null(root)
                 errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
                 continue
@@ -750,7 +750,7 @@ cdef class _AvroRunner:
             except AvroDecodeError as exc:
                 col_truncate(root, before)
                 col_null(root)
-                msg = f"offset-in-value {max(exc.position, off)}: {exc.reason}".encode()
+                msg = value_problem(max(exc.position, off), exc.reason)
                 errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
                 continue
             errs.append(NULL, -1)

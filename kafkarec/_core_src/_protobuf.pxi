@@ -77,10 +77,6 @@ cdef struct PbCtx:
     const uint8_t *base     # first byte of the record's value: error positions count from here
 
 
-cdef str pb_varint_problem(int status):
-    return varint_problem(status).replace("of the batch", "of the value")
-
-
 cdef int pb_fail(const PbCtx *ctx, const uint8_t *at, str reason) except -1:
     raise ProtobufDecodeError(reason, at - ctx.base)
 
@@ -412,7 +408,7 @@ cdef inline int pb_tag(const PbCtx *ctx, const uint8_t **pp, const uint8_t *end,
     cdef uint64_t tag
     cdef int status = take_uvarint64(pp, end, &tag)
     if unlikely(status != VARINT_OK):
-        pb_fail(ctx, at, f"field tag: {pb_varint_problem(status)}")
+        pb_fail(ctx, at, f"field tag: {varint_problem(status, "the value")}")
     number[0] = tag >> 3
     wire[0] = <int>(tag & 7)
     if unlikely(number[0] == 0 or number[0] >= (1 << 29)):
@@ -430,7 +426,7 @@ cdef int pb_skip(const PbCtx *ctx, int wire, uint64_t number, const uint8_t **pp
     if wire == PB_WT_VARINT:
         status = take_uvarint64(&p, end, &u)
         if unlikely(status != VARINT_OK):
-            pb_fail(ctx, p, f"field {number}: {pb_varint_problem(status)}")
+            pb_fail(ctx, p, f"field {number}: {varint_problem(status, "the value")}")
     elif wire == PB_WT_I64:
         if unlikely(end - p < 8):
             pb_fail(ctx, p, f"field {number}: 8-byte value needs 8 bytes but only {end - p} remain")
@@ -442,7 +438,7 @@ cdef int pb_skip(const PbCtx *ctx, int wire, uint64_t number, const uint8_t **pp
     elif wire == PB_WT_LEN:
         status = take_uvarint64(&p, end, &u)
         if unlikely(status != VARINT_OK):
-            pb_fail(ctx, p, f"field {number} length: {pb_varint_problem(status)}")
+            pb_fail(ctx, p, f"field {number} length: {varint_problem(status, "the value")}")
         if unlikely(u > <uint64_t>(end - p)):
             pb_fail(ctx, p, f"field {number} declares {u} bytes but only {end - p} remain")
         p += u
@@ -477,7 +473,7 @@ cdef inline int pb_read_number(const PbCtx *ctx, int wire, const uint8_t **pp, c
     if wire == PB_WT_VARINT:
         status = take_uvarint64(pp, end, out)
         if unlikely(status != VARINT_OK):
-            pb_fail(ctx, p, pb_varint_problem(status))
+            pb_fail(ctx, p, varint_problem(status, "the value"))
     elif wire == PB_WT_I32:
         if unlikely(end - p < 4):
             pb_fail(ctx, p, f"4-byte value needs 4 bytes but only {end - p} remain")
@@ -765,7 +761,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
         if wire == PB_WT_LEN:
             status = take_uvarint64(&p, end, &n)
             if unlikely(status != VARINT_OK):
-                pb_fail(ctx, v, f"field {number} length: {pb_varint_problem(status)}")
+                pb_fail(ctx, v, f"field {number} length: {varint_problem(status, "the value")}")
             if unlikely(n > <uint64_t>(end - p)):
                 pb_fail(ctx, v, f"field {number} declares {n} bytes but only {end - p} remain")
             v = p
@@ -848,7 +844,7 @@ cdef _PbNode pb_message_by_indexes(list top, const PbCtx *ctx, const uint8_t **p
     cdef list level = top
     cdef _PbNode node = None
     if unlikely(status != VARINT_OK):
-        pb_fail(ctx, at, f"message index count: {pb_varint_problem(status)}")
+        pb_fail(ctx, at, f"message index count: {varint_problem(status, "the value")}")
     count = zigzag64(u)
     if count == 0:
         count = 1
@@ -862,7 +858,7 @@ cdef _PbNode pb_message_by_indexes(list top, const PbCtx *ctx, const uint8_t **p
         at = pp[0]
         status = take_uvarint64(pp, end, &u)
         if unlikely(status != VARINT_OK):
-            pb_fail(ctx, at, f"message index: {pb_varint_problem(status)}")
+            pb_fail(ctx, at, f"message index: {varint_problem(status, "the value")}")
         index = zigzag64(u)
         if unlikely(index < 0 or index >= len(level)):
             pb_fail(ctx, at, f"message index {index} names no message of the writer schema"
@@ -921,12 +917,12 @@ def pb_decode_column(_PbColumn root, dict writers, values, writer_ids, body_offs
         ctx.base = vdata + start
         try:
             if body < 0 or body > stop - start:
-                raise ProtobufDecodeError(f"payload offset {body} is outside the value's {stop - start} bytes", 0)
+                raise ProtobufDecodeError(f"the body starts past the end of a {stop - start}-byte value", body)
             if top is None or wid != last_wid:
                 top = writers.get(wid)
                 last_wid = wid
                 if top is None:
-                    raise ProtobufDecodeError(f"no writer schema with id {wid}", 0)
+                    raise ProtobufDecodeError(f"unknown writer schema id {wid}", body)
             p = vdata + start + body
             end = vdata + stop
             node = pb_message_by_indexes(top, &ctx, &p, end)
@@ -937,7 +933,7 @@ def pb_decode_column(_PbColumn root, dict writers, values, writer_ids, body_offs
         except (DecodeError, ColumnOverflowError) as exc:
             root.truncate(row)
             root.append_null()
-            why = str(exc).encode("utf-8", "replace")
+            why = value_problem(getattr(exc, "position", 0), getattr(exc, "reason", str(exc)))
             errors.append(<const uint8_t *>PyBytes_AS_STRING(why), len(why))
     return root.finish(), errors.to_arrow(pa.string())
 

@@ -30,6 +30,12 @@ cdef inline void cursor_init(Cursor *c, const uint8_t *start, Py_ssize_t length,
     c.strict = strict
 
 
+cdef bytes value_problem(Py_ssize_t position, str reason):
+    """The one wording of a typed row's error (Avro, Protobuf, JSON Schema, the registry):
+    where in the record's value bytes (framing included) and why."""
+    return f"at byte {position} of the value: {reason}".encode("utf-8", "replace")
+
+
 cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason) except -1:
     """Raise `cls` for a problem found at byte `at` of the cursor's buffer."""
     cdef Py_ssize_t rel = at - c.start

@@ -131,7 +131,8 @@ cdef int take_uvarint(const uint8_t **pp, const uint8_t *end, bint strict,
     return UVARINT_TOO_LONG
 
 
-cdef str varint_problem(int status):
+cdef str varint_problem(int status, str container="the batch"):
+    """Why a varint could not be read; `container`: what it ran past the end of."""
     if status == UVARINT_PAST_END:
         return "unsigned varint runs past the end"
     if status == UVARINT_TOO_LONG:
@@ -139,13 +140,13 @@ cdef str varint_problem(int status):
     if status == UVARINT_OVERFLOW:
         return "unsigned varint overflows 32 bits"
     if status == VARINT_PAST_END:
-        return "varint runs past the end of the batch"
+        return f"varint runs past the end of {container}"
     if status == VARINT_TOO_LONG:
         return "varint is too long, the most significant bit in the 5th byte is set"
     if status == VARINT_OVERFLOW:
         return "varint overflows 32 bits"
     if status == VARLONG_PAST_END:
-        return "varlong runs past the end of the batch"
+        return f"varlong runs past the end of {container}"
     if status == VARLONG_TOO_LONG:
         return "varlong is too long, the most significant bit in the 10th byte is set"
     return "varlong overflows 64 bits"

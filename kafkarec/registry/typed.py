@@ -227,7 +227,8 @@ class TypedColumn:
         entry = self.registry.by_id(schema_id, self.context) if self.registry is not None else None
         if entry is None:
             where = f" in context {self.context}" if self.context != "." else ""
-            err = f"unknown schema id {schema_id}{where} (not in {self.registry.source if self.registry else 'the registry'})"
+            err = (f"unknown writer schema id {schema_id}{where} "
+                   f"(not in {self.registry.source if self.registry else 'the registry'})")
         elif entry.schema_type != self.schema_type:
             err = (f"schema id {schema_id} is a {entry.schema_type} schema ({entry.subject!r} "
                    f"version {entry.version}); the column is {self.schema_type}")
@@ -278,6 +279,12 @@ class TypedColumn:
             code[bad_rows] = np.searchsorted(bad_sorted, filled[bad_rows])
             mine = pa.DictionaryArray.from_arrays(pa.array(code, mask=~bad_rows),
                                                   pa.array(texts, pa.string())).dictionary_decode()
+            # where the id was: after the magic byte (a prefixed id puts the body 5 or more bytes in),
+            # or in a header (the body starts at byte 0)
+            in_header = pc.less(w.body_offsets, 5)
+            mine = pc.if_else(in_header,
+                              pc.binary_join_element_wise(pa.scalar(f"header {self.header_name}: "), mine, ""),
+                              pc.binary_join_element_wise(pa.scalar("at byte 1 of the value: "), mine, ""))
             errors = pc.coalesce(errors, mine)
             dec_ids = pa.array(filled, mask=~(ok & ~bad_rows))
         typed, dec_errors = self.decoder.decode(w.values, dec_ids, w.body_offsets)

@@ -66,8 +66,8 @@ def test_confluent_serializer_payloads_two_writer_versions():
     assert out[0] == {"id": 1, "amount": decimal.Decimal("1.50"), "status": "PAID", "note": None}
     assert out[1] is None and errs[1].as_py() is None                    # tombstone: no error
     assert out[2] == {"id": 2, "amount": decimal.Decimal("-3.25"), "status": "SHIPPED", "note": "x"}
-    assert out[3] is None and errs[3].as_py() == "offset-in-value 5: unknown writer schema id 999"
-    assert out[4] is None and errs[4].as_py().startswith("offset-in-value 6: decimal length: long runs past")
+    assert out[3] is None and errs[3].as_py() == "at byte 5 of the value: unknown writer schema id 999"
+    assert out[4] is None and errs[4].as_py().startswith("at byte 6 of the value: decimal length: long runs past")
     vals.validate(full=True)
 
 
@@ -115,7 +115,7 @@ def test_body_offset_past_the_end():
     vals, errs = dec.decode(pa.array([b"\x02"], pa.binary()), pa.array([0], pa.int64()),
                             pa.array([9], pa.int32()))
     assert vals.to_pylist() == [None]
-    assert errs[0].as_py() == "offset-in-value 9: the body starts past the end of a 1-byte value"
+    assert errs[0].as_py() == "at byte 9 of the value: the body starts past the end of a 1-byte value"
 
 
 def test_trailing_bytes_are_ignored_as_confluent_does():

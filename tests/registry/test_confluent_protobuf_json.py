@@ -64,7 +64,7 @@ def test_protobuf_serializer_payloads_through_the_registry():
     ids = out.column("value_schema_id").to_pylist()
     assert ids[:3] == [struct.unpack(">i", p[1:5])[0] for p in payloads]
     corrupt = out.column("_corrupt_record").to_pylist()
-    assert corrupt[:3] == [None] * 3 and "unknown schema id 99" in corrupt[3] and corrupt[4] is None
+    assert corrupt[:3] == [None] * 3 and "unknown writer schema id 99" in corrupt[3] and corrupt[4] is None
     assert got[4] is None
     # The column's message by name: a nested message types the column.
     col = kr.TypedColumn(reg, "orders-value", message="kr.test.Order.Item")

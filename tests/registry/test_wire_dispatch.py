@@ -108,7 +108,7 @@ def test_typed_column_per_row_errors_nothing_dropped():
     e = errs.to_pylist()
     assert e[:3] == [None, None, None] and e[8] is None
     assert "Unknown magic byte 0x70" in e[3]
-    assert "unknown schema id 99" in e[4]
+    assert "unknown writer schema id 99" in e[4]
     assert "cannot be read as orders-value" in e[5] and "does not resolve" in e[5]
     assert "is a PROTOBUF schema" in e[6]
     assert e[7] == "garbage body"
@@ -129,7 +129,7 @@ def test_subject_strategies_and_contexts():
     # A subject in a context reads ids in that context: id 1 is "EU" there.
     col = kr.TypedColumn(reg, ":.eu:orders-value", decoders=FAKE)
     typed, _, errs = col.decode(pa.array([prefix(1, b"x"), prefix(2, b"y")]))
-    assert typed.to_pylist() == ["1:x", None] and "unknown schema id 2 in context .eu" in errs.to_pylist()[1]
+    assert typed.to_pylist() == ["1:x", None] and "unknown writer schema id 2 in context .eu" in errs.to_pylist()[1]
     with pytest.raises(kr.RegistryError):
         kr.TypedColumn(reg, topic="nothing", decoders=FAKE)
 

@@ -90,7 +90,7 @@ def build(root: str, *, n1: int = 5, n2: int = 5) -> dict:
     records.append((None, b"plain text", []))
     expected.append((None, None, "Unknown magic byte"))
     records.append((None, b"\x00\x00\x00\x03\xe7" + b"\x02", []))
-    expected.append((None, None, "unknown schema id 999"))
+    expected.append((None, None, "unknown writer schema id 999"))
     good = ser1(v1_record(1), SerializationContext("orders", MessageField.VALUE, []))
     records.append((None, good[:7], []))
     expected.append((None, None, ""))

@@ -143,7 +143,7 @@ def _schemas_records(client, start: int = 0) -> list:
 def _bad(sid_known: int, truncated: str) -> list:
     """(value, reason fragment) of payloads that are no record of the topic's schema."""
     return [(b"plain text", "Unknown magic byte"),
-            (b"\x00\x00\x00\x03\xe7" + b"\x00\x08\x01", "unknown schema id 999"),
+            (b"\x00\x00\x00\x03\xe7" + b"\x00\x08\x01", "unknown writer schema id 999"),
             (b"\x00" + sid_known.to_bytes(4, "big"), truncated)]     # id only: the body is missing
 
 

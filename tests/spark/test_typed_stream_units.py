@@ -1,7 +1,7 @@
 """The typed stream reader's schema rules, micro-batch by micro-batch, without a cluster (the
 planner's and an executor's calls made in this process): the reader version is fixed when the
 stream starts; the registry is read again when ``_schemas`` grows and shipped with the tasks;
-without that, records written with the new schema would be ``unknown schema id`` rows.
+without that, records written with the new schema would be ``unknown writer schema id`` rows.
 The user's way (bare Python, spark-submit, restart) is tests/spark/test_typed_stream.py."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_new_schema_mid_stream_is_read_with_the_start_version(tmp_path):
     stale = pickle.loads(pickle.dumps(second[0]))
     stale.typed = ("stale-snapshot", first[0].typed[1])
     rows = _rows(reader, [stale])
-    assert all(r["value"] is None and f"unknown schema id {v2_id}" in r["_corrupt_record"]
+    assert all(r["value"] is None and f"unknown writer schema id {v2_id}" in r["_corrupt_record"]
                for r in rows), rows
 
     # nothing new in _schemas: the snapshot (and the executors' decoders) stay
