@@ -29,23 +29,16 @@ from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name",
            "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
 
-_CONTROL_LABELS = {
-    ControlRecordType.LEADER_CHANGE: " LeaderChange: ",
-    ControlRecordType.SNAPSHOT_HEADER: " SnapshotHeader ",
-    ControlRecordType.SNAPSHOT_FOOTER: " SnapshotFooter ",
-    ControlRecordType.KRAFT_VERSION: " KRaftVersion ",
-    ControlRecordType.KRAFT_VOTERS: " KRaftVoters ",
-}
+# control records whose decoded value --json prints (the text line is kafka.internal.dumplog's)
+_DECODED_CONTROLS = {ControlRecordType.LEADER_CHANGE, ControlRecordType.SNAPSHOT_HEADER,
+                     ControlRecordType.SNAPSHOT_FOOTER, ControlRecordType.KRAFT_VERSION,
+                     ControlRecordType.KRAFT_VOTERS}
 
 
 def control_text(r) -> str:
-    """What printControlRecord prints for one control record."""
-    kind = r.control_type
-    if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        return f" endTxnMarker: {kind.name} coordinatorEpoch: {r.coordinator_epoch}"
-    if kind in _CONTROL_LABELS:
-        return _CONTROL_LABELS[kind] + jdump(r.control_value)
-    return f" controlType: {kind.name}({r.control_type_id})"
+    """What printControlRecord prints for one control record: the one renderer,
+    :func:`kafkarec.internal.dumplog.format_control`, with the default schema set."""
+    return decode_args.control_text(r)
 
 
 class Dumper:
@@ -239,7 +232,7 @@ class Dumper:
                 else:
                     line += f" isValid: {jbool(r.crc_valid)} crc: {r.checksum}"
                 if control:
-                    line += decode_args.control_text(r, self.decode_schemas) if self.decode else control_text(r)
+                    line += decode_args.control_text(r, self.decode_schemas)
             internal = self.print_data and not control and decode_args.decoder_for_path(self.decode, abspath)
             if row is not None:
                 from kafkarec.cli.schemas import typed_text
@@ -278,7 +271,7 @@ class Dumper:
             value = r.control_value
             if kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
                 obj["coordinator_epoch"] = value["coordinatorEpoch"]
-            elif kind in _CONTROL_LABELS:
+            elif kind in _DECODED_CONTROLS:
                 obj["control"] = value
         if self.print_data and not control:
             key, value = r.key, r.value
