@@ -77,6 +77,10 @@ def test_one_input(data: bytes) -> None:
             m.ParseFromString(r)
         except Exception:
             continue
+        if err[i].as_py() is not None and "field number 0 is out of range" in err[i].as_py():
+            # upb skips a zero tag inside an unknown group; protobuf-java's CodedInputStream (what
+            # Spark's from_protobuf parses with) throws invalidTag for it, and so does kafkarec
+            continue
         assert err[i].as_py() is None, (r, err[i])
         assert _same(normalize(arr[i].as_py(), ORDER.DESCRIPTOR), row(m)), r
         assert _same(_sorted_maps(opt[i].as_py()), _sorted_maps(row_with(m, OPTIONS))), r

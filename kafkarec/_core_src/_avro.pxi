@@ -744,10 +744,10 @@ cdef class _AvroRunner:
             before = root.length
             ex.prog = prog
             ex.items = 0                    # the budget is per value: a corrupt row spends only its own
-            ex.skip_depth = 0
             try:
                 av_run(ex, prog.ops, prog.root, &c)
             except AvroDecodeError as exc:
+                ex.skip_depth = 0           # a row that failed inside skipped records left it raised
                 col_truncate(root, before)
                 col_null(root)
                 msg = value_problem(max(exc.position, off), exc.reason)
