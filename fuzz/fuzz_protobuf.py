@@ -13,7 +13,7 @@ from _harness import EXPECTED, ROOT, run
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "protobuf"))
-from oracle import normalize, row, row_with  # noqa: E402
+from oracle import normalize, row, row_with, sorted_maps  # noqa: E402
 from protos import COMMON, ORDERS, generated  # noqa: E402
 
 from kafkarec.jsonschema import JsonSchemaDecoder, arrow_type  # noqa: E402
@@ -83,21 +83,7 @@ def test_one_input(data: bytes) -> None:
             continue
         assert err[i].as_py() is None, (r, err[i])
         assert _same(normalize(arr[i].as_py(), ORDER.DESCRIPTOR), row(m)), r
-        assert _same(_sorted_maps(opt[i].as_py()), _sorted_maps(row_with(m, OPTIONS))), r
-
-
-def _sorted_maps(v):
-    """Map entries (key, value) sorted by key (the wire keeps an order the oracle cannot know)."""
-    if isinstance(v, dict):
-        return {k: _sorted_maps(x) for k, x in v.items()}
-    if isinstance(v, list):
-        items = [_sorted_maps(x) for x in v]
-        if items and all(isinstance(x, tuple) and len(x) == 2 for x in items):
-            return sorted(items, key=lambda kv: kv[0])
-        return items
-    if isinstance(v, tuple):
-        return tuple(_sorted_maps(x) for x in v)
-    return v
+        assert _same(sorted_maps(opt[i].as_py()), sorted_maps(row_with(m, OPTIONS))), r
 
 
 def _same(a, b) -> bool:

@@ -8,16 +8,15 @@ Unit tests of the same rules in-process (kafkarec.avro, kafkarec.avro_rebase) ru
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import os
 import random
 
-import fastavro
 import numpy as np
 import pyarrow as pa
 import pytest
 
+from avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec import avro_rebase as rb
 from kafkarec.errors import AvroSchemaError, SchemaResolutionError
@@ -98,13 +97,7 @@ def _nodes(n: int = 60, seed: int = 5) -> list:
 
 
 def _bodies(records, schema=None) -> list:
-    parsed = fastavro.parse_schema(schema or SCHEMA)
-    out = []
-    for rec in records:
-        b = io.BytesIO()
-        fastavro.schemaless_writer(b, parsed, rec)
-        out.append(b.getvalue())
-    return out
+    return fastavro_write(schema or SCHEMA, records)
 
 
 # --- in-process: the rules themselves --------------------------------------------------------

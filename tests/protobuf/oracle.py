@@ -158,3 +158,18 @@ def row_with(msg, options: dict, depth_of: dict | None = None) -> dict:
     if not out and _on(options, "retain.empty.message.types"):
         out["__dummy_field_in_empty_struct"] = None
     return out
+
+
+def sorted_maps(v):
+    """A decoded row with its map entries ((key, value) lists) sorted by key: the wire keeps an order the
+    oracle cannot know."""
+    if isinstance(v, dict):
+        return {k: sorted_maps(x) for k, x in v.items()}
+    if isinstance(v, list):
+        items = [sorted_maps(x) for x in v]
+        if items and all(isinstance(x, tuple) and len(x) == 2 for x in items):
+            return sorted(items, key=lambda kv: kv[0])
+        return items
+    if isinstance(v, tuple):
+        return tuple(sorted_maps(x) for x in v)
+    return v

@@ -19,7 +19,7 @@ from kafkarec.errors import ProtobufSchemaError
 from kafkarec.registry.typed import message_indexes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oracle import row_with  # noqa: E402
+from oracle import row_with, sorted_maps  # noqa: E402
 from protos import Generated  # noqa: E402
 
 OPTIONS_PROTO = """
@@ -135,19 +135,6 @@ def _person(m, r: random.Random, depth: int):
     return p
 
 
-def _sorted_maps(v):
-    if isinstance(v, dict):
-        return {k: _sorted_maps(x) for k, x in v.items()}
-    if isinstance(v, list):
-        items = [_sorted_maps(x) for x in v]
-        if items and all(isinstance(x, tuple) and len(x) == 2 for x in items):
-            return sorted(items, key=lambda kv: kv[0])
-        return items
-    if isinstance(v, tuple):
-        return tuple(_sorted_maps(x) for x in v)
-    return v
-
-
 def _decode(schema, message: str, payloads: list, options: dict):
     dec = kp.ProtobufDecoder(schema, message, **kp.spark_options(options))
     dec.add_writer(1, schema)
@@ -169,7 +156,7 @@ def test_flat_messages_under_every_option_set(world, flags):
     dec, rows, errors = _decode(schema, "kr.opt.Flat", [x.SerializeToString() for x in msgs], options)
     assert errors == [None] * len(msgs)
     for msg, got in zip(msgs, rows):
-        assert _sorted_maps(got) == _sorted_maps(row_with(msg, options)), msg
+        assert sorted_maps(got) == sorted_maps(row_with(msg, options)), msg
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 5])
@@ -182,7 +169,7 @@ def test_recursive_messages_are_cut_where_spark_cuts_them(world, depth, flags):
     dec, rows, errors = _decode(schema, "kr.opt.Person", [x.SerializeToString() for x in msgs], options)
     assert errors == [None] * len(msgs)
     for msg, got in zip(msgs, rows):
-        assert _sorted_maps(got) == _sorted_maps(row_with(msg, options)), msg
+        assert sorted_maps(got) == sorted_maps(row_with(msg, options)), msg
 
 
 def test_types_follow_sparks_schema_converter(world):
