@@ -55,6 +55,13 @@ for _w, _r in PAIRS:
     _d = avro.AvroDecoder(_r, max_items=10000)
     _d.add_writer(1, _w)
     DECODERS.append(_d)
+# a recursive writer read to recursiveFieldMaxDepth 2: deeper records are skipped (bounded nesting)
+_NODE = avro.parse_schema({"type": "record", "name": "Node", "fields": [
+    {"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]},
+    {"name": "kids", "type": {"type": "array", "items": "Node"}}, {"name": "m", "type": {"type": "map", "values": "Node"}}]})
+_d = avro.AvroDecoder(_NODE, max_items=10000, recursive_field_max_depth=2)
+_d.add_writer(1, _NODE)
+DECODERS.append(_d)
 
 
 # valid bodies of the first writer (Avro binary, by the default-value encoder),
@@ -124,7 +131,8 @@ def test_one_input(data: bytes) -> None:
             # an arbitrary schema text, read by itself
             text = fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 400))
             schema = avro.parse_schema(text)
-            dec = avro.AvroDecoder(schema, max_items=10000)
+            dec = avro.AvroDecoder(schema, max_items=10000,
+                                   recursive_field_max_depth=fdp.ConsumeIntInRange(-1, 13))
             dec.add_writer(1, schema)
             _check(dec, _bodies(fdp))
         else:

@@ -652,6 +652,9 @@ def arrow_type_of(schema: Union[AvroSchema, _Node], *, stable_union_prefix: Opti
     ``enableStableIdentifiersForUnionType``, prefix ``stableIdentifierPrefixForUnionType``,
     default ``member_``), of the prefix followed by each branch's type name (``member_int``,
     ``member_Address``): names that stay when branches are added or removed."""
+    if isinstance(schema, AvroSchema) and schema.recursive:
+        raise AvroSchemaError("a recursive schema has an Arrow type only once cut at a depth: "
+                              "unroll(schema, recursiveFieldMaxDepth) first (AvroDecoder does)")
     node = schema.root if isinstance(schema, AvroSchema) else schema
     return _arrow(node, stable_union_prefix)[0]
 
@@ -746,8 +749,7 @@ def unroll(schema: AvroSchema, max_depth: int) -> AvroSchema:
     if not schema.recursive:
         return schema
     root = _unroll(schema.root, {}, int(max_depth))
-    out = AvroSchema(root, schema.named, schema.json)
-    return out
+    return AvroSchema(root, schema.named, schema.json)
 
 
 def _unroll(node: _Node, depth_of: dict, max_depth: int) -> Optional[_Node]:

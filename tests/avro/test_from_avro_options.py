@@ -186,6 +186,9 @@ def test_recursive_schemas_parse_and_read_only_with_a_depth():
     assert avro.parse_schema(json.dumps(s.to_json())).recursive           # written back, parsed again
     with pytest.raises(AvroSchemaError, match="recursiveFieldMaxDepth between 1 and 12"):
         avro.AvroDecoder(s)
+    with pytest.raises(AvroSchemaError, match="cut at a depth"):
+        avro.arrow_type_of(s)
+    assert avro.arrow_type_of(avro.unroll(s, 2)) == avro.AvroDecoder(s, recursive_field_max_depth=2).arrow_type
     with pytest.raises(AvroSchemaError, match="given 13"):
         avro.AvroDecoder(s, recursive_field_max_depth=13)
     t1 = avro.AvroDecoder(s, recursive_field_max_depth=1).arrow_type
