@@ -74,7 +74,7 @@ _VALUES = [
     {"i": 0, "l": 0, "f": 0.0, "s": "", "b": "", "t": False, "e": "C", "x": "xyz", "d": "", "a": [], "m": {},
      "n": [], "u": {"sku": "q", "qty": 9}, "gone": {}},
 ]
-VALID = [avro._encode_default(PAIRS[0][0].root, v) for v in _VALUES]
+VALID = [avro.schema._encode_default(PAIRS[0][0].root, v) for v in _VALUES]
 
 
 def _mutated(fdp):

@@ -1,6 +1,7 @@
 """Type stubs for the compiled core (kafkarec/_core.pyx)."""
 from __future__ import annotations
 
+import enum
 from typing import Any, Callable, Hashable, Iterable, Iterator, Literal, Sequence
 
 from kafkarec.enums import Compression, ControlRecordType, TimestampType
@@ -369,3 +370,54 @@ class KeyOffsetMap:
     def digest(self, key: bytes) -> bytes: ...
     def put(self, keys: Any, offsets: Any) -> bool: ...
     def latest(self, keys: Any, values: Any, offsets: Any) -> Any: ...
+
+# The Avro interpreter's numbering (kafkarec/avro/program.py emits these; defined in _avro.pxi only).
+class AvroColumnKind(enum.IntEnum):
+    CK_NULL = 0
+    CK_BOOL = 1
+    CK_I32 = 2
+    CK_I64 = 3
+    CK_F32 = 4
+    CK_F64 = 5
+    CK_BIN = 6
+    CK_DEC16 = 7
+    CK_DEC32 = 8
+    CK_STRUCT = 9
+    CK_LIST = 10
+
+class AvroNumericKind(enum.IntEnum):
+    NK_INT = 0
+    NK_LONG = 1
+    NK_FLOAT = 2
+    NK_DOUBLE = 3
+
+class AvroOp(enum.IntEnum):
+    OP_NULL_COL = 0
+    OP_SET_NULL = 1
+    OP_BOOL = 2
+    OP_INT = 3
+    OP_LONG = 4
+    OP_NUM = 5
+    OP_STR = 6
+    OP_BYTES = 7
+    OP_FIXED = 8
+    OP_DEC_BYTES = 9
+    OP_DEC_FIXED = 10
+    OP_ENUM = 11
+    OP_RECORD = 12
+    OP_ARRAY = 13
+    OP_MAP = 14
+    OP_WUNION = 15
+    OP_MEMBER = 16
+    OP_ERROR = 17
+    OP_DEFAULT = 18
+    OP_SKIP_BOOL = 19
+    OP_SKIP_INT = 20
+    OP_SKIP_LONG = 21
+    OP_SKIP_N = 22
+    OP_SKIP_BYTES = 23
+    OP_SKIP_RECORD = 24
+    OP_SKIP_ARRAY = 25
+    OP_SKIP_MAP = 26
+    OP_SKIP_UNION = 27
+    OP_NOP = 28

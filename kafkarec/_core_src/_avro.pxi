@@ -1,6 +1,6 @@
 # Avro binary bodies straight into Arrow buffers.
 #
-# kafkarec/avro.py resolves a writer schema against the reader schema (Apache
+# kafkarec/avro/program.py resolves a writer schema against the reader schema (Apache
 # Avro's rules) and compiles the result to a flat array of ops: each op reads
 # one writer value from the cursor and writes it, converted, into one reader
 # column, or skips it, or fills a default.  Children (record fields, union
@@ -29,8 +29,10 @@ from kafkarec.errors import AvroDecodeError
 
 cdef const char *_AV_EMPTY = b""     # a non-NULL pointer to nothing
 
-# column kinds (kafkarec/avro.py CK_*)
-cdef enum:
+# The numbering kafkarec/avro/program.py emits, defined here only: cpdef enums are Python
+# constants of kafkarec._core too (AvroColumnKind, AvroOp, AvroNumericKind and their names).
+# column kinds
+cpdef enum AvroColumnKind:
     CK_NULL = 0
     CK_BOOL = 1
     CK_I32 = 2
@@ -43,8 +45,8 @@ cdef enum:
     CK_STRUCT = 9
     CK_LIST = 10
 
-# ops (kafkarec/avro.py OP_*)
-cdef enum:
+# ops
+cpdef enum AvroOp:
     OP_NULL_COL = 0
     OP_SET_NULL = 1
     OP_BOOL = 2
@@ -75,7 +77,8 @@ cdef enum:
     OP_SKIP_UNION = 27
     OP_NOP = 28
 
-cdef enum:
+# numeric kinds, for promotions
+cpdef enum AvroNumericKind:
     NK_INT = 0
     NK_LONG = 1
     NK_FLOAT = 2
@@ -204,7 +207,7 @@ cdef object col_to_arrow(_AvCol col, list types, list ids, Py_ssize_t cid):
 
 @cython.final
 cdef class _AvroProgram:
-    """A compiled writer -> reader resolution (see kafkarec/avro.py)."""
+    """A compiled writer -> reader resolution (see kafkarec/avro/program.py)."""
     cdef AvOp *ops
     cdef int32_t *kids
     cdef int32_t *aux

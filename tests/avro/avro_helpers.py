@@ -98,7 +98,7 @@ def canon(v: Any, node) -> Any:
     the raw_type cast) for a reader schema node."""
     t = node.type
     if t == "union":
-        mode, nonnull, _ = avro._union_mode(node)
+        mode, nonnull, _ = avro.arrow_types._union_mode(node)
         if v is None:
             return None
         if mode == "struct":

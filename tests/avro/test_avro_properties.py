@@ -296,7 +296,7 @@ def _fa_canon(v, node):
     if t == "union":
         if v is None:
             return None
-        mode, nonnull, _ = avro._union_mode(node)
+        mode, nonnull, _ = avro.arrow_types._union_mode(node)
         if mode in ("long",):
             return v
         if mode == "double":

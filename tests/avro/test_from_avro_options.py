@@ -4,7 +4,7 @@ and ``datetimeRebaseMode`` (CORRECTED, LEGACY, EXCEPTION), through kafkarec's da
 (``valueFormat=avro``) and ``spark_udfs.from_registry``, by ``spark-submit --py-files <kafkarec
 wheel>`` from a bare Python.  Bodies written by fastavro; dates and timestamps on both sides of
 the calendar switches (1582-10-15, 1900-01-01T00:00:00Z), inside unions, arrays and maps.
-Unit tests of the same rules in-process (kafkarec.avro, kafkarec.avro_rebase) run everywhere."""
+Unit tests of the same rules in-process (kafkarec.avro, kafkarec.avro.rebase) run everywhere."""
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +18,7 @@ import pytest
 
 from avro_helpers import fastavro_write
 from kafkarec import avro
-from kafkarec import avro_rebase as rb
+from kafkarec.avro import rebase as rb
 from kafkarec.errors import AvroSchemaError, SchemaResolutionError
 
 SCHEMA = {

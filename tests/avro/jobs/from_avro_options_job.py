@@ -2,7 +2,7 @@
 Spark's own ``from_avro`` (spark-avro's jar) over the raw value column, kafkarec's data source
 (``valueFormat=avro``) and ``spark_udfs.from_registry`` over the same column, each row as
 Spark's ``to_json`` text, with the Spark type of each.  Also Spark's own rebase constants and
-``RebaseDateTime`` on a sample, for the unit-level check of kafkarec.avro_rebase.
+``RebaseDateTime`` on a sample, for the unit-level check of kafkarec.avro.rebase.
 
     spark-submit --jars <spark-avro...> --py-files <kafkarec wheel> from_avro_options_job.py LOG_DIR SPEC OUT
 
