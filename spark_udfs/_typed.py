@@ -603,7 +603,8 @@ def from_registry(column, registry, subject: Optional[str] = None, *, topic: Opt
     that cannot be decoded is null, the default, as ``from_avro``) or FAILFAST (the task fails
     with the row and reason); ``headers``: the records' headers Column, for header ids;
     ``options``: the format's options by ``from_avro``'s names (``enableStableIdentifiersForUnionType``,
-    ``stableIdentifierPrefixForUnionType``, ``datetimeRebaseMode``), in the session time zone."""
+    ``stableIdentifierPrefixForUnionType``, ``datetimeRebaseMode``, ``recursiveFieldMaxDepth``; in the
+    session time zone) or ``from_protobuf``'s (``enums.as.ints``, ``emit.default.values``...)."""
     import warnings
     from pyspark.sql import functions as F
     from pyspark.sql.functions import ArrowUDFType, arrow_udf
