@@ -306,19 +306,38 @@ def encode_control_value(control_type: ControlRecordType | int, value: dict[str,
 def aborted_batches(batches: Iterable[Any], key: Callable[[Any], Hashable] | None = ...,
                     trusted: Callable[[Any], bool] | None = ...) -> set[Any]: ...
 
-# --- Protobuf payloads to Arrow (_core_src/_protobuf.pxi; plans made by kafkarec/protobuf.py) ---
-PB_COLUMN_KINDS: dict[str, int]
+# --- Typed values into nested Arrow columns (_core_src/_typed_rows.pxi) ---
+class ColumnKind(enum.IntEnum):
+    """Arrow layouts of the one typed column builder (kafkarec/avro/program.py emits them)."""
+    CK_NULL = 0
+    CK_BOOL = 1
+    CK_I32 = 2
+    CK_I64 = 3
+    CK_F32 = 4
+    CK_F64 = 5
+    CK_BIN = 6
+    CK_DEC16 = 7
+    CK_DEC32 = 8
+    CK_STRUCT = 9
+    CK_LIST = 10
 
-class _PbColumn:
+class _Column:
     kind: int
+    role: int
     arrow_type: Any
     def __len__(self) -> int: ...
     def to_arrow(self) -> Any: ...
 
-def pb_column(kind: int, arrow_type: Any, children: list[_PbColumn] | None = ...) -> _PbColumn: ...
+def typed_column(kind: int, arrow_type: Any, nullable: bool = ..., children: list[_Column] | None = ...,
+                 role: int = ...) -> _Column: ...
+
+# --- Protobuf payloads to Arrow (_core_src/_protobuf.pxi; plans made by kafkarec/protobuf.py) ---
+PB_COLUMN_KINDS: dict[str, int]
+
+def pb_column(kind: int, arrow_type: Any, children: list[_Column] | None = ...) -> _Column: ...
 
 class _PbMsgPlan:
-    def __init__(self, target: _PbColumn, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
+    def __init__(self, target: _Column, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
                  slot_defaults: list[Any] | None = ..., required: Sequence[int] = ...) -> None: ...
 
 class _PbNode:
@@ -327,7 +346,7 @@ class _PbNode:
     nested: list[_PbNode]
     def __init__(self, name: str, plan: _PbMsgPlan | None, nested: list[_PbNode]) -> None: ...
 
-def pb_decode_column(root: _PbColumn, writers: dict[int, list[_PbNode]], values: Any, writer_ids: Any,
+def pb_decode_column(root: _Column, writers: dict[int, list[_PbNode]], values: Any, writer_ids: Any,
                      body_offsets: Any) -> tuple[Any, Any]:
     """Protobuf payloads -> (struct array, string array of per-row errors); see kafkarec.protobuf."""
     ...
@@ -372,19 +391,6 @@ class KeyOffsetMap:
     def latest(self, keys: Any, values: Any, offsets: Any) -> Any: ...
 
 # The Avro interpreter's numbering (kafkarec/avro/program.py emits these; defined in _avro.pxi only).
-class AvroColumnKind(enum.IntEnum):
-    CK_NULL = 0
-    CK_BOOL = 1
-    CK_I32 = 2
-    CK_I64 = 3
-    CK_F32 = 4
-    CK_F64 = 5
-    CK_BIN = 6
-    CK_DEC16 = 7
-    CK_DEC32 = 8
-    CK_STRUCT = 9
-    CK_LIST = 10
-
 class AvroNumericKind(enum.IntEnum):
     NK_INT = 0
     NK_LONG = 1

@@ -22,7 +22,8 @@
 #   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans, into dicts or columns
 #   _control.pxi  control record keys and markers; KRaft control values through the registered plan codec
 #   _transactions.pxi  what a read_committed consumer would not see (aborted transactions, the LSO)
-#   _avro.pxi, _protobuf.pxi  Schema Registry payloads into Arrow columns
+#   _typed_rows.pxi  the one nested Arrow column builder and the one driver over a column of typed values
+#   _avro.pxi, _protobuf.pxi  Avro and Protobuf bodies as per-row steps of that driver
 #   _json.pxi     where a JSON payload's value ends (pyarrow parses it)
 #   _keymap.pxi   each key's last offset in a fixed-size map (keyed state, kafkarec.table)
 cimport cython
@@ -65,6 +66,7 @@ include "_core_src/_columns.pxi"
 include "_core_src/_kmsg.pxi"
 include "_core_src/_control.pxi"
 include "_core_src/_transactions.pxi"
+include "_core_src/_typed_rows.pxi"
 include "_core_src/_avro.pxi"
 include "_core_src/_protobuf.pxi"
 include "_core_src/_json.pxi"

@@ -27,24 +27,9 @@ cdef extern from "_avro.h":
 
 from kafkarec.errors import AvroDecodeError
 
-cdef const char *_AV_EMPTY = b""     # a non-NULL pointer to nothing
-
 # The numbering kafkarec/avro/program.py emits, defined here only: cpdef enums are Python
-# constants of kafkarec._core too (AvroColumnKind, AvroOp, AvroNumericKind and their names).
-# column kinds
-cpdef enum AvroColumnKind:
-    CK_NULL = 0
-    CK_BOOL = 1
-    CK_I32 = 2
-    CK_I64 = 3
-    CK_F32 = 4
-    CK_F64 = 5
-    CK_BIN = 6
-    CK_DEC16 = 7
-    CK_DEC32 = 8
-    CK_STRUCT = 9
-    CK_LIST = 10
-
+# constants of kafkarec._core too (AvroOp, AvroNumericKind and their names; the column kinds are
+# _typed_rows.pxi's ColumnKind).
 # ops
 cpdef enum AvroOp:
     OP_NULL_COL = 0
@@ -95,117 +80,6 @@ cdef struct AvOp:
 
 
 @cython.final
-cdef class _AvCol:
-    """One reader column being built: values (fixed width, bits or binary
-    data), offsets (binary and list), validity and child columns."""
-    cdef int kind
-    cdef int width
-    cdef int precision      # decimal columns: at most this many digits
-    cdef bint nullable
-    cdef Py_ssize_t length
-    cdef _Growable values
-    cdef _Growable offsets
-    cdef _Bits bits
-    cdef _Bits valid
-    cdef list children
-
-    def __cinit__(self, int kind, bint nullable):
-        self.kind = kind
-        self.nullable = nullable
-        self.width = {CK_I32: 4, CK_I64: 8, CK_F32: 4, CK_F64: 8, CK_DEC16: 16, CK_DEC32: 32}.get(kind, 0)
-        self.valid = _Bits()
-        self.children = []
-        if kind == CK_BOOL:
-            self.bits = _Bits()
-        elif kind == CK_BIN or kind == CK_LIST:
-            self.offsets = _ArrowGrowable()
-            put_i32(self.offsets, 0)
-            if kind == CK_BIN:
-                self.values = _ArrowGrowable()
-        elif self.width:
-            self.values = _ArrowGrowable()
-
-
-cdef inline int col_ok(_AvCol col) except -1:
-    # a column that cannot be null keeps no validity bitmap (all valid)
-    if col.nullable:
-        col.valid.append(True)
-    col.length += 1
-    return 0
-
-
-cdef int col_null(_AvCol col) except -1:
-    """A null at the end of col; under a null parent, a column that cannot be
-    null (Spark's non-nullable fields) gets a valid placeholder (zero, empty)."""
-    cdef _AvCol ch
-    cdef uint8_t zero[32]
-    if col.nullable:
-        col.valid.append(False)
-    col.length += 1
-    if col.kind == CK_BOOL:
-        col.bits.append(False)
-    elif col.width:
-        memset(zero, 0, 32)
-        grow_put(col.values, zero, col.width)
-    elif col.kind == CK_BIN:
-        put_i32(col.offsets, <int32_t>col.values.size)
-    elif col.kind == CK_LIST:
-        put_i32(col.offsets, (<int32_t *>col.offsets.data)[col.length - 1])
-    elif col.kind == CK_STRUCT:
-        for ch in col.children:
-            col_null(ch)
-    return 0
-
-
-cdef int col_truncate(_AvCol col, Py_ssize_t n) except -1:
-    """Drop the rows of col after the first n (a record that failed midway)."""
-    cdef _AvCol ch
-    if n > col.length:
-        return 0
-    # a record's own row is appended after its fields, a list's after its items:
-    # children may hold rows past the parent's length, so recurse even when
-    # the parent has none to drop
-    if col.nullable:
-        col.valid.truncate(n)
-    col.length = n
-    if col.kind == CK_BOOL:
-        col.bits.truncate(n)
-    elif col.width:
-        col.values.size = n * col.width
-    elif col.kind == CK_BIN:
-        col.offsets.size = (n + 1) * 4
-        col.values.size = (<int32_t *>col.offsets.data)[n]
-    elif col.kind == CK_LIST:
-        col.offsets.size = (n + 1) * 4
-        col_truncate(col.children[0], (<int32_t *>col.offsets.data)[n])
-    elif col.kind == CK_STRUCT:
-        for ch in col.children:
-            col_truncate(ch, n)
-    return 0
-
-
-cdef object col_to_arrow(_AvCol col, list types, list ids, Py_ssize_t cid):
-    pa = pyarrow()
-    t = types[cid]
-    cdef Py_ssize_t n = col.length
-    validity = pa.py_buffer(col.valid.bytes) if col.valid.zeros else None
-    if col.kind == CK_NULL:
-        return pa.nulls(n, t)
-    if col.kind == CK_BOOL:
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.bits.bytes)], null_count=col.valid.zeros)
-    if col.width:
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.values)], null_count=col.valid.zeros)
-    if col.kind == CK_BIN:
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
-                                     null_count=col.valid.zeros)
-    children = [col_to_arrow(ch, types, ids, k) for ch, k in zip(col.children, ids[cid])]
-    if col.kind == CK_LIST:
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets)], null_count=col.valid.zeros,
-                                     children=children)
-    return pa.Array.from_buffers(t, n, [validity], null_count=col.valid.zeros, children=children)
-
-
-@cython.final
 cdef class _AvroProgram:
     """A compiled writer -> reader resolution (see kafkarec/avro/program.py)."""
     cdef AvOp *ops
@@ -252,15 +126,40 @@ cdef class _AvroProgram:
 
 
 @cython.final
-cdef class _AvExec:
-    """The state of one decode: the columns (borrowed pointers, owned by a
-    list) and the budget of items that take no bytes (array<null>...), reset
+cdef class _AvExec(_TypedRows):
+    """The state of one decode and its per-row step: the columns (borrowed pointers, owned by a
+    list), the writer's program and the budget of items that take no bytes (array<null>...), reset
     for each value so that one corrupt row cannot fail the rows after it."""
     cdef PyObject **cols
     cdef _AvroProgram prog
     cdef Py_ssize_t items
     cdef Py_ssize_t max_items
     cdef int skip_depth             # records being skipped, one inside another (recursive writers)
+
+    def __dealloc__(self):
+        free(self.cols)
+
+    cdef int row(self, object writer, const uint8_t *value, Py_ssize_t length, Py_ssize_t body) except -1:
+        cdef _AvroProgram prog = <_AvroProgram>writer
+        cdef Cursor c
+        cdef bytearray scratch
+        cdef uint8_t head[10]
+        cdef uint8_t *hp
+        if prog.raw_bytes:
+            # Confluent's raw `bytes` body: give it the Avro length prefix
+            hp = write_varlong(head, length - body)
+            scratch = bytearray(head[:hp - head]) + bytearray(
+                view_of(value + body, length - body) if length > body else b"")
+            cursor_init(&c, <const uint8_t *>(<char *>scratch), len(scratch), body - (hp - head),
+                        False, False)
+        else:
+            cursor_init(&c, value + body, length - body, body, False, False)
+        self.prog = prog
+        self.items = 0                  # the budget is per value: a corrupt row spends only its own
+        return av_run(self, prog.ops, prog.root, &c)
+
+    cdef void row_failed(self) noexcept:
+        self.skip_depth = 0             # a row that failed inside skipped records left it raised
 
 
 # Deepest nesting of skipped records (only a recursive writer type can nest past its schema);
@@ -290,52 +189,15 @@ cdef inline int av_long(Cursor *c, int64_t *out, str what) except -1:
 
 
 cdef inline const uint8_t *av_take(Cursor *c, int64_t n, str what) except NULL:
-    cdef const uint8_t *p = c.pos
-    if unlikely(n < 0 or n > c.end - p):
+    cdef const uint8_t *p = span_take(&c.pos, c.end, n)
+    if unlikely(p == NULL):
         if n < 0:
-            av_fail(c, p, f"{what}: negative length {n}")
-        av_fail(c, p, f"{what} needs {n} bytes but only {c.end - p} remain in the value")
-    c.pos = p + n
+            av_fail(c, c.pos, f"{what}: negative length {n}")
+        av_fail(c, c.pos, f"{what} needs {n} bytes but only {c.end - c.pos} remain in the value")
     return p
 
 
-cdef inline void av_copy(uint8_t *dst, const uint8_t *src, int64_t n) noexcept nogil:
-    """memcpy for the short strings Avro values mostly are: fixed-size copies the compiler
-    inlines (two overlapping ones cover 4..16 bytes) instead of a libc call per value."""
-    if n > 16:
-        memcpy(dst, src, n)
-    elif n >= 8:
-        memcpy(dst, src, 8)
-        memcpy(dst + n - 8, src + n - 8, 8)
-    elif n >= 4:
-        memcpy(dst, src, 4)
-        memcpy(dst + n - 4, src + n - 4, 4)
-    else:
-        while n > 0:
-            n -= 1
-            dst[n] = src[n]
-
-
-cdef inline int av_put_bin(Cursor *c, _AvCol col, const uint8_t *p, int64_t n) except -1:
-    cdef _Growable v = col.values
-    cdef _Growable o = col.offsets
-    cdef int32_t end
-    if unlikely(v.size + n > INT32_LIMIT):
-        av_fail(c, p, "binary column over 2 GiB")
-    if v.size + n > v.capacity:
-        v.reserve(n)
-    if n:                       # (data may still be NULL when n is 0)
-        av_copy(v.data + v.size, p, n)
-    v.size += n
-    end = <int32_t>v.size
-    if o.size + 4 > o.capacity:
-        o.reserve(4)
-    memcpy(o.data + o.size, &end, 4)
-    o.size += 4
-    return col_ok(col)
-
-
-cdef int av_decimal(Cursor *c, _AvCol col, const uint8_t *p, int64_t n, int width) except -1:
+cdef int av_decimal(Cursor *c, _Column col, const uint8_t *p, int64_t n, int width) except -1:
     """Big-endian two's complement of n bytes -> little-endian `width` bytes."""
     cdef uint8_t out[32]
     cdef uint8_t fill = 0xFF if n > 0 and (p[0] & 0x80) else 0
@@ -446,9 +308,9 @@ cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
 
 cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
     cdef const AvOp *op = &ops[i]
-    cdef _AvCol col
-    cdef _AvCol ch
-    cdef _AvCol keys
+    cdef _Column col
+    cdef _Column ch
+    cdef _Column keys
     cdef int32_t iv
     cdef int64_t lv, count, nbytes, k
     cdef float fv
@@ -460,20 +322,20 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
     cdef int kind = op.kind
     # one if/elif chain on kind: Cython compiles it to a C switch (a jump table)
     if kind == OP_LONG:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         av_long(c, &lv, "long")
         grow_put(col.values, &lv, 8)
         return col_ok(col)
     elif kind == OP_STR or kind == OP_BYTES:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         at = c.pos
         av_long(c, &lv, "string length" if kind == OP_STR else "bytes length")
         p = av_take(c, lv, "string" if kind == OP_STR else "bytes")
         if kind == OP_STR and not is_utf8(p, lv):
             av_fail(c, at, "string is not valid UTF-8")
-        return av_put_bin(c, col, p, lv)
+        return col_put_bin(col, p, lv)
     elif kind == OP_RECORD:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         for k in range(op.b):
             av_run(ex, ops, ex.prog.kids[op.a + k], c)
         return col_ok(col)
@@ -483,14 +345,14 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
         return av_run(ex, ops, ex.prog.kids[op.a + iv], c)
     elif kind == OP_SET_NULL:
-        return col_null(<_AvCol>ex.cols[op.col])
+        return col_null(<_Column>ex.cols[op.col])
     elif kind == OP_INT:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         av_int(c, &iv, "int")
         grow_put(col.values, &iv, 4)
         return col_ok(col)
     elif kind == OP_NUM:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         # writer kind -> reader kind (Java's promotion) -> column kind (Spark's
         # [int, long] -> long and [float, double] -> double)
         if (op.n & 3) == NK_INT:
@@ -524,16 +386,16 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             grow_put(col.values, &dv, 8)
         return col_ok(col)
     elif kind == OP_DEC_BYTES:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         av_long(c, &lv, "decimal length")
         p = av_take(c, lv, "decimal")
         return av_decimal(c, col, p, lv, col.width)
     elif kind == OP_DEC_FIXED:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         p = av_take(c, op.n, "decimal")
         return av_decimal(c, col, p, op.n, col.width)
     elif kind == OP_ENUM:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         at = c.pos
         av_int(c, &iv, "enum index")
         if iv < 0 or iv >= op.b:
@@ -543,21 +405,21 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             av_fail(c, at, ex.prog.errors[op.n >> 32])
         k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob (a C cast, not a Python int)
         p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
-        return av_put_bin(c, col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
+        return col_put_bin(col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
     elif kind == OP_BOOL:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         p = av_take(c, 1, "boolean")
         col.bits.append(p[0] == 1)      # as Java's BinaryDecoder: 1 is true, anything else false
         return col_ok(col)
     elif kind == OP_FIXED:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         p = av_take(c, op.n, "fixed")
-        return av_put_bin(c, col, p, op.n)
+        return col_put_bin(col, p, op.n)
     elif kind == OP_ARRAY or kind == OP_MAP:
-        col = <_AvCol>ex.cols[op.col]
-        ch = <_AvCol>col.children[0]
+        col = <_Column>ex.cols[op.col]
+        ch = <_Column>col.children[0]
         if kind == OP_MAP:
-            keys = <_AvCol>ex.cols[op.c]
+            keys = <_Column>ex.cols[op.c]
         while True:
             av_block_count(ex, c, op, kind == OP_ARRAY and op.n == 1, &count, &nbytes,
                            "array" if kind == OP_ARRAY else "map")
@@ -570,24 +432,21 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                     p = av_take(c, lv, "map key")
                     if not is_utf8(p, lv):
                         av_fail(c, at, "map key is not valid UTF-8")
-                    av_put_bin(c, keys, p, lv)
+                    col_put_bin(keys, p, lv)
                     av_run(ex, ops, op.a, c)
                     col_ok(ch)
                 else:
                     av_run(ex, ops, op.a, c)
-        if ch.length > INT32_LIMIT:
-            av_fail(c, c.pos, "list column over 2^31 items")
-        put_i32(col.offsets, <int32_t>ch.length)
-        return col_ok(col)
+        return col_close_list(col)
     elif kind == OP_MEMBER:
-        col = <_AvCol>ex.cols[op.col]
+        col = <_Column>ex.cols[op.col]
         for k in range(len(col.children)):
             if k != op.c:
-                col_null(<_AvCol>col.children[k])
+                col_null(<_Column>col.children[k])
         av_run(ex, ops, op.a, c)
         return col_ok(col)
     elif kind == OP_NULL_COL:
-        return col_null(<_AvCol>ex.cols[op.col])
+        return col_null(<_Column>ex.cols[op.col])
     elif kind == OP_DEFAULT:
         # a reader field the writer lacks: its default, encoded with the reader's type
         prog = ex.prog
@@ -621,144 +480,19 @@ cdef class _AvroRunner:
         self.programs[writer_id] = program
 
     def decode(self, values, writer_ids, body_offsets):
-        pa = pyarrow()
-        cdef list cols = [_AvCol(s[0], s[2]) for s in self.specs]
-        cdef Py_ssize_t i, n, ncols = len(cols)
-        cdef _AvCol col
+        """(the reader's struct array, string array of per-row errors); see decode_typed_column."""
+        cdef list cols = [new_column(s[0], t, s[2]) for s, t in zip(self.specs, self.types)]
+        cdef Py_ssize_t i, ncols = len(cols)
+        cdef _Column col
         for i in range(ncols):
             col = cols[i]
             col.children = [cols[k] for k in self.child_ids[i]]
-            if col.kind == CK_DEC16 or col.kind == CK_DEC32:
-                col.precision = self.types[i].precision
-        cdef _AvCol root = cols[self.root_col]
-        cdef _BinaryColumn errs = _BinaryColumn()
         cdef _AvExec ex = _AvExec()
+        ex.writers = self.programs
         ex.max_items = self.max_items
         ex.cols = <PyObject **>malloc(max(1, ncols) * sizeof(PyObject *))
         if ex.cols == NULL:
             raise MemoryError()
         for i in range(ncols):
             ex.cols[i] = <PyObject *>cols[i]
-        try:
-            self._run(ex, root, errs, values, writer_ids, body_offsets)
-        finally:
-            free(ex.cols)
-            ex.cols = NULL
-        out = col_to_arrow(root, self.types, self.child_ids, self.root_col)
-        return out, errs.to_arrow(pa.string())
-
-    cdef int _run(self, _AvExec ex, _AvCol root, _BinaryColumn errs, object values, object writer_ids,
-                  object body_offsets) except -1:
-        pa = pyarrow()
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        cdef bint large
-        if pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type):
-            large = True
-        elif pa.types.is_binary(values.type) or pa.types.is_string(values.type):
-            large = False
-        else:
-            raise TypeError(f"values must be a binary array, not {values.type}")
-        cdef Py_ssize_t n = len(values)
-        cdef Py_ssize_t voff = values.offset
-        bufs = values.buffers()
-        cdef const uint8_t *vvalid = _address(bufs[0])
-        cdef const uint8_t *voffs = _address(bufs[1])
-        cdef const uint8_t *vdata = _address(bufs[2])
-        if vdata == NULL:
-            # every value empty: a cursor must never hold NULL (av_take returns
-            # its position, and NULL there means an error was raised)
-            vdata = <const uint8_t *>_AV_EMPTY
-        cdef const uint8_t *ivalid = NULL
-        cdef const int64_t *idata = NULL
-        cdef const uint8_t *ovalid = NULL
-        cdef const int32_t *odata = NULL
-        cdef Py_ssize_t ioff = 0, ooff = 0
-        if writer_ids is not None:
-            if isinstance(writer_ids, pa.ChunkedArray):
-                writer_ids = writer_ids.combine_chunks()
-            if writer_ids.type != pa.int64() or len(writer_ids) != n:
-                raise TypeError("writer_ids must be an int64 array as long as values")
-            b2 = writer_ids.buffers()
-            ivalid = _address(b2[0])
-            idata = <const int64_t *>_address(b2[1])
-            ioff = writer_ids.offset
-        if body_offsets is not None:
-            if isinstance(body_offsets, pa.ChunkedArray):
-                body_offsets = body_offsets.combine_chunks()
-            if body_offsets.type != pa.int32() or len(body_offsets) != n:
-                raise TypeError("body_offsets must be an int32 array as long as values")
-            b3 = body_offsets.buffers()
-            ovalid = _address(b3[0])
-            odata = <const int32_t *>_address(b3[1])
-            ooff = body_offsets.offset
-        cdef Py_ssize_t i, j, start, length, off, before
-        cdef int64_t wid, last_wid = 0
-        cdef _AvroProgram prog = None
-        cdef bint have_last = False
-        cdef Cursor c
-        cdef bytes msg
-        cdef bytearray scratch
-        cdef uint8_t head[10]
-        cdef uint8_t *hp
-        for i in range(n):
-            j = i + voff
-            if vvalid != NULL and not (vvalid[j >> 3] >> (j & 7)) & 1:
-                col_null(root)              # a tombstone
-                errs.append(NULL, -1)
-                continue
-            if ivalid != NULL and not (ivalid[(i + ioff) >> 3] >> ((i + ioff) & 7)) & 1:
-                col_null(root)              # the caller reports its own framing error
-                errs.append(NULL, -1)
-                continue
-            wid = idata[i + ioff] if idata != NULL else 0
-            if not have_last or wid != last_wid:
-                prog = self.programs.get(wid)
-                last_wid = wid
-                have_last = True
-            if large:
-                start = (<const int64_t *>voffs)[j]
-                length = (<const int64_t *>voffs)[j + 1] - start
-            else:
-                start = (<const int32_t *>voffs)[j]
-                length = (<const int32_t *>voffs)[j + 1] - start
-            off = 0
-            if odata != NULL and (ovalid == NULL or (ovalid[(i + ooff) >> 3] >> ((i + ooff) & 7)) & 1):
-                off = odata[i + ooff]
-            if prog is None:
-                msg = value_problem(off, f"unknown writer schema id {wid}")
-                col_null(root)
-                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
-                continue
-            if off < 0 or off > length:
-                msg = value_problem(off, f"the body starts past the end of a {length}-byte value")
-                col_null(root)
-                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
-                continue
-            if prog.raw_bytes:
-                # Confluent's raw `bytes` body: give it the Avro length prefix
-                hp = write_varlong(head, length - off)
-                scratch = bytearray(head[:hp - head]) + bytearray(
-                    view_of(vdata + start + off, length - off) if length > off else b"")
-                cursor_init(&c, <const uint8_t *>(<char *>scratch), len(scratch), off - (hp - head),
-                            False, False)
-            else:
-                cursor_init(&c, vdata + start + off, length - off, off, False, False)
-            before = root.length
-            ex.prog = prog
-            ex.items = 0                    # the budget is per value: a corrupt row spends only its own
-            try:
-                av_run(ex, prog.ops, prog.root, &c)
-            except AvroDecodeError as exc:
-                ex.skip_depth = 0           # a row that failed inside skipped records left it raised
-                col_truncate(root, before)
-                col_null(root)
-                msg = value_problem(max(exc.position, off), exc.reason)
-                errs.append(<const uint8_t *>PyBytes_AS_STRING(msg), len(msg))
-                continue
-            errs.append(NULL, -1)
-        return 0
-
-
-cdef inline const uint8_t *_address(object buf):
-    return NULL if buf is None else <const uint8_t *><uintptr_t>buf.address
+        return decode_typed_column(ex, cols[self.root_col], values, writer_ids, body_offsets)

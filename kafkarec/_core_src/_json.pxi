@@ -76,9 +76,9 @@ def json_value_problems(bodies):
     large_binary array that are not exactly one JSON value (null rows are skipped)."""
     bufs = bodies.buffers()
     cdef Py_ssize_t n = len(bodies), base = bodies.offset, i, j, at
-    cdef const uint8_t *valid = _address(bufs[0])
-    cdef const int64_t *offs = <const int64_t *>_address(bufs[1])
-    cdef const uint8_t *data = _address(bufs[2])
+    cdef const uint8_t *valid = <const uint8_t *>pyarrow_address(bufs[0])
+    cdef const int64_t *offs = <const int64_t *>pyarrow_address(bufs[1])
+    cdef const uint8_t *data = <const uint8_t *>pyarrow_address(bufs[2])
     cdef const char *why = NULL
     cdef uint8_t empty = 0
     out = []

@@ -1,7 +1,7 @@
 # _protobuf.pxi: Protobuf wire format straight into Arrow columns, driven by plans.
 #
 # kafkarec/protobuf.py compiles, on the driver, a .proto schema into plain plans: the column's message as a tree
-# of _PbColumn builders (Spark from_protobuf's types), and for each writer message a _PbMsgPlan that says, per
+# of typed-rows _Column builders (Spark from_protobuf's types), and for each writer message a _PbMsgPlan that says, per
 # writer field number, how to read the value and which column it lands in (fields matched by name).  Executors run
 # the plans; they need neither protoc nor the protobuf package.
 #
@@ -81,199 +81,36 @@ cdef int pb_fail(const PbCtx *ctx, const uint8_t *at, str reason) except -1:
     raise ProtobufDecodeError(reason, at - ctx.base)
 
 
-# ---------------------------------------------------------------- column builders
+# ---------------------------------------------------------------- columns
 
-cdef class _PbColumn:
-    """One Arrow column being built (validity + values); see pb_column()."""
-    cdef readonly int kind
-    cdef readonly object arrow_type
-    cdef _Bits valid
-
-    def __cinit__(self):
-        self.valid = _Bits()
-
-    cdef int append_null(self) except -1:
-        raise NotImplementedError
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        raise NotImplementedError
-
-    cdef object finish(self):
-        """The Arrow array of the rows so far; the builder starts over empty."""
-        raise NotImplementedError
-
-    def __len__(self):
-        return self.valid.length
-
-    def to_arrow(self):
-        return self.finish()
-
-
-@cython.final
-cdef class _PbFixed(_PbColumn):
-    cdef _Growable values
-    cdef int width
-
-    cdef inline int put(self, const void *v) except -1:
-        grow_put(self.values, v, self.width)
-        return self.valid.append(True)
-
-    cdef int append_null(self) except -1:
-        cdef uint64_t zero = 0
-        grow_put(self.values, &zero, self.width)
-        return self.valid.append(False)
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        self.values.size = n * self.width
-        return self.valid.truncate(n)
-
-    cdef object finish(self):
-        pa = pyarrow()
-        out = pa.Array.from_buffers(self.arrow_type, self.valid.length,
-                                    [pa.py_buffer(self.valid.bytes) if self.valid.zeros else None,
-                                     pa.py_buffer(self.values)], null_count=self.valid.zeros)
-        self.values = _ArrowGrowable()
-        self.valid = _Bits()
-        return out
-
-
-@cython.final
-cdef class _PbBool(_PbColumn):
-    cdef _Bits values
-
-    cdef int append_null(self) except -1:
-        self.values.append(False)
-        return self.valid.append(False)
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        self.values.truncate(n)
-        return self.valid.truncate(n)
-
-    cdef object finish(self):
-        pa = pyarrow()
-        out = pa.Array.from_buffers(self.arrow_type, self.valid.length,
-                                    [pa.py_buffer(self.valid.bytes) if self.valid.zeros else None,
-                                     pa.py_buffer(self.values.bytes)], null_count=self.valid.zeros)
-        self.values = _Bits()
-        self.valid = _Bits()
-        return out
-
-
-@cython.final
-cdef class _PbBinary(_PbColumn):
-    cdef _BinaryColumn col
-
-    cdef inline int put(self, const uint8_t *p, Py_ssize_t n) except -1:
-        if n > INT32_LIMIT:
-            raise ColumnOverflowError("protobuf column over 2 GiB")
-        self.valid.length += 1          # (validity lives in self.col; this counts rows)
-        return self.col.append(p, <int32_t>n)
-
-    cdef int append_null(self) except -1:
-        self.valid.length += 1
-        return self.col.append(NULL, -1)
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        self.valid.length = n
-        return self.col.truncate(n)
-
-    cdef object finish(self):
-        out = self.col.to_arrow(self.arrow_type)
-        self.col = _BinaryColumn()
-        self.valid.length = 0
-        return out
-
-
-@cython.final
-cdef class _PbStruct(_PbColumn):
-    cdef list children
-
-    cdef int append_null(self) except -1:
-        cdef _PbColumn c
-        for c in self.children:
-            c.append_null()
-        return self.valid.append(False)
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        cdef _PbColumn c
-        for c in self.children:
-            c.truncate(n)
-        return self.valid.truncate(n)
-
-    cdef object finish(self):
-        pa = pyarrow()
-        cdef _PbColumn c
-        out = pa.Array.from_buffers(self.arrow_type, self.valid.length,
-                                    [pa.py_buffer(self.valid.bytes) if self.valid.zeros else None],
-                                    null_count=self.valid.zeros,
-                                    children=[c.finish() for c in self.children])
-        self.valid = _Bits()
-        return out
-
-
-@cython.final
-cdef class _PbList(_PbColumn):
-    """A list column, or a map column (a list of key/value structs)."""
-    cdef _Growable offsets
-    cdef _PbColumn child
-
-    cdef inline int close_row(self, bint valid) except -1:
-        cdef Py_ssize_t n = self.child.valid.length
-        if n > INT32_LIMIT:
-            raise ColumnOverflowError("protobuf list column over 2^31 elements")
-        put_i32(self.offsets, <int32_t>n)
-        return self.valid.append(valid)
-
-    cdef int append_null(self) except -1:
-        return self.close_row(False)
-
-    cdef int truncate(self, Py_ssize_t n) except -1:
-        self.offsets.size = (n + 1) * 4
-        self.child.truncate((<int32_t *>self.offsets.data)[n])
-        return self.valid.truncate(n)
-
-    cdef object finish(self):
-        pa = pyarrow()
-        out = pa.Array.from_buffers(self.arrow_type, self.valid.length,
-                                    [pa.py_buffer(self.valid.bytes) if self.valid.zeros else None,
-                                     pa.py_buffer(self.offsets)],
-                                    null_count=self.valid.zeros, children=[self.child.finish()])
-        self.offsets = _ArrowGrowable()
-        put_i32(self.offsets, 0)
-        self.valid = _Bits()
-        return out
+# A Protobuf column kind's Arrow layout (the typed-rows builder's ColumnKind); the PBC_* kind stays the
+# column's role, which the steps below dispatch on.
+cdef int pb_layout(int kind) except -1:
+    if kind == PBC_INT32:
+        return CK_I32
+    if kind == PBC_INT64 or kind == PBC_TIMESTAMP or kind == PBC_DURATION:
+        return CK_I64
+    if kind == PBC_FLOAT:
+        return CK_F32
+    if kind == PBC_DOUBLE:
+        return CK_F64
+    if kind == PBC_BOOL:
+        return CK_BOOL
+    if kind == PBC_STRING or kind == PBC_BINARY:
+        return CK_BIN
+    if kind == PBC_STRUCT:
+        return CK_STRUCT
+    if kind == PBC_LIST or kind == PBC_MAP:
+        return CK_LIST
+    raise ValueError(f"unknown protobuf column kind {kind}")
 
 
 def pb_column(int kind, arrow_type, list children=None):
     """A builder of one column of `kind` (PBC_*) and Arrow type; children: a struct's columns in order, or the
     one element column of a list, or the key/value struct of a map."""
-    cdef _PbColumn col
-    cdef int width
-    if kind in (PBC_INT32, PBC_FLOAT, PBC_INT64, PBC_DOUBLE, PBC_TIMESTAMP, PBC_DURATION):
-        col = _PbFixed.__new__(_PbFixed)
-        (<_PbFixed>col).values = _ArrowGrowable()
-        (<_PbFixed>col).width = 4 if kind in (PBC_INT32, PBC_FLOAT) else 8
-    elif kind == PBC_BOOL:
-        col = _PbBool.__new__(_PbBool)
-        (<_PbBool>col).values = _Bits()
-    elif kind == PBC_STRING or kind == PBC_BINARY:
-        col = _PbBinary.__new__(_PbBinary)
-        (<_PbBinary>col).col = _BinaryColumn()
-    elif kind == PBC_STRUCT:
-        col = _PbStruct.__new__(_PbStruct)
-        (<_PbStruct>col).children = list(children or ())
-    elif kind == PBC_LIST or kind == PBC_MAP:
-        if not children or len(children) != 1:
-            raise ValueError("a list or map column has one child column")
-        col = _PbList.__new__(_PbList)
-        (<_PbList>col).offsets = _ArrowGrowable()
-        put_i32((<_PbList>col).offsets, 0)
-        (<_PbList>col).child = children[0]
-    else:
-        raise ValueError(f"unknown protobuf column kind {kind}")
-    col.kind = kind
-    col.arrow_type = arrow_type
-    return col
+    if (kind == PBC_LIST or kind == PBC_MAP) and (not children or len(children) != 1):
+        raise ValueError("a list or map column has one child column")
+    return new_column(pb_layout(kind), arrow_type, True, children, kind)
 
 
 # ---------------------------------------------------------------- plans
@@ -307,7 +144,7 @@ cdef class _PbMsgPlan:
     cdef PbSlot *slots
     cdef int *slot_kind
     cdef int n_slots
-    cdef _PbStruct target
+    cdef _Column target
     cdef list children          # target.children
     cdef list subplans          # per field: _PbMsgPlan of a message / map entry field, else None
     cdef list enum_names        # per field: {number: name bytes} of an enum field, else None
@@ -324,15 +161,15 @@ cdef class _PbMsgPlan:
         free(self.slots)
         free(self.slot_kind)
 
-    def __init__(self, _PbColumn target, list fields, bint emit_defaults=False, list slot_defaults=None,
+    def __init__(self, _Column target, list fields, bint emit_defaults=False, list slot_defaults=None,
                  required=()):
         """fields: (number, type, slot, repeated, implicit, closed_enum, oneof, subplan, enum_names,
         enum_unknown, mismatch) per writer field; required: the numbers of proto2 required fields."""
         cdef int i
-        cdef _PbColumn c
-        if target.kind != PBC_STRUCT:
+        cdef _Column c
+        if target.role != PBC_STRUCT:
             raise ValueError("a message plan fills a struct column")
-        self.target = <_PbStruct>target
+        self.target = target
         self.children = self.target.children
         self.n_slots = len(self.children)
         self.emit_defaults = emit_defaults
@@ -346,7 +183,7 @@ cdef class _PbMsgPlan:
             raise MemoryError()
         for i in range(self.n_slots):
             c = self.children[i]
-            self.slot_kind[i] = c.kind
+            self.slot_kind[i] = c.role
             self.slots[i].count = 0
         self.subplans, self.enum_names, self.enum_unknown, self.mismatch = [], [], [], []
         for i, (number, ftype, slot, repeated, implicit, closed_enum, oneof, subplan, names, unknown,
@@ -428,20 +265,17 @@ cdef int pb_skip(const PbCtx *ctx, int wire, uint64_t number, const uint8_t **pp
         if unlikely(status != VARINT_OK):
             pb_fail(ctx, p, f"field {number}: {varint_problem(status, "the value")}")
     elif wire == PB_WT_I64:
-        if unlikely(end - p < 8):
+        if unlikely(span_take(&p, end, 8) == NULL):
             pb_fail(ctx, p, f"field {number}: 8-byte value needs 8 bytes but only {end - p} remain")
-        p += 8
     elif wire == PB_WT_I32:
-        if unlikely(end - p < 4):
+        if unlikely(span_take(&p, end, 4) == NULL):
             pb_fail(ctx, p, f"field {number}: 4-byte value needs 4 bytes but only {end - p} remain")
-        p += 4
     elif wire == PB_WT_LEN:
         status = take_uvarint64(&p, end, &u)
         if unlikely(status != VARINT_OK):
             pb_fail(ctx, p, f"field {number} length: {varint_problem(status, "the value")}")
-        if unlikely(u > <uint64_t>(end - p)):
+        if unlikely(u > <uint64_t>(end - p) or span_take(&p, end, <int64_t>u) == NULL):
             pb_fail(ctx, p, f"field {number} declares {u} bytes but only {end - p} remain")
-        p += u
     elif wire == PB_WT_SGROUP:
         if unlikely(depth >= PB_MAX_DEPTH):
             pb_fail(ctx, p, f"groups nested deeper than {PB_MAX_DEPTH}")
@@ -475,21 +309,19 @@ cdef inline int pb_read_number(const PbCtx *ctx, int wire, const uint8_t **pp, c
         if unlikely(status != VARINT_OK):
             pb_fail(ctx, p, varint_problem(status, "the value"))
     elif wire == PB_WT_I32:
-        if unlikely(end - p < 4):
+        if unlikely(span_take(pp, end, 4) == NULL):
             pb_fail(ctx, p, f"4-byte value needs 4 bytes but only {end - p} remain")
         out[0] = kr_load_le32(p)
-        pp[0] = p + 4
     else:
-        if unlikely(end - p < 8):
+        if unlikely(span_take(pp, end, 8) == NULL):
             pb_fail(ctx, p, f"8-byte value needs 8 bytes but only {end - p} remain")
         out[0] = pb_load_le64(p)
-        pp[0] = p + 8
     return 0
 
 
 # ---------------------------------------------------------------- values into columns
 
-cdef int pb_put_number(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, uint64_t u, bint implicit,
+cdef int pb_put_number(_PbMsgPlan plan, int fidx, _Column col, int kind, uint64_t u, bint implicit,
                        const PbCtx *ctx, const uint8_t *at) except -1:
     """A varint / fixed value of writer field fidx into a scalar column; implicit: zero means not set."""
     cdef int t = plan.fields[fidx].type
@@ -503,8 +335,8 @@ cdef int pb_put_number(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, uint6
     if kind == PBC_INT32:
         i32 = zigzag32(<uint32_t>u) if t == PBT_SINT32 else <int32_t><uint32_t>u
         if implicit and i32 == 0:
-            return col.append_null()
-        return (<_PbFixed>col).put(&i32)
+            return col_null(col)
+        return col_put_fixed(col, &i32)
     if kind == PBC_INT64:
         if t == PBT_SINT64:
             i64 = zigzag64(u)
@@ -517,8 +349,8 @@ cdef int pb_put_number(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, uint6
         else:
             i64 = <int64_t>u
         if implicit and i64 == 0:
-            return col.append_null()
-        return (<_PbFixed>col).put(&i64)
+            return col_null(col)
+        return col_put_fixed(col, &i64)
     if kind == PBC_DOUBLE:
         if t == PBT_FLOAT:
             bits32 = <uint32_t>u
@@ -527,42 +359,41 @@ cdef int pb_put_number(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, uint6
         else:
             memcpy(&f64, &u, 8)
         if implicit and ((t == PBT_FLOAT and <uint32_t>u == 0) or (t != PBT_FLOAT and u == 0)):
-            return col.append_null()
-        return (<_PbFixed>col).put(&f64)
+            return col_null(col)
+        return col_put_fixed(col, &f64)
     if kind == PBC_FLOAT:
         bits32 = <uint32_t>u
         if implicit and bits32 == 0:
-            return col.append_null()
-        return (<_PbFixed>col).put(&bits32)
+            return col_null(col)
+        return col_put_fixed(col, &bits32)
     if kind == PBC_BOOL:
         b = u != 0
         if implicit and not b:
-            return col.append_null()
-        (<_PbBool>col).values.append(b)
-        return col.valid.append(True)
+            return col_null(col)
+        return col_put_bool(col, b)
     if kind == PBC_STRING and t == PBT_ENUM:
         i32 = <int32_t>u
         if implicit and i32 == 0:
-            return col.append_null()
+            return col_null(col)
         names = plan.enum_names[fidx]
         name = names.get(i32)
         if name is None:
             name = plan.enum_unknown[fidx] + str(i32).encode("ascii")
-        return (<_PbBinary>col).put(<const uint8_t *>PyBytes_AS_STRING(name), len(<bytes>name))
+        return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(name), len(<bytes>name))
     return pb_fail(ctx, at, f"field {plan.fields[fidx].number}: no conversion to column kind {kind}")
 
 
-cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, const uint8_t *p, Py_ssize_t n,
+cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p, Py_ssize_t n,
                       bint implicit, const PbCtx *ctx) except -1:
     if implicit and n == 0:
-        return col.append_null()
+        return col_null(col)
     if kind == PBC_STRING:
         if unlikely(not is_utf8(p, <int32_t>n)):
             pb_fail(ctx, p, f"field {plan.fields[fidx].number}: string is not valid UTF-8")
-    return (<_PbBinary>col).put(p, n)
+    return col_put_bin(col, p, n)
 
 
-cdef int pb_put_time(_PbColumn col, int kind, const uint8_t *p, const uint8_t *end, const PbCtx *ctx,
+cdef int pb_put_time(_Column col, int kind, const uint8_t *p, const uint8_t *end, const PbCtx *ctx,
                      int depth) except -1:
     """google.protobuf.Timestamp / Duration (seconds = 1, nanos = 2) as microseconds, as Spark reads them:
     seconds * 10^6 + nanos / 1000 (truncated)."""
@@ -587,10 +418,10 @@ cdef int pb_put_time(_PbColumn col, int kind, const uint8_t *p, const uint8_t *e
     # Java's int division truncates toward zero; in 64 bits, so that -nanos cannot overflow
     cdef int64_t wide_nanos = nanos
     micros = seconds * 1000000 + (wide_nanos // 1000 if wide_nanos >= 0 else -((-wide_nanos) // 1000))
-    return (<_PbFixed>col).put(&micros)
+    return col_put_fixed(col, &micros)
 
 
-cdef int pb_put_default(_PbMsgPlan plan, int slot, _PbColumn col, int kind, const PbCtx *ctx,
+cdef int pb_put_default(_PbMsgPlan plan, int slot, _Column col, int kind, const PbCtx *ctx,
                         int depth) except -1:
     """An unset field: an empty list / map; the writer field's explicit proto2 default (Spark's from_protobuf
     reads a field with hasDefaultValue as its default); in a map entry, which always has a key and a value, the
@@ -601,31 +432,30 @@ cdef int pb_put_default(_PbMsgPlan plan, int slot, _PbColumn col, int kind, cons
     cdef float f32
     cdef double f64
     if kind == PBC_LIST or kind == PBC_MAP:
-        return (<_PbList>col).close_row(True)
+        return col_close_list(col)
     if d is None and not plan.emit_defaults:
-        return col.append_null()
+        return col_null(col)
     if kind == PBC_STRING or kind == PBC_BINARY:
         if d is None:
             d = b""
-        return (<_PbBinary>col).put(<const uint8_t *>PyBytes_AS_STRING(d), len(<bytes>d))
+        return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(d), len(<bytes>d))
     if kind == PBC_BOOL:
-        (<_PbBool>col).values.append(bool(d))
-        return col.valid.append(True)
+        return col_put_bool(col, bool(d))
     if kind == PBC_INT32:
         i32 = d if d is not None else 0
-        return (<_PbFixed>col).put(&i32)
+        return col_put_fixed(col, &i32)
     if kind == PBC_INT64 or kind == PBC_TIMESTAMP or kind == PBC_DURATION:
         i64 = d if isinstance(d, int) else 0
-        return (<_PbFixed>col).put(&i64)
+        return col_put_fixed(col, &i64)
     if kind == PBC_FLOAT:
         f32 = d if d is not None else 0.0
-        return (<_PbFixed>col).put(&f32)
+        return col_put_fixed(col, &f32)
     if kind == PBC_DOUBLE:
         f64 = d if d is not None else 0.0
-        return (<_PbFixed>col).put(&f64)
+        return col_put_fixed(col, &f64)
     if kind == PBC_STRUCT and isinstance(d, _PbMsgPlan):
         return pb_decode_message(<_PbMsgPlan>d, ctx.base, ctx.base, ctx, depth + 1)
-    return col.append_null()
+    return col_null(col)
 
 
 cdef bytes pb_gather(_PbMsgPlan plan, int slot, const PbCtx *ctx, int depth):
@@ -656,20 +486,20 @@ cdef bytes pb_gather(_PbMsgPlan plan, int slot, const PbCtx *ctx, int depth):
     return bytes(out)
 
 
-cdef int pb_put_message(_PbMsgPlan plan, int fidx, _PbColumn col, int kind, const uint8_t *p,
+cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,
                         const uint8_t *end, const PbCtx *ctx, int depth) except -1:
     if kind == PBC_TIMESTAMP or kind == PBC_DURATION:
         return pb_put_time(col, kind, p, end, ctx, depth + 1)
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
 
 
-cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _PbList col, const PbCtx *ctx, int depth) except -1:
+cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _Column col, const PbCtx *ctx, int depth) except -1:
     """Every occurrence of a repeated field (packed or not) / map, in order, as one list / map row."""
     cdef PbSlot *s = &plan.slots[slot]
     cdef int fidx = s.field
     cdef PbField *f = &plan.fields[fidx]
-    cdef _PbColumn elem = col.child
-    cdef int ekind = elem.kind
+    cdef _Column elem = <_Column>col.children[0]
+    cdef int ekind = elem.role
     cdef const uint8_t *p = s.first
     cdef const uint8_t *end = plan.msg_end
     cdef const uint8_t *v
@@ -711,7 +541,7 @@ cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _PbList col, const PbCtx *c
             pb_put_number(plan, fidx, elem, ekind, u, False, ctx, v)
         else:
             pb_skip(ctx, wire, number, &p, end, depth, NULL)
-    return col.close_row(True)
+    return col_close_list(col)
 
 
 cdef inline bint pb_superseded(_PbMsgPlan plan, int slot) noexcept:
@@ -736,7 +566,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
     cdef int wire, fidx, hint = 0, i, kind, status
     cdef PbField *f
     cdef PbSlot *s
-    cdef _PbColumn col
+    cdef _Column col
     cdef bytes merged
     if unlikely(depth > PB_MAX_DEPTH):
         pb_fail(ctx, p, f"messages nested deeper than {PB_MAX_DEPTH}")
@@ -764,8 +594,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
                 pb_fail(ctx, v, f"field {number} length: {varint_problem(status, "the value")}")
             if unlikely(n > <uint64_t>(end - p)):
                 pb_fail(ctx, v, f"field {number} declares {n} bytes but only {end - p} remain")
-            v = p
-            p += n
+            v = span_take(&p, end, <int64_t>n)
             if f.wire != PB_WT_LEN and not f.packable:
                 continue        # a wire type its type does not have: an unknown field, as protobuf reads it
         elif wire != f.wire:
@@ -792,7 +621,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
                 pb_fail(ctx, start, f"required field {plan.fields[i].number} is missing (a proto2 message "
                                     "without it does not parse)")
     for i in range(plan.n_slots):
-        col = <_PbColumn>plan.children[i]
+        col = <_Column>plan.children[i]
         kind = plan.slot_kind[i]
         s = &plan.slots[i]
         if s.count == 0:
@@ -806,7 +635,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
             pb_put_default(plan, i, col, kind, ctx, depth)
             continue
         if f.repeated:
-            pb_emit_repeated(plan, i, <_PbList>col, ctx, depth)
+            pb_emit_repeated(plan, i, col, ctx, depth)
         elif f.type == PBT_MESSAGE or f.type == PBT_GROUP:
             if s.count == 1:
                 pb_put_message(plan, fidx, col, kind, s.value, s.value + s.size, ctx, depth)
@@ -820,18 +649,10 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
             v = s.value
             pb_read_number(ctx, f.wire, &v, plan.msg_end, &u)
             pb_put_number(plan, fidx, col, kind, u, f.implicit and not plan.emit_defaults, ctx, s.value)
-    return plan.target.valid.append(True)
+    return col_ok(plan.target)
 
 
 # ---------------------------------------------------------------- a column of records
-
-cdef inline const uint8_t *pb_buffer_address(object buf):
-    return NULL if buf is None else <const uint8_t *><uintptr_t>buf.address
-
-
-cdef inline bint pb_bit(const uint8_t *bits, Py_ssize_t i) noexcept:
-    return bits == NULL or (bits[i >> 3] >> (i & 7)) & 1
-
 
 cdef _PbNode pb_message_by_indexes(list top, const PbCtx *ctx, const uint8_t **pp, const uint8_t *end):
     """Confluent's message indexes: a zig-zag varint count, then zig-zag indexes (the file's top-level message,
@@ -868,74 +689,29 @@ cdef _PbNode pb_message_by_indexes(list top, const PbCtx *ctx, const uint8_t **p
     return node
 
 
-def pb_decode_column(_PbColumn root, dict writers, values, writer_ids, body_offsets):
+@cython.final
+cdef class _PbRows(_TypedRows):
+    """Protobuf's per-row step: the message indexes pick the writer message, its plan fills the root."""
+
+    cdef int row(self, object writer, const uint8_t *value, Py_ssize_t length, Py_ssize_t body) except -1:
+        cdef PbCtx ctx
+        ctx.base = value
+        cdef const uint8_t *p = value + body
+        cdef const uint8_t *end = value + length
+        cdef _PbNode node = pb_message_by_indexes(<list>writer, &ctx, &p, end)
+        if node.plan is None:
+            raise ProtobufDecodeError(f"writer message {node.name} cannot be read as the column's message", body)
+        return pb_decode_message(node.plan, p, end, &ctx, 0)
+
+
+def pb_decode_column(_Column root, dict writers, values, writer_ids, body_offsets):
     """Decode Protobuf payloads into one struct column (see kafkarec.protobuf.ProtobufDecoder.decode).
     writers: writer id -> list of top-level _PbNode.  Returns (struct array, string array of errors)."""
-    pa = pyarrow()
-    cdef Py_ssize_t n = len(values), row, i
-    cdef bint large = pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type)
-    if len(writer_ids) != n or len(body_offsets) != n:
-        raise ValueError("values, writer_ids and body_offsets must have the same length")
-    if root.kind != PBC_STRUCT:
+    if root.role != PBC_STRUCT:
         raise ValueError("the root column must be a struct")
-    vbufs = values.buffers()
-    writer_ids = writer_ids.cast(pa.int64())
-    body_offsets = body_offsets.cast(pa.int32())
-    wbufs = writer_ids.buffers()
-    bbufs = body_offsets.buffers()
-    cdef Py_ssize_t voff = values.offset, woff = writer_ids.offset, boff = body_offsets.offset
-    cdef const uint8_t *vvalid = pb_buffer_address(vbufs[0])
-    cdef const uint8_t *voffsets = pb_buffer_address(vbufs[1])
-    cdef const uint8_t *vdata = pb_buffer_address(vbufs[2]) if len(vbufs) > 2 else NULL
-    cdef const uint8_t *wvalid = pb_buffer_address(wbufs[0])
-    cdef const int64_t *wdata = <const int64_t *>pb_buffer_address(wbufs[1])
-    cdef const uint8_t *bvalid = pb_buffer_address(bbufs[0])
-    cdef const int32_t *bdata = <const int32_t *>pb_buffer_address(bbufs[1])
-    cdef _BinaryColumn errors = _BinaryColumn()
-    cdef int64_t start, stop, wid, last_wid = 0
-    cdef int32_t body
-    cdef list top = None
-    cdef _PbNode node
-    cdef PbCtx ctx
-    cdef const uint8_t *p
-    cdef const uint8_t *end
-    cdef bytes why
-    for row in range(n):
-        i = row + voff
-        if not pb_bit(vvalid, i) or not pb_bit(wvalid, row + woff):
-            root.append_null()      # a tombstone, or a value the registry left undecoded: no error here
-            errors.append(NULL, -1)
-            continue
-        if large:
-            start = (<const int64_t *>voffsets)[i]
-            stop = (<const int64_t *>voffsets)[i + 1]
-        else:
-            start = (<const int32_t *>voffsets)[i]
-            stop = (<const int32_t *>voffsets)[i + 1]
-        wid = wdata[row + woff]
-        body = bdata[row + boff] if pb_bit(bvalid, row + boff) else -1
-        ctx.base = vdata + start
-        try:
-            if body < 0 or body > stop - start:
-                raise ProtobufDecodeError(f"the body starts past the end of a {stop - start}-byte value", body)
-            if top is None or wid != last_wid:
-                top = writers.get(wid)
-                last_wid = wid
-                if top is None:
-                    raise ProtobufDecodeError(f"unknown writer schema id {wid}", body)
-            p = vdata + start + body
-            end = vdata + stop
-            node = pb_message_by_indexes(top, &ctx, &p, end)
-            if node.plan is None:
-                raise ProtobufDecodeError(f"writer message {node.name} cannot be read as the column's message", body)
-            pb_decode_message(node.plan, p, end, &ctx, 0)
-            errors.append(NULL, -1)
-        except (DecodeError, ColumnOverflowError) as exc:
-            root.truncate(row)
-            root.append_null()
-            why = value_problem(getattr(exc, "position", 0), getattr(exc, "reason", str(exc)))
-            errors.append(<const uint8_t *>PyBytes_AS_STRING(why), len(why))
-    return root.finish(), errors.to_arrow(pa.string())
+    cdef _PbRows step = _PbRows()
+    step.writers = writers
+    return decode_typed_column(step, root, values, writer_ids, body_offsets)
 
 
 # Column kinds by name, for kafkarec/protobuf.py.

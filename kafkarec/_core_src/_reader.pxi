@@ -50,22 +50,27 @@ cdef int cursor_short(const Cursor *c, Py_ssize_t n, str what, object cls=Invali
     return -1
 
 
-cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except NULL:
-    """Consume n bytes and return a pointer to them, or raise if they are not there."""
-    cdef const uint8_t *p = c.pos
-    if n < 0 or n > c.end - p:
-        cursor_short(c, n, what)
+cdef inline const uint8_t *span_take(const uint8_t **pos, const uint8_t *end, int64_t n) noexcept nogil:
+    """The one bounds check under every read of n bytes (cursors, Avro, Protobuf): a pointer to them,
+    with *pos moved past, or NULL with *pos unchanged when fewer than n remain or n is negative."""
+    cdef const uint8_t *p = pos[0]
+    if unlikely(n < 0 or n > end - p):
         return NULL
-    c.pos = p + n
+    pos[0] = p + n
     return p
 
+
+cdef inline const uint8_t *cursor_take(Cursor *c, Py_ssize_t n, str what) except NULL:
+    """Consume n bytes and return a pointer to them, or raise if they are not there."""
+    cdef const uint8_t *p = span_take(&c.pos, c.end, n)
+    if unlikely(p == NULL):
+        cursor_short(c, n, what)
+    return p
 
 
 cdef inline const uint8_t *cursor_take_as(Cursor *c, Py_ssize_t n, str what, object cls) except NULL:
     """cursor_take raising `cls` (say InternalRecordError for an internal topic's key or value)."""
-    cdef const uint8_t *p = c.pos
-    if n < 0 or n > c.end - p:
+    cdef const uint8_t *p = span_take(&c.pos, c.end, n)
+    if unlikely(p == NULL):
         cursor_short(c, n, what, cls, "")
-        return NULL
-    c.pos = p + n
     return p

@@ -19,7 +19,7 @@ from kafkarec.avro.arrow_types import _arrow, _pa, _union_mode  # noqa: F401
 # ----------------------------------------------------------------------------- columns
 
 # the column kinds, numeric kinds and op codes of the core's Avro interpreter (numbered there only)
-from kafkarec._core import AvroColumnKind as CK, AvroNumericKind as NK, AvroOp as OP  # noqa: E402
+from kafkarec._core import ColumnKind as CK, AvroNumericKind as NK, AvroOp as OP  # noqa: E402
 
 _NK = {"int": NK.NK_INT, "long": NK.NK_LONG, "float": NK.NK_FLOAT, "double": NK.NK_DOUBLE}
 
