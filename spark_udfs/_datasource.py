@@ -34,6 +34,9 @@ verifyCrc                   true         check batch CRCs
 strict                      false        reject what Kafka's Java reader lets through
 maxDecompressedBytes        64m          most bytes one compressed batch may inflate to
 maxRecordsPerBatch          16384        rows per Arrow batch handed to Spark
+badRecordsPath              (none)       copy each batch that cannot be decoded, byte for byte,
+                                         to PATH/_undecodable/<topic>-<partition>/<position>.batch
+                                         (typed reads also keep failed records there whole)
 view                        log          ``log``: every record; ``latest``: each topic-partition's
                                          keyed state, one row per live key
                                          (:mod:`kafkarec.table`; read as URIs are)
@@ -93,7 +96,7 @@ _lower = _options.lower_keys
 _KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
           "includeheaders", "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
           "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
-          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode", "view"}
+          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode", "view", "badrecordspath"}
 
 
 class ReadConfig:
@@ -126,6 +129,8 @@ class ReadConfig:
             raise ValueError("option maxRecordsPerBatch must be positive")
         # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
         self.decode = o.get("decode") or None
+        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
+        self.bad_records_path = o.get("badrecordspath") or None
 
     def default_schema(self):
         return _schema.kafka_schema(
@@ -267,10 +272,14 @@ class KafkaRecReader(DataSourceReader):
         kafkarec = ensure(self.expected)
         target = _schema.arrow_schema_for(self.schema)
         corrupt = cfg.corrupt_column if cfg.corrupt_column in target.names else None
+        quarantine = None
+        if cfg.bad_records_path:
+            from kafkarec.log.quarantine import Quarantine
+            quarantine = Quarantine(cfg.bad_records_path)
         for sl in partition.slices:
-            yield from self._read_slice(kafkarec, sl, target, corrupt)
+            yield from self._read_slice(kafkarec, sl, target, corrupt, quarantine)
 
-    def _read_slice(self, kafkarec, sl, target, corrupt):
+    def _read_slice(self, kafkarec, sl, target, corrupt, quarantine=None):
         cfg = self.config
         if sl.end <= sl.start:
             return
@@ -301,7 +310,8 @@ class KafkaRecReader(DataSourceReader):
                                 kafkarec, view, cfg.read.options(kafkarec), base=a, topic=sl.topic,
                                 partition=sl.partition, include_control=cfg.include_control,
                                 batch_columns=self.need_batch_columns,
-                                max_rows=cfg.max_rows, mode=cfg.mode, where=sl.path):
+                                max_rows=cfg.max_rows, mode=cfg.mode, where=sl.path,
+                                quarantine=quarantine):
                             if kind == "batch":
                                 if errs:
                                     yield from self._errors(errs, target, corrupt, fixed)

@@ -96,7 +96,7 @@ class ReadSettings:
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
                  include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
-                 mode="PERMISSIVE", where=""):
+                 mode="PERMISSIVE", where="", quarantine=None):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
     yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
@@ -107,8 +107,23 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     Errors of whole batches are yielded as they come; what ends framing (bytes
     that cannot be framed, a cut-off batch) once decoding is done, from the
     decoding iterator's own report of where and why framing stopped.
+
+    ``quarantine`` (a :class:`kafkarec.log.quarantine.Quarantine`, option badRecordsPath):
+    each batch that cannot be decoded, and the bytes from where framing stopped, are
+    copied there byte for byte with their position and reason (a cut-off batch at the
+    end, which a growing segment has, is only reported).
     """
     end = base + len(view)      # where the view ends in its file/blob
+
+    def keep(position, size, reason):
+        if quarantine is None or not size:
+            return
+        if topic is None or partition is None:
+            raise ValueError("badRecordsPath keeps undecodable batches by topic-partition: "
+                             f"{where or 'this read'} has none")
+        quarantine.add_undecodable(topic, int(partition), position,
+                                   bytes(view[position - base:position - base + size]),
+                                   reason=reason, source=where or None)
     sink = [] if mode != "FAILFAST" else None
     held = []   # errors without a batch (framing): reported with the framing stop
     chunks = kafkarec.iter_arrow(
@@ -120,7 +135,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
             if rb.num_rows:
                 yield "batch", rb
             if sink:
-                yield from _drain(sink, held, where)
+                yield from _drain(sink, held, where, keep)
     except kafkarec.DecodeError as exc:
         err = kafkarec._core.error_record(exc)
         if chunks.stop_error is exc:            # framing itself stopped here
@@ -129,7 +144,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
         raise MalformedBatchError("Malformed Kafka record batch (mode FAILFAST): "
                                   + format_error(err, where)) from exc
     if sink:
-        yield from _drain(sink, held, where)
+        yield from _drain(sink, held, where, keep)
     framing_failed = chunks.stop_reason == "error"
     position, trailing, stop_reason = chunks.position, chunks.trailing_bytes, chunks.stop_reason
     truncated = stop_reason == "truncated" and chunks.stop_error is None   # (strict: reported above)
@@ -139,6 +154,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
         if framing_failed and e["position"] == position:
             err["not_decoded"] = end - position
         err["message"] = format_error(err, where)
+        if err.get("not_decoded"):
+            keep(position, err["not_decoded"], err["message"])
         yield "error", err
     if truncated:
         err = _truncated(position, trailing)
@@ -155,7 +172,7 @@ def _truncated(position: int, trailing: int) -> dict:
                       f"or blob?)"}
 
 
-def _drain(sink, held, where):
+def _drain(sink, held, where, keep):
     errors = list(sink)
     sink.clear()
     for e in errors:
@@ -164,4 +181,5 @@ def _drain(sink, held, where):
             continue
         err = dict(e)
         err["message"] = format_error(err, where)
+        keep(err["batch_position"], err.get("batch_size"), err["message"])
         yield "error", err

@@ -50,7 +50,8 @@ log = logging.getLogger("spark_udfs")
 REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
                   "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
                   "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-                  "readcommitted", "view", "dedupebuffersize", "cdc", "tieredstorage", "failondataloss"}
+                  "readcommitted", "view", "dedupebuffersize", "cdc", "tieredstorage", "failondataloss",
+                  "badrecordspath"}
 
 
 _bool = _options.parse_bool
@@ -83,6 +84,8 @@ class RemoteReadConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.read_committed = _bool(o, "readcommitted", False)
         self.read = ReadSettings(o)
+        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
+        self.bad_records_path = o.get("badrecordspath") or None
         self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
         self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"),
                                                        _planning.DEFAULT_MAX_PARTITION_BYTES)
@@ -243,6 +246,10 @@ def _decoded(config: RemoteReadConfig, kafkarec, ranges, need_batch_columns: boo
     log view (offset bounds applied, not yet conformed) and :class:`_Errors`."""
     from kafkarec.log import selection
     from kafkarec.log.storage import without_spans
+    quarantine = None
+    if config.bad_records_path:
+        from kafkarec.log.quarantine import Quarantine
+        quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
     for (st, sr, skip), pieces in _ranges_read_ahead(ranges):
         where = st.uri(sr.segment.path)
         if skip:
@@ -254,7 +261,8 @@ def _decoded(config: RemoteReadConfig, kafkarec, ranges, need_batch_columns: boo
                         kafkarec, piece.data, config.read.options(kafkarec), base=piece.position,
                         topic=sr.topic, partition=sr.partition, include_control=config.include_control,
                         batch_columns=need_batch_columns,
-                        max_rows=config.max_rows, mode=config.mode, where=where):
+                        max_rows=config.max_rows, mode=config.mode, where=where,
+                        quarantine=quarantine):
                     if kind == "batch":
                         item = selection.filter_offsets(item, sr.min_offset, sr.end_offset)
                         if item.num_rows:

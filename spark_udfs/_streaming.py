@@ -22,8 +22,9 @@ on from what is there), ``includeHeaders``, ``kafka.isolation.level`` (alias
 ``readCommitted``), ``minPartitions`` (as the Kafka source: with more than the micro-batch's
 topic-partitions, large offset ranges are cut into several tasks); plus ``includeControl``,
 ``batchColumns``, ``verifyCrc``, ``strict``, ``maxRecordsPerBatch``, ``maxDecompressedBytes``
-as the batch data source, and the storage options of
-:func:`kafkarec.log.storage.storage_options`.
+as the batch data source, ``badRecordsPath`` (a batch that cannot be decoded is copied there byte
+for byte and left out, and the stream goes on; without it such a batch fails the query), and the
+storage options of :func:`kafkarec.log.storage.storage_options`.
 
 read_committed: each micro-batch ends at the partition's last stable offset and leaves out
 the batches of aborted transactions, both rebuilt from the log when the micro-batch is
@@ -52,7 +53,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_udfs import _logdir, _options, _planning, _schema
-from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, ReadSettings
+from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, ReadSettings, decode_range
 from spark_udfs._runtime import ensure
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
@@ -75,7 +76,7 @@ STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "assign", "starting
                   "minoffsetspertrigger", "maxtriggerdelay", "failondataloss", "includecontrol",
                   "includeheaders", "readcommitted", "batchcolumns", "verifycrc", "strict",
                   "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord",
-                  "minpartitions", "cdc"}
+                  "minpartitions", "cdc", "badrecordspath"}
 
 
 class DataLossError(RuntimeError):
@@ -124,6 +125,9 @@ class StreamConfig:
         self.include_control = _bool(o, "includecontrol", False)
         self.batch_columns = _bool(o, "batchcolumns", False)
         self.read = ReadSettings(o)
+        # badRecordsPath: a batch that cannot be decoded is copied there whole (kafkarec.log.quarantine)
+        # and the stream goes on; without it the batch fails the query, as the Kafka source's would
+        self.bad_records_path = o.get("badrecordspath") or None
         self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
         from kafkarec.cdc import parse_cdc
         self.cdc = parse_cdc(o.get("cdc"))      # debezium: each change event's columns
@@ -373,6 +377,10 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                   max_rows=cfg.max_rows)
         from kafkarec.log.storage import without_spans
         options = cfg.read.options(kafkarec)
+        quarantine = None
+        if cfg.bad_records_path:
+            from kafkarec.log.quarantine import Quarantine
+            quarantine = Quarantine(cfg.bad_records_path, storage_options=cfg.storage_options)
         for sr in partition.ranges:
             skip = partition.skips.get(sr.segment.path)
             try:
@@ -380,9 +388,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if skip:    # read_committed: the aborted / undecided batches' spans
                     pieces = (part for piece in pieces for part in without_spans(piece, skip))
                 for piece in pieces:
-                    for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic,
-                                                  partition=sr.partition, origin=piece.position,
-                                                  **kw):
+                    for rb in _piece_batches(kafkarec, piece, options, sr, kw, quarantine,
+                                             partition.storage.uri(sr.segment.path)):
                         rb = selection.filter_offsets(rb, sr.min_offset, sr.end_offset)
                         if rb.num_rows and cfg.cdc is not None:
                             from kafkarec.cdc import changes
@@ -402,6 +409,22 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         pass
+
+
+def _piece_batches(kafkarec, piece, options, sr, kw, quarantine, where):
+    """The Arrow batches of one piece of a segment.  A batch that cannot be decoded fails the
+    query, or, with a quarantine (badRecordsPath), is copied there whole and left out."""
+    if quarantine is None:
+        yield from kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
+                                       origin=piece.position, **kw)
+        return
+    for kind, item in decode_range(kafkarec, piece.data, options, base=piece.position, topic=sr.topic,
+                                   partition=sr.partition, mode="PERMISSIVE", where=where,
+                                   quarantine=quarantine, **kw):
+        if kind == "batch":
+            yield item
+        else:
+            log.warning("kafkarec stream: kept in badRecordsPath and left out: %s", item["message"])
 
 
 def _rate_limit(begin: Dict, end: Dict, limit: int) -> Dict:

@@ -43,8 +43,8 @@ log = logging.getLogger("spark_udfs")
 TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysubject",
                  "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
                  "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
-                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone",
-                 "badrecordspath"}
+                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
+# (badRecordsPath is the plain read's too: it copies the batches that cannot be decoded at all)
 # the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side
 FORMAT_OPTIONS = {"enablestableidentifiersforuniontype", "stableidentifierprefixforuniontype",
                   "datetimerebasemode", "recursivefieldmaxdepth",

@@ -792,8 +792,9 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
 def error_record(exc, RecordBatch batch=None, /) -> dict:
     """The description of a DecodeError that ``iter_arrow(errors="skip")`` puts in its
     error sink: ``position``, ``reason``, ``error`` (the class name), ``base_offset``
-    (of ``batch``, v2 only, else None), ``batch_position`` (where ``batch`` starts; None
-    for an error of framing, which no batch holds) and ``message``."""
+    (of ``batch``, v2 only, else None), ``batch_position`` and ``batch_size`` (where
+    ``batch`` starts and its bytes, for keeping it whole; None for an error of framing,
+    which no batch holds) and ``message``."""
     return error_dict(exc, batch)
 
 
@@ -804,6 +805,7 @@ cdef dict error_dict(object exc, RecordBatch b):
         "error": type(exc).__name__,
         "base_offset": b._base_offset if b is not None and b.magic >= 2 else None,
         "batch_position": b.position if b is not None else None,
+        "batch_size": b.size_in_bytes if b is not None else None,
         "message": str(exc),
     }
 

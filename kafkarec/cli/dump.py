@@ -147,11 +147,13 @@ class Dumper:
             for item in it.skipping():
                 if isinstance(item, SkippedBatch):
                     self.error(error_line(path, item.error), path, item.position)
+                    if self.typed is not None:
+                        # framing stopped: every byte from there on is kept, as a skipped batch is
+                        self.typed.undecodable(path, item.position,
+                                               (end if item.stopped else it.position) - item.position,
+                                               error_line(path, item.error))
                     if item.stopped:
                         return
-                    if self.typed is not None:
-                        self.typed.undecodable(path, item.position, it.position - item.position,
-                                               error_line(path, item.error))
                     valid_bytes = it.position
                     continue
                 self.batch_and_records(item, path, abspath, last_offset)

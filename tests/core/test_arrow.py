@@ -84,6 +84,7 @@ def describe(exc, batch) -> dict:
     return {"position": exc.position, "reason": exc.reason, "error": type(exc).__name__,
             "base_offset": batch.base_offset if batch is not None and batch.magic >= 2 else None,
             "batch_position": batch.position if batch is not None else None,
+            "batch_size": batch.size_in_bytes if batch is not None else None,
             "message": str(exc)}
 
 
@@ -741,8 +742,11 @@ def test_bad_crc_batch_left_out_whole_and_described():
     assert [e["position"] for e in sink] == [len(a), c_last_position]
     assert [e["base_offset"] for e in sink] == [13, None]        # None: a legacy entry
     for entry in sink:
-        assert set(entry) == {"position", "reason", "error", "base_offset", "batch_position", "message"}
+        assert set(entry) == {"position", "reason", "error", "base_offset", "batch_position", "batch_size",
+                              "message"}
         assert entry["batch_position"] is not None          # a batch's error, legacy or not
+        # where the batch is, whole: what a quarantine copies byte for byte
+        assert 0 < entry["batch_size"] <= len(data) - entry["batch_position"]
         assert entry["error"] == "ChecksumError"
         assert entry["reason"].startswith("Record is corrupt (stored crc = ")
         assert entry["message"] == f"at byte {entry['position']}: {entry['reason']}"

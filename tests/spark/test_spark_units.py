@@ -133,6 +133,45 @@ def test_decode_range_modes():
     assert rows == 30
 
 
+def test_decode_range_keeps_undecodable_bytes_in_the_quarantine(tmp_path):
+    """badRecordsPath under every Spark reader: a batch that fails is copied whole at its file
+    position, and where framing stops every byte after it; a cut-off tail is only reported."""
+    import json
+    from kafkarec.log.quarantine import Quarantine
+    data = open_sample_batches()
+    first, second, third = list(kafkarec.iter_batches(data))
+    bad = bytearray(data)
+    bad[second.position + second.size_in_bytes - 1] ^= 1
+    q = Quarantine(str(tmp_path / "q"))
+    out = list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), base=100, topic="t", partition=3,
+                                    where="f", quarantine=q))
+    assert sum(x.num_rows for k, x in out if k == "batch") == 20
+    (err,) = [x for k, x in out if k == "error"]
+    assert (err["batch_position"], err["batch_size"]) == (100 + second.position, second.size_in_bytes)
+    copy = tmp_path / "q" / "_undecodable" / "t-3" / f"{100 + second.position:020d}.batch"
+    assert copy.read_bytes() == bytes(bad[second.position:second.position + second.size_in_bytes])
+    meta = json.loads(copy.with_name(copy.name + ".json").read_text())
+    assert meta == {"source": "f", "position": 100 + second.position, "length": second.size_in_bytes,
+                    "reason": err["message"]}
+    # framing stops (a batch length no batch has): the rest of the range is kept
+    stopped = bytearray(data)
+    stopped[third.position + 8:third.position + 12] = (2 ** 31 - 1).to_bytes(4, "big")
+    q2 = Quarantine(str(tmp_path / "q2"))
+    out = list(_decode.decode_range(kafkarec, memoryview(bytes(stopped)), topic="t", partition=3, quarantine=q2))
+    (err,) = [x for k, x in out if k == "error"]
+    assert err["not_decoded"] == len(data) - third.position
+    copy = tmp_path / "q2" / "_undecodable" / "t-3" / f"{third.position:020d}.batch"
+    assert copy.read_bytes() == bytes(stopped[third.position:])
+    # a cut-off tail (a segment still being written) is reported, not copied
+    q3 = Quarantine(str(tmp_path / "q3"))
+    out = list(_decode.decode_range(kafkarec, memoryview(data[:-7]), topic="t", partition=3, quarantine=q3))
+    assert [x["error"] for k, x in out if k == "error"] == ["TruncatedError"]
+    assert not (tmp_path / "q3").exists() or not list((tmp_path / "q3").rglob("*.batch"))
+    # without a topic-partition there is nowhere to keep it: said, not dropped
+    with pytest.raises(ValueError, match="by topic-partition"):
+        list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), quarantine=q))
+
+
 def open_sample_batches() -> bytes:
     out = b""
     for i in range(3):

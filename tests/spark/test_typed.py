@@ -40,6 +40,22 @@ def _plain(v):
     return json.loads(json.dumps(_naive_utc(v), default=str))
 
 
+def _corrupt_one_batch(root, corrupt_root):
+    """A copy of the log directory where the second batch of orders-0 fails its CRC: its position,
+    its bytes as the file holds them and its offsets."""
+    import shutil
+    import kafkarec
+    shutil.copytree(root, corrupt_root)
+    seg = os.path.join(corrupt_root, "orders-0", "00000000000000000000.log")
+    data = bytearray(open(seg, "rb").read())
+    batch = list(kafkarec.iter_batches(bytes(data)))[1]
+    data[batch.position + batch.size_in_bytes - 1] ^= 0xFF     # the last record's last byte
+    with open(seg, "wb") as f:
+        f.write(data)
+    return {"position": batch.position, "offsets": [r.offset for r in batch],
+            "bytes": bytes(data[batch.position:batch.position + batch.size_in_bytes]).hex()}
+
+
 @pytest.fixture(scope="module")
 def submitted(tmp_path_factory):
     import subprocess
@@ -48,6 +64,9 @@ def submitted(tmp_path_factory):
     work = tmp_path_factory.mktemp("typed")
     root = str(work / "logs")
     facts = world.build(root)
+    corrupt_root = str(work / "logs-corrupt")
+    victim = _corrupt_one_batch(root, corrupt_root)
+    facts["victim"] = victim
     out = str(work / "out.json")
     cache = work / "cache"
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
@@ -55,7 +74,8 @@ def submitted(tmp_path_factory):
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
            "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
            "--conf", "spark.sql.session.timeZone=UTC",
-           "--py-files", wheel, os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_job.py"), root, out]
+           "--py-files", wheel, os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_job.py"), root, out,
+           corrupt_root]
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
     with open(out) as f:
@@ -157,6 +177,35 @@ def test_bad_records_path_keeps_what_dropmalformed_leaves_out(submitted):
         src = original[o]
         assert (rec.key, rec.value, rec.timestamp) == (src.key, src.value, src.timestamp)
         assert dict(list(rec.headers)[len(src.headers):])[REASON_HEADER].decode() == expected[o]
+
+
+def test_bad_records_path_keeps_undecodable_batches_whole(submitted):
+    """A batch that fails its CRC has no records to recover: with badRecordsPath every Spark read
+    (the local reader, selection options, a plain read, a stream, on bare executors) copies it byte
+    for byte, named by its position, with the reason; typed failures of other batches are still
+    kept as records; nothing is copied twice."""
+    import glob
+    import kafkarec
+    result, facts, root = submitted
+    victim = facts["victim"]
+    offsets = set(victim["offsets"])
+    typed_bad = sum(1 for off, (_, _, err) in enumerate(facts["expected"]) if err is not None and off not in offsets)
+    total = len(facts["expected"])
+    assert result["undecodable_local"] == result["undecodable_selection"] == total - len(offsets) - typed_bad
+    assert result["undecodable_plain"] == 1                   # PERMISSIVE: one error row for the batch
+    assert result["undecodable_stream"] == total - len(offsets)  # a stream has no mode: the rest flows on
+    for name, q in result["undecodable_paths"].items():
+        copies = sorted(glob.glob(os.path.join(q, "_undecodable", "orders-0", "*.batch")))
+        assert [os.path.basename(c) for c in copies] == [f"{victim['position']:020d}.batch"], name
+        assert open(copies[0], "rb").read().hex() == victim["bytes"], name
+        meta = json.load(open(copies[0] + ".json"))
+        assert meta["position"] == victim["position"] and "Record is corrupt" in meta["reason"], (name, meta)
+        kept = [r.offset for f in sorted(glob.glob(os.path.join(q, "orders-0", "*.log")))
+                for b in kafkarec.iter_batches(open(f, "rb").read()) for r in b]
+        if name in ("local", "selection"):
+            assert len(kept) == typed_bad and not offsets & set(kept), (name, kept)
+        else:
+            assert kept == [], name         # no typed values: nothing fails record by record
 
 
 def test_from_registry_on_a_binary_column(submitted):

@@ -1,7 +1,9 @@
 """Submitted by tests/spark/test_typed.py from a bare Python with ``--py-files <kafkarec wheel>``:
 typed values from a log directory that holds ``_schemas-0`` and an evolved Avro topic.
 
-    spark-submit --py-files kafkarec.whl typed_job.py LOGDIR OUT.json
+    spark-submit --py-files kafkarec.whl typed_job.py LOGDIR OUT.json [CORRUPT_LOGDIR]
+
+CORRUPT_LOGDIR: a copy of LOGDIR where one batch of orders-0 fails its CRC (read with badRecordsPath).
 """
 import json
 import sys
@@ -63,6 +65,36 @@ except Exception as exc:       # noqa: BLE001
 latest = (spark.read.format("kafkarec").option("view", "latest").option("valueFormat", "registry")
           .option("keyFormat", "registry").option("registry", root).option("topics", "orders").load(root))
 result["latest_rows"] = [r.asDict(recursive=True) for r in latest.orderBy("offset").collect()]
+
+# 7. A batch that cannot be decoded at all: with badRecordsPath it is copied byte for byte beside the
+# failed records, by the local reader, the reader of selection options, a plain read and a stream.
+if len(sys.argv) > 3:
+    corrupt_root = sys.argv[3]
+    kept_in = {}
+    for name, opts, path in (("local", {}, corrupt_root + "/orders-0"),
+                             ("selection", {"topics": "orders"}, corrupt_root)):
+        q = os.path.join(os.path.dirname(os.path.abspath(root)), "undecodable-" + name)
+        reader = (spark.read.format("kafkarec").option("valueFormat", "registry").option("registry", root)
+                  .option("badRecordsPath", q).option("mode", "DROPMALFORMED"))
+        for k, v in opts.items():
+            reader = reader.option(k, v)
+        result["undecodable_" + name] = reader.load(path).count()
+        kept_in[name] = q
+    q = os.path.join(os.path.dirname(os.path.abspath(root)), "undecodable-plain")
+    plain = (spark.read.format("kafkarec").option("badRecordsPath", q).load(corrupt_root + "/orders-0"))
+    result["undecodable_plain"] = plain.filter(F.col("_corrupt_record").isNotNull()).count()
+    kept_in["plain"] = q
+    q = os.path.join(os.path.dirname(os.path.abspath(root)), "undecodable-stream")
+    stream = (spark.readStream.format("kafkarec").option("startingOffsets", "earliest").option("subscribe", "orders")
+              .option("valueFormat", "registry").option("registry", root).option("badRecordsPath", q)
+              .load(corrupt_root))
+    sink = os.path.join(os.path.dirname(os.path.abspath(root)), "undecodable-stream-out")
+    (stream.select("offset").writeStream.format("parquet").option("path", sink)
+     .option("checkpointLocation", sink + "-checkpoint").trigger(availableNow=True).start()
+     .awaitTermination(600))
+    result["undecodable_stream"] = spark.read.parquet(sink).count()
+    kept_in["stream"] = q
+    result["undecodable_paths"] = kept_in
 
 with open(out_path, "w") as f:
     json.dump(result, f, default=str)
