@@ -124,6 +124,27 @@ def test_cli_keeps_failed_records_and_undecodable_batches(world, capfd):
     assert "offset: 101" in text and "offset: 111" in text and "headerKeys: [trace,kafkarec.error.reason]" in text
 
 
+def test_cli_keeps_the_bytes_after_a_framing_stop(world, capfd):
+    """A batch length shorter than any batch header stops framing: every byte from there on is kept."""
+    from kafkarec.cli.main import main
+    part = world / "logs" / "orders-2"
+    seg = part / "00000000000000000100.log"
+    good = seg.read_bytes()
+    tail = bytearray(_segment(part, 120, [(b"k9", b"\x02z", [])]))
+    tail[8:12] = (3).to_bytes(4, "big")                  # below any batch's header size
+    seg.write_bytes(good + bytes(tail))
+    schema = world / "s.avsc"
+    schema.write_text(STRING)
+    bad = world / "bad-stop"
+    main(["dump", str(seg), "--deep-iteration", "--value-decoder", "avro", "--value-schema", str(schema),
+          "--bad-records-path", str(bad)])
+    capfd.readouterr()
+    copies = glob.glob(str(bad / "_undecodable" / "orders-2" / "*.batch"))
+    assert [os.path.basename(c) for c in copies] == [f"{len(good):020d}.batch"]
+    assert open(copies[0], "rb").read() == bytes(tail)
+    assert [r.offset for _, r in _records(bad / "orders-2")] == [101, 102, 111]
+
+
 def test_kafka_dump_log_reads_the_quarantine(world):
     """Kafka's own DumpLogSegments lists every kept record at its original offset."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker"))
