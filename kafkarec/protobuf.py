@@ -512,20 +512,19 @@ def spark_options(options: Mapping[str, Any]) -> dict:
     ``enums.as.ints``, ``emit.default.values``, ``upcast.unsigned.ints``, ``unwrap.primitive.wrapper.types``,
     ``recursive.fields.max.depth``, ``retain.empty.message.types``; other names are ignored.
     ``convert.any.fields.to.json=true`` is refused: kafkarec does not print Any as JSON yet."""
-    o = {str(k).lower(): v for k, v in dict(options or {}).items()}
+    from kafkarec._option_text import lower_keys, text_bool
+    o = lower_keys(options)
     out: dict = {}
     for name in SPARK_OPTIONS:
         if name not in o or name == "recursive.fields.max.depth":
             continue
-        text = str(o[name]).strip().lower()
-        if text not in ("true", "false"):
-            raise ProtobufSchemaError(f"option {name} {o[name]!r}: true or false")
+        flag = text_bool(name, o[name], ProtobufSchemaError)
         if name == "convert.any.fields.to.json":
-            if text == "true":
+            if flag:
                 raise ProtobufSchemaError("option convert.any.fields.to.json=true: kafkarec does not print "
                                           "google.protobuf.Any as JSON (Any stays struct<type_url, value>)")
             continue
-        out[name.replace(".", "_")] = text == "true"
+        out[name.replace(".", "_")] = flag
     if "recursive.fields.max.depth" in o:
         depth = str(o["recursive.fields.max.depth"]).strip()
         if not depth.lstrip("-").isdigit():

@@ -21,10 +21,7 @@ __all__ = ["KafkaOption", "KAFKA_OPTIONS", "normalize", "markdown_table", "STRAT
            "parse_bool"]
 
 
-def lower_keys(options, *, drop_none: bool = False) -> dict:
-    """Options with lower-case names (Spark's option names are case-insensitive); with
-    ``drop_none``, options set to None are left out."""
-    return {str(k).lower(): v for k, v in dict(options or {}).items() if not (drop_none and v is None)}
+from kafkarec._option_text import lower_keys, text_bool  # noqa: E402  (the one rule for names and booleans)
 
 
 class KafkaOption(NamedTuple):
@@ -110,11 +107,7 @@ _REFUSED_KAFKA = {
 
 
 def _bool_text(name, value) -> bool:
-    # Spark's own rule for a boolean option (Scala's toBoolean): true or false, any case
-    s = str(value).strip().lower()
-    if s in ("true", "false"):
-        return s == "true"
-    raise ValueError(f"option {name} must be true or false, got {value!r}")
+    return text_bool(name, value)
 
 
 def parse_bool(options: dict, name: str, default: bool) -> bool:

@@ -148,16 +148,15 @@ def spark_options(options: Mapping[str, Any], *, time_zone: str = "UTC") -> dict
     ``stableIdentifierPrefixForUnionType``, ``datetimeRebaseMode``, ``recursiveFieldMaxDepth``;
     other names are ignored."""
     from kafkarec.avro.rebase import rebase_mode
-    o = {str(k).lower(): v for k, v in dict(options or {}).items()}
-    stable = str(o.get("enablestableidentifiersforuniontype", "false")).strip().lower()
+    from kafkarec._option_text import lower_keys, text_bool
+    o = lower_keys(options)
     depth = str(o.get("recursivefieldmaxdepth", "-1")).strip()
     if not depth.lstrip("-").isdigit():
         raise AvroSchemaError(f"recursiveFieldMaxDepth {o['recursivefieldmaxdepth']!r}: an integer")
-    if stable not in ("true", "false"):
-        raise AvroSchemaError(f"enableStableIdentifiersForUnionType {o['enablestableidentifiersforuniontype']!r}: "
-                              "true or false")
+    stable = text_bool("enableStableIdentifiersForUnionType",
+                       o.get("enablestableidentifiersforuniontype", "false"), AvroSchemaError)
     prefix = o.get("stableidentifierprefixforuniontype", "member_")
-    return {"stable_union_prefix": str(prefix) if stable == "true" else None,
+    return {"stable_union_prefix": str(prefix) if stable else None,
             "datetime_rebase_mode": rebase_mode(o.get("datetimerebasemode")), "time_zone": time_zone,
             "recursive_field_max_depth": int(depth)}
 
