@@ -98,26 +98,37 @@ def test_registry_ids_name_the_writer(tmp_path):
     assert dict(rec.headers)[SCHEMA_ID_HEADER] == b"999"
 
 
-def test_cli_keeps_failed_records_and_undecodable_batches(world, capfd):
+def _dump_with_a_bad_tail(world, spoil, name):
+    """kafkarec dump --bad-records-path over orders-2 with one more batch, spoiled by `spoil`:
+    (where it starts, its bytes, the quarantine folder)."""
     from kafkarec.cli.main import main
     part = world / "logs" / "orders-2"
     seg = part / "00000000000000000100.log"
     good = seg.read_bytes()
-    broken = bytearray(_segment(part, 120, [(b"k9", b"\x02z", [])]))
-    broken[-1] ^= 0xFF                                   # its records cannot be read back
-    seg.write_bytes(good + bytes(broken))
+    tail = bytearray(_segment(part, 120, [(b"k9", b"\x02z", [])]))
+    spoil(tail)
+    seg.write_bytes(good + bytes(tail))
     schema = world / "s.avsc"
     schema.write_text(STRING)
-    bad = world / "bad-cli"
+    bad = world / name
     main(["dump", str(seg), "--deep-iteration", "--value-decoder", "avro", "--value-schema", str(schema),
           "--bad-records-path", str(bad)])
+    return len(good), bytes(tail), bad
+
+
+def test_cli_keeps_failed_records_and_undecodable_batches(world, capfd):
+    from kafkarec.cli.main import main
+
+    def spoil(batch):
+        batch[-1] ^= 0xFF                                # its records cannot be read back
+    position, broken, bad = _dump_with_a_bad_tail(world, spoil, "bad-cli")
     capfd.readouterr()
     assert [r.offset for _, r in _records(bad / "orders-2")] == [101, 102, 111]
     copies = glob.glob(str(bad / "_undecodable" / "orders-2" / "*.batch"))
     assert len(copies) == 1
-    assert open(copies[0], "rb").read() == bytes(broken)
+    assert open(copies[0], "rb").read() == broken
     side = json.load(open(copies[0] + ".json"))
-    assert side["position"] == len(good) and side["length"] == len(broken) and side["reason"]
+    assert side["position"] == position and side["length"] == len(broken) and side["reason"]
     # the quarantine is a log directory kafkarec dumps as any other
     main(["dump", str(bad / "orders-2"), "--print-data-log"])
     text = capfd.readouterr().out
@@ -126,22 +137,13 @@ def test_cli_keeps_failed_records_and_undecodable_batches(world, capfd):
 
 def test_cli_keeps_the_bytes_after_a_framing_stop(world, capfd):
     """A batch length shorter than any batch header stops framing: every byte from there on is kept."""
-    from kafkarec.cli.main import main
-    part = world / "logs" / "orders-2"
-    seg = part / "00000000000000000100.log"
-    good = seg.read_bytes()
-    tail = bytearray(_segment(part, 120, [(b"k9", b"\x02z", [])]))
-    tail[8:12] = (3).to_bytes(4, "big")                  # below any batch's header size
-    seg.write_bytes(good + bytes(tail))
-    schema = world / "s.avsc"
-    schema.write_text(STRING)
-    bad = world / "bad-stop"
-    main(["dump", str(seg), "--deep-iteration", "--value-decoder", "avro", "--value-schema", str(schema),
-          "--bad-records-path", str(bad)])
+    def spoil(batch):
+        batch[8:12] = (3).to_bytes(4, "big")             # below any batch's header size
+    position, tail, bad = _dump_with_a_bad_tail(world, spoil, "bad-stop")
     capfd.readouterr()
     copies = glob.glob(str(bad / "_undecodable" / "orders-2" / "*.batch"))
-    assert [os.path.basename(c) for c in copies] == [f"{len(good):020d}.batch"]
-    assert open(copies[0], "rb").read() == bytes(tail)
+    assert [os.path.basename(c) for c in copies] == [f"{position:020d}.batch"]
+    assert open(copies[0], "rb").read() == tail
     assert [r.offset for _, r in _records(bad / "orders-2")] == [101, 102, 111]
 
 
