@@ -1,8 +1,9 @@
 # kafkarec._core: the compiled heart of kafkarec.
 #
 # One extension module, assembled from parts in _core_src/ that each do one job:
-#   _reader.pxi   the bounds-checked cursor: every variable-length read (v2 and legacy records,
-#                 varints, internal-topic messages, control values) goes through it; fixed-size
+#   _reader.pxi   the one bounds check (span_take) and the cursor over it: every variable-length
+#                 read (v2 and legacy records, varints, internal-topic messages, control values,
+#                 Avro and Protobuf values) goes through it; fixed-size
 #                 headers (batch, legacy message, codec frame headers) are read at known offsets
 #                 after one size check of the whole header
 #   _varint.pxi   zig-zag varint / varlong and unsigned varints (Kafka's message protocol)
