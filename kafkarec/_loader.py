@@ -4,22 +4,26 @@ Python cannot import extension modules from a zip archive, and Spark ships
 ``--py-files`` to executors as zips.  An installed kafkarec (a folder) imports
 its core directly and never touches the code below.  When kafkarec is imported
 by zipimport (a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy
-that ``spark_udfs.register`` ships), :mod:`kafkarec._wheels` is imported then,
-and only then:
+that ``spark_udfs.register`` ships), :mod:`spark_udfs._wheels` (the wheel
+rules; the kafkarec wheel holds the ``spark_udfs`` package too) is imported
+then, and only then:
 
 1. its runtime dependencies (``Requires-Dist`` in the wheel's METADATA,
    followed through the dependencies' own METADATA) that are not installed are
    taken from wheels next to the archive, on ``sys.path`` or in
    ``$KAFKAREC_WHEELHOUSE``; a wheel is used only if its tags fit this
    interpreter (Python, ABI, machine, glibc);
-2. each such wheel, and kafkarec's own archive, is unpacked once into a
-   per-user cache keyed by the archive's contents, so concurrent workers on one
-   machine share one copy safely;
+2. each such wheel, and kafkarec's own archive, is unpacked once into the
+   per-user cache (:func:`kafkarec._files.cache_root`) keyed by the archive's
+   contents, so concurrent workers on one machine share one copy safely;
 3. the unpacked dependency folders go to the front of ``sys.path`` and the
    core is loaded from kafkarec's unpacked copy.
 
 Anything missing or built for another interpreter is one ``ImportError``
 naming all of it and the command that fixes it.
+
+The one ``sys.modules`` entry written here is the extension module itself
+(``kafkarec._core``), as loading an extension from a file requires.
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ def _package_prefix(loader: zipimport.zipimporter) -> str:
     return loader.prefix + "kafkarec/"
 
 
-def _core_from_zip(loader: zipimport.zipimporter, wheels) -> str:
+def _core_from_zip(loader: zipimport.zipimporter, wheels, cache: str) -> str:
     import zipfile
     prefix = _package_prefix(loader)
     with zipfile.ZipFile(loader.archive) as zf:
@@ -59,7 +63,7 @@ def _core_from_zip(loader: zipimport.zipimporter, wheels) -> str:
             f"({sys.implementation.cache_tag}, suffixes {importlib.machinery.EXTENSION_SUFFIXES}; "
             f"{wheels.describe_interpreter(interp)}); it holds {built or 'no core'}. Build a wheel for it: "
             f"{wheels.FIX_COMMAND}")
-    return os.path.join(wheels.unpack(loader.archive), member)
+    return os.path.join(wheels.unpack(loader.archive, cache), member)
 
 
 def load_core():
@@ -72,15 +76,17 @@ def load_core():
     # Imported from a zip: dependencies from wheels next to it, the core from
     # the same archive (never from another kafkarec that an import hook, e.g. an
     # editable install, might offer).
-    from kafkarec import _wheels as wheels
+    from kafkarec._files import cache_root
+    from spark_udfs import _wheels as wheels
     deps = wheels.zip_dependencies(loader.archive)
     if deps.problems:
         raise ImportError(
             f"kafkarec imported from {loader.archive} lacks dependencies in "
             f"{wheels.describe_interpreter(wheels.interpreter())}: " + " | ".join(deps.problems)
             + f". Put wheels for this interpreter next to the kafkarec wheel: {wheels.FIX_COMMAND}")
-    wheels.activate(deps.wheels.values())
-    path = _core_from_zip(loader, wheels)
+    cache = cache_root()
+    wheels.activate(deps.wheels.values(), cache)
+    path = _core_from_zip(loader, wheels, cache)
     spec = importlib.util.spec_from_file_location(
         _CORE, path, loader=importlib.machinery.ExtensionFileLoader(_CORE, path))
     module = importlib.util.module_from_spec(spec)

@@ -246,36 +246,42 @@ def _descriptor_name(raw: bytes) -> str:
 
 
 _TOOLCHAIN_LOCK = threading.Lock()
+_TOOLCHAIN_FOLDERS: list | None = None       # where grpc_tools and google.protobuf were found
 
 
 def _toolchain() -> list:
     """Make ``google.protobuf`` and ``grpc_tools`` importable, or raise a one-line ProtobufSchemaError naming
     what to install where.  When they are not installed, their wheels are taken from next to the kafkarec
     wheel this process imported kafkarec from (Spark ships them there with kafkarec's other dependencies),
-    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path``.  Returns the folders that hold them (for protoc's own Python)."""
-    import importlib
+    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path`` (by :mod:`spark_udfs._wheels`, imported only then).  Returns the
+    folders that hold them (for protoc's own Python)."""
 
     def folders() -> list:
+        global _TOOLCHAIN_FOLDERS
         import google.protobuf.descriptor_pb2  # noqa: F401
         import grpc_tools
-        return [os.path.dirname(os.path.dirname(grpc_tools.__file__)),
-                os.path.dirname(os.path.dirname(os.path.dirname(google.protobuf.descriptor_pb2.__file__)))]
+        _TOOLCHAIN_FOLDERS = [
+            os.path.dirname(os.path.dirname(grpc_tools.__file__)),
+            os.path.dirname(os.path.dirname(os.path.dirname(google.protobuf.descriptor_pb2.__file__)))]
+        return list(_TOOLCHAIN_FOLDERS)
 
     with _TOOLCHAIN_LOCK:
-        try:
-            return folders()
-        except ImportError:
-            pass
+        if _TOOLCHAIN_FOLDERS is not None:
+            return list(_TOOLCHAIN_FOLDERS)
+        # Imported only once their distributions are on sys.path: a failed import would leave namespace
+        # packages behind (google, and google.protobuf when a zip on sys.path holds such a folder, as
+        # Spark's spark-core jar does in its Python workers) that the wheels' packages cannot replace.
+        if _compiler_installed():
+            try:
+                return folders()
+            except ImportError:
+                pass
         import zipimport
-        from kafkarec import _wheels
+        from kafkarec._files import cache_root
+        from spark_udfs import _wheels      # the wheel rules (kafkarec's wheel holds spark_udfs too)
         loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
         archive = loader.archive if isinstance(loader, zipimport.zipimporter) else None
-        res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive)
-        # A failed import may have left a namespace package without files (google, google.protobuf).
-        for name in [n for n in sys.modules if n == "google" or n.startswith(("google.", "grpc_tools"))]:
-            if getattr(sys.modules[name], "__file__", None) is None:
-                del sys.modules[name]
-        importlib.invalidate_caches()
+        res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive, cache_root())
         try:
             return folders()
         except ImportError as exc:
@@ -285,6 +291,18 @@ def _toolchain() -> list:
                 f"compiling Protobuf schema text needs grpcio-tools and protobuf in {where}: {why}. Install them "
                 f"there (pip install 'kafkarec[registry]'), or put their wheels next to the kafkarec wheel "
                 f"({_wheels.FIX_COMMAND.split('   ')[0].replace('PYTHON', sys.executable)})") from None
+
+
+def _compiler_installed() -> bool:
+    """Are grpcio-tools and protobuf installed (or activated) here?  Asked of their distributions'
+    metadata, which imports neither."""
+    import importlib.metadata as md
+    try:
+        md.distribution("protobuf")
+        md.distribution("grpcio-tools")
+    except md.PackageNotFoundError:
+        return False
+    return True
 
 
 def _wkt_include() -> str:
@@ -321,10 +339,10 @@ def _cached(inputs: tuple, compile_it) -> "ProtobufSchema":
 
 def _from_disk_or(digest: str, compile_it) -> "ProtobufSchema":
     import pickle
-    from kafkarec import _wheels
+    from kafkarec._files import atomic_write, cache_root
     path = None
     try:
-        folder = os.path.join(_wheels.cache_root(), "protobuf")
+        folder = os.path.join(cache_root(), "protobuf")
         os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, digest[:40] + ".pickle")
         with open(path, "rb") as fh:
@@ -336,7 +354,7 @@ def _from_disk_or(digest: str, compile_it) -> "ProtobufSchema":
     schema = compile_it()
     if path is not None:
         try:
-            _wheels.atomic_write(path, pickle.dumps(schema, protocol=4), fsync=False)
+            atomic_write(path, pickle.dumps(schema, protocol=4), fsync=False)
         except OSError:
             pass                                # a read-only cache only costs the next compile
     return schema

@@ -1,11 +1,12 @@
 """The body of ``scripts/wheelhouse.sh``, run by the build environment's Python
 (the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
-and add the dependency wheels this interpreter needs.  See wheelhouse.sh."""
+and add the dependency wheels this interpreter needs (``packaging``'s among them:
+a bare executor imports it from its wheel before it can resolve anything else).
+See wheelhouse.sh."""
 from __future__ import annotations
 
 import glob
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -19,14 +20,10 @@ SOURCE_DIRS = ("kafkarec", "spark_udfs")
 SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
 SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "scripts/wheelhouse.py")
 
-
-def loader():
-    """kafkarec/_wheels.py on its own (pure stdlib; no compiled core needed)."""
-    spec = importlib.util.spec_from_file_location("_kafkarec_wheels",
-                                                  os.path.join(ROOT, "kafkarec", "_wheels.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
+# environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
+sys.path.insert(0, ROOT)
+from spark_udfs import _wheels as L  # noqa: E402
 
 
 def source_digest() -> str:
@@ -51,7 +48,6 @@ def run(cmd, **kw):
 
 
 def main(out: str) -> int:
-    L = loader()
     interp = L.interpreter()
     tag = interp["py_tag"]
     stamp_path = os.path.join(out, f".kafkarec-{interp['cache_tag']}.stamp")
@@ -101,7 +97,7 @@ def main(out: str) -> int:
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
     # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data
-    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._wheels.PROTOBUF_COMPILER).
+    # Source planner's Python worker): grpcio-tools and protobuf ride along (spark_udfs._wheels.PROTOBUF_COMPILER).
     compiler_meta = L.requires_dist(L.PROTOBUF_COMPILER)
     comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
     if comp.problems:

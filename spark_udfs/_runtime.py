@@ -40,30 +40,12 @@ class KafkarecMismatchError(ShippingError):
 
 
 def loader_module():
-    """``kafkarec._wheels`` (wheel tags, Requires-Dist resolution, the unpacking cache)
-    without importing the kafkarec package (which loads the compiled core and so needs
-    the dependencies this module is about to check).  Registered under its own name, so
-    a later ``import kafkarec`` from a zip uses this one."""
-    mod = sys.modules.get("kafkarec._wheels")
-    if mod is not None:
-        return mod
-    import importlib.machinery
-    import importlib.util
-    _prefer_shipped_archives()
-    spec = importlib.util.find_spec("kafkarec")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("No module named 'kafkarec' (neither installed nor shipped)",
-                                  name="kafkarec")
-    sub = importlib.machinery.PathFinder.find_spec("kafkarec._wheels",
-                                                   list(spec.submodule_search_locations))
-    mod = importlib.util.module_from_spec(sub)
-    sys.modules["kafkarec._wheels"] = mod
-    try:
-        sub.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules["kafkarec._wheels"]
-        raise
-    return mod
+    """:mod:`spark_udfs._wheels` (wheel tags, Requires-Dist resolution, the unpacking): it
+    imports nothing of kafkarec, so it can check what kafkarec needs before kafkarec (whose
+    import loads the compiled core) is imported.  Imported here, when first needed, so that
+    a Python lacking ``packaging`` fails where its problems are reported (the probe)."""
+    from spark_udfs import _wheels
+    return _wheels
 
 
 def shipped_kafkarec_archive():

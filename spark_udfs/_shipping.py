@@ -18,7 +18,7 @@ cannot load compiled modules out of a zip.  So :func:`ship` (run by
    same way when the folder holds them: the Data Source planner compiles
    ``.proto`` text there (``kafkarec.protobuf._toolchain``);
 3. checks, without importing kafkarec, that the driver's Python can use them
-   (``kafkarec._wheels.resolve``).
+   (``spark_udfs._wheels.resolve``).
 
 :func:`verify_executors` then runs one small job whose tasks make the same
 check on every executor, import kafkarec from what was shipped (the loader

@@ -35,6 +35,8 @@ import os
 import uuid
 from typing import Any, Iterable, Optional
 
+from kafkarec._files import atomic_write
+
 __all__ = ["Quarantine", "REASON_HEADER", "SCHEMA_ID_HEADER", "TIMESTAMP_TYPE_HEADER", "UNDECODABLE_DIR"]
 
 REASON_HEADER = "kafkarec.error.reason"
@@ -77,15 +79,11 @@ class Quarantine:
         """``data`` at ``rel`` under the root, whole or not at all (temporary name, then renamed)."""
         fs = self._filesystem()
         final = f"{self._root.rstrip('/')}/{rel}"
-        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
         if fs is False:
             os.makedirs(os.path.dirname(final), exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, final)
+            atomic_write(final, data, mode=0o644)
         else:
+            tmp = f"{final}.{uuid.uuid4().hex}.tmp"
             fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
             with fs.open_output_stream(tmp) as f:
                 f.write(data)

@@ -33,6 +33,7 @@ import urllib.parse
 import urllib.request
 from typing import Dict, Optional
 
+from kafkarec._files import atomic_write
 from kafkarec.registry._model import Reference, Registry, RegistryError, SchemaEntry
 from kafkarec.registry._topic import _Bad, parse_schema_value
 
@@ -205,10 +206,7 @@ def read_http(url: str, *, bearer_token: Optional[str] = None, cache_dir: Option
         rows = _fetch(_Client(url, bearer_token, timeout))
         if cache_file and cache_dir:
             os.makedirs(cache_dir, exist_ok=True)
-            tmp = cache_file + ".tmp"
-            with open(tmp, "w") as fh:
-                json.dump(rows, fh)
-            os.replace(tmp, cache_file)
+            atomic_write(cache_file, json.dumps(rows).encode(), fsync=False)
     reg = Registry(shown)
     for row in rows:
         try:

@@ -7,7 +7,8 @@ holds only pyspark, pyarrow and pandas, in a fresh folder (no source tree on
 any path) with a fresh ``KAFKAREC_NATIVE_CACHE``: the driver imports kafkarec
 from the wheel, executors and the Data Source planner from the ``.whl.zip``
 that ``spark_udfs.register`` re-ships, and every compiled module (kafkarec's
-core, crc32c, lz4, zstandard, cramjam, isal) comes out of the shipped wheels.
+core, crc32c, lz4, zstandard, cramjam, isal) comes out of the shipped wheels,
+as does ``packaging`` (the wheel rules' library), which the bare Python lacks.
 A wheelhouse built for another Python, or missing a dependency, is one error
 at ``register()``.
 """
@@ -76,7 +77,7 @@ def test_spark_submit_py_files_wheel_end_to_end(wheel, bare, workdir):
     assert len(cores) == 1
     unpacked = {os.path.basename(d).split("-")[0] for d in glob.glob(str(cache / "unpacked" / "*"))}
     assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal",
-                        "cryptography", "cffi", "pycparser"}
+                        "cryptography", "cffi", "pycparser", "packaging"}
     # the summary: every topic/partition, records, codecs, errors - as the decoder sees them
     want, want_errors = H.oracle_dir(str(workdir / "sample-data"), batch_columns=True)
     summary = json.loads((workdir / "out" / "summary.json").read_text())

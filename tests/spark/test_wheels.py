@@ -1,4 +1,4 @@
-"""kafkarec._wheels' wheel rules: which wheel fits which interpreter, which
+"""spark_udfs._wheels' wheel rules: which wheel fits which interpreter, which
 dependencies a kafkarec wheel needs, and one report naming every problem.
 (No Spark: these decide what register() ships and refuses.)"""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from kafkarec import _wheels as L
+from spark_udfs import _wheels as L
 from paths import ROOT
 
 
@@ -37,6 +37,12 @@ def wheel(name):
     ("zstandard-0.25.0-cp313-abi3-manylinux2014_x86_64.whl", False),        # abi3 from 3.13 on
     ("kafkarec-0.1.0-cp312-cp312-linux_x86_64.whl", True),
     ("kafkarec-0.1.0-cp312-cp312-linux_x86_64.whl.zip", True),              # as register ships it
+    ("six-1.17.0-py2.py3-none-any.whl", True),                              # a compressed tag set
+    ("isal-1.7-cp312-cp312-manylinux1_x86_64.whl", True),                   # glibc 2.5
+    ("isal-1.7-cp312-cp312-manylinux_2_36_x86_64.whl", True),               # exactly this glibc
+    ("isal-1.7-cp312-cp312-manylinux_2_37_x86_64.whl", False),              # one newer
+    ("isal-1.7-cp312-cp312-macosx_11_0_x86_64.whl", False),                 # another system
+    ("isal-1.7-pp310-pypy310_pp73-manylinux_2_17_x86_64.whl", False),       # another implementation
 ])
 def test_wheel_fits_interpreter(name, fits):
     why = L.incompatibility(wheel(name), interp())
@@ -48,6 +54,22 @@ def test_wheel_fits_interpreter(name, fits):
 def test_not_a_wheel():
     assert L.parse_wheel_name("/x/kafkarec.zip") is None
     assert L.parse_wheel_name("/x/a-b.whl") is None
+    assert L.parse_wheel_name("/x/a-not.a.version-py3-none-any.whl") is None
+
+
+def test_wheel_names_are_read_by_packaging():
+    w = wheel("Python_Snappy-0.7.3-1-py3-none-any.whl.zip")
+    assert w.project == "python-snappy" and str(w.version) == "0.7.3"
+    assert w.filename == "Python_Snappy-0.7.3-1-py3-none-any.whl"
+    assert (w.python, w.abi, w.platform) == ("py3", "none", "any")
+    assert wheel("lz4-4.10-cp312-cp312-linux_x86_64.whl").version > wheel("lz4-4.9-cp312-cp312-linux_x86_64.whl").version
+
+
+def test_another_system_accepts_only_pure_wheels():
+    mac = dict(interp(), system="Darwin", glibc=None)
+    assert L.incompatibility(wheel("six-1.17.0-py2.py3-none-any.whl"), mac) is None
+    why = L.incompatibility(wheel("crc32c-2.9-cp312-cp312-manylinux_2_17_x86_64.whl"), mac)
+    assert why.startswith("built for manylinux_2_17_x86_64, this machine is Darwin"), why
 
 
 @pytest.mark.parametrize("marker, want", [
@@ -69,7 +91,7 @@ def test_requirements_skip_extras_and_markers():
             "Requires-Dist: cffi>=1.17; platform_python_implementation == \"PyPy\"\n"
             "Requires-Dist: Cram_Jam (>=2.8) ; python_version >= \"3.8\"\n"
             "Requires-Dist: pytest; extra == \"test\"\n\nRequires-Dist: in the body\n")
-    assert L.requirements(meta, interp()["markers"]) == ["cram-jam"]
+    assert [r.name for r in L.requirements(meta, interp()["markers"])] == ["Cram_Jam"]
 
 
 def _fake_wheel(folder, name, requires=()):
@@ -100,67 +122,96 @@ def test_resolve_names_every_missing_and_mismatched_piece(tmp_path):
     assert "cramjam (needed by python-snappy): not installed" in text
 
 
+def test_resolve_takes_the_newest_wheel_the_requirement_allows(tmp_path):
+    d = str(tmp_path)
+    for v in ("4.3.2", "4.4.0", "5.0.0rc1"):
+        _fake_wheel(d, f"lz4-{v}-cp312-cp312-manylinux_2_17_x86_64.whl")
+    _fake_wheel(d, "crc32c-2.2-cp312-cp312-manylinux_2_17_x86_64.whl")
+    meta = "Requires-Dist: lz4>=4.3\nRequires-Dist: crc32c>=2.3\n"
+    res = L.resolve(meta, L.wheel_candidates(folders=[d]), interp())
+    assert str(res.wheels["lz4"].version) == "4.4.0"            # no pre-release while a release fits
+    assert res.problems == ["crc32c (needed by kafkarec): no wheel is crc32c>=2.3: "
+                            "crc32c-2.2-cp312-cp312-manylinux_2_17_x86_64.whl"]
+    res = L.resolve("Requires-Dist: lz4>=5.0.0rc1\n", L.wheel_candidates(folders=[d]), interp())
+    assert str(res.wheels["lz4"].version) == "5.0.0rc1"         # ... but when only a pre-release does
+
+
+def test_unreadable_requirement_is_one_import_error():
+    with pytest.raises(ImportError, match="cannot tell whether Requires-Dist: x; platform_release"):
+        L.requirements('Requires-Dist: x; platform_release >>= "5"\n', interp()["markers"])
+
+
 def test_unpack_is_shared_and_atomic(tmp_path, monkeypatch):
+    from kafkarec._files import cache_root
     monkeypatch.setenv("KAFKAREC_NATIVE_CACHE", str(tmp_path / "cache"))
+    cache = cache_root()
+    assert cache == str(tmp_path / "cache")
     path = _fake_wheel(str(tmp_path), "zstandard-0.25-cp312-cp312-manylinux_2_17_x86_64.whl")
-    a = L.unpack(path)
-    assert L.unpack(path) == a and os.path.isfile(os.path.join(a, "zstandard-0.25.dist-info", "METADATA"))
+    a = L.unpack(path, cache)
+    assert L.unpack(path, cache) == a and os.path.isfile(os.path.join(a, "zstandard-0.25.dist-info", "METADATA"))
     assert not [n for n in os.listdir(os.path.dirname(a)) if n.startswith(".part-")]
     evil = tmp_path / "evil-1.0-py3-none-any.whl"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../outside.py", "")
     with pytest.raises(ImportError, match="refusing to unpack"):
-        L.unpack(str(evil))
+        L.unpack(str(evil), cache)
     assert not (tmp_path / "cache" / "outside.py").exists()
-
-
-# -- markers: packaging when installed, a PEP 440-correct fallback when not --------------
-
-MARKERS = [
-    'python_version ~= "3.9"', 'python_version ~= "3.12"', 'python_full_version ~= "3.11.0"',
-    'python_full_version ~= "3.11.9"', 'python_version ~= "2.7"', 'python_version == "3.*"',
-    'python_version != "3.11.*"', 'python_version == "3.1.*"', 'python_full_version >= "3.11.0"',
-    'python_version > "3.9"', 'python_version < "3.10"', 'python_version <= "3.11"',
-    'python_version == "3.11"', 'python_version == "3.11.0"', 'sys_platform == "linux"',
-    'platform_machine != "arm64"', "os_name in 'posix nt'", 'extra == "test"',
-    '(python_version >= "3.13" or sys_platform == "linux") and os_name == "posix"',
-    'platform_python_implementation == "PyPy"',
-]
-ENVS = [dict(python_version=v, python_full_version=f"{v}.{m}", sys_platform="linux",
-             platform_machine="x86_64", os_name="posix", platform_python_implementation="CPython",
-             implementation_name="cpython", platform_system="Linux", extra="")
-        for v, m in (("3.9", 18), ("3.10", 0), ("3.11", 4), ("3.12", 1), ("3.13", 0))]
-
-
-@pytest.mark.parametrize("marker", MARKERS)
-def test_marker_fallback_agrees_with_packaging(marker):
-    from packaging.markers import Marker
-    for env in ENVS:
-        assert L._marker_fallback(marker, env) is Marker(marker).evaluate(dict(env)), (marker, env)
-        assert L.marker_holds(marker, env) is Marker(marker).evaluate(dict(env))
-
-
-def test_compatible_release_is_not_greater_or_equal():
-    env = dict(ENVS[0], python_full_version="3.12.1")
-    # ~= 3.11.0 means >= 3.11.0, == 3.11.*: 3.12.1 is not compatible (>= would say it is)
-    assert L._marker_fallback('python_full_version ~= "3.11.0"', env) is False
-    assert L._marker_fallback('python_full_version >= "3.11.0"', env) is True
-
-
-def test_fallback_refuses_what_it_cannot_compare():
-    with pytest.raises(ValueError):
-        L._marker_fallback('platform_release >= "5.4-generic"', {"platform_release": "6.1"})
-    meta = 'Requires-Dist: x; platform_release >= "5.4-generic"\n'
-    import unittest.mock
-    with unittest.mock.patch.object(L, "_packaging_marker", lambda: None):
-        with pytest.raises(ImportError, match="installing the packaging library"):
-            L.requirements(meta, {"platform_release": "6.1"})
 
 
 def test_import_kafkarec_does_not_import_the_wheel_code():
     import subprocess
     import sys
-    code = "import sys, kafkarec; print('kafkarec._wheels' in sys.modules, 'zipfile' in sys.modules)"
+    code = ("import sys, kafkarec; print(*(m in sys.modules for m in "
+            "('spark_udfs._wheels', 'spark_udfs', 'packaging')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), cwd="/").stdout
-    assert out.split()[0] == "False"
+    assert out.split() == ["False", "False", "False"]
+
+
+def _packaging_wheel(folder):
+    """packaging's wheel, made from the installed distribution's files."""
+    import importlib.metadata as md
+    dist = md.distribution("packaging")
+    path = os.path.join(folder, f"packaging-{dist.version}-py3-none-any.whl")
+    with zipfile.ZipFile(path, "w") as zf:
+        for f in dist.files:
+            if not str(f).endswith(".pyc") and not str(f).startswith(".."):
+                zf.write(dist.locate_file(f), str(f))
+    return path
+
+
+def _bundle(folder):
+    """spark_udfs as the kafkarec wheel holds it (a zip)."""
+    path = os.path.join(folder, "kafkarec-0.1.0-py3-none-any.whl.zip")
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in os.listdir(os.path.join(ROOT, "spark_udfs")):
+            if name.endswith(".py"):
+                zf.write(os.path.join(ROOT, "spark_udfs", name), f"spark_udfs/{name}")
+    return path
+
+
+def _without_site(archive, code):
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "KAFKAREC_"))}
+    return subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {archive!r})\n" + code],
+                          capture_output=True, text=True, env=env, cwd="/", timeout=120)
+
+
+def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archive(tmp_path):
+    """A bare executor: spark_udfs._wheels (from the shipped zip) finds packaging's pure-Python
+    wheel beside that zip, imports it as a zip, and then resolves with it."""
+    archive = _bundle(str(tmp_path))
+    code = ("from spark_udfs import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
+            "print(L.parse_wheel_name('/x/Python_Snappy-0.7.3-py3-none-any.whl').project)")
+    run = _without_site(archive, "import packaging")
+    assert run.returncode != 0 and "No module named 'packaging'" in run.stderr   # -S: no site-packages
+    run = _without_site(archive, code)
+    assert run.returncode != 0
+    assert "kafkarec needs the packaging library, which this Python" in run.stderr
+    assert "packaging-*-py3-none-any.whl was found in" in run.stderr and "wheelhouse.sh" in run.stderr
+    wheel_path = _packaging_wheel(str(tmp_path))
+    run = _without_site(archive, code)
+    assert run.returncode == 0, run.stderr
+    where, project = run.stdout.split()
+    assert where.startswith(wheel_path + os.sep) and project == "python-snappy"
