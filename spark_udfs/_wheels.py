@@ -119,10 +119,9 @@ def atomic_write(path: str, data=None, *, source: str | None = None, fsync: bool
     Concurrent writers of the same content all end with one whole file.
     ``mode``: the file's permissions (default 0600, as for the private caches).
 
-    For what ``spark_udfs`` and ``scripts/wheelhouse.py`` write before kafkarec may be
-    importable (the wheelhouse, the archives ``register()`` ships); kafkarec's own files
-    go through :func:`kafkarec._files.atomic_write`, the same rule, since no kafkarec
-    module can be imported without loading the compiled core."""
+    The one home of this rule: it must work before kafkarec can be imported (the
+    wheelhouse, the archives ``register()`` ships), and kafkarec's own files (a quarantine,
+    compiled schemas, the registry's cache) take it from here through ``kafkarec._files``."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
     try:
