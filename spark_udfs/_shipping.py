@@ -16,7 +16,7 @@ cannot load compiled modules out of a zip.  So :func:`ship` (run by
    worker's SparkFiles folder), unless kafkarec is installed on the driver;
    the Protobuf schema compiler's wheels (grpcio-tools, protobuf...) go the
    same way when the folder holds them: the Data Source planner compiles
-   ``.proto`` text there (``kafkarec.protobuf._toolchain``);
+   ``.proto`` text there (``kafkarec.protobuf.compiler._toolchain``);
 3. checks, without importing kafkarec, that the driver's Python can use them
    (``spark_udfs._wheels.resolve``).
 
@@ -290,7 +290,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     needed = set(loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates,
                                 loader.interpreter()).projects)
     # The Protobuf schema compiler's wheels when the folder has them (optional: only a process that
-    # plans a Protobuf column uses them, kafkarec.protobuf._toolchain; executors get compiled schemas).
+    # plans a Protobuf column uses them, kafkarec.protobuf.compiler._toolchain; executors get compiled schemas).
     needed |= set(loader.resolve(loader.requires_dist(loader.PROTOBUF_COMPILER), candidates,
                                  loader.interpreter(), root="the Protobuf schema compiler").projects)
     deps = []

@@ -1,6 +1,6 @@
 # _protobuf.pxi: Protobuf wire format straight into Arrow columns, driven by plans.
 #
-# kafkarec/protobuf.py compiles, on the driver, a .proto schema into plain plans: the column's message as a tree
+# kafkarec/protobuf/ compiles, on the driver, a .proto schema into plain plans: the column's message as a tree
 # of typed-rows _Column builders (Spark from_protobuf's types), and for each writer message a _PbMsgPlan that says, per
 # writer field number, how to read the value and which column it lands in (fields matched by name).  Executors run
 # the plans; they need neither protoc nor the protobuf package.
@@ -138,7 +138,7 @@ cdef struct PbSlot:
 
 
 cdef class _PbMsgPlan:
-    """How one writer message lands in one struct column (see kafkarec/protobuf.py)."""
+    """How one writer message lands in one struct column (see kafkarec/protobuf/plans.py)."""
     cdef PbField *fields
     cdef int n_fields
     cdef PbSlot *slots
@@ -714,7 +714,7 @@ def pb_decode_column(_Column root, dict writers, values, writer_ids, body_offset
     return decode_typed_column(step, root, values, writer_ids, body_offsets)
 
 
-# Column kinds by name, for kafkarec/protobuf.py.
+# Column kinds by name, for kafkarec/protobuf/arrow_types.py.
 PB_COLUMN_KINDS = {"int32": PBC_INT32, "int64": PBC_INT64, "float": PBC_FLOAT, "double": PBC_DOUBLE,
                    "bool": PBC_BOOL, "string": PBC_STRING, "binary": PBC_BINARY, "struct": PBC_STRUCT,
                    "list": PBC_LIST, "map": PBC_MAP, "timestamp": PBC_TIMESTAMP, "duration": PBC_DURATION}
