@@ -58,7 +58,7 @@ class ProtobufDecoder:
                                         f"({type(writer_schema).__name__})")
         if not writer_schema.top_level:
             raise SchemaResolutionError(f"writer schema {writer_id} ({writer_schema.file_name}) defines no message")
-        planner = _Planner(writer_schema, self.reader_schema, self._root, self._options)
+        planner = _Planner(writer_schema, self._options)
 
         def node(name: str):
             m = writer_schema.messages[name]

@@ -20,7 +20,7 @@ def _describe(schema: ProtobufSchema, fd: dict) -> str:
     return ("repeated " if fd["repeated"] and t != "map" else "") + t
 
 
-def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape, element: bool = False) -> bool:
+def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape) -> bool:
     """Whether writer field fd can be read into column `shape` (repeatedness checked by the caller)."""
     t = fd["type"]
     k = shape.kind
@@ -50,11 +50,9 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape, element: bool = False
 class _Planner:
     """Plans of one writer schema against one column, memoized per (writer message, column)."""
 
-    def __init__(self, writer: ProtobufSchema, reader: ProtobufSchema, root: _Shape, options: _Options):
+    def __init__(self, writer: ProtobufSchema, options: _Options):
         self.options = options
         self.writer = writer
-        self.reader = reader
-        self.root = root
         self.plans: dict[tuple[str, int], Any] = {}
 
     def plan(self, message: str, shape: _Shape, emit_defaults: bool = False):
