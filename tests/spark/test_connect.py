@@ -13,8 +13,8 @@ Connect session each, shared by the tests of this module:
   fixture, nothing left running.
 
 jobs/connect_job.py runs every surface (batch reads of a local and an ``s3://`` log dir,
-error modes, ``kafkarec_decode``/``kafkarec_explode`` in SQL, ``valueFormat=registry`` and
-``from_registry``, a ``readStream`` to Parquet restarted from its checkpoint, read_committed)
+error modes, ``kafkarec_decode``/``kafkarec_explode`` in SQL, ``valueFormat=registry`` (Avro,
+Protobuf, JSON Schema) and ``from_registry``, a ``readStream`` to Parquet restarted from its checkpoint, read_committed)
 and writes Parquet; the batch surfaces are run on the classic session of this test run too
 (the same function) and the files must hold the same rows.  The job replaces the Connect
 session's ``sparkContext``/``_jvm``/``_jsc`` by properties that record any access.
@@ -45,6 +45,7 @@ sys.path.insert(0, JOBS)
 sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
 import connect_job  # noqa: E402
 import world  # noqa: E402
+import world_formats  # noqa: E402
 
 DEPLOYMENTS = ["local", "server"]
 
@@ -64,7 +65,12 @@ def inputs(tmp_path_factory, s3):
     s3.upload_dir(sample, "connect-logs", "kafka")
     typed = str(base / "typed")
     world.build(typed)
-    return {"sample": sample, "typed": typed,
+    formats = str(base / "formats")
+    facts = world_formats.build(formats)
+    good = {t: [sum(why is None for _, why in facts["expected"][t]),
+                sum(why is None and v is not None for v, why in facts["expected"][t])]
+            for t in ("shipments", "people")}
+    return {"sample": sample, "typed": typed, "formats": formats, "formats_good": good,
             "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()},
             "tiered": os.path.join(H.ROOT, "tests", "data", "tiered", "aiven")}
 
@@ -125,6 +131,8 @@ def _run_client(user, inputs, work, remote, env_extra):
         log, _ = proc.communicate(timeout=900)
     finally:
         _kill_group(proc)
+    with open(os.path.join(work, "client.log"), "w") as fh:
+        fh.write(log)                 # the whole log: a failure's Python traceback precedes the JVM's
     assert proc.returncode == 0, log[-10000:]
     with open(os.path.join(work, "result.json")) as fh:
         return json.load(fh), work
@@ -217,7 +225,8 @@ def test_register_on_connect_without_spark_context(run):
 # -- batch surfaces: the same rows as the classic session ----------------------------------
 
 @pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
-                                  "from_registry", "latest", "typed_latest", "cdc", "tiered"])
+                                  "typed_shipments", "typed_people", "from_registry", "latest", "typed_latest", "cdc",
+                                  "tiered"])
 def test_same_rows_as_classic(run, classic, name):
     _, work = run
     got_cols, got = _rows(_table(work, name))
@@ -225,6 +234,17 @@ def test_same_rows_as_classic(run, classic, name):
     assert got_cols == want_cols
     assert len(got) == len(want) > 0
     assert got == want
+
+
+def test_protobuf_and_json_schema_over_connect(run, inputs):
+    """The .proto text compiled where Connect's server plans the column (its Python is bare: the
+    compiler comes from the wheels register() shipped); each topic's decodable records decoded."""
+    _, work = run
+    for topic, (good, valued) in inputs["formats_good"].items():
+        rows = _table(work, f"typed_{topic}").to_pylist()
+        ok = [r for r in rows if r["_corrupt_record"] is None]
+        assert len(ok) == good > 0, (topic, [r["_corrupt_record"] for r in rows])
+        assert sum(r["value"] is not None for r in ok) == valued > 0      # tombstones stay null
 
 
 def test_tiered_objects_over_connect(run):

@@ -5,7 +5,8 @@ only ``pyspark[connect]`` and kafkarec installed from the wheelhouse (tests/spar
 
 CONFIG: ``remote`` (``local[2]`` or ``sc://host:port``), ``work`` (outputs go there),
 ``wheelhouse``, ``sample`` (a log dir with corrupt batches), ``s3`` (``uri`` and storage
-``options``), ``typed`` (a log dir with ``_schemas``), ``stream`` (an empty folder the job
+``options``), ``typed`` (a log dir with ``_schemas``), ``formats`` (one with Protobuf and JSON
+Schema topics), ``stream`` (an empty folder the job
 grows).  Writes Parquet files under ``work`` and ``work/result.json``.
 
 ``spark.sparkContext``, ``_jvm`` and ``_jsc`` of the Connect session class are replaced by
@@ -72,6 +73,14 @@ def surfaces(spark, cfg, work, result):
                                                       subject="orders-value",
                                                       headers="headers").alias("v")),
         "from_registry")
+    # 4b. Protobuf and JSON Schema values (confluent-kafka's serializers): the .proto text is
+    # compiled where the column is planned, from the wheels register() shipped
+    for topic, message in (("shipments", "kr.ship.Shipment"), ("people", None)):
+        r = (spark.read.format("kafkarec").option("valueFormat", "registry")
+             .option("registry", cfg["formats"]).option("topics", topic))
+        if message:
+            r = r.option("valueMessage", message)
+        out(r.load(cfg["formats"]), f"typed_{topic}")
     # 5. a keyed topic's state (view=latest): plain, and with typed key and value
     out(spark.read.format("kafkarec").option("view", "latest").load(sample), "latest")
     out(spark.read.format("kafkarec").option("view", "latest").option("valueFormat", "registry")
