@@ -393,23 +393,28 @@ cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _Column col, int kind, const ui
     return col_put_bin(col, p, n)
 
 
-cdef int pb_put_time(_Column col, int kind, const uint8_t *p, const uint8_t *end, const PbCtx *ctx,
-                     int depth) except -1:
-    """google.protobuf.Timestamp / Duration (seconds = 1, nanos = 2) as microseconds, as Spark reads them:
-    seconds * 10^6 + nanos / 1000 (truncated)."""
-    cdef int64_t seconds = 0, micros
-    cdef int32_t nanos = 0
+cdef int pb_put_time(_Column col, int kind, tuple layout, const uint8_t *p, const uint8_t *end,
+                     const PbCtx *ctx, int depth) except -1:
+    """A message shaped like google.protobuf.Timestamp / Duration as microseconds, as Spark reads it: its first
+    declared field (seconds, a 64-bit integer type) * 10^6 + its second (nanos, a 32-bit one) / 1000 (truncated).
+    `layout` (kafkarec/protobuf/plans.py) gives each field's number, type and proto2 default; a value of another
+    wire type is an unknown field, as protobuf reads it."""
+    cdef uint64_t s_number = layout[0], n_number = layout[3]
+    cdef int s_type = layout[1], n_type = layout[4]
+    cdef int s_wire = pb_wire_of(s_type), n_wire = pb_wire_of(n_type)
+    cdef int64_t seconds = layout[2], micros
+    cdef int32_t nanos = layout[5]
     cdef uint64_t number, u
     cdef int wire
     cdef const uint8_t *start = p
     while p < end:
         pb_tag(ctx, &p, end, &number, &wire)
-        if (number == 1 or number == 2) and wire == PB_WT_VARINT:
+        if number == s_number and wire == s_wire:
             pb_read_number(ctx, wire, &p, end, &u)
-            if number == 1:
-                seconds = <int64_t>u
-            else:
-                nanos = <int32_t><uint32_t>u
+            seconds = zigzag64(u) if s_type == PBT_SINT64 else <int64_t>u
+        elif number == n_number and wire == n_wire:
+            pb_read_number(ctx, wire, &p, end, &u)
+            nanos = zigzag32(<uint32_t>u) if n_type == PBT_SINT32 else <int32_t><uint32_t>u
         else:
             pb_skip(ctx, wire, number, &p, end, depth, NULL)
     if seconds > 9223372036853 or seconds < -9223372036853:
@@ -489,7 +494,7 @@ cdef bytes pb_gather(_PbMsgPlan plan, int slot, const PbCtx *ctx, int depth):
 cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,
                         const uint8_t *end, const PbCtx *ctx, int depth) except -1:
     if kind == PBC_TIMESTAMP or kind == PBC_DURATION:
-        return pb_put_time(col, kind, p, end, ctx, depth + 1)
+        return pb_put_time(col, kind, <tuple>plan.subplans[fidx], p, end, ctx, depth + 1)
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
 
 

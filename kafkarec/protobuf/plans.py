@@ -85,7 +85,7 @@ class _Planner:
                             slot_defaults[slot] = _enum_zero(e, target)
                 elif zero_when_unset and why is None:
                     slot_defaults[slot] = _zero(target)
-                if emit_defaults and sub is not None:
+                if emit_defaults and target.kind == "struct" and sub is not None:
                     slot_defaults[slot] = sub
                 if why is None and fd.get("default") is not None and not fd["repeated"]:
                     slot_defaults[slot] = _default_value(fd, target, self.writer)
@@ -116,12 +116,31 @@ class _Planner:
                 return bad
             if target.element.kind == "struct":
                 return None, self.plan(fd["type_name"], target.element)
+            if target.element.kind in ("timestamp", "duration"):
+                return _time_layout(self.writer, fd["type_name"], where)
             return None, None
         if fd["repeated"] or not _fits(self.writer, fd, target):
             return bad
         if target.kind == "struct":
             return None, self.plan(fd["type_name"], target)
+        if target.kind in ("timestamp", "duration"):
+            return _time_layout(self.writer, fd["type_name"], where)
         return None, None
+
+
+def _time_layout(writer: ProtobufSchema, type_name: str, where: str):
+    """(why it cannot be read or None, layout) of a writer message shaped like Timestamp / Duration.  Spark reads
+    its first declared field as seconds (a Java long) and its second as nanos (a Java int), whatever their numbers,
+    so the core is told both fields' numbers, types and proto2 defaults.  Other types make Spark's cast fail on
+    every message present, so such a message fails its row."""
+    seconds, nanos = writer.messages[type_name]["fields"]
+    if seconds["repeated"] or seconds["type"] not in _INT64_TYPES \
+            or nanos["repeated"] or nanos["type"] not in _INT32_TYPES:
+        return (f"{where}: Spark's from_protobuf reads {type_name} as a time of seconds (a 64-bit integer) and "
+                f"nanos (a 32-bit integer), not {_describe(writer, seconds)} and {_describe(writer, nanos)}"), None
+    default = lambda fd: int(fd["default"]) if fd.get("default") is not None else 0      # noqa: E731
+    return None, (seconds["number"], seconds["type"], default(seconds),
+                  nanos["number"], nanos["type"], default(nanos))
 
 
 def _zero(target: _Shape):

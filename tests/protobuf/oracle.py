@@ -61,11 +61,10 @@ def normalize(decoded: dict | None, msg_descriptor) -> dict | None:
         if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
             vfd = fd.message_type.fields_by_name["value"]
             entries = out[fd.name]
-            if vfd.message_type is not None:
+            if vfd.message_type is not None and not _is_time(vfd.message_type):
                 entries = [(k, normalize(v, vfd.message_type)) for k, v in entries]
             out[fd.name] = sorted(entries)
-        elif fd.message_type is not None and out.get(fd.name) is not None \
-                and fd.message_type.name not in ("Timestamp", "Duration"):
+        elif fd.message_type is not None and out.get(fd.name) is not None and not _is_time(fd.message_type):
             if fd.is_repeated:
                 out[fd.name] = [normalize(x, fd.message_type) for x in out[fd.name]]
             else:

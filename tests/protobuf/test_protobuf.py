@@ -454,3 +454,60 @@ message Times {
     assert err[0].as_py() is None and err[1].as_py()
     assert arr.field("timestamp").cast(pa.list_(pa.int64()))[0].as_py() == [3_000_000, 1_000_000]
     assert arr.field("duration").cast(pa.int64())[0].as_py() == 2_000_000
+
+
+TIME_SHAPES = """syntax = "proto2";
+package kr.shapes;
+message Timestamp { optional sint64 seconds = 9; optional sfixed32 nanos = 3 [default = 5000]; }
+message Duration { optional sfixed64 seconds = 2; optional sint32 nanos = 1; }
+message Event {
+  optional Timestamp at = 1;
+  repeated Duration took = 2;
+  map<string, Timestamp> seen = 3;
+  optional Legacy legacy = 4;
+}
+message Legacy { repeated group Timestamp = 1 { optional uint64 seconds = 7; optional fixed32 nanos = 8; } }
+"""
+
+
+def test_time_shaped_messages_read_their_first_two_declared_fields_by_number_and_type():
+    # Spark reads a message named Timestamp/Duration whose first two declared fields are seconds and nanos as
+    # a time, taking those fields by their own numbers and types (fuzzing: the core read fields 1 and 2 as
+    # plain varints, so other numbers or sint/fixed types gave a wrong time, silently)
+    from protos import Generated
+    gen = Generated({"shapes/time.proto": TIME_SHAPES}).modules["shapes/time.proto"]
+    schema = ProtobufSchema.from_text(TIME_SHAPES, name="shapes/time.proto")
+    d = ProtobufDecoder(schema, message="kr.shapes.Event")
+    d.add_writer(1, schema)
+    m = gen.Event()
+    m.at.seconds = -7
+    m.took.add(seconds=-3, nanos=-1500)
+    m.took.add(seconds=2**40, nanos=999_999_999)
+    m.seen["k"].seconds = 11
+    g = m.legacy.timestamp.add()
+    g.seconds, g.nanos = 5, 2_000
+    bare = gen.Event()
+    bare.at.SetInParent()                   # seconds unset, nanos its proto2 default (5000 ns)
+    payloads = [m.SerializeToString(), bare.SerializeToString()]
+    rows, errors = decode(d, [b"\x02\x04" + p for p in payloads])     # message indexes [2]: Event
+    assert errors == [None, None]
+    for got, p in zip(rows, payloads):
+        parsed = gen.Event()
+        parsed.ParseFromString(p)
+        assert normalize(got, gen.Event.DESCRIPTOR) == row(parsed)
+    assert rows[1]["at"] == row(bare)["at"] and row(bare)["at"].microsecond == 5
+
+
+def test_time_shaped_message_of_other_field_types_fails_the_rows_holding_one():
+    # Spark casts seconds to a long and nanos to an int: any other type fails every row where the message is set
+    text = """syntax = "proto3";
+package kr.bad;
+message Timestamp { int32 seconds = 1; int32 nanos = 2; }
+message Event { Timestamp at = 1; string name = 2; }
+"""
+    schema = ProtobufSchema.from_text(text, name="kr/bad.proto")
+    d = ProtobufDecoder(schema, message="kr.bad.Event")
+    d.add_writer(1, schema)
+    rows, errors = decode(d, [b"\x02\x02" + b"\x0a\x02\x08\x01", b"\x02\x02" + b"\x12\x01x"])  # [1]: Event
+    assert rows[0] is None and "seconds (a 64-bit integer)" in errors[0] and "int32" in errors[0]
+    assert errors[1] is None and rows[1] == {"at": None, "name": "x"}
