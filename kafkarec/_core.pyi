@@ -340,6 +340,10 @@ class _PbMsgPlan:
     def __init__(self, target: _Column, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
                  slot_defaults: list[Any] | None = ..., required: Sequence[int] = ...) -> None: ...
 
+class _PbTimeLayout:
+    def __init__(self, seconds_number: int, seconds_type: int, seconds_default: int,
+                 nanos_number: int, nanos_type: int, nanos_default: int) -> None: ...
+
 class _PbNode:
     name: str
     plan: _PbMsgPlan | None

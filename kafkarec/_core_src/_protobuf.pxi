@@ -146,7 +146,8 @@ cdef class _PbMsgPlan:
     cdef int n_slots
     cdef _Column target
     cdef list children          # target.children
-    cdef list subplans          # per field: _PbMsgPlan of a message / map entry field, else None
+    cdef list subplans          # per field: _PbMsgPlan of a message / map entry field, _PbTimeLayout of a
+                                # time-shaped message, else None
     cdef list enum_names        # per field: {number: name bytes} of an enum field, else None
     cdef list enum_unknown      # per field: b"UNKNOWN_ENUM_VALUE_<Enum>_" (Java's name for an open enum's unknown)
     cdef list mismatch          # per field: why its writer type does not fit the column, else None
@@ -206,6 +207,22 @@ cdef class _PbMsgPlan:
             self.enum_names.append(names)
             self.enum_unknown.append(unknown)
             self.mismatch.append(why)
+
+
+cdef class _PbTimeLayout:
+    """Where a message shaped like Timestamp / Duration keeps seconds and nanos: each field's number, type and
+    proto2 default (see pb_put_time)."""
+    cdef uint64_t seconds_number, nanos_number
+    cdef int seconds_type, nanos_type, seconds_wire, nanos_wire
+    cdef int64_t seconds_default
+    cdef int32_t nanos_default
+
+    def __init__(self, uint64_t seconds_number, int seconds_type, int64_t seconds_default,
+                 uint64_t nanos_number, int nanos_type, int32_t nanos_default):
+        self.seconds_number, self.seconds_type, self.seconds_default = seconds_number, seconds_type, seconds_default
+        self.nanos_number, self.nanos_type, self.nanos_default = nanos_number, nanos_type, nanos_default
+        self.seconds_wire = pb_wire_of(seconds_type)
+        self.nanos_wire = pb_wire_of(nanos_type)
 
 
 cdef class _PbNode:
@@ -393,28 +410,24 @@ cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _Column col, int kind, const ui
     return col_put_bin(col, p, n)
 
 
-cdef int pb_put_time(_Column col, int kind, tuple layout, const uint8_t *p, const uint8_t *end,
+cdef int pb_put_time(_Column col, int kind, _PbTimeLayout layout, const uint8_t *p, const uint8_t *end,
                      const PbCtx *ctx, int depth) except -1:
     """A message shaped like google.protobuf.Timestamp / Duration as microseconds, as Spark reads it: its first
-    declared field (seconds, a 64-bit integer type) * 10^6 + its second (nanos, a 32-bit one) / 1000 (truncated).
-    `layout` (kafkarec/protobuf/plans.py) gives each field's number, type and proto2 default; a value of another
-    wire type is an unknown field, as protobuf reads it."""
-    cdef uint64_t s_number = layout[0], n_number = layout[3]
-    cdef int s_type = layout[1], n_type = layout[4]
-    cdef int s_wire = pb_wire_of(s_type), n_wire = pb_wire_of(n_type)
-    cdef int64_t seconds = layout[2], micros
-    cdef int32_t nanos = layout[5]
+    declared field (seconds, a 64-bit integer type) * 10^6 + its second (nanos, a 32-bit one) / 1000 (truncated),
+    each read by its own number and type; a value of another wire type is an unknown field, as protobuf reads it."""
+    cdef int64_t seconds = layout.seconds_default, micros
+    cdef int32_t nanos = layout.nanos_default
     cdef uint64_t number, u
     cdef int wire
     cdef const uint8_t *start = p
     while p < end:
         pb_tag(ctx, &p, end, &number, &wire)
-        if number == s_number and wire == s_wire:
+        if number == layout.seconds_number and wire == layout.seconds_wire:
             pb_read_number(ctx, wire, &p, end, &u)
-            seconds = zigzag64(u) if s_type == PBT_SINT64 else <int64_t>u
-        elif number == n_number and wire == n_wire:
+            seconds = zigzag64(u) if layout.seconds_type == PBT_SINT64 else <int64_t>u
+        elif number == layout.nanos_number and wire == layout.nanos_wire:
             pb_read_number(ctx, wire, &p, end, &u)
-            nanos = zigzag32(<uint32_t>u) if n_type == PBT_SINT32 else <int32_t><uint32_t>u
+            nanos = zigzag32(<uint32_t>u) if layout.nanos_type == PBT_SINT32 else <int32_t><uint32_t>u
         else:
             pb_skip(ctx, wire, number, &p, end, depth, NULL)
     if seconds > 9223372036853 or seconds < -9223372036853:
@@ -494,7 +507,7 @@ cdef bytes pb_gather(_PbMsgPlan plan, int slot, const PbCtx *ctx, int depth):
 cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,
                         const uint8_t *end, const PbCtx *ctx, int depth) except -1:
     if kind == PBC_TIMESTAMP or kind == PBC_DURATION:
-        return pb_put_time(col, kind, <tuple>plan.subplans[fidx], p, end, ctx, depth + 1)
+        return pb_put_time(col, kind, <_PbTimeLayout>plan.subplans[fidx], p, end, ctx, depth + 1)
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
 
 

@@ -138,9 +138,13 @@ def _time_layout(writer: ProtobufSchema, type_name: str, where: str):
             or nanos["repeated"] or nanos["type"] not in _INT32_TYPES:
         return (f"{where}: Spark's from_protobuf reads {type_name} as a time of seconds (a 64-bit integer) and "
                 f"nanos (a 32-bit integer), not {_describe(writer, seconds)} and {_describe(writer, nanos)}"), None
-    default = lambda fd: int(fd["default"]) if fd.get("default") is not None else 0      # noqa: E731
-    return None, (seconds["number"], seconds["type"], default(seconds),
-                  nanos["number"], nanos["type"], default(nanos))
+    from kafkarec import _core
+
+    def default(fd: dict, bits: int) -> int:        # an unsigned default keeps its bits, as the values do
+        value = int(fd["default"]) & ((1 << bits) - 1) if fd.get("default") is not None else 0
+        return value - (1 << bits) if value >= 1 << (bits - 1) else value
+    return None, _core._PbTimeLayout(seconds["number"], seconds["type"], default(seconds, 64),
+                                     nanos["number"], nanos["type"], default(nanos, 32))
 
 
 def _zero(target: _Shape):

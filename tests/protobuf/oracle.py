@@ -15,7 +15,9 @@ def _value(fd, v):
     if fd.type == fd.TYPE_MESSAGE or fd.type == fd.TYPE_GROUP:
         name = fd.message_type.name
         if name in ("Timestamp", "Duration") and [f.name for f in fd.message_type.fields] == ["seconds", "nanos"]:
-            micros = v.seconds * 1_000_000 + int(v.nanos / 1000)
+            seconds = v.seconds - 2**64 if v.seconds >= 2**63 else v.seconds    # a uint64 is a Java long
+            nanos = v.nanos - 2**32 if v.nanos >= 2**31 else v.nanos            # a uint32 is a Java int
+            micros = seconds * 1_000_000 + int(nanos / 1000)
             return EPOCH + dt.timedelta(microseconds=micros) if name == "Timestamp" \
                 else dt.timedelta(microseconds=micros)
         return row(v)

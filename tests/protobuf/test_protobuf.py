@@ -466,7 +466,7 @@ message Event {
   map<string, Timestamp> seen = 3;
   optional Legacy legacy = 4;
 }
-message Legacy { repeated group Timestamp = 1 { optional uint64 seconds = 7; optional fixed32 nanos = 8; } }
+message Legacy { repeated group Timestamp = 1 { optional uint64 seconds = 7 [default = 18446744073709551615]; optional fixed32 nanos = 8; } }
 """
 
 
@@ -486,6 +486,7 @@ def test_time_shaped_messages_read_their_first_two_declared_fields_by_number_and
     m.seen["k"].seconds = 11
     g = m.legacy.timestamp.add()
     g.seconds, g.nanos = 5, 2_000
+    m.legacy.timestamp.add(nanos=3_000)     # seconds: its default, uint64 max, which Java reads as -1
     bare = gen.Event()
     bare.at.SetInParent()                   # seconds unset, nanos its proto2 default (5000 ns)
     payloads = [m.SerializeToString(), bare.SerializeToString()]
