@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run one coverage-guided fuzz target for a while:
 #   bash scripts/fuzz.sh [--instrumented] TARGET SECONDS [libFuzzer options...]
-# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal, avro.
+# TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal, avro,
+# protobuf, registry, table, rsm.
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
 # fuzz/crash-* (make it a regression test under tests/fuzz/).
 #
@@ -52,7 +53,7 @@ if ! "$FPY" -c "import google.protobuf, grpc_tools, hypothesis" 2>/dev/null; the
 fi
 # a copy of the sources, so the instrumented core never replaces the normal one
 mkdir -p "$BUILD/fuzz"
-tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec | tar -C "$BUILD" -xf -
+tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec spark_udfs | tar -C "$BUILD" -xf -
 cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
 # the test helpers some harnesses import (oracles, schema worlds): Python files only

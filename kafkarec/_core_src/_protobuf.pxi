@@ -574,6 +574,20 @@ cdef inline bint pb_superseded(_PbMsgPlan plan, int slot) noexcept:
     return False
 
 
+cdef int pb_required_seen(_PbMsgPlan plan, int fidx, const uint8_t *p, const uint8_t *end,
+                          const PbCtx *ctx) except -1:
+    """A required field the column does not hold counts as set when its value is one protobuf keeps (a closed
+    enum's unknown number is an unknown field, so the field stays unset and the message does not parse)."""
+    cdef uint64_t u
+    cdef PbField *f = &plan.fields[fidx]
+    if f.closed_enum and f.wire == PB_WT_VARINT:
+        pb_read_number(ctx, f.wire, &p, end, &u)
+        if <int32_t>u not in plan.enum_names[fidx]:
+            return 0
+    f.seen = True
+    return 0
+
+
 cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end, const PbCtx *ctx,
                            int depth) except -1:
     """Scan one message's bytes, then append one (valid) row to the plan's struct column."""
@@ -598,9 +612,9 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
         tag_at = p
         pb_tag(ctx, &p, end, &number, &wire)
         fidx = pb_find(plan, number, hint)
-        if fidx >= 0:
-            plan.fields[fidx].seen = True
         if fidx < 0 or plan.fields[fidx].slot < 0:
+            if fidx >= 0 and plan.fields[fidx].required and wire == plan.fields[fidx].wire:
+                pb_required_seen(plan, fidx, p, end, ctx)
             pb_skip(ctx, wire, number, &p, end, depth, NULL)
             continue
         hint = fidx + 1
@@ -625,6 +639,7 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
             pb_read_number(ctx, wire, &p, end, &u)
             if f.closed_enum and not f.repeated and <int32_t>u not in plan.enum_names[fidx]:
                 continue        # proto2: an unknown enum number is kept as an unknown field
+        f.seen = True           # a value of its own wire type (and a known closed-enum number): a required one is set
         s = &plan.slots[f.slot]
         if s.count == 0:
             s.first = tag_at

@@ -72,17 +72,17 @@ class _Planner:
             # getFieldValue), fields with presence (messages, oneofs, optional, proto2) stay null
             zero_when_unset = (self.options.emit_default_values and not fd["presence"] and not fd["repeated"]
                                and fd["type"] not in (_MESSAGE, _GROUP))
+            e = self.writer.enums.get(fd["type_name"]) if fd["type"] == _ENUM else None
+            if e is not None:       # (a required closed enum outside the column is checked too)
+                names = {n: v.encode() for n, v in e["values"].items()}
+                closed = e["closed"]
             if slot >= 0:
                 target = shape.children[slot]
                 why, sub = self._match(message, fd, target)
-                if fd["type"] == _ENUM:
-                    e = self.writer.enums.get(fd["type_name"])
-                    if e is not None:
-                        names = {n: v.encode() for n, v in e["values"].items()}
-                        unknown = f"UNKNOWN_ENUM_VALUE_{e['name']}_".encode()
-                        closed = e["closed"]
-                        if emit_defaults or zero_when_unset:
-                            slot_defaults[slot] = _enum_zero(e, target)
+                if e is not None:
+                    unknown = f"UNKNOWN_ENUM_VALUE_{e['name']}_".encode()
+                    if emit_defaults or zero_when_unset:
+                        slot_defaults[slot] = _enum_zero(e, target)
                 elif zero_when_unset and why is None:
                     slot_defaults[slot] = _zero(target)
                 if emit_defaults and target.kind == "struct" and sub is not None:

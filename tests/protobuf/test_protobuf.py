@@ -512,3 +512,30 @@ message Event { Timestamp at = 1; string name = 2; }
     rows, errors = decode(d, [b"\x02\x02" + b"\x0a\x02\x08\x01", b"\x02\x02" + b"\x12\x01x"])  # [1]: Event
     assert rows[0] is None and "seconds (a 64-bit integer)" in errors[0] and "int32" in errors[0]
     assert errors[1] is None and rows[1] == {"at": None, "name": "x"}
+
+
+def test_a_required_field_is_set_only_by_a_value_protobuf_keeps():
+    # fuzzing: a required field sent with another wire type, or a closed enum's unknown number, is an unknown
+    # field to protobuf, so the field stays unset and Java's parse (Spark's) refuses the message; kafkarec took
+    # either as the field being set
+    text = """syntax = "proto2";
+package kr.req;
+message M {
+  enum Color { RED = 1; GREEN = 2; }
+  required int32 r = 1;
+  required Color c = 2;
+  optional string s = 3;
+}
+"""
+    schema = ProtobufSchema.from_text(text, name="kr/req.proto")
+    reader = ProtobufSchema.from_text(text.replace("  required Color c = 2;\n", ""), name="kr/req.proto")
+    good = b"\x08\x01\x10\x02"
+    payloads = [good, b"\x09" + bytes(8) + b"\x10\x02",     # r as fixed64: unknown
+                b"\x08\x01\x10\x07",                        # c = 7: not a Color
+                b"\x08\x01\x15" + bytes(4)]                 # c as fixed32: unknown
+    for decoder_schema in (schema, reader):                 # c in the column, and c left out of it
+        d = ProtobufDecoder(decoder_schema)
+        d.add_writer(1, schema)
+        rows, errors = decode(d, [b"\x00" + p for p in payloads])
+        assert errors[0] is None and rows[0]["r"] == 1
+        assert all(e is not None and "required field" in e for e in errors[1:]), errors
