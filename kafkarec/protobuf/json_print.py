@@ -223,7 +223,7 @@ class AnyJson:
         if self.schema.messages[name]["map_entry"]:
             for number, fd in fields.items():     # DynamicMessage builds a map entry with both fields set
                 if number not in values:
-                    values[number] = _Msg(fd["type_name"]) if fd["type"] in (_MESSAGE, _GROUP) else _zero(fd)
+                    values[number] = _Msg(fd["type_name"]) if fd["type"] in (_MESSAGE, _GROUP) else self._zero(fd)
         for fd in required:
             if fd["number"] not in values:
                 raise _Fail(f"message {name} lacks its required field {fd['name']!r} (Java's parser refuses it)",
@@ -251,6 +251,14 @@ class AnyJson:
                 raise _Fail(f"field {fd['name']!r}: string is not valid UTF-8", _at(at, start)) from None
         from kafkarec._core import java_utf8_decode
         return java_utf8_decode(raw)
+
+    def _zero(self, fd: dict):
+        """An unset field's value: its type's zero; an enum's is its first value (0 in an open enum)."""
+        if fd["type"] == _ENUM:
+            e = self.schema.enums.get(fd["type_name"])
+            if e is not None and e["closed"] and e["first"]:
+                return next((n for n, v in e["values"].items() if v == e["first"]), 0)
+        return _zero(fd)
 
     def _scalar(self, fd: dict, raw: int):
         """A varint / fixed value as Java holds it (None: a closed enum's unknown number)."""
@@ -384,7 +392,7 @@ class AnyJson:
             out.append(":")
             value = entry.values.get(2)
             if value is None:
-                value = _Msg(vfd["type_name"]) if vfd["type"] in (_MESSAGE, _GROUP) else _zero(vfd)
+                value = _Msg(vfd["type_name"]) if vfd["type"] in (_MESSAGE, _GROUP) else self._zero(vfd)
             self._print_value(vfd, value, data, out, depth)
         out.append("}")
 

@@ -26,7 +26,7 @@ import "google/protobuf/struct.proto";
 import "google/protobuf/field_mask.proto";
 import "google/protobuf/wrappers.proto";
 import "google/protobuf/empty.proto";
-import "kr/legacy2.proto";
+import "kranyjson/legacy2.proto";
 
 enum Color { RED = 0; GREEN = 1; BLUE = 2; CYAN = 2 [deprecated = true]; option allow_alias = true; }
 
@@ -88,10 +88,11 @@ message Old {
   optional group Grp = 5 { optional int32 g = 6; optional string gs = 7; }
   optional int64 dflt = 8 [default = -7];
   optional bytes blob = 9;
+  map<string, Closed> by_name = 10;
 }
 """
 
-FILES = {"kr/legacy2.proto": LEGACY_PROTO, "kr/any.proto": ANY_PROTO}
+FILES = {"kranyjson/legacy2.proto": LEGACY_PROTO, "kranyjson/any.proto": ANY_PROTO}
 
 STRINGS = ["", "plain", "<b>&amp;'=\"</b>", "back\\slash", "\x00\x01\x1f\x7f", "tab\tnl\nret\rff\fbs\b",
            "\u2028\u2029", "é ü ß ǅ İ", "😀 \U0010ffff", "\ud7ff\ue000\ufffd", "snake_case_path", "a__b_",
@@ -110,8 +111,8 @@ class Maker:
     def __init__(self, modules: dict, seed: int) -> None:
         from google.protobuf import any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, \
             timestamp_pb2, wrappers_pb2
-        self.m = modules["kr/any.proto"]
-        self.old = modules["kr/legacy2.proto"]
+        self.m = modules["kranyjson/any.proto"]
+        self.old = modules["kranyjson/legacy2.proto"]
         self.any_pb2, self.ts, self.du, self.st = any_pb2, timestamp_pb2, duration_pb2, struct_pb2
         self.fm, self.wr, self.empty = field_mask_pb2, wrappers_pb2, empty_pb2
         self.r = random.Random(seed)
@@ -282,7 +283,11 @@ class Maker:
             o.grp.g = r.randint(-5, 5)
         if r.random() < 0.3:
             o.dflt = self.int64()
+        for _ in range(r.randint(0, 2)):
+            o.by_name[self.text()] = r.choice([0, 1, 2])
         raw = o.SerializeToString()
+        if r.random() < 0.1:
+            raw += b"\x52\x05\x0a\x01k\x10\x09"          # a map entry whose closed enum value is unknown
         pick = r.random()
         if pick < 0.15:
             raw += b"\x0a\x03\xffa\xc3"                # text (no UTF-8 check in proto2): Java's U+FFFD rules

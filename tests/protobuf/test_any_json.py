@@ -32,8 +32,9 @@ PAYLOADS = 400
 @pytest.fixture(scope="module")
 def world():
     gen = Generated(FILES)
-    schema = kp.ProtobufSchema.from_text(FILES["kr/any.proto"], {"kr/legacy2.proto": FILES["kr/legacy2.proto"]},
-                                         name="kr/any.proto")
+    legacy = "kranyjson/legacy2.proto"
+    schema = kp.ProtobufSchema.from_text(FILES["kranyjson/any.proto"], {legacy: FILES[legacy]},
+                                         name="kranyjson/any.proto")
     return gen.modules, schema
 
 
@@ -142,7 +143,7 @@ def test_the_column_is_a_string_and_recursion_through_any_is_none(world):
 
 def test_unresolvable_and_corrupt_any_fail_the_record_at_the_any(world):
     modules, schema = world
-    m = modules["kr/any.proto"]
+    m = modules["kranyjson/any.proto"]
     good = m.Holder(event="ok")
     good.details.Pack(m.Inner(s="x", i64=5))
     unknown = m.Holder(event="unknown")
@@ -168,7 +169,7 @@ def test_unresolvable_and_corrupt_any_fail_the_record_at_the_any(world):
 def test_decoders_printing_any_pickle(world):
     import pickle
     modules, schema = world
-    m = modules["kr/any.proto"]
+    m = modules["kranyjson/any.proto"]
     h = m.Holder()
     h.details.Pack(m.Inner(color=2))
     dec, arr, _ = _decode(schema, [h.SerializeToString()], True)
