@@ -33,6 +33,8 @@ from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSourceReader
 
+from kafkarec.avro.decoder import SPARK_OPTIONS as AVRO_OPTIONS
+from kafkarec.protobuf.options import SPARK_OPTIONS as PROTOBUF_OPTIONS
 from spark_udfs import _options
 
 __all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "TypedRows", "from_registry",
@@ -45,12 +47,9 @@ TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysub
                  "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
                  "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
 # (badRecordsPath is the plain read's too: it copies the batches that cannot be decoded at all)
-# the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side
-FORMAT_OPTIONS = {"enablestableidentifiersforuniontype", "stableidentifierprefixforuniontype",
-                  "datetimerebasemode", "recursivefieldmaxdepth",
-                  # from_protobuf's
-                  "enums.as.ints", "emit.default.values", "upcast.unsigned.ints", "unwrap.primitive.wrapper.types",
-                  "recursive.fields.max.depth", "retain.empty.message.types", "convert.any.fields.to.json"}
+# the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side:
+# the decoders name them (kafkarec.avro.SPARK_OPTIONS, kafkarec.protobuf.SPARK_OPTIONS)
+FORMAT_OPTIONS = {name.lower() for name in AVRO_OPTIONS + PROTOBUF_OPTIONS}
 TYPED_OPTIONS |= FORMAT_OPTIONS
 _FORMATS = ("registry", "avro", "protobuf", "json")
 SCHEMA_ID_COLUMN = {"value": "valueSchemaId", "key": "keySchemaId"}

@@ -55,6 +55,7 @@ cdef enum:
     PBC_MAP = 10
     PBC_TIMESTAMP = 11
     PBC_DURATION = 12
+    PBC_ANY_JSON = 13       # a google.protobuf.Any as JSON text (convert.any.fields.to.json)
 
 
 cdef inline uint64_t pb_load_le64(const uint8_t *p) noexcept nogil:
@@ -96,7 +97,7 @@ cdef int pb_layout(int kind) except -1:
         return CK_F64
     if kind == PBC_BOOL:
         return CK_BOOL
-    if kind == PBC_STRING or kind == PBC_BINARY:
+    if kind == PBC_STRING or kind == PBC_BINARY or kind == PBC_ANY_JSON:
         return CK_BIN
     if kind == PBC_STRUCT:
         return CK_STRUCT
@@ -147,7 +148,8 @@ cdef class _PbMsgPlan:
     cdef _Column target
     cdef list children          # target.children
     cdef list subplans          # per field: _PbMsgPlan of a message / map entry field, _PbTimeLayout of a
-                                # time-shaped message, else None
+                                # time-shaped message, the printer of an Any read as JSON
+                                # (kafkarec/protobuf/json_print.py), else None
     cdef list enum_names        # per field: {number: name bytes} of an enum field, else None
     cdef list enum_unknown      # per field: b"UNKNOWN_ENUM_VALUE_<Enum>_" (Java's name for an open enum's unknown)
     cdef list mismatch          # per field: why its writer type does not fit the column, else None
@@ -453,7 +455,7 @@ cdef int pb_put_default(_PbMsgPlan plan, int slot, _Column col, int kind, const 
         return col_close_list(col)
     if d is None and not plan.emit_defaults:
         return col_null(col)
-    if kind == PBC_STRING or kind == PBC_BINARY:
+    if kind == PBC_STRING or kind == PBC_BINARY or kind == PBC_ANY_JSON:
         if d is None:
             d = b""
         return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(d), len(<bytes>d))
@@ -504,10 +506,28 @@ cdef bytes pb_gather(_PbMsgPlan plan, int slot, const PbCtx *ctx, int depth):
     return bytes(out)
 
 
+cdef int pb_put_any_json(object printer, _Column col, const uint8_t *p, const uint8_t *end, const PbCtx *ctx,
+                         const uint8_t *at) except -1:
+    """A google.protobuf.Any's bytes as the JSON text its printer gives (not the hot path: only with
+    convert.any.fields.to.json).  What it cannot print fails the record, at the Any's byte `at` plus the
+    printer's position."""
+    cdef bytes text
+    cdef Py_ssize_t inside = 0
+    try:
+        text = printer(view_of(p, end - p))
+    except ProtobufDecodeError as exc:
+        if at == p:
+            inside = exc.position
+        pb_fail(ctx, at + inside, exc.reason)
+    return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(text), len(text))
+
+
 cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,
                         const uint8_t *end, const PbCtx *ctx, int depth) except -1:
     if kind == PBC_TIMESTAMP or kind == PBC_DURATION:
         return pb_put_time(col, kind, <_PbTimeLayout>plan.subplans[fidx], p, end, ctx, depth + 1)
+    if kind == PBC_ANY_JSON:
+        return pb_put_any_json(plan.subplans[fidx], col, p, end, ctx, p)
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
 
 
@@ -674,8 +694,12 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
                 pb_put_message(plan, fidx, col, kind, s.value, s.value + s.size, ctx, depth)
             else:
                 merged = pb_gather(plan, i, ctx, depth)
-                pb_put_message(plan, fidx, col, kind, <const uint8_t *>PyBytes_AS_STRING(merged),
-                               <const uint8_t *>PyBytes_AS_STRING(merged) + len(merged), ctx, depth)
+                if kind == PBC_ANY_JSON:        # (errors at its last occurrence: the merged bytes are not the value's)
+                    pb_put_any_json(plan.subplans[fidx], col, <const uint8_t *>PyBytes_AS_STRING(merged),
+                                    <const uint8_t *>PyBytes_AS_STRING(merged) + len(merged), ctx, s.value)
+                else:
+                    pb_put_message(plan, fidx, col, kind, <const uint8_t *>PyBytes_AS_STRING(merged),
+                                   <const uint8_t *>PyBytes_AS_STRING(merged) + len(merged), ctx, depth)
         elif f.wire == PB_WT_LEN:
             pb_put_bytes(plan, fidx, col, kind, s.value, s.size, f.implicit and not plan.emit_defaults, ctx)
         else:
@@ -750,4 +774,5 @@ def pb_decode_column(_Column root, dict writers, values, writer_ids, body_offset
 # Column kinds by name, for kafkarec/protobuf/arrow_types.py.
 PB_COLUMN_KINDS = {"int32": PBC_INT32, "int64": PBC_INT64, "float": PBC_FLOAT, "double": PBC_DOUBLE,
                    "bool": PBC_BOOL, "string": PBC_STRING, "binary": PBC_BINARY, "struct": PBC_STRUCT,
-                   "list": PBC_LIST, "map": PBC_MAP, "timestamp": PBC_TIMESTAMP, "duration": PBC_DURATION}
+                   "list": PBC_LIST, "map": PBC_MAP, "timestamp": PBC_TIMESTAMP, "duration": PBC_DURATION,
+                   "anyjson": PBC_ANY_JSON}

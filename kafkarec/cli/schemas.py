@@ -92,7 +92,8 @@ def add_typed_arguments(p: argparse.ArgumentParser,
                         "batches with nothing to recover are copied to DIR/_undecodable")
     g.add_argument("--decoder-option", metavar="NAME=VALUE", action="append", default=[],
                    help="a decoder option by Spark's name (from_avro's enableStableIdentifiersForUnionType, "
-                        "stableIdentifierPrefixForUnionType, datetimeRebaseMode; repeat for several)")
+                        "stableIdentifierPrefixForUnionType, datetimeRebaseMode; from_protobuf's enums.as.ints, "
+                        "convert.any.fields.to.json...; repeat for several)")
 
 
 def decoder_options(args) -> dict:

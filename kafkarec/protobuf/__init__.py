@@ -33,7 +33,8 @@ compiled in ``kafkarec._core`` (``_core_src/_protobuf.pxi``).
 from __future__ import annotations
 
 # One room each: schema.py (the compiled schema, cached), compiler.py (protoc), options.py (from_protobuf's
-# options), arrow_types.py (Spark's type mapping), plans.py (writer -> column plans), decoder.py.
+# options), arrow_types.py (Spark's type mapping), plans.py (writer -> column plans), decoder.py, json_print.py
+# (an Any as Java's JsonFormat prints it) and java_numbers.py (Java's float and double text).
 from kafkarec.errors import ProtobufSchemaError
 from kafkarec.protobuf.decoder import ProtobufDecoder
 from kafkarec.protobuf.options import (EMPTY_MESSAGE_FIELD, MAX_RECURSIVE_FIELDS_DEPTH, MAX_STRUCT_COLUMNS,

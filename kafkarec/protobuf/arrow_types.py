@@ -44,7 +44,7 @@ class _Shape:
 
 def _physical_type(kind: str, pa):
     return {"int32": pa.int32(), "int64": pa.int64(), "float": pa.float32(), "double": pa.float64(),
-            "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
+            "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(), "anyjson": pa.string(),
             "timestamp": pa.timestamp("us", tz="UTC"), "duration": pa.duration("us")}[kind]
 
 
@@ -120,6 +120,8 @@ def _scalar_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict)
             return _finish(_Shape("timestamp", t, name), pa)
         if _is_time(schema.messages, name, "Duration"):
             return _finish(_Shape("duration", t, name), pa)
+        if o.convert_any_fields_to_json and name == "google.protobuf.Any":
+            return _finish(_Shape("anyjson", t, name), pa)      # the Any's JSON text (json_print.py)
         if o.unwrap_primitive_wrapper_types and name in _WRAPPERS and name in schema.messages:
             shape = _message_shape(schema, name, o, dict(depth_of))
             shape.logical = "unwrap"

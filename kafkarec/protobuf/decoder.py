@@ -24,7 +24,9 @@ class ProtobufDecoder:
     other wrappers -> their value), ``recursive_fields_max_depth`` (1..10: a recursive message is read to that
     depth, the field that would go deeper left out; -1 refuses recursion), ``retain_empty_message_types``
     (a message with no fields is a struct holding ``__dummy_field_in_empty_struct``, instead of being left
-    out)."""
+    out), ``convert_any_fields_to_json`` (a ``google.protobuf.Any`` field is a string: its message as the JSON
+    text Java's ``JsonFormat`` prints, types resolved among the reader schema's messages; see
+    :mod:`kafkarec.protobuf.json_print`)."""
 
     def __init__(self, reader_schema, message: str | None = None, **options) -> None:
         if isinstance(reader_schema, str):
@@ -39,6 +41,10 @@ class ProtobufDecoder:
             raise ProtobufSchemaError(f"{reader_schema.file_name} has no message {self.message!r}")
         self._options = _Options(**options)
         self._root = _root_shape(reader_schema, self.message, self._options)
+        self._any_json = None
+        if self._options.convert_any_fields_to_json:
+            from kafkarec.protobuf.json_print import AnyJson
+            self._any_json = AnyJson(reader_schema, self._options.enums_as_ints)
         self.arrow_type = self._root.arrow_type
         self._writer_schemas: dict[int, ProtobufSchema] = {}
         self._writers: dict[int, list] = {}
@@ -58,7 +64,7 @@ class ProtobufDecoder:
                                         f"({type(writer_schema).__name__})")
         if not writer_schema.top_level:
             raise SchemaResolutionError(f"writer schema {writer_id} ({writer_schema.file_name}) defines no message")
-        planner = _Planner(writer_schema, self._options)
+        planner = _Planner(writer_schema, self._options, self._any_json)
 
         def node(name: str):
             m = writer_schema.messages[name]

@@ -38,6 +38,8 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape) -> bool:
         return t == (_ENUM if shape.ptype == _ENUM else _STRING)
     if k == "binary":
         return t in (_BYTES, _STRING)
+    if k == "anyjson":
+        return t == _MESSAGE and fd["type_name"] == "google.protobuf.Any"
     if k in ("timestamp", "duration"):
         return t in (_MESSAGE, _GROUP) and _is_time(schema.messages, fd["type_name"],
                                                     "Timestamp" if k == "timestamp" else "Duration")
@@ -48,11 +50,14 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape) -> bool:
 
 
 class _Planner:
-    """Plans of one writer schema against one column, memoized per (writer message, column)."""
+    """Plans of one writer schema against one column, memoized per (writer message, column).  ``any_json``:
+    what prints an Any field's bytes as JSON (``convert.any.fields.to.json``: the column's
+    :class:`~.json_print.AnyJson`), which a plan holds in place of an Any field's subplan."""
 
-    def __init__(self, writer: ProtobufSchema, options: _Options):
+    def __init__(self, writer: ProtobufSchema, options: _Options, any_json=None):
         self.options = options
         self.writer = writer
+        self.any_json = any_json
         self.plans: dict[tuple[str, int], Any] = {}
 
     def plan(self, message: str, shape: _Shape, emit_defaults: bool = False):
@@ -85,8 +90,9 @@ class _Planner:
                         slot_defaults[slot] = _enum_zero(e, target)
                 elif zero_when_unset and why is None:
                     slot_defaults[slot] = _zero(target)
-                if emit_defaults and target.kind == "struct" and sub is not None:
-                    slot_defaults[slot] = sub
+                if emit_defaults and sub is not None and target.kind in ("struct", "anyjson"):
+                    # a map entry's unset message value: an empty message (an Any's JSON of it: {})
+                    slot_defaults[slot] = b"{}" if target.kind == "anyjson" else sub
                 if why is None and fd.get("default") is not None and not fd["repeated"]:
                     slot_defaults[slot] = _default_value(fd, target, self.writer)
             fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"] and not zero_when_unset,
@@ -118,6 +124,8 @@ class _Planner:
                 return None, self.plan(fd["type_name"], target.element)
             if target.element.kind in ("timestamp", "duration"):
                 return _time_layout(self.writer, fd["type_name"], where)
+            if target.element.kind == "anyjson":
+                return None, self.any_json
             return None, None
         if fd["repeated"] or not _fits(self.writer, fd, target):
             return bad
@@ -125,6 +133,8 @@ class _Planner:
             return None, self.plan(fd["type_name"], target)
         if target.kind in ("timestamp", "duration"):
             return _time_layout(self.writer, fd["type_name"], where)
+        if target.kind == "anyjson":
+            return None, self.any_json
         return None, None
 
 

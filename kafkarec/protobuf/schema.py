@@ -30,7 +30,8 @@ class ProtobufSchema:
     """A compiled .proto file (with its imports) as plain data: picklable, no protobuf objects inside.
 
     ``messages``: full name -> dict(name, full_name, fields, nested, map_entry, file); each field a dict
-    (name, number, type, repeated, type_name, oneof, presence).  ``enums``: full name -> dict(name, values
+    (name, number, type, repeated, type_name, oneof, presence, default, required, utf8: whether Java's parser
+    rejects a string that is not UTF-8, ``FieldDescriptor.needsUtf8Check``).  ``enums``: full name -> dict(name, values
     {number: name}, closed).  ``top_level``: the main file's top-level messages in order (what Confluent's
     message indexes count)."""
 
@@ -157,6 +158,18 @@ def _collect(f, messages: dict, enums: dict) -> None:
         enums[full] = {"name": e.name, "full_name": full, "values": values, "closed": closed,
                        "first": e.value[0].name if e.value else ""}
 
+    def utf8_checked(fd, m) -> bool:
+        # Java's needsUtf8Check: map entries always; else the utf8_validation feature (VERIFY in proto3 and
+        # editions unless a feature says NONE = 3) or proto2's java_string_check_utf8
+        if fd.type != _STRING:
+            return False
+        if m.options.map_entry or f.options.java_string_check_utf8:
+            return True
+        if syntax == "editions":
+            return (fd.options.features.utf8_validation or m.options.features.utf8_validation
+                    or f.options.features.utf8_validation) != 3
+        return syntax == "proto3"
+
     def message(m, scope):
         full = _full(scope, m.name)
         fields = []
@@ -169,7 +182,8 @@ def _collect(f, messages: dict, enums: dict) -> None:
                            "presence": presence(fd, in_oneof),
                            "default": fd.default_value if fd.HasField("default_value") else None,
                            "required": fd.label == 2 or (syntax == "editions" and (
-                               fd.options.features.field_presence or f.options.features.field_presence) == 3)})
+                               fd.options.features.field_presence or f.options.features.field_presence) == 3),
+                           "utf8": utf8_checked(fd, m)})
         messages[full] = {"name": m.name, "full_name": full, "fields": fields,
                           "nested": tuple(_full(full, n.name) for n in m.nested_type),
                           "map_entry": m.options.map_entry, "file": f.name}
@@ -215,7 +229,7 @@ def _descriptor_name(raw: bytes) -> str:
 # applications) as a pickled ProtobufSchema per input in the per-user cache kafkarec unpacks wheels into
 # (owner-checked, 0700).  A protoc run costs 0.04-0.13 s here.  The format number changes whenever
 # ProtobufSchema's fields do.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _MEMO: dict = {}
 _MEMO_LOCK = threading.Lock()
 _MEMO_MAX = 256

@@ -89,10 +89,31 @@ def _is_time(mt) -> bool:
     return mt.name in ("Timestamp", "Duration") and [f.name for f in mt.fields] == ["seconds", "nanos"]
 
 
+class JsonText:
+    """What convert.any.fields.to.json gives for an Any: equal to a JSON text whose value is the protobuf
+    package's json_format of the Any (Java's text itself is compared in test_any_json.py)."""
+
+    def __init__(self, any_msg, enums_as_ints: bool) -> None:
+        from google.protobuf import json_format
+        self.value = json_format.MessageToDict(any_msg, preserving_proto_field_name=True,
+                                               use_integers_for_enums=enums_as_ints)
+
+    def __eq__(self, other) -> bool:
+        import json
+        return isinstance(other, str) and json.loads(other) == self.value
+
+    def __repr__(self) -> str:
+        return f"JsonText({self.value!r})"
+
+
+def _is_any_json(mt, options: dict) -> bool:
+    return mt.full_name == "google.protobuf.Any" and _on(options, "convert.any.fields.to.json")
+
+
 def _kept(fd, options: dict, depth_of: dict):
     """None when Spark leaves the field out of the struct, else the depth map its message is read with."""
     mt = fd.message_type
-    if mt is None:
+    if mt is None or _is_any_json(mt, options):
         return depth_of
     if _is_time(mt) or (_on(options, "unwrap.primitive.wrapper.types") and mt.full_name in WRAPPERS):
         return depth_of
@@ -118,6 +139,8 @@ def _scalar(fd, v, options: dict, depth_of: dict):
     if mt is not None:
         if _is_time(mt):
             return _value(fd, v)
+        if _is_any_json(mt, options):
+            return JsonText(v, _on(options, "enums.as.ints"))
         if _on(options, "unwrap.primitive.wrapper.types") and mt.full_name in WRAPPERS:
             inner = mt.fields_by_name["value"]
             raw = v.value

@@ -1,5 +1,7 @@
 """from_protobuf's options with Spark's names (enums.as.ints, emit.default.values, upcast.unsigned.ints,
-unwrap.primitive.wrapper.types, recursive.fields.max.depth, retain.empty.message.types): the decoder's rows
+unwrap.primitive.wrapper.types, recursive.fields.max.depth, retain.empty.message.types,
+convert.any.fields.to.json, whose JSON text is compared here as JSON values with the protobuf package's
+json_format, and text for text with Java's JsonFormat in test_any_json.py): the decoder's rows
 equal what Spark's ProtobufDeserializer gives for the same messages, computed from the protobuf package's own
 parse (tests/protobuf/oracle.py ``row_with``, Spark's SchemaConverters/ProtobufDeserializer rules), for random
 messages under every combination.  Spark's own from_protobuf jar is not served by the registry this project
@@ -27,6 +29,7 @@ syntax = "proto3";
 package kr.opt;
 import "google/protobuf/wrappers.proto";
 import "google/protobuf/timestamp.proto";
+import "google/protobuf/any.proto";
 
 message Nothing {}
 
@@ -58,6 +61,8 @@ message Flat {
   map<string, Mood> moods_by = 24;
   repeated Nothing nothings = 25;
   fixed32 f32 = 26;
+  google.protobuf.Any extra = 27;
+  repeated google.protobuf.Any extras = 28;
 }
 
 message Person {
@@ -71,7 +76,7 @@ message Person {
 """
 
 FLAGS = ("enums.as.ints", "emit.default.values", "upcast.unsigned.ints", "unwrap.primitive.wrapper.types",
-         "retain.empty.message.types")
+         "retain.empty.message.types", "convert.any.fields.to.json")
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +123,14 @@ def _flat(m, r: random.Random):
     for _ in range(r.randint(0, 2)):
         f.nothings.add()
     f.f32 = pick(0, 2**32 - 1)
+    if r.random() < 0.5:
+        from google.protobuf import timestamp_pb2, wrappers_pb2
+        f.extra.Pack(r.choice([m.Person(name=pick("", "zoë <&>"), mood=pick(0, 2, 9)), m.Nothing(),
+                               timestamp_pb2.Timestamp(seconds=pick(0, -5, 1700000000), nanos=pick(0, 1000)),
+                               wrappers_pb2.Int64Value(value=pick(0, -2**63))]))
+    for _ in range(r.randint(0, 2)):
+        f.extras.add().Pack(m.Flat(name=pick("", "in"), age=pick(0, 5), score=pick(0.0, 2.5), mood=pick(1, 7),
+                                   u64=pick(0, 2**64 - 1)))
     return f
 
 
@@ -205,9 +218,10 @@ def test_option_values_are_checked(world):
         kp.spark_options({"enums.as.ints": "yes"})
     with pytest.raises(ProtobufSchemaError, match="an integer"):
         kp.spark_options({"recursive.fields.max.depth": "deep"})
-    with pytest.raises(ProtobufSchemaError, match="does not print google.protobuf.Any as JSON"):
-        kp.spark_options({"convert.any.fields.to.json": "true"})
-    assert kp.spark_options({"convert.any.fields.to.json": "false", "mode": "FAILFAST"}) == {}
+    with pytest.raises(ProtobufSchemaError, match="true or false"):
+        kp.spark_options({"convert.any.fields.to.json": "yes"})
+    assert kp.spark_options({"convert.any.fields.to.json": "false", "mode": "FAILFAST"}) == \
+        {"convert_any_fields_to_json": False}
 
 
 def test_decoders_with_options_pickle(world):

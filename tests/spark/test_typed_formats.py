@@ -127,12 +127,14 @@ def test_from_registry_over_the_raw_value_column(submitted, topic):
 
 
 def test_from_protobuf_options_reach_the_decoder(submitted, tmp_path):
-    """enums.as.ints, emit.default.values, upcast.unsigned.ints given to the data source and to
-    from_registry on bare executors give what Python's decode_table gives with the same options."""
+    """enums.as.ints, emit.default.values, upcast.unsigned.ints (and convert.any.fields.to.json, which
+    these messages without an Any only carry) given to the data source and to from_registry on bare
+    executors give what Python's decode_table gives with the same options."""
     import kafkarec
     import kafkarec.registry as kr
     result, facts, _, _ = submitted
-    opts = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true"}
+    opts = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true",
+            "convert.any.fields.to.json": "true"}
     root = facts["root"]
     reg = kr.load(root)
     data = b"".join(open(os.path.join(root, "shipments-0", f), "rb").read()

@@ -50,7 +50,9 @@ for topic in MESSAGES:
 
 
 # from_protobuf's options by Spark's names, through the data source and from_registry
-OPTS = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true"}
+# (the shipments hold no google.protobuf.Any: convert.any.fields.to.json is only accepted and carried)
+OPTS = {"enums.as.ints": "true", "emit.default.values": "true", "upcast.unsigned.ints": "true",
+        "convert.any.fields.to.json": "true"}
 opt = (
     spark.read.format("kafkarec").option("valueFormat", "registry").option("registry", root)
     .option("topics", "shipments").option("valueMessage", MESSAGES["shipments"]).options(**OPTS).load(root))
