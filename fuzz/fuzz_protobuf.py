@@ -14,11 +14,14 @@ from _harness import EXPECTED, ROOT, run
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "protobuf"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 from oracle import normalize, row, row_with, sorted_maps  # noqa: E402
 from protos import COMMON, ORDERS, Generated, generated  # noqa: E402
+from any_messages import ANY_PROTO, LEGACY_PROTO, WKT_NAMES  # noqa: E402
 
 from kafkarec.jsonschema import JsonSchemaDecoder, arrow_type  # noqa: E402
 from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema, spark_options  # noqa: E402
+from kafkarec.registry.typed import message_indexes  # noqa: E402
 
 SCHEMA = ProtobufSchema.from_text(ORDERS, {"kr/common.proto": COMMON}, name="kr/orders.proto")
 PB = ProtobufDecoder(SCHEMA)
@@ -54,6 +57,15 @@ GROUPS_SCHEMA = ProtobufSchema.from_text(GROUPS, name="fz/groups.proto")
 PB_GROUPS = ProtobufDecoder(GROUPS_SCHEMA)
 PB_GROUPS.add_writer(1, GROUPS_SCHEMA)
 GROUPS_MESSAGE = Generated({"fz/groups.proto": GROUPS}).modules["fz/groups.proto"].Groups
+
+# convert.any.fields.to.json: an Any's bytes printed as Java's JsonFormat (kafkarec/protobuf/json_print.py);
+# a Holder whose Any (field 2) names a type of the schema, a well-known type or nothing known, holding fuzzed bytes
+ANY_SCHEMA = ProtobufSchema.from_text(ANY_PROTO, {"kranyjson/legacy2.proto": LEGACY_PROTO}, name="kranyjson/any.proto")
+ANY_OPTIONS = {"convert.any.fields.to.json": "true", "recursive.fields.max.depth": "2"}
+PB_ANY = ProtobufDecoder(ANY_SCHEMA, "kr.any.Holder", **spark_options(ANY_OPTIONS))
+PB_ANY.add_writer(1, ANY_SCHEMA)
+HOLDER_INDEXES = message_indexes(ANY_SCHEMA, "kr.any.Holder")
+ANY_TYPES = ["kr.any.Inner", "kr.any.Holder", "kr.any.Inner.Deep", "kr.legacy2.Old", "kr.any.Nope", ""] + WKT_NAMES
 JSON_SCHEMA = {"type": "object", "properties": {
     "id": {"type": "integer"}, "name": {"type": ["null", "string"]}, "x": {"type": "number"},
     "t": {"type": "string", "format": "date-time"}, "tags": {"type": "array", "items": {"type": "string"}},
@@ -75,7 +87,7 @@ def check(decoder, records, offsets):
 
 def test_one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    mode = fdp.ConsumeIntInRange(0, 3)
+    mode = fdp.ConsumeIntInRange(0, 4)
     if mode == 2:
         try:
             document = json.loads(fdp.ConsumeUnicodeNoSurrogates(fdp.remaining_bytes()))
@@ -85,6 +97,9 @@ def test_one_input(data: bytes) -> None:
             arrow_type(document)
         except EXPECTED:
             pass
+        return
+    if mode == 4:
+        check_any(fdp)
         return
     records = []
     while fdp.remaining_bytes() and len(records) < 8:
@@ -132,6 +147,30 @@ def check_parse(decoder, message, records) -> None:
             continue        # a zero tag inside an unknown group: see test_one_input
         assert err[i].as_py() is None, (r, err[i])
         assert _same(normalize(arr[i].as_py(), message.DESCRIPTOR), row(m)), r
+
+
+def _len(field: int, body: bytes) -> bytes:
+    n, out = len(body), bytearray([field << 3 | 2])
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out) + bytes([n]) + body
+
+
+def check_any(fdp) -> None:
+    """Holders whose Any holds fuzzed bytes under a chosen type URL: a row (the Any as JSON text) or that
+    row's error, never an exception."""
+    records = []
+    while fdp.remaining_bytes() and len(records) < 4:
+        url = "type.googleapis.com/" + ANY_TYPES[fdp.ConsumeIntInRange(0, len(ANY_TYPES) - 1)]
+        body = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 200))
+        tail = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 8))          # bytes after the Any: anything
+        records.append(HOLDER_INDEXES + _len(2, _len(1, url.encode()) + _len(2, body)) + tail)
+    if records:
+        arr, err = check(PB_ANY, records, [0] * len(records))
+        for i in range(len(records)):
+            if err[i].as_py() is None and arr[i]["details"].as_py() is not None:
+                json.loads(arr[i]["details"].as_py())                # the text is JSON
 
 
 def _same(a, b) -> bool:
