@@ -54,13 +54,19 @@ fi
 # a copy of the sources, so the instrumented core never replaces the normal one
 mkdir -p "$BUILD/fuzz"
 tar -C "$ROOT" --exclude='*.so' --exclude=_core.c --exclude=__pycache__ -cf - kafkarec spark_udfs | tar -C "$BUILD" -xf -
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-wrapv"
+# the copy keeps the sources' times, which can be older than the last build's C: compare contents instead
+CORE_SUM="$(cat "$ROOT"/kafkarec/_core.pyx "$ROOT"/kafkarec/_core_src/* "$ROOT/setup.py" | sha256sum | cut -c1-32) $SAN"
+if [ "$(cat "$BUILD/.core-sum" 2>/dev/null)" != "$CORE_SUM" ]; then
+    rm -f "$BUILD"/kafkarec/_core.c "$BUILD"/kafkarec/_core*.so
+fi
 cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
 # the test helpers some harnesses import (oracles, schema worlds): Python files only
 (cd "$ROOT" && find tests -name '*.py' -print0 | tar --null -T - -cf -) | tar -C "$BUILD" -xf -
-SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-wrapv"
 (cd "$BUILD" && CC=clang LDSHARED="clang -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
     "$FPY" setup.py -q build_ext --inplace >/dev/null)
+printf '%s' "$CORE_SUM" > "$BUILD/.core-sum"
 ASAN_RT="$("$FPY" -c 'import atheris, os; print(os.path.join(atheris.path(), "asan_with_fuzzer.so"))')"
 # long campaigns keep what they find in .fuzz-build/corpus (the committed seeds stay small)
 mkdir -p "$BUILD/corpus/$TARGET"
