@@ -116,6 +116,18 @@ def pb_column(int kind, arrow_type, list children=None):
 
 # ---------------------------------------------------------------- plans
 
+cdef struct PbTime:
+    # where a message shaped like Timestamp / Duration keeps seconds and nanos (see pb_put_time)
+    uint64_t seconds_number
+    uint64_t nanos_number
+    int seconds_type
+    int nanos_type
+    int seconds_wire
+    int nanos_wire
+    int64_t seconds_default
+    int32_t nanos_default
+
+
 cdef struct PbField:
     uint64_t number
     int type            # the writer's FieldDescriptorProto.Type
@@ -128,6 +140,7 @@ cdef struct PbField:
     bint required       # proto2 required: a message without it does not parse (Java's parseFrom)
     bint seen
     int oneof           # oneof index in the writer message, -1 if none
+    const PbTime *time  # a time-shaped message field: its layout (its _PbTimeLayout stays in subplans)
 
 
 cdef struct PbSlot:
@@ -148,7 +161,7 @@ cdef class _PbMsgPlan:
     cdef _Column target
     cdef list children          # target.children
     cdef list subplans          # per field: _PbMsgPlan of a message / map entry field, _PbTimeLayout of a
-                                # time-shaped message, the printer of an Any read as JSON
+                                # time-shaped message (copied into its PbField), the printer of an Any read as JSON
                                 # (kafkarec/protobuf/json_print.py), else None
     cdef list enum_names        # per field: {number: name bytes} of an enum field, else None
     cdef list enum_unknown      # per field: b"UNKNOWN_ENUM_VALUE_<Enum>_" (Java's name for an open enum's unknown)
@@ -205,6 +218,7 @@ cdef class _PbMsgPlan:
             self.fields[i].seen = False
             self.n_required += self.fields[i].required
             self.fields[i].oneof = oneof
+            self.fields[i].time = &(<_PbTimeLayout>subplan).time if isinstance(subplan, _PbTimeLayout) else NULL
             self.subplans.append(subplan)
             self.enum_names.append(names)
             self.enum_unknown.append(unknown)
@@ -213,18 +227,16 @@ cdef class _PbMsgPlan:
 
 cdef class _PbTimeLayout:
     """Where a message shaped like Timestamp / Duration keeps seconds and nanos: each field's number, type and
-    proto2 default (see pb_put_time)."""
-    cdef uint64_t seconds_number, nanos_number
-    cdef int seconds_type, nanos_type, seconds_wire, nanos_wire
-    cdef int64_t seconds_default
-    cdef int32_t nanos_default
+    proto2 default; a plan copies it into the field it describes."""
+    cdef PbTime time
 
     def __init__(self, uint64_t seconds_number, int seconds_type, int64_t seconds_default,
                  uint64_t nanos_number, int nanos_type, int32_t nanos_default):
-        self.seconds_number, self.seconds_type, self.seconds_default = seconds_number, seconds_type, seconds_default
-        self.nanos_number, self.nanos_type, self.nanos_default = nanos_number, nanos_type, nanos_default
-        self.seconds_wire = pb_wire_of(seconds_type)
-        self.nanos_wire = pb_wire_of(nanos_type)
+        self.time.seconds_number, self.time.seconds_type = seconds_number, seconds_type
+        self.time.nanos_number, self.time.nanos_type = nanos_number, nanos_type
+        self.time.seconds_default, self.time.nanos_default = seconds_default, nanos_default
+        self.time.seconds_wire = pb_wire_of(seconds_type)
+        self.time.nanos_wire = pb_wire_of(nanos_type)
 
 
 cdef class _PbNode:
@@ -412,7 +424,7 @@ cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _Column col, int kind, const ui
     return col_put_bin(col, p, n)
 
 
-cdef int pb_put_time(_Column col, int kind, _PbTimeLayout layout, const uint8_t *p, const uint8_t *end,
+cdef int pb_put_time(_Column col, int kind, const PbTime *layout, const uint8_t *p, const uint8_t *end,
                      const PbCtx *ctx, int depth) except -1:
     """A message shaped like google.protobuf.Timestamp / Duration as microseconds, as Spark reads it: its first
     declared field (seconds, a 64-bit integer type) * 10^6 + its second (nanos, a 32-bit one) / 1000 (truncated),
@@ -525,7 +537,7 @@ cdef int pb_put_any_json(object printer, _Column col, const uint8_t *p, const ui
 cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,
                         const uint8_t *end, const PbCtx *ctx, int depth) except -1:
     if kind == PBC_TIMESTAMP or kind == PBC_DURATION:
-        return pb_put_time(col, kind, <_PbTimeLayout>plan.subplans[fidx], p, end, ctx, depth + 1)
+        return pb_put_time(col, kind, plan.fields[fidx].time, p, end, ctx, depth + 1)
     if kind == PBC_ANY_JSON:
         return pb_put_any_json(plan.subplans[fidx], col, p, end, ctx, p)
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
