@@ -54,7 +54,9 @@ if [ ! -f "$SDIST" ] || [ -n "$(find "$ROOT/kafkarec" "$ROOT/spark_udfs" "$ROOT/
         "$ROOT/MANIFEST.in" "$ROOT/README.md" -newer "$SDIST" -print -quit)" ]; then
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    (cd "$ROOT" && "$BUILD/bin/python" -m build --sdist --no-isolation --outdir "$tmp" . > "$tmp/log" 2>&1) \
+    # under the wheelhouse's lock: both write kafkarec.egg-info in the checkout
+    (cd "$ROOT" && flock "$ROOT/.cache/wheelhouse/lock" \
+        "$BUILD/bin/python" -m build --sdist --no-isolation --outdir "$tmp" . > "$tmp/log" 2>&1) \
         || { cat "$tmp/log" >&2; exit 1; }
     mv "$tmp"/kafkarec-*.tar.gz "$SDIST"
 fi
