@@ -671,7 +671,6 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
             pb_read_number(ctx, wire, &p, end, &u)
             if f.closed_enum and not f.repeated and <int32_t>u not in plan.enum_names[fidx]:
                 continue        # proto2: an unknown enum number is kept as an unknown field
-        f.seen = True           # a value of its own wire type (and a known closed-enum number): a required one is set
         s = &plan.slots[f.slot]
         if s.count == 0:
             s.first = tag_at
@@ -681,8 +680,11 @@ cdef int pb_decode_message(_PbMsgPlan plan, const uint8_t *p, const uint8_t *end
         s.field = fidx
     plan.msg_end = end
     if plan.n_required:
+        # a required field is set by a value protobuf keeps: one its slot took (an own wire type, a known
+        # closed-enum number), or, outside the column, one pb_required_seen saw
         for i in range(plan.n_fields):
-            if plan.fields[i].required and not plan.fields[i].seen:
+            f = &plan.fields[i]
+            if f.required and not f.seen and not (f.slot >= 0 and plan.slots[f.slot].count):
                 pb_fail(ctx, start, f"required field {plan.fields[i].number} is missing (a proto2 message "
                                     "without it does not parse)")
     for i in range(plan.n_slots):
