@@ -1,17 +1,8 @@
-import os
 import sys
 
 import pytest
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS)
-# the repository (for spark_udfs, benchmarks) and tests/ (shared test helpers:
-# paths, foreign, logdir, spark_helpers, ...) for tests in every subfolder
-for _path in (ROOT, TESTS):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from javacodec import java_codec  # noqa: E402,F401  (session fixture: one Java codec oracle JVM)
+from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
 
 def pytest_report_header(config):

@@ -33,6 +33,8 @@ import tempfile
 import time
 from typing import Optional
 
+from support.net import free_ports
+
 ACCESS_KEY = "kafkarec-test-access"
 SECRET_KEY = "kafkarec-test-secret-0123456789"
 REGION = "us-east-1"
@@ -61,18 +63,6 @@ def find_weed() -> Optional[str]:
     return shutil.which("weed")
 
 
-def _free_ports(n: int) -> list:
-    """``n`` distinct ports free on 127.0.0.1 right now (held open until all are chosen)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _die_with_parent():
@@ -166,7 +156,7 @@ class S3Server:
                 "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
                 "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}, fh)
         (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc,
-         iam) = _free_ports(9)
+         iam) = free_ports(9)
         self.port = s3
         # weed also puts a unix socket per gRPC port in /tmp, whatever $TMPDIR says.
         self._sockets = [f"/tmp/seaweedfs-{kind}-grpc-{port}.sock" for kind, port in (

@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from support.net import free_port, free_ports
+
 VENV_PY = sys.executable
 
 # Columns compared between Spark and the oracle.
@@ -272,13 +274,6 @@ def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout
         return json.load(f)
 
 
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class StandaloneCluster:
     """A Spark standalone master and ``workers`` workers (``spark-class``, all on
     127.0.0.1, each worker with its own work dir), started from the pyspark of
@@ -294,8 +289,7 @@ class StandaloneCluster:
         self.env["SPARK_LOG_DIR"] = os.path.join(workdir, "logs")
         self.n_workers, self.cores, self.memory = workers, cores, memory
         self.procs: list = []          # (name, Popen)
-        self.port = free_port()
-        self.ui_port = free_port()
+        self.port, self.ui_port = free_ports(2)
         self.master_url = f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name, args):

@@ -25,7 +25,6 @@ import base64
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,7 @@ import weakref
 from typing import Dict, List, Optional, Sequence
 
 import jvm
+from support.net import free_ports
 
 KAFKA_MODULE = "jvm/kafka"
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
@@ -103,12 +103,6 @@ def _die_with_parent() -> None:
         pass
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def random_cluster_id() -> str:
     """A Kafka ``Uuid`` string: 16 random bytes, URL-safe base64 without padding.
 
@@ -145,8 +139,7 @@ class KafkaBroker:
         self.properties_file = os.path.join(self.base_dir, "server.properties")
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
-        self.port = free_port()
-        self.controller_port = free_port()
+        self.port, self.controller_port = free_ports(2)
         self.cluster_id = random_cluster_id()
         self.config = dict(DEFAULT_CONFIG)
         self.config.update({

@@ -9,10 +9,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from typing import Optional
+
+from support.net import free_port
 
 USER = "kafkarec"
 
@@ -34,7 +35,7 @@ class PostgresServer:
             raise RuntimeError("no PostgreSQL server (Debian's postgresql package) is installed")
         self.base = tempfile.mkdtemp(prefix="kafkarec-pg-")
         self.data = os.path.join(self.base, "data")
-        self.port = _free_port()
+        self.port = free_port()
         self._as = {}
         if os.geteuid() == 0:
             import pwd
@@ -88,7 +89,3 @@ class PostgresServer:
             shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

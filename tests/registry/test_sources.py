@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import kafkarec.registry as kr
+from support.net import free_port
 
 A1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
 A2 = ('{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'
@@ -169,10 +170,6 @@ def test_live_registry_basic_auth_and_bearer(registry_server):
 
 
 def test_unreachable_registry_is_a_clear_error():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()         # nothing listens on it
     with pytest.raises(kr.RegistryError, match="GET http://127.0.0.1"):
         kr.read_http(f"http://127.0.0.1:{port}", timeout=2, refresh=True)

@@ -5,7 +5,6 @@ against a real S3 server (SeaweedFS), an unreachable endpoint (a closed port on
 from __future__ import annotations
 
 import pickle
-import socket
 import time
 
 import pytest
@@ -14,6 +13,7 @@ from kafkarec.cli import main
 from kafkarec.errors import KafkaRecError, StorageError
 from kafkarec.log import layout, storage
 from logdir import build_log_dir
+from support.net import free_port
 
 BUCKET = "errors-logs"
 COMMANDS = (("dump",), ("stats", "--no-progress"), ("verify", "--no-progress"))
@@ -45,9 +45,7 @@ def _flags(opts: dict) -> list:
 
 
 def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]        # nothing listens once the socket is closed
+    return free_port()        # nothing listens once the socket is closed
 
 
 def _one_line(capfd, args, uri: str) -> str:
