@@ -1,26 +1,43 @@
 #!/usr/bin/env bash
-# Set everything up and run the whole test suite.
+# Set everything up and run the whole test suite (with arguments: pytest with those arguments).
 set -euo pipefail
 KAFKAREC_EXTRAS="test,spark" source "$(dirname "$0")/env.sh"
 bash "$(dirname "$0")/system_deps.sh"     # PostgreSQL for tests/cdc, from Debian, when missing
+
+# Two lanes (pytest-xdist): tests/support/lanes.py puts every test of a real component (Spark, the
+# broker, PostgreSQL, SeaweedFS) in one, the CPU-bound rest shares both.  One process instead where the
+# arguments choose (-n, -p no:xdist), a debugger needs one (--pdb, --trace), or KAFKAREC_TEST_LANES=1.
+LANES=(-n "${KAFKAREC_TEST_LANES:-2}" --dist loadgroup)
+for arg in "$@"; do
+    case "$arg" in
+        -n|-n[0-9]*|--numprocesses*|--pdb|--trace|no:xdist|-pno:xdist) LANES=() ;;
+    esac
+done
+[ "${KAFKAREC_TEST_LANES:-2}" = "1" ] && LANES=()
 if [ $# -gt 0 ]; then
-    exec "$VPY" -m pytest "$@"
+    exec "$VPY" -m pytest "${LANES[@]}" "$@"
 fi
-# The whole suite.  The release check (tests/test_release.py) compiles the core for every CPython, CPU-bound
-# for a quarter of an hour, while much of the rest waits on JVMs and servers: it runs beside the rest, its
-# output printed after it (wheel builds share .cache/wheelhouse/lock, so the two never build at once).
-# Every full run leaves JUnit XML (each test's duration) in .venv/test-results; scripts/test_times.py
-# prints where the time went.
+
+# The whole suite.  Beside pytest, one background job makes what the component lane will ask for
+# (scripts/test_deps.sh: Maven modules, bare Pythons, the cp311/cp312 wheelhouses) and then runs the
+# release check (tests/test_release.py: the core compiled for every CPython, CPU-bound), so the Spark
+# tests find their wheels built and never wait behind the release's compiles; its output is printed
+# after pytest's.  Every full run leaves JUnit XML (each test's duration) in .venv/test-results, and
+# scripts/test_times.py prints where the time went.
 RESULTS="$ROOT/.venv/test-results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 STARTED=$SECONDS
 RELEASE_LOG="$ROOT/.venv/release-test.log"
-"$VPY" -m pytest -p no:cacheprovider --junitxml="$RESULTS/release.xml" tests/test_release.py > "$RELEASE_LOG" 2>&1 &
+(
+    bash "$ROOT/scripts/test_deps.sh" "$VPY" || true     # a failure shows again in the test that needs it
+    echo "(the release check started $((SECONDS - STARTED)) s into the run)"
+    "$VPY" -m pytest -p no:cacheprovider -p no:xdist --junitxml="$RESULTS/release.xml" tests/test_release.py
+) > "$RELEASE_LOG" 2>&1 &
 RELEASE_PID=$!
 trap 'kill "$RELEASE_PID" 2>/dev/null || true' EXIT
 set +e
-"$VPY" -m pytest --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py
+"$VPY" -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py
 MAIN_RC=$?
 wait "$RELEASE_PID"
 RELEASE_RC=$?
@@ -28,7 +45,7 @@ trap - EXIT
 set -e
 echo "---- where the time went (scripts/test_times.py; the whole command: $((SECONDS - STARTED)) s) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
-echo "---- tests/test_release.py (run beside the rest) ----"
+echo "---- scripts/test_deps.sh and tests/test_release.py (run beside the rest) ----"
 cat "$RELEASE_LOG"
 "$VPY" "$ROOT/scripts/test_times.py" --closing-line || true
 [ "$MAIN_RC" -eq 0 ] && [ "$RELEASE_RC" -eq 0 ]

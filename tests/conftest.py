@@ -4,6 +4,8 @@ import pytest
 
 from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
+pytest_plugins = ["support.lanes"]
+
 
 def pytest_report_header(config):
     import kafkarec

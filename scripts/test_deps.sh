@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What the suite's component lane needs before it asks for it, made ahead by scripts/test.sh beside
+# pytest (each piece is made once and kept; a second run only checks stamps):
+#   - the JVM modules (jvm/*/pom.xml resolved into the Maven cache, scripts/jvm.sh), one after another;
+#   - the bare Pythons 3.11 and 3.12 (pyspark, pyarrow, pandas only; scripts/bare_python.sh);
+#   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five.
+#
+#   bash scripts/test_deps.sh VENV_PYTHON      # exits non-zero if a piece could not be made
+#
+# The three kinds run side by side (Maven and pip wait on the network, the wheel builds on gcc). A
+# piece that fails here fails again, with its error, in the test that needs it.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VPY="${1:?usage: bash scripts/test_deps.sh VENV_PYTHON}"
+cd "$ROOT"
+mkdir -p .cache
+LOG_DIR="$ROOT/.venv/test-deps"
+mkdir -p "$LOG_DIR"
+
+# The interpreters the Spark tests use (tests/spark_helpers.py: python_for, _cache_tag): the venv's
+# own and a Python 3.12, on PATH or under pyenv.
+PY312="$(command -v python3.12 || true)"
+for cand in "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do
+    [ -x "$cand" ] && PY312="$cand"
+done
+tag() { "$1" -c 'import sys; print(sys.implementation.cache_tag)'; }
+
+jvm_modules() {
+    local pom
+    for pom in jvm/*/pom.xml; do
+        if command -v mvn >/dev/null && command -v java >/dev/null; then
+            bash scripts/jvm.sh "$(dirname "$pom")" > /dev/null || return 1
+        fi
+    done
+}
+
+bare_pythons() {
+    bash scripts/bare_python.sh ".cache/bare-$(tag "$VPY")" --python "$VPY" > /dev/null || return 1
+    if [ -n "$PY312" ]; then
+        bash scripts/bare_python.sh ".cache/bare-$(tag "$PY312")" --python "$PY312" > /dev/null || return 1
+    fi
+}
+
+wheelhouses() {
+    bash scripts/wheelhouse.sh ".cache/wheelhouse-$(tag "$VPY")" --python "$VPY" > /dev/null || return 1
+    if [ -n "$PY312" ]; then
+        bash scripts/wheelhouse.sh ".cache/wheelhouse-$(tag "$PY312")" --python "$PY312" > /dev/null || return 1
+    fi
+}
+
+STARTED=$SECONDS
+jvm_modules > "$LOG_DIR/jvm.log" 2>&1 & JVM=$!
+bare_pythons > "$LOG_DIR/bare.log" 2>&1 & BARE=$!
+wheelhouses > "$LOG_DIR/wheelhouse.log" 2>&1 & WHEELS=$!
+RC=0
+for job in "jvm:$JVM" "bare:$BARE" "wheelhouse:$WHEELS"; do
+    if ! wait "${job#*:}"; then
+        echo "test_deps.sh: ${job%%:*} failed (log: $LOG_DIR/${job%%:*}.log):" >&2
+        tail -20 "$LOG_DIR/${job%%:*}.log" >&2
+        RC=1
+    fi
+done
+echo "test_deps.sh: JVM modules, bare Pythons and wheelhouses ready in $((SECONDS - STARTED)) s" >&2
+exit $RC
