@@ -40,6 +40,13 @@ cached_ok() {
 if ! cached_ok; then
     command -v mvn >/dev/null || { echo "jvm.sh: mvn is not installed (needed once to resolve $POM)" >&2; exit 3; }
     mkdir -p "$CACHE" "$REPO"
+    # One Maven at a time per local repository (the suite resolves modules beside its tests, and
+    # two Mavens writing one artifact into the repository can leave it half written); whoever
+    # waited finds the classpath already cached.
+    exec 8>"$CACHE/maven.lock"
+    flock 8
+fi
+if ! cached_ok; then
     TMP="$CP_FILE.tmp.$$"
     trap 'rm -f "$TMP"' EXIT
     # -B: no colours/progress; the log goes to a file shown only when Maven fails.
