@@ -4,7 +4,9 @@ import pytest
 
 from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
-pytest_plugins = ["support.lanes"]
+# the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
+# SparkSession and samples, the standalone cluster and the Spark Connect server
+pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster"]
 
 
 def pytest_report_header(config):

@@ -1,5 +1,6 @@
 """Shared pieces of the Spark tests: the session, sample data, the oracle, the user's environment
-(wheelhouse, bare Python, a standalone cluster).
+(wheelhouse, bare Python, a Spark Connect client); the standalone cluster and the Connect server
+are in support/spark_cluster.py.
 
 The oracle is kafkarec's own decoder (``iter_arrow``) run on the same bytes
 without Spark; Spark's rows are compared with it column by column.
@@ -15,8 +16,6 @@ import subprocess
 import sys
 
 import pytest
-
-from support.net import free_port, free_ports
 
 VENV_PY = sys.executable
 
@@ -194,7 +193,7 @@ def make_corrupt_dir(sample: str, dest: str) -> dict:
     return info
 
 
-# -- the user's environment: wheelhouse, bare Python, a standalone cluster ------------------
+# -- the user's environment: wheelhouse, bare Python, a Spark Connect client -------------------
 
 def python_for(version: str) -> str | None:
     """An interpreter for ``version`` ("3.12"): on PATH, else pyenv's."""
@@ -272,135 +271,6 @@ def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     with open(out) as f:
         return json.load(f)
-
-
-class StandaloneCluster:
-    """A Spark standalone master and ``workers`` workers (``spark-class``, all on
-    127.0.0.1, each worker with its own work dir), started from the pyspark of
-    ``python``'s venv.  Each daemon runs in its own process group (its
-    executors too), which :meth:`kill_worker` and :meth:`stop` end by id."""
-
-    def __init__(self, workdir: str, python: str, *, workers: int = 2, cores: int = 1,
-                 memory: str = "1g", env=None):
-        self.workdir = workdir
-        self.python = python
-        self.spark_class = os.path.join(os.path.dirname(python), "spark-class")
-        self.env = bare_env(python, env)
-        self.env["SPARK_LOG_DIR"] = os.path.join(workdir, "logs")
-        self.n_workers, self.cores, self.memory = workers, cores, memory
-        self.procs: list = []          # (name, Popen)
-        self.port, self.ui_port = free_ports(2)
-        self.master_url = f"spark://127.0.0.1:{self.port}"
-
-    def _start(self, name, args):
-        log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
-        proc = subprocess.Popen([self.spark_class] + args, cwd=self.workdir, env=self.env,
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        log.close()
-        self.procs.append((name, proc))
-        return proc
-
-    def start(self, timeout: float = 120):
-        os.makedirs(self.workdir, exist_ok=True)
-        self._start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(self.port), "--webui-port", str(self.ui_port)])
-        for i in range(self.n_workers):
-            self.add_worker(i)
-        self.wait_workers(self.n_workers, timeout)
-        return self
-
-    def add_worker(self, i: int):
-        work = os.path.join(self.workdir, f"worker-{i}")
-        os.makedirs(work, exist_ok=True)
-        return self._start(f"worker-{i}", [
-            "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port",
-            str(free_port()), "--webui-port", str(free_port()), "--cores", str(self.cores),
-            "--memory", self.memory, "--work-dir", work, self.master_url])
-
-    def status(self) -> dict:
-        import json
-        import urllib.request
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
-            return json.load(r)
-
-    def wait_workers(self, n: int, timeout: float = 120):
-        import time
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            for name, p in self.procs:
-                if p.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {p.returncode}:\n{self.log(name)[-3000:]}")
-            try:
-                last = self.status()
-                if last.get("aliveworkers", 0) >= n:
-                    return last
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise TimeoutError(f"{n} workers did not register in {timeout} s: {last}\n"
-                           f"{self.log('master')[-3000:]}")
-
-    def log(self, name: str) -> str:
-        try:
-            with open(os.path.join(self.workdir, f"{name}.log"), errors="replace") as fh:
-                return fh.read()
-        except OSError:
-            return ""
-
-    def kill_worker(self, i: int):
-        """SIGKILL worker ``i``'s process group: the worker, its executor JVM and
-        their Python workers, at once (a machine lost mid-job)."""
-        import signal
-        for name, p in self.procs:
-            if name == f"worker-{i}" and p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=30)
-
-    def stop(self):
-        import signal
-        import time
-        for _, p in reversed(self.procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 20
-        for _, p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        # whatever is left in those groups (executors slow to notice): SIGKILL by group id
-        for _, p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=30)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-
-def alive_in_groups(pgids) -> list:
-    """Processes still alive in the given process groups (for leak checks)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) in pgids and fields[0] != "Z":
-                out.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
 
 
 def connect_client(python: str, wheel: str) -> str:

@@ -12,7 +12,7 @@ The rules (docs/layout.md, "Examples in the documentation", says the same for wr
 - Every file runs in a fresh working folder of its own holding ``sample-data/``
   (``python -m kafkarec.sample sample-data``), with this checkout's ``kafkarec`` first on
   ``PYTHONPATH`` and the interpreter's ``bin`` folder (the ``kafkarec`` command) first
-  on ``PATH``. Files whose examples use Spark share one local SparkSession.
+  on ``PATH``. Files whose examples use Spark share the test session's local SparkSession.
 - Any other block fails the test unless :data:`NOT_RUN` names it with the reason.
 """
 from __future__ import annotations
@@ -114,20 +114,6 @@ def prepare(folder: str, path: str) -> None:
         world.build(os.path.join(folder, "registry-data"))
 
 
-@pytest.fixture(scope="module")
-def spark_session(tmp_path_factory):
-    import spark_helpers as H
-    why = H.spark_available()
-    if why:
-        pytest.skip(why)
-    from pyspark.sql import SparkSession
-    existing = SparkSession.getActiveSession()
-    session = H.make_session(str(tmp_path_factory.mktemp("docs-spark-cache")))
-    yield session
-    if existing is None:
-        session.stop()
-
-
 def _params():
     for path in FILES:
         if os.path.exists(os.path.join(ROOT, path)):
@@ -139,7 +125,13 @@ def _params():
 def test_examples(path, tmp_path, monkeypatch, request):
     """Every block of ``path`` in order; every difference is reported, not only the first."""
     if uses_spark(path):
-        request.getfixturevalue("spark_session")
+        import spark_helpers as H
+        why = H.spark_available()
+        if why:
+            pytest.skip(why)
+        # the session's own SparkSession (support/spark_session.py): the examples'
+        # getOrCreate() returns it
+        request.getfixturevalue("spark")
     folder = str(tmp_path)
     prepare(folder, path)
     monkeypatch.chdir(folder)

@@ -15,18 +15,6 @@ pytestmark = [pytest.mark.spark]
 PARTITIONS, SEGMENTS = 1500, 2
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    why = H.spark_available()
-    if why:
-        pytest.fail(f"Spark is part of the test extra: {why}")
-    import spark_udfs
-    session = H.make_session(str(tmp_path_factory.mktemp("spark-cache")))
-    spark_udfs.register(session)          # carries the cluster's default parallelism
-    yield session
-    session.stop()
-
-
 def test_1500_small_partitions_spread_over_tasks(spark, s3):
     t0 = time.perf_counter()
     assert B.write_s3(s3.filesystem(), "many", PARTITIONS, SEGMENTS, side_files=False) == 3000

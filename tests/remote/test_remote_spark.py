@@ -15,23 +15,6 @@ import spark_helpers as H
 pytestmark = [pytest.mark.spark]
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    why = H.spark_available()
-    if why:
-        pytest.fail(f"Spark is part of the test extra: {why}")
-    from spark_udfs._datasource import KafkaRecDataSource
-    session = H.make_session(str(tmp_path_factory.mktemp("spark-cache")))
-    session.dataSource.register(KafkaRecDataSource)
-    return session
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    return H.sample_logs(tmp_path_factory, seed=7)
-
-
-
 def _split(table, corrupt="_corrupt_record"):
     import pyarrow.compute as pc
     bad = pc.is_valid(table.column(corrupt))

@@ -136,18 +136,12 @@ def test_bad_timeout_option():
 
 
 @pytest.mark.spark
-def test_spark_shows_the_one_line(s3, s3_uri, clean_env, tmp_path):
+def test_spark_shows_the_one_line(spark, s3, s3_uri, clean_env):
     """The data source plans through kafkarec.log: its error is the same line, not a
     pyarrow traceback about AWS errors."""
     import spark_helpers as H
-    why = H.spark_available()
-    if why:
-        pytest.fail(f"Spark is part of the test extra: {why}")
-    from spark_udfs._datasource import KafkaRecDataSource
-    session = H.make_session(str(tmp_path / "spark-cache"))
-    session.dataSource.register(KafkaRecDataSource)
     opts = _options(s3, secret_key="not-the-secret")
     with pytest.raises(Exception) as info:
-        H.read(session, s3_uri, **opts).collect()
+        H.read(spark, s3_uri, **opts).collect()
     text = str(info.value)
     assert f"{s3_uri}: access denied (AWS Error" in text, text[-3000:]

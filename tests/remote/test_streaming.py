@@ -90,13 +90,7 @@ def test_data_loss(tmp_path):
 
 
 @pytest.mark.spark
-def test_stream_exactly_once_across_restart(tmp_path):
-    why = H.spark_available()
-    if why:
-        pytest.fail(f"Spark is part of the test extra: {why}")
-    from spark_udfs._datasource import KafkaRecDataSource
-    spark = H.make_session(str(tmp_path / "spark-cache"))
-    spark.dataSource.register(KafkaRecDataSource)
+def test_stream_exactly_once_across_restart(spark, tmp_path):
     root = str(tmp_path / "logs")
     out, ck = str(tmp_path / "out"), str(tmp_path / "checkpoint")
     log = GrowingLog(root)

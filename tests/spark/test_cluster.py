@@ -1,13 +1,13 @@
 """kafkarec on a real Spark standalone cluster, as users run it.
 
-A master and two workers (spark-class, 127.0.0.1, own work dirs), started from
-a "bare" Python 3.12 venv holding only pyspark, pyarrow and pandas (made once,
-cached in .cache/).  kafkarec reaches the driver, the executors and the Data
-Source planner only as ``spark-submit --py-files <kafkarec cp312 wheel>`` plus
-the dependency wheels next to it (scripts/wheelhouse.sh).  Every output is
-compared row by row with kafkarec's own decoder; one test kills a worker in
-the middle of a job.  The cluster is torn down by the fixture and nothing it
-started is left running.
+The session's cluster (support/spark_cluster.py): a master and two workers (spark-class,
+127.0.0.1, own work dirs), started from a "bare" Python 3.12 venv holding only pyspark,
+pyarrow and pandas (made once, cached in .cache/).  kafkarec reaches the driver, the
+executors and the Data Source planner only as ``spark-submit --py-files <kafkarec cp312
+wheel>`` plus the dependency wheels next to it (scripts/wheelhouse.sh).  Every output is
+compared row by row with kafkarec's own decoder; one test kills a worker in the middle of a
+job (after every other test of the session, then starts it again).  The fixture tears the
+cluster down at the end of the session and nothing it started is left running.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import time
 import pytest
 
 import spark_helpers as H
+from support.spark_cluster import MASTER_VARIABLE
 
 pytestmark = [pytest.mark.spark]
 
@@ -31,31 +32,8 @@ JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "paths_jo
 
 
 @pytest.fixture(scope="module")
-def bare312(py312):
-    return H.bare_python(py312)
-
-
-@pytest.fixture(scope="module")
-def wheel312(py312):
-    return H.wheelhouse(py312)
-
-
-@pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     return H.sample_logs(tmp_path_factory, seed=11)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, bare312):
-    work = str(tmp_path_factory.mktemp("cluster"))
-    c = H.StandaloneCluster(work, bare312, workers=2, cores=1, memory="1g",
-                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
-    c.start()
-    groups = {p.pid for _, p in c.procs}
-    yield c
-    c.stop()
-    left = H.alive_in_groups(groups)
-    assert not left, f"processes left running after the cluster stopped: {left}"
 
 
 def submit(cluster, wheel, args, cwd, *, background=False, timeout=420, py_files=None):
@@ -64,7 +42,7 @@ def submit(cluster, wheel, args, cwd, *, background=False, timeout=420, py_files
            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
            "--conf", "spark.executor.memory=768m", "--conf", "spark.sql.shuffle.partitions=2",
            "--py-files", py_files or wheel, JOB] + args
-    env = dict(cluster.env, KAFKAREC_NATIVE_CACHE=os.path.join(cwd, "driver-cache"))
+    env = H.bare_env(cluster.python, {"KAFKAREC_NATIVE_CACHE": os.path.join(cwd, "driver-cache")})
     if background:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -132,10 +110,10 @@ def check_functions(out, sample):
         assert all(f"byte {e['position']} " in text for e in want_errors[path])
 
 
-def test_every_spark_path_on_a_bare_312_cluster(cluster, wheel312, sample, tmp_path):
+def test_every_spark_path_on_a_bare_312_cluster(spark_cluster, wheel312, sample, tmp_path):
     t0 = time.monotonic()
     out = str(tmp_path / "out")
-    proc = submit(cluster, wheel312, [sample, out], str(tmp_path))
+    proc = submit(spark_cluster, wheel312, [sample, out], str(tmp_path))
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-6000:]
     reg = json.load(open(os.path.join(out, "register.json")))
@@ -148,24 +126,31 @@ def test_every_spark_path_on_a_bare_312_cluster(cluster, wheel312, sample, tmp_p
         "kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "packaging"}
     assert reg["executors"] and all("Python 3.12" in e and ".whl.zip/kafkarec" in e
                                     and "native-cache" in e for e in reg["executors"])
-    assert all(cluster.python in e for e in reg["executors"])
+    assert all(spark_cluster.python in e for e in reg["executors"])
     n = check_data_source(out, sample)
     check_assign(out, sample)
     check_functions(out, sample)
     print(f"cluster job: {n} records, {time.monotonic() - t0:.1f} s")
 
 
-def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(cluster, wheel312, sample, tmp_path):
-    """Also the other way to ship: --py-files listing every wheel of the wheelhouse."""
+@pytest.mark.kills_a_spark_worker
+def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(spark_cluster, wheel312, sample, tmp_path):
+    """Also the other way to ship: --py-files listing every wheel of the wheelhouse.  Runs
+    after every other test of the session (its marker) and starts the worker again."""
+    cluster = spark_cluster.own
+    if cluster is None:
+        pytest.skip(f"{MASTER_VARIABLE} names a cluster this session did not start: none of its "
+                    "workers is killed")
     marker = tmp_path / "started"
     marker.mkdir()
     out = str(tmp_path / "out")
     every = [wheel312] + sorted(w for w in glob.glob(os.path.join(os.path.dirname(wheel312), "*.whl"))
                                 if w != wheel312 and "cp311" not in w)
     t0 = time.monotonic()
-    proc = submit(cluster, wheel312, [sample, out, "--only", "ds", "--marker", str(marker),
-                                      "--delay", "1.0", "--max-partition-bytes", "64k"],
+    proc = submit(spark_cluster, wheel312, [sample, out, "--only", "ds", "--marker", str(marker),
+                                            "--delay", "1.0", "--max-partition-bytes", "64k"],
                   str(tmp_path), background=True, py_files=",".join(every))
+    killed = None
     try:
         deadline = time.monotonic() + 240
         while len(os.listdir(marker)) < 3:
@@ -177,12 +162,18 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(cluster, wheel312,
         log, _ = proc.communicate(timeout=360)
         print(f"tasks started before the kill: {len(os.listdir(marker))} "
               f"({killed - t0:.1f} s); job done {time.monotonic() - killed:.1f} s after it")
+        alive_after_the_job = cluster.status()["aliveworkers"]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
             proc.wait()
+        if killed is not None:
+            # the cluster as every test finds it: both workers alive
+            restored = time.monotonic()
+            cluster.restart_worker(1)
+            print(f"worker 1 back in {time.monotonic() - restored:.1f} s")
     assert proc.returncode == 0, log[-6000:]
-    assert cluster.status()["aliveworkers"] in (1, 2)   # the master may not have noticed yet
+    assert alive_after_the_job in (1, 2)   # the master may not have noticed yet
     attempts = os.listdir(marker)
     n = check_data_source(out, sample)
     # tasks did run again after the loss (a partition started twice, or on a new pid)

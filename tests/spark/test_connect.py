@@ -7,10 +7,10 @@ only through ``spark_udfs.register(spark)`` (session artifacts).  Two deployment
 Connect session each, shared by the tests of this module:
 
 * ``local``: ``SparkSession.builder.remote("local[2]")`` (the client starts the server);
-* ``server``: a Connect server started on its own with ``spark-submit --class
-  org.apache.spark.sql.connect.service.SparkConnectServer`` over the standalone cluster of
-  test_cluster.py (two workers), reached as ``sc://127.0.0.1:PORT``; both stopped by the
-  fixture, nothing left running.
+* ``server``: the session's Connect server (support/spark_cluster.py), started on its own
+  with ``spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer`` over
+  the session's standalone cluster (two workers), reached as ``sc://127.0.0.1:PORT``; both
+  stopped at the end of the session, nothing left running.
 
 jobs/connect_job.py runs every surface (batch reads of a local and an ``s3://`` log dir,
 error modes, ``kafkarec_decode``/``kafkarec_explode`` in SQL, ``valueFormat=registry`` (Avro,
@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 import spark_helpers as H
+from support.spark_cluster import stop_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -51,11 +49,9 @@ DEPLOYMENTS = ["local", "server"]
 
 
 @pytest.fixture(scope="module")
-def user(py312):
+def user(py312, bare312, wheel312):
     """(bare server-side Python, kafkarec wheel, client Python)."""
-    bare = H.bare_python(py312)
-    wheel = H.wheelhouse(py312)
-    return bare, wheel, H.connect_client(py312, wheel)
+    return bare312, wheel312, H.connect_client(py312, wheel312)
 
 
 @pytest.fixture(scope="module")
@@ -84,34 +80,6 @@ def classic(spark, inputs, tmp_path_factory):
     return work, result
 
 
-def _wait_port(port, proc, timeout=180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-        except OSError:
-            time.sleep(0.5)
-    return False
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)
-
-
 def _run_client(user, inputs, work, remote, env_extra):
     bare, wheel, client = user
     cfg = dict(inputs, remote=remote, work=work, wheelhouse=os.path.dirname(wheel),
@@ -130,7 +98,7 @@ def _run_client(user, inputs, work, remote, env_extra):
     try:
         log, _ = proc.communicate(timeout=900)
     finally:
-        _kill_group(proc)
+        stop_group(proc)
     with open(os.path.join(work, "client.log"), "w") as fh:
         fh.write(log)                 # the whole log: a failure's Python traceback precedes the JVM's
     assert proc.returncode == 0, log[-10000:]
@@ -146,39 +114,10 @@ def local(user, inputs, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(user, inputs, tmp_path_factory):
-    bare = user[0]
+def server(user, inputs, spark_connect, tmp_path_factory):
     work = str(tmp_path_factory.mktemp("connect-server"))
-    cache = {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")}
-    cluster = H.StandaloneCluster(os.path.join(work, "cluster"), bare, workers=2, cores=1,
-                                  memory="1g", env=cache)
-    cluster.start()
-    groups = {p.pid for _, p in cluster.procs}
-    port = H.free_port()
-    log = open(os.path.join(work, "connect-server.log"), "wb")
-    srv = subprocess.Popen(
-        [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", cluster.master_url,
-         "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-         "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-         "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=768m",
-         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
-         "--conf", f"spark.pyspark.python={bare}"],
-        cwd=work, env=H.bare_env(bare, cache), stdout=log, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True)
-    log.close()
-    groups.add(srv.pid)
-    try:
-        if not _wait_port(port, srv):
-            with open(os.path.join(work, "connect-server.log"), errors="replace") as fh:
-                pytest.fail(f"the Connect server did not listen on {port}:\n{fh.read()[-5000:]}")
-        yield _run_client(user, inputs, work, f"sc://127.0.0.1:{port}", cache)
-    finally:
-        _kill_group(srv)
-        cluster.stop()
-        left = H.alive_in_groups(groups)
-        assert not left, f"processes left running: {left}"
+    return _run_client(user, inputs, work, spark_connect,
+                       {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
 
 
 @pytest.fixture(params=DEPLOYMENTS)

@@ -1,9 +1,11 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
 only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec wheel>``, in local mode
-and on a standalone cluster, each as two applications (the second restarts every query
-from its checkpoint).  jobs/stream_job.py grows a log directory while the queries read it
-(appends, a half-written batch, a new segment, a new partition, transactions open across
-micro-batches and segments) and reports what the Parquet sinks hold.
+and on the session's standalone cluster, each as two applications (the second restarts every
+query from its checkpoint).  Local mode on this interpreter's Python (3.11), the cluster on
+its bare Python 3.12 with the cp312 wheel (support/spark_cluster.py).  jobs/stream_job.py
+grows a log directory while the queries read it (appends, a half-written batch, a new
+segment, a new partition, transactions open across micro-batches and segments) and reports
+what the Parquet sinks hold.
 
 Spark plans a streaming Python source in its own Python process
 (python_streaming_source_runner), which looks for py-files under
@@ -122,16 +124,5 @@ def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, whee
     assert r["unsplit"]["tasks"] == [["orders", 0, 0, 39, 40], ["orders", 1, 0, 1, 2]]
 
 
-def test_stream_on_bare_python_standalone_cluster(bare, wheel, tmp_path):
-    work = str(tmp_path / "cluster")
-    os.makedirs(work)
-    c = H.StandaloneCluster(work, bare, workers=2, cores=1, memory="1g",
-                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
-    c.start()
-    groups = {p.pid for _, p in c.procs}
-    try:
-        _check(tmp_path, bare, wheel, c.master_url)
-    finally:
-        c.stop()
-    left = H.alive_in_groups(groups)
-    assert not left, f"processes left running after the cluster stopped: {left}"
+def test_stream_on_bare_python_standalone_cluster(spark_cluster, wheel312, tmp_path):
+    _check(tmp_path, spark_cluster.python, wheel312, spark_cluster.master_url)

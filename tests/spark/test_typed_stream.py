@@ -11,7 +11,8 @@ once, typed with the reader schema fixed when its application started (v1 in the
 later latest version v2 after the restart; docs/typed-values.md, "Streams"), records written
 with the schema registered mid-stream resolved to v1 (the registry read again when
 ``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
-reason.  Local mode, and the same on a standalone cluster."""
+reason.  Local mode (this interpreter's Python, 3.11), and the same on the session's standalone
+cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py)."""
 from __future__ import annotations
 
 import base64
@@ -305,26 +306,15 @@ def _value_fields(result):
     return [f["name"] for f in value["fields"]]
 
 
-def test_on_a_standalone_cluster(tmp_path):
-    """The same two applications on a standalone cluster (master and two workers from the
-    bare Python): the streaming runner, the planner and the executors each find the wheel."""
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
+def test_on_a_standalone_cluster(spark_cluster, wheel312, tmp_path):
+    """The same two applications on the session's standalone cluster (master and two workers
+    from the bare Python 3.12): the streaming runner, the planner and the executors each find
+    the wheel."""
     work = str(tmp_path / "work")
     os.makedirs(work)
     log, ids = _build(work)
-    cdir = str(tmp_path / "cluster")
-    os.makedirs(cdir)
-    c = H.StandaloneCluster(cdir, bare, workers=2, cores=1, memory="1g",
-                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(cdir, "native-cache")})
-    c.start()
-    groups = {p.pid for _, p in c.procs}
-    try:
-        r1 = _submit(bare, wheel, work, 1, master=c.master_url)
-        r2 = _submit(bare, wheel, work, 2, master=c.master_url)
-    finally:
-        c.stop()
-    assert not H.alive_in_groups(groups)
+    r1 = _submit(spark_cluster.python, wheel312, work, 1, master=spark_cluster.master_url)
+    r2 = _submit(spark_cluster.python, wheel312, work, 2, master=spark_cluster.master_url)
     assert r1["exceptions"] == [] and r2["exceptions"] == []
     _check_rows(r1["rows"], log, ids, {1})
     _check_rows(r2["rows"], log, ids, {1, "between", 2})
