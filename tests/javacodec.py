@@ -35,8 +35,9 @@ from pathlib import Path
 
 import pytest
 
+from support.java import compiled
+
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "CodecOracle.java"
-MAIN_CLASS = "CodecOracle"
 JARS_ENV = "KAFKAREC_JAVA_CODEC_JARS"
 
 # name -> glob patterns, first match wins. lz4-java moved from org.lz4 to the
@@ -152,15 +153,15 @@ class JavaCodec:
                  startup_timeout: float = 120.0, jars_dir: Path | None = None):
         self.timeout = timeout
         self.startup_timeout = startup_timeout
-        self.java, self.javac = find_jdk_tools()
+        self.java, _ = find_jdk_tools()  # javac: support.java finds the one beside java
         self.jars = find_jars(jars_dir)
         self._owned_tmp = None
         if workdir is None:
             self._owned_tmp = tempfile.TemporaryDirectory(prefix="kafkarec-javacodec-")
             workdir = self._owned_tmp.name
         self.workdir = Path(workdir)
-        self.classes_dir = self.workdir / "classes"
         self.stderr_path = self.workdir / "jvm-stderr.log"
+        self.program = None
         self._proc: subprocess.Popen | None = None
         self._stderr_file = None
         self._lock = threading.Lock()
@@ -171,32 +172,23 @@ class JavaCodec:
 
     # -- lifecycle --------------------------------------------------------
 
-    @property
-    def classpath(self) -> str:
-        return os.pathsep.join([str(self.classes_dir), *map(str, self.jars.values())])
-
     def compile(self) -> None:
+        """javac, once for every session (tests/support/java.py keeps the classes in .cache/)."""
         if not JAVA_SOURCE.is_file():
             raise JavaCodecUnavailable(f"oracle source missing: {JAVA_SOURCE}")
-        self.classes_dir.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         try:
-            proc = subprocess.run(
-                [self.javac, "-encoding", "UTF-8", "-nowarn", "-cp", self.classpath,
-                 "-d", str(self.classes_dir), str(JAVA_SOURCE)],
-                capture_output=True, text=True, timeout=self.startup_timeout,
-            )
+            self.program = compiled(str(JAVA_SOURCE), os.pathsep.join(map(str, self.jars.values())),
+                                    java=self.java)
         except subprocess.TimeoutExpired as e:
             raise JavaCodecUnavailable(f"javac timed out after {e.timeout}s") from None
+        except (OSError, RuntimeError) as e:
+            raise JavaCodecUnavailable(str(e)) from None
         self.compile_seconds = time.monotonic() - start
-        if proc.returncode != 0:
-            raise JavaCodecUnavailable(
-                f"javac failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
-            )
 
     def start(self) -> "JavaCodec":
         """Compile (once) and launch the JVM; checks it answers `info`."""
-        if not (self.classes_dir / f"{MAIN_CLASS}.class").is_file():
+        if self.program is None:
             self.compile()
         self._spawn()
         return self
@@ -210,8 +202,7 @@ class JavaCodec:
         native_tmp.mkdir(exist_ok=True)
         try:
             self._proc = subprocess.Popen(
-                [self.java, *JVM_FLAGS, f"-Djava.io.tmpdir={native_tmp}",
-                 "-cp", self.classpath, MAIN_CLASS],
+                self.program.command(jvm_flags=[*JVM_FLAGS, f"-Djava.io.tmpdir={native_tmp}"]),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr_file,
                 bufsize=0,
             )

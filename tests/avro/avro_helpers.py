@@ -1,5 +1,5 @@
 """Shared helpers for the Avro tests: Apache Avro's Java library as an oracle
-(tests/java/AvroOracle.java, many cases per JVM run), fastavro writers, and the
+(tests/java/AvroOracle.java, one JVM for every case of a session), fastavro writers, and the
 canonical form both sides are compared in."""
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 from typing import Any
 
 import fastavro
@@ -16,6 +15,7 @@ import pyarrow as pa
 
 from kafkarec import avro
 from paths import ROOT
+from support.java import LineOracle, compiled
 
 ORACLE = os.path.join(ROOT, "tests", "java", "AvroOracle.java")
 
@@ -30,25 +30,19 @@ def _classpath() -> str:
     return os.pathsep.join(os.path.join(jars, n) for n in sorted(names))
 
 
-def java(cases: list[dict], timeout: float = 600) -> list[dict]:
-    """Run cases through AvroOracle.java in one JVM; one result per case."""
-    if not cases:
-        return []
-    text = "\n".join(json.dumps(c) for c in cases) + "\n"
-    proc = subprocess.run(["java", "-Xss16m", "-cp", _classpath(), ORACLE], input=text.encode(),
-                          capture_output=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"AvroOracle failed: {proc.stderr.decode(errors='replace')[-3000:]}")
-    out = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
-    assert len(out) == len(cases), proc.stderr.decode(errors="replace")[-3000:]
-    return out
+class AvroJava:
+    """AvroOracle.java kept running: ``avro_java(cases)`` is one result per case, every call of
+    a session answered by the same JVM (the ``avro_java`` fixture, tests/avro/conftest.py)."""
 
+    def __init__(self):
+        program = compiled(ORACLE, _classpath())
+        self._oracle = LineOracle(program.command(jvm_flags=["-Xss16m"]), program.main)
 
-def java_write(schema: Any, datums_json: list[str]) -> list[bytes]:
-    """Bodies written by Java's GenericDatumWriter from Avro-JSON-encoded datums."""
-    [res] = java([{"op": "write", "schema": json.dumps(schema), "json": datums_json}])
-    assert "hex" in res, res
-    return [bytes.fromhex(h) for h in res["hex"]]
+    def __call__(self, cases: list[dict], timeout: float = 600) -> list[dict]:
+        return [json.loads(answer) for answer in self._oracle.ask([json.dumps(c) for c in cases], timeout)]
+
+    def close(self) -> None:
+        self._oracle.close()
 
 
 def fastavro_write(schema: Any, records: list) -> list[bytes]:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from avro_helpers import fastavro_json, fastavro_write, java, ours
+from avro_helpers import fastavro_json, fastavro_write, ours
 from kafkarec import avro
 from kafkarec.errors import SchemaResolutionError
 
@@ -188,8 +188,8 @@ def _strip_logical(schema):
 
 
 @pytest.fixture(scope="module")
-def results():
-    """Bodies by fastavro and by Java, then Java's decode of both, in two JVM runs."""
+def results(avro_java):
+    """Bodies by fastavro and by Java, then Java's decode of both (the session's Avro JVM)."""
     plans = []
     writes = []
     for cid, w, r, records in CASES:
@@ -202,7 +202,7 @@ def results():
         fa = fastavro_write(plain, records)
         writes.append({"op": "write", "schema": json.dumps(plain), "json": fastavro_json(plain, records)})
         plans.append((cid, w, r, fa))
-    written = java(writes)
+    written = avro_java(writes)
     reads = []
     out = {}
     for (cid, w, r, fa), jw in zip(plans, written):
@@ -214,7 +214,7 @@ def results():
         out[cid] = (w, r, fa, jbodies)
         reads.append({"op": "read", "writer": json.dumps(w), "reader": json.dumps(r),
                       "hex": [b.hex() for b in fa + jbodies]})
-    for cid, res in zip(list(out), java(reads)):
+    for cid, res in zip(list(out), avro_java(reads)):
         out[cid] = out[cid] + (res,)
     return out
 

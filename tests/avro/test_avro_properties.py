@@ -3,7 +3,7 @@
 Hypothesis draws seeds; each seed builds a batch of (writer, evolved reader,
 records) cases.  Records are written by fastavro and by Java; Java's
 GenericDatumReader(writer, reader) is the oracle for the resolved values, and
-fastavro's reader for the writer's own values.  One JVM run per batch."""
+fastavro's reader for the writer's own values.  One JVM (the session's) answers every batch."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import io
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from avro_helpers import canon, decoded_canon, fastavro_json, fastavro_write, java, ours
+from avro_helpers import canon, decoded_canon, fastavro_json, fastavro_write, ours
 from kafkarec import avro
 from kafkarec.errors import SchemaResolutionError
 
@@ -223,15 +223,15 @@ def _batch(seed: int, size: int = 40):
     return cases
 
 
-# a batch is one JVM run; shrinking would rerun it many times, and a failure
+# a batch is 80 Java cases; shrinking would rerun it many times, and a failure
 # prints the writer and reader schemas, which is what a reproducer needs
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.integers(0, 2 ** 32))
-def test_random_evolutions_match_java(seed):
+def test_random_evolutions_match_java(avro_java, seed):
     cases = _batch(seed)
     writes = [{"op": "write", "schema": json.dumps(w), "json": fastavro_json(w, recs)} for w, rd, recs in cases]
-    written = java(writes)
+    written = avro_java(writes)
     reads = []
     bodies = []
     for (w, rd, recs), jw in zip(cases, written):
@@ -241,7 +241,7 @@ def test_random_evolutions_match_java(seed):
         bodies.append(fa + jb)
         reads.append({"op": "read", "writer": json.dumps(w), "reader": json.dumps(rd),
                       "hex": [b.hex() for b in fa + jb]})
-    results = java(reads)
+    results = avro_java(reads)
     for (w, rd, recs), body, res in zip(cases, bodies, results):
         assert "values" in res, (w, rd, res)
         try:

@@ -17,6 +17,7 @@ sys.path.insert(0, HERE)
 
 import jvm  # noqa: E402  (tests/jvm.py)
 from paths import ROOT  # noqa: E402
+from support.java import compiled  # noqa: E402
 
 CAPTURE = os.path.join(ROOT, "tests", "java", "DebeziumCapture.java")
 
@@ -60,16 +61,17 @@ def debezium_capture(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail("CI needs PostgreSQL (Debian's postgresql package; .ci/run installs it)")
         pytest.skip("PostgreSQL is not installed (Debian's postgresql package)")
-    classpath = jvm.classpath("jvm/debezium")
+    capture = compiled(CAPTURE, jvm.classpath("jvm/debezium"))
     log_dir = tmp_path_factory.mktemp("cdc") / "logs"
     server = PostgresServer().start()
     try:
         server.sql("CREATE DATABASE shop;")
         server.sql(SCHEMA, db="shop")
         out = open(tmp_path_factory.mktemp("cdc-job") / "capture.log", "w+")
-        proc = subprocess.Popen(["java", "-Xmx512m", "-XX:+UseSerialGC", "-cp", classpath, CAPTURE, "127.0.0.1", str(server.port), USER,
-                                 "shop", "public.customers,public.orders,public.capture_done", str(log_dir)],
-                                stdout=subprocess.PIPE, stderr=out, text=True)
+        command = capture.command("127.0.0.1", str(server.port), USER, "shop",
+                                  "public.customers,public.orders,public.capture_done", str(log_dir),
+                                  jvm_flags=["-Xmx512m", "-XX:+UseSerialGC"])
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=out, text=True)
         try:
             deadline = time.monotonic() + 240
             line = ""

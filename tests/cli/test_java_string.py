@@ -1,7 +1,7 @@
 """``dump --payload-encoding java`` renders bytes as Java's ``new String(bytes, UTF_8)``
 (what kafka-dump-log prints), through the core's one Java decoding rule.
 
-CASES were printed by Java 17 (``java tests/java/JavaString.java HEX...``); when a
+CASES were printed by Java 17 (tests/java/JavaString.java, given every HEX at once); when a
 ``java`` is on PATH the test asks it again, so the table cannot drift from Java."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 import kafkarec
 from kafkarec.cli.common import PAYLOAD_RENDERERS, java_string
 from kafkarec.cli import main
+from support import java
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORACLE = os.path.join(os.path.dirname(HERE), "java", "JavaString.java")
@@ -47,8 +48,8 @@ def test_python_replace_differs_where_java_does():
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH to re-check the recorded table")
 def test_table_matches_a_live_java():
-    out = subprocess.run(["java", ORACLE, *CASES], capture_output=True, text=True, timeout=120,
-                         check=True).stdout
+    out = subprocess.run(java.compiled(ORACLE).command(*CASES), capture_output=True, text=True,
+                         timeout=120, check=True).stdout
     for line in out.splitlines():
         hexdata, points = line.split(" ", 1)
         assert [int(p, 16) for p in points.strip(",").split(",")] == CASES[hexdata], line

@@ -4,9 +4,11 @@
 // printingEnumsAsInts with enums.as.ints, a type registry of every message of the descriptor set
 // as ProtobufUtils.buildTypeRegistry adds them).
 //
-//   java -cp <jvm/protobuf's classpath> tests/java/AnyJsonOracle.java DESCRIPTOR_SET MESSAGE ENUMS_AS_INTS
+//   java -cp <jvm/protobuf's classpath> tests/java/AnyJsonOracle.java DESCRIPTOR_SET (MESSAGE ENUMS_AS_INTS)...
 //
-// stdin: payloads, each a 4-byte big-endian length and the message's bytes.  stdout (UTF-8), per payload:
+// One run per MESSAGE ENUMS_AS_INTS pair, in order, all in one JVM.  stdin, per run: a 4-byte
+// big-endian count of payloads, then the payloads, each a 4-byte big-endian length and the
+// message's bytes.  stdout (UTF-8), per payload:
 //   ROW <n>            n Any values follow, in the order of the message's fields (declared order,
 //                      into nested messages, list items, map values in the wire's order), each one
 //   J <hex> <json>     the Any re-serialized (hex) and the printer's text, or
@@ -24,7 +26,6 @@ import com.google.protobuf.Message;
 import com.google.protobuf.TypeRegistry;
 import com.google.protobuf.util.JsonFormat;
 import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -51,58 +52,58 @@ public class AnyJsonOracle {
     }
     // ProtobufUtils.buildTypeRegistry(descriptorBytes): every file's message types
     TypeRegistry.Builder registry = TypeRegistry.newBuilder();
-    Descriptor root = null;
     for (FileDescriptor f : files) {
       registry.add(f.getMessageTypes());
-      for (Descriptor d : f.getMessageTypes()) {
-        if (root == null && (d.getFullName().equals(args[1]) || d.getName().equals(args[1]))) {
-          root = d;
-        }
-      }
     }
-    if (root == null) {
-      throw new IllegalArgumentException("no message " + args[1]);
-    }
-    JsonFormat.Printer printer =
-        JsonFormat.printer().omittingInsignificantWhitespace().preservingProtoFieldNames();
-    if (Boolean.parseBoolean(args[2])) {
-      printer = printer.printingEnumsAsInts();
-    }
-    printer = printer.usingTypeRegistry(registry.build());
+    TypeRegistry types = registry.build();
 
     PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     out.println("JAVA " + System.getProperty("java.version"));
     DataInputStream in = new DataInputStream(System.in);
     HexFormat hex = HexFormat.of();
-    while (true) {
-      int n;
-      try {
-        n = in.readInt();
-      } catch (EOFException e) {
-        break;
+    for (int run = 1; run + 1 < args.length; run += 2) {
+      Descriptor root = message(files, args[run]);
+      JsonFormat.Printer printer =
+          JsonFormat.printer().omittingInsignificantWhitespace().preservingProtoFieldNames();
+      if (Boolean.parseBoolean(args[run + 1])) {
+        printer = printer.printingEnumsAsInts();
       }
-      byte[] payload = new byte[n];
-      in.readFully(payload);
-      DynamicMessage message;
-      try {
-        message = DynamicMessage.parseFrom(root, payload);
-      } catch (Exception e) {
-        out.println("X " + oneLine(e));
-        continue;
-      }
-      List<Message> anys = new ArrayList<>();
-      walk(message, anys);
-      out.println("ROW " + anys.size());
-      for (Message any : anys) {
-        String bytes = hex.formatHex(any.toByteArray());
+      printer = printer.usingTypeRegistry(types);
+      for (int count = in.readInt(); count > 0; count--) {
+        byte[] payload = new byte[in.readInt()];
+        in.readFully(payload);
+        DynamicMessage message;
         try {
-          out.println("J " + bytes + " " + printer.print(any));
+          message = DynamicMessage.parseFrom(root, payload);
         } catch (Exception e) {
-          out.println("E " + bytes + " " + oneLine(e));
+          out.println("X " + oneLine(e));
+          continue;
+        }
+        List<Message> anys = new ArrayList<>();
+        walk(message, anys);
+        out.println("ROW " + anys.size());
+        for (Message any : anys) {
+          String bytes = hex.formatHex(any.toByteArray());
+          try {
+            out.println("J " + bytes + " " + printer.print(any));
+          } catch (Exception e) {
+            out.println("E " + bytes + " " + oneLine(e));
+          }
         }
       }
     }
     out.flush();
+  }
+
+  static Descriptor message(List<FileDescriptor> files, String name) {
+    for (FileDescriptor f : files) {
+      for (Descriptor d : f.getMessageTypes()) {
+        if (d.getFullName().equals(name) || d.getName().equals(name)) {
+          return d;
+        }
+      }
+    }
+    throw new IllegalArgumentException("no message " + name);
   }
 
   static FileDescriptor build(String name, Map<String, FileDescriptorProto> protos,

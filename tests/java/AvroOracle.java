@@ -3,7 +3,8 @@
 //
 //   java -cp avro.jar:jackson-*.jar tests/java/AvroOracle.java < cases.jsonl > results.jsonl
 //
-// One JSON object per input line, one per output line (many cases per JVM run):
+// One JSON object per input line, one per output line, each flushed as it is printed (one JVM
+// answers case after case, for a whole test session):
 //   {"op": "write", "schema": TEXT, "json": [AVRO-JSON...]}
 //       -> {"hex": [HEX...]}: each datum, given in Avro's JSON encoding, written
 //          by GenericDatumWriter + BinaryEncoder;
@@ -50,7 +51,7 @@ public class AvroOracle {
 
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);  // println flushes
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) continue;
@@ -67,7 +68,6 @@ public class AvroOracle {
             }
             out.println(M.writeValueAsString(res));
         }
-        out.flush();
     }
 
     static ArrayNode write(JsonNode c) throws Exception {

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 
 from paths import ROOT
+from support.java import compiled, jdk
 
 ORACLE = os.path.join(ROOT, "tests", "java", "AnyJsonOracle.java")
 
@@ -378,7 +379,7 @@ class Maker:
 
 def jdks() -> list[str]:
     """The ``java`` on PATH, then a JDK 19 or later when there is one (JAVA_HOME, /usr/lib/jvm): its
-    Float.toString follows the shortest-digits rule kafkarec prints by."""
+    Float.toString follows the shortest-digits rule kafkarec prints by.  Each has its javac beside it."""
     import shutil
     found = []
     path_java = shutil.which("java")
@@ -395,45 +396,51 @@ def jdks() -> list[str]:
 
 
 def java_major(java: str) -> int:
-    proc = subprocess.run([java, "-version"], capture_output=True, text=True)
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr)
-    if not m:
+    """The JDK's major version (read from its release file: no JVM), 0 for a runtime without javac."""
+    try:
+        return jdk(java).major
+    except FileNotFoundError:
         return 0
-    major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major
 
 
-def run_oracle(java: str, classpath: str, descriptor_set: bytes, message: str, enums_as_ints: bool,
-               payloads: list[bytes]) -> tuple[str, list]:
-    """(Java's version, per payload: ("X", error) or ("ROW", [("J", any bytes, json) | ("E", any bytes,
-    error)]))."""
+def run_oracle(java: str, classpath: str, descriptor_set: bytes,
+               runs: list[tuple[str, bool, list[bytes]]]) -> tuple[str, list[list]]:
+    """All ``(message, enums_as_ints, payloads)`` runs in one JVM of ``java``: (Java's version, per run, per
+    payload: ("X", error) or ("ROW", [("J", any bytes, json) | ("E", any bytes, error)]))."""
+    program = compiled(ORACLE, classpath, java=java)
     with tempfile.NamedTemporaryFile(suffix=".pb", delete=False) as fh:
         fh.write(descriptor_set)
     try:
-        data = b"".join(len(p).to_bytes(4, "big") + p for p in payloads)
-        proc = subprocess.run([java, "-Xss16m", "-XX:+UseSerialGC", "-Xmx512m", "-Dfile.encoding=UTF-8",
-                               "-cp", classpath, ORACLE, fh.name, message, str(enums_as_ints).lower()],
-                              input=data, capture_output=True, timeout=600)
+        args, data = [fh.name], bytearray()
+        for message, enums_as_ints, payloads in runs:
+            args += [message, str(enums_as_ints).lower()]
+            data += len(payloads).to_bytes(4, "big") + b"".join(len(p).to_bytes(4, "big") + p for p in payloads)
+        proc = subprocess.run(program.command(*args, jvm_flags=["-Xss16m", "-XX:+UseSerialGC", "-Xmx512m",
+                                                                "-Dfile.encoding=UTF-8"]),
+                              input=bytes(data), capture_output=True, timeout=600)
     finally:
         os.unlink(fh.name)
     if proc.returncode != 0:
         raise RuntimeError(f"AnyJsonOracle failed: {proc.stderr.decode(errors='replace')[-3000:]}")
     lines = proc.stdout.decode("utf-8").split("\n")
     version = lines[0].split(" ", 1)[1]
-    out, i = [], 1
-    while len(out) < len(payloads):
-        kind, _, rest = lines[i].partition(" ")
-        i += 1
-        if kind == "X":
-            out.append(("X", rest))
-            continue
-        anys = []
-        for _ in range(int(rest)):
-            tag, hexed, text = lines[i].split(" ", 2)
-            anys.append((tag, bytes.fromhex(hexed), text))
+    results, i = [], 1
+    for _, _, payloads in runs:
+        out = []
+        while len(out) < len(payloads):
+            kind, _, rest = lines[i].partition(" ")
             i += 1
-        out.append(("ROW", anys))
-    return version, out
+            if kind == "X":
+                out.append(("X", rest))
+                continue
+            anys = []
+            for _ in range(int(rest)):
+                tag, hexed, text = lines[i].split(" ", 2)
+                anys.append((tag, bytes.fromhex(hexed), text))
+                i += 1
+            out.append(("ROW", anys))
+        results.append(out)
+    return version, results
 
 
 _NUMBER = re.compile(r"(-?\d+(?:\.\d+)?(?:E-?\d+)?)")

@@ -48,6 +48,31 @@ def java_setup():
     return cp, found
 
 
+@pytest.fixture(scope="module")
+def holder_payloads(world):
+    """{enums_as_ints: random Holder payloads}."""
+    modules, _ = world
+    out = {}
+    for enums_as_ints in (False, True):
+        maker = Maker(modules, seed=17 + enums_as_ints)
+        out[enums_as_ints] = [maker.holder() for _ in range(PAYLOADS)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def java_answers(world, java_setup, holder_payloads):
+    """{enums_as_ints: {java: (version, per payload)}}: both printers' runs in one JVM of each JDK."""
+    _, schema = world
+    cp, javas = java_setup
+    answers = {mode: {} for mode in holder_payloads}
+    for java in javas:
+        version, per_run = run_oracle(java, cp, schema.descriptor_set,
+                                      [("kr.any.Holder", mode, holder_payloads[mode]) for mode in holder_payloads])
+        for mode, out in zip(holder_payloads, per_run):
+            answers[mode][java] = (version, out)
+    return answers
+
+
 def _decode(schema, payloads: list, enums_as_ints: bool):
     # (Inner's Struct and Value are recursive messages: Spark reads them only to a depth)
     options = {"convert.any.fields.to.json": "true", "enums.as.ints": str(enums_as_ints).lower(),
@@ -81,17 +106,15 @@ def _anys(shape, value, out: list) -> list:
 
 
 @pytest.mark.parametrize("enums_as_ints", [False, True], ids=["enum-names", "enums.as.ints"])
-def test_any_fields_print_as_javas_json_format(world, java_setup, enums_as_ints):
-    modules, schema = world
-    cp, javas = java_setup
-    maker = Maker(modules, seed=17 + enums_as_ints)
-    payloads = [maker.holder() for _ in range(PAYLOADS)]
+def test_any_fields_print_as_javas_json_format(world, java_setup, holder_payloads, java_answers, enums_as_ints):
+    _, schema = world
+    _, javas = java_setup
+    payloads = holder_payloads[enums_as_ints]
     dec, arr, errors = _decode(schema, payloads, enums_as_ints)
     printer = AnyJson(schema, enums_as_ints)
     reference = max(javas, key=java_major)
     stats = {"payloads": len(payloads), "anys": 0, "any_errors": 0, "failed_rows": 0, "jdk17_float_digits": 0}
-    results = {java: run_oracle(java, cp, schema.descriptor_set, "kr.any.Holder", enums_as_ints, payloads)
-               for java in javas}
+    results = java_answers[enums_as_ints]
     version, expected = results[reference]
     for i, (want, error) in enumerate(zip(expected, errors)):
         kind, content = want

@@ -1,0 +1,16 @@
+"""The Avro tests' Java oracle, started once for the session."""
+from __future__ import annotations
+
+import pytest
+
+from avro_helpers import AvroJava
+
+
+@pytest.fixture(scope="session")
+def avro_java():
+    """Apache Avro's Java library (tests/java/AvroOracle.java): one JVM answers every case."""
+    oracle = AvroJava()
+    try:
+        yield oracle
+    finally:
+        oracle.close()
