@@ -117,7 +117,8 @@ def prepare(folder: str, path: str) -> None:
 def _params():
     for path in FILES:
         if os.path.exists(os.path.join(ROOT, path)):
-            marks = [pytest.mark.spark] if uses_spark(path) else []
+            # the session's SparkSession, reached through request.getfixturevalue
+            marks = [pytest.mark.spark, pytest.mark.components("spark")] if uses_spark(path) else []
             yield pytest.param(path, id=path, marks=marks)
 
 

@@ -31,7 +31,8 @@ import pytest
 import spark_helpers as H
 from support.spark_cluster import stop_group
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# the deployments reach the cluster and the Connect server through request.getfixturevalue
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("spark_cluster", "spark_connect")]
 
 _why = H.spark_available()
 if _why:

@@ -6,6 +6,8 @@ once per pytest process and shared by every test that needs them (``tests/suppor
 pytest-xdist each worker is such a process, so the tests that share a component must run in the same
 worker: every component test gets an ``xdist_group``, and two tests share a group when they share a
 component or a module (a module's own fixtures, such as a ``spark-submit`` of its job, then run once).
+The in-process SparkSession and SeaweedFS are the exceptions (``PER_LANE_FIXTURES``): one per worker
+that uses them.
 Groups that share nothing run side by side in the two workers, and the tests of no component (the
 core, log files, the CLI, internal topics, typed decoders: CPU-bound) fill both workers around them.
 
@@ -20,11 +22,18 @@ import pytest
 #: Markers that mean a test runs a real component (a JVM, a server).
 COMPONENT_MARKERS = ("spark", "broker")
 
-#: Session fixtures that start a real component, each started once per pytest process.
+#: Session fixtures that start a real component, once per pytest process; the tests that use
+#: one run in one worker, so it starts once per run.
 COMPONENT_FIXTURES = frozenset({
-    "spark", "s3", "kafka_broker", "broker_data", "stopped_log_dir", "debezium_capture",
+    "kafka_broker", "broker_data", "stopped_log_dir", "debezium_capture",
     "user_app", "spark_cluster", "spark_connect",
 })
+
+#: Components cheap enough to start in each worker that uses one (an in-process SparkSession:
+#: ~10 s; SeaweedFS: ~2 s): grouping their users would put nearly every Spark test in one lane
+#: (test_connect alone uses the SparkSession, SeaweedFS, the cluster and Connect).  Their tests
+#: are component tests all the same (slow, grouped by module).
+PER_LANE_FIXTURES = frozenset({"spark", "s3"})
 
 
 class _Groups:
@@ -47,10 +56,18 @@ class _Groups:
 
 
 def components_of(item: pytest.Item) -> List[str]:
-    """The component fixtures ``item`` uses (through any fixture), or ``[]`` for a test of no
-    component; a test marked ``spark``/``broker`` without one still counts as a component test."""
-    used = sorted(COMPONENT_FIXTURES.intersection(getattr(item, "fixturenames", ())))
-    if used or any(item.get_closest_marker(name) for name in COMPONENT_MARKERS):
+    """The component fixtures ``item`` uses (through any fixture, or named by its ``components``
+    marker), or ``[]`` for a test of no component; a test marked ``spark``/``broker`` without one
+    still counts as a component test."""
+    named = [name for mark in item.iter_markers("components") for name in mark.args]
+    unknown = set(named) - COMPONENT_FIXTURES - PER_LANE_FIXTURES
+    if unknown:
+        raise pytest.UsageError(f"{item.nodeid}: components({', '.join(sorted(unknown))}): not one of "
+                                f"{sorted(COMPONENT_FIXTURES | PER_LANE_FIXTURES)}")
+    fixtures = {*getattr(item, "fixturenames", ()), *named}
+    used = sorted(COMPONENT_FIXTURES.intersection(fixtures))
+    if used or PER_LANE_FIXTURES.intersection(fixtures) or \
+            any(item.get_closest_marker(name) for name in COMPONENT_MARKERS):
         return ["fixture:" + name for name in used] or ["-"]
     return []
 
@@ -58,6 +75,8 @@ def components_of(item: pytest.Item) -> List[str]:
 def pytest_configure(config):
     # known with or without pytest-xdist installed (--strict-markers)
     config.addinivalue_line("markers", "xdist_group(name): run in the named pytest-xdist group")
+    config.addinivalue_line("markers", "components(*fixtures): the component fixtures a test reaches "
+                            "through request.getfixturevalue, which its fixture closure does not show")
 
 
 # before pytest's own -m/-k selection, which then sees the added marks
