@@ -7,7 +7,7 @@ so a changed source or JDK compiles again and every later run (and session) reus
 Concurrent pytest processes are safe: each compiles into a fresh folder and renames it into
 place; the first rename wins and the others use its classes.
 
-:class:`LineOracle` keeps one such program running for many requests, one answer line per
+:class:`LineOracle` keeps one JVM program running for many requests, one answer line per
 request line, so a test asks many cases of one JVM.
 """
 from __future__ import annotations
@@ -92,8 +92,8 @@ def compiled(source: str, classpath: str = "", java: str = "java") -> Program:
         os.makedirs(CLASSES, exist_ok=True)
         building = tempfile.mkdtemp(prefix=f".{main}-", dir=CLASSES)
         try:
-            proc = subprocess.run([tools.javac, *JAVAC_FLAGS, "-cp", classpath, "-d", building, source],
-                                  capture_output=True, text=True, timeout=600)
+            proc = subprocess.run([tools.javac, *JAVAC_FLAGS, *(["-cp", classpath] if classpath else []),
+                                   "-d", building, source], capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:
                 raise RuntimeError(f"javac {source} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
             try:
@@ -112,6 +112,7 @@ class LineOracle:
 
     def __init__(self, command: Sequence[str], name: str):
         self.name = name
+        self._killed_after = None  # the time limit of the ask that ran over it
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr)
@@ -123,7 +124,7 @@ class LineOracle:
     def ask(self, requests: Sequence[str], timeout: float) -> List[str]:
         """One answer per request, in order; the JVM is killed when they take over ``timeout`` s.
         A thread writes the requests while this one reads the answers: neither pipe can stall."""
-        watchdog = threading.Timer(timeout, self._proc.kill)
+        watchdog = threading.Timer(timeout, self._kill, args=(timeout,))
         writer = threading.Thread(target=self._write, args=(requests,), daemon=True)
         watchdog.start()
         writer.start()
@@ -139,6 +140,10 @@ class LineOracle:
             writer.join()
         return answers
 
+    def _kill(self, timeout: float) -> None:
+        self._killed_after = timeout
+        self._proc.kill()
+
     def _write(self, requests: Sequence[str]) -> None:
         try:
             self._proc.stdin.write(b"".join(r.encode("utf-8") + b"\n" for r in requests))
@@ -150,8 +155,8 @@ class LineOracle:
         status = self._proc.wait()
         self._stderr.seek(0)
         tail = self._stderr.read()[-3000:].decode("utf-8", "replace")
-        return RuntimeError(f"{self.name} stopped answering (exit status {status}, -9 when killed over its "
-                            f"time); stderr:\n{tail}")
+        how = f"killed after {self._killed_after} s" if self._killed_after else f"exit status {status}"
+        return RuntimeError(f"{self.name} stopped answering ({how}); stderr:\n{tail}")
 
     def close(self) -> None:
         try:
