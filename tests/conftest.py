@@ -4,6 +4,9 @@ import pytest
 
 from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
+# session fixtures for every folder: the one user-way Spark application and what its jobs' inputs need
+pytest_plugins = ["support.user_app", "support.debezium"]
+
 
 def pytest_report_header(config):
     import kafkarec
