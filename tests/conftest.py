@@ -5,8 +5,10 @@ import pytest
 from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
 # the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
-# SparkSession and samples, the standalone cluster and the Spark Connect server
-pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster"]
+# SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
+# Spark application and what its jobs' inputs need (the Debezium capture)
+pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster", "support.user_app",
+                  "support.debezium"]
 
 
 def pytest_report_header(config):

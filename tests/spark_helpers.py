@@ -246,6 +246,16 @@ def bare_env(python: str, extra=None) -> dict:
     return env
 
 
+def kafka_source_jars(bare: str) -> list:
+    """The jars (jvm/spark) that put Spark's Kafka source and spark-avro on the class path of
+    an application submitted from ``bare``'s pyspark (``--jars``)."""
+    import jvm
+    jars_dir = subprocess.run([bare, "-c", "import os, pyspark; print(os.path.join(os.path.dirname("
+                               "pyspark.__file__), 'jars'))"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    return jvm.spark_jars(jars_dir)
+
+
 def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout: float = 900,
                 kafka_source: bool = False) -> dict:
     """Run ``job`` as a user does, ``spark-submit --master local[2] --py-files <kafkarec wheel>``
@@ -254,13 +264,7 @@ def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout
     class path too (jvm/spark's jars, ``--jars``)."""
     wheel = wheelhouse(sys.executable)
     bare = bare_python(sys.executable)
-    jars = []
-    if kafka_source:
-        import jvm
-        jars_dir = subprocess.run([bare, "-c", "import os, pyspark; print(os.path.join(os.path.dirname("
-                                   "pyspark.__file__), 'jars'))"], capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        jars = ["--jars", ",".join(jvm.spark_jars(jars_dir))]
+    jars = ["--jars", ",".join(kafka_source_jars(bare))] if kafka_source else []
     out = os.path.join(str(work), "out.json")
     env = bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(str(work), "cache"),
                           "KAFKAREC_SPARK_CACHE": os.path.join(str(work), "spark-cache")})

@@ -2,9 +2,10 @@
 the same bytes: ``enableStableIdentifiersForUnionType`` (+ ``stableIdentifierPrefixForUnionType``)
 and ``datetimeRebaseMode`` (CORRECTED, LEGACY, EXCEPTION), through kafkarec's data source
 (``valueFormat=avro``) and ``spark_udfs.from_registry``, by ``spark-submit --py-files <kafkarec
-wheel>`` from a bare Python.  Bodies written by fastavro; dates and timestamps on both sides of
-the calendar switches (1582-10-15, 1900-01-01T00:00:00Z), inside unions, arrays and maps.
-Unit tests of the same rules in-process (kafkarec.avro, kafkarec.avro.rebase) run everywhere."""
+wheel>`` from a bare Python (a job of the one user-way application, tests/support/user_app.py).
+Bodies written by fastavro; dates and timestamps on both sides of the calendar switches
+(1582-10-15, 1900-01-01T00:00:00Z), inside unions, arrays and maps.  Unit tests of the same
+rules in-process (kafkarec.avro, kafkarec.avro.rebase) run everywhere."""
 from __future__ import annotations
 
 import datetime as dt
@@ -20,6 +21,7 @@ from avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec.avro import rebase as rb
 from kafkarec.errors import AvroSchemaError, SchemaResolutionError
+from support.user_app import UserAppJob
 
 SCHEMA = {
     "type": "record", "name": "Event", "namespace": "t", "fields": [
@@ -229,16 +231,12 @@ def test_decoders_with_options_pickle():
 
 # --- Spark's own from_avro, side by side -------------------------------------------------------
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_options_equal_spark_from_avro(tmp_path):
-    import spark_helpers as H
-    why = H.spark_available()
-    if why:
-        pytest.skip(why)
+def _prepare_spark_job(request, work):
+    """Both topics' bodies in a log directory, and the job's spec: each topic's schema and option
+    sets, and the sample of days and instants for Spark's own RebaseDateTime."""
     from kafkarec import RecordBatchBuilder
     for topic, bodies in (("events", _bodies(_records(300))), ("nodes", _bodies(_nodes(), NODE))):
-        part = tmp_path / "logs" / f"{topic}-0"
+        part = work / "logs" / f"{topic}-0"
         part.mkdir(parents=True)
         b = RecordBatchBuilder(base_offset=0)
         for i, body in enumerate(bodies):
@@ -247,12 +245,26 @@ def test_options_equal_spark_from_avro(tmp_path):
     r = random.Random(3)
     sample = {"days": [r.randint(-1_000_000, 100) for _ in range(3000)] + list(range(DAY_1582 - 15, DAY_1582 + 3)),
               "micros": [r.randint(-40_000_000_000_000_000, 0) for _ in range(3000)]}
-    spec = tmp_path / "spec.json"
+    spec = work / "spec.json"
     spec.write_text(json.dumps({"topics": {"events": {"schema": SCHEMA, "cases": CASES},
                                            "nodes": {"schema": NODE, "cases": RECURSIVE_CASES}},
                                 "sample": sample}))
-    job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "from_avro_options_job.py")
-    out = H.submit_json(job, [tmp_path / "logs", spec], tmp_path, kafka_source=True)
+    return [work / "logs", spec], sample
+
+
+JOB = UserAppJob("from-avro-options", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs",
+                                                   "from_avro_options_job.py"),
+                 _prepare_spark_job, kafka_source=True)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_options_equal_spark_from_avro(user_app):
+    import spark_helpers as H
+    why = H.spark_available()
+    if why:
+        pytest.skip(why)
+    out, sample = user_app.outcome(JOB)
 
     jvm = out["jvm"]
     assert jvm["lastSwitchJulianTs"] == rb.LAST_SWITCH_JULIAN_MICROS

@@ -1,4 +1,4 @@
-"""What Debezium wrote (tests/cdc/conftest.py) holds every kind of change the database made."""
+"""What Debezium wrote (tests/support/debezium.py) holds every kind of change the database made."""
 import glob
 import json
 import os

@@ -1,7 +1,7 @@
 """Debezium's change events in Spark (``format("kafkarec").option("cdc", "debezium")``), run as a
-user runs it: ``spark-submit --py-files <kafkarec wheel>`` from a bare Python.  The mirrored
-table (view=latest) is the database's final SELECT; the change rows (view=log) are what
-kafkarec.cdc.changes gives in Python."""
+user runs it: ``spark-submit --py-files <kafkarec wheel>`` from a bare Python (a job of the one
+user-way application, tests/support/user_app.py).  The mirrored table (view=latest) is the
+database's final SELECT; the change rows (view=log) are what kafkarec.cdc.changes gives in Python."""
 from __future__ import annotations
 
 import glob
@@ -11,6 +11,7 @@ import os
 import pytest
 
 import spark_helpers as H
+from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -18,13 +19,19 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cdc_job.py")
+
+def _prepare(request, work):
+    log_dir, final = request.getfixturevalue("debezium_capture")
+    return [log_dir], (log_dir, final)
+
+
+JOB = UserAppJob("cdc", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cdc_job.py"), _prepare,
+                 driver_memory_gb=2)
 
 
 @pytest.fixture(scope="module")
-def submitted(debezium_capture, tmp_path_factory):
-    log_dir, final = debezium_capture
-    result = H.submit_json(JOB, [log_dir], tmp_path_factory.mktemp("cdc-spark"), driver_memory="2g")
+def submitted(user_app):
+    result, (log_dir, final) = user_app.outcome(JOB)
     return result, log_dir, final
 
 

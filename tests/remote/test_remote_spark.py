@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import spark_helpers as H
+from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -139,26 +138,27 @@ def test_remote_piece_errors_name_the_positions_a_local_whole_file_read_names(sp
     assert [e["position"] for e in sink] == [crc]
 
 
-def test_remote_piece_error_positions_with_spark_submit_and_a_bare_python(s3, sample, tmp_path):
-    """The same, as a user runs it: spark-submit --py-files <kafkarec wheel> from a bare Python
-    (driver, planner and executors load kafkarec from the shipped wheel, which must hold the
-    core that reads pieces with their origin)."""
-    root = str(tmp_path / "logs")
+def _prepare_submitted(request, work):
+    """The corrupt copy with an offset index (as the test above has it) on S3, for the job."""
+    s3 = request.getfixturevalue("s3")
+    sample = H.sample_logs(request.getfixturevalue("tmp_path_factory"), seed=7)
+    root = str(work / "logs")
     info = _corrupt_with_index(sample, root)
     s3.upload_dir(root, "submit-positions", "")
-    wheel, bare = H.wheelhouse(sys.executable), H.bare_python(sys.executable)
-    out = tmp_path / "out.json"
     options = dict(s3.options(), batchColumns="true", maxPartitionBytes="8k")
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(tmp_path / "native-cache"),
-                            "KAFKAREC_SPARK_CACHE": str(tmp_path / "spark-cache")})
-    job = os.path.join(H.ROOT, "tests", "spark", "jobs", "remote_errors_job.py")
-    proc = subprocess.run(
-        [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-         "--driver-memory", "2g", "--conf", "spark.ui.enabled=false", "--py-files", wheel, job,
-         "s3://submit-positions", json.dumps(options), str(out)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
-    got = json.loads(out.read_text())
+    return ["s3://submit-positions", json.dumps(options)], info
+
+
+JOB = UserAppJob("remote-errors", os.path.join(H.ROOT, "tests", "spark", "jobs", "remote_errors_job.py"),
+                 _prepare_submitted, driver_memory_gb=2)
+
+
+def test_remote_piece_error_positions_with_spark_submit_and_a_bare_python(user_app):
+    """The same, as a user runs it: spark-submit --py-files <kafkarec wheel> from a bare Python
+    (driver, planner and executors load kafkarec from the shipped wheel, which must hold the
+    core that reads pieces with their origin; a job of the one user-way application,
+    tests/support/user_app.py)."""
+    got, info = user_app.outcome(JOB)
     assert got["tasks"] > 8
     errors = {}
     for e in got["errors"]:

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import spark_helpers as H
+from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -113,7 +114,8 @@ def test_what_a_state_cannot_be(spark, world):
         query.stop()
 
 
-# -- the user's way: spark-submit --py-files from a bare Python; the same rows as Python and the CLI --
+# -- the user's way: spark-submit --py-files from a bare Python (a job of the one user-way application,
+# tests/support/user_app.py); the same rows as Python and the CLI --
 
 def _cases():
     ends = {"profiles": {"0": 50, "1": 120}, "balances": {"0": 7777}}
@@ -138,34 +140,33 @@ def _b64(v):
     return None if v is None else base64.b64encode(v).decode()
 
 
-@pytest.fixture(scope="module")
-def submitted(world, tmp_path_factory):
-    root, _ = world
-    work = tmp_path_factory.mktemp("table-job")
+def _prepare(request, work):
+    root = str(work / "logs")
+    keyed_world(root)
     (work / "cases.json").write_text(json.dumps({n: c[0] for n, c in _cases().items()}))
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "cache"),
-                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false", "--py-files", wheel,
-           os.path.join(H.ROOT, "tests", "spark", "jobs", "table_job.py"), root, str(work / "cases.json"),
-           str(work / "out.json")]
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return json.loads((work / "out.json").read_text())
+    return [root, work / "cases.json"], root
+
+
+JOB = UserAppJob("table", os.path.join(H.ROOT, "tests", "spark", "jobs", "table_job.py"), _prepare,
+                 driver_memory_gb=2)
+
+
+@pytest.fixture(scope="module")
+def submitted(user_app):
+    """The job's rows by case, and its log directory: a keyed world of its own, written as the
+    module's ``world`` is (a module's fixture cannot feed the session's one application)."""
+    return user_app.outcome(JOB)
 
 
 @pytest.mark.parametrize("case", list(_cases()))
-def test_bare_executors_python_and_cli_agree(submitted, world, case):
+def test_bare_executors_python_and_cli_agree(submitted, case):
     from kafkarec import table
-    root, _ = world
+    spark_rows, root = submitted
     _, python_kw, cli_args = _cases()[case]
-    spark_rows = submitted[case]
     t = table.latest(root, **python_kw).table
     python_rows = sorted([r["topic"], r["partition"], r["offset"], _b64(r["key"]), _b64(r["value"])]
                          for r in t.select(["topic", "partition", "offset", "key", "value"]).to_pylist())
-    assert spark_rows == python_rows and len(python_rows) > 10
+    assert spark_rows[case] == python_rows and len(python_rows) > 10
     if cli_args is not None:
         proc = subprocess.run([sys.executable, "-m", "kafkarec", "table", root, *cli_args],
                               capture_output=True, text=True, timeout=300)

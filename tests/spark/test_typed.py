@@ -1,8 +1,9 @@
 """Typed values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec wheel>`` from a
-bare Python (pyspark, pyarrow, pandas only) over a log directory holding ``_schemas-0`` and an
-``orders`` topic written by confluent-kafka's AvroSerializer with an evolved schema.  The data
-source (valueFormat=registry, every mode) and from_registry give the values kafkarec's own
-Python surface gives (itself checked against the serializer's input in tests/registry)."""
+bare Python (pyspark, pyarrow, pandas only; a job of the one user-way application,
+tests/support/user_app.py) over a log directory holding ``_schemas-0`` and an ``orders`` topic
+written by confluent-kafka's AvroSerializer with an evolved schema.  The data source
+(valueFormat=registry, every mode) and from_registry give the values kafkarec's own Python
+surface gives (itself checked against the serializer's input in tests/registry)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 import spark_helpers as H
+from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -56,30 +58,22 @@ def _corrupt_one_batch(root, corrupt_root):
             "bytes": bytes(data[batch.position:batch.position + batch.size_in_bytes]).hex()}
 
 
-@pytest.fixture(scope="module")
-def submitted(tmp_path_factory):
-    import subprocess
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    work = tmp_path_factory.mktemp("typed")
+def _prepare(request, work):
     root = str(work / "logs")
     facts = world.build(root)
     corrupt_root = str(work / "logs-corrupt")
-    victim = _corrupt_one_batch(root, corrupt_root)
-    facts["victim"] = victim
-    out = str(work / "out.json")
-    cache = work / "cache"
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
-                            "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.session.timeZone=UTC",
-           "--py-files", wheel, os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_job.py"), root, out,
-           corrupt_root]
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
-    with open(out) as f:
-        return json.load(f), facts, root
+    facts["victim"] = _corrupt_one_batch(root, corrupt_root)
+    return [root, corrupt_root], (facts, root)
+
+
+JOB = UserAppJob("typed", os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_job.py"), _prepare,
+                 driver_memory_gb=2)
+
+
+@pytest.fixture(scope="module")
+def submitted(user_app):
+    result, (facts, root) = user_app.outcome(JOB)
+    return result, facts, root
 
 
 def _expected_values(root):

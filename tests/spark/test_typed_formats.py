@@ -1,7 +1,8 @@
 """Protobuf and JSON Schema values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec
-wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools) over a log
-directory holding ``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and
-JSONSerializer with evolved schemas (tests/registry/world_formats.py).  The data source
+wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools; a job of
+the one user-way application, tests/support/user_app.py) over a log directory holding
+``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and JSONSerializer with
+evolved schemas (tests/registry/world_formats.py).  The data source
 (valueFormat=registry, PERMISSIVE and FAILFAST) and from_registry over the raw value column give,
 record for record, what the writers were given (Protobuf as Spark's from_protobuf maps it with the
 column's descriptor and default options).  The .proto text is compiled where Spark plans the column
@@ -20,6 +21,7 @@ import sys
 import pytest
 
 import spark_helpers as H
+from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -54,26 +56,21 @@ def _expected(topic, value):
     return json.loads(json.dumps(_plain(value)))
 
 
-@pytest.fixture(scope="module")
-def submitted(tmp_path_factory):
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    work = tmp_path_factory.mktemp("typed-formats")
+def _prepare(request, work):
     root = str(work / "logs")
     facts = world_formats.build(root)
     facts["root"] = root
-    out = str(work / "out.json")
-    cache = work / "cache"
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
-                            "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.session.timeZone=UTC", "--py-files", wheel,
-           os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_formats_job.py"), root, out]
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
-    with open(out) as f:
-        return json.load(f), facts, bare, wheel
+    return [root], facts
+
+
+JOB = UserAppJob("typed-formats", os.path.join(H.ROOT, "tests", "spark", "jobs", "typed_formats_job.py"),
+                 _prepare, driver_memory_gb=2)
+
+
+@pytest.fixture(scope="module")
+def submitted(user_app):
+    result, facts = user_app.outcome(JOB)
+    return result, facts, user_app.bare, user_app.wheel
 
 
 def test_the_bare_python_has_no_protobuf_compiler(submitted):

@@ -1,6 +1,7 @@
 """Tiered-storage plugin objects in Spark, as a user runs it: ``spark-submit --py-files <kafkarec
-wheel>`` from a bare Python, ``format("kafkarec").option("tieredStorageConfig", F).load(root)``:
-every variant the plugin writes gives exactly the records of the original segments."""
+wheel>`` from a bare Python (a job of the one user-way application, tests/support/user_app.py),
+``format("kafkarec").option("tieredStorageConfig", F).load(root)``: every variant the plugin
+writes gives exactly the records of the original segments."""
 from __future__ import annotations
 
 import glob
@@ -13,6 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "spark"))
 sys.path.insert(0, os.path.dirname(HERE))
 import spark_helpers as H  # noqa: E402
+from support.user_app import UserAppJob  # noqa: E402
 
 import kafkarec  # noqa: E402
 
@@ -23,13 +25,14 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 DATA = os.path.join(os.path.dirname(HERE), "data", "tiered", "aiven")
-JOB = os.path.join(HERE, "tiered_job.py")
 VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
+JOB = UserAppJob("tiered", os.path.join(HERE, "tiered_job.py"), lambda request, work: ([DATA], None))
 
 
 @pytest.fixture(scope="module")
-def submitted(tmp_path_factory):
-    return H.submit_json(JOB, [DATA], tmp_path_factory.mktemp("tiered-spark"))
+def submitted(user_app):
+    result, _ = user_app.outcome(JOB)
+    return result
 
 
 def _originals():

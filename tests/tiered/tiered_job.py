@@ -1,45 +1,39 @@
-"""Submitted by tests/tiered/test_tiered_spark.py from a bare Python with ``--py-files <kafkarec
-wheel>``: segments Aiven's tiered-storage plugin stored (chunked, zstd, AES-GCM), read by
+"""A job of the one user-way application (tests/support/user_app.py), for
+tests/tiered/test_tiered_spark.py: segments Aiven's tiered-storage plugin stored (chunked, zstd,
+AES-GCM), read on bare executors (kafkarec from the ``--py-files`` wheel) by
 ``format("kafkarec").option("tieredStorageConfig", <the plugin's properties>)``.
 
-    spark-submit --py-files kafkarec.whl tiered_job.py DATA OUT.json
+``run(spark, DATA)``.
 """
-import json
-import sys
-
-from pyspark.sql import SparkSession
-
 import spark_udfs
 
-data, out_path = sys.argv[1], sys.argv[2]
-spark = SparkSession.builder.appName("tiered").getOrCreate()
-spark_udfs.register(spark)
-result = {}
-for variant in ("plain", "zstd", "aes", "both", "small", "large"):
-    df = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/{variant}/rsm.properties")
-          .option("maxPartitionBytes", "4096").load(f"{data}/{variant}/objects"))
-    rows = df.selectExpr("topic", "partition", "offset", "hex(key) AS key",
-                         "hex(value) AS value").orderBy("topic", "offset").collect()
-    result[variant] = [r.asDict() for r in rows]
-    result[variant + " tasks"] = df.rdd.getNumPartitions()
-# a selection: offsets from 300 in clicks, as the Kafka source's options say it
-sel = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/both/rsm.properties")
-       .option("subscribe", "clicks").option("startingOffsets", '{"clicks":{"0":300}}')
-       .option("endingOffsets", '{"clicks":{"0":650}}').load(f"{data}/both/objects"))
-result["selection"] = [r.offset for r in sel.select("offset").orderBy("offset").collect()]
-# a stream over the same objects (Trigger.AvailableNow): the batch read's rows
-query = (spark.readStream.format("kafkarec").option("tieredStorageConfig", f"{data}/both/rsm.properties")
-         .option("startingOffsets", "earliest").load(f"{data}/both/objects")
-         .selectExpr("topic", "partition", "offset", "hex(key) AS key", "hex(value) AS value")
-         .writeStream.format("memory").queryName("tiered").trigger(availableNow=True).start())
-query.awaitTermination(300)
-result["stream"] = [r.asDict() for r in spark.sql("SELECT * FROM tiered ORDER BY topic, offset").collect()]
-# without the key ring an encrypted segment is an error naming it
-try:
-    spark.read.format("kafkarec").option("subscribe", "clicks").load(f"{data}/aes/objects").count()
-    result["no keys"] = None
-except Exception as exc:  # noqa: BLE001 - the message is the result
-    result["no keys"] = str(exc)[-3000:]
-with open(out_path, "w") as f:
-    json.dump(result, f)
-spark.stop()
+
+def run(spark, data):
+    spark_udfs.register(spark)
+    result = {}
+    for variant in ("plain", "zstd", "aes", "both", "small", "large"):
+        df = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/{variant}/rsm.properties")
+              .option("maxPartitionBytes", "4096").load(f"{data}/{variant}/objects"))
+        rows = df.selectExpr("topic", "partition", "offset", "hex(key) AS key",
+                             "hex(value) AS value").orderBy("topic", "offset").collect()
+        result[variant] = [r.asDict() for r in rows]
+        result[variant + " tasks"] = df.rdd.getNumPartitions()
+    # a selection: offsets from 300 in clicks, as the Kafka source's options say it
+    sel = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/both/rsm.properties")
+           .option("subscribe", "clicks").option("startingOffsets", '{"clicks":{"0":300}}')
+           .option("endingOffsets", '{"clicks":{"0":650}}').load(f"{data}/both/objects"))
+    result["selection"] = [r.offset for r in sel.select("offset").orderBy("offset").collect()]
+    # a stream over the same objects (Trigger.AvailableNow): the batch read's rows
+    query = (spark.readStream.format("kafkarec").option("tieredStorageConfig", f"{data}/both/rsm.properties")
+             .option("startingOffsets", "earliest").load(f"{data}/both/objects")
+             .selectExpr("topic", "partition", "offset", "hex(key) AS key", "hex(value) AS value")
+             .writeStream.format("memory").queryName("tiered").trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    result["stream"] = [r.asDict() for r in spark.sql("SELECT * FROM tiered ORDER BY topic, offset").collect()]
+    # without the key ring an encrypted segment is an error naming it
+    try:
+        spark.read.format("kafkarec").option("subscribe", "clicks").load(f"{data}/aes/objects").count()
+        result["no keys"] = None
+    except Exception as exc:  # noqa: BLE001 - the message is the result
+        result["no keys"] = str(exc)[-3000:]
+    return result

@@ -2,23 +2,19 @@
 Spark's own ``from_avro`` (spark-avro's jar) over the raw value column, kafkarec's data source
 (``valueFormat=avro``) and ``spark_udfs.from_registry`` over the same column, each row as
 Spark's ``to_json`` text, with the Spark type of each.  Also Spark's own rebase constants and
-``RebaseDateTime`` on a sample, for the unit-level check of kafkarec.avro.rebase.
-
-    spark-submit --jars <spark-avro...> --py-files <kafkarec wheel> from_avro_options_job.py LOG_DIR SPEC OUT
+``RebaseDateTime`` on a sample, for the unit-level check of kafkarec.avro.rebase.  A job of the one
+user-way application (tests/support/user_app.py: spark-avro's jar on its class path, kafkarec from
+the ``--py-files`` wheel): ``run(spark, LOG_DIR, SPEC)``.
 
 SPEC (JSON): {"topics": {topic: {"schema": ..., "cases": {name: options}}}, "sample": {"days", "micros"}}.
 """
 import json
-import sys
 
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 
-def main(log_dir, spec_file, out):
+def run(spark, log_dir, spec_file):
     import spark_udfs
-    spark = SparkSession.builder.appName("from-avro-options").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
     spark_udfs.register(spark)
     spec = json.load(open(spec_file))
     result = {"cases": {}}
@@ -29,9 +25,7 @@ def main(log_dir, spec_file, out):
     result["jvm"] = {"lastSwitchJulianTs": R.lastSwitchJulianTs(), "lastSwitchJulianDay": R.lastSwitchJulianDay(),
                      "days": [R.rebaseJulianToGregorianDays(d) for d in sample["days"]],
                      "micros": [R.rebaseJulianToGregorianMicros("UTC", m) for m in sample["micros"]]}
-    with open(out, "w") as f:
-        json.dump(result, f)
-    spark.stop()
+    return result
 
 
 def cases(spark, log_dir, topic, schema, options, result):
@@ -54,7 +48,3 @@ def cases(spark, log_dir, topic, schema, options, result):
                           "rows": [[r["offset"], r["j"], r["_corrupt_record"] if len(r) > 2 else None]
                                    for r in rows]}
         result[name] = got
-
-
-if __name__ == "__main__":
-    main(*sys.argv[1:4])

@@ -2,22 +2,22 @@
 Debezium's embedded engine and PostgreSQL connector (tests/java/DebeziumCapture.java, jvm/debezium)
 capturing a snapshot and then inserts, updates, deletes, a primary-key change and a truncate,
 the change events written into a Kafka log directory by Kafka's record classes; and the
-database's own final ``SELECT`` of each table, the table the topics must give back."""
+database's own final ``SELECT`` of each table, the table the topics must give back.
+
+Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): the session's one
+user-way application (support/user_app.py) prepares tests/cdc's Spark job from it, whichever
+folder's test starts that application."""
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import jvm  # noqa: E402  (tests/jvm.py)
-from paths import ROOT  # noqa: E402
-from support.java import compiled  # noqa: E402
+import jvm  # tests/jvm.py
+from paths import ROOT
+from support.java import compiled
 
 CAPTURE = os.path.join(ROOT, "tests", "java", "DebeziumCapture.java")
 
@@ -56,7 +56,7 @@ TABLES = ("customers", "orders")
 def debezium_capture(tmp_path_factory):
     """``(log_dir, {table: [row dicts by id]})``: the topics ``dbz.public.<table>`` (JSON with
     the schema envelope) and ``plain.public.<table>`` (payload only), and the final tables."""
-    from postgres_server import PostgresServer, USER, bindir
+    from cdc.postgres_server import PostgresServer, USER, bindir
     if bindir() is None:
         if os.environ.get("CI"):
             pytest.fail("CI needs PostgreSQL (Debian's postgresql package; .ci/run installs it)")
