@@ -13,7 +13,8 @@ import pytest
 import spark_helpers as H
 from support.user_app import UserAppJob
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# the job's input is the session's capture, which the application's preparation asks for
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("debezium_capture")]
 
 _why = H.spark_available()
 if _why:
