@@ -439,7 +439,8 @@ class KafkaTools:
 
     def run(self, main: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """``main`` with ``args``, like ``java -cp CLASSPATH MAIN ARGS...`` run to its end:
-        stdout and stderr as text (UTF-8, newlines kept as printed) and the exit status."""
+        stdout and stderr as text (UTF-8, newlines kept as printed) and the exit status.
+        Relative paths resolve from the folder the JVM started in: give absolute ones."""
         fields = [main, *args]
         if any("\t" in f or "\n" in f for f in fields):
             raise ValueError(f"a tab or newline in {fields!r}: the request is one tab-separated line")

@@ -91,6 +91,8 @@ def run(broker, data, stopped, work) -> str:
                             "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",
            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+           # Spark's INFO lines are megabytes of log per run; warnings and errors stay in job.log
+           "--conf", "spark.log.level=WARN",
            "--jars", ",".join(jars), "--py-files", wheel,
            os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "kafka_parity_job.py"),
            broker.bootstrap, broker.log_dir, str(spec), str(out)]

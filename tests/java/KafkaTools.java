@@ -43,6 +43,29 @@ public final class KafkaTools {
         throw new ToolExit();
     }
 
+    /** The index of the tool's main method in the stack trace of what it threw. */
+    private static int mainFrame(Throwable thrown, String mainClass) {
+        StackTraceElement[] trace = thrown.getStackTrace();
+        for (int i = trace.length - 1; i >= 0; i--) {
+            if (trace[i].getClassName().equals(mainClass) && trace[i].getMethodName().equals("main")) {
+                return i;
+            }
+        }
+        return trace.length - 1;
+    }
+
+    /** Drop the last ``frames`` frames (the reflective call from this class) from ``thrown``'s
+     *  trace and those of its causes that end the same way, so the trace prints as it would
+     *  from the tool's own JVM. */
+    private static void withoutCaller(Throwable thrown, int frames) {
+        for (Throwable t = thrown; t != null; t = t.getCause()) {
+            StackTraceElement[] trace = t.getStackTrace();
+            if (trace.length > frames && trace[trace.length - 1].getClassName().equals(KafkaTools.class.getName())) {
+                t.setStackTrace(Arrays.copyOf(trace, trace.length - frames));
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         PrintStream answers = System.out;
         PrintStream log = System.err;
@@ -66,8 +89,10 @@ public final class KafkaTools {
                 } catch (InvocationTargetException e) {
                     if (!(e.getCause() instanceof ToolExit) && exitStatus == null) {
                         // an exception out of main: the JVM prints it and exits with 1
+                        Throwable thrown = e.getCause();
+                        withoutCaller(thrown, thrown.getStackTrace().length - mainFrame(thrown, fields[2]) - 1);
                         System.err.print("Exception in thread \"main\" ");
-                        e.getCause().printStackTrace();
+                        thrown.printStackTrace();
                         exitStatus = 1;
                     }
                 } finally {
@@ -80,5 +105,7 @@ public final class KafkaTools {
             answers.println("EXIT " + (exitStatus == null ? 0 : exitStatus));
             answers.flush();
         }
+        // no more requests: end here even if a tool left a thread running
+        System.exit(0);
     }
 }
