@@ -53,9 +53,11 @@ SERVER_MAIN = "kafka.Kafka"
 #: JVM flags for the broker: small heap, quick start (the tests move little data).
 BROKER_JVM_FLAGS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Xshare:auto",
                     "-Djava.awt.headless=true"]
+#: Log4j's configuration for the JVMs that run Kafka's tools and clients (no logging).
+QUIET_LOG4J_FLAG = "-Dlog4j2.configurationFile=" + os.path.join(TESTS, "broker", "quiet-log4j2.properties")
 #: JVM flags of the tools' JVM (:class:`KafkaTools`).
 TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m",
-                  "-Dlog4j2.level=WARN", "-Dfile.encoding=UTF-8"]
+                  QUIET_LOG4J_FLAG, "-Dfile.encoding=UTF-8"]
 #: The Java sources the broker tests run (compiled together, once: :func:`compiled_classes`).
 JAVA_SOURCES = [os.path.join(TESTS, "java", name) for name in ("KafkaTools.java", "BrokerProducer.java")]
 TOOLS_MAIN = "KafkaTools"

@@ -244,12 +244,12 @@ class JavaProducer:
     topics); :meth:`acked` waits for it, :meth:`close` ends it."""
 
     def __init__(self, bootstrap: str, classpath: str, prefix: str, n: int, work_dir: str):
-        from kafka_broker import die_with_parent, compiled_classes
+        from kafka_broker import QUIET_LOG4J_FLAG, compiled_classes, die_with_parent
         self._stdout = os.path.join(work_dir, "java-producer.out")
         self._stderr = os.path.join(work_dir, "java-producer.err")
         with open(self._stdout, "w") as out, open(self._stderr, "w") as err:
             self.proc = subprocess.Popen(
-                ["java", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+                ["java", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", QUIET_LOG4J_FLAG,
                  "-cp", classpath + os.pathsep + compiled_classes(classpath), "BrokerProducer", bootstrap,
                  prefix, str(n), str(BASE_TS)],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
