@@ -20,8 +20,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
+import jvm  # noqa: E402
 import produce  # noqa: E402
-from kafka_broker import KafkaBroker  # noqa: E402
+from kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
 
 TOPIC = "txn"
 
@@ -65,15 +66,14 @@ def main(dest: str) -> None:
                 if logs:
                     _copy_partition(os.path.join(broker.log_dir, d), os.path.join(dest, d))
                     rel = os.path.join(d, logs[0])
-                    # kafka-dump-log prints the path as given: run it from DEST with a relative one
-                    cwd = os.getcwd()
-                    os.chdir(dest)
-                    try:
-                        text = broker.dump_log([rel], "--transaction-log-decoder", "--deep-iteration")
-                    finally:
-                        os.chdir(cwd)
+                    # kafka-dump-log prints the path as given: run it in its own JVM from DEST with
+                    # a relative one (the tools' JVM resolves paths from where it started)
+                    proc = jvm.java(broker.classpath, DUMP_LOG_MAIN, "--files", rel, "--transaction-log-decoder",
+                                    "--deep-iteration", jvm_flags=TOOL_JVM_FLAGS, cwd=dest)
+                    if proc.returncode != 0:
+                        raise RuntimeError(proc.stderr)
                     with open(os.path.join(dest, rel + ".dump.txt"), "w") as fh:
-                        fh.write(text)
+                        fh.write(proc.stdout)
     print(f"wrote {dest}")
 
 

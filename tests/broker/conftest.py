@@ -1,27 +1,33 @@
-"""Session fixtures of the broker tests (issue 27): one real KRaft broker, the topics
-written through it, and a copy of its log dir after a clean shutdown.
+"""Session fixtures of the broker tests (issues 27, 38): one real KRaft broker with tiered
+storage, the topics written through it, a copy of it after a clean shutdown, and one Spark
+application run against it.
 
 * ``kafka_broker`` -- a started :class:`kafka_broker.KafkaBroker` (``.bootstrap``,
-  ``.log_dir``, ``.stop()``, ``.start()``, ``.dump_log()``); stopped at the session's end.
+  ``.log_dir``, ``.remote_dir``, ``.stop()``, ``.start()``, ``.dump_log()``) with Kafka's
+  LocalTieredStorage under the session's tmp dir; stopped at the session's end.
 * ``broker_data`` -- :class:`produce.BrokerData`: every topic of :func:`produce.topic_plan`
-  written through ``kafka_broker`` (the broker stays live).
-* ``stopped_log_dir`` -- the broker's log dir as a clean shutdown left it, copied after
-  ``broker_data`` was written (the broker is started again afterwards and serves the same data).
+  and the tiered topic (:mod:`tiered_topic`) written through ``kafka_broker`` (the broker
+  stays live).
+* ``stopped_broker`` -- :class:`StoppedBroker`: the broker's log dir and tiered storage as a
+  clean shutdown left them, copied after ``broker_data`` was written (the broker is started
+  again afterwards and serves the same data); ``stopped_log_dir`` is its log dir.
+* ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
+  skips where Spark is not there.
 """
-import os
-import sys
+from typing import NamedTuple
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+
+class StoppedBroker(NamedTuple):
+    log_dir: str
+    remote_dir: str
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     from kafka_broker import KafkaBroker
-    broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker")))
+    broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker")), tiered_storage=True)
     try:
         broker.start()
         yield broker
@@ -32,9 +38,27 @@ def kafka_broker(tmp_path_factory):
 @pytest.fixture(scope="session")
 def broker_data(kafka_broker, tmp_path_factory):
     import produce
-    return produce.produce_all(kafka_broker, work_dir=str(tmp_path_factory.mktemp("produce")))
+    return produce.produce_all(kafka_broker, str(tmp_path_factory.mktemp("produce")))
 
 
 @pytest.fixture(scope="session")
-def stopped_log_dir(kafka_broker, broker_data, tmp_path_factory):
-    return kafka_broker.snapshot_stopped(str(tmp_path_factory.mktemp("stopped") / "data"))
+def stopped_broker(kafka_broker, broker_data, tmp_path_factory):
+    base = tmp_path_factory.mktemp("stopped")
+    log_dir, remote_dir = str(base / "data"), str(base / "remote")
+    kafka_broker.snapshot_stopped(log_dir, remote_dir)
+    return StoppedBroker(log_dir, remote_dir)
+
+
+@pytest.fixture(scope="session")
+def stopped_log_dir(stopped_broker):
+    return stopped_broker.log_dir
+
+
+@pytest.fixture(scope="session")
+def broker_spark(kafka_broker, broker_data, stopped_broker, tmp_path_factory):
+    import spark_helpers as H
+    why = H.spark_available()
+    if why:
+        pytest.skip(why)
+    import spark_app
+    return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"))

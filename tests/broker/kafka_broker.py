@@ -7,6 +7,9 @@ folder, waits (bounded) until it answers, and stops it with SIGTERM (Kafka's cle
 shutdown, bounded) and then SIGKILL.  Every broker still running when the interpreter
 exits is killed (atexit), and the JVM gets SIGKILL if the Python process that started it
 dies (PR_SET_PDEATHSIG), so nothing is left behind even when a test fails or the run is killed.
+With ``tiered_storage=True`` the broker runs Kafka's ``LocalTieredStorage`` (kafka-storage's
+test jar) under ``remote_dir``: a topic created with ``remote.storage.enable`` has its closed
+segments copied there and recorded in ``__remote_log_metadata``.
 
     with KafkaBroker() as broker:          # started
         broker.bootstrap                   # "127.0.0.1:PORT"
@@ -15,23 +18,30 @@ dies (PR_SET_PDEATHSIG), so nothing is left behind even when a test fails or the
         broker.start()                     # same ports, same data
 
 The session fixture ``kafka_broker`` (tests/broker/conftest.py) is one such broker.
-Kafka's tools run from the same classpath: :meth:`KafkaBroker.run_tool`,
-:meth:`KafkaBroker.dump_log` (``kafka-dump-log``).
+Kafka's tools run from the same classpath, one after another in one JVM per classpath
+(:class:`KafkaTools`, ``tests/java/KafkaTools.java``): :func:`run_tool`, :func:`dump_log`
+(``kafka-dump-log``), :func:`metadata_shell`, and StorageTool's ``format`` before a broker
+starts.  The Java sources the broker tests run are compiled once into ``.cache/java``
+(:func:`compiled_classes`).
 """
 from __future__ import annotations
 
 import atexit
 import base64
+import hashlib
 import os
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from typing import Dict, List, Optional, Sequence
 
 import jvm
+from paths import ROOT, TESTS
 from support.net import free_ports
 
 KAFKA_MODULE = "jvm/kafka"
@@ -43,8 +53,14 @@ SERVER_MAIN = "kafka.Kafka"
 #: JVM flags for the broker: small heap, quick start (the tests move little data).
 BROKER_JVM_FLAGS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-Xshare:auto",
                     "-Djava.awt.headless=true"]
-#: JVM flags for the short-lived tools.
-TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m"]
+#: Log4j's configuration for the JVMs that run Kafka's tools and clients (no logging).
+QUIET_LOG4J_FLAG = "-Dlog4j2.configurationFile=" + os.path.join(TESTS, "broker", "quiet-log4j2.properties")
+#: JVM flags of the tools' JVM (:class:`KafkaTools`).
+TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m",
+                  QUIET_LOG4J_FLAG, "-Dfile.encoding=UTF-8"]
+#: The Java sources the broker tests run (compiled together, once: :func:`compiled_classes`).
+JAVA_SOURCES = [os.path.join(TESTS, "java", name) for name in ("KafkaTools.java", "BrokerProducer.java")]
+TOOLS_MAIN = "KafkaTools"
 
 #: Broker settings for fast single-node tests (each may be overridden by ``overrides``).
 DEFAULT_CONFIG: Dict[str, str] = {
@@ -81,18 +97,42 @@ DEFAULT_CONFIG: Dict[str, str] = {
     "background.threads": "2",
 }
 
+
+def tiered_storage_config(remote_dir: str) -> Dict[str, str]:
+    """Broker settings for Kafka's ``LocalTieredStorage`` under ``remote_dir`` (kept when the
+    broker stops, so a restarted broker and a copy of its log dir find their remote segments),
+    ``__remote_log_metadata`` with one partition, and a remote log manager that copies closed
+    segments within a fraction of a second."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.storage.manager.impl.prefix": "rsm.config.",
+        "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
+        "rsm.config.dir": remote_dir,
+        "rsm.config.delete.on.close": "false",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        "remote.log.manager.task.interval.ms": "300",
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+    }
+
+
 _LIVE: "weakref.WeakSet[KafkaBroker]" = weakref.WeakSet()
+#: The tools' JVM of each classpath (:func:`tools`).
+_TOOLS: Dict[str, "KafkaTools"] = {}
 
 
 def _kill_all_live() -> None:
     for broker in list(_LIVE):
         broker._kill()
+    for server in list(_TOOLS.values()):
+        server.close()
 
 
 atexit.register(_kill_all_live)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGKILL it when the process that started it dies (Linux's
     PR_SET_PDEATHSIG), so a test run killed outright leaves no broker behind either."""
     try:
@@ -124,17 +164,19 @@ class KafkaBroker:
 
     ``base_dir``: the folder to work in (a fresh temporary folder by default, removed by
     :meth:`close` unless ``keep=True``).  ``overrides``: server.properties entries that
-    replace or add to :data:`DEFAULT_CONFIG`.
+    replace or add to :data:`DEFAULT_CONFIG`.  ``tiered_storage``: Kafka's LocalTieredStorage
+    in ``remote_dir`` (``base_dir/remote``), see :func:`tiered_storage_config`.
     """
 
     def __init__(self, base_dir: Optional[str] = None, *, overrides: Optional[Dict[str, str]] = None,
                  start_timeout: float = 90.0, stop_timeout: float = 45.0, keep: bool = False,
-                 classpath: Optional[str] = None):
+                 classpath: Optional[str] = None, tiered_storage: bool = False):
         self.classpath = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkarec-broker-")
         self.keep = keep
         self.log_dir = os.path.join(self.base_dir, "data")
+        self.remote_dir = os.path.join(self.base_dir, "remote") if tiered_storage else None
         self.server_log = os.path.join(self.base_dir, "server.log")
         self.properties_file = os.path.join(self.base_dir, "server.properties")
         self.start_timeout = start_timeout
@@ -148,6 +190,8 @@ class KafkaBroker:
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
             "log.dirs": self.log_dir,
         })
+        if self.remote_dir is not None:
+            self.config.update(tiered_storage_config(self.remote_dir))
         self.config.update(overrides or {})
         self.proc: Optional[subprocess.Popen] = None
         self._formatted = False
@@ -202,9 +246,8 @@ class KafkaBroker:
     def format(self) -> None:
         """Format the storage (meta.properties, the bootstrap metadata) with StorageTool."""
         self._write_files()
-        proc = jvm.java(self.classpath, STORAGE_TOOL_MAIN, "format", "-t", self.cluster_id,
-                        "-c", self.properties_file, "--ignore-formatted",
-                        jvm_flags=TOOL_JVM_FLAGS + self._log_jvm_flags(), timeout=120)
+        proc = self.run_tool(STORAGE_TOOL_MAIN, "format", "-t", self.cluster_id,
+                             "-c", self.properties_file, "--ignore-formatted", check=False)
         if proc.returncode != 0:
             raise KafkaBrokerError(f"StorageTool format failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         self._formatted = True
@@ -221,7 +264,7 @@ class KafkaBroker:
                 ["java", *BROKER_JVM_FLAGS, *self._log_jvm_flags(), "-cp", self.classpath,
                  SERVER_MAIN, self.properties_file],
                 stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent)
+                start_new_session=True, preexec_fn=die_with_parent)
         finally:
             stdout.close()
         _LIVE.add(self)
@@ -301,13 +344,16 @@ class KafkaBroker:
         self.proc = None
         _LIVE.discard(self)
 
-    def snapshot_stopped(self, dest: str) -> str:
-        """Stop cleanly, copy the final log dir to ``dest``, start again; returns ``dest``.
+    def snapshot_stopped(self, dest: str, remote_dest: Optional[str] = None) -> str:
+        """Stop cleanly, copy the final log dir to ``dest`` (and the tiered storage to
+        ``remote_dest``), start again; returns ``dest``.
 
         The copy is what a cleanly shut down broker leaves; the broker goes on serving
         the same data afterwards (same ports)."""
         self.stop()
         shutil.copytree(self.log_dir, dest)
+        if remote_dest is not None:
+            shutil.copytree(self.remote_dir, remote_dest)
         self.start()
         return dest
 
@@ -340,11 +386,137 @@ class KafkaBroker:
         return metadata_shell(snapshot, *command, timeout=timeout, classpath=self.classpath)
 
 
+def compiled_classes(classpath: Optional[str] = None) -> str:
+    """The folder of :data:`JAVA_SOURCES` compiled against ``classpath`` (jvm/kafka's by
+    default): one ``javac`` the first time, kept in ``.cache/java`` under the hash of the
+    sources, the classpath and the compiler, so later sessions start no compiler."""
+    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
+    javac = os.path.realpath(shutil.which("javac") or "javac")
+    digest = hashlib.sha256(f"{cp}\0{javac}".encode())
+    for source in JAVA_SOURCES:
+        with open(source, "rb") as fh:
+            digest.update(fh.read())
+    dest = os.path.join(ROOT, ".cache", "java", "broker-" + digest.hexdigest()[:16])
+    if os.path.isdir(dest):
+        return dest
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    work = tempfile.mkdtemp(prefix="broker-", dir=os.path.dirname(dest))
+    try:
+        proc = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", work, *JAVA_SOURCES],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise KafkaBrokerError(f"javac failed ({proc.returncode}):\n{proc.stderr}")
+        try:
+            os.rename(work, dest)       # whole or not at all; another session may have won
+        except OSError:
+            if not os.path.isdir(dest):
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return dest
+
+
+class KafkaTools:
+    """One JVM that runs Kafka's command-line tools (``tests/java/KafkaTools.java``): each
+    :meth:`run` calls a tool's ``main`` there, with its stdout and stderr captured as its own
+    JVM would print them and the status it exits with; one call at a time."""
+
+    def __init__(self, classpath: str):
+        self.classpath = classpath
+        self._work = tempfile.mkdtemp(prefix="kafkarec-tools-")
+        self._log = os.path.join(self._work, "jvm.log")
+        self._lock = threading.Lock()
+        with open(self._log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["java", *TOOL_JVM_FLAGS, "-cp", classpath + os.pathsep + compiled_classes(classpath), TOOLS_MAIN],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                preexec_fn=die_with_parent)
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self._log, errors="replace") as fh:
+                return fh.read()[-4000:]
+        except OSError:
+            return ""
+
+    def run(self, main: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """``main`` with ``args``, like ``java -cp CLASSPATH MAIN ARGS...`` run to its end:
+        stdout and stderr as text (UTF-8, newlines kept as printed) and the exit status.
+        Relative paths resolve from the folder the JVM started in: give absolute ones."""
+        fields = [main, *args]
+        if any("\t" in f or "\n" in f for f in fields):
+            raise ValueError(f"a tab or newline in {fields!r}: the request is one tab-separated line")
+        with self._lock:
+            out, err = os.path.join(self._work, "stdout"), os.path.join(self._work, "stderr")
+            try:
+                self.proc.stdin.write(("\t".join([out, err, *fields]) + "\n").encode())
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass                        # reported below: the JVM is gone
+            answer = self._answer(timeout)
+            if not answer.startswith("EXIT "):
+                self.close()
+                raise KafkaBrokerError(f"the tools' JVM gave no answer to {main} {' '.join(args)} "
+                                       f"({answer or 'none'}):\n{self._log_tail()}")
+            with open(out, "rb") as fh_out, open(err, "rb") as fh_err:
+                stdout, stderr = fh_out.read(), fh_err.read()
+        return subprocess.CompletedProcess([main, *args], int(answer.split()[1]),
+                                           stdout.decode("utf-8", "surrogateescape"),
+                                           stderr.decode("utf-8", "surrogateescape"))
+
+    def _answer(self, timeout: float) -> str:
+        """The answer line, or "" when the JVM exited or did not answer within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                return "timeout"
+            chunk = os.read(self.proc.stdout.fileno(), 256)
+            if not chunk:
+                return line.decode(errors="replace")
+            line += chunk
+        return line.decode().strip()
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()         # its end of input: the JVM returns from main
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=30)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self._work, ignore_errors=True)
+        if _TOOLS.get(self.classpath) is self:
+            del _TOOLS[self.classpath]
+
+
+def tools(classpath: Optional[str] = None) -> KafkaTools:
+    """The tools' JVM of ``classpath`` (jvm/kafka's by default), started on first use and
+    stopped when the interpreter exits."""
+    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
+    server = _TOOLS.get(cp)
+    if server is None or not server.running:
+        server = _TOOLS[cp] = KafkaTools(cp)
+    return server
+
+
 def run_tool(main: str, *args: str, timeout: float = 120, check: bool = True,
              classpath: Optional[str] = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line tools (a main class) from the resolved jars."""
-    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
-    proc = jvm.java(cp, main, *args, jvm_flags=TOOL_JVM_FLAGS + ["-Dlog4j2.level=WARN"], timeout=timeout)
+    proc = tools(classpath).run(main, *args, timeout=timeout)
     if check and proc.returncode != 0:
         raise KafkaBrokerError(f"{main} {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc

@@ -1,10 +1,11 @@
 """Fill a live :class:`~kafka_broker.KafkaBroker` with the topics the broker tests read.
 
 Three producers write through the broker: confluent-kafka (librdkafka), kafka-python and
-Kafka's own Java producer (``tests/java/BrokerProducer.java``, compiled with ``javac``
-against the resolved kafka-clients).  :func:`produce_all` creates every topic, writes it,
-waits for what the broker does on its own (the log cleaner, retention), makes consumer
-groups commit offsets, and returns a :class:`BrokerData` naming what was written.
+Kafka's own Java producer (``tests/java/BrokerProducer.java``, compiled once against the
+resolved kafka-clients: :func:`kafka_broker.compiled_classes`).  :func:`produce_all` creates
+every topic, writes it, waits for what the broker does on its own (the log cleaner,
+retention, tiered storage), makes consumer groups commit offsets, and returns a
+:class:`BrokerData` naming what was written.
 
 The expected rows are not what the producers meant to write but what Kafka's consumer
 reads back (:func:`consume`, librdkafka with ``isolation.level`` either way): the tests
@@ -18,7 +19,6 @@ import os
 import random
 import sys
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -32,7 +32,6 @@ BASE_TS = (int(time.time()) - 3600) * 1000
 #: Small segments (Kafka 4 refuses ``segment.bytes`` under 1 MiB; ``internal.segment.bytes``
 #: is its own test-only topic setting that goes lower).
 SMALL_SEGMENT = {"internal.segment.bytes": "16384", "segment.ms": "100"}
-JAVA_SOURCE = os.path.join(TESTS, "java", "BrokerProducer.java")
 
 
 @dataclass
@@ -62,10 +61,12 @@ class Acked:
 @dataclass
 class BrokerData:
     """What :func:`produce_all` wrote: topics (name -> :class:`TopicInfo`), the
-    acknowledged records, and the consumer groups that committed offsets."""
+    acknowledged records, and the consumer groups that committed offsets; the tiered
+    topic (:mod:`tiered_topic`) apart, with its acknowledged records."""
     bootstrap: str
     topics: Dict[str, TopicInfo] = field(default_factory=dict)
     acked: List[Acked] = field(default_factory=list)
+    tiered_acked: List[Acked] = field(default_factory=list)
     groups: List[str] = field(default_factory=list)
     #: registry-avro's decoded values by offset, as the subject's latest schema reads them
     registry_values: Dict[int, Optional[dict]] = field(default_factory=dict)
@@ -237,23 +238,41 @@ def produce_transactions(bootstrap: str, topic: str, partitions: int, rounds: in
     return acked
 
 
-def compile_java_producer(classpath: str, out_dir: str) -> str:
-    os.makedirs(out_dir, exist_ok=True)
-    subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", out_dir, JAVA_SOURCE],
-                   check=True, capture_output=True, text=True, timeout=180)
-    return out_dir
+class JavaProducer:
+    """Kafka's Java producer (``BrokerProducer``) writing ``PREFIX-<codec>`` and ``PREFIX-txn``
+    in its own JVM, started at once so that it writes while the Python producers do (other
+    topics); :meth:`acked` waits for it, :meth:`close` ends it."""
+
+    def __init__(self, bootstrap: str, classpath: str, prefix: str, n: int, work_dir: str):
+        from kafka_broker import QUIET_LOG4J_FLAG, compiled_classes, die_with_parent
+        self._stdout = os.path.join(work_dir, "java-producer.out")
+        self._stderr = os.path.join(work_dir, "java-producer.err")
+        with open(self._stdout, "w") as out, open(self._stderr, "w") as err:
+            self.proc = subprocess.Popen(
+                ["java", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", QUIET_LOG4J_FLAG,
+                 "-cp", classpath + os.pathsep + compiled_classes(classpath), "BrokerProducer", bootstrap,
+                 prefix, str(n), str(BASE_TS)],
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+
+    def acked(self, timeout: float = 180) -> List[Acked]:
+        self.proc.wait(timeout=timeout)
+        if self.proc.returncode != 0:
+            with open(self._stderr, errors="replace") as fh:
+                raise RuntimeError(f"BrokerProducer failed ({self.proc.returncode}):\n{fh.read()[-4000:]}")
+        with open(self._stdout) as fh:
+            return _java_acked(fh.read())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
-def produce_java(bootstrap: str, classpath: str, prefix: str, n: int, work_dir: str) -> List[Acked]:
-    classes = compile_java_producer(classpath, os.path.join(work_dir, "java-classes"))
-    proc = subprocess.run(["java", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
-                           "-cp", classpath + os.pathsep + classes, "BrokerProducer", bootstrap, prefix, str(n),
-                           str(BASE_TS)],
-                          capture_output=True, text=True, timeout=180)
-    if proc.returncode != 0:
-        raise RuntimeError(f"BrokerProducer failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+def _java_acked(stdout: str) -> List[Acked]:
+    """BrokerProducer's JSON lines as :class:`Acked` records (the keys, values and headers it
+    wrote for each ``i``, as its source computes them)."""
     out = []
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if not line.startswith("{"):
             continue
         d = json.loads(line)
@@ -526,20 +545,27 @@ def topic_plan() -> List[TopicInfo]:
     return t
 
 
-def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -> BrokerData:
-    """Create and write every topic of :func:`topic_plan` through ``broker``; bounded in time
-    (about 20-40 s on 2 cores)."""
-    if work_dir is None:
-        with tempfile.TemporaryDirectory(prefix="kafkarec-produce-") as tmp:
-            return produce_all(broker, records=records, work_dir=tmp)
+def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
+    """Create and write every topic of :func:`topic_plan` through ``broker``, and the tiered
+    topic (:mod:`tiered_topic`) when the broker has tiered storage; bounded in time (about
+    20-40 s on 2 cores).  Kafka's Java producer writes beside the Python ones, and the broker
+    copies the tiered topic's segments while the rest is written."""
+    import tiered_topic
     bootstrap = broker.bootstrap
     plan = topic_plan()
-    create_topics(bootstrap, plan)
+    tiered = broker.remote_dir is not None
+    create_topics(bootstrap, plan + ([tiered_topic.topic_info()] if tiered else []))
     data = BrokerData(bootstrap, {t.name: t for t in plan})
-    for codec in CODECS:
-        data.acked += produce_confluent(bootstrap, f"cf-{codec}", records, **{"compression.type": codec})
-        data.acked += produce_kafka_python(bootstrap, f"kp-{codec}", records, codec)
-    data.acked += produce_java(bootstrap, broker.classpath, "java", records, work_dir)
+    java = JavaProducer(bootstrap, broker.classpath, "java", records, work_dir)
+    try:
+        if tiered:
+            data.tiered_acked = tiered_topic.write(bootstrap)
+        for codec in CODECS:
+            data.acked += produce_confluent(bootstrap, f"cf-{codec}", records, **{"compression.type": codec})
+            data.acked += produce_kafka_python(bootstrap, f"kp-{codec}", records, codec)
+        data.acked += java.acked()
+    finally:
+        java.close()
     data.acked += produce_confluent(bootstrap, "idempotent", records, partitions=2,
                                     **{"enable.idempotence": True, "compression.type": "snappy"})
     data.acked += produce_transactions(bootstrap, "txn", 3)
@@ -573,6 +599,8 @@ def produce_all(broker, *, records: int = 240, work_dir: Optional[str] = None) -
     wait_cleaned(broker.log_dir, "compacted")
     wait_retention(broker.log_dir, "retention")
     wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"])
+    if tiered:
+        tiered_topic.wait_tiered(broker)
     return data
 
 

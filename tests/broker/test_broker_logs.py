@@ -134,7 +134,8 @@ def test_verify_finds_no_error_live(kafka_broker, broker_data, live_views):
 
 INTERNAL = [("__consumer_offsets", "--offsets-decoder"),
             ("__transaction_state", "--transaction-log-decoder"),
-            ("__cluster_metadata", "--cluster-metadata-decoder")]
+            ("__cluster_metadata", "--cluster-metadata-decoder"),
+            ("__remote_log_metadata", "--remote-log-metadata-decoder")]     # the broker runs tiered storage
 
 
 def _internal_segments(log_dir, topic):
@@ -207,10 +208,14 @@ def test_registry_values_through_the_broker(kafka_broker, broker_data, stopped_l
 
 
 def _files(log_dir, suffixes, *, internal):
+    """The files of the partition folders (``<topic>-<partition>``; not the broker's
+    ``remote-log-index-cache``, which holds the remote segments' indexes it fetched)."""
     out = []
     for d in sorted(os.listdir(log_dir)):
         folder = os.path.join(log_dir, d)
-        if not os.path.isdir(folder) or d.startswith("__") != internal and not (internal is None):
+        if not os.path.isdir(folder) or not re.fullmatch(r".+-\d+", d):
+            continue
+        if d.startswith("__") != internal and not (internal is None):
             continue
         out += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(suffixes)]
     return out

@@ -1,9 +1,12 @@
-"""A real KRaft broker with tiered storage (Kafka's LocalTieredStorage, from kafka-storage's test
-jar): it copies closed segments of a topic to its remote storage, records each copy in
+"""The session's KRaft broker runs tiered storage (Kafka's LocalTieredStorage, from
+kafka-storage's test jar): it copies closed segments of the ``tiered`` topic (tests/broker/
+tiered_topic.py, written with the other topics) to its remote storage, records each copy in
 ``__remote_log_metadata`` and deletes the local segments past ``local.retention.bytes``.
 kafkarec reads the remote copies (LocalTieredStorage's layout), replays the real remote log
 metadata to know which copies are live, and stitches remote and local into one history that
-holds every acked record exactly once, in Python, on the command line and in Spark."""
+holds every acked record exactly once, in Python, on the command line and in Spark.  The
+files read are the session's copy of the broker after a clean shutdown (``stopped_broker``);
+Spark's Kafka source reads the live broker."""
 from __future__ import annotations
 
 import glob
@@ -12,71 +15,18 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
+from tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-TOPIC = "tiered"
-RECORDS = 400
-
 
 @pytest.fixture(scope="module")
-def tiered(tmp_path_factory):
-    """``(log_dir, remote_root, acked)`` after the broker stopped cleanly."""
-    import produce
-    from kafka_broker import KafkaBroker
-    base = str(tmp_path_factory.mktemp("tiered-broker"))
-    remote = os.path.join(base, "remote")
-    broker = KafkaBroker(base, overrides={
-        "remote.log.storage.system.enable": "true",
-        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
-        "remote.log.storage.manager.impl.prefix": "rsm.config.",
-        "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
-        "rsm.config.dir": remote,
-        "rsm.config.delete.on.close": "false",
-        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
-        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
-        "remote.log.manager.task.interval.ms": "300",
-        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
-    }, keep=True)
-    try:
-        broker.start()
-        produce.create_topics(broker.bootstrap, [produce.TopicInfo(TOPIC, 1, {
-            "remote.storage.enable": "true", "internal.segment.bytes": "4096",
-            "local.retention.bytes": "8192", "retention.bytes": "-1"}, "confluent-kafka", "none")])
-        acked = produce.produce_confluent(broker.bootstrap, TOPIC, RECORDS, rounds=4, pause=0.2)
-        deadline = time.monotonic() + 90
-        while True:
-            local = sorted(glob.glob(os.path.join(broker.log_dir, f"{TOPIC}-0", "*.log")))
-            copies = glob.glob(os.path.join(remote, "**", "*.log"), recursive=True)
-            if len(copies) >= 5 and int(os.path.basename(local[0])[:20]) > 0:
-                break
-            assert time.monotonic() < deadline, broker.log_tail()
-            time.sleep(0.5)
-        produce.wait_settled(broker.log_dir, [TOPIC])
-        live = _spark_kafka_source_parity(broker, remote, str(tmp_path_factory.mktemp("tiered-parity")))
-        broker.stop()
-        yield broker.log_dir, remote, acked, live
-    finally:
-        broker.close()
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _spark_kafka_source_parity(broker, remote, work):
-    """Spark's Kafka source on the live broker and kafkarec's stitched read (bare executors),
-    or the reason Spark is not there."""
-    import spark_helpers as H
-    why = H.spark_available()
-    if why:
-        return why
-    job = os.path.join(os.path.dirname(HERE), "tiered", "kafka_source_job.py")
-    return H.submit_json(job, [broker.bootstrap, broker.log_dir, remote], work, kafka_source=True)
+def tiered(broker_data, stopped_broker):
+    """``(log_dir, remote_root, acked)``: the broker's copy after a clean shutdown."""
+    return stopped_broker.log_dir, stopped_broker.remote_dir, broker_data.tiered_acked
 
 
 def _rows(lay, st):
@@ -95,7 +45,7 @@ def _acked(acked, offsets=None):
 
 def test_the_remote_log_metadata_names_every_copy_live(tiered):
     from kafkarec.log import layout, remote_metadata, storage
-    log_dir, remote, _, _ = tiered
+    log_dir, remote, _ = tiered
     meta = remote_metadata.load(log_dir)
     assert meta.problems == []
     st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
@@ -114,7 +64,7 @@ def test_the_remote_log_metadata_names_every_copy_live(tiered):
 
 def test_the_remote_copies_hold_the_acked_records(tiered):
     from kafkarec.log import layout, storage
-    log_dir, remote, acked, _ = tiered
+    log_dir, remote, acked = tiered
     st, root = storage.resolve(remote, {"remoteLogMetadata": log_dir})
     rows = _rows(layout.scan(st, root), st)
     assert rows and rows == _acked(acked, {r["offset"] for r in rows})
@@ -123,7 +73,7 @@ def test_the_remote_copies_hold_the_acked_records(tiered):
 
 def test_one_history_from_remote_and_local(tiered):
     from kafkarec.log import layout
-    log_dir, remote, acked, _ = tiered
+    log_dir, remote, acked = tiered
     lay, gaps = layout.scan_history(log_dir, remote)
     assert gaps == []
     (part,) = [p for p in lay.partitions if p.topic == TOPIC]
@@ -137,7 +87,7 @@ def test_one_history_from_remote_and_local(tiered):
 
 def test_a_copy_the_metadata_does_not_record_is_not_read(tiered, tmp_path):
     from kafkarec.log import layout
-    log_dir, remote, acked, _ = tiered
+    log_dir, remote, acked = tiered
     copy = str(tmp_path / "remote")
     shutil.copytree(remote, copy)
     (first,) = glob.glob(os.path.join(copy, "**", "00000000000000000000-*.log"), recursive=True)
@@ -153,14 +103,11 @@ def test_a_copy_the_metadata_does_not_record_is_not_read(tiered, tmp_path):
 def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
     """Remove the remote copy of an early segment (its offsets are no longer local): they are in
     neither copy, which is data loss, reported where it starts."""
-    from kafkarec.log import layout, remote_metadata
-    log_dir, remote, _, _ = tiered
+    from kafkarec.log import layout
+    log_dir, remote, _ = tiered
     copy = str(tmp_path / "remote")
-    shutil.copytree(remote, copy)
-    meta = remote_metadata.load(log_dir)
-    first, victim = sorted((s for s in meta.segments.values() if s.live), key=lambda s: s.start_offset)[:2]
-    for f in glob.glob(os.path.join(copy, "**", f"*-{victim.segment_id}.*"), recursive=True):
-        os.unlink(f)
+    victim = copy_with_gap(log_dir, remote, copy)
+    first = live_remote_segments(log_dir)[0]
     lay, gaps = layout.scan_history(log_dir, copy)
     offsets = [r["offset"] for r in _rows(lay, lay.storage)]
     assert not set(range(victim.start_offset, victim.end_offset + 1)) & set(offsets)
@@ -169,7 +116,7 @@ def test_a_gap_between_remote_and_local_is_reported(tiered, tmp_path):
 
 
 def test_the_command_line_reads_one_history(tiered):
-    log_dir, remote, acked, _ = tiered
+    log_dir, remote, acked = tiered
     proc = subprocess.run([sys.executable, "-m", "kafkarec", "dump", log_dir, "--topics", TOPIC,
                            "--tiered-storage", remote, "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -179,34 +126,22 @@ def test_the_command_line_reads_one_history(tiered):
 
 
 @pytest.mark.spark
-def test_sparks_kafka_source_on_the_broker_gives_the_same_rows(tiered):
-    """The broker serves the early offsets from its remote storage to Spark's Kafka source;
-    kafkarec's stitched read of the files gives the same records."""
-    live = tiered[3]
-    if isinstance(live, str):
-        pytest.skip(live)
+def test_sparks_kafka_source_on_the_broker_gives_the_same_rows(broker_spark):
+    """The live broker serves the early offsets from its remote storage to Spark's Kafka source;
+    kafkarec's stitched read of the live files gives the same records."""
+    live = json.loads((broker_spark / "tiered" / "kafka_source.json").read_text())
     assert live["kafka"] and live["kafkarec"] == live["kafka"]
     assert len(live["kafka"]) == RECORDS and live["kafka"][0][2] == 0
 
 
 @pytest.mark.spark
-def test_spark_reads_one_history_on_bare_executors(tiered, tmp_path):
+def test_spark_reads_one_history_on_bare_executors(tiered, broker_spark):
     """``spark-submit --py-files <wheel>`` from a bare Python: the stitched read is the acked
-    records; a gap fails the read unless failOnDataLoss=false, which reads around it."""
-    import spark_helpers as H
-    why = H.spark_available()
-    if why:
-        pytest.skip(why)
-    from kafkarec.log import remote_metadata
-    log_dir, remote, acked, _ = tiered
-    gappy = str(tmp_path / "gappy")
-    shutil.copytree(remote, gappy)
-    meta = remote_metadata.load(log_dir)
-    victim = sorted((s for s in meta.segments.values() if s.live), key=lambda s: s.start_offset)[1]
-    for f in glob.glob(os.path.join(gappy, "**", f"*-{victim.segment_id}.*"), recursive=True):
-        os.unlink(f)
-    job = os.path.join(os.path.dirname(HERE), "tiered", "stitched_job.py")
-    result = H.submit_json(job, [log_dir, remote, gappy], tmp_path)
+    records; a gap (tiered_topic.copy_with_gap: the second live remote segment removed) fails
+    the read unless failOnDataLoss=false, which reads around it."""
+    log_dir, _, acked = tiered
+    victim = live_remote_segments(log_dir)[1]
+    result = json.loads((broker_spark / "tiered" / "stitched.json").read_text())
     hexed = lambda v: None if v is None else v.hex().upper()  # noqa: E731  (Spark's hex())
     assert result["rows"] == [[a.offset, hexed(a.key), hexed(a.value)] for a in sorted(acked, key=lambda a: a.offset)]
     assert result["tasks"] > 1

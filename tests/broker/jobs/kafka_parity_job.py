@@ -1,6 +1,7 @@
-"""spark-submit job of tests/broker/test_spark_kafka_parity.py, run as a user runs kafkarec:
-a bare Python (pyspark, pyarrow, pandas), ``--py-files <kafkarec wheel>`` and Spark's Kafka
-source from ``--jars``.
+"""The broker tests' spark-submit job (tests/broker/spark_app.py submits it for
+tests/broker/test_spark_kafka_parity.py and tests/broker/test_broker_tiered.py), run as a user
+runs kafkarec: a bare Python (pyspark, pyarrow, pandas), ``--py-files <kafkarec wheel>`` and
+Spark's Kafka source from ``--jars``.
 
     kafka_parity_job.py BOOTSTRAP LIVE_LOG_DIR SPEC.json OUT
 
@@ -14,9 +15,14 @@ schema, per writer id) and OUT/typed/``kafkarec`` (``valueFormat=registry`` on t
 ``readStream`` of each source (Trigger.AvailableNow, Parquet sink, checkpoint), run again after
 the test produced more records: OUT/stream/``kafka`` and OUT/stream/``kafkarec``.  SPEC's
 ``state`` (``topics``) adds each topic-partition's keyed state: a window over the Kafka
-source and ``view=latest`` (OUT/state-<isolation>/``kafka``, ``live``, ``stopped``).  Then it writes
-OUT/_live_done and waits for OUT/_stopped (the test stops the broker cleanly and copies its
-log dir; the file holds the copy's path) and writes ``stopped`` for every case from it.
+source and ``view=latest`` (OUT/state-<isolation>/``kafka``, ``live``, ``stopped``).  SPEC's
+``stopped`` (a copy of the broker's log dir after a clean shutdown) gives ``stopped`` for every
+case.  SPEC's ``tiered`` (``topic``; the broker's tiered storage ``remote``, the stopped copy's
+``stopped_remote``, and ``gappy_remote``, that copy with one segment removed) adds
+OUT/tiered/kafka_source.json (Spark's Kafka source on the live broker, which serves the early
+offsets from its remote storage, and kafkarec's read of the live log dir stitched with
+``remote``) and OUT/tiered/stitched.json (the stopped copy stitched, split into several tasks;
+the gappy one failing, then read with failOnDataLoss=false).
 """
 import json
 import os
@@ -78,6 +84,46 @@ def state(spark, bootstrap, log_dir, topics, out, where):
     print(f"parity job: state {where} written", flush=True)
 
 
+TIERED_COLUMNS = ["topic", "partition", "offset", "hex(key) AS key", "hex(value) AS value",
+                  "unix_millis(timestamp) AS ts", "timestampType"]
+
+
+def tiered_kafka_source(spark, bootstrap, live_dir, spec, out):
+    """Spark's Kafka source and kafkarec's stitched read of the live broker's tiered topic."""
+    kafka = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", spec["topic"]).option("startingOffsets", "earliest")
+             .option("endingOffsets", "latest").load())
+    ours = (spark.read.format("kafkarec").option("tieredStorage", spec["remote"])
+            .option("subscribe", spec["topic"]).load(live_dir))
+    result = {name: [list(r) for r in df.selectExpr(*TIERED_COLUMNS).orderBy("offset").collect()]
+              for name, df in (("kafka", kafka), ("kafkarec", ours))}
+    with open(os.path.join(out, "kafka_source.json"), "w") as f:
+        json.dump(result, f)
+    print("parity job: tiered kafka source written", flush=True)
+
+
+def tiered_stitched(spark, stopped_dir, spec, out):
+    """The stopped copy stitched with its tiered storage, and with the gappy copy of it."""
+    def read(remote):
+        return spark.read.format("kafkarec").option("tieredStorage", remote).option("subscribe", spec["topic"])
+
+    result = {}
+    df = read(spec["stopped_remote"]).option("maxPartitionBytes", "8192").load(stopped_dir)
+    result["rows"] = [[r.offset, r.key, r.value] for r in df.selectExpr(
+        "offset", "hex(key) AS key", "hex(value) AS value").orderBy("offset").collect()]
+    result["tasks"] = df.rdd.getNumPartitions()
+    try:
+        read(spec["gappy_remote"]).load(stopped_dir).count()
+        result["gap"] = None
+    except Exception as exc:  # noqa: BLE001 - the message is the result
+        result["gap"] = str(exc)[-2000:]
+    lenient = read(spec["gappy_remote"]).option("failOnDataLoss", "false").load(stopped_dir)
+    result["lenient"] = [r.offset for r in lenient.select("offset").orderBy("offset").collect()]
+    with open(os.path.join(out, "stitched.json"), "w") as f:
+        json.dump(result, f)
+    print("parity job: tiered stitched written", flush=True)
+
+
 def wait_for(path, what, timeout=300):
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
@@ -134,16 +180,16 @@ def main():
         typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
     if spec.get("state"):
         state(spark, bootstrap, live_dir, spec["state"]["topics"], out, "live")
-    open(os.path.join(out, "_live_done"), "w").close()
-    signal = os.path.join(out, "_stopped")
-    wait_for(signal, "the stopped log dir")
-    with open(signal) as fh:
-        stopped_dir = fh.read().strip()
+    stopped_dir = spec["stopped"]
     for case in spec["cases"]:
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(stopped_dir)
          .select(*COLUMNS).write.parquet(os.path.join(out, case["name"], "stopped")))
     if spec.get("state"):
         state(spark, bootstrap, stopped_dir, spec["state"]["topics"], out, "stopped")
+    if spec.get("tiered"):
+        os.makedirs(os.path.join(out, "tiered"))
+        tiered_kafka_source(spark, bootstrap, live_dir, spec["tiered"], os.path.join(out, "tiered"))
+        tiered_stitched(spark, stopped_dir, spec["tiered"], os.path.join(out, "tiered"))
     if spec.get("stream"):
         streams(spark, bootstrap, live_dir, spec["stream"], out)
     print("parity job: done", flush=True)
