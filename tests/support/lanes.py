@@ -25,7 +25,7 @@ COMPONENT_MARKERS = ("spark", "broker")
 #: Session fixtures that start a real component, once per pytest process; the tests that use
 #: one run in one worker, so it starts once per run.
 COMPONENT_FIXTURES = frozenset({
-    "kafka_broker", "broker_data", "stopped_log_dir", "debezium_capture",
+    "kafka_broker", "broker_data", "stopped_broker", "stopped_log_dir", "broker_spark", "debezium_capture",
     "user_app", "spark_cluster", "spark_connect",
 })
 
