@@ -2,6 +2,10 @@
 (the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
 and add the dependency wheels this interpreter needs (``packaging``'s among them:
 a bare executor imports it from its wheel before it can resolve anything else).
+
+``wheelhouse.py --if-current DIR``, by the target interpreter itself, only checks the stamp
+(standard library only, so before wheelhouse.sh takes its lock or makes a build environment):
+it prints the kafkarec wheel and exits 0 when DIR is up to date, else exits 1.
 See wheelhouse.sh."""
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import glob
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -19,11 +24,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("kafkarec", "spark_udfs")
 SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
 SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "scripts/wheelhouse.py")
-
-# The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
-# environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
-sys.path.insert(0, ROOT)
-from spark_udfs import _wheels as L  # noqa: E402
 
 
 def source_digest() -> str:
@@ -40,6 +40,31 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+def stamp_path(out: str) -> str:
+    return os.path.join(out, f".kafkarec-{sys.implementation.cache_tag}.stamp")
+
+
+def current_wheels(out: str, digest: str) -> list | None:
+    """The wheels of DIR's stamp for this interpreter when it was written for these sources
+    and every one of them is there (the kafkarec wheel first), else None."""
+    try:
+        with open(stamp_path(out)) as fh:
+            stamp = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    wheels = stamp.get("sources") == digest and stamp.get("wheels")
+    if wheels and all(os.path.isfile(os.path.join(out, w)) for w in wheels):
+        return wheels
+    return None
+
+
+def report_current(out: str, wheels: list) -> int:
+    print(f"wheelhouse {out} is up to date for Python {platform.python_version()} "
+          f"({sys.implementation.cache_tag}): {len(wheels)} wheels", file=sys.stderr)
+    print(os.path.join(out, wheels[0]))
+    return 0
+
+
 def run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if proc.returncode != 0:
@@ -48,21 +73,18 @@ def run(cmd, **kw):
 
 
 def main(out: str) -> int:
+    digest = source_digest()
+    # again under the lock: another process may have built it since wheelhouse.sh looked
+    wheels = current_wheels(out, digest)
+    if wheels:
+        return report_current(out, wheels)
+    # The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
+    # environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
+    sys.path.insert(0, ROOT)
+    from spark_udfs import _wheels as L
+
     interp = L.interpreter()
     tag = interp["py_tag"]
-    stamp_path = os.path.join(out, f".kafkarec-{interp['cache_tag']}.stamp")
-    digest = source_digest()
-    try:
-        with open(stamp_path) as fh:
-            stamp = json.load(fh)
-    except (OSError, ValueError):
-        stamp = {}
-    if stamp.get("sources") == digest and stamp.get("wheels") and \
-            all(os.path.isfile(os.path.join(out, w)) for w in stamp["wheels"]):
-        print(f"wheelhouse {out} is up to date for Python {interp['python']} ({tag}): "
-              f"{len(stamp['wheels'])} wheels", file=sys.stderr)
-        print(os.path.join(out, stamp["wheels"][0]))
-        return 0
     t0 = time.monotonic()
     work = tempfile.mkdtemp(dir=os.path.join(ROOT, ".cache", "wheelhouse"), prefix="tmp-")
     try:
@@ -113,8 +135,8 @@ def main(out: str) -> int:
                   file=sys.stderr)
             comp = comp._replace(wheels={})
     wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *comp.wheels.values()]})
-    L.atomic_write(stamp_path, json.dumps({"sources": digest, "python": interp["python"],
-                                           "wheels": wheels}, indent=1).encode(), mode=0o644)
+    L.atomic_write(stamp_path(out), json.dumps({"sources": digest, "python": interp["python"],
+                                                "wheels": wheels}, indent=1).encode(), mode=0o644)
     print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",
           file=sys.stderr)
     for w in wheels:
@@ -124,4 +146,7 @@ def main(out: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--if-current":
+        found = current_wheels(sys.argv[2], source_digest())
+        sys.exit(report_current(sys.argv[2], found) if found else 1)
     sys.exit(main(sys.argv[1]))

@@ -32,13 +32,19 @@ if [ -z "$PY" ]; then
     if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY="python3"; fi
 fi
 PY_REAL="$(command -v "$PY")" || { echo "wheelhouse.sh: no Python at $PY" >&2; exit 2; }
+mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
+DIR="$(cd "$DIR" && pwd)"
+# Up to date: answered by the stamp alone, without waiting on a build that holds the lock
+# (the target Python, isolated and standard library only: its cache tag names the stamp).
+if "$PY_REAL" -I -S "$ROOT/scripts/wheelhouse.py" --if-current "$DIR"; then
+    exit 0
+fi
 # The interpreter the venv was made from (a venv's python would tie the build venv to it).
 BASE_PY="$("$PY_REAL" -c 'import sys, os; print(os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2]))')"
 [ -x "$BASE_PY" ] || BASE_PY="$PY_REAL"
 TAG="$("$BASE_PY" -c 'import sys; print(sys.implementation.cache_tag)')"
-mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
-DIR="$(cd "$DIR" && pwd)"
-# Only one wheelhouse build at a time in this checkout (they share build/).
+# Only one wheelhouse build at a time in this checkout (they share build/); wheelhouse.py looks
+# at the stamp again under the lock.
 exec 9>"$ROOT/.cache/wheelhouse/lock"
 flock 9
 BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
