@@ -8,9 +8,11 @@
 #
 # DIR defaults to wheelhouse/ in the repository; PATH to .venv/bin/python (else
 # python3).  Wheels for several Pythons may share one DIR.  Re-running when no
-# source changed does nothing (a stamp per Python in DIR); when only some
-# sources changed, only what they feed is rebuilt (the compiled core is kept
-# in build/ and recompiled only when its sources are newer).
+# source changed does nothing, at once, even while another build holds the lock
+# (a stamp per Python in DIR); when only some sources changed, only what they
+# feed is rebuilt (Cython's C is regenerated, once for every Python, only when
+# what Cython reads changed; the compiled core is kept in build/ and recompiled
+# only when the C or a header is newer).
 #
 # Then: spark-submit --py-files DIR/kafkarec-<ver>-<tags>.whl job.py, and in
 # job.py spark_udfs.register(spark) ships the dependency wheels found in DIR.
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac
