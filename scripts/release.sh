@@ -8,9 +8,10 @@
 #
 # Without --python, each of python3.9 ... python3.13 found on PATH (or under
 # pyenv) is used.  Each wheel is built by scripts/wheelhouse.sh (a cached build
-# environment per Python; nothing is rebuilt when no source changed), then
-# installed into a clean venv of its own Python, which decodes a batch; the
-# release fails if any does not.
+# environment per Python; nothing is rebuilt when no source changed), the first
+# Python's by pip from the sdist (wheelhouse.sh --sdist: the sdist builds from
+# source as a user's pip builds it), then installed into a clean venv of its own
+# Python, which decodes a batch; the release fails if any does not.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR=""
@@ -44,32 +45,26 @@ fi
 VERSION="$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ROOT/kafkarec/__init__.py")"
 echo "kafkarec $VERSION: building for ${#PYTHONS[@]} Pythons into $DIR" >&2
 
-WHEELS=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "${PYTHONS[0]}")")
-
-# The sdist, from the first Python's build environment (it has setuptools and Cython).
-first_tag="$("${PYTHONS[0]}" -c 'import sys; print(sys.implementation.cache_tag)')"
-BUILD="$ROOT/.cache/wheelhouse/build-$first_tag"
+# The first Python's wheel is built by pip from the sdist, as a user who installs the sdist has
+# it built (so the sdist is proven to build from source, and the core compiled once for it); the
+# others in the checkout, sharing its build/ and Cython's C.
+WHEELS=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "${PYTHONS[0]}" --sdist)")
 SDIST="$DIR/kafkarec-$VERSION.tar.gz"
-if [ ! -f "$SDIST" ] || [ -n "$(find "$ROOT/kafkarec" "$ROOT/spark_udfs" "$ROOT/setup.py" "$ROOT/pyproject.toml" \
-        "$ROOT/MANIFEST.in" "$ROOT/README.md" -newer "$SDIST" -print -quit)" ]; then
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
-    # under the wheelhouse's lock: both write kafkarec.egg-info in the checkout
-    (cd "$ROOT" && flock "$ROOT/.cache/wheelhouse/lock" \
-        "$BUILD/bin/python" -m build --sdist --no-isolation --outdir "$tmp" . > "$tmp/log" 2>&1) \
-        || { cat "$tmp/log" >&2; exit 1; }
-    mv "$tmp"/kafkarec-*.tar.gz "$SDIST"
-fi
+[ -f "$SDIST" ] || { echo "release.sh: wheelhouse.sh --sdist left no $SDIST" >&2; exit 1; }
+for py in "${PYTHONS[@]:1}"; do
+    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
+done
 
-# Each wheel into a clean venv of its own Python, and the sdist (built from
-# source by pip) into one of the first Python: import, build and decode a batch.
+# Each wheel into a clean venv of its own Python: import, build and decode a batch.
 CHECK="$ROOT/.cache/release-check"
-check() {   # check PYTHON NAME PIP-ARGS...
-    local py="$1" name="$2"; shift 2
+check() {   # check PYTHON WHEEL
+    local py="$1" name
+    name="$(basename "$2")"
     local venv="$CHECK/$name"
     rm -rf "$venv"
     "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" > "$CHECK/$name.log" 2>&1 \
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$DIR" "$2" \
+        > "$CHECK/$name.log" 2>&1 \
         || { cat "$CHECK/$name.log" >&2; echo "release.sh: $name does not install" >&2; exit 1; }
     (cd "$CHECK" && "$venv/bin/python" - "$name" <<'PY') || { echo "release.sh: $name does not work in a clean venv" >&2; exit 1; }
 import sys
@@ -83,25 +78,12 @@ PY
 }
 rm -rf "$CHECK"
 mkdir -p "$CHECK"
-# The sdist's check compiles the whole core again, in pip's own build environment (not in
-# build/, which the wheel builds share): it runs while the other Pythons' wheels are built,
-# one job on each of two cores.  Its dependencies come from a copy of DIR as it is now (the
-# first Python's wheels are there; other builds keep writing DIR), else from the index.
-SNAPSHOT="$CHECK/find-links"
-mkdir -p "$SNAPSHOT"
-cp "$DIR"/*.whl "$SNAPSHOT"/
-check "${PYTHONS[0]}" "$(basename "$SDIST")" --find-links "$SNAPSHOT" "$SDIST" &
-SDIST_CHECK=$!
-trap 'kill "$SDIST_CHECK" 2>/dev/null || true; rm -rf "${tmp:-}"' EXIT
-for py in "${PYTHONS[@]:1}"; do
-    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
-done
 i=0
 for py in "${PYTHONS[@]}"; do
-    wheel="${WHEELS[$i]}"; i=$((i + 1))
-    check "$py" "$(basename "$wheel")" --no-index --find-links "$DIR" "$wheel"
+    check "$py" "${WHEELS[$i]}"
+    i=$((i + 1))
 done
-wait "$SDIST_CHECK" || { echo "release.sh: the sdist's check failed" >&2; exit 1; }
+echo "  $(basename "$SDIST"): built from source by pip into $(basename "${WHEELS[0]}"), which decodes" >&2
 rm -rf "$CHECK"
 echo "release $VERSION in $DIR:" >&2
 (cd "$DIR" && ls -1 kafkarec-*) >&2

