@@ -598,9 +598,10 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
     commit_groups(bootstrap, ["cf-none", "kp-gzip", "idempotent", "txn"], data.groups)
     wait_cleaned(broker.log_dir, "compacted")
     wait_retention(broker.log_dir, "retention")
-    wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"])
     if tiered:
         tiered_topic.wait_tiered(broker)
+    wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"]
+                 + ([tiered_topic.TOPIC] if tiered else []))
     return data
 
 

@@ -34,6 +34,12 @@ from pyspark.sql import SparkSession
 import spark_udfs
 
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+STARTED = time.monotonic()
+
+
+def say(what):
+    """A step done, with the seconds since the job started (job.log shows where the time went)."""
+    print(f"parity job: {what} ({time.monotonic() - STARTED:.0f} s)", flush=True)
 
 
 def reader(spark, fmt, topics, options):
@@ -61,7 +67,7 @@ def typed(spark, bootstrap, live_dir, spec, out):
     (spark.read.format("kafkarec").option("subscribe", spec["topic"]).option("valueFormat", "registry")
      .option("registry", live_dir).load(live_dir)
      .select("offset", "value", "_corrupt_record").write.parquet(os.path.join(out, "kafkarec")))
-    print("parity job: typed written", flush=True)
+    say("typed written")
 
 
 def state(spark, bootstrap, log_dir, topics, out, where):
@@ -81,7 +87,7 @@ def state(spark, bootstrap, log_dir, topics, out, where):
              .write.parquet(os.path.join(base, "kafka")))
         (reader(spark, "kafkarec", topics, {"kafka.isolation.level": isolation, "view": "latest"})
          .load(log_dir).select(*COLUMNS).write.parquet(os.path.join(base, where)))
-    print(f"parity job: state {where} written", flush=True)
+    say(f"state {where} written")
 
 
 TIERED_COLUMNS = ["topic", "partition", "offset", "hex(key) AS key", "hex(value) AS value",
@@ -99,7 +105,7 @@ def tiered_kafka_source(spark, bootstrap, live_dir, spec, out):
               for name, df in (("kafka", kafka), ("kafkarec", ours))}
     with open(os.path.join(out, "kafka_source.json"), "w") as f:
         json.dump(result, f)
-    print("parity job: tiered kafka source written", flush=True)
+    say("tiered kafka source written")
 
 
 def tiered_stitched(spark, stopped_dir, spec, out):
@@ -121,7 +127,7 @@ def tiered_stitched(spark, stopped_dir, spec, out):
     result["lenient"] = [r.offset for r in lenient.select("offset").orderBy("offset").collect()]
     with open(os.path.join(out, "stitched.json"), "w") as f:
         json.dump(result, f)
-    print("parity job: tiered stitched written", flush=True)
+    say("tiered stitched written")
 
 
 def wait_for(path, what, timeout=300):
@@ -159,7 +165,7 @@ def streams(spark, bootstrap, live_dir, spec, out):
     wait_for(os.path.join(out, "_more_data"), "more stream data")
     for fmt in ("kafka", "kafkarec"):
         run(fmt)
-    print("parity job: streams written", flush=True)
+    say("streams written")
 
 
 def main():
@@ -175,7 +181,7 @@ def main():
          .select(*COLUMNS).write.parquet(os.path.join(base, "kafka")))
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(live_dir)
          .select(*COLUMNS).write.parquet(os.path.join(base, "live")))
-        print(f"parity job: {case['name']} kafka and live written", flush=True)
+        say(f"{case['name']} kafka and live written")
     if spec.get("typed"):
         typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
     if spec.get("state"):
@@ -192,7 +198,7 @@ def main():
         tiered_stitched(spark, stopped_dir, spec["tiered"], os.path.join(out, "tiered"))
     if spec.get("stream"):
         streams(spark, bootstrap, live_dir, spec["stream"], out)
-    print("parity job: done", flush=True)
+    say("done")
     spark.stop()
 
 
