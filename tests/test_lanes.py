@@ -1,0 +1,88 @@
+"""The lanes hold: under ``--dist loadgroup`` every test of one xdist group runs in one worker
+(tests/support/lanes.py relies on it to start each component once), and the lanes plugin groups
+tests that share a component or a module and leaves the rest free."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+PROBE = '''
+import os
+import pytest
+
+
+def note(*words):
+    with open(os.environ["LANES_PROBE_OUT"], "a") as fh:
+        print("WORKER", os.environ["PYTEST_XDIST_WORKER"], *words, file=fh)
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    return "a stand-in: only the fixture's name matters to the lanes"
+
+@pytest.mark.parametrize("i", range(6))
+def test_uses_the_component(i, kafka_broker):
+    note("component", i)
+
+@pytest.mark.components("kafka_broker")
+def test_reaches_it_through_getfixturevalue(request):
+    request.getfixturevalue("kafka_broker")
+    note("component", "named")
+
+@pytest.mark.parametrize("i", range(6))
+def test_free(i):
+    note("free", i)
+'''
+
+
+def test_a_group_runs_in_one_worker(tmp_path):
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["support.lanes"]\n')
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    out = tmp_path / "workers.txt"
+    env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LANES_PROBE_OUT=str(out))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p",
+                           "no:cacheprovider", "-q", "-c", os.devnull, "--rootdir", str(tmp_path),
+                           str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    seen = [line.split()[1:] for line in out.read_text().splitlines()]
+    component = {worker for worker, kind, _ in seen if kind == "component"}
+    assert len([s for s in seen if s[1] == "component"]) == 7
+    assert len(component) == 1, f"one group ran in workers {sorted(component)}: {seen}"
+    assert len([s for s in seen if s[1] == "free"]) == 6
+
+
+def test_marks_slow_and_groups_by_shared_component():
+    import pytest
+    from support import lanes
+
+    class Item:
+        def __init__(self, nodeid, fixtures=(), markers=()):
+            self.nodeid, self.fixturenames, self._markers, self.added = nodeid, list(fixtures), list(markers), []
+
+        def iter_markers(self, name):
+            return [m for m in self._markers + self.added if m.name == name]
+
+        def get_closest_marker(self, name):
+            found = self.iter_markers(name)
+            return found[0] if found else None
+
+        def add_marker(self, mark):
+            self.added.append(mark.mark)
+
+    a = Item("tests/a/test_x.py::t1", ["kafka_broker"])
+    b = Item("tests/b/test_y.py::t2", ["broker_data", "kafka_broker"])
+    c = Item("tests/b/test_y.py::t3")                     # no component, but b's module
+    d = Item("tests/c/test_z.py::t4", ["spark"])          # a per-lane component: its module only
+    e = Item("tests/core/test_w.py::t5")                  # nothing: free, not slow
+    f = Item("tests/d/test_v.py::t6", markers=[pytest.mark.spark.mark])
+    lanes.pytest_collection_modifyitems(None, [a, b, c, d, e, f])
+    group = {i.nodeid: i.get_closest_marker("xdist_group").args[0] for i in (a, b, d, f)}
+    assert group["tests/a/test_x.py::t1"] == group["tests/b/test_y.py::t2"]
+    assert group["tests/c/test_z.py::t4"] == "tests/c/test_z.py"
+    assert group["tests/d/test_v.py::t6"] == "tests/d/test_v.py"
+    assert c.get_closest_marker("xdist_group") is None and e.get_closest_marker("xdist_group") is None
+    assert all(i.get_closest_marker("slow") for i in (a, b, d, f))
+    assert e.get_closest_marker("slow") is None
