@@ -21,14 +21,12 @@ The session fixture ``kafka_broker`` (tests/broker/conftest.py) is one such brok
 Kafka's tools run from the same classpath, one after another in one JVM per classpath
 (:class:`KafkaTools`, ``tests/java/KafkaTools.java``): :func:`run_tool`, :func:`dump_log`
 (``kafka-dump-log``), :func:`metadata_shell`, and StorageTool's ``format`` before a broker
-starts.  The Java sources the broker tests run are compiled once into ``.cache/java``
-(:func:`compiled_classes`).
+starts.  The Java sources the broker tests run are compiled once (``support.java.compiled``).
 """
 from __future__ import annotations
 
 import atexit
 import base64
-import hashlib
 import os
 import select
 import shutil
@@ -41,7 +39,8 @@ import weakref
 from typing import Dict, List, Optional, Sequence
 
 import jvm
-from paths import ROOT, TESTS
+from paths import TESTS
+from support.java import compiled
 from support.net import free_ports
 
 KAFKA_MODULE = "jvm/kafka"
@@ -59,9 +58,9 @@ QUIET_LOG4J_FLAG = "-Dlog4j2.configurationFile=" + os.path.join(TESTS, "broker",
 #: JVM flags of the tools' JVM (:class:`KafkaTools`).
 TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m",
                   QUIET_LOG4J_FLAG, "-Dfile.encoding=UTF-8"]
-#: The Java sources the broker tests run (compiled together, once: :func:`compiled_classes`).
-JAVA_SOURCES = [os.path.join(TESTS, "java", name) for name in ("KafkaTools.java", "BrokerProducer.java")]
-TOOLS_MAIN = "KafkaTools"
+#: The Java sources the broker tests run (each compiled once: ``support.java.compiled``).
+TOOLS_SOURCE = os.path.join(TESTS, "java", "KafkaTools.java")
+PRODUCER_SOURCE = os.path.join(TESTS, "java", "BrokerProducer.java")
 
 #: Broker settings for fast single-node tests (each may be overridden by ``overrides``).
 DEFAULT_CONFIG: Dict[str, str] = {
@@ -398,36 +397,6 @@ class KafkaBroker:
         return metadata_shell(snapshot, *command, timeout=timeout, classpath=self.classpath)
 
 
-def compiled_classes(classpath: Optional[str] = None) -> str:
-    """The folder of :data:`JAVA_SOURCES` compiled against ``classpath`` (jvm/kafka's by
-    default): one ``javac`` the first time, kept in ``.cache/java`` under the hash of the
-    sources, the classpath and the compiler, so later sessions start no compiler."""
-    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
-    javac = os.path.realpath(shutil.which("javac") or "javac")
-    digest = hashlib.sha256(f"{cp}\0{javac}".encode())
-    for source in JAVA_SOURCES:
-        with open(source, "rb") as fh:
-            digest.update(fh.read())
-    dest = os.path.join(ROOT, ".cache", "java", "broker-" + digest.hexdigest()[:16])
-    if os.path.isdir(dest):
-        return dest
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    work = tempfile.mkdtemp(prefix="broker-", dir=os.path.dirname(dest))
-    try:
-        proc = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", work, *JAVA_SOURCES],
-                              capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise KafkaBrokerError(f"javac failed ({proc.returncode}):\n{proc.stderr}")
-        try:
-            os.rename(work, dest)       # whole or not at all; another session may have won
-        except OSError:
-            if not os.path.isdir(dest):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return dest
-
-
 class KafkaTools:
     """One JVM that runs Kafka's command-line tools (``tests/java/KafkaTools.java``): each
     :meth:`run` calls a tool's ``main`` there, with its stdout and stderr captured as its own
@@ -440,7 +409,7 @@ class KafkaTools:
         self._lock = threading.Lock()
         with open(self._log, "wb") as log:
             self.proc = subprocess.Popen(
-                ["java", *TOOL_JVM_FLAGS, "-cp", classpath + os.pathsep + compiled_classes(classpath), TOOLS_MAIN],
+                compiled(TOOLS_SOURCE, classpath).command(jvm_flags=TOOL_JVM_FLAGS),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                 preexec_fn=die_with_parent)
 

@@ -2,7 +2,7 @@
 
 Three producers write through the broker: confluent-kafka (librdkafka), kafka-python and
 Kafka's own Java producer (``tests/java/BrokerProducer.java``, compiled once against the
-resolved kafka-clients: :func:`kafka_broker.compiled_classes`).  :func:`produce_all` creates
+resolved kafka-clients: :func:`support.java.compiled`).  :func:`produce_all` creates
 every topic, writes it, waits for what the broker does on its own (the log cleaner,
 retention, tiered storage), makes consumer groups commit offsets, and returns a
 :class:`BrokerData` naming what was written.
@@ -244,14 +244,16 @@ class JavaProducer:
     topics); :meth:`acked` waits for it, :meth:`close` ends it."""
 
     def __init__(self, bootstrap: str, classpath: str, prefix: str, n: int, work_dir: str):
-        from kafka_broker import QUIET_LOG4J_FLAG, compiled_classes, die_with_parent
+        from kafka_broker import PRODUCER_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
+        from support.java import compiled
         self._stdout = os.path.join(work_dir, "java-producer.out")
         self._stderr = os.path.join(work_dir, "java-producer.err")
         with open(self._stdout, "w") as out, open(self._stderr, "w") as err:
             self.proc = subprocess.Popen(
-                ["java", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", QUIET_LOG4J_FLAG,
-                 "-cp", classpath + os.pathsep + compiled_classes(classpath), "BrokerProducer", bootstrap,
-                 prefix, str(n), str(BASE_TS)],
+                compiled(PRODUCER_SOURCE, classpath).command(
+                    bootstrap, prefix, str(n), str(BASE_TS),
+                    jvm_flags=["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+                               QUIET_LOG4J_FLAG]),
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
 
     def acked(self, timeout: float = 180) -> List[Acked]:
