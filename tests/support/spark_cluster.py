@@ -111,7 +111,7 @@ class StandaloneCluster:
                 alive = {w["port"] for w in last.get("workers", []) if w.get("state") == "ALIVE"}
                 if alive == want:
                     return last
-            except OSError:
+            except (OSError, ValueError):    # not listening yet, or a page before /json/ is up
                 pass
             time.sleep(0.5)
         raise TimeoutError(f"the master did not list workers {sorted(want)} as the alive ones in "
