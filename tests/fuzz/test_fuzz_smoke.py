@@ -18,6 +18,7 @@ def test_every_target_has_a_seed_corpus():
         assert glob.glob(os.path.join(ROOT, "fuzz", "corpus", t, "*")), t
 
 
+@pytest.mark.slow          # a fuzzer process per target: the full suite runs them, the fast tier does not
 @pytest.mark.parametrize("target", TARGETS)
 def test_target_runs_without_a_finding(target, tmp_path):
     corpus = tmp_path / "corpus"          # new inputs go here, not into the repository
