@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
 import spark_helpers as H
+from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]
 
@@ -61,12 +61,7 @@ def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
     try:
         log, _ = proc.communicate(timeout=timeout)
     finally:
-        # the application's whole process group (JVM, driver Python, workers), by its id
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        kill_group(proc)     # the application's whole process group (JVM, driver Python, workers)
     assert proc.returncode == 0, log[-8000:]
     with open(os.path.join(work, f"result-{phase}.json")) as fh:
         return json.load(fh)

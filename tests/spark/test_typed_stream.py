@@ -20,7 +20,6 @@ import datetime
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import uuid
@@ -28,6 +27,7 @@ import uuid
 import pytest
 
 import spark_helpers as H
+from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]
 
@@ -171,11 +171,7 @@ def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
     try:
         out, _ = proc.communicate(timeout=timeout)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)     # the application's process group, by id
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        kill_group(proc)     # the application's process group
     assert proc.returncode == 0, out[-8000:]
     with open(os.path.join(work, f"result-{phase}.json")) as fh:
         return json.load(fh)

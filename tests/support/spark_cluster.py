@@ -33,6 +33,7 @@ import pytest
 
 import spark_helpers as H
 from support.net import free_port, free_ports
+from support.procs import kill_group, stop_group
 
 MASTER_VARIABLE = "KAFKAREC_TEST_SPARK_MASTER"
 CONNECT_VARIABLE = "KAFKAREC_TEST_SPARK_CONNECT"
@@ -127,9 +128,7 @@ class StandaloneCluster:
     def kill_worker(self, i: int):
         """SIGKILL worker ``i``'s process group: the worker, its executor JVMs and
         their Python workers, at once (a machine lost mid-job)."""
-        p = self.procs.pop(f"worker-{i}")
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
+        kill_group(self.procs.pop(f"worker-{i}"))
 
     def restart_worker(self, i: int, timeout: float = 120):
         """Worker ``i`` started again, back once the master lists it (and no longer the
@@ -206,19 +205,6 @@ class ConnectServer:
             stop_group(self.proc)
 
 
-def stop_group(proc: subprocess.Popen, grace: float = 30):
-    """End ``proc``'s process group (started with ``start_new_session``): SIGTERM, then
-    SIGKILL for whatever is left after ``grace`` seconds."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)
 
 
 def alive_in_groups(pgids) -> list:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from typing import Any, Callable
 import pytest
 
 import spark_helpers as H
+from support.procs import kill_group
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_app_main.py")
 # the time of the JVM start, the shipping and the unpack, then of each job (alone, each was
@@ -165,11 +165,7 @@ class UserApp:
             finally:
                 # the whole group: all of it after a timeout or an interrupt, else any Python
                 # worker that outlived the JVM
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                kill_group(proc)
         sys.stderr.write(f"user-way application ({', '.join(p['name'] for p in plan)}): "
                          f"{time.monotonic() - started:.0f} s, log {log_path}\n")
         if ended != "exited with status 0":
