@@ -331,6 +331,10 @@ def main():
     cluster = shared_cluster(os.path.join(work, "cluster"), bare)
     server = ConnectServer(os.path.join(work, "connect"), bare, cluster.master_url,
                            {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "connect", "native-cache")})
+    # Ctrl-C, or SIGINT/SIGTERM when started in the background (where SIGINT is ignored),
+    # reach the finally below
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         cluster.start()
         server.start()
