@@ -105,8 +105,9 @@ setup(
             "kafkarec._core",
             [CORE_C],
             include_dirs=[CORE_SRC],
-            # the C includes these: a changed header recompiles every interpreter's core
-            depends=sorted(glob.glob(CORE_SRC + "/*.h")),
+            # the C includes the headers, and the compiler flags are set here: a change to either
+            # recompiles every interpreter's core
+            depends=sorted(glob.glob(CORE_SRC + "/*.h")) + ["setup.py"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             define_macros=macros,

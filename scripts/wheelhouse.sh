@@ -15,7 +15,7 @@
 # (a stamp per Python in DIR); when only some sources changed, only what they
 # feed is rebuilt (Cython's C is regenerated, once for every Python, only when
 # what Cython reads changed; the compiled core is kept in build/ and recompiled
-# only when the C or a header is newer).
+# only when the C, a header or setup.py is newer).
 #
 # Then: spark-submit --py-files DIR/kafkarec-<ver>-<tags>.whl job.py, and in
 # job.py spark_udfs.register(spark) ships the dependency wheels found in DIR.
