@@ -9,7 +9,9 @@ conditionals), so it is generated once and compiled by each interpreter.  It is 
 what Cython reads changed by content (the .pyx, its .pxi/.pxd parts, the directives), as its last
 line records; not by file times, because Cython counts its own .pxd files among the inputs and a
 freshly made build environment would make the C look stale, and every interpreter's compiled core
-with it (build/lib.*, compared by time with the C).
+with it (build/lib.*, compared by time with the C).  Cython's version is not among the inputs: the
+checkout's .venv and each build environment may hold different ones within pyproject.toml's range,
+and each would regenerate the C in turn.
 """
 import glob
 import hashlib
@@ -103,8 +105,9 @@ setup(
             "kafkarec._core",
             [CORE_C],
             include_dirs=[CORE_SRC],
-            # the C includes these: a changed header recompiles every interpreter's core
-            depends=sorted(glob.glob(CORE_SRC + "/*.h")),
+            # the C includes the headers, and the compiler flags are set here: a change to either
+            # recompiles every interpreter's core
+            depends=sorted(glob.glob(CORE_SRC + "/*.h")) + ["setup.py"],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
             define_macros=macros,

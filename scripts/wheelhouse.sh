@@ -11,11 +11,11 @@
 # sdist is written to DIR too, and the wheel is built from it by pip as for a
 # user who installs the sdist (in isolation: Cython and gcc from the sdist's
 # sources alone) instead of in the checkout.  Re-running when no
-# source changed does nothing, at once, even while another build holds the lock
+# source changed does nothing, at once, even while other builds hold the locks
 # (a stamp per Python in DIR); when only some sources changed, only what they
 # feed is rebuilt (Cython's C is regenerated, once for every Python, only when
 # what Cython reads changed; the compiled core is kept in build/ and recompiled
-# only when the C or a header is newer).
+# only when the C, a header or setup.py is newer).
 #
 # Then: spark-submit --py-files DIR/kafkarec-<ver>-<tags>.whl job.py, and in
 # job.py spark_udfs.register(spark) ships the dependency wheels found in DIR.
