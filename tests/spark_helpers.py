@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from paths import ROOT
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -254,27 +253,6 @@ def kafka_source_jars(bare: str) -> list:
                                "pyspark.__file__), 'jars'))"], capture_output=True, text=True,
                               check=True).stdout.strip()
     return jvm.spark_jars(jars_dir)
-
-
-def submit_json(job: str, args, work: str, *, driver_memory: str = "1g", timeout: float = 900,
-                kafka_source: bool = False) -> dict:
-    """Run ``job`` as a user does, ``spark-submit --master local[2] --py-files <kafkarec wheel>``
-    from a bare Python (its caches under ``work``), with ``args`` and then the path of the JSON
-    file the job writes; returns what it wrote.  ``kafka_source``: Spark's Kafka source on the
-    class path too (jvm/spark's jars, ``--jars``)."""
-    wheel = wheelhouse(sys.executable)
-    bare = bare_python(sys.executable)
-    jars = ["--jars", ",".join(kafka_source_jars(bare))] if kafka_source else []
-    out = os.path.join(str(work), "out.json")
-    env = bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(str(work), "cache"),
-                          "KAFKAREC_SPARK_CACHE": os.path.join(str(work), "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", driver_memory, "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.session.timeZone=UTC", *jars, "--py-files", wheel, job, *map(str, args), out]
-    proc = subprocess.run(cmd, cwd=str(work), env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    with open(out) as f:
-        return json.load(f)
 
 
 def connect_client(python: str, wheel: str) -> str:

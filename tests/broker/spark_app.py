@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 
-import jvm
 import produce
 import spark_helpers as H
 import tiered_topic
@@ -69,9 +68,7 @@ def run(broker, data, stopped, work) -> str:
     the session's copy of the broker's log dir and tiered storage after a clean shutdown."""
     bare = H.bare_python(sys.executable)
     wheel = H.wheelhouse(sys.executable)
-    jars_dir = subprocess.run([bare, "-c", "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    jars = jvm.spark_jars(jars_dir)
+    jars = H.kafka_source_jars(bare)
     out = work / "out"
     out.mkdir()
     gappy = str(work / "gappy-remote")
