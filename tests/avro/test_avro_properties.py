@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import random
-import string
 
 import fastavro
 import io
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from avro_helpers import canon, decoded_canon, fastavro_json, fastavro_write, ours
+from avro_helpers import decoded_canon, fastavro_json, fastavro_write, ours
 from kafkarec import avro
 from kafkarec.errors import SchemaResolutionError
 

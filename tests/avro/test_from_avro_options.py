@@ -14,7 +14,6 @@ import os
 import random
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from avro_helpers import fastavro_write

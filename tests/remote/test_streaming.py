@@ -14,7 +14,6 @@ import sys
 import pytest
 
 import kafkarec
-import spark_helpers as H
 from paths import TESTS
 
 sys.path.insert(0, os.path.join(TESTS, "spark", "jobs"))
