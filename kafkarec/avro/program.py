@@ -125,14 +125,6 @@ class _Layout:
 
 # ----------------------------------------------------------------------------- resolution
 
-class _Err:
-    """A resolution error, raised at compile time unless only some data reaches it."""
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
 def _desc(node: _Node) -> str:
     return node.name if node.name else node.type
 

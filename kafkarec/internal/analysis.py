@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.topics import DEFAULT_SCHEMAS
-from kafkarec.internal.dumplog import TRANSACTION_STATES
+from kafkarec.internal.dumplog import TRANSACTION_STATES, state_name
 
 __all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets"]
 
@@ -57,10 +57,9 @@ def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[
                     out.pop(tid, None)
                     continue
                 v = rec.value
-                status = v["transactionStatus"]
                 out[tid] = {
                     "transactional_id": tid, "producer_id": v["producerId"], "producer_epoch": v["producerEpoch"],
-                    "state": TRANSACTION_STATES[status] if 0 <= status < len(TRANSACTION_STATES) else str(status),
+                    "state": state_name(TRANSACTION_STATES, v["transactionStatus"]),
                     "timeout_ms": v["transactionTimeoutMs"],
                     "partitions": list(dict.fromkeys((e["topic"], p) for e in v["transactionPartitions"] or ()
                                                     for p in e["partitionIds"])),

@@ -12,11 +12,13 @@ import base64
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from kafkarec.enums import ControlRecordType
 from kafkarec.errors import InternalRecordError
 from kafkarec.internal import topics as _topics
+from kafkarec.log.remote_metadata import PARTITION_DELETE_STATES, SEGMENT_STATES
 
 __all__ = ["java_json", "java_double", "format_record", "format_control", "DECODER_OPTIONS",
-           "transaction_partitions", "TRANSACTION_STATES"]
+           "transaction_partitions", "TRANSACTION_STATES", "state_name"]
 
 #: kafka-dump-log's decoder option -> the internal topic it decodes
 DECODER_OPTIONS = {
@@ -29,11 +31,11 @@ DECODER_OPTIONS = {
 
 TRANSACTION_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
                       "Dead", "PrepareEpochFence")
-_SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED",
-                   "DELETE_SEGMENT_FINISHED")
-_PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
-_CONTROL_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
-                  5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+
+def state_name(names: Tuple[str, ...], code: int) -> str:
+    """The name of a Kafka state enum's wire id (`names` in id order), else the number."""
+    return names[code] if 0 <= code < len(names) else str(code)
 
 
 def java_double(d: float) -> str:
@@ -178,10 +180,6 @@ def _remote_epochs(entries: List[dict]) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in dict(pairs).items()) + "}"
 
 
-def _remote_state(names, i: int) -> str:
-    return names[i] if 0 <= i < len(names) else str(i)
-
-
 def _remote_text(rec: "_topics.InternalRecord", current: bool) -> str:
     v = rec.value
     txn = f", txnIdxEmpty={'true' if v.get('txnIndexEmpty') else 'false'}" if current else ""
@@ -193,28 +191,28 @@ def _remote_text(rec: "_topics.InternalRecord", current: bool) -> str:
                 f"eventTimestampMs={v['eventTimestampMs']}, segmentLeaderEpochs="
                 f"{_remote_epochs(v['segmentLeaderEpochs'])}, segmentSizeInBytes={v['segmentSizeInBytes']}, "
                 f"customMetadata={_remote_custom(v['customMetadata'])}, "
-                f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
+                f"state={state_name(SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
     if rec.value_schema == "RemoteLogSegmentMetadataUpdateRecord":
         sid = v["remoteLogSegmentId"]
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition="
                 f"{_remote_tip(sid['topicIdPartition'])}, id={sid['id']}}}, "
                 f"customMetadata={_remote_custom(v['customMetadata'])}, "
-                f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}, "
+                f"state={state_name(SEGMENT_STATES, v['remoteLogSegmentState'])}, "
                 f"eventTimestampMs={v['eventTimestampMs']}, brokerId={v['brokerId']}}}")
     if rec.value_schema == "RemotePartitionDeleteMetadataRecord":
         return (f"RemotePartitionDeleteMetadata{{topicPartition={_remote_tip(v['topicIdPartition'])}, "
-                f"state={_remote_state(_PARTITION_DELETE_STATES, v['remotePartitionDeleteState'])}, "
+                f"state={state_name(PARTITION_DELETE_STATES, v['remotePartitionDeleteState'])}, "
                 f"eventTimestampMs={v['eventTimestampMs']}, brokerId={v['brokerId']}}}")
     return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={v['segmentId']}, startOffset={v['startOffset']}, "
             f"endOffset={v['endOffset']}, maxTimestampMs={v['maxTimestampMs']}, segmentLeaderEpochs="
             f"{_remote_epochs(v['segmentLeaderEpochs'])}, segmentSizeInBytes={v['segmentSizeInBytes']}, "
             f"customMetadata={_remote_custom(v['customMetadata'])}, "
-            f"state={_remote_state(_SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
+            f"state={state_name(SEGMENT_STATES, v['remoteLogSegmentState'])}{txn}}}")
 
 
 def _transaction_text(v: dict) -> str:
     status = v["transactionStatus"]
-    state = TRANSACTION_STATES[status] if 0 <= status < len(TRANSACTION_STATES) else str(status)
+    state = state_name(TRANSACTION_STATES, status)
     parts = [] if status == 0 else transaction_partitions(v.get("transactionPartitions"))
     return (f"producerId:{v['producerId']},producerEpoch:{v['producerEpoch']},state={state},"
             f"partitions=[{','.join(f'{t}-{p}' for t, p in parts)}],"
@@ -286,7 +284,7 @@ def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offs
 def format_control(control_type_id: int, value: Optional[bytes], coordinator_epoch: Optional[int] = None,
                    schemas: str = _topics.DEFAULT_SCHEMAS) -> str:
     """The text kafka-dump-log prints after a control record's metadata."""
-    name = _CONTROL_NAMES.get(control_type_id, "UNKNOWN")
+    name = ControlRecordType.from_id(control_type_id).name
     if control_type_id in (0, 1):
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
     label = _topics.CONTROL_SCHEMAS.get(control_type_id, (None, None))[1]

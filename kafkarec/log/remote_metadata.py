@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["TOPIC", "SEGMENT_STATES", "RemoteSegment", "RemoteLogMetadata", "load", "replay"]
+__all__ = ["TOPIC", "SEGMENT_STATES", "PARTITION_DELETE_STATES", "RemoteSegment", "RemoteLogMetadata",
+           "load", "replay"]
 
 TOPIC = "__remote_log_metadata"
+# Kafka's RemoteLogSegmentState and RemotePartitionDeleteState, by their wire ids (also what
+# kafka-dump-log prints: kafkarec.internal.dumplog)
 SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED",
                   "DELETE_SEGMENT_FINISHED")
+PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
 LIVE = "COPY_SEGMENT_FINISHED"
 
 
