@@ -35,6 +35,7 @@ import binascii
 import hashlib
 import json
 import os
+import secrets
 import struct
 from collections import OrderedDict
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
@@ -218,13 +219,30 @@ def _mgf1_sha3_512(seed: bytes, length: int) -> bytes:
     return out[:length]
 
 
+def _blinded_rsa_decrypt(c: int, n: int, e: int, d: int) -> int:
+    """c^d mod n with base blinding (Kocher, "Timing Attacks on Implementations of
+    Diffie-Hellman, RSA, DSS, and Other Systems", 1996; OpenSSL's RSA_blinding_on,
+    crypto/rsa/rsa_ossl.c): the secret exponent meets only c*r^e for a fresh random r, so the
+    time Python's pow (not constant-time) takes does not follow the ciphertext it is given."""
+    while True:
+        r = secrets.randbelow(n - 2) + 2
+        try:
+            r_inverse = pow(r, -1, n)
+        except ValueError:               # r shares a factor with n: practically never
+            continue
+        return pow(c * pow(r, e, n) % n, d, n) * r_inverse % n
+
+
 def oaep_sha3_512_decrypt(private_key: Any, ciphertext: bytes) -> bytes:
     """RSAES-OAEP decryption (RFC 8017, 7.1.2) with SHA3-512 as the hash and in MGF1 and an
     empty label, what the plugin's Bouncy Castle transformation ``RSA/NONE/OAEPWithSHA3-512
-    AndMGF1Padding`` encrypts with.  (pyca/cryptography refuses SHA3 in OAEP, so the RSA step is
-    the key's own modular exponentiation and the decoding is done here.)  Raises ValueError."""
+    AndMGF1Padding`` encrypts with.  Done here because pyca/cryptography refuses SHA3 in OAEP:
+    its RSA backend (src/rust/src/backend/rsa.rs, the OAEP parameters) accepts only SHA-1 and
+    SHA-2 for the hash and MGF1 (cryptography 50.0.2 on OpenSSL 4.0.3 raises UnsupportedAlgorithm
+    "This combination of padding and hash algorithm is not supported"; tests/tiered checks it
+    still does), and it has no raw RSA operation to pad around.  Raises ValueError."""
     numbers = private_key.private_numbers()
-    n, d = numbers.public_numbers.n, numbers.d
+    n, e, d = numbers.public_numbers.n, numbers.public_numbers.e, numbers.d
     k = (n.bit_length() + 7) // 8
     h = hashlib.sha3_512().digest_size
     if len(ciphertext) != k or k < 2 * h + 2:
@@ -233,7 +251,7 @@ def oaep_sha3_512_decrypt(private_key: Any, ciphertext: bytes) -> bytes:
     if c >= n:
         raise ValueError("the ciphertext is not below the key's modulus")
     # CRT would be faster; one unwrap per segment does not need it.
-    em = pow(c, d, n).to_bytes(k, "big")
+    em = _blinded_rsa_decrypt(c, n, e, d).to_bytes(k, "big")
     y, masked_seed, masked_db = em[0], em[1:1 + h], em[1 + h:]
     seed = bytes(a ^ b for a, b in zip(masked_seed, _mgf1_sha3_512(masked_db, h)))
     db = bytes(a ^ b for a, b in zip(masked_db, _mgf1_sha3_512(seed, k - h - 1)))

@@ -204,6 +204,31 @@ def test_a_wrong_or_missing_key(copy_of):
         rsm.side_files(LOCAL, stem + ".indexes", m, None)
 
 
+def test_cryptography_still_refuses_oaep_with_sha3():
+    """Why rsm unwraps data keys itself: the pinned cryptography will not do OAEP with SHA3-512.
+    When this fails, cryptography has learned it: unwrap through it instead."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    config = rsm.load_config(os.path.join(DATA, "aes", "rsm.properties"))
+    key = load_pem_private_key(next(iter(rsm.KeyRing.from_config(config).pems.values())), password=None)
+    sha3 = padding.OAEP(mgf=padding.MGF1(hashes.SHA3_512()), algorithm=hashes.SHA3_512(), label=None)
+    with pytest.raises(UnsupportedAlgorithm):
+        key.public_key().encrypt(b"k" * 32, sha3)
+
+
+def test_the_blinded_exponentiation_is_the_plain_one():
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    config = rsm.load_config(os.path.join(DATA, "aes", "rsm.properties"))
+    key = load_pem_private_key(next(iter(rsm.KeyRing.from_config(config).pems.values())), password=None)
+    numbers = key.private_numbers()
+    n, e, d = numbers.public_numbers.n, numbers.public_numbers.e, numbers.d
+    rnd = random.Random(5)
+    for c in [0, 1, n - 1] + [rnd.randrange(n) for _ in range(5)]:
+        assert rsm._blinded_rsa_decrypt(c, n, e, d) == pow(c, d, n)
+
+
 def test_a_manifest_that_points_past_the_indexes(copy_of):
     stem, config = copy_of("plain")
     doc = json.load(open(stem + ".rsm-manifest"))
