@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A "bare" Spark Python: a venv holding only what a managed Spark cluster gives
-# you (pyspark==4.3.0, pyarrow, pandas<3 and their own dependencies) - no
+# you (pyspark at scripts/versions.sh's pin, pyarrow, pandas<3 and their own dependencies) - no
 # kafkarec, no codec libraries.  The main job and the Spark cluster tests run
 # executors (and the driver) on it, so everything else must be shipped.
 #
@@ -8,7 +8,8 @@
 #
 # Made once: a second call with the same interpreter and requirements returns at once.
 set -euo pipefail
-REQS=("pyspark==4.3.0" "pyarrow" "pandas<3")
+source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+REQS=("pyspark==$PYSPARK_VERSION" "pyarrow" "pandas<3")
 DIR=""
 PY="python3"
 while [ $# -gt 0 ]; do

@@ -257,7 +257,7 @@ def kafka_source_jars(bare: str) -> list:
 
 def connect_client(python: str, wheel: str) -> str:
     """A Spark Connect client's Python, as a user makes one: a venv of ``python`` with
-    ``pyspark[connect]==4.3.0`` (pandas<3) from the package index, and kafkarec installed
+    ``pyspark[connect]`` at the pinned version (pandas<3) from the package index, and kafkarec installed
     from the wheelhouse of ``wheel`` (``pip install --no-index --find-links``), never the
     checkout's editable install.  The venv is made once in ``.cache/connect-client-<tag>``;
     kafkarec is installed again whenever the wheel changed."""
@@ -265,7 +265,8 @@ def connect_client(python: str, wheel: str) -> str:
     import hashlib
     folder = os.path.join(ROOT, ".cache", f"connect-client-{_cache_tag(python)}")
     py = os.path.join(folder, "bin", "python")
-    reqs = ["pyspark[connect]==4.3.0", "pandas<3"]
+    from support.versions import PYSPARK
+    reqs = [f"pyspark[connect]=={PYSPARK}", "pandas<3"]
     base_stamp = f"{subprocess.run([python, '-c', 'import sys; print(sys.version)'], capture_output=True, text=True).stdout.strip()} | {' '.join(reqs)}"
     with open(wheel, "rb") as fh:
         wheel_stamp = f"{os.path.basename(wheel)} {hashlib.sha256(fh.read()).hexdigest()}"

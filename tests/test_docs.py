@@ -27,6 +27,7 @@ import sys
 import pytest
 
 from paths import ROOT
+from support.versions import PYSPARK
 
 FILES = ["README.md", "CHANGELOG.md", "spark_udfs/README.md", "benchmarks/README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
@@ -38,7 +39,8 @@ NOT_RUN = {
     ("docs/spark.md", "# job.py"):
         "a spark-submit job: tests/spark/test_spark_submit.py::test_readme_spark_job_runs_as_written "
         "submits it as written, with the wheel alone in --py-files, on a bare Python",
-    ("docs/spark.md", 'pip install "pyspark[connect]==4.3.0"'):
+    # the pinned pyspark: docs/spark.md's install line must name it, or the block is "not run"
+    ("docs/spark.md", f'pip install "pyspark[connect]=={PYSPARK}"'):
         "installs a Spark Connect client: tests/spark/test_connect.py makes that client "
         "(spark_helpers.connect_client) the same way and runs everything from it",
     ("docs/spark.md", "# connect.py"):

@@ -1,6 +1,6 @@
 """kafkarec on log dirs a real Kafka broker wrote (issue 27).
 
-The broker (tests/broker/kafka_broker.py, Kafka 4.3.1 from jvm/kafka/pom.xml) is fed by
+The broker (tests/broker/kafka_broker.py, Kafka from jvm/kafka/pom.xml) is fed by
 three producers (tests/broker/produce.py).  The yardstick is Kafka's own software: what
 librdkafka's consumer reads back (read_committed and read_uncommitted) and what Kafka's
 ``kafka-dump-log`` (DumpLogSegments, same jars) prints.  kafkarec reads the broker's log

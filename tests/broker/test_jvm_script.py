@@ -6,6 +6,7 @@ import subprocess
 
 import jvm
 from paths import ROOT
+from support.versions import KAFKA
 
 
 def _fake_maven(tmp_path):
@@ -23,8 +24,8 @@ def test_second_run_reads_the_cache_without_maven(tmp_path):
     jars = cp.split(":")
     assert all(os.path.isfile(j) for j in jars)
     names = {os.path.basename(j) for j in jars}
-    for want in ("kafka_2.13-4.3.1.jar", "kafka-tools-4.3.1.jar", "kafka-clients-4.3.1.jar",
-                 "kafka-storage-4.3.1.jar", "log4j-slf4j2-impl-2.26.1.jar", "slf4j-api-2.0.17.jar"):
+    for want in (f"kafka_2.13-{KAFKA}.jar", f"kafka-tools-{KAFKA}.jar", f"kafka-clients-{KAFKA}.jar",
+                 f"kafka-storage-{KAFKA}.jar", "log4j-slf4j2-impl-2.26.1.jar", "slf4j-api-2.0.17.jar"):
         assert want in names
     assert all(j.startswith(os.path.join(ROOT, ".cache", "m2")) for j in jars) or os.environ.get("KAFKAREC_M2_REPO")
     env = dict(os.environ, PATH=_fake_maven(tmp_path))
