@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from kafkarec.enums import ControlRecordType
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.topics import DEFAULT_SCHEMAS
 from kafkarec.internal.dumplog import TRANSACTION_STATES, state_name
@@ -144,7 +145,7 @@ def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[T
             if batch.is_control:
                 for r in batch:
                     commits = pending.pop(batch.producer_id, [])
-                    if r.control_type_id == 1:
+                    if r.control_type_id == ControlRecordType.COMMIT:
                         for k, v in commits:
                             if v is None:
                                 out.pop(k, None)

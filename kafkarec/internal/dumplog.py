@@ -220,13 +220,19 @@ def _transaction_text(v: dict) -> str:
             f"txnTimeoutMs={v['transactionTimeoutMs']}")
 
 
+def _prints_as_current(schemas: str) -> bool:
+    """Whether the records print as today's kafka-dump-log prints them; the fixtures' Kafka
+    (schema set 1eb7644) printed some differently."""
+    return schemas != "1eb7644"
+
+
 def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
                  offset: int, schemas: str = _topics.DEFAULT_SCHEMAS) -> Tuple[Optional[str], Optional[str]]:
     """(key text, payload text) as kafka-dump-log prints them after ``key: `` / ``payload: `` (None where
     it prints nothing) for a data record of `topic` at `offset`."""
     topic = _topics.decoder_for(topic)
     framing = _topics.TOPICS[topic][0]
-    current = schemas != "1eb7644"
+    current = _prints_as_current(schemas)
     if framing == "metadata":
         try:
             rec = _topics.decode(topic, key, value, json=True, schemas=schemas)
@@ -285,10 +291,10 @@ def format_control(control_type_id: int, value: Optional[bytes], coordinator_epo
                    schemas: str = _topics.DEFAULT_SCHEMAS) -> str:
     """The text kafka-dump-log prints after a control record's metadata."""
     name = ControlRecordType.from_id(control_type_id).name
-    if control_type_id in (0, 1):
+    if control_type_id in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
     label = _topics.CONTROL_SCHEMAS.get(control_type_id, (None, None))[1]
-    if label is None and control_type_id == 2 and schemas != "1eb7644":
+    if label is None and control_type_id == ControlRecordType.LEADER_CHANGE and _prints_as_current(schemas):
         label = "LeaderChange:"           # newer DumpLogSegments decodes LeaderChange records too
     if label is None:
         return f" controlType: {name}({control_type_id})"

@@ -14,10 +14,11 @@ import struct
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from kafkarec.internal import topics as _topics
+from kafkarec.internal.schema import ZERO_UUID
 
 __all__ = ["ClusterState", "replay", "metadata_files", "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
 
-MIGRATING_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"
+MIGRATING_DIRECTORY = ZERO_UUID      # Kafka's DirectoryId.MIGRATING is Uuid(0, 0)
 #: ConfigResource.Type ids -> names
 CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
                          32: "GROUP"}

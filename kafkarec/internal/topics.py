@@ -15,6 +15,7 @@ import struct as _struct
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from kafkarec import _core
+from kafkarec.enums import ControlRecordType
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 from kafkarec.internal import schema as _schema
 from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS
@@ -41,9 +42,11 @@ ALIASES = {
 # MetadataRecordType names that are not the snake-cased schema name
 _ENUM_NAMES = {"ZkMigrationRecord": "ZK_MIGRATION_STATE_RECORD"}
 # KRaft control record types with a struct value -> (schema, the label kafka-dump-log prints)
-CONTROL_SCHEMAS = {2: ("LeaderChangeMessage", None), 3: ("SnapshotHeaderRecord", "SnapshotHeader"),
-                   4: ("SnapshotFooterRecord", "SnapshotFooter"), 5: ("KRaftVersionRecord", "KRaftVersion"),
-                   6: ("VotersRecord", "KRaftVoters")}
+CONTROL_SCHEMAS = {ControlRecordType.LEADER_CHANGE: ("LeaderChangeMessage", None),
+                   ControlRecordType.SNAPSHOT_HEADER: ("SnapshotHeaderRecord", "SnapshotHeader"),
+                   ControlRecordType.SNAPSHOT_FOOTER: ("SnapshotFooterRecord", "SnapshotFooter"),
+                   ControlRecordType.KRAFT_VERSION: ("KRaftVersionRecord", "KRaftVersion"),
+                   ControlRecordType.KRAFT_VOTERS: ("VotersRecord", "KRaftVoters")}
 
 
 def decoder_for(topic: str) -> str:

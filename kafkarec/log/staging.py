@@ -113,8 +113,9 @@ class Staging:
 
     def _plugin_side_files(self, local: str, seg) -> None:
         from kafkarec.log import layout
-        stem = local[:-len(".log")]
-        for name, suffix in (("offset", ".index"), ("timestamp", ".timeindex"), ("transaction", ".txnindex")):
+        stem = local[:-len(names.LOG_SUFFIX)]
+        for name, suffix in (("offset", names.INDEX_SUFFIX), ("timestamp", names.TIME_INDEX_SUFFIX),
+                             ("transaction", names.TXN_INDEX_SUFFIX)):
             data = layout.side_file(self.storage, seg, name)
             if data is not None:
                 with open(stem + suffix, "wb") as fh:
