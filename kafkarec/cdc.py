@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Tuple
 
+from kafkarec._extras import require
+
 __all__ = ["FORMATS", "parse_cdc", "envelope", "changes", "CDC_FIELDS", "Debezium", "typed_changes",
            "envelope_type_problem"]
 
@@ -76,7 +78,7 @@ def changes(batch: Any) -> Any:
     """``batch`` (a pyarrow RecordBatch or Table of the log view) with :data:`CDC_FIELDS` added.
     A tombstone (null value) has them all null; a value that is not an envelope has only
     ``cdcError``."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     cols: dict = {name: [] for name, _ in CDC_FIELDS}
     for value in batch.column("value").to_pylist():
         doc, error = (None, None) if value is None else envelope(value)
@@ -113,17 +115,17 @@ class Debezium:
                 doc = None if v is None else envelope(v)[0]
                 out.append(doc["op"] if doc else None)
             return out
-        import pyarrow as pa
+        pa = require("pyarrow")
         typed = self.decode(values, headers)[0]
         if not pa.types.is_struct(typed.type) or typed.type.get_field_index("op") < 0:
             return [None] * len(values)
-        import pyarrow.compute as pc
+        pc = require("pyarrow.compute")
         return [op if op in OPS else None for op in pc.struct_field(typed, "op").to_pylist()]
 
     def last_truncate(self, batch: Any) -> int:
         """The offset of the last truncate event (op ``t``: no key) in ``batch``, -1 if none:
         the mirrored table holds nothing written before it."""
-        import pyarrow.compute as pc
+        pc = require("pyarrow.compute")
         keyless = batch.filter(pc.and_(pc.is_null(batch.column("key")), pc.is_valid(batch.column("value"))))
         if not keyless.num_rows:
             return -1
@@ -135,8 +137,8 @@ class Debezium:
         """Of the keyed state's ``rows``, those the mirrored table holds (written after the
         last truncate, last event not a delete; a value that is no envelope stays), with the
         change-event columns for JSON values (typed values get theirs once decoded)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
         live = pc.and_(pc.greater(rows.column("offset"), truncated),
                        pc.fill_null(pc.not_equal(pa.array(self.ops(rows.column("value"), _headers(rows)),
                                                           pa.string()), "d"), True))
@@ -151,7 +153,7 @@ def _headers(batch: Any) -> Any:
 def envelope_type_problem(value_type: Any) -> Optional[str]:
     """Why values of pyarrow type ``value_type`` (a typed value column) are not Debezium
     envelopes, or ``None`` when they are (a struct with ``op``, ``before``, ``after``)."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     if not pa.types.is_struct(value_type):
         return f"the values are of type {value_type}, not Debezium envelopes (a record with op, before, after)"
     missing = [n for n in ("op", "before", "after") if value_type.get_field_index(n) < 0]
@@ -166,7 +168,7 @@ def envelope_type_problem(value_type: Any) -> Optional[str]:
 def typed_change_types(value_type: Any) -> list:
     """``[(name, pyarrow type)]`` of :func:`typed_changes`'s columns for values of
     ``value_type`` (a Debezium envelope struct): op, before, after, source, ts_ms, cdcError."""
-    import pyarrow as pa
+    pa = require("pyarrow")
 
     def field(name, default):
         i = value_type.get_field_index(name)
@@ -181,8 +183,8 @@ def typed_changes(values: Any, errors: Any = None) -> dict:
     null where a value decoded): ``op``, ``before``, ``after`` and ``source`` (the envelope's
     own types), ``ts_ms``, and ``cdcError`` where a decoded value is no change event (a value
     that did not decode has its reason in the corrupt-record column instead)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa = require("pyarrow")
+    pc = require("pyarrow.compute")
     n = len(values)
     types = typed_change_types(values.type)
     if isinstance(values, pa.ChunkedArray):

@@ -1,7 +1,7 @@
 """The kafkarec exception hierarchy: every error kafkarec raises is a
 :class:`KafkaRecError` and keeps the builtin base a caller would catch without
 knowing kafkarec (``ValueError`` for bad bytes or arguments, ``OSError`` for
-storage, ``ImportError`` for a missing codec library).
+storage, ``ImportError`` for a missing codec library or optional dependency).
 
 Every decode failure is a :class:`DecodeError` (also a ``ValueError``) that
 carries the byte position in the caller's buffer and a reason; nothing here
@@ -20,6 +20,7 @@ __all__ = [
     "ChecksumError",
     "UnsupportedCodecError",
     "CodecUnavailableError",
+    "MissingExtraError",
     "DecompressionError",
     "DecompressionLimitError",
     "EncodeError",
@@ -128,6 +129,20 @@ class DecompressionLimitError(DecompressionError):
 
 class CodecUnavailableError(KafkaRecError, ImportError):
     """The library for a codec is not installed; the message names the package."""
+
+
+class MissingExtraError(KafkaRecError, ImportError):
+    """An optional dependency that is not installed (imported through :func:`kafkarec._extras.require`):
+    one line naming it and the kafkarec extra that installs it, ``pip install 'kafkarec[arrow]'``.
+    ``name`` is the missing module (as ModuleNotFoundError's), ``extra`` the extra."""
+
+    def __init__(self, name: str, distribution: str, extra: str) -> None:
+        self.distribution = distribution
+        self.extra = extra
+        super().__init__(f"{distribution} is not installed: pip install 'kafkarec[{extra}]'", name=name)
+
+    def __reduce__(self):      # picklable across Spark workers (ImportError's would lose the fields)
+        return (type(self), (self.name, self.distribution, self.extra))
 
 
 class EncodeError(KafkaRecError, ValueError):

@@ -27,6 +27,7 @@ import json
 import threading
 from typing import Any, Mapping
 
+from kafkarec._extras import require
 from kafkarec.errors import JsonSchemaError, KafkaRecError, SchemaResolutionError  # noqa: F401 (re-exported)
 
 __all__ = ["JsonSchema", "JsonSchemaDecoder", "JsonSchemaError"]
@@ -97,7 +98,7 @@ def arrow_type(schema) -> "Any":
 class _Typer:
     def __init__(self, schema: JsonSchema):
         self.schema = schema
-        import pyarrow as pa
+        pa = require("pyarrow")
         self.pa = pa
 
     def type(self, node, doc, path: str, stack: tuple, depth: int = 0):
@@ -215,8 +216,8 @@ class JsonSchemaDecoder:
                                                             for n, t in references.items()}})
         self.reader_schema = s
         self.arrow_type = arrow_type(s)
-        import pyarrow as pa
-        import pyarrow.json as pj
+        pa = require("pyarrow")
+        pj = require("pyarrow.json")
         self._parse_options = pj.ParseOptions(explicit_schema=pa.schema([("v", self.arrow_type)]),
                                               unexpected_field_behavior="ignore")
         self._writers: set[int] = set()
@@ -236,8 +237,8 @@ class JsonSchemaDecoder:
 
     def decode(self, values, writer_ids, body_offsets):
         """(typed array, string array of per-row errors); null values / writer ids give null rows, no error."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
         values, writer_ids, body_offsets = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
                                             for a in (values, writer_ids, body_offsets)]
         n = len(values)
@@ -282,8 +283,8 @@ class JsonSchemaDecoder:
 
     def _parse(self, values, offsets):
         """Parse kept payloads; returns (array of their values, {index: error})."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
         n = len(values)
         if n == 0:
             return pa.array([], self.arrow_type), {}
@@ -322,8 +323,8 @@ class JsonSchemaDecoder:
         return out, errors
 
     def _parse_range(self, lines, lo: int, hi: int, parts: list, errors: dict) -> None:
-        import pyarrow as pa
-        import pyarrow.json as pj
+        pa = require("pyarrow")
+        pj = require("pyarrow.json")
         _, offsets, data = lines.buffers()
         width = 8 if pa.types.is_large_binary(lines.type) else 4
         base = lines.offset
@@ -356,8 +357,8 @@ class JsonSchemaDecoder:
 def _bodies(values, offsets):
     """The payloads (each value from its body offset on), by pyarrow's binary_slice: one call per distinct
     offset (usually one: every value has the same prefix)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa = require("pyarrow")
+    pc = require("pyarrow.compute")
     values = values.cast(pa.large_binary())
     distinct = pc.unique(offsets)
     if len(distinct) == 1:
@@ -374,7 +375,7 @@ def _bodies(values, offsets):
 
 def _find_invalid_utf8(bodies, lo: int, hi: int, out: list) -> None:
     """Indexes of the bodies in [lo, hi) that are not UTF-8 (one cast per range, halves when it fails)."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     if lo >= hi:
         return
     target = pa.large_string() if pa.types.is_large_binary(bodies.type) else pa.string()

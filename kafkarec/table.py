@@ -34,6 +34,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional
 
+from kafkarec._extras import require
+
 __all__ = ["VIEWS", "DEFAULT_BUFFER_BYTES", "LatestStats", "LatestState", "latest_batches", "latest",
            "parse_view"]
 
@@ -193,7 +195,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     A batch that cannot be decoded raises :class:`kafkarec.DecodeError` (``position`` in the
     file named by its ``file`` attribute): a table with a hole in it would be a wrong table.
     """
-    import pyarrow as pa
+    pa = require("pyarrow")
     import kafkarec
     selection_options = selection
     from kafkarec.log import layout as _layout, selection, storage as _storage
@@ -278,7 +280,7 @@ class _TypedState:
         return Debezium(column.decode)
 
     def table(self, topic, rows):
-        import pyarrow as pa
+        pa = require("pyarrow")
         from kafkarec.registry import decode_table
         out = decode_table(rows, self.registry, topic=topic, columns=self._columns(topic), **self.kw)
         if self.cdc is not None:
@@ -289,7 +291,7 @@ class _TypedState:
         return out
 
     def concat(self, tables: list):
-        import pyarrow as pa
+        pa = require("pyarrow")
         if not tables:                  # nothing selected: no topic to type the columns by
             import kafkarec
             return kafkarec.arrow_schema().empty_table()

@@ -6,13 +6,15 @@
 # plus opt-in batch-level columns.  pyarrow is imported on first use; the
 # buffers are handed to pa.Array.from_buffers without a copy.
 
+from kafkarec._extras import require
+
 cdef object _pa = None
 
 
 cdef object pyarrow():
     global _pa
     if _pa is None:
-        _pa = codec_lib("pyarrow", "pyarrow")
+        _pa = require("pyarrow")
     return _pa
 
 

@@ -157,7 +157,7 @@ cdef class KeyOffsetMap:
     def latest(self, keys, values, offsets):
         """A pyarrow boolean array: True where a row is its key's last record (as :meth:`put`
         saw them) and not a tombstone - the rows of the keyed state, for this bucket."""
-        import pyarrow as pa
+        pa = pyarrow()
         cdef Py_ssize_t n = len(offsets), i
         cdef _BinaryInput k = _key_column(keys, n, "keys")
         cdef _BinaryInput v = _key_column(values, n, "values")

@@ -9,6 +9,7 @@ import struct
 from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
 
 from kafkarec._core import encode_varlong
+from kafkarec._extras import require
 from kafkarec.errors import SchemaResolutionError, AvroSchemaError
 
 from kafkarec.avro.schema import AvroSchema, _Field, _Node, _copy  # noqa: F401
@@ -18,8 +19,7 @@ from kafkarec.avro.schema import _NAMED  # noqa: F401
 # ----------------------------------------------------------------------------- Arrow types
 
 def _pa():
-    import pyarrow
-    return pyarrow
+    return require("pyarrow")
 
 
 def _union_mode(node: _Node) -> tuple:

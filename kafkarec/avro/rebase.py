@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-import numpy as np
-import pyarrow as pa
-
+from kafkarec._extras import require
 from kafkarec.errors import SchemaResolutionError
+
+np = require("numpy")
+pa = require("pyarrow")
 
 __all__ = ["REBASE_MODES", "LAST_SWITCH_JULIAN_DAY", "LAST_SWITCH_JULIAN_MICROS", "ANCIENT_DATETIME",
            "rebase_mode", "julian_to_gregorian_days", "rebase_column"]

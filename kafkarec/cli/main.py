@@ -24,6 +24,7 @@ from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
 from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError  # noqa: F401 (re-exported)
+from kafkarec.errors import MissingExtraError
 from kafkarec.log.staging import Staging
 from kafkarec.log.storage import is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
@@ -206,7 +207,8 @@ at a time in a temporary folder); dump and stats also take the selection flags
 
 exit status: 0 all good; 1 problems in the data (verify found errors, or
 dump/stats met something they could not read); 2 usage errors (bad options,
-a PATH that does not exist or holds no Kafka files, --plot without matplotlib).
+a PATH that does not exist or holds no Kafka files, --plot without matplotlib,
+an optional dependency missing: the line names the extra to install).
 """
 
 
@@ -352,8 +354,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         return args.func(args, out, err)
-    except (UsageError, SelectionError, StorageError) as e:
-        # Bad paths, selections or storage settings: one line, no traceback.
+    except (UsageError, SelectionError, StorageError, MissingExtraError) as e:
+        # Bad paths, selections or storage settings, or a missing extra: one line, no traceback.
         err.write(f"kafkarec {args.command}: error: {e}\n")
         return EXIT_USAGE
     except BrokenPipeError:

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import TextIO, Optional
 
+from kafkarec._extras import require
 from kafkarec.errors import KafkaRecError
 
 __all__ = ["add_parser", "run"]
@@ -159,7 +160,7 @@ class TypedDump:
     def batch(self, fb, path: str) -> list:
         """Per record of the batch: {"key": json text|None, "value": ..., "key_error": ...}."""
         import os
-        import pyarrow as pa
+        pa = require("pyarrow")
         from kafkarec.log.names import parse_partition_folder
         tp = parse_partition_folder(os.path.dirname(path))
         topic = tp[0] if tp else None
@@ -250,9 +251,11 @@ def typed_from_args(args):
     """A :class:`TypedDump` when ``--value-decoder``/``--key-decoder`` is given, else None."""
     if not (getattr(args, "value_decoder", None) or getattr(args, "key_decoder", None)):
         return None
-    from kafkarec.errors import UsageError
+    from kafkarec.errors import MissingExtraError, UsageError
     try:
         return TypedDump(args)
+    except MissingExtraError:
+        raise                              # not a --registry problem: said as it is
     except (KafkaRecError, OSError) as e:
         raise UsageError(f"--registry: {e}") from None
 

@@ -7,7 +7,7 @@ import json
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS
-from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError
+from kafkarec.errors import KafkaRecError, MissingExtraError, SelectionError, StorageError, UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -68,7 +68,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
         state = table.latest(args.path, selection=selection_from_args(args),
                              read_committed=args.read_committed, buffer_bytes=args.dedupe_buffer_size,
                              storage_options=storage_options_from_args(args), cdc=args.cdc, decode=decode)
-    except (StorageError, SelectionError):
+    except (StorageError, SelectionError, MissingExtraError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:
         raise UsageError(f"{args.path}: no such file or directory") from None

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from kafkarec import _core
+from kafkarec._extras import require
 from kafkarec.internal import schema as _schema
 from kafkarec.internal import topics as _topics
 
@@ -80,8 +81,8 @@ def _offsets_plans(schemas: str):
 def _consumer_offsets(table, strict: bool, strict_types: bool, schemas: str):
     """The typed __consumer_offsets columns, by the plans record decoding uses (kafkarec._core's
     coordinator_columns walks them into Arrow buffers, no Python object per record)."""
-    import numpy as np
-    import pyarrow as pa
+    np = require("numpy")
+    pa = require("pyarrow")
     key_plans, value_plans, type_names = _offsets_plans(schemas)
     names = list(dict.fromkeys(type_names + ["Unknown"]))
     to_name = np.array([names.index(x) for x in type_names] + [names.index("Unknown")], dtype=np.int8)
@@ -115,7 +116,7 @@ def _consumer_offsets(table, strict: bool, strict_types: bool, schemas: str):
 
 
 def _generic(table, topic: str, strict: bool, strict_types: bool, schemas: str):
-    import pyarrow as pa
+    pa = require("pyarrow")
     from kafkarec.internal.dumplog import java_json
     rt, kv, av, vv, tomb, dk, dv = [], [], [], [], [], [], []
     for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist()):
@@ -201,7 +202,7 @@ class _DecodedBatches:
         return self
 
     def __next__(self):
-        import pyarrow as pa
+        pa = require("pyarrow")
         rb = next(self._it)
         t = decode_columns(pa.Table.from_batches([rb]), self._topic, strict=self._strict,
                            strict_types=self._strict_types, schemas=self._schemas)
@@ -214,7 +215,7 @@ class _DecodedBatches:
 def decoded_schema(decode: str, *, schemas: str = _topics.DEFAULT_SCHEMAS) -> Any:
     """The pyarrow schema of the columns ``decode_columns`` appends for internal topic `decode` (for
     callers that must declare their schema up front, such as a Spark data source)."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     base = _core.to_arrow(b"")
     table = decode_columns(base, decode, schemas=schemas)
     return pa.schema([table.schema.field(i) for i in range(base.num_columns, table.num_columns)])

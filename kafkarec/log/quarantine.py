@@ -35,6 +35,7 @@ import os
 import uuid
 from typing import Any, Iterable, Optional
 
+from kafkarec._extras import require
 from kafkarec._files import atomic_write
 
 __all__ = ["Quarantine", "REASON_HEADER", "SCHEMA_ID_HEADER", "TIMESTAMP_TYPE_HEADER", "UNDECODABLE_DIR"]
@@ -69,7 +70,7 @@ class Quarantine:
     def _filesystem(self):
         if self._fs is None:
             if "://" in self.path:
-                import pyarrow.fs as pafs
+                pafs = require("pyarrow.fs")
                 self._fs, self._root = pafs.FileSystem.from_uri(self.path)
             else:
                 self._fs = False
@@ -129,8 +130,8 @@ class Quarantine:
         ``value``, ``headers``; ``topic``, ``partition``, ``timestampType`` when it has them) whose
         ``reasons`` entry is not null, grouped by topic-partition.  ``schema_ids``: per row, the
         writer id of the side that failed (or None).  Returns the files written."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
         if isinstance(reasons, pa.ChunkedArray):
             reasons = reasons.combine_chunks()
         failed = pc.indices_nonzero(reasons.is_valid())

@@ -40,6 +40,7 @@ import struct
 from collections import OrderedDict
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from kafkarec._extras import require
 from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
@@ -584,7 +585,7 @@ class SegmentObject:
         return len(data)
 
     def read_buffer(self, position: int, nbytes: int):
-        import pyarrow as pa
+        pa = require("pyarrow")
         return pa.py_buffer(self.read_at(position, nbytes))
 
     def close(self) -> None:

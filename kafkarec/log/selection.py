@@ -43,6 +43,7 @@ import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
+from kafkarec._extras import require
 from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
@@ -233,7 +234,7 @@ class SegmentRange(NamedTuple):
 
 def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
     """The rows of an Arrow batch with ``lo <= offset < hi`` (the batch itself if all are)."""
-    import pyarrow.compute as pc
+    pc = require("pyarrow.compute")
     if rb.num_rows == 0 or (lo is None and hi is None):
         return rb
     off = rb.column(rb.schema.get_field_index("offset"))

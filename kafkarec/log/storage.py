@@ -48,6 +48,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import kafkarec
+from kafkarec._extras import require
 from kafkarec.errors import DecodeError, StorageError
 
 __all__ = [
@@ -215,12 +216,12 @@ class Storage:
 
 
 def _is_local_fs(fs) -> bool:
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     return isinstance(fs, pafs.LocalFileSystem)
 
 
 def _s3(netloc: str, path: str, query: dict, opts: dict):
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     env = os.environ
     endpoint = (opts.get("endpoint") or query.get("endpoint_override") or query.get("endpoint")
                 or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"))
@@ -269,7 +270,7 @@ def _seconds(v, name: str) -> float:
 
 
 def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     env = os.environ
     key = opts.get("account_key") or env.get("AZURE_STORAGE_ACCOUNT_KEY")
     sas = opts.get("sas_token") or env.get("AZURE_STORAGE_SAS_TOKEN")
@@ -291,7 +292,7 @@ def _azure(scheme: str, netloc: str, path: str, opts: dict, uri: str):
 
 
 def _gcs(netloc: str, path: str, opts: dict):
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     kw: dict = {}
     if _truthy(opts.get("anonymous", False)):
         kw["anonymous"] = True
@@ -333,7 +334,7 @@ def tiered_config_option(options: Optional[dict]) -> Optional[str]:
 
 
 def _resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     if isinstance(uri, os.PathLike):
         uri = os.fspath(uri)
     opts = storage_options(options)
@@ -384,14 +385,14 @@ def _prefix_for(uri: str, path: str) -> str:
 
 
 def _fsspec(uri: str, scheme: str, opts: dict):
+    pafs = require("pyarrow.fs")
     try:
         import fsspec
-        from pyarrow.fs import FSSpecHandler, PyFileSystem
     except ImportError:
         raise StorageError(f"{uri}: pyarrow does not know the scheme {scheme}:// and fsspec is "
                            f"not installed") from None
     fs, path = fsspec.core.url_to_fs(uri)
-    return Storage(PyFileSystem(FSSpecHandler(fs)), f"{scheme}://"), path
+    return Storage(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), f"{scheme}://"), path
 
 
 def open_storage(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
@@ -446,7 +447,7 @@ def list_files(storage: Storage, path: str) -> List[FileEntry]:
 
 def _no_such_bucket(storage: Storage, path: str) -> bool:
     """Whether the first component of an object-store path (its bucket or container) is missing."""
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     if storage.is_local or not storage.prefix:
         return False
     bucket = path.lstrip("/").split("/", 1)[0]
@@ -454,7 +455,7 @@ def _no_such_bucket(storage: Storage, path: str) -> bool:
 
 
 def _list_files(storage: Storage, path: str) -> List[FileEntry]:
-    import pyarrow.fs as pafs
+    pafs = require("pyarrow.fs")
     fs = storage.fs
     m = _GLOB.search(path)
     if m:
@@ -665,7 +666,7 @@ class _ReadAhead:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkarec-read")
 
     def _read(self, pos: int, n: int):
-        import pyarrow as pa
+        pa = require("pyarrow")
         buf = memoryview(pa.allocate_buffer(n)).cast("B")
         got = self.f.read_into(pos, buf)
         return buf[:got]
@@ -694,7 +695,7 @@ class _ReadAhead:
 
 
 def _join(a, b) -> memoryview:
-    import pyarrow as pa
+    pa = require("pyarrow")
     buf = memoryview(pa.allocate_buffer(len(a) + len(b))).cast("B")
     buf[:len(a)] = a
     buf[len(a):] = b

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkarec._extras import require
 from kafkarec.errors import ProtobufSchemaError
 from kafkarec.protobuf.options import EMPTY_MESSAGE_FIELD, MAX_RECURSIVE_FIELDS_DEPTH, MAX_STRUCT_COLUMNS, _Options
 from kafkarec.protobuf.schema import (_BOOL, _BYTES, _DOUBLE, _ENUM, _FLOAT, _GROUP, _INT32_TYPES, _INT64_TYPES,
@@ -83,7 +84,7 @@ _WRAPPERS = {"google.protobuf.BoolValue", "google.protobuf.Int32Value", "google.
 def _message_shape(schema: ProtobufSchema, message: str, o: _Options, depth_of: dict) -> _Shape | None:
     """The struct column of ``message`` (its columns built fresh), or None when Spark leaves it out: no field
     left (empty, or every field cut by the recursion depth) and not ``retain.empty.message.types``."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     m = schema.messages[message]
     o.structs += 1
     if o.structs > MAX_STRUCT_COLUMNS:
@@ -106,13 +107,13 @@ def _message_shape(schema: ProtobufSchema, message: str, o: _Options, depth_of: 
 
 def _root_shape(schema: ProtobufSchema, message: str, o: _Options) -> _Shape:
     """The column's struct: an empty message is an empty struct (or the dummy field), never left out."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     shape = _message_shape(schema, message, o, {message: 1})
     return shape if shape is not None else _finish(_Shape("struct", _MESSAGE, message), pa)
 
 
 def _scalar_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict) -> _Shape | None:
-    import pyarrow as pa
+    pa = require("pyarrow")
     t = fd["type"]
     if t in (_MESSAGE, _GROUP):
         name = fd["type_name"]
@@ -153,7 +154,7 @@ def _scalar_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict)
 
 
 def _field_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict) -> _Shape | None:
-    import pyarrow as pa
+    pa = require("pyarrow")
     if fd["repeated"]:
         entry = schema.messages.get(fd["type_name"]) if fd["type"] == _MESSAGE else None
         if entry is not None and entry["map_entry"]:
@@ -185,8 +186,8 @@ def _field_shape(schema: ProtobufSchema, fd: dict, o: _Options, depth_of: dict) 
 
 def _logical(arr, shape: _Shape):
     """A decoded (physical) column as users see it: wrappers unwrapped, uint64 bits as decimal(20, 0)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa = require("pyarrow")
+    pc = require("pyarrow.compute")
     if not shape.converts:
         return arr
     if arr.offset:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+from kafkarec._extras import require
 from kafkarec.errors import ProtobufSchemaError, SchemaResolutionError
 from kafkarec.protobuf.arrow_types import _logical, _root_shape
 from kafkarec.protobuf.options import _Options
@@ -87,7 +88,7 @@ class ProtobufDecoder:
 
 def _array(a):
     """An Arrow array (a chunked array combined)."""
-    import pyarrow as pa
+    pa = require("pyarrow")
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from kafkarec._core import encode_varlong
+from kafkarec._extras import require
 from kafkarec.errors import KafkaRecError
 from kafkarec.registry import wire
 from kafkarec.registry._model import Registry, RegistryError, SchemaEntry, context_of
+
+np = require("numpy")
+pa = require("pyarrow")
+pc = require("pyarrow.compute")
 
 __all__ = ["TypedColumn", "subject_name", "decode_table", "STRATEGIES", "FORMATS",
            "decoder_class"]

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from kafkarec._extras import require
+
+np = require("numpy")
+pa = require("pyarrow")
+pc = require("pyarrow.compute")
 
 __all__ = ["WireIds", "parse_ids", "header_values", "VALUE_HEADER", "KEY_HEADER", "ID_FORMATS"]
 

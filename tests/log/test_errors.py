@@ -19,7 +19,7 @@ EXPECTED = {
     "DecodeError": ValueError, "TruncatedError": ValueError, "CorruptBatchError": ValueError,
     "InvalidRecordError": ValueError, "ChecksumError": ValueError, "UnsupportedCodecError": ValueError,
     "DecompressionError": ValueError, "DecompressionLimitError": ValueError,
-    "CodecUnavailableError": ImportError, "EncodeError": ValueError,
+    "CodecUnavailableError": ImportError, "MissingExtraError": ImportError, "EncodeError": ValueError,
     "InternalRecordError": ValueError, "UnknownRecordTypeError": ValueError,
     "SideFileError": ValueError, "CorruptIndexError": ValueError, "CorruptSnapshotError": ValueError,
     "CheckpointError": ValueError, "TransformedSegmentError": ValueError, "SelectionError": ValueError,

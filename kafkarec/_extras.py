@@ -1,0 +1,36 @@
+"""kafkarec's optional dependencies, imported in one way: :func:`require` returns the module, or raises
+ONE :class:`~kafkarec.errors.MissingExtraError` line naming the extra that installs it (the command line
+prints it and exits 2) instead of a ``ModuleNotFoundError`` traceback.  A base ``pip install kafkarec``
+reads and writes batches and log files; Arrow output, selections, object stores, tables, CDC and typed
+values need pyarrow and numpy (``kafkarec[arrow]``).  Compiling ``.proto`` text has its own guard, as it
+can take grpcio-tools and protobuf from wheels beside kafkarec's (:mod:`kafkarec.protobuf.compiler`)."""
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+
+from kafkarec.errors import MissingExtraError
+
+__all__ = ["EXTRAS", "require"]
+
+#: top-level module -> (its distribution, the smallest extra of pyproject.toml that installs it)
+EXTRAS = {
+    "pyarrow": ("pyarrow", "arrow"),
+    "numpy": ("numpy", "arrow"),
+}
+
+
+def require(name: str) -> ModuleType:
+    """The module ``name`` (``"pyarrow"``, ``"pyarrow.compute"``...) of an optional dependency."""
+    module = sys.modules.get(name)
+    if module is not None:          # imported already: what ``import`` would look up first
+        return module
+    top = name.partition(".")[0]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != top:         # a module missing inside an installed package is its own failure
+            raise
+        distribution, extra = EXTRAS[top]
+        raise MissingExtraError(top, distribution, extra) from None

@@ -1,0 +1,130 @@
+"""kafkarec's optional dependencies are imported in one place (kafkarec._extras.require): a missing
+one is ONE MissingExtraError line naming the extra of pyproject.toml that installs it.  The base
+install itself is tests/test_release.py's (a virtualenv without pyarrow or numpy)."""
+from __future__ import annotations
+
+import ast
+import glob
+import os
+import pickle
+import re
+import sys
+import tomllib
+
+import pytest
+
+import kafkarec
+from kafkarec._extras import EXTRAS, require
+from kafkarec.errors import MissingExtraError
+from paths import ROOT
+
+
+class _NotInstalled:
+    """A meta path finder that finds ``tops`` nowhere, as Python's own finders do where they are not
+    installed (a ``None`` in sys.modules would fail ``import pyarrow.fs`` differently)."""
+
+    def __init__(self, tops):
+        self.tops = tops
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.tops:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def hide(monkeypatch, *tops: str) -> None:
+    """Make ``tops`` (and their submodules) unimportable, as where they are not installed."""
+    for name in [m for m in sys.modules if m.partition(".")[0] in tops]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NotInstalled(tops)] + sys.meta_path)
+
+
+def test_require_gives_the_module():
+    import pyarrow.compute
+    assert require("pyarrow.compute") is pyarrow.compute
+
+
+@pytest.mark.parametrize("name, top", [("pyarrow", "pyarrow"), ("pyarrow.fs", "pyarrow"), ("numpy", "numpy")])
+def test_a_missing_module_names_its_extra_in_one_line(monkeypatch, name, top):
+    hide(monkeypatch, top)
+    with pytest.raises(MissingExtraError) as info:
+        require(name)
+    e = info.value
+    assert str(e) == f"{top} is not installed: pip install 'kafkarec[arrow]'"
+    assert (e.name, e.distribution, e.extra) == (top, top, "arrow")
+    assert isinstance(e, ImportError) and isinstance(e, kafkarec.KafkaRecError)
+    again = pickle.loads(pickle.dumps(e))           # raised on a Spark worker, shown on the driver
+    assert (type(again), str(again), again.name, again.extra) == (MissingExtraError, str(e), top, "arrow")
+
+
+def test_a_broken_install_is_not_called_a_missing_extra():
+    """A module missing inside an installed package is that package's failure, not an extra to install."""
+    with pytest.raises(ModuleNotFoundError) as info:
+        require("pyarrow.no_such_module")
+    assert not isinstance(info.value, MissingExtraError)
+
+
+def test_each_extra_named_installs_the_module():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        project = tomllib.load(fh)["project"]
+
+    def names(requirements):
+        return {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in requirements}
+    base = names(project["dependencies"])
+    for module, (distribution, extra) in EXTRAS.items():
+        assert distribution not in base, f"{distribution} is a base dependency: {module} needs no extra"
+        assert distribution in names(project["optional-dependencies"][extra]), (module, extra)
+
+
+def _sources():
+    for path in sorted(glob.glob(os.path.join(ROOT, "kafkarec", "**", "*.*"), recursive=True)):
+        if path.endswith((".py", ".pyx", ".pxi")):
+            with open(path, encoding="utf-8") as fh:
+                yield os.path.relpath(path, ROOT), fh.read()
+
+
+def test_every_optional_import_goes_through_require():
+    optional = "|".join(map(re.escape, EXTRAS))
+    direct = re.compile(rf"^\s*(?:import|from)\s+(?:{optional})\b", re.M)
+    called = re.compile(r"\brequire\(\s*[\"']([\w.]+)[\"']")
+    found = 0
+    for path, text in _sources():
+        if path.endswith(".py"):
+            imported = [n.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Import)
+                        for n in node.names] + \
+                       [node.module for node in ast.walk(ast.parse(text))
+                        if isinstance(node, ast.ImportFrom) and node.module and not node.level]
+            assert not [m for m in imported if m.partition(".")[0] in EXTRAS], path
+        else:                       # Cython: the core's own pyarrow() calls require
+            assert not direct.search(text), path
+        for name in called.findall(text):
+            assert name.partition(".")[0] in EXTRAS, (path, name)
+            found += 1
+    assert found > 50      # the scan sees the call sites
+
+
+@pytest.fixture(scope="module")
+def logroot(tmp_path_factory):
+    from logdir import build_log_dir
+    root = str(tmp_path_factory.mktemp("logs"))
+    build_log_dir(root)
+    return root
+
+
+@pytest.mark.parametrize("command", [
+    ["table"], ["dump", "--topics", "orders", "--start-offset", "5"], ["stats", "--end-offset", "10"]])
+def test_the_command_line_says_the_extra_in_one_line(logroot, command, monkeypatch, capfd):
+    from kafkarec.cli import main
+    hide(monkeypatch, "pyarrow", "numpy")
+    assert main(command + [logroot]) == 2
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", f"kafkarec {command[0]}: error: pyarrow is not installed: "
+                              f"pip install 'kafkarec[arrow]'\n")
+
+
+def test_verify_of_a_uri_says_the_extra(logroot, monkeypatch, capfd):
+    from kafkarec.cli import main
+    hide(monkeypatch, "pyarrow")
+    assert main(["verify", "--no-progress", "file://" + logroot]) == 2
+    assert capfd.readouterr().err == ("kafkarec verify: error: pyarrow is not installed: "
+                                      "pip install 'kafkarec[arrow]'\n")
