@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_kafka_source.py --records 400000 --typed 100000 --repeats 2   # quick
     .venv/bin/python benchmarks/bench_kafka_source.py --json out/bench_kafka_source.json
 
-A real KRaft broker (tests/broker/kafka_broker.py, Kafka 4.3.1 from jvm/kafka) is started in a
+A real KRaft broker (tests/broker/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and filled through librdkafka (confluent-kafka): five topics ``bench-<codec>``
 (none, gzip, snappy, lz4, zstd), ``--records`` in all, 100-byte values, 16-byte keys, one
 header; and ``bench-typed`` (2 partitions, zstd): ``--typed`` Schema Registry Avro values

@@ -24,15 +24,14 @@ from kafkarec.cli.common import (
 from kafkarec.log import sidefiles as sf
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import DecodeError, KafkaRecError
+from kafkarec.internal.topics import CONTROL_SCHEMAS
 from kafkarec.log.segment import Segment, SkippedBatch, base_offset_from_name
 
 __all__ = ["Dumper", "run", "jdump", "jbool", "optional_long", "codec_name", "ts_name",
            "control_text", "error_line", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "INT_MAX"]
 
 # control records whose decoded value --json prints (the text line is kafka.internal.dumplog's)
-_DECODED_CONTROLS = {ControlRecordType.LEADER_CHANGE, ControlRecordType.SNAPSHOT_HEADER,
-                     ControlRecordType.SNAPSHOT_FOOTER, ControlRecordType.KRAFT_VERSION,
-                     ControlRecordType.KRAFT_VOTERS}
+_DECODED_CONTROLS = frozenset(CONTROL_SCHEMAS)
 
 
 def control_text(r) -> str:

@@ -39,12 +39,12 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except (OSError, KafkaRecError) as e:
         err.write(f"kafkarec transactions: {e}\n")
         return 1
-    shown = [s for s in states.values() if args.all or s["state"] in analysis._OPEN_STATES]
+    shown = [s for s in states.values() if args.all or s["state"] in analysis.OPEN_STATES]
     if args.json:
         out.write(json.dumps({"transactions": shown, "open_in_partitions": opened, "lag": lag},
                              ensure_ascii=False) + "\n")
         return 0
-    out.write(f"Transactional ids: {len(states)} ({sum(s['state'] in analysis._OPEN_STATES for s in states.values())} open)\n")
+    out.write(f"Transactional ids: {len(states)} ({sum(s['state'] in analysis.OPEN_STATES for s in states.values())} open)\n")
     for s in sorted(shown, key=lambda s: s["transactional_id"]):
         parts = ",".join(f"{t}-{p}" for t, p in s["partitions"])
         out.write(f"  {s['transactional_id']}: producerId {s['producer_id']} epoch {s['producer_epoch']} "

@@ -16,9 +16,11 @@ from kafkarec.internal import topics as _topics
 from kafkarec.internal.topics import DEFAULT_SCHEMAS
 from kafkarec.internal.dumplog import TRANSACTION_STATES, state_name
 
-__all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets"]
+__all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets",
+           "OPEN_STATES"]
 
-_OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+# the transaction states in which a transactional id holds partitions open (Kafka's TransactionState)
+OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
 
 def _partitions(log_dir: str):
@@ -122,7 +124,7 @@ def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: st
         s = by_pid.get(pid)
         o["transactional_id"] = s["transactional_id"] if s else None
         o["coordinator_state"] = s["state"] if s else None
-        if s is None or s["state"] not in _OPEN_STATES or (topic, partition) not in s["partitions"]:
+        if s is None or s["state"] not in OPEN_STATES or (topic, partition) not in s["partitions"]:
             o["hanging"] = True
         else:
             o["hanging"] = now - s["last_update_ms"] > s["timeout_ms"] and s["state"] == "Ongoing"

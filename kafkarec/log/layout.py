@@ -280,6 +280,7 @@ def scan_history(source: str, remote: Optional[str] = None, options: Optional[di
     copies under ``remote`` (a tiered-storage root) when given: ``(layout, gaps)``.  Which remote
     copies are live comes from option ``remoteLogMetadata``, by default from ``source`` itself
     when it holds ``__remote_log_metadata`` (a broker's log directory does)."""
+    from kafkarec.log.remote_metadata import TOPIC as REMOTE_LOG_METADATA
     from kafkarec.log.storage import option_value, resolve
     st, root = resolve(source, options)
     local = scan(st, root)
@@ -287,7 +288,7 @@ def scan_history(source: str, remote: Optional[str] = None, options: Optional[di
         return local, []
     remote_options = dict(options or {})
     if (option_value(remote_options, "remotelogmetadata") is None
-            and any(p.topic == "__remote_log_metadata" for p in local.partitions)):
+            and any(p.topic == REMOTE_LOG_METADATA for p in local.partitions)):
         remote_options["remoteLogMetadata"] = source
     rst, rroot = resolve(remote, remote_options)
     return stitch(local, scan(rst, rroot))
