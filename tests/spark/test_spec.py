@@ -24,11 +24,11 @@ def test_a_spec_is_frozen_typed_and_pickles():
     assert spec.listed
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.view = "log"
-    batch = spec.for_batch("R")
-    assert pickle.loads(pickle.dumps(batch)) == batch
     # the binary read under the typed one: no typed options, headers on
     plain = spec.plain()
     assert plain.typed is None and plain.columns.include_headers and "valuereaderschema" not in plain.given
+    batch = plain.for_batch("R")
+    assert pickle.loads(pickle.dumps(batch)) == batch and batch.parsed_selection.topics == {"orders"}
 
 
 @pytest.mark.parametrize("options, message", [
