@@ -40,7 +40,7 @@ VALUE_FORMATS = ("registry", "avro", "protobuf", "json")
 
 class Option(NamedTuple):
     name: str        # as documented (case-insensitive)
-    kind: str        # bool | bytes | count | choice | text | json
+    kind: str        # what it accepts: bool | bytes | count | offset | choice | text
     default: str     # as documented
     readers: str     # L: local files, R: listed layout, S: stream, T: typed reads only
     meaning: str
@@ -85,7 +85,7 @@ OPTIONS = (
     Option("keyReaderSchema", "text", "(none)", "T", "the keys' reader schema text"),
     Option("valueMessage", "text", "(none)", "T", "the Protobuf message typing the values"),
     Option("keyMessage", "text", "(none)", "T", "the Protobuf message typing the keys"),
-    Option("registryAsOfOffset", "count", "(none)", "T", "_schemas only: the registry once that offset "
+    Option("registryAsOfOffset", "offset", "(none)", "T", "_schemas only: the registry once that offset "
            "was applied"),
     Option("registryIdFormat", "text", "confluent", "T", "confluent / apicurio (8-byte ids)"),
     Option("registryBearerToken", "text", "(none)", "T", "a registry URL's bearer token"),
@@ -180,6 +180,16 @@ def _count(o: dict, key: str, message: str) -> Optional[int]:
         n = 0
     if n <= 0:
         raise ValueError(message)
+    return n
+
+
+def _offset(name: str, value) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
     return n
 
 
@@ -380,7 +390,7 @@ def _typed(o: dict) -> Optional[Typed]:
                  versions=sides("schemaversion"), reader_schemas=sides("readerschema"),
                  messages=sides("message"), strategy=o.get("subjectnamestrategy") or "topic",
                  record_name=o.get("recordname") or None,
-                 as_of_offset=None if as_of in (None, "") else int(as_of),
+                 as_of_offset=None if as_of in (None, "") else _offset("registryAsOfOffset", as_of),
                  id_format=o.get("registryidformat") or "confluent",
                  bearer_token=o.get("registrybearertoken") or None,
                  time_zone=o.get("timezone") or "UTC",
@@ -467,10 +477,13 @@ def _paths(options: dict) -> list:
 def markdown_table() -> str:
     """The table of kafkarec's own options in docs/spark-options.md."""
     where = {"L": "local", "R": "listed", "S": "stream", "T": "typed"}
-    rows = ["| option | default | reads | meaning |", "|---|---|---|---|"]
+    accepts = {"bool": "`true` / `false`", "bytes": "a size: `4k`, `128m`, `1g`, bytes",
+               "count": "a positive whole number", "offset": "an offset", "text": "text",
+               "choice": "a name the meaning lists (any case)"}
+    rows = ["| option | accepts | default | reads | meaning |", "|---|---|---|---|---|"]
     for opt in OPTIONS:
         reads = ", ".join(where[c] for c in opt.readers)
-        rows.append(f"| `{opt.name}` | {opt.default} | {reads} | {opt.meaning} |")
+        rows.append(f"| `{opt.name}` | {accepts[opt.kind]} | {opt.default} | {reads} | {opt.meaning} |")
     return "\n".join(rows) + "\n"
 
 

@@ -42,6 +42,7 @@ def test_a_spec_is_frozen_typed_and_pickles():
     ({"maxRecordsPerBatch": "0"}, "option maxRecordsPerBatch must be positive"),
     ({"maxOffsetsPerTrigger": "many"}, "option maxOffsetsPerTrigger must be positive"),
     ({"maxTriggerDelay": "soon"}, "option maxTriggerDelay: not a duration like 15m or 500ms"),
+    ({"valueFormat": "registry", "registryAsOfOffset": "last"}, "option registryAsOfOffset must be an offset"),
     ({"dedupeBufferSize": "10"}, "option dedupeBufferSize must be at least"),
     ({"view": "latest", "includeControl": "true"}, "includeControl=true cannot be used with view=latest"),
 ])
