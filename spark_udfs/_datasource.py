@@ -33,31 +33,22 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from spark_udfs import _logdir, _schema
-from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range
+from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec, read_spec
 
-__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadConfig"]
+__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "LocalReadConfig"]
 
 log = logging.getLogger("spark_udfs")
 
 
-class ReadConfig:
+class LocalReadConfig(ReadConfig):
     """What a local read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
 
     def __init__(self, spec: ReadSpec, *, default_min_partitions: int = 1):
-        self.paths = list(spec.paths)
-        self.mode = spec.errors.mode
-        self.corrupt_column = spec.errors.corrupt_column
-        self.bad_records_path = spec.errors.bad_records_path
-        self.include_control = spec.columns.include_control
-        self.read_committed = spec.read_committed
-        self.max_partition_bytes = spec.limits.max_partition_bytes
-        self.open_cost = spec.limits.open_cost_bytes
+        super().__init__(spec)
         self.min_partitions = spec.limits.min_partitions or default_min_partitions or 1
         self.files = spec.files
-        self.read = ReadSettings(spec)
-        self.max_rows = spec.limits.max_rows
         # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
         self.decode = spec.columns.decode
         self.default_schema = _schema.read_schema(spec)
@@ -119,7 +110,7 @@ class KafkaRecDataSource(DataSource):
             config = _remote.RemoteReadConfig(spec.for_batch("R"),
                                               default_parallelism=self.default_min_partitions)
             return _remote.KafkaRecRemoteReader(config, schema, self.expected_fingerprint)
-        config = ReadConfig(spec.for_batch("L"), default_min_partitions=self.default_min_partitions)
+        config = LocalReadConfig(spec.for_batch("L"), default_min_partitions=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
@@ -131,7 +122,7 @@ class KafkaRecDataSource(DataSource):
 
 
 class KafkaRecReader(DataSourceReader):
-    def __init__(self, config: ReadConfig, schema, expected):
+    def __init__(self, config: LocalReadConfig, schema, expected):
         self.config = config
         self.schema = schema
         self.expected = expected

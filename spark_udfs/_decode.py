@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 __all__ = ["MODES", "normalize_mode", "MalformedBatchError", "decode_range", "format_error",
-           "ReadSettings"]
+           "ReadSettings", "ReadConfig"]
 
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 log = logging.getLogger("spark_udfs")
@@ -87,6 +87,31 @@ class ReadSettings:
         if self._options is None:
             self._options = kafkarec.ReadOptions(**self.fields)
         return self._options
+
+
+class ReadConfig:
+    """What every reader's tasks need of a :class:`spark_udfs._spec.ReadSpec` (pickled to
+    executors; the local, listed and stream readers add their own)."""
+
+    def __init__(self, spec):
+        self.paths = list(spec.paths)
+        self.mode = spec.errors.mode
+        self.corrupt_column = spec.errors.corrupt_column
+        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
+        self.bad_records_path = spec.errors.bad_records_path
+        self.include_control = spec.columns.include_control
+        self.batch_columns = spec.columns.batch_columns
+        # read_committed: aborted transactions and everything from the LSO on are left out
+        self.read_committed = spec.read_committed
+        self.read = ReadSettings(spec)
+        self.max_rows = spec.limits.max_rows
+        self.max_partition_bytes = spec.limits.max_partition_bytes
+        self.open_cost = spec.limits.open_cost_bytes
+        self.min_partitions = spec.limits.min_partitions
+        self.storage_options = spec.storage.options
+        self.fail_on_data_loss = spec.storage.fail_on_data_loss
+        self.selection = spec.parsed_selection     # kafkarec.log.selection.Selection
+        self.cdc = spec.cdc                         # debezium: change-event columns
 
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,

@@ -38,7 +38,7 @@ from typing import List, NamedTuple
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_udfs import _planning, _schema
-from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range
+from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec
 
@@ -47,31 +47,16 @@ __all__ = ["RemoteReadConfig", "RemoteRange", "RemoteTask", "plan_tasks", "read_
 log = logging.getLogger("spark_udfs")
 
 
-class RemoteReadConfig:
+class RemoteReadConfig(ReadConfig):
     """What a listed read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
 
     def __init__(self, spec: ReadSpec, *, default_parallelism: int = 1):
-        self.paths = list(spec.paths)
-        self.storage_options = spec.storage.options
+        super().__init__(spec)
         # tieredStorage: a remote root whose copies are stitched with the log dirs' local segments
         self.tiered_storage = spec.storage.tiered_storage
-        self.fail_on_data_loss = spec.storage.fail_on_data_loss
-        self.selection = spec.parsed_selection
-        self.mode = spec.errors.mode
-        self.corrupt_column = spec.errors.corrupt_column
-        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
-        self.bad_records_path = spec.errors.bad_records_path
-        self.include_control = spec.columns.include_control
-        self.read_committed = spec.read_committed
-        self.read = ReadSettings(spec)
-        self.max_rows = spec.limits.max_rows
-        self.max_partition_bytes = spec.limits.max_partition_bytes
-        self.open_cost = spec.limits.open_cost_bytes
-        self.min_partitions = spec.limits.min_partitions
         self.default_parallelism = max(1, int(default_parallelism or 1))
         # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
         self.view = spec.view
-        self.cdc = spec.cdc           # debezium: change-event columns
         self.buffer_bytes = spec.limits.dedupe_buffer_bytes
 
 

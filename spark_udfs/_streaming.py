@@ -53,7 +53,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_udfs import _planning, _schema
-from spark_udfs._decode import ReadSettings, decode_range
+from spark_udfs._decode import ReadConfig, decode_range
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec
 
@@ -75,35 +75,22 @@ class DataLossError(RuntimeError):
     """Offsets a stream still had to read are gone (with failOnDataLoss=true)."""
 
 
-class StreamConfig:
+class StreamConfig(ReadConfig):
     """What a stream needs of its :class:`spark_udfs._spec.ReadSpec` (``for_stream``: the
-    stream's rules checked, its selection parsed)."""
+    stream's rules checked, its selection parsed).  ``minPartitions``: as the Kafka source,
+    large offset ranges cut into more tasks (_planning.split_offset_ranges); the error
+    column is the data source's, which a stream fills with nulls (a batch that cannot be read
+    fails the query, as the Kafka source's would, or with badRecordsPath is kept there and
+    left out)."""
 
     def __init__(self, spec: ReadSpec):
+        super().__init__(spec)
         if len(spec.paths) != 1:
             raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")
         self.path = spec.paths[0]
-        self.storage_options = spec.storage.options
-        self.selection = spec.parsed_selection
         self.max_offsets = spec.limits.max_offsets
         self.min_offsets = spec.limits.min_offsets
-        # as the Kafka source: large offset ranges cut into more tasks (_planning.split_offset_ranges)
-        self.min_partitions = spec.limits.min_partitions
         self.max_trigger_delay_ms = spec.limits.max_trigger_delay_ms
-        self.fail_on_data_loss = spec.storage.fail_on_data_loss
-        # read_committed: aborted transactions and everything from the LSO on are left out
-        self.read_committed = spec.read_committed
-        # The data source's schema has PERMISSIVE's error column; a stream fills it with nulls
-        # (a batch that cannot be read fails the query, as the Kafka source's would).
-        self.corrupt_column = spec.errors.corrupt_column
-        self.include_control = spec.columns.include_control
-        self.batch_columns = spec.columns.batch_columns
-        self.read = ReadSettings(spec)
-        # badRecordsPath: a batch that cannot be decoded is copied there whole (kafkarec.log.quarantine)
-        # and the stream goes on; without it the batch fails the query, as the Kafka source's would
-        self.bad_records_path = spec.errors.bad_records_path
-        self.max_rows = spec.limits.max_rows
-        self.cdc = spec.cdc      # debezium: each change event's columns
 
 
 def _to_json(offsets: Dict[Tuple[str, int], int]) -> dict:

@@ -336,23 +336,7 @@ def test_options_translate_as_the_kafka_source():
     batch = read_spec(n).for_batch("R")
     assert batch.read_committed and batch.selection == {"topics": "a, b"}
     assert read_spec({"path": "/p", "includeHeaders": "True"}).columns.include_headers
-    bad = [({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options"),
-           ({"topics": "a", "subscribePattern": "a"}, "Only one of the following options"),
-           ({"subscribe": " , "}, "No topics to subscribe to"),
-           ({"subscribePattern": " "}, "Pattern to subscribe is empty"),
-           ({"assign": "a:0"}, "No topicpartitions to assign"),
-           ({"kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
-           ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
-           ({"kafka.value.deserializer": "x"}, "value.deserializer"),
-           ({"minPartitions": "0"}, "minPartitions must be positive"),
-           ({"includeHeaders": "yes"}, "includeHeaders must be true or false"),
-           ({"readCommitted": "true", "kafka.isolation.level": "read_uncommitted"}, "disagree"),
-           ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "is higher than the")]
-    for options, message in bad:
-        with pytest.raises(ValueError, match=message):
-            read_spec({"path": "/p", **options})
-    with pytest.raises(ValueError, match="not valid in streaming queries"):
-        read_spec({"path": "/p", "endingOffsets": "latest"}).for_stream()
+    # the refusals: tests/spark/test_spec.py
 
 
 def test_assign_selects_partitions_and_checks_offsets():

@@ -45,6 +45,19 @@ def test_a_spec_is_frozen_typed_and_pickles():
     ({"valueFormat": "registry", "registryAsOfOffset": "last"}, "option registryAsOfOffset must be an offset"),
     ({"dedupeBufferSize": "10"}, "option dedupeBufferSize must be at least"),
     ({"view": "latest", "includeControl": "true"}, "includeControl=true cannot be used with view=latest"),
+    # the Kafka source's refusals, in its words (spark_udfs._options.normalize)
+    ({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options"),
+    ({"topics": "a", "subscribePattern": "a"}, "Only one of the following options"),
+    ({"subscribe": " , "}, "No topics to subscribe to"),
+    ({"subscribePattern": " "}, "Pattern to subscribe is empty"),
+    ({"assign": "a:0"}, "No topicpartitions to assign"),
+    ({"kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
+    ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+    ({"kafka.value.deserializer": "x"}, "value.deserializer"),
+    ({"minPartitions": "0"}, "minPartitions must be positive"),
+    ({"includeHeaders": "yes"}, "includeHeaders must be true or false"),
+    ({"readCommitted": "true", "kafka.isolation.level": "read_uncommitted"}, "disagree"),
+    ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "is higher than the"),
 ])
 def test_a_wrong_value_is_refused_naming_the_option_and_what_it_accepts(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
@@ -84,6 +97,8 @@ def test_each_reader_refuses_what_it_does_not_take_in_its_words():
         read_spec({"path": "s3://b/logs", "pathGlobFilter": "*.log"}).for_batch("R")
     with pytest.raises(ValueError, match=r"kafkarec stream: unknown option\(s\) \['mode'\]"):
         read_spec({"path": "/logs", "mode": "FAILFAST"}).for_stream()
+    with pytest.raises(ValueError, match="not valid in streaming queries"):
+        read_spec({"path": "/logs", "endingOffsets": "latest"}).for_stream()
     with pytest.raises(ValueError, match="view=latest is for batch reads"):
         read_spec({"path": "/logs", "view": "latest"}).for_stream()
     with pytest.raises(ValueError, match="startingOffsets=latest is for streaming queries"):
