@@ -182,7 +182,9 @@ def plan_local(root: str, parallelism: int):
 
 def plan_remote(uri: str, options: dict, parallelism: int):
     from spark_udfs import _remote
-    config = _remote.RemoteReadConfig({"path": uri, **options}, default_parallelism=parallelism)
+    from spark_udfs._spec import read_spec
+    config = _remote.RemoteReadConfig(read_spec({"path": uri, **options}).for_batch("R"),
+                                      default_parallelism=parallelism)
     return _remote.plan_tasks(config)
 
 

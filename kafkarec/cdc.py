@@ -39,12 +39,8 @@ CDC_FIELDS = (("op", "string"), ("before", "string"), ("after", "string"), ("sou
 
 def parse_cdc(value: Optional[str]) -> Optional[str]:
     """``None`` (no change data capture) or ``"debezium"``, any case."""
-    if value is None or str(value).strip() == "":
-        return None
-    name = str(value).strip().lower()
-    if name not in FORMATS:
-        raise ValueError(f"cdc must be one of {', '.join(FORMATS)}, not {value!r}")
-    return name
+    from kafkarec._option_text import text_choice
+    return text_choice("cdc", value, FORMATS)
 
 
 def envelope(value: bytes) -> Tuple[Optional[dict], Optional[str]]:

@@ -47,12 +47,8 @@ DEFAULT_BUFFER_BYTES = 128 << 20
 
 def parse_view(value: Optional[str]) -> str:
     """``"log"`` (the default: every record) or ``"latest"`` (the keyed state), any case."""
-    if value is None or value == "":
-        return "log"
-    view = str(value).strip().lower()
-    if view not in VIEWS:
-        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {value!r}")
-    return view
+    from kafkarec._option_text import text_choice
+    return text_choice("view", value, VIEWS, default="log")
 
 
 class LatestStats:

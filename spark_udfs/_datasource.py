@@ -6,57 +6,14 @@ partition folder, a segment file or a glob; topic and partition come from the
 ``<topic>-<partition>`` folder names.  Large segments are split across tasks
 at batch boundaries.
 
-Options (case-insensitive).  The Kafka source's options keep their names and meanings
+Options (case-insensitive): the Kafka source's keep their names and meanings
 (``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets`` ...,
-``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored):
-``docs/spark-options.md`` (:mod:`spark_udfs._options`).  A subscription option, a
-starting/ending option or a URI sends the read to :mod:`spark_udfs._remote`.  kafkarec's own:
-
-==========================  ===========  ==================================================
-option                      default      meaning
-==========================  ===========  ==================================================
-mode                        PERMISSIVE   PERMISSIVE / DROPMALFORMED / FAILFAST (below)
-columnNameOfCorruptRecord   _corrupt_record  PERMISSIVE's error column
-batchColumns                false        add producerId ... magic (batch-level columns)
-includeControl              false        keep control records (transaction markers)
-includeHeaders              false        add the headers column (as the Kafka source)
-readCommitted               false        leave out what a read_committed consumer would not
-                                         see: aborted transactions, and everything from a
-                                         transaction still open at the end on (the LSO),
-                                         judged over each topic-partition's whole log
-maxPartitionBytes           128m         most bytes per task (files are cut at batches)
-openCostInBytes             4m           cost of a file when packing small files in a task
-minPartitions               (cores)      aim for at least this many tasks
-pathGlobFilter              *.log        which files are segments
-recursiveFileLookup         true         descend into sub-folders
-allowDuplicatePartitions    false        allow one topic-partition in several folders
-verifyCrc                   true         check batch CRCs
-strict                      false        reject what Kafka's Java reader lets through
-maxDecompressedBytes        64m          most bytes one compressed batch may inflate to
-maxRecordsPerBatch          16384        rows per Arrow batch handed to Spark
-badRecordsPath              (none)       copy each batch that cannot be decoded, byte for byte,
-                                         to PATH/_undecodable/<topic>-<partition>/<position>.batch
-                                         (typed reads also keep failed records there whole)
-view                        log          ``log``: every record; ``latest``: each topic-partition's
-                                         keyed state, one row per live key
-                                         (:mod:`kafkarec.table`; read as URIs are)
-cdc                         (none)       ``debezium``: values are Debezium change events; adds op,
-                                         before, after, source, ts_ms, cdcError; with view=latest
-                                         the table they mirror (:mod:`kafkarec.cdc`); with
-                                         valueFormat, Avro (...) envelopes: typed before/after
-dedupeBufferSize            128m         view=latest: the key map's size per task (as Kafka's
-                                         ``log.cleaner.dedupe.buffer.size``; more keys cost
-                                         more passes, never more memory)
-tieredStorageConfig         (none)       the tiered-storage plugin's properties: read the
-                                         segments it stored (chunked, zstd, AES-GCM;
-                                         :mod:`kafkarec.log.rsm`)
-tieredStorage               (none)       a tiered-storage root stitched with the loaded log
-                                         dirs: one history (gaps fail unless failOnDataLoss
-                                         is false)
-remoteLogMetadata           (none)       a log dir holding ``__remote_log_metadata``: read only
-                                         live remote copies (default with tieredStorage: the
-                                         loaded log dir)
-==========================  ===========  ==================================================
+``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored); they and
+kafkarec's own (``mode``, ``maxPartitionBytes``, ``view``, ``cdc``, ``valueFormat`` ...) are
+parsed once, when the source is made, into a :class:`spark_udfs._spec.ReadSpec` - the option
+table and ``docs/spark-options.md``.  A URI, a selection option, tiered storage, ``view=latest``
+or ``cdc`` send the read to :mod:`spark_udfs._remote` (:attr:`ReadSpec.listed`); otherwise the
+local files are memory-mapped and split at batches here (:class:`KafkaRecReader`).
 
 Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
 one error row for it - topic and partition set (batchPosition and
@@ -75,68 +32,26 @@ import os
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _decode, _logdir, _options, _schema
-from spark_udfs._decode import MalformedBatchError, ReadSettings, decode_range, normalize_mode
+from spark_udfs import _logdir, _schema
+from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
+from spark_udfs._spec import ReadSpec, read_spec
 
-__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "ReadConfig"]
+__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "LocalReadConfig"]
 
 log = logging.getLogger("spark_udfs")
 
 
-_bool = _options.parse_bool
+class LocalReadConfig(ReadConfig):
+    """What a local read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
 
-# Rows per Arrow batch handed to Spark: spark_udfs._decode (the remote and stream readers use it too).
-DEFAULT_MAX_RECORDS_PER_BATCH = _decode.DEFAULT_MAX_RECORDS_PER_BATCH
-
-
-_lower = _options.lower_keys
-
-
-_KNOWN = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns", "includecontrol",
-          "includeheaders", "readcommitted", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-          "pathglobfilter", "recursivefilelookup", "allowduplicatepartitions", "verifycrc",
-          "strict", "maxdecompressedbytes", "maxrecordsperbatch", "decode", "view", "badrecordspath"}
-
-
-class ReadConfig:
-    """The options of one read, validated (on the planner, at analysis time)."""
-
-    def __init__(self, options, *, default_min_partitions: int = 1):
-        o = _options.normalize(options, streaming=False)
-        unknown = sorted(k for k in set(o) - _KNOWN if not k.startswith("spark."))
-        if unknown:
-            raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: "
-                             f"{sorted(_KNOWN)}")
-        self.paths = _logdir.split_paths(o)
-        if not self.paths:
-            raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
-        self.mode = normalize_mode(o.get("mode"))
-        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
-        self.batch_columns = _bool(o, "batchcolumns", False)
-        self.include_control = _bool(o, "includecontrol", False)
-        self.include_headers = _options.include_headers(o)
-        self.read_committed = _bool(o, "readcommitted", False)
-        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"), 128 << 20)
-        self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), 4 << 20)
-        self.min_partitions = int(o.get("minpartitions") or default_min_partitions or 1)
-        self.glob_filter = o.get("pathglobfilter") or "*.log"
-        self.recursive = _bool(o, "recursivefilelookup", True)
-        self.allow_duplicates = _bool(o, "allowduplicatepartitions", False)
-        self.read = ReadSettings(o)
-        self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
-        if self.max_rows <= 0:
-            raise ValueError("option maxRecordsPerBatch must be positive")
+    def __init__(self, spec: ReadSpec, *, default_min_partitions: int = 1):
+        super().__init__(spec)
+        self.min_partitions = spec.limits.min_partitions or default_min_partitions or 1
+        self.files = spec.files
         # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
-        self.decode = o.get("decode") or None
-        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
-        self.bad_records_path = o.get("badrecordspath") or None
-
-    def default_schema(self):
-        return _schema.kafka_schema(
-            batch_columns=self.batch_columns,
-            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None,
-            decode=self.decode, include_headers=self.include_headers)
+        self.decode = spec.columns.decode
+        self.default_schema = _schema.read_schema(spec)
 
 
 class KafkaRecPartition(InputPartition):
@@ -154,9 +69,10 @@ class KafkaRecPartition(InputPartition):
 class KafkaRecDataSource(DataSource):
     """``spark.read.format("kafkarec")``; see the module docstring for options.
 
-    :func:`spark_udfs.register` registers a subclass that also carries the
-    driver's kafkarec fingerprint (checked in the planner and every task) and
-    the cluster's default parallelism (``minPartitions``).
+    The options are parsed once, here (:func:`spark_udfs._spec.read_spec`); every reader
+    below takes the resulting spec.  :func:`spark_udfs.register` registers a subclass that
+    also carries the driver's kafkarec fingerprint (checked in the planner and every task)
+    and the cluster's default parallelism (``minPartitions``).
     """
 
     expected_fingerprint = None
@@ -168,79 +84,49 @@ class KafkaRecDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
-        o = _lower(options)
-        # Local paths without selection: mmap'd segments, split at batches
-        # (KafkaRecReader).  URIs (s3://, gs://, ...) or Kafka-source selection
-        # options: listed once, ranged reads, side files consulted
-        # (spark_udfs._remote).  A stream (readStream) validates its own options.
-        from kafkarec.log import selection, storage
-        from kafkarec import cdc, table
-        self.remote = (any(storage.is_uri(p) for p in _logdir.split_paths(o))
-                       or storage.tiered_config_option(o) is not None or "tieredstorage" in o
-                       or any(k in o for k in selection.SELECTION_OPTIONS)
-                       or any(k in o for k in _options.STRATEGY_KEYS)
-                       or table.parse_view(o.get("view")) == "latest"
-                       or cdc.parse_cdc(o.get("cdc")) is not None)
+        self.spec = read_spec(options)
 
     def schema(self):
-        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
-        if _typed.wanted(self.options):
-            return _typed.typed_schema(self.options, type(self)(_typed._stripped(self.options)).schema())
-        o = _lower(self.options)
-        mode = normalize_mode(o.get("mode"))
-        return _schema.kafka_schema(
-            batch_columns=_bool(o, "batchcolumns", False),
-            corrupt_column=(o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN)
-            if mode == "PERMISSIVE" else None,
-            decode=None if self.remote else (o.get("decode") or None),
-            include_headers=_options.include_headers(o), cdc=_cdc(o) is not None)
+        if self.spec.typed is not None:
+            from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+            return _typed.typed_schema(self.spec, _schema.read_schema(self.spec.binary()))
+        return _schema.read_schema(self.spec)
 
     def reader(self, schema):
-        from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
-        if _typed.wanted(self.options):
+        if self.spec.typed is not None:
+            from spark_udfs import _typed
             return _typed.TypedReader(self, schema)
-        if self.remote and _lower(self.options).get("decode"):
-            raise ValueError("kafkarec data source: option decode works on local log directories "
-                             "without selection options (not yet on URIs or with topics/offsets)")
-        if self.remote:
+        return self.plain_reader(self.spec, schema)
+
+    def plain_reader(self, spec: ReadSpec, schema):
+        """The batch reader of ``spec`` (binary keys and values): a listed layout
+        (:mod:`spark_udfs._remote`: URIs, selection, tiered storage, view=latest, cdc) or
+        local files, memory-mapped and split at batches (:class:`KafkaRecReader`)."""
+        if spec.listed:
+            if spec.columns.decode:
+                raise ValueError("kafkarec data source: option decode works on local log directories "
+                                 "without selection options (not yet on URIs or with topics/offsets)")
             from spark_udfs import _remote
-            config = _remote.RemoteReadConfig(remote_options(self.options),
+            config = _remote.RemoteReadConfig(spec.for_batch("R"),
                                               default_parallelism=self.default_min_partitions)
             return _remote.KafkaRecRemoteReader(config, schema, self.expected_fingerprint)
-        config = ReadConfig(self.options, default_min_partitions=self.default_min_partitions)
+        config = LocalReadConfig(spec.for_batch("L"), default_min_partitions=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
-        from spark_udfs import _typed
-        if _typed.wanted(self.options):    # valueFormat/keyFormat: typed key/value
+        if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value
             from spark_udfs import _typed_stream
             return _typed_stream.typed_stream_reader(self, schema)
         from spark_udfs import _streaming
-        return _streaming.stream_reader(self.options, schema, self.expected_fingerprint)
-
-
-def _cdc(o: dict):
-    """The option ``cdc`` (kafkarec.cdc.parse_cdc): None or ``"debezium"``."""
-    from kafkarec.cdc import parse_cdc
-    return parse_cdc(o.get("cdc"))
-
-
-def remote_options(options) -> dict:
-    """The options of a read handed to :mod:`spark_udfs._remote`, in its names: the Kafka
-    source's names translated (:func:`spark_udfs._options.normalize`) and the columns the
-    schema already settles (``includeHeaders``) left out.  ``minPartitions`` passes as given;
-    without it the remote planner uses the cluster's parallelism, as the local one does."""
-    o = _options.normalize(options, streaming=False)
-    o.pop("includeheaders", None)
-    return o
+        return _streaming.stream_reader(self.spec, schema, self.expected_fingerprint)
 
 
 class KafkaRecReader(DataSourceReader):
-    def __init__(self, config: ReadConfig, schema, expected):
+    def __init__(self, config: LocalReadConfig, schema, expected):
         self.config = config
         self.schema = schema
         self.expected = expected
-        known = {f.name for f in config.default_schema()} | {f.name for f in _schema.kafka_schema(
+        known = {f.name for f in config.default_schema} | {f.name for f in _schema.kafka_schema(
             batch_columns=True)} | {config.corrupt_column}
         self.decoded = [f.name for f in schema if f.name in _schema.decoded_names(config.decode)]
         unknown = [f.name for f in schema if f.name not in known]
@@ -253,9 +139,9 @@ class KafkaRecReader(DataSourceReader):
     def partitions(self):
         cfg = self.config
         kafkarec = ensure(self.expected)
-        segments, skipped = _logdir.discover(cfg.paths, glob_filter=cfg.glob_filter,
-                                             recursive=cfg.recursive,
-                                             allow_duplicate_partitions=cfg.allow_duplicates)
+        segments, skipped = _logdir.discover(cfg.paths, glob_filter=cfg.files.glob_filter,
+                                             recursive=cfg.files.recursive,
+                                             allow_duplicate_partitions=cfg.files.allow_duplicates)
         for d in skipped:
             log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
         spans: dict = {}   # each file's batches are walked once for both

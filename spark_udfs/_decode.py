@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 __all__ = ["MODES", "normalize_mode", "MalformedBatchError", "decode_range", "format_error",
-           "ReadSettings"]
+           "ReadSettings", "ReadConfig"]
 
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 log = logging.getLogger("spark_udfs")
@@ -36,10 +36,8 @@ DEFAULT_MAX_RECORDS_PER_BATCH = 16384
 
 
 def normalize_mode(mode, *, allowed=MODES) -> str:
-    m = (mode or "PERMISSIVE").strip().upper()
-    if m not in allowed:
-        raise ValueError(f"mode must be one of {', '.join(allowed)}, not {mode!r}")
-    return m
+    from kafkarec._option_text import text_choice
+    return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
 
 
 def format_error(err: dict, where: str = "") -> str:
@@ -56,21 +54,18 @@ def format_error(err: dict, where: str = "") -> str:
 
 
 class ReadSettings:
-    """The data source options that say how bytes are read (``verifyCrc``, ``strict``,
-    ``maxDecompressedBytes``), parsed once - by every kafkarec source, batch, remote and
-    streaming - into the fields of :class:`kafkarec.ReadOptions`, under the core's names and
-    meanings.  Plain values, because the planner pickles them to executors before kafkarec
-    is loaded there; :meth:`options` makes the core's object where decoding happens."""
+    """How bytes are read (``verifyCrc``, ``strict``, ``maxDecompressedBytes`` of a
+    :class:`spark_udfs._spec.ReadSpec`) as the fields of :class:`kafkarec.ReadOptions`, under
+    the core's names and meanings.  Plain values, because the planner pickles them to executors
+    before kafkarec is loaded there; :meth:`options` makes the core's object where decoding
+    happens."""
 
     __slots__ = ("fields", "_options")
 
-    def __init__(self, options: dict):
-        from spark_udfs._logdir import parse_bytes
-        from spark_udfs._options import parse_bool
-        self.fields = {"verify_crc": parse_bool(options, "verifycrc", True),
-                       "strict": parse_bool(options, "strict", False)}
-        if options.get("maxdecompressedbytes") not in (None, ""):
-            self.fields["max_decompressed_bytes"] = parse_bytes(options["maxdecompressedbytes"], 0)
+    def __init__(self, spec):
+        self.fields = {"verify_crc": spec.verify_crc, "strict": spec.strict}
+        if spec.limits.max_decompressed_bytes is not None:
+            self.fields["max_decompressed_bytes"] = spec.limits.max_decompressed_bytes
         self._options = None
 
     def __getstate__(self):
@@ -92,6 +87,31 @@ class ReadSettings:
         if self._options is None:
             self._options = kafkarec.ReadOptions(**self.fields)
         return self._options
+
+
+class ReadConfig:
+    """What every reader's tasks need of a :class:`spark_udfs._spec.ReadSpec` (pickled to
+    executors; the local, listed and stream readers add their own)."""
+
+    def __init__(self, spec):
+        self.paths = list(spec.paths)
+        self.mode = spec.errors.mode
+        self.corrupt_column = spec.errors.corrupt_column
+        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
+        self.bad_records_path = spec.errors.bad_records_path
+        self.include_control = spec.columns.include_control
+        self.batch_columns = spec.columns.batch_columns
+        # read_committed: aborted transactions and everything from the LSO on are left out
+        self.read_committed = spec.read_committed
+        self.read = ReadSettings(spec)
+        self.max_rows = spec.limits.max_rows
+        self.max_partition_bytes = spec.limits.max_partition_bytes
+        self.open_cost = spec.limits.open_cost_bytes
+        self.min_partitions = spec.limits.min_partitions
+        self.storage_options = spec.storage.options
+        self.fail_on_data_loss = spec.storage.fail_on_data_loss
+        self.selection = spec.parsed_selection     # kafkarec.log.selection.Selection
+        self.cdc = spec.cdc                         # debezium: change-event columns
 
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,

@@ -19,9 +19,9 @@ Slices cover each file completely and do not overlap, so no byte is read twice
 or left out: what is not a whole batch (a framing error, a cut-off batch at
 the end) stays inside a slice and is reported by the reader.
 
-The Kafka rules come from kafkarec: folder names and segment file names from
-:mod:`kafkarec.log.segment` (which also walks a file's batches), the
-``read_committed`` rule from :mod:`kafkarec.transactions`.  They are imported
+The Kafka rules come from kafkarec: folder names from :mod:`kafkarec.log.directory`,
+segment file names and batch walks from :mod:`kafkarec.log.segment`, the
+``read_committed`` rule from :func:`kafkarec.log.committed.aborted_spans`.  They are imported
 when first needed, not with this module: in a Spark worker kafkarec has to come
 from the archives :func:`spark_udfs.register` shipped
 (:func:`spark_udfs._runtime.import_kafkarec`).  What is left here is Spark's:
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import fnmatch
 import glob
-import json
 import os
 import re
 from typing import Iterable, NamedTuple
@@ -41,8 +40,8 @@ from typing import Iterable, NamedTuple
 from spark_udfs import _planning
 from spark_udfs._runtime import import_kafkarec
 
-__all__ = ["LogFile", "Slice", "parse_topic_partition", "discover", "plan", "parse_bytes",
-           "aborted_batches", "DuplicatePartitionError"]
+__all__ = ["LogFile", "Slice", "parse_topic_partition", "discover", "plan", "aborted_batches",
+           "DuplicatePartitionError"]
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -90,39 +89,6 @@ def parse_topic_partition(dirname: str):
     (:func:`kafkarec.log.directory.parse_topic_partition`)."""
     tp = _directory().parse_topic_partition(dirname)
     return (None, None) if tp is None else tuple(tp)
-
-
-def parse_bytes(value, default: int) -> int:
-    """``"128m"``, ``"4k"``, ``"1g"``, ``"1048576"``, ``"64MiB"`` -> bytes."""
-    if value is None or value == "":
-        return default
-    if isinstance(value, int):
-        return value
-    s = str(value).strip().lower().replace("ib", "").replace("b", "")
-    mult = 1
-    if s and s[-1] in "kmgt":
-        mult = 1024 ** ("kmgt".index(s[-1]) + 1)
-        s = s[:-1]
-    n = int(float(s) * mult)
-    if n <= 0:
-        raise ValueError(f"expected a positive byte size, got {value!r}")
-    return n
-
-
-def split_paths(options: dict) -> list:
-    """The paths of a load(): option ``path`` (one), or ``paths`` (a JSON list, as
-    Spark passes ``load([a, b])``)."""
-    out = []
-    raw = options.get("paths")
-    if raw:
-        try:
-            loaded = json.loads(raw)
-        except ValueError:
-            loaded = [raw]
-        out += [p for p in (loaded if isinstance(loaded, list) else [loaded]) if p]
-    if options.get("path"):
-        out.append(options["path"])
-    return out
 
 
 def _strip_scheme(path: str) -> str:

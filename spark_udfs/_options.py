@@ -6,7 +6,7 @@ A job moving from ``format("kafka")`` to ``format("kafkarec")`` keeps its option
 ``assign``, ``kafka.isolation.level`` ...) to the names kafkarec's readers use, applies the
 Kafka source's rules (one subscription strategy at most, the same error texts), drops what
 has no meaning without a broker (``kafka.bootstrap.servers``, ``groupIdPrefix`` ...) and
-returns the rest untouched for the reader to check.  :data:`KAFKA_OPTIONS` is the table
+returns the rest untouched for :func:`spark_udfs._spec.read_spec` to parse.  :data:`KAFKA_OPTIONS` is the table
 ``docs/spark-options.md`` is generated from (``python -m spark_udfs._options`` prints it;
 a test keeps the two equal).
 """
@@ -17,8 +17,7 @@ from typing import NamedTuple
 
 log = logging.getLogger("spark_udfs")
 
-__all__ = ["KafkaOption", "KAFKA_OPTIONS", "normalize", "markdown_table", "STRATEGY_KEYS", "lower_keys",
-           "parse_bool"]
+__all__ = ["KafkaOption", "KAFKA_OPTIONS", "IGNORED", "normalize", "markdown_table"]
 
 
 from kafkarec._option_text import lower_keys, text_bool  # noqa: E402  (the one rule for names and booleans)
@@ -88,12 +87,11 @@ KAFKA_OPTIONS = (
                 "tasks are cut by bytes (`maxPartitionBytes`), not records"),
 )
 
-STRATEGY_KEYS = ("subscribe", "subscribepattern", "assign")
+_STRATEGIES = ("subscribe", "subscribepattern", "assign")
 # kafkarec's earlier names, kept as aliases of the Kafka source's
 _ALIASES = {"topics": "subscribe", "topicpattern": "subscribepattern"}
-_IGNORED = {"groupidprefix", "kafkaconsumer.polltimeoutms", "fetchoffset.numretries",
-            "fetchoffset.retryintervalms", "maxrecordsperpartition"}
-_STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
+IGNORED = frozenset(("groupidprefix", "kafkaconsumer.polltimeoutms", "fetchoffset.numretries",
+                     "fetchoffset.retryintervalms", "maxrecordsperpartition"))
 _REFUSED_KAFKA = {
     "kafka.auto.offset.reset": "Kafka option 'auto.offset.reset' is not supported. Instead set "
                                "the source option 'startingOffsets' to 'earliest' or 'latest'",
@@ -106,29 +104,16 @@ _REFUSED_KAFKA = {
 }
 
 
-def _bool_text(name, value) -> bool:
-    return text_bool(name, value)
-
-
-def parse_bool(options: dict, name: str, default: bool) -> bool:
-    """A true/false option of the data source (lower-cased ``name``), or ``default`` when unset:
-    every boolean option is read by this one rule."""
-    v = options.get(name)
-    if v is None or v == "":
-        return default
-    return _bool_text(name, v)
-
-
-def normalize(options, *, streaming: bool) -> dict:
+def normalize(options) -> dict:
     """The options (lower-case keys) in the names kafkarec's readers use.
 
     ``subscribe`` -> ``topics``, ``subscribePattern`` -> ``topicpattern``, ``assign`` stays
     (:mod:`kafkarec.log.selection` reads it), ``kafka.isolation.level`` -> ``readcommitted``;
-    options that mean nothing without a broker are dropped; options of the other kind of
-    query are dropped with a warning (stream-only options of a batch read, as the Kafka
-    source logs them) or refused (``endingOffsets`` on a stream)."""
+    options that mean nothing without a broker are dropped.  What depends on the kind of
+    query (stream-only options in a batch read, ending offsets in a stream) is
+    :mod:`spark_udfs._spec`'s."""
     o = lower_keys(options)
-    strategies = [k for k in o if k in STRATEGY_KEYS or k in _ALIASES]
+    strategies = [k for k in o if k in _STRATEGIES or k in _ALIASES]
     if len(strategies) > 1:
         raise ValueError("Only one of the following options can be specified for the kafkarec "
                          "source: subscribe, subscribepattern, assign (aliases: topics, "
@@ -157,62 +142,17 @@ def normalize(options, *, streaming: bool) -> dict:
                 raise ValueError(f"option kafka.isolation.level must be read_committed or "
                                  f"read_uncommitted, got {v!r}")
             committed = level == "read_committed"
-            if "readcommitted" in o and _bool_text("readCommitted", o["readcommitted"]) != committed:
+            if "readcommitted" in o and text_bool("readCommitted", o["readcommitted"]) != committed:
                 raise ValueError(f"options kafka.isolation.level={v} and readCommitted="
                                  f"{o['readcommitted']} disagree")
             out["readcommitted"] = "true" if committed else "false"
         elif k in _REFUSED_KAFKA:
             raise ValueError(_REFUSED_KAFKA[k])
-        elif k.startswith("kafka.") or k in _IGNORED:
+        elif k.startswith("kafka.") or k in IGNORED:
             log.info("kafkarec: option %s ignored (no broker)", k)
-        elif k in _STREAM_ONLY and not streaming:
-            log.warning("kafkarec: %s option ignored in batch queries", k)
-        elif k == "failondataloss" and not streaming:
-            # a batch read reads what is there; stitched with tieredStorage a gap is data loss
-            flag = _bool_text("failOnDataLoss", v)
-            if "tieredstorage" in o:
-                out[k] = "true" if flag else "false"
-        elif k == "includeheaders":
-            out[k] = "true" if _bool_text("includeHeaders", v) else "false"
         else:
             out.setdefault(k, v)
-    if streaming:
-        for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp"):
-            if k in out:
-                raise ValueError(f"option {k}: ending offsets and timestamps are not valid in "
-                                 f"streaming queries")
-    if "minpartitions" in out:
-        try:
-            ok = int(out["minpartitions"]) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError("minPartitions must be positive")
-    if "minoffsetspertrigger" in out and "maxoffsetspertrigger" in out:
-        lo, hi = int(out["minoffsetspertrigger"]), int(out["maxoffsetspertrigger"])
-        if lo > hi:
-            raise ValueError(f"The value of minOffsetPerTrigger({lo}) is higher than the "
-                             f"maxOffsetsPerTrigger({hi}).")
     return out
-
-
-def include_headers(options) -> bool:
-    """``includeHeaders`` (default false, as the Kafka source)."""
-    o = lower_keys(options)
-    return _bool_text("includeHeaders", o["includeheaders"]) if "includeheaders" in o else False
-
-
-def parse_duration_ms(text) -> int:
-    """``maxTriggerDelay`` as the Kafka source takes it (Spark's time strings: ``15m``,
-    ``500ms``, ``30s``, ``2h``, ``1d``; a bare number is ms)."""
-    import re
-    s = str(text).strip().lower()
-    m = re.fullmatch(r"(\d+)\s*(ms|s|m|min|h|d)?", s)
-    if not m:
-        raise ValueError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
-    n = int(m.group(1))
-    return n * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
-                "d": 86_400_000}[m.group(2)]
 
 
 def markdown_table() -> str:

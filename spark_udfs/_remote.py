@@ -37,82 +37,27 @@ from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _options, _planning, _schema
-from spark_udfs._decode import (DEFAULT_MAX_RECORDS_PER_BATCH, MalformedBatchError, ReadSettings, decode_range,
-                                normalize_mode)
+from spark_udfs import _planning, _schema
+from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
+from spark_udfs._spec import ReadSpec
 
-__all__ = ["RemoteReadConfig", "RemoteRange", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader",
-           "REMOTE_OPTIONS"]
+__all__ = ["RemoteReadConfig", "RemoteRange", "RemoteTask", "plan_tasks", "read_task", "KafkaRecRemoteReader"]
 
 log = logging.getLogger("spark_udfs")
 
-REMOTE_OPTIONS = {"path", "paths", "mode", "columnnameofcorruptrecord", "batchcolumns",
-                  "includecontrol", "verifycrc", "strict", "maxdecompressedbytes",
-                  "maxrecordsperbatch", "maxpartitionbytes", "opencostinbytes", "minpartitions",
-                  "readcommitted", "view", "dedupebuffersize", "cdc", "tieredstorage", "failondataloss",
-                  "badrecordspath"}
 
+class RemoteReadConfig(ReadConfig):
+    """What a listed read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
 
-_bool = _options.parse_bool
-
-
-class RemoteReadConfig:
-    def __init__(self, options, *, default_parallelism: int = 1):
-        from kafkarec.log import selection, storage
-        o = _options.lower_keys(options)
-        unknown = sorted(k for k in o if k not in REMOTE_OPTIONS and k not in selection.SELECTION_OPTIONS
-                         and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
-        if unknown:
-            raise ValueError(
-                f"kafkarec data source: option(s) {unknown} are not used when reading URIs or with "
-                f"selection options; known here: {sorted(REMOTE_OPTIONS | set(selection.SELECTION_OPTIONS))}"
-                f" and the storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
-        self.options = o
-        self.paths = _logdir.split_paths(o)
-        if not self.paths:
-            raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
-        self.storage_options = storage.storage_options(o)
+    def __init__(self, spec: ReadSpec, *, default_parallelism: int = 1):
+        super().__init__(spec)
         # tieredStorage: a remote root whose copies are stitched with the log dirs' local segments
-        self.tiered_storage = o.get("tieredstorage") or None
-        self.fail_on_data_loss = _bool(o, "failondataloss", True)
-        self.selection = selection.parse_selection({k: v for k, v in o.items()
-                                                    if k in selection.SELECTION_OPTIONS})
-        self.mode = normalize_mode(o.get("mode"))
-        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
-        self.batch_columns = _bool(o, "batchcolumns", False)
-        self.include_control = _bool(o, "includecontrol", False)
-        self.read_committed = _bool(o, "readcommitted", False)
-        self.read = ReadSettings(o)
-        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
-        self.bad_records_path = o.get("badrecordspath") or None
-        self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
-        self.max_partition_bytes = _logdir.parse_bytes(o.get("maxpartitionbytes"),
-                                                       _planning.DEFAULT_MAX_PARTITION_BYTES)
-        self.open_cost = _logdir.parse_bytes(o.get("opencostinbytes"), _planning.DEFAULT_OPEN_COST_BYTES)
-        raw = o.get("minpartitions")
-        self.min_partitions = int(raw) if raw not in (None, "") else None
-        if self.min_partitions is not None and self.min_partitions <= 0:
-            raise ValueError(f"option minPartitions must be positive, not {raw!r}")
+        self.tiered_storage = spec.storage.tiered_storage
         self.default_parallelism = max(1, int(default_parallelism or 1))
         # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
-        from kafkarec import cdc, table
-        self.view = table.parse_view(o.get("view"))
-        self.cdc = cdc.parse_cdc(o.get("cdc"))           # debezium: change-event columns
-        self.buffer_bytes = _logdir.parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES)
-        from kafkarec._core import KEY_MAP_MIN_BYTES
-        if self.buffer_bytes < KEY_MAP_MIN_BYTES:
-            raise ValueError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
-                             f"not {o.get('dedupebuffersize')!r}")
-        if self.view == "latest" and self.include_control:
-            raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
-                             "(control records are never part of a topic's keyed state)")
-
-    def schema(self):
-        return _schema.kafka_schema(
-            batch_columns=self.batch_columns,
-            corrupt_column=self.corrupt_column if self.mode == "PERMISSIVE" else None,
-            cdc=self.cdc is not None)
+        self.view = spec.view
+        self.buffer_bytes = spec.limits.dedupe_buffer_bytes
 
 
 class RemoteRange(NamedTuple):

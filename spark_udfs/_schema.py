@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 __all__ = [
     "DEFAULT_CORRUPT_COLUMN", "RAW_TIMESTAMP", "MIN_TIMESTAMP_MS", "MAX_TIMESTAMP_MS",
-    "spark_type", "batch_column_names", "kafka_schema", "record_struct", "arrow_schema_for",
+    "spark_type", "batch_column_names", "read_schema", "kafka_schema", "record_struct", "arrow_schema_for",
     "conform", "error_rows",
 ]
 
@@ -73,6 +73,17 @@ def decoded_names(decode: str | None) -> list:
         return []
     from kafkarec.internal import columns
     return list(columns.decoded_schema(decode).names)
+
+
+def read_schema(spec) -> T.StructType:
+    """The columns of a read (a :class:`spark_udfs._spec.ReadSpec`) with binary keys and values:
+    the one place a read's schema is built (typed reads replace key and value,
+    :func:`spark_udfs._typed.typed_schema`)."""
+    return kafka_schema(
+        batch_columns=spec.columns.batch_columns,
+        corrupt_column=spec.errors.corrupt_column if spec.errors.mode == "PERMISSIVE" else None,
+        decode=None if spec.listed else spec.columns.decode,
+        include_headers=spec.columns.include_headers, cdc=spec.cdc is not None)
 
 
 def kafka_schema(*, batch_columns: bool = False, corrupt_column: str | None = None,

@@ -41,7 +41,7 @@ Progress: :meth:`KafkaRecStreamReader.reportLatestOffset` gives each micro-batch
 derives the Kafka source's ``min/max/avgOffsetsBehindLatest`` from a progress.
 
 Wiring: the batch source's ``DataSource.streamReader(schema)`` returns
-:func:`stream_reader` ``(self.options, schema, self.expected_fingerprint)``.
+:func:`stream_reader` ``(self.spec, schema, self.expected_fingerprint)``.
 """
 from __future__ import annotations
 
@@ -52,9 +52,10 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _logdir, _options, _planning, _schema
-from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, ReadSettings, decode_range
+from spark_udfs import _planning, _schema
+from spark_udfs._decode import ReadConfig, decode_range
 from spark_udfs._runtime import ensure
+from spark_udfs._spec import ReadSpec
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
@@ -65,86 +66,31 @@ except ImportError:   # pragma: no cover - older PySpark
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
-__all__ = ["stream_reader", "KafkaRecStreamReader", "StreamConfig",
-           "STREAM_OPTIONS", "DataLossError"]
+__all__ = ["stream_reader", "KafkaRecStreamReader", "StreamConfig", "DataLossError"]
 
 log = logging.getLogger("spark_udfs")
-
-STREAM_OPTIONS = {"path", "paths", "topics", "topicpattern", "assign", "startingoffsets",
-                  "startingtimestamp", "startingoffsetsbytimestamp",
-                  "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger",
-                  "minoffsetspertrigger", "maxtriggerdelay", "failondataloss", "includecontrol",
-                  "includeheaders", "readcommitted", "batchcolumns", "verifycrc", "strict",
-                  "maxrecordsperbatch", "maxdecompressedbytes", "columnnameofcorruptrecord",
-                  "minpartitions", "cdc", "badrecordspath"}
 
 
 class DataLossError(RuntimeError):
     """Offsets a stream still had to read are gone (with failOnDataLoss=true)."""
 
 
-_bool = _options.parse_bool
+class StreamConfig(ReadConfig):
+    """What a stream needs of its :class:`spark_udfs._spec.ReadSpec` (``for_stream``: the
+    stream's rules checked, its selection parsed).  ``minPartitions``: as the Kafka source,
+    large offset ranges cut into more tasks (_planning.split_offset_ranges); the error
+    column is the data source's, which a stream fills with nulls (a batch that cannot be read
+    fails the query, as the Kafka source's would, or with badRecordsPath is kept there and
+    left out)."""
 
-
-class StreamConfig:
-    """The options of one stream, validated on the driver."""
-
-    def __init__(self, options):
-        from kafkarec.log import selection, storage
-        o = _options.normalize(options, streaming=True)
-        if str(o.get("view") or "log").strip().lower() != "log":
-            raise ValueError("kafkarec stream: option view=latest is for batch reads (a stream's "
-                             "micro-batches are records; read the state with spark.read)")
-        o.pop("view", None)
-        unknown = sorted(k for k in o if k not in STREAM_OPTIONS
-                         and not storage.storage_options({k: "x"}) and not k.startswith("spark."))
-        if unknown:
-            raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
-                             f"source's (docs/spark-options.md), {sorted(STREAM_OPTIONS)} and the "
-                             f"storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
-        self.paths = _logdir.split_paths(o)
-        if len(self.paths) != 1:
+    def __init__(self, spec: ReadSpec):
+        super().__init__(spec)
+        if len(spec.paths) != 1:
             raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")
-        self.path = self.paths[0]
-        self.storage_options = storage.storage_options(o)
-        sel_opts = {k: v for k, v in o.items() if k in selection.SELECTION_OPTIONS}
-        sel_opts.setdefault("startingoffsets", "latest")
-        self.selection = selection.parse_selection(sel_opts, streaming=True)
-        self.max_offsets = _positive(o, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
-        self.min_offsets = _positive(o, "minoffsetspertrigger", "minOffsetsPerTrigger")
-        # as the Kafka source: large offset ranges cut into more tasks (_planning.split_offset_ranges)
-        self.min_partitions = _positive(o, "minpartitions", "minPartitions")
-        self.max_trigger_delay_ms = _options.parse_duration_ms(o.get("maxtriggerdelay") or "15m")
-        self.fail_on_data_loss = _bool(o, "failondataloss", True)
-        # read_committed: aborted transactions and everything from the LSO on are left out
-        self.read_committed = _bool(o, "readcommitted", False)
-        self.include_headers = _options.include_headers(o)
-        # The data source's schema has PERMISSIVE's error column; a stream fills it with nulls
-        # (a batch that cannot be read fails the query, as the Kafka source's would).
-        self.corrupt_column = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
-        self.include_control = _bool(o, "includecontrol", False)
-        self.batch_columns = _bool(o, "batchcolumns", False)
-        self.read = ReadSettings(o)
-        # badRecordsPath: a batch that cannot be decoded is copied there whole (kafkarec.log.quarantine)
-        # and the stream goes on; without it the batch fails the query, as the Kafka source's would
-        self.bad_records_path = o.get("badrecordspath") or None
-        self.max_rows = int(o.get("maxrecordsperbatch") or DEFAULT_MAX_RECORDS_PER_BATCH)
-        from kafkarec.cdc import parse_cdc
-        self.cdc = parse_cdc(o.get("cdc"))      # debezium: each change event's columns
-
-    def schema(self):
-        return _schema.kafka_schema(batch_columns=self.batch_columns,
-                                    include_headers=self.include_headers, cdc=self.cdc is not None)
-
-
-def _positive(o, key, name):
-    v = o.get(key)
-    if v in (None, ""):
-        return None
-    n = int(v)
-    if n <= 0:
-        raise ValueError(f"option {name} must be positive")
-    return n
+        self.path = spec.paths[0]
+        self.max_offsets = spec.limits.max_offsets
+        self.min_offsets = spec.limits.min_offsets
+        self.max_trigger_delay_ms = spec.limits.max_trigger_delay_ms
 
 
 def _to_json(offsets: Dict[Tuple[str, int], int]) -> dict:
@@ -442,6 +388,6 @@ def _rate_limit(begin: Dict, end: Dict, limit: int) -> Dict:
     return out
 
 
-def stream_reader(options, schema, expected: Optional[str] = None) -> KafkaRecStreamReader:
+def stream_reader(spec: ReadSpec, schema, expected: Optional[str] = None) -> KafkaRecStreamReader:
     """What ``DataSource.streamReader(schema)`` of the kafkarec source returns."""
-    return KafkaRecStreamReader(StreamConfig(options), schema, expected)
+    return KafkaRecStreamReader(StreamConfig(spec.for_stream()), schema, expected)

@@ -33,39 +33,18 @@ from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSourceReader
 
-from kafkarec.avro.decoder import SPARK_OPTIONS as AVRO_OPTIONS
-from kafkarec.protobuf.options import SPARK_OPTIONS as PROTOBUF_OPTIONS
-from spark_udfs import _options
+from kafkarec._option_text import lower_keys
+from spark_udfs._spec import VALUE_FORMATS
 
-__all__ = ["TYPED_OPTIONS", "wanted", "typed_schema", "TypedReader", "TypedRows", "from_registry",
+__all__ = ["typed_schema", "TypedReader", "TypedRows", "from_registry",
            "spark_type_of", "TypedSide", "load_registry", "registry_state"]
 
 log = logging.getLogger("spark_udfs")
 
-TYPED_OPTIONS = {"valueformat", "keyformat", "registry", "valuesubject", "keysubject",
-                 "subjectnamestrategy", "recordname", "valueschemaversion", "keyschemaversion",
-                 "valuereaderschema", "keyreaderschema", "valuemessage", "keymessage",
-                 "registryasofoffset", "registryidformat", "registrybearertoken", "timezone"}
-# (badRecordsPath is the plain read's too: it copies the batches that cannot be decoded at all)
-# the decoders' own options (from_avro's and from_protobuf's names, lower case), passed to every typed side:
-# the decoders name them (kafkarec.avro.SPARK_OPTIONS, kafkarec.protobuf.SPARK_OPTIONS)
-FORMAT_OPTIONS = {name.lower() for name in AVRO_OPTIONS + PROTOBUF_OPTIONS}
-TYPED_OPTIONS |= FORMAT_OPTIONS
-_FORMATS = ("registry", "avro", "protobuf", "json")
 SCHEMA_ID_COLUMN = {"value": "valueSchemaId", "key": "keySchemaId"}
 
 _REGISTRIES: Dict[tuple, object] = {}
 _LOCK = threading.Lock()
-
-
-def _lower(options) -> dict:
-    return _options.lower_keys(options, drop_none=True)
-
-
-def wanted(options) -> bool:
-    """Whether the read asks for typed keys or values."""
-    o = _lower(options)
-    return bool(o.get("valueformat") or o.get("keyformat"))
 
 
 def registry_state(source, storage_options=None):
@@ -205,9 +184,9 @@ class TypedSide:
                  strategy="topic", record_name=None, version="latest", reader_schema=None,
                  message=None, id_format="confluent", pins=None, options=None,
                  time_zone="UTC") -> None:
-        fmt = str(fmt).lower()
-        if fmt not in _FORMATS:
-            raise ValueError(f"option {side}Format: one of {', '.join(_FORMATS)}, not {fmt!r}")
+        from kafkarec._option_text import text_choice
+        fmt = text_choice(f"option {side}Format", fmt, VALUE_FORMATS,
+                          template="{name}: one of {accepted}, not {value!r}")
         if fmt == "registry" and registry is None:
             raise ValueError(f"option {side}Format=registry needs option registry (a log directory "
                              f"holding _schemas-0, a schema folder or a registry URL)")
@@ -312,60 +291,38 @@ class TypedSide:
         return _cast(typed, self.arrow_type), ids, errs
 
 
-def _sides(options, topic) -> list:
-    o = _lower(options)
-    registry = load_registry(o.get("registry"), as_of_offset=o.get("registryasofoffset"),
-                             bearer_token=o.get("registrybearertoken"))
-    out = []
-    for side in ("key", "value"):
-        fmt = o.get(f"{side}format")
-        if not fmt:
-            continue
-        out.append(TypedSide(side, fmt, registry, subject=o.get(f"{side}subject"), topic=topic,
-                             strategy=o.get("subjectnamestrategy") or "topic",
-                             record_name=o.get("recordname"),
-                             version=o.get(f"{side}schemaversion"),
-                             reader_schema=o.get(f"{side}readerschema"),
-                             message=o.get(f"{side}message"),
-                             id_format=o.get("registryidformat") or "confluent",
-                             options={k: v for k, v in o.items() if k in FORMAT_OPTIONS},
-                             time_zone=o.get("timezone") or "UTC"))
-    return out
+def _sides(spec, topic) -> list:
+    """The typed sides of a read (its :class:`spark_udfs._spec.Typed`)."""
+    t = spec.typed
+    registry = load_registry(t.registry, as_of_offset=t.as_of_offset, bearer_token=t.bearer_token)
+    return [TypedSide(side, t.formats[side], registry, subject=t.subjects.get(side), topic=topic,
+                      strategy=t.strategy, record_name=t.record_name, version=t.versions.get(side),
+                      reader_schema=t.reader_schemas.get(side), message=t.messages.get(side),
+                      id_format=t.id_format, options=t.format_options, time_zone=t.time_zone)
+            for side in ("key", "value") if side in t.formats]
 
 
-def _topic_of(options) -> Optional[str]:
-    """The one topic the read decodes (TopicNameStrategy): option topics, or the one topic
-    under the paths other than the registry's own ``_schemas``."""
-    o = _options.normalize(_stripped(options), streaming=False)   # subscribe, assign, aliases
-    if o.get("topics"):
-        names = [t.strip() for t in str(o["topics"]).split(",") if t.strip()]
+def _topic_of(spec) -> Optional[str]:
+    """The one topic the read decodes (TopicNameStrategy): option subscribe (topics) or
+    assign, or the one topic under the paths other than the registry's own ``_schemas``."""
+    sel = spec.selection
+    if sel.get("topics"):
+        names = [t.strip() for t in str(sel["topics"]).split(",") if t.strip()]
         return names[0] if len(names) == 1 else None
-    if o.get("assign"):
+    if sel.get("assign"):
         import json
-        names = list(json.loads(o["assign"]))
+        names = list(json.loads(sel["assign"]))
         return names[0] if len(names) == 1 else None
     from kafkarec.log import layout, storage
-    from spark_udfs import _logdir
     topics = set()
-    for raw in _logdir.split_paths(o):
+    for raw in spec.paths:
         try:
-            st, root = storage.resolve(raw, storage.storage_options(o))
+            st, root = storage.resolve(raw, spec.storage.options)
             lay = layout.scan(st, root)
         except (OSError, ValueError):
             continue
         topics |= {p.topic for p in lay.partitions if p.topic and p.topic != "_schemas"}
     return next(iter(topics)) if len(topics) == 1 else None
-
-
-def _stripped(options) -> dict:
-    """The options the plain read under a typed one takes: not the typed ones, nor ``cdc``
-    (Debezium's envelopes are typed values then: this layer applies their rules)."""
-    return {k: v for k, v in dict(options).items() if str(k).lower() not in TYPED_OPTIONS | {"cdc"}}
-
-
-def _cdc(options) -> Optional[str]:
-    from kafkarec.cdc import parse_cdc
-    return parse_cdc(_lower(options).get("cdc"))
 
 
 def _cdc_fields(value_side) -> list:
@@ -394,11 +351,12 @@ class _EnvelopeOps:
         return self.side.decode(values, headers)
 
 
-def typed_schema(options, base):
-    """The data source's schema with typed ``key``/``value`` and their schema id columns."""
+def typed_schema(spec, base):
+    """The data source's schema (``base``: its binary read's) with typed ``key``/``value`` and
+    their schema id columns."""
     from pyspark.sql import types as T
-    sides = {s.side: s for s in _sides(options, _topic_of(options))}
-    cdc_fields = _cdc_fields(sides.get("value")) if _cdc(options) is not None else []
+    sides = {s.side: s for s in _sides(spec, _topic_of(spec))}
+    cdc_fields = _cdc_fields(sides.get("value")) if spec.cdc is not None else []
     fields = []
     for f in base.fields:
         if f.name in sides:
@@ -414,7 +372,7 @@ def typed_schema(options, base):
     if cdc_fields:                  # where the plain read puts them: before the corrupt-record column
         names = [f.name for f in fields]
         at = len(fields)
-        corrupt = _lower(options).get("columnnameofcorruptrecord") or "_corrupt_record"
+        corrupt = spec.errors.corrupt_column
         if corrupt in names:
             at = names.index(corrupt)
         fields[at:at] = cdc_fields
@@ -427,38 +385,32 @@ class TypedRows:
     (:class:`spark_udfs._typed_stream.TypedStreamReader`).  Built where the read is planned
     (registry read there), pickled to executors.
 
-    ``plain_options``: the read's options without the typed ones, headers always on (header
-    schema ids, ``__value_schema_id`` / ``__key_schema_id``, are read from them) and, for a
-    stream, without ``mode`` (the typed layer applies it; a stream has no other per-row
-    error); ``plain_schema``: the columns the plain read must give."""
+    ``plain_spec``: the binary read under this one (:meth:`spark_udfs._spec.ReadSpec.plain`:
+    headers always on, as header schema ids ``__value_schema_id`` / ``__key_schema_id`` are
+    read from them); ``plain_schema``: the columns the plain read must give."""
 
-    def __init__(self, source, schema, *, streaming: bool = False) -> None:
+    def __init__(self, spec, schema, *, streaming: bool = False) -> None:
         from pyspark.sql import types as T
         from spark_udfs import _schema
-        o = _lower(source.options)
-        drop = {"includeheaders"} | ({"mode"} if streaming else set())
-        self.plain_options = {**{k: v for k, v in _stripped(source.options).items()
-                                 if str(k).lower() not in drop}, "includeHeaders": "true"}
-        plain = type(source)(self.plain_options)
-        from spark_udfs._decode import normalize_mode
-        self.mode = normalize_mode(o.get("mode"))
-        self.corrupt = o.get("columnnameofcorruptrecord") or _schema.DEFAULT_CORRUPT_COLUMN
-        self.topic = _topic_of(source.options)
-        self.sides = _sides(source.options, self.topic)
+        self.plain_spec = spec.plain(streaming=streaming)
+        self.mode = spec.errors.mode
+        self.corrupt = spec.errors.corrupt_column
+        self.topic = _topic_of(spec)
+        self.sides = _sides(spec, self.topic)
         typed_names = {s.side for s in self.sides} | {SCHEMA_ID_COLUMN[s.side] for s in self.sides}
         # cdc=debezium: the values are Debezium envelopes; their columns come from the typed value
-        self.cdc = _cdc(source.options)
+        self.cdc = spec.cdc
         if self.cdc is not None:
             value_side = next((s for s in self.sides if s.side == "value"), None)
             typed_names |= {f.name for f in _cdc_fields(value_side)}
             self.envelope_ops = _EnvelopeOps(value_side)
-        base = plain.schema()
+        base = _schema.read_schema(self.plain_spec)
         # badRecordsPath: failed records are kept whole (kafkarec.log.quarantine), so the plain read
         # gives every column a record needs to be written again
         self.quarantine = None
-        if o.get("badrecordspath"):
+        if spec.errors.bad_records_path:
             from kafkarec.log.quarantine import Quarantine
-            self.quarantine = Quarantine(str(o["badrecordspath"]))
+            self.quarantine = Quarantine(spec.errors.bad_records_path)
         whole = {"key", "value", "timestamp", "timestampType"} if self.quarantine is not None else set()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
                 or f.name in {s.side for s in self.sides} or f.name in whole]
@@ -472,7 +424,6 @@ class TypedRows:
         if unknown:
             raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced")
         self.plain_schema = T.StructType(want)
-        self.plain_source = plain
         self.schema = schema
 
     def convert(self, rb, target, sides=None):
@@ -562,9 +513,9 @@ class TypedReader(DataSourceReader):
     is then typed here (:class:`TypedRows`).  Built on the driver, pickled to executors."""
 
     def __init__(self, source, schema) -> None:
-        self.rows = TypedRows(source, schema)
+        self.rows = TypedRows(source.spec, schema)
         self.schema = schema
-        self.inner = self.rows.plain_source.reader(self.rows.plain_schema)
+        self.inner = source.plain_reader(self.rows.plain_spec, self.rows.plain_schema)
         if self.rows.cdc is not None and getattr(getattr(self.inner, "config", None), "view", None) == "latest":
             # The keyed state applies Debezium's rules with op read from the decoded envelopes.
             from kafkarec.cdc import Debezium
@@ -616,7 +567,7 @@ def from_registry(column, registry, subject: Optional[str] = None, *, topic: Opt
     tz = active.conf.get("spark.sql.session.timeZone") if active is not None else "UTC"
     side = TypedSide("key" if is_key else "value", value_format, reg, subject=subject, topic=topic,
                      version=version, reader_schema=reader_schema, message=message,
-                     id_format=id_format, options=_options.lower_keys(options or {}), time_zone=tz)
+                     id_format=id_format, options=lower_keys(options or {}), time_zone=tz)
 
     def kafkarec_from_registry(values, hdrs=None):
         arr, _ids, errs = side.decode(values, hdrs)

@@ -45,17 +45,17 @@ _KEEP = 4
 
 class TypedStreamReader(_streaming.KafkaRecStreamReader):
     def __init__(self, source, schema) -> None:
-        rows = _typed.TypedRows(source, schema, streaming=True)
-        super().__init__(_streaming.StreamConfig(rows.plain_options), rows.plain_schema,
+        rows = _typed.TypedRows(source.spec, schema, streaming=True)
+        super().__init__(_streaming.StreamConfig(rows.plain_spec.for_stream()), rows.plain_schema,
                          source.expected_fingerprint)
         self.rows = rows
         self.typed_schema = schema
-        o = _typed._lower(source.options)
-        self._source = o.get("registry")
-        self._bearer = o.get("registrybearertoken")
+        typed = source.spec.typed
+        self._source = typed.registry
+        self._bearer = typed.bearer_token
         # registryAsOfOffset fixes the registry itself; without a registry (avro|protobuf|json
         # with a reader schema) there is nothing to read again
-        self._fixed = self._source is None or o.get("registryasofoffset") not in (None, "")
+        self._fixed = self._source is None or typed.as_of_offset is not None
         self._state = None if self._fixed else _typed.registry_state(self._source)
         self._listing = None
         if not self._fixed and self._state is None and rows.sides:

@@ -21,10 +21,10 @@ from growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/
 
 
 def _reader(root, **options):
-    from spark_udfs import _streaming
-    opts = {"path": root, **options}
-    cfg = _streaming.StreamConfig(opts)
-    return _streaming.KafkaRecStreamReader(cfg, cfg.schema())
+    from spark_udfs import _schema, _streaming
+    from spark_udfs._spec import read_spec
+    spec = read_spec({"path": root, **options})
+    return _streaming.stream_reader(spec, _schema.read_schema(spec))
 
 
 def _read_all(reader, start, end):

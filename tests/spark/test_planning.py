@@ -97,7 +97,7 @@ def test_local_and_remote_plan_alike(tmp_path):
     # minPartitions, as the data source option reaches both planners
     many = _logdir.plan(_logdir.discover([root])[0], max_partition_bytes=128 * MiB,
                         open_cost=4 * MiB, min_partitions=500)
-    cfg = _remote.RemoteReadConfig({"path": "file://" + root, "minPartitions": "500"})
+    cfg = _remote.RemoteReadConfig(_listed({"path": "file://" + root, "minPartitions": "500"}))
     assert len(many) == len(_remote.plan_tasks(cfg)) >= 500
 
 
@@ -107,7 +107,7 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     B.write_local(root, 50, 3)
     counters: list = []
     monkeypatch.setattr(storage, "resolve", B.counting_resolve(counters))
-    cfg = _remote.RemoteReadConfig({"path": "file://" + root, "maxPartitionBytes": "2k"},
+    cfg = _remote.RemoteReadConfig(_listed({"path": "file://" + root, "maxPartitionBytes": "2k"}),
                                    default_parallelism=2)
     tasks = _remote.plan_tasks(cfg)
     assert len(counters) == 1 and counters[0].calls["list"] == 1
@@ -115,10 +115,16 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     assert sum(len(t.ranges) for t in tasks) == 150
 
 
+def _listed(options):
+    """The spec of a batch read through the listed layout (as the data source makes it)."""
+    from spark_udfs._spec import read_spec
+    return read_spec(options).for_batch("R")
+
+
 def test_remote_options_are_checked():
     with pytest.raises(ValueError, match="minPartitions"):
-        _remote.RemoteReadConfig({"path": "s3://b/x", "minPartitions": "0"})
-    cfg = _remote.RemoteReadConfig({"path": "s3://b/x", "openCostInBytes": "1m"}, default_parallelism=3)
+        _listed({"path": "s3://b/x", "minPartitions": "0"})
+    cfg = _remote.RemoteReadConfig(_listed({"path": "s3://b/x", "openCostInBytes": "1m"}), default_parallelism=3)
     assert (cfg.open_cost, cfg.min_partitions, cfg.default_parallelism) == (MiB, None, 3)
 
 

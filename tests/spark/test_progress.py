@@ -21,9 +21,10 @@ from growing_log import GrowingLog  # noqa: E402
 
 
 def _reader(root, **options):
-    from spark_udfs import _streaming
-    config = _streaming.StreamConfig({"path": root, "startingOffsets": "earliest", **options})
-    return _streaming.KafkaRecStreamReader(config, config.schema())
+    from spark_udfs import _schema, _streaming
+    from spark_udfs._spec import read_spec
+    spec = read_spec({"path": root, "startingOffsets": "earliest", **options})
+    return _streaming.stream_reader(spec, _schema.read_schema(spec))
 
 
 def test_report_latest_offset_is_the_log_end_whatever_the_limit(tmp_path):

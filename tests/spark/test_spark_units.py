@@ -28,14 +28,17 @@ def test_topic_partition_from_folder_names():
 
 
 def test_parse_bytes():
-    assert _logdir.parse_bytes("128m", 0) == 128 << 20
-    assert _logdir.parse_bytes("4k", 0) == 4096
-    assert _logdir.parse_bytes("1g", 0) == 1 << 30
-    assert _logdir.parse_bytes("64MiB", 0) == 64 << 20
-    assert _logdir.parse_bytes("1000", 0) == 1000
-    assert _logdir.parse_bytes(None, 7) == 7
-    with pytest.raises(ValueError):
-        _logdir.parse_bytes("0", 1)
+    from spark_udfs._spec import parse_bytes
+    assert parse_bytes("128m", 0) == 128 << 20
+    assert parse_bytes("4k", 0) == 4096
+    assert parse_bytes("1g", 0) == 1 << 30
+    assert parse_bytes("64MiB", 0) == 64 << 20
+    assert parse_bytes("1000", 0) == 1000
+    assert parse_bytes(None, 7) == 7
+    with pytest.raises(ValueError, match="expected a positive byte size"):
+        parse_bytes("0", 1)
+    with pytest.raises(ValueError, match="option maxPartitionBytes: expected a byte size like 128m"):
+        parse_bytes("lots", 1, "maxPartitionBytes")
 
 
 def test_discover_sorted_and_deduplicated(sample, tmp_path):
@@ -320,32 +323,20 @@ def test_options_doc_is_the_table_in_the_code():
 
 def test_options_translate_as_the_kafka_source():
     from spark_udfs._options import normalize
+    from spark_udfs._spec import read_spec
     n = normalize({"subscribe": "a, b", "kafka.isolation.level": "read_committed",
                    "kafka.bootstrap.servers": "x:9092", "groupIdPrefix": "g",
-                   "maxOffsetsPerTrigger": "5", "failOnDataLoss": "false", "path": "/p"},
-                  streaming=False)
-    assert n == {"topics": "a, b", "readcommitted": "true", "path": "/p"}
-    assert normalize({"subscribePattern": "o.*", "maxOffsetsPerTrigger": "5"}, streaming=True) == {
+                   "maxOffsetsPerTrigger": "5", "failOnDataLoss": "false", "path": "/p"})
+    assert n == {"topics": "a, b", "readcommitted": "true", "path": "/p", "maxoffsetspertrigger": "5",
+                 "failondataloss": "false"}
+    assert normalize({"subscribePattern": "o.*", "maxOffsetsPerTrigger": "5"}) == {
         "topicpattern": "o.*", "maxoffsetspertrigger": "5"}
-    assert normalize({"kafka.isolation.level": "READ_UNCOMMITTED"}, streaming=True) == {
-        "readcommitted": "false"}
-    assert normalize({"includeHeaders": "True"}, streaming=False) == {"includeheaders": "true"}
-    bad = [({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options"),
-           ({"topics": "a", "subscribePattern": "a"}, "Only one of the following options"),
-           ({"subscribe": " , "}, "No topics to subscribe to"),
-           ({"subscribePattern": " "}, "Pattern to subscribe is empty"),
-           ({"assign": "a:0"}, "No topicpartitions to assign"),
-           ({"kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
-           ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
-           ({"kafka.value.deserializer": "x"}, "value.deserializer"),
-           ({"minPartitions": "0"}, "minPartitions must be positive"),
-           ({"includeHeaders": "yes"}, "includeHeaders must be true or false"),
-           ({"readCommitted": "true", "kafka.isolation.level": "read_uncommitted"}, "disagree")]
-    for options, message in bad:
-        with pytest.raises(ValueError, match=message):
-            normalize(options, streaming=False)
-    with pytest.raises(ValueError, match="not valid in streaming queries"):
-        normalize({"endingOffsets": "latest"}, streaming=True)
+    assert normalize({"kafka.isolation.level": "READ_UNCOMMITTED"}) == {"readcommitted": "false"}
+    # a batch read leaves the stream-only options out (logged, as the Kafka source does)
+    batch = read_spec(n).for_batch("R")
+    assert batch.read_committed and batch.selection == {"topics": "a, b"}
+    assert read_spec({"path": "/p", "includeHeaders": "True"}).columns.include_headers
+    # the refusals: tests/spark/test_spec.py
 
 
 def test_assign_selects_partitions_and_checks_offsets():
@@ -362,16 +353,18 @@ def test_assign_selects_partitions_and_checks_offsets():
         selection.parse_selection({"assign": '{"orders":"0"}'})
 
 
-@pytest.mark.parametrize("name", ["verifycrc", "strict", "includeheaders"])
+@pytest.mark.parametrize("name", ["verifyCrc", "strict", "includeHeaders", "batchColumns", "readCommitted"])
 def test_every_boolean_option_follows_sparks_rule(name):
     # one parser: true/false in any case, as Spark's options; verifyCrc=yes was accepted while
     # includeHeaders=yes was refused
-    from spark_udfs._options import normalize, parse_bool
-    assert parse_bool({name: "TRUE"}, name, False) is True
-    assert parse_bool({name: "false"}, name, True) is False
-    assert parse_bool({}, name, True) is True
+    from spark_udfs._spec import read_spec
+
+    def flag(spec):
+        return {"verifyCrc": spec.verify_crc, "strict": spec.strict, "readCommitted": spec.read_committed,
+                "includeHeaders": spec.columns.include_headers,
+                "batchColumns": spec.columns.batch_columns}[name]
+    assert flag(read_spec({"path": "/p", name: "TRUE"})) is True
+    assert flag(read_spec({"path": "/p", name.lower(): "false"})) is False
     for bad in ("yes", "1", "on", "no"):
         with pytest.raises(ValueError, match="must be true or false"):
-            parse_bool({name: bad}, name, False)
-    with pytest.raises(ValueError, match="must be true or false"):
-        normalize({"includeHeaders": "yes"}, streaming=False)
+            read_spec({"path": "/p", name: bad})

@@ -1,0 +1,491 @@
+"""The options of ``format("kafkarec")``, parsed once: one option table and one frozen, typed
+read specification.
+
+Where the data source takes its options (``spark.read`` / ``spark.readStream``, classic and
+Spark Connect alike: :class:`spark_udfs._datasource.KafkaRecDataSource`), :func:`read_spec` turns
+them into a :class:`ReadSpec`; every layer after it - the local and the listed batch readers,
+the stream, the typed and table layers, tiered reads - reads that object and none looks at
+option text again.  A value of the wrong type or outside the accepted ones is refused there,
+naming the option and what it accepts; a name close to a known one is refused with a
+did-you-mean.  Spark's generic reader options (``path``, ``pathGlobFilter`` ...) and the
+Kafka source's names (``kafka.*``, ``failOnDataLoss``, ``maxOffsetsPerTrigger`` ...,
+:mod:`spark_udfs._options`, which translates them) are known names.
+
+Which reader takes which option is the table's ``readers`` column (``L``: local files read
+by memory maps, ``R``: a listed layout - URIs, selection, ``view=latest``, ``cdc``, tiered
+storage -, ``S``: a stream); the batch/stream split (:meth:`ReadSpec.for_batch`,
+:meth:`ReadSpec.for_stream`) happens when Spark asks for a reader, as only then is it known.
+``docs/spark-options.md`` holds :func:`markdown_table` (``python -m spark_udfs._spec``; a test
+keeps the two equal).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import logging
+from typing import NamedTuple, Optional
+
+from kafkarec._option_text import text_bool, text_choice
+from spark_udfs import _options
+from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, MODES
+from spark_udfs._planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
+from spark_udfs._schema import DEFAULT_CORRUPT_COLUMN
+
+__all__ = ["Option", "OPTIONS", "ReadSpec", "read_spec", "parse_bytes", "markdown_table"]
+
+log = logging.getLogger("spark_udfs")
+
+VALUE_FORMATS = ("registry", "avro", "protobuf", "json")
+
+
+class Option(NamedTuple):
+    name: str        # as documented (case-insensitive)
+    kind: str        # what it accepts: bool | bytes | count | offset | choice | text
+    default: str     # as documented
+    readers: str     # L: local files, R: listed layout, S: stream, T: typed reads only
+    meaning: str
+
+
+OPTIONS = (
+    Option("mode", "choice", "PERMISSIVE", "LR", "PERMISSIVE / DROPMALFORMED / FAILFAST: what a batch that "
+           "cannot be decoded does (an error row / left out / the query fails)"),
+    Option("columnNameOfCorruptRecord", "text", "_corrupt_record", "LRS", "PERMISSIVE's error column"),
+    Option("batchColumns", "bool", "false", "LRS", "add producerId ... magic (batch-level columns)"),
+    Option("includeControl", "bool", "false", "LRS", "keep control records (transaction markers)"),
+    Option("readCommitted", "bool", "false", "LRS", "what a read_committed consumer sees (alias of "
+           "`kafka.isolation.level=read_committed`)"),
+    Option("maxPartitionBytes", "bytes", "128m", "LR", "most bytes per task (files are cut at batches)"),
+    Option("openCostInBytes", "bytes", "4m", "LR", "cost of a file when packing small files in a task"),
+    Option("pathGlobFilter", "text", "*.log", "L", "which files are segments"),
+    Option("recursiveFileLookup", "bool", "true", "L", "descend into sub-folders"),
+    Option("allowDuplicatePartitions", "bool", "false", "L", "allow one topic-partition in several folders"),
+    Option("verifyCrc", "bool", "true", "LRS", "check batch CRCs"),
+    Option("strict", "bool", "false", "LRS", "reject what Kafka's Java reader lets through"),
+    Option("maxDecompressedBytes", "bytes", "64m", "LRS", "most bytes one compressed batch may inflate to"),
+    Option("maxRecordsPerBatch", "count", "16384", "LRS", "rows per Arrow batch handed to Spark"),
+    Option("decode", "text", "(none)", "L", "an internal topic's typed columns (`consumer_offsets` ...)"),
+    Option("badRecordsPath", "text", "(none)", "LRS", "copy each batch that cannot be decoded there, byte "
+           "for byte (typed reads: failed records too)"),
+    Option("view", "choice", "log", "LRS", "`log`: every record; `latest`: each topic-partition's keyed state"),
+    Option("cdc", "choice", "(none)", "RS", "`debezium`: values are Debezium change events"),
+    Option("dedupeBufferSize", "bytes", "128m", "R", "view=latest: the key map's size per task"),
+    Option("tieredStorage", "text", "(none)", "R", "a tiered-storage root stitched with the log dirs"),
+    Option("tieredStorageConfig", "text", "(none)", "RS", "the tiered-storage plugin's properties"),
+    Option("remoteLogMetadata", "text", "(none)", "RS", "a log dir holding `__remote_log_metadata`"),
+    Option("valueFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed values"),
+    Option("keyFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed keys"),
+    Option("registry", "text", "(none)", "T", "a log dir holding _schemas-0, a schema folder or a URL"),
+    Option("valueSubject", "text", "<topic>-value", "T", "the values' subject"),
+    Option("keySubject", "text", "<topic>-key", "T", "the keys' subject"),
+    Option("subjectNameStrategy", "text", "topic", "T", "topic / record / topic_record"),
+    Option("recordName", "text", "(none)", "T", "the record's full name (record strategies)"),
+    Option("valueSchemaVersion", "text", "latest", "T", "the values' reader version"),
+    Option("keySchemaVersion", "text", "latest", "T", "the keys' reader version"),
+    Option("valueReaderSchema", "text", "(none)", "T", "the values' reader schema text"),
+    Option("keyReaderSchema", "text", "(none)", "T", "the keys' reader schema text"),
+    Option("valueMessage", "text", "(none)", "T", "the Protobuf message typing the values"),
+    Option("keyMessage", "text", "(none)", "T", "the Protobuf message typing the keys"),
+    Option("registryAsOfOffset", "offset", "(none)", "T", "_schemas only: the registry once that offset "
+           "was applied"),
+    Option("registryIdFormat", "text", "confluent", "T", "confluent / apicurio (8-byte ids)"),
+    Option("registryBearerToken", "text", "(none)", "T", "a registry URL's bearer token"),
+    Option("timeZone", "text", "UTC", "T", "the session time zone of typed timestamps"),
+)
+
+# Spark's generic reader options: known names (a reader that does not use one refuses it by name)
+SPARK_READER_OPTIONS = ("path", "paths", "pathGlobFilter", "recursiveFileLookup", "modifiedBefore",
+                        "modifiedAfter", "ignoreCorruptFiles", "ignoreMissingFiles", "basePath")
+# Kafka-source names kafkarec reads (after spark_udfs._options.normalize's translation)
+_KAFKA_READ = {"failondataloss": "LRS", "includeheaders": "LRS", "minpartitions": "LRS",
+               "maxoffsetspertrigger": "S", "minoffsetspertrigger": "S", "maxtriggerdelay": "S"}
+_STREAM_ONLY = frozenset(("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"))
+_ENDING = ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")
+# A local read sends these to the listed reader (kafkarec.log.layout): they need its listing
+_ROUTING = ("tieredstorage", "tieredstorageconfig")
+
+_BY_NAME = {o.name.lower(): o for o in OPTIONS}
+
+
+def _readers() -> dict:
+    """{lower-case name: readers} for every option some reader takes."""
+    from kafkarec.log import selection
+    out = {name: o.readers for name, o in _BY_NAME.items()}
+    out.update(path="LRS", paths="LRS", **_KAFKA_READ)
+    out.update({k: "RS" for k in selection.SELECTION_OPTIONS})
+    out.update({k: "R" for k in _ENDING})
+    return out
+
+
+def _readers_of(name: str, readers: dict) -> str:
+    """Which readers take option ``name`` (storage options: kafkarec.log.storage's names)."""
+    from kafkarec.log import storage
+    if name in readers:
+        return readers[name]
+    return "RS" if storage.storage_options({name: "x"}) else ""
+
+
+def _display_names() -> dict:
+    """{lower-case name: name as documented} of every known name (for did-you-mean)."""
+    from kafkarec.avro.decoder import SPARK_OPTIONS as AVRO_OPTIONS
+    from kafkarec.protobuf.options import SPARK_OPTIONS as PROTOBUF_OPTIONS
+    names = [o.name for o in OPTIONS] + list(SPARK_READER_OPTIONS) + list(AVRO_OPTIONS) + list(PROTOBUF_OPTIONS)
+    names += [o.name for o in _options.KAFKA_OPTIONS if " " not in o.name]
+    names += ["topics", "topicPattern"] + list(_options.IGNORED)
+    return {n.lower(): n for n in names}
+
+
+def parse_bytes(value, default: int, name: str = "") -> int:
+    """``"128m"``, ``"4k"``, ``"1g"``, ``"1048576"``, ``"64MiB"`` -> bytes (``default`` when unset)."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, int):
+        n = value
+    else:
+        s = str(value).strip().lower().replace("ib", "").replace("b", "")
+        mult = 1
+        if s and s[-1] in "kmgt":
+            mult = 1024 ** ("kmgt".index(s[-1]) + 1)
+            s = s[:-1]
+        try:
+            n = int(float(s) * mult)
+        except ValueError:
+            raise ValueError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
+                             f"got {value!r}") from None
+    if n <= 0:
+        raise ValueError(f"expected a positive byte size, got {value!r}")
+    return n
+
+
+def parse_duration_ms(text) -> int:
+    """``maxTriggerDelay`` as the Kafka source takes it (Spark's time strings: ``15m``,
+    ``500ms``, ``30s``, ``2h``, ``1d``; a bare number is ms)."""
+    import re
+    s = str(text).strip().lower()
+    m = re.fullmatch(r"(\d+)\s*(ms|s|m|min|h|d)?", s)
+    if not m:
+        raise ValueError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
+    n = int(m.group(1))
+    return n * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
+                "d": 86_400_000}[m.group(2)]
+
+
+def _count(o: dict, key: str, message: str) -> Optional[int]:
+    """A positive whole number (``message`` when it is not one), or None when unset."""
+    v = o.get(key)
+    if v in (None, ""):
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ValueError(message)
+    return n
+
+
+def _offset(name: str, value) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
+    return n
+
+
+def _bool(o: dict, key: str, default: bool, name: Optional[str] = None) -> bool:
+    v = o.get(key)
+    return default if v is None or v == "" else text_bool(name or key, v)
+
+
+# --- the specification --------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Errors:
+    """What a record or batch that cannot be decoded does."""
+    mode: str                          # PERMISSIVE | DROPMALFORMED | FAILFAST
+    corrupt_column: str                # PERMISSIVE's error column
+    bad_records_path: Optional[str]    # kafkarec.log.quarantine: failed bytes kept whole
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    batch_columns: bool
+    include_control: bool
+    include_headers: bool
+    decode: Optional[str]              # an internal topic's typed columns (kafkarec.internal.columns)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    max_rows: int                      # rows per Arrow batch
+    max_partition_bytes: int
+    open_cost_bytes: int
+    min_partitions: Optional[int]      # None: the cluster's parallelism (batch), a task per partition (stream)
+    max_decompressed_bytes: Optional[int]
+    dedupe_buffer_bytes: int           # view=latest's key map
+    max_offsets: Optional[int]         # streams: maxOffsetsPerTrigger
+    min_offsets: Optional[int]         # streams: minOffsetsPerTrigger
+    max_trigger_delay_ms: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Files:
+    """How a local read finds segment files (Spark's file-source options)."""
+    glob_filter: str
+    recursive: bool
+    allow_duplicates: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Storage:
+    options: dict                      # kafkarec.log.storage.storage_options: endpoint, region, ...
+    tiered_storage: Optional[str]      # a remote root stitched with the log dirs
+    fail_on_data_loss: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Typed:
+    """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs._typed)."""
+    formats: dict                      # {"value" | "key": format}
+    registry: Optional[str]
+    subjects: dict                     # {side: subject}
+    versions: dict                     # {side: version text}
+    reader_schemas: dict               # {side: schema text}
+    messages: dict                     # {side: Protobuf message}
+    strategy: str
+    record_name: Optional[str]
+    as_of_offset: Optional[int]
+    id_format: str
+    bearer_token: Optional[str]
+    time_zone: str
+    format_options: dict               # from_avro's / from_protobuf's options, lower-case names
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadSpec:
+    """One read's options, parsed (see the module docstring)."""
+    paths: tuple
+    given: frozenset                   # the option names given (lower case, Kafka names translated)
+    selection: dict                    # kafkarec.log.selection's option names -> text
+    read_committed: bool
+    view: str                          # log | latest
+    cdc: Optional[str]                 # None | debezium
+    errors: Errors
+    columns: Columns
+    limits: Limits
+    files: Files
+    storage: Storage
+    verify_crc: bool
+    strict: bool
+    typed: Optional[Typed]
+    streaming: Optional[bool] = None   # None until Spark asks for a batch or a stream reader
+    parsed_selection: object = None    # kafkarec.log.selection.Selection, once streaming is known
+
+    @property
+    def listed(self) -> bool:
+        """Whether the read goes through a listed layout (spark_udfs._remote): URIs, selection,
+        tiered storage, ``view=latest`` or ``cdc``; otherwise local files are memory-mapped and
+        split at batches (spark_udfs._datasource.KafkaRecReader)."""
+        from kafkarec.log import storage
+        return (any(storage.is_uri(p) for p in self.paths) or bool(self.selection)
+                or any(k in self.given for k in _ROUTING)
+                or self.view == "latest" or self.cdc is not None)
+
+    def binary(self) -> "ReadSpec":
+        """This read with binary keys and values: no typed options, no ``cdc`` (under a typed
+        read Debezium's envelopes are typed values: spark_udfs._typed applies their rules)."""
+        typed_names = {n for n, o in _BY_NAME.items() if o.readers == "T"} | _format_option_names()
+        return dataclasses.replace(self, typed=None, cdc=None,
+                                   given=frozenset(self.given - typed_names - {"cdc"}))
+
+    def plain(self, *, streaming: bool = False) -> "ReadSpec":
+        """The binary read under a typed one: headers always (header schema ids), and for a
+        stream no ``mode`` (the typed layer applies it; a stream has no other per-row error)."""
+        binary = self.binary()
+        return dataclasses.replace(
+            binary, columns=dataclasses.replace(self.columns, include_headers=True),
+            errors=dataclasses.replace(self.errors, mode="PERMISSIVE") if streaming else self.errors,
+            given=binary.given - {"mode"} if streaming else binary.given)
+
+    def for_batch(self, reader: str) -> "ReadSpec":
+        """The spec of a batch read by ``reader`` (``"L"`` local files, ``"R"`` listed): names
+        that reader does not take refused with its message, the selection parsed."""
+        from kafkarec.log import selection
+        stream_only = self.given & _STREAM_ONLY
+        for k in sorted(stream_only):     # as the Kafka source logs them
+            log.warning("kafkarec: %s option ignored in batch queries", k)
+        self._check_names(reader, self.given - stream_only)
+        return dataclasses.replace(self, streaming=False,
+                                   parsed_selection=selection.parse_selection(self.selection))
+
+    def for_stream(self) -> "ReadSpec":
+        from kafkarec.log import selection
+        for k in _ENDING:
+            if k in self.given:
+                raise ValueError(f"option {k}: ending offsets and timestamps are not valid in "
+                                 f"streaming queries")
+        if self.view != "log":
+            raise ValueError("kafkarec stream: option view=latest is for batch reads (a stream's "
+                             "micro-batches are records; read the state with spark.read)")
+        self._check_names("S", self.given)
+        wanted = {"startingoffsets": "latest", **self.selection}
+        return dataclasses.replace(self, streaming=True,
+                                   parsed_selection=selection.parse_selection(wanted, streaming=True))
+
+    def _check_names(self, reader: str, given) -> None:
+        readers = _readers()
+        unknown = sorted(k for k in given if reader not in _readers_of(k, readers)
+                         and not k.startswith("spark."))
+        if not unknown:
+            return
+        known = sorted(k for k, r in readers.items() if reader in r)
+        if reader == "L":
+            raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
+        if reader == "R":
+            raise ValueError(
+                f"kafkarec data source: option(s) {unknown} are not used when reading URIs or with "
+                f"selection options; known here: {known}"
+                f" and the storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
+        raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
+                         f"source's (docs/spark-options.md), {known} and the "
+                         f"storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
+
+
+def _format_option_names() -> set:
+    from kafkarec.avro.decoder import SPARK_OPTIONS as AVRO_OPTIONS
+    from kafkarec.protobuf.options import SPARK_OPTIONS as PROTOBUF_OPTIONS
+    return {name.lower() for name in AVRO_OPTIONS + PROTOBUF_OPTIONS}
+
+
+def _did_you_mean(o: dict) -> None:
+    """Refuse a name close to a known one (``startingOffset``) with what was meant."""
+    from kafkarec.log import storage
+    known = _display_names()
+    for k in _readers():
+        known.setdefault(k, k)
+    for k in o:
+        if k in known or k.startswith(("spark.", "kafka.")) or storage.storage_options({k: "x"}):
+            continue
+        close = difflib.get_close_matches(k, list(known), n=1, cutoff=0.8)
+        if close:
+            raise ValueError(f"kafkarec data source: unknown option {k!r}; did you mean "
+                             f"{known[close[0]]!r}?")
+
+
+def _typed(o: dict) -> Optional[Typed]:
+    formats = {}
+    for side in ("key", "value"):
+        fmt = text_choice(f"option {side}Format", o.get(f"{side}format"), VALUE_FORMATS,
+                          template="{name}: one of {accepted}, not {value!r}")
+        if fmt is not None:
+            formats[side] = fmt
+    if not formats:
+        return None
+
+    def sides(suffix):
+        return {s: o[f"{s}{suffix}"] for s in ("key", "value") if o.get(f"{s}{suffix}") not in (None, "")}
+    as_of = o.get("registryasofoffset")
+    return Typed(formats=formats, registry=o.get("registry") or None, subjects=sides("subject"),
+                 versions=sides("schemaversion"), reader_schemas=sides("readerschema"),
+                 messages=sides("message"), strategy=o.get("subjectnamestrategy") or "topic",
+                 record_name=o.get("recordname") or None,
+                 as_of_offset=None if as_of in (None, "") else _offset("registryAsOfOffset", as_of),
+                 id_format=o.get("registryidformat") or "confluent",
+                 bearer_token=o.get("registrybearertoken") or None,
+                 time_zone=o.get("timezone") or "UTC",
+                 format_options={k: v for k, v in o.items() if k in _format_option_names()})
+
+
+def read_spec(options) -> ReadSpec:
+    """The :class:`ReadSpec` of a read's options (Spark's, case-insensitive names)."""
+    from kafkarec import cdc, table
+    from kafkarec.log import selection, storage
+    o = {k: v for k, v in _options.normalize(options).items() if v is not None}
+    _did_you_mean(o)
+    paths = tuple(_paths(o))
+    if not paths:
+        raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
+    max_offsets = _count(o, "maxoffsetspertrigger", "option maxOffsetsPerTrigger must be positive")
+    min_offsets = _count(o, "minoffsetspertrigger", "option minOffsetsPerTrigger must be positive")
+    if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
+        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+                         f"maxOffsetsPerTrigger({max_offsets}).")
+    dedupe = parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES, "dedupeBufferSize")
+    if "dedupebuffersize" in o:
+        from kafkarec._core import KEY_MAP_MIN_BYTES
+        if dedupe < KEY_MAP_MIN_BYTES:
+            raise ValueError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
+                             f"not {o.get('dedupebuffersize')!r}")
+    view = table.parse_view(o.get("view"))
+    include_control = _bool(o, "includecontrol", False)
+    if view == "latest" and include_control:
+        raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
+                         "(control records are never part of a topic's keyed state)")
+    max_decompressed = o.get("maxdecompressedbytes")
+    return ReadSpec(
+        paths=paths,
+        given=frozenset(o),
+        selection={k: v for k, v in o.items() if k in selection.SELECTION_OPTIONS and v != ""},
+        read_committed=_bool(o, "readcommitted", False),
+        view=view,
+        cdc=cdc.parse_cdc(o.get("cdc")),
+        errors=Errors(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
+                      corrupt_column=o.get("columnnameofcorruptrecord") or DEFAULT_CORRUPT_COLUMN,
+                      bad_records_path=o.get("badrecordspath") or None),
+        columns=Columns(batch_columns=_bool(o, "batchcolumns", False), include_control=include_control,
+                        include_headers=_bool(o, "includeheaders", False, "includeHeaders"),
+                        decode=o.get("decode") or None),
+        limits=Limits(
+            max_rows=_count(o, "maxrecordsperbatch", "option maxRecordsPerBatch must be positive")
+            or DEFAULT_MAX_RECORDS_PER_BATCH,
+            max_partition_bytes=parse_bytes(o.get("maxpartitionbytes"), DEFAULT_MAX_PARTITION_BYTES,
+                                            "maxPartitionBytes"),
+            open_cost_bytes=parse_bytes(o.get("opencostinbytes"), DEFAULT_OPEN_COST_BYTES, "openCostInBytes"),
+            min_partitions=_count(o, "minpartitions", "minPartitions must be positive"),
+            max_decompressed_bytes=None if max_decompressed in (None, "")
+            else parse_bytes(max_decompressed, 0, "maxDecompressedBytes"),
+            dedupe_buffer_bytes=dedupe, max_offsets=max_offsets, min_offsets=min_offsets,
+            max_trigger_delay_ms=parse_duration_ms(o.get("maxtriggerdelay") or "15m")),
+        files=Files(glob_filter=o.get("pathglobfilter") or "*.log",
+                    recursive=_bool(o, "recursivefilelookup", True),
+                    allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
+        storage=Storage(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
+                        fail_on_data_loss=_bool(o, "failondataloss", True)),
+        verify_crc=_bool(o, "verifycrc", True),
+        strict=_bool(o, "strict", False),
+        typed=_typed(o))
+
+
+def _paths(options: dict) -> list:
+    """The paths of a load(): option ``path`` (one), or ``paths`` (a JSON list, as Spark passes
+    ``load([a, b])``)."""
+    import json
+    out = []
+    raw = options.get("paths")
+    if raw:
+        try:
+            loaded = json.loads(raw)
+        except ValueError:
+            loaded = [raw]
+        out += [p for p in (loaded if isinstance(loaded, list) else [loaded]) if p]
+    if options.get("path"):
+        out.append(options["path"])
+    return out
+
+
+def markdown_table() -> str:
+    """The table of kafkarec's own options in docs/spark-options.md."""
+    where = {"L": "local", "R": "listed", "S": "stream", "T": "typed"}
+    accepts = {"bool": "`true` / `false`", "bytes": "a size: `4k`, `128m`, `1g`, bytes",
+               "count": "a positive whole number", "offset": "an offset", "text": "text",
+               "choice": "a name the meaning lists (any case)"}
+    rows = ["| option | accepts | default | reads | meaning |", "|---|---|---|---|---|"]
+    for opt in OPTIONS:
+        reads = ", ".join(where[c] for c in opt.readers)
+        rows.append(f"| `{opt.name}` | {accepts[opt.kind]} | {opt.default} | {reads} | {opt.meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":   # python -m spark_udfs._spec > the second table in docs/spark-options.md
+    print(markdown_table(), end="")

@@ -1,0 +1,125 @@
+"""The read specification (spark_udfs._spec): options parsed once, at the data source's boundary,
+built here from plain dicts (no Spark session)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+
+import pytest
+
+import spark_helpers as H
+from spark_udfs._spec import OPTIONS, markdown_table, read_spec
+
+
+def test_a_spec_is_frozen_typed_and_pickles():
+    spec = read_spec({"path": "/logs", "subscribe": "orders", "maxPartitionBytes": "1m",
+                      "kafka.isolation.level": "read_committed", "mode": "dropmalformed",
+                      "maxRecordsPerBatch": "100", "view": "LATEST", "dedupeBufferSize": "1m",
+                      "valueFormat": "Avro", "valueReaderSchema": '"string"'})
+    assert spec.paths == ("/logs",) and spec.selection == {"topics": "orders"}
+    assert spec.read_committed and spec.errors.mode == "DROPMALFORMED" and spec.view == "latest"
+    assert (spec.limits.max_partition_bytes, spec.limits.max_rows) == (1 << 20, 100)
+    assert spec.typed.formats == {"value": "avro"} and spec.typed.reader_schemas == {"value": '"string"'}
+    assert spec.listed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.view = "log"
+    # the binary read under the typed one: no typed options, headers on
+    plain = spec.plain()
+    assert plain.typed is None and plain.columns.include_headers and "valuereaderschema" not in plain.given
+    batch = plain.for_batch("R")
+    assert pickle.loads(pickle.dumps(batch)) == batch and batch.parsed_selection.topics == {"orders"}
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"mode": "LENIENT"}, "mode must be one of PERMISSIVE, DROPMALFORMED, FAILFAST, not 'LENIENT'"),
+    ({"view": "newest"}, "view must be one of log, latest, not 'newest'"),
+    ({"cdc": "maxwell"}, "cdc must be one of debezium, not 'maxwell'"),
+    ({"valueFormat": "xml"}, "option valueFormat: one of registry, avro, protobuf, json, not 'xml'"),
+    ({"keyFormat": "csv"}, "option keyFormat: one of registry, avro, protobuf, json"),
+    ({"verifyCrc": "yes"}, "option verifycrc must be true or false, got 'yes'"),
+    ({"maxPartitionBytes": "lots"}, "option maxPartitionBytes: expected a byte size like 128m"),
+    ({"maxRecordsPerBatch": "0"}, "option maxRecordsPerBatch must be positive"),
+    ({"maxOffsetsPerTrigger": "many"}, "option maxOffsetsPerTrigger must be positive"),
+    ({"maxTriggerDelay": "soon"}, "option maxTriggerDelay: not a duration like 15m or 500ms"),
+    ({"valueFormat": "registry", "registryAsOfOffset": "last"}, "option registryAsOfOffset must be an offset"),
+    ({"dedupeBufferSize": "10"}, "option dedupeBufferSize must be at least"),
+    ({"view": "latest", "includeControl": "true"}, "includeControl=true cannot be used with view=latest"),
+    # the Kafka source's refusals, in its words (spark_udfs._options.normalize)
+    ({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options"),
+    ({"topics": "a", "subscribePattern": "a"}, "Only one of the following options"),
+    ({"subscribe": " , "}, "No topics to subscribe to"),
+    ({"subscribePattern": " "}, "Pattern to subscribe is empty"),
+    ({"assign": "a:0"}, "No topicpartitions to assign"),
+    ({"kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
+    ({"kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+    ({"kafka.value.deserializer": "x"}, "value.deserializer"),
+    ({"minPartitions": "0"}, "minPartitions must be positive"),
+    ({"includeHeaders": "yes"}, "includeHeaders must be true or false"),
+    ({"readCommitted": "true", "kafka.isolation.level": "read_uncommitted"}, "disagree"),
+    ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "is higher than the"),
+])
+def test_a_wrong_value_is_refused_naming_the_option_and_what_it_accepts(options, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        read_spec({"path": "/logs", **options})
+
+
+@pytest.mark.parametrize("name, meant", [
+    ("startingOffset", "startingOffsets"), ("endingoffsetsbytimestamps", "endingOffsetsByTimestamp"),
+    ("maxPartitonBytes", "maxPartitionBytes"), ("valueformats", "valueFormat"),
+    ("includeHeader", "includeHeaders"), ("failOnDataLos", "failOnDataLoss"),
+])
+def test_a_name_close_to_a_known_one_gets_a_did_you_mean(name, meant):
+    with pytest.raises(ValueError, match=f"unknown option '{name.lower()}'; did you mean '{meant}'"):
+        read_spec({"path": "/logs", name: "1"})
+
+
+def test_spark_and_kafka_source_names_keep_working():
+    given = {"path": "/logs", "pathGlobFilter": "*.log", "recursiveFileLookup": "false",
+             "kafka.bootstrap.servers": "b:9092", "kafka.fetch.max.bytes": "1", "groupIdPrefix": "g",
+             "failOnDataLoss": "false", "maxOffsetsPerTrigger": "5", "minOffsetsPerTrigger": "1",
+             "maxTriggerDelay": "30s", "includeHeaders": "true", "minPartitions": "3",
+             "spark.some.setting": "x"}
+    spec = read_spec(given)
+    local = spec.for_batch("L")          # the stream-only ones are logged and left alone
+    assert not local.listed and local.files.glob_filter == "*.log" and not local.files.recursive
+    assert spec.limits.max_trigger_delay_ms == 30_000 and spec.limits.min_partitions == 3
+    stream = read_spec({"path": "/logs", "subscribePattern": "o.*", "maxOffsetsPerTrigger": "5",
+                        "failOnDataLoss": "false", "endpoint": "http://s3:8333"}).for_stream()
+    assert stream.limits.max_offsets == 5 and not stream.storage.fail_on_data_loss
+    assert stream.storage.options == {"endpoint": "http://s3:8333"}
+
+
+def test_each_reader_refuses_what_it_does_not_take_in_its_words():
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['foo'\]"):
+        read_spec({"path": "/logs", "foo": "1"}).for_batch("L")
+    with pytest.raises(ValueError, match=r"option\(s\) \['pathglobfilter'\] are not used when reading URIs"):
+        read_spec({"path": "s3://b/logs", "pathGlobFilter": "*.log"}).for_batch("R")
+    with pytest.raises(ValueError, match=r"kafkarec stream: unknown option\(s\) \['mode'\]"):
+        read_spec({"path": "/logs", "mode": "FAILFAST"}).for_stream()
+    with pytest.raises(ValueError, match="not valid in streaming queries"):
+        read_spec({"path": "/logs", "endingOffsets": "latest"}).for_stream()
+    with pytest.raises(ValueError, match="view=latest is for batch reads"):
+        read_spec({"path": "/logs", "view": "latest"}).for_stream()
+    with pytest.raises(ValueError, match="startingOffsets=latest is for streaming queries"):
+        read_spec({"path": "/logs", "startingOffsets": "latest"}).for_batch("R")
+    # typed options without valueFormat/keyFormat are not taken by a binary read
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['registry'\]"):
+        read_spec({"path": "/logs", "registry": "/r"}).for_batch("L")
+
+
+def test_what_sends_a_read_to_the_listed_layout():
+    assert not read_spec({"path": "/logs"}).listed
+    for options in ({"path": "s3://b/logs"}, {"path": "/logs", "subscribe": "a"},
+                    {"path": "/logs", "startingOffsets": '{"a":{"0":1}}'}, {"path": "/logs", "view": "latest"},
+                    {"path": "/logs", "cdc": "debezium"}, {"path": "/logs", "tieredStorage": "/t"},
+                    {"path": "/logs", "tieredStorageConfig": "/t.properties"}):
+        assert read_spec(options).listed, options
+
+
+def test_options_doc_holds_the_table_of_the_spec():
+    doc = open(os.path.join(H.ROOT, "docs", "spark-options.md"), encoding="utf-8").read()
+    start = doc.index("-->\n", doc.index("<!-- generated by python -m spark_udfs._spec")) + 4
+    end = doc.index("<!-- end generated -->", start)
+    assert doc[start:end] == markdown_table(), "regenerate the table: python -m spark_udfs._spec"
+    assert all(f"`{opt.name}`" in doc for opt in OPTIONS)
