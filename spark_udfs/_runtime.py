@@ -40,12 +40,29 @@ class KafkarecMismatchError(ShippingError):
 
 
 def loader_module():
-    """:mod:`spark_udfs._wheels` (wheel tags, Requires-Dist resolution, the unpacking): it
-    imports nothing of kafkarec, so it can check what kafkarec needs before kafkarec (whose
-    import loads the compiled core) is imported.  Imported here, when first needed, so that
-    a Python lacking ``packaging`` fails where its problems are reported (the probe)."""
-    from spark_udfs import _wheels
-    return _wheels
+    """:mod:`kafkarec._wheels` (wheel tags, Requires-Dist resolution, the unpacking), loaded
+    without running kafkarec's ``__init__`` (which loads the compiled core, whose dependencies
+    are what this module checks): found where ``import kafkarec`` would find the package, the
+    shipped archives first.  Loaded when first needed, so that a Python lacking ``packaging``
+    fails where its problems are reported (the probe)."""
+    import importlib.machinery
+    import importlib.util
+    module = sys.modules.get("kafkarec._wheels")
+    if module is not None:
+        return module
+    _prefer_shipped_archives()
+    package = importlib.util.find_spec("kafkarec")
+    if package is None:
+        raise ImportError("No module named 'kafkarec'")
+    spec = importlib.machinery.PathFinder.find_spec("kafkarec._wheels", package.submodule_search_locations)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # kafkarec's loader takes this one when kafkarec is imported
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return module
 
 
 def shipped_kafkarec_archive():

@@ -1,4 +1,4 @@
-"""spark_udfs._wheels' wheel rules: which wheel fits which interpreter, which
+"""kafkarec._wheels' wheel rules: which wheel fits which interpreter, which
 dependencies a kafkarec wheel needs, and one report naming every problem.
 (No Spark: these decide what register() ships and refuses.)"""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from spark_udfs import _wheels as L
+from kafkarec import _wheels as L
 from paths import ROOT
 
 
@@ -162,7 +162,7 @@ def test_import_kafkarec_does_not_import_the_wheel_code():
     import subprocess
     import sys
     code = ("import sys, kafkarec; print(*(m in sys.modules for m in "
-            "('spark_udfs._wheels', 'spark_udfs', 'packaging')))")
+            "('kafkarec._wheels', 'spark_udfs', 'packaging')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), cwd="/").stdout
     assert out.split() == ["False", "False", "False"]
@@ -181,12 +181,12 @@ def _packaging_wheel(folder):
 
 
 def _bundle(folder):
-    """spark_udfs as the kafkarec wheel holds it (a zip)."""
+    """The wheel rules as the kafkarec wheel holds them (a zip), under an empty package
+    ``__init__``: the real one loads the compiled core, whose dependency wheels are not there."""
     path = os.path.join(folder, "kafkarec-0.1.0-py3-none-any.whl.zip")
     with zipfile.ZipFile(path, "w") as zf:
-        for name in os.listdir(os.path.join(ROOT, "spark_udfs")):
-            if name.endswith(".py"):
-                zf.write(os.path.join(ROOT, "spark_udfs", name), f"spark_udfs/{name}")
+        zf.writestr("kafkarec/__init__.py", "")
+        zf.write(os.path.join(ROOT, "kafkarec", "_wheels.py"), "kafkarec/_wheels.py")
     return path
 
 
@@ -199,10 +199,10 @@ def _without_site(archive, code):
 
 
 def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archive(tmp_path):
-    """A bare executor: spark_udfs._wheels (from the shipped zip) finds packaging's pure-Python
+    """A bare executor: kafkarec._wheels (from the shipped zip) finds packaging's pure-Python
     wheel beside that zip, imports it as a zip, and then resolves with it."""
     archive = _bundle(str(tmp_path))
-    code = ("from spark_udfs import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
+    code = ("from kafkarec import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
             "print(L.parse_wheel_name('/x/Python_Snappy-0.7.3-py3-none-any.whl').project)")
     run = _without_site(archive, "import packaging")
     assert run.returncode != 0 and "No module named 'packaging'" in run.stderr   # -S: no site-packages
