@@ -42,7 +42,7 @@ from typing import NamedTuple
 __all__ = ["WheelName", "parse_wheel_name", "interpreter", "describe_interpreter",
            "incompatibility", "marker_holds", "requirements", "wheel_candidates", "resolve",
            "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND",
-           "PROTOBUF_COMPILER", "activate_projects", "requires_dist"]
+           "PROTOBUF_COMPILER", "activate_projects", "requires_dist", "archive_metadata"]
 # What compiling Protobuf schema text needs (kafkarec.protobuf): protoc as grpcio-tools bundles it, and
 # the protobuf runtime that reads its FileDescriptorSet.  Optional: scripts/wheelhouse.sh puts their wheels
 # (and their own dependencies') next to kafkarec's, spark_udfs ships them with the others, and a process
@@ -314,7 +314,8 @@ def requirements(metadata: str, env: dict) -> list:
     return out
 
 
-def _archive_metadata(archive: str, project: str) -> str | None:
+def archive_metadata(archive: str, project: str) -> str | None:
+    """The METADATA text of ``project``'s ``.dist-info`` at the root of ``archive`` (None without one)."""
     try:
         with zipfile.ZipFile(archive) as zf:
             for name in zf.namelist():
@@ -405,7 +406,7 @@ def resolve(root_metadata: str | None, candidates: list, interp: dict | None = N
         usable = [w for w in fit if w.version in allowed]
         if usable:
             chosen[project] = usable[0]
-            meta = _archive_metadata(usable[0].path, project)
+            meta = archive_metadata(usable[0].path, project)
             todo += [(project, r) for r in requirements(meta or "", interp["markers"])]
             continue
         needed = f"{project} (needed by {parent})"
@@ -444,7 +445,7 @@ def activate(wheels, cache: str) -> list:
 
 def zip_dependencies(archive: str, interp: dict | None = None) -> Resolution:
     """The dependency wheels kafkarec imported from ``archive`` needs in this process."""
-    return resolve(_archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
+    return resolve(archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
 
 
 def requires_dist(projects) -> str:

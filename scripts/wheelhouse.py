@@ -149,7 +149,7 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
     if sdist:
         files.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
     wheel = os.path.join(out, name)
-    meta = L._archive_metadata(wheel, "kafkarec")
+    meta = L.archive_metadata(wheel, "kafkarec")
     candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
     res = L.resolve(meta, candidates, interp)
     if res.problems:
