@@ -594,7 +594,7 @@ def _probe(expected, must_ship):
 
 def _fix(shipping: Shipping | None, python: str | None) -> str:
     """The one "Fix:" of every shipping problem: make a wheelhouse for the executors' Python
-    and pass it."""
+    (``python``; EXECUTOR_PYTHON when no executor could say) and pass it."""
     loader = _runtime.standalone_module("_wheels")
     folder = (shipping.folder if shipping else None) or "wheelhouse"
     text = (f"\nFix: {loader.FIX_COMMAND.replace('DIR', folder).replace('PYTHON', python or sys.executable)}; "
@@ -616,6 +616,18 @@ def _report(where: str, problems: dict, shipping: Shipping | None, pythons: list
                f"\n  - " + "\n  - ".join(lines) + _fix(shipping, pythons[0] if pythons else None))
 
 
+def _job_failed(where: str, exc: Exception, shipping: Shipping | None) -> ShippingError:
+    """The check job itself failed: its error (Spark's error class line when it has one, e.g.
+    ``[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.12 than that in
+    driver: 3.11``), and the Fix for the workers' Python when the error names it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = next((line for line in lines if re.search(r"\[[A-Z_]+\]", line)), lines[0] if lines else "")
+    m = re.search(r"Python in worker has different version:? (\d+\.\d+)", str(exc))
+    python = f"python{m.group(1)}" if m else "EXECUTOR_PYTHON"
+    return ShippingError(f"kafkarec cannot run on this {where}: the check job failed "
+                         f"({type(exc).__name__}: {first})." + _fix(shipping, python))
+
+
 def verify_executors(spark, expected=None, *, tasks=None, shipping: Shipping | None = None) -> list:
     """Run one small job whose tasks check what was shipped, import kafkarec, compare its
     build with the driver's and decode a batch of every codec; raise :class:`ShippingError`
@@ -631,9 +643,7 @@ def verify_executors(spark, expected=None, *, tasks=None, shipping: Shipping | N
     try:
         results = t.probe(expected, must_ship, tasks)
     except Exception as exc:  # noqa: BLE001 - a worker could not even run the probe
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ShippingError(f"kafkarec cannot run on this {t.where}: the check job failed "
-                            f"({type(exc).__name__}: {first})." + _fix(shipping, None)) from exc
+        raise _job_failed(t.where, exc, shipping) from exc
     executors: dict = {}
     for r in results:
         for p in r["problems"]:
