@@ -65,19 +65,6 @@ def standalone_module(name: str):
         del sys.modules[full]
         raise
     return module
-    _prefer_shipped_archives()
-    package = importlib.util.find_spec("kafkarec")
-    if package is None:
-        raise ImportError("No module named 'kafkarec'")
-    spec = importlib.machinery.PathFinder.find_spec("kafkarec._wheels", package.submodule_search_locations)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module     # kafkarec's loader takes this one when kafkarec is imported
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[spec.name]
-        raise
-    return module
 
 
 def shipped_kafkarec_archive():
