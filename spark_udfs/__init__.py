@@ -14,7 +14,8 @@ pyspark is imported only when a function here is called.
 ``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
 a driver and executors that have only pyspark, pyarrow and pandas: Spark does
 not put ``.whl`` py-files on executors' paths, so it re-ships the wheel as a
-``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``);
+``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``), or
+made from the driver's installed distributions when there is no wheelhouse;
 kafkarec's loader unpacks each once per machine into its cache.  Then one job
 checks that every executor can load them and runs the driver's kafkarec
 build; every problem is one :class:`ShippingError`.
@@ -93,7 +94,10 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
 
     kafkarec's wheel is the one in ``wheels`` or ``spark.submit.pyFiles``
     (``--py-files``), else the one the driver imported; its dependency wheels
-    are taken from the same folder, or ``wheelhouse``.  ``ship=False`` skips
+    are taken from the same folder, or ``wheelhouse``, or (kafkarec installed on
+    the driver, no wheelhouse) made from the driver's installed distributions,
+    which serve executors of the driver's Python and platform.  Classic and
+    Spark Connect sessions get the same files (``spark_udfs._shipping``).  ``ship=False`` skips
     shipping (kafkarec installed in every executor's Python); ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
