@@ -404,7 +404,7 @@ def _repacked(dist) -> str:
     return dst
 
 
-def installed_wheels(metadata: str | None) -> list:
+def installed_wheels(metadata: str) -> list:
     """Wheels of the driver's installed distributions that the ``Requires-Dist`` of ``metadata``
     (kafkarec's METADATA text) name, followed through theirs, and of the Protobuf schema
     compiler when it is installed (:func:`_repacked`).  What is not installed is left out: the
@@ -412,7 +412,7 @@ def installed_wheels(metadata: str | None) -> list:
     import importlib.metadata as md
     loader = _runtime.standalone_module("_wheels")
     env = loader.interpreter()["markers"]
-    todo = loader.requirements(metadata or "", env)
+    todo = loader.requirements(metadata, env)
     try:
         for project in loader.PROTOBUF_COMPILER:
             md.distribution(project)
@@ -496,7 +496,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
                                                      folders=[folder] if folder else [])
                   if w.project != "kafkarec"]
     meta = loader.archive_metadata(archive, "kafkarec")
-    if folder is None:
+    if folder is None and meta:       # (no METADATA: a checkout on sys.path, nothing installed)
         candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta)]
     candidates += [w for w in map(loader.parse_wheel_name, others) if w is not None]
     problems = [] if installed else _driver_problems(loader, archive, candidates)
