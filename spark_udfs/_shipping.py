@@ -343,6 +343,12 @@ def _zip_members(members: dict) -> bytes:
     return buf.getvalue()
 
 
+def _metadata_text(dist) -> str:
+    """An installed distribution's METADATA (PKG-INFO for an ``.egg-info``, as a checkout's
+    ``pip install -e`` may leave beside it)."""
+    return dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+
+
 def build_pyfiles_zip(kafkarec=None) -> str:
     """A zip of the installed kafkarec (with its compiled core) and spark_udfs packages, and
     kafkarec's METADATA (whose ``Requires-Dist`` kafkarec's loader follows on the workers),
@@ -365,7 +371,7 @@ def build_pyfiles_zip(kafkarec=None) -> str:
                     members[f"{rel}/{entry}"] = os.path.join(dirpath, entry)
     members[f"kafkarec/_core{suffix}"] = core
     try:
-        metadata = md.distribution("kafkarec").read_text("METADATA")
+        metadata = _metadata_text(md.distribution("kafkarec"))
     except md.PackageNotFoundError:     # a checkout on sys.path: its dependencies are the workers' own
         metadata = None
     if metadata:
@@ -431,7 +437,7 @@ def installed_wheels(metadata: str) -> list:
         except md.PackageNotFoundError:
             continue
         out.append(_repacked(dist))
-        todo += loader.requirements(dist.read_text("METADATA") or "", env)
+        todo += loader.requirements(_metadata_text(dist), env)
     return out
 
 

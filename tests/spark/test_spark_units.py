@@ -279,8 +279,9 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
     shipping = _shipping.ship(_StubSession(sc))
     shipped = shipping.kafkarec
     assert shipped.shipped_as.endswith(".pyfiles.zip") and sc.added == [shipped.shipped_as]
-    # no wheelhouse: the dependency wheels (if any) are made from this Python's installed distributions
+    # no wheelhouse: the dependency wheels are made from this Python's installed distributions
     assert shipping.folder is None and sc.files == [d.shipped_as for d in shipping.dependencies]
+    assert any(os.path.basename(f).startswith("packaging-") for f in sc.files), sc.files
     # a wheel of this very build: shipped as <name>.whl.zip
     import shutil
     shutil.copy(built, house / "kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl")
