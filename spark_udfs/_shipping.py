@@ -29,8 +29,8 @@ every codec.  Every problem found on the driver and on the executors becomes one
 
 Only how the files travel and how the check job runs depend on the session: a classic
 session's :class:`ClassicTransport` (``SparkContext.addPyFile``/``addFile``, an RDD job) or a
-Spark Connect session's ``spark_udfs._connect.ConnectTransport`` (``addArtifacts``, a
-DataFrame job); :func:`transport` picks one.
+Spark Connect session's :class:`ConnectTransport` (``addArtifacts``, a DataFrame job);
+:func:`transport` picks one.
 """
 from __future__ import annotations
 
