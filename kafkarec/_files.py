@@ -7,21 +7,46 @@
   (``kafkarec.registry._sources``).
 * :func:`cache_root`: the per-user cache (``$KAFKAREC_NATIVE_CACHE``, else
   ``~/.cache/kafkarec-native``), owner-checked and private: kafkarec's loader unpacks
-  the archives it was imported from there (``spark_udfs._wheels.unpack``), and
+  the archives it was imported from there (:func:`kafkarec._wheels.unpack`), and
   ``kafkarec.protobuf`` keeps compiled schemas in it.
 
-``atomic_write`` itself lives in ``spark_udfs._wheels``, which must import before kafkarec's
-compiled core can (it writes the wheelhouse and the archives ``spark_udfs.register`` ships, and
-unpacks them for kafkarec's loader): one rule, imported here for kafkarec's own files.
+Standard library only, and nothing of kafkarec: ``scripts/wheelhouse.py`` loads this file
+from a checkout whose compiled core is not built (as it does :mod:`kafkarec._wheels`).
 """
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
-from spark_udfs._wheels import atomic_write
-
 __all__ = ["atomic_write", "cache_root"]
+
+
+def atomic_write(path: str, data=None, *, source: str | None = None, fsync: bool = True,
+                 mode: int | None = None) -> str:
+    """Write ``data`` (bytes) or a copy of the file ``source`` to ``path``
+    atomically: a temporary file in the same folder, renamed over ``path``.
+    Concurrent writers of the same content all end with one whole file.
+    ``mode``: the file's permissions (default 0600, as for the private caches)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if source is not None:
+                with open(source, "rb") as inp:
+                    shutil.copyfileobj(inp, out, 1 << 20)
+            else:
+                out.write(data)
+            if fsync:
+                out.flush()
+                os.fsync(out.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
 
 
 def cache_root() -> str:

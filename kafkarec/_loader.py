@@ -4,9 +4,8 @@ Python cannot import extension modules from a zip archive, and Spark ships
 ``--py-files`` to executors as zips.  An installed kafkarec (a folder) imports
 its core directly and never touches the code below.  When kafkarec is imported
 by zipimport (a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy
-that ``spark_udfs.register`` ships), :mod:`spark_udfs._wheels` (the wheel
-rules; the kafkarec wheel holds the ``spark_udfs`` package too) is imported
-then, and only then:
+that ``spark_udfs.register`` ships), :mod:`kafkarec._wheels` (the wheel
+rules) is imported then, and only then:
 
 1. its runtime dependencies (``Requires-Dist`` in the wheel's METADATA,
    followed through the dependencies' own METADATA) that are not installed are
@@ -77,7 +76,7 @@ def load_core():
     # the same archive (never from another kafkarec that an import hook, e.g. an
     # editable install, might offer).
     from kafkarec._files import cache_root
-    from spark_udfs import _wheels as wheels
+    from kafkarec import _wheels as wheels
     deps = wheels.zip_dependencies(loader.archive)
     if deps.problems:
         raise ImportError(

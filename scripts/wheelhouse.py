@@ -71,6 +71,20 @@ def report_current(out: str, wheels: list) -> int:
     return 0
 
 
+def checkout_module(name: str):
+    """``kafkarec/<name>.py`` of the checkout, loaded alone: the wheel rules (``_wheels``, which
+    needs packaging, in the build environment: see wheelhouse.sh) and ``_files`` import nothing of
+    kafkarec, whose compiled core is not built here, so the package itself is never imported."""
+    import importlib.util
+    module = sys.modules.get(f"kafkarec_checkout.{name}")
+    if module is None:
+        spec = importlib.util.spec_from_file_location(f"kafkarec_checkout.{name}",
+                                                      os.path.join(ROOT, "kafkarec", f"{name}.py"))
+        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
 def run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if proc.returncode != 0:
@@ -124,18 +138,18 @@ def build_raw_wheel(work: str, with_sdist: bool, interp: dict) -> tuple:
 def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict) -> list:
     """The repaired wheel (and the sdist) into DIR, the dependency wheels beside, then the stamp;
     returns the stamp's wheels."""
-    from spark_udfs import _wheels as L
+    L, files = checkout_module("_wheels"), checkout_module("_files")
 
     tag = interp["py_tag"]
     name = os.path.basename(repaired)
     for old in glob.glob(os.path.join(out, f"kafkarec-*-{tag}-*.whl")):
         if os.path.basename(old) != name:
             os.unlink(old)
-    L.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
+    files.atomic_write(os.path.join(out, name), source=repaired, mode=0o644)
     if sdist:
-        L.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
+        files.atomic_write(os.path.join(out, os.path.basename(sdist)), source=sdist, mode=0o644)
     wheel = os.path.join(out, name)
-    meta = L._archive_metadata(wheel, "kafkarec")
+    meta = L.archive_metadata(wheel, "kafkarec")
     candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
     res = L.resolve(meta, candidates, interp)
     if res.problems:
@@ -147,7 +161,7 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
     # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data
-    # Source planner's Python worker): grpcio-tools and protobuf ride along (spark_udfs._wheels.PROTOBUF_COMPILER).
+    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._wheels.PROTOBUF_COMPILER).
     compiler_meta = L.requires_dist(L.PROTOBUF_COMPILER)
     comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
     if comp.problems:
@@ -166,7 +180,7 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
     stamp = {"sources": digest, "python": interp["python"], "wheels": wheels}
     if sdist:
         stamp["sdist"] = os.path.basename(sdist)
-    L.atomic_write(stamp_path(out), json.dumps(stamp, indent=1).encode(), mode=0o644)
+    files.atomic_write(stamp_path(out), json.dumps(stamp, indent=1).encode(), mode=0o644)
     return wheels
 
 
@@ -176,10 +190,7 @@ def main(out: str, with_sdist: bool) -> int:
     wheels = current_wheels(out, digest, with_sdist)
     if wheels:
         return report_current(out, wheels)
-    # The wheel rules, from the checkout: spark_udfs._wheels needs packaging (in the build
-    # environment, see wheelhouse.sh) and nothing of kafkarec, whose core is not built here.
-    sys.path.insert(0, ROOT)
-    from spark_udfs import _wheels as L
+    L = checkout_module("_wheels")
 
     interp = L.interpreter()
     tag = interp["py_tag"]

@@ -14,7 +14,8 @@ pyspark is imported only when a function here is called.
 ``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
 a driver and executors that have only pyspark, pyarrow and pandas: Spark does
 not put ``.whl`` py-files on executors' paths, so it re-ships the wheel as a
-``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``);
+``.zip`` and ships the dependency wheels found next to it (``wheelhouse=``), or
+made from the driver's installed distributions when there is no wheelhouse;
 kafkarec's loader unpacks each once per machine into its cache.  Then one job
 checks that every executor can load them and runs the driver's kafkarec
 build; every problem is one :class:`ShippingError`.
@@ -93,67 +94,37 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
 
     kafkarec's wheel is the one in ``wheels`` or ``spark.submit.pyFiles``
     (``--py-files``), else the one the driver imported; its dependency wheels
-    are taken from the same folder, or ``wheelhouse``.  ``ship=False`` skips
+    are taken from the same folder, or ``wheelhouse``, or (kafkarec installed on
+    the driver, no wheelhouse) made from the driver's installed distributions,
+    which serve executors of the driver's Python and platform.  Classic and
+    Spark Connect sessions get the same files (``spark_udfs._shipping``).  ``ship=False`` skips
     shipping (kafkarec installed in every executor's Python); ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
     an executor, raises one :class:`ShippingError` listing all of it.
     """
-    from spark_udfs import _connect
-    if _connect.is_connect(spark):
-        return _register_connect(spark, wheels=wheels, wheelhouse=wheelhouse, ship=ship,
-                                 verify=verify, functions=functions, data_source=data_source)
-    from spark_udfs import _shipping
+    from spark_udfs import _functions, _shipping
     from spark_udfs._runtime import ShippingError
+    transport = _shipping.transport(spark)
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
     if ship:
-        # readStream's planner runs where addPyFile's files are not looked for
-        _shipping.link_streaming_runner_files(spark.sparkContext)
+        transport.after_ship()
     if shipping is not None and shipping.problems and not verify:
         raise ShippingError(f"kafkarec cannot run on the driver ({shipping.driver}):\n  - "
                             + "\n  - ".join(shipping.problems))
+    parallelism = transport.parallelism()
+    executors = []
     if verify:
-        executors = _shipping.verify_executors(spark, None if shipping and shipping.problems
-                                               else _shipping.expected_fingerprint(),
-                                               shipping=shipping)
-    else:
-        executors = []
-    from spark_udfs import _datasource, _functions
+        executors = _shipping.verify_executors(
+            spark, None if shipping and shipping.problems else _shipping.expected_fingerprint(),
+            shipping=shipping, tasks=parallelism)
     fp = _shipping.expected_fingerprint()
     ds_cls = None
     if functions:
         spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
         spark.udtf.register("kafkarec_explode", _functions.explode_udtf(expected=fp))
     if data_source:
-        ds_cls = type("RegisteredKafkaRecDataSource", (_datasource.KafkaRecDataSource,), {
-            "__module__": _datasource.__name__,
-            "__qualname__": "RegisteredKafkaRecDataSource",
-            "expected_fingerprint": fp,
-            "default_min_partitions": max(1, spark.sparkContext.defaultParallelism),
-        })
-        spark.dataSource.register(ds_cls)
-    return Registration(fp, list(shipping or []), executors, ds_cls)
-
-
-def _register_connect(spark, *, wheels, wheelhouse, ship, verify, functions, data_source):
-    """register() on a Spark Connect session: session-scoped artifacts, a DataFrame check
-    job, no SparkContext (spark_udfs._connect)."""
-    from spark_udfs import _connect, _functions, _shipping
-    shipping = _connect.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
-    fp = _shipping.expected_fingerprint()
-    executors, parallelism = [], None
-    if verify:
-        executors, parallelism = _connect.verify_executors(spark, fp, shipping=shipping)
-    if parallelism is None and data_source:
-        parallelism = _connect.default_parallelism(spark)
-    ds_cls = None
-    if functions:
-        spark.udf.register("kafkarec_decode", _functions.make_decode_udf(expected=fp))
-        spark.udtf.register("kafkarec_explode", _functions.explode_udtf(expected=fp))
-    if data_source:
-        # pickled by value: the streaming source runner finds the shipped files through it
-        ds_cls = _connect.data_source_class(fp, max(1, parallelism or 1),
-                                            _connect.shipped_digests(shipping))
+        ds_cls = transport.data_source_class(fp, parallelism, shipping)
         spark.dataSource.register(ds_cls)
     return Registration(fp, list(shipping or []), executors, ds_cls)
 

@@ -19,7 +19,7 @@ import os
 import sys
 
 __all__ = ["ShippingError", "KafkarecMismatchError", "import_kafkarec", "fingerprint", "describe",
-           "ensure", "loader_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
+           "ensure", "standalone_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
 
 # File names of the archives register() ships: "<name>.whl.zip" copies of wheels and
 # "kafkarec-<version>-<hash>.pyfiles.zip" built from an installed package.
@@ -39,13 +39,32 @@ class KafkarecMismatchError(ShippingError):
     """The kafkarec build in a Spark Python worker is not the one on the driver."""
 
 
-def loader_module():
-    """:mod:`spark_udfs._wheels` (wheel tags, Requires-Dist resolution, the unpacking): it
-    imports nothing of kafkarec, so it can check what kafkarec needs before kafkarec (whose
-    import loads the compiled core) is imported.  Imported here, when first needed, so that
-    a Python lacking ``packaging`` fails where its problems are reported (the probe)."""
-    from spark_udfs import _wheels
-    return _wheels
+def standalone_module(name: str):
+    """``kafkarec.<name>`` without running kafkarec's ``__init__``, which loads the compiled
+    core: :mod:`kafkarec._wheels` checks what the core needs before it loads, and
+    :mod:`kafkarec._files` writes the archives that ship it.  Both import nothing of kafkarec.
+    Found where ``import kafkarec`` would find the package (the shipped archives first), and
+    loaded when first needed, so that a Python lacking ``packaging`` fails where its problems
+    are reported (the probe)."""
+    import importlib.machinery
+    import importlib.util
+    full = f"kafkarec.{name}"
+    module = sys.modules.get(full)
+    if module is not None:
+        return module
+    _prefer_shipped_archives()
+    package = importlib.util.find_spec("kafkarec")
+    if package is None:
+        raise ImportError("No module named 'kafkarec'")
+    spec = importlib.machinery.PathFinder.find_spec(full, package.submodule_search_locations)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module      # kafkarec's own imports take this one when kafkarec loads
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[full]
+        raise
+    return module
 
 
 def shipped_kafkarec_archive():

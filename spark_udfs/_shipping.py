@@ -1,30 +1,36 @@
-"""Getting kafkarec and its dependencies onto executors and the Data Source planner.
+"""Getting kafkarec and its dependencies onto Spark's Python processes: one way, two transports.
 
-Spark puts ``--py-files`` ending in ``.zip``/``.egg``/``.jar`` on the
-executors' ``sys.path`` but not ``.whl`` files, Python Data Sources are
-planned in a separate Python worker that behaves like an executor, and Python
-cannot load compiled modules out of a zip.  So :func:`ship` (run by
-:func:`spark_udfs.register`):
+Spark puts ``--py-files`` ending in ``.zip``/``.egg``/``.jar`` on the executors' ``sys.path``
+but not ``.whl`` files, Python Data Sources are planned in a separate Python worker that
+behaves like an executor, and Python cannot load compiled modules out of a zip.  So
+:func:`ship` (run by :func:`spark_udfs.register`):
 
-1. picks kafkarec's archive: the kafkarec wheel among ``wheels`` /
-   ``spark.submit.pyFiles``, else the archive the driver imports kafkarec
-   from, else a ``wheelhouse/kafkarec-*.whl`` holding exactly the driver's
-   build, else a zip of the installed kafkarec and spark_udfs packages;
-2. ships it as ``<name>.whl.zip`` (``SparkContext.addPyFile``: on every
-   worker's ``sys.path``), and the wheels of kafkarec's dependencies found next
-   to it or in ``wheelhouse`` (``SparkContext.addFile``: next to it in every
-   worker's SparkFiles folder), unless kafkarec is installed on the driver;
-   the Protobuf schema compiler's wheels (grpcio-tools, protobuf...) go the
-   same way when the folder holds them: the Data Source planner compiles
-   ``.proto`` text there (``kafkarec.protobuf.compiler._toolchain``);
-3. checks, without importing kafkarec, that the driver's Python can use them
-   (``spark_udfs._wheels.resolve``).
+1. picks kafkarec's archive: the kafkarec wheel among ``wheels`` / ``spark.submit.pyFiles``,
+   else the archive the driver imports kafkarec from, else a ``kafkarec-*.whl`` in
+   ``wheelhouse`` (or :func:`find_wheels`' folders) holding exactly the driver's build, else
+   a zip of the installed kafkarec and spark_udfs packages with kafkarec's METADATA
+   (:func:`build_pyfiles_zip`);
+2. ships it as a py-file (``<name>.whl.zip``: on every worker's ``sys.path``), and every wheel
+   of kafkarec's dependencies (and of the Protobuf schema compiler: the Data Source planner
+   compiles ``.proto`` text, ``kafkarec.protobuf.compiler._toolchain``) as a plain file next
+   to it, where kafkarec's loader looks for them.  The wheels come from ``wheelhouse`` or
+   the folder of kafkarec's wheel; when there is none (kafkarec pip-installed on the driver,
+   no wheelhouse at hand) they are made from the driver's installed distributions, the files
+   each one's RECORD lists (:func:`installed_wheels`), so workers whose Python and platform
+   are the driver's need nothing else;
+3. checks that the driver's Python can use them when it imports kafkarec from the archive
+   (``kafkarec._wheels.resolve``).
 
-:func:`verify_executors` then runs one small job whose tasks make the same
-check on every executor, import kafkarec from what was shipped (the loader
-unpacks each wheel once per machine into its cache), compare the build with
-the driver's and decode a batch of every codec.  Every problem found on the
-driver and on the executors becomes one :class:`ShippingError`.
+:func:`verify_executors` then runs one small job whose tasks (:func:`_probe`) make the same
+check on every executor, import kafkarec from what was shipped (the loader unpacks each wheel
+once per machine into its cache), compare the build with the driver's and decode a batch of
+every codec.  Every problem found on the driver and on the executors becomes one
+:class:`ShippingError` (:func:`_report`) with one "Fix:".
+
+Only how the files travel and how the check job runs depend on the session: a classic
+session's :class:`ClassicTransport` (``SparkContext.addPyFile``/``addFile``, an RDD job) or a
+Spark Connect session's :class:`ConnectTransport` (``addArtifacts``, a DataFrame job);
+:func:`transport` picks one.
 """
 from __future__ import annotations
 
@@ -42,29 +48,193 @@ from spark_udfs import _runtime
 from spark_udfs._runtime import KafkarecMismatchError, ShippingError
 
 __all__ = ["ship", "verify_executors", "expected_fingerprint", "archive_fingerprint",
-           "find_wheels", "build_pyfiles_zip", "Shipped", "Shipping"]
+           "find_wheels", "build_pyfiles_zip", "installed_wheels", "transport", "is_connect",
+           "ClassicTransport", "ConnectTransport", "default_parallelism", "shipped_digests",
+           "Shipped", "Shipping"]
 
 _VERSION_RE = re.compile(rb"""^__version__\s*=\s*["']([^"']+)["']""", re.M)
-_shipped_by_context: dict = {}
 _driver_fp = None
 
 
 class Shipped(NamedTuple):
     source: str        # the wheel/zip/folder it came from
-    shipped_as: str    # the file given to addPyFile/addFile ("" when Spark already ships it)
+    shipped_as: str    # the file given to the transport ("" when Spark already ships it)
     fingerprint: str | None
 
 
 class Shipping(NamedTuple):
     kafkarec: Shipped | None   # kafkarec's archive (None: nothing shipped, installed everywhere)
     dependencies: list         # Shipped dependency wheels
-    folder: str | None         # where dependency wheels were looked for
+    folder: str | None         # where dependency wheels were looked for (None: the driver's installed ones)
     problems: list             # what the driver's Python cannot use
     driver: str = ""           # the driver's Python (for messages)
 
     def __iter__(self):        # the shipped files, kafkarec's first
         return iter(([self.kafkarec] if self.kafkarec else []) + list(self.dependencies))
 
+
+# -- the transports -------------------------------------------------------------------------
+
+class _Transport:
+    """How files reach a session's Python processes and how its check job runs; each file
+    is sent once per application or Connect session (``key``)."""
+
+    where = ""
+
+    def __init__(self, key: str):
+        self._done = _shipped_names.setdefault(key, set())
+
+    def add(self, path: str, *, python: bool) -> bool:
+        """Send ``path``: on every worker's ``sys.path`` (``python``), else as a file next to
+        the py-files.  False when it was sent already."""
+        name = os.path.basename(path)
+        if name in self._done or self.shipped_already(path):
+            return False
+        self._send(path, python)
+        self._done.add(name)
+        return True
+
+
+class ClassicTransport(_Transport):
+    """A classic session: files through its ``SparkContext``, the check as an RDD job."""
+
+    where = "Spark application"
+
+    def __init__(self, spark):
+        self.sc = spark.sparkContext
+        super().__init__(self.sc.applicationId)
+
+    def submitted(self) -> list:
+        """The driver's ``spark.submit.pyFiles`` (``--py-files``)."""
+        conf = self.sc.getConf().get("spark.submit.pyFiles", "") or ""
+        return [_local_path(p) for p in conf.split(",") if p.strip()]
+
+    def shipped_already(self, path: str) -> bool:
+        return os.path.basename(path) in (self.sc._python_includes or [])
+
+    def _send(self, path: str, python: bool) -> None:
+        (self.sc.addPyFile if python else self.sc.addFile)(path)
+
+    def after_ship(self) -> None:
+        # readStream's planner runs where addPyFile's files are not looked for
+        link_streaming_runner_files(self.sc)
+
+    def data_source_class(self, expected: str, parallelism: int, shipping) -> type:
+        from spark_udfs import _datasource
+        return type("RegisteredKafkaRecDataSource", (_datasource.KafkaRecDataSource,), {
+            "__module__": _datasource.__name__,
+            "__qualname__": "RegisteredKafkaRecDataSource",
+            "expected_fingerprint": expected,
+            "default_min_partitions": parallelism,
+        })
+
+    def parallelism(self) -> int:
+        return max(1, self.sc.defaultParallelism)
+
+    def probe(self, expected, must_ship, tasks) -> list:
+        n = max(2, tasks or self.sc.defaultParallelism)    # two at least: two Python workers
+        return self.sc.parallelize(range(n), n).mapPartitions(
+            lambda _: _probe(expected, must_ship)).collect()
+
+
+# application id / session id -> names of the files already added there
+_shipped_names: dict = {}
+
+
+_PROBE_SCHEMA = "task int, host string, interpreter string, kafkarec string, problems array<string>"
+# rows of spark.range: enough that every default partition holds some
+_RANGE = 1 << 16
+
+
+def is_connect(spark) -> bool:
+    """Is ``spark`` a Spark Connect session?  (Judged from its class, never by touching
+    ``sparkContext``.)"""
+    return any(cls.__module__.startswith("pyspark.sql.connect") for cls in type(spark).__mro__)
+
+
+class ConnectTransport(_Transport):
+    """A Spark Connect session: no ``SparkContext`` (``sparkContext``, ``_jvm`` and ``_jsc``
+    raise there and are never touched here), but session-scoped artifacts:
+    ``addArtifacts(path, pyfile=True)`` puts a ``.zip`` on the ``sys.path`` of every Python
+    process the server starts for the session (executors' workers, the Data Source planner,
+    the streaming source runner), ``addArtifacts(path, file=True)`` puts a file in the same
+    session folder, next to it.  The check is one DataFrame job (``mapInArrow`` over
+    ``spark.range``, no RDD) of :func:`default_parallelism` tasks."""
+
+    where = "Spark Connect session"
+
+    def __init__(self, spark):
+        self.spark = spark
+        super().__init__(str(getattr(spark, "session_id", None) or id(spark)))
+
+    def submitted(self) -> list:
+        return []                     # a client has no --py-files
+
+    def shipped_already(self, path: str) -> bool:
+        return False
+
+    def _send(self, path: str, python: bool) -> None:
+        self.spark.addArtifacts(path, pyfile=python, file=not python)
+
+    def after_ship(self) -> None:
+        pass                          # the runner's files: data_source_class finds them
+
+    def data_source_class(self, expected: str, parallelism: int, shipping) -> type:
+        # pickled by value: the streaming source runner finds the shipped files through it
+        from spark_udfs import _connect
+        return _connect.data_source_class(expected, parallelism, shipped_digests(shipping))
+
+    def parallelism(self) -> int:
+        return default_parallelism(self.spark)
+
+    def probe(self, expected, must_ship, tasks) -> list:
+        n = tasks or default_parallelism(self.spark)
+        rows = self.spark.range(0, _RANGE, 1, n).mapInArrow(
+            _probe_task(expected, must_ship), _PROBE_SCHEMA).collect()
+        return [r.asDict() for r in rows]
+
+
+def _probe_task(expected, must_ship):
+    """mapInArrow function: one row per task, what :func:`_probe` saw."""
+    def probe(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+        for _ in batches:
+            pass
+        ctx = TaskContext.get()
+        r = _probe(expected, must_ship)[0]
+        yield pa.RecordBatch.from_pylist(
+            [{"task": ctx.partitionId() if ctx else 0, "host": r["host"],
+              "interpreter": r["interpreter"], "kafkarec": r["kafkarec"],
+              "problems": list(r["problems"])}],
+            schema=pa.schema([("task", pa.int32()), ("host", pa.string()),
+                              ("interpreter", pa.string()), ("kafkarec", pa.string()),
+                              ("problems", pa.list_(pa.string()))]))
+    return probe
+
+
+def default_parallelism(spark) -> int:
+    """``spark.default.parallelism`` when the session's conf has it, else the number of
+    partitions of ``spark.range`` (which Spark sizes by the default parallelism), from a
+    small job that never starts Python."""
+    value = spark.conf.get("spark.default.parallelism", None)
+    if value not in (None, ""):
+        try:
+            return max(1, int(value))
+        except ValueError:
+            pass
+    from pyspark.sql import functions as F
+    row = (spark.range(0, _RANGE).select(F.spark_partition_id().alias("p"))
+           .agg(F.max("p").alias("p")).first())
+    return max(1, int(row["p"]) + 1)
+
+
+def transport(spark):
+    """The session's transport: :class:`ClassicTransport` or :class:`ConnectTransport`."""
+    return ConnectTransport(spark) if is_connect(spark) else ClassicTransport(spark)
+
+
+# -- archives -------------------------------------------------------------------------------
 
 def expected_fingerprint() -> str:
     """The fingerprint of the driver's kafkarec (what every executor must have)."""
@@ -74,15 +244,21 @@ def expected_fingerprint() -> str:
     return _driver_fp
 
 
-def _cache_dir() -> str:
+def _cache_dir(*parts) -> str:
     env = os.environ.get("KAFKAREC_SPARK_CACHE")
     if env:
         root = env
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "kafkarec-spark")
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    return root
+    folder = os.path.join(root, *parts)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return folder
+
+
+def _files():
+    """:mod:`kafkarec._files` (``atomic_write``), without importing kafkarec on the driver."""
+    return _runtime.standalone_module("_files")
 
 
 def _file_digest(path: str) -> str:
@@ -120,30 +296,13 @@ def _local_path(entry: str) -> str:
 
 
 def _as_zip(path: str) -> str:
-    """A ``<name>.whl.zip`` (or ``<name>.zip``) copy of an archive, content-addressed."""
-    loader = _runtime.loader_module()
-    digest = _file_digest(path)[:20]
-    folder = os.path.join(_cache_dir(), digest)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    name = os.path.basename(path)
-    dst = os.path.join(folder, name + ".zip" if name.endswith(".whl") else name + ".pyfiles.zip")
+    """A ``<name>.whl.zip`` copy of a wheel, content-addressed (zips are shipped as they are)."""
+    if not path.endswith(".whl"):
+        return path
+    dst = os.path.join(_cache_dir(_file_digest(path)[:20]), os.path.basename(path) + ".zip")
     if not os.path.exists(dst):
-        loader.atomic_write(dst, source=path)
+        _files().atomic_write(dst, source=path)
     return dst
-
-
-def _add(sc, path: str, *, python: bool = True) -> bool:
-    key = sc.applicationId
-    done = _shipped_by_context.setdefault(key, set())
-    name = os.path.basename(path)
-    if name in done or name in (sc._python_includes or []):
-        return False
-    if python:
-        sc.addPyFile(path)
-    else:
-        sc.addFile(path)
-    done.add(name)
-    return True
 
 
 def find_wheels(kafkarec=None) -> list:
@@ -167,9 +326,34 @@ def find_wheels(kafkarec=None) -> list:
     return out
 
 
+def _zip_members(members: dict) -> bytes:
+    """A zip of ``members`` (name in the archive -> a file's path, or bytes), the same bytes
+    for the same contents."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arc in sorted(members):
+            info = zipfile.ZipInfo(arc, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            src = members[arc]
+            if isinstance(src, str):
+                with open(src, "rb") as fh:
+                    src = fh.read()
+            zf.writestr(info, src)
+    return buf.getvalue()
+
+
+def _metadata_text(dist) -> str:
+    """An installed distribution's METADATA (PKG-INFO for an ``.egg-info``, as a checkout's
+    ``pip install -e`` may leave beside it)."""
+    return dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+
+
 def build_pyfiles_zip(kafkarec=None) -> str:
-    """A zip of the installed kafkarec (with its compiled core) and spark_udfs
-    packages, content-addressed in the cache (``kafkarec-<fp>.pyfiles.zip``)."""
+    """A zip of the installed kafkarec (with its compiled core) and spark_udfs packages, and
+    kafkarec's METADATA (whose ``Requires-Dist`` kafkarec's loader follows on the workers),
+    content-addressed in the cache (``kafkarec-<fp>.pyfiles.zip``)."""
+    import importlib.metadata as md
     import spark_udfs
     if kafkarec is None:
         kafkarec = _runtime.import_kafkarec()
@@ -186,120 +370,297 @@ def build_pyfiles_zip(kafkarec=None) -> str:
                 if entry.endswith((".py", ".pyi")) or entry == "py.typed":
                     members[f"{rel}/{entry}"] = os.path.join(dirpath, entry)
     members[f"kafkarec/_core{suffix}"] = core
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arc in sorted(members):
-            info = zipfile.ZipInfo(arc, date_time=(1980, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            with open(members[arc], "rb") as fh:
-                zf.writestr(info, fh.read())
-    data = buf.getvalue()
+    try:
+        metadata = _metadata_text(md.distribution("kafkarec"))
+    except md.PackageNotFoundError:     # a checkout on sys.path: its dependencies are the workers' own
+        metadata = None
+    if metadata:
+        members[f"kafkarec-{kafkarec.__version__}.dist-info/METADATA"] = metadata.encode()
+    data = _zip_members(members)
     fp = _runtime.fingerprint(kafkarec)
     digest = hashlib.sha256(data).hexdigest()[:12]
     dst = os.path.join(_cache_dir(), f"kafkarec-{fp.replace('+', '-')}-{digest}.pyfiles.zip")
     if not os.path.exists(dst):
-        _runtime.loader_module().atomic_write(dst, data)
+        _files().atomic_write(dst, data)
     return dst
 
 
-def _kafkarec_archive(sc, wheels):
-    """(kafkarec's archive or None, the other wheels given or submitted)."""
+def _wheel_tag(dist) -> str:
+    """The compressed tag set (``cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64``) of
+    the ``Tag:`` lines in an installed distribution's WHEEL file."""
+    from email.parser import HeaderParser
+    tags = HeaderParser().parsestr(dist.read_text("WHEEL") or "").get_all("Tag") or ["py3-none-any"]
+    parts = [sorted({t.strip().split("-")[i] for t in tags}) for i in range(3)]
+    return "-".join(".".join(p) for p in parts)
+
+
+def _repacked(dist) -> str:
+    """A wheel of the installed distribution ``dist``: the files its RECORD lists under
+    site-packages, named with the tags its WHEEL file gives; made once per RECORD."""
+    record = dist.read_text("RECORD") or ""
+    name = f"{re.sub(r'[-_.]+', '_', dist.metadata['Name'])}-{dist.version}-{_wheel_tag(dist)}.whl"
+    dst = os.path.join(_cache_dir("installed", hashlib.sha256(record.encode()).hexdigest()[:20]), name)
+    if not os.path.exists(dst):
+        members = {}
+        for f in dist.files or ():
+            path = str(dist.locate_file(f))
+            if f.parts[0] != ".." and "__pycache__" not in f.parts and os.path.isfile(path):
+                members[str(f).replace(os.sep, "/")] = path
+        _files().atomic_write(dst, _zip_members(members))
+    return dst
+
+
+def installed_wheels(metadata: str) -> list:
+    """Wheels of the driver's installed distributions that the ``Requires-Dist`` of ``metadata``
+    (kafkarec's METADATA text) name, followed through theirs, and of the Protobuf schema
+    compiler when it is installed (:func:`_repacked`).  What is not installed is left out: the
+    probe names what a worker then lacks."""
+    import importlib.metadata as md
+    loader = _runtime.standalone_module("_wheels")
+    env = loader.interpreter()["markers"]
+    todo = loader.requirements(metadata, env)
+    try:
+        for project in loader.PROTOBUF_COMPILER:
+            md.distribution(project)
+        todo += loader.requirements(loader.requires_dist(loader.PROTOBUF_COMPILER), env)
+    except md.PackageNotFoundError:
+        pass                          # optional (kafkarec.protobuf.compiler says what to install)
+    seen, out = set(), []
+    while todo:
+        req = todo.pop(0)
+        project = loader.canonicalize_name(req.name)
+        if project in seen:
+            continue
+        seen.add(project)
+        try:
+            dist = md.distribution(req.name)
+        except md.PackageNotFoundError:
+            continue
+        out.append(_repacked(dist))
+        todo += loader.requirements(_metadata_text(dist), env)
+    return out
+
+
+# -- ship ---------------------------------------------------------------------------------
+
+def _given_archives(t, wheels):
+    """(kafkarec's archive among the wheels given or submitted, or None; the other wheels)."""
     given = [_local_path(w) for w in (wheels or [])]
-    submitted = [_local_path(p) for p in (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",")
-                 if p.strip()]
+    submitted = [p for p in t.submitted() if p.endswith((".whl", ".zip"))]
     archive, others = None, []
-    for path in dict.fromkeys(given + [p for p in submitted if p.endswith((".whl", ".zip"))]):
+    for path in dict.fromkeys(given + submitted):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"wheel to ship not found: {path}")
         if archive is None and archive_fingerprint(path) is not None:
             archive = path
-        elif path.endswith(".whl"):
+        elif path in given or path.endswith(".whl"):
             others.append(path)
     return archive, others
 
 
-def _fix(folder, python=None) -> str:
-    loader = _runtime.loader_module()
-    return loader.FIX_COMMAND.replace("DIR", folder or "wheelhouse").replace(
-        "PYTHON", python or sys.executable)
+def _installed_build_archive(wheelhouse):
+    """The driver's installed kafkarec as an archive: a wheel of exactly its build in
+    ``wheelhouse`` or :func:`find_wheels`' folders, else :func:`build_pyfiles_zip`."""
+    kafkarec = _runtime.import_kafkarec()
+    fp = expected_fingerprint()
+    house = sorted(glob.glob(os.path.join(wheelhouse, "kafkarec-*.whl"))) if wheelhouse else []
+    for wheel in house + find_wheels(kafkarec):
+        if archive_fingerprint(wheel) == fp:
+            return wheel
+    return build_pyfiles_zip(kafkarec)
 
 
 def _driver_problems(loader, archive: str, candidates: list) -> list:
     """What keeps the driver's Python from importing kafkarec out of ``archive``."""
-    interp = loader.interpreter()
     problems = []
     w = loader.parse_wheel_name(archive)
     if w is not None and w.project == "kafkarec":
-        why = loader.incompatibility(w, interp)
+        why = loader.incompatibility(w, loader.interpreter())
         if why:
             problems.append(f"kafkarec: {w.filename} is {why}")
-    res = loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates)
-    return problems + res.problems
+    return problems + loader.resolve(loader.archive_metadata(archive, "kafkarec"), candidates).problems
 
 
 def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
-    """Make kafkarec (and spark_udfs) and its dependencies importable on executors
-    and the Data Source planner.  Returns what was shipped and what the driver's
-    Python cannot use (:attr:`Shipping.problems`; :func:`spark_udfs.register`
+    """Make kafkarec (and spark_udfs) and its dependencies importable on executors and the
+    Data Source planner (see the module docstring).  Returns what was shipped and what the
+    driver's Python cannot use (:attr:`Shipping.problems`; :func:`spark_udfs.register`
     raises them together with the executors')."""
-    sc = spark.sparkContext
-    loader = _runtime.loader_module()
-    archive, others = _kafkarec_archive(sc, wheels)
-    if archive is None:
-        archive = _runtime.shipped_kafkarec_archive()
-    if archive is None:
-        # kafkarec is installed on the driver: ship its build (executors may have it installed too).
-        kafkarec = _runtime.import_kafkarec()
-        driver_fp = expected_fingerprint()
-        extra = _ship_others(sc, loader, others)
-        for wheel in find_wheels(kafkarec):
-            if archive_fingerprint(wheel) == driver_fp:
-                shipped = _as_zip(wheel)
-                _add(sc, shipped)
-                return Shipping(Shipped(wheel, shipped, driver_fp), extra, None, [])
-        built = build_pyfiles_zip(kafkarec)
-        _add(sc, built)
-        return Shipping(Shipped(os.path.dirname(os.path.abspath(kafkarec.__file__)), built,
-                                driver_fp), extra, None, [])
-    folder = wheelhouse or os.path.dirname(os.path.abspath(archive))
+    t = transport(spark)
+    loader = _runtime.standalone_module("_wheels")
+    wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
     if wheelhouse and not os.environ.get("KAFKAREC_WHEELHOUSE"):
         os.environ["KAFKAREC_WHEELHOUSE"] = wheelhouse    # for the driver's own import
-    candidates = [w for w in loader.wheel_candidates(next_to=archive, folders=[folder])
+    archive, others = _given_archives(t, wheels)
+    archive = archive or _runtime.shipped_kafkarec_archive()
+    installed = archive is None       # the driver imports kafkarec from a folder
+    if installed:
+        archive = _installed_build_archive(wheelhouse)
+    built = archive.endswith(".pyfiles.zip")
+    folder = wheelhouse or (None if built else os.path.dirname(os.path.abspath(archive)))
+    candidates = [w for w in loader.wheel_candidates(next_to=None if built else archive,
+                                                     folders=[folder] if folder else [])
                   if w.project != "kafkarec"]
-    candidates += [loader.parse_wheel_name(p) for p in others if loader.parse_wheel_name(p)]
-    problems = _driver_problems(loader, archive, candidates)
+    meta = loader.archive_metadata(archive, "kafkarec")
+    if folder is None and meta:       # (no METADATA: a checkout on sys.path, nothing installed)
+        candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta)]
+    candidates += [w for w in map(loader.parse_wheel_name, others) if w is not None]
+    problems = [] if installed else _driver_problems(loader, archive, candidates)
     fp = archive_fingerprint(archive)
-    if not problems and "kafkarec" in sys.modules:
-        driver_fp = expected_fingerprint()
-        if fp != driver_fp:
-            raise KafkarecMismatchError(
-                f"the kafkarec wheel {archive} holds build {fp}, but the driver imported kafkarec "
-                f"{_runtime.describe()}; executors would run a different build. Build the "
-                f"wheel from the same sources (or import kafkarec from it on the driver).")
+    if not problems and "kafkarec" in sys.modules and fp != expected_fingerprint():
+        raise KafkarecMismatchError(
+            f"the kafkarec wheel {archive} holds build {fp}, but the driver imported kafkarec "
+            f"{_runtime.describe()}; executors would run a different build. Build the "
+            f"wheel from the same sources (or import kafkarec from it on the driver).")
     # kafkarec's archive: on every worker's sys.path
-    includes = set(sc._python_includes or [])
-    if archive.endswith((".zip", ".egg")) and os.path.basename(archive) in includes:
+    if archive.endswith((".zip", ".egg")) and t.shipped_already(archive):
         main = Shipped(archive, "", fp)
     else:
-        shipped = _as_zip(archive) if archive.endswith(".whl") else archive
-        _add(sc, shipped)
+        shipped = _as_zip(archive)
+        t.add(shipped, python=True)
         main = Shipped(archive, shipped, fp)
-    # dependency wheels: next to it in every worker's SparkFiles folder. Every
-    # wheel of a needed project goes (executors pick the one that fits them).
-    needed = set(loader.resolve(loader._archive_metadata(archive, "kafkarec"), candidates,
-                                loader.interpreter()).projects)
-    # The Protobuf schema compiler's wheels when the folder has them (optional: only a process that
-    # plans a Protobuf column uses them, kafkarec.protobuf.compiler._toolchain; executors get compiled schemas).
+    # Dependency wheels: plain files next to it (the loader unpacks those it needs; as
+    # py-files, a reused worker would import a dependency out of its zip). Every wheel of a
+    # needed project goes: each worker picks the one that fits it.
+    interp = loader.interpreter()
+    needed = set(loader.resolve(meta, candidates, interp).projects)
+    # The Protobuf schema compiler's wheels when there are any (optional: only a process that
+    # plans a Protobuf column uses them, kafkarec.protobuf.compiler._toolchain).
     needed |= set(loader.resolve(loader.requires_dist(loader.PROTOBUF_COMPILER), candidates,
-                                 loader.interpreter(), root="the Protobuf schema compiler").projects)
+                                 interp, root="the Protobuf schema compiler").projects)
     deps = []
     for w in candidates:
         if w.project in needed and w.path.endswith(".whl"):
-            if _add(sc, w.path, python=False):
+            if t.add(w.path, python=False):
                 deps.append(Shipped(w.path, w.path, None))
-    deps += _ship_others(sc, loader, others, needed)
-    return Shipping(main, deps, folder, problems, loader.describe_interpreter(loader.interpreter()))
+    # the other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip
+    for path in others:
+        w = loader.parse_wheel_name(path)
+        if w is None or w.project not in needed:
+            zipped = _as_zip(path)
+            if t.add(zipped, python=True):
+                deps.append(Shipped(path, zipped, None))
+    return Shipping(main, deps, folder, problems, loader.describe_interpreter(interp))
+
+
+def shipped_digests(shipping) -> list:
+    """(file name, sha256) of every file shipped, kafkarec's archive first."""
+    out = []
+    for s in shipping or []:
+        if s.shipped_as:
+            out.append((os.path.basename(s.shipped_as), _file_digest(s.shipped_as)))
+    return out
+
+
+# -- the check: one probe, one report -----------------------------------------------------
+
+# Every codec and the CRC: decoding one batch of each loads every compiled dependency.
+_SELF_TEST_CODECS = ("NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD")
+
+
+def _probe(expected, must_ship):
+    """Runs in an executor's Python worker: can it use what was shipped?"""
+    import platform
+    from spark_udfs import _runtime as rt
+    out = {"host": platform.node(), "problems": [], "interpreter": "", "kafkarec": ""}
+    try:
+        loader = rt.standalone_module("_wheels")
+    except Exception as exc:  # noqa: BLE001 - reported to the driver
+        out["problems"].append(f"kafkarec is not importable: {type(exc).__name__}: {exc}")
+        return [out]
+    interp = loader.interpreter()
+    out["interpreter"] = loader.describe_interpreter(interp)
+    archive = rt.shipped_kafkarec_archive()
+    if archive is not None:
+        w = loader.parse_wheel_name(archive)
+        if w is not None and w.project == "kafkarec":
+            why = loader.incompatibility(w, interp)
+            if why:
+                out["problems"].append(f"kafkarec: {w.filename} is {why}")
+        out["problems"] += loader.zip_dependencies(archive).problems
+    elif must_ship:
+        out["problems"].append("the shipped kafkarec archive is not on this worker's sys.path")
+    if out["problems"]:
+        return [out]
+    try:
+        kafkarec = rt.ensure(expected)
+        out["kafkarec"] = rt.describe(kafkarec)
+        for name in _SELF_TEST_CODECS:
+            codec = getattr(kafkarec.Compression, name)
+            data = kafkarec.build_batch([b"kafkarec"], compression=codec)
+            got = [r.value for b in kafkarec.iter_batches(data) for r in b]
+            if got != [b"kafkarec"]:
+                raise RuntimeError(f"{name} batch decoded as {got}")
+    except KafkarecMismatchError as exc:
+        out["problems"].append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - reported to the driver
+        out["problems"].append(f"{type(exc).__name__}: {exc}")
+    return [out]
+
+
+def _fix(shipping: Shipping | None, python: str | None) -> str:
+    """The one "Fix:" of every shipping problem: make a wheelhouse for the executors' Python
+    (``python``; EXECUTOR_PYTHON when no executor could say) and pass it."""
+    loader = _runtime.standalone_module("_wheels")
+    folder = (shipping.folder if shipping else None) or "wheelhouse"
+    text = (f"\nFix: {loader.FIX_COMMAND.replace('DIR', folder).replace('PYTHON', python or sys.executable)}; "
+            f"then call spark_udfs.register(spark, wheelhouse={folder!r}) (the folder holding kafkarec's "
+            f"wheel and its dependency wheels; with spark-submit, pass the kafkarec wheel with --py-files "
+            f"and its dependency wheels next to it), or install kafkarec in every executor's Python.")
+    if shipping is not None and shipping.kafkarec is not None and shipping.folder is None:
+        text += (f" (kafkarec and its dependencies were taken from the driver's installed packages, "
+                 f"built for {shipping.driver}: without a wheelhouse, executors need that same Python "
+                 f"and platform.)")
+    return text
+
+
+def _report(where: str, problems: dict, shipping: Shipping | None, pythons: list):
+    """One :class:`ShippingError` naming every problem (problem -> the processes that have it)."""
+    lines = [f"{p}  [{'; '.join(w)}]" for p, w in problems.items()]
+    cls = KafkarecMismatchError if all("not the driver's build" in p for p in problems) else ShippingError
+    return cls(f"kafkarec cannot run on this {where} ({len(lines)} problem{'s' if len(lines) > 1 else ''}):"
+               f"\n  - " + "\n  - ".join(lines) + _fix(shipping, pythons[0] if pythons else None))
+
+
+def _job_failed(where: str, exc: Exception, shipping: Shipping | None) -> ShippingError:
+    """The check job itself failed: its error (Spark's error class line when it has one, e.g.
+    ``[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.12 than that in
+    driver: 3.11``), and the Fix for the workers' Python when the error names it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = next((line for line in lines if re.search(r"\[[A-Z_]+\]", line)), lines[0] if lines else "")
+    m = re.search(r"Python in worker has different version:? (\d+\.\d+)", str(exc))
+    python = f"python{m.group(1)}" if m else "EXECUTOR_PYTHON"
+    return ShippingError(f"kafkarec cannot run on this {where}: the check job failed "
+                         f"({type(exc).__name__}: {first})." + _fix(shipping, python))
+
+
+def verify_executors(spark, expected=None, *, tasks=None, shipping: Shipping | None = None) -> list:
+    """Run one small job whose tasks check what was shipped, import kafkarec, compare its
+    build with the driver's and decode a batch of every codec; raise :class:`ShippingError`
+    naming every problem (the driver's too, from ``shipping``).  Returns one description per
+    distinct executor Python."""
+    t = transport(spark)
+    where: dict = {}      # problem -> the processes that have it
+    for p in (shipping.problems if shipping else []):
+        where.setdefault(p, []).append(f"driver ({shipping.driver})")
+    if expected is None and not where:
+        expected = expected_fingerprint()
+    must_ship = bool(shipping and shipping.kafkarec and shipping.kafkarec.shipped_as)
+    try:
+        results = t.probe(expected, must_ship, tasks)
+    except Exception as exc:  # noqa: BLE001 - a worker could not even run the probe
+        raise _job_failed(t.where, exc, shipping) from exc
+    executors: dict = {}
+    for r in results:
+        for p in r["problems"]:
+            executors.setdefault(p, set()).add(f"{r['host']}: {r['interpreter']}")
+    for p, hosts in executors.items():
+        where.setdefault(p, []).append("executor " + ", ".join(sorted(hosts)))
+    if where:
+        pythons = sorted({r["interpreter"].split(" at ")[-1].split(" on ")[0] for r in results
+                          if r["interpreter"]})
+        raise _report(t.where, where, shipping, pythons)
+    return sorted({f"{r['host']}: {r['kafkarec']}" for r in results})
 
 
 # The folder, under the driver's SparkFiles root, where Spark's streaming source and sink
@@ -338,97 +699,3 @@ def link_streaming_runner_files(sc) -> str | None:
             except OSError:
                 os.symlink(src, dst)
     return None
-
-
-def _ship_others(sc, loader, others, needed=()) -> list:
-    """Other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip."""
-    out = []
-    for path in others:
-        w = loader.parse_wheel_name(path)
-        if w is None or w.project not in needed:
-            shipped = _as_zip(path)
-            if _add(sc, shipped):
-                out.append(Shipped(path, shipped, None))
-    return out
-
-
-# Every codec and the CRC: decoding one batch of each loads every compiled dependency.
-_SELF_TEST_CODECS = ("NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD")
-
-
-def _probe(expected, must_ship):
-    """Runs in an executor's Python worker: can it use what was shipped?"""
-    import platform
-    from spark_udfs import _runtime as rt
-    out = {"host": platform.node(), "problems": [], "interpreter": "", "kafkarec": ""}
-    try:
-        loader = rt.loader_module()
-    except Exception as exc:  # noqa: BLE001 - reported to the driver
-        out["problems"].append(f"kafkarec is not importable: {type(exc).__name__}: {exc}")
-        return [out]
-    interp = loader.interpreter()
-    out["interpreter"] = loader.describe_interpreter(interp)
-    archive = rt.shipped_kafkarec_archive()
-    if archive is not None:
-        w = loader.parse_wheel_name(archive)
-        if w is not None and w.project == "kafkarec":
-            why = loader.incompatibility(w, interp)
-            if why:
-                out["problems"].append(f"kafkarec: {w.filename} is {why}")
-        out["problems"] += loader.zip_dependencies(archive).problems
-    elif must_ship:
-        out["problems"].append("the shipped kafkarec archive is not on this worker's sys.path")
-    if out["problems"]:
-        return [out]
-    try:
-        kafkarec = rt.ensure(expected)
-        out["kafkarec"] = rt.describe(kafkarec)
-        for name in _SELF_TEST_CODECS:
-            codec = getattr(kafkarec.Compression, name)
-            data = kafkarec.build_batch([b"kafkarec"], compression=codec)
-            got = [r.value for b in kafkarec.iter_batches(data) for r in b]
-            if got != [b"kafkarec"]:
-                raise RuntimeError(f"{name} batch decoded as {got}")
-    except KafkarecMismatchError as exc:
-        out["problems"].append(str(exc))
-    except Exception as exc:  # noqa: BLE001 - reported to the driver
-        out["problems"].append(f"{type(exc).__name__}: {exc}")
-    return [out]
-
-
-def verify_executors(spark, expected=None, *, tasks=None, shipping: Shipping | None = None) -> list:
-    """Run one small job whose tasks check what was shipped, import kafkarec,
-    compare its build with the driver's and decode a batch of every codec;
-    raise :class:`ShippingError` naming every problem (the driver's too, from
-    ``shipping``).  Returns one description per distinct executor Python."""
-    sc = spark.sparkContext
-    where: dict = {}      # problem -> the processes that have it
-    for p in (shipping.problems if shipping else []):
-        where.setdefault(p, []).append(f"driver ({shipping.driver})")
-    if expected is None and not where:
-        expected = expected_fingerprint()
-    must_ship = bool(shipping and shipping.kafkarec and shipping.kafkarec.shipped_as)
-    n = tasks or max(2, sc.defaultParallelism)
-    results = sc.parallelize(range(n), n).mapPartitions(
-        lambda _: _probe(expected, must_ship)).collect()
-    executors: dict = {}
-    for r in results:
-        for p in r["problems"]:
-            executors.setdefault(p, set()).add(f"{r['host']}: {r['interpreter']}")
-    for p, hosts in executors.items():
-        where.setdefault(p, []).append("executor " + ", ".join(sorted(hosts)))
-    if where:
-        problems = [f"{p}  [{'; '.join(w)}]" for p, w in where.items()]
-        folder = shipping.folder if shipping else None
-        pythons = sorted({r["interpreter"].split(" at ")[-1].split(" on ")[0] for r in results
-                          if r["interpreter"]})
-        cls = KafkarecMismatchError if all("not the driver's build" in p for p in where) \
-            else ShippingError
-        raise cls(
-            f"kafkarec cannot run on this Spark application ({len(problems)} problem"
-            f"{'s' if len(problems) > 1 else ''}):\n  - " + "\n  - ".join(problems)
-            + f"\nFix: {_fix(folder, pythons[0] if pythons else None)}; then pass the kafkarec "
-              f"wheel with --py-files (dependency wheels next to it, or "
-              f"spark_udfs.register(spark, wheelhouse=DIR)), or install kafkarec in every "
-              f"executor's Python.")
-    return sorted({f"{r['host']}: {r['kafkarec']}" for r in results})

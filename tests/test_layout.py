@@ -73,6 +73,45 @@ def test_no_import_circle():
     assert _circles(graph) == []
 
 
+def _spark_udfs_imports(path):
+    """Every import of spark_udfs in the file at ``path``, as ``line: what``: import statements
+    anywhere (function-level ones included) and ``importlib.import_module("spark_udfs...")`` /
+    ``__import__("spark_udfs...")`` strings."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if callee in ("import_module", "__import__"):
+                names = [node.args[0].value]
+        found += [f"{node.lineno}: {n}" for n in names if n == "spark_udfs" or n.startswith("spark_udfs.")]
+    return found
+
+
+def test_kafkarec_never_imports_spark_udfs():
+    """The library never needs its Spark add-on: spark_udfs imports kafkarec, never the reverse."""
+    found = {os.path.relpath(path, ROOT): hits for name, path in _modules().items()
+             if name.split(".")[0] == "kafkarec" and (hits := _spark_udfs_imports(path))}
+    assert found == {}
+
+
+def test_the_spark_udfs_check_sees_lazy_and_dynamic_imports(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import importlib\n"
+                    "def f():\n    from spark_udfs import _runtime\n"
+                    "def g():\n    return importlib.import_module('spark_udfs._shipping')\n"
+                    "import spark_udfsx\n")
+    assert _spark_udfs_imports(str(path)) == ["3: spark_udfs", "5: spark_udfs._shipping"]
+
+
 def test_the_check_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -21,7 +21,7 @@ def _toolchain() -> list:
     """Make ``google.protobuf`` and ``grpc_tools`` importable, or raise a one-line ProtobufSchemaError naming
     what to install where.  When they are not installed, their wheels are taken from next to the kafkarec
     wheel this process imported kafkarec from (Spark ships them there with kafkarec's other dependencies),
-    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path`` (by :mod:`spark_udfs._wheels`, imported only then).  Returns the
+    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path`` (by :mod:`kafkarec._wheels`, imported only then).  Returns the
     folders that hold them (for protoc's own Python)."""
 
     def folders() -> list:
@@ -46,7 +46,7 @@ def _toolchain() -> list:
                 pass
         import zipimport
         from kafkarec._files import cache_root
-        from spark_udfs import _wheels      # the wheel rules (kafkarec's wheel holds spark_udfs too)
+        from kafkarec import _wheels
         loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
         archive = loader.archive if isinstance(loader, zipimport.zipimporter) else None
         res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive, cache_root())

@@ -286,3 +286,50 @@ def test_docs_connect_example(run, inputs):
     # every topic with its records (PERMISSIVE also keeps a row per corrupt batch)
     assert set(shown) >= set(counts), result["docs_example"]
     assert all(shown[t] >= n for t, n in counts.items()), result["docs_example"]
+
+
+# -- register(spark) with no arguments, from a pip-installed client -----------------------------
+
+NO_ARGS_JOB = os.path.join(JOBS, "register_no_args_job.py")
+
+
+@pytest.mark.parametrize("kind", ["classic", "connect"])
+def test_register_without_arguments_from_a_pip_installed_client(kind, user, inputs, spark_connect,
+                                                                 spark_cluster, tmp_path):
+    """A notebook user's call: the client's kafkarec was pip-installed from the wheelhouse and
+    no wheelhouse is at hand (no argument, no $KAFKAREC_WHEELHOUSE).  The session's workers are
+    bare Pythons of the client's version and platform: a classic application on the session's
+    cluster and the session's Connect server both get kafkarec and every dependency made from
+    the client's installed distributions, and read every record."""
+    _, _, client = user
+    work = str(tmp_path)
+    cfg = {"master": spark_cluster.master_url, "remote": spark_connect, "sample": inputs["sample"],
+           "work": work}
+    with open(os.path.join(work, "config.json"), "w") as fh:
+        json.dump(cfg, fh)
+    env = H.bare_env(spark_cluster.python, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                                            "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
+    env.pop("KAFKAREC_WHEELHOUSE", None)
+    env["PYSPARK_DRIVER_PYTHON"] = client
+    env["PYTHONWARNINGS"] = "ignore"
+    proc = subprocess.Popen([client, NO_ARGS_JOB, os.path.join(work, "config.json"), kind], cwd=work,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=600)
+    finally:
+        stop_group(proc)
+    assert proc.returncode == 0, log[-10000:]
+    with open(os.path.join(work, f"{kind}.json")) as fh:
+        result = json.load(fh)
+    assert "connect-client" in result["client_kafkarec"] and "site-packages" in result["client_kafkarec"]
+    # kafkarec zipped from the installed package, its dependencies as wheels of the installed ones
+    assert result["shipped"][0].startswith("kafkarec-") and result["shipped"][0].endswith(".pyfiles.zip")
+    shipped = " ".join(result["shipped"][1:])
+    for project in ("packaging-", "crc32c-", "zstandard-", "cryptography-"):
+        assert project in shipped, result["shipped"]
+    assert result["executors"]
+    for e in result["executors"]:
+        assert result["fingerprint"] in e and ".pyfiles.zip" in e
+    want, _ = H.oracle_dir(inputs["sample"])
+    assert result["records"] == want.num_rows

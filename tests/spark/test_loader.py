@@ -10,14 +10,13 @@ import zipfile
 
 
 def make_archive(path, inner_prefix=""):
-    """kafkarec's top-level files and spark_udfs (whose _wheels the loader uses), as in the wheel."""
+    """kafkarec's top-level files (the loader and its wheel rules among them), as in the wheel;
+    no spark_udfs: the loader needs nothing of it."""
     with zipfile.ZipFile(path, "w") as zf:
         for f in glob.glob(os.path.join(ROOT, "kafkarec", "*")):
             name = os.path.basename(f)
             if name.endswith((".py", ".so", ".pyi", ".typed")):
                 zf.write(f, inner_prefix + "kafkarec/" + name)
-        for f in glob.glob(os.path.join(ROOT, "spark_udfs", "*.py")):
-            zf.write(f, inner_prefix + "spark_udfs/" + os.path.basename(f))
 
 
 def import_from(archive, cache, extra_path=""):
@@ -69,8 +68,6 @@ def test_zip_without_a_matching_core_names_the_interpreter(tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         for f in glob.glob(os.path.join(ROOT, "kafkarec", "*.py")):
             zf.write(f, "kafkarec/" + os.path.basename(f))
-        for f in glob.glob(os.path.join(ROOT, "spark_udfs", "*.py")):
-            zf.write(f, "spark_udfs/" + os.path.basename(f))
     run = import_from(archive, str(tmp_path / "cache"))
     assert run.returncode != 0
     assert "no kafkarec/_core built for this interpreter" in run.stderr

@@ -233,6 +233,7 @@ class _StubContext:
     def __init__(self, py_files=""):
         self._python_includes = []
         self.added = []
+        self.files = []
         self._conf = {"spark.submit.pyFiles": py_files}
 
     def getConf(self):
@@ -244,6 +245,9 @@ class _StubContext:
     def addPyFile(self, path):
         self.added.append(path)
         self._python_includes.append(os.path.basename(path))
+
+    def addFile(self, path):
+        self.files.append(path)
 
 
 class _StubSession:
@@ -275,13 +279,17 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
     monkeypatch.setattr(_shipping, "find_wheels", lambda k=None: [str(house / w) for w in
                                                                  sorted(os.listdir(house))])
     sc = _StubContext()
-    (shipped,) = _shipping.ship(_StubSession(sc))
+    shipping = _shipping.ship(_StubSession(sc))
+    shipped = shipping.kafkarec
     assert shipped.shipped_as.endswith(".pyfiles.zip") and sc.added == [shipped.shipped_as]
+    # no wheelhouse: the dependency wheels are made from this Python's installed distributions
+    assert shipping.folder is None and sc.files == [d.shipped_as for d in shipping.dependencies]
+    assert any(os.path.basename(f).startswith("packaging-") for f in sc.files), sc.files
     # a wheel of this very build: shipped as <name>.whl.zip
     import shutil
     shutil.copy(built, house / "kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl")
     sc = _StubContext()
-    (shipped,) = _shipping.ship(_StubSession(sc))
+    (shipped,) = _shipping.ship(_StubSession(sc))        # nothing else in its wheelhouse
     assert shipped.shipped_as.endswith("kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl.zip")
     assert shipped.fingerprint == fp
     # --py-files with another build: refused on the driver, naming both builds

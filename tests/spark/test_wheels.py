@@ -1,4 +1,4 @@
-"""spark_udfs._wheels' wheel rules: which wheel fits which interpreter, which
+"""kafkarec._wheels' wheel rules: which wheel fits which interpreter, which
 dependencies a kafkarec wheel needs, and one report naming every problem.
 (No Spark: these decide what register() ships and refuses.)"""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from spark_udfs import _wheels as L
+from kafkarec import _wheels as L
 from paths import ROOT
 
 
@@ -162,31 +162,31 @@ def test_import_kafkarec_does_not_import_the_wheel_code():
     import subprocess
     import sys
     code = ("import sys, kafkarec; print(*(m in sys.modules for m in "
-            "('spark_udfs._wheels', 'spark_udfs', 'packaging')))")
+            "('kafkarec._wheels', 'spark_udfs', 'packaging')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), cwd="/").stdout
     assert out.split() == ["False", "False", "False"]
 
 
-def _packaging_wheel(folder):
-    """packaging's wheel, made from the installed distribution's files."""
+def _packaging_wheel(folder, monkeypatch):
+    """packaging's wheel as register() makes it from the installed distribution's files, when
+    no wheelhouse is given (spark_udfs._shipping.installed_wheels), copied into ``folder``."""
     import importlib.metadata as md
-    dist = md.distribution("packaging")
-    path = os.path.join(folder, f"packaging-{dist.version}-py3-none-any.whl")
-    with zipfile.ZipFile(path, "w") as zf:
-        for f in dist.files:
-            if not str(f).endswith(".pyc") and not str(f).startswith(".."):
-                zf.write(dist.locate_file(f), str(f))
-    return path
+    import shutil
+    from spark_udfs import _shipping
+    monkeypatch.setenv("KAFKAREC_SPARK_CACHE", os.path.join(folder, "spark-cache"))
+    made = _shipping._repacked(md.distribution("packaging"))
+    assert os.path.basename(made) == f"packaging-{md.version('packaging')}-py3-none-any.whl"
+    return shutil.copy(made, folder)
 
 
 def _bundle(folder):
-    """spark_udfs as the kafkarec wheel holds it (a zip)."""
+    """The wheel rules as the kafkarec wheel holds them (a zip), under an empty package
+    ``__init__``: the real one loads the compiled core, whose dependency wheels are not there."""
     path = os.path.join(folder, "kafkarec-0.1.0-py3-none-any.whl.zip")
     with zipfile.ZipFile(path, "w") as zf:
-        for name in os.listdir(os.path.join(ROOT, "spark_udfs")):
-            if name.endswith(".py"):
-                zf.write(os.path.join(ROOT, "spark_udfs", name), f"spark_udfs/{name}")
+        zf.writestr("kafkarec/__init__.py", "")
+        zf.write(os.path.join(ROOT, "kafkarec", "_wheels.py"), "kafkarec/_wheels.py")
     return path
 
 
@@ -198,11 +198,11 @@ def _without_site(archive, code):
                           capture_output=True, text=True, env=env, cwd="/", timeout=120)
 
 
-def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archive(tmp_path):
-    """A bare executor: spark_udfs._wheels (from the shipped zip) finds packaging's pure-Python
+def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archive(tmp_path, monkeypatch):
+    """A bare executor: kafkarec._wheels (from the shipped zip) finds packaging's pure-Python
     wheel beside that zip, imports it as a zip, and then resolves with it."""
     archive = _bundle(str(tmp_path))
-    code = ("from spark_udfs import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
+    code = ("from kafkarec import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
             "print(L.parse_wheel_name('/x/Python_Snappy-0.7.3-py3-none-any.whl').project)")
     run = _without_site(archive, "import packaging")
     assert run.returncode != 0 and "No module named 'packaging'" in run.stderr   # -S: no site-packages
@@ -210,8 +210,24 @@ def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archiv
     assert run.returncode != 0
     assert "kafkarec needs the packaging library, which this Python" in run.stderr
     assert "packaging-*-py3-none-any.whl was found in" in run.stderr and "wheelhouse.sh" in run.stderr
-    wheel_path = _packaging_wheel(str(tmp_path))
+    wheel_path = _packaging_wheel(str(tmp_path), monkeypatch)
     run = _without_site(archive, code)
     assert run.returncode == 0, run.stderr
     where, project = run.stdout.split()
     assert where.startswith(wheel_path + os.sep) and project == "python-snappy"
+
+
+def test_a_failed_check_job_names_the_workers_python_in_its_fix():
+    """PySpark refuses workers of another Python minor version before the probe runs: the one
+    ShippingError quotes Spark's error class and tells what to make for which Python."""
+    from spark_udfs import _shipping
+    exc = RuntimeError("An exception was thrown from the Python worker:\n"
+                       "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] "
+                       "Python in worker has different version: 3.12 than that in driver: 3.11, PySpark "
+                       "cannot run with different minor versions.")
+    text = str(_shipping._job_failed("Spark Connect session", exc, None))
+    first, fix = text.split("\nFix: ")
+    assert first.startswith("kafkarec cannot run on this Spark Connect session: the check job failed")
+    assert "[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.12" in first
+    assert fix.startswith("bash scripts/wheelhouse.sh wheelhouse --python python3.12")
+    assert "spark_udfs.register(spark, wheelhouse='wheelhouse')" in fix

@@ -12,12 +12,11 @@ judge wheels for an executor's Python too.
 
 Who imports it: :func:`kafkarec._loader.load_core` when kafkarec itself is imported
 from a zip (a wheel on ``sys.path``, or the ``.whl.zip`` copy ``spark_udfs.register``
-ships; the kafkarec wheel holds this package too), ``kafkarec.protobuf`` when it takes
-the Protobuf compiler's wheels, ``spark_udfs`` to check the driver and every executor
-before anything is decoded (``spark_udfs._runtime.loader_module``), and
-``scripts/wheelhouse.py``.  It imports nothing of kafkarec (importing kafkarec loads the
-compiled core, which needs the wheels this module is about to find), and an ordinary
-``import kafkarec`` never imports it.
+ships), ``kafkarec.protobuf`` when it takes the Protobuf compiler's wheels, ``spark_udfs``
+to check the driver and every executor before anything is decoded, and
+``scripts/wheelhouse.py`` (which loads this file alone: it imports nothing of kafkarec, whose
+compiled core needs the wheels this module is about to find).  An ordinary ``import
+kafkarec`` never imports it.
 
 ``packaging`` is one of kafkarec's dependencies.  A Python that lacks it (a bare Spark
 executor) takes it from its wheel, pure Python and so importable as a zip, next to the
@@ -40,10 +39,10 @@ import zipfile
 from email.parser import HeaderParser
 from typing import NamedTuple
 
-__all__ = ["atomic_write", "WheelName", "parse_wheel_name", "interpreter", "describe_interpreter",
+__all__ = ["WheelName", "parse_wheel_name", "interpreter", "describe_interpreter",
            "incompatibility", "marker_holds", "requirements", "wheel_candidates", "resolve",
            "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND",
-           "PROTOBUF_COMPILER", "activate_projects", "requires_dist"]
+           "PROTOBUF_COMPILER", "activate_projects", "requires_dist", "archive_metadata"]
 # What compiling Protobuf schema text needs (kafkarec.protobuf): protoc as grpcio-tools bundles it, and
 # the protobuf runtime that reads its FileDescriptorSet.  Optional: scripts/wheelhouse.sh puts their wheels
 # (and their own dependencies') next to kafkarec's, spark_udfs ships them with the others, and a process
@@ -110,38 +109,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version  # noqa: E402
 
 
-# -- files ---------------------------------------------------------------------------
-
-def atomic_write(path: str, data=None, *, source: str | None = None, fsync: bool = True,
-                 mode: int | None = None) -> str:
-    """Write ``data`` (bytes) or a copy of the file ``source`` to ``path``
-    atomically: a temporary file in the same folder, renamed over ``path``.
-    Concurrent writers of the same content all end with one whole file.
-    ``mode``: the file's permissions (default 0600, as for the private caches).
-
-    The one home of this rule: it must work before kafkarec can be imported (the
-    wheelhouse, the archives ``register()`` ships), and kafkarec's own files (a quarantine,
-    compiled schemas, the registry's cache) take it from here through ``kafkarec._files``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if source is not None:
-                with open(source, "rb") as inp:
-                    shutil.copyfileobj(inp, out, 1 << 20)
-            else:
-                out.write(data)
-            if fsync:
-                out.flush()
-                os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
+# -- archives --------------------------------------------------------------------------
 
 def _zip_digest(zf: zipfile.ZipFile) -> str:
     """A digest of a zip's directory (member names, sizes, CRCs): its contents,
@@ -346,7 +314,8 @@ def requirements(metadata: str, env: dict) -> list:
     return out
 
 
-def _archive_metadata(archive: str, project: str) -> str | None:
+def archive_metadata(archive: str, project: str) -> str | None:
+    """The METADATA text of ``project``'s ``.dist-info`` at the root of ``archive`` (None without one)."""
     try:
         with zipfile.ZipFile(archive) as zf:
             for name in zf.namelist():
@@ -437,7 +406,7 @@ def resolve(root_metadata: str | None, candidates: list, interp: dict | None = N
         usable = [w for w in fit if w.version in allowed]
         if usable:
             chosen[project] = usable[0]
-            meta = _archive_metadata(usable[0].path, project)
+            meta = archive_metadata(usable[0].path, project)
             todo += [(project, r) for r in requirements(meta or "", interp["markers"])]
             continue
         needed = f"{project} (needed by {parent})"
@@ -476,7 +445,7 @@ def activate(wheels, cache: str) -> list:
 
 def zip_dependencies(archive: str, interp: dict | None = None) -> Resolution:
     """The dependency wheels kafkarec imported from ``archive`` needs in this process."""
-    return resolve(_archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
+    return resolve(archive_metadata(archive, "kafkarec"), wheel_candidates(next_to=archive), interp)
 
 
 def requires_dist(projects) -> str:
