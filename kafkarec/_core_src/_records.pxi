@@ -460,12 +460,11 @@ cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at
 
 
 cdef inline int read_record_fields(_RecordIterator it, RecordView *v, const uint8_t *start,
-                                   const uint8_t *p, const uint8_t *limit) noexcept:
+                                   const uint8_t *p, const uint8_t *limit, bint strict) noexcept:
     """The fields of the record at `start`, from its body at p up to `limit` at most, into v
     (offset and timestamp as their deltas; headers_end: where the fields end).  Returns 0, or
     a fault (described in it._fault).  Every length is taken by the one checked read."""
     cdef RecordFaultInfo *f = &it._fault
-    cdef bint strict = it._cur.strict
     cdef int status
     cdef int32_t offset_delta, hk, hv, i
     cdef const uint8_t *q = span_take(&p, limit, 1)
@@ -526,15 +525,16 @@ cdef inline int read_record_fields(_RecordIterator it, RecordView *v, const uint
     return 0
 
 
-cdef int record_overrun_fault(_RecordIterator it, RecordView *v, const uint8_t *start,
-                              const uint8_t *body, int32_t size, const uint8_t *end) noexcept:
+cdef int record_overrun_fault(_RecordIterator it, const uint8_t *start, const uint8_t *body,
+                              int32_t size, const uint8_t *end) noexcept:
     """The fault of a record whose fields do not fit in its declared size (or whose size is
     negative), found as Kafka finds it: its reader reads the fields on past the record, into the
     rest of the batch, and then compares what it read with the size."""
-    cdef int status = read_record_fields(it, v, start, body, end)
+    cdef RecordView fields
+    cdef int status = read_record_fields(it, &fields, start, body, end, it._cur.strict)
     if status:
         return status
-    return record_fault(&it._fault, FAULT_SIZE_MISMATCH, 0, start, start, size, v.headers_end - body)
+    return record_fault(&it._fault, FAULT_SIZE_MISMATCH, 0, start, start, size, fields.headers_end - body)
 
 
 cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
@@ -549,11 +549,15 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     cdef const uint8_t *start = pos[0]
     cdef const uint8_t *p = start
     cdef const uint8_t *body
+    cdef bint strict = c.strict
     cdef int status
     cdef int32_t size, offset_delta
+    # The fields as read (deltas), into v once the record is valid (kept apart, they stay
+    # in registers).
+    cdef RecordView r
     if unlikely(p >= end):
         return record_fault(f, FAULT_PREMATURE_EOF, 0, start, start, 0, 0)
-    status = take_varint(&p, end, c.strict, &size)
+    status = take_varint(&p, end, strict, &size)
     if unlikely(status):
         return record_fault(f, status, FIELD_LENGTH, p, start, 0, 0)
     # The body by the one checked read; the fields are read inside it.  (p is then
@@ -563,17 +567,17 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     if unlikely(body == NULL):
         if size >= 0:
             return record_fault(f, FAULT_SIZE_PAST_END, 0, start, start, size, end - p)
-        return record_overrun_fault(it, v, start, p, size, end)
-    if unlikely(read_record_fields(it, v, start, body, p) != 0):
-        return record_overrun_fault(it, v, start, body, size, end)
-    if unlikely(v.headers_end != p):
-        return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, v.headers_end - body)
-    offset_delta = <int32_t>v.offset
-    if unlikely(c.strict):
-        if v.attributes != 0:
-            return record_fault(f, FAULT_ATTRIBUTES, 0, start, start, <uint8_t>v.attributes, 0)
-        if v.key_len < -1 or v.value_len < -1:
-            return record_fault(f, FAULT_NEGATIVE_LENGTH, 0, start, start, v.key_len, v.value_len)
+        return record_overrun_fault(it, start, p, size, end)
+    if unlikely(read_record_fields(it, &r, start, body, p, strict) != 0):
+        return record_overrun_fault(it, start, body, size, end)
+    if unlikely(r.headers_end != p):
+        return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, r.headers_end - body)
+    offset_delta = <int32_t>r.offset
+    if unlikely(strict):
+        if r.attributes != 0:
+            return record_fault(f, FAULT_ATTRIBUTES, 0, start, start, <uint8_t>r.attributes, 0)
+        if r.key_len < -1 or r.value_len < -1:
+            return record_fault(f, FAULT_NEGATIVE_LENGTH, 0, start, start, r.key_len, r.value_len)
         if offset_delta <= it._prev_offset_delta or offset_delta > it._last_offset_delta:
             return record_fault(f, FAULT_OFFSET_ORDER, 0, start, start, offset_delta,
                                 it._last_offset_delta)
@@ -587,8 +591,16 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     if it._timestamp_type == TS_LOG_APPEND:
         v.timestamp = it._max_timestamp     # the stored deltas still hold create times
     else:
-        v.timestamp = wrapping_add64(it._base_timestamp, v.timestamp)
+        v.timestamp = wrapping_add64(it._base_timestamp, r.timestamp)
     v.sequence = increment_sequence(it._base_sequence, offset_delta) if it._base_sequence >= 0 else -1
+    v.attributes = r.attributes
+    v.key_len = r.key_len
+    v.value_len = r.value_len
+    v.header_count = r.header_count
+    v.key = r.key
+    v.value = r.value
+    v.headers = r.headers
+    v.headers_end = p
     v.error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
     return 0
 
