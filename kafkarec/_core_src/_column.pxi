@@ -314,22 +314,21 @@ cdef inline int col_put_bool(_Column col, bint value) except -1:
 cdef inline int col_put_bin(_Column col, const uint8_t *p, int64_t n, const uint8_t *src_end) except -1:
     """The one binary append: n bytes at p, or a null when n < 0.  src_end: how far the bytes at
     p may be read (the copy reads whole blocks when it may)."""
-    cdef _Growable v = col.values
-    cdef _Growable o = col.offsets
+    # (col.values and col.offsets through col: typed locals would cost reference counting)
     cdef int32_t end
     if n < 0:
         return col_null(col)
-    if unlikely(n > INT32_LIMIT - v.size):
+    if unlikely(n > INT32_LIMIT - col.values.size):
         raise ColumnOverflowError("binary column over 2 GiB")
-    if unlikely(v.size + n + KAFKAREC_COPY_SLACK > v.capacity):
-        v.reserve(n + KAFKAREC_COPY_SLACK)
-    kafkarec_copy_short(v.data + v.size, p, n, src_end)
-    v.size += n
-    end = <int32_t>v.size
-    if unlikely(o.size + 4 > o.capacity):
-        o.reserve(4)
-    memcpy(o.data + o.size, &end, 4)
-    o.size += 4
+    if unlikely(col.values.size + n + KAFKAREC_COPY_SLACK > col.values.capacity):
+        col.values.reserve(n + KAFKAREC_COPY_SLACK)
+    kafkarec_copy_short(col.values.data + col.values.size, p, n, src_end)
+    col.values.size += n
+    end = <int32_t>col.values.size
+    if unlikely(col.offsets.size + 4 > col.offsets.capacity):
+        col.offsets.reserve(4)
+    memcpy(col.offsets.data + col.offsets.size, &end, 4)
+    col.offsets.size += 4
     return col_ok(col)
 
 

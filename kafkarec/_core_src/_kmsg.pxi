@@ -201,7 +201,7 @@ cdef class _KSink:
         self.filled |= (<uint64_t>1) << col
         return 0
 
-    cdef int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n, const uint8_t *src_end) except -1:
+    cdef inline int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n, const uint8_t *src_end) except -1:
         col_put_bin(<_Column>self.cols[col], p, n, src_end)
         self.filled |= (<uint64_t>1) << col
         return 0
