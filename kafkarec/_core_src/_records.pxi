@@ -537,6 +537,12 @@ cdef int record_overrun_fault(_RecordIterator it, const uint8_t *start, const ui
     return record_fault(&it._fault, FAULT_SIZE_MISMATCH, 0, start, start, size, fields.headers_end - body)
 
 
+# Called through a pointer so the compiler keeps this cold path out of the record loops.
+ctypedef int (*RecordOverrun)(_RecordIterator, const uint8_t *, const uint8_t *, int32_t,
+                              const uint8_t *) noexcept
+cdef RecordOverrun record_overrun_out_of_line = record_overrun_fault
+
+
 cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                const uint8_t *end) noexcept:
     """Read and validate the record at pos[0] (Kafka's DefaultRecord.readFrom
@@ -564,12 +570,11 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     # taken from the length prefix, so the next record's parse does not wait on
     # this record's chain of dependent loads.)
     body = span_take(&p, end, size)
-    if unlikely(body == NULL):
-        if size >= 0:
-            return record_fault(f, FAULT_SIZE_PAST_END, 0, start, start, size, end - p)
-        return record_overrun_fault(it, start, p, size, end)
-    if unlikely(read_record_fields(it, &r, start, body, p, strict) != 0):
-        return record_overrun_fault(it, start, body, size, end)
+    if unlikely(body == NULL and size >= 0):
+        return record_fault(f, FAULT_SIZE_PAST_END, 0, start, start, size, end - p)
+    if unlikely(body == NULL or read_record_fields(it, &r, start, body, p, strict) != 0):
+        # (a negative size leaves p at the body)
+        return record_overrun_out_of_line(it, start, p if body == NULL else body, size, end)
     if unlikely(r.headers_end != p):
         return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, r.headers_end - body)
     offset_delta = <int32_t>r.offset
