@@ -306,9 +306,9 @@ def encode_control_value(control_type: ControlRecordType | int, value: dict[str,
 def aborted_batches(batches: Iterable[Any], key: Callable[[Any], Hashable] | None = ...,
                     trusted: Callable[[Any], bool] | None = ...) -> set[Any]: ...
 
-# --- Typed values into nested Arrow columns (_core_src/_typed_rows.pxi) ---
+# --- The one Arrow column builder (_core_src/_column.pxi); typed values into it (_typed_rows.pxi) ---
 class ColumnKind(enum.IntEnum):
-    """Arrow layouts of the one typed column builder (kafkarec/avro/program.py emits them)."""
+    """Arrow layouts of the one column builder (kafkarec/avro/program.py emits them)."""
     CK_NULL = 0
     CK_BOOL = 1
     CK_I32 = 2
@@ -320,6 +320,8 @@ class ColumnKind(enum.IntEnum):
     CK_DEC32 = 8
     CK_STRUCT = 9
     CK_LIST = 10
+    CK_I8 = 11
+    CK_I16 = 12
 
 class _Column:
     kind: int
@@ -367,6 +369,11 @@ class _AvroRunner:
     def decode(self, values: Any, writer_ids: Any | None, body_offsets: Any | None) -> tuple[Any, Any]:
         """Row i: values[i][body_offsets[i]:] with writer_ids[i]'s program -> (reader column, error strings)."""
         ...
+
+def value_problem(position: int, reason: str) -> str:
+    """The one wording of a typed row's error (Avro, Protobuf, JSON Schema, the registry):
+    where in the record's value bytes (framing included) and why."""
+    ...
 
 def json_value_problems(bodies: Any) -> list[tuple[int, int, str]]:
     """(row, byte position in the payload, reason) for each payload of a large_binary array that is not

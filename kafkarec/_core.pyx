@@ -19,11 +19,12 @@
 #   _builder_bulk.pxi  whole columns into a batch in one C loop (bulk_writer.h)
 #   _legacy_builder.pxi  writing magic 0/1 message sets
 #   _restamp.pxi  broker-style in-place re-stamping
-#   _columns.pxi  records straight into Arrow buffers
+#   _column.pxi   the one Arrow column builder (every column below) and the one short copy
+#   _columns.pxi  records straight into Arrow columns
 #   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans, into dicts or columns
 #   _control.pxi  control record keys and markers; KRaft control values through the registered plan codec
 #   _transactions.pxi  what a read_committed consumer would not see (aborted transactions, the LSO)
-#   _typed_rows.pxi  the one nested Arrow column builder and the one driver over a column of typed values
+#   _typed_rows.pxi  the one driver over a column of typed values
 #   _avro.pxi, _protobuf.pxi  Avro and Protobuf bodies as per-row steps of that driver
 #   _json.pxi     where a JSON payload's value ends (pyarrow parses it)
 #   _keymap.pxi   each key's last offset in a fixed-size map (keyed state, kafkarec.table)
@@ -40,7 +41,8 @@ from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 
 from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
-                    kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32)
+                    kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32, kr_load_le64,
+                    kr_load_le_f32, kr_load_le_f64)
 
 from kafkarec.errors import (KafkaRecError, DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,
@@ -63,6 +65,7 @@ include "_core_src/_compress.pxi"
 include "_core_src/_builder_bulk.pxi"
 include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
+include "_core_src/_column.pxi"
 include "_core_src/_columns.pxi"
 include "_core_src/_kmsg.pxi"
 include "_core_src/_control.pxi"

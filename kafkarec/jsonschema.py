@@ -28,6 +28,7 @@ import threading
 from typing import Any, Mapping
 
 from kafkarec._extras import require
+from kafkarec._core import json_value_problems, value_problem
 from kafkarec.errors import JsonSchemaError, KafkaRecError, SchemaResolutionError  # noqa: F401 (re-exported)
 
 __all__ = ["JsonSchema", "JsonSchemaDecoder", "JsonSchemaError"]
@@ -255,16 +256,16 @@ class JsonSchemaDecoder:
         known = pc.is_in(writer_ids, value_set=pa.array(sorted(self._writers), pa.int64()))
         unknown = pc.and_(present, pc.invert(known))
         for i in pc.indices_nonzero(unknown).to_pylist():
-            error_rows[i] = (f"at byte {body_offsets[i].as_py() or 0} of the value: unknown writer schema id "
-                             f"{writer_ids[i].as_py()}")
+            error_rows[i] = value_problem(body_offsets[i].as_py() or 0,
+                                          f"unknown writer schema id {writer_ids[i].as_py()}")
         lengths = pc.binary_length(values)
         bad_offset = pc.and_(pc.and_(present, known),
                              pc.or_kleene(pc.is_null(body_offsets),
                                           pc.or_(pc.less(body_offsets, 0),
                                                  pc.greater(pc.cast(body_offsets, lengths.type), lengths))))
         for i in pc.indices_nonzero(pc.fill_null(bad_offset, False)).to_pylist():
-            error_rows[i] = (f"at byte {body_offsets[i].as_py()} of the value: the body starts past the end of a "
-                             f"{lengths[i].as_py()}-byte value")
+            error_rows[i] = value_problem(body_offsets[i].as_py(),
+                                          f"the body starts past the end of a {lengths[i].as_py()}-byte value")
         keep = pc.and_(pc.and_(present, known), pc.invert(pc.fill_null(bad_offset, True)))
         rows = pc.indices_nonzero(keep)
         with self._lock:
@@ -301,13 +302,12 @@ class JsonSchemaDecoder:
             bodies = pc.if_else(mask, pa.scalar(b"null", typ), bodies)
         # one JSON value per payload, no raw control character in a string: then the
         # raw newlines left are whitespace, and one record per line after this
-        from kafkarec._core import json_value_problems
         problems = json_value_problems(bodies)
         if problems:
             rows = []
             for i, at, why in problems:
                 if i not in errors:
-                    errors[i] = f"at byte {offsets[i].as_py() + at} of the value: invalid JSON: {why}"
+                    errors[i] = value_problem(offsets[i].as_py() + at, f"invalid JSON: {why}")
                     rows.append(i)
             if rows:
                 mask = pc.is_in(pa.array(range(n), pa.int64()), value_set=pa.array(rows, pa.int64()))

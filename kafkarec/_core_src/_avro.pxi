@@ -333,7 +333,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         p = av_take(c, lv, "string" if kind == OP_STR else "bytes")
         if kind == OP_STR and not is_utf8(p, lv):
             av_fail(c, at, "string is not valid UTF-8")
-        return col_put_bin(col, p, lv)
+        return col_put_bin(col, p, lv, c.end)
     elif kind == OP_RECORD:
         col = <_Column>ex.cols[op.col]
         for k in range(op.b):
@@ -365,10 +365,10 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             dv = <double>lv
             fv = <float>lv
         elif (op.n & 3) == NK_FLOAT:
-            memcpy(&fv, av_take(c, 4, "float"), 4)
+            fv = kr_load_le_f32(av_take(c, 4, "float"))
             dv = fv
         else:
-            memcpy(&dv, av_take(c, 8, "double"), 8)
+            dv = kr_load_le_f64(av_take(c, 8, "double"))
         if ((op.n >> 2) & 3) == NK_FLOAT:
             dv = fv                     # the reader's float, exactly as Java holds it
         elif ((op.n >> 2) & 3) == NK_DOUBLE and (op.n & 3) == NK_LONG:
@@ -405,16 +405,16 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
             av_fail(c, at, ex.prog.errors[op.n >> 32])
         k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob (a C cast, not a Python int)
         p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
-        return col_put_bin(col, p, ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv])
+        lv = ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv]
+        return col_put_bin(col, p, lv, p + lv)
     elif kind == OP_BOOL:
         col = <_Column>ex.cols[op.col]
         p = av_take(c, 1, "boolean")
-        col.bits.append(p[0] == 1)      # as Java's BinaryDecoder: 1 is true, anything else false
-        return col_ok(col)
+        return col_put_bool(col, p[0] == 1)     # as Java's BinaryDecoder: 1 is true, anything else false
     elif kind == OP_FIXED:
         col = <_Column>ex.cols[op.col]
         p = av_take(c, op.n, "fixed")
-        return col_put_bin(col, p, op.n)
+        return col_put_bin(col, p, op.n, c.end)
     elif kind == OP_ARRAY or kind == OP_MAP:
         col = <_Column>ex.cols[op.col]
         ch = <_Column>col.children[0]
@@ -432,7 +432,7 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                     p = av_take(c, lv, "map key")
                     if not is_utf8(p, lv):
                         av_fail(c, at, "map key is not valid UTF-8")
-                    col_put_bin(keys, p, lv)
+                    col_put_bin(keys, p, lv, c.end)
                     av_run(ex, ops, op.a, c)
                     col_ok(ch)
                 else:

@@ -417,7 +417,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
         raise DecompressionError("lz4 frame did not decode to its end mark", position)
     if strict and flg & LZ4_FLG_CONTENT_SIZE:
         # Kafka skips the field; the LZ4 frame format forbids a wrong one.
-        content_size = kr_load_le32(p + 6) | (<uint64_t>kr_load_le32(p + 10) << 32)
+        content_size = kr_load_le64(p + 6)
         if content_size != <uint64_t>len(out):
             raise DecompressionError(
                 f"lz4 frame declares a content size of {content_size} bytes but holds {len(out)}",

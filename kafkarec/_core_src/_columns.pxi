@@ -3,145 +3,8 @@
 #   key binary, value binary, topic string, partition int32, offset int64,
 #   timestamp timestamp[ms], timestampType int32,
 #   headers list<struct<key string, value binary>> (null when a record has none)
-# plus opt-in batch-level columns.  pyarrow is imported on first use; the
-# buffers are handed to pa.Array.from_buffers without a copy.
-
-from kafkarec._extras import require
-
-cdef object _pa = None
-
-
-cdef object pyarrow():
-    global _pa
-    if _pa is None:
-        _pa = require("pyarrow")
-    return _pa
-
-
-cdef enum:
-    INT32_LIMIT = 0x7FFFFFFF
-
-
-cdef class _ArrowGrowable(_Growable):
-    """A _Growable whose memory comes from Arrow's memory pool (mimalloc or
-    jemalloc), which keeps freed pages: column buffers of one table after
-    another then reuse memory instead of faulting fresh pages in."""
-    cdef object _arrow_buffer
-
-    def __dealloc__(self):
-        self.data = NULL            # owned by the Arrow buffer, not by malloc
-
-    cdef int reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t want = self.size + extra
-        cdef Py_ssize_t cap
-        if want <= self.capacity:
-            return 0
-        if self._exports:
-            raise BufferError("buffer is exported and cannot grow")
-        cap = max(want, self.capacity * 2, 4096)
-        if self._arrow_buffer is None:
-            self._arrow_buffer = pyarrow().allocate_buffer(cap, resizable=True)
-        else:
-            self._arrow_buffer.resize(cap)
-        self.data = <uint8_t *><uintptr_t>self._arrow_buffer.address
-        self.capacity = cap
-        return 0
-
-
-cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
-    if g.size + n > g.capacity:
-        g.reserve(n)
-    if n:                       # (g.data may still be NULL when n is 0)
-        memcpy(g.data + g.size, src, n)
-    g.size += n
-    return 0
-
-
-cdef inline int put_i64(_Growable g, int64_t v) except -1:
-    return grow_put(g, &v, 8)
-
-
-cdef inline int put_i32(_Growable g, int32_t v) except -1:
-    return grow_put(g, &v, 4)
-
-
-cdef inline int put_i16(_Growable g, int16_t v) except -1:
-    return grow_put(g, &v, 2)
-
-
-cdef inline int put_u8(_Growable g, uint8_t v) except -1:
-    return grow_put(g, &v, 1)
-
-
-@cython.final
-cdef class _Bits:
-    """A validity bitmap (LSB first), with its count of zeros."""
-    cdef _Growable bytes
-    cdef Py_ssize_t length
-    cdef Py_ssize_t zeros
-
-    def __cinit__(self):
-        self.bytes = _ArrowGrowable()
-
-    cdef inline int append(self, bint bit) except -1:
-        if (self.length & 7) == 0:
-            put_u8(self.bytes, 0)
-        if bit:
-            self.bytes.data[self.length >> 3] |= <uint8_t>(1 << (self.length & 7))
-        else:
-            self.bytes.data[self.length >> 3] &= <uint8_t>~(1 << (self.length & 7))
-            self.zeros += 1
-        self.length += 1
-        return 0
-
-    cdef int truncate(self, Py_ssize_t length) except -1:
-        cdef Py_ssize_t i
-        for i in range(length, self.length):
-            if not (self.bytes.data[i >> 3] >> (i & 7)) & 1:
-                self.zeros -= 1
-        self.length = length
-        self.bytes.size = (length + 7) >> 3
-        if length & 7:
-            self.bytes.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
-        return 0
-
-
-@cython.final
-cdef class _BinaryColumn:
-    """offsets (int32) + data + validity of an Arrow binary/string column."""
-    cdef _Growable offsets
-    cdef _Growable data
-    cdef _Bits valid
-
-    def __cinit__(self):
-        self.offsets = _ArrowGrowable()
-        self.data = _ArrowGrowable()
-        self.valid = _Bits()
-        put_i32(self.offsets, 0)
-
-    cdef inline int append(self, const uint8_t *p, int32_t n) except -1:
-        if n >= 0:
-            if self.data.size + n > INT32_LIMIT:
-                raise ColumnOverflowError("binary column over 2 GiB")
-            grow_put(self.data, p, n)
-            self.valid.append(True)
-        else:
-            self.valid.append(False)
-        return put_i32(self.offsets, <int32_t>self.data.size)
-
-    cdef int truncate(self, Py_ssize_t rows) except -1:
-        self.offsets.size = (rows + 1) * 4
-        self.data.size = (<int32_t *>self.offsets.data)[rows]
-        self.valid.truncate(rows)
-        return 0
-
-    cdef object to_arrow(self, object arrow_type):
-        pa = pyarrow()
-        cdef Py_ssize_t n = self.valid.length
-        validity = pa.py_buffer(self.valid.bytes) if self.valid.zeros else None
-        return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(self.offsets),
-                                                     pa.py_buffer(self.data)],
-                                     null_count=self.valid.zeros)
+# plus opt-in batch-level columns, each built by the one column builder
+# (_column.pxi).  pyarrow is imported on first use.
 
 
 cdef dict _schemas = {}
@@ -177,91 +40,80 @@ def arrow_schema(*, batch_columns=False):
 cdef class _ArrowColumns:
     cdef Py_ssize_t rows
     cdef bint batch_columns
-    cdef _BinaryColumn key, value, header_key, header_value
-    cdef _Growable offset, timestamp, timestamp_type
-    cdef _Growable header_list_offsets
-    cdef _Bits header_list_valid
-    cdef Py_ssize_t header_rows
+    cdef _Column key, value, offset, timestamp, timestamp_type
+    cdef _Column headers                                # list<struct<key, value>>
+    cdef _Column header_entries, header_key, header_value   # its struct and the struct's fields
     # batch-level columns
-    cdef _Growable producer_id, producer_epoch, sequence, compression, batch_position
-    cdef _Growable batch_base_offset, partition_leader_epoch, magic
-    cdef _Bits is_transactional, is_control
+    cdef _Column producer_id, producer_epoch, sequence, is_transactional, is_control, compression
+    cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
 
     def __cinit__(self, bint batch_columns):
+        pa = pyarrow()
+        header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
-        self.key = _BinaryColumn()
-        self.value = _BinaryColumn()
-        self.header_key = _BinaryColumn()
-        self.header_value = _BinaryColumn()
-        self.offset = _ArrowGrowable()
-        self.timestamp = _ArrowGrowable()
-        self.timestamp_type = _ArrowGrowable()
-        self.header_list_offsets = _ArrowGrowable()
-        self.header_list_valid = _Bits()
-        put_i32(self.header_list_offsets, 0)
+        self.key = new_column(CK_BIN, pa.binary(), True)
+        self.value = new_column(CK_BIN, pa.binary(), True)
+        self.offset = new_column(CK_I64, pa.int64(), False)
+        self.timestamp = new_column(CK_I64, pa.timestamp("ms"), False)
+        self.timestamp_type = new_column(CK_I32, pa.int32(), False)
+        self.header_key = new_column(CK_BIN, pa.string(), False)
+        self.header_value = new_column(CK_BIN, pa.binary(), True)
+        self.header_entries = new_column(CK_STRUCT, header_type.value_type, False,
+                                         [self.header_key, self.header_value])
+        self.headers = new_column(CK_LIST, header_type, True, [self.header_entries])
         if batch_columns:
-            self.producer_id = _Growable()
-            self.producer_epoch = _Growable()
-            self.sequence = _Growable()
-            self.compression = _Growable()
-            self.batch_position = _Growable()
-            self.batch_base_offset = _Growable()
-            self.partition_leader_epoch = _Growable()
-            self.magic = _Growable()
-            self.is_transactional = _Bits()
-            self.is_control = _Bits()
+            self.producer_id = new_column(CK_I64, pa.int64(), False)
+            self.producer_epoch = new_column(CK_I16, pa.int16(), False)
+            self.sequence = new_column(CK_I32, pa.int32(), False)
+            self.is_transactional = new_column(CK_BOOL, pa.bool_(), False)
+            self.is_control = new_column(CK_BOOL, pa.bool_(), False)
+            self.compression = new_column(CK_I8, pa.int8(), False)
+            self.batch_position = new_column(CK_I64, pa.int64(), False)
+            self.batch_base_offset = new_column(CK_I64, pa.int64(), False)
+            self.partition_leader_epoch = new_column(CK_I32, pa.int32(), False)
+            self.magic = new_column(CK_I8, pa.int8(), False)
+
+    cdef list columns(self):
+        """The columns built, in the schema's order (without topic and partition)."""
+        cdef list out = [self.key, self.value, self.offset, self.timestamp, self.timestamp_type,
+                         self.headers]
+        if self.batch_columns:
+            out += [self.producer_id, self.producer_epoch, self.sequence, self.is_transactional,
+                    self.is_control, self.compression, self.batch_position, self.batch_base_offset,
+                    self.partition_leader_epoch, self.magic]
+        return out
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
-        cdef Cursor c
-        cdef int32_t i, klen, vlen
-        cdef const uint8_t *kp
-        cdef const uint8_t *vp
-        self.key.append(v.key, v.key_len)
-        self.value.append(v.value, v.value_len)
-        put_i64(self.offset, v.offset)
-        put_i64(self.timestamp, v.timestamp)
-        put_i32(self.timestamp_type, timestamp_type)
+        col_put_bin(self.key, v.key, v.key_len, v.key + max(v.key_len, 0))
+        col_put_bin(self.value, v.value, v.value_len, v.value + max(v.value_len, 0))
+        col_put_int(self.offset, v.offset)
+        col_put_int(self.timestamp, v.timestamp)
+        col_put_int(self.timestamp_type, timestamp_type)
         if v.header_count:
             add_headers(self, v, strict, v.headers_end)
-            self.header_list_valid.append(True)
+            col_close_list(self.headers)
         else:
-            self.header_list_valid.append(False)   # Spark's Kafka source gives null, not []
-        put_i32(self.header_list_offsets, <int32_t>self.header_rows)
+            col_null(self.headers)      # Spark's Kafka source gives null, not []
         if self.batch_columns:
-            put_i64(self.producer_id, b.producer_id)
-            put_i16(self.producer_epoch, b.producer_epoch)
-            put_i32(self.sequence, v.sequence)
-            self.is_transactional.append(b.is_transactional)
-            self.is_control.append(b.is_control)
-            put_u8(self.compression, b.attributes & ATTR_CODEC_MASK)
-            put_i64(self.batch_position, b.position)
-            put_i64(self.batch_base_offset, b._base_offset)
-            put_i32(self.partition_leader_epoch, b.partition_leader_epoch)
-            put_u8(self.magic, b.magic)
+            col_put_int(self.producer_id, b.producer_id)
+            col_put_int(self.producer_epoch, b.producer_epoch)
+            col_put_int(self.sequence, v.sequence)
+            col_put_bool(self.is_transactional, b.is_transactional)
+            col_put_bool(self.is_control, b.is_control)
+            col_put_int(self.compression, b.attributes & ATTR_CODEC_MASK)
+            col_put_int(self.batch_position, b.position)
+            col_put_int(self.batch_base_offset, b._base_offset)
+            col_put_int(self.partition_leader_epoch, b.partition_leader_epoch)
+            col_put_int(self.magic, b.magic)
         self.rows += 1
         return 0
 
     cdef int truncate(self, Py_ssize_t rows) except -1:
         """Drop rows past `rows` (a batch that failed half way is all-or-nothing;
         its header entries may be there although its rows were not committed)."""
-        self.key.truncate(rows)
-        self.value.truncate(rows)
-        self.offset.size = rows * 8
-        self.timestamp.size = rows * 8
-        self.timestamp_type.size = rows * 4
-        self.header_list_offsets.size = (rows + 1) * 4
-        self.header_rows = (<int32_t *>self.header_list_offsets.data)[rows]
-        self.header_list_valid.truncate(rows)
-        self.header_key.truncate(self.header_rows)
-        self.header_value.truncate(self.header_rows)
-        if self.batch_columns:
-            for g, width in ((self.producer_id, 8), (self.producer_epoch, 2), (self.sequence, 4),
-                             (self.compression, 1), (self.batch_position, 8),
-                             (self.batch_base_offset, 8), (self.partition_leader_epoch, 4),
-                             (self.magic, 1)):
-                (<_Growable>g).size = rows * width
-            self.is_transactional.truncate(rows)
-            self.is_control.truncate(rows)
+        cdef _Column col
+        for col in self.columns():
+            col_truncate(col, rows)
         self.rows = rows
         return 0
 
@@ -271,53 +123,25 @@ cdef class _ArrowColumns:
         first, as a chunk ends past its limits), in one step.  A column of N
         bytes grown by doubling would copy about N bytes more."""
         cdef _Growable g
-        for g in (self.key.offsets, self.key.data, self.key.valid.bytes,
-                  self.value.offsets, self.value.data, self.value.valid.bytes,
-                  self.offset, self.timestamp, self.timestamp_type,
-                  self.header_list_offsets, self.header_list_valid.bytes):
+        for g in (self.key.offsets, self.key.values, self.key.valid,
+                  self.value.offsets, self.value.values, self.value.valid,
+                  self.offset.values, self.timestamp.values, self.timestamp_type.values,
+                  self.headers.offsets, self.headers.valid):
             g.reserve(<Py_ssize_t>(g.size * scale) + 64)
         return 0
 
     cdef Py_ssize_t data_bytes(self) noexcept:
-        return (self.key.data.size + self.value.data.size + self.header_key.data.size
-                + self.header_value.data.size)
+        return (self.key.values.size + self.value.values.size + self.header_key.values.size
+                + self.header_value.values.size)
 
     cdef object finish(self, object topic, object partition):
         pa = pyarrow()
         cdef Py_ssize_t n = self.rows
-        header_struct = pa.StructArray.from_arrays(
-            [self.header_key.to_arrow(pa.string()), self.header_value.to_arrow(pa.binary())],
-            names=["key", "value"])
-        headers = pa.Array.from_buffers(
-            pa.list_(header_struct.type), n,
-            [pa.py_buffer(self.header_list_valid.bytes) if self.header_list_valid.zeros else None,
-             pa.py_buffer(self.header_list_offsets)],
-            null_count=self.header_list_valid.zeros, children=[header_struct])
-        topic_col = (pa.nulls(n, pa.string()) if topic is None
-                     else constant_string_column(topic, n))
-        partition_col = (pa.nulls(n, pa.int32()) if partition is None
-                         else constant_int32_column(partition, n))
-        columns = [
-            self.key.to_arrow(pa.binary()), self.value.to_arrow(pa.binary()), topic_col, partition_col,
-            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offset)]),
-            pa.Array.from_buffers(pa.timestamp("ms"), n, [None, pa.py_buffer(self.timestamp)]),
-            pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.timestamp_type)]),
-            headers,
-        ]
+        cdef list columns = [col_finish(col) for col in self.columns()]
+        columns[2:2] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
+                        pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
         if self.batch_columns:
-            names = pa.array(_CODEC_NAMES, pa.string())
-            columns += [
-                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.producer_id)]),
-                pa.Array.from_buffers(pa.int16(), n, [None, pa.py_buffer(self.producer_epoch)]),
-                pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.sequence)]),
-                pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(self.is_transactional.bytes)]),
-                pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(self.is_control.bytes)]),
-                names.take(pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(self.compression)])),
-                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.batch_position)]),
-                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.batch_base_offset)]),
-                pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.partition_leader_epoch)]),
-                pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(self.magic)]),
-            ]
+            columns[13] = pa.array(_CODEC_NAMES, pa.string()).take(columns[13])
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(batch_columns=self.batch_columns))
 
 
@@ -357,52 +181,18 @@ cdef object constant_string_column(str value, Py_ssize_t n):
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except NULL:
-    """Room for n more bytes at the end of g (zeroed if asked); returns where they start."""
-    if g.size + n > g.capacity:
-        g.reserve(n)
-    if zero:
-        memset(g.data + g.size, 0, n)
-    return g.data + g.size
-
-
-cdef inline uint8_t *reserve_bits(_Bits bits, Py_ssize_t n, bint ones) except NULL:
-    """Room for n more bits, preset to `ones` (the common value), so a row only
-    touches its bit when it has the other one.  Also resets the unused bits of
-    the last byte, which a batch that failed half way may have changed."""
-    cdef Py_ssize_t length = bits.length
-    cdef Py_ssize_t used = (length + 7) >> 3
-    cdef Py_ssize_t want = ((length + n + 7) >> 3) + 1
-    cdef _Growable g = bits.bytes
-    if want > g.capacity:
-        g.reserve(want - g.size)
-    if length & 7:
-        if ones:
-            g.data[length >> 3] |= <uint8_t>(0xFF << (length & 7))
-        else:
-            g.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
-    memset(g.data + used, 0xFF if ones else 0, want - used)
-    return g.data
-
-
-cdef extern from "copy_short.h":
-    enum: KAFKAREC_COPY_SLACK
-    void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
-                             const uint8_t *src_end) noexcept nogil
-
-
 cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                         bint strict, bint crc_after) except -1:
     """All records of one v2 batch, written through raw pointers: the per-row
     columns into space reserved up front (a batch cannot hold more rows than
     its payload has 7-byte minimal records), key and value bytes into space
-    checked per record.  Sizes
-    are committed when the batch is complete, so a batch that fails half way
-    leaves the columns as they were (headers, appended as they come, are cut
-    back by _ArrowColumns.truncate).  With crc_after the CRC is checked after
-    decoding, before the commit: decoding then pulls the bytes into cache
-    and the CRC runs over cached bytes."""
+    checked per record.  The rows are committed (col_commit) when the batch is
+    complete, so a batch that fails half way leaves the columns as they were
+    (headers, appended as they come, are cut back by _ArrowColumns.truncate).
+    With crc_after the CRC is checked after decoding, before the commit:
+    decoding then pulls the bytes into cache and the CRC runs over cached bytes."""
     cdef RecordView v
+    cdef _Column key = cols.key, value = cols.value
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
@@ -421,7 +211,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef uint8_t *vdata
     cdef Py_ssize_t kpos, vpos, kcap, vcap
     cdef const uint8_t *pos = it._cur.pos
-    if cols.key.data.size + payload > INT32_LIMIT or cols.value.data.size + payload > INT32_LIMIT:
+    if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
         raise ColumnOverflowError("binary column over 2 GiB")
     if cols.batch_columns:
         # The rare wide layout keeps the general path.
@@ -429,21 +219,21 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
             parse_v2_record(it, &v)
             cols.add(&v, ts_type, b, strict)
         return 0
-    ko = <int32_t *>reserve_tail(cols.key.offsets, rows * 4, False)
-    vo = <int32_t *>reserve_tail(cols.value.offsets, rows * 4, False)
-    offs = <int64_t *>reserve_tail(cols.offset, rows * 8, False)
-    tss = <int64_t *>reserve_tail(cols.timestamp, rows * 8, False)
-    tts = <int32_t *>reserve_tail(cols.timestamp_type, rows * 4, False)
-    hoff = <int32_t *>reserve_tail(cols.header_list_offsets, rows * 4, False)
-    kdata = cols.key.data.data            # indexed by absolute column position
-    vdata = cols.value.data.data
-    kcap = cols.key.data.capacity
-    vcap = cols.value.data.capacity
-    kvalid = reserve_bits(cols.key.valid, rows, True)
-    vvalid = reserve_bits(cols.value.valid, rows, True)
-    hvalid = reserve_bits(cols.header_list_valid, rows, False)
-    kpos = cols.key.data.size
-    vpos = cols.value.data.size
+    ko = <int32_t *>reserve_tail(key.offsets, rows * 4, False)
+    vo = <int32_t *>reserve_tail(value.offsets, rows * 4, False)
+    offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
+    tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
+    tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
+    hoff = <int32_t *>reserve_tail(cols.headers.offsets, rows * 4, False)
+    kdata = key.values.data             # indexed by absolute column position
+    vdata = value.values.data
+    kcap = key.values.capacity
+    vcap = value.values.capacity
+    kvalid = reserve_bits(key.valid, r0, rows, True)
+    vvalid = reserve_bits(value.valid, r0, rows, True)
+    hvalid = reserve_bits(cols.headers.valid, r0, rows, False)
+    kpos = key.values.size
+    vpos = value.values.size
     end_row = r0 + rows
     while it._remaining > 0 and row < end_row:
         # parse_v2_record_at, spelled out so the scanner inlines into this loop
@@ -451,10 +241,10 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
             raise_record_fault(it)
         if likely(v.key_len >= 0):
             if unlikely(kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap):
-                # (sizes are committed per batch: reserve counts from kpos)
-                cols.key.data.reserve(kpos - cols.key.data.size + v.key_len + KAFKAREC_COPY_SLACK)
-                kdata = cols.key.data.data
-                kcap = cols.key.data.capacity
+                # (rows are committed per batch: reserve counts from kpos)
+                key.values.reserve(kpos - key.values.size + v.key_len + KAFKAREC_COPY_SLACK)
+                kdata = key.values.data
+                kcap = key.values.capacity
             kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
             kpos += v.key_len
         else:
@@ -462,10 +252,9 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
             key_nulls += 1
         if likely(v.value_len >= 0):
             if unlikely(vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap):
-                cols.value.data.reserve(vpos - cols.value.data.size + v.value_len
-                                        + KAFKAREC_COPY_SLACK)
-                vdata = cols.value.data.data
-                vcap = cols.value.data.capacity
+                value.values.reserve(vpos - value.values.size + v.value_len + KAFKAREC_COPY_SLACK)
+                vdata = value.values.data
+                vcap = value.values.capacity
             kafkarec_copy_short(vdata + vpos, v.value, v.value_len, payload_end)
             vpos += v.value_len
         else:
@@ -485,7 +274,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
             add_headers(cols, &v, strict, payload_end)
             hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
             with_headers += 1
-        hoff[0] = <int32_t>cols.header_rows
+        hoff[0] = <int32_t>cols.header_entries.length
         hoff += 1
         row += 1
     if it._remaining > 0:
@@ -496,20 +285,14 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     # commit the batch
     it._cur.pos = pos
     rows = row - r0
-    cols.key.data.size = kpos
-    cols.value.data.size = vpos
-    cols.key.offsets.size += rows * 4
-    cols.value.offsets.size += rows * 4
-    cols.offset.size += rows * 8
-    cols.timestamp.size += rows * 8
-    cols.timestamp_type.size += rows * 4
-    cols.header_list_offsets.size += rows * 4
-    cols.key.valid.zeros += key_nulls
-    cols.value.valid.zeros += value_nulls
-    cols.header_list_valid.zeros += rows - with_headers
-    for bitmap in (cols.key.valid, cols.value.valid, cols.header_list_valid):
-        (<_Bits>bitmap).length = row
-        (<_Bits>bitmap).bytes.size = (row + 7) >> 3
+    key.values.size = kpos
+    value.values.size = vpos
+    col_commit(key, rows, key_nulls)
+    col_commit(value, rows, value_nulls)
+    col_commit(cols.offset, rows, 0)
+    col_commit(cols.timestamp, rows, 0)
+    col_commit(cols.timestamp_type, rows, 0)
+    col_commit(cols.headers, rows, rows - with_headers)
     cols.rows = row
     return 0
 
@@ -522,63 +305,37 @@ ctypedef int (*AddV2Records)(_ArrowColumns, _RecordIterator, int, RecordBatch, b
 cdef AddV2Records add_v2_records_out_of_line = add_v2_records
 
 
-cdef inline int append_reserved(_Growable data, _Growable offsets, _Bits valid,
-                                const uint8_t *p, int32_t n, const uint8_t *src_end) except -1:
-    """Append to a binary column whose data has room for n bytes +
-    KAFKAREC_COPY_SLACK and whose offsets have room for one more entry
-    (add_headers reserves both).  Parts passed apart: no reference counting
-    per call."""
-    if n >= 0:
-        kafkarec_copy_short(data.data + data.size, p, n, src_end)
-        data.size += n
-    valid.append(n >= 0)
-    (<int32_t *>(offsets.data + offsets.size))[0] = <int32_t>data.size
-    offsets.size += 4
-    return 0
-
-
 cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
                      const uint8_t *payload_end) except -1:
     cdef Cursor c
     cdef int32_t i, klen, vlen
     cdef const uint8_t *kp
     cdef const uint8_t *vp
-    cdef _BinaryColumn keys = cols.header_key
-    cdef _BinaryColumn values = cols.header_value
-    cdef _Growable key_data = keys.data, key_offsets = keys.offsets
-    cdef _Growable value_data = values.data, value_offsets = values.offsets
-    cdef _Bits key_valid = keys.valid, value_valid = values.valid
-    # A record's header keys and values together are shorter than its header
-    # section: room for all of them at once, then no check per header.
+    cdef _Column keys = cols.header_key, values = cols.header_value, entries = cols.header_entries
+    # A record's header keys and values together are shorter than its header section.
     cdef Py_ssize_t room = v.headers_end - v.headers + KAFKAREC_COPY_SLACK
-    if key_data.size + room > INT32_LIMIT or value_data.size + room > INT32_LIMIT:
+    if keys.values.size + room > INT32_LIMIT or values.values.size + room > INT32_LIMIT:
         raise ColumnOverflowError("header column over 2 GiB")
-    reserve_tail(key_data, room, False)
-    reserve_tail(value_data, room, False)
-    reserve_tail(key_offsets, v.header_count * 4, False)
-    reserve_tail(value_offsets, v.header_count * 4, False)
     # Headers were validated when the record was parsed; walk them again.
     cursor_init(&c, v.headers, v.headers_end - v.headers, v.error_position, False, strict)
     for i in range(v.header_count):
         read_varint(&c, &klen, "header key length")
         kp = cursor_take(&c, klen, "header key")
         if strict or is_utf8(kp, klen):       # strict: checked by the scanner
-            append_reserved(key_data, key_offsets, key_valid, kp, klen, payload_end)
+            col_put_bin(keys, kp, klen, payload_end)
         else:
             append_utf8_replaced(keys, kp, klen)
-            reserve_tail(key_data, room, False)   # a replaced key may be longer
         read_varint(&c, &vlen, "header value length")
         vp = cursor_take(&c, vlen, "header value") if vlen >= 0 else NULL
-        append_reserved(value_data, value_offsets, value_valid, vp, vlen, payload_end)
-    cols.header_rows += v.header_count
+        col_put_bin(values, vp, vlen, payload_end)
+        col_ok(entries)
     return 0
 
 
-cdef int append_utf8_replaced(_BinaryColumn col, const uint8_t *p, int32_t n) except -1:
+cdef int append_utf8_replaced(_Column col, const uint8_t *p, int32_t n) except -1:
     # A header key that is not UTF-8: Kafka decodes keys leniently (U+FFFD for
     # bad bytes), and Arrow strings must be UTF-8.
-    cdef bytes fixed = java_utf8(p, n).encode("utf-8")
-    return col.append(<const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
+    return col_put_bytes(col, java_utf8(p, n).encode("utf-8"))
 
 
 cdef set aborted_batch_positions(object data, ReadOptions options, BatchIterator region):

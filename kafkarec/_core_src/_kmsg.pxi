@@ -9,8 +9,9 @@
 # the element's minimum size) before any element is read, so a lying count fails at once. Errors are
 # InternalRecordError at the absolute byte position (the cursor's origin + the offset in the bytes).
 #
-# The same walk fills typed Arrow columns (_KSink): a field the caller maps to a column is written there
-# instead of into a dict, so __consumer_offsets columns come from the one plan that record decoding uses.
+# The same walk fills typed Arrow columns (_KSink, a row of the core's one column builder): a field the
+# caller maps to a column is written there instead of into a dict, so __consumer_offsets columns come from
+# the one plan that record decoding uses.
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 
 # The class of the walk's errors in a C global: every read passes it, and a module-global lookup per
@@ -119,12 +120,12 @@ cdef class _KStruct:
 
 @cython.final
 cdef class _KSink:
-    """Typed Arrow columns (bool/int8/int16/int32/int64 in _ArrowGrowable + validity, string/bytes in
-    _BinaryColumn) filled by plan walks, a row per record (see kafkarec/internal/columns.py). The fixed-size
-    columns are sized once for all rows (open()) and written in place."""
+    """A row of typed Arrow columns (_Column: bool/int8/int16/int32/int64, string/bytes) filled by plan
+    walks, a row per record (see kafkarec/internal/columns.py); a column a row leaves unwritten is null
+    in it. The fixed-size columns are reserved once for all rows (open()), written in place and
+    committed by finish(); strings and bytes are appended."""
     cdef tuple kinds_
     cdef list columns
-    cdef list valids
     cdef int kinds[64]
     cdef int width[64]
     cdef PyObject *cols[64]
@@ -138,54 +139,50 @@ cdef class _KSink:
 
     def __init__(self, tuple kinds):
         cdef int i, kind
+        cdef _Column col
         if len(kinds) > 64:
             raise ValueError("at most 64 columns")
+        pa = pyarrow()
         self.kinds_ = kinds
         self.columns = []
-        self.valids = []
         self.ncols = len(kinds)
         for i in range(self.ncols):
             kind = kinds[i]
             self.kinds[i] = kind
             self.zeros[i] = 0
             if kind == KM_STRING or kind == KM_BYTES:
-                self.columns.append(_BinaryColumn())
-                self.valids.append(None)
-                self.width[i] = 0
-            elif kind in (KM_BOOL, KM_INT8, KM_INT16, KM_INT32, KM_INT64):
-                self.columns.append(_ArrowGrowable())
-                self.valids.append(_ArrowGrowable())
-                self.width[i] = _km_min_size(kind, False, None)
+                col = new_column(CK_BIN, pa.string() if kind == KM_STRING else pa.binary(), True)
+            elif kind == KM_BOOL or kind == KM_INT8:        # a bool as int8 0/1, cast by finish()
+                col = new_column(CK_I8, pa.int8(), True)
+            elif kind == KM_INT16:
+                col = new_column(CK_I16, pa.int16(), True)
+            elif kind == KM_INT32:
+                col = new_column(CK_I32, pa.int32(), True)
+            elif kind == KM_INT64:
+                col = new_column(CK_I64, pa.int64(), True)
             else:
                 raise ValueError(f"no column of kind {kind}")
-            self.cols[i] = <PyObject *>self.columns[i]
+            self.columns.append(col)
+            self.width[i] = col.width
+            self.cols[i] = <PyObject *>col
 
     cdef int open(self, Py_ssize_t rows, Py_ssize_t string_bytes) except -1:
         """Room for `rows` rows: the fixed-size columns zeroed in place (a null's value is 0), about
         `string_bytes` for each string column."""
-        cdef int col
-        cdef _BinaryColumn b
-        cdef _Growable g
+        cdef int i
+        cdef _Column col
         if self.rows or self.capacity:
             raise ValueError("a sink is opened once")
         self.capacity = rows
-        for col in range(self.ncols):
-            if self.width[col] == 0:
-                b = <_BinaryColumn>self.cols[col]
-                b.offsets.reserve(rows * 4)
-                b.data.reserve(string_bytes)
-                b.valid.bytes.reserve(rows // 8 + 1)
+        for i in range(self.ncols):
+            col = <_Column>self.cols[i]
+            if self.width[i] == 0:
+                col.offsets.reserve(rows * 4)
+                col.values.reserve(string_bytes + KAFKAREC_COPY_SLACK)
+                col.valid.reserve(rows // 8 + 1)
                 continue
-            g = <_Growable>self.cols[col]
-            g.reserve(rows * self.width[col] + 1)
-            g.size = rows * self.width[col]
-            memset(g.data, 0, g.size)
-            self.data[col] = g.data
-            g = <_Growable>self.valids[col]
-            g.reserve(rows // 8 + 1)
-            g.size = (rows + 7) // 8
-            memset(g.data, 0, g.size)
-            self.valid[col] = g.data
+            self.data[i] = reserve_tail(col.values, rows * self.width[i] + 1, True)
+            self.valid[i] = reserve_bits(col.valid, 0, rows, False)
         return 0
 
     cdef inline int put_int(self, int col, int64_t v) noexcept:
@@ -204,8 +201,8 @@ cdef class _KSink:
         self.filled |= (<uint64_t>1) << col
         return 0
 
-    cdef int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n) except -1:
-        (<_BinaryColumn>self.cols[col]).append(p, <int32_t>n)
+    cdef inline int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n, const uint8_t *src_end) except -1:
+        col_put_bin(<_Column>self.cols[col], p, n, src_end)
         self.filled |= (<uint64_t>1) << col
         return 0
 
@@ -220,7 +217,7 @@ cdef class _KSink:
             col = count_trailing_zeros64(missing)
             missing &= missing - 1
             if self.width[col] == 0:
-                (<_BinaryColumn>self.cols[col]).append(NULL, -1)
+                col_null(<_Column>self.cols[col])
             else:
                 self.zeros[col] += 1
         self.filled = 0
@@ -231,20 +228,16 @@ cdef class _KSink:
         """The columns as pyarrow arrays (bool columns as bool, string columns as UTF-8 strings)."""
         pa = pyarrow()
         cdef list out = []
-        cdef int col, kind
+        cdef int i
+        cdef _Column col
         if self.rows != self.capacity:
             raise ValueError("the sink holds fewer rows than it was opened for")
-        for col in range(self.ncols):
-            kind = self.kinds[col]
-            if kind == KM_STRING or kind == KM_BYTES:
-                out.append((<_BinaryColumn>self.columns[col]).to_arrow(
-                    pa.string() if kind == KM_STRING else pa.binary()))
-                continue
-            typ = {KM_INT64: pa.int64(), KM_INT32: pa.int32(), KM_INT16: pa.int16()}.get(kind, pa.int8())
-            arr = pa.Array.from_buffers(typ, self.rows, [pa.py_buffer(self.valids[col]) if self.zeros[col] else None,
-                                                         pa.py_buffer(self.columns[col])],
-                                        null_count=self.zeros[col])
-            out.append(arr.cast(pa.bool_()) if kind == KM_BOOL else arr)
+        for i in range(self.ncols):
+            col = <_Column>self.cols[i]
+            if self.width[i]:
+                col_commit(col, self.rows, self.zeros[i])
+            arr = col_finish(col)
+            out.append(arr.cast(pa.bool_()) if self.kinds[i] == KM_BOOL else arr)
         return out
 
 
@@ -600,8 +593,9 @@ cdef int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) exce
         p = _km_payload(c, n, at, f.name)
         if kind == KM_STRING and _km_check_utf8(c, p, n, at, f.name):
             fixed = java_utf8_replacing(p, n).encode("utf-8")
-            return sink.put_bytes(col, <const uint8_t *>PyBytes_AS_STRING(fixed), len(fixed))
-        return sink.put_bytes(col, p, n)
+            p = <const uint8_t *>PyBytes_AS_STRING(fixed)
+            return sink.put_bytes(col, p, len(fixed), p + len(fixed))
+        return sink.put_bytes(col, p, n, c.end)
     raise TypeError(f"field {f.name} (kind {kind}) cannot go to a column")
 
 

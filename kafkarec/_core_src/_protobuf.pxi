@@ -58,10 +58,6 @@ cdef enum:
     PBC_ANY_JSON = 13       # a google.protobuf.Any as JSON text (convert.any.fields.to.json)
 
 
-cdef inline uint64_t pb_load_le64(const uint8_t *p) noexcept nogil:
-    return (<uint64_t>kr_load_le32(p)) | ((<uint64_t>kr_load_le32(p + 4)) << 32)
-
-
 cdef inline int pb_wire_of(int t) noexcept nogil:
     if t == PBT_DOUBLE or t == PBT_FIXED64 or t == PBT_SFIXED64:
         return PB_WT_I64
@@ -346,7 +342,7 @@ cdef inline int pb_read_number(const PbCtx *ctx, int wire, const uint8_t **pp, c
     else:
         if unlikely(span_take(pp, end, 8) == NULL):
             pb_fail(ctx, p, f"8-byte value needs 8 bytes but only {end - p} remain")
-        out[0] = pb_load_le64(p)
+        out[0] = kr_load_le64(p)
     return 0
 
 
@@ -410,7 +406,7 @@ cdef int pb_put_number(_PbMsgPlan plan, int fidx, _Column col, int kind, uint64_
         name = names.get(i32)
         if name is None:
             name = plan.enum_unknown[fidx] + str(i32).encode("ascii")
-        return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(name), len(<bytes>name))
+        return col_put_bytes(col, <bytes>name)
     return pb_fail(ctx, at, f"field {plan.fields[fidx].number}: no conversion to column kind {kind}")
 
 
@@ -421,7 +417,7 @@ cdef int pb_put_bytes(_PbMsgPlan plan, int fidx, _Column col, int kind, const ui
     if kind == PBC_STRING:
         if unlikely(not is_utf8(p, <int32_t>n)):
             pb_fail(ctx, p, f"field {plan.fields[fidx].number}: string is not valid UTF-8")
-    return col_put_bin(col, p, n)
+    return col_put_bin(col, p, n, p + n)
 
 
 cdef int pb_put_time(_Column col, int kind, const PbTime *layout, const uint8_t *p, const uint8_t *end,
@@ -470,7 +466,7 @@ cdef int pb_put_default(_PbMsgPlan plan, int slot, _Column col, int kind, const 
     if kind == PBC_STRING or kind == PBC_BINARY or kind == PBC_ANY_JSON:
         if d is None:
             d = b""
-        return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(d), len(<bytes>d))
+        return col_put_bytes(col, <bytes>d)
     if kind == PBC_BOOL:
         return col_put_bool(col, bool(d))
     if kind == PBC_INT32:
@@ -531,7 +527,7 @@ cdef int pb_put_any_json(object printer, _Column col, const uint8_t *p, const ui
         if at == p:
             inside = exc.position
         pb_fail(ctx, at + inside, exc.reason)
-    return col_put_bin(col, <const uint8_t *>PyBytes_AS_STRING(text), len(text))
+    return col_put_bytes(col, text)
 
 
 cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const uint8_t *p,

@@ -30,10 +30,10 @@ cdef inline void cursor_init(Cursor *c, const uint8_t *start, Py_ssize_t length,
     c.strict = strict
 
 
-cdef bytes value_problem(Py_ssize_t position, str reason):
+cpdef str value_problem(object position, str reason):
     """The one wording of a typed row's error (Avro, Protobuf, JSON Schema, the registry):
     where in the record's value bytes (framing included) and why."""
-    return f"at byte {position} of the value: {reason}".encode("utf-8", "replace")
+    return f"at byte {position} of the value: {reason}"
 
 
 cdef int cursor_fail(const Cursor *c, const uint8_t *at, object cls, str reason) except -1:

@@ -459,6 +459,90 @@ cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at
     return kind
 
 
+cdef inline int read_record_fields(_RecordIterator it, RecordView *v, const uint8_t *start,
+                                   const uint8_t *p, const uint8_t *limit, bint strict) noexcept:
+    """The fields of the record at `start`, from its body at p up to `limit` at most, into v
+    (offset and timestamp as their deltas; headers_end: where the fields end).  Returns 0, or
+    a fault (described in it._fault).  Every length is taken by the one checked read."""
+    cdef RecordFaultInfo *f = &it._fault
+    cdef int status
+    cdef int32_t offset_delta, hk, hv, i
+    cdef const uint8_t *q = span_take(&p, limit, 1)
+    if unlikely(q == NULL):
+        return record_fault(f, FAULT_SHORT, FIELD_ATTRIBUTES, p, start, 1, 0)
+    v.attributes = <int8_t>q[0]
+    status = take_varlong(&p, limit, strict, &v.timestamp)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_TIMESTAMP_DELTA, p, start, 0, 0)
+    status = take_varint(&p, limit, strict, &offset_delta)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_OFFSET_DELTA, p, start, 0, 0)
+    v.offset = offset_delta
+    status = take_varint(&p, limit, strict, &v.key_len)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_KEY_LENGTH, p, start, 0, 0)
+    v.key = NULL
+    if v.key_len >= 0:
+        v.key = span_take(&p, limit, v.key_len)
+        if unlikely(v.key == NULL):
+            return record_fault(f, FAULT_SHORT, FIELD_KEY, p, start, v.key_len, limit - p)
+    status = take_varint(&p, limit, strict, &v.value_len)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_VALUE_LENGTH, p, start, 0, 0)
+    v.value = NULL
+    if v.value_len >= 0:
+        v.value = span_take(&p, limit, v.value_len)
+        if unlikely(v.value == NULL):
+            return record_fault(f, FAULT_SHORT, FIELD_VALUE, p, start, v.value_len, limit - p)
+    status = take_varint(&p, limit, strict, &v.header_count)
+    if unlikely(status):
+        return record_fault(f, status, FIELD_HEADER_COUNT, p, start, 0, 0)
+    if unlikely(v.header_count < 0):
+        return record_fault(f, FAULT_NEGATIVE_HEADER_COUNT, 0, start, start, v.header_count, 0)
+    if unlikely(v.header_count > limit - p):
+        return record_fault(f, FAULT_HEADER_COUNT_PAST_END, 0, start, start, v.header_count, 0)
+    v.headers = p
+    for i in range(v.header_count):
+        status = take_varint(&p, limit, strict, &hk)
+        if unlikely(status):
+            return record_fault(f, status, FIELD_HEADER_KEY_LENGTH, p, start, 0, 0)
+        if unlikely(hk < 0):
+            return record_fault(f, FAULT_NEGATIVE_HEADER_KEY, 0, start, start, hk, 0)
+        q = span_take(&p, limit, hk)
+        if unlikely(q == NULL):
+            return record_fault(f, FAULT_SHORT, FIELD_HEADER_KEY, p, start, hk, limit - p)
+        if unlikely(strict) and not is_utf8(q, hk):
+            return record_fault(f, FAULT_HEADER_KEY_UTF8, 0, q, start, 0, 0)
+        status = take_varint(&p, limit, strict, &hv)
+        if unlikely(status):
+            return record_fault(f, status, FIELD_HEADER_VALUE_LENGTH, p, start, 0, 0)
+        if hv >= 0:
+            if unlikely(span_take(&p, limit, hv) == NULL):
+                return record_fault(f, FAULT_SHORT, FIELD_HEADER_VALUE, p, start, hv, limit - p)
+        elif unlikely(hv != -1 and strict):
+            return record_fault(f, FAULT_NEGATIVE_HEADER_VALUE, 0, start, start, hv, 0)
+    v.headers_end = p
+    return 0
+
+
+cdef int record_overrun_fault(_RecordIterator it, const uint8_t *start, const uint8_t *body,
+                              int32_t size, const uint8_t *end) noexcept:
+    """The fault of a record whose fields do not fit in its declared size (or whose size is
+    negative), found as Kafka finds it: its reader reads the fields on past the record, into the
+    rest of the batch, and then compares what it read with the size."""
+    cdef RecordView fields
+    cdef int status = read_record_fields(it, &fields, start, body, end, it._cur.strict)
+    if status:
+        return status
+    return record_fault(&it._fault, FAULT_SIZE_MISMATCH, 0, start, start, size, fields.headers_end - body)
+
+
+# Called through a pointer so the compiler keeps this cold path out of the record loops.
+ctypedef int (*RecordOverrun)(_RecordIterator, const uint8_t *, const uint8_t *, int32_t,
+                              const uint8_t *) noexcept
+cdef RecordOverrun record_overrun_out_of_line = record_overrun_fault
+
+
 cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                const uint8_t *end) noexcept:
     """Read and validate the record at pos[0] (Kafka's DefaultRecord.readFrom
@@ -471,84 +555,34 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     cdef const uint8_t *start = pos[0]
     cdef const uint8_t *p = start
     cdef const uint8_t *body
-    cdef const uint8_t *at
     cdef bint strict = c.strict
     cdef int status
-    cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
-    cdef int64_t timestamp_delta
-    cdef uint8_t attributes
-    cdef const uint8_t *key_p = NULL
-    cdef const uint8_t *value_p = NULL
-    cdef const uint8_t *headers_p
+    cdef int32_t size, offset_delta
+    # The fields as read (deltas), into v once the record is valid (kept apart, they stay
+    # in registers).
+    cdef RecordView r
     if unlikely(p >= end):
         return record_fault(f, FAULT_PREMATURE_EOF, 0, start, start, 0, 0)
     status = take_varint(&p, end, strict, &size)
     if unlikely(status):
         return record_fault(f, status, FIELD_LENGTH, p, start, 0, 0)
-    if unlikely(size > end - p):
+    # The body by the one checked read; the fields are read inside it.  (p is then
+    # taken from the length prefix, so the next record's parse does not wait on
+    # this record's chain of dependent loads.)
+    body = span_take(&p, end, size)
+    if unlikely(body == NULL and size >= 0):
         return record_fault(f, FAULT_SIZE_PAST_END, 0, start, start, size, end - p)
-    body = p
-    if unlikely(p >= end):
-        return record_fault(f, FAULT_SHORT, FIELD_ATTRIBUTES, p, start, 1, 0)
-    attributes = p[0]
-    p += 1
-    status = take_varlong(&p, end, strict, &timestamp_delta)
-    if unlikely(status):
-        return record_fault(f, status, FIELD_TIMESTAMP_DELTA, p, start, 0, 0)
-    status = take_varint(&p, end, strict, &offset_delta)
-    if unlikely(status):
-        return record_fault(f, status, FIELD_OFFSET_DELTA, p, start, 0, 0)
-    status = take_varint(&p, end, strict, &key_len)
-    if unlikely(status):
-        return record_fault(f, status, FIELD_KEY_LENGTH, p, start, 0, 0)
-    if key_len >= 0:
-        if unlikely(key_len > end - p):
-            return record_fault(f, FAULT_SHORT, FIELD_KEY, p, start, key_len, end - p)
-        key_p = p
-        p += key_len
-    status = take_varint(&p, end, strict, &value_len)
-    if unlikely(status):
-        return record_fault(f, status, FIELD_VALUE_LENGTH, p, start, 0, 0)
-    if value_len >= 0:
-        if unlikely(value_len > end - p):
-            return record_fault(f, FAULT_SHORT, FIELD_VALUE, p, start, value_len, end - p)
-        value_p = p
-        p += value_len
-    status = take_varint(&p, end, strict, &header_count)
-    if unlikely(status):
-        return record_fault(f, status, FIELD_HEADER_COUNT, p, start, 0, 0)
-    if unlikely(header_count < 0):
-        return record_fault(f, FAULT_NEGATIVE_HEADER_COUNT, 0, start, start, header_count, 0)
-    if unlikely(header_count > end - p):
-        return record_fault(f, FAULT_HEADER_COUNT_PAST_END, 0, start, start, header_count, 0)
-    headers_p = p
-    for i in range(header_count):
-        status = take_varint(&p, end, strict, &hk)
-        if unlikely(status):
-            return record_fault(f, status, FIELD_HEADER_KEY_LENGTH, p, start, 0, 0)
-        if unlikely(hk < 0):
-            return record_fault(f, FAULT_NEGATIVE_HEADER_KEY, 0, start, start, hk, 0)
-        if unlikely(hk > end - p):
-            return record_fault(f, FAULT_SHORT, FIELD_HEADER_KEY, p, start, hk, end - p)
-        if unlikely(strict) and not is_utf8(p, hk):
-            return record_fault(f, FAULT_HEADER_KEY_UTF8, 0, p, start, 0, 0)
-        p += hk
-        status = take_varint(&p, end, strict, &hv)
-        if unlikely(status):
-            return record_fault(f, status, FIELD_HEADER_VALUE_LENGTH, p, start, 0, 0)
-        if hv >= 0:
-            if unlikely(hv > end - p):
-                return record_fault(f, FAULT_SHORT, FIELD_HEADER_VALUE, p, start, hv, end - p)
-            p += hv
-        elif unlikely(hv != -1 and strict):
-            return record_fault(f, FAULT_NEGATIVE_HEADER_VALUE, 0, start, start, hv, 0)
-    if unlikely(p - body != size):
-        return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, p - body)
+    if unlikely(body == NULL or read_record_fields(it, &r, start, body, p, strict) != 0):
+        # (a negative size leaves p at the body)
+        return record_overrun_out_of_line(it, start, p if body == NULL else body, size, end)
+    if unlikely(r.headers_end != p):
+        return record_fault(f, FAULT_SIZE_MISMATCH, 0, start, start, size, r.headers_end - body)
+    offset_delta = <int32_t>r.offset
     if unlikely(strict):
-        if attributes != 0:
-            return record_fault(f, FAULT_ATTRIBUTES, 0, start, start, attributes, 0)
-        if key_len < -1 or value_len < -1:
-            return record_fault(f, FAULT_NEGATIVE_LENGTH, 0, start, start, key_len, value_len)
+        if r.attributes != 0:
+            return record_fault(f, FAULT_ATTRIBUTES, 0, start, start, <uint8_t>r.attributes, 0)
+        if r.key_len < -1 or r.value_len < -1:
+            return record_fault(f, FAULT_NEGATIVE_LENGTH, 0, start, start, r.key_len, r.value_len)
         if offset_delta <= it._prev_offset_delta or offset_delta > it._last_offset_delta:
             return record_fault(f, FAULT_OFFSET_ORDER, 0, start, start, offset_delta,
                                 it._last_offset_delta)
@@ -557,22 +591,20 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     if unlikely(it._remaining == 1 and p != end):
         return record_fault(f, FAULT_LEFTOVER, 0, p, start, 0, 0)
     it._remaining -= 1
-    # == p (checked above); taken from the length prefix so the next record's
-    # parse does not wait on this record's chain of dependent loads.
-    pos[0] = body + size
+    pos[0] = p
     v.offset = wrapping_add64(it._base_offset, offset_delta)
     if it._timestamp_type == TS_LOG_APPEND:
         v.timestamp = it._max_timestamp     # the stored deltas still hold create times
     else:
-        v.timestamp = wrapping_add64(it._base_timestamp, timestamp_delta)
+        v.timestamp = wrapping_add64(it._base_timestamp, r.timestamp)
     v.sequence = increment_sequence(it._base_sequence, offset_delta) if it._base_sequence >= 0 else -1
-    v.attributes = <int8_t>attributes
-    v.key_len = key_len
-    v.value_len = value_len
-    v.header_count = header_count
-    v.key = key_p
-    v.value = value_p
-    v.headers = headers_p
+    v.attributes = r.attributes
+    v.key_len = r.key_len
+    v.value_len = r.value_len
+    v.header_count = r.header_count
+    v.key = r.key
+    v.value = r.value
+    v.headers = r.headers
     v.headers_end = p
     v.error_position = (c.origin if c.decompressed else c.origin + (start - c.start))
     return 0

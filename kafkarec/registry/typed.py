@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from kafkarec._core import encode_varlong
+from kafkarec._core import encode_varlong, value_problem
 from kafkarec._extras import require
 from kafkarec.errors import KafkaRecError
 from kafkarec.registry import wire
@@ -278,14 +278,15 @@ class TypedColumn:
             texts = [self._writer_errors[i] for i in bad_sorted.tolist()]
             code = np.zeros(n, dtype=np.int32)
             code[bad_rows] = np.searchsorted(bad_sorted, filled[bad_rows])
-            mine = pa.DictionaryArray.from_arrays(pa.array(code, mask=~bad_rows),
-                                                  pa.array(texts, pa.string())).dictionary_decode()
+            codes = pa.array(code, mask=~bad_rows)
+
+            def worded(words):
+                return pa.DictionaryArray.from_arrays(codes, pa.array(words, pa.string())).dictionary_decode()
             # where the id was: after the magic byte (a prefixed id puts the body 5 or more bytes in),
             # or in a header (the body starts at byte 0)
-            in_header = pc.less(w.body_offsets, 5)
-            mine = pc.if_else(in_header,
-                              pc.binary_join_element_wise(pa.scalar(f"header {self.header_name}: "), mine, ""),
-                              pc.binary_join_element_wise(pa.scalar("at byte 1 of the value: "), mine, ""))
+            mine = pc.if_else(pc.less(w.body_offsets, 5),
+                              worded([f"header {self.header_name}: {t}" for t in texts]),
+                              worded([value_problem(1, t) for t in texts]))
             errors = pc.coalesce(errors, mine)
             dec_ids = pa.array(filled, mask=~(ok & ~bad_rows))
         typed, dec_errors = self.decoder.decode(w.values, dec_ids, w.body_offsets)

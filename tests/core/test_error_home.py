@@ -26,3 +26,16 @@ def test_every_error_class_is_in_errors_and_exported():
 def test_old_import_paths_give_the_same_class(module, name):
     import importlib
     assert getattr(importlib.import_module(module), name) is getattr(errors, name)
+
+
+def test_the_typed_row_error_is_worded_in_one_place():
+    """kafkarec._core.value_problem words every typed row's error (Avro, Protobuf, JSON Schema, the
+    registry); no Python module spells the template again."""
+    import pathlib
+    import re
+    from kafkarec._core import value_problem
+    assert value_problem(7, "why") == "at byte 7 of the value: why"
+    root = pathlib.Path(kafkarec.__file__).parent
+    spelled = [str(p.relative_to(root)) for p in root.rglob("*.py")
+               if re.search(r"at byte (\{[^}]*\}|\d+) of the value", p.read_text())]
+    assert spelled == []

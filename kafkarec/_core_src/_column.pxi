@@ -1,0 +1,390 @@
+# The one Arrow column builder (nanoarrow's appender as the model): record columns (_columns.pxi),
+# internal-topic columns (_kmsg.pxi) and typed values (_typed_rows.pxi) all build their columns here.
+#
+# _Column builds one Arrow column of any shape: fixed-width values, bits, binary, decimals, structs
+# and lists (a map is a list of key/value structs).  Rows are appended with col_put_* / col_ok /
+# col_null / col_close_list; the bulk writers (a whole batch of records, a whole column of internal
+# records) reserve room (reserve_tail, reserve_bits), write through the pointers and count the rows
+# with col_commit.  col_truncate cuts rows off again (a record or batch that failed midway);
+# col_finish hands the buffers to Arrow without a copy and starts over empty.  Buffers come from
+# Arrow's memory pool (_ArrowGrowable).
+
+from kafkarec._extras import require
+
+cdef object _pa = None
+
+
+cdef object pyarrow():
+    global _pa
+    if _pa is None:
+        _pa = require("pyarrow")
+    return _pa
+
+
+cdef enum:
+    INT32_LIMIT = 0x7FFFFFFF
+
+
+cdef class _ArrowGrowable(_Growable):
+    """A _Growable whose memory comes from Arrow's memory pool (mimalloc or
+    jemalloc), which keeps freed pages: column buffers of one table after
+    another then reuse memory instead of faulting fresh pages in."""
+    cdef object _arrow_buffer
+
+    def __dealloc__(self):
+        self.data = NULL            # owned by the Arrow buffer, not by malloc
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self.size + extra
+        cdef Py_ssize_t cap
+        if want <= self.capacity:
+            return 0
+        if self._exports:
+            raise BufferError("buffer is exported and cannot grow")
+        cap = max(want, self.capacity * 2, 4096)
+        if self._arrow_buffer is None:
+            self._arrow_buffer = pyarrow().allocate_buffer(cap, resizable=True)
+        else:
+            self._arrow_buffer.resize(cap)
+        self.data = <uint8_t *><uintptr_t>self._arrow_buffer.address
+        self.capacity = cap
+        return 0
+
+
+cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
+    if g.size + n > g.capacity:
+        g.reserve(n)
+    if n:                       # (g.data may still be NULL when n is 0)
+        memcpy(g.data + g.size, src, n)
+    g.size += n
+    return 0
+
+
+cdef inline int put_i32(_Growable g, int32_t v) except -1:
+    return grow_put(g, &v, 4)
+
+
+cdef inline uint8_t *reserve_tail(_Growable g, Py_ssize_t n, bint zero) except NULL:
+    """Room for n more bytes at the end of g (zeroed if asked); returns where they start."""
+    if g.size + n > g.capacity:
+        g.reserve(n)
+    if zero:
+        memset(g.data + g.size, 0, n)
+    return g.data + g.size
+
+
+cdef extern from "copy_short.h":
+    enum: KAFKAREC_COPY_SLACK
+    void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
+                             const uint8_t *src_end) noexcept nogil
+
+
+# ---------------------------------------------------------------- bitmaps (LSB first)
+
+cdef inline int bits_put(_Growable g, Py_ssize_t i, bint bit) except -1:
+    """Bit i, the one after the last, of a bitmap."""
+    if (i & 7) == 0:
+        if g.size + 1 > g.capacity:
+            g.reserve(1)
+        g.data[g.size] = 0
+        g.size += 1
+    if bit:
+        g.data[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:                       # (reserve_bits may have preset it)
+        g.data[i >> 3] &= <uint8_t>~(1 << (i & 7))
+    return 0
+
+
+cdef Py_ssize_t bits_zeros(_Growable g, Py_ssize_t start, Py_ssize_t end) noexcept:
+    cdef Py_ssize_t i, zeros = 0
+    for i in range(start, end):
+        if not (g.data[i >> 3] >> (i & 7)) & 1:
+            zeros += 1
+    return zeros
+
+
+cdef inline int bits_cut(_Growable g, Py_ssize_t n) noexcept:
+    """Keep the first n bits."""
+    g.size = (n + 7) >> 3
+    if n & 7:
+        g.data[n >> 3] &= <uint8_t>((1 << (n & 7)) - 1)
+    return 0
+
+
+cdef inline uint8_t *reserve_bits(_Growable g, Py_ssize_t length, Py_ssize_t n, bint ones) except NULL:
+    """Room for n more bits after the first `length`, preset to `ones` (the common value), so a
+    row only touches its bit when it has the other one.  Also resets the unused bits of the last
+    byte, which a batch that failed half way may have changed."""
+    cdef Py_ssize_t used = (length + 7) >> 3
+    cdef Py_ssize_t want = ((length + n + 7) >> 3) + 1
+    if want > g.capacity:
+        g.reserve(want - g.size)
+    if length & 7:
+        if ones:
+            g.data[length >> 3] |= <uint8_t>(0xFF << (length & 7))
+        else:
+            g.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
+    memset(g.data + used, 0xFF if ones else 0, want - used)
+    return g.data
+
+
+# ---------------------------------------------------------------- the builder
+
+# Column kinds: Arrow's physical layouts, numbered here only (cpdef: also kafkarec._core.ColumnKind,
+# which kafkarec/avro/program.py emits).
+cpdef enum ColumnKind:
+    CK_NULL = 0
+    CK_BOOL = 1
+    CK_I32 = 2
+    CK_I64 = 3
+    CK_F32 = 4
+    CK_F64 = 5
+    CK_BIN = 6
+    CK_DEC16 = 7
+    CK_DEC32 = 8
+    CK_STRUCT = 9
+    CK_LIST = 10
+    CK_I8 = 11
+    CK_I16 = 12
+
+
+@cython.final
+cdef class _Column:
+    """One Arrow column being built: values (fixed width, bits or binary data), offsets (binary and
+    list), validity and child columns.  A column that cannot be null (Spark's non-nullable fields)
+    keeps no validity bitmap."""
+    cdef readonly int kind          # ColumnKind
+    cdef readonly int role          # the format's own kind for its steps (Protobuf's PBC_*), else 0
+    cdef readonly object arrow_type
+    cdef int width                  # bytes per value of a fixed-width column
+    cdef int precision              # decimal columns: at most this many digits
+    cdef bint nullable
+    cdef Py_ssize_t length
+    cdef Py_ssize_t nulls
+    cdef _Growable values           # fixed-width values, a bool column's bits, binary data
+    cdef _Growable offsets          # binary and list columns: int32, one more than the rows
+    cdef _Growable valid            # validity bits of a nullable column
+    cdef list children
+
+    def __len__(self):
+        return self.length
+
+    def to_arrow(self):
+        """The Arrow array of the rows so far; the builder starts over empty."""
+        return col_finish(self)
+
+
+cdef int col_width(int kind) noexcept:
+    if kind == CK_I8:
+        return 1
+    if kind == CK_I16:
+        return 2
+    if kind == CK_I32 or kind == CK_F32:
+        return 4
+    if kind == CK_I64 or kind == CK_F64:
+        return 8
+    if kind == CK_DEC16:
+        return 16
+    if kind == CK_DEC32:
+        return 32
+    return 0
+
+
+cdef int col_reset(_Column col) except -1:
+    col.length = 0
+    col.nulls = 0
+    col.valid = _ArrowGrowable()
+    col.values = _ArrowGrowable()
+    if col.kind == CK_BIN or col.kind == CK_LIST:
+        col.offsets = _ArrowGrowable()
+        put_i32(col.offsets, 0)
+    return 0
+
+
+cdef _Column new_column(int kind, object arrow_type, bint nullable, list children=None, int role=0):
+    if not CK_NULL <= kind <= CK_I16:
+        raise ValueError(f"unknown column kind {kind}")
+    cdef _Column col = _Column.__new__(_Column)
+    col.kind = kind
+    col.role = role
+    col.arrow_type = arrow_type
+    col.nullable = nullable
+    col.width = col_width(kind)
+    col.children = list(children or ())
+    if kind == CK_DEC16 or kind == CK_DEC32:
+        col.precision = arrow_type.precision
+    col_reset(col)
+    return col
+
+
+def typed_column(int kind, arrow_type, bint nullable=True, list children=None, int role=0):
+    """A builder of one column of `kind` (ColumnKind) and Arrow type; children: a struct's columns in
+    order, or a list's one element column; role: the format's own kind, for its steps."""
+    if kind == CK_LIST and (not children or len(children) != 1):
+        raise ValueError("a list column has one child column")
+    return new_column(kind, arrow_type, nullable, children, role)
+
+
+cdef inline int col_ok(_Column col) except -1:
+    """A valid row at the end of col (its value, items or fields already written)."""
+    if col.nullable:
+        bits_put(col.valid, col.length, True)
+    col.length += 1
+    return 0
+
+
+cdef int col_null(_Column col) except -1:
+    """A null at the end of col; under a null parent, a column that cannot be null gets a valid
+    placeholder (zero, empty)."""
+    cdef _Column ch
+    cdef uint8_t zero[32]
+    if col.nullable:
+        bits_put(col.valid, col.length, False)
+        col.nulls += 1
+    if col.kind == CK_BOOL:
+        bits_put(col.values, col.length, False)
+    elif col.width:
+        memset(zero, 0, 32)
+        grow_put(col.values, zero, col.width)
+    elif col.kind == CK_BIN:
+        put_i32(col.offsets, <int32_t>col.values.size)
+    elif col.kind == CK_LIST:
+        put_i32(col.offsets, (<int32_t *>col.offsets.data)[col.length])
+    elif col.kind == CK_STRUCT:
+        for ch in col.children:
+            col_null(ch)
+    col.length += 1
+    return 0
+
+
+cdef int col_truncate(_Column col, Py_ssize_t n) except -1:
+    """Drop the rows of col after the first n (a record that failed midway)."""
+    cdef _Column ch
+    if n > col.length:
+        return 0
+    # a struct's own row is appended after its fields, a list's after its items: children may hold
+    # rows past the parent's length, so recurse even when the parent has none to drop
+    if col.nullable:
+        col.nulls -= bits_zeros(col.valid, n, col.length)
+        bits_cut(col.valid, n)
+    col.length = n
+    if col.kind == CK_BOOL:
+        bits_cut(col.values, n)
+    elif col.width:
+        col.values.size = n * col.width
+    elif col.kind == CK_BIN:
+        col.offsets.size = (n + 1) * 4
+        col.values.size = (<int32_t *>col.offsets.data)[n]
+    elif col.kind == CK_LIST:
+        col.offsets.size = (n + 1) * 4
+        col_truncate(col.children[0], (<int32_t *>col.offsets.data)[n])
+    elif col.kind == CK_STRUCT:
+        for ch in col.children:
+            col_truncate(ch, n)
+    return 0
+
+
+cdef inline int col_put_fixed(_Column col, const void *value) except -1:
+    grow_put(col.values, value, col.width)
+    return col_ok(col)
+
+
+cdef inline int col_put_int(_Column col, int64_t v) except -1:
+    """An integer into a column of 1, 2, 4 or 8 bytes (narrowed to its width)."""
+    cdef int32_t v32
+    cdef int16_t v16
+    cdef int8_t v8
+    if col.width == 8:
+        grow_put(col.values, &v, 8)
+    elif col.width == 4:
+        v32 = <int32_t>v
+        grow_put(col.values, &v32, 4)
+    elif col.width == 2:
+        v16 = <int16_t>v
+        grow_put(col.values, &v16, 2)
+    else:
+        v8 = <int8_t>v
+        grow_put(col.values, &v8, 1)
+    return col_ok(col)
+
+
+cdef inline int col_put_bool(_Column col, bint value) except -1:
+    bits_put(col.values, col.length, value)
+    return col_ok(col)
+
+
+cdef inline int col_put_bin(_Column col, const uint8_t *p, int64_t n, const uint8_t *src_end) except -1:
+    """The one binary append: n bytes at p, or a null when n < 0.  src_end: how far the bytes at
+    p may be read (the copy reads whole blocks when it may)."""
+    # (col.values and col.offsets through col: typed locals would cost reference counting)
+    cdef int32_t end
+    if n < 0:
+        return col_null(col)
+    if unlikely(n > INT32_LIMIT - col.values.size):
+        raise ColumnOverflowError("binary column over 2 GiB")
+    if unlikely(col.values.size + n + KAFKAREC_COPY_SLACK > col.values.capacity):
+        col.values.reserve(n + KAFKAREC_COPY_SLACK)
+    kafkarec_copy_short(col.values.data + col.values.size, p, n, src_end)
+    col.values.size += n
+    end = <int32_t>col.values.size
+    if unlikely(col.offsets.size + 4 > col.offsets.capacity):
+        col.offsets.reserve(4)
+    memcpy(col.offsets.data + col.offsets.size, &end, 4)
+    col.offsets.size += 4
+    return col_ok(col)
+
+
+cdef inline int col_put_bytes(_Column col, bytes b) except -1:
+    """col_put_bin of a bytes object's bytes."""
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(b)
+    return col_put_bin(col, p, len(b), p + len(b))
+
+
+cdef inline int col_close_list(_Column col) except -1:
+    """A valid list row holding the items appended to the child since the previous row."""
+    cdef Py_ssize_t items = (<_Column>col.children[0]).length
+    if unlikely(items > INT32_LIMIT):
+        raise ColumnOverflowError("list column over 2^31 items")
+    put_i32(col.offsets, <int32_t>items)
+    return col_ok(col)
+
+
+cdef int col_commit(_Column col, Py_ssize_t rows, Py_ssize_t nulls) noexcept:
+    """Count `rows` rows, `nulls` of them null, that a bulk writer put straight into col's reserved
+    room (values, offsets and validity; a binary column's data size is the writer's to set)."""
+    col.length += rows
+    col.nulls += nulls
+    if col.nullable:
+        col.valid.size = (col.length + 7) >> 3
+    if col.kind == CK_BIN or col.kind == CK_LIST:
+        col.offsets.size += rows * 4
+    elif col.kind == CK_BOOL:
+        col.values.size = (col.length + 7) >> 3
+    else:
+        col.values.size += rows * col.width
+    return 0
+
+
+cdef object col_finish(_Column col):
+    """The Arrow array of col's rows; col starts over empty."""
+    pa = pyarrow()
+    cdef _Column ch
+    cdef Py_ssize_t n = col.length
+    t = col.arrow_type
+    validity = pa.py_buffer(col.valid) if col.nulls else None
+    nulls = col.nulls
+    if col.kind == CK_NULL:
+        out = pa.nulls(n, t)
+    elif col.kind == CK_BOOL or col.width:
+        out = pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.values)], null_count=nulls)
+    elif col.kind == CK_BIN:
+        out = pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
+                                    null_count=nulls)
+    elif col.kind == CK_LIST:
+        out = pa.Array.from_buffers(t, n, [validity, pa.py_buffer(col.offsets)], null_count=nulls,
+                                    children=[col_finish(col.children[0])])
+    else:
+        out = pa.Array.from_buffers(t, n, [validity], null_count=nulls,
+                                    children=[col_finish(ch) for ch in col.children])
+    col_reset(col)
+    return out
