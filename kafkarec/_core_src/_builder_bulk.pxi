@@ -309,7 +309,7 @@ cdef _Int64Input int64_input(object column, Py_ssize_t length, str name, bint co
             # are converted (truncated), not written as if they were ms.
             column = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False)
         column = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    np = codec_lib("numpy", "numpy")
+    np = require("numpy")
     values = np.ascontiguousarray(column, dtype=np.int64)
     if values.shape != (length,):
         raise EncodeError(f"{name} has {values.shape[0] if values.ndim else 0} items, "
