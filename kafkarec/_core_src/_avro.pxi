@@ -294,8 +294,8 @@ cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                            "array" if kind == OP_SKIP_ARRAY else "map")
             if count == 0:
                 return 0
-            if nbytes >= 0:             # a block with its size: skipped whole
-                c.pos += nbytes
+            if nbytes >= 0:             # a block with its size: skipped whole, within the value
+                av_take(c, nbytes, "array block" if kind == OP_SKIP_ARRAY else "map block")
                 continue
             for k in range(count):
                 if kind == OP_SKIP_MAP:

@@ -54,7 +54,8 @@ cdef inline const uint8_t *span_take(const uint8_t **pos, const uint8_t *end, in
     """The one bounds check under every read of n bytes (cursors, Avro, Protobuf): a pointer to them,
     with *pos moved past, or NULL with *pos unchanged when fewer than n remain or n is negative."""
     cdef const uint8_t *p = pos[0]
-    if unlikely(n < 0 or n > end - p):
+    # one unsigned compare covers n < 0 too: every cursor keeps pos <= end (all moves come here)
+    if unlikely(<uint64_t>n > <uint64_t>(end - p)):
         return NULL
     pos[0] = p + n
     return p
