@@ -11,7 +11,7 @@ directory is planned:
 
 * local: what the data source's planner does for a local path
   (:func:`spark_udfs._logdir.discover` + :func:`spark_udfs._logdir.plan`);
-* remote: :func:`spark_udfs._remote.plan_tasks` on a SeaweedFS S3 server on 127.0.0.1
+* remote: :func:`spark_udfs._datasource.plan_listed` on a SeaweedFS S3 server on 127.0.0.1
   (tests/s3server.py): one recursive listing, then :mod:`spark_udfs._planning`.
 
 Reported per size: planning seconds (median of ``--runs``), seconds per 1,000 partitions,
@@ -181,11 +181,11 @@ def plan_local(root: str, parallelism: int):
 
 
 def plan_remote(uri: str, options: dict, parallelism: int):
-    from spark_udfs import _remote
+    from spark_udfs import _datasource
     from spark_udfs._spec import read_spec
-    config = _remote.RemoteReadConfig(read_spec({"path": uri, **options}).for_batch("R"),
-                                      default_parallelism=parallelism)
-    return _remote.plan_tasks(config)
+    config = _datasource.BatchReadConfig(read_spec({"path": uri, **options}).for_batch("R"),
+                                         default_parallelism=parallelism)
+    return _datasource.plan_listed(config)
 
 
 def measure(plan, runs: int) -> dict:

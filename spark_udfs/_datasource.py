@@ -11,9 +11,20 @@ Options (case-insensitive): the Kafka source's keep their names and meanings
 ``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored); they and
 kafkarec's own (``mode``, ``maxPartitionBytes``, ``view``, ``cdc``, ``valueFormat`` ...) are
 parsed once, when the source is made, into a :class:`spark_udfs._spec.ReadSpec` - the option
-table and ``docs/spark-options.md``.  A URI, a selection option, tiered storage, ``view=latest``
-or ``cdc`` send the read to :mod:`spark_udfs._remote` (:attr:`ReadSpec.listed`); otherwise the
-local files are memory-mapped and split at batches here (:class:`KafkaRecReader`).
+table and ``docs/spark-options.md``.
+
+One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`), one ``read``.
+Only planning differs by :attr:`ReadSpec.listed`: a URI, a selection option, tiered storage,
+``view=latest`` or ``cdc`` are planned over a listing (:func:`plan_listed`: :mod:`kafkarec.log.layout`
+sorts it into partitions and segments, :mod:`kafkarec.log.selection` resolves the selection
+through the side files and cuts at offset-index positions, no segment byte read); otherwise
+local paths, globs, ``pathGlobFilter`` and ``recursiveFileLookup`` are found and cut at batch
+starts by :mod:`spark_udfs._logdir`.  Both pack their pieces into tasks by Spark's file-source
+rule (:mod:`spark_udfs._planning`).  A task's pieces are local slices (memory-mapped, at most
+:data:`spark_udfs._logdir.READ_WINDOW_BYTES` at a time) or listed ranges (ranged reads in
+pieces of whole batches; small ranges read a few ahead in threads); every piece is decoded by
+:func:`spark_udfs._decode.decode_range` with the same parse modes.  ``readCommitted`` leaves out
+the aborted batches' spans, judged over each topic-partition's whole log.
 
 Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
 one error row for it - topic and partition set (batchPosition and
@@ -29,41 +40,59 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+from typing import List, NamedTuple
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _schema
+from spark_udfs import _logdir, _planning, _schema
 from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec, read_spec
 
-__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "LocalReadConfig"]
+__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "BatchReadConfig",
+           "ListedRange", "plan_listed"]
 
 log = logging.getLogger("spark_udfs")
 
 
-class LocalReadConfig(ReadConfig):
-    """What a local read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
+class BatchReadConfig(ReadConfig):
+    """What a batch read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
 
-    def __init__(self, spec: ReadSpec, *, default_min_partitions: int = 1):
+    def __init__(self, spec: ReadSpec, *, default_parallelism: int = 1):
         super().__init__(spec)
-        self.min_partitions = spec.limits.min_partitions or default_min_partitions or 1
+        self.listed = spec.listed
+        self.default_parallelism = max(1, int(default_parallelism or 1))
         self.files = spec.files
         # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
         self.decode = spec.columns.decode
         self.default_schema = _schema.read_schema(spec)
+        # tieredStorage: a remote root whose copies are stitched with the log dirs' local segments
+        self.tiered_storage = spec.storage.tiered_storage
+        # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
+        self.view = spec.view
+        self.buffer_bytes = spec.limits.dedupe_buffer_bytes
+
+
+class ListedRange(NamedTuple):
+    """One listed range a task reads: the storage holding it (pyarrow file systems pickle
+    with their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
+    with readCommitted, the spans of that segment to leave out (``[(position, size)]``)."""
+    storage: object
+    range: object
+    skip: tuple = ()
 
 
 class KafkaRecPartition(InputPartition):
-    """One task: slices of segment files (path, start, end, topic, partition, skip)."""
+    """One Spark task: its ranges in log order, local :class:`spark_udfs._logdir.Slice` s
+    or :class:`ListedRange` s."""
 
-    def __init__(self, index: int, slices: tuple):
+    def __init__(self, index: int, ranges: tuple):
         super().__init__(index)
         self.index = index
-        self.slices = slices
+        self.ranges = ranges
 
     def __repr__(self):
-        return f"KafkaRecPartition({self.index}, {len(self.slices)} slices)"
+        return f"KafkaRecPartition({self.index}, {len(self.ranges)} ranges)"
 
 
 class KafkaRecDataSource(DataSource):
@@ -99,18 +128,12 @@ class KafkaRecDataSource(DataSource):
         return self.plain_reader(self.spec, schema)
 
     def plain_reader(self, spec: ReadSpec, schema):
-        """The batch reader of ``spec`` (binary keys and values): a listed layout
-        (:mod:`spark_udfs._remote`: URIs, selection, tiered storage, view=latest, cdc) or
-        local files, memory-mapped and split at batches (:class:`KafkaRecReader`)."""
-        if spec.listed:
-            if spec.columns.decode:
-                raise ValueError("kafkarec data source: option decode works on local log directories "
-                                 "without selection options (not yet on URIs or with topics/offsets)")
-            from spark_udfs import _remote
-            config = _remote.RemoteReadConfig(spec.for_batch("R"),
-                                              default_parallelism=self.default_min_partitions)
-            return _remote.KafkaRecRemoteReader(config, schema, self.expected_fingerprint)
-        config = LocalReadConfig(spec.for_batch("L"), default_min_partitions=self.default_min_partitions)
+        """The batch reader of ``spec`` (binary keys and values)."""
+        if spec.listed and spec.columns.decode:
+            raise ValueError("kafkarec data source: option decode works on local log directories "
+                             "without selection options (not yet on URIs or with topics/offsets)")
+        config = BatchReadConfig(spec.for_batch("R" if spec.listed else "L"),
+                                 default_parallelism=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
@@ -122,127 +145,263 @@ class KafkaRecDataSource(DataSource):
 
 
 class KafkaRecReader(DataSourceReader):
-    def __init__(self, config: LocalReadConfig, schema, expected):
+    def __init__(self, config: BatchReadConfig, schema, expected=None):
         self.config = config
         self.schema = schema
         self.expected = expected
-        known = {f.name for f in config.default_schema} | {f.name for f in _schema.kafka_schema(
-            batch_columns=True)} | {config.corrupt_column}
-        self.decoded = [f.name for f in schema if f.name in _schema.decoded_names(config.decode)]
-        unknown = [f.name for f in schema if f.name not in known]
-        if unknown:
-            raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
-                             f"available: {sorted(known)}")
-        names = {f.name for f in schema}
-        self.need_batch_columns = bool(names & set(_schema.batch_column_names()))
+        if not config.listed:
+            known = {f.name for f in config.default_schema} | {f.name for f in _schema.kafka_schema(
+                batch_columns=True)} | {config.corrupt_column}
+            unknown = [f.name for f in schema if f.name not in known]
+            if unknown:
+                raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
+                                 f"available: {sorted(known)}")
 
     def partitions(self):
-        cfg = self.config
-        kafkarec = ensure(self.expected)
-        segments, skipped = _logdir.discover(cfg.paths, glob_filter=cfg.files.glob_filter,
-                                             recursive=cfg.files.recursive,
-                                             allow_duplicate_partitions=cfg.files.allow_duplicates)
-        for d in skipped:
-            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
-        spans: dict = {}   # each file's batches are walked once for both
-        aborted = _logdir.aborted_batches(segments, spans) if cfg.read_committed else None
-        tasks = _logdir.plan(segments, max_partition_bytes=cfg.max_partition_bytes,
-                             open_cost=cfg.open_cost, min_partitions=cfg.min_partitions,
-                             aborted=aborted, spans=spans)
-        if not tasks:
-            return [KafkaRecPartition(0, ())]
-        return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+        ensure(self.expected)
+        tasks = plan_listed(self.config) if self.config.listed else plan_local(self.config)
+        return tasks or [KafkaRecPartition(0, ())]
 
     def read(self, partition):
-        cfg = self.config
-        kafkarec = ensure(self.expected)
-        target = _schema.arrow_schema_for(self.schema)
-        corrupt = cfg.corrupt_column if cfg.corrupt_column in target.names else None
-        quarantine = None
-        if cfg.bad_records_path:
-            from kafkarec.log.quarantine import Quarantine
-            quarantine = Quarantine(cfg.bad_records_path)
-        for sl in partition.slices:
-            yield from self._read_slice(kafkarec, sl, target, corrupt, quarantine)
+        yield from read_task(self.config, partition, self.schema, self.expected)
 
-    def _read_slice(self, kafkarec, sl, target, corrupt, quarantine=None):
-        cfg = self.config
-        if sl.end <= sl.start:
-            return
-        from kafkarec.log.storage import Piece, without_spans
-        fixed = {"topic": sl.topic, "partition": sl.partition}
-        end = sl.end
-        with open(sl.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size < sl.end:
-                yield from self._errors([{
-                    "position": size, "base_offset": None, "error": "FileChangedError",
-                    "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
-                    "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
-                               f"after the read was planned"}], target, corrupt, fixed)
-                if size <= sl.start:
-                    return
-                end = size
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            mv = memoryview(mm)
-            whole = mv[sl.start:end]
+
+def plan_local(config: BatchReadConfig) -> List[KafkaRecPartition]:
+    """Local paths found (:func:`spark_udfs._logdir.discover`: globs, pathGlobFilter,
+    recursiveFileLookup, duplicate partitions) and cut at batch starts (:func:`spark_udfs._logdir.plan`)."""
+    files = config.files
+    segments, skipped = _logdir.discover(config.paths, glob_filter=files.glob_filter,
+                                         recursive=files.recursive,
+                                         allow_duplicate_partitions=files.allow_duplicates)
+    for d in skipped:
+        log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
+    spans: dict = {}   # each file's batches are walked once for both
+    aborted = _logdir.aborted_batches(segments, spans) if config.read_committed else None
+    # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
+    tasks = _logdir.plan(segments, max_partition_bytes=config.max_partition_bytes,
+                         open_cost=config.open_cost,
+                         min_partitions=config.min_partitions or config.default_parallelism,
+                         aborted=aborted, spans=spans)
+    return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+
+
+def _range_bytes(rr: ListedRange) -> int:
+    sr = rr.range
+    return max(0, (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start)
+
+
+def _partition_key(rr: ListedRange):
+    """The topic-partition of a range (its folder when the folder name has none)."""
+    sr = rr.range
+    if sr.topic is not None:
+        return (rr.storage.prefix, sr.topic, sr.partition)
+    return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
+
+
+def plan_listed(config: BatchReadConfig) -> List[KafkaRecPartition]:
+    """List each path once, select, then cut at offset-index positions and pack into
+    tasks by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source rule, as local
+    reads); no segment byte is read to plan (readCommitted walks the selected
+    partitions' logs)."""
+    from kafkarec.log import layout, selection
+    resolvers: dict = {}
+    items: List[ListedRange] = []
+    for raw in config.paths:
+        lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
+        st = lay.storage
+        for gap in gaps:
+            msg = (f"kafkarec: offsets {gap.start}..{gap.end - 1} of {gap.topic}-{gap.partition} are in neither "
+                   f"the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
+            if config.fail_on_data_loss:
+                raise ValueError(msg + " (data loss; failOnDataLoss=false reads around it)")
+            log.warning(msg)
+        for d in lay.skipped:
+            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
+        for uri, why in lay.not_live:
+            log.warning("kafkarec: not read: %s: %s", uri, why)
+        resolver = resolvers[id(st)] = selection.Resolver(st)
+        ranges = selection.plan(lay, config.selection, resolver)
+        skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
+        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
+
+    if config.view == "latest":
+        # A partition's state needs all of its records in one task, in order: never split.
+        by_partition: dict = {}
+        for rr in items:
+            by_partition.setdefault(_partition_key(rr), []).append(rr)
+        return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
+
+    def split(rr: ListedRange, max_bytes: int) -> list:
+        return [rr._replace(range=sr)
+                for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
+
+    groups = _planning.plan_tasks(items, min_partitions=config.min_partitions,
+                                  default_parallelism=config.default_parallelism,
+                                  max_partition_bytes=config.max_partition_bytes,
+                                  open_cost_bytes=config.open_cost, size=_range_bytes, split=split,
+                                  group=_partition_key)
+    return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(groups)]
+
+
+def _read_committed_skips(st, lay, ranges) -> dict:
+    """The aborted spans of every partition the ranges read, each judged over its whole log."""
+    from kafkarec.log import committed
+    wanted = {(sr.topic, sr.partition) for sr in ranges}
+    skips: dict = {}
+    for part in lay.partitions:
+        if part.key in wanted:
+            skips.update(committed.read_committed_spans(st, part))
+    return skips
+
+
+def read_task(config: BatchReadConfig, task: KafkaRecPartition, schema, expected=None):
+    """Arrow batches of one task in ``schema`` (see the module docstring for the parse modes);
+    with ``view=latest`` each topic-partition's keyed state (:func:`kafkarec.table.latest_batches`:
+    two passes over its ranges, error rows handed on once)."""
+    kafkarec = ensure(expected)
+    target = _schema.arrow_schema_for(schema)
+    corrupt = config.corrupt_column if config.corrupt_column in target.names else None
+    need_batch_columns = bool(set(target.names) & set(_schema.batch_column_names()))
+    decoded = [f.name for f in schema if f.name in _schema.decoded_names(config.decode)]
+    if config.view != "latest":
+        for where, item in _decoded(config, kafkarec, task.ranges, need_batch_columns):
+            if config.cdc is not None and not isinstance(item, _Errors):
+                from kafkarec.cdc import changes
+                item = changes(item)
+            yield from _emit(config, where, item, target, corrupt, decoded)
+        return
+    from kafkarec import table
+    groups: dict = {}
+    for rr in task.ranges:
+        groups.setdefault(_partition_key(rr), []).append(rr)
+    for ranges in groups.values():
+        where = ranges[0].storage.uri(ranges[0].range.segment.path.rsplit("/", 1)[0])
+
+        def read(ranges=ranges):
+            for _, item in _decoded(config, kafkarec, ranges, need_batch_columns):
+                yield item
+        for item in table.latest_batches(read, buffer_bytes=config.buffer_bytes, cdc=config.cdc):
+            yield from _emit(config, where, item, target, corrupt, decoded)
+
+
+class _Errors(NamedTuple):
+    """Batches of one piece that could not be decoded (``decode_range``'s error dicts)."""
+    errors: list
+    topic: object
+    partition: object
+
+
+def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool):
+    """``(where, item)`` for each range read in log order: items are Arrow batches of the
+    log view (offset bounds applied, not yet conformed) and :class:`_Errors`."""
+    from kafkarec.log import selection
+    from kafkarec.log.storage import without_spans
+    quarantine = None
+    if config.bad_records_path:
+        from kafkarec.log.quarantine import Quarantine
+        quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
+    options = config.read.options(kafkarec)
+    if config.listed:
+        hint = "(data source option mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)"
+    else:
+        hint = (f"(data source option mode=FAILFAST; use PERMISSIVE to get error rows in "
+                f"{config.corrupt_column}, or DROPMALFORMED)")
+    for rr, where, topic, partition, pieces in _ranges_read(ranges):
+        mapped = isinstance(rr, _logdir.Slice)       # a local slice: no offset bounds
+        bounds = None if mapped else rr.range
+        if rr.skip:       # read_committed: the aborted batches' spans are left out
+            pieces = (part for piece in pieces for part in without_spans(piece, rr.skip))
+        for piece in pieces:
+            if isinstance(piece, _Errors):
+                yield where, piece
+                continue
+            errs = []
             try:
-                # read_committed: the aborted batches' spans are left out
-                for part in without_spans(Piece(sl.start, whole), sl.skip):
-                    a, view = part.position, part.data
-                    try:
+                for kind, item in decode_range(
+                        kafkarec, piece.data, options, base=piece.position,
+                        topic=topic, partition=partition, include_control=config.include_control,
+                        batch_columns=need_batch_columns,
+                        max_rows=config.max_rows, mode=config.mode, where=where,
+                        quarantine=quarantine):
+                    if kind != "batch":
+                        errs.append(item)
+                        continue
+                    if bounds is not None:
+                        item = selection.filter_offsets(item, bounds.min_offset, bounds.end_offset)
+                        if not item.num_rows:
+                            continue
+                    if errs:
+                        yield where, _Errors(errs, topic, partition)
                         errs = []
-                        for kind, item in decode_range(
-                                kafkarec, view, cfg.read.options(kafkarec), base=a, topic=sl.topic,
-                                partition=sl.partition, include_control=cfg.include_control,
-                                batch_columns=self.need_batch_columns,
-                                max_rows=cfg.max_rows, mode=cfg.mode, where=sl.path,
-                                quarantine=quarantine):
-                            if kind == "batch":
-                                if errs:
-                                    yield from self._errors(errs, target, corrupt, fixed)
-                                    errs = []
-                                yield _schema.conform(item, target, self._decoded_columns(item),
-                                                      corrupt=corrupt, mode=cfg.mode, where=sl.path)
-                            else:
-                                errs.append(item)
-                        if errs:
-                            yield from self._errors(errs, target, corrupt, fixed)
-                    except MalformedBatchError as exc:
-                        raise MalformedBatchError(
-                            f"{exc} (data source option mode=FAILFAST; use PERMISSIVE to get "
-                            f"error rows in {cfg.corrupt_column}, or DROPMALFORMED)") from None
-                    finally:
-                        _release(view)
+                    yield where, item
+            except MalformedBatchError as exc:
+                raise MalformedBatchError(f"{exc} {hint}") from None
             finally:
-                _release(whole)
-                _release(mv)
-                try:
-                    mm.close()
-                except BufferError:
-                    pass
+                if mapped:        # so that the map can close
+                    _release(piece.data)
+            if errs:
+                yield where, _Errors(errs, topic, partition)
 
-    def _decoded_columns(self, batch):
-        """The internal topic's typed columns for ``batch`` (option decode), or None."""
-        if not self.decoded:
-            return None
-        import pyarrow as pa
-        from kafkarec.internal import columns
-        table = columns.decode_columns(pa.Table.from_batches([batch]), self.config.decode,
-                                       strict=self.config.read.strict)
-        return {name: table.column(name).combine_chunks() for name in self.decoded}
 
-    def _errors(self, errs, target, corrupt, fixed):
-        if self.config.mode == "DROPMALFORMED":
-            for e in errs:
-                log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
-            return
-        # PERMISSIVE: one row per error (FAILFAST raised already)
-        cols = dict(fixed)
+def _emit(config: BatchReadConfig, where: str, item, target, corrupt, decoded):
+    """Rows in the read's schema: a batch conformed, or the error rows of :class:`_Errors`
+    (PERMISSIVE; DROPMALFORMED logs them)."""
+    if not isinstance(item, _Errors):
+        yield _schema.conform(item, target, _decoded_columns(config, decoded, item),
+                              corrupt=corrupt, mode=config.mode, where=where)
+        return
+    errs = item.errors
+    # a local read gives its error rows without the corrupt column too, and in FAILFAST the
+    # shrunk file's (decode errors have raised already)
+    if config.mode != "DROPMALFORMED" and (corrupt or not config.listed):
+        cols = {"topic": item.topic, "partition": item.partition}
         cols["batchPosition"] = [e["position"] for e in errs]
         cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
-        messages = [e["message"] for e in errs]
-        yield _schema.error_rows(target, {corrupt or "\0none": messages}, cols)
+        yield _schema.error_rows(target, {corrupt or "\0none": [e["message"] for e in errs]}, cols)
+    else:
+        for e in errs:
+            log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
+
+
+def _decoded_columns(config: BatchReadConfig, decoded: list, batch):
+    """The internal topic's typed columns for ``batch`` (option decode), or None."""
+    if not decoded:
+        return None
+    import pyarrow as pa
+    from kafkarec.internal import columns
+    table = columns.decode_columns(pa.Table.from_batches([batch]), config.decode,
+                                   strict=config.read.strict)
+    return {name: table.column(name).combine_chunks() for name in decoded}
+
+
+def _mapped(sl):
+    """The pieces of a local slice: itself, memory-mapped (an error first when the file shrank
+    after the read was planned; what is left of it is read)."""
+    from kafkarec.log.storage import Piece
+    end = sl.end
+    with open(sl.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < sl.end:
+            yield _Errors([{
+                "position": size, "base_offset": None, "error": "FileChangedError",
+                "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
+                "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
+                           f"after the read was planned"}], sl.topic, sl.partition)
+            if size <= sl.start:
+                return
+            end = size
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mv = memoryview(mm)
+        whole = mv[sl.start:end]
+        try:
+            yield Piece(sl.start, whole)
+        finally:
+            _release(whole)
+            _release(mv)
+            try:
+                mm.close()
+            except BufferError:
+                pass
 
 
 def _release(view) -> None:
@@ -250,3 +409,51 @@ def _release(view) -> None:
         view.release()
     except BufferError:
         pass
+
+
+# Small ranges (whole small segments: many small partitions) are read ahead, this many at a
+# time, while the task decodes the current one: on an object store each costs a metadata and a
+# ranged request, a round trip each, which would otherwise add up one after the other.
+READ_AHEAD_RANGES = 4
+READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
+
+
+def _ranges_read(ranges):
+    """``(range, where, topic, partition, pieces)`` for each of ``ranges`` in order.  A local
+    slice is memory-mapped when its turn comes (:func:`_mapped`).  A listed range of at most
+    :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
+    :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+    from kafkarec.log import selection
+
+    def whole(rr):
+        return list(selection.iter_range_pieces(rr.storage, rr.range))
+
+    def described(rr, pieces):
+        if isinstance(rr, _logdir.Slice):
+            return rr, rr.path, rr.topic, rr.partition, pieces
+        return rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, pieces
+
+    def later(rr):
+        if isinstance(rr, _logdir.Slice):
+            return _mapped(rr) if rr.end > rr.start else iter(())
+        return selection.iter_range_pieces(rr.storage, rr.range)
+    small = [len(ranges) > 1 and not isinstance(rr, _logdir.Slice) and _range_bytes(rr) <= READ_AHEAD_MAX_BYTES
+             for rr in ranges]
+    if sum(small) < 2:
+        for rr in ranges:
+            yield described(rr, later(rr))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
+    ahead: dict = {}
+    try:
+        for i, rr in enumerate(ranges):
+            for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
+                if small[j] and j not in ahead:
+                    ahead[j] = pool.submit(whole, ranges[j])
+            yield described(rr, ahead.pop(i).result() if i in ahead else later(rr))
+    finally:
+        for f in ahead.values():
+            f.cancel()
+        pool.shutdown(wait=True)

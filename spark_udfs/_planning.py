@@ -1,7 +1,7 @@
 """How a read is cut into Spark tasks: one rule for local and remote log directories.
 
 No pyspark, no kafkarec here.  The callers give what they found in their one
-listing (:mod:`spark_udfs._logdir` local segment files, :mod:`spark_udfs._remote`
+listing (:mod:`spark_udfs._logdir` local segment files, :func:`spark_udfs._datasource.plan_listed`
 segment ranges on any storage), how big each item is, and how to cut an item
 at batch boundaries; :func:`plan_tasks` returns the tasks.
 

@@ -69,7 +69,7 @@ def _circles(graph):
 def test_no_import_circle():
     mods = _modules()
     graph = {name: _imports(name, path, mods) for name, path in mods.items()}
-    assert graph["spark_udfs._remote"] and "kafkarec.table" in graph["spark_udfs._remote"]
+    assert graph["spark_udfs._datasource"] and "kafkarec.table" in graph["spark_udfs._datasource"]
     assert _circles(graph) == []
 
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from benchmarks import bench_planning as B
-from spark_udfs import _logdir, _planning, _remote
+from spark_udfs import _datasource, _logdir, _planning
 
 MiB = 1 << 20
 
@@ -97,8 +97,8 @@ def test_local_and_remote_plan_alike(tmp_path):
     # minPartitions, as the data source option reaches both planners
     many = _logdir.plan(_logdir.discover([root])[0], max_partition_bytes=128 * MiB,
                         open_cost=4 * MiB, min_partitions=500)
-    cfg = _remote.RemoteReadConfig(_listed({"path": "file://" + root, "minPartitions": "500"}))
-    assert len(many) == len(_remote.plan_tasks(cfg)) >= 500
+    cfg = _datasource.BatchReadConfig(_listed({"path": "file://" + root, "minPartitions": "500"}))
+    assert len(many) == len(_datasource.plan_listed(cfg)) >= 500
 
 
 def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
@@ -107,9 +107,9 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     B.write_local(root, 50, 3)
     counters: list = []
     monkeypatch.setattr(storage, "resolve", B.counting_resolve(counters))
-    cfg = _remote.RemoteReadConfig(_listed({"path": "file://" + root, "maxPartitionBytes": "2k"}),
+    cfg = _datasource.BatchReadConfig(_listed({"path": "file://" + root, "maxPartitionBytes": "2k"}),
                                    default_parallelism=2)
-    tasks = _remote.plan_tasks(cfg)
+    tasks = _datasource.plan_listed(cfg)
     assert len(counters) == 1 and counters[0].calls["list"] == 1
     assert counters[0].calls["open"] == 0          # no segment or side file opened to plan
     assert sum(len(t.ranges) for t in tasks) == 150
@@ -124,7 +124,7 @@ def _listed(options):
 def test_remote_options_are_checked():
     with pytest.raises(ValueError, match="minPartitions"):
         _listed({"path": "s3://b/x", "minPartitions": "0"})
-    cfg = _remote.RemoteReadConfig(_listed({"path": "s3://b/x", "openCostInBytes": "1m"}), default_parallelism=3)
+    cfg = _datasource.BatchReadConfig(_listed({"path": "s3://b/x", "openCostInBytes": "1m"}), default_parallelism=3)
     assert (cfg.open_cost, cfg.min_partitions, cfg.default_parallelism) == (MiB, None, 3)
 
 
@@ -172,7 +172,6 @@ def test_local_read_lists_once(tmp_path, monkeypatch):
     """The local reader walks the folders once, while planning (kafkarec.log.directory's
     walk lists a folder to tell whether it is a partition folder, then again for its files;
     the root a third time for its own files), and its tasks list nothing."""
-    from spark_udfs import _datasource
     root = str(tmp_path / "logs")
     B.write_local(root, 40, 3)
     listed: dict = {}
@@ -209,12 +208,11 @@ def test_partitions_are_interleaved_in_tasks():
 def test_remote_task_reads_small_ranges_ahead(tmp_path, monkeypatch):
     """A task of many small segments reads the next ones ahead (threads) and yields the
     same rows, in the same order, as one range after the other."""
-    from spark_udfs import _datasource
     root = str(tmp_path / "logs")
     B.write_local(root, 30, 3)
 
     def rows(read_ahead):
-        monkeypatch.setattr(_remote, "READ_AHEAD_RANGES", read_ahead)
+        monkeypatch.setattr(_datasource, "READ_AHEAD_RANGES", read_ahead)
         ds = _datasource.KafkaRecDataSource({"path": "file://" + root, "maxPartitionBytes": "1g"})
         reader = ds.reader(ds.schema())
         (task,) = reader.partitions()
