@@ -9,10 +9,10 @@ A log directory of ``N`` partitions (topic ``events``), ``--segments`` segments 
 ``.timeindex`` beside every segment, as a broker leaves a small rolled segment.  The same
 directory is planned:
 
-* local: what the data source's planner does for a local path
-  (:func:`spark_udfs._logdir.discover` + :func:`spark_udfs._logdir.plan`);
-* remote: :func:`spark_udfs._datasource.plan_listed` on a SeaweedFS S3 server on 127.0.0.1
-  (tests/s3server.py): one recursive listing, then :mod:`spark_udfs._planning`.
+* local: the data source's planner (:func:`spark_udfs._datasource.plan`) on the local path
+  (:func:`kafkarec.log.directory.find_segment_files`, cut by :mod:`kafkarec.log.local`);
+* remote: the same planner on a SeaweedFS S3 server on 127.0.0.1 (tests/s3server.py): one
+  recursive listing (:mod:`kafkarec.log.layout`), then :mod:`spark_udfs._planning`.
 
 Reported per size: planning seconds (median of ``--runs``), seconds per 1,000 partitions,
 tasks, listing requests (remote), the peak of Python memory allocated while planning
@@ -173,19 +173,12 @@ def counting_resolve(counters: list):
     return resolve
 
 
-def plan_local(root: str, parallelism: int):
-    from spark_udfs import _logdir, _planning
-    segments, _ = _logdir.discover([root])
-    return _logdir.plan(segments, max_partition_bytes=_planning.DEFAULT_MAX_PARTITION_BYTES,
-                        open_cost=_planning.DEFAULT_OPEN_COST_BYTES, default_parallelism=parallelism)
-
-
-def plan_remote(uri: str, options: dict, parallelism: int):
+def plan(path: str, options: dict, parallelism: int):
+    """The data source's tasks for a read of ``path`` (a local path or a URI) with ``options``."""
     from spark_udfs import _datasource
     from spark_udfs._spec import read_spec
-    config = _datasource.BatchReadConfig(read_spec({"path": uri, **options}).for_batch("R"),
-                                         default_parallelism=parallelism)
-    return _datasource.plan_listed(config)
+    config = _datasource.batch_config(read_spec({"path": path, **options}), default_parallelism=parallelism)
+    return _datasource.plan(config)
 
 
 def measure(plan, runs: int) -> dict:
@@ -350,7 +343,7 @@ def main(argv=None) -> int:
             print(f"{n} partitions, {n * args.segments} segments, {files} files "
                   f"({time.perf_counter() - t:.1f} s to write locally); load {os.getloadavg()[0]:.2f}",
                   flush=True)
-            r = measure(lambda: plan_local(root, args.parallelism), args.runs)
+            r = measure(lambda: plan(root, {}, args.parallelism), args.runs)
             rows.append(("local", n, r, None))
             print(f"  local  {r['seconds']:.3f} s, {r['tasks']} tasks, peak {r['peak_mib']:.1f} MiB",
                   flush=True)
@@ -360,13 +353,13 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 write_s3(s3.filesystem(), bucket, n, args.segments)
                 print(f"  uploaded in {time.perf_counter() - t:.1f} s", flush=True)
-                r = measure(lambda: plan_remote(f"s3://{bucket}", s3.options(), args.parallelism),
+                r = measure(lambda: plan(f"s3://{bucket}", s3.options(), args.parallelism),
                             args.runs)
                 counters: list = []        # one more plan, its requests counted
                 real = storage.resolve
                 storage.resolve = counting_resolve(counters)
                 try:
-                    plan_remote(f"s3://{bucket}", s3.options(), args.parallelism)
+                    plan(f"s3://{bucket}", s3.options(), args.parallelism)
                 finally:
                     storage.resolve = real
                 calls = counters[-1].calls

@@ -171,14 +171,14 @@ def floor_source():
             self.options = options
 
         def partitions(self):
-            from spark_udfs import _logdir
-            segments, _ = _logdir.discover([self.options["path"]])
-            tasks = _logdir.plan(segments, max_partition_bytes=128 << 20, open_cost=4 << 20,
-                                 min_partitions=int(self.options["parallelism"]))
+            from spark_udfs import _datasource
+            from spark_udfs._spec import read_spec
+            spec = read_spec({"path": self.options["path"], "minPartitions": self.options["parallelism"]})
+            tasks = _datasource.plan(_datasource.batch_config(spec))
             arrow = self.options["arrow"]
             return [InputPartition([os.path.join(arrow, os.path.basename(os.path.dirname(sl.path)),
                                                  os.path.basename(sl.path)[:-4] + ".arrow")
-                                    for sl in task]) for task in tasks]
+                                    for sl in task.ranges]) for task in tasks]
 
         def read(self, partition):
             import pyarrow as pa

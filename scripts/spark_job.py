@@ -73,8 +73,8 @@ def _gib(text: str) -> float:
 
 
 def _segments_on_disk(log_dir: str) -> dict:
-    from spark_udfs import _logdir
-    segments, _ = _logdir.discover([log_dir])
+    from kafkarec.log.directory import find_segment_files
+    segments, _ = find_segment_files([log_dir])
     out: dict = {}
     for s in segments:
         entry = out.setdefault((s.topic, s.partition), {"segments": 0, "segment_bytes": 0})

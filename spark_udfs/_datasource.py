@@ -13,18 +13,20 @@ kafkarec's own (``mode``, ``maxPartitionBytes``, ``view``, ``cdc``, ``valueForma
 parsed once, when the source is made, into a :class:`spark_udfs._spec.ReadSpec` - the option
 table and ``docs/spark-options.md``.
 
-One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`), one ``read``.
-Only planning differs by :attr:`ReadSpec.listed`: a URI, a selection option, tiered storage,
-``view=latest`` or ``cdc`` are planned over a listing (:func:`plan_listed`: :mod:`kafkarec.log.layout`
-sorts it into partitions and segments, :mod:`kafkarec.log.selection` resolves the selection
-through the side files and cuts at offset-index positions, no segment byte read); otherwise
-local paths, globs, ``pathGlobFilter`` and ``recursiveFileLookup`` are found and cut at batch
-starts by :mod:`spark_udfs._logdir`.  Both pack their pieces into tasks by Spark's file-source
-rule (:mod:`spark_udfs._planning`).  A task's pieces are local slices (memory-mapped, at most
-:data:`spark_udfs._logdir.READ_WINDOW_BYTES` at a time) or listed ranges (ranged reads in
-pieces of whole batches; small ranges read a few ahead in threads); every piece is decoded by
-:func:`spark_udfs._decode.decode_range` with the same parse modes.  ``readCommitted`` leaves out
-the aborted batches' spans, judged over each topic-partition's whole log.
+One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`), one planner
+(:func:`plan`), one ``read``.  The planner asks :mod:`kafkarec.log` what the read covers and how
+it may be cut, and packs the pieces into tasks by Spark's file-source rule
+(:mod:`spark_udfs._planning`).  What kafkarec.log gives depends on :attr:`ReadSpec.listed`: a
+URI, a selection option, tiered storage, ``view=latest`` or ``cdc`` are read over a listing
+(:mod:`kafkarec.log.layout` sorts it into partitions and segments, :mod:`kafkarec.log.selection`
+resolves the selection through the side files and cuts at offset-index positions, no segment
+byte read; pieces are read in ranges of whole batches, small ranges a few ahead in threads);
+otherwise local paths, globs, ``pathGlobFilter`` and ``recursiveFileLookup`` are found by
+:func:`kafkarec.log.directory.find_segment_files` and cut at batch starts into slices
+memory-mapped at most :data:`kafkarec.log.local.READ_WINDOW_BYTES` at a time
+(:mod:`kafkarec.log.local`).  Every piece is decoded by :func:`spark_udfs._decode.decode_range`
+with the same parse modes.  ``readCommitted`` leaves out the aborted batches' spans, judged over
+each topic-partition's whole log.
 
 Modes: PERMISSIVE keeps going past a batch that cannot be decoded and emits
 one error row for it - topic and partition set (batchPosition and
@@ -38,19 +40,17 @@ are errors too.
 from __future__ import annotations
 
 import logging
-import mmap
-import os
-from typing import List, NamedTuple
+from typing import Callable, List, NamedTuple, Optional
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _logdir, _planning, _schema
+from spark_udfs import _planning, _schema
 from spark_udfs._decode import MalformedBatchError, ReadConfig, decode_range
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec, read_spec
 
 __all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "BatchReadConfig",
-           "ListedRange", "plan_listed"]
+           "ListedRange", "batch_config", "plan"]
 
 log = logging.getLogger("spark_udfs")
 
@@ -73,6 +73,11 @@ class BatchReadConfig(ReadConfig):
         self.buffer_bytes = spec.limits.dedupe_buffer_bytes
 
 
+def batch_config(spec: ReadSpec, *, default_parallelism: int = 1) -> BatchReadConfig:
+    """The config of a batch read of ``spec``, by the local or the listed reader's option names."""
+    return BatchReadConfig(spec.for_batch("R" if spec.listed else "L"), default_parallelism=default_parallelism)
+
+
 class ListedRange(NamedTuple):
     """One listed range a task reads: the storage holding it (pyarrow file systems pickle
     with their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
@@ -83,7 +88,7 @@ class ListedRange(NamedTuple):
 
 
 class KafkaRecPartition(InputPartition):
-    """One Spark task: its ranges in log order, local :class:`spark_udfs._logdir.Slice` s
+    """One Spark task: its ranges in log order, local :class:`kafkarec.log.local.Slice` s
     or :class:`ListedRange` s."""
 
     def __init__(self, index: int, ranges: tuple):
@@ -132,8 +137,7 @@ class KafkaRecDataSource(DataSource):
         if spec.listed and spec.columns.decode:
             raise ValueError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
-        config = BatchReadConfig(spec.for_batch("R" if spec.listed else "L"),
-                                 default_parallelism=self.default_min_partitions)
+        config = batch_config(spec, default_parallelism=self.default_min_partitions)
         return KafkaRecReader(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
@@ -159,30 +163,61 @@ class KafkaRecReader(DataSourceReader):
 
     def partitions(self):
         ensure(self.expected)
-        tasks = plan_listed(self.config) if self.config.listed else plan_local(self.config)
-        return tasks or [KafkaRecPartition(0, ())]
+        return plan(self.config) or [KafkaRecPartition(0, ())]
 
     def read(self, partition):
         yield from read_task(self.config, partition, self.schema, self.expected)
 
 
-def plan_local(config: BatchReadConfig) -> List[KafkaRecPartition]:
-    """Local paths found (:func:`spark_udfs._logdir.discover`: globs, pathGlobFilter,
-    recursiveFileLookup, duplicate partitions) and cut at batch starts (:func:`spark_udfs._logdir.plan`)."""
+class _Found(NamedTuple):
+    """What :mod:`kafkarec.log` found for a read: its pieces in log order, how to measure, cut
+    and group them for :func:`spark_udfs._planning.plan_tasks`, the ``minPartitions`` it
+    aims at, and a packed task's pieces as the task reads them."""
+    pieces: list
+    size: Callable
+    split: Callable
+    group: Callable
+    min_partitions: Optional[int]
+    as_read: Callable
+
+
+def plan(config: BatchReadConfig) -> List[KafkaRecPartition]:
+    """The tasks of a batch read: the pieces :mod:`kafkarec.log` finds (:func:`_found_local`
+    or :func:`_found_listed`) packed by Spark's file-source rule; with ``view=latest`` one task
+    per topic-partition, as a partition's state needs all of its records in one task, in order."""
+    found = _found_listed(config) if config.listed else _found_local(config)
+    if config.view == "latest":
+        by_partition: dict = {}
+        for piece in found.pieces:
+            by_partition.setdefault(found.group(piece), []).append(piece)
+        return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
+    groups = _planning.plan_tasks(found.pieces, min_partitions=found.min_partitions,
+                                  default_parallelism=config.default_parallelism,
+                                  max_partition_bytes=config.max_partition_bytes,
+                                  open_cost_bytes=config.open_cost, size=found.size, split=found.split,
+                                  group=found.group)
+    return [KafkaRecPartition(i, tuple(found.as_read(g))) for i, g in enumerate(groups)]
+
+
+def _found_local(config: BatchReadConfig) -> _Found:
+    """Local paths found (:func:`kafkarec.log.directory.find_segment_files`: globs,
+    pathGlobFilter, recursiveFileLookup, duplicate partitions) as slices cut at batch starts
+    and read in windows (:mod:`kafkarec.log.local`)."""
+    from kafkarec.log import directory, local
     files = config.files
-    segments, skipped = _logdir.discover(config.paths, glob_filter=files.glob_filter,
-                                         recursive=files.recursive,
-                                         allow_duplicate_partitions=files.allow_duplicates)
+    segments, skipped = directory.find_segment_files(
+        config.paths, pattern=files.glob_filter, recursive=files.recursive,
+        allow_duplicate_partitions=files.allow_duplicates)
     for d in skipped:
         log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
-    spans: dict = {}   # each file's batches are walked once for both
-    aborted = _logdir.aborted_batches(segments, spans) if config.read_committed else None
+    spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
+    aborted = local.aborted_batches(segments, spans) if config.read_committed else None
     # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
-    tasks = _logdir.plan(segments, max_partition_bytes=config.max_partition_bytes,
-                         open_cost=config.open_cost,
-                         min_partitions=config.min_partitions or config.default_parallelism,
-                         aborted=aborted, spans=spans)
-    return [KafkaRecPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+    return _Found(local.slices(segments, aborted), size=lambda sl: sl.end - sl.start,
+                  split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
+                  group=local.partition_key,
+                  min_partitions=config.min_partitions or config.default_parallelism,
+                  as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])
 
 
 def _range_bytes(rr: ListedRange) -> int:
@@ -198,11 +233,11 @@ def _partition_key(rr: ListedRange):
     return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
 
 
-def plan_listed(config: BatchReadConfig) -> List[KafkaRecPartition]:
-    """List each path once, select, then cut at offset-index positions and pack into
-    tasks by :func:`spark_udfs._planning.plan_tasks` (Spark's file-source rule, as local
-    reads); no segment byte is read to plan (readCommitted walks the selected
-    partitions' logs)."""
+def _found_listed(config: BatchReadConfig) -> _Found:
+    """Each path listed once (:func:`kafkarec.log.layout.scan_history`: local folders, object
+    stores, tiered copies stitched with the log dirs), selected, and cut at offset-index
+    positions (:mod:`kafkarec.log.selection`); no segment byte is read to plan (readCommitted
+    walks the selected partitions' logs)."""
     from kafkarec.log import layout, selection
     resolvers: dict = {}
     items: List[ListedRange] = []
@@ -224,23 +259,12 @@ def plan_listed(config: BatchReadConfig) -> List[KafkaRecPartition]:
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
 
-    if config.view == "latest":
-        # A partition's state needs all of its records in one task, in order: never split.
-        by_partition: dict = {}
-        for rr in items:
-            by_partition.setdefault(_partition_key(rr), []).append(rr)
-        return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
-
     def split(rr: ListedRange, max_bytes: int) -> list:
         return [rr._replace(range=sr)
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
-    groups = _planning.plan_tasks(items, min_partitions=config.min_partitions,
-                                  default_parallelism=config.default_parallelism,
-                                  max_partition_bytes=config.max_partition_bytes,
-                                  open_cost_bytes=config.open_cost, size=_range_bytes, split=split,
-                                  group=_partition_key)
-    return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(groups)]
+    return _Found(items, size=_range_bytes, split=split, group=_partition_key,
+                  min_partitions=config.min_partitions, as_read=list)
 
 
 def _read_committed_skips(st, lay, ranges) -> dict:
@@ -294,7 +318,7 @@ class _Errors(NamedTuple):
 def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool):
     """``(where, item)`` for each range read in log order: items are Arrow batches of the
     log view (offset bounds applied, not yet conformed) and :class:`_Errors`."""
-    from kafkarec.log import selection
+    from kafkarec.log import local, selection
     from kafkarec.log.storage import without_spans
     quarantine = None
     if config.bad_records_path:
@@ -306,14 +330,14 @@ def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool
     else:
         hint = (f"(data source option mode=FAILFAST; use PERMISSIVE to get error rows in "
                 f"{config.corrupt_column}, or DROPMALFORMED)")
-    for rr, where, topic, partition, pieces in _ranges_read(ranges):
-        mapped = isinstance(rr, _logdir.Slice)       # a local slice: no offset bounds
-        bounds = None if mapped else rr.range
+    for rr, where, topic, partition, mapped, pieces in _ranges_read(ranges):
+        bounds = None if mapped else rr.range       # a local slice: no offset bounds
         if rr.skip:       # read_committed: the aborted batches' spans are left out
-            pieces = (part for piece in pieces for part in without_spans(piece, rr.skip))
+            pieces = (part for piece in pieces
+                      for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
         for piece in pieces:
-            if isinstance(piece, _Errors):
-                yield where, piece
+            if isinstance(piece, dict):     # the local file shrank after the read was planned
+                yield where, _Errors([piece], topic, partition)
                 continue
             errs = []
             try:
@@ -338,7 +362,7 @@ def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool
                 raise MalformedBatchError(f"{exc} {hint}") from None
             finally:
                 if mapped:        # so that the map can close
-                    _release(piece.data)
+                    local.release(piece.data)
             if errs:
                 yield where, _Errors(errs, topic, partition)
 
@@ -374,43 +398,6 @@ def _decoded_columns(config: BatchReadConfig, decoded: list, batch):
     return {name: table.column(name).combine_chunks() for name in decoded}
 
 
-def _mapped(sl):
-    """The pieces of a local slice: itself, memory-mapped (an error first when the file shrank
-    after the read was planned; what is left of it is read)."""
-    from kafkarec.log.storage import Piece
-    end = sl.end
-    with open(sl.path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size < sl.end:
-            yield _Errors([{
-                "position": size, "base_offset": None, "error": "FileChangedError",
-                "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
-                "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
-                           f"after the read was planned"}], sl.topic, sl.partition)
-            if size <= sl.start:
-                return
-            end = size
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        mv = memoryview(mm)
-        whole = mv[sl.start:end]
-        try:
-            yield Piece(sl.start, whole)
-        finally:
-            _release(whole)
-            _release(mv)
-            try:
-                mm.close()
-            except BufferError:
-                pass
-
-
-def _release(view) -> None:
-    try:
-        view.release()
-    except BufferError:
-        pass
-
-
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a
 # time, while the task decodes the current one: on an object store each costs a metadata and a
 # ranged request, a round trip each, which would otherwise add up one after the other.
@@ -419,40 +406,42 @@ READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.
 
 
 def _ranges_read(ranges):
-    """``(range, where, topic, partition, pieces)`` for each of ``ranges`` in order.  A local
-    slice is memory-mapped when its turn comes (:func:`_mapped`).  A listed range of at most
+    """``(range, where, topic, partition, mapped, pieces)`` for each of ``ranges`` in order.  A
+    local slice (``mapped``) is memory-mapped when its turn comes
+    (:func:`kafkarec.log.local.iter_pieces`).  A listed range of at most
     :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
     :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
     walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
-    from kafkarec.log import selection
+    from kafkarec.log import local, selection
+    mapped = [isinstance(rr, local.Slice) for rr in ranges]
 
     def whole(rr):
         return list(selection.iter_range_pieces(rr.storage, rr.range))
 
-    def described(rr, pieces):
-        if isinstance(rr, _logdir.Slice):
-            return rr, rr.path, rr.topic, rr.partition, pieces
-        return rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, pieces
+    def described(i, pieces):
+        rr = ranges[i]
+        if mapped[i]:
+            return rr, rr.path, rr.topic, rr.partition, True, pieces
+        return rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, False, pieces
 
-    def later(rr):
-        if isinstance(rr, _logdir.Slice):
-            return _mapped(rr) if rr.end > rr.start else iter(())
-        return selection.iter_range_pieces(rr.storage, rr.range)
-    small = [len(ranges) > 1 and not isinstance(rr, _logdir.Slice) and _range_bytes(rr) <= READ_AHEAD_MAX_BYTES
-             for rr in ranges]
+    def later(i):
+        rr = ranges[i]
+        return local.iter_pieces(rr) if mapped[i] else selection.iter_range_pieces(rr.storage, rr.range)
+    small = [len(ranges) > 1 and not m and _range_bytes(rr) <= READ_AHEAD_MAX_BYTES
+             for rr, m in zip(ranges, mapped)]
     if sum(small) < 2:
-        for rr in ranges:
-            yield described(rr, later(rr))
+        for i in range(len(ranges)):
+            yield described(i, later(i))
         return
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
     ahead: dict = {}
     try:
-        for i, rr in enumerate(ranges):
+        for i in range(len(ranges)):
             for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
                 if small[j] and j not in ahead:
                     ahead[j] = pool.submit(whole, ranges[j])
-            yield described(rr, ahead.pop(i).result() if i in ahead else later(rr))
+            yield described(i, ahead.pop(i).result() if i in ahead else later(i))
     finally:
         for f in ahead.values():
             f.cancel()

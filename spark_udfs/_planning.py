@@ -1,9 +1,9 @@
 """How a read is cut into Spark tasks: one rule for local and remote log directories.
 
-No pyspark, no kafkarec here.  The callers give what they found in their one
-listing (:mod:`spark_udfs._logdir` local segment files, :func:`spark_udfs._datasource.plan_listed`
-segment ranges on any storage), how big each item is, and how to cut an item
-at batch boundaries; :func:`plan_tasks` returns the tasks.
+No pyspark, no kafkarec here.  The data source's planner (:func:`spark_udfs._datasource.plan`)
+gives what kafkarec.log found in its one listing (local slices of :mod:`kafkarec.log.local`,
+segment ranges of :mod:`kafkarec.log.selection` on any storage), how big each item is, and
+how to cut an item at batch boundaries; :func:`plan_tasks` returns the tasks.
 
 The rule is Spark's for its file sources (apache/spark,
 ``sql/core/.../execution/datasources/FilePartition.scala``: ``maxSplitBytes`` and

@@ -284,9 +284,9 @@ class ReadSpec:
 
     @property
     def listed(self) -> bool:
-        """Whether a batch read is planned over a listed layout (spark_udfs._datasource.plan_listed):
-        URIs, selection, tiered storage, ``view=latest`` or ``cdc``; otherwise local files are
-        found and split at batches (spark_udfs._datasource.plan_local)."""
+        """Whether a batch read is planned over a listed layout (kafkarec.log.layout): URIs,
+        selection, tiered storage, ``view=latest`` or ``cdc``; otherwise local files are found
+        and split at batches (kafkarec.log.local); spark_udfs._datasource.plan asks for either."""
         from kafkarec.log import storage
         return (any(storage.is_uri(p) for p in self.paths) or bool(self.selection)
                 or any(k in self.given for k in _ROUTING)

@@ -13,7 +13,11 @@ Public API:
   (:class:`SegmentFiles`, by base offset; broker names and tiered
   ``<offset>-<segment id>`` names), producer and KRaft snapshots, checkpoints;
 * :func:`is_partition_dir`, :func:`parse_topic_partition` (-> :class:`TopicPartition`
-  or None), :func:`renamed_dir_suffix`.
+  or None), :func:`renamed_dir_suffix`;
+* :func:`find_segment_files` (``paths``) -> the :class:`SegmentFile` s under files, folders
+  and globs, as Spark's reader of local files finds them (``pathGlobFilter``,
+  ``recursiveFileLookup``, one folder per topic-partition); :mod:`kafkarec.log.local`
+  cuts them into slices.
 
 Object stores and mixed local/remote layouts are :mod:`kafkarec.log.layout`'s
 (a flat listing); both take file names from :mod:`kafkarec.log.names`.
@@ -21,7 +25,9 @@ Object stores and mixed local/remote layouts are :mod:`kafkarec.log.layout`'s
 from __future__ import annotations
 
 import fnmatch
+import glob
 import os
+import re
 from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from kafkarec.log import names
@@ -30,7 +36,7 @@ from kafkarec.log.names import (  # noqa: F401  (re-exported: folder names are n
 
 __all__ = ["TopicPartition", "parse_topic_partition", "renamed_dir_suffix", "SegmentFiles",
            "PartitionDir", "is_partition_dir", "scan_partition_dir", "find_partition_dirs",
-           "SegmentFile", "segment_file", "walk_files", "find_segment_files"]
+           "SegmentFile", "segment_file", "find_segment_files", "DuplicatePartitionError"]
 
 
 class SegmentFiles(NamedTuple):
@@ -157,6 +163,10 @@ def find_partition_dirs(root: str) -> List[PartitionDir]:
 
 # --- segment files wherever they are (Spark's file discovery, the CLI's file arguments) ---
 
+class DuplicatePartitionError(ValueError):
+    """The same topic-partition was found in more than one folder (e.g. replicas)."""
+
+
 class SegmentFile(NamedTuple):
     """A segment file found on disk, with what its path says about it."""
     path: str
@@ -164,6 +174,14 @@ class SegmentFile(NamedTuple):
     topic_partition: Optional[TopicPartition]   # from its folder, None if the folder names none
     base_offset: Optional[int]                  # from its name, None if the name holds none
     segment_id: Optional[str]                   # a tiered segment's id
+
+    @property
+    def topic(self) -> Optional[str]:
+        return None if self.topic_partition is None else self.topic_partition.topic
+
+    @property
+    def partition(self) -> Optional[int]:
+        return None if self.topic_partition is None else self.topic_partition.partition
 
 
 def segment_file(path: str, size: Optional[int] = None) -> SegmentFile:
@@ -181,40 +199,108 @@ def segment_file(path: str, size: Optional[int] = None) -> SegmentFile:
                        _topic_partition(os.path.dirname(path), sid is not None), base, sid)
 
 
-def walk_files(root: str, *, pattern: str = "*.log", recursive: bool = True,
-               skipped: Optional[list] = None) -> Iterator[str]:
-    """Files under ``root`` whose name matches ``pattern`` (fnmatch, case-sensitive), in
-    name order.  Partition folders Kafka renamed (``-delete``/``-future``/``-stray``) are
-    not entered and are appended to ``skipped``; hidden folders are not entered."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        keep = []
-        for d in sorted(dirnames):
-            if renamed_dir_suffix(d):
-                if skipped is not None:
-                    skipped.append(os.path.join(dirpath, d))
-            elif not d.startswith("."):
-                keep.append(d)
-        dirnames[:] = keep if recursive else []
-        for f in sorted(filenames):
-            if fnmatch.fnmatchcase(f, pattern):
-                yield os.path.join(dirpath, f)
+_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-def find_segment_files(paths, *, pattern: str = "*.log",
-                       recursive: bool = True) -> Tuple[List[SegmentFile], List[str]]:
-    """Segment files under ``paths`` (files or folders), each once (by real path), sorted
-    by topic, partition, base offset and path; and the renamed folders skipped."""
-    found: dict = {}
+def _local_path(path: str) -> str:
+    """``path`` without a ``file:`` scheme; any other scheme is refused (object stores are
+    :mod:`kafkarec.log.layout`'s)."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", path):
+        raise ValueError(f"kafkarec reads local (or locally mounted) files only, not {path}")
+    return path
+
+
+def find_segment_files(paths, *, pattern: str = "*.log", recursive: bool = True,
+                       allow_duplicate_partitions: bool = False) -> Tuple[List[SegmentFile], List[str]]:
+    """Segment files under ``paths`` (files, folders or glob patterns; ``file:`` paths too),
+    each once (by real path), sorted by topic, partition, base offset and path; and the
+    folders Kafka renamed that were skipped.  A folder is walked by :func:`_walk`; a file's
+    topic-partition comes from its folder's name (:func:`segment_file`).  The same
+    topic-partition in two folders raises :class:`DuplicatePartitionError` unless
+    ``allow_duplicate_partitions``."""
+    files: dict = {}
     skipped: List[str] = []
-    for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
-        p = os.fspath(p)
-        if not os.path.exists(p):
-            raise FileNotFoundError(f"path does not exist: {p}")
-        files = walk_files(p, pattern=pattern, recursive=recursive, skipped=skipped) \
-            if os.path.isdir(p) else [p]
-        for f in files:
-            found.setdefault(os.path.realpath(f), f)
-    out = [segment_file(shown, os.path.getsize(real)) for real, shown in found.items()]
-    out.sort(key=lambda s: (s.topic_partition is None, s.topic_partition or ("", -1),
+    for raw in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        raw = os.fspath(raw)
+        path = os.path.expanduser(_local_path(raw))
+        if _GLOB_CHARS.search(path):
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"no file matches {raw}")
+        else:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"path does not exist: {raw}")
+            matches = [path]
+        for m in matches:
+            if os.path.isdir(m):
+                for f in _walk(m, pattern, recursive, skipped):
+                    files.setdefault(os.path.realpath(f), f)
+            elif os.path.isfile(m):
+                files.setdefault(os.path.realpath(m), m)
+    out = []
+    folders: dict = {}
+    for real, shown in files.items():
+        found = segment_file(real)
+        if found.topic is not None:
+            folder = os.path.dirname(real)
+            other = folders.setdefault(found.topic_partition, folder)
+            if other != folder and not allow_duplicate_partitions:
+                raise DuplicatePartitionError(
+                    f"topic-partition {found.topic}-{found.partition} is in two folders, {other} and "
+                    f"{folder} (replicas, or copies of a log directory?); its records would be read "
+                    f"twice. Point the reader at one of them, or set option allowDuplicatePartitions=true.")
+        out.append(found._replace(path=os.path.abspath(shown)))
+    out.sort(key=lambda s: (s.topic is None, s.topic or "", -1 if s.partition is None else s.partition,
                             -1 if s.base_offset is None else s.base_offset, s.path))
     return out, skipped
+
+
+def _partition_logs(part: PartitionDir, pattern: str) -> List[str]:
+    """The files of one partition folder matching ``pattern``: its segments in offset order,
+    then other files (a renamed or backed-up ``backup.log``)."""
+    out = [s.log for s in part.segments if s.log and fnmatch.fnmatchcase(os.path.basename(s.log), pattern)]
+    out += [f for f in part.other if fnmatch.fnmatchcase(os.path.basename(f), pattern)]
+    return out
+
+
+def _walk(root: str, pattern: str, recursive: bool, skipped: list) -> Iterator[str]:
+    """The files under ``root`` matching ``pattern``: ``root`` is a partition folder
+    (:func:`is_partition_dir`) or holds partition folders (:func:`find_partition_dirs`), whose
+    files are taken whether ``recursive`` or not, and files of its own; folders Kafka renamed
+    (``-delete``/``-future``/``-stray``) are skipped (appended to ``skipped``).  With
+    ``recursive``, other sub-folders (several log dirs under one root) are walked too; hidden
+    ones are not."""
+    root = os.path.normpath(root)
+    names_here = None       # root's entries, listed once
+    claimed = set()
+    if is_partition_dir(root):
+        yield from _partition_logs(scan_partition_dir(root), pattern)
+    else:
+        for part in find_partition_dirs(root):
+            # the folder under root it was found in (<topic>-<topic id>/N/ is one level down)
+            claimed.add(os.path.relpath(part.path, root).split(os.sep)[0])
+            if renamed_dir_suffix(part.path):
+                skipped.append(part.path)
+                continue
+            yield from _partition_logs(part, pattern)
+        names_here = sorted(os.listdir(root))
+        for name in names_here:                  # segment-like files at the root itself
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and fnmatch.fnmatchcase(name, pattern):
+                yield full
+    if not recursive:
+        return
+    if names_here is None:
+        names_here = sorted(os.listdir(root))
+    for name in names_here:
+        full = os.path.join(root, name)
+        if name in claimed or name.startswith(".") or not os.path.isdir(full):
+            continue
+        if renamed_dir_suffix(name):
+            skipped.append(full)
+            continue
+        yield from _walk(full, pattern, recursive, skipped)

@@ -86,13 +86,13 @@ def test_read_committed_spans_cross_segments_and_lso(tmp_path):
 
 
 def test_read_committed_spans_equal_local_walk(tmp_path):
-    """The Spark planner's local walk and the storage walk give the same spans."""
-    from spark_udfs import _logdir
+    """The local slices' walk (the Spark planner's) and the storage walk give the same spans."""
+    from kafkarec.log import directory, local
     root, _, _ = _partition(tmp_path)
     spans, _, _ = _committed_offsets(root)
-    segments, _ = _logdir.discover([root])
-    local = _logdir.aborted_batches(segments)
-    assert {os.path.abspath(p): v for p, v in local.items()} == \
+    segments, _ = directory.find_segment_files([root])
+    walked = local.aborted_batches(segments)
+    assert {os.path.abspath(p): v for p, v in walked.items()} == \
         {os.path.abspath(p): v for p, v in spans.items()}
 
 

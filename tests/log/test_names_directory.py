@@ -105,7 +105,6 @@ def test_cli_reads_tiered_segments(tmp_path, capfd):
 def test_plugin_layout_topic_id_folders(tmp_path, capfd):
     """A remote storage plugin's ``<topic>-<topic id>/<partition>/`` under a root: the walk,
     the CLI and Spark's file discovery find each partition once, named by topic."""
-    from spark_udfs import _logdir
     part = tmp_path / f"orders-{SID}" / "3"
     part.mkdir(parents=True)
     batch = bytearray(v2_batch(sample_records(4)))
@@ -121,7 +120,7 @@ def test_plugin_layout_topic_id_folders(tmp_path, capfd):
     assert main(["verify", "--deep", "--json", "--no-progress", str(tmp_path)]) == 0
     summary = json.loads(capfd.readouterr().out.splitlines()[-1])
     assert (summary["partitions"], summary["records"], summary["errors"]) == (2, 6, 0)
-    files, _ = _logdir.discover([str(tmp_path)])
+    files, _ = directory.find_segment_files([str(tmp_path)])
     assert sorted((f.topic, f.partition, f.base_offset) for f in files) == [("orders", 3, 7), ("payments", 0, 0)]
 
 

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from benchmarks import bench_planning as B
-from spark_udfs import _datasource, _logdir, _planning
+from spark_udfs import _datasource, _planning
+from spark_udfs._spec import read_spec
 
 MiB = 1 << 20
 
@@ -77,28 +78,22 @@ def test_empty_input_plans_no_task():
     assert _plan([], default_parallelism=4) == []
 
 
-def _groups_local(tasks):
-    return [[(os.path.relpath(s.path), s.start, s.end) for s in t] for t in tasks]
-
-
 def test_local_and_remote_plan_alike(tmp_path):
     """The same directory planned by the local reader and by the remote one (through a
     URI, pyarrow's local file system): the same tasks of the same files."""
     root = str(tmp_path / "logs")
     B.write_local(root, 300, 2)
-    local = B.plan_local(root, 4)
-    remote = B.plan_remote("file://" + root, {}, 4)
+    local = B.plan(root, {}, 4)
+    remote = B.plan("file://" + root, {}, 4)
     assert len(local) == len(remote) >= 4
-    got_local = [[(os.path.relpath(s.path, root), s.start, s.end) for s in t] for t in local]
+    got_local = [[(os.path.relpath(s.path, root), s.start, s.end) for s in t.ranges] for t in local]
     got_remote = [[(os.path.relpath(rr.range.segment.path, root), rr.range.start,
                     rr.range.end if rr.range.end is not None else rr.range.segment.size)
                    for rr in t.ranges] for t in remote]
     assert got_local == got_remote
     # minPartitions, as the data source option reaches both planners
-    many = _logdir.plan(_logdir.discover([root])[0], max_partition_bytes=128 * MiB,
-                        open_cost=4 * MiB, min_partitions=500)
-    cfg = _datasource.BatchReadConfig(_listed({"path": "file://" + root, "minPartitions": "500"}))
-    assert len(many) == len(_datasource.plan_listed(cfg)) >= 500
+    many = B.plan(root, {"minPartitions": "500"}, 1)
+    assert len(many) == len(B.plan("file://" + root, {"minPartitions": "500"}, 1)) >= 500
 
 
 def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
@@ -109,7 +104,7 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     monkeypatch.setattr(storage, "resolve", B.counting_resolve(counters))
     cfg = _datasource.BatchReadConfig(_listed({"path": "file://" + root, "maxPartitionBytes": "2k"}),
                                    default_parallelism=2)
-    tasks = _datasource.plan_listed(cfg)
+    tasks = _datasource.plan(cfg)
     assert len(counters) == 1 and counters[0].calls["list"] == 1
     assert counters[0].calls["open"] == 0          # no segment or side file opened to plan
     assert sum(len(t.ranges) for t in tasks) == 150
@@ -117,7 +112,6 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
 
 def _listed(options):
     """The spec of a batch read through the listed layout (as the data source makes it)."""
-    from spark_udfs._spec import read_spec
     return read_spec(options).for_batch("R")
 
 
@@ -132,11 +126,13 @@ def test_large_slices_are_read_in_windows(tmp_path, monkeypatch):
     """A slice larger than the read window is cut into consecutive slices of the same task,
     at batch starts, covering it once (and readCommitted skips follow their window)."""
     import kafkarec
+    from kafkarec.log import local
     path = str(tmp_path / "big-0" / f"{0:020d}.log")
     records = B.write_large_segment(path, 3 * MiB)
-    monkeypatch.setattr(_logdir, "READ_WINDOW_BYTES", 256 << 10)
-    segs, _ = _logdir.discover([path])
-    (task,) = _logdir.plan(segs, max_partition_bytes=1 << 30, open_cost=4 * MiB, min_partitions=1)
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 256 << 10)
+    (planned,) = _datasource.plan(_datasource.batch_config(read_spec(
+        {"path": path, "maxPartitionBytes": "1g", "minPartitions": "1"})))
+    task = planned.ranges
     data = open(path, "rb").read()
     starts = {b.position for b in kafkarec.iter_batches(data, verify_crc=False)}
     assert len(task) >= 3 * MiB // (256 << 10)

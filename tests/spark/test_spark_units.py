@@ -7,9 +7,11 @@ import os
 import pytest
 
 import spark_helpers as H
-from spark_udfs import _decode, _logdir
+from spark_udfs import _datasource, _decode
+from spark_udfs._spec import read_spec
 
 import kafkarec
+from kafkarec.log import directory, local
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +20,13 @@ def sample(tmp_path_factory):
 
 
 def test_topic_partition_from_folder_names():
-    p = _logdir.parse_topic_partition
+    p = directory.parse_topic_partition
     assert p("/x/orders-3") == ("orders", 3)
     assert p("my-topic.v2-17/") == ("my-topic.v2", 17)
     assert p("__consumer_offsets-49") == ("__consumer_offsets", 49)
-    assert p("orders") == (None, None)
-    assert p("orders-") == (None, None)
-    assert p("orders-99999999999") == (None, None)
+    assert p("orders") is None
+    assert p("orders-") is None
+    assert p("orders-99999999999") is None
 
 
 def test_parse_bytes():
@@ -42,13 +44,13 @@ def test_parse_bytes():
 
 
 def test_discover_sorted_and_deduplicated(sample, tmp_path):
-    segs, skipped = _logdir.discover([sample, os.path.join(sample, "orders-1", "*.log")])
+    segs, skipped = directory.find_segment_files([sample, os.path.join(sample, "orders-1", "*.log")])
     keys = [(s.topic, s.partition, s.base_offset) for s in segs]
     assert keys == sorted(keys) and len(set(s.path for s in segs)) == len(segs)
     assert {s.topic for s in segs} == {"orders", "payments", "compacted", "clicks"}
     assert skipped == []
     with pytest.raises(FileNotFoundError):
-        _logdir.discover([str(tmp_path / "missing")])
+        directory.find_segment_files([str(tmp_path / "missing")])
 
 
 def test_discover_walks_kafka_layouts(sample, tmp_path):
@@ -64,7 +66,7 @@ def test_discover_walks_kafka_layouts(sample, tmp_path):
         shutil.copytree(src, d / f"orders-{broker[-1] == 'b' and 1 or 0}")
     shutil.copytree(src, tmp_path / "broker-a" / ("orders-5." + "a" * 32 + "-delete"))
     shutil.copy(os.path.join(src, first), tmp_path / "broker-b" / "orders-1" / "backup.log")
-    segs, skipped = _logdir.discover([str(tmp_path)])
+    segs, skipped = directory.find_segment_files([str(tmp_path)])
     logs = sorted(f for f in os.listdir(src) if f.endswith(".log"))
     got = [(s.topic, s.partition, os.path.basename(s.path), s.base_offset) for s in segs]
     want = [("orders", 0, f, int(f[:-4])) for f in logs] + \
@@ -73,21 +75,24 @@ def test_discover_walks_kafka_layouts(sample, tmp_path):
         sorted(want, key=lambda g: (g[1], g[3] is not None, g[3] or 0))
     assert [os.path.basename(p) for p in skipped] == ["orders-5." + "a" * 32 + "-delete"]
     # not recursive: a log dir's own partition folders only; a partition folder's files
-    segs, _ = _logdir.discover([str(tmp_path)], recursive=False)
+    segs, _ = directory.find_segment_files([str(tmp_path)], recursive=False)
     assert segs == []
-    segs, _ = _logdir.discover([str(tmp_path / "broker-a")], recursive=False)
+    segs, _ = directory.find_segment_files([str(tmp_path / "broker-a")], recursive=False)
     assert {os.path.basename(os.path.dirname(s.path)) for s in segs} == {"orders-0"}
-    segs, _ = _logdir.discover([str(tmp_path / "broker-b" / "orders-1")], glob_filter="0*.log")
+    segs, _ = directory.find_segment_files([str(tmp_path / "broker-b" / "orders-1")], pattern="0*.log")
     assert [os.path.basename(s.path) for s in segs] == logs
 
 
 @pytest.mark.parametrize("max_bytes", [1, 1000, 8 << 10, 50 << 10, 128 << 20])
 def test_plan_covers_every_byte_once_at_batch_starts(sample, max_bytes):
-    segs, _ = _logdir.discover([sample])
-    tasks = _logdir.plan(segs, max_partition_bytes=max_bytes, open_cost=0, min_partitions=2)
+    segs, _ = directory.find_segment_files([sample])
+    config = _datasource.batch_config(read_spec({"path": sample, "maxPartitionBytes": str(max_bytes),
+                                                 "minPartitions": "2"}))
+    config.open_cost = 0        # below what option openCostInBytes accepts: every cut shows
+    tasks = _datasource.plan(config)
     by_file = {}
     for task in tasks:
-        for sl in task:
+        for sl in task.ranges:
             by_file.setdefault(sl.path, []).append((sl.start, sl.end))
     assert sorted(by_file) == sorted(s.path for s in segs)
     for seg in segs:
@@ -109,8 +114,8 @@ def test_aborted_batches_span_segments(sample, tmp_path):
     cut = spans[1][0] + spans[1][1]
     (part / "00000000000000000000.log").write_bytes(data[:cut])
     (part / "00000000000000000050.log").write_bytes(data[cut:])
-    segs, _ = _logdir.discover([str(part)])
-    aborted = _logdir.aborted_batches(segs)
+    segs, _ = directory.find_segment_files([str(part)])
+    aborted = local.aborted_batches(segs)
     assert aborted == {str(part / "00000000000000000000.log"): spans[:2]}
     # each file alone: the core's read_committed sees a transaction that never ends
     assert kafkarec.to_arrow(data[:cut], read_committed=True).num_rows == 0

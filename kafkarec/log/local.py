@@ -1,0 +1,176 @@
+"""Local segment files read in slices: cut where a batch starts, read through memory maps.
+
+A read of local files (found by :func:`kafkarec.log.directory.find_segment_files`) is made of
+:class:`Slice` s, byte ranges of one file.  A file starts as one slice (:func:`slices`); a
+planner cuts a slice larger than it wants (:func:`split`) where a batch starts, found by
+walking batch headers - the data in between is not read - and reads a slice in consecutive
+windows of at most :data:`READ_WINDOW_BYTES` (:func:`windows`), each memory-mapped in turn
+(:func:`iter_pieces`).  Slices cover each file completely and do not overlap, so no byte is
+read twice or left out: what is not a whole batch (a framing error, a cut-off batch at the
+end) stays inside a slice and is reported by the reader.
+
+Each file's batches are walked at most once per plan: the walk's ``(position, size)`` spans
+are kept in a dict the caller passes along (``spans``), which the ``read_committed`` walk
+(:func:`aborted_batches`) fills too.  Listings on any storage (object stores, tiered
+copies, stitched histories) are :mod:`kafkarec.log.layout`'s and are read in ranges
+(:mod:`kafkarec.log.selection`); this module is what a memory-mapped local read adds.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Dict, Iterator, List, NamedTuple, Optional
+
+from kafkarec.errors import DecodeError
+from kafkarec.log.directory import SegmentFile
+from kafkarec.log.segment import Segment
+from kafkarec.log.storage import Piece
+
+__all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
+           "aborted_batches", "iter_pieces", "release"]
+
+# A task maps at most this much of a file at once: a larger slice is read as consecutive
+# slices of the same task (cut at batch starts), each mapped and unmapped in turn, so an
+# executor's memory stays bounded whatever maxPartitionBytes is.
+READ_WINDOW_BYTES = 64 << 20
+
+
+class Slice(NamedTuple):
+    """Bytes ``[start, end)`` of one local file."""
+    path: str
+    start: int
+    end: int
+    topic: Optional[str]
+    partition: Optional[int]
+    # (position, size) of batches left out of this slice (read_committed: aborted
+    # transactions), sorted, inside [start, end).
+    skip: tuple = ()
+
+
+def slices(files: List[SegmentFile], aborted: Optional[dict] = None) -> List[Slice]:
+    """Each file as one slice, with the spans of ``aborted`` (:func:`aborted_batches`) in it."""
+    return [Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())))
+            for f in files]
+
+
+def partition_key(sl: Slice):
+    """The topic-partition of a slice (its folder when the folder name has none)."""
+    return (sl.topic, sl.partition) if sl.topic is not None else (None, os.path.dirname(sl.path))
+
+
+def _batches(path: str, size: Optional[int] = None):
+    """The whole batches of a file (its first ``size`` bytes) as found (headers parsed, records not), in order, up to
+    the first the reader (:func:`kafkarec.iter_batches`) would not frame: a decode error, or
+    a magic outside 0..2, which :class:`kafkarec.log.segment.Segment` frames as Kafka's
+    FileLogInputStream does.  The reader reports what is left."""
+    with Segment(path) as seg:
+        try:
+            for batch in seg.batches(0, size, verify_crc=False):
+                if not 0 <= batch.magic <= 2:
+                    return
+                yield batch
+        except DecodeError:
+            return
+
+
+def _recorded(f: SegmentFile, spans: Optional[dict]):
+    """:func:`_batches` of ``f``, noting each batch's span in ``spans``."""
+    out = spans.setdefault(f.path, []) if spans is not None else None
+    for batch in _batches(f.path, f.size):
+        if out is not None:
+            out.append((batch.position, batch.size_in_bytes))
+        yield batch
+
+
+def _spans(sl: Slice, spans: Optional[dict]) -> list:
+    """``(position, size)`` of the whole batches of ``sl``'s file, walked once per plan
+    (kept in ``spans``)."""
+    if spans is not None and sl.path in spans:
+        return spans[sl.path]
+    found = [(b.position, b.size_in_bytes) for b in _batches(sl.path)]
+    if spans is not None:
+        spans[sl.path] = found
+    return found
+
+
+def _cut(sl: Slice, max_bytes: int, spans: Optional[dict]) -> List[Slice]:
+    """``sl`` cut at batch starts about ``max_bytes`` apart (one slice from where batches can
+    no longer be framed), each keeping the skipped spans inside it."""
+    cuts = [sl.start]
+    for pos, size in _spans(sl, spans):
+        if sl.start <= pos < sl.end and pos > cuts[-1] and pos + size - cuts[-1] > max_bytes:
+            cuts.append(pos)
+    cuts.append(sl.end)
+    return [sl._replace(start=a, end=b, skip=tuple((p, n) for p, n in sl.skip if a <= p < b))
+            for a, b in zip(cuts, cuts[1:])]
+
+
+def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice]:
+    """``sl`` as slices of about ``max_bytes`` (a planner's split), cut where a batch starts."""
+    return _cut(sl, max_bytes, spans)
+
+
+def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
+    """``sl`` as the slices a task maps one after the other, of about :data:`READ_WINDOW_BYTES`
+    (itself when it is smaller)."""
+    if sl.end - sl.start <= READ_WINDOW_BYTES:
+        return [sl]
+    return _cut(sl, READ_WINDOW_BYTES, spans)
+
+
+def aborted_batches(files: List[SegmentFile], spans: Optional[dict] = None) -> Dict[str, list]:
+    """``{path: [(position, size), ...]}`` of the batches a ``read_committed`` consumer leaves
+    out (:func:`kafkarec.log.committed.aborted_spans`), judged over each topic-partition's
+    whole log: ``files`` (from :func:`kafkarec.log.directory.find_segment_files`) are in
+    offset order and a transaction may end in a later file.  ``spans`` (a dict) receives each
+    file's batch spans, so cutting does not walk them again."""
+    from kafkarec.log import committed     # committed imports layout, which imports storage
+    by_partition: dict = {}
+    for f in files:
+        by_partition.setdefault((f.topic, f.partition, os.path.dirname(f.path)
+                                 if f.topic is None else ""), []).append(f)
+    out: dict = {}
+    for group in by_partition.values():
+        out.update(committed.aborted_spans(batch for f in group for batch in _recorded(f, spans)))
+    return out
+
+
+def release(view) -> None:
+    """Release a memoryview of a map (still exported views leave it to the garbage collector)."""
+    try:
+        view.release()
+    except BufferError:
+        pass
+
+
+def iter_pieces(sl: Slice) -> Iterator:
+    """The pieces of a slice: itself, memory-mapped (:class:`kafkarec.log.storage.Piece`).  When
+    the file shrank after the read was planned, an error first (a dict: ``position``,
+    ``base_offset``, ``error``, ``reason``, ``message``, as the reader's error rows) and what is
+    left of the slice.  The caller releases each piece's data when done with it, so that the
+    map can close."""
+    if sl.end <= sl.start:
+        return
+    end = sl.end
+    with open(sl.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < sl.end:
+            yield {"position": size, "base_offset": None, "error": "FileChangedError",
+                   "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
+                   "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
+                              f"after the read was planned"}
+            if size <= sl.start:
+                return
+            end = size
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mv = memoryview(mm)
+        whole = mv[sl.start:end]
+        try:
+            yield Piece(sl.start, whole)
+        finally:
+            release(whole)
+            release(mv)
+            try:
+                mm.close()
+            except BufferError:
+                pass
