@@ -93,9 +93,9 @@ def _spans(sl: Slice, spans: Optional[dict]) -> list:
     return found
 
 
-def _cut(sl: Slice, max_bytes: int, spans: Optional[dict]) -> List[Slice]:
-    """``sl`` cut at batch starts about ``max_bytes`` apart (one slice from where batches can
-    no longer be framed), each keeping the skipped spans inside it."""
+def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice]:
+    """``sl`` cut where a batch starts, about ``max_bytes`` apart (one slice from where batches
+    can no longer be framed), each keeping the skipped spans inside it."""
     cuts = [sl.start]
     for pos, size in _spans(sl, spans):
         if sl.start <= pos < sl.end and pos > cuts[-1] and pos + size - cuts[-1] > max_bytes:
@@ -105,17 +105,12 @@ def _cut(sl: Slice, max_bytes: int, spans: Optional[dict]) -> List[Slice]:
             for a, b in zip(cuts, cuts[1:])]
 
 
-def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice]:
-    """``sl`` as slices of about ``max_bytes`` (a planner's split), cut where a batch starts."""
-    return _cut(sl, max_bytes, spans)
-
-
 def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
     """``sl`` as the slices a task maps one after the other, of about :data:`READ_WINDOW_BYTES`
     (itself when it is smaller)."""
     if sl.end - sl.start <= READ_WINDOW_BYTES:
         return [sl]
-    return _cut(sl, READ_WINDOW_BYTES, spans)
+    return split(sl, READ_WINDOW_BYTES, spans)
 
 
 def aborted_batches(files: List[SegmentFile], spans: Optional[dict] = None) -> Dict[str, list]:
