@@ -22,6 +22,7 @@ import os
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from kafkarec.errors import DecodeError
+from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
 from kafkarec.log.segment import Segment
 from kafkarec.log.storage import Piece
@@ -59,10 +60,11 @@ def partition_key(sl: Slice):
 
 
 def _batches(path: str, size: Optional[int] = None):
-    """The whole batches of a file (its first ``size`` bytes) as found (headers parsed, records not), in order, up to
-    the first the reader (:func:`kafkarec.iter_batches`) would not frame: a decode error, or
-    a magic outside 0..2, which :class:`kafkarec.log.segment.Segment` frames as Kafka's
-    FileLogInputStream does.  The reader reports what is left."""
+    """The whole batches of a file (of its first ``size`` bytes) as found (headers parsed,
+    records not), in order, up to the first the reader (:func:`kafkarec.iter_batches`) would
+    not frame: a decode error, or a magic outside 0..2, which
+    :class:`kafkarec.log.segment.Segment` frames as Kafka's FileLogInputStream does.  The
+    reader reports what is left."""
     with Segment(path) as seg:
         try:
             for batch in seg.batches(0, size, verify_crc=False):
@@ -119,7 +121,6 @@ def aborted_batches(files: List[SegmentFile], spans: Optional[dict] = None) -> D
     whole log: ``files`` (from :func:`kafkarec.log.directory.find_segment_files`) are in
     offset order and a transaction may end in a later file.  ``spans`` (a dict) receives each
     file's batch spans, so cutting does not walk them again."""
-    from kafkarec.log import committed     # committed imports layout, which imports storage
     by_partition: dict = {}
     for f in files:
         by_partition.setdefault((f.topic, f.partition, os.path.dirname(f.path)
