@@ -30,6 +30,7 @@ import os
 import re
 from typing import Iterator, List, NamedTuple, Optional, Tuple
 
+from kafkarec.errors import KafkaRecError
 from kafkarec.log import names
 from kafkarec.log.names import (  # noqa: F401  (re-exported: folder names are names.py's rules)
     TopicPartition, parse_partition_folder, parse_topic_partition, renamed_dir_suffix)
@@ -163,7 +164,7 @@ def find_partition_dirs(root: str) -> List[PartitionDir]:
 
 # --- segment files wherever they are (Spark's file discovery, the CLI's file arguments) ---
 
-class DuplicatePartitionError(ValueError):
+class DuplicatePartitionError(KafkaRecError, ValueError):
     """The same topic-partition was found in more than one folder (e.g. replicas)."""
 
 
