@@ -34,6 +34,7 @@ __all__ = [
     "RemoteObjectError",
     "SelectionError",
     "StorageError",
+    "PropertiesError",
     "AvroSchemaError",
     "SchemaResolutionError",
     "AvroDecodeError",
@@ -194,6 +195,20 @@ class RemoteObjectError(TransformedSegmentError):
         self.reason = reason
         where = object if chunk is None else f"{object}, chunk {chunk}"
         super().__init__(f"{where}: {reason}")
+
+
+class PropertiesError(KafkaRecError, ValueError):
+    """Java properties text (the tiered-storage plugin's ``tieredStorageConfig``) that Java's
+    ``Properties.load`` refuses: ``source`` names the text, ``line`` the line, ``reason`` says why."""
+
+    def __init__(self, source: str, line: int, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{source}, line {line}: {reason}")
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (type(self), (self.source, self.line, self.reason))
 
 
 class SelectionError(KafkaRecError, ValueError):

@@ -41,6 +41,7 @@ from collections import OrderedDict
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
+from kafkarec._java_properties import load_properties
 from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
@@ -372,19 +373,21 @@ class TieredStorageConfig(NamedTuple):
 
 
 def load_config(source: Any, storage_options: Optional[dict] = None) -> TieredStorageConfig:
-    """A :class:`TieredStorageConfig` from a properties file (a path or URI), its text, or a
-    dict.  Relative key-file paths are read from the properties file's folder."""
+    """A :class:`TieredStorageConfig` from a properties file (a path or URI), its text (read
+    as the plugin reads it, by Java's ``Properties.load``), or a dict.  Relative key-file paths
+    are read from the properties file's folder."""
     base = None
     if isinstance(source, dict):
         props = {str(k): str(v) for k, v in source.items()}
     else:
-        text = None
+        where = "tieredStorageConfig"
         if isinstance(source, (str, os.PathLike)) and "\n" not in str(source) and "=" not in str(source):
             base = os.path.dirname(os.fspath(source))
-            text = _read_small(os.fspath(source), storage_options, "tieredStorageConfig").decode("utf-8")
+            where = os.fspath(source)
+            text = _read_small(where, storage_options, "tieredStorageConfig").decode("utf-8")
         else:
             text = str(source)
-        props = _parse_properties(text)
+        props = load_properties(text, where)
     settings = {}
     for k, v in props.items():
         name = k[len("rsm.config."):] if k.startswith("rsm.config.") else k
@@ -433,28 +436,6 @@ def tiered_of(storage) -> Optional[Tiered]:
         config, metadata, options = storage.tiered_source
         storage.tiered = load_tiered(config, options, metadata=metadata)
     return getattr(storage, "tiered", None)
-
-
-def _parse_properties(text: str) -> Dict[str, str]:
-    """Java properties, the subset broker configs use: ``key=value`` or ``key: value`` lines,
-    ``#``/``!`` comments, backslash line continuations."""
-    out: Dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        i += 1
-        while line.endswith("\\") and i < len(lines):
-            line = line[:-1] + lines[i].strip()
-            i += 1
-        if not line or line[0] in "#!":
-            continue
-        cut = min([j for j in (line.find("="), line.find(":")) if j >= 0], default=-1)
-        if cut < 0:
-            out[line] = ""
-        else:
-            out[line[:cut].strip()] = line[cut + 1:].strip()
-    return out
 
 
 # --- reading ----------------------------------------------------------------------------------
