@@ -1,8 +1,8 @@
 """Tiered-storage plugin objects (kafkarec.log.rsm) on arbitrary input.
 
 From the input: a manifest text (parse_manifest: a SegmentManifest or RemoteObjectError, never
-another exception), a chunk-size code (decode_chunk_sizes: the same), a properties text (never
-an exception), a ciphertext for the RSA-OAEP/SHA3-512 unwrap (ValueError at most), and a segment
+another exception), a chunk-size code (decode_chunk_sizes: the same; the plugin's properties text
+has its own target, fuzz_properties.py), a ciphertext for the RSA-OAEP/SHA3-512 unwrap (ValueError at most), and a segment
 stored in the plugin's chunk layout (optionally one zstd frame per chunk) with a chunk index
 built from the input, possibly damaged: every ranged read gives exactly the original bytes or
 raises RemoteObjectError naming the chunk, never anything else, never the wrong bytes.
@@ -57,7 +57,6 @@ def test_one_input(data: bytes) -> None:
         assert all(isinstance(s, int) for s in sizes)
     except RemoteObjectError:
         pass
-    rsm._parse_properties(fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 120)))
     try:
         rsm.oaep_sha3_512_decrypt(KEY, fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 260)))
     except ValueError:
