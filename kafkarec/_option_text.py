@@ -1,11 +1,20 @@
 """Options given as text, as Spark gives them (the data source's, ``from_avro``'s and
 ``from_protobuf``'s): one rule for their names and one for their booleans, used by the decoders
-here and by ``spark_udfs``: one rule each for their names, their booleans and their choices."""
+here and by ``spark_udfs``: one rule each for their names, their booleans, their choices and
+the JSON some of them hold."""
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Mapping, Optional, Sequence
 
-__all__ = ["lower_keys", "text_bool", "text_choice"]
+__all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "OPTION_JSON_DEPTH"]
+
+#: The deepest nesting an option's JSON may have: the deepest kafkarec reads is 2
+#: (``{"orders":{"0":23}}``); much deeper would reach Python's recursion limit in the parser.
+OPTION_JSON_DEPTH = 32
+# a JSON string (to its end if it has no closing quote: one match, so the scan is linear) or a bracket
+_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
 def lower_keys(options: Optional[Mapping[Any, Any]], *, drop_none: bool = False) -> dict:
@@ -35,3 +44,31 @@ def text_choice(name: str, value: Any, accepted: Sequence[str], *, default: Opti
     if text not in accepted:
         raise ValueError(template.format(name=name, accepted=", ".join(accepted), value=value))
     return text
+
+
+def option_json(what: str, text: Any, example: str, error: type) -> Any:
+    """The JSON of an option (``what``: "option startingOffsets"), whose numbers are whole
+    numbers, as Spark's Kafka source reads them (JsonUtils: Jackson into Int and Long): nesting
+    deeper than :data:`OPTION_JSON_DEPTH` (counted before parsing), a fraction or exponent,
+    ``NaN`` or ``Infinity``, or text that is not JSON is ``error`` (a KafkaRecError) naming the
+    option; ``example`` shows what JSON the option takes."""
+    text = str(text)
+    depth = deepest = 0
+    for token in _JSON_STRING_OR_BRACKET.finditer(text):
+        if token.group() in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.group() in ("]", "}"):
+            depth -= 1
+    if deepest > OPTION_JSON_DEPTH:
+        raise error(f"{what}: JSON nested deeper than {OPTION_JSON_DEPTH} levels (JSON like {example})")
+
+    def not_whole(number: str):
+        raise error(f"{what}: {number} is not a whole number (JSON like {example})")
+
+    try:
+        return json.loads(text, parse_float=not_whole, parse_constant=not_whole)
+    except error:
+        raise
+    except ValueError as exc:
+        raise error(f"{what}: not JSON like {example}: {exc}") from None

@@ -25,7 +25,8 @@ import difflib
 import logging
 from typing import NamedTuple, Optional
 
-from kafkarec._option_text import text_bool, text_choice
+from kafkarec._option_text import option_json, text_bool, text_choice
+from kafkarec.errors import UsageError
 from spark_udfs import _options
 from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, MODES
 from spark_udfs._planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
@@ -460,13 +461,12 @@ def read_spec(options) -> ReadSpec:
 def _paths(options: dict) -> list:
     """The paths of a load(): option ``path`` (one), or ``paths`` (a JSON list, as Spark passes
     ``load([a, b])``)."""
-    import json
     out = []
     raw = options.get("paths")
     if raw:
         try:
-            loaded = json.loads(raw)
-        except ValueError:
+            loaded = option_json("option paths", raw, '["/a", "/b"]', UsageError)
+        except UsageError:      # not a JSON list: one path
             loaded = [raw]
         out += [p for p in (loaded if isinstance(loaded, list) else [loaded]) if p]
     if options.get("path"):

@@ -101,9 +101,12 @@ def _to_json(offsets: Dict[Tuple[str, int], int]) -> dict:
 
 
 def _from_json(d) -> Dict[Tuple[str, int], int]:
-    if isinstance(d, str):
-        d = json.loads(d)
-    return {(t, int(p)): int(o) for t, ps in (d or {}).items() for p, o in ps.items()}
+    """A stream offset as Spark gives it back (the JSON :func:`_to_json` made, or its dict), read
+    by the rule of the offsets options."""
+    from kafkarec.log import selection
+    text = d if isinstance(d, str) else json.dumps(d or {})
+    return {(t, p): o for t, ps in selection._json_offsets(text, "the stream's offset").items()
+            for p, o in ps.items()}
 
 
 class KafkaRecStreamPartition(InputPartition):

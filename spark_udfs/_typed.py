@@ -310,9 +310,9 @@ def _topic_of(spec) -> Optional[str]:
         names = [t.strip() for t in str(sel["topics"]).split(",") if t.strip()]
         return names[0] if len(names) == 1 else None
     if sel.get("assign"):
-        import json
-        names = list(json.loads(sel["assign"]))
-        return names[0] if len(names) == 1 else None
+        from kafkarec.log import selection
+        names = selection.parse_selection({"assign": sel["assign"]}).topics
+        return next(iter(names)) if len(names) == 1 else None
     from kafkarec.log import layout, storage
     topics = set()
     for raw in spec.paths:

@@ -37,13 +37,14 @@ corrupt or stale side file costs a scan of that segment, never a wrong answer.
 """
 from __future__ import annotations
 
-import json
+import datetime
 import logging
 import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec._extras import require
+from kafkarec._option_text import option_json
 from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
@@ -58,6 +59,7 @@ __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "p
 log = logging.getLogger("kafkarec")
 
 EARLIEST = -2
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 LATEST = -1
 SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp by scanning
 # Headers and offsets only, while resolving a selection: no CRC, Kafka's file framing.
@@ -95,21 +97,26 @@ class Selection(NamedTuple):
         return self.assigned is None or partition in self.assigned.get(topic, ())
 
 
-def _json_offsets(text: str, name: str) -> Dict[str, Dict[int, int]]:
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise SelectionError(f"option {name}: not JSON like {{\"topic\":{{\"0\":23}}}}: {exc}") from None
+def _json_offsets(text: str, what: str) -> Dict[str, Dict[int, int]]:
+    """``{"topic":{"partition":number}}`` of ``what`` ("option startingOffsets"), numbers as Spark
+    reads them into a Long."""
+    raw = option_json(what, text, '{"topic":{"0":23}}', SelectionError)
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise SelectionError(f"option {name}: expected {{\"topic\":{{\"partition\":number}}}}, got {text!r}")
+        raise SelectionError(f"{what}: expected {{\"topic\":{{\"partition\":number}}}}, got {text!r}")
     out: Dict[str, Dict[int, int]] = {}
     for topic, parts in raw.items():
         out[topic] = {}
         for p, v in parts.items():
             try:
-                out[topic][int(p)] = int(v)
+                partition, number = int(p), int(v)
             except (TypeError, ValueError):
-                raise SelectionError(f"option {name}: {topic!r} partition {p!r} -> {v!r} is not a number") from None
+                number = None
+            if number is None or isinstance(v, bool):
+                raise SelectionError(f"{what}: {topic!r} partition {p!r} -> {v!r} is not a number")
+            if not _LONG_MIN <= number <= _LONG_MAX:
+                raise SelectionError(f"{what}: {topic!r} partition {p!r} -> {v!r} is out of a 64-bit "
+                                     f"number's range")
+            out[topic][partition] = number
     return out
 
 
@@ -124,12 +131,9 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
     assigned = None
     if "assign" in o:
         # the Kafka source's assign: {"orders":[0,1]}
-        try:
-            raw = json.loads(o["assign"])
-        except ValueError as exc:
-            raise SelectionError(f"option assign: not JSON like {{\"orders\":[0,1]}}: {exc}") from None
+        raw = option_json("option assign", o["assign"], '{"orders":[0,1]}', SelectionError)
         if (not isinstance(raw, dict) or not raw
-                or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
+                or not all(isinstance(v, list) and all(isinstance(p, int) and not isinstance(p, bool) for p in v)
                            for v in raw.values())):
             raise SelectionError(f"option assign: expected {{\"topic\":[partition, ...]}}, got {o['assign']!r}")
         if topics is not None:
@@ -147,16 +151,16 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
         if f"{prefix}timestamp" in o:
             try:
                 return OffsetSpec("timestamp", int(o[f"{prefix}timestamp"]))
-            except ValueError:
+            except (ValueError, OverflowError):       # OverflowError: a float infinity
                 raise SelectionError(f"option {prefix}Timestamp must be ms since the epoch") from None
         if f"{prefix}offsetsbytimestamp" in o:
             return OffsetSpec("timestamps", _json_offsets(o[f"{prefix}offsetsbytimestamp"],
-                                                          f"{prefix}OffsetsByTimestamp"))
+                                                          f"option {prefix}OffsetsByTimestamp"))
         raw = o.get(f"{prefix}offsets", default)
         s = str(raw).strip()
         if s.lower() in ("earliest", "latest"):
             return OffsetSpec(s.lower())
-        return OffsetSpec("offsets", _json_offsets(s, f"{prefix}Offsets"))
+        return OffsetSpec("offsets", _json_offsets(s, f"option {prefix}Offsets"))
 
     start = spec("starting", "earliest")
     end = spec("ending", "latest")
@@ -697,10 +701,12 @@ def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) ->
 
 # --- the command line's flags and a one-call reader ------------------------------------------
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def parse_time(text) -> int:
     """Milliseconds since the epoch from ``1700000000000`` or ISO 8601
     (``2023-11-14T22:13:20Z``, ``2023-11-14 22:13:20+01:00``; UTC when no zone is given)."""
-    import datetime
     s = str(text).strip()
     if re.fullmatch(r"-?[0-9]+", s):
         return int(s)
@@ -711,7 +717,10 @@ def parse_time(text) -> int:
                              f"time") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=datetime.timezone.utc)
-    return int(dt.timestamp() * 1000)
+    # timedelta arithmetic is whole days, seconds and microseconds: exact where the float of
+    # dt.timestamp() * 1000 lands a millisecond early (past 2038, before 1970); floored, as Java's
+    # Instant.toEpochMilli
+    return (dt - _EPOCH) // datetime.timedelta(milliseconds=1)
 
 
 def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time=None,
