@@ -53,15 +53,14 @@ def option_json(what: str, text: Any, example: str, error: type) -> Any:
     ``NaN`` or ``Infinity``, or text that is not JSON is ``error`` (a KafkaRecError) naming the
     option; ``example`` shows what JSON the option takes."""
     text = str(text)
-    depth = deepest = 0
+    depth = 0
     for token in _JSON_STRING_OR_BRACKET.finditer(text):
         if token.group() in ("[", "{"):
             depth += 1
-            deepest = max(deepest, depth)
+            if depth > OPTION_JSON_DEPTH:
+                raise error(f"{what}: JSON nested deeper than {OPTION_JSON_DEPTH} levels (JSON like {example})")
         elif token.group() in ("]", "}"):
             depth -= 1
-    if deepest > OPTION_JSON_DEPTH:
-        raise error(f"{what}: JSON nested deeper than {OPTION_JSON_DEPTH} levels (JSON like {example})")
 
     def not_whole(number: str):
         raise error(f"{what}: {number} is not a whole number (JSON like {example})")
