@@ -59,8 +59,9 @@ __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "p
 log = logging.getLogger("kafkarec")
 
 EARLIEST = -2
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 LATEST = -1
+# the range of the Long that Spark's Kafka source reads an offsets JSON's numbers into
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp by scanning
 # Headers and offsets only, while resolving a selection: no CRC, Kafka's file framing.
 SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
@@ -133,7 +134,8 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
         # the Kafka source's assign: {"orders":[0,1]}
         raw = option_json("option assign", o["assign"], '{"orders":[0,1]}', SelectionError)
         if (not isinstance(raw, dict) or not raw
-                or not all(isinstance(v, list) and all(isinstance(p, int) and not isinstance(p, bool) for p in v)
+                or not all(isinstance(v, list)
+                           and all(isinstance(p, int) and not isinstance(p, bool) for p in v)
                            for v in raw.values())):
             raise SelectionError(f"option assign: expected {{\"topic\":[partition, ...]}}, got {o['assign']!r}")
         if topics is not None:

@@ -23,7 +23,7 @@ EXPECTED = {
     "InternalRecordError": ValueError, "UnknownRecordTypeError": ValueError,
     "SideFileError": ValueError, "CorruptIndexError": ValueError, "CorruptSnapshotError": ValueError,
     "CheckpointError": ValueError, "TransformedSegmentError": ValueError, "SelectionError": ValueError,
-    "RemoteObjectError": ValueError,
+    "RemoteObjectError": ValueError, "PropertiesError": ValueError,
     "StorageError": OSError,
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
