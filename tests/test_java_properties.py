@@ -74,6 +74,15 @@ def test_a_refused_escape_names_the_file_and_line(tmp_path):
     assert str(info.value) == f"{path}, line 4: malformed \\uxxxx encoding: \\u00zz"
 
 
+
+def test_a_config_file_is_read_as_iso_8859_1(tmp_path):
+    # the broker hands its config file to Properties.load(InputStream): one byte, one character
+    path = tmp_path / "rsm.properties"
+    path.write_bytes("key.prefix=caf\\u00e9/\nrsm.config.storage.root=/d/é\n".encode("utf-8"))
+    config = rsm.load_config(str(path))
+    assert config.key_prefix == "café/"
+    assert config.storage_root() == "/d/\u00c3\u00a9"
+
 # -- against a live Java ----------------------------------------------------------------------------
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None or shutil.which("javac") is None,

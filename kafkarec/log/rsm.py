@@ -384,7 +384,8 @@ def load_config(source: Any, storage_options: Optional[dict] = None) -> TieredSt
         if isinstance(source, (str, os.PathLike)) and "\n" not in str(source) and "=" not in str(source):
             base = os.path.dirname(os.fspath(source))
             where = os.fspath(source)
-            text = _read_small(where, storage_options, "tieredStorageConfig").decode("utf-8")
+            # a broker's config file reaches Properties.load(InputStream): ISO 8859-1, one byte a character
+            text = _read_small(where, storage_options, "tieredStorageConfig").decode("latin-1")
         else:
             text = str(source)
         props = load_properties(text, where)
