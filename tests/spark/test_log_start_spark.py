@@ -16,6 +16,7 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 from support.log_start import BATCHES, RECORDS, deleted_records_dir  # noqa: E402
+from support.streams import stream_reader as _stream  # noqa: E402
 
 END = BATCHES * RECORDS
 STARTS = {0: 37, 1: 45, 2: END}
@@ -53,13 +54,6 @@ def test_include_deleted_records_reads_the_files(spark, logs):
 def test_view_latest_starts_at_the_log_start(spark, logs):
     got = _offsets(H.read(spark, logs, view="latest"))
     assert got == {p: list(range(END - 7, END)) for p in (0, 1)}
-
-
-def _stream(root, **options):
-    from spark_udfs import _schema, _streaming
-    from spark_udfs._spec import read_spec
-    spec = read_spec({"path": root, **options})
-    return _streaming.stream_reader(spec, _schema.read_schema(spec))
 
 
 def _stream_offsets(reader, start, end):
