@@ -42,6 +42,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from kafkarec._extras import require
 from kafkarec.errors import SideFileError
 from kafkarec.errors import TransformedSegmentError  # noqa: F401  (re-exported)
 from kafkarec.log import names
@@ -234,9 +235,9 @@ def log_start_checkpoint(storage: Storage, log_dir: str, listed: Optional[Dict[s
 
 
 def _file_entry(storage: Storage, path: str) -> Optional[FileEntry]:
-    from pyarrow.fs import FileType
+    pafs = require("pyarrow.fs")
     info = storage.fs.get_file_info(path)
-    return FileEntry(info.path, info.size, info.mtime_ns) if info.type == FileType.File else None
+    return FileEntry(info.path, info.size, info.mtime_ns) if info.type == pafs.FileType.File else None
 
 
 def _ancestors(folder: str, root: str):
