@@ -5,7 +5,9 @@ plugin's own objects: tests/data/tiered/aiven)."""
 from __future__ import annotations
 
 import os
+import subprocess
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
@@ -15,6 +17,7 @@ from kafkarec.log import layout, remote_metadata, selection, storage
 from rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
                        DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, partition_delete_value, segment_value,
                        update_value)
+from paths import ROOT
 from test_tiered_reads import DATA, originals
 
 TOPIC = remote_metadata.TOPIC
@@ -158,3 +161,38 @@ def test_generated_logs_replay_as_kafkas_cache(ops):
     assert {key for key, state in rlm_model.held_by(meta).items() if state == "COPY_SEGMENT_FINISHED"} == model.live()
     assert {s.segment_id for s in meta.segments.values() if s.live} == {key[3] for key in model.live()}
     assert len(meta.problems) == model.ignored, meta.problems
+
+
+@pytest.mark.slow                 # a JVM: Kafka's own classes
+def test_the_model_is_kafkas_store():
+    """The oracle checked once more: 300 generated logs replayed by Kafka's
+    RemotePartitionMetadataStore itself (tests/java/RemoteLogMetadataCacheOracle.java) hold
+    what the model and kafkarec hold."""
+    from jvm import classpath
+    from support.java import compiled
+    logs = []
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(_log)
+    def collect(ops):
+        logs.append([generated_value(op) for op in ops])
+
+    collect()
+    program = compiled(os.path.join(ROOT, "tests", "java", "RemoteLogMetadataCacheOracle.java"),
+                       classpath("jvm/kafka"))
+    proc = subprocess.run(program.command(jvm_flags=["-XX:+UseSerialGC", "-Xmx256m"]), text=True,
+                          input="".join(" ".join(v.hex() for v in values) + "\n" for values in logs),
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answers = [line.split()[1:] for line in proc.stdout.splitlines() if line.split()[:1] == ["HELD"]]
+    assert len(answers) == len(logs)
+    for values, answer in zip(logs, answers):
+        records = [decode(TOPIC, None, v) for v in values]
+        model = rlm_model.Store()
+        for rec in records:
+            model.handle(rec.value_schema, rec.value)
+        java = dict(item.rsplit("=", 1) for item in answer)
+        held = {"/".join(map(str, key)): state for key, state in model.held().items()}
+        assert held == java, values
+        assert {"/".join(map(str, key)): state
+                for key, state in rlm_model.held_by(remote_metadata.replay(records)).items()} == java
