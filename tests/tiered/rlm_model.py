@@ -56,6 +56,25 @@ def _tip(entry: dict) -> TopicIdPartition:
     return (entry["id"], entry["name"], entry["partition"])
 
 
+def deserialize(schema: Optional[str], value: Optional[dict]):
+    """RemoteLogMetadataSerde and the constructors it calls: (schema, partition, segment id or
+    None, state id) of a record the store handles, else Thrown."""
+    if schema == "RemotePartitionDeleteMetadataRecord":
+        if value["remotePartitionDeleteState"] not in range(3):
+            raise Thrown("NullPointerException: RemotePartitionDeleteState.forId gave null")
+        return schema, _tip(value["topicIdPartition"]), None, value["remotePartitionDeleteState"]
+    if schema not in ("RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord") or value is None:
+        raise Thrown("IllegalArgumentException: not a record the store handles")   # snapshot, unknown
+    state = value["remoteLogSegmentState"]
+    if state not in range(4):
+        raise Thrown("NullPointerException: state can not be null")
+    if schema == "RemoteLogSegmentMetadataRecord" and (
+            value["startOffset"] < 0 or value["endOffset"] < value["startOffset"] or not value["segmentLeaderEpochs"]):
+        raise Thrown("IllegalArgumentException: RemoteLogSegmentMetadata's constructor")
+    entry = value["remoteLogSegmentId"]
+    return schema, _tip(entry["topicIdPartition"]), entry["id"], state
+
+
 class Cache:
     """RemoteLogMetadataCache: idToSegmentMetadata, segment id -> state."""
 
@@ -107,33 +126,18 @@ class Store:
         self.ignored += not applied
 
     def _handle(self, schema, value) -> bool:
-        if schema == "RemoteLogSegmentMetadataRecord":
-            state = value["remoteLogSegmentState"]
-            if (state not in range(4) or value["startOffset"] < 0 or value["endOffset"] < value["startOffset"]
-                    or not value["segmentLeaderEpochs"]):
-                raise Thrown("RemoteLogSegmentMetadata's constructor")
-            entry = value["remoteLogSegmentId"]
-            tip = _tip(entry["topicIdPartition"])
-            return self._cache(tip).add_copy_in_progress_segment((tip, entry["id"]), state)
-        if schema == "RemoteLogSegmentMetadataUpdateRecord":
-            state = value["remoteLogSegmentState"]
-            if state not in range(4):
-                raise Thrown("NullPointerException: state can not be null")
-            entry = value["remoteLogSegmentId"]
-            tip = _tip(entry["topicIdPartition"])
-            return self._cache(tip).update_remote_log_segment_metadata((tip, entry["id"]), state)
+        schema, tip, segment, state = deserialize(schema, value)
         if schema == "RemotePartitionDeleteMetadataRecord":
-            state = value["remotePartitionDeleteState"]
-            if state not in range(3):
-                raise Thrown("NullPointerException")
-            tip = _tip(value["topicIdPartition"])
             self.delete_states[tip] = state
             if state == DELETE_PARTITION_FINISHED:
                 self.caches.pop(tip, None)
                 self.delete_states.pop(tip)
                 self.unloaded.add(tip)
             return True
-        raise Thrown("not a record the store handles")    # a snapshot record, an unknown api key
+        cache = self._cache(tip)
+        if schema == "RemoteLogSegmentMetadataRecord":
+            return cache.add_copy_in_progress_segment((tip, segment), state)
+        return cache.update_remote_log_segment_metadata((tip, segment), state)
 
     def held(self) -> Dict[Tuple[str, str, int, str], str]:
         """Every segment the caches hold, (topic id, topic, partition, segment id) -> state name."""

@@ -70,33 +70,26 @@ def test_every_finished_copy_is_read(tmp_path):
     assert rows == {"clicks": originals("clicks-0"), "txn": originals("txn-0")}
 
 
-def test_a_late_copy_finished_after_the_deletion_started_is_not_read(tmp_path):
-    """An old leader finishes its copy after the new leader started deleting it: Kafka drops
-    the update (DELETE_SEGMENT_STARTED cannot move back), so the copy stays out of reads."""
-    tip, sid, start, end = SECOND
-    late = [_encoded("RemoteLogSegmentMetadataUpdateRecord", update_value(tip, sid, DELETE_SEGMENT_STARTED)),
-            _encoded("RemoteLogSegmentMetadataUpdateRecord", update_value(tip, sid, COPY_SEGMENT_FINISHED))]
-    lay, rows = _read_with_metadata(tmp_path, _finished_copies() + late)
-    assert [why for _uri, why in lay.not_live] == [
-        f"its copy is in state DELETE_SEGMENT_STARTED ({TOPIC}), not COPY_SEGMENT_FINISHED"]
-    assert rows["clicks"] == _without(originals("clicks-0"), start, end)
-    meta = remote_metadata.load(str(tmp_path / "broker"))
-    assert meta.problems == [f"{TOPIC}-0 offset 11: remote segment {sid} cannot move from DELETE_SEGMENT_STARTED "
-                             f"to COPY_SEGMENT_FINISHED (RemoteLogSegmentState.isValidTransition): dropped"]
-
-
-def test_a_late_copy_finished_after_the_deletion_finished_is_not_read(tmp_path):
-    """DELETE_SEGMENT_FINISHED makes Kafka forget the segment: a later update of it is dropped."""
+@pytest.mark.parametrize("deletion, problem", [
+    ((DELETE_SEGMENT_STARTED,),
+     "offset 11: remote segment {sid} cannot move from DELETE_SEGMENT_STARTED to COPY_SEGMENT_FINISHED "
+     "(RemoteLogSegmentState.isValidTransition): dropped"),
+    ((DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED),
+     "offset 12: an update of remote segment {sid} to COPY_SEGMENT_FINISHED after Kafka forgot it "
+     "(DELETE_SEGMENT_FINISHED): dropped"),
+], ids=["deletion-started", "deletion-finished"])
+def test_a_late_copy_finished_after_its_deletion_is_not_read(tmp_path, deletion, problem):
+    """An old leader finishes its copy after the new leader started (or finished) deleting it:
+    Kafka drops the update (a deletion cannot move back; a finished one forgets the copy), so
+    the copy stays out of reads."""
     tip, sid, start, end = SECOND
     late = [_encoded("RemoteLogSegmentMetadataUpdateRecord", update_value(tip, sid, state))
-            for state in (DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED, COPY_SEGMENT_FINISHED)]
+            for state in deletion + (COPY_SEGMENT_FINISHED,)]
     lay, rows = _read_with_metadata(tmp_path, _finished_copies() + late)
     assert [why for _uri, why in lay.not_live] == [
-        f"its copy is in state DELETE_SEGMENT_FINISHED ({TOPIC}), not COPY_SEGMENT_FINISHED"]
+        f"its copy is in state {rlm_model.NAMES[deletion[-1]]} ({TOPIC}), not COPY_SEGMENT_FINISHED"]
     assert rows["clicks"] == _without(originals("clicks-0"), start, end)
-    meta = remote_metadata.load(str(tmp_path / "broker"))
-    assert meta.problems == [f"{TOPIC}-0 offset 12: an update of remote segment {sid} to COPY_SEGMENT_FINISHED "
-                             f"after Kafka forgot it (DELETE_SEGMENT_FINISHED): dropped"]
+    assert remote_metadata.load(str(tmp_path / "broker")).problems == [f"{TOPIC}-0 " + problem.format(sid=sid)]
 
 
 def test_partition_deletion_as_the_store_applies_it(tmp_path):
