@@ -13,7 +13,7 @@
 # overflow in the core is reported: CPython's -fwrapv would hide it) in a copy of
 # the sources under .fuzz-build/, run by its own virtualenv .fuzz-venv/, with
 # atheris' ASan+libFuzzer runtime preloaded (atheris' docs, "native extensions").
-# The normal in-place build is never touched.  Needs clang (Debian: apt-get install clang).
+# The normal in-place build is never touched.  Needs clang (Debian's; installed with apt-get when missing).
 set -euo pipefail
 INSTRUMENTED=0
 if [ "${1:-}" = "--instrumented" ]; then INSTRUMENTED=1; shift; fi
@@ -27,12 +27,22 @@ OPTS=("$ROOT/fuzz/corpus/$TARGET" -max_total_time="$SECONDS_" -rss_limit_mb=2048
       -artifact_prefix="$ROOT/fuzz/crash-$TARGET-")
 
 if [ "$INSTRUMENTED" = 0 ]; then
-    source "$ROOT/scripts/env.sh"
+    # the extras scripts/test.sh installs, so the two share one .venv without reinstalling it
+    KAFKAREC_EXTRAS="test,spark" source "$ROOT/scripts/env.sh"
     cd "$ROOT/fuzz"
     exec "$VPY" "fuzz_$TARGET.py" "${OPTS[@]}" "$@"
 fi
 
-command -v clang >/dev/null || { echo "--instrumented needs clang (apt-get install -y clang)" >&2; exit 2; }
+if ! command -v clang >/dev/null; then
+    # Debian's clang, installed the way scripts/system_deps.sh installs the tests' packages
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+    if command -v apt-get >/dev/null && $SUDO true 2>/dev/null; then
+        echo "installing clang (Debian's clang package) for --instrumented" >&2
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q clang >/dev/null 2>&1 \
+            || { $SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q clang >/dev/null; }
+    fi
+    command -v clang >/dev/null || { echo "--instrumented needs clang (apt-get install -y clang)" >&2; exit 2; }
+fi
 FVENV="$ROOT/.fuzz-venv"
 BUILD="$ROOT/.fuzz-build"
 FPY="$FVENV/bin/python"
