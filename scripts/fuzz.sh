@@ -70,7 +70,8 @@ CORE_SUM="$(cat "$ROOT"/kafkarec/_core.pyx "$ROOT"/kafkarec/_core_src/* "$ROOT/s
 if [ "$(cat "$BUILD/.core-sum" 2>/dev/null)" != "$CORE_SUM" ]; then
     rm -f "$BUILD"/kafkarec/_core.c "$BUILD"/kafkarec/_core*.so
 fi
-cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
+# -p: setup.py is one of the core's build dependencies, and a fresh time would rebuild it every run
+cp -p "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
 # the test helpers some harnesses import (oracles, schema worlds): Python files only
 (cd "$ROOT" && find tests -name '*.py' -print0 | tar --null -T - -cf -) | tar -C "$BUILD" -xf -
