@@ -2,7 +2,8 @@
 # Run one coverage-guided fuzz target for a while:
 #   bash scripts/fuzz.sh [--instrumented] TARGET SECONDS [libFuzzer options...]
 # TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal, avro,
-# protobuf, registry, table, rsm, remote_metadata, properties (against Java's Properties.load: needs a JDK).
+# protobuf, registry, table, rsm, remote_metadata, properties (against Java's Properties.load: needs a JDK),
+# options (the Kafka-source offset options and ISO times against Spark's rules and integer arithmetic).
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
 # fuzz/crash-* (make it a regression test under tests/fuzz/).
 #
