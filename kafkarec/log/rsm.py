@@ -54,7 +54,8 @@ from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "FixedPositions", "Encryption", "SegmentManifest", "parse_manifest",
            "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "Tiered", "load_tiered",
-           "tiered_of", "SegmentObject", "open_object", "check_object_size", "side_file", "side_files", "read_manifests", "oaep_sha3_512_decrypt",
+           "tiered_of", "SegmentObject", "open_object", "check_object_size", "side_file", "side_files",
+           "read_manifests", "oaep_sha3_512_decrypt",
            "MANIFEST_LIMIT"]
 
 #: The side files in ``.indexes``, in the plugin's order, by the manifest's names.
