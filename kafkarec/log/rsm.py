@@ -224,6 +224,9 @@ def _chunk_positions(data: bytes, where: str) -> array:
     return stored
 
 
+_ZSTD_FEED = 64                     # input bytes per call of a frame whose size is not declared
+
+
 def _zstd_frame(data: bytes, limit: int, where: str, chunk: Optional[int] = None) -> bytes:
     """One zstd frame's content, at most ``limit`` bytes.  A frame whose header declares more
     is refused before anything is allocated (python-zstandard allocates a declared content size
@@ -232,22 +235,25 @@ def _zstd_frame(data: bytes, limit: int, where: str, chunk: Optional[int] = None
     import zstandard
     try:
         declared = zstandard.get_frame_parameters(data).content_size
-        if declared == zstandard.CONTENTSIZE_UNKNOWN:
-            parts, got = [], 0
-            with zstandard.ZstdDecompressor().stream_reader(data) as reader:
-                while got <= limit:
-                    part = reader.read(min(1 << 20, limit + 1 - got))
-                    if not part:
-                        break
-                    parts.append(part)
-                    got += len(part)
-            if got <= limit:
+        if declared != zstandard.CONTENTSIZE_UNKNOWN:
+            if declared > limit:
+                raise RemoteObjectError(where, f"the zstd frame declares {declared} bytes, more than the {limit} it "
+                                               f"may hold", chunk=chunk)
+            return zstandard.ZstdDecompressor().decompress(data)
+        # fed a little at a time: one call completes a few blocks (at most 128 KiB each), so the
+        # output is checked against the limit before it grows far past it
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        parts, got = [], 0
+        for at in range(0, len(data), _ZSTD_FEED):
+            part = dobj.decompress(data[at:at + _ZSTD_FEED])
+            got += len(part)
+            if got > limit:
+                raise RemoteObjectError(where, f"the zstd frame holds more than the {limit} bytes it may",
+                                        chunk=chunk)
+            parts.append(part)
+            if dobj.eof:
                 return b"".join(parts)
-            declared = got
-        if declared > limit:
-            raise RemoteObjectError(where, f"the zstd frame holds {declared} bytes or more, more than the {limit} "
-                                           f"it may", chunk=chunk)
-        return zstandard.ZstdDecompressor().decompress(data)
+        raise zstandard.ZstdError("the frame ends early")
     except zstandard.ZstdError as exc:
         raise RemoteObjectError(where, f"not a zstd frame of at most {limit} bytes ({exc})", chunk=chunk) from None
 
