@@ -143,7 +143,7 @@ def test_plugin_objects_read_from_s3(s3, tmp_path, variant):
     assert rows["clicks"] == originals("clicks-0") and rows["txn"] == originals("txn-0")
 
 
-@pytest.mark.parametrize("variant", ["both", "small"])
+@pytest.mark.parametrize("variant", ["both", "small", "plain"])
 def test_verify_checks_the_segments_as_the_broker_had_them(variant):
     """``kafkarec verify`` stages each plugin segment as its original bytes with its indexes
     (taken out of ``.indexes``) and checks them as any segment: nothing wrong."""
@@ -254,3 +254,15 @@ def test_a_manifest_nested_too_deep_is_one_bad_object_not_a_failed_scan(tmp_path
         read(st, root)
     _, rows = read(st, root, selection.parse_selection({"topics": "txn"}))
     assert rows["txn"] == originals("txn-0")
+
+
+@pytest.mark.parametrize("variant, damage", [("plain", "more chunks"), ("zstd", "short")])
+def test_verify_reports_an_object_that_disagrees_with_its_manifest(tmp_path, variant, damage):
+    log, _, _ = _lying(tmp_path, variant, damage)
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "verify", str(tmp_path / variant / "objects"),
+                           "--tiered-storage-config", str(tmp_path / variant / "rsm.properties")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{os.path.basename(log)}, chunk 1: the manifest's chunk index covers" in proc.stdout
+    assert "checked 2 partition(s), 4 segment(s)" in proc.stdout and "1 error(s)" in proc.stdout
+    assert "Traceback" not in proc.stderr
