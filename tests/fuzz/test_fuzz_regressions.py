@@ -193,7 +193,7 @@ def test_a_fixed_chunk_index_past_a_small_object_names_the_first_missing_chunk(t
     text = _manifest('"type":"fixed","originalChunkSize":4,"originalFileSize":2147483647,'
                      '"transformedChunkSize":4,"finalTransformedChunkSize":3')
     st, _ = storage.resolve("/")
-    err, peak = _peak_bytes(lambda: rsm.open_object(st, str(tmp_path / "seg.log"), rsm.parse_manifest(text, "m")))
+    err, peak = _peak_bytes(lambda: rsm.SegmentObject(st, str(tmp_path / "seg.log"), rsm.parse_manifest(text, "m")))
     assert isinstance(err, kafkarec.RemoteObjectError) and err.chunk == 2 and peak < 1 << 20, (err, peak)
     assert "covers 2147483647 bytes, the object holds 10" in str(err)
 
@@ -219,12 +219,13 @@ def test_a_chunk_size_code_that_decompresses_past_the_plugins_limit(declared):
     import base64
     import zstandard
     from kafkarec.log import rsm
-    bomb = zstandard.ZstdCompressor(write_content_size=declared).compress(bytes(rsm.CHUNK_SIZES_LIMIT + 1))
+    limit = 10 << 20                     # the plugin's (TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE)
+    bomb = zstandard.ZstdCompressor(write_content_size=declared).compress(bytes(limit + 1))
     text = _manifest('"type":"variable","originalChunkSize":1,"originalFileSize":2147483647,'
                      f'"transformedChunks":"{base64.b64encode(bomb).decode()}"', compression=True)
     err, peak = _peak_bytes(lambda: rsm.parse_manifest(text, "m"))
     assert isinstance(err, kafkarec.RemoteObjectError) and "more than the 10485760" in str(err), err
-    assert peak < (rsm.CHUNK_SIZES_LIMIT if declared else 2 * rsm.CHUNK_SIZES_LIMIT), peak
+    assert peak < (limit if declared else 2 * limit), peak
 
 
 def test_a_compressed_chunk_whose_frame_declares_2e40_bytes(tmp_path):
@@ -241,7 +242,7 @@ def test_a_compressed_chunk_whose_frame_declares_2e40_bytes(tmp_path):
     st, _ = storage.resolve("/")
 
     def read():
-        with rsm.open_object(st, str(tmp_path / "seg.log"), manifest) as f:
+        with rsm.SegmentObject(st, str(tmp_path / "seg.log"), manifest) as f:
             return f.read_at(0, 10)
     err, peak = _peak_bytes(read)
     assert isinstance(err, kafkarec.RemoteObjectError) and err.chunk == 0, err
@@ -263,7 +264,7 @@ def test_compressed_chunks_larger_than_the_decompression_limit_are_refused(tmp_p
     st, _ = storage.resolve("/")
     with pytest.raises(kafkarec.RemoteObjectError, match="compressed chunks of 67108865 original bytes, more than "
                                                          "the 67108864 kafkarec decompresses at once"):
-        rsm.open_object(st, str(tmp_path / "seg.log"), manifest)
+        rsm.SegmentObject(st, str(tmp_path / "seg.log"), manifest)
 
 
 def test_a_manifest_nested_deeper_than_the_recursion_limit(tmp_path):
