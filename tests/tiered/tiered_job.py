@@ -43,16 +43,18 @@ def run(spark, data, lying):
         base = f"{lying}/{damage}/{variant}"
         for how in ("batch", "batch DROPMALFORMED", "stream"):
             name = f"lying {variant} {damage} {how}"
-            reader = spark.readStream if how == "stream" else spark.read
-            df = (reader.format("kafkarec").option("tieredStorageConfig", f"{base}/rsm.properties")
-                  .option("mode", how.split(" ")[1] if " " in how else "PERMISSIVE").load(f"{base}/objects"))
             try:
                 if how == "stream":
-                    query = (df.writeStream.format("memory").queryName(name.replace(" ", "_"))
+                    query = (spark.readStream.format("kafkarec")
+                             .option("tieredStorageConfig", f"{base}/rsm.properties")
+                             .option("startingOffsets", "earliest").load(f"{base}/objects")
+                             .writeStream.format("memory").queryName(name.replace(" ", "_"))
                              .trigger(availableNow=True).start())
                     query.awaitTermination(300)
                 else:
-                    df.count()
+                    (spark.read.format("kafkarec").option("tieredStorageConfig", f"{base}/rsm.properties")
+                     .option("mode", how.split(" ")[1] if " " in how else "PERMISSIVE")
+                     .load(f"{base}/objects").count())
                 result[name] = None
             except Exception as exc:  # noqa: BLE001 - the message is the result (a stream's holds its trace)
                 result[name] = str(exc)
