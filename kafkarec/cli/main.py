@@ -23,7 +23,8 @@ from kafkarec.cli import decode_args, dump, ranges, selection_args, stats, verif
 from kafkarec.cli import metadata as metadata_cmd, transactions as transactions_cmd
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.names import TopicPartition, parse_partition_folder, parse_segment_name
-from kafkarec.errors import KafkaRecError, SelectionError, StorageError, UsageError  # noqa: F401 (re-exported)
+from kafkarec.errors import (KafkaRecError, RemoteObjectError, SelectionError, StorageError,  # noqa: F401 (re-exported)
+                             UsageError)
 from kafkarec.errors import MissingExtraError
 from kafkarec.log.staging import Staging
 from kafkarec.log.storage import is_uri
@@ -358,6 +359,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         # Bad paths, selections or storage settings, or a missing extra: one line, no traceback.
         err.write(f"kafkarec {args.command}: error: {e}\n")
         return EXIT_USAGE
+    except RemoteObjectError as e:
+        # a tiered object that does not turn back into its segment: one line naming it and the chunk
+        err.write(f"kafkarec {args.command}: error: {e}\n")
+        return EXIT_PROBLEMS
     except BrokenPipeError:
         # Output piped into e.g. `head`: stop quietly.
         try:

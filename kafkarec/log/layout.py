@@ -311,14 +311,14 @@ def check_manifest(storage: Storage, seg: SegmentRef) -> None:
 def open_segment(storage: Storage, seg: SegmentRef):
     """The segment's bytes for ranged reads (a :class:`kafkarec.log.storage.RangeFile`, or for a
     segment its plugin chunked, compressed or encrypted a :class:`kafkarec.log.rsm.SegmentObject`
-    of the same methods), its manifest checked first."""
+    of the same methods), its manifest checked first, and the object against it."""
     storage = storage_of(storage, seg)
     check_manifest(storage, seg)
-    if seg.rsm is not None and seg.rsm.transformed:
-        from kafkarec.log.rsm import SegmentObject
-        tiered = _tiered(storage)
-        return SegmentObject(storage, seg.path, seg.rsm, tiered.keyring if tiered is not None else None)
-    return storage.open(seg.path, seg.size)
+    if seg.rsm is None:
+        return storage.open(seg.path, seg.size)
+    from kafkarec.log.rsm import open_object
+    tiered = _tiered(storage)
+    return open_object(storage, seg.path, seg.rsm, tiered.keyring if tiered is not None else None)
 
 
 def side_file(storage: Storage, seg: SegmentRef, name: str) -> Optional[bytes]:

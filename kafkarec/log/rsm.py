@@ -21,8 +21,11 @@ keys the user gives (the plugin's ``encryption.key.pairs`` config), :class:`Segm
 reads any byte range of the original segment fetching, decrypting and decompressing only the
 chunks that hold it (a few chunks in memory), and :func:`side_files` splits ``.indexes``.
 Anything that does not turn back into the original bytes (a manifest that is not one, a chunk
-index pointing past its object, a wrong or missing key, a failed tag, a chunk of the wrong
-size) raises :class:`kafkarec.RemoteObjectError` naming the object and the chunk.
+index that covers more or fewer bytes than its object holds, a wrong or missing key, a failed
+tag, a chunk of the wrong size) raises :class:`kafkarec.RemoteObjectError` naming the object and
+the chunk.  Every size a manifest or a chunk claims is bounded before anything is allocated for
+it: the manifest's numbers are Java ints as the plugin's are, chunk positions are computed, the
+chunk-size code and each compressed chunk are decompressed only up to what they may hold.
 
     >>> from kafkarec.log import rsm, storage                                   # doctest: +SKIP
     >>> st, root = storage.resolve("/var/tiered")                             # doctest: +SKIP
@@ -37,16 +40,23 @@ import json
 import os
 import secrets
 import struct
+import sys
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from kafkarec._core import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kafkarec._extras import require
 from kafkarec._java_properties import load_properties
 from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
-__all__ = ["SIDE_FILES", "ChunkIndex", "Encryption", "SegmentManifest", "parse_manifest",
+__all__ = ["SIDE_FILES", "ChunkIndex", "FixedPositions", "Encryption", "SegmentManifest", "parse_manifest",
            "decode_chunk_sizes", "KeyRing", "TieredStorageConfig", "load_config", "Tiered", "load_tiered",
-           "tiered_of", "SegmentObject", "side_file", "side_files", "read_manifests", "oaep_sha3_512_decrypt",
+           "tiered_of", "SegmentObject", "open_object", "check_object_size", "side_file", "side_files",
+           "read_manifests", "oaep_sha3_512_decrypt",
            "MANIFEST_LIMIT"]
 
 #: The side files in ``.indexes``, in the plugin's order, by the manifest's names.
@@ -55,11 +65,50 @@ IV_BYTES = 12
 TAG_BYTES = 16
 DATA_KEY_BYTES = 32
 MANIFEST_LIMIT = 16 << 20           # a manifest is a few hundred bytes; refuse anything absurd
+JAVA_INT_MAX = 2**31 - 1            # the plugin's manifest sizes and positions are Java ints
+# The plugin's own bound on a decoded chunk-size code (TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE).
+CHUNK_SIZES_LIMIT = 10 << 20
+# Original bytes of one compressed chunk, and of the chunks one object reads ahead: the core's
+# bound on what one batch decompresses.
+CHUNK_LIMIT = DEFAULT_MAX_DECOMPRESSED_BYTES
 CACHED_CHUNKS = 2                   # chunks kept per open object: a read crossing a chunk end
 READ_AHEAD = 4                      # chunks fetched, decrypted and decompressed ahead of a forward read
 
 
 # --- the manifest ---------------------------------------------------------------------------
+
+class FixedPositions(Sequence):
+    """The stored positions of a ``fixed`` chunk index (``count + 1``, the first 0), computed:
+    chunk ``i`` starts at ``i * each``, the last one is ``last`` bytes.  A manifest claiming
+    2^31 chunks costs nothing until the object's size is checked against it."""
+    __slots__ = ("each", "last", "count")
+
+    def __init__(self, each: int, last: int, count: int) -> None:
+        self.each, self.last, self.count = each, last, count
+
+    def __len__(self) -> int:
+        return self.count + 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(len(self))[i])
+        if i < 0:
+            i += len(self)
+        if not 0 <= i <= self.count:
+            raise IndexError("chunk position out of range")
+        if i < self.count:
+            return i * self.each
+        return (self.count - 1) * self.each + self.last if self.count else 0
+
+    def __getstate__(self):
+        return (self.each, self.last, self.count)
+
+    def __setstate__(self, state):
+        self.each, self.last, self.count = state
+
+    def __repr__(self) -> str:
+        return f"FixedPositions(each={self.each}, last={self.last}, count={self.count})"
+
 
 class ChunkIndex(NamedTuple):
     """Where each chunk is: chunk ``i`` holds original bytes ``[i * original_chunk_size,
@@ -67,11 +116,20 @@ class ChunkIndex(NamedTuple):
     ``stored[i + 1]`` of the ``.log`` object."""
     original_chunk_size: int
     original_file_size: int
-    stored: Tuple[int, ...]          # chunk count + 1 positions, the first 0
+    stored: Sequence                 # chunk count + 1 positions, the first 0 (FixedPositions, array)
 
     @property
     def count(self) -> int:
         return len(self.stored) - 1
+
+    @property
+    def byte_copy(self) -> bool:
+        """Whether every chunk is stored as its original bytes, no more, no fewer (a ``fixed``
+        index of the chunk size: the plugin's index of a segment it neither compressed nor
+        encrypted)."""
+        stored = self.stored
+        return (isinstance(stored, FixedPositions) and stored[-1] == self.original_file_size
+                and (stored.count <= 1 or stored.each == self.original_chunk_size))
 
     def original(self, i: int) -> Tuple[int, int]:
         start = i * self.original_chunk_size
@@ -100,12 +158,14 @@ class SegmentManifest(NamedTuple):
 
     @property
     def transformed(self) -> bool:
-        return self.compression or self.encryption is not None
+        """Whether the ``.log`` object is not the segment's bytes as they are (then it is read
+        chunk by chunk, each checked: :class:`SegmentObject`)."""
+        return self.compression or self.encryption is not None or not self.chunk_index.byte_copy
 
 
 def _int(doc: Any, name: str, where: str, *, minimum: int = 0) -> int:
     v = doc.get(name) if isinstance(doc, dict) else None
-    if not isinstance(v, int) or isinstance(v, bool) or v < minimum or v > 2**62:
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum or v > JAVA_INT_MAX:
         raise RemoteObjectError(where, f"not a segment manifest: {name} is {v!r}")
     return v
 
@@ -123,6 +183,14 @@ def decode_chunk_sizes(data: bytes, where: str = "chunk index") -> List[int]:
     """The stored chunk sizes of a ``variable`` chunk index (the plugin's binary code, after
     zstd): ``int32 n``, then for n = 1 ``int32 size``; for n >= 2 ``int32 base, int8 width,
     (n - 1) unsigned width-byte deltas from base, int32 last size`` (big-endian)."""
+    stored = _chunk_positions(data, where)
+    return [b - a for a, b in zip(stored, stored[1:])]
+
+
+def _chunk_positions(data: bytes, where: str) -> array:
+    """The stored positions (chunk count + 1, the first 0) a chunk-size code gives
+    (:func:`decode_chunk_sizes`), as 64-bit integers: at most 9 bytes each for a code of at
+    least one byte per chunk."""
     def need(n, at):
         if at + n > len(data):
             raise RemoteObjectError(where, f"chunk sizes end after {len(data)} bytes, {at + n} needed")
@@ -131,30 +199,76 @@ def decode_chunk_sizes(data: bytes, where: str = "chunk index") -> List[int]:
     if n < 0:
         raise RemoteObjectError(where, f"chunk count {n}")
     if n == 0:
-        return []
+        return array("q", [0])
     if n == 1:
         need(4, 4)
-        return [struct.unpack_from(">i", data, 4)[0]]
-    need(5, 4)
-    base, width = struct.unpack_from(">iB", data, 4)
-    if not 1 <= width <= 4:
-        raise RemoteObjectError(where, f"chunk size width {width}, not 1 to 4")
-    need((n - 1) * width + 4, 9)
-    sizes = [base + int.from_bytes(data[9 + i * width:9 + (i + 1) * width], "big") for i in range(n - 1)]
-    sizes.append(struct.unpack_from(">i", data, 9 + (n - 1) * width)[0])
-    return sizes
+        base, width, deltas = 0, 1, b""
+    else:
+        need(5, 4)
+        base, width = struct.unpack_from(">iB", data, 4)
+        if not 1 <= width <= 4:
+            raise RemoteObjectError(where, f"chunk size width {width}, not 1 to 4")
+        need((n - 1) * width + 4, 9)
+        deltas = data[9:9 + (n - 1) * width]
+    (last,) = struct.unpack_from(">i", data, 4 if n == 1 else 9 + (n - 1) * width)
+    if base < 0 or last < 0:
+        raise RemoteObjectError(where, "a negative chunk size")
+    # the deltas widened to 4 big-endian bytes each, read as one array (no object per chunk)
+    wide = bytearray(4 * (n - 1))
+    for k in range(width):
+        wide[4 - width + k::4] = deltas[k::width]
+    sizes = array("I", bytes(wide))
+    if sys.byteorder == "little":
+        sizes.byteswap()
+    stored = array("q", accumulate(map(base.__add__, sizes), initial=0))
+    stored.append(stored[-1] + last)
+    return stored
+
+
+_ZSTD_FEED = 64                     # input bytes per call of a frame whose size is not declared
 
 
 def _zstd_frame(data: bytes, limit: int, where: str, chunk: Optional[int] = None) -> bytes:
+    """One zstd frame's content, at most ``limit`` bytes.  A frame whose header declares more
+    is refused before anything is allocated (python-zstandard allocates a declared content size
+    whole, whatever ``max_output_size`` says); one that declares none is decompressed a piece
+    at a time, never more than the limit."""
     import zstandard
     try:
-        return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+        declared = zstandard.get_frame_parameters(data).content_size
+        if declared != zstandard.CONTENTSIZE_UNKNOWN:
+            if declared > limit:
+                raise RemoteObjectError(where, f"the zstd frame declares {declared} bytes, more than the {limit} it "
+                                               f"may hold", chunk=chunk)
+            return zstandard.ZstdDecompressor().decompress(data)
+        # fed a little at a time: one call completes a few blocks (at most 128 KiB each), so the
+        # output is checked against the limit before it grows far past it
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        parts, got = [], 0
+        for at in range(0, len(data), _ZSTD_FEED):
+            part = dobj.decompress(data[at:at + _ZSTD_FEED])
+            got += len(part)
+            if got > limit:
+                raise RemoteObjectError(where, f"the zstd frame holds more than the {limit} bytes it may",
+                                        chunk=chunk)
+            parts.append(part)
+            if dobj.eof:
+                return b"".join(parts)
+        raise zstandard.ZstdError("the frame ends early")
     except zstandard.ZstdError as exc:
         raise RemoteObjectError(where, f"not a zstd frame of at most {limit} bytes ({exc})", chunk=chunk) from None
 
 
 def parse_manifest(data: bytes, where: str = "segment manifest") -> SegmentManifest:
     """A ``.rsm-manifest`` (``where`` names it in errors)."""
+    try:
+        return _parse_manifest(data, where)
+    except RecursionError:
+        raise RemoteObjectError(where, "not a segment manifest: JSON nested deeper than Python's recursion "
+                                       "limit") from None
+
+
+def _parse_manifest(data: bytes, where: str) -> SegmentManifest:
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -169,23 +283,19 @@ def parse_manifest(data: bytes, where: str = "segment manifest") -> SegmentManif
     size = _int(ci, "originalFileSize", where)
     count = -(-size // chunk)
     kind = ci.get("type")
+    stored: Sequence
     if kind == "fixed":
-        each = _int(ci, "transformedChunkSize", where)
-        last = _int(ci, "finalTransformedChunkSize", where)
-        sizes = [each] * max(0, count - 1) + ([last] if count else [])
+        stored = FixedPositions(_int(ci, "transformedChunkSize", where), _int(ci, "finalTransformedChunkSize", where),
+                                count)
     elif kind == "variable":
         blob = _b64(ci.get("transformedChunks"), "transformedChunks", where)
-        sizes = decode_chunk_sizes(_zstd_frame(blob, 16 + 4 * (count + 1), where), where)
+        # the code of ``count`` sizes takes at most 13 + 4 * count bytes
+        stored = _chunk_positions(_zstd_frame(blob, min(CHUNK_SIZES_LIMIT, 13 + 4 * count), where), where)
+        if len(stored) - 1 != count:
+            raise RemoteObjectError(where, f"{len(stored) - 1} chunk sizes for {count} chunks of {chunk} bytes "
+                                           f"in {size} bytes")
     else:
         raise RemoteObjectError(where, f"chunk index type {kind!r}, not fixed or variable")
-    if len(sizes) != count:
-        raise RemoteObjectError(where, f"{len(sizes)} chunk sizes for {count} chunks of {chunk} bytes "
-                                       f"in {size} bytes")
-    if any(s < 0 for s in sizes):
-        raise RemoteObjectError(where, "a negative chunk size")
-    stored = [0]
-    for s in sizes:
-        stored.append(stored[-1] + s)
     indexes = doc.get("segmentIndexes")
     sides: Dict[str, Tuple[int, int]] = {}
     if isinstance(indexes, dict):
@@ -206,7 +316,7 @@ def parse_manifest(data: bytes, where: str = "segment manifest") -> SegmentManif
         encryption = Encryption(pair, _b64(wrapped, "the wrapped data key", where),
                                 _b64(enc.get("aad"), "aad", where))
     segment = doc.get("remoteLogSegmentMetadata")
-    return SegmentManifest(ChunkIndex(chunk, size, tuple(stored)), sides, compression, encryption,
+    return SegmentManifest(ChunkIndex(chunk, size, stored), sides, compression, encryption,
                            segment if isinstance(segment, dict) else {})
 
 
@@ -473,17 +583,25 @@ class SegmentObject:
         self.storage = storage
         self.path = path
         self.manifest = manifest
-        self.size = manifest.chunk_index.original_file_size
+        ci = manifest.chunk_index
+        self.size = ci.original_file_size
+        if manifest.compression and ci.original_chunk_size > CHUNK_LIMIT:
+            raise RemoteObjectError(self.uri, f"compressed chunks of {ci.original_chunk_size} original bytes, more "
+                                              f"than the {CHUNK_LIMIT} kafkarec decompresses at once "
+                                              f"(kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES)")
         self._file = storage.open(path, object_size)
+        try:
+            check_object_size(ci, self._file.size, self.uri)
+        except RemoteObjectError:
+            self._file.close()
+            raise
         self._chunks: "OrderedDict[int, bytes]" = OrderedDict()
         self._key: Optional[bytes] = None
         self.keyring = keyring
+        # chunks read ahead hold at most CHUNK_LIMIT original bytes (one chunk when chunks are larger)
+        self._ahead_chunks = min(READ_AHEAD, max(1, CHUNK_LIMIT // ci.original_chunk_size))
         self._ahead: Dict[int, Any] = {}      # chunk index -> Future of a chunk read ahead
         self._pool: Any = None
-        stored_end = manifest.chunk_index.stored[-1]
-        if stored_end != self._file.size:
-            raise RemoteObjectError(self.uri, f"the manifest's chunk index covers {stored_end} bytes, the "
-                                              f"object holds {self._file.size}")
 
     @property
     def uri(self) -> str:
@@ -513,7 +631,7 @@ class SegmentObject:
         return data
 
     def _read_ahead(self, first: int, current: range = range(0)) -> None:
-        wanted = [i for i in range(first, min(first + READ_AHEAD, self.manifest.chunk_index.count))
+        wanted = [i for i in range(first, min(first + self._ahead_chunks, self.manifest.chunk_index.count))
                   if i not in self._chunks]
         for i in [i for i in self._ahead if i not in wanted and i not in current]:
             self._ahead.pop(i).cancel()           # the reader went elsewhere
@@ -521,7 +639,7 @@ class SegmentObject:
             return
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
-            self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="kafkarec-rsm")
+            self._pool = ThreadPoolExecutor(max_workers=self._ahead_chunks, thread_name_prefix="kafkarec-rsm")
         if self.manifest.encryption is not None:
             self._data_key()                      # unwrapped here, once, not in the threads
         for i in wanted:
@@ -540,7 +658,7 @@ class SegmentObject:
             blob = _aes_gcm(self._data_key(), self.manifest.encryption.aad, blob, self.uri, i)
         o_start, o_end = ci.original(i)
         if self.manifest.compression:
-            blob = _zstd_frame(blob, ci.original_chunk_size, self.uri, i)
+            blob = _zstd_frame(blob, o_end - o_start, self.uri, i)
         if len(blob) != o_end - o_start:
             raise RemoteObjectError(self.uri, f"{len(blob)} original bytes, not {o_end - o_start}", chunk=i)
         return blob
@@ -585,6 +703,44 @@ class SegmentObject:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def check_object_size(chunk_index: ChunkIndex, object_size: int, uri: str) -> None:
+    """Raise :class:`kafkarec.RemoteObjectError` naming the object and the chunk unless the chunk
+    index covers exactly the ``object_size`` bytes of the ``.log`` object ``uri``.  An object
+    shorter than its index says lost the chunks past its end (the plugin's own fetch fails on
+    them: "Stream has fewer bytes than expected"); bytes after the last chunk are none of the
+    segment's."""
+    stored = chunk_index.stored
+    end = stored[-1]
+    if end == object_size:
+        return
+    covers = f"the manifest's chunk index covers {end} bytes, the object holds {object_size}"
+    if end > object_size:
+        first = max(0, bisect_right(stored, object_size) - 1)     # the first chunk ending past the object
+        missing = chunk_index.count - first
+        raise RemoteObjectError(uri, f"{covers}: it ends before this chunk's stored bytes {stored[first]}.."
+                                     f"{stored[first + 1]} do ({missing} of the {chunk_index.count} chunks are not "
+                                     f"whole)", chunk=first)
+    last = chunk_index.count - 1
+    raise RemoteObjectError(uri, f"{covers}: {object_size - end} bytes follow the last chunk that no chunk holds",
+                            chunk=last if last >= 0 else None)
+
+
+def open_object(storage, path: str, manifest: SegmentManifest, keyring: Optional[KeyRing] = None):
+    """The original segment the plugin stored as the ``.log`` object ``path`` with ``manifest``,
+    for ranged reads, checked against the chunk index first: a :class:`SegmentObject`, or for a
+    byte copy the object itself (a :class:`kafkarec.log.storage.RangeFile`: reads go straight
+    to it)."""
+    if manifest.transformed:
+        return SegmentObject(storage, path, manifest, keyring)
+    f = storage.open(path)            # the object's own size, to check the chunk index against
+    try:
+        check_object_size(manifest.chunk_index, f.size, f.uri)
+    except RemoteObjectError:
+        f.close()
+        raise
+    return f
 
 
 def side_file(storage, path: str, manifest: SegmentManifest, name: str, keyring: Optional[KeyRing] = None,

@@ -103,7 +103,7 @@ class Staging:
         out = {}
         for p in lay.partitions:
             for s in p.segments + p.copies:
-                if s.rsm is None or not s.rsm.transformed:
+                if s.rsm is None:
                     continue
                 rel = posixpath.relpath(s.path, base)
                 if p.topic is not None and p.topic_id is not None:

@@ -142,3 +142,143 @@ def test_builders_at_the_ends_of_int64():
     b = LegacyBatchBuilder(magic=1, compression=Compression.GZIP, base_offset=-5, wrapper_offset="zero")
     with pytest.raises(EncodeError, match="relative inner offset"):
         b.append(b"x", timestamp=1, offset=high)
+
+
+# --- tiered-storage plugin objects (kafkarec.log.rsm), issue 40: sizes a manifest or a chunk
+# claims are bounded before anything is allocated for them -------------------------------------
+
+def _rsm_reproducer(name: str) -> bytes:
+    with open(os.path.join(REPRODUCERS, name), "rb") as fh:
+        return fh.read()
+
+
+def _peak_bytes(fn):
+    """``(result or the RemoteObjectError raised, peak bytes Python allocated meanwhile)``."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        try:
+            result = fn()
+        except kafkarec.RemoteObjectError as exc:
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _manifest(chunk_index: str, compression: bool = False) -> bytes:
+    return (b'{"version":"1","chunkIndex":{' + chunk_index.encode() + b'},"compression":'
+            + (b"true" if compression else b"false") + b"}")
+
+
+def test_a_fixed_chunk_index_claiming_2e40_chunks_is_not_listed():
+    # Found by fuzzing (issue 40): a ~150-byte manifest of 1-byte chunks in 2^40 bytes made
+    # parse_manifest build a list entry per claimed chunk: MemoryError (>10 s and gigabytes at
+    # ~10^8).  The plugin's sizes are Java ints; within them the positions are computed.
+    from kafkarec.log import rsm
+    with pytest.raises(kafkarec.RemoteObjectError, match="originalFileSize is 1099511627776"):
+        rsm.parse_manifest(_rsm_reproducer("rsm-manifest-fixed-2e40-chunks.json"), "m")
+    text = _manifest('"type":"fixed","originalChunkSize":1,"originalFileSize":2147483647,'
+                     '"transformedChunkSize":1,"finalTransformedChunkSize":1')
+    m, peak = _peak_bytes(lambda: rsm.parse_manifest(text, "m"))
+    assert peak < 1 << 20, peak
+    ci = m.chunk_index
+    assert ci.count == 2**31 - 1 and ci.stored[-1] == 2**31 - 1 and ci.stored[12345] == 12345
+    assert list(ci.chunks(10, 13)) == [10, 11, 12]
+
+
+def test_a_fixed_chunk_index_past_a_small_object_names_the_first_missing_chunk(tmp_path):
+    from kafkarec.log import rsm, storage
+    (tmp_path / "seg.log").write_bytes(b"x" * 10)
+    text = _manifest('"type":"fixed","originalChunkSize":4,"originalFileSize":2147483647,'
+                     '"transformedChunkSize":4,"finalTransformedChunkSize":3')
+    st, _ = storage.resolve("/")
+    err, peak = _peak_bytes(lambda: rsm.SegmentObject(st, str(tmp_path / "seg.log"), rsm.parse_manifest(text, "m")))
+    assert isinstance(err, kafkarec.RemoteObjectError) and err.chunk == 2 and peak < 1 << 20, (err, peak)
+    assert "covers 2147483647 bytes, the object holds 10" in str(err)
+
+
+def test_a_variable_chunk_index_claiming_2e61_chunks():
+    # Found by fuzzing (issue 40): the claimed count made the chunk-size code's max_output_size
+    # pass 2^63 (raw OverflowError); at 2^36 chunks a 2^38-byte buffer for a 5-byte code.  Now
+    # the sizes are Java ints and the code is read up to the plugin's own 10 MiB, a piece at a
+    # time when its frame does not declare its size.
+    from kafkarec.log import rsm
+    with pytest.raises(kafkarec.RemoteObjectError, match="originalFileSize is 2305843009213693952"):
+        rsm.parse_manifest(_rsm_reproducer("rsm-manifest-variable-2e61-chunks.json"), "m")
+    code = _rsm_reproducer("rsm-manifest-variable-2e61-chunks.json").split(b'"transformedChunks":"')[1].split(b'"')[0]
+    text = _manifest('"type":"variable","originalChunkSize":1,"originalFileSize":2147483647,'
+                     f'"transformedChunks":"{code.decode()}"', compression=True)
+    err, peak = _peak_bytes(lambda: rsm.parse_manifest(text, "m"))
+    assert isinstance(err, kafkarec.RemoteObjectError) and peak < 1 << 20, (err, peak)
+    assert "1 chunk sizes for 2147483647 chunks" in str(err)
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_chunk_size_code_that_decompresses_past_the_plugins_limit(declared):
+    import base64
+    import zstandard
+    from kafkarec.log import rsm
+    limit = 10 << 20                     # the plugin's (TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE)
+    bomb = zstandard.ZstdCompressor(write_content_size=declared).compress(bytes(limit + 1))
+    text = _manifest('"type":"variable","originalChunkSize":1,"originalFileSize":2147483647,'
+                     f'"transformedChunks":"{base64.b64encode(bomb).decode()}"', compression=True)
+    err, peak = _peak_bytes(lambda: rsm.parse_manifest(text, "m"))
+    assert isinstance(err, kafkarec.RemoteObjectError) and "more than the 10485760" in str(err), err
+    assert peak < (limit if declared else 2 * limit), peak
+
+
+def test_a_compressed_chunk_whose_frame_declares_2e40_bytes(tmp_path):
+    # Found by fuzzing (issue 40): python-zstandard allocates a frame's declared content size
+    # whatever max_output_size says: a 17-byte chunk declaring 2^40 bytes was a raw MemoryError
+    # (smaller claims: ~1.5 GiB per chunk, times the read-ahead).  The header is read first.
+    import zstandard
+    from kafkarec.log import rsm, storage
+    frame = _rsm_reproducer("rsm-chunk-zstd-declares-2e40.bin")
+    assert zstandard.get_frame_parameters(frame).content_size == 1 << 40
+    (tmp_path / "seg.log").write_bytes(frame * 8)
+    stored = tuple(range(0, 8 * len(frame) + 1, len(frame)))
+    manifest = rsm.SegmentManifest(rsm.ChunkIndex(4096, 8 * 4096, stored), {}, True, None, {})
+    st, _ = storage.resolve("/")
+
+    def read():
+        with rsm.SegmentObject(st, str(tmp_path / "seg.log"), manifest) as f:
+            return f.read_at(0, 10)
+    err, peak = _peak_bytes(read)
+    assert isinstance(err, kafkarec.RemoteObjectError) and err.chunk == 0, err
+    assert "the zstd frame declares 1099511627776 bytes, more than the 4096 it may hold" in str(err)
+    assert peak < 1 << 20, peak
+    # the same frame as a manifest's chunk-size code
+    import base64
+    text = _manifest('"type":"variable","originalChunkSize":4096,"originalFileSize":4096,'
+                     f'"transformedChunks":"{base64.b64encode(frame).decode()}"', compression=True)
+    with pytest.raises(kafkarec.RemoteObjectError, match="declares 1099511627776 bytes"):
+        rsm.parse_manifest(text, "m")
+
+
+def test_compressed_chunks_larger_than_the_decompression_limit_are_refused(tmp_path):
+    from kafkarec.log import rsm, storage
+    (tmp_path / "seg.log").write_bytes(b"x" * 10)
+    chunk = kafkarec.DEFAULT_MAX_DECOMPRESSED_BYTES + 1
+    manifest = rsm.SegmentManifest(rsm.ChunkIndex(chunk, chunk, (0, 10)), {}, True, None, {})
+    st, _ = storage.resolve("/")
+    with pytest.raises(kafkarec.RemoteObjectError, match="compressed chunks of 67108865 original bytes, more than "
+                                                         "the 67108864 kafkarec decompresses at once"):
+        rsm.SegmentObject(st, str(tmp_path / "seg.log"), manifest)
+
+
+def test_a_manifest_nested_deeper_than_the_recursion_limit(tmp_path):
+    # Found by fuzzing (issue 40): RecursionError, which read_manifests did not catch, so one
+    # such object ended the whole scan of a tiered root.
+    from kafkarec.log import rsm, storage
+    deep = b'{"version":"1","chunkIndex":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(kafkarec.RemoteObjectError, match="nested deeper than Python's recursion limit"):
+        rsm.parse_manifest(deep, "m")
+    (tmp_path / "deep.rsm-manifest").write_bytes(deep)
+    (tmp_path / "ok.rsm-manifest").write_bytes(_manifest(
+        '"type":"fixed","originalChunkSize":4,"originalFileSize":5,"transformedChunkSize":4,'
+        '"finalTransformedChunkSize":1'))
+    st, _ = storage.resolve("/")
+    found = rsm.read_manifests(st, [(str(tmp_path / name), None) for name in ("deep.rsm-manifest", "ok.rsm-manifest")])
+    assert isinstance(found[str(tmp_path / "deep.rsm-manifest")], kafkarec.RemoteObjectError)
+    assert found[str(tmp_path / "ok.rsm-manifest")].chunk_index.count == 2

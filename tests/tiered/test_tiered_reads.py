@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -96,7 +97,6 @@ def test_without_the_config_the_prefix_stays_and_encrypted_segments_are_refused(
 
 
 def test_a_damaged_manifest_is_reported_when_its_segment_is_read(tmp_path):
-    import shutil
     shutil.copytree(os.path.join(DATA, "plain", "objects"), tmp_path / "objects")
     (man,) = [m for m in glob.glob(str(tmp_path / "objects" / "**" / "*.rsm-manifest"), recursive=True)
               if os.path.basename(m).startswith("00000000000000000285")]
@@ -143,7 +143,7 @@ def test_plugin_objects_read_from_s3(s3, tmp_path, variant):
     assert rows["clicks"] == originals("clicks-0") and rows["txn"] == originals("txn-0")
 
 
-@pytest.mark.parametrize("variant", ["both", "small"])
+@pytest.mark.parametrize("variant", ["both", "small", "plain"])
 def test_verify_checks_the_segments_as_the_broker_had_them(variant):
     """``kafkarec verify`` stages each plugin segment as its original bytes with its indexes
     (taken out of ``.indexes``) and checks them as any segment: nothing wrong."""
@@ -156,7 +156,6 @@ def test_verify_checks_the_segments_as_the_broker_had_them(variant):
 
 
 def test_verify_reports_a_damaged_object_and_goes_on(tmp_path):
-    import shutil
     shutil.copytree(os.path.join(DATA, "both"), tmp_path / "both")
     shutil.copytree(os.path.join(DATA, "keys"), tmp_path / "keys")
     (log,) = glob.glob(str(tmp_path / "both" / "objects" / "**" / "rsm_clicks-*" / "0" / "00000000000000000000-*.log"),
@@ -171,5 +170,99 @@ def test_verify_reports_a_damaged_object_and_goes_on(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the segment could not be read" in proc.stdout and "chunk 4: the AES-GCM tag does not verify" in proc.stdout
+    assert "checked 2 partition(s), 4 segment(s)" in proc.stdout and "1 error(s)" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+# --- objects that disagree with their manifest (issue 40) -------------------------------------
+
+# (variant, damage): a fixed index raised by two chunks over a byte copy and over AES-GCM
+# chunks, an object cut short, an object with bytes after its last chunk
+LYING = [("plain", "more chunks"), ("aes", "more chunks"), ("plain", "short"), ("zstd", "short"),
+         ("plain", "longer"), ("both", "longer")]
+
+
+def _lying(tmp_path, variant, damage):
+    from support.lying_objects import lying_root
+    log = lying_root(variant, str(tmp_path), damage)
+    st, root = storage.resolve(str(tmp_path / variant / "objects"),
+                               {"tieredStorageConfig": str(tmp_path / variant / "rsm.properties")})
+    return log, st, root
+
+
+@pytest.mark.parametrize("variant, damage", LYING)
+def test_an_object_that_disagrees_with_its_manifest_fails_the_read(tmp_path, variant, damage):
+    """A segment shorter (or longer) than its manifest says is data loss: the read fails naming
+    the object and the chunk, as docs/tiered-storage.md promises, however the object is stored;
+    the segments that agree with their manifests read as before."""
+    log, st, root = _lying(tmp_path, variant, damage)
+    with pytest.raises(kafkarec.RemoteObjectError, match=r"covers \d+ bytes, the object holds \d+") as e:
+        read(st, root, selection.parse_selection({"topics": "clicks"}))
+    assert e.value.object == log and e.value.chunk is not None
+    assert f"{log}, chunk {e.value.chunk}: " in str(e.value)
+    if damage == "more chunks":                 # 8107 bytes in chunks of 4096: chunk 1 is the first not whole
+        assert e.value.chunk == 1 and "3 of the 4 chunks are not whole" in str(e.value)
+    _, rows = read(st, root, selection.parse_selection({"topics": "txn"}))
+    assert rows["txn"] == originals("txn-0")
+    _, rows = read(st, root, selection.parse_selection({"topics": "clicks", "endingOffsets": '{"clicks":{"0":285}}'}))
+    assert rows["clicks"] == originals("clicks-0", 0, 285)
+
+
+def test_the_stitched_history_fails_on_a_lying_remote_copy(tmp_path):
+    """A broker's log directory holding only clicks-0's active segment, stitched with remote
+    copies one of which claims two chunks its object does not hold."""
+    log, _, _ = _lying(tmp_path, "plain", "more chunks")
+    logdir = tmp_path / "logdir" / "clicks-0"
+    logdir.mkdir(parents=True)
+    for path in glob.glob(os.path.join(DATA, "input", "clicks-0", "00000000000000000837.*")):
+        shutil.copy(path, logdir)
+    lay, gaps = layout.scan_history(str(tmp_path / "logdir"), str(tmp_path / "plain" / "objects"),
+                                    {"tieredStorageConfig": str(tmp_path / "plain" / "rsm.properties")})
+    clicks = next(p for p in lay.partitions if p.topic == "clicks")
+    assert not gaps and [s.base_offset for s in clicks.segments] == [0, 285, 600, 837]
+    with pytest.raises(kafkarec.RemoteObjectError, match=r"chunk 1: the manifest's chunk index covers") as e:
+        for sr in selection.plan(lay, selection.parse_selection({}), selection.Resolver(lay.storage)):
+            list(selection.read_arrow(lay.storage, sr))
+    assert e.value.object == log
+
+
+@pytest.mark.parametrize("command", ["dump", "stats", "table"])
+def test_the_command_line_reports_a_lying_object(tmp_path, command):
+    log, _, _ = _lying(tmp_path, "plain", "more chunks")
+    args = [sys.executable, "-m", "kafkarec", command, str(tmp_path / "plain" / "objects"),
+            "--tiered-storage-config", str(tmp_path / "plain" / "rsm.properties")]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert f"{log}, chunk 1: the manifest's chunk index covers" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_manifest_nested_too_deep_is_one_bad_object_not_a_failed_scan(tmp_path):
+    """Found by fuzzing: a manifest nested deeper than Python's recursion limit raised
+    RecursionError out of the scan; it is that segment's RemoteObjectError, and the scan and
+    the other segments go on."""
+    shutil.copytree(os.path.join(DATA, "plain", "objects"), tmp_path / "objects")
+    (man,) = glob.glob(str(tmp_path / "objects" / "**" / "*clicks-*" / "0" / "00000000000000000285-*.rsm-manifest"),
+                       recursive=True)
+    with open(man, "w") as fh:
+        fh.write('{"version":"1","chunkIndex":' + "[" * 100_000 + "]" * 100_000 + "}")
+    st, root = storage.resolve(str(tmp_path / "objects"))
+    lay = layout.scan(st, root)
+    clicks = next(p for p in lay.partitions if p.topic == "clicks")
+    assert [s.rsm is None for s in clicks.segments] == [False, True, False]
+    with pytest.raises(kafkarec.RemoteObjectError, match="nested deeper than Python's recursion limit"):
+        read(st, root)
+    _, rows = read(st, root, selection.parse_selection({"topics": "txn"}))
+    assert rows["txn"] == originals("txn-0")
+
+
+@pytest.mark.parametrize("variant, damage", [("plain", "more chunks"), ("zstd", "short")])
+def test_verify_reports_an_object_that_disagrees_with_its_manifest(tmp_path, variant, damage):
+    log, _, _ = _lying(tmp_path, variant, damage)
+    proc = subprocess.run([sys.executable, "-m", "kafkarec", "verify", str(tmp_path / variant / "objects"),
+                           "--tiered-storage-config", str(tmp_path / variant / "rsm.properties")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{os.path.basename(log)}, chunk 1: the manifest's chunk index covers" in proc.stdout
     assert "checked 2 partition(s), 4 segment(s)" in proc.stdout and "1 error(s)" in proc.stdout
     assert "Traceback" not in proc.stderr

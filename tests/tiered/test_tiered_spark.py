@@ -26,13 +26,28 @@ if _why:
 
 DATA = os.path.join(os.path.dirname(HERE), "data", "tiered", "aiven")
 VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
-JOB = UserAppJob("tiered", os.path.join(HERE, "tiered_job.py"), lambda request, work: ([DATA], None))
+
+
+def _prepare(request, work):
+    """The fixtures, and copies whose objects disagree with their manifests (one folder per damage)."""
+    from support.lying_objects import lying_root
+    lying = os.path.join(str(work), "lying")
+    facts = {(variant, damage): lying_root(variant, os.path.join(lying, damage), damage)
+             for variant, damage in (("plain", "more chunks"), ("zstd", "short"))}
+    return [DATA, lying], facts
+
+
+JOB = UserAppJob("tiered", os.path.join(HERE, "tiered_job.py"), _prepare)
 
 
 @pytest.fixture(scope="module")
-def submitted(user_app):
-    result, _ = user_app.outcome(JOB)
-    return result
+def outcome(user_app):
+    return user_app.outcome(JOB)
+
+
+@pytest.fixture(scope="module")
+def submitted(outcome):
+    return outcome[0]
 
 
 def _originals():
@@ -66,3 +81,14 @@ def test_without_the_key_ring_the_error_names_the_object(submitted):
 
 def test_a_stream_reads_the_same_records(submitted):
     assert submitted["stream"] == _originals()
+
+
+@pytest.mark.parametrize("how", ["batch", "batch DROPMALFORMED", "stream"])
+@pytest.mark.parametrize("variant, damage, chunk", [("plain", "more chunks", 1), ("zstd", "short", 1)])
+def test_an_object_that_disagrees_with_its_manifest_fails_the_read(outcome, variant, damage, chunk, how):
+    """On bare executors a segment shorter than its manifest says is data loss, not a quiet
+    read of what is there (issue 40): the read fails naming the object and the chunk."""
+    result, facts = outcome
+    msg = result[f"lying {variant} {damage} {how}"]
+    assert msg is not None, "the read of a lying object succeeded"
+    assert f"{facts[(variant, damage)]}, chunk {chunk}: the manifest's chunk index covers" in msg

@@ -3,12 +3,13 @@ tests/tiered/test_tiered_spark.py: segments Aiven's tiered-storage plugin stored
 AES-GCM), read on bare executors (kafkarec from the ``--py-files`` wheel) by
 ``format("kafkarec").option("tieredStorageConfig", <the plugin's properties>)``.
 
-``run(spark, DATA)``.
+``run(spark, DATA, LYING)``: LYING holds copies whose objects disagree with their manifests
+(tests/support/lying_objects.py), one folder per damage.
 """
 import spark_udfs
 
 
-def run(spark, data):
+def run(spark, data, lying):
     spark_udfs.register(spark)
     result = {}
     for variant in ("plain", "zstd", "aes", "both", "small", "large"):
@@ -36,4 +37,25 @@ def run(spark, data):
         result["no keys"] = None
     except Exception as exc:  # noqa: BLE001 - the message is the result
         result["no keys"] = str(exc)[-3000:]
+    # objects that disagree with their manifests: the read fails naming the object and the chunk,
+    # in a batch and in a stream, whatever the mode
+    for variant, damage in (("plain", "more chunks"), ("zstd", "short")):
+        base = f"{lying}/{damage}/{variant}"
+        for how in ("batch", "batch DROPMALFORMED", "stream"):
+            name = f"lying {variant} {damage} {how}"
+            try:
+                if how == "stream":
+                    query = (spark.readStream.format("kafkarec")
+                             .option("tieredStorageConfig", f"{base}/rsm.properties")
+                             .option("startingOffsets", "earliest").load(f"{base}/objects")
+                             .writeStream.format("memory").queryName(name.replace(" ", "_"))
+                             .trigger(availableNow=True).start())
+                    query.awaitTermination(300)
+                else:
+                    (spark.read.format("kafkarec").option("tieredStorageConfig", f"{base}/rsm.properties")
+                     .option("mode", how.split(" ")[1] if " " in how else "PERMISSIVE")
+                     .load(f"{base}/objects").count())
+                result[name] = None
+            except Exception as exc:  # noqa: BLE001 - the message is the result (a stream's holds its trace)
+                result[name] = str(exc)
     return result
