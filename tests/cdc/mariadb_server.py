@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from typing import Optional
 
+from support.db_server import ServerFolder
 from support.net import free_port
 
 USER = "kafkarec"
@@ -29,11 +29,11 @@ def installed() -> bool:
     return _which("mariadbd") is not None and _which("mariadb-install-db") is not None
 
 
-class MariaDbServer:
+class MariaDbServer(ServerFolder):
     def __init__(self) -> None:
         if not installed():
             raise RuntimeError("no MariaDB server (Debian's mariadb-server package) is installed")
-        self.base = tempfile.mkdtemp(prefix="kafkarec-maria-")
+        super().__init__("kafkarec-maria-")
         self.data = os.path.join(self.base, "data")
         self.socket = os.path.join(self.base, "sock")
         self.port = free_port()
@@ -81,18 +81,7 @@ class MariaDbServer:
 
     def sql(self, statements: str, db: str = "") -> str:
         """Run SQL through the mariadb client (stop at the first error); tab-separated rows."""
-        proc = subprocess.run(self._client(db), input=statements, capture_output=True, text=True,
-                              timeout=60)
-        if proc.returncode != 0:
-            raise RuntimeError(f"mariadb failed ({proc.returncode}): {proc.stderr}\n{statements}")
-        return proc.stdout
-
-    def log_tail(self) -> str:
-        try:
-            with open(os.path.join(self.base, "server.log")) as fh:
-                return fh.read()[-4000:]
-        except OSError:
-            return ""
+        return self.client_sql(self._client(db), statements, "mariadb")
 
     def stop(self) -> None:
         try:
