@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Iterator, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
 
@@ -213,20 +213,21 @@ class Debezium:
     def __init__(self, decode: Any = None) -> None:
         self.decode = decode
 
-    def envelopes(self, values: Any, headers: Any = None) -> list:
+    def envelopes(self, values: Any, headers: Any = None) -> Iterator[Optional[dict]]:
         """Each value's envelope (a binary column; ``headers``: the rows' headers, where a
         registry's schema id may be) as a dict with ``op`` (one of c, u, d, r, t), ``source``
-        and ``ts_ms``, ``None`` where it is no envelope or null."""
+        and ``ts_ms``, ``None`` where it is no envelope or null; one at a time (a batch of
+        parsed envelopes held at once costs the garbage collector more than the parse)."""
         if self.decode is None:
-            return [None if v is None else envelope(v)[0] for v in values.to_pylist()]
+            return (None if v is None else envelope(v)[0] for v in values.to_pylist())
         pa = require("pyarrow")
         typed = self.decode(values, headers)[0]
         if not pa.types.is_struct(typed.type) or typed.type.get_field_index("op") < 0:
-            return [None] * len(values)
+            return iter([None] * len(values))
         pc = require("pyarrow.compute")
         fields = [n for n in ("op", "source", "ts_ms") if typed.type.get_field_index(n) >= 0]
         columns = [pc.struct_field(typed, n).to_pylist() for n in fields]
-        return [dict(zip(fields, row)) if row[0] in OPS else None for row in zip(*columns)]
+        return (dict(zip(fields, row)) if row[0] in OPS else None for row in zip(*columns))
 
     def last_truncate(self, batch: Any) -> Optional[Truncate]:
         """The last truncate event (op ``t``: no key) in ``batch``, ``None`` if none: the
@@ -250,20 +251,19 @@ class Debezium:
         theirs once decoded)."""
         pa = require("pyarrow")
         pc = require("pyarrow.compute")
-        docs = self.envelopes(rows.column("value"), _headers(rows))
-        live = [doc is None or doc["op"] != "d" for doc in docs]
-        if others:
-            undecided = 0
-            for i, doc in enumerate(docs):
-                if live[i] and doc is not None:
-                    order = event_order(doc)
-                    before = [order.precedes(t.order) for t in others]
-                    live[i] = not any(before)
-                    undecided += live[i] and None in before
-            if undecided:
-                log.warning("kafkarec: cdc=debezium: %d rows kept: their order against a truncate in "
-                            "another partition cannot be decided (no common position, equal ts_ms)",
-                            undecided)
+        live = []
+        undecided = 0
+        for doc in self.envelopes(rows.column("value"), _headers(rows)):
+            keep = doc is None or doc["op"] != "d"
+            if keep and others and doc is not None:
+                order = event_order(doc)
+                before = [order.precedes(t.order) for t in others]
+                keep = not any(before)
+                undecided += keep and None in before
+            live.append(keep)
+        if undecided:
+            log.warning("kafkarec: cdc=debezium: %d rows kept: their order against a truncate in another "
+                        "partition cannot be decided (no common position, equal ts_ms)", undecided)
         keep = pa.array(live, pa.bool_())
         if truncated is not None:
             keep = pc.and_(keep, pc.greater(rows.column("offset"), truncated.offset))
