@@ -7,6 +7,7 @@ import os
 import pytest
 
 import kafkarec
+import kafkarec.cdc
 import kafkarec.table
 from kafkarec.cdc import event_order
 
@@ -82,3 +83,30 @@ def test_a_truncate_applies_to_the_other_partitions_in_the_sources_order(tmp_pat
     assert state.stats.passes == 2 * 2 + 2           # each partition: its truncate, then the state's two
     alone = kafkarec.table.latest(os.path.join(str(tmp_path), "shop.orders-1"), cdc="debezium")
     assert [json.loads(a)["id"] for a in alone.table.column("after").to_pylist()] == [3, 4, 5]
+
+
+def test_typed_envelopes_are_ordered_by_their_source_struct():
+    """Under a registry decoder the envelopes are structs (Debezium's Avro): the truncate's
+    and the rows' positions come from the decoded ``source`` struct."""
+    import pyarrow as pa
+
+    def decode(values, headers=None):        # stands for a registry column's decode
+        docs = [None if v is None else json.loads(v) for v in values.to_pylist()]
+        return pa.array(docs, pa.struct([("op", pa.string()), ("after", pa.struct([("id", pa.int64())])),
+                                         ("source", pa.struct([("connector", pa.string()),
+                                                               ("lsn", pa.int64()), ("ts_ms", pa.int64())]))])), \
+            None, None
+
+    def pg(op, i, lsn):
+        return (None if op == "t" else json.dumps({"id": i}).encode(),
+                json.dumps(ev(op, {"connector": "postgresql", "lsn": lsn, "ts_ms": 5},
+                              row=None if op == "t" else {"id": i})).encode())
+    partitions = [[pg("c", 1, 10), pg("t", 0, 20), pg("c", 2, 30)], [pg("c", 3, 15), pg("c", 4, 25)]]
+    batches = [pa.RecordBatch.from_pydict({"key": [k for k, _ in p], "value": [v for _, v in p],
+                                           "offset": list(range(len(p)))},
+                                          pa.schema([("key", pa.binary()), ("value", pa.binary()),
+                                                     ("offset", pa.int64())])) for p in partitions]
+    got = [(i, json.loads(k)["id"]) for i, b in kafkarec.table.topic_latest_batches(
+        [lambda b=b: iter([b]) for b in batches], cdc=kafkarec.cdc.Debezium(decode))
+        for k in b.column("key").to_pylist()]
+    assert got == [(0, 2), (1, 4)]
