@@ -14,6 +14,15 @@ images).  A primary-key change is a delete of the old key and an insert of the n
 (:mod:`kafkarec.table`) with Debezium's rules on top: a key whose last event is a delete is
 gone, and a truncate removes every key whose last event came before it.
 
+A truncate event has no key, so a producer sends it to one partition of the table's topic,
+while the rows it removes are spread over all of them.  In its own partition "before" is the
+offset order.  Across partitions it is the source's order (:func:`event_order`): the most exact
+position both events' ``source`` blocks carry (PostgreSQL's ``lsn``; MySQL's and MariaDB's binlog
+``file``, ``pos`` and ``row`` from one ``server_id``; SQL Server's ``commit_lsn``,
+``change_lsn`` and ``event_serial_no``; Oracle's ``scn``; MongoDB's ``ts_ms`` and ``ord``),
+else the database's time ``source.ts_ms``.  A row whose order against a truncate in another
+partition cannot be decided (equal times and no common position) stays in the table.
+
 Debezium's Avro (Kafka Connect's AvroConverter through a Schema Registry) is read by the
 typed layer: :class:`Debezium` takes a decoder of the values (a registry
 :class:`~kafkarec.registry.TypedColumn`), the keyed state finds each event's ``op`` in the
@@ -23,12 +32,15 @@ decoded envelope, and :func:`typed_changes` gives the same columns with ``before
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Tuple
+import logging
+from typing import Any, Iterator, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
 
 __all__ = ["FORMATS", "parse_cdc", "envelope", "changes", "CDC_FIELDS", "Debezium", "typed_changes",
-           "envelope_type_problem"]
+           "envelope_type_problem", "EventOrder", "event_order", "Truncate"]
+
+log = logging.getLogger("kafkarec")
 
 FORMATS = ("debezium",)
 OPS = frozenset("cudrt")
@@ -90,6 +102,105 @@ def changes(batch: Any) -> Any:
     return out
 
 
+class EventOrder(NamedTuple):
+    """Where a change event stands in its source's order: ``position`` (``(kind, key)``: keys
+    of one kind compare, as tuples) or ``None`` when its ``source`` block has none, and
+    ``ts_ms`` (the database's time of the change) or ``None``."""
+    position: Optional[tuple]
+    ts_ms: Optional[int]
+
+    def precedes(self, other: "EventOrder") -> Optional[bool]:
+        """Whether this event came before ``other``: by their positions when both have one of
+        the same kind, else by their times; ``None`` when neither decides (equal or missing
+        times, no common position)."""
+        if self.position is not None and other.position is not None and self.position[0] == other.position[0]:
+            return self.position[1] < other.position[1]
+        if self.ts_ms is not None and other.ts_ms is not None and self.ts_ms != other.ts_ms:
+            return self.ts_ms < other.ts_ms
+        return None
+
+
+def _int(value: Any) -> Optional[int]:
+    """An integer field of a source block (Oracle's scn is a decimal string), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _binlog_file(name: Any) -> Optional[tuple]:
+    """A binlog file name (``mysql-bin.000003``) as ``(base, sequence number)``: the server
+    numbers its files in order, and the number may outgrow its zero padding."""
+    if not isinstance(name, str):
+        return None
+    base, _, number = name.rpartition(".")
+    return (base, int(number)) if number.isdigit() else (name, -1)
+
+
+def _binlog(source: dict) -> Optional[tuple]:
+    file, pos, server = _binlog_file(source.get("file")), _int(source.get("pos")), _int(source.get("server_id"))
+    if file is None or pos is None:
+        return None
+    # positions in one server's binlog only: another server (a fail-over) numbers its own files
+    return ("binlog", server), (file, pos, _int(source.get("row")) or 0)
+
+
+def _postgresql(source: dict) -> Optional[tuple]:
+    lsn = _int(source.get("lsn"))
+    return None if lsn is None else (("lsn",), (lsn,))
+
+
+def _sqlserver(source: dict) -> Optional[tuple]:
+    commit = source.get("commit_lsn")
+    if not isinstance(commit, str):
+        return None
+    # LSNs are fixed-width hex text ("0000002b:00000b68:0003"): they compare as text
+    change = source.get("change_lsn")
+    return ("sqlserver",), (commit, change if isinstance(change, str) else "",
+                            _int(source.get("event_serial_no")) or 0)
+
+
+def _oracle(source: dict) -> Optional[tuple]:
+    scn = _int(source.get("scn"))
+    return None if scn is None else (("scn",), (scn,))
+
+
+def _mongodb(source: dict) -> Optional[tuple]:
+    # the oplog's timestamp: its seconds (as ts_ms) and the operation's ordinal within them
+    ts, ordinal = _int(source.get("ts_ms")), _int(source.get("ord"))
+    return None if ts is None or ordinal is None else (("oplog",), (ts, ordinal))
+
+
+#: What each Debezium connector (``source.connector``) records of its log position.
+_POSITIONS = {"postgresql": _postgresql, "mysql": _binlog, "mariadb": _binlog, "sqlserver": _sqlserver,
+              "oracle": _oracle, "mongodb": _mongodb}
+
+
+def event_order(doc: Optional[dict]) -> EventOrder:
+    """The :class:`EventOrder` of a change event (an envelope, as :func:`envelope` gives it or
+    as a typed envelope's fields): its connector's position (``_POSITIONS``) and
+    ``source.ts_ms``, else the envelope's own ``ts_ms``."""
+    source = doc.get("source") if doc else None
+    position = ts = None
+    if isinstance(source, dict):
+        rule = _POSITIONS.get(source.get("connector"))
+        position = rule(source) if rule is not None else None
+        ts = _int(source.get("ts_ms"))
+    if ts is None and doc:
+        ts = _int(doc.get("ts_ms"))
+    return EventOrder(position, ts)
+
+
+class Truncate(NamedTuple):
+    """A partition's last truncate event: its ``offset`` (the order in its own partition) and
+    its :class:`EventOrder` (the order against the other partitions' rows)."""
+    offset: int
+    order: EventOrder
+
+
 class Debezium:
     """Debezium's rules over one read of a log view (what :func:`kafkarec.table.latest_batches`
     asks): the ``op`` of each change event, the last truncate, and the rows of the mirrored
@@ -102,43 +213,61 @@ class Debezium:
     def __init__(self, decode: Any = None) -> None:
         self.decode = decode
 
-    def ops(self, values: Any, headers: Any = None) -> list:
-        """``op`` of each value (a binary column; ``headers``: the rows' headers, where a
-        registry's schema id may be), ``None`` where it is no envelope or null."""
+    def envelopes(self, values: Any, headers: Any = None) -> Iterator[Optional[dict]]:
+        """Each value's envelope (a binary column; ``headers``: the rows' headers, where a
+        registry's schema id may be) as a dict with ``op`` (one of c, u, d, r, t), ``source``
+        and ``ts_ms``, ``None`` where it is no envelope or null; one at a time (a batch of
+        parsed envelopes held at once costs the garbage collector more than the parse)."""
         if self.decode is None:
-            out = []
-            for v in values.to_pylist():
-                doc = None if v is None else envelope(v)[0]
-                out.append(doc["op"] if doc else None)
-            return out
+            return (None if v is None else envelope(v)[0] for v in values.to_pylist())
         pa = require("pyarrow")
         typed = self.decode(values, headers)[0]
         if not pa.types.is_struct(typed.type) or typed.type.get_field_index("op") < 0:
-            return [None] * len(values)
+            return iter([None] * len(values))
         pc = require("pyarrow.compute")
-        return [op if op in OPS else None for op in pc.struct_field(typed, "op").to_pylist()]
+        fields = [n for n in ("op", "source", "ts_ms") if typed.type.get_field_index(n) >= 0]
+        columns = [pc.struct_field(typed, n).to_pylist() for n in fields]
+        return (dict(zip(fields, row)) if row[0] in OPS else None for row in zip(*columns))
 
-    def last_truncate(self, batch: Any) -> int:
-        """The offset of the last truncate event (op ``t``: no key) in ``batch``, -1 if none:
-        the mirrored table holds nothing written before it."""
+    def last_truncate(self, batch: Any) -> Optional[Truncate]:
+        """The last truncate event (op ``t``: no key) in ``batch``, ``None`` if none: the
+        mirrored table holds nothing written before it."""
         pc = require("pyarrow.compute")
         keyless = batch.filter(pc.and_(pc.is_null(batch.column("key")), pc.is_valid(batch.column("value"))))
         if not keyless.num_rows:
-            return -1
-        offsets = keyless.column("offset").to_pylist()
-        ops = self.ops(keyless.column("value"), _headers(keyless))
-        return max((o for o, op in zip(offsets, ops) if op == "t"), default=-1)
+            return None
+        last = None
+        for offset, doc in zip(keyless.column("offset").to_pylist(),
+                               self.envelopes(keyless.column("value"), _headers(keyless))):
+            if doc is not None and doc["op"] == "t" and (last is None or offset > last.offset):
+                last = Truncate(offset, event_order(doc))
+        return last
 
-    def table_rows(self, rows: Any, truncated: int) -> Any:
-        """Of the keyed state's ``rows``, those the mirrored table holds (written after the
-        last truncate, last event not a delete; a value that is no envelope stays), with the
-        change-event columns for JSON values (typed values get theirs once decoded)."""
+    def table_rows(self, rows: Any, truncated: Optional[Truncate], others: Sequence[Truncate] = ()) -> Any:
+        """Of the keyed state's ``rows``, those the mirrored table holds (last event not a
+        delete, written after the partition's own last truncate ``truncated`` and not before
+        any of ``others``, the last truncates of the topic's other partitions; a value that is
+        no envelope stays), with the change-event columns for JSON values (typed values get
+        theirs once decoded)."""
         pa = require("pyarrow")
         pc = require("pyarrow.compute")
-        live = pc.and_(pc.greater(rows.column("offset"), truncated),
-                       pc.fill_null(pc.not_equal(pa.array(self.ops(rows.column("value"), _headers(rows)),
-                                                          pa.string()), "d"), True))
-        rows = rows.filter(live)
+        live = []
+        undecided = 0
+        for doc in self.envelopes(rows.column("value"), _headers(rows)):
+            keep = doc is None or doc["op"] != "d"
+            if keep and others and doc is not None:
+                order = event_order(doc)
+                before = [order.precedes(t.order) for t in others]
+                keep = not any(before)
+                undecided += keep and None in before
+            live.append(keep)
+        if undecided:
+            log.warning("kafkarec: cdc=debezium: %d rows kept: their order against a truncate in another "
+                        "partition cannot be decided (no common position, equal ts_ms)", undecided)
+        keep = pa.array(live, pa.bool_())
+        if truncated is not None:
+            keep = pc.and_(keep, pc.greater(rows.column("offset"), truncated.offset))
+        rows = rows.filter(keep)
         return changes(rows) if self.decode is None and rows.num_rows else rows
 
 

@@ -23,7 +23,9 @@ key at most 90% full) is filled in a first pass over the partition and consulted
 second, which emits the rows.  When the keys do not fit, they are split by their digest
 into buckets, each bucket taking its own two passes: more reading, never more memory.
 The same function serves Python (:func:`latest`), the command line (``kafkarec table``)
-and Spark (``format("kafkarec").option("view", "latest")``).
+and Spark (``format("kafkarec").option("view", "latest")``), each through
+:func:`topic_latest_batches`, which gives every partition of a topic the truncates of the
+others (change data capture: a truncate event lands on one partition and applies to all).
 
     >>> import kafkarec.table
     >>> state = kafkarec.table.latest("/var/lib/kafka/data", topics=["profiles"])  # doctest: +SKIP
@@ -32,12 +34,12 @@ and Spark (``format("kafkarec").option("view", "latest")``).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
 
-__all__ = ["VIEWS", "DEFAULT_BUFFER_BYTES", "LatestStats", "LatestState", "latest_batches", "latest",
-           "parse_view"]
+__all__ = ["VIEWS", "DEFAULT_BUFFER_BYTES", "LatestStats", "LatestState", "latest_batches",
+           "topic_latest_batches", "latest", "parse_view"]
 
 VIEWS = ("log", "latest")
 
@@ -73,7 +75,7 @@ class LatestStats:
 
 def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
                    stats: Optional[LatestStats] = None, seed: Optional[int] = None,
-                   cdc: Optional[str] = None) -> Iterator[Any]:
+                   cdc: Optional[str] = None, truncates: Sequence[Any] = ()) -> Iterator[Any]:
     """The rows of one partition's keyed state, as pyarrow RecordBatches of the log view's columns.
 
     ``read()`` starts a new read of the partition each time it is called: the log view's
@@ -85,12 +87,15 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
     the envelope's columns, a key whose last event is a delete is gone, and a truncate removes
     every key whose last event came before it.  A row whose value is no envelope stays, with
     its ``cdcError``.  ``cdc`` may be a :class:`kafkarec.cdc.Debezium` instead (typed values:
-    the rows keep their bytes, for the typed layer to decode).
+    the rows keep their bytes, for the typed layer to decode).  ``truncates``: the last
+    :class:`kafkarec.cdc.Truncate` of each other partition of the topic (what
+    :func:`topic_latest_batches` finds): keys whose last event came before one of them in the
+    source's order are gone too.
     """
     from kafkarec._core import KeyOffsetMap, KEY_MAP_MAX_LEVEL
     rules = _debezium(cdc)
     own = LatestStats()
-    truncated = [-1]                 # cdc: the last truncate's offset (every fill pass finds it)
+    truncated = [None]               # cdc: the partition's last truncate (every fill pass finds it)
     key_map = KeyOffsetMap(buffer_bytes, int.from_bytes(os.urandom(8), "little") if seed is None else seed)
     pending = [(0, 0)]               # (level, bucket): a bucket splits into two at the next level
     first = True
@@ -117,13 +122,43 @@ def latest_batches(read: Callable[[], Iterable[Any]], *, buffer_bytes: int = DEF
             rows = item.filter(key_map.latest(item.column("key"), item.column("value"),
                                               item.column("offset")))
             if rules is not None and rows.num_rows:
-                rows = rules.table_rows(rows, truncated[0])
+                rows = rules.table_rows(rows, truncated[0], truncates)
             if rows.num_rows:
                 own.rows += rows.num_rows
                 yield rows
         first = False
     if stats is not None:
         stats.add(own)
+
+
+def topic_latest_batches(reads: Sequence[Callable[[], Iterable[Any]]], *,
+                         buffer_bytes: int = DEFAULT_BUFFER_BYTES, stats: Optional[LatestStats] = None,
+                         cdc: Any = None) -> Iterator[Tuple[int, Any]]:
+    """``(i, item)``: the items of :func:`latest_batches` for each partition of one topic,
+    ``reads[i]`` read after ``reads[i - 1]``.  With ``cdc`` and more than one partition, a
+    first read of every partition finds its last truncate, which then applies to the others'
+    keys (:meth:`kafkarec.cdc.Debezium.table_rows`); that read adds one pass a partition."""
+    rules = _debezium(cdc)
+    last = [None] * len(reads)
+    if rules is not None and len(reads) > 1:
+        for i, read in enumerate(reads):
+            last[i] = _last_truncate(read(), rules)
+            if stats is not None:
+                stats.passes += 1
+    for i, read in enumerate(reads):
+        others = [t for j, t in enumerate(last) if j != i and t is not None]
+        for item in latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=rules, truncates=others):
+            yield i, item
+
+
+def _last_truncate(items: Iterable[Any], rules: Any):
+    """The last truncate event of one read of a partition (error rows and reports pass by:
+    the emitting pass hands them on)."""
+    last = None
+    for item in items:
+        if _is_batch(item):
+            last = rules.last_truncate(item) or last
+    return last
 
 
 def _is_batch(item) -> bool:
@@ -143,12 +178,13 @@ def _debezium(cdc: Any):
 
 def _fill(key_map, items: Iterable[Any], truncated: list, rules: Any = None) -> bool:
     """Pass 1: every batch's keys into the map (and, for change data capture, the last
-    truncate's offset into ``truncated[0]``); False when the keys did not fit."""
+    truncate into ``truncated[0]``); False when the keys did not fit."""
+    truncated[0] = None
     for item in items:
         if not _is_batch(item):
             continue
         if rules is not None:
-            truncated[0] = max(truncated[0], rules.last_truncate(item))
+            truncated[0] = rules.last_truncate(item) or truncated[0]
         if not key_map.put(item.column("key"), item.column("offset")):
             close = getattr(items, "close", None)
             if close is not None:
@@ -216,9 +252,9 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     st, root = _storage.resolve(source, storage_options)
     lay = _layout.scan(st, root)
     stats = LatestStats()
-    parts = []
-    for part_ranges, skip in partition_reads(st, lay, sel, read_committed=read_committed):
-        def read(part_ranges=part_ranges, skip=skip):
+
+    def reader(part_ranges, skip):
+        def read():
             for sr in part_ranges:
                 try:
                     yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
@@ -226,13 +262,26 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                 except kafkarec.DecodeError as exc:
                     exc.file = _layout.segment_uri(st, sr.segment)       # positions are that file's
                     raise
+        return read
+
+    by_topic: dict = {}
+    for part_ranges, skip in partition_reads(st, lay, sel, read_committed=read_committed):
+        first = part_ranges[0]
+        # a folder whose name has no topic is a topic of its own
+        topic_key = first.topic if first.topic is not None else first.segment.path.rsplit("/", 1)[0]
+        by_topic.setdefault(topic_key, (first.topic, []))[1].append(reader(part_ranges, skip))
+    parts = []
+    for topic, reads in by_topic.values():
         if typed is None:
-            parts += list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=cdc))
+            parts += [item for _, item in topic_latest_batches(reads, buffer_bytes=buffer_bytes, stats=stats,
+                                                               cdc=cdc)]
             continue
-        topic = part_ranges[0].topic
-        rows = list(latest_batches(read, buffer_bytes=buffer_bytes, stats=stats, cdc=typed.rules(topic)))
-        parts.append(typed.table(topic, pa.Table.from_batches(
-            rows, schema=kafkarec.arrow_schema(batch_columns=batch_columns))))
+        rows: List[list] = [[] for _ in reads]
+        for i, item in topic_latest_batches(reads, buffer_bytes=buffer_bytes, stats=stats,
+                                            cdc=typed.rules(topic)):
+            rows[i].append(item)
+        parts += [typed.table(topic, pa.Table.from_batches(
+            part, schema=kafkarec.arrow_schema(batch_columns=batch_columns))) for part in rows]
     if typed is not None:
         table = typed.concat(parts)
         return LatestState(table.sort_by([("topic", "ascending"), ("partition", "ascending"),

@@ -184,12 +184,14 @@ class _Found(NamedTuple):
 def plan(config: BatchReadConfig) -> List[KafkaRecPartition]:
     """The tasks of a batch read: the pieces :mod:`kafkarec.log` finds (:func:`_found_local`
     or :func:`_found_listed`) packed by Spark's file-source rule; with ``view=latest`` one task
-    per topic-partition, as a partition's state needs all of its records in one task, in order."""
+    per topic-partition, as a partition's state needs all of its records in one task, in order
+    (with ``cdc`` one task per topic: a truncate in one partition applies to all of them)."""
     found = _found_listed(config) if config.listed else _found_local(config)
     if config.view == "latest":
         by_partition: dict = {}
         for piece in found.pieces:
-            by_partition.setdefault(found.group(piece), []).append(piece)
+            key = found.group(piece)
+            by_partition.setdefault(_topic_key(key) if config.cdc is not None else key, []).append(piece)
         return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
     groups = _planning.plan_tasks(found.pieces, min_partitions=found.min_partitions,
                                   default_parallelism=config.default_parallelism,
@@ -231,6 +233,13 @@ def _partition_key(rr: ListedRange):
     if sr.topic is not None:
         return (rr.storage.prefix, sr.topic, sr.partition)
     return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
+
+
+def _topic_key(partition_key):
+    """The topic of a :func:`_partition_key` (whichever log dir holds the partition); a folder
+    whose name has no topic is one of its own."""
+    topic = partition_key[1]
+    return ("topic", topic) if topic is not None else partition_key
 
 
 def _found_listed(config: BatchReadConfig) -> _Found:
@@ -295,17 +304,21 @@ def read_task(config: BatchReadConfig, task: KafkaRecPartition, schema, expected
             yield from _emit(config, where, item, target, corrupt, decoded)
         return
     from kafkarec import table
-    groups: dict = {}
+    topics: dict = {}
     for rr in task.ranges:
-        groups.setdefault(_partition_key(rr), []).append(rr)
-    for ranges in groups.values():
-        where = ranges[0].storage.uri(ranges[0].range.segment.path.rsplit("/", 1)[0])
+        key = _partition_key(rr)
+        topics.setdefault(_topic_key(key), {}).setdefault(key, []).append(rr)
+    for partitions in topics.values():
+        wheres, reads = [], []
+        for ranges in partitions.values():
+            wheres.append(ranges[0].storage.uri(ranges[0].range.segment.path.rsplit("/", 1)[0]))
 
-        def read(ranges=ranges):
-            for _, item in _decoded(config, kafkarec, ranges, need_batch_columns):
-                yield item
-        for item in table.latest_batches(read, buffer_bytes=config.buffer_bytes, cdc=config.cdc):
-            yield from _emit(config, where, item, target, corrupt, decoded)
+            def read(ranges=ranges):
+                for _, item in _decoded(config, kafkarec, ranges, need_batch_columns):
+                    yield item
+            reads.append(read)
+        for i, item in table.topic_latest_batches(reads, buffer_bytes=config.buffer_bytes, cdc=config.cdc):
+            yield from _emit(config, wheres[i], item, target, corrupt, decoded)
 
 
 class _Errors(NamedTuple):

@@ -341,8 +341,9 @@ def _cdc_fields(value_side) -> list:
 
 
 class _EnvelopeOps:
-    """What :class:`kafkarec.cdc.Debezium` calls to read ``op``s under a typed read with
-    view=latest: the value side's decoder (picklable, rebuilt on executors)."""
+    """What :class:`kafkarec.cdc.Debezium` calls to read the envelopes (``op``, ``source``,
+    ``ts_ms``) under a typed read with view=latest: the value side's decoder (picklable, rebuilt
+    on executors)."""
 
     def __init__(self, side) -> None:
         self.side = side

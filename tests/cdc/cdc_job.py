@@ -2,14 +2,36 @@
 Debezium's change events on bare executors (kafkarec from the ``--py-files`` wheel), as rows
 (view=log), as the mirrored table (view=latest) and as a stream.
 
-``run(spark, LOGDIR)``.
+``run(spark, LOGDIR, MARIADB_LOGDIR)``: the PostgreSQL capture's log dir and the MariaDB
+capture's ("" when MariaDB is not installed).
 """
 import spark_udfs
 
 
-def run(spark, root):
+def run(spark, root, mariadb_root=""):
     spark_udfs.register(spark)
     result = {}
+    # A truncate on one partition of a 3-partition topic applies to all of them (issue 40).
+    topics = [(root, f"parted.public.{table}") for table in ("customers", "orders")]
+    if mariadb_root:
+        topics += [(mariadb_root, f"{prefix}.shop.{table}") for prefix in ("plain", "dbz")
+                   for table in ("items", "orders", "order_lines")]
+    for where, topic in topics:
+        state = (spark.read.format("kafkarec").option("cdc", "debezium").option("view", "latest")
+                 .option("subscribe", topic).load(where))
+        result[f"{topic} latest"] = [r.asDict() for r in state.select("partition", "offset", "op", "after",
+                                                                      "cdcError").collect()]
+    if mariadb_root:
+        for name, stream in (("batch", spark.read), ("stream", spark.readStream)):
+            frame = (stream.format("kafkarec").option("cdc", "debezium").option("subscribe", "plain.shop.orders")
+                     .option("startingOffsets", "earliest").load(mariadb_root)
+                     .select("partition", "offset", "op", "before", "after", "source", "cdcError"))
+            if name == "stream":
+                query = (frame.writeStream.format("memory").queryName("mariadb_changes")
+                         .trigger(availableNow=True).start())
+                query.awaitTermination(300)
+                frame = spark.sql("SELECT * FROM mariadb_changes")
+            result[f"mariadb {name}"] = [r.asDict() for r in frame.orderBy("partition", "offset").collect()]
     for prefix in ("plain", "dbz"):
         for table in ("customers", "orders"):
             topic = f"{prefix}.public.{table}"

@@ -10,9 +10,9 @@ import glob
 import os
 import shutil
 import subprocess
-import tempfile
 from typing import Optional
 
+from support.db_server import ServerFolder
 from support.net import free_port
 
 USER = "kafkarec"
@@ -28,12 +28,12 @@ def bindir() -> Optional[str]:
     return os.path.dirname(os.path.realpath(initdb)) if initdb else None
 
 
-class PostgresServer:
+class PostgresServer(ServerFolder):
     def __init__(self) -> None:
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("no PostgreSQL server (Debian's postgresql package) is installed")
-        self.base = tempfile.mkdtemp(prefix="kafkarec-pg-")
+        super().__init__("kafkarec-pg-")
         self.data = os.path.join(self.base, "data")
         self.port = free_port()
         self._as = {}
@@ -66,19 +66,9 @@ class PostgresServer:
 
     def sql(self, statements: str, db: str = "postgres") -> str:
         """Run SQL through psql (stop at the first error); the output unaligned, tuples only."""
-        proc = subprocess.run([os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port),
-                               "-U", USER, "-d", db, "-v", "ON_ERROR_STOP=1", "-X", "-A", "-t", "-q"],
-                              input=statements, capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise RuntimeError(f"psql failed ({proc.returncode}): {proc.stderr}\n{statements}")
-        return proc.stdout
-
-    def log_tail(self) -> str:
-        try:
-            with open(os.path.join(self.base, "server.log")) as fh:
-                return fh.read()[-4000:]
-        except OSError:
-            return ""
+        return self.client_sql([os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port),
+                                "-U", USER, "-d", db, "-v", "ON_ERROR_STOP=1", "-X", "-A", "-t", "-q"],
+                               statements, "psql")
 
     def stop(self) -> None:
         try:

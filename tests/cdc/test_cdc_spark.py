@@ -13,8 +13,8 @@ import pytest
 import spark_helpers as H
 from support.user_app import UserAppJob
 
-# the job's input is the session's capture, which the application's preparation asks for
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("debezium_capture")]
+# the job's inputs are the session's captures, which the application's preparation asks for
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("debezium_capture", "mariadb_capture")]
 
 _why = H.spark_available()
 if _why:
@@ -23,7 +23,12 @@ if _why:
 
 def _prepare(request, work):
     log_dir, final = request.getfixturevalue("debezium_capture")
-    return [log_dir], (log_dir, final)
+    try:
+        mariadb_dir, mariadb_final = request.getfixturevalue("mariadb_capture")
+        why = None
+    except pytest.skip.Exception as exc:        # the PostgreSQL checks still run
+        mariadb_dir, mariadb_final, why = "", None, exc.msg
+    return [log_dir, mariadb_dir], (log_dir, final, mariadb_final, why)
 
 
 JOB = UserAppJob("cdc", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cdc_job.py"), _prepare,
@@ -32,8 +37,16 @@ JOB = UserAppJob("cdc", os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 @pytest.fixture(scope="module")
 def submitted(user_app):
-    result, (log_dir, final) = user_app.outcome(JOB)
+    result, (log_dir, final, _, _) = user_app.outcome(JOB)
     return result, log_dir, final
+
+
+@pytest.fixture(scope="module")
+def mariadb_submitted(user_app):
+    result, (_, _, final, why) = user_app.outcome(JOB)
+    if final is None:
+        pytest.skip(why)
+    return result, final
 
 
 @pytest.mark.parametrize("prefix", ["plain", "dbz"])
@@ -92,3 +105,34 @@ def test_avro_change_rows_are_the_json_converters(submitted, table):
 def test_a_stream_of_avro_change_events_is_the_batch_rows(submitted):
     result, _, _ = submitted
     assert result["avro stream"] and result["avro stream"] == result["avro.public.customers log"]
+
+
+# --- a truncate on one partition of a 3-partition topic (issue 40) ---
+
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_mirrored_table_over_three_partitions_is_the_databases_select(submitted, table):
+    result, _, final = submitted
+    rows = result[f"parted.public.{table} latest"]
+    assert all(r["cdcError"] is None and r["op"] in ("c", "u", "r") for r in rows)
+    assert sorted((json.loads(r["after"]) for r in rows), key=lambda r: r["id"]) == final[table]
+
+
+@pytest.mark.parametrize("prefix", ["plain", "dbz"])
+@pytest.mark.parametrize("table", ["items", "orders", "order_lines"])
+def test_mariadb_mirrored_table_is_the_databases_select(mariadb_submitted, prefix, table):
+    """MariaDB through Debezium's MariaDB connector, 3 partitions a topic: view=latest is the
+    final SELECT, the truncate of orders applied to the rows of every partition."""
+    result, final = mariadb_submitted
+    rows = result[f"{prefix}.shop.{table} latest"]
+    assert all(r["cdcError"] is None and r["op"] in ("c", "u", "r") for r in rows)
+    after = [json.loads(r["after"]) for r in rows]
+    assert sorted(after, key=lambda r: tuple(r.values())[:2]) == final[table]
+    assert table != "orders" or {r["partition"] for r in rows} == {0, 1, 2}
+
+
+def test_a_stream_of_mariadb_change_events_is_the_batch_rows(mariadb_submitted):
+    """A stream of the change events of a 3-partition topic gives the batch read's rows, the
+    truncate event among them (a stream is the log: applying it is the consumer's part)."""
+    result, _ = mariadb_submitted
+    assert result["mariadb stream"] == result["mariadb batch"]
+    assert [r["op"] for r in result["mariadb stream"]].count("t") == 1

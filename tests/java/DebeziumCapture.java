@@ -1,18 +1,24 @@
-// Debezium's embedded engine and PostgreSQL connector capturing a real PostgreSQL server,
-// for the change-data-capture tests (issue 30); the classpath is jvm/debezium's.
+// Debezium's embedded engine capturing a real database for the change-data-capture tests
+// (issues 30 and 40): the PostgreSQL connector or the MariaDB connector; the classpath is
+// jvm/debezium's.
 //
 //   java -cp $(bash scripts/jvm.sh jvm/debezium) tests/java/DebeziumCapture.java \
-//        HOST PORT USER DBNAME TABLES OUT_DIR
+//        CONNECTOR HOST PORT USER PASSWORD DBNAME TABLES OUT_DIR
 //
-// TABLES: Debezium's table.include.list (public.customers,public.capture_done).  The engine
-// snapshots, then streams; every change event is serialized three times, as Connect workers
-// would: by Kafka Connect's JsonConverter with schemas.enable=true (topic
-// "<prefix>.<schema>.<table>", prefix "dbz") and false (prefix "plain"), and as Avro through a
-// Schema Registry (prefix "avro": Kafka Connect's Avro mapping, Apicurio's AvroData, written by
-// Apache Avro's GenericDatumWriter in Confluent's framing, magic byte 0 and the schema id; the
-// registry's own log, the Confluent Schema Registry's _schemas records, is written beside the
-// topics, subjects <topic>-key and <topic>-value under TopicNameStrategy).  Kafka's record
-// classes (MemoryRecords, 20 records a batch) write OUT_DIR/<topic>-0/00000000000000000000.log.
+// CONNECTOR: postgresql or mariadb.  TABLES: Debezium's table.include.list
+// (public.customers,public.capture_done; shop.orders,shop.capture_done).  The engine snapshots,
+// then streams; every change event is serialized as Connect workers would: by Kafka Connect's
+// JsonConverter with schemas.enable=true (topic "<prefix>.<schema or db>.<table>", prefix
+// "dbz") and false (prefix "plain"); for PostgreSQL also as Avro through a Schema Registry
+// (prefix "avro": Kafka Connect's Avro mapping, Apicurio's AvroData, written by Apache Avro's
+// GenericDatumWriter in Confluent's framing, magic byte 0 and the schema id; the registry's own
+// log, the Confluent Schema Registry's _schemas records, is written beside the topics, subjects
+// <topic>-key and <topic>-value under TopicNameStrategy) and bare on a 3-partition topic
+// (prefix "parted").  MariaDB's topics have 3 partitions each.  On a topic of several
+// partitions a keyed event goes where Kafka's default partitioner sends it (murmur2 of the key
+// bytes), a keyless one (a truncate) to a partition picked at random (seeded), as a producer's
+// built-in partitioner picks one for a record without a key.  Kafka's record classes
+// (MemoryRecords, 20 records a batch) write OUT_DIR/<topic>-<partition>/00000000000000000000.log.
 // Prints "snapshot done" once the snapshot's last record arrived, stops at the first event of
 // a table named capture_done, writes the logs, prints "done <events>" and exits 0 (1 after
 // 300 s without it).
@@ -30,6 +36,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -37,6 +44,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.record.MemoryRecords;
 import org.apache.kafka.common.record.SimpleRecord;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.json.JsonConverter;
 import io.apicurio.registry.serde.avro.NonRecordContainer;
@@ -49,7 +57,9 @@ import org.apache.avro.io.EncoderFactory;
 import org.apache.kafka.connect.source.SourceRecord;
 
 public class DebeziumCapture {
-    static final Map<String, List<SimpleRecord>> TOPICS = new LinkedHashMap<>();
+    /** topic -> its partitions' records */
+    static final Map<String, List<List<SimpleRecord>>> TOPICS = new LinkedHashMap<>();
+    static final Random KEYLESS = new Random(40);
 
     static JsonConverter converter(boolean schemas, boolean isKey) {
         JsonConverter c = new JsonConverter();
@@ -57,27 +67,47 @@ public class DebeziumCapture {
         return c;
     }
 
-    public static void main(String[] args) throws Exception {
-        String host = args[0], port = args[1], user = args[2], db = args[3], tables = args[4];
-        Path out = Path.of(args[5]);
+    static Properties connector(String kind, String host, String port, String user, String password,
+                                String db, String tables) {
         Properties props = new Properties();
         props.setProperty("name", "kafkarec-cdc");
-        props.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
         props.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
         props.setProperty("offset.flush.interval.ms", "60000");
         props.setProperty("database.hostname", host);
         props.setProperty("database.port", port);
         props.setProperty("database.user", user);
-        props.setProperty("database.password", "");
-        props.setProperty("database.dbname", db);
+        props.setProperty("database.password", password);
         props.setProperty("topic.prefix", "dbz");
-        props.setProperty("plugin.name", "pgoutput");
-        props.setProperty("slot.name", "kafkarec");
-        props.setProperty("publication.autocreate.mode", "filtered");
         props.setProperty("table.include.list", tables);
         props.setProperty("snapshot.mode", "initial");
         props.setProperty("skipped.operations", "none");      // truncates too
         props.setProperty("tombstones.on.delete", "true");
+        if (kind.equals("postgresql")) {
+            props.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+            props.setProperty("database.dbname", db);
+            props.setProperty("plugin.name", "pgoutput");
+            props.setProperty("slot.name", "kafkarec");
+            props.setProperty("publication.autocreate.mode", "filtered");
+        } else if (kind.equals("mariadb")) {
+            props.setProperty("connector.class", "io.debezium.connector.mariadb.MariaDbConnector");
+            props.setProperty("database.include.list", db);
+            props.setProperty("database.server.id", "5400");         // this replica's id in the binlog stream
+            props.setProperty("database.ssl.mode", "disable");
+            props.setProperty("include.schema.changes", "false");
+            props.setProperty("decimal.handling.mode", "string");     // DECIMAL as its text, as SELECT shows it
+            props.setProperty("schema.history.internal", "io.debezium.relational.history.MemorySchemaHistory");
+        } else {
+            throw new IllegalArgumentException("connector " + kind + ": postgresql or mariadb");
+        }
+        return props;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String kind = args[0];
+        Properties props = connector(kind, args[1], args[2], args[3], args[4], args[5], args[6]);
+        Path out = Path.of(args[7]);
+        boolean postgres = kind.equals("postgresql");
+        int partitions = postgres ? 1 : 3;
 
         JsonConverter[] withSchema = {converter(true, true), converter(true, false)};
         JsonConverter[] plain = {converter(false, true), converter(false, false)};
@@ -95,9 +125,12 @@ public class DebeziumCapture {
                         return;
                     }
                     synchronized (TOPICS) {
-                        add(r, "dbz", withSchema);
-                        add(r, "plain", plain);
-                        addAvro(r);
+                        add(r, "dbz", withSchema, partitions);
+                        add(r, "plain", plain, partitions);
+                        if (postgres) {
+                            addAvro(r);
+                            add(r, "parted", plain, 3);
+                        }
                         events[0]++;
                     }
                     if (!snapshotDone[0] && r.value() instanceof Struct v && v.schema().field("source") != null) {
@@ -128,18 +161,20 @@ public class DebeziumCapture {
             System.exit(1);
         }
         synchronized (TOPICS) {
-            TOPICS.put("_schemas", SCHEMAS);
-            for (Map.Entry<String, List<SimpleRecord>> e : TOPICS.entrySet()) {
-                Path dir = out.resolve(e.getKey() + "-0");
-                Files.createDirectories(dir);
-                try (FileChannel ch = new FileOutputStream(dir.resolve("00000000000000000000.log").toFile()).getChannel()) {
-                    List<SimpleRecord> recs = e.getValue();
-                    for (int i = 0; i < recs.size(); i += 20) {
-                        List<SimpleRecord> part = recs.subList(i, Math.min(recs.size(), i + 20));
-                        MemoryRecords batch = MemoryRecords.withRecords(i, Compression.NONE,
-                                                                        part.toArray(new SimpleRecord[0]));
-                        ByteBuffer buf = batch.buffer();
-                        while (buf.hasRemaining()) ch.write(buf);
+            if (postgres) TOPICS.put("_schemas", List.of(SCHEMAS));
+            for (Map.Entry<String, List<List<SimpleRecord>>> e : TOPICS.entrySet()) {
+                for (int p = 0; p < e.getValue().size(); p++) {
+                    Path dir = out.resolve(e.getKey() + "-" + p);
+                    Files.createDirectories(dir);
+                    try (FileChannel ch = new FileOutputStream(dir.resolve("00000000000000000000.log").toFile()).getChannel()) {
+                        List<SimpleRecord> recs = e.getValue().get(p);
+                        for (int i = 0; i < recs.size(); i += 20) {
+                            List<SimpleRecord> part = recs.subList(i, Math.min(recs.size(), i + 20));
+                            MemoryRecords batch = MemoryRecords.withRecords(i, Compression.NONE,
+                                                                            part.toArray(new SimpleRecord[0]));
+                            ByteBuffer buf = batch.buffer();
+                            while (buf.hasRemaining()) ch.write(buf);
+                        }
                     }
                 }
             }
@@ -148,13 +183,25 @@ public class DebeziumCapture {
         System.exit(0);
     }
 
-    static void add(SourceRecord r, String prefix, JsonConverter[] conv) {
+    static void add(SourceRecord r, String prefix, JsonConverter[] conv, int partitions) {
         String topic = prefix + r.topic().substring(r.topic().indexOf('.'));
         byte[] key = r.key() == null && r.keySchema() == null ? null
             : conv[0].fromConnectData(topic, r.keySchema(), r.key());
         byte[] value = r.value() == null ? null : conv[1].fromConnectData(topic, r.valueSchema(), r.value());
-        long ts = r.timestamp() == null ? System.currentTimeMillis() : r.timestamp();
-        TOPICS.computeIfAbsent(topic, t -> new ArrayList<>()).add(new SimpleRecord(ts, key, value));
+        append(topic, partitions, key, value, r.timestamp());
+    }
+
+    /** One record onto the topic's partition: Kafka's default partitioner's for a key, else a
+     *  random one. */
+    static void append(String topic, int partitions, byte[] key, byte[] value, Long timestamp) {
+        List<List<SimpleRecord>> parts = TOPICS.computeIfAbsent(topic, t -> {
+            List<List<SimpleRecord>> list = new ArrayList<>();
+            for (int p = 0; p < partitions; p++) list.add(new ArrayList<>());
+            return list;
+        });
+        int p = key == null ? KEYLESS.nextInt(partitions) : Utils.toPositive(Utils.murmur2(key)) % partitions;
+        long ts = timestamp == null ? System.currentTimeMillis() : timestamp;
+        parts.get(p).add(new SimpleRecord(ts, key, value));
     }
 
     // --- Avro through a Schema Registry, as Confluent's AvroConverter would write it ---------
@@ -168,8 +215,7 @@ public class DebeziumCapture {
         String topic = "avro" + r.topic().substring(r.topic().indexOf('.'));
         byte[] key = r.key() == null ? null : avro(topic + "-key", r.keySchema(), r.key());
         byte[] value = r.value() == null ? null : avro(topic + "-value", r.valueSchema(), r.value());
-        long ts = r.timestamp() == null ? System.currentTimeMillis() : r.timestamp();
-        TOPICS.computeIfAbsent(topic, t -> new ArrayList<>()).add(new SimpleRecord(ts, key, value));
+        append(topic, 1, key, value, r.timestamp());
     }
 
     /** Confluent's wire format: 0, the schema id (4 bytes, big-endian), the Avro binary body. */
