@@ -74,8 +74,9 @@ fi
 # -p: setup.py is one of the core's build dependencies, and a fresh time would rebuild it every run
 cp -p "$ROOT/setup.py" "$ROOT/pyproject.toml" "$BUILD/"
 cp "$ROOT"/fuzz/*.py "$BUILD/fuzz/"
-# the test helpers some harnesses import (oracles, schema worlds): Python files only
-(cd "$ROOT" && find tests -name '*.py' -print0 | tar --null -T - -cf -) | tar -C "$BUILD" -xf -
+# the test helpers some harnesses import (oracles, schema worlds): Python files, and the Java
+# oracles some of them compile (tests/java)
+(cd "$ROOT" && find tests \( -name '*.py' -o -name '*.java' \) -print0 | tar --null -T - -cf -) | tar -C "$BUILD" -xf -
 (cd "$BUILD" && CC=clang LDSHARED="clang -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
     "$FPY" setup.py -q build_ext --inplace >/dev/null)
 printf '%s' "$CORE_SUM" > "$BUILD/.core-sum"
