@@ -168,11 +168,14 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
            end_time: Optional[int] = None, read_committed: bool = False,
            buffer_bytes: int = DEFAULT_BUFFER_BYTES, storage_options: Optional[dict] = None,
            options: Any = None, batch_columns: bool = False, cdc: Optional[str] = None,
-           selection: Any = None, decode: Optional[dict] = None) -> LatestState:
+           selection: Any = None, decode: Optional[dict] = None,
+           include_deleted_records: bool = False) -> LatestState:
     """The keyed state of every topic-partition under ``source`` (a log directory, a
     partition folder, or a URI: ``s3://bucket/kafka`` ...), as of ``end_offset`` (every
     partition: the records before it) or ``end_time`` (ms since the epoch: the records
-    before the first one at or after it, Kafka's ``offsetsForTimes``); default: the whole log.
+    before the first one at or after it, Kafka's ``offsetsForTimes``); default: the whole log
+    from each partition's log start offset (records ``deleteRecords`` left below it in the
+    files count with ``include_deleted_records=True``, or option ``includeDeletedRecords``).
 
     ``selection``: instead of ``topics``/``end_offset``/``end_time``, the selection options of
     :mod:`kafkarec.log.selection` as Spark's Kafka source names them (``topics``,
@@ -202,10 +205,14 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     if selection_options is not None:
         if topics is not None or end_offset is not None or end_time is not None:
             raise kafkarec.SelectionError("give selection, or topics/end_offset/end_time, not both")
+        if include_deleted_records:
+            raise kafkarec.SelectionError("with selection, give option includeDeletedRecords in it "
+                                          "instead of include_deleted_records")
         sel = (selection_options if isinstance(selection_options, selection.Selection)
                else selection.parse_selection(selection_options))
     else:
-        sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time)
+        sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time,
+                                      include_deleted_records=include_deleted_records)
     st, root = _storage.resolve(source, storage_options)
     lay = _layout.scan(st, root)
     stats = LatestStats()

@@ -213,7 +213,7 @@ def _found_local(config: BatchReadConfig) -> _Found:
     spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
     aborted = local.aborted_batches(segments, spans) if config.read_committed else None
     # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
-    return _Found(local.slices(segments, aborted), size=lambda sl: sl.end - sl.start,
+    return _Found(local.slices(segments, aborted, local.log_starts(segments)), size=lambda sl: sl.end - sl.start,
                   split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
                   group=local.partition_key,
                   min_partitions=config.min_partitions or config.default_parallelism,
@@ -331,7 +331,8 @@ def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool
         hint = (f"(data source option mode=FAILFAST; use PERMISSIVE to get error rows in "
                 f"{config.corrupt_column}, or DROPMALFORMED)")
     for rr, where, topic, partition, mapped, pieces in _ranges_read(ranges):
-        bounds = None if mapped else rr.range       # a local slice: no offset bounds
+        # offsets kept: a local slice's from the log start on, a listed range's as selected
+        lo, hi = (rr.min_offset, None) if mapped else (rr.range.min_offset, rr.range.end_offset)
         if rr.skip:       # read_committed: the aborted batches' spans are left out
             pieces = (part for piece in pieces
                       for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
@@ -350,8 +351,8 @@ def _decoded(config: BatchReadConfig, kafkarec, ranges, need_batch_columns: bool
                     if kind != "batch":
                         errs.append(item)
                         continue
-                    if bounds is not None:
-                        item = selection.filter_offsets(item, bounds.min_offset, bounds.end_offset)
+                    if lo is not None or hi is not None:
+                        item = selection.filter_offsets(item, lo, hi)
                         if not item.num_rows:
                             continue
                     if errs:

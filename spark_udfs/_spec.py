@@ -72,6 +72,8 @@ OPTIONS = (
     Option("tieredStorage", "text", "(none)", "R", "a tiered-storage root stitched with the log dirs"),
     Option("tieredStorageConfig", "text", "(none)", "RS", "the tiered-storage plugin's properties"),
     Option("remoteLogMetadata", "text", "(none)", "RS", "a log dir holding `__remote_log_metadata`"),
+    Option("includeDeletedRecords", "bool", "false", "RS", "also the records below each partition's log "
+           "start offset (`deleteRecords` leaves them in the files): read from its first segment"),
     Option("valueFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed values"),
     Option("keyFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed keys"),
     Option("registry", "text", "(none)", "T", "a log dir holding _schemas-0, a schema folder or a URL"),

@@ -5,7 +5,11 @@ Offsets are per topic-partition, as JSON like Spark's Kafka source:
 ``{"orders":{"0":1234,"1":998}}`` - for each partition the next offset to read.
 Each micro-batch reads what was appended since the last one: new batches in the
 active segment, new segments, new partitions (read from their earliest offset,
-as the Kafka source does).  Only whole batches count: a batch still being
+as the Kafka source does).  A partition's earliest offset is its log start offset
+(:meth:`kafkarec.log.selection.Resolver.log_start`: ``log-start-offset-checkpoint``, moved by
+``deleteRecords``); offsets still to read that fall below it are lost data
+(``failOnDataLoss``), as for the Kafka source.  Option ``includeDeletedRecords=true`` starts
+at each partition's first segment instead (records below the log start too).  Only whole batches count: a batch still being
 written when a micro-batch is planned waits for the next trigger.  The path may
 be any URI :mod:`kafkarec.log.storage` understands (``s3://`` ...), local and
 tiered copies of the same range are read once (:mod:`kafkarec.log.layout`).
@@ -176,6 +180,9 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                  and self.config.selection.wants_partition(p.topic, p.partition) and p.segments}
         return parts, selection.Resolver(lay.storage)
 
+    def _log_start(self, part, resolver) -> int:
+        return resolver.log_start(part, include_deleted_records=self.config.selection.include_deleted_records)
+
     def _view(self, part) -> CommittedView:
         """read_committed: the partition's :func:`committed_view`, recomputed only when a
         segment was added, removed or grew since the last micro-batch."""
@@ -195,7 +202,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 stable = self._view(p).stable_end
                 if stable is not None:
                     # nothing at or past the LSO yet; a later micro-batch reads it once decided
-                    end = max(resolver.log_start(p), min(end, stable))
+                    end = max(self._log_start(p, resolver), min(end, stable))
             ends[k] = end
         return ends, parts, resolver
 
@@ -206,9 +213,11 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         sel = self.config.selection
         out = {}
         for key, part in parts.items():
+            log_start = self._log_start(part, resolver)
+            # not raised to the log start: offsets asked for below it are lost data (partitions)
             start, _ = selection._spec_offset(sel.start, part, resolver, starting=True,
-                                              strategy=sel.no_match_strategy)
-            out[key] = resolver.log_start(part) if start is None else start
+                                              strategy=sel.no_match_strategy, log_start=log_start)
+            out[key] = log_start if start is None else start
         return _to_json(out)
 
     def latestOffset(self, start=None, limit=None) -> dict:
@@ -228,7 +237,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._data_loss(f"{key[0]}-{key[1]}: the log ends at offset {ends[key]}, before "
                                 f"offset {b} already read (truncated or re-created)")
         # New partitions start at their earliest offset.
-        begin_all = {k: begin.get(k, resolver.log_start(parts[k])) for k in ends}
+        begin_all = {k: begin.get(k, self._log_start(parts[k], resolver)) for k in ends}
         max_rows = None
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
@@ -292,7 +301,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if part is None:
                 self._data_loss(f"topic-partition {key[0]}-{key[1]} is gone")
                 continue
-            log_start = resolver.log_start(part)
+            log_start = self._log_start(part, resolver)
             s = begin.get(key, log_start)
             if s > e:
                 s = log_start                 # reset partition (failOnDataLoss=false)

@@ -152,7 +152,7 @@ def _partitions_for(items: list, err=None, *, notes: Optional[List[str]] = None)
 
 def _run_dump(args, out, err) -> int:
     if ranges.wants_ranges(args):
-        return dump.run_ranges(ranges.plan(args), args, out, err)
+        return dump.run_ranges(ranges.plan(args, files=True), args, out, err)
     files = []
     for kind, item in resolve(args.paths):
         files.extend(_files_of(item) if kind == "partition" else [item])
@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kafkarec.cli.schemas import add_typed_arguments   # --value-decoder/--key-decoder registry
     add_typed_arguments(d)
     _add_last(d, progress=False, crc=False)
-    selection_args.add_selection_arguments(d)
+    selection_args.add_selection_arguments(d, consumer=False)   # the files' every record, as kafka-dump-log
 
     v = _command(
         sub, "verify", _run_verify,

@@ -60,9 +60,13 @@ def wants_ranges(args) -> bool:
             or bool(getattr(args, "tiered_storage", None)))
 
 
-def plan(args) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
-    """The selected segment ranges under every PATH, in topic, partition and offset order."""
+def plan(args, *, files: bool = False) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
+    """The selected segment ranges under every PATH, in topic, partition and offset order:
+    each partition from its log start offset, as a consumer reads it, or with ``files`` (a
+    command that shows the files, ``dump``) from its first segment."""
     sel = selection_args.selection_from_args(args) or selection.parse_selection({})
+    if files:
+        sel = sel._replace(include_deleted_records=True)
     options = selection_args.storage_options_from_args(args)
     out = []
     for path in args.paths:

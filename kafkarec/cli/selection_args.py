@@ -5,6 +5,9 @@
     --end-offset N        up to offset N (exclusive) in every partition
     --start-time T        from the first record at or after T (ms since the epoch or ISO 8601)
     --end-time T          up to the first record at or after T (exclusive)
+    --include-deleted-records
+                          from each partition's first segment, records below its log start
+                          offset too (``deleteRecords`` leaves them in the files)
     --storage-option K=V  a storage option (endpoint=..., region=..., accessKey=..., anonymous=true)
 
 Same meaning as the Spark Kafka-source options (:mod:`kafkarec.log.selection`); a time
@@ -22,7 +25,10 @@ __all__ = ["add_selection_arguments", "add_storage_argument", "selection_from_ar
            "storage_options_from_args"]
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+def add_selection_arguments(parser: argparse.ArgumentParser, *, consumer: bool = True) -> None:
+    """The selection flags; ``consumer``: the command reads partitions as a consumer does, from
+    their log start offsets (``--include-deleted-records`` reads below them); otherwise it
+    shows the files as they are (``dump``), every record the segments hold."""
     g = parser.add_argument_group("selection (as Spark's Kafka source: start inclusive, end exclusive)")
     g.add_argument("--topics", metavar="A,B", help="only these topics (comma-separated)")
     g.add_argument("--start-offset", type=int, metavar="N", help="first offset, in every partition")
@@ -30,6 +36,10 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--start-time", metavar="T",
                    help="first record at or after T (ms since the epoch or ISO 8601, UTC by default)")
     g.add_argument("--end-time", metavar="T", help="stop before the first record at or after T")
+    if consumer:
+        g.add_argument("--include-deleted-records", action="store_true",
+                       help="also the records below each partition's log start offset (deleteRecords "
+                            "moved it; the files still hold them): read from the first segment")
     add_storage_argument(parser)
 
 
@@ -51,11 +61,13 @@ def add_storage_argument(parser: argparse.ArgumentParser) -> None:
 def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selection]:
     """The selection the flags ask for, or None when no flag was given (read everything)."""
     flags = (args.topics, args.start_offset, args.end_offset, args.start_time, args.end_time)
-    if all(f is None for f in flags):
+    include_deleted_records = getattr(args, "include_deleted_records", False)
+    if all(f is None for f in flags) and not include_deleted_records:
         return None
     return selection.cli_selection(topics=args.topics, start_offset=args.start_offset,
                                    end_offset=args.end_offset, start_time=args.start_time,
-                                   end_time=args.end_time)
+                                   end_time=args.end_time,
+                                   include_deleted_records=include_deleted_records)
 
 
 def storage_options_from_args(args: argparse.Namespace) -> dict:

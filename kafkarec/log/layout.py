@@ -27,19 +27,31 @@ before a remote one), and every segment is bounded by the next segment's base
 offset (:attr:`SegmentRef.end_offset`): an offset is read from the segment with
 the highest base offset at or below it, so overlapping copies with different
 segment boundaries still yield each record once.
+
+A partition's log start offset (what a consumer's ``earliest`` is; records below it are
+still in the files until their segment is deleted, see ``Admin.deleteRecords``) is what
+the broker's ``LogLoader`` makes it on load: the entry of its log directory's
+``log-start-offset-checkpoint``, at least the first segment's base offset (Kafka writes an
+entry only for partitions whose log start is past that base, or that are tiered).
+:func:`scan` reads the checkpoint of each log directory once into
+:attr:`PartitionLog.checkpointed_log_start`; :meth:`kafkarec.log.selection.Resolver.log_start`
+is the rule that uses it.
 """
 from __future__ import annotations
 
 import posixpath
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from kafkarec._extras import require
+from kafkarec.errors import SideFileError
 from kafkarec.errors import TransformedSegmentError  # noqa: F401  (re-exported)
 from kafkarec.log import names
 from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest", "open_segment",
-           "storage_of", "segment_uri", "stitch", "scan_history", "Gap",
+           "storage_of", "segment_uri", "stitch", "scan_history", "Gap", "LOG_START_CHECKPOINT",
+           "log_start_checkpoint",
            "parse_partition_folder", "TransformedSegmentError"]
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
@@ -75,6 +87,10 @@ class PartitionLog(NamedTuple):
     segments: List[SegmentRef]       # by base offset, one copy each, bounded
     copies: List[SegmentRef]         # other copies of a base offset, not read
     folders: List[str]
+    # Its entry in its log directory's ``log-start-offset-checkpoint`` (None: no entry, or the
+    # checkpoint could not be read: then ``log_start_problem`` says which file and why).
+    checkpointed_log_start: Optional[int] = None
+    log_start_problem: Optional[str] = None
 
     @property
     def key(self) -> Tuple:
@@ -139,6 +155,8 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         p = parts.setdefault(key, {"topic": topic, "partition": partition, "topic_id": topic_id,
                                    "folders": [], "segments": []})
         p["folders"].append(folder)
+        if tp and not tiered:
+            p.setdefault("log_dirs", []).append(posixpath.dirname(folder))
         if topic_id and not p["topic_id"]:
             p["topic_id"] = topic_id
         with_manifests = any("manifest" in kinds for kinds in segs.values())
@@ -158,15 +176,68 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
                                             kinds.get("timeindex"), kinds.get("txnindex"),
                                             kinds.get("manifest"), None, log.mtime_ns, kinds.get("indexes")))
     _read_manifests(storage, parts)
+    checkpoints = _log_start_checkpoints(storage, root, entries,
+                                         {d for p in parts.values() for d in p.get("log_dirs", ())})
     out = []
     for key, p in parts.items():
         segments, copies = _dedupe(p["segments"]) if dedupe else (sorted(
             p["segments"], key=lambda s: (s.base_offset, s.path)), [])
+        found = [checkpoints[d] for d in p.get("log_dirs", ())]
+        starts = [c[0][key] for c in found if key in c[0]]
+        problems = [c[1] for c in found if c[1] is not None]
         out.append(PartitionLog(p["topic"], p["partition"], p["topic_id"], segments, copies,
-                                sorted(p["folders"])))
+                                sorted(p["folders"]), max(starts) if starts else None,
+                                None if starts or not problems else problems[0]))
     out.sort(key=lambda p: (p.topic is None, p.topic or "", -1 if p.partition is None else p.partition,
                             p.folders[0] if p.folders else ""))
     return Layout(storage, root, out, sorted(skipped), tuple(sorted(not_live)))
+
+
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+# Files only a broker's log directory has at its root: beside them a missing log start
+# checkpoint is worth a word (a folder of partitions copied out of a broker has none).
+_BROKER_ROOT_FILES = ("meta.properties",) + tuple(n for n in names.OFFSET_CHECKPOINTS
+                                                  if n != LOG_START_CHECKPOINT)
+
+
+def _log_start_checkpoints(storage: Storage, root: str, entries: List[FileEntry], log_dirs
+                           ) -> Dict[str, Tuple[Dict[Tuple[str, int], int], Optional[str]]]:
+    """:func:`log_start_checkpoint` of each log directory, from the listing (a log directory
+    above ``root``, when ``root`` is a partition folder or a segment, is looked up alone)."""
+    listed = {e.path: e for e in entries}
+    inside = root.rstrip("/") + "/"
+    return {d: log_start_checkpoint(storage, d, listed if (d + "/").startswith(inside) else None)
+            for d in sorted(log_dirs)}
+
+
+def log_start_checkpoint(storage: Storage, log_dir: str, listed: Optional[Dict[str, FileEntry]] = None
+                         ) -> Tuple[Dict[Tuple[str, int], int], Optional[str]]:
+    """``({(topic, partition): log start offset}, problem)`` from a log directory's
+    ``log-start-offset-checkpoint``; ``listed``: the log directory's files by path, when
+    listed (else each is looked up).  ``problem`` (None when all is well) says which file and
+    why it gave nothing: unreadable, or missing beside the files of a broker's log directory."""
+    from kafkarec.log import sidefiles
+
+    def entry(name):
+        path = posixpath.join(log_dir, name)
+        return listed.get(path) if listed is not None else _file_entry(storage, path)
+    path = posixpath.join(log_dir, LOG_START_CHECKPOINT)
+    uri = storage.uri(path)
+    try:
+        found = entry(LOG_START_CHECKPOINT)
+        if found is None:
+            broker = any(entry(n) is not None for n in _BROKER_ROOT_FILES)
+            return {}, (f"{uri} is missing from the broker's log directory" if broker else None)
+        rows = sidefiles.read_offset_checkpoint(uri, data=storage.read_file(path, found.size))
+    except (SideFileError, OSError) as exc:
+        return {}, f"{uri} could not be read ({exc})"
+    return {(topic, partition): offset for topic, partition, offset in rows}, None
+
+
+def _file_entry(storage: Storage, path: str) -> Optional[FileEntry]:
+    pafs = require("pyarrow.fs")
+    info = storage.fs.get_file_info(path)
+    return FileEntry(info.path, info.size, info.mtime_ns) if info.type == pafs.FileType.File else None
 
 
 def _ancestors(folder: str, root: str):
@@ -308,11 +379,16 @@ def stitch(local: Layout, remote: Layout) -> Tuple[Layout, List[Gap]]:
             if p.topic is None:
                 continue
             entry = by_key.setdefault(p.key, {"topic": p.topic, "partition": p.partition,
-                                               "topic_id": p.topic_id, "segments": [], "folders": []})
+                                               "topic_id": p.topic_id, "segments": [], "folders": [],
+                                               "checkpointed_log_start": None, "log_start_problem": None})
             if is_remote and entry["topic_id"] and p.topic_id and entry["topic_id"] != p.topic_id:
                 continue                      # another incarnation of the topic name
             entry["topic_id"] = entry["topic_id"] or p.topic_id
             entry["folders"] += p.folders
+            if not is_remote:
+                # the broker's checkpoint holds a tiered partition's log start, remote part included
+                entry["checkpointed_log_start"] = p.checkpointed_log_start
+                entry["log_start_problem"] = p.log_start_problem
             segs = p.segments + p.copies
             if is_remote:
                 segs = [s._replace(storage=lay.storage, end_offset=None) for s in segs]
@@ -325,7 +401,7 @@ def stitch(local: Layout, remote: Layout) -> Tuple[Layout, List[Gap]]:
     for key, e in by_key.items():
         segments, copies = _dedupe(e["segments"])
         parts.append(PartitionLog(e["topic"], e["partition"], e["topic_id"], segments, copies,
-                                  sorted(e["folders"])))
+                                  sorted(e["folders"]), e["checkpointed_log_start"], e["log_start_problem"]))
         if metadata is not None:
             for a, b in zip(segments, segments[1:]):
                 known = metadata.state(a.segment_id) if a.segment_id else None

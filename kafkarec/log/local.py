@@ -9,6 +9,10 @@ windows of at most :data:`READ_WINDOW_BYTES` (:func:`windows`), each memory-mapp
 read twice or left out: what is not a whole batch (a framing error, a cut-off batch at the
 end) stays inside a slice and is reported by the reader.
 
+A slice knows the first offset a consumer may be given from it (``min_offset``: the
+partition's log start offset, :func:`log_starts`, when ``deleteRecords`` moved it into the
+file); a file wholly below it is not read.
+
 Each file's batches are walked at most once per plan: the walk's ``(position, size)`` spans
 are kept in a dict the caller passes along (``spans``), which the ``read_committed`` walk
 (:func:`aborted_batches`) fills too.  Listings on any storage (object stores, tiered
@@ -28,7 +32,7 @@ from kafkarec.log.segment import Segment
 from kafkarec.log.storage import Piece
 
 __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
-           "aborted_batches", "iter_pieces", "release"]
+           "aborted_batches", "iter_pieces", "release", "log_starts"]
 
 # A task maps at most this much of a file at once: a larger slice is read as consecutive
 # slices of the same task (cut at batch starts), each mapped and unmapped in turn, so an
@@ -46,12 +50,44 @@ class Slice(NamedTuple):
     # (position, size) of batches left out of this slice (read_committed: aborted
     # transactions), sorted, inside [start, end).
     skip: tuple = ()
+    min_offset: Optional[int] = None   # records below it are below the log start offset
 
 
-def slices(files: List[SegmentFile], aborted: Optional[dict] = None) -> List[Slice]:
-    """Each file as one slice, with the spans of ``aborted`` (:func:`aborted_batches`) in it."""
-    return [Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())))
-            for f in files]
+def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
+           log_start: Optional[dict] = None) -> List[Slice]:
+    """Each file as one slice, with the spans of ``aborted`` (:func:`aborted_batches`) in it
+    and the log start offset of ``log_start`` (:func:`log_starts`) when it is inside the file;
+    a file whose partition's next file begins at or below its log start is left out."""
+    out = []
+    for i, f in enumerate(files):
+        start = (log_start or {}).get((f.topic, f.partition))
+        after = files[i + 1] if i + 1 < len(files) else None
+        if (start is not None and after is not None and after.topic_partition == f.topic_partition
+                and after.base_offset is not None and after.base_offset <= start):
+            continue
+        below = start is not None and f.base_offset is not None and start > f.base_offset
+        out.append(Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())),
+                         start if below else None))
+    return out
+
+
+def log_starts(files: List[SegmentFile]) -> Dict[tuple, int]:
+    """``{(topic, partition): log start offset}`` of the partitions of ``files`` (in offset
+    order), by :func:`kafkarec.log.selection.log_start_offset` from their first file and
+    their log directory's ``log-start-offset-checkpoint`` (each read once)."""
+    from kafkarec.log import layout, selection, storage
+    checkpoints: dict = {}
+    out: Dict[tuple, int] = {}
+    for f in files:
+        key = (f.topic, f.partition)
+        if f.topic is None or f.base_offset is None or f.segment_id is not None or key in out:
+            continue
+        log_dir = os.path.dirname(os.path.dirname(os.path.abspath(f.path)))
+        if log_dir not in checkpoints:
+            checkpoints[log_dir] = layout.log_start_checkpoint(storage.resolve(log_dir)[0], log_dir)
+        entries, problem = checkpoints[log_dir]
+        out[key] = selection.log_start_offset(f.topic, f.partition, f.base_offset, entries.get(key), problem)
+    return out
 
 
 def partition_key(sl: Slice):

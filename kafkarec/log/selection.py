@@ -16,7 +16,14 @@ inclusive, end exclusive; case-insensitive):
 ``endingOffsetsByTimestamp``    JSON, as above
 ``startingOffsetsByTimestampStrategy``  ``error`` (default) or ``latest``: what a starting
                                 timestamp that no record reaches means
+``includeDeletedRecords``       ``true``: read from each partition's first segment, records
+                                below its log start offset too (forensics; default ``false``)
 ==============================  ==============================================================
+
+Every partition is read from its log start offset at the earliest (:func:`log_start_offset`:
+what a consumer's ``earliest`` is, after ``Admin.deleteRecords`` past its first segment's base
+offset), whatever the starting offsets, timestamps or ``-2`` say; offsets below it are
+records a consumer is never given, though its files still hold them.
 
 Precedence as in Spark: ``*Timestamp`` over ``*OffsetsByTimestamp`` over
 ``*Offsets``.  A timestamp selects, per partition, the earliest offset whose
@@ -40,10 +47,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+import warnings
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec._extras import require
+from kafkarec._option_text import text_bool
 from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
@@ -53,7 +62,7 @@ from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
            "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
            "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS",
-           "parse_time", "cli_selection", "iter_selected"]
+           "parse_time", "cli_selection", "iter_selected", "log_start_offset", "partition_start"]
 
 log = logging.getLogger("kafkarec")
 
@@ -65,7 +74,8 @@ SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 
 SELECTION_OPTIONS = ("topics", "topicpattern", "assign", "startingoffsets", "endingoffsets",
                      "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
-                     "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
+                     "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
+                     "includedeletedrecords")
 
 
 class OffsetSpec(NamedTuple):
@@ -81,6 +91,7 @@ class Selection(NamedTuple):
     no_match_strategy: str = "error"
     # ``assign``: {topic: frozenset of partitions}; None: every partition of the topics
     assigned: Optional[Dict[str, frozenset]] = None
+    include_deleted_records: bool = False     # start at the first segment, not the log start
 
     def wants_topic(self, topic: Optional[str]) -> bool:
         if topic is None:
@@ -175,6 +186,7 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
     strategy = str(o.get("startingoffsetsbytimestampstrategy", "error")).lower()
     if strategy not in ("error", "latest"):
         raise SelectionError("option startingOffsetsByTimestampStrategy must be error or latest")
+    include_deleted = text_bool("includeDeletedRecords", o.get("includedeletedrecords", False), SelectionError)
     if assigned is not None:
         # as in Spark: with assign, specific offsets name exactly the assigned partitions
         want = {(t, p) for t, ps in assigned.items() for p in ps}
@@ -185,7 +197,7 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
                     raise SelectionError(
                         f"offsets name partitions {sorted(named)} but assign names "
                         f"{sorted(want)}; as in Spark, name exactly the assigned partitions")
-    return Selection(topics, pattern, start, end, strategy, assigned)
+    return Selection(topics, pattern, start, end, strategy, assigned, include_deleted)
 
 
 def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
@@ -482,15 +494,18 @@ class Resolver:
         return None
 
     # timestamps -> offsets ------------------------------------------------------------
-    def offset_for_time(self, part: PartitionLog, ts: int, *, first_segment: int = 0
-                        ) -> Optional[Tuple[int, int, int, int]]:
+    def offset_for_time(self, part: PartitionLog, ts: int, *, first_segment: int = 0,
+                        log_start: int = 0) -> Optional[Tuple[int, int, int, int]]:
         """Kafka's offsetsForTimes in one partition: ``(offset, segment index, batch position,
-        batch last offset)`` of the earliest record with timestamp >= ``ts``, or None."""
+        batch last offset)`` of the earliest record at or past ``log_start`` with timestamp >=
+        ``ts``, or None (the broker searches from its log start offset too)."""
         segs = part.segments
         for i in range(first_segment, len(segs)):
             seg = segs[i]
-            entries = self.time_entries(seg)
             closed = i + 1 < len(segs)
+            if closed and segs[i + 1].base_offset <= log_start:
+                continue                     # wholly below the log start
+            entries = self.time_entries(seg)
             start_pos, check = 0, None
             expect_ts = None
             if entries is not None:
@@ -503,14 +518,15 @@ class Resolver:
                     ets, eoff = below[-1]
                     start_pos, check = self.start_position(seg, eoff)
                     expect_ts = (ets, eoff)
-            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts)
+            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start)
             if hit == "stale":
-                hit = self._scan_for_time(seg, ts, 0, None, None)
+                hit = self._scan_for_time(seg, ts, 0, None, None, log_start)
             if hit is not None:
                 return (hit[0], i, hit[1], hit[2])
         return None
 
-    def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts):
+    def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts,
+                       log_start: int = 0):
         checking = check is not None and start > 0
         with open_segment(self.storage, seg) as f:
             it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK)
@@ -531,9 +547,9 @@ class Resolver:
                     if b.magic >= 2 and b.max_timestamp != expect_ts[0]:
                         return "stale"      # the time index does not describe this log
                     expect_ts = None
-                if b.magic < 2 or b.max_timestamp >= ts:
+                if b.last_offset >= log_start and (b.magic < 2 or b.max_timestamp >= ts):
                     for r in b:
-                        if r.timestamp >= ts:
+                        if r.timestamp >= ts and r.offset >= log_start:
                             return (r.offset, pos, b.last_offset)
         return "stale" if checking else None
 
@@ -571,8 +587,30 @@ class Resolver:
                     last = b.last_offset
         return last
 
-    def log_start(self, part: PartitionLog) -> int:
-        return part.segments[0].base_offset if part.segments else 0
+    def log_start(self, part: PartitionLog, *, include_deleted_records: bool = False) -> int:
+        """The partition's log start offset (:func:`log_start_offset`)."""
+        return log_start_offset(part.topic, part.partition,
+                                part.segments[0].base_offset if part.segments else 0,
+                                part.checkpointed_log_start, part.log_start_problem,
+                                include_deleted_records=include_deleted_records)
+
+
+def log_start_offset(topic: Optional[str], partition: Optional[int], first_base: int,
+                     checkpointed: Optional[int], problem: Optional[str] = None, *,
+                     include_deleted_records: bool = False) -> int:
+    """A partition's log start offset as the broker's ``LogLoader`` sets it on load: its
+    ``log-start-offset-checkpoint`` entry (``checkpointed``), at least the first segment's base
+    offset (``first_base``; no entry: the base, as Kafka writes entries only past it).  With
+    ``include_deleted_records`` the first segment's base (the records ``deleteRecords`` left in
+    the files).  A checkpoint that could not be read (``problem`` says which file and why)
+    leaves the base, with a warning."""
+    if include_deleted_records:
+        return first_base
+    if problem is not None:
+        warnings.warn(f"kafkarec: {problem}; {topic}-{partition} is read from its first "
+                      f"segment's base offset {first_base}, records below its log start offset "
+                      f"included if deleteRecords moved it", UserWarning, stacklevel=3)
+    return first_base if checkpointed is None else max(first_base, checkpointed)
 
 
 def _increasing(entries, base, end_offset, size) -> bool:
@@ -587,11 +625,11 @@ def _increasing(entries, base, end_offset, size) -> bool:
 # --- planning -----------------------------------------------------------------------------
 
 def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, starting: bool,
-                 strategy: str) -> Tuple[Optional[int], Optional[tuple]]:
+                 strategy: str, log_start: int) -> Tuple[Optional[int], Optional[tuple]]:
     """``(offset or None for the log's end/start, time hit)`` for a partition."""
     kind = spec.kind
     if kind == "earliest":
-        return (None if starting else resolver.log_start(part)), None
+        return (None if starting else log_start), None
     if kind == "latest":
         return (resolver.log_end(part) if starting else None), None
     if kind == "offsets":
@@ -599,7 +637,7 @@ def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, st
         if v is None:
             return (None, None)
         if v == EARLIEST:
-            return (None if starting else resolver.log_start(part)), None
+            return (None if starting else log_start), None
         if v == LATEST:
             return (resolver.log_end(part) if starting else None), None
         if v < 0:
@@ -614,7 +652,7 @@ def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, st
         ts = spec.value.get(part.topic, {}).get(part.partition)
         if ts is None:
             return None, None
-    hit = resolver.offset_for_time(part, ts)
+    hit = resolver.offset_for_time(part, ts, log_start=log_start)
     if hit is None:
         if starting and strategy == "error":
             raise SelectionError(
@@ -682,14 +720,30 @@ def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int)
     return out
 
 
+def partition_start(sel: Selection, part: PartitionLog, resolver: Resolver,
+                    log_start: Optional[int] = None) -> Tuple[int, Optional[tuple]]:
+    """``(offset, time hit)``: where the selection starts reading a partition, never below its
+    log start offset (``log_start`` if known; a consumer asking for less is reset to it)."""
+    if log_start is None:
+        log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
+    start, hit = _spec_offset(sel.start, part, resolver, starting=True, strategy=sel.no_match_strategy,
+                              log_start=log_start)
+    if start is None or start < log_start:
+        return log_start, None
+    return start, hit
+
+
 def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) -> List[SegmentRange]:
-    """Every segment range the selection needs, by topic, partition and offset."""
+    """Every segment range the selection needs, by topic, partition and offset, each
+    partition from :func:`partition_start` on."""
     resolver = resolver or Resolver(layout.storage)
     out = []
     for part in select_partitions(layout, sel):
-        start, hit = _spec_offset(sel.start, part, resolver, starting=True, strategy=sel.no_match_strategy)
-        end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy)
-        if start is not None and end is not None and end <= start:
+        log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
+        start, hit = partition_start(sel, part, resolver, log_start)
+        end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy,
+                              log_start=log_start)
+        if end is not None and end <= start:
             continue
         out += plan_partition(part, start, end, resolver, time_hit=hit)
     return out
@@ -715,10 +769,11 @@ def parse_time(text) -> int:
 
 
 def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time=None,
-                  end_time=None) -> Selection:
+                  end_time=None, include_deleted_records: bool = False) -> Selection:
     """The selection of ``--topics a,b --start-offset N --end-offset M --start-time T
-    --end-time T`` (offsets for every partition; a time wins over an offset, as in Spark).
-    A start time no record reaches selects nothing (strategy ``latest``)."""
+    --end-time T --include-deleted-records`` (offsets for every partition; a time wins over
+    an offset, as in Spark).  A start time no record reaches selects nothing (strategy
+    ``latest``)."""
     names = None
     if topics:
         names = frozenset(t.strip() for t in (topics.split(",") if isinstance(topics, str) else topics)
@@ -734,7 +789,8 @@ def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time
         return OffsetSpec(default)
 
     return Selection(names, None, spec(start_offset, start_time, "earliest"),
-                     spec(end_offset, end_time, "latest"), "latest")
+                     spec(end_offset, end_time, "latest"), "latest",
+                     include_deleted_records=include_deleted_records)
 
 
 def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,

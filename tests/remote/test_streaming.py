@@ -15,16 +15,11 @@ import pytest
 
 import kafkarec
 from paths import TESTS
+from support.streams import stream_reader
 
 sys.path.insert(0, os.path.join(TESTS, "spark", "jobs"))
 from growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
 
-
-def _reader(root, **options):
-    from spark_udfs import _schema, _streaming
-    from spark_udfs._spec import read_spec
-    spec = read_spec({"path": root, **options})
-    return _streaming.stream_reader(spec, _schema.read_schema(spec))
 
 
 def _read_all(reader, start, end):
@@ -43,7 +38,7 @@ def test_offsets_partial_batches_and_limits(tmp_path):
     log = GrowingLog(str(tmp_path))
     log.append("a", 0, 5)
     log.append("a", 1, 3)
-    r = _reader(str(tmp_path), startingOffsets="earliest")
+    r = stream_reader(str(tmp_path), startingOffsets="earliest")
     start = r.initialOffset()
     assert start == {"a": {"0": 0, "1": 0}}
     log.append_half("a", 0, 4)                    # being written: not offered yet
@@ -62,10 +57,10 @@ def test_offsets_partial_batches_and_limits(tmp_path):
     limited = r.latestOffset(start, ReadMaxRows(6))
     assert sum(limited["a"].values()) + sum(limited.get("b", {}).values()) <= 6 + 3
     assert limited["a"]["0"] <= 9 and limited["a"]["1"] <= 9
-    r_opt = _reader(str(tmp_path), startingOffsets="earliest", maxOffsetsPerTrigger="4")
+    r_opt = stream_reader(str(tmp_path), startingOffsets="earliest", maxOffsetsPerTrigger="4")
     assert isinstance(r_opt.getDefaultReadLimit(), ReadMaxRows)
     # startingOffsets=latest (the streaming default): only what comes after
-    r_latest = _reader(str(tmp_path))
+    r_latest = stream_reader(str(tmp_path))
     assert r_latest.initialOffset() == {"a": {"0": 9, "1": 9}, "b": {"0": 2}}
 
 
@@ -78,12 +73,12 @@ def test_data_loss(tmp_path):
     start = {"a": {"0": 2}}
     first = os.path.join(str(tmp_path), "a-0", f"{0:020d}.log")
     os.remove(first)                               # retention deleted the first segment
-    r = _reader(str(tmp_path), startingOffsets="earliest")
+    r = stream_reader(str(tmp_path), startingOffsets="earliest")
     end = r.latestOffset(start, None)
     assert end == {"a": {"0": 10}}
     with pytest.raises(DataLossError, match="offsets 2 to 4 are not in the log"):
         r.partitions(start, end)
-    lenient = _reader(str(tmp_path), startingOffsets="earliest", failOnDataLoss="false")
+    lenient = stream_reader(str(tmp_path), startingOffsets="earliest", failOnDataLoss="false")
     assert sorted(o for _, _, o, _ in _read_all(lenient, start, end)) == list(range(5, 10))
 
 
@@ -138,16 +133,16 @@ def test_stream_refuses_batch_only_and_unknown_options(tmp_path):
     log = GrowingLog(str(tmp_path))
     log.append("a", 0, 5)
     with pytest.raises(ValueError, match="not valid in streaming queries"):
-        _reader(str(tmp_path), endingOffsets="latest")
+        stream_reader(str(tmp_path), endingOffsets="latest")
     with pytest.raises(ValueError, match="mode"):
-        _reader(str(tmp_path), mode="DROPMALFORMED")
+        stream_reader(str(tmp_path), mode="DROPMALFORMED")
     with pytest.raises(ValueError, match="Only one of the following options"):
-        _reader(str(tmp_path), subscribe="a", topicPattern="a")
+        stream_reader(str(tmp_path), subscribe="a", topicPattern="a")
     with pytest.raises(ValueError, match="minOffsetPerTrigger\\(9\\) is higher"):
-        _reader(str(tmp_path), minOffsetsPerTrigger="9", maxOffsetsPerTrigger="4")
-    _reader(str(tmp_path), readCommitted="false", endpoint="http://127.0.0.1:1")  # allowed
+        stream_reader(str(tmp_path), minOffsetsPerTrigger="9", maxOffsetsPerTrigger="4")
+    stream_reader(str(tmp_path), readCommitted="false", endpoint="http://127.0.0.1:1")  # allowed
     # broker settings mean nothing here: accepted and ignored
-    _reader(str(tmp_path), **{"kafka.bootstrap.servers": "b:9092", "groupIdPrefix": "x",
+    stream_reader(str(tmp_path), **{"kafka.bootstrap.servers": "b:9092", "groupIdPrefix": "x",
                               "kafka.session.timeout.ms": "1000"})
 
 
@@ -160,29 +155,29 @@ def test_stream_subscribe_assign_and_headers(tmp_path):
     for p in range(3):
         log.append("orders", p, 4)
     log.append("audit", 0, 2)
-    r = _reader(str(tmp_path), assign='{"orders":[0,2]}', startingOffsets="earliest")
+    r = stream_reader(str(tmp_path), assign='{"orders":[0,2]}', startingOffsets="earliest")
     start = r.initialOffset()
     assert start == {"orders": {"0": 0, "2": 0}}
     end = r.latestOffset(start, None)
     assert sorted(_read_all(r, start, end)) == sorted(w for w in log.written
                                                       if w[0] == "orders" and w[1] in (0, 2))
     # with assign, specific offsets name exactly the assigned partitions
-    r = _reader(str(tmp_path), assign='{"orders":[1]}', startingOffsets='{"orders":{"1":2}}')
+    r = stream_reader(str(tmp_path), assign='{"orders":[1]}', startingOffsets='{"orders":{"1":2}}')
     assert r.initialOffset() == {"orders": {"1": 2}}
     with pytest.raises(ValueError, match="exactly the assigned partitions"):
-        _reader(str(tmp_path), assign='{"orders":[1]}',
+        stream_reader(str(tmp_path), assign='{"orders":[1]}',
                 startingOffsets='{"orders":{"0":1,"1":2}}').initialOffset()
-    r = _reader(str(tmp_path), subscribePattern="ord.*", startingOffsets="earliest")
+    r = stream_reader(str(tmp_path), subscribePattern="ord.*", startingOffsets="earliest")
     assert set(r.initialOffset()) == {"orders"}
     assert "headers" not in r.schema.names
-    assert "headers" in _reader(str(tmp_path), includeHeaders="true").schema.names
+    assert "headers" in stream_reader(str(tmp_path), includeHeaders="true").schema.names
 
 
 def test_min_offsets_per_trigger_waits_for_max_trigger_delay(tmp_path):
     from pyspark.sql.streaming.datasource import ReadAllAvailable
     log = GrowingLog(str(tmp_path))
     log.append("a", 0, 3)
-    r = _reader(str(tmp_path), startingOffsets="earliest", minOffsetsPerTrigger="5",
+    r = stream_reader(str(tmp_path), startingOffsets="earliest", minOffsetsPerTrigger="5",
                 maxTriggerDelay="1h")
     start = r.initialOffset()
     assert r.latestOffset(start, ReadAllAvailable()) == {"a": {"0": 3}}   # first trigger: delay passed
@@ -211,7 +206,7 @@ def test_read_committed_stream_across_micro_batches_segments_and_restart(tmp_pat
     log.append("t", 0, 3)
     log.txn_append("t", 0, 2, producer_id=7)          # open: LSO at 3
     log.append("t", 0, 2)                             # after the LSO: waits
-    r = _reader(root, **opts)
+    r = stream_reader(root, **opts)
     got = []
     off = r.initialOffset()
 
@@ -234,7 +229,7 @@ def test_read_committed_stream_across_micro_batches_segments_and_restart(tmp_pat
     # restart: a new reader from the checkpointed offsets
     log.txn_append("t", 0, 2, producer_id=9)
     log.append("t", 0, 1)
-    r2 = _reader(root, **opts)
+    r2 = stream_reader(root, **opts)
     off = step(r2, off)
     log.roll("t", 0)
     log.txn_end("t", 0, 9, commit=False)
@@ -244,11 +239,11 @@ def test_read_committed_stream_across_micro_batches_segments_and_restart(tmp_pat
     assert len(got) == len(set(got))
     assert not any(g[:3] in log.aborted for g in got)
     # read_uncommitted (and readCommitted=false) still read every data record
-    r3 = _reader(root, startingOffsets="earliest", readCommitted="false")
+    r3 = stream_reader(root, startingOffsets="earliest", readCommitted="false")
     s = r3.initialOffset()
     assert sorted(_read_all(r3, s, r3.latestOffset(s, None))) == sorted(log.written)
     with pytest.raises(ValueError, match="disagree"):
-        _reader(root, readCommitted="false", **{"kafka.isolation.level": "read_committed"})
+        stream_reader(root, readCommitted="false", **{"kafka.isolation.level": "read_committed"})
 
 
 def test_stream_batch_positions_are_file_positions(tmp_path):
@@ -263,7 +258,7 @@ def test_stream_batch_positions_are_file_positions(tmp_path):
     log.txn_end("t", 0, 7, commit=False)
     log.append("t", 0, 2)
     log.append("t", 0, 4)
-    r = _reader(str(tmp_path), startingOffsets="earliest", batchColumns="true",
+    r = stream_reader(str(tmp_path), startingOffsets="earliest", batchColumns="true",
                 **{"kafka.isolation.level": "read_committed"})
     start = r.initialOffset()
     end = r.latestOffset(start, ReadAllAvailable())

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import spark_helpers as H
+from support.streams import stream_reader
 
 _why = H.spark_available()
 if _why:
@@ -21,10 +22,7 @@ from growing_log import GrowingLog  # noqa: E402
 
 
 def _reader(root, **options):
-    from spark_udfs import _schema, _streaming
-    from spark_udfs._spec import read_spec
-    spec = read_spec({"path": root, "startingOffsets": "earliest", **options})
-    return _streaming.stream_reader(spec, _schema.read_schema(spec))
+    return stream_reader(root, **{"startingOffsets": "earliest", **options})
 
 
 def test_report_latest_offset_is_the_log_end_whatever_the_limit(tmp_path):
