@@ -117,6 +117,9 @@ def test_include_deleted_records_reads_the_files(broker_spark, kafka_broker, sto
     from deleted_records import TOPICS
     from readers import kafkarec_rows
     log_dir = kafka_broker.log_dir if where == "live" else stopped_log_dir
+    error = broker_spark / "log-start" / f"{where}-included.error.txt"
+    if error.exists():
+        pytest.fail(f"the read with includeDeletedRecords failed: {error.read_text()}", pytrace=False)
     files = [r[:5] for r in kafkarec_rows(log_dir, set(TOPICS), False, include_deleted_records=True)]
     ours = [(r["topic"], r["partition"], r["offset"], r["key"], r["value"])
             for r in _rows(broker_spark / "log-start" / f"{where}-included")]
