@@ -5,9 +5,9 @@ application run against it.
 * ``kafka_broker`` -- a started :class:`kafka_broker.KafkaBroker` (``.bootstrap``,
   ``.log_dir``, ``.remote_dir``, ``.stop()``, ``.start()``, ``.dump_log()``) with Kafka's
   LocalTieredStorage under the session's tmp dir; stopped at the session's end.
-* ``broker_data`` -- :class:`produce.BrokerData`: every topic of :func:`produce.topic_plan`
-  and the tiered topic (:mod:`tiered_topic`) written through ``kafka_broker`` (the broker
-  stays live).
+* ``broker_data`` -- :class:`produce.BrokerData`: every topic of :func:`produce.topic_plan`,
+  the tiered topic (:mod:`tiered_topic`) and the topics whose log start offset deleteRecords
+  moved (:mod:`deleted_records`) written through ``kafka_broker`` (the broker stays live).
 * ``stopped_broker`` -- :class:`StoppedBroker`: the broker's log dir and tiered storage as a
   clean shutdown left them, copied after ``broker_data`` was written (the broker is started
   again afterwards and serves the same data); ``stopped_log_dir`` is its log dir.

@@ -90,6 +90,8 @@ DEFAULT_CONFIG: Dict[str, str] = {
     "log.segment.delete.delay.ms": "0",
     "file.delete.delay.ms": "0",
     "log.flush.offset.checkpoint.interval.ms": "1000",
+    # deleteRecords' log start offsets reach log-start-offset-checkpoint within a second, not a minute
+    "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.initial.task.delay.ms": "0",
     "num.network.threads": "2",
     "num.io.threads": "2",

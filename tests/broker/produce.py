@@ -62,11 +62,17 @@ class Acked:
 class BrokerData:
     """What :func:`produce_all` wrote: topics (name -> :class:`TopicInfo`), the
     acknowledged records, and the consumer groups that committed offsets; the tiered
-    topic (:mod:`tiered_topic`) apart, with its acknowledged records."""
+    topic (:mod:`tiered_topic`) apart, with its acknowledged records, and the topics whose
+    log start offset deleteRecords moved (:mod:`deleted_records`) apart, with theirs and the
+    log start offsets."""
     bootstrap: str
     topics: Dict[str, TopicInfo] = field(default_factory=dict)
     acked: List[Acked] = field(default_factory=list)
     tiered_acked: List[Acked] = field(default_factory=list)
+    log_start_topics: Dict[str, TopicInfo] = field(default_factory=dict)
+    log_start_acked: List[Acked] = field(default_factory=list)
+    #: (topic, partition) -> the log start offset deleteRecords set
+    log_starts: Dict[Tuple[str, int], int] = field(default_factory=dict)
     groups: List[str] = field(default_factory=list)
     #: registry-avro's decoded values by offset, as the subject's latest schema reads them
     registry_values: Dict[int, Optional[dict]] = field(default_factory=dict)
@@ -552,12 +558,14 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
     topic (:mod:`tiered_topic`) when the broker has tiered storage; bounded in time (about
     20-40 s on 2 cores).  Kafka's Java producer writes beside the Python ones, and the broker
     copies the tiered topic's segments while the rest is written."""
+    import deleted_records
     import tiered_topic
     bootstrap = broker.bootstrap
     plan = topic_plan()
     tiered = broker.remote_dir is not None
-    create_topics(bootstrap, plan + ([tiered_topic.topic_info()] if tiered else []))
-    data = BrokerData(bootstrap, {t.name: t for t in plan})
+    deleted_plan = deleted_records.topic_infos()
+    create_topics(bootstrap, plan + deleted_plan + ([tiered_topic.topic_info()] if tiered else []))
+    data = BrokerData(bootstrap, {t.name: t for t in plan}, log_start_topics={t.name: t for t in deleted_plan})
     java = JavaProducer(bootstrap, broker.classpath, "java", records, work_dir)
     try:
         if tiered:
@@ -595,11 +603,13 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
     data.acked += produce_confluent(bootstrap, "retention", 300, rounds=6, pause=0.1,
                                     **{"batch.size": 2000})
     registry_acked, data.registry_values = produce_registry(bootstrap)
+    data.log_start_acked, data.log_starts = deleted_records.write(bootstrap)
     data.acked += registry_acked
     data.groups = ["group-librdkafka", "group-kafka-python"]
     commit_groups(bootstrap, ["cf-none", "kp-gzip", "idempotent", "txn"], data.groups)
     wait_cleaned(broker.log_dir, "compacted")
     wait_retention(broker.log_dir, "retention")
+    deleted_records.wait_deleted(broker.log_dir, data.log_starts)
     if tiered:
         tiered_topic.wait_tiered(broker)
     wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"]

@@ -2,21 +2,26 @@
 import kafkarec
 from kafkarec.log import committed, layout
 from kafkarec.log.segment import file_options
+from kafkarec.log.selection import Resolver
 from kafkarec.log.storage import Piece, open_storage, without_spans
 
 
-def kafkarec_rows(log_dir, topics, read_committed):
+def kafkarec_rows(log_dir, topics, read_committed, *, include_deleted_records=False):
     """Rows of ``topics`` in kafkarec's reading of ``log_dir``: the log layer's partitions
-    and segments, each segment's bytes decoded by the core with Kafka's file framing;
-    read_committed leaves out the spans :func:`kafkarec.log.committed.read_committed_spans`
-    judges over the partition's whole log.  Same tuple shape as :func:`produce.consume`."""
+    and segments, each segment's bytes decoded by the core with Kafka's file framing, from
+    the partition's log start offset (:meth:`kafkarec.log.selection.Resolver.log_start`) on,
+    or every record of the files with ``include_deleted_records``; read_committed leaves out
+    the spans :func:`kafkarec.log.committed.read_committed_spans` judges over the partition's
+    whole log.  Same tuple shape as :func:`produce.consume`."""
     storage, root = open_storage(log_dir)
     lay = layout.scan(storage, root)
+    resolver = Resolver(storage)
     options = file_options(None)
     rows = []
     for part in lay.partitions:
         if part.topic not in topics:
             continue
+        start = None if include_deleted_records else resolver.log_start(part)
         skip = committed.read_committed_spans(storage, part) if read_committed else {}
         for seg in part.segments:
             with open(seg.path, "rb") as fh:
@@ -24,7 +29,7 @@ def kafkarec_rows(log_dir, topics, read_committed):
             for piece in without_spans(Piece(0, memoryview(data)), skip.get(seg.path, [])):
                 t = kafkarec.to_arrow(piece.data, options, topic=part.topic, partition=part.partition,
                                       origin=piece.position)
-                rows += _arrow_rows(t)
+                rows += [r for r in _arrow_rows(t) if start is None or r[2] >= start]
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     return rows
 

@@ -23,8 +23,9 @@ STREAM_TOPIC = "stream-parity"
 
 
 def cases(data) -> list:
-    """The batch reads compared with Spark's Kafka source: every data topic both ways, offset
-    windows inside txn's partitions, and a timestamp window of cf-none."""
+    """The batch reads compared with Spark's Kafka source: every data topic both ways, the topics
+    whose log start deleteRecords moved both ways, offset windows inside txn's partitions, and a
+    timestamp window of cf-none."""
     topics = data.data_topics()
     by_tp = {}
     for a in data.acked:
@@ -42,6 +43,9 @@ def cases(data) -> list:
     return [
         {"name": "all-uncommitted", "topics": topics, "options": {}},
         {"name": "all-committed", "topics": topics, "options": {"kafka.isolation.level": "read_committed"}},
+        {"name": "log-start-uncommitted", "topics": sorted(data.log_start_topics), "options": {}},
+        {"name": "log-start-committed", "topics": sorted(data.log_start_topics),
+         "options": {"kafka.isolation.level": "read_committed"}},
         {"name": "txn-offsets-committed", "topics": ["txn"],
          "options": {"startingOffsets": json.dumps(starting), "endingOffsets": json.dumps(ending),
                      "kafka.isolation.level": "read_committed"}},
@@ -79,11 +83,12 @@ def run(broker, data, stopped, work) -> str:
     spec = work / "spec.json"
     spec.write_text(json.dumps({
         "cases": cases(data), "typed": typed_spec(broker.log_dir, data),
-        "state": {"topics": data.data_topics()},
+        "state": {"topics": data.data_topics() + sorted(data.log_start_topics)},
         "stopped": stopped.log_dir,
         "tiered": {"topic": tiered_topic.TOPIC, "remote": broker.remote_dir,
                    "stopped_remote": stopped.remote_dir, "gappy_remote": gappy},
-        "stream": {"topics": data.data_topics() + [STREAM_TOPIC]}}))
+        "log_start": {"topics": sorted(data.log_start_topics)},
+        "stream": {"topics": data.data_topics() + sorted(data.log_start_topics) + [STREAM_TOPIC]}}))
     env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "native"),
                             "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",

@@ -3,7 +3,10 @@
 the broker's log dir give the same rows -- key, value, topic, partition, offset, timestamp,
 timestampType and headers (``includeHeaders``) -- under both isolation levels, with starting
 and ending offsets and timestamps; kafkarec reads the log dir while the broker runs (active
-segments, preallocated indexes) and again after a clean shutdown.  kafkarec runs the user's
+segments, preallocated indexes) and again after a clean shutdown; on the topics whose log start
+offset ``deleteRecords`` moved (tests/broker/deleted_records.py) both read from the log start, as
+the Kafka source's ``earliest`` does, batch (the listed and the local reader) and stream, and
+``includeDeletedRecords`` reads every record of the files.  kafkarec runs the user's
 way: ``spark-submit --py-files <kafkarec wheel>`` from a bare Python; the Kafka source comes
 from jvm/spark's jars (``--jars``).  One Spark application does every case (the broker tests'
 one: tests/broker/spark_app.py, ``broker_spark``).
@@ -20,8 +23,9 @@ from spark_app import rows as _rows
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("case", ["all-uncommitted", "all-committed", "txn-offsets-committed",
-                                  "txn-offsets-uncommitted", "timestamps"])
+@pytest.mark.parametrize("case", ["all-uncommitted", "all-committed", "log-start-uncommitted",
+                                  "log-start-committed", "txn-offsets-committed", "txn-offsets-uncommitted",
+                                  "timestamps"])
 @pytest.mark.parametrize("where", ["live", "stopped"])
 def test_same_rows_as_sparks_kafka_source(broker_spark, case, where):
     out = broker_spark
@@ -42,7 +46,7 @@ def test_keyed_state_is_the_window_over_the_kafka_source(broker_spark, isolation
     out = broker_spark
     kafka = _rows(out / f"state-{isolation}" / "kafka")
     ours = _rows(out / f"state-{isolation}" / where)
-    assert {"compacted", "compacted-expired", "txn"} <= {r["topic"] for r in kafka}
+    assert {"compacted", "compacted-expired", "txn", "deleted-in-aborted"} <= {r["topic"] for r in kafka}
     assert len(ours) == len(kafka)
     for a, b in zip(ours, kafka):
         assert a == b
@@ -87,9 +91,39 @@ def test_stream_writes_what_the_kafka_sources_stream_writes(broker_spark):
     record once."""
     out = broker_spark
     first = json.loads((out / "_more_data").read_text())
-    every = len(_rows(out / "all-uncommitted" / "kafka"))
+    every = len(_rows(out / "all-uncommitted" / "kafka")) + len(_rows(out / "log-start-uncommitted" / "kafka"))
     assert first == {"kafka": every + 300, "kafkarec": every + 300}
     kafka = _rows(out / "stream" / "kafka")
     ours = _rows(out / "stream" / "kafkarec")
     assert len(kafka) == every + 500 and ours == kafka
     assert len({(r["topic"], r["partition"], r["offset"]) for r in ours}) == every + 500
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("where", ["live", "stopped"])
+def test_local_reader_starts_at_the_log_start(broker_spark, isolation, where):
+    """The partition folders loaded without a selection option (the local reader) give what the
+    Kafka source gives of the topics whose log start deleteRecords moved."""
+    case = "log-start-committed" if isolation == "read_committed" else "log-start-uncommitted"
+    kafka = _rows(broker_spark / case / "kafka")
+    ours = _rows(broker_spark / "log-start" / f"{where}-local-{isolation}")
+    assert kafka and len(ours) == len(kafka)
+    for a, b in zip(ours, kafka):
+        assert a == b
+
+
+@pytest.mark.parametrize("where", ["live", "stopped"])
+def test_include_deleted_records_reads_the_files(broker_spark, kafka_broker, stopped_log_dir, where):
+    """``includeDeletedRecords=true``: every record the segment files hold, those below the log
+    start too (the log layer's reading of the same files, tests/broker/readers.py)."""
+    from deleted_records import TOPICS
+    from readers import kafkarec_rows
+    log_dir = kafka_broker.log_dir if where == "live" else stopped_log_dir
+    error = broker_spark / "log-start" / f"{where}-included.error.txt"
+    if error.exists():
+        pytest.fail(f"the read with includeDeletedRecords failed: {error.read_text()}", pytrace=False)
+    files = [r[:5] for r in kafkarec_rows(log_dir, set(TOPICS), False, include_deleted_records=True)]
+    ours = [(r["topic"], r["partition"], r["offset"], r["key"], r["value"])
+            for r in _rows(broker_spark / "log-start" / f"{where}-included")]
+    assert len(ours) > len(_rows(broker_spark / "log-start-uncommitted" / "kafka"))
+    assert ours == files

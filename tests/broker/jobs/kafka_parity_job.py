@@ -22,7 +22,11 @@ case.  SPEC's ``tiered`` (``topic``; the broker's tiered storage ``remote``, the
 OUT/tiered/kafka_source.json (Spark's Kafka source on the live broker, which serves the early
 offsets from its remote storage, and kafkarec's read of the live log dir stitched with
 ``remote``) and OUT/tiered/stitched.json (the stopped copy stitched, split into several tasks;
-the gappy one failing, then read with failOnDataLoss=false).
+the gappy one failing, then read with failOnDataLoss=false).  SPEC's ``log_start`` (``topics``:
+those whose log start offset deleteRecords moved) adds OUT/log-start/``<where>-<reading>``: the
+topics' partition folders loaded without a selection (the local reader), both isolation levels,
+and with ``includeDeletedRecords`` (every record of the files; ``<where>-included.error.txt``
+when that read fails).
 """
 import json
 import os
@@ -130,6 +134,25 @@ def tiered_stitched(spark, stopped_dir, spec, out):
     say("tiered stitched written")
 
 
+def log_start(spark, log_dir, topics, out, where):
+    """The topics whose log start deleteRecords moved, read by the local reader (their partition
+    folders by globs, no selection option) in both isolation levels, and with
+    ``includeDeletedRecords`` (a selection option: the listed reader)."""
+    folders = [os.path.join(log_dir, f"{t}-*") for t in topics]
+    base = os.path.join(out, "log-start")
+    for isolation in ("read_uncommitted", "read_committed"):
+        (spark.read.format("kafkarec").option("includeHeaders", "true").option("kafka.isolation.level", isolation)
+         .load(folders).select(*COLUMNS).write.parquet(os.path.join(base, f"{where}-local-{isolation}")))
+    included = os.path.join(base, f"{where}-included")
+    try:
+        (reader(spark, "kafkarec", topics, {"includeDeletedRecords": "true"}).load(log_dir)
+         .select(*COLUMNS).write.parquet(included))
+    except Exception as exc:  # noqa: BLE001 - the option's own test reports it; the other cases go on
+        with open(included + ".error.txt", "w") as f:
+            f.write(str(exc)[-4000:])
+    say(f"log start {where} written")
+
+
 def wait_for(path, what, timeout=300):
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
@@ -186,12 +209,16 @@ def main():
         typed(spark, bootstrap, live_dir, spec["typed"], os.path.join(out, "typed"))
     if spec.get("state"):
         state(spark, bootstrap, live_dir, spec["state"]["topics"], out, "live")
+    if spec.get("log_start"):
+        log_start(spark, live_dir, spec["log_start"]["topics"], out, "live")
     stopped_dir = spec["stopped"]
     for case in spec["cases"]:
         (reader(spark, "kafkarec", case["topics"], case["options"]).load(stopped_dir)
          .select(*COLUMNS).write.parquet(os.path.join(out, case["name"], "stopped")))
     if spec.get("state"):
         state(spark, bootstrap, stopped_dir, spec["state"]["topics"], out, "stopped")
+    if spec.get("log_start"):
+        log_start(spark, stopped_dir, spec["log_start"]["topics"], out, "stopped")
     if spec.get("tiered"):
         os.makedirs(os.path.join(out, "tiered"))
         tiered_kafka_source(spark, bootstrap, live_dir, spec["tiered"], os.path.join(out, "tiered"))
