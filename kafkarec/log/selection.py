@@ -53,7 +53,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 import kafkarec
 from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
-from kafkarec.errors import DecodeError, KafkaRecError, SelectionError
+from kafkarec.errors import DecodeError, KafkaRecError, SelectionError, UsageError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
                                  storage_of)
@@ -348,6 +348,12 @@ def read_arrow(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.Re
     :func:`kafkarec.log.committed.read_committed_spans`) left out.  Positions
     (``batchPosition``, errors) are file positions."""
     from kafkarec.log.storage import without_spans
+    if iter_arrow_kw.get("read_committed"):
+        # the core would judge transactions by this range's markers alone: one whose marker lies in
+        # a later segment would lose its committed records
+        raise UsageError("read_arrow reads one range of a partition: read_committed is decided over the "
+                             "whole partition; pass skip=kafkarec.log.committed.read_committed_spans(storage, "
+                             "partition) instead")
     pieces = iter_range_pieces(storage, sr, chunk_size=chunk_size)
     if skip:
         pieces = (part for piece in pieces for part in without_spans(piece, skip))

@@ -155,3 +155,13 @@ def test_the_stitched_history_starts_at_the_local_checkpoint(tmp_path):
     got = [rec.offset for sr in ranges for rec in selection.read_records(st, sr)]
     assert got == list(range(30, END))
     shutil.rmtree(remote_root)
+
+
+def test_read_arrow_refuses_to_judge_transactions_by_one_range(logs):
+    # a transaction whose marker is in a later segment would lose its committed records: the
+    # partition's spans (committed.read_committed_spans) are the one way to read committed
+    from kafkarec.errors import UsageError
+    st, path = resolve(logs[0])
+    sr = selection.plan(layout.scan(st, path), selection.parse_selection({}))[0]
+    with pytest.raises(UsageError, match="read_committed_spans"):
+        next(selection.read_arrow(st, sr, read_committed=True))
