@@ -47,6 +47,8 @@ import world  # noqa: E402
 import world_formats  # noqa: E402
 
 DEPLOYMENTS = ["local", "server"]
+#: log start offsets deleteRecords left (support/log_start.py: offsets 0..99 in each partition)
+LOG_STARTS = {("t", 0): 37, ("t", 1): 100, ("t", 2): 0}
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +69,16 @@ def inputs(tmp_path_factory, s3):
     good = {t: [sum(why is None for _, why in facts["expected"][t]),
                 sum(why is None and v is not None for v, why in facts["expected"][t])]
             for t in ("shipments", "people")}
+    from support.log_start import deleted_records_dir
+    from support.lying_objects import lying_root
+    log_start = str(base / "log-start")
+    deleted_records_dir(log_start, LOG_STARTS)
+    lying = str(base / "lying")
+    lying_object = lying_root("zstd", lying, "short")
     return {"sample": sample, "typed": typed, "formats": formats, "formats_good": good,
             "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()},
-            "tiered": os.path.join(H.ROOT, "tests", "data", "tiered", "aiven")}
+            "tiered": os.path.join(H.ROOT, "tests", "data", "tiered", "aiven"),
+            "log_start": log_start, "lying": os.path.join(lying, "zstd"), "lying_object": lying_object}
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +175,7 @@ def test_register_on_connect_without_spark_context(run):
 
 @pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
                                   "typed_shipments", "typed_people", "from_registry", "latest", "typed_latest", "cdc",
-                                  "tiered"])
+                                  "tiered", "log_start", "log_start_listed", "log_start_all"])
 def test_same_rows_as_classic(run, classic, name):
     _, work = run
     got_cols, got = _rows(_table(work, name))
@@ -193,6 +202,25 @@ def test_tiered_objects_over_connect(run):
     t = _table(work, "tiered")
     assert sorted(set(t.column("topic").to_pylist())) == ["clicks", "txn"]
     assert t.num_rows == 837 + 24
+
+
+def test_log_start_over_connect(run):
+    """Each partition from its log start offset, as the consumer reads it; includeDeletedRecords
+    gives every record the files hold (issue 40)."""
+    _, work = run
+    for name in ("log_start", "log_start_listed"):
+        t = _table(work, name)
+        got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
+        assert got == [(p, o) for (_, p), start in sorted(LOG_STARTS.items()) for o in range(start, 100)], name
+    t = _table(work, "log_start_all")
+    assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
+        [(p, o) for (_, p) in sorted(LOG_STARTS) for o in range(100)]
+
+
+def test_an_object_shorter_than_its_manifest_fails_over_connect(run, inputs):
+    result, _ = run
+    assert result["lying"] is not None, "the read of an object shorter than its manifest succeeded"
+    assert f"{inputs['lying_object']}, chunk 1: the manifest's chunk index covers" in result["lying"]
 
 
 def test_cdc_columns_over_connect(run):

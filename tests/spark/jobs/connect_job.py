@@ -93,6 +93,21 @@ def surfaces(spark, cfg, work, result):
     tiered = cfg["tiered"]
     out(spark.read.format("kafkarec").option("tieredStorageConfig", f"{tiered}/both/rsm.properties")
         .load(f"{tiered}/both/objects"), "tiered")
+    # 8. a log dir whose log start deleteRecords moved: from the checkpoint, and every record of the
+    # files with includeDeletedRecords (issue 40)
+    out(spark.read.format("kafkarec").load(cfg["log_start"]), "log_start")
+    out(spark.read.format("kafkarec").option("startingOffsets", "earliest").option("subscribe", "t")
+        .load(cfg["log_start"]), "log_start_listed")
+    out(spark.read.format("kafkarec").option("includeDeletedRecords", "true").load(cfg["log_start"]),
+        "log_start_all")
+    # 9. an object shorter than its manifest says: the read fails naming the object and the chunk
+    lying = cfg["lying"]
+    try:
+        spark.read.format("kafkarec").option("tieredStorageConfig", f"{lying}/rsm.properties") \
+            .load(f"{lying}/objects").count()
+        result["lying"] = None
+    except Exception as exc:  # noqa: BLE001 - the message is the result: its end holds the worker's error
+        result["lying"] = str(exc)[-3000:]
 
 
 def main():
