@@ -68,7 +68,7 @@ def claimed_manifest(fdp) -> None:
     if fdp.ConsumeBool():
         ci.update(type="fixed", transformedChunkSize=claim(), finalTransformedChunkSize=claim())
     else:
-        count = fdp.ConsumeIntInRange(0, 2**31)
+        count = fdp.ConsumeIntInRange(0, 2**31 - 1)        # the code's count is a Java int
         width = fdp.ConsumeIntInRange(1, 4)
         code = struct.pack(">iiB", count, fdp.ConsumeIntInRange(0, 2**31 - 1), width)
         code += fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 64)) * fdp.ConsumeIntInRange(0, 1 << 14)
