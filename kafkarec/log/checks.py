@@ -294,8 +294,10 @@ class TxnIndexCheck(_SideFileCheck):
         for t in self.entries:
             began = self._began.get(t.last_offset)
             if began is not None:
-                # the partition's scan saw the transaction begin (in this or an earlier segment)
-                if began != t.first_offset:
+                # the partition's scan saw the transaction's first batch still in the log (in this
+                # or an earlier segment); one that began in a segment since deleted (deleteRecords,
+                # retention) is first seen later than the index's first offset, which is right
+                if began != t.first_offset and (log_start is None or t.first_offset >= log_start):
                     self._add(f"first offset {t.first_offset} of producer {t.producer_id}'s aborted "
                               f"transaction is not where it began (offset {began})", None, t.first_offset)
                 continue

@@ -57,12 +57,15 @@ def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
            log_start: Optional[dict] = None) -> List[Slice]:
     """Each file as one slice, with the spans of ``aborted`` (:func:`aborted_batches`) in it
     and the log start offset of ``log_start`` (:func:`log_starts`) when it is inside the file;
-    a file whose partition's next file begins at or below its log start is left out."""
+    a file whose partition folder's next file begins at or below its log start is left out."""
     out = []
     for i, f in enumerate(files):
-        start = (log_start or {}).get((f.topic, f.partition))
+        folder = os.path.dirname(f.path)
+        start = (log_start or {}).get(folder)
         after = files[i + 1] if i + 1 < len(files) else None
-        if (start is not None and after is not None and after.topic_partition == f.topic_partition
+        # the next file of the same folder: copies of a partition elsewhere (allowDuplicatePartitions)
+        # are logs of their own
+        if (start is not None and after is not None and os.path.dirname(after.path) == folder
                 and after.base_offset is not None and after.base_offset <= start):
             continue
         below = start is not None and f.base_offset is not None and start > f.base_offset
@@ -71,22 +74,23 @@ def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
     return out
 
 
-def log_starts(files: List[SegmentFile]) -> Dict[tuple, int]:
-    """``{(topic, partition): log start offset}`` of the partitions of ``files`` (in offset
+def log_starts(files: List[SegmentFile]) -> Dict[str, int]:
+    """``{partition folder: log start offset}`` of the partitions of ``files`` (in offset
     order), by :func:`kafkarec.log.selection.log_start_offset` from their first file and
     their log directory's ``log-start-offset-checkpoint`` (each read once)."""
     from kafkarec.log import layout, selection, storage
     checkpoints: dict = {}
-    out: Dict[tuple, int] = {}
+    out: Dict[str, int] = {}
     for f in files:
-        key = (f.topic, f.partition)
-        if f.topic is None or f.base_offset is None or f.segment_id is not None or key in out:
+        folder = os.path.dirname(f.path)
+        if f.topic is None or f.base_offset is None or f.segment_id is not None or folder in out:
             continue
-        log_dir = os.path.dirname(os.path.dirname(os.path.abspath(f.path)))
+        log_dir = os.path.dirname(os.path.abspath(folder))
         if log_dir not in checkpoints:
             checkpoints[log_dir] = layout.log_start_checkpoint(storage.resolve(log_dir)[0], log_dir)
         entries, problem = checkpoints[log_dir]
-        out[key] = selection.log_start_offset(f.topic, f.partition, f.base_offset, entries.get(key), problem)
+        out[folder] = selection.log_start_offset(f.topic, f.partition, f.base_offset,
+                                                 entries.get((f.topic, f.partition)), problem)
     return out
 
 

@@ -403,6 +403,20 @@ def test_txn_index_check_markers(tmp_path):
     assert files.txnindex is None        # the writer only writes a txnindex for aborts
 
 
+
+def test_txn_index_of_a_transaction_begun_in_a_deleted_segment(tmp_path):
+    # deleteRecords (or retention) deleted the segments where the transaction began: the index
+    # keeps its first offset (0), the scan first sees its batches at the log's first segment (22)
+    path = str(tmp_path / "00000000000000000030.txnindex")
+    write_txn_index(path, [(15, 0, 31, 22)])
+    c = checks.TxnIndexCheck(sf.TransactionIndex(path))
+    c.see_marker(31, 15, "ABORT", began=22)
+    assert [p.reason for p in c.finish(log_start=20)] == []
+    c = checks.TxnIndexCheck(sf.TransactionIndex(path))          # still in the log: a wrong entry
+    c.see_marker(31, 15, "ABORT", began=22)
+    assert [p.reason for p in c.finish(log_start=0)] == [
+        "first offset 0 of producer 15's aborted transaction is not where it began (offset 22)"]
+
 def test_leader_epoch_check():
     c = checks.LeaderEpochCheck("lec", [sf.EpochEntry(0, 0), sf.EpochEntry(3, 100)])
     assert c.expected_epoch(99) == 0 and c.expected_epoch(100) == 3
