@@ -205,10 +205,11 @@ def test_tiered_objects_over_connect(run):
 
 
 def test_log_start_over_connect(run):
-    """Each partition from its log start offset, as the consumer reads it; includeDeletedRecords
+    """Each partition from its log start offset, as the consumer reads it, in a batch read and
+    in a stream from earliest (its planner in a Python process of its own); includeDeletedRecords
     gives every record the files hold (issue 40)."""
     _, work = run
-    for name in ("log_start", "log_start_listed"):
+    for name in ("log_start", "log_start_listed", "stream_log_start"):
         t = _table(work, name)
         got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
         assert got == [(p, o) for (_, p), start in sorted(LOG_STARTS.items()) for o in range(start, 100)], name

@@ -142,6 +142,13 @@ def main():
         spark, wheelhouse=cfg["wheelhouse"], verify=False).data_source.default_min_partitions
     surfaces(spark, cfg, work, result)
     stream(spark, cfg, work, result)
+    # a stream from earliest over a log whose log start deleteRecords moved: from the log start
+    q = (spark.readStream.format("kafkarec").option("startingOffsets", "earliest").load(cfg["log_start"])
+         .writeStream.format("parquet").option("checkpointLocation", os.path.join(work, "ck-log_start"))
+         .trigger(availableNow=True).start(os.path.join(work, "stream_log_start")))
+    q.awaitTermination(300)
+    if q.exception() is not None:
+        result["exceptions"].append(str(q.exception())[:4000])
     if cfg.get("docs"):
         result["docs_example"] = docs_example(cfg)
     with open(os.path.join(work, "result.json"), "w") as fh:
