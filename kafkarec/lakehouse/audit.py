@@ -31,7 +31,7 @@ point (:func:`kafkarec.lakehouse.hand_off_points`: the last stable offset).
 
 Memory: the log side is run-length ranges (one per stretch of one kind: a few per
 transaction, not per record; a record at a time only where compaction left single
-records), plus 29 bytes per batch of the audited range while the transaction rule runs.
+records), plus 30 bytes per batch of the audited range while the transaction rule runs.
 The table side is the partition's offsets as one int64 array, sorted: about 24 MB per
 million rows of the largest partition (the array, its sorted unique copy and counts),
 on top of the positions table the caller holds (:func:`kafkarec.lakehouse.tables.read_positions`:
@@ -261,14 +261,15 @@ class _LogSide:
 
 def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
     """One walk of the partition's batches (:func:`kafkarec.log.committed.partition_batches`):
-    the transaction rule judges every batch; those of ``[start, end)`` are kept (29 bytes
+    the transaction rule judges every batch; those of ``[start, end)`` are kept (30 bytes
     each, plus 8 per record of a batch the cleaner thinned) until it has.  ``lost``: ranges
     ``(start, end)`` no copy of the log holds (:func:`kafkarec.log.layout.scan_history`'s gaps)."""
     np = require("numpy")
     paths: List[str] = []
     path_ids, positions, bases, lasts = array("i"), array("q"), array("q"), array("q")
-    controls = array("b")
-    # records of batches the cleaner thinned (fewer records than offsets): [thin_from, thin_to)
+    controls, thinned = array("b"), array("b")
+    # records of batches the cleaner thinned (fewer records than offsets; none, for an empty
+    # batch kept for its producer's state): their offsets are thin_offsets[thin_from:thin_to]
     thin_offsets, thin_from, thin_to = array("q"), array("q"), array("q")
     reached: Dict[str, Tuple[int, int]] = {}      # segment -> (end of its last batch read, its last offset)
     log_end = [part.segments[0].base_offset if part.segments else 0]
@@ -287,7 +288,9 @@ def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
                 lasts.append(last)
                 controls.append(1 if b.is_control else 0)
                 thin_from.append(len(thin_offsets))
-                if not b.is_control and b.record_count != last - b.base_offset + 1:
+                thin = not b.is_control and b.record_count != last - b.base_offset + 1
+                thinned.append(thin)
+                if thin:
                     thin_offsets.extend(r.offset for r in b)
                 thin_to.append(len(thin_offsets))
             yield b
@@ -302,7 +305,7 @@ def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
             kind = _ABORTED
         else:
             kind = _DATA
-        if thin_to[i] == thin_from[i]:
+        if not thinned[i]:
             runs.add(max(bases[i], start), min(lasts[i] + 1, end), kind)
         else:
             for o in thin_offsets[thin_from[i]:thin_to[i]]:
