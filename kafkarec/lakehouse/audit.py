@@ -513,9 +513,9 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
     by_part = _by_partition(table_positions, wanted)
     if wanted is None:
         wanted = frozenset(t for t, _ in by_part)
+        if not wanted:
+            raise UsageError("the table has no rows: name the topics it should hold (topics=)")
     report: List[PartitionAudit] = []
-    if not wanted:
-        return AuditReport(report)
     lay, lost = log_layout.scan_history(log_uri, tiered_storage, storage_options)
     resolver = selection.Resolver(lay.storage)
     sel = selection.Selection(wanted, None, _start_spec(start_offsets, start_time), selection.OffsetSpec("latest"),
