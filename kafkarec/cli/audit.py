@@ -7,6 +7,7 @@ import argparse
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
+from kafkarec.errors import KafkaRecError, MissingExtraError, SelectionError, StorageError, UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -36,14 +37,25 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec.cli import lakehouse_args
     from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.lakehouse import tables
     from kafkarec.lakehouse.audit import audit
-    from kafkarec.lakehouse.tables import read_positions
     target, layout = lakehouse_args.target_from_args(args)
-    topics = args.topics
-    positions = read_positions(target, layout, topic=_single(topics))
-    report = audit(args.log_uri, positions, topics=topics, start_offsets=args.start_offset,
-                   end_offsets=args.end_offset, start_time=args.start_time, end_time=args.end_time,
-                   storage_options=storage_options_from_args(args), tiered_storage=args.tiered_storage)
+    try:
+        found = (tables.delta_table(target) if isinstance(target, tables.DeltaTarget)
+                 else tables.load_iceberg_table(target))
+        if found is None:
+            raise UsageError(f"{tables.describe(target)}: no such table")
+        positions = tables.read_positions(target, layout, topic=_single(args.topics))
+        report = audit(args.log_uri, positions, topics=args.topics, start_offsets=args.start_offset,
+                       end_offsets=args.end_offset, start_time=args.start_time, end_time=args.end_time,
+                       storage_options=storage_options_from_args(args), tiered_storage=args.tiered_storage)
+    except (UsageError, StorageError, SelectionError, MissingExtraError):
+        raise                              # usage: the command line's exit status 2
+    except FileNotFoundError:
+        raise UsageError(f"{args.log_uri}: no such file or directory") from None
+    except (OSError, KafkaRecError) as e:
+        err.write(f"kafkarec audit: {e}\n")
+        return EXIT_PROBLEMS
     if args.json:
         for line in report.json_lines():
             out.write(line + "\n")

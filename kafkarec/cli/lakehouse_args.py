@@ -16,10 +16,8 @@ from kafkarec.errors import UsageError
 
 __all__ = ["add_target_arguments", "target_from_args"]
 
-LAYOUT_NAMES = ("iceberg-kafka-connect", "kafka-delta-ingest", "redpanda", "automq")
-
-
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    from kafkarec.lakehouse.layouts import LAYOUTS
     g = parser.add_argument_group("table (a Delta path, or an Iceberg table through a catalog)")
     g.add_argument("--delta", metavar="PATH", help="the Delta table at PATH (local or s3://...)")
     g.add_argument("--delta-storage-option", action="append", default=[], metavar="KEY=VALUE",
@@ -30,7 +28,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE",
                    help="a property of the catalog (type=sql, uri=sqlite:///cat.db, warehouse=file:///wh, ...)")
     g.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table in --iceberg-catalog")
-    g.add_argument("--layout", required=True, choices=LAYOUT_NAMES,
+    g.add_argument("--layout", required=True, choices=tuple(LAYOUTS),
                    help="where the live writer keeps topic, partition and offset: iceberg-kafka-connect "
                         "(_kafka_metadata_*), kafka-delta-ingest (meta.kafka.*), redpanda (redpanda.*), "
                         "automq (_kafka_metadata.*)")
