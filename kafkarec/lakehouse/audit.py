@@ -91,13 +91,13 @@ class OffsetRanges:
     def to_list(self) -> List[List[int]]:
         return [list(r) for r in self]
 
-    def text(self, unit: str, limit: int = 10) -> str:
+    def text(self, unit: str, units: str, limit: int = 10) -> str:
         """``17..19 (3 records), 40 (1 record), ... and 5 more``."""
         parts = []
         for first, last, n in list(zip(self.first[:limit].tolist(), self.last[:limit].tolist(),
                                        self.number[:limit].tolist())):
             where = f"{first}" if first == last else f"{first}..{last}"
-            parts.append(f"{where} ({n} {unit}{'' if n == 1 else 's'})")
+            parts.append(f"{where} ({n} {unit if n == 1 else units})")
         if len(self) > limit:
             parts.append(f"... and {len(self) - limit} more")
         return ", ".join(parts)
@@ -160,16 +160,16 @@ class PartitionAudit:
         if holes:
             lines.append(f"  explained holes: {holes}")
         if len(self.gaps):
-            lines.append(f"  gaps ({self.gaps.total()} records missing): {self.gaps.text('record')}")
+            lines.append(f"  gaps ({self.gaps.total()} missing): {self.gaps.text('record', 'records')}")
         if len(self.duplicates):
             extra = int(((self.duplicates.number - 1) * (self.duplicates.last - self.duplicates.first + 1)).sum())
-            lines.append(f"  duplicates ({extra} extra rows): {self.duplicates.text('copy').replace('copys', 'copies')}")
+            lines.append(f"  duplicates ({extra} extra rows): {self.duplicates.text('copy', 'copies')}")
         for reason, ranges in self.unexpected.items():
             if len(ranges):
-                lines.append(f"  unexpected {reason} rows ({ranges.total()}): {ranges.text('row')}")
+                lines.append(f"  unexpected {reason} rows ({ranges.total()}): {ranges.text('row', 'rows')}")
         if len(self.unverified):
             lines.append(f"  unverified (the log cannot be read there; the table lacks them): "
-                         f"{self.unverified.text('offset')}")
+                         f"{self.unverified.text('offset', 'offsets')}")
         rows = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in self.unverifiable.items() if n)
         if rows:
             lines.append(f"  rows the log no longer holds (not checked): {rows}")

@@ -77,7 +77,7 @@ def test_a_deleted_row_is_a_gap_named_by_its_offset_and_a_duplicate_is_counted(s
     assert parts[(TXN, 1)].present == parts[(TXN, 1)].expected - 1
     assert parts[(TXN, 2)].duplicates.to_list() == [[twice[2], twice[2], 2]]
     text = report.text()
-    assert "txn-1: " in text and f"gaps (1 records missing): {lost[2]} (1 record)" in text
+    assert "txn-1: " in text and f"gaps (1 missing): {lost[2]} (1 record)" in text
     assert f"{twice[2]} (2 copies)" in text
     # the whole partition missing: one gap over its first to last committed record, the
     # explained holes between them no break in it
