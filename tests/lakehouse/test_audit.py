@@ -17,13 +17,9 @@ pa = pytest.importorskip("pyarrow")
 from kafkarec.errors import UsageError  # noqa: E402
 from kafkarec.lakehouse.audit import audit  # noqa: E402
 from logdir import PartitionWriter, empty_batch, v2_batch  # noqa: E402
-from support.lakehouse_logs import T0, write_partition  # noqa: E402
+from support.lakehouse_logs import T0, ops_strategy, write_partition  # noqa: E402
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("plain"), st.integers(1, 4)),
-    st.tuples(st.just("data"), st.sampled_from([7, 8, 9]), st.integers(1, 4)),
-    st.tuples(st.sampled_from(["commit", "abort"]), st.sampled_from([7, 8, 9])),
-), min_size=1, max_size=25)
+OPS = ops_strategy()
 
 
 def positions(offsets, topic="t", partition=0):

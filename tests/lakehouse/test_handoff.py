@@ -12,13 +12,9 @@ pa = pytest.importorskip("pyarrow")
 
 from kafkarec.errors import SelectionError  # noqa: E402
 from kafkarec.lakehouse import backfill_batches, hand_off_points, positions  # noqa: E402
-from support.lakehouse_logs import write_partition  # noqa: E402
+from support.lakehouse_logs import ops_strategy, write_partition  # noqa: E402
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("plain"), st.integers(1, 4)),
-    st.tuples(st.just("data"), st.sampled_from([7, 8, 9]), st.integers(1, 4)),
-    st.tuples(st.sampled_from(["commit", "abort"]), st.sampled_from([7, 8, 9])),
-), min_size=1, max_size=25)
+OPS = ops_strategy()
 
 
 def _offsets(log_dir, layout="kafka-delta-ingest", **kw):

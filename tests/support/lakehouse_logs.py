@@ -12,6 +12,16 @@ T0 = 1_700_000_000_000
 Op = Tuple
 
 
+def ops_strategy():
+    """Hypothesis: lists of :data:`Op` (three transactional producers among plain writes)."""
+    from hypothesis import strategies as st
+    return st.lists(st.one_of(
+        st.tuples(st.just("plain"), st.integers(1, 4)),
+        st.tuples(st.just("data"), st.sampled_from([7, 8, 9]), st.integers(1, 4)),
+        st.tuples(st.sampled_from(["commit", "abort"]), st.sampled_from([7, 8, 9])),
+    ), min_size=1, max_size=25)
+
+
 class Model:
     """What the ops wrote: every data offset with its state once the log ends, and the LSO."""
 
