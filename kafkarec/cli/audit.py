@@ -48,7 +48,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
         positions = tables.read_positions(target, layout, topic=_single(args.topics))
         report = audit(args.log_uri, positions, topics=args.topics, start_offsets=args.start_offset,
                        end_offsets=args.end_offset, start_time=args.start_time, end_time=args.end_time,
-                       storage_options=storage_options_from_args(args), tiered_storage=args.tiered_storage)
+                       layout=layout, storage_options=storage_options_from_args(args), tiered_storage=args.tiered_storage)
     except (UsageError, StorageError, SelectionError, MissingExtraError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:

@@ -11,7 +11,9 @@ the way only a reader of the log can:
   any more (the log cleaner removed the record, or its whole batch);
 * ``log_start`` -- an offset below the partition's log start offset (retention deleted
   the segment, or ``Admin.deleteRecords`` moved the log start past it), counted from the
-  table's first offset of the partition.
+  table's first offset of the partition;
+* ``tombstone`` -- a committed record with a null value, where the table's writer writes no
+  row for one (the ``layout`` says: :attr:`kafkarec.lakehouse.layouts.Layout.skips_tombstones`).
 
 Anything else missing is a **gap**.  Rows the log positively says are not committed
 data are **unexpected** (``aborted`` records, ``control`` offsets: a table written without
@@ -53,10 +55,10 @@ from kafkarec import transactions
 __all__ = ["audit", "AuditReport", "PartitionAudit", "OffsetRanges", "HOLE_REASONS"]
 
 #: why the table may lack an offset, in the order reports list them
-HOLE_REASONS = ("control", "aborted", "compaction", "log_start")
+HOLE_REASONS = ("control", "aborted", "compaction", "log_start", "tombstone")
 
 # kinds of the log's offsets (run-length ranges)
-_DATA, _CONTROL, _ABORTED, _UNREADABLE = 0, 1, 2, 3
+_DATA, _CONTROL, _ABORTED, _UNREADABLE, _TOMBSTONE = 0, 1, 2, 3, 4
 _KIND_NAMES = {_CONTROL: "control", _ABORTED: "aborted"}
 
 TopicPartition = Tuple[str, int]
@@ -260,11 +262,13 @@ class _LogSide:
         return lo[keep], hi[keep]
 
 
-def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
+def _log_side(storage, part, start: int, end: int, lost, tombstones: bool) -> _LogSide:
     """One walk of the partition's batches (:func:`kafkarec.log.committed.partition_batches`):
     the transaction rule judges every batch; those of ``[start, end)`` are kept (30 bytes
     each, plus 8 per record of a batch the cleaner thinned) until it has.  ``lost``: ranges
-    ``(start, end)`` no copy of the log holds (:func:`kafkarec.log.layout.scan_history`'s gaps)."""
+    ``(start, end)`` no copy of the log holds (:func:`kafkarec.log.layout.scan_history`'s gaps).
+    ``tombstones``: tell records with a null value apart (every data batch of the range is
+    then read record by record, 8 bytes kept per such record)."""
     np = require("numpy")
     paths: List[str] = []
     path_ids, positions, bases, lasts = array("i"), array("q"), array("q"), array("q")
@@ -272,6 +276,7 @@ def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
     # records of batches the cleaner thinned (fewer records than offsets; none, for an empty
     # batch kept for its producer's state): their offsets are thin_offsets[thin_from:thin_to]
     thin_offsets, thin_from, thin_to = array("q"), array("q"), array("q")
+    nulls, null_from, null_to = array("q"), array("q"), array("q")     # the same, of null values
     reached: Dict[str, Tuple[int, int]] = {}      # segment -> (end of its last batch read, its last offset)
     log_end = [part.segments[0].base_offset if part.segments else 0]
 
@@ -294,6 +299,10 @@ def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
                 if thin:
                     thin_offsets.extend(r.offset for r in b)
                 thin_to.append(len(thin_offsets))
+                null_from.append(len(nulls))
+                if tombstones and not b.is_control:
+                    nulls.extend(r.offset for r in b if r.value_size < 0)
+                null_to.append(len(nulls))
             yield b
 
     left_out = transactions.aborted_batches(walk(), key=lambda b: (b.path, b.position),
@@ -306,12 +315,14 @@ def _log_side(storage, part, start: int, end: int, lost) -> _LogSide:
             kind = _ABORTED
         else:
             kind = _DATA
-        if not thinned[i]:
-            runs.add(max(bases[i], start), min(lasts[i] + 1, end), kind)
-        else:
-            for o in thin_offsets[thin_from[i]:thin_to[i]]:
-                if start <= o < end:
-                    runs.add(o, o + 1, kind)
+        lo, hi = max(bases[i], start), min(lasts[i] + 1, end)
+        if not thinned[i] and (kind != _DATA or null_to[i] == null_from[i]):
+            runs.add(lo, hi, kind)
+            continue
+        gone = set(nulls[null_from[i]:null_to[i]]) if kind == _DATA else ()
+        for o in (thin_offsets[thin_from[i]:thin_to[i]] if thinned[i] else range(lo, hi)):
+            if start <= o < end:
+                runs.add(o, o + 1, _TOMBSTONE if o in gone else kind)
     # a segment whose walk stopped before its last byte (bytes that do not frame as batches):
     # the offsets up to the next segment are unreadable, not compacted
     unreadable = list(lost)
@@ -407,6 +418,8 @@ def _compare(topic: str, partition: int, log: Optional[_LogSide], log_start: int
         inside = points[_inside(points, s, e)]
         explained[_KIND_NAMES[kind]] = int((e - s).sum()) - len(inside)
         out.unexpected[_KIND_NAMES[kind]] = _runs_of(inside)
+    tomb_s, tomb_e = log.of(_TOMBSTONE)
+    explained["tombstone"] = int((tomb_e - tomb_s).sum() - _count_inside(points, tomb_s, tomb_e).sum())
     comp_s, comp_e = log.compacted()
     in_compacted = int(_count_inside(points, comp_s, comp_e).sum())
     explained["compaction"] = int((comp_e - comp_s).sum()) - in_compacted
@@ -483,7 +496,7 @@ def _start_spec(start_offsets: Offsets, start_time) -> selection.OffsetSpec:
 
 
 def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets = None,
-          end_offsets: Offsets = None, start_time=None, end_time=None, storage_options=None,
+          end_offsets: Offsets = None, start_time=None, end_time=None, layout=None, storage_options=None,
           tiered_storage: Optional[str] = None) -> AuditReport:
     """Hold a table's positions against the log under ``log_uri`` (a log directory, local or a
     URI; ``tiered_storage``: a tiered-storage root holding remote copies of its segments).
@@ -499,8 +512,12 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
     ``start_time`` (the first record at or after it), never below the log start; ``end`` the
     hand-off point (:func:`kafkarec.lakehouse.hand_off_points`: the last stable offset, or
     ``end_offsets``/``end_time`` bounded by it), what a ``read_committed`` consumer reads.
+    ``layout``: the table's layout (a name or :class:`kafkarec.lakehouse.layouts.Layout`),
+    when its writer writes no row for a tombstone (kafka-delta-ingest, the Iceberg sink).
     """
     from kafkarec.lakehouse.handoff import hand_off_points
+    from kafkarec.lakehouse.layouts import layout as layout_of
+    tombstones = layout is not None and layout_of(layout).skips_tombstones
     if isinstance(topics, str):
         topics = [t.strip() for t in topics.split(",") if t.strip()]
     wanted = frozenset(topics) if topics else None
@@ -525,7 +542,7 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
         log_start = resolver.log_start(part)
         start, _ = selection.partition_start(sel, part, resolver, log_start)
         end = points[key].end
-        log = _log_side(lay.storage, part, start, max(start, end), lost)
+        log = _log_side(lay.storage, part, start, max(start, end), lost, tombstones)
         report.append(_compare(part.topic, part.partition, log, log_start, by_part.get(key, ())))
     for key in sorted(set(by_part) - seen):
         report.append(_compare(key[0], key[1], None, 0, by_part[key]))

@@ -94,6 +94,21 @@ def test_compaction_holes_are_explained_and_rows_the_cleaner_removed_are_unverif
     assert p.gaps.to_list() == [[5, 5, 1]]
 
 
+def test_tombstones_are_explained_where_the_layout_writes_no_row_for_them(tmp_path):
+    root = str(tmp_path)
+    w = PartitionWriter(root, "t", 0, segment_bytes=1 << 20)
+    w.append(v2_batch([(T0 + i, b"k", None if i in (1, 2, 4) else b"v", []) for i in range(6)], codec="gzip"))
+    w.close()
+    rows = positions([0, 3, 5])
+    p, = audit(root, rows, layout="kafka-delta-ingest").partitions
+    assert p.ok and (p.expected, p.present, p.explained["tombstone"]) == (3, 3, 3)
+    p, = audit(root, positions(range(6)), layout="iceberg-kafka-connect").partitions
+    assert p.ok and p.explained["tombstone"] == 0
+    # Redpanda writes a row for every record: a tombstone's missing row is a gap
+    p, = audit(root, rows, layout="redpanda").partitions
+    assert not p.ok and p.gaps.to_list() == [[1, 2, 2], [4, 4, 1]]
+
+
 def test_the_log_start_explains_holes_below_it(tmp_path):
     root = str(tmp_path)
     w = PartitionWriter(root, "t", 0, segment_bytes=1 << 20)
