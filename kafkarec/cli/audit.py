@@ -13,7 +13,9 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from kafkarec.cli import lakehouse_args, selection_args
+    from kafkarec.cli import selection_args
+    from kafkarec.cli.backfill import add_target_arguments
+    from kafkarec.lakehouse.layouts import LAYOUTS
     p = sub.add_parser(
         "audit", help="check a Delta or Iceberg table against the log: every committed record exactly once",
         description="Read the table's position columns (topic, partition, offset, as --layout places "
@@ -26,7 +28,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "Exit status 0 when every record is there exactly once, 1 on a gap, a duplicate, an "
                     "unexpected row or offsets the log cannot show, 2 on usage errors.")
     p.add_argument("log_uri", metavar="LOG_URI", help="the log directory (a path or a URI: s3://...)")
-    lakehouse_args.add_target_arguments(p)
+    add_target_arguments(p)
+    p.add_argument("--layout", required=True, choices=sorted(LAYOUTS),
+                   help="the live writer whose rows the table holds (where its topic, partition and offset are)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per partition, then a summary, instead of text")
     selection_args.add_selection_arguments(p, consumer=False)
@@ -35,11 +39,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
-    from kafkarec.cli import lakehouse_args
+    from kafkarec.cli.backfill import target_from_args
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.lakehouse import tables
     from kafkarec.lakehouse.audit import audit
-    target, layout = lakehouse_args.target_from_args(args)
+    target, layout = target_from_args(args), args.layout
     try:
         found = (tables.delta_table(target) if isinstance(target, tables.DeltaTarget)
                  else tables.load_iceberg_table(target))
@@ -48,7 +52,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
         positions = tables.read_positions(target, layout, topic=_single(args.topics))
         report = audit(args.log_uri, positions, topics=args.topics, start_offsets=args.start_offset,
                        end_offsets=args.end_offset, start_time=args.start_time, end_time=args.end_time,
-                       layout=layout, storage_options=storage_options_from_args(args), tiered_storage=args.tiered_storage)
+                       layout=layout, storage_options=storage_options_from_args(args),
+                       tiered_storage=args.tiered_storage)
     except (UsageError, StorageError, SelectionError, MissingExtraError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:

@@ -14,7 +14,7 @@ from typing import TextIO
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
 from kafkarec.errors import BackfillError, DecodeError, UsageError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "add_target_arguments", "target_from_args"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -30,16 +30,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "--fill-below writes [log start, the table's first offset) into a table a live writer "
                     "already owns.")
     p.add_argument("path", metavar="LOG", help="log dir root or a URI (s3://...)")
-    target = p.add_argument_group("target (one of)")
-    target.add_argument("--delta", metavar="PATH", help="a Delta table's path or URI")
-    target.add_argument("--delta-storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a delta-rs storage option for --delta (AWS_ENDPOINT_URL=..., ...)")
-    target.add_argument("--iceberg-catalog", metavar="NAME",
-                        help="an Iceberg catalog, as pyiceberg's load_catalog(NAME) finds it (.pyiceberg.yaml, "
-                             "PYICEBERG_CATALOG__* variables) plus --catalog-property")
-    target.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE",
-                        help="a catalog property (type=sql, uri=..., warehouse=...)")
-    target.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table's identifier")
+    add_target_arguments(p)
     p.add_argument("--layout", required=True, choices=sorted(LAYOUTS),
                    help="the live writer whose rows to write")
     p.add_argument("--topics", metavar="A,B", help="only these topics (default every topic but Kafka's __*)")
@@ -58,6 +49,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_storage_argument(p)
     p.set_defaults(func=run)
     return p
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> None:
+    """The table flags (``kafkarec backfill``'s and ``kafkarec audit``'s): :func:`target_from_args`."""
+    target = p.add_argument_group("target (one of)")
+    target.add_argument("--delta", metavar="PATH", help="a Delta table's path or URI")
+    target.add_argument("--delta-storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a delta-rs storage option for --delta (AWS_ENDPOINT_URL=..., ...)")
+    target.add_argument("--iceberg-catalog", metavar="NAME",
+                        help="an Iceberg catalog, as pyiceberg's load_catalog(NAME) finds it (.pyiceberg.yaml, "
+                             "PYICEBERG_CATALOG__* variables) plus --catalog-property")
+    target.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a catalog property (type=sql, uri=..., warehouse=...)")
+    target.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table's identifier")
 
 
 def _pairs(items, flag: str) -> dict:

@@ -99,9 +99,9 @@ def _rewrite(target, kind, layout, *, drop, copy):
 
 def test_usage_errors_exit_2(capsys, tmp_path, stopped_log_dir):
     status, _, err = run(capsys, stopped_log_dir, "--layout", "automq")
-    assert status == 2 and "name one table" in err
+    assert status == 2 and "give one target" in err
     status, _, err = run(capsys, stopped_log_dir, "--delta", str(tmp_path), "--iceberg-catalog", "c",
                          "--table", "a.b", "--layout", "automq")
-    assert status == 2 and "name one table" in err
+    assert status == 2 and "give one target" in err
     status, _, err = run(capsys, stopped_log_dir, "--delta", str(tmp_path), "--layout", "nosuch")
     assert status == 2 and "invalid choice" in err
