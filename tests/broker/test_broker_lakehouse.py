@@ -49,7 +49,6 @@ def test_delta_backfill_then_the_kafka_delta_ingest_resume_rule(broker_data, sto
     its txn version + 1 reads the rest: together every committed record once."""
     import produce
     from kafkarec.lakehouse import DeltaTarget, backfill, hand_off_points, read_positions
-    from support.lakehouse_logs import consume_from
     full = hand_off_points(stopped_log_dir, topics="txn")
     half = {t: {p: point.end // 2 for (t2, p), point in full.items() if t2 == t} for t in {"txn"}}
     target = DeltaTarget(str(tmp_path / "txn"))
@@ -62,7 +61,9 @@ def test_delta_backfill_then_the_kafka_delta_ingest_resume_rule(broker_data, sto
     pos = read_positions(target, "kafka-delta-ingest")
     backfilled = sorted(zip(pos.column("topic").to_pylist(), pos.column("partition").to_pylist(),
                             pos.column("offset").to_pylist()))
-    rest = consume_from(broker_data.bootstrap, resume)
+    # kafka-delta-ingest's start: seek each partition to its txn version + 1, read_committed
+    rest = [r[:3] for r in produce.consume(broker_data.bootstrap, ["txn"], isolation="read_committed",
+                                           start=resume)]
     records = produce.consume(broker_data.bootstrap, ["txn"], isolation="read_committed")
     ends = {(t, p): s.end for (t, p), s in summary.items()}
     # kafka-delta-ingest writes no row for a record without value (EmptyPayload); the resumed reader

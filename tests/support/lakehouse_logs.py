@@ -93,31 +93,3 @@ def write_partition(root: str, topic: str, partition: int, ops: Sequence[Op], *,
     w.close()
     return m
 
-
-def consume_from(bootstrap: str, positions: Dict[Tuple[str, int], int], timeout: float = 60) -> List[tuple]:
-    """What a ``read_committed`` consumer seeking to each ``(topic, partition)``'s offset reads to
-    the partition's end (its last stable offset): ``(topic, partition, offset)`` sorted.  The
-    seek kafka-delta-ingest makes on start (the txn version + 1)."""
-    import time
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkarec-resume", "enable.auto.commit": False,
-                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0,
-                  "fetch.wait.max.ms": 50})
-    try:
-        c.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
-        pending, rows = set(positions), []
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"consumer did not reach the end of {sorted(pending)} within {timeout} s")
-            for msg in c.consume(500, 0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard((msg.topic(), msg.partition()))
-                        continue
-                    raise RuntimeError(str(err))
-                rows.append((msg.topic(), msg.partition(), msg.offset()))
-        return sorted(rows)
-    finally:
-        c.close()
