@@ -324,11 +324,12 @@ def _log_side(storage, part, start: int, end: int, lost, tombstones: bool) -> _L
             if start <= o < end:
                 runs.add(o, o + 1, _TOMBSTONE if o in gone else kind)
     # a segment whose walk stopped before its last byte (bytes that do not frame as batches):
-    # the offsets up to the next segment are unreadable, not compacted
+    # the offsets up to the next segment are unreadable, not compacted (a copy bounded by the
+    # next one, ``end_offset``, stops early by design)
     unreadable = list(lost)
     for i, seg in enumerate(part.segments[:-1]):
         done = reached.get(seg.path)
-        if done is None or done[0] < seg.size:
+        if done is None or (done[0] < seg.size and seg.end_offset is None):
             unreadable.append((seg.base_offset if done is None else done[1] + 1, part.segments[i + 1].base_offset))
     for lo, hi in unreadable:
         runs.add(max(lo, start), min(hi, end), _UNREADABLE)
@@ -542,7 +543,8 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
         log_start = resolver.log_start(part)
         start, _ = selection.partition_start(sel, part, resolver, log_start)
         end = points[key].end
-        log = _log_side(lay.storage, part, start, max(start, end), lost, tombstones)
+        lost_here = [(g.start, g.end) for g in lost if (g.topic, g.partition) == key]
+        log = _log_side(lay.storage, part, start, max(start, end), lost_here, tombstones)
         report.append(_compare(part.topic, part.partition, log, log_start, by_part.get(key, ())))
     for key in sorted(set(by_part) - seen):
         report.append(_compare(key[0], key[1], None, 0, by_part[key]))

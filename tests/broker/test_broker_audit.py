@@ -121,3 +121,23 @@ def test_holes_below_the_log_start_and_compacted_rows_are_explained_not_gaps(sto
         (deleted_records.PAST_SEGMENTS, 0)]
     p = parts[(COMPACTED, 0)]
     assert p.unverifiable["compaction"] > 0 and p.explained["compaction"] == 0
+
+
+def test_offsets_no_copy_of_a_tiered_log_holds_are_unverified(stopped_broker, tmp_path):
+    """The tiered topic read with its remote copies: a table of every record passes; with the
+    files of a live remote segment gone (data loss in the log itself) the offsets it held are
+    ones the audit cannot vouch for: the table's rows there are not checked, and a table that
+    lacks them fails as unverified, not as a gap or as compaction."""
+    import tiered_topic
+    log_dir = stopped_broker.log_dir
+    rows = [(tiered_topic.TOPIC, 0, o) for o in range(tiered_topic.RECORDS)]
+    report = audit(log_dir, positions(rows), tiered_storage=stopped_broker.remote_dir)
+    assert report.ok and report.partitions[0].expected == tiered_topic.RECORDS, report.text()
+    victim = tiered_topic.copy_with_gap(log_dir, stopped_broker.remote_dir, str(tmp_path / "remote"))
+    lost = range(victim.start_offset, victim.end_offset + 1)
+    p, = audit(log_dir, positions(rows), tiered_storage=str(tmp_path / "remote")).partitions
+    assert p.ok and p.unverifiable["unreadable"] == len(lost)
+    p, = audit(log_dir, positions(r for r in rows if r[2] not in lost),
+               tiered_storage=str(tmp_path / "remote")).partitions
+    assert not p.ok and p.unverified.to_list() == [[lost[0], lost[-1], len(lost)]]
+    assert not len(p.gaps) and p.explained["compaction"] == 0
