@@ -20,9 +20,9 @@ from kafkarec.lakehouse import DeltaTarget, IcebergTarget, backfill, read_positi
 TOPICS = "txn,compacted"
 
 
-def run(capsys, *argv):
+def run(capfd, *argv):
     status = main(["audit", *argv])
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     return status, out, err
 
 
@@ -46,7 +46,7 @@ def one_row(target, layout, topic, partition):
 @pytest.mark.parametrize("kind, layout", [("delta", "kafka-delta-ingest"), ("iceberg", "iceberg-kafka-connect"),
                                           ("iceberg", "redpanda")])
 def test_audit_a_backfilled_table_then_a_deleted_and_a_duplicated_row(kind, layout, tmp_path, stopped_log_dir,
-                                                                      capsys):
+                                                                      capfd):
     topics = "txn" if layout == "redpanda" else TOPICS     # Redpanda keeps one topic per table
     if kind == "delta":
         target = DeltaTarget(str(tmp_path / "delta"))
@@ -57,13 +57,13 @@ def test_audit_a_backfilled_table_then_a_deleted_and_a_duplicated_row(kind, layo
         backfill(stopped_log_dir, target, layout=layout, topics=topics)
         flags = iceberg_flags(target)
     flags += ["--layout", layout, "--topics", topics]
-    status, out, err = run(capsys, stopped_log_dir, *flags)
+    status, out, err = run(capfd, stopped_log_dir, *flags)
     assert status == 0, out + err
     assert "FAILED" not in out and out.rstrip().endswith("ok")
 
     lost = one_row(target, layout, "txn", 1)
     _rewrite(target, kind, layout, drop=("txn", 1, lost), copy=("txn", 2, one_row(target, layout, "txn", 2)))
-    status, out, err = run(capsys, stopped_log_dir, *flags, "--json")
+    status, out, err = run(capfd, stopped_log_dir, *flags, "--json")
     assert status == 1, out + err
     lines = [json.loads(line) for line in out.splitlines()]
     parts = {(d["topic"], d["partition"]): d for d in lines if d["type"] == "partition"}
@@ -97,11 +97,13 @@ def _rewrite(target, kind, layout, *, drop, copy):
         tbl.overwrite(broken)
 
 
-def test_usage_errors_exit_2(capsys, tmp_path, stopped_log_dir):
-    status, _, err = run(capsys, stopped_log_dir, "--layout", "automq")
+def test_usage_errors_exit_2(capfd, tmp_path, stopped_log_dir):
+    status, _, err = run(capfd, stopped_log_dir, "--layout", "automq")
     assert status == 2 and "give one target" in err
-    status, _, err = run(capsys, stopped_log_dir, "--delta", str(tmp_path), "--iceberg-catalog", "c",
+    status, _, err = run(capfd, stopped_log_dir, "--delta", str(tmp_path), "--iceberg-catalog", "c",
                          "--table", "a.b", "--layout", "automq")
     assert status == 2 and "give one target" in err
-    status, _, err = run(capsys, stopped_log_dir, "--delta", str(tmp_path), "--layout", "nosuch")
+    status, _, err = run(capfd, stopped_log_dir, "--delta", str(tmp_path), "--layout", "nosuch")
     assert status == 2 and "invalid choice" in err
+    status, _, err = run(capfd, stopped_log_dir, "--delta", str(tmp_path / "none"), "--layout", "automq")
+    assert status == 2 and "no such table" in err
