@@ -96,8 +96,8 @@ class OffsetRanges:
     def text(self, unit: str, units: str, limit: int = 10) -> str:
         """``17..19 (3 records), 40 (1 record), ... and 5 more``."""
         parts = []
-        for first, last, n in list(zip(self.first[:limit].tolist(), self.last[:limit].tolist(),
-                                       self.number[:limit].tolist())):
+        for first, last, n in zip(self.first[:limit].tolist(), self.last[:limit].tolist(),
+                                  self.number[:limit].tolist()):
             where = f"{first}" if first == last else f"{first}..{last}"
             parts.append(f"{where} ({n} {unit if n == 1 else units})")
         if len(self) > limit:
