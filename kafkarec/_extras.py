@@ -18,6 +18,8 @@ __all__ = ["EXTRAS", "require"]
 EXTRAS = {
     "pyarrow": ("pyarrow", "arrow"),
     "numpy": ("numpy", "arrow"),
+    "ray": ("ray", "engines"),
+    "daft": ("daft", "engines"),
 }
 
 

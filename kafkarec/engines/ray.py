@@ -1,0 +1,140 @@
+"""Kafka logs as a Ray Dataset: :class:`KafkaLogDatasource` and :func:`read_log`.
+
+Each read task is one piece of work of :class:`kafkarec.scan.LogScan` (a byte range of one segment,
+:meth:`~kafkarec.scan.LogScan.pieces`), read where Ray runs it by
+:meth:`~kafkarec.scan.LogScan.read_piece`.  Ray's optimizer pushes into the datasource:
+
+* a projection (``ds.select_columns([...])``): only those columns are decoded;
+* a filter expression (``ds.filter(expr=col("offset") >= 100)``): its conjuncts on ``topic``,
+  ``partition``, ``offset`` and ``timestamp`` become the scan's :class:`~kafkarec.scan.Bounds`
+  (segments and index ranges that cannot hold such records are not read), and the whole expression is
+  applied to each block, so the rows are exact whatever the expression holds;
+* a row limit (``ds.limit(n)``): each task stops reading after ``n`` rows.
+
+Bounds, columns and every other :class:`~kafkarec.scan.LogScan` option may be given as arguments too.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, List, Optional
+
+from kafkarec._extras import require
+from kafkarec.engines._bounds import bounds_of
+from kafkarec.scan import LogScan
+
+ray_data = require("ray.data")
+_expressions = require("ray.data.expressions")
+
+__all__ = ["KafkaLogDatasource", "read_log"]
+
+_OPS = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in"}
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
+
+
+class KafkaLogDatasource(ray_data.Datasource):
+    """A :class:`ray.data.Datasource` over Kafka logs: ``source`` and ``options`` as
+    :class:`kafkarec.scan.LogScan` takes them (``columns``, ``topics``, ``partitions``, ``bounds``,
+    ``limit``, ``isolation_level``, ``storage_options``, ``mode`` ...)."""
+
+    def __init__(self, source, **options):
+        super().__init__()
+        self._scan = LogScan(source, **options)
+        self._projection_map = None
+
+    def get_name(self) -> str:
+        return "KafkaLog"
+
+    def supports_projection_pushdown(self) -> bool:
+        return True
+
+    def supports_predicate_pushdown(self) -> bool:
+        return True
+
+    def apply_predicate(self, predicate_expr) -> "KafkaLogDatasource":
+        clone = super().apply_predicate(predicate_expr)
+        bounds, _ = bounds_of(_conjuncts(predicate_expr))
+        clone._scan = self._scan.narrow(bounds=bounds)
+        return clone
+
+    def _planned(self) -> LogScan:
+        """The scan with the projection pushed into it, decoding what the predicate needs too."""
+        out = self._output_columns()
+        if self._predicate_expr is None and out == self._scan.columns:
+            return self._scan
+        needed = set(out) | set(_columns_of(self._predicate_expr)) if self._predicate_expr is not None else set(out)
+        return self._scan.narrow(columns=[c for c in self._scan.columns if c in needed])
+
+    def _output_columns(self) -> List[str]:
+        if self._projection_map is None:
+            return list(self._scan.columns)
+        return [c for c in self._scan.columns if c in self._projection_map]
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return sum(p.bytes for p in self._planned().pieces())
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
+                       data_context=None) -> List["ray_data.ReadTask"]:
+        from ray.data.block import BlockMetadata
+        scan = self._planned()
+        out = self._output_columns()
+        schema = self._scan.narrow(columns=out).schema
+        predicate = None if self._predicate_expr is None else self._predicate_expr.to_pyarrow()
+        tasks = []
+        for piece in scan.pieces():
+            meta = BlockMetadata(num_rows=None, size_bytes=int(piece.bytes), exec_stats=None, input_files=None)
+            tasks.append(ray_data.ReadTask(
+                lambda piece=piece: _blocks(scan, piece, predicate, out),
+                meta, schema=schema, per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
+    """One task's blocks: the piece's batches, filtered by the pushed predicate, projected."""
+    pa = require("pyarrow")
+    for rb in scan.read_piece(piece):
+        table = pa.Table.from_batches([rb])
+        if predicate is not None:
+            table = table.filter(predicate).select(columns)
+        if table.num_rows:
+            yield table
+
+
+def read_log(source, *, override_num_blocks: Optional[int] = None, ray_remote_args: Optional[dict] = None,
+             **options) -> "ray_data.Dataset":
+    """A Ray Dataset of the records of Kafka logs (see the module docstring); ``options`` as
+    :class:`kafkarec.scan.LogScan` takes them."""
+    return ray_data.read_datasource(KafkaLogDatasource(source, **options),
+                                    override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args)
+
+
+def _conjuncts(expr):
+    """``(column, op, value)`` of the top-level AND chain's comparisons of a column with a literal."""
+    E = _expressions
+    if isinstance(expr, E.BinaryExpr):
+        op = expr.op.value
+        if op == "and":
+            yield from _conjuncts(expr.left)
+            yield from _conjuncts(expr.right)
+            return
+        left, right = expr.left, expr.right
+        if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr) and op in _FLIPPED:
+            left, right, op = right, left, _FLIPPED[op]
+        if isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr) and op in _OPS:
+            yield (left.name, _OPS[op], right.value)
+            return
+    yield ("", "", None)        # a conjunct that bounds nothing
+
+
+def _columns_of(expr) -> List[str]:
+    """The columns an expression reads."""
+    E = _expressions
+    if isinstance(expr, E.ColumnExpr):
+        return [expr.name]
+    names = []
+    if dataclasses.is_dataclass(expr):
+        for f in dataclasses.fields(expr):
+            value = getattr(expr, f.name, None)
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, E.Expr):
+                    names += _columns_of(v)
+    return names
