@@ -57,17 +57,18 @@ class KafkaLogDatasource(ray_data.Datasource):
         return clone
 
     def _planned(self) -> LogScan:
-        """The scan with the projection pushed into it, decoding what the predicate needs too."""
-        out = self._output_columns()
-        if self._predicate_expr is None and out == self._scan.columns:
-            return self._scan
-        needed = set(out) | set(_columns_of(self._predicate_expr)) if self._predicate_expr is not None else set(out)
-        return self._scan.narrow(columns=[c for c in self._scan.columns if c in needed])
+        """The scan with the projection pushed into it, decoding what the predicate reads too."""
+        needed = set(self._output_columns())
+        if self._predicate_expr is not None:
+            needed |= set(_columns_of(self._predicate_expr))
+        decoded = [c for c in self._scan.columns if c in needed]
+        return self._scan if decoded == self._scan.columns else self._scan.narrow(columns=decoded)
 
     def _output_columns(self) -> List[str]:
+        """The columns of the blocks, in the projection's order (Ray drops its own projection)."""
         if self._projection_map is None:
             return list(self._scan.columns)
-        return [c for c in self._scan.columns if c in self._projection_map]
+        return [c for c in self._projection_map if c in self._scan.columns]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         return sum(p.bytes for p in self._planned().pieces())
@@ -77,7 +78,7 @@ class KafkaLogDatasource(ray_data.Datasource):
         from ray.data.block import BlockMetadata
         scan = self._planned()
         out = self._output_columns()
-        schema = self._scan.narrow(columns=out).schema
+        schema = require("pyarrow").schema([scan.schema.field(c) for c in out])
         predicate = None if self._predicate_expr is None else self._predicate_expr.to_pyarrow()
         tasks = []
         for piece in scan.pieces():
@@ -94,7 +95,9 @@ def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
     for rb in scan.read_piece(piece):
         table = pa.Table.from_batches([rb])
         if predicate is not None:
-            table = table.filter(predicate).select(columns)
+            table = table.filter(predicate)
+        if table.column_names != columns:
+            table = table.select(columns)
         if table.num_rows:
             yield table
 
