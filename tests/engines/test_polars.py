@@ -116,11 +116,8 @@ def test_a_one_percent_slice_reads_at_most_two_percent_of_the_segment_bytes(long
 @pytest.mark.parametrize("how", ["truncated", "corrupt"])
 def test_a_damaged_segment_gives_the_readers_error(log_root, tmp_path, how):
     root = damaged_copy(log_root, str(tmp_path / "damaged"), how)
-    try:
-        want = rows(LogScan(root).to_table())
-    except KafkaRecError as exc:
-        with pytest.raises(type(exc)) as info:
-            scan_log(root).collect()
-        assert str(info.value) == str(exc)
-    else:
-        assert rows(scan_log(root).collect()) == want
+    with pytest.raises(KafkaRecError) as want:
+        LogScan(root).to_table()
+    with pytest.raises(type(want.value)) as got:
+        scan_log(root).collect()
+    assert str(got.value) == str(want.value)

@@ -6,7 +6,7 @@
 * :func:`segment_bytes_read` -- the ``.log`` bytes of a folder that a call read, through the storage
   layer's counter (:func:`kafkarec.log.storage.process_bytes_read`);
 * :func:`damaged_copy` -- a log dir with one segment truncated or corrupt;
-* :func:`rows` -- an Arrow table (pyarrow, or anything with ``to_arrow``/``arrow``) as sorted tuples in
+* :func:`rows` -- a pyarrow Table or a Polars DataFrame as sorted tuples in
   :func:`produce.consume`'s shape, timestamps as ms whatever the engine's time unit.
 """
 from __future__ import annotations
@@ -52,9 +52,7 @@ def rows(table) -> List[tuple]:
     """Sorted ``(topic, partition, offset, key, value, headers, timestampType, timestamp ms)``."""
     import pyarrow as pa
     if not isinstance(table, pa.Table):
-        table = table.to_arrow() if hasattr(table, "to_arrow") else table.arrow()
-    if isinstance(table, pa.RecordBatchReader):
-        table = table.read_all()
+        table = table.to_arrow()        # a Polars DataFrame
     ts = table.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64())
     cols = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", ts).to_pydict()
     out = []
