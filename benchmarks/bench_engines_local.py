@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import time
+import timeit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -61,15 +62,6 @@ def write_log(root: str, records: int) -> None:
             fh.write(batch)
             written += len(batch)
         fh.close()
-
-
-def best(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main(argv=None) -> int:
@@ -120,7 +112,7 @@ def main(argv=None) -> int:
         for query, runs in queries.items():
             for (engine, source), call in runs.items():
                 call()                                  # warm: page cache, imports, plans
-                seconds = best(call, args.repeats)
+                seconds = min(timeit.repeat(call, number=1, repeat=args.repeats))
                 results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds}
                 print(f"{query:18s} {engine:7s} {source:9s} {seconds:8.3f} {n / seconds / 1e6:9.2f}")
             for engine in ("Polars", "DuckDB"):
