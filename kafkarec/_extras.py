@@ -18,6 +18,8 @@ __all__ = ["EXTRAS", "require"]
 EXTRAS = {
     "pyarrow": ("pyarrow", "arrow"),
     "numpy": ("numpy", "arrow"),
+    "polars": ("polars", "engines"),
+    "duckdb": ("duckdb", "engines"),
     "ray": ("ray", "engines"),
     "daft": ("daft", "engines"),
 }

@@ -1,120 +1,104 @@
-"""An engine's filter as :class:`kafkarec.scan.Bounds`: the one translation the Ray and Daft adapters
-share.  Each adapter walks its engine's expression tree and hands over the conjuncts it recognizes as
-``(column, op, value)`` (``op``: ``==``, ``<``, ``<=``, ``>``, ``>=``, ``in``; the column on the
-left); :func:`bounds_of` makes the bounds that admit every row satisfying them.  Offsets are integers
-and timestamps whole milliseconds (``timestamp[ms]``), so a bound on a fractional value rounds to the
-same rows: ``offset > 9.5`` is ``offset >= 10``, ``timestamp < 10:00:00.0005`` is ``< 10:00:00.001``.
+"""The one rule every engine adapter uses to turn a predicate's terms into :class:`kafkarec.scan.Bounds`.
+
+Each adapter walks its engine's own predicate tree and hands the terms it recognises here: a
+comparison of ``topic``, ``partition``, ``offset`` or ``timestamp`` with a constant
+(:func:`compared`), membership in a list of constants (:func:`members`), and OR of two such terms
+(:func:`either`).  Every answer is exact -- the rows the bounds admit are the rows the term keeps
+(none of the four columns is ever null in a scan that is not PERMISSIVE) -- or None, where the
+term stays the engine's to evaluate.  Timestamps are milliseconds since the epoch in the bounds;
+an engine's constant of a finer unit comes as an exact :class:`fractions.Fraction` of a
+millisecond, so a bound between two milliseconds keeps its meaning.
 """
 from __future__ import annotations
 
-import datetime
 import math
 from fractions import Fraction
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, Optional, Union
 
 from kafkarec.scan import Bounds
 
-__all__ = ["BOUNDED_COLUMNS", "bounds_of"]
+__all__ = ["COLUMNS", "COMPARISONS", "compared", "members", "either", "flipped", "python_constant"]
 
-#: The columns a bound is made of.
-BOUNDED_COLUMNS = ("topic", "partition", "offset", "timestamp")
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_MICROSECOND = datetime.timedelta(microseconds=1)
+#: the columns a predicate can bound
+COLUMNS = ("topic", "partition", "offset", "timestamp")
+#: comparison operators, in the spelling the adapters map their engine's to
+COMPARISONS = ("==", "<", "<=", ">", ">=")
+_FLIPPED = {"==": "==", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_ORDERED = ("offset", "timestamp")
 
-
-def bounds_of(conjuncts: Iterable[Tuple[str, str, object]]) -> Tuple[Bounds, bool]:
-    """The bounds of ``conjuncts`` (ANDed), and whether they are exact: the rows a scan with those
-    bounds returns are exactly the rows that satisfy every conjunct (then a row limit may be pushed
-    too).  A conjunct on another column or with a value of another kind bounds nothing and makes the
-    result inexact; the engine's own filter keeps the rows right."""
-    sets = {"topic": None, "partition": None}
-    ranges = {"offset": [None, None], "timestamp": [None, None]}
-    exact = True
-    for column, op, value in conjuncts:
-        if column in sets and op in ("==", "in"):
-            values = _members(value, column, op)
-            if values is None:
-                exact = False
-            else:
-                sets[column] = values if sets[column] is None else sets[column] & values
-            continue
-        if column in ranges:
-            span = _span(column, op, value)
-            if span is not None:
-                lo, hi, fits = span
-                bound = ranges[column]
-                if lo is not None:
-                    bound[0] = lo if bound[0] is None else max(bound[0], lo)
-                if hi is not None:
-                    bound[1] = hi if bound[1] is None else min(bound[1], hi)
-                exact = exact and fits
-                continue
-        exact = False
-    for bound in ranges.values():
-        if bound[0] is not None and bound[1] is not None and bound[1] < bound[0]:
-            bound[1] = bound[0]         # contradictory bounds: an empty range
-    return Bounds.of(topics=sets["topic"], partitions=sets["partition"], offsets=tuple(ranges["offset"]),
-                     timestamps=tuple(ranges["timestamp"])), exact
+Number = Union[int, Fraction]
 
 
-def _members(value, column: str, op: str) -> Optional[frozenset]:
-    items = [value] if op == "==" else value
-    try:
-        items = list(items)
-    except TypeError:
+def flipped(op: str) -> str:
+    """The operator of ``constant op column`` written as ``column op' constant``."""
+    return _FLIPPED[op]
+
+
+def _range(op: str, value: Number):
+    """``(lo, hi)`` of the integers ``x`` with ``x op value``, ``lo`` inclusive, ``hi`` exclusive."""
+    if op == ">=":
+        return (math.ceil(value), None)
+    if op == ">":
+        return (math.floor(value) + 1, None)
+    if op == "<":
+        return (None, math.ceil(value))
+    if op == "<=":
+        return (None, math.floor(value) + 1)
+    lo = math.ceil(value)
+    return (lo, lo + 1 if lo == value else lo)        # == a non-integer: no integer
+
+
+def compared(column: str, op: str, value) -> Optional[Bounds]:
+    """Bounds of ``column op value`` (``value``: a str for topic, an int for partition and offset,
+    an int or Fraction of milliseconds for timestamp), or None where no bounds say it exactly."""
+    if op not in COMPARISONS:
         return None
     if column == "topic":
-        if not all(isinstance(v, str) for v in items):
-            return None
-    elif not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        return None
-    return frozenset(items)
-
-
-def _span(column: str, op: str, value) -> Optional[Tuple[Optional[int], Optional[int], bool]]:
-    """``(lo, hi, exact)``: the integer range ``[lo, hi)`` of ``column op value``."""
-    if op == "in":
-        points = [_number(column, v) for v in _listed(value)]
-        if not points or any(p is None for p in points):
-            return None
-        whole = [int(p) for p in points if p.denominator == 1]
-        if not whole:
-            return (0, 0, True)
-        lo, hi = min(whole), max(whole) + 1
-        return (lo, hi, hi - lo == len(set(whole)))
-    x = _number(column, value)
-    if x is None:
-        return None
-    if op == "==":
-        return (int(x), int(x) + 1, True) if x.denominator == 1 else (0, 0, True)
-    if op == ">=":
-        return (math.ceil(x), None, True)
-    if op == ">":
-        return (math.floor(x) + 1, None, True)
-    if op == "<":
-        return (None, math.ceil(x), True)
-    if op == "<=":
-        return (None, math.floor(x) + 1, True)
+        return Bounds.of(topics=[value]) if op == "==" and isinstance(value, str) else None
+    if column == "partition":
+        return Bounds.of(partitions=[value]) if op == "==" and _integer(value) else None
+    if column in _ORDERED and (_integer(value) or (column == "timestamp" and isinstance(value, Fraction))):
+        pair = _range(op, value)
+        return Bounds.of(offsets=pair) if column == "offset" else Bounds.of(timestamps=pair)
     return None
 
 
-def _listed(value):
-    try:
-        return list(value)
-    except TypeError:
-        return []
+def members(column: str, values: Iterable) -> Optional[Bounds]:
+    """Bounds of ``column`` IN ``values`` (nulls among them match nothing), or None."""
+    values = [v for v in values if v is not None]
+    if column == "topic" and all(isinstance(v, str) for v in values):
+        return Bounds.of(topics=values)
+    if column == "partition" and all(_integer(v) for v in values):
+        return Bounds.of(partitions=values)
+    if column in _ORDERED and len(values) == 1:
+        return compared(column, "==", values[0])
+    return None
 
 
-def _number(column: str, value) -> Optional[Fraction]:
-    """An offset as a number, a timestamp as milliseconds since the epoch (a naive datetime is UTC,
-    as Arrow's ``timestamp[ms]`` without a zone); None for a value of another kind."""
-    if column == "timestamp":
-        if not isinstance(value, datetime.datetime):
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.timezone.utc)
-        return Fraction((value - _EPOCH) // _MICROSECOND, 1000)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not math.isfinite(value)):
+def either(a: Optional[Bounds], b: Optional[Bounds]) -> Optional[Bounds]:
+    """Bounds of ``a OR b`` where both bound the same set column (topics or partitions) and
+    nothing else, or None: a union of ranges or of different columns is no :class:`Bounds`."""
+    if a is None or b is None:
         return None
-    return Fraction(value)
+    for field in ("topics", "partitions"):
+        if Bounds(**{field: getattr(a, field)}) == a and Bounds(**{field: getattr(b, field)}) == b \
+                and getattr(a, field) is not None and getattr(b, field) is not None:
+            return Bounds(**{field: getattr(a, field) | getattr(b, field)})
+    return None
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def python_constant(column: str, value):
+    """A Python constant of Ray's and Daft's expressions as :func:`compared` and :func:`members` take
+    it: for ``timestamp`` a ``datetime`` in milliseconds since the epoch, exact to the microsecond,
+    naive as the column (``timestamp[ms]``, UTC without a zone) - None for any other kind or one with a
+    zone, which stays the engine's; other columns' constants as they are."""
+    import datetime
+    if column != "timestamp":
+        return value
+    if not isinstance(value, datetime.datetime) or value.tzinfo is not None:
+        return None
+    return Fraction((value - datetime.datetime(1970, 1, 1)) // datetime.timedelta(microseconds=1), 1000)

@@ -13,17 +13,17 @@ its pushdowns to :meth:`KafkaLogSource.get_tasks`:
 """
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, List
+from typing import Any, AsyncIterator, List, Optional, Tuple
 
 from kafkarec._extras import require
-from kafkarec.engines._bounds import bounds_of
-from kafkarec.scan import LogScan
+from kafkarec.engines import _bounds
+from kafkarec.scan import Bounds, LogScan
 
 _daft = require("daft")
 _source = require("daft.io.source")
 _visitor = require("daft.expressions.visitor")
 
-__all__ = ["KafkaLogSource", "read_log"]
+__all__ = ["KafkaLogSource", "read_log", "filter_bounds"]
 
 
 class KafkaLogSource(_source.DataSource):
@@ -44,8 +44,7 @@ class KafkaLogSource(_source.DataSource):
 
     def planned(self, pushdowns) -> LogScan:
         """The scan that Daft's pushdowns narrow this source to."""
-        conjuncts = [] if pushdowns.filters is None else _Conjuncts().visit(pushdowns.filters)
-        bounds, exact = bounds_of(conjuncts)
+        bounds, exact = (Bounds(), True) if pushdowns.filters is None else filter_bounds(pushdowns.filters)
         columns = None
         if pushdowns.columns is not None:
             needed = set(pushdowns.columns)
@@ -84,7 +83,15 @@ def read_log(source, **options) -> "_daft.DataFrame":
     return KafkaLogSource(source, **options).read()
 
 
-_NOTHING = [("", "", None)]          # a conjunct that bounds nothing
+def filter_bounds(expr) -> Tuple[Bounds, bool]:
+    """The bounds of a Daft filter's top-level AND chain (its terms on ``topic``, ``partition``,
+    ``offset`` and ``timestamp``: :mod:`kafkarec.engines._bounds`), and whether they are the whole
+    filter (every term one of those)."""
+    terms = _Terms().visit(expr)
+    bounds = Bounds()
+    for term in terms:
+        bounds = bounds.intersect(term)
+    return bounds, None not in terms
 
 
 class _Operand(_visitor.ExpressionVisitor):
@@ -133,59 +140,74 @@ class _Columns(_visitor.ExpressionVisitor):
         return self.visit_function("coalesce", args)
 
 
-class _Conjuncts(_visitor.ExpressionVisitor):
-    """``(column, op, value)`` of a filter's top-level AND chain of column-literal comparisons."""
+class _Terms(_visitor.ExpressionVisitor):
+    """The bounds of each term of a filter's top-level AND chain: a :class:`Bounds` that says exactly
+    what the term keeps, or None."""
 
-    def visit_and(self, left, right) -> List[tuple]:
+    def visit_and(self, left, right) -> List[Optional[Bounds]]:
         return self.visit(left) + self.visit(right)
 
-    def _compare(self, left, right, op: str, flipped: str) -> List[tuple]:
+    def visit_or(self, left, right):
+        return [_bounds.either(self._whole(left), self._whole(right))]
+
+    def _whole(self, expr) -> Optional[Bounds]:
+        terms = self.visit(expr)
+        if None in terms:
+            return None
+        out = Bounds()
+        for term in terms:
+            out = out.intersect(term)
+        return out
+
+    def _compare(self, left, right, op: str):
         a, b = _Operand().visit(left), _Operand().visit(right)
         if a and b and a[0] == "lit" and b[0] == "col":
-            a, b, op = b, a, flipped
-        if a and b and a[0] == "col" and b[0] == "lit":
-            return [(a[1], op, b[1])]
-        return _NOTHING
+            a, b, op = b, a, _bounds.flipped(op)
+        if not (a and b and a[0] == "col" and b[0] == "lit"):
+            return [None]
+        value = _bounds.python_constant(a[1], b[1])
+        return [None if value is None else _bounds.compared(a[1], op, value)]
 
     def visit_equal(self, left, right):
-        return self._compare(left, right, "==", "==")
+        return self._compare(left, right, "==")
 
     def visit_less_than(self, left, right):
-        return self._compare(left, right, "<", ">")
+        return self._compare(left, right, "<")
 
     def visit_less_than_or_equal(self, left, right):
-        return self._compare(left, right, "<=", ">=")
+        return self._compare(left, right, "<=")
 
     def visit_greater_than(self, left, right):
-        return self._compare(left, right, ">", "<")
+        return self._compare(left, right, ">")
 
     def visit_greater_than_or_equal(self, left, right):
-        return self._compare(left, right, ">=", "<=")
+        return self._compare(left, right, ">=")
 
     def visit_between(self, expr, lower, upper):
-        return self._compare(expr, lower, ">=", "<=") + self._compare(expr, upper, "<=", ">=")
+        return self._compare(expr, lower, ">=") + self._compare(expr, upper, "<=")
 
     def visit_is_in(self, expr, items):
         column = _Operand().visit(expr)
         values = [_Operand().visit(i) for i in items]
-        if column and column[0] == "col" and all(v and v[0] == "lit" for v in values):
-            return [(column[1], "in", [v[1] for v in values])]
-        return _NOTHING
+        if not (column and column[0] == "col" and all(v and v[0] == "lit" for v in values)):
+            return [None]
+        constants = [_bounds.python_constant(column[1], v[1]) for v in values]
+        return [None if None in constants else _bounds.members(column[1], constants)]
 
     def visit_col(self, name: str):
-        return _NOTHING
+        return [None]
 
     def visit_lit(self, value: Any):
-        return _NOTHING
+        return [None]
 
     def visit_alias(self, expr, alias: str):
-        return _NOTHING
+        return [None]
 
     def visit_cast(self, expr, dtype):
-        return _NOTHING
+        return [None]
 
     def visit_function(self, name: str, args: list):
-        return _NOTHING
+        return [None]
 
     def visit_coalesce(self, args: list):
-        return _NOTHING
+        return [None]

@@ -19,16 +19,16 @@ import dataclasses
 from typing import Iterator, List, Optional
 
 from kafkarec._extras import require
-from kafkarec.engines._bounds import bounds_of
-from kafkarec.scan import LogScan
+from kafkarec.engines import _bounds
+from kafkarec.scan import Bounds, LogScan
 
 ray_data = require("ray.data")
 _expressions = require("ray.data.expressions")
 
-__all__ = ["KafkaLogDatasource", "read_log"]
+__all__ = ["KafkaLogDatasource", "read_log", "predicate_bounds"]
 
 _OPS = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in"}
-_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}     # lit op col as col op' lit
 
 
 class KafkaLogDatasource(ray_data.Datasource):
@@ -52,8 +52,7 @@ class KafkaLogDatasource(ray_data.Datasource):
 
     def apply_predicate(self, predicate_expr) -> "KafkaLogDatasource":
         clone = super().apply_predicate(predicate_expr)
-        bounds, _ = bounds_of(_conjuncts(predicate_expr))
-        clone._scan = self._scan.narrow(bounds=bounds)
+        clone._scan = self._scan.narrow(bounds=predicate_bounds(predicate_expr))
         return clone
 
     def _planned(self) -> LogScan:
@@ -110,22 +109,34 @@ def read_log(source, *, override_num_blocks: Optional[int] = None, ray_remote_ar
                                     override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args)
 
 
-def _conjuncts(expr):
-    """``(column, op, value)`` of the top-level AND chain's comparisons of a column with a literal."""
+def predicate_bounds(expr) -> Bounds:
+    """The bounds of a Ray expression's top-level AND chain: its terms on ``topic``, ``partition``,
+    ``offset`` and ``timestamp`` (:mod:`kafkarec.engines._bounds`); the other terms bound nothing."""
     E = _expressions
-    if isinstance(expr, E.BinaryExpr):
-        op = expr.op.value
-        if op == "and":
-            yield from _conjuncts(expr.left)
-            yield from _conjuncts(expr.right)
-            return
-        left, right = expr.left, expr.right
-        if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr) and op in _FLIPPED:
-            left, right, op = right, left, _FLIPPED[op]
-        if isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr) and op in _OPS:
-            yield (left.name, _OPS[op], right.value)
-            return
-    yield ("", "", None)        # a conjunct that bounds nothing
+    if isinstance(expr, E.BinaryExpr) and expr.op.value == "and":
+        return predicate_bounds(expr.left).intersect(predicate_bounds(expr.right))
+    return _term(expr) or Bounds()
+
+
+def _term(expr) -> Optional[Bounds]:
+    """The bounds that say exactly what one term keeps, or None."""
+    E = _expressions
+    if not isinstance(expr, E.BinaryExpr):
+        return None
+    op = expr.op.value
+    if op == "or":
+        return _bounds.either(_term(expr.left), _term(expr.right))
+    left, right = expr.left, expr.right
+    if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr) and op in _OPS and op != "in":
+        left, right, op = right, left, _FLIPPED[op]
+    if not (isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr)) or op not in _OPS:
+        return None
+    if op == "in":
+        values = [_bounds.python_constant(left.name, v) for v in right.value]
+        return None if None in values else _bounds.members(left.name, values)
+    value = _bounds.python_constant(left.name, right.value)
+    return None if value is None else _bounds.compared(left.name, _OPS[op], value)
+
 
 
 def _columns_of(expr) -> List[str]:

@@ -1,24 +1,23 @@
-"""kafkarec's Ray Datasource (:mod:`kafkarec.engines.ray`) on a real local Ray: one ``ray.init`` for
-the module (2 CPUs, no dashboard; its start time is printed), shut down at its end.
+"""kafkarec.engines.ray: a Ray Datasource over the one Arrow stream reader (issue 42, item 4), on a
+real local Ray: one ``ray.init`` for the module (2 CPUs, no dashboard; its start time is printed),
+shut down at its end.
 
 The rows are LogScan's and Kafka's consumer's on the session broker's topics (every codec,
-transactions both isolation levels, compaction, headers); Ray's filter expressions and projections
-give the rows filtering the full read gives, a filter on a column the reader cannot push down too; a
-1% slice by offset and by time reads at most 2% of the partition's segment bytes, counted in Ray's
-worker processes (:data:`kafkarec.log.storage.BYTES_READ_ENV`); a corrupt segment raises
-kafkarec's error through Ray.
+transactions both isolation levels, compaction, headers); Ray's filter expressions, projections and
+limits give the rows of filtering the full read, a filter on a column the reader cannot push down
+too; a 1% slice by offset and by time reads at most 2% of the partition's segment bytes, counted in
+Ray's worker processes; a damaged segment raises the reader's error through Ray.
 """
 import datetime
-import os
 import time
 from typing import NamedTuple
 
 import pytest
 
-from kafkarec.errors import MalformedBatchError
 from kafkarec.log import storage
-from kafkarec.scan import LogScan
-from support import engines as E
+from kafkarec.scan import Bounds, LogScan
+from support.engine_logs import T0, rows
+from support.worker_bytes import segment_bytes_read_by_workers
 
 pytestmark = pytest.mark.slow
 
@@ -54,11 +53,9 @@ def _table(ds):
     return pa.concat_tables([t for t in ray.get(ds.to_arrow_refs()) if t.num_columns])
 
 
-@pytest.fixture(scope="module")
-def big(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("big"))
-    E.big_partition(root)
-    return root
+def _at(ms) -> datetime.datetime:
+    """A time as Ray's literals compare with the column: naive, as its timestamp[ms]."""
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
 
 
 @pytest.mark.broker
@@ -67,55 +64,76 @@ def test_rows_equal_logscan_and_consumer(ray_local, kafka_broker, broker_data, s
     import produce
     from kafkarec.engines.ray import read_log
     topics = broker_data.data_topics()
-    got = E.rows(_table(read_log(stopped_log_dir, topics=topics, isolation_level=isolation)))
-    scanned = E.rows(LogScan(stopped_log_dir, topics=topics, isolation_level=isolation).to_table())
-    assert got == scanned
-    assert got == produce.consume(kafka_broker.bootstrap, topics, isolation)
+    want = produce.consume(kafka_broker.bootstrap, topics, isolation)
+    assert len(want) > 4000
+    assert rows(LogScan(stopped_log_dir, topics=topics, isolation_level=isolation).to_table()) == want
+    assert rows(_table(read_log(stopped_log_dir, topics=topics, isolation_level=isolation))) == want
 
 
-def test_filters_and_projection(ray_local, big):
-    """Pushed conjuncts, an expression Ray cannot push into a read, a projection and a limit: the rows
-    of filtering the full read."""
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_filters_projection_and_limit(ray_local, log_root, isolation):
+    """Pushed terms, terms Ray pushes but the reader cannot bound (applied to each block), a
+    projection in its own order and a limit: the rows of filtering the full read."""
+    import pyarrow as pa
     from ray.data.expressions import col
     from kafkarec.engines.ray import read_log
-    at = datetime.datetime(2023, 11, 14, 22, 13, 20, 100500)         # T0 + 100.5 ms: records from 101
-    ds = read_log(big).filter(expr=(col("offset") >= 95) & (col("offset") < 1005)
-                              & (col("timestamp") > at) & (col("partition") == 0))
-    got = _table(ds.select_columns(["offset", "key"]))
-    assert got.column_names == ["offset", "key"]
-    assert sorted(got["offset"].to_pylist()) == list(range(101, 1005))
-    # a conjunct on the value (not a bound) and one that is not a comparison: applied row by row
-    ds = read_log(big, columns=["offset", "value"]).filter(
-        expr=(col("offset") < 300) & ((col("offset") % 7) == 0) & col("value").is_not_null())
-    assert sorted(_table(ds)["offset"].to_pylist()) == list(range(0, 300, 7))
-    assert _table(read_log(big, columns=["offset"]).limit(25)).num_rows == 25
+    full = LogScan(log_root, isolation_level=isolation).to_table()
+    ds = read_log(log_root, isolation_level=isolation)
+    offsets, ts = full.column("offset").to_pylist(), full.column("timestamp").cast(pa.int64()).to_pylist()
+    topics, parts = full.column("topic").to_pylist(), full.column("partition").to_pylist()
+    values = full.column("value").to_pylist()
+    cases = [
+        ((col("offset") >= 3) & (col("offset") <= 40) & col("topic").is_in(["web-clicks", "payments"]),
+         lambda i: 3 <= offsets[i] <= 40 and topics[i] in ("web-clicks", "payments")),
+        ((col("partition") == 1) | (col("partition") == 2), lambda i: parts[i] in (1, 2)),
+        (col("timestamp") > _at(T0 + 5.5), lambda i: ts[i] > T0 + 5),
+        ((col("offset") < 4) | (col("offset") > 30), lambda i: offsets[i] < 4 or offsets[i] > 30),
+        ((col("offset") % 7 == 0) & col("value").is_not_null() & (col("offset") >= 2),
+         lambda i: offsets[i] % 7 == 0 and values[i] is not None and offsets[i] >= 2),
+    ]
+    for predicate, keep in cases:
+        want = sorted((topics[i], parts[i], offsets[i]) for i in range(full.num_rows) if keep(i))
+        got = _table(ds.filter(expr=predicate).select_columns(["offset", "partition", "topic"]))
+        assert got.column_names == ["offset", "partition", "topic"]
+        assert sorted(zip(got["topic"].to_pylist(), got["partition"].to_pylist(),
+                          got["offset"].to_pylist())) == want, predicate
+    assert _table(ds.select_columns(["offset"]).limit(25)).num_rows == 25
+
+
+def test_predicate_bounds():
+    """What Ray's pushed expression becomes: the terms on the four columns, a time to the ms."""
+    from ray.data.expressions import col, lit
+    from kafkarec.engines.ray import predicate_bounds
+    at = datetime.datetime(2026, 1, 1, 0, 0, 0, 1500)
+    assert predicate_bounds((col("offset") >= 10) & (lit(20) > col("offset")) & (col("partition") == 3)
+                            & col("topic").is_in(["a", "b"]) & (col("timestamp") < at)) == Bounds.of(
+        topics=["a", "b"], partitions=[3], offsets=(10, 20), timestamps=(None, 1767225600002))
+    assert predicate_bounds((col("offset") > 5) & col("value").is_not_null()) == Bounds.of(offsets=(6, None))
+    aware = at.replace(tzinfo=datetime.timezone.utc)
+    assert predicate_bounds((col("offset") < 3) | (col("offset") > 9)) == Bounds()
+    assert predicate_bounds(col("timestamp") >= aware) == Bounds()
 
 
 @pytest.mark.parametrize("by", ["offset", "time"])
-def test_one_percent_slice_reads_at_most_two_percent(ray_local, big, by):
+def test_one_percent_slice_reads_at_most_two_percent(ray_local, long_log, by):
     """The bytes Ray's workers read, counted through the storage layer in each worker process."""
     from ray.data.expressions import col
     from kafkarec.engines.ray import read_log
-    column, lo, hi = E.slice_limits(by)
-    if column == "timestamp":
-        # naive, as the column's timestamp[ms] (Arrow compares no zoned time with it)
-        lo, hi = (datetime.datetime.fromtimestamp(v / 1000, datetime.timezone.utc).replace(tzinfo=None)
-                  for v in (lo, hi))
-    before = storage.bytes_read(ray_local.counts)
-    got = _table(read_log(big).filter(expr=(col(column) >= lo) & (col(column) < hi)).select_columns(["offset"]))
-    assert sorted(got["offset"].to_pylist()) == list(range(E.SLICE_START, E.SLICE_START + E.SLICE_RECORDS))
-    total = E.segment_bytes(os.path.join(big, "big-0"))
-    read = E.segment_bytes_read(ray_local.counts, before)
+    root, folder = long_log
+    if by == "offset":
+        predicate = (col("offset") >= 9_000) & (col("offset") < 9_200)
+    else:
+        predicate = col("timestamp") >= _at(T0 + 19_800)
+    got, read, total = segment_bytes_read_by_workers(
+        ray_local.counts, folder, lambda: _table(read_log(root).filter(expr=predicate).select_columns(["offset"])))
+    assert got.num_rows == 200
     assert 0 < read <= 0.02 * total, (read, total)
 
 
-def test_corrupt_segment(ray_local, tmp_path):
-    """kafkarec's error through Ray (FAILFAST), or its error rows (PERMISSIVE); the workers live on."""
+def test_a_damaged_segment_gives_the_readers_error(ray_local, damaged):
+    """The reader's exception out of Ray's worker: kafkarec's own type, the file, byte and reason."""
     from kafkarec.engines.ray import read_log
-    root = E.corrupt_partition(str(tmp_path))
-    with pytest.raises(MalformedBatchError, match=r"00000000000000000000\.log.*ChecksumError"):
+    root, error = damaged
+    with pytest.raises(type(error)) as got:
         _table(read_log(root))
-    got = _table(read_log(root, mode="PERMISSIVE"))
-    errors = [e for e in got["_corrupt_record"].to_pylist() if e]
-    assert len(errors) == 1 and "ChecksumError" in errors[0]
-    assert got.num_rows - 1 == 10          # the two good batches' records
+    assert str(error) in str(got.value)
