@@ -60,7 +60,8 @@ class KafkaLogDatasource(ray_data.Datasource):
         needed = set(self._output_columns())
         if self._predicate_expr is not None:
             needed |= set(_columns_of(self._predicate_expr))
-        decoded = [c for c in self._scan.columns if c in needed]
+        # no column at all (``count()``): the offsets, cheapest to decode, carry the rows
+        decoded = [c for c in self._scan.columns if c in needed] or ["offset"]
         return self._scan if decoded == self._scan.columns else self._scan.narrow(columns=decoded)
 
     def _output_columns(self) -> List[str]:
@@ -91,12 +92,14 @@ class KafkaLogDatasource(ray_data.Datasource):
 def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
     """One task's blocks: the piece's batches, filtered by the pushed predicate, projected."""
     pa = require("pyarrow")
+    from ray.data.block import BlockAccessor
     for rb in scan.read_piece(piece):
         table = pa.Table.from_batches([rb])
         if predicate is not None:
             table = table.filter(predicate)
         if table.column_names != columns:
-            table = table.select(columns)
+            # Ray's own select: no column at all (``count()``) keeps the rows in a stub column
+            table = BlockAccessor.for_block(table).select(columns)
         if table.num_rows:
             yield table
 

@@ -74,6 +74,7 @@ def test_filters_projection_and_limit(log_root, isolation):
     ]
     for predicate in predicates:
         assert rows(df.where(predicate).to_arrow()) == rows(full.where(predicate).to_arrow()), predicate
+    assert df.count_rows() == len(full)
     got = df.where(col("offset") >= 3).select("offset", "topic").limit(5).to_pydict()
     assert list(got) == ["offset", "topic"] and len(got["offset"]) == 5 and min(got["offset"]) >= 3
 

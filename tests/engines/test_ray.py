@@ -98,6 +98,7 @@ def test_filters_projection_and_limit(ray_local, log_root, isolation):
         assert sorted(zip(got["topic"].to_pylist(), got["partition"].to_pylist(),
                           got["offset"].to_pylist())) == want, predicate
     assert _table(ds.select_columns(["offset"]).limit(25)).num_rows == 25
+    assert ds.count() == full.num_rows          # no column pushed: the rows still counted
 
 
 def test_predicate_bounds():
