@@ -79,7 +79,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from kafka_broker import KafkaBroker
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")      # a local Ray of this process only
+    # a local Ray of this process only; neither engine reports usage over the network while timed
+    for name, value in (("RAY_AUTH_MODE", "disabled"), ("RAY_USAGE_STATS_ENABLED", "0"), ("DO_NOT_TRACK", "1")):
+        os.environ.setdefault(name, value)
     with tempfile.TemporaryDirectory(prefix="kafkarec-bench-engines-") as tmp, \
             KafkaBroker(os.path.join(tmp, "broker")) as broker:
         t0 = time.time()

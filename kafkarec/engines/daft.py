@@ -9,7 +9,8 @@ its pushdowns to :meth:`KafkaLogSource.get_tasks`:
   scan's :class:`~kafkarec.scan.Bounds`, so segments and index ranges that cannot hold such records
   are not read; Daft applies the whole filter to the rows after the scan, as for every source;
 * ``limit``: each task stops after that many rows, when the filter is exactly its bounds (no filter,
-  or one made only of such conjuncts) - otherwise the limit counts rows the filter may still drop.
+  or one made only of such conjuncts; not in PERMISSIVE mode, whose error rows have no offset or
+  time) - otherwise the limit would count rows the filter may still drop.
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ class KafkaLogSource(_source.DataSource):
                 needed |= _Columns().visit(pushdowns.filters)
             # no column at all (a count): the offsets, cheapest to decode, carry the rows
             columns = [c for c in self._scan.columns if c in needed] or ["offset"]
-        limit = pushdowns.limit if exact else None
+        # PERMISSIVE's error rows have no offset or time: Daft's filter may drop rows the bounds keep
+        limit = pushdowns.limit if exact and self._scan.config.mode != "PERMISSIVE" else None
         return self._scan.narrow(bounds=bounds, columns=columns, limit=limit)
 
     async def get_tasks(self, pushdowns) -> AsyncIterator["KafkaLogTask"]:
@@ -89,10 +91,14 @@ def filter_bounds(expr) -> Tuple[Bounds, bool]:
     ``offset`` and ``timestamp``: :mod:`kafkarec.engines._bounds`), and whether they are the whole
     filter (every term one of those)."""
     terms = _Terms().visit(expr)
-    bounds = Bounds()
+    return _meet(t for t in terms if t is not None), None not in terms
+
+
+def _meet(terms) -> Bounds:
+    out = Bounds()
     for term in terms:
-        bounds = bounds.intersect(term)
-    return bounds, None not in terms
+        out = out.intersect(term)
+    return out
 
 
 class _Operand(_visitor.ExpressionVisitor):
@@ -153,12 +159,7 @@ class _Terms(_visitor.ExpressionVisitor):
 
     def _whole(self, expr) -> Optional[Bounds]:
         terms = self.visit(expr)
-        if None in terms:
-            return None
-        out = Bounds()
-        for term in terms:
-            out = out.intersect(term)
-        return out
+        return None if None in terms else _meet(terms)
 
     def _compare(self, left, right, op: str):
         a, b = _Operand().visit(left), _Operand().visit(right)

@@ -27,8 +27,8 @@ _expressions = require("ray.data.expressions")
 
 __all__ = ["KafkaLogDatasource", "read_log", "predicate_bounds"]
 
-_OPS = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in"}
-_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}     # lit op col as col op' lit
+#: Ray's comparison operations in :mod:`kafkarec.engines._bounds`' spelling
+_OPS = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 class KafkaLogDatasource(ray_data.Datasource):
@@ -130,16 +130,18 @@ def _term(expr) -> Optional[Bounds]:
     if op == "or":
         return _bounds.either(_term(expr.left), _term(expr.right))
     left, right = expr.left, expr.right
-    if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr) and op in _OPS and op != "in":
-        left, right, op = right, left, _FLIPPED[op]
-    if not (isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr)) or op not in _OPS:
-        return None
-    if op == "in":
+    if op == "in" and isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr):
         values = [_bounds.python_constant(left.name, v) for v in right.value]
         return None if None in values else _bounds.members(left.name, values)
+    if op not in _OPS:
+        return None
+    op = _OPS[op]
+    if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr):
+        left, right, op = right, left, _bounds.flipped(op)
+    if not (isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr)):
+        return None
     value = _bounds.python_constant(left.name, right.value)
-    return None if value is None else _bounds.compared(left.name, _OPS[op], value)
-
+    return None if value is None else _bounds.compared(left.name, op, value)
 
 
 def _columns_of(expr) -> List[str]:
