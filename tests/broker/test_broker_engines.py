@@ -2,7 +2,7 @@
 consumer reads (librdkafka, read_uncommitted and read_committed) and the rows of
 :class:`kafkarec.scan.LogScan`, on every topic of tests/broker/produce.py (every codec, three
 producers, transactions, compaction, retention, headers, LogAppendTime), as a clean shutdown left
-them.  Here rather than in tests/engines/ because the session's one broker is this folder's fixture.
+them.
 """
 import pytest
 
