@@ -21,6 +21,7 @@ from kafkarec.engines import _bounds
 from kafkarec.scan import Bounds, LogScan
 
 _daft = require("daft")
+_recordbatch = require("daft.recordbatch")
 _source = require("daft.io.source")
 _visitor = require("daft.expressions.visitor")
 
@@ -75,9 +76,8 @@ class KafkaLogTask(_source.DataSourceTask):
         return _daft.Schema.from_pyarrow_schema(self._scan.schema)
 
     async def read(self):
-        from daft.recordbatch import RecordBatch
         for rb in self._scan.read_piece(self._piece):
-            yield RecordBatch.from_arrow_record_batches([rb], rb.schema)
+            yield _recordbatch.RecordBatch.from_arrow_record_batches([rb], rb.schema)
 
 
 def read_log(source, **options) -> "_daft.DataFrame":

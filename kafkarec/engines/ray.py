@@ -23,6 +23,7 @@ from kafkarec.engines import _bounds
 from kafkarec.scan import Bounds, LogScan
 
 ray_data = require("ray.data")
+_block = require("ray.data.block")
 _expressions = require("ray.data.expressions")
 
 __all__ = ["KafkaLogDatasource", "read_log", "predicate_bounds"]
@@ -75,14 +76,13 @@ class KafkaLogDatasource(ray_data.Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List["ray_data.ReadTask"]:
-        from ray.data.block import BlockMetadata
         scan = self._planned()
         out = self._output_columns()
         schema = require("pyarrow").schema([scan.schema.field(c) for c in out])
         predicate = None if self._predicate_expr is None else self._predicate_expr.to_pyarrow()
         tasks = []
         for piece in scan.pieces():
-            meta = BlockMetadata(num_rows=None, size_bytes=int(piece.bytes), exec_stats=None, input_files=None)
+            meta = _block.BlockMetadata(num_rows=None, size_bytes=int(piece.bytes), exec_stats=None, input_files=None)
             tasks.append(ray_data.ReadTask(
                 lambda piece=piece: _blocks(scan, piece, predicate, out),
                 meta, schema=schema, per_task_row_limit=per_task_row_limit))
@@ -92,14 +92,13 @@ class KafkaLogDatasource(ray_data.Datasource):
 def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
     """One task's blocks: the piece's batches, filtered by the pushed predicate, projected."""
     pa = require("pyarrow")
-    from ray.data.block import BlockAccessor
     for rb in scan.read_piece(piece):
         table = pa.Table.from_batches([rb])
         if predicate is not None:
             table = table.filter(predicate)
         if table.column_names != columns:
             # Ray's own select: no column at all (``count()``) keeps the rows in a stub column
-            table = BlockAccessor.for_block(table).select(columns)
+            table = _block.BlockAccessor.for_block(table).select(columns)
         if table.num_rows:
             yield table
 
