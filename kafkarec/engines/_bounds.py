@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Union
 
 from kafkarec.scan import Bounds
 
-__all__ = ["COLUMNS", "COMPARISONS", "compared", "members", "either", "flipped"]
+__all__ = ["COLUMNS", "COMPARISONS", "compared", "members", "either", "flipped", "python_constant"]
 
 #: the columns a predicate can bound
 COLUMNS = ("topic", "partition", "offset", "timestamp")
@@ -89,3 +89,16 @@ def either(a: Optional[Bounds], b: Optional[Bounds]) -> Optional[Bounds]:
 
 def _integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def python_constant(column: str, value):
+    """A Python constant of Ray's and Daft's expressions as :func:`compared` and :func:`members` take
+    it: for ``timestamp`` a ``datetime`` in milliseconds since the epoch, exact to the microsecond,
+    naive as the column (``timestamp[ms]``, UTC without a zone) - None for any other kind or one with a
+    zone, which stays the engine's; other columns' constants as they are."""
+    import datetime
+    if column != "timestamp":
+        return value
+    if not isinstance(value, datetime.datetime) or value.tzinfo is not None:
+        return None
+    return Fraction((value - datetime.datetime(1970, 1, 1)) // datetime.timedelta(microseconds=1), 1000)
