@@ -27,8 +27,6 @@ write it ``"offset"``.
 """
 from __future__ import annotations
 
-import datetime
-from fractions import Fraction
 from typing import Optional, Sequence
 
 from kafkarec._extras import require
@@ -40,8 +38,6 @@ pa = require("pyarrow")
 
 __all__ = ["LogSource", "register"]
 
-_EPOCH = datetime.datetime(1970, 1, 1)
-_MICROSECOND = datetime.timedelta(microseconds=1)
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
 _CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP"}
 
@@ -124,6 +120,4 @@ def _value(constant, column: str):
     """A constant as :mod:`kafkarec.engines._bounds` takes it (timestamps: exact milliseconds)."""
     if constant.type != _CONSTANT_TYPES[column] or not _sources.nodes.exact_value(constant):
         return None
-    if column == "timestamp":
-        return Fraction((constant.value - _EPOCH) // _MICROSECOND, 1000)
-    return constant.value
+    return _bounds.python_constant(column, constant.value)

@@ -61,9 +61,9 @@ from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
            "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
-           "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS",
-           "parse_time", "cli_selection", "iter_selected", "log_start_offset", "partition_start",
-           "partition_end"]
+           "filter_offsets", "filter_range", "iter_range_pieces", "split_ranges", "plan_partition",
+           "SELECTION_OPTIONS", "parse_time", "cli_selection", "iter_selected", "log_start_offset",
+           "partition_start", "partition_end"]
 
 log = logging.getLogger("kafkarec")
 
@@ -255,10 +255,19 @@ class SegmentRange(NamedTuple):
 
 def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
     """The rows of an Arrow batch with ``lo <= offset < hi`` (the batch itself if all are)."""
+    return filter_range(rb, "offset", lo, hi)
+
+
+def filter_range(rb, column: str, lo: Optional[int], hi: Optional[int]):
+    """The rows of an Arrow batch with ``lo <= column < hi`` (the batch itself if all are); a
+    timestamp column compares as its milliseconds."""
+    pa = require("pyarrow")
     pc = require("pyarrow.compute")
     if rb.num_rows == 0 or (lo is None and hi is None):
         return rb
-    off = rb.column(rb.schema.get_field_index("offset"))
+    off = rb.column(rb.schema.get_field_index(column))
+    if pa.types.is_timestamp(off.type):
+        off = off.cast(pa.int64())
     mn, mx = pc.min_max(off).values()
     if (lo is None or mn.as_py() >= lo) and (hi is None or mx.as_py() < hi):
         return rb

@@ -155,8 +155,7 @@ class LogScan:
                  registry=None, typed_options: Optional[dict] = None, selection=None,
                  files: Optional[_read.FileFinding] = None, batch_columns: bool = False,
                  include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
-                 max_rows_per_batch: int = 65536, min_partitions: Optional[int] = None,
-                 fail_on_data_loss: bool = True):
+                 max_rows_per_batch: int = 65536, fail_on_data_loss: bool = True):
         from kafkarec.log import selection as sel_mod
         from kafkarec.log.storage import is_uri
         if isolation_level not in ISOLATION_LEVELS:
@@ -175,7 +174,7 @@ class LogScan:
             sel = sel._replace(include_deleted_records=True)
         self.selection = sel
         self.batch_columns = batch_columns
-        self.typed = _typed_settings(value_format, key_format, registry, typed_options)
+        self.typed = _typed_settings(value_format, key_format, registry, typed_options, self.bounds.topics)
         mode = normalize_mode(mode)
         given_selection = selection is not None or include_deleted_records
         listed = (any(is_uri(p) for p in paths) or tiered_storage is not None or given_selection
@@ -186,8 +185,7 @@ class LogScan:
             storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
             read_committed=isolation_level == "read_committed", mode=mode,
             corrupt_column=CORRUPT_COLUMN, bad_records_path=bad_records_path,
-            include_control=include_control, max_rows=max_rows_per_batch, min_partitions=min_partitions,
-            read_fields={"verify_crc": verify_crc})
+            include_control=include_control, max_rows=max_rows_per_batch, read_fields={"verify_crc": verify_crc})
         self._kwargs = dict(columns=columns, topics=topics, partitions=partitions, bounds=bounds, limit=limit,
                             isolation_level=isolation_level, storage_options=storage_options,
                             tiered_storage=tiered_storage, include_deleted_records=include_deleted_records,
@@ -195,11 +193,10 @@ class LogScan:
                             typed_options=typed_options, selection=selection, files=files,
                             batch_columns=batch_columns, include_control=include_control,
                             bad_records_path=bad_records_path, verify_crc=verify_crc,
-                            max_rows_per_batch=max_rows_per_batch, min_partitions=min_partitions,
-                            fail_on_data_loss=fail_on_data_loss)
+                            max_rows_per_batch=max_rows_per_batch, fail_on_data_loss=fail_on_data_loss)
         full = self._full_schema()
         if columns is None:
-            self.columns = [n for n in full.names if n != CORRUPT_COLUMN or mode == "PERMISSIVE"]
+            self.columns = full.names
         else:
             self.columns = list(columns)
             unknown = [c for c in self.columns if c not in full.names]
@@ -230,7 +227,7 @@ class LogScan:
         base = arrow_schema(batch_columns=self.batch_columns)
         if self.typed is not None:
             base = self.typed.schema(base)
-        if self.config.mode == "PERMISSIVE":
+        if self.config.mode == "PERMISSIVE" and CORRUPT_COLUMN not in base.names:   # typed: already there
             base = base.append(pa.field(CORRUPT_COLUMN, pa.string()))
         return base
 
@@ -241,14 +238,17 @@ class LogScan:
         import pyarrow as pa
         return pa.schema([full.field(c) for c in self.columns])
 
-    def _decoded_columns(self) -> set:
-        """The columns decoding must give: those asked for, and those the bounds filter on."""
-        need = set(self.columns)
+    def _decoded_columns(self) -> Optional[list]:
+        """The columns decoding must give (None: all): those asked for, and those the bounds
+        and the typed values need; the offset always (the offset bounds apply to it)."""
+        from kafkarec import arrow_schema
+        need = set(self.columns) | {"offset"}
         if self.bounds.timestamps != (None, None):
             need.add("timestamp")
         if self.typed is not None:
             need |= self.typed.needs
-        return need
+        names = arrow_schema(batch_columns=self.batch_columns).names
+        return None if need.issuperset(names) else [n for n in names if n in need]
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -276,7 +276,7 @@ class LogScan:
             config = self.config
             if config.bounds is not None and config.bounds.offsets[1] is not None and (
                     config.bounds.offsets[0] or 0) >= config.bounds.offsets[1]:
-                self._found = _read.Found([], None, None, None, None, list)
+                self._found = _read.Found([], None, None, None, list)
             else:
                 self._found = _read.found_listed(config) if config.listed else _read.found_local(config)
         return self._found
@@ -304,10 +304,10 @@ class LogScan:
 
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
-                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)"):
-        """``(where, item)`` for the pieces: Arrow batches of every column (offset bounds applied)
-        and :class:`kafkarec.scan._read.Errors`, for callers that render errors their own way
-        (the Spark data source); :meth:`read_piece` is the plain stream."""
+                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None):
+        """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
+        bounds applied) and :class:`kafkarec.scan._read.Errors`, for callers that render errors
+        their own way (the Spark data source); :meth:`read_piece` is the plain stream."""
         import kafkarec
         from kafkarec.log import local
         items = []
@@ -317,7 +317,7 @@ class LogScan:
             items += local.windows(item) if isinstance(item, local.Slice) else [item]
         options = self.config.read.options(kafkarec)
         need = self.batch_columns if batch_columns is None else batch_columns
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint)
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
@@ -328,7 +328,7 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces)
+        reads = self.read_items(pieces, columns=self._decoded_columns())
         try:
             for where, item in reads:
                 if isinstance(item, _read.Errors):
@@ -348,19 +348,10 @@ class LogScan:
 
     def _rows(self, rb, schema):
         import pyarrow as pa
-        import pyarrow.compute as pc
-        lo, hi = self.bounds.timestamps
-        if lo is not None or hi is not None:
-            ts = rb.column(rb.schema.get_field_index("timestamp")).cast(pa.int64())
-            mask = None
-            if lo is not None:
-                mask = pc.greater_equal(ts, lo)
-            if hi is not None:
-                m2 = pc.less(ts, hi)
-                mask = m2 if mask is None else pc.and_(mask, m2)
-            rb = rb.filter(mask)
-            if not rb.num_rows:
-                return None
+        from kafkarec.log.selection import filter_range
+        rb = filter_range(rb, "timestamp", *self.bounds.timestamps)
+        if not rb.num_rows:
+            return None
         if self.typed is not None:
             rb = self.typed.convert(rb)
         cols = []
@@ -455,10 +446,14 @@ class _Typed:
         return state
 
 
-def _typed_settings(value_format, key_format, registry, options) -> Optional[_Typed]:
+def _typed_settings(value_format, key_format, registry, options, topics) -> Optional[_Typed]:
     if value_format is None and key_format is None:
         if registry is not None or options:
             raise UsageError("LogScan: registry and typed_options type values given value_format or key_format")
         return None
-    return _Typed(value_format, key_format, registry, options or {})
+    options = dict(options or {})
+    if topics is not None and len(topics) == 1:
+        # the subject's topic (TopicNameStrategy), known before a record is read: the schema's types
+        options.setdefault("topic", next(iter(topics)))
+    return _Typed(value_format, key_format, registry, options)
 

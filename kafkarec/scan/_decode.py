@@ -40,7 +40,7 @@ def format_error(err: dict, where: str = "") -> str:
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
                  include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
-                 mode="PERMISSIVE", where="", quarantine=None):
+                 mode="PERMISSIVE", where="", quarantine=None, columns=None):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
     yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
@@ -56,6 +56,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     each batch that cannot be decoded, and the bytes from where framing stopped, are
     copied there byte for byte with their position and reason (a cut-off batch at the
     end, which a growing segment has, is only reported).
+
+    ``columns``: the columns of the batches (:func:`kafkarec.iter_arrow`'s projection; None: all).
     """
     end = base + len(view)      # where the view ends in its file/blob
 
@@ -73,7 +75,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     chunks = kafkarec.iter_arrow(
         view, options, topic=topic, partition=partition, include_control=include_control,
         batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
-        errors="skip" if sink is not None else "raise", error_sink=sink, origin=base)
+        errors="skip" if sink is not None else "raise", error_sink=sink, origin=base, columns=columns)
     try:
         for rb in chunks:
             if rb.num_rows:

@@ -49,7 +49,6 @@ class ScanConfig:
                  bounds=None, tiered_storage=None, storage_options=None, fail_on_data_loss: bool = True,
                  read_committed: bool = False, mode: str = "FAILFAST", corrupt_column: Optional[str] = None,
                  bad_records_path=None, include_control: bool = False, max_rows: int = 65536,
-                 min_partitions: Optional[int] = None, default_parallelism: int = 1,
                  read_fields: Optional[dict] = None):
         self.paths = list(paths)
         self.listed = listed
@@ -65,8 +64,6 @@ class ScanConfig:
         self.bad_records_path = bad_records_path
         self.include_control = include_control
         self.max_rows = max_rows
-        self.min_partitions = min_partitions
-        self.default_parallelism = default_parallelism
         self.read = ReadFields(read_fields or {})
 
 
@@ -92,13 +89,11 @@ class ListedRange(NamedTuple):
 
 class Found(NamedTuple):
     """What :mod:`kafkarec.log` found for a read: its pieces in log order, how to measure, cut
-    and group them, the ``minPartitions`` a planner aims at, and a packed task's pieces as
-    the task reads them."""
+    and group them, and a packed task's pieces as the task reads them."""
     pieces: list
     size: Callable
     split: Callable
     group: Callable
-    min_partitions: Optional[int]
     as_read: Callable
 
 
@@ -122,11 +117,9 @@ def found_local(config) -> Found:
         log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
     spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
     aborted = local.aborted_batches(segments, spans) if config.read_committed else None
-    # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
     return Found(local.slices(segments, aborted, local.log_starts(segments)), size=lambda sl: sl.end - sl.start,
                  split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
                  group=local.partition_key,
-                 min_partitions=config.min_partitions or config.default_parallelism,
                  as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])
 
 
@@ -182,8 +175,7 @@ def found_listed(config) -> Found:
         return [rr._replace(range=sr)
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
-    return Found(items, size=range_bytes, split=split, group=partition_key,
-                 min_partitions=config.min_partitions, as_read=list)
+    return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
 
 
 def _planned(lay, sel, bounds, resolver) -> list:
@@ -231,11 +223,12 @@ def _read_committed_skips(st, lay, ranges) -> dict:
     return skips
 
 
-def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str):
+def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None):
     """``(where, item)`` for each range read in log order (local slices or
     :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
-    ``hint``: what a FAILFAST error adds (the caller's option names)."""
+    ``hint``: what a FAILFAST error adds (the caller's option names); ``columns``: the
+    columns decoded (None: all; ``offset`` among them, the bounds are applied to it)."""
     from kafkarec.log import local
     from kafkarec.log.selection import filter_offsets
     from kafkarec.log.storage import without_spans
@@ -260,7 +253,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                         topic=topic, partition=partition, include_control=config.include_control,
                         batch_columns=need_batch_columns,
                         max_rows=config.max_rows, mode=config.mode, where=where,
-                        quarantine=quarantine):
+                        quarantine=quarantine, columns=columns):
                     if kind != "batch":
                         errs.append(item)
                         continue

@@ -181,3 +181,57 @@ def test_corrupt_segment_errors_as_the_spark_source(tmp_path):
     assert permissive.num_rows - errors.num_rows == 10
     assert errors.num_rows == 2 and "TruncatedError" in errors.column("_corrupt_record")[1].as_py()
     assert LogScan(str(tmp_path), mode="DROPMALFORMED").to_table().num_rows == 10
+
+
+def test_typed_values_as_decode_table(tmp_path):
+    """value_format: the values typed as kafkarec.registry.typed.decode_table types them (the
+    Spark source's valueFormat), the schema known before a record is read."""
+    import json
+    from kafkarec.registry.typed import decode_table
+    schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}})
+    w = PartitionWriter(str(tmp_path), "events", 0, segment_bytes=1 << 20)
+    w.append(v2_batch([(T0 + i, b"k", json.dumps({"n": i, "s": "x" * i}).encode(), []) for i in range(5)]
+                      + [(T0 + 5, b"k", b"not json", [])]))
+    w.close()
+    options = {"value_reader_schema": schema}
+    scan = LogScan(str(tmp_path), topics=["events"], columns=["offset", "value", "_corrupt_record"],
+                   value_format="json", typed_options=options)
+    got = scan.to_table()
+    plain = LogScan(str(tmp_path)).to_table()
+    want = decode_table(plain, None, value_format="json", value_reader_schema=schema)
+    assert got.schema.field("value").type == want.schema.field("value").type == scan.schema.field("value").type
+    assert got.column("value").to_pylist() == want.column("value").to_pylist()
+    assert got.column("_corrupt_record").to_pylist() == want.column("_corrupt_record").to_pylist()
+    assert got.column("_corrupt_record")[5].as_py() is not None
+
+
+@pytest.mark.parametrize("columns", [["offset", "timestamp"], ["topic", "partition", "offset", "timestampType"],
+                                     ["key", "offset"], ["value", "headers", "producerId", "batchPosition"]])
+def test_core_projection_equals_the_full_read(logroot, columns):
+    """iter_arrow(columns=...): the columns of the full read, every codec, legacy magics, compacted
+    gaps, transactions; without key, value and headers (the lean read) none of them is built."""
+    import glob
+
+    import kafkarec
+    batch_columns = "producerId" in columns
+    for path in sorted(glob.glob(os.path.join(logroot, "*", "*.log"))):
+        data = open(path, "rb").read()
+        full = kafkarec.to_arrow(data, topic="t", partition=1, batch_columns=batch_columns)
+        parts = list(kafkarec.iter_arrow(data, topic="t", partition=1, columns=columns,
+                                         batch_columns=batch_columns))
+        got = pa.Table.from_batches(parts)
+        assert got.schema.names == [n for n in full.schema.names if n in columns]
+        assert got.equals(full.select(got.schema.names)), path
+    with pytest.raises(UsageError, match=r"column\(s\) \['nope'\] are not read"):
+        kafkarec.iter_arrow(b"", columns=["nope"])
+
+
+def test_lean_read_reports_the_same_errors(tmp_path):
+    import kafkarec
+    data = bytearray(b"".join(v2_batch(sample_records(5, start_ts=T0 + k)) for k in range(3)))
+    data[-5] ^= 0xFF
+    for cols in (None, ["offset", "timestamp"]):
+        sink: list = []
+        got = pa.Table.from_batches(list(kafkarec.iter_arrow(bytes(data), columns=cols, errors="skip",
+                                                             error_sink=sink)))
+        assert got.num_rows == 10 and [e["error"] for e in sink] == ["ChecksumError"]
