@@ -46,7 +46,8 @@ from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
 
 from kafkarec.errors import (KafkaRecError, DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,
-                             UnsupportedCodecError, ColumnOverflowError, ProtobufDecodeError)
+                             UnsupportedCodecError, ColumnOverflowError, ProtobufDecodeError,
+                             UsageError)
 from kafkarec.enums import Compression, TimestampType, ControlRecordType
 
 COMPILED = True

@@ -20,6 +20,10 @@ EXTRAS = {
     "numpy": ("numpy", "arrow"),
     "pyiceberg": ("pyiceberg", "lakehouse"),
     "deltalake": ("deltalake", "lakehouse"),
+    "polars": ("polars", "engines"),
+    "duckdb": ("duckdb", "engines"),
+    "ray": ("ray", "engines"),
+    "daft": ("daft", "engines"),
 }
 
 

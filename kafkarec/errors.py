@@ -45,6 +45,7 @@ __all__ = [
     "ColumnOverflowError",
     "UsageError",
     "BackfillError",
+    "MalformedBatchError",
 ]
 
 
@@ -298,6 +299,11 @@ class BackfillError(KafkaRecError, ValueError):
 
 def _rebuild_backfill(cls, table, reason, topic, partition):
     return cls(table, reason, topic=topic, partition=partition)
+# --- the log reader (kafkarec.scan) -------------------------------------------
+
+class MalformedBatchError(KafkaRecError, ValueError):
+    """A Kafka record batch that cannot be decoded, in parse mode FAILFAST; the message names
+    the file, the byte position, the batch's base offset and the reason."""
 
 
 # --- the command line ---------------------------------------------------------

@@ -5,9 +5,17 @@
 #   headers list<struct<key string, value binary>> (null when a record has none)
 # plus opt-in batch-level columns, each built by the one column builder
 # (_column.pxi).  pyarrow is imported on first use.
+#
+# Projection (iter_arrow's ``columns``): a read that asks for none of key, value and headers
+# builds none of them ("lean" columns: v2 records are scanned for their offsets and timestamps,
+# their bytes not copied; add_v2_meta); other projections build the full row and leave out what
+# was not asked for when a chunk is finished.  A compressed batch is decompressed either way:
+# its records' offset and timestamp deltas are inside the compressed records.
 
 
 cdef dict _schemas = {}
+# the columns a lean read does not build
+cdef frozenset _RECORD_BYTES_COLUMNS = frozenset({"key", "value", "headers"})
 
 
 def arrow_schema(*, batch_columns=False):
@@ -40,6 +48,7 @@ def arrow_schema(*, batch_columns=False):
 cdef class _ArrowColumns:
     cdef Py_ssize_t rows
     cdef bint batch_columns
+    cdef bint lean                  # key, value and headers are not built
     cdef _Column key, value, offset, timestamp, timestamp_type
     cdef _Column headers                                # list<struct<key, value>>
     cdef _Column header_entries, header_key, header_value   # its struct and the struct's fields
@@ -47,10 +56,11 @@ cdef class _ArrowColumns:
     cdef _Column producer_id, producer_epoch, sequence, is_transactional, is_control, compression
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
 
-    def __cinit__(self, bint batch_columns):
+    def __cinit__(self, bint batch_columns, bint lean=False):
         pa = pyarrow()
         header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
+        self.lean = lean
         self.key = new_column(CK_BIN, pa.binary(), True)
         self.value = new_column(CK_BIN, pa.binary(), True)
         self.offset = new_column(CK_I64, pa.int64(), False)
@@ -75,8 +85,12 @@ cdef class _ArrowColumns:
 
     cdef list columns(self):
         """The columns built, in the schema's order (without topic and partition)."""
-        cdef list out = [self.key, self.value, self.offset, self.timestamp, self.timestamp_type,
-                         self.headers]
+        cdef list out
+        if self.lean:
+            out = [self.offset, self.timestamp, self.timestamp_type]
+        else:
+            out = [self.key, self.value, self.offset, self.timestamp, self.timestamp_type,
+                   self.headers]
         if self.batch_columns:
             out += [self.producer_id, self.producer_epoch, self.sequence, self.is_transactional,
                     self.is_control, self.compression, self.batch_position, self.batch_base_offset,
@@ -84,12 +98,15 @@ cdef class _ArrowColumns:
         return out
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
-        col_put_bin(self.key, v.key, v.key_len, v.key + max(v.key_len, 0))
-        col_put_bin(self.value, v.value, v.value_len, v.value + max(v.value_len, 0))
+        if not self.lean:
+            col_put_bin(self.key, v.key, v.key_len, v.key + max(v.key_len, 0))
+            col_put_bin(self.value, v.value, v.value_len, v.value + max(v.value_len, 0))
         col_put_int(self.offset, v.offset)
         col_put_int(self.timestamp, v.timestamp)
         col_put_int(self.timestamp_type, timestamp_type)
-        if v.header_count:
+        if self.lean:
+            pass
+        elif v.header_count:
             add_headers(self, v, strict, v.headers_end)
             col_close_list(self.headers)
         else:
@@ -134,15 +151,21 @@ cdef class _ArrowColumns:
         return (self.key.values.size + self.value.values.size + self.header_key.values.size
                 + self.header_value.values.size)
 
-    cdef object finish(self, object topic, object partition):
+    cdef object finish(self, object topic, object partition, list projection=None):
+        """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""
         pa = pyarrow()
         cdef Py_ssize_t n = self.rows
         cdef list columns = [col_finish(col) for col in self.columns()]
-        columns[2:2] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
-                        pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
+        cdef int at = 0 if self.lean else 2        # where topic and partition go
+        schema = arrow_schema(batch_columns=self.batch_columns)
+        columns[at:at] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
+                          pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
         if self.batch_columns:
-            columns[13] = pa.array(_CODEC_NAMES, pa.string()).take(columns[13])
-        return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(batch_columns=self.batch_columns))
+            columns[at + 11] = pa.array(_CODEC_NAMES, pa.string()).take(columns[at + 11])
+        if self.lean:
+            schema = pa.schema([f for f in schema if f.name not in _RECORD_BYTES_COLUMNS])
+        rb = pa.RecordBatch.from_arrays(columns, schema=schema)
+        return rb if projection is None else rb.select(projection)
 
 
 cdef object constant_int32_column(int32_t value, Py_ssize_t n):
@@ -297,12 +320,50 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     return 0
 
 
+cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
+                     bint strict, bint crc_after) except -1:
+    """The offsets and timestamps of one v2 batch's records (lean columns): each record is
+    scanned (checked as add_v2_records checks it), nothing of its key, value or headers is
+    copied.  Committed when the batch is complete, as add_v2_records does."""
+    cdef RecordView v
+    cdef const uint8_t *payload_end = it._cur.end
+    cdef Py_ssize_t payload = payload_end - it._cur.pos
+    cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
+    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row = cols.rows + rows
+    cdef const uint8_t *pos = it._cur.pos
+    cdef int64_t *offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
+    cdef int64_t *tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
+    cdef int32_t *tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
+    while it._remaining > 0 and row < end_row:
+        if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
+            raise_record_fault(it)
+        offs[0] = v.offset
+        tss[0] = v.timestamp
+        tts[0] = ts_type
+        offs += 1
+        tss += 1
+        tts += 1
+        row += 1
+    if it._remaining > 0:
+        parse_v2_record_at(it, &v, &pos, payload_end)
+    if crc_after:
+        check_crc(b)
+    it._cur.pos = pos
+    rows = row - r0
+    col_commit(cols.offset, rows, 0)
+    col_commit(cols.timestamp, rows, 0)
+    col_commit(cols.timestamp_type, rows, 0)
+    cols.rows = row
+    return 0
+
+
 # Called through a pointer so the compiler keeps the decode loop a function of
 # its own instead of inlining it into the (huge) generator below, where its
 # loop variables would spill to the stack.
 ctypedef int (*AddV2Records)(_ArrowColumns, _RecordIterator, int, RecordBatch, bint,
                              bint) except -1
 cdef AddV2Records add_v2_records_out_of_line = add_v2_records
+cdef AddV2Records add_v2_meta_out_of_line = add_v2_meta
 
 
 cdef int add_headers(_ArrowColumns cols, RecordView *v, bint strict,
@@ -413,9 +474,14 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None, start=None, end=None,
-               Py_ssize_t origin=0):
+               Py_ssize_t origin=0, columns=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
+
+    ``columns``: the names of the columns to return (in the schema's order; None: all).  A
+    read of none of ``key``, ``value`` and ``headers`` does not build them: the records'
+    bytes are not copied (a compressed batch is still decompressed: its records' offsets and
+    timestamps are inside its compressed records).
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -444,18 +510,30 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
         raise TypeError(f"topic must be a str or None, not {type(topic).__name__}")
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
+    cdef list projection = None
+    if columns is not None:
+        available = arrow_schema(batch_columns=batch_columns).names
+        wanted = set(columns)
+        unknown = sorted(wanted.difference(available))
+        if unknown:
+            raise UsageError(f"iter_arrow: column(s) {unknown} are not read; available: {available}")
+        projection = [name for name in available if name in wanted]
     out = ArrowBatchIterator.__new__(ArrowBatchIterator)
     out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
-                                 error_sink)
+                                 error_sink, projection)
     return out
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
-                   Py_ssize_t max_bytes, str errors, list error_sink):
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns)
+                   Py_ssize_t max_bytes, str errors, list error_sink, list projection):
+    # lean: a projection without the records' bytes, on the v2 fast path (not the wide layout)
+    cdef bint lean = (projection is not None and not batch_columns
+                      and _RECORD_BYTES_COLUMNS.isdisjoint(projection))
+    cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -511,7 +589,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                     rit_obj = v2_record_iterator(b)
                     if isinstance(rit_obj, _RecordIterator):
                         rit = <_RecordIterator>rit_obj
-                        add_v2_records_out_of_line(cols, rit, ts_type, b, strict, crc_after)
+                        add_v2(cols, rit, ts_type, b, strict, crc_after)
                     elif crc_after:
                         check_crc(b)
                 else:
@@ -528,9 +606,9 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             error_sink.append(error_dict(exc, b))
             continue
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
-            yield cols.finish(topic, partition)
+            yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns)
+            cols = _ArrowColumns(batch_columns, lean)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
@@ -545,7 +623,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             if expected > 1.5:
                 cols.expect(min(expected * 1.05, 1024.0))
     if cols.rows or not yielded:
-        yield cols.finish(topic, partition)
+        yield cols.finish(topic, partition, projection)
 
 
 def error_record(exc, RecordBatch batch=None, /) -> dict:

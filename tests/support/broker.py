@@ -1,6 +1,8 @@
-"""Session fixtures of the broker tests (issues 27, 38): one real KRaft broker with tiered
-storage, the topics written through it, a copy of it after a clean shutdown, and one Spark
-application run against it.
+"""Session fixtures of the broker tests (issues 27, 38), for every folder (a plugin of
+tests/conftest.py: the engine tests of tests/engines read the same broker): one real KRaft broker
+with tiered storage, the topics written through it, a copy of it after a clean shutdown, and one
+Spark application run against it.  The fixtures import tests/broker's modules (``produce``,
+``kafka_broker``) by their names, as its tests do.
 
 * ``kafka_broker`` -- a started :class:`kafka_broker.KafkaBroker` (``.bootstrap``,
   ``.log_dir``, ``.remote_dir``, ``.stop()``, ``.start()``, ``.dump_log()``) with Kafka's
@@ -14,9 +16,16 @@ application run against it.
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
   skips where Spark is not there.
 """
+import os
+import sys
 from typing import NamedTuple
 
 import pytest
+
+from paths import TESTS
+
+if os.path.join(TESTS, "broker") not in sys.path:
+    sys.path.append(os.path.join(TESTS, "broker"))
 
 
 class StoppedBroker(NamedTuple):

@@ -1,0 +1,134 @@
+"""Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
+
+    .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
+
+Writes one topic of ``--records`` records (4 partitions, v2 batches of 1000 records from kafkarec's
+bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, no compression, 64 MiB segments) into a temporary log
+dir, then the same rows once to Parquet (pyarrow's defaults: snappy, one file) from
+:class:`kafkarec.scan.LogScan`.  Then times, page cache warm, best of ``--repeats``, in this process:
+
+* ``all columns``: every row and column into the engine (Polars ``collect()``, DuckDB
+  ``to_arrow_table()``) -- kafkarec decodes every batch, Parquet every column chunk;
+* ``offset, timestamp``: two columns only -- kafkarec still walks every record (a v2 record's offset
+  and timestamp are varint deltas inside it), Parquet reads two column chunks.
+
+Prints rows/s and kafkarec's time over Parquet's; the target (issue 42) is within 2x.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import timeit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+TARGET = 2.0
+PARTITIONS = 4
+PER_BATCH = 1000
+POOL = 100_000
+SEGMENT_BYTES = 64 << 20
+T0 = 1_700_000_000_000
+
+
+def write_log(root: str, records: int) -> None:
+    from kafkarec import build_batch
+    rng = random.Random(7)
+    words = [b"order", b"paid", b"user", b"eur", b"shipped", b"qty", b"item", b"ok"]
+    # pools larger than a batch, each batch a slice at a random start: Parquet's dictionaries do not
+    # shrink the values to a few distinct ones, as 1000 values repeated in every batch would let them
+    values = [b"%d " % i + b" ".join(rng.choice(words) for _ in range(18))[:90] for i in range(POOL)]
+    keys = [b"user-%011d" % rng.randrange(10_000_000) for _ in range(POOL)]
+    per_partition = records // PARTITIONS
+    for partition in range(PARTITIONS):
+        folder = os.path.join(root, f"bench-{partition}")
+        os.makedirs(folder)
+        fh, written = None, SEGMENT_BYTES
+        for offset in range(0, per_partition, PER_BATCH):
+            if written >= SEGMENT_BYTES:
+                if fh:
+                    fh.close()
+                fh, written = open(os.path.join(folder, "%020d.log" % offset), "wb"), 0
+            n = min(PER_BATCH, per_partition - offset)
+            at = rng.randrange(POOL - n)
+            batch = build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
+                                base_offset=offset)
+            fh.write(batch)
+            written += len(batch)
+        fh.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    import duckdb
+    import polars as pl
+    import pyarrow.parquet as pq
+    from kafkarec.engines.duckdb import register
+    from kafkarec.engines.polars import scan_log
+    from kafkarec.scan import LogScan
+
+    work = tempfile.mkdtemp(prefix="kafkarec-bench-engines-")
+    try:
+        logs = os.path.join(work, "logs")
+        t = time.perf_counter()
+        write_log(logs, args.records)
+        table = LogScan(logs).to_table()
+        n = table.num_rows
+        parquet = os.path.join(work, "records.parquet")
+        pq.write_table(table, parquet)
+        del table
+        log_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(logs) for f in fs) / 2**20
+        print(f"{n} records: log {log_mb:.0f} MiB, Parquet {os.path.getsize(parquet) / 2**20:.0f} MiB "
+              f"(written in {time.perf_counter() - t:.1f} s)")
+        con = duckdb.connect()
+        register(con, "logs", logs)
+        con.sql(f"CREATE VIEW records AS SELECT * FROM read_parquet('{parquet}')")
+        queries = {
+            "all columns": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql("SELECT * FROM logs").to_arrow_table(),
+                ("DuckDB", "Parquet"): lambda: con.sql("SELECT * FROM records").to_arrow_table(),
+            },
+            "offset, timestamp": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).select("offset", "timestamp").collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select("offset", "timestamp").collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql('SELECT "offset", timestamp FROM logs').to_arrow_table(),
+                ("DuckDB", "Parquet"): lambda: con.sql('SELECT "offset", timestamp FROM records').to_arrow_table(),
+            },
+        }
+        results, verdicts = {}, []
+        print(f"{'query':18s} {'engine':7s} {'source':9s} {'best s':>8s} {'M rows/s':>9s}")
+        for query, runs in queries.items():
+            for (engine, source), call in runs.items():
+                call()                                  # warm: page cache, imports, plans
+                seconds = min(timeit.repeat(call, number=1, repeat=args.repeats))
+                results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds}
+                print(f"{query:18s} {engine:7s} {source:9s} {seconds:8.3f} {n / seconds / 1e6:9.2f}")
+            for engine in ("Polars", "DuckDB"):
+                ratio = results[f"{query} | {engine} | kafkarec"]["seconds"] / \
+                    results[f"{query} | {engine} | Parquet"]["seconds"]
+                verdict = "PASS" if ratio <= TARGET else "FAIL"
+                verdicts.append(verdict)
+                print(f"  {engine} over kafkarec / over Parquet: {ratio:.2f}x the time "
+                      f"(target <= {TARGET}x: {verdict})")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"records": n, "results": results}, fh, indent=2)
+        return 0 if all(v == "PASS" for v in verdicts) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Engines over the one Arrow stream reader (:class:`kafkarec.scan.LogScan`): each adapter turns its
+engine's projection, row limit and predicate on ``topic``, ``partition``, ``offset`` and
+``timestamp`` into the reader's columns, limit and :class:`kafkarec.scan.Bounds`, and leaves the
+rest of the predicate to the engine (docs/engines.md).
+
+* :mod:`kafkarec.engines.polars` -- ``scan_log``: a Polars LazyFrame (``register_io_source``);
+* :mod:`kafkarec.engines.duckdb` -- ``register`` / ``LogSource``: a DuckDB table whose filters
+  and projection reach the reader.
+* :mod:`kafkarec.engines.ray` -- ``read_log`` / ``KafkaLogDatasource``: a Ray Dataset whose read
+  tasks are the reader's pieces of work;
+* :mod:`kafkarec.engines.daft` -- ``read_log`` / ``KafkaLogSource``: a Daft DataFrame, one task per
+  piece of work.
+
+Each module imports its engine (``pip install "kafkarec[engines]"``); importing this package
+imports neither.
+"""

@@ -1,0 +1,215 @@
+"""Kafka logs as a Daft DataFrame: :class:`KafkaLogSource` (a Daft ``DataSource``) and :func:`read_log`.
+
+Each Daft task is one piece of work of :class:`kafkarec.scan.LogScan` (a byte range of one segment,
+:meth:`~kafkarec.scan.LogScan.pieces`), read by :meth:`~kafkarec.scan.LogScan.read_piece`.  Daft hands
+its pushdowns to :meth:`KafkaLogSource.get_tasks`:
+
+* ``columns``: only those columns (and those the filter reads) are decoded;
+* ``filters``: the conjuncts on ``topic``, ``partition``, ``offset`` and ``timestamp`` become the
+  scan's :class:`~kafkarec.scan.Bounds`, so segments and index ranges that cannot hold such records
+  are not read; Daft applies the whole filter to the rows after the scan, as for every source;
+* ``limit``: each task stops after that many rows, when the filter is exactly its bounds (no filter,
+  or one made only of such conjuncts; not in PERMISSIVE mode, whose error rows have no offset or
+  time) - otherwise the limit would count rows the filter may still drop.
+"""
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, List, Optional, Tuple
+
+from kafkarec._extras import require
+from kafkarec.engines import _bounds
+from kafkarec.scan import Bounds, LogScan
+
+_daft = require("daft")
+_recordbatch = require("daft.recordbatch")
+_source = require("daft.io.source")
+_visitor = require("daft.expressions.visitor")
+
+__all__ = ["KafkaLogSource", "read_log", "filter_bounds"]
+
+
+class KafkaLogSource(_source.DataSource):
+    """A Daft ``DataSource`` over Kafka logs: ``source`` and ``options`` as
+    :class:`kafkarec.scan.LogScan` takes them (``columns``, ``topics``, ``partitions``, ``bounds``,
+    ``limit``, ``isolation_level``, ``storage_options``, ``mode`` ...)."""
+
+    def __init__(self, source, **options):
+        self._scan = LogScan(source, **options)
+
+    @property
+    def name(self) -> str:
+        return "KafkaLogSource"
+
+    @property
+    def schema(self):
+        return _daft.Schema.from_pyarrow_schema(self._scan.schema)
+
+    def planned(self, pushdowns) -> LogScan:
+        """The scan that Daft's pushdowns narrow this source to."""
+        bounds, exact = (Bounds(), True) if pushdowns.filters is None else filter_bounds(pushdowns.filters)
+        columns = None
+        if pushdowns.columns is not None:
+            needed = set(pushdowns.columns)
+            if pushdowns.filters is not None:
+                needed |= _Columns().visit(pushdowns.filters)
+            # no column at all (a count): the offsets, cheapest to decode, carry the rows
+            columns = [c for c in self._scan.columns if c in needed] or ["offset"]
+        # PERMISSIVE's error rows have no offset or time: Daft's filter may drop rows the bounds keep
+        limit = pushdowns.limit if exact and self._scan.config.mode != "PERMISSIVE" else None
+        return self._scan.narrow(bounds=bounds, columns=columns, limit=limit)
+
+    async def get_tasks(self, pushdowns) -> AsyncIterator["KafkaLogTask"]:
+        scan = self.planned(pushdowns)
+        for piece in scan.pieces():
+            yield KafkaLogTask(scan, piece)
+
+
+class KafkaLogTask(_source.DataSourceTask):
+    """One piece of work of a :class:`~kafkarec.scan.LogScan`."""
+
+    def __init__(self, scan: LogScan, piece):
+        self._scan = scan
+        self._piece = piece
+
+    @property
+    def schema(self):
+        return _daft.Schema.from_pyarrow_schema(self._scan.schema)
+
+    async def read(self):
+        for rb in self._scan.read_piece(self._piece):
+            yield _recordbatch.RecordBatch.from_arrow_record_batches([rb], rb.schema)
+
+
+def read_log(source, **options) -> "_daft.DataFrame":
+    """A Daft DataFrame of the records of Kafka logs (see the module docstring); ``options`` as
+    :class:`kafkarec.scan.LogScan` takes them."""
+    return KafkaLogSource(source, **options).read()
+
+
+def filter_bounds(expr) -> Tuple[Bounds, bool]:
+    """The bounds of a Daft filter's top-level AND chain (its terms on ``topic``, ``partition``,
+    ``offset`` and ``timestamp``: :mod:`kafkarec.engines._bounds`), and whether they are the whole
+    filter (every term one of those)."""
+    terms = _Terms().visit(expr)
+    return _meet(t for t in terms if t is not None), None not in terms
+
+
+def _meet(terms) -> Bounds:
+    out = Bounds()
+    for term in terms:
+        out = out.intersect(term)
+    return out
+
+
+class _Operand(_visitor.ExpressionVisitor):
+    """``("col", name)``, ``("lit", value)`` or None for any other expression."""
+
+    def visit_col(self, name: str):
+        return ("col", name)
+
+    def visit_lit(self, value: Any):
+        return ("lit", value)
+
+    def visit_alias(self, expr, alias: str):
+        return None
+
+    def visit_cast(self, expr, dtype):
+        return None
+
+    def visit_function(self, name: str, args: list):
+        return None
+
+    def visit_coalesce(self, args: list):
+        return None
+
+
+class _Columns(_visitor.ExpressionVisitor):
+    """The columns an expression reads (Daft's own ``Pushdowns.filter_required_column_names`` fails
+    on ``is_in``, whose items come as a list)."""
+
+    def visit_col(self, name: str) -> set:
+        return {name}
+
+    def visit_lit(self, value: Any) -> set:
+        return set()
+
+    def visit_alias(self, expr, alias: str) -> set:
+        return self.visit(expr)
+
+    def visit_cast(self, expr, dtype) -> set:
+        return self.visit(expr)
+
+    def visit_function(self, name: str, args: list) -> set:
+        return set().union(*(self.visit(a) if not isinstance(a, list) else self.visit_function(name, a)
+                             for a in args))
+
+    def visit_coalesce(self, args: list) -> set:
+        return self.visit_function("coalesce", args)
+
+
+class _Terms(_visitor.ExpressionVisitor):
+    """The bounds of each term of a filter's top-level AND chain: a :class:`Bounds` that says exactly
+    what the term keeps, or None."""
+
+    def visit_and(self, left, right) -> List[Optional[Bounds]]:
+        return self.visit(left) + self.visit(right)
+
+    def visit_or(self, left, right):
+        return [_bounds.either(self._whole(left), self._whole(right))]
+
+    def _whole(self, expr) -> Optional[Bounds]:
+        terms = self.visit(expr)
+        return None if None in terms else _meet(terms)
+
+    def _compare(self, left, right, op: str):
+        a, b = _Operand().visit(left), _Operand().visit(right)
+        if a and b and a[0] == "lit" and b[0] == "col":
+            a, b, op = b, a, _bounds.flipped(op)
+        if not (a and b and a[0] == "col" and b[0] == "lit"):
+            return [None]
+        value = _bounds.python_constant(a[1], b[1])
+        return [None if value is None else _bounds.compared(a[1], op, value)]
+
+    def visit_equal(self, left, right):
+        return self._compare(left, right, "==")
+
+    def visit_less_than(self, left, right):
+        return self._compare(left, right, "<")
+
+    def visit_less_than_or_equal(self, left, right):
+        return self._compare(left, right, "<=")
+
+    def visit_greater_than(self, left, right):
+        return self._compare(left, right, ">")
+
+    def visit_greater_than_or_equal(self, left, right):
+        return self._compare(left, right, ">=")
+
+    def visit_between(self, expr, lower, upper):
+        return self._compare(expr, lower, ">=") + self._compare(expr, upper, "<=")
+
+    def visit_is_in(self, expr, items):
+        column = _Operand().visit(expr)
+        values = [_Operand().visit(i) for i in items]
+        if not (column and column[0] == "col" and all(v and v[0] == "lit" for v in values)):
+            return [None]
+        constants = [_bounds.python_constant(column[1], v[1]) for v in values]
+        return [None if None in constants else _bounds.members(column[1], constants)]
+
+    def visit_col(self, name: str):
+        return [None]
+
+    def visit_lit(self, value: Any):
+        return [None]
+
+    def visit_alias(self, expr, alias: str):
+        return [None]
+
+    def visit_cast(self, expr, dtype):
+        return [None]
+
+    def visit_function(self, name: str, args: list):
+        return [None]
+
+    def visit_coalesce(self, args: list):
+        return [None]

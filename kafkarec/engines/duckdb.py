@@ -1,0 +1,123 @@
+"""DuckDB over Kafka logs: :func:`register` puts a log dir under a table name whose filters on
+``topic``, ``partition``, ``offset`` and ``timestamp`` and whose projection reach
+:class:`kafkarec.scan.LogScan`, so ``WHERE "offset" BETWEEN ...`` or ``WHERE timestamp >= ...``
+reads only the segments (and the part of a segment) that can hold such records.
+
+    >>> import duckdb
+    >>> from kafkarec.engines.duckdb import register
+    >>> con = duckdb.connect()
+    >>> register(con, "logs", "/var/lib/kafka/data")                        # doctest: +SKIP
+    >>> con.sql('SELECT count(*) FROM logs WHERE "offset" BETWEEN 1000 AND 1999').fetchall()  # doctest: +SKIP
+
+How it reaches DuckDB (docs/engines.md says why this way): duckdb 2.0's Arrow scan speaks to every
+Python object through a *source* (``duckdb._sources``): ``adapt`` keeps an object that already is
+one, asks it ``accepts(predicate)`` for each filter, with the predicate as DuckDB's typed tree
+(``Binary``/``In``/``Col``/``Lit``, a constant already of the column's type), and then
+``stream(columns, filters)`` with the column indexes the query reads and the filters it accepted.
+:class:`LogSource` accepts a filter when :mod:`kafkarec.engines._bounds` says it exactly as
+:class:`~kafkarec.scan.Bounds` (the reader then applies it exactly, so DuckDB does not apply it
+again) and refuses the rest, which DuckDB applies itself.  DuckDB's own pyarrow Dataset path would
+hand a ``pyarrow.compute.Expression`` instead, which has no public tree to read bounds from, and
+asks for a Dataset subclass whose other methods crash without a C++ dataset behind them.
+
+``timestamp`` is DuckDB's ``TIMESTAMP`` (microseconds) here, not the reader's milliseconds: a
+``TIMESTAMP`` constant against a ``TIMESTAMP_MS`` column makes DuckDB cast the column, and a
+filter on a cast column is never offered to the source.  ``offset`` is a keyword in DuckDB's SQL:
+write it ``"offset"``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from kafkarec._extras import require
+from kafkarec.engines import _bounds
+from kafkarec.scan import Bounds, LogScan
+
+_sources = require("duckdb._sources")
+pa = require("pyarrow")
+
+__all__ = ["LogSource", "register"]
+
+#: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
+_CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP"}
+
+
+def register(con, name: str, source, **options) -> "LogSource":
+    """Register the records of ``source`` (a log dir, partition folder, segment files or URI) on
+    the DuckDB connection ``con`` as the table ``name``; ``options`` are
+    :class:`kafkarec.scan.LogScan`'s.  Returns the :class:`LogSource` (a Python variable holding it
+    is a table name to DuckDB too)."""
+    log_source = LogSource(LogScan(source, **options))
+    con.register(name, log_source)
+    return log_source
+
+
+class LogSource(_sources.ArrowScanSource):
+    """A :class:`kafkarec.scan.LogScan` as a DuckDB Arrow scan source (see the module docstring)."""
+
+    schema_is_stable = True
+
+    def __init__(self, scan: LogScan):
+        super().__init__(scan)
+        self.scan = scan
+        self.schema = pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f
+                                 for f in scan.schema])
+        self._exact = scan.config.mode != "PERMISSIVE"   # an error row has no offset for a bound to keep
+
+    def __arrow_c_schema__(self):
+        return self.schema.__arrow_c_schema__()
+
+    def accepts(self, predicate) -> bool:
+        return self._exact and _predicate_bounds(predicate) is not None
+
+    def stream(self, columns: Optional[Sequence[int]], filters):
+        bounds = Bounds()
+        for predicate in filters:
+            bounds = bounds.intersect(_predicate_bounds(predicate))
+        # no column at all (a count): every column, as DuckDB then takes the row count from them
+        names = [self.schema.names[i] for i in columns] if columns else None
+        narrowed = self.scan.narrow(bounds=bounds, columns=names)
+        return self._reader(narrowed).__arrow_c_stream__(), names is not None
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """Every record, every column (what DuckDB's registration checks an Arrow object by)."""
+        return self._reader(self.scan).__arrow_c_stream__(requested_schema)
+
+    def _reader(self, scan: LogScan):
+        schema = pa.schema([self.schema.field(name) for name in scan.schema.names])
+        return pa.RecordBatchReader.from_batches(schema, (rb.cast(schema) for rb in scan))
+
+
+def _predicate_bounds(node) -> Optional[Bounds]:
+    """Bounds saying DuckDB's predicate tree ``node`` exactly, or None."""
+    if isinstance(node, _sources.nodes.Binary):
+        if node.op in ("AND", "OR"):
+            left, right = _predicate_bounds(node.left), _predicate_bounds(node.right)
+            if node.op == "OR":
+                return _bounds.either(left, right)
+            return None if left is None or right is None else left.intersect(right)
+        column = _column(node.left)
+        if column is None or not isinstance(node.right, _sources.nodes.Lit):
+            return None
+        value = _value(node.right, column)
+        return None if value is None else _bounds.compared(column, "==" if node.op == "=" else node.op, value)
+    if isinstance(node, _sources.nodes.In):
+        column = _column(node.operand)
+        if column is None:
+            return None
+        values = [_value(v, column) if isinstance(v, _sources.nodes.Lit) else None for v in node.values]
+        return None if None in values else _bounds.members(column, values)
+    return None
+
+
+def _column(node) -> Optional[str]:
+    if isinstance(node, _sources.nodes.Col) and len(node.parts) == 1 and node.parts[0] in _CONSTANT_TYPES:
+        return node.parts[0]
+    return None
+
+
+def _value(constant, column: str):
+    """A constant as :mod:`kafkarec.engines._bounds` takes it (timestamps: exact milliseconds)."""
+    if constant.type != _CONSTANT_TYPES[column] or not _sources.nodes.exact_value(constant):
+        return None
+    return _bounds.python_constant(column, constant.value)

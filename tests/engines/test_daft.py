@@ -1,0 +1,111 @@
+"""kafkarec.engines.daft: a Daft DataSource over the one Arrow stream reader (issue 42, item 4), on
+Daft's local runner.
+
+The rows are LogScan's and Kafka's consumer's on the session broker's topics (every codec,
+transactions both isolation levels, compaction, headers); Daft's filters, projections and limits give
+the rows of filtering the full read, a filter on a column the reader cannot push down too; Daft's
+pushdowns become the scan's bounds, columns and limit where that is exact; a 1% slice by offset and
+by time reads at most 2% of the partition's segment bytes; a damaged segment raises the reader's
+error through Daft.
+"""
+import datetime
+
+import pytest
+
+from kafkarec.scan import Bounds, LogScan
+from support.engine_logs import T0, rows, segment_bytes_read
+
+pytestmark = pytest.mark.slow
+
+
+def _at(ms) -> datetime.datetime:
+    """A time as Daft compares it with the column: naive, as its timestamp[ms]."""
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_rows_equal_logscan_and_consumer(kafka_broker, broker_data, stopped_log_dir, isolation):
+    import produce
+    from kafkarec.engines.daft import read_log
+    topics = broker_data.data_topics()
+    want = produce.consume(kafka_broker.bootstrap, topics, isolation)
+    assert len(want) > 4000
+    assert rows(LogScan(stopped_log_dir, topics=topics, isolation_level=isolation).to_table()) == want
+    assert rows(read_log(stopped_log_dir, topics=topics, isolation_level=isolation).to_arrow()) == want
+
+
+def test_pushdowns_become_bounds_columns_and_limit(log_root):
+    """Each of Daft's pushdowns: bounds from the terms on topic, partition, offset and timestamp (a
+    time to the millisecond the column holds), the columns the filter reads decoded too, and the limit
+    only where the bounds are the whole filter."""
+    from daft import col
+    from daft.io.pushdowns import Pushdowns
+    from kafkarec.engines.daft import KafkaLogSource
+    source = KafkaLogSource(log_root)
+    exact = (col("offset").between(10, 19) & col("partition").is_in([0, 3]) & (col("timestamp") > _at(T0 + 100.5))
+             & ((col("topic") == "a") | (col("topic") == "b")))
+    scan = source.planned(Pushdowns(filters=exact, columns=["key"], limit=5))
+    assert scan.bounds == Bounds.of(topics=["a", "b"], partitions=[0, 3], offsets=(10, 20),
+                                    timestamps=(T0 + 101, None))
+    assert (scan.columns, scan.limit) == (["key", "topic", "partition", "offset", "timestamp"], 5)
+    loose = (col("offset") < 50) & col("value").not_null()
+    scan = source.planned(Pushdowns(filters=loose, columns=["offset"], limit=5))
+    assert (scan.bounds, scan.columns, scan.limit) == (Bounds.of(offsets=(None, 50)), ["value", "offset"], None)
+    aware = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    assert source.planned(Pushdowns(filters=col("timestamp") >= aware)).bounds == Bounds()
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_filters_projection_and_limit(log_root, isolation):
+    """Queries through Daft against filtering the full read: pushed terms, terms the reader cannot
+    bound, projections and limits."""
+    import daft
+    from daft import col
+    from kafkarec.engines.daft import read_log
+    full = daft.from_arrow(LogScan(log_root, isolation_level=isolation).to_table())
+    df = read_log(log_root, isolation_level=isolation)
+    predicates = [
+        col("offset").between(3, 40) & col("topic").is_in(["web-clicks", "payments"]),
+        (col("partition") == 1) | (col("partition") == 2),
+        col("timestamp") > _at(T0 + 5.5),
+        (col("offset") < 4) | (col("offset") > 30),
+        (col("offset") % 7 == 0) & col("value").not_null() & (col("offset") >= 2),
+    ]
+    for predicate in predicates:
+        assert rows(df.where(predicate).to_arrow()) == rows(full.where(predicate).to_arrow()), predicate
+    assert df.count_rows() == len(full)
+    got = df.where(col("offset") >= 3).select("offset", "topic").limit(5).to_pydict()
+    assert list(got) == ["offset", "topic"] and len(got["offset"]) == 5 and min(got["offset"]) >= 3
+
+
+@pytest.mark.parametrize("by", ["offset", "time"])
+def test_one_percent_slice_reads_at_most_two_percent(long_log, by):
+    from daft import col
+    from kafkarec.engines.daft import read_log
+    root, folder = long_log
+    if by == "offset":
+        predicate = col("offset").between(9_000, 9_199)
+    else:
+        predicate = col("timestamp") >= _at(T0 + 19_800)
+    got, read, total = segment_bytes_read(folder, lambda: read_log(root).where(predicate).select("offset").to_pydict())
+    assert len(got["offset"]) == 200
+    assert 0 < read <= 0.02 * total, (read, total)
+
+
+def test_a_damaged_segment_gives_the_readers_error(damaged):
+    """Daft 0.7.26 does not pass a source's exception object through: it raises its own
+    DaftCoreException carrying the reader's error, type, file, byte and reason, word for word.
+    PERMISSIVE gives the reader's error rows instead."""
+    from daft import col
+    from daft.exceptions import DaftCoreException
+    from kafkarec.engines.daft import read_log
+    from kafkarec.scan import CORRUPT_COLUMN
+    root, error = damaged
+    with pytest.raises(DaftCoreException) as got:
+        read_log(root).collect()
+    assert f"{type(error).__name__}: {error}" in str(got.value)
+    want = LogScan(root, mode="PERMISSIVE").to_table()
+    errors = read_log(root, mode="PERMISSIVE").where(col(CORRUPT_COLUMN).not_null()).to_pydict()
+    assert sorted(errors[CORRUPT_COLUMN]) == sorted(e for e in want.column(CORRUPT_COLUMN).to_pylist() if e)
+    assert errors[CORRUPT_COLUMN]

@@ -1,0 +1,101 @@
+"""kafkarec.engines.duckdb: SQL over the one Arrow stream reader (issue 42, item 3).
+
+The yardstick is :class:`kafkarec.scan.LogScan` itself (the Kafka consumer's rows are compared on the
+session broker's topics in tests/broker/test_broker_engines.py) and DuckDB filtering the full read.
+"""
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+
+from support.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
+from kafkarec.engines.duckdb import LogSource, register  # noqa: E402
+from kafkarec.scan import LogScan  # noqa: E402
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+
+def _time(ms: int) -> str:
+    return f"epoch_ms({ms})::TIMESTAMP"
+
+
+@pytest.mark.parametrize("isolation_level", ISOLATION_LEVELS)
+def test_the_same_rows_as_the_reader_pushed_or_plainly_registered(log_root, isolation_level):
+    want = rows(LogScan(log_root, isolation_level=isolation_level).to_table())
+    assert len(want) > 100
+    con = duckdb.connect()
+    register(con, "logs", log_root, isolation_level=isolation_level)
+    assert rows(con.sql("SELECT * FROM logs").to_arrow_table()) == want
+    con.register("plain", LogScan(log_root, isolation_level=isolation_level))   # the Arrow stream alone
+    assert rows(con.sql("SELECT * FROM plain").to_arrow_table()) == want
+
+
+WHERE = [
+    "\"offset\" BETWEEN 3 AND 40 AND topic IN ('web-clicks', 'payments')",
+    "partition = 1 OR partition = 2",
+    f"timestamp >= {_time(T0 + 5)}",
+    "timestamp >= TIMESTAMP '2023-11-14 22:13:20.005'",
+    "timestamp < '2023-11-14 22:13:20.0105'",
+    "\"offset\" < 4 OR \"offset\" > 30",                             # a union of ranges: DuckDB filters
+    "contains(value::VARCHAR, '7') AND \"offset\" >= 2",            # a column the reader cannot push
+    "NOT (\"offset\" >= 10)",
+    "key IS NULL OR \"offset\" = 7",
+    "\"offset\" IN (1, 5, 9) AND partition IN (0, 2)",
+]
+
+
+@pytest.mark.parametrize("isolation_level", ISOLATION_LEVELS)
+def test_pushed_and_unpushed_filters_give_the_rows_of_filtering_the_full_read(log_root, isolation_level):
+    con = duckdb.connect()
+    register(con, "logs", log_root, isolation_level=isolation_level)
+    everything = LogScan(log_root, isolation_level=isolation_level).to_table()   # noqa: F841 (DuckDB reads it)
+    for where in WHERE:
+        got = rows(con.sql(f"SELECT * FROM logs WHERE {where}").to_arrow_table())
+        want = rows(con.sql(f"SELECT * FROM everything WHERE {where}").to_arrow_table())
+        assert got == want, where
+
+
+def test_which_filters_the_source_takes(log_root):
+    """DuckDB offers each filter to the source; those the reader applies exactly are taken (DuckDB
+    does not apply them again), the rest DuckDB applies itself."""
+    from duckdb._sources.nodes import Binary, Col, In, Lit
+    import datetime
+    source = LogSource(LogScan(log_root))
+    offset, topic, ts = Col(("offset",)), Col(("topic",)), Col(("timestamp",))
+    assert source.accepts(Binary("AND", Binary(">=", offset, Lit(10, "BIGINT")), Binary("<=", offset, Lit(20, "BIGINT"))))
+    assert source.accepts(In(topic, [Lit("a", "VARCHAR"), Lit("b", "VARCHAR")]))
+    assert source.accepts(Binary(">=", ts, Lit(datetime.datetime(2026, 1, 1, 0, 0, 0, 1500), "TIMESTAMP")))
+    assert not source.accepts(Binary("OR", Binary("<", offset, Lit(3, "BIGINT")), Binary(">", offset, Lit(9, "BIGINT"))))
+    assert not source.accepts(Binary("!=", offset, Lit(3, "BIGINT")))
+    assert not source.accepts(Binary("=", Col(("key",)), Lit(b"k", "BLOB")))
+    permissive = LogSource(LogScan(log_root, mode="PERMISSIVE"))      # error rows have no offset
+    assert not permissive.accepts(Binary(">=", offset, Lit(10, "BIGINT")))
+
+
+def test_projection_and_limit(log_root):
+    con = duckdb.connect()
+    register(con, "logs", log_root)
+    got = con.sql("SELECT \"offset\", topic FROM logs LIMIT 5").to_arrow_table()
+    assert got.column_names == ["offset", "topic"] and got.num_rows == 5
+    assert con.sql("SELECT count(*) FROM logs").fetchall() == [(LogScan(log_root).to_table().num_rows,)]
+
+
+@pytest.mark.parametrize("where", ['"offset" BETWEEN 9000 AND 9199', f"timestamp >= {_time(T0 + 19_800)}",
+                                   "timestamp >= TIMESTAMP '2023-11-14 22:13:39.800'"])
+def test_a_one_percent_slice_reads_at_most_two_percent_of_the_segment_bytes(long_log, where):
+    root, folder = long_log
+    con = duckdb.connect()
+    register(con, "logs", root)
+    got, read, total = segment_bytes_read(
+        folder, lambda: con.sql(f'SELECT "offset", value FROM logs WHERE {where}').fetchall())
+    assert len(got) == 200
+    assert 0 < read <= 0.02 * total, (read, total)
+
+
+def test_a_damaged_segment_gives_the_readers_error(damaged):
+    """DuckDB reports a failing Arrow stream as its own error; its text is kafkarec's."""
+    root, error = damaged
+    con = duckdb.connect()
+    register(con, "logs", root)
+    with pytest.raises(duckdb.Error) as got:
+        con.sql("SELECT * FROM logs").fetchall()
+    assert str(error) in str(got.value)

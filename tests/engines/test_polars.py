@@ -1,0 +1,120 @@
+"""kafkarec.engines.polars: a LazyFrame over the one Arrow stream reader (issue 42, item 2).
+
+The yardstick is :class:`kafkarec.scan.LogScan` itself (the Kafka consumer's rows are compared on the
+session broker's topics in tests/broker/test_broker_engines.py) and Polars filtering the full read.
+"""
+import datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+pl = pytest.importorskip("polars")
+
+from support.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
+from kafkarec.engines.polars import predicate_bounds, scan_log  # noqa: E402
+from kafkarec.scan import Bounds, LogScan  # noqa: E402
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+SCHEMA = pl.Schema({"topic": pl.String, "partition": pl.Int32, "offset": pl.Int64,
+                    "timestamp": pl.Datetime("ms"), "value": pl.Binary})
+
+
+def _at(ms: int) -> datetime.datetime:
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+
+
+@pytest.mark.parametrize("isolation_level", ISOLATION_LEVELS)
+def test_the_same_rows_as_the_reader(log_root, isolation_level):
+    want = rows(LogScan(log_root, isolation_level=isolation_level).to_table())
+    assert len(want) > 100
+    assert rows(scan_log(log_root, isolation_level=isolation_level).collect()) == want
+
+
+@pytest.mark.parametrize("isolation_level", ISOLATION_LEVELS)
+def test_pushed_and_unpushed_filters_give_the_rows_of_filtering_the_full_read(log_root, isolation_level):
+    full = pl.from_arrow(LogScan(log_root, isolation_level=isolation_level).to_table())
+    lf = scan_log(log_root, isolation_level=isolation_level)
+    predicates = [
+        pl.col("offset").is_between(3, 40) & pl.col("topic").is_in(["web-clicks", "payments"]),
+        (pl.col("partition") == 1) | (pl.col("partition") == 2),
+        pl.col("timestamp") >= _at(T0 + 5),
+        (pl.col("offset") < 4) | (pl.col("offset") > 30),                 # a union of ranges: not pushed
+        pl.col("value").bin.contains(b"7") & (pl.col("offset") >= 2),      # a column the reader cannot push
+        ~(pl.col("offset") >= 10),
+        pl.col("key").is_null() | (pl.col("offset") == 7),
+    ]
+    for predicate in predicates:
+        assert rows(lf.filter(predicate).collect()) == rows(full.filter(predicate)), predicate
+
+
+def test_projection_and_row_limit(log_root):
+    lf = scan_log(log_root)
+    got = lf.select("offset", "topic").head(5).collect()
+    assert got.columns == ["offset", "topic"] and got.height == 5
+    filtered = lf.filter(pl.col("value").bin.contains(b"1")).head(3).collect()
+    assert filtered.height == 3 and all(b"1" in v for v in filtered["value"])
+    small = scan_log(log_root).filter(pl.col("topic") == "web-clicks").collect(engine="streaming")
+    assert set(small["topic"]) == {"web-clicks"}
+
+
+@pytest.mark.parametrize("predicate,bounds,rest", [
+    (pl.col("offset").is_between(10, 20), Bounds.of(offsets=(10, 21)), False),
+    (pl.col("offset").is_between(10, 20, closed="none"), Bounds.of(offsets=(11, 20)), False),
+    ((pl.col("offset") > 5) & (pl.col("offset") <= 9), Bounds.of(offsets=(6, 10)), False),
+    (pl.lit(5) < pl.col("offset"), Bounds.of(offsets=(6, None)), False),
+    (pl.col("offset") == 7, Bounds.of(offsets=(7, 8)), False),
+    (pl.col("topic").is_in(["a", "b"]) & (pl.col("partition") == 3),
+     Bounds.of(topics=["a", "b"], partitions=[3]), False),
+    ((pl.col("topic") == "a") | (pl.col("topic") == "b"), Bounds.of(topics=["a", "b"]), False),
+    (pl.col("timestamp") >= datetime.datetime(2026, 1, 1), Bounds.of(timestamps=(1767225600000, None)), False),
+    (pl.col("timestamp") < datetime.datetime(2026, 1, 1, 0, 0, 0, 1500),
+     Bounds.of(timestamps=(None, 1767225600002)), False),
+    (pl.col("timestamp") >= datetime.date(2026, 1, 1), Bounds.of(timestamps=(1767225600000, None)), False),
+    ((pl.col("offset") >= 3) & pl.col("value").bin.contains(b"x"), Bounds.of(offsets=(3, None)), True),
+    ((pl.col("offset") < 3) | (pl.col("offset") > 9), Bounds(), True),
+    ((pl.col("topic") == "a") | (pl.col("partition") == 1), Bounds(), True),
+    (pl.col("offset") != 3, Bounds(), True),
+])
+def test_predicate_bounds(predicate, bounds, rest):
+    """Conjuncts become exact bounds, read from Polars' serialized expression tree; the rest stays."""
+    got, residual = predicate_bounds(predicate, SCHEMA)
+    assert got == bounds
+    assert (residual is not None) == rest
+
+
+def test_a_time_zone_other_than_the_columns_is_left_to_polars():
+    aware = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    bounds, residual = predicate_bounds(pl.col("timestamp") >= aware, SCHEMA)
+    assert bounds == Bounds() and residual is not None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lo=st.integers(-5, 20_100), span=st.integers(0, 400), ts_lo=st.integers(-5, 20_100),
+       closed=st.sampled_from(["both", "left", "right", "none"]))
+def test_random_bounds_read_what_filtering_the_full_read_keeps(long_log, lo, span, ts_lo, closed):
+    root, _ = long_log
+    predicate = pl.col("offset").is_between(lo, lo + span, closed=closed) & (pl.col("timestamp") >= _at(T0 + ts_lo))
+    got = scan_log(root).filter(predicate).select("offset").collect()["offset"].to_list()
+    want = [o for o in range(20_000) if o >= ts_lo and (lo < o if closed in ("right", "none") else lo <= o)
+            and (o < lo + span if closed in ("left", "none") else o <= lo + span)]
+    assert got == want
+
+
+@pytest.mark.parametrize("by", ["offset", "time"])
+def test_a_one_percent_slice_reads_at_most_two_percent_of_the_segment_bytes(long_log, by):
+    root, folder = long_log
+    if by == "offset":
+        predicate = pl.col("offset").is_between(9_000, 9_199)
+    else:
+        predicate = pl.col("timestamp") >= _at(T0 + 19_800)
+    got, read, total = segment_bytes_read(folder, lambda: scan_log(root).filter(predicate).collect())
+    assert got.height == 200
+    assert 0 < read <= 0.02 * total, (read, total)
+
+
+def test_a_damaged_segment_gives_the_readers_error(damaged):
+    """Polars passes the source's exception through: kafkarec's own, with the file, byte and reason."""
+    root, error = damaged
+    with pytest.raises(type(error)) as got:
+        scan_log(root).collect()
+    assert str(got.value) == str(error)

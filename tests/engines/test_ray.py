@@ -1,0 +1,140 @@
+"""kafkarec.engines.ray: a Ray Datasource over the one Arrow stream reader (issue 42, item 4), on a
+real local Ray: one ``ray.init`` for the module (2 CPUs, no dashboard; its start time is printed),
+shut down at its end.
+
+The rows are LogScan's and Kafka's consumer's on the session broker's topics (every codec,
+transactions both isolation levels, compaction, headers); Ray's filter expressions, projections and
+limits give the rows of filtering the full read, a filter on a column the reader cannot push down
+too; a 1% slice by offset and by time reads at most 2% of the partition's segment bytes, counted in
+Ray's worker processes; a damaged segment raises the reader's error through Ray.
+"""
+import datetime
+import time
+from typing import NamedTuple
+
+import pytest
+
+from kafkarec.log import storage
+from kafkarec.scan import Bounds, LogScan
+from support.engine_logs import T0, rows
+from support.worker_bytes import segment_bytes_read_by_workers
+
+pytestmark = pytest.mark.slow
+
+
+class RayLocal(NamedTuple):
+    counts: str         # the folder Ray's workers count the bytes they read into
+    started_s: float
+
+
+@pytest.fixture(scope="module")
+def ray_local(tmp_path_factory):
+    import logging
+
+    import ray
+    counts = str(tmp_path_factory.mktemp("ray-bytes-read"))
+    t0 = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {storage.BYTES_READ_ENV: counts}})
+    started = time.perf_counter() - t0
+    print(f"ray.init: {started:.1f} s")
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    try:
+        yield RayLocal(counts, started)
+    finally:
+        ray.shutdown()
+
+
+def _table(ds):
+    import pyarrow as pa
+    import ray
+    # a task that found no rows gives an empty block without columns
+    return pa.concat_tables([t for t in ray.get(ds.to_arrow_refs()) if t.num_columns])
+
+
+def _at(ms) -> datetime.datetime:
+    """A time as Ray's literals compare with the column: naive, as its timestamp[ms]."""
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_rows_equal_logscan_and_consumer(ray_local, kafka_broker, broker_data, stopped_log_dir, isolation):
+    import produce
+    from kafkarec.engines.ray import read_log
+    topics = broker_data.data_topics()
+    want = produce.consume(kafka_broker.bootstrap, topics, isolation)
+    assert len(want) > 4000
+    assert rows(LogScan(stopped_log_dir, topics=topics, isolation_level=isolation).to_table()) == want
+    assert rows(_table(read_log(stopped_log_dir, topics=topics, isolation_level=isolation))) == want
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_filters_projection_and_limit(ray_local, log_root, isolation):
+    """Pushed terms, terms Ray pushes but the reader cannot bound (applied to each block), a
+    projection in its own order and a limit: the rows of filtering the full read."""
+    import pyarrow as pa
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import read_log
+    full = LogScan(log_root, isolation_level=isolation).to_table()
+    ds = read_log(log_root, isolation_level=isolation)
+    offsets, ts = full.column("offset").to_pylist(), full.column("timestamp").cast(pa.int64()).to_pylist()
+    topics, parts = full.column("topic").to_pylist(), full.column("partition").to_pylist()
+    values = full.column("value").to_pylist()
+    cases = [
+        ((col("offset") >= 3) & (col("offset") <= 40) & col("topic").is_in(["web-clicks", "payments"]),
+         lambda i: 3 <= offsets[i] <= 40 and topics[i] in ("web-clicks", "payments")),
+        ((col("partition") == 1) | (col("partition") == 2), lambda i: parts[i] in (1, 2)),
+        (col("timestamp") > _at(T0 + 5.5), lambda i: ts[i] > T0 + 5),
+        ((col("offset") < 4) | (col("offset") > 30), lambda i: offsets[i] < 4 or offsets[i] > 30),
+        ((col("offset") % 7 == 0) & col("value").is_not_null() & (col("offset") >= 2),
+         lambda i: offsets[i] % 7 == 0 and values[i] is not None and offsets[i] >= 2),
+    ]
+    for predicate, keep in cases:
+        want = sorted((topics[i], parts[i], offsets[i]) for i in range(full.num_rows) if keep(i))
+        got = _table(ds.filter(expr=predicate).select_columns(["offset", "partition", "topic"]))
+        assert got.column_names == ["offset", "partition", "topic"]
+        assert sorted(zip(got["topic"].to_pylist(), got["partition"].to_pylist(),
+                          got["offset"].to_pylist())) == want, predicate
+    assert _table(ds.select_columns(["offset"]).limit(25)).num_rows == 25
+    assert ds.count() == full.num_rows          # no column pushed: the rows still counted
+
+
+def test_predicate_bounds():
+    """What Ray's pushed expression becomes: the terms on the four columns, a time to the ms."""
+    from ray.data.expressions import col, lit
+    from kafkarec.engines.ray import predicate_bounds
+    at = datetime.datetime(2026, 1, 1, 0, 0, 0, 1500)
+    assert predicate_bounds((col("offset") >= 10) & (lit(20) > col("offset")) & (col("partition") == 3)
+                            & col("topic").is_in(["a", "b"]) & (col("timestamp") < at)) == Bounds.of(
+        topics=["a", "b"], partitions=[3], offsets=(10, 20), timestamps=(None, 1767225600002))
+    assert predicate_bounds((col("offset") > 5) & col("value").is_not_null()) == Bounds.of(offsets=(6, None))
+    aware = at.replace(tzinfo=datetime.timezone.utc)
+    assert predicate_bounds((col("offset") < 3) | (col("offset") > 9)) == Bounds()
+    assert predicate_bounds(col("timestamp") >= aware) == Bounds()
+
+
+@pytest.mark.parametrize("by", ["offset", "time"])
+def test_one_percent_slice_reads_at_most_two_percent(ray_local, long_log, by):
+    """The bytes Ray's workers read, counted through the storage layer in each worker process."""
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import read_log
+    root, folder = long_log
+    if by == "offset":
+        predicate = (col("offset") >= 9_000) & (col("offset") < 9_200)
+    else:
+        predicate = col("timestamp") >= _at(T0 + 19_800)
+    got, read, total = segment_bytes_read_by_workers(
+        ray_local.counts, folder, lambda: _table(read_log(root).filter(expr=predicate).select_columns(["offset"])))
+    assert got.num_rows == 200
+    assert 0 < read <= 0.02 * total, (read, total)
+
+
+def test_a_damaged_segment_gives_the_readers_error(ray_local, damaged):
+    """The reader's exception out of Ray's worker: kafkarec's own type, the file, byte and reason."""
+    from kafkarec.engines.ray import read_log
+    root, error = damaged
+    with pytest.raises(type(error)) as got:
+        _table(read_log(root))
+    assert str(error) in str(got.value)
