@@ -299,6 +299,8 @@ class BackfillError(KafkaRecError, ValueError):
 
 def _rebuild_backfill(cls, table, reason, topic, partition):
     return cls(table, reason, topic=topic, partition=partition)
+
+
 # --- the log reader (kafkarec.scan) -------------------------------------------
 
 class MalformedBatchError(KafkaRecError, ValueError):
