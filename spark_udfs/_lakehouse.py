@@ -144,8 +144,8 @@ def _value_type(spark_type):
     from pyspark.sql import types as T
     if not isinstance(spark_type, T.StructType):
         return None
-    from pyspark.sql.pandas.types import to_arrow_type
-    return to_arrow_type(spark_type)
+    from spark_udfs._schema import arrow_type_for
+    return arrow_type_for(spark_type)
 
 
 def _spark_schema(arrow_schema):
@@ -162,12 +162,13 @@ def backfill_iceberg(spark, log_uri=None, table: Optional[str] = None, *,
     table's history records are not written again; a different range over a recorded one raises
     :class:`kafkarec.errors.BackfillError`.  Returns {(topic, partition):
     :class:`kafkarec.lakehouse.backfill.PartitionSummary`}."""
-    from kafkarec.lakehouse import backfill as python_writer
+    from kafkarec.lakehouse.backfill import (PartitionSummary, iceberg_ranges_to_write,
+                                             iceberg_summary_properties)
     spec = spec or backfill_spec(log_uri, table=table, **kw)
     if spec.table is None:
         raise UsageError("backfill_iceberg: no table (catalog.namespace.table)")
     exists = spark.catalog.tableExists(spec.table)
-    todo, summary = python_writer.iceberg_ranges_to_write(
+    todo, summary = iceberg_ranges_to_write(
         spec.table, _snapshot_summaries(spark, spec.table) if exists else [], spec.points)
     if not todo:
         return dict(sorted(summary.items()))
@@ -175,15 +176,14 @@ def backfill_iceberg(spark, log_uri=None, table: Optional[str] = None, *,
     frame = backfill_frame(spark, spec=spec)
     if not exists:
         _create_table(spark, spec.table, frame.schema, spec.layout)
-    props = python_writer.iceberg_summary_properties(todo)
+    props = iceberg_summary_properties(todo)
     writer = frame.writeTo(spec.table)
     for k, v in props.items():
         writer = writer.option(f"snapshot-property.{k}", v)
     writer.append()
     rows = _rows_written(spark, spec, props)
     for key, point in todo.items():
-        summary[key] = python_writer.PartitionSummary(key[0], key[1], point.start, point.end,
-                                                      rows.get(key, 0), "written")
+        summary[key] = PartitionSummary(key[0], key[1], point.start, point.end, rows.get(key, 0), "written")
     return dict(sorted(summary.items()))
 
 
@@ -207,6 +207,7 @@ def _create_table(spark, table: str, schema, layout) -> None:
                              f"Spark DDL here (known: {', '.join(_TRANSFORMS)})")
         parts.append(template.format(col=".".join(_quote(n) for n in field.source)))
     partitioned = f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {table.rsplit('.', 1)[0]}")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING iceberg{partitioned}")
 
 
