@@ -170,6 +170,9 @@ def backfill_iceberg(spark, log_uri=None, table: Optional[str] = None, *,
     exists = spark.catalog.tableExists(spec.table)
     todo, summary = iceberg_ranges_to_write(
         spec.table, _snapshot_summaries(spark, spec.table) if exists else [], spec.points)
+    for (topic, partition), point in spec.points.items():
+        if (topic, partition) not in todo and (topic, partition) not in summary:
+            summary[(topic, partition)] = PartitionSummary(topic, partition, point.start, point.end, 0, "empty")
     if not todo:
         return dict(sorted(summary.items()))
     spec = dataclasses.replace(spec, points=todo)
@@ -183,7 +186,8 @@ def backfill_iceberg(spark, log_uri=None, table: Optional[str] = None, *,
     writer.append()
     rows = _rows_written(spark, spec, props)
     for key, point in todo.items():
-        summary[key] = PartitionSummary(key[0], key[1], point.start, point.end, rows.get(key, 0), "written")
+        n = rows.get(key, 0)
+        summary[key] = PartitionSummary(key[0], key[1], point.start, point.end, n, "written" if n else "empty")
     return dict(sorted(summary.items()))
 
 
