@@ -241,8 +241,9 @@ def _rows_written(spark, spec: BackfillSpec, props: dict) -> dict:
     ours = next(s for s in snaps if all((s["summary"] or {}).get(k) == v for k, v in props.items()))
     reader = spark.read.format("iceberg")
     if ours["parent_id"] is None:
-        reader = reader.option("snapshot-id", ours["snapshot_id"])
+        reader = reader.option("versionAsOf", ours["snapshot_id"])
     else:
+        # an incremental read: the rows appended after the parent, up to ours
         reader = (reader.option("start-snapshot-id", ours["parent_id"])
                   .option("end-snapshot-id", ours["snapshot_id"]))
     lay = spec.layout

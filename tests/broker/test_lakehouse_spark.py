@@ -26,10 +26,14 @@ from support.versions import LAKEHOUSE_PYSPARK
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "lakehouse_spark_job.py")
 TOPICS = ["txn", "compacted"]
-#: (table, layout, topics): through spark-submit, then through Spark Connect
-SUBMIT_WRITES = [("lake.db.connect_sink", "iceberg-kafka-connect", TOPICS),
+#: (table, layout, topics) in order: through spark-submit (the second write appends to the table
+#: the first created), then through Spark Connect
+SUBMIT_WRITES = [("lake.db.connect_sink", "iceberg-kafka-connect", ["txn"]),
+                 ("lake.db.connect_sink", "iceberg-kafka-connect", ["compacted"]),
                  ("lake.db.redpanda_txn", "redpanda", ["txn"])]
 CONNECT_WRITES = [("lake.db.automq_txn", "automq", ["txn"])]
+#: (table, layout, topics) of each table written
+TABLES = [("lake.db.connect_sink", "iceberg-kafka-connect", TOPICS), SUBMIT_WRITES[2], CONNECT_WRITES[0]]
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +131,7 @@ def _b64(value):
     return None if value is None else base64.b64encode(value).decode()
 
 
-@pytest.mark.parametrize("table,layout_name,topics", SUBMIT_WRITES + CONNECT_WRITES)
+@pytest.mark.parametrize("table,layout_name,topics", TABLES)
 def test_table_holds_the_committed_records_below_the_hand_off_in_the_layout(lakehouse, table, layout_name,
                                                                               topics):
     from kafkarec.lakehouse import layout
