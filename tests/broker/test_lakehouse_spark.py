@@ -16,6 +16,7 @@ import base64
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -67,15 +68,20 @@ def lakehouse(kafka_broker, broker_data, stopped_log_dir, tmp_path_factory):
     args = L.spark_args(jars, warehouse)
     server = L.connect_server(bare, args, str(work / "connect-server"))
     # the application and the Connect server start side by side; the client runs after both
+    started = time.monotonic()
     app = L.submit(bare, wheel, args, JOB, plans["submit"], str(work), timeout=600)
     try:
         server.start()
         client_proc = L.connect_client(client, bare, JOB, plans["connect"], server.url, str(work),
                                        timeout=600)
         L.finish(client_proc)
+        connect_seconds = time.monotonic() - started
     finally:
         server.stop()
         L.finish(app)
+    sys.stderr.write(f"lakehouse Spark: Connect server and client {connect_seconds:.0f} s, "
+                     f"spark-submit application {time.monotonic() - started:.0f} s (side by side), "
+                     f"logs in {work}\n")
     results = {}
     for name in plans:
         with open(work / f"{name}-result.json") as fh:
