@@ -142,6 +142,7 @@ def test_table_holds_the_committed_records_below_the_hand_off_in_the_layout(lake
                                                                               topics):
     from kafkarec.lakehouse import layout
     import pyarrow as pa
+    import pyarrow.compute as pc
     lay = layout(layout_name)
     iceberg = _static_table(lakehouse["warehouse"], table)
     schema = iceberg.schema()
@@ -149,13 +150,15 @@ def test_table_holds_the_committed_records_below_the_hand_off_in_the_layout(lake
     spec = [(schema.find_column_name(f.source_id), str(f.transform), f.name) for f in iceberg.spec().fields]
     assert spec == [(".".join(f.source), f.transform, f.name) for f in lay.partition_spec]
     rows = iceberg.scan().to_arrow()
-    cols = {name: rows.column(name).combine_chunks() for name in rows.column_names}
     from kafkarec.lakehouse.layouts import column_at
+    stamps = column_at(rows, lay.timestamp)
+    if pa.types.is_timestamp(stamps.type):         # microseconds in the layout: as the consumer's ms
+        stamps = pc.divide(stamps.cast(pa.int64()), 1000)
     got = sorted(zip(
         column_at(rows, lay.topic).to_pylist() if lay.topic else [topics[0]] * rows.num_rows,
         column_at(rows, lay.partition).to_pylist(), column_at(rows, lay.offset).to_pylist(),
-        cols[lay.raw_value].to_pylist()))
-    want = sorted((t, p, o, v) for t, p, o, _k, v, *_ in _below_hand_off(lakehouse, topics)
+        rows.column(lay.raw_value).to_pylist(), stamps.to_pylist()))
+    want = sorted((t, p, o, v, ts) for t, p, o, _k, v, _h, _tt, ts in _below_hand_off(lakehouse, topics)
                   if v is not None or not lay.skips_tombstones)
     assert len(got) == len(want) and got == want, (table, len(got), len(want))
     # the compacted topic's tombstones are left out where the writer writes none
