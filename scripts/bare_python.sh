@@ -4,23 +4,27 @@
 # kafkarec, no codec libraries.  The main job and the Spark cluster tests run
 # executors (and the driver) on it, so everything else must be shipped.
 #
-#   bash scripts/bare_python.sh DIR [--python PATH]     # prints DIR/bin/python
+#   bash scripts/bare_python.sh DIR [--python PATH] [--lakehouse]    # prints DIR/bin/python
 #
+# --lakehouse: pyspark at LAKEHOUSE_PYSPARK_VERSION instead (the Spark the Iceberg/Delta runtimes
+# load on), for the lakehouse Spark check.
 # Made once: a second call with the same interpreter and requirements returns at once.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
-REQS=("pyspark==$PYSPARK_VERSION" "pyarrow" "pandas<3")
+SPARK_PIN="$PYSPARK_VERSION"
 DIR=""
 PY="python3"
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
-        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        --lakehouse) SPARK_PIN="$LAKEHOUSE_PYSPARK_VERSION"; shift ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) DIR="$1"; shift ;;
     esac
 done
-[ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH]" >&2; exit 2; }
+REQS=("pyspark==$SPARK_PIN" "pyarrow" "pandas<3")
+[ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH] [--lakehouse]" >&2; exit 2; }
 PY_REAL="$(command -v "$PY")" || { echo "no Python at $PY" >&2; exit 2; }
 STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]}"
 if [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; then

@@ -10,6 +10,8 @@ pyspark is imported only when a function here is called.
     spark.sql("SELECT t.id, r.* FROM t, LATERAL kafkarec_explode(t.value) r")
     spark_udfs.explode_records(df, "value", keep=["topic", "partition"])
     df.select(spark_udfs.decode_records("value").alias("d"))
+    spark_udfs.backfill_iceberg(spark, "/var/lib/kafka/data", "lake.db.orders",
+                                layout="iceberg-kafka-connect", topics=["orders"])
 
 ``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
 a driver and executors that have only pyspark, pyarrow and pandas: Spark does
@@ -35,6 +37,7 @@ __all__ = [
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
     "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
     "session_builder", "from_registry", "offsets_behind_latest",
+    "backfill_frame", "backfill_iceberg", "backfill_spec", "BackfillSpec",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -67,6 +70,10 @@ _LAZY = {
     "MalformedBatchError": ("kafkarec.errors", "MalformedBatchError"),
     "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
     "ShippingError": ("spark_udfs._runtime", "ShippingError"),
+    "backfill_frame": ("spark_udfs._lakehouse", "backfill_frame"),
+    "backfill_iceberg": ("spark_udfs._lakehouse", "backfill_iceberg"),
+    "backfill_spec": ("spark_udfs._lakehouse", "backfill_spec"),
+    "BackfillSpec": ("spark_udfs._lakehouse", "BackfillSpec"),
 }
 
 

@@ -127,7 +127,21 @@ def record_struct(*, batch_columns: bool = False) -> T.StructType:
 def arrow_schema_for(schema: T.StructType):
     """The Arrow schema Spark expects for ``schema`` (timestamps as UTC micros)."""
     from pyspark.sql.pandas.types import to_arrow_schema
-    return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema, **_utc(to_arrow_schema))
+
+
+def arrow_type_for(spark_type: T.DataType):
+    """The Arrow type Spark exchanges for ``spark_type`` (timestamps as UTC micros)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+    return to_arrow_type(spark_type, **_utc(to_arrow_type))
+
+
+def _utc(convert) -> dict:
+    """UTC timestamps from pyspark's Spark-to-Arrow ``convert``: pyspark 4.3 takes the zone as
+    ``timezone=`` and requires it for timestamps; pyspark 4.1 (the lakehouse runtimes' Spark) has
+    no such argument and gives UTC (its ``timestamp_utc=True``)."""
+    import inspect
+    return {"timezone": "UTC"} if "timezone" in inspect.signature(convert).parameters else {}
 
 
 def _spark_timestamps(column, mode: str, batch, where: str):

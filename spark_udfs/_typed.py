@@ -34,6 +34,7 @@ from typing import Dict, Optional
 from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
+from spark_udfs import _schema
 from spark_udfs._spec import VALUE_FORMATS
 
 __all__ = ["typed_schema", "TypedReader", "TypedRows", "from_registry",
@@ -139,8 +140,7 @@ def spark_type_of(t):
 
 
 def _spark_arrow(spark_type):
-    from pyspark.sql.pandas.types import to_arrow_type
-    return to_arrow_type(spark_type, timezone="UTC")
+    return _schema.arrow_type_for(spark_type)
 
 
 def _cast(arr, target):

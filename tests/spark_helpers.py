@@ -208,12 +208,15 @@ def _cache_tag(python: str) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def bare_python(python: str) -> str:
+def bare_python(python: str, *, lakehouse: bool = False) -> str:
     """A venv of ``python`` with only pyspark, pyarrow and pandas, made once in
-    ``.cache/bare-<tag>`` by scripts/bare_python.sh (the main job's too)."""
-    folder = os.path.join(ROOT, ".cache", f"bare-{_cache_tag(python)}")
+    ``.cache/bare-<tag>`` by scripts/bare_python.sh (the main job's too); ``lakehouse``: the
+    pyspark the lakehouse runtimes load on (``--lakehouse``), in ``.cache/bare-lakehouse-<tag>``."""
+    kind = "bare-lakehouse" if lakehouse else "bare"
+    folder = os.path.join(ROOT, ".cache", f"{kind}-{_cache_tag(python)}")
     proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bare_python.sh"), folder,
-                           "--python", python], capture_output=True, text=True, timeout=1200)
+                           "--python", python, *(["--lakehouse"] if lakehouse else [])],
+                          capture_output=True, text=True, timeout=1200)
     if proc.returncode != 0:
         pytest.fail(f"bare_python.sh failed:\n{proc.stderr[-4000:]}")
     return proc.stdout.strip().splitlines()[-1]
@@ -255,18 +258,20 @@ def kafka_source_jars(bare: str) -> list:
     return jvm.spark_jars(jars_dir)
 
 
-def connect_client(python: str, wheel: str) -> str:
+def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
     """A Spark Connect client's Python, as a user makes one: a venv of ``python`` with
     ``pyspark[connect]`` at the pinned version (pandas<3) from the package index, and kafkarec installed
     from the wheelhouse of ``wheel`` (``pip install --no-index --find-links``), never the
     checkout's editable install.  The venv is made once in ``.cache/connect-client-<tag>``;
-    kafkarec is installed again whenever the wheel changed."""
+    kafkarec is installed again whenever the wheel changed.  ``lakehouse``: at the lakehouse
+    runtimes' pyspark, in ``.cache/connect-client-lakehouse-<tag>``."""
     import fcntl
     import hashlib
-    folder = os.path.join(ROOT, ".cache", f"connect-client-{_cache_tag(python)}")
+    from support.versions import LAKEHOUSE_PYSPARK, PYSPARK
+    kind = "connect-client-lakehouse" if lakehouse else "connect-client"
+    folder = os.path.join(ROOT, ".cache", f"{kind}-{_cache_tag(python)}")
     py = os.path.join(folder, "bin", "python")
-    from support.versions import PYSPARK
-    reqs = [f"pyspark[connect]=={PYSPARK}", "pandas<3"]
+    reqs = [f"pyspark[connect]=={LAKEHOUSE_PYSPARK if lakehouse else PYSPARK}", "pandas<3"]
     base_stamp = f"{subprocess.run([python, '-c', 'import sys; print(sys.version)'], capture_output=True, text=True).stdout.strip()} | {' '.join(reqs)}"
     with open(wheel, "rb") as fh:
         wheel_stamp = f"{os.path.basename(wheel)} {hashlib.sha256(fh.read()).hexdigest()}"

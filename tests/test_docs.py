@@ -46,6 +46,9 @@ NOT_RUN = {
     ("docs/spark.md", "# connect.py"):
         "a Spark Connect client script: tests/spark/test_connect.py::test_docs_connect_example "
         "runs it as written from a client holding pyspark[connect] and kafkarec",
+    ("docs/lakehouse.md", "# backfill.py: JARS=$(bash scripts/jvm.sh jvm/lakehouse-spark | tr ':' ',')"):
+        "a spark-submit job on the lakehouse runtimes' Spark, not the suite's: "
+        "tests/broker/test_lakehouse_spark.py makes the same calls from spark-submit and Spark Connect",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
         "installs into the user's environment (tests/test_release.py runs scripts/release.sh, "
         "which installs every wheel and the sdist into clean venvs and decodes a batch there)",

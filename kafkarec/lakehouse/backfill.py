@@ -44,7 +44,7 @@ from kafkarec.log import selection
 from kafkarec.log.layout import segment_uri
 
 __all__ = ["backfill", "backfill_batches", "PartitionSummary", "SUMMARY_PREFIX", "summary_key",
-           "delta_app_id"]
+           "delta_app_id", "iceberg_ranges_to_write", "iceberg_summary_properties"]
 
 log = logging.getLogger("kafkarec")
 
@@ -232,32 +232,46 @@ def _fill_below_plan(plan: HandOffPlan, target: Target, lay: Layout, summary) ->
 
 
 def _iceberg_todo(target: IcebergTarget, plan: HandOffPlan, summary) -> List[PartitionHandOff]:
-    """The partitions to write: those whose range the table's history does not record.  The
-    same range recorded is a re-run (nothing written); a different one overlapping it is refused."""
+    """The partitions to write: those whose range the table's history does not record."""
     table = tables.load_iceberg_table(target)
+    todo, already = iceberg_ranges_to_write(tables.describe(target),
+                                            tables.iceberg_summaries(table) if table is not None else [],
+                                            plan.points())
+    summary.update(already)
+    return [p for p in plan.partitions if p.key in todo]
+
+
+def iceberg_ranges_to_write(table: str, summaries: List[Dict[str, str]], points: Dict[Tuple[str, int], HandOff]):
+    """The re-run rule of an Iceberg backfill, whoever writes it (this module, Spark:
+    ``spark_udfs.backfill_iceberg``): of ``points``, ``(todo, already)`` - the points whose range the
+    table's snapshot ``summaries`` do not record, and a :class:`PartitionSummary` ``"already
+    written"`` for each one they record.  A different range overlapping a recorded one is refused."""
     recorded: Dict[str, List[Tuple[int, int]]] = {}
-    if table is not None:
-        for props in tables.iceberg_summaries(table):
-            for k, v in props.items():
-                if k.startswith(SUMMARY_PREFIX):
-                    a, _, b = v.partition("-")
-                    recorded.setdefault(k, []).append((int(a), int(b)))
-    todo = []
-    for p in plan.partitions:
-        if p.end <= p.start:
+    for props in summaries:
+        for k, v in props.items():
+            if k.startswith(SUMMARY_PREFIX):
+                a, _, b = v.partition("-")
+                recorded.setdefault(k, []).append((int(a), int(b)))
+    todo, already = {}, {}
+    for (topic, partition), point in points.items():
+        if point.end <= point.start:
             continue                  # nothing to write, nothing the sink needs recorded
-        ranges = recorded.get(summary_key(*p.key), [])
-        if (p.start, p.end) in ranges:
-            summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0,
-                                              "already written")
+        ranges = recorded.get(summary_key(topic, partition), [])
+        if (point.start, point.end) in ranges:
+            already[(topic, partition)] = PartitionSummary(topic, partition, point.start, point.end, 0,
+                                                           "already written")
             continue
         for a, b in ranges:
-            if a < p.end and p.start < b:
-                raise BackfillError(tables.describe(target),
-                                    f"a backfill of [{a}, {b}) is already in the table; [{p.start}, "
-                                    f"{p.end}) overlaps it", topic=p.part.topic, partition=p.part.partition)
-        todo.append(p)
-    return todo
+            if a < point.end and point.start < b:
+                raise BackfillError(table, f"a backfill of [{a}, {b}) is already in the table; [{point.start}, "
+                                           f"{point.end}) overlaps it", topic=topic, partition=partition)
+        todo[(topic, partition)] = point
+    return todo, already
+
+
+def iceberg_summary_properties(points: Dict[Tuple[str, int], HandOff]) -> Dict[str, str]:
+    """The snapshot summary properties recording the ranges of ``points`` (one commit's)."""
+    return {summary_key(topic, partition): f"{p.start}-{p.end}" for (topic, partition), p in points.items()}
 
 
 def _delta_todo(target: DeltaTarget, plan: HandOffPlan, app_id: str, summary) -> List[PartitionHandOff]:
@@ -322,7 +336,7 @@ def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], a
                 yield _cast(rb, schema)
 
     if isinstance(target, IcebergTarget):
-        props = {summary_key(*p.key): f"{p.start}-{p.end}" for p in todo}
+        props = iceberg_summary_properties({p.key: HandOff(p.start, p.end) for p in todo})
         with table.transaction() as tx:
             for chunk in _chunks(batches(), schema):
                 tx.append(chunk, snapshot_properties=props)

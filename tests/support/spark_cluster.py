@@ -163,10 +163,12 @@ class StandaloneCluster:
 class ConnectServer:
     """A Spark Connect server started on its own (``spark-submit --class
     org.apache.spark.sql.connect.service.SparkConnectServer``) over ``master_url``, its
-    Python workers on ``python``, listening on 127.0.0.1; in its own process group."""
+    Python workers on ``python``, listening on 127.0.0.1; in its own process group.  ``args``:
+    more spark-submit arguments (jars, catalogs)."""
 
-    def __init__(self, workdir: str, python: str, master_url: str, env=None):
+    def __init__(self, workdir: str, python: str, master_url: str, env=None, args=()):
         self.workdir, self.python, self.master_url = workdir, python, master_url
+        self.args = list(args)
         self.env = H.bare_env(python, env)
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
@@ -184,7 +186,7 @@ class ConnectServer:
              "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
              "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=768m",
              "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
-             "--conf", f"spark.pyspark.python={self.python}"],
+             "--conf", f"spark.pyspark.python={self.python}", *self.args],
             cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()

@@ -1,5 +1,5 @@
-"""The versions of the test components, read from their one home: pyspark's from
-scripts/versions.sh (what scripts/bare_python.sh installs), Kafka's from jvm/kafka/pom.xml
+"""The versions of the test components, read from their one home: pyspark's (the suite's and
+the lakehouse runtimes') from scripts/versions.sh (what scripts/bare_python.sh installs), Kafka's from jvm/kafka/pom.xml
 (the ``kafka.version`` property every Kafka artifact there uses)."""
 from __future__ import annotations
 
@@ -27,4 +27,5 @@ def _kafka_version() -> str:
 
 
 PYSPARK = _script_versions()["PYSPARK_VERSION"]
+LAKEHOUSE_PYSPARK = _script_versions()["LAKEHOUSE_PYSPARK_VERSION"]
 KAFKA = _kafka_version()
