@@ -17,7 +17,7 @@ segments copied there and recorded in ``__remote_log_metadata``.
         broker.stop()                      # clean shutdown: the log dir is final
         broker.start()                     # same ports, same data
 
-The session fixture ``kafka_broker`` (tests/broker/conftest.py) is one such broker.
+The session fixture ``kafka_broker`` (tests/support/broker.py) is one such broker.
 Kafka's tools run from the same classpath, one after another in one JVM per classpath
 (:class:`KafkaTools`, ``tests/java/KafkaTools.java``): :func:`run_tool`, :func:`dump_log`
 (``kafka-dump-log``), :func:`metadata_shell`, and StorageTool's ``format`` before a broker

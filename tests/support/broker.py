@@ -1,6 +1,7 @@
-"""Session fixtures of the broker tests (issues 27, 38): one real KRaft broker with tiered
-storage, the topics written through it, a copy of it after a clean shutdown, and one Spark
-application run against it.
+"""The session's broker (issues 27, 38): one real KRaft broker with tiered storage, the topics
+written through it, a copy of it after a clean shutdown, and one Spark application run against it.
+Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): the broker tests
+(tests/broker) and the lakehouse tests' Connect worker (support/connect_worker.py) share it.
 
 * ``kafka_broker`` -- a started :class:`kafka_broker.KafkaBroker` (``.bootstrap``,
   ``.log_dir``, ``.remote_dir``, ``.stop()``, ``.start()``, ``.dump_log()``) with Kafka's
@@ -14,9 +15,19 @@ application run against it.
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
   skips where Spark is not there.
 """
+import os
+import sys
 from typing import NamedTuple
 
 import pytest
+
+from paths import TESTS
+
+# the broker's helpers (kafka_broker, produce, ...) import one another by their bare names, from their
+# own folder
+BROKER_HELPERS = os.path.join(TESTS, "broker")
+if BROKER_HELPERS not in sys.path:
+    sys.path.insert(0, BROKER_HELPERS)
 
 
 class StoppedBroker(NamedTuple):
