@@ -18,6 +18,8 @@ __all__ = ["EXTRAS", "require"]
 EXTRAS = {
     "pyarrow": ("pyarrow", "arrow"),
     "numpy": ("numpy", "arrow"),
+    "pyiceberg": ("pyiceberg", "lakehouse"),
+    "deltalake": ("deltalake", "lakehouse"),
 }
 
 

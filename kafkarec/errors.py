@@ -44,6 +44,7 @@ __all__ = [
     "RegistryError",
     "ColumnOverflowError",
     "UsageError",
+    "BackfillError",
     "ConnectError",
 ]
 
@@ -274,6 +275,30 @@ class RegistryError(KafkaRecError, ValueError):
 class ColumnOverflowError(KafkaRecError, OverflowError):
     """An Arrow column that would pass its offsets' limit (2 GiB of data or 2^31 items for
     32-bit offsets): read fewer rows per table."""
+
+
+# --- lakehouse tables (kafkarec.lakehouse) --------------------------------------
+
+class BackfillError(KafkaRecError, ValueError):
+    """A backfill that cannot be written without a gap or a duplicate: ``table`` names the table
+    (a Delta path, an Iceberg identifier), ``topic`` and ``partition`` the partition concerned (None
+    when the failure is the table's), ``reason`` says what the table holds and what was asked."""
+
+    def __init__(self, table: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None) -> None:
+        self.table = table
+        self.topic = topic
+        self.partition = partition
+        self.reason = reason
+        where = table if topic is None else f"{table}, {topic}-{partition}"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_backfill, (type(self), self.table, self.reason, self.topic, self.partition))
+
+
+def _rebuild_backfill(cls, table, reason, topic, partition):
+    return cls(table, reason, topic=topic, partition=partition)
 
 
 # --- the command line ---------------------------------------------------------

@@ -1,0 +1,340 @@
+"""Backfill a topic's history into the lakehouse table a live writer continues.
+
+The rows of [start, H) per partition (:mod:`kafkarec.lakehouse.handoff`) are exactly the committed
+data records a ``read_committed`` consumer is given (no control records, no aborted transaction),
+read through the log readers (:func:`kafkarec.log.selection.plan_partition` and
+:func:`~kafkarec.log.selection.read_arrow` with the partition's read_committed spans), laid out as
+the live writer lays them out (:func:`kafkarec.lakehouse.layouts.to_layout`), one Arrow batch at a
+time.
+
+Writes, each in ONE table commit (all partitions or none):
+
+* Iceberg (pyiceberg, any catalog): the table is created with the layout's schema and spec when
+  absent; the commit's snapshot summary records, per partition, the range written under
+  ``kafkarec.backfill.<topic>.<partition>`` = ``"<start>-<end>"`` (never the sink's
+  ``kafka.connect.*`` keys: those are the sink's own control-topic offsets).
+* Delta (delta-rs): the data and one ``txn`` action per partition, ``appId =
+  "<app_id>-<partition>"``, ``version`` = H - 1 (kafka-delta-ingest's rule: the last offset
+  written, inclusive; it resumes at version + 1).
+
+Re-running is safe at any point: a crash before the commit leaves the table as it was (the data
+files written are not part of any snapshot or version); after it, a re-run finds its own record of
+the ranges (Iceberg: the summary keys in the table's history; Delta: the txn versions) and writes
+nothing for those partitions, saying so.  A different range over one already recorded (or a txn
+version below H - 1: the live writer owns offsets the backfill would write again) is refused with
+:class:`kafkarec.errors.BackfillError`.
+
+Fill-below (``fill_below=True``, for a table a live writer already owns): each partition's
+smallest offset in the table is its end; [start, that offset) is appended with the table's own
+schema and spec.  A partition the table has no row of is reported, not guessed.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+from kafkarec._extras import require
+from kafkarec.errors import BackfillError, UsageError
+from kafkarec.lakehouse import tables
+from kafkarec.lakehouse.handoff import HandOff, HandOffPlan, PartitionHandOff, plan_hand_off
+from kafkarec.lakehouse.layouts import Layout, layout as layout_of, to_layout
+from kafkarec.lakehouse.tables import DeltaTarget, IcebergTarget, Target
+from kafkarec.log import selection
+
+__all__ = ["backfill", "backfill_batches", "PartitionSummary", "SUMMARY_PREFIX", "summary_key",
+           "delta_app_id"]
+
+log = logging.getLogger("kafkarec")
+
+SUMMARY_PREFIX = "kafkarec.backfill."
+#: rows per data file: a file is written as soon as this many rows are read (bounded memory)
+FILE_ROWS = 1 << 20
+
+
+class PartitionSummary(NamedTuple):
+    """What a backfill did for one partition: [``start``, ``end``) (``end`` = H), ``rows``
+    written, and ``status``: ``"written"``, ``"already written"`` (a re-run: the table records
+    this range), ``"empty"`` (nothing below H) or ``"no rows in table"`` (fill-below: nothing to
+    end at)."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+    rows: int
+    status: str
+
+
+def summary_key(topic: str, partition: int) -> str:
+    return f"{SUMMARY_PREFIX}{topic}.{partition}"
+
+
+def delta_app_id(app_id: str, partition: int) -> str:
+    """kafka-delta-ingest's txn app id for a partition (``delta_helpers.rs``
+    txn_app_id_for_partition: ``"<app_id>-<partition>"``)."""
+    return f"{app_id}-{partition}"
+
+
+# --- rows ---------------------------------------------------------------------------------------
+
+class _Typed:
+    """Typed values through the registry's one dispatch (:func:`kafkarec.registry.typed.decode_table`
+    with ``typed``'s keywords), the value's type known before the first row."""
+
+    def __init__(self, typed: Dict[str, Any], topic: str):
+        self.kw = dict(typed)
+        self.kw.setdefault("topic", topic)
+        self.columns: Dict[str, Any] = {}
+        import kafkarec
+        from kafkarec.registry.typed import decode_table
+        decode_table(kafkarec.arrow_schema().empty_table(), columns=self.columns, **self.kw)
+        self.value_type = self.columns["value"].arrow_type
+
+    def decode(self, rb, part: PartitionHandOff):
+        from kafkarec.registry.typed import decode_table
+        pa = require("pyarrow")
+        table = decode_table(pa.Table.from_batches([rb]), columns=self.columns, **self.kw)
+        bad = table.column("_corrupt_record")
+        if bad.null_count != len(bad):
+            i = bad.is_valid().to_pylist().index(True)
+            raise BackfillError(f"{part.part.topic}-{part.part.partition}",
+                                f"the value at offset {table.column('offset')[i].as_py()} does not "
+                                f"decode ({bad[i].as_py()}); the live writer would not write it either")
+        return table
+
+
+def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Optional[_Typed]) -> Iterator[Any]:
+    resolver = selection.Resolver(storage)
+    for sr in selection.plan_partition(part.part, part.start, part.end, resolver):
+        for rb in selection.read_arrow(storage, sr, skip=part.skip.get(sr.segment.path, ())):
+            if typed is not None:
+                rb = typed.decode(rb, part)
+            out = to_layout(rb, lay, value_type=None if typed is None else typed.value_type)
+            if out.num_rows:
+                yield out
+
+
+def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, end_offsets=None,
+                     end_time=None, points: Optional[Dict[Tuple[str, int], HandOff]] = None,
+                     storage_options=None, tiered_storage: Optional[str] = None,
+                     typed: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
+    """The backfill's rows in ``layout``, one Arrow RecordBatch at a time: every partition's
+    committed data records of [start, H), in partition and offset order.  ``points`` (as
+    :func:`kafkarec.lakehouse.hand_off_points` returns them) fixes each partition's range;
+    ``typed``: keywords of :func:`kafkarec.registry.typed.decode_table` (``registry``,
+    ``value_format``, ``value_reader_schema``...) to type the values."""
+    lay = layout_of(layout)
+    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage)
+    for part in plan.partitions:
+        yield from _partition_batches(plan.storage, part, lay,
+                                      _Typed(typed, part.part.topic) if typed else None)
+
+
+def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage) -> HandOffPlan:
+    if points is not None:
+        if end_offsets is not None or end_time is not None:
+            raise UsageError("give points, or end_offsets/end_time, not both")
+        topics = topics if topics is not None else sorted({t for t, _ in points})
+    plan = plan_hand_off(log_uri, topics=topics, end_offsets=end_offsets, end_time=end_time,
+                         storage_options=storage_options, tiered_storage=tiered_storage)
+    if points is None:
+        return plan
+    parts = []
+    for p in plan.partitions:
+        given = points.get(p.key)
+        if given is not None:
+            parts.append(p._replace(start=max(p.start, int(given.start)), end=int(given.end)))
+    return HandOffPlan(plan.storage, parts)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def _value_type(typed: Optional[Dict[str, Any]], topic: str):
+    return _Typed(typed, topic).value_type if typed else None
+
+
+def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
+             points: Optional[Dict[Tuple[str, int], HandOff]] = None, fill_below: bool = False,
+             app_id: Optional[str] = None, topics=None, end_offsets=None, end_time=None,
+             storage_options=None, tiered_storage: Optional[str] = None,
+             typed: Optional[Dict[str, Any]] = None) -> Dict[Tuple[str, int], PartitionSummary]:
+    """Write the history of the log under ``log_uri`` into ``target`` (a
+    :class:`~kafkarec.lakehouse.tables.DeltaTarget` or
+    :class:`~kafkarec.lakehouse.tables.IcebergTarget`) in ``layout``, in one commit;
+    ``{(topic, partition): PartitionSummary}``.
+
+    The range per partition is [start, H) (:func:`kafkarec.lakehouse.hand_off_points`, or
+    ``points``), or with ``fill_below`` [start, the table's smallest offset).  ``app_id``: the
+    kafka-delta-ingest app id whose txn actions the Delta commit carries (required for Delta).
+    ``storage_options``: the log's (a Delta target has its own)."""
+    lay = layout_of(layout)
+    if isinstance(target, DeltaTarget):
+        if not app_id:
+            raise UsageError("a Delta backfill needs app_id: the kafka-delta-ingest app id whose txn "
+                             "actions say where the live writer resumes")
+    elif not isinstance(target, IcebergTarget):
+        raise UsageError(f"a target is a DeltaTarget or an IcebergTarget, not {type(target).__name__}")
+    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage)
+    summary: Dict[Tuple[str, int], PartitionSummary] = {}
+    if fill_below:
+        plan = _fill_below_plan(plan, target, lay, summary)
+    if isinstance(target, DeltaTarget):
+        todo = _delta_todo(target, plan, app_id, summary)
+    else:
+        todo = _iceberg_todo(target, plan, summary)
+    rows = _write(target, lay, plan.storage, todo, app_id, typed, fill_below)
+    for part in todo:
+        n = rows.get(part.key, 0)
+        summary[part.key] = PartitionSummary(part.part.topic, part.part.partition, part.start, part.end, n,
+                                             "written" if part.end > part.start else "empty")
+    return dict(sorted(summary.items()))
+
+
+def _fill_below_plan(plan: HandOffPlan, target: Target, lay: Layout, summary) -> HandOffPlan:
+    topics = sorted({p.part.topic for p in plan.partitions})
+    if lay.topic is None and len(topics) != 1:
+        raise UsageError(f"layout {lay.name} keeps one topic per table: fill below for one topic "
+                         f"(topics={topics})")
+    smallest = tables.smallest_offsets(target, lay, topic=topics[0] if lay.topic is None else None)
+    if not smallest:
+        raise BackfillError(tables.describe(target), "the table has no rows: nothing to fill below "
+                                                     "(run a backfill to H instead)")
+    parts = []
+    for p in plan.partitions:
+        first = smallest.get(p.key)
+        if first is None:
+            summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.start, 0,
+                                              "no rows in table")
+            log.warning("kafkarec: %s has no row of %s-%d: nothing to fill below (reported, not guessed)",
+                        tables.describe(target), p.part.topic, p.part.partition)
+            continue
+        # below the table's first row, and never past what is decided at the log's end (H)
+        parts.append(p._replace(end=max(p.start, min(first, p.end))))
+    return HandOffPlan(plan.storage, parts)
+
+
+def _iceberg_todo(target: IcebergTarget, plan: HandOffPlan, summary) -> List[PartitionHandOff]:
+    """The partitions to write: those whose range the table's history does not record.  The
+    same range recorded is a re-run (nothing written); a different one overlapping it is refused."""
+    table = tables.load_iceberg_table(target)
+    recorded: Dict[str, List[Tuple[int, int]]] = {}
+    if table is not None:
+        for props in tables.iceberg_summaries(table):
+            for k, v in props.items():
+                if k.startswith(SUMMARY_PREFIX):
+                    a, _, b = v.partition("-")
+                    recorded.setdefault(k, []).append((int(a), int(b)))
+    todo = []
+    for p in plan.partitions:
+        ranges = recorded.get(summary_key(*p.key), [])
+        if (p.start, p.end) in ranges:
+            summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0,
+                                              "already written")
+            continue
+        for a, b in ranges:
+            if a < p.end and p.start < b:
+                raise BackfillError(tables.describe(target),
+                                    f"a backfill of [{a}, {b}) is already in the table; [{p.start}, "
+                                    f"{p.end}) overlaps it", topic=p.part.topic, partition=p.part.partition)
+        todo.append(p)
+    return todo
+
+
+def _delta_todo(target: DeltaTarget, plan: HandOffPlan, app_id: str, summary) -> List[PartitionHandOff]:
+    """kafka-delta-ingest's rule: a txn version at or past H - 1 means the offsets below H are in
+    the table (nothing to write); one below it means a writer owns offsets the backfill would
+    write again (refused)."""
+    table = tables.delta_table(target)
+    if table is None:
+        return list(plan.partitions)
+    versions = tables.delta_txn_versions(table, [delta_app_id(app_id, p.part.partition) for p in plan.partitions])
+    todo = []
+    for p in plan.partitions:
+        v = versions[delta_app_id(app_id, p.part.partition)]
+        if v is None:
+            todo.append(p)
+        elif v >= p.end - 1:
+            summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0,
+                                              "already written")
+        else:
+            raise BackfillError(target.path, f"txn {delta_app_id(app_id, p.part.partition)} is at version "
+                                             f"{v}: offsets from {v + 1} are the live writer's, below "
+                                             f"the hand-off point {p.end}", topic=p.part.topic,
+                                partition=p.part.partition)
+    return todo
+
+
+class _Counter:
+    def __init__(self, batches: Iterable[Any], key):
+        self.batches, self.key, self.rows = batches, key, 0
+
+    def __iter__(self):
+        for rb in self.batches:
+            self.rows += rb.num_rows
+            yield rb
+
+
+def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], app_id, typed, fill_below) -> Dict:
+    pa = require("pyarrow")
+    if not todo:
+        return {}
+    value_type = _value_type(typed, todo[0].part.topic)
+    if isinstance(target, IcebergTarget):
+        existing = tables.load_iceberg_table(target)
+        table = existing if existing is not None else tables.create_iceberg_table(
+            target, lay.schema(value_type), lay)
+    else:
+        existing = tables.delta_table(target)
+    if existing is not None:
+        # the table's own schema (fill-below, a table the live writer made): rows are cast to it
+        schema = (existing.schema().as_arrow() if isinstance(target, IcebergTarget)
+                  else pa.schema(existing.schema().to_arrow()))
+    else:
+        schema = lay.schema(value_type)
+    counters = []
+
+    def batches():
+        for part in todo:
+            c = _Counter(_partition_batches(storage, part, lay, _Typed(typed, part.part.topic) if typed else None),
+                         part.key)
+            counters.append(c)
+            for rb in c:
+                yield _cast(rb, schema)
+
+    if isinstance(target, IcebergTarget):
+        props = {summary_key(*p.key): f"{p.start}-{p.end}" for p in todo}
+        with table.transaction() as tx:
+            for chunk in _chunks(batches(), schema):
+                tx.append(chunk, snapshot_properties=props)
+            if not counters or all(c.rows == 0 for c in counters):
+                # no rows: an empty append still records the ranges (a re-run finds them)
+                tx.append(pa.Table.from_batches([], schema=schema), snapshot_properties=props)
+    else:
+        deltalake = require("deltalake")
+        txns = [deltalake.Transaction(app_id=delta_app_id(app_id, p.part.partition), version=p.end - 1)
+                for p in todo]
+        reader = pa.RecordBatchReader.from_batches(schema, batches())
+        deltalake.write_deltalake(target.path, reader, mode="append", storage_options=target.storage_options,
+                                  commit_properties=deltalake.CommitProperties(app_transactions=txns))
+    return {c.key: c.rows for c in counters}
+
+
+def _cast(rb, schema):
+    if rb.schema.equals(schema):
+        return rb
+    pa = require("pyarrow")
+    return pa.Table.from_batches([rb]).select(schema.names).cast(schema).combine_chunks().to_batches()[0] \
+        if rb.num_rows else pa.RecordBatch.from_pylist([], schema=schema)
+
+
+def _chunks(batches: Iterable[Any], schema) -> Iterator[Any]:
+    """Tables of about FILE_ROWS rows: one data file each, memory bounded by one."""
+    pa = require("pyarrow")
+    pending, n = [], 0
+    for rb in batches:
+        pending.append(rb)
+        n += rb.num_rows
+        if n >= FILE_ROWS:
+            yield pa.Table.from_batches(pending, schema=schema)
+            pending, n = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending, schema=schema)

@@ -1,0 +1,186 @@
+"""The hand-off point: per partition, the offset H where a backfill stops and the live writer
+goes on.
+
+H is the last stable offset (LSO) at the chosen end of the log: the default end is the end of
+what is readable (the log end offset); given end offsets or an end time (the first offset whose
+record's timestamp is at or after it, Kafka's ``offsetsForTimes``) stop it earlier.  A
+transaction still open at that end holds H at its first offset, as it holds a ``read_committed``
+consumer: every record below H is decided (committed or aborted), so the backfill of [start, H)
+is final and the live writer, resuming at H, reads each later record once.  ``start`` is the
+partition's log start offset (what a consumer's ``earliest`` is).
+
+Every rule here is the log layer's: the log start (:meth:`kafkarec.log.selection.Resolver.log_start`),
+the log end and time lookups (:class:`~kafkarec.log.selection.Resolver`), and which batches a
+``read_committed`` consumer does not see (:func:`kafkarec.transactions.aborted_batches`: aborted
+transactions, and everything from the LSO on).  The LSO is read off that same rule: the batches
+it leaves out, less those it leaves out when every open transaction is closed by a commit, are
+the ones cut at the LSO; the first of them is where the LSO is.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+
+from kafkarec import _core, transactions
+from kafkarec.errors import SelectionError, UsageError
+from kafkarec.log import committed, selection
+from kafkarec.log.layout import PartitionLog, scan_history
+
+__all__ = ["HandOff", "PartitionHandOff", "HandOffPlan", "hand_off_points", "plan_hand_off"]
+
+log = logging.getLogger("kafkarec")
+
+COMMIT = 1          # ControlRecordType.COMMIT: the marker that closes a transaction without aborting it
+
+
+class HandOff(NamedTuple):
+    """One partition's hand-off: ``start`` (its log start offset) and ``end`` (H: the last stable
+    offset at the chosen end; the live writer resumes here)."""
+    start: int
+    end: int
+
+
+class PartitionHandOff(NamedTuple):
+    """A partition to backfill: its log, [``start``, ``end``) and the byte spans of its segments
+    a ``read_committed`` consumer does not see (``{segment path: [(position, size)]}``)."""
+    part: PartitionLog
+    start: int
+    end: int
+    skip: Dict[str, List[Tuple[int, int]]]
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.part.topic, self.part.partition)
+
+
+class HandOffPlan(NamedTuple):
+    storage: object
+    partitions: List[PartitionHandOff]
+
+    def points(self) -> Dict[Tuple[str, int], HandOff]:
+        return {p.key: HandOff(p.start, p.end) for p in self.partitions}
+
+
+class _TxnBatch:
+    """What the transaction rule reads of one transactional batch, kept without its bytes (a
+    partition is walked once; only transactional batches can move the LSO or be aborted)."""
+
+    __slots__ = ("path", "position", "size_in_bytes", "base_offset", "producer_id", "is_control",
+                 "crc_valid", "marker")
+    is_transactional = True
+
+    def __init__(self, path, position, size, base_offset, producer_id, is_control, crc_valid, marker):
+        self.path = path
+        self.position = position
+        self.size_in_bytes = size
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.is_control = is_control
+        self.crc_valid = crc_valid
+        self.marker = marker
+
+    def __iter__(self):          # a control batch's one record, as the rule reads it
+        yield _Marker(self.marker)
+
+
+class _Marker(NamedTuple):
+    control_type_id: Optional[int]
+
+
+def _transactional_batches(storage, part: PartitionLog) -> List[_TxnBatch]:
+    out = []
+    for b in committed.partition_batches(storage, part):
+        if not b.is_transactional:
+            continue
+        control = b.is_control
+        out.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id, control,
+                             True if control else b.crc_valid,
+                             _core._marker_type(b.batch) if control else None))
+    return out
+
+
+def last_stable_offset(batches: List[_TxnBatch], end: int) -> int:
+    """The LSO of the log cut at ``end`` (the batches starting below it): the first offset of
+    the earliest transaction still open there, ``end`` when none is."""
+    upto = [b for b in batches if b.base_offset < end]
+    key = (lambda b: b.base_offset)
+    left_out = transactions.aborted_batches(upto, key=key, trusted=lambda b: b.crc_valid)
+    closed = upto + [_TxnBatch(None, None, 0, None, pid, True, True, COMMIT)
+                     for pid in {b.producer_id for b in upto if not b.is_control}]
+    aborted = transactions.aborted_batches(closed, key=key, trusted=lambda b: b.crc_valid)
+    cut = {o for o in left_out - aborted if o is not None}
+    return min(cut) if cut else end
+
+
+def _topic_names(topics) -> Optional[frozenset]:
+    if topics is None:
+        return None
+    names = topics.split(",") if isinstance(topics, str) else topics
+    out = frozenset(t.strip() for t in names if t and t.strip())
+    if not out:
+        raise UsageError("topics: no topic named")
+    return out
+
+
+def _end_offset_of(end_offsets, topic: str, partition: int) -> Optional[int]:
+    if end_offsets is None:
+        return None
+    v = end_offsets.get((topic, partition))
+    if v is None and isinstance(end_offsets.get(topic), dict):
+        by_partition = end_offsets[topic]
+        v = by_partition.get(partition, by_partition.get(str(partition)))
+    if v is not None and int(v) < 0:
+        raise SelectionError(f"end offset {v} for {topic}-{partition}: offsets are 0 or more")
+    return None if v is None else int(v)
+
+
+def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,
+                  end_time=None, storage_options=None, tiered_storage: Optional[str] = None) -> HandOffPlan:
+    """:func:`hand_off_points` with what a backfill reads besides: the storage, each partition's
+    log and the spans a read_committed consumer does not see."""
+    lay, gaps = scan_history(uri, tiered_storage, storage_options)
+    names = _topic_names(topics)
+    end_ms = None if end_time is None else selection.parse_time(end_time)
+    resolver = selection.Resolver(lay.storage)
+    out = []
+    for part in lay.partitions:
+        if part.topic is None or part.partition is None:
+            continue
+        # Kafka's internal topics (__consumer_offsets, __transaction_state...) are no table's data
+        if (names is None and part.topic.startswith("__")) or (names is not None and part.topic not in names):
+            continue
+        start = resolver.log_start(part)
+        end = _end_offset_of(end_offsets, part.topic, part.partition)
+        if end is None and end_ms is not None:
+            hit = resolver.offset_for_time(part, end_ms, log_start=start)
+            end = None if hit is None else hit[0]
+        log_end = resolver.log_end(part)
+        end = log_end if end is None else min(end, log_end)
+        batches = _transactional_batches(lay.storage, part)
+        h = max(start, last_stable_offset(batches, end))
+        for g in gaps:
+            if (g.topic, g.partition) == part.key and g.start < h and g.end > start:
+                log.warning("kafkarec: offsets [%d, %d) of %s-%d are in no copy of the log; the "
+                            "backfill cannot hold them", g.start, g.end, part.topic, part.partition)
+        out.append(PartitionHandOff(part, start, h, committed.aborted_spans(batches)))
+    if names is not None:
+        missing = sorted(names - {p.part.topic for p in out})
+        if missing:
+            raise SelectionError(f"topic(s) {', '.join(missing)} not found under {uri}")
+    return HandOffPlan(lay.storage, out)
+
+
+def hand_off_points(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,
+                    end_time=None, storage_options=None,
+                    tiered_storage: Optional[str] = None) -> Dict[Tuple[str, int], HandOff]:
+    """``{(topic, partition): HandOff(start, end)}`` for the log under ``uri`` (a log directory,
+    local or on an object store, ``storage_options`` as everywhere): ``end`` is H, the last
+    stable offset at the chosen end, ``start`` the log start offset.
+
+    ``topics``: names (a list or ``"a,b"``; default every topic but Kafka's internal ``__*``
+    ones); ``end_offsets``: ``{(topic, partition): offset}`` or ``{topic: {partition: offset}}``
+    (partitions not named end at the log end); ``end_time``: ms since the epoch or ISO 8601, the
+    end at the first record at or after it; ``tiered_storage``: the remote root whose copies
+    complete the log (as ``kafkarec dump --tiered-storage``)."""
+    return plan_hand_off(uri, topics=topics, end_offsets=end_offsets, end_time=end_time,
+                         storage_options=storage_options, tiered_storage=tiered_storage).points()
