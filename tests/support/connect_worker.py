@@ -56,7 +56,7 @@ class IcebergCatalog:
 
     def __init__(self, pg_port: int, pg_user: str, warehouse: str, database: str = "iceberg"):
         self.uri = f"jdbc:postgresql://127.0.0.1:{pg_port}/{database}"
-        self.sqlalchemy_uri = f"postgresql+psycopg://{pg_user}@127.0.0.1:{pg_port}/{database}"
+        self.sqlalchemy_uri = f"postgresql+psycopg2://{pg_user}@127.0.0.1:{pg_port}/{database}"
         self.user = pg_user
         self.warehouse = "file://" + warehouse
 
@@ -108,9 +108,9 @@ class ConnectWorker:
             "offset.storage.partitions": "1",
             "status.storage.replication.factor": "1",
             "status.storage.partitions": "1",
+            # bytes as they are, unless a connector says otherwise
             "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "value.converter.schemas.enable": "false",
+            "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
             "listeners": self.url,
             "rest.advertised.host.name": "127.0.0.1",
             "rest.advertised.port": str(self.port),
@@ -228,18 +228,33 @@ class ConnectWorker:
 
 
 def iceberg_sink_config(catalog: IcebergCatalog, topics, table: str, *, tasks: int,
-                        commit_interval_ms: int = 1000, control_topic: str = "control-iceberg") -> Dict[str, str]:
-    """The sink's configuration: ``topics`` into the existing ``table``, with the
-    ``KafkaMetadataTransform`` columns (``_kafka_metadata_*``), committing every ``commit_interval_ms``."""
+                        commit_interval_ms: int = 1000, control_topic: str = "control-iceberg",
+                        auto_create: bool = False) -> Dict[str, str]:
+    """The sink's configuration: ``topics`` (raw values, no schema) into ``table``, committing every
+    ``commit_interval_ms``, in kafkarec's ``iceberg-kafka-connect`` layout
+    (:mod:`kafkarec.lakehouse.layouts`): the sink converts only structs and maps, so a raw value is
+    hoisted into a struct's ``value`` field (HoistField), after the tombstones are dropped (the sink
+    writes no row for a null value, and a hoisted null would not be null any more), and
+    ``KafkaMetadataTransform`` adds the ``_kafka_metadata_*`` fields.  ``auto_create``: the sink
+    creates the table from the first records' schema (a table the live writer owns)."""
     return {
         "connector.class": SINK_CLASS,
         "tasks.max": str(tasks),
         "topics": ",".join(topics),
+        "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
         "iceberg.tables": table,
+        "iceberg.tables.auto-create-enabled": str(auto_create).lower(),
         "iceberg.control.topic": control_topic,
         "iceberg.control.commit.interval-ms": str(commit_interval_ms),
         "iceberg.control.commit.timeout-ms": "30000",
-        "transforms": "kafka",
+        "predicates": "tombstone",
+        "predicates.tombstone.type": "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",
+        "transforms": "dropTombstones,hoist,kafka",
+        "transforms.dropTombstones.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.dropTombstones.predicate": "tombstone",
+        "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.hoist.field": "value",
         "transforms.kafka.type": METADATA_TRANSFORM,
         **catalog.sink_properties(),
     }

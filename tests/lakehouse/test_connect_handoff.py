@@ -1,0 +1,201 @@
+"""Backfill, then hand off to the real Apache Iceberg Kafka Connect sink (issue 41), end to end.
+
+On the session's broker, topics of 3 partitions with transactions (commits and aborts interleaved),
+compaction (the log cleaner ran) and a non-transactional producer between them; kafkarec writes
+[start, H) through pyiceberg into Iceberg's JDBC catalog on the session's PostgreSQL, the Connect
+worker's sink (support/connect_worker.py) continues from H, more records are produced, and the
+audit (and a read_committed consumer, the oracle) finds every committed record of [start, end) in
+the table exactly once.  Also: a crash between the backfill and the hand-off (the procedure run
+again), and fill-below under a table the sink already owns.
+"""
+from __future__ import annotations
+
+import time
+import urllib.error
+
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+import produce  # noqa: E402  (tests/broker, through support.broker)
+from kafkarec.lakehouse import IcebergTarget, backfill, hand_off_points, read_positions  # noqa: E402
+from kafkarec.lakehouse.audit import audit  # noqa: E402
+from kafkarec.lakehouse.connect import hand_off, offsets_body  # noqa: E402
+from support.connect_worker import CATALOG_NAME, iceberg_sink_config  # noqa: E402
+
+LAYOUT = "iceberg-kafka-connect"
+PARTITIONS = 3
+#: A compacted topic whose cleaner runs at once (tests/broker/produce.py's "compacted" topic).
+COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
+             "internal.segment.bytes": "8192", "min.compaction.lag.ms": "0"}
+
+
+def produce_history(bootstrap: str, topic: str, rounds: int, first: int = 0) -> None:
+    """``rounds`` of: a transaction that commits and one that aborts, open together on every
+    partition, and plain idempotent records between them; keys repeat (the cleaner drops older
+    values).  No tombstones: the sink writes no row for one, and the audit holds the table against
+    every committed record."""
+    committing = produce._cf_producer(bootstrap, **{"transactional.id": f"{topic}-c", "compression.type": "zstd"})
+    aborting = produce._cf_producer(bootstrap, **{"transactional.id": f"{topic}-a"})
+    plain = produce._cf_producer(bootstrap, **{"enable.idempotence": True})
+    committing.init_transactions(30)
+    aborting.init_transactions(30)
+    i = first
+    for _ in range(rounds):
+        committing.begin_transaction()
+        aborting.begin_transaction()
+        for part in range(PARTITIONS):
+            for _ in range(8):
+                for prod in (committing, aborting, plain):
+                    prod.produce(topic, value=f"{topic} value {i} ".encode() * (1 + i % 5),
+                                 key=f"key-{i % 11}".encode(), partition=part)
+                    i += 1
+        for prod in (committing, aborting, plain):
+            produce._flush(prod)
+        committing.commit_transaction(30)
+        aborting.abort_transaction(30)
+
+
+@pytest.fixture(scope="module")
+def env(kafka_broker, connect_worker, iceberg_catalog):
+    yield kafka_broker, connect_worker, iceberg_catalog
+    for name in connect_worker.rest("GET", "/connectors"):     # the worker is the session's
+        connect_worker.delete_connector(name)
+
+
+def make_topic(kafka_broker, name: str, rounds: int = 3) -> None:
+    produce.create_topics(kafka_broker.bootstrap, [
+        produce.TopicInfo(name, PARTITIONS, dict(COMPACTED), "confluent-kafka", "zstd", transactional=True),
+        produce.TopicInfo(f"control-{name}", 1, {}, "confluent-kafka", "none")])
+    produce_history(kafka_broker.bootstrap, name, rounds)
+    produce.wait_cleaned(kafka_broker.log_dir, name)
+
+
+def committed_offsets(bootstrap: str, topic: str):
+    """(partition, offset) of every record a read_committed consumer reads, to the LSO: the oracle."""
+    return sorted((r[1], r[2]) for r in produce.consume(bootstrap, [topic], "read_committed"))
+
+
+def table_offsets(target: IcebergTarget, topic: str):
+    pos = read_positions(target, LAYOUT)
+    assert set(pos.column("topic").to_pylist()) <= {topic}
+    return sorted(zip(pos.column("partition").to_pylist(), pos.column("offset").to_pylist()))
+
+
+def wait_for_sink(target: IcebergTarget, topic: str, expected, timeout: float = 60):
+    """Until the sink's commits hold every offset of ``expected`` (or more rows than that); the rows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = table_offsets(target, topic)
+        if len(got) >= len(expected) and set(got) >= set(expected):
+            return got
+        if time.monotonic() > deadline:
+            missing = sorted(set(expected) - set(got))
+            pytest.fail(f"the sink did not commit {len(missing)} records within {timeout} s "
+                        f"(first {missing[:5]})")
+        time.sleep(0.5)
+
+
+def assert_complete(kafka_broker, target, topic):
+    """Every committed record of [start, end) once: the read_committed consumer's offsets equal the
+    table's, and kafkarec's audit of the log says so too."""
+    expected = committed_offsets(kafka_broker.bootstrap, topic)
+    got = wait_for_sink(target, topic, expected)
+    assert got == expected
+    report = audit(kafka_broker.log_dir, read_positions(target, LAYOUT), topics=[topic])
+    assert report.ok, report
+
+
+def target_for(catalog, table: str) -> IcebergTarget:
+    return IcebergTarget(catalog.pyiceberg_properties(), table, CATALOG_NAME)
+
+
+def sink_config(catalog, topic: str, table: str, **kw):
+    return iceberg_sink_config(catalog, [topic], table, tasks=PARTITIONS, control_topic=f"control-{topic}", **kw)
+
+
+def test_offsets_body_is_kip_875s_sink_form():
+    from kafkarec.lakehouse import HandOff
+    body = offsets_body({("t", 1): HandOff(0, 7), ("t", 0): HandOff(3, 5), ("u", 0): 9})
+    assert body == {"offsets": [
+        {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 5}},
+        {"partition": {"kafka_topic": "t", "kafka_partition": 1}, "offset": {"kafka_offset": 7}},
+        {"partition": {"kafka_topic": "u", "kafka_partition": 0}, "offset": {"kafka_offset": 9}}]}
+
+
+def test_backfill_then_hand_off(env):
+    kafka_broker, worker, catalog = env
+    topic, table = "handoff", "lake.handoff"
+    make_topic(kafka_broker, topic)
+    target = target_for(catalog, table)
+    points = hand_off_points(kafka_broker.log_dir, topics=[topic])
+    summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
+    assert sum(s.rows for s in summary.values()) == len(table_offsets(target, topic)) > 0
+    body = hand_off(worker.url, "sink-handoff", points, config=sink_config(catalog, topic, table))
+    assert [o["offset"]["kafka_offset"] for o in body["offsets"]] == [points[(topic, p)].end
+                                                                      for p in range(PARTITIONS)]
+    produce_history(kafka_broker.bootstrap, topic, 2, first=10_000)
+    assert_complete(kafka_broker, target, topic)
+    # the sink's own snapshots carry its kafka.connect.* keys; kafkarec's backfill carries none
+    ice = catalog.load().load_table(table)
+    summaries = [dict(s.summary.additional_properties) for s in ice.snapshots()]
+    assert not any(k.startswith("kafka.connect.") for k in summaries[0])
+    assert any(k.startswith("kafka.connect.") for s in summaries[1:] for k in s)
+
+
+def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(env):
+    kafka_broker, worker, catalog = env
+    topic, table, connector = "handoff-crash", "lake.handoff_crash", "sink-handoff-crash"
+    make_topic(kafka_broker, topic)
+    target = target_for(catalog, table)
+    config = sink_config(catalog, topic, table)
+    points = hand_off_points(kafka_broker.log_dir, topics=[topic])
+    backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
+    # the crash: the procedure died after creating the connector STOPPED, before setting its offsets
+    worker.rest("POST", "/connectors", {"name": connector, "config": config, "initial_state": "STOPPED"})
+    produce_history(kafka_broker.bootstrap, topic, 1, first=10_000)    # the topic goes on meanwhile
+    # the re-run: the same procedure from the top, on the same hand-off points
+    again = backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
+    assert sum(s.rows for s in again.values()) == 0
+    hand_off(worker.url, connector, points, config=config)
+    produce_history(kafka_broker.bootstrap, topic, 1, first=20_000)
+    assert_complete(kafka_broker, target, topic)
+
+
+def test_fill_below_under_the_sinks_table(env):
+    kafka_broker, worker, catalog = env
+    topic, table, connector = "handoff-below", "lake.handoff_below", "sink-handoff-below"
+    make_topic(kafka_broker, topic)
+    target = target_for(catalog, table)
+    # the live writer came first: its connector starts in the middle of the history (the hand-off
+    # points of the first half of every partition) and creates the table itself
+    middle = hand_off_points(kafka_broker.log_dir, topics=[topic],
+                             end_offsets={(topic, p): h.end // 2
+                                          for (_, p), h in hand_off_points(kafka_broker.log_dir,
+                                                                           topics=[topic]).items()})
+    hand_off(worker.url, connector, middle, config=sink_config(catalog, topic, table, auto_create=True))
+    produce_history(kafka_broker.bootstrap, topic, 1, first=10_000)
+    expected_above = [o for o in committed_offsets(kafka_broker.bootstrap, topic) if o[1] >= middle[(topic, o[0])].end]
+    wait_for_sink(target, topic, expected_above)
+    summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, fill_below=True)
+    assert {k[1]: s.end for k, s in summary.items()} == {
+        p: min(o for q, o in table_offsets(target, topic) if q == p and o >= middle[(topic, p)].end)
+        for p in range(PARTITIONS)}
+    produce_history(kafka_broker.bootstrap, topic, 1, first=20_000)
+    assert_complete(kafka_broker, target, topic)
+
+
+def test_hand_off_errors_carry_the_call_status_and_answer(env):
+    from kafkarec.errors import ConnectError
+    _, worker, _ = env
+    with pytest.raises(ConnectError, match="no such connector") as info:
+        hand_off(worker.url, "sink-nobody", {("t", 0): 5})
+    assert info.value.status == 404 and info.value.connector == "sink-nobody"
+    with pytest.raises(ConnectError) as info:
+        hand_off(worker.url, "sink-bad", {("t", 0): 5}, config={"connector.class": "no.such.Connector"})
+    assert info.value.status == 400 and "no.such.Connector" in str(info.value)
+    with pytest.raises(ConnectError, match="did not answer") as info:
+        hand_off("http://127.0.0.1:9", "sink-nobody", {("t", 0): 5}, timeout=2, request_timeout=2)
+    assert info.value.status is None
+    with pytest.raises(urllib.error.HTTPError):
+        worker.rest("GET", "/connectors/sink-bad")
