@@ -342,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     table_cmd.add_parser(sub)
     from kafkarec.cli import schemas as schemas_cmd   # registry helper's command
     schemas_cmd.add_parser(sub)
+    from kafkarec.cli import audit as audit_cmd       # a lakehouse table against the log
+    audit_cmd.add_parser(sub)
     return p
 
 
