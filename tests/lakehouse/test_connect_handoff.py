@@ -56,19 +56,36 @@ def produce_history(bootstrap: str, topic: str, rounds: int, first: int = 0) -> 
         aborting.abort_transaction(30)
 
 
+TOPICS = ("handoff", "handoff-crash", "handoff-below")
+
+
 @pytest.fixture(scope="module")
 def env(kafka_broker, connect_worker, iceberg_catalog):
+    """The module's topics written and compacted (all at once: one wait for the log cleaner)."""
+    make_topics(kafka_broker, TOPICS)
     yield kafka_broker, connect_worker, iceberg_catalog
     for name in connect_worker.rest("GET", "/connectors"):     # the worker is the session's
         connect_worker.delete_connector(name)
 
 
-def make_topic(kafka_broker, name: str, rounds: int = 3) -> None:
+def make_topics(kafka_broker, names, rounds: int = 3) -> None:
     produce.create_topics(kafka_broker.bootstrap, [
-        produce.TopicInfo(name, PARTITIONS, dict(COMPACTED), "confluent-kafka", "zstd", transactional=True),
-        produce.TopicInfo(f"control-{name}", 1, {}, "confluent-kafka", "none")])
-    produce_history(kafka_broker.bootstrap, name, rounds)
-    produce.wait_cleaned(kafka_broker.log_dir, name)
+        info for name in names for info in (
+            produce.TopicInfo(name, PARTITIONS, dict(COMPACTED), "confluent-kafka", "zstd", transactional=True),
+            produce.TopicInfo(f"control-{name}", 1, {}, "confluent-kafka", "none"))])
+    for name in names:
+        produce_history(kafka_broker.bootstrap, name, rounds)
+    for name in names:
+        produce.wait_cleaned(kafka_broker.log_dir, name)
+    # the cleaner has compacted the history; from here on it holds off (a record's newer value would
+    # otherwise remove it between the sink's read and the oracle's, both right)
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    admin = produce._admin(kafka_broker.bootstrap)
+    futures = admin.incremental_alter_configs([ConfigResource("TOPIC", name, incremental_configs=[
+        ConfigEntry("min.compaction.lag.ms", str(24 * 3600 * 1000), incremental_operation=AlterConfigOpType.SET)])
+        for name in names])
+    for future in futures.values():
+        future.result(timeout=30)
 
 
 def committed_offsets(bootstrap: str, topic: str):
@@ -82,6 +99,11 @@ def table_offsets(target: IcebergTarget, topic: str):
     return sorted(zip(pos.column("partition").to_pylist(), pos.column("offset").to_pylist()))
 
 
+def _spread(offsets):
+    return {p: (len(o), min(o), max(o)) for p in sorted({p for p, _ in offsets})
+            for o in [[x for q, x in offsets if q == p]]}
+
+
 def wait_for_sink(target: IcebergTarget, topic: str, expected, timeout: float = 60):
     """Until the sink's commits hold every offset of ``expected`` (or more rows than that); the rows."""
     deadline = time.monotonic() + timeout
@@ -92,7 +114,8 @@ def wait_for_sink(target: IcebergTarget, topic: str, expected, timeout: float = 
         if time.monotonic() > deadline:
             missing = sorted(set(expected) - set(got))
             pytest.fail(f"the sink did not commit {len(missing)} records within {timeout} s "
-                        f"(first {missing[:5]})")
+                        f"(first {missing[:5]}; the table has {len(got)} rows, {len(set(got))} distinct, "
+                        f"per partition (count, first, last): table {_spread(got)}, expected {_spread(expected)})")
         time.sleep(0.5)
 
 
@@ -126,7 +149,6 @@ def test_offsets_body_is_kip_875s_sink_form():
 def test_backfill_then_hand_off(env):
     kafka_broker, worker, catalog = env
     topic, table = "handoff", "lake.handoff"
-    make_topic(kafka_broker, topic)
     target = target_for(catalog, table)
     points = hand_off_points(kafka_broker.log_dir, topics=[topic])
     summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
@@ -146,7 +168,6 @@ def test_backfill_then_hand_off(env):
 def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(env):
     kafka_broker, worker, catalog = env
     topic, table, connector = "handoff-crash", "lake.handoff_crash", "sink-handoff-crash"
-    make_topic(kafka_broker, topic)
     target = target_for(catalog, table)
     config = sink_config(catalog, topic, table)
     points = hand_off_points(kafka_broker.log_dir, topics=[topic])
@@ -165,7 +186,6 @@ def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(e
 def test_fill_below_under_the_sinks_table(env):
     kafka_broker, worker, catalog = env
     topic, table, connector = "handoff-below", "lake.handoff_below", "sink-handoff-below"
-    make_topic(kafka_broker, topic)
     target = target_for(catalog, table)
     # the live writer came first: its connector starts in the middle of the history (the hand-off
     # points of the first half of every partition) and creates the table itself
