@@ -187,17 +187,20 @@ def test_fill_below_under_the_sinks_table(env):
     kafka_broker, worker, catalog = env
     topic, table, connector = "handoff-below", "lake.handoff_below", "sink-handoff-below"
     target = target_for(catalog, table)
-    # the live writer came first: its connector starts in the middle of the history (the hand-off
-    # points of the first half of every partition) and creates the table itself
-    middle = hand_off_points(kafka_broker.log_dir, topics=[topic],
-                             end_offsets={(topic, p): h.end // 2
-                                          for (_, p), h in hand_off_points(kafka_broker.log_dir,
-                                                                           topics=[topic]).items()})
+    # the live writer came first: its connector starts in the middle of the history (at the
+    # partition's middle committed record, after compaction) and creates the table itself
+    history = committed_offsets(kafka_broker.bootstrap, topic)
+    ends = {}
+    for p in range(PARTITIONS):
+        offsets = [o for q, o in history if q == p]
+        ends[(topic, p)] = offsets[len(offsets) // 2]
+    middle = hand_off_points(kafka_broker.log_dir, topics=[topic], end_offsets=ends)
     hand_off(worker.url, connector, middle, config=sink_config(catalog, topic, table, auto_create=True))
     produce_history(kafka_broker.bootstrap, topic, 1, first=10_000)
     expected_above = [o for o in committed_offsets(kafka_broker.bootstrap, topic) if o[1] >= middle[(topic, o[0])].end]
     wait_for_sink(target, topic, expected_above)
-    summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, fill_below=True)
+    summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, fill_below=True, topics=[topic])
+    assert sum(s.rows for s in summary.values()) > 0
     assert {k[1]: s.end for k, s in summary.items()} == {
         p: min(o for q, o in table_offsets(target, topic) if q == p and o >= middle[(topic, p)].end)
         for p in range(PARTITIONS)}
