@@ -31,6 +31,7 @@ from kafkarec import control as _control  # noqa: E402,F401  (registers the cont
 from kafkarec.convert import ConversionResult, convert  # noqa: E402
 from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
 from kafkarec.errors import (  # noqa: E402
+    BackfillError,
     CheckpointError,
     ChecksumError,
     CodecUnavailableError,
@@ -105,6 +106,6 @@ __all__ = [
     "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "RemoteObjectError", "SelectionError", "StorageError",
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
-    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError",
+    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
     "convert", "ConversionResult",
 ]

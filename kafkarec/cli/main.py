@@ -340,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     transactions_cmd.add_parser(sub)
     from kafkarec.cli import table as table_cmd      # keyed state (kafkarec.table)
     table_cmd.add_parser(sub)
+    from kafkarec.cli import backfill as backfill_cmd    # lakehouse tables (kafkarec.lakehouse)
+    backfill_cmd.add_parser(sub)
     from kafkarec.cli import schemas as schemas_cmd   # registry helper's command
     schemas_cmd.add_parser(sub)
     from kafkarec.cli import audit as audit_cmd       # a lakehouse table against the log

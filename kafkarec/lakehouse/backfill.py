@@ -30,16 +30,18 @@ schema and spec.  A partition the table has no row of is reported, not guessed.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from kafkarec._extras import require
-from kafkarec.errors import BackfillError, UsageError
+from kafkarec.errors import BackfillError, DecodeError, UsageError
 from kafkarec.lakehouse import tables
 from kafkarec.lakehouse.handoff import HandOff, HandOffPlan, PartitionHandOff, plan_hand_off
 from kafkarec.lakehouse.layouts import Layout, layout as layout_of, to_layout
 from kafkarec.lakehouse.tables import DeltaTarget, IcebergTarget, Target
 from kafkarec.log import selection
+from kafkarec.log.layout import segment_uri
 
 __all__ = ["backfill", "backfill_batches", "PartitionSummary", "SUMMARY_PREFIX", "summary_key",
            "delta_app_id"]
@@ -54,8 +56,8 @@ FILE_ROWS = 1 << 20
 class PartitionSummary(NamedTuple):
     """What a backfill did for one partition: [``start``, ``end``) (``end`` = H), ``rows``
     written, and ``status``: ``"written"``, ``"already written"`` (a re-run: the table records
-    this range), ``"empty"`` (nothing below H) or ``"no rows in table"`` (fill-below: nothing to
-    end at)."""
+    this range), ``"empty"`` (no committed record in the range, nothing committed) or
+    ``"no rows in table"`` (fill-below: nothing to end at)."""
     topic: str
     partition: int
     start: int
@@ -82,6 +84,8 @@ class _Typed:
 
     def __init__(self, typed: Dict[str, Any], topic: str):
         self.kw = dict(typed)
+        if self.kw.get("key"):
+            raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
         self.kw.setdefault("topic", topic)
         self.columns: Dict[str, Any] = {}
         import kafkarec
@@ -105,12 +109,17 @@ class _Typed:
 def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Optional[_Typed]) -> Iterator[Any]:
     resolver = selection.Resolver(storage)
     for sr in selection.plan_partition(part.part, part.start, part.end, resolver):
-        for rb in selection.read_arrow(storage, sr, skip=part.skip.get(sr.segment.path, ())):
-            if typed is not None:
-                rb = typed.decode(rb, part)
-            out = to_layout(rb, lay, value_type=None if typed is None else typed.value_type)
-            if out.num_rows:
-                yield out
+        try:
+            for rb in selection.read_arrow(storage, sr, skip=part.skip.get(sr.segment.path, ())):
+                if typed is not None:
+                    rb = typed.decode(rb, part)
+                out = to_layout(rb, lay, value_type=None if typed is None else typed.value_type)
+                if out.num_rows:
+                    yield out
+        except DecodeError as exc:
+            # a record the backfill cannot read is a gap it will not leave: the write stops, naming it
+            exc.file = segment_uri(storage, sr.segment)      # positions are that file's
+            raise
 
 
 def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, end_offsets=None,
@@ -168,7 +177,7 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
     ``storage_options``: the log's (a Delta target has its own)."""
     lay = layout_of(layout)
     if isinstance(target, DeltaTarget):
-        if not app_id:
+        if not app_id and not fill_below:
             raise UsageError("a Delta backfill needs app_id: the kafka-delta-ingest app id whose txn "
                              "actions say where the live writer resumes")
     elif not isinstance(target, IcebergTarget):
@@ -177,15 +186,25 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
     summary: Dict[Tuple[str, int], PartitionSummary] = {}
     if fill_below:
         plan = _fill_below_plan(plan, target, lay, summary)
-    if isinstance(target, DeltaTarget):
+    if fill_below:
+        # ends at the table's first rows: a re-run finds nothing below them (its own check); the txn
+        # actions stay the live writer's (a lower version would send kafka-delta-ingest back)
+        todo = [p for p in plan.partitions if p.end > p.start]
+        app_id = None
+    elif isinstance(target, DeltaTarget):
         todo = _delta_todo(target, plan, app_id, summary)
     else:
         todo = _iceberg_todo(target, plan, summary)
-    rows = _write(target, lay, plan.storage, todo, app_id, typed, fill_below)
+    for p in plan.partitions:
+        if p.key not in summary and p not in todo:
+            summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0, "empty")
+    rows = _write(target, lay, plan.storage, todo, app_id, typed)
     for part in todo:
         n = rows.get(part.key, 0)
+        # a Delta backfill commits its txn actions even for a partition without rows
+        wrote = n > 0 or (isinstance(target, DeltaTarget) and app_id is not None and not fill_below)
         summary[part.key] = PartitionSummary(part.part.topic, part.part.partition, part.start, part.end, n,
-                                             "written" if part.end > part.start else "empty")
+                                             "written" if wrote else "empty")
     return dict(sorted(summary.items()))
 
 
@@ -225,6 +244,8 @@ def _iceberg_todo(target: IcebergTarget, plan: HandOffPlan, summary) -> List[Par
                     recorded.setdefault(k, []).append((int(a), int(b)))
     todo = []
     for p in plan.partitions:
+        if p.end <= p.start:
+            continue                  # nothing to write, nothing the sink needs recorded
         ranges = recorded.get(summary_key(*p.key), [])
         if (p.start, p.end) in ranges:
             summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0,
@@ -273,7 +294,7 @@ class _Counter:
             yield rb
 
 
-def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], app_id, typed, fill_below) -> Dict:
+def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], app_id, typed) -> Dict:
     pa = require("pyarrow")
     if not todo:
         return {}
@@ -305,16 +326,33 @@ def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], a
         with table.transaction() as tx:
             for chunk in _chunks(batches(), schema):
                 tx.append(chunk, snapshot_properties=props)
-            if not counters or all(c.rows == 0 for c in counters):
-                # no rows: an empty append still records the ranges (a re-run finds them)
-                tx.append(pa.Table.from_batches([], schema=schema), snapshot_properties=props)
     else:
         deltalake = require("deltalake")
         txns = [deltalake.Transaction(app_id=delta_app_id(app_id, p.part.partition), version=p.end - 1)
-                for p in todo]
-        reader = pa.RecordBatchReader.from_batches(schema, batches())
-        deltalake.write_deltalake(target.path, reader, mode="append", storage_options=target.storage_options,
-                                  commit_properties=deltalake.CommitProperties(app_transactions=txns))
+                for p in todo] if app_id else []
+        failure: list = []
+
+        def reading():
+            # delta-rs reads the stream through Arrow's C interface, which turns an exception into
+            # its own text: the reader's error (a corrupt record, with its file) is raised as it was
+            try:
+                yield from batches()
+            except Exception as exc:
+                failure.append(exc)
+                raise
+
+        stream = reading()
+        first = next(stream, None)
+        if first is None and not txns:
+            return {c.key: c.rows for c in counters}       # nothing to commit: no empty version
+        reader = pa.RecordBatchReader.from_batches(schema, itertools.chain([first] if first else [], stream))
+        try:
+            deltalake.write_deltalake(target.path, reader, mode="append", storage_options=target.storage_options,
+                                      commit_properties=deltalake.CommitProperties(app_transactions=txns))
+        except Exception:
+            if failure:
+                raise failure[0] from None
+            raise
     return {c.key: c.rows for c in counters}
 
 

@@ -19,7 +19,8 @@ the ones cut at the LSO; the first of them is where the LSO is.
 from __future__ import annotations
 
 import logging
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import ClassVar, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from kafkarec import _core, transactions
 from kafkarec.errors import SelectionError, UsageError
@@ -61,23 +62,19 @@ class HandOffPlan(NamedTuple):
         return {p.key: HandOff(p.start, p.end) for p in self.partitions}
 
 
+@dataclass
 class _TxnBatch:
     """What the transaction rule reads of one transactional batch, kept without its bytes (a
     partition is walked once; only transactional batches can move the LSO or be aborted)."""
-
-    __slots__ = ("path", "position", "size_in_bytes", "base_offset", "producer_id", "is_control",
-                 "crc_valid", "marker")
-    is_transactional = True
-
-    def __init__(self, path, position, size, base_offset, producer_id, is_control, crc_valid, marker):
-        self.path = path
-        self.position = position
-        self.size_in_bytes = size
-        self.base_offset = base_offset
-        self.producer_id = producer_id
-        self.is_control = is_control
-        self.crc_valid = crc_valid
-        self.marker = marker
+    path: Optional[str]
+    position: Optional[int]
+    size_in_bytes: int
+    base_offset: Optional[int]
+    producer_id: int
+    is_control: bool
+    crc_valid: bool
+    marker: Optional[int]           # a control batch's marker type (the rule's _marker_type)
+    is_transactional: ClassVar[bool] = True
 
     def __iter__(self):          # a control batch's one record, as the rule reads it
         yield _Marker(self.marker)

@@ -623,9 +623,10 @@ Row = Tuple[str, int, int, Optional[bytes], Optional[bytes], Tuple[Tuple[str, Op
 
 
 def consume(bootstrap: str, topics: Sequence[str], isolation: str = "read_uncommitted",
-            timeout: float = 60) -> List[Row]:
+            timeout: float = 60, start: Optional[Dict[Tuple[str, int], int]] = None) -> List[Row]:
     """Every record of ``topics`` as librdkafka's consumer reads it, from each partition's
-    start to its end (the high watermark, or the last stable offset for read_committed):
+    start (or the offset ``start`` gives it, as a consumer seeking there) to its end (the high
+    watermark, or the last stable offset for read_committed):
     ``(topic, partition, offset, key, value, headers, timestampType, timestamp)`` sorted
     by topic, partition, offset.  timestampType: 0 CreateTime, 1 LogAppendTime."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition, TIMESTAMP_LOG_APPEND_TIME
@@ -634,7 +635,8 @@ def consume(bootstrap: str, topics: Sequence[str], isolation: str = "read_uncomm
                   "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
     try:
         meta = c.list_topics(timeout=10)
-        tps = [TopicPartition(t, p, -2) for t in topics for p in sorted(meta.topics[t].partitions)]
+        tps = [TopicPartition(t, p, (start or {}).get((t, p), -2))
+               for t in topics for p in sorted(meta.topics[t].partitions)]
         c.assign(tps)
         pending = {(tp.topic, tp.partition) for tp in tps}
         rows: List[Row] = []

@@ -165,3 +165,27 @@ def backfill_rows(root, name, start):
     table = pa.Table.from_batches(batches, schema=layout(name).schema())
     offsets = table.column("redpanda").combine_chunks().field("offset")
     return table.filter(pa.compute.greater_equal(offsets, start))
+
+
+def test_typed_values_become_the_rows_columns(tmp_path):
+    """Values typed through kafkarec's registry wing (here bare JSON Schema payloads) lay their
+    fields out as the table's columns; a value that does not decode stops the backfill."""
+    import json
+    from logdir import PartitionWriter, v2_batch
+    root = str(tmp_path / "log")
+    w = PartitionWriter(root, "people", 0)
+    w.append(v2_batch([(1_700_000_000_000 + i, b"k", json.dumps({"id": i, "name": f"n{i}"}).encode(), [])
+                       for i in range(3)]))
+    w.close()
+    schema = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}})
+    typed = {"registry": None, "value_format": "json", "value_reader_schema": schema}
+    target = IcebergTarget(catalog(tmp_path), "lake.people")
+    backfill(root, target, layout="iceberg-kafka-connect", typed=typed)
+    rows = tables.load_iceberg_table(target).scan().to_arrow().sort_by("_kafka_metadata_offset")
+    assert rows.column("id").to_pylist() == [0, 1, 2] and rows.column("name").to_pylist() == ["n0", "n1", "n2"]
+    w = PartitionWriter(str(tmp_path / "bad"), "people", 0)
+    w.append(v2_batch([(1_700_000_000_000, b"k", b"not json", [])]))
+    w.close()
+    with pytest.raises(BackfillError, match="offset 0 does not decode"):
+        backfill(str(tmp_path / "bad"), DeltaTarget(str(tmp_path / "delta")), layout="automq", typed=typed,
+                 app_id="a")

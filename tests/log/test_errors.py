@@ -28,6 +28,7 @@ EXPECTED = {
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
+    "BackfillError": ValueError,
 }
 
 
@@ -72,6 +73,14 @@ def test_no_error_class_outside_errors_py_escapes_the_hierarchy():
             for name in names:
                 cls = getattr(mod, name)
                 assert inspect.isclass(cls) and issubclass(cls, errors.KafkaRecError), (path, name)
+
+
+def test_backfill_error_carries_its_table_and_partition_across_pickling():
+    e = errors.BackfillError("lake.orders", "a backfill of [0, 9) is there", topic="orders", partition=2)
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == "lake.orders, orders-2: a backfill of [0, 9) is there"
+    assert (again.table, again.topic, again.partition, again.reason) == ("lake.orders", "orders", 2,
+                                                                         "a backfill of [0, 9) is there")
 
 
 def test_storage_error_carries_its_uri_across_pickling():

@@ -82,3 +82,4 @@ def write_partition(root: str, topic: str, partition: int, ops: Sequence[Op], *,
     m.committed.sort()
     w.close()
     return m
+

@@ -1,0 +1,118 @@
+"""``kafkarec backfill LOG``: a topic's history into the Delta or Iceberg table a live writer
+continues (:func:`kafkarec.lakehouse.backfill`), up to each partition's hand-off point H; one line
+per partition ``topic-partition [start, H) rows status`` on stdout.
+
+Handing off to a Kafka Connect sink (its consumer group's offsets set to H through the Connect
+REST API, KIP-875) is :mod:`kafkarec.lakehouse.connect`'s; this command writes the table and
+prints the points."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
+from kafkarec.errors import BackfillError, DecodeError, UsageError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    from kafkarec.lakehouse.layouts import LAYOUTS
+    p = sub.add_parser(
+        "backfill", help="write a topic's history into the lakehouse table a live writer continues",
+        description="Write the committed data records of [log start, H) of every partition into a Delta "
+                    "table (--delta) or an Iceberg table (--iceberg-catalog, --table) in the rows of the "
+                    "live writer that continues it (--layout), in one commit. H, the hand-off point, is the "
+                    "last stable offset at the end of the log (or at --end-offsets / --end-time): the live "
+                    "writer resumes there. A Delta commit carries kafka-delta-ingest's txn action per "
+                    "partition (--app-id). Re-running writes nothing for ranges the table already records. "
+                    "--fill-below writes [log start, the table's first offset) into a table a live writer "
+                    "already owns.")
+    p.add_argument("path", metavar="LOG", help="log dir root or a URI (s3://...)")
+    target = p.add_argument_group("target (one of)")
+    target.add_argument("--delta", metavar="PATH", help="a Delta table's path or URI")
+    target.add_argument("--delta-storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a delta-rs storage option for --delta (AWS_ENDPOINT_URL=..., ...)")
+    target.add_argument("--iceberg-catalog", metavar="NAME",
+                        help="an Iceberg catalog, as pyiceberg's load_catalog(NAME) finds it (.pyiceberg.yaml, "
+                             "PYICEBERG_CATALOG__* variables) plus --catalog-property")
+    target.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a catalog property (type=sql, uri=..., warehouse=...)")
+    target.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table's identifier")
+    p.add_argument("--layout", required=True, choices=sorted(LAYOUTS),
+                   help="the live writer whose rows to write")
+    p.add_argument("--topics", metavar="A,B", help="only these topics (default every topic but Kafka's __*)")
+    p.add_argument("--end-offsets", metavar="JSON",
+                   help='where to end, per partition: {"orders":{"0":42,"1":17}} (H is the last stable '
+                        'offset there)')
+    p.add_argument("--end-time", metavar="T",
+                   help="end at the first record at or after T (ms since the epoch or ISO 8601)")
+    p.add_argument("--fill-below", action="store_true",
+                   help="end each partition at the table's smallest offset (a table a live writer owns)")
+    p.add_argument("--app-id", metavar="ID", help="kafka-delta-ingest's app id (txn appId <ID>-<partition>)")
+    p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    from kafkarec.cli.schemas import add_typed_arguments
+    add_typed_arguments(p, "typed values (Schema Registry payloads): their fields become the row's columns")
+    from kafkarec.cli.selection_args import add_storage_argument
+    add_storage_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def _pairs(items, flag: str) -> dict:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _end_offsets(text):
+    if text is None:
+        return None
+    try:
+        raw = json.loads(text)
+        return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in raw.items()}
+    except (ValueError, TypeError, AttributeError):
+        raise UsageError(f'--end-offsets: expected {{"topic":{{"partition":offset}}}}, got {text!r}') from None
+
+
+def target_from_args(args):
+    from kafkarec.lakehouse.tables import DeltaTarget, IcebergTarget
+    if (args.delta is None) == (args.iceberg_catalog is None):
+        raise UsageError("give one target: --delta PATH, or --iceberg-catalog NAME --table DB.TABLE")
+    if args.delta is not None:
+        return DeltaTarget(args.delta, _pairs(args.delta_storage_option, "--delta-storage-option") or None)
+    if not args.table:
+        raise UsageError("--iceberg-catalog needs --table DB.TABLE")
+    return IcebergTarget(_pairs(args.catalog_property, "--catalog-property"), args.table, args.iceberg_catalog)
+
+
+def run(args, out: TextIO, err: TextIO) -> int:
+    from kafkarec.cli.schemas import decode_from_args
+    from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.lakehouse import backfill
+    try:
+        summary = backfill(args.path, target_from_args(args), layout=args.layout, fill_below=args.fill_below,
+                           app_id=args.app_id, topics=args.topics, end_offsets=_end_offsets(args.end_offsets),
+                           end_time=args.end_time, storage_options=storage_options_from_args(args) or None,
+                           tiered_storage=args.tiered_storage, typed=decode_from_args(args))
+    except BackfillError as e:           # the table holds what the backfill would write again
+        err.write(f"kafkarec backfill: {e}\n")
+        return EXIT_PROBLEMS
+    except DecodeError as e:             # nothing committed: a record that cannot be read stops the write
+        where = getattr(e, "file", None)
+        err.write(f"kafkarec backfill: {where + ': ' if where else ''}{e}; nothing was written\n")
+        return EXIT_PROBLEMS
+    for s in summary.values():
+        if args.json:
+            out.write(json.dumps(s._asdict(), separators=(",", ":")) + "\n")
+        else:
+            out.write(f"{s.topic}-{s.partition} [{s.start}, {s.end}) {s.rows} rows {s.status}\n")
+    written = sum(s.rows for s in summary.values())
+    err.write(f"{written} rows written in {sum(s.status == 'written' for s in summary.values())} of "
+              f"{len(summary)} partition(s)\n")
+    return EXIT_OK
