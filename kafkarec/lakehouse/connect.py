@@ -99,7 +99,8 @@ def _message(answer: str) -> str:
 
 
 def _stopped(rest: _Rest):
-    status = rest.call("GET", rest.path + "/status")
+    # a connector just created has no status for a moment (404)
+    status = rest.call("GET", rest.path + "/status", missing_ok=True) or {}
     state = status.get("connector", {}).get("state")
     return True if state == "STOPPED" and not status.get("tasks") else None
 
