@@ -10,6 +10,7 @@ again), and fill-below under a table the sink already owns.
 """
 from __future__ import annotations
 
+import json
 import time
 import urllib.error
 
@@ -165,7 +166,8 @@ def test_backfill_then_hand_off(env):
     assert any(k.startswith("kafka.connect.") for s in summaries[1:] for k in s)
 
 
-def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(env):
+def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(env, tmp_path, capfd):
+    from kafkarec.cli.main import main
     kafka_broker, worker, catalog = env
     topic, table, connector = "handoff-crash", "lake.handoff_crash", "sink-handoff-crash"
     target = target_for(catalog, table)
@@ -175,10 +177,19 @@ def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(e
     # the crash: the procedure died after creating the connector STOPPED, before setting its offsets
     worker.rest("POST", "/connectors", {"name": connector, "config": config, "initial_state": "STOPPED"})
     produce_history(kafka_broker.bootstrap, topic, 1, first=10_000)    # the topic goes on meanwhile
-    # the re-run: the same procedure from the top, on the same hand-off points
-    again = backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
-    assert sum(s.rows for s in again.values()) == 0
-    hand_off(worker.url, connector, points, config=config)
+    # the re-run: the same procedure from the top, on the same hand-off points, as a command
+    config_file = tmp_path / "connector.json"
+    config_file.write_text(json.dumps(config))
+    ends = json.dumps({topic: {str(p): h.end for (_, p), h in points.items()}})
+    props = [a for k, v in catalog.pyiceberg_properties().items() for a in ("--catalog-property", f"{k}={v}")]
+    capfd.readouterr()
+    assert main(["backfill", kafka_broker.log_dir, "--iceberg-catalog", CATALOG_NAME, *props, "--table", table,
+                 "--layout", LAYOUT, "--topics", topic, "--end-offsets", ends, "--connect-url", worker.url,
+                 "--connector", connector, "--connector-config", str(config_file)]) == 0
+    out, err = capfd.readouterr()
+    assert out.splitlines() == [f"{topic}-{p} [{h.start}, {h.end}) 0 rows already written"
+                                for (_, p), h in sorted(points.items())]
+    assert f"connector {connector}: offsets set to H on {PARTITIONS} partition(s), resumed" in err
     produce_history(kafka_broker.bootstrap, topic, 1, first=20_000)
     assert_complete(kafka_broker, target, topic)
 
