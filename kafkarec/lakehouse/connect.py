@@ -105,6 +105,12 @@ def _stopped(rest: _Rest):
     return True if state == "STOPPED" and not status.get("tasks") else None
 
 
+def _by_partition(offsets: list) -> Dict[Tuple[str, int], int]:
+    """A KIP-875 offsets list as ``{(topic, partition): offset}`` (a partition without an offset left out)."""
+    return {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
+            for o in offsets if o.get("offset")}
+
+
 def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], Any], *,
              config: Optional[Mapping[str, str]] = None, timeout: float = 60.0,
              request_timeout: float = 30.0) -> Dict[str, list]:
@@ -113,9 +119,10 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
 
     With ``config`` the connector is created STOPPED when it does not exist yet (an existing one is
     stopped, its configuration kept); without it, it must exist and is stopped.  Then its offsets
-    are set, read back, and it is resumed.  ``timeout`` bounds the whole procedure (the waits for
-    the tasks to stop and for the consumer group to empty), ``request_timeout`` each call.
-    Returns the offsets body that was set."""
+    are set, read back, and it is resumed.  An existing connector whose group is already past H
+    on a partition (it ran from the hand-off) is resumed untouched and the call fails.
+    ``timeout`` bounds the whole procedure (the waits for the tasks to stop and for the consumer
+    group to empty), ``request_timeout`` each call.  Returns the offsets body that was set."""
     rest = _Rest(connect_url, connector, request_timeout)
     deadline = time.monotonic() + timeout
     body = offsets_body(points)
@@ -132,6 +139,17 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
                   {"name": connector, "config": dict(config), "initial_state": "STOPPED"})
     rest.wait("the connector stopping (STOPPED, no tasks)", f"GET {rest.path}/status",
               lambda: _stopped(rest), deadline)
+    wanted = _by_partition(body["offsets"])
+    if exists:
+        # a sink that already ran from H has moved its group past H: setting it back would make it
+        # write those rows again (a repeat after a finished hand-off); it runs on as it was
+        now = _by_partition(rest.call("GET", rest.path + "/offsets")["offsets"])
+        past = {tp: (h, now[tp]) for tp, h in wanted.items() if now.get(tp, h) > h}
+        if past:
+            rest.call("PUT", rest.path + "/resume")
+            raise ConnectError(connector, f"GET {rest.path}/offsets", "the connector is already past the hand-off "
+                               "point (it has run from there), nothing changed: " + ", ".join(
+                                   f"{t}-{p}: H {h}, now {at}" for (t, p), (h, at) in sorted(past.items())))
     # the tasks' consumers leave the group a moment after the connector reports STOPPED; until then
     # the worker cannot alter the group's offsets (a server error, or 409 while it rebalances)
     request = f"PATCH {rest.path}/offsets"
@@ -143,10 +161,7 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
             if exc.status is None or (exc.status < 500 and exc.status != 409) or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-    wanted = {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
-              for o in body["offsets"]}
-    got = {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
-           for o in rest.call("GET", rest.path + "/offsets").get("offsets", [])}
+    got = _by_partition(rest.call("GET", rest.path + "/offsets").get("offsets", []))
     differ = {tp: (h, got.get(tp)) for tp, h in wanted.items() if got.get(tp) != h}
     if differ:
         raise ConnectError(connector, request, "the offsets read back differ from those set: " + ", ".join(

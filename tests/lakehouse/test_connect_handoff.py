@@ -159,6 +159,15 @@ def test_backfill_then_hand_off(env):
                                                                       for p in range(PARTITIONS)]
     produce_history(kafka_broker.bootstrap, topic, 2, first=10_000)
     assert_complete(kafka_broker, target, topic)
+    # a repeat after the hand-off finished would make the sink write its rows again: refused, the
+    # connector left running
+    from kafkarec.errors import ConnectError
+    with pytest.raises(ConnectError, match="already past the hand-off point"):
+        hand_off(worker.url, "sink-handoff", points)
+    deadline = time.monotonic() + 30        # resuming is asynchronous (202 Accepted)
+    while worker.rest("GET", "/connectors/sink-handoff/status")["connector"]["state"] != "RUNNING":
+        assert time.monotonic() < deadline, "the connector was not resumed"
+        time.sleep(0.25)
     # the sink's own snapshots carry its kafka.connect.* keys; kafkarec's backfill carries none
     ice = catalog.load().load_table(table)
     summaries = [dict(s.summary.additional_properties) for s in ice.snapshots()]
