@@ -31,6 +31,8 @@ from typing import Dict, Optional
 import pytest
 
 import jvm  # tests/jvm.py
+import support.broker  # noqa: F401  (puts tests/broker, kafka_broker's folder, on sys.path)
+from kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
 from support.net import free_port
 from support.procs import kill_group, stop_group
 
@@ -41,9 +43,6 @@ METADATA_TRANSFORM = "org.apache.iceberg.connect.transforms.KafkaMetadataTransfo
 #: The catalog's name on both sides: the sink's default ``iceberg.catalog`` and the ``catalog_name``
 #: column pyiceberg's SqlCatalog keys its rows by.
 CATALOG_NAME = "iceberg"
-#: Quick start and a small heap, as the broker's JVM (tests/broker/kafka_broker.py).
-WORKER_JVM_FLAGS = ["-Xms128m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-                    "-Djava.awt.headless=true"]
 
 
 class ConnectWorkerError(RuntimeError):
@@ -127,38 +126,21 @@ class ConnectWorker:
         with open(props, "w") as fh:
             for key, value in self.config.items():
                 fh.write(f"{key}={value}\n")
-        with open(os.path.join(self.base_dir, "log4j2.properties"), "w") as fh:
-            fh.write("status = warn\n"
-                     "appender.file.type = File\n"
-                     "appender.file.name = FILE\n"
-                     f"appender.file.fileName = {self.log_file}\n"
-                     "appender.file.layout.type = PatternLayout\n"
-                     "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-                     "rootLogger.level = INFO\n"
-                     "rootLogger.appenderRef.file.ref = FILE\n"
-                     # the clients' configuration dumps and the Hadoop/Parquet chatter hide what matters
-                     "logger.clients.name = org.apache.kafka.clients\n"
-                     "logger.clients.level = WARN\n"
-                     "logger.common.name = org.apache.kafka.common\n"
-                     "logger.common.level = WARN\n"
-                     "logger.hadoop.name = org.apache.hadoop\n"
-                     "logger.hadoop.level = ERROR\n")
+        write_log4j2(os.path.join(self.base_dir, "log4j2.properties"), self.log_file, {
+            # the clients' configuration dumps and the Hadoop chatter hide what matters
+            "org.apache.kafka.clients": "WARN", "org.apache.kafka.common": "WARN", "org.apache.hadoop": "ERROR"})
         return props
 
     def log_tail(self, lines: int = 60) -> str:
-        try:
-            with open(self.log_file, errors="replace") as fh:
-                return "".join(fh.readlines()[-lines:])
-        except OSError:
-            return "(no connect.log)"
+        return file_tail(self.log_file, lines)
 
     def start(self) -> "ConnectWorker":
-        from kafka_broker import die_with_parent   # on sys.path through support.broker
         props = self._write_files()
         stdout = open(os.path.join(self.base_dir, "stdout.log"), "ab")
         try:
             self.proc = subprocess.Popen(
-                ["java", *WORKER_JVM_FLAGS,
+                # quick start and a small heap, as the broker's JVM
+                ["java", *BROKER_JVM_FLAGS,
                  f"-Dlog4j2.configurationFile={os.path.join(self.base_dir, 'log4j2.properties')}",
                  "-cp", self.classpath, WORKER_MAIN, props],
                 stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
