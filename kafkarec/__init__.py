@@ -34,6 +34,7 @@ from kafkarec.errors import (  # noqa: E402
     BackfillError,
     CheckpointError,
     ChecksumError,
+    ConnectError,
     CodecUnavailableError,
     CorruptBatchError,
     CorruptIndexError,
@@ -107,5 +108,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
+    "ConnectError",
     "convert", "ConversionResult",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "UsageError",
     "BackfillError",
     "MalformedBatchError",
+    "ConnectError",
 ]
 
 
@@ -312,3 +313,24 @@ class MalformedBatchError(KafkaRecError, ValueError):
 
 class UsageError(KafkaRecError, ValueError):
     """Bad input that is not about Kafka data: missing paths, nothing Kafka found."""
+
+
+# --- the lakehouse hand-off (kafkarec.lakehouse.connect) ---------------------
+
+class ConnectError(KafkaRecError, RuntimeError):
+    """A Kafka Connect REST call of the hand-off that failed or did not settle in time: ``connector``
+    names the connector, ``request`` the call (``"PATCH /connectors/NAME/offsets"``), ``status`` the
+    HTTP status (None when there was no answer) and ``body`` the worker's answer, ``reason`` says why."""
+
+    def __init__(self, connector: str, request: str, reason: str, status: "int | None" = None,
+                 body: str = "") -> None:
+        self.connector = connector
+        self.request = request
+        self.reason = reason
+        self.status = status
+        self.body = body
+        answer = "no answer" if status is None else f"HTTP {status}"
+        super().__init__(f"connector {connector}: {request}: {reason} ({answer}){': ' + body if body else ''}")
+
+    def __reduce__(self):
+        return (type(self), (self.connector, self.request, self.reason, self.status, self.body))

@@ -6,9 +6,10 @@ from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec
 
 # the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
 # SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
-# Spark application and what its jobs' inputs need (the Debezium capture), the one broker
+# Spark application and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
+# the Kafka Connect worker and the Iceberg catalog
 pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster", "support.user_app",
-                  "support.debezium", "support.broker"]
+                  "support.debezium", "support.broker", "support.connect_worker"]
 
 
 def pytest_report_header(config):

@@ -2,9 +2,9 @@
 continues (:func:`kafkarec.lakehouse.backfill`), up to each partition's hand-off point H; one line
 per partition ``topic-partition [start, H) rows status`` on stdout.
 
-Handing off to a Kafka Connect sink (its consumer group's offsets set to H through the Connect
-REST API, KIP-875) is :mod:`kafkarec.lakehouse.connect`'s; this command writes the table and
-prints the points."""
+With ``--connect-url URL --connector NAME`` the command then hands off to a Kafka Connect sink
+(:func:`kafkarec.lakehouse.connect.hand_off`: the connector created STOPPED from
+``--connector-config`` or stopped, its consumer group's offsets set to H, KIP-875, resumed)."""
 from __future__ import annotations
 
 import argparse
@@ -43,6 +43,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="end each partition at the table's smallest offset (a table a live writer owns)")
     p.add_argument("--app-id", metavar="ID", help="kafka-delta-ingest's app id (txn appId <ID>-<partition>)")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    connect = p.add_argument_group("hand-off to a Kafka Connect sink (after the write)")
+    connect.add_argument("--connect-url", metavar="URL",
+                         help="the Connect worker's REST API (http://host:8083): set --connector's offsets to H "
+                              "and resume it")
+    connect.add_argument("--connector", metavar="NAME", help="the sink connector to hand off to")
+    connect.add_argument("--connector-config", metavar="JSON_FILE",
+                         help="the connector's configuration (a JSON object): create it STOPPED when it does "
+                              "not exist yet")
     from kafkarec.cli.schemas import add_typed_arguments
     add_typed_arguments(p, "typed values (Schema Registry payloads): their fields become the row's columns")
     from kafkarec.cli.selection_args import add_storage_argument
@@ -100,6 +108,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec.cli.schemas import decode_from_args
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.lakehouse import backfill
+    handing_off = _hand_off_args(args)
     try:
         summary = backfill(args.path, target_from_args(args), layout=args.layout, fill_below=args.fill_below,
                            app_id=args.app_id, topics=args.topics, end_offsets=_end_offsets(args.end_offsets),
@@ -120,4 +129,37 @@ def run(args, out: TextIO, err: TextIO) -> int:
     written = sum(s.rows for s in summary.values())
     err.write(f"{written} rows written in {sum(s.status == 'written' for s in summary.values())} of "
               f"{len(summary)} partition(s)\n")
+    if handing_off:
+        from kafkarec.errors import ConnectError
+        from kafkarec.lakehouse.connect import hand_off
+        try:
+            body = hand_off(args.connect_url, args.connector, {k: s.end for k, s in summary.items()},
+                            config=handing_off.get("config"))
+        except ConnectError as e:        # the table is written: a re-run of the same command finishes
+            err.write(f"kafkarec backfill: {e}; the table is written, run the same command again to hand off\n")
+            return EXIT_PROBLEMS
+        err.write(f"connector {args.connector}: offsets set to H on {len(body['offsets'])} partition(s), resumed\n")
     return EXIT_OK
+
+
+def _hand_off_args(args) -> dict:
+    """``{}`` without --connect-url; else ``{"config": dict or None}`` (checked before anything is written)."""
+    if args.connect_url is None:
+        if args.connector or args.connector_config:
+            raise UsageError("--connector and --connector-config go with --connect-url")
+        return {}
+    if not args.connector:
+        raise UsageError("--connect-url needs --connector NAME")
+    if args.fill_below:
+        raise UsageError("--fill-below writes under a table a live writer already owns: there is nothing to "
+                         "hand off (drop --connect-url)")
+    if args.connector_config is None:
+        return {"config": None}
+    try:
+        with open(args.connector_config, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--connector-config {args.connector_config}: {e}") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"--connector-config {args.connector_config}: expected a JSON object")
+    return {"config": {str(k): str(v) for k, v in config.items()}}

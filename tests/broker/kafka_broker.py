@@ -157,6 +157,31 @@ def random_cluster_id() -> str:
             return text
 
 
+def write_log4j2(path: str, log_file: str, levels: Dict[str, str]) -> None:
+    """A Log4j 2 configuration at ``path`` for a Kafka JVM (a broker, a Connect worker): everything
+    at INFO into ``log_file``, and ``levels`` per logger name."""
+    with open(path, "w") as fh:
+        fh.write("status = warn\n"
+                 "appender.file.type = File\n"
+                 "appender.file.name = FILE\n"
+                 f"appender.file.fileName = {log_file}\n"
+                 "appender.file.layout.type = PatternLayout\n"
+                 "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+                 "rootLogger.level = INFO\n"
+                 "rootLogger.appenderRef.file.ref = FILE\n")
+        for i, (name, level) in enumerate(levels.items()):
+            fh.write(f"logger.l{i}.name = {name}\nlogger.l{i}.level = {level}\n")
+
+
+def file_tail(path: str, lines: int = 60) -> str:
+    """The last ``lines`` lines of a JVM's log file, for an error message."""
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return f"(no {os.path.basename(path)})"
+
+
 class KafkaBrokerError(RuntimeError):
     """The broker did not format, start or stop; the message ends with its log's tail."""
 
@@ -219,31 +244,15 @@ class KafkaBroker:
         with open(self.properties_file, "w") as fh:
             for key, value in self.config.items():
                 fh.write(f"{key}={value}\n")
-        with open(os.path.join(self.base_dir, "log4j2.properties"), "w") as fh:
-            fh.write(
-                "status = warn\n"
-                "appender.file.type = File\n"
-                "appender.file.name = FILE\n"
-                f"appender.file.fileName = {self.server_log}\n"
-                "appender.file.layout.type = PatternLayout\n"
-                "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-                "rootLogger.level = INFO\n"
-                "rootLogger.appenderRef.file.ref = FILE\n"
-                "logger.kafka.name = kafka\n"
-                "logger.kafka.level = INFO\n"
-                "logger.statechange.name = state.change.logger\n"
-                "logger.statechange.level = WARN\n")
+        write_log4j2(os.path.join(self.base_dir, "log4j2.properties"), self.server_log,
+                     {"kafka": "INFO", "state.change.logger": "WARN"})
 
     def _log_jvm_flags(self) -> List[str]:
         return [f"-Dlog4j2.configurationFile={os.path.join(self.base_dir, 'log4j2.properties')}",
                 f"-Dkafka.logs.dir={self.base_dir}"]
 
     def log_tail(self, lines: int = 60) -> str:
-        try:
-            with open(self.server_log, errors="replace") as fh:
-                return "".join(fh.readlines()[-lines:])
-        except OSError:
-            return "(no server.log)"
+        return file_tail(self.server_log, lines)
 
     def format(self) -> None:
         """Format the storage (meta.properties, the bootstrap metadata) with StorageTool."""

@@ -28,7 +28,7 @@ EXPECTED = {
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
-    "BackfillError": ValueError,
+    "BackfillError": ValueError, "ConnectError": RuntimeError,
 }
 
 
@@ -81,6 +81,18 @@ def test_backfill_error_carries_its_table_and_partition_across_pickling():
     assert str(again) == "lake.orders, orders-2: a backfill of [0, 9) is there"
     assert (again.table, again.topic, again.partition, again.reason) == ("lake.orders", "orders", 2,
                                                                          "a backfill of [0, 9) is there")
+
+
+def test_connect_error_carries_the_call_status_and_answer_across_pickling():
+    e = errors.ConnectError("sink", "PATCH /connectors/sink/offsets", "the worker refused the call", 400,
+                            "Connectors must be in the STOPPED state")
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == ("connector sink: PATCH /connectors/sink/offsets: the worker refused the call (HTTP 400): "
+                          "Connectors must be in the STOPPED state")
+    assert (again.connector, again.request, again.status, again.body) == (
+        "sink", "PATCH /connectors/sink/offsets", 400, "Connectors must be in the STOPPED state")
+    assert str(errors.ConnectError("sink", "GET /connectors/sink", "the worker did not answer")).endswith(
+        "(no answer)")
 
 
 def test_storage_error_carries_its_uri_across_pickling():

@@ -1,8 +1,8 @@
-"""Session fixtures of the broker tests (issues 27, 38), for every folder (a plugin of
-tests/conftest.py: the engine tests of tests/engines read the same broker): one real KRaft broker
-with tiered storage, the topics written through it, a copy of it after a clean shutdown, and one
-Spark application run against it.  The fixtures import tests/broker's modules (``produce``,
-``kafka_broker``) by their names, as its tests do.
+"""The session's broker (issues 27, 38): one real KRaft broker with tiered storage, the topics
+written through it, a copy of it after a clean shutdown, and one Spark application run against it.
+Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): the broker tests
+(tests/broker), the engine tests (tests/engines) and the lakehouse tests' Connect worker
+(support/connect_worker.py) share it.
 
 * ``kafka_broker`` -- a started :class:`kafka_broker.KafkaBroker` (``.bootstrap``,
   ``.log_dir``, ``.remote_dir``, ``.stop()``, ``.start()``, ``.dump_log()``) with Kafka's
@@ -24,8 +24,11 @@ import pytest
 
 from paths import TESTS
 
-if os.path.join(TESTS, "broker") not in sys.path:
-    sys.path.append(os.path.join(TESTS, "broker"))
+# the broker's helpers (kafka_broker, produce, ...) import one another by their bare names, from their
+# own folder
+BROKER_HELPERS = os.path.join(TESTS, "broker")
+if BROKER_HELPERS not in sys.path:
+    sys.path.insert(0, BROKER_HELPERS)
 
 
 class StoppedBroker(NamedTuple):

@@ -1,5 +1,5 @@
 """The change-data-capture fixtures: real databases, a PostgreSQL server
-(tests/cdc/postgres_server.py) and a MariaDB server (tests/cdc/mariadb_server.py), captured by
+(tests/cdc/postgres_server.py, the session's one: ``postgres_server``) and a MariaDB server (tests/cdc/mariadb_server.py), captured by
 Debezium's embedded engine and its PostgreSQL and MariaDB connectors
 (tests/java/DebeziumCapture.java, jvm/debezium) through a snapshot and then inserts, updates,
 deletes, primary-key changes and a truncate, the change events written into a Kafka log
@@ -92,28 +92,38 @@ def _missing(what: str, package: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def debezium_capture(tmp_path_factory):
-    """``(log_dir, {table: [row dicts by id]})``: the topics ``dbz.public.<table>`` (JSON with
-    the schema envelope), ``plain.public.<table>`` (payload only), ``avro.public.<table>``
-    (registry-framed Avro) and ``parted.public.<table>`` (payload only, 3 partitions), and the
-    final tables."""
-    from cdc.postgres_server import PostgresServer, USER, bindir
+def postgres_server():
+    """The session's one PostgreSQL (:class:`cdc.postgres_server.PostgresServer`): the CDC capture's
+    database and the Iceberg JDBC catalog (support/connect_worker.py) each have a database of their own
+    in it; stopped at the session's end."""
+    from cdc.postgres_server import PostgresServer, bindir
     if bindir() is None:
         _missing("PostgreSQL", "postgresql")
     server = PostgresServer().start()
     try:
-        server.sql("CREATE DATABASE shop;")
-        server.sql(SCHEMA, db="shop")
-        log_dir = _capture(tmp_path_factory, "cdc", "postgresql", server.port, USER, "", "shop",
-                           "public.customers,public.orders,public.capture_done",
-                           lambda: server.sql(CHANGES, db="shop"))
-        final = {}
-        for table in TABLES:
-            rows = server.sql(f"SELECT coalesce(json_agg(t ORDER BY id), '[]') FROM {table} t;", db="shop")
-            final[table] = json.loads(rows)
-        return log_dir, final
+        yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def debezium_capture(postgres_server, tmp_path_factory):
+    """``(log_dir, {table: [row dicts by id]})``: the topics ``dbz.public.<table>`` (JSON with
+    the schema envelope), ``plain.public.<table>`` (payload only), ``avro.public.<table>``
+    (registry-framed Avro) and ``parted.public.<table>`` (payload only, 3 partitions), and the
+    final tables."""
+    from cdc.postgres_server import USER
+    server = postgres_server
+    server.sql("CREATE DATABASE shop;")
+    server.sql(SCHEMA, db="shop")
+    log_dir = _capture(tmp_path_factory, "cdc", "postgresql", server.port, USER, "", "shop",
+                       "public.customers,public.orders,public.capture_done",
+                       lambda: server.sql(CHANGES, db="shop"))
+    final = {}
+    for table in TABLES:
+        rows = server.sql(f"SELECT coalesce(json_agg(t ORDER BY id), '[]') FROM {table} t;", db="shop")
+        final[table] = json.loads(rows)
+    return log_dir, final
 
 
 # --- MariaDB (issue 40): 3 partitions a topic, a truncate after rows exist in every partition ---
