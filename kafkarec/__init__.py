@@ -44,6 +44,7 @@ from kafkarec.errors import (  # noqa: E402
     InternalRecordError,
     InvalidRecordError,
     KafkaRecError,
+    MalformedBatchError,
     MissingExtraError,
     PropertiesError,
     SelectionError,
@@ -105,6 +106,6 @@ __all__ = [
     "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "RemoteObjectError", "SelectionError", "StorageError",
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
-    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError",
+    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "MalformedBatchError",
     "convert", "ConversionResult",
 ]

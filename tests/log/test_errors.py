@@ -28,6 +28,7 @@ EXPECTED = {
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
+    "MalformedBatchError": ValueError,
 }
 
 
