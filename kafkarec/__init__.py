@@ -46,6 +46,7 @@ from kafkarec.errors import (  # noqa: E402
     InternalRecordError,
     InvalidRecordError,
     KafkaRecError,
+    MalformedBatchError,
     MissingExtraError,
     PropertiesError,
     SelectionError,
@@ -108,6 +109,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError",
+    "ConnectError", "MalformedBatchError",
     "convert", "ConversionResult",
 ]

@@ -75,8 +75,8 @@ def scan_log(source, **options) -> "pl.LazyFrame":
             if left == 0:
                 return
 
-    return require("polars.io.plugins").register_io_source(io_source, schema=schema, explain_name="kafkarec",
-                                            explain_detail=repr(scan))
+    plugins = require("polars.io.plugins")
+    return plugins.register_io_source(io_source, schema=schema, explain_name="kafkarec", explain_detail=repr(scan))
 
 
 def predicate_bounds(predicate: "pl.Expr", schema) -> Tuple[Bounds, Optional["pl.Expr"]]:

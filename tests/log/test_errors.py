@@ -28,7 +28,7 @@ EXPECTED = {
     "AvroSchemaError": ValueError, "SchemaResolutionError": ValueError, "AvroDecodeError": ValueError,
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
-    "BackfillError": ValueError, "ConnectError": RuntimeError,
+    "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
 }
 
 
