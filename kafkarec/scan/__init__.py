@@ -50,6 +50,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _read
 from kafkarec.scan._decode import normalize_mode
@@ -222,7 +223,7 @@ class LogScan:
 
     # --- what is read ------------------------------------------------------------------
     def _full_schema(self):
-        import pyarrow as pa
+        pa = require("pyarrow")
         from kafkarec import arrow_schema
         base = arrow_schema(batch_columns=self.batch_columns)
         if self.typed is not None:
@@ -235,7 +236,7 @@ class LogScan:
     def schema(self):
         """The pyarrow.Schema of the batches: the projected columns."""
         full = self._full_schema()
-        import pyarrow as pa
+        pa = require("pyarrow")
         return pa.schema([full.field(c) for c in self.columns])
 
     def _decoded_columns(self) -> Optional[list]:
@@ -347,7 +348,7 @@ class LogScan:
             reads.close()        # stops reading (a limit reached, a consumer gone)
 
     def _rows(self, rb, schema):
-        import pyarrow as pa
+        pa = require("pyarrow")
         from kafkarec.log.selection import filter_range
         rb = filter_range(rb, "timestamp", *self.bounds.timestamps)
         if not rb.num_rows:
@@ -361,7 +362,7 @@ class LogScan:
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def _error_rows(self, errs: "_read.Errors", schema):
-        import pyarrow as pa
+        pa = require("pyarrow")
         if self.config.mode == "DROPMALFORMED":
             for e in errs.errors:
                 log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
@@ -387,7 +388,7 @@ class LogScan:
 
     def to_reader(self):
         """A pyarrow.RecordBatchReader over every piece in order (limit applied)."""
-        import pyarrow as pa
+        pa = require("pyarrow")
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
     def __arrow_c_stream__(self, requested_schema=None):
@@ -396,7 +397,7 @@ class LogScan:
 
     def to_table(self):
         """Every batch in one pyarrow.Table."""
-        import pyarrow as pa
+        pa = require("pyarrow")
         return pa.Table.from_batches(list(self), schema=self.schema)
 
     def __repr__(self):
@@ -431,12 +432,12 @@ class _Typed:
         return self.registry
 
     def schema(self, base):
-        import pyarrow as pa
+        pa = require("pyarrow")
         empty = self._decode(pa.Table.from_batches([], schema=base))
         return empty.schema
 
     def convert(self, rb):
-        import pyarrow as pa
+        pa = require("pyarrow")
         table = self._decode(pa.Table.from_batches([rb]))
         return table.combine_chunks().to_batches()[0] if table.num_rows else None
 
