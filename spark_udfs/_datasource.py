@@ -130,15 +130,18 @@ class KafkaRecDataSource(DataSource):
         if self.spec.typed is not None:
             from spark_udfs import _typed
             return _typed.TypedReader(self, schema)
+        from spark_udfs import _pushdown
+        if _pushdown.planning_with_filters():       # Spark 4.1+, filter pushdown on: pushFilters
+            return self.plain_reader(self.spec, schema, _pushdown.FilteringKafkaRecReader)
         return self.plain_reader(self.spec, schema)
 
-    def plain_reader(self, spec: ReadSpec, schema):
+    def plain_reader(self, spec: ReadSpec, schema, reader_class=None):
         """The batch reader of ``spec`` (binary keys and values)."""
         if spec.listed and spec.columns.decode:
             raise ValueError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
         config = batch_config(spec, default_parallelism=self.default_min_partitions)
-        return KafkaRecReader(config, schema, self.expected_fingerprint)
+        return (reader_class or KafkaRecReader)(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
         if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value

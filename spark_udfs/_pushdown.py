@@ -31,7 +31,9 @@ import functools
 import sys
 from typing import List, NamedTuple, Optional
 
-__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "planning_with_filters"]
+from spark_udfs._datasource import KafkaRecReader
+
+__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "planning_with_filters", "FilteringKafkaRecReader"]
 
 PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs")
 # where Spark runs pushFilters: only when spark.sql.python.filterPushdown.enabled is on
@@ -60,6 +62,25 @@ def planning_with_filters() -> bool:
     main = sys.modules.get("__main__")
     return (_PUSHDOWN_PLANNER in sys.modules
             or getattr(getattr(main, "__spec__", None), "name", None) == _PUSHDOWN_PLANNER)
+
+
+class FilteringKafkaRecReader(KafkaRecReader):
+    """The data source's reader with ``pushFilters`` (given only where Spark calls it:
+    :func:`planning_with_filters`).  Spark's filters narrow the read's bounds (the options'
+    intersected with them); a keyed state (``view=latest``) takes only whole topics (and with
+    ``cdc``, whose truncates reach every partition of a topic, nothing narrower), as a record
+    bound would change which record is a key's latest."""
+
+    def pushFilters(self, filters):
+        config = self.config
+        columns = PUSHED_COLUMNS
+        if config.view == "latest":
+            columns = ("topic",) if config.cdc is not None else ("topic", "partition")
+        pushed = push(filters, columns=columns, error_rows=config.mode != "DROPMALFORMED")
+        if pushed.bounds is None:
+            return list(filters)
+        config.bounds = pushed.bounds.intersect(config.bounds)
+        return pushed.kept
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:
@@ -162,3 +183,4 @@ def _micros(value) -> Optional[int]:
     if not isinstance(value, datetime.datetime) or value.tzinfo is None or value.utcoffset() is None:
         return None
     return (value - _EPOCH) // _US
+
