@@ -176,9 +176,9 @@ def floor_source():
             spec = read_spec({"path": self.options["path"], "minPartitions": self.options["parallelism"]})
             tasks = _datasource.plan(_datasource.batch_config(spec))
             arrow = self.options["arrow"]
-            return [InputPartition([os.path.join(arrow, os.path.basename(os.path.dirname(sl.path)),
-                                                 os.path.basename(sl.path)[:-4] + ".arrow")
-                                    for sl in task.ranges]) for task in tasks]
+            return [InputPartition([os.path.join(arrow, os.path.basename(os.path.dirname(p.item.path)),
+                                                 os.path.basename(p.item.path)[:-4] + ".arrow")
+                                    for p in task.ranges]) for task in tasks]
 
         def read(self, partition):
             import pyarrow as pa

@@ -44,6 +44,7 @@ __all__ = [
     "RegistryError",
     "ColumnOverflowError",
     "UsageError",
+    "MalformedBatchError",
 ]
 
 
@@ -273,6 +274,13 @@ class RegistryError(KafkaRecError, ValueError):
 class ColumnOverflowError(KafkaRecError, OverflowError):
     """An Arrow column that would pass its offsets' limit (2 GiB of data or 2^31 items for
     32-bit offsets): read fewer rows per table."""
+
+
+# --- the log reader (kafkarec.scan) -------------------------------------------
+
+class MalformedBatchError(KafkaRecError, ValueError):
+    """A Kafka record batch that cannot be decoded, in parse mode FAILFAST; the message names
+    the file, the byte position, the batch's base offset and the reason."""
 
 
 # --- the command line ---------------------------------------------------------

@@ -64,7 +64,7 @@ _LAZY = {
     "KafkaRecDataSource": ("spark_udfs._datasource", "KafkaRecDataSource"),
     "kafka_schema": ("spark_udfs._schema", "kafka_schema"),
     "record_struct": ("spark_udfs._schema", "record_struct"),
-    "MalformedBatchError": ("spark_udfs._decode", "MalformedBatchError"),
+    "MalformedBatchError": ("kafkarec.errors", "MalformedBatchError"),
     "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
     "ShippingError": ("spark_udfs._runtime", "ShippingError"),
 }

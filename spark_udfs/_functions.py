@@ -14,8 +14,9 @@ in the bytes): key, value, offset, timestamp, timestampType, headers, timestampM
 """
 from __future__ import annotations
 
+import logging
+
 from spark_udfs import _schema
-from spark_udfs._decode import MalformedBatchError, decode_range, normalize_mode
 from spark_udfs._runtime import ensure
 
 __all__ = ["decode_result_type", "decode_records", "make_decode_udf", "explode_records",
@@ -86,6 +87,7 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=65536):
     anything else (a framing problem, a cut-off batch, per-row modes) row by row.
     Either way the result is the same as decoding each value on its own.
     """
+    from kafkarec.scan._decode import decode_range
     import numpy as np
     target = _record_target(batch_columns)
     offsets, values, data = _binary_values(data)
@@ -122,7 +124,8 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
     """The one-pass path; False (nothing added) when the values are not all whole batches."""
     import numpy as np
     import pyarrow as pa
-    from spark_udfs._decode import format_error
+    from kafkarec.errors import MalformedBatchError
+    from kafkarec.scan._decode import format_error
     start, end = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets)
     if out.nulls.any() and lengths[out.nulls].any():
@@ -177,6 +180,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
     import numpy as np
     import pyarrow as pa
     kafkarec = ensure(expected)
+    from kafkarec.scan._decode import normalize_mode
     modes = default_mode
     if mode_arr is not None:
         if isinstance(mode_arr, pa.ChunkedArray):
@@ -209,6 +213,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
 
 def make_decode_udf(*, mode="PERMISSIVE", batch_columns=False, expected=None):
     """The arrow_udf behind kafkarec_decode; called with (col) or (col, mode)."""
+    from kafkarec.scan._decode import normalize_mode
     import warnings
     from pyspark.sql.functions import ArrowUDFType, arrow_udf
     default_mode = normalize_mode(mode, allowed=_FUNCTION_MODES)
@@ -271,6 +276,7 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     columns and the error there.  DROPMALFORMED leaves it out; FAILFAST raises.
     ``outer=True`` keeps a row (record columns null) for a null or empty input.
     """
+    from kafkarec.scan._decode import normalize_mode
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from spark_udfs._shipping import expected_fingerprint
@@ -369,8 +375,7 @@ def _explode_output(pending, idx, keep_cols, out_schema, record_target, permissi
 
 
 def _log_dropped(message: str) -> None:
-    from spark_udfs._decode import log
-    log.warning("kafkarec: DROPMALFORMED left out a batch: %s", message)
+    logging.getLogger("spark_udfs").warning("kafkarec: DROPMALFORMED left out a batch: %s", message)
 
 
 def explode_udtf(*, batch_columns=False, corrupt_column=_schema.DEFAULT_CORRUPT_COLUMN,
@@ -393,6 +398,7 @@ def _udtf_rows(data, mode, batch_columns, width, expected):
     if data is None:
         return
     kafkarec = ensure(expected)
+    from kafkarec.scan._decode import decode_range, normalize_mode
     mode = normalize_mode(mode)
     target = _record_target(batch_columns)
     for kind, item in decode_range(kafkarec, memoryview(data), batch_columns=batch_columns,

@@ -139,7 +139,7 @@ def _spark_timestamps(column, mode: str, batch, where: str):
     outside = pc.or_(pc.less(raw, MIN_TIMESTAMP_MS), pc.greater(raw, MAX_TIMESTAMP_MS))
     if pc.any(outside).as_py():
         if mode == "FAILFAST":
-            from spark_udfs._decode import MalformedBatchError
+            from kafkarec.errors import MalformedBatchError
             i = pc.index(outside, True).as_py()
             offset = batch.column("offset")[i].as_py() if "offset" in batch.schema.names else None
             at = f"{where}: " if where else ""

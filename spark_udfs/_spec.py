@@ -27,8 +27,9 @@ from typing import NamedTuple, Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
+from kafkarec.scan._decode import MODES
 from spark_udfs import _options
-from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH, MODES
+from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH
 from spark_udfs._planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 from spark_udfs._schema import DEFAULT_CORRUPT_COLUMN
 

@@ -57,7 +57,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_udfs import _planning, _schema
-from spark_udfs._decode import ReadConfig, decode_range
+from spark_udfs._decode import ReadConfig
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec
 
@@ -376,6 +376,7 @@ def _piece_batches(kafkarec, piece, options, sr, kw, quarantine, where):
         yield from kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
                                        origin=piece.position, **kw)
         return
+    from kafkarec.scan._decode import decode_range
     for kind, item in decode_range(kafkarec, piece.data, options, base=piece.position, topic=sr.topic,
                                    partition=sr.partition, mode="PERMISSIVE", where=where,
                                    quarantine=quarantine, **kw):

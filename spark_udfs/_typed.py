@@ -461,7 +461,7 @@ class TypedRows:
                 self.quarantine.add_table(pa.Table.from_batches([rb]), reasons, failed_ids)
             if self.mode == "FAILFAST":
                 i = int(np.nonzero(bad.to_numpy(zero_copy_only=False))[0][0])
-                from spark_udfs._decode import MalformedBatchError
+                from kafkarec.errors import MalformedBatchError
                 raise MalformedBatchError(
                     f"topic {cols['topic'][i].as_py()} partition {cols['partition'][i].as_py()} "
                     f"offset {cols['offset'][i].as_py()}: {reasons[i].as_py()} (mode FAILFAST; "

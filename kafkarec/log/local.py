@@ -29,7 +29,7 @@ from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
 from kafkarec.log.segment import Segment
-from kafkarec.log.storage import Piece
+from kafkarec.log.storage import Piece, count_read
 
 __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
            "aborted_batches", "iter_pieces", "release", "log_starts"]
@@ -201,6 +201,7 @@ def iter_pieces(sl: Slice) -> Iterator:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         mv = memoryview(mm)
         whole = mv[sl.start:end]
+        count_read(end - sl.start, sl.path)    # the window is decoded whole: every byte read
         try:
             yield Piece(sl.start, whole)
         finally:

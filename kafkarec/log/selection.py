@@ -62,7 +62,8 @@ from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
            "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
            "filter_offsets", "iter_range_pieces", "split_ranges", "plan_partition", "SELECTION_OPTIONS",
-           "parse_time", "cli_selection", "iter_selected", "log_start_offset", "partition_start"]
+           "parse_time", "cli_selection", "iter_selected", "log_start_offset", "partition_start",
+           "partition_end"]
 
 log = logging.getLogger("kafkarec")
 
@@ -70,7 +71,10 @@ EARLIEST = -2
 LATEST = -1
 # the range of the Long that Spark's Kafka source reads an offsets JSON's numbers into
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-SCAN_CHUNK = 64 << 10          # bytes per request while resolving a timestamp by scanning
+# Bytes per request while resolving a timestamp by scanning, none read ahead: the record sought
+# is within one index interval (log.index.interval.bytes, 4 KiB by default) and a batch of the
+# time index entry the scan starts at, and a bounded read's cost is mostly these lookups.
+SCAN_CHUNK = 16 << 10
 # Headers and offsets only, while resolving a selection: no CRC, Kafka's file framing.
 SCAN_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
 
@@ -540,7 +544,7 @@ class Resolver:
                        log_start: int = 0):
         checking = check is not None and start > 0
         with open_segment(self.storage, seg) as f:
-            it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK)
+            it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK, prefetch=False)
             while True:
                 try:
                     pos, b = next(it)
@@ -744,6 +748,13 @@ def partition_start(sel: Selection, part: PartitionLog, resolver: Resolver,
     return start, hit
 
 
+def partition_end(sel: Selection, part: PartitionLog, resolver: Resolver, log_start: int) -> Optional[int]:
+    """Where the selection stops reading a partition (exclusive; None: at its end)."""
+    end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy,
+                          log_start=log_start)
+    return end
+
+
 def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) -> List[SegmentRange]:
     """Every segment range the selection needs, by topic, partition and offset, each
     partition from :func:`partition_start` on."""
@@ -752,8 +763,7 @@ def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) ->
     for part in select_partitions(layout, sel):
         log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
         start, hit = partition_start(sel, part, resolver, log_start)
-        end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy,
-                              log_start=log_start)
+        end = partition_end(sel, part, resolver, log_start)
         if end is not None and end <= start:
             continue
         out += plan_partition(part, start, end, resolver, time_hit=hit)

@@ -55,6 +55,7 @@ __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
     "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
+    "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -503,6 +504,52 @@ class ReadStats:
             self.by_path[path] = self.by_path.get(path, 0) + n
 
 
+# Segment and side-file bytes read, counted where they are read (RangeFile's requests and the
+# local reader's memory maps) so that a test or a benchmark can show what a bounded read cost,
+# whichever process read them (Spark executors, Ray and Daft workers).  In-process: a counter
+# per path (process_bytes_read).  Across processes: when the environment variable names a
+# folder, each process appends ``<bytes>\t<path>`` lines to a file of its own there
+# (bytes_read sums them); set it before the workers start.
+BYTES_READ_ENV = "KAFKAREC_BYTES_READ_DIR"
+_process_read = ReadStats()
+
+
+def count_read(n: int, path: str) -> None:
+    """Count ``n`` bytes of ``path`` read (see :data:`BYTES_READ_ENV`)."""
+    if n <= 0:
+        return
+    _process_read.add(n, path)
+    if RangeFile.stats is not None:
+        RangeFile.stats.add(n, path)
+    folder = os.environ.get(BYTES_READ_ENV)
+    if folder:
+        line = f"{n}\t{path}\n".encode("utf-8", "surrogateescape")
+        fd = os.open(os.path.join(folder, f"{os.getpid()}.tsv"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)      # one O_APPEND write: lines of threads never interleave
+        finally:
+            os.close(fd)
+
+
+def process_bytes_read() -> ReadStats:
+    """This process's tally since it started (``.bytes``, ``.requests``, ``.by_path``)."""
+    return _process_read
+
+
+def bytes_read(folder: str) -> dict:
+    """``{path: bytes}`` every process counting into ``folder`` (:data:`BYTES_READ_ENV`) read."""
+    out: dict = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".tsv"):
+            continue
+        with open(os.path.join(folder, name), "rb") as fh:
+            for line in fh:
+                n, _, path = line.rstrip(b"\n").partition(b"\t")
+                key = path.decode("utf-8", "surrogateescape")
+                out[key] = out.get(key, 0) + int(n)
+    return out
+
+
 class RangeFile:
     """One file opened for ranged reads (``read_at``).  With the size from the listing
     nothing is requested until the first read (pyarrow then asks an object store for the
@@ -537,8 +584,7 @@ class RangeFile:
         with storage_errors(self.uri):
             buf = self._f.read_at(nbytes, position)
         data = buf.to_pybytes() if hasattr(buf, "to_pybytes") else bytes(buf)
-        if RangeFile.stats is not None:
-            RangeFile.stats.add(len(data), self.path)
+        count_read(len(data), self.path)
         return data
 
     def read_into(self, position: int, buf) -> int:
@@ -556,8 +602,7 @@ class RangeFile:
                 if not n:
                     break
                 done += n
-        if RangeFile.stats is not None:
-            RangeFile.stats.add(done, self.path)
+        count_read(done, self.path)
         return done
 
     def read_buffer(self, position: int, nbytes: int):
@@ -568,8 +613,7 @@ class RangeFile:
         with storage_errors(self.uri):
             self._f.seek(position)
             buf = self._f.read_buffer(nbytes)
-        if RangeFile.stats is not None:
-            RangeFile.stats.add(buf.size, self.path)
+        count_read(buf.size, self.path)
         return buf
 
     def close(self) -> None:
@@ -759,13 +803,13 @@ def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
 
 def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None,
                         options: Optional[kafkarec.ReadOptions] = None, *,
-                        chunk_size: int = DEFAULT_CHUNK):
+                        chunk_size: int = DEFAULT_CHUNK, prefetch: bool = True):
     """``(absolute position, kafkarec.RecordBatch)`` for the batches of a remote segment
     range, in bounded memory (see :func:`iter_pieces`), read with ``options`` (default:
     CRCs checked) and Kafka's file framing; positions, those of decode errors too, are file
-    positions (each piece is read with its ``origin``)."""
+    positions (each piece is read with its ``origin``); ``prefetch``: as :func:`iter_pieces`."""
     from kafkarec.log.segment import file_options
     options = file_options(options)
-    for piece in iter_pieces(f, start, end, chunk_size=chunk_size):
+    for piece in iter_pieces(f, start, end, chunk_size=chunk_size, prefetch=prefetch):
         for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
             yield b.position, b

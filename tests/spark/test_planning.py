@@ -7,6 +7,7 @@ import os
 import pytest
 
 from benchmarks import bench_planning as B
+from kafkarec.scan import _read as scan_read
 from spark_udfs import _datasource, _planning
 from spark_udfs._spec import read_spec
 
@@ -86,10 +87,10 @@ def test_local_and_remote_plan_alike(tmp_path):
     local = B.plan(root, {}, 4)
     remote = B.plan("file://" + root, {}, 4)
     assert len(local) == len(remote) >= 4
-    got_local = [[(os.path.relpath(s.path, root), s.start, s.end) for s in t.ranges] for t in local]
-    got_remote = [[(os.path.relpath(rr.range.segment.path, root), rr.range.start,
-                    rr.range.end if rr.range.end is not None else rr.range.segment.size)
-                   for rr in t.ranges] for t in remote]
+    got_local = [[(os.path.relpath(p.item.path, root), p.item.start, p.item.end) for p in t.ranges] for t in local]
+    got_remote = [[(os.path.relpath(p.item.range.segment.path, root), p.item.range.start,
+                    p.item.range.end if p.item.range.end is not None else p.item.range.segment.size)
+                   for p in t.ranges] for t in remote]
     assert got_local == got_remote
     # minPartitions, as the data source option reaches both planners
     many = B.plan(root, {"minPartitions": "500"}, 1)
@@ -132,7 +133,7 @@ def test_large_slices_are_read_in_windows(tmp_path, monkeypatch):
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", 256 << 10)
     (planned,) = _datasource.plan(_datasource.batch_config(read_spec(
         {"path": path, "maxPartitionBytes": "1g", "minPartitions": "1"})))
-    task = planned.ranges
+    task = [p.item for p in planned.ranges]
     data = open(path, "rb").read()
     starts = {b.position for b in kafkarec.iter_batches(data, verify_crc=False)}
     assert len(task) >= 3 * MiB // (256 << 10)
@@ -208,7 +209,7 @@ def test_remote_task_reads_small_ranges_ahead(tmp_path, monkeypatch):
     B.write_local(root, 30, 3)
 
     def rows(read_ahead):
-        monkeypatch.setattr(_datasource, "READ_AHEAD_RANGES", read_ahead)
+        monkeypatch.setattr(scan_read, "READ_AHEAD_RANGES", read_ahead)
         ds = _datasource.KafkaRecDataSource({"path": "file://" + root, "maxPartitionBytes": "1g"})
         reader = ds.reader(ds.schema())
         (task,) = reader.partitions()

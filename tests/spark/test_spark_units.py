@@ -7,7 +7,9 @@ import os
 import pytest
 
 import spark_helpers as H
-from spark_udfs import _datasource, _decode
+from kafkarec.errors import MalformedBatchError
+from kafkarec.scan import _decode
+from spark_udfs import _datasource
 from spark_udfs._spec import read_spec
 
 import kafkarec
@@ -92,8 +94,8 @@ def test_plan_covers_every_byte_once_at_batch_starts(sample, max_bytes):
     tasks = _datasource.plan(config)
     by_file = {}
     for task in tasks:
-        for sl in task.ranges:
-            by_file.setdefault(sl.path, []).append((sl.start, sl.end))
+        for piece in task.ranges:
+            by_file.setdefault(piece.item.path, []).append((piece.item.start, piece.item.end))
     assert sorted(by_file) == sorted(s.path for s in segs)
     for seg in segs:
         spans = sorted(by_file[seg.path])
@@ -133,9 +135,9 @@ def test_decode_range_modes():
     out = list(_decode.decode_range(kafkarec, memoryview(cut), mode="DROPMALFORMED"))
     (kind, e), = [x for x in out if x[0] == "error"]
     assert e["error"] == "TruncatedError"
-    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*TruncatedError"):
+    with pytest.raises(MalformedBatchError, match="FAILFAST.*TruncatedError"):
         list(_decode.decode_range(kafkarec, memoryview(cut), mode="FAILFAST"))
-    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*ChecksumError"):
+    with pytest.raises(MalformedBatchError, match="FAILFAST.*ChecksumError"):
         list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), mode="FAILFAST"))
     rows = sum(x.num_rows for k, x in _decode.decode_range(kafkarec, memoryview(data)) if k == "batch")
     assert rows == 30
@@ -226,7 +228,7 @@ def test_decode_column_one_pass_equals_row_by_row():
     dec = _functions._decode_column(kafkarec, arr, "PERMISSIVE", False)
     assert dec.records == 30 + 20 and [r for r, _ in dec.errors] == [1]
     assert "TruncatedError" in dec.errors[0][1]
-    with pytest.raises(_decode.MalformedBatchError, match="FAILFAST.*byte .*ChecksumError"):
+    with pytest.raises(MalformedBatchError, match="FAILFAST.*byte .*ChecksumError"):
         _functions._decode_column(kafkarec, pa.array([good, bytes(bad)]), "FAILFAST", False)
 
 

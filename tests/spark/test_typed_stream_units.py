@@ -80,7 +80,7 @@ def test_new_schema_mid_stream_is_read_with_the_start_version(tmp_path):
 
 def test_failfast_and_dropmalformed_on_a_stream(tmp_path):
     from spark_udfs._datasource import KafkaRecDataSource
-    from spark_udfs._decode import MalformedBatchError
+    from kafkarec.errors import MalformedBatchError
     root = str(tmp_path / "logs")
     log = _Log()
     log.step(1, [log.v1(0), (None, b"plain text", [], None, "Unknown magic byte", None), log.v1(2)])

@@ -1,0 +1,464 @@
+"""The one Arrow stream reader of Kafka logs: :class:`LogScan`.
+
+A :class:`LogScan` reads a log directory, a partition folder, segment files or a URI (object
+stores, tiered objects and stitched histories, as :func:`kafkarec.log.layout.scan_history`)
+into Arrow record batches in Spark's Kafka schema (``key``, ``value``, ``topic``,
+``partition``, ``offset``, ``timestamp``, ``timestampType``, ``headers``), and exports them
+through the Arrow PyCapsule stream interface (``__arrow_c_stream__``): any Arrow consumer
+(pyarrow, Polars, DuckDB ...) takes it as is.  Every engine adapter, the Spark data source
+included, reads through it; its pieces of work (:meth:`LogScan.pieces`) are what a
+distributed engine hands to its workers.
+
+    >>> from kafkarec.scan import Bounds, LogScan
+    >>> scan = LogScan(log_dir, columns=["offset", "timestamp"],
+    ...                bounds=Bounds(offsets=(10, 20)))                     # doctest: +SKIP
+    >>> scan.to_table().num_rows                                            # doctest: +SKIP
+    10
+
+What is pruned and what is filtered:
+
+* topics and partitions (:class:`Bounds`, ``topics=``, ``partitions=``): partitions not
+  selected are not opened;
+* offsets ``[lo, hi)``: resolved through each segment's ``.index`` before any segment byte is
+  read (whole segments skipped by their base offsets); the batches at the edges are read
+  whole and their rows outside the range dropped;
+* timestamps ``[lo, hi)`` (ms since the epoch): the lower bound is resolved as Kafka's
+  ``offsetsForTimes`` (the ``.timeindex``, then a scan from its entry): every record before
+  that offset has an earlier timestamp, so nothing before it is read.  The upper bound prunes
+  nothing: CreateTime timestamps are not ordered and a batch header has no minimum
+  timestamp, so a record past any point may still be early enough.  Both are applied row by
+  row too: the rows are exact.  The Kafka source's meaning of an ending timestamp (stop at
+  ``offsetsForTimes`` of it, whatever the later records' timestamps) is its option
+  ``endingTimestamp`` of ``selection=`` (:func:`kafkarec.log.selection.parse_selection`);
+* ``limit``: reading stops once that many rows are out;
+* columns: the columns not asked for are dropped from each batch.
+
+``isolation_level="read_committed"`` leaves out aborted transactions and everything from the
+last stable offset on, judged over each partition's whole log (:mod:`kafkarec.log.committed`).
+``mode``: Spark's parse modes (:mod:`kafkarec.scan._decode`): ``FAILFAST`` (default) raises
+:class:`kafkarec.errors.MalformedBatchError` naming the file, byte and reason; ``PERMISSIVE``
+adds a ``_corrupt_record`` column and one error row per batch that cannot be decoded;
+``DROPMALFORMED`` logs and leaves such batches out.
+
+Bytes read are counted through the storage layer (:func:`kafkarec.log.storage.count_read`):
+:func:`kafkarec.log.storage.process_bytes_read` in this process, and with the environment
+variable ``KAFKAREC_BYTES_READ_DIR`` naming a folder, every process's tallies there
+(:func:`kafkarec.log.storage.bytes_read`); see ``docs/layout.md``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from kafkarec.errors import UsageError
+from kafkarec.scan import _read
+from kafkarec.scan._decode import normalize_mode
+
+__all__ = ["LogScan", "Bounds", "ScanPiece", "CORRUPT_COLUMN", "ISOLATION_LEVELS"]
+
+log = logging.getLogger("kafkarec")
+
+CORRUPT_COLUMN = "_corrupt_record"
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+_Range = Tuple[Optional[int], Optional[int]]
+
+
+class Bounds(NamedTuple):
+    """What a read is bounded to; every field optional (None: unbounded).  ``topics`` and
+    ``partitions``: sets of names and numbers (a partition number bounds every topic);
+    ``offsets`` and ``timestamps``: ``(lo, hi)``, ``lo`` inclusive, ``hi`` exclusive, either
+    None; timestamps in ms since the epoch.  The spec every engine adapter fills from its
+    predicate (what it cannot express stays the engine's to filter)."""
+    topics: Optional[frozenset] = None
+    partitions: Optional[frozenset] = None
+    offsets: _Range = (None, None)
+    timestamps: _Range = (None, None)
+
+    @classmethod
+    def of(cls, *, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
+           offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
+        """Bounds from any iterables and pairs (normalized: frozensets, tuples of ints)."""
+        return cls(None if topics is None else frozenset(str(t) for t in topics),
+                   None if partitions is None else frozenset(int(p) for p in partitions),
+                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"))
+
+    def intersect(self, other: Optional["Bounds"]) -> "Bounds":
+        """The bounds both admit."""
+        if other is None:
+            return self
+        return Bounds(_meet(self.topics, other.topics), _meet(self.partitions, other.partitions),
+                      _narrow(self.offsets, other.offsets), _narrow(self.timestamps, other.timestamps))
+
+    def admits(self, topic, partition) -> bool:
+        """Whether records of this topic-partition may be in bounds."""
+        return ((self.topics is None or topic in self.topics)
+                and (self.partitions is None or partition in self.partitions))
+
+    @property
+    def unbounded(self) -> bool:
+        return self == Bounds()
+
+
+def _pair(value, name: str) -> _Range:
+    if value is None:
+        return (None, None)
+    lo, hi = value
+    if lo is not None and hi is not None and int(hi) < int(lo):
+        raise UsageError(f"bounds: {name} ({lo}, {hi}) end before they start")
+    return (None if lo is None else int(lo), None if hi is None else int(hi))
+
+
+def _meet(a, b):
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _narrow(a: _Range, b: _Range) -> _Range:
+    lo = [x for x in (a[0], b[0]) if x is not None]
+    hi = [x for x in (a[1], b[1]) if x is not None]
+    return (max(lo) if lo else None, min(hi) if hi else None)
+
+
+class ScanPiece(NamedTuple):
+    """One piece of work (picklable): a byte range of one segment of one topic-partition, read
+    by :meth:`LogScan.read_piece`.  ``bytes``: its size, what a distributed planner weighs;
+    ``key``: its topic-partition (and log dir), pieces of one key are in log order."""
+    topic: Optional[str]
+    partition: Optional[int]
+    bytes: int
+    key: tuple
+    item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._read.ListedRange
+
+
+class LogScan:
+    """An Arrow stream of the records of Kafka logs (see the module docstring).
+
+    ``source``: a path or URI, or a list of them; ``columns``: the columns to return (default
+    all; ``batchPosition``, ``batchBaseOffset`` ... with ``batch_columns=True``); ``topics``,
+    ``partitions`` and ``bounds`` (:class:`Bounds`) bound the read, intersected; ``limit``: at
+    most that many rows; ``storage_options``: :func:`kafkarec.log.storage.resolve`'s;
+    ``tiered_storage``: a remote root whose copies are stitched with the log dirs' segments;
+    ``include_deleted_records``: records below a partition's log start offset too.
+    ``selection``: a :class:`kafkarec.log.selection.Selection` or a dict of the Kafka source's
+    options (``startingOffsets``, ``endingTimestamp`` ..., in their meaning); ``files``: a
+    :class:`kafkarec.scan._read.FileFinding` for local paths (globs, recursion);
+    ``value_format`` / ``key_format`` with ``registry`` (and ``typed_options``, the names of
+    :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options.
+    """
+
+    def __init__(self, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
+                 bounds: Optional[Bounds] = None, limit: Optional[int] = None,
+                 isolation_level: str = "read_uncommitted", storage_options: Optional[dict] = None,
+                 tiered_storage: Optional[str] = None, include_deleted_records: bool = False,
+                 mode: str = "FAILFAST", value_format: Optional[str] = None, key_format: Optional[str] = None,
+                 registry=None, typed_options: Optional[dict] = None, selection=None,
+                 files: Optional[_read.FileFinding] = None, batch_columns: bool = False,
+                 include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
+                 max_rows_per_batch: int = 65536, min_partitions: Optional[int] = None,
+                 fail_on_data_loss: bool = True):
+        from kafkarec.log import selection as sel_mod
+        from kafkarec.log.storage import is_uri
+        if isolation_level not in ISOLATION_LEVELS:
+            raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
+        if limit is not None and int(limit) < 0:
+            raise UsageError(f"limit {limit}: not negative")
+        paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
+        paths = [str(p) for p in paths]
+        if not paths:
+            raise UsageError("LogScan: no source given")
+        own = Bounds.of(topics=topics, partitions=partitions)
+        self.bounds = own.intersect(bounds)
+        self.limit = None if limit is None else int(limit)
+        sel = selection if isinstance(selection, sel_mod.Selection) else sel_mod.parse_selection(selection or {})
+        if include_deleted_records:
+            sel = sel._replace(include_deleted_records=True)
+        self.selection = sel
+        self.batch_columns = batch_columns
+        self.typed = _typed_settings(value_format, key_format, registry, typed_options)
+        mode = normalize_mode(mode)
+        given_selection = selection is not None or include_deleted_records
+        listed = (any(is_uri(p) for p in paths) or tiered_storage is not None or given_selection
+                  or not self.bounds.unbounded)
+        self.config = _read.ScanConfig(
+            paths, listed=listed, files=files or _read.FileFinding(), selection=sel,
+            bounds=None if self.bounds.unbounded else self.bounds, tiered_storage=tiered_storage,
+            storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
+            read_committed=isolation_level == "read_committed", mode=mode,
+            corrupt_column=CORRUPT_COLUMN, bad_records_path=bad_records_path,
+            include_control=include_control, max_rows=max_rows_per_batch, min_partitions=min_partitions,
+            read_fields={"verify_crc": verify_crc})
+        self._kwargs = dict(columns=columns, topics=topics, partitions=partitions, bounds=bounds, limit=limit,
+                            isolation_level=isolation_level, storage_options=storage_options,
+                            tiered_storage=tiered_storage, include_deleted_records=include_deleted_records,
+                            mode=mode, value_format=value_format, key_format=key_format, registry=registry,
+                            typed_options=typed_options, selection=selection, files=files,
+                            batch_columns=batch_columns, include_control=include_control,
+                            bad_records_path=bad_records_path, verify_crc=verify_crc,
+                            max_rows_per_batch=max_rows_per_batch, min_partitions=min_partitions,
+                            fail_on_data_loss=fail_on_data_loss)
+        full = self._full_schema()
+        if columns is None:
+            self.columns = [n for n in full.names if n != CORRUPT_COLUMN or mode == "PERMISSIVE"]
+        else:
+            self.columns = list(columns)
+            unknown = [c for c in self.columns if c not in full.names]
+            if unknown:
+                raise UsageError(f"LogScan: column(s) {unknown} are not read; available: {full.names}")
+        self._found = None
+
+    @classmethod
+    def configured(cls, config, *, batch_columns: bool = False) -> "LogScan":
+        """A scan of a read already configured (a :class:`kafkarec.scan._read.ScanConfig` or an
+        object with its attributes: the Spark data source's), every column."""
+        scan = cls.__new__(cls)
+        scan.config = config
+        scan.bounds = config.bounds or Bounds()
+        scan.limit = None
+        scan.selection = config.selection
+        scan.batch_columns = batch_columns
+        scan.typed = None
+        scan._kwargs = None
+        scan.columns = scan._full_schema().names
+        scan._found = None
+        return scan
+
+    # --- what is read ------------------------------------------------------------------
+    def _full_schema(self):
+        import pyarrow as pa
+        from kafkarec import arrow_schema
+        base = arrow_schema(batch_columns=self.batch_columns)
+        if self.typed is not None:
+            base = self.typed.schema(base)
+        if self.config.mode == "PERMISSIVE":
+            base = base.append(pa.field(CORRUPT_COLUMN, pa.string()))
+        return base
+
+    @property
+    def schema(self):
+        """The pyarrow.Schema of the batches: the projected columns."""
+        full = self._full_schema()
+        import pyarrow as pa
+        return pa.schema([full.field(c) for c in self.columns])
+
+    def _decoded_columns(self) -> set:
+        """The columns decoding must give: those asked for, and those the bounds filter on."""
+        need = set(self.columns)
+        if self.bounds.timestamps != (None, None):
+            need.add("timestamp")
+        if self.typed is not None:
+            need |= self.typed.needs
+        return need
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_found"] = None          # the plan's caches stay where it was made
+        return state
+
+    def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
+               limit: Optional[int] = None) -> "LogScan":
+        """This scan with bounds intersected, other columns, a smaller limit."""
+        if self._kwargs is None:
+            raise UsageError("LogScan.narrow: a scan made by LogScan.configured is narrowed by its config")
+        kw = dict(self._kwargs)
+        kw["bounds"] = self.bounds.intersect(bounds)
+        kw["topics"] = kw["partitions"] = None
+        if columns is not None:
+            kw["columns"] = list(columns)
+        if limit is not None:
+            kw["limit"] = limit if self.limit is None else min(self.limit, int(limit))
+        return LogScan(self.config.paths, **kw)
+
+    # --- pieces of work ------------------------------------------------------------------
+    def found(self) -> "_read.Found":
+        """What :mod:`kafkarec.log` found (listed once per scan object)."""
+        if self._found is None:
+            config = self.config
+            if config.bounds is not None and config.bounds.offsets[1] is not None and (
+                    config.bounds.offsets[0] or 0) >= config.bounds.offsets[1]:
+                self._found = _read.Found([], None, None, None, None, list)
+            else:
+                self._found = _read.found_listed(config) if config.listed else _read.found_local(config)
+        return self._found
+
+    def _piece(self, item) -> ScanPiece:
+        found = self.found()
+        key = found.group(item)
+        if self.config.listed:
+            topic, partition = item.range.topic, item.range.partition
+        else:
+            topic, partition = item.topic, item.partition
+        return ScanPiece(topic, partition, found.size(item), tuple(key), item)
+
+    def pieces(self) -> List[ScanPiece]:
+        """The pieces of work, in log order within each topic-partition."""
+        return [self._piece(item) for item in self.found().pieces]
+
+    def split(self, piece: ScanPiece, max_bytes: int) -> List[ScanPiece]:
+        """``piece`` cut at batch starts into pieces of about ``max_bytes``."""
+        return [self._piece(item) for item in self.found().split(piece.item, max_bytes)]
+
+    def as_read(self, pieces: Sequence[ScanPiece]) -> List[ScanPiece]:
+        """Pieces as a task reads them (local slices in windows it maps one at a time)."""
+        return [self._piece(item) for item in self.found().as_read([p.item for p in pieces])]
+
+    # --- reading -----------------------------------------------------------------------
+    def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
+                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)"):
+        """``(where, item)`` for the pieces: Arrow batches of every column (offset bounds applied)
+        and :class:`kafkarec.scan._read.Errors`, for callers that render errors their own way
+        (the Spark data source); :meth:`read_piece` is the plain stream."""
+        import kafkarec
+        from kafkarec.log import local
+        items = []
+        for p in pieces:
+            item = p.item
+            # a local slice larger than a window is mapped one window at a time
+            items += local.windows(item) if isinstance(item, local.Slice) else [item]
+        options = self.config.read.options(kafkarec)
+        need = self.batch_columns if batch_columns is None else batch_columns
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint)
+
+    def read_piece(self, piece: ScanPiece) -> Iterator:
+        """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
+        yield from self._batches([piece])
+
+    def _batches(self, pieces: Sequence[ScanPiece]) -> Iterator:
+        schema = self.schema
+        left = self.limit
+        if left == 0:
+            return
+        reads = self.read_items(pieces)
+        try:
+            for where, item in reads:
+                if isinstance(item, _read.Errors):
+                    out = self._error_rows(item, schema)
+                else:
+                    out = self._rows(item, schema)
+                if out is None or not out.num_rows:
+                    continue
+                if left is not None:
+                    if out.num_rows >= left:
+                        yield out.slice(0, left)
+                        return
+                    left -= out.num_rows
+                yield out
+        finally:
+            reads.close()        # stops reading (a limit reached, a consumer gone)
+
+    def _rows(self, rb, schema):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        lo, hi = self.bounds.timestamps
+        if lo is not None or hi is not None:
+            ts = rb.column(rb.schema.get_field_index("timestamp")).cast(pa.int64())
+            mask = None
+            if lo is not None:
+                mask = pc.greater_equal(ts, lo)
+            if hi is not None:
+                m2 = pc.less(ts, hi)
+                mask = m2 if mask is None else pc.and_(mask, m2)
+            rb = rb.filter(mask)
+            if not rb.num_rows:
+                return None
+        if self.typed is not None:
+            rb = self.typed.convert(rb)
+        cols = []
+        for field in schema:
+            i = rb.schema.get_field_index(field.name)
+            cols.append(rb.column(i) if i >= 0 else pa.nulls(rb.num_rows, field.type))
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def _error_rows(self, errs: "_read.Errors", schema):
+        import pyarrow as pa
+        if self.config.mode == "DROPMALFORMED":
+            for e in errs.errors:
+                log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
+            return None
+        fixed = {"topic": errs.topic, "partition": errs.partition,
+                 "batchPosition": [e["position"] for e in errs.errors],
+                 "batchBaseOffset": [e.get("base_offset") for e in errs.errors],
+                 CORRUPT_COLUMN: [e["message"] for e in errs.errors]}
+        n = len(errs.errors)
+        cols = []
+        for field in schema:
+            v = fixed.get(field.name)
+            if isinstance(v, list):
+                cols.append(pa.array(v, field.type))
+            elif v is not None:
+                cols.append(pa.array([v] * n, field.type))
+            else:
+                cols.append(pa.nulls(n, field.type))
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def __iter__(self) -> Iterator:
+        return self._batches(self.pieces())
+
+    def to_reader(self):
+        """A pyarrow.RecordBatchReader over every piece in order (limit applied)."""
+        import pyarrow as pa
+        return pa.RecordBatchReader.from_batches(self.schema, iter(self))
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream interface: the batches of :meth:`to_reader`."""
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_table(self):
+        """Every batch in one pyarrow.Table."""
+        import pyarrow as pa
+        return pa.Table.from_batches(list(self), schema=self.schema)
+
+    def __repr__(self):
+        return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
+
+
+class _Typed:
+    """Typed keys and values (:func:`kafkarec.registry.typed.decode_table`), one decoder per
+    side built once per scan object."""
+
+    def __init__(self, value_format, key_format, registry, options: dict):
+        self.value_format = value_format
+        self.key_format = key_format
+        self.registry = registry
+        self.options = dict(options)
+        self.needs = {"topic", "headers"} | ({"value"} if value_format else set()) | ({"key"} if key_format else set())
+        self._columns: dict = {}
+
+    def _decode(self, table):
+        from kafkarec.registry.typed import decode_table
+        return decode_table(table, self._registry(), value=self.value_format is not None,
+                            key=self.key_format is not None, value_format=self.value_format or "registry",
+                            key_format=self.key_format or "registry", columns=self._columns,
+                            corrupt_column=CORRUPT_COLUMN, **self.options)
+
+    def _registry(self):
+        from kafkarec.registry import Registry
+        if self.registry is None or isinstance(self.registry, Registry):
+            return self.registry
+        from kafkarec.registry import load
+        self.registry = load(self.registry)
+        return self.registry
+
+    def schema(self, base):
+        import pyarrow as pa
+        empty = self._decode(pa.Table.from_batches([], schema=base))
+        return empty.schema
+
+    def convert(self, rb):
+        import pyarrow as pa
+        table = self._decode(pa.Table.from_batches([rb]))
+        return table.combine_chunks().to_batches()[0] if table.num_rows else None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_columns"] = {}
+        return state
+
+
+def _typed_settings(value_format, key_format, registry, options) -> Optional[_Typed]:
+    if value_format is None and key_format is None:
+        if registry is not None or options:
+            raise UsageError("LogScan: registry and typed_options type values given value_format or key_format")
+        return None
+    return _Typed(value_format, key_format, registry, options or {})
+
