@@ -120,7 +120,7 @@ class KafkaRecDataSource(DataSource):
             return _typed.TypedReader(self, schema)
         from spark_udfs import _pushdown
         if _pushdown.planning_with_filters():       # Spark 4.1+, filter pushdown on: pushFilters
-            return self.plain_reader(self.spec, schema, _pushdown.FilteringKafkaRecReader)
+            return _pushdown.filtering_reader(self, schema)
         return self.plain_reader(self.spec, schema)
 
     def plain_reader(self, spec: ReadSpec, schema, reader_class=None):

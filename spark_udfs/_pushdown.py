@@ -12,15 +12,17 @@ applies it to the rows read:
 
 * ``topic``, ``partition`` (``=``, ``IN``, ``<``, ``<=``): exact, whole partitions are left out;
   an error row carries its topic and partition.
-* ``offset``, ``timestampMs``: a range, applied to every record; returned to Spark as well when
-  the read can give error rows (PERMISSIVE, and a local read's file that shrank), whose offset
-  and timestamp are null and which a comparison leaves out; ``IN`` prunes to its smallest and
-  largest value and is returned.
-* ``timestamp``: a range of milliseconds (Spark's microsecond literal rounded so that no record
-  it admits is lost); always returned to Spark: a record timestamp outside Spark's range is a
-  null ``timestamp`` (``timestampMs`` keeps it), and CreateTime timestamps are not ordered in
-  the log, so an upper bound cannot prune a segment exactly.  A literal Spark sends without a
-  zone (``TIMESTAMP_NTZ``) is not pushed.
+* ``offset``: a range, applied to every record; returned to Spark as well when the read can
+  give error rows (PERMISSIVE, and a local read's file that shrank), whose offset is null and
+  which a comparison leaves out; ``IN`` prunes to its smallest and largest value and is
+  returned.
+* ``timestamp``, ``timestampMs``: a range of milliseconds (Spark's microsecond literal rounded
+  so that no record it admits is lost) whose lower bound is resolved as Kafka's
+  ``offsetsForTimes`` (every record before that offset is earlier); always returned to Spark:
+  CreateTime timestamps are not ordered in the log, so the records past that offset, and any
+  upper bound, are Spark's to filter, and a record timestamp outside Spark's range is a null
+  ``timestamp`` (``timestampMs`` keeps it).  A literal Spark sends without a zone
+  (``TIMESTAMP_NTZ``) is not pushed.
 * anything else (``<>``, ``NOT IN``, ``IS NULL``, ``LIKE``, a literal of another type, any other
   column): not pushed.
 """
@@ -33,7 +35,8 @@ from typing import List, NamedTuple, Optional
 
 from spark_udfs._datasource import KafkaRecReader
 
-__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "planning_with_filters", "FilteringKafkaRecReader"]
+__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "planning_with_filters", "FilteringKafkaRecReader",
+           "filtering_reader"]
 
 PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs")
 # where Spark runs pushFilters: only when spark.sql.python.filterPushdown.enabled is on
@@ -65,14 +68,21 @@ def planning_with_filters() -> bool:
 
 
 class FilteringKafkaRecReader(KafkaRecReader):
-    """The data source's reader with ``pushFilters`` (given only where Spark calls it:
+    """The data source's reader with ``pushFilters`` (made only where Spark calls it:
     :func:`planning_with_filters`).  Spark's filters narrow the read's bounds (the options'
-    intersected with them); a keyed state (``view=latest``) takes only whole topics (and with
-    ``cdc``, whose truncates reach every partition of a topic, nothing narrower), as a record
-    bound would change which record is a key's latest."""
+    intersected with them); a read of local files with filters pushed is planned over a
+    listing, as only that resolves bounds through the side files, unless it uses an option only
+    the local reader takes (``pathGlobFilter``, ``decode`` ...: then Spark filters all).  A keyed
+    state (``view=latest``) takes only whole topics (and without ``cdc``, whose truncates reach
+    every partition of a topic, whole partitions): a record bound would change which record is
+    a key's latest."""
+
+    listable = True          # whether the read may be planned over a listing (filtering_reader)
 
     def pushFilters(self, filters):
         config = self.config
+        if not self.listable:
+            return list(filters)
         columns = PUSHED_COLUMNS
         if config.view == "latest":
             columns = ("topic",) if config.cdc is not None else ("topic", "partition")
@@ -80,7 +90,19 @@ class FilteringKafkaRecReader(KafkaRecReader):
         if pushed.bounds is None:
             return list(filters)
         config.bounds = pushed.bounds.intersect(config.bounds)
+        config.listed = True
         return pushed.kept
+
+
+def filtering_reader(source, schema) -> FilteringKafkaRecReader:
+    """The reader of ``source`` (a :class:`spark_udfs._datasource.KafkaRecDataSource` of binary
+    keys and values) with ``pushFilters``."""
+    from spark_udfs._spec import OPTIONS
+    spec = source.spec
+    reader = source.plain_reader(spec, schema, FilteringKafkaRecReader)
+    local_only = {o.name.lower() for o in OPTIONS if "R" not in o.readers and "L" in o.readers}
+    reader.listable = spec.listed or not (spec.given & local_only)
+    return reader
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:
@@ -132,8 +154,9 @@ def _bound(f, columns, error_rows: bool):
         return None, False
     if column == "partition":
         return _partition_bound(name, values)
-    bound = _range_bound("offsets" if column == "offset" else "timestamps", name, values, 1)
-    return bound, not error_rows and (name != "In" or len(set(values)) == 1)
+    if column == "timestampMs":
+        return _range_bound("timestamps", name, values, 1), False
+    return _range_bound("offsets", name, values, 1), not error_rows and (name != "In" or len(set(values)) == 1)
 
 
 def _topic_bound(name: str, values):
