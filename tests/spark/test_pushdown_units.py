@@ -3,6 +3,7 @@ filter lists against filtering rows in Python with SQL's rules, and the conversi
 from __future__ import annotations
 
 import datetime
+import sys
 import zoneinfo
 
 import pytest
@@ -231,5 +232,34 @@ def test_conversions():
     assert _pushdown.push([eq, ge], columns=("topic",)) == (Bounds(topics=frozenset({"orders"})), [ge])
 
 
-def test_planning_with_filters_only_in_sparks_pushdown_planner():
+def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
+    """Spark 4.1+ refuses a reader with pushFilters while pushdown is off: the reader has it only
+    in the planner Spark runs with pushdown on; there filters narrow the read's bounds, except
+    where the read cannot take them (a local-only option) or a keyed state would change."""
+    import types
+    from spark_udfs._datasource import KafkaRecDataSource, KafkaRecReader
+
+    def reader(**options):
+        src = KafkaRecDataSource({"path": str(tmp_path), **options})
+        return src.reader(src.schema())
     assert not _pushdown.planning_with_filters()
+    plain = reader()
+    assert type(plain) is KafkaRecReader and type(plain).pushFilters is ds.DataSourceReader.pushFilters
+    monkeypatch.setitem(sys.modules, "pyspark.sql.worker.data_source_pushdown_filters",
+                        types.ModuleType("pyspark.sql.worker.data_source_pushdown_filters"))
+    assert _pushdown.planning_with_filters()
+    fs = [ds.EqualTo(("topic",), "t"), ds.EqualTo(("partition",), 0), ds.GreaterThanOrEqual(("offset",), 5)]
+    r = reader()
+    assert isinstance(r, _pushdown.FilteringKafkaRecReader)
+    assert r.pushFilters(fs) == fs[2:] and r.config.listed       # planned over a listing now
+    assert r.config.bounds == Bounds(topics=frozenset({"t"}), partitions=frozenset({0}), offsets=(5, None))
+    r = reader(startingOffsets='{"t":{"0":7}}', assign='{"t":[0]}')
+    r.pushFilters(fs)
+    assert r.config.bounds.offsets == (5, None) and r.config.selection.start.value == {"t": {0: 7}}
+    r = reader(pathGlobFilter="*.log")                            # the local reader's own option
+    assert r.pushFilters(fs) == fs and r.config.bounds is None and not r.config.listed
+    r = reader(view="latest")                                     # whole partitions only
+    assert r.pushFilters(fs) == fs[2:] and r.config.bounds == Bounds(topics=frozenset({"t"}),
+                                                                   partitions=frozenset({0}))
+    r = reader(view="latest", cdc="debezium")                     # a truncate reaches every partition
+    assert r.pushFilters(fs) == fs[1:] and r.config.bounds == Bounds(topics=frozenset({"t"}))
