@@ -33,10 +33,7 @@ import functools
 import sys
 from typing import List, NamedTuple, Optional
 
-from spark_udfs._datasource import KafkaRecReader
-
-__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "planning_with_filters", "FilteringKafkaRecReader",
-           "filtering_reader"]
+__all__ = ["PUSHED_COLUMNS", "Pushed", "push", "push_into", "listable", "planning_with_filters"]
 
 PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs")
 # where Spark runs pushFilters: only when spark.sql.python.filterPushdown.enabled is on
@@ -67,42 +64,34 @@ def planning_with_filters() -> bool:
             or getattr(getattr(main, "__spec__", None), "name", None) == _PUSHDOWN_PLANNER)
 
 
-class FilteringKafkaRecReader(KafkaRecReader):
-    """The data source's reader with ``pushFilters`` (made only where Spark calls it:
-    :func:`planning_with_filters`).  Spark's filters narrow the read's bounds (the options'
-    intersected with them); a read of local files with filters pushed is planned over a
-    listing, as only that resolves bounds through the side files, unless it uses an option only
-    the local reader takes (``pathGlobFilter``, ``decode`` ...: then Spark filters all).  A keyed
-    state (``view=latest``) takes only whole topics (and without ``cdc``, whose truncates reach
-    every partition of a topic, whole partitions): a record bound would change which record is
-    a key's latest."""
-
-    listable = True          # whether the read may be planned over a listing (filtering_reader)
-
-    def pushFilters(self, filters):
-        config = self.config
-        if not self.listable:
-            return list(filters)
-        columns = PUSHED_COLUMNS
-        if config.view == "latest":
-            columns = ("topic",) if config.cdc is not None else ("topic", "partition")
-        pushed = push(filters, columns=columns, error_rows=config.mode != "DROPMALFORMED")
-        if pushed.bounds is None:
-            return list(filters)
-        config.bounds = pushed.bounds.intersect(config.bounds)
-        config.listed = True
-        return pushed.kept
+def push_into(config, filters, *, listable: bool = True) -> list:
+    """``pushFilters`` of the data source's reader (:class:`spark_udfs._datasource.FilteringKafkaRecReader`):
+    Spark's filters narrow ``config`` 's bounds (the options' intersected with them); returns the
+    filters Spark still applies.  A read of local files with filters pushed is planned over a
+    listing, as only that resolves bounds through the side files; one that uses an option only
+    the local reader takes (not ``listable``: ``pathGlobFilter``, ``decode`` ...) pushes nothing.
+    A keyed state (``view=latest``) takes only whole topics (and without ``cdc``, whose truncates
+    reach every partition of a topic, whole partitions): a record bound would change which record
+    is a key's latest."""
+    if not listable:
+        return list(filters)
+    columns = PUSHED_COLUMNS
+    if config.view == "latest":
+        columns = ("topic",) if config.cdc is not None else ("topic", "partition")
+    pushed = push(filters, columns=columns, error_rows=config.mode != "DROPMALFORMED")
+    if pushed.bounds is None:
+        return list(filters)
+    config.bounds = pushed.bounds.intersect(config.bounds)
+    config.listed = True
+    return pushed.kept
 
 
-def filtering_reader(source, schema) -> FilteringKafkaRecReader:
-    """The reader of ``source`` (a :class:`spark_udfs._datasource.KafkaRecDataSource` of binary
-    keys and values) with ``pushFilters``."""
+def listable(spec) -> bool:
+    """Whether the read of ``spec`` (a :class:`spark_udfs._spec.ReadSpec`) may be planned over a
+    listing: it is already, or it gives no option only the local reader takes."""
     from spark_udfs._spec import OPTIONS
-    spec = source.spec
-    reader = source.plain_reader(spec, schema, FilteringKafkaRecReader)
     local_only = {o.name.lower() for o in OPTIONS if "R" not in o.readers and "L" in o.readers}
-    reader.listable = spec.listed or not (spec.given & local_only)
-    return reader
+    return spec.listed or not (spec.given & local_only)
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:

@@ -237,7 +237,7 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     in the planner Spark runs with pushdown on; there filters narrow the read's bounds, except
     where the read cannot take them (a local-only option) or a keyed state would change."""
     import types
-    from spark_udfs._datasource import KafkaRecDataSource, KafkaRecReader
+    from spark_udfs._datasource import FilteringKafkaRecReader, KafkaRecDataSource, KafkaRecReader
 
     def reader(**options):
         src = KafkaRecDataSource({"path": str(tmp_path), **options})
@@ -250,7 +250,7 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     assert _pushdown.planning_with_filters()
     fs = [ds.EqualTo(("topic",), "t"), ds.EqualTo(("partition",), 0), ds.GreaterThanOrEqual(("offset",), 5)]
     r = reader()
-    assert isinstance(r, _pushdown.FilteringKafkaRecReader)
+    assert isinstance(r, FilteringKafkaRecReader)
     assert r.pushFilters(fs) == fs[2:] and r.config.listed       # planned over a listing now
     assert r.config.bounds == Bounds(topics=frozenset({"t"}), partitions=frozenset({0}), offsets=(5, None))
     r = reader(startingOffsets='{"t":{"0":7}}', assign='{"t":[0]}')
