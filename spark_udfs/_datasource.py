@@ -44,8 +44,8 @@ from spark_udfs._decode import ReadConfig
 from spark_udfs._runtime import ensure
 from spark_udfs._spec import ReadSpec, read_spec
 
-__all__ = ["KafkaRecDataSource", "KafkaRecReader", "KafkaRecPartition", "BatchReadConfig",
-           "batch_config", "plan"]
+__all__ = ["KafkaRecDataSource", "KafkaRecReader", "FilteringKafkaRecReader", "KafkaRecPartition",
+           "BatchReadConfig", "batch_config", "plan"]
 
 log = logging.getLogger("spark_udfs")
 
@@ -118,15 +118,20 @@ class KafkaRecDataSource(DataSource):
         if self.spec.typed is not None:
             from spark_udfs import _typed
             return _typed.TypedReader(self, schema)
+        from spark_udfs import _pushdown
+        if _pushdown.planning_with_filters():       # Spark 4.1+, filter pushdown on: pushFilters
+            reader = self.plain_reader(self.spec, schema, FilteringKafkaRecReader)
+            reader.listable = _pushdown.listable(self.spec)
+            return reader
         return self.plain_reader(self.spec, schema)
 
-    def plain_reader(self, spec: ReadSpec, schema):
+    def plain_reader(self, spec: ReadSpec, schema, reader_class=None):
         """The batch reader of ``spec`` (binary keys and values)."""
         if spec.listed and spec.columns.decode:
             raise ValueError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
         config = batch_config(spec, default_parallelism=self.default_min_partitions)
-        return KafkaRecReader(config, schema, self.expected_fingerprint)
+        return (reader_class or KafkaRecReader)(config, schema, self.expected_fingerprint)
 
     def streamReader(self, schema):
         if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value
@@ -155,6 +160,18 @@ class KafkaRecReader(DataSourceReader):
 
     def read(self, partition):
         yield from read_task(self.config, partition, self.schema, self.expected)
+
+
+class FilteringKafkaRecReader(KafkaRecReader):
+    """:class:`KafkaRecReader` with ``pushFilters`` (:func:`spark_udfs._pushdown.push_into`), made
+    only in Spark's filter pushdown planner: Spark 4.1+ refuses a reader that has it while
+    ``spark.sql.python.filterPushdown.enabled`` is off (:func:`spark_udfs._pushdown.planning_with_filters`)."""
+
+    listable = True          # whether the read may be planned over a listing (_pushdown.listable)
+
+    def pushFilters(self, filters):
+        from spark_udfs import _pushdown
+        return _pushdown.push_into(self.config, filters, listable=self.listable)
 
 
 def _scan(config: BatchReadConfig, *, batch_columns: bool = False):

@@ -29,6 +29,7 @@ import sys
 import pytest
 
 import spark_helpers as H
+from support import events_log
 from support.spark_cluster import stop_group
 
 # the deployments reach the cluster and the Connect server through request.getfixturevalue
@@ -75,7 +76,9 @@ def inputs(tmp_path_factory, s3):
     deleted_records_dir(log_start, LOG_STARTS)
     lying = str(base / "lying")
     lying_object = lying_root("zstd", lying, "short")
-    return {"sample": sample, "typed": typed, "formats": formats, "formats_good": good,
+    events = str(base / "events")
+    events_log.build(events)
+    return {"events": events, "sample": sample, "typed": typed, "formats": formats, "formats_good": good,
             "s3": {"uri": "s3://connect-logs/kafka", "options": s3.options()},
             "tiered": os.path.join(H.ROOT, "tests", "data", "tiered", "aiven"),
             "log_start": log_start, "lying": os.path.join(lying, "zstd"), "lying_object": lying_object}
@@ -119,8 +122,12 @@ def _run_client(user, inputs, work, remote, env_extra):
 @pytest.fixture(scope="module")
 def local(user, inputs, tmp_path_factory):
     work = str(tmp_path_factory.mktemp("connect-local"))
+    # the server is the client's child: its Python workers count the bytes they read there
+    counter = os.path.join(work, "bytes-read")
+    os.mkdir(counter)
     return _run_client(user, inputs, work, "local[2]",
-                       {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
+                       {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                        "KAFKAREC_BYTES_READ_DIR": counter})
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +229,14 @@ def test_an_object_shorter_than_its_manifest_fails_over_connect(run, inputs):
     result, _ = run
     assert result["lying"] is not None, "the read of an object shorter than its manifest succeeded"
     assert f"{inputs['lying_object']}, chunk 1: the manifest's chunk index covers" in result["lying"]
+
+
+def test_pushed_filters_over_connect(run, inputs):
+    """DataFrame filters on topic, partition, offset and timestamp pushed into the read over
+    Connect: the rows of the data, of Spark's own filtering and of the options; on the local
+    deployment (its workers count) a 1% slice reads at most 2% of the segment bytes."""
+    result, _ = run
+    events_log.check(result["pushdown"], inputs["events"], counted=result["pushdown_counted"])
 
 
 def test_cdc_columns_over_connect(run):

@@ -141,6 +141,7 @@ def main():
     result["parallelism_unverified"] = spark_udfs.register(
         spark, wheelhouse=cfg["wheelhouse"], verify=False).data_source.default_min_partitions
     surfaces(spark, cfg, work, result)
+    pushdown(spark, cfg, result)
     stream(spark, cfg, work, result)
     # a stream from earliest over a log whose log start deleteRecords moved: from the log start
     q = (spark.readStream.format("kafkarec").option("startingOffsets", "earliest").load(cfg["log_start"])
@@ -154,6 +155,22 @@ def main():
     with open(os.path.join(work, "result.json"), "w") as fh:
         json.dump(result, fh)
     spark.stop()
+
+
+def pushdown(spark, cfg, result):
+    """DataFrame filters pushed into the read (jobs/pushdown_job.py's queries); the bytes the
+    server's Python workers read when the client gave them a counter folder (the ``local``
+    deployment: the server is the client's child)."""
+    import pushdown_job
+    folder = os.environ.get("KAFKAREC_BYTES_READ_DIR")
+    counted = None
+    if folder:
+        from kafkarec.log.storage import bytes_read
+
+        def counted():
+            return bytes_read(folder)
+    result["pushdown"] = pushdown_job.queries(spark, cfg["events"], counted)
+    result["pushdown_counted"] = counted is not None
 
 
 def docs_example(cfg):

@@ -1,0 +1,39 @@
+"""DataFrame filters pushed into ``format("kafkarec")`` (issue 42 item 5), the user's way: on bare
+executors with ``--py-files`` (the session's one user-way application, jobs/pushdown_job.py), with
+``spark.sql.python.filterPushdown.enabled`` on.  Each query gives the rows the data say, the rows
+Spark gives filtering every row itself (pushdown off) and, for an offset slice, the rows of the
+options' bounds; a 1% slice by offset (``partition = 0 AND offset >= A AND offset < B``) or by
+time (``timestamp >= '<local time>'`` in the session time zone) reads at most 2% of the segment
+bytes, every process's reads counted by kafkarec.log.storage (``KAFKAREC_BYTES_READ_DIR``).  The
+same queries run over Spark Connect in tests/spark/test_connect.py."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import spark_helpers as H
+from support import events_log as E
+from support.user_app import UserAppJob
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+_why = H.spark_available()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+
+def _prepare(request, work):
+    root = str(work / "logs")
+    E.build(root)
+    counter = work / "bytes-read"
+    counter.mkdir()
+    return [root, str(counter)], root
+
+
+JOB = UserAppJob("pushdown", os.path.join(H.ROOT, "tests", "spark", "jobs", "pushdown_job.py"), _prepare)
+
+
+def test_pushed_filters_read_only_their_slices(user_app):
+    result, root = user_app.outcome(JOB)
+    E.check(result, root)

@@ -1,0 +1,265 @@
+"""Spark's pushed filters as the reader's bounds (spark_udfs._pushdown), without Spark: random
+filter lists against filtering rows in Python with SQL's rules, and the conversions one by one."""
+from __future__ import annotations
+
+import datetime
+import sys
+import zoneinfo
+
+import pytest
+
+pytest.importorskip("pyspark.sql.datasource", reason="needs pyspark 4.1+ (pushFilters)")
+from pyspark.sql import datasource as ds  # noqa: E402
+
+if not hasattr(ds, "Filter"):
+    pytest.skip("needs pyspark 4.1+ (pushFilters)", allow_module_level=True)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkarec.scan import Bounds  # noqa: E402
+from spark_udfs import _pushdown  # noqa: E402
+from spark_udfs._schema import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS  # noqa: E402
+
+UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+COMPARISONS = (ds.EqualTo, ds.EqualNullSafe, ds.GreaterThan, ds.GreaterThanOrEqual, ds.LessThan,
+               ds.LessThanOrEqual)
+
+
+# --- rows, and filters evaluated as Spark does (null: unknown, a row is kept when true) ------
+
+def spark_value(row, column):
+    """The row's value of ``column`` as Spark holds it (``timestamp`` in microseconds, null
+    outside Spark's range; ``timestampMs`` the raw milliseconds)."""
+    if column == "timestamp":
+        ms = row["timestampMs"]
+        return None if ms is None or not MIN_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS else ms * 1000
+    return row.get(column)
+
+
+def literal(value, column):
+    """A literal in the column's terms (a zoned timestamp in microseconds), or a marker that
+    the types do not compare."""
+    if column == "timestamp":
+        if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+            return (value - EPOCH) // datetime.timedelta(microseconds=1)
+        return TypeError
+    want = str if column in ("topic", "value") else int
+    if isinstance(value, bool) or not isinstance(value, want):
+        return TypeError
+    return value
+
+
+def holds(f, row):
+    """True / False / None (unknown) of a filter on a row."""
+    if isinstance(f, ds.Not):
+        inner = holds(f.child, row)
+        return None if inner is None else not inner
+    column = f.attribute[0]
+    v = spark_value(row, column)
+    if isinstance(f, ds.IsNull):
+        return v is None
+    if isinstance(f, ds.IsNotNull):
+        return v is not None
+    if isinstance(f, ds.In):
+        lits = [literal(x, column) for x in f.value]
+        if v is None or TypeError in lits:
+            return None
+        return v in lits
+    lit = literal(f.value, column)
+    if isinstance(f, ds.EqualNullSafe) and v is None:
+        return False
+    if v is None or lit is TypeError:
+        return None
+    return {ds.EqualTo: v == lit, ds.EqualNullSafe: v == lit, ds.GreaterThan: v > lit,
+            ds.GreaterThanOrEqual: v >= lit, ds.LessThan: v < lit, ds.LessThanOrEqual: v <= lit}[type(f)]
+
+
+def in_bounds(bounds, row, *, error_row_read: bool):
+    """Whether the read bounded by ``bounds`` gives the row.  An error row (null offset) is
+    read when its partition is and no offset or time bound applies; with one it may or may
+    not be (its batch may lie inside the resolved range): both are checked."""
+    if bounds is None:
+        return True
+    if not bounds.admits(row["topic"], row["partition"]):
+        return False
+    if row["offset"] is None:
+        ranged = bounds.offsets != (None, None) or bounds.timestamps != (None, None)
+        return error_row_read or not ranged
+    for (lo, hi), v in ((bounds.offsets, row["offset"]), (bounds.timestamps, row["timestampMs"])):
+        if (lo is not None and v < lo) or (hi is not None and v >= hi):
+            return False
+    return True
+
+
+# --- random rows and filters ---------------------------------------------------------------
+
+T0 = 1_790_000_000_000        # 2026-09
+# few values, so that the literals often meet the rows' values and their neighbours
+MS = [T0 - 1, T0, T0 + 1, MIN_TIMESTAMP_MS - 1, MAX_TIMESTAMP_MS + 1, MAX_TIMESTAMP_MS, -1]
+ms = st.sampled_from(MS)
+topics = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def rows(draw, error_rows: bool):
+    topic = draw(st.one_of(topics, st.none()))
+    partition = None if topic is None else draw(st.integers(0, 3))
+    if error_rows and topic is not None and draw(st.booleans()):
+        return {"topic": topic, "partition": partition, "offset": None, "timestampMs": None, "value": None}
+    return {"topic": topic, "partition": partition, "offset": draw(st.integers(0, 6)),
+            "timestampMs": draw(ms), "value": draw(st.sampled_from(["x", "y", None]))}
+
+
+def zoned(micros, zone):
+    return (EPOCH + datetime.timedelta(microseconds=micros)).astimezone(zone)
+
+
+@st.composite
+def values(draw, column):
+    """A literal for ``column``: mostly of its type, sometimes of another."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from([1.5, True, "3", datetime.datetime(2026, 9, 1), 7]))
+    if column in ("topic", "value"):
+        return draw(st.one_of(topics, st.just("x")))
+    if column == "timestamp":
+        # on a millisecond, or a microsecond or more past one (rounded either way by the bounds)
+        us = draw(ms) * 1000 + draw(st.sampled_from([0, 1, 500, 999]))
+        if not (MIN_TIMESTAMP_MS * 1000 <= us <= MAX_TIMESTAMP_MS * 1000):
+            us = T0 * 1000
+        # Spark gives a zoned instant; a zone off whole hours shows nothing depends on it
+        zone = UTC if abs(us // 1000 - T0) > 10 else zoneinfo.ZoneInfo("America/St_Johns")
+        return zoned(us, zone)
+    if column == "timestampMs":
+        return draw(ms)
+    return draw(st.integers(-1, 7))
+
+
+@st.composite
+def filters(draw):
+    column = draw(st.sampled_from(["topic", "partition", "offset", "timestamp", "timestampMs", "value"]))
+    kind = draw(st.sampled_from(COMPARISONS + (ds.In, ds.IsNull, ds.IsNotNull)))
+    if kind in (ds.IsNull, ds.IsNotNull):
+        f = kind((column,))
+    elif kind is ds.In:
+        f = ds.In((column,), tuple(draw(st.lists(values(column), min_size=1, max_size=3))))
+    else:
+        f = kind((column,), draw(values(column)))
+    return ds.Not(f) if draw(st.integers(0, 3)) == 0 else f
+
+
+def check(fs, table, error_rows):
+    """Every row all the filters admit is read (the bounds never lose one), and the rows read
+    that pass the filters Spark keeps are exactly those all the filters admit."""
+    pushed = _pushdown.push(fs, error_rows=error_rows)
+    assert all(any(k is f for f in fs) for k in pushed.kept)        # the objects Spark gave
+    want = [r for r in table if all(holds(f, r) for f in fs)]
+    for error_row_read in (True, False):
+        read = [r for r in table if in_bounds(pushed.bounds, r, error_row_read=error_row_read)]
+        assert all(r in read for r in want), (fs, pushed.bounds)
+        assert [r for r in read if all(holds(f, r) for f in pushed.kept)] == want, (fs, pushed)
+
+
+ALL_ROWS = [{"topic": t, "partition": p, "offset": o, "timestampMs": m, "value": "x"}
+            for t in ("a", "b") for p in (0, 1, 2) for o in (0, 1, 2) for m in MS]
+ALL_ROWS += [{"topic": t, "partition": p, "offset": None, "timestampMs": None, "value": None}
+             for t in ("a", None) for p in (0, 1, None) if (t is None) == (p is None)]
+LITERALS = {"topic": ["a", "z", 1], "partition": [-1, 0, 1, 2, 3, "1"], "offset": [-1, 0, 1, 2, 3, 1.5],
+            "timestampMs": list(MS) + [True],
+            "timestamp": [zoned(m * 1000 + us, UTC) for m in (T0 - 1, T0, T0 + 1) for us in (0, 1, 999)]
+            + [zoned(T0 * 1000 + 1, zoneinfo.ZoneInfo("America/St_Johns")), datetime.datetime(2026, 9, 1)],
+            "value": ["x"]}
+
+
+@pytest.mark.parametrize("column", sorted(LITERALS))
+def test_every_single_filter(column):
+    """Each filter kind, negated or not, with each literal, over rows of every value near it."""
+    for error_rows in (True, False):
+        table = [r for r in ALL_ROWS if error_rows or r["offset"] is not None]
+        for kind in COMPARISONS + (ds.In, ds.IsNull, ds.IsNotNull):
+            if kind in (ds.IsNull, ds.IsNotNull):
+                made = [kind((column,))]
+            elif kind is ds.In:
+                lits = LITERALS[column]
+                made = [kind((column,), tuple(lits[i:i + 2])) for i in range(len(lits))]
+            else:
+                made = [kind((column,), v) for v in LITERALS[column]]
+            for f in made:
+                check([f], table, error_rows)
+                check([ds.Not(f)], table, error_rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), st.data())
+def test_random_filter_lists(error_rows, data):
+    """Lists of filters (their AND: intersected bounds) over random rows."""
+    table = data.draw(st.lists(rows(error_rows), min_size=5, max_size=40))
+    check(data.draw(st.lists(filters(), min_size=2, max_size=6)), table, error_rows)
+
+
+def test_conversions():
+    at = datetime.datetime(2026, 11, 1, tzinfo=UTC)
+    at_ms = (at - EPOCH) // datetime.timedelta(milliseconds=1)
+    ge_ts = ds.GreaterThanOrEqual(("timestamp",), at)
+    p = _pushdown.push([ge_ts, ds.IsNotNull(("timestamp",))])
+    assert p.bounds == Bounds(timestamps=(at_ms, None))
+    assert len(p.kept) == 2 and p.kept[0] is ge_ts          # Spark re-applies the time bound
+    # the session time zone's literal is an instant; a microsecond past a millisecond rounds in
+    just_after = (at + datetime.timedelta(microseconds=1)).astimezone(zoneinfo.ZoneInfo("Asia/Kolkata"))
+    assert _pushdown.push([ds.GreaterThan(("timestamp",), just_after)]).bounds.timestamps == (at_ms + 1, None)
+    assert _pushdown.push([ds.LessThanOrEqual(("timestamp",), just_after)]).bounds.timestamps == (None, at_ms + 1)
+    assert _pushdown.push([ds.LessThan(("timestamp",), just_after)]).bounds.timestamps == (None, at_ms + 1)
+    assert _pushdown.push([ds.EqualTo(("timestamp",), just_after)]).bounds.timestamps == (at_ms + 1, at_ms + 1)
+    # a literal without a zone is not pushed
+    naive = ds.GreaterThan(("timestamp",), datetime.datetime(2026, 11, 1))
+    assert _pushdown.push([naive]) == (None, [naive])
+    # topics and partitions: exact
+    eq, within = ds.EqualTo(("topic",), "orders"), ds.In(("partition",), (0, 2))
+    assert _pushdown.push([eq, within]) == (Bounds(topics=frozenset({"orders"}), partitions=frozenset({0, 2})), [])
+    assert _pushdown.push([ds.LessThan(("partition",), 2)]).bounds.partitions == frozenset({0, 1})
+    # offsets: a range; returned to Spark while error rows (null offsets) can be read
+    ge, lt = ds.GreaterThanOrEqual(("offset",), 10), ds.Not(ds.GreaterThanOrEqual(("offset",), 20))
+    assert _pushdown.push([ge, lt], error_rows=False) == (Bounds(offsets=(10, 20)), [])
+    assert _pushdown.push([ge, lt]) == (Bounds(offsets=(10, 20)), [ge, lt])
+    # an IN prunes to its ends and stays Spark's; other columns, <>, NOT IN stay Spark's
+    some = ds.In(("offset",), (3, 9))
+    assert _pushdown.push([some], error_rows=False) == (Bounds(offsets=(3, 10)), [some])
+    others = [ds.EqualTo(("value",), b"x"), ds.Not(ds.EqualTo(("offset",), 3)),
+              ds.Not(ds.In(("topic",), ("a",))), ds.IsNull(("offset",)), ds.EqualTo(("headers", "key"), "k")]
+    assert _pushdown.push(others) == (None, others)
+    # a keyed state takes whole partitions only
+    assert _pushdown.push([eq, ge], columns=("topic",)) == (Bounds(topics=frozenset({"orders"})), [ge])
+
+
+def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
+    """Spark 4.1+ refuses a reader with pushFilters while pushdown is off: the reader has it only
+    in the planner Spark runs with pushdown on; there filters narrow the read's bounds, except
+    where the read cannot take them (a local-only option) or a keyed state would change."""
+    import types
+    from spark_udfs._datasource import FilteringKafkaRecReader, KafkaRecDataSource, KafkaRecReader
+
+    def reader(**options):
+        src = KafkaRecDataSource({"path": str(tmp_path), **options})
+        return src.reader(src.schema())
+    assert not _pushdown.planning_with_filters()
+    plain = reader()
+    assert type(plain) is KafkaRecReader and type(plain).pushFilters is ds.DataSourceReader.pushFilters
+    monkeypatch.setitem(sys.modules, "pyspark.sql.worker.data_source_pushdown_filters",
+                        types.ModuleType("pyspark.sql.worker.data_source_pushdown_filters"))
+    assert _pushdown.planning_with_filters()
+    fs = [ds.EqualTo(("topic",), "t"), ds.EqualTo(("partition",), 0), ds.GreaterThanOrEqual(("offset",), 5)]
+    r = reader()
+    assert isinstance(r, FilteringKafkaRecReader)
+    assert r.pushFilters(fs) == fs[2:] and r.config.listed       # planned over a listing now
+    assert r.config.bounds == Bounds(topics=frozenset({"t"}), partitions=frozenset({0}), offsets=(5, None))
+    r = reader(startingOffsets='{"t":{"0":7}}', assign='{"t":[0]}')
+    r.pushFilters(fs)
+    assert r.config.bounds.offsets == (5, None) and r.config.selection.start.value == {"t": {0: 7}}
+    r = reader(pathGlobFilter="*.log")                            # the local reader's own option
+    assert r.pushFilters(fs) == fs and r.config.bounds is None and not r.config.listed
+    r = reader(view="latest")                                     # whole partitions only
+    assert r.pushFilters(fs) == fs[2:] and r.config.bounds == Bounds(topics=frozenset({"t"}),
+                                                                   partitions=frozenset({0}))
+    r = reader(view="latest", cdc="debezium")                     # a truncate reaches every partition
+    assert r.pushFilters(fs) == fs[1:] and r.config.bounds == Bounds(topics=frozenset({"t"}))
