@@ -1,6 +1,8 @@
 """to_arrow against iter_batches on the same bytes: the same rows, or the same
 error type at the same byte; read_committed only ever leaves rows out; with ``origin``
-every position (errors raised and skipped, batchPosition, where framing stopped) moves by it."""
+every position (errors raised and skipped, batchPosition, where framing stopped) moves by it;
+the projection of offsets and timestamps alone (``columns=``: the core's meta-only path, which
+builds no key, value or header column) gives the full read's offsets, timestamps and errors."""
 from _harness import EXPECTED, run
 
 import kafkarec
@@ -46,6 +48,23 @@ def test_one_input(data: bytes) -> None:
     for committed in (False, True):
         if positions(data, 0, committed) != positions(data, ORIGIN, committed):
             raise AssertionError(f"origin={ORIGIN} does not shift every position")
+        full, meta = projected(data, committed, None), projected(data, committed, META)
+        if full != meta:
+            raise AssertionError(f"columns={META} {meta!r:.300} != the full read {full!r:.300}")
+
+
+META = ["offset", "timestamp"]
+
+
+def projected(data: bytes, read_committed: bool, columns):
+    """Offsets, timestamps, errors and where framing stopped, with ``columns`` projected."""
+    sink, rows = [], []
+    it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, read_committed=read_committed,
+                             columns=columns)
+    for rb in it:
+        rows += list(zip(rb.column("offset").to_pylist(), rb.column("timestamp").to_pylist()))
+    errors = [(e["error"], e["position"], e["base_offset"]) for e in sink]
+    return rows, errors, it.position, it.stop_reason
 
 
 ORIGIN = 1 << 40
