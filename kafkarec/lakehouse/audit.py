@@ -457,18 +457,36 @@ def _by_partition(positions, topics: Optional[frozenset]):
             raise UsageError(f"{topic.null_count} row(s) of the table name no topic (a table of one topic): "
                              f"name that topic with topics=")
         topic = pc.fill_null(topic.cast(pa.string()), next(iter(topics)))
-    for name in ("partition", "offset"):
-        nulls = positions.column(name).null_count
-        if nulls:
-            raise UsageError(f"{nulls} row(s) of the table have no {name}: not rows a Kafka writer wrote")
+    if not (pa.types.is_string(topic.type) or pa.types.is_large_string(topic.type)
+            or pa.types.is_null(topic.type) or pa.types.is_dictionary(topic.type)):
+        raise UsageError(f"the table's topic column is {topic.type}, not text: not rows a Kafka writer wrote")
+    # a table the audit did not write is checked before its values are used: Kafka's partitions are
+    # Java ints from 0, its offsets longs from 0 (an out-of-range partition would alias another's key)
+    checked = {}
+    for name, low, high in (("partition", 0, (1 << 31) - 1), ("offset", 0, (1 << 63) - 1)):
+        column = positions.column(name)
+        if not pa.types.is_integer(column.type):
+            raise UsageError(f"the table's {name} column is {column.type}, not an integer: "
+                             f"not rows a Kafka writer wrote")
+        if column.null_count:
+            raise UsageError(f"{column.null_count} row(s) of the table have no {name}: "
+                             f"not rows a Kafka writer wrote")
+        values = column.cast(pa.int64(), safe=False).to_numpy() if len(column) else np.zeros(0, np.int64)
+        bad = (values < low) | (values > high)     # a uint64 past the int64 range wraps below 0
+        if bad.any():
+            article = "an" if name == "offset" else "a"
+            raise UsageError(f"{int(bad.sum())} row(s) of the table have {article} {name} outside {low}..{high} "
+                             f"(the first: {column[int(np.flatnonzero(bad)[0])].as_py()}): "
+                             f"not rows a Kafka writer wrote")
+        checked[name] = values
     enc = pc.dictionary_encode(topic.cast(pa.string()).combine_chunks())
     names = enc.dictionary.to_pylist()
     # one int64 key per row (topic number, partition): the rows of a partition sorted together
     key = enc.indices.to_numpy().astype(np.int64) << 32
-    key |= positions.column("partition").cast(pa.int64()).to_numpy() & 0xFFFFFFFF
+    key |= checked.pop("partition")
     order = np.argsort(key, kind="stable")
     key = key[order]
-    offsets = positions.column("offset").cast(pa.int64()).to_numpy()[order]
+    offsets = checked.pop("offset")[order]
     del order
     out = {}
     change = np.flatnonzero(key[1:] != key[:-1]) + 1

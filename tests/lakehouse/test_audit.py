@@ -170,3 +170,25 @@ def test_partitions_topics_and_positions(tmp_path):
     assert "t-5" in report.text() and "unexpected no such partition rows (1)" in report.text()
     with pytest.raises(UsageError, match="no 'offset' column"):
         audit(root, rows.select(["topic", "partition"]))
+
+
+@pytest.mark.parametrize("columns, message", [
+    # a partition past a Java int would alias another partition's key (2**40 read as partition 0)
+    ({"partition": pa.array([2 ** 40], pa.int64())}, r"1 row\(s\) of the table have a partition outside "
+                                                     r"0\.\.2147483647 \(the first: 1099511627776\)"),
+    ({"partition": pa.array([-1], pa.int32())}, r"a partition outside 0\.\.2147483647 \(the first: -1\)"),
+    ({"partition": pa.array([2 ** 32 - 1], pa.uint32())}, r"the first: 4294967295"),
+    ({"offset": pa.array([-5], pa.int64())}, r"an offset outside 0\.\.9223372036854775807 \(the first: -5\)"),
+    ({"offset": pa.array([2 ** 64 - 1], pa.uint64())}, r"the first: 18446744073709551615"),
+    ({"offset": pa.array([1.5])}, r"offset column is double, not an integer"),
+    ({"partition": pa.array(["0"])}, r"partition column is string, not an integer"),
+    ({"topic": pa.array([1])}, r"topic column is int64, not text"),
+])
+def test_positions_no_kafka_writer_wrote_are_refused_before_use(tmp_path, columns, message):
+    """A table the audit did not write: its types and values are checked before they are used."""
+    root = str(tmp_path)
+    write_partition(root, "t", 0, [("plain", 3)])
+    row = {"topic": pa.array(["t"]), "partition": pa.array([0], pa.int32()), "offset": pa.array([0], pa.int64())}
+    row.update(columns)
+    with pytest.raises(UsageError, match=message):
+        audit(root, pa.table(row), topics="t")
