@@ -99,8 +99,10 @@ cdef class _ArrowColumns:
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
         if not self.lean:
-            col_put_bin(self.key, v.key, v.key_len, v.key + max(v.key_len, 0))
-            col_put_bin(self.value, v.value, v.value_len, v.value + max(v.value_len, 0))
+            # a null key or value has no pointer: no arithmetic on it (undefined in C even by 0)
+            col_put_bin(self.key, v.key, v.key_len, (v.key + v.key_len) if v.key_len > 0 else v.key)
+            col_put_bin(self.value, v.value, v.value_len,
+                        (v.value + v.value_len) if v.value_len > 0 else v.value)
         col_put_int(self.offset, v.offset)
         col_put_int(self.timestamp, v.timestamp)
         col_put_int(self.timestamp_type, timestamp_type)
