@@ -85,7 +85,8 @@ _FAILURES = (
         r"|AuthenticationFailed|HTTP status 40[13]|Forbidden|Unauthorized|Permission denied", re.I)),
 )
 _AWS_CODE = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))? during (\w+) operation")
-_PEER = re.compile(r"(?:Failed to connect to|resolve host:?) ([^\s;,]+)", re.I)
+# curl names the peer "host:port" or "host port N" (as libcurl versions differ: pyarrow 25 and 26)
+_PEER = re.compile(r"(?:Failed to connect to|resolve host:?) ([^\s;,]+)(?: port (\d+))?", re.I)
 
 
 def storage_error(uri: str, exc: BaseException) -> StorageError:
@@ -108,7 +109,8 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
     if what == "cannot reach the endpoint":
         peer = _PEER.search(text)
         if peer:
-            detail = f"{peer.group(1)}; {detail}"
+            host = peer.group(1) if peer.group(2) is None else f"{peer.group(1)}:{peer.group(2)}"
+            detail = f"{host}; {detail}"
     line = f"{uri}: {what} ({detail})" if what else f"{uri}: {detail}"
     err = StorageError(line, uri)
     err.__cause__ = exc
