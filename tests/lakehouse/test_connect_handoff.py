@@ -76,8 +76,17 @@ def make_topics(kafka_broker, names, rounds: int = 3) -> None:
             produce.TopicInfo(f"control-{name}", 1, {}, "confluent-kafka", "none"))])
     for name in names:
         produce_history(kafka_broker.bootstrap, name, rounds)
+    # one more record per partition once segment.ms has passed: the append rolls the segment, so
+    # the whole history is below the active segment and cleanable (in a full suite's timing the
+    # history could still be in the active one, which the cleaner never touches)
+    time.sleep(0.3)
+    plain = produce._cf_producer(kafka_broker.bootstrap, **{"enable.idempotence": True})
     for name in names:
-        produce.wait_cleaned(kafka_broker.log_dir, name)
+        for part in range(PARTITIONS):
+            plain.produce(name, value=b"roll", key=b"roll", partition=part)
+    produce._flush(plain)
+    for name in names:
+        produce.wait_cleaned(kafka_broker.log_dir, name, timeout=120)
     # the cleaner has compacted the history; from here on it holds off (a record's newer value would
     # otherwise remove it between the sink's read and the oracle's, both right)
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
