@@ -74,7 +74,9 @@ def test_release_builds_and_checks_every_python(tmp_path):
 # --- a base install: what a new user has after the README's first install line ----------------
 
 #: The one line a command or function gives where the extra it needs is not installed.
-EXTRA_LINE = r"(pyarrow|numpy) is not installed: pip install 'kafkarec\[arrow\]'"
+EXTRA_LINE = (r"(?:(?:pyarrow|numpy) is not installed: pip install 'kafkarec\[arrow\]'"
+              r"|(?:polars|duckdb|ray|daft) is not installed: pip install 'kafkarec\[engines\]'"
+              r"|(?:pyiceberg|deltalake) is not installed: pip install 'kafkarec\[lakehouse\]')")
 #: Every command of ``kafkarec --help`` as a user runs it on a base install, on the sample log
 #: directory (SAMPLE, written by that install) and Kafka's internal topics (INTERNAL): its exit
 #: status and how a line of its output starts, or None where it needs the arrow extra (exit 2,
@@ -92,6 +94,9 @@ BASE_COMMANDS = [
     (["transactions", "INTERNAL"], 0, "Transactional ids: 4 (2 open)"),
     (["table", "SAMPLE"], 2, None),
     (["schemas", "SAMPLE"], 2, None),
+    (["backfill", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest", "--app-id", "lake"], 2,
+     None),
+    (["audit", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest"], 2, None),
 ]
 
 #: In the base install: every kafkarec module imports or says the extra, and so do the entry points
