@@ -1,4 +1,4 @@
-"""Java properties text (kafkarec._java_properties.load_properties, the one reader of the tiered-storage
+"""Java properties text (kafkarec.log._java_properties.load_properties, the one reader of the tiered-storage
 plugin's ``tieredStorageConfig``) against Java's own ``Properties.load``: one long-running JVM
 (tests/java/PropertiesOracle.java through tests/support/properties_oracle.py) asked each input through
 its pipe.  The same keys and values as Java, or a PropertiesError where Java throws; anything else is a
@@ -14,7 +14,7 @@ from _harness import ROOT, run
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from support.properties_oracle import PropertiesOracle  # noqa: E402
 
-from kafkarec._java_properties import load_properties  # noqa: E402
+from kafkarec.log._java_properties import load_properties  # noqa: E402
 from kafkarec.errors import PropertiesError  # noqa: E402
 
 SPECIAL = "\\u=: \t\f\r\n#!0AdDeFxk.\x0b\u2028\u00e9\U0001F600"

@@ -7,7 +7,7 @@
 """
 from typing import Any as _Any
 
-from kafkarec._loader import load_core as _load_core
+from kafkarec._boot.loader import load_core as _load_core
 
 _core = _load_core()
 

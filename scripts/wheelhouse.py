@@ -72,14 +72,14 @@ def report_current(out: str, wheels: list) -> int:
 
 
 def checkout_module(name: str):
-    """``kafkarec/<name>.py`` of the checkout, loaded alone: the wheel rules (``_wheels``, which
-    needs packaging, in the build environment: see wheelhouse.sh) and ``_files`` import nothing of
+    """``kafkarec/_boot/<name>.py`` of the checkout, loaded alone: the wheel rules (``wheels``, which
+    needs packaging, in the build environment: see wheelhouse.sh) and ``files`` import nothing of
     kafkarec, whose compiled core is not built here, so the package itself is never imported."""
     import importlib.util
     module = sys.modules.get(f"kafkarec_checkout.{name}")
     if module is None:
         spec = importlib.util.spec_from_file_location(f"kafkarec_checkout.{name}",
-                                                      os.path.join(ROOT, "kafkarec", f"{name}.py"))
+                                                      os.path.join(ROOT, "kafkarec", "_boot", f"{name}.py"))
         module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     return module
@@ -138,7 +138,7 @@ def build_raw_wheel(work: str, with_sdist: bool, interp: dict) -> tuple:
 def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict) -> list:
     """The repaired wheel (and the sdist) into DIR, the dependency wheels beside, then the stamp;
     returns the stamp's wheels."""
-    L, files = checkout_module("_wheels"), checkout_module("_files")
+    L, files = checkout_module("wheels"), checkout_module("files")
 
     tag = interp["py_tag"]
     name = os.path.basename(repaired)
@@ -161,7 +161,7 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
     # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data
-    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._wheels.PROTOBUF_COMPILER).
+    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._boot.wheels.PROTOBUF_COMPILER).
     compiler_meta = L.requires_dist(L.PROTOBUF_COMPILER)
     comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
     if comp.problems:
@@ -190,7 +190,7 @@ def main(out: str, with_sdist: bool) -> int:
     wheels = current_wheels(out, digest, with_sdist)
     if wheels:
         return report_current(out, wheels)
-    L = checkout_module("_wheels")
+    L = checkout_module("wheels")
 
     interp = L.interpreter()
     tag = interp["py_tag"]

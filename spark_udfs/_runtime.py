@@ -40,15 +40,15 @@ class KafkarecMismatchError(ShippingError):
 
 
 def standalone_module(name: str):
-    """``kafkarec.<name>`` without running kafkarec's ``__init__``, which loads the compiled
-    core: :mod:`kafkarec._wheels` checks what the core needs before it loads, and
-    :mod:`kafkarec._files` writes the archives that ship it.  Both import nothing of kafkarec.
+    """``kafkarec._boot.<name>`` without running kafkarec's ``__init__``, which loads the compiled
+    core: :mod:`kafkarec._boot.wheels` checks what the core needs before it loads, and
+    :mod:`kafkarec._boot.files` writes the archives that ship it.  Both import nothing of kafkarec.
     Found where ``import kafkarec`` would find the package (the shipped archives first), and
     loaded when first needed, so that a Python lacking ``packaging`` fails where its problems
     are reported (the probe)."""
     import importlib.machinery
     import importlib.util
-    full = f"kafkarec.{name}"
+    full = f"kafkarec._boot.{name}"
     module = sys.modules.get(full)
     if module is not None:
         return module
@@ -56,7 +56,8 @@ def standalone_module(name: str):
     package = importlib.util.find_spec("kafkarec")
     if package is None:
         raise ImportError("No module named 'kafkarec'")
-    spec = importlib.machinery.PathFinder.find_spec(full, package.submodule_search_locations)
+    spec = importlib.machinery.PathFinder.find_spec(
+        full, [os.path.join(p, "_boot") for p in package.submodule_search_locations])
     module = importlib.util.module_from_spec(spec)
     sys.modules[full] = module      # kafkarec's own imports take this one when kafkarec loads
     try:

@@ -19,7 +19,7 @@ behaves like an executor, and Python cannot load compiled modules out of a zip. 
    each one's RECORD lists (:func:`installed_wheels`), so workers whose Python and platform
    are the driver's need nothing else;
 3. checks that the driver's Python can use them when it imports kafkarec from the archive
-   (``kafkarec._wheels.resolve``).
+   (``kafkarec._boot.wheels.resolve``).
 
 :func:`verify_executors` then runs one small job whose tasks (:func:`_probe`) make the same
 check on every executor, import kafkarec from what was shipped (the loader unpacks each wheel
@@ -257,8 +257,8 @@ def _cache_dir(*parts) -> str:
 
 
 def _files():
-    """:mod:`kafkarec._files` (``atomic_write``), without importing kafkarec on the driver."""
-    return _runtime.standalone_module("_files")
+    """:mod:`kafkarec._boot.files` (``atomic_write``), without importing kafkarec on the driver."""
+    return _runtime.standalone_module("files")
 
 
 def _file_digest(path: str) -> str:
@@ -416,7 +416,7 @@ def installed_wheels(metadata: str) -> list:
     compiler when it is installed (:func:`_repacked`).  What is not installed is left out: the
     probe names what a worker then lacks."""
     import importlib.metadata as md
-    loader = _runtime.standalone_module("_wheels")
+    loader = _runtime.standalone_module("wheels")
     env = loader.interpreter()["markers"]
     todo = loader.requirements(metadata, env)
     try:
@@ -487,7 +487,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     driver's Python cannot use (:attr:`Shipping.problems`; :func:`spark_udfs.register`
     raises them together with the executors')."""
     t = transport(spark)
-    loader = _runtime.standalone_module("_wheels")
+    loader = _runtime.standalone_module("wheels")
     wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
     if wheelhouse and not os.environ.get("KAFKAREC_WHEELHOUSE"):
         os.environ["KAFKAREC_WHEELHOUSE"] = wheelhouse    # for the driver's own import
@@ -564,7 +564,7 @@ def _probe(expected, must_ship):
     from spark_udfs import _runtime as rt
     out = {"host": platform.node(), "problems": [], "interpreter": "", "kafkarec": ""}
     try:
-        loader = rt.standalone_module("_wheels")
+        loader = rt.standalone_module("wheels")
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         out["problems"].append(f"kafkarec is not importable: {type(exc).__name__}: {exc}")
         return [out]
@@ -601,7 +601,7 @@ def _probe(expected, must_ship):
 def _fix(shipping: Shipping | None, python: str | None) -> str:
     """The one "Fix:" of every shipping problem: make a wheelhouse for the executors' Python
     (``python``; EXECUTOR_PYTHON when no executor could say) and pass it."""
-    loader = _runtime.standalone_module("_wheels")
+    loader = _runtime.standalone_module("wheels")
     folder = (shipping.folder if shipping else None) or "wheelhouse"
     text = (f"\nFix: {loader.FIX_COMMAND.replace('DIR', folder).replace('PYTHON', python or sys.executable)}; "
             f"then call spark_udfs.register(spark, wheelhouse={folder!r}) (the folder holding kafkarec's "

@@ -1,4 +1,4 @@
-"""Properties text read as Java's ``Properties.load`` reads it (kafkarec/_java_properties.py): the
+"""Properties text read as Java's ``Properties.load`` reads it (kafkarec/log/_java_properties.py): the
 tiered-storage plugin gets its ``tieredStorageConfig`` through ``Properties.load``, so kafkarec
 must find the same keys and values (issue 40, finding 8).
 
@@ -12,7 +12,7 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kafkarec._java_properties import load_properties
+from kafkarec.log._java_properties import load_properties
 from kafkarec.errors import KafkaRecError, PropertiesError
 from kafkarec.log import rsm
 

@@ -36,7 +36,7 @@ import uuid
 from typing import Any, Iterable, Optional
 
 from kafkarec._extras import require
-from kafkarec._files import atomic_write
+from kafkarec._boot.files import atomic_write
 
 __all__ = ["Quarantine", "REASON_HEADER", "SCHEMA_ID_HEADER", "TIMESTAMP_TYPE_HEADER", "UNDECODABLE_DIR"]
 

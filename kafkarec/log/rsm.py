@@ -50,7 +50,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._core import DEFAULT_MAX_DECOMPRESSED_BYTES
 from kafkarec._extras import require
-from kafkarec._java_properties import load_properties
+from kafkarec.log._java_properties import load_properties
 from kafkarec.errors import RemoteObjectError, TransformedSegmentError
 
 __all__ = ["SIDE_FILES", "ChunkIndex", "FixedPositions", "Encryption", "SegmentManifest", "parse_manifest",

@@ -21,7 +21,7 @@ def _toolchain() -> list:
     """Make ``google.protobuf`` and ``grpc_tools`` importable, or raise a one-line ProtobufSchemaError naming
     what to install where.  When they are not installed, their wheels are taken from next to the kafkarec
     wheel this process imported kafkarec from (Spark ships them there with kafkarec's other dependencies),
-    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path`` (by :mod:`kafkarec._wheels`, imported only then).  Returns the
+    ``$KAFKAREC_WHEELHOUSE`` or ``sys.path`` (by :mod:`kafkarec._boot.wheels`, imported only then).  Returns the
     folders that hold them (for protoc's own Python)."""
 
     def folders() -> list:
@@ -45,8 +45,8 @@ def _toolchain() -> list:
             except ImportError:
                 pass
         import zipimport
-        from kafkarec._files import cache_root
-        from kafkarec import _wheels
+        from kafkarec._boot.files import cache_root
+        from kafkarec._boot import wheels as _wheels
         loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
         archive = loader.archive if isinstance(loader, zipimport.zipimporter) else None
         res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive, cache_root())

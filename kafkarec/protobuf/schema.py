@@ -254,7 +254,7 @@ def _cached(inputs: tuple, compile_it) -> "ProtobufSchema":
 
 def _from_disk_or(digest: str, compile_it) -> "ProtobufSchema":
     import pickle
-    from kafkarec._files import atomic_write, cache_root
+    from kafkarec._boot.files import atomic_write, cache_root
     path = None
     try:
         folder = os.path.join(cache_root(), "protobuf")

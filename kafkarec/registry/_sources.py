@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 from typing import Dict, Optional
 
-from kafkarec._files import atomic_write
+from kafkarec._boot.files import atomic_write
 from kafkarec.registry._model import Reference, Registry, RegistryError, SchemaEntry
 from kafkarec.registry._topic import _Bad, parse_schema_value
 

@@ -1,7 +1,6 @@
 """kafkarec imports its compiled core out of a zip or wheel (as Spark ships it),
 through a content-addressed cache that concurrent processes share safely."""
 from paths import ROOT
-import glob
 import os
 import subprocess
 import sys
@@ -9,14 +8,24 @@ import zipfile
 
 
 
+def _package_files(suffixes):
+    """kafkarec's files as the wheel holds them (name in the archive -> path), the boot room's
+    loader and wheel rules among them."""
+    found = {}
+    for folder, dirs, files in os.walk(os.path.join(ROOT, "kafkarec")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(suffixes):
+                path = os.path.join(folder, name)
+                found[os.path.relpath(path, ROOT).replace(os.sep, "/")] = path
+    return found
+
+
 def make_archive(path, inner_prefix=""):
-    """kafkarec's top-level files (the loader and its wheel rules among them), as in the wheel;
-    no spark_udfs: the loader needs nothing of it."""
+    """kafkarec as in the wheel; no spark_udfs: the loader needs nothing of it."""
     with zipfile.ZipFile(path, "w") as zf:
-        for f in glob.glob(os.path.join(ROOT, "kafkarec", "*")):
-            name = os.path.basename(f)
-            if name.endswith((".py", ".so", ".pyi", ".typed")):
-                zf.write(f, inner_prefix + "kafkarec/" + name)
+        for arc, f in _package_files((".py", ".so", ".pyi", ".typed")).items():
+            zf.write(f, inner_prefix + arc)
 
 
 def import_from(archive, cache, extra_path=""):
@@ -66,8 +75,8 @@ def test_concurrent_first_imports_share_one_cache_file(tmp_path):
 def test_zip_without_a_matching_core_names_the_interpreter(tmp_path):
     archive = str(tmp_path / "nocore.zip")
     with zipfile.ZipFile(archive, "w") as zf:
-        for f in glob.glob(os.path.join(ROOT, "kafkarec", "*.py")):
-            zf.write(f, "kafkarec/" + os.path.basename(f))
+        for arc, f in _package_files((".py",)).items():
+            zf.write(f, arc)
     run = import_from(archive, str(tmp_path / "cache"))
     assert run.returncode != 0
     assert "no kafkarec/_core built for this interpreter" in run.stderr

@@ -1,4 +1,4 @@
-"""kafkarec._wheels' wheel rules: which wheel fits which interpreter, which
+"""kafkarec._boot.wheels' wheel rules: which wheel fits which interpreter, which
 dependencies a kafkarec wheel needs, and one report naming every problem.
 (No Spark: these decide what register() ships and refuses.)"""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from kafkarec import _wheels as L
+from kafkarec._boot import wheels as L
 from paths import ROOT
 
 
@@ -142,7 +142,7 @@ def test_unreadable_requirement_is_one_import_error():
 
 
 def test_unpack_is_shared_and_atomic(tmp_path, monkeypatch):
-    from kafkarec._files import cache_root
+    from kafkarec._boot.files import cache_root
     monkeypatch.setenv("KAFKAREC_NATIVE_CACHE", str(tmp_path / "cache"))
     cache = cache_root()
     assert cache == str(tmp_path / "cache")
@@ -162,7 +162,7 @@ def test_import_kafkarec_does_not_import_the_wheel_code():
     import subprocess
     import sys
     code = ("import sys, kafkarec; print(*(m in sys.modules for m in "
-            "('kafkarec._wheels', 'spark_udfs', 'packaging')))")
+            "('kafkarec._boot.wheels', 'spark_udfs', 'packaging')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), cwd="/").stdout
     assert out.split() == ["False", "False", "False"]
@@ -186,7 +186,8 @@ def _bundle(folder):
     path = os.path.join(folder, "kafkarec-0.1.0-py3-none-any.whl.zip")
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("kafkarec/__init__.py", "")
-        zf.write(os.path.join(ROOT, "kafkarec", "_wheels.py"), "kafkarec/_wheels.py")
+        zf.writestr("kafkarec/_boot/__init__.py", "")
+        zf.write(os.path.join(ROOT, "kafkarec", "_boot", "wheels.py"), "kafkarec/_boot/wheels.py")
     return path
 
 
@@ -199,10 +200,10 @@ def _without_site(archive, code):
 
 
 def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archive(tmp_path, monkeypatch):
-    """A bare executor: kafkarec._wheels (from the shipped zip) finds packaging's pure-Python
+    """A bare executor: kafkarec._boot.wheels (from the shipped zip) finds packaging's pure-Python
     wheel beside that zip, imports it as a zip, and then resolves with it."""
     archive = _bundle(str(tmp_path))
-    code = ("from kafkarec import _wheels as L\nimport packaging\nprint(packaging.__file__)\n"
+    code = ("from kafkarec._boot import wheels as L\nimport packaging\nprint(packaging.__file__)\n"
             "print(L.parse_wheel_name('/x/Python_Snappy-0.7.3-py3-none-any.whl').project)")
     run = _without_site(archive, "import packaging")
     assert run.returncode != 0 and "No module named 'packaging'" in run.stderr   # -S: no site-packages

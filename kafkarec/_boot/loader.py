@@ -4,7 +4,7 @@ Python cannot import extension modules from a zip archive, and Spark ships
 ``--py-files`` to executors as zips.  An installed kafkarec (a folder) imports
 its core directly and never touches the code below.  When kafkarec is imported
 by zipimport (a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy
-that ``spark_udfs.register`` ships), :mod:`kafkarec._wheels` (the wheel
+that ``spark_udfs.register`` ships), :mod:`kafkarec._boot.wheels` (the wheel
 rules) is imported then, and only then:
 
 1. its runtime dependencies (``Requires-Dist`` in the wheel's METADATA,
@@ -13,7 +13,7 @@ rules) is imported then, and only then:
    ``$KAFKAREC_WHEELHOUSE``; a wheel is used only if its tags fit this
    interpreter (Python, ABI, machine, glibc);
 2. each such wheel, and kafkarec's own archive, is unpacked once into the
-   per-user cache (:func:`kafkarec._files.cache_root`) keyed by the archive's
+   per-user cache (:func:`kafkarec._boot.files.cache_root`) keyed by the archive's
    contents, so concurrent workers on one machine share one copy safely;
 3. the unpacked dependency folders go to the front of ``sys.path`` and the
    core is loaded from kafkarec's unpacked copy.
@@ -75,8 +75,8 @@ def load_core():
     # Imported from a zip: dependencies from wheels next to it, the core from
     # the same archive (never from another kafkarec that an import hook, e.g. an
     # editable install, might offer).
-    from kafkarec._files import cache_root
-    from kafkarec import _wheels as wheels
+    from kafkarec._boot.files import cache_root
+    from kafkarec._boot import wheels
     deps = wheels.zip_dependencies(loader.archive)
     if deps.problems:
         raise ImportError(

@@ -7,11 +7,11 @@
   (``kafkarec.registry._sources``).
 * :func:`cache_root`: the per-user cache (``$KAFKAREC_NATIVE_CACHE``, else
   ``~/.cache/kafkarec-native``), owner-checked and private: kafkarec's loader unpacks
-  the archives it was imported from there (:func:`kafkarec._wheels.unpack`), and
+  the archives it was imported from there (:func:`kafkarec._boot.wheels.unpack`), and
   ``kafkarec.protobuf`` keeps compiled schemas in it.
 
 Standard library only, and nothing of kafkarec: ``scripts/wheelhouse.py`` loads this file
-from a checkout whose compiled core is not built (as it does :mod:`kafkarec._wheels`).
+from a checkout whose compiled core is not built (as it does :mod:`kafkarec._boot.wheels`).
 """
 from __future__ import annotations
 

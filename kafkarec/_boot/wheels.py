@@ -10,7 +10,7 @@ say for the running machine alone is spelled out here: which ``manylinux`` platf
 an interpreter described by :func:`interpreter` accepts (its glibc), so the driver can
 judge wheels for an executor's Python too.
 
-Who imports it: :func:`kafkarec._loader.load_core` when kafkarec itself is imported
+Who imports it: :func:`kafkarec._boot.loader.load_core` when kafkarec itself is imported
 from a zip (a wheel on ``sys.path``, or the ``.whl.zip`` copy ``spark_udfs.register``
 ships), ``kafkarec.protobuf`` when it takes the Protobuf compiler's wheels, ``spark_udfs``
 to check the driver and every executor before anything is decoded, and
@@ -122,7 +122,7 @@ def _zip_digest(zf: zipfile.ZipFile) -> str:
 
 def unpack(archive: str, cache: str) -> str:
     """The folder holding ``archive``'s files, unpacked once per content into
-    ``cache``/unpacked (kafkarec's callers pass :func:`kafkarec._files.cache_root`):
+    ``cache``/unpacked (kafkarec's callers pass :func:`kafkarec._boot.files.cache_root`):
     built under a temporary name and renamed, so concurrent processes share one copy."""
     with zipfile.ZipFile(archive) as zf:
         stem = os.path.basename(archive)
