@@ -5,68 +5,80 @@
     ...     for record in batch:
     ...         print(record.offset, record.key, record.value)
 """
-from typing import Any as _Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
-from kafkarec._boot.loader import load_core as _load_core
+from kafkarec._boot import loader as _loader
 
-_core = _load_core()
+# Lazy (PEP 562, as scientific Python's SPEC 1): ``import kafkarec`` loads neither the compiled core
+# nor the modules that need it; each name below is imported from its home on first use.
+_HOMES = {
+    "kafkarec._core": (
+        "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder",
+        "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches",
+        "scan_records", "arrow_schema", "crc32c", "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    ),
+    "kafkarec.convert": ("ConversionResult", "convert"),
+    "kafkarec.enums": ("Compression", "ControlRecordType", "TimestampType"),
+    "kafkarec.errors": (
+        "BackfillError", "CheckpointError", "ChecksumError", "ConnectError", "CodecUnavailableError",
+        "CorruptBatchError", "CorruptIndexError", "CorruptSnapshotError", "DecodeError",
+        "DecompressionError", "DecompressionLimitError", "EncodeError", "InternalRecordError",
+        "InvalidRecordError", "KafkaRecError", "MalformedBatchError", "MissingExtraError",
+        "PropertiesError", "SelectionError", "SideFileError", "StorageError", "AvroSchemaError",
+        "SchemaResolutionError", "AvroDecodeError", "ColumnOverflowError", "JsonSchemaError",
+        "ProtobufDecodeError", "ProtobufSchemaError", "RegistryError", "TransformedSegmentError",
+        "RemoteObjectError", "TruncatedError", "UnknownRecordTypeError", "UnsupportedCodecError",
+        "UsageError",
+    ),
+}
+_LAZY = {name: home for home, names in _HOMES.items() for name in names}
 
-from kafkarec._core import (  # noqa: E402
-    ArrowBatchIterator,
-    BatchIterator,
-    ReadOptions,
-    RecordBatchBuilder,
-    LegacyBatchBuilder,
-    build_batch,
-    restamp,
-    Record,
-    RecordBatch,
-    iter_batches,
-    scan_records,
-    arrow_schema,
-    crc32c,
-    DEFAULT_MAX_DECOMPRESSED_BYTES,
-)
-from kafkarec import control as _control  # noqa: E402,F401  (registers the control value codec with the core)
-from kafkarec.convert import ConversionResult, convert  # noqa: E402
-from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
-from kafkarec.errors import (  # noqa: E402
-    BackfillError,
-    CheckpointError,
-    ChecksumError,
-    ConnectError,
-    CodecUnavailableError,
-    CorruptBatchError,
-    CorruptIndexError,
-    CorruptSnapshotError,
-    DecodeError,
-    DecompressionError,
-    DecompressionLimitError,
-    EncodeError,
-    InternalRecordError,
-    InvalidRecordError,
-    KafkaRecError,
-    MalformedBatchError,
-    MissingExtraError,
-    PropertiesError,
-    SelectionError,
-    SideFileError,
-    StorageError,
-    AvroSchemaError,
-    SchemaResolutionError,
-    AvroDecodeError,
-    ColumnOverflowError,
-    JsonSchemaError,
-    ProtobufDecodeError,
-    ProtobufSchemaError,
-    RegistryError,
-    TransformedSegmentError,
-    RemoteObjectError,
-    TruncatedError,
-    UnknownRecordTypeError,
-    UnsupportedCodecError,
-    UsageError,
-)
+if _TYPE_CHECKING:      # what type checkers and IDEs see: the same names, from the same homes
+    from kafkarec import _core
+    from kafkarec._core import (
+        ArrowBatchIterator, BatchIterator, ReadOptions, RecordBatchBuilder, LegacyBatchBuilder,
+        build_batch, restamp, Record, RecordBatch, iter_batches, scan_records, arrow_schema, crc32c,
+        DEFAULT_MAX_DECOMPRESSED_BYTES,
+    )
+    from kafkarec.convert import ConversionResult, convert
+    from kafkarec.enums import Compression, ControlRecordType, TimestampType
+    from kafkarec.errors import (
+        BackfillError, CheckpointError, ChecksumError, ConnectError, CodecUnavailableError,
+        CorruptBatchError, CorruptIndexError, CorruptSnapshotError, DecodeError, DecompressionError,
+        DecompressionLimitError, EncodeError, InternalRecordError, InvalidRecordError, KafkaRecError,
+        MalformedBatchError, MissingExtraError, PropertiesError, SelectionError, SideFileError,
+        StorageError, AvroSchemaError, SchemaResolutionError, AvroDecodeError, ColumnOverflowError,
+        JsonSchemaError, ProtobufDecodeError, ProtobufSchemaError, RegistryError,
+        TransformedSegmentError, RemoteObjectError, TruncatedError, UnknownRecordTypeError,
+        UnsupportedCodecError, UsageError,
+    )
+
+
+def _core_loaded(core: _Any) -> None:
+    """Part of the core's first load (:class:`kafkarec._boot.loader.CoreLoader` calls it, whichever
+    import loads the core): give it the codec it asks for KRaft control values."""
+    from kafkarec.control import _register
+    _register(core)
+
+
+_loader.install(_core_loaded)
+
+
+def __getattr__(name: str) -> _Any:
+    if name == "_core":         # kafkarec._core as an attribute: the core's first load
+        return _importlib.import_module("kafkarec._core")
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kafkarec' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value     # once: the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -81,7 +93,8 @@ def to_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "st
     "share_group_state" | "cluster_metadata" | "remote_log_metadata"`` also the decoded columns of that
     internal topic (kafkarec.internal.columns; ``strict_types`` there)."""
     if decode is None:
-        return _core.to_arrow(data, options, **kwargs)
+        from kafkarec._core import to_arrow as _to_arrow
+        return _to_arrow(data, options, **kwargs)
     from kafkarec.internal.columns import to_arrow as _decoded
     return _decoded(data, options, decode=decode, **kwargs)
 
@@ -92,7 +105,8 @@ def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "
     :func:`to_arrow`, ``origin`` and ``start``/``end`` included); ``decode=`` adds an internal topic's decoded columns to
     every batch, as in :func:`to_arrow`."""
     if decode is None:
-        return _core.iter_arrow(data, options, **kwargs)
+        from kafkarec._core import iter_arrow as _iter_arrow
+        return _iter_arrow(data, options, **kwargs)
     from kafkarec.internal.columns import iter_arrow as _decoded
     return _decoded(data, options, decode=decode, **kwargs)
 

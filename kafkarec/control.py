@@ -25,8 +25,8 @@ arrays or strings are errors, invalid UTF-8 is replaced as Java does and extra b
 ``strict=True`` (what a record read with ``strict=True`` passes) refuses the extra bytes, invalid UTF-8 and
 unsigned varints with bits past 32, which Kafka's writers never write.
 
-This module registers that codec with the core when kafkarec is imported (the core asks it; it never
-imports this module).
+That codec is registered with the core as part of the core's first load (``kafkarec._boot.loader`` calls
+kafkarec's hook, which calls :func:`_register`): the core asks it and never imports this module.
 """
 from __future__ import annotations
 
@@ -76,9 +76,7 @@ class _KRaftCodec:
         return encode(schemas[type_id][0], 0, value)
 
 
-def _register() -> None:
-    from kafkarec import _core
-    _core.set_control_codec(_KRaftCodec)
-
-
-_register()
+def _register(core) -> None:
+    """Give ``core`` (``kafkarec._core``, as it first loads: kafkarec's hook, ``kafkarec._core_loaded``)
+    the codec of KRaft control values."""
+    core.set_control_codec(_KRaftCodec)

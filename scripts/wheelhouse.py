@@ -71,18 +71,14 @@ def report_current(out: str, wheels: list) -> int:
     return 0
 
 
-def checkout_module(name: str):
-    """``kafkarec/_boot/<name>.py`` of the checkout, loaded alone: the wheel rules (``wheels``, which
-    needs packaging, in the build environment: see wheelhouse.sh) and ``files`` import nothing of
-    kafkarec, whose compiled core is not built here, so the package itself is never imported."""
-    import importlib.util
-    module = sys.modules.get(f"kafkarec_checkout.{name}")
-    if module is None:
-        spec = importlib.util.spec_from_file_location(f"kafkarec_checkout.{name}",
-                                                      os.path.join(ROOT, "kafkarec", "_boot", f"{name}.py"))
-        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+def boot_module(name: str):
+    """``kafkarec._boot.<name>`` of the checkout: the wheel rules (``wheels``, which needs packaging,
+    in the build environment: see wheelhouse.sh) and ``files``.  ``import kafkarec`` is lazy, so the
+    compiled core, not built for this Python here, is never loaded."""
+    import importlib
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)        # this script runs as its own process, from scripts/
+    return importlib.import_module(f"kafkarec._boot.{name}")
 
 
 def run(cmd, **kw):
@@ -138,7 +134,7 @@ def build_raw_wheel(work: str, with_sdist: bool, interp: dict) -> tuple:
 def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict) -> list:
     """The repaired wheel (and the sdist) into DIR, the dependency wheels beside, then the stamp;
     returns the stamp's wheels."""
-    L, files = checkout_module("wheels"), checkout_module("files")
+    L, files = boot_module("wheels"), boot_module("files")
 
     tag = interp["py_tag"]
     name = os.path.basename(repaired)
@@ -190,7 +186,7 @@ def main(out: str, with_sdist: bool) -> int:
     wheels = current_wheels(out, digest, with_sdist)
     if wheels:
         return report_current(out, wheels)
-    L = checkout_module("wheels")
+    L = boot_module("wheels")
 
     interp = L.interpreter()
     tag = interp["py_tag"]

@@ -19,7 +19,7 @@ import os
 import sys
 
 __all__ = ["ShippingError", "KafkarecMismatchError", "import_kafkarec", "fingerprint", "describe",
-           "ensure", "standalone_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
+           "ensure", "boot_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
 
 # File names of the archives register() ships: "<name>.whl.zip" copies of wheels and
 # "kafkarec-<version>-<hash>.pyfiles.zip" built from an installed package.
@@ -39,33 +39,15 @@ class KafkarecMismatchError(ShippingError):
     """The kafkarec build in a Spark Python worker is not the one on the driver."""
 
 
-def standalone_module(name: str):
-    """``kafkarec._boot.<name>`` without running kafkarec's ``__init__``, which loads the compiled
-    core: :mod:`kafkarec._boot.wheels` checks what the core needs before it loads, and
-    :mod:`kafkarec._boot.files` writes the archives that ship it.  Both import nothing of kafkarec.
-    Found where ``import kafkarec`` would find the package (the shipped archives first), and
-    loaded when first needed, so that a Python lacking ``packaging`` fails where its problems
-    are reported (the probe)."""
-    import importlib.machinery
-    import importlib.util
-    full = f"kafkarec._boot.{name}"
-    module = sys.modules.get(full)
-    if module is not None:
-        return module
+def boot_module(name: str):
+    """``kafkarec._boot.<name>``, imported where ``import kafkarec`` would find the package (the
+    shipped archives first), without loading the compiled core (``import kafkarec`` is lazy):
+    :mod:`kafkarec._boot.wheels` checks what the core needs before it loads, and
+    :mod:`kafkarec._boot.files` writes the archives that ship it.  Imported when first needed, so
+    that a Python lacking ``packaging`` fails where its problems are reported (the probe)."""
+    import importlib
     _prefer_shipped_archives()
-    package = importlib.util.find_spec("kafkarec")
-    if package is None:
-        raise ImportError("No module named 'kafkarec'")
-    spec = importlib.machinery.PathFinder.find_spec(
-        full, [os.path.join(p, "_boot") for p in package.submodule_search_locations])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[full] = module      # kafkarec's own imports take this one when kafkarec loads
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[full]
-        raise
-    return module
+    return importlib.import_module(f"kafkarec._boot.{name}")
 
 
 def shipped_kafkarec_archive():
@@ -95,12 +77,12 @@ def _prefer_shipped_archives() -> None:
 
 
 def import_kafkarec():
-    """Import kafkarec (shipped archives first) and return the module."""
-    mod = sys.modules.get("kafkarec")
-    if mod is not None and getattr(mod, "_core", None) is not None:
-        return mod
-    _prefer_shipped_archives()
-    import kafkarec
+    """Import kafkarec (shipped archives first) with its compiled core loaded, and return the
+    module: a worker that cannot load the core (and the dependencies it takes from wheels) fails
+    here, before it reads anything."""
+    if "kafkarec._core" not in sys.modules:
+        _prefer_shipped_archives()
+    import kafkarec._core
     return kafkarec
 
 

@@ -257,8 +257,8 @@ def _cache_dir(*parts) -> str:
 
 
 def _files():
-    """:mod:`kafkarec._boot.files` (``atomic_write``), without importing kafkarec on the driver."""
-    return _runtime.standalone_module("files")
+    """:mod:`kafkarec._boot.files` (``atomic_write``), without loading kafkarec's core on the driver."""
+    return _runtime.boot_module("files")
 
 
 def _file_digest(path: str) -> str:
@@ -416,7 +416,7 @@ def installed_wheels(metadata: str) -> list:
     compiler when it is installed (:func:`_repacked`).  What is not installed is left out: the
     probe names what a worker then lacks."""
     import importlib.metadata as md
-    loader = _runtime.standalone_module("wheels")
+    loader = _runtime.boot_module("wheels")
     env = loader.interpreter()["markers"]
     todo = loader.requirements(metadata, env)
     try:
@@ -487,7 +487,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     driver's Python cannot use (:attr:`Shipping.problems`; :func:`spark_udfs.register`
     raises them together with the executors')."""
     t = transport(spark)
-    loader = _runtime.standalone_module("wheels")
+    loader = _runtime.boot_module("wheels")
     wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
     if wheelhouse and not os.environ.get("KAFKAREC_WHEELHOUSE"):
         os.environ["KAFKAREC_WHEELHOUSE"] = wheelhouse    # for the driver's own import
@@ -507,7 +507,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     candidates += [w for w in map(loader.parse_wheel_name, others) if w is not None]
     problems = [] if installed else _driver_problems(loader, archive, candidates)
     fp = archive_fingerprint(archive)
-    if not problems and "kafkarec" in sys.modules and fp != expected_fingerprint():
+    if not problems and "kafkarec._core" in sys.modules and fp != expected_fingerprint():
         raise KafkarecMismatchError(
             f"the kafkarec wheel {archive} holds build {fp}, but the driver imported kafkarec "
             f"{_runtime.describe()}; executors would run a different build. Build the "
@@ -564,7 +564,7 @@ def _probe(expected, must_ship):
     from spark_udfs import _runtime as rt
     out = {"host": platform.node(), "problems": [], "interpreter": "", "kafkarec": ""}
     try:
-        loader = rt.standalone_module("wheels")
+        loader = rt.boot_module("wheels")
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         out["problems"].append(f"kafkarec is not importable: {type(exc).__name__}: {exc}")
         return [out]
@@ -601,7 +601,7 @@ def _probe(expected, must_ship):
 def _fix(shipping: Shipping | None, python: str | None) -> str:
     """The one "Fix:" of every shipping problem: make a wheelhouse for the executors' Python
     (``python``; EXECUTOR_PYTHON when no executor could say) and pass it."""
-    loader = _runtime.standalone_module("wheels")
+    loader = _runtime.boot_module("wheels")
     folder = (shipping.folder if shipping else None) or "wheelhouse"
     text = (f"\nFix: {loader.FIX_COMMAND.replace('DIR', folder).replace('PYTHON', python or sys.executable)}; "
             f"then call spark_udfs.register(spark, wheelhouse={folder!r}) (the folder holding kafkarec's "

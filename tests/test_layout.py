@@ -1,8 +1,11 @@
 """The layout's promises that a reader of docs/layout.md relies on: no import circle among
 kafkarec's and spark_udfs' modules, lazy (function-level) imports included: a layer asks
-the layers under it, never the other way round."""
+the layers under it, never the other way round; ``import kafkarec`` loads no compiled core, and
+the boot room (kafkarec/_boot/) is the one loader of it, importing nothing else of kafkarec."""
 import ast
 import os
+
+import pytest
 
 from paths import ROOT
 
@@ -135,3 +138,118 @@ def test_layout_md_names_every_module_and_nothing_removed():
     named = set(re.findall(r"`(kafkarec/[A-Za-z0-9_/]+\.(?:py|pyx|pxi|pyi))`", text))
     gone = [p for p in named if not os.path.exists(os.path.join(ROOT, p))]
     assert not gone, f"docs/layout.md names {gone}, which do not exist"
+
+
+def _python(code):
+    """``code`` in a fresh Python that imports kafkarec from this checkout."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd="/", timeout=120)
+
+
+def test_import_kafkarec_does_not_load_the_core():
+    """``import kafkarec`` is lazy (PEP 562): the compiled core, and the modules that need it, load
+    on first use of a name that needs them; every public name is still there and in ``dir()``."""
+    run = _python("import sys, kafkarec\n"
+                  "assert 'kafkarec._core' not in sys.modules, 'import kafkarec loaded the core'\n"
+                  "loaded = sorted(m for m in sys.modules if m.startswith('kafkarec'))\n"
+                  "assert set(kafkarec.__all__) <= set(dir(kafkarec)), 'names missing from dir()'\n"
+                  "assert 'kafkarec._core' not in sys.modules, 'dir(kafkarec) loaded the core'\n"
+                  "kafkarec.KafkaRecError, kafkarec.Compression\n"
+                  "assert 'kafkarec._core' not in sys.modules, 'the errors or enums loaded the core'\n"
+                  "data = kafkarec.build_batch([b'x'])\n"
+                  "assert [r.value for b in kafkarec.iter_batches(data) for r in b] == [b'x']\n"
+                  "assert 'kafkarec._core' in sys.modules\n"
+                  "missing = [n for n in kafkarec.__all__ if getattr(kafkarec, n, None) is None]\n"
+                  "assert not missing, missing\n"
+                  "print(*loaded)")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["kafkarec", "kafkarec._boot", "kafkarec._boot.loader"]
+
+
+@pytest.mark.parametrize("route", ["from kafkarec._core import encode_control_value, parse_control_value",
+                                   "from kafkarec.log import segment\n"
+                                   "from kafkarec._core import encode_control_value, parse_control_value"])
+def test_the_control_codec_is_registered_by_the_cores_first_load(route):
+    """Whichever import loads the core first (not only ``kafkarec.<name>``), its first load registers
+    the codec of KRaft control values (kafkarec.control) that the core asks for."""
+    run = _python(f"import sys\n{route}\n"
+                  "value = {'version': 0, 'leaderId': 1, 'voters': [{'voterId': 1}], "
+                  "'grantingVoters': [{'voterId': 1}]}\n"
+                  "assert parse_control_value(2, encode_control_value(2, value)) == value\n"
+                  "print('kafkarec.control' in sys.modules)")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True"]
+
+
+def _python_files(*folders):
+    for top in folders:
+        for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            yield from (os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
+
+
+def _sys_modules_writes(path):
+    """``sys.modules[...] = ...`` (and ``del``, ``setdefault``, ``update``, ``pop``) in the file at
+    ``path``, as ``line``."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+
+    def is_sys_modules(node):
+        return (isinstance(node, ast.Attribute) and node.attr == "modules"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Subscript) and is_sys_modules(sub.value):
+                    found.append(node.lineno)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("setdefault", "update", "pop", "__setitem__")
+                and is_sys_modules(node.func.value)):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_nothing_writes_sys_modules_or_loads_a_module_by_path():
+    """The one loader of the native core (kafkarec/_boot/loader.py) hands the import system a
+    spec; nothing else in kafkarec, spark_udfs or scripts loads a module by path or edits
+    ``sys.modules``: with ``import kafkarec`` lazy, they import ``kafkarec._boot`` as it is."""
+    by_path = ("spec_from_file_location", "module_from_spec", "SourceFileLoader", "load_module")
+    found = {}
+    for path in _python_files("kafkarec", "spark_udfs", "scripts"):
+        rel = os.path.relpath(path, ROOT)
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        hits = [f"{line}: sys.modules" for line in _sys_modules_writes(path)]
+        hits += [f"{n.lineno}: {n.attr}" for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and n.attr in by_path]
+        if rel == os.path.join("kafkarec", "_boot", "loader.py"):
+            assert [h for h in hits if h.endswith("spec_from_file_location")], "the loader's spec"
+            hits = [h for h in hits if not h.endswith("spec_from_file_location")]
+        if hits:
+            found[rel] = hits
+    assert found == {}
+
+
+def test_the_sys_modules_check_sees_every_write(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import sys\nsys.modules['a'] = 1\nsys.modules.setdefault('b', 2)\n"
+                    "x = sys.modules['c']\ndel sys.modules['d']\nsys.modules[1], y = 2, 3\n")
+    assert _sys_modules_writes(str(path)) == [2, 3, 5, 6]
+
+
+def test_the_boot_room_imports_nothing_of_kafkarec_outside_itself():
+    """kafkarec/_boot/ is what loads before the core (and what spark_udfs and scripts/wheelhouse.py
+    use where the core cannot load): it imports no other kafkarec module, lazily or not."""
+    mods = _modules()
+    found = {name: sorted(m for m in _imports(name, path, mods)
+                          if m.split(".")[0] == "kafkarec" and not m.startswith("kafkarec._boot"))
+             for name, path in mods.items() if name.startswith("kafkarec._boot")}
+    assert set(found) == {"kafkarec._boot", "kafkarec._boot.loader", "kafkarec._boot.wheels",
+                          "kafkarec._boot.files"}
+    assert {name: m for name, m in found.items() if m} == {}

@@ -10,8 +10,8 @@
   the archives it was imported from there (:func:`kafkarec._boot.wheels.unpack`), and
   ``kafkarec.protobuf`` keeps compiled schemas in it.
 
-Standard library only, and nothing of kafkarec: ``scripts/wheelhouse.py`` loads this file
-from a checkout whose compiled core is not built (as it does :mod:`kafkarec._boot.wheels`).
+Standard library only, and nothing of kafkarec: ``scripts/wheelhouse.py`` imports it from a
+checkout whose compiled core is not built for its Python (as it does :mod:`kafkarec._boot.wheels`).
 """
 from __future__ import annotations
 

@@ -1,8 +1,16 @@
-"""Load the compiled core, also when kafkarec is imported from a zip.
+"""The one loader of the compiled core, ``kafkarec._core``, also when kafkarec is imported from a zip.
+
+``import kafkarec`` does not load the core: it puts :class:`CoreFinder` on ``sys.meta_path``
+(:func:`install`), and the first import of ``kafkarec._core`` (``kafkarec.iter_batches``, a module's
+``from kafkarec._core import ...``, anything that needs it) is found here and loaded by
+:class:`CoreLoader`, which runs the package's hook as soon as the module has run: kafkarec registers
+there the codec the core asks for (KRaft control values), so that registration is part of the core's
+first load, whichever import loads it.  The import system writes ``sys.modules`` from the spec returned
+here, as for any module.
 
 Python cannot import extension modules from a zip archive, and Spark ships
-``--py-files`` to executors as zips.  An installed kafkarec (a folder) imports
-its core directly and never touches the code below.  When kafkarec is imported
+``--py-files`` to executors as zips.  An installed kafkarec (a folder) finds
+its core where the import system would.  When kafkarec is imported
 by zipimport (a ``kafkarec-*.whl`` on ``sys.path``, or the ``.whl.zip`` copy
 that ``spark_udfs.register`` ships), :mod:`kafkarec._boot.wheels` (the wheel
 rules) is imported then, and only then:
@@ -21,8 +29,7 @@ rules) is imported then, and only then:
 Anything missing or built for another interpreter is one ``ImportError``
 naming all of it and the command that fixes it.
 
-The one ``sys.modules`` entry written here is the extension module itself
-(``kafkarec._core``), as loading an extension from a file requires.
+Nothing here imports kafkarec outside :mod:`kafkarec._boot`.
 """
 from __future__ import annotations
 
@@ -31,8 +38,9 @@ import importlib.util
 import os
 import sys
 import zipimport
+from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["load_core"]
+__all__ = ["CoreFinder", "CoreLoader", "install"]
 
 _CORE = "kafkarec._core"
 
@@ -65,16 +73,10 @@ def _core_from_zip(loader: zipimport.zipimporter, wheels, cache: str) -> str:
     return os.path.join(wheels.unpack(loader.archive, cache), member)
 
 
-def load_core():
-    """The compiled core, ``kafkarec._core`` (see the module docstring)."""
-    pkg = sys.modules["kafkarec"]
-    loader = getattr(pkg, "__loader__", None)
-    if not isinstance(loader, zipimport.zipimporter):
-        from kafkarec import _core
-        return _core
-    # Imported from a zip: dependencies from wheels next to it, the core from
-    # the same archive (never from another kafkarec that an import hook, e.g. an
-    # editable install, might offer).
+def _core_out_of_zip(loader: zipimport.zipimporter) -> str:
+    """The core's file in the unpacked copy of the archive kafkarec was imported from, its
+    dependencies from wheels next to it (never from another kafkarec that an import hook, e.g. an
+    editable install, might offer)."""
     from kafkarec._boot.files import cache_root
     from kafkarec._boot import wheels
     deps = wheels.zip_dependencies(loader.archive)
@@ -85,11 +87,47 @@ def load_core():
             + f". Put wheels for this interpreter next to the kafkarec wheel: {wheels.FIX_COMMAND}")
     cache = cache_root()
     wheels.activate(deps.wheels.values(), cache)
-    path = _core_from_zip(loader, wheels, cache)
-    spec = importlib.util.spec_from_file_location(
-        _CORE, path, loader=importlib.machinery.ExtensionFileLoader(_CORE, path))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_CORE] = module
-    spec.loader.exec_module(module)
-    pkg._core = module
-    return module
+    return _core_from_zip(loader, wheels, cache)
+
+
+class CoreLoader(importlib.machinery.ExtensionFileLoader):
+    """The core's extension module, then ``on_load(core)``: one step of its first load."""
+
+    def __init__(self, name: str, path: str, on_load: Callable[[Any], None]):
+        super().__init__(name, path)
+        self.on_load = on_load
+
+    def exec_module(self, module) -> None:
+        super().exec_module(module)
+        self.on_load(module)
+
+
+class CoreFinder:
+    """Finds ``kafkarec._core`` for the import system (a meta path finder: no other name)."""
+
+    def __init__(self, on_load: Callable[[Any], None]):
+        self.on_load = on_load
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target=None):
+        if fullname != _CORE:
+            return None
+        pkg = sys.modules["kafkarec"]
+        loader = getattr(pkg, "__loader__", None)
+        if isinstance(loader, zipimport.zipimporter):
+            origin = _core_out_of_zip(loader)
+        else:
+            found = importlib.machinery.PathFinder.find_spec(fullname, path or pkg.__path__)
+            if found is None or not isinstance(found.loader, importlib.machinery.ExtensionFileLoader):
+                return None     # not built: the import system's "No module named 'kafkarec._core'"
+            origin = found.origin
+        return importlib.util.spec_from_file_location(
+            fullname, origin, loader=CoreLoader(fullname, origin, self.on_load))
+
+    def invalidate_caches(self) -> None:
+        """Nothing cached here (the import system asks every meta path finder)."""
+
+
+def install(on_load: Callable[[Any], None]) -> None:
+    """Put a :class:`CoreFinder` calling ``on_load`` first on ``sys.meta_path`` (once: a package
+    imported again replaces its finder)."""
+    sys.meta_path[:] = [CoreFinder(on_load)] + [f for f in sys.meta_path if not isinstance(f, CoreFinder)]

@@ -10,13 +10,13 @@ say for the running machine alone is spelled out here: which ``manylinux`` platf
 an interpreter described by :func:`interpreter` accepts (its glibc), so the driver can
 judge wheels for an executor's Python too.
 
-Who imports it: :func:`kafkarec._boot.loader.load_core` when kafkarec itself is imported
-from a zip (a wheel on ``sys.path``, or the ``.whl.zip`` copy ``spark_udfs.register``
-ships), ``kafkarec.protobuf`` when it takes the Protobuf compiler's wheels, ``spark_udfs``
-to check the driver and every executor before anything is decoded, and
-``scripts/wheelhouse.py`` (which loads this file alone: it imports nothing of kafkarec, whose
-compiled core needs the wheels this module is about to find).  An ordinary ``import
-kafkarec`` never imports it.
+Who imports it: :mod:`kafkarec._boot.loader` when the core first loads out of a zip (a wheel
+on ``sys.path``, or the ``.whl.zip`` copy ``spark_udfs.register`` ships), ``kafkarec.protobuf``
+when it takes the Protobuf compiler's wheels, ``spark_udfs`` to check the driver and every
+executor before anything is decoded, and ``scripts/wheelhouse.py``: it imports nothing of
+kafkarec outside :mod:`kafkarec._boot`, and ``import kafkarec`` loads no compiled core, so it is
+importable before the core can load (the core needs the wheels this module is about to find).
+``import kafkarec`` never imports it.
 
 ``packaging`` is one of kafkarec's dependencies.  A Python that lacks it (a bare Spark
 executor) takes it from its wheel, pure Python and so importable as a zip, next to the

@@ -6,8 +6,9 @@
 #
 # KRaft control values (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters) are Kafka generated
 # messages, decoded and encoded by the internal schema plans (kafkarec.control, over _kmsg.pxi's walk).
-# That codec registers itself with set_control_codec() when kafkarec is imported: the core asks it and
-# never imports the outer package.
+# That codec is registered with set_control_codec() as part of this module's first load, by the one loader
+# of the core (kafkarec/_boot/loader.py, its hook in kafkarec/__init__.py): the core asks it and never
+# imports the outer package.
 
 cdef object _kraft_codec = None
 
@@ -21,7 +22,8 @@ def set_control_codec(codec, /) -> None:
 
 cdef object kraft_codec():
     if _kraft_codec is None:
-        raise RuntimeError("no control value codec registered (import kafkarec, which registers it)")
+        raise RuntimeError("no control value codec registered (kafkarec._core was loaded without kafkarec's "
+                           "loader, kafkarec/_boot/loader.py, which registers it)")
     return _kraft_codec
 
 

@@ -181,13 +181,14 @@ def _packaging_wheel(folder, monkeypatch):
 
 
 def _bundle(folder):
-    """The wheel rules as the kafkarec wheel holds them (a zip), under an empty package
-    ``__init__``: the real one loads the compiled core, whose dependency wheels are not there."""
+    """kafkarec's package and boot room as the kafkarec wheel holds them (a zip), without the
+    compiled core or its dependency wheels: ``import kafkarec`` loads no core, so the wheel rules
+    import all the same."""
     path = os.path.join(folder, "kafkarec-0.1.0-py3-none-any.whl.zip")
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("kafkarec/__init__.py", "")
-        zf.writestr("kafkarec/_boot/__init__.py", "")
-        zf.write(os.path.join(ROOT, "kafkarec", "_boot", "wheels.py"), "kafkarec/_boot/wheels.py")
+        for name in ("__init__.py", "_boot/__init__.py", "_boot/loader.py", "_boot/wheels.py",
+                     "_boot/files.py"):
+            zf.write(os.path.join(ROOT, "kafkarec", *name.split("/")), f"kafkarec/{name}")
     return path
 
 
