@@ -5,10 +5,13 @@
     ...     for record in batch:
     ...         print(record.offset, record.key, record.value)
 """
+from __future__ import annotations
+
 import importlib as _importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 from kafkarec._boot import loader as _loader
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (mypy and pyright know the name)
 
 # Lazy (PEP 562, as scientific Python's SPEC 1): ``import kafkarec`` loads neither the compiled core
 # nor the modules that need it; each name below is imported from its home on first use.
@@ -34,7 +37,9 @@ _HOMES = {
 }
 _LAZY = {name: home for home, names in _HOMES.items() for name in names}
 
-if _TYPE_CHECKING:      # what type checkers and IDEs see: the same names, from the same homes
+if TYPE_CHECKING:       # what type checkers and IDEs see: the same names, from the same homes
+    from typing import Any as _Any
+
     from kafkarec import _core
     from kafkarec._core import (
         ArrowBatchIterator, BatchIterator, ReadOptions, RecordBatchBuilder, LegacyBatchBuilder,

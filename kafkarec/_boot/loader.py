@@ -34,11 +34,13 @@ Nothing here imports kafkarec outside :mod:`kafkarec._boot`.
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.util
 import os
 import sys
 import zipimport
-from typing import Any, Callable, Optional, Sequence
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing, which import kafkarec does not need
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional, Sequence
 
 __all__ = ["CoreFinder", "CoreLoader", "install"]
 
@@ -120,7 +122,8 @@ class CoreFinder:
             if found is None or not isinstance(found.loader, importlib.machinery.ExtensionFileLoader):
                 return None     # not built: the import system's "No module named 'kafkarec._core'"
             origin = found.origin
-        return importlib.util.spec_from_file_location(
+        from importlib import util      # here: import kafkarec does not need it
+        return util.spec_from_file_location(
             fullname, origin, loader=CoreLoader(fullname, origin, self.on_load))
 
     def invalidate_caches(self) -> None:
