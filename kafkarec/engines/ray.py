@@ -40,8 +40,9 @@ class KafkaLogDatasource(ray_data.Datasource):
         super().__init__()
         self._scan = LogScan(source, **options)
         self._projection_map = None
-        # the planned scan, made once for a scan and the columns it decodes: Ray asks for it
-        # several times (sizes, read tasks), on this datasource and its pushdowns' copies
+        # (scan, its pieces), listed once: Ray asks for them several times (sizes, read tasks), on
+        # this datasource and on the copies its projection pushdown makes (a pushed predicate
+        # makes a new scan, listed anew)
         self._plan: Optional[tuple] = None
 
     def get_name(self) -> str:
@@ -59,21 +60,20 @@ class KafkaLogDatasource(ray_data.Datasource):
         return clone
 
     def _planned(self) -> LogScan:
-        """The scan with the projection pushed into it, decoding what the predicate reads too;
-        planned once (its pieces listed once) per scan and columns."""
+        """The scan with the projection pushed into it, decoding what the predicate reads too."""
         needed = set(self._output_columns())
         if self._predicate_expr is not None:
             needed |= set(_columns_of(self._predicate_expr))
         # no column at all (``count()``): the offsets, cheapest to decode, carry the rows
         decoded = [c for c in self._scan.columns if c in needed] or ["offset"]
-        if self._plan is None or self._plan[0] is not self._scan or self._plan[1] != decoded:
-            planned = self._scan if decoded == self._scan.columns else self._scan.narrow(columns=decoded)
-            self._plan = (self._scan, decoded, planned, planned.pieces())
-        return self._plan[2]
+        return self._scan if decoded == self._scan.columns else self._scan.narrow(columns=decoded)
 
     def _pieces(self) -> list:
-        self._planned()
-        return self._plan[3]
+        """The scan's pieces of work, listed once per scan (the columns decoded do not change
+        what is read, so every projection's scan reads these pieces)."""
+        if self._plan is None or self._plan[0] is not self._scan:
+            self._plan = (self._scan, self._scan.pieces())
+        return self._plan[1]
 
     def _output_columns(self) -> List[str]:
         """The columns of the blocks, in the projection's order (Ray drops its own projection)."""
