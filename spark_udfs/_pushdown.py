@@ -7,42 +7,51 @@ with literals (``pyspark.sql.datasource``: ``EqualTo``, ``EqualNullSafe``, ``In`
 ``topic``, ``partition``, ``offset``, ``timestamp`` and ``timestampMs`` become one
 :class:`kafkarec.scan.Bounds` - the typed bounds the read's options give too, intersected with
 them - so the read resolves them through the segments' indexes before any segment byte is read.
-Every other filter, and every filter the bounds do not apply exactly, goes back to Spark, which
-applies it to the rows read:
+The rule is :mod:`kafkarec.scan.predicate`, the one every engine adapter uses; this module is
+Spark's side of it, a table from Spark's filter classes to the rule's operations (``EqualTo``,
+``EqualNullSafe``, the four comparisons: a comparison; ``Not`` of one: its negation; ``In``:
+membership).  Every other filter, and every filter the bounds do not apply exactly, goes back to
+Spark, which applies it to the rows read:
 
-* ``topic``, ``partition`` (``=``, ``IN``, ``<``, ``<=``): exact, whole partitions are left out;
-  an error row carries its topic and partition.
+* ``topic`` (``=``, ``IN``), ``partition`` (``=``, ``IN``, ``<``, ``<=``, ``>``, ``>=``): exact,
+  whole partitions are left out (a partition range is an interval, whatever it spans); an error
+  row carries its topic and partition.
 * ``offset``: a range, applied to every record; returned to Spark as well when the read can
   give error rows (PERMISSIVE, and a local read's file that shrank), whose offset is null and
   which a comparison leaves out; ``IN`` prunes to its smallest and largest value and is
   returned.
 * ``timestamp``, ``timestampMs``: a range of milliseconds (Spark's microsecond literal rounded
-  so that no record it admits is lost) whose lower bound is resolved as Kafka's
-  ``offsetsForTimes`` (every record before that offset is earlier); always returned to Spark:
-  CreateTime timestamps are not ordered in the log, so the records past that offset, and any
-  upper bound, are Spark's to filter, and a record timestamp outside Spark's range is a null
-  ``timestamp`` (``timestampMs`` keeps it).  A literal Spark sends without a zone
-  (``TIMESTAMP_NTZ``) is not pushed.
+  by the rule's one rounding: to the whole milliseconds it admits) whose lower bound is
+  resolved as Kafka's ``offsetsForTimes`` (every record before that offset is earlier); always
+  returned to Spark: this reader does not filter rows by time (CreateTime timestamps are not
+  ordered in the log, so the records past that offset, and any upper bound, are Spark's to
+  filter), and a record timestamp outside Spark's range is a null ``timestamp``
+  (``timestampMs`` keeps it).  A literal Spark sends without a zone (``TIMESTAMP_NTZ``) is
+  not pushed.
+* a bound past the long range (``offset = 9223372036854775807`` is pushed as ``>=`` it and ``<``
+  one more) is clipped where bounds are made (:class:`kafkarec.scan.Bounds`).
 * anything else (``<>``, ``NOT IN``, ``IS NULL``, ``LIKE``, a literal of another type, any other
   column): not pushed.
 """
 from __future__ import annotations
 
-import datetime
 import functools
 import sys
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple
 
 __all__ = ["PUSHED_COLUMNS", "Pushed", "push", "push_into", "listable", "planning_with_filters"]
 
 PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs")
 # where Spark runs pushFilters: only when spark.sql.python.filterPushdown.enabled is on
 _PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_US = datetime.timedelta(microseconds=1)
-# Not(a < v) is a >= v for a value that is not null (null stays out either way)
-_FLIPPED = {"GreaterThan": "LessThanOrEqual", "GreaterThanOrEqual": "LessThan",
-            "LessThan": "GreaterThanOrEqual", "LessThanOrEqual": "GreaterThan"}
+#: Spark's comparison filters as the rule's operators (``In`` is the rule's membership; ``Not`` of a
+#: comparison is the rule's negation).  ``EqualNullSafe`` is ``=`` here: ``null <=> v`` is false,
+#: as ``null = v`` leaves the row out too
+_COMPARISONS = {"EqualTo": "==", "EqualNullSafe": "==", "GreaterThan": ">", "GreaterThanOrEqual": ">=",
+                "LessThan": "<", "LessThanOrEqual": "<="}
+#: Spark's columns as the rule's (``timestamp`` Spark's microseconds, ``timestampMs`` the log's ms)
+_RULE_COLUMN = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp",
+                "timestampMs": "timestamp"}
 
 
 class Pushed(NamedTuple):
@@ -99,100 +108,51 @@ def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:
     (a keyed state takes only whole partitions); ``error_rows``: whether the read can give rows
     whose ``offset`` and ``timestamp`` are null."""
     from kafkarec.scan import Bounds
+    from kafkarec.scan import predicate
     bounds: List[Bounds] = []
     kept = []
     for f in filters:
-        bound, exact = _bound(f, columns, error_rows)
-        if bound is not None:
-            bounds.append(bound)
-        if not exact:
+        term = _term(f, columns)
+        if term is not None:
+            bounds.append(term.bounds)
+        # this reader leaves time to Spark: it does not filter rows by it, and Spark's timestamp
+        # is null where a record's is outside Spark's range
+        if not predicate.exact(term, error_rows=error_rows) or "timestamp" in term.columns:
             kept.append(f)
     return Pushed(functools.reduce(Bounds.intersect, bounds) if bounds else None, kept)
 
 
-def _bound(f, columns, error_rows: bool):
-    """``(Bounds or None, whether the bound is the filter exactly)`` of one filter."""
-    name, negated = type(f).__name__, False
+def _term(f, columns):
+    """The :class:`kafkarec.scan.predicate.Term` of one of Spark's filters, or None: Spark's
+    filter classes translated by the tables above, the literals by :func:`_constant`."""
+    from kafkarec.scan import predicate
+    name = type(f).__name__
     if name == "Not":
-        f, name, negated = f.child, type(f.child).__name__, True
-        if name not in _FLIPPED:
-            return None, False             # <>, NOT IN, IS NOT NULL ...: no range holds them
-        name = _FLIPPED[name]
-    attribute = getattr(f, "attribute", ())
-    if len(attribute) != 1 or attribute[0] not in columns:
-        return None, False
-    column = attribute[0]
-    if name == "EqualNullSafe":            # <=> a value: = (null <=> v is false, as null = v)
-        name = "EqualTo"
-    if name == "In":
-        values = tuple(f.value)
-    elif name in ("EqualTo", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual"):
-        values = (f.value,)
+        f, name = f.child, type(f.child).__name__
+        op = predicate.negated(_COMPARISONS.get(name, ""))
+        if op is None:
+            return None                    # <>, NOT IN, IS NOT NULL ...: no range holds them
     else:
-        return None, False                 # IS NULL, IS NOT NULL, LIKE ...
-    if not values:
-        return None, False
-    if column == "topic":
-        return _topic_bound(name, values)
-    if column == "timestamp":
-        micros = [_micros(v) for v in values]
-        if None in micros:
-            return None, False
-        return _range_bound("timestamps", name, micros, 1000), False
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None, False
-    if column == "partition":
-        return _partition_bound(name, values)
-    if column == "timestampMs":
-        return _range_bound("timestamps", name, values, 1), False
-    return _range_bound("offsets", name, values, 1), not error_rows and (name != "In" or len(set(values)) == 1)
-
-
-def _topic_bound(name: str, values):
-    from kafkarec.scan import Bounds
-    if name not in ("EqualTo", "In") or not all(isinstance(v, str) for v in values):
-        return None, False
-    return Bounds(topics=frozenset(values)), True
-
-
-def _partition_bound(name: str, values):
-    """A partition is a number from 0 on: ``=``, ``IN`` and an upper bound are sets of them."""
-    from kafkarec.scan import Bounds
-    if name in ("EqualTo", "In"):
-        return Bounds(partitions=frozenset(values)), True
-    if name in ("LessThan", "LessThanOrEqual"):
-        end = values[0] + (name == "LessThanOrEqual")
-        return Bounds(partitions=frozenset(range(max(0, end)))), True
-    return None, False
-
-
-def _range_bound(field: str, name: str, values, unit: int):
-    """The ``[lo, hi)`` bound on ``field`` of ``column <name> values``, with the literals in
-    ``unit`` s of the bound's (1000: Spark's microseconds against milliseconds), rounded so that
-    every whole bound value the comparison admits stays in."""
-    from kafkarec.scan import Bounds
-    lo_v, hi_v = min(values), max(values)
-    ceil_lo = -(-lo_v // unit)
-    after_hi = hi_v // unit + 1             # the first whole value above hi_v
-    lo = hi = None
-    if name in ("EqualTo", "In"):
-        lo, hi = ceil_lo, after_hi
-    elif name == "GreaterThan":
-        lo = lo_v // unit + 1
-    elif name == "GreaterThanOrEqual":
-        lo = ceil_lo
-    elif name == "LessThan":
-        hi = -(-hi_v // unit)
-    else:                                   # LessThanOrEqual
-        hi = after_hi
-    return Bounds(**{field: (lo, hi)})
-
-
-def _micros(value) -> Optional[int]:
-    """Microseconds since the epoch of a zoned timestamp literal (Spark sends an instant for a
-    ``timestamp`` comparison, its string literals read in the session time zone), exactly;
-    None for anything else."""
-    if not isinstance(value, datetime.datetime) or value.tzinfo is None or value.utcoffset() is None:
+        op = _COMPARISONS.get(name)
+    attribute = getattr(f, "attribute", ())
+    if (op is None and name != "In") or len(attribute) != 1 or attribute[0] not in columns:
+        return None                        # IS (NOT) NULL, LIKE, other columns ...
+    column = attribute[0]
+    values = tuple(f.value) if op is None else (f.value,)
+    constants = [_constant(column, v) for v in values]
+    if not constants or None in constants:
         return None
-    return (value - _EPOCH) // _US
+    column = _RULE_COLUMN[column]
+    return predicate.compared(column, op, constants[0]) if op else predicate.members(column, constants)
 
+
+def _constant(column: str, value):
+    """A literal of Spark's filter as the rule takes it, or None: ``timestamp`` an instant with a
+    zone (Spark sends one, its string literals read in the session time zone; one without a zone,
+    ``TIMESTAMP_NTZ``, is not pushed), ``timestampMs`` and the numbers an int, ``topic`` a str."""
+    from kafkarec.scan import predicate
+    if column == "timestamp":
+        return predicate.milliseconds(value, zoned=True)
+    if column == "topic":
+        return value if isinstance(value, str) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

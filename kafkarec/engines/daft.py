@@ -9,16 +9,16 @@ its pushdowns to :meth:`KafkaLogSource.get_tasks`:
   scan's :class:`~kafkarec.scan.Bounds`, so segments and index ranges that cannot hold such records
   are not read; Daft applies the whole filter to the rows after the scan, as for every source;
 * ``limit``: each task stops after that many rows, when the filter is exactly its bounds (no filter,
-  or one made only of such conjuncts; not in PERMISSIVE mode, whose error rows have no offset or
-  time) - otherwise the limit would count rows the filter may still drop.
+  or one made only of such conjuncts; in PERMISSIVE mode only of conjuncts on topic and partition,
+  as error rows have no offset or time) - otherwise the limit would count rows the filter may still
+  drop.
 """
 from __future__ import annotations
 
 from typing import Any, AsyncIterator, List, Optional, Tuple
 
 from kafkarec._extras import require
-from kafkarec.engines import _bounds
-from kafkarec.scan import Bounds, LogScan
+from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 _daft = require("daft")
 _recordbatch = require("daft.recordbatch")
@@ -46,7 +46,10 @@ class KafkaLogSource(_source.DataSource):
 
     def planned(self, pushdowns) -> LogScan:
         """The scan that Daft's pushdowns narrow this source to."""
-        bounds, exact = (Bounds(), True) if pushdowns.filters is None else filter_bounds(pushdowns.filters)
+        # PERMISSIVE's error rows have no offset or time: Daft's filter may drop rows the bounds keep
+        error_rows = self._scan.config.mode == "PERMISSIVE"
+        bounds, exact = (Bounds(), True) if pushdowns.filters is None else \
+            filter_bounds(pushdowns.filters, error_rows=error_rows)
         columns = None
         if pushdowns.columns is not None:
             needed = set(pushdowns.columns)
@@ -54,8 +57,7 @@ class KafkaLogSource(_source.DataSource):
                 needed |= _Columns().visit(pushdowns.filters)
             # no column at all (a count): the offsets, cheapest to decode, carry the rows
             columns = [c for c in self._scan.columns if c in needed] or ["offset"]
-        # PERMISSIVE's error rows have no offset or time: Daft's filter may drop rows the bounds keep
-        limit = pushdowns.limit if exact and self._scan.config.mode != "PERMISSIVE" else None
+        limit = pushdowns.limit if exact else None
         return self._scan.narrow(bounds=bounds, columns=columns, limit=limit)
 
     async def get_tasks(self, pushdowns) -> AsyncIterator["KafkaLogTask"]:
@@ -86,19 +88,17 @@ def read_log(source, **options) -> "_daft.DataFrame":
     return KafkaLogSource(source, **options).read()
 
 
-def filter_bounds(expr) -> Tuple[Bounds, bool]:
+def filter_bounds(expr, *, error_rows: bool = False) -> Tuple[Bounds, bool]:
     """The bounds of a Daft filter's top-level AND chain (its terms on ``topic``, ``partition``,
-    ``offset`` and ``timestamp``: :mod:`kafkarec.engines._bounds`), and whether they are the whole
-    filter (every term one of those)."""
+    ``offset`` and ``timestamp``: :mod:`kafkarec.scan.predicate`), and whether the read applies
+    the whole filter exactly (every term one the read applies exactly; ``error_rows``: whether
+    the read gives error rows, PERMISSIVE)."""
     terms = _Terms().visit(expr)
-    return _meet(t for t in terms if t is not None), None not in terms
-
-
-def _meet(terms) -> Bounds:
-    out = Bounds()
+    bounds = Bounds()
     for term in terms:
-        out = out.intersect(term)
-    return out
+        if term is not None:
+            bounds = bounds.intersect(term.bounds)
+    return bounds, all(rule.exact(t, error_rows=error_rows) for t in terms)
 
 
 class _Operand(_visitor.ExpressionVisitor):
@@ -148,27 +148,29 @@ class _Columns(_visitor.ExpressionVisitor):
 
 
 class _Terms(_visitor.ExpressionVisitor):
-    """The bounds of each term of a filter's top-level AND chain: a :class:`Bounds` that says exactly
-    what the term keeps, or None."""
+    """The rule's term of each term of a filter's top-level AND chain, or None."""
 
-    def visit_and(self, left, right) -> List[Optional[Bounds]]:
+    def visit_and(self, left, right) -> List[Optional[rule.Term]]:
         return self.visit(left) + self.visit(right)
 
     def visit_or(self, left, right):
-        return [_bounds.either(self._whole(left), self._whole(right))]
+        return [rule.either(self._whole(left), self._whole(right))]
 
-    def _whole(self, expr) -> Optional[Bounds]:
+    def _whole(self, expr) -> Optional[rule.Term]:
         terms = self.visit(expr)
-        return None if None in terms else _meet(terms)
+        whole = terms[0]
+        for term in terms[1:]:
+            whole = rule.both(whole, term)
+        return whole
 
     def _compare(self, left, right, op: str):
         a, b = _Operand().visit(left), _Operand().visit(right)
         if a and b and a[0] == "lit" and b[0] == "col":
-            a, b, op = b, a, _bounds.flipped(op)
+            a, b, op = b, a, rule.swapped(op)
         if not (a and b and a[0] == "col" and b[0] == "lit"):
             return [None]
-        value = _bounds.python_constant(a[1], b[1])
-        return [None if value is None else _bounds.compared(a[1], op, value)]
+        value = rule.python_constant(a[1], b[1])
+        return [None if value is None else rule.compared(a[1], op, value)]
 
     def visit_equal(self, left, right):
         return self._compare(left, right, "==")
@@ -193,8 +195,8 @@ class _Terms(_visitor.ExpressionVisitor):
         values = [_Operand().visit(i) for i in items]
         if not (column and column[0] == "col" and all(v and v[0] == "lit" for v in values)):
             return [None]
-        constants = [_bounds.python_constant(column[1], v[1]) for v in values]
-        return [None if None in constants else _bounds.members(column[1], constants)]
+        constants = [rule.python_constant(column[1], v[1]) for v in values]
+        return [None if None in constants else rule.members(column[1], constants)]
 
     def visit_col(self, name: str):
         return [None]

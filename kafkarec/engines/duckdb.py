@@ -14,9 +14,8 @@ Python object through a *source* (``duckdb._sources``): ``adapt`` keeps an objec
 one, asks it ``accepts(predicate)`` for each filter, with the predicate as DuckDB's typed tree
 (``Binary``/``In``/``Col``/``Lit``, a constant already of the column's type), and then
 ``stream(columns, filters)`` with the column indexes the query reads and the filters it accepted.
-:class:`LogSource` accepts a filter when :mod:`kafkarec.engines._bounds` says it exactly as
-:class:`~kafkarec.scan.Bounds` (the reader then applies it exactly, so DuckDB does not apply it
-again) and refuses the rest, which DuckDB applies itself.  DuckDB's own pyarrow Dataset path would
+:class:`LogSource` accepts a filter when :mod:`kafkarec.scan.predicate` says the read applies it
+exactly as :class:`~kafkarec.scan.Bounds` (so DuckDB does not apply it again) and refuses the rest, which DuckDB applies itself.  DuckDB's own pyarrow Dataset path would
 hand a ``pyarrow.compute.Expression`` instead, which has no public tree to read bounds from, and
 asks for a Dataset subclass whose other methods crash without a C++ dataset behind them.
 
@@ -30,8 +29,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from kafkarec._extras import require
-from kafkarec.engines import _bounds
-from kafkarec.scan import Bounds, LogScan
+from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 _sources = require("duckdb._sources")
 pa = require("pyarrow")
@@ -62,18 +60,18 @@ class LogSource(_sources.ArrowScanSource):
         self.scan = scan
         self.schema = pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f
                                  for f in scan.schema])
-        self._exact = scan.config.mode != "PERMISSIVE"   # an error row has no offset for a bound to keep
+        self._error_rows = scan.config.mode == "PERMISSIVE"
 
     def __arrow_c_schema__(self):
         return self.schema.__arrow_c_schema__()
 
     def accepts(self, predicate) -> bool:
-        return self._exact and _predicate_bounds(predicate) is not None
+        return rule.exact(_term(predicate), error_rows=self._error_rows)
 
     def stream(self, columns: Optional[Sequence[int]], filters):
         bounds = Bounds()
         for predicate in filters:
-            bounds = bounds.intersect(_predicate_bounds(predicate))
+            bounds = bounds.intersect(_term(predicate).bounds)
         # no column at all (a count): every column, as DuckDB then takes the row count from them
         names = [self.schema.names[i] for i in columns] if columns else None
         narrowed = self.scan.narrow(bounds=bounds, columns=names)
@@ -88,25 +86,23 @@ class LogSource(_sources.ArrowScanSource):
         return pa.RecordBatchReader.from_batches(schema, (rb.cast(schema) for rb in scan))
 
 
-def _predicate_bounds(node) -> Optional[Bounds]:
-    """Bounds saying DuckDB's predicate tree ``node`` exactly, or None."""
+def _term(node) -> Optional[rule.Term]:
+    """DuckDB's predicate tree ``node`` as the rule's term, or None."""
     if isinstance(node, _sources.nodes.Binary):
         if node.op in ("AND", "OR"):
-            left, right = _predicate_bounds(node.left), _predicate_bounds(node.right)
-            if node.op == "OR":
-                return _bounds.either(left, right)
-            return None if left is None or right is None else left.intersect(right)
+            left, right = _term(node.left), _term(node.right)
+            return rule.either(left, right) if node.op == "OR" else rule.both(left, right)
         column = _column(node.left)
         if column is None or not isinstance(node.right, _sources.nodes.Lit):
             return None
         value = _value(node.right, column)
-        return None if value is None else _bounds.compared(column, "==" if node.op == "=" else node.op, value)
+        return None if value is None else rule.compared(column, "==" if node.op == "=" else node.op, value)
     if isinstance(node, _sources.nodes.In):
         column = _column(node.operand)
         if column is None:
             return None
         values = [_value(v, column) if isinstance(v, _sources.nodes.Lit) else None for v in node.values]
-        return None if None in values else _bounds.members(column, values)
+        return None if None in values else rule.members(column, values)
     return None
 
 
@@ -117,7 +113,7 @@ def _column(node) -> Optional[str]:
 
 
 def _value(constant, column: str):
-    """A constant as :mod:`kafkarec.engines._bounds` takes it (timestamps: exact milliseconds)."""
+    """A constant as :mod:`kafkarec.scan.predicate` takes it (timestamps: exact milliseconds)."""
     if constant.type != _CONSTANT_TYPES[column] or not _sources.nodes.exact_value(constant):
         return None
-    return _bounds.python_constant(column, constant.value)
+    return rule.python_constant(column, constant.value)

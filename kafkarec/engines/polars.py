@@ -7,27 +7,27 @@ reach :class:`kafkarec.scan.LogScan` (``polars.io.plugins.register_io_source``).
     >>> lf.filter(pl.col("offset").is_between(1000, 1999)).select("offset", "value").collect()  # doctest: +SKIP
 
 Polars hands the source the query's predicate as an expression, with the columns it needs and the
-rows it wants.  The predicate is read from Polars' own serialized tree
-(``Expr.meta.serialize(format="json")``): each conjunct that compares ``topic``, ``partition``,
-``offset`` or ``timestamp`` with a constant (``==``, ``<``, ``<=``, ``>``, ``>=``, ``is_between``,
-``is_in``, OR of topics or of partitions) becomes :class:`~kafkarec.scan.Bounds`
-(:mod:`kafkarec.engines._bounds`), which the reader resolves through the segments' indexes and
-applies exactly; every other conjunct is applied to each batch afterwards, with Polars' own
-semantics.  Constants are evaluated by Polars (``pl.select``) from their subtree, so a literal list,
-a cast or a parsed date means what it means to Polars.  ``n_rows`` becomes the reader's row limit
+rows it wants.  The predicate is walked as Polars' own expressions (``Expr.meta.pop`` for a
+node's inputs, the node's kind read from ``Expr.meta.serialize(format="json")``): each conjunct
+that compares ``topic``, ``partition``, ``offset`` or ``timestamp`` with a constant (``==``,
+``<``, ``<=``, ``>``, ``>=``, ``is_between``, ``is_in``, OR of topics or of partitions) becomes
+:class:`~kafkarec.scan.Bounds` (:mod:`kafkarec.scan.predicate`, the rule every engine uses), which
+the reader resolves through the segments' indexes and applies exactly; every other conjunct is
+applied to each batch afterwards as the very expression Polars gave (nothing is rebuilt from
+text: a non-finite float, which Polars' JSON cannot carry, means what it means to Polars).
+Constants are evaluated by Polars (``pl.select``), so a literal list, a cast or a parsed date
+means what it means to Polars.  ``n_rows`` becomes the reader's row limit
 when no conjunct is left to apply (else reading stops once that many rows passed the filter), and
 ``batch_size`` caps the rows of each DataFrame handed back.
 """
 from __future__ import annotations
 
-import io
 import json
 from fractions import Fraction
 from typing import Iterator, List, Optional, Tuple
 
 from kafkarec._extras import require
-from kafkarec.engines import _bounds
-from kafkarec.scan import Bounds, LogScan
+from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 pl = require("polars")
 
@@ -50,13 +50,12 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     ``timestamp`` are resolved by the reader; see the module docstring."""
     scan = LogScan(source, **options)
     schema = pl.from_arrow(scan.schema.empty_table()).schema
-    exact = scan.config.mode != "PERMISSIVE"      # an error row has no offset for a bound to keep
+    error_rows = scan.config.mode == "PERMISSIVE"
 
     def io_source(with_columns: Optional[List[str]], predicate, n_rows: Optional[int],
                   batch_size: Optional[int]) -> Iterator["pl.DataFrame"]:
-        bounds, rest = predicate_bounds(predicate, schema) if predicate is not None else (Bounds(), None)
-        if not exact:
-            rest = predicate
+        bounds, rest = (Bounds(), None) if predicate is None else \
+            predicate_bounds(predicate, schema, error_rows=error_rows)
         columns = list(with_columns) if with_columns is not None else list(schema)
         read = columns + [c for c in (rest.meta.root_names() if rest is not None else []) if c not in columns]
         narrowed = scan.narrow(bounds=bounds, columns=read, limit=n_rows if rest is None else None)
@@ -79,58 +78,74 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     return plugins.register_io_source(io_source, schema=schema, explain_name="kafkarec", explain_detail=repr(scan))
 
 
-def predicate_bounds(predicate: "pl.Expr", schema) -> Tuple[Bounds, Optional["pl.Expr"]]:
-    """``(bounds, rest)``: the bounds of the conjuncts of ``predicate`` that bounds say exactly, and
-    the AND of the other conjuncts (None when there is none), to apply to the rows read."""
-    tree = json.loads(predicate.meta.serialize(format="json"))
+def predicate_bounds(predicate: "pl.Expr", schema, *, error_rows: bool = False) -> Tuple[Bounds, Optional["pl.Expr"]]:
+    """``(bounds, rest)``: the bounds of the conjuncts of ``predicate`` (:mod:`kafkarec.scan.predicate`),
+    and the AND of the conjuncts the read does not apply exactly (None when there is none), the
+    very expressions Polars gave, to apply to the rows read.  ``error_rows``: whether the read
+    gives error rows (PERMISSIVE), whose null offset and timestamp no bound keeps out."""
     bounds, rest = Bounds(), []
-    for term in _conjuncts(tree):
-        found = _term(term, schema)
-        if found is None:
-            rest.append(_expr(term))
-        else:
-            bounds = bounds.intersect(found)
+    for conjunct in _conjuncts(predicate):
+        term = _term(conjunct, schema)
+        if term is not None:
+            bounds = bounds.intersect(term.bounds)
+        if not rule.exact(term, error_rows=error_rows):
+            rest.append(conjunct)
     residual = None
     for expr in rest:
         residual = expr if residual is None else residual & expr
     return bounds, residual
 
 
-def _conjuncts(tree: dict) -> Iterator[dict]:
-    pending = [tree]
+def _node(expr: "pl.Expr") -> Tuple[str, dict]:
+    """``(kind, body)`` of the root of Polars' serialized tree of ``expr``: only read, never
+    deserialized (Polars writes a non-finite float literal as JSON null, which it cannot read back)."""
+    tree = json.loads(expr.meta.serialize(format="json"))
+    if not isinstance(tree, dict) or len(tree) != 1:
+        return "", {}
+    kind, body = next(iter(tree.items()))
+    return kind, body if isinstance(body, dict) else {"value": body}
+
+
+def _inputs(expr: "pl.Expr") -> List["pl.Expr"]:
+    """The input expressions of ``expr``'s root, in order (``meta.pop`` gives them last first)."""
+    return list(reversed(expr.meta.pop()))
+
+
+def _conjuncts(predicate: "pl.Expr") -> Iterator["pl.Expr"]:
+    pending = [predicate]
     while pending:
-        node = pending.pop()
-        binary = node.get("BinaryExpr") if isinstance(node, dict) else None
-        if binary is not None and binary["op"] in _AND:
-            pending += [binary["right"], binary["left"]]
+        expr = pending.pop()
+        kind, body = _node(expr)
+        if kind == "BinaryExpr" and body["op"] in _AND:
+            pending += list(reversed(_inputs(expr)))
         else:
-            yield node
+            yield expr
 
 
-def _term(node: dict, schema) -> Optional[Bounds]:
-    """Bounds of one conjunct, or None."""
-    if "BinaryExpr" in node:
-        binary = node["BinaryExpr"]
-        if binary["op"] in _OR:
-            return _bounds.either(_term(binary["left"], schema), _term(binary["right"], schema))
-        op = _COMPARISONS.get(binary["op"])
+def _term(expr: "pl.Expr", schema) -> Optional[rule.Term]:
+    """The rule's term of one conjunct, or None."""
+    kind, body = _node(expr)
+    if kind == "BinaryExpr":
+        left, right = _inputs(expr)
+        if body["op"] in _OR:
+            return rule.either(_term(left, schema), _term(right, schema))
+        op = _COMPARISONS.get(body["op"])
         if op is None:
             return None
-        column, constant = _column(binary["left"]), binary["right"]
+        column, constant = _column(left), right
         if column is None:
-            column, constant, op = _column(binary["right"]), binary["left"], _bounds.flipped(op)
+            column, constant, op = _column(right), left, rule.swapped(op)
         if column is None:
             return None
         value = _value(constant, column, schema)
-        return None if value is None else _bounds.compared(column, op, value)
-    function = node.get("Function")
-    if function is None:
+        return None if value is None else rule.compared(column, op, value)
+    if kind != "Function":
         return None
-    kind = function["function"]
-    boolean = kind.get("Boolean") if isinstance(kind, dict) else None
+    function = body["function"]
+    boolean = function.get("Boolean") if isinstance(function, dict) else None
     if not isinstance(boolean, dict):
         return None
-    inputs = function["input"]
+    inputs = _inputs(expr)
     column = _column(inputs[0]) if inputs else None
     if column is None:
         return None
@@ -139,57 +154,53 @@ def _term(node: dict, schema) -> Optional[Bounds]:
         low, high = _value(inputs[1], column, schema), _value(inputs[2], column, schema)
         if low is None or high is None:
             return None
-        ends = _bounds.compared(column, low_op, low), _bounds.compared(column, high_op, high)
-        return None if None in ends else ends[0].intersect(ends[1])
+        return rule.both(rule.compared(column, low_op, low), rule.compared(column, high_op, high))
     if "IsIn" in boolean and len(inputs) == 2:
         listed = _constant(inputs[1])
         if listed is None or not isinstance(listed.dtype, pl.List):
             return None
         values = listed.item()
         converted = [_converted(v, values.dtype, column, schema) for v in values.to_list()]
-        return None if any(v is None for v in converted) else _bounds.members(column, converted)
+        return None if any(v is None for v in converted) else rule.members(column, converted)
     return None
 
 
-def _column(node) -> Optional[str]:
-    if isinstance(node, dict) and isinstance(node.get("Column"), str) and node["Column"] in _bounds.COLUMNS:
-        return node["Column"]
+def _column(expr: "pl.Expr") -> Optional[str]:
+    kind, body = _node(expr)
+    if kind == "Column" and body.get("value") in rule.COLUMNS:
+        return body["value"]
     return None
 
 
-def _is_constant(node) -> bool:
+def _is_constant(expr: "pl.Expr") -> bool:
     """A literal, or a cast or function of constants only (so Polars evaluates it without rows)."""
-    if not isinstance(node, dict) or len(node) != 1:
-        return False
-    kind, body = next(iter(node.items()))
+    kind, _ = _node(expr)
     if kind == "Literal":
         return True
-    if kind == "Cast":
-        return _is_constant(body["expr"])
-    if kind == "Function":
-        return all(_is_constant(i) for i in body["input"])
+    if kind in ("Cast", "Function"):
+        return all(_is_constant(i) for i in _inputs(expr))
     return False
 
 
-def _constant(node):
-    """The value of a constant subtree as Polars evaluates it, a Series for a list; None if not one."""
-    if not _is_constant(node):
+def _constant(expr: "pl.Expr"):
+    """The value of a constant expression as Polars evaluates it, a Series for a list; None if not one."""
+    if not _is_constant(expr):
         return None
-    series = pl.select(_expr(node)).to_series()
+    series = pl.select(expr).to_series()
     if series.len() != 1 or series.null_count():
         return None
     return series
 
 
-def _value(node, column: str, schema):
-    series = _constant(node)
+def _value(expr: "pl.Expr", column: str, schema):
+    series = _constant(expr)
     if series is None:
         return None
     return _converted(series.item(), series.dtype, column, schema, series)
 
 
 def _converted(value, dtype, column: str, schema, series=None):
-    """``value`` (of Polars type ``dtype``) as :mod:`kafkarec.engines._bounds` takes it for
+    """``value`` (of Polars type ``dtype``) as :mod:`kafkarec.scan.predicate` takes it for
     ``column``: timestamps as exact milliseconds, only of the column's time zone; None if not one."""
     if value is None:
         return None
@@ -205,7 +216,3 @@ def _converted(value, dtype, column: str, schema, series=None):
     if dtype == pl.Date and getattr(column_type, "time_zone", None) is None:
         return series.cast(pl.Int32).item() * 86_400_000
     return None
-
-
-def _expr(node: dict) -> "pl.Expr":
-    return pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")

@@ -19,8 +19,7 @@ import dataclasses
 from typing import Iterator, List, Optional
 
 from kafkarec._extras import require
-from kafkarec.engines import _bounds
-from kafkarec.scan import Bounds, LogScan
+from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 ray_data = require("ray.data")
 _block = require("ray.data.block")
@@ -28,7 +27,7 @@ _expressions = require("ray.data.expressions")
 
 __all__ = ["KafkaLogDatasource", "read_log", "predicate_bounds"]
 
-#: Ray's comparison operations in :mod:`kafkarec.engines._bounds`' spelling
+#: Ray's comparison operations in :mod:`kafkarec.scan.predicate`'s spelling
 _OPS = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -41,6 +40,10 @@ class KafkaLogDatasource(ray_data.Datasource):
         super().__init__()
         self._scan = LogScan(source, **options)
         self._projection_map = None
+        # (scan, its pieces), listed once: Ray asks for them several times (sizes, read tasks), on
+        # this datasource and on the copies its projection pushdown makes (a pushed predicate
+        # makes a new scan, listed anew)
+        self._plan: Optional[tuple] = None
 
     def get_name(self) -> str:
         return "KafkaLog"
@@ -65,6 +68,13 @@ class KafkaLogDatasource(ray_data.Datasource):
         decoded = [c for c in self._scan.columns if c in needed] or ["offset"]
         return self._scan if decoded == self._scan.columns else self._scan.narrow(columns=decoded)
 
+    def _pieces(self) -> list:
+        """The scan's pieces of work, listed once per scan (the columns decoded do not change
+        what is read, so every projection's scan reads these pieces)."""
+        if self._plan is None or self._plan[0] is not self._scan:
+            self._plan = (self._scan, self._scan.pieces())
+        return self._plan[1]
+
     def _output_columns(self) -> List[str]:
         """The columns of the blocks, in the projection's order (Ray drops its own projection)."""
         if self._projection_map is None:
@@ -72,7 +82,7 @@ class KafkaLogDatasource(ray_data.Datasource):
         return [c for c in self._projection_map if c in self._scan.columns]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
-        return sum(p.bytes for p in self._planned().pieces())
+        return sum(p.bytes for p in self._pieces())
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List["ray_data.ReadTask"]:
@@ -81,17 +91,21 @@ class KafkaLogDatasource(ray_data.Datasource):
         schema = require("pyarrow").schema([scan.schema.field(c) for c in out])
         predicate = None if self._predicate_expr is None else self._predicate_expr.to_pyarrow()
         tasks = []
-        for piece in scan.pieces():
+        for piece in self._pieces():
             meta = _block.BlockMetadata(num_rows=None, size_bytes=int(piece.bytes), exec_stats=None, input_files=None)
             tasks.append(ray_data.ReadTask(
-                lambda piece=piece: _blocks(scan, piece, predicate, out),
+                lambda piece=piece: _blocks(scan, piece, predicate, schema),
                 meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
 
-def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
-    """One task's blocks: the piece's batches, filtered by the pushed predicate, projected."""
+def _blocks(scan: LogScan, piece, predicate, schema) -> Iterator:
+    """One task's blocks: the piece's batches, filtered by the pushed predicate, projected; a
+    task whose rows the filter empties gives one empty block of the schema (a block without
+    columns would not concatenate with the others)."""
     pa = require("pyarrow")
+    columns = schema.names
+    rows = 0
     for rb in scan.read_piece(piece):
         table = pa.Table.from_batches([rb])
         if predicate is not None:
@@ -100,7 +114,10 @@ def _blocks(scan: LogScan, piece, predicate, columns: List[str]) -> Iterator:
             # Ray's own select: no column at all (``count()``) keeps the rows in a stub column
             table = _block.BlockAccessor.for_block(table).select(columns)
         if table.num_rows:
+            rows += table.num_rows
             yield table
+    if not rows and columns:
+        yield schema.empty_table()
 
 
 def read_log(source, *, override_num_blocks: Optional[int] = None, ray_remote_args: Optional[dict] = None,
@@ -113,34 +130,36 @@ def read_log(source, *, override_num_blocks: Optional[int] = None, ray_remote_ar
 
 def predicate_bounds(expr) -> Bounds:
     """The bounds of a Ray expression's top-level AND chain: its terms on ``topic``, ``partition``,
-    ``offset`` and ``timestamp`` (:mod:`kafkarec.engines._bounds`); the other terms bound nothing."""
+    ``offset`` and ``timestamp`` (:mod:`kafkarec.scan.predicate`); the other terms bound nothing.
+    Ray's filter is applied to every block whatever the bounds, so a term's bounds need not be exact."""
     E = _expressions
     if isinstance(expr, E.BinaryExpr) and expr.op.value == "and":
         return predicate_bounds(expr.left).intersect(predicate_bounds(expr.right))
-    return _term(expr) or Bounds()
+    term = _term(expr)
+    return Bounds() if term is None else term.bounds
 
 
-def _term(expr) -> Optional[Bounds]:
-    """The bounds that say exactly what one term keeps, or None."""
+def _term(expr) -> Optional[rule.Term]:
+    """The rule's term of one Ray expression, or None."""
     E = _expressions
     if not isinstance(expr, E.BinaryExpr):
         return None
     op = expr.op.value
     if op == "or":
-        return _bounds.either(_term(expr.left), _term(expr.right))
+        return rule.either(_term(expr.left), _term(expr.right))
     left, right = expr.left, expr.right
     if op == "in" and isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr):
-        values = [_bounds.python_constant(left.name, v) for v in right.value]
-        return None if None in values else _bounds.members(left.name, values)
+        values = [rule.python_constant(left.name, v) for v in right.value]
+        return None if None in values else rule.members(left.name, values)
     if op not in _OPS:
         return None
     op = _OPS[op]
     if isinstance(right, E.ColumnExpr) and isinstance(left, E.LiteralExpr):
-        left, right, op = right, left, _bounds.flipped(op)
+        left, right, op = right, left, rule.swapped(op)
     if not (isinstance(left, E.ColumnExpr) and isinstance(right, E.LiteralExpr)):
         return None
-    value = _bounds.python_constant(left.name, right.value)
-    return None if value is None else _bounds.compared(left.name, op, value)
+    value = rule.python_constant(left.name, right.value)
+    return None if value is None else rule.compared(left.name, op, value)
 
 
 def _columns_of(expr) -> List[str]:

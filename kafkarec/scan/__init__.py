@@ -48,12 +48,13 @@ variable ``KAFKAREC_BYTES_READ_DIR`` naming a folder, every process's tallies th
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Sequence
 
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _read
 from kafkarec.scan._decode import normalize_mode
+from kafkarec.scan.bounds import Bounds
 
 __all__ = ["LogScan", "Bounds", "ScanPiece", "CORRUPT_COLUMN", "ISOLATION_LEVELS"]
 
@@ -61,64 +62,6 @@ log = logging.getLogger("kafkarec")
 
 CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
-_Range = Tuple[Optional[int], Optional[int]]
-
-
-class Bounds(NamedTuple):
-    """What a read is bounded to; every field optional (None: unbounded).  ``topics`` and
-    ``partitions``: sets of names and numbers (a partition number bounds every topic);
-    ``offsets`` and ``timestamps``: ``(lo, hi)``, ``lo`` inclusive, ``hi`` exclusive, either
-    None; timestamps in ms since the epoch.  The spec every engine adapter fills from its
-    predicate (what it cannot express stays the engine's to filter)."""
-    topics: Optional[frozenset] = None
-    partitions: Optional[frozenset] = None
-    offsets: _Range = (None, None)
-    timestamps: _Range = (None, None)
-
-    @classmethod
-    def of(cls, *, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
-           offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
-        """Bounds from any iterables and pairs (normalized: frozensets, tuples of ints)."""
-        return cls(None if topics is None else frozenset(str(t) for t in topics),
-                   None if partitions is None else frozenset(int(p) for p in partitions),
-                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"))
-
-    def intersect(self, other: Optional["Bounds"]) -> "Bounds":
-        """The bounds both admit."""
-        if other is None:
-            return self
-        return Bounds(_meet(self.topics, other.topics), _meet(self.partitions, other.partitions),
-                      _narrow(self.offsets, other.offsets), _narrow(self.timestamps, other.timestamps))
-
-    def admits(self, topic, partition) -> bool:
-        """Whether records of this topic-partition may be in bounds."""
-        return ((self.topics is None or topic in self.topics)
-                and (self.partitions is None or partition in self.partitions))
-
-    @property
-    def unbounded(self) -> bool:
-        return self == Bounds()
-
-
-def _pair(value, name: str) -> _Range:
-    if value is None:
-        return (None, None)
-    lo, hi = value
-    if lo is not None and hi is not None and int(hi) < int(lo):
-        raise UsageError(f"bounds: {name} ({lo}, {hi}) end before they start")
-    return (None if lo is None else int(lo), None if hi is None else int(hi))
-
-
-def _meet(a, b):
-    if a is None:
-        return b
-    return a if b is None else a & b
-
-
-def _narrow(a: _Range, b: _Range) -> _Range:
-    lo = [x for x in (a[0], b[0]) if x is not None]
-    hi = [x for x in (a[1], b[1]) if x is not None]
-    return (max(lo) if lo else None, min(hi) if hi else None)
 
 
 class ScanPiece(NamedTuple):

@@ -109,3 +109,24 @@ def test_a_damaged_segment_gives_the_readers_error(damaged):
     errors = read_log(root, mode="PERMISSIVE").where(col(CORRUPT_COLUMN).not_null()).to_pydict()
     assert sorted(errors[CORRUPT_COLUMN]) == sorted(e for e in want.column(CORRUPT_COLUMN).to_pylist() if e)
     assert errors[CORRUPT_COLUMN]
+
+
+def test_bounds_past_the_long_range_and_partition_ranges(log_root):
+    """No offset is past a Java long: such a bound keeps none or all, exactly (issue 49, finding 6);
+    a partition range is a bound that costs its ends (finding 5); in PERMISSIVE, whose error rows
+    carry their topic and partition, a filter on those alone still takes the limit."""
+    from daft import col
+    from daft.io.pushdowns import Pushdowns
+    from kafkarec.engines.daft import KafkaLogSource, read_log
+    full = LogScan(log_root, columns=["offset", "partition"]).to_table()
+    offsets, partitions = full.column("offset").to_pylist(), full.column("partition").to_pylist()
+    df = read_log(log_root)
+    long_max = (1 << 63) - 1
+    assert df.where(col("offset") > long_max).count_rows() == 0
+    assert df.where(col("offset") >= long_max).count_rows() == 0
+    assert df.where(col("offset") < long_max).count_rows() == len(offsets)
+    assert df.where(col("partition") < 2147483647).count_rows() == len(offsets)
+    assert df.where(col("partition") >= 1).count_rows() == sum(p >= 1 for p in partitions)
+    scan = KafkaLogSource(log_root, mode="PERMISSIVE").planned(
+        Pushdowns(filters=(col("partition") >= 1) & (col("topic") == "a"), limit=5))
+    assert scan.limit == 5 and scan.bounds.admits("a", 2147483646) and not scan.bounds.admits("a", 0)

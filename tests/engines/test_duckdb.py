@@ -99,3 +99,27 @@ def test_a_damaged_segment_gives_the_readers_error(damaged):
     with pytest.raises(duckdb.Error) as got:
         con.sql("SELECT * FROM logs").fetchall()
     assert str(error) in str(got.value)
+
+
+@pytest.mark.parametrize("where", [
+    '"offset" > 9223372036854775807', '"offset" >= 9223372036854775807', '"offset" = 9223372036854775807',
+    '"offset" < 9223372036854775807', '"offset" <= 9223372036854775807',
+    "partition < 2147483647", "partition >= 1 AND partition < 3",
+])
+def test_bounds_past_the_long_range_and_partition_ranges(log_root, where):
+    """No offset is past a Java long: such a bound keeps none or all, exactly (issue 49, finding 6);
+    a partition range is taken and costs its ends (finding 5)."""
+    con = duckdb.connect()
+    register(con, "logs", log_root)
+    con.register("plain", LogScan(log_root))
+    assert rows(con.sql(f"SELECT * FROM logs WHERE {where}").to_arrow_table()) == \
+        rows(con.sql(f"SELECT * FROM plain WHERE {where}").to_arrow_table())
+
+
+def test_long_max_and_partition_ranges_are_taken(log_root):
+    from duckdb._sources.nodes import Binary, Col, Lit
+    source = LogSource(LogScan(log_root))
+    offset, partition = Col(("offset",)), Col(("partition",))
+    assert source.accepts(Binary(">", offset, Lit(9223372036854775807, "BIGINT")))
+    assert source.accepts(Binary("<", partition, Lit(2147483647, "INTEGER")))
+    assert LogSource(LogScan(log_root, mode="PERMISSIVE")).accepts(Binary(">=", partition, Lit(1, "INTEGER")))

@@ -118,3 +118,38 @@ def test_a_damaged_segment_gives_the_readers_error(damaged):
     with pytest.raises(type(error)) as got:
         scan_log(root).collect()
     assert str(got.value) == str(error)
+
+
+LONG_MAX = (1 << 63) - 1
+# what Polars answers on a plain DataFrame is the yardstick: non-finite floats (issue 49, finding 7),
+# bounds past the long range (finding 6), partition ranges (finding 5)
+EDGE_PREDICATES = [
+    pl.col("offset") < float("inf"),
+    pl.col("offset") != float("-inf"),
+    pl.col("offset") < float("nan"),
+    (pl.col("offset") >= 3) & (pl.col("offset") <= float("inf")),
+    pl.col("offset").is_between(2, float("inf")),
+    pl.col("offset") > LONG_MAX,
+    pl.col("offset") >= LONG_MAX,
+    pl.col("offset") < LONG_MAX,
+    pl.col("timestamp").cast(pl.Int64) > LONG_MAX,
+    pl.col("partition") < 2147483647,
+    (pl.col("partition") >= 1) & (pl.col("partition") < 3),
+]
+
+
+@pytest.mark.parametrize("predicate", EDGE_PREDICATES, ids=str)
+def test_edge_constants_answer_as_polars_does(log_root, predicate):
+    full = pl.from_arrow(LogScan(log_root).to_table())
+    assert rows(scan_log(log_root).filter(predicate).collect()) == rows(full.filter(predicate))
+
+
+def test_bounds_past_the_long_range_and_partition_ranges():
+    assert predicate_bounds(pl.col("offset") > LONG_MAX, SCHEMA) == (Bounds(offsets=(LONG_MAX, LONG_MAX)), None)
+    assert predicate_bounds(pl.col("offset") >= LONG_MAX, SCHEMA)[0] == Bounds(offsets=(LONG_MAX, None))
+    bounds, rest = predicate_bounds((pl.col("partition") >= 1) & (pl.col("partition") < 2147483647), SCHEMA)
+    assert rest is None and bounds.admits("t", 2147483646) and not bounds.admits("t", 0)
+    # a float constant stays Polars' to compare, as the very expression it gave
+    inf = pl.col("offset") < float("inf")
+    bounds, rest = predicate_bounds(inf & (pl.col("offset") >= 3), SCHEMA)
+    assert bounds == Bounds.of(offsets=(3, None)) and rest.meta.eq(inf)

@@ -138,3 +138,57 @@ def test_a_damaged_segment_gives_the_readers_error(ray_local, damaged):
     with pytest.raises(type(error)) as got:
         _table(read_log(root))
     assert str(error) in str(got.value)
+
+
+def _all_bytes(by_path, folder) -> int:
+    """Bytes of every file of ``folder`` (segments, indexes, time indexes) in a by-path tally."""
+    import os
+    folder = os.path.realpath(folder)
+    return sum(n for path, n in by_path.items() if os.path.realpath(path).startswith(folder + os.sep))
+
+
+def test_a_time_slice_reads_what_the_reader_reads(ray_local, long_log):
+    """Ray plans a read once however often it asks (issue 49, finding 11): a 1% time slice with a
+    projection reads, in this process (planning) and Ray's workers (reading) together, about what
+    the reader alone reads for it: each ``.timeindex`` once."""
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import read_log
+    root, folder = long_log
+    at = T0 + 19_800
+
+    def tally():
+        return _all_bytes(storage.process_bytes_read().by_path, folder) + \
+            _all_bytes(storage.bytes_read(ray_local.counts), folder)
+    before = tally()
+    alone = LogScan(root, bounds=Bounds.of(timestamps=(at, None)), columns=["offset"]).to_table()
+    reader = tally() - before
+    before = tally()
+    got = _table(read_log(root).filter(expr=col("timestamp") >= _at(at)).select_columns(["offset"]))
+    ray = tally() - before
+    assert got.num_rows == alone.num_rows == 200
+    assert reader <= ray <= 1.1 * reader, (ray, reader)
+
+
+def test_pieces_a_filter_empties_give_blocks_of_the_schema(ray_local, log_root):
+    """Every block has the dataset's columns, so Ray's blocks concatenate as they are (finding 11)."""
+    import pyarrow as pa
+    import ray
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import read_log
+    full = LogScan(log_root, columns=["offset", "topic"]).to_table()
+    want = sorted(o for o in full.column("offset").to_pylist() if o >= 40)
+    ds = read_log(log_root).filter(expr=col("value").is_not_null() | (col("offset") >= 40))
+    ds = ds.filter(expr=col("offset") >= 40).select_columns(["offset", "topic"])
+    got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+    assert got.column_names == ["offset", "topic"] and sorted(got.column("offset").to_pylist()) == want
+
+
+def test_bounds_past_the_long_range(ray_local, log_root):
+    """No offset is past a Java long: such a bound keeps none or all, exactly (finding 6)."""
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import read_log
+    n = LogScan(log_root).to_table().num_rows
+    ds = read_log(log_root).select_columns(["offset"])
+    assert ds.filter(expr=col("offset") > (1 << 63) - 1).count() == 0
+    assert ds.filter(expr=col("offset") >= (1 << 63) - 1).count() == 0
+    assert ds.filter(expr=col("offset") < (1 << 63) - 1).count() == n

@@ -235,3 +235,51 @@ def test_lean_read_reports_the_same_errors(tmp_path):
         got = pa.Table.from_batches(list(kafkarec.iter_arrow(bytes(data), columns=cols, errors="skip",
                                                              error_sink=sink)))
         assert got.num_rows == 10 and [e["error"] for e in sink] == ["ChecksumError"]
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def test_bounds_past_the_long_range_keep_none_or_all(logroot):
+    """No offset or timestamp is past a Java long: a bound past that range keeps none of the rows
+    (or all), exactly, instead of a raw error from pyarrow (issue 49, finding 6)."""
+    full = _full(logroot)
+    offsets = full.column("offset").to_pylist()
+    cases = [
+        (Bounds.of(offsets=(1, 1 << 63)), [o for o in offsets if o >= 1]),
+        (Bounds(offsets=(LONG_MAX, 1 << 63)), []),                  # Spark's offset = Long.MAX
+        (Bounds(offsets=(LONG_MAX + 1, None)), []),                 # offset > Long.MAX
+        (Bounds(offsets=(None, 1 << 70)), offsets),
+        (Bounds(offsets=(-(1 << 70), None)), offsets),
+        (Bounds(timestamps=(LONG_MAX + 1, None)), []),
+        (Bounds(timestamps=(None, 1 << 64)), offsets),
+        (Bounds(timestamps=(-(1 << 64), None)), offsets),
+    ]
+    for bounds, want in cases:
+        got = LogScan(logroot, bounds=bounds, columns=["offset"]).to_table()
+        assert sorted(got.column("offset").to_pylist()) == sorted(want), bounds
+    # clipped where bounds are made: nothing downstream sees a number a long cannot hold
+    assert Bounds.of(offsets=(1, 1 << 63)).offsets == (1, None)
+    assert Bounds(offsets=(LONG_MAX + 1, None)).offsets == (LONG_MAX, LONG_MAX)
+    assert Bounds(timestamps=(None, -(1 << 64))).intersect(Bounds(timestamps=(5, None))).timestamps[0] <= LONG_MAX
+
+
+def test_partition_bounds_are_intervals():
+    """A bound on partitions costs its intervals, not its members (issue 49, finding 5), and is the
+    set of its members to every comparison."""
+    import tracemalloc
+    from kafkarec.scan.bounds import Partitions
+    tracemalloc.start()
+    try:
+        everything = Bounds(partitions=Partitions.between(None, 2147483647))
+        up_to = Bounds(partitions=Partitions.between(0, 10_000_000)).intersect(Bounds.of(partitions=[3, 10_000_000]))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert everything.admits("t", 2147483646) and not everything.admits("t", 2147483647)
+    assert not everything.admits("t", -1) and up_to.partitions == {3}
+    assert Bounds.of(partitions=[0, 1]).partitions == frozenset({0, 1}) == Partitions.between(None, 2)
+    assert Bounds.of(partitions=[0, 2]) == Bounds(partitions=frozenset({2, 0}))
+    assert hash(Partitions.of([4, 5])) == hash(frozenset({4, 5}))
+    assert pickle.loads(pickle.dumps(everything)) == everything

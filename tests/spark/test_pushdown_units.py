@@ -263,3 +263,46 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
                                                                    partitions=frozenset({0}))
     r = reader(view="latest", cdc="debezium")                     # a truncate reaches every partition
     assert r.pushFilters(fs) == fs[1:] and r.config.bounds == Bounds(topics=frozenset({"t"}))
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def test_a_partition_range_costs_its_ends():
+    """``partition < 2147483647`` is two numbers, not a set of two billion (issue 49, finding 5);
+    every comparison on a partition is pushed exactly."""
+    import tracemalloc
+    from kafkarec.scan.bounds import Partitions
+    tracemalloc.start()
+    try:
+        wide = _pushdown.push([ds.LessThan(("partition",), 10_000_000)])
+        whole = _pushdown.push([ds.LessThan(("partition",), 2147483647), ds.GreaterThanOrEqual(("partition",), 5)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert wide.kept == [] and wide.bounds.admits("t", 9_999_999) and not wide.bounds.admits("t", 10_000_000)
+    assert whole == (Bounds(partitions=Partitions.between(5, 2147483647)), [])
+    above = ds.Not(ds.LessThanOrEqual(("partition",), 1))
+    assert _pushdown.push([above]) == (Bounds(partitions=Partitions.between(2, None)), [])
+
+
+def test_bounds_past_the_long_range(tmp_path):
+    """``offset = Long.MAX`` (pushed as ``>= Long.MAX`` and ``< 2^63``) and ``offset > Long.MAX`` keep
+    what Spark's filtering keeps, read through the reader (issue 49, finding 6)."""
+    from kafkarec.scan import LogScan
+    from logdir import build_log_dir
+    build_log_dir(str(tmp_path))
+    offsets = LogScan(str(tmp_path), columns=["offset"]).to_table().column("offset").to_pylist()
+    cases = [([ds.EqualTo(("offset",), LONG_MAX)], []),
+             ([ds.GreaterThan(("offset",), LONG_MAX)], []),
+             ([ds.GreaterThanOrEqual(("offset",), 2), ds.LessThanOrEqual(("offset",), LONG_MAX)],
+              [o for o in offsets if o >= 2]),
+             ([ds.LessThan(("timestampMs",), LONG_MAX), ds.GreaterThan(("timestampMs",), -(1 << 63))], offsets),
+             ([ds.GreaterThan(("timestampMs",), LONG_MAX)], [])]
+    for fs, want in cases:
+        pushed = _pushdown.push(fs, error_rows=False)
+        for lo, hi in (pushed.bounds.offsets, pushed.bounds.timestamps):
+            assert all(v is None or -(1 << 63) <= v <= LONG_MAX for v in (lo, hi)), pushed
+        got = LogScan(str(tmp_path), bounds=pushed.bounds, columns=["offset"]).to_table()
+        assert sorted(got.column("offset").to_pylist()) == sorted(want), fs

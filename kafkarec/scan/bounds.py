@@ -1,0 +1,197 @@
+"""What a read is bounded to: :class:`Bounds`, and the partition sets it holds (:class:`Partitions`).
+
+Bounds are made in one place, their constructor, and that is where their two rules live:
+
+* offsets and timestamps are Java longs: a bound past the long range is clipped to it there, so
+  ``offset > 9223372036854775807`` keeps no record and ``offset < 2**63`` every record, exactly,
+  and nothing downstream (the indexes, ``pyarrow.compute``) sees a number a long cannot hold;
+* partition numbers are 0 to 2^31 - 1 (an int32 in Kafka's protocol): a set of them is held as
+  intervals, so ``partition < 2147483647`` costs two numbers, and the read admits the partitions
+  the log has that fall in them.
+"""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Set
+from typing import Iterable, Iterator, NamedTuple, Optional, Tuple
+
+from kafkarec.errors import UsageError
+
+__all__ = ["Bounds", "Partitions", "LONG_MIN", "LONG_MAX", "PARTITION_END"]
+
+#: Java's long range: every offset and timestamp of a record is in it
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+#: one past the largest partition number (Kafka's partitions are an int32 from 0)
+PARTITION_END = 1 << 31
+
+_Range = Tuple[Optional[int], Optional[int]]
+#: the empty range, within the long range (``lo >= hi`` admits nothing)
+_NOTHING = (LONG_MAX, LONG_MAX)
+
+
+class Partitions(Set):
+    """A set of partition numbers as sorted, disjoint, non-adjacent intervals ``[lo, hi)`` within
+    ``[0, 2^31)``: what a bound on ``partition`` costs is its intervals, never its members.
+    Equal to any set of the same numbers (``Partitions.of([0, 1]) == {0, 1}``)."""
+
+    __slots__ = ("_spans",)
+
+    def __init__(self, spans: Iterable[Tuple[int, int]] = ()):
+        clipped = sorted((max(int(lo), 0), min(int(hi), PARTITION_END)) for lo, hi in spans)
+        merged: list = []
+        for lo, hi in clipped:
+            if lo >= hi:
+                continue
+            if merged and lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        self._spans = tuple(merged)
+
+    @classmethod
+    def of(cls, numbers: Iterable[int]) -> "Partitions":
+        """The partitions numbered ``numbers`` (those outside ``[0, 2^31)`` are no partition)."""
+        return cls((n, n + 1) for n in (int(x) for x in numbers))
+
+    @classmethod
+    def between(cls, lo: Optional[int], hi: Optional[int]) -> "Partitions":
+        """The partitions ``lo <= p < hi`` (None: open on that side)."""
+        return cls([(0 if lo is None else lo, PARTITION_END if hi is None else hi)])
+
+    @property
+    def spans(self) -> Tuple[Tuple[int, int], ...]:
+        """The intervals ``[lo, hi)``, in order."""
+        return self._spans
+
+    def __contains__(self, number) -> bool:
+        if not isinstance(number, int) or isinstance(number, bool):
+            return False
+        i = bisect.bisect_right(self._spans, (number, PARTITION_END + 1)) - 1
+        return i >= 0 and self._spans[i][0] <= number < self._spans[i][1]
+
+    def __iter__(self) -> Iterator[int]:
+        for lo, hi in self._spans:
+            yield from range(lo, hi)
+
+    def __len__(self) -> int:
+        return sum(hi - lo for lo, hi in self._spans)
+
+    def __and__(self, other) -> "Partitions":
+        other = other if isinstance(other, Partitions) else Partitions.of(other)
+        out, i, j = [], 0, 0
+        a, b = self._spans, other._spans
+        while i < len(a) and j < len(b):
+            lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+            if lo < hi:
+                out.append((lo, hi))
+            if a[i][1] < b[j][1]:
+                i += 1
+            else:
+                j += 1
+        return Partitions(out)
+
+    def __or__(self, other) -> "Partitions":
+        other = other if isinstance(other, Partitions) else Partitions.of(other)
+        return Partitions(self._spans + other._spans)
+
+    __rand__, __ror__ = __and__, __or__
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Partitions):
+            return self._spans == other._spans
+        if isinstance(other, Set):
+            return len(self) == len(other) and all(n in self for n in other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return self._hash()         # frozenset's hash, as equal sets must hash alike
+
+    def __reduce__(self):
+        return (Partitions, (self._spans,))
+
+    def __repr__(self) -> str:
+        parts = [str(lo) if hi == lo + 1 else f"{lo}..{hi - 1}" for lo, hi in self._spans]
+        return "Partitions({" + ", ".join(parts) + "})"
+
+
+class _Fields(NamedTuple):
+    topics: Optional[frozenset]
+    partitions: Optional[Partitions]
+    offsets: _Range
+    timestamps: _Range
+
+
+class Bounds(_Fields):
+    """What a read is bounded to; every field optional (None: unbounded).  ``topics``: a set of
+    names; ``partitions``: a set of numbers (a partition number bounds every topic; any iterable
+    of them is held as :class:`Partitions`); ``offsets`` and ``timestamps``: ``(lo, hi)``, ``lo``
+    inclusive, ``hi`` exclusive, either None, clipped to the long range (see the module
+    docstring); timestamps in ms since the epoch.  The spec every engine adapter fills from its
+    predicate (:mod:`kafkarec.scan.predicate`; what it cannot express stays the engine's to filter)."""
+
+    __slots__ = ()
+
+    def __new__(cls, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
+                offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
+        if topics is not None and not isinstance(topics, frozenset):
+            topics = frozenset(topics)
+        if partitions is not None and not isinstance(partitions, Partitions):
+            partitions = Partitions.of(partitions)
+        return super().__new__(cls, topics, partitions, _long_range(offsets), _long_range(timestamps))
+
+    @classmethod
+    def of(cls, *, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
+           offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
+        """Bounds from any iterables and pairs (names as str, numbers as int); a pair that ends
+        before it starts is a :class:`kafkarec.errors.UsageError`."""
+        return cls(None if topics is None else frozenset(str(t) for t in topics),
+                   None if partitions is None else Partitions.of(partitions),
+                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"))
+
+    def intersect(self, other: Optional["Bounds"]) -> "Bounds":
+        """The bounds both admit."""
+        if other is None:
+            return self
+        return Bounds(_meet(self.topics, other.topics), _meet(self.partitions, other.partitions),
+                      _narrow(self.offsets, other.offsets), _narrow(self.timestamps, other.timestamps))
+
+    def admits(self, topic, partition) -> bool:
+        """Whether records of this topic-partition may be in bounds."""
+        return ((self.topics is None or topic in self.topics)
+                and (self.partitions is None or partition in self.partitions))
+
+    @property
+    def unbounded(self) -> bool:
+        return self == Bounds()
+
+
+def _long_range(pair) -> _Range:
+    """``(lo, hi)`` clipped to the long range: an end past it bounds nothing, a start past it (or
+    an end before it) admits nothing."""
+    if pair is None:
+        return (None, None)
+    lo, hi = pair
+    if (lo is not None and lo > LONG_MAX) or (hi is not None and hi <= LONG_MIN):
+        return _NOTHING
+    return (None if lo is None or lo <= LONG_MIN else int(lo), None if hi is None or hi > LONG_MAX else int(hi))
+
+
+def _pair(value, name: str) -> _Range:
+    if value is None:
+        return (None, None)
+    lo, hi = value
+    if lo is not None and hi is not None and int(hi) < int(lo):
+        raise UsageError(f"bounds: {name} ({lo}, {hi}) end before they start")
+    return (None if lo is None else int(lo), None if hi is None else int(hi))
+
+
+def _meet(a, b):
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _narrow(a: _Range, b: _Range) -> _Range:
+    lo = [x for x in (a[0], b[0]) if x is not None]
+    hi = [x for x in (a[1], b[1]) if x is not None]
+    return (max(lo) if lo else None, min(hi) if hi else None)
