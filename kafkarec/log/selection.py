@@ -47,13 +47,14 @@ from __future__ import annotations
 import datetime
 import logging
 import re
+import struct
 import warnings
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
-from kafkarec.errors import DecodeError, KafkaRecError, SelectionError, UsageError
+from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError, UsageError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
                                  storage_of)
@@ -406,6 +407,7 @@ class Resolver:
         self.storage = storage
         self._offset_idx: Dict[str, Optional[list]] = {}
         self._time_idx: Dict[str, Optional[list]] = {}
+        self._time_believed: Dict[str, bool] = {}
 
     # side files, checked --------------------------------------------------------------
     def offset_entries(self, seg: SegmentRef) -> Optional[list]:
@@ -534,7 +536,10 @@ class Resolver:
             expect_ts = None
             if entries is not None:
                 if closed and entries and entries[-1][0] < ts:
-                    continue                 # the segment's largest timestamp is below ts
+                    if self._time_index_believed(seg):
+                        continue             # the segment's largest timestamp is below ts
+                    entries = None           # not believed: scan the segment (warned)
+            if entries is not None:
                 if not entries and closed:
                     pass                     # no entry: scan it
                 below = [e for e in entries if e[0] < ts]
@@ -544,10 +549,70 @@ class Resolver:
                     expect_ts = (ets, eoff)
             hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start)
             if hit == "stale":
+                if expect_ts is not None:
+                    self._not_believed(seg, f"its entry ({expect_ts[0]}, {expect_ts[1]}) does not "
+                                            f"name a batch of offset {expect_ts[1]} and that max timestamp")
                 hit = self._scan_for_time(seg, ts, 0, None, None, log_start)
             if hit is not None:
                 return (hit[0], i, hit[1], hit[2])
         return None
+
+    def _time_index_believed(self, seg: SegmentRef) -> bool:
+        """Whether a closed segment's ``.timeindex`` may skip it: its last entry ``(T, o)`` claims
+        that no record of the segment is later than T (Kafka appends the largest timestamp once
+        more when it rolls the segment).  Checked at the cost of one batch and one index interval,
+        batch headers only: the batch holding offset o must have max timestamp T (an all-zero,
+        preallocated slot names the first batch with timestamp 0; an entry naming a batch whose
+        own max timestamp is larger understates), and no batch from the last ``.index`` entry to
+        the end of the segment (where Kafka finds its last batch) may be later than T (an index
+        cut short).  Not believed: warned once, and the segment is scanned."""
+        if seg.path in self._time_believed:
+            return self._time_believed[seg.path]
+        ets, eoff = self.time_entries(seg)[-1]
+        why = None
+        named_pos, named_check = self.start_position(seg, eoff)
+        tail_pos, tail_check = self.start_position(seg, _LONG_MAX)
+        with open_segment(self.storage, seg) as f:
+            walks = [(tail_pos, tail_check, True)]
+            if named_pos < tail_pos:
+                walks.insert(0, (named_pos, named_check, False))
+            named = False
+            for pos, check, tail in walks:
+                for at, base, last, max_ts in _batch_headers(f, pos, seg.size):
+                    if check is not None and at == pos and pos > 0 and last != check:
+                        why = f"the .index entry ({check}, {pos}) names no batch ending there"
+                        break
+                    if not named and last >= eoff:
+                        named = True
+                        if not base <= eoff <= last or max_ts != ets:
+                            why = (f"its last entry ({ets}, {eoff}) names the batch at byte {at} "
+                                   f"(offsets {base}..{last}, max timestamp {max_ts})")
+                            break
+                    if tail and max_ts > ets:
+                        why = (f"its last entry says no record is later than {ets}, but the batch at "
+                               f"byte {at} (offsets {base}..{last}) has max timestamp {max_ts}")
+                        break
+                    if not tail and named:
+                        break
+                if why is not None:
+                    break
+            if why is None and not named:
+                why = f"its last entry ({ets}, {eoff}) names an offset no batch holds"
+        if why is not None:
+            self._not_believed(seg, why)
+        self._time_believed[seg.path] = why is None
+        return why is None
+
+    def _not_believed(self, seg: SegmentRef, why: str) -> None:
+        """Warn once that ``seg``'s time index is not believed; later lookups scan the segment."""
+        if self._time_believed.get(seg.path) is False:
+            return
+        self._time_believed[seg.path] = False
+        self._time_idx[seg.path] = None
+        name = self.storage.uri(seg.time_index.path) if seg.time_index is not None else \
+            self.storage.uri(seg.path) + " (.indexes)"
+        warnings.warn(f"kafkarec: {name} is not believed: {why}; scanning {self.storage.uri(seg.path)} "
+                      f"instead", IndexWarning, stacklevel=4)
 
     def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts,
                        log_start: int = 0):
@@ -635,6 +700,40 @@ def log_start_offset(topic: Optional[str], partition: Optional[int], first_base:
                       f"segment's base offset {first_base}, records below its log start offset "
                       f"included if deleteRecords moved it", UserWarning, stacklevel=3)
     return first_base if checkpointed is None else max(first_base, checkpointed)
+
+
+# A batch header up to its max timestamp: v2 (base offset 8, length 4, leader epoch 4, magic 1,
+# crc 4, attributes 2, last offset delta 4, base timestamp 8, max timestamp 8); a v1 message's
+# timestamp is at byte 18 (offset 8, size 4, crc 4, magic 1, attributes 1).
+_HEADER_BYTES = 43
+_V2_HEADER = struct.Struct(">qiibIhiqq")
+
+
+def _batch_headers(f, start: int, size: int):
+    """``(position, base offset, last offset, max timestamp)`` of the batches from ``start`` to
+    ``size``, headers only (one small read each, no CRC: evidence about an index, not records);
+    stops where framing does.  A legacy message's last offset is its own (a compressed wrapper's
+    is its last inner message's), its max timestamp its (wrapper's) timestamp, -1 for v0."""
+    pos = start
+    while pos + 17 <= size:
+        head = f.read_at(pos, _HEADER_BYTES)
+        if len(head) < 17:
+            return
+        base, length = struct.unpack_from(">qi", head)
+        magic = head[16]
+        end = pos + 12 + length
+        if length < 14 or end > size or magic > 2:
+            return
+        if magic == 2:
+            if len(head) < _HEADER_BYTES:
+                return
+            last = base + _V2_HEADER.unpack_from(head)[6]
+            max_ts = _V2_HEADER.unpack_from(head)[8]
+        else:
+            last = base
+            max_ts = struct.unpack_from(">q", head, 18)[0] if magic == 1 and len(head) >= 26 else -1
+        yield pos, base, last, max_ts
+        pos = end
 
 
 def _increasing(entries, base, end_offset, size) -> bool:
