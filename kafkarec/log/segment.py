@@ -34,7 +34,7 @@ from kafkarec.log import names
 
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
-    "TrailingBytes", "base_offset_from_name",
+    "TrailingBytes", "base_offset_from_name", "SegmentOffsets", "segment_offsets",
 ]
 
 # Framing sizes are the core's (one definition, kafkarec._core).
@@ -52,6 +52,47 @@ _FRAME = struct.Struct(">qi4xb")
 RELEASE_STEP = 16 * 1024 * 1024
 _PAGE = mmap.PAGESIZE
 _CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED")
+
+
+class SegmentOffsets(NamedTuple):
+    """The offsets a segment's batches may hold, and what a batch outside them is.
+
+    A segment holds offsets from its base offset (its file name) up to, not including, the
+    next segment's base (Kafka rolls a segment at the offset the next one starts with) and
+    within 2^31 - 1 of its base (the indexes' relative offsets are 32-bit:
+    ``LogSegment.ensureOffsetInRange``).  ``end``: the next segment's base (None: none);
+    ``end_is_log``: the next segment is of the same log, so an offset at or past ``end`` is
+    a damaged base offset; otherwise (an overlapping copy stitched from elsewhere) the next
+    segment holds those offsets and this one's are left to it."""
+    base: int
+    end: Optional[int] = None
+    end_is_log: bool = True
+
+    @property
+    def limit(self) -> Optional[int]:
+        """The exclusive end of the offsets this segment may hold without an error."""
+        cap = self.base + (1 << 31)
+        return min(cap, self.end) if self.end is not None and self.end_is_log else cap
+
+    def problem(self, first: int, last: int) -> Optional[str]:
+        """Why a batch with offsets ``first..last`` cannot be in this segment (None: it can)."""
+        if first < self.base:
+            return f"offset {first} is below the segment's base offset {self.base}"
+        if last >= self.limit:
+            if self.end is not None and self.end_is_log and last >= self.end:
+                return f"offset {last} is at or past the next segment's base offset {self.end}"
+            return (f"offset {last} does not fit the segment's 32-bit relative offsets "
+                    f"(base {self.base})")
+        return None
+
+
+def segment_offsets(base: Optional[int], next_base: Optional[int], *, next_is_log: bool = True
+                    ) -> Optional[SegmentOffsets]:
+    """The :class:`SegmentOffsets` of a segment of base offset ``base`` (None: its file name
+    has none, nothing is known) followed by one of ``next_base``."""
+    if base is None:
+        return None
+    return SegmentOffsets(base, next_base, next_is_log)
 
 
 class FileBatch:

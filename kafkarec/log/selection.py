@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import posixpath
 import re
 import struct
 import warnings
@@ -56,6 +57,7 @@ from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
 from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError, UsageError
 from kafkarec.log import sidefiles as sf
+from kafkarec.log.segment import SegmentOffsets, segment_offsets
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
                                  storage_of)
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
@@ -252,6 +254,7 @@ class SegmentRange(NamedTuple):
     check_last: Optional[int] = None
     split_start: bool = False        # ``start`` is a cut between tasks (see split_ranges)
     split_end: bool = False          # ``end`` is a cut between tasks
+    offsets: Optional[SegmentOffsets] = None   # the offsets the segment may hold
 
 
 def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
@@ -547,12 +550,13 @@ class Resolver:
                     ets, eoff = below[-1]
                     start_pos, check = self.start_position(seg, eoff)
                     expect_ts = (ets, eoff)
-            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start)
+            held = _segment_offsets(segs, i)
+            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start, held)
             if hit == "stale":
                 if expect_ts is not None:
                     self._not_believed(seg, f"its entry ({expect_ts[0]}, {expect_ts[1]}) does not "
                                             f"name a batch of offset {expect_ts[1]} and that max timestamp")
-                hit = self._scan_for_time(seg, ts, 0, None, None, log_start)
+                hit = self._scan_for_time(seg, ts, 0, None, None, log_start, held)
             if hit is not None:
                 return (hit[0], i, hit[1], hit[2])
         return None
@@ -615,8 +619,11 @@ class Resolver:
                       f"instead", IndexWarning, stacklevel=4)
 
     def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts,
-                       log_start: int = 0):
+                       log_start: int = 0, held: Optional[SegmentOffsets] = None):
+        """The hit from byte ``start``: batches whose offsets go back or are not the segment's
+        (``held``) hold no hit (the read reports them: :class:`kafkarec.scan._read.OffsetOrder`)."""
         checking = check is not None and start > 0
+        running = None
         with open_segment(self.storage, seg) as f:
             it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK, prefetch=False)
             while True:
@@ -636,6 +643,11 @@ class Resolver:
                     if b.magic >= 2 and b.max_timestamp != expect_ts[0]:
                         return "stale"      # the time index does not describe this log
                     expect_ts = None
+                first = b.base_offset if b.magic >= 2 else b.last_offset   # a wrapper unopened
+                if (running is not None and first <= running) or (
+                        held is not None and held.problem(first, b.last_offset) is not None):
+                    continue
+                running = b.last_offset
                 if b.last_offset >= log_start and (b.magic < 2 or b.max_timestamp >= ts):
                     for r in b:
                         if r.timestamp >= ts and r.offset >= log_start:
@@ -809,8 +821,22 @@ def plan_partition(part: PartitionLog, start: Optional[int], end: Optional[int],
             seg_end is None or end < seg_end)) else None
         if end_pos is not None and end_pos <= pos:
             end_pos = pos + 1
-        out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check))
+        out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check,
+                                offsets=_segment_offsets(segs, i)))
     return out
+
+
+def _segment_offsets(segs: List[SegmentRef], i: int) -> SegmentOffsets:
+    """The offsets segment ``i`` of a partition may hold: up to the next segment's base, which
+    is an error to reach when both are the broker's files of one folder (a stitched history's
+    copies from elsewhere may overlap: :func:`kafkarec.log.layout.stitch`)."""
+    seg = segs[i]
+    after = segs[i + 1] if i + 1 < len(segs) else None
+    if after is None:
+        return segment_offsets(seg.base_offset, None)
+    same_log = (not seg.remote and not after.remote and seg.storage is after.storage
+                and posixpath.dirname(seg.path) == posixpath.dirname(after.path))
+    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log)
 
 
 def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int) -> List[SegmentRange]:
