@@ -47,6 +47,9 @@ from kafkarec.errors import (  # noqa: E402
     InvalidRecordError,
     KafkaRecError,
     MalformedBatchError,
+    OffsetOrderError,
+    IndexWarning,
+    KafkaRecWarning,
     MissingExtraError,
     PropertiesError,
     SelectionError,
@@ -109,6 +112,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError",
+    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning",
     "convert", "ConversionResult",
 ]
