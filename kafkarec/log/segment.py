@@ -34,7 +34,7 @@ from kafkarec.log import names
 
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
-    "TrailingBytes", "base_offset_from_name", "SegmentOffsets", "segment_offsets",
+    "TrailingBytes", "base_offset_from_name", "SegmentOffsets", "segment_offsets", "order_problem",
 ]
 
 # Framing sizes are the core's (one definition, kafkarec._core).
@@ -84,6 +84,19 @@ class SegmentOffsets(NamedTuple):
             return (f"offset {last} does not fit the segment's 32-bit relative offsets "
                     f"(base {self.base})")
         return None
+
+
+def order_problem(offsets: list, after: Optional[int], held: Optional[SegmentOffsets]) -> Optional[str]:
+    """Why a batch whose records have ``offsets`` (in file order, at least one) cannot come
+    after offset ``after`` (the last record read before it in its log; None: none) in a segment
+    holding ``held`` (None: unknown); None if it can.  The one rule of offsets that go back,
+    which the reader (:class:`kafkarec.scan._read.OffsetOrder`) and the timestamp lookup
+    (:meth:`kafkarec.log.selection.Resolver.offset_for_time`) both apply."""
+    if any(b <= a for a, b in zip(offsets, offsets[1:])):
+        return f"its records' offsets {offsets[0]}..{offsets[-1]} do not increase"
+    if after is not None and offsets[0] <= after:
+        return f"offsets go back: it starts at {offsets[0]} after offset {after}"
+    return held.problem(offsets[0], offsets[-1]) if held is not None else None
 
 
 def segment_offsets(base: Optional[int], next_base: Optional[int], *, next_is_log: bool = True

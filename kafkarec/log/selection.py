@@ -57,7 +57,7 @@ from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
 from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError, UsageError
 from kafkarec.log import sidefiles as sf
-from kafkarec.log.segment import SegmentOffsets, segment_offsets
+from kafkarec.log.segment import SegmentOffsets, order_problem, segment_offsets
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
                                  storage_of)
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
@@ -623,7 +623,7 @@ class Resolver:
         """The hit from byte ``start``: batches whose offsets go back or are not the segment's
         (``held``) hold no hit (the read reports them: :class:`kafkarec.scan._read.OffsetOrder`)."""
         checking = check is not None and start > 0
-        running = None
+        prev = None         # the last batch of records read, whose last record the next follows
         with open_segment(self.storage, seg) as f:
             it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK, prefetch=False)
             while True:
@@ -643,11 +643,17 @@ class Resolver:
                     if b.magic >= 2 and b.max_timestamp != expect_ts[0]:
                         return "stale"      # the time index does not describe this log
                     expect_ts = None
-                first = b.base_offset if b.magic >= 2 else b.last_offset   # a wrapper unopened
-                if (running is not None and first <= running) or (
+                # headers first (a wrapper unopened); the records only where they say the batch
+                # may go back, judged as the reader judges them
+                first = b.base_offset if b.magic >= 2 else b.last_offset
+                if (prev is not None and first <= prev.last_offset) or (
                         held is not None and held.problem(first, b.last_offset) is not None):
-                    continue
-                running = b.last_offset
+                    offsets = [r.offset for r in b]
+                    after = None if prev is None else [r.offset for r in prev][-1]
+                    if not offsets or order_problem(offsets, after, held) is not None:
+                        continue
+                if not b.is_control and (b.magic < 2 or b.record_count):
+                    prev = b
                 if b.last_offset >= log_start and (b.magic < 2 or b.max_timestamp >= ts):
                     for r in b:
                         if r.timestamp >= ts and r.offset >= log_start:

@@ -364,6 +364,7 @@ class OffsetOrder:
         """The piece framed batch by batch from its start: the batches breaking the rule
         reported, the rest decoded again (rows up to ``done`` were handed on already)."""
         from kafkarec.errors import DecodeError, OffsetOrderError
+        from kafkarec.log.segment import order_problem
         from kafkarec.log.storage import without_spans
         from kafkarec.scan._decode import format_error
         pc = require("pyarrow.compute")
@@ -381,13 +382,7 @@ class OffsetOrder:
                     continue            # decode_range's to report
                 if not offs:
                     continue
-                why = None
-                if any(y <= x for x, y in zip(offs, offs[1:])):
-                    why = f"its records' offsets {offs[0]}..{offs[-1]} do not increase"
-                elif running is not None and offs[0] <= running:
-                    why = f"offsets go back: it starts at {offs[0]} after offset {running}"
-                elif held is not None:
-                    why = held.problem(offs[0], offs[-1])
+                why = order_problem(offs, running, held)
                 if why is None:
                     mine = [o for o in offs if held is None or held.end is None or o < held.end]
                     if mine:
