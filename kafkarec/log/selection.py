@@ -41,6 +41,10 @@ offset the last batch to read.  Side files are checked before use (Kafka's
 sanity checks, entries inside the segment and increasing) and the entry used
 is checked against the log when the batch it points at is read: a missing,
 corrupt or stale side file costs a scan of that segment, never a wrong answer.
+A closed segment is skipped by its ``.timeindex`` only once the batch its last
+entry names and the segment's tail agree with it
+(:meth:`Resolver._time_index_believed`; an index not believed is an
+:class:`kafkarec.errors.IndexWarning` and a scan).
 """
 from __future__ import annotations
 
