@@ -46,7 +46,10 @@ __all__ = [
     "UsageError",
     "BackfillError",
     "MalformedBatchError",
+    "OffsetOrderError",
     "ConnectError",
+    "KafkaRecWarning",
+    "IndexWarning",
 ]
 
 
@@ -307,6 +310,24 @@ def _rebuild_backfill(cls, table, reason, topic, partition):
 class MalformedBatchError(KafkaRecError, ValueError):
     """A Kafka record batch that cannot be decoded, in parse mode FAILFAST; the message names
     the file, the byte position, the batch's base offset and the reason."""
+
+
+class OffsetOrderError(MalformedBatchError):
+    """A batch whose offsets go back (at or below an offset read before it in its partition) or
+    fall outside its segment's offsets (below its base, at or past the next segment's base): a
+    base offset is outside the batch's CRC, so a damaged one still reads as a valid batch.  The
+    message names the partition, the file, the byte position and the offsets."""
+
+
+# --- warnings ---------------------------------------------------------------------
+
+class KafkaRecWarning(UserWarning):
+    """What kafkarec warns about through Python's :mod:`warnings` (the CLI prints it on stderr)."""
+
+
+class IndexWarning(KafkaRecWarning):
+    """A side file (``.index``, ``.timeindex``) that its log contradicts was not believed: its
+    segment was scanned instead.  The rows are the same; the read cost more."""
 
 
 # --- the command line ---------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
-from kafkarec.log.segment import Segment
+from kafkarec.log.segment import Segment, SegmentOffsets, segment_offsets
 from kafkarec.log.storage import Piece, count_read
 
 __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
@@ -51,6 +51,8 @@ class Slice(NamedTuple):
     # transactions), sorted, inside [start, end).
     skip: tuple = ()
     min_offset: Optional[int] = None   # records below it are below the log start offset
+    # the offsets the file may hold (kafkarec.log.segment.SegmentOffsets; None: its name has none)
+    offsets: Optional[SegmentOffsets] = None
 
 
 def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
@@ -69,8 +71,12 @@ def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
                 and after.base_offset is not None and after.base_offset <= start):
             continue
         below = start is not None and f.base_offset is not None and start > f.base_offset
+        # a broker's own segments (tiered copies, <offset>-<uuid>.log, may overlap)
+        same_log = (after is not None and os.path.dirname(after.path) == folder
+                    and f.segment_id is None and after.segment_id is None)
+        held = segment_offsets(f.base_offset, after.base_offset if same_log else None)
         out.append(Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())),
-                         start if below else None))
+                         start if below else None, held))
     return out
 
 

@@ -34,7 +34,7 @@ from kafkarec.log import names
 
 __all__ = [
     "Segment", "FileBatch", "SegmentBatchIterator", "SkippedBatch", "SegmentScan", "SkippedRegion",
-    "TrailingBytes", "base_offset_from_name",
+    "TrailingBytes", "base_offset_from_name", "SegmentOffsets", "segment_offsets", "order_problem",
 ]
 
 # Framing sizes are the core's (one definition, kafkarec._core).
@@ -52,6 +52,60 @@ _FRAME = struct.Struct(">qi4xb")
 RELEASE_STEP = 16 * 1024 * 1024
 _PAGE = mmap.PAGESIZE
 _CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED")
+
+
+class SegmentOffsets(NamedTuple):
+    """The offsets a segment's batches may hold, and what a batch outside them is.
+
+    A segment holds offsets from its base offset (its file name) up to, not including, the
+    next segment's base (Kafka rolls a segment at the offset the next one starts with) and
+    within 2^31 - 1 of its base (the indexes' relative offsets are 32-bit:
+    ``LogSegment.ensureOffsetInRange``).  ``end``: the next segment's base (None: none);
+    ``end_is_log``: the next segment is of the same log, so an offset at or past ``end`` is
+    a damaged base offset; otherwise (an overlapping copy stitched from elsewhere) the next
+    segment holds those offsets and this one's are left to it."""
+    base: int
+    end: Optional[int] = None
+    end_is_log: bool = True
+
+    @property
+    def limit(self) -> Optional[int]:
+        """The exclusive end of the offsets this segment may hold without an error."""
+        cap = self.base + (1 << 31)
+        return min(cap, self.end) if self.end is not None and self.end_is_log else cap
+
+    def problem(self, first: int, last: int) -> Optional[str]:
+        """Why a batch with offsets ``first..last`` cannot be in this segment (None: it can)."""
+        if first < self.base:
+            return f"offset {first} is below the segment's base offset {self.base}"
+        if last >= self.limit:
+            if self.end is not None and self.end_is_log and last >= self.end:
+                return f"offset {last} is at or past the next segment's base offset {self.end}"
+            return (f"offset {last} does not fit the segment's 32-bit relative offsets "
+                    f"(base {self.base})")
+        return None
+
+
+def order_problem(offsets: list, after: Optional[int], held: Optional[SegmentOffsets]) -> Optional[str]:
+    """Why a batch whose records have ``offsets`` (in file order, at least one) cannot come
+    after offset ``after`` (the last record read before it in its log; None: none) in a segment
+    holding ``held`` (None: unknown); None if it can.  The one rule of offsets that go back,
+    which the reader (:class:`kafkarec.scan._read.OffsetOrder`) and the timestamp lookup
+    (:meth:`kafkarec.log.selection.Resolver.offset_for_time`) both apply."""
+    if any(b <= a for a, b in zip(offsets, offsets[1:])):
+        return f"its records' offsets {offsets[0]}..{offsets[-1]} do not increase"
+    if after is not None and offsets[0] <= after:
+        return f"offsets go back: it starts at {offsets[0]} after offset {after}"
+    return held.problem(offsets[0], offsets[-1]) if held is not None else None
+
+
+def segment_offsets(base: Optional[int], next_base: Optional[int], *, next_is_log: bool = True
+                    ) -> Optional[SegmentOffsets]:
+    """The :class:`SegmentOffsets` of a segment of base offset ``base`` (None: its file name
+    has none, nothing is known) followed by one of ``next_base``."""
+    if base is None:
+        return None
+    return SegmentOffsets(base, next_base, next_is_log)
 
 
 class FileBatch:

@@ -41,20 +41,27 @@ offset the last batch to read.  Side files are checked before use (Kafka's
 sanity checks, entries inside the segment and increasing) and the entry used
 is checked against the log when the batch it points at is read: a missing,
 corrupt or stale side file costs a scan of that segment, never a wrong answer.
+A closed segment is skipped by its ``.timeindex`` only once the batch its last
+entry names and the segment's tail agree with it
+(:meth:`Resolver._time_index_believed`; an index not believed is an
+:class:`kafkarec.errors.IndexWarning` and a scan).
 """
 from __future__ import annotations
 
 import datetime
 import logging
+import posixpath
 import re
+import struct
 import warnings
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
-from kafkarec.errors import DecodeError, KafkaRecError, SelectionError, UsageError
+from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError, UsageError
 from kafkarec.log import sidefiles as sf
+from kafkarec.log.segment import SegmentOffsets, order_problem, segment_offsets
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
                                  storage_of)
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
@@ -251,6 +258,7 @@ class SegmentRange(NamedTuple):
     check_last: Optional[int] = None
     split_start: bool = False        # ``start`` is a cut between tasks (see split_ranges)
     split_end: bool = False          # ``end`` is a cut between tasks
+    offsets: Optional[SegmentOffsets] = None   # the offsets the segment may hold
 
 
 def filter_offsets(rb, lo: Optional[int], hi: Optional[int]):
@@ -406,6 +414,7 @@ class Resolver:
         self.storage = storage
         self._offset_idx: Dict[str, Optional[list]] = {}
         self._time_idx: Dict[str, Optional[list]] = {}
+        self._time_believed: Dict[str, bool] = {}
 
     # side files, checked --------------------------------------------------------------
     def offset_entries(self, seg: SegmentRef) -> Optional[list]:
@@ -534,7 +543,10 @@ class Resolver:
             expect_ts = None
             if entries is not None:
                 if closed and entries and entries[-1][0] < ts:
-                    continue                 # the segment's largest timestamp is below ts
+                    if self._time_index_believed(seg):
+                        continue             # the segment's largest timestamp is below ts
+                    entries = None           # not believed: scan the segment (warned)
+            if entries is not None:
                 if not entries and closed:
                     pass                     # no entry: scan it
                 below = [e for e in entries if e[0] < ts]
@@ -542,16 +554,80 @@ class Resolver:
                     ets, eoff = below[-1]
                     start_pos, check = self.start_position(seg, eoff)
                     expect_ts = (ets, eoff)
-            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start)
+            held = _segment_offsets(segs, i)
+            hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start, held)
             if hit == "stale":
-                hit = self._scan_for_time(seg, ts, 0, None, None, log_start)
+                if expect_ts is not None:
+                    self._not_believed(seg, f"its entry ({expect_ts[0]}, {expect_ts[1]}) does not "
+                                            f"name a batch of offset {expect_ts[1]} and that max timestamp")
+                hit = self._scan_for_time(seg, ts, 0, None, None, log_start, held)
             if hit is not None:
                 return (hit[0], i, hit[1], hit[2])
         return None
 
+    def _time_index_believed(self, seg: SegmentRef) -> bool:
+        """Whether a closed segment's ``.timeindex`` may skip it: its last entry ``(T, o)`` claims
+        that no record of the segment is later than T (Kafka appends the largest timestamp once
+        more when it rolls the segment).  Checked at the cost of one batch and one index interval,
+        batch headers only: the batch holding offset o must have max timestamp T (an all-zero,
+        preallocated slot names the first batch with timestamp 0; an entry naming a batch whose
+        own max timestamp is larger understates), and no batch from the last ``.index`` entry to
+        the end of the segment (where Kafka finds its last batch) may be later than T (an index
+        cut short).  Not believed: warned once, and the segment is scanned."""
+        if seg.path in self._time_believed:
+            return self._time_believed[seg.path]
+        ets, eoff = self.time_entries(seg)[-1]
+        why = None
+        named_pos, named_check = self.start_position(seg, eoff)
+        tail_pos, tail_check = self.start_position(seg, _LONG_MAX)
+        with open_segment(self.storage, seg) as f:
+            walks = [(tail_pos, tail_check, True)]
+            if named_pos < tail_pos:
+                walks.insert(0, (named_pos, named_check, False))
+            named = False
+            for pos, check, tail in walks:
+                for at, base, last, max_ts in _batch_headers(f, pos, seg.size):
+                    if check is not None and at == pos and pos > 0 and last != check:
+                        why = f"the .index entry ({check}, {pos}) names no batch ending there"
+                        break
+                    if not named and last >= eoff:
+                        named = True
+                        if not base <= eoff <= last or max_ts != ets:
+                            why = (f"its last entry ({ets}, {eoff}) names the batch at byte {at} "
+                                   f"(offsets {base}..{last}, max timestamp {max_ts})")
+                            break
+                    if tail and max_ts > ets:
+                        why = (f"its last entry says no record is later than {ets}, but the batch at "
+                               f"byte {at} (offsets {base}..{last}) has max timestamp {max_ts}")
+                        break
+                    if not tail and named:
+                        break
+                if why is not None:
+                    break
+            if why is None and not named:
+                why = f"its last entry ({ets}, {eoff}) names an offset no batch holds"
+        if why is not None:
+            self._not_believed(seg, why)
+        self._time_believed[seg.path] = why is None
+        return why is None
+
+    def _not_believed(self, seg: SegmentRef, why: str) -> None:
+        """Warn once that ``seg``'s time index is not believed; later lookups scan the segment."""
+        if self._time_believed.get(seg.path) is False:
+            return
+        self._time_believed[seg.path] = False
+        self._time_idx[seg.path] = None
+        name = self.storage.uri(seg.time_index.path) if seg.time_index is not None else \
+            self.storage.uri(seg.path) + " (.indexes)"
+        warnings.warn(f"kafkarec: {name} is not believed: {why}; scanning {self.storage.uri(seg.path)} "
+                      f"instead", IndexWarning, stacklevel=4)
+
     def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts,
-                       log_start: int = 0):
+                       log_start: int = 0, held: Optional[SegmentOffsets] = None):
+        """The hit from byte ``start``: batches whose offsets go back or are not the segment's
+        (``held``) hold no hit (the read reports them: :class:`kafkarec.scan._read.OffsetOrder`)."""
         checking = check is not None and start > 0
+        prev = None         # the last batch of records read, whose last record the next follows
         with open_segment(self.storage, seg) as f:
             it = iter_remote_batches(f, start, None, SCAN_OPTIONS, chunk_size=SCAN_CHUNK, prefetch=False)
             while True:
@@ -571,6 +647,17 @@ class Resolver:
                     if b.magic >= 2 and b.max_timestamp != expect_ts[0]:
                         return "stale"      # the time index does not describe this log
                     expect_ts = None
+                # headers first (a wrapper unopened); the records only where they say the batch
+                # may go back, judged as the reader judges them
+                first = b.base_offset if b.magic >= 2 else b.last_offset
+                if (prev is not None and first <= prev.last_offset) or (
+                        held is not None and held.problem(first, b.last_offset) is not None):
+                    offsets = [r.offset for r in b]
+                    after = None if prev is None else [r.offset for r in prev][-1]
+                    if not offsets or order_problem(offsets, after, held) is not None:
+                        continue
+                if not b.is_control and (b.magic < 2 or b.record_count):
+                    prev = b
                 if b.last_offset >= log_start and (b.magic < 2 or b.max_timestamp >= ts):
                     for r in b:
                         if r.timestamp >= ts and r.offset >= log_start:
@@ -635,6 +722,40 @@ def log_start_offset(topic: Optional[str], partition: Optional[int], first_base:
                       f"segment's base offset {first_base}, records below its log start offset "
                       f"included if deleteRecords moved it", UserWarning, stacklevel=3)
     return first_base if checkpointed is None else max(first_base, checkpointed)
+
+
+# A batch header up to its max timestamp: v2 (base offset 8, length 4, leader epoch 4, magic 1,
+# crc 4, attributes 2, last offset delta 4, base timestamp 8, max timestamp 8); a v1 message's
+# timestamp is at byte 18 (offset 8, size 4, crc 4, magic 1, attributes 1).
+_HEADER_BYTES = 43
+_V2_HEADER = struct.Struct(">qiibIhiqq")
+
+
+def _batch_headers(f, start: int, size: int):
+    """``(position, base offset, last offset, max timestamp)`` of the batches from ``start`` to
+    ``size``, headers only (one small read each, no CRC: evidence about an index, not records);
+    stops where framing does.  A legacy message's last offset is its own (a compressed wrapper's
+    is its last inner message's), its max timestamp its (wrapper's) timestamp, -1 for v0."""
+    pos = start
+    while pos + 17 <= size:
+        head = f.read_at(pos, _HEADER_BYTES)
+        if len(head) < 17:
+            return
+        base, length = struct.unpack_from(">qi", head)
+        magic = head[16]
+        end = pos + 12 + length
+        if length < 14 or end > size or magic > 2:
+            return
+        if magic == 2:
+            if len(head) < _HEADER_BYTES:
+                return
+            last = base + _V2_HEADER.unpack_from(head)[6]
+            max_ts = _V2_HEADER.unpack_from(head)[8]
+        else:
+            last = base
+            max_ts = struct.unpack_from(">q", head, 18)[0] if magic == 1 and len(head) >= 26 else -1
+        yield pos, base, last, max_ts
+        pos = end
 
 
 def _increasing(entries, base, end_offset, size) -> bool:
@@ -710,8 +831,22 @@ def plan_partition(part: PartitionLog, start: Optional[int], end: Optional[int],
             seg_end is None or end < seg_end)) else None
         if end_pos is not None and end_pos <= pos:
             end_pos = pos + 1
-        out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check))
+        out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check,
+                                offsets=_segment_offsets(segs, i)))
     return out
+
+
+def _segment_offsets(segs: List[SegmentRef], i: int) -> SegmentOffsets:
+    """The offsets segment ``i`` of a partition may hold: up to the next segment's base, which
+    is an error to reach when both are the broker's files of one folder (a stitched history's
+    copies from elsewhere may overlap: :func:`kafkarec.log.layout.stitch`)."""
+    seg = segs[i]
+    after = segs[i + 1] if i + 1 < len(segs) else None
+    if after is None:
+        return segment_offsets(seg.base_offset, None)
+    same_log = (not seg.remote and not after.remote and seg.storage is after.storage
+                and posixpath.dirname(seg.path) == posixpath.dirname(after.path))
+    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log)
 
 
 def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int) -> List[SegmentRange]:

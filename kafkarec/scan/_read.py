@@ -17,8 +17,10 @@ whole log.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Callable, List, NamedTuple, Optional
 
+from kafkarec._extras import require
 from kafkarec.errors import MalformedBatchError, SelectionError
 from kafkarec.scan._decode import decode_range
 
@@ -223,12 +225,22 @@ def _read_committed_skips(st, lay, ranges) -> dict:
     return skips
 
 
+# Batch headers and records' offsets only, to find the batches whose offsets go back.
+_FRAMING_FIELDS = dict(file_rules=True, verify_crc=False)
+
+
 def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None):
     """``(where, item)`` for each range read in log order (local slices or
     :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
     ``hint``: what a FAILFAST error adds (the caller's option names); ``columns``: the
-    columns decoded (None: all; ``offset`` among them, the bounds are applied to it)."""
+    columns decoded (None: all; ``offset`` among them, the bounds are applied to it).
+
+    Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
+    before it, bounds or not) or fall outside its segment's
+    (:class:`kafkarec.log.segment.SegmentOffsets`) is malformed, whatever the bounds keep of
+    it: FAILFAST raises :class:`kafkarec.errors.OffsetOrderError`, the other modes leave it out
+    with an error (:class:`OffsetOrder`)."""
     from kafkarec.log import local
     from kafkarec.log.selection import filter_offsets
     from kafkarec.log.storage import without_spans
@@ -236,9 +248,21 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     if config.bad_records_path:
         from kafkarec.log.quarantine import Quarantine
         quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
+    order = OffsetOrder(kafkarec, options, config.include_control, config.mode)
+
+    def decode(piece, where, topic, partition):
+        return decode_range(
+            kafkarec, piece.data, options, base=piece.position,
+            topic=topic, partition=partition, include_control=config.include_control,
+            batch_columns=need_batch_columns,
+            max_rows=config.max_rows, mode=config.mode, where=where,
+            quarantine=quarantine, columns=columns)
+
     for rr, where, topic, partition, mapped, pieces in ranges_read(ranges):
         # offsets kept: a local slice's from the log start on, a listed range's as selected
         lo, hi = (rr.min_offset, None) if mapped else (rr.range.min_offset, rr.range.end_offset)
+        held = rr.offsets if mapped else rr.range.offsets
+        log_key = os.path.dirname(rr.path) if mapped else partition_key(rr)
         if rr.skip:       # read_committed: the aborted batches' spans are left out
             pieces = (part for piece in pieces
                       for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
@@ -248,12 +272,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                 continue
             errs = []
             try:
-                for kind, item in decode_range(
-                        kafkarec, piece.data, options, base=piece.position,
-                        topic=topic, partition=partition, include_control=config.include_control,
-                        batch_columns=need_batch_columns,
-                        max_rows=config.max_rows, mode=config.mode, where=where,
-                        quarantine=quarantine, columns=columns):
+                items = decode(piece, where, topic, partition)
+                checked = order.check(items, piece, held, log_key, where, topic, partition,
+                                      lambda cut: decode(cut, where, topic, partition))
+                for kind, item in checked:
                     if kind != "batch":
                         errs.append(item)
                         continue
@@ -266,12 +288,137 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                         errs = []
                     yield where, item
             except MalformedBatchError as exc:
-                raise MalformedBatchError(f"{exc} {hint}") from None
+                raise type(exc)(f"{exc} {hint}") from None
             finally:
                 if mapped:        # so that the map can close
                     local.release(piece.data)
             if errs:
                 yield where, Errors(errs, topic, partition)
+
+
+class OffsetOrder:
+    """Offsets only grow in a partition (Kafka's log recovery and ``kafkarec verify`` refuse a
+    batch that goes back), and a segment holds only its own offsets; a batch's base offset is
+    outside its CRC, so a damaged one still reads as a valid batch.  Kept per log while a read
+    goes through its pieces in log order: the last offset read (before any bound is applied,
+    so that every read of the same bytes judges a batch alike).
+
+    Checked on the decoded rows (one vectorized comparison per Arrow batch); only when a row
+    breaks the rule is its piece framed batch by batch to find the batches that do, which
+    are reported (FAILFAST: :class:`kafkarec.errors.OffsetOrderError`; otherwise an error
+    per batch, ``OffsetOrderError``) and left out: the piece is decoded again without them."""
+
+    def __init__(self, kafkarec, options, include_control: bool, mode: str):
+        self.kafkarec = kafkarec
+        self.options = options
+        self.include_control = include_control
+        self.failfast = mode == "FAILFAST"
+        self.last: dict = {}        # log -> the last offset read
+
+    def check(self, items, piece, held, log_key, where, topic, partition, redecode):
+        """``items`` (``decode_range``'s, of ``piece``) with the batches breaking the rule left
+        out and reported; ``redecode(piece)`` decodes a part of the piece again."""
+        pc = require("pyarrow.compute")
+        start_last = self.last.get(log_key)     # what the piece's first batch must follow
+        yielded = set()     # error positions already handed on
+        done = None         # the largest offset handed on from this piece
+        for kind, item in items:
+            if kind != "batch":
+                yielded.add((item.get("position"), item.get("error")))
+                yield kind, item
+                continue
+            off = item.column("offset")
+            if self._fits(pc, off, held, self.last.get(log_key)):
+                done = self._advance(pc, off, held, log_key)
+                yield kind, item
+                continue
+            items.close()
+            yield from self._slow(piece, held, log_key, where, topic, partition, redecode, start_last,
+                                  done, yielded)
+            return
+
+    def _fits(self, pc, off, held, last) -> bool:
+        n = len(off)
+        if n == 0:
+            return True
+        first = off[0].as_py()
+        if last is not None and first <= last:
+            return False
+        if n > 1 and pc.min(pc.subtract(off[1:], off[:-1])).as_py() <= 0:
+            return False
+        return held is None or held.problem(first, off[n - 1].as_py()) is None
+
+    def _advance(self, pc, off, held, log_key):
+        n = len(off)
+        if n:
+            last = off[n - 1].as_py()
+            # offsets an overlapping copy's next segment holds are left to it
+            if held is not None and held.end is not None and last >= held.end:
+                kept = pc.filter(off, pc.less(off, held.end))
+                last = kept[len(kept) - 1].as_py() if len(kept) else None
+            if last is not None:
+                self.last[log_key] = last
+        return self.last.get(log_key)
+
+    def _slow(self, piece, held, log_key, where, topic, partition, redecode, start_last, done, yielded):
+        """The piece framed batch by batch from its start: the batches breaking the rule
+        reported, the rest decoded again (rows up to ``done`` were handed on already)."""
+        from kafkarec.errors import DecodeError, OffsetOrderError
+        from kafkarec.log.segment import order_problem
+        from kafkarec.log.storage import without_spans
+        from kafkarec.scan._decode import format_error
+        pc = require("pyarrow.compute")
+        k = self.kafkarec
+        verify = self.options is None or self.options.verify_crc
+        bad, errors = [], []
+        running = start_last
+        try:
+            for b in k.iter_batches(piece.data, k.ReadOptions(**_FRAMING_FIELDS), origin=piece.position):
+                if (b.is_control and not self.include_control) or (verify and not b.crc_valid):
+                    continue            # no rows of it (a bad CRC is decode_range's to report)
+                try:
+                    offs = [r.offset for r in b]
+                except DecodeError:
+                    continue            # decode_range's to report
+                if not offs:
+                    continue
+                why = order_problem(offs, running, held)
+                if why is None:
+                    mine = [o for o in offs if held is None or held.end is None or o < held.end]
+                    if mine:
+                        running = mine[-1]
+                    continue
+                size = b.size_in_bytes
+                bad.append((b.position, size))
+                reason = (f"{topic}-{partition}: the batch at byte {b.position} (offsets "
+                          f"{b.base_offset}..{b.last_offset}): {why}")
+                errors.append({"position": b.position, "base_offset": b.base_offset,
+                               "error": "OffsetOrderError", "reason": reason,
+                               "batch_position": b.position, "batch_size": size})
+        except DecodeError:
+            pass                        # framing stops here: decode_range reports it
+        if not bad:     # rows broke the rule where no whole batch does: refuse rather than guess
+            raise OffsetOrderError(f"Malformed Kafka record batch: {where}: offsets go back in "
+                                   f"{topic}-{partition} from byte {piece.position}")
+        for e in errors:
+            e["message"] = format_error(e, where)
+        if self.failfast:
+            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
+        for e in errors:
+            yield "error", e
+        for part in without_spans(piece, sorted(bad)):
+            for kind, item in redecode(part):
+                if kind != "batch":
+                    if (item.get("position"), item.get("error")) not in yielded:
+                        yield kind, item
+                    continue
+                off = item.column("offset")
+                if done is not None:
+                    item = item.filter(pc.greater(off, done))
+                    off = item.column("offset")
+                if item.num_rows:
+                    self._advance(pc, off, held, log_key)
+                    yield kind, item
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a

@@ -29,7 +29,10 @@ EXPECTED = {
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
+    "OffsetOrderError": ValueError,
 }
+# what kafkarec warns about: Python's warnings, UserWarning kept as their builtin base
+WARNINGS = ("KafkaRecWarning", "IndexWarning")
 
 
 @pytest.mark.parametrize("name, base", sorted(EXPECTED.items()))
@@ -40,7 +43,14 @@ def test_each_error_is_a_kafkarec_error_and_its_builtin(name, base):
 
 
 def test_the_hierarchy_is_complete():
-    assert set(errors.__all__) == set(EXPECTED) | {"KafkaRecError"}
+    assert set(errors.__all__) == set(EXPECTED) | {"KafkaRecError"} | set(WARNINGS)
+
+
+@pytest.mark.parametrize("name", WARNINGS)
+def test_each_warning_is_a_kafkarec_warning_and_a_user_warning(name):
+    cls = getattr(errors, name)
+    assert issubclass(cls, errors.KafkaRecWarning) and issubclass(cls, UserWarning)
+    assert getattr(kafkarec, name) is cls and name in kafkarec.__all__
 
 
 def test_log_modules_raise_the_same_classes():
