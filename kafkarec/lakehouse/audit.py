@@ -448,9 +448,13 @@ def _by_partition(positions, topics: Optional[frozenset]):
     if isinstance(positions, pa.RecordBatch):
         positions = pa.Table.from_batches([positions])
     for name in ("topic", "partition", "offset"):
-        if name not in positions.column_names:
-            raise UsageError(f"the table's positions have no {name!r} column (columns: "
-                             f"{positions.column_names}); expected topic, partition and offset")
+        # by name and count: a join or select("*", "topic") names a column twice, and which of the
+        # two holds the positions is not for the audit to guess
+        count = positions.column_names.count(name)
+        if count != 1:
+            raise UsageError(f"the table's positions have {'no' if count == 0 else count} {name!r} column"
+                             f"{'' if count == 0 else 's'} (columns: {positions.column_names}); expected "
+                             f"one each of topic, partition and offset")
     topic = positions.column("topic")
     if topic.null_count:
         if topics is None or len(topics) != 1:
