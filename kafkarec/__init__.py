@@ -46,6 +46,7 @@ from kafkarec.errors import (  # noqa: E402
     InternalRecordError,
     InvalidRecordError,
     KafkaRecError,
+    LayoutError,
     MalformedBatchError,
     MissingExtraError,
     PropertiesError,
@@ -109,6 +110,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError",
+    "ConnectError", "LayoutError", "MalformedBatchError",
     "convert", "ConversionResult",
 ]

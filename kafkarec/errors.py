@@ -45,6 +45,7 @@ __all__ = [
     "ColumnOverflowError",
     "UsageError",
     "BackfillError",
+    "LayoutError",
     "MalformedBatchError",
     "ConnectError",
 ]
@@ -300,6 +301,29 @@ class BackfillError(KafkaRecError, ValueError):
 
 def _rebuild_backfill(cls, table, reason, topic, partition):
     return cls(table, reason, topic=topic, partition=partition)
+
+
+class LayoutError(KafkaRecError, ValueError):
+    """A record that a live writer's row layout cannot hold as that writer means it (a timestamp
+    whose microseconds pass a long): ``layout`` names the layout, ``topic``, ``partition`` and
+    ``offset`` the record, ``reason`` says what does not fit."""
+
+    def __init__(self, layout: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None, offset: "int | None" = None) -> None:
+        self.layout = layout
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{topic}-{partition} offset {offset}: {reason} (layout {layout})")
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_layout, (type(self), self.layout, self.reason, self.topic, self.partition,
+                                  self.offset))
+
+
+def _rebuild_layout(cls, layout, reason, topic, partition, offset):
+    return cls(layout, reason, topic=topic, partition=partition, offset=offset)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

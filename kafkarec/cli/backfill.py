@@ -12,7 +12,7 @@ import json
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
-from kafkarec.errors import BackfillError, DecodeError, UsageError
+from kafkarec.errors import BackfillError, DecodeError, LayoutError, UsageError
 
 __all__ = ["add_parser", "run", "add_target_arguments", "target_from_args"]
 
@@ -120,6 +120,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except DecodeError as e:             # nothing committed: a record that cannot be read stops the write
         where = getattr(e, "file", None)
         err.write(f"kafkarec backfill: {where + ': ' if where else ''}{e}; nothing was written\n")
+        return EXIT_PROBLEMS
+    except LayoutError as e:             # nothing committed: a record the live writer's rows cannot hold
+        err.write(f"kafkarec backfill: {e}; nothing was written\n")
         return EXIT_PROBLEMS
     for s in summary.values():
         if args.json:

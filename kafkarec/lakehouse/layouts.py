@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any, Iterable, NamedTuple, Optional, Tuple, Union
 
 from kafkarec._extras import require
-from kafkarec.errors import UsageError
+from kafkarec.errors import LayoutError, UsageError
 
 __all__ = ["Layout", "LAYOUTS", "layout", "to_layout", "positions", "column_at", "PartitionField",
            "positions_schema"]
@@ -242,7 +242,7 @@ def to_layout(batch: Any, layout_name: Union[str, Layout], *, value_type: Any = 
     else:
         values = {lay.raw_value: value.cast(pa.binary())}
     ts_ms = batch.column("timestamp").cast(pa.int64())
-    ts_us = pc.multiply(ts_ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    ts_us = _micros(pa, pc, batch, ts_ms, lay) if lay.name in ("kafka-delta-ingest", "redpanda") else None
     cols = dict(values)
     if lay.name == "iceberg-kafka-connect":
         cols.update({"_kafka_metadata_topic": batch.column("topic"),
@@ -274,6 +274,30 @@ def to_layout(batch: Any, layout_name: Union[str, Layout], *, value_type: Any = 
             [batch.column("partition"), batch.column("offset"), ts_ms], fields=list(md_type))
     arrays = [cols[f.name] for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+#: the largest CreateTime (ms; and its negative the smallest) whose microseconds fit a long
+MAX_MICROS_MS = ((1 << 63) - 1) // 1000
+
+
+def _micros(pa, pc, batch, ts_ms, lay: Layout):
+    """The records' timestamps in microseconds, as kafka-delta-ingest (src/transforms.rs
+    timestamp_value_from_kafka: ``ms * 1000`` on an i64) and Redpanda (table_definition.cc
+    build_rp_struct: ``ts.value() * 1000`` on an int64) compute them, with the multiply checked.
+    Kafka takes any CreateTime long, and past |ms| = :data:`MAX_MICROS_MS` neither writer has a
+    value: the Rust release build wraps, a debug build panics, the C++ multiply is undefined and
+    wraps in practice -- another instant, in a wrong hour partition.  The backfill writes no
+    other instant: such a record is a :class:`~kafkarec.errors.LayoutError` naming it."""
+    try:
+        return pc.multiply_checked(ts_ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    except pa.ArrowInvalid:             # "overflow": name the first record that does not fit
+        over = pc.or_(pc.greater(ts_ms, MAX_MICROS_MS), pc.less(ts_ms, -MAX_MICROS_MS))
+        i = pc.index(over, True).as_py()
+        ms = ts_ms[i].as_py()
+        raise LayoutError(lay.name, f"timestamp {ms} ms has no microseconds in a long (|ms| at most "
+                                    f"{MAX_MICROS_MS}): the live writer would write another instant",
+                          topic=batch.column("topic")[i].as_py(), partition=batch.column("partition")[i].as_py(),
+                          offset=batch.column("offset")[i].as_py()) from None
 
 
 def _header_map(pa, pc, headers):

@@ -34,3 +34,30 @@ def test_backfill_command(tmp_path, capfd):
     assert "give one target" in capfd.readouterr().err
     assert main(["backfill", log, "--layout", "automq", "--delta", delta]) == 2
     assert "needs app_id" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("layout, target", [
+    ("kafka-delta-ingest", ["--delta", "{tmp}/delta", "--app-id", "ingest"]),
+    ("redpanda", ["--iceberg-catalog", "c", "--catalog-property", "type=sql", "--catalog-property",
+                  "uri=sqlite:///{tmp}/c.db", "--catalog-property", "warehouse=file://{tmp}/wh",
+                  "--table", "db.orders"]),
+])
+def test_a_timestamp_the_writers_microseconds_cannot_hold_stops_the_backfill(tmp_path, capfd, layout, target):
+    """Kafka takes a CreateTime of 2^62 ms; kafka-delta-ingest's and Redpanda's microseconds of it
+    pass a long (their unchecked multiply: 1970-01-01). The backfill names the record and writes
+    no row (exit 1), rather than another instant."""
+    from logdir import PartitionWriter, v2_batch
+    log = str(tmp_path / "log")
+    w = PartitionWriter(log, "orders", 0)
+    w.append(v2_batch([(1_700_000_000_000, b"k", b"a", []), (1 << 62, b"k", b"b", [])]))
+    w.close()
+    args = ["backfill", log, "--layout", layout] + [a.format(tmp=tmp_path) for a in target]
+    assert main(args) == 1
+    err = capfd.readouterr().err
+    assert (f"orders-0 offset 1: timestamp {1 << 62} ms has no microseconds in a long" in err
+            and f"(layout {layout}); nothing was written" in err), err
+    from kafkarec.lakehouse import DeltaTarget, IcebergTarget, read_positions
+    table = (DeltaTarget(str(tmp_path / "delta")) if layout == "kafka-delta-ingest" else
+             IcebergTarget({"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db", "warehouse": f"file://{tmp_path}/wh"},
+                           "db.orders", "c"))
+    assert read_positions(table, layout, topic="orders").num_rows == 0

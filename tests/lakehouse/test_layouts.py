@@ -103,3 +103,38 @@ def test_unknown_layout_names_the_four():
     for name in LAYOUTS:
         assert name in str(e.value)
     assert len(LAYOUTS) == 4
+
+
+def _stamped(timestamps, first=100):
+    rows = kafkarec_rows([(None, b"v", [])] * len(timestamps), first=first)
+    return rows.set_column(rows.schema.get_field_index("timestamp"), "timestamp",
+                           pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms")))
+
+
+LONG_MAX_MS = ((1 << 63) - 1) // 1000           # 9223372036854775: the last ms whose us fit a long
+
+
+@pytest.mark.parametrize("name", ["kafka-delta-ingest", "redpanda"])
+@pytest.mark.parametrize("bad", [1 << 62, LONG_MAX_MS + 1, -LONG_MAX_MS - 1, -(1 << 63)])
+def test_microsecond_timestamps_fit_or_name_the_record(name, bad):
+    """kafka-delta-ingest's and Redpanda's ``ms * 1000`` (unchecked i64/int64: wraps to another
+    instant) is checked: a CreateTime whose microseconds pass a long is a LayoutError naming the
+    record and its timestamp, never 1970 or year -292,277; the extremes that fit are exact."""
+    from kafkarec.errors import LayoutError
+    fits = [T, LONG_MAX_MS, -LONG_MAX_MS, -1, 0]
+    out = to_layout(_stamped(fits), name)
+    us = column_at(out, layout(name).timestamp).cast(pa.int64()).to_pylist()
+    assert us == [ms * 1000 for ms in fits]
+    with pytest.raises(LayoutError) as info:
+        to_layout(_stamped(fits + [bad, T]), name)
+    err = info.value
+    assert (err.topic, err.partition, err.offset, err.layout) == ("orders", 2, 100 + 2 * len(fits), name)
+    assert str(err).startswith(f"orders-2 offset {100 + 2 * len(fits)}: timestamp {bad} ms has no microseconds")
+
+
+@pytest.mark.parametrize("name", ["iceberg-kafka-connect", "automq"])
+def test_millisecond_layouts_keep_any_long(name):
+    """The Iceberg sink and AutoMQ keep the record's ms as a long: every CreateTime fits."""
+    stamps = [1 << 62, (1 << 63) - 1, -(1 << 63), T]
+    out = to_layout(_stamped(stamps), name)
+    assert column_at(out, layout(name).timestamp).cast(pa.int64()).to_pylist() == stamps

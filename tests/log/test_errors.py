@@ -29,6 +29,7 @@ EXPECTED = {
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
+    "LayoutError": ValueError,
 }
 
 
@@ -81,6 +82,15 @@ def test_backfill_error_carries_its_table_and_partition_across_pickling():
     assert str(again) == "lake.orders, orders-2: a backfill of [0, 9) is there"
     assert (again.table, again.topic, again.partition, again.reason) == ("lake.orders", "orders", 2,
                                                                          "a backfill of [0, 9) is there")
+
+
+def test_layout_error_carries_its_record_across_pickling():
+    e = errors.LayoutError("redpanda", "timestamp 4611686018427387904 ms has no microseconds in a long",
+                           topic="orders", partition=2, offset=7)
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == ("orders-2 offset 7: timestamp 4611686018427387904 ms has no microseconds in a long "
+                          "(layout redpanda)")
+    assert (again.layout, again.topic, again.partition, again.offset) == ("redpanda", "orders", 2, 7)
 
 
 def test_connect_error_carries_the_call_status_and_answer_across_pickling():
