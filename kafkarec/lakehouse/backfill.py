@@ -18,7 +18,8 @@ Writes, each in ONE table commit (all partitions or none):
   written, inclusive; it resumes at version + 1).
 
 Re-running is safe at any point: a crash before the commit leaves the table as it was (the data
-files written are not part of any snapshot or version); after it, a re-run finds its own record of
+files written are not part of any snapshot or version), except that a new Iceberg table is created
+before the commit and stays, empty (a re-run fills it); after it, a re-run finds its own record of
 the ranges (Iceberg: the summary keys in the table's history; Delta: the txn versions) and writes
 nothing for those partitions, saying so.  A different range over one already recorded (or a txn
 version below H - 1: the live writer owns offsets the backfill would write again) is refused with
