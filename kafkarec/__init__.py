@@ -32,6 +32,7 @@ from kafkarec.convert import ConversionResult, convert  # noqa: E402
 from kafkarec.enums import Compression, ControlRecordType, TimestampType  # noqa: E402
 from kafkarec.errors import (  # noqa: E402
     BackfillError,
+    BrokerError,
     CheckpointError,
     ChecksumError,
     ConnectError,
@@ -110,6 +111,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "LayoutError", "MalformedBatchError",
+    "ConnectError", "LayoutError", "BrokerError", "MalformedBatchError",
     "convert", "ConversionResult",
 ]

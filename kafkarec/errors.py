@@ -46,6 +46,7 @@ __all__ = [
     "UsageError",
     "BackfillError",
     "LayoutError",
+    "BrokerError",
     "MalformedBatchError",
     "ConnectError",
 ]
@@ -324,6 +325,31 @@ class LayoutError(KafkaRecError, ValueError):
 
 def _rebuild_layout(cls, layout, reason, topic, partition, offset):
     return cls(layout, reason, topic=topic, partition=partition, offset=offset)
+
+
+class BrokerError(KafkaRecError, OSError):
+    """A broker asked for its partitions' offsets (``bootstrap``: the log start and the last stable
+    offset, Kafka's ListOffsets) that did not answer, or answered with an error: ``bootstrap``
+    names the cluster, ``topic`` and ``partition`` the partition (None when the failure is the
+    request's), ``reason`` says why."""
+
+    def __init__(self, bootstrap: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None) -> None:
+        super().__init__(f"broker {bootstrap}: {reason}")
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partition = partition
+        self.reason = reason
+
+    def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
+        return self.args[0] if self.args else ""
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_broker, (type(self), self.bootstrap, self.reason, self.topic, self.partition))
+
+
+def _rebuild_broker(cls, bootstrap, reason, topic, partition):
+    return cls(bootstrap, reason, topic=topic, partition=partition)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

@@ -14,10 +14,10 @@ import sys
 from typing import Dict, Optional, TextIO, Tuple
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
-from kafkarec.errors import BackfillError, DecodeError, LayoutError, UsageError
+from kafkarec.errors import BackfillError, BrokerError, DecodeError, LayoutError, UsageError
 
 __all__ = ["add_parser", "run", "add_target_arguments", "target_from_args", "end_offsets_from_text",
-           "END_OFFSETS_HELP"]
+           "END_OFFSETS_HELP", "add_bootstrap_argument", "note_checkpoint_lag"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -45,6 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="end each partition at the table's smallest offset (a table a live writer owns)")
     p.add_argument("--app-id", metavar="ID", help="kafka-delta-ingest's app id (txn appId <ID>-<partition>)")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    add_bootstrap_argument(p)
     connect = p.add_argument_group("hand-off to a Kafka Connect sink (after the write)")
     connect.add_argument("--connect-url", metavar="URL",
                          help="the Connect worker's REST API (http://host:8083): set --connector's offsets to H "
@@ -73,6 +74,21 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     target.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a catalog property (type=sql, uri=..., warehouse=...)")
     target.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table's identifier")
+
+
+def add_bootstrap_argument(p: argparse.ArgumentParser) -> None:
+    """``--bootstrap`` (``kafkarec backfill``'s and ``kafkarec audit``'s)."""
+    p.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="the running broker whose log directory LOG is: each partition's log start and last "
+                        "stable offset are asked of it (Kafka's ListOffsets), as the log directory's "
+                        "log-start-offset-checkpoint lags it by up to log.flush.start.offset.checkpoint.interval.ms")
+
+
+def note_checkpoint_lag(args, command: str, err: TextIO) -> None:
+    """Without ``--bootstrap``, one line on stderr: the log start may lag a live broker's."""
+    if args.bootstrap is None:
+        from kafkarec.lakehouse.broker import CHECKPOINT_LAG
+        err.write(f"kafkarec {command}: note: {CHECKPOINT_LAG}\n")
 
 
 def _pairs(items, flag: str) -> dict:
@@ -174,7 +190,11 @@ def run(args, out: TextIO, err: TextIO) -> int:
         summary = backfill(args.path, target_from_args(args), layout=args.layout, fill_below=args.fill_below,
                            app_id=args.app_id, topics=args.topics, end_offsets=end_offsets_from_text(args.end_offsets),
                            end_time=args.end_time, storage_options=storage_options_from_args(args) or None,
-                           tiered_storage=args.tiered_storage, typed=decode_from_args(args))
+                           tiered_storage=args.tiered_storage, typed=decode_from_args(args),
+                           bootstrap=args.bootstrap)
+    except BrokerError as e:             # asked to, the broker did not answer: nothing is written
+        err.write(f"kafkarec backfill: {e}; nothing was written\n")
+        return EXIT_PROBLEMS
     except BackfillError as e:           # the table holds what the backfill would write again
         err.write(f"kafkarec backfill: {e}\n")
         return EXIT_PROBLEMS
@@ -185,6 +205,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except LayoutError as e:             # nothing committed: a record the live writer's rows cannot hold
         err.write(f"kafkarec backfill: {e}; nothing was written\n")
         return EXIT_PROBLEMS
+    note_checkpoint_lag(args, "backfill", err)
     for s in summary.values():
         if args.json:
             out.write(json.dumps(s._asdict(), separators=(",", ":")) + "\n")

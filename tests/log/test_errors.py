@@ -29,7 +29,7 @@ EXPECTED = {
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
-    "LayoutError": ValueError,
+    "LayoutError": ValueError, "BrokerError": OSError,
 }
 
 
@@ -91,6 +91,14 @@ def test_layout_error_carries_its_record_across_pickling():
     assert str(again) == ("orders-2 offset 7: timestamp 4611686018427387904 ms has no microseconds in a long "
                           "(layout redpanda)")
     assert (again.layout, again.topic, again.partition, again.offset) == ("redpanda", "orders", 2, 7)
+
+
+def test_broker_error_carries_its_cluster_and_partition_across_pickling():
+    e = errors.BrokerError("localhost:9", "ListOffsets of t-0: Local: Timed out", topic="t", partition=0)
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == "broker localhost:9: ListOffsets of t-0: Local: Timed out"
+    assert (again.bootstrap, again.topic, again.partition, again.reason) == (
+        "localhost:9", "t", 0, "ListOffsets of t-0: Local: Timed out")
 
 
 def test_connect_error_carries_the_call_status_and_answer_across_pickling():
