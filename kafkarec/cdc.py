@@ -219,7 +219,7 @@ def _sqlserver(source: dict) -> Optional[tuple]:
 
 
 def _oracle(source: dict) -> Optional[tuple]:
-    # OracleSourceInfoStructMaker: scn OPTIONAL_STRING, the SCN in decimal (an INT64 before Debezium 1.3)
+    # OracleSourceInfoStructMaker: scn OPTIONAL_STRING, the SCN in decimal (an INT64 in older releases)
     scn = source.get("scn")
     if scn is None:
         return None
