@@ -24,7 +24,7 @@ from kafkarec.errors import BrokerError
 
 __all__ = ["LiveOffsets", "list_offsets", "CHECKPOINT_LAG"]
 
-#: what the docs and the command line say when no broker is asked
+#: what the commands say on stderr when no broker is asked (docs/lakehouse.md says the same)
 CHECKPOINT_LAG = ("the log start offsets are read from log-start-offset-checkpoint, which a running broker "
                   "rewrites every log.flush.start.offset.checkpoint.interval.ms (60 s by default): on a live "
                   "broker they can lag a deleteRecords or a retention pass by that long (--bootstrap asks the "
