@@ -32,7 +32,7 @@ _HOMES = {
         "SchemaResolutionError", "AvroDecodeError", "ColumnOverflowError", "JsonSchemaError",
         "ProtobufDecodeError", "ProtobufSchemaError", "RegistryError", "TransformedSegmentError",
         "RemoteObjectError", "TruncatedError", "UnknownRecordTypeError", "UnsupportedCodecError",
-        "UsageError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning",
+        "UsageError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError",
     ),
 }
 _LAZY = {name: home for home, names in _HOMES.items() for name in names}
@@ -56,7 +56,7 @@ if TYPE_CHECKING:       # what type checkers and IDEs see: the same names, from 
         StorageError, AvroSchemaError, SchemaResolutionError, AvroDecodeError, ColumnOverflowError,
         JsonSchemaError, ProtobufDecodeError, ProtobufSchemaError, RegistryError,
         TransformedSegmentError, RemoteObjectError, TruncatedError, UnknownRecordTypeError,
-        UnsupportedCodecError, UsageError, OffsetOrderError, KafkaRecWarning, IndexWarning,
+        UnsupportedCodecError, UsageError, OffsetOrderError, KafkaRecWarning, IndexWarning, LayoutError, BrokerError,
     )
 
 
@@ -128,6 +128,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning",
+    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError",
     "convert", "ConversionResult",
 ]

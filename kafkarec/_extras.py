@@ -20,6 +20,7 @@ EXTRAS = {
     "numpy": ("numpy", "arrow"),
     "pyiceberg": ("pyiceberg", "lakehouse"),
     "deltalake": ("deltalake", "lakehouse"),
+    "confluent_kafka": ("confluent-kafka", "lakehouse"),
     "polars": ("polars", "engines"),
     "duckdb": ("duckdb", "engines"),
     "ray": ("ray", "engines"),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any, Iterator, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
@@ -57,7 +58,26 @@ def parse_cdc(value: Optional[str]) -> Optional[str]:
 
 def envelope(value: bytes) -> Tuple[Optional[dict], Optional[str]]:
     """``(envelope, None)`` for a Debezium change event's value (bare or in the JSON
-    converter's schema/payload wrapper), else ``(None, reason)``."""
+    converter's schema/payload wrapper), else ``(None, reason)``: a value that is no JSON
+    object, an ``op`` that is not Debezium's, or an envelope whose order cannot be read
+    (:func:`event_order`'s ``problem``)."""
+    doc, _, reason = _event(value)
+    return doc, reason
+
+
+def _event(value: bytes) -> Tuple[Optional[dict], Optional[EventOrder], Optional[str]]:
+    """``(envelope, its order, None)`` or ``(None, None, reason)``: the value parsed and its
+    ``source`` read, once."""
+    doc, reason = _envelope(value)
+    if doc is None:
+        return None, None, reason
+    order = _order_of(doc)
+    if order.problem is not None:
+        return None, None, f"not a Debezium envelope: {order.problem}"
+    return doc, order, None
+
+
+def _envelope(value: bytes) -> Tuple[Optional[dict], Optional[str]]:
     try:
         doc = json.loads(value)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -72,9 +92,6 @@ def envelope(value: bytes) -> Tuple[Optional[dict], Optional[str]]:
     for image in ("before", "after"):
         if doc.get(image) is not None and not isinstance(doc[image], dict):
             return None, f"not a Debezium envelope: {image} is not an object"
-    ts = doc.get("ts_ms")
-    if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool)):
-        return None, f"not a Debezium envelope: ts_ms is {ts!r}"
     return doc, None
 
 
@@ -105,9 +122,12 @@ def changes(batch: Any) -> Any:
 class EventOrder(NamedTuple):
     """Where a change event stands in its source's order: ``position`` (``(kind, key)``: keys
     of one kind compare, as tuples) or ``None`` when its ``source`` block has none, and
-    ``ts_ms`` (the database's time of the change) or ``None``."""
+    ``ts_ms`` (the database's time of the change) or ``None``.  ``problem``: why the event's
+    order cannot be read (a ``source`` field of a type Debezium does not write there; position
+    and time are then ``None``), else ``None``."""
     position: Optional[tuple]
     ts_ms: Optional[int]
+    problem: Optional[str] = None
 
     def precedes(self, other: "EventOrder") -> Optional[bool]:
         """Whether this event came before ``other``: by their positions when both have one of
@@ -120,57 +140,100 @@ class EventOrder(NamedTuple):
         return None
 
 
-def _int(value: Any) -> Optional[int]:
-    """An integer field of a source block (Oracle's scn is a decimal string), else ``None``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+class _Unreadable(Exception):
+    """A ``source`` field that is not what Debezium writes there (internal: becomes a reason)."""
 
 
-def _binlog_file(name: Any) -> Optional[tuple]:
-    """A binlog file name (``mysql-bin.000003``) as ``(base, sequence number)``: the server
-    numbers its files in order, and the number may outgrow its zero padding."""
-    if not isinstance(name, str):
+_LONG = (-(1 << 63), (1 << 63) - 1)      # Kafka Connect's INT64
+_INT = (-(1 << 31), (1 << 31) - 1)       # INT32
+_TEXT_MAX = 512                          # MySQL's longest file name (FN_REFLEN); LSNs are shorter
+# ASCII digits only ([0-9], not \d: "²" and "①" are Unicode digits int() refuses), at most 20: a
+# 64-bit number (an Oracle SCN of 8 bytes, a binlog file's sequence number)
+_DIGITS = re.compile(r"[0-9]{1,20}")
+_BINLOG_FILE = re.compile(r"(.+)\.([0-9]{1,20})")
+# SQL Server's Lsn.toString: 10 bytes in lower-case hex, "0000002b:00000b68:0003" (fixed width: they
+# compare as text); "NULL" where no LSN is available
+_SQLSERVER_LSN = re.compile(r"[0-9a-f]{8}:[0-9a-f]{8}:[0-9a-f]{4}")
+
+
+def _whole(block: dict, name: str, bounds: Tuple[int, int], where: str = "source.") -> Optional[int]:
+    """An INT64 (or INT32) field of a source block (or of the envelope): absent or null is ``None``."""
+    value = block.get(name)
+    if value is None:
         return None
-    base, _, number = name.rpartition(".")
-    return (base, int(number)) if number.isdigit() else (name, -1)
+    if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+        kind = "a long" if bounds == _LONG else "an int"
+        raise _Unreadable(f"{where}{name} is {_shown(value)}, not {kind}")
+    return value
+
+
+def _string(source: dict, name: str, pattern: Optional[Any] = None, what: str = "text") -> Optional[str]:
+    """A STRING field of a source block (matching ``pattern`` when given): absent or null is ``None``."""
+    value = source.get(name)
+    if value is None:
+        return None
+    if (not isinstance(value, str) or len(value) > _TEXT_MAX
+            or (pattern is not None and pattern.fullmatch(value) is None)):
+        raise _Unreadable(f"source.{name} is {_shown(value)}, not {what}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A field's value in a reason, cut short (an int past Python's digit limit has no repr)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}... ({len(text)} characters)"
 
 
 def _binlog(source: dict) -> Optional[tuple]:
-    file, pos, server = _binlog_file(source.get("file")), _int(source.get("pos")), _int(source.get("server_id"))
-    if file is None or pos is None:
+    # MySqlSourceInfoStructMaker (MariaDB's likewise): server_id INT64, file STRING, pos INT64, row INT32
+    server = _whole(source, "server_id", _LONG)
+    name = _string(source, "file", _BINLOG_FILE, "a binlog file name (<base>.<number>)")
+    pos, row = _whole(source, "pos", _LONG), _whole(source, "row", _INT)
+    if name is None or pos is None:
         return None
+    # the server numbers its files in order, and the number may outgrow its zero padding
+    base, number = _BINLOG_FILE.fullmatch(name).groups()
     # positions in one server's binlog only: another server (a fail-over) numbers its own files
-    return ("binlog", server), (file, pos, _int(source.get("row")) or 0)
+    return ("binlog", server), ((base, int(number)), pos, row or 0)
 
 
 def _postgresql(source: dict) -> Optional[tuple]:
-    lsn = _int(source.get("lsn"))
+    lsn = _whole(source, "lsn", _LONG)            # PostgresSourceInfoStructMaker: lsn OPTIONAL_INT64
     return None if lsn is None else (("lsn",), (lsn,))
 
 
 def _sqlserver(source: dict) -> Optional[tuple]:
+    # SqlServerSourceInfoStructMaker: change_lsn, commit_lsn OPTIONAL_STRING, event_serial_no OPTIONAL_INT64
+    lsn = (_SQLSERVER_LSN, "an LSN (xxxxxxxx:xxxxxxxx:xxxx)")
     commit = source.get("commit_lsn")
-    if not isinstance(commit, str):
-        return None
-    # LSNs are fixed-width hex text ("0000002b:00000b68:0003"): they compare as text
+    commit = None if commit == "NULL" else _string(source, "commit_lsn", *lsn)
     change = source.get("change_lsn")
-    return ("sqlserver",), (commit, change if isinstance(change, str) else "",
-                            _int(source.get("event_serial_no")) or 0)
+    change = None if change == "NULL" else _string(source, "change_lsn", *lsn)
+    serial = _whole(source, "event_serial_no", _LONG)
+    if commit is None:
+        return None
+    # no change LSN sorts first, as Debezium's Lsn.NULL does
+    return ("sqlserver",), (commit, change or "", serial or 0)
 
 
 def _oracle(source: dict) -> Optional[tuple]:
-    scn = _int(source.get("scn"))
-    return None if scn is None else (("scn",), (scn,))
+    # OracleSourceInfoStructMaker: scn OPTIONAL_STRING, the SCN in decimal (an INT64 in older releases)
+    scn = source.get("scn")
+    if scn is None:
+        return None
+    if isinstance(scn, int) and not isinstance(scn, bool):
+        scn = _whole(source, "scn", _LONG)
+    else:
+        scn = int(_string(source, "scn", _DIGITS, "an SCN (decimal digits, at most 20)"))
+    return ("scn",), (scn,)
 
 
 def _mongodb(source: dict) -> Optional[tuple]:
-    # the oplog's timestamp: its seconds (as ts_ms) and the operation's ordinal within them
-    ts, ordinal = _int(source.get("ts_ms")), _int(source.get("ord"))
+    # MongoDbSourceInfoStructMaker: the oplog's timestamp, its seconds (ts_ms, INT64) and the
+    # operation's ordinal within them (ord, INT32)
+    ts, ordinal = _whole(source, "ts_ms", _LONG), _whole(source, "ord", _INT)
     return None if ts is None or ordinal is None else (("oplog",), (ts, ordinal))
 
 
@@ -179,19 +242,36 @@ _POSITIONS = {"postgresql": _postgresql, "mysql": _binlog, "mariadb": _binlog, "
               "oracle": _oracle, "mongodb": _mongodb}
 
 
+def _order_of(doc: Optional[dict]) -> EventOrder:
+    """The one reading of an envelope's ``source`` block, by the types Debezium writes there."""
+    source = doc.get("source") if doc else None
+    position = ts = None
+    try:
+        # the envelope's own ts_ms: Envelope.schema's INT64
+        own = _whole(doc, "ts_ms", _LONG, "") if doc else None
+        if source is not None and not isinstance(source, dict):
+            raise _Unreadable("source is not an object")
+        if source is not None:
+            # AbstractSourceInfoStructMaker: connector STRING, ts_ms INT64 (every connector)
+            connector = _string(source, "connector")
+            ts = _whole(source, "ts_ms", _LONG)
+            rule = _POSITIONS.get(connector) if connector is not None else None
+            position = rule(source) if rule is not None else None
+        if ts is None:
+            ts = own
+    except _Unreadable as exc:
+        return EventOrder(None, None, str(exc))
+    return EventOrder(position, ts)
+
+
 def event_order(doc: Optional[dict]) -> EventOrder:
     """The :class:`EventOrder` of a change event (an envelope, as :func:`envelope` gives it or
     as a typed envelope's fields): its connector's position (``_POSITIONS``) and
-    ``source.ts_ms``, else the envelope's own ``ts_ms``."""
-    source = doc.get("source") if doc else None
-    position = ts = None
-    if isinstance(source, dict):
-        rule = _POSITIONS.get(source.get("connector"))
-        position = rule(source) if rule is not None else None
-        ts = _int(source.get("ts_ms"))
-    if ts is None and doc:
-        ts = _int(doc.get("ts_ms"))
-    return EventOrder(position, ts)
+    ``source.ts_ms``, else the envelope's own ``ts_ms``.  Each field is read as the type
+    Debezium writes it (a long, an int, text; Oracle's SCN decimal digits, a binlog file
+    ``<base>.<number>``); an event with a field of another type has no order, and
+    ``problem`` says why (:func:`envelope` refuses such a value with that reason)."""
+    return _order_of(doc)
 
 
 class Truncate(NamedTuple):
@@ -216,18 +296,32 @@ class Debezium:
     def envelopes(self, values: Any, headers: Any = None) -> Iterator[Optional[dict]]:
         """Each value's envelope (a binary column; ``headers``: the rows' headers, where a
         registry's schema id may be) as a dict with ``op`` (one of c, u, d, r, t), ``source``
-        and ``ts_ms``, ``None`` where it is no envelope or null; one at a time (a batch of
-        parsed envelopes held at once costs the garbage collector more than the parse)."""
+        and ``ts_ms``, ``None`` where it is no envelope or null (:func:`envelope`'s rules)."""
+        return (None if e is None else e[0] for e in self.events(values, headers))
+
+    def events(self, values: Any, headers: Any = None) -> Iterator[Optional[Tuple[dict, EventOrder]]]:
+        """Each value's ``(envelope, its order)`` (:meth:`envelopes`, the order read once), or
+        ``None``; one at a time (a batch of parsed envelopes held at once costs the garbage
+        collector more than the parse)."""
         if self.decode is None:
-            return (None if v is None else envelope(v)[0] for v in values.to_pylist())
+            for v in values.to_pylist():
+                doc, order, _ = (None, None, None) if v is None else _event(v)
+                yield None if doc is None else (doc, order)
+            return
         pa = require("pyarrow")
         typed = self.decode(values, headers)[0]
         if not pa.types.is_struct(typed.type) or typed.type.get_field_index("op") < 0:
-            return iter([None] * len(values))
+            yield from [None] * len(values)
+            return
         pc = require("pyarrow.compute")
         fields = [n for n in ("op", "source", "ts_ms") if typed.type.get_field_index(n) >= 0]
         columns = [pc.struct_field(typed, n).to_pylist() for n in fields]
-        return (dict(zip(fields, row)) if row[0] in OPS else None for row in zip(*columns))
+        for row in zip(*columns):
+            doc = dict(zip(fields, row)) if row[0] in OPS else None
+            order = None if doc is None else _order_of(doc)
+            # a typed envelope whose source is not Debezium's is no envelope either (typed_changes
+            # gives its reason)
+            yield None if order is None or order.problem is not None else (doc, order)
 
     def last_truncate(self, batch: Any) -> Optional[Truncate]:
         """The last truncate event (op ``t``: no key) in ``batch``, ``None`` if none: the
@@ -237,27 +331,26 @@ class Debezium:
         if not keyless.num_rows:
             return None
         last = None
-        for offset, doc in zip(keyless.column("offset").to_pylist(),
-                               self.envelopes(keyless.column("value"), _headers(keyless))):
-            if doc is not None and doc["op"] == "t" and (last is None or offset > last.offset):
-                last = Truncate(offset, event_order(doc))
+        for offset, event in zip(keyless.column("offset").to_pylist(),
+                                 self.events(keyless.column("value"), _headers(keyless))):
+            if event is not None and event[0]["op"] == "t" and (last is None or offset > last.offset):
+                last = Truncate(offset, event[1])
         return last
 
     def table_rows(self, rows: Any, truncated: Optional[Truncate], others: Sequence[Truncate] = ()) -> Any:
         """Of the keyed state's ``rows``, those the mirrored table holds (last event not a
         delete, written after the partition's own last truncate ``truncated`` and not before
         any of ``others``, the last truncates of the topic's other partitions; a value that is
-        no envelope stays), with the change-event columns for JSON values (typed values get
-        theirs once decoded)."""
+        no envelope stays, with its reason), with the change-event columns for JSON values
+        (typed values get theirs once decoded)."""
         pa = require("pyarrow")
         pc = require("pyarrow.compute")
         live = []
         undecided = 0
-        for doc in self.envelopes(rows.column("value"), _headers(rows)):
-            keep = doc is None or doc["op"] != "d"
-            if keep and others and doc is not None:
-                order = event_order(doc)
-                before = [order.precedes(t.order) for t in others]
+        for event in self.events(rows.column("value"), _headers(rows)):
+            keep = event is None or event[0]["op"] != "d"
+            if keep and others and event is not None:
+                before = [event[1].precedes(t.order) for t in others]
                 keep = not any(before)
                 undecided += keep and None in before
             live.append(keep)
@@ -327,6 +420,15 @@ def typed_changes(values: Any, errors: Any = None) -> dict:
         bad = pc.and_(bad, pc.is_null(errors))
     reasons = pc.if_else(bad, pc.binary_join_element_wise(
         pa.scalar("not a Debezium envelope: op is "), pc.fill_null(op, "null"), ""), pa.scalar(None, pa.string()))
+    if values.type.get_field_index("source") >= 0:
+        # a source block whose order cannot be read (event_order's problem), as for JSON values
+        unread = pa.array([None if s is None or b else _order_of({"source": s}).problem
+                           for s, b in zip(out["source"].to_pylist(), bad.to_pylist())], pa.string())
+        unread = pc.binary_join_element_wise(pa.scalar("not a Debezium envelope: "), unread, "")
+        if errors is not None:
+            unread = pc.if_else(pc.is_null(errors), unread, pa.scalar(None, pa.string()))
+        reasons = pc.coalesce(reasons, unread)
+        bad = pc.is_valid(reasons)
     # A row whose value is no envelope has no change columns, as with JSON.
     for name in ("op", "before", "after", "source", "ts_ms"):
         out[name] = pc.if_else(bad, pa.scalar(None, out[name].type), out[name])

@@ -45,6 +45,8 @@ __all__ = [
     "ColumnOverflowError",
     "UsageError",
     "BackfillError",
+    "LayoutError",
+    "BrokerError",
     "MalformedBatchError",
     "OffsetOrderError",
     "ConnectError",
@@ -303,6 +305,54 @@ class BackfillError(KafkaRecError, ValueError):
 
 def _rebuild_backfill(cls, table, reason, topic, partition):
     return cls(table, reason, topic=topic, partition=partition)
+
+
+class LayoutError(KafkaRecError, ValueError):
+    """A record that a live writer's row layout cannot hold as that writer means it (a timestamp
+    whose microseconds pass a long): ``layout`` names the layout, ``topic``, ``partition`` and
+    ``offset`` the record, ``reason`` says what does not fit."""
+
+    def __init__(self, layout: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None, offset: "int | None" = None) -> None:
+        self.layout = layout
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{topic}-{partition} offset {offset}: {reason} (layout {layout})")
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_layout, (type(self), self.layout, self.reason, self.topic, self.partition,
+                                  self.offset))
+
+
+def _rebuild_layout(cls, layout, reason, topic, partition, offset):
+    return cls(layout, reason, topic=topic, partition=partition, offset=offset)
+
+
+class BrokerError(KafkaRecError, OSError):
+    """A broker asked for its partitions' offsets (``bootstrap``: the log start and the last stable
+    offset, Kafka's ListOffsets) that did not answer, or answered with an error: ``bootstrap``
+    names the cluster, ``topic`` and ``partition`` the partition (None when the failure is the
+    request's), ``reason`` says why."""
+
+    def __init__(self, bootstrap: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None) -> None:
+        super().__init__(f"broker {bootstrap}: {reason}")
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partition = partition
+        self.reason = reason
+
+    def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
+        return self.args[0] if self.args else ""
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_broker, (type(self), self.bootstrap, self.reason, self.topic, self.partition))
+
+
+def _rebuild_broker(cls, bootstrap, reason, topic, partition):
+    return cls(bootstrap, reason, topic=topic, partition=partition)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

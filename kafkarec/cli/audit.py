@@ -34,16 +34,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="one JSON object per partition, then a summary, instead of text")
     selection_args.add_selection_arguments(p, consumer=False)
+    from kafkarec.cli.backfill import END_OFFSETS_HELP, add_bootstrap_argument
+    p.add_argument("--end-offsets", metavar="JSON|@FILE",
+                   help=END_OFFSETS_HELP + ", as kafkarec backfill takes them; partitions not named end at "
+                        "their hand-off point")
+    add_bootstrap_argument(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
-    from kafkarec.cli.backfill import target_from_args
+    from kafkarec.cli.backfill import end_offsets_from_text, note_checkpoint_lag, target_from_args
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.lakehouse import tables
     from kafkarec.lakehouse.audit import audit
     target, layout = target_from_args(args), args.layout
+    end_offsets = args.end_offset
+    if args.end_offsets is not None:
+        if args.end_offset is not None:
+            raise UsageError("--end-offset N (every partition) or --end-offsets (per partition), not both")
+        end_offsets = end_offsets_from_text(args.end_offsets)
     try:
         found = (tables.delta_table(target) if isinstance(target, tables.DeltaTarget)
                  else tables.load_iceberg_table(target))
@@ -51,9 +61,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
             raise UsageError(f"{tables.describe(target)}: no such table")
         positions = tables.read_positions(target, layout, topic=_single(args.topics))
         report = audit(args.log_uri, positions, topics=args.topics, start_offsets=args.start_offset,
-                       end_offsets=args.end_offset, start_time=args.start_time, end_time=args.end_time,
+                       end_offsets=end_offsets, start_time=args.start_time, end_time=args.end_time,
                        layout=layout, storage_options=storage_options_from_args(args),
-                       tiered_storage=args.tiered_storage)
+                       tiered_storage=args.tiered_storage, bootstrap=args.bootstrap)
     except (UsageError, StorageError, SelectionError, MissingExtraError):
         raise                              # usage: the command line's exit status 2
     except FileNotFoundError:
@@ -61,6 +71,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except (OSError, KafkaRecError) as e:
         err.write(f"kafkarec audit: {e}\n")
         return EXIT_PROBLEMS
+    note_checkpoint_lag(args, "audit", err)
     if args.json:
         for line in report.json_lines():
             out.write(line + "\n")

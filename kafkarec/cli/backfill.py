@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+import re
+import sys
+from typing import Dict, Optional, TextIO, Tuple
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
-from kafkarec.errors import BackfillError, DecodeError, UsageError
+from kafkarec.errors import BackfillError, BrokerError, DecodeError, LayoutError, UsageError
 
-__all__ = ["add_parser", "run", "add_target_arguments", "target_from_args"]
+__all__ = ["add_parser", "run", "add_target_arguments", "target_from_args", "end_offsets_from_text",
+           "END_OFFSETS_HELP", "add_bootstrap_argument", "note_checkpoint_lag"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -34,15 +37,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--layout", required=True, choices=sorted(LAYOUTS),
                    help="the live writer whose rows to write")
     p.add_argument("--topics", metavar="A,B", help="only these topics (default every topic but Kafka's __*)")
-    p.add_argument("--end-offsets", metavar="JSON",
-                   help='where to end, per partition: {"orders":{"0":42,"1":17}} (H is the last stable '
-                        'offset there)')
+    p.add_argument("--end-offsets", metavar="JSON|@FILE",
+                   help=END_OFFSETS_HELP + " (H is the last stable offset there)")
     p.add_argument("--end-time", metavar="T",
                    help="end at the first record at or after T (ms since the epoch or ISO 8601)")
     p.add_argument("--fill-below", action="store_true",
                    help="end each partition at the table's smallest offset (a table a live writer owns)")
     p.add_argument("--app-id", metavar="ID", help="kafka-delta-ingest's app id (txn appId <ID>-<partition>)")
     p.add_argument("--json", action="store_true", help="one JSON object per partition")
+    add_bootstrap_argument(p)
     connect = p.add_argument_group("hand-off to a Kafka Connect sink (after the write)")
     connect.add_argument("--connect-url", metavar="URL",
                          help="the Connect worker's REST API (http://host:8083): set --connector's offsets to H "
@@ -73,6 +76,21 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     target.add_argument("--table", metavar="DB.TABLE", help="the Iceberg table's identifier")
 
 
+def add_bootstrap_argument(p: argparse.ArgumentParser) -> None:
+    """``--bootstrap`` (``kafkarec backfill``'s and ``kafkarec audit``'s)."""
+    p.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="the running broker whose log directory LOG is: each partition's log start and last "
+                        "stable offset are asked of it (Kafka's ListOffsets), as the log directory's "
+                        "log-start-offset-checkpoint lags it by up to log.flush.start.offset.checkpoint.interval.ms")
+
+
+def note_checkpoint_lag(args, command: str, err: TextIO) -> None:
+    """Without ``--bootstrap``, one line on stderr: the log start may lag a live broker's."""
+    if args.bootstrap is None:
+        from kafkarec.lakehouse.broker import CHECKPOINT_LAG
+        err.write(f"kafkarec {command}: note: {CHECKPOINT_LAG}\n")
+
+
 def _pairs(items, flag: str) -> dict:
     out = {}
     for item in items or ():
@@ -83,14 +101,73 @@ def _pairs(items, flag: str) -> dict:
     return out
 
 
-def _end_offsets(text):
+END_OFFSETS_HELP = ('where to end, per partition: {"orders":{"0":42,"1":17}}, or @FILE (@- for stdin) holding '
+                    "what kafkarec backfill printed (its lines or its --json objects: each partition's H)")
+
+# one line of kafkarec backfill's text output: "orders-0 [0, 7) 6 rows written"
+_SUMMARY_LINE = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]{1,10}) \[(?P<start>[0-9]{1,19}), "
+                           r"(?P<end>[0-9]{1,19})\)(?: .*)?")
+
+
+def end_offsets_from_text(text: Optional[str], flag: str = "--end-offsets") -> Optional[Dict[Tuple[str, int], int]]:
+    """``{(topic, partition): offset}`` from a command line's per-partition ends: the JSON object
+    ``{"topic": {"partition": offset}}``, or ``@FILE`` (``@-``: stdin) holding ``kafkarec backfill``'s
+    own output (its text lines or its ``--json`` objects), whose H is each partition's end: what one
+    backfill printed is what the next command (a re-run, ``kafkarec audit``) is given back."""
     if text is None:
         return None
+    if text.startswith("@"):
+        name = text[1:]
+        try:
+            if name == "-":
+                body = sys.stdin.read()
+            else:
+                with open(name, encoding="utf-8") as fh:
+                    body = fh.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"{flag} {text}: {e}") from None
+        return _summary_ends(body, f"{flag} {text}")
     try:
         raw = json.loads(text)
-        return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in raw.items()}
+        out = {(str(t), int(p)): int(o) for t, parts in raw.items() for p, o in parts.items()}
     except (ValueError, TypeError, AttributeError):
-        raise UsageError(f'--end-offsets: expected {{"topic":{{"partition":offset}}}}, got {text!r}') from None
+        raise UsageError(f'{flag}: expected {{"topic":{{"partition":offset}}}} or @FILE, got {text!r}') from None
+    return _checked_ends(out, flag)
+
+
+def _summary_ends(body: str, where: str) -> Dict[Tuple[str, int], int]:
+    out: Dict[Tuple[str, int], int] = {}
+    for number, line in enumerate(body.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+                key, end = (str(obj["topic"]), int(obj["partition"])), int(obj["end"])
+            except (ValueError, TypeError, KeyError):
+                raise UsageError(f"{where}, line {number}: not a line kafkarec backfill --json prints: "
+                                 f"{line[:80]!r}") from None
+        else:
+            m = _SUMMARY_LINE.fullmatch(line)
+            if m is None:
+                raise UsageError(f"{where}, line {number}: not a line kafkarec backfill prints "
+                                 f"('topic-partition [start, H) ...'): {line[:80]!r}")
+            key, end = (m["topic"], int(m["partition"])), int(m["end"])
+        if out.get(key, end) != end:
+            raise UsageError(f"{where}, line {number}: {key[0]}-{key[1]} ends at {out[key]} and at {end}")
+        out[key] = end
+    if not out:
+        raise UsageError(f"{where}: no partition's end in it")
+    return _checked_ends(out, where)
+
+
+def _checked_ends(ends: Dict[Tuple[str, int], int], where: str) -> Dict[Tuple[str, int], int]:
+    for (topic, partition), end in ends.items():
+        if not 0 <= partition < 1 << 31 or not 0 <= end < 1 << 63:
+            raise UsageError(f"{where}: {topic}-{partition} ending at {end}: partitions and offsets are 0 or more "
+                             f"(a Java int, a long)")
+    return ends
 
 
 def target_from_args(args):
@@ -111,9 +188,13 @@ def run(args, out: TextIO, err: TextIO) -> int:
     handing_off = _hand_off_args(args)
     try:
         summary = backfill(args.path, target_from_args(args), layout=args.layout, fill_below=args.fill_below,
-                           app_id=args.app_id, topics=args.topics, end_offsets=_end_offsets(args.end_offsets),
+                           app_id=args.app_id, topics=args.topics, end_offsets=end_offsets_from_text(args.end_offsets),
                            end_time=args.end_time, storage_options=storage_options_from_args(args) or None,
-                           tiered_storage=args.tiered_storage, typed=decode_from_args(args))
+                           tiered_storage=args.tiered_storage, typed=decode_from_args(args),
+                           bootstrap=args.bootstrap)
+    except BrokerError as e:             # asked to, the broker did not answer: nothing is written
+        err.write(f"kafkarec backfill: {e}; nothing was written\n")
+        return EXIT_PROBLEMS
     except BackfillError as e:           # the table holds what the backfill would write again
         err.write(f"kafkarec backfill: {e}\n")
         return EXIT_PROBLEMS
@@ -121,6 +202,10 @@ def run(args, out: TextIO, err: TextIO) -> int:
         where = getattr(e, "file", None)
         err.write(f"kafkarec backfill: {where + ': ' if where else ''}{e}; nothing was written\n")
         return EXIT_PROBLEMS
+    except LayoutError as e:             # nothing committed: a record the live writer's rows cannot hold
+        err.write(f"kafkarec backfill: {e}; nothing was written\n")
+        return EXIT_PROBLEMS
+    note_checkpoint_lag(args, "backfill", err)
     for s in summary.values():
         if args.json:
             out.write(json.dumps(s._asdict(), separators=(",", ":")) + "\n")

@@ -448,9 +448,13 @@ def _by_partition(positions, topics: Optional[frozenset]):
     if isinstance(positions, pa.RecordBatch):
         positions = pa.Table.from_batches([positions])
     for name in ("topic", "partition", "offset"):
-        if name not in positions.column_names:
-            raise UsageError(f"the table's positions have no {name!r} column (columns: "
-                             f"{positions.column_names}); expected topic, partition and offset")
+        # by name and count: a join or select("*", "topic") names a column twice, and which of the
+        # two holds the positions is not for the audit to guess
+        count = positions.column_names.count(name)
+        if count != 1:
+            raise UsageError(f"the table's positions have {'no' if count == 0 else count} {name!r} column"
+                             f"{'' if count == 0 else 's'} (columns: {positions.column_names}); expected "
+                             f"one each of topic, partition and offset")
     topic = positions.column("topic")
     if topic.null_count:
         if topics is None or len(topics) != 1:
@@ -516,7 +520,7 @@ def _start_spec(start_offsets: Offsets, start_time) -> selection.OffsetSpec:
 
 def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets = None,
           end_offsets: Offsets = None, start_time=None, end_time=None, layout=None, storage_options=None,
-          tiered_storage: Optional[str] = None) -> AuditReport:
+          tiered_storage: Optional[str] = None, bootstrap: Optional[str] = None) -> AuditReport:
     """Hold a table's positions against the log under ``log_uri`` (a log directory, local or a
     URI; ``tiered_storage``: a tiered-storage root holding remote copies of its segments).
 
@@ -533,6 +537,9 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
     ``end_offsets``/``end_time`` bounded by it), what a ``read_committed`` consumer reads.
     ``layout``: the table's layout (a name or :class:`kafkarec.lakehouse.layouts.Layout`),
     when its writer writes no row for a tombstone (kafka-delta-ingest, the Iceberg sink).
+    ``bootstrap``: the running broker whose log directory this is, asked for each partition's log
+    start and last stable offset (:func:`kafkarec.lakehouse.hand_off_points`): the log
+    directory's checkpoint lags it, and rows below the broker's log start are reported as such.
     """
     from kafkarec.lakehouse.handoff import hand_off_points
     from kafkarec.lakehouse.layouts import layout as layout_of
@@ -553,12 +560,12 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
     if isinstance(end_offsets, int):
         end_offsets = {p.key: end_offsets for p in lay.partitions if p.topic in wanted}
     points = hand_off_points(log_uri, topics=sorted(wanted), end_offsets=end_offsets, end_time=end_time,
-                             storage_options=storage_options, tiered_storage=tiered_storage)
+                             storage_options=storage_options, tiered_storage=tiered_storage, bootstrap=bootstrap)
     seen = set()
     for part in selection.select_partitions(lay, sel):
         key = (part.topic, part.partition)
         seen.add(key)
-        log_start = resolver.log_start(part)
+        log_start = points[key].start         # the checkpoint's, or the later broker's (bootstrap)
         start, _ = selection.partition_start(sel, part, resolver, log_start)
         end = points[key].end
         lost_here = [(g.start, g.end) for g in lost if (g.topic, g.partition) == key]

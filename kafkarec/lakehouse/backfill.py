@@ -18,7 +18,8 @@ Writes, each in ONE table commit (all partitions or none):
   written, inclusive; it resumes at version + 1).
 
 Re-running is safe at any point: a crash before the commit leaves the table as it was (the data
-files written are not part of any snapshot or version); after it, a re-run finds its own record of
+files written are not part of any snapshot or version), except that a new Iceberg table is created
+before the commit and stays, empty (a re-run fills it); after it, a re-run finds its own record of
 the ranges (Iceberg: the summary keys in the table's history; Delta: the txn versions) and writes
 nothing for those partitions, saying so.  A different range over one already recorded (or a txn
 version below H - 1: the live writer owns offsets the backfill would write again) is refused with
@@ -125,26 +126,28 @@ def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Opti
 def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, end_offsets=None,
                      end_time=None, points: Optional[Dict[Tuple[str, int], HandOff]] = None,
                      storage_options=None, tiered_storage: Optional[str] = None,
-                     typed: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
+                     typed: Optional[Dict[str, Any]] = None, bootstrap: Optional[str] = None) -> Iterator[Any]:
     """The backfill's rows in ``layout``, one Arrow RecordBatch at a time: every partition's
     committed data records of [start, H), in partition and offset order.  ``points`` (as
     :func:`kafkarec.lakehouse.hand_off_points` returns them) fixes each partition's range;
     ``typed``: keywords of :func:`kafkarec.registry.typed.decode_table` (``registry``,
-    ``value_format``, ``value_reader_schema``...) to type the values."""
+    ``value_format``, ``value_reader_schema``...) to type the values; ``bootstrap``: the running
+    broker to ask for each partition's log start and last stable offset (:func:`hand_off_points`)."""
     lay = layout_of(layout)
-    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage)
+    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage, bootstrap)
     for part in plan.partitions:
         yield from _partition_batches(plan.storage, part, lay,
                                       _Typed(typed, part.part.topic) if typed else None)
 
 
-def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage) -> HandOffPlan:
+def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage,
+          bootstrap=None) -> HandOffPlan:
     if points is not None:
         if end_offsets is not None or end_time is not None:
             raise UsageError("give points, or end_offsets/end_time, not both")
         topics = topics if topics is not None else sorted({t for t, _ in points})
     plan = plan_hand_off(log_uri, topics=topics, end_offsets=end_offsets, end_time=end_time,
-                         storage_options=storage_options, tiered_storage=tiered_storage)
+                         storage_options=storage_options, tiered_storage=tiered_storage, bootstrap=bootstrap)
     if points is None:
         return plan
     parts = []
@@ -165,7 +168,8 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
              points: Optional[Dict[Tuple[str, int], HandOff]] = None, fill_below: bool = False,
              app_id: Optional[str] = None, topics=None, end_offsets=None, end_time=None,
              storage_options=None, tiered_storage: Optional[str] = None,
-             typed: Optional[Dict[str, Any]] = None) -> Dict[Tuple[str, int], PartitionSummary]:
+             typed: Optional[Dict[str, Any]] = None,
+             bootstrap: Optional[str] = None) -> Dict[Tuple[str, int], PartitionSummary]:
     """Write the history of the log under ``log_uri`` into ``target`` (a
     :class:`~kafkarec.lakehouse.tables.DeltaTarget` or
     :class:`~kafkarec.lakehouse.tables.IcebergTarget`) in ``layout``, in one commit;
@@ -174,7 +178,10 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
     The range per partition is [start, H) (:func:`kafkarec.lakehouse.hand_off_points`, or
     ``points``), or with ``fill_below`` [start, the table's smallest offset).  ``app_id``: the
     kafka-delta-ingest app id whose txn actions the Delta commit carries (required for Delta).
-    ``storage_options``: the log's (a Delta target has its own)."""
+    ``storage_options``: the log's (a Delta target has its own).  ``bootstrap``: the running broker
+    (``host:port``) whose log directory this is: each partition's log start and last stable offset
+    are asked of it too (:func:`kafkarec.lakehouse.hand_off_points`), as the log directory's
+    checkpoint lags it."""
     lay = layout_of(layout)
     if isinstance(target, DeltaTarget):
         if not app_id and not fill_below:
@@ -182,7 +189,7 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
                              "actions say where the live writer resumes")
     elif not isinstance(target, IcebergTarget):
         raise UsageError(f"a target is a DeltaTarget or an IcebergTarget, not {type(target).__name__}")
-    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage)
+    plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage, bootstrap)
     summary: Dict[Tuple[str, int], PartitionSummary] = {}
     if fill_below:
         plan = _fill_below_plan(plan, target, lay, summary)

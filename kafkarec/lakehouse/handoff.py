@@ -7,7 +7,9 @@ record's timestamp is at or after it, Kafka's ``offsetsForTimes``) stop it earli
 transaction still open at that end holds H at its first offset, as it holds a ``read_committed``
 consumer: every record below H is decided (committed or aborted), so the backfill of [start, H)
 is final and the live writer, resuming at H, reads each later record once.  ``start`` is the
-partition's log start offset (what a consumer's ``earliest`` is).
+partition's log start offset (what a consumer's ``earliest`` is); where a running broker is
+reachable (``bootstrap``) it is asked too (:mod:`kafkarec.lakehouse.broker`: the log directory's
+checkpoint lags it), and the later start and the earlier end hold.
 
 Every rule here is the log layer's: the log start (:meth:`kafkarec.log.selection.Resolver.log_start`),
 the log end and time lookups (:class:`~kafkarec.log.selection.Resolver`), and which batches a
@@ -24,6 +26,7 @@ from typing import ClassVar, Dict, Iterable, List, NamedTuple, Optional, Tuple, 
 
 from kafkarec import _core, transactions
 from kafkarec.errors import SelectionError, UsageError
+from kafkarec.lakehouse import broker
 from kafkarec.log import committed, selection
 from kafkarec.log.layout import PartitionLog, scan_history
 
@@ -132,26 +135,33 @@ def _end_offset_of(end_offsets, topic: str, partition: int) -> Optional[int]:
 
 
 def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,
-                  end_time=None, storage_options=None, tiered_storage: Optional[str] = None) -> HandOffPlan:
+                  end_time=None, storage_options=None, tiered_storage: Optional[str] = None,
+                  bootstrap: Optional[str] = None) -> HandOffPlan:
     """:func:`hand_off_points` with what a backfill reads besides: the storage, each partition's
     log and the spans a read_committed consumer does not see."""
     lay, gaps = scan_history(uri, tiered_storage, storage_options)
     names = _topic_names(topics)
     end_ms = None if end_time is None else selection.parse_time(end_time)
     resolver = selection.Resolver(lay.storage)
+    # Kafka's internal topics (__consumer_offsets, __transaction_state...) are no table's data
+    parts = [part for part in lay.partitions if part.topic is not None and part.partition is not None
+             and ((part.topic in names) if names is not None else not part.topic.startswith("__"))]
+    live = {} if bootstrap is None else broker.list_offsets(bootstrap, [p.key for p in parts])
     out = []
-    for part in lay.partitions:
-        if part.topic is None or part.partition is None:
-            continue
-        # Kafka's internal topics (__consumer_offsets, __transaction_state...) are no table's data
-        if (names is None and part.topic.startswith("__")) or (names is not None and part.topic not in names):
-            continue
+    for part in parts:
         start = resolver.log_start(part)
+        asked = live.get(part.key)
+        if asked is not None:
+            # the checkpoint lags a running broker's deleteRecords and retention: the later start holds
+            start = max(start, asked.earliest)
         end = _end_offset_of(end_offsets, part.topic, part.partition)
         if end is None and end_ms is not None:
             hit = resolver.offset_for_time(part, end_ms, log_start=start)
             end = None if hit is None else hit[0]
         log_end = resolver.log_end(part)
+        if asked is not None:
+            # above the broker's last stable offset (its high watermark at most) nothing is decided
+            log_end = min(log_end, asked.stable)
         end = log_end if end is None else min(end, log_end)
         batches = _transactional_batches(lay.storage, part)
         h = max(start, last_stable_offset(batches, end))
@@ -168,8 +178,8 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
 
 
 def hand_off_points(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,
-                    end_time=None, storage_options=None,
-                    tiered_storage: Optional[str] = None) -> Dict[Tuple[str, int], HandOff]:
+                    end_time=None, storage_options=None, tiered_storage: Optional[str] = None,
+                    bootstrap: Optional[str] = None) -> Dict[Tuple[str, int], HandOff]:
     """``{(topic, partition): HandOff(start, end)}`` for the log under ``uri`` (a log directory,
     local or on an object store, ``storage_options`` as everywhere): ``end`` is H, the last
     stable offset at the chosen end, ``start`` the log start offset.
@@ -178,6 +188,14 @@ def hand_off_points(uri: str, *, topics: Union[str, Iterable[str], None] = None,
     ones); ``end_offsets``: ``{(topic, partition): offset}`` or ``{topic: {partition: offset}}``
     (partitions not named end at the log end); ``end_time``: ms since the epoch or ISO 8601, the
     end at the first record at or after it; ``tiered_storage``: the remote root whose copies
-    complete the log (as ``kafkarec dump --tiered-storage``)."""
+    complete the log (as ``kafkarec dump --tiered-storage``).
+
+    ``bootstrap``: the running broker's cluster (``host:port``), asked through Kafka's ListOffsets
+    (:mod:`kafkarec.lakehouse.broker`) for each partition's log start and last stable offset:
+    ``start`` is the later of its and the log directory's, ``end`` at most its LSO.  Without it
+    ``start`` is ``log-start-offset-checkpoint``'s, which a running broker rewrites only every
+    ``log.flush.start.offset.checkpoint.interval.ms`` (60 s by default): on a live broker it can
+    lag a ``deleteRecords`` by that long."""
     return plan_hand_off(uri, topics=topics, end_offsets=end_offsets, end_time=end_time,
-                         storage_options=storage_options, tiered_storage=tiered_storage).points()
+                         storage_options=storage_options, tiered_storage=tiered_storage,
+                         bootstrap=bootstrap).points()

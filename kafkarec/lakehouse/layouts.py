@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any, Iterable, NamedTuple, Optional, Tuple, Union
 
 from kafkarec._extras import require
-from kafkarec.errors import UsageError
+from kafkarec.errors import LayoutError, UsageError
 
 __all__ = ["Layout", "LAYOUTS", "layout", "to_layout", "positions", "column_at", "PartitionField",
            "positions_schema"]
@@ -242,7 +242,7 @@ def to_layout(batch: Any, layout_name: Union[str, Layout], *, value_type: Any = 
     else:
         values = {lay.raw_value: value.cast(pa.binary())}
     ts_ms = batch.column("timestamp").cast(pa.int64())
-    ts_us = pc.multiply(ts_ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    ts_us = _micros(pa, pc, batch, ts_ms, lay) if lay.name in ("kafka-delta-ingest", "redpanda") else None
     cols = dict(values)
     if lay.name == "iceberg-kafka-connect":
         cols.update({"_kafka_metadata_topic": batch.column("topic"),
@@ -274,6 +274,49 @@ def to_layout(batch: Any, layout_name: Union[str, Layout], *, value_type: Any = 
             [batch.column("partition"), batch.column("offset"), ts_ms], fields=list(md_type))
     arrays = [cols[f.name] for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+#: the largest CreateTime (ms; and its negative the smallest) whose microseconds fit a long
+MAX_MICROS_MS = ((1 << 63) - 1) // 1000
+#: the CreateTimes (ms) whose hour (Iceberg's ``hour`` transform: hours since the epoch, an int)
+#: fits an int; Iceberg's Java (DateTimeUtil.microsToHours) and pyiceberg's Arrow transform cast a
+#: larger one to an int, a wrong hour partition
+HOUR_MS = (-(1 << 31) * 3_600_000, ((1 << 31) - 1) * 3_600_000 + 3_599_999)
+
+
+def _micros(pa, pc, batch, ts_ms, lay: Layout):
+    """The records' timestamps in microseconds, as kafka-delta-ingest (src/transforms.rs
+    timestamp_value_from_kafka: ``ms * 1000`` on an i64) and Redpanda (table_definition.cc
+    build_rp_struct: ``ts.value() * 1000`` on an int64) compute them, with the multiply checked.
+    Kafka takes any CreateTime long, and past |ms| = :data:`MAX_MICROS_MS` neither writer has a
+    value: the Rust release build wraps, a debug build panics, the C++ multiply is undefined and
+    wraps in practice -- another instant.  Where the layout's spec partitions by the hour of
+    that timestamp (Redpanda), the hour must fit an int too (:data:`HOUR_MS`).  The backfill
+    writes no other instant and no other hour: such a record is a
+    :class:`~kafkarec.errors.LayoutError` naming it."""
+    try:
+        us = pc.multiply_checked(ts_ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    except pa.ArrowInvalid:             # "overflow"
+        us = None
+    if us is None:
+        _refuse(pc, batch, ts_ms, lay, (-MAX_MICROS_MS, MAX_MICROS_MS),
+                f"has no microseconds in a long (|ms| at most {MAX_MICROS_MS}): the live writer would write "
+                f"another instant")
+    if any(f.transform == "hour" and f.source == lay.timestamp for f in lay.partition_spec):
+        bounds = pc.min_max(ts_ms)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is not None and not (HOUR_MS[0] <= low and high <= HOUR_MS[1]):
+            _refuse(pc, batch, ts_ms, lay, HOUR_MS,
+                    f"has an hour since the epoch past an int (ms {HOUR_MS[0]}..{HOUR_MS[1]}): the table's "
+                    f"partition hour({'.'.join(lay.timestamp)}) would file it under another hour")
+    return us
+
+
+def _refuse(pc, batch, ts_ms, lay: Layout, bounds: Tuple[int, int], why: str) -> None:
+    """The LayoutError naming the first record whose timestamp is outside ``bounds``."""
+    i = pc.index(pc.or_(pc.less(ts_ms, bounds[0]), pc.greater(ts_ms, bounds[1])), True).as_py()
+    raise LayoutError(lay.name, f"timestamp {ts_ms[i].as_py()} ms {why}", topic=batch.column("topic")[i].as_py(),
+                      partition=batch.column("partition")[i].as_py(), offset=batch.column("offset")[i].as_py())
 
 
 def _header_map(pa, pc, headers):

@@ -168,3 +168,78 @@ def test_include_deleted_records_reads_the_files(broker_data, log_dir):
     got = _table_state(table.latest(log_dir, topics=sorted(TOPICS), include_deleted_records=True))
     _assert_same_state(got, _state(files))
     _assert_same_state(_cli_table_state(log_dir, "--include-deleted-records"), _state(files))
+
+
+LAG_TOPIC = "log-start-lag"
+
+
+def _stale_checkpoint_dir(kafka_broker, dest):
+    """A topic written through the live broker, ``deleteRecords`` to offset 25, and the log dir as
+    it stands until the broker next rewrites ``log-start-offset-checkpoint`` (every
+    log.flush.start.offset.checkpoint.interval.ms: 60 s by default, 1 s on the session broker, which
+    other tests need): the partition's files after the call, the checkpoint from before it.  The
+    copy fixes that window, so the test does not race the broker's scheduler."""
+    import shutil
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import NewTopic
+    admin = produce._admin(kafka_broker.bootstrap)
+    for f in admin.create_topics([NewTopic(LAG_TOPIC, 1, 1)], operation_timeout=30, request_timeout=30).values():
+        f.result(timeout=30)
+    produce.produce_confluent(kafka_broker.bootstrap, LAG_TOPIC, 60, rounds=1, pause=0)
+    os.makedirs(dest)
+    checkpoint = os.path.join(kafka_broker.log_dir, deleted_records.CHECKPOINT)
+    shutil.copy(checkpoint, dest)                          # before the deleteRecords
+    shutil.copy(os.path.join(kafka_broker.log_dir, "meta.properties"), dest)
+    future, = admin.delete_records([TopicPartition(LAG_TOPIC, 0, 25)], operation_timeout=30,
+                                   request_timeout=30).values()
+    assert future.result(timeout=30).low_watermark == 25
+    shutil.copytree(kafka_broker.partition_dir(LAG_TOPIC, 0), os.path.join(dest, f"{LAG_TOPIC}-0"))
+    assert (LAG_TOPIC, 0) not in produce._checkpoint(os.path.join(dest, deleted_records.CHECKPOINT))
+    return dest
+
+
+def test_with_bootstrap_the_backfill_starts_at_the_brokers_earliest_and_the_audit_flags_rows_below_it(
+        kafka_broker, tmp_path, capfd):
+    """Issue 49 finding 12: 3 s after a deleteRecords the checkpoint still said 0, the backfill wrote
+    records no consumer returns and the audit said ok.  Asked (bootstrap=, --bootstrap), the broker's
+    ListOffsets EARLIEST is the start: the backfill holds what a read_committed consumer reads, and
+    the audit of a table written from the stale checkpoint reports its rows below the log start."""
+    from kafkarec.cli.main import main
+    from kafkarec.lakehouse import DeltaTarget, backfill, hand_off_points, read_positions
+    from kafkarec.lakehouse.audit import audit
+    log = _stale_checkpoint_dir(kafka_broker, str(tmp_path / "log"))
+    bootstrap = kafka_broker.bootstrap
+    assert hand_off_points(log, topics=LAG_TOPIC)[(LAG_TOPIC, 0)] == (0, 60)          # the lag
+    assert hand_off_points(log, topics=LAG_TOPIC, bootstrap=bootstrap)[(LAG_TOPIC, 0)] == (25, 60)
+    consumer = [r[2] for r in produce.consume(bootstrap, [LAG_TOPIC], "read_committed") if r[4] is not None]
+    assert consumer[0] >= 25
+
+    asked = DeltaTarget(str(tmp_path / "asked"))
+    s = backfill(log, asked, layout="kafka-delta-ingest", app_id="lag", topics=LAG_TOPIC, bootstrap=bootstrap)
+    assert (s[(LAG_TOPIC, 0)].start, s[(LAG_TOPIC, 0)].end) == (25, 60)
+    assert sorted(read_positions(asked, "kafka-delta-ingest").column("offset").to_pylist()) == consumer
+
+    stale = str(tmp_path / "stale")
+    assert main(["backfill", log, "--delta", stale, "--layout", "kafka-delta-ingest", "--app-id", "lag",
+                 "--topics", LAG_TOPIC]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith(f"{LAG_TOPIC}-0 [0, 60) ") and "log.flush.start.offset.checkpoint.interval.ms" in err
+    positions = read_positions(DeltaTarget(stale), "kafka-delta-ingest")
+    blind = audit(log, positions, layout="kafka-delta-ingest")
+    assert blind.ok and blind.partitions[0].unverifiable["log_start"] == 0        # what the issue saw
+    below = len([o for o in positions.column("offset").to_pylist() if o < 25])
+    assert below > 20
+    p, = audit(log, positions, layout="kafka-delta-ingest", bootstrap=bootstrap).partitions
+    assert (p.start, p.end, p.log_start) == (25, 60, 25)
+    assert p.unverifiable["log_start"] == below and p.present == len(consumer)
+    assert f"rows the log no longer holds (not checked): {below} log start" in p.text()
+    assert main(["audit", log, "--delta", stale, "--layout", "kafka-delta-ingest", "--bootstrap", bootstrap]) == 0
+    out, err = capfd.readouterr()
+    assert f"{LAG_TOPIC}-0: [25, 60)" in out and f"{below} log start" in out and "checkpoint" not in err
+    assert main(["backfill", log, "--delta", str(tmp_path / "cli"), "--layout", "kafka-delta-ingest",
+                 "--app-id", "lag", "--topics", LAG_TOPIC, "--bootstrap", bootstrap]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith(f"{LAG_TOPIC}-0 [25, 60) {len(consumer)} rows written") and "checkpoint" not in err
+    assert main(["audit", log, "--delta", stale, "--layout", "kafka-delta-ingest",
+                 "--bootstrap", "127.0.0.1:1"]) == 1
+    assert "broker 127.0.0.1:1: ListOffsets EARLIEST" in capfd.readouterr().err

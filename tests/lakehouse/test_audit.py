@@ -192,3 +192,23 @@ def test_positions_no_kafka_writer_wrote_are_refused_before_use(tmp_path, column
     row.update(columns)
     with pytest.raises(UsageError, match=message):
         audit(root, pa.table(row), topics="t")
+
+
+@pytest.mark.parametrize("names", [
+    ["topic", "partition", "offset", "topic"],          # select("*", "topic"), a join on topic
+    ["topic", "partition", "offset", "offset"],
+    ["partition", "topic", "partition", "offset"],
+])
+def test_positions_are_validated_by_name_and_count(tmp_path, names):
+    """A positions table naming a column twice (a join's or ``select("*", "topic")``'s): one
+    UsageError naming the column, not pyarrow's KeyError."""
+    root = str(tmp_path)
+    write_partition(root, "t", 0, [("plain", 3)])
+    values = {"topic": pa.array(["t"]), "partition": pa.array([0], pa.int32()), "offset": pa.array([0], pa.int64())}
+    table = pa.Table.from_arrays([values[n] for n in names], names=names)
+    twice = next(n for n in names if names.count(n) == 2)
+    with pytest.raises(UsageError, match=f"have 2 '{twice}' columns .*expected one each of topic, partition "
+                                         f"and offset"):
+        audit(root, table, topics="t")
+    with pytest.raises(UsageError, match=f"have 2 '{twice}' columns"):
+        audit(root, table.to_batches()[0])

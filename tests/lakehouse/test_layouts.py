@@ -103,3 +103,57 @@ def test_unknown_layout_names_the_four():
     for name in LAYOUTS:
         assert name in str(e.value)
     assert len(LAYOUTS) == 4
+
+
+def _stamped(timestamps, first=100):
+    rows = kafkarec_rows([(None, b"v", [])] * len(timestamps), first=first)
+    return rows.set_column(rows.schema.get_field_index("timestamp"), "timestamp",
+                           pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms")))
+
+
+LONG_MAX_MS = ((1 << 63) - 1) // 1000           # 9223372036854775: the last ms whose us fit a long
+HOUR_MIN_MS, HOUR_MAX_MS = -(1 << 31) * 3_600_000, ((1 << 31) - 1) * 3_600_000 + 3_599_999   # an int of hours
+
+
+@pytest.mark.parametrize("name, fits, bad", [
+    ("kafka-delta-ingest", [T, LONG_MAX_MS, -LONG_MAX_MS, -1, 0],
+     {1 << 62: "no microseconds", LONG_MAX_MS + 1: "no microseconds", -LONG_MAX_MS - 1: "no microseconds",
+      -(1 << 63): "no microseconds"}),
+    # Redpanda partitions by hour(redpanda.timestamp): Iceberg's hour is an int
+    ("redpanda", [T, HOUR_MAX_MS, HOUR_MIN_MS, -1, 0],
+     {1 << 62: "no microseconds", LONG_MAX_MS + 1: "no microseconds", -(1 << 63): "no microseconds",
+      LONG_MAX_MS: "an hour since the epoch past an int", HOUR_MAX_MS + 1: "an hour since the epoch past an int",
+      HOUR_MIN_MS - 1: "an hour since the epoch past an int"}),
+])
+def test_microsecond_timestamps_fit_or_name_the_record(name, fits, bad):
+    """kafka-delta-ingest's and Redpanda's ``ms * 1000`` (unchecked i64/int64: wraps to another
+    instant) is checked: a CreateTime whose microseconds pass a long (or, for Redpanda's hourly
+    partitions, whose hour passes an int) is a LayoutError naming the record and its timestamp,
+    never 1970 or year -292,277; the extremes that fit are exact."""
+    from kafkarec.errors import LayoutError
+    out = to_layout(_stamped(fits), name)
+    us = column_at(out, layout(name).timestamp).cast(pa.int64()).to_pylist()
+    assert us == [ms * 1000 for ms in fits]
+    for ms, reason in bad.items():
+        with pytest.raises(LayoutError) as info:
+            to_layout(_stamped(fits + [ms, T]), name)
+        err = info.value
+        assert (err.topic, err.partition, err.offset, err.layout) == ("orders", 2, 100 + 2 * len(fits), name)
+        assert str(err).startswith(f"orders-2 offset {100 + 2 * len(fits)}: timestamp {ms} ms has {reason}")
+
+
+def test_the_hour_bounds_are_icebergs():
+    """The hours of the extremes Redpanda's rows take are Iceberg's own (pyiceberg's transform), in an int."""
+    transforms = pytest.importorskip("pyiceberg.transforms")
+    types = pytest.importorskip("pyiceberg.types")
+    hour = transforms.HourTransform().transform(types.TimestamptzType())
+    assert (hour(HOUR_MIN_MS * 1000), hour(HOUR_MAX_MS * 1000)) == (-(1 << 31), (1 << 31) - 1)
+    assert (hour(HOUR_MIN_MS * 1000 - 1), hour(HOUR_MAX_MS * 1000 + 1000)) == (-(1 << 31) - 1, 1 << 31)
+
+
+@pytest.mark.parametrize("name", ["iceberg-kafka-connect", "automq"])
+def test_millisecond_layouts_keep_any_long(name):
+    """The Iceberg sink and AutoMQ keep the record's ms as a long: every CreateTime fits."""
+    stamps = [1 << 62, (1 << 63) - 1, -(1 << 63), T]
+    out = to_layout(_stamped(stamps), name)
+    assert column_at(out, layout(name).timestamp).cast(pa.int64()).to_pylist() == stamps

@@ -30,6 +30,7 @@ EXPECTED = {
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
     "OffsetOrderError": ValueError,
+    "LayoutError": ValueError, "BrokerError": OSError,
 }
 # what kafkarec warns about: Python's warnings, UserWarning kept as their builtin base
 WARNINGS = ("KafkaRecWarning", "IndexWarning")
@@ -91,6 +92,23 @@ def test_backfill_error_carries_its_table_and_partition_across_pickling():
     assert str(again) == "lake.orders, orders-2: a backfill of [0, 9) is there"
     assert (again.table, again.topic, again.partition, again.reason) == ("lake.orders", "orders", 2,
                                                                          "a backfill of [0, 9) is there")
+
+
+def test_layout_error_carries_its_record_across_pickling():
+    e = errors.LayoutError("redpanda", "timestamp 4611686018427387904 ms has no microseconds in a long",
+                           topic="orders", partition=2, offset=7)
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == ("orders-2 offset 7: timestamp 4611686018427387904 ms has no microseconds in a long "
+                          "(layout redpanda)")
+    assert (again.layout, again.topic, again.partition, again.offset) == ("redpanda", "orders", 2, 7)
+
+
+def test_broker_error_carries_its_cluster_and_partition_across_pickling():
+    e = errors.BrokerError("localhost:9", "ListOffsets of t-0: Local: Timed out", topic="t", partition=0)
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == "broker localhost:9: ListOffsets of t-0: Local: Timed out"
+    assert (again.bootstrap, again.topic, again.partition, again.reason) == (
+        "localhost:9", "t", 0, "ListOffsets of t-0: Local: Timed out")
 
 
 def test_connect_error_carries_the_call_status_and_answer_across_pickling():
