@@ -15,8 +15,8 @@ one, asks it ``accepts(predicate)`` for each filter, with the predicate as DuckD
 (``Binary``/``In``/``Col``/``Lit``, a constant already of the column's type), and then
 ``stream(columns, filters)`` with the column indexes the query reads and the filters it accepted.
 :class:`LogSource` accepts a filter when :mod:`kafkarec.scan.predicate` says the read applies it
-exactly as :class:`~kafkarec.scan.Bounds` (so DuckDB does not apply it again) and refuses the rest, which DuckDB applies itself.  DuckDB's own pyarrow Dataset path would
-hand a ``pyarrow.compute.Expression`` instead, which has no public tree to read bounds from, and
+exactly as :class:`~kafkarec.scan.Bounds` (so DuckDB does not apply it again) and refuses the rest,
+which DuckDB applies itself.  DuckDB's own pyarrow Dataset path would hand a ``pyarrow.compute.Expression`` instead, which has no public tree to read bounds from, and
 asks for a Dataset subclass whose other methods crash without a C++ dataset behind them.
 
 ``timestamp`` is DuckDB's ``TIMESTAMP`` (microseconds) here, not the reader's milliseconds: a
