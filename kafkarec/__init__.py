@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import importlib as _importlib
+import sys as _sys
 
 from kafkarec._boot import loader as _loader
 
@@ -83,6 +84,21 @@ def __getattr__(name: str) -> _Any:
 
 def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(type(_importlib)):
+    """kafkarec's module object.  The import system binds a submodule onto its package on the
+    submodule's first import, now that ``import kafkarec`` no longer imports them all first:
+    ``kafkarec.convert`` stays the function of its submodule (as it was), whichever comes first."""
+
+    def __setattr__(self, name: str, value: _Any) -> None:
+        if name in _LAZY and isinstance(value, type(_importlib)):
+            value = getattr(value, name)        # the submodule's own function of that name
+        super().__setattr__(name, value)
+
+
+# The module's class, as the language reference's "Customizing module attribute access" sets it.
+_sys.modules[__name__].__class__ = _Package
 
 
 __version__ = "0.1.0"

@@ -169,6 +169,20 @@ def test_import_kafkarec_does_not_load_the_core():
     assert run.stdout.split() == ["kafkarec", "kafkarec._boot", "kafkarec._boot.loader"]
 
 
+@pytest.mark.parametrize("first", ["import kafkarec.convert", "from kafkarec.convert import ConversionResult",
+                                   "kafkarec.convert"])
+def test_a_lazy_name_stays_itself_when_its_namesake_submodule_loads(first):
+    """``kafkarec.convert`` is the function, also when the submodule kafkarec.convert is imported
+    first (the import system binds a submodule onto its package when it first loads)."""
+    run = _python(f"import kafkarec\n{first}\nimport kafkarec.convert\n"
+                  "from kafkarec.convert import convert\n"
+                  "assert kafkarec.convert is convert, kafkarec.convert\n"
+                  "assert kafkarec.convert(kafkarec.build_batch([b'x']), 1).data\n"
+                  "print(type(__import__('sys').modules['kafkarec.convert']).__name__)")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["module"]
+
+
 @pytest.mark.parametrize("route", ["from kafkarec._core import encode_control_value, parse_control_value",
                                    "from kafkarec.log import segment\n"
                                    "from kafkarec._core import encode_control_value, parse_control_value"])
@@ -200,14 +214,18 @@ def _sys_modules_writes(path):
     def is_sys_modules(node):
         return (isinstance(node, ast.Attribute) and node.attr == "modules"
                 and isinstance(node.value, ast.Name) and node.value.id == "sys")
+    def entries(target):
+        """The ``sys.modules[...]`` a target binds (not ``sys.modules[...].attr``, the module's own)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [e for t in target.elts for e in entries(t)]
+        if isinstance(target, ast.Starred):
+            return entries(target.value)
+        return [target] if isinstance(target, ast.Subscript) and is_sys_modules(target.value) else []
     found = []
     for node in ast.walk(tree):
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
                    else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        for t in targets:
-            for sub in ast.walk(t):
-                if isinstance(sub, ast.Subscript) and is_sys_modules(sub.value):
-                    found.append(node.lineno)
+        found += [node.lineno for t in targets for _ in entries(t)]
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("setdefault", "update", "pop", "__setitem__")
                 and is_sys_modules(node.func.value)):
@@ -239,7 +257,8 @@ def test_nothing_writes_sys_modules_or_loads_a_module_by_path():
 def test_the_sys_modules_check_sees_every_write(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import sys\nsys.modules['a'] = 1\nsys.modules.setdefault('b', 2)\n"
-                    "x = sys.modules['c']\ndel sys.modules['d']\nsys.modules[1], y = 2, 3\n")
+                    "x = sys.modules['c']\ndel sys.modules['d']\nsys.modules[1], y = 2, 3\n"
+                    "sys.modules['e'].attr = 4\n")
     assert _sys_modules_writes(str(path)) == [2, 3, 5, 6]
 
 
