@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib as _importlib
 import sys as _sys
+from types import ModuleType as _ModuleType
 
 from kafkarec._boot import loader as _loader
 
@@ -82,17 +83,17 @@ def __getattr__(name: str) -> _Any:
     return value
 
 
-def __dir__() -> list:
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-class _Package(type(_importlib)):
+class _Package(_ModuleType):
     """kafkarec's module object.  The import system binds a submodule onto its package on the
     submodule's first import, now that ``import kafkarec`` no longer imports them all first:
     ``kafkarec.convert`` stays the function of its submodule (as it was), whichever comes first."""
 
     def __setattr__(self, name: str, value: _Any) -> None:
-        if name in _LAZY and isinstance(value, type(_importlib)):
+        if name in _LAZY and isinstance(value, _ModuleType):
             value = getattr(value, name)        # the submodule's own function of that name
         super().__setattr__(name, value)
 

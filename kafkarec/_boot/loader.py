@@ -40,6 +40,8 @@ import zipimport
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing, which import kafkarec does not need
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
     from typing import Any, Callable, Optional, Sequence
 
 __all__ = ["CoreFinder", "CoreLoader", "install"]
@@ -99,7 +101,7 @@ class CoreLoader(importlib.machinery.ExtensionFileLoader):
         super().__init__(name, path)
         self.on_load = on_load
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: ModuleType) -> None:
         super().exec_module(module)
         self.on_load(module)
 
@@ -110,7 +112,8 @@ class CoreFinder:
     def __init__(self, on_load: Callable[[Any], None]):
         self.on_load = on_load
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target=None):
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
         if fullname != _CORE:
             return None
         pkg = sys.modules["kafkarec"]
@@ -119,7 +122,8 @@ class CoreFinder:
             origin = _core_out_of_zip(loader)
         else:
             found = importlib.machinery.PathFinder.find_spec(fullname, path or pkg.__path__)
-            if found is None or not isinstance(found.loader, importlib.machinery.ExtensionFileLoader):
+            if (found is None or found.origin is None
+                    or not isinstance(found.loader, importlib.machinery.ExtensionFileLoader)):
                 return None     # not built: the import system's "No module named 'kafkarec._core'"
             origin = found.origin
         from importlib import util      # here: import kafkarec does not need it
