@@ -13,8 +13,8 @@ The schema texts (kafkarec/internal/schemas/*.py) hold Kafka's message definitio
 A field line is ``name type versions [null=<versions>] [tag=<tag>@<versions>] [default=<value>]``;
 versions are ``N``, ``N-M``, ``N+`` or ``none``. Without ``default=`` a field's default is its type's empty
 value (0, false, "", the zero UUID, an empty array, a struct of its fields' defaults); ``default=null`` is
-Kafka's ``"default": "null"``. (Kafka's JSON ``"default": null`` means no default, as its generator reads it.) Names are Kafka's JSON names (first letter lower-cased, as
-its JsonConverter writes them). ``plan(schema, version)`` compiles one struct at one version into the
+Kafka's ``"default": "null"`` (Kafka's JSON ``"default": null`` means no default, as its generator reads
+it). Names are Kafka's JSON names (first letter lower-cased, as its JsonConverter writes them). ``plan(schema, version)`` compiles one struct at one version into the
 compiled core's ``_KStruct`` (decoded by ``kafkarec._core.kmsg_decode``); ``encode`` writes a dict back.
 """
 from __future__ import annotations
