@@ -7,8 +7,14 @@ import kafkarec
 from kafkarec import Compression
 
 
-def test_one_input(data: bytes) -> None:
-    fdp = atheris.FuzzedDataProvider(data)
+# a record's timestamp: an ordinary one, or one at the ends of the long range (-1 then Long.MAX in one
+# batch makes a delta past the long range, which Java's long arithmetic wraps: the instrumented build's
+# UBSan reports any signed overflow on the way)
+EDGE_TIMESTAMPS = (-1, 0, 2**63 - 1)
+
+
+def draw(fdp):
+    """(magic, codec, base offset, records) drawn from the input."""
     magic = fdp.ConsumeIntInRange(0, 2)
     codecs = list(Compression) if magic == 2 else [c for c in Compression if c is not Compression.ZSTD]
     codec = codecs[fdp.ConsumeIntInRange(0, len(codecs) - 1)]
@@ -20,7 +26,14 @@ def test_one_input(data: bytes) -> None:
         value = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 300)) if fdp.ConsumeBool() else None
         headers = [(fdp.ConsumeUnicodeNoSurrogates(8), fdp.ConsumeBytes(8) if fdp.ConsumeBool() else None)
                    for _ in range(fdp.ConsumeIntInRange(0, 3))] if magic == 2 else []
-        records.append((key, value, headers, 1_700_000_000_000 + i))
+        pick = fdp.ConsumeIntInRange(0, len(EDGE_TIMESTAMPS)) if magic else len(EDGE_TIMESTAMPS)
+        records.append((key, value, headers,
+                        EDGE_TIMESTAMPS[pick] if pick < len(EDGE_TIMESTAMPS) else 1_700_000_000_000 + i))
+    return magic, codec, base, records
+
+
+def test_one_input(data: bytes) -> None:
+    magic, codec, base, records = draw(atheris.FuzzedDataProvider(data))
     if magic == 2:
         b = kafkarec.RecordBatchBuilder(compression=codec, base_offset=base)
     else:

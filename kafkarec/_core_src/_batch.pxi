@@ -63,8 +63,14 @@ cdef inline int32_t increment_sequence(int32_t sequence, int32_t increment) noex
     return <int32_t>(<uint32_t>sequence + <uint32_t>increment)
 
 
+# Java's long arithmetic wraps; C's signed overflow is undefined, so longs that come from input are added
+# and subtracted as unsigned (the same bits, defined).
 cdef inline int64_t wrapping_add64(int64_t a, int64_t b) noexcept nogil:
     return <int64_t>(<uint64_t>a + <uint64_t>b)
+
+
+cdef inline int64_t wrapping_sub64(int64_t a, int64_t b) noexcept nogil:
+    return <int64_t>(<uint64_t>a - <uint64_t>b)
 
 
 @cython.final

@@ -247,7 +247,8 @@ cdef class RecordBatchBuilder:
         if self.record_count == 0 or self._max_batch_size < 0:
             return True
         return (V2_HEADER_SIZE + self._records.size
-                + record_size(offset - self._base_offset, ts - self._base_timestamp,
+                + record_size(wrapping_sub64(offset, self._base_offset),
+                              wrapping_sub64(ts, self._base_timestamp),
                               klen, vlen, n_headers, hsize) <= self._max_batch_size)
 
     def append(self, value, key=None, *, timestamp=None, headers=(), offset=None):
@@ -339,7 +340,9 @@ cdef class RecordBatchBuilder:
             raise EncodeError(f"Invalid negative timestamp {ts}")
         if self.record_count == 0 and not self._has_delete_horizon:
             self._base_timestamp = ts
-        encode_record(self._records, off - self._base_offset, ts - self._base_timestamp,
+        # the timestamp delta wraps as Java's long does (-1 then Long.MAX: a delta of Long.MIN), and the
+        # reader's wrapping add gives the timestamp back
+        encode_record(self._records, off - self._base_offset, wrapping_sub64(ts, self._base_timestamp),
                       kp, klen, vp, vlen, hs, hsize)
         self._last_offset = off
         if ts > self._max_timestamp:

@@ -315,6 +315,17 @@ cdef int _km_check_utf8(Cursor *c, const uint8_t *p, Py_ssize_t n, const uint8_t
     return 1
 
 
+cdef inline bint _km_struct_null(Cursor *c, bint tagged, str name) except -1:
+    """Whether a nullable struct's marker says null, as Kafka's generated readers read it: among a struct's
+    fields an int8 (negative: null, else present); as the value of a tagged field an unsigned varint read
+    as Java's int (0 or less: null; Kafka writes 0 and 1)."""
+    cdef uint32_t u
+    if not tagged:
+        return <int8_t>_km_take(c, 1, name)[0] < 0
+    read_uvarint(c, &u, name, KM_ERROR)
+    return <int32_t>u <= 0
+
+
 cdef object _km_read_scalar(Cursor *c, int kind, bint nullable, bint flexible, _KStruct sub, str name,
                             bint json):
     cdef Py_ssize_t n
@@ -410,8 +421,11 @@ cdef int _km_skip(Cursor *c, int kind, bint nullable, bint flexible, _KStruct su
     return 0
 
 
-cdef int _km_skip_field(Cursor *c, _KField f, bint flexible, _KSink sink) except -1:
+cdef int _km_skip_field(Cursor *c, _KField f, bint flexible, _KSink sink, bint tagged=False) except -1:
     cdef Py_ssize_t n, i
+    if f.kind == KM_STRUCT:
+        _km_read_struct(c, f.struct, f.nullable, f.name, False, sink, None, tagged)
+        return 0
     if f.kind != KM_ARRAY:
         return _km_skip(c, f.kind, f.nullable, flexible, f.struct, f.name, sink)
     n = _km_array_count(c, f, flexible)
@@ -420,17 +434,21 @@ cdef int _km_skip_field(Cursor *c, _KField f, bint flexible, _KSink sink) except
     return 0
 
 
-cdef object _km_read_field(Cursor *c, _KField f, bint flexible, bint json):
+cdef object _km_read_field(Cursor *c, _KField f, bint flexible, bint json, bint tagged=False):
+    """One field's value; `tagged`: it is a tagged field's value (a nullable struct marks null differently)."""
     if f.kind == KM_ARRAY:
         return _km_read_array(c, f, flexible, json)
+    if f.kind == KM_STRUCT:
+        return _km_read_struct(c, f.struct, f.nullable, f.name, json, None, None, tagged)
     return _km_read_scalar(c, f.kind, f.nullable, flexible, f.struct, f.name, json)
 
 
 cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, bint json,
-                            _KSink sink=None, _KColPlan cols=None):
+                            _KSink sink=None, _KColPlan cols=None, bint tagged=False):
     """One struct of `plan` into a dict; with a sink, the fields `cols` maps to a column (cols[i] >= 0 for
     plan.fields[i]; cols None: none) go to the sink instead and the rest are read and checked, with the
-    same errors, but kept nowhere (returns None)."""
+    same errors, but kept nowhere (returns None). `nullable`: a null marker comes first (_km_struct_null;
+    `tagged`: the struct is a tagged field's value)."""
     cdef dict out = {} if sink is None else None
     cdef _KField f
     cdef uint32_t ntags, tag, size, i
@@ -440,10 +458,8 @@ cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, b
     cdef const uint8_t *saved_end
     cdef object value
     cdef set seen
-    if nullable:
-        # nullable structs: int8 -1 (null) or 1
-        if <int8_t>_km_take(c, 1, name)[0] < 0:
-            return None
+    if nullable and _km_struct_null(c, tagged, name):
+        return None
     cdef tuple fields = plan.fields
     for k in range(len(fields)):
         f = <_KField>fields[k]          # (set_fields takes only _KField tuples)
@@ -484,9 +500,9 @@ cdef object _km_read_struct(Cursor *c, _KStruct plan, bint nullable, str name, b
         saved_end = c.end
         c.end = c.pos + size
         if out is None:
-            _km_skip_field(c, f, True, sink)
+            _km_skip_field(c, f, True, sink, True)
         else:
-            value = _km_read_field(c, f, True, json)
+            value = _km_read_field(c, f, True, json, True)
         if c.strict and c.pos != c.end:
             _km_fail(c, field_start, "tagged field %d (%s): %d bytes declared, %d read"
                      % (tag, f.name, size, size - (c.end - c.pos)))

@@ -9,7 +9,7 @@ from kafkarec.internal import dumplog, topics
 from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS, PROFILES
 
 __all__ = ["add_decoder_arguments", "add_schemas_argument", "decoder_from_args", "schemas_from_args",
-           "decoder_for_path", "DECODE_CHOICES"]
+           "kafka_version_from_args", "decoder_for_path", "DECODE_CHOICES"]
 
 DECODE_CHOICES = ("auto", "none", "consumer_offsets", "transaction_state", "share_group_state",
                   "cluster_metadata", "remote_log_metadata")
@@ -32,6 +32,10 @@ def add_decoder_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto: choose the decoder from each file's <topic>-<partition> folder name "
                         "(files of other topics are printed as usual); or name the decoder")
     add_schemas_argument(g)
+    g.add_argument("--kafka-version", choices=dumplog.KAFKA_VERSIONS, default=dumplog.DEFAULT_KAFKA_VERSION,
+                   help="print decoded records as this Kafka's kafka-dump-log does (default "
+                        f"{dumplog.DEFAULT_KAFKA_VERSION}; 4.3 prints __transaction_state's transactionStatus "
+                        "as a number, 4.4 by name)")
 
 
 def add_schemas_argument(p) -> None:
@@ -43,6 +47,11 @@ def add_schemas_argument(p) -> None:
 
 def schemas_from_args(args) -> str:
     return getattr(args, "schemas", DEFAULT_SCHEMAS) or DEFAULT_SCHEMAS
+
+
+def kafka_version_from_args(args) -> str:
+    """The Kafka whose kafka-dump-log the decoded records print as (--kafka-version)."""
+    return getattr(args, "kafka_version", None) or dumplog.DEFAULT_KAFKA_VERSION
 
 
 def decoder_from_args(args) -> Optional[str]:
@@ -66,9 +75,11 @@ def decoder_for_path(choice: Optional[str], path: str) -> Optional[str]:
         return None
 
 
-def record_text(topic: str, r, offset: int, schemas: str = DEFAULT_SCHEMAS):
-    """(key text, payload text) kafka-dump-log prints for a data record with the decoder of `topic`."""
-    return dumplog.format_parts(topic, r.key, r.value, offset, schemas)
+def record_text(topic: str, r, offset: int, schemas: str = DEFAULT_SCHEMAS,
+                kafka_version: str = dumplog.DEFAULT_KAFKA_VERSION):
+    """(key text, payload text) kafka-dump-log (of `kafka_version`) prints for a data record with the
+    decoder of `topic`."""
+    return dumplog.format_parts(topic, r.key, r.value, offset, schemas, kafka_version)
 
 
 def control_text(r, schemas: str = DEFAULT_SCHEMAS) -> str:

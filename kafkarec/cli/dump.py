@@ -50,6 +50,7 @@ class Dumper:
         self.render = PAYLOAD_RENDERERS[getattr(args, "payload_encoding", "java")]
         self.decode = decode_args.decoder_from_args(args)      # internal-topic decoder (or "auto")
         self.decode_schemas = decode_args.schemas_from_args(args)
+        self.kafka_version = decode_args.kafka_version_from_args(args)
         from kafkarec.cli.schemas import typed_from_args   # registry-typed keys/values
         self.typed = typed_from_args(args)
         self.print_data = self.print_data or self.decode is not None or self.typed is not None
@@ -110,7 +111,9 @@ class Dumper:
                     self.emit(f"topic: {topic} partition: {partition} offset: {offset}",
                               type="offset_checkpoint", topic=topic, partition=partition, offset=offset)
             else:
-                self.error(f"Ignoring unknown file {path}", path, status=EXIT_USAGE)
+                # kafka-dump-log's words and exit status 0 for a file it does not read (.deleted segments,
+                # quorum-state, ...)
+                self.error(f"Ignoring unknown file {path}", path, status=EXIT_OK)
         except OSError as e:
             self.error(f"{path}: {e.strerror or e}", path, status=EXIT_USAGE)
         except (sf.SideFileError, KafkaRecError) as e:
@@ -240,7 +243,8 @@ class Dumper:
                 line += typed_text(row, r, self.render, "| " if self.skip_meta else " ")
             elif internal:
                 prefix = "| " if self.skip_meta else " "
-                for label, text in zip(("key", "payload"), decode_args.record_text(internal, r, off, self.decode_schemas)):
+                texts = decode_args.record_text(internal, r, off, self.decode_schemas, self.kafka_version)
+                for label, text in zip(("key", "payload"), texts):
                     if text is not None:
                         line += f"{prefix}{label}: {text}"
                         prefix = " "

@@ -4,7 +4,9 @@
 metadata (`` key: ... payload: ...``) with ``--offsets-decoder``, ``--transaction-log-decoder``,
 ``--share-group-state-decoder``, ``--cluster-metadata-decoder`` or ``--remote-log-metadata-decoder``;
 ``format_control(control_type_id, value, coordinator_epoch)`` the text for a control record. The format
-follows Kafka's DumpLogSegments at commit 1eb7644 (the schemas' commit).
+is that of the kafka-dump-log of ``kafka_version`` (``KAFKA_VERSIONS``; Kafka 4.4 by default) reading the
+records with schema set ``schemas`` (the fixtures' schema set 1eb7644 prints as that commit's
+DumpLogSegments did).
 """
 from __future__ import annotations
 
@@ -18,7 +20,27 @@ from kafkarec.internal import topics as _topics
 from kafkarec.log.remote_metadata import PARTITION_DELETE_STATES, SEGMENT_STATES
 
 __all__ = ["java_json", "java_double", "format_record", "format_control", "DECODER_OPTIONS",
-           "transaction_partitions", "TRANSACTION_STATES", "state_name"]
+           "transaction_partitions", "TRANSACTION_STATES", "state_name", "KAFKA_VERSIONS", "DEFAULT_KAFKA_VERSION",
+           "check_kafka_version"]
+
+#: The kafka-dump-log versions whose text the dump matches. Between 4.3 and 4.4 DumpLogSegments changed its
+#: output in one place: 4.4's TransactionLogMessageParser replaces __transaction_state's
+#: ``transactionStatus`` (the int8 4.3 prints) by the state's name (TransactionState.stateName; an id it
+#: does not know as the number in a JSON string).
+KAFKA_VERSIONS = ("4.3", "4.4")
+DEFAULT_KAFKA_VERSION = "4.4"
+
+
+def check_kafka_version(kafka_version: str) -> str:
+    """`kafka_version` if the dump can print as that Kafka's kafka-dump-log, else ValueError."""
+    if kafka_version not in KAFKA_VERSIONS:
+        raise ValueError(f"kafka_version must be one of {', '.join(KAFKA_VERSIONS)}, not {kafka_version!r}")
+    return kafka_version
+
+
+def _since(kafka_version: str, first: str) -> bool:
+    """Whether kafka-dump-log of `kafka_version` has what Kafka `first` changed."""
+    return tuple(map(int, kafka_version.split("."))) >= tuple(map(int, first.split(".")))
 
 #: kafka-dump-log's decoder option -> the internal topic it decodes
 DECODER_OPTIONS = {
@@ -227,9 +249,11 @@ def _prints_as_current(schemas: str) -> bool:
 
 
 def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
-                 offset: int, schemas: str = _topics.DEFAULT_SCHEMAS) -> Tuple[Optional[str], Optional[str]]:
-    """(key text, payload text) as kafka-dump-log prints them after ``key: `` / ``payload: `` (None where
-    it prints nothing) for a data record of `topic` at `offset`."""
+                 offset: int, schemas: str = _topics.DEFAULT_SCHEMAS,
+                 kafka_version: str = DEFAULT_KAFKA_VERSION) -> Tuple[Optional[str], Optional[str]]:
+    """(key text, payload text) as kafka-dump-log (of `kafka_version`) prints them after ``key: `` /
+    ``payload: `` (None where it prints nothing) for a data record of `topic` at `offset`."""
+    check_kafka_version(kafka_version)
     topic = _topics.decoder_for(topic)
     framing = _topics.TOPICS[topic][0]
     current = _prints_as_current(schemas)
@@ -268,17 +292,18 @@ def format_parts(topic: str, key: Optional[bytes], value: Optional[bytes],
     if rec.tombstone:
         return key_text, "<DELETE>"
     data = rec.value
-    # transactionStatus stays the number the record holds: Kafka 4's parser writes the value
-    # with the generated JSON converter (an int8), as kafka-dump-log 4.3.1 prints on a broker's
-    # __transaction_state (tests/broker/test_broker_logs.py)
+    if rec.value_schema == "TransactionLogValue" and _since(kafka_version, "4.4"):
+        # 4.4 replaces the generated converter's int8 by the state's name, in place (see KAFKA_VERSIONS)
+        data = dict(data, transactionStatus=state_name(TRANSACTION_STATES, data["transactionStatus"]))
     label = "type" if topic == "__share_group_state" and not current else "version"
     return key_text, java_json({label: str(rec.value_version), "data": data})
 
 
 def format_record(topic: str, key: Optional[bytes], value: Optional[bytes], offset: int,
-                  schemas: str = _topics.DEFAULT_SCHEMAS) -> str:
-    """The text kafka-dump-log prints after a data record's metadata (`` key: ... payload: ...``)."""
-    k, p = format_parts(topic, key, value, offset, schemas)
+                  schemas: str = _topics.DEFAULT_SCHEMAS, kafka_version: str = DEFAULT_KAFKA_VERSION) -> str:
+    """The text kafka-dump-log (of `kafka_version`) prints after a data record's metadata
+    (`` key: ... payload: ...``)."""
+    k, p = format_parts(topic, key, value, offset, schemas, kafka_version)
     out = ""
     if k is not None:
         out += f" key: {k}"

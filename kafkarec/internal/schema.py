@@ -11,8 +11,10 @@ The schema texts (kafkarec/internal/schemas/*.py) hold Kafka's message definitio
       isr []int32 0+ null=0+ tag=0@0+ default=null         (tagged field: tag number @ tagged versions)
 
 A field line is ``name type versions [null=<versions>] [tag=<tag>@<versions>] [default=<value>]``;
-versions are ``N``, ``N-M``, ``N+`` or ``none``. Names are Kafka's JSON names (first letter lower-cased, as
-its JsonConverter writes them). ``plan(schema, version)`` compiles one struct at one version into the
+versions are ``N``, ``N-M``, ``N+`` or ``none``. Without ``default=`` a field's default is its type's empty
+value (0, false, "", the zero UUID, an empty array, a struct of its fields' defaults); ``default=null`` is
+Kafka's ``"default": "null"`` (Kafka's JSON ``"default": null`` means no default, as its generator reads
+it). Names are Kafka's JSON names (first letter lower-cased, as its JsonConverter writes them). ``plan(schema, version)`` compiles one struct at one version into the
 compiled core's ``_KStruct`` (decoded by ``kafkarec._core.kmsg_decode``); ``encode`` writes a dict back.
 """
 from __future__ import annotations
@@ -172,7 +174,7 @@ def message(name: str, schemas: str = _schemas.DEFAULT) -> Message:
         raise KeyError(f"no schema named {name!r} in schema set {schemas!r}") from None
 
 
-def _default(f: Field, kind: int, json: bool) -> Tuple[Any, bool]:
+def _default(f: Field, kind: int, json: bool, sub=None) -> Tuple[Any, bool]:
     d = f.default
     if kind == KM_ARRAY:
         if d == "null":
@@ -192,6 +194,12 @@ def _default(f: Field, kind: int, json: bool) -> Tuple[Any, bool]:
         return ZERO_UUID, True
     if kind == _BYTES:
         return ("" if json else b""), True
+    if kind == KM_STRUCT and sub is not None:
+        # the struct Kafka's no-argument constructor makes; the JSON view leaves out its tagged fields, as
+        # it leaves out every tagged field at its default
+        fields = {kf.name: kf for kf in sub.fields + (() if json else sub.tagged_fields)}
+        if all(kf.has_default for kf in fields.values()):
+            return {n: fields[n].default for n in sub.order if n in fields}, True
     return None, False
 
 
@@ -213,7 +221,7 @@ def _compile_struct(name: str, fields: List[Field], version: int, flexible: bool
         if f.is_struct:
             sub = _compile_struct(f.base_type, f.fields, version, flexible, json)
         is_tagged = flexible and _in(version, f.tagged)
-        default, has_default = _default(f, kind, json)
+        default, has_default = _default(f, kind, json, sub if kind == KM_STRUCT else None)
         kf = _core._KField(f.name, kind, nullable, elem, sub, f.tag if is_tagged else -1, default, has_default)
         (tagged if is_tagged else plain).append(kf)
         order.append(f.name)
@@ -241,7 +249,8 @@ def _uuid_bytes(v: str) -> bytes:
     return raw
 
 
-def _enc_value(out: bytearray, kind: int, v: Any, nullable: bool, flexible: bool, sub, name: str) -> None:
+def _enc_value(out: bytearray, kind: int, v: Any, nullable: bool, flexible: bool, sub, name: str,
+               tagged: bool = False) -> None:
     if kind in _INT_RANGES:
         lo, hi = _INT_RANGES[kind]
         if not isinstance(v, int) or not lo <= v < hi:
@@ -267,16 +276,20 @@ def _enc_value(out: bytearray, kind: int, v: Any, nullable: bool, flexible: bool
         out += raw
     elif kind == KM_STRUCT:
         if nullable:
+            # Kafka's null marker: int8 -1 / 1 among a struct's fields, unsigned varint 0 / 1 as a tagged
+            # field's value (the core's _km_struct_null reads both)
             if v is None:
-                out += b"\xff"
+                out += _uvarint(0) if tagged else b"\xff"
                 return
-            out += b"\x01"
+            out += _uvarint(1) if tagged else b"\x01"
+        elif v is None:
+            raise EncodeError(f"non-nullable field {name} cannot be null")
         _enc_struct(out, sub, v)
     else:
         raise EncodeError(f"{name}: unsupported kind {kind}")
 
 
-def _enc_field(out: bytearray, f, v: Any, flexible: bool) -> None:
+def _enc_field(out: bytearray, f, v: Any, flexible: bool, tagged: bool = False) -> None:
     if f.kind == KM_ARRAY:
         if v is None:
             if not f.nullable:
@@ -287,7 +300,7 @@ def _enc_field(out: bytearray, f, v: Any, flexible: bool) -> None:
         for item in v:
             _enc_value(out, f.elem_kind, item, False, flexible, f.struct, f.name)
     else:
-        _enc_value(out, f.kind, v, f.nullable, flexible, f.struct, f.name)
+        _enc_value(out, f.kind, v, f.nullable, flexible, f.struct, f.name, tagged)
 
 
 def _missing(f) -> Any:
@@ -306,10 +319,12 @@ def _enc_struct(out: bytearray, st, obj: Dict[str, Any]) -> None:
         if f.name not in obj:
             continue
         v = obj[f.name]
-        if f.has_default and v == f.default and type(v) is type(f.default):
+        # Kafka's writer leaves out a tagged field at its default; a null whose default is not null is
+        # written (tag, size 1, the null marker 0)
+        if (v == f.default and type(v) is type(f.default)) if f.has_default else v is None:
             continue
         body = bytearray()
-        _enc_field(body, f, v, True)
+        _enc_field(body, f, v, True, True)
         items.append(_uvarint(f.tag) + _uvarint(len(body)) + bytes(body))
     out += _uvarint(len(items))
     for it in items:

@@ -6,9 +6,10 @@ tests/broker/capture_fixtures.py with Kafka 4.3.1): read without a JVM.
 * ``live/txn-0``: the same partition copied while the broker ran: the active segment's
   ``.index`` and ``.timeindex`` are preallocated and all zeros (no entry yet).
 * ``__transaction_state-0``: the coordinator's records, with what Kafka's kafka-dump-log
-  printed for them (``transactionStatus`` as the record's number).
+  printed for them (``transactionStatus`` as the record's number, as Kafka 4.3 prints it).
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -44,12 +45,17 @@ def test_transaction_spans_segments_and_reads_committed():
 
 def test_transaction_log_dump_is_kafka_dump_log():
     rel = os.path.join("__transaction_state-0", "00000000000000000000.log")
-    proc = _cli("dump", "--transaction-log-decoder", "--deep-iteration", rel, cwd=DATA)
+    proc = _cli("dump", "--transaction-log-decoder", "--deep-iteration", "--kafka-version", "4.3", rel, cwd=DATA)
     assert proc.returncode == 0, proc.stderr
     with open(os.path.join(DATA, rel + ".dump.txt"), encoding="utf-8") as fh:
         want = fh.read()
-    assert '"transactionStatus":4' in want          # CompleteAbort, as a number
+    assert '"transactionStatus":4' in want          # CompleteCommit, as a number (Kafka 4.3; 4.4 names it)
     assert proc.stdout == want
+    proc = _cli("dump", "--transaction-log-decoder", "--deep-iteration", rel, cwd=DATA)   # 4.4 by default
+    assert proc.returncode == 0, proc.stderr
+    names = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
+    assert proc.stdout == re.sub(r'"transactionStatus":(\d)', lambda m: f'"transactionStatus":"{names[int(m[1])]}"',
+                                 want)
 
 
 def test_cluster_ids_never_read_as_an_option(monkeypatch):

@@ -200,3 +200,27 @@ def test_legacy_wrapper_decides_inner_timestamp_types(name, hexdata, expected):
     table = kafkarec.to_arrow(data)
     assert [(r["offset"], r["timestamp"].timestamp() * 1000 if r["timestamp"] else None, r["timestampType"])
             for r in table.to_pylist()] == [(o, t, int(tt)) for o, t, tt in ours]
+
+
+@pytest.mark.parametrize("timestamps", [(-1, 2**63 - 1), (2**63 - 1, -1, 0), (0, 2**63 - 1, -1)])
+def test_timestamp_deltas_wrap_as_javas_long(timestamps):
+    """Issue 49: a batch whose timestamps are -1 then Long.MAX has a delta past the long range; Java's long
+    subtraction wraps (to Long.MIN), and the reader's addition wraps it back. The builder's delta is the
+    same wrap, made explicit (no signed overflow for UBSan), record by record and in bulk."""
+    spec = {"batches": [{"base_offset": 3, "records": [{"timestamp": t, "key": "k%d" % i, "value": "v"}
+                                                       for i, t in enumerate(timestamps)]}]}
+    java = J.write(spec)
+    b = kafkarec.RecordBatchBuilder(base_offset=3)
+    for i, t in enumerate(timestamps):
+        b.append(b"v", b"k%d" % i, timestamp=t)
+    assert b.build() == java
+    b = kafkarec.RecordBatchBuilder(base_offset=3)
+    b.extend([b"v"] * len(timestamps), [b"k%d" % i for i in range(len(timestamps))], list(timestamps))
+    assert b.build() == java
+    # a size limit asks the same delta before each record is taken
+    b = kafkarec.RecordBatchBuilder(base_offset=3, max_batch_size=1 << 20)
+    for i, t in enumerate(timestamps):
+        assert b.has_room_for(b"v", b"k%d" % i, timestamp=t)
+        b.append(b"v", b"k%d" % i, timestamp=t)
+    assert b.build() == java
+    assert [r.timestamp for batch in kafkarec.iter_batches(java) for r in batch] == list(timestamps)

@@ -117,9 +117,10 @@ def test_dict_form_keeps_bytes_and_fills_tagged_defaults():
     assert seen
 
 
-def test_current_kafkas_dump_format_of_the_transaction_log():
+@pytest.mark.parametrize("kafka_version", ["4.3", "4.4"])
+def test_current_kafkas_dump_format_of_the_transaction_log(kafka_version):
     """Current Kafka's DumpLogSegments prints __transaction_state as JSON: the key under "type", the value under
-    "version" with the status by name; a key of an unknown type is skipped."""
+    "version" with the status as its number (4.3) or by name (4.4); a key of an unknown type is skipped."""
     seen = 0
     for path in FILES:
         exp = load(path)
@@ -128,7 +129,7 @@ def test_current_kafkas_dump_format_of_the_transaction_log():
         for r, e, _b in records(exp):
             if e["control"]:
                 continue
-            k, p = dumplog.format_parts(exp["topic"], r.key, r.value, r.offset, "current")
+            k, p = dumplog.format_parts(exp["topic"], r.key, r.value, r.offset, "current", kafka_version)
             if e["record_type"] == "Unknown":
                 assert (k, p) == (f"Unknown record type {e['key_version']} at offset {r.offset}, skipping.", None)
                 continue
@@ -136,7 +137,9 @@ def test_current_kafkas_dump_format_of_the_transaction_log():
             if e["tombstone"]:
                 assert p == "<DELETE>"
                 continue
-            value = dict(e["value_json"])     # transactionStatus a number, as Kafka 4's converter writes it
+            value = dict(e["value_json"])     # transactionStatus a number, as Kafka's converter writes it
+            if kafka_version == "4.4":
+                value["transactionStatus"] = dumplog.TRANSACTION_STATES[value["transactionStatus"]]
             assert p == dumplog.java_json({"version": str(e["value_version"]), "data": value})
             seen += 1
     assert seen > 20

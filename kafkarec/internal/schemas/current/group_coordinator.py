@@ -19,11 +19,11 @@ TEXT = r"""
   assignedPartitions []TopicPartitions 0+
     topicId uuid 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   partitionsPendingRevocation []TopicPartitions 0+
     topicId uuid 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
 
 # group-coordinator/src/main/resources/common/message/ConsumerGroupMemberMetadataKey.json
 @ConsumerGroupMemberMetadataKey versions=0 flexible=none apikey=5 kind=coordinator-key
@@ -40,7 +40,7 @@ TEXT = r"""
   subscribedTopicRegex string 0+ null=0+
   rebalanceTimeoutMs int32 0+ default=-1
   serverAssignor string 0+ null=0+
-  classicMemberMetadata ClassicMemberMetadata 0+ null=0+ tag=0@0+ default=null
+  classicMemberMetadata ClassicMemberMetadata 0+ null=0+ tag=0@0+
     sessionTimeoutMs int32 0+
     supportedProtocols []ClassicProtocol 0+
       name string 0+
@@ -234,27 +234,27 @@ TEXT = r"""
   activeTasks []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   standbyTasks []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   warmupTasks []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   activeTasksPendingRevocation []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   standbyTasksPendingRevocation []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
   warmupTasksPendingRevocation []TaskIds 0+
     subtopologyId string 0+
     partitions []int32 0+
-    assignmentEpochs []int32 0+ null=0+ tag=0@0+ default=null
+    assignmentEpochs []int32 0+ null=0+ tag=0@0+
 
 # group-coordinator/src/main/resources/common/message/StreamsGroupMemberMetadataKey.json
 @StreamsGroupMemberMetadataKey versions=0 flexible=none apikey=19 kind=coordinator-key
@@ -286,7 +286,7 @@ TEXT = r"""
   epoch int32 0+
   metadataHash int64 0+
   validatedTopologyEpoch int32 0+ tag=0@0+ default=-1
-  lastAssignmentConfigs []LastAssignmentConfig 0+ null=0+ tag=1@0+ default=null
+  lastAssignmentConfigs []LastAssignmentConfig 0+ null=0+ tag=1@0+
     key string 0+
     value string 0+
   storedDescriptionTopologyEpoch int32 0+ tag=2@0+ default=-1

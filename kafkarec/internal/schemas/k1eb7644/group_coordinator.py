@@ -38,7 +38,7 @@ TEXT = r"""
   subscribedTopicRegex string 0+ null=0+
   rebalanceTimeoutMs int32 0+ default=-1
   serverAssignor string 0+ null=0+
-  classicMemberMetadata ClassicMemberMetadata 0+ null=0+ tag=0@0+ default=null
+  classicMemberMetadata ClassicMemberMetadata 0+ null=0+ tag=0@0+
     sessionTimeoutMs int32 0+
     supportedProtocols []ClassicProtocol 0+
       name string 0+
