@@ -20,7 +20,8 @@ segments copied there and recorded in ``__remote_log_metadata``.
 The session fixture ``kafka_broker`` (tests/support/broker.py) is one such broker.
 Kafka's tools run from the same classpath, one after another in one JVM per classpath
 (:class:`KafkaTools`, ``tests/java/KafkaTools.java``): :func:`run_tool`, :func:`dump_log`
-(``kafka-dump-log``), :func:`metadata_shell`, and StorageTool's ``format`` before a broker
+(``kafka-dump-log``), :func:`metadata_image` (Kafka's metadata image of a ``__cluster_metadata``
+log: ``tests/java/MetadataImageOracle.java``), and StorageTool's ``format`` before a broker
 starts.  The Java sources the broker tests run are compiled once (``support.java.compiled``).
 """
 from __future__ import annotations
@@ -45,7 +46,6 @@ from support.net import free_ports
 
 KAFKA_MODULE = "jvm/kafka"
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
-METADATA_SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 SERVER_MAIN = "kafka.Kafka"
 
@@ -61,6 +61,8 @@ TOOL_JVM_FLAGS = ["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 #: The Java sources the broker tests run (each compiled once: ``support.java.compiled``).
 TOOLS_SOURCE = os.path.join(TESTS, "java", "KafkaTools.java")
 PRODUCER_SOURCE = os.path.join(TESTS, "java", "BrokerProducer.java")
+COORDINATOR_SOURCE = os.path.join(TESTS, "java", "CoordinatorRecords.java")
+METADATA_IMAGE_SOURCE = os.path.join(TESTS, "java", "MetadataImageOracle.java")
 
 #: Broker settings for fast single-node tests (each may be overridden by ``overrides``).
 DEFAULT_CONFIG: Dict[str, str] = {
@@ -79,6 +81,7 @@ DEFAULT_CONFIG: Dict[str, str] = {
     "transaction.state.log.num.partitions": "2",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "2",     # 50 by default: 50 folders for a few records
     "group.initial.rebalance.delay.ms": "0",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
@@ -404,8 +407,8 @@ class KafkaBroker:
     def dump_log(self, files: Sequence[str], *options: str, timeout: float = 120) -> str:
         return dump_log(files, *options, timeout=timeout, classpath=self.classpath)
 
-    def metadata_shell(self, snapshot: str, *command: str, timeout: float = 120) -> str:
-        return metadata_shell(snapshot, *command, timeout=timeout, classpath=self.classpath)
+    def metadata_image(self, folder: str, timeout: float = 120) -> dict:
+        return metadata_image(folder, timeout=timeout, classpath=self.classpath)
 
 
 class KafkaTools:
@@ -521,9 +524,14 @@ def dump_log(files: Sequence[str], *options: str, timeout: float = 120,
                     classpath=classpath).stdout
 
 
-def metadata_shell(snapshot: str, *command: str, timeout: float = 120,
-                   classpath: Optional[str] = None) -> str:
-    """``kafka-metadata-shell --snapshot SNAPSHOT COMMAND...`` (a ``__cluster_metadata`` .log
-    segment or .checkpoint snapshot; e.g. ``"tree", "/image/topics"``); its stdout."""
-    return run_tool(METADATA_SHELL_MAIN, "--snapshot", snapshot, *command, timeout=timeout,
-                    classpath=classpath).stdout
+def metadata_image(folder: str, timeout: float = 120, classpath: Optional[str] = None) -> dict:
+    """Kafka's own metadata image of the ``__cluster_metadata-0`` log segments in ``folder``
+    (kafka-metadata's ``MetadataDelta`` replaying them; ``tests/java/MetadataImageOracle.java``) in
+    the shape of kafkarec's ``ClusterState.state()``, as far as the image holds it."""
+    import json
+    cp = classpath if classpath is not None else jvm.classpath(KAFKA_MODULE)
+    proc = subprocess.run(compiled(METADATA_IMAGE_SOURCE, cp).command(folder, jvm_flags=TOOL_JVM_FLAGS),
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise KafkaBrokerError(f"MetadataImageOracle {folder} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)

@@ -276,6 +276,49 @@ class JavaProducer:
             self.proc.wait()
 
 
+#: The prefix of the topics and groups :class:`CoordinatorClients` makes.
+COORDINATOR_PREFIX = "coord"
+
+
+class CoordinatorClients:
+    """Kafka's Java clients driving the broker's coordinators (``tests/java/CoordinatorRecords.java``,
+    in its own JVM, started at once): classic, consumer-protocol and migrated groups, a share group,
+    a Kafka Streams application on the streams protocol, transactions on both transaction versions,
+    group and offset deletes, quotas and SCRAM users, so that the internal topics hold records of
+    every kind a Kafka 4.4 broker writes; :meth:`wait` waits for it (bounded)."""
+
+    def __init__(self, bootstrap: str, classpath: str, work_dir: str, prefix: str = COORDINATOR_PREFIX):
+        from kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
+        from support.java import compiled
+        self._stdout = os.path.join(work_dir, "coordinator-records.out")
+        self._stderr = os.path.join(work_dir, "coordinator-records.err")
+        state_dir = os.path.join(work_dir, "streams-state")
+        with open(self._stdout, "w") as out, open(self._stderr, "w") as err:
+            self.proc = subprocess.Popen(
+                compiled(COORDINATOR_SOURCE, classpath).command(
+                    bootstrap, prefix, state_dir,
+                    jvm_flags=["-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx384m",
+                               QUIET_LOG4J_FLAG]),
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+
+    def wait(self, timeout: float = 300) -> None:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise RuntimeError(f"CoordinatorRecords did not finish within {timeout} s") from None
+        with open(self._stdout) as fh:
+            done = fh.read().splitlines()[-1:] == ["done"]
+        if self.proc.returncode != 0 or not done:
+            with open(self._stderr, errors="replace") as fh:
+                raise RuntimeError(f"CoordinatorRecords failed ({self.proc.returncode}):\n{fh.read()[-4000:]}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def _java_acked(stdout: str) -> List[Acked]:
     """BrokerProducer's JSON lines as :class:`Acked` records (the keys, values and headers it
     wrote for each ``i``, as its source computes them)."""
@@ -556,7 +599,8 @@ def topic_plan() -> List[TopicInfo]:
 def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
     """Create and write every topic of :func:`topic_plan` through ``broker``, and the tiered
     topic (:mod:`tiered_topic`) when the broker has tiered storage; bounded in time (about
-    20-40 s on 2 cores).  Kafka's Java producer writes beside the Python ones, and the broker
+    20-40 s on 2 cores).  Kafka's Java producer writes beside the Python ones, then Kafka's Java
+    clients drive the coordinators (:class:`CoordinatorClients`) beside them, and the broker
     copies the tiered topic's segments while the rest is written."""
     import deleted_records
     import tiered_topic
@@ -576,6 +620,21 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
         data.acked += java.acked()
     finally:
         java.close()
+    # after the Java producer's transactions: the clients downgrade transaction.version for a while
+    coordinators = CoordinatorClients(bootstrap, broker.classpath, work_dir)
+    try:
+        _produce_rest(broker, data, records, tiered)
+        coordinators.wait()
+    finally:
+        coordinators.close()
+    return data
+
+
+def _produce_rest(broker, data: BrokerData, records: int, tiered: bool) -> None:
+    """The Python producers' topics after the Java producer's, and the broker's own work on them."""
+    import deleted_records
+    import tiered_topic
+    bootstrap = broker.bootstrap
     data.acked += produce_confluent(bootstrap, "idempotent", records, partitions=2,
                                     **{"enable.idempotence": True, "compression.type": "snappy"})
     data.acked += produce_transactions(bootstrap, "txn", 3)
@@ -614,7 +673,6 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
         tiered_topic.wait_tiered(broker)
     wait_settled(broker.log_dir, ["compacted", "compacted-expired", "retention"]
                  + ([tiered_topic.TOPIC] if tiered else []))
-    return data
 
 
 # --- what Kafka's consumer reads --------------------------------------------------------

@@ -1,4 +1,4 @@
-// Kafka's command-line tools (StorageTool, DumpLogSegments, MetadataShell, ...) run one after
+// Kafka's command-line tools (StorageTool, DumpLogSegments, ...) run one after
 // another in one JVM, so a test session pays for one JVM start and one JIT warm-up instead of
 // one per call (tests/broker/kafka_broker.py drives it).
 //
@@ -21,7 +21,7 @@ import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
-import org.apache.kafka.common.utils.Exit;
+import org.apache.kafka.common.utils.internals.Exit;     // common.utils.Exit until Kafka 4.4
 
 public final class KafkaTools {
     /** Thrown by Kafka's Exit in place of ending the JVM. */
