@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from paths import ROOT
+from support.paths import ROOT
 
 
 def _modules():

@@ -20,9 +20,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
-import jvm  # noqa: E402
-import produce  # noqa: E402
-from kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
+from support import jvm  # noqa: E402
+from support import produce  # noqa: E402
+from support.kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
 
 TOPIC = "txn"
 

@@ -171,7 +171,7 @@ def test_typed_values_become_the_rows_columns(tmp_path):
     """Values typed through kafkarec's registry wing (here bare JSON Schema payloads) lay their
     fields out as the table's columns; a value that does not decode stops the backfill."""
     import json
-    from logdir import PartitionWriter, v2_batch
+    from support.logdir import PartitionWriter, v2_batch
     root = str(tmp_path / "log")
     w = PartitionWriter(root, "people", 0)
     w.append(v2_batch([(1_700_000_000_000 + i, b"k", json.dumps({"id": i, "name": f"n{i}"}).encode(), [])

@@ -23,8 +23,8 @@ from kafkarec.protobuf.json_print import AnyJson
 from kafkarec.registry.typed import message_indexes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
-from protos import Generated  # noqa: E402
+from support.any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
+from support.protos import Generated  # noqa: E402
 
 PAYLOADS = 400
 
@@ -40,7 +40,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def java_setup():
-    import jvm
+    from support import jvm
     cp = jvm.classpath("jvm/protobuf")
     found = jdks()
     if not found:

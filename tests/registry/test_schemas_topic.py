@@ -14,7 +14,7 @@ import kafkarec
 import kafkarec.registry as kr
 from kafkarec.registry import replay
 
-from schemas_log import (confluent_key, karapace_key, schema_value, write_partition)
+from support.schemas_log import (confluent_key, karapace_key, schema_value, write_partition)
 
 A1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
 A2 = ('{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.spark_cluster import MASTER_VARIABLE
 
 pytestmark = [pytest.mark.spark]

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 pytestmark = [pytest.mark.spark]
 

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]

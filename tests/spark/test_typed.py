@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -22,7 +22,7 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world  # noqa: E402
+from support import registry_world as world  # noqa: E402
 
 
 def _naive_utc(v):

@@ -2,7 +2,7 @@
 wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools; a job of
 the one user-way application, tests/support/user_app.py) over a log directory holding
 ``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and JSONSerializer with
-evolved schemas (tests/registry/world_formats.py).  The data source
+evolved schemas (tests/support/registry_world_formats.py).  The data source
 (valueFormat=registry, PERMISSIVE and FAILFAST) and from_registry over the raw value column give,
 record for record, what the writers were given (Protobuf as Spark's from_protobuf maps it with the
 column's descriptor and default options).  The .proto text is compiled where Spark plans the column
@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -30,7 +30,7 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world_formats  # noqa: E402
+from support import registry_world_formats as world_formats  # noqa: E402
 
 TOPICS = ("shipments", "people")
 

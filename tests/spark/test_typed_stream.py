@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]
@@ -36,8 +36,8 @@ if _why:
     pytest.skip(_why, allow_module_level=True)
 
 sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world  # noqa: E402
-from schemas_log import confluent_key, schema_value  # noqa: E402
+from support import registry_world as world  # noqa: E402
+from support.schemas_log import confluent_key, schema_value  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "typed_stream_job.py")
 

@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 _why = H.spark_available()
 if _why:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import pytest
 
-from paths import TESTS
+from support.paths import TESTS
 
 # the broker's helpers (kafka_broker, produce, ...) import one another by their bare names, from their
 # own folder
@@ -38,7 +38,7 @@ class StoppedBroker(NamedTuple):
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    from kafka_broker import KafkaBroker
+    from support.kafka_broker import KafkaBroker
     broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker")), tiered_storage=True)
     try:
         broker.start()
@@ -49,7 +49,7 @@ def kafka_broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def broker_data(kafka_broker, tmp_path_factory):
-    import produce
+    from support import produce
     return produce.produce_all(kafka_broker, str(tmp_path_factory.mktemp("produce")))
 
 
@@ -68,9 +68,9 @@ def stopped_log_dir(stopped_broker):
 
 @pytest.fixture(scope="session")
 def broker_spark(kafka_broker, broker_data, stopped_broker, tmp_path_factory):
-    import spark_helpers as H
+    from support import spark_helpers as H
     why = H.spark_available()
     if why:
         pytest.skip(why)
-    import spark_app
+    from support import spark_app
     return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"))

@@ -16,7 +16,7 @@ import os
 import subprocess
 from typing import List
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 from support.spark_cluster import ConnectServer
 
@@ -26,7 +26,7 @@ LOG_TAIL_CHARS = 8000
 
 def runtime_jars() -> List[str]:
     """Iceberg's Spark runtime jars (jvm/lakehouse-spark) in the project's Maven cache."""
-    import jvm
+    from support import jvm
     return [j for j in jvm.classpath("jvm/lakehouse-spark").split(":") if j]
 
 

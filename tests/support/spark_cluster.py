@@ -31,7 +31,7 @@ from typing import Optional
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.net import free_port, free_ports
 from support.procs import kill_group, stop_group
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_app_main.py")

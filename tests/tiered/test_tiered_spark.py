@@ -13,7 +13,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "spark"))
 sys.path.insert(0, os.path.dirname(HERE))
-import spark_helpers as H  # noqa: E402
+from support import spark_helpers as H  # noqa: E402
 from support.user_app import UserAppJob  # noqa: E402
 
 import kafkarec  # noqa: E402

@@ -7,7 +7,7 @@ without Spark; Spark's rows are compared with it column by column.
 """
 from __future__ import annotations
 
-from paths import ROOT
+from support.paths import ROOT
 import glob
 import os
 import shutil
@@ -251,7 +251,7 @@ def bare_env(python: str, extra=None) -> dict:
 def kafka_source_jars(bare: str) -> list:
     """The jars (jvm/spark) that put Spark's Kafka source and spark-avro on the class path of
     an application submitted from ``bare``'s pyspark (``--jars``)."""
-    import jvm
+    from support import jvm
     jars_dir = subprocess.run([bare, "-c", "import os, pyspark; print(os.path.join(os.path.dirname("
                                "pyspark.__file__), 'jars'))"], capture_output=True, text=True,
                               check=True).stdout.strip()

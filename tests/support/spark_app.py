@@ -13,9 +13,10 @@ import subprocess
 import sys
 import time
 
-import produce
-import spark_helpers as H
-import tiered_topic
+from support import produce
+from support.paths import TESTS
+from support import spark_helpers as H
+from support import tiered_topic
 
 #: The topic the streams read besides the data topics, written by :func:`run` (300 records
 #: before the first streams, 200 more between the two).
@@ -96,7 +97,7 @@ def run(broker, data, stopped, work) -> str:
            # Spark's INFO lines are megabytes of log per run; warnings and errors stay in job.log
            "--conf", "spark.log.level=WARN",
            "--jars", ",".join(jars), "--py-files", wheel,
-           os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "kafka_parity_job.py"),
+           os.path.join(TESTS, "broker", "jobs", "kafka_parity_job.py"),
            broker.bootstrap, broker.log_dir, str(spec), str(out)]
     log = open(work / "job.log", "w")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
