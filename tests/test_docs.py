@@ -111,11 +111,7 @@ def prepare(folder: str, path: str) -> None:
     if path in ("docs/typed-values.md", "README.md"):
         # a log directory as a Confluent deployment leaves it: _schemas-0 and an orders topic
         # whose Avro values confluent-kafka's AvroSerializer wrote (tests/support/registry_world.py)
-        sys.path.insert(0, os.path.join(ROOT, "tests", "registry"))
-        try:
-            from support import registry_world as world
-        finally:
-            sys.path.pop(0)
+        from support import registry_world as world
         world.build(os.path.join(folder, "registry-data"))
 
 

@@ -11,8 +11,6 @@ are equal except where JDK 17's Float.toString prints more digits for the same f
 """
 from __future__ import annotations
 
-import os
-import sys
 
 import pyarrow as pa
 import pytest
@@ -22,7 +20,6 @@ from kafkarec.errors import ProtobufDecodeError
 from kafkarec.protobuf.json_print import AnyJson
 from kafkarec.registry.typed import message_indexes
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support.any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
 from support.protos import Generated  # noqa: E402
 

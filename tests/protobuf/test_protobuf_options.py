@@ -9,9 +9,7 @@ reaches (spark-protobuf_2.13 4.0.0 to 4.3.0 refused), so Spark's rules are the o
 from __future__ import annotations
 
 import itertools
-import os
 import random
-import sys
 
 import pyarrow as pa
 import pytest
@@ -20,7 +18,6 @@ from kafkarec import protobuf as kp
 from kafkarec.errors import ProtobufSchemaError
 from kafkarec.registry.typed import message_indexes
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support.protobuf_oracle import row_with, sorted_maps  # noqa: E402
 from support.protos import Generated  # noqa: E402
 

@@ -6,9 +6,7 @@ parse (tests/support/protobuf_oracle.py) and with the records given to the seria
 from __future__ import annotations
 
 import json
-import os
 import struct
-import sys
 
 import pyarrow as pa
 import pytest
@@ -20,7 +18,6 @@ from support.schemas_log import confluent_key, schema_value
 
 pytest.importorskip("confluent_kafka.schema_registry.protobuf")
 pytest.importorskip("grpc_tools")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "protobuf"))
 
 from support.protobuf_oracle import normalize, row  # noqa: E402
 from support.protos import generated  # noqa: E402

@@ -9,7 +9,6 @@ restart, and delivers every record exactly once.
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -17,7 +16,6 @@ import kafkarec
 from support.paths import TESTS
 from support.streams import stream_reader
 
-sys.path.insert(0, os.path.join(TESTS, "spark", "jobs"))
 from support.growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
 
 

@@ -29,7 +29,6 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
 from support import registry_world_formats as world_formats  # noqa: E402
 
 TOPICS = ("shipments", "people")

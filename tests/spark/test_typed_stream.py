@@ -35,7 +35,6 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
 from support import registry_world as world  # noqa: E402
 from support.schemas_log import confluent_key, schema_value  # noqa: E402
 

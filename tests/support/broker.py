@@ -16,19 +16,10 @@ Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): 
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
   skips where Spark is not there.
 """
-import os
-import sys
 from typing import NamedTuple
 
 import pytest
 
-from support.paths import TESTS
-
-# the broker's helpers (kafka_broker, produce, ...) import one another by their bare names, from their
-# own folder
-BROKER_HELPERS = os.path.join(TESTS, "broker")
-if BROKER_HELPERS not in sys.path:
-    sys.path.insert(0, BROKER_HELPERS)
 
 
 class StoppedBroker(NamedTuple):

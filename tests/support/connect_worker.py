@@ -31,7 +31,6 @@ from typing import Dict, Optional
 import pytest
 
 from support import jvm  # tests/support/jvm.py
-import support.broker  # noqa: F401  (puts tests/broker, kafka_broker's folder, on sys.path)
 from support.kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
 from support.net import free_port
 from support.procs import kill_group, stop_group

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -437,9 +436,6 @@ def produce_registry(bootstrap: str, n: int = 30) -> Tuple[List[Acked], Dict[int
     what Confluent's registry would have written for them, also through the broker, so the
     broker's log dir carries its own registry (``kafkarec.registry.load(log_dir)``).
     Returns the acknowledged records and the expected decoded value by offset."""
-    sys_path = os.path.join(TESTS, "registry")
-    if sys_path not in sys.path:
-        sys.path.insert(0, sys_path)
     import base64
     import uuid
 

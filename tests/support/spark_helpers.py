@@ -306,3 +306,15 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
             with open(os.path.join(folder, ".kafkarec-stamp"), "w") as fh:
                 fh.write(wheel_stamp)
     return py
+
+
+def load_job(path: str):
+    """The job script at ``path`` (a spark-submit or Connect client script, tests/*/jobs/) as a module
+    of this process, for a test that runs its functions on the session's own SparkSession: loaded from
+    its file, as the one user-way application loads its jobs, with no folder put on the import path."""
+    import importlib.util
+    name = "job_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

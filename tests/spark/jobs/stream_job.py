@@ -21,7 +21,7 @@ import os
 import pickle
 import sys
 
-# a spark-submit script: tests/ on sys.path for the suite's helpers (support.growing_log)
+# a spark-submit script: tests/ on the import path for the suite's helpers (support.growing_log)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
 
 from support.growing_log import GrowingLog  # noqa: E402
