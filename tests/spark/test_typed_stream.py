@@ -37,6 +37,7 @@ if _why:
 
 from support import registry_world as world  # noqa: E402
 from support.schemas_log import confluent_key, schema_value  # noqa: E402
+from support.spark_submit import spark_submit
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "typed_stream_job.py")
 
@@ -156,15 +157,14 @@ def _build(work):
 
 
 def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
-    memory = (["--conf", "spark.executor.memory=768m"] if master.startswith("spark://")
-              else ["--driver-memory", "2g"])
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", master,
-           *memory, "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-           "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
-           "--py-files", wheel, JOB, str(work), "--phase", str(phase)]
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                            "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
+    cluster = master.startswith("spark://")
+    cmd, env = spark_submit(
+        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
+        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
+              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              "spark.sql.shuffle.partitions": 2, "spark.sql.session.timeZone": "UTC"},
+        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
