@@ -168,7 +168,7 @@ def test_dump_internal_topics_as_kafka_dump_log(kafka_broker, stopped_log_dir, t
     assert len(got) == len(exp)
 
 
-def _plain(v):
+def _attrs_as_dict(v):
     """Arrow's map as a dict (to_pylist gives a list of pairs)."""
     if isinstance(v, dict):
         return {k: (dict(x) if k == "attrs" and isinstance(x, list) else x) for k, x in v.items()}
@@ -203,7 +203,7 @@ def test_registry_values_through_the_broker(kafka_broker, broker_data, stopped_l
             rows.append(kafkarec.to_arrow(fh.read(), topic=produce.REGISTRY_TOPIC, partition=0))
     typed = kr.decode_table(pa.concat_tables(rows), reg, key=True)
     assert typed.column("_corrupt_record").null_count == typed.num_rows
-    got = dict(zip(typed.column("offset").to_pylist(), map(_plain, typed.column("value").to_pylist())))
+    got = dict(zip(typed.column("offset").to_pylist(), map(_attrs_as_dict, typed.column("value").to_pylist())))
     for offset, want in broker_data.registry_values.items():
         want = _as_columns(want)
         assert got[offset] == want, f"offset {offset}:\n kafkarec {got[offset]}\n expected {want}"

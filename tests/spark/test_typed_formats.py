@@ -11,8 +11,6 @@ protobuf wheels that scripts/wheelhouse.sh puts next to the kafkarec wheel; exec
 schemas and never load the compiler."""
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import re
 import subprocess
@@ -34,25 +32,12 @@ from support import registry_world_formats as world_formats  # noqa: E402
 TOPICS = ("shipments", "people")
 
 
-def _plain(v):
-    """Values as the job writes Spark's (json.dump(default=str)): timestamps naive UTC."""
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return str(v)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
 def _expected(topic, value):
     if value is None:
         return None
     if topic == "shipments":
         value = dict(value, labels=dict(value["labels"]))   # the oracle lists map entries sorted
-    return json.loads(json.dumps(_plain(value)))
+    return H.plain(value)
 
 
 def _prepare(request, work):
@@ -137,7 +122,7 @@ def test_from_protobuf_options_reach_the_decoder(submitted, tmp_path):
                     for f in sorted(os.listdir(os.path.join(root, "shipments-0"))) if f.endswith(".log"))
     table = kr.decode_table(kafkarec.to_arrow(data, topic="shipments"), reg, value_message="kr.ship.Shipment",
                             options=opts)
-    want = [None if v is None else json.loads(json.dumps(_plain(dict(v, labels=dict(v["labels"])))))
+    want = [None if v is None else H.plain(dict(v, labels=dict(v["labels"])))
             for v in table.column("value").to_pylist()]       # Spark's rows hold maps as dicts
     assert "status:int" in result["options"]["schema"], result["options"]["schema"]
     assert [r["value"] for r in result["options"]["rows"]] == want

@@ -16,7 +16,6 @@ cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py)."""
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import os
 import pickle
@@ -176,19 +175,6 @@ def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
         return json.load(fh)
 
 
-def _plain(v):
-    """Values as json.dump(default=str) writes Spark's (naive UTC datetimes, Decimal text)."""
-    def naive(x):
-        if isinstance(x, datetime.datetime) and x.tzinfo is not None:
-            return x.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        if isinstance(x, dict):
-            return {k: naive(y) for k, y in x.items()}
-        if isinstance(x, list):
-            return [naive(y) for y in x]
-        return x
-    return json.loads(json.dumps(naive(v), default=str))
-
-
 def _as_read(rec, reader_v2, names):
     """The input record as the reader schema gives it; once the sink holds both applications'
     files (read with mergeSchema), a row of the first (v1 reader) has null for v2's fields."""
@@ -229,7 +215,7 @@ def _check_rows(rows, log, ids, phases):
             if rec is None:                                   # the tombstone
                 assert r["value"] is None and r["valueSchemaId"] is None
             else:
-                assert _plain(r["value"]) == _plain(_as_read(rec, phase != 1, r["value"])), r
+                assert H.plain(r["value"]) == H.plain(_as_read(rec, phase != 1, r["value"])), r
                 assert r["valueSchemaId"] == value_ids[0 if "note" not in rec else 1], r
         else:
             assert r["value"] is None and err in r["_corrupt_record"], r

@@ -318,3 +318,21 @@ def load_job(path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def plain(value):
+    """``value`` (a row's value, from Spark or from kafkarec) as the suite's jobs write Spark's rows,
+    ``json.dump(default=str)``, read back: timestamps naive UTC (Spark collects them in the session's
+    time zone, UTC here), decimals and anything else JSON has no type for as text."""
+    import datetime
+    import json
+
+    def naive(x):
+        if isinstance(x, datetime.datetime) and x.tzinfo is not None:
+            return x.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        if isinstance(x, dict):
+            return {k: naive(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [naive(y) for y in x]
+        return x
+    return json.loads(json.dumps(naive(value), default=str))
