@@ -7,7 +7,7 @@ import kafkarec.registry as kr
 from support.s3server import find_weed
 
 from support.schemas_log import write_partition
-from test_schemas_topic import check_every_kind, every_kind
+from support.schemas_every_kind import check_every_kind, every_kind
 
 pytestmark = pytest.mark.skipif(find_weed() is None, reason="no SeaweedFS binary (weed)")
 

@@ -18,7 +18,7 @@ from support.rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED,
                        DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, partition_delete_value, segment_value,
                        update_value)
 from support.paths import ROOT
-from test_tiered_reads import DATA, originals
+from support.aiven_objects import DATA, originals
 
 TOPIC = remote_metadata.TOPIC
 CLICKS = ("q3_Yx0-lTnWb5T0aN8Jw_A", "clicks", 0)
