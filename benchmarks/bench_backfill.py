@@ -33,7 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for p in (ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "broker")):
+for p in (ROOT, os.path.join(ROOT, "tests")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
@@ -55,7 +55,7 @@ def _self_cpu() -> float:
 
 
 def produce_topic(bootstrap: str, records: int, partitions: int, value_bytes: int) -> None:
-    import produce
+    from support import produce
     produce.create_topics(bootstrap, [
         produce.TopicInfo(TOPIC, partitions, {"segment.bytes": str(64 << 20)}, "confluent-kafka", "lz4"),
         produce.TopicInfo(f"control-{TOPIC}", 1, {}, "confluent-kafka", "none")])
@@ -124,8 +124,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args(argv)
 
-    from cdc.postgres_server import USER, PostgresServer
-    from kafka_broker import KafkaBroker
+    from support.postgres_server import USER, PostgresServer
+    from support.kafka_broker import KafkaBroker
     from kafkarec.lakehouse import IcebergTarget
     from support.connect_worker import CATALOG_NAME, ConnectWorker, IcebergCatalog
 

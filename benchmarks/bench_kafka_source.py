@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_kafka_source.py --records 400000 --typed 100000 --repeats 2   # quick
     .venv/bin/python benchmarks/bench_kafka_source.py --json out/bench_kafka_source.json
 
-A real KRaft broker (tests/broker/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
+A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and filled through librdkafka (confluent-kafka): five topics ``bench-<codec>``
 (none, gzip, snappy, lz4, zstd), ``--records`` in all, 100-byte values, 16-byte keys, one
 header; and ``bench-typed`` (2 partitions, zstd): ``--typed`` Schema Registry Avro values
@@ -37,8 +37,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for p in (ROOT, HERE, os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "broker"),
-          os.path.join(ROOT, "tests", "registry")):
+for p in (ROOT, HERE, os.path.join(ROOT, "tests")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
@@ -67,7 +66,7 @@ def fill(broker, records: int, typed: int) -> None:
     import fastavro
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    from schemas_log import confluent_key, schema_value
+    from support.schemas_log import confluent_key, schema_value
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = [NewTopic(f"bench-{c}", 1, 1) for c in CODECS] + [NewTopic(TYPED_TOPIC, 2, 1),
                                                                 NewTopic("_schemas", 1, 1,
@@ -121,9 +120,9 @@ def main(argv=None) -> int:
 
     import warnings
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-    import jvm
+    from support import jvm
     from bench_spark import _tree_cpu
-    from kafka_broker import KafkaBroker
+    from support.kafka_broker import KafkaBroker
     import pyspark
     jars = jvm.spark_jars(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
 

@@ -17,7 +17,7 @@ mkdir -p .cache
 LOG_DIR="$ROOT/.venv/test-deps"
 mkdir -p "$LOG_DIR"
 
-# The interpreters the Spark tests use (tests/spark_helpers.py: python_for, _cache_tag): the venv's
+# The interpreters the Spark tests use (tests/support/spark_helpers.py: python_for, _cache_tag): the venv's
 # own and a Python 3.12, on PATH or under pyenv.
 PY312="$(command -v python3.12 || true)"
 for cand in "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do

@@ -2,7 +2,7 @@ import sys
 
 import pytest
 
-from javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
+from support.javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
 # the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
 # SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
@@ -29,9 +29,9 @@ def _no_swallowed_exceptions(capfd):
 
 @pytest.fixture(scope="session")
 def s3():
-    """A SeaweedFS S3 server on 127.0.0.1 for the session: started on first use (tests/s3server.py),
+    """A SeaweedFS S3 server on 127.0.0.1 for the session: started on first use (tests/support/s3server.py),
     always stopped."""
-    from s3server import S3Server
+    from support.s3server import S3Server
     server = S3Server(startup_timeout=60)
     server.start()
     try:

@@ -26,7 +26,7 @@ import sys
 
 import pytest
 
-from paths import ROOT
+from support.paths import ROOT
 from support.versions import PYSPARK
 
 FILES = ["README.md", "CHANGELOG.md", "spark_udfs/README.md", "benchmarks/README.md"] + sorted(
@@ -110,12 +110,8 @@ def prepare(folder: str, path: str) -> None:
     generate(os.path.join(folder, "sample-data"), seed=7, scale=1)
     if path in ("docs/typed-values.md", "README.md"):
         # a log directory as a Confluent deployment leaves it: _schemas-0 and an orders topic
-        # whose Avro values confluent-kafka's AvroSerializer wrote (tests/registry/world.py)
-        sys.path.insert(0, os.path.join(ROOT, "tests", "registry"))
-        try:
-            import world
-        finally:
-            sys.path.pop(0)
+        # whose Avro values confluent-kafka's AvroSerializer wrote (tests/support/registry_world.py)
+        from support import registry_world as world
         world.build(os.path.join(folder, "registry-data"))
 
 
@@ -131,7 +127,7 @@ def _params():
 def test_examples(path, tmp_path, monkeypatch, request):
     """Every block of ``path`` in order; every difference is reported, not only the first."""
     if uses_spark(path):
-        import spark_helpers as H
+        from support import spark_helpers as H
         why = H.spark_available()
         if why:
             pytest.skip(why)

@@ -16,7 +16,7 @@ import pytest
 import kafkarec
 from kafkarec._extras import EXTRAS, require
 from kafkarec.errors import MissingExtraError
-from paths import ROOT
+from support.paths import ROOT
 
 
 class _NotInstalled:
@@ -105,7 +105,7 @@ def test_every_optional_import_goes_through_require():
 
 @pytest.fixture(scope="module")
 def logroot(tmp_path_factory):
-    from logdir import build_log_dir
+    from support.logdir import build_log_dir
     root = str(tmp_path_factory.mktemp("logs"))
     build_log_dir(root)
     return root

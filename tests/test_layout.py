@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from paths import ROOT
+from support.paths import ROOT
 
 
 def _modules():
@@ -272,3 +272,101 @@ def test_the_boot_room_imports_nothing_of_kafkarec_outside_itself():
     assert set(found) == {"kafkarec._boot", "kafkarec._boot.loader", "kafkarec._boot.wheels",
                           "kafkarec._boot.files"}
     assert {name: m for name, m in found.items() if m} == {}
+
+
+# --- the tests' own layout: every helper in tests/support/, the import path edited only by scripts ---
+
+TESTS = os.path.join(ROOT, "tests")
+SUPPORT = os.path.join(TESTS, "support")
+#: A helper module that edits the import path, and why: protoc's generated modules import one another by
+#: their own package names (kr.common_pb2), from the folder protoc wrote them to.
+SYS_PATH_HELPERS = {os.path.join("tests", "support", "protos.py")}
+
+
+def _kind(path):
+    """``test``, ``conftest``, ``support`` or ``script`` (a file run on its own: a spark-submit job,
+    a Connect client, a script run by hand): what a file under tests/ is."""
+    name = os.path.basename(path)
+    if name.startswith("test_"):
+        return "test"
+    if name == "conftest.py":
+        return "conftest"
+    return "support" if path.startswith(SUPPORT + os.sep) else "script"
+
+
+def _imported_names(tree):
+    """Every module name an import in ``tree`` asks for (absolute imports), as written."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+def _outside_helpers(tree, scripts):
+    """The imports in ``tree`` that reach a module under tests/ outside tests/support/: a script or
+    a test module by its bare name (pytest puts a test's folder on the path) or by its folder
+    (``from cdc.x import``, tests/ being on the path)."""
+    found = set()
+    for name in _imported_names(tree):
+        parts = name.split(".")
+        if len(parts) == 1 and (name in scripts or name.startswith("test_")):
+            found.add(name)
+        elif parts[0] != "support" and os.path.isdir(os.path.join(TESTS, parts[0])) \
+                and os.path.exists(os.path.join(TESTS, *parts) + ".py"):
+            found.add(name)
+    return found
+
+
+def _import_path_edits(tree):
+    """The lines of ``tree`` that change the import path (``sys``'s ``path``): an assignment to it or to an item or slice of
+    it, or a call of one of its list methods that change it."""
+    def is_the_import_path(node):
+        return (isinstance(node, ast.Attribute) and node.attr == "path"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(is_the_import_path(t) or (isinstance(t, ast.Subscript) and is_the_import_path(t.value)) for t in targets):
+            found.append(node.lineno)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_the_import_path(node.func.value)
+                and node.func.attr in ("insert", "append", "extend", "remove", "pop", "clear", "reverse", "sort")):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def _tests_files():
+    out = {}
+    for path in _python_files("tests"):
+        with open(path, encoding="utf-8") as fh:
+            out[path] = ast.parse(fh.read())
+    return out
+
+
+def test_every_test_helper_lives_in_tests_support():
+    """Tests, conftests and support modules import the suite's helpers from tests/support/ only:
+    no module of a test folder, no script (jobs/, a Connect client) and no other test module."""
+    files = _tests_files()
+    scripts = {os.path.basename(p)[:-3] for p in files if _kind(p) == "script"}
+    found = {os.path.relpath(p, ROOT): sorted(_outside_helpers(tree, scripts))
+             for p, tree in files.items() if _kind(p) != "script"}
+    assert {p: names for p, names in found.items() if names} == {}
+
+
+def test_only_scripts_edit_the_import_path():
+    """pyproject's ``pythonpath`` puts tests/ on the import path for the test session: only a file
+    run on its own (a spark-submit job, a script run by hand) puts it there itself."""
+    found = {os.path.relpath(p, ROOT): _import_path_edits(tree) for p, tree in _tests_files().items()
+             if _kind(p) != "script" and os.path.relpath(p, ROOT) not in SYS_PATH_HELPERS}
+    assert {p: lines for p, lines in found.items() if lines} == {}
+
+
+def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
+    p = "sys" + ".path"      # spelt apart: the tests' count of that name stays the scripts' own
+    tree = ast.parse("import sys\nimport produce\nfrom cdc.cdc_job import X\nfrom support.paths import ROOT\n"
+                     f"import test_typed\nimport typing\n{p}.insert(0, 'x')\n{p}[:0] = ['y']\n"
+                     f"{p} += ['z']\n{p} = []\nprint({p}[0])\n{p}.index('x')\n")
+    assert _outside_helpers(tree, {"produce"}) == {"produce", "cdc.cdc_job", "test_typed"}
+    assert _import_path_edits(tree) == [7, 8, 9, 10]

@@ -17,8 +17,8 @@ import tarfile
 
 import pytest
 
-import spark_helpers as H
-from paths import TESTS
+from support import spark_helpers as H
+from support.paths import TESTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = [pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""The one rule for ../shared (tests/paths.py): tests that need Kafka's Java reader or
+"""The one rule for ../shared (tests/support/paths.py): tests that need Kafka's Java reader or
 the Kafka-written fixtures SKIP with one reason on a clone without ../shared, and FAIL
 under CI=true (or KAFKAREC_REQUIRE_SHARED=1) so CI never passes by skipping them."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import paths
-from paths import TESTS, shared_decision, shared_required
+from support import paths
+from support.paths import TESTS, shared_decision, shared_required
 
 
 @pytest.mark.parametrize("env, required", [
@@ -39,11 +39,11 @@ def _clone_without_shared(tmp_path) -> str:
     """A checkout's tests/ helpers with nothing next to the checkout (no ../shared)."""
     repo = tmp_path / "clone"
     tests = repo / "tests"
-    tests.mkdir(parents=True)
-    for name in ("paths.py", "kafka_java.py"):
-        shutil.copy(os.path.join(TESTS, name), tests / name)
+    (tests / "support").mkdir(parents=True)
+    for name in ("__init__.py", "paths.py", "kafka_java.py"):
+        shutil.copy(os.path.join(TESTS, "support", name), tests / "support" / name)
     (tests / "test_needs_java.py").write_text(
-        "import kafka_java as J\n\n"
+        "from support import kafka_java as J\n\n"
         "def test_reads_with_kafka():\n"
         "    J.decode_many([b''])\n")
     assert not (tmp_path / "shared").exists()

@@ -9,7 +9,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from avro_helpers import fastavro_write
+from support.avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec.errors import AvroSchemaError, KafkaRecError, SchemaResolutionError
 

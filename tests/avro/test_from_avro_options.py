@@ -16,7 +16,7 @@ import random
 import numpy as np
 import pytest
 
-from avro_helpers import fastavro_write
+from support.avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec.avro import rebase as rb
 from kafkarec.errors import AvroSchemaError, SchemaResolutionError
@@ -259,7 +259,7 @@ JOB = UserAppJob("from-avro-options", os.path.join(os.path.dirname(os.path.abspa
 @pytest.mark.spark
 @pytest.mark.slow
 def test_options_equal_spark_from_avro(user_app):
-    import spark_helpers as H
+    from support import spark_helpers as H
     why = H.spark_available()
     if why:
         pytest.skip(why)

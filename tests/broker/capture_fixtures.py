@@ -18,11 +18,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.dirname(HERE)]
+# run by hand (python tests/broker/capture_fixtures.py): tests/ on the import path for the suite's helpers
+sys.path.insert(0, os.path.dirname(HERE))
 
-import jvm  # noqa: E402
-import produce  # noqa: E402
-from kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
+from support import jvm  # noqa: E402
+from support import produce  # noqa: E402
+from support.kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
 
 TOPIC = "txn"
 

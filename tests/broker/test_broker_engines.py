@@ -1,12 +1,12 @@
 """Polars and DuckDB over a real broker's log dir (issue 42, items 2 and 3): the rows Kafka's own
 consumer reads (librdkafka, read_uncommitted and read_committed) and the rows of
-:class:`kafkarec.scan.LogScan`, on every topic of tests/broker/produce.py (every codec, three
+:class:`kafkarec.scan.LogScan`, on every topic of tests/support/produce.py (every codec, three
 producers, transactions, compaction, retention, headers, LogAppendTime), as a clean shutdown left
 them.
 """
 import pytest
 
-import produce
+from support import produce
 from support.engine_logs import rows
 
 pl = pytest.importorskip("polars")

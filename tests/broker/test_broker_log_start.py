@@ -5,7 +5,7 @@
 transaction, past whole segments the broker then deleted, and up to the high watermark.  The
 segment files still hold the records below each log start; Kafka's consumer (librdkafka, both
 isolation levels) never returns them, and neither may kafkarec: the log layer
-(tests/broker/readers.py), ``iter_selected``, ``table.latest`` and the CLI's ``table``, on the
+(tests/support/readers.py), ``iter_selected``, ``table.latest`` and the CLI's ``table``, on the
 live broker's log dir and on the copy a clean shutdown left.  The option to include deleted
 records returns every record of the files.  Spark's readings of the same topics are
 tests/broker/test_spark_kafka_parity.py's.
@@ -18,9 +18,9 @@ import sys
 
 import pytest
 
-import deleted_records
-import produce
-from readers import kafkarec_rows
+from support import deleted_records
+from support import produce
+from support.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -1,7 +1,7 @@
 """kafkarec on log dirs a real Kafka broker wrote (issue 27).
 
-The broker (tests/broker/kafka_broker.py, Kafka from jvm/kafka/pom.xml) is fed by
-three producers (tests/broker/produce.py).  The yardstick is Kafka's own software: what
+The broker (tests/support/kafka_broker.py, Kafka from jvm/kafka/pom.xml) is fed by
+three producers (tests/support/produce.py).  The yardstick is Kafka's own software: what
 librdkafka's consumer reads back (read_committed and read_uncommitted) and what Kafka's
 ``kafka-dump-log`` (DumpLogSegments, same jars) prints.  kafkarec reads the broker's log
 dir twice: while the broker is live, and as a clean shutdown left it.
@@ -15,9 +15,9 @@ from collections import Counter
 
 import pytest
 
-import produce
+from support import produce
 from support import versions
-from readers import kafkarec_rows
+from support.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -226,7 +226,7 @@ def test_internal_topics_hold_every_kind_of_record(internal_dumps):
         assert kind in metadata, kind
 
 
-def _plain(v):
+def _attrs_as_dict(v):
     """Arrow's map as a dict (to_pylist gives a list of pairs)."""
     if isinstance(v, dict):
         return {k: (dict(x) if k == "attrs" and isinstance(x, list) else x) for k, x in v.items()}
@@ -261,7 +261,7 @@ def test_registry_values_through_the_broker(kafka_broker, broker_data, stopped_l
             rows.append(kafkarec.to_arrow(fh.read(), topic=produce.REGISTRY_TOPIC, partition=0))
     typed = kr.decode_table(pa.concat_tables(rows), reg, key=True)
     assert typed.column("_corrupt_record").null_count == typed.num_rows
-    got = dict(zip(typed.column("offset").to_pylist(), map(_plain, typed.column("value").to_pylist())))
+    got = dict(zip(typed.column("offset").to_pylist(), map(_attrs_as_dict, typed.column("value").to_pylist())))
     for offset, want in broker_data.registry_values.items():
         want = _as_columns(want)
         assert got[offset] == want, f"offset {offset}:\n kafkarec {got[offset]}\n expected {want}"

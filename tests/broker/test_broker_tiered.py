@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
+from support.tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -4,8 +4,8 @@ import shutil
 import stat
 import subprocess
 
-import jvm
-from paths import ROOT
+from support import jvm
+from support.paths import ROOT
 from support.versions import KAFKA
 
 

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-import produce
-import spark_helpers as H
+from support import produce
+from support import spark_helpers as H
 from support import lakehouse_spark as L
 from support.versions import LAKEHOUSE_PYSPARK
 

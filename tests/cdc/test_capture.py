@@ -180,10 +180,8 @@ def test_command_line_prints_the_mirrored_table_from_avro(debezium_capture):
 
 def test_typed_values_that_are_no_envelopes_are_refused_before_reading(tmp_path):
     """cdc with a typed value whose schema has no op/before/after: a clear error, no rows."""
-    import sys
     import kafkarec.table
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "registry"))
-    import world
+    from support import registry_world as world
     world.build(str(tmp_path))
     with pytest.raises(ValueError, match="not a Debezium envelope"):
         kafkarec.table.latest(str(tmp_path), topics=["orders"], cdc="debezium",

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 # the job's inputs are the session's captures, which the application's preparation asks for

@@ -6,7 +6,7 @@ the Java rewrite run by kafka-dump-log.sh): printBatchLevel,
 printRecordMetadata, printRecordContents, printControlRecord, dumpIndex,
 dumpTimeIndex, dumpTxnIndex, dumpProducerIdSnapshot and the stderr reports.
 """
-from paths import ROOT
+from support.paths import ROOT
 import gzip
 import json
 import os
@@ -22,7 +22,7 @@ from kafkarec.log import sidefiles as sf
 from kafkarec.cli import main
 from kafkarec.cli.stats import Histogram, Progress
 
-from logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
+from support.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
                     kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
                     v2_batch, write_offset_index, write_time_index)
 
@@ -600,7 +600,7 @@ def test_decompression_budget(tmp_path, capfd):
 def test_dump_legacy_inner_is_valid_is_each_message_own_crc(tmp_path, capfd):
     # isValid of a record inside a compressed legacy wrapper is that message's own CRC-32
     # (LegacyRecord.isValid), read from its bytes, not re-derived from decoded fields.
-    from foreign import legacy_message
+    from support.foreign import legacy_message
     good = legacy_message(1, 0, key=None, value=b"a", timestamp=5)
     bad = legacy_message(1, 1, key=None, value=b"b", timestamp=6, crc=12345)
     wrapper = legacy_message(1, 1, key=None, value=gzip.compress(good + bad), attributes=1, timestamp=6)

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from kafkarec.cli.dump import java_hashmap_order
-from paths import TESTS
+from support.paths import TESTS
 from support import java
 
 SOURCE = os.path.join(TESTS, "java", "HashMapOrder.java")

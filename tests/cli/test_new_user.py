@@ -10,8 +10,8 @@ import pytest
 import kafkarec
 from kafkarec.cli import main
 from kafkarec.log.segment import Segment
-from logdir import build_log_dir, legacy_batch
-import reference as R
+from support.logdir import build_log_dir, legacy_batch
+from support import reference as R
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from kafkarec.cli import main
-from paths import ROOT
+from support.paths import ROOT
 
 REPRODUCERS = os.path.join(ROOT, "tests", "fuzz", "reproducers")
 CASES = {

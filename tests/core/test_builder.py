@@ -26,8 +26,8 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import RecordBatchBuilder, build_batch
 
-import foreign as F
-from builder_checks import append_after_build, assert_encode_error
+from support import foreign as F
+from support.builder_checks import append_after_build, assert_encode_error
 
 T0 = 1_700_000_000_000
 LAT = 1_700_000_999_999

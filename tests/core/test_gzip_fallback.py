@@ -1,6 +1,6 @@
 """gzip decoding has two backends (ISA-L when installed, else zlib): the gzip
 tests run on both."""
-from paths import ROOT
+from support.paths import ROOT
 import os
 import subprocess
 import sys

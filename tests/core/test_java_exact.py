@@ -8,8 +8,8 @@ import random
 import pytest
 
 import kafkarec
-import foreign as F
-import kafka_java as J
+from support import foreign as F
+from support import kafka_java as J
 
 
 def _header_key_batch(key: bytes) -> bytes:

@@ -26,9 +26,9 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import LegacyBatchBuilder
 
-import foreign as F
-from builder_checks import append_after_build, assert_encode_error
-from javacodec import JavaCodecError
+from support import foreign as F
+from support.builder_checks import append_after_build, assert_encode_error
+from support.javacodec import JavaCodecError
 
 T0 = 1_600_000_000_000
 LAT = 1_600_000_777_777

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import kafkarec
-import foreign as F
-import kafka_java as J
+from support import foreign as F
+from support import kafka_java as J
 
 TS = 1_700_000_000_000
 

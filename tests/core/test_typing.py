@@ -1,6 +1,6 @@
 """The stubs describe the compiled core well enough for mypy --strict, and
 `import kafkarec` pulls in neither pyspark nor pyarrow."""
-from paths import ROOT
+from support.paths import ROOT
 import os
 import subprocess
 import sys

@@ -16,8 +16,8 @@ def long_log(tmp_path_factory):
 @pytest.fixture(scope="module")
 def log_root(tmp_path_factory):
     """Every codec, legacy messages, transactions (a commit and an abort), compaction, headers
-    (tests/logdir.py's :func:`build_log_dir`)."""
-    from logdir import build_log_dir
+    (tests/support/logdir.py's :func:`build_log_dir`)."""
+    from support.logdir import build_log_dir
     root = tmp_path_factory.mktemp("logs")
     build_log_dir(str(root))
     return str(root)

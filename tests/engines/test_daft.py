@@ -26,7 +26,7 @@ def _at(ms) -> datetime.datetime:
 @pytest.mark.broker
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_rows_equal_logscan_and_consumer(kafka_broker, broker_data, stopped_log_dir, isolation):
-    import produce
+    from support import produce
     from kafkarec.engines.daft import read_log
     topics = broker_data.data_topics()
     want = produce.consume(kafka_broker.bootstrap, topics, isolation)

@@ -7,7 +7,7 @@ import pytest
 import kafkarec
 from kafkarec import Compression, LegacyBatchBuilder
 
-from paths import ROOT
+from support.paths import ROOT
 
 REPRODUCERS = os.path.join(ROOT, "tests", "fuzz", "reproducers")
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from paths import ROOT
+from support.paths import ROOT
 
 TARGETS = sorted(os.path.basename(p)[5:-3] for p in glob.glob(os.path.join(ROOT, "fuzz", "fuzz_*.py")))
 

@@ -9,7 +9,7 @@ import pytest
 from kafkarec import internal
 from kafkarec.internal import schema
 
-from paths import ROOT
+from support.paths import ROOT
 
 #: what the current set has that Kafka 4.3 did not: 4.4's StreamsGroupMetadataValue tags 2 and 3, and its
 #: UnregisterControllerRecord (metadata record type 29)
@@ -19,7 +19,7 @@ NEWER_THAN_43 = {"StreamsGroupMetadataValue": ("storedDescriptionTopologyEpoch",
 
 @pytest.fixture(scope="module")
 def kafka():
-    from jvm import classpath
+    from support.jvm import classpath
     from support.java import LineOracle, compiled
     program = compiled(f"{ROOT}/tests/java/KafkaMessageOracle.java", classpath("jvm/kafka"))
     oracle = LineOracle(program.command(jvm_flags=["-XX:+UseSerialGC", "-Xmx256m"]), "KafkaMessageOracle")

@@ -223,8 +223,8 @@ def test_kafkas_generated_classes_read_and_write_every_tagged_field():
     writes what kafkarec's JSON view holds."""
     import json
     import subprocess
-    from jvm import classpath
-    from paths import ROOT
+    from support.jvm import classpath
+    from support.paths import ROOT
     from support.java import compiled
     from support import versions
     program = compiled(f"{ROOT}/tests/java/KafkaMessageOracle.java", classpath("jvm/kafka"))

@@ -16,7 +16,7 @@ pa = pytest.importorskip("pyarrow")
 
 from kafkarec.errors import UsageError  # noqa: E402
 from kafkarec.lakehouse.audit import audit  # noqa: E402
-from logdir import PartitionWriter, empty_batch, v2_batch  # noqa: E402
+from support.logdir import PartitionWriter, empty_batch, v2_batch  # noqa: E402
 from support.lakehouse_logs import T0, ops_strategy, write_partition  # noqa: E402
 
 OPS = ops_strategy()

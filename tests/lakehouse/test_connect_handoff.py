@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
-import produce  # noqa: E402  (tests/broker, through support.broker)
+from support import produce  # noqa: E402  (tests/broker, through support.broker)
 from kafkarec.lakehouse import IcebergTarget, backfill, hand_off_points, read_positions  # noqa: E402
 from kafkarec.lakehouse.audit import audit  # noqa: E402
 from kafkarec.lakehouse.connect import hand_off, offsets_body  # noqa: E402
@@ -26,7 +26,7 @@ from support.connect_worker import CATALOG_NAME, iceberg_sink_config  # noqa: E4
 
 LAYOUT = "iceberg-kafka-connect"
 PARTITIONS = 3
-#: A compacted topic whose cleaner runs at once (tests/broker/produce.py's "compacted" topic).
+#: A compacted topic whose cleaner runs at once (tests/support/produce.py's "compacted" topic).
 COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
              "internal.segment.bytes": "8192", "min.compaction.lag.ms": "0"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from s3server import find_weed
+from support.s3server import find_weed
 
 pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")

@@ -52,7 +52,7 @@ def test_iceberg_backfill_reads_back_with_the_layouts_schema_and_spec(tmp_path, 
     table = tables.load_iceberg_table(target)
     lay = layout(name)
     # the layout's schema (names, types, nullability) as pyiceberg reads it back
-    assert _plain(table.schema().as_arrow()) == lay.schema()
+    assert _schema_as_pyiceberg_reads(table.schema().as_arrow()) == lay.schema()
     assert [(f.name, str(f.transform)) for f in table.spec().fields] == [
         (pf.name, pf.transform.upper() if pf.transform != "hour" else "hour") for pf in lay.partition_spec]
     assert _positions(target, name) == _expected(models, points)
@@ -62,7 +62,7 @@ def test_iceberg_backfill_reads_back_with_the_layouts_schema_and_spec(tmp_path, 
     assert not any(k.startswith("kafka.connect") for k in summary_keys)
 
 
-def _plain(schema):
+def _schema_as_pyiceberg_reads(schema):
     """An Arrow schema as pyiceberg reads it back, without field ids and with pyarrow's small
     string/binary types (pyiceberg reads large ones)."""
     def plain(t):
@@ -171,7 +171,7 @@ def test_typed_values_become_the_rows_columns(tmp_path):
     """Values typed through kafkarec's registry wing (here bare JSON Schema payloads) lay their
     fields out as the table's columns; a value that does not decode stops the backfill."""
     import json
-    from logdir import PartitionWriter, v2_batch
+    from support.logdir import PartitionWriter, v2_batch
     root = str(tmp_path / "log")
     w = PartitionWriter(root, "people", 0)
     w.append(v2_batch([(1_700_000_000_000 + i, b"k", json.dumps({"id": i, "name": f"n{i}"}).encode(), [])

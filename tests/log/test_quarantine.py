@@ -7,7 +7,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
 
 import pyarrow as pa
 import pytest
@@ -149,8 +148,7 @@ def test_cli_keeps_the_bytes_after_a_framing_stop(world, capfd):
 
 def test_kafka_dump_log_reads_the_quarantine(world):
     """Kafka's own DumpLogSegments lists every kept record at its original offset."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker"))
-    import kafka_broker
+    from support import kafka_broker
     data = (world / "logs" / "orders-2" / "00000000000000000100.log").read_bytes()
     table = kafkarec.to_arrow(data, topic="orders", partition=2)
     kr.decode_table(table, None, value_format="avro", value_reader_schema=STRING, bad_records_path=str(world / "bad"))

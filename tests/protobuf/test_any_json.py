@@ -11,8 +11,6 @@ are equal except where JDK 17's Float.toString prints more digits for the same f
 """
 from __future__ import annotations
 
-import os
-import sys
 
 import pyarrow as pa
 import pytest
@@ -22,9 +20,8 @@ from kafkarec.errors import ProtobufDecodeError
 from kafkarec.protobuf.json_print import AnyJson
 from kafkarec.registry.typed import message_indexes
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
-from protos import Generated  # noqa: E402
+from support.any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
+from support.protos import Generated  # noqa: E402
 
 PAYLOADS = 400
 
@@ -40,7 +37,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def java_setup():
-    import jvm
+    from support import jvm
     cp = jvm.classpath("jvm/protobuf")
     found = jdks()
     if not found:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 import kafkarec.registry as kr
-from s3server import find_weed
+from support.s3server import find_weed
 
-from schemas_log import write_partition
-from test_schemas_topic import check_every_kind, every_kind
+from support.schemas_log import write_partition
+from support.schemas_every_kind import check_every_kind, every_kind
 
 pytestmark = pytest.mark.skipif(find_weed() is None, reason="no SeaweedFS binary (weed)")
 

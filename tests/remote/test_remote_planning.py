@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from benchmarks import bench_planning as B
 
 pytestmark = [pytest.mark.spark]

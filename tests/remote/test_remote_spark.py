@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -90,7 +90,7 @@ def _corrupt_with_index(sample: str, root: str) -> dict:
     index.interval.bytes 1 writes) next to the CRC-damaged and the untouched copies, so that
     the remote planner cuts them into ranges that start inside the file."""
     import kafkarec
-    from logdir import write_offset_index
+    from support.logdir import write_offset_index
     info = H.make_corrupt_dir(sample, root)
     for name in ("crc", "ok"):
         path = info[name]["path"]

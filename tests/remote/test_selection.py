@@ -14,7 +14,7 @@ import pytest
 
 from kafkarec.log import layout, selection, storage
 from kafkarec.log.segment import Segment
-from logdir import PartitionWriter, sample_records, v2_batch
+from support.logdir import PartitionWriter, sample_records, v2_batch
 
 T0 = 1_700_000_000_000
 INTERVAL = 400          # index.interval.bytes of the writer

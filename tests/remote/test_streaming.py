@@ -9,16 +9,14 @@ restart, and delivers every record exactly once.
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
 import kafkarec
-from paths import TESTS
+from support.paths import TESTS
 from support.streams import stream_reader
 
-sys.path.insert(0, os.path.join(TESTS, "spark", "jobs"))
-from growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
+from support.growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
 
 
 

@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.spark_cluster import MASTER_VARIABLE
+from support.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
@@ -37,12 +38,11 @@ def sample(tmp_path_factory):
 
 
 def submit(cluster, wheel, args, cwd, *, background=False, timeout=420, py_files=None):
-    cmd = [os.path.join(os.path.dirname(cluster.python), "spark-submit"),
-           "--master", cluster.master_url, "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-           "--conf", "spark.executor.memory=768m", "--conf", "spark.sql.shuffle.partitions=2",
-           "--py-files", py_files or wheel, JOB] + args
-    env = H.bare_env(cluster.python, {"KAFKAREC_NATIVE_CACHE": os.path.join(cwd, "driver-cache")})
+    cmd, env = spark_submit(cluster.python, JOB, args, master=cluster.master_url,
+                            conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                                  "spark.executor.memory": "768m", "spark.sql.shuffle.partitions": 2},
+                            py_files=py_files or wheel,
+                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(cwd, "driver-cache")})
     if background:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support import events_log
+from support import registry_world as world
+from support import registry_world_formats as world_formats
 from support.spark_cluster import stop_group
 
 # the deployments reach the cluster and the Connect server through request.getfixturevalue
@@ -41,11 +42,7 @@ if _why:
 
 JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 JOB = os.path.join(JOBS, "connect_job.py")
-sys.path.insert(0, JOBS)
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import connect_job  # noqa: E402
-import world  # noqa: E402
-import world_formats  # noqa: E402
+connect_job = H.load_job(JOB)
 
 DEPLOYMENTS = ["local", "server"]
 #: log start offsets deleteRecords left (support/log_start.py: offsets 0..99 in each partition)
@@ -103,7 +100,7 @@ def _run_client(user, inputs, work, remote, env_extra):
     env = H.bare_env(bare, env_extra)
     env["PATH"] = os.path.dirname(client) + os.pathsep + env["PATH"]
     env["PYSPARK_DRIVER_PYTHON"] = client
-    env["PYTHONPATH"] = JOBS          # growing_log.py only: kafkarec comes from the client's venv
+    env["PYTHONPATH"] = os.path.join(H.ROOT, "tests")  # support.growing_log only: kafkarec comes from the client's venv
     env["PYTHONWARNINGS"] = "ignore"
     proc = subprocess.Popen([client, JOB, os.path.join(work, "config.json")], cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

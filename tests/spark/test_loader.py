@@ -1,6 +1,6 @@
 """kafkarec imports its compiled core out of a zip or wheel (as Spark ships it),
 through a content-addressed cache that concurrent processes share safely."""
-from paths import ROOT
+from support.paths import ROOT
 import os
 import subprocess
 import sys

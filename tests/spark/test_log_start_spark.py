@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 pytestmark = [pytest.mark.spark]
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

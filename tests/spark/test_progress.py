@@ -5,20 +5,17 @@ checked in tests/spark/test_connect.py and docs/spark.md's example."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.streams import stream_reader
 
 _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs"))
-from growing_log import GrowingLog  # noqa: E402
+from support.growing_log import GrowingLog  # noqa: E402
 
 
 def _reader(root, **options):

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support import events_log as E
 from support.user_app import UserAppJob
 

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from paths import TESTS
+from support.paths import TESTS
 
 pytestmark = [pytest.mark.spark]
 

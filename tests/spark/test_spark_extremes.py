@@ -18,8 +18,8 @@ import subprocess
 
 import pytest
 
-import spark_helpers as H
-from paths import SHARED, require_shared
+from support import spark_helpers as H
+from support.paths import SHARED, require_shared
 
 pytestmark = [pytest.mark.spark]
 

@@ -23,7 +23,8 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
+from support.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
@@ -55,11 +56,9 @@ def workdir(tmp_path_factory):
 
 
 def _submit(bare, wheel, workdir, args, cache, job=None):
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(cache),
-                            "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "4g", "--conf", "spark.ui.enabled=false",
-           "--py-files", wheel, job or os.path.join(H.ROOT, "scripts", "spark_job.py")] + args
+    cmd, env = spark_submit(bare, job or os.path.join(H.ROOT, "scripts", "spark_job.py"), args,
+                            driver_memory="4g", py_files=wheel,
+                            env={"KAFKAREC_NATIVE_CACHE": str(cache), "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from kafkarec.errors import MalformedBatchError
 from kafkarec.scan import _decode
 from spark_udfs import _datasource

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from spark_udfs._spec import OPTIONS, markdown_table, read_spec
 
 

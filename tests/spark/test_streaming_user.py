@@ -21,8 +21,9 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
+from support.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
@@ -44,17 +45,14 @@ def bare():
 
 
 def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", master,
-           "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
-           "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.sql.shuffle.partitions=2",
-           "--py-files", wheel, JOB, str(work), "--phase", str(phase)]
-    if master.startswith("spark://"):
-        cmd[3:3] = ["--conf", "spark.executor.memory=768m"]
-    else:
-        cmd[3:3] = ["--driver-memory", "2g"]
-    full_env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                                 "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache"),
-                                 **(env or {})})
+    cluster = master.startswith("spark://")
+    cmd, full_env = spark_submit(
+        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
+        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
+              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              "spark.sql.shuffle.partitions": 2},
+        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache"), **(env or {})})
     # the user's shell: a fresh folder, no source tree on any path
     proc = subprocess.Popen(cmd, cwd=work, env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)

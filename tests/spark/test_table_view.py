@@ -1,5 +1,5 @@
 """``format("kafkarec").option("view", "latest")``: each topic-partition's keyed state in Spark,
-the same rows as kafkarec.table.latest and as the model of Kafka's rules in tests/keyed.py,
+the same rows as kafkarec.table.latest and as the model of Kafka's rules in tests/support/keyed.py,
 with the Kafka source's isolation level and ending options; error rows of undecodable
 batches kept once; options that make no sense with a state refused."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -21,7 +21,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from keyed import T0, keyed_world, model_state, state_of  # noqa: E402
+from support.keyed import T0, keyed_world, model_state, state_of  # noqa: E402
 
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -21,25 +20,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world  # noqa: E402
-
-
-def _naive_utc(v):
-    """Spark collects timestamps as naive datetimes in the session time zone (UTC here)."""
-    import datetime
-    if isinstance(v, datetime.datetime) and v.tzinfo is not None:
-        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    if isinstance(v, dict):
-        return {k: _naive_utc(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_naive_utc(x) for x in v]
-    return v
-
-
-def _plain(v):
-    """Python values as json.dump(default=str) writes them, for comparison."""
-    return json.loads(json.dumps(_naive_utc(v), default=str))
+from support import registry_world as world  # noqa: E402
 
 
 def _corrupt_one_batch(root, corrupt_root):
@@ -98,7 +79,7 @@ def test_data_source_value_format_registry(submitted):
     assert [f["name"] for f in value_type["fields"]] == ["id", "amount", "status", "ts", "qty", "note", "lines"]
     for got, exp in zip(rows, want):
         assert got["offset"] == exp["offset"] and got["topic"] == "orders" and got["partition"] == 0
-        assert _plain(got["value"]) == _plain(exp["value"]), got["offset"]
+        assert H.plain(got["value"]) == H.plain(exp["value"]), got["offset"]
         assert got["valueSchemaId"] == exp["value_schema_id"]
         assert got["key"] == exp["key"]
         if exp["_corrupt_record"] is None:
@@ -106,8 +87,8 @@ def test_data_source_value_format_registry(submitted):
         else:
             assert got["_corrupt_record"] == exp["_corrupt_record"]
     local = result["local_rows"]
-    assert [(r["offset"], _plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in local] == \
-        [(r["offset"], _plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in rows]
+    assert [(r["offset"], H.plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in local] == \
+        [(r["offset"], H.plain(r["value"]), r["valueSchemaId"], r["_corrupt_record"]) for r in rows]
 
 
 def test_keyed_state_with_typed_key_and_value(submitted):
@@ -128,15 +109,15 @@ def test_keyed_state_with_typed_key_and_value(submitted):
     assert [r["offset"] for r in rows] == offsets
     for got in rows:
         exp = want[got["offset"]]
-        assert got["key"] == exp["key"] and _plain(got["value"]) == _plain(exp["value"])
+        assert got["key"] == exp["key"] and H.plain(got["value"]) == H.plain(exp["value"])
         assert got["valueSchemaId"] == exp["value_schema_id"]
     # Python composes the same way: the state's table is the log view's shape, so the
     # registry decodes it as it decodes any read
     import kafkarec.registry as kr
     from kafkarec import table
     state = kr.decode_table(table.latest(root, topics=["orders"]).table, kr.load(root), key=True).to_pylist()
-    assert [(r["offset"], r["key"], _plain(r["value"])) for r in state] == \
-        [(r["offset"], r["key"], _plain(r["value"])) for r in rows]
+    assert [(r["offset"], r["key"], H.plain(r["value"])) for r in state] == \
+        [(r["offset"], r["key"], H.plain(r["value"])) for r in rows]
 
 
 def test_modes(submitted):
@@ -206,5 +187,5 @@ def test_from_registry_on_a_binary_column(submitted):
     result, facts, root = submitted
     want = _expected_values(root)
     got = result["from_registry"]
-    assert [_plain(r["v"]) for r in got] == [_plain(w["value"]) for w in want]
+    assert [H.plain(r["v"]) for r in got] == [H.plain(w["value"]) for w in want]
     assert "from_registry (mode FAILFAST)" in (result["from_registry_failfast"] or "")

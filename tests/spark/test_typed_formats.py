@@ -2,7 +2,7 @@
 wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools; a job of
 the one user-way application, tests/support/user_app.py) over a log directory holding
 ``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and JSONSerializer with
-evolved schemas (tests/registry/world_formats.py).  The data source
+evolved schemas (tests/support/registry_world_formats.py).  The data source
 (valueFormat=registry, PERMISSIVE and FAILFAST) and from_registry over the raw value column give,
 record for record, what the writers were given (Protobuf as Spark's from_protobuf maps it with the
 column's descriptor and default options).  The .proto text is compiled where Spark plans the column
@@ -11,8 +11,6 @@ protobuf wheels that scripts/wheelhouse.sh puts next to the kafkarec wheel; exec
 schemas and never load the compiler."""
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import re
 import subprocess
@@ -20,7 +18,7 @@ import sys
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
@@ -29,23 +27,9 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world_formats  # noqa: E402
+from support import registry_world_formats as world_formats  # noqa: E402
 
 TOPICS = ("shipments", "people")
-
-
-def _plain(v):
-    """Values as the job writes Spark's (json.dump(default=str)): timestamps naive UTC."""
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return str(v)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
 
 
 def _expected(topic, value):
@@ -53,7 +37,7 @@ def _expected(topic, value):
         return None
     if topic == "shipments":
         value = dict(value, labels=dict(value["labels"]))   # the oracle lists map entries sorted
-    return json.loads(json.dumps(_plain(value)))
+    return H.plain(value)
 
 
 def _prepare(request, work):
@@ -138,7 +122,7 @@ def test_from_protobuf_options_reach_the_decoder(submitted, tmp_path):
                     for f in sorted(os.listdir(os.path.join(root, "shipments-0"))) if f.endswith(".log"))
     table = kr.decode_table(kafkarec.to_arrow(data, topic="shipments"), reg, value_message="kr.ship.Shipment",
                             options=opts)
-    want = [None if v is None else json.loads(json.dumps(_plain(dict(v, labels=dict(v["labels"])))))
+    want = [None if v is None else H.plain(dict(v, labels=dict(v["labels"])))
             for v in table.column("value").to_pylist()]       # Spark's rows hold maps as dicts
     assert "status:int" in result["options"]["schema"], result["options"]["schema"]
     assert [r["value"] for r in result["options"]["rows"]] == want

@@ -15,18 +15,15 @@ reason.  Local mode (this interpreter's Python, 3.11), and the same on the sessi
 cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py)."""
 from __future__ import annotations
 
-import base64
-import datetime
 import json
 import os
 import pickle
 import subprocess
 import sys
-import uuid
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]
@@ -35,110 +32,13 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-sys.path.insert(0, os.path.join(H.ROOT, "tests", "registry"))
-import world  # noqa: E402
-from schemas_log import confluent_key, schema_value  # noqa: E402
+from support.spark_submit import spark_submit  # noqa: E402
+from support.typed_stream_log import V1_FIELDS, TypedStreamLog  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "typed_stream_job.py")
 
-V1 = world.ORDER_V1
-V2 = {**V1, "fields": V1["fields"] + [      # forward compatible: v1 readers skip the new fields
-    {"name": "note", "type": ["null", "string"], "default": None},
-    {"name": "lines", "type": {"type": "array", "items": {
-        "type": "record", "name": "Line", "fields": [
-            {"name": "sku", "type": "string"}, {"name": "n", "type": "int"}]}}, "default": []}]}
-V1_FIELDS = [f["name"] for f in V1["fields"]]
-
-
-def _v2_record(i):
-    r = world.v1_record(i)
-    r.update(status="PAID", note=None if i % 2 else f"note {i}",
-             lines=[{"sku": f"s{i}", "n": 1}, {"sku": "x", "n": i}])
-    return r
-
-
-class _Log:
-    """The steps: bytes to append per file, and what each offset of orders-0 should give."""
-
-    def __init__(self):
-        from confluent_kafka.schema_registry._sync.mock_schema_registry_client import \
-            MockSchemaRegistryClient
-        self.client = MockSchemaRegistryClient({"url": "mock://typed-stream"})
-        self.steps = []
-        self.expected = {}       # offset -> (key, input record or None, error text or None, version, header?)
-        self.next = 0
-        self.schemas_next = 0
-        self.segment = "orders-0/00000000000000000000.log"
-        self.registered = set()
-
-    def _serializer(self, schema, header=False):
-        from confluent_kafka.schema_registry import header_schema_id_serializer
-        from confluent_kafka.schema_registry.avro import AvroSerializer
-        conf = {"auto.register.schemas": True}
-        if header:
-            conf["schema.id.serializer"] = header_schema_id_serializer
-        return AvroSerializer(self.client, json.dumps(schema), conf=conf)
-
-    def _schemas_records(self):
-        """_schemas records for the versions registered since the last call."""
-        import kafkarec
-        keys, vals, offs = [], [], []
-        if self.schemas_next == 0:
-            keys.append(confluent_key("NOOP"))
-            vals.append(None)
-            offs.append(0)
-            self.schemas_next = 1
-        for subject in sorted(self.client.get_subjects()):
-            for v in sorted(self.client.get_versions(subject)):
-                if (subject, v) in self.registered:
-                    continue
-                self.registered.add((subject, v))
-                rs = self.client.get_version(subject, v)
-                val = json.loads(schema_value(subject, v, rs.schema_id, rs.schema.schema_str))
-                # the mock's GUID, so that header ids written with it resolve (as world.py)
-                val["md5"] = base64.b64encode(uuid.UUID(rs.guid).bytes).decode()
-                keys.append(confluent_key("SCHEMA", subject, v))
-                vals.append(json.dumps(val).encode())
-                offs.append(self.schemas_next)
-                self.schemas_next += 1
-        if not keys:
-            return []
-        return [("_schemas-0/00000000000000000000.log",
-                 kafkarec.build_batch(vals, keys, offsets=offs))]
-
-    def step(self, phase, records, *, new_segment=False):
-        """records: (key text or None, value bytes or None, headers, expected record, error)."""
-        import kafkarec
-        files = self._schemas_records()
-        if new_segment:
-            self.segment = f"orders-0/{self.next:020d}.log"
-        base = self.next
-        files.append((self.segment, kafkarec.build_batch(
-            [r[1] for r in records], [r[0] for r in records], base_offset=base,
-            headers=[r[2] for r in records])))
-        for i, r in enumerate(records):
-            self.expected[base + i] = (r[5], r[3], r[4], phase)
-        self.next += len(records)
-        self.steps.append({"phase": phase, "files": files})
-
-    def v1(self, i, keyed=True):
-        from confluent_kafka.serialization import MessageField, SerializationContext
-        ser = self._serializer(V1)
-        kser = self._serializer(json.loads(world.KEY_SCHEMA))
-        value = ser(world.v1_record(i), SerializationContext("orders", MessageField.VALUE, []))
-        key = kser(f"k{i}", SerializationContext("orders", MessageField.KEY, [])) if keyed else None
-        return (key, value, [], world.v1_record(i), None, f"k{i}" if keyed else None)
-
-    def v2(self, i, header=False):
-        from confluent_kafka.serialization import MessageField, SerializationContext
-        hdrs = []
-        value = self._serializer(V2, header)(_v2_record(i),
-                                             SerializationContext("orders", MessageField.VALUE, hdrs))
-        return (None, value, list(hdrs), _v2_record(i), None, None)
-
-
 def _build(work):
-    log = _Log()
+    log = TypedStreamLog()
     log.step(1, [log.v1(i) for i in range(5)])
     good = log.v1(90)[1]
     log.step(1, [log.v1(i, keyed=False) for i in range(5, 8)]
@@ -157,15 +57,14 @@ def _build(work):
 
 
 def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
-    memory = (["--conf", "spark.executor.memory=768m"] if master.startswith("spark://")
-              else ["--driver-memory", "2g"])
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", master,
-           *memory, "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-           "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
-           "--py-files", wheel, JOB, str(work), "--phase", str(phase)]
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                            "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
+    cluster = master.startswith("spark://")
+    cmd, env = spark_submit(
+        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
+        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
+              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              "spark.sql.shuffle.partitions": 2, "spark.sql.session.timeZone": "UTC"},
+        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -175,19 +74,6 @@ def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
     assert proc.returncode == 0, out[-8000:]
     with open(os.path.join(work, f"result-{phase}.json")) as fh:
         return json.load(fh)
-
-
-def _plain(v):
-    """Values as json.dump(default=str) writes Spark's (naive UTC datetimes, Decimal text)."""
-    def naive(x):
-        if isinstance(x, datetime.datetime) and x.tzinfo is not None:
-            return x.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        if isinstance(x, dict):
-            return {k: naive(y) for k, y in x.items()}
-        if isinstance(x, list):
-            return [naive(y) for y in x]
-        return x
-    return json.loads(json.dumps(naive(v), default=str))
 
 
 def _as_read(rec, reader_v2, names):
@@ -230,7 +116,7 @@ def _check_rows(rows, log, ids, phases):
             if rec is None:                                   # the tombstone
                 assert r["value"] is None and r["valueSchemaId"] is None
             else:
-                assert _plain(r["value"]) == _plain(_as_read(rec, phase != 1, r["value"])), r
+                assert H.plain(r["value"]) == H.plain(_as_read(rec, phase != 1, r["value"])), r
                 assert r["valueSchemaId"] == value_ids[0 if "note" not in rec else 1], r
         else:
             assert r["value"] is None and err in r["_corrupt_record"], r

@@ -10,13 +10,13 @@ import pickle
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from test_typed_stream import V1_FIELDS, _Log  # noqa: E402
+from support.typed_stream_log import V1_FIELDS, TypedStreamLog  # noqa: E402
 
 
 def _apply(root, step):
@@ -36,7 +36,7 @@ def _rows(reader, parts):
 def test_new_schema_mid_stream_is_read_with_the_start_version(tmp_path):
     from spark_udfs._datasource import KafkaRecDataSource
     root = str(tmp_path / "logs")
-    log = _Log()
+    log = TypedStreamLog()
     log.step(1, [log.v1(i) for i in range(3)])
     _apply(root, log.steps[-1])
     ds = KafkaRecDataSource({"path": root, "subscribe": "orders", "valueFormat": "registry",
@@ -82,7 +82,7 @@ def test_failfast_and_dropmalformed_on_a_stream(tmp_path):
     from spark_udfs._datasource import KafkaRecDataSource
     from kafkarec.errors import MalformedBatchError
     root = str(tmp_path / "logs")
-    log = _Log()
+    log = TypedStreamLog()
     log.step(1, [log.v1(0), (None, b"plain text", [], None, "Unknown magic byte", None), log.v1(2)])
     _apply(root, log.steps[-1])
     opts = {"path": root, "subscribe": "orders", "valueFormat": "registry", "registry": root,

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from kafkarec._boot import wheels as L
-from paths import ROOT
+from support.paths import ROOT
 
 
 def interp(py="cp312", machine="x86_64", glibc=(2, 36), python="3.12.1"):

@@ -16,19 +16,10 @@ Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): 
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
   skips where Spark is not there.
 """
-import os
-import sys
 from typing import NamedTuple
 
 import pytest
 
-from paths import TESTS
-
-# the broker's helpers (kafka_broker, produce, ...) import one another by their bare names, from their
-# own folder
-BROKER_HELPERS = os.path.join(TESTS, "broker")
-if BROKER_HELPERS not in sys.path:
-    sys.path.insert(0, BROKER_HELPERS)
 
 
 class StoppedBroker(NamedTuple):
@@ -38,7 +29,7 @@ class StoppedBroker(NamedTuple):
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    from kafka_broker import KafkaBroker
+    from support.kafka_broker import KafkaBroker
     broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka-broker")), tiered_storage=True)
     try:
         broker.start()
@@ -49,7 +40,7 @@ def kafka_broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def broker_data(kafka_broker, tmp_path_factory):
-    import produce
+    from support import produce
     return produce.produce_all(kafka_broker, str(tmp_path_factory.mktemp("produce")))
 
 
@@ -68,9 +59,9 @@ def stopped_log_dir(stopped_broker):
 
 @pytest.fixture(scope="session")
 def broker_spark(kafka_broker, broker_data, stopped_broker, tmp_path_factory):
-    import spark_helpers as H
+    from support import spark_helpers as H
     why = H.spark_available()
     if why:
         pytest.skip(why)
-    import spark_app
+    from support import spark_app
     return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"))

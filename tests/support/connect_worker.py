@@ -30,9 +30,8 @@ from typing import Dict, Optional
 
 import pytest
 
-import jvm  # tests/jvm.py
-import support.broker  # noqa: F401  (puts tests/broker, kafka_broker's folder, on sys.path)
-from kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
+from support import jvm  # tests/support/jvm.py
+from support.kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
 from support.net import free_port
 from support.procs import kill_group, stop_group
 
@@ -246,7 +245,7 @@ def iceberg_sink_config(catalog: IcebergCatalog, topics, table: str, *, tasks: i
 def iceberg_catalog(postgres_server, tmp_path_factory):
     """:class:`IcebergCatalog` on the session's PostgreSQL, its warehouse in the session's tmp dir."""
     postgres_server.sql("CREATE DATABASE iceberg;")
-    from cdc.postgres_server import USER
+    from support.postgres_server import USER
     return IcebergCatalog(postgres_server.port, USER, str(tmp_path_factory.mktemp("iceberg-warehouse")))
 
 

@@ -1,5 +1,5 @@
-"""What the change-data-capture tests' database servers (tests/cdc/postgres_server.py,
-tests/cdc/mariadb_server.py) share: a temporary folder holding the data and ``server.log``,
+"""What the change-data-capture tests' database servers (tests/support/postgres_server.py,
+tests/support/mariadb_server.py) share: a temporary folder holding the data and ``server.log``,
 and SQL run through the database's own client."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The change-data-capture fixtures: real databases, a PostgreSQL server
-(tests/cdc/postgres_server.py, the session's one: ``postgres_server``) and a MariaDB server (tests/cdc/mariadb_server.py), captured by
+(tests/support/postgres_server.py, the session's one: ``postgres_server``) and a MariaDB server (tests/support/mariadb_server.py), captured by
 Debezium's embedded engine and its PostgreSQL and MariaDB connectors
 (tests/java/DebeziumCapture.java, jvm/debezium) through a snapshot and then inserts, updates,
 deletes, primary-key changes and a truncate, the change events written into a Kafka log
@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-import jvm  # tests/jvm.py
-from paths import ROOT
+from support import jvm  # tests/support/jvm.py
+from support.paths import ROOT
 from support.java import compiled
 
 CAPTURE = os.path.join(ROOT, "tests", "java", "DebeziumCapture.java")
@@ -96,7 +96,7 @@ def postgres_server():
     """The session's one PostgreSQL (:class:`cdc.postgres_server.PostgresServer`): the CDC capture's
     database and the Iceberg JDBC catalog (support/connect_worker.py) each have a database of their own
     in it; stopped at the session's end."""
-    from cdc.postgres_server import PostgresServer, bindir
+    from support.postgres_server import PostgresServer, bindir
     if bindir() is None:
         _missing("PostgreSQL", "postgresql")
     server = PostgresServer().start()
@@ -112,7 +112,7 @@ def debezium_capture(postgres_server, tmp_path_factory):
     the schema envelope), ``plain.public.<table>`` (payload only), ``avro.public.<table>``
     (registry-framed Avro) and ``parted.public.<table>`` (payload only, 3 partitions), and the
     final tables."""
-    from cdc.postgres_server import USER
+    from support.postgres_server import USER
     server = postgres_server
     server.sql("CREATE DATABASE shop;")
     server.sql(SCHEMA, db="shop")
@@ -195,7 +195,7 @@ def mariadb_capture(tmp_path_factory):
     """``(log_dir, {table: [row dicts in primary-key order]})``: the topics ``dbz.shop.<table>``
     (JSON with the schema envelope) and ``plain.shop.<table>`` (payload only), 3 partitions
     each, and the final tables (:data:`MARIADB_SELECTS`)."""
-    from cdc.mariadb_server import MariaDbServer, PASSWORD, USER, installed
+    from support.mariadb_server import MariaDbServer, PASSWORD, USER, installed
     if not installed():
         _missing("MariaDB", "mariadb-server")
     server = MariaDbServer().start()

@@ -1,6 +1,6 @@
 """Logs and yardsticks for the engine adapters' tests (tests/engines/, tests/broker/test_broker_engines.py).
 
-* :func:`long_partition` -- one partition of many indexed segments (tests/logdir.py's
+* :func:`long_partition` -- one partition of many indexed segments (tests/support/logdir.py's
   :class:`PartitionWriter`, batches from kafkarec's bulk builder), record ``i`` at offset ``i`` with
   timestamp ``T0 + i``: a 1% slice by offset or by time is a small part of its bytes;
 * :func:`segment_bytes_read` -- the ``.log`` bytes of a folder that a call read, through the storage
@@ -22,7 +22,7 @@ def long_partition(root: str, topic: str = "clicks", *, records: int = 20_000, p
                    segment_bytes: int = 64 << 10) -> str:
     """Write ``topic``-0 under ``root``; returns the partition folder."""
     import kafkarec
-    from logdir import PartitionWriter
+    from support.logdir import PartitionWriter
     writer = PartitionWriter(root, topic, 0, segment_bytes=segment_bytes, index_interval_bytes=4096)
     for start in range(0, records, per_batch):
         ids = range(start, min(start + per_batch, records))

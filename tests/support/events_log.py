@@ -1,6 +1,6 @@
 """A log directory for the pushdown checks (tests/spark/test_pushdown.py, the Connect job): topic
 ``events``, partitions 0 and 1, 25000 records each in 64 KiB segments (about 3 MB) with their
-``.index``/``.timeindex`` (tests/logdir.py's PartitionWriter, as a broker writes them), CreateTime
+``.index``/``.timeindex`` (tests/support/logdir.py's PartitionWriter, as a broker writes them), CreateTime
 timestamps 10 ms apart of which every 97th is 5 s early (not ordered in the log), and the slices
 the checks read: 1% of events-0 by offset, the last 1% of each partition by time."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ def value(i: int) -> bytes:
 
 
 def build(root: str) -> None:
-    from logdir import PartitionWriter, v2_batch
+    from support.logdir import PartitionWriter, v2_batch
     for p in (0, 1):
         w = PartitionWriter(root, "events", p, segment_bytes=64 * 1024)
         for b in range(BATCHES):

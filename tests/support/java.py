@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from paths import ROOT
+from support.paths import ROOT
 
 CLASSES = os.path.join(ROOT, ".cache", "java-classes")
 

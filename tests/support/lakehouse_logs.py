@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, control_batch, v2_batch
+from support.logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, control_batch, v2_batch
 
 T0 = 1_700_000_000_000
 

@@ -16,9 +16,10 @@ import os
 import subprocess
 from typing import List
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
 from support.spark_cluster import ConnectServer
+from support.spark_submit import spark_submit
 
 CATALOG = "lake"
 LOG_TAIL_CHARS = 8000
@@ -26,7 +27,7 @@ LOG_TAIL_CHARS = 8000
 
 def runtime_jars() -> List[str]:
     """Iceberg's Spark runtime jars (jvm/lakehouse-spark) in the project's Maven cache."""
-    import jvm
+    from support import jvm
     return [j for j in jvm.classpath("jvm/lakehouse-spark").split(":") if j]
 
 
@@ -53,10 +54,9 @@ def submit(bare: str, wheel: str, args: List[str], job: str, plan_file: str, wor
            timeout: float) -> subprocess.Popen:
     """``spark-submit --master local[2] ... --py-files wheel job plan_file`` from ``bare``,
     started (its own process group); :func:`finish` waits for it."""
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                            "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]",
-           "--driver-memory", "1g", *args, "--py-files", wheel, job, plan_file]
+    cmd, env = spark_submit(bare, job, [plan_file], driver_memory="1g", extra=args, py_files=wheel,
+                            env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
+                                 "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
     log = open(os.path.join(work, "spark-submit.log"), "wb")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)

@@ -2,13 +2,13 @@
 the records below it, ``log-start-offset-checkpoint`` at the log directory's root says where a
 consumer starts (as the broker writes it: version 0, a count, ``topic partition offset`` lines).
 
-Segments are written by tests/logdir.py's PartitionWriter (kafka-python's batch builder, the
+Segments are written by tests/support/logdir.py's PartitionWriter (kafka-python's batch builder, the
 broker's offset assignment and segment rolls)."""
 from __future__ import annotations
 
 import os
 
-from logdir import PartitionWriter, v2_batch
+from support.logdir import PartitionWriter, v2_batch
 
 T0 = 1_700_000_000_000
 BATCHES = 20          # per partition, 5 records each: offsets 0..99

@@ -31,9 +31,10 @@ from typing import Optional
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.net import free_port, free_ports
 from support.procs import kill_group, stop_group
+from support.spark_submit import spark_submit
 
 MASTER_VARIABLE = "KAFKAREC_TEST_SPARK_MASTER"
 CONNECT_VARIABLE = "KAFKAREC_TEST_SPARK_CONNECT"
@@ -178,16 +179,15 @@ class ConnectServer:
     def start(self, timeout: float = 180):
         os.makedirs(self.workdir, exist_ok=True)
         log = open(os.path.join(self.workdir, "connect-server.log"), "wb")
+        cmd, _ = spark_submit(
+            self.python, master=self.master_url, main_class="org.apache.spark.sql.connect.service.SparkConnectServer",
+            conf={"spark.connect.grpc.binding.port": self.port, "spark.connect.grpc.binding.address": "127.0.0.1",
+                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                  "spark.executor.memory": "768m", "spark.sql.shuffle.partitions": 2,
+                  "spark.sql.session.timeZone": "UTC", "spark.pyspark.python": self.python},
+            extra=self.args)
         self.proc = subprocess.Popen(
-            [os.path.join(os.path.dirname(self.python), "spark-submit"), "--master", self.master_url,
-             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-             "--conf", f"spark.connect.grpc.binding.port={self.port}",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-             "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=768m",
-             "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.session.timeZone=UTC",
-             "--conf", f"spark.pyspark.python={self.python}", *self.args],
-            cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            cmd, cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         self.groups.add(self.proc.pid)

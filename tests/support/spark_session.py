@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 
 
 @pytest.fixture(scope="session")

@@ -34,8 +34,9 @@ from typing import Any, Callable
 
 import pytest
 
-import spark_helpers as H
+from support import spark_helpers as H
 from support.procs import kill_group
+from support.spark_submit import spark_submit
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_app_main.py")
 # the time of the JVM start, the shipping and the unpack, then of each job (alone, each was
@@ -144,13 +145,11 @@ class UserApp:
         # unpacked once (cold, as a user's first run: the cold unpack itself is what
         # tests/spark/test_spark_submit.py checks); a session's own, so that the Protobuf schemas
         # typed_formats_job compiles on the planner are compiled there, not found from a former run
-        env = H.bare_env(self.bare, {"KAFKAREC_NATIVE_CACHE": str(self._work / "native-cache"),
+        cmd, env = spark_submit(self.bare, RUNNER, [plan_file],
+                                driver_memory=f"{max(j.driver_memory_gb for j in planned)}g",
+                                conf={"spark.sql.session.timeZone": "UTC"}, jars=jars or (), py_files=self.wheel,
+                                env={"KAFKAREC_NATIVE_CACHE": str(self._work / "native-cache"),
                                      "KAFKAREC_SPARK_CACHE": str(self._work / "spark-cache")})
-        cmd = [os.path.join(os.path.dirname(self.bare), "spark-submit"), "--master", "local[2]",
-               "--driver-memory", f"{max(j.driver_memory_gb for j in planned)}g",
-               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.session.timeZone=UTC",
-               *(["--jars", ",".join(jars)] if jars else []),
-               "--py-files", self.wheel, RUNNER, str(plan_file)]
         timeout = STARTUP_SECONDS + SECONDS_PER_JOB * len(plan)
         started = time.monotonic()
         with open(log_path, "wb") as log:

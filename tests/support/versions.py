@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 
-from paths import ROOT
+from support.paths import ROOT
 
 
 def _script_versions() -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 import kafkarec
 from kafkarec import table
-from logdir import CONTROL_ABORT, PartitionWriter, v2_batch
+from support.logdir import CONTROL_ABORT, PartitionWriter, v2_batch
 from support.log_start import T0, write_log_start_checkpoint
 
 

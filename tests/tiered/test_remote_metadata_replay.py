@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
-import rlm_model
+from support import rlm_model
 from kafkarec.internal import decode, encode_record
 from kafkarec.log import layout, remote_metadata, selection, storage
-from rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
+from support.rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
                        DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, partition_delete_value, segment_value,
                        update_value)
-from paths import ROOT
-from test_tiered_reads import DATA, originals
+from support.paths import ROOT
+from support.aiven_objects import DATA, originals
 
 TOPIC = remote_metadata.TOPIC
 CLICKS = ("q3_Yx0-lTnWb5T0aN8Jw_A", "clicks", 0)
@@ -161,7 +161,7 @@ def test_the_model_is_kafkas_store():
     """The oracle checked once more: 300 generated logs replayed by Kafka's
     RemotePartitionMetadataStore itself (tests/java/RemoteLogMetadataCacheOracle.java) hold
     what the model and kafkarec hold."""
-    from jvm import classpath
+    from support.jvm import classpath
     from support.java import compiled
     logs = []
 

@@ -15,23 +15,14 @@ import pytest
 
 import kafkarec
 from kafkarec.log import layout, selection, storage
+from support.aiven_objects import DATA, originals
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(os.path.dirname(HERE), "data", "tiered", "aiven")
 VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
 
 
 def opened(variant):
     return storage.resolve(os.path.join(DATA, variant, "objects"),
                            {"tieredStorageConfig": os.path.join(DATA, variant, "rsm.properties")})
-
-
-def originals(part, start=0, end=None):
-    out = []
-    for path in sorted(glob.glob(os.path.join(DATA, "input", part, "*.log")))[:-1]:
-        with open(path, "rb") as fh:
-            out += kafkarec.to_arrow(fh.read()).select(["offset", "key", "value", "timestamp"]).to_pylist()
-    return [r for r in out if r["offset"] >= start and (end is None or r["offset"] < end)]
 
 
 def read(st, root, sel=None):

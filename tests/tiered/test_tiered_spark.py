@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import glob
 import os
-import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "spark"))
-sys.path.insert(0, os.path.dirname(HERE))
-import spark_helpers as H  # noqa: E402
-from support.user_app import UserAppJob  # noqa: E402
+import kafkarec
+from support import spark_helpers as H
+from support.user_app import UserAppJob
 
-import kafkarec  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 
-from growing_log import GrowingLog
+from support.growing_log import GrowingLog
 
 
 def save(spark, work, df, name):

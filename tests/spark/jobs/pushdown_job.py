@@ -10,8 +10,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "support"))
-import events_log as E  # noqa: E402
+# a script of the user-way application (spark-submit): tests/ on the import path for the suite's helpers
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
+from support import events_log as E  # noqa: E402
 
 ROW = ["topic", "partition", "offset", "timestampMs"]
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"

@@ -2,7 +2,7 @@
 stream_job.py WORK --phase 1`` then ``--phase 2`` (a new application: a restart from the
 checkpoints).  Driver and executors have only pyspark, pyarrow and pandas.
 
-Phase 1 grows a log directory (growing_log.py, next to this file) while three queries read
+Phase 1 grows a log directory (tests/support/growing_log.py) while three queries read
 it: every data record (``subscribePattern``, ``maxOffsetsPerTrigger``) and the committed
 ones (``kafka.isolation.level=read_committed``) into Parquet file sinks, plus a third that
 reads a little of another log.  Between the micro-batches: appends, a half-written batch,
@@ -21,9 +21,10 @@ import os
 import pickle
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# a spark-submit script: tests/ on the import path for the suite's helpers (support.growing_log)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
 
-from growing_log import GrowingLog  # noqa: E402
+from support.growing_log import GrowingLog  # noqa: E402
 
 MAX_OFFSETS = 7
 

@@ -28,7 +28,7 @@ import kafkarec
 
 # ------------------------------------------- the reference encoder (re-exported)
 
-from reference import (  # noqa: E402,F401
+from support.reference import (  # noqa: E402,F401
     ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, CODEC_IDS,
     GZIP, INT32_MAX, LEGACY_HEADER_V0, LEGACY_HEADER_V1, LEGACY_MAGIC_OFFSET, LZ4, NONE,
     SNAPPY, V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET, V2_FIELDS, V2_HEADER, V2_HEADER_SIZE, ZSTD,

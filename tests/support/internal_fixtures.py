@@ -3,7 +3,7 @@ import glob
 import json
 import os
 
-from paths import TESTS
+from support.paths import TESTS
 
 DATA = os.path.join(TESTS, "data", "internal-topics")
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from typing import List, Optional
 
-from paths import ROOT, shared_required
+from support.paths import ROOT, shared_required
 
 SCRIPT = os.path.join(ROOT, "scripts", "jvm.sh")
 

@@ -13,9 +13,11 @@ import subprocess
 import sys
 import time
 
-import produce
-import spark_helpers as H
-import tiered_topic
+from support import produce
+from support.paths import TESTS
+from support.spark_submit import spark_submit
+from support import spark_helpers as H
+from support import tiered_topic
 
 #: The topic the streams read besides the data topics, written by :func:`run` (300 records
 #: before the first streams, 200 more between the two).
@@ -89,15 +91,13 @@ def run(broker, data, stopped, work) -> str:
                    "stopped_remote": stopped.remote_dir, "gappy_remote": gappy},
         "log_start": {"topics": sorted(data.log_start_topics)},
         "stream": {"topics": data.data_topics() + sorted(data.log_start_topics) + [STREAM_TOPIC]}}))
-    env = H.bare_env(bare, {"KAFKAREC_NATIVE_CACHE": str(work / "native"),
-                            "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
-    cmd = [os.path.join(os.path.dirname(bare), "spark-submit"), "--master", "local[2]", "--driver-memory", "2g",
-           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
-           # Spark's INFO lines are megabytes of log per run; warnings and errors stay in job.log
-           "--conf", "spark.log.level=WARN",
-           "--jars", ",".join(jars), "--py-files", wheel,
-           os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "kafka_parity_job.py"),
-           broker.bootstrap, broker.log_dir, str(spec), str(out)]
+    cmd, env = spark_submit(bare, os.path.join(TESTS, "broker", "jobs", "kafka_parity_job.py"),
+                            [broker.bootstrap, broker.log_dir, spec, out], driver_memory="2g",
+                            # Spark's INFO lines are megabytes of log per run; warnings and errors stay in job.log
+                            conf={"spark.sql.shuffle.partitions": 4, "spark.log.level": "WARN"},
+                            jars=jars, py_files=wheel,
+                            env={"KAFKAREC_NATIVE_CACHE": str(work / "native"),
+                                 "KAFKAREC_SPARK_CACHE": str(work / "spark-cache")})
     log = open(work / "job.log", "w")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

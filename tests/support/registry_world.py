@@ -11,7 +11,7 @@ import json
 import os
 import uuid
 
-from schemas_log import confluent_key, schema_value, write_partition
+from support.schemas_log import confluent_key, schema_value, write_partition
 
 ORDER_V1 = {
     "type": "record", "name": "Order", "namespace": "com.acme",
@@ -119,11 +119,10 @@ def build(root: str, *, n1: int = 5, n2: int = 5) -> dict:
 
 
 if __name__ == "__main__":
-    # python tests/registry/world.py DIR: the log directory the README's typed-value examples read
-    # (needs the test extra: confluent-kafka[schemaregistry], fastavro)
+    # PYTHONPATH=tests python -m support.registry_world DIR: the log directory the README's typed-value
+    # examples read (needs the test extra: confluent-kafka[schemaregistry], fastavro)
     import sys
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/registry/world.py DIR")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        sys.exit("usage: PYTHONPATH=tests python -m support.registry_world DIR")
     build(sys.argv[1])
     print(f"wrote {sys.argv[1]}: _schemas-0 and orders-0")

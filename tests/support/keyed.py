@@ -6,7 +6,7 @@ import random
 
 import pyarrow.compute as pc
 
-from logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, v2_batch
+from support.logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, v2_batch
 
 T0 = 1_700_000_000_000
 

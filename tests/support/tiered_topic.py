@@ -17,7 +17,7 @@ import shutil
 import time
 from typing import List
 
-import produce
+from support import produce
 
 TOPIC = "tiered"
 RECORDS = 400

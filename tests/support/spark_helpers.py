@@ -7,7 +7,7 @@ without Spark; Spark's rows are compared with it column by column.
 """
 from __future__ import annotations
 
-from paths import ROOT
+from support.paths import ROOT
 import glob
 import os
 import shutil
@@ -251,7 +251,7 @@ def bare_env(python: str, extra=None) -> dict:
 def kafka_source_jars(bare: str) -> list:
     """The jars (jvm/spark) that put Spark's Kafka source and spark-avro on the class path of
     an application submitted from ``bare``'s pyspark (``--jars``)."""
-    import jvm
+    from support import jvm
     jars_dir = subprocess.run([bare, "-c", "import os, pyspark; print(os.path.join(os.path.dirname("
                                "pyspark.__file__), 'jars'))"], capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -306,3 +306,33 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
             with open(os.path.join(folder, ".kafkarec-stamp"), "w") as fh:
                 fh.write(wheel_stamp)
     return py
+
+
+def load_job(path: str):
+    """The job script at ``path`` (a spark-submit or Connect client script, tests/*/jobs/) as a module
+    of this process, for a test that runs its functions on the session's own SparkSession: loaded from
+    its file, as the one user-way application loads its jobs, with no folder put on the import path."""
+    import importlib.util
+    name = "job_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plain(value):
+    """``value`` (a row's value, from Spark or from kafkarec) as the suite's jobs write Spark's rows,
+    ``json.dump(default=str)``, read back: timestamps naive UTC (Spark collects them in the session's
+    time zone, UTC here), decimals and anything else JSON has no type for as text."""
+    import datetime
+    import json
+
+    def naive(x):
+        if isinstance(x, datetime.datetime) and x.tzinfo is not None:
+            return x.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        if isinstance(x, dict):
+            return {k: naive(y) for k, y in x.items()}
+        if isinstance(x, list):
+            return [naive(y) for y in x]
+        return x
+    return json.loads(json.dumps(naive(value), default=str))

@@ -16,7 +16,7 @@ registered, as Confluent's registry writes it (references included).
 
 The expected rows are computed from what the writers were given, without kafkarec: Protobuf
 as Spark's ``from_protobuf`` maps a message with the column's (latest) descriptor and its
-default options (``tests/protobuf/oracle.py`` over the protobuf package's own parse of the
+default options (``tests/support/protobuf_oracle.py`` over the protobuf package's own parse of the
 payload with that descriptor), JSON as the records typed by the reader schema.
 """
 from __future__ import annotations
@@ -28,10 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-from schemas_log import confluent_key, schema_value, write_partition
+from support.schemas_log import confluent_key, schema_value, write_partition
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "protobuf"))
 
 MONEY = """syntax = "proto3";
 package kr.money;
@@ -154,7 +152,7 @@ def build(root: str, *, n1: int = 4, n2: int = 4) -> dict:
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
-    from oracle import row
+    from support.protobuf_oracle import row
 
     client = SchemaRegistryClient.new_client({"url": "mock://kafkarec-world-formats"})
     conf = {"auto.register.schemas": True, "use.deprecated.format": False}

@@ -12,7 +12,7 @@ import struct
 import subprocess
 import tempfile
 
-from paths import ROOT
+from support.paths import ROOT
 from support.java import compiled, jdk
 
 ORACLE = os.path.join(ROOT, "tests", "java", "AnyJsonOracle.java")

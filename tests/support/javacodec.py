@@ -37,7 +37,7 @@ import pytest
 
 from support.java import compiled
 
-JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "CodecOracle.java"
+JAVA_SOURCE = Path(__file__).resolve().parent.parent / "java" / "CodecOracle.java"
 JARS_ENV = "KAFKAREC_JAVA_CODEC_JARS"
 
 # name -> glob patterns, first match wins. lz4-java moved from org.lz4 to the

@@ -26,7 +26,7 @@ import os
 import time
 from typing import Dict, List, Tuple
 
-import produce
+from support import produce
 
 IN_SEGMENT = "deleted-in-segment"
 PAST_SEGMENTS = "deleted-segments"

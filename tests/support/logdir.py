@@ -34,8 +34,8 @@ from typing import List
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-import reference as R
-from reference import CODEC_IDS, crc32c
+from support import reference as R
+from support.reference import CODEC_IDS, crc32c
 
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1

@@ -10,7 +10,7 @@ missing; where it is required (:func:`shared_required`: ``CI=true``, or
 import os
 from typing import Mapping, Optional
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this file is tests/support/paths.py
 ROOT = os.path.dirname(TESTS)                          # the repository
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")  # ../shared, as CI has it
 

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 
-from paths import SHARED, require_shared
+from support.paths import SHARED, require_shared
 
 TOOL = os.path.join(SHARED, "tools", "kafka-java", "kafka-java")
 

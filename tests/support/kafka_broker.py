@@ -39,8 +39,8 @@ import time
 import weakref
 from typing import Dict, List, Optional, Sequence
 
-import jvm
-from paths import TESTS
+from support import jvm
+from support.paths import TESTS
 from support.java import compiled
 from support.net import free_ports
 

@@ -14,14 +14,14 @@ import fastavro
 import pyarrow as pa
 
 from kafkarec import avro
-from paths import ROOT
+from support.paths import ROOT
 from support.java import LineOracle, compiled
 
 ORACLE = os.path.join(ROOT, "tests", "java", "AvroOracle.java")
 
 
 def _classpath() -> str:
-    from javacodec import find_jars_dir
+    from support.javacodec import find_jars_dir
     jars = find_jars_dir()
     names = [n for n in os.listdir(jars)
              if n.startswith("avro-1.") or n.startswith("jackson-core-") or n.startswith("jackson-databind-")

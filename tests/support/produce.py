@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from paths import TESTS
+from support.paths import TESTS
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 #: Record timestamps start an hour ago: older ones would be deleted by the default
@@ -250,7 +249,7 @@ class JavaProducer:
     topics); :meth:`acked` waits for it, :meth:`close` ends it."""
 
     def __init__(self, bootstrap: str, classpath: str, prefix: str, n: int, work_dir: str):
-        from kafka_broker import PRODUCER_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
+        from support.kafka_broker import PRODUCER_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
         from support.java import compiled
         self._stdout = os.path.join(work_dir, "java-producer.out")
         self._stderr = os.path.join(work_dir, "java-producer.err")
@@ -288,7 +287,7 @@ class CoordinatorClients:
     every kind a Kafka 4.4 broker writes; :meth:`wait` waits for it (bounded)."""
 
     def __init__(self, bootstrap: str, classpath: str, work_dir: str, prefix: str = COORDINATOR_PREFIX):
-        from kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
+        from support.kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG, die_with_parent
         from support.java import compiled
         self._stdout = os.path.join(work_dir, "coordinator-records.out")
         self._stderr = os.path.join(work_dir, "coordinator-records.err")
@@ -443,9 +442,9 @@ SCHEMAS_TOPIC = "_schemas"
 
 
 def registry_schemas():
-    """Three versions of one value schema (tests/registry/world.py's two, then a map and a
+    """Three versions of one value schema (tests/support/registry_world.py's two, then a map and a
     three-branch union added), and the key schema."""
-    import world
+    from support import registry_world as world
     v3 = dict(world.ORDER_V2, fields=world.ORDER_V2["fields"] + [
         {"name": "attrs", "type": {"type": "map", "values": "double"}, "default": {}},
         {"name": "choice", "type": ["null", "long", "string"], "default": None},
@@ -454,7 +453,7 @@ def registry_schemas():
 
 
 def registry_record(version: int, i: int) -> dict:
-    import world
+    from support import registry_world as world
     if version == 1:
         return world.v1_record(i)
     r = world.v2_record(i)
@@ -480,16 +479,13 @@ def produce_registry(bootstrap: str, n: int = 30) -> Tuple[List[Acked], Dict[int
     what Confluent's registry would have written for them, also through the broker, so the
     broker's log dir carries its own registry (``kafkarec.registry.load(log_dir)``).
     Returns the acknowledged records and the expected decoded value by offset."""
-    sys_path = os.path.join(TESTS, "registry")
-    if sys_path not in sys.path:
-        sys.path.insert(0, sys_path)
     import base64
     import uuid
 
     from confluent_kafka.schema_registry._sync.mock_schema_registry_client import MockSchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
-    from schemas_log import confluent_key, schema_value
+    from support.schemas_log import confluent_key, schema_value
 
     schemas, key_schema = registry_schemas()
     client = MockSchemaRegistryClient({"url": "mock://broker"})
@@ -507,7 +503,7 @@ def produce_registry(bootstrap: str, n: int = 30) -> Tuple[List[Acked], Dict[int
         p.produce(REGISTRY_TOPIC, key=key, value=value, timestamp=BASE_TS + i, on_delivery=rep.callback([]))
     _flush(p)
     # the registry's own topic, as Confluent's registry writes it (the mock's GUIDs kept, as
-    # tests/registry/world.py does, so ids resolve the same)
+    # tests/support/registry_world.py does, so ids resolve the same)
     sp = _cf_producer(bootstrap)
     srep = _Reports()
     sp.produce(SCHEMAS_TOPIC, key=confluent_key("NOOP"), value=None, on_delivery=srep.callback([]))
@@ -602,8 +598,8 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
     20-40 s on 2 cores).  Kafka's Java producer writes beside the Python ones, then Kafka's Java
     clients drive the coordinators (:class:`CoordinatorClients`) beside them, and the broker
     copies the tiered topic's segments while the rest is written."""
-    import deleted_records
-    import tiered_topic
+    from support import deleted_records
+    from support import tiered_topic
     bootstrap = broker.bootstrap
     plan = topic_plan()
     tiered = broker.remote_dir is not None
@@ -632,8 +628,8 @@ def produce_all(broker, work_dir: str, *, records: int = 240) -> BrokerData:
 
 def _produce_rest(broker, data: BrokerData, records: int, tiered: bool) -> None:
     """The Python producers' topics after the Java producer's, and the broker's own work on them."""
-    import deleted_records
-    import tiered_topic
+    from support import deleted_records
+    from support import tiered_topic
     bootstrap = broker.bootstrap
     data.acked += produce_confluent(bootstrap, "idempotent", records, partitions=2,
                                     **{"enable.idempotence": True, "compression.type": "snappy"})
