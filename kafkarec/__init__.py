@@ -35,6 +35,7 @@ from kafkarec.errors import (  # noqa: E402
     CheckpointError,
     ChecksumError,
     ConnectError,
+    ConnectorFailedError,
     CodecUnavailableError,
     CorruptBatchError,
     CorruptIndexError,
@@ -43,6 +44,7 @@ from kafkarec.errors import (  # noqa: E402
     DecompressionError,
     DecompressionLimitError,
     EncodeError,
+    HandOffRefusedError,
     InternalRecordError,
     InvalidRecordError,
     KafkaRecError,
@@ -109,6 +111,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError",
+    "ConnectError", "HandOffRefusedError", "ConnectorFailedError", "MalformedBatchError",
     "convert", "ConversionResult",
 ]

@@ -29,6 +29,7 @@ EXPECTED = {
     "ProtobufSchemaError": ValueError, "ProtobufDecodeError": ValueError, "JsonSchemaError": ValueError,
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
+    "HandOffRefusedError": RuntimeError, "ConnectorFailedError": RuntimeError,
 }
 
 
