@@ -341,14 +341,16 @@ def _checkpoint(path: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def wait_cleaned(log_dir: str, topic: str, timeout: float = 60) -> None:
-    """Until the cleaner has cleaned ``topic``-0 (its entry in cleaner-offset-checkpoint)."""
+def wait_cleaned(log_dir: str, topic: str, timeout: float = 60, partitions: Sequence[int] = (0,)) -> None:
+    """Until the cleaner has cleaned each of ``partitions`` of ``topic`` (their entries in
+    cleaner-offset-checkpoint)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _checkpoint(os.path.join(log_dir, "cleaner-offset-checkpoint")).get((topic, 0), 0) > 0:
+        done = _checkpoint(os.path.join(log_dir, "cleaner-offset-checkpoint"))
+        if all(done.get((topic, p), 0) > 0 for p in partitions):
             return
         time.sleep(0.3)
-    raise RuntimeError(f"the log cleaner did not clean {topic} within {timeout} s")
+    raise RuntimeError(f"the log cleaner did not clean {topic} partitions {list(partitions)} within {timeout} s")
 
 
 def _first_segment(log_dir: str, topic: str) -> Optional[int]:
