@@ -247,7 +247,8 @@ class _Rest:
             except urllib.error.HTTPError as exc:       # a status other than 2xx: its body says why
                 if exc.fp is None:
                     return _Answer(exc.code, "", b"")
-                resp = exc.fp
+                refusal = exc       # held: the error closes its response when it is collected
+                resp = refusal.fp
             status = resp.status
             with resp:
                 return _Answer(status, resp.headers.get("Content-Type", ""), self._body(request, resp))
@@ -308,11 +309,10 @@ class _Rest:
             value = done()
             if value is not None:
                 return value
-            left = self.deadline - time.monotonic()
-            if left <= 0:
+            time.sleep(max(min(POLL, self.deadline - time.monotonic()), 0))
+            if time.monotonic() >= self.deadline:
                 raise ConnectError(self.connector, request, f"{what} did not happen within the hand-off's timeout of "
-                            f"{self.timeout:g} s")
-            time.sleep(min(POLL, left))
+                                   f"{self.timeout:g} s")
 
 
 # --- what each answer holds ----------------------------------------------------------------------
@@ -413,11 +413,10 @@ def _wait_running(rest: _Rest) -> None:
                 return
             seen = ", ".join([f"connector {status.state}"] + (
                 [f"task {t.id} {t.state}" for t in status.tasks] or ["no tasks"]))
-        left = rest.deadline - time.monotonic()
-        if left <= 0:
+        time.sleep(max(min(POLL, rest.deadline - time.monotonic()), 0))
+        if time.monotonic() >= rest.deadline:
             raise ConnectorFailedError(rest.connector, request, "the connector and its tasks were not RUNNING within "
                                        f"the hand-off's timeout of {rest.timeout:g} s (last seen: {seen})")
-        time.sleep(min(POLL, left))
 
 
 def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], Any], *,
@@ -480,8 +479,8 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
     got = rest.call("GET", rest.path + "/offsets", read=_offsets)
     differ = {tp: (h, got.get(tp)) for tp, h in wanted.items() if got.get(tp) != h}
     if differ:
-        raise ConnectError(connector, request, "the offsets read back differ from those set: " + ", ".join(
-            f"{t}-{p}: set {h}, read {g}" for (t, p), (h, g) in sorted(differ.items())))
+        raise ConnectError(connector, f"GET {rest.path}/offsets", "the offsets read back differ from those set: "
+                           + ", ".join(f"{t}-{p}: set {h}, read {g}" for (t, p), (h, g) in sorted(differ.items())), 200)
     rest.call("PUT", rest.path + "/resume")
     _wait_running(rest)
     return body
