@@ -208,7 +208,8 @@ class _Rest:
         self.timeout = timeout
 
     def _out_of_time(self, request: str) -> ConnectError:
-        return ConnectError(self.connector, request, f"the hand-off did not finish within its timeout of {self.timeout:g} s")
+        return ConnectError(self.connector, request,
+                            f"the hand-off did not finish within its timeout of {self.timeout:g} s")
 
     def call(self, method: str, path: str, body: Optional[dict] = None, *,
              read: Optional[Callable[[Any], Any]] = None, missing_ok: bool = False):

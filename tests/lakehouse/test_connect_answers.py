@@ -12,7 +12,7 @@ import re
 import socket
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 import pytest
 
@@ -109,10 +109,9 @@ class FakeWorker:
 
 
 def connect(**overrides: Answer):
-    """A script of a Connect worker holding connector ``sink`` whose offsets are set as asked;
-    ``overrides``: ``{"GET /connectors/sink/status": answer, ...}`` (keys spelled with ``_`` for
-    spaces and ``__`` for ``/`` are awkward: pass them through ``**{...}``).  The status is STOPPED
-    until ``PUT .../resume``, RUNNING with one task after."""
+    """A script of a Connect worker holding connector ``sink``, whose offsets read back as they
+    were set; ``overrides``: ``**{"GET /connectors/sink/status": answer, ...}``.  Its status is
+    STOPPED until ``PUT .../resume``, RUNNING with one RUNNING task after."""
     def script(method: str, path: str, calls) -> Answer:
         request = f"{method} {path}"
         if request in overrides:
@@ -262,7 +261,8 @@ PAST = {"offsets": [{"partition": {"kafka_topic": "orders", "kafka_partition": 0
      ["(no answer)", "run the same command again"]),
     (_failed_task, ["task 0 FAILED", "NoClassDefFoundError", "restart its failed tasks",
                     "/connectors/sink/restart?includeTasks=true&onlyFailed=true"], ["run the same command again"]),
-    (connect(), ["connector sink: offsets set to H on 1 partition(s), resumed, its tasks RUNNING"], ["kafkarec backfill:"]),
+    (connect(), ["connector sink: offsets set to H on 1 partition(s), resumed, its tasks RUNNING"],
+     ["kafkarec backfill:"]),
 ])
 def test_the_command_says_what_happened_and_what_to_do(tmp_path, capfd, script, says, not_says):
     pytest.importorskip("deltalake")
