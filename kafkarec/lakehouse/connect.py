@@ -108,6 +108,7 @@ def _connect_until(deadline: float):
         plain = socket.create_connection(address, max(deadline - time.monotonic(), 0.001), source_address, **kwargs)
         sock = _DeadlineSocket(plain.family, plain.type, plain.proto, fileno=plain.detach())
         sock.deadline = deadline
+        sock._arm()         # a socket made from a descriptor blocks; a TLS handshake waits this long
         return sock
     return create_connection
 
