@@ -4,7 +4,9 @@ per partition ``topic-partition [start, H) rows status`` on stdout.
 
 With ``--connect-url URL --connector NAME`` the command then hands off to a Kafka Connect sink
 (:func:`kafkarec.lakehouse.connect.hand_off`: the connector created STOPPED from
-``--connector-config`` or stopped, its consumer group's offsets set to H, KIP-875, resumed)."""
+``--connector-config`` or stopped, its consumer group's offsets set to H, KIP-875, resumed, its
+tasks RUNNING).  A failed hand-off's last line says what to do: run the same command again, restart
+the failed tasks, or nothing (a repeat after a finished hand-off is refused)."""
 from __future__ import annotations
 
 import argparse
