@@ -359,6 +359,30 @@ def _first_segment(log_dir: str, topic: str) -> Optional[int]:
     return min(bases) if bases else None
 
 
+def wait_stable(bootstrap: str, topic: str, partitions: Sequence[int], timeout: float = 60) -> None:
+    """Until each of ``partitions`` of ``topic`` has its last stable offset at its high watermark
+    (ListOffsets latest, read_committed against read_uncommitted).  A producer's commit returns
+    once the transaction coordinator has prepared it; the markers reach the partitions after, and
+    a read_committed consumer before that stops at the transaction."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+    admin = _admin(bootstrap)
+    deadline = time.monotonic() + timeout
+
+    def ends(isolation):
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in partitions},
+                                     isolation_level=isolation, request_timeout=10)
+        return {tp.partition: f.result().offset for tp, f in futures.items()}
+    while True:
+        stable, high = ends(IsolationLevel.READ_COMMITTED), ends(IsolationLevel.READ_UNCOMMITTED)
+        if stable == high:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic}: transactions still open after {timeout} s (LSO {stable}, high "
+                               f"watermark {high})")
+        time.sleep(0.1)
+
+
 def wait_retention(log_dir: str, topic: str, timeout: float = 60) -> None:
     """Until retention deleted ``topic``-0's oldest segments (its first segment's base
     offset above 0) and nothing more changes for a second."""

@@ -55,6 +55,9 @@ def produce_history(bootstrap: str, topic: str, rounds: int, first: int = 0) -> 
             produce._flush(prod)
         committing.commit_transaction(30)
         aborting.abort_transaction(30)
+    # the markers reach the partitions after the commit returns: until then the oracle (a
+    # read_committed consumer) would stop short of the last transaction the sink goes on to read
+    produce.wait_stable(bootstrap, topic, range(PARTITIONS))
 
 
 TOPICS = ("handoff", "handoff-crash", "handoff-below")
