@@ -52,6 +52,8 @@ __all__ = [
     "ConnectError",
     "KafkaRecWarning",
     "IndexWarning",
+    "HandOffRefusedError",
+    "ConnectorFailedError",
 ]
 
 
@@ -405,3 +407,14 @@ class ConnectError(KafkaRecError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (self.connector, self.request, self.reason, self.status, self.body))
+
+
+class HandOffRefusedError(ConnectError):
+    """The hand-off refused: the connector's consumer group is already past H (the sink has run from
+    the hand-off point, and setting it back would make it write those rows again).  Its offsets
+    were left as they were and it was resumed."""
+
+
+class ConnectorFailedError(ConnectError):
+    """The hand-off set the offsets and resumed the connector, but the connector or a task FAILED
+    (``body``: its trace, from the Connect status API) or was not RUNNING in time."""

@@ -4,7 +4,9 @@ per partition ``topic-partition [start, H) rows status`` on stdout.
 
 With ``--connect-url URL --connector NAME`` the command then hands off to a Kafka Connect sink
 (:func:`kafkarec.lakehouse.connect.hand_off`: the connector created STOPPED from
-``--connector-config`` or stopped, its consumer group's offsets set to H, KIP-875, resumed)."""
+``--connector-config`` or stopped, its consumer group's offsets set to H, KIP-875, resumed, its
+tasks RUNNING).  A failed hand-off's last line says what to do: run the same command again, restart
+the failed tasks, or nothing (a repeat after a finished hand-off is refused)."""
 from __future__ import annotations
 
 import argparse
@@ -215,15 +217,25 @@ def run(args, out: TextIO, err: TextIO) -> int:
     err.write(f"{written} rows written in {sum(s.status == 'written' for s in summary.values())} of "
               f"{len(summary)} partition(s)\n")
     if handing_off:
-        from kafkarec.errors import ConnectError
+        from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffRefusedError
         from kafkarec.lakehouse.connect import hand_off
         try:
             body = hand_off(args.connect_url, args.connector, {k: s.end for k, s in summary.items()},
                             config=handing_off.get("config"))
-        except ConnectError as e:        # the table is written: a re-run of the same command finishes
+        except HandOffRefusedError as e:     # a repeat after a finished hand-off: running it again repeats this
+            err.write(f"kafkarec backfill: {e}; the table is written and the sink already runs past H: the "
+                      "hand-off is done, there is nothing to run again\n")
+            return EXIT_PROBLEMS
+        except ConnectorFailedError as e:    # the offsets are at H: the connector is what needs fixing
+            err.write(f"kafkarec backfill: {e}; the table is written and the connector's offsets are at H: fix "
+                      f"what failed, then restart its failed tasks (POST /connectors/{args.connector}/restart"
+                      "?includeTasks=true&onlyFailed=true)\n")
+            return EXIT_PROBLEMS
+        except ConnectError as e:            # the table is written: a re-run of the same command finishes
             err.write(f"kafkarec backfill: {e}; the table is written, run the same command again to hand off\n")
             return EXIT_PROBLEMS
-        err.write(f"connector {args.connector}: offsets set to H on {len(body['offsets'])} partition(s), resumed\n")
+        err.write(f"connector {args.connector}: offsets set to H on {len(body['offsets'])} partition(s), resumed, "
+                  "its tasks RUNNING\n")
     return EXIT_OK
 
 

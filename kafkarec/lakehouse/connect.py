@@ -9,29 +9,42 @@ group's offsets through the Connect REST API:
    (``PUT /connectors/NAME/stop``) and wait until its tasks are gone;
 2. ``PATCH /connectors/NAME/offsets`` with :func:`offsets_body` (KIP-875, Kafka >= 3.6: only a
    STOPPED connector's offsets can be altered), and read them back (``GET``);
-3. ``PUT /connectors/NAME/resume``.
+3. ``PUT /connectors/NAME/resume``, and wait until the connector and every task are RUNNING.
 
 Each step is safe to repeat: a run that crashed anywhere in between is finished by running the same
 procedure again (the connector found STOPPED or running is stopped, the same offsets are set again).
 Every failure is a :class:`kafkarec.errors.ConnectError` carrying the call, the HTTP status and
-the worker's answer.
+the worker's answer: every answer is read in one place (:meth:`_Rest.call`), which checks its
+status, its content type and its shape against what the call expects, and every call waits at
+most until its deadline (its own, and the whole procedure's).
 """
 from __future__ import annotations
 
+import http.client
 import json
+import socket
+import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from ..errors import ConnectError
+from ..errors import ConnectError, ConnectorFailedError, HandOffRefusedError
 
 __all__ = ["offsets_body", "hand_off"]
 
 #: The keys of a sink connector's offsets in KIP-875's REST bodies: Kafka's
 #: ``org.apache.kafka.connect.util.SinkUtils`` (KAFKA_TOPIC_KEY, KAFKA_PARTITION_KEY, KAFKA_OFFSET_KEY).
 TOPIC_KEY, PARTITION_KEY, OFFSET_KEY = "kafka_topic", "kafka_partition", "kafka_offset"
+
+#: The largest answer read, in bytes: Connect's answers are small (an offsets list of 100,000
+#: partitions is about 10 MB); anything larger is not a Connect worker's answer.
+MAX_ANSWER = 64 << 20
+#: The start of an answer quoted in an error.
+QUOTED = 300
+#: Seconds between two polls of the connector's status.
+POLL = 0.25
 
 
 def _end(point: Any) -> int:
@@ -50,65 +63,362 @@ def offsets_body(points: Mapping[Tuple[str, int], Any]) -> Dict[str, list]:
         for (topic, partition), point in sorted(points.items())]}
 
 
-class _Rest:
-    """The Connect REST calls of one hand-off, each bounded by ``timeout`` seconds."""
+# --- every call bounded in time ------------------------------------------------------------------
 
-    def __init__(self, url: str, connector: str, timeout: float) -> None:
+class _Deadline:
+    """A socket whose every send and receive waits at most until ``deadline`` (``time.monotonic()``):
+    its timeout is set to the time left before each one, so an answer trickled a byte at a time
+    ends at the deadline, not one timeout per byte later."""
+
+    deadline = float("inf")
+
+    def _arm(self) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self.settimeout(left)
+
+    def recv_into(self, *args, **kwargs):
+        self._arm()
+        return super().recv_into(*args, **kwargs)
+
+    def recv(self, *args, **kwargs):
+        self._arm()
+        return super().recv(*args, **kwargs)
+
+    def send(self, *args, **kwargs):
+        self._arm()
+        return super().send(*args, **kwargs)
+
+    def sendall(self, *args, **kwargs):
+        self._arm()
+        return super().sendall(*args, **kwargs)
+
+
+class _DeadlineSocket(_Deadline, socket.socket):
+    pass
+
+
+class _DeadlineSSLSocket(_Deadline, ssl.SSLSocket):
+    pass
+
+
+def _connect_until(deadline: float):
+    def create_connection(address, timeout=None, source_address=None, **kwargs):
+        plain = socket.create_connection(address, max(deadline - time.monotonic(), 0.001), source_address, **kwargs)
+        sock = _DeadlineSocket(plain.family, plain.type, plain.proto, fileno=plain.detach())
+        sock.deadline = deadline
+        sock._arm()         # a socket made from a descriptor blocks; a TLS handshake waits this long
+        return sock
+    return create_connection
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args, deadline: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _connect_until(deadline)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, deadline: float, **kwargs) -> None:
+        context = kwargs.pop("context", None) or ssl.create_default_context()
+        context.sslsocket_class = _DeadlineSSLSocket
+        super().__init__(*args, context=context, **kwargs)
+        self._create_connection = _connect_until(deadline)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.deadline = self._deadline
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req):
+        return self.do_open(_HTTPConnection, req, deadline=self.deadline)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req):
+        return self.do_open(_HTTPSConnection, req, deadline=self.deadline)
+
+
+# --- one reader of every answer ------------------------------------------------------------------
+
+class _Unexpected(Exception):
+    """An answer of the wrong shape for its call (turned into a ConnectError by :meth:`_Rest.call`)."""
+
+
+class _Answer(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
+
+
+def _quote(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    return text if len(text) <= QUOTED else text[:QUOTED] + "..."
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _json(answer: _Answer):
+    """The JSON value of an answer that declares and holds JSON."""
+    if not answer.body.strip():
+        raise _Unexpected("an empty answer where JSON was expected")
+    if not _is_json(answer.content_type):
+        raise _Unexpected(f"the answer is {answer.content_type or 'of no content type'}, not JSON")
+    try:
+        return json.loads(answer.body)
+    except (ValueError, RecursionError) as exc:      # JSONDecodeError, UnicodeDecodeError, too deep
+        raise _Unexpected(f"the answer is not valid JSON ({exc})") from None
+
+
+def _message(answer: _Answer) -> str:
+    """Connect's error answers are ``{"error_code": N, "message": "..."}``; the message, or the text."""
+    if _is_json(answer.content_type):
+        try:
+            value = json.loads(answer.body)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            return value["message"]
+    return _quote(answer.body)
+
+
+class _Rest:
+    """The Connect REST calls of one hand-off: each waits at most ``request_timeout`` seconds, and
+    none past ``deadline`` (the whole hand-off's)."""
+
+    def __init__(self, url: str, connector: str, request_timeout: float, deadline: float, timeout: float) -> None:
         self.url = url.rstrip("/")
         self.connector = connector
         self.path = "/connectors/" + urllib.parse.quote(connector, safe="")
+        self.request_timeout = request_timeout
+        self.deadline = deadline
         self.timeout = timeout
 
-    def call(self, method: str, path: str, body: Optional[dict] = None, *, missing_ok: bool = False):
-        """The JSON answer of ``method path`` (None when empty, or 404 with ``missing_ok``)."""
+    def _out_of_time(self, request: str) -> ConnectError:
+        return ConnectError(self.connector, request,
+                            f"the hand-off did not finish within its timeout of {self.timeout:g} s")
+
+    def call(self, method: str, path: str, body: Optional[dict] = None, *,
+             read: Optional[Callable[[Any], Any]] = None, missing_ok: bool = False):
+        """``method path`` with ``body``; the answer ``read`` makes of its JSON (None without
+        ``read``: the status is the answer, the body is not looked at; None too for a 404 with
+        ``missing_ok``).  Anything else is a :class:`ConnectError` naming the call: no answer or
+        not HTTP, a refusal (its status and Connect's message), an answer cut short, too large, not
+        JSON or of another shape than ``read`` expects."""
         request = f"{method} {path}"
+        now = time.monotonic()
+        if now >= self.deadline:
+            raise self._out_of_time(request)
+        deadline = min(now + self.request_timeout, self.deadline)
+        answer = self._exchange(request, method, path, body, deadline)
+        if answer.status == 404 and missing_ok:
+            return None
+        if not 200 <= answer.status < 300:
+            raise ConnectError(self.connector, request, "the worker refused the call", answer.status, _message(answer))
+        if read is None:
+            return None
+        try:
+            return read(_json(answer))
+        except _Unexpected as exc:
+            raise ConnectError(self.connector, request, f"unexpected answer: {exc}", answer.status,
+                               _quote(answer.body)) from None
+
+    def _exchange(self, request: str, method: str, path: str, body: Optional[dict], deadline: float) -> _Answer:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method,
                                      headers={"Content-Type": "application/json", "Accept": "application/json"})
+        opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
+        status = None
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                text = resp.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404 and missing_ok:
-                return None
-            answer = exc.read().decode("utf-8", "replace")
-            raise ConnectError(self.connector, request, "the worker refused the call", exc.code,
-                               _message(answer)) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            try:
+                resp = opener.open(req, timeout=max(deadline - time.monotonic(), 0.001))
+            except urllib.error.HTTPError as exc:       # a status other than 2xx: its body says why
+                if exc.fp is None:
+                    return _Answer(exc.code, "", b"")
+                refusal = exc       # held: the error closes its response when it is collected
+                resp = refusal.fp
+            status = resp.status
+            with resp:
+                return _Answer(status, resp.headers.get("Content-Type", ""), self._body(request, resp))
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):
+                raise self._late(request, status, deadline) from None
+            if isinstance(reason, http.client.HTTPException):
+                raise self._not_http(request, reason) from None
             raise ConnectError(self.connector, request, f"the worker at {self.url} did not answer: {reason}") from None
-        return json.loads(text) if text.strip() else None
+        except TimeoutError:
+            raise self._late(request, status, deadline) from None
+        except http.client.RemoteDisconnected:         # a worker restarting, or a proxy giving up
+            raise ConnectError(self.connector, request, f"the worker at {self.url} closed the connection without "
+                               "answering") from None
+        except http.client.HTTPException as exc:        # not HTTP, or an answer cut short
+            if status is None:
+                raise self._not_http(request, exc) from None
+            raise ConnectError(self.connector, request, f"the answer was cut short ({exc!r})", status) from None
+        except OSError as exc:                          # the connection reset or dropped mid-answer
+            raise ConnectError(self.connector, request, f"the worker at {self.url} dropped the connection: {exc}",
+                               status) from None
 
-    def wait(self, what: str, request: str, done, deadline: float):
-        """Poll ``done()`` (a value, or None to go on) until ``deadline``."""
+    def _body(self, request: str, resp) -> bytes:
+        """The whole body of ``resp`` (its Content-Length checked before it is read)."""
+        if resp.length is not None and resp.length > MAX_ANSWER:
+            raise ConnectError(self.connector, request, f"an answer of {resp.length} bytes (Content-Length), more "
+                               f"than the {MAX_ANSWER} a Connect answer can be", resp.status)
+        chunks: List[bytes] = []
+        size = 0
+        while True:
+            chunk = resp.read(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_ANSWER:
+                raise ConnectError(self.connector, request, f"an answer of more than {MAX_ANSWER} bytes, more than "
+                                   "a Connect answer can be", resp.status)
+            chunks.append(chunk)
+        if resp.length:             # read(n) returns what came before the connection closed
+            raise ConnectError(self.connector, request, f"the answer was cut short: {size} of {size + resp.length} "
+                               "bytes (Content-Length)", resp.status, _quote(b"".join(chunks)))
+        return b"".join(chunks)
+
+    def _late(self, request: str, status: Optional[int], deadline: float) -> ConnectError:
+        if deadline >= self.deadline:
+            return self._out_of_time(request)
+        part = "no answer" if status is None else "no whole answer"
+        return ConnectError(self.connector, request, f"{part} within the request timeout of "
+                            f"{self.request_timeout:g} s from the worker at {self.url}", status)
+
+    def _not_http(self, request: str, exc: Exception) -> ConnectError:
+        return ConnectError(self.connector, request, f"the answer from {self.url} is not HTTP ({exc!r})")
+
+    def wait(self, what: str, request: str, done: Callable[[], Any]):
+        """Poll ``done()`` (a value, or None to go on) until the hand-off's deadline."""
         while True:
             value = done()
             if value is not None:
                 return value
-            if time.monotonic() > deadline:
-                raise ConnectError(self.connector, request, f"{what} did not happen in time")
-            time.sleep(0.25)
+            time.sleep(max(min(POLL, self.deadline - time.monotonic()), 0))
+            if time.monotonic() >= self.deadline:
+                raise ConnectError(self.connector, request, f"{what} did not happen within the hand-off's timeout of "
+                                   f"{self.timeout:g} s")
 
 
-def _message(answer: str) -> str:
-    """Connect's error answers are ``{"error_code": N, "message": "..."}``; the message, or the text."""
-    try:
-        return str(json.loads(answer)["message"])
-    except (ValueError, KeyError, TypeError):
-        return answer.strip()
+# --- what each answer holds ----------------------------------------------------------------------
 
+class _Task(NamedTuple):
+    id: int
+    state: str
+    trace: str
+
+
+class _Status(NamedTuple):
+    state: str
+    trace: str
+    tasks: List[_Task]
+
+
+def _object(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise _Unexpected(f"{what} is a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _str(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise _Unexpected(f"{what} is not a string")
+    return value
+
+
+def _int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Unexpected(f"{what} is not an integer")
+    return value
+
+
+def _list(value, what: str) -> list:
+    if not isinstance(value, list):
+        raise _Unexpected(f"{what} is not a list")
+    return value
+
+
+def _any_object(value) -> dict:
+    return _object(value, "the answer")
+
+
+def _status(value) -> _Status:
+    """``GET /connectors/NAME/status``: the connector's state and its tasks' (a ``trace`` on FAILED)."""
+    value = _object(value, "the answer")
+    connector = _object(value.get("connector"), "its connector")
+    tasks = []
+    for i, task in enumerate(_list(value.get("tasks", []), "its tasks")):
+        task = _object(task, f"task {i}")
+        tasks.append(_Task(_int(task.get("id"), f"task {i}'s id"), _str(task.get("state"), f"task {i}'s state"),
+                           _str(task.get("trace", ""), f"task {i}'s trace")))
+    return _Status(_str(connector.get("state"), "the connector's state"),
+                   _str(connector.get("trace", ""), "the connector's trace"), tasks)
+
+
+def _offsets(value) -> Dict[Tuple[str, int], int]:
+    """``GET /connectors/NAME/offsets`` of a sink as ``{(topic, partition): offset}`` (a partition
+    without an offset left out)."""
+    out = {}
+    for i, entry in enumerate(_list(_object(value, "the answer").get("offsets"), "its offsets")):
+        entry = _object(entry, f"offsets[{i}]")
+        if entry.get("offset") is None:
+            continue
+        partition = _object(entry.get("partition"), f"offsets[{i}].partition")
+        offset = _object(entry["offset"], f"offsets[{i}].offset")
+        out[(_str(partition.get(TOPIC_KEY), f"offsets[{i}].partition.{TOPIC_KEY}"),
+             _int(partition.get(PARTITION_KEY), f"offsets[{i}].partition.{PARTITION_KEY}"))] = \
+            _int(offset.get(OFFSET_KEY), f"offsets[{i}].offset.{OFFSET_KEY}")
+    return out
+
+
+# --- the procedure -------------------------------------------------------------------------------
 
 def _stopped(rest: _Rest):
     # a connector just created has no status for a moment (404)
-    status = rest.call("GET", rest.path + "/status", missing_ok=True) or {}
-    state = status.get("connector", {}).get("state")
-    return True if state == "STOPPED" and not status.get("tasks") else None
+    status = rest.call("GET", rest.path + "/status", read=_status, missing_ok=True)
+    return True if status is not None and status.state == "STOPPED" and not status.tasks else None
 
 
-def _by_partition(offsets: list) -> Dict[Tuple[str, int], int]:
-    """A KIP-875 offsets list as ``{(topic, partition): offset}`` (a partition without an offset left out)."""
-    return {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
-            for o in offsets if o.get("offset")}
+def _wait_running(rest: _Rest) -> None:
+    """Until the connector and each of its tasks (one at least) are RUNNING; a FAILED one fails the
+    hand-off with its trace, and so does the deadline."""
+    request = f"GET {rest.path}/status"
+    seen = "no status"
+    while True:
+        status = rest.call("GET", rest.path + "/status", read=_status, missing_ok=True)
+        if status is not None:
+            if status.state == "FAILED":
+                raise ConnectorFailedError(rest.connector, request, "the connector FAILED after it was resumed", 200,
+                                           status.trace)
+            for task in status.tasks:
+                if task.state == "FAILED":
+                    raise ConnectorFailedError(rest.connector, request, f"task {task.id} FAILED after the connector "
+                                               "was resumed", 200, task.trace)
+            if status.state == "RUNNING" and status.tasks and all(t.state == "RUNNING" for t in status.tasks):
+                return
+            seen = ", ".join([f"connector {status.state}"] + (
+                [f"task {t.id} {t.state}" for t in status.tasks] or ["no tasks"]))
+        time.sleep(max(min(POLL, rest.deadline - time.monotonic()), 0))
+        if time.monotonic() >= rest.deadline:
+            raise ConnectorFailedError(rest.connector, request, "the connector and its tasks were not RUNNING within "
+                                       f"the hand-off's timeout of {rest.timeout:g} s (last seen: {seen})")
 
 
 def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], Any], *,
@@ -119,37 +429,44 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
 
     With ``config`` the connector is created STOPPED when it does not exist yet (an existing one is
     stopped, its configuration kept); without it, it must exist and is stopped.  Then its offsets
-    are set, read back, and it is resumed.  An existing connector whose group is already past H
-    on a partition (it ran from the hand-off) is resumed untouched and the call fails.
-    ``timeout`` bounds the whole procedure (the waits for the tasks to stop and for the consumer
-    group to empty), ``request_timeout`` each call.  Returns the offsets body that was set."""
-    rest = _Rest(connect_url, connector, request_timeout)
+    are set, read back, and it is resumed; the call returns once the connector and every task are
+    RUNNING.  ``timeout`` (seconds) bounds the whole call, ``request_timeout`` each REST call
+    (connecting, sending and reading the whole answer).  Returns the offsets body that was set.
+
+    Every failure is a :class:`kafkarec.errors.ConnectError` naming the call; two kinds say more:
+    :class:`~kafkarec.errors.HandOffRefusedError` when an existing connector's group is already
+    past H on a partition (it ran from the hand-off: setting it back would make the sink write
+    those rows again), which leaves the connector as it was and resumes it;
+    :class:`~kafkarec.errors.ConnectorFailedError` when, the offsets set and the connector
+    resumed, the connector or a task FAILED (``body``: its trace) or was not RUNNING in time."""
     deadline = time.monotonic() + timeout
+    rest = _Rest(connect_url, connector, request_timeout, deadline, timeout)
     body = offsets_body(points)
     if not body["offsets"]:
         raise ConnectError(connector, "hand-off", "no partitions to hand off")
-    exists = rest.call("GET", rest.path, missing_ok=True) is not None
+    exists = rest.call("GET", rest.path, read=_any_object, missing_ok=True) is not None
     if not exists and config is None:
         raise ConnectError(connector, f"GET {rest.path}", "no such connector, and no configuration to create it with",
                            404)
     if exists:
         rest.call("PUT", rest.path + "/stop")
     else:
-        rest.call("POST", "/connectors",
-                  {"name": connector, "config": dict(config), "initial_state": "STOPPED"})
-    rest.wait("the connector stopping (STOPPED, no tasks)", f"GET {rest.path}/status",
-              lambda: _stopped(rest), deadline)
-    wanted = _by_partition(body["offsets"])
+        rest.call("POST", "/connectors", {"name": connector, "config": dict(config), "initial_state": "STOPPED"})
+    rest.wait("the connector stopping (STOPPED, no tasks)", f"GET {rest.path}/status", lambda: _stopped(rest))
+    wanted = {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
+              for o in body["offsets"]}
     if exists:
         # a sink that already ran from H has moved its group past H: setting it back would make it
         # write those rows again (a repeat after a finished hand-off); it runs on as it was
-        now = _by_partition(rest.call("GET", rest.path + "/offsets")["offsets"])
+        now = rest.call("GET", rest.path + "/offsets", read=_offsets)
         past = {tp: (h, now[tp]) for tp, h in wanted.items() if now.get(tp, h) > h}
         if past:
             rest.call("PUT", rest.path + "/resume")
-            raise ConnectError(connector, f"GET {rest.path}/offsets", "the connector is already past the hand-off "
-                               "point (it has run from there), nothing changed: " + ", ".join(
-                                   f"{t}-{p}: H {h}, now {at}" for (t, p), (h, at) in sorted(past.items())))
+            _wait_running(rest)
+            raise HandOffRefusedError(connector, f"GET {rest.path}/offsets", (
+                "the connector's consumer group is already past the hand-off point (it has run from there): "
+                "its offsets were left as they are and it was resumed; ") + ", ".join(
+                    f"{t}-{p}: H {h}, group at {at}" for (t, p), (h, at) in sorted(past.items())), 200)
     # the tasks' consumers leave the group a moment after the connector reports STOPPED; until then
     # the worker cannot alter the group's offsets (a server error, or 409 while it rebalances)
     request = f"PATCH {rest.path}/offsets"
@@ -160,11 +477,12 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
         except ConnectError as exc:
             if exc.status is None or (exc.status < 500 and exc.status != 409) or time.monotonic() > deadline:
                 raise
-            time.sleep(0.5)
-    got = _by_partition(rest.call("GET", rest.path + "/offsets").get("offsets", []))
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
+    got = rest.call("GET", rest.path + "/offsets", read=_offsets)
     differ = {tp: (h, got.get(tp)) for tp, h in wanted.items() if got.get(tp) != h}
     if differ:
-        raise ConnectError(connector, request, "the offsets read back differ from those set: " + ", ".join(
-            f"{t}-{p}: set {h}, read {g}" for (t, p), (h, g) in sorted(differ.items())))
+        raise ConnectError(connector, f"GET {rest.path}/offsets", "the offsets read back differ from those set: "
+                           + ", ".join(f"{t}-{p}: set {h}, read {g}" for (t, p), (h, g) in sorted(differ.items())), 200)
     rest.call("PUT", rest.path + "/resume")
+    _wait_running(rest)
     return body

@@ -55,6 +55,9 @@ def produce_history(bootstrap: str, topic: str, rounds: int, first: int = 0) -> 
             produce._flush(prod)
         committing.commit_transaction(30)
         aborting.abort_transaction(30)
+    # the markers reach the partitions after the commit returns: until then the oracle (a
+    # read_committed consumer) would stop short of the last transaction the sink goes on to read
+    produce.wait_stable(bootstrap, topic, range(PARTITIONS))
 
 
 TOPICS = ("handoff", "handoff-crash", "handoff-below")
@@ -85,8 +88,8 @@ def make_topics(kafka_broker, names, rounds: int = 3) -> None:
         for part in range(PARTITIONS):
             plain.produce(name, value=b"roll", key=b"roll", partition=part)
     produce._flush(plain)
-    for name in names:
-        produce.wait_cleaned(kafka_broker.log_dir, name, timeout=120)
+    for name in names:     # every partition: one still being cleaned would lose records under the test
+        produce.wait_cleaned(kafka_broker.log_dir, name, timeout=120, partitions=range(PARTITIONS))
     # the cleaner has compacted the history; from here on it holds off (a record's newer value would
     # otherwise remove it between the sink's read and the oracle's, both right)
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
@@ -216,18 +219,18 @@ def test_fill_below_under_the_sinks_table(env):
     kafka_broker, worker, catalog = env
     topic, table, connector = "handoff-below", "lake.handoff_below", "sink-handoff-below"
     target = target_for(catalog, table)
-    # the live writer came first: its connector starts in the middle of the history (at the
-    # partition's middle committed record, after compaction) and creates the table itself
+    # the live writer came first: its connector starts in the middle of the history (after
+    # compaction) and creates the table itself
     history = committed_offsets(kafka_broker.bootstrap, topic)
-    ends = {}
-    for p in range(PARTITIONS):
-        offsets = [o for q, o in history if q == p]
-        ends[(topic, p)] = offsets[len(offsets) // 2]
-    middle = hand_off_points(kafka_broker.log_dir, topics=[topic], end_offsets=ends)
+    middle = inside_history(kafka_broker.log_dir, topic, history)
     hand_off(worker.url, connector, middle, config=sink_config(catalog, topic, table, auto_create=True))
     produce_history(kafka_broker.bootstrap, topic, 1, first=10_000)
     expected_above = [o for o in committed_offsets(kafka_broker.bootstrap, topic) if o[1] >= middle[(topic, o[0])].end]
-    wait_for_sink(target, topic, expected_above)
+    sinks = wait_for_sink(target, topic, expected_above)
+    # the hand-off's promise: the sink starts at H, its first row the first committed record at or
+    # past H (a row below would be written twice, and wait_for_sink holds every row above)
+    assert {p: min(o for q, o in sinks if q == p) for p in range(PARTITIONS)} == {
+        p: min(o for q, o in expected_above if q == p) for p in range(PARTITIONS)}
     summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, fill_below=True, topics=[topic])
     assert sum(s.rows for s in summary.values()) > 0
     assert {k[1]: s.end for k, s in summary.items()} == {
@@ -235,6 +238,25 @@ def test_fill_below_under_the_sinks_table(env):
         for p in range(PARTITIONS)}
     produce_history(kafka_broker.bootstrap, topic, 1, first=20_000)
     assert_complete(kafka_broker, target, topic)
+
+
+def inside_history(log_dir: str, topic: str, history):
+    """Per partition, the hand-off point of the first committed record from the middle of the
+    history on that leaves committed records on both sides of H.  A cut inside a transaction still
+    open there puts H at that transaction's first offset (the LSO), and where compaction and the
+    producers' interleaving left no committed record before it, the middle record's H has none
+    below it: a fill-below would rightly find nothing to write."""
+    points = {}
+    for p in range(PARTITIONS):
+        offsets = [o for q, o in history if q == p]
+        for end in offsets[len(offsets) // 2:]:
+            point = hand_off_points(log_dir, topics=[topic], end_offsets={(topic, p): end})[(topic, p)]
+            if offsets[0] < point.end <= offsets[-1]:
+                points[(topic, p)] = point
+                break
+        else:
+            pytest.fail(f"{topic}-{p}: no hand-off point with committed records on both sides (committed: {offsets})")
+    return points
 
 
 def test_hand_off_errors_carry_the_call_status_and_answer(env):

@@ -229,6 +229,12 @@ def iceberg_sink_config(catalog: IcebergCatalog, topics, table: str, *, tasks: i
         "iceberg.control.topic": control_topic,
         "iceberg.control.commit.interval-ms": str(commit_interval_ms),
         "iceberg.control.commit.timeout-ms": "30000",
+        # the coordinator's control-topic group (connect-<name>-coord) has no offset before its first
+        # table commit, and the sink's default is to start it at the log end: a coordinator elected
+        # late or again (tasks joining one by one) skips the workers' first DataWritten events, whose
+        # source offsets are already committed, and those rows never reach the table (Iceberg's
+        # open PR #18006); from the earliest, the table's snapshot offsets drop what it committed
+        "iceberg.kafka.auto.offset.reset": "earliest",
         "predicates": "tombstone",
         "predicates.tombstone.type": "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",
         "transforms": "dropTombstones,hoist,kafka",

@@ -383,20 +383,46 @@ def _checkpoint(path: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def wait_cleaned(log_dir: str, topic: str, timeout: float = 60) -> None:
-    """Until the cleaner has cleaned ``topic``-0 (its entry in cleaner-offset-checkpoint)."""
+def wait_cleaned(log_dir: str, topic: str, timeout: float = 60, partitions: Sequence[int] = (0,)) -> None:
+    """Until the cleaner has cleaned each of ``partitions`` of ``topic`` (their entries in
+    cleaner-offset-checkpoint)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _checkpoint(os.path.join(log_dir, "cleaner-offset-checkpoint")).get((topic, 0), 0) > 0:
+        done = _checkpoint(os.path.join(log_dir, "cleaner-offset-checkpoint"))
+        if all(done.get((topic, p), 0) > 0 for p in partitions):
             return
         time.sleep(0.3)
-    raise RuntimeError(f"the log cleaner did not clean {topic} within {timeout} s")
+    raise RuntimeError(f"the log cleaner did not clean {topic} partitions {list(partitions)} within {timeout} s")
 
 
 def _first_segment(log_dir: str, topic: str) -> Optional[int]:
     d = os.path.join(log_dir, f"{topic}-0")
     bases = [int(n[:-4]) for n in os.listdir(d) if n.endswith(".log")] if os.path.isdir(d) else []
     return min(bases) if bases else None
+
+
+def wait_stable(bootstrap: str, topic: str, partitions: Sequence[int], timeout: float = 60) -> None:
+    """Until each of ``partitions`` of ``topic`` has its last stable offset at its high watermark
+    (ListOffsets latest, read_committed against read_uncommitted).  A producer's commit returns
+    once the transaction coordinator has prepared it; the markers reach the partitions after, and
+    a read_committed consumer before that stops at the transaction."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+    admin = _admin(bootstrap)
+    deadline = time.monotonic() + timeout
+
+    def ends(isolation):
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in partitions},
+                                     isolation_level=isolation, request_timeout=10)
+        return {tp.partition: f.result().offset for tp, f in futures.items()}
+    while True:
+        stable, high = ends(IsolationLevel.READ_COMMITTED), ends(IsolationLevel.READ_UNCOMMITTED)
+        if stable == high:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic}: transactions still open after {timeout} s (LSO {stable}, high "
+                               f"watermark {high})")
+        time.sleep(0.1)
 
 
 def wait_retention(log_dir: str, topic: str, timeout: float = 60) -> None:
