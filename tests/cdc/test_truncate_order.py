@@ -16,6 +16,23 @@ def ev(op, source, ts_ms=None, row=None):
     return {"op": op, "before": None, "after": row, "source": source, "ts_ms": ts_ms}
 
 
+def pg(op, i, lsn):
+    """A PostgreSQL change event's key and value (a truncate has no key and no row)."""
+    return (None if op == "t" else json.dumps({"id": i}).encode(),
+            json.dumps(ev(op, {"connector": "postgresql", "lsn": lsn, "ts_ms": 5},
+                          row=None if op == "t" else {"id": i})).encode())
+
+
+def latest_of_partitions(partitions, decode):
+    """``topic_latest_batches`` over partitions of (key, value) pairs, values typed by ``decode``."""
+    import pyarrow as pa
+    schema = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("offset", pa.int64())])
+    batches = [pa.RecordBatch.from_pydict({"key": [k for k, _ in p], "value": [v for _, v in p],
+                                           "offset": list(range(len(p)))}, schema) for p in partitions]
+    return kafkarec.table.topic_latest_batches([lambda b=b: iter([b]) for b in batches],
+                                               cdc=kafkarec.cdc.Debezium(decode))
+
+
 def maria(file, pos, row=0, ts=1_700_000_000_000, server=1):
     return {"connector": "mariadb", "server_id": server, "file": file, "pos": pos, "row": row, "ts_ms": ts}
 
@@ -97,17 +114,8 @@ def test_typed_envelopes_are_ordered_by_their_source_struct():
                                                                ("lsn", pa.int64()), ("ts_ms", pa.int64())]))])), \
             None, None
 
-    def pg(op, i, lsn):
-        return (None if op == "t" else json.dumps({"id": i}).encode(),
-                json.dumps(ev(op, {"connector": "postgresql", "lsn": lsn, "ts_ms": 5},
-                              row=None if op == "t" else {"id": i})).encode())
     partitions = [[pg("c", 1, 10), pg("t", 0, 20), pg("c", 2, 30)], [pg("c", 3, 15), pg("c", 4, 25)]]
-    batches = [pa.RecordBatch.from_pydict({"key": [k for k, _ in p], "value": [v for _, v in p],
-                                           "offset": list(range(len(p)))},
-                                          pa.schema([("key", pa.binary()), ("value", pa.binary()),
-                                                     ("offset", pa.int64())])) for p in partitions]
-    got = [(i, json.loads(k)["id"]) for i, b in kafkarec.table.topic_latest_batches(
-        [lambda b=b: iter([b]) for b in batches], cdc=kafkarec.cdc.Debezium(decode))
+    got = [(i, json.loads(k)["id"]) for i, b in latest_of_partitions(partitions, decode)
         for k in b.column("key").to_pylist()]
     assert got == [(0, 2), (1, 4)]
 
@@ -183,20 +191,11 @@ def test_typed_envelopes_with_an_odd_source_are_kept_with_their_reason():
         docs = [None if v is None else json.loads(v) for v in values.to_pylist()]
         return pa.array(docs, envelope_type), None, None
 
-    def pg(op, i, lsn):
-        return (None if op == "t" else json.dumps({"id": i}).encode(),
-                json.dumps(ev(op, {"connector": "postgresql", "lsn": lsn, "ts_ms": 5},
-                              row=None if op == "t" else {"id": i})).encode())
     partitions = [[pg("t", 0, None)], [pg("c", 3, "²"), pg("c", 4, None)]]
-    batches = [pa.RecordBatch.from_pydict({"key": [k for k, _ in p], "value": [v for _, v in p],
-                                           "offset": list(range(len(p)))},
-                                          pa.schema([("key", pa.binary()), ("value", pa.binary()),
-                                                     ("offset", pa.int64())])) for p in partitions]
-    got = [(i, json.loads(k)["id"]) for i, b in kafkarec.table.topic_latest_batches(
-        [lambda b=b: iter([b]) for b in batches], cdc=kafkarec.cdc.Debezium(decode))
+    got = [(i, json.loads(k)["id"]) for i, b in latest_of_partitions(partitions, decode)
         for k in b.column("key").to_pylist() if k is not None]
     assert (1, 3) in got                       # kept: its order against the truncate cannot be read
-    values = decode(batches[1].column("value"))[0]
+    values = decode(pa.array([v for _, v in partitions[1]], pa.binary()))[0]
     cols = kafkarec.cdc.typed_changes(values)
     assert cols["cdcError"].to_pylist() == ["not a Debezium envelope: source.lsn is '²', not a long", None]
     assert cols["op"].to_pylist() == [None, "c"]
