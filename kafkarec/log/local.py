@@ -74,7 +74,8 @@ def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
         # a broker's own segments (tiered copies, <offset>-<uuid>.log, may overlap)
         same_log = (after is not None and os.path.dirname(after.path) == folder
                     and f.segment_id is None and after.segment_id is None)
-        held = segment_offsets(f.base_offset, after.base_offset if same_log else None)
+        held = segment_offsets(f.base_offset, after.base_offset if same_log else None,
+                               indexed=f.path.endswith(".log") and os.path.exists(f.path[:-4] + ".index"))
         out.append(Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())),
                          start if below else None, held))
     return out

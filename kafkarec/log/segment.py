@@ -58,29 +58,26 @@ class SegmentOffsets(NamedTuple):
     """The offsets a segment's batches may hold, and what a batch outside them is.
 
     A segment holds offsets from its base offset (its file name) up to, not including, the
-    next segment's base (Kafka rolls a segment at the offset the next one starts with) and
-    within 2^31 - 1 of its base (the indexes' relative offsets are 32-bit:
-    ``LogSegment.ensureOffsetInRange``).  ``end``: the next segment's base (None: none);
+    next segment's base (Kafka rolls a segment at the offset the next one starts with).  A
+    broker also keeps them within 2^31 - 1 of the base (``LogSegment.ensureOffsetInRange``), but
+    Kafka's reader of a file accepts any long (a segment written by ``MemoryRecordsBuilder``
+    may end at Long.MAX): the 2^31 rule holds only for a segment with an offset index, a broker's
+    (``indexed``; its index could not name such offsets).  ``end``: the next segment's base (None: none);
     ``end_is_log``: the next segment is of the same log, so an offset at or past ``end`` is
     a damaged base offset; otherwise (an overlapping copy stitched from elsewhere) the next
     segment holds those offsets and this one's are left to it."""
     base: int
     end: Optional[int] = None
     end_is_log: bool = True
-
-    @property
-    def limit(self) -> Optional[int]:
-        """The exclusive end of the offsets this segment may hold without an error."""
-        cap = self.base + (1 << 31)
-        return min(cap, self.end) if self.end is not None and self.end_is_log else cap
+    indexed: bool = False
 
     def problem(self, first: int, last: int) -> Optional[str]:
         """Why a batch with offsets ``first..last`` cannot be in this segment (None: it can)."""
         if first < self.base:
             return f"offset {first} is below the segment's base offset {self.base}"
-        if last >= self.limit:
-            if self.end is not None and self.end_is_log and last >= self.end:
-                return f"offset {last} is at or past the next segment's base offset {self.end}"
+        if self.end is not None and self.end_is_log and last >= self.end:
+            return f"offset {last} is at or past the next segment's base offset {self.end}"
+        if self.indexed and last - self.base >= (1 << 31):
             return (f"offset {last} does not fit the segment's 32-bit relative offsets "
                     f"(base {self.base})")
         return None
@@ -99,13 +96,13 @@ def order_problem(offsets: list, after: Optional[int], held: Optional[SegmentOff
     return held.problem(offsets[0], offsets[-1]) if held is not None else None
 
 
-def segment_offsets(base: Optional[int], next_base: Optional[int], *, next_is_log: bool = True
-                    ) -> Optional[SegmentOffsets]:
+def segment_offsets(base: Optional[int], next_base: Optional[int], *, next_is_log: bool = True,
+                    indexed: bool = False) -> Optional[SegmentOffsets]:
     """The :class:`SegmentOffsets` of a segment of base offset ``base`` (None: its file name
     has none, nothing is known) followed by one of ``next_base``."""
     if base is None:
         return None
-    return SegmentOffsets(base, next_base, next_is_log)
+    return SegmentOffsets(base, next_base, next_is_log, indexed)
 
 
 class FileBatch:

@@ -842,11 +842,12 @@ def _segment_offsets(segs: List[SegmentRef], i: int) -> SegmentOffsets:
     copies from elsewhere may overlap: :func:`kafkarec.log.layout.stitch`)."""
     seg = segs[i]
     after = segs[i + 1] if i + 1 < len(segs) else None
+    indexed = seg.offset_index is not None
     if after is None:
-        return segment_offsets(seg.base_offset, None)
+        return segment_offsets(seg.base_offset, None, indexed=indexed)
     same_log = (not seg.remote and not after.remote and seg.storage is after.storage
                 and posixpath.dirname(seg.path) == posixpath.dirname(after.path))
-    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log)
+    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log, indexed=indexed)
 
 
 def split_ranges(ranges: List[SegmentRange], resolver: Resolver, max_bytes: int) -> List[SegmentRange]:

@@ -188,3 +188,24 @@ def test_a_batch_that_goes_back_is_the_one_reported(tmp_path, bounds):
         "it starts at 3 after offset 1001", "it starts at 4 after offset 1001", "it starts at 5 after offset 1001"]
     with pytest.raises(OffsetOrderError, match="it starts at 3 after offset 1001"):
         LogScan(str(tmp_path), bounds=bounds).to_table()
+
+
+@pytest.mark.parametrize("bounds", [None, Bounds.of(partitions=[0]), Bounds.of(timestamps=(0, None))])
+def test_offsets_far_past_the_segments_base_are_no_error(tmp_path, bounds):
+    """Kafka's reader of a file takes any long offset: a segment MemoryRecordsBuilder wrote from
+    base 0 up to Long.MAX - 1 (tests/spark/test_spark_extremes.py) is read whole, without an error
+    row, whatever the bounds (a broker's 2^31 rule is its own, not a reader's)."""
+    import kafkarec
+    long_max = (1 << 63) - 1
+    first = kafkarec.RecordBatchBuilder(base_offset=0)
+    first.append(b"a", timestamp=1)
+    far = kafkarec.RecordBatchBuilder(base_offset=long_max - 7)
+    far.append(b"b", timestamp=2)
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(first.build() + far.build())
+    for mode in ("PERMISSIVE", "FAILFAST"):
+        table = LogScan(str(tmp_path), bounds=bounds, mode=mode).to_table()
+        assert table.column("offset").to_pylist() == [0, long_max - 7], mode
+        if "_corrupt_record" in table.column_names:
+            assert table.column("_corrupt_record").null_count == table.num_rows
