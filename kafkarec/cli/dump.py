@@ -452,7 +452,7 @@ class Dumper:
             (self.time_order, list, "Found out of order timestamp in :{file}",
              "  Index timestamp: {a}, Previously indexed timestamp: {b}",
              "time_index_out_of_order", ("index_timestamp", "previous_timestamp")),
-            (self.time_missing, list, "The following indexed offsets are not found in the log.",
+            (self.time_missing, list, "The following indexed offsets are not found in :{file}",
              "Indexed offset: {a}, found log offset: {b}",
              "time_index_offset_not_found", ("index_offset", "log_offset")),
             (self.non_consecutive, lambda gaps: sorted(gaps.items()), "Non-consecutive offsets in {file}",
