@@ -2,7 +2,7 @@
 Spark data source share.
 
 A read's settings (``config``) are an object with the attributes :class:`ScanConfig` has (the
-Spark data source passes its :class:`spark_udfs._datasource.BatchReadConfig`, which has them
+Spark data source passes its :class:`spark_udfs.read.datasource.BatchReadConfig`, which has them
 under the same names).  What :mod:`kafkarec.log` finds depends on ``config.listed``: URIs,
 selections, bounds, tiered storage are read over a listing (:mod:`kafkarec.log.layout` sorts it
 into partitions and segments, :mod:`kafkarec.log.selection` resolves the selection through the
@@ -45,7 +45,7 @@ class ScanConfig:
     ``read_fields``: :class:`kafkarec.ReadOptions` fields (``verify_crc``, ``strict``,
     ``max_decompressed_bytes``); ``selection``: a :class:`kafkarec.log.selection.Selection`
     (the Kafka source's options); ``bounds``: a :class:`kafkarec.scan.Bounds` or None.  The
-    Spark data source's :class:`spark_udfs._datasource.BatchReadConfig` has the same attributes."""
+    Spark data source's :class:`spark_udfs.read.datasource.BatchReadConfig` has the same attributes."""
 
     def __init__(self, paths, *, listed: bool, files: FileFinding = FileFinding(), selection=None,
                  bounds=None, tiered_storage=None, storage_options=None, fail_on_data_loss: bool = True,

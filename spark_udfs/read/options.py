@@ -6,8 +6,8 @@ A job moving from ``format("kafka")`` to ``format("kafkarec")`` keeps its option
 ``assign``, ``kafka.isolation.level`` ...) to the names kafkarec's readers use, applies the
 Kafka source's rules (one subscription strategy at most, the same error texts), drops what
 has no meaning without a broker (``kafka.bootstrap.servers``, ``groupIdPrefix`` ...) and
-returns the rest untouched for :func:`spark_udfs._spec.read_spec` to parse.  :data:`KAFKA_OPTIONS` is the table
-``docs/spark-options.md`` is generated from (``python -m spark_udfs._options`` prints it;
+returns the rest untouched for :func:`spark_udfs.read.spec.read_spec` to parse.  :data:`KAFKA_OPTIONS` is the table
+``docs/spark-options.md`` is generated from (``python -m spark_udfs.read.options`` prints it;
 a test keeps the two equal).
 """
 from __future__ import annotations
@@ -111,7 +111,7 @@ def normalize(options) -> dict:
     (:mod:`kafkarec.log.selection` reads it), ``kafka.isolation.level`` -> ``readcommitted``;
     options that mean nothing without a broker are dropped.  What depends on the kind of
     query (stream-only options in a batch read, ending offsets in a stream) is
-    :mod:`spark_udfs._spec`'s."""
+    :mod:`spark_udfs.read.spec`'s."""
     o = lower_keys(options)
     strategies = [k for k in o if k in _STRATEGIES or k in _ALIASES]
     if len(strategies) > 1:
@@ -165,5 +165,5 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":   # python -m spark_udfs._options > the table in docs/spark-options.md
+if __name__ == "__main__":   # python -m spark_udfs.read.options > the table in docs/spark-options.md
     print(markdown_table(), end="")

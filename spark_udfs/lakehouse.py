@@ -12,7 +12,7 @@ through Spark's catalog.
   keys and the re-run rule are :mod:`kafkarec.lakehouse`'s, so a re-run of the same backfill,
   by Spark or by the Python writer, writes nothing, and one over a different range is refused.
 
-The options are parsed once into a :class:`BackfillSpec` (``spark_udfs._spec``'s convention):
+The options are parsed once into a :class:`BackfillSpec` (``spark_udfs.read.spec``'s convention):
 the hand-off points are computed on the driver (or client) from the log, which must be readable
 there as on the executors; ``spark_udfs.register(spark)`` must have run (the data source and
 kafkarec on the executors).  Classic and Spark Connect sessions alike.
@@ -99,8 +99,8 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
     (a DataFrame of the layout's schema); ``spec`` or :func:`backfill_spec`'s arguments."""
     spec = spec or backfill_spec(log_uri, **kw)
     from pyspark.sql import functions as F
-    from spark_udfs._schema import RAW_TIMESTAMP
-    from spark_udfs._shipping import expected_fingerprint
+    from spark_udfs.read.schema import RAW_TIMESTAMP
+    from spark_udfs._ship.shipping import expected_fingerprint
     ranges = spec.ranges()
     if not ranges:
         # nothing below any hand-off point (an empty log, or H at the log start everywhere)
@@ -128,7 +128,7 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
 
 
 def _layout_batches(batches, layout_name, value_type, expected):
-    from spark_udfs._runtime import ensure
+    from spark_udfs._ship.runtime import ensure
     ensure(expected)
     from kafkarec.lakehouse import to_layout
     for batch in batches:
@@ -144,7 +144,7 @@ def _value_type(spark_type):
     from pyspark.sql import types as T
     if not isinstance(spark_type, T.StructType):
         return None
-    from spark_udfs._schema import arrow_type_for
+    from spark_udfs.read.schema import arrow_type_for
     return arrow_type_for(spark_type)
 
 

@@ -2,20 +2,20 @@
 read specification.
 
 Where the data source takes its options (``spark.read`` / ``spark.readStream``, classic and
-Spark Connect alike: :class:`spark_udfs._datasource.KafkaRecDataSource`), :func:`read_spec` turns
+Spark Connect alike: :class:`spark_udfs.read.datasource.KafkaRecDataSource`), :func:`read_spec` turns
 them into a :class:`ReadSpec`; every layer after it - the local and the listed batch readers,
 the stream, the typed and table layers, tiered reads - reads that object and none looks at
 option text again.  A value of the wrong type or outside the accepted ones is refused there,
 naming the option and what it accepts; a name close to a known one is refused with a
 did-you-mean.  Spark's generic reader options (``path``, ``pathGlobFilter`` ...) and the
 Kafka source's names (``kafka.*``, ``failOnDataLoss``, ``maxOffsetsPerTrigger`` ...,
-:mod:`spark_udfs._options`, which translates them) are known names.
+:mod:`spark_udfs.read.options`, which translates them) are known names.
 
 Which reader takes which option is the table's ``readers`` column (``L``: local files read
 by memory maps, ``R``: a listed layout - URIs, selection, ``view=latest``, ``cdc``, tiered
 storage -, ``S``: a stream); the batch/stream split (:meth:`ReadSpec.for_batch`,
 :meth:`ReadSpec.for_stream`) happens when Spark asks for a reader, as only then is it known.
-``docs/spark-options.md`` holds :func:`markdown_table` (``python -m spark_udfs._spec``; a test
+``docs/spark-options.md`` holds :func:`markdown_table` (``python -m spark_udfs.read.spec``; a test
 keeps the two equal).
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import NamedTuple, Optional
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
 from kafkarec.scan._decode import MODES
-from spark_udfs import _options
-from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH
-from spark_udfs._planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
-from spark_udfs._schema import DEFAULT_CORRUPT_COLUMN
+from spark_udfs.read import options as _options
+from spark_udfs.read.task_config import DEFAULT_MAX_RECORDS_PER_BATCH
+from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
+from spark_udfs.read.schema import DEFAULT_CORRUPT_COLUMN
 
 __all__ = ["Option", "OPTIONS", "ReadSpec", "read_spec", "parse_bytes", "markdown_table"]
 
@@ -99,7 +99,7 @@ OPTIONS = (
 # Spark's generic reader options: known names (a reader that does not use one refuses it by name)
 SPARK_READER_OPTIONS = ("path", "paths", "pathGlobFilter", "recursiveFileLookup", "modifiedBefore",
                         "modifiedAfter", "ignoreCorruptFiles", "ignoreMissingFiles", "basePath")
-# Kafka-source names kafkarec reads (after spark_udfs._options.normalize's translation)
+# Kafka-source names kafkarec reads (after spark_udfs.read.options.normalize's translation)
 _KAFKA_READ = {"failondataloss": "LRS", "includeheaders": "LRS", "minpartitions": "LRS",
                "maxoffsetspertrigger": "S", "minoffsetspertrigger": "S", "maxtriggerdelay": "S"}
 _STREAM_ONLY = frozenset(("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"))
@@ -250,7 +250,7 @@ class Storage:
 
 @dataclasses.dataclass(frozen=True)
 class Typed:
-    """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs._typed)."""
+    """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs.read.typed)."""
     formats: dict                      # {"value" | "key": format}
     registry: Optional[str]
     subjects: dict                     # {side: subject}
@@ -290,7 +290,7 @@ class ReadSpec:
     def listed(self) -> bool:
         """Whether a batch read is planned over a listed layout (kafkarec.log.layout): URIs,
         selection, tiered storage, ``view=latest`` or ``cdc``; otherwise local files are found
-        and split at batches (kafkarec.log.local); spark_udfs._datasource.plan asks for either."""
+        and split at batches (kafkarec.log.local); spark_udfs.read.datasource.plan asks for either."""
         from kafkarec.log import storage
         return (any(storage.is_uri(p) for p in self.paths) or bool(self.selection)
                 or any(k in self.given for k in _ROUTING)
@@ -298,7 +298,7 @@ class ReadSpec:
 
     def binary(self) -> "ReadSpec":
         """This read with binary keys and values: no typed options, no ``cdc`` (under a typed
-        read Debezium's envelopes are typed values: spark_udfs._typed applies their rules)."""
+        read Debezium's envelopes are typed values: spark_udfs.read.typed applies their rules)."""
         typed_names = {n for n, o in _BY_NAME.items() if o.readers == "T"} | _format_option_names()
         return dataclasses.replace(self, typed=None, cdc=None,
                                    given=frozenset(self.given - typed_names - {"cdc"}))
@@ -490,5 +490,5 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":   # python -m spark_udfs._spec > the second table in docs/spark-options.md
+if __name__ == "__main__":   # python -m spark_udfs.read.spec > the second table in docs/spark-options.md
     print(markdown_table(), end="")
