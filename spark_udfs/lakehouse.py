@@ -24,18 +24,10 @@ import json
 from typing import Any, Optional
 
 from kafkarec.errors import UsageError
+from spark_udfs.read.options import BACKFILL_SETS
 
 __all__ = ["BackfillSpec", "backfill_spec", "backfill_frame", "backfill_iceberg"]
 
-# Read options the backfill sets from its hand-off points and its contract (committed data
-# records only; a batch that does not decode fails the write): a caller's value would read
-# something else than the range the table's summary records.
-_OWN_READ_OPTIONS = ("topics", "topicpattern", "assign", "subscribe", "subscribepattern",
-                     "startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
-                     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
-                     "startingoffsetsbytimestampstrategy", "includedeletedrecords", "readcommitted",
-                     "kafka.isolation.level", "includecontrol", "includeheaders", "mode", "view", "cdc",
-                     "batchcolumns", "decode", "path", "paths")
 # Iceberg's partition transforms as Spark's DDL writes them ({col}: the source column)
 _TRANSFORMS = {"identity": "{col}", "year": "years({col})", "month": "months({col})",
                "day": "days({col})", "hour": "hours({col})"}
@@ -72,7 +64,10 @@ def backfill_spec(log_uri: str, *, layout, points=None, topics=None, end_offsets
         raise UsageError("backfill: no log path or URI")
     chosen = lakehouse.layout(layout)
     given = {str(k).lower(): str(v) for k, v in dict(options or {}).items() if v is not None}
-    own = sorted(k for k in given if k in _OWN_READ_OPTIONS)
+    # read options the backfill sets from its hand-off points and its contract (committed data
+    # records only; a batch that does not decode fails the write): a caller's value would read
+    # something else than the range the table's summary records
+    own = sorted(given.keys() & BACKFILL_SETS)
     if own:
         raise UsageError(f"backfill: option(s) {own} are set by the backfill itself (the hand-off "
                          f"points' range, committed records only); give topics, end_offsets or "

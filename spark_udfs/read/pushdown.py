@@ -98,9 +98,8 @@ def push_into(config, filters, *, listable: bool = True) -> list:
 def listable(spec) -> bool:
     """Whether the read of ``spec`` (a :class:`spark_udfs.read.spec.ReadSpec`) may be planned over a
     listing: it is already, or it gives no option only the local reader takes."""
-    from spark_udfs.read.spec import OPTIONS
-    local_only = {o.name.lower() for o in OPTIONS if "R" not in o.readers and "L" in o.readers}
-    return spec.listed or not (spec.given & local_only)
+    from spark_udfs.read.options import LOCAL_ONLY
+    return spec.listed or not (spec.given & LOCAL_ONLY)
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:

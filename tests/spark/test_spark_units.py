@@ -331,7 +331,7 @@ def test_options_doc_is_the_table_in_the_code():
     start = doc.index("-->\n", doc.index("<!-- generated")) + 4
     end = doc.index("<!-- end generated -->")
     assert doc[start:end] == _options.markdown_table(), \
-        "regenerate the table: python -m spark_udfs.read.options"
+        "regenerate the table: python -m spark_udfs.read.options kafka"
     for opt in _options.KAFKA_OPTIONS:
         assert f"`{opt.name}`" in doc
 
