@@ -28,6 +28,7 @@ __all__ = ["Option", "OPTIONS", "KAFKA_OPTIONS", "OWN_OPTIONS", "READERS", "IGNO
 
 
 from kafkarec._option_text import lower_keys, text_bool  # noqa: E402  (the one rule for names and booleans)
+from kafkarec.errors import UsageError
 
 
 class Option(NamedTuple):
@@ -226,7 +227,7 @@ def normalize(options) -> dict:
     o = lower_keys(options)
     strategies = [k for k in o if k in _STRATEGIES or k in _ALIASES]
     if len(strategies) > 1:
-        raise ValueError("Only one of the following options can be specified for the kafkarec "
+        raise UsageError("Only one of the following options can be specified for the kafkarec "
                          "source: subscribe, subscribepattern, assign (aliases: topics, "
                          f"topicPattern); got {sorted(strategies)}. See docs/spark-options.md.")
     out = {}
@@ -234,31 +235,31 @@ def normalize(options) -> dict:
         strategy = _ALIASES.get(k, k)
         if strategy == "subscribe":
             if not [t for t in str(v).split(",") if t.strip()]:
-                raise ValueError(f"No topics to subscribe to as specified value for option "
+                raise UsageError(f"No topics to subscribe to as specified value for option "
                                  f"'{k}' is '{v}'")
             out["topics"] = v
         elif strategy == "subscribepattern":
             if not str(v).strip():
-                raise ValueError(f"Pattern to subscribe is empty as specified value for option "
+                raise UsageError(f"Pattern to subscribe is empty as specified value for option "
                                  f"'{k}' is '{v}'")
             out["topicpattern"] = str(v).strip()
         elif k == "assign":
             if not str(v).strip().startswith("{"):
-                raise ValueError(f"No topicpartitions to assign as specified value for option "
+                raise UsageError(f"No topicpartitions to assign as specified value for option "
                                  f"'assign' is '{v}'")
             out["assign"] = v
         elif k == "kafka.isolation.level":
             level = str(v).strip().lower()
             if level not in ("read_committed", "read_uncommitted"):
-                raise ValueError(f"option kafka.isolation.level must be read_committed or "
+                raise UsageError(f"option kafka.isolation.level must be read_committed or "
                                  f"read_uncommitted, got {v!r}")
             committed = level == "read_committed"
             if "readcommitted" in o and text_bool("readCommitted", o["readcommitted"]) != committed:
-                raise ValueError(f"options kafka.isolation.level={v} and readCommitted="
+                raise UsageError(f"options kafka.isolation.level={v} and readCommitted="
                                  f"{o['readcommitted']} disagree")
             out["readcommitted"] = "true" if committed else "false"
         elif k in _REFUSED_KAFKA:
-            raise ValueError(_REFUSED_KAFKA[k])
+            raise UsageError(_REFUSED_KAFKA[k])
         elif k.startswith("kafka.") or k in IGNORED:
             log.info("kafkarec: option %s ignored (no broker)", k)
         else:

@@ -69,10 +69,10 @@ def parse_bytes(value, default: int, name: str = "") -> int:
         try:
             n = int(float(s) * mult)
         except ValueError:
-            raise ValueError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
+            raise UsageError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
                              f"got {value!r}") from None
     if n <= 0:
-        raise ValueError(f"expected a positive byte size, got {value!r}")
+        raise UsageError(f"expected a positive byte size, got {value!r}")
     return n
 
 
@@ -83,7 +83,7 @@ def parse_duration_ms(text) -> int:
     s = str(text).strip().lower()
     m = re.fullmatch(r"(\d+)\s*(ms|s|m|min|h|d)?", s)
     if not m:
-        raise ValueError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
+        raise UsageError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
     n = int(m.group(1))
     return n * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
                 "d": 86_400_000}[m.group(2)]
@@ -99,7 +99,7 @@ def _count(o: dict, key: str, message: str) -> Optional[int]:
     except ValueError:
         n = 0
     if n <= 0:
-        raise ValueError(message)
+        raise UsageError(message)
     return n
 
 
@@ -109,7 +109,7 @@ def _offset(name: str, value) -> int:
     except ValueError:
         n = -1
     if n < 0:
-        raise ValueError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
+        raise UsageError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
     return n
 
 
@@ -243,10 +243,10 @@ class ReadSpec:
         from kafkarec.log import selection
         for k in sorted(_options.BATCH_ONLY):
             if k in self.given:
-                raise ValueError(f"option {k}: ending offsets and timestamps are not valid in "
+                raise UsageError(f"option {k}: ending offsets and timestamps are not valid in "
                                  f"streaming queries")
         if self.view != "log":
-            raise ValueError("kafkarec stream: option view=latest is for batch reads (a stream's "
+            raise UsageError("kafkarec stream: option view=latest is for batch reads (a stream's "
                              "micro-batches are records; read the state with spark.read)")
         self._check_names("S", self.given)
         wanted = {"startingoffsets": "latest", **self.selection}
@@ -259,13 +259,13 @@ class ReadSpec:
             return
         known = sorted(k for k, r in _options.READERS.items() if reader in r)
         if reader == "L":
-            raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
+            raise UsageError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
         if reader == "R":
-            raise ValueError(
+            raise UsageError(
                 f"kafkarec data source: option(s) {unknown} are not used when reading URIs or with "
                 f"selection options; known here: {known}"
                 f" and the storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
-        raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
+        raise UsageError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
                          f"source's (docs/spark-options.md), {known} and the "
                          f"storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
 
@@ -285,7 +285,7 @@ def _did_you_mean(o: dict) -> None:
             continue
         close = difflib.get_close_matches(k, list(known), n=1, cutoff=0.8)
         if close:
-            raise ValueError(f"kafkarec data source: unknown option {k!r}; did you mean "
+            raise UsageError(f"kafkarec data source: unknown option {k!r}; did you mean "
                              f"{known[close[0]]!r}?")
 
 
@@ -321,22 +321,22 @@ def read_spec(options) -> ReadSpec:
     _did_you_mean(o)
     paths = tuple(_paths(o))
     if not paths:
-        raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
+        raise UsageError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
     max_offsets = _count(o, "maxoffsetspertrigger", "option maxOffsetsPerTrigger must be positive")
     min_offsets = _count(o, "minoffsetspertrigger", "option minOffsetsPerTrigger must be positive")
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
-        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+        raise UsageError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
                          f"maxOffsetsPerTrigger({max_offsets}).")
     dedupe = parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES, "dedupeBufferSize")
     if "dedupebuffersize" in o:
         from kafkarec._core import KEY_MAP_MIN_BYTES
         if dedupe < KEY_MAP_MIN_BYTES:
-            raise ValueError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
+            raise UsageError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
                              f"not {o.get('dedupebuffersize')!r}")
     view = table.parse_view(o.get("view"))
     include_control = _bool(o, "includecontrol", False)
     if view == "latest" and include_control:
-        raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
+        raise UsageError("kafkarec data source: includeControl=true cannot be used with view=latest "
                          "(control records are never part of a topic's keyed state)")
     max_decompressed = o.get("maxdecompressedbytes")
     return ReadSpec(

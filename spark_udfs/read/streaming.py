@@ -56,6 +56,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
 from spark_udfs.read.task_config import ReadConfig
 from spark_udfs._ship.runtime import ensure
@@ -90,7 +91,7 @@ class StreamConfig(ReadConfig):
     def __init__(self, spec: ReadSpec):
         super().__init__(spec)
         if len(spec.paths) != 1:
-            raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")
+            raise UsageError("kafkarec stream: give exactly one path (a log directory or its URI)")
         self.path = spec.paths[0]
         self.max_offsets = spec.limits.max_offsets
         self.min_offsets = spec.limits.min_offsets
