@@ -121,8 +121,9 @@ def _bool(o: dict, key: str, default: bool, name: Optional[str] = None) -> bool:
 # --- the specification --------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Errors:
-    """What a record or batch that cannot be decoded does."""
+class Malformed:
+    """What a record or batch that cannot be decoded does (Spark's parse modes; not
+    :class:`kafkarec.scan._read.Errors`, the error rows a read gives)."""
     mode: str                          # PERMISSIVE | DROPMALFORMED | FAILFAST
     corrupt_column: str                # PERMISSIVE's error column
     bad_records_path: Optional[str]    # kafkarec.log.quarantine: failed bytes kept whole
@@ -158,14 +159,16 @@ class Files:
 
 
 @dataclasses.dataclass(frozen=True)
-class Storage:
+class StorageAccess:
+    """How the log's storage is reached: the storage options, a tiered-storage root, and
+    ``failOnDataLoss`` (not :class:`kafkarec.log.storage.Storage`, the file system the options make)."""
     options: dict                      # kafkarec.log.storage.storage_options: endpoint, region, ...
     tiered_storage: Optional[str]      # a remote root stitched with the log dirs
     fail_on_data_loss: bool
 
 
 @dataclasses.dataclass(frozen=True)
-class Typed:
+class TypedOptions:
     """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs.read.typed)."""
     formats: dict                      # {"value" | "key": format}
     registry: Optional[str]
@@ -191,14 +194,14 @@ class ReadSpec:
     read_committed: bool
     view: str                          # log | latest
     cdc: Optional[str]                 # None | debezium
-    errors: Errors
+    errors: Malformed
     columns: Columns
     limits: Limits
     files: Files
-    storage: Storage
+    storage: StorageAccess
     verify_crc: bool
     strict: bool
-    typed: Optional[Typed]
+    typed: Optional[TypedOptions]
     streaming: Optional[bool] = None   # None until Spark asks for a batch or a stream reader
     parsed_selection: object = None    # kafkarec.log.selection.Selection, once streaming is known
 
@@ -289,7 +292,7 @@ def _did_you_mean(o: dict) -> None:
                              f"{known[close[0]]!r}?")
 
 
-def _typed(o: dict) -> Optional[Typed]:
+def _typed(o: dict) -> Optional[TypedOptions]:
     formats = {}
     for side in ("key", "value"):
         fmt = text_choice(f"option {side}Format", o.get(f"{side}format"), VALUE_FORMATS,
@@ -302,7 +305,7 @@ def _typed(o: dict) -> Optional[Typed]:
     def sides(suffix):
         return {s: o[f"{s}{suffix}"] for s in ("key", "value") if o.get(f"{s}{suffix}") not in (None, "")}
     as_of = o.get("registryasofoffset")
-    return Typed(formats=formats, registry=o.get("registry") or None, subjects=sides("subject"),
+    return TypedOptions(formats=formats, registry=o.get("registry") or None, subjects=sides("subject"),
                  versions=sides("schemaversion"), reader_schemas=sides("readerschema"),
                  messages=sides("message"), strategy=o.get("subjectnamestrategy") or "topic",
                  record_name=o.get("recordname") or None,
@@ -346,7 +349,7 @@ def read_spec(options) -> ReadSpec:
         read_committed=_bool(o, "readcommitted", False),
         view=view,
         cdc=cdc.parse_cdc(o.get("cdc")),
-        errors=Errors(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
+        errors=Malformed(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
                       corrupt_column=o.get("columnnameofcorruptrecord") or DEFAULT_CORRUPT_COLUMN,
                       bad_records_path=o.get("badrecordspath") or None),
         columns=Columns(batch_columns=_bool(o, "batchcolumns", False), include_control=include_control,
@@ -366,7 +369,7 @@ def read_spec(options) -> ReadSpec:
         files=Files(glob_filter=o.get("pathglobfilter") or "*.log",
                     recursive=_bool(o, "recursivefilelookup", True),
                     allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
-        storage=Storage(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
+        storage=StorageAccess(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
                         fail_on_data_loss=_bool(o, "failondataloss", True)),
         verify_crc=_bool(o, "verifycrc", True),
         strict=_bool(o, "strict", False),

@@ -293,7 +293,7 @@ class TypedSide:
 
 
 def _sides(spec, topic) -> list:
-    """The typed sides of a read (its :class:`spark_udfs.read.spec.Typed`)."""
+    """The typed sides of a read (its :class:`spark_udfs.read.spec.TypedOptions`)."""
     t = spec.typed
     registry = load_registry(t.registry, as_of_offset=t.as_of_offset, bearer_token=t.bearer_token)
     return [TypedSide(side, t.formats[side], registry, subject=t.subjects.get(side), topic=topic,
