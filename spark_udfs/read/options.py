@@ -21,14 +21,13 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from kafkarec._option_text import lower_keys, text_bool  # the one rule for names and booleans
+from kafkarec.errors import UsageError
+
 log = logging.getLogger("spark_udfs")
 
 __all__ = ["Option", "OPTIONS", "KAFKA_OPTIONS", "OWN_OPTIONS", "READERS", "IGNORED", "BATCH_ONLY",
            "STREAM_ONLY", "TYPED_ONLY", "LOCAL_ONLY", "LISTS", "BACKFILL_SETS", "normalize", "markdown_table"]
-
-
-from kafkarec._option_text import lower_keys, text_bool  # noqa: E402  (the one rule for names and booleans)
-from kafkarec.errors import UsageError
 
 
 class Option(NamedTuple):
@@ -189,8 +188,6 @@ IGNORED = frozenset(o.name.lower() for o in KAFKA_OPTIONS if not o.readers and n
 # kafkarec's earlier names, kept as aliases of the Kafka source's
 _ALIASES = {o.reads_as.lower(): o.name.lower() for o in KAFKA_OPTIONS
             if o.reads_as and not o.name.startswith("kafka.")}
-
-
 # the Kafka source's names a stream does not take: its ending offsets and timestamps
 BATCH_ONLY = frozenset(o.key for o in KAFKA_OPTIONS if o.readers == "R")
 STREAM_ONLY = frozenset(o.key for o in OPTIONS if o.readers == "S")

@@ -138,6 +138,9 @@ def test_one_option_table_names_each_option_once():
     names = [o.name.lower() for o in options.OPTIONS]
     assert len(names) == len(set(names))
     assert all(set(o.readers) <= set("LRST") for o in options.OPTIONS)
+    # a name the readers take under two rows' names (readCommitted, kafka.isolation.level) has
+    # the same readers in both
+    assert all(options.READERS[o.key] == o.readers for o in options.OPTIONS if o.key in options.READERS)
     # the selection kafkarec.log.selection parses is read by the listed reader
     assert all("R" in options.READERS[k] for k in selection.SELECTION_OPTIONS)
     assert options.STREAM_ONLY == {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
