@@ -1,5 +1,4 @@
-"""The options of ``format("kafkarec")``, parsed once: one option table and one frozen, typed
-read specification.
+"""The options of ``format("kafkarec")``, parsed once into one frozen, typed read specification.
 
 Where the data source takes its options (``spark.read`` / ``spark.readStream``, classic and
 Spark Connect alike: :class:`spark_udfs.read.datasource.KafkaRecDataSource`), :func:`read_spec` turns
@@ -20,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
