@@ -9,7 +9,7 @@ With ``--elapsed`` (scripts/test.sh passes the whole command's seconds, set-up i
 line holds the wall time, and a run over ``--budget`` (the suite's: 30 minutes on a fresh 2-core
 machine) ends with a WARNING line and exit status 1.  ``.venv/test-results/phases.json``, when
 test.sh wrote it, adds where the whole command's wall time went: set-up, pytest, and beside it
-scripts/test_deps.sh and the release check.
+scripts/test_deps.sh's wheelhouses and the release check.
 
 Per-directory figures are the sum of the tests' own durations (setup, call and teardown, as
 pytest reports them), so a session fixture's start-up counts for the first test that asked for
@@ -77,7 +77,7 @@ def phases(xml) -> None:
     with open(PHASES) as fh:
         p = json.load(fh)
     print(f"the whole command: {p['whole']:.0f} s = set-up {p['setup']:.0f} s + pytest {p['pytest']:.0f} s "
-          f"(beside it: scripts/test_deps.sh {p['deps']:.0f} s, then the release check "
+          f"(beside it: the wheelhouses {p['deps']:.0f} s, then the release check "
           f"{p['release']:.0f} s, ending {p['beside_end']:.0f} s after the set-up)\n")
 
 
