@@ -43,7 +43,7 @@ def test_release_builds_and_checks_every_python(tmp_path):
     out = tmp_path / "release"
     # the suite's wheelhouses (scripts/test_deps.sh: cp311, cp312) give their wheels of the same
     # sources instead of a second build; every wheel is still checked in a clean venv below
-    reuse = [arg for folder in sorted(glob.glob(os.path.join(ROOT, ".cache", "wheelhouse-*")))
+    reuse = [arg for folder in sorted(glob.glob(os.path.join(ROOT, ".cache", "wheelhouse-*/")))
              for arg in ("--reuse", folder)]
     proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "release.sh"), str(out), *reuse],
                           capture_output=True, text=True, timeout=2400)
