@@ -97,6 +97,7 @@ def shared_lock():
     and build/bdist.*, and DIR (dependency downloads, stamps).  wheelhouse.sh holds this Python's
     own lock throughout (its build environment, build/*-<tag>); a compile needs no other, so one
     Python's compile holds up no other Python's build."""
+    os.makedirs(os.path.join(ROOT, ".cache", "wheelhouse"), exist_ok=True)
     with open(os.path.join(ROOT, ".cache", "wheelhouse", "lock"), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
