@@ -11,6 +11,28 @@ build_core() {
 }
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# One compile of the core is ~140 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
+# the same C for the same Python more than once (the editable install's throwaway build folder, then
+# build/ for the in-place core; wheelhouses and the release in build/ or their own folders).  Through
+# ccache (Debian's package, which scripts/system_deps.sh installs) a repeat takes ~12 s.  Its
+# masquerade: a folder first on PATH where each C compiler's name runs ccache, which runs the real
+# one, so every Python keeps its own CC and flags, and every build started from here (pip's, the
+# wheelhouses', the release's) is cached.  The cache is the checkout's (.cache/ccache) unless
+# CCACHE_DIR names another; paths under the checkout are hashed relative to the build's folder, so
+# build folders meet.  KAFKAREC_CCACHE=0: no ccache.
+if [ "${KAFKAREC_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+    CCACHE_BIN="$ROOT/.cache/ccache-bin"
+    mkdir -p "$CCACHE_BIN"
+    for compiler in cc gcc x86_64-linux-gnu-gcc clang; do
+        if command -v "$compiler" >/dev/null 2>&1 && [ ! -e "$CCACHE_BIN/$compiler" ]; then
+            ln -s "$(command -v ccache)" "$CCACHE_BIN/$compiler"
+        fi
+    done
+    case ":$PATH:" in *":$CCACHE_BIN:"*) ;; *) export PATH="$CCACHE_BIN:$PATH" ;; esac
+    export CCACHE_DIR="${CCACHE_DIR:-$ROOT/.cache/ccache}"
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+    export CCACHE_NOHASHDIR=1      # the folder a build runs in is not part of what it compiles
+fi
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv

@@ -4,23 +4,28 @@
 # wheels each of them needs - one folder that pip and spark_udfs.register can
 # both use, whatever the executors' Python:
 #
-#   bash scripts/release.sh DIR [--python PATH ...]
+#   bash scripts/release.sh DIR [--python PATH ...] [--reuse FROM ...]
 #
 # Without --python, each of python3.9 ... python3.13 found on PATH (or under
 # pyenv) is used.  Each wheel is built by scripts/wheelhouse.sh (a cached build
 # environment per Python; nothing is rebuilt when no source changed), the first
 # Python's by pip from the sdist (wheelhouse.sh --sdist: the sdist builds from
 # source as a user's pip builds it), then installed into a clean venv of its own
-# Python, which decodes a batch; the release fails if any does not.
+# Python, which decodes a batch; the release fails if any does not.  --reuse FROM:
+# a wheelhouse (scripts/wheelhouse.sh's) whose wheels of the same sources are
+# taken for a Python other than the first instead of building them again (the
+# test suite's cp311/cp312 wheelhouses: tests/test_release.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR=""
 PYTHONS=()
+REUSE=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PYTHONS+=("$2"); shift 2 ;;
         --python=*) PYTHONS+=("${1#--python=}"); shift ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --reuse) REUSE+=(--reuse "$2"); shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         -*) echo "release.sh: unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac
@@ -52,7 +57,7 @@ WHEELS=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "${PYTHONS[0]}" --
 SDIST="$DIR/kafkarec-$VERSION.tar.gz"
 [ -f "$SDIST" ] || { echo "release.sh: wheelhouse.sh --sdist left no $SDIST" >&2; exit 1; }
 for py in "${PYTHONS[@]:1}"; do
-    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py")")
+    WHEELS+=("$(bash "$ROOT/scripts/wheelhouse.sh" "$DIR" --python "$py" "${REUSE[@]}")")
 done
 
 # Each wheel into a clean venv of its own Python: import, build and decode a batch.

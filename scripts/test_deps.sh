@@ -5,13 +5,21 @@
 #   - the bare Pythons 3.11 and 3.12 (pyspark, pyarrow, pandas only; scripts/bare_python.sh);
 #   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five.
 #
-#   bash scripts/test_deps.sh VENV_PYTHON      # exits non-zero if a piece could not be made
+#   bash scripts/test_deps.sh VENV_PYTHON [jvm] [bare] [wheelhouses]   # exits non-zero if a piece could not be made
 #
-# The three kinds run side by side (Maven and pip wait on the network, the wheel builds on gcc). A
-# piece that fails here fails again, with its error, in the test that needs it.
+# The kinds named (all three without a name) run side by side (Maven and pip wait on the network,
+# the wheel builds on gcc).  scripts/test.sh starts the JVM modules before it makes .venv (they
+# need no Python: VENV_PYTHON is not used), and the rest once .venv is there.  A piece that fails
+# here fails again, with its error, in the test that needs it.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VPY="${1:?usage: bash scripts/test_deps.sh VENV_PYTHON}"
+VPY="${1:?usage: bash scripts/test_deps.sh VENV_PYTHON [jvm] [bare] [wheelhouses]}"
+shift
+KINDS=("$@")
+[ ${#KINDS[@]} -gt 0 ] || KINDS=(jvm bare wheelhouses)
+for kind in "${KINDS[@]}"; do
+    case "$kind" in jvm|bare|wheelhouses) ;; *) echo "test_deps.sh: unknown kind $kind" >&2; exit 2 ;; esac
+done
 cd "$ROOT"
 mkdir -p .cache
 LOG_DIR="$ROOT/.venv/test-deps"
@@ -49,16 +57,22 @@ wheelhouses() {
 }
 
 STARTED=$SECONDS
-jvm_modules > "$LOG_DIR/jvm.log" 2>&1 & JVM=$!
-bare_pythons > "$LOG_DIR/bare.log" 2>&1 & BARE=$!
-wheelhouses > "$LOG_DIR/wheelhouse.log" 2>&1 & WHEELS=$!
+JOBS=()
+for kind in "${KINDS[@]}"; do
+    case "$kind" in
+        jvm) jvm_modules > "$LOG_DIR/jvm.log" 2>&1 & ;;
+        bare) bare_pythons > "$LOG_DIR/bare.log" 2>&1 & ;;
+        wheelhouses) wheelhouses > "$LOG_DIR/wheelhouses.log" 2>&1 & ;;
+    esac
+    JOBS+=("$kind:$!")
+done
 RC=0
-for job in "jvm:$JVM" "bare:$BARE" "wheelhouse:$WHEELS"; do
+for job in "${JOBS[@]}"; do
     if ! wait "${job#*:}"; then
         echo "test_deps.sh: ${job%%:*} failed (log: $LOG_DIR/${job%%:*}.log):" >&2
         tail -20 "$LOG_DIR/${job%%:*}.log" >&2
         RC=1
     fi
 done
-echo "test_deps.sh: JVM modules, bare Pythons and wheelhouses ready in $((SECONDS - STARTED)) s" >&2
+echo "test_deps.sh: ${KINDS[*]} ready in $((SECONDS - STARTED)) s" >&2
 exit $RC

@@ -3,6 +3,13 @@ under ``.venv/test-results/``: the wall time of each pytest run, the summed test
 directory, and the slowest tests.
 
     python scripts/test_times.py [XML ...] [--top N]
+    python scripts/test_times.py --closing-line [--elapsed SECONDS --budget SECONDS]
+
+With ``--elapsed`` (scripts/test.sh passes the whole command's seconds, set-up included) the closing
+line holds the wall time, and a run over ``--budget`` (the suite's: 30 minutes on a fresh 2-core
+machine) ends with a WARNING line and exit status 1.  ``.venv/test-results/phases.json``, when
+test.sh wrote it, adds where the whole command's wall time went: set-up, pytest, and beside it
+scripts/test_deps.sh's wheelhouses and the release check.
 
 Per-directory figures are the sum of the tests' own durations (setup, call and teardown, as
 pytest reports them), so a session fixture's start-up counts for the first test that asked for
@@ -13,12 +20,16 @@ from __future__ import annotations
 import argparse
 import collections
 import glob
+import json
 import os
 import sys
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_GLOB = os.path.join(ROOT, ".venv", "test-results", "*.xml")
+PHASES = os.path.join(ROOT, ".venv", "test-results", "phases.json")
+#: The suite's budget: the whole of ``bash scripts/test.sh`` on a fresh 2-core machine, set-up included.
+BUDGET_SECONDS = 30 * 60
 
 
 def _directory(classname: str, file: str | None) -> str:
@@ -50,12 +61,35 @@ def read(paths):
     return runs, cases
 
 
+def over_budget(elapsed: float | None, budget: float) -> int:
+    """1 and a WARNING line when the whole command took longer than the budget, else 0."""
+    if elapsed is None or elapsed <= budget:
+        return 0
+    print(f"WARNING: the whole test command took {elapsed:.0f} s, over the suite's budget of {budget:.0f} s "
+          f"(by {elapsed - budget:.0f} s): scripts/test_times.py shows where the time went")
+    return 1
+
+
+def phases(xml) -> None:
+    """Where test.sh's wall time went (its phases.json), when the report is of its results."""
+    if xml or not os.path.isfile(PHASES):
+        return
+    with open(PHASES) as fh:
+        p = json.load(fh)
+    print(f"the whole command: {p['whole']:.0f} s = set-up {p['setup']:.0f} s + pytest {p['pytest']:.0f} s "
+          f"(beside it: the wheelhouses {p['deps']:.0f} s, then the release check "
+          f"{p['release']:.0f} s, ending {p['beside_end']:.0f} s after the set-up)\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("xml", nargs="*", help=f"JUnit XML files (default: {DEFAULT_GLOB})")
     ap.add_argument("--top", type=int, default=20, help="how many of the slowest tests (default 20)")
     ap.add_argument("--closing-line", action="store_true",
                     help="print only the counts of every run together: 'suite: N passed, N failed, N skipped'")
+    ap.add_argument("--elapsed", type=float, help="the whole command's wall time in seconds, set-up included")
+    ap.add_argument("--budget", type=float, default=BUDGET_SECONDS,
+                    help=f"the suite's budget in seconds (default {BUDGET_SECONDS}): over it, a WARNING and exit 1")
     args = ap.parse_args(argv)
     paths = args.xml or sorted(glob.glob(DEFAULT_GLOB))
     if not paths:
@@ -64,8 +98,10 @@ def main(argv=None) -> int:
     runs, cases = read(paths)
     if args.closing_line:
         tests, failed, skipped = (sum(r[i] for r in runs) for i in (2, 3, 4))
-        print(f"suite: {tests - failed - skipped} passed, {failed} failed, {skipped} skipped")
-        return 0
+        took = "" if args.elapsed is None else f" in {args.elapsed:.0f} s (budget {args.budget:.0f} s)"
+        print(f"suite: {tests - failed - skipped} passed, {failed} failed, {skipped} skipped{took}")
+        return over_budget(args.elapsed, args.budget)
+    phases(args.xml)
     print("pytest runs (wall time as pytest measured it):")
     for name, seconds, tests, failed, skipped in runs:
         print(f"  {name:<20} {seconds:8.1f} s  {tests:5d} tests, {failed} failed or errors, {skipped} skipped")

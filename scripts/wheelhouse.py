@@ -3,8 +3,11 @@
 and add the dependency wheels this interpreter needs (``packaging``'s among them:
 a bare executor imports it from its wheel before it can resolve anything else).
 
-``wheelhouse.py [--sdist] DIR``; with ``--sdist`` kafkarec's sdist is made too and the wheel is
-built from it by pip, as for a user who installs the sdist (see wheelhouse.sh).
+``wheelhouse.py [--sdist] [--reuse FROM]... DIR``; with ``--sdist`` kafkarec's sdist is made too and
+the wheel is built from it by pip, as for a user who installs the sdist (see wheelhouse.sh).  With
+``--reuse FROM`` (not with ``--sdist``), a wheelhouse FROM whose stamp for this interpreter is current
+for these sources gives DIR its wheels (kafkarec's and the dependencies', copied) instead of a build:
+the release takes the suite's cp311/cp312 wheelhouses of the same sources.
 ``wheelhouse.py --if-current [--sdist] DIR``, by the target interpreter itself, only checks the
 stamp (standard library only, so before wheelhouse.sh takes its lock or makes a build
 environment): it prints the kafkarec wheel and exits 0 when DIR is up to date, else exits 1."""
@@ -94,6 +97,7 @@ def shared_lock():
     and build/bdist.*, and DIR (dependency downloads, stamps).  wheelhouse.sh holds this Python's
     own lock throughout (its build environment, build/*-<tag>); a compile needs no other, so one
     Python's compile holds up no other Python's build."""
+    os.makedirs(os.path.join(ROOT, ".cache", "wheelhouse"), exist_ok=True)
     with open(os.path.join(ROOT, ".cache", "wheelhouse", "lock"), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
@@ -180,12 +184,36 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
     return wheels
 
 
-def main(out: str, with_sdist: bool) -> int:
+def reuse(out: str, sources: list, digest: str) -> list | None:
+    """The wheels of the first of ``sources`` whose stamp for this interpreter is current for
+    ``digest``, copied into ``out`` with that stamp (files already there are kept); else None."""
+    files = boot_module("files")
+    for source in sources:
+        source = os.path.abspath(source)
+        wheels = current_wheels(source, digest, False)
+        if not wheels or source == out:
+            continue
+        with shared_lock():
+            for name in wheels:
+                if not os.path.isfile(os.path.join(out, name)):
+                    files.atomic_write(os.path.join(out, name), source=os.path.join(source, name), mode=0o644)
+            with open(stamp_path(source), "rb") as fh:
+                files.atomic_write(stamp_path(out), fh.read(), mode=0o644)
+        print(f"wheelhouse {out} for Python {platform.python_version()} ({sys.implementation.cache_tag}): "
+              f"{len(wheels)} wheels of the same sources taken from {source}", file=sys.stderr)
+        print(os.path.join(out, wheels[0]))
+        return wheels
+    return None
+
+
+def main(out: str, with_sdist: bool, sources: list = ()) -> int:
     digest = source_digest()
     # again, now that wheelhouse.sh holds this Python's lock: another process may have built it
     wheels = current_wheels(out, digest, with_sdist)
     if wheels:
         return report_current(out, wheels)
+    if sources and not with_sdist and reuse(out, list(sources), digest):
+        return 0
     L = boot_module("wheels")
 
     interp = L.interpreter()
@@ -216,8 +244,9 @@ if __name__ == "__main__":
     parser.add_argument("dir")
     parser.add_argument("--sdist", action="store_true")
     parser.add_argument("--if-current", action="store_true")
+    parser.add_argument("--reuse", action="append", default=[], metavar="FROM")
     args = parser.parse_args()
     if args.if_current:
         found = current_wheels(args.dir, source_digest(), args.sdist)
         sys.exit(report_current(args.dir, found) if found else 1)
-    sys.exit(main(args.dir, args.sdist))
+    sys.exit(main(args.dir, args.sdist, args.reuse))

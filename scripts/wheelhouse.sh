@@ -4,7 +4,7 @@
 # lz4, zstandard, python-snappy + cramjam, isal, cryptography + cffi, packaging), plus the Protobuf schema
 # compiler's (grpcio-tools, protobuf and what they require), for one Python:
 #
-#   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--sdist]
+#   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--sdist] [--reuse FROM]...
 #
 # DIR defaults to wheelhouse/ in the repository; PATH to .venv/bin/python (else
 # python3).  Wheels for several Pythons may share one DIR.  --sdist: kafkarec's
@@ -12,8 +12,10 @@
 # user who installs the sdist (in isolation: Cython and gcc from the sdist's
 # sources alone) instead of in the checkout.  Re-running when no
 # source changed does nothing, at once, even while other builds hold the locks
-# (a stamp per Python in DIR); when only some sources changed, only what they
-# feed is rebuilt (Cython's C is regenerated, once for every Python, only when
+# (a stamp per Python in DIR).  --reuse FROM (not with --sdist): when the
+# wheelhouse FROM is current for this Python and these sources, its wheels are
+# copied into DIR instead of built (scripts/release.sh takes the suite's).
+# When only some sources changed, only what they feed is rebuilt (Cython's C is regenerated, once for every Python, only when
 # what Cython reads changed; the compiled core is kept in build/ and recompiled
 # only when the C, a header or setup.py is newer).
 #
@@ -24,12 +26,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR=""
 PY=""
 SDIST=()
+REUSE=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
         --sdist) SDIST=(--sdist); shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        --reuse) REUSE+=(--reuse "$2"); shift 2 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac
@@ -65,4 +69,4 @@ if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$
     "$BUILD/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_REQS[@]}"
     printf '%s' "$WANT" > "$BUILD/.stamp"
 fi
-exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "$DIR"
+exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "${REUSE[@]}" "$DIR"

@@ -1,6 +1,6 @@
 """The lanes hold: under ``--dist loadgroup`` every test of one xdist group runs in one worker
 (tests/support/lanes.py relies on it to start each component once), and the lanes plugin groups
-tests that share a component or a module and leaves the rest free."""
+tests that share a component or a module-scoped fixture and leaves the rest free."""
 from __future__ import annotations
 
 import os
@@ -52,6 +52,69 @@ def test_a_group_runs_in_one_worker(tmp_path):
     assert len([s for s in seen if s[1] == "component"]) == 7
     assert len(component) == 1, f"one group ran in workers {sorted(component)}: {seen}"
     assert len([s for s in seen if s[1] == "free"]) == 6
+
+
+SPLIT_PROBE = '''
+import pytest
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    return "a stand-in"
+
+@pytest.fixture(scope="module")
+def local_app():
+    return "this module's own spark-submit, run once"
+
+@pytest.fixture(scope="module")
+def topic(kafka_broker):
+    return "a module fixture over the component"
+
+@pytest.mark.spark
+@pytest.mark.parametrize("i", range(3))
+def test_local_mode(i, local_app):
+    pass
+
+def test_on_the_broker(kafka_broker):
+    pass
+
+def test_on_the_topic(topic):
+    pass
+
+@pytest.mark.spark
+def test_marked_only():
+    pass
+'''
+
+GROUPS_CONFTEST = '''
+import os
+pytest_plugins = ["support.lanes"]
+
+def pytest_collection_finish(session):
+    with open(os.environ["LANES_PROBE_OUT"], "w") as fh:
+        for item in session.items:
+            mark = item.get_closest_marker("xdist_group")
+            print(item.name, mark.args[0] if mark else "-", file=fh)
+'''
+
+
+def test_a_module_splits_where_its_tests_share_no_fixture(tmp_path):
+    """A module's local-mode tests and its component test share no fixture: two groups, so the
+    local half can run in the other worker than the component's (the standalone cluster's group
+    was the suite's longest lane); the tests of a module-scoped fixture stay together."""
+    (tmp_path / "test_probe.py").write_text(SPLIT_PROBE)
+    (tmp_path / "conftest.py").write_text(GROUPS_CONFTEST)
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    out = tmp_path / "groups.txt"
+    env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LANES_PROBE_OUT=str(out))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "--collect-only", "-q", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    group = dict(line.split() for line in out.read_text().splitlines())
+    assert {group[f"test_local_mode[{i}]"] for i in range(3)} == {"test_probe.py::local_app"}
+    assert group["test_on_the_broker"] == group["test_on_the_topic"] == "kafka_broker"
+    assert group["test_marked_only"] == "test_probe.py"     # no fixture to go by: its module
 
 
 def test_marks_slow_and_groups_by_shared_component():

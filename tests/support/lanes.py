@@ -5,7 +5,11 @@ standalone cluster and Spark Connect, the broker, PostgreSQL, MariaDB and Debezi
 once per pytest process and shared by every test that needs them (``tests/support``).  Under
 pytest-xdist each worker is such a process, so the tests that share a component must run in the same
 worker: every component test gets an ``xdist_group``, and two tests share a group when they share a
-component or a module (a module's own fixtures, such as a ``spark-submit`` of its job, then run once).
+component or a module-scoped fixture (a module's own fixtures, such as a ``spark-submit`` of its job,
+then run once).  A component test that uses neither (only a per-lane component, or only a marker) goes
+with its module.  So a module whose local-mode tests and whose cluster test share no fixture is two
+groups, and its local-mode half runs in the other worker than the cluster's tests: the standalone
+cluster's group was the suite's longest lane.
 The in-process SparkSession and SeaweedFS are the exceptions (``PER_LANE_FIXTURES``): one per worker
 that uses them.
 Groups that share nothing run side by side in the two workers, and the tests of no component (the
@@ -73,6 +77,22 @@ def components_of(item: pytest.Item) -> List[str]:
     return []
 
 
+def scoped_fixtures(item: pytest.Item, module: str) -> List[str]:
+    """The module-, class- and package-scoped fixtures ``item``'s closure holds, each named by the
+    instance it gets (``scoped:<module>::<fixture>``; a package's per package): the tests that share
+    one must share a worker, or it runs once in each.  Session-scoped ones other than the
+    components are caches each worker may fill (bare Pythons, wheelhouses: built once, locked)."""
+    info = getattr(item, "_fixtureinfo", None)
+    names = []
+    for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+        scope = str(getattr(defs[-1], "scope", "function"))
+        if scope in ("module", "class"):
+            names.append(f"scoped:{module}::{name}")
+        elif scope == "package":
+            names.append(f"scoped:{defs[-1].baseid}::{name}")
+    return sorted(names)
+
+
 def pytest_configure(config):
     # known with or without pytest-xdist installed (--strict-markers)
     config.addinivalue_line("markers", "xdist_group(name): run in the named pytest-xdist group")
@@ -89,10 +109,11 @@ def pytest_collection_modifyitems(config, items):
         used = components_of(item)
         if not used:
             continue
-        module = "module:" + item.nodeid.split("::", 1)[0]
-        groups.union([module] + [u for u in used if u != "-"])
-        chosen.append((item, module))
-    for item, module in chosen:
-        group = groups.find(module).split(":", 1)[1]
+        module = item.nodeid.split("::", 1)[0]
+        names = [u for u in used if u != "-"] + scoped_fixtures(item, module)
+        groups.union(names or ["module:" + module])
+        chosen.append((item, (names or ["module:" + module])[0]))
+    for item, name in chosen:
+        group = groups.find(name).split(":", 1)[1]
         item.add_marker(pytest.mark.xdist_group(group))
         item.add_marker(pytest.mark.slow)

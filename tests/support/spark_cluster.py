@@ -56,6 +56,7 @@ class StandaloneCluster:
         self.spark_class = os.path.join(os.path.dirname(python), "spark-class")
         self.env = H.bare_env(python, env)
         self.env["SPARK_LOG_DIR"] = os.path.join(workdir, "logs")
+        self.env["SPARK_DAEMON_JAVA_OPTS"] = H.SPARK_JVM_FLAGS     # the master's and workers' JVMs
         if app_cores:
             self.env["SPARK_MASTER_OPTS"] = f"-Dspark.deploy.defaultCores={app_cores}"
         self.n_workers, self.cores, self.memory = workers, cores, memory

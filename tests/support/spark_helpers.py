@@ -36,6 +36,15 @@ def spark_available() -> str | None:
     return None
 
 
+#: The JVM flags of every Spark JVM the suite starts (the in-process session's, each application's
+#: driver and executors, the standalone cluster's daemons, the Connect server), as the suite's other
+#: JVMs run (the broker, Kafka's tools: support/kafka_broker.py, support/jvm.py): one JIT tier and the
+#: serial collector.  The suite's applications are short and read little, and on a 2-core machine C2's
+#: compiler threads and G1's workers cost more CPU than they save (measured on a small local
+#: application: 49 CPU-s -> 33 CPU-s).  Kafkarec's code and what the tests prove do not depend on them.
+SPARK_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def spark_env(extra=None) -> dict:
     env = dict(os.environ)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -59,6 +68,7 @@ def make_session(cache_dir: str):
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
+        "spark.driver.extraJavaOptions": SPARK_JVM_FLAGS,
     }).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -5,8 +5,9 @@ builds it here.
 
 The command runs the ``spark-submit`` next to ``python`` (a bare interpreter with pyspark, never
 the project's venv), in the environment of a user's shell (:func:`spark_helpers.bare_env`: no
-PYTHONPATH, the driver and the workers on ``python``).  Every application has the UI off; the
-rest is the caller's.
+PYTHONPATH, the driver and the workers on ``python``).  Every application has the UI off and its
+driver and executors on the suite's Spark JVM flags (``spark_helpers.SPARK_JVM_FLAGS``); the rest is
+the caller's.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def spark_submit(python: str, app: Optional[str] = None, args: Sequence[str] = (
                  driver_memory: Optional[str] = None, main_class: Optional[str] = None,
                  env: Optional[Mapping[str, str]] = None, extra: Sequence[str] = ()) -> SparkSubmit:
     """``spark-submit --master MASTER [--class C] [--driver-memory M] --conf spark.ui.enabled=false
-    [--conf K=V]... [--jars J,...] [EXTRA...] [--py-files F] [APP ARGS...]`` from ``python``'s folder.
+    --conf spark.{driver,executor}.extraJavaOptions=<SPARK_JVM_FLAGS> [--conf K=V]... [--jars J,...]
+    [EXTRA...] [--py-files F] [APP ARGS...]`` from ``python``'s folder.
 
     ``app`` is the application's script (none for a ``main_class`` of Spark's own, such as the
     Connect server); ``conf`` more ``--conf`` settings, in order; ``extra`` more spark-submit
@@ -39,7 +41,8 @@ def spark_submit(python: str, app: Optional[str] = None, args: Sequence[str] = (
         cmd += ["--class", main_class]
     if driver_memory:
         cmd += ["--driver-memory", driver_memory]
-    for key, value in {"spark.ui.enabled": "false", **(conf or {})}.items():
+    for key, value in {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": H.SPARK_JVM_FLAGS,
+                       "spark.executor.extraJavaOptions": H.SPARK_JVM_FLAGS, **(conf or {})}.items():
         cmd += ["--conf", f"{key}={value}"]
     jars = list(jars)
     if jars:
