@@ -346,6 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     schemas_cmd.add_parser(sub)
     from kafkarec.cli import audit as audit_cmd       # a lakehouse table against the log
     audit_cmd.add_parser(sub)
+    from kafkarec.cli import census as census_cmd     # census, --what-if, find (kafkarec.census)
+    census_cmd.add_parsers(sub)
     return p
 
 
