@@ -45,16 +45,23 @@ class KeyTally:
             if len(latest) > self.max_exact_keys:
                 self._overflow()
             return
-        update = self.hll.update
+        update, digest = self.hll.update, self._digest
         for k in keys:
             if k is not None:
-                update(k)
+                update(digest(k))
+
+    def _digest(self, key: bytes) -> int:
+        """The sketch takes numbers and text, not bytes: the key's 64-bit digest (the core's
+        keyed-state digest, its first 8 bytes) as a signed int, hashed again by the sketch."""
+        return int.from_bytes(self._map.digest(key)[:8], "little", signed=True)
 
     def _overflow(self) -> None:
+        from kafkarec._core import KEY_MAP_MIN_BYTES, KeyOffsetMap
         ds = require("datasketches")
         self.hll = ds.hll_sketch(HLL_LG_K)
+        self._map = KeyOffsetMap(KEY_MAP_MIN_BYTES)      # for its digest only
         for k in self.latest:
-            self.hll.update(k)
+            self.hll.update(self._digest(k))
         self.latest = None
 
     def result(self, as_of_ms: int) -> dict:
