@@ -81,6 +81,8 @@ class _Writer:
         self.bytes = self.batches = 0
         self.seconds = 0.0
         self.builder = None
+        self.batch_bytes: List[int] = []        # each batch's size and records, in order
+        self.batch_records: List[int] = []
 
     def _new(self):
         from kafkarec import RecordBatchBuilder
@@ -103,16 +105,19 @@ class _Writer:
             self.seconds += time.perf_counter() - t0
             self.bytes += len(data)
             self.batches += 1
+            self.batch_bytes.append(len(data))
+            self.batch_records.append(self.builder.record_count)
         self.builder = None
 
 
 def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_SIZE, keep_batches: bool = False,
             bounds=None, selection=None, storage_options: Optional[dict] = None,
-            tiered_storage: Optional[str] = None) -> dict:
+            tiered_storage: Optional[str] = None, detail: bool = False) -> dict:
     """The committed records of ``source`` re-batched and written with each of ``codecs`` (see
     the module doc).  Returns ``{"batch_size", "keep_batches", "codecs": [{"codec", "batches",
     "bytes", "ratio", "compress_seconds"}], "partitions": [...]}``: ``ratio`` is the bytes
-    without compression (``none``, always computed) over the codec's bytes."""
+    without compression (``none``, always computed) over the codec's bytes; ``detail``: each
+    partition's codecs also give ``batch_bytes`` and ``batch_records``, batch by batch."""
     from kafkarec.errors import UsageError
     if not keep_batches and batch_size <= 0:
         raise UsageError(f"batch size {batch_size}: at least 1")
@@ -153,7 +158,9 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
             t[0] += w.batches
             t[1] += w.bytes
             t[2] += w.seconds
-            row["codecs"].append({"codec": c.label, "batches": w.batches, "bytes": w.bytes})
+            row["codecs"].append({"codec": c.label, "batches": w.batches, "bytes": w.bytes,
+                                  **({"batch_bytes": w.batch_bytes, "batch_records": w.batch_records}
+                                     if detail else {})})
         rows.append(row)
     plain = next(t[1] for c, t in totals.items() if c.name == "none")
     out = [{"codec": c.label, "batches": int(totals[c][0]), "bytes": int(totals[c][1]),
