@@ -2,7 +2,7 @@
 (so a change to how a scan is constructed is one change here)."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 __all__ = ["ReadSettings", "open_scan", "topic_partition_counts"]
 
@@ -12,9 +12,9 @@ class ReadSettings(NamedTuple):
     ``bounds`` (:class:`kafkarec.scan.Bounds`: topics, partitions, offsets, times),
     ``selection`` (the Kafka source's options, :mod:`kafkarec.log.selection`),
     ``storage_options``, ``tiered_storage``, ``verify_crc``."""
-    source: object
-    bounds: object = None
-    selection: object = None
+    source: Any
+    bounds: Any = None
+    selection: Any = None
     storage_options: Optional[dict] = None
     tiered_storage: Optional[str] = None
     verify_crc: bool = True

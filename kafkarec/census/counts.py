@@ -24,7 +24,7 @@ DEFAULT_MAX_EXACT_KEYS = 1_000_000
 _COMMITTED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers",
                       "producerId", "compression", "batchBaseOffset", "batchPosition", "batchSize",
                       "deleteHorizonMs")
-_UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchSize")
+_UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize")
 
 
 class _Tally:
@@ -52,8 +52,10 @@ class PartitionCensus:
         self.as_of_ms = as_of_ms
         self.records = self.tombstones = self.null_keys = 0
         self.batches = self.bytes = self.payload_bytes = 0
-        self.first_offset = self.last_offset = None
-        self.min_timestamp = self.max_timestamp = None
+        self.first_offset: Optional[int] = None
+        self.last_offset: Optional[int] = None
+        self.min_timestamp: Optional[int] = None
+        self.max_timestamp: Optional[int] = None
         self.codecs: Dict[str, _Tally] = {}
         self.producers: Dict[int, _Tally] = {}
         self.header_keys: Dict[str, List[int]] = {}      # key -> [records carrying it, value bytes]
@@ -65,8 +67,8 @@ class PartitionCensus:
         self.all_records = self.all_batches = self.all_bytes = 0   # read_uncommitted, data + control
         self.control_records = self.control_batches = 0
         self.errors: List[dict] = []
-        self._last_batch = None
-        self._last_all_batch = None
+        self._last_batch: Optional[int] = None
+        self._last_all_batch: Optional[int] = None
 
     # --- the read_committed pass ----------------------------------------------------------
     def add_committed(self, rb, partition_for_key: Optional[Callable]) -> None:
@@ -146,9 +148,7 @@ class PartitionCensus:
     def _schema_ids(self, values, headers, vlen) -> None:
         """Writer ids of registry-framed values (Confluent's prefix or header id)."""
         from kafkarec.registry.wire import parse_ids
-        ids = parse_ids(values, headers=headers)
-        pc = require("pyarrow.compute")
-        writer = ids.writer_ids
+        writer = parse_ids(values, headers=headers).writer_ids
         if writer.null_count == len(writer):
             return
         for wid, length in zip(writer.to_pylist(), vlen.tolist()):
@@ -156,7 +156,6 @@ class PartitionCensus:
                 t = self.schema_ids.setdefault(wid, [0, 0])
                 t[0] += 1
                 t[1] += int(length)
-        del pc
 
     # --- the read_uncommitted pass ---------------------------------------------------------
     def add_uncommitted(self, rb) -> None:
@@ -279,7 +278,7 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
             n = pc_.num_partitions
             place = (lambda k, n=n: partition_for_key(k, n)) if n else None
             for rb in scan.read_piece(piece):
-                rb = _errors_out(rb, pc_, is_committed)
+                rb = _errors_out(rb, pc_)
                 if rb is None:
                     continue
                 if is_committed:
@@ -293,16 +292,18 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     return Census(partitions=rows, topics=_topic_rows(rows), as_of_ms=as_of, max_exact_keys=max_exact_keys)
 
 
-def _errors_out(rb, part: PartitionCensus, committed: bool):
+def _errors_out(rb, part: PartitionCensus):
     """The rows of ``rb`` that are records; its error rows (a damaged batch: PERMISSIVE's
-    ``_corrupt_record``) counted in ``part.errors`` (the committed pass's only: both passes
-    meet the same damage)."""
+    ``_corrupt_record``) counted in ``part.errors``, once per batch position (both passes meet
+    damage outside aborted transactions; the read_uncommitted pass alone meets it inside)."""
     pc = require("pyarrow.compute")
     corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
-    if not corrupt.null_count == len(corrupt):
+    if corrupt.null_count < len(corrupt):
         bad = pc.is_valid(corrupt)
-        if committed:
-            for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
+        seen = {e["position"] for e in part.errors}
+        for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
+            if row["batchPosition"] not in seen:
+                seen.add(row["batchPosition"])
                 part.errors.append({"position": row["batchPosition"], "base_offset": row["batchBaseOffset"],
                                     "message": row["_corrupt_record"]})
         rb = rb.filter(pc.invert(bad))

@@ -17,7 +17,7 @@ tombstones are kept (the cleaner would set one now).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from kafkarec._extras import require
 
@@ -32,7 +32,8 @@ class KeyTally:
     def __init__(self, max_exact_keys: int):
         self.max_exact_keys = max_exact_keys
         self.latest: Optional[dict] = {}        # key -> (is_tombstone, size, delete_horizon_ms)
-        self.hll = None
+        self.hll: Any = None                   # a datasketches.hll_sketch past the bound
+        self._map: Any = None
 
     def add(self, keys, tombstones, sizes, horizons) -> None:
         """One run of records: keys (bytes or None), tombstone flags, payload sizes, the
@@ -60,7 +61,7 @@ class KeyTally:
         ds = require("datasketches")
         self.hll = ds.hll_sketch(HLL_LG_K)
         self._map = KeyOffsetMap(KEY_MAP_MIN_BYTES)      # for its digest only
-        for k in self.latest:
+        for k in self.latest or ():
             self.hll.update(self._digest(k))
         self.latest = None
 

@@ -93,8 +93,8 @@ def _matches(scan, key, value_contains, value_regex, headers) -> Iterator[dict]:
             rb = rb.filter(pc.invert(bad))
         mask = None
         if key is not None:
-            mask = _and(mask, pc.equal(rb.column(0), pa.scalar(key, pa.binary())))
-        values = rb.column(1)
+            mask = _and(mask, pc.equal(rb.column(rb.schema.get_field_index("key")), pa.scalar(key, pa.binary())))
+        values = rb.column(rb.schema.get_field_index("value"))
         if value_contains is not None:
             mask = _and(mask, _contains(values, value_contains))
         if value_regex is not None:

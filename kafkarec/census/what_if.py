@@ -14,7 +14,7 @@ rule: the figures here are those of batches cut at the uncompressed size.
 from __future__ import annotations
 
 import time
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec.census._scan import ReadSettings, open_scan
 
@@ -80,7 +80,7 @@ class _Writer:
         self.batch_size = batch_size
         self.bytes = self.batches = 0
         self.seconds = 0.0
-        self.builder = None
+        self.builder: Any = None
         self.batch_bytes: List[int] = []        # each batch's size and records, in order
         self.batch_records: List[int] = []
 

@@ -143,7 +143,7 @@ def _table(doc: dict) -> str:
                      + (f", {t['misplaced_records']} records off their murmur2 partition"
                         if t["misplaced_records"] else "")
                      + (f", {t['errors']} damaged batch(es)" if t["errors"] else ""))
-        codecs = {}
+        codecs: dict = {}
         for p in doc["partitions"]:
             if p["topic"] == t["topic"]:
                 for name, c in p["codecs"].items():
