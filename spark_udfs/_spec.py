@@ -52,7 +52,7 @@ OPTIONS = (
     Option("mode", "choice", "PERMISSIVE", "LR", "PERMISSIVE / DROPMALFORMED / FAILFAST: what a batch that "
            "cannot be decoded does (an error row / left out / the query fails)"),
     Option("columnNameOfCorruptRecord", "text", "_corrupt_record", "LRS", "PERMISSIVE's error column"),
-    Option("batchColumns", "bool", "false", "LRS", "add producerId ... magic (batch-level columns)"),
+    Option("batchColumns", "bool", "false", "LRS", "add producerId ... magic, batchSize, deleteHorizonMs (batch-level columns)"),
     Option("includeControl", "bool", "false", "LRS", "keep control records (transaction markers)"),
     Option("readCommitted", "bool", "false", "LRS", "what a read_committed consumer sees (alias of "
            "`kafka.isolation.level=read_committed`)"),
