@@ -440,3 +440,11 @@ class AvroOp(enum.IntEnum):
     OP_SKIP_MAP = 26
     OP_SKIP_UNION = 27
     OP_NOP = 28
+
+# Kafka's default partitioner, _core_src/_partitioner.pxi
+def murmur2(key: _Buffer, /) -> int:
+    """Kafka's ``Utils.murmur2(key)``: a signed 32-bit int, as Java returns it."""
+    ...
+def partition_for_key(key: _Buffer, num_partitions: int, /) -> int:
+    """The partition Kafka's default partitioner names for a non-null key."""
+    ...

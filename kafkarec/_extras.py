@@ -25,6 +25,7 @@ EXTRAS = {
     "duckdb": ("duckdb", "engines"),
     "ray": ("ray", "engines"),
     "daft": ("daft", "engines"),
+    "datasketches": ("datasketches", "census"),
 }
 
 

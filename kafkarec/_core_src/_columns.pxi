@@ -39,6 +39,7 @@ def arrow_schema(*, batch_columns=False):
             pa.field("isControl", pa.bool_()), pa.field("compression", pa.string()),
             pa.field("batchPosition", pa.int64()), pa.field("batchBaseOffset", pa.int64()),
             pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
+            pa.field("batchSize", pa.int32()), pa.field("deleteHorizonMs", pa.int64()),
         ]
     schema = _schemas[bool(batch_columns)] = pa.schema(fields)
     return schema
@@ -55,6 +56,7 @@ cdef class _ArrowColumns:
     # batch-level columns
     cdef _Column producer_id, producer_epoch, sequence, is_transactional, is_control, compression
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
+    cdef _Column batch_size, delete_horizon_ms       # the batch's bytes; the cleaner's horizon or null
 
     def __cinit__(self, bint batch_columns, bint lean=False):
         pa = pyarrow()
@@ -82,6 +84,8 @@ cdef class _ArrowColumns:
             self.batch_base_offset = new_column(CK_I64, pa.int64(), False)
             self.partition_leader_epoch = new_column(CK_I32, pa.int32(), False)
             self.magic = new_column(CK_I8, pa.int8(), False)
+            self.batch_size = new_column(CK_I32, pa.int32(), False)
+            self.delete_horizon_ms = new_column(CK_I64, pa.int64(), True)
 
     cdef list columns(self):
         """The columns built, in the schema's order (without topic and partition)."""
@@ -94,7 +98,7 @@ cdef class _ArrowColumns:
         if self.batch_columns:
             out += [self.producer_id, self.producer_epoch, self.sequence, self.is_transactional,
                     self.is_control, self.compression, self.batch_position, self.batch_base_offset,
-                    self.partition_leader_epoch, self.magic]
+                    self.partition_leader_epoch, self.magic, self.batch_size, self.delete_horizon_ms]
         return out
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
@@ -124,6 +128,11 @@ cdef class _ArrowColumns:
             col_put_int(self.batch_base_offset, b._base_offset)
             col_put_int(self.partition_leader_epoch, b.partition_leader_epoch)
             col_put_int(self.magic, b.magic)
+            col_put_int(self.batch_size, b.size_in_bytes)
+            if b.magic >= 2 and (b.attributes & ATTR_DELETE_HORIZON):
+                col_put_int(self.delete_horizon_ms, b.base_timestamp)
+            else:
+                col_null(self.delete_horizon_ms)
         self.rows += 1
         return 0
 

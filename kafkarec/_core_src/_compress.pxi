@@ -116,6 +116,7 @@ cdef object zstd_compressor(object level):
     return compressor
 
 
+
 cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
     """``data`` compressed as Kafka writes ``codec`` for a ``magic`` message set (the
     legacy builder's path; v2 batches use compressed_batch_bytes, which writes the
@@ -140,5 +141,9 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
             return bytes(fixed)
         return frame
     if codec == 4:
-        return zstd_compressor(3 if level is None else level).compress(data)
+        # As Kafka's ZstdOutputStream behind a BufferedOutputStream: one stream, flushed (the
+        # buffer's flush ends a block) then ended, so the frame ends with an empty last block.
+        stream = zstd_compressor(3 if level is None else level).compressobj()
+        flush_block = codec_lib("zstandard", "zstandard").COMPRESSOBJ_FLUSH_BLOCK
+        return stream.compress(data) + stream.flush(flush_block) + stream.flush()
     raise EncodeError(f"Unknown compression type id: {codec}")

@@ -3,6 +3,8 @@
     kafkarec dump   PATH...   kafka-dump-log.sh work-alike (same lines)
     kafkarec verify PATH...   CRCs, offsets, indexes; exit status 1 on problems
     kafkarec stats  PATH...   batches, records, codecs, producers, sizes
+    kafkarec census PATH...   records, keys, live keys, tombstones, placement; --what-if codecs
+    kafkarec find   PATH...   records by key, value or header
 
 PATH may be a log directory root, a ``<topic>-<partition>`` directory or
 files.  This module parses arguments, resolves PATHs into files and
@@ -346,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     schemas_cmd.add_parser(sub)
     from kafkarec.cli import audit as audit_cmd       # a lakehouse table against the log
     audit_cmd.add_parser(sub)
+    from kafkarec.cli import census as census_cmd     # census, --what-if, find (kafkarec.census)
+    census_cmd.add_parsers(sub)
     return p
 
 

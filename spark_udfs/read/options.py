@@ -121,7 +121,7 @@ OPTIONS = (
     _own("mode", "choice", "PERMISSIVE", "LR", "PERMISSIVE / DROPMALFORMED / FAILFAST: what a batch that "
          "cannot be decoded does (an error row / left out / the query fails)", backfill_sets=True),
     _own("columnNameOfCorruptRecord", "text", "_corrupt_record", "LRS", "PERMISSIVE's error column"),
-    _own("batchColumns", "bool", "false", "LRS", "add producerId ... magic (batch-level columns)",
+    _own("batchColumns", "bool", "false", "LRS", "add producerId ... magic, batchSize, deleteHorizonMs (batch-level columns)",
          backfill_sets=True),
     _own("includeControl", "bool", "false", "LRS", "keep control records (transaction markers)",
          backfill_sets=True),

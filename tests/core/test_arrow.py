@@ -50,6 +50,7 @@ BATCH_FIELDS = [
     pa.field("isControl", pa.bool_()), pa.field("compression", pa.string()),
     pa.field("batchPosition", pa.int64()), pa.field("batchBaseOffset", pa.int64()),
     pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
+    pa.field("batchSize", pa.int32()), pa.field("deleteHorizonMs", pa.int64()),
 ]
 BATCH_COLUMNS = [f.name for f in BATCH_FIELDS]
 
@@ -76,6 +77,7 @@ def record_row(batch, record, *, topic, partition, batch_columns=True) -> dict:
             "isControl": batch.is_control, "compression": batch.compression.name.lower(),
             "batchPosition": batch.position, "batchBaseOffset": batch.base_offset,
             "partitionLeaderEpoch": batch.partition_leader_epoch, "magic": batch.magic,
+            "batchSize": batch.size_in_bytes, "deleteHorizonMs": batch.delete_horizon_ms,
         })
     return row
 

@@ -337,6 +337,16 @@ def test_zstd_frames_carry_no_content_size(java_codec):
     assert java_codec.decompress("zstd", payload) == section
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("level", [None, 1, 9, -5, 22])
+def test_zstd_bytes_are_kafkas(java_codec, size, level):
+    """The bytes Kafka's ZstdOutputStream behind its 16 KiB BufferedOutputStream writes: the
+    buffer's flush before close ends a block, so the frame ends with an empty last block."""
+    payload, section = _payload_and_section(_codec_records(size), compression=Compression.ZSTD,
+                                            compression_level=level)
+    assert payload == java_codec.compress("zstd", section, level=3 if level is None else level)
+
+
 def test_gzip_is_one_member_with_mtime_zero(java_codec):
     payload, section = _payload_and_section(_codec_records("large"), compression=Compression.GZIP)
     assert payload[:4] == b"\x1f\x8b\x08\x00" and payload[4:8] == b"\x00\x00\x00\x00"

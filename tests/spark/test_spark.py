@@ -121,7 +121,7 @@ def test_datasource_batch_columns(spark, sample):
     want, _ = H.oracle_dir(sample, batch_columns=True)
     cols = H.KAFKA_COLUMNS + ["producerId", "producerEpoch", "sequence", "isTransactional",
                               "isControl", "compression", "batchPosition", "batchBaseOffset",
-                              "partitionLeaderEpoch", "magic"]
+                              "partitionLeaderEpoch", "magic", "batchSize", "deleteHorizonMs"]
     got = df.toArrow()
     H.assert_same_rows(got, want, cols)
     assert set(got.column("compression").to_pylist()) == {"none", "gzip", "snappy", "lz4", "zstd"}

@@ -14,7 +14,21 @@ T0 = 1_700_000_000_000
 def model_state(events, *, read_committed=False, end_offset=None):
     """``{key: (offset, value)}`` of one partition from the writer's events:
     ``("data", offset, key, value, pid or None)`` and ``("end", offset, pid, commit)``."""
-    aborted, open_first = set(), {}
+    state = {}
+    for off, key, value in model_records(events, read_committed=read_committed, end_offset=end_offset):
+        if key is None:
+            continue
+        if value is None:
+            state.pop(key, None)
+        else:
+            state[key] = (off, value)
+    return state
+
+
+def model_records(events, *, read_committed=False, end_offset=None):
+    """``[(offset, key, value)]``: the data records a consumer at that isolation level
+    returns of one partition, from the writer's events (as :func:`model_state`)."""
+    open_first = {}
     ends = {}
     for e in events:
         if e[0] == "data" and e[4] is not None:
@@ -33,10 +47,8 @@ def model_state(events, *, read_committed=False, end_offset=None):
         elif e[0] == "end":
             current.pop(e[2], None)
     lso = min(current.values(), default=None)
-    for off, txn in txn_of.items():
-        if ends.get(txn) is False:
-            aborted.add(off)
-    state = {}
+    aborted = {off for off, txn in txn_of.items() if ends.get(txn) is False}
+    out = []
     for e in events:
         if e[0] != "data":
             continue
@@ -45,13 +57,8 @@ def model_state(events, *, read_committed=False, end_offset=None):
             break
         if read_committed and (off in aborted or (lso is not None and off >= lso)):
             continue
-        if key is None:
-            continue
-        if value is None:
-            state.pop(key, None)
-        else:
-            state[key] = (off, value)
-    return state
+        out.append((off, key, value))
+    return out
 
 
 def write_partition(root, topic, partition, plan, *, segment_bytes=600):

@@ -1,0 +1,310 @@
+"""The census of a topic's partitions (see :mod:`kafkarec.census`).
+
+Two passes through the one reader (:func:`kafkarec.census._scan.open_scan`): the
+``read_committed`` records with their key, value, headers and batch facts, then the
+``read_uncommitted`` view's batch facts only (offsets, control flags, batch sizes: no key,
+value or header is built) for what that isolation level adds.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, List, Optional
+
+from kafkarec._extras import require
+from kafkarec.census._scan import ReadSettings, open_scan, topic_partition_counts
+from kafkarec.census.keys import KeyTally
+from kafkarec.histogram import Histogram
+
+__all__ = ["PartitionCensus", "Census", "census", "DEFAULT_MAX_EXACT_KEYS"]
+
+#: keys held exactly per partition (a dict entry each: ~100 bytes plus the key) before the
+#: distinct count turns to HyperLogLog and live keys are no longer known
+DEFAULT_MAX_EXACT_KEYS = 1_000_000
+
+_COMMITTED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers",
+                      "producerId", "compression", "batchBaseOffset", "batchPosition", "batchSize",
+                      "deleteHorizonMs")
+_UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize")
+
+
+class _Tally:
+    """Batches, records and bytes (the batches' stored bytes) of one group."""
+    __slots__ = ("batches", "records", "bytes")
+
+    def __init__(self):
+        self.batches = self.records = self.bytes = 0
+
+    def as_dict(self) -> dict:
+        return {"batches": self.batches, "records": self.records, "bytes": self.bytes}
+
+
+class PartitionCensus:
+    """One topic-partition's figures.  ``records``..``bytes``: what a ``read_committed``
+    consumer returns from the log start (or the bounds' start) to the end (the last stable
+    offset) or the bounds' end; ``uncommitted``: what ``read_uncommitted`` adds (aborted
+    records, records of transactions open at the end) and the control markers."""
+
+    def __init__(self, topic: Optional[str], partition: Optional[int], *, max_exact_keys: int,
+                 num_partitions: Optional[int], as_of_ms: int):
+        self.topic = topic
+        self.partition = partition
+        self.num_partitions = num_partitions
+        self.as_of_ms = as_of_ms
+        self.records = self.tombstones = self.null_keys = 0
+        self.batches = self.bytes = self.payload_bytes = 0
+        self.first_offset: Optional[int] = None
+        self.last_offset: Optional[int] = None
+        self.min_timestamp: Optional[int] = None
+        self.max_timestamp: Optional[int] = None
+        self.codecs: Dict[str, _Tally] = {}
+        self.producers: Dict[int, _Tally] = {}
+        self.header_keys: Dict[str, List[int]] = {}      # key -> [records carrying it, value bytes]
+        self.schema_ids: Dict[int, List[int]] = {}       # writer id -> [records, value bytes]
+        self.batch_sizes = Histogram()
+        self.record_sizes = Histogram()
+        self.keys = KeyTally(max_exact_keys)
+        self.misplaced_keys = 0                          # records whose key murmur2 puts elsewhere
+        self.all_records = self.all_batches = self.all_bytes = 0   # read_uncommitted, data + control
+        self.control_records = self.control_batches = 0
+        self.errors: List[dict] = []
+        self._last_batch: Optional[int] = None
+        self._last_all_batch: Optional[int] = None
+
+    # --- the read_committed pass ----------------------------------------------------------
+    def add_committed(self, rb, partition_for_key: Optional[Callable]) -> None:
+        pa = require("pyarrow")
+        pc = require("pyarrow.compute")
+        np = require("numpy")
+        n = rb.num_rows
+        if not n:
+            return
+        cols = {name: rb.column(rb.schema.get_field_index(name)) for name in _COMMITTED_COLUMNS}
+        self.records += n
+        offsets = cols["offset"].to_numpy()
+        self.first_offset = int(offsets[0]) if self.first_offset is None else self.first_offset
+        self.last_offset = int(offsets[-1])
+        ts = pc.min_max(cols["timestamp"].cast(pa.int64()))
+        lo, hi = ts["min"].as_py(), ts["max"].as_py()
+        self.min_timestamp = lo if self.min_timestamp is None else min(self.min_timestamp, lo)
+        self.max_timestamp = hi if self.max_timestamp is None else max(self.max_timestamp, hi)
+        # record sizes: key + value + header keys and values (the payload, not the varint framing)
+        klen = pc.fill_null(pc.binary_length(cols["key"]), 0).to_numpy(zero_copy_only=False)
+        vlen = pc.fill_null(pc.binary_length(cols["value"]), 0).to_numpy(zero_copy_only=False)
+        hlen = np.zeros(n, dtype=np.int64)
+        headers = cols["headers"]
+        if headers.null_count < n:
+            flat = pc.list_flatten(headers)
+            parents = pc.list_parent_indices(headers).to_numpy()
+            hk = flat.field("key")
+            hv = flat.field("value")
+            hk_len = pc.binary_length(hk).to_numpy(zero_copy_only=False)
+            hv_len = pc.fill_null(pc.binary_length(hv), 0).to_numpy(zero_copy_only=False)
+            np.add.at(hlen, parents, hk_len + hv_len)
+            for name, length in zip(hk.to_pylist(), hv_len.tolist()):
+                t = self.header_keys.setdefault(name, [0, 0])
+                t[0] += 1
+                t[1] += length
+        sizes = klen.astype(np.int64) + vlen + hlen
+        self.payload_bytes += int(sizes.sum())
+        for s in sizes.tolist():
+            self.record_sizes.add(s)
+        values = cols["value"]
+        self.tombstones += values.null_count
+        self._schema_ids(values, headers, vlen)
+        # batches: a row whose batch base offset differs from the row before starts one
+        bases = cols["batchBaseOffset"].to_numpy()
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = bases[1:] != bases[:-1]
+        if self._last_batch is not None and bases[0] == self._last_batch:
+            starts[0] = False
+        self._last_batch = int(bases[-1])
+        first_rows = np.nonzero(starts)[0]
+        bsize = cols["batchSize"].to_numpy()
+        codec = cols["compression"].to_pylist()
+        pid = cols["producerId"].to_numpy()
+        for i in first_rows.tolist():
+            size = int(bsize[i])
+            self.batches += 1
+            self.bytes += size
+            self.batch_sizes.add(size)
+            for group in (self.codecs.setdefault(codec[i], _Tally()), self.producers.setdefault(int(pid[i]), _Tally())):
+                group.batches += 1
+                group.bytes += size
+        # records per codec and producer, by runs of equal values
+        for name, table in (("compression", self.codecs), ("producerId", self.producers)):
+            counts = pc.value_counts(cols[name])
+            for item in counts.to_pylist():
+                table.setdefault(item["values"], _Tally()).records += item["counts"]
+        # keys: distinct, live (the latest record of each key, as compaction keeps it)
+        keys = cols["key"].to_pylist()
+        nulls = values.is_null().to_numpy(zero_copy_only=False)
+        horizons = cols["deleteHorizonMs"].to_pylist()
+        self.null_keys += cols["key"].null_count
+        self.keys.add(keys, nulls, sizes, horizons)
+        if partition_for_key is not None and self.partition is not None:
+            p = self.partition
+            self.misplaced_keys += sum(1 for k in keys if k is not None and partition_for_key(k) != p)
+
+    def _schema_ids(self, values, headers, vlen) -> None:
+        """Writer ids of registry-framed values (Confluent's prefix or header id)."""
+        from kafkarec.registry.wire import parse_ids
+        writer = parse_ids(values, headers=headers).writer_ids
+        if writer.null_count == len(writer):
+            return
+        for wid, length in zip(writer.to_pylist(), vlen.tolist()):
+            if wid is not None:
+                t = self.schema_ids.setdefault(wid, [0, 0])
+                t[0] += 1
+                t[1] += int(length)
+
+    # --- the read_uncommitted pass ---------------------------------------------------------
+    def add_uncommitted(self, rb) -> None:
+        np = require("numpy")
+        n = rb.num_rows
+        if not n:
+            return
+        col = {name: rb.column(rb.schema.get_field_index(name)) for name in _UNCOMMITTED_COLUMNS}
+        control = col["isControl"].to_numpy(zero_copy_only=False)
+        self.all_records += n
+        self.control_records += int(control.sum())
+        bases = col["batchBaseOffset"].to_numpy()
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = bases[1:] != bases[:-1]
+        if self._last_all_batch is not None and bases[0] == self._last_all_batch:
+            starts[0] = False
+        self._last_all_batch = int(bases[-1])
+        self.all_batches += int(starts.sum())
+        self.all_bytes += int(col["batchSize"].to_numpy()[starts].sum())
+        self.control_batches += int((starts & control).sum())
+
+    # --- results -------------------------------------------------------------------------
+    def as_dict(self) -> dict:
+        keys = self.keys.result(self.as_of_ms)
+        data_records = self.all_records - self.control_records
+        out = {
+            "topic": self.topic, "partition": self.partition,
+            "records": self.records, "tombstones": self.tombstones, "null_keys": self.null_keys,
+            "batches": self.batches, "bytes": self.bytes, "payload_bytes": self.payload_bytes,
+            "first_offset": self.first_offset, "last_offset": self.last_offset,
+            "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
+            **keys,
+            "codecs": {k: v.as_dict() for k, v in sorted(self.codecs.items())},
+            "producers": {str(k): v.as_dict() for k, v in sorted(self.producers.items())},
+            "header_keys": {k: {"records": r, "bytes": b} for k, (r, b) in sorted(self.header_keys.items())},
+            "schema_ids": {str(k): {"records": r, "bytes": b} for k, (r, b) in sorted(self.schema_ids.items())},
+            "batch_size": self.batch_sizes.as_dict(), "record_size": self.record_sizes.as_dict(),
+            "partitioner": None if self.num_partitions is None else {
+                "name": "murmur2", "partitions": self.num_partitions, "misplaced_records": self.misplaced_keys,
+                "agrees": self.misplaced_keys == 0},
+            "read_uncommitted_adds": {
+                "records": data_records - self.records,
+                "batches": self.all_batches - self.control_batches - self.batches,
+                "bytes": self.all_bytes - self.bytes,
+                "control_records": self.control_records, "control_batches": self.control_batches},
+            "errors": self.errors,
+        }
+        return out
+
+
+class Census(dict):
+    """The census as one JSON-able document: ``{"partitions": [...], "topics": [...],
+    "as_of_ms": ..., "max_exact_keys": ...}`` (see :mod:`kafkarec.census`)."""
+
+    @property
+    def partitions(self) -> List[dict]:
+        return self["partitions"]
+
+
+def _topic_rows(parts: List[dict]) -> List[dict]:
+    out: Dict[str, dict] = {}
+    summed = ("records", "tombstones", "null_keys", "batches", "bytes", "payload_bytes")
+    for p in parts:
+        t = out.setdefault(p["topic"], {"topic": p["topic"], "partitions": 0, **{k: 0 for k in summed},
+                                        "distinct_keys": 0, "live_keys": 0, "live_bytes": 0,
+                                        "misplaced_records": 0, "errors": 0})
+        t["partitions"] += 1
+        for k in summed:
+            t[k] += p[k]
+        # keys of different partitions are different keys when the default partitioner placed
+        # them; summed as such (an estimate under HLL, None once any partition is unknown)
+        for k in ("distinct_keys", "live_keys", "live_bytes"):
+            t[k] = None if t[k] is None or p[k] is None else t[k] + p[k]
+        if p["partitioner"] is not None:
+            t["misplaced_records"] += p["partitioner"]["misplaced_records"]
+        t["errors"] += len(p["errors"])
+    return [out[k] for k in sorted(out, key=str)]
+
+
+def census(source, *, bounds=None, selection=None, storage_options: Optional[dict] = None,
+           tiered_storage: Optional[str] = None, verify_crc: bool = True,
+           max_exact_keys: int = DEFAULT_MAX_EXACT_KEYS, partitioner: bool = True,
+           num_partitions: Optional[dict] = None, as_of_ms: Optional[int] = None,
+           progress: Optional[Callable[[int, int], None]] = None) -> Census:
+    """The census of the logs at ``source`` (see :mod:`kafkarec.census`).
+
+    ``bounds`` (:class:`kafkarec.scan.Bounds`) and ``selection`` (the Kafka source's
+    options) bound the read as for :class:`kafkarec.scan.LogScan`; ``max_exact_keys``: the
+    memory bound of the exact key count per partition; ``partitioner``: check that keys
+    sit where Kafka's default partitioner puts them, among ``num_partitions[topic]``
+    partitions (default: as many as the listing holds); ``as_of_ms``: the time at which
+    tombstones' delete horizons are judged (default now); ``progress(done, total)``: bytes
+    of pieces read so far, of both passes."""
+    from kafkarec.errors import UsageError
+    if max_exact_keys < 0:
+        raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
+    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage, verify_crc)
+    as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
+    counts = dict(topic_partition_counts(settings)) if partitioner else {}
+    if partitioner and num_partitions:
+        counts.update(num_partitions)
+    parts: Dict[tuple, PartitionCensus] = {}
+
+    def part(topic, partition) -> PartitionCensus:
+        key = (topic, partition)
+        if key not in parts:
+            parts[key] = PartitionCensus(topic, partition, max_exact_keys=max_exact_keys,
+                                         num_partitions=counts.get(topic) if partitioner else None, as_of_ms=as_of)
+        return parts[key]
+
+    committed = open_scan(settings, read_committed=True, columns=_COMMITTED_COLUMNS)
+    everything = open_scan(settings, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
+    passes = [(committed, committed.pieces(), True), (everything, everything.pieces(), False)]
+    total = sum(p.bytes for _, pieces, _ in passes for p in pieces)
+    done = 0
+    from kafkarec._core import partition_for_key
+    for scan, pieces, is_committed in passes:
+        for piece in pieces:
+            pc_ = part(piece.topic, piece.partition)
+            n = pc_.num_partitions
+            place = (lambda k, n=n: partition_for_key(k, n)) if n else None
+            for rb in scan.read_piece(piece):
+                rb = _errors_out(rb, pc_)
+                if rb is None:
+                    continue
+                if is_committed:
+                    pc_.add_committed(rb, place)
+                else:
+                    pc_.add_uncommitted(rb)
+            done += piece.bytes
+            if progress is not None:
+                progress(done, total)
+    rows = [parts[k].as_dict() for k in sorted(parts, key=lambda k: (str(k[0]), k[1] if k[1] is not None else -1))]
+    return Census(partitions=rows, topics=_topic_rows(rows), as_of_ms=as_of, max_exact_keys=max_exact_keys)
+
+
+def _errors_out(rb, part: PartitionCensus):
+    """The rows of ``rb`` that are records; its error rows (a damaged batch: PERMISSIVE's
+    ``_corrupt_record``) counted in ``part.errors``, once per batch position (both passes meet
+    damage outside aborted transactions; the read_uncommitted pass alone meets it inside)."""
+    pc = require("pyarrow.compute")
+    corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
+    if corrupt.null_count < len(corrupt):
+        bad = pc.is_valid(corrupt)
+        seen = {e["position"] for e in part.errors}
+        for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
+            if row["batchPosition"] not in seen:
+                seen.add(row["batchPosition"])
+                part.errors.append({"position": row["batchPosition"], "base_offset": row["batchBaseOffset"],
+                                    "message": row["_corrupt_record"]})
+        rb = rb.filter(pc.invert(bad))
+    return rb if rb.num_rows else None

@@ -1,0 +1,123 @@
+"""``find``: the records of a log that match a key, a value's bytes or pattern, a header.
+
+Reads through the one reader (:func:`kafkarec.census._scan.open_scan`) within its bounds
+(topics, partitions, offsets through the ``.index``, times through the ``.timeindex``); the
+tests run on each Arrow batch (pyarrow compute: key equality, substring, regular expression),
+headers on the rows left.  ``partitioner="murmur2"`` with a key reads only the partition
+Kafka's default partitioner names for it (``murmur2(key) & 0x7fffffff % partitions``): right
+only if every producer of the topic used that partitioner (``kafkarec census`` tells).  A
+damaged batch is a row ``{"topic", "partition", "error"}``, never skipped silently.
+"""
+from __future__ import annotations
+
+import base64
+from typing import Dict, Iterator, Optional, Sequence, Tuple
+
+from kafkarec._extras import require
+from kafkarec.census._scan import ReadSettings, open_scan, topic_partition_counts
+
+__all__ = ["find", "PARTITIONERS", "render_bytes"]
+
+PARTITIONERS = ("murmur2",)
+_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
+
+
+def render_bytes(data: Optional[bytes]) -> Tuple[Optional[str], Optional[str]]:
+    """``(text, encoding)``: the bytes as UTF-8 text where they are UTF-8, else base64."""
+    if data is None:
+        return None, None
+    try:
+        return data.decode("utf-8"), "utf8"
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), "base64"
+
+
+def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes] = None,
+         value_contains: Optional[bytes] = None, value_regex: Optional[str] = None,
+         headers: Optional[Dict[str, Optional[bytes]]] = None, bounds=None, selection=None,
+         partitioner: Optional[str] = None, num_partitions: Optional[dict] = None,
+         read_committed: bool = False, storage_options: Optional[dict] = None,
+         tiered_storage: Optional[str] = None) -> Iterator[dict]:
+    """The matching records of ``source`` as dicts: ``topic``, ``partition``, ``offset``,
+    ``timestamp`` (ms), ``key``, ``value`` (bytes), ``headers`` (``[(key, value)]``); every
+    test given must hold.  ``headers``: ``{name: value}``, a record matches if one of its
+    headers of that name has that value.  ``value_regex``: a RE2 pattern (pyarrow's) over the
+    value's bytes.  ``partitioner``: ``"murmur2"`` with ``key`` (see the module doc);
+    ``num_partitions``: ``{topic: N}`` (default: as many as the listing holds)."""
+    from kafkarec.errors import UsageError
+    from kafkarec.scan import Bounds
+    if partitioner is not None and partitioner not in PARTITIONERS:
+        raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    if partitioner is not None and key is None:
+        raise UsageError("partitioner: a key lookup only (give key)")
+    if value_regex is not None:
+        _check_regex(value_regex)
+    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage)
+    own = Bounds.of(topics=topics)
+    if partitioner is None:
+        yield from _matches(open_scan(settings, read_committed=read_committed, columns=_COLUMNS, bounds=own),
+                            key, value_contains, value_regex, headers)
+        return
+    from kafkarec._core import partition_for_key
+    counts = dict(topic_partition_counts(settings))
+    counts.update(num_partitions or {})
+    names = sorted(counts) if topics is None else list(topics)
+    for topic in names:
+        if topic not in counts:
+            continue
+        p = partition_for_key(key, counts[topic])
+        b = Bounds.of(topics=[topic], partitions=[p])
+        yield from _matches(open_scan(settings, read_committed=read_committed, columns=_COLUMNS, bounds=b),
+                            key, value_contains, value_regex, headers)
+
+
+def _check_regex(pattern: str) -> None:
+    pa = require("pyarrow")
+    pc = require("pyarrow.compute")
+    from kafkarec.errors import UsageError
+    try:
+        pc.match_substring_regex(pa.array([b""], pa.binary()), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise UsageError(f"value regex {pattern!r}: {e}") from None
+
+
+def _matches(scan, key, value_contains, value_regex, headers) -> Iterator[dict]:
+    pa = require("pyarrow")
+    pc = require("pyarrow.compute")
+    for rb in scan:
+        corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
+        if corrupt.null_count < len(corrupt):
+            bad = pc.is_valid(corrupt)
+            for row in rb.filter(bad).select(["topic", "partition", "_corrupt_record"]).to_pylist():
+                yield {"topic": row["topic"], "partition": row["partition"], "error": row["_corrupt_record"]}
+            rb = rb.filter(pc.invert(bad))
+        mask = None
+        if key is not None:
+            mask = _and(mask, pc.equal(rb.column(rb.schema.get_field_index("key")), pa.scalar(key, pa.binary())))
+        values = rb.column(rb.schema.get_field_index("value"))
+        if value_contains is not None:
+            mask = _and(mask, _contains(values, value_contains))
+        if value_regex is not None:
+            mask = _and(mask, pc.match_substring_regex(values, value_regex))
+        if mask is not None:
+            rb = rb.filter(pc.fill_null(mask, False))
+        if not rb.num_rows:
+            continue
+        ts = rb.column(rb.schema.get_field_index("timestamp")).cast(pa.int64()).to_pylist()
+        for i, row in enumerate(rb.select(list(_COLUMNS)).to_pylist()):
+            hs = [(h["key"], h["value"]) for h in (row["headers"] or ())]
+            if headers and not all((name, want) in hs for name, want in headers.items()):
+                continue
+            yield {"topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
+                   "timestamp": ts[i], "key": row["key"], "value": row["value"], "headers": hs}
+
+
+def _contains(values, needle: bytes):
+    """Whether each value holds ``needle``'s bytes (pyarrow's substring match on binary)."""
+    pc = require("pyarrow.compute")
+    return pc.match_substring(values, pattern=needle)
+
+
+def _and(mask, other):
+    pc = require("pyarrow.compute")
+    return other if mask is None else pc.and_(mask, other)

@@ -1,0 +1,170 @@
+"""The compression what-if: a partition's committed records re-batched as Kafka's Java producer
+batches them, each batch built by kafkarec's batch writer (:class:`kafkarec.RecordBatchBuilder`:
+Kafka's framing of every codec) with each codec and level asked for.
+
+Batching: records in offset order, one partition at a time; a batch is closed when the next
+record would take it past ``batch_size`` bytes (``batch.size``, 16384 by default), computed
+as Kafka's ``MemoryRecordsBuilder.hasRoomFor`` computes it on the uncompressed records (the
+first record always fits); ``linger.ms`` plays no part offline.  ``keep_batches`` keeps the
+log's own batch boundaries instead.  Offsets start at 0 in each batch and timestamps are the
+records' own, as a producer writes them.  Java's producer estimates a compressed batch's size
+from the codec's running ratio and so packs more records into a compressed batch than this
+rule: the figures here are those of batches cut at the uncompressed size.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from kafkarec.census._scan import ReadSettings, open_scan
+
+__all__ = ["Codec", "parse_codecs", "what_if", "DEFAULT_BATCH_SIZE"]
+
+#: the Java producer's batch.size default
+DEFAULT_BATCH_SIZE = 16384
+
+_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers", "batchBaseOffset")
+
+
+class Codec(NamedTuple):
+    """One codec and level of the what-if: ``name`` as Kafka names it (``compression.type``)."""
+    name: str
+    level: Optional[int]
+
+    @property
+    def label(self) -> str:
+        return self.name if self.level is None else f"{self.name}:{self.level}"
+
+
+def parse_codecs(spec: str) -> List[Codec]:
+    """``"zstd:3,zstd:9,lz4,snappy,gzip:6,none"`` as codecs; a codec Kafka has not or a level
+    outside its range (KIP-390: gzip 1-9, lz4 1-17, zstd -131072..22; the batch writer's rule)
+    is a :class:`kafkarec.errors.UsageError` naming the range."""
+    from kafkarec import RecordBatchBuilder
+    from kafkarec.enums import Compression
+    from kafkarec.errors import EncodeError, UsageError
+    out = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, sep, level_text = item.partition(":")
+        name = name.strip().lower()
+        try:
+            codec = Compression[name.upper()]
+        except KeyError:
+            raise UsageError(f"what-if codec {name!r}: one of "
+                             f"{', '.join(c.name.lower() for c in Compression)}") from None
+        level = None
+        if sep:
+            try:
+                level = int(level_text)
+            except ValueError:
+                raise UsageError(f"what-if {item!r}: the level is a whole number") from None
+        try:
+            RecordBatchBuilder(compression=codec, compression_level=level)   # the writer's own check
+        except EncodeError as e:
+            raise UsageError(f"what-if {item!r}: {e}") from None
+        out.append(Codec(name, level))
+    if not out:
+        raise UsageError("what-if: no codec given")
+    return out
+
+
+class _Writer:
+    """One codec's batches of one partition: bytes, batches, time spent building."""
+
+    def __init__(self, codec: Codec, batch_size: Optional[int]):
+        from kafkarec.enums import Compression
+        self.codec = codec
+        self.compression = Compression[codec.name.upper()]
+        self.batch_size = batch_size
+        self.bytes = self.batches = 0
+        self.seconds = 0.0
+        self.builder: Any = None
+        self.batch_bytes: List[int] = []        # each batch's size and records, in order
+        self.batch_records: List[int] = []
+
+    def _new(self):
+        from kafkarec import RecordBatchBuilder
+        self.builder = RecordBatchBuilder(compression=self.compression, compression_level=self.codec.level,
+                                          max_batch_size=self.batch_size)
+
+    def append(self, value, key, timestamp, headers) -> None:
+        if self.builder is None:
+            self._new()
+        elif self.batch_size is not None and not self.builder.has_room_for(value, key, timestamp=timestamp,
+                                                                           headers=headers):
+            self.close()
+            self._new()
+        self.builder.append(value, key, timestamp=timestamp, headers=headers)
+
+    def close(self) -> None:
+        if self.builder is not None and self.builder.record_count:
+            t0 = time.perf_counter()
+            data = self.builder.build()
+            self.seconds += time.perf_counter() - t0
+            self.bytes += len(data)
+            self.batches += 1
+            self.batch_bytes.append(len(data))
+            self.batch_records.append(self.builder.record_count)
+        self.builder = None
+
+
+def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_SIZE, keep_batches: bool = False,
+            bounds=None, selection=None, storage_options: Optional[dict] = None,
+            tiered_storage: Optional[str] = None, detail: bool = False) -> dict:
+    """The committed records of ``source`` re-batched and written with each of ``codecs`` (see
+    the module doc).  Returns ``{"batch_size", "keep_batches", "codecs": [{"codec", "batches",
+    "bytes", "ratio", "compress_seconds"}], "partitions": [...]}``: ``ratio`` is the bytes
+    without compression (``none``, always computed) over the codec's bytes; ``detail``: each
+    partition's codecs also give ``batch_bytes`` and ``batch_records``, batch by batch."""
+    from kafkarec.errors import UsageError
+    if not keep_batches and batch_size <= 0:
+        raise UsageError(f"batch size {batch_size}: at least 1")
+    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage)
+    scan = open_scan(settings, read_committed=True, columns=_COLUMNS)
+    every = list(codecs)
+    if not any(c.name == "none" for c in every):
+        every.append(Codec("none", None))
+    limit = None if keep_batches else batch_size
+    totals: Dict[Codec, List[float]] = {c: [0, 0, 0.0] for c in every}
+    parts: Dict[Tuple, Dict[Codec, _Writer]] = {}
+    last_base: Dict[Tuple, int] = {}
+    errors: List[dict] = []
+    for piece in scan.pieces():
+        tp = (piece.topic, piece.partition)
+        writers = parts.setdefault(tp, {c: _Writer(c, limit) for c in every})
+        for rb in scan.read_piece(piece):
+            d = rb.to_pydict()
+            d["timestamp"] = rb.column(rb.schema.get_field_index("timestamp")).cast("int64").to_pylist()
+            for i in range(rb.num_rows):
+                if d["_corrupt_record"][i] is not None:
+                    errors.append({"topic": tp[0], "partition": tp[1], "message": d["_corrupt_record"][i]})
+                    continue
+                if keep_batches and last_base.get(tp) != d["batchBaseOffset"][i]:
+                    for w in writers.values():
+                        w.close()
+                    last_base[tp] = d["batchBaseOffset"][i]
+                ms = d["timestamp"][i]
+                headers = [(h["key"], h["value"]) for h in (d["headers"][i] or ())]
+                for w in writers.values():
+                    w.append(d["value"][i], d["key"][i], ms, headers)
+    rows = []
+    for (topic, partition), writers in parts.items():
+        row = {"topic": topic, "partition": partition, "codecs": []}
+        for c, w in writers.items():
+            w.close()
+            t = totals[c]
+            t[0] += w.batches
+            t[1] += w.bytes
+            t[2] += w.seconds
+            row["codecs"].append({"codec": c.label, "batches": w.batches, "bytes": w.bytes,
+                                  **({"batch_bytes": w.batch_bytes, "batch_records": w.batch_records}
+                                     if detail else {})})
+        rows.append(row)
+    plain = next(t[1] for c, t in totals.items() if c.name == "none")
+    out = [{"codec": c.label, "batches": int(totals[c][0]), "bytes": int(totals[c][1]),
+            "ratio": (plain / totals[c][1]) if totals[c][1] else None, "compress_seconds": totals[c][2]}
+           for c in every if c in codecs or c.name == "none"]
+    return {"batch_size": None if keep_batches else batch_size, "keep_batches": keep_batches,
+            "codecs": out, "partitions": rows, "errors": errors}

@@ -1,0 +1,209 @@
+"""kafkarec.census on log directories written as a broker writes them (support.keyed,
+support.logdir): the census against a model of Kafka's rules (read_committed, tombstones,
+compaction), the search against a filtered read, the what-if's batches against kafkarec's
+own writer and its refusals, damaged segments counted."""
+import os
+import random
+import shutil
+
+import pytest
+
+import kafkarec
+from kafkarec.census import census, find, parse_codecs, what_if
+from kafkarec.errors import UsageError
+from kafkarec.scan import Bounds
+from support.keyed import T0, keyed_world, model_records, model_state, write_partition
+from support.logdir import PartitionWriter, v2_batch
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("census")
+    return str(root), keyed_world(root)
+
+
+def _part(doc, topic, partition):
+    [row] = [p for p in doc["partitions"] if p["topic"] == topic and p["partition"] == partition]
+    return row
+
+
+def test_census_counts_keys_and_live_keys_as_kafkas_rules_give(world):
+    root, events = world
+    doc = census(root, partitioner=False)
+    for (topic, partition), evs in events.items():
+        row = _part(doc, topic, partition)
+        committed = model_records(evs, read_committed=True)
+        everything = model_records(evs)
+        state = model_state(evs, read_committed=True)
+        keys = {k for _, k, _ in committed if k is not None}
+        assert row["records"] == len(committed), (topic, partition)
+        assert row["tombstones"] == sum(1 for _, _, v in committed if v is None)
+        assert row["null_keys"] == sum(1 for _, k, _ in committed if k is None)
+        assert row["distinct_keys"] == len(keys) and row["distinct_keys_exact"]
+        assert row["live_keys"] == len(state)
+        # the latest record of every live key: its key and value bytes (these records have no headers)
+        assert row["live_bytes"] == sum(len(k) + len(v) for k, (_, v) in state.items())
+        # tombstones still last in their key, in batches no cleaner has touched: all kept
+        last = {}
+        for _, k, v in committed:
+            if k is not None:
+                last[k] = v
+        assert row["retained_tombstones"] == sum(1 for v in last.values() if v is None)
+        adds = row["read_uncommitted_adds"]
+        assert adds["records"] == len(everything) - len(committed)
+        assert adds["control_records"] == sum(1 for e in evs if e[0] == "end")
+        assert row["first_offset"] == committed[0][0] and row["last_offset"] == committed[-1][0]
+        assert row["errors"] == []
+    # profiles has aborted transactions and, in partition 1, an open one: read_uncommitted adds
+    assert _part(doc, "profiles", 1)["read_uncommitted_adds"]["records"] > 0
+    [topic] = [t for t in doc["topics"] if t["topic"] == "profiles"]
+    assert topic["records"] == sum(len(model_records(events[("profiles", p)], read_committed=True)) for p in (0, 1))
+
+
+def test_census_bytes_are_the_batches_bytes(world):
+    """Bytes: every batch a read_committed read returns records of, by its stored size; the
+    uncommitted view adds the aborted batches and the markers, summing to the log's bytes."""
+    root, events = world
+    doc = census(root, bounds=Bounds.of(topics=["balances"]), partitioner=False)
+    row = _part(doc, "balances", 0)
+    size = sum(os.path.getsize(os.path.join(root, "balances-0", f))
+               for f in os.listdir(os.path.join(root, "balances-0")) if f.endswith(".log"))
+    assert row["bytes"] == size                       # no transactions: every batch is committed
+    assert row["batches"] == 601 and row["read_uncommitted_adds"]["bytes"] == 0
+    assert row["codecs"]["none"] == {"batches": 601, "records": row["records"], "bytes": size}
+    assert row["batch_size"]["count"] == 601
+    assert row["record_size"]["count"] == row["records"]
+
+
+def test_census_distinct_keys_past_the_exact_bound_is_hyperloglog_within_its_error(world):
+    root, events = world
+    doc = census(root, bounds=Bounds.of(topics=["balances"]), max_exact_keys=100, partitioner=False)
+    row = _part(doc, "balances", 0)
+    assert not row["distinct_keys_exact"] and row["live_keys"] is None
+    assert 0 < row["distinct_keys_error"] < 0.05
+    assert abs(row["distinct_keys"] - 3000) <= 3000 * row["distinct_keys_error"]
+
+
+def test_census_murmur2_placement(tmp_path):
+    """Keys written where murmur2 names them agree; a partition holding a key murmur2 puts
+    elsewhere is flagged with its count."""
+    keys = [b"key-%d" % i for i in range(60)]
+    for p in range(3):
+        mine = [k for k in keys if kafkarec._core.partition_for_key(k, 3) == p]
+        write_partition(tmp_path / "placed", "placed", p, [("batch", [(k, b"v") for k in mine], None)])
+        write_partition(tmp_path / "placed", "custom", p, [("batch", [(k, b"v") for k in keys[p::3]], None)])
+    doc = census(str(tmp_path / "placed"))
+    placed = [t for t in doc["topics"] if t["topic"] == "placed"][0]
+    custom = [t for t in doc["topics"] if t["topic"] == "custom"][0]
+    assert placed["misplaced_records"] == 0
+    assert all(_part(doc, "placed", p)["partitioner"]["agrees"] for p in range(3))
+    want = sum(1 for i, k in enumerate(keys) if kafkarec._core.partition_for_key(k, 3) != i % 3)
+    assert custom["misplaced_records"] == want > 0
+
+
+def test_census_counts_headers_schema_ids_and_delete_horizons(tmp_path):
+    w = PartitionWriter(str(tmp_path), "framed", 0)
+    framed = b"\x00\x00\x00\x00\x07" + b"payload"
+    w.append(v2_batch([(T0, b"a", framed, [("trace", b"xyz")]), (T0 + 1, b"b", b"plain", [("trace", b"1")])]))
+    # a cleaned batch: its tombstone's delete horizon at T0 + 50
+    cleaned = kafkarec.RecordBatchBuilder(delete_horizon_ms=T0 + 50)
+    cleaned.append(None, b"c", timestamp=T0 + 2)
+    w.append(cleaned.build())
+    w.append(v2_batch([(T0 + 3, b"d", None, [])]))
+    w.close()
+    early = census(str(tmp_path), as_of_ms=T0 + 10)["partitions"][0]
+    late = census(str(tmp_path), as_of_ms=T0 + 100)["partitions"][0]
+    assert early["header_keys"] == {"trace": {"records": 2, "bytes": 4}}
+    assert early["schema_ids"] == {"7": {"records": 1, "bytes": len(framed)}}
+    assert early["retained_tombstones"] == 2 and late["retained_tombstones"] == 1
+    assert early["live_keys"] == 2 and early["tombstones"] == 2
+
+
+def test_census_counts_damaged_batches(world, tmp_path):
+    root, events = world
+    shutil.copytree(os.path.join(root, "balances-0"), tmp_path / "balances-0")
+    seg = sorted(f for f in os.listdir(tmp_path / "balances-0") if f.endswith(".log"))[0]
+    path = tmp_path / "balances-0" / seg
+    data = bytearray(path.read_bytes())
+    data[200] ^= 0xFF                      # inside the first batch's records: its CRC fails
+    path.write_bytes(bytes(data))
+    row = census(str(tmp_path), partitioner=False)["partitions"][0]
+    assert len(row["errors"]) >= 1 and "crc" in row["errors"][0]["message"].lower()
+    assert row["records"] < len(model_records(events[("balances", 0)], read_committed=True))
+
+
+def test_find_equals_a_filtered_read(world):
+    root, events = world
+    got = list(find(root, topics=["profiles"], key=b"user-3"))
+    want = sorted((p, off, v) for p in (0, 1) for off, k, v in model_records(events[("profiles", p)])
+                  if k == b"user-3")
+    assert [(r["partition"], r["offset"], r["value"]) for r in got] == want and want
+    got = list(find(root, topics=["profiles"], value_contains=b"profile 2", read_committed=True))
+    want = sorted((p, off) for p in (0, 1) for off, k, v in model_records(events[("profiles", p)], read_committed=True)
+                  if v is not None and b"profile 2" in v)
+    assert [(r["partition"], r["offset"]) for r in got] == want and want
+    got = list(find(root, topics=["balances"], value_regex=r"^12\d$", bounds=Bounds.of(offsets=(0, 5000))))
+    assert [r["value"] for r in got] == [b"%d" % i for i in range(120, 130)]
+
+
+def test_find_with_murmur2_reads_only_the_named_partition(tmp_path):
+    from kafkarec.log.storage import process_bytes_read
+    rng = random.Random(5)
+    for p in range(8):
+        plan = [("batch", [(b"key-%d" % rng.randrange(10_000), b"x" * 200) for _ in range(20)], None)
+                for _ in range(40)]
+        write_partition(tmp_path, "wide", p, plan, segment_bytes=64 << 10)
+    key = b"key-77"
+    target = kafkarec._core.partition_for_key(key, 8)
+    before = dict(process_bytes_read().by_path)
+    list(find(str(tmp_path), topics=["wide"], key=key, partitioner="murmur2"))
+    after = dict(process_bytes_read().by_path)
+    read = {path: after[path] - before.get(path, 0) for path in after if after[path] != before.get(path, 0)}
+    logs = {path: n for path, n in read.items() if path.endswith(".log")}
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".log"))
+    assert logs and all(f"wide-{target}" in path for path in logs), logs
+    assert sum(logs.values()) <= total / 8 + total * 0.01
+
+
+def test_find_refuses_a_partitioner_without_a_key_and_a_bad_regex(world):
+    root, _ = world
+    with pytest.raises(UsageError, match="key"):
+        list(find(root, partitioner="murmur2"))
+    with pytest.raises(UsageError, match="regex"):
+        list(find(root, value_regex="("))
+
+
+@pytest.mark.parametrize("spec, needle", [("gzip:10", "[1, 9]"), ("lz4:18", "[1, 17]"),
+                                           ("zstd:23", "[-131072, 22]"), ("zstd:-131073", "[-131072, 22]"),
+                                           ("snappy:1", "no compression level"), ("brotli", "one of")])
+def test_what_if_refuses_levels_outside_kafkas_ranges(spec, needle):
+    with pytest.raises(UsageError) as e:
+        parse_codecs(spec)
+    assert needle in str(e.value)
+
+
+def test_what_if_batches_as_the_producer_and_writes_every_codec(world):
+    root, events = world
+    codecs = parse_codecs("zstd:3,zstd:9,lz4,snappy,gzip:6,none")
+    doc = what_if(root, codecs, bounds=Bounds.of(topics=["balances"]))
+    by = {c["codec"]: c for c in doc["codecs"]}
+    assert list(by) == ["zstd:3", "zstd:9", "lz4", "snappy", "gzip:6", "none"]
+    # the same records with kafkarec's writer, cut where has_room_for says (batch.size 16384)
+    records = model_records(events[("balances", 0)], read_committed=True)
+    sizes, b = [], None
+    for off, k, v in records:
+        ts = T0 + off
+        if b is not None and not b.has_room_for(v, k, timestamp=ts):
+            sizes.append(len(b.build()))
+            b = None
+        if b is None:
+            b = kafkarec.RecordBatchBuilder(max_batch_size=16384)
+        b.append(v, k, timestamp=ts)
+    sizes.append(len(b.build()))
+    assert by["none"]["bytes"] == sum(sizes) and by["none"]["batches"] == len(sizes)
+    for name in ("zstd:3", "zstd:9", "lz4", "snappy", "gzip:6"):
+        assert by[name]["batches"] == len(sizes)
+        assert 0 < by[name]["bytes"] < by["none"]["bytes"] and by[name]["ratio"] > 1
+    kept = what_if(root, parse_codecs("none"), keep_batches=True, bounds=Bounds.of(topics=["balances"]))
+    log_bytes = census(root, bounds=Bounds.of(topics=["balances"]), partitioner=False)["partitions"][0]["bytes"]
+    assert kept["codecs"][0]["bytes"] == log_bytes      # the log's own batches rebuilt: the same size
