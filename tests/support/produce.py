@@ -383,16 +383,23 @@ def _checkpoint(path: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def wait_cleaned(log_dir: str, topic: str, timeout: float = 60, partitions: Sequence[int] = (0,)) -> None:
+def wait_cleaned(log_dir: str, topic: str, timeout: float = 60, partitions: Sequence[int] = (0,),
+                 through: Optional[Dict[int, int]] = None) -> None:
     """Until the cleaner has cleaned each of ``partitions`` of ``topic`` (their entries in
-    cleaner-offset-checkpoint)."""
+    cleaner-offset-checkpoint); with ``through`` ({partition: offset}), until it has cleaned each
+    partition up to that offset (the checkpoint is the first offset not cleaned yet).  A first
+    cleaning of the older segments is not the last: while the tail below the active segment is
+    still dirty, a later pass can remove records of the history (its keys' newer values)."""
     deadline = time.monotonic() + timeout
+    want = {p: (through or {}).get(p, 1) for p in partitions}
+    done: Dict[Tuple[str, int], int] = {}
     while time.monotonic() < deadline:
         done = _checkpoint(os.path.join(log_dir, "cleaner-offset-checkpoint"))
-        if all(done.get((topic, p), 0) > 0 for p in partitions):
+        if all(done.get((topic, p), 0) >= want[p] for p in partitions):
             return
         time.sleep(0.3)
-    raise RuntimeError(f"the log cleaner did not clean {topic} partitions {list(partitions)} within {timeout} s")
+    raise RuntimeError(f"the log cleaner did not clean {topic} partitions {list(partitions)} up to {want} within "
+                       f"{timeout} s (cleaned up to {({p: done.get((topic, p), 0) for p in partitions})})")
 
 
 def _first_segment(log_dir: str, topic: str) -> Optional[int]:
