@@ -53,6 +53,7 @@ __all__ = [
     "KafkaRecWarning",
     "IndexWarning",
     "HandOffRefusedError",
+    "HandOffOverlapError",
     "ConnectorFailedError",
 ]
 
@@ -413,6 +414,15 @@ class HandOffRefusedError(ConnectError):
     """The hand-off refused: the connector's consumer group is already past H (the sink has run from
     the hand-off point, and setting it back would make it write those rows again).  Its offsets
     were left as they were and it was resumed."""
+
+
+class HandOffOverlapError(ConnectError):
+    """The hand-off refused: an existing connector's consumer group is inside a backfilled range,
+    above its start and below H.  Its sink has already read records below H, which the backfill
+    wrote too: they are in its table, or in its control topic's ``DataWritten`` events (committed
+    with those offsets), which its coordinator commits to the table once it runs again.  Setting
+    the group to H would not take them back.  The connector was left STOPPED, its offsets as
+    they were."""
 
 
 class ConnectorFailedError(ConnectError):

@@ -12,6 +12,13 @@ pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_clust
                   "support.debezium", "support.broker", "support.connect_worker"]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--handoff-rounds", type=int, default=1, metavar="N",
+                     help="run tests/lakehouse/test_connect_handoff.py's hand-off procedure N times in one "
+                          "session, each round from scratch (its own topics, connectors and tables) on the "
+                          "session's broker and Connect worker: the flakiness check of issue 48")
+
+
 def pytest_report_header(config):
     import kafkarec
     return [f"kafkarec core: {kafkarec._core.__file__} (crc32c hardware: {kafkarec._core.CRC32C_HARDWARE})"]

@@ -217,14 +217,21 @@ def run(args, out: TextIO, err: TextIO) -> int:
     err.write(f"{written} rows written in {sum(s.status == 'written' for s in summary.values())} of "
               f"{len(summary)} partition(s)\n")
     if handing_off:
-        from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffRefusedError
+        from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffOverlapError, HandOffRefusedError
+        from kafkarec.lakehouse import HandOff
         from kafkarec.lakehouse.connect import hand_off
         try:
-            body = hand_off(args.connect_url, args.connector, {k: s.end for k, s in summary.items()},
-                            config=handing_off.get("config"))
+            points = {k: HandOff(s.start, s.end) for k, s in summary.items()}
+            body = hand_off(args.connect_url, args.connector, points, config=handing_off.get("config"))
         except HandOffRefusedError as e:     # a repeat after a finished hand-off: running it again repeats this
             err.write(f"kafkarec backfill: {e}; the table is written and the sink already runs past H: the "
                       "hand-off is done, there is nothing to run again\n")
+            return EXIT_PROBLEMS
+        except HandOffOverlapError as e:     # the sink read below H before: no offsets take its rows back
+            err.write(f"kafkarec backfill: {e}; the table is written, and the connector's sink has read records "
+                      "below H, which the backfill wrote too: roll the table back to its snapshot before the "
+                      "backfill and fill below the sink's rows (--fill-below), or hand off to a connector that "
+                      "has not run\n")
             return EXIT_PROBLEMS
         except ConnectorFailedError as e:    # the offsets are at H: the connector is what needs fixing
             err.write(f"kafkarec backfill: {e}; the table is written and the connector's offsets are at H: fix "

@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from ..errors import ConnectError, ConnectorFailedError, HandOffRefusedError
+from ..errors import ConnectError, ConnectorFailedError, HandOffOverlapError, HandOffRefusedError
 
 __all__ = ["offsets_body", "hand_off"]
 
@@ -50,6 +50,12 @@ POLL = 0.25
 def _end(point: Any) -> int:
     """H of a hand-off point: a ``HandOff(start, end)`` or a bare offset."""
     return int(getattr(point, "end", point))
+
+
+def _start(point: Any) -> Optional[int]:
+    """The backfill's start of a hand-off point: a ``HandOff``'s, None for a bare H (unknown)."""
+    start = getattr(point, "start", None)
+    return None if start is None else int(start)
 
 
 def offsets_body(points: Mapping[Tuple[str, int], Any]) -> Dict[str, list]:
@@ -433,10 +439,14 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
     RUNNING.  ``timeout`` (seconds) bounds the whole call, ``request_timeout`` each REST call
     (connecting, sending and reading the whole answer).  Returns the offsets body that was set.
 
-    Every failure is a :class:`kafkarec.errors.ConnectError` naming the call; two kinds say more:
+    Every failure is a :class:`kafkarec.errors.ConnectError` naming the call; three kinds say more:
     :class:`~kafkarec.errors.HandOffRefusedError` when an existing connector's group is already
     past H on a partition (it ran from the hand-off: setting it back would make the sink write
     those rows again), which leaves the connector as it was and resumes it;
+    :class:`~kafkarec.errors.HandOffOverlapError` when an existing connector's group is above the
+    backfill's start and below H on a partition (above any offset when ``points`` are bare H):
+    its sink read records the backfill wrote too, which it has committed to the table or will
+    commit from its control topic, whatever offsets are set; the connector is left STOPPED;
     :class:`~kafkarec.errors.ConnectorFailedError` when, the offsets set and the connector
     resumed, the connector or a task FAILED (``body``: its trace) or was not RUNNING in time."""
     deadline = time.monotonic() + timeout
@@ -455,10 +465,23 @@ def hand_off(connect_url: str, connector: str, points: Mapping[Tuple[str, int], 
     rest.wait("the connector stopping (STOPPED, no tasks)", f"GET {rest.path}/status", lambda: _stopped(rest))
     wanted = {(o["partition"][TOPIC_KEY], o["partition"][PARTITION_KEY]): o["offset"][OFFSET_KEY]
               for o in body["offsets"]}
+    starts = {(topic, int(partition)): _start(point) for (topic, partition), point in points.items()}
     if exists:
+        now = rest.call("GET", rest.path + "/offsets", read=_offsets)
+        # a group inside [start, H): the sink read records below H, and its workers handed their
+        # files to the coordinator (DataWritten on the control topic) in the transaction that
+        # committed those offsets; the coordinator commits them to the table whenever it runs
+        # (they may not be there yet), so setting the group to H cannot keep them out
+        inside = {tp: (h, now[tp]) for tp, h in wanted.items() if tp in now and now[tp] < h
+                  and (starts[tp] is None or now[tp] > starts[tp])}
+        if inside:
+            raise HandOffOverlapError(connector, f"GET {rest.path}/offsets", (
+                "the connector's consumer group is below the hand-off point (its sink has read records the backfill "
+                "wrote, and has written them or will commit them from its control topic): it was left STOPPED, its "
+                "offsets as they were; ") + ", ".join(
+                    f"{t}-{p}: H {h}, group at {at}" for (t, p), (h, at) in sorted(inside.items())), 200)
         # a sink that already ran from H has moved its group past H: setting it back would make it
         # write those rows again (a repeat after a finished hand-off); it runs on as it was
-        now = rest.call("GET", rest.path + "/offsets", read=_offsets)
         past = {tp: (h, now[tp]) for tp, h in wanted.items() if now.get(tp, h) > h}
         if past:
             rest.call("PUT", rest.path + "/resume")

@@ -76,3 +76,15 @@ def test_every_cut_the_cleaned_log_supports(broker_data, stopped_log_dir, topic)
     early = _model([a for a in acked if a.offset < cleaned // 2], read_committed=False)[(topic, 0)]
     got = _state(table.latest(stopped_log_dir, topics=[topic], end_offset=cleaned // 2)).get((topic, 0), {})
     assert got != early
+
+
+@pytest.mark.parametrize("topic", ["compacted", "compacted-expired"])
+def test_the_stopped_copy_of_a_cleaned_topic_is_final(stopped_log_dir, topic):
+    """The copy's cleaned topics hold nothing the cleaner has yet to clean: their checkpoint is the
+    base of the active segment.  A dirty tail left below it is cleaned by the live broker after the
+    copy (snapshot_stopped restarts it), and the live consumer, every broker test's oracle, would
+    no longer read what the copy holds."""
+    import os
+    from support.produce import _checkpoint, active_segment_base
+    cleaned = _checkpoint(os.path.join(stopped_log_dir, "cleaner-offset-checkpoint"))[(topic, 0)]
+    assert cleaned == active_segment_base(stopped_log_dir, topic)

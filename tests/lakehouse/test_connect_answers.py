@@ -16,7 +16,8 @@ from typing import Callable, List, Optional, Tuple, Union
 
 import pytest
 
-from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffRefusedError
+from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffOverlapError, HandOffRefusedError
+from kafkarec.lakehouse import HandOff
 from kafkarec.lakehouse.connect import hand_off
 
 NAME = "sink"
@@ -252,6 +253,39 @@ def test_a_refused_repeat_says_the_worker_answered_and_resumes_the_connector():
     assert "PATCH" not in [c[0] for c in worker.calls]
 
 
+@pytest.mark.parametrize("points, refused", [
+    # the group inside [start, H) on orders-0: the sink read records the backfill wrote
+    ({("orders", 0): HandOff(10, 41), ("orders", 1): HandOff(0, 17)}, "orders-0: H 41, group at 30"),
+    # bare H: the start is unknown, any group below H overlaps
+    (POINTS, "orders-0: H 41, group at 30"),
+])
+def test_a_connector_whose_sink_read_below_the_hand_off_is_refused_and_left_stopped(points, refused):
+    inside = {"offsets": [
+        {"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 30}}]}
+    with FakeWorker(connect(**{"GET /connectors/sink/offsets": http(200, inside)})) as worker:
+        with pytest.raises(HandOffOverlapError) as info:
+            hand_off(worker.url, NAME, points)
+    assert refused in info.value.reason and "left STOPPED" in info.value.reason, info.value
+    assert not isinstance(info.value, HandOffRefusedError)
+    # neither set to H (its rows below H stay the sink's, in the table or its control topic) nor resumed
+    assert [c[:2] for c in worker.calls if c[0] != "GET"] == [("PUT", "/connectors/sink/stop")]
+
+
+def test_a_group_at_or_below_the_backfills_start_is_set_to_h():
+    at_start = {"offsets": [
+        {"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 10}}]}
+
+    def script(method, path, calls):
+        if (method, path) == ("GET", "/connectors/sink/offsets") and not any(c[0] == "PATCH" for c in calls):
+            return http(200, at_start)      # the sink read nothing the backfill wrote
+        return connect()(method, path, calls)
+    with FakeWorker(script) as worker:
+        body = hand_off(worker.url, NAME, {("orders", 0): HandOff(10, 41), ("orders", 1): HandOff(0, 17)})
+    assert body == SET
+    assert [c[:2] for c in worker.calls if c[0] != "GET"] == [
+        ("PUT", "/connectors/sink/stop"), ("PATCH", "/connectors/sink/offsets"), ("PUT", "/connectors/sink/resume")]
+
+
 def _failed_task(method, path, calls):
     if (method, path) == ("GET", "/connectors/sink/status") and any(c[0] == "PATCH" for c in calls):
         return http(200, {"connector": {"state": "RUNNING"}, "tasks": [{"id": 0, "state": "FAILED", "trace": TRACE}]})
@@ -259,12 +293,16 @@ def _failed_task(method, path, calls):
 
 
 PAST = {"offsets": [{"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 12}}]}
+INSIDE = {"offsets": [{"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 5}}]}
 
 
 @pytest.mark.parametrize("script, says, not_says", [
     (connect(**{"GET /connectors/sink/offsets": http(200, PAST)}),
      ["already past the hand-off point", "orders-0: H 7, group at 12", "(HTTP 200)", "nothing to run again"],
      ["(no answer)", "run the same command again"]),
+    (connect(**{"GET /connectors/sink/offsets": http(200, INSIDE)}),
+     ["below the hand-off point", "orders-0: H 7, group at 5", "left STOPPED", "roll the table back"],
+     ["nothing to run again", "run the same command again"]),
     (_failed_task, ["task 0 FAILED", "NoClassDefFoundError", "restart its failed tasks",
                     "/connectors/sink/restart?includeTasks=true&onlyFailed=true"], ["run the same command again"]),
     (connect(), ["connector sink: offsets set to H on 1 partition(s), resumed, its tasks RUNNING"],

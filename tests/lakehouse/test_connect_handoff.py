@@ -7,12 +7,16 @@ worker's sink (support/connect_worker.py) continues from H, more records are pro
 audit (and a read_committed consumer, the oracle) finds every committed record of [start, end) in
 the table exactly once.  Also: a crash between the backfill and the hand-off (the procedure run
 again), and fill-below under a table the sink already owns.
+
+``pytest --handoff-rounds N`` runs the module's procedure N times in one session (on the session's
+broker and worker), each round from scratch: its own topics, connectors and tables.
 """
 from __future__ import annotations
 
 import json
 import time
 import urllib.error
+from typing import NamedTuple
 
 import pytest
 
@@ -63,16 +67,56 @@ def produce_history(bootstrap: str, topic: str, rounds: int, first: int = 0) -> 
 TOPICS = ("handoff", "handoff-crash", "handoff-below")
 
 
+def pytest_generate_tests(metafunc):
+    rounds = metafunc.config.getoption("handoff_rounds")
+    if rounds > 1 and "hand_off_round" in metafunc.fixturenames:
+        # module scope: pytest runs every test of a round before the next round's topics are made
+        metafunc.parametrize("hand_off_round", range(rounds), scope="module", ids=lambda r: f"round{r}")
+
+
 @pytest.fixture(scope="module")
-def env(kafka_broker, connect_worker, iceberg_catalog):
-    """The module's topics written and compacted (all at once: one wait for the log cleaner)."""
-    make_topics(kafka_broker, TOPICS)
-    yield kafka_broker, connect_worker, iceberg_catalog
+def hand_off_round():
+    """The round (``--handoff-rounds``); 0 without the option."""
+    return 0
+
+
+def _named(name: str, round_: int, sep: str = "-") -> str:
+    """A topic's, connector's (``-``) or table's (``_``) name in a round: round 0 keeps the name."""
+    return f"{name}{sep}r{round_}" if round_ else name
+
+
+class Env(NamedTuple):
+    """One round's world: the session's broker, worker and catalog, the round, and the offset of
+    each partition's roll record (:func:`make_topics`)."""
+    kafka_broker: object
+    worker: object
+    catalog: object
+    round: int
+    rolls: dict
+
+    def topic(self, name: str) -> str:
+        return _named(name, self.round)
+
+    def connector(self, name: str) -> str:
+        return _named(name, self.round)
+
+    def table(self, name: str) -> str:
+        return _named(name, self.round, "_")
+
+
+@pytest.fixture(scope="module")
+def env(kafka_broker, connect_worker, iceberg_catalog, hand_off_round):
+    """The round's topics written and compacted (all at once: one wait for the log cleaner)."""
+    rolls = make_topics(kafka_broker, [_named(t, hand_off_round) for t in TOPICS])
+    yield Env(kafka_broker, connect_worker, iceberg_catalog, hand_off_round, rolls)
     for name in connect_worker.rest("GET", "/connectors"):     # the worker is the session's
         connect_worker.delete_connector(name)
 
 
-def make_topics(kafka_broker, names, rounds: int = 3) -> None:
+def make_topics(kafka_broker, names, rounds: int = 3):
+    """``names`` created, written (``rounds`` of :func:`produce_history`), compacted, and then kept
+    from further compaction; ``{(topic, partition): offset}`` of each partition's roll record (the
+    base of its active segment once written)."""
     produce.create_topics(kafka_broker.bootstrap, [
         info for name in names for info in (
             produce.TopicInfo(name, PARTITIONS, dict(COMPACTED), "confluent-kafka", "zstd", transactional=True),
@@ -84,12 +128,22 @@ def make_topics(kafka_broker, names, rounds: int = 3) -> None:
     # history could still be in the active one, which the cleaner never touches)
     time.sleep(0.3)
     plain = produce._cf_producer(kafka_broker.bootstrap, **{"enable.idempotence": True})
+    rolls = {}
+
+    def rolled(err, msg):
+        if err is None:
+            rolls[(msg.topic(), msg.partition())] = msg.offset()
     for name in names:
         for part in range(PARTITIONS):
-            plain.produce(name, value=b"roll", key=b"roll", partition=part)
+            plain.produce(name, value=b"roll", key=b"roll", partition=part, on_delivery=rolled)
     produce._flush(plain)
-    for name in names:     # every partition: one still being cleaned would lose records under the test
-        produce.wait_cleaned(kafka_broker.log_dir, name, timeout=120, partitions=range(PARTITIONS))
+    assert len(rolls) == len(names) * PARTITIONS, f"roll records not delivered: {sorted(rolls)}"
+    # every partition cleaned up to its roll record, the base of its active segment: a partition
+    # cleaned once (its first segments, while the history was still being written) keeps a dirty
+    # tail whose cleaning, until the setting below takes, removes records the test already read
+    for name in names:
+        produce.wait_cleaned(kafka_broker.log_dir, name, timeout=120, partitions=range(PARTITIONS),
+                             through={p: rolls[(name, p)] for p in range(PARTITIONS)})
     # the cleaner has compacted the history; from here on it holds off (a record's newer value would
     # otherwise remove it between the sink's read and the oracle's, both right)
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
@@ -99,6 +153,7 @@ def make_topics(kafka_broker, names, rounds: int = 3) -> None:
         for name in names])
     for future in futures.values():
         future.result(timeout=30)
+    return rolls
 
 
 def committed_offsets(bootstrap: str, topic: str):
@@ -159,14 +214,23 @@ def test_offsets_body_is_kip_875s_sink_form():
         {"partition": {"kafka_topic": "u", "kafka_partition": 0}, "offset": {"kafka_offset": 9}}]}
 
 
+def test_the_history_is_cleaned_up_to_its_active_segment(env):
+    """The tests read a history the cleaner is done with: each partition cleaned up to its roll
+    record (the base of its active segment), before the topics were kept from compaction.  A
+    partition with a dirty tail left below would lose records to a later pass under the tests."""
+    cleaned = produce._checkpoint(f"{env.kafka_broker.log_dir}/cleaner-offset-checkpoint")
+    behind = {tp: (cleaned.get(tp), roll) for tp, roll in env.rolls.items() if cleaned.get(tp, 0) < roll}
+    assert not behind, f"cleaned up to, and the roll record's offset: {behind}"
+
+
 def test_backfill_then_hand_off(env):
-    kafka_broker, worker, catalog = env
-    topic, table = "handoff", "lake.handoff"
+    kafka_broker, worker, catalog = env.kafka_broker, env.worker, env.catalog
+    topic, table, connector = env.topic("handoff"), env.table("lake.handoff"), env.connector("sink-handoff")
     target = target_for(catalog, table)
     points = hand_off_points(kafka_broker.log_dir, topics=[topic])
     summary = backfill(kafka_broker.log_dir, target, layout=LAYOUT, points=points)
     assert sum(s.rows for s in summary.values()) == len(table_offsets(target, topic)) > 0
-    body = hand_off(worker.url, "sink-handoff", points, config=sink_config(catalog, topic, table))
+    body = hand_off(worker.url, connector, points, config=sink_config(catalog, topic, table))
     assert [o["offset"]["kafka_offset"] for o in body["offsets"]] == [points[(topic, p)].end
                                                                       for p in range(PARTITIONS)]
     produce_history(kafka_broker.bootstrap, topic, 2, first=10_000)
@@ -175,9 +239,9 @@ def test_backfill_then_hand_off(env):
     # connector left running
     from kafkarec.errors import ConnectError
     with pytest.raises(ConnectError, match="already past the hand-off point"):
-        hand_off(worker.url, "sink-handoff", points)
+        hand_off(worker.url, connector, points)
     deadline = time.monotonic() + 30        # resuming is asynchronous (202 Accepted)
-    while worker.rest("GET", "/connectors/sink-handoff/status")["connector"]["state"] != "RUNNING":
+    while worker.rest("GET", f"/connectors/{connector}/status")["connector"]["state"] != "RUNNING":
         assert time.monotonic() < deadline, "the connector was not resumed"
         time.sleep(0.25)
     # the sink's own snapshots carry its kafka.connect.* keys; kafkarec's backfill carries none
@@ -189,8 +253,9 @@ def test_backfill_then_hand_off(env):
 
 def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(env, tmp_path, capfd):
     from kafkarec.cli.main import main
-    kafka_broker, worker, catalog = env
-    topic, table, connector = "handoff-crash", "lake.handoff_crash", "sink-handoff-crash"
+    kafka_broker, worker, catalog = env.kafka_broker, env.worker, env.catalog
+    topic, table = env.topic("handoff-crash"), env.table("lake.handoff_crash")
+    connector = env.connector("sink-handoff-crash")
     target = target_for(catalog, table)
     config = sink_config(catalog, topic, table)
     points = hand_off_points(kafka_broker.log_dir, topics=[topic])
@@ -216,8 +281,9 @@ def test_a_crash_between_backfill_and_hand_off_is_finished_by_running_it_again(e
 
 
 def test_fill_below_under_the_sinks_table(env):
-    kafka_broker, worker, catalog = env
-    topic, table, connector = "handoff-below", "lake.handoff_below", "sink-handoff-below"
+    kafka_broker, worker, catalog = env.kafka_broker, env.worker, env.catalog
+    topic, table = env.topic("handoff-below"), env.table("lake.handoff_below")
+    connector = env.connector("sink-handoff-below")
     target = target_for(catalog, table)
     # the live writer came first: its connector starts in the middle of the history (after
     # compaction) and creates the table itself
@@ -261,7 +327,7 @@ def inside_history(log_dir: str, topic: str, history):
 
 def test_hand_off_errors_carry_the_call_status_and_answer(env):
     from kafkarec.errors import ConnectError
-    _, worker, _ = env
+    worker = env.worker
     with pytest.raises(ConnectError, match="no such connector") as info:
         hand_off(worker.url, "sink-nobody", {("t", 0): 5})
     assert info.value.status == 404 and info.value.connector == "sink-nobody"

@@ -31,7 +31,7 @@ EXPECTED = {
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
     "OffsetOrderError": ValueError,
     "LayoutError": ValueError, "BrokerError": OSError,
-    "HandOffRefusedError": RuntimeError, "ConnectorFailedError": RuntimeError,
+    "HandOffRefusedError": RuntimeError, "HandOffOverlapError": RuntimeError, "ConnectorFailedError": RuntimeError,
 }
 # what kafkarec warns about: Python's warnings, UserWarning kept as their builtin base
 WARNINGS = ("KafkaRecWarning", "IndexWarning")

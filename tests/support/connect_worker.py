@@ -127,7 +127,10 @@ class ConnectWorker:
                 fh.write(f"{key}={value}\n")
         write_log4j2(os.path.join(self.base_dir, "log4j2.properties"), self.log_file, {
             # the clients' configuration dumps and the Hadoop chatter hide what matters
-            "org.apache.kafka.clients": "WARN", "org.apache.kafka.common": "WARN", "org.apache.hadoop": "ERROR"})
+            "org.apache.kafka.clients": "WARN", "org.apache.kafka.common": "WARN", "org.apache.hadoop": "ERROR",
+            # where each sink task starts a partition it is assigned ("Assigned topic partition ... with
+            # offset ..."): the hand-off's H, or a reset
+            "org.apache.kafka.connect.runtime.WorkerSinkTask": "DEBUG"})
         return props
 
     def log_tail(self, lines: int = 60) -> str:
