@@ -79,32 +79,26 @@ def delta_app_id(app_id: str, partition: int) -> str:
 
 # --- rows ---------------------------------------------------------------------------------------
 
-class _Typed:
-    """Typed values through the registry's one dispatch (:func:`kafkarec.registry.typed.decode_table`
-    with ``typed``'s keywords), the value's type known before the first row."""
+def _typed_rows(typed: Dict[str, Any], topic: str):
+    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode ``"refuse"``):
+    ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that does not
+    decode stops the write."""
+    from kafkarec.scan import TypedSettings
+    from kafkarec.scan._typed import TypedRows
+    kw = dict(typed)
+    if kw.pop("key", False):
+        raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
+    kw.pop("value", None)
+    settings = TypedSettings(value_format=kw.pop("value_format", "registry"), registry=kw.pop("registry", None),
+                             options=kw)
 
-    def __init__(self, typed: Dict[str, Any], topic: str):
-        self.kw = dict(typed)
-        if self.kw.get("key"):
-            raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
-        self.kw.setdefault("topic", topic)
-        self.columns: Dict[str, Any] = {}
-        import kafkarec
-        from kafkarec.registry.typed import decode_table
-        decode_table(kafkarec.arrow_schema().empty_table(), columns=self.columns, **self.kw)
-        self.value_type = self.columns["value"].arrow_type
-
-    def decode(self, rb, part: PartitionHandOff):
-        from kafkarec.registry.typed import decode_table
-        pa = require("pyarrow")
-        table = decode_table(pa.Table.from_batches([rb]), columns=self.columns, **self.kw)
-        bad = table.column("_corrupt_record")
-        if bad.null_count != len(bad):
-            i = bad.is_valid().to_pylist().index(True)
-            raise BackfillError(f"{part.part.topic}-{part.part.partition}",
-                                f"the value at offset {table.column('offset')[i].as_py()} does not "
-                                f"decode ({bad[i].as_py()}); the live writer would not write it either")
-        return table
+    def refuse(offset, reason):
+        return BackfillError(f"{topic}-{part_of[0]}", f"the value at offset {offset} does not decode "
+                             f"({reason}); the live writer would not write it either")
+    part_of = [None]
+    rows = TypedRows(settings, [topic], mode="refuse", refuse=refuse)
+    rows.partition = part_of
+    return rows
 
 
 def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Optional[_Typed]) -> Iterator[Any]:

@@ -1,9 +1,8 @@
 """Finding a read's pieces of work and reading them: what :class:`kafkarec.scan.LogScan` and the
 Spark data source share.
 
-A read's settings (``config``) are an object with the attributes :class:`ScanConfig` has (the
-Spark data source passes its :class:`spark_udfs._datasource.BatchReadConfig`, which has them
-under the same names).  What :mod:`kafkarec.log` finds depends on ``config.listed``: URIs,
+A read's settings are one :class:`kafkarec.scan._config.ScanConfig` (every surface, the Spark
+data source too, makes one).  What :mod:`kafkarec.log` finds depends on ``config.listed``: URIs,
 selections, bounds, tiered storage are read over a listing (:mod:`kafkarec.log.layout` sorts it
 into partitions and segments, :mod:`kafkarec.log.selection` resolves the selection through the
 side files and cuts at offset-index positions, no segment byte read; ranges of whole batches,
@@ -22,6 +21,7 @@ from typing import Callable, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.errors import MalformedBatchError, SelectionError
+from kafkarec.scan._config import FileFinding, ScanConfig
 from kafkarec.scan._decode import decode_range
 
 __all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "found_local", "found_listed",
@@ -29,55 +29,6 @@ __all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "found
            "READ_AHEAD_MAX_BYTES"]
 
 log = logging.getLogger("kafkarec")
-
-
-class FileFinding(NamedTuple):
-    """How a local read finds segment files (Spark's file-source options ``pathGlobFilter``,
-    ``recursiveFileLookup``, ``allowDuplicatePartitions``)."""
-    glob_filter: str = "*.log"
-    recursive: bool = False
-    allow_duplicates: bool = False
-
-
-class ScanConfig:
-    """A read's settings, plain values (pickled to workers before kafkarec is loaded there).
-
-    ``read_fields``: :class:`kafkarec.ReadOptions` fields (``verify_crc``, ``strict``,
-    ``max_decompressed_bytes``); ``selection``: a :class:`kafkarec.log.selection.Selection`
-    (the Kafka source's options); ``bounds``: a :class:`kafkarec.scan.Bounds` or None.  The
-    Spark data source's :class:`spark_udfs._datasource.BatchReadConfig` has the same attributes."""
-
-    def __init__(self, paths, *, listed: bool, files: FileFinding = FileFinding(), selection=None,
-                 bounds=None, tiered_storage=None, storage_options=None, fail_on_data_loss: bool = True,
-                 read_committed: bool = False, mode: str = "FAILFAST", corrupt_column: Optional[str] = None,
-                 bad_records_path=None, include_control: bool = False, max_rows: int = 65536,
-                 read_fields: Optional[dict] = None):
-        self.paths = list(paths)
-        self.listed = listed
-        self.files = files
-        self.selection = selection
-        self.bounds = bounds
-        self.tiered_storage = tiered_storage
-        self.storage_options = storage_options
-        self.fail_on_data_loss = fail_on_data_loss
-        self.read_committed = read_committed
-        self.mode = mode
-        self.corrupt_column = corrupt_column
-        self.bad_records_path = bad_records_path
-        self.include_control = include_control
-        self.max_rows = max_rows
-        self.read = ReadFields(read_fields or {})
-
-
-class ReadFields:
-    """:class:`kafkarec.ReadOptions` fields as plain values (picklable), made into the core's
-    object where decoding happens (:meth:`options`), as the Spark source's settings are."""
-
-    def __init__(self, fields: dict):
-        self.fields = dict(fields)
-
-    def options(self, kafkarec):
-        return kafkarec.ReadOptions(**self.fields)
 
 
 class ListedRange(NamedTuple):
@@ -154,7 +105,8 @@ def found_listed(config) -> Found:
     from kafkarec.log import layout, selection
     resolvers: dict = {}
     items: List[ListedRange] = []
-    bounds = getattr(config, "bounds", None)
+    bounds = None if config.bounds.unbounded else config.bounds
+    sel = config.selection if config.selection is not None else selection.parse_selection({})
     for raw in config.paths:
         lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
         st = lay.storage
@@ -169,7 +121,7 @@ def found_listed(config) -> Found:
         for uri, why in lay.not_live:
             log.warning("kafkarec: not read: %s: %s", uri, why)
         resolver = resolvers[id(st)] = selection.Resolver(st)
-        ranges = _planned(lay, config.selection, bounds, resolver)
+        ranges = _planned(lay, sel, bounds, resolver)
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
 
