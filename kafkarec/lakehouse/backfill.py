@@ -2,8 +2,8 @@
 
 The rows of [start, H) per partition (:mod:`kafkarec.lakehouse.handoff`) are exactly the committed
 data records a ``read_committed`` consumer is given (no control records, no aborted transaction),
-read through the log readers (:func:`kafkarec.log.selection.plan_partition` and
-:func:`~kafkarec.log.selection.read_arrow` with the partition's read_committed spans), laid out as
+read through the one reader (:class:`kafkarec.scan.LogScan` with ``read_committed`` and each
+partition's [start, H) as its offset ranges), laid out as
 the live writer lays them out (:func:`kafkarec.lakehouse.layouts.to_layout`), one Arrow batch at a
 time.
 
@@ -79,10 +79,12 @@ def delta_app_id(app_id: str, partition: int) -> str:
 
 # --- rows ---------------------------------------------------------------------------------------
 
-def _typed_rows(typed: Dict[str, Any], topic: str):
-    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode ``"refuse"``):
-    ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that does not
-    decode stops the write."""
+def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional[int] = None):
+    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode ``"refuse"``),
+    or None: ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that
+    does not decode stops the write, as the live writer would not write it either."""
+    if not typed:
+        return None
     from kafkarec.scan import TypedSettings
     from kafkarec.scan._typed import TypedRows
     kw = dict(typed)
@@ -93,28 +95,41 @@ def _typed_rows(typed: Dict[str, Any], topic: str):
                              options=kw)
 
     def refuse(offset, reason):
-        return BackfillError(f"{topic}-{part_of[0]}", f"the value at offset {offset} does not decode "
+        return BackfillError(f"{topic}-{partition}", f"the value at offset {offset} does not decode "
                              f"({reason}); the live writer would not write it either")
-    part_of = [None]
-    rows = TypedRows(settings, [topic], mode="refuse", refuse=refuse)
-    rows.partition = part_of
-    return rows
+    return TypedRows(settings, [topic], mode="refuse", refuse=refuse)
 
 
-def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Optional[_Typed]) -> Iterator[Any]:
-    resolver = selection.Resolver(storage)
-    for sr in selection.plan_partition(part.part, part.start, part.end, resolver):
-        try:
-            for rb in selection.read_arrow(storage, sr, skip=part.skip.get(sr.segment.path, ())):
-                if typed is not None:
-                    rb = typed.decode(rb, part)
-                out = to_layout(rb, lay, value_type=None if typed is None else typed.value_type)
-                if out.num_rows:
-                    yield out
-        except DecodeError as exc:
-            # a record the backfill cannot read is a gap it will not leave: the write stops, naming it
-            exc.file = segment_uri(storage, sr.segment)      # positions are that file's
-            raise
+def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
+    """``(partition, its pieces)`` of the plan's ranges through the one reader
+    (:class:`kafkarec.scan.LogScan`, read_committed judged over each partition's whole log; a
+    record the backfill cannot read is a gap it will not leave: the write stops, naming its
+    file)."""
+    from kafkarec.scan import LogScan, ScanConfig
+    config = ScanConfig((log_uri,), offset_ranges=tuple((p.part.topic, p.part.partition, p.start, p.end)
+                                                       for p in plan.partitions),
+                        read_committed=True, storage_options=storage_options, tiered_storage=tiered_storage,
+                        core_errors=True)
+    scan = LogScan(config)
+    pieces: Dict[int, list] = {}
+    for piece in scan.pieces():
+        pieces.setdefault(piece.item.share, []).append(piece)
+    return scan, [(part, pieces.get(i, [])) for i, part in enumerate(plan.partitions)]
+
+
+def _partition_batches(scan, pieces, lay: Layout, typed) -> Iterator[Any]:
+    pa = require("pyarrow")
+    from kafkarec.scan._read import Errors
+    import kafkarec
+    value_type = None if typed is None else typed.value_type(kafkarec.arrow_schema())
+    for _, rb in scan.read_items(pieces):
+        if isinstance(rb, Errors):      # FAILFAST raises; nothing else is an error here
+            continue
+        if typed is not None:
+            rb = typed.decode(pa.Table.from_batches([rb]))
+        out = to_layout(rb, lay, value_type=value_type)
+        if out.num_rows:
+            yield out
 
 
 def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, end_offsets=None,
@@ -129,9 +144,9 @@ def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, e
     broker to ask for each partition's log start and last stable offset (:func:`hand_off_points`)."""
     lay = layout_of(layout)
     plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage, bootstrap)
-    for part in plan.partitions:
-        yield from _partition_batches(plan.storage, part, lay,
-                                      _Typed(typed, part.part.topic) if typed else None)
+    scan, parts = _read(log_uri, plan, storage_options, tiered_storage)
+    for part, pieces in parts:
+        yield from _partition_batches(scan, pieces, lay, _typed_rows(typed, part.part.topic, part.part.partition))
 
 
 def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage,
@@ -155,7 +170,9 @@ def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiere
 # --- writing ------------------------------------------------------------------------------------
 
 def _value_type(typed: Optional[Dict[str, Any]], topic: str):
-    return _Typed(typed, topic).value_type if typed else None
+    import kafkarec
+    rows = _typed_rows(typed, topic)
+    return None if rows is None else rows.value_type(kafkarec.arrow_schema())
 
 
 def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
@@ -199,7 +216,8 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
     for p in plan.partitions:
         if p.key not in summary and p not in todo:
             summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0, "empty")
-    rows = _write(target, lay, plan.storage, todo, app_id, typed)
+    rows = _write(target, lay, todo, app_id, typed,
+                  lambda todo: _read(log_uri, HandOffPlan(plan.storage, todo), storage_options, tiered_storage))
     for part in todo:
         n = rows.get(part.key, 0)
         # a Delta backfill commits its txn actions even for a partition without rows
@@ -309,7 +327,7 @@ class _Counter:
             yield rb
 
 
-def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], app_id, typed) -> Dict:
+def _write(target: Target, lay: Layout, todo: List[PartitionHandOff], app_id, typed, read) -> Dict:
     pa = require("pyarrow")
     if not todo:
         return {}
@@ -329,9 +347,10 @@ def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], a
     counters = []
 
     def batches():
-        for part in todo:
-            c = _Counter(_partition_batches(storage, part, lay, _Typed(typed, part.part.topic) if typed else None),
-                         part.key)
+        scan, parts = read(todo)
+        for part, pieces in parts:
+            c = _Counter(_partition_batches(scan, pieces, lay,
+                                            _typed_rows(typed, part.part.topic, part.part.partition)), part.key)
             counters.append(c)
             for rb in c:
                 yield _cast(rb, schema)

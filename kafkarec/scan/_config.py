@@ -81,6 +81,7 @@ class ScanConfig:
     max_decompressed_bytes: Optional[int] = None
     max_rows: int = ROWS_PER_BATCH
     listing: bool = False
+    core_errors: bool = False
 
     @classmethod
     def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,

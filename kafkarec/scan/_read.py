@@ -20,7 +20,7 @@ import os
 from typing import Callable, List, NamedTuple, Optional
 
 from kafkarec._extras import require
-from kafkarec.errors import MalformedBatchError, SelectionError
+from kafkarec.errors import DecodeError, MalformedBatchError, SelectionError
 from kafkarec.scan._config import FileFinding, ScanConfig
 from kafkarec.scan._decode import decode_range
 
@@ -38,6 +38,7 @@ class ListedRange(NamedTuple):
     storage: object
     range: object
     skip: tuple = ()
+    share: int = 0      # which of the config's offset_ranges it reads (0 without them)
 
 
 class Found(NamedTuple):
@@ -121,49 +122,21 @@ def found_listed(config) -> Found:
         for uri, why in lay.not_live:
             log.warning("kafkarec: not read: %s: %s", uri, why)
         resolver = resolvers[id(st)] = selection.Resolver(st)
-        ranges = _planned(lay, sel, bounds, resolver)
+        if config.offset_ranges is None:
+            shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
+        else:       # each range planned apart, its pieces marked with its index (a stream's task)
+            shares = [(i, selection.plan(lay, sel, resolver, offset_ranges=[r]))
+                      for i, r in enumerate(config.offset_ranges)]
+        ranges = [sr for _, share in shares for sr in share]
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
-        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
+        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
+                  for i, share in shares for sr in share]
 
     def split(rr: ListedRange, max_bytes: int) -> list:
         return [rr._replace(range=sr)
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
-
-
-def _planned(lay, sel, bounds, resolver) -> list:
-    """The segment ranges of the selection (:func:`kafkarec.log.selection.plan`) narrowed by
-    ``bounds``: topics and partitions, the offset range, and the start of the timestamp range
-    through the time indexes (the earliest offset at or past the start whose record has a
-    timestamp at or past the lower bound: every record before it has an earlier timestamp).
-    An upper timestamp bound does not prune (CreateTime timestamps are not ordered): the
-    reader filters it row by row."""
-    from kafkarec.log import selection
-    if bounds is None:
-        return selection.plan(lay, sel, resolver)
-    out = []
-    for part in selection.select_partitions(lay, sel):
-        if not bounds.admits(part.topic, part.partition):
-            continue
-        log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
-        start, hit = selection.partition_start(sel, part, resolver, log_start)
-        end = selection.partition_end(sel, part, resolver, log_start)
-        lo, hi = bounds.offsets
-        if lo is not None and lo > start:
-            start, hit = lo, None
-        if hi is not None and (end is None or hi < end):
-            end = hi
-        if end is not None and end <= start:
-            continue
-        if bounds.timestamps[0] is not None:
-            found = resolver.offset_for_time(part, bounds.timestamps[0], log_start=start)
-            if found is None or (end is not None and found[0] >= end):
-                continue            # no record from the start on is that late
-            if found[0] > start:
-                start, hit = found[0], found
-        out += selection.plan_partition(part, start, end, resolver, time_hit=hit)
-    return out
 
 
 def _read_committed_skips(st, lay, ranges) -> dict:
@@ -208,7 +181,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=need_batch_columns,
             max_rows=config.max_rows, mode=config.mode, where=where,
-            quarantine=quarantine, columns=columns)
+            quarantine=quarantine, columns=columns, core_errors=config.core_errors)
 
     for rr, where, topic, partition, mapped, pieces in ranges_read(ranges):
         # offsets kept: a local slice's from the log start on, a listed range's as selected
@@ -241,6 +214,9 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                     yield where, item
             except MalformedBatchError as exc:
                 raise type(exc)(f"{exc} {hint}") from None
+            except DecodeError as exc:      # core_errors: positions are that file's
+                exc.file = where
+                raise
             finally:
                 if mapped:        # so that the map can close
                     local.release(piece.data)
