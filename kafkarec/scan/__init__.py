@@ -178,14 +178,15 @@ class LogScan:
         return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit))
 
     # --- pieces of work ------------------------------------------------------------------
-    def found(self) -> "_read.Found":
-        """What :mod:`kafkarec.log` found (listed once per scan object)."""
+    def found(self, report=None) -> "_read.Found":
+        """What :mod:`kafkarec.log` found (listed once per scan object); ``report``: what a
+        listing met, as :func:`kafkarec.scan._read.found_listed` takes it (default: logged)."""
         if self._found is None:
             config = self.config
             if config.empty:
                 self._found = _read.Found([], None, None, None, list)
             else:
-                self._found = _read.found_listed(config) if config.listed else _read.found_local(config)
+                self._found = _read.found_listed(config, report) if config.listed else _read.found_local(config)
         return self._found
 
     def _piece(self, item) -> ScanPiece:
@@ -197,9 +198,10 @@ class LogScan:
             topic, partition = item.topic, item.partition
         return ScanPiece(topic, partition, found.size(item), tuple(key), item)
 
-    def pieces(self) -> List[ScanPiece]:
-        """The pieces of work, in log order within each topic-partition."""
-        return [self._piece(item) for item in self.found().pieces]
+    def pieces(self, report=None) -> List[ScanPiece]:
+        """The pieces of work, in log order within each topic-partition (``report``: see
+        :meth:`found`)."""
+        return [self._piece(item) for item in self.found(report).pieces]
 
     def split(self, piece: ScanPiece, max_bytes: int) -> List[ScanPiece]:
         """``piece`` cut at batch starts into pieces of about ``max_bytes``."""
@@ -225,6 +227,15 @@ class LogScan:
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)
+
+    def framed(self, piece: ScanPiece, options=None) -> Iterator:
+        """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
+        control batches too, each holding an offset of the piece), then, if framing failed,
+        the :class:`kafkarec.DecodeError` that stopped it: what the command line's ``dump``
+        and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
+        config's)."""
+        import kafkarec
+        yield from _read.framed(kafkarec, options or self.config.read_options(kafkarec), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""

@@ -54,8 +54,9 @@ class ScanConfig:
     when none was given; ``offset_ranges``: ``((topic, partition, start, end), ...)`` read
     exactly (a stream's micro-batch), instead of the selection; ``files``: how local paths are
     found; ``read_committed``: Kafka's ``read_committed`` (judged over each partition's whole
-    log); ``mode``: Spark's parse mode; ``every_record``: control records too and nothing left
-    out for a log start, as ``kafka-dump-log`` prints a file; ``verify_crc``, ``strict``,
+    log); ``mode``: Spark's parse mode; ``every_record``: nothing left out for a partition's log
+    start (records ``deleteRecords`` left in the files), as ``kafka-dump-log`` prints a file
+    (:meth:`kafkarec.scan.LogScan.framed` gives control batches too); ``verify_crc``, ``strict``,
     ``max_decompressed_bytes``: :class:`kafkarec.ReadOptions`' fields; ``max_rows``: rows per
     Arrow batch; ``listing``: plan over a listing even for local paths (a keyed state needs its
     partitions whole)."""
@@ -82,6 +83,7 @@ class ScanConfig:
     max_rows: int = ROWS_PER_BATCH
     listing: bool = False
     core_errors: bool = False
+    every_record: bool = False
 
     @classmethod
     def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,

@@ -15,6 +15,7 @@ whole log.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Callable, List, NamedTuple, Optional
@@ -97,30 +98,31 @@ def topic_key(partition_key):
     return ("topic", topic) if topic is not None else partition_key
 
 
-def found_listed(config) -> Found:
+def found_listed(config, report: Optional[Callable] = None) -> Found:
     """Each path listed once (:func:`kafkarec.log.layout.scan_history`: local folders, object
     stores, tiered copies stitched with the log dirs), selected, bounded (``config.bounds``)
     and cut at offset-index positions (:mod:`kafkarec.log.selection`); no segment byte is read
     to plan except to find a timestamp's offset (readCommitted walks the selected partitions'
-    logs)."""
+    logs).  What the listing met is reported by ``report(kind, path, storage, item)``
+    (``"gap"``, ``"skipped"``, ``"not_live"``; default :func:`_report`: logged, a gap raised
+    with ``fail_on_data_loss``)."""
     from kafkarec.log import layout, selection
+    report = report or functools.partial(_report, config)
     resolvers: dict = {}
     items: List[ListedRange] = []
     bounds = None if config.bounds.unbounded else config.bounds
     sel = config.selection if config.selection is not None else selection.parse_selection({})
+    if config.every_record:
+        sel = sel._replace(include_deleted_records=True)
     for raw in config.paths:
         lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
         st = lay.storage
         for gap in gaps:
-            msg = (f"kafkarec: offsets {gap.start}..{gap.end - 1} of {gap.topic}-{gap.partition} are in neither "
-                   f"the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
-            if config.fail_on_data_loss:
-                raise SelectionError(msg + " (data loss; failOnDataLoss=false reads around it)")
-            log.warning(msg)
+            report("gap", raw, st, gap)
         for d in lay.skipped:
-            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
-        for uri, why in lay.not_live:
-            log.warning("kafkarec: not read: %s: %s", uri, why)
+            report("skipped", raw, st, d)
+        for item in lay.not_live:
+            report("not_live", raw, st, item)
         resolver = resolvers[id(st)] = selection.Resolver(st)
         if config.offset_ranges is None:
             shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
@@ -137,6 +139,20 @@ def found_listed(config) -> Found:
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
+
+
+def _report(config, kind: str, raw: str, st, item) -> None:
+    """What a listing met, logged (a gap in a stitched history raised with ``fail_on_data_loss``)."""
+    if kind == "gap":
+        msg = (f"kafkarec: offsets {item.start}..{item.end - 1} of {item.topic}-{item.partition} are in "
+               f"neither the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
+        if config.fail_on_data_loss:
+            raise SelectionError(msg + " (data loss; failOnDataLoss=false reads around it)")
+        log.warning(msg)
+    elif kind == "skipped":
+        log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(item))
+    else:
+        log.warning("kafkarec: not read: %s: %s", *item)
 
 
 def _read_committed_skips(st, lay, ranges) -> dict:
@@ -222,6 +238,40 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                     local.release(piece.data)
             if errs:
                 yield where, Errors(errs, topic, partition)
+
+
+def framed(kafkarec, options, rr: ListedRange):
+    """The batches of one listed range framed one by one (:func:`kafkarec.iter_batches`, with
+    the log files' rules: :func:`kafkarec.log.segment.file_options`), the same pieces and skips
+    as :func:`decoded` walks: each batch holding an offset of the range, then, if framing
+    failed, the :class:`kafkarec.DecodeError` that stopped it (nothing after it is read)."""
+    from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import without_spans
+    options = file_options(options)
+    for rr, _where, _topic, _partition, _mapped, pieces in ranges_read([rr]):
+        lo, hi = rr.range.min_offset, rr.range.end_offset
+        if rr.skip:
+            pieces = (part for piece in pieces for part in without_spans(piece, rr.skip))
+        for piece in pieces:
+            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
+            while True:
+                try:
+                    b = next(it)
+                except StopIteration:
+                    break
+                except DecodeError as e:
+                    yield e
+                    return
+                try:
+                    first, last = b.base_offset, b.last_offset
+                except DecodeError:         # a legacy wrapper that cannot be opened: shown as it is
+                    yield b
+                    continue
+                if hi is not None and first >= hi:
+                    return
+                if lo is not None and last < lo:
+                    continue
+                yield b
 
 
 class OffsetOrder:
