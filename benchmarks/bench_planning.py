@@ -9,10 +9,10 @@ A log directory of ``N`` partitions (topic ``events``), ``--segments`` segments 
 ``.timeindex`` beside every segment, as a broker leaves a small rolled segment.  The same
 directory is planned:
 
-* local: the data source's planner (:func:`spark_udfs._datasource.plan`) on the local path
+* local: the data source's planner (:func:`spark_udfs.read.datasource.plan`) on the local path
   (:func:`kafkarec.log.directory.find_segment_files`, cut by :mod:`kafkarec.log.local`);
 * remote: the same planner on a SeaweedFS S3 server on 127.0.0.1 (tests/support/s3server.py): one
-  recursive listing (:mod:`kafkarec.log.layout`), then :mod:`spark_udfs._planning`.
+  recursive listing (:mod:`kafkarec.log.layout`), then :mod:`spark_udfs.read.planning`.
 
 Reported per size: planning seconds (median of ``--runs``), seconds per 1,000 partitions,
 tasks, listing requests (remote), the peak of Python memory allocated while planning
@@ -175,8 +175,8 @@ def counting_resolve(counters: list):
 
 def plan(path: str, options: dict, parallelism: int):
     """The data source's tasks for a read of ``path`` (a local path or a URI) with ``options``."""
-    from spark_udfs import _datasource
-    from spark_udfs._spec import read_spec
+    from spark_udfs.read import datasource as _datasource
+    from spark_udfs.read.spec import read_spec
     config = _datasource.batch_config(read_spec({"path": path, **options}), default_parallelism=parallelism)
     return _datasource.plan(config)
 
@@ -243,7 +243,7 @@ def read_one_task(options: dict) -> dict:
     reading (the high-water mark, reset after planning: Spark plans in another process),
     rows, seconds; and the peak while planning."""
     import pyarrow as pa
-    from spark_udfs import _datasource
+    from spark_udfs.read import datasource as _datasource
     ds = _datasource.KafkaRecDataSource(options)
     schema = ds.schema()
     reader = ds.reader(schema)

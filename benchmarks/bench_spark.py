@@ -140,7 +140,7 @@ def build_floor(logdir: str, out: str) -> None:
     sizes), in an Arrow IPC file ``out/<folder>/<segment>.arrow``."""
     import glob
     import pyarrow as pa
-    from spark_udfs import _datasource
+    from spark_udfs.read import datasource as _datasource
     if os.path.exists(os.path.join(out, "_done")):
         return
     shutil.rmtree(out, ignore_errors=True)
@@ -171,8 +171,8 @@ def floor_source():
             self.options = options
 
         def partitions(self):
-            from spark_udfs import _datasource
-            from spark_udfs._spec import read_spec
+            from spark_udfs.read import datasource as _datasource
+            from spark_udfs.read.spec import read_spec
             spec = read_spec({"path": self.options["path"], "minPartitions": self.options["parallelism"]})
             tasks = _datasource.plan(_datasource.batch_config(spec))
             arrow = self.options["arrow"]
@@ -194,7 +194,7 @@ def floor_source():
             return "kafkarec_floor"
 
         def schema(self):
-            from spark_udfs import _datasource
+            from spark_udfs.read import datasource as _datasource
             return _datasource.KafkaRecDataSource({"path": self.options["path"],
                                                    "includeHeaders": "true"}).schema()
 
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
 
     parquet_rows = os.path.join(args.data, f"rows-{tag}.parquet")
     batch_table = os.path.join(args.data, f"batches-{tag}.parquet")
-    from spark_udfs import _decode
+    from spark_udfs.read import task_config as _decode
     # the data source's batches as they are now (their size: its maxRecordsPerBatch default;
     # 10,000 before it was named, so that the script also measures older builds)
     floor_dir = os.path.join(args.data, f"floor-{tag}-{getattr(_decode, 'DEFAULT_MAX_RECORDS_PER_BATCH', 10000)}")

@@ -124,7 +124,7 @@ def build_typed_floor(logdir: str, out: str) -> str:
     """The registry read's rows, task by task as the data source plans them, in Arrow IPC
     files ``out/task-<i>.arrow``; returns the read's schema as JSON."""
     import pyarrow as pa
-    from spark_udfs import _datasource
+    from spark_udfs.read import datasource as _datasource
     ds = _datasource.KafkaRecDataSource(_typed_options(logdir))
     schema = ds.schema()
     if not os.path.exists(os.path.join(out, "_done")):

@@ -55,25 +55,25 @@ RECOMMENDED_CONF = {
 }
 
 _LAZY = {
-    "ship": ("spark_udfs._shipping", "ship"),
-    "verify_executors": ("spark_udfs._shipping", "verify_executors"),
-    "decode_records": ("spark_udfs._functions", "decode_records"),
-    "explode_records": ("spark_udfs._functions", "explode_records"),
-    "explode_udtf": ("spark_udfs._functions", "explode_udtf"),
-    "make_decode_udf": ("spark_udfs._functions", "make_decode_udf"),
-    "decode_result_type": ("spark_udfs._functions", "decode_result_type"),
-    "from_registry": ("spark_udfs._typed", "from_registry"),
-    "offsets_behind_latest": ("spark_udfs._progress", "offsets_behind_latest"),
-    "KafkaRecDataSource": ("spark_udfs._datasource", "KafkaRecDataSource"),
-    "kafka_schema": ("spark_udfs._schema", "kafka_schema"),
-    "record_struct": ("spark_udfs._schema", "record_struct"),
+    "ship": ("spark_udfs._ship.shipping", "ship"),
+    "verify_executors": ("spark_udfs._ship.shipping", "verify_executors"),
+    "decode_records": ("spark_udfs.functions", "decode_records"),
+    "explode_records": ("spark_udfs.functions", "explode_records"),
+    "explode_udtf": ("spark_udfs.functions", "explode_udtf"),
+    "make_decode_udf": ("spark_udfs.functions", "make_decode_udf"),
+    "decode_result_type": ("spark_udfs.functions", "decode_result_type"),
+    "from_registry": ("spark_udfs.read.typed", "from_registry"),
+    "offsets_behind_latest": ("spark_udfs.read.progress", "offsets_behind_latest"),
+    "KafkaRecDataSource": ("spark_udfs.read.datasource", "KafkaRecDataSource"),
+    "kafka_schema": ("spark_udfs.read.schema", "kafka_schema"),
+    "record_struct": ("spark_udfs.read.schema", "record_struct"),
     "MalformedBatchError": ("kafkarec.errors", "MalformedBatchError"),
-    "KafkarecMismatchError": ("spark_udfs._runtime", "KafkarecMismatchError"),
-    "ShippingError": ("spark_udfs._runtime", "ShippingError"),
-    "backfill_frame": ("spark_udfs._lakehouse", "backfill_frame"),
-    "backfill_iceberg": ("spark_udfs._lakehouse", "backfill_iceberg"),
-    "backfill_spec": ("spark_udfs._lakehouse", "backfill_spec"),
-    "BackfillSpec": ("spark_udfs._lakehouse", "BackfillSpec"),
+    "KafkarecMismatchError": ("spark_udfs._ship.runtime", "KafkarecMismatchError"),
+    "ShippingError": ("spark_udfs._ship.runtime", "ShippingError"),
+    "backfill_frame": ("spark_udfs.lakehouse", "backfill_frame"),
+    "backfill_iceberg": ("spark_udfs.lakehouse", "backfill_iceberg"),
+    "backfill_spec": ("spark_udfs.lakehouse", "backfill_spec"),
+    "BackfillSpec": ("spark_udfs.lakehouse", "BackfillSpec"),
 }
 
 
@@ -89,7 +89,7 @@ def __getattr__(name):
 
 class Registration(NamedTuple):
     fingerprint: str          # the driver's kafkarec build: "<version>+<core sha256[:16]>"
-    shipped: list             # spark_udfs._shipping.Shipped entries: kafkarec's archive first
+    shipped: list             # spark_udfs._ship.shipping.Shipped entries: kafkarec's archive first
     executors: list           # what verify_executors saw (empty when not verified)
     data_source: type | None  # the registered DataSource class
 
@@ -104,14 +104,15 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     are taken from the same folder, or ``wheelhouse``, or (kafkarec installed on
     the driver, no wheelhouse) made from the driver's installed distributions,
     which serve executors of the driver's Python and platform.  Classic and
-    Spark Connect sessions get the same files (``spark_udfs._shipping``).  ``ship=False`` skips
+    Spark Connect sessions get the same files (``spark_udfs._ship.shipping``).  ``ship=False`` skips
     shipping (kafkarec installed in every executor's Python); ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
     an executor, raises one :class:`ShippingError` listing all of it.
     """
-    from spark_udfs import _functions, _shipping
-    from spark_udfs._runtime import ShippingError
+    from spark_udfs import functions as _functions
+    from spark_udfs._ship import shipping as _shipping
+    from spark_udfs._ship.runtime import ShippingError
     transport = _shipping.transport(spark)
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
     if ship:

@@ -72,7 +72,7 @@ def _circles(graph):
 def test_no_import_circle():
     mods = _modules()
     graph = {name: _imports(name, path, mods) for name, path in mods.items()}
-    assert graph["spark_udfs._datasource"] and "kafkarec.table" in graph["spark_udfs._datasource"]
+    assert graph["spark_udfs.read.datasource"] and "kafkarec.table" in graph["spark_udfs.read.datasource"]
     assert _circles(graph) == []
 
 

@@ -1,7 +1,7 @@
 """The one rule turning a predicate's terms into :class:`kafkarec.scan.Bounds`, for every engine.
 
 Each adapter (Polars, DuckDB, Ray, Daft: :mod:`kafkarec.engines`; Spark's ``pushFilters``:
-:mod:`spark_udfs._pushdown`) translates its own expression form into this module's operations and
+:mod:`spark_udfs.read.pushdown`) translates its own expression form into this module's operations and
 nothing else:
 
 * :func:`compared`: a column (``topic``, ``partition``, ``offset``, ``timestamp``) compared with a

@@ -96,9 +96,9 @@ def test_what_spark_reads_is_read_as_before():
 
 
 def test_every_spark_site_reads_option_json_by_the_one_rule():
-    from spark_udfs import _typed
-    from spark_udfs._spec import _paths, read_spec
-    from spark_udfs._streaming import _from_json
+    from spark_udfs.read import typed as _typed
+    from spark_udfs.read.spec import _paths, read_spec
+    from spark_udfs.read.streaming import _from_json
     for surface in (lambda: read_spec({"path": "/p", "assign": TOO_DEEP_OBJECT}).for_batch("R"),
                     lambda: read_spec({"path": "/p", "startingOffsets": TOO_DEEP}).for_stream(),
                     lambda: _typed._topic_of(read_spec({"path": "/p", "assign": TOO_DEEP_OBJECT}))):

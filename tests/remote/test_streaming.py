@@ -1,4 +1,4 @@
-"""spark_udfs._streaming: a log directory that grows while a streaming query reads it.
+"""spark_udfs.read.streaming: a log directory that grows while a streaming query reads it.
 
 The reader's offsets, limits and data-loss rules are checked directly (no Spark); then a
 real Structured Streaming query (local SparkSession, checkpoint, parquet file sink) reads
@@ -63,7 +63,7 @@ def test_offsets_partial_batches_and_limits(tmp_path):
 
 
 def test_data_loss(tmp_path):
-    from spark_udfs._streaming import DataLossError
+    from spark_udfs.read.streaming import DataLossError
     log = GrowingLog(str(tmp_path))
     log.append("a", 0, 5)
     log.roll("a", 0)

@@ -75,7 +75,7 @@ def test_a_stream_from_earliest_starts_at_the_log_start(logs):
 
 
 def test_a_stream_below_the_log_start_is_data_loss(logs):
-    from spark_udfs._streaming import DataLossError
+    from spark_udfs.read.streaming import DataLossError
     below = {"t": {"0": 10, "1": 45, "2": END}}
     end = {"t": {"0": END, "1": END, "2": END}}
     with pytest.raises(DataLossError, match="offsets 10 to 36 are not in the log any more"):

@@ -1,4 +1,4 @@
-"""Planning reads into Spark tasks (spark_udfs._planning), no Spark needed: Spark's
+"""Planning reads into Spark tasks (spark_udfs.read.planning), no Spark needed: Spark's
 file-source packing, minPartitions, local and remote plans alike, one listing per read."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks import bench_planning as B
 from kafkarec.scan import _read as scan_read
-from spark_udfs import _datasource, _planning
-from spark_udfs._spec import read_spec
+from spark_udfs.read import datasource as _datasource, planning as _planning
+from spark_udfs.read.spec import read_spec
 
 MiB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""Spark's pushed filters as the reader's bounds (spark_udfs._pushdown), without Spark: random
+"""Spark's pushed filters as the reader's bounds (spark_udfs.read.pushdown), without Spark: random
 filter lists against filtering rows in Python with SQL's rules, and the conversions one by one."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from kafkarec.scan import Bounds  # noqa: E402
-from spark_udfs import _pushdown  # noqa: E402
-from spark_udfs._schema import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS  # noqa: E402
+from spark_udfs.read import pushdown as _pushdown  # noqa: E402
+from spark_udfs.read.schema import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS  # noqa: E402
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -237,7 +237,7 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     in the planner Spark runs with pushdown on; there filters narrow the read's bounds, except
     where the read cannot take them (a local-only option) or a keyed state would change."""
     import types
-    from spark_udfs._datasource import FilteringKafkaRecReader, KafkaRecDataSource, KafkaRecReader
+    from spark_udfs.read.datasource import FilteringKafkaRecReader, KafkaRecDataSource, KafkaRecReader
 
     def reader(**options):
         src = KafkaRecDataSource({"path": str(tmp_path), **options})

@@ -9,8 +9,8 @@ import pytest
 from support import spark_helpers as H
 from kafkarec.errors import MalformedBatchError
 from kafkarec.scan import _decode
-from spark_udfs import _datasource
-from spark_udfs._spec import read_spec
+from spark_udfs.read import datasource as _datasource
+from spark_udfs.read.spec import read_spec
 
 import kafkarec
 from kafkarec.log import directory, local
@@ -32,7 +32,7 @@ def test_topic_partition_from_folder_names():
 
 
 def test_parse_bytes():
-    from spark_udfs._spec import parse_bytes
+    from spark_udfs.read.spec import parse_bytes
     assert parse_bytes("128m", 0) == 128 << 20
     assert parse_bytes("4k", 0) == 4096
     assert parse_bytes("1g", 0) == 1 << 30
@@ -197,7 +197,7 @@ def test_decode_column_one_pass_equals_row_by_row():
     import numpy as np
     import pyarrow as pa
     pytest.importorskip("pyspark")
-    from spark_udfs import _functions
+    from spark_udfs import functions as _functions
     good = open_sample_batches()
     bad = bytearray(good)
     bad[-3] ^= 1                                   # CRC error in the last batch of the value
@@ -273,7 +273,7 @@ def _rewrite_version(src, dst, version):
 
 
 def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
-    from spark_udfs import _runtime, _shipping
+    from spark_udfs._ship import runtime as _runtime, shipping as _shipping
     monkeypatch.setenv("KAFKAREC_SPARK_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     fp = _shipping.expected_fingerprint()
@@ -315,30 +315,30 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
 
 
 def test_ensure_reports_both_builds():
-    from spark_udfs import _runtime
+    from spark_udfs._ship import runtime as _runtime
     with pytest.raises(_runtime.KafkarecMismatchError, match=r"driver has kafkarec 1\.2\.3\+abc.*this "
                                                             r"worker has kafkarec .* from "):
         _runtime.ensure("1.2.3+abc")
     assert _runtime.ensure(_runtime.fingerprint()) is kafkarec
 
 
-# -- the Kafka source's options (spark_udfs._options) ------------------------------------------
+# -- the Kafka source's options (spark_udfs.read.options) ------------------------------------------
 
 def test_options_doc_is_the_table_in_the_code():
-    """docs/spark-options.md holds the table spark_udfs._options makes, word for word."""
-    from spark_udfs import _options
+    """docs/spark-options.md holds the table spark_udfs.read.options makes, word for word."""
+    from spark_udfs.read import options as _options
     doc = open(os.path.join(H.ROOT, "docs", "spark-options.md"), encoding="utf-8").read()
     start = doc.index("-->\n", doc.index("<!-- generated")) + 4
     end = doc.index("<!-- end generated -->")
     assert doc[start:end] == _options.markdown_table(), \
-        "regenerate the table: python -m spark_udfs._options"
+        "regenerate the table: python -m spark_udfs.read.options kafka"
     for opt in _options.KAFKA_OPTIONS:
         assert f"`{opt.name}`" in doc
 
 
 def test_options_translate_as_the_kafka_source():
-    from spark_udfs._options import normalize
-    from spark_udfs._spec import read_spec
+    from spark_udfs.read.options import normalize
+    from spark_udfs.read.spec import read_spec
     n = normalize({"subscribe": "a, b", "kafka.isolation.level": "read_committed",
                    "kafka.bootstrap.servers": "x:9092", "groupIdPrefix": "g",
                    "maxOffsetsPerTrigger": "5", "failOnDataLoss": "false", "path": "/p"})
@@ -372,7 +372,7 @@ def test_assign_selects_partitions_and_checks_offsets():
 def test_every_boolean_option_follows_sparks_rule(name):
     # one parser: true/false in any case, as Spark's options; verifyCrc=yes was accepted while
     # includeHeaders=yes was refused
-    from spark_udfs._spec import read_spec
+    from spark_udfs.read.spec import read_spec
 
     def flag(spec):
         return {"verifyCrc": spec.verify_crc, "strict": spec.strict, "readCommitted": spec.read_committed,

@@ -34,7 +34,7 @@ def _rows(reader, parts):
 
 
 def test_new_schema_mid_stream_is_read_with_the_start_version(tmp_path):
-    from spark_udfs._datasource import KafkaRecDataSource
+    from spark_udfs.read.datasource import KafkaRecDataSource
     root = str(tmp_path / "logs")
     log = TypedStreamLog()
     log.step(1, [log.v1(i) for i in range(3)])
@@ -79,7 +79,7 @@ def test_new_schema_mid_stream_is_read_with_the_start_version(tmp_path):
 
 
 def test_failfast_and_dropmalformed_on_a_stream(tmp_path):
-    from spark_udfs._datasource import KafkaRecDataSource
+    from spark_udfs.read.datasource import KafkaRecDataSource
     from kafkarec.errors import MalformedBatchError
     root = str(tmp_path / "logs")
     log = TypedStreamLog()

@@ -60,7 +60,7 @@ def run(spark, root):
 
     # Executors decode with what the driver compiled (as from_registry ships it): does decoding there
     # load the schema compiler?  (It should not: compiled schemas travel with the column.)
-    from spark_udfs._typed import TypedSide, load_registry
+    from spark_udfs.read.typed import TypedSide, load_registry
 
     side = TypedSide("value", "registry", load_registry(root), subject="shipments-value",
                      message=MESSAGES["shipments"])

@@ -74,7 +74,7 @@ def planning_with_filters() -> bool:
 
 
 def push_into(config, filters, *, listable: bool = True) -> list:
-    """``pushFilters`` of the data source's reader (:class:`spark_udfs._datasource.FilteringKafkaRecReader`):
+    """``pushFilters`` of the data source's reader (:class:`spark_udfs.read.datasource.FilteringKafkaRecReader`):
     Spark's filters narrow ``config`` 's bounds (the options' intersected with them); returns the
     filters Spark still applies.  A read of local files with filters pushed is planned over a
     listing, as only that resolves bounds through the side files; one that uses an option only
@@ -96,11 +96,10 @@ def push_into(config, filters, *, listable: bool = True) -> list:
 
 
 def listable(spec) -> bool:
-    """Whether the read of ``spec`` (a :class:`spark_udfs._spec.ReadSpec`) may be planned over a
+    """Whether the read of ``spec`` (a :class:`spark_udfs.read.spec.ReadSpec`) may be planned over a
     listing: it is already, or it gives no option only the local reader takes."""
-    from spark_udfs._spec import OPTIONS
-    local_only = {o.name.lower() for o in OPTIONS if "R" not in o.readers and "L" in o.readers}
-    return spec.listed or not (spec.given & local_only)
+    from spark_udfs.read.options import LOCAL_ONLY
+    return spec.listed or not (spec.given & LOCAL_ONLY)
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:

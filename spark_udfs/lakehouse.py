@@ -12,7 +12,7 @@ through Spark's catalog.
   keys and the re-run rule are :mod:`kafkarec.lakehouse`'s, so a re-run of the same backfill,
   by Spark or by the Python writer, writes nothing, and one over a different range is refused.
 
-The options are parsed once into a :class:`BackfillSpec` (``spark_udfs._spec``'s convention):
+The options are parsed once into a :class:`BackfillSpec` (``spark_udfs.read.spec``'s convention):
 the hand-off points are computed on the driver (or client) from the log, which must be readable
 there as on the executors; ``spark_udfs.register(spark)`` must have run (the data source and
 kafkarec on the executors).  Classic and Spark Connect sessions alike.
@@ -24,18 +24,10 @@ import json
 from typing import Any, Optional
 
 from kafkarec.errors import UsageError
+from spark_udfs.read.options import BACKFILL_SETS
 
 __all__ = ["BackfillSpec", "backfill_spec", "backfill_frame", "backfill_iceberg"]
 
-# Read options the backfill sets from its hand-off points and its contract (committed data
-# records only; a batch that does not decode fails the write): a caller's value would read
-# something else than the range the table's summary records.
-_OWN_READ_OPTIONS = ("topics", "topicpattern", "assign", "subscribe", "subscribepattern",
-                     "startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
-                     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
-                     "startingoffsetsbytimestampstrategy", "includedeletedrecords", "readcommitted",
-                     "kafka.isolation.level", "includecontrol", "includeheaders", "mode", "view", "cdc",
-                     "batchcolumns", "decode", "path", "paths")
 # Iceberg's partition transforms as Spark's DDL writes them ({col}: the source column)
 _TRANSFORMS = {"identity": "{col}", "year": "years({col})", "month": "months({col})",
                "day": "days({col})", "hour": "hours({col})"}
@@ -72,7 +64,10 @@ def backfill_spec(log_uri: str, *, layout, points=None, topics=None, end_offsets
         raise UsageError("backfill: no log path or URI")
     chosen = lakehouse.layout(layout)
     given = {str(k).lower(): str(v) for k, v in dict(options or {}).items() if v is not None}
-    own = sorted(k for k in given if k in _OWN_READ_OPTIONS)
+    # read options the backfill sets from its hand-off points and its contract (committed data
+    # records only; a batch that does not decode fails the write): a caller's value would read
+    # something else than the range the table's summary records
+    own = sorted(given.keys() & BACKFILL_SETS)
     if own:
         raise UsageError(f"backfill: option(s) {own} are set by the backfill itself (the hand-off "
                          f"points' range, committed records only); give topics, end_offsets or "
@@ -99,8 +94,8 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
     (a DataFrame of the layout's schema); ``spec`` or :func:`backfill_spec`'s arguments."""
     spec = spec or backfill_spec(log_uri, **kw)
     from pyspark.sql import functions as F
-    from spark_udfs._schema import RAW_TIMESTAMP
-    from spark_udfs._shipping import expected_fingerprint
+    from spark_udfs.read.schema import RAW_TIMESTAMP
+    from spark_udfs._ship.shipping import expected_fingerprint
     ranges = spec.ranges()
     if not ranges:
         # nothing below any hand-off point (an empty log, or H at the log start everywhere)
@@ -128,7 +123,7 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
 
 
 def _layout_batches(batches, layout_name, value_type, expected):
-    from spark_udfs._runtime import ensure
+    from spark_udfs._ship.runtime import ensure
     ensure(expected)
     from kafkarec.lakehouse import to_layout
     for batch in batches:
@@ -144,7 +139,7 @@ def _value_type(spark_type):
     from pyspark.sql import types as T
     if not isinstance(spark_type, T.StructType):
         return None
-    from spark_udfs._schema import arrow_type_for
+    from spark_udfs.read.schema import arrow_type_for
     return arrow_type_for(spark_type)
 
 

@@ -1,9 +1,9 @@
 """Typed keys and values on a stream: ``readStream.format("kafkarec")`` with ``valueFormat`` /
-``keyFormat`` (the options, columns and modes of the batch read, :mod:`spark_udfs._typed`).
+``keyFormat`` (the options, columns and modes of the batch read, :mod:`spark_udfs.read.typed`).
 
-The plain stream (:class:`spark_udfs._streaming.KafkaRecStreamReader`: offsets, planning,
+The plain stream (:class:`spark_udfs.read.streaming.KafkaRecStreamReader`: offsets, planning,
 read_committed, failOnDataLoss) reads binary keys and values with their headers; each batch
-is then typed by :class:`spark_udfs._typed.TypedRows`, as in a batch read.
+is then typed by :class:`spark_udfs.read.typed.TypedRows`, as in a batch read.
 
 Schemas over the life of a stream (docs/typed-values.md, "Streams"):
 
@@ -31,7 +31,7 @@ import threading
 import uuid
 from typing import Dict
 
-from spark_udfs import _streaming, _typed
+from spark_udfs.read import streaming as _streaming, typed as _typed
 
 __all__ = ["TypedStreamReader", "typed_stream_reader"]
 
@@ -104,7 +104,7 @@ class TypedStreamReader(_streaming.KafkaRecStreamReader):
 
     # -- reading (executors) ---------------------------------------------------------
     def read(self, partition):
-        from spark_udfs import _schema
+        from spark_udfs.read import schema as _schema
         token, sides = getattr(partition, "typed", (None, None))
         if token is not None:
             with _LOCK:

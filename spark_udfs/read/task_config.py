@@ -1,4 +1,4 @@
-"""What the data source's readers take of a :class:`spark_udfs._spec.ReadSpec` (no pyspark
+"""What the data source's readers take of a :class:`spark_udfs.read.spec.ReadSpec` (no pyspark
 here); decoding with the parse modes is the reader's (:mod:`kafkarec.scan._decode`)."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ DEFAULT_MAX_RECORDS_PER_BATCH = 16384
 
 class ReadSettings:
     """How bytes are read (``verifyCrc``, ``strict``, ``maxDecompressedBytes`` of a
-    :class:`spark_udfs._spec.ReadSpec`) as the fields of :class:`kafkarec.ReadOptions`, under
+    :class:`spark_udfs.read.spec.ReadSpec`) as the fields of :class:`kafkarec.ReadOptions`, under
     the core's names and meanings.  Plain values, because the planner pickles them to executors
     before kafkarec is loaded there; :meth:`options` makes the core's object where decoding
     happens."""
@@ -50,7 +50,7 @@ class ReadSettings:
 
 
 class ReadConfig:
-    """What every reader's tasks need of a :class:`spark_udfs._spec.ReadSpec` (pickled to
+    """What every reader's tasks need of a :class:`spark_udfs.read.spec.ReadSpec` (pickled to
     executors; the local, listed and stream readers add their own)."""
 
     def __init__(self, spec):

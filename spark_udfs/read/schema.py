@@ -37,7 +37,7 @@ NOT_IN_BYTES = ("topic", "partition")
 
 
 def _core_schema(batch_columns: bool):
-    from spark_udfs._runtime import import_kafkarec
+    from spark_udfs._ship.runtime import import_kafkarec
     return import_kafkarec().arrow_schema(batch_columns=batch_columns)
 
 
@@ -58,7 +58,7 @@ def spark_type(arrow_type) -> T.DataType:
         return T.ArrayType(spark_type(arrow_type.value_type))
     if pa.types.is_struct(arrow_type):
         return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in arrow_type])
-    raise TypeError(f"kafkarec column type {arrow_type} has no Spark type in spark_udfs._schema")
+    raise TypeError(f"kafkarec column type {arrow_type} has no Spark type in spark_udfs.read.schema")
 
 
 def batch_column_names() -> list:
@@ -76,9 +76,9 @@ def decoded_names(decode: str | None) -> list:
 
 
 def read_schema(spec) -> T.StructType:
-    """The columns of a read (a :class:`spark_udfs._spec.ReadSpec`) with binary keys and values:
+    """The columns of a read (a :class:`spark_udfs.read.spec.ReadSpec`) with binary keys and values:
     the one place a read's schema is built (typed reads replace key and value,
-    :func:`spark_udfs._typed.typed_schema`)."""
+    :func:`spark_udfs.read.typed.typed_schema`)."""
     return kafka_schema(
         batch_columns=spec.columns.batch_columns,
         corrupt_column=spec.errors.corrupt_column if spec.errors.mode == "PERMISSIVE" else None,

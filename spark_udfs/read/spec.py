@@ -2,21 +2,18 @@
 read specification.
 
 Where the data source takes its options (``spark.read`` / ``spark.readStream``, classic and
-Spark Connect alike: :class:`spark_udfs._datasource.KafkaRecDataSource`), :func:`read_spec` turns
+Spark Connect alike: :class:`spark_udfs.read.datasource.KafkaRecDataSource`), :func:`read_spec` turns
 them into a :class:`ReadSpec`; every layer after it - the local and the listed batch readers,
 the stream, the typed and table layers, tiered reads - reads that object and none looks at
 option text again.  A value of the wrong type or outside the accepted ones is refused there,
 naming the option and what it accepts; a name close to a known one is refused with a
 did-you-mean.  Spark's generic reader options (``path``, ``pathGlobFilter`` ...) and the
 Kafka source's names (``kafka.*``, ``failOnDataLoss``, ``maxOffsetsPerTrigger`` ...,
-:mod:`spark_udfs._options`, which translates them) are known names.
+:mod:`spark_udfs.read.options`, which translates them) are known names.
 
-Which reader takes which option is the table's ``readers`` column (``L``: local files read
-by memory maps, ``R``: a listed layout - URIs, selection, ``view=latest``, ``cdc``, tiered
-storage -, ``S``: a stream); the batch/stream split (:meth:`ReadSpec.for_batch`,
+Which reader takes which option is the ``readers`` column of the one option table
+(:data:`spark_udfs.read.options.OPTIONS`); the batch/stream split (:meth:`ReadSpec.for_batch`,
 :meth:`ReadSpec.for_stream`) happens when Spark asks for a reader, as only then is it known.
-``docs/spark-options.md`` holds :func:`markdown_table` (``python -m spark_udfs._spec``; a test
-keeps the two equal).
 """
 from __future__ import annotations
 
@@ -28,103 +25,23 @@ from typing import NamedTuple, Optional
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
 from kafkarec.scan._decode import MODES
-from spark_udfs import _options
-from spark_udfs._decode import DEFAULT_MAX_RECORDS_PER_BATCH
-from spark_udfs._planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
-from spark_udfs._schema import DEFAULT_CORRUPT_COLUMN
+from spark_udfs.read import options as _options
+from spark_udfs.read.task_config import DEFAULT_MAX_RECORDS_PER_BATCH
+from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
+from spark_udfs.read.schema import DEFAULT_CORRUPT_COLUMN
 
-__all__ = ["Option", "OPTIONS", "ReadSpec", "read_spec", "parse_bytes", "markdown_table"]
+__all__ = ["ReadSpec", "read_spec", "parse_bytes"]
 
 log = logging.getLogger("spark_udfs")
 
 VALUE_FORMATS = ("registry", "avro", "protobuf", "json")
 
 
-class Option(NamedTuple):
-    name: str        # as documented (case-insensitive)
-    kind: str        # what it accepts: bool | bytes | count | offset | choice | text
-    default: str     # as documented
-    readers: str     # L: local files, R: listed layout, S: stream, T: typed reads only
-    meaning: str
-
-
-OPTIONS = (
-    Option("mode", "choice", "PERMISSIVE", "LR", "PERMISSIVE / DROPMALFORMED / FAILFAST: what a batch that "
-           "cannot be decoded does (an error row / left out / the query fails)"),
-    Option("columnNameOfCorruptRecord", "text", "_corrupt_record", "LRS", "PERMISSIVE's error column"),
-    Option("batchColumns", "bool", "false", "LRS", "add producerId ... magic (batch-level columns)"),
-    Option("includeControl", "bool", "false", "LRS", "keep control records (transaction markers)"),
-    Option("readCommitted", "bool", "false", "LRS", "what a read_committed consumer sees (alias of "
-           "`kafka.isolation.level=read_committed`)"),
-    Option("maxPartitionBytes", "bytes", "128m", "LR", "most bytes per task (files are cut at batches)"),
-    Option("openCostInBytes", "bytes", "4m", "LR", "cost of a file when packing small files in a task"),
-    Option("pathGlobFilter", "text", "*.log", "L", "which files are segments"),
-    Option("recursiveFileLookup", "bool", "true", "L", "descend into sub-folders"),
-    Option("allowDuplicatePartitions", "bool", "false", "L", "allow one topic-partition in several folders"),
-    Option("verifyCrc", "bool", "true", "LRS", "check batch CRCs"),
-    Option("strict", "bool", "false", "LRS", "reject what Kafka's Java reader lets through"),
-    Option("maxDecompressedBytes", "bytes", "64m", "LRS", "most bytes one compressed batch may inflate to"),
-    Option("maxRecordsPerBatch", "count", "16384", "LRS", "rows per Arrow batch handed to Spark"),
-    Option("decode", "text", "(none)", "L", "an internal topic's typed columns (`consumer_offsets` ...)"),
-    Option("badRecordsPath", "text", "(none)", "LRS", "copy each batch that cannot be decoded there, byte "
-           "for byte (typed reads: failed records too)"),
-    Option("view", "choice", "log", "LRS", "`log`: every record; `latest`: each topic-partition's keyed state"),
-    Option("cdc", "choice", "(none)", "RS", "`debezium`: values are Debezium change events"),
-    Option("dedupeBufferSize", "bytes", "128m", "R", "view=latest: the key map's size per task"),
-    Option("tieredStorage", "text", "(none)", "R", "a tiered-storage root stitched with the log dirs"),
-    Option("tieredStorageConfig", "text", "(none)", "RS", "the tiered-storage plugin's properties"),
-    Option("remoteLogMetadata", "text", "(none)", "RS", "a log dir holding `__remote_log_metadata`"),
-    Option("includeDeletedRecords", "bool", "false", "RS", "also the records below each partition's log "
-           "start offset (`deleteRecords` leaves them in the files): read from its first segment"),
-    Option("valueFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed values"),
-    Option("keyFormat", "choice", "(binary)", "T", "registry / avro / protobuf / json: typed keys"),
-    Option("registry", "text", "(none)", "T", "a log dir holding _schemas-0, a schema folder or a URL"),
-    Option("valueSubject", "text", "<topic>-value", "T", "the values' subject"),
-    Option("keySubject", "text", "<topic>-key", "T", "the keys' subject"),
-    Option("subjectNameStrategy", "text", "topic", "T", "topic / record / topic_record"),
-    Option("recordName", "text", "(none)", "T", "the record's full name (record strategies)"),
-    Option("valueSchemaVersion", "text", "latest", "T", "the values' reader version"),
-    Option("keySchemaVersion", "text", "latest", "T", "the keys' reader version"),
-    Option("valueReaderSchema", "text", "(none)", "T", "the values' reader schema text"),
-    Option("keyReaderSchema", "text", "(none)", "T", "the keys' reader schema text"),
-    Option("valueMessage", "text", "(none)", "T", "the Protobuf message typing the values"),
-    Option("keyMessage", "text", "(none)", "T", "the Protobuf message typing the keys"),
-    Option("registryAsOfOffset", "offset", "(none)", "T", "_schemas only: the registry once that offset "
-           "was applied"),
-    Option("registryIdFormat", "text", "confluent", "T", "confluent / apicurio (8-byte ids)"),
-    Option("registryBearerToken", "text", "(none)", "T", "a registry URL's bearer token"),
-    Option("timeZone", "text", "UTC", "T", "the session time zone of typed timestamps"),
-)
-
-# Spark's generic reader options: known names (a reader that does not use one refuses it by name)
-SPARK_READER_OPTIONS = ("path", "paths", "pathGlobFilter", "recursiveFileLookup", "modifiedBefore",
-                        "modifiedAfter", "ignoreCorruptFiles", "ignoreMissingFiles", "basePath")
-# Kafka-source names kafkarec reads (after spark_udfs._options.normalize's translation)
-_KAFKA_READ = {"failondataloss": "LRS", "includeheaders": "LRS", "minpartitions": "LRS",
-               "maxoffsetspertrigger": "S", "minoffsetspertrigger": "S", "maxtriggerdelay": "S"}
-_STREAM_ONLY = frozenset(("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"))
-_ENDING = ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")
-# A local read sends these to the listed reader (kafkarec.log.layout): they need its listing
-_ROUTING = ("tieredstorage", "tieredstorageconfig")
-
-_BY_NAME = {o.name.lower(): o for o in OPTIONS}
-
-
-def _readers() -> dict:
-    """{lower-case name: readers} for every option some reader takes."""
-    from kafkarec.log import selection
-    out = {name: o.readers for name, o in _BY_NAME.items()}
-    out.update(path="LRS", paths="LRS", **_KAFKA_READ)
-    out.update({k: "RS" for k in selection.SELECTION_OPTIONS})
-    out.update({k: "R" for k in _ENDING})
-    return out
-
-
-def _readers_of(name: str, readers: dict) -> str:
+def _readers_of(name: str) -> str:
     """Which readers take option ``name`` (storage options: kafkarec.log.storage's names)."""
     from kafkarec.log import storage
-    if name in readers:
-        return readers[name]
+    if name in _options.READERS:
+        return _options.READERS[name]
     return "RS" if storage.storage_options({name: "x"}) else ""
 
 
@@ -132,9 +49,8 @@ def _display_names() -> dict:
     """{lower-case name: name as documented} of every known name (for did-you-mean)."""
     from kafkarec.avro.decoder import SPARK_OPTIONS as AVRO_OPTIONS
     from kafkarec.protobuf.options import SPARK_OPTIONS as PROTOBUF_OPTIONS
-    names = [o.name for o in OPTIONS] + list(SPARK_READER_OPTIONS) + list(AVRO_OPTIONS) + list(PROTOBUF_OPTIONS)
-    names += [o.name for o in _options.KAFKA_OPTIONS if " " not in o.name]
-    names += ["topics", "topicPattern"] + list(_options.IGNORED)
+    names = [n for o in _options.OPTIONS if " " not in o.name for n in (o.name, o.reads_as) if n]
+    names += list(AVRO_OPTIONS) + list(PROTOBUF_OPTIONS)
     return {n.lower(): n for n in names}
 
 
@@ -250,7 +166,7 @@ class Storage:
 
 @dataclasses.dataclass(frozen=True)
 class Typed:
-    """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs._typed)."""
+    """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs.read.typed)."""
     formats: dict                      # {"value" | "key": format}
     registry: Optional[str]
     subjects: dict                     # {side: subject}
@@ -290,16 +206,16 @@ class ReadSpec:
     def listed(self) -> bool:
         """Whether a batch read is planned over a listed layout (kafkarec.log.layout): URIs,
         selection, tiered storage, ``view=latest`` or ``cdc``; otherwise local files are found
-        and split at batches (kafkarec.log.local); spark_udfs._datasource.plan asks for either."""
+        and split at batches (kafkarec.log.local); spark_udfs.read.datasource.plan asks for either."""
         from kafkarec.log import storage
         return (any(storage.is_uri(p) for p in self.paths) or bool(self.selection)
-                or any(k in self.given for k in _ROUTING)
+                or bool(self.given & _options.LISTS)
                 or self.view == "latest" or self.cdc is not None)
 
     def binary(self) -> "ReadSpec":
         """This read with binary keys and values: no typed options, no ``cdc`` (under a typed
-        read Debezium's envelopes are typed values: spark_udfs._typed applies their rules)."""
-        typed_names = {n for n, o in _BY_NAME.items() if o.readers == "T"} | _format_option_names()
+        read Debezium's envelopes are typed values: spark_udfs.read.typed applies their rules)."""
+        typed_names = _options.TYPED_ONLY | _format_option_names()
         return dataclasses.replace(self, typed=None, cdc=None,
                                    given=frozenset(self.given - typed_names - {"cdc"}))
 
@@ -316,7 +232,7 @@ class ReadSpec:
         """The spec of a batch read by ``reader`` (``"L"`` local files, ``"R"`` listed): names
         that reader does not take refused with its message, the selection parsed."""
         from kafkarec.log import selection
-        stream_only = self.given & _STREAM_ONLY
+        stream_only = self.given & _options.STREAM_ONLY
         for k in sorted(stream_only):     # as the Kafka source logs them
             log.warning("kafkarec: %s option ignored in batch queries", k)
         self._check_names(reader, self.given - stream_only)
@@ -325,7 +241,7 @@ class ReadSpec:
 
     def for_stream(self) -> "ReadSpec":
         from kafkarec.log import selection
-        for k in _ENDING:
+        for k in sorted(_options.BATCH_ONLY):
             if k in self.given:
                 raise ValueError(f"option {k}: ending offsets and timestamps are not valid in "
                                  f"streaming queries")
@@ -338,12 +254,10 @@ class ReadSpec:
                                    parsed_selection=selection.parse_selection(wanted, streaming=True))
 
     def _check_names(self, reader: str, given) -> None:
-        readers = _readers()
-        unknown = sorted(k for k in given if reader not in _readers_of(k, readers)
-                         and not k.startswith("spark."))
+        unknown = sorted(k for k in given if reader not in _readers_of(k) and not k.startswith("spark."))
         if not unknown:
             return
-        known = sorted(k for k, r in readers.items() if reader in r)
+        known = sorted(k for k, r in _options.READERS.items() if reader in r)
         if reader == "L":
             raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
         if reader == "R":
@@ -366,8 +280,6 @@ def _did_you_mean(o: dict) -> None:
     """Refuse a name close to a known one (``startingOffset``) with what was meant."""
     from kafkarec.log import storage
     known = _display_names()
-    for k in _readers():
-        known.setdefault(k, k)
     for k in o:
         if k in known or k.startswith(("spark.", "kafka.")) or storage.storage_options({k: "x"}):
             continue
@@ -475,20 +387,3 @@ def _paths(options: dict) -> list:
     if options.get("path"):
         out.append(options["path"])
     return out
-
-
-def markdown_table() -> str:
-    """The table of kafkarec's own options in docs/spark-options.md."""
-    where = {"L": "local", "R": "listed", "S": "stream", "T": "typed"}
-    accepts = {"bool": "`true` / `false`", "bytes": "a size: `4k`, `128m`, `1g`, bytes",
-               "count": "a positive whole number", "offset": "an offset", "text": "text",
-               "choice": "a name the meaning lists (any case)"}
-    rows = ["| option | accepts | default | reads | meaning |", "|---|---|---|---|---|"]
-    for opt in OPTIONS:
-        reads = ", ".join(where[c] for c in opt.readers)
-        rows.append(f"| `{opt.name}` | {accepts[opt.kind]} | {opt.default} | {reads} | {opt.meaning} |")
-    return "\n".join(rows) + "\n"
-
-
-if __name__ == "__main__":   # python -m spark_udfs._spec > the second table in docs/spark-options.md
-    print(markdown_table(), end="")

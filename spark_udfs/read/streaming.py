@@ -15,7 +15,7 @@ be any URI :mod:`kafkarec.log.storage` understands (``s3://`` ...), local and
 tiered copies of the same range are read once (:mod:`kafkarec.log.layout`).
 
 Options (case-insensitive): the Kafka source's, with its names and meanings
-(``docs/spark-options.md``, :mod:`spark_udfs._options`): ``subscribe`` /
+(``docs/spark-options.md``, :mod:`spark_udfs.read.options`): ``subscribe`` /
 ``subscribePattern`` / ``assign`` (aliases ``topics`` / ``topicPattern``),
 ``startingOffsets`` (default ``latest``), ``startingTimestamp``,
 ``startingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``,
@@ -56,10 +56,10 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_udfs import _planning, _schema
-from spark_udfs._decode import ReadConfig
-from spark_udfs._runtime import ensure
-from spark_udfs._spec import ReadSpec
+from spark_udfs.read import planning as _planning, schema as _schema
+from spark_udfs.read.task_config import ReadConfig
+from spark_udfs._ship.runtime import ensure
+from spark_udfs.read.spec import ReadSpec
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
@@ -80,7 +80,7 @@ class DataLossError(RuntimeError):
 
 
 class StreamConfig(ReadConfig):
-    """What a stream needs of its :class:`spark_udfs._spec.ReadSpec` (``for_stream``: the
+    """What a stream needs of its :class:`spark_udfs.read.spec.ReadSpec` (``for_stream``: the
     stream's rules checked, its selection parsed).  ``minPartitions``: as the Kafka source,
     large offset ranges cut into more tasks (_planning.split_offset_ranges); the error
     column is the data source's, which a stream fills with nulls (a batch that cannot be read

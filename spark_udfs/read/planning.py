@@ -1,6 +1,6 @@
 """How a read is cut into Spark tasks: one rule for local and remote log directories.
 
-No pyspark, no kafkarec here.  The data source's planner (:func:`spark_udfs._datasource.plan`)
+No pyspark, no kafkarec here.  The data source's planner (:func:`spark_udfs.read.datasource.plan`)
 gives what kafkarec.log found in its one listing (local slices of :mod:`kafkarec.log.local`,
 segment ranges of :mod:`kafkarec.log.selection` on any storage), how big each item is, and
 how to cut an item at batch boundaries; :func:`plan_tasks` returns the tasks.

@@ -10,13 +10,13 @@ Options (case-insensitive): the Kafka source's keep their names and meanings
 (``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets`` ...,
 ``kafka.isolation.level``, ``includeHeaders``; ``kafka.*`` broker settings are ignored); they and
 kafkarec's own (``mode``, ``maxPartitionBytes``, ``view``, ``cdc``, ``valueFormat`` ...) are
-parsed once, when the source is made, into a :class:`spark_udfs._spec.ReadSpec` - the option
+parsed once, when the source is made, into a :class:`spark_udfs.read.spec.ReadSpec` - the option
 table and ``docs/spark-options.md``.
 
 One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`), one planner
 (:func:`plan`), one ``read``, all through kafkarec's one reader (:class:`kafkarec.scan.LogScan`):
 the planner packs the scan's pieces of work (:meth:`kafkarec.scan.LogScan.pieces`) into tasks
-by Spark's file-source rule (:mod:`spark_udfs._planning`), and each task reads its pieces
+by Spark's file-source rule (:mod:`spark_udfs.read.planning`), and each task reads its pieces
 through the scan (:meth:`kafkarec.scan.LogScan.read_items`).  What the pieces are depends on
 :attr:`ReadSpec.listed` (a URI, a selection option, tiered storage, ``view=latest`` or ``cdc``
 are read over a listing, local paths and globs as memory-mapped slices: :mod:`kafkarec.scan._read`).
@@ -39,10 +39,10 @@ from typing import List
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from spark_udfs import _planning, _schema
-from spark_udfs._decode import ReadConfig
-from spark_udfs._runtime import ensure
-from spark_udfs._spec import ReadSpec, read_spec
+from spark_udfs.read import planning as _planning, schema as _schema
+from spark_udfs.read.task_config import ReadConfig
+from spark_udfs._ship.runtime import ensure
+from spark_udfs.read.spec import ReadSpec, read_spec
 
 __all__ = ["KafkaRecDataSource", "KafkaRecReader", "FilteringKafkaRecReader", "KafkaRecPartition",
            "BatchReadConfig", "batch_config", "plan"]
@@ -51,7 +51,7 @@ log = logging.getLogger("spark_udfs")
 
 
 class BatchReadConfig(ReadConfig):
-    """What a batch read needs of its :class:`spark_udfs._spec.ReadSpec` (pickled to executors)."""
+    """What a batch read needs of its :class:`spark_udfs.read.spec.ReadSpec` (pickled to executors)."""
 
     def __init__(self, spec: ReadSpec, *, default_parallelism: int = 1):
         super().__init__(spec)
@@ -91,7 +91,7 @@ class KafkaRecPartition(InputPartition):
 class KafkaRecDataSource(DataSource):
     """``spark.read.format("kafkarec")``; see the module docstring for options.
 
-    The options are parsed once, here (:func:`spark_udfs._spec.read_spec`); every reader
+    The options are parsed once, here (:func:`spark_udfs.read.spec.read_spec`); every reader
     below takes the resulting spec.  :func:`spark_udfs.register` registers a subclass that
     also carries the driver's kafkarec fingerprint (checked in the planner and every task)
     and the cluster's default parallelism (``minPartitions``).
@@ -110,15 +110,15 @@ class KafkaRecDataSource(DataSource):
 
     def schema(self):
         if self.spec.typed is not None:
-            from spark_udfs import _typed   # registry: options valueFormat/keyFormat (typed key/value)
+            from spark_udfs.read import typed as _typed   # registry: options valueFormat/keyFormat (typed key/value)
             return _typed.typed_schema(self.spec, _schema.read_schema(self.spec.binary()))
         return _schema.read_schema(self.spec)
 
     def reader(self, schema):
         if self.spec.typed is not None:
-            from spark_udfs import _typed
+            from spark_udfs.read import typed as _typed
             return _typed.TypedReader(self, schema)
-        from spark_udfs import _pushdown
+        from spark_udfs.read import pushdown as _pushdown
         if _pushdown.planning_with_filters():       # Spark 4.1+, filter pushdown on: pushFilters
             reader = self.plain_reader(self.spec, schema, FilteringKafkaRecReader)
             reader.listable = _pushdown.listable(self.spec)
@@ -135,9 +135,9 @@ class KafkaRecDataSource(DataSource):
 
     def streamReader(self, schema):
         if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value
-            from spark_udfs import _typed_stream
+            from spark_udfs.read import typed_stream as _typed_stream
             return _typed_stream.typed_stream_reader(self, schema)
-        from spark_udfs import _streaming
+        from spark_udfs.read import streaming as _streaming
         return _streaming.stream_reader(self.spec, schema, self.expected_fingerprint)
 
 
@@ -163,14 +163,14 @@ class KafkaRecReader(DataSourceReader):
 
 
 class FilteringKafkaRecReader(KafkaRecReader):
-    """:class:`KafkaRecReader` with ``pushFilters`` (:func:`spark_udfs._pushdown.push_into`), made
+    """:class:`KafkaRecReader` with ``pushFilters`` (:func:`spark_udfs.read.pushdown.push_into`), made
     only in Spark's filter pushdown planner: Spark 4.1+ refuses a reader that has it while
-    ``spark.sql.python.filterPushdown.enabled`` is off (:func:`spark_udfs._pushdown.planning_with_filters`)."""
+    ``spark.sql.python.filterPushdown.enabled`` is off (:func:`spark_udfs.read.pushdown.planning_with_filters`)."""
 
     listable = True          # whether the read may be planned over a listing (_pushdown.listable)
 
     def pushFilters(self, filters):
-        from spark_udfs import _pushdown
+        from spark_udfs.read import pushdown as _pushdown
         return _pushdown.push_into(self.config, filters, listable=self.listable)
 
 

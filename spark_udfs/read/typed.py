@@ -34,8 +34,8 @@ from typing import Dict, Optional
 from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
-from spark_udfs import _schema
-from spark_udfs._spec import VALUE_FORMATS
+from spark_udfs.read import schema as _schema
+from spark_udfs.read.spec import VALUE_FORMATS
 
 __all__ = ["typed_schema", "TypedReader", "TypedRows", "from_registry",
            "spark_type_of", "TypedSide", "load_registry", "registry_state"]
@@ -292,7 +292,7 @@ class TypedSide:
 
 
 def _sides(spec, topic) -> list:
-    """The typed sides of a read (its :class:`spark_udfs._spec.Typed`)."""
+    """The typed sides of a read (its :class:`spark_udfs.read.spec.Typed`)."""
     t = spec.typed
     registry = load_registry(t.registry, as_of_offset=t.as_of_offset, bearer_token=t.bearer_token)
     return [TypedSide(side, t.formats[side], registry, subject=t.subjects.get(side), topic=topic,
@@ -383,16 +383,16 @@ def typed_schema(spec, base):
 class TypedRows:
     """What turns the plain read's batches (binary key/value, headers) into the typed schema:
     shared by the batch read (:class:`TypedReader`) and the stream
-    (:class:`spark_udfs._typed_stream.TypedStreamReader`).  Built where the read is planned
+    (:class:`spark_udfs.read.typed_stream.TypedStreamReader`).  Built where the read is planned
     (registry read there), pickled to executors.
 
-    ``plain_spec``: the binary read under this one (:meth:`spark_udfs._spec.ReadSpec.plain`:
+    ``plain_spec``: the binary read under this one (:meth:`spark_udfs.read.spec.ReadSpec.plain`:
     headers always on, as header schema ids ``__value_schema_id`` / ``__key_schema_id`` are
     read from them); ``plain_schema``: the columns the plain read must give."""
 
     def __init__(self, spec, schema, *, streaming: bool = False) -> None:
         from pyspark.sql import types as T
-        from spark_udfs import _schema
+        from spark_udfs.read import schema as _schema
         self.plain_spec = spec.plain(streaming=streaming)
         self.mode = spec.errors.mode
         self.corrupt = spec.errors.corrupt_column
@@ -526,7 +526,7 @@ class TypedReader(DataSourceReader):
         return self.inner.partitions()
 
     def read(self, partition):
-        from spark_udfs import _schema
+        from spark_udfs.read import schema as _schema
         target = _schema.arrow_schema_for(self.schema)
         for rb in self.inner.read(partition):
             out = self.rows.convert(rb, target)

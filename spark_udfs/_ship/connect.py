@@ -1,7 +1,7 @@
 """The data source class ``spark_udfs.register`` gives a Spark Connect session
 (:func:`data_source_class`): pickled by value, so that Spark's streaming source runner, which
 does not get the session's artifacts, can find the shipped files itself.  How files travel to a
-Connect session and how its check job runs are :mod:`spark_udfs._shipping`'s
+Connect session and how its check job runs are :mod:`spark_udfs._ship.shipping`'s
 (``ConnectTransport``).
 """
 from __future__ import annotations
@@ -16,14 +16,14 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
     registered class in a Python process whose ``sys.path`` does not hold the session's
     artifacts: it is given ``<SparkFiles root>/streaming_job/<name>`` for each py-file,
     while a Connect session's files are in ``<SparkFiles root>/<session folder>/``.  (On a
-    classic session :func:`spark_udfs._shipping.link_streaming_runner_files` links the
+    classic session :func:`spark_udfs._ship.shipping.link_streaming_runner_files` links the
     folder on the driver; a Connect client cannot reach the server's disk.)  So this class
     is pickled by value and refers to nothing of spark_udfs: where ``spark_udfs`` is not
     importable, it first looks for the shipped files (``shipped``: (name, sha256) pairs,
     kafkarec's archive first) in the folders next to its SparkFiles root, takes the folder
     whose kafkarec archive has the shipped digest, and puts those files first on
     ``sys.path``.  Every call then goes to the registered
-    :class:`spark_udfs._datasource.KafkaRecDataSource` subclass."""
+    :class:`spark_udfs.read.datasource.KafkaRecDataSource` subclass."""
     from pyspark.sql.datasource import DataSource
     names = [n for n, _ in shipped]
     main_digest = shipped[0][1] if shipped else None
@@ -62,7 +62,7 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
 
     def registered():
         find_shipped()
-        from spark_udfs import _datasource
+        from spark_udfs.read import datasource as _datasource
         return type("RegisteredKafkaRecDataSource", (_datasource.KafkaRecDataSource,), {
             "__module__": _datasource.__name__,
             "__qualname__": "RegisteredKafkaRecDataSource",
