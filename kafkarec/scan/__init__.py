@@ -58,7 +58,7 @@ from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, ROWS_PER_BA
                                    TypedSettings)
 from kafkarec.scan.bounds import Bounds
 
-__all__ = ["LogScan", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
+__all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "ROWS_PER_BATCH"]
 
 log = logging.getLogger("kafkarec")
@@ -250,7 +250,8 @@ class LogScan:
         try:
             for where, item in reads:
                 if isinstance(item, _read.Errors):
-                    out = self._error_rows(item, schema)
+                    out = error_rows(item, schema, self.config.mode, corrupt_column=self.config.corrupt_column,
+                                     always=True)
                 else:
                     out = self._rows(item, schema)
                 if out is None or not out.num_rows:
@@ -278,28 +279,6 @@ class LogScan:
             cols.append(rb.column(i) if i >= 0 else pa.nulls(rb.num_rows, field.type))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
-    def _error_rows(self, errs: "_read.Errors", schema):
-        pa = require("pyarrow")
-        if self.config.mode == "DROPMALFORMED":
-            for e in errs.errors:
-                log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
-            return None
-        fixed = {"topic": errs.topic, "partition": errs.partition,
-                 "batchPosition": [e["position"] for e in errs.errors],
-                 "batchBaseOffset": [e.get("base_offset") for e in errs.errors],
-                 CORRUPT_COLUMN: [e["message"] for e in errs.errors]}
-        n = len(errs.errors)
-        cols = []
-        for field in schema:
-            v = fixed.get(field.name)
-            if isinstance(v, list):
-                cols.append(pa.array(v, field.type))
-            elif v is not None:
-                cols.append(pa.array([v] * n, field.type))
-            else:
-                cols.append(pa.nulls(n, field.type))
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
-
     def __iter__(self) -> Iterator:
         return self._batches(self.pieces())
 
@@ -319,3 +298,34 @@ class LogScan:
 
     def __repr__(self):
         return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
+
+
+def error_rows(errs: "_read.Errors", schema, mode: str, *, corrupt_column: Optional[str] = CORRUPT_COLUMN,
+               always: bool = False):
+    """The error rows of :class:`kafkarec.scan._read.Errors` in ``schema`` (a pyarrow.Schema): one
+    per error, ``topic`` and ``partition`` set (``batchPosition`` and ``batchBaseOffset`` too),
+    the message in ``corrupt_column``, every other column null.  None, the errors logged, when
+    ``mode`` leaves them out (DROPMALFORMED), or when ``schema`` has no ``corrupt_column`` unless
+    ``always`` (a local read gives a file that shrank as rows whatever the columns).  The one
+    builder of error rows: :class:`LogScan` and the Spark data source use it."""
+    pa = require("pyarrow")
+    if mode == "DROPMALFORMED" or (not always and (corrupt_column is None or corrupt_column not in schema.names)):
+        for e in errs.errors:
+            log.warning("kafkarec: %s left out: %s", mode, e["message"])
+        return None
+    fixed = {"topic": errs.topic, "partition": errs.partition,
+             "batchPosition": [e["position"] for e in errs.errors],
+             "batchBaseOffset": [e.get("base_offset") for e in errs.errors]}
+    if corrupt_column is not None:
+        fixed[corrupt_column] = [e["message"] for e in errs.errors]
+    n = len(errs.errors)
+    cols = []
+    for field in schema:
+        v = fixed.get(field.name)
+        if isinstance(v, list):
+            cols.append(pa.array(v, field.type))
+        elif v is not None:
+            cols.append(pa.array([v] * n, field.type))
+        else:
+            cols.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)

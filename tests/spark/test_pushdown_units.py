@@ -257,7 +257,7 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     r.pushFilters(fs)
     assert r.config.bounds.offsets == (5, None) and r.config.selection.start.value == {"t": {0: 7}}
     r = reader(pathGlobFilter="*.log")                            # the local reader's own option
-    assert r.pushFilters(fs) == fs and r.config.bounds is None and not r.config.listed
+    assert r.pushFilters(fs) == fs and r.config.bounds.unbounded and not r.config.listed
     r = reader(view="latest")                                     # whole partitions only
     assert r.pushFilters(fs) == fs[2:] and r.config.bounds == Bounds(topics=frozenset({"t"}),
                                                                    partitions=frozenset({0}))
