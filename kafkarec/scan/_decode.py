@@ -14,6 +14,7 @@ end (which kafkarec, like Kafka's fetch path, otherwise ends on quietly).
 from __future__ import annotations
 
 from kafkarec.errors import MalformedBatchError
+from kafkarec.scan._config import ROWS_PER_BATCH
 
 __all__ = ["MODES", "normalize_mode", "decode_range", "format_error"]
 
@@ -39,7 +40,7 @@ def format_error(err: dict, where: str = "") -> str:
 
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
-                 include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
+                 include_control=False, batch_columns=False, max_rows=ROWS_PER_BATCH, max_bytes=64 << 20,
                  mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
