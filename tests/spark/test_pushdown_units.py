@@ -253,6 +253,10 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     assert isinstance(r, FilteringKafkaRecReader)
     assert r.pushFilters(fs) == fs[2:] and r.config.listed       # planned over a listing now
     assert r.config.bounds == Bounds(topics=frozenset({"t"}), partitions=frozenset({0}), offsets=(5, None))
+    r = reader()
+    held = r.config                 # what a plan made before the push holds: never changed
+    r.pushFilters(fs)
+    assert held.bounds.unbounded and not held.listed and r.config is not held
     r = reader(startingOffsets='{"t":{"0":7}}', assign='{"t":[0]}')
     r.pushFilters(fs)
     assert r.config.bounds.offsets == (5, None) and r.config.selection.start.value == {"t": {0: 7}}
