@@ -18,7 +18,7 @@ One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`)
 the planner packs the scan's pieces of work (:meth:`kafkarec.scan.LogScan.pieces`) into tasks
 by Spark's file-source rule (:mod:`spark_udfs.read.planning`), and each task reads its pieces
 through the scan (:meth:`kafkarec.scan.LogScan.read_items`).  What the pieces are depends on
-:attr:`ReadSpec.listed` (a URI, a selection option, tiered storage, ``view=latest`` or ``cdc``
+:attr:`kafkarec.scan.ScanConfig.listed` (a URI, a selection option, tiered storage, ``view=latest``, ``cdc`` or pushed filters
 are read over a listing, local paths and globs as memory-mapped slices: :mod:`kafkarec.scan._read`).
 ``readCommitted`` leaves out the aborted batches' spans, judged over each topic-partition's
 whole log.
