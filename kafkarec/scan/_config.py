@@ -17,12 +17,20 @@ from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS"]
+           "ISOLATION_LEVELS", "MODES", "normalize_mode"]
 
 #: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
 ROWS_PER_BATCH = 65536
 CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+#: Spark's parse modes (:mod:`kafkarec.scan._decode` applies them)
+MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+
+
+def normalize_mode(mode, *, allowed=MODES) -> str:
+    """A parse mode as given (any case; None: PERMISSIVE), checked."""
+    from kafkarec._option_text import text_choice
+    return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +106,6 @@ class ScanConfig:
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
         the one place they are read."""
         from kafkarec.log import selection as sel_mod
-        from kafkarec.scan._decode import normalize_mode
         if isolation_level not in ISOLATION_LEVELS:
             raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
         if limit is not None and int(limit) < 0:

@@ -14,16 +14,9 @@ end (which kafkarec, like Kafka's fetch path, otherwise ends on quietly).
 from __future__ import annotations
 
 from kafkarec.errors import MalformedBatchError
-from kafkarec.scan._config import ROWS_PER_BATCH
+from kafkarec.scan._config import MODES, ROWS_PER_BATCH, normalize_mode
 
 __all__ = ["MODES", "normalize_mode", "decode_range", "format_error"]
-
-MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
-
-
-def normalize_mode(mode, *, allowed=MODES) -> str:
-    from kafkarec._option_text import text_choice
-    return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
 
 
 def format_error(err: dict, where: str = "") -> str:
