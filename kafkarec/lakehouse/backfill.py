@@ -36,13 +36,11 @@ import logging
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from kafkarec._extras import require
-from kafkarec.errors import BackfillError, DecodeError, UsageError
+from kafkarec.errors import BackfillError, UsageError
 from kafkarec.lakehouse import tables
 from kafkarec.lakehouse.handoff import HandOff, HandOffPlan, PartitionHandOff, plan_hand_off
 from kafkarec.lakehouse.layouts import Layout, layout as layout_of, to_layout
 from kafkarec.lakehouse.tables import DeltaTarget, IcebergTarget, Target
-from kafkarec.log import selection
-from kafkarec.log.layout import segment_uri
 
 __all__ = ["backfill", "backfill_batches", "PartitionSummary", "SUMMARY_PREFIX", "summary_key",
            "delta_app_id", "iceberg_ranges_to_write", "iceberg_summary_properties"]
@@ -123,8 +121,8 @@ def _partition_batches(scan, pieces, lay: Layout, typed) -> Iterator[Any]:
     import kafkarec
     value_type = None if typed is None else typed.value_type(kafkarec.arrow_schema())
     for _, rb in scan.read_items(pieces):
-        if isinstance(rb, Errors):      # FAILFAST raises; nothing else is an error here
-            continue
+        if isinstance(rb, Errors):      # FAILFAST raises before; a gap is never left quietly
+            raise BackfillError(f"{rb.topic}-{rb.partition}", rb.errors[0]["message"])
         if typed is not None:
             rb = typed.decode(pa.Table.from_batches([rb]))
         out = to_layout(rb, lay, value_type=value_type)
