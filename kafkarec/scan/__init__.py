@@ -15,6 +15,10 @@ distributed engine hands to its workers.
     >>> scan.to_table().num_rows                                            # doctest: +SKIP
     10
 
+The keywords are read once into a frozen :class:`ScanConfig` (``scan.config``):
+``LogScan(config)`` takes one as it is, :meth:`LogScan.of` and ``LogScan(source, **keywords)``
+make it (:meth:`ScanConfig.of`), and :meth:`LogScan.narrow` makes a new scan of a new config.
+
 What is pruned and what is filtered:
 
 * topics and partitions (:class:`Bounds`, ``topics=``, ``partitions=``): partitions not
