@@ -365,10 +365,13 @@ def main(argv=None) -> int:
 
     parquet_rows = os.path.join(args.data, f"rows-{tag}.parquet")
     batch_table = os.path.join(args.data, f"batches-{tag}.parquet")
-    from spark_udfs.read import spec as _decode
+    try:
+        from spark_udfs.read import spec as task_config      # the readers' batch-size default
+    except ImportError:     # a build before spark_udfs' rooms
+        from spark_udfs import _decode as task_config
     # the data source's batches as they are now (their size: its maxRecordsPerBatch default;
     # 10,000 before it was named, so that the script also measures older builds)
-    floor_dir = os.path.join(args.data, f"floor-{tag}-{getattr(_decode, 'DEFAULT_MAX_RECORDS_PER_BATCH', 10000)}")
+    floor_dir = os.path.join(args.data, f"floor-{tag}-{getattr(task_config, 'DEFAULT_MAX_RECORDS_PER_BATCH', 10000)}")
     build_floor(logdir, floor_dir)
     spark.dataSource.register(floor_source())
     if not os.path.exists(os.path.join(parquet_rows, "_SUCCESS")):

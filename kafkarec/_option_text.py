@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
+from kafkarec.errors import UsageError
+
 __all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "OPTION_JSON_DEPTH"]
 
 #: The deepest nesting an option's JSON may have: the deepest kafkarec reads is 2
@@ -23,7 +25,7 @@ def lower_keys(options: Optional[Mapping[Any, Any]], *, drop_none: bool = False)
     return {str(k).lower(): v for k, v in dict(options or {}).items() if not (drop_none and v is None)}
 
 
-def text_bool(name: str, value: Any, error: type = ValueError) -> bool:
+def text_bool(name: str, value: Any, error: type = UsageError) -> bool:
     """Spark's rule for a boolean option (Scala's ``toBoolean``): ``true`` or ``false`` in any case,
     anything else is ``error`` naming the option."""
     s = str(value).strip().lower()
@@ -33,16 +35,18 @@ def text_bool(name: str, value: Any, error: type = ValueError) -> bool:
 
 
 def text_choice(name: str, value: Any, accepted: Sequence[str], *, default: Optional[str] = None,
-                upper: bool = False, template: str = "{name} must be one of {accepted}, not {value!r}"):
+                upper: bool = False, template: str = "{name} must be one of {accepted}, not {value!r}",
+                error: type = UsageError):
     """One of ``accepted`` (any case; ``upper``: given in upper case), ``default`` when unset or
-    blank; anything else is a ValueError naming the option and what it accepts (``template``
-    keeps the wording each option's error had)."""
+    blank; anything else is ``error`` (a :class:`kafkarec.errors.UsageError`, a ValueError)
+    naming the option and what it accepts (``template`` keeps the wording each option's error
+    had)."""
     if value is None or str(value).strip() == "":
         return default
     text = str(value).strip()
     text = text.upper() if upper else text.lower()
     if text not in accepted:
-        raise ValueError(template.format(name=name, accepted=", ".join(accepted), value=value))
+        raise error(template.format(name=name, accepted=", ".join(accepted), value=value))
     return text
 
 

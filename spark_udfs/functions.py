@@ -259,7 +259,8 @@ def explode_schema(input_schema, column, keep, *, mode, batch_columns, prefix=""
     names = [f.name for f in fields]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ValueError(f"explode_records: output column(s) {dup} appear twice (a kept input column "
+        from kafkarec.errors import UsageError
+        raise UsageError(f"explode_records: output column(s) {dup} appear twice (a kept input column "
                          f"has a record column's name); rename the input column or pass prefix=...")
     return T.StructType(fields)
 
@@ -277,6 +278,7 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     columns and the error there.  DROPMALFORMED leaves it out; FAILFAST raises.
     ``outer=True`` keeps a row (record columns null) for a null or empty input.
     """
+    from kafkarec.errors import UsageError
     from kafkarec.scan._decode import normalize_mode
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -284,13 +286,13 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     mode = normalize_mode(mode)
     keep = list(keep or ())
     if column not in df.columns:
-        raise ValueError(f"explode_records: no column {column!r} in {df.columns}")
+        raise UsageError(f"explode_records: no column {column!r} in {df.columns}")
     if not isinstance(df.schema[column].dataType, T.BinaryType):
         raise TypeError(f"explode_records: column {column!r} is {df.schema[column].dataType.simpleString()}, "
                         f"not binary")
     missing = [k for k in keep if k not in df.columns]
     if missing:
-        raise ValueError(f"explode_records: keep columns {missing} not in {df.columns}")
+        raise UsageError(f"explode_records: keep columns {missing} not in {df.columns}")
     out_schema = explode_schema(df.schema, column, keep, mode=mode, batch_columns=batch_columns,
                                 prefix=prefix, corrupt_column=columnNameOfCorruptRecord)
     inputs = [column] + [k for k in keep if k != column]

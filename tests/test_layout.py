@@ -370,3 +370,21 @@ def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
                      f"{p} += ['z']\n{p} = []\nprint({p}[0])\n{p}.index('x')\n")
     assert _outside_helpers(tree, {"produce"}) == {"produce", "cdc.cdc_job", "test_typed"}
     assert _import_path_edits(tree) == [7, 8, 9, 10]
+
+
+def test_no_room_of_spark_udfs_hides_a_public_name():
+    """spark_udfs' rooms (read/, _ship/, functions, lakehouse) loaded before its public names are
+    asked for: each name is still the function or class it documents (a subpackage named
+    ``ship`` would be bound onto the package in place of the function ``spark_udfs.ship``)."""
+    run = _python("import importlib, pkgutil, types\n"
+                  "import spark_udfs\n"
+                  "rooms = [m.name for m in pkgutil.walk_packages(spark_udfs.__path__, 'spark_udfs.')]\n"
+                  "for name in rooms:\n"
+                  "    importlib.import_module(name)\n"
+                  "hidden = [n for n in spark_udfs.__all__ if isinstance(getattr(spark_udfs, n), types.ModuleType)]\n"
+                  "assert not hidden, hidden\n"
+                  "assert spark_udfs.ship.__module__ == 'spark_udfs._ship.shipping'\n"
+                  "print(*sorted(r for r in rooms if r.count('.') == 1))")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["spark_udfs._ship", "spark_udfs.functions", "spark_udfs.lakehouse",
+                                  "spark_udfs.read"]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, List, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
 from spark_udfs._ship.runtime import ensure
 from spark_udfs.read.spec import ReadSpec, read_spec, scan_config
@@ -113,7 +114,7 @@ class KafkaRecDataSource(DataSource):
     def plain_reader(self, spec: ReadSpec, schema, reader_class=None):
         """The batch reader of ``spec`` (binary keys and values)."""
         if spec.listed and spec.columns.decode:
-            raise ValueError("kafkarec data source: option decode works on local log directories "
+            raise UsageError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
         spec, config = batch_read(spec)
         return (reader_class or KafkaRecReader)(spec, config, schema, self.expected_fingerprint,
@@ -146,7 +147,7 @@ class KafkaRecReader(DataSourceReader):
                 batch_columns=True)} | {config.corrupt_column}
             unknown = [f.name for f in schema if f.name not in known]
             if unknown:
-                raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
+                raise UsageError(f"kafkarec data source: schema column(s) {unknown} are not produced; "
                                  f"available: {sorted(known)}")
 
     def partitions(self):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from kafkarec._option_text import lower_keys, text_bool  # the one rule for names and booleans
+from kafkarec.errors import UsageError
+
 log = logging.getLogger("spark_udfs")
 
 __all__ = ["Option", "OPTIONS", "KAFKA_OPTIONS", "OWN_OPTIONS", "READERS", "IGNORED", "BATCH_ONLY",
            "STREAM_ONLY", "TYPED_ONLY", "LOCAL_ONLY", "LISTS", "BACKFILL_SETS", "normalize", "markdown_table"]
-
-
-from kafkarec._option_text import lower_keys, text_bool  # noqa: E402  (the one rule for names and booleans)
 
 
 class Option(NamedTuple):
@@ -188,8 +188,6 @@ IGNORED = frozenset(o.name.lower() for o in KAFKA_OPTIONS if not o.readers and n
 # kafkarec's earlier names, kept as aliases of the Kafka source's
 _ALIASES = {o.reads_as.lower(): o.name.lower() for o in KAFKA_OPTIONS
             if o.reads_as and not o.name.startswith("kafka.")}
-
-
 # the Kafka source's names a stream does not take: its ending offsets and timestamps
 BATCH_ONLY = frozenset(o.key for o in KAFKA_OPTIONS if o.readers == "R")
 STREAM_ONLY = frozenset(o.key for o in OPTIONS if o.readers == "S")
@@ -226,7 +224,7 @@ def normalize(options) -> dict:
     o = lower_keys(options)
     strategies = [k for k in o if k in _STRATEGIES or k in _ALIASES]
     if len(strategies) > 1:
-        raise ValueError("Only one of the following options can be specified for the kafkarec "
+        raise UsageError("Only one of the following options can be specified for the kafkarec "
                          "source: subscribe, subscribepattern, assign (aliases: topics, "
                          f"topicPattern); got {sorted(strategies)}. See docs/spark-options.md.")
     out = {}
@@ -234,31 +232,31 @@ def normalize(options) -> dict:
         strategy = _ALIASES.get(k, k)
         if strategy == "subscribe":
             if not [t for t in str(v).split(",") if t.strip()]:
-                raise ValueError(f"No topics to subscribe to as specified value for option "
+                raise UsageError(f"No topics to subscribe to as specified value for option "
                                  f"'{k}' is '{v}'")
             out["topics"] = v
         elif strategy == "subscribepattern":
             if not str(v).strip():
-                raise ValueError(f"Pattern to subscribe is empty as specified value for option "
+                raise UsageError(f"Pattern to subscribe is empty as specified value for option "
                                  f"'{k}' is '{v}'")
             out["topicpattern"] = str(v).strip()
         elif k == "assign":
             if not str(v).strip().startswith("{"):
-                raise ValueError(f"No topicpartitions to assign as specified value for option "
+                raise UsageError(f"No topicpartitions to assign as specified value for option "
                                  f"'assign' is '{v}'")
             out["assign"] = v
         elif k == "kafka.isolation.level":
             level = str(v).strip().lower()
             if level not in ("read_committed", "read_uncommitted"):
-                raise ValueError(f"option kafka.isolation.level must be read_committed or "
+                raise UsageError(f"option kafka.isolation.level must be read_committed or "
                                  f"read_uncommitted, got {v!r}")
             committed = level == "read_committed"
             if "readcommitted" in o and text_bool("readCommitted", o["readcommitted"]) != committed:
-                raise ValueError(f"options kafka.isolation.level={v} and readCommitted="
+                raise UsageError(f"options kafka.isolation.level={v} and readCommitted="
                                  f"{o['readcommitted']} disagree")
             out["readcommitted"] = "true" if committed else "false"
         elif k in _REFUSED_KAFKA:
-            raise ValueError(_REFUSED_KAFKA[k])
+            raise UsageError(_REFUSED_KAFKA[k])
         elif k.startswith("kafka.") or k in IGNORED:
             log.info("kafkarec: option %s ignored (no broker)", k)
         else:

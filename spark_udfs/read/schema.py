@@ -193,7 +193,8 @@ def conform(batch, target, extra=None, *, corrupt: str | None = None, mode: str 
         elif field.name in names:
             arr = batch.column(field.name)
         else:
-            raise ValueError(f"column {field.name!r} is not produced by kafkarec's decoder (it "
+            from kafkarec.errors import UsageError
+            raise UsageError(f"column {field.name!r} is not produced by kafkarec's decoder (it "
                              f"produced {names}); spark_udfs and kafkarec are out of step")
         if arr.type != field.type:
             arr = arr.cast(field.type)

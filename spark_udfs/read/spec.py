@@ -1,5 +1,4 @@
-"""The options of ``format("kafkarec")``, parsed once: one option table and one frozen, typed
-read specification.
+"""The options of ``format("kafkarec")``, parsed once into one frozen, typed read specification.
 
 Where the data source takes its options (``spark.read`` / ``spark.readStream``, classic and
 Spark Connect alike: :class:`spark_udfs.read.datasource.KafkaRecDataSource`), :func:`read_spec` turns
@@ -20,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
@@ -76,10 +75,10 @@ def parse_bytes(value, default: int, name: str = "") -> int:
         try:
             n = int(float(s) * mult)
         except ValueError:
-            raise ValueError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
+            raise UsageError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
                              f"got {value!r}") from None
     if n <= 0:
-        raise ValueError(f"expected a positive byte size, got {value!r}")
+        raise UsageError(f"expected a positive byte size, got {value!r}")
     return n
 
 
@@ -90,7 +89,7 @@ def parse_duration_ms(text) -> int:
     s = str(text).strip().lower()
     m = re.fullmatch(r"(\d+)\s*(ms|s|m|min|h|d)?", s)
     if not m:
-        raise ValueError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
+        raise UsageError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
     n = int(m.group(1))
     return n * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
                 "d": 86_400_000}[m.group(2)]
@@ -106,7 +105,7 @@ def _count(o: dict, key: str, message: str) -> Optional[int]:
     except ValueError:
         n = 0
     if n <= 0:
-        raise ValueError(message)
+        raise UsageError(message)
     return n
 
 
@@ -116,7 +115,7 @@ def _offset(name: str, value) -> int:
     except ValueError:
         n = -1
     if n < 0:
-        raise ValueError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
+        raise UsageError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
     return n
 
 
@@ -128,8 +127,9 @@ def _bool(o: dict, key: str, default: bool, name: Optional[str] = None) -> bool:
 # --- the specification --------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Errors:
-    """What a record or batch that cannot be decoded does."""
+class Malformed:
+    """What a record or batch that cannot be decoded does (Spark's parse modes; not
+    :class:`kafkarec.scan._read.Errors`, the error rows a read gives)."""
     mode: str                          # PERMISSIVE | DROPMALFORMED | FAILFAST
     corrupt_column: str                # PERMISSIVE's error column
     bad_records_path: Optional[str]    # kafkarec.log.quarantine: failed bytes kept whole
@@ -165,14 +165,16 @@ class Files:
 
 
 @dataclasses.dataclass(frozen=True)
-class Storage:
+class StorageAccess:
+    """How the log's storage is reached: the storage options, a tiered-storage root, and
+    ``failOnDataLoss`` (not :class:`kafkarec.log.storage.Storage`, the file system the options make)."""
     options: dict                      # kafkarec.log.storage.storage_options: endpoint, region, ...
     tiered_storage: Optional[str]      # a remote root stitched with the log dirs
     fail_on_data_loss: bool
 
 
 @dataclasses.dataclass(frozen=True)
-class Typed:
+class TypedOptions:
     """``valueFormat`` / ``keyFormat`` and what types them (spark_udfs.read.typed)."""
     formats: dict                      # {"value" | "key": format}
     registry: Optional[str]
@@ -198,14 +200,14 @@ class ReadSpec:
     read_committed: bool
     view: str                          # log | latest
     cdc: Optional[str]                 # None | debezium
-    errors: Errors
+    errors: Malformed
     columns: Columns
     limits: Limits
     files: Files
-    storage: Storage
+    storage: StorageAccess
     verify_crc: bool
     strict: bool
-    typed: Optional[Typed]
+    typed: Optional[TypedOptions]
     streaming: Optional[bool] = None   # None until Spark asks for a batch or a stream reader
     parsed_selection: object = None    # kafkarec.log.selection.Selection, once streaming is known
 
@@ -250,10 +252,10 @@ class ReadSpec:
         from kafkarec.log import selection
         for k in sorted(_options.BATCH_ONLY):
             if k in self.given:
-                raise ValueError(f"option {k}: ending offsets and timestamps are not valid in "
+                raise UsageError(f"option {k}: ending offsets and timestamps are not valid in "
                                  f"streaming queries")
         if self.view != "log":
-            raise ValueError("kafkarec stream: option view=latest is for batch reads (a stream's "
+            raise UsageError("kafkarec stream: option view=latest is for batch reads (a stream's "
                              "micro-batches are records; read the state with spark.read)")
         self._check_names("S", self.given)
         wanted = {"startingoffsets": "latest", **self.selection}
@@ -266,13 +268,13 @@ class ReadSpec:
             return
         known = sorted(k for k, r in _options.READERS.items() if reader in r)
         if reader == "L":
-            raise ValueError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
+            raise UsageError(f"kafkarec data source: unknown option(s) {unknown}; known: {known}")
         if reader == "R":
-            raise ValueError(
+            raise UsageError(
                 f"kafkarec data source: option(s) {unknown} are not used when reading URIs or with "
                 f"selection options; known here: {known}"
                 f" and the storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
-        raise ValueError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
+        raise UsageError(f"kafkarec stream: unknown option(s) {unknown}; known: the Kafka "
                          f"source's (docs/spark-options.md), {known} and the "
                          f"storage options of kafkarec.log.storage (endpoint, region, accessKey, ...)")
 
@@ -292,11 +294,11 @@ def _did_you_mean(o: dict) -> None:
             continue
         close = difflib.get_close_matches(k, list(known), n=1, cutoff=0.8)
         if close:
-            raise ValueError(f"kafkarec data source: unknown option {k!r}; did you mean "
+            raise UsageError(f"kafkarec data source: unknown option {k!r}; did you mean "
                              f"{known[close[0]]!r}?")
 
 
-def _typed(o: dict) -> Optional[Typed]:
+def _typed(o: dict) -> Optional[TypedOptions]:
     formats = {}
     for side in ("key", "value"):
         fmt = text_choice(f"option {side}Format", o.get(f"{side}format"), VALUE_FORMATS,
@@ -309,7 +311,7 @@ def _typed(o: dict) -> Optional[Typed]:
     def sides(suffix):
         return {s: o[f"{s}{suffix}"] for s in ("key", "value") if o.get(f"{s}{suffix}") not in (None, "")}
     as_of = o.get("registryasofoffset")
-    return Typed(formats=formats, registry=o.get("registry") or None, subjects=sides("subject"),
+    return TypedOptions(formats=formats, registry=o.get("registry") or None, subjects=sides("subject"),
                  versions=sides("schemaversion"), reader_schemas=sides("readerschema"),
                  messages=sides("message"), strategy=o.get("subjectnamestrategy") or "topic",
                  record_name=o.get("recordname") or None,
@@ -328,22 +330,22 @@ def read_spec(options) -> ReadSpec:
     _did_you_mean(o)
     paths = tuple(_paths(o))
     if not paths:
-        raise ValueError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
+        raise UsageError("kafkarec data source: no path; use spark.read.format('kafkarec').load(path)")
     max_offsets = _count(o, "maxoffsetspertrigger", "option maxOffsetsPerTrigger must be positive")
     min_offsets = _count(o, "minoffsetspertrigger", "option minOffsetsPerTrigger must be positive")
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
-        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+        raise UsageError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
                          f"maxOffsetsPerTrigger({max_offsets}).")
     dedupe = parse_bytes(o.get("dedupebuffersize"), table.DEFAULT_BUFFER_BYTES, "dedupeBufferSize")
     if "dedupebuffersize" in o:
         from kafkarec._core import KEY_MAP_MIN_BYTES
         if dedupe < KEY_MAP_MIN_BYTES:
-            raise ValueError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
+            raise UsageError(f"option dedupeBufferSize must be at least {KEY_MAP_MIN_BYTES} bytes, "
                              f"not {o.get('dedupebuffersize')!r}")
     view = table.parse_view(o.get("view"))
     include_control = _bool(o, "includecontrol", False)
     if view == "latest" and include_control:
-        raise ValueError("kafkarec data source: includeControl=true cannot be used with view=latest "
+        raise UsageError("kafkarec data source: includeControl=true cannot be used with view=latest "
                          "(control records are never part of a topic's keyed state)")
     max_decompressed = o.get("maxdecompressedbytes")
     return ReadSpec(
@@ -353,7 +355,7 @@ def read_spec(options) -> ReadSpec:
         read_committed=_bool(o, "readcommitted", False),
         view=view,
         cdc=cdc.parse_cdc(o.get("cdc")),
-        errors=Errors(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
+        errors=Malformed(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
                       corrupt_column=o.get("columnnameofcorruptrecord") or DEFAULT_CORRUPT_COLUMN,
                       bad_records_path=o.get("badrecordspath") or None),
         columns=Columns(batch_columns=_bool(o, "batchcolumns", False), include_control=include_control,
@@ -373,7 +375,7 @@ def read_spec(options) -> ReadSpec:
         files=Files(glob_filter=o.get("pathglobfilter") or "*.log",
                     recursive=_bool(o, "recursivefilelookup", True),
                     allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
-        storage=Storage(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
+        storage=StorageAccess(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
                         fail_on_data_loss=_bool(o, "failondataloss", True)),
         verify_crc=_bool(o, "verifycrc", True),
         strict=_bool(o, "strict", False),

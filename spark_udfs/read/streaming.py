@@ -57,6 +57,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
 from spark_udfs._ship.runtime import ensure
 from spark_udfs.read.spec import ReadSpec, scan_config
@@ -153,7 +154,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, spec: ReadSpec, schema, expected: Optional[str] = None):
         if len(spec.paths) != 1:
-            raise ValueError("kafkarec stream: give exactly one path (a log directory or its URI)")
+            raise UsageError("kafkarec stream: give exactly one path (a log directory or its URI)")
         self.spec = spec
         self.path = spec.paths[0]
         self.selection = spec.parsed_selection      # kafkarec.log.selection.Selection

@@ -34,6 +34,7 @@ from typing import Dict, Optional
 from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
+from kafkarec.errors import UsageError
 from spark_udfs.read import schema as _schema
 from spark_udfs.read.spec import VALUE_FORMATS
 
@@ -188,10 +189,10 @@ class TypedSide:
         fmt = text_choice(f"option {side}Format", fmt, VALUE_FORMATS,
                           template="{name}: one of {accepted}, not {value!r}")
         if fmt == "registry" and registry is None:
-            raise ValueError(f"option {side}Format=registry needs option registry (a log directory "
+            raise UsageError(f"option {side}Format=registry needs option registry (a log directory "
                              f"holding _schemas-0, a schema folder or a registry URL)")
         if fmt != "registry" and registry is None and reader_schema is None:
-            raise ValueError(f"option {side}Format={fmt} needs {side}ReaderSchema (or a registry "
+            raise UsageError(f"option {side}Format={fmt} needs {side}ReaderSchema (or a registry "
                              f"and {side}Subject)")
         self.side = side
         self.format = fmt
@@ -292,7 +293,7 @@ class TypedSide:
 
 
 def _sides(spec, topic) -> list:
-    """The typed sides of a read (its :class:`spark_udfs.read.spec.Typed`)."""
+    """The typed sides of a read (its :class:`spark_udfs.read.spec.TypedOptions`)."""
     t = spec.typed
     registry = load_registry(t.registry, as_of_offset=t.as_of_offset, bearer_token=t.bearer_token)
     return [TypedSide(side, t.formats[side], registry, subject=t.subjects.get(side), topic=topic,
@@ -331,12 +332,12 @@ def _cdc_fields(value_side) -> list:
     from pyspark.sql import types as T
     from kafkarec.cdc import envelope_type_problem, typed_change_types
     if value_side is None:
-        raise ValueError("kafkarec data source: option cdc with keyFormat needs valueFormat too "
+        raise UsageError("kafkarec data source: option cdc with keyFormat needs valueFormat too "
                          "(the change events are the values)")
     arrow_type = value_side.column(value_side.topic).arrow_type
     problem = envelope_type_problem(arrow_type)
     if problem is not None:
-        raise ValueError(f"kafkarec data source: option cdc: {problem}")
+        raise UsageError(f"kafkarec data source: option cdc: {problem}")
     return [T.StructField(name, spark_type_of(t), True) for name, t in typed_change_types(arrow_type)]
 
 
@@ -423,7 +424,7 @@ class TypedRows:
         unknown = [f.name for f in schema.fields if f.name not in {g.name for g in base.fields}
                    and f.name not in typed_names]
         if unknown:
-            raise ValueError(f"kafkarec data source: schema column(s) {unknown} are not produced")
+            raise UsageError(f"kafkarec data source: schema column(s) {unknown} are not produced")
         self.plain_schema = T.StructType(want)
         self.schema = schema
 
@@ -561,7 +562,7 @@ def from_registry(column, registry, subject: Optional[str] = None, *, topic: Opt
     from pyspark.sql.functions import ArrowUDFType, arrow_udf
     m = str(mode).upper()
     if m not in _FN_MODES:
-        raise ValueError(f"mode {mode!r}: PERMISSIVE or FAILFAST (a column function cannot drop rows)")
+        raise UsageError(f"mode {mode!r}: PERMISSIVE or FAILFAST (a column function cannot drop rows)")
     from pyspark.sql import SparkSession
     reg = load_registry(registry)
     active = SparkSession.getActiveSession()

@@ -40,3 +40,18 @@ def test_the_typed_row_error_is_worded_in_one_place():
     spelled = [str(p.relative_to(root)) for p in root.rglob("*.py")
                if re.search(r"at byte (\{[^}]*\}|\d+) of the value", p.read_text())]
     assert spelled == []
+
+
+@pytest.mark.parametrize("module, function, args, message", [
+    ("kafkarec.table", "parse_view", ("newest",), "view must be one of log, latest"),
+    ("kafkarec.cdc", "parse_cdc", ("maxwell",), "cdc must be one of debezium"),
+    ("kafkarec.scan._decode", "normalize_mode", ("LENIENT",), "mode must be one of"),
+    ("kafkarec._option_text", "text_bool", ("strict", "yes"), "option strict must be true or false"),
+])
+def test_an_option_given_as_text_is_refused_with_a_usage_error(module, function, args, message):
+    """The one rule for options given as text (kafkarec._option_text) refuses with kafkarec's
+    UsageError, still a ValueError: view, cdc and mode were bare ValueErrors."""
+    import importlib
+    with pytest.raises(errors.UsageError, match=message) as refused:
+        getattr(importlib.import_module(module), function)(*args)
+    assert isinstance(refused.value, ValueError)

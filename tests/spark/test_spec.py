@@ -8,6 +8,7 @@ import pickle
 
 import pytest
 
+from kafkarec.errors import SelectionError, UsageError
 from support import spark_helpers as H
 from spark_udfs.read.options import OWN_OPTIONS, markdown_table
 from spark_udfs.read.spec import read_spec
@@ -61,8 +62,10 @@ def test_a_spec_is_frozen_typed_and_pickles():
     ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "is higher than the"),
 ])
 def test_a_wrong_value_is_refused_naming_the_option_and_what_it_accepts(options, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    # kafkarec's UsageError, a ValueError still for callers that catch that
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")) as refused:
         read_spec({"path": "/logs", **options})
+    assert isinstance(refused.value, ValueError)
 
 
 @pytest.mark.parametrize("name, meant", [
@@ -71,7 +74,7 @@ def test_a_wrong_value_is_refused_naming_the_option_and_what_it_accepts(options,
     ("includeHeader", "includeHeaders"), ("failOnDataLos", "failOnDataLoss"),
 ])
 def test_a_name_close_to_a_known_one_gets_a_did_you_mean(name, meant):
-    with pytest.raises(ValueError, match=f"unknown option '{name.lower()}'; did you mean '{meant}'"):
+    with pytest.raises(UsageError, match=f"unknown option '{name.lower()}'; did you mean '{meant}'"):
         read_spec({"path": "/logs", name: "1"})
 
 
@@ -92,20 +95,20 @@ def test_spark_and_kafka_source_names_keep_working():
 
 
 def test_each_reader_refuses_what_it_does_not_take_in_its_words():
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['foo'\]"):
+    with pytest.raises(UsageError, match=r"unknown option\(s\) \['foo'\]"):
         read_spec({"path": "/logs", "foo": "1"}).for_batch("L")
-    with pytest.raises(ValueError, match=r"option\(s\) \['pathglobfilter'\] are not used when reading URIs"):
+    with pytest.raises(UsageError, match=r"option\(s\) \['pathglobfilter'\] are not used when reading URIs"):
         read_spec({"path": "s3://b/logs", "pathGlobFilter": "*.log"}).for_batch("R")
-    with pytest.raises(ValueError, match=r"kafkarec stream: unknown option\(s\) \['mode'\]"):
+    with pytest.raises(UsageError, match=r"kafkarec stream: unknown option\(s\) \['mode'\]"):
         read_spec({"path": "/logs", "mode": "FAILFAST"}).for_stream()
-    with pytest.raises(ValueError, match="not valid in streaming queries"):
+    with pytest.raises(UsageError, match="not valid in streaming queries"):
         read_spec({"path": "/logs", "endingOffsets": "latest"}).for_stream()
-    with pytest.raises(ValueError, match="view=latest is for batch reads"):
+    with pytest.raises(UsageError, match="view=latest is for batch reads"):
         read_spec({"path": "/logs", "view": "latest"}).for_stream()
-    with pytest.raises(ValueError, match="startingOffsets=latest is for streaming queries"):
+    with pytest.raises(SelectionError, match="startingOffsets=latest is for streaming queries"):
         read_spec({"path": "/logs", "startingOffsets": "latest"}).for_batch("R")
     # typed options without valueFormat/keyFormat are not taken by a binary read
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['registry'\]"):
+    with pytest.raises(UsageError, match=r"unknown option\(s\) \['registry'\]"):
         read_spec({"path": "/logs", "registry": "/r"}).for_batch("L")
 
 
@@ -135,6 +138,9 @@ def test_one_option_table_names_each_option_once():
     names = [o.name.lower() for o in options.OPTIONS]
     assert len(names) == len(set(names))
     assert all(set(o.readers) <= set("LRST") for o in options.OPTIONS)
+    # a name the readers take under two rows' names (readCommitted, kafka.isolation.level) has
+    # the same readers in both
+    assert all(options.READERS[o.key] == o.readers for o in options.OPTIONS if o.key in options.READERS)
     # the selection kafkarec.log.selection parses is read by the listed reader
     assert all("R" in options.READERS[k] for k in selection.SELECTION_OPTIONS)
     assert options.STREAM_ONLY == {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
