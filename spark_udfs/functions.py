@@ -80,7 +80,7 @@ def _record_target(batch_columns):
                                                          with_topic_partition=False))
 
 
-def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows):
+def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
     """Decode every value of ``data``; ``modes`` is one mode or a list (one per row).
 
     Values holding nothing but whole batches are decoded in one pass over the
@@ -88,6 +88,9 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows):
     anything else (a framing problem, a cut-off batch, per-row modes) row by row.
     Either way the result is the same as decoding each value on its own.
     """
+    if max_rows is None:
+        from kafkarec.scan import ROWS_PER_BATCH
+        max_rows = ROWS_PER_BATCH
     from kafkarec.scan._decode import decode_range
     import numpy as np
     target = _record_target(batch_columns)
