@@ -177,8 +177,8 @@ def plan(path: str, options: dict, parallelism: int):
     """The data source's tasks for a read of ``path`` (a local path or a URI) with ``options``."""
     from spark_udfs.read import datasource as _datasource
     from spark_udfs.read.spec import read_spec
-    config = _datasource.batch_config(read_spec({"path": path, **options}), default_parallelism=parallelism)
-    return _datasource.plan(config)
+    spec, config = _datasource.batch_read(read_spec({"path": path, **options}))
+    return _datasource.plan(spec, config, default_parallelism=parallelism)
 
 
 def measure(plan, runs: int) -> dict:

@@ -174,7 +174,7 @@ def floor_source():
             from spark_udfs.read import datasource as _datasource
             from spark_udfs.read.spec import read_spec
             spec = read_spec({"path": self.options["path"], "minPartitions": self.options["parallelism"]})
-            tasks = _datasource.plan(_datasource.batch_config(spec))
+            tasks = _datasource.plan(*_datasource.batch_read(spec))
             arrow = self.options["arrow"]
             return [InputPartition([os.path.join(arrow, os.path.basename(os.path.dirname(p.item.path)),
                                                  os.path.basename(p.item.path)[:-4] + ".arrow")
@@ -365,10 +365,16 @@ def main(argv=None) -> int:
 
     parquet_rows = os.path.join(args.data, f"rows-{tag}.parquet")
     batch_table = os.path.join(args.data, f"batches-{tag}.parquet")
-    from spark_udfs.read import task_config as _decode
+    try:
+        from spark_udfs.read import spec as task_config      # the readers' batch-size default
+    except ImportError:     # a build before the one scan config, or before spark_udfs' rooms
+        try:
+            from spark_udfs.read import task_config
+        except ImportError:
+            from spark_udfs import _decode as task_config
     # the data source's batches as they are now (their size: its maxRecordsPerBatch default;
     # 10,000 before it was named, so that the script also measures older builds)
-    floor_dir = os.path.join(args.data, f"floor-{tag}-{getattr(_decode, 'DEFAULT_MAX_RECORDS_PER_BATCH', 10000)}")
+    floor_dir = os.path.join(args.data, f"floor-{tag}-{getattr(task_config, 'DEFAULT_MAX_RECORDS_PER_BATCH', 10000)}")
     build_floor(logdir, floor_dir)
     spark.dataSource.register(floor_source())
     if not os.path.exists(os.path.join(parquet_rows, "_SUCCESS")):

@@ -233,7 +233,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     pa = require("pyarrow")
     import kafkarec
     selection_options = selection
-    from kafkarec.log import layout as _layout, selection, storage as _storage
+    from kafkarec.log import selection
     if cdc is not None:
         from kafkarec.cdc import parse_cdc
         cdc = parse_cdc(cdc)
@@ -249,27 +249,21 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
     else:
         sel = selection.cli_selection(topics=topics, end_offset=end_offset, end_time=end_time,
                                       include_deleted_records=include_deleted_records)
-    st, root = _storage.resolve(source, storage_options)
-    lay = _layout.scan(st, root)
     stats = LatestStats()
+    scan = _scan(source, sel, storage_options, read_committed, options, batch_columns)
 
-    def reader(part_ranges, skip):
+    def reader(pieces):
         def read():
-            for sr in part_ranges:
-                try:
-                    yield from selection.read_arrow(st, sr, options, skip=skip.get(sr.segment.path, ()),
-                                                    batch_columns=batch_columns)
-                except kafkarec.DecodeError as exc:
-                    exc.file = _layout.segment_uri(st, sr.segment)       # positions are that file's
-                    raise
+            for _, item in scan.read_items(pieces):
+                yield item
         return read
 
+    from kafkarec.scan._read import topic_key
     by_topic: dict = {}
-    for part_ranges, skip in partition_reads(st, lay, sel, read_committed=read_committed):
-        first = part_ranges[0]
+    for piece in scan.pieces():
         # a folder whose name has no topic is a topic of its own
-        topic_key = first.topic if first.topic is not None else first.segment.path.rsplit("/", 1)[0]
-        by_topic.setdefault(topic_key, (first.topic, []))[1].append(reader(part_ranges, skip))
+        by_topic.setdefault(topic_key(piece.key), (piece.topic, {}))[1].setdefault(piece.key, []).append(piece)
+    by_topic = {k: (topic, [reader(pieces) for pieces in parts.values()]) for k, (topic, parts) in by_topic.items()}
     parts = []
     for topic, reads in by_topic.values():
         if typed is None:
@@ -354,17 +348,13 @@ class _TypedState:
                              f"topic at a time ({exc})") from None
 
 
-def partition_reads(st, lay, sel, *, read_committed: bool = False):
-    """``(ranges, skip)`` per selected topic-partition, in the layout's order: its segment
-    ranges (kafkarec.log.selection.plan) and, with ``read_committed``, the byte spans a
-    read_committed consumer does not see, by segment path (judged over the partition's log)."""
-    from kafkarec.log import committed, selection
-    by_partition: dict = {}
-    for sr in selection.plan(lay, sel, selection.Resolver(st)):
-        by_partition.setdefault((sr.topic, sr.partition, sr.segment.path.rsplit("/", 1)[0]), []).append(sr)
-    logs = {part.key: part for part in lay.partitions}
-    for (topic, partition, _folder), ranges in by_partition.items():
-        skip = {}
-        if read_committed and (topic, partition) in logs:
-            skip = committed.read_committed_spans(st, logs[(topic, partition)])
-        yield ranges, skip
+def _scan(source, sel, storage_options, read_committed: bool, options, batch_columns: bool):
+    """The read of a keyed state: kafkarec's one reader (:class:`kafkarec.scan.LogScan`) over a
+    listing, whole partitions in log order; a batch that cannot be decoded raises the core's
+    :class:`kafkarec.DecodeError` (its ``file`` the segment's URI)."""
+    from kafkarec.scan import LogScan, ScanConfig
+    fields = {} if options is None else dict(verify_crc=options.verify_crc, strict=options.strict,
+                                             max_decompressed_bytes=options.max_decompressed_bytes)
+    return LogScan(ScanConfig((str(source),), selection=sel, storage_options=storage_options,
+                              read_committed=read_committed, batch_columns=batch_columns, listing=True,
+                              core_errors=True, **fields))

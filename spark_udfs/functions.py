@@ -15,6 +15,7 @@ in the bytes): key, value, offset, timestamp, timestampType, headers, timestampM
 from __future__ import annotations
 
 import logging
+from typing import Optional
 
 from spark_udfs.read import schema as _schema
 from spark_udfs._ship.runtime import ensure
@@ -79,7 +80,7 @@ def _record_target(batch_columns):
                                                          with_topic_partition=False))
 
 
-def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=65536):
+def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
     """Decode every value of ``data``; ``modes`` is one mode or a list (one per row).
 
     Values holding nothing but whole batches are decoded in one pass over the
@@ -87,6 +88,9 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=65536):
     anything else (a framing problem, a cut-off batch, per-row modes) row by row.
     Either way the result is the same as decoding each value on its own.
     """
+    if max_rows is None:
+        from kafkarec.scan import ROWS_PER_BATCH
+        max_rows = ROWS_PER_BATCH
     from kafkarec.scan._decode import decode_range
     import numpy as np
     target = _record_target(batch_columns)
@@ -266,7 +270,7 @@ def explode_schema(input_schema, column, keep, *, mode, batch_columns, prefix=""
 
 def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=False, outer=False,
                     prefix="", columnNameOfCorruptRecord=_schema.DEFAULT_CORRUPT_COLUMN,
-                    max_rows_per_batch=65536):
+                    max_rows_per_batch: Optional[int] = None):
     """One row per record of the batches in binary ``column`` of ``df``, with the
     ``keep`` columns of its input row (``DataFrame.mapInArrow``).
 
@@ -312,6 +316,9 @@ def _explode_batches(batches, column, keep, mode, batch_columns, outer, prefix, 
     import numpy as np
     import pyarrow as pa
     kafkarec = ensure(expected)
+    if max_rows is None:
+        from kafkarec.scan import ROWS_PER_BATCH
+        max_rows = ROWS_PER_BATCH
     record_target = _record_target(batch_columns)
     out_schema = None
     permissive = mode == "PERMISSIVE"

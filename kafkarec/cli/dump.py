@@ -523,8 +523,9 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
     d = Dumper(args, out, err)
     shown = None
     last_offset = [-1]
-    for st, sr in plans:
-        uri = _layout.segment_uri(st, sr.segment)
+    for rp in plans:
+        sr = rp.range
+        uri = _layout.segment_uri(rp.storage, sr.segment)
         if uri != shown:
             shown = uri
             last_offset = [-1]
@@ -532,7 +533,7 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
             d.emit(f"Log starting offset: {sr.segment.base_offset}", type="log_start",
                    offset=sr.segment.base_offset)
         try:
-            for fb in iter_range_batches(st, sr, d.read_options):
+            for fb in iter_range_batches(rp, d.read_options):
                 if isinstance(fb, SkippedBatch):
                     d.error(error_line(uri, fb.error), uri, fb.position)
                     break

@@ -5,23 +5,24 @@ When a PATH is a URI (``s3://bucket/kafka``) or a selection flag is given
 ``--end-time``), the commands read through :mod:`kafkarec.log.storage` (one
 listing, ranged reads), :mod:`kafkarec.log.layout` (broker and tiered-storage
 layouts, copies read once) and :mod:`kafkarec.log.selection` (the offset and
-time bounds resolved through the side files), and print what they print for
-local files, restricted to the selected records.
+time bounds resolved through the side files), all through kafkarec's one reader
+(:class:`kafkarec.scan.LogScan`: its pieces, framed by :meth:`~kafkarec.scan.LogScan.framed`),
+and print what they print for local files, restricted to the selected records.
 """
 from __future__ import annotations
 
 import sys
 
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Optional
 
 import kafkarec
 from kafkarec.log import layout as _layout
 from kafkarec.cli import selection_args
 from kafkarec.errors import DecodeError
-from kafkarec.log import layout, selection, storage
-from kafkarec.log.segment import SCAN_READ_OPTIONS, SkippedBatch, file_options
+from kafkarec.log import selection, storage
+from kafkarec.log.segment import SCAN_READ_OPTIONS, SkippedBatch
 
-__all__ = ["RangeBatch", "wants_ranges", "plan", "iter_range_batches"]
+__all__ = ["RangeBatch", "RangePlan", "wants_ranges", "plan", "iter_range_batches"]
 
 
 class RangeBatch:
@@ -52,6 +53,15 @@ class RangeBatch:
                 yield r
 
 
+class RangePlan(NamedTuple):
+    """One selected segment range: its ``storage`` and ``range``
+    (:class:`kafkarec.log.selection.SegmentRange`), the reader's ``piece`` of it and the ``scan``."""
+    storage: storage.Storage
+    range: selection.SegmentRange
+    piece: object
+    scan: object
+
+
 def wants_ranges(args) -> bool:
     """Whether the command must read through storage/selection (a URI or a selection flag)."""
     return (any(storage.is_uri(p) for p in args.paths)
@@ -60,52 +70,36 @@ def wants_ranges(args) -> bool:
             or bool(getattr(args, "tiered_storage", None)))
 
 
-def plan(args, *, files: bool = False) -> List[Tuple[storage.Storage, selection.SegmentRange]]:
+def _report(kind: str, path: str, st, item) -> None:
+    """What the listing met, on stderr (a folder Kafka ignores is not read, quietly)."""
+    if kind == "gap":
+        sys.stderr.write(f"kafkarec: data loss: offsets {item.start}..{item.end - 1} of {item.topic}-"
+                         f"{item.partition} are in neither the remote copies nor {path}\n")
+    elif kind == "not_live":
+        sys.stderr.write(f"kafkarec: not read: {item[0]}: {item[1]}\n")
+
+
+def plan(args, *, files: bool = False) -> List[RangePlan]:
     """The selected segment ranges under every PATH, in topic, partition and offset order:
     each partition from its log start offset, as a consumer reads it, or with ``files`` (a
-    command that shows the files, ``dump``) from its first segment."""
-    sel = selection_args.selection_from_args(args) or selection.parse_selection({})
-    if files:
-        sel = sel._replace(include_deleted_records=True)
-    options = selection_args.storage_options_from_args(args)
-    out = []
-    for path in args.paths:
-        lay, gaps = layout.scan_history(path, getattr(args, "tiered_storage", None), options)
-        st = lay.storage
-        for gap in gaps:
-            sys.stderr.write(f"kafkarec: data loss: offsets {gap.start}..{gap.end - 1} of {gap.topic}-"
-                             f"{gap.partition} are in neither the remote copies nor {path}\n")
-        for uri, why in lay.not_live:
-            sys.stderr.write(f"kafkarec: not read: {uri}: {why}\n")
-        resolver = selection.Resolver(st)
-        out.extend((st, sr) for sr in selection.plan(lay, sel, resolver))
-    return out
+    command that shows the files, ``dump``) from its first segment (``every_record``)."""
+    from kafkarec.scan import LogScan, ScanConfig
+    config = ScanConfig(tuple(args.paths), selection=selection_args.selection_from_args(args),
+                        tiered_storage=getattr(args, "tiered_storage", None),
+                        storage_options=selection_args.storage_options_from_args(args),
+                        fail_on_data_loss=False, listing=True, every_record=files)
+    scan = LogScan(config)
+    return [RangePlan(p.item.storage, p.item.range, p, scan) for p in scan.pieces(_report)]
 
 
-def iter_range_batches(st: storage.Storage, sr: selection.SegmentRange,
-                       options: kafkarec.ReadOptions = SCAN_READ_OPTIONS) -> Iterator:
+def iter_range_batches(rp: RangePlan, options: kafkarec.ReadOptions = SCAN_READ_OPTIONS) -> Iterator:
     """The batches of one selected range that hold selected records (:class:`RangeBatch`),
     then, if framing failed, a :class:`SkippedBatch` (``stopped``) whose error names the file
     position (and nothing after), as :meth:`SegmentBatchIterator.skipping` reports it."""
-    lo, hi = sr.min_offset, sr.end_offset
-    where = _layout.segment_uri(st, sr.segment)
-    for piece in selection.iter_range_pieces(st, sr):
-        it = kafkarec.iter_batches(piece.data, file_options(options), origin=piece.position)
-        while True:
-            try:
-                b = next(it)
-            except StopIteration:
-                break
-            except DecodeError as e:
-                yield SkippedBatch(e.position, e, True)
-                return
-            try:
-                first, last = b.base_offset, b.last_offset
-            except DecodeError as e:        # a legacy wrapper that cannot be opened
-                yield RangeBatch(where, b, lo, hi)
-                continue
-            if hi is not None and first >= hi:
-                return
-            if lo is not None and last < lo:
-                continue
-            yield RangeBatch(where, b, lo, hi)
+    sr = rp.range
+    where = _layout.segment_uri(rp.storage, sr.segment)
+    for b in rp.scan.framed(rp.piece, options):
+        if isinstance(b, DecodeError):
+            yield SkippedBatch(b.position, b, True)
+            return
+        yield RangeBatch(where, b, sr.min_offset, sr.end_offset)

@@ -239,13 +239,14 @@ def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_li
     return st
 
 
-def _range_stats(st, sr, ratio: bool, err_list: List[str], options: kafkarec.ReadOptions) -> Stats:
+def _range_stats(rp, ratio: bool, err_list: List[str], options: kafkarec.ReadOptions) -> Stats:
     """A selected segment range's counters (URIs or --topics/--start-offset/...)."""
     from kafkarec.cli.ranges import iter_range_batches
     out = Stats()
     out.segments = 1
-    uri = _layout.segment_uri(st, sr.segment)
-    for fb in iter_range_batches(st, sr, options):
+    sr = rp.range
+    uri = _layout.segment_uri(rp.storage, sr.segment)
+    for fb in iter_range_batches(rp, options):
         if isinstance(fb, SkippedBatch):
             out.bad += 1
             err_list.append(error_line(uri, fb.error))
@@ -262,10 +263,11 @@ def run_ranges(plans: list, args, out: TextIO, err: TextIO) -> int:
     ratio = not args.headers_only
     errors: List[str] = []
     parts: dict = {}
-    for st, sr in plans:
+    for rp in plans:
+        st, sr = rp.storage, rp.range
         key = (sr.topic, sr.partition)
         try:
-            row = _range_stats(st, sr, ratio, errors, read_options(args))
+            row = _range_stats(rp, ratio, errors, read_options(args))
         except OSError as e:
             errors.append(f"{_layout.segment_uri(st, sr.segment)}: {e.strerror or e}")
             continue

@@ -2,8 +2,8 @@
 
 The rows of [start, H) per partition (:mod:`kafkarec.lakehouse.handoff`) are exactly the committed
 data records a ``read_committed`` consumer is given (no control records, no aborted transaction),
-read through the log readers (:func:`kafkarec.log.selection.plan_partition` and
-:func:`~kafkarec.log.selection.read_arrow` with the partition's read_committed spans), laid out as
+read through the one reader (:class:`kafkarec.scan.LogScan` with ``read_committed`` and each
+partition's [start, H) as its offset ranges), laid out as
 the live writer lays them out (:func:`kafkarec.lakehouse.layouts.to_layout`), one Arrow batch at a
 time.
 
@@ -36,13 +36,11 @@ import logging
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from kafkarec._extras import require
-from kafkarec.errors import BackfillError, DecodeError, UsageError
+from kafkarec.errors import BackfillError, UsageError
 from kafkarec.lakehouse import tables
 from kafkarec.lakehouse.handoff import HandOff, HandOffPlan, PartitionHandOff, plan_hand_off
 from kafkarec.lakehouse.layouts import Layout, layout as layout_of, to_layout
 from kafkarec.lakehouse.tables import DeltaTarget, IcebergTarget, Target
-from kafkarec.log import selection
-from kafkarec.log.layout import segment_uri
 
 __all__ = ["backfill", "backfill_batches", "PartitionSummary", "SUMMARY_PREFIX", "summary_key",
            "delta_app_id", "iceberg_ranges_to_write", "iceberg_summary_properties"]
@@ -79,48 +77,57 @@ def delta_app_id(app_id: str, partition: int) -> str:
 
 # --- rows ---------------------------------------------------------------------------------------
 
-class _Typed:
-    """Typed values through the registry's one dispatch (:func:`kafkarec.registry.typed.decode_table`
-    with ``typed``'s keywords), the value's type known before the first row."""
+def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional[int] = None):
+    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode ``"refuse"``),
+    or None: ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that
+    does not decode stops the write, as the live writer would not write it either."""
+    if not typed:
+        return None
+    from kafkarec.scan import TypedSettings
+    from kafkarec.scan._typed import TypedRows
+    kw = dict(typed)
+    if kw.pop("key", False):
+        raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
+    kw.pop("value", None)
+    settings = TypedSettings(value_format=kw.pop("value_format", "registry"), registry=kw.pop("registry", None),
+                             options=kw)
 
-    def __init__(self, typed: Dict[str, Any], topic: str):
-        self.kw = dict(typed)
-        if self.kw.get("key"):
-            raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
-        self.kw.setdefault("topic", topic)
-        self.columns: Dict[str, Any] = {}
-        import kafkarec
-        from kafkarec.registry.typed import decode_table
-        decode_table(kafkarec.arrow_schema().empty_table(), columns=self.columns, **self.kw)
-        self.value_type = self.columns["value"].arrow_type
-
-    def decode(self, rb, part: PartitionHandOff):
-        from kafkarec.registry.typed import decode_table
-        pa = require("pyarrow")
-        table = decode_table(pa.Table.from_batches([rb]), columns=self.columns, **self.kw)
-        bad = table.column("_corrupt_record")
-        if bad.null_count != len(bad):
-            i = bad.is_valid().to_pylist().index(True)
-            raise BackfillError(f"{part.part.topic}-{part.part.partition}",
-                                f"the value at offset {table.column('offset')[i].as_py()} does not "
-                                f"decode ({bad[i].as_py()}); the live writer would not write it either")
-        return table
+    def refuse(offset, reason):
+        return BackfillError(f"{topic}-{partition}", f"the value at offset {offset} does not decode "
+                             f"({reason}); the live writer would not write it either")
+    return TypedRows(settings, [topic], mode="refuse", refuse=refuse)
 
 
-def _partition_batches(storage, part: PartitionHandOff, lay: Layout, typed: Optional[_Typed]) -> Iterator[Any]:
-    resolver = selection.Resolver(storage)
-    for sr in selection.plan_partition(part.part, part.start, part.end, resolver):
-        try:
-            for rb in selection.read_arrow(storage, sr, skip=part.skip.get(sr.segment.path, ())):
-                if typed is not None:
-                    rb = typed.decode(rb, part)
-                out = to_layout(rb, lay, value_type=None if typed is None else typed.value_type)
-                if out.num_rows:
-                    yield out
-        except DecodeError as exc:
-            # a record the backfill cannot read is a gap it will not leave: the write stops, naming it
-            exc.file = segment_uri(storage, sr.segment)      # positions are that file's
-            raise
+def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
+    """``(partition, its pieces)`` of the plan's ranges through the one reader
+    (:class:`kafkarec.scan.LogScan`, read_committed judged over each partition's whole log; a
+    record the backfill cannot read is a gap it will not leave: the write stops, naming its
+    file)."""
+    from kafkarec.scan import LogScan, ScanConfig
+    config = ScanConfig((log_uri,), offset_ranges=tuple((p.part.topic, p.part.partition, p.start, p.end)
+                                                       for p in plan.partitions),
+                        read_committed=True, storage_options=storage_options, tiered_storage=tiered_storage,
+                        core_errors=True)
+    scan = LogScan(config)
+    pieces: Dict[int, list] = {}
+    for piece in scan.pieces():
+        pieces.setdefault(piece.item.share, []).append(piece)
+    return scan, [(part, pieces.get(i, [])) for i, part in enumerate(plan.partitions)]
+
+
+def _partition_batches(scan, pieces, lay: Layout, typed) -> Iterator[Any]:
+    pa = require("pyarrow")
+    from kafkarec.scan._read import Errors
+    import kafkarec
+    value_type = None if typed is None else typed.value_type(kafkarec.arrow_schema())
+    for _, rb in scan.read_items(pieces):
+        if isinstance(rb, Errors):      # FAILFAST raises before; a gap is never left quietly
+            raise BackfillError(f"{rb.topic}-{rb.partition}", rb.errors[0]["message"])
+        if typed is not None:
+            rb = typed.decode(pa.Table.from_batches([rb]))
+        out = to_layout(rb, lay, value_type=value_type)
+        if out.num_rows:
+            yield out
 
 
 def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, end_offsets=None,
@@ -135,9 +142,9 @@ def backfill_batches(log_uri: str, layout: Union[str, Layout], *, topics=None, e
     broker to ask for each partition's log start and last stable offset (:func:`hand_off_points`)."""
     lay = layout_of(layout)
     plan = _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage, bootstrap)
-    for part in plan.partitions:
-        yield from _partition_batches(plan.storage, part, lay,
-                                      _Typed(typed, part.part.topic) if typed else None)
+    scan, parts = _read(log_uri, plan, storage_options, tiered_storage)
+    for part, pieces in parts:
+        yield from _partition_batches(scan, pieces, lay, _typed_rows(typed, part.part.topic, part.part.partition))
 
 
 def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiered_storage,
@@ -161,7 +168,9 @@ def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiere
 # --- writing ------------------------------------------------------------------------------------
 
 def _value_type(typed: Optional[Dict[str, Any]], topic: str):
-    return _Typed(typed, topic).value_type if typed else None
+    import kafkarec
+    rows = _typed_rows(typed, topic)
+    return None if rows is None else rows.value_type(kafkarec.arrow_schema())
 
 
 def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
@@ -205,7 +214,8 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
     for p in plan.partitions:
         if p.key not in summary and p not in todo:
             summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0, "empty")
-    rows = _write(target, lay, plan.storage, todo, app_id, typed)
+    rows = _write(target, lay, todo, app_id, typed,
+                  lambda todo: _read(log_uri, HandOffPlan(plan.storage, todo), storage_options, tiered_storage))
     for part in todo:
         n = rows.get(part.key, 0)
         # a Delta backfill commits its txn actions even for a partition without rows
@@ -315,7 +325,7 @@ class _Counter:
             yield rb
 
 
-def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], app_id, typed) -> Dict:
+def _write(target: Target, lay: Layout, todo: List[PartitionHandOff], app_id, typed, read) -> Dict:
     pa = require("pyarrow")
     if not todo:
         return {}
@@ -335,9 +345,10 @@ def _write(target: Target, lay: Layout, storage, todo: List[PartitionHandOff], a
     counters = []
 
     def batches():
-        for part in todo:
-            c = _Counter(_partition_batches(storage, part, lay, _Typed(typed, part.part.topic) if typed else None),
-                         part.key)
+        scan, parts = read(todo)
+        for part, pieces in parts:
+            c = _Counter(_partition_batches(scan, pieces, lay,
+                                            _typed_rows(typed, part.part.topic, part.part.partition)), part.key)
             counters.append(c)
             for rb in c:
                 yield _cast(rb, schema)

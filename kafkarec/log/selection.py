@@ -900,17 +900,49 @@ def partition_end(sel: Selection, part: PartitionLog, resolver: Resolver, log_st
     return end
 
 
-def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None) -> List[SegmentRange]:
+def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None, *, bounds=None,
+         offset_ranges=None) -> List[SegmentRange]:
     """Every segment range the selection needs, by topic, partition and offset, each
-    partition from :func:`partition_start` on."""
+    partition from :func:`partition_start` on, narrowed by ``bounds`` (a
+    :class:`kafkarec.scan.Bounds` or None): topics and partitions, the offset range, and the
+    start of the timestamp range through the time indexes (the earliest offset at or past the
+    start whose record has a timestamp at or past the lower bound: every record before it has
+    an earlier timestamp).  An upper timestamp bound does not prune (CreateTime timestamps are
+    not ordered): the reader filters it row by row.
+
+    ``offset_ranges`` (``[(topic, partition, start, end), ...]``, a stream's micro-batch or a
+    backfill's [start, H)): exactly those ranges instead of the selection's, in that order
+    (a partition not in the log has none)."""
     resolver = resolver or Resolver(layout.storage)
+    if offset_ranges is not None:
+        parts = {p.key: p for p in layout.partitions}
+        out = []
+        for topic, partition, start, end in offset_ranges:
+            part = parts.get((topic, partition))
+            if part is not None and part.segments and (end is None or start < end):
+                out += plan_partition(part, start, end, resolver)
+        return out
     out = []
     for part in select_partitions(layout, sel):
+        if bounds is not None and not bounds.admits(part.topic, part.partition):
+            continue
         log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
         start, hit = partition_start(sel, part, resolver, log_start)
         end = partition_end(sel, part, resolver, log_start)
+        if bounds is not None:
+            lo, hi = bounds.offsets
+            if lo is not None and lo > start:
+                start, hit = lo, None
+            if hi is not None and (end is None or hi < end):
+                end = hi
         if end is not None and end <= start:
             continue
+        if bounds is not None and bounds.timestamps[0] is not None:
+            found = resolver.offset_for_time(part, bounds.timestamps[0], log_start=start)
+            if found is None or (end is not None and found[0] >= end):
+                continue            # no record from the start on is that late
+            if found[0] > start:
+                start, hit = found[0], found
         out += plan_partition(part, start, end, resolver, time_hit=hit)
     return out
 

@@ -15,6 +15,10 @@ distributed engine hands to its workers.
     >>> scan.to_table().num_rows                                            # doctest: +SKIP
     10
 
+The keywords are read once into a frozen :class:`ScanConfig` (``scan.config``):
+``LogScan(config)`` takes one as it is, :meth:`LogScan.of` and ``LogScan(source, **keywords)``
+make it (:meth:`ScanConfig.of`), and :meth:`LogScan.narrow` makes a new scan of a new config.
+
 What is pruned and what is filtered:
 
 * topics and partitions (:class:`Bounds`, ``topics=``, ``partitions=``): partitions not
@@ -53,15 +57,15 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _read
-from kafkarec.scan._decode import normalize_mode
+from kafkarec.scan._typed import TypedRows
+from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, ROWS_PER_BATCH, FileFinding, ScanConfig,
+                                   TypedSettings)
 from kafkarec.scan.bounds import Bounds
 
-__all__ = ["LogScan", "Bounds", "ScanPiece", "CORRUPT_COLUMN", "ISOLATION_LEVELS"]
+__all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
+           "ISOLATION_LEVELS", "ROWS_PER_BATCH"]
 
 log = logging.getLogger("kafkarec")
-
-CORRUPT_COLUMN = "_corrupt_record"
-ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
 class ScanPiece(NamedTuple):
@@ -78,7 +82,10 @@ class ScanPiece(NamedTuple):
 class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).
 
-    ``source``: a path or URI, or a list of them; ``columns``: the columns to return (default
+    ``LogScan(source, **keywords)`` (or :meth:`LogScan.of`) reads the keywords into one
+    :class:`ScanConfig` (:meth:`ScanConfig.of`, where they are checked); ``LogScan(config)``
+    takes one already made.  The keywords: ``source``: a path or URI, or a list of them;
+    ``columns``: the columns to return (default
     all; ``batchPosition``, ``batchBaseOffset`` ... with ``batch_columns=True``); ``topics``,
     ``partitions`` and ``bounds`` (:class:`Bounds`) bound the read, intersected; ``limit``: at
     most that many rows; ``storage_options``: :func:`kafkarec.log.storage.resolve`'s;
@@ -86,93 +93,62 @@ class LogScan:
     ``include_deleted_records``: records below a partition's log start offset too.
     ``selection``: a :class:`kafkarec.log.selection.Selection` or a dict of the Kafka source's
     options (``startingOffsets``, ``endingTimestamp`` ..., in their meaning); ``files``: a
-    :class:`kafkarec.scan._read.FileFinding` for local paths (globs, recursion);
+    :class:`FileFinding` for local paths (globs, recursion);
     ``value_format`` / ``key_format`` with ``registry`` (and ``typed_options``, the names of
     :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options.
     """
 
-    def __init__(self, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
-                 bounds: Optional[Bounds] = None, limit: Optional[int] = None,
-                 isolation_level: str = "read_uncommitted", storage_options: Optional[dict] = None,
-                 tiered_storage: Optional[str] = None, include_deleted_records: bool = False,
-                 mode: str = "FAILFAST", value_format: Optional[str] = None, key_format: Optional[str] = None,
-                 registry=None, typed_options: Optional[dict] = None, selection=None,
-                 files: Optional[_read.FileFinding] = None, batch_columns: bool = False,
-                 include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
-                 max_rows_per_batch: int = 65536, fail_on_data_loss: bool = True):
-        from kafkarec.log import selection as sel_mod
-        from kafkarec.log.storage import is_uri
-        if isolation_level not in ISOLATION_LEVELS:
-            raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
-        if limit is not None and int(limit) < 0:
-            raise UsageError(f"limit {limit}: not negative")
-        paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
-        paths = [str(p) for p in paths]
-        if not paths:
-            raise UsageError("LogScan: no source given")
-        own = Bounds.of(topics=topics, partitions=partitions)
-        self.bounds = own.intersect(bounds)
-        self.limit = None if limit is None else int(limit)
-        sel = selection if isinstance(selection, sel_mod.Selection) else sel_mod.parse_selection(selection or {})
-        if include_deleted_records:
-            sel = sel._replace(include_deleted_records=True)
-        self.selection = sel
-        self.batch_columns = batch_columns
-        self.typed = _typed_settings(value_format, key_format, registry, typed_options, self.bounds.topics)
-        mode = normalize_mode(mode)
-        given_selection = selection is not None or include_deleted_records
-        listed = (any(is_uri(p) for p in paths) or tiered_storage is not None or given_selection
-                  or not self.bounds.unbounded)
-        self.config = _read.ScanConfig(
-            paths, listed=listed, files=files or _read.FileFinding(), selection=sel,
-            bounds=None if self.bounds.unbounded else self.bounds, tiered_storage=tiered_storage,
-            storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
-            read_committed=isolation_level == "read_committed", mode=mode,
-            corrupt_column=CORRUPT_COLUMN, bad_records_path=bad_records_path,
-            include_control=include_control, max_rows=max_rows_per_batch, read_fields={"verify_crc": verify_crc})
-        self._kwargs = dict(columns=columns, topics=topics, partitions=partitions, bounds=bounds, limit=limit,
-                            isolation_level=isolation_level, storage_options=storage_options,
-                            tiered_storage=tiered_storage, include_deleted_records=include_deleted_records,
-                            mode=mode, value_format=value_format, key_format=key_format, registry=registry,
-                            typed_options=typed_options, selection=selection, files=files,
-                            batch_columns=batch_columns, include_control=include_control,
-                            bad_records_path=bad_records_path, verify_crc=verify_crc,
-                            max_rows_per_batch=max_rows_per_batch, fail_on_data_loss=fail_on_data_loss)
+    def __init__(self, source, /, **keywords):
+        if isinstance(source, ScanConfig):
+            if keywords:
+                raise UsageError("LogScan: a ScanConfig or keywords, not both (ScanConfig.narrow "
+                                 "or dataclasses.replace change a config)")
+            config = source
+        else:
+            config = ScanConfig.of(source, **keywords)
+        self.config = config
+        self._typed = None if config.typed is None else TypedRows(config.typed, config.bounds.topics)
         full = self._full_schema()
-        if columns is None:
+        if config.columns is None:
             self.columns = full.names
         else:
-            self.columns = list(columns)
+            self.columns = list(config.columns)
             unknown = [c for c in self.columns if c not in full.names]
             if unknown:
                 raise UsageError(f"LogScan: column(s) {unknown} are not read; available: {full.names}")
         self._found = None
 
     @classmethod
-    def configured(cls, config, *, batch_columns: bool = False) -> "LogScan":
-        """A scan of a read already configured (a :class:`kafkarec.scan._read.ScanConfig` or an
-        object with its attributes: the Spark data source's), every column."""
-        scan = cls.__new__(cls)
-        scan.config = config
-        scan.bounds = config.bounds or Bounds()
-        scan.limit = None
-        scan.selection = config.selection
-        scan.batch_columns = batch_columns
-        scan.typed = None
-        scan._kwargs = None
-        scan.columns = scan._full_schema().names
-        scan._found = None
-        return scan
+    def of(cls, source, **keywords) -> "LogScan":
+        """The scan of ``source`` with :meth:`ScanConfig.of`'s keywords."""
+        return cls(ScanConfig.of(source, **keywords))
+
+    @property
+    def bounds(self) -> Bounds:
+        return self.config.bounds
+
+    @property
+    def limit(self) -> Optional[int]:
+        return self.config.limit
+
+    @property
+    def selection(self):
+        return self.config.selection
+
+    @property
+    def batch_columns(self) -> bool:
+        return self.config.batch_columns
 
     # --- what is read ------------------------------------------------------------------
     def _full_schema(self):
         pa = require("pyarrow")
         from kafkarec import arrow_schema
-        base = arrow_schema(batch_columns=self.batch_columns)
-        if self.typed is not None:
-            base = self.typed.schema(base)
-        if self.config.mode == "PERMISSIVE" and CORRUPT_COLUMN not in base.names:   # typed: already there
-            base = base.append(pa.field(CORRUPT_COLUMN, pa.string()))
+        base = arrow_schema(batch_columns=self.config.batch_columns)
+        if self._typed is not None:
+            base = self._typed.schema(base)
+        corrupt = self.config.corrupt_column
+        if self.config.mode == "PERMISSIVE" and corrupt not in base.names:   # typed: already there
+            base = base.append(pa.field(corrupt, pa.string()))
         return base
 
     @property
@@ -189,9 +165,9 @@ class LogScan:
         need = set(self.columns) | {"offset"}
         if self.bounds.timestamps != (None, None):
             need.add("timestamp")
-        if self.typed is not None:
-            need |= self.typed.needs
-        names = arrow_schema(batch_columns=self.batch_columns).names
+        if self._typed is not None:
+            need |= self._typed.needs
+        names = arrow_schema(batch_columns=self.config.batch_columns).names
         return None if need.issuperset(names) else [n for n in names if n in need]
 
     def __getstate__(self):
@@ -201,28 +177,20 @@ class LogScan:
 
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
                limit: Optional[int] = None) -> "LogScan":
-        """This scan with bounds intersected, other columns, a smaller limit."""
-        if self._kwargs is None:
-            raise UsageError("LogScan.narrow: a scan made by LogScan.configured is narrowed by its config")
-        kw = dict(self._kwargs)
-        kw["bounds"] = self.bounds.intersect(bounds)
-        kw["topics"] = kw["partitions"] = None
-        if columns is not None:
-            kw["columns"] = list(columns)
-        if limit is not None:
-            kw["limit"] = limit if self.limit is None else min(self.limit, int(limit))
-        return LogScan(self.config.paths, **kw)
+        """This scan with bounds intersected, other columns, a smaller limit (a new scan of
+        :meth:`ScanConfig.narrow`)."""
+        return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit))
 
     # --- pieces of work ------------------------------------------------------------------
-    def found(self) -> "_read.Found":
-        """What :mod:`kafkarec.log` found (listed once per scan object)."""
+    def found(self, report=None) -> "_read.Found":
+        """What :mod:`kafkarec.log` found (listed once per scan object); ``report``: what a
+        listing met, as :func:`kafkarec.scan._read.found_listed` takes it (default: logged)."""
         if self._found is None:
             config = self.config
-            if config.bounds is not None and config.bounds.offsets[1] is not None and (
-                    config.bounds.offsets[0] or 0) >= config.bounds.offsets[1]:
+            if config.empty:
                 self._found = _read.Found([], None, None, None, list)
             else:
-                self._found = _read.found_listed(config) if config.listed else _read.found_local(config)
+                self._found = _read.found_listed(config, report) if config.listed else _read.found_local(config)
         return self._found
 
     def _piece(self, item) -> ScanPiece:
@@ -234,9 +202,10 @@ class LogScan:
             topic, partition = item.topic, item.partition
         return ScanPiece(topic, partition, found.size(item), tuple(key), item)
 
-    def pieces(self) -> List[ScanPiece]:
-        """The pieces of work, in log order within each topic-partition."""
-        return [self._piece(item) for item in self.found().pieces]
+    def pieces(self, report=None) -> List[ScanPiece]:
+        """The pieces of work, in log order within each topic-partition (``report``: see
+        :meth:`found`)."""
+        return [self._piece(item) for item in self.found(report).pieces]
 
     def split(self, piece: ScanPiece, max_bytes: int) -> List[ScanPiece]:
         """``piece`` cut at batch starts into pieces of about ``max_bytes``."""
@@ -259,9 +228,18 @@ class LogScan:
             item = p.item
             # a local slice larger than a window is mapped one window at a time
             items += local.windows(item) if isinstance(item, local.Slice) else [item]
-        options = self.config.read.options(kafkarec)
-        need = self.batch_columns if batch_columns is None else batch_columns
+        options = self.config.read_options(kafkarec)
+        need = self.config.batch_columns if batch_columns is None else batch_columns
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)
+
+    def framed(self, piece: ScanPiece, options=None) -> Iterator:
+        """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
+        control batches too, each holding an offset of the piece), then, if framing failed,
+        the :class:`kafkarec.DecodeError` that stopped it: what the command line's ``dump``
+        and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
+        config's)."""
+        import kafkarec
+        yield from _read.framed(kafkarec, options or self.config.read_options(kafkarec), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
@@ -276,7 +254,8 @@ class LogScan:
         try:
             for where, item in reads:
                 if isinstance(item, _read.Errors):
-                    out = self._error_rows(item, schema)
+                    out = error_rows(item, schema, self.config.mode, corrupt_column=self.config.corrupt_column,
+                                     always=True)
                 else:
                     out = self._rows(item, schema)
                 if out is None or not out.num_rows:
@@ -296,34 +275,12 @@ class LogScan:
         rb = filter_range(rb, "timestamp", *self.bounds.timestamps)
         if not rb.num_rows:
             return None
-        if self.typed is not None:
-            rb = self.typed.convert(rb)
+        if self._typed is not None:
+            rb = self._typed.convert(rb)
         cols = []
         for field in schema:
             i = rb.schema.get_field_index(field.name)
             cols.append(rb.column(i) if i >= 0 else pa.nulls(rb.num_rows, field.type))
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-    def _error_rows(self, errs: "_read.Errors", schema):
-        pa = require("pyarrow")
-        if self.config.mode == "DROPMALFORMED":
-            for e in errs.errors:
-                log.warning("kafkarec: DROPMALFORMED left out: %s", e["message"])
-            return None
-        fixed = {"topic": errs.topic, "partition": errs.partition,
-                 "batchPosition": [e["position"] for e in errs.errors],
-                 "batchBaseOffset": [e.get("base_offset") for e in errs.errors],
-                 CORRUPT_COLUMN: [e["message"] for e in errs.errors]}
-        n = len(errs.errors)
-        cols = []
-        for field in schema:
-            v = fixed.get(field.name)
-            if isinstance(v, list):
-                cols.append(pa.array(v, field.type))
-            elif v is not None:
-                cols.append(pa.array([v] * n, field.type))
-            else:
-                cols.append(pa.nulls(n, field.type))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def __iter__(self) -> Iterator:
@@ -347,57 +304,32 @@ class LogScan:
         return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
 
 
-class _Typed:
-    """Typed keys and values (:func:`kafkarec.registry.typed.decode_table`), one decoder per
-    side built once per scan object."""
-
-    def __init__(self, value_format, key_format, registry, options: dict):
-        self.value_format = value_format
-        self.key_format = key_format
-        self.registry = registry
-        self.options = dict(options)
-        self.needs = {"topic", "headers"} | ({"value"} if value_format else set()) | ({"key"} if key_format else set())
-        self._columns: dict = {}
-
-    def _decode(self, table):
-        from kafkarec.registry.typed import decode_table
-        return decode_table(table, self._registry(), value=self.value_format is not None,
-                            key=self.key_format is not None, value_format=self.value_format or "registry",
-                            key_format=self.key_format or "registry", columns=self._columns,
-                            corrupt_column=CORRUPT_COLUMN, **self.options)
-
-    def _registry(self):
-        from kafkarec.registry import Registry
-        if self.registry is None or isinstance(self.registry, Registry):
-            return self.registry
-        from kafkarec.registry import load
-        self.registry = load(self.registry)
-        return self.registry
-
-    def schema(self, base):
-        pa = require("pyarrow")
-        empty = self._decode(pa.Table.from_batches([], schema=base))
-        return empty.schema
-
-    def convert(self, rb):
-        pa = require("pyarrow")
-        table = self._decode(pa.Table.from_batches([rb]))
-        return table.combine_chunks().to_batches()[0] if table.num_rows else None
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_columns"] = {}
-        return state
-
-
-def _typed_settings(value_format, key_format, registry, options, topics) -> Optional[_Typed]:
-    if value_format is None and key_format is None:
-        if registry is not None or options:
-            raise UsageError("LogScan: registry and typed_options type values given value_format or key_format")
+def error_rows(errs: "_read.Errors", schema, mode: str, *, corrupt_column: Optional[str] = CORRUPT_COLUMN,
+               always: bool = False):
+    """The error rows of :class:`kafkarec.scan._read.Errors` in ``schema`` (a pyarrow.Schema): one
+    per error, ``topic`` and ``partition`` set (``batchPosition`` and ``batchBaseOffset`` too),
+    the message in ``corrupt_column``, every other column null.  None, the errors logged, when
+    ``mode`` leaves them out (DROPMALFORMED), or when ``schema`` has no ``corrupt_column`` unless
+    ``always`` (a local read gives a file that shrank as rows whatever the columns).  The one
+    builder of error rows: :class:`LogScan` and the Spark data source use it."""
+    pa = require("pyarrow")
+    if mode == "DROPMALFORMED" or (not always and (corrupt_column is None or corrupt_column not in schema.names)):
+        for e in errs.errors:
+            log.warning("kafkarec: %s left out: %s", mode, e["message"])
         return None
-    options = dict(options or {})
-    if topics is not None and len(topics) == 1:
-        # the subject's topic (TopicNameStrategy), known before a record is read: the schema's types
-        options.setdefault("topic", next(iter(topics)))
-    return _Typed(value_format, key_format, registry, options)
-
+    fixed = {"topic": errs.topic, "partition": errs.partition,
+             "batchPosition": [e["position"] for e in errs.errors],
+             "batchBaseOffset": [e.get("base_offset") for e in errs.errors]}
+    if corrupt_column is not None:
+        fixed[corrupt_column] = [e["message"] for e in errs.errors]
+    n = len(errs.errors)
+    cols = []
+    for field in schema:
+        v = fixed.get(field.name)
+        if isinstance(v, list):
+            cols.append(pa.array(v, field.type))
+        elif v is not None:
+            cols.append(pa.array([v] * n, field.type))
+        else:
+            cols.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)

@@ -14,15 +14,9 @@ end (which kafkarec, like Kafka's fetch path, otherwise ends on quietly).
 from __future__ import annotations
 
 from kafkarec.errors import MalformedBatchError
+from kafkarec.scan._config import MODES, ROWS_PER_BATCH, normalize_mode
 
 __all__ = ["MODES", "normalize_mode", "decode_range", "format_error"]
-
-MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
-
-
-def normalize_mode(mode, *, allowed=MODES) -> str:
-    from kafkarec._option_text import text_choice
-    return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
 
 
 def format_error(err: dict, where: str = "") -> str:
@@ -39,8 +33,8 @@ def format_error(err: dict, where: str = "") -> str:
 
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
-                 include_control=False, batch_columns=False, max_rows=65536, max_bytes=64 << 20,
-                 mode="PERMISSIVE", where="", quarantine=None, columns=None):
+                 include_control=False, batch_columns=False, max_rows=ROWS_PER_BATCH, max_bytes=64 << 20,
+                 mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
     yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
@@ -58,6 +52,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     end, which a growing segment has, is only reported).
 
     ``columns``: the columns of the batches (:func:`kafkarec.iter_arrow`'s projection; None: all).
+    ``core_errors`` (FAILFAST): the core's :class:`kafkarec.DecodeError` is raised as it is, and
+    a cut-off batch at the end ends the range quietly (:class:`kafkarec.scan.ScanConfig`).
     """
     end = base + len(view)      # where the view ends in its file/blob
 
@@ -83,6 +79,9 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
             if sink:
                 yield from _drain(sink, held, where, keep)
     except kafkarec.DecodeError as exc:
+        if core_errors:
+            chunks = None
+            raise
         err = kafkarec._core.error_record(exc)
         if chunks.stop_error is exc:            # framing itself stopped here
             err["not_decoded"] = end - chunks.position
@@ -103,7 +102,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
         if err.get("not_decoded"):
             keep(position, err["not_decoded"], err["message"])
         yield "error", err
-    if truncated:
+    if truncated and not (core_errors and mode == "FAILFAST"):
         err = _truncated(position, trailing)
         err["message"] = format_error(err, where)
         if mode == "FAILFAST":

@@ -1,9 +1,8 @@
 """Finding a read's pieces of work and reading them: what :class:`kafkarec.scan.LogScan` and the
 Spark data source share.
 
-A read's settings (``config``) are an object with the attributes :class:`ScanConfig` has (the
-Spark data source passes its :class:`spark_udfs.read.datasource.BatchReadConfig`, which has them
-under the same names).  What :mod:`kafkarec.log` finds depends on ``config.listed``: URIs,
+A read's settings are one :class:`kafkarec.scan._config.ScanConfig` (every surface, the Spark
+data source too, makes one).  What :mod:`kafkarec.log` finds depends on ``config.listed``: URIs,
 selections, bounds, tiered storage are read over a listing (:mod:`kafkarec.log.layout` sorts it
 into partitions and segments, :mod:`kafkarec.log.selection` resolves the selection through the
 side files and cuts at offset-index positions, no segment byte read; ranges of whole batches,
@@ -16,12 +15,14 @@ whole log.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Callable, List, NamedTuple, Optional
 
 from kafkarec._extras import require
-from kafkarec.errors import MalformedBatchError, SelectionError
+from kafkarec.errors import DecodeError, MalformedBatchError, SelectionError
+from kafkarec.scan._config import FileFinding, ScanConfig
 from kafkarec.scan._decode import decode_range
 
 __all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "found_local", "found_listed",
@@ -31,55 +32,6 @@ __all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "found
 log = logging.getLogger("kafkarec")
 
 
-class FileFinding(NamedTuple):
-    """How a local read finds segment files (Spark's file-source options ``pathGlobFilter``,
-    ``recursiveFileLookup``, ``allowDuplicatePartitions``)."""
-    glob_filter: str = "*.log"
-    recursive: bool = False
-    allow_duplicates: bool = False
-
-
-class ScanConfig:
-    """A read's settings, plain values (pickled to workers before kafkarec is loaded there).
-
-    ``read_fields``: :class:`kafkarec.ReadOptions` fields (``verify_crc``, ``strict``,
-    ``max_decompressed_bytes``); ``selection``: a :class:`kafkarec.log.selection.Selection`
-    (the Kafka source's options); ``bounds``: a :class:`kafkarec.scan.Bounds` or None.  The
-    Spark data source's :class:`spark_udfs.read.datasource.BatchReadConfig` has the same attributes."""
-
-    def __init__(self, paths, *, listed: bool, files: FileFinding = FileFinding(), selection=None,
-                 bounds=None, tiered_storage=None, storage_options=None, fail_on_data_loss: bool = True,
-                 read_committed: bool = False, mode: str = "FAILFAST", corrupt_column: Optional[str] = None,
-                 bad_records_path=None, include_control: bool = False, max_rows: int = 65536,
-                 read_fields: Optional[dict] = None):
-        self.paths = list(paths)
-        self.listed = listed
-        self.files = files
-        self.selection = selection
-        self.bounds = bounds
-        self.tiered_storage = tiered_storage
-        self.storage_options = storage_options
-        self.fail_on_data_loss = fail_on_data_loss
-        self.read_committed = read_committed
-        self.mode = mode
-        self.corrupt_column = corrupt_column
-        self.bad_records_path = bad_records_path
-        self.include_control = include_control
-        self.max_rows = max_rows
-        self.read = ReadFields(read_fields or {})
-
-
-class ReadFields:
-    """:class:`kafkarec.ReadOptions` fields as plain values (picklable), made into the core's
-    object where decoding happens (:meth:`options`), as the Spark source's settings are."""
-
-    def __init__(self, fields: dict):
-        self.fields = dict(fields)
-
-    def options(self, kafkarec):
-        return kafkarec.ReadOptions(**self.fields)
-
-
 class ListedRange(NamedTuple):
     """One listed range a task reads: the storage holding it (pyarrow file systems pickle
     with their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
@@ -87,6 +39,7 @@ class ListedRange(NamedTuple):
     storage: object
     range: object
     skip: tuple = ()
+    share: int = 0      # which of the config's offset_ranges it reads (0 without them)
 
 
 class Found(NamedTuple):
@@ -145,33 +98,41 @@ def topic_key(partition_key):
     return ("topic", topic) if topic is not None else partition_key
 
 
-def found_listed(config) -> Found:
+def found_listed(config, report: Optional[Callable] = None) -> Found:
     """Each path listed once (:func:`kafkarec.log.layout.scan_history`: local folders, object
     stores, tiered copies stitched with the log dirs), selected, bounded (``config.bounds``)
     and cut at offset-index positions (:mod:`kafkarec.log.selection`); no segment byte is read
     to plan except to find a timestamp's offset (readCommitted walks the selected partitions'
-    logs)."""
+    logs).  What the listing met is reported by ``report(kind, path, storage, item)``
+    (``"gap"``, ``"skipped"``, ``"not_live"``; default :func:`_report`: logged, a gap raised
+    with ``fail_on_data_loss``)."""
     from kafkarec.log import layout, selection
+    report = report or functools.partial(_report, config)
     resolvers: dict = {}
     items: List[ListedRange] = []
-    bounds = getattr(config, "bounds", None)
+    bounds = None if config.bounds.unbounded else config.bounds
+    sel = config.selection if config.selection is not None else selection.parse_selection({})
+    if config.every_record:
+        sel = sel._replace(include_deleted_records=True)
     for raw in config.paths:
         lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
         st = lay.storage
         for gap in gaps:
-            msg = (f"kafkarec: offsets {gap.start}..{gap.end - 1} of {gap.topic}-{gap.partition} are in neither "
-                   f"the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
-            if config.fail_on_data_loss:
-                raise SelectionError(msg + " (data loss; failOnDataLoss=false reads around it)")
-            log.warning(msg)
+            report("gap", raw, st, gap)
         for d in lay.skipped:
-            log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(d))
-        for uri, why in lay.not_live:
-            log.warning("kafkarec: not read: %s: %s", uri, why)
+            report("skipped", raw, st, d)
+        for item in lay.not_live:
+            report("not_live", raw, st, item)
         resolver = resolvers[id(st)] = selection.Resolver(st)
-        ranges = _planned(lay, config.selection, bounds, resolver)
+        if config.offset_ranges is None:
+            shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
+        else:       # each range planned apart, its pieces marked with its index (a stream's task)
+            shares = [(i, selection.plan(lay, sel, resolver, offset_ranges=[r]))
+                      for i, r in enumerate(config.offset_ranges)]
+        ranges = [sr for _, share in shares for sr in share]
         skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
-        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ()))) for sr in ranges]
+        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
+                  for i, share in shares for sr in share]
 
     def split(rr: ListedRange, max_bytes: int) -> list:
         return [rr._replace(range=sr)
@@ -180,38 +141,18 @@ def found_listed(config) -> Found:
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
 
 
-def _planned(lay, sel, bounds, resolver) -> list:
-    """The segment ranges of the selection (:func:`kafkarec.log.selection.plan`) narrowed by
-    ``bounds``: topics and partitions, the offset range, and the start of the timestamp range
-    through the time indexes (the earliest offset at or past the start whose record has a
-    timestamp at or past the lower bound: every record before it has an earlier timestamp).
-    An upper timestamp bound does not prune (CreateTime timestamps are not ordered): the
-    reader filters it row by row."""
-    from kafkarec.log import selection
-    if bounds is None:
-        return selection.plan(lay, sel, resolver)
-    out = []
-    for part in selection.select_partitions(lay, sel):
-        if not bounds.admits(part.topic, part.partition):
-            continue
-        log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
-        start, hit = selection.partition_start(sel, part, resolver, log_start)
-        end = selection.partition_end(sel, part, resolver, log_start)
-        lo, hi = bounds.offsets
-        if lo is not None and lo > start:
-            start, hit = lo, None
-        if hi is not None and (end is None or hi < end):
-            end = hi
-        if end is not None and end <= start:
-            continue
-        if bounds.timestamps[0] is not None:
-            found = resolver.offset_for_time(part, bounds.timestamps[0], log_start=start)
-            if found is None or (end is not None and found[0] >= end):
-                continue            # no record from the start on is that late
-            if found[0] > start:
-                start, hit = found[0], found
-        out += selection.plan_partition(part, start, end, resolver, time_hit=hit)
-    return out
+def _report(config, kind: str, raw: str, st, item) -> None:
+    """What a listing met, logged (a gap in a stitched history raised with ``fail_on_data_loss``)."""
+    if kind == "gap":
+        msg = (f"kafkarec: offsets {item.start}..{item.end - 1} of {item.topic}-{item.partition} are in "
+               f"neither the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
+        if config.fail_on_data_loss:
+            raise SelectionError(msg + " (data loss; failOnDataLoss=false reads around it)")
+        log.warning(msg)
+    elif kind == "skipped":
+        log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(item))
+    else:
+        log.warning("kafkarec: not read: %s: %s", *item)
 
 
 def _read_committed_skips(st, lay, ranges) -> dict:
@@ -256,7 +197,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=need_batch_columns,
             max_rows=config.max_rows, mode=config.mode, where=where,
-            quarantine=quarantine, columns=columns)
+            quarantine=quarantine, columns=columns, core_errors=config.core_errors)
 
     for rr, where, topic, partition, mapped, pieces in ranges_read(ranges):
         # offsets kept: a local slice's from the log start on, a listed range's as selected
@@ -289,11 +230,48 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                     yield where, item
             except MalformedBatchError as exc:
                 raise type(exc)(f"{exc} {hint}") from None
+            except DecodeError as exc:      # core_errors: positions are that file's
+                exc.file = where
+                raise
             finally:
                 if mapped:        # so that the map can close
                     local.release(piece.data)
             if errs:
                 yield where, Errors(errs, topic, partition)
+
+
+def framed(kafkarec, options, rr: ListedRange):
+    """The batches of one listed range framed one by one (:func:`kafkarec.iter_batches`, with
+    the log files' rules: :func:`kafkarec.log.segment.file_options`), the same pieces and skips
+    as :func:`decoded` walks: each batch holding an offset of the range, then, if framing
+    failed, the :class:`kafkarec.DecodeError` that stopped it (nothing after it is read)."""
+    from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import without_spans
+    options = file_options(options)
+    for rr, _where, _topic, _partition, _mapped, pieces in ranges_read([rr]):
+        lo, hi = rr.range.min_offset, rr.range.end_offset
+        if rr.skip:
+            pieces = (part for piece in pieces for part in without_spans(piece, rr.skip))
+        for piece in pieces:
+            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
+            while True:
+                try:
+                    b = next(it)
+                except StopIteration:
+                    break
+                except DecodeError as e:
+                    yield e
+                    return
+                try:
+                    first, last = b.base_offset, b.last_offset
+                except DecodeError:         # a legacy wrapper that cannot be opened: shown as it is
+                    yield b
+                    continue
+                if hi is not None and first >= hi:
+                    return
+                if lo is not None and last < lo:
+                    continue
+                yield b
 
 
 class OffsetOrder:

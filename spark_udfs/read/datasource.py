@@ -18,7 +18,7 @@ One reader (:class:`KafkaRecReader`), one task type (:class:`KafkaRecPartition`)
 the planner packs the scan's pieces of work (:meth:`kafkarec.scan.LogScan.pieces`) into tasks
 by Spark's file-source rule (:mod:`spark_udfs.read.planning`), and each task reads its pieces
 through the scan (:meth:`kafkarec.scan.LogScan.read_items`).  What the pieces are depends on
-:attr:`ReadSpec.listed` (a URI, a selection option, tiered storage, ``view=latest`` or ``cdc``
+:attr:`kafkarec.scan.ScanConfig.listed` (a URI, a selection option, tiered storage, ``view=latest``, ``cdc`` or pushed filters
 are read over a listing, local paths and globs as memory-mapped slices: :mod:`kafkarec.scan._read`).
 ``readCommitted`` leaves out the aborted batches' spans, judged over each topic-partition's
 whole log.
@@ -35,45 +35,30 @@ are errors too.
 from __future__ import annotations
 
 import logging
-from typing import List
+from typing import TYPE_CHECKING, List, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
-from spark_udfs.read.task_config import ReadConfig
 from spark_udfs._ship.runtime import ensure
-from spark_udfs.read.spec import ReadSpec, read_spec
+from spark_udfs.read.spec import ReadSpec, read_spec, scan_config
+
+if TYPE_CHECKING:
+    from kafkarec.scan import ScanConfig
 
 __all__ = ["KafkaRecDataSource", "KafkaRecReader", "FilteringKafkaRecReader", "KafkaRecPartition",
-           "BatchReadConfig", "batch_config", "plan"]
+           "batch_read", "plan", "read_task"]
 
 log = logging.getLogger("spark_udfs")
 
 
-class BatchReadConfig(ReadConfig):
-    """What a batch read needs of its :class:`spark_udfs.read.spec.ReadSpec` (pickled to executors)."""
-
-    def __init__(self, spec: ReadSpec, *, default_parallelism: int = 1):
-        super().__init__(spec)
-        self.listed = spec.listed
-        self.default_parallelism = max(1, int(default_parallelism or 1))
-        self.files = spec.files
-        # decode: an internal topic's typed columns (kafkarec.internal.columns), e.g. consumer_offsets
-        self.decode = spec.columns.decode
-        self.default_schema = _schema.read_schema(spec)
-        # tieredStorage: a remote root whose copies are stitched with the log dirs' local segments
-        self.tiered_storage = spec.storage.tiered_storage
-        # view=latest: each topic-partition's keyed state (kafkarec.table), whole partitions per task
-        self.view = spec.view
-        self.buffer_bytes = spec.limits.dedupe_buffer_bytes
-        # kafkarec.scan.Bounds the read is narrowed to beyond its selection (pushed-down filters)
-        self.bounds = None
-
-
-def batch_config(spec: ReadSpec, *, default_parallelism: int = 1) -> BatchReadConfig:
-    """The config of a batch read of ``spec``, by the local or the listed reader's option names."""
-    return BatchReadConfig(spec.for_batch("R" if spec.listed else "L"), default_parallelism=default_parallelism)
+def batch_read(spec: ReadSpec) -> Tuple[ReadSpec, "ScanConfig"]:
+    """The spec of a batch read of ``spec`` (checked by the local or the listed reader's option
+    names, its selection parsed) and its :class:`kafkarec.scan.ScanConfig`
+    (:func:`spark_udfs.read.spec.scan_config`)."""
+    spec = spec.for_batch("R" if spec.listed else "L")
+    return spec, scan_config(spec)
 
 
 class KafkaRecPartition(InputPartition):
@@ -131,8 +116,9 @@ class KafkaRecDataSource(DataSource):
         if spec.listed and spec.columns.decode:
             raise UsageError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
-        config = batch_config(spec, default_parallelism=self.default_min_partitions)
-        return (reader_class or KafkaRecReader)(config, schema, self.expected_fingerprint)
+        spec, config = batch_read(spec)
+        return (reader_class or KafkaRecReader)(spec, config, schema, self.expected_fingerprint,
+                                                default_parallelism=self.default_min_partitions)
 
     def streamReader(self, schema):
         if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value
@@ -143,12 +129,21 @@ class KafkaRecDataSource(DataSource):
 
 
 class KafkaRecReader(DataSourceReader):
-    def __init__(self, config: BatchReadConfig, schema, expected=None):
+    """The batch reader: the read's spec (its Spark side: ``view``, ``cdc``, ``decode``, the
+    planner's limits) and its one :class:`kafkarec.scan.ScanConfig` (what kafkarec reads),
+    pickled to executors; ``cdc``: the keyed state's Debezium rules (a typed read gives them its
+    decoded envelopes' ops)."""
+
+    def __init__(self, spec: ReadSpec, config: "ScanConfig", schema, expected=None, *,
+                 default_parallelism: int = 1):
+        self.spec = spec
         self.config = config
+        self.cdc = spec.cdc
         self.schema = schema
         self.expected = expected
+        self.default_parallelism = max(1, int(default_parallelism or 1))
         if not config.listed:
-            known = {f.name for f in config.default_schema} | {f.name for f in _schema.kafka_schema(
+            known = {f.name for f in _schema.read_schema(spec)} | {f.name for f in _schema.kafka_schema(
                 batch_columns=True)} | {config.corrupt_column}
             unknown = [f.name for f in schema if f.name not in known]
             if unknown:
@@ -157,10 +152,11 @@ class KafkaRecReader(DataSourceReader):
 
     def partitions(self):
         ensure(self.expected)
-        return plan(self.config) or [KafkaRecPartition(0, ())]
+        return plan(self.spec, self.config, default_parallelism=self.default_parallelism, cdc=self.cdc) or [
+            KafkaRecPartition(0, ())]
 
     def read(self, partition):
-        yield from read_task(self.config, partition, self.schema, self.expected)
+        yield from read_task(self.spec, self.config, partition, self.schema, self.expected, cdc=self.cdc)
 
 
 class FilteringKafkaRecReader(KafkaRecReader):
@@ -168,64 +164,88 @@ class FilteringKafkaRecReader(KafkaRecReader):
     only in Spark's filter pushdown planner: Spark 4.1+ refuses a reader that has it while
     ``spark.sql.python.filterPushdown.enabled`` is off (:func:`spark_udfs.read.pushdown.planning_with_filters`)."""
 
-    listable = True          # whether the read may be planned over a listing (_pushdown.listable)
+    listable = True          # whether the read may be planned over a listing (pushdown.listable)
 
     def pushFilters(self, filters):
         from spark_udfs.read import pushdown as _pushdown
-        return _pushdown.push_into(self.config, filters, listable=self.listable)
+        # a new config, the filters' bounds intersected with the options' (never changed in place)
+        self.config, kept = _pushdown.push_into(self.spec, self.config, filters, listable=self.listable)
+        return kept
 
 
-def _scan(config: BatchReadConfig, *, batch_columns: bool = False):
-    """The read as kafkarec's reader (kafkarec is loaded: ``ensure`` ran)."""
+def _scan(config: "ScanConfig", *, batch_columns: bool = False):
+    """The read as kafkarec's reader (kafkarec is loaded: ``ensure`` ran); every column."""
+    import dataclasses
     from kafkarec.scan import LogScan
-    return LogScan.configured(config, batch_columns=batch_columns)
+    return LogScan(dataclasses.replace(config, batch_columns=batch_columns, columns=None))
 
 
-def plan(config: BatchReadConfig) -> List[KafkaRecPartition]:
+def plan(spec: ReadSpec, config: "ScanConfig", *, default_parallelism: int = 1, cdc=None) -> List[KafkaRecPartition]:
     """The tasks of a batch read: the reader's pieces of work packed by Spark's file-source
     rule; with ``view=latest`` one task per topic-partition, as a partition's state needs all
     of its records in one task, in order (with ``cdc`` one task per topic: a truncate in one
-    partition applies to all of them)."""
+    partition applies to all of them; ``cdc``: the keyed state's rules, default the spec's)."""
     from kafkarec.scan._read import topic_key
+    cdc = spec.cdc if cdc is None else cdc
     scan = _scan(config)
     pieces = scan.pieces()
-    if config.view == "latest":
+    if spec.view == "latest":
         by_partition: dict = {}
         for piece in pieces:
-            by_partition.setdefault(topic_key(piece.key) if config.cdc is not None else piece.key, []).append(piece)
+            by_partition.setdefault(topic_key(piece.key) if cdc is not None else piece.key, []).append(piece)
         return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
+    default_parallelism = max(1, int(default_parallelism or 1))
+    limits = spec.limits
     # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
-    aim = config.min_partitions if config.listed else (config.min_partitions or config.default_parallelism)
+    aim = limits.min_partitions if config.listed else (limits.min_partitions or default_parallelism)
     groups = _planning.plan_tasks(pieces, min_partitions=aim,
-                                  default_parallelism=config.default_parallelism,
-                                  max_partition_bytes=config.max_partition_bytes,
-                                  open_cost_bytes=config.open_cost, size=lambda p: p.bytes, split=scan.split,
+                                  default_parallelism=default_parallelism,
+                                  max_partition_bytes=limits.max_partition_bytes,
+                                  open_cost_bytes=limits.open_cost_bytes, size=lambda p: p.bytes, split=scan.split,
                                   group=lambda p: p.key)
     return [KafkaRecPartition(i, tuple(scan.as_read(g))) for i, g in enumerate(groups)]
 
 
-def read_task(config: BatchReadConfig, task: KafkaRecPartition, schema, expected=None):
+def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, schema, expected=None, *,
+              cdc=None):
     """Arrow batches of one task in ``schema`` (see the module docstring for the parse modes);
     with ``view=latest`` each topic-partition's keyed state (:func:`kafkarec.table.latest_batches`:
-    two passes over its ranges, error rows handed on once)."""
+    two passes over its ranges, error rows handed on once).  ``cdc``: the keyed state's rules
+    (default the spec's)."""
     ensure(expected)
+    from kafkarec.scan import error_rows
     from kafkarec.scan._read import Errors, topic_key
+    cdc = spec.cdc if cdc is None else cdc
     target = _schema.arrow_schema_for(schema)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
     need_batch_columns = bool(set(target.names) & set(_schema.batch_column_names()))
-    decoded = [f.name for f in schema if f.name in _schema.decoded_names(config.decode)]
+    decoded = [f.name for f in schema if f.name in _schema.decoded_names(spec.columns.decode)]
     scan = _scan(config, batch_columns=need_batch_columns)
     if config.listed:
         hint = "(data source option mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)"
     else:
         hint = (f"(data source option mode=FAILFAST; use PERMISSIVE to get error rows in "
                 f"{config.corrupt_column}, or DROPMALFORMED)")
-    if config.view != "latest":
+
+    def emit(where, item):
+        """Rows in the read's schema: a batch conformed, or the error rows of
+        :class:`kafkarec.scan._read.Errors` (PERMISSIVE; DROPMALFORMED logs them; a local read
+        gives them without the corrupt column too, and in FAILFAST the shrunk file's)."""
+        if isinstance(item, Errors):
+            rows = error_rows(item, target, config.mode, corrupt_column=corrupt,
+                              always=not config.listed)
+            if rows is not None:
+                yield rows
+            return
+        yield _schema.conform(item, target, _decoded_columns(spec, config, decoded, item),
+                              corrupt=corrupt, mode=config.mode, where=where)
+
+    if spec.view != "latest":
         for where, item in scan.read_items(task.ranges, hint=hint):
-            if config.cdc is not None and not isinstance(item, Errors):
+            if cdc is not None and not isinstance(item, Errors):
                 from kafkarec.cdc import changes
                 item = changes(item)
-            yield from _emit(config, where, item, target, corrupt, decoded)
+            yield from emit(where, item)
         return
     from kafkarec import table
     topics: dict = {}
@@ -241,37 +261,16 @@ def read_task(config: BatchReadConfig, task: KafkaRecPartition, schema, expected
                 for _, item in scan.read_items(pieces, hint=hint):
                     yield item
             reads.append(read)
-        for i, item in table.topic_latest_batches(reads, buffer_bytes=config.buffer_bytes, cdc=config.cdc):
-            yield from _emit(config, wheres[i], item, target, corrupt, decoded)
+        for i, item in table.topic_latest_batches(reads, buffer_bytes=spec.limits.dedupe_buffer_bytes, cdc=cdc):
+            yield from emit(wheres[i], item)
 
 
-def _emit(config: BatchReadConfig, where: str, item, target, corrupt, decoded):
-    """Rows in the read's schema: a batch conformed, or the error rows of
-    :class:`kafkarec.scan._read.Errors` (PERMISSIVE; DROPMALFORMED logs them)."""
-    from kafkarec.scan._read import Errors
-    if not isinstance(item, Errors):
-        yield _schema.conform(item, target, _decoded_columns(config, decoded, item),
-                              corrupt=corrupt, mode=config.mode, where=where)
-        return
-    errs = item.errors
-    # a local read gives its error rows without the corrupt column too, and in FAILFAST the
-    # shrunk file's (decode errors have raised already)
-    if config.mode != "DROPMALFORMED" and (corrupt or not config.listed):
-        cols = {"topic": item.topic, "partition": item.partition}
-        cols["batchPosition"] = [e["position"] for e in errs]
-        cols["batchBaseOffset"] = [e.get("base_offset") for e in errs]
-        yield _schema.error_rows(target, {corrupt or "\0none": [e["message"] for e in errs]}, cols)
-    else:
-        for e in errs:
-            log.warning("kafkarec: %s left out: %s", config.mode, e["message"])
-
-
-def _decoded_columns(config: BatchReadConfig, decoded: list, batch):
+def _decoded_columns(spec: ReadSpec, config: "ScanConfig", decoded: list, batch):
     """The internal topic's typed columns for ``batch`` (option decode), or None."""
     if not decoded:
         return None
     import pyarrow as pa
     from kafkarec.internal import columns
-    table = columns.decode_columns(pa.Table.from_batches([batch]), config.decode,
-                                   strict=config.read.strict)
+    table = columns.decode_columns(pa.Table.from_batches([batch]), spec.columns.decode,
+                                   strict=bool(config.strict))
     return {name: table.column(name).combine_chunks() for name in decoded}

@@ -73,26 +73,25 @@ def planning_with_filters() -> bool:
             or getattr(getattr(main, "__spec__", None), "name", None) == _PUSHDOWN_PLANNER)
 
 
-def push_into(config, filters, *, listable: bool = True) -> list:
+def push_into(spec, config, filters, *, listable: bool = True):
     """``pushFilters`` of the data source's reader (:class:`spark_udfs.read.datasource.FilteringKafkaRecReader`):
-    Spark's filters narrow ``config`` 's bounds (the options' intersected with them); returns the
-    filters Spark still applies.  A read of local files with filters pushed is planned over a
-    listing, as only that resolves bounds through the side files; one that uses an option only
-    the local reader takes (not ``listable``: ``pathGlobFilter``, ``decode`` ...) pushes nothing.
-    A keyed state (``view=latest``) takes only whole topics (and without ``cdc``, whose truncates
-    reach every partition of a topic, whole partitions): a record bound would change which record
-    is a key's latest."""
+    ``(config, kept)``, the read's :class:`kafkarec.scan.ScanConfig` with Spark's filters' bounds
+    intersected with its own (a new config: ``dataclasses.replace``), and the filters Spark still
+    applies.  A read of local files with bounds is planned over a listing (the config says so:
+    :attr:`kafkarec.scan.ScanConfig.listed`), as only that resolves bounds through the side
+    files; one that uses an option only the local reader takes (not ``listable``:
+    ``pathGlobFilter``, ``decode`` ...) pushes nothing.  A keyed state (``view=latest`` of
+    ``spec``) takes only whole topics (and without ``cdc``, whose truncates reach every partition
+    of a topic, whole partitions): a record bound would change which record is a key's latest."""
     if not listable:
-        return list(filters)
+        return config, list(filters)
     columns = PUSHED_COLUMNS
-    if config.view == "latest":
-        columns = ("topic",) if config.cdc is not None else ("topic", "partition")
+    if spec.view == "latest":
+        columns = ("topic",) if spec.cdc is not None else ("topic", "partition")
     pushed = push(filters, columns=columns, error_rows=config.mode != "DROPMALFORMED")
     if pushed.bounds is None:
-        return list(filters)
-    config.bounds = pushed.bounds.intersect(config.bounds)
-    config.listed = True
-    return pushed.kept
+        return config, list(filters)
+    return config.narrow(bounds=pushed.bounds), pushed.kept
 
 
 def listable(spec) -> bool:

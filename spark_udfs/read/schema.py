@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 __all__ = [
     "DEFAULT_CORRUPT_COLUMN", "RAW_TIMESTAMP", "MIN_TIMESTAMP_MS", "MAX_TIMESTAMP_MS",
     "spark_type", "batch_column_names", "read_schema", "kafka_schema", "record_struct", "arrow_schema_for",
-    "conform", "error_rows",
+    "conform",
 ]
 
 DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
@@ -199,26 +199,4 @@ def conform(batch, target, extra=None, *, corrupt: str | None = None, mode: str 
         if arr.type != field.type:
             arr = arr.cast(field.type)
         arrays.append(arr)
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
-
-
-def error_rows(target, messages, fixed=None):
-    """A batch of error rows: ``fixed`` columns (name -> scalar or list), the
-    corrupt-record column (the one named by the single key of ``messages``),
-    everything else null."""
-    import pyarrow as pa
-    (corrupt_name, texts), = messages.items()
-    n = len(texts)
-    arrays = []
-    for field in target:
-        if field.name == corrupt_name:
-            arrays.append(pa.array(texts, field.type))
-        elif fixed and field.name in fixed:
-            value = fixed[field.name]
-            if isinstance(value, list):
-                arrays.append(pa.array(value, field.type))
-            else:
-                arrays.append(pa.array([value] * n, field.type))
-        else:
-            arrays.append(pa.nulls(n, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -49,18 +49,18 @@ Wiring: the batch source's ``DataSource.streamReader(schema)`` returns
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
-from spark_udfs.read.task_config import ReadConfig
 from spark_udfs._ship.runtime import ensure
-from spark_udfs.read.spec import ReadSpec
+from spark_udfs.read.spec import ReadSpec, scan_config
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
@@ -71,31 +71,17 @@ except ImportError:   # pragma: no cover - older PySpark
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
-__all__ = ["stream_reader", "KafkaRecStreamReader", "StreamConfig", "DataLossError"]
+__all__ = ["stream_reader", "KafkaRecStreamReader", "DataLossError"]
 
 log = logging.getLogger("spark_udfs")
 
 
+#: what a FAILFAST error adds (offsets that go back: the core's decode errors are raised as they are)
+_FAILS = "(kafkarec stream: option badRecordsPath keeps such a batch and goes on)"
+
+
 class DataLossError(RuntimeError):
     """Offsets a stream still had to read are gone (with failOnDataLoss=true)."""
-
-
-class StreamConfig(ReadConfig):
-    """What a stream needs of its :class:`spark_udfs.read.spec.ReadSpec` (``for_stream``: the
-    stream's rules checked, its selection parsed).  ``minPartitions``: as the Kafka source,
-    large offset ranges cut into more tasks (_planning.split_offset_ranges); the error
-    column is the data source's, which a stream fills with nulls (a batch that cannot be read
-    fails the query, as the Kafka source's would, or with badRecordsPath is kept there and
-    left out)."""
-
-    def __init__(self, spec: ReadSpec):
-        super().__init__(spec)
-        if len(spec.paths) != 1:
-            raise UsageError("kafkarec stream: give exactly one path (a log directory or its URI)")
-        self.path = spec.paths[0]
-        self.max_offsets = spec.limits.max_offsets
-        self.min_offsets = spec.limits.min_offsets
-        self.max_trigger_delay_ms = spec.limits.max_trigger_delay_ms
 
 
 def _to_json(offsets: Dict[Tuple[str, int], int]) -> dict:
@@ -115,15 +101,15 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
 
 
 class KafkaRecStreamPartition(InputPartition):
-    """One task: the segment ranges of one topic-partition for one micro-batch (with
-    minPartitions, of a part of its offsets), and with read_committed the byte spans of
-    those segments to leave out (``{path: [(pos, size)]}``)."""
+    """One task: one offset range of one topic-partition for one micro-batch (with
+    minPartitions, a part of its offsets), as the reader's pieces of work
+    (:class:`kafkarec.scan.ScanPiece` s: their segment ranges and, with read_committed, the
+    byte spans left out) and the :class:`kafkarec.scan.ScanConfig` that planned them."""
 
-    def __init__(self, storage, ranges: tuple, skips: Optional[dict] = None):
+    def __init__(self, config, ranges: tuple):
         super().__init__(None)
-        self.storage = storage
+        self.config = config
         self.ranges = ranges
-        self.skips = skips or {}
 
 
 class CommittedView(NamedTuple):
@@ -158,8 +144,23 @@ def committed_view(storage, part) -> CommittedView:
 
 
 class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, config: StreamConfig, schema, expected: Optional[str] = None):
-        self.config = config
+    """The stream of ``spec`` (``for_stream`` made: the stream's rules checked, its selection
+    parsed): its offsets planned here, each micro-batch's offset ranges read by kafkarec's one
+    reader (:class:`kafkarec.scan.LogScan`, :attr:`kafkarec.scan.ScanConfig.offset_ranges`).
+    ``minPartitions``: as the Kafka source, large offset ranges cut into more tasks
+    (planning.split_offset_ranges); the error column is the data source's, which a stream
+    fills with nulls (a batch that cannot be read fails the query, as the Kafka source's would,
+    or with badRecordsPath is kept there and left out)."""
+
+    def __init__(self, spec: ReadSpec, schema, expected: Optional[str] = None):
+        if len(spec.paths) != 1:
+            raise UsageError("kafkarec stream: give exactly one path (a log directory or its URI)")
+        self.spec = spec
+        self.path = spec.paths[0]
+        self.selection = spec.parsed_selection      # kafkarec.log.selection.Selection
+        # the core's errors raised as they are, or (badRecordsPath) kept there and left out
+        self.config = dataclasses.replace(scan_config(spec), core_errors=True,
+                                          mode="DROPMALFORMED" if spec.errors.bad_records_path else "FAILFAST")
         self.schema = schema
         self.expected = expected
         self._target_cap: Optional[Dict] = None
@@ -174,18 +175,18 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ensure(self.expected)
         from kafkarec.log import layout, storage
         if self._storage is None:
-            self._storage, self._root = storage.resolve(self.config.path, self.config.storage_options)
+            self._storage, self._root = storage.resolve(self.path, self.config.storage_options)
         return layout.scan(self._storage, self._root)
 
     def _partitions(self):
         from kafkarec.log import selection
         lay = self._layout()
         parts = {p.key: p for p in lay.partitions if p.topic is not None
-                 and self.config.selection.wants_partition(p.topic, p.partition) and p.segments}
+                 and self.selection.wants_partition(p.topic, p.partition) and p.segments}
         return parts, selection.Resolver(lay.storage)
 
     def _log_start(self, part, resolver) -> int:
-        return resolver.log_start(part, include_deleted_records=self.config.selection.include_deleted_records)
+        return resolver.log_start(part, include_deleted_records=self.selection.include_deleted_records)
 
     def _view(self, part) -> CommittedView:
         """read_committed: the partition's :func:`committed_view`, recomputed only when a
@@ -214,7 +215,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         from kafkarec.log import selection
         parts, resolver = self._partitions()
-        sel = self.config.selection
+        sel = self.selection
         out = {}
         for key, part in parts.items():
             log_start = self._log_start(part, resolver)
@@ -245,11 +246,11 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = None
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
-        elif limit is None and self.config.max_offsets is not None:
-            max_rows = self.config.max_offsets
+        elif limit is None and self.spec.limits.max_offsets is not None:
+            max_rows = self.spec.limits.max_offsets
         if max_rows is not None:
             ends = _rate_limit(begin_all, ends, max_rows)
-        if (self.config.min_offsets is not None and self._target_cap is None
+        if (self.spec.limits.min_offsets is not None and self._target_cap is None
                 and self._delay_batch(begin_all, ends)):
             return _to_json({k: begin_all[k] for k in ends})
         return _to_json(ends)
@@ -259,10 +260,10 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         there, unless maxTriggerDelay passed since the last micro-batch."""
         import time
         now = time.time() * 1000
-        if now - self._last_trigger_ms >= self.config.max_trigger_delay_ms:
+        if now - self._last_trigger_ms >= self.spec.limits.max_trigger_delay_ms:
             self._last_trigger_ms = now
             return False
-        if sum(max(0, e - begin.get(k, e)) for k, e in end.items()) < self.config.min_offsets:
+        if sum(max(0, e - begin.get(k, e)) for k, e in end.items()) < self.spec.limits.min_offsets:
             return True
         self._last_trigger_ms = now
         return False
@@ -278,8 +279,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _to_json(ends)
 
     def getDefaultReadLimit(self):
-        if self.config.max_offsets is not None and ReadMaxRows is not None:
-            return ReadMaxRows(self.config.max_offsets)
+        if self.spec.limits.max_offsets is not None and ReadMaxRows is not None:
+            return ReadMaxRows(self.spec.limits.max_offsets)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -296,7 +297,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning and reading ---------------------------------------------------------
     def partitions(self, start: dict, end: dict):
-        from kafkarec.log import selection
+        from kafkarec.scan import LogScan
         begin, stop = _from_json(start), _from_json(end)
         parts, resolver = self._partitions()
         wanted = []
@@ -314,53 +315,45 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                 f"the log any more")
                 s = log_start
             wanted.append((key, s, e))
-        out = []
         # one task per topic-partition, or (minPartitions) the Kafka source's cut of large ranges
-        for key, s, e in _planning.split_offset_ranges(wanted, self.config.min_partitions):
-            part = parts[key]
-            ranges = selection.plan_partition(part, s, e, resolver)
-            if ranges:
-                skips = {}
-                if self.config.read_committed:
-                    mine = {sr.segment.path for sr in ranges}
-                    skips = {p: v for p, v in self._view(part).skips.items() if p in mine}
-                out.append(KafkaRecStreamPartition(self._storage, tuple(ranges), skips))
-        return out
+        cut = list(_planning.split_offset_ranges(wanted, self.spec.limits.min_partitions))
+        if not cut:
+            return []
+        # the reader plans the offset ranges (read_committed: the aborted spans, judged over
+        # each partition's whole log, as the batch read judges them)
+        config = dataclasses.replace(self.config, offset_ranges=tuple((k[0], k[1], s, e) for k, s, e in cut))
+        by_range: Dict[int, list] = {}
+        for piece in LogScan(config).pieces():
+            by_range.setdefault(piece.item.share, []).append(piece)
+        return [KafkaRecStreamPartition(config, tuple(by_range[i])) for i in sorted(by_range)]
 
     def read(self, partition):
-        kafkarec = ensure(self.expected)
-        from kafkarec.log import selection
-        cfg = self.config
+        ensure(self.expected)
+        from kafkarec.scan import LogScan
+        from kafkarec.scan._read import Errors
+        cdc = self.spec.cdc
         target = _schema.arrow_schema_for(self.schema)
-        kw = dict(include_control=cfg.include_control, batch_columns=cfg.batch_columns,
-                  max_rows=cfg.max_rows)
-        from kafkarec.log.storage import without_spans
-        options = cfg.read.options(kafkarec)
-        quarantine = None
-        if cfg.bad_records_path:
-            from kafkarec.log.quarantine import Quarantine
-            quarantine = Quarantine(cfg.bad_records_path, storage_options=cfg.storage_options)
-        for sr in partition.ranges:
-            skip = partition.skips.get(sr.segment.path)
+        scan = LogScan(partition.config)
+        for piece in partition.ranges:
+            sr = piece.item.range
+            where = piece.item.storage.uri(sr.segment.path)
             try:
-                pieces = selection.iter_range_pieces(partition.storage, sr)
-                if skip:    # read_committed: the aborted / undecided batches' spans
-                    pieces = (part for piece in pieces for part in without_spans(piece, skip))
-                for piece in pieces:
-                    for rb in _piece_batches(kafkarec, piece, options, sr, kw, quarantine,
-                                             partition.storage.uri(sr.segment.path)):
-                        rb = selection.filter_offsets(rb, sr.min_offset, sr.end_offset)
-                        if rb.num_rows and cfg.cdc is not None:
-                            from kafkarec.cdc import changes
-                            rb = changes(rb)
-                        if rb.num_rows:
-                            # A stream has no error column: a timestamp outside Spark's
-                            # range is null, with Kafka's milliseconds in timestampMs.
-                            yield _schema.conform(rb, target, corrupt=cfg.corrupt_column,
-                                                  mode="PERMISSIVE",
-                                                  where=partition.storage.uri(sr.segment.path))
+                # one piece at a time: a segment deleted before it is read is that piece's loss
+                for _, rb in scan.read_items([piece], hint=_FAILS):
+                    if isinstance(rb, Errors):
+                        for e in rb.errors:
+                            log.warning("kafkarec stream: kept in badRecordsPath and left out: %s", e["message"])
+                        continue
+                    if rb.num_rows and cdc is not None:
+                        from kafkarec.cdc import changes
+                        rb = changes(rb)
+                    if rb.num_rows:
+                        # A stream has no error column: a timestamp outside Spark's
+                        # range is null, with Kafka's milliseconds in timestampMs.
+                        yield _schema.conform(rb, target, corrupt=self.config.corrupt_column,
+                                              mode="PERMISSIVE", where=where)
             except FileNotFoundError as exc:
-                if cfg.fail_on_data_loss:
+                if self.config.fail_on_data_loss:
                     raise DataLossError(f"kafkarec stream: {sr.segment.path} was deleted before "
                                         f"it was read ({exc}); set failOnDataLoss=false to skip "
                                         f"it") from None
@@ -368,23 +361,6 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         pass
-
-
-def _piece_batches(kafkarec, piece, options, sr, kw, quarantine, where):
-    """The Arrow batches of one piece of a segment.  A batch that cannot be decoded fails the
-    query, or, with a quarantine (badRecordsPath), is copied there whole and left out."""
-    if quarantine is None:
-        yield from kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
-                                       origin=piece.position, **kw)
-        return
-    from kafkarec.scan._decode import decode_range
-    for kind, item in decode_range(kafkarec, piece.data, options, base=piece.position, topic=sr.topic,
-                                   partition=sr.partition, mode="PERMISSIVE", where=where,
-                                   quarantine=quarantine, **kw):
-        if kind == "batch":
-            yield item
-        else:
-            log.warning("kafkarec stream: kept in badRecordsPath and left out: %s", item["message"])
 
 
 def _rate_limit(begin: Dict, end: Dict, limit: int) -> Dict:
@@ -404,4 +380,4 @@ def _rate_limit(begin: Dict, end: Dict, limit: int) -> Dict:
 
 def stream_reader(spec: ReadSpec, schema, expected: Optional[str] = None) -> KafkaRecStreamReader:
     """What ``DataSource.streamReader(schema)`` of the kafkarec source returns."""
-    return KafkaRecStreamReader(StreamConfig(spec.for_stream()), schema, expected)
+    return KafkaRecStreamReader(spec.for_stream(), schema, expected)

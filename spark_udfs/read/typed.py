@@ -518,10 +518,10 @@ class TypedReader(DataSourceReader):
         self.rows = TypedRows(source.spec, schema)
         self.schema = schema
         self.inner = source.plain_reader(self.rows.plain_spec, self.rows.plain_schema)
-        if self.rows.cdc is not None and getattr(getattr(self.inner, "config", None), "view", None) == "latest":
+        if self.rows.cdc is not None and self.inner.spec.view == "latest":
             # The keyed state applies Debezium's rules with op read from the decoded envelopes.
             from kafkarec.cdc import Debezium
-            self.inner.config.cdc = Debezium(self.rows.envelope_ops)
+            self.inner.cdc = Debezium(self.rows.envelope_ops)
 
     def partitions(self):
         return self.inner.partitions()

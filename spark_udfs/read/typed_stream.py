@@ -46,8 +46,7 @@ _KEEP = 4
 class TypedStreamReader(_streaming.KafkaRecStreamReader):
     def __init__(self, source, schema) -> None:
         rows = _typed.TypedRows(source.spec, schema, streaming=True)
-        super().__init__(_streaming.StreamConfig(rows.plain_spec.for_stream()), rows.plain_schema,
-                         source.expected_fingerprint)
+        super().__init__(rows.plain_spec.for_stream(), rows.plain_schema, source.expected_fingerprint)
         self.rows = rows
         self.typed_schema = schema
         typed = source.spec.typed

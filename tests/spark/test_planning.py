@@ -9,7 +9,7 @@ import pytest
 from benchmarks import bench_planning as B
 from kafkarec.scan import _read as scan_read
 from spark_udfs.read import datasource as _datasource, planning as _planning
-from spark_udfs.read.spec import read_spec
+from spark_udfs.read.spec import read_spec, scan_config
 
 MiB = 1 << 20
 
@@ -103,9 +103,8 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     B.write_local(root, 50, 3)
     counters: list = []
     monkeypatch.setattr(storage, "resolve", B.counting_resolve(counters))
-    cfg = _datasource.BatchReadConfig(_listed({"path": "file://" + root, "maxPartitionBytes": "2k"}),
-                                   default_parallelism=2)
-    tasks = _datasource.plan(cfg)
+    spec = _listed({"path": "file://" + root, "maxPartitionBytes": "2k"})
+    tasks = _datasource.plan(spec, scan_config(spec), default_parallelism=2)
     assert len(counters) == 1 and counters[0].calls["list"] == 1
     assert counters[0].calls["open"] == 0          # no segment or side file opened to plan
     assert sum(len(t.ranges) for t in tasks) == 150
@@ -119,8 +118,9 @@ def _listed(options):
 def test_remote_options_are_checked():
     with pytest.raises(ValueError, match="minPartitions"):
         _listed({"path": "s3://b/x", "minPartitions": "0"})
-    cfg = _datasource.BatchReadConfig(_listed({"path": "s3://b/x", "openCostInBytes": "1m"}), default_parallelism=3)
-    assert (cfg.open_cost, cfg.min_partitions, cfg.default_parallelism) == (MiB, None, 3)
+    spec = _listed({"path": "s3://b/x", "openCostInBytes": "1m"})
+    assert (spec.limits.open_cost_bytes, spec.limits.min_partitions) == (MiB, None)
+    assert scan_config(spec).listed
 
 
 def test_large_slices_are_read_in_windows(tmp_path, monkeypatch):
@@ -131,7 +131,7 @@ def test_large_slices_are_read_in_windows(tmp_path, monkeypatch):
     path = str(tmp_path / "big-0" / f"{0:020d}.log")
     records = B.write_large_segment(path, 3 * MiB)
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", 256 << 10)
-    (planned,) = _datasource.plan(_datasource.batch_config(read_spec(
+    (planned,) = _datasource.plan(*_datasource.batch_read(read_spec(
         {"path": path, "maxPartitionBytes": "1g", "minPartitions": "1"})))
     task = [p.item for p in planned.ranges]
     data = open(path, "rb").read()

@@ -253,11 +253,15 @@ def test_pushfilters_only_in_sparks_pushdown_planner(monkeypatch, tmp_path):
     assert isinstance(r, FilteringKafkaRecReader)
     assert r.pushFilters(fs) == fs[2:] and r.config.listed       # planned over a listing now
     assert r.config.bounds == Bounds(topics=frozenset({"t"}), partitions=frozenset({0}), offsets=(5, None))
+    r = reader()
+    held = r.config                 # what a plan made before the push holds: never changed
+    r.pushFilters(fs)
+    assert held.bounds.unbounded and not held.listed and r.config is not held
     r = reader(startingOffsets='{"t":{"0":7}}', assign='{"t":[0]}')
     r.pushFilters(fs)
     assert r.config.bounds.offsets == (5, None) and r.config.selection.start.value == {"t": {0: 7}}
     r = reader(pathGlobFilter="*.log")                            # the local reader's own option
-    assert r.pushFilters(fs) == fs and r.config.bounds is None and not r.config.listed
+    assert r.pushFilters(fs) == fs and r.config.bounds.unbounded and not r.config.listed
     r = reader(view="latest")                                     # whole partitions only
     assert r.pushFilters(fs) == fs[2:] and r.config.bounds == Bounds(topics=frozenset({"t"}),
                                                                    partitions=frozenset({0}))

@@ -2,6 +2,7 @@
 read_committed over a partition's log, decoding with the parse modes, choosing what to ship."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -88,10 +89,11 @@ def test_discover_walks_kafka_layouts(sample, tmp_path):
 @pytest.mark.parametrize("max_bytes", [1, 1000, 8 << 10, 50 << 10, 128 << 20])
 def test_plan_covers_every_byte_once_at_batch_starts(sample, max_bytes):
     segs, _ = directory.find_segment_files([sample])
-    config = _datasource.batch_config(read_spec({"path": sample, "maxPartitionBytes": str(max_bytes),
-                                                 "minPartitions": "2"}))
-    config.open_cost = 0        # below what option openCostInBytes accepts: every cut shows
-    tasks = _datasource.plan(config)
+    spec, config = _datasource.batch_read(read_spec({"path": sample, "maxPartitionBytes": str(max_bytes),
+                                                     "minPartitions": "2"}))
+    # below what option openCostInBytes accepts: every cut shows
+    spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, open_cost_bytes=0))
+    tasks = _datasource.plan(spec, config)
     by_file = {}
     for task in tasks:
         for piece in task.ranges:

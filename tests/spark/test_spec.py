@@ -160,3 +160,20 @@ def test_the_backfill_refuses_the_read_options_it_sets_itself():
         backfill_spec("/logs", layout="iceberg-kafka-connect",
                       options={"subscribe": "a", "kafka.isolation.level": "read_committed",
                                "mode": "FAILFAST", "endpoint": "http://s3:8333"})
+
+
+def test_a_spec_becomes_one_scan_config():
+    """The read's options reach kafkarec's reader as one ScanConfig, made once (scan_config)."""
+    from kafkarec.scan import FileFinding, ScanConfig
+    from spark_udfs.read.spec import scan_config
+    spec = read_spec({"path": "/logs", "verifyCrc": "false", "maxRecordsPerBatch": "7", "mode": "dropmalformed",
+                      "readCommitted": "true", "includeControl": "true", "recursiveFileLookup": "true",
+                      "maxDecompressedBytes": "1m"}).for_batch("L")
+    config = scan_config(spec)
+    assert isinstance(config, ScanConfig) and not config.listed
+    assert (config.paths, config.verify_crc, config.max_rows, config.mode, config.read_committed,
+            config.include_control, config.files, config.max_decompressed_bytes) == (
+        ("/logs",), False, 7, "DROPMALFORMED", True, True, FileFinding(recursive=True), 1 << 20)
+    listed = read_spec({"path": "/logs", "startingOffsets": "earliest"}).for_batch("R")
+    assert scan_config(listed).listed and scan_config(listed).selection == listed.parsed_selection
+    assert scan_config(read_spec({"path": "/logs", "view": "latest"}).for_batch("R")).listed

@@ -1,0 +1,175 @@
+"""A read's one immutable configuration: :class:`ScanConfig`, what :class:`kafkarec.scan.LogScan`
+takes and what every surface (the engines, the Spark data source and stream, the backfill, the
+audit, ``view=latest``, the CLI's ranges) makes once, at its boundary.
+
+As DataFusion's ``FileScanConfig``: one config every file source takes; narrowing a read
+(bounds pushed down, a projection, a limit) makes a new config (``dataclasses.replace``), never
+changes one that a plan or a task already holds.  Plain values only: it is pickled to Spark's
+executors and Ray's workers before kafkarec's core is loaded there.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping, Optional, Sequence, Tuple
+
+from kafkarec.errors import UsageError
+from kafkarec.scan.bounds import Bounds
+
+__all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "CORRUPT_COLUMN",
+           "ISOLATION_LEVELS", "MODES", "normalize_mode"]
+
+#: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
+ROWS_PER_BATCH = 65536
+CORRUPT_COLUMN = "_corrupt_record"
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+#: Spark's parse modes (:mod:`kafkarec.scan._decode` applies them)
+MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+
+
+def normalize_mode(mode, *, allowed=MODES) -> str:
+    """A parse mode as given (any case; None: PERMISSIVE), checked."""
+    from kafkarec._option_text import text_choice
+    return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileFinding:
+    """How a local read finds segment files (Spark's file-source options ``pathGlobFilter``,
+    ``recursiveFileLookup``, ``allowDuplicatePartitions``)."""
+    glob_filter: str = "*.log"
+    recursive: bool = False
+    allow_duplicates: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TypedSettings:
+    """Typed keys and values: the formats, the registry (a :class:`kafkarec.registry.Registry`
+    or where to load one from) and :func:`kafkarec.registry.typed.decode_table`'s keywords."""
+    value_format: Optional[str] = None
+    key_format: Optional[str] = None
+    registry: Any = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanConfig:
+    """One read, settled (see the module docstring).
+
+    ``paths``: the sources (paths or URIs); ``columns``: the columns returned (None: all);
+    ``bounds``: what the read is bounded to; ``limit``: at most that many rows;
+    ``selection``: a :class:`kafkarec.log.selection.Selection` (the Kafka source's options), None
+    when none was given; ``offset_ranges``: ``((topic, partition, start, end), ...)`` read
+    exactly (a stream's micro-batch), instead of the selection; ``files``: how local paths are
+    found; ``read_committed``: Kafka's ``read_committed`` (judged over each partition's whole
+    log); ``mode``: Spark's parse mode; ``every_record``: nothing left out for a partition's log
+    start (records ``deleteRecords`` left in the files), as ``kafka-dump-log`` prints a file
+    (:meth:`kafkarec.scan.LogScan.framed` gives control batches too); ``verify_crc``, ``strict``,
+    ``max_decompressed_bytes``: :class:`kafkarec.ReadOptions`' fields; ``max_rows``: rows per
+    Arrow batch; ``listing``: plan over a listing even for local paths (a keyed state needs its
+    partitions whole)."""
+    paths: Tuple[str, ...]
+    columns: Optional[Tuple[str, ...]] = None
+    bounds: Bounds = Bounds()
+    limit: Optional[int] = None
+    selection: Any = None
+    offset_ranges: Optional[Tuple[Tuple[Optional[str], Optional[int], int, Optional[int]], ...]] = None
+    files: FileFinding = FileFinding()
+    tiered_storage: Optional[str] = None
+    storage_options: Optional[Mapping[str, Any]] = None
+    fail_on_data_loss: bool = True
+    read_committed: bool = False
+    mode: str = "FAILFAST"
+    corrupt_column: str = CORRUPT_COLUMN
+    bad_records_path: Optional[str] = None
+    include_control: bool = False
+    batch_columns: bool = False
+    typed: Optional[TypedSettings] = None
+    verify_crc: bool = True
+    strict: Optional[bool] = None
+    max_decompressed_bytes: Optional[int] = None
+    max_rows: int = ROWS_PER_BATCH
+    listing: bool = False
+    core_errors: bool = False
+    every_record: bool = False
+
+    @classmethod
+    def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
+           bounds: Optional[Bounds] = None, limit: Optional[int] = None,
+           isolation_level: str = "read_uncommitted", storage_options: Optional[dict] = None,
+           tiered_storage: Optional[str] = None, include_deleted_records: bool = False,
+           mode: str = "FAILFAST", value_format: Optional[str] = None, key_format: Optional[str] = None,
+           registry=None, typed_options: Optional[dict] = None, selection=None,
+           files: Optional[FileFinding] = None, batch_columns: bool = False,
+           include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
+           max_rows_per_batch: int = ROWS_PER_BATCH, fail_on_data_loss: bool = True) -> "ScanConfig":
+        """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
+        the one place they are read."""
+        from kafkarec.log import selection as sel_mod
+        if isolation_level not in ISOLATION_LEVELS:
+            raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
+        if limit is not None and int(limit) < 0:
+            raise UsageError(f"limit {limit}: not negative")
+        paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
+        paths = tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
+        if not paths:
+            raise UsageError("LogScan: no source given")
+        sel = None
+        if selection is not None or include_deleted_records:
+            sel = selection if isinstance(selection, sel_mod.Selection) else sel_mod.parse_selection(selection or {})
+            if include_deleted_records:
+                sel = sel._replace(include_deleted_records=True)
+        if value_format is None and key_format is None:
+            if registry is not None or typed_options:
+                raise UsageError("LogScan: registry and typed_options type values given value_format or key_format")
+            typed = None
+        else:
+            typed = TypedSettings(value_format, key_format, registry, dict(typed_options or {}))
+        return cls(paths, columns=None if columns is None else tuple(columns),
+                   bounds=Bounds.of(topics=topics, partitions=partitions).intersect(bounds),
+                   limit=None if limit is None else int(limit), selection=sel,
+                   files=files or FileFinding(), tiered_storage=tiered_storage,
+                   storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
+                   read_committed=isolation_level == "read_committed", mode=normalize_mode(mode),
+                   bad_records_path=bad_records_path, include_control=include_control,
+                   batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
+                   max_rows=max_rows_per_batch)
+
+    @property
+    def listed(self) -> bool:
+        """Whether the read is planned over a listing (:mod:`kafkarec.log.layout`: URIs, tiered
+        storage, a selection, bounds, offset ranges) or as local files found and cut at batch
+        starts (:mod:`kafkarec.log.local`); the one place this is decided."""
+        from kafkarec.log.storage import is_uri
+        return (self.listing or self.tiered_storage is not None or self.selection is not None
+                or self.offset_ranges is not None or not self.bounds.unbounded
+                or any(is_uri(p) for p in self.paths))
+
+    @property
+    def empty(self) -> bool:
+        """Whether the bounds admit no offset at all (nothing to list)."""
+        lo, hi = self.bounds.offsets
+        return hi is not None and (lo or 0) >= hi
+
+    def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
+               limit: Optional[int] = None) -> "ScanConfig":
+        """This config with ``bounds`` intersected, other ``columns``, a smaller ``limit``."""
+        changes: dict = {"bounds": self.bounds.intersect(bounds)}
+        if columns is not None:
+            changes["columns"] = tuple(columns)
+        if limit is not None:
+            changes["limit"] = int(limit) if self.limit is None else min(self.limit, int(limit))
+        return dataclasses.replace(self, **changes)
+
+    def read_fields(self) -> dict:
+        """:class:`kafkarec.ReadOptions`' fields this read sets."""
+        fields: dict = {"verify_crc": self.verify_crc}
+        if self.strict is not None:
+            fields["strict"] = self.strict
+        if self.max_decompressed_bytes is not None:
+            fields["max_decompressed_bytes"] = self.max_decompressed_bytes
+        return fields
+
+    def read_options(self, kafkarec):
+        """The core's :class:`kafkarec.ReadOptions` (made where decoding happens)."""
+        return kafkarec.ReadOptions(**self.read_fields())

@@ -1,0 +1,126 @@
+"""kafkarec.scan.ScanConfig, the one immutable config of a read: LogScan's keywords read into it
+once, narrowing and pushdown making new configs, "listed" decided from it, offset ranges read
+exactly, and the listing's notes and the framed walk the command line takes from the reader."""
+import dataclasses
+import pickle
+
+import pytest
+
+from kafkarec.errors import UsageError
+from kafkarec.scan import Bounds, FileFinding, LogScan, ScanConfig
+
+from support.logdir import build_log_dir
+
+
+@pytest.fixture(scope="module")
+def logroot(tmp_path_factory):
+    root = tmp_path_factory.mktemp("configlogs")
+    build_log_dir(str(root))
+    return str(root)
+
+
+def _offsets(table):
+    return sorted(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                      table.column("offset").to_pylist()))
+
+
+def test_keywords_become_one_frozen_config(logroot):
+    scan = LogScan(logroot, columns=["offset", "topic"], topics=["orders"], limit=5,
+                   isolation_level="read_committed", mode="permissive")
+    config = scan.config
+    assert isinstance(config, ScanConfig)
+    assert config == ScanConfig.of(logroot, columns=["offset", "topic"], topics=["orders"], limit=5,
+                                   isolation_level="read_committed", mode="permissive")
+    assert (config.paths, config.columns, config.limit, config.read_committed, config.mode) == (
+        (logroot,), ("offset", "topic"), 5, True, "PERMISSIVE")
+    assert config.bounds == Bounds.of(topics=["orders"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.bounds = Bounds()
+    # one construction path: a config, LogScan.of and the keywords give the same scan
+    assert LogScan(config).config is config
+    assert LogScan.of(logroot, columns=["offset", "topic"], topics=["orders"], limit=5,
+                      isolation_level="read_committed", mode="permissive").config == config
+    assert pickle.loads(pickle.dumps(config)) == config
+    with pytest.raises(UsageError, match="not both"):
+        LogScan(config, limit=3)
+
+
+def test_keyword_errors_are_the_scans(logroot):
+    with pytest.raises(UsageError, match="isolation_level 'x': one of read_uncommitted, read_committed"):
+        ScanConfig.of(logroot, isolation_level="x")
+    with pytest.raises(UsageError, match="limit -1: not negative"):
+        LogScan(logroot, limit=-1)
+    with pytest.raises(UsageError, match="LogScan: no source given"):
+        LogScan([])
+    with pytest.raises(UsageError, match=r"column\(s\) \['nope'\] are not read"):
+        LogScan(logroot, columns=["nope"])
+
+
+def test_narrow_makes_a_new_config_and_leaves_the_old_one(logroot):
+    """narrow() (every engine's pushdown) replaces, never mutates: a plan or task holding the
+    first config keeps reading what it planned.  A scan made from a config narrows too."""
+    scan = LogScan(ScanConfig((logroot,), columns=("offset", "partition", "topic")))
+    before = scan.config
+    narrowed = scan.narrow(bounds=Bounds.of(partitions=[0], offsets=(0, 3)), limit=10)
+    assert scan.config is before and before.bounds.unbounded and before.limit is None
+    assert narrowed.config == dataclasses.replace(before, bounds=Bounds.of(partitions=[0], offsets=(0, 3)),
+                                                  limit=10)
+    assert narrowed.narrow(limit=20).limit == 10 and narrowed.narrow(limit=2).limit == 2
+    rows = _offsets(narrowed.to_table())
+    assert rows and all(p == 0 and o < 3 for _, p, o in rows)
+    assert _offsets(scan.to_table()) == _offsets(LogScan(logroot).to_table())
+
+
+def test_listed_is_decided_by_the_config(logroot):
+    assert not ScanConfig((logroot,)).listed
+    assert ScanConfig((logroot,), bounds=Bounds.of(offsets=(1, None))).listed
+    assert ScanConfig(("file://" + logroot,)).listed
+    assert ScanConfig((logroot,), offset_ranges=(("orders", 0, 0, 2),)).listed
+    assert ScanConfig((logroot,), listing=True).listed
+    assert ScanConfig.of(logroot, include_deleted_records=True).listed
+    assert not ScanConfig.of(logroot, files=FileFinding(recursive=True)).listed
+
+
+def test_offset_ranges_read_exactly_those_offsets(logroot):
+    """A stream's micro-batch, a backfill's [start, H): the ranges read exactly, each range's
+    pieces marked with its index (one task each)."""
+    full = _offsets(LogScan(logroot).to_table())
+    (topic, partition, _), = {(t, p, None) for t, p, _ in full if (t, p) == full[0][:2]}
+    mine = [o for t, p, o in full if (t, p) == (topic, partition)]
+    lo, mid, hi = mine[1], mine[len(mine) // 2], mine[-1]
+    config = ScanConfig((logroot,), offset_ranges=((topic, partition, lo, mid), (topic, partition, mid, hi)))
+    scan = LogScan(config)
+    pieces = scan.pieces()
+    assert {p.item.share for p in pieces} == {0, 1}
+    first = _offsets(pyarrow_table(scan, [p for p in pieces if p.item.share == 0]))
+    second = _offsets(pyarrow_table(scan, [p for p in pieces if p.item.share == 1]))
+    assert [o for _, _, o in first] == [o for o in mine if lo <= o < mid]
+    assert [o for _, _, o in second] == [o for o in mine if mid <= o < hi]
+
+
+def pyarrow_table(scan, pieces):
+    import pyarrow as pa
+    return pa.Table.from_batches([b for p in pieces for b in scan.read_piece(p)], schema=scan.schema)
+
+
+def test_framed_walks_the_same_pieces(logroot):
+    """The command line's dump/stats read the reader's pieces framed (control batches too)."""
+    scan = LogScan(ScanConfig((logroot,), listing=True, every_record=True))
+    framed = [b for p in scan.pieces() for b in scan.framed(p)]
+    assert framed and any(b.is_control for b in framed)
+    records = sum(sum(1 for r in b if not r.is_control) for b in framed if not b.is_control)
+    assert records == LogScan(logroot).to_table().num_rows
+
+
+def test_the_listing_reports_through_the_hook(tmp_path, logroot):
+    """What a listing met goes to the caller's hook (the command line prints its own lines)."""
+    import shutil
+    root = tmp_path / "logs"
+    shutil.copytree(logroot, root)
+    # a partition folder as LocalLog renames it for deletion: Kafka skips it
+    gone = root / "orders-9.0123456789abcdef0123456789abcdef-delete"
+    gone.mkdir()
+    (gone / f"{0:020d}.log").write_bytes(b"")
+    seen = []
+    LogScan(ScanConfig((str(root),), listing=True)).pieces(lambda kind, *_: seen.append(kind))
+    assert "skipped" in seen
