@@ -11,7 +11,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from kafkarec._extras import require
-from kafkarec.census._scan import ReadSettings, open_scan, topic_partition_counts
+from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
 from kafkarec.census.keys import KeyTally
 from kafkarec.histogram import Histogram
 
@@ -252,9 +252,10 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     from kafkarec.errors import UsageError
     if max_exact_keys < 0:
         raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
-    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage, verify_crc)
+    config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
+                           tiered_storage=tiered_storage, verify_crc=verify_crc)
     as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
-    counts = dict(topic_partition_counts(settings)) if partitioner else {}
+    counts = dict(topic_partition_counts(config)) if partitioner else {}
     if partitioner and num_partitions:
         counts.update(num_partitions)
     parts: Dict[tuple, PartitionCensus] = {}
@@ -266,8 +267,8 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
                                          num_partitions=counts.get(topic) if partitioner else None, as_of_ms=as_of)
         return parts[key]
 
-    committed = open_scan(settings, read_committed=True, columns=_COMMITTED_COLUMNS)
-    everything = open_scan(settings, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
+    committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
+    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
     passes = [(committed, committed.pieces(), True), (everything, everything.pieces(), False)]
     total = sum(p.bytes for _, pieces, _ in passes for p in pieces)
     done = 0

@@ -14,7 +14,7 @@ import base64
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
-from kafkarec.census._scan import ReadSettings, open_scan, topic_partition_counts
+from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
 
 __all__ = ["find", "PARTITIONERS", "render_bytes"]
 
@@ -52,14 +52,15 @@ def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes]
         raise UsageError("partitioner: a key lookup only (give key)")
     if value_regex is not None:
         _check_regex(value_regex)
-    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage)
+    config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
+                           tiered_storage=tiered_storage)
     own = Bounds.of(topics=topics)
     if partitioner is None:
-        yield from _matches(open_scan(settings, read_committed=read_committed, columns=_COLUMNS, bounds=own),
+        yield from _matches(open_scan(config, read_committed=read_committed, columns=_COLUMNS, bounds=own),
                             key, value_contains, value_regex, headers)
         return
     from kafkarec._core import partition_for_key
-    counts = dict(topic_partition_counts(settings))
+    counts = dict(topic_partition_counts(config))
     counts.update(num_partitions or {})
     names = sorted(counts) if topics is None else list(topics)
     for topic in names:
@@ -67,7 +68,7 @@ def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes]
             continue
         p = partition_for_key(key, counts[topic])
         b = Bounds.of(topics=[topic], partitions=[p])
-        yield from _matches(open_scan(settings, read_committed=read_committed, columns=_COLUMNS, bounds=b),
+        yield from _matches(open_scan(config, read_committed=read_committed, columns=_COLUMNS, bounds=b),
                             key, value_contains, value_regex, headers)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from kafkarec.census._scan import ReadSettings, open_scan
+from kafkarec.census._scan import base_config, open_scan
 
 __all__ = ["Codec", "parse_codecs", "what_if", "DEFAULT_BATCH_SIZE"]
 
@@ -121,8 +121,9 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
     from kafkarec.errors import UsageError
     if not keep_batches and batch_size <= 0:
         raise UsageError(f"batch size {batch_size}: at least 1")
-    settings = ReadSettings(source, bounds, selection, storage_options, tiered_storage)
-    scan = open_scan(settings, read_committed=True, columns=_COLUMNS)
+    config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
+                           tiered_storage=tiered_storage)
+    scan = open_scan(config, read_committed=True, columns=_COLUMNS)
     every = list(codecs)
     if not any(c.name == "none" for c in every):
         every.append(Codec("none", None))
