@@ -98,7 +98,7 @@ class LogScan:
     :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options.
     """
 
-    def __init__(self, source, /, **keywords):
+    def __init__(self, source, **keywords):
         if isinstance(source, ScanConfig):
             if keywords:
                 raise UsageError("LogScan: a ScanConfig or keywords, not both (ScanConfig.narrow "
