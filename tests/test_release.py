@@ -101,6 +101,8 @@ BASE_COMMANDS = [
     (["backfill", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest", "--app-id", "lake"], 2,
      None),
     (["audit", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest"], 2, None),
+    (["census", "--no-progress", "SAMPLE"], 2, None),
+    (["find", "--topics", "orders", "--key", "k", "SAMPLE"], 2, None),
 ]
 
 #: In the base install: every kafkarec module imports or says the extra, and so do the entry points

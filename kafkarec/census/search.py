@@ -53,23 +53,21 @@ def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes]
     if value_regex is not None:
         _check_regex(value_regex)
     config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
-                           tiered_storage=tiered_storage)
-    own = Bounds.of(topics=topics)
+                         tiered_storage=tiered_storage)
+    # the scans are made here, not on the first row: a usage error or a missing extra is raised by
+    # the call, before a caller has written anything
     if partitioner is None:
-        yield from _matches(open_scan(config, read_committed=read_committed, columns=_COLUMNS, bounds=own),
-                            key, value_contains, value_regex, headers)
-        return
-    from kafkarec._core import partition_for_key
-    counts = dict(topic_partition_counts(config))
-    counts.update(num_partitions or {})
-    names = sorted(counts) if topics is None else list(topics)
-    for topic in names:
-        if topic not in counts:
-            continue
-        p = partition_for_key(key, counts[topic])
-        b = Bounds.of(topics=[topic], partitions=[p])
-        yield from _matches(open_scan(config, read_committed=read_committed, columns=_COLUMNS, bounds=b),
-                            key, value_contains, value_regex, headers)
+        scans = [open_scan(config, read_committed=read_committed, columns=_COLUMNS,
+                           bounds=Bounds.of(topics=topics))]
+    else:
+        from kafkarec._core import partition_for_key
+        counts = dict(topic_partition_counts(config))
+        counts.update(num_partitions or {})
+        names = sorted(counts) if topics is None else [t for t in topics if t in counts]
+        scans = [open_scan(config, read_committed=read_committed, columns=_COLUMNS,
+                           bounds=Bounds.of(topics=[t], partitions=[partition_for_key(key, counts[t])]))
+                 for t in names]
+    return (row for scan in scans for row in _matches(scan, key, value_contains, value_regex, headers))
 
 
 def _check_regex(pattern: str) -> None:

@@ -80,3 +80,12 @@ def test_find_renders_binary_as_base64(tmp_path):
     [row] = [json.loads(line) for line in proc.stdout.splitlines()]
     assert row["key_encoding"] == row["value_encoding"] == "base64"
     assert base64.b64decode(row["value"]) == b"\x80\x81"
+
+
+def test_find_refuses_before_it_writes_anything(world):
+    """A usage error (here a regular expression RE2 refuses) is the command's only output: the table's
+    heading is not written first (find's checks and scans are made by the call, not on the first row)."""
+    root, _ = world
+    proc = _run("find", root, "--topics", "profiles", "--value-regex", "(")
+    assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+    assert "value regex '('" in proc.stderr
