@@ -23,6 +23,7 @@ from typing import Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
+from kafkarec.scan._config import FileFinding
 from kafkarec.scan._decode import MODES
 from spark_udfs.read import options as _options
 from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
@@ -157,14 +158,6 @@ class Limits:
 
 
 @dataclasses.dataclass(frozen=True)
-class Files:
-    """How a local read finds segment files (Spark's file-source options)."""
-    glob_filter: str
-    recursive: bool
-    allow_duplicates: bool
-
-
-@dataclasses.dataclass(frozen=True)
 class StorageAccess:
     """How the log's storage is reached: the storage options, a tiered-storage root, and
     ``failOnDataLoss`` (not :class:`kafkarec.log.storage.Storage`, the file system the options make)."""
@@ -203,7 +196,7 @@ class ReadSpec:
     errors: Malformed
     columns: Columns
     limits: Limits
-    files: Files
+    files: FileFinding                 # Spark's file-source options, as kafkarec's reader takes them
     storage: StorageAccess
     verify_crc: bool
     strict: bool
@@ -372,9 +365,9 @@ def read_spec(options) -> ReadSpec:
             else parse_bytes(max_decompressed, 0, "maxDecompressedBytes"),
             dedupe_buffer_bytes=dedupe, max_offsets=max_offsets, min_offsets=min_offsets,
             max_trigger_delay_ms=parse_duration_ms(o.get("maxtriggerdelay") or "15m")),
-        files=Files(glob_filter=o.get("pathglobfilter") or "*.log",
-                    recursive=_bool(o, "recursivefilelookup", True),
-                    allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
+        files=FileFinding(glob_filter=o.get("pathglobfilter") or "*.log",
+                          recursive=_bool(o, "recursivefilelookup", True),
+                          allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
         storage=StorageAccess(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
                         fail_on_data_loss=_bool(o, "failondataloss", True)),
         verify_crc=_bool(o, "verifycrc", True),
@@ -402,12 +395,12 @@ def scan_config(spec: ReadSpec):
     """The one :class:`kafkarec.scan.ScanConfig` of a read's spec (``for_batch`` or
     ``for_stream`` made: its selection parsed): what kafkarec's reader takes, made once, here;
     pushed-down filters and a stream's offset ranges narrow it with ``dataclasses.replace``."""
-    from kafkarec.scan import FileFinding, ScanConfig
+    from kafkarec.scan import ScanConfig
     return ScanConfig(
         tuple(spec.paths),
         # the Kafka source's selection options given (a stream plans by its own offsets)
         selection=spec.parsed_selection if spec.selection and not spec.streaming else None,
-        files=FileFinding(spec.files.glob_filter, spec.files.recursive, spec.files.allow_duplicates),
+        files=spec.files,
         tiered_storage=spec.storage.tiered_storage, storage_options=spec.storage.options,
         fail_on_data_loss=spec.storage.fail_on_data_loss,
         # read_committed: aborted transactions and everything from the LSO on are left out

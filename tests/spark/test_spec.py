@@ -177,3 +177,17 @@ def test_a_spec_becomes_one_scan_config():
     listed = read_spec({"path": "/logs", "startingOffsets": "earliest"}).for_batch("R")
     assert scan_config(listed).listed and scan_config(listed).selection == listed.parsed_selection
     assert scan_config(read_spec({"path": "/logs", "view": "latest"}).for_batch("R")).listed
+
+
+def test_file_finding_is_one_class_from_the_options_to_the_reader():
+    """pathGlobFilter, recursiveFileLookup and allowDuplicatePartitions are parsed straight into
+    the reader's own FileFinding (no Spark-side twin converted in scan_config)."""
+    from kafkarec.scan import FileFinding
+    from spark_udfs.read import spec as spec_module
+    from spark_udfs.read.spec import scan_config
+    spec = read_spec({"path": "/logs", "pathGlobFilter": "0*.log", "recursiveFileLookup": "false",
+                      "allowDuplicatePartitions": "true"}).for_batch("L")
+    assert type(spec.files) is FileFinding
+    assert spec.files == FileFinding("0*.log", recursive=False, allow_duplicates=True)
+    assert scan_config(spec).files is spec.files
+    assert not hasattr(spec_module, "Files")
