@@ -25,9 +25,9 @@ holds) is **unverified** when the table lacks it: the audit cannot vouch for it 
 so.  A table is ``ok`` with no gap, no duplicate, no unexpected row and no unverified
 hole.
 
-Kafka's rules come from the log layer, read once per partition: the batches of
-:func:`kafkarec.log.committed.partition_batches`, the transaction rule of
-:func:`kafkarec.transactions.aborted_batches` over them, the log start of
+Kafka's rules come from the log layer, read once per partition through the one reader: the
+batches of :meth:`kafkarec.scan.LogScan.partition_walks` (every batch of the partition's log,
+judged by the transaction rule, :func:`kafkarec.transactions.aborted_batches`), the log start of
 :meth:`kafkarec.log.selection.Resolver.log_start`, the range's end from the hand-off
 point (:func:`kafkarec.lakehouse.hand_off_points`: the last stable offset).
 
@@ -49,8 +49,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
-from kafkarec.log import committed, layout as log_layout, selection
-from kafkarec import transactions
+from kafkarec.log import selection
 
 __all__ = ["audit", "AuditReport", "PartitionAudit", "OffsetRanges", "HOLE_REASONS"]
 
@@ -59,6 +58,8 @@ HOLE_REASONS = ("control", "aborted", "compaction", "log_start", "tombstone")
 
 # kinds of the log's offsets (run-length ranges)
 _DATA, _CONTROL, _ABORTED, _UNREADABLE, _TOMBSTONE = 0, 1, 2, 3, 4
+# the walk's verdict on a batch (kafkarec.scan.PartitionWalk), as a kind of its offsets
+_KIND_OF_BATCH = {"data": _DATA, "control": _CONTROL, "aborted": _ABORTED}
 _KIND_NAMES = {_CONTROL: "control", _ABORTED: "aborted"}
 
 TopicPartition = Tuple[str, int]
@@ -262,13 +263,13 @@ class _LogSide:
         return lo[keep], hi[keep]
 
 
-def _log_side(storage, part, start: int, end: int, lost, tombstones: bool) -> _LogSide:
-    """One walk of the partition's batches (:func:`kafkarec.log.committed.partition_batches`):
-    the transaction rule judges every batch; those of ``[start, end)`` are kept (30 bytes
-    each, plus 8 per record of a batch the cleaner thinned) until it has.  ``lost``: ranges
-    ``(start, end)`` no copy of the log holds (:func:`kafkarec.log.layout.scan_history`'s gaps).
-    ``tombstones``: tell records with a null value apart (every data batch of the range is
-    then read record by record, 8 bytes kept per such record)."""
+def _log_side(walk, start: int, end: int, tombstones: bool) -> _LogSide:
+    """One walk of the partition's batches (:meth:`kafkarec.scan.PartitionWalk.judge`): the
+    transaction rule judges every batch; those of ``[start, end)`` are kept (30 bytes each, plus
+    8 per record of a batch the cleaner thinned) until it has.  ``walk.lost``: ranges ``(start,
+    end)`` no copy of the log holds (:func:`kafkarec.log.layout.scan_history`'s gaps).
+    ``tombstones``: tell records with a null value apart (every data batch of the range is then
+    read record by record, 8 bytes kept per such record)."""
     np = require("numpy")
     paths: List[str] = []
     path_ids, positions, bases, lasts = array("i"), array("q"), array("q"), array("q")
@@ -278,43 +279,36 @@ def _log_side(storage, part, start: int, end: int, lost, tombstones: bool) -> _L
     thin_offsets, thin_from, thin_to = array("q"), array("q"), array("q")
     nulls, null_from, null_to = array("q"), array("q"), array("q")     # the same, of null values
     reached: Dict[str, Tuple[int, int]] = {}      # segment -> (end of its last batch read, its last offset)
+    part = walk.part
     log_end = [part.segments[0].base_offset if part.segments else 0]
 
-    def walk():
-        for b in committed.partition_batches(storage, part):
-            last = b.last_offset
-            log_end[0] = last + 1
-            reached[b.path] = (b.position + b.size_in_bytes, last)
-            if last >= start and b.base_offset < end:
-                if not paths or paths[-1] != b.path:
-                    paths.append(b.path)
-                path_ids.append(len(paths) - 1)
-                positions.append(b.position)
-                bases.append(b.base_offset)
-                lasts.append(last)
-                controls.append(1 if b.is_control else 0)
-                thin_from.append(len(thin_offsets))
-                thin = not b.is_control and b.record_count != last - b.base_offset + 1
-                thinned.append(thin)
-                if thin:
-                    thin_offsets.extend(r.offset for r in b)
-                thin_to.append(len(thin_offsets))
-                null_from.append(len(nulls))
-                if tombstones and not b.is_control:
-                    nulls.extend(r.offset for r in b if r.value_size < 0)
-                null_to.append(len(nulls))
-            yield b
+    def visit(b):
+        last = b.last_offset
+        log_end[0] = last + 1
+        reached[b.path] = (b.position + b.size_in_bytes, last)
+        if last >= start and b.base_offset < end:
+            if not paths or paths[-1] != b.path:
+                paths.append(b.path)
+            path_ids.append(len(paths) - 1)
+            positions.append(b.position)
+            bases.append(b.base_offset)
+            lasts.append(last)
+            controls.append(1 if b.is_control else 0)
+            thin_from.append(len(thin_offsets))
+            thin = not b.is_control and b.record_count != last - b.base_offset + 1
+            thinned.append(thin)
+            if thin:
+                thin_offsets.extend(r.offset for r in b)
+            thin_to.append(len(thin_offsets))
+            null_from.append(len(nulls))
+            if tombstones and not b.is_control:
+                nulls.extend(r.offset for r in b if r.value_size < 0)
+            null_to.append(len(nulls))
 
-    left_out = transactions.aborted_batches(walk(), key=lambda b: (b.path, b.position),
-                                            trusted=lambda b: b.crc_valid)
+    verdict = walk.judge(visit)
     runs = _Runs()
     for i in range(len(bases)):
-        if controls[i]:
-            kind = _CONTROL
-        elif (paths[path_ids[i]], positions[i]) in left_out:
-            kind = _ABORTED
-        else:
-            kind = _DATA
+        kind = _KIND_OF_BATCH[verdict.kind(paths[path_ids[i]], positions[i], bool(controls[i]))]
         lo, hi = max(bases[i], start), min(lasts[i] + 1, end)
         if not thinned[i] and (kind != _DATA or null_to[i] == null_from[i]):
             runs.add(lo, hi, kind)
@@ -326,7 +320,7 @@ def _log_side(storage, part, start: int, end: int, lost, tombstones: bool) -> _L
     # a segment whose walk stopped before its last byte (bytes that do not frame as batches):
     # the offsets up to the next segment are unreadable, not compacted (a copy bounded by the
     # next one, ``end_offset``, stops early by design)
-    unreadable = list(lost)
+    unreadable = list(walk.lost)
     for i, seg in enumerate(part.segments[:-1]):
         done = reached.get(seg.path)
         if done is None or (done[0] < seg.size and seg.end_offset is None):
@@ -553,23 +547,25 @@ def audit(log_uri: str, table_positions, *, topics=None, start_offsets: Offsets 
         if not wanted:
             raise UsageError("the table has no rows: name the topics it should hold (topics=)")
     report: List[PartitionAudit] = []
-    lay, lost = log_layout.scan_history(log_uri, tiered_storage, storage_options)
-    resolver = selection.Resolver(lay.storage)
+    from kafkarec.scan import LogScan, ScanConfig
     sel = selection.Selection(wanted, None, _start_spec(start_offsets, start_time), selection.OffsetSpec("latest"),
                               "latest")
+    # the log as the one reader lists and walks it: every batch, aborted and control ones too
+    walks = list(LogScan(ScanConfig.of(log_uri, selection=sel, storage_options=storage_options,
+                                       tiered_storage=tiered_storage, isolation_level="read_committed"))
+                 .partition_walks())
     if isinstance(end_offsets, int):
-        end_offsets = {p.key: end_offsets for p in lay.partitions if p.topic in wanted}
+        end_offsets = {w.key: end_offsets for w in walks}
     points = hand_off_points(log_uri, topics=sorted(wanted), end_offsets=end_offsets, end_time=end_time,
                              storage_options=storage_options, tiered_storage=tiered_storage, bootstrap=bootstrap)
     seen = set()
-    for part in selection.select_partitions(lay, sel):
-        key = (part.topic, part.partition)
+    for walk in walks:
+        part, key = walk.part, walk.key
         seen.add(key)
         log_start = points[key].start         # the checkpoint's, or the later broker's (bootstrap)
-        start, _ = selection.partition_start(sel, part, resolver, log_start)
+        start, _ = selection.partition_start(sel, part, walk.resolver, log_start)
         end = points[key].end
-        lost_here = [(g.start, g.end) for g in lost if (g.topic, g.partition) == key]
-        log = _log_side(lay.storage, part, start, max(start, end), lost_here, tombstones)
+        log = _log_side(walk, start, max(start, end), tombstones)
         report.append(_compare(part.topic, part.partition, log, log_start, by_part.get(key, ())))
     for key in sorted(set(by_part) - seen):
         report.append(_compare(key[0], key[1], None, 0, by_part[key]))

@@ -28,7 +28,7 @@ from kafkarec import _core, transactions
 from kafkarec.errors import SelectionError, UsageError
 from kafkarec.lakehouse import broker
 from kafkarec.log import committed, selection
-from kafkarec.log.layout import PartitionLog, scan_history
+from kafkarec.log.layout import PartitionLog
 
 __all__ = ["HandOff", "PartitionHandOff", "HandOffPlan", "hand_off_points", "plan_hand_off"]
 
@@ -87,15 +87,19 @@ class _Marker(NamedTuple):
     control_type_id: Optional[int]
 
 
-def _transactional_batches(storage, part: PartitionLog) -> List[_TxnBatch]:
+def _transactional_batches(walk) -> List[_TxnBatch]:
+    """The transactional batches of one partition's whole log, walked once by the one reader
+    (:meth:`kafkarec.scan.PartitionWalk.judge`)."""
     out = []
-    for b in committed.partition_batches(storage, part):
+
+    def visit(b):
         if not b.is_transactional:
-            continue
+            return
         control = b.is_control
         out.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id, control,
                              True if control else b.crc_valid,
                              _core._marker_type(b.batch) if control else None))
+    walk.judge(visit)
     return out
 
 
@@ -139,16 +143,21 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
                   bootstrap: Optional[str] = None) -> HandOffPlan:
     """:func:`hand_off_points` with what a backfill reads besides: the storage, each partition's
     log and the spans a read_committed consumer does not see."""
-    lay, gaps = scan_history(uri, tiered_storage, storage_options)
+    from kafkarec.scan import LogScan, ScanConfig
+    # the log as the one reader lists and walks it (its storage and tiered options)
+    scan = LogScan(ScanConfig.of(uri, storage_options=storage_options, tiered_storage=tiered_storage,
+                                 isolation_level="read_committed"))
+    listed = scan.listing()
     names = _topic_names(topics)
     end_ms = None if end_time is None else selection.parse_time(end_time)
-    resolver = selection.Resolver(lay.storage)
     # Kafka's internal topics (__consumer_offsets, __transaction_state...) are no table's data
-    parts = [part for part in lay.partitions if part.topic is not None and part.partition is not None
-             and ((part.topic in names) if names is not None else not part.topic.startswith("__"))]
-    live = {} if bootstrap is None else broker.list_offsets(bootstrap, [p.key for p in parts])
+    walks = [w for w in scan.partition_walks([listed]) if w.part.topic is not None and w.part.partition is not None
+             and ((w.part.topic in names) if names is not None else not w.part.topic.startswith("__"))]
+    resolver = listed.resolver
+    live = {} if bootstrap is None else broker.list_offsets(bootstrap, [w.key for w in walks])
     out = []
-    for part in parts:
+    for walk in walks:
+        part = walk.part
         start = resolver.log_start(part)
         asked = live.get(part.key)
         if asked is not None:
@@ -163,18 +172,18 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
             # above the broker's last stable offset (its high watermark at most) nothing is decided
             log_end = min(log_end, asked.stable)
         end = log_end if end is None else min(end, log_end)
-        batches = _transactional_batches(lay.storage, part)
+        batches = _transactional_batches(walk)
         h = max(start, last_stable_offset(batches, end))
-        for g in gaps:
-            if (g.topic, g.partition) == part.key and g.start < h and g.end > start:
+        for lost_start, lost_end in walk.lost:
+            if lost_start < h and lost_end > start:
                 log.warning("kafkarec: offsets [%d, %d) of %s-%d are in no copy of the log; the "
-                            "backfill cannot hold them", g.start, g.end, part.topic, part.partition)
+                            "backfill cannot hold them", lost_start, lost_end, part.topic, part.partition)
         out.append(PartitionHandOff(part, start, h, committed.aborted_spans(batches)))
     if names is not None:
         missing = sorted(names - {p.part.topic for p in out})
         if missing:
             raise SelectionError(f"topic(s) {', '.join(missing)} not found under {uri}")
-    return HandOffPlan(lay.storage, out)
+    return HandOffPlan(listed.layout.storage, out)
 
 
 def hand_off_points(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,

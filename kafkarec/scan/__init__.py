@@ -58,12 +58,14 @@ from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _read
 from kafkarec.scan._typed import TypedRows
+from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, ROWS_PER_BATCH, FileFinding, ScanConfig,
                                    TypedSettings)
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "ROWS_PER_BATCH"]
+           "ISOLATION_LEVELS", "ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA", "CONTROL",
+           "ABORTED"]
 
 log = logging.getLogger("kafkarec")
 
@@ -214,6 +216,31 @@ class LogScan:
     def as_read(self, pieces: Sequence[ScanPiece]) -> List[ScanPiece]:
         """Pieces as a task reads them (local slices in windows it maps one at a time)."""
         return [self._piece(item) for item in self.found().as_read([p.item for p in pieces])]
+
+    def listing(self) -> "_read.Listing":
+        """The read's one path listed (:func:`kafkarec.scan._read.listings`; nothing reported): its
+        layout, the gaps of its stitched history, a resolver of its storage."""
+        if len(self.config.paths) != 1:
+            raise UsageError(f"LogScan.listing: one path, not {len(self.config.paths)}")
+        return next(_read.listings(self.config))
+
+    def partition_walks(self, listed: Optional[Sequence["_read.Listing"]] = None) -> Iterator[PartitionWalk]:
+        """Each topic-partition of the read, to walk batch by batch over its whole log
+        (:class:`PartitionWalk`: control and aborted batches too, each judged by the transaction
+        rule), for the readers of the log's own facts (the lakehouse audit, the hand-off point).
+        Listed as the read's pieces of work are (:func:`kafkarec.scan._read.listings`: the paths,
+        storage and tiered options; nothing reported; ``listed``: listings already made, of
+        :meth:`listing`), selected by the config's selection (its topics) and bounds (topics
+        and partitions); offsets are the caller's to bound."""
+        from kafkarec.log import selection
+        config = self.config
+        for listed in (_read.listings(config) if listed is None else listed):
+            parts = (listed.layout.partitions if config.selection is None
+                     else selection.select_partitions(listed.layout, config.selection))
+            for part in parts:
+                if config.bounds.admits(part.topic, part.partition):
+                    lost = tuple((g.start, g.end) for g in listed.gaps if (g.topic, g.partition) == part.key)
+                    yield PartitionWalk(listed.layout.storage, part, lost, listed.resolver)
 
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,

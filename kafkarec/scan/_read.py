@@ -25,7 +25,8 @@ from kafkarec.errors import DecodeError, MalformedBatchError, SelectionError
 from kafkarec.scan._config import FileFinding, ScanConfig
 from kafkarec.scan._decode import decode_range
 
-__all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "found_local", "found_listed",
+__all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "Listing", "listings", "found_local",
+           "found_listed",
            "range_bytes", "partition_key", "topic_key", "ranges_read", "decoded", "READ_AHEAD_RANGES",
            "READ_AHEAD_MAX_BYTES"]
 
@@ -106,7 +107,7 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
     logs).  What the listing met is reported by ``report(kind, path, storage, item)``
     (``"gap"``, ``"skipped"``, ``"not_live"``; default :func:`_report`: logged, a gap raised
     with ``fail_on_data_loss``)."""
-    from kafkarec.log import layout, selection
+    from kafkarec.log import selection
     report = report or functools.partial(_report, config)
     resolvers: dict = {}
     items: List[ListedRange] = []
@@ -114,16 +115,9 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
     sel = config.selection if config.selection is not None else selection.parse_selection({})
     if config.every_record:
         sel = sel._replace(include_deleted_records=True)
-    for raw in config.paths:
-        lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
-        st = lay.storage
-        for gap in gaps:
-            report("gap", raw, st, gap)
-        for d in lay.skipped:
-            report("skipped", raw, st, d)
-        for item in lay.not_live:
-            report("not_live", raw, st, item)
-        resolver = resolvers[id(st)] = selection.Resolver(st)
+    for listed in listings(config, report):
+        lay, st, resolver = listed.layout, listed.layout.storage, listed.resolver
+        resolvers[id(st)] = resolver
         if config.offset_ranges is None:
             shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
         else:       # each range planned apart, its pieces marked with its index (a stream's task)
@@ -139,6 +133,36 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
+
+
+class Listing(NamedTuple):
+    """One path of a read listed (:func:`listings`): its ``layout``
+    (:class:`kafkarec.log.layout.Layout`), the ``gaps`` of its stitched history and a
+    ``resolver`` (:class:`kafkarec.log.selection.Resolver`) of its storage."""
+    source: str
+    layout: object
+    gaps: list
+    resolver: object
+
+
+def listings(config, report: Optional[Callable] = None):
+    """Each of ``config.paths`` listed once, in order (:func:`kafkarec.log.layout.scan_history`:
+    local folders, object stores, tiered copies stitched with the log dirs, by the config's
+    storage and tiered options): what a read plans its pieces of work over and what
+    :meth:`kafkarec.scan.LogScan.partition_walks` walks.  ``report(kind, path, storage, item)``,
+    when given, is told what the listing met (``"gap"``, ``"skipped"``, ``"not_live"``)."""
+    from kafkarec.log import layout, selection
+    for raw in config.paths:
+        lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
+        st = lay.storage
+        if report is not None:
+            for gap in gaps:
+                report("gap", raw, st, gap)
+            for d in lay.skipped:
+                report("skipped", raw, st, d)
+            for item in lay.not_live:
+                report("not_live", raw, st, item)
+        yield Listing(raw, lay, gaps, selection.Resolver(st))
 
 
 def _report(config, kind: str, raw: str, st, item) -> None:

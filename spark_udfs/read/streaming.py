@@ -32,9 +32,9 @@ storage options of :func:`kafkarec.log.storage.storage_options`.
 
 read_committed: each micro-batch ends at the partition's last stable offset and leaves out
 the batches of aborted transactions, both rebuilt from the log when the micro-batch is
-planned (:func:`committed_view`, the batch read's rule).  Markers never change once
-written, so a planned micro-batch re-reads identically after a restart and no state beyond
-the offsets is kept; a transaction that commits later is read once its marker is there.
+planned (:meth:`kafkarec.scan.PartitionWalk.committed_view`, the batch read's rule).  Markers
+never change once written, so a planned micro-batch re-reads identically after a restart and no
+state beyond the offsets is kept; a transaction that commits later is read once its marker is there.
 
 A query with a checkpoint restarts from the checkpointed offsets and re-reads a
 planned micro-batch identically, so with an idempotent sink (the file sink)
@@ -53,7 +53,7 @@ import dataclasses
 import json
 import logging
 import math
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -112,37 +112,6 @@ class KafkaRecStreamPartition(InputPartition):
         self.ranges = ranges
 
 
-class CommittedView(NamedTuple):
-    """What a read_committed consumer sees of one partition's log as it is now."""
-    skips: dict              # {segment path: [(position, size), ...]} left out
-    stable_end: Optional[int]  # offsets from here on wait (the LSO, or an earlier offset
-    #                            from which every batch is left out anyway); None: the log end
-
-
-def committed_view(storage, part) -> CommittedView:
-    """The partition's aborted spans and last stable offset, judged over its whole log by
-    :func:`kafkarec.log.committed.aborted_spans` (the batch read's rule).  The end is the
-    first offset of the trailing run of left-out batches: past the LSO every batch is in
-    that run, and an aborted batch just before it is left out whichever side it is on."""
-    from kafkarec.log import committed
-    order = []
-
-    def batches():
-        for b in committed.partition_batches(storage, part):
-            # a legacy wrapper's own offset is its last (never transactional anyway)
-            order.append(((b.path, b.position, b.size_in_bytes),
-                          b.base_offset if b.magic >= 2 else b.last_offset))
-            yield b
-    skips = committed.aborted_spans(batches())
-    left_out = {(path, pos, size) for path, spans in skips.items() for pos, size in spans}
-    stable_end = None
-    for key, first in reversed(order):
-        if key not in left_out:
-            break
-        stable_end = first
-    return CommittedView(skips, stable_end)
-
-
 class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The stream of ``spec`` (``for_stream`` made: the stream's rules checked, its selection
     parsed): its offsets planned here, each micro-batch's offset ranges read by kafkarec's one
@@ -166,7 +135,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_cap: Optional[Dict] = None
         self._storage = None
         self._root = None
-        self._committed: Dict = {}      # partition key -> (segments seen, CommittedView)
+        self._committed: Dict = {}      # partition key -> (segments seen, kafkarec.scan.CommittedView)
         self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
         self._reported: Optional[Dict] = None   # the log end latestOffset saw (progress)
 
@@ -188,13 +157,15 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _log_start(self, part, resolver) -> int:
         return resolver.log_start(part, include_deleted_records=self.selection.include_deleted_records)
 
-    def _view(self, part) -> CommittedView:
-        """read_committed: the partition's :func:`committed_view`, recomputed only when a
-        segment was added, removed or grew since the last micro-batch."""
+    def _view(self, part):
+        """read_committed: the partition's :meth:`kafkarec.scan.PartitionWalk.committed_view`
+        (its left-out spans and stable end), recomputed only when a segment was added, removed or
+        grew since the last micro-batch."""
+        from kafkarec.scan import PartitionWalk
         seen = tuple((s.path, s.size) for s in part.segments)
         cached = self._committed.get(part.key)
         if cached is None or cached[0] != seen:
-            cached = (seen, committed_view(self._storage, part))
+            cached = (seen, PartitionWalk(self._storage, part).committed_view())
             self._committed[part.key] = cached
         return cached[1]
 
