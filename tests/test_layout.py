@@ -254,6 +254,49 @@ def test_nothing_writes_sys_modules_or_loads_a_module_by_path():
     assert found == {}
 
 
+# the log layer's walkers of a segment's bytes and batches: only kafkarec.scan and kafkarec.log call them
+_WALKERS = ("read_arrow", "iter_range_pieces", "plan_partition", "partition_batches", "read_committed_spans")
+
+
+def _walker_calls(path):
+    """``line: name`` of each use of a walker of :data:`_WALKERS` in the file at ``path`` (an
+    attribute, a name, or a name imported)."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    out = []
+    for n in ast.walk(tree):
+        name = (n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None)
+        if name in _WALKERS:
+            out.append(f"{n.lineno}: {name}")
+        if isinstance(n, ast.ImportFrom):
+            out += [f"{n.lineno}: {a.name}" for a in n.names if a.name in _WALKERS]
+    return out
+
+
+def test_one_walk_of_the_log():
+    """Every read of the log walks it through kafkarec.scan (LogScan's pieces, or its batch-level
+    PartitionWalk for the audit, the hand-off point and a stream's committed view): outside
+    kafkarec/scan and kafkarec/log nothing plans segment ranges or walks a partition's batches."""
+    found = {}
+    for path in _python_files("kafkarec", "spark_udfs", "scripts"):
+        rel = os.path.relpath(path, ROOT)
+        if rel.startswith((os.path.join("kafkarec", "scan") + os.sep, os.path.join("kafkarec", "log") + os.sep)):
+            continue
+        hits = _walker_calls(path)
+        if hits:
+            found[rel] = hits
+    assert found == {}
+
+
+def test_the_walk_check_sees_each_use(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from kafkarec.log.committed import partition_batches\n"
+                    "from kafkarec.log import committed, selection\n"
+                    "committed.partition_batches(s, p)\nselection.plan_partition(p, 0, 1, r)\n"
+                    "committed.aborted_spans(b)\n")
+    assert _walker_calls(str(path)) == ["1: partition_batches", "3: partition_batches", "4: plan_partition"]
+
+
 def test_the_sys_modules_check_sees_every_write(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import sys\nsys.modules['a'] = 1\nsys.modules.setdefault('b', 2)\n"
