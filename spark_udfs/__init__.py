@@ -29,6 +29,8 @@ with pyarrow.
 """
 from __future__ import annotations
 
+import sys as _sys
+from types import ModuleType as _ModuleType
 from typing import NamedTuple
 
 __all__ = [
@@ -55,8 +57,8 @@ RECOMMENDED_CONF = {
 }
 
 _LAZY = {
-    "ship": ("spark_udfs._ship.shipping", "ship"),
-    "verify_executors": ("spark_udfs._ship.shipping", "verify_executors"),
+    "ship": ("spark_udfs.ship.shipping", "ship"),
+    "verify_executors": ("spark_udfs.ship.shipping", "verify_executors"),
     "decode_records": ("spark_udfs.functions", "decode_records"),
     "explode_records": ("spark_udfs.functions", "explode_records"),
     "explode_udtf": ("spark_udfs.functions", "explode_udtf"),
@@ -68,8 +70,8 @@ _LAZY = {
     "kafka_schema": ("spark_udfs.read.schema", "kafka_schema"),
     "record_struct": ("spark_udfs.read.schema", "record_struct"),
     "MalformedBatchError": ("kafkarec.errors", "MalformedBatchError"),
-    "KafkarecMismatchError": ("spark_udfs._ship.runtime", "KafkarecMismatchError"),
-    "ShippingError": ("spark_udfs._ship.runtime", "ShippingError"),
+    "KafkarecMismatchError": ("spark_udfs.ship.runtime", "KafkarecMismatchError"),
+    "ShippingError": ("spark_udfs.ship.runtime", "ShippingError"),
     "backfill_frame": ("spark_udfs.lakehouse", "backfill_frame"),
     "backfill_iceberg": ("spark_udfs.lakehouse", "backfill_iceberg"),
     "backfill_spec": ("spark_udfs.lakehouse", "backfill_spec"),
@@ -87,9 +89,27 @@ def __getattr__(name):
     raise AttributeError(f"module 'spark_udfs' has no attribute {name!r}")
 
 
+class _Package(_ModuleType):
+    """spark_udfs' module object.  The import system binds a subpackage onto its package on the
+    subpackage's first import: the room ``spark_udfs.ship`` (``import spark_udfs.ship.connect``)
+    would replace the public function ``spark_udfs.ship``, so a room named as a public name is
+    bound as that name's value instead (the room's own attribute of that name), whichever comes
+    first.  (Attribute chains through the room, ``spark_udfs.ship.connect``, therefore reach the
+    function: import the room's modules by name, ``from spark_udfs.ship import connect``.)"""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _LAZY and isinstance(value, _ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+# The module's class, as the language reference's "Customizing module attribute access" sets it.
+_sys.modules[__name__].__class__ = _Package
+
+
 class Registration(NamedTuple):
     fingerprint: str          # the driver's kafkarec build: "<version>+<core sha256[:16]>"
-    shipped: list             # spark_udfs._ship.shipping.Shipped entries: kafkarec's archive first
+    shipped: list             # spark_udfs.ship.shipping.Shipped entries: kafkarec's archive first
     executors: list           # what verify_executors saw (empty when not verified)
     data_source: type | None  # the registered DataSource class
 
@@ -104,15 +124,15 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     are taken from the same folder, or ``wheelhouse``, or (kafkarec installed on
     the driver, no wheelhouse) made from the driver's installed distributions,
     which serve executors of the driver's Python and platform.  Classic and
-    Spark Connect sessions get the same files (``spark_udfs._ship.shipping``).  ``ship=False`` skips
+    Spark Connect sessions get the same files (``spark_udfs.ship.shipping``).  ``ship=False`` skips
     shipping (kafkarec installed in every executor's Python); ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
     an executor, raises one :class:`ShippingError` listing all of it.
     """
     from spark_udfs import functions as _functions
-    from spark_udfs._ship import shipping as _shipping
-    from spark_udfs._ship.runtime import ShippingError
+    from spark_udfs.ship import shipping as _shipping
+    from spark_udfs.ship.runtime import ShippingError
     transport = _shipping.transport(spark)
     shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
     if ship:

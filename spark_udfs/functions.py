@@ -18,7 +18,7 @@ import logging
 from typing import Optional
 
 from spark_udfs.read import schema as _schema
-from spark_udfs._ship.runtime import ensure
+from spark_udfs.ship.runtime import ensure
 
 __all__ = ["decode_result_type", "decode_records", "make_decode_udf", "explode_records",
            "explode_udtf", "explode_schema"]
@@ -240,7 +240,7 @@ def decode_records(col, *, mode="PERMISSIVE", batch_columns=False):
     described in ``error``) or FAILFAST.  DROPMALFORMED is not supported for a
     column function (as for Spark's from_json): use :func:`explode_records`.
     """
-    from spark_udfs._ship.shipping import expected_fingerprint
+    from spark_udfs.ship.shipping import expected_fingerprint
     from pyspark.sql import functions as F
     if isinstance(col, str):
         col = F.col(col)
@@ -285,7 +285,7 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     from kafkarec.scan._decode import normalize_mode
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    from spark_udfs._ship.shipping import expected_fingerprint
+    from spark_udfs.ship.shipping import expected_fingerprint
     mode = normalize_mode(mode)
     keep = list(keep or ())
     if column not in df.columns:

@@ -95,7 +95,7 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
     spec = spec or backfill_spec(log_uri, **kw)
     from pyspark.sql import functions as F
     from spark_udfs.read.schema import RAW_TIMESTAMP
-    from spark_udfs._ship.shipping import expected_fingerprint
+    from spark_udfs.ship.shipping import expected_fingerprint
     ranges = spec.ranges()
     if not ranges:
         # nothing below any hand-off point (an empty log, or H at the log start everywhere)
@@ -123,7 +123,7 @@ def backfill_frame(spark, log_uri=None, *, spec: Optional[BackfillSpec] = None, 
 
 
 def _layout_batches(batches, layout_name, value_type, expected):
-    from spark_udfs._ship.runtime import ensure
+    from spark_udfs.ship.runtime import ensure
     ensure(expected)
     from kafkarec.lakehouse import to_layout
     for batch in batches:

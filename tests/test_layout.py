@@ -110,9 +110,9 @@ def test_the_spark_udfs_check_sees_lazy_and_dynamic_imports(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import importlib\n"
                     "def f():\n    from spark_udfs import _runtime\n"
-                    "def g():\n    return importlib.import_module('spark_udfs._shipping')\n"
+                    "def g():\n    return importlib.import_module('spark_udfs.shipping')\n"
                     "import spark_udfsx\n")
-    assert _spark_udfs_imports(str(path)) == ["3: spark_udfs", "5: spark_udfs._shipping"]
+    assert _spark_udfs_imports(str(path)) == ["3: spark_udfs", "5: spark_udfs.shipping"]
 
 
 def test_the_check_finds_a_circle():
@@ -415,19 +415,29 @@ def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
     assert _import_path_edits(tree) == [7, 8, 9, 10]
 
 
-def test_no_room_of_spark_udfs_hides_a_public_name():
-    """spark_udfs' rooms (read/, _ship/, functions, lakehouse) loaded before its public names are
-    asked for: each name is still the function or class it documents (a subpackage named
-    ``ship`` would be bound onto the package in place of the function ``spark_udfs.ship``)."""
-    run = _python("import importlib, pkgutil, types\n"
+@pytest.mark.parametrize("first", ["rooms", "names"])
+def test_no_room_of_spark_udfs_hides_a_public_name(first):
+    """spark_udfs' rooms (read/, ship/, functions, lakehouse) loaded before or after its public
+    names are asked for: each name is still the function or class it documents.  The room
+    ``spark_udfs.ship`` shares its name with the public function ``spark_udfs.ship``, which the
+    import system would replace with the room on the room's first import; the package binds the
+    function in its place (as kafkarec does for ``kafkarec.convert``), and the room's modules
+    import by name."""
+    run = _python("import importlib, inspect, pkgutil, types\n"
                   "import spark_udfs\n"
+                  f"names_first = {first == 'names'!r}\n"
+                  "before = {n: getattr(spark_udfs, n) for n in spark_udfs.__all__} if names_first else {}\n"
                   "rooms = [m.name for m in pkgutil.walk_packages(spark_udfs.__path__, 'spark_udfs.')]\n"
                   "for name in rooms:\n"
                   "    importlib.import_module(name)\n"
                   "hidden = [n for n in spark_udfs.__all__ if isinstance(getattr(spark_udfs, n), types.ModuleType)]\n"
                   "assert not hidden, hidden\n"
-                  "assert spark_udfs.ship.__module__ == 'spark_udfs._ship.shipping'\n"
+                  "assert all(getattr(spark_udfs, n) is v for n, v in before.items())\n"
+                  "assert inspect.isfunction(spark_udfs.ship), spark_udfs.ship\n"
+                  "assert spark_udfs.ship.__module__ == 'spark_udfs.ship.shipping'\n"
+                  "from spark_udfs.ship import connect, runtime, shipping\n"
+                  "assert shipping.ship is spark_udfs.ship and connect.__name__ == 'spark_udfs.ship.connect'\n"
                   "print(*sorted(r for r in rooms if r.count('.') == 1))")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["spark_udfs._ship", "spark_udfs.functions", "spark_udfs.lakehouse",
-                                  "spark_udfs.read"]
+    assert run.stdout.split() == ["spark_udfs.functions", "spark_udfs.lakehouse", "spark_udfs.read",
+                                  "spark_udfs.ship"]

@@ -41,7 +41,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
-from spark_udfs._ship.runtime import ensure
+from spark_udfs.ship.runtime import ensure
 from spark_udfs.read.spec import ReadSpec, read_spec, scan_config
 
 if TYPE_CHECKING:

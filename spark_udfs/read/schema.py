@@ -37,7 +37,7 @@ NOT_IN_BYTES = ("topic", "partition")
 
 
 def _core_schema(batch_columns: bool):
-    from spark_udfs._ship.runtime import import_kafkarec
+    from spark_udfs.ship.runtime import import_kafkarec
     return import_kafkarec().arrow_schema(batch_columns=batch_columns)
 
 

@@ -59,7 +59,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
-from spark_udfs._ship.runtime import ensure
+from spark_udfs.ship.runtime import ensure
 from spark_udfs.read.spec import ReadSpec, scan_config
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources

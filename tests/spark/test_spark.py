@@ -35,7 +35,7 @@ def _data_and_errors(df, corrupt="_corrupt_record"):
 
 def test_register_ships_and_checks_executors(spark):
     import kafkarec
-    from spark_udfs._ship import runtime as _runtime
+    from spark_udfs.ship import runtime as _runtime
     reg = spark._kafkarec_registration
     assert reg.fingerprint == _runtime.fingerprint(kafkarec)
     assert reg.fingerprint.startswith(kafkarec.__version__ + "+")
@@ -64,7 +64,7 @@ def test_executor_with_other_build_fails_clearly(spark):
 
 def test_wheel_of_other_build_refused_on_driver(spark, tmp_path):
     import spark_udfs
-    from spark_udfs._ship import shipping as _shipping
+    from spark_udfs.ship import shipping as _shipping
     zpath = _shipping.build_pyfiles_zip()
     fake = tmp_path / "kafkarec-9.9.9-cp311-cp311-linux_x86_64.whl"
     import zipfile

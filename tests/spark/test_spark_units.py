@@ -275,7 +275,7 @@ def _rewrite_version(src, dst, version):
 
 
 def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
-    from spark_udfs._ship import runtime as _runtime, shipping as _shipping
+    from spark_udfs.ship import runtime as _runtime, shipping as _shipping
     monkeypatch.setenv("KAFKAREC_SPARK_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     fp = _shipping.expected_fingerprint()
@@ -317,7 +317,7 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
 
 
 def test_ensure_reports_both_builds():
-    from spark_udfs._ship import runtime as _runtime
+    from spark_udfs.ship import runtime as _runtime
     with pytest.raises(_runtime.KafkarecMismatchError, match=r"driver has kafkarec 1\.2\.3\+abc.*this "
                                                             r"worker has kafkarec .* from "):
         _runtime.ensure("1.2.3+abc")

@@ -170,10 +170,10 @@ def test_import_kafkarec_does_not_import_the_wheel_code():
 
 def _packaging_wheel(folder, monkeypatch):
     """packaging's wheel as register() makes it from the installed distribution's files, when
-    no wheelhouse is given (spark_udfs._ship.shipping.installed_wheels), copied into ``folder``."""
+    no wheelhouse is given (spark_udfs.ship.shipping.installed_wheels), copied into ``folder``."""
     import importlib.metadata as md
     import shutil
-    from spark_udfs._ship import shipping as _shipping
+    from spark_udfs.ship import shipping as _shipping
     monkeypatch.setenv("KAFKAREC_SPARK_CACHE", os.path.join(folder, "spark-cache"))
     made = _shipping._repacked(md.distribution("packaging"))
     assert os.path.basename(made) == f"packaging-{md.version('packaging')}-py3-none-any.whl"
@@ -222,7 +222,7 @@ def test_a_python_without_packaging_imports_it_from_its_wheel_next_to_the_archiv
 def test_a_failed_check_job_names_the_workers_python_in_its_fix():
     """PySpark refuses workers of another Python minor version before the probe runs: the one
     ShippingError quotes Spark's error class and tells what to make for which Python."""
-    from spark_udfs._ship import shipping as _shipping
+    from spark_udfs.ship import shipping as _shipping
     exc = RuntimeError("An exception was thrown from the Python worker:\n"
                        "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] "
                        "Python in worker has different version: 3.12 than that in driver: 3.11, PySpark "

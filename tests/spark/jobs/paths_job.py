@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--max-partition-bytes", default="24k")
     args = ap.parse_args()
     import spark_udfs   # from the --py-files wheel: nothing else has kafkarec
-    from spark_udfs._ship import runtime as _runtime
+    from spark_udfs.ship import runtime as _runtime
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     spark = SparkSession.builder.appName("kafkarec-paths").getOrCreate()

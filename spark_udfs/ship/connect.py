@@ -1,7 +1,7 @@
 """The data source class ``spark_udfs.register`` gives a Spark Connect session
 (:func:`data_source_class`): pickled by value, so that Spark's streaming source runner, which
 does not get the session's artifacts, can find the shipped files itself.  How files travel to a
-Connect session and how its check job runs are :mod:`spark_udfs._ship.shipping`'s
+Connect session and how its check job runs are :mod:`spark_udfs.ship.shipping`'s
 (``ConnectTransport``).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
     registered class in a Python process whose ``sys.path`` does not hold the session's
     artifacts: it is given ``<SparkFiles root>/streaming_job/<name>`` for each py-file,
     while a Connect session's files are in ``<SparkFiles root>/<session folder>/``.  (On a
-    classic session :func:`spark_udfs._ship.shipping.link_streaming_runner_files` links the
+    classic session :func:`spark_udfs.ship.shipping.link_streaming_runner_files` links the
     folder on the driver; a Connect client cannot reach the server's disk.)  So this class
     is pickled by value and refers to nothing of spark_udfs: where ``spark_udfs`` is not
     importable, it first looks for the shipped files (``shipped``: (name, sha256) pairs,

@@ -44,8 +44,8 @@ import sys
 import zipfile
 from typing import NamedTuple
 
-from spark_udfs._ship import runtime as _runtime
-from spark_udfs._ship.runtime import KafkarecMismatchError, ShippingError
+from spark_udfs.ship import runtime as _runtime
+from spark_udfs.ship.runtime import KafkarecMismatchError, ShippingError
 
 __all__ = ["ship", "verify_executors", "expected_fingerprint", "archive_fingerprint",
            "find_wheels", "build_pyfiles_zip", "installed_wheels", "transport", "is_connect",
@@ -181,7 +181,7 @@ class ConnectTransport(_Transport):
 
     def data_source_class(self, expected: str, parallelism: int, shipping) -> type:
         # pickled by value: the streaming source runner finds the shipped files through it
-        from spark_udfs._ship import connect as _connect
+        from spark_udfs.ship import connect as _connect
         return _connect.data_source_class(expected, parallelism, shipped_digests(shipping))
 
     def parallelism(self) -> int:
@@ -561,7 +561,7 @@ _SELF_TEST_CODECS = ("NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD")
 def _probe(expected, must_ship):
     """Runs in an executor's Python worker: can it use what was shipped?"""
     import platform
-    from spark_udfs._ship import runtime as rt
+    from spark_udfs.ship import runtime as rt
     out = {"host": platform.node(), "problems": [], "interpreter": "", "kafkarec": ""}
     try:
         loader = rt.boot_module("wheels")
