@@ -23,7 +23,7 @@ np = require("numpy")
 pa = require("pyarrow")
 pc = require("pyarrow.compute")
 
-__all__ = ["TypedColumn", "subject_name", "decode_table", "STRATEGIES", "FORMATS",
+__all__ = ["TypedColumn", "subject_name", "decode_table", "add_reasons", "STRATEGIES", "FORMATS",
            "decoder_class"]
 
 STRATEGIES = ("topic", "record", "topic_record")
@@ -298,6 +298,20 @@ class TypedColumn:
         return self.registry.id_for_guid(guid, self.context) if self.registry is not None else None
 
 
+def add_reasons(side: str, errs, ids, reasons, failed_ids):
+    """``(reasons, failed_ids)`` with one side's decode errors added: each failed row's reason
+    tagged ``"<side>: "`` (a row keeps the first side's reason), and the writer id of the side
+    whose reason it keeps (what the quarantine names).  ``reasons``/``failed_ids``: None before
+    the first side that failed; unchanged when ``errs`` is all null."""
+    if errs.null_count == len(errs):
+        return reasons, failed_ids
+    tagged = pc.binary_join_element_wise(pa.scalar(f"{side}: "), errs, "")
+    side_ids = pc.if_else(errs.is_valid(), ids, pa.scalar(None, pa.int64()))
+    if reasons is None:
+        return tagged, side_ids
+    return pc.coalesce(reasons, tagged), pc.if_else(reasons.is_valid(), failed_ids, side_ids)
+
+
 def _column(table: pa.Table, name: str):
     return table.column(name) if name in table.column_names else None
 
@@ -352,12 +366,7 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
         i = table.column_names.index(name)
         table = table.set_column(i, pa.field(name, col.arrow_type), typed)
         table = table.append_column(pa.field(f"{name}_schema_id", pa.int64()), ids)
-        if errs.null_count != len(errs):
-            tagged = pc.binary_join_element_wise(pa.scalar(f"{name}: "), errs, "")
-            # the writer id the quarantine names: the side whose reason the row keeps
-            side_ids = pc.if_else(errs.is_valid(), ids, pa.scalar(None, pa.int64()))
-            failed_ids = side_ids if failed_ids is None else pc.if_else(corrupt.is_valid(), failed_ids, side_ids)
-            corrupt = tagged if corrupt is None else pc.coalesce(corrupt, tagged)
+        corrupt, failed_ids = add_reasons(name, errs, ids, corrupt, failed_ids)
     if corrupt is not None and bad_records_path is not None:
         from kafkarec.log.quarantine import Quarantine
         q = bad_records_path if isinstance(bad_records_path, Quarantine) else Quarantine(bad_records_path)

@@ -35,6 +35,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
 from kafkarec.errors import UsageError
+from kafkarec.scan._typed import TypedSide as _TypedSide, decode_sides
 from spark_udfs.read import schema as _schema
 from spark_udfs.read.spec import VALUE_FORMATS
 
@@ -177,117 +178,53 @@ def _cast(arr, target):
 
 # --- one side (key or value) --------------------------------------------------------------
 
-class TypedSide:
-    """What a read or a function needs to decode one side, picklable: options and registry;
-    the TypedColumn (and its compiled decoders) is rebuilt where it runs, once per topic."""
+class TypedSide(_TypedSide):
+    """kafkarec's one typed side (:class:`kafkarec.scan._typed.TypedSide`) in Spark's types: the
+    format and registry checked by the data source's option names, the column's Spark type
+    (``spark_type``) and the Arrow type Spark expects of it (``arrow_type``), every decoded array
+    cast to it."""
 
-    def __init__(self, side: str, fmt: str, registry, *, subject=None, topic=None,
-                 strategy="topic", record_name=None, version="latest", reader_schema=None,
-                 message=None, id_format="confluent", pins=None, options=None,
-                 time_zone="UTC") -> None:
+    def __init__(self, side: str, fmt: str, registry, **kw) -> None:
         from kafkarec._option_text import text_choice
         fmt = text_choice(f"option {side}Format", fmt, VALUE_FORMATS,
                           template="{name}: one of {accepted}, not {value!r}")
         if fmt == "registry" and registry is None:
             raise UsageError(f"option {side}Format=registry needs option registry (a log directory "
                              f"holding _schemas-0, a schema folder or a registry URL)")
-        if fmt != "registry" and registry is None and reader_schema is None:
+        if fmt != "registry" and registry is None and kw.get("reader_schema") is None:
             raise UsageError(f"option {side}Format={fmt} needs {side}ReaderSchema (or a registry "
                              f"and {side}Subject)")
-        self.side = side
-        self.format = fmt
-        self.registry = registry
-        self.kw = dict(subject=subject, strategy=strategy, record_name=record_name,
-                       version=version or "latest", reader_schema=reader_schema, message=message,
-                       id_format=id_format, options=dict(options or {}), time_zone=time_zone or "UTC")
-        self.topic = topic
-        # {column key: reader version}: a stream's reader versions, fixed when it started
-        self.pins: dict = dict(pins or {})
-        self._columns: dict = {}
+        super().__init__(side, fmt, registry, **kw)
         self._fits: dict = {}
-        self.compiled: dict = {}
-        col = self.column(topic)           # fails early (on the driver) on a bad subject/schema
-        if col.schema_type == "PROTOBUF":
-            # protoc runs here, on the driver; executors get the compiled (plain) schemas.
-            self.compiled = col.precompile()
-        self.spark_type = spark_type_of(col.arrow_type)
+        self.spark_type = spark_type_of(self.column(self.topic).arrow_type)
         self.arrow_type = _spark_arrow(self.spark_type)
 
     def __getstate__(self):
-        d = dict(self.__dict__)
-        d["_columns"] = {}
-        d["_fits"] = {}
-        return d
-
-    def _key(self, topic):
-        return topic if self.kw["subject"] is None else None
-
-    def pinnable(self) -> bool:
-        """Whether the reader schema is "the latest version", which a stream fixes at start."""
-        return (self.format == "registry" and self.kw["reader_schema"] is None
-                and str(self.kw["version"]).lower() == "latest")
+        state = super().__getstate__()
+        state["_fits"] = {}
+        return state
 
     def pin(self, topic, spark_type=None):
-        """Fix the reader version of ``topic``'s column to the one it reads now, or, given
-        ``spark_type`` (the query's schema, settled earlier and maybe in another process), to
-        the newest version of that type: later registrations must not change a running
-        stream's columns."""
-        key = self._key(topic)
-        if not self.pinnable() or key in self.pins:
-            return
-        col = self.column(topic)
-        version = col.reader.version
+        """:meth:`kafkarec.scan._typed.TypedSide.pin`; ``spark_type``: the query's type of this
+        side (settled earlier and maybe in another process): the newest version of that type."""
         want = None if spark_type is None else spark_type.simpleString()
-        if want is not None and spark_type_of(col.arrow_type).simpleString() != want:
-            version = None
-            for v in sorted(self.registry.versions(col.subject), reverse=True):
-                trial = self._make(topic, v)
-                if spark_type_of(trial.arrow_type).simpleString() == want:
-                    version = v
-                    break
-            if version is None:
-                raise ValueError(f"kafkarec stream: no version of subject {col.subject!r} has "
-                                 f"the query's {self.side} type {spark_type.simpleString()}")
-        self.pins[key] = version
-        self._columns.pop(key, None)
-
-    def column(self, topic):
-        key = self._key(topic)
-        col = self._columns.get(key)
-        if col is None:
-            col = self._make(topic, self.pins.get(key, self.kw["version"]))
-            self._columns[key] = col
-        return col
-
-    def _make(self, topic, version):
-        from kafkarec.registry import TypedColumn
-        return TypedColumn(self.registry, self.kw["subject"], topic=topic,
-                           is_key=self.side == "key", strategy=self.kw["strategy"],
-                           record_name=self.kw["record_name"], version=version,
-                           reader_schema=self.kw["reader_schema"], message=self.kw["message"],
-                           id_format=self.kw["id_format"], value_format=self.format,
-                           compiled=self.compiled, options=self.kw["options"],
-                           time_zone=self.kw["time_zone"])
-
-    def with_registry(self, registry) -> "TypedSide":
-        """The same side over a newer registry (a stream's ``_schemas`` grew): reader versions
-        stay pinned; new writer schemas are compiled here, on the driver."""
-        return TypedSide(self.side, self.format, registry, topic=self.topic, pins=self.pins,
-                         **self.kw)
+        fits = None if want is None else (lambda t: spark_type_of(t).simpleString() == want)
+        if not super().pin(topic, fits):
+            raise ValueError(f"kafkarec stream: no version of subject {self.column(topic).subject!r} has "
+                             f"the query's {self.side} type {want}")
 
     def decode(self, values, headers=None, topic=None):
         """(typed array in Spark's Arrow type, schema ids, errors)."""
         import pyarrow as pa
-        col = self.column(topic if topic is not None else self.topic)
-        typed, ids, errs = col.decode(values, headers)
+        typed, ids, errs = super().decode(values, headers, topic)
         fits = self._fits.get(typed.type)
         if fits is None:        # once per decoded type, not per batch
             fits = self._fits[typed.type] = _spark_arrow(spark_type_of(typed.type)) == self.arrow_type
         if not fits:
             # Another topic's subject with another type: its rows cannot share this column.
-            n = len(typed)
-            return (pa.nulls(n, self.arrow_type), ids,
-                    pa.array([f"{col.subject!r} is not of this column's type" if v else None
+            subject = self.column(topic if topic is not None else self.topic).subject
+            return (pa.nulls(len(typed), self.arrow_type), ids,
+                    pa.array([f"{subject!r} is not of this column's type" if v else None
                               for v in values.is_valid().to_pylist()], pa.string()))
         return _cast(typed, self.arrow_type), ids, errs
 
@@ -435,26 +372,15 @@ class TypedRows:
         import pyarrow.compute as pc
         n = rb.num_rows
         cols = {name: rb.column(name) for name in rb.schema.names}
-        topics = pc.unique(cols["topic"]).drop_null().to_pylist()
+        decoded = decode_sides(self.sides if sides is None else sides, cols)
         typed = {}
-        reasons = None
-        failed_ids = None
-        for s in (self.sides if sides is None else sides):
-            if len(topics) <= 1:
-                arr, ids, errs = s.decode(cols[s.side], cols.get("headers"),
-                                          topics[0] if topics else None)
-            else:
-                arr, ids, errs = self._by_topic(s, cols, topics)
-            typed[s.side] = arr
-            typed[SCHEMA_ID_COLUMN[s.side]] = ids
-            if self.cdc is not None and s.side == "value":
+        for side, (arr, ids, errs) in decoded.sides.items():
+            typed[side] = arr
+            typed[SCHEMA_ID_COLUMN[side]] = ids
+            if self.cdc is not None and side == "value":
                 from kafkarec.cdc import typed_changes
                 typed.update(typed_changes(arr, errs))
-            if errs.null_count != n:
-                tagged = pc.binary_join_element_wise(pa.scalar(f"{s.side}: "), errs, "")
-                side_ids = pc.if_else(errs.is_valid(), ids, pa.scalar(None, pa.int64()))
-                failed_ids = side_ids if reasons is None else pc.if_else(reasons.is_valid(), failed_ids, side_ids)
-                reasons = tagged if reasons is None else pc.coalesce(reasons, tagged)
+        reasons, failed_ids = decoded.reasons, decoded.failed_ids
         keep = None
         if reasons is not None:
             bad = reasons.is_valid()
@@ -488,26 +414,6 @@ class TypedRows:
             arrays.append(a)
         out = pa.RecordBatch.from_arrays(arrays, schema=target)
         return out.filter(keep) if keep is not None else out
-
-    def _by_topic(self, s, cols, topics):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        n = len(cols["topic"])
-        parts = []
-        idx = []
-        for t in topics:
-            mask = pc.equal(cols["topic"], t)
-            rows = pc.indices_nonzero(mask)
-            headers = cols.get("headers")
-            parts.append(s.decode(pc.take(cols[s.side], rows),
-                                  None if headers is None else pc.take(headers, rows), t))
-            idx.append(rows)
-        order = pc.sort_indices(pa.concat_arrays([r.cast(pa.int64()) for r in idx]))
-        arr = pc.take(pa.concat_arrays([p[0] for p in parts]), order)
-        ids = pc.take(pa.concat_arrays([p[1] for p in parts]), order)
-        errs = pc.take(pa.concat_arrays([p[2] for p in parts]), order)
-        assert len(arr) == n
-        return arr, ids, errs
 
 
 class TypedReader(DataSourceReader):
