@@ -98,3 +98,25 @@ def test_failfast_and_dropmalformed_on_a_stream(tmp_path):
                 _rows(reader, parts)
         else:
             assert [r["offset"] for r in _rows(reader, parts)] == want
+
+
+def test_spark_types_kafkarecs_one_typed_side():
+    """Spark's typed side is kafkarec's (kafkarec.scan._typed.TypedSide) with Spark's types and
+    option texts only: the same column, pins and pickling; values cast to Spark's Arrow type."""
+    import json
+
+    import pyarrow as pa
+
+    from kafkarec.errors import UsageError
+    from kafkarec.scan._typed import TypedSide as OneSide
+    from spark_udfs.read.typed import TypedSide
+    schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}})
+    side = TypedSide("value", "JSON", None, reader_schema=schema, topic="t")
+    assert isinstance(side, OneSide) and side.format == "json"
+    assert side.spark_type.simpleString() == "struct<n:bigint>"
+    typed, _ids, errs = pickle.loads(pickle.dumps(side)).decode(pa.array([b'{"n": 2}', b"x"], pa.binary()))
+    assert typed.type == side.arrow_type and typed.to_pylist() == [{"n": 2}, None]
+    assert errs[0].as_py() is None and errs[1].as_py()
+    assert type(side.with_registry(None)) is TypedSide
+    with pytest.raises(UsageError, match="option valueFormat=registry needs option registry"):
+        TypedSide("value", "registry", None)
