@@ -114,8 +114,11 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
     sel = config.selection if config.selection is not None else selection.parse_selection({})
     if config.every_record:
         sel = sel._replace(include_deleted_records=True)
-    for raw in config.paths:
-        lay, gaps = layout.scan_history(raw, config.tiered_storage, config.storage_options)
+    listings = [(raw, *layout.scan_history(raw, config.tiered_storage, config.storage_options))
+                for raw in config.paths]
+    if config.partitioner is not None and config.bounds.keys is not None:
+        listings = _by_partitioner(config, listings)
+    for raw, lay, gaps in listings:
         st = lay.storage
         for gap in gaps:
             report("gap", raw, st, gap)
@@ -139,6 +142,21 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
                 for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
+
+
+def _by_partitioner(config, listings) -> list:
+    """The listings without the partitions the config's partitioner names for none of its keys
+    (:meth:`kafkarec.scan.ScanConfig.key_partitions`): those are never opened.  A topic's N is
+    counted over every path (log dirs of several brokers hold a topic's partitions between them)."""
+    from kafkarec.log.layout import partition_counts
+    counts = partition_counts(part for _raw, lay, _gaps in listings for part in lay.partitions)
+    named = {topic: config.key_partitions(topic, counts) for topic in counts}
+
+    def kept(part) -> bool:
+        wanted = named.get(part.topic)
+        return wanted is None or part.partition in wanted
+    return [(raw, lay._replace(partitions=[p for p in lay.partitions if kept(p)]), gaps)
+            for raw, lay, gaps in listings]
 
 
 def _report(config, kind: str, raw: str, st, item) -> None:
@@ -197,7 +215,8 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=need_batch_columns,
             max_rows=config.max_rows, mode=config.mode, where=where,
-            quarantine=quarantine, columns=columns, core_errors=config.core_errors)
+            quarantine=quarantine, columns=columns, core_errors=config.core_errors,
+            keys=config.bounds.keys)
 
     for rr, where, topic, partition, mapped, pieces in ranges_read(ranges):
         # offsets kept: a local slice's from the log start on, a listed range's as selected
