@@ -4,7 +4,8 @@ executors with ``--py-files`` (the session's one user-way application, jobs/push
 Spark gives filtering every row itself (pushdown off) and, for an offset slice, the rows of the
 options' bounds; a 1% slice by offset (``partition = 0 AND offset >= A AND offset < B``) or by
 time (``timestamp >= '<local time>'`` in the session time zone) reads at most 2% of the segment
-bytes, every process's reads counted by kafkarec.log.storage (``KAFKAREC_BYTES_READ_DIR``).  The
+bytes; ``key = X'..'`` gives that key's rows, and with ``partitioner=murmur2`` only those of the
+partition murmur2 names, reading at most 1/2 + 1% of the bytes; every process's reads counted by kafkarec.log.storage (``KAFKAREC_BYTES_READ_DIR``).  The
 same queries run over Spark Connect in tests/spark/test_connect.py."""
 from __future__ import annotations
 

@@ -55,6 +55,11 @@ def queries(spark, root, counted=None):
         run("latest", read(view="latest").where(f"partition = 0 AND offset >= {offset_from}"))
         run("with_options", read(startingOffsets=json.dumps({"events": {"0": offset_from - 50, "1": 0}}))
             .where(f"offset < {offset_to} AND topic = 'events'"))
+        # key pushdown: the core builds only that key's records; with partitioner=murmur2 only the
+        # partition murmur2 names for it is opened (this topic's keys are not placed by it: the
+        # option is the user's word, and the rows show it was taken)
+        run("key", read().where(f"key = X'{E.KEY.hex()}'"))
+        run("key_murmur2", read(partitioner="murmur2").where(f"key IN (X'{E.KEY.hex()}')"))
         # the same slices with pushdown off (Spark filters every row) and by the options' bounds
         spark.conf.set(PUSHDOWN, "false")
         run("offset_spark", read().where(by_offset))
