@@ -1,7 +1,8 @@
 """A job of the one user-way application (tests/support/user_app.py), for
 tests/spark/test_pushdown.py: DataFrame filters pushed into ``format("kafkarec")`` (Spark 4.1+,
 ``spark.sql.python.filterPushdown.enabled``) on bare executors, each query's rows and the bytes
-every process read (kafkarec.log.storage's counter, ``KAFKAREC_BYTES_READ_DIR``).
+every process read (kafkarec.log.storage's counter, ``KAFKAREC_BYTES_READ_DIR``); and the census of
+the log over Spark (``spark_udfs.census``).
 
 ``run(spark, LOGDIR, COUNTER_DIR)``: LOGDIR is tests/support/events_log.py's (its slices are
 taken from there); ``queries`` is also run by jobs/connect_job.py on a Connect session.
@@ -82,6 +83,9 @@ def run(spark, root, counter_dir):
         import spark_udfs
         spark_udfs.register(spark)
         from kafkarec.log.storage import bytes_read
-        return queries(spark, root, counted=lambda: bytes_read(counter_dir))
+        out = queries(spark, root, counted=lambda: bytes_read(counter_dir))
+        # the census over Spark, a task per topic-partition (the test compares the local census)
+        out["census"] = spark_udfs.census(spark, root)
+        return out
     finally:
         del environment["KAFKAREC_BYTES_READ_DIR"]
