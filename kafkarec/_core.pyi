@@ -230,10 +230,11 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
                errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int | None = ...,
                end: int | None = ..., origin: int = ...,
-               columns: Sequence[str] | None = ...) -> ArrowBatchIterator:
+               columns: Sequence[str] | None = ..., keys: Iterable[bytes] | None = ...) -> ArrowBatchIterator:
     """Arrow batches of ``data``; ``origin`` (file position of ``data[0]``) as in ``iter_batches``: errors,
     ``error_sink`` entries, ``batchPosition`` and the iterator's ``position`` are file positions;
-    ``columns``: the columns returned (without key, value and headers none of them is built)."""
+    ``columns``: the columns returned (without key, value and headers none of them is built);
+    ``keys``: only the records with one of these keys (the others never built)."""
     ...
 def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
     """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""

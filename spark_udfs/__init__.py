@@ -12,6 +12,7 @@ pyspark is imported only when a function here is called.
     df.select(spark_udfs.decode_records("value").alias("d"))
     spark_udfs.backfill_iceberg(spark, "/var/lib/kafka/data", "lake.db.orders",
                                 layout="iceberg-kafka-connect", topics=["orders"])
+    spark_udfs.census(spark, "s3://bucket/kafka-backup")      # kafkarec.census over executors
 
 ``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
 a driver and executors that have only pyspark, pyarrow and pandas: Spark does
@@ -39,7 +40,7 @@ __all__ = [
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
     "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
     "session_builder", "from_registry", "offsets_behind_latest",
-    "backfill_frame", "backfill_iceberg", "backfill_spec", "BackfillSpec",
+    "backfill_frame", "backfill_iceberg", "backfill_spec", "BackfillSpec", "census",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -76,6 +77,7 @@ _LAZY = {
     "backfill_iceberg": ("spark_udfs.lakehouse", "backfill_iceberg"),
     "backfill_spec": ("spark_udfs.lakehouse", "backfill_spec"),
     "BackfillSpec": ("spark_udfs.lakehouse", "BackfillSpec"),
+    "census": ("spark_udfs.census", "census"),
 }
 
 

@@ -11,6 +11,12 @@
 # their bytes not copied; add_v2_meta); other projections build the full row and leave out what
 # was not asked for when a chunk is finished.  A compressed batch is decompressed either way:
 # its records' offset and timestamp deltas are inside the compressed records.
+#
+# Keys (iter_arrow's ``keys``, the readers' key pushdown): a record whose key is not one of the
+# set is scanned (its offset still checked) and never copied, so other keys' values, headers
+# and rows are never built; a null key is in no set.
+
+from libc.string cimport memcmp
 
 
 cdef dict _schemas = {}
@@ -45,6 +51,42 @@ def arrow_schema(*, batch_columns=False):
     return schema
 
 
+#: up to this many keys are compared one by one; more are looked up in a set
+cdef Py_ssize_t _KEYS_COMPARED = 16
+
+
+@cython.final
+cdef class _KeySet:
+    """The keys a read keeps: whether a record's key bytes are one of them.  A bit per key
+    length (mod 64) rejects most other keys before any byte is compared."""
+    cdef tuple keys                 # bytes, compared one by one when few
+    cdef frozenset lookup           # the same, looked up when many
+    cdef uint64_t lengths
+
+    def __cinit__(self, keys):
+        cdef bytes k
+        keys = list(keys)
+        for k_ in keys:
+            if not isinstance(k_, (bytes, bytearray, memoryview)):
+                raise TypeError(f"keys: bytes, not {type(k_).__name__}")
+        self.keys = tuple(sorted(set(bytes(k_) for k_ in keys)))
+        self.lookup = frozenset(self.keys)
+        self.lengths = 0
+        for k in self.keys:
+            self.lengths |= (<uint64_t>1) << (len(k) & 63)
+
+    cdef inline bint has(self, const uint8_t *p, int32_t n):
+        cdef bytes k
+        if n < 0 or not ((self.lengths >> (n & 63)) & 1):
+            return False
+        if len(self.keys) <= _KEYS_COMPARED:
+            for k in self.keys:
+                if len(k) == n and (n == 0 or memcmp(<const char *>k, p, n) == 0):
+                    return True
+            return False
+        return PyBytes_FromStringAndSize(<const char *>p, n) in self.lookup
+
+
 @cython.final
 cdef class _ArrowColumns:
     cdef Py_ssize_t rows
@@ -57,9 +99,11 @@ cdef class _ArrowColumns:
     cdef _Column producer_id, producer_epoch, sequence, is_transactional, is_control, compression
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
     cdef _Column batch_size, delete_horizon_ms       # the batch's bytes; the cleaner's horizon or null
+    cdef _KeySet keys               # the keys kept (None: every record)
 
-    def __cinit__(self, bint batch_columns, bint lean=False):
+    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None):
         pa = pyarrow()
+        self.keys = keys
         header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
         self.lean = lean
@@ -102,6 +146,8 @@ cdef class _ArrowColumns:
         return out
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
+        if self.keys is not None and not self.keys.has(v.key, v.key_len):
+            return 0
         if not self.lean:
             # a null key or value has no pointer: no arithmetic on it (undefined in C even by 0)
             col_put_bin(self.key, v.key, v.key_len, (v.key + v.key_len) if v.key_len > 0 else v.key)
@@ -227,6 +273,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     decoding then pulls the bytes into cache and the CRC runs over cached bytes."""
     cdef RecordView v
     cdef _Column key = cols.key, value = cols.value
+    cdef _KeySet keys = cols.keys
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
@@ -273,6 +320,8 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         # parse_v2_record_at, spelled out so the scanner inlines into this loop
         if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
             raise_record_fault(it)
+        if keys is not None and not keys.has(v.key, v.key_len):
+            continue
         if likely(v.key_len >= 0):
             if unlikely(kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap):
                 # (rows are committed per batch: reserve counts from kpos)
@@ -337,6 +386,7 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     scanned (checked as add_v2_records checks it), nothing of its key, value or headers is
     copied.  Committed when the batch is complete, as add_v2_records does."""
     cdef RecordView v
+    cdef _KeySet keys = cols.keys
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
@@ -348,6 +398,8 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     while it._remaining > 0 and row < end_row:
         if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
             raise_record_fault(it)
+        if keys is not None and not keys.has(v.key, v.key_len):
+            continue
         offs[0] = v.offset
         tss[0] = v.timestamp
         tts[0] = ts_type
@@ -485,7 +537,7 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None, start=None, end=None,
-               Py_ssize_t origin=0, columns=None):
+               Py_ssize_t origin=0, columns=None, keys=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
 
@@ -493,6 +545,10 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     read of none of ``key``, ``value`` and ``headers`` does not build them: the records'
     bytes are not copied (a compressed batch is still decompressed: its records' offsets and
     timestamps are inside its compressed records).
+
+    ``keys``: an iterable of ``bytes``; only the records whose key is one of them are returned,
+    the others are scanned (their framing checked, as every record's) and nothing of them is
+    copied (a null key is in no set; None: every record).
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -533,18 +589,19 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
-                                 error_sink, projection)
+                                 error_sink, projection, None if keys is None else _KeySet(keys))
     return out
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
-                   Py_ssize_t max_bytes, str errors, list error_sink, list projection):
+                   Py_ssize_t max_bytes, str errors, list error_sink, list projection,
+                   _KeySet keys=None):
     # lean: a projection without the records' bytes, on the v2 fast path (not the wide layout)
     cdef bint lean = (projection is not None and not batch_columns
                       and _RECORD_BYTES_COLUMNS.isdisjoint(projection))
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -619,7 +676,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean)
+            cols = _ArrowColumns(batch_columns, lean, keys)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:

@@ -8,15 +8,18 @@ __all__ = ["base_config", "open_scan", "topic_partition_counts"]
 
 
 def base_config(source: Any, *, bounds=None, selection=None, storage_options: Optional[dict] = None,
-                tiered_storage: Optional[str] = None, verify_crc: bool = True):
+                tiered_storage: Optional[str] = None, verify_crc: bool = True,
+                partitioner: Optional[str] = None, num_partitions: Optional[dict] = None):
     """What a census or a search reads, as the reader's one config (:class:`kafkarec.scan.ScanConfig`):
     ``source`` (a path, URI or list, as :class:`kafkarec.scan.LogScan`), ``bounds`` (topics,
     partitions, offsets, times), ``selection`` (the Kafka source's options), storage and tiered
-    options; PERMISSIVE (damaged batches become error rows, counted by the caller), batch columns on."""
+    options, ``partitioner`` and ``num_partitions`` (a keyed read's pruning, as
+    :class:`kafkarec.scan.ScanConfig`); PERMISSIVE (damaged batches become error rows, counted by
+    the caller), batch columns on."""
     from kafkarec.scan import ScanConfig
     return ScanConfig.of(source, bounds=bounds, selection=selection, storage_options=storage_options,
                          tiered_storage=tiered_storage, verify_crc=verify_crc, mode="PERMISSIVE",
-                         batch_columns=True)
+                         batch_columns=True, partitioner=partitioner, num_partitions=num_partitions)
 
 
 def open_scan(config, *, read_committed: bool, columns: Sequence[str], include_control: bool = False,
@@ -37,10 +40,8 @@ def topic_partition_counts(config) -> dict:
     partitioner when the caller does not give it."""
     from kafkarec.log import layout
     from kafkarec.log.storage import open_storage
-    out: dict = {}
+    listed = []
     for src in config.paths:
         storage, root = open_storage(src, config.storage_options)
-        for part in layout.scan(storage, root).partitions:
-            if part.topic is not None and part.partition is not None:
-                out[part.topic] = max(out.get(part.topic, 0), part.partition + 1)
-    return out
+        listed += layout.scan(storage, root).partitions
+    return layout.partition_counts(listed)

@@ -8,14 +8,15 @@ value or header is built) for what that isolation level adds.
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
 from kafkarec.census.keys import KeyTally
 from kafkarec.histogram import Histogram
 
-__all__ = ["PartitionCensus", "Census", "census", "DEFAULT_MAX_EXACT_KEYS"]
+__all__ = ["PartitionCensus", "Census", "CensusPlan", "census", "plan_census", "partition_census", "assemble",
+           "DEFAULT_MAX_EXACT_KEYS"]
 
 #: keys held exactly per partition (a dict entry each: ~100 bytes plus the key) before the
 #: distinct count turns to HyperLogLog and live keys are no longer known
@@ -235,6 +236,85 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
     return [out[k] for k in sorted(out, key=str)]
 
 
+class CensusPlan(NamedTuple):
+    """A census planned (picklable: what a Spark census ships to its executors): the two scans'
+    configs (``read_committed`` with the records' columns, ``read_uncommitted`` with the batch
+    facts), the pieces of each topic-partition (``((topic, partition), committed pieces,
+    uncommitted pieces)``, in log order), the partitioner's ``N`` per topic (empty: not checked),
+    ``as_of_ms`` and ``max_exact_keys``."""
+    committed: object
+    everything: object
+    groups: tuple
+    counts: dict
+    partitioner: bool
+    as_of_ms: int
+    max_exact_keys: int
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.bytes for _, a, b in self.groups for p in a + b)
+
+
+def plan_census(source, *, bounds=None, selection=None, storage_options: Optional[dict] = None,
+                tiered_storage: Optional[str] = None, verify_crc: bool = True,
+                max_exact_keys: int = DEFAULT_MAX_EXACT_KEYS, partitioner: bool = True,
+                num_partitions: Optional[dict] = None, as_of_ms: Optional[int] = None) -> CensusPlan:
+    """The :class:`CensusPlan` of :func:`census`'s keywords: listed once, no record read."""
+    from kafkarec.errors import UsageError
+    if max_exact_keys < 0:
+        raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
+    config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
+                         tiered_storage=tiered_storage, verify_crc=verify_crc)
+    as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
+    counts = dict(topic_partition_counts(config)) if partitioner else {}
+    if partitioner and num_partitions:
+        counts.update(num_partitions)
+    committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
+    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
+    groups: Dict[tuple, tuple] = {}
+    for i, scan in enumerate((committed, everything)):
+        for piece in scan.pieces():
+            groups.setdefault((piece.topic, piece.partition), ([], []))[i].append(piece)
+    order = sorted(groups, key=lambda k: (str(k[0]), k[1] if k[1] is not None else -1))
+    return CensusPlan(committed.config, everything.config, tuple((k, *groups[k]) for k in order), counts,
+                      partitioner, as_of, max_exact_keys)
+
+
+def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int], None]] = None) -> dict:
+    """One topic-partition's row of the census (``group``: one of ``plan.groups``), read here:
+    the unit of work a Spark census gives each task (a partition's keys are judged in log
+    order, so a partition is never split).  ``progress(bytes)``: after each piece."""
+    from kafkarec._core import partition_for_key
+    from kafkarec.scan import LogScan
+    (topic, partition), committed, everything = group
+    n = plan.counts.get(topic) if plan.partitioner else None
+    part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n,
+                           as_of_ms=plan.as_of_ms)
+    place = (lambda k: partition_for_key(k, n)) if n else None
+    for config, pieces, is_committed in ((plan.committed, committed, True), (plan.everything, everything, False)):
+        scan = LogScan(config)
+        for piece in pieces:
+            for rb in scan.read_piece(piece):
+                rb = _errors_out(rb, part)
+                if rb is None:
+                    continue
+                if is_committed:
+                    part.add_committed(rb, place)
+                else:
+                    part.add_uncommitted(rb)
+            if progress is not None:
+                progress(piece.bytes)
+    return part.as_dict()
+
+
+def assemble(plan: CensusPlan, rows: List[dict]) -> Census:
+    """The census document of the partitions' rows (in any order): sorted, with the topics'
+    rows summed from them."""
+    rows = sorted(rows, key=lambda r: (str(r["topic"]), r["partition"] if r["partition"] is not None else -1))
+    return Census(partitions=rows, topics=_topic_rows(rows), as_of_ms=plan.as_of_ms,
+                  max_exact_keys=plan.max_exact_keys)
+
+
 def census(source, *, bounds=None, selection=None, storage_options: Optional[dict] = None,
            tiered_storage: Optional[str] = None, verify_crc: bool = True,
            max_exact_keys: int = DEFAULT_MAX_EXACT_KEYS, partitioner: bool = True,
@@ -248,49 +328,18 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     sit where Kafka's default partitioner puts them, among ``num_partitions[topic]``
     partitions (default: as many as the listing holds); ``as_of_ms``: the time at which
     tombstones' delete horizons are judged (default now); ``progress(done, total)``: bytes
-    of pieces read so far, of both passes."""
-    from kafkarec.errors import UsageError
-    if max_exact_keys < 0:
-        raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
-    config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
-                           tiered_storage=tiered_storage, verify_crc=verify_crc)
-    as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
-    counts = dict(topic_partition_counts(config)) if partitioner else {}
-    if partitioner and num_partitions:
-        counts.update(num_partitions)
-    parts: Dict[tuple, PartitionCensus] = {}
+    of pieces read so far, of both passes.  :func:`spark_udfs.census` is the same over Spark,
+    a task per topic-partition."""
+    plan = plan_census(source, bounds=bounds, selection=selection, storage_options=storage_options,
+                       tiered_storage=tiered_storage, verify_crc=verify_crc, max_exact_keys=max_exact_keys,
+                       partitioner=partitioner, num_partitions=num_partitions, as_of_ms=as_of_ms)
+    total, done = plan.total_bytes, [0]
 
-    def part(topic, partition) -> PartitionCensus:
-        key = (topic, partition)
-        if key not in parts:
-            parts[key] = PartitionCensus(topic, partition, max_exact_keys=max_exact_keys,
-                                         num_partitions=counts.get(topic) if partitioner else None, as_of_ms=as_of)
-        return parts[key]
-
-    committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
-    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
-    passes = [(committed, committed.pieces(), True), (everything, everything.pieces(), False)]
-    total = sum(p.bytes for _, pieces, _ in passes for p in pieces)
-    done = 0
-    from kafkarec._core import partition_for_key
-    for scan, pieces, is_committed in passes:
-        for piece in pieces:
-            pc_ = part(piece.topic, piece.partition)
-            n = pc_.num_partitions
-            place = (lambda k, n=n: partition_for_key(k, n)) if n else None
-            for rb in scan.read_piece(piece):
-                rb = _errors_out(rb, pc_)
-                if rb is None:
-                    continue
-                if is_committed:
-                    pc_.add_committed(rb, place)
-                else:
-                    pc_.add_uncommitted(rb)
-            done += piece.bytes
-            if progress is not None:
-                progress(done, total)
-    rows = [parts[k].as_dict() for k in sorted(parts, key=lambda k: (str(k[0]), k[1] if k[1] is not None else -1))]
-    return Census(partitions=rows, topics=_topic_rows(rows), as_of_ms=as_of, max_exact_keys=max_exact_keys)
+    def advanced(n: int) -> None:
+        done[0] += n
+        progress(done[0], total)
+    return assemble(plan, [partition_census(plan, g, advanced if progress is not None else None)
+                           for g in plan.groups])
 
 
 def _errors_out(rb, part: PartitionCensus):

@@ -1,10 +1,11 @@
 """``find``: the records of a log that match a key, a value's bytes or pattern, a header.
 
 Reads through the one reader (:func:`kafkarec.census._scan.open_scan`) within its bounds
-(topics, partitions, offsets through the ``.index``, times through the ``.timeindex``); the
-tests run on each Arrow batch (pyarrow compute: key equality, substring, regular expression),
-headers on the rows left.  ``partitioner="murmur2"`` with a key reads only the partition
-Kafka's default partitioner names for it (``murmur2(key) & 0x7fffffff % partitions``): right
+(topics, partitions, offsets through the ``.index``, times through the ``.timeindex``, the key:
+compared by the core before any value is built); the other tests run on each Arrow batch
+(pyarrow compute: substring, regular expression), headers on the rows left.
+``partitioner="murmur2"`` with a key reads only the partition Kafka's default partitioner names
+for it (``murmur2(key) & 0x7fffffff % partitions``): right
 only if every producer of the topic used that partitioner (``kafkarec census`` tells).  A
 damaged batch is a row ``{"topic", "partition", "error"}``, never skipped silently.
 """
@@ -14,11 +15,10 @@ import base64
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
-from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
+from kafkarec.census._scan import base_config, open_scan
+from kafkarec.scan._config import PARTITIONERS
 
 __all__ = ["find", "PARTITIONERS", "render_bytes"]
-
-PARTITIONERS = ("murmur2",)
 _COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 
 
@@ -46,28 +46,18 @@ def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes]
     ``num_partitions``: ``{topic: N}`` (default: as many as the listing holds)."""
     from kafkarec.errors import UsageError
     from kafkarec.scan import Bounds
-    if partitioner is not None and partitioner not in PARTITIONERS:
-        raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
     if partitioner is not None and key is None:
         raise UsageError("partitioner: a key lookup only (give key)")
     if value_regex is not None:
         _check_regex(value_regex)
+    # the scan is made here, not on the first row: a usage error or a missing extra is raised by
+    # the call, before a caller has written anything.  The key is the reader's bound: compared by
+    # the core before a record is built, and with the partitioner other partitions never opened
     config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
-                         tiered_storage=tiered_storage)
-    # the scans are made here, not on the first row: a usage error or a missing extra is raised by
-    # the call, before a caller has written anything
-    if partitioner is None:
-        scans = [open_scan(config, read_committed=read_committed, columns=_COLUMNS,
-                           bounds=Bounds.of(topics=topics))]
-    else:
-        from kafkarec._core import partition_for_key
-        counts = dict(topic_partition_counts(config))
-        counts.update(num_partitions or {})
-        names = sorted(counts) if topics is None else [t for t in topics if t in counts]
-        scans = [open_scan(config, read_committed=read_committed, columns=_COLUMNS,
-                           bounds=Bounds.of(topics=[t], partitions=[partition_for_key(key, counts[t])]))
-                 for t in names]
-    return (row for scan in scans for row in _matches(scan, key, value_contains, value_regex, headers))
+                         tiered_storage=tiered_storage, partitioner=partitioner, num_partitions=num_partitions)
+    scan = open_scan(config, read_committed=read_committed, columns=_COLUMNS,
+                     bounds=Bounds.of(topics=topics, keys=None if key is None else [key]))
+    return _matches(scan, value_contains, value_regex, headers)
 
 
 def _check_regex(pattern: str) -> None:
@@ -80,7 +70,7 @@ def _check_regex(pattern: str) -> None:
         raise UsageError(f"value regex {pattern!r}: {e}") from None
 
 
-def _matches(scan, key, value_contains, value_regex, headers) -> Iterator[dict]:
+def _matches(scan, value_contains, value_regex, headers) -> Iterator[dict]:
     pa = require("pyarrow")
     pc = require("pyarrow.compute")
     for rb in scan:
@@ -91,8 +81,6 @@ def _matches(scan, key, value_contains, value_regex, headers) -> Iterator[dict]:
                 yield {"topic": row["topic"], "partition": row["partition"], "error": row["_corrupt_record"]}
             rb = rb.filter(pc.invert(bad))
         mask = None
-        if key is not None:
-            mask = _and(mask, pc.equal(rb.column(rb.schema.get_field_index("key")), pa.scalar(key, pa.binary())))
         values = rb.column(rb.schema.get_field_index("value"))
         if value_contains is not None:
             mask = _and(mask, _contains(values, value_contains))

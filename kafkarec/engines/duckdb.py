@@ -1,7 +1,9 @@
 """DuckDB over Kafka logs: :func:`register` puts a log dir under a table name whose filters on
-``topic``, ``partition``, ``offset`` and ``timestamp`` and whose projection reach
+``topic``, ``partition``, ``offset``, ``timestamp`` and ``key`` and whose projection reach
 :class:`kafkarec.scan.LogScan`, so ``WHERE "offset" BETWEEN ...`` or ``WHERE timestamp >= ...``
-reads only the segments (and the part of a segment) that can hold such records.
+reads only the segments (and the part of a segment) that can hold such records, and ``WHERE key
+= 'k1'`` (DuckDB casts the string to a ``BLOB`` constant: the source sees its bytes) builds no
+other key's record.
 
     >>> import duckdb
     >>> from kafkarec.engines.duckdb import register
@@ -37,7 +39,8 @@ pa = require("pyarrow")
 __all__ = ["LogSource", "register"]
 
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
-_CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP"}
+_CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP",
+                   "key": "BLOB"}
 
 
 def register(con, name: str, source, **options) -> "LogSource":

@@ -9,8 +9,9 @@ reach :class:`kafkarec.scan.LogScan` (``polars.io.plugins.register_io_source``).
 Polars hands the source the query's predicate as an expression, with the columns it needs and the
 rows it wants.  The predicate is walked as Polars' own expressions (``Expr.meta.pop`` for a
 node's inputs, the node's kind read from ``Expr.meta.serialize(format="json")``): each conjunct
-that compares ``topic``, ``partition``, ``offset`` or ``timestamp`` with a constant (``==``,
-``<``, ``<=``, ``>``, ``>=``, ``is_between``, ``is_in``, OR of topics or of partitions) becomes
+that compares ``topic``, ``partition``, ``offset``, ``timestamp`` or ``key`` with a constant (``==``,
+``<``, ``<=``, ``>``, ``>=``, ``is_between``, ``is_in``, OR of topics, of partitions or of keys; a key
+as bytes, or a string, which Polars compares with a Binary column by its UTF-8 bytes) becomes
 :class:`~kafkarec.scan.Bounds` (:mod:`kafkarec.scan.predicate`, the rule every engine uses), which
 the reader resolves through the segments' indexes and applies exactly; every other conjunct is
 applied to each batch afterwards as the very expression Polars gave (nothing is rebuilt from
@@ -46,8 +47,8 @@ _PER_MS = {"ns": 1_000_000, "us": 1_000, "ms": 1}
 def scan_log(source, **options) -> "pl.LazyFrame":
     """A LazyFrame of the records of ``source`` (a log dir, partition folder, segment files or
     URI); ``options`` are :class:`kafkarec.scan.LogScan`'s (``isolation_level``, ``bounds``,
-    ``storage_options``, ``value_format`` ...).  Filters on ``topic``, ``partition``, ``offset`` and
-    ``timestamp`` are resolved by the reader; see the module docstring."""
+    ``storage_options``, ``value_format``, ``partitioner`` ...).  Filters on ``topic``, ``partition``,
+    ``offset``, ``timestamp`` and ``key`` are resolved by the reader; see the module docstring."""
     scan = LogScan(source, **options)
     schema = pl.from_arrow(scan.schema.empty_table()).schema
     error_rows = scan.config.mode == "PERMISSIVE"
@@ -204,6 +205,8 @@ def _converted(value, dtype, column: str, schema, series=None):
     ``column``: timestamps as exact milliseconds, only of the column's time zone; None if not one."""
     if value is None:
         return None
+    if column == "key":         # Polars compares a Binary column with a String by its UTF-8 bytes
+        return rule.key_constant(value, strings=dtype == pl.String)
     if column != "timestamp":
         return value if (dtype.is_integer() or dtype == pl.String) else None
     column_type = schema["timestamp"]

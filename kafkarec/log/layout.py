@@ -105,6 +105,17 @@ class Layout(NamedTuple):
     not_live: Tuple[Tuple[str, str], ...] = ()   # remote copies left out: (URI, why); see remote_metadata
 
 
+def partition_counts(partitions) -> Dict[str, int]:
+    """``{topic: N}`` of listed :class:`PartitionLog` s: the highest partition number found plus
+    one (no segment byte read), the ``N`` of Kafka's default partitioner when a caller does not
+    give it."""
+    out: Dict[str, int] = {}
+    for part in partitions:
+        if part.topic is not None and part.partition is not None:
+            out[part.topic] = max(out.get(part.topic, 0), part.partition + 1)
+    return out
+
+
 def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:
     """``(base offset, segment id or None, kind)`` for a segment file this layout reads, else None.
 

@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "MODES", "normalize_mode"]
+           "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "normalize_mode"]
 
 #: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
 ROWS_PER_BATCH = 65536
@@ -25,6 +25,8 @@ CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 #: Spark's parse modes (:mod:`kafkarec.scan._decode` applies them)
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+#: partitioners a keyed read may prune by: Kafka's default, ``murmur2(key) & 0x7fffffff % N``
+PARTITIONERS = ("murmur2",)
 
 
 def normalize_mode(mode, *, allowed=MODES) -> str:
@@ -67,7 +69,10 @@ class ScanConfig:
     (:meth:`kafkarec.scan.LogScan.framed` gives control batches too); ``verify_crc``, ``strict``,
     ``max_decompressed_bytes``: :class:`kafkarec.ReadOptions`' fields; ``max_rows``: rows per
     Arrow batch; ``listing``: plan over a listing even for local paths (a keyed state needs its
-    partitions whole)."""
+    partitions whole); ``partitioner``: with keys in the bounds, open only the partitions this
+    partitioner (one of :data:`PARTITIONERS`) names for them, right only if every producer of
+    the topic used it (``kafkarec census`` tells); ``num_partitions``: ``{topic: N}``, the N it
+    divides by (default: the highest partition number the listing holds, plus one)."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
     bounds: Bounds = Bounds()
@@ -92,6 +97,8 @@ class ScanConfig:
     listing: bool = False
     core_errors: bool = False
     every_record: bool = False
+    partitioner: Optional[str] = None
+    num_partitions: Optional[Mapping[str, int]] = None
 
     @classmethod
     def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
@@ -102,7 +109,8 @@ class ScanConfig:
            registry=None, typed_options: Optional[dict] = None, selection=None,
            files: Optional[FileFinding] = None, batch_columns: bool = False,
            include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
-           max_rows_per_batch: int = ROWS_PER_BATCH, fail_on_data_loss: bool = True) -> "ScanConfig":
+           max_rows_per_batch: int = ROWS_PER_BATCH, fail_on_data_loss: bool = True,
+           partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None) -> "ScanConfig":
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
         the one place they are read."""
         from kafkarec.log import selection as sel_mod
@@ -110,6 +118,7 @@ class ScanConfig:
             raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
         if limit is not None and int(limit) < 0:
             raise UsageError(f"limit {limit}: not negative")
+        _check_partitioner(partitioner, num_partitions)
         paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
         paths = tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
         if not paths:
@@ -133,7 +142,19 @@ class ScanConfig:
                    read_committed=isolation_level == "read_committed", mode=normalize_mode(mode),
                    bad_records_path=bad_records_path, include_control=include_control,
                    batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
-                   max_rows=max_rows_per_batch)
+                   max_rows=max_rows_per_batch, partitioner=partitioner,
+                   num_partitions=None if num_partitions is None else dict(num_partitions))
+
+    def key_partitions(self, topic, counts: Mapping[str, int]):
+        """The partitions of ``topic`` the partitioner names for the bounds' keys (None: every
+        partition, no partitioner or no keys or no N known); ``counts``: ``{topic: N}`` a listing
+        holds, :attr:`num_partitions` first."""
+        keys = self.bounds.keys
+        n = (self.num_partitions or {}).get(topic) or counts.get(topic)
+        if self.partitioner is None or keys is None or topic is None or not n:
+            return None
+        from kafkarec._core import partition_for_key
+        return frozenset(partition_for_key(k, n) for k in keys)
 
     @property
     def listed(self) -> bool:
@@ -173,3 +194,11 @@ class ScanConfig:
     def read_options(self, kafkarec):
         """The core's :class:`kafkarec.ReadOptions` (made where decoding happens)."""
         return kafkarec.ReadOptions(**self.read_fields())
+
+
+def _check_partitioner(partitioner, num_partitions) -> None:
+    if partitioner is not None and partitioner not in PARTITIONERS:
+        raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    for topic, n in (num_partitions or {}).items():
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 < n < 1 << 31:
+            raise UsageError(f"num_partitions of {topic!r}: {n!r} is no partition count (1 to 2^31-1)")

@@ -34,7 +34,8 @@ def format_error(err: dict, where: str = "") -> str:
 
 def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
                  include_control=False, batch_columns=False, max_rows=ROWS_PER_BATCH, max_bytes=64 << 20,
-                 mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False):
+                 mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False,
+                 keys=None):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
     yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
@@ -51,7 +52,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     copied there byte for byte with their position and reason (a cut-off batch at the
     end, which a growing segment has, is only reported).
 
-    ``columns``: the columns of the batches (:func:`kafkarec.iter_arrow`'s projection; None: all).
+    ``columns``: the columns of the batches (:func:`kafkarec.iter_arrow`'s projection; None: all);
+    ``keys``: only the records with one of these keys (:func:`kafkarec.iter_arrow`'s; None: all).
     ``core_errors`` (FAILFAST): the core's :class:`kafkarec.DecodeError` is raised as it is, and
     a cut-off batch at the end ends the range quietly (:class:`kafkarec.scan.ScanConfig`).
     """
@@ -71,7 +73,8 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     chunks = kafkarec.iter_arrow(
         view, options, topic=topic, partition=partition, include_control=include_control,
         batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
-        errors="skip" if sink is not None else "raise", error_sink=sink, origin=base, columns=columns)
+        errors="skip" if sink is not None else "raise", error_sink=sink, origin=base, columns=columns,
+        keys=keys)
     try:
         for rb in chunks:
             if rb.num_rows:

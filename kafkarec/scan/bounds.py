@@ -7,7 +7,9 @@ Bounds are made in one place, their constructor, and that is where their two rul
   and nothing downstream (the indexes, ``pyarrow.compute``) sees a number a long cannot hold;
 * partition numbers are 0 to 2^31 - 1 (an int32 in Kafka's protocol): a set of them is held as
   intervals, so ``partition < 2147483647`` costs two numbers, and the read admits the partitions
-  the log has that fall in them.
+  the log has that fall in them;
+* keys are bytes: a set of them keeps the records whose key is one of them (a null key is in no
+  set); the core compares each record's key before it builds anything of the record.
 """
 from __future__ import annotations
 
@@ -119,6 +121,7 @@ class _Fields(NamedTuple):
     partitions: Optional[Partitions]
     offsets: _Range
     timestamps: _Range
+    keys: Optional[frozenset] = None
 
 
 class Bounds(_Fields):
@@ -126,34 +129,42 @@ class Bounds(_Fields):
     names; ``partitions``: a set of numbers (a partition number bounds every topic; any iterable
     of them is held as :class:`Partitions`); ``offsets`` and ``timestamps``: ``(lo, hi)``, ``lo``
     inclusive, ``hi`` exclusive, either None, clipped to the long range (see the module
-    docstring); timestamps in ms since the epoch.  The spec every engine adapter fills from its
+    docstring); timestamps in ms since the epoch; ``keys``: a set of ``bytes``, the records' keys
+    kept (the others' values are never built; with a read's ``partitioner``, the partitions
+    it names for other keys are not opened).  The spec every engine adapter fills from its
     predicate (:mod:`kafkarec.scan.predicate`; what it cannot express stays the engine's to filter)."""
 
     __slots__ = ()
 
     def __new__(cls, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
-                offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
+                offsets: _Range = (None, None), timestamps: _Range = (None, None),
+                keys: Optional[Iterable[bytes]] = None) -> "Bounds":
         if topics is not None and not isinstance(topics, frozenset):
             topics = frozenset(topics)
         if partitions is not None and not isinstance(partitions, Partitions):
             partitions = Partitions.of(partitions)
-        return super().__new__(cls, topics, partitions, _long_range(offsets), _long_range(timestamps))
+        if keys is not None:
+            keys = _keys(keys)
+        return super().__new__(cls, topics, partitions, _long_range(offsets), _long_range(timestamps), keys)
 
     @classmethod
     def of(cls, *, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
-           offsets: _Range = (None, None), timestamps: _Range = (None, None)) -> "Bounds":
-        """Bounds from any iterables and pairs (names as str, numbers as int); a pair that ends
-        before it starts is a :class:`kafkarec.errors.UsageError`."""
+           offsets: _Range = (None, None), timestamps: _Range = (None, None),
+           keys: Optional[Iterable[bytes]] = None) -> "Bounds":
+        """Bounds from any iterables and pairs (names as str, numbers as int, keys as bytes); a
+        pair that ends before it starts, or a key that is not bytes, is a
+        :class:`kafkarec.errors.UsageError`."""
         return cls(None if topics is None else frozenset(str(t) for t in topics),
                    None if partitions is None else Partitions.of(partitions),
-                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"))
+                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"), keys)
 
     def intersect(self, other: Optional["Bounds"]) -> "Bounds":
         """The bounds both admit."""
         if other is None:
             return self
         return Bounds(_meet(self.topics, other.topics), _meet(self.partitions, other.partitions),
-                      _narrow(self.offsets, other.offsets), _narrow(self.timestamps, other.timestamps))
+                      _narrow(self.offsets, other.offsets), _narrow(self.timestamps, other.timestamps),
+                      _meet(self.keys, other.keys))
 
     def admits(self, topic, partition) -> bool:
         """Whether records of this topic-partition may be in bounds."""
@@ -163,6 +174,18 @@ class Bounds(_Fields):
     @property
     def unbounded(self) -> bool:
         return self == Bounds()
+
+
+def _keys(keys) -> frozenset:
+    """A set of keys as bytes (a bytearray or memoryview copied); anything else refused."""
+    if isinstance(keys, (bytes, bytearray, str)):
+        raise UsageError(f"bounds: keys is a set of keys, not one {type(keys).__name__}")
+    out = []
+    for k in keys:
+        if not isinstance(k, (bytes, bytearray, memoryview)):
+            raise UsageError(f"bounds: a key is bytes, not {type(k).__name__} ({k!r})")
+        out.append(bytes(k))
+    return frozenset(out)
 
 
 def _long_range(pair) -> _Range:

@@ -4,8 +4,8 @@ Each adapter (Polars, DuckDB, Ray, Daft: :mod:`kafkarec.engines`; Spark's ``push
 :mod:`spark_udfs.read.pushdown`) translates its own expression form into this module's operations and
 nothing else:
 
-* :func:`compared`: a column (``topic``, ``partition``, ``offset``, ``timestamp``) compared with a
-  constant (``==``, ``<``, ``<=``, ``>``, ``>=``; :func:`swapped` turns ``constant op column``
+* :func:`compared`: a column (``topic``, ``partition``, ``offset``, ``timestamp``, ``key``) compared
+  with a constant (``==``, ``<``, ``<=``, ``>``, ``>=``; :func:`swapped` turns ``constant op column``
   around, :func:`negated` is NOT of a comparison);
 * :func:`members`: membership in a list of constants;
 * :func:`both` and :func:`either`: AND and OR of two terms.
@@ -16,7 +16,12 @@ Each answer is a :class:`Term` (or None: no bounds say it, the term stays the en
   exactly, as :class:`kafkarec.scan.bounds.Partitions` (a range costs two numbers, whatever it
   spans); OR of two terms on the same one of these columns, exactly;
 * ``offset`` and ``timestamp``: a range ``[lo, hi)`` of whole numbers, exactly; membership of
-  several values bounds their hull, not exactly (the engine keeps the term).
+  several values bounds their hull, not exactly (the engine keeps the term);
+* ``key``: ``==`` and membership, exactly, as a set of ``bytes`` (OR of key terms too): the core
+  compares each record's key before it builds the record, so other keys' values are never built.
+  The constant is bytes; a ``str`` is taken as its UTF-8 bytes, which is what an engine means
+  only where it compares a binary column with a string by those bytes: an adapter passes a
+  string only there (:func:`key_constant`).
 
 **Timestamps** are milliseconds since the epoch in the bounds; a constant of a finer unit (Spark's
 and DuckDB's microseconds, a Python ``datetime``, Polars' nanoseconds) comes as an exact
@@ -25,8 +30,8 @@ whole milliseconds it admits: ``> 5.5`` is ``>= 6``, ``<= 5.5`` is ``< 6``, ``==
 No record is lost and none is added: the rounding is exact.
 
 **Error rows** (``mode="PERMISSIVE"``, and a local read's file that shrank) carry their topic and
-partition and a null offset and timestamp.  A term on ``topic`` or ``partition`` is exact for them
-too; a term on ``offset`` or ``timestamp`` is not (the read keeps an error row inside the range,
+partition and a null offset, timestamp and key.  A term on ``topic`` or ``partition`` is exact for
+them too; a term on ``offset``, ``timestamp`` or ``key`` is not (the read keeps an error row inside the range,
 a comparison with null leaves it out): :func:`exact` says which terms a read with error rows
 applies exactly, and the engine applies the others again.
 
@@ -43,10 +48,10 @@ from typing import Iterable, NamedTuple, Optional, Union
 from kafkarec.scan.bounds import Bounds, Partitions
 
 __all__ = ["COLUMNS", "COMPARISONS", "Term", "compared", "members", "both", "either", "exact", "swapped",
-           "negated", "milliseconds", "python_constant"]
+           "negated", "milliseconds", "python_constant", "key_constant"]
 
 #: the columns a predicate can bound
-COLUMNS = ("topic", "partition", "offset", "timestamp")
+COLUMNS = ("topic", "partition", "offset", "timestamp", "key")
 #: comparison operators, in the spelling the adapters map their engine's to
 COMPARISONS = ("==", "<", "<=", ">", ">=")
 #: ``constant op column`` is ``column SWAPPED[op] constant``
@@ -55,7 +60,7 @@ _SWAPPED = {"==": "==", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 #: null is left out either way); NOT of ``==`` is no range
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 _ORDERED = ("offset", "timestamp")
-#: the columns error rows carry (topic and partition; their offset and timestamp are null)
+#: the columns error rows carry (topic and partition; their offset, timestamp and key are null)
 _ERROR_ROWS_CARRY = frozenset(("topic", "partition"))
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=datetime.timezone.utc)
@@ -110,9 +115,12 @@ def _ranged(column: str, pair) -> Bounds:
 
 def _fits(column: str, value) -> bool:
     """Whether ``value`` is a constant this module takes for ``column``: a str for topic, an int
-    for partition and offset, an int or Fraction of milliseconds for timestamp."""
+    for partition and offset, an int or Fraction of milliseconds for timestamp, bytes (or a str,
+    its UTF-8) for key."""
     if column == "topic":
         return isinstance(value, str)
+    if column == "key":
+        return isinstance(value, (bytes, bytearray, str))
     if column == "timestamp" and isinstance(value, Fraction):
         return True
     return column in COLUMNS and isinstance(value, int) and not isinstance(value, bool)
@@ -125,6 +133,8 @@ def compared(column: str, op: str, value) -> Optional[Term]:
         return None
     if column == "topic":
         return _term(column, Bounds(topics=frozenset([value]))) if op == "==" else None
+    if column == "key":
+        return _term(column, Bounds(keys=[_key(value)])) if op == "==" else None
     return _term(column, _ranged(column, _range(op, value)))
 
 
@@ -138,6 +148,8 @@ def members(column: str, values: Iterable) -> Optional[Term]:
         return _term(column, Bounds(topics=frozenset(values)))
     if column == "partition":
         return _term(column, Bounds(partitions=Partitions.of(values)))
+    if column == "key":
+        return _term(column, Bounds(keys=[_key(v) for v in values]))
     if column not in _ORDERED or not values:
         return None
     if len(set(values)) == 1:
@@ -155,15 +167,30 @@ def both(a: Optional[Term], b: Optional[Term]) -> Optional[Term]:
 
 
 def either(a: Optional[Term], b: Optional[Term]) -> Optional[Term]:
-    """The term ``a OR b`` where both are exact on the same set column (topics or partitions), or
-    None: a union of ranges or of different columns is no :class:`Bounds`."""
+    """The term ``a OR b`` where both are exact on the same set column (topics, partitions or
+    keys), or None: a union of ranges or of different columns is no :class:`Bounds`."""
     if a is None or b is None or not (a.exact and b.exact) or a.columns != b.columns:
         return None
     if a.columns == {"topic"}:
         return _term("topic", Bounds(topics=a.bounds.topics | b.bounds.topics))
     if a.columns == {"partition"}:
         return _term("partition", Bounds(partitions=a.bounds.partitions | b.bounds.partitions))
+    if a.columns == {"key"}:
+        return _term("key", Bounds(keys=a.bounds.keys | b.bounds.keys))
     return None
+
+
+def _key(value) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def key_constant(value, *, strings: bool):
+    """A constant compared with ``key`` as :func:`compared` takes it, or None: bytes as they
+    are; a str only where the engine compares a binary column with a string by its UTF-8 bytes
+    (``strings``), else None (the engine keeps the term)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return value if strings and isinstance(value, str) else None
 
 
 def _term(column: str, bounds: Bounds, *, exact: bool = True) -> Term:
@@ -189,7 +216,10 @@ def milliseconds(moment: datetime.datetime, *, zoned: bool) -> Optional[Fraction
 def python_constant(column: str, value):
     """A Python constant of DuckDB's, Ray's and Daft's expressions as :func:`compared` and
     :func:`members` take it: for ``timestamp`` a naive ``datetime`` in exact milliseconds
-    (:func:`milliseconds`), None for any other kind; other columns' constants as they are."""
+    (:func:`milliseconds`), None for any other kind; for ``key`` bytes only (:func:`key_constant`:
+    these engines' string is no binary); other columns' constants as they are."""
+    if column == "key":
+        return key_constant(value, strings=False)
     if column != "timestamp":
         return value
     return milliseconds(value, zoned=False)

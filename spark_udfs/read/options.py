@@ -144,6 +144,9 @@ OPTIONS = (
          backfill_sets=True),
     _own("cdc", "choice", "(none)", "RS", "`debezium`: values are Debezium change events", backfill_sets=True),
     _own("dedupeBufferSize", "bytes", "128m", "R", "view=latest: the key map's size per task"),
+    _own("partitioner", "choice", "(none)", "LR", "`murmur2`: a pushed key filter (`key = x`, `key IN (...)`) "
+         "opens only the partitions Kafka's default partitioner names for those keys (right only if "
+         "every producer used it: `kafkarec census` tells)"),
     _own("tieredStorage", "text", "(none)", "R", "a tiered-storage root stitched with the log dirs",
          lists=True),
     _own("tieredStorageConfig", "text", "(none)", "RS", "the tiered-storage plugin's properties", lists=True),

@@ -4,7 +4,7 @@ Spark hands a Python data source the conjuncts of a query's ``WHERE`` that compa
 with literals (``pyspark.sql.datasource``: ``EqualTo``, ``EqualNullSafe``, ``In``,
 ``GreaterThan(OrEqual)``, ``LessThan(OrEqual)``, ``IsNull``, ``IsNotNull``, each maybe under
 ``Not``; a disjunction is never pushed, a conjunction arrives as its parts).  Those on
-``topic``, ``partition``, ``offset``, ``timestamp`` and ``timestampMs`` become one
+``topic``, ``partition``, ``offset``, ``timestamp``, ``timestampMs`` and ``key`` become one
 :class:`kafkarec.scan.Bounds` - the typed bounds the read's options give too, intersected with
 them - so the read resolves them through the segments' indexes before any segment byte is read.
 The rule is :mod:`kafkarec.scan.predicate`, the one every engine adapter uses; this module is
@@ -28,6 +28,10 @@ Spark, which applies it to the rows read:
   filter), and a record timestamp outside Spark's range is a null ``timestamp``
   (``timestampMs`` keeps it).  A literal Spark sends without a zone (``TIMESTAMP_NTZ``) is
   not pushed.
+* ``key`` (``=``, ``IN``, binary literals): exact, the core builds only the records with those
+  keys, and with the read option ``partitioner=murmur2`` only the partitions Kafka's default
+  partitioner names for them are opened; returned to Spark as well when the read can give error
+  rows (their key is null).
 * a bound past the long range (``offset = 9223372036854775807`` is pushed as ``>=`` it and ``<``
   one more) is clipped where bounds are made (:class:`kafkarec.scan.Bounds`).
 * anything else (``<>``, ``NOT IN``, ``IS NULL``, ``LIKE``, a literal of another type, any other
@@ -41,7 +45,7 @@ from typing import List, NamedTuple
 
 __all__ = ["PUSHED_COLUMNS", "Pushed", "push", "push_into", "listable", "planning_with_filters"]
 
-PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs")
+PUSHED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampMs", "key")
 # where Spark runs pushFilters: only when spark.sql.python.filterPushdown.enabled is on
 _PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
 #: Spark's comparison filters as the rule's operators (``In`` is the rule's membership; ``Not`` of a
@@ -51,7 +55,7 @@ _COMPARISONS = {"EqualTo": "==", "EqualNullSafe": "==", "GreaterThan": ">", "Gre
                 "LessThan": "<", "LessThanOrEqual": "<="}
 #: Spark's columns as the rule's (``timestamp`` Spark's microseconds, ``timestampMs`` the log's ms)
 _RULE_COLUMN = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp",
-                "timestampMs": "timestamp"}
+                "timestampMs": "timestamp", "key": "key"}
 
 
 class Pushed(NamedTuple):
@@ -147,10 +151,14 @@ def _term(f, columns):
 def _constant(column: str, value):
     """A literal of Spark's filter as the rule takes it, or None: ``timestamp`` an instant with a
     zone (Spark sends one, its string literals read in the session time zone; one without a zone,
-    ``TIMESTAMP_NTZ``, is not pushed), ``timestampMs`` and the numbers an int, ``topic`` a str."""
+    ``TIMESTAMP_NTZ``, is not pushed), ``timestampMs`` and the numbers an int, ``topic`` a str,
+    ``key`` bytes (Spark's binary literal; a string compared with the binary key is cast by Spark
+    before any filter is pushed, a str literal is not pushed)."""
     from kafkarec.scan import predicate
     if column == "timestamp":
         return predicate.milliseconds(value, zoned=True)
+    if column == "key":
+        return predicate.key_constant(value, strings=False)
     if column == "topic":
         return value if isinstance(value, str) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None

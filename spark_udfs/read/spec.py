@@ -23,7 +23,7 @@ from typing import Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
-from kafkarec.scan._config import FileFinding
+from kafkarec.scan._config import PARTITIONERS, FileFinding
 from kafkarec.scan._decode import MODES
 from spark_udfs.read import options as _options
 from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
@@ -203,6 +203,7 @@ class ReadSpec:
     typed: Optional[TypedOptions]
     streaming: Optional[bool] = None   # None until Spark asks for a batch or a stream reader
     parsed_selection: object = None    # kafkarec.log.selection.Selection, once streaming is known
+    partitioner: Optional[str] = None  # pushed keys open only the partitions it names (kafkarec.scan.ScanConfig)
 
     @property
     def listed(self) -> bool:
@@ -372,7 +373,8 @@ def read_spec(options) -> ReadSpec:
                         fail_on_data_loss=_bool(o, "failondataloss", True)),
         verify_crc=_bool(o, "verifycrc", True),
         strict=_bool(o, "strict", False),
-        typed=_typed(o))
+        typed=_typed(o),
+        partitioner=text_choice("option partitioner", o.get("partitioner"), PARTITIONERS))
 
 
 def _paths(options: dict) -> list:
@@ -411,4 +413,4 @@ def scan_config(spec: ReadSpec):
         batch_columns=spec.columns.batch_columns, verify_crc=spec.verify_crc, strict=spec.strict,
         max_decompressed_bytes=spec.limits.max_decompressed_bytes, max_rows=spec.limits.max_rows,
         # view=latest, cdc, tiered storage's options: planned over a listing whatever the paths
-        listing=spec.listed and not spec.streaming)
+        listing=spec.listed and not spec.streaming, partitioner=spec.partitioner)

@@ -113,3 +113,141 @@ def test_find_with_murmur2_reads_one_partition(placed):
     assert sum(logs.values()) <= own
     # without the option the custom topic is searched whole, and finds every copy of the key
     assert len(list(find(log_dir, topics=[CUSTOM], key=key))) == 5
+
+
+# --- live keys against the broker's own cleaner -------------------------------------------------
+
+CLEANED = "census-cleaner"
+#: tombstones outlive the first cleaning by this long (their batches' delete horizon)
+DELETE_RETENTION_MS = 1000
+
+
+def _rows_below(log_dir, end):
+    """``[(offset, key, value, header bytes, deleteHorizonMs)]`` of the topic's records below ``end``."""
+    from kafkarec.scan import LogScan
+    t = LogScan(log_dir, topics=[CLEANED], batch_columns=True, bounds=Bounds.of(offsets=(0, end))).to_table()
+    return [(o, k, v, sum(len(h["key"].encode()) + len(h["value"] or b"") for h in hs or ()), d)
+            for o, k, v, hs, d in zip(*(t[c].to_pylist() for c in ("offset", "key", "value", "headers",
+                                                                    "deleteHorizonMs")))]
+
+
+def _partition(doc):
+    (row,) = [p for p in doc["partitions"] if p["topic"] == CLEANED]
+    return row
+
+
+def _roll_and_wait_cleaned(kafka_broker, producer, tag: str, timeout: float = 30) -> int:
+    """Append records of fresh keys until the partition rolls a segment (``segment.ms`` 100 rolls
+    on the first append past it), then wait until the cleaner has cleaned up to the new active
+    segment; returns its base offset."""
+    import time
+    d = kafka_broker.partition_dir(CLEANED)
+    logs = lambda: sorted(int(n[:-4]) for n in os.listdir(d) if n.endswith(".log"))   # noqa: E731
+    before, deadline, i = logs()[-1], time.monotonic() + timeout, 0
+    while logs()[-1] == before:
+        assert time.monotonic() < deadline, f"{CLEANED} did not roll a segment within {timeout} s"
+        producer.produce(CLEANED, key=b"%s-%d" % (tag.encode(), i), value=b"roll")
+        produce._flush(producer)
+        i += 1
+        time.sleep(0.05)        # the roll is time-driven (segment.ms): appends spaced, the wait bounded
+    active = logs()[-1]
+    produce.wait_cleaned(kafka_broker.log_dir, CLEANED, timeout=timeout, through={0: active})
+    return active
+
+
+def _copy_logs(kafka_broker, dest: str) -> str:
+    """The partition's ``.log`` files copied under ``dest`` (a log dir of their own), while nothing
+    is appended and the cleaner has nothing dirty left (an index is not needed to read them)."""
+    import shutil
+    src, folder = kafka_broker.partition_dir(CLEANED), os.path.join(dest, f"{CLEANED}-0")
+    os.makedirs(folder)
+    for name in os.listdir(src):
+        if name.endswith(".log"):
+            shutil.copyfile(os.path.join(src, name), os.path.join(folder, name))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def cleaner_run(kafka_broker, tmp_path_factory):
+    """A compacted topic written into one active segment (nothing cleanable), its census taken
+    then; ``segment.ms`` set to 100 so that later appends roll, and the cleaner forced to run twice:
+    once (tombstones kept, their batches given a delete horizon), and once more after that horizon.
+    ``{"before": census, "end": offsets it covered, "first": rows after the first cleaning,
+    "first_dir": a copy of that log, "first_at"/"second_at": ms before each cleaning was forced,
+    "second": rows after the second}``."""
+    import random
+    import time
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+    admin = produce._admin(kafka_broker.bootstrap)
+    config = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
+              "delete.retention.ms": str(DELETE_RETENTION_MS)}
+    for f in admin.create_topics([NewTopic(CLEANED, 1, 1, config=config)]).values():
+        f.result(30)
+    p = produce._cf_producer(kafka_broker.bootstrap)
+    rng = random.Random(50)
+    for rnd in range(3):
+        for i in range(40):
+            if rnd == 1 and i % 5 == 0:
+                continue
+            value = None if rnd == 2 and i % 4 == 0 else b"r%d-%d-" % (rnd, i) + b"x" * rng.randrange(60)
+            headers = [("h", b"%d" % i)] if i % 3 == 0 else None
+            p.produce(CLEANED, key=b"c-%d" % i, value=value, headers=headers)
+    p.produce(CLEANED, key=b"back", value=None)
+    p.produce(CLEANED, key=b"back", value=b"again")      # a tombstone, then a value: live
+    produce._flush(p)
+    log_dir = kafka_broker.log_dir
+    assert len([n for n in os.listdir(kafka_broker.partition_dir(CLEANED)) if n.endswith(".log")]) == 1
+    out = {"before": census(log_dir, bounds=Bounds.of(topics=[CLEANED]))}
+    end = out["end"] = _partition(out["before"])["records"]
+    assert end == 40 * 3 - 8 + 2
+    for f in admin.incremental_alter_configs([ConfigResource(
+            ConfigResource.Type.TOPIC, CLEANED, incremental_configs=[ConfigEntry(
+                "segment.ms", "100", incremental_operation=AlterConfigOpType.SET)])]).values():
+        f.result(30)
+    out["first_at"] = int(time.time() * 1000)
+    _roll_and_wait_cleaned(kafka_broker, p, "roll")
+    out["first"] = _rows_below(log_dir, end)
+    out["first_dir"] = _copy_logs(kafka_broker, str(tmp_path_factory.mktemp("cleaned-once")))
+    horizon = max(d for _, _, v, _, d in out["first"] if v is None)
+    deadline = time.monotonic() + 30
+    while time.time() * 1000 <= horizon:        # the rule's own clock: the horizon must pass
+        assert time.monotonic() < deadline, "the tombstones' delete horizon did not pass within 30 s"
+        time.sleep(0.1)
+    out["second_at"] = int(time.time() * 1000)
+    _roll_and_wait_cleaned(kafka_broker, p, "again")
+    out["second"] = _rows_below(log_dir, end)
+    return out
+
+
+def test_live_keys_are_what_the_brokers_cleaner_keeps(cleaner_run, kafka_broker):
+    """The census of the uncleaned log says which keys and bytes compaction keeps and how many
+    tombstones: the broker's cleaner then kept exactly those (Kafka's LogCleaner, forced to run)."""
+    row, end, first = _partition(cleaner_run["before"]), cleaner_run["end"], cleaner_run["first"]
+    kept = [r for r in first if r[2] is not None]
+    tombstones = [r for r in first if r[2] is None]
+    assert len(first) < end                                        # the cleaner removed records
+    assert row["live_keys"] == len(kept) == len({r[1] for r in kept}) == 31
+    assert row["live_bytes"] == sum(len(k) + len(v) + h for _, k, v, h, _ in kept)
+    assert row["retained_tombstones"] == len(tombstones) == 10     # c-0, c-4 ... c-36
+    assert row["distinct_keys"] == len(kept) + len(tombstones)
+    # the census of the cleaned log (cleaned twice by now) says the same: compaction keeps the state
+    after = _partition(census(kafka_broker.log_dir, bounds=Bounds.of(topics=[CLEANED], offsets=(0, end))))
+    assert (after["live_keys"], after["live_bytes"]) == (row["live_keys"], row["live_bytes"])
+
+
+def test_tombstones_go_once_their_delete_horizon_passed(cleaner_run):
+    """``delete.retention.ms``: the first cleaning gave each tombstone's batch a delete horizon (that
+    cleaning's time plus it) and kept the tombstones; the census of that log as of the first
+    cleaning keeps them, as of the second (past the horizon) none, and the second cleaning removed
+    them all and kept every live key."""
+    first, second, end = cleaner_run["first"], cleaner_run["second"], cleaner_run["end"]
+    horizons = [d for _, _, v, _, d in first if v is None]
+    assert all(h is not None and h >= cleaner_run["first_at"] + DELETE_RETENTION_MS for h in horizons)
+    bounds = Bounds.of(topics=[CLEANED], offsets=(0, end))
+    once = cleaner_run["first_dir"]
+    kept_then = _partition(census(once, bounds=bounds, as_of_ms=cleaner_run["first_at"]))
+    kept_later = _partition(census(once, bounds=bounds, as_of_ms=cleaner_run["second_at"]))
+    assert kept_then["retained_tombstones"] == len(horizons) == 10
+    assert kept_later["retained_tombstones"] == len([r for r in second if r[2] is None]) == 0
+    assert sorted(r[:3] for r in second) == sorted(r[:3] for r in first if r[2] is not None)
+    assert kept_later["live_keys"] == len(second) == 31

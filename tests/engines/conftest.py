@@ -14,6 +14,15 @@ def long_log(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def keyed_log(tmp_path_factory):
+    """``(root, partitions)`` of :func:`support.engine_logs.keyed_topic`: topic ``keyed``, its
+    records placed by murmur2."""
+    from support.engine_logs import keyed_topic
+    root = str(tmp_path_factory.mktemp("keyed"))
+    return root, len(keyed_topic(root))
+
+
+@pytest.fixture(scope="module")
 def log_root(tmp_path_factory):
     """Every codec, legacy messages, transactions (a commit and an abort), compaction, headers
     (tests/support/logdir.py's :func:`build_log_dir`)."""

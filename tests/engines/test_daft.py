@@ -130,3 +130,32 @@ def test_bounds_past_the_long_range_and_partition_ranges(log_root):
     scan = KafkaLogSource(log_root, mode="PERMISSIVE").planned(
         Pushdowns(filters=(col("partition") >= 1) & (col("topic") == "a"), limit=5))
     assert scan.limit == 5 and scan.bounds.admits("a", 2147483646) and not scan.bounds.admits("a", 0)
+
+
+@pytest.mark.parametrize("partitioner", [None, "murmur2"])
+def test_key_filters_give_the_rows_of_filtering_the_full_read(keyed_log, partitioner):
+    """``key ==`` and ``is_in`` with bytes are the scan's key bounds; the rows are those of filtering
+    the full read."""
+    import daft
+    from daft import col
+    from daft.io.pushdowns import Pushdowns
+    from kafkarec.engines.daft import KafkaLogSource, read_log
+    root, _ = keyed_log
+    full = daft.from_arrow(LogScan(root).to_table())
+    df = read_log(root, partitioner=partitioner)
+    for predicate, keys in [(col("key") == b"key-7", 1), (col("key").is_in([b"key-7", b"key-150"]), 2),
+                            ((col("key") == b"key-7") | (col("key") == b"key-9"), 2)]:
+        assert KafkaLogSource(root).planned(Pushdowns(filters=predicate)).bounds.keys is not None
+        got = rows(df.where(predicate).to_arrow())
+        assert len(got) == 40 * keys
+        assert got == rows(full.where(predicate).to_arrow()), predicate
+
+
+def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log):
+    from daft import col
+    from kafkarec.engines.daft import read_log
+    root, partitions = keyed_log
+    got, read, total = segment_bytes_read(
+        root, lambda: read_log(root, partitioner="murmur2").where(col("key") == b"key-7").select("offset").to_pydict())
+    assert len(got["offset"]) == 40
+    assert 0 < read <= total / partitions + 0.01 * total, (read, total)

@@ -66,9 +66,12 @@ def test_which_filters_the_source_takes(log_root):
     assert source.accepts(Binary(">=", ts, Lit(datetime.datetime(2026, 1, 1, 0, 0, 0, 1500), "TIMESTAMP")))
     assert not source.accepts(Binary("OR", Binary("<", offset, Lit(3, "BIGINT")), Binary(">", offset, Lit(9, "BIGINT"))))
     assert not source.accepts(Binary("!=", offset, Lit(3, "BIGINT")))
-    assert not source.accepts(Binary("=", Col(("key",)), Lit(b"k", "BLOB")))
-    permissive = LogSource(LogScan(log_root, mode="PERMISSIVE"))      # error rows have no offset
+    assert source.accepts(Binary("=", Col(("key",)), Lit(b"k", "BLOB")))
+    assert source.accepts(In(Col(("key",)), [Lit(b"k", "BLOB"), Lit(b"j", "BLOB")]))
+    assert not source.accepts(Binary(">", Col(("key",)), Lit(b"k", "BLOB")))
+    permissive = LogSource(LogScan(log_root, mode="PERMISSIVE"))      # error rows have no offset or key
     assert not permissive.accepts(Binary(">=", offset, Lit(10, "BIGINT")))
+    assert not permissive.accepts(Binary("=", Col(("key",)), Lit(b"k", "BLOB")))
 
 
 def test_projection_and_limit(log_root):
@@ -123,3 +126,30 @@ def test_long_max_and_partition_ranges_are_taken(log_root):
     assert source.accepts(Binary(">", offset, Lit(9223372036854775807, "BIGINT")))
     assert source.accepts(Binary("<", partition, Lit(2147483647, "INTEGER")))
     assert LogSource(LogScan(log_root, mode="PERMISSIVE")).accepts(Binary(">=", partition, Lit(1, "INTEGER")))
+
+
+KEY_WHERE = [("key = 'key-7'", 1), ("key IN ('key-7', 'key-150')", 2), ("key = 'key-7' OR key = 'key-9'", 2),
+             ("key = '\\x6B\\x65\\x79-7'::BLOB", 1)]
+
+
+@pytest.mark.parametrize("partitioner", [None, "murmur2"])
+@pytest.mark.parametrize("where,keys", KEY_WHERE)
+def test_key_filters_give_the_rows_of_filtering_the_full_read(keyed_log, where, keys, partitioner):
+    """DuckDB casts a string compared with the BLOB key to a BLOB constant; the source takes it."""
+    root, _ = keyed_log
+    con = duckdb.connect()
+    register(con, "logs", root, partitioner=partitioner)
+    con.register("whole_read", LogScan(root).to_table())
+    got = rows(con.sql(f"SELECT * FROM logs WHERE {where}").to_arrow_table())
+    assert len(got) == 40 * keys
+    assert got == rows(con.sql(f"SELECT * FROM whole_read WHERE {where}").to_arrow_table())
+
+
+def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log):
+    root, partitions = keyed_log
+    con = duckdb.connect()
+    register(con, "logs", root, partitioner="murmur2")
+    got, read, total = segment_bytes_read(
+        root, lambda: con.sql("SELECT \"offset\", value FROM logs WHERE key = 'key-7'").fetchall())
+    assert len(got) == 40
+    assert 0 < read <= total / partitions + 0.01 * total, (read, total)

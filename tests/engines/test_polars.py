@@ -153,3 +153,37 @@ def test_bounds_past_the_long_range_and_partition_ranges():
     inf = pl.col("offset") < float("inf")
     bounds, rest = predicate_bounds(inf & (pl.col("offset") >= 3), SCHEMA)
     assert bounds == Bounds.of(offsets=(3, None)) and rest.meta.eq(inf)
+
+
+KEY_PREDICATES = [
+    (pl.col("key") == b"key-7", [b"key-7"]),
+    (pl.col("key") == "key-7", [b"key-7"]),             # Polars compares Binary and String by UTF-8
+    (pl.col("key").is_in([b"key-7", b"key-150"]), [b"key-7", b"key-150"]),
+    ((pl.col("key") == b"key-7") | (pl.col("key") == b"key-9"), [b"key-7", b"key-9"]),
+]
+
+
+@pytest.mark.parametrize("predicate,keys", KEY_PREDICATES)
+def test_key_filters_are_pushed_exactly_except_under_error_rows(predicate, keys):
+    schema = pl.Schema({**SCHEMA, "key": pl.Binary})
+    assert predicate_bounds(predicate, schema) == (Bounds.of(keys=keys), None)
+    bounds, residual = predicate_bounds(predicate, schema, error_rows=True)
+    assert bounds == Bounds.of(keys=keys) and residual is not None     # error rows' key is null
+
+
+@pytest.mark.parametrize("partitioner", [None, "murmur2"])
+@pytest.mark.parametrize("predicate,keys", KEY_PREDICATES)
+def test_key_filters_give_the_rows_of_filtering_the_full_read(keyed_log, predicate, keys, partitioner):
+    root, _ = keyed_log
+    full = pl.from_arrow(LogScan(root).to_table())
+    got = scan_log(root, partitioner=partitioner).filter(predicate).collect()
+    assert got.height == 40 * len(keys)
+    assert rows(got) == rows(full.filter(predicate))
+
+
+def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log):
+    root, partitions = keyed_log
+    got, read, total = segment_bytes_read(
+        root, lambda: scan_log(root, partitioner="murmur2").filter(pl.col("key") == b"key-7").collect())
+    assert got.height == 40 and set(got["key"]) == {b"key-7"}
+    assert 0 < read <= total / partitions + 0.01 * total, (read, total)

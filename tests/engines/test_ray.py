@@ -192,3 +192,23 @@ def test_bounds_past_the_long_range(ray_local, log_root):
     assert ds.filter(expr=col("offset") > (1 << 63) - 1).count() == 0
     assert ds.filter(expr=col("offset") >= (1 << 63) - 1).count() == 0
     assert ds.filter(expr=col("offset") < (1 << 63) - 1).count() == n
+
+
+def test_key_filters_and_murmur2_read_one_partitions_bytes(ray_local, keyed_log):
+    """``key ==`` and ``is_in`` with bytes are the scan's key bounds (the predicate's other half is
+    Ray's); with ``partitioner="murmur2"`` the workers read at most one partition's bytes, plus 1%."""
+    from ray.data.expressions import col
+    from kafkarec.engines.ray import predicate_bounds, read_log
+    root, partitions = keyed_log
+    assert predicate_bounds(col("key").is_in([b"key-7", b"key-150"])) == Bounds.of(keys=[b"key-7", b"key-150"])
+    assert predicate_bounds((col("key") == b"key-7") | (col("key") == b"key-9")) == Bounds.of(keys=[b"key-7", b"key-9"])
+    assert predicate_bounds(col("key") == "key-7") == Bounds()      # Ray's str is no binary
+    full = LogScan(root).to_table()
+    want = sorted((p, o) for k, p, o in zip(full["key"].to_pylist(), full["partition"].to_pylist(),
+                                             full["offset"].to_pylist()) if k == b"key-7")
+    got, read, total = segment_bytes_read_by_workers(
+        ray_local.counts, root,
+        lambda: _table(read_log(root, partitioner="murmur2").filter(expr=col("key") == b"key-7")
+                       .select_columns(["partition", "offset"])))
+    assert sorted(zip(got["partition"].to_pylist(), got["offset"].to_pylist())) == want and len(want) == 40
+    assert 0 < read <= total / partitions + 0.01 * total, (read, total)

@@ -4,7 +4,9 @@ executors with ``--py-files`` (the session's one user-way application, jobs/push
 Spark gives filtering every row itself (pushdown off) and, for an offset slice, the rows of the
 options' bounds; a 1% slice by offset (``partition = 0 AND offset >= A AND offset < B``) or by
 time (``timestamp >= '<local time>'`` in the session time zone) reads at most 2% of the segment
-bytes, every process's reads counted by kafkarec.log.storage (``KAFKAREC_BYTES_READ_DIR``).  The
+bytes; ``key = X'..'`` gives that key's rows, and with ``partitioner=murmur2`` only those of the
+partition murmur2 names, reading at most 1/2 + 1% of the bytes; the census over Spark is the local
+census; every process's reads counted by kafkarec.log.storage (``KAFKAREC_BYTES_READ_DIR``).  The
 same queries run over Spark Connect in tests/spark/test_connect.py."""
 from __future__ import annotations
 
@@ -37,3 +39,15 @@ JOB = UserAppJob("pushdown", os.path.join(H.ROOT, "tests", "spark", "jobs", "pus
 def test_pushed_filters_read_only_their_slices(user_app):
     result, root = user_app.outcome(JOB)
     E.check(result, root)
+
+
+def test_the_census_over_spark_is_the_local_census(user_app):
+    """``spark_udfs.census``: a task per topic-partition, the rows put together on the driver; the
+    document is the local census's, figure for figure (as of the same moment)."""
+    import json
+    from kafkarec.census import census
+    result, root = user_app.outcome(JOB)
+    got = result["census"]
+    want = json.loads(json.dumps(census(root, as_of_ms=got["as_of_ms"])))
+    assert [(p["topic"], p["partition"]) for p in got["partitions"]] == [("events", 0), ("events", 1)]
+    assert got == want

@@ -45,6 +45,8 @@ def literal(value, column):
         if isinstance(value, datetime.datetime) and value.tzinfo is not None:
             return (value - EPOCH) // datetime.timedelta(microseconds=1)
         return TypeError
+    if column == "key":         # Spark's binary literal: bytes or a bytearray
+        return bytes(value) if isinstance(value, (bytes, bytearray)) else TypeError
     want = str if column in ("topic", "value") else int
     if isinstance(value, bool) or not isinstance(value, want):
         return TypeError
@@ -84,6 +86,8 @@ def in_bounds(bounds, row, *, error_row_read: bool):
         return True
     if not bounds.admits(row["topic"], row["partition"]):
         return False
+    if row["offset"] is not None and bounds.keys is not None and row["key"] not in bounds.keys:
+        return False            # an error row (null offset and key) is read whatever the keys
     if row["offset"] is None:
         ranged = bounds.offsets != (None, None) or bounds.timestamps != (None, None)
         return error_row_read or not ranged
@@ -107,9 +111,11 @@ def rows(draw, error_rows: bool):
     topic = draw(st.one_of(topics, st.none()))
     partition = None if topic is None else draw(st.integers(0, 3))
     if error_rows and topic is not None and draw(st.booleans()):
-        return {"topic": topic, "partition": partition, "offset": None, "timestampMs": None, "value": None}
+        return {"topic": topic, "partition": partition, "offset": None, "timestampMs": None, "value": None,
+                "key": None}
     return {"topic": topic, "partition": partition, "offset": draw(st.integers(0, 6)),
-            "timestampMs": draw(ms), "value": draw(st.sampled_from(["x", "y", None]))}
+            "timestampMs": draw(ms), "value": draw(st.sampled_from(["x", "y", None])),
+            "key": draw(st.sampled_from([b"a", b"b", None]))}
 
 
 def zoned(micros, zone):
@@ -123,6 +129,8 @@ def values(draw, column):
         return draw(st.sampled_from([1.5, True, "3", datetime.datetime(2026, 9, 1), 7]))
     if column in ("topic", "value"):
         return draw(st.one_of(topics, st.just("x")))
+    if column == "key":
+        return draw(st.sampled_from([b"a", b"b", b"z", bytearray(b"a")]))
     if column == "timestamp":
         # on a millisecond, or a microsecond or more past one (rounded either way by the bounds)
         us = draw(ms) * 1000 + draw(st.sampled_from([0, 1, 500, 999]))
@@ -138,7 +146,7 @@ def values(draw, column):
 
 @st.composite
 def filters(draw):
-    column = draw(st.sampled_from(["topic", "partition", "offset", "timestamp", "timestampMs", "value"]))
+    column = draw(st.sampled_from(["topic", "partition", "offset", "timestamp", "timestampMs", "value", "key"]))
     kind = draw(st.sampled_from(COMPARISONS + (ds.In, ds.IsNull, ds.IsNotNull)))
     if kind in (ds.IsNull, ds.IsNotNull):
         f = kind((column,))
@@ -161,15 +169,15 @@ def check(fs, table, error_rows):
         assert [r for r in read if all(holds(f, r) for f in pushed.kept)] == want, (fs, pushed)
 
 
-ALL_ROWS = [{"topic": t, "partition": p, "offset": o, "timestampMs": m, "value": "x"}
-            for t in ("a", "b") for p in (0, 1, 2) for o in (0, 1, 2) for m in MS]
-ALL_ROWS += [{"topic": t, "partition": p, "offset": None, "timestampMs": None, "value": None}
+ALL_ROWS = [{"topic": t, "partition": p, "offset": o, "timestampMs": m, "value": "x", "key": k}
+            for t in ("a", "b") for p in (0, 1, 2) for o in (0, 1, 2) for m in MS for k in (b"a", None)]
+ALL_ROWS += [{"topic": t, "partition": p, "offset": None, "timestampMs": None, "value": None, "key": None}
              for t in ("a", None) for p in (0, 1, None) if (t is None) == (p is None)]
 LITERALS = {"topic": ["a", "z", 1], "partition": [-1, 0, 1, 2, 3, "1"], "offset": [-1, 0, 1, 2, 3, 1.5],
             "timestampMs": list(MS) + [True],
             "timestamp": [zoned(m * 1000 + us, UTC) for m in (T0 - 1, T0, T0 + 1) for us in (0, 1, 999)]
             + [zoned(T0 * 1000 + 1, zoneinfo.ZoneInfo("America/St_Johns")), datetime.datetime(2026, 9, 1)],
-            "value": ["x"]}
+            "value": ["x"], "key": [b"a", b"z", bytearray(b"a"), "a", 1]}
 
 
 @pytest.mark.parametrize("column", sorted(LITERALS))
@@ -228,6 +236,14 @@ def test_conversions():
     others = [ds.EqualTo(("value",), b"x"), ds.Not(ds.EqualTo(("offset",), 3)),
               ds.Not(ds.In(("topic",), ("a",))), ds.IsNull(("offset",)), ds.EqualTo(("headers", "key"), "k")]
     assert _pushdown.push(others) == (None, others)
+    # keys: exact (bytes; Spark's binary literal may come as a bytearray); kept for Spark while
+    # error rows (null keys) can be read; a str literal is no binary: not pushed
+    key, keys = ds.EqualTo(("key",), b"k1"), ds.In(("key",), (bytearray(b"k2"), b"k3"))
+    assert _pushdown.push([key], error_rows=False) == (Bounds(keys=[b"k1"]), [])
+    assert _pushdown.push([keys], error_rows=False) == (Bounds(keys=[b"k2", b"k3"]), [])
+    assert _pushdown.push([key, keys]) == (Bounds(keys=[]), [key, keys])
+    text = ds.EqualTo(("key",), "k1")
+    assert _pushdown.push([text, ds.Not(key)]) == (None, [text, ds.Not(key)])
     # a keyed state takes whole partitions only
     assert _pushdown.push([eq, ge], columns=("topic",)) == (Bounds(topics=frozenset({"orders"})), [ge])
 

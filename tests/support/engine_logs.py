@@ -3,8 +3,10 @@
 * :func:`long_partition` -- one partition of many indexed segments (tests/support/logdir.py's
   :class:`PartitionWriter`, batches from kafkarec's bulk builder), record ``i`` at offset ``i`` with
   timestamp ``T0 + i``: a 1% slice by offset or by time is a small part of its bytes;
-* :func:`segment_bytes_read` -- the ``.log`` bytes of a folder that a call read, through the storage
-  layer's counter (:func:`kafkarec.log.storage.process_bytes_read`);
+* :func:`keyed_topic` -- a topic of several partitions, each record in the partition Kafka's default
+  partitioner names for its key (murmur2), for key pushdown and ``partitioner="murmur2"``;
+* :func:`segment_bytes_read` -- the ``.log`` bytes of a folder (and the folders under it) that a call
+  read, through the storage layer's counter (:func:`kafkarec.log.storage.process_bytes_read`);
 * :func:`damaged_copy` -- a log dir with one segment truncated or corrupt;
 * :func:`rows` -- a pyarrow Table or a Polars DataFrame as sorted tuples in
   :func:`produce.consume`'s shape, timestamps as ms whatever the engine's time unit.
@@ -32,8 +34,38 @@ def long_partition(root: str, topic: str = "clicks", *, records: int = 20_000, p
     return writer.dir
 
 
+def keyed_topic(root: str, topic: str = "keyed", *, partitions: int = 8, records: int = 8_000,
+                keys: int = 200, per_batch: int = 10) -> List[str]:
+    """Write ``topic``'s ``partitions`` partitions under ``root``, record ``i`` with key
+    ``b"key-%d" % (i % keys)`` in ``murmur2(key) % partitions`` (Kafka's default partitioner, as the
+    Java producer; the expected partition is the core's :func:`partition_for_key`, checked against
+    Java's in tests/core/test_partitioner.py) and value ``b"value-%d-" % i`` padded; returns the
+    partition folders."""
+    import kafkarec
+    from kafkarec._core import partition_for_key
+    from support.logdir import PartitionWriter
+    placed: dict = {p: [] for p in range(partitions)}
+    for i in range(records):
+        key = b"key-%d" % (i % keys)
+        placed[partition_for_key(key, partitions)].append((key, b"value-%d-" % i + b"y" * 60, T0 + i))
+    folders = []
+    for p, recs in placed.items():
+        writer = PartitionWriter(root, topic, p, segment_bytes=16 << 10, index_interval_bytes=2048)
+        for start in range(0, len(recs), per_batch):
+            chunk = recs[start:start + per_batch]
+            writer.append(kafkarec.build_batch([v for _, v, _ in chunk], [k for k, _, _ in chunk],
+                                               [t for _, _, t in chunk]))
+        writer.close()
+        folders.append(writer.dir)
+    return folders
+
+
+def _log_files(folder: str) -> List[str]:
+    return [os.path.join(d, n) for d, _, names in os.walk(folder) for n in names if n.endswith(".log")]
+
+
 def segment_bytes_read(folder: str, call: Callable[[], object]):
-    """``(result of call, .log bytes of folder read during it, .log bytes of folder)``."""
+    """``(result of call, .log bytes under folder read during it, .log bytes under folder)``."""
     from kafkarec.log.storage import process_bytes_read
     folder = os.path.realpath(folder)
 
@@ -44,7 +76,7 @@ def segment_bytes_read(folder: str, call: Callable[[], object]):
     result = call()
     after = dict(process_bytes_read().by_path)
     read = logs(after) - logs(before)
-    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".log"))
+    total = sum(os.path.getsize(path) for path in _log_files(folder))
     return result, read, total
 
 

@@ -17,6 +17,7 @@ OFFSET_FROM = N // 2                   # the offset slice: [OFFSET_FROM, OFFSET_
 OFFSET_TO = OFFSET_FROM + N // 100
 TIME_MS = T0 + 10 * (N - N // 100)     # the time slice: timestamp >= TIME_MS
 ZONE = "America/St_Johns"              # the session time zone the time literal is written in
+KEY = b"k7"                            # the key the key pushdown looks up
 
 
 def timestamp(partition: int, i: int) -> int:
@@ -36,6 +37,12 @@ def build(root: str) -> None:
                                for i in range(b * PER_BATCH, (b + 1) * PER_BATCH)],
                               codec="zstd" if b % 10 == 0 else "none"))
         w.close()
+
+
+def murmur2_partition(key: bytes) -> int:
+    """The partition of ``events`` (2 partitions) Kafka's default partitioner names for ``key``."""
+    from kafkarec._core import partition_for_key
+    return partition_for_key(key, 2)
 
 
 def time_literal() -> str:
@@ -76,8 +83,15 @@ def check(result: dict, root: str, *, counted: bool = True) -> None:
     assert result["latest"]["rows"] == records(lambda p, i: p == 0 and i >= N - KEYS)
     assert result["with_options"]["rows"] == records(
         lambda p, i: (i >= OFFSET_FROM - 50 if p == 0 else True) and i < OFFSET_TO)
+    with_key = records(lambda p, i: b"k%d" % (i % KEYS) == KEY)
+    assert result["key"]["rows"] == with_key and with_key
+    named = murmur2_partition(KEY)
+    assert result["key_murmur2"]["rows"] == [r for r in with_key if r[1] == named]
     if not counted:
         return
+    read = result["key_murmur2"]["bytes"]
+    assert log_bytes(read, 1 - named) == 0
+    assert 0 < log_bytes(read) <= segment_bytes(root) * (1 / 2 + 0.01), (log_bytes(read), segment_bytes(root))
     read = got["bytes"]
     assert log_bytes(read, 1) == 0
     assert 0 < log_bytes(read, 0) <= segment_bytes(root, 0) * 0.02, (log_bytes(read, 0), segment_bytes(root, 0))

@@ -8,9 +8,10 @@ from typing import Callable
 
 
 def segment_bytes_read_by_workers(counts: str, folder: str, call: Callable[[], object]):
-    """``(result of call, .log bytes of folder the workers counting into counts read during it,
-    .log bytes of folder)``."""
+    """``(result of call, .log bytes under folder the workers counting into counts read during it,
+    .log bytes under folder)``."""
     from kafkarec.log.storage import bytes_read
+    from support.engine_logs import _log_files
     folder = os.path.realpath(folder)
 
     def logs(by_path):
@@ -19,5 +20,5 @@ def segment_bytes_read_by_workers(counts: str, folder: str, call: Callable[[], o
     before = bytes_read(counts)
     result = call()
     read = logs(bytes_read(counts)) - logs(before)
-    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".log"))
+    total = sum(os.path.getsize(path) for path in _log_files(folder))
     return result, read, total

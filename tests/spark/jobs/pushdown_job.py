@@ -1,7 +1,8 @@
 """A job of the one user-way application (tests/support/user_app.py), for
 tests/spark/test_pushdown.py: DataFrame filters pushed into ``format("kafkarec")`` (Spark 4.1+,
 ``spark.sql.python.filterPushdown.enabled``) on bare executors, each query's rows and the bytes
-every process read (kafkarec.log.storage's counter, ``KAFKAREC_BYTES_READ_DIR``).
+every process read (kafkarec.log.storage's counter, ``KAFKAREC_BYTES_READ_DIR``); and the census of
+the log over Spark (``spark_udfs.census``).
 
 ``run(spark, LOGDIR, COUNTER_DIR)``: LOGDIR is tests/support/events_log.py's (its slices are
 taken from there); ``queries`` is also run by jobs/connect_job.py on a Connect session.
@@ -55,6 +56,11 @@ def queries(spark, root, counted=None):
         run("latest", read(view="latest").where(f"partition = 0 AND offset >= {offset_from}"))
         run("with_options", read(startingOffsets=json.dumps({"events": {"0": offset_from - 50, "1": 0}}))
             .where(f"offset < {offset_to} AND topic = 'events'"))
+        # key pushdown: the core builds only that key's records; with partitioner=murmur2 only the
+        # partition murmur2 names for it is opened (this topic's keys are not placed by it: the
+        # option is the user's word, and the rows show it was taken)
+        run("key", read().where(f"key = X'{E.KEY.hex()}'"))
+        run("key_murmur2", read(partitioner="murmur2").where(f"key IN (X'{E.KEY.hex()}')"))
         # the same slices with pushdown off (Spark filters every row) and by the options' bounds
         spark.conf.set(PUSHDOWN, "false")
         run("offset_spark", read().where(by_offset))
@@ -77,6 +83,9 @@ def run(spark, root, counter_dir):
         import spark_udfs
         spark_udfs.register(spark)
         from kafkarec.log.storage import bytes_read
-        return queries(spark, root, counted=lambda: bytes_read(counter_dir))
+        out = queries(spark, root, counted=lambda: bytes_read(counter_dir))
+        # the census over Spark, a task per topic-partition (the test compares the local census)
+        out["census"] = spark_udfs.census(spark, root)
+        return out
     finally:
         del environment["KAFKAREC_BYTES_READ_DIR"]

@@ -1,0 +1,92 @@
+"""iter_arrow's ``keys``: the records whose key is one of a set, the others never built.
+
+Each read is checked against the whole read filtered afterwards by pyarrow (the same rows, in
+the same order, every column), over the core's three ways of building rows: the v2 fast path
+(plain and compressed), the wide layout (``batch_columns``) and legacy message sets; a lean
+projection (no key, value or headers asked for) too.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import kafkarec
+from kafkarec import Compression, LegacyBatchBuilder
+
+
+def _v2_log(compression=Compression.NONE) -> bytes:
+    out, offset = b"", 0
+    for n in range(5):
+        keys = [None if i % 7 == 0 else f"k{i % 23}".encode() for i in range(40)]
+        keys[3] = b""                               # an empty key is a key, not a null
+        values = [f"v{n}-{i}".encode() * (i % 3) or None for i in range(40)]
+        headers = [[("h", b"x")] if i % 5 == 0 else None for i in range(40)]
+        out += kafkarec.build_batch(values, keys=keys, headers=headers, base_offset=offset,
+                                    compression=compression)
+        offset += 40
+    return out
+
+
+def _legacy_log(magic: int) -> bytes:
+    builder = LegacyBatchBuilder(magic=magic)
+    for i in range(30):
+        builder.append(f"v{i}".encode(), None if i % 4 == 0 else f"k{i % 5}".encode(),
+                       timestamp=None if magic == 0 else 1_700_000_000_000 + i, offset=i)
+    return builder.build()
+
+
+def _filtered(data, keys, **kwargs):
+    whole = kafkarec.to_arrow(data, **{k: v for k, v in kwargs.items() if k != "columns"})
+    kept = whole.filter(pc.fill_null(pc.is_in(whole["key"], pa.array(list(keys), pa.binary())), False))
+    return kept.select(kwargs["columns"]) if "columns" in kwargs else kept
+
+
+def _read(data, keys, **kwargs):
+    batches = list(kafkarec.iter_arrow(data, keys=keys, **kwargs))
+    return pa.Table.from_batches(batches)
+
+
+FEW = [b"k1", b"k5", b"", b"absent"]
+MANY = [f"k{i}".encode() for i in range(0, 23, 1)]        # more than are compared one by one
+
+
+@pytest.mark.parametrize("keys", [FEW, MANY, [], [b"k22"]], ids=["few", "many", "none", "one"])
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP, Compression.ZSTD],
+                         ids=["none", "gzip", "zstd"])
+def test_v2_keys_equal_a_filtered_read(keys, compression):
+    data = _v2_log(compression)
+    got = _read(data, keys)
+    want = _filtered(data, keys)
+    assert got.num_rows == want.num_rows
+    assert got.equals(want)
+    if keys == [b"k22"]:
+        assert got.num_rows == 5 * 1        # i == 22 only, in each of the five batches
+
+
+@pytest.mark.parametrize("keys", [FEW, MANY], ids=["few", "many"])
+def test_wide_layout_and_lean_projection(keys):
+    data = _v2_log()
+    got = _read(data, keys, batch_columns=True)
+    assert got.equals(_filtered(data, keys, batch_columns=True))
+    lean = _read(data, keys, columns=["offset", "timestamp"])
+    assert lean.column_names == ["offset", "timestamp"]
+    assert lean.equals(_filtered(data, keys, columns=["offset", "timestamp"]))
+    assert lean.num_rows > 0
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_keys(magic):
+    data = _legacy_log(magic)
+    got = _read(data, [b"k1", b"k3"])
+    assert got.equals(_filtered(data, [b"k1", b"k3"]))
+    assert sorted(set(got["key"].to_pylist())) == [b"k1", b"k3"]
+
+
+def test_null_key_is_in_no_set_and_keys_must_be_bytes():
+    data = _v2_log()
+    assert _read(data, [b"k1"])["key"].null_count == 0
+    with pytest.raises(TypeError, match="keys: bytes, not str"):
+        list(kafkarec.iter_arrow(data, keys=["k1"]))
+    with pytest.raises(TypeError, match="keys: bytes, not int"):
+        list(kafkarec.iter_arrow(data, keys=[5]))
