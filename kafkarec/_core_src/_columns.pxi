@@ -7,8 +7,9 @@
 # (_column.pxi).  pyarrow is imported on first use.
 #
 # Projection (iter_arrow's ``columns``): a read that asks for none of key, value and headers
-# builds none of them ("lean" columns: v2 records are scanned for their offsets and timestamps,
-# their bytes not copied; add_v2_meta); other projections build the full row and leave out what
+# builds none of them ("lean" columns: v2 records are walked for their offsets and timestamps by
+# their lengths and deltas alone, their bytes not copied; add_v2_meta over walk_v2_meta, which
+# leaves any record it does not accept to the scanner); other projections build the full row and leave out what
 # was not asked for when a chunk is finished.  A compressed batch is decompressed either way:
 # its records' offset and timestamp deltas are inside the compressed records.
 
