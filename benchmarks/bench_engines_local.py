@@ -1,10 +1,12 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
+        [--partitions 4] [--headers 0] [--queries all,meta]
 
-Writes one topic of ``--records`` records (4 partitions, v2 batches of 1000 records from kafkarec's
-bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, no compression, 64 MiB segments) into a temporary log
-dir, then the same rows once to Parquet (pyarrow's defaults: snappy, one file) from
+Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
+from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
+headers a record, no compression, 64 MiB segments) into a temporary log dir (issue 52's shape:
+``--records 3000000 --partitions 1 --headers 1``), then the same rows once to Parquet (pyarrow's defaults: snappy, one file) from
 :class:`kafkarec.scan.LogScan`.  Then times, page cache warm, best of ``--repeats``, in this process:
 
 * ``all columns``: every row and column into the engine (Polars ``collect()``, DuckDB
@@ -30,14 +32,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 TARGET = 2.0
-PARTITIONS = 4
 PER_BATCH = 1000
 POOL = 100_000
 SEGMENT_BYTES = 64 << 20
 T0 = 1_700_000_000_000
 
 
-def write_log(root: str, records: int) -> None:
+def write_log(root: str, records: int, partitions: int = 4, headers: int = 0) -> None:
     from kafkarec import build_batch
     rng = random.Random(7)
     words = [b"order", b"paid", b"user", b"eur", b"shipped", b"qty", b"item", b"ok"]
@@ -45,8 +46,10 @@ def write_log(root: str, records: int) -> None:
     # shrink the values to a few distinct ones, as 1000 values repeated in every batch would let them
     values = [b"%d " % i + b" ".join(rng.choice(words) for _ in range(18))[:90] for i in range(POOL)]
     keys = [b"user-%011d" % rng.randrange(10_000_000) for _ in range(POOL)]
-    per_partition = records // PARTITIONS
-    for partition in range(PARTITIONS):
+    per_partition = records // partitions
+    # one header a record as producers' tracing adds them: a short key, a 16-byte value
+    record_headers = [[("trace-%d" % h, b"%016x" % h) for h in range(headers)]] * PER_BATCH if headers else None
+    for partition in range(partitions):
         folder = os.path.join(root, f"bench-{partition}")
         os.makedirs(folder)
         fh, written = None, SEGMENT_BYTES
@@ -58,7 +61,7 @@ def write_log(root: str, records: int) -> None:
             n = min(PER_BATCH, per_partition - offset)
             at = rng.randrange(POOL - n)
             batch = build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
-                                base_offset=offset)
+                                headers=record_headers[:n] if record_headers else None, base_offset=offset)
             fh.write(batch)
             written += len(batch)
         fh.close()
@@ -69,6 +72,10 @@ def main(argv=None) -> int:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--headers", type=int, default=0, help="headers a record")
+    ap.add_argument("--queries", default="all,meta",
+                    help="which queries: all (every column), meta (offset, timestamp), comma-separated")
     args = ap.parse_args(argv)
     import duckdb
     import polars as pl
@@ -81,7 +88,7 @@ def main(argv=None) -> int:
     try:
         logs = os.path.join(work, "logs")
         t = time.perf_counter()
-        write_log(logs, args.records)
+        write_log(logs, args.records, args.partitions, args.headers)
         table = LogScan(logs).to_table()
         n = table.num_rows
         parquet = os.path.join(work, "records.parquet")
@@ -107,6 +114,9 @@ def main(argv=None) -> int:
                 ("DuckDB", "Parquet"): lambda: con.sql('SELECT "offset", timestamp FROM records').to_arrow_table(),
             },
         }
+        wanted = {"all": "all columns", "meta": "offset, timestamp"}
+        chosen = {wanted[q] for q in args.queries.split(",")}
+        queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []
         print(f"{'query':18s} {'engine':7s} {'source':9s} {'best s':>8s} {'M rows/s':>9s}")
         for query, runs in queries.items():

@@ -13,6 +13,8 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
 * ``fields`` - ``iter_batches`` and every field of every record;
 * ``append`` - ``RecordBatchBuilder.append`` record by record;
 * ``bulk`` - ``build_batch`` from lists;
+* ``meta`` - ``iter_arrow(columns=["offset", "timestamp"])``, the meta-only walk (the Arrow
+  columns of two int64 and what a chunk costs, no key, value or header read past its length);
 * ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
   ``bench_internal.py`` makes them, less ``to_arrow`` of the same bytes: the typed-column step alone.
 
@@ -50,6 +52,9 @@ for _ in range(n):
         for b in kafkarec.iter_batches(data):
             for r in b:
                 r.offset, r.timestamp, r.key, r.value, r.headers
+    elif mode == "meta":
+        for rb in kafkarec.iter_arrow(data, columns=["offset", "timestamp"]):
+            pass
     elif mode == "to_arrow":
         kafkarec.to_arrow(data)
     elif mode == "offsets":
@@ -84,6 +89,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ref", required=True, help="the earlier commit (any git revision)")
     ap.add_argument("--runs", type=int, default=4, help="repetitions counted (after one)")
+    ap.add_argument("--modes", default="fields,append,bulk,offsets,meta",
+                    help="which measures, comma-separated")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
@@ -114,7 +121,7 @@ def main() -> int:
             one = _count(tree, mode, 1, data, script)
             more = _count(tree, mode, args.runs + 1, data, script)
             return (more - one) / (args.runs * RECORDS)
-        for mode in ("fields", "append", "bulk", "offsets"):
+        for mode in args.modes.split(","):
             per = {}
             for name, tree in trees.items():
                 if mode == "offsets":

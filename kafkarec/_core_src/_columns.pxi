@@ -7,8 +7,9 @@
 # (_column.pxi).  pyarrow is imported on first use.
 #
 # Projection (iter_arrow's ``columns``): a read that asks for none of key, value and headers
-# builds none of them ("lean" columns: v2 records are scanned for their offsets and timestamps,
-# their bytes not copied; add_v2_meta); other projections build the full row and leave out what
+# builds none of them ("lean" columns: v2 records are walked for their offsets and timestamps by
+# their lengths and deltas alone, their bytes not copied; add_v2_meta over walk_v2_meta, which
+# leaves any record it does not accept to the scanner); other projections build the full row and leave out what
 # was not asked for when a chunk is finished.  A compressed batch is decompressed either way:
 # its records' offset and timestamp deltas are inside the compressed records.
 #
@@ -382,31 +383,48 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
 
 cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                      bint strict, bint crc_after) except -1:
-    """The offsets and timestamps of one v2 batch's records (lean columns): each record is
-    scanned (checked as add_v2_records checks it), nothing of its key, value or headers is
-    copied.  Committed when the batch is complete, as add_v2_records does."""
+    """The offsets and timestamps of one v2 batch's records (lean columns), by the meta-only
+    walker (walk_v2_meta): nothing of a record's key, value or headers is read past its length.
+    A record the walker stops at is read by the scanner, which raises its fault or returns it
+    (and the walk goes on after it).  Committed when the batch is complete, as add_v2_records
+    does."""
     cdef RecordView v
     cdef _KeySet keys = cols.keys
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
-    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row = cols.rows + rows
+    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row = cols.rows + rows, walked, i
     cdef const uint8_t *pos = it._cur.pos
     cdef int64_t *offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
     cdef int64_t *tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
     cdef int32_t *tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
     while it._remaining > 0 and row < end_row:
-        if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
-            raise_record_fault(it)
-        if keys is not None and not keys.has(v.key, v.key_len):
+        if keys is not None:
+            # a key bound: every record's key is compared, so the scanner reads each one
+            if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
+                raise_record_fault(it)
+            if not keys.has(v.key, v.key_len):
+                continue
+            offs[0] = v.offset
+            tss[0] = v.timestamp
+            offs += 1
+            tss += 1
+            row += 1
             continue
-        offs[0] = v.offset
-        tss[0] = v.timestamp
-        tts[0] = ts_type
-        offs += 1
-        tss += 1
-        tts += 1
-        row += 1
+        walked = walk_v2_meta(it, &pos, payload_end, end_row - row, offs, tss)
+        offs += walked
+        tss += walked
+        row += walked
+        if it._remaining > 0 and row < end_row:
+            if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
+                raise_record_fault(it)
+            offs[0] = v.offset
+            tss[0] = v.timestamp
+            offs += 1
+            tss += 1
+            row += 1
+    for i in range(row - r0):
+        tts[i] = ts_type
     if it._remaining > 0:
         parse_v2_record_at(it, &v, &pos, payload_end)
     if crc_after:

@@ -610,6 +610,85 @@ cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t 
     return 0
 
 
+cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end,
+                                     Py_ssize_t max_records, int64_t *offsets,
+                                     int64_t *timestamps) noexcept:
+    """The meta-only walker: the offsets and timestamps of up to `max_records` of the iterator's
+    records from pos[0], into `offsets` and `timestamps`; returns how many it walked (pos[0] and
+    it._remaining moved past them).  Per record it reads the length, attributes, both deltas and
+    the key, value and header lengths (each by the one checked read, within the record's declared
+    size), skips the bytes between, and builds nothing else.
+
+    It accepts only a record scan_v2_record accepts, giving the same offset and timestamp: every
+    non-strict rule is checked here (each length against the record's end, no leftover after the
+    last record).  At the first record it does not accept it stops without moving past it, and the
+    caller lets scan_v2_record read that record, so a fault is found and worded by the one scanner
+    (where it stops and why are the full read's).  Strict reads keep the scanner (its further
+    rules, UTF-8 header keys among them, are not walked here)."""
+    cdef const uint8_t *p = pos[0]
+    cdef const uint8_t *record_end
+    cdef const uint8_t *body
+    cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
+    cdef int64_t timestamp_delta
+    cdef int32_t remaining = it._remaining
+    cdef int64_t base_offset = it._base_offset, base_timestamp = it._base_timestamp
+    cdef bint log_append = it._timestamp_type == TS_LOG_APPEND
+    cdef Py_ssize_t n = 0
+    if it._cur.strict:
+        return 0
+    while n < max_records and remaining > 0:
+        if take_varint(&p, end, False, &size) != VARINT_OK:
+            break
+        body = span_take(&p, end, size)         # a negative size fails here too
+        if body == NULL:
+            break
+        record_end = p
+        p = body
+        # attributes: one byte, unused outside strict reads
+        if span_take(&p, record_end, 1) == NULL:
+            break
+        if take_varlong(&p, record_end, False, &timestamp_delta) != VARINT_OK:
+            break
+        if take_varint(&p, record_end, False, &offset_delta) != VARINT_OK:
+            break
+        if take_varint(&p, record_end, False, &key_len) != VARINT_OK:
+            break
+        if key_len >= 0 and span_take(&p, record_end, key_len) == NULL:
+            break
+        if take_varint(&p, record_end, False, &value_len) != VARINT_OK:
+            break
+        if value_len >= 0 and span_take(&p, record_end, value_len) == NULL:
+            break
+        if take_varint(&p, record_end, False, &header_count) != VARINT_OK:
+            break
+        # (the scanner's two header-count rules: not negative, not past the record's end)
+        if header_count < 0 or header_count > record_end - p:
+            break
+        for i in range(header_count):
+            if take_varint(&p, record_end, False, &hk) != VARINT_OK or hk < 0:
+                break
+            if span_take(&p, record_end, hk) == NULL:
+                break
+            if take_varint(&p, record_end, False, &hv) != VARINT_OK:
+                break
+            if hv >= 0 and span_take(&p, record_end, hv) == NULL:
+                break
+        else:
+            # every field read, ending at the record's declared end; the last declared record
+            # also ends the records section (Kafka's leftover check)
+            if p == record_end and (remaining > 1 or p == end):
+                offsets[n] = wrapping_add64(base_offset, offset_delta)
+                timestamps[n] = it._max_timestamp if log_append else \
+                    wrapping_add64(base_timestamp, timestamp_delta)
+                n += 1
+                remaining -= 1
+                pos[0] = p
+                continue
+        break
+    it._remaining = remaining
+    return n
+
+
 cdef int raise_record_fault(_RecordIterator it) except -1:
     """Raise the error scan_v2_record described; the iterator then ends."""
     cdef RecordFaultInfo *f = &it._fault
