@@ -97,7 +97,8 @@ def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[s
     if not keys:
         return {}
     request = [ck.ConsumerGroupTopicPartitions(spec.progress_group, [ck.TopicPartition(t, p) for t, p in keys])]
-    futures = admin(spec).list_consumer_group_offsets(request, require_stable=True, request_timeout=spec.timeout)
+    client = admin(spec)        # alive until its futures are done
+    futures = client.list_consumer_group_offsets(request, require_stable=True, request_timeout=spec.timeout)
     out = {}
     for group, future in futures.items():
         answer = _result(spec, future, "reading the restore's progress", group=group)
@@ -118,9 +119,9 @@ def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, 
     keys = sorted(set(keys))
     if not keys:
         return {}
-    futures = admin(spec).list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
-                                       isolation_level=ck.IsolationLevel.READ_COMMITTED,
-                                       request_timeout=spec.timeout)
+    client = admin(spec)        # alive until its futures are done
+    futures = client.list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
+                                  isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=spec.timeout)
     return {(tp.topic, tp.partition): _result(spec, f, "ListOffsets LATEST", topic=tp.topic,
                                               partition=tp.partition).offset
             for tp, f in futures.items()}
@@ -164,5 +165,16 @@ def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool
 
 def holds_committed_records(spec: RestoreSpec, topic: str, partition: int) -> bool:
     """Whether the target partition holds a committed record (aborted ones, such as a killed
-    restore's open transaction, do not count)."""
+    restore's open transaction, do not count): an empty log (its start at its high watermark)
+    holds none; otherwise a read_committed consumer answers."""
+    ck = require("confluent_kafka")
+    admin_mod = require("confluent_kafka.admin")
+    client = admin(spec)
+    tp = ck.TopicPartition(topic, partition)
+    marks = []
+    for offset_spec in (admin_mod.OffsetSpec.earliest(), admin_mod.OffsetSpec.latest()):
+        future = client.list_offsets({tp: offset_spec}, request_timeout=spec.timeout)[tp]
+        marks.append(_result(spec, future, "ListOffsets", topic=topic, partition=partition).offset)
+    if marks[0] >= marks[1]:
+        return False
     return any(True for _ in read_back(spec, topic, partition, first_only=True))
