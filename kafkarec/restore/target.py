@@ -89,26 +89,49 @@ def _wait_leaders(spec: RestoreSpec, client, names: Iterable[str]) -> None:
         time.sleep(0.1)
 
 
-def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:
-    """``{(target topic, partition): next source offset}`` the progress group holds (committed,
-    transactions' included once committed: ``require_stable``); partitions with none are absent."""
+def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool = True) -> Dict[Tuple[str, int], int]:
+    """``{(target topic, partition): next source offset}`` the progress group holds; partitions with
+    none are absent.  ``stable``: wait (bounded by the timeout) while a transaction's offsets are
+    pending (Kafka's ``require_stable``: a fenced run's are aborted within moments); else the last
+    committed ones."""
     ck = require("confluent_kafka")
     keys = sorted(set(keys))
     if not keys:
         return {}
+    deadline = time.monotonic() + spec.timeout
+    while True:
+        out, unstable = _progress(spec, ck, keys, stable)
+        if not unstable:
+            return out
+        if time.monotonic() > deadline:
+            raise RestoreError(spec.target, f"the restore's progress stayed pending (an open transaction) for "
+                                            f"{spec.timeout:.0f} s", group=spec.progress_group)
+        time.sleep(0.1)
+
+
+def _progress(spec: RestoreSpec, ck, keys, stable: bool):
     request = [ck.ConsumerGroupTopicPartitions(spec.progress_group, [ck.TopicPartition(t, p) for t, p in keys])]
     client = admin(spec)        # alive until its futures are done
-    futures = client.list_consumer_group_offsets(request, require_stable=True, request_timeout=spec.timeout)
+    futures = client.list_consumer_group_offsets(request, require_stable=stable, request_timeout=spec.timeout)
     out = {}
     for group, future in futures.items():
-        answer = _result(spec, future, "reading the restore's progress", group=group)
+        try:
+            answer = future.result(timeout=spec.timeout + 5)
+        except ck.KafkaException as exc:
+            if exc.args and exc.args[0].code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+                return {}, True
+            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
+        except Exception as exc:
+            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
         for tp in answer.topic_partitions:
             if tp.error is not None:
+                if tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+                    return {}, True
                 raise RestoreError(spec.target, f"reading the restore's progress: {tp.error.str()}", group=group,
                                    topic=tp.topic, partition=tp.partition)
             if tp.offset != NO_OFFSET and tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = tp.offset
-    return out
+    return out, False
 
 
 def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:

@@ -6,7 +6,7 @@ broker tests' ones.
   timestamps), then per partition a committed transaction and an aborted one, then plain records;
 * ``rs-compacted`` (1 partition, ``cleanup.policy=compact``, small segments): keys written in
   rounds with tombstones, cleaned by the broker up to its active segment (holes in the offsets);
-* ``rs-crash`` (1 partition): 150 records, restored one per transaction by the crash test;
+* ``rs-crash`` (1 partition): 100 records, restored one per transaction by the crash test;
 * ``rs-bad`` (1 partition): a few records and group ``rs-bad-group`` whose commit is past the log end.
 
 Groups: ``rs-classic`` (the classic protocol) commits twice on ``rs-orders`` -- first, then after
@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from support.produce import BASE_TS, SMALL_SEGMENT, TopicInfo, active_segment_base, create_topics, wait_cleaned
+from support.produce import (BASE_TS, SMALL_SEGMENT, TopicInfo, active_segment_base, create_topics, wait_cleaned,
+                             wait_stable)
 
 ORDERS, COMPACTED, CRASH, BAD = "rs-orders", "rs-compacted", "rs-crash", "rs-bad"
 GROUPS = ("rs-classic", "rs-848")
@@ -81,9 +82,11 @@ def write(broker) -> History:
             _plain(tx, ORDERS, part, 100 if commit else 200, 3 + part, offsets)
         tx.flush(30)
         (tx.commit_transaction if commit else tx.abort_transaction)(30)
+        # the markers are written after the call returns: wait for them, so the next records follow them
+        wait_stable(broker.bootstrap, ORDERS, range(3))
     for part in range(3):
         _plain(p, ORDERS, part, 300, 4)
-    _plain(p, CRASH, 0, 0, 150)
+    _plain(p, CRASH, 0, 0, 100)
     _plain(p, BAD, 0, 0, 3)
     _flush(p)
     # compacted: 3 rounds over 6 keys, tombstones for two of them in the last, segments rolled by
@@ -154,28 +157,33 @@ def _groups(h: History) -> None:
         f.result(30)
 
 
-def consume_committed(bootstrap: str, topic: str, partition: int, start, *,
-                      timeout: float = 30) -> List[Tuple[int, Optional[bytes], Optional[bytes], int, tuple]]:
-    """``(offset, key, value, timestamp, headers)`` a read_committed consumer gets from ``start``
-    (an offset) to the partition's end."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+def consume_committed(bootstrap: str, topic: str, partitions: Sequence[int], *,
+                      timeout: float = 30) -> Dict[int, List[Tuple[int, Optional[bytes], Optional[bytes], int, tuple]]]:
+    """``{partition: [(offset, key, value, timestamp, headers)]}``: what one read_committed consumer
+    gets from the start of each of ``partitions`` to its end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "rs-reader", "enable.auto.commit": False,
                   "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0})
-    out = []
+    out: Dict[int, list] = {p: [] for p in partitions}
+    ended = set()
     try:
-        c.assign([TopicPartition(topic, partition, start)])
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         deadline = time.monotonic() + timeout
-        while True:
-            msg = c.poll(0.5)
+        while ended != set(partitions):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{topic}-{partition}: no end of partition within {timeout} s")
+                raise RuntimeError(f"{topic}: no end of partitions {sorted(set(partitions) - ended)} within "
+                                   f"{timeout} s")
+            msg = c.poll(0.5)
             if msg is None:
                 continue
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return out
+                    ended.add(msg.partition())
+                    continue
                 raise RuntimeError(str(msg.error()))
-            out.append((msg.offset(), msg.key(), msg.value(), msg.timestamp()[1], tuple(msg.headers() or ())))
+            out[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.timestamp()[1],
+                                         tuple(msg.headers() or ())))
+        return out
     finally:
         c.close()
 
