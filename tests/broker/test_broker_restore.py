@@ -102,6 +102,26 @@ def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp
     R.write_groups_csv(positions, str(tmp_path / "groups.csv"))
     lines = (tmp_path / "groups.csv").read_text().splitlines()
     assert f"rs-classic,rs-orders-asof,0,{result.offset_map.target_offset(RH.ORDERS, 0, 2)}" in lines
+    # a group with a member on the target is refused, and no group is altered (rs-848 sorts first)
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from kafkarec.errors import RestoreError
+    from kafkarec.restore import target
+    b = restore_target_broker.bootstrap
+    busy = Consumer({"bootstrap.servers": b, "group.id": "rs-classic", "log_level": 0, "session.timeout.ms": 6000})
+    try:
+        busy.subscribe(["rs-orders-asof"])
+        deadline = time.monotonic() + 30
+        while not busy.assignment():
+            assert time.monotonic() < deadline, "the busy consumer got no assignment within 30 s"
+            busy.poll(0.2)
+        with pytest.raises(RestoreError, match=r"group rs-classic: the group has 1 member\(s\).*no group was altered"):
+            R.apply_groups(spec, positions)
+    finally:
+        busy.close()
+    admin = target.admin(spec)
+    request = [ConsumerGroupTopicPartitions("rs-848", [TopicPartition("rs-orders-asof", p) for p in range(3)])]
+    answer = list(admin.list_consumer_group_offsets(request).values())[0].result(30)
+    assert [tp.offset for tp in answer.topic_partitions] == [-1001] * 3       # nothing committed
 
 
 def test_sigkill_mid_restore_then_rerun_exactly_once(history, restore_target_broker):
@@ -165,3 +185,21 @@ def test_refuses_a_group_position_past_the_history_before_writing(history, resto
     from confluent_kafka.admin import AdminClient
     topics = AdminClient({"bootstrap.servers": b, "log_level": 0}).list_topics(timeout=30).topics
     assert "rs-bad-b" not in topics          # nothing written, nothing created
+
+
+def test_a_truncated_segment_is_named_and_nothing_is_committed(history, restore_target_broker, tmp_path):
+    import shutil
+    src = os.path.join(history.log_dir, f"{RH.COMPACTED}-0")
+    dst = tmp_path / "logs" / f"{RH.COMPACTED}-0"
+    shutil.copytree(src, dst)
+    first = sorted(n for n in os.listdir(dst) if n.endswith(".log"))[0]
+    assert len(os.listdir(dst)) and sum(n.endswith(".log") for n in os.listdir(dst)) >= 2   # cut, then more
+    size = os.path.getsize(dst / first)
+    with open(dst / first, "r+b") as fh:
+        fh.truncate(size - 20)
+    b = restore_target_broker.bootstrap
+    run = _cli(str(tmp_path / "logs"), "--target-bootstrap", b, "--rename", f"{RH.COMPACTED}=rs-truncated",
+               "--restore-id", "truncated", "--no-groups")
+    assert run.returncode == 1, run.stderr
+    assert f"{dst / first}: byte " in run.stderr and "TruncatedError" in run.stderr, run.stderr
+    assert _committed(b, "rs-truncated") == {0: []}           # its transaction was aborted: nothing visible
