@@ -89,15 +89,13 @@ def spec_from_args(args):
                           transaction_records=args.transaction_records,
                           target_properties=_pairs(args.target_property, "--target-property"),
                           storage_options=storage_options_from_args(args) or None,
-                          tiered_storage=args.tiered_storage, timeout=args.timeout)
+                          tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of)
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec import restore as r
     from kafkarec._extras import require
-    from kafkarec.log.selection import parse_time
     spec = spec_from_args(args)
-    as_of = None if args.groups_as_of is None else parse_time(args.groups_as_of)
     require("confluent_kafka")
     require("pyarrow")
     try:
@@ -105,7 +103,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
         positions = None
         if not args.no_groups:      # translated (and refused) before anything is written
             from kafkarec.restore.groups import checked_positions
-            checked_positions(spec, plan, as_of)
+            checked_positions(spec, plan)
         result = r.restore(spec, source_plan=plan)
     except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
         err.write(f"kafkarec restore: {e}\n")
@@ -119,7 +117,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
         result.offset_map.write(args.offset_map)
     try:
         if not args.no_groups:
-            positions = r.translate_groups(spec, plan, result.offset_map, as_of)
+            positions = r.translate_groups(spec, plan, result.offset_map)
             if args.groups_csv:
                 r.write_groups_csv(positions, args.groups_csv)
             else:

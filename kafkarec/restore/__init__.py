@@ -71,13 +71,11 @@ def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -
     return omap
 
 
-def translate_groups(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,
-                     as_of=None) -> List[GroupPosition]:
-    """Every consumer group's positions on the restored partitions as of ``as_of`` (ms since the
-    epoch or ISO 8601; None: the end of the history), translated through ``omap``."""
-    from kafkarec.log.selection import parse_time
+def translate_groups(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap) -> List[GroupPosition]:
+    """Every consumer group's positions on the restored partitions as of ``spec.groups_as_of`` (None:
+    the end of the history), translated through ``omap``."""
     from kafkarec.restore import groups
-    return groups.translate(spec, source_plan, omap, None if as_of is None else parse_time(as_of))
+    return groups.translate(spec, source_plan, omap)
 
 
 def apply_groups(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:

@@ -36,26 +36,26 @@ class GroupPosition(NamedTuple):
     target_offset: int
 
 
-def source_positions(spec: RestoreSpec, as_of: Optional[int] = None) -> Dict[Tuple[str, str, int], int]:
+def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], int]:
     """``{(group, topic, partition): committed offset}`` in the source's ``__consumer_offsets`` as of
-    ``as_of`` (ms since the epoch; None: the end of the history).  Needs the source as a local log
+    ``spec.groups_as_of`` (ms since the epoch; None: the end of the history).  Needs the source as a local log
     directory; one without ``__consumer_offsets`` has no groups."""
     from kafkarec.internal.analysis import committed_offsets
     log_dir = local_log_dir(spec)
     if log_dir is None:
         raise UsageError(f"restore: the groups' positions are read from a local log directory's "
                          f"__consumer_offsets; {spec.source} is not one (use --no-groups)")
-    found = committed_offsets(log_dir, as_of=as_of)
+    found = committed_offsets(log_dir, as_of=spec.groups_as_of)
     return {k: v["offset"] for k, v in found.items() if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
 
 
-def checked_positions(spec: RestoreSpec, plan: SourcePlan, as_of: Optional[int] = None) -> List[GroupPosition]:
+def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition]:
     """Every group's source positions on the restored partitions (``target_offset`` -1: not yet
     translated); a position past the source partition's log end is a :class:`RestoreError` naming
     the group and partition -- asked before anything is written."""
     parts = {p.key: p for p in plan.partitions}
     out = []
-    for (group, topic, partition), offset in sorted(source_positions(spec, as_of).items()):
+    for (group, topic, partition), offset in sorted(source_positions(spec).items()):
         part = parts.get((topic, partition))
         if part is None:
             continue            # a partition not restored
@@ -68,10 +68,10 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan, as_of: Optional[int] 
     return out
 
 
-def translate(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, as_of: Optional[int] = None) -> List[GroupPosition]:
+def translate(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[GroupPosition]:
     """:func:`checked_positions`, translated through ``omap``."""
     return [p._replace(target_offset=omap.target_offset(p.topic, p.partition, p.source_offset))
-            for p in checked_positions(spec, plan, as_of)]
+            for p in checked_positions(spec, plan)]
 
 
 def _by_group(positions: List[GroupPosition]) -> Dict[str, List[GroupPosition]]:

@@ -44,8 +44,10 @@ class OffsetMap:
     def partitions(self) -> List[Tuple[str, int]]:
         return sorted(set(self._runs) | set(self.ends))
 
-    def add(self, topic: str, partition: int, target_topic: str, source_offset: int, target_offset: int) -> None:
-        """One restored record; records of a partition are added in offset order."""
+    def add(self, topic: str, partition: int, target_topic: str, source_offset: int, target_offset: int,
+            count: int = 1) -> None:
+        """One restored record (or ``count`` records of consecutive offsets on both sides); records
+        of a partition are added in offset order."""
         key = (topic, partition)
         self.target_topics[key] = target_topic
         runs = self._runs.setdefault(key, [])
@@ -55,9 +57,9 @@ class OffsetMap:
                 raise ValueError(f"{topic}-{partition}: offsets {source_offset} -> {target_offset} not after "
                                  f"the last one added")
             if source_offset == last.source_offset + last.count and target_offset == last.target_offset + last.count:
-                runs[-1] = last._replace(count=last.count + 1)
+                runs[-1] = last._replace(count=last.count + count)
                 return
-        runs.append(Run(source_offset, target_offset, 1))
+        runs.append(Run(source_offset, target_offset, count))
         self._starts.setdefault(key, []).append(source_offset)
 
     def set_end(self, topic: str, partition: int, target_topic: str, source_end: int, target_end: int) -> None:
@@ -78,7 +80,7 @@ class OffsetMap:
         """The target offset of source position ``position`` (see the module docstring)."""
         key = (topic, partition)
         if key not in self.ends:
-            raise KeyError(f"{topic}-{partition} is not in the offset map")
+            raise UsageError(f"{topic}-{partition} is not in the offset map")
         runs, starts = self._runs.get(key, []), self._starts.get(key, [])
         i = bisect.bisect_right(starts, position) - 1
         if i >= 0 and position < runs[i].source_offset + runs[i].count:
@@ -122,8 +124,7 @@ class OffsetMap:
                 if n == 0:
                     out.set_end(topic, p, tt, s, t)
                 else:
-                    for i in range(n):
-                        out.add(topic, p, tt, s + i, t + i)
+                    out.add(topic, p, tt, s, t, n)
             except ValueError as e:
                 raise UsageError(f"offset map {path}, line {number}: {e}") from None
         return out

@@ -36,7 +36,8 @@ class RestoreSpec:
     group and transactional ids on the target (a re-run with the same id resumes); ``transaction_records``:
     records per transaction; ``target_properties``: librdkafka properties for every client of the
     target (security settings); ``storage_options``, ``tiered_storage``: as every reader's;
-    ``timeout``: seconds any one request to the target may take."""
+    ``timeout``: seconds any one request to the target may take; ``groups_as_of``: ms since the
+    epoch, the moment whose group positions are translated (None: the end of the history)."""
     source: str
     target: str
     topics: Optional[Tuple[str, ...]] = None
@@ -48,15 +49,17 @@ class RestoreSpec:
     storage_options: Optional[Mapping[str, str]] = None
     tiered_storage: Optional[str] = None
     timeout: float = 30.0
+    groups_as_of: Optional[int] = None
 
     @classmethod
     def of(cls, source: str, target: str, *, topics: Union[str, Iterable[str], None] = None,
            rename: Union[Mapping[str, str], Iterable[str], None] = None, end_time=None,
            restore_id: str = "default", transaction_records: int = 1000,
            target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
-           tiered_storage: Optional[str] = None, timeout: float = 30.0) -> "RestoreSpec":
+           tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
-        ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` ms or ISO 8601."""
+        ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
+        ISO 8601."""
         from kafkarec.log.selection import parse_time
         if not source:
             raise UsageError("restore: no source history given")
@@ -98,7 +101,8 @@ class RestoreSpec:
                 raise UsageError(f"target property {k}: the restore sets it")
         return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
                    None if end_time is None else parse_time(end_time), restore_id, records, props,
-                   dict(storage_options) if storage_options else None, tiered_storage, limit)
+                   dict(storage_options) if storage_options else None, tiered_storage, limit,
+                   None if groups_as_of is None else parse_time(groups_as_of))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""

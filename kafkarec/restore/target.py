@@ -166,7 +166,7 @@ def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool
         consumer.assign([ck.TopicPartition(topic, partition, ck.OFFSET_BEGINNING)])
         deadline = time.monotonic() + spec.timeout
         while True:
-            msg = consumer.poll(0.5)
+            msg = consumer.poll(0.1)
             if msg is None:
                 if time.monotonic() > deadline:
                     raise RestoreError(spec.target, f"reading back: no record and no end of the partition "

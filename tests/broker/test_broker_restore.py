@@ -93,9 +93,9 @@ def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_targ
 def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp_path):
     from kafkarec import restore as R
     spec = R.RestoreSpec.of(history.log_dir, restore_target_broker.bootstrap, topics=[RH.ORDERS],
-                            rename={RH.ORDERS: "rs-orders-asof"}, restore_id="asof")
+                            rename={RH.ORDERS: "rs-orders-asof"}, restore_id="asof", groups_as_of=history.as_of)
     result = R.restore(spec)
-    positions = R.translate_groups(spec, result.plan, result.offset_map, as_of=history.as_of)
+    positions = R.translate_groups(spec, result.plan, result.offset_map)
     found = {(g.group, g.topic, g.partition): g.source_offset for g in positions}
     assert {k: v for k, v in found.items() if k[0] == "rs-classic"} == \
         {k: v for k, v in history.positions_as_of.items() if k[0] == "rs-classic"}

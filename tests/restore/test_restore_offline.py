@@ -46,6 +46,11 @@ def test_the_file_round_trips_in_runs(tmp_path):
         OffsetMap.read(path)
 
 
+def test_a_partition_not_in_the_map_is_a_usage_error():
+    with pytest.raises(UsageError, match="clicks-0 is not in the offset map"):
+        _map().target_offset("clicks", 0, 3)
+
+
 def test_records_must_be_added_in_order():
     m = _map()
     with pytest.raises(ValueError, match="not after"):
@@ -54,9 +59,9 @@ def test_records_must_be_added_in_order():
 
 def test_spec_is_read_once_and_refuses_what_cannot_be():
     spec = RestoreSpec.of("logs", "b:9092", topics="a,b", rename=["a=a2"], end_time="2024-01-01T00:00:00Z",
-                          restore_id="dr")
+                          restore_id="dr", groups_as_of=5)
     assert spec.topics == ("a", "b") and spec.target_topic("a") == "a2" and spec.target_topic("b") == "b"
-    assert spec.end_time == 1704067200000
+    assert spec.end_time == 1704067200000 and spec.groups_as_of == 5
     assert spec.progress_group == "kafkarec-restore.dr"
     assert spec.transactional_id("a2", 3) == "kafkarec-restore.dr.a2-3"
     for kwargs, message in [({"rename": ["a"]}, "expected SOURCE=TARGET"),
