@@ -47,6 +47,7 @@ __all__ = [
     "BackfillError",
     "LayoutError",
     "BrokerError",
+    "RestoreError",
     "MalformedBatchError",
     "OffsetOrderError",
     "ConnectError",
@@ -356,6 +357,36 @@ class BrokerError(KafkaRecError, OSError):
 
 def _rebuild_broker(cls, bootstrap, reason, topic, partition):
     return cls(bootstrap, reason, topic=topic, partition=partition)
+
+
+# --- restores into another cluster (kafkarec.restore) ----------------------------
+
+class RestoreError(KafkaRecError, ValueError):
+    """A restore (or its group translation or check) that cannot go on without a gap, a duplicate or
+    a half-applied change: ``target`` names the target cluster (its bootstrap servers), ``topic`` and
+    ``partition`` the partition concerned, ``group`` the consumer group (each None when the failure is
+    not theirs), ``reason`` says what was found and where."""
+
+    def __init__(self, target: str, reason: str, *, topic: "str | None" = None,
+                 partition: "int | None" = None, group: "str | None" = None) -> None:
+        self.target = target
+        self.topic = topic
+        self.partition = partition
+        self.group = group
+        self.reason = reason
+        where = [f"target {target}"]
+        if group is not None:
+            where.append(f"group {group}")
+        if topic is not None:
+            where.append(f"{topic}-{partition}" if partition is not None else topic)
+        super().__init__(f"{', '.join(where)}: {reason}")
+
+    def __reduce__(self):      # picklable across Spark workers with its fields
+        return (_rebuild_restore, (type(self), self.target, self.reason, self.topic, self.partition, self.group))
+
+
+def _rebuild_restore(cls, target, reason, topic, partition, group):
+    return cls(target, reason, topic=topic, partition=partition, group=group)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

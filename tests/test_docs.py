@@ -49,6 +49,9 @@ NOT_RUN = {
     ("docs/lakehouse.md", "# backfill.py: JARS=$(bash scripts/jvm.sh jvm/lakehouse-spark | tr ':' ',')"):
         "a spark-submit job on the lakehouse runtimes' Spark, not the suite's: "
         "tests/broker/test_lakehouse_spark.py makes the same calls from spark-submit and Spark Connect",
+    ("docs/restore.md", 'kafkarec restore "$SOURCE_LOG_DIR"'):
+        "needs two clusters: tests/broker/test_broker_restore.py runs it as written between the session's "
+        "broker and a second one, and checks what it prints",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
         "installs into the user's environment (tests/test_release.py runs scripts/release.sh, "
         "which installs every wheel and the sdist into clean venvs and decodes a batch there)",

@@ -350,6 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cmd.add_parser(sub)
     from kafkarec.cli import census as census_cmd     # census, --what-if, find (kafkarec.census)
     census_cmd.add_parsers(sub)
+    from kafkarec.cli import restore as restore_cmd   # into another cluster (kafkarec.restore)
+    restore_cmd.add_parser(sub)
     return p
 
 

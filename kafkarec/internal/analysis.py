@@ -132,10 +132,16 @@ def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: st
     return out
 
 
-def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[Tuple[str, str, int], dict]:
+def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
+                      as_of: Optional[int] = None) -> Dict[Tuple[str, str, int], dict]:
     """(group, topic, partition) -> the latest committed offset in ``__consumer_offsets``: offset,
     leader_epoch, metadata, commit_timestamp, (partition, offset) it was read at. Transactional offset
-    commits count when their COMMIT marker follows; aborted ones are dropped; tombstones delete."""
+    commits count when their COMMIT marker follows; aborted ones are dropped; tombstones delete.
+    Classic and consumer-protocol (KIP-848) groups commit the same records, so both are here.
+
+    ``as_of`` (ms since the epoch): the positions at that moment -- only what the coordinator had
+    written by then counts (a record's timestamp, which the coordinator stamps when it appends; a
+    transactional commit by its COMMIT marker's)."""
     out: Dict[Tuple[str, str, int], dict] = {}
     commit_types = {t: rt for t, rt in _topics.record_types("__consumer_offsets", schemas).items()
                     if rt.name in ("OffsetCommit", "LegacyOffsetCommit")}
@@ -144,6 +150,11 @@ def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[T
             continue
         pending: Dict[int, list] = {}
         for batch in _batches(pdir):
+            if as_of is not None and batch.max_timestamp > as_of and \
+                    (batch.is_control or batch.base_timestamp > as_of):
+                # appended after T (a marker's one record, or every record: the batch's first is
+                # the earliest the coordinator writes together)
+                continue
             if batch.is_control:
                 for r in batch:
                     commits = pending.pop(batch.producer_id, [])
@@ -155,6 +166,8 @@ def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[T
                                 out[k] = v
                 continue
             for r in batch:
+                if as_of is not None and r.timestamp > as_of:
+                    continue
                 key = r.key
                 if key is None or len(key) < 2 or commit_types.get(int.from_bytes(key[:2], "big", signed=True)) is None:
                     continue           # only offset commits are read (other record types are not needed)

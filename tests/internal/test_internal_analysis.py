@@ -110,3 +110,31 @@ def test_transactions_command_text(tmp_path, capfd):
     assert main(["transactions", "--json", "--now", "1729881938615", root]) == 0
     got = json.loads(capfd.readouterr()[0])
     assert [o["hanging"] for o in got["open_in_partitions"]] == [True, False]
+
+
+def test_committed_offsets_as_of_a_time(tmp_path):
+    """``as_of``: only what the coordinator had appended by then; a transactional commit by its
+    COMMIT marker's time (issue 51: groups as of T)."""
+    from kafkarec import internal
+    root = str(tmp_path / "logs")
+    key = internal.encode_record("__consumer_offsets", "OffsetCommit", {"group": "g", "topic": "t", "partition": 0},
+                                 None)[0]
+    value = lambda off: internal.encode_record("__consumer_offsets", "OffsetCommit", {"group": "g", "topic": "t",
+                                               "partition": 0}, {"offset": off, "leaderEpoch": 1, "metadata": "",
+                                               "commitTimestamp": 5}, 3)[1]
+    plain = kafkarec.RecordBatchBuilder(base_offset=0)
+    plain.append(value(10), key=key, timestamp=1000)
+    plain.append(value(11), key=key, timestamp=2000)
+    txn = kafkarec.RecordBatchBuilder(base_offset=2, producer_id=7, producer_epoch=3, base_sequence=0,
+                                      is_transactional=True)
+    txn.append(value(20), key=key, timestamp=2500)
+    marker = _marker(3, 7, ControlRecordType.COMMIT)            # at 1729881999100
+    later = kafkarec.RecordBatchBuilder(base_offset=4)
+    later.append(value(30), key=key, timestamp=1729881999200)
+    _write(os.path.join(root, "__consumer_offsets-0"), [plain.build(), txn.build(), marker, later.build()])
+    at = lambda t: analysis.committed_offsets(root, as_of=t)[("g", "t", 0)]["offset"]
+    assert at(1000) == 10 and at(1999) == 10 and at(2000) == 11
+    assert at(2600) == 11                       # the transaction's marker comes later
+    assert at(1729881999100) == 20 and at(1729881999200) == 30
+    assert analysis.committed_offsets(root, as_of=999) == {}
+    assert analysis.committed_offsets(root)[("g", "t", 0)]["offset"] == 30

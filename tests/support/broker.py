@@ -13,6 +13,8 @@ Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): 
 * ``stopped_broker`` -- :class:`StoppedBroker`: the broker's log dir and tiered storage as a
   clean shutdown left them, copied after ``broker_data`` was written (the broker is started
   again afterwards and serves the same data); ``stopped_log_dir`` is its log dir.
+* ``restore_target_broker`` -- a second :class:`kafka_broker.KafkaBroker` (no tiered storage):
+  the target cluster of ``kafkarec restore``'s tests, whose source is ``kafka_broker``.
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
   skips where Spark is not there.
 """
@@ -65,3 +67,14 @@ def broker_spark(kafka_broker, broker_data, stopped_broker, tmp_path_factory):
         pytest.skip(why)
     from support import spark_app
     return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"))
+
+
+@pytest.fixture(scope="session")
+def restore_target_broker(tmp_path_factory):
+    from support.kafka_broker import KafkaBroker
+    broker = KafkaBroker(str(tmp_path_factory.mktemp("restore-target")))
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()

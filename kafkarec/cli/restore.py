@@ -1,0 +1,141 @@
+"""``kafkarec restore LOG --target-bootstrap HOST:PORT``: the committed data records of a history
+into another cluster, exactly once across crashes (:mod:`kafkarec.restore`), then every consumer
+group's positions as of a time, translated, applied on the target (or written as
+``kafka-consumer-groups`` CSV), and with ``--verify`` the target read back against the source.
+
+stdout: one line per partition ``topic-partition -> target-partition [start, end) N records STATUS``,
+one per group position ``group topic-partition S -> target-partition T``, and with ``--verify`` a
+closing ``verified: ...`` line.  The options are read once into a :class:`kafkarec.restore.RestoreSpec`."""
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
+from kafkarec.errors import BrokerError, DecodeError, MalformedBatchError, RestoreError, UsageError
+
+__all__ = ["add_parser", "run", "spec_from_args"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "restore", help="restore a history into another cluster exactly once, and its consumer groups",
+        description="Produce the committed data records of every partition of LOG (read_committed: no "
+                    "control record, no aborted transaction; each partition from its log start to the last "
+                    "stable offset at the end of the log or at --end-time) into the cluster at "
+                    "--target-bootstrap, in order, keys, values, headers and timestamps kept, one "
+                    "transactional producer per partition committing the restore's progress with the records "
+                    "(consumer group kafkarec-restore.<--restore-id>): a run killed at any moment and run "
+                    "again writes every record once, a finished one writes nothing. Absent topics are "
+                    "created with the source's partition counts and configs. Then every consumer group's "
+                    "positions in LOG's __consumer_offsets (as of --groups-as-of) are translated and set on "
+                    "the target's groups (which must be empty), or written for kafka-consumer-groups "
+                    "(--groups-csv). Exit status 0 on success, 1 when the restore, the groups or --verify "
+                    "fail, 2 on usage errors.")
+    p.add_argument("path", metavar="LOG", help="the source history: a log dir root or a URI (s3://...)")
+    p.add_argument("--target-bootstrap", required=True, metavar="HOST:PORT",
+                   help="the target cluster's bootstrap servers (host:port,...)")
+    p.add_argument("--target-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a librdkafka property for every client of the target (security.protocol=SSL, ...)")
+    p.add_argument("--topics", metavar="A,B", help="only these topics (default every topic but Kafka's __*)")
+    p.add_argument("--rename", action="append", default=[], metavar="SOURCE=TARGET",
+                   help="restore topic SOURCE into topic TARGET (repeatable)")
+    p.add_argument("--end-time", metavar="T",
+                   help="end each partition at the first record at or after T (ms since the epoch or ISO 8601)")
+    p.add_argument("--restore-id", default="default", metavar="ID",
+                   help="names the restore's progress group (kafkarec-restore.ID) and transactional ids on the "
+                        "target; a run with the same ID resumes (default: default)")
+    p.add_argument("--transaction-records", type=int, default=1000, metavar="N",
+                   help="records per transaction (default 1000)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long any one request to the target may take (default 30)")
+    p.add_argument("--offset-map", metavar="FILE",
+                   help="write the offset map (source offset -> target offset) as CSV to FILE")
+    groups = p.add_argument_group("consumer groups")
+    groups.add_argument("--groups-as-of", metavar="T",
+                        help="the groups' positions at T (ms since the epoch or ISO 8601; default the end of "
+                             "the history)")
+    groups.add_argument("--groups-csv", metavar="FILE",
+                        help="write the translated positions for kafka-consumer-groups --reset-offsets "
+                             "--from-file FILE (group,topic,partition,offset) instead of setting them")
+    groups.add_argument("--no-groups", action="store_true", help="leave the groups alone")
+    p.add_argument("--verify", action="store_true",
+                   help="read the target back (read_committed) and check it record for record against the "
+                        "source, and each group position set")
+    from kafkarec.cli.selection_args import add_storage_argument
+    add_storage_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def _pairs(items, flag: str) -> dict:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def spec_from_args(args):
+    """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
+    from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.restore.spec import RestoreSpec
+    if args.no_groups and (args.groups_csv or args.groups_as_of):
+        raise UsageError("--no-groups with --groups-csv or --groups-as-of: choose one")
+    return RestoreSpec.of(args.path, args.target_bootstrap, topics=args.topics, rename=args.rename,
+                          end_time=args.end_time, restore_id=args.restore_id,
+                          transaction_records=args.transaction_records,
+                          target_properties=_pairs(args.target_property, "--target-property"),
+                          storage_options=storage_options_from_args(args) or None,
+                          tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of)
+
+
+def run(args, out: TextIO, err: TextIO) -> int:
+    from kafkarec import restore as r
+    from kafkarec._extras import require
+    spec = spec_from_args(args)
+    require("confluent_kafka")
+    require("pyarrow")
+    try:
+        plan = r.plan(spec)
+        positions = None
+        if not args.no_groups:      # translated (and refused) before anything is written
+            from kafkarec.restore.groups import checked_positions
+            checked_positions(spec, plan)
+        result = r.restore(spec, source_plan=plan)
+    except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
+        err.write(f"kafkarec restore: {e}\n")
+        return EXIT_PROBLEMS
+    for s in result.partitions:
+        out.write(f"{s.topic}-{s.partition} -> {s.target_topic}-{s.partition} [{s.start}, {s.end}) "
+                  f"{s.records} records {s.status}\n")
+    if result.created_topics:
+        err.write(f"created topic(s) {', '.join(result.created_topics)}\n")
+    if args.offset_map:
+        result.offset_map.write(args.offset_map)
+    try:
+        if not args.no_groups:
+            positions = r.translate_groups(spec, plan, result.offset_map)
+            if args.groups_csv:
+                r.write_groups_csv(positions, args.groups_csv)
+            else:
+                r.apply_groups(spec, positions)
+            for g in positions:
+                out.write(f"{g.group} {g.topic}-{g.partition} {g.source_offset} -> "
+                          f"{g.target_topic}-{g.partition} {g.target_offset}\n")
+            err.write(f"{len({g.group for g in positions})} group(s) "
+                      f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
+        if args.verify:
+            report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions)
+            for line in report.problems:
+                out.write(f"problem: {line}\n")
+            out.write(f"verified: {report.records} records, {report.groups} group positions, "
+                      f"{len(report.problems)} problem(s)\n")
+            if not report.ok:
+                return EXIT_PROBLEMS
+    except RestoreError as e:
+        err.write(f"kafkarec restore: {e}; the records are restored, no group was changed by this step\n")
+        return EXIT_PROBLEMS
+    return EXIT_OK

@@ -1,0 +1,133 @@
+"""Consumer groups, as of any time T: their committed positions in the source's
+``__consumer_offsets`` (:func:`kafkarec.internal.analysis.committed_offsets`, classic and
+consumer-protocol groups alike), translated through the offset map, then applied on the target
+(confluent-kafka's ``AdminClient.alter_consumer_group_offsets``: Kafka's OffsetCommit for an empty
+group) or written as the CSV ``kafka-consumer-groups --reset-offsets --from-file`` takes.
+
+Nothing is half-applied: every position is translated (a position past the source's log end is
+refused, naming the group and partition) and every group is checked empty on the target before
+any group is altered.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from kafkarec._extras import require
+from kafkarec.errors import RestoreError, UsageError
+from kafkarec.restore import target
+from kafkarec.restore.offsets import OffsetMap
+from kafkarec.restore.source import SourcePlan, local_log_dir
+from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
+
+__all__ = ["GroupPosition", "source_positions", "checked_positions", "translate", "apply", "write_csv"]
+
+
+class GroupPosition(NamedTuple):
+    """A group's position on one partition: on the source (``source_offset``, the next record to
+    read) and on the target (``target_offset``)."""
+    group: str
+    topic: str
+    partition: int
+    source_offset: int
+    target_topic: str
+    target_offset: int
+
+
+def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], int]:
+    """``{(group, topic, partition): committed offset}`` in the source's ``__consumer_offsets`` as of
+    ``spec.groups_as_of`` (ms since the epoch; None: the end of the history).  Needs the source as a local log
+    directory; one without ``__consumer_offsets`` has no groups."""
+    from kafkarec.internal.analysis import committed_offsets
+    log_dir = local_log_dir(spec)
+    if log_dir is None:
+        raise UsageError(f"restore: the groups' positions are read from a local log directory's "
+                         f"__consumer_offsets; {spec.source} is not one (use --no-groups)")
+    found = committed_offsets(log_dir, as_of=spec.groups_as_of)
+    return {k: v["offset"] for k, v in found.items() if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
+
+
+def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition]:
+    """Every group's source positions on the restored partitions (``target_offset`` -1: not yet
+    translated); a position past the source partition's log end is a :class:`RestoreError` naming
+    the group and partition -- asked before anything is written."""
+    parts = {p.key: p for p in plan.partitions}
+    out = []
+    for (group, topic, partition), offset in sorted(source_positions(spec).items()):
+        part = parts.get((topic, partition))
+        if part is None:
+            continue            # a partition not restored
+        if offset > part.log_end or offset < 0:
+            raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
+                                            f"history (its log ends at {part.log_end}): the group's commits and "
+                                            f"the log disagree; nothing was restored", group=group, topic=topic,
+                               partition=partition)
+        out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
+    return out
+
+
+def translate(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[GroupPosition]:
+    """:func:`checked_positions`, translated through ``omap``."""
+    return [p._replace(target_offset=omap.target_offset(p.topic, p.partition, p.source_offset))
+            for p in checked_positions(spec, plan)]
+
+
+def _by_group(positions: List[GroupPosition]) -> Dict[str, List[GroupPosition]]:
+    out: Dict[str, List[GroupPosition]] = {}
+    for p in positions:
+        out.setdefault(p.group, []).append(p)
+    return out
+
+
+def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
+    """Set the positions on the target: every group checked empty first (a group with members is
+    refused, nothing altered), then each group's offsets altered.  Returns the groups altered."""
+    ck = require("confluent_kafka")
+    groups = _by_group(positions)
+    if not groups:
+        return []
+    client = target.admin(spec)
+    for group, future in client.describe_consumer_groups(sorted(groups), request_timeout=spec.timeout).items():
+        try:
+            desc = future.result(timeout=spec.timeout + 5)
+        except ck.KafkaException as exc:
+            if exc.args and getattr(exc.args[0], "code", lambda: None)() == ck.KafkaError.GROUP_ID_NOT_FOUND:
+                continue            # not on the target yet: altering creates it
+            raise RestoreError(spec.target, f"describing the group: {target.reason(exc)}", group=group) from None
+        except Exception as exc:
+            raise RestoreError(spec.target, f"describing the group: {target.reason(exc)}", group=group) from None
+        if desc.members:
+            raise RestoreError(spec.target, f"the group has {len(desc.members)} member(s) (state "
+                                            f"{desc.state.name}): its positions can only be set while it is "
+                                            "empty; no group was altered", group=group)
+    done = []
+    for group in sorted(groups):
+        tps = [ck.TopicPartition(p.target_topic, p.partition, p.target_offset) for p in groups[group]]
+        request = [ck.ConsumerGroupTopicPartitions(group, tps)]
+        for name, future in client.alter_consumer_group_offsets(request, request_timeout=spec.timeout).items():
+            try:
+                answer = future.result(timeout=spec.timeout + 5)
+            except Exception as exc:
+                raise RestoreError(spec.target, f"altering the group's offsets: {target.reason(exc)} (groups "
+                                                f"altered before it: {', '.join(done) or 'none'})", group=name) from None
+            bad = [tp for tp in answer.topic_partitions if tp.error is not None]
+            if bad:
+                raise RestoreError(spec.target, f"altering the group's offsets: {bad[0].error.str()} (groups "
+                                                f"altered before it: {', '.join(done) or 'none'})", group=name,
+                                   topic=bad[0].topic, partition=bad[0].partition)
+        done.append(group)
+    return done
+
+
+def write_csv(positions: List[GroupPosition], path: str) -> None:
+    """The positions as ``kafka-consumer-groups --reset-offsets --from-file`` takes them for several
+    groups: ``group,topic,partition,offset`` lines, no header (run it with ``--all-groups`` or a
+    ``--group`` per group, ``--execute``)."""
+    from kafkarec._boot.files import atomic_write
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for p in positions:
+        w.writerow([p.group, p.target_topic, p.partition, p.target_offset])
+    atomic_write(os.fspath(path), buf.getvalue().encode(), mode=0o644)

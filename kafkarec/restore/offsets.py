@@ -1,0 +1,137 @@
+"""The offset map of a restore: for every restored record, its source offset and its target offset.
+
+Kept as runs (``source_offset``, ``target_offset``, ``count``: source ``s + i`` is target ``t + i``
+for ``i < count``), per source partition, with each partition's ends: the source's H and the
+target partition's end.  A source position (a group's committed offset: the next record to read)
+maps to the target offset of the first restored record at or after it, so a position on a hole
+(a compacted or aborted record, a marker, below the log start) goes to the next restored record's
+offset, and a position past the last restored record to the target's end.
+
+The file (:meth:`OffsetMap.write`) is CSV with a header line
+``source_topic,partition,source_offset,target_topic,target_offset,count``: one line per run, and
+per partition one last line with ``count`` 0 whose offsets are the source's H and the target's end.
+"""
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from kafkarec.errors import UsageError
+
+__all__ = ["OffsetMap", "Run", "HEADER"]
+
+HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_offset", "count"]
+
+
+class Run(NamedTuple):
+    source_offset: int
+    target_offset: int
+    count: int
+
+
+class OffsetMap:
+    """Source offset -> target offset, per source partition (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._runs: Dict[Tuple[str, int], List[Run]] = {}
+        self._starts: Dict[Tuple[str, int], List[int]] = {}
+        self.target_topics: Dict[Tuple[str, int], str] = {}
+        #: per source partition: (the source's H, the target partition's end)
+        self.ends: Dict[Tuple[str, int], Tuple[int, int]] = {}
+
+    def partitions(self) -> List[Tuple[str, int]]:
+        return sorted(set(self._runs) | set(self.ends))
+
+    def add(self, topic: str, partition: int, target_topic: str, source_offset: int, target_offset: int,
+            count: int = 1) -> None:
+        """One restored record (or ``count`` records of consecutive offsets on both sides); records
+        of a partition are added in offset order."""
+        key = (topic, partition)
+        self.target_topics[key] = target_topic
+        runs = self._runs.setdefault(key, [])
+        if runs:
+            last = runs[-1]
+            if source_offset < last.source_offset + last.count or target_offset < last.target_offset + last.count:
+                raise ValueError(f"{topic}-{partition}: offsets {source_offset} -> {target_offset} not after "
+                                 f"the last one added")
+            if source_offset == last.source_offset + last.count and target_offset == last.target_offset + last.count:
+                runs[-1] = last._replace(count=last.count + count)
+                return
+        runs.append(Run(source_offset, target_offset, count))
+        self._starts.setdefault(key, []).append(source_offset)
+
+    def set_end(self, topic: str, partition: int, target_topic: str, source_end: int, target_end: int) -> None:
+        """The partition's ends: the source's H and the target partition's end after the restore."""
+        self.target_topics[(topic, partition)] = target_topic
+        self.ends[(topic, partition)] = (source_end, target_end)
+
+    def pairs(self, topic: str, partition: int) -> Iterator[Tuple[int, int]]:
+        """``(source offset, target offset)`` of every restored record, in order."""
+        for r in self._runs.get((topic, partition), ()):
+            for i in range(r.count):
+                yield r.source_offset + i, r.target_offset + i
+
+    def records(self, topic: str, partition: int) -> int:
+        return sum(r.count for r in self._runs.get((topic, partition), ()))
+
+    def target_offset(self, topic: str, partition: int, position: int) -> int:
+        """The target offset of source position ``position`` (see the module docstring)."""
+        key = (topic, partition)
+        if key not in self.ends:
+            raise UsageError(f"{topic}-{partition} is not in the offset map")
+        runs, starts = self._runs.get(key, []), self._starts.get(key, [])
+        i = bisect.bisect_right(starts, position) - 1
+        if i >= 0 and position < runs[i].source_offset + runs[i].count:
+            return runs[i].target_offset + (position - runs[i].source_offset)
+        if i + 1 < len(runs):
+            return runs[i + 1].target_offset
+        return self.ends[key][1]
+
+    # --- the file ---------------------------------------------------------------------------
+    def write(self, path: str) -> None:
+        """The map as CSV at ``path`` (written whole: a crash leaves the old file or the new)."""
+        from kafkarec._boot.files import atomic_write
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(HEADER)
+        for key in self.partitions():
+            tt = self.target_topics[key]
+            for r in self._runs.get(key, ()):
+                w.writerow([key[0], key[1], r.source_offset, tt, r.target_offset, r.count])
+            if key in self.ends:
+                w.writerow([key[0], key[1], self.ends[key][0], tt, self.ends[key][1], 0])
+        atomic_write(path, buf.getvalue().encode(), mode=0o644)
+
+    @classmethod
+    def read(cls, path: str) -> "OffsetMap":
+        """A map :meth:`write` wrote; a line that is not one is a :class:`UsageError` naming it."""
+        out = cls()
+        try:
+            with open(path, newline="", encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"offset map {path}: {e}") from None
+        if not rows or rows[0] != HEADER:
+            raise UsageError(f"offset map {path}: the first line is not {','.join(HEADER)}")
+        for number, row in enumerate(rows[1:], 2):
+            try:
+                topic, p, s, tt, t, n = row
+                p, s, t, n = int(p), int(s), int(t), int(n)
+                if min(p, s, t, n) < 0:
+                    raise ValueError("negative")
+                if n == 0:
+                    out.set_end(topic, p, tt, s, t)
+                else:
+                    out.add(topic, p, tt, s, t, n)
+            except ValueError as e:
+                raise UsageError(f"offset map {path}, line {number}: {e}") from None
+        return out
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, OffsetMap) and (self._runs, self.ends, self.target_topics) == \
+            (other._runs, other.ends, other.target_topics)
+
+    def __repr__(self) -> str:
+        return f"OffsetMap({len(self.ends)} partition(s), {sum(map(len, self._runs.values()))} run(s))"

@@ -1,0 +1,187 @@
+"""The restore's writing: each target partition by its own transactional producer, in order, its
+progress committed in the same transactions.
+
+Why this way (as Kafka Connect's exactly-once source and MirrorMaker 2 keep their positions):
+each transaction holds a slice of the partition's committed records and, through
+``send_offsets_to_transaction``, the next source offset as the progress group's committed offset
+of that target partition.  Both become visible together or not at all, so the target always holds
+exactly the records below the progress it shows.  A restarted restore takes the same
+transactional id (``init_transactions`` aborts a killed run's open transaction and fences it),
+reads the progress, and goes on from there; at the partition's end there is nothing left to write.
+One producer per partition keeps the partition's order; the target offsets come from the delivery
+reports into the offset map.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from kafkarec._extras import require
+from kafkarec.errors import RestoreError
+from kafkarec.restore import source, target
+from kafkarec.restore.offsets import OffsetMap
+from kafkarec.restore.source import SourcePartition, SourcePlan
+from kafkarec.restore.spec import RestoreSpec
+
+__all__ = ["PartitionSummary", "restore_partitions", "rebuild_pairs"]
+
+
+class PartitionSummary(NamedTuple):
+    """One partition's restore: source ``topic-partition`` [``start``, ``end``), the target topic,
+    ``records`` written by this run, ``status``: ``"written"``, ``"resumed"`` (an earlier run
+    wrote a part) or ``"done"`` (an earlier run wrote it all: nothing written)."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+    target_topic: str
+    records: int
+    status: str
+
+
+def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, *,
+                  whole: bool = True) -> None:
+    """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source): the
+    k-th committed record on the target is the k-th committed record of the source range, as the
+    target partition holds this restore's records only (a partition holding others is refused)."""
+    src = source.committed_records(spec, part.topic, part.partition, part.start, upto)
+    got = target.read_back(spec, part.target_topic, part.partition)
+    for s in src:
+        t = next(got, None)
+        if t is None:
+            raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
+                                            f"which the restore's progress says it holds (source offset {s.offset} "
+                                            "has none)", topic=part.target_topic, partition=part.partition)
+        omap.add(part.topic, part.partition, part.target_topic, s.offset, t.offset)
+    extra = next(got, None) if whole else None
+    if extra is not None:
+        raise RestoreError(spec.target, f"holds a record at offset {extra.offset} beyond what the restore's "
+                                        f"progress ({upto}) accounts for", topic=part.target_topic,
+                           partition=part.partition)
+
+
+class _Writer:
+    """One target partition's transactional producer."""
+
+    def __init__(self, spec: RestoreSpec, part: SourcePartition, group_metadata):
+        self.ck = require("confluent_kafka")
+        self.spec, self.part, self.group_metadata = spec, part, group_metadata
+        self.producer = self.ck.Producer(spec.client_config(**{
+            "transactional.id": spec.transactional_id(part.target_topic, part.partition),
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))}))
+        self.delivered: List[Tuple[int, int]] = []
+        self.failures: List[str] = []
+        self._call("initialising transactions", self.producer.init_transactions, spec.timeout)
+
+    def _call(self, what: str, fn, *args):
+        try:
+            return fn(*args)
+        except self.ck.KafkaException as exc:
+            raise RestoreError(self.spec.target, f"{what}: {target.reason(exc)}", topic=self.part.target_topic,
+                               partition=self.part.partition) from None
+
+    def _report(self, source_offset: int):
+        def on_delivery(err, msg):
+            if err is not None:
+                self.failures.append(f"source offset {source_offset}: {err.str()}")
+            else:
+                self.delivered.append((source_offset, msg.offset()))
+        return on_delivery
+
+    def transaction(self, records: List[source.Record], next_offset: int) -> List[Tuple[int, int]]:
+        """One transaction: ``records`` and the progress ``next_offset``; returns the delivered
+        (source, target) offsets."""
+        self.delivered, self.failures = [], []
+        p, tp = self.producer, self.part
+        self._call("beginning a transaction", p.begin_transaction)
+        try:
+            for r in records:
+                while True:
+                    try:
+                        p.produce(tp.target_topic, value=r.value, key=r.key, partition=tp.partition,
+                                  timestamp=r.timestamp, headers=r.headers or None,
+                                  on_delivery=self._report(r.offset))
+                        break
+                    except BufferError:          # the local queue is full: let it drain
+                        p.poll(0.05)
+            offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
+            self._call("committing the progress", p.send_offsets_to_transaction, offsets, self.group_metadata,
+                       self.spec.timeout)
+            self._call("committing a transaction", p.commit_transaction, self.spec.timeout)
+        except BaseException:
+            try:
+                p.abort_transaction(self.spec.timeout)
+            except Exception:
+                pass                # the next run's init_transactions aborts it
+            raise
+        if self.failures or len(self.delivered) != len(records):
+            raise RestoreError(self.spec.target, f"a committed transaction's delivery reports are not whole: "
+                                                 f"{'; '.join(self.failures[:3]) or 'reports missing'}",
+                               topic=tp.target_topic, partition=tp.partition)
+        return sorted(self.delivered)
+
+    def close(self) -> None:
+        self.producer.flush(self.spec.timeout)
+
+
+def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
+    """Restore every partition of ``plan`` (one after another, each by its own producer), adding
+    every record's offsets to ``omap`` (and rebuilding earlier runs' pairs from the target)."""
+    ck = require("confluent_kafka")
+    keys = [(p.target_topic, p.partition) for p in plan.partitions]
+    # the group metadata of the progress group: a consumer that never joins it (as a Java
+    # ConsumerGroupMetadata(groupId)), so the offsets commit as a simple (standalone) commit
+    meta_consumer = ck.Consumer(spec.client_config(**{"group.id": spec.progress_group, "enable.auto.commit": False}))
+    out = []
+    try:
+        group_metadata = meta_consumer.consumer_group_metadata()
+        for part in plan.partitions:
+            writer = _Writer(spec, part, group_metadata)     # a killed run's open transaction is aborted here
+            try:
+                done = target.progress(spec, [(part.target_topic, part.partition)]).get(
+                    (part.target_topic, part.partition))
+                out.append(_restore_one(spec, part, writer, done, omap))
+            finally:
+                writer.close()
+        for part, end in zip(plan.partitions, [target.ends(spec, keys)[k] for k in keys]):
+            omap.set_end(part.topic, part.partition, part.target_topic, part.end, end)
+    finally:
+        meta_consumer.close()
+    return out
+
+
+def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
+                 omap: OffsetMap) -> PartitionSummary:
+    if done is None:
+        if target.holds_committed_records(spec, part.target_topic, part.partition):
+            raise RestoreError(spec.target, f"holds records and no progress of restore {spec.restore_id!r} "
+                                            f"(group {spec.progress_group}): restoring into it would mix "
+                                            "histories; restore into an empty partition (or another topic: "
+                                            "--rename)", topic=part.target_topic, partition=part.partition)
+        next_offset = part.start
+    else:
+        if done < part.start:
+            raise RestoreError(spec.target, f"the restore's progress {done} is below the source's log start "
+                                            f"{part.start}: another history was restored under this restore id",
+                               topic=part.target_topic, partition=part.partition, group=spec.progress_group)
+        next_offset = min(done, part.end)
+        # an earlier restore to a later end holds more than this one's range: its pairs up to the end
+        rebuild_pairs(spec, part, next_offset, omap, whole=done <= part.end)
+    if done is not None and done >= part.end:
+        return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done")
+    written = 0
+    batch: List[source.Record] = []
+    for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+        batch.append(r)
+        if len(batch) == spec.transaction_records:
+            for s, t in writer.transaction(batch, r.offset + 1):
+                omap.add(part.topic, part.partition, part.target_topic, s, t)
+            written += len(batch)
+            batch = []
+    # the last transaction: the rest, and the progress at the partition's end (even with no record
+    # left: then a re-run knows the partition is done)
+    for s, t in writer.transaction(batch, part.end):
+        omap.add(part.topic, part.partition, part.target_topic, s, t)
+    written += len(batch)
+    return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, written,
+                            "written" if done is None else "resumed")

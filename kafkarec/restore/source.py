@@ -1,0 +1,125 @@
+"""The source side of a restore: which partitions, from where to where, and their committed data
+records -- every rule asked of the layer that owns it.
+
+Each partition's range is the backfill's hand-off range (:func:`kafkarec.lakehouse.handoff.plan_hand_off`):
+[log start, H), H the last stable offset at the chosen end (the log end or an end time), so a
+restore is final (no transaction is still open inside it).  The records are read through the one
+reader, :class:`kafkarec.scan.LogScan`, ``read_committed`` (no control record, no aborted
+transaction).  Partition counts and topic configs come from ``__cluster_metadata``
+(:func:`kafkarec.internal.replay`) where the source is a log directory holding it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from kafkarec.errors import UsageError
+from kafkarec.restore.spec import RestoreSpec
+
+__all__ = ["SourcePartition", "TopicDescription", "SourcePlan", "plan", "committed_records", "local_log_dir",
+           "NOT_COPIED_CONFIGS"]
+
+#: topic configs the target decides for itself: tiered storage and throttles name the source
+#: cluster's own storage and broker ids
+NOT_COPIED_CONFIGS = frozenset({"remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+                                "remote.log.copy.disable", "remote.log.delete.on.disable",
+                                "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"})
+
+
+class SourcePartition(NamedTuple):
+    """A source partition restored: [``start``, ``end``) (its log start, H), ``log_end`` (the log's
+    end: no group position can be past it) and the target topic it goes to (same partition)."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+    log_end: int
+    target_topic: str
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+class TopicDescription(NamedTuple):
+    """A source topic as the target gets it: its partition count and configs (``{}`` when the
+    source holds no ``__cluster_metadata``)."""
+    partitions: int
+    configs: Dict[str, str]
+
+
+class SourcePlan(NamedTuple):
+    partitions: List[SourcePartition]
+    topics: Dict[str, TopicDescription]
+
+
+def local_log_dir(spec: RestoreSpec) -> Optional[str]:
+    """The source as a local log directory, or None for a URI (object stores)."""
+    src = spec.source
+    if src.startswith("file://"):
+        src = src[len("file://"):]
+    return src if "://" not in src and os.path.isdir(src) else None
+
+
+def plan(spec: RestoreSpec) -> SourcePlan:
+    """The partitions to restore and their topics' descriptions."""
+    from kafkarec.lakehouse.handoff import plan_hand_off
+    from kafkarec.log.selection import Resolver
+    hand_off = plan_hand_off(spec.source, topics=spec.topics, end_time=spec.end_time,
+                             storage_options=spec.storage_options, tiered_storage=spec.tiered_storage)
+    resolver = Resolver(hand_off.storage)
+    parts = sorted((SourcePartition(p.part.topic, p.part.partition, p.start, p.end, resolver.log_end(p.part),
+                                    spec.target_topic(p.part.topic)) for p in hand_off.partitions),
+                   key=lambda s: s.key)
+    if not parts:
+        raise UsageError(f"restore: no topic to restore under {spec.source}")
+    return SourcePlan(parts, _descriptions(spec, parts))
+
+
+def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, TopicDescription]:
+    counts: Dict[str, int] = {}
+    for p in parts:
+        counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
+    configs: Dict[str, Dict[str, str]] = {}
+    log_dir = local_log_dir(spec)
+    if log_dir is not None and any(n.startswith("__cluster_metadata-") for n in os.listdir(log_dir)):
+        from kafkarec.internal import replay
+        state = replay(log_dir).state()
+        for name in counts:
+            topic = state["topics"].get(name)
+            if topic is not None:       # the cluster's count: partitions with no folder here count too
+                counts[name] = max(counts[name], len(topic["partitions"]))
+            configs[name] = {k: v for k, v in state["configs"].get("TOPIC", {}).get(name, {}).items()
+                             if k not in NOT_COPIED_CONFIGS}
+    return {name: TopicDescription(n, configs.get(name, {})) for name, n in sorted(counts.items())}
+
+
+class Record(NamedTuple):
+    """A committed data record as the restore produces it (``timestamp`` in ms)."""
+    offset: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    timestamp: int
+    headers: List[Tuple[str, Optional[bytes]]]
+
+
+def committed_records(spec: RestoreSpec, topic: str, partition: int, start: int, end: int) -> Iterator[Record]:
+    """The committed data records of ``topic-partition`` in [``start``, ``end``), in offset order,
+    through the one reader (FAILFAST: a batch that cannot be read stops the restore, naming its file
+    and byte)."""
+    if start >= end:
+        return
+    from kafkarec._extras import require
+    from kafkarec.scan import LogScan, ScanConfig
+    pa = require("pyarrow")
+    config = ScanConfig((spec.source,), offset_ranges=((topic, partition, start, end),), read_committed=True,
+                        storage_options=spec.storage_options, tiered_storage=spec.tiered_storage,
+                        columns=("key", "value", "offset", "timestamp", "headers"))
+    for rb in LogScan(config):
+        offsets = rb.column("offset").to_pylist()
+        keys = rb.column("key").to_pylist()
+        values = rb.column("value").to_pylist()
+        stamps = rb.column("timestamp").cast(pa.int64()).to_pylist()
+        headers = rb.column("headers").to_pylist()
+        for o, k, v, t, h in zip(offsets, keys, values, stamps, headers):
+            yield Record(o, k, v, t, [(x["key"], x["value"]) for x in h or ()])

@@ -1,0 +1,134 @@
+"""A restore's options, read once into a frozen :class:`RestoreSpec` (the command line and the
+Python functions make one the same way, :meth:`RestoreSpec.of`; every refusal is a
+:class:`kafkarec.errors.UsageError`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
+
+from kafkarec.errors import UsageError
+
+__all__ = ["RestoreSpec", "PROGRESS_GROUP_PREFIX"]
+
+#: the consumer group on the target that holds a restore's progress is this prefix and its id
+PROGRESS_GROUP_PREFIX = "kafkarec-restore."
+# Kafka's legal topic names (Topic.validate): 1 to 249 of these characters, not "." or ".."
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _topic_name(name: str, what: str) -> str:
+    name = str(name).strip()
+    if not _TOPIC.fullmatch(name) or name in (".", ".."):
+        raise UsageError(f"{what} {name!r}: not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)")
+    return name
+
+
+@dataclass(frozen=True)
+class RestoreSpec:
+    """One restore, settled.
+
+    ``source``: the history (a log directory, a URI, as :class:`kafkarec.scan.LogScan` reads it);
+    ``target``: the target cluster's bootstrap servers; ``topics``: the source topics restored
+    (None: every topic but Kafka's ``__*``); ``rename``: ``((source topic, target topic), ...)``;
+    ``end_time``: ms since the epoch, each partition ends at the last stable offset at the first
+    record at or after it (None: at the end of the log); ``restore_id``: names the restore's progress
+    group and transactional ids on the target (a re-run with the same id resumes); ``transaction_records``:
+    records per transaction; ``target_properties``: librdkafka properties for every client of the
+    target (security settings); ``storage_options``, ``tiered_storage``: as every reader's;
+    ``timeout``: seconds any one request to the target may take; ``groups_as_of``: ms since the
+    epoch, the moment whose group positions are translated (None: the end of the history)."""
+    source: str
+    target: str
+    topics: Optional[Tuple[str, ...]] = None
+    rename: Tuple[Tuple[str, str], ...] = ()
+    end_time: Optional[int] = None
+    restore_id: str = "default"
+    transaction_records: int = 1000
+    target_properties: Tuple[Tuple[str, str], ...] = ()
+    storage_options: Optional[Mapping[str, str]] = None
+    tiered_storage: Optional[str] = None
+    timeout: float = 30.0
+    groups_as_of: Optional[int] = None
+
+    @classmethod
+    def of(cls, source: str, target: str, *, topics: Union[str, Iterable[str], None] = None,
+           rename: Union[Mapping[str, str], Iterable[str], None] = None, end_time=None,
+           restore_id: str = "default", transaction_records: int = 1000,
+           target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
+           tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None) -> "RestoreSpec":
+        """The spec of these options, checked (the one place they are read): ``topics`` a list or
+        ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
+        ISO 8601."""
+        from kafkarec.log.selection import parse_time
+        if not source:
+            raise UsageError("restore: no source history given")
+        if not target or not str(target).strip():
+            raise UsageError("restore: no target cluster given (its bootstrap servers, host:port)")
+        names = None
+        if topics is not None:
+            items = topics.split(",") if isinstance(topics, str) else list(topics)
+            names = tuple(sorted({_topic_name(t, "topic") for t in items if str(t).strip()}))
+            if not names:
+                raise UsageError("restore: topics names no topic")
+        pairs: Dict[str, str] = {}
+        items = rename.items() if isinstance(rename, Mapping) else [_pair(x, "rename") for x in rename or ()]
+        for a, b in items:
+            a, b = _topic_name(a, "rename: source topic"), _topic_name(b, "rename: target topic")
+            if pairs.get(a, b) != b:
+                raise UsageError(f"rename: {a} is renamed to {pairs[a]} and to {b}")
+            pairs[a] = b
+        if names is not None and set(pairs) - set(names):
+            raise UsageError(f"rename: {', '.join(sorted(set(pairs) - set(names)))} not among the topics restored")
+        targets = list(pairs.values())
+        if len(set(targets)) != len(targets):
+            raise UsageError("rename: two source topics renamed to one target topic")
+        restore_id = str(restore_id).strip()
+        if not restore_id:
+            raise UsageError("restore id: empty")
+        try:
+            records = int(transaction_records)
+            limit = float(timeout)
+        except (TypeError, ValueError):
+            raise UsageError(f"transaction records {transaction_records!r} / timeout {timeout!r}: numbers") from None
+        if records < 1:
+            raise UsageError(f"transaction records {records}: at least 1")
+        if not limit > 0:
+            raise UsageError(f"timeout {timeout}: more than 0 seconds")
+        props = tuple(sorted((str(k), str(v)) for k, v in (target_properties or {}).items()))
+        for k, _ in props:
+            if k in ("bootstrap.servers", "transactional.id", "group.id", "isolation.level"):
+                raise UsageError(f"target property {k}: the restore sets it")
+        return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
+                   None if end_time is None else parse_time(end_time), restore_id, records, props,
+                   dict(storage_options) if storage_options else None, tiered_storage, limit,
+                   None if groups_as_of is None else parse_time(groups_as_of))
+
+    def target_topic(self, topic: str) -> str:
+        """The target topic a source topic is restored into."""
+        return dict(self.rename).get(topic, topic)
+
+    @property
+    def progress_group(self) -> str:
+        """The consumer group on the target whose committed offsets are the restore's progress:
+        per target partition, the next source offset to restore."""
+        return PROGRESS_GROUP_PREFIX + self.restore_id
+
+    def transactional_id(self, target_topic: str, partition: int) -> str:
+        """The one transactional id of a target partition's producer: a restarted restore fences
+        the one before it (its open transaction is aborted) by taking the same id."""
+        return f"{self.progress_group}.{target_topic}-{partition}"
+
+    def client_config(self, **extra) -> dict:
+        """librdkafka's configuration of a client of the target."""
+        conf = {"bootstrap.servers": self.target, "log_level": 0, "socket.timeout.ms": int(self.timeout * 1000)}
+        conf.update(dict(self.target_properties))
+        conf.update(extra)
+        return conf
+
+
+def _pair(text: str, what: str) -> Tuple[str, str]:
+    a, sep, b = str(text).partition("=")
+    if not sep or not a.strip() or not b.strip():
+        raise UsageError(f"{what} {text!r}: expected SOURCE=TARGET")
+    return a.strip(), b.strip()

@@ -1,0 +1,203 @@
+"""The target cluster, through confluent-kafka (librdkafka in its wheels: transactions,
+``send_offsets_to_transaction``, read_committed consumers and the admin API in one maintained
+client, nothing to install beside it).
+
+What is asked of the target: its topics (created when absent), the restore's progress (the
+committed offsets of its progress group, :attr:`RestoreSpec.progress_group`), whether a partition
+holds committed records, its partitions' ends, and its records read back ``read_committed``.
+Every client failure is a :class:`kafkarec.errors.RestoreError` naming the target, the partition
+or group and librdkafka's reason.
+"""
+from __future__ import annotations
+
+import time
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+from kafkarec._extras import require
+from kafkarec.errors import RestoreError
+from kafkarec.restore.source import Record, SourcePlan
+from kafkarec.restore.spec import RestoreSpec
+
+__all__ = ["admin", "reason", "ensure_topics", "progress", "ends", "read_back", "holds_committed_records"]
+
+#: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
+NO_OFFSET = -1001
+
+
+def reason(exc: BaseException) -> str:
+    """librdkafka's error text of a client exception."""
+    err = exc.args[0] if exc.args else None
+    text = err.str() if hasattr(err, "str") else str(exc)
+    return text or type(exc).__name__
+
+
+def admin(spec: RestoreSpec):
+    return require("confluent_kafka.admin").AdminClient(spec.client_config())
+
+
+def _result(spec: RestoreSpec, future, what: str, **where):
+    try:
+        return future.result(timeout=spec.timeout + 5)
+    except Exception as exc:     # KafkaException, or the future's own TimeoutError
+        raise RestoreError(spec.target, f"{what}: {reason(exc)}", **where) from None
+
+
+def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
+    """Create the target topics that are absent, with the source's partition counts and configs
+    (the target's default replication factor); refuse a present one with fewer partitions than the
+    source restores into.  Returns the topics created."""
+    admin_mod = require("confluent_kafka.admin")
+    client = admin(spec)
+    try:
+        present = client.list_topics(timeout=spec.timeout).topics
+    except Exception as exc:
+        raise RestoreError(spec.target, f"listing topics: {reason(exc)}") from None
+    needed: Dict[str, Tuple[str, int]] = {}
+    for p in plan.partitions:
+        src, count = needed.get(p.target_topic, (p.topic, 0))
+        needed[p.target_topic] = (p.topic, max(count, p.partition + 1))
+    create = []
+    for tt, (src, count) in sorted(needed.items()):
+        if tt in present:
+            have = len(present[tt].partitions)
+            if have < count:
+                raise RestoreError(spec.target, f"has {have} partition(s), the source restores into {count}",
+                                   topic=tt)
+            continue
+        desc = plan.topics[src]
+        create.append(admin_mod.NewTopic(tt, num_partitions=max(desc.partitions, count), replication_factor=-1,
+                                         config=dict(desc.configs)))
+    if create:
+        for name, future in client.create_topics(create, request_timeout=spec.timeout).items():
+            _result(spec, future, "creating the topic", topic=name)
+        _wait_leaders(spec, client, [t.topic for t in create])
+    return [t.topic for t in create]
+
+
+def _wait_leaders(spec: RestoreSpec, client, names: Iterable[str]) -> None:
+    """Until every partition of the created topics has a leader (bounded by the timeout)."""
+    deadline = time.monotonic() + spec.timeout
+    names = list(names)
+    while True:
+        topics = client.list_topics(timeout=spec.timeout).topics
+        if all(n in topics and topics[n].partitions and all(p.leader >= 0 for p in topics[n].partitions.values())
+               for n in names):
+            return
+        if time.monotonic() > deadline:
+            raise RestoreError(spec.target, f"created topics {', '.join(names)} have no leader after "
+                                            f"{spec.timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool = True) -> Dict[Tuple[str, int], int]:
+    """``{(target topic, partition): next source offset}`` the progress group holds; partitions with
+    none are absent.  ``stable``: wait (bounded by the timeout) while a transaction's offsets are
+    pending (Kafka's ``require_stable``: a fenced run's are aborted within moments); else the last
+    committed ones."""
+    ck = require("confluent_kafka")
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    deadline = time.monotonic() + spec.timeout
+    while True:
+        out, unstable = _progress(spec, ck, keys, stable)
+        if not unstable:
+            return out
+        if time.monotonic() > deadline:
+            raise RestoreError(spec.target, f"the restore's progress stayed pending (an open transaction) for "
+                                            f"{spec.timeout:.0f} s", group=spec.progress_group)
+        time.sleep(0.1)
+
+
+def _progress(spec: RestoreSpec, ck, keys, stable: bool):
+    request = [ck.ConsumerGroupTopicPartitions(spec.progress_group, [ck.TopicPartition(t, p) for t, p in keys])]
+    client = admin(spec)        # alive until its futures are done
+    futures = client.list_consumer_group_offsets(request, require_stable=stable, request_timeout=spec.timeout)
+    out = {}
+    for group, future in futures.items():
+        try:
+            answer = future.result(timeout=spec.timeout + 5)
+        except ck.KafkaException as exc:
+            if exc.args and exc.args[0].code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+                return {}, True
+            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
+        except Exception as exc:
+            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
+        for tp in answer.topic_partitions:
+            if tp.error is not None:
+                if tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
+                    return {}, True
+                raise RestoreError(spec.target, f"reading the restore's progress: {tp.error.str()}", group=group,
+                                   topic=tp.topic, partition=tp.partition)
+            if tp.offset != NO_OFFSET and tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = tp.offset
+    return out, False
+
+
+def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:
+    """``{(target topic, partition): its end}``: ListOffsets ``LATEST`` under read_committed (the
+    last stable offset: where a consumer placed at the end reads the next record)."""
+    ck = require("confluent_kafka")
+    admin_mod = require("confluent_kafka.admin")
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    client = admin(spec)        # alive until its futures are done
+    futures = client.list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
+                                  isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=spec.timeout)
+    return {(tp.topic, tp.partition): _result(spec, f, "ListOffsets LATEST", topic=tp.topic,
+                                              partition=tp.partition).offset
+            for tp, f in futures.items()}
+
+
+def _consumer(spec: RestoreSpec):
+    ck = require("confluent_kafka")
+    return ck.Consumer(spec.client_config(**{
+        "group.id": spec.progress_group + ".reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+        "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+
+
+def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool = False) -> Iterator[Record]:
+    """The target partition's committed records from its start to its last stable offset, in order
+    (``first_only``: at most the first).  Each wait is bounded by the timeout."""
+    ck = require("confluent_kafka")
+    consumer = _consumer(spec)
+    try:
+        consumer.assign([ck.TopicPartition(topic, partition, ck.OFFSET_BEGINNING)])
+        deadline = time.monotonic() + spec.timeout
+        while True:
+            msg = consumer.poll(0.1)
+            if msg is None:
+                if time.monotonic() > deadline:
+                    raise RestoreError(spec.target, f"reading back: no record and no end of the partition "
+                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=partition)
+                continue
+            deadline = time.monotonic() + spec.timeout
+            err = msg.error()
+            if err is not None:
+                if err.code() == ck.KafkaError._PARTITION_EOF:
+                    return
+                raise RestoreError(spec.target, f"reading back: {err.str()}", topic=topic, partition=partition)
+            ts_type, ts = msg.timestamp()
+            yield Record(msg.offset(), msg.key(), msg.value(), ts, list(msg.headers() or ()))
+            if first_only:
+                return
+    finally:
+        consumer.close()
+
+
+def holds_committed_records(spec: RestoreSpec, topic: str, partition: int) -> bool:
+    """Whether the target partition holds a committed record (aborted ones, such as a killed
+    restore's open transaction, do not count): an empty log (its start at its high watermark)
+    holds none; otherwise a read_committed consumer answers."""
+    ck = require("confluent_kafka")
+    admin_mod = require("confluent_kafka.admin")
+    client = admin(spec)
+    tp = ck.TopicPartition(topic, partition)
+    marks = []
+    for offset_spec in (admin_mod.OffsetSpec.earliest(), admin_mod.OffsetSpec.latest()):
+        future = client.list_offsets({tp: offset_spec}, request_timeout=spec.timeout)[tp]
+        marks.append(_result(spec, future, "ListOffsets", topic=topic, partition=partition).offset)
+    if marks[0] >= marks[1]:
+        return False
+    return any(True for _ in read_back(spec, topic, partition, first_only=True))

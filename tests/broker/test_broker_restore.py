@@ -1,0 +1,205 @@
+"""``kafkarec restore`` between two real KRaft brokers: the session's broker (A, the source:
+``support.restore_history`` writes its history, its log dir is read) and a second one
+(``restore_target_broker``, B).  Records, groups resumed on B by real consumers (0 duplicates,
+0 missing), re-runs, a SIGKILL mid-restore, and the refusals."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support import restore_history as RH
+
+pytest.importorskip("confluent_kafka")
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture(scope="module")
+def history(kafka_broker):
+    return RH.write(kafka_broker)
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "kafkarec", "restore", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _committed(bootstrap, topic, partitions=(0,)):
+    """Each partition's committed records without their offsets (key, value, timestamp, headers)."""
+    return {p: [r[1:] for r in rs] for p, rs in RH.consume_committed(bootstrap, topic, partitions).items()}
+
+
+def _docs_block():
+    """docs/restore.md's example: its command (the block's lines up to the first ``#`` line) and
+    the output it shows (the ``# `` lines)."""
+    import re
+    from support.paths import ROOT
+    with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
+        body = re.search(r"^```sh\n(kafkarec restore .*?)^```", fh.read(), re.S | re.M).group(1)
+    lines = body.splitlines()
+    command = "\n".join(line for line in lines if not line.startswith("#"))
+    shown = "\n".join(line[2:] for line in lines if line.startswith("# ")) + "\n"
+    return command, shown
+
+
+def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_target_broker, tmp_path):
+    a, b = history, restore_target_broker.bootstrap
+    import doctest
+    command, shown = _docs_block()
+    env = {**os.environ, "SOURCE_LOG_DIR": a.log_dir, "TARGET": b,
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    run = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert doctest.OutputChecker().check_output(shown, run.stdout, doctest.ELLIPSIS), run.stdout
+    # every committed record, in order, keys, values, headers, timestamps kept; nothing aborted
+    source = {}
+    for topic, target, parts in ((RH.ORDERS, RH.ORDERS, range(3)), (RH.COMPACTED, "rs-compacted-b", [0])):
+        source[topic] = RH.consume_committed(a.bootstrap, topic, parts)
+        restored = _committed(b, target, parts)
+        assert all(source[topic][p] for p in parts)
+        assert restored == {p: [r[1:] for r in rs] for p, rs in source[topic].items()}, topic
+    # the topics were created with the source's partition counts and configs
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    topics = admin.list_topics(timeout=30).topics
+    assert len(topics["rs-compacted-b"].partitions) == 1 and len(topics[RH.ORDERS].partitions) == 3
+    res = ConfigResource(ConfigResource.Type.TOPIC, "rs-compacted-b")
+    configs = list(admin.describe_configs([res]).values())[0].result(30)
+    assert configs["cleanup.policy"].value == "compact"
+    # the offset map file: a hole (an aborted record, its marker) maps to the next restored record
+    from kafkarec.restore import OffsetMap
+    omap = OffsetMap.read(str(tmp_path / "map.csv"))
+    aborted0 = a.aborted[(RH.ORDERS, 0)]
+    after = omap.target_offset(RH.ORDERS, 0, aborted0[-1] + 2)       # past the abort marker
+    assert [omap.target_offset(RH.ORDERS, 0, s) for s in aborted0 + [aborted0[-1] + 1]] == [after] * 4
+    # each group resumes on B: what it reads there is A's committed records after its position
+    for group in RH.GROUPS:
+        want = [(RH.ORDERS, p, r[1], r[2]) for p in range(3) for r in source[RH.ORDERS][p]
+                if r[0] >= a.positions[(group, RH.ORDERS, p)]]
+        got = RH.resume_group(b, group, [RH.ORDERS], expected=len(want),
+                              protocol="consumer" if group == "rs-848" else "classic")
+        assert sorted(got, key=repr) == sorted(want, key=repr), group      # 0 duplicates, 0 missing
+    # a re-run of the finished restore writes nothing
+    again = subprocess.run(["bash", "-c", command + " --no-groups"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert again.returncode == 0, again.stderr
+    lines = [line for line in again.stdout.splitlines() if "->" in line]
+    assert len(lines) == 4 and all(line.endswith("0 records done") for line in lines), again.stdout
+    assert "verified: 49 records, 0 group positions, 0 problem(s)" in again.stdout
+
+
+def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp_path):
+    from kafkarec import restore as R
+    spec = R.RestoreSpec.of(history.log_dir, restore_target_broker.bootstrap, topics=[RH.ORDERS],
+                            rename={RH.ORDERS: "rs-orders-asof"}, restore_id="asof", groups_as_of=history.as_of)
+    result = R.restore(spec)
+    positions = R.translate_groups(spec, result.plan, result.offset_map)
+    found = {(g.group, g.topic, g.partition): g.source_offset for g in positions}
+    assert {k: v for k, v in found.items() if k[0] == "rs-classic"} == \
+        {k: v for k, v in history.positions_as_of.items() if k[0] == "rs-classic"}
+    R.write_groups_csv(positions, str(tmp_path / "groups.csv"))
+    lines = (tmp_path / "groups.csv").read_text().splitlines()
+    assert f"rs-classic,rs-orders-asof,0,{result.offset_map.target_offset(RH.ORDERS, 0, 2)}" in lines
+    # a group with a member on the target is refused, and no group is altered (rs-848 sorts first)
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from kafkarec.errors import RestoreError
+    from kafkarec.restore import target
+    b = restore_target_broker.bootstrap
+    busy = Consumer({"bootstrap.servers": b, "group.id": "rs-classic", "log_level": 0, "session.timeout.ms": 6000})
+    try:
+        busy.subscribe(["rs-orders-asof"])
+        deadline = time.monotonic() + 30
+        while not busy.assignment():
+            assert time.monotonic() < deadline, "the busy consumer got no assignment within 30 s"
+            busy.poll(0.2)
+        with pytest.raises(RestoreError, match=r"group rs-classic: the group has 1 member\(s\).*no group was altered"):
+            R.apply_groups(spec, positions)
+    finally:
+        busy.close()
+    admin = target.admin(spec)
+    request = [ConsumerGroupTopicPartitions("rs-848", [TopicPartition("rs-orders-asof", p) for p in range(3)])]
+    answer = list(admin.list_consumer_group_offsets(request).values())[0].result(30)
+    assert [tp.offset for tp in answer.topic_partitions] == [-1001] * 3       # nothing committed
+
+
+def test_sigkill_mid_restore_then_rerun_exactly_once(history, restore_target_broker):
+    b = restore_target_broker.bootstrap
+    args = [history.log_dir, "--target-bootstrap", b, "--topics", RH.CRASH, "--rename", f"{RH.CRASH}=rs-crash-b",
+            "--restore-id", "crash", "--no-groups"]
+    # one record per transaction: killed between and inside transactions, not after the last
+    proc = subprocess.Popen([sys.executable, "-m", "kafkarec", "restore", *args, "--transaction-records", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    from kafkarec import restore as R
+    spec = R.RestoreSpec.of(history.log_dir, b, topics=[RH.CRASH], rename={RH.CRASH: "rs-crash-b"},
+                            restore_id="crash")
+    from kafkarec.restore import target
+    deadline = time.monotonic() + 60
+    try:
+        while True:     # until some transactions are committed (the restore's own progress says so)
+            assert proc.poll() is None, "the restore ended before it was killed: " + proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "no progress committed within 60 s"
+            done = target.progress(spec, [("rs-crash-b", 0)], stable=False).get(("rs-crash-b", 0), 0) if \
+                "rs-crash-b" in target.admin(spec).list_topics(timeout=30).topics else 0
+            if done >= 10:
+                break
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert done < 100
+    rerun = _cli(*args, "--verify")
+    assert rerun.returncode == 0, rerun.stderr + rerun.stdout
+    assert "rs-crash-0 -> rs-crash-b-0 [0, 100)" in rerun.stdout and "resumed" in rerun.stdout, rerun.stdout
+    src, dst = _committed(history.bootstrap, RH.CRASH), _committed(b, "rs-crash-b")
+    assert dst == src and len(dst[0]) == 100          # each record once
+    # the offset map rebuilt from the target's log equals the one the rerun made
+    assert R.offset_map(spec).records(RH.CRASH, 0) == 100
+
+
+def test_refuses_a_target_partition_holding_other_records(history, restore_target_broker):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    b = restore_target_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    for f in admin.create_topics([NewTopic("rs-occupied", 1, 1)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": b, "log_level": 0})
+    p.produce("rs-occupied", value=b"someone else's")
+    assert p.flush(30) == 0
+    run = _cli(history.log_dir, "--target-bootstrap", b, "--topics", RH.BAD, "--rename", f"{RH.BAD}=rs-occupied",
+               "--restore-id", "occupied", "--no-groups")
+    assert run.returncode == 1, run.stderr
+    assert "rs-occupied-0: holds records and no progress of restore 'occupied'" in run.stderr, run.stderr
+
+
+def test_refuses_a_group_position_past_the_history_before_writing(history, restore_target_broker):
+    b = restore_target_broker.bootstrap
+    run = _cli(history.log_dir, "--target-bootstrap", b, "--topics", RH.BAD, "--rename", f"{RH.BAD}=rs-bad-b",
+               "--restore-id", "bad")
+    assert run.returncode == 1, run.stderr
+    assert "group rs-bad-group, rs-bad-0: the source position 40 of rs-bad-0 is outside the history " \
+           "(its log ends at 3)" in run.stderr, run.stderr
+    from confluent_kafka.admin import AdminClient
+    topics = AdminClient({"bootstrap.servers": b, "log_level": 0}).list_topics(timeout=30).topics
+    assert "rs-bad-b" not in topics          # nothing written, nothing created
+
+
+def test_a_truncated_segment_is_named_and_nothing_is_committed(history, restore_target_broker, tmp_path):
+    import shutil
+    src = os.path.join(history.log_dir, f"{RH.COMPACTED}-0")
+    dst = tmp_path / "logs" / f"{RH.COMPACTED}-0"
+    shutil.copytree(src, dst)
+    first = sorted(n for n in os.listdir(dst) if n.endswith(".log"))[0]
+    assert len(os.listdir(dst)) and sum(n.endswith(".log") for n in os.listdir(dst)) >= 2   # cut, then more
+    size = os.path.getsize(dst / first)
+    with open(dst / first, "r+b") as fh:
+        fh.truncate(size - 20)
+    b = restore_target_broker.bootstrap
+    run = _cli(str(tmp_path / "logs"), "--target-bootstrap", b, "--rename", f"{RH.COMPACTED}=rs-truncated",
+               "--restore-id", "truncated", "--no-groups")
+    assert run.returncode == 1, run.stderr
+    assert f"{dst / first}: byte " in run.stderr and "TruncatedError" in run.stderr, run.stderr
+    assert _committed(b, "rs-truncated") == {0: []}           # its transaction was aborted: nothing visible

@@ -1,0 +1,82 @@
+"""kafkarec.restore without a cluster: the offset map's rule and file, the spec's refusals, the
+command line's usage errors (issue 51).  The restore itself runs between two brokers in
+tests/broker/test_broker_restore.py."""
+import pytest
+
+from kafkarec.errors import RestoreError, UsageError
+from kafkarec.restore import OffsetMap, RestoreSpec
+
+
+def _map():
+    m = OffsetMap()
+    # source 0..2 restored, 3 aborted, 4 a marker, 5..6 restored, 7 compacted away, 8 restored; H = 10
+    for s, t in [(0, 0), (1, 1), (2, 2), (5, 4), (6, 5), (8, 6)]:
+        m.add("orders", 0, "orders-b", s, t)
+    m.set_end("orders", 0, "orders-b", 10, 8)
+    return m
+
+
+def test_positions_on_holes_map_to_the_next_restored_record():
+    m = _map()
+    assert [m.target_offset("orders", 0, s) for s in range(12)] == [0, 1, 2, 4, 4, 4, 5, 6, 6, 8, 8, 8]
+    assert list(m.pairs("orders", 0)) == [(0, 0), (1, 1), (2, 2), (5, 4), (6, 5), (8, 6)]
+    assert m.records("orders", 0) == 6
+
+
+def test_below_the_log_start_maps_to_the_first_restored_record():
+    m = OffsetMap()
+    m.add("t", 1, "t", 40, 0)
+    m.set_end("t", 1, "t", 41, 2)
+    assert m.target_offset("t", 1, 0) == 0 and m.target_offset("t", 1, 41) == 2
+
+
+def test_the_file_round_trips_in_runs(tmp_path):
+    m = _map()
+    path = str(tmp_path / "map.csv")
+    m.write(path)
+    assert open(path).read() == ("source_topic,partition,source_offset,target_topic,target_offset,count\n"
+                                 "orders,0,0,orders-b,0,3\n"
+                                 "orders,0,5,orders-b,4,2\n"
+                                 "orders,0,8,orders-b,6,1\n"
+                                 "orders,0,10,orders-b,8,0\n")
+    assert OffsetMap.read(path) == m
+    with open(path, "a") as fh:
+        fh.write("orders,0,x,orders-b,9,1\n")
+    with pytest.raises(UsageError, match=r"line 6"):
+        OffsetMap.read(path)
+
+
+def test_a_partition_not_in_the_map_is_a_usage_error():
+    with pytest.raises(UsageError, match="clicks-0 is not in the offset map"):
+        _map().target_offset("clicks", 0, 3)
+
+
+def test_records_must_be_added_in_order():
+    m = _map()
+    with pytest.raises(ValueError, match="not after"):
+        m.add("orders", 0, "orders-b", 7, 7)
+
+
+def test_spec_is_read_once_and_refuses_what_cannot_be():
+    spec = RestoreSpec.of("logs", "b:9092", topics="a,b", rename=["a=a2"], end_time="2024-01-01T00:00:00Z",
+                          restore_id="dr", groups_as_of=5)
+    assert spec.topics == ("a", "b") and spec.target_topic("a") == "a2" and spec.target_topic("b") == "b"
+    assert spec.end_time == 1704067200000 and spec.groups_as_of == 5
+    assert spec.progress_group == "kafkarec-restore.dr"
+    assert spec.transactional_id("a2", 3) == "kafkarec-restore.dr.a2-3"
+    for kwargs, message in [({"rename": ["a"]}, "expected SOURCE=TARGET"),
+                            ({"topics": "a", "rename": ["c=d"]}, "not among the topics"),
+                            ({"rename": ["a=x", "b=x"]}, "two source topics"),
+                            ({"topics": "bad topic"}, "not a Kafka topic name"),
+                            ({"transaction_records": 0}, "at least 1"),
+                            ({"target_properties": {"transactional.id": "x"}}, "the restore sets it")]:
+        with pytest.raises(UsageError, match=message):
+            RestoreSpec.of("logs", "b:9092", **kwargs)
+
+
+def test_restore_error_names_target_group_and_partition():
+    e = RestoreError("b:9092", "past the history", group="g", topic="t", partition=2)
+    assert str(e) == "target b:9092, group g, t-2: past the history"
+    import pickle
+    again = pickle.loads(pickle.dumps(e))
+    assert (again.group, again.topic, again.partition, str(again)) == ("g", "t", 2, str(e))

@@ -1,0 +1,225 @@
+"""The source history of ``kafkarec restore``'s tests, written through the session's broker
+(``kafka_broker``, cluster A) with confluent-kafka: small topics of their own beside the other
+broker tests' ones.
+
+* ``rs-orders`` (3 partitions): plain records (null keys and values, headers, explicit
+  timestamps), then per partition a committed transaction and an aborted one, then plain records;
+* ``rs-compacted`` (1 partition, ``cleanup.policy=compact``, small segments): keys written in
+  rounds with tombstones, cleaned by the broker up to its active segment (holes in the offsets);
+* ``rs-crash`` (1 partition): 100 records, restored one per transaction by the crash test;
+* ``rs-bad`` (1 partition): a few records and group ``rs-bad-group`` whose commit is past the log end.
+
+Groups: ``rs-classic`` (the classic protocol) commits twice on ``rs-orders`` -- first, then after
+``as_of`` (ms since the epoch), on an aborted record, a marker and the end; ``rs-848`` (the consumer
+protocol, KIP-848) commits at the log start and mid-way.  :func:`consume_committed` reads what a
+read_committed consumer gets from a position, on any cluster.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from support.produce import (BASE_TS, SMALL_SEGMENT, TopicInfo, active_segment_base, create_topics, wait_cleaned,
+                             wait_stable)
+
+ORDERS, COMPACTED, CRASH, BAD = "rs-orders", "rs-compacted", "rs-crash", "rs-bad"
+GROUPS = ("rs-classic", "rs-848")
+
+
+@dataclass
+class History:
+    bootstrap: str
+    log_dir: str
+    #: ms since the epoch between rs-classic's two commits
+    as_of: int = 0
+    #: (group, topic, partition) -> committed offset, at the end and as of ``as_of``
+    positions: Dict[Tuple[str, str, int], int] = field(default_factory=dict)
+    positions_as_of: Dict[Tuple[str, str, int], int] = field(default_factory=dict)
+    #: (topic, partition) -> offsets of the records of aborted transactions and of the markers
+    aborted: Dict[Tuple[str, int], List[int]] = field(default_factory=dict)
+
+
+def _producer(bootstrap: str, **conf):
+    from confluent_kafka import Producer
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "log_level": 0, **conf})
+
+
+def _flush(p) -> None:
+    if p.flush(60):
+        raise RuntimeError("records not delivered within 60 s")
+
+
+def _plain(p, topic: str, partition: int, first: int, n: int, offsets: Optional[list] = None) -> None:
+    for i in range(first, first + n):
+        key = None if i % 7 == 3 else f"k{i % 5}".encode()
+        value = None if i % 11 == 6 else f"{topic} {partition} {i}".encode()
+        headers = [("seq", str(i).encode()), ("none", None)] if i % 3 == 0 else None
+        cb = None if offsets is None else (lambda err, msg: offsets.append(msg.offset()))
+        p.produce(topic, key=key, value=value, partition=partition, headers=headers,
+                  timestamp=BASE_TS + 1000 * i, on_delivery=cb)
+
+
+def write(broker) -> History:
+    """Write the history on ``broker`` (see the module docstring)."""
+    h = History(broker.bootstrap, broker.log_dir)
+    create_topics(broker.bootstrap, [
+        TopicInfo(ORDERS, 3, {}, "confluent-kafka"),
+        TopicInfo(COMPACTED, 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                 "min.compaction.lag.ms": "0", **SMALL_SEGMENT}, "confluent-kafka"),
+        TopicInfo(CRASH, 1, {}, "confluent-kafka"),
+        TopicInfo(BAD, 1, {}, "confluent-kafka")])
+    p = _producer(broker.bootstrap, **{"enable.idempotence": True})
+    for part in range(3):
+        _plain(p, ORDERS, part, 0, 6)
+    _flush(p)
+    tx = _producer(broker.bootstrap, **{"transactional.id": "rs-writer"})
+    tx.init_transactions(30)
+    for commit in (True, False):
+        tx.begin_transaction()
+        for part in range(3):
+            offsets = h.aborted.setdefault((ORDERS, part), []) if not commit else None
+            _plain(tx, ORDERS, part, 100 if commit else 200, 3 + part, offsets)
+        tx.flush(30)
+        (tx.commit_transaction if commit else tx.abort_transaction)(30)
+        # the markers are written after the call returns: wait for them, so the next records follow them
+        wait_stable(broker.bootstrap, ORDERS, range(3))
+    for part in range(3):
+        _plain(p, ORDERS, part, 300, 4)
+    _plain(p, CRASH, 0, 0, 100)
+    _plain(p, BAD, 0, 0, 3)
+    _flush(p)
+    # compacted: 3 rounds over 6 keys, tombstones for two of them in the last, segments rolled by
+    # segment.ms between rounds (the cleaner never cleans the active one)
+    for rnd in range(3):
+        for i in range(12):
+            k = f"ck-{i % 6}".encode()
+            v = None if (rnd == 2 and i % 6 in (1, 4)) else f"round {rnd} {i}".encode()
+            p.produce(COMPACTED, key=k, value=v, timestamp=BASE_TS + 1000 * (rnd * 12 + i))
+        _flush(p)
+        time.sleep(0.2)       # past segment.ms (100 ms): the next round's first record rolls the segment
+    p.produce(COMPACTED, key=b"last", value=b"rolls the segment before it", timestamp=BASE_TS + 99_000)
+    _flush(p)
+    wait_cleaned(broker.log_dir, COMPACTED, through={0: active_segment_base(broker.log_dir, COMPACTED)})
+    _groups(h)
+    return h
+
+
+def _commit(bootstrap: str, group: str, offsets: Dict[Tuple[str, int], int], protocol: str = "classic") -> None:
+    """``group`` commits ``offsets`` as a member (subscribed to their topics, assigned, then commit)."""
+    from confluent_kafka import Consumer, TopicPartition
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0,
+            "auto.offset.reset": "earliest"}
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf["session.timeout.ms"] = 6000
+    c = Consumer(conf)
+    try:
+        c.subscribe(sorted({t for t, _ in offsets}))
+        deadline = time.monotonic() + 30
+        while len(c.assignment()) < len(offsets):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"group {group} got no assignment of {sorted(offsets)} within 30 s")
+            c.poll(0.2)
+        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def _groups(h: History) -> None:
+    markers = {}
+    for part in range(3):
+        aborted = h.aborted[(ORDERS, part)]
+        markers[part] = aborted[-1] + 1         # the ABORT marker after the aborted records
+    first = {(ORDERS, 0): 2, (ORDERS, 1): 4, (ORDERS, 2): 0}
+    _commit(h.bootstrap, "rs-classic", first)
+    time.sleep(0.01)                             # the second commit's timestamp is later than as_of
+    h.as_of = int(time.time() * 1000)
+    time.sleep(0.01)
+    second = {(ORDERS, 0): h.aborted[(ORDERS, 0)][1],        # on an aborted record
+              (ORDERS, 1): markers[1],                       # on a transaction marker
+              (ORDERS, 2): markers[2] + 5}                   # the end of the partition
+    _commit(h.bootstrap, "rs-classic", second)
+    _commit(h.bootstrap, "rs-848", {(ORDERS, 0): 0, (ORDERS, 1): 7, (ORDERS, 2): 9}, protocol="consumer")
+    for (t, p), o in first.items():
+        h.positions_as_of[("rs-classic", t, p)] = o
+    for (t, p), o in second.items():
+        h.positions[("rs-classic", t, p)] = o
+    for (t, p), o in {(ORDERS, 0): 0, (ORDERS, 1): 7, (ORDERS, 2): 9}.items():
+        h.positions[("rs-848", t, p)] = h.positions_as_of[("rs-848", t, p)] = o
+    # rs-bad-group: a commit past rs-bad's log end (3), which the broker takes without a look
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": h.bootstrap, "log_level": 0})
+    for f in admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("rs-bad-group", [TopicPartition(BAD, 0, 40)])]).values():
+        f.result(30)
+
+
+def consume_committed(bootstrap: str, topic: str, partitions: Sequence[int], *,
+                      timeout: float = 30) -> Dict[int, List[Tuple[int, Optional[bytes], Optional[bytes], int, tuple]]]:
+    """``{partition: [(offset, key, value, timestamp, headers)]}``: what one read_committed consumer
+    gets from the start of each of ``partitions`` to its end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "rs-reader", "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0})
+    out: Dict[int, list] = {p: [] for p in partitions}
+    ended = set()
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        deadline = time.monotonic() + timeout
+        while ended != set(partitions):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}: no end of partitions {sorted(set(partitions) - ended)} within "
+                                   f"{timeout} s")
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                    continue
+                raise RuntimeError(str(msg.error()))
+            out[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.timestamp()[1],
+                                         tuple(msg.headers() or ())))
+        return out
+    finally:
+        c.close()
+
+
+def resume_group(bootstrap: str, group: str, topics: Sequence[str], expected: int, *, timeout: float = 30,
+                 protocol: str = "classic") -> List[Tuple[str, int, Optional[bytes], Optional[bytes]]]:
+    """What ``group`` reads when its consumer resumes on ``bootstrap`` (subscribed, read_committed,
+    from its committed positions) until it has ``expected`` records and then a quiet end of every
+    partition: ``(topic, partition, key, value)`` in arrival order."""
+    from confluent_kafka import Consumer, KafkaError
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0,
+            "isolation.level": "read_committed", "enable.partition.eof": True,
+            "auto.offset.reset": "error"}      # a position that is not there fails, never a silent reset
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    c = Consumer(conf)
+    out, eofs = [], set()
+    try:
+        c.subscribe(list(topics))
+        deadline = time.monotonic() + timeout
+        while True:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"group {group}: {len(out)} of {expected} records and {len(eofs)} ends "
+                                   f"within {timeout} s")
+            msg = c.poll(0.3)
+            if msg is None:
+                if len(out) >= expected and c.assignment() and \
+                        eofs >= {(tp.topic, tp.partition) for tp in c.assignment()}:
+                    return out
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    eofs.add((msg.topic(), msg.partition()))
+                    continue
+                raise RuntimeError(f"group {group}: {msg.error()}")
+            eofs.discard((msg.topic(), msg.partition()))
+            out.append((msg.topic(), msg.partition(), msg.key(), msg.value()))
+    finally:
+        c.close()
