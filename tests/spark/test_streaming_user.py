@@ -1,7 +1,8 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
 only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec wheel>``, in local mode
 and on the session's standalone cluster, each as two applications (the second restarts every
-query from its checkpoint).  Local mode on this interpreter's Python (3.11), the cluster on
+query from its checkpoint; support/stream_apps.py: the typed stream's job and minPartitions'
+run in the same applications).  Local mode on this interpreter's Python (3.11), the cluster on
 its bare Python 3.12 with the cp312 wheel (support/spark_cluster.py).  jobs/stream_job.py
 grows a log directory while the queries read it (appends, a half-written batch, a new
 segment, a new partition, transactions open across micro-batches and segments) and reports
@@ -65,8 +66,8 @@ def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
         return json.load(fh)
 
 
-def _check(work, bare, wheel, master):
-    r1 = _submit(bare, wheel, work, 1, master)
+def _check(apps):
+    r1 = apps.result("stream", 1)
     print("phase 1:", r1)
     assert r1["exceptions"] == []
     assert r1["all_ok"] and r1["rows"] == r1["distinct"] == r1["written"]
@@ -74,7 +75,7 @@ def _check(work, bare, wheel, master):
     assert r1["open_transactions"] == 1 and r1["open_emitted"] == r1["aborted_emitted"] == 0
     assert r1["committed_ok"] and r1["committed_rows"] == r1["committed_expected"] < r1["written"]
     assert 0 < r1["max_rows_per_batch"] <= r1["max_offsets_per_trigger"] < r1["rows"]
-    r2 = _submit(bare, wheel, work, 2, master)
+    r2 = apps.result("stream", 2)
     print("phase 2:", r2)
     assert r2["exceptions"] == []
     # every data record exactly once, across the restart
@@ -89,8 +90,8 @@ def _check(work, bare, wheel, master):
     return r1, r2
 
 
-def test_stream_on_bare_python_local_mode(bare, wheel, tmp_path):
-    _check(tmp_path, bare, wheel, "local[2]")
+def test_stream_on_bare_python_local_mode(stream_apps_local):
+    _check(stream_apps_local)
 
 
 def test_without_the_link_the_stream_planner_misses_the_wheel(bare, wheel, tmp_path):
@@ -101,11 +102,11 @@ def test_without_the_link_the_stream_planner_misses_the_wheel(bare, wheel, tmp_p
     assert "No module named 'spark_udfs'" in r["error"], r["error"]
 
 
-def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, wheel, tmp_path):
+def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(stream_apps_local):
     """minPartitions=5 over a micro-batch of orders-0 (40 offsets, zstd) and orders-1 (2):
     the Kafka source's rule gives orders-1 one task (round(2/42*5) = 0 -> 1) and orders-0
     the other four, 10 offsets each; without the option one task per topic-partition."""
-    r = _submit(bare, wheel, tmp_path, 3, "local[2]")
+    r = stream_apps_local.result("split", 1)
     print("phase 3:", r)
     for name in ("split", "unsplit"):
         assert r[name]["exception"] is None
@@ -117,5 +118,5 @@ def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, whee
     assert r["unsplit"]["tasks"] == [["orders", 0, 0, 39, 40], ["orders", 1, 0, 1, 2]]
 
 
-def test_stream_on_bare_python_standalone_cluster(spark_cluster, wheel312, tmp_path):
-    _check(tmp_path, spark_cluster.python, wheel312, spark_cluster.master_url)
+def test_stream_on_bare_python_standalone_cluster(stream_apps_cluster):
+    _check(stream_apps_cluster)
