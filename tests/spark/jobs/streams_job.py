@@ -12,6 +12,7 @@ job does alone, or ``error-<phase>.txt`` with its traceback, and the next part r
 import importlib.util
 import os
 import sys
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +40,7 @@ def main(argv):
     for name, work in parts:
         script, job_phase = PARTS[name]
         print(f"streams_job: {name} (phase {job_phase(phase)}) starts", flush=True)
+        started = time.monotonic()
         try:
             _load(script).run(spark, work, job_phase(phase))
         except Exception:       # noqa: BLE001 - the part's own tests report it; the next part runs
@@ -47,7 +49,7 @@ def main(argv):
         finally:
             for query in spark.streams.active:   # a part that raised may leave a stream running
                 query.stop()
-        print(f"streams_job: {name} ends", flush=True)
+        print(f"streams_job: {name} ends after {time.monotonic() - started:.1f} s", flush=True)
     spark.stop()
 
 
