@@ -1,8 +1,8 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
 only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec wheel>``, in local mode
 and on the session's standalone cluster, each as two applications (the second restarts every
-query from its checkpoint; support/stream_apps.py: the typed stream's job and minPartitions'
-run in the same applications).  Local mode on this interpreter's Python (3.11), the cluster on
+query from its checkpoint; support/stream_apps.py: the typed stream's job, minPartitions' and
+the control run in the same applications).  Local mode on this interpreter's Python (3.11), the cluster on
 its bare Python 3.12 with the cp312 wheel (support/spark_cluster.py).  jobs/stream_job.py
 grows a log directory while the queries read it (appends, a half-written batch, a new
 segment, a new partition, transactions open across micro-batches and segments) and reports
@@ -10,60 +10,20 @@ what the Parquet sinks hold.
 
 Spark plans a streaming Python source in its own Python process
 (python_streaming_source_runner), which looks for py-files under
-``<SparkFiles root>/streaming_job/``; without spark_udfs.register's link there, the first
-query fails with ``ModuleNotFoundError: No module named 'spark_udfs'``.
+``<SparkFiles root>/streaming_job/``; without spark_udfs.register's link there, a query
+fails with ``ModuleNotFoundError: No module named 'spark_udfs'``.
 """
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from support import spark_helpers as H
-from support.procs import kill_group
-from support.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
 _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
-
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "stream_job.py")
-
-
-@pytest.fixture(scope="module")
-def wheel():
-    return H.wheelhouse(sys.executable)
-
-
-@pytest.fixture(scope="module")
-def bare():
-    return H.bare_python(sys.executable)
-
-
-def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
-    cluster = master.startswith("spark://")
-    cmd, full_env = spark_submit(
-        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
-        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
-              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-              "spark.sql.shuffle.partitions": 2},
-        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache"), **(env or {})})
-    # the user's shell: a fresh folder, no source tree on any path
-    proc = subprocess.Popen(cmd, cwd=work, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = proc.communicate(timeout=timeout)
-    finally:
-        kill_group(proc)     # the application's whole process group (JVM, driver Python, workers)
-    assert proc.returncode == 0, log[-8000:]
-    with open(os.path.join(work, f"result-{phase}.json")) as fh:
-        return json.load(fh)
 
 
 def _check(apps):
@@ -94,10 +54,11 @@ def test_stream_on_bare_python_local_mode(stream_apps_local):
     _check(stream_apps_local)
 
 
-def test_without_the_link_the_stream_planner_misses_the_wheel(bare, wheel, tmp_path):
+def test_without_the_link_the_stream_planner_misses_the_wheel(stream_apps_local):
     """The control: the same job with register()'s streaming_job link removed fails as users
-    saw it fail before (the planner's Python cannot import spark_udfs)."""
-    r = _submit(bare, wheel, tmp_path, 0, "local[2]")
+    saw it fail before (the planner's Python cannot import spark_udfs).  The last part of the
+    local phase-2 application: a query started after the link is gone."""
+    r = stream_apps_local.result("control", 2)
     assert r["link"] == "."
     assert "No module named 'spark_udfs'" in r["error"], r["error"]
 

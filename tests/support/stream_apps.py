@@ -3,13 +3,15 @@ tests/spark/test_typed_stream.py: ``spark-submit --py-files <kafkarec wheel>
 tests/spark/jobs/streams_job.py`` from a bare Python, twice (phase 1, then phase 2: a new
 application restarts every stream from its checkpoint), each running the plain stream
 (stream_job.py), the typed stream (typed_stream_job.py) and, in local mode, minPartitions'
-cut (stream_job.py's phase 3) one after another in its own folder.
+cut (stream_job.py's phase 3, in phase 1) and the control without register()'s link
+(stream_job.py's phase 0, last in phase 2) one after another, each in its own folder.
 
 Two deployments, each a session fixture run on first use: :func:`stream_apps_local`
 (``local[2]``, this interpreter's Python, 3.11, and its wheel) and :func:`stream_apps_cluster`
 (the session's standalone cluster: its bare Python 3.12 and the cp312 wheel).  Before, each job
-was its own pair of applications per deployment: eight JVM starts, shippings and unpacks
-(two executors' more on the cluster) instead of four, proving nothing the restart does not.
+was its own pair of applications per deployment and the local parts' one each: ten JVM starts,
+shippings and unpacks (two executors' more each on the cluster) instead of four, proving
+nothing the restart does not.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from support.typed_stream_log import build_steps
 JOB = os.path.join(TESTS, "spark", "jobs", "streams_job.py")
 #: each part alone was given 600 s an application; they take 20-90 s on an idle machine
 SECONDS_PER_APPLICATION = 900
+#: the parts each phase's application runs, in order (``control`` removes the link: last)
+PHASE_PARTS = {1: ("stream", "typed", "split"), 2: ("stream", "typed", "control")}
 
 
 class StreamApps:
@@ -48,7 +52,7 @@ class StreamApps:
 
     def run(self):
         for phase in (1, 2):
-            parts = [p for p in self.works if p != "split" or phase == 1]
+            parts = [p for p in PHASE_PARTS[phase] if p in self.works]
             self.failures[phase] = self._submit(phase, parts)
 
     def _submit(self, phase: int, parts) -> str | None:
@@ -80,9 +84,10 @@ class StreamApps:
             return f"the streams application of phase {phase} {ended} (log {log_path}); its end:\n{fh.read()[-8000:]}"
 
     def result(self, part: str, phase: int) -> dict:
-        """What ``part`` wrote in the application of ``phase`` (the job's phase 3 for ``split``);
+        """What ``part`` wrote in the application of ``phase`` (the job's phase 3 for ``split``, 0
+        for ``control``);
         fails the test with the part's traceback or the application's log where it wrote nothing."""
-        job_phase = 3 if part == "split" else phase
+        job_phase = {"split": 3, "control": 0}.get(part, phase)
         work = self.works[part]
         error = os.path.join(work, f"error-{job_phase}.txt")
         if os.path.exists(error):
@@ -98,9 +103,9 @@ class StreamApps:
 
 @pytest.fixture(scope="session")
 def stream_apps_local(tmp_path_factory) -> StreamApps:
-    """Local mode (``local[2]``): the plain and typed streams and minPartitions' cut."""
+    """Local mode (``local[2]``): the plain and typed streams, minPartitions' cut and the control."""
     apps = StreamApps(H.bare_python(sys.executable), H.wheelhouse(sys.executable), "local[2]",
-                      str(tmp_path_factory.mktemp("streams-local")), ("stream", "typed", "split"))
+                      str(tmp_path_factory.mktemp("streams-local")), ("stream", "typed", "split", "control"))
     apps.run()
     return apps
 

@@ -2,8 +2,10 @@
 wheel> streams_job.py --phase N PART=WORK...`` (tests/support/stream_apps.py submits it).
 
 Each PART runs in this one SparkSession, one after another, in its own WORK folder:
-``stream`` (stream_job.py's phase N), ``typed`` (typed_stream_job.py's phase N) and ``split``
-(stream_job.py's minPartitions phase 3; only with phase 1).  Phase 2 is a new application that
+``stream`` (stream_job.py's phase N), ``typed`` (typed_stream_job.py's phase N), ``split``
+(stream_job.py's minPartitions phase 3; with phase 1) and ``control`` (stream_job.py's phase 0:
+register()'s streaming_job link removed, a new query's planner cannot import spark_udfs; with
+phase 2, last, since no stream starts after it).  Phase 2 is a new application that
 restarts every stream from its checkpoint, which is what the two phases prove; a part's JVM
 start, shipping and unpack of the wheels proves nothing of its own (each was an application
 of its own before, 25-35 s before any work).  Each part writes ``result-<phase>.json`` as its
@@ -19,7 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: part -> (job file, the job's phase for the application's phase)
 PARTS = {"stream": ("stream_job.py", lambda phase: phase),
          "typed": ("typed_stream_job.py", lambda phase: phase),
-         "split": ("stream_job.py", lambda phase: 3)}
+         "split": ("stream_job.py", lambda phase: 3),
+         "control": ("stream_job.py", lambda phase: 0)}
 
 
 def _load(script):
