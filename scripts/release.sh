@@ -67,8 +67,10 @@ check() {   # check PYTHON WHEEL
     name="$(basename "$2")"
     local venv="$CHECK/$name"
     rm -rf "$venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$DIR" "$2" \
+    # without a pip of its own (ensurepip: ~6 CPU-s a venv); its Python's pip installs into it
+    "$py" -m venv --without-pip "$venv"
+    "$py" -m pip --python "$venv/bin/python" install -q --disable-pip-version-check --no-index \
+        --find-links "$DIR" "$2" \
         > "$CHECK/$name.log" 2>&1 \
         || { cat "$CHECK/$name.log" >&2; echo "release.sh: $name does not install" >&2; exit 1; }
     (cd "$CHECK" && "$venv/bin/python" - "$name" <<'PY') || { echo "release.sh: $name does not work in a clean venv" >&2; exit 1; }

@@ -6,10 +6,10 @@ from support.javacodec import java_codec  # noqa: F401  (session fixture: one Ja
 
 # the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
 # SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
-# Spark application and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
+# Spark application, the user-way streams' applications and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
 # the Kafka Connect worker and the Iceberg catalog
 pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster", "support.user_app",
-                  "support.debezium", "support.broker", "support.connect_worker"]
+                  "support.stream_apps", "support.debezium", "support.broker", "support.connect_worker"]
 
 
 def pytest_addoption(parser):

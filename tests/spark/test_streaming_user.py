@@ -1,7 +1,8 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
 only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec wheel>``, in local mode
 and on the session's standalone cluster, each as two applications (the second restarts every
-query from its checkpoint).  Local mode on this interpreter's Python (3.11), the cluster on
+query from its checkpoint; support/stream_apps.py: the typed stream's job, minPartitions' and
+the control run in the same applications).  Local mode on this interpreter's Python (3.11), the cluster on
 its bare Python 3.12 with the cp312 wheel (support/spark_cluster.py).  jobs/stream_job.py
 grows a log directory while the queries read it (appends, a half-written batch, a new
 segment, a new partition, transactions open across micro-batches and segments) and reports
@@ -9,21 +10,14 @@ what the Parquet sinks hold.
 
 Spark plans a streaming Python source in its own Python process
 (python_streaming_source_runner), which looks for py-files under
-``<SparkFiles root>/streaming_job/``; without spark_udfs.register's link there, the first
-query fails with ``ModuleNotFoundError: No module named 'spark_udfs'``.
+``<SparkFiles root>/streaming_job/``; without spark_udfs.register's link there, a query
+fails with ``ModuleNotFoundError: No module named 'spark_udfs'``.
 """
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from support import spark_helpers as H
-from support.procs import kill_group
-from support.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
@@ -31,42 +25,9 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "stream_job.py")
 
-
-@pytest.fixture(scope="module")
-def wheel():
-    return H.wheelhouse(sys.executable)
-
-
-@pytest.fixture(scope="module")
-def bare():
-    return H.bare_python(sys.executable)
-
-
-def _submit(bare, wheel, work, phase, master, env=None, timeout=600):
-    cluster = master.startswith("spark://")
-    cmd, full_env = spark_submit(
-        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
-        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
-              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-              "spark.sql.shuffle.partitions": 2},
-        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache"), **(env or {})})
-    # the user's shell: a fresh folder, no source tree on any path
-    proc = subprocess.Popen(cmd, cwd=work, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = proc.communicate(timeout=timeout)
-    finally:
-        kill_group(proc)     # the application's whole process group (JVM, driver Python, workers)
-    assert proc.returncode == 0, log[-8000:]
-    with open(os.path.join(work, f"result-{phase}.json")) as fh:
-        return json.load(fh)
-
-
-def _check(work, bare, wheel, master):
-    r1 = _submit(bare, wheel, work, 1, master)
+def _check(apps):
+    r1 = apps.result("stream", 1)
     print("phase 1:", r1)
     assert r1["exceptions"] == []
     assert r1["all_ok"] and r1["rows"] == r1["distinct"] == r1["written"]
@@ -74,7 +35,7 @@ def _check(work, bare, wheel, master):
     assert r1["open_transactions"] == 1 and r1["open_emitted"] == r1["aborted_emitted"] == 0
     assert r1["committed_ok"] and r1["committed_rows"] == r1["committed_expected"] < r1["written"]
     assert 0 < r1["max_rows_per_batch"] <= r1["max_offsets_per_trigger"] < r1["rows"]
-    r2 = _submit(bare, wheel, work, 2, master)
+    r2 = apps.result("stream", 2)
     print("phase 2:", r2)
     assert r2["exceptions"] == []
     # every data record exactly once, across the restart
@@ -89,23 +50,24 @@ def _check(work, bare, wheel, master):
     return r1, r2
 
 
-def test_stream_on_bare_python_local_mode(bare, wheel, tmp_path):
-    _check(tmp_path, bare, wheel, "local[2]")
+def test_stream_on_bare_python_local_mode(stream_apps_local):
+    _check(stream_apps_local)
 
 
-def test_without_the_link_the_stream_planner_misses_the_wheel(bare, wheel, tmp_path):
+def test_without_the_link_the_stream_planner_misses_the_wheel(stream_apps_local):
     """The control: the same job with register()'s streaming_job link removed fails as users
-    saw it fail before (the planner's Python cannot import spark_udfs)."""
-    r = _submit(bare, wheel, tmp_path, 0, "local[2]")
+    saw it fail before (the planner's Python cannot import spark_udfs).  The last part of the
+    local phase-2 application: a query started after the link is gone."""
+    r = stream_apps_local.result("control", 2)
     assert r["link"] == "."
     assert "No module named 'spark_udfs'" in r["error"], r["error"]
 
 
-def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, wheel, tmp_path):
+def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(stream_apps_local):
     """minPartitions=5 over a micro-batch of orders-0 (40 offsets, zstd) and orders-1 (2):
     the Kafka source's rule gives orders-1 one task (round(2/42*5) = 0 -> 1) and orders-0
     the other four, 10 offsets each; without the option one task per topic-partition."""
-    r = _submit(bare, wheel, tmp_path, 3, "local[2]")
+    r = stream_apps_local.result("split", 1)
     print("phase 3:", r)
     for name in ("split", "unsplit"):
         assert r[name]["exception"] is None
@@ -117,5 +79,5 @@ def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(bare, whee
     assert r["unsplit"]["tasks"] == [["orders", 0, 0, 39, 40], ["orders", 1, 0, 1, 2]]
 
 
-def test_stream_on_bare_python_standalone_cluster(spark_cluster, wheel312, tmp_path):
-    _check(tmp_path, spark_cluster.python, wheel312, spark_cluster.master_url)
+def test_stream_on_bare_python_standalone_cluster(stream_apps_cluster):
+    _check(stream_apps_cluster)

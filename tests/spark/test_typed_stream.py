@@ -12,19 +12,15 @@ later latest version v2 after the restart; docs/typed-values.md, "Streams"), rec
 with the schema registered mid-stream resolved to v1 (the registry read again when
 ``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
 reason.  Local mode (this interpreter's Python, 3.11), and the same on the session's standalone
-cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py)."""
+cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py).  The two applications
+are tests/spark/test_streaming_user.py's too (support/stream_apps.py: both streams run in each)."""
 from __future__ import annotations
 
-import json
 import os
-import pickle
-import subprocess
-import sys
 
 import pytest
 
 from support import spark_helpers as H
-from support.procs import kill_group
 
 pytestmark = [pytest.mark.spark]
 
@@ -32,48 +28,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.spark_submit import spark_submit  # noqa: E402
-from support.typed_stream_log import V1_FIELDS, TypedStreamLog  # noqa: E402
-
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "typed_stream_job.py")
-
-def _build(work):
-    log = TypedStreamLog()
-    log.step(1, [log.v1(i) for i in range(5)])
-    good = log.v1(90)[1]
-    log.step(1, [log.v1(i, keyed=False) for i in range(5, 8)]
-             + [(None, b"plain text", [], None, "Unknown magic byte", None),
-                (None, None, [], None, None, None)])                       # a tombstone
-    log.step(1, [log.v2(i) for i in range(10, 14)] + [log.v2(14, header=True)])  # v2 registered
-    log.step(1, [log.v2(i) for i in range(15, 18)]
-             + [(None, good[:7], [], None, "", None)], new_segment=True)   # truncated
-    log.step("between", [log.v2(20), log.v2(21), log.v1(22, keyed=False)])
-    log.step(2, [log.v2(23), log.v2(24)])
-    with open(os.path.join(work, "steps.pickle"), "wb") as fh:
-        pickle.dump(log.steps, fh)
-    ids = {s: [log.client.get_version(s, v).schema_id for v in sorted(log.client.get_versions(s))]
-           for s in log.client.get_subjects()}
-    return log, ids
-
-
-def _submit(bare, wheel, work, phase, timeout=600, master="local[2]"):
-    cluster = master.startswith("spark://")
-    cmd, env = spark_submit(
-        bare, JOB, [work, "--phase", phase], master=master, driver_memory=None if cluster else "2g",
-        conf={**({"spark.executor.memory": "768m"} if cluster else {}),
-              "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-              "spark.sql.shuffle.partitions": 2, "spark.sql.session.timeZone": "UTC"},
-        py_files=wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache"),
-                             "KAFKAREC_SPARK_CACHE": os.path.join(work, "spark-cache")})
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    finally:
-        kill_group(proc)     # the application's process group
-    assert proc.returncode == 0, out[-8000:]
-    with open(os.path.join(work, f"result-{phase}.json")) as fh:
-        return json.load(fh)
+from support.typed_stream_log import V1_FIELDS  # noqa: E402
 
 
 def _as_read(rec, reader_v2, names):
@@ -90,15 +45,9 @@ def _as_read(rec, reader_v2, names):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    wheel = H.wheelhouse(sys.executable)
-    bare = H.bare_python(sys.executable)
-    work = str(tmp_path_factory.mktemp("typed-stream"))
-    log, ids = _build(work)
-    log.work = work
-    r1 = _submit(bare, wheel, work, 1)
-    r2 = _submit(bare, wheel, work, 2)
-    return log, ids, r1, r2
+def runs(stream_apps_local):
+    apps = stream_apps_local
+    return apps.typed_log, apps.typed_ids, apps.result("typed", 1), apps.result("typed", 2)
 
 
 def _check_rows(rows, log, ids, phases):
@@ -188,15 +137,13 @@ def _value_fields(result):
     return [f["name"] for f in value["fields"]]
 
 
-def test_on_a_standalone_cluster(spark_cluster, wheel312, tmp_path):
+def test_on_a_standalone_cluster(stream_apps_cluster):
     """The same two applications on the session's standalone cluster (master and two workers
     from the bare Python 3.12): the streaming runner, the planner and the executors each find
     the wheel."""
-    work = str(tmp_path / "work")
-    os.makedirs(work)
-    log, ids = _build(work)
-    r1 = _submit(spark_cluster.python, wheel312, work, 1, master=spark_cluster.master_url)
-    r2 = _submit(spark_cluster.python, wheel312, work, 2, master=spark_cluster.master_url)
+    apps = stream_apps_cluster
+    log, ids = apps.typed_log, apps.typed_ids
+    r1, r2 = apps.result("typed", 1), apps.result("typed", 2)
     assert r1["exceptions"] == [] and r2["exceptions"] == []
     _check_rows(r1["rows"], log, ids, {1})
     _check_rows(r2["rows"], log, ids, {1, "between", 2})

@@ -105,3 +105,26 @@ class TypedStreamLog:
         value = self._serializer(V2, header)(_v2_record(i),
                                              SerializationContext("orders", MessageField.VALUE, hdrs))
         return (None, value, list(hdrs), _v2_record(i), None, None)
+
+
+def build_steps(work: str):
+    """The stream's steps (tests/spark/test_typed_stream.py's log) into ``work/steps.pickle``, as
+    typed_stream_job.py reads them: ``(log, ids)``, the log and each subject's schema ids by version."""
+    import os
+    import pickle
+    log = TypedStreamLog()
+    log.step(1, [log.v1(i) for i in range(5)])
+    good = log.v1(90)[1]
+    log.step(1, [log.v1(i, keyed=False) for i in range(5, 8)]
+             + [(None, b"plain text", [], None, "Unknown magic byte", None),
+                (None, None, [], None, None, None)])                       # a tombstone
+    log.step(1, [log.v2(i) for i in range(10, 14)] + [log.v2(14, header=True)])  # v2 registered
+    log.step(1, [log.v2(i) for i in range(15, 18)]
+             + [(None, good[:7], [], None, "", None)], new_segment=True)   # truncated
+    log.step("between", [log.v2(20), log.v2(21), log.v1(22, keyed=False)])
+    log.step(2, [log.v2(23), log.v2(24)])
+    with open(os.path.join(work, "steps.pickle"), "wb") as fh:
+        pickle.dump(log.steps, fh)
+    ids = {s: [log.client.get_version(s, v).schema_id for v in sorted(log.client.get_versions(s))]
+           for s in log.client.get_subjects()}
+    return log, ids

@@ -29,18 +29,8 @@ from support.growing_log import GrowingLog  # noqa: E402
 MAX_OFFSETS = 7
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("work")
-    ap.add_argument("--phase", type=int, required=True)
-    args = ap.parse_args()
-    work = args.work
-
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.appName(f"kafkarec-stream-{args.phase}").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    import spark_udfs
-    spark_udfs.register(spark)
+def run(spark, work, phase):
+    """Phase ``phase`` of the job in ``spark`` (spark_udfs.register'd); writes and returns its result."""
     import kafkarec
 
     root, loss_root = os.path.join(work, "logs"), os.path.join(work, "loss-logs")
@@ -100,9 +90,9 @@ def main():
             "max_offsets_per_trigger": MAX_OFFSETS,
         }
 
-    result = {"phase": args.phase}
+    result = {"phase": phase}
     progress = []
-    if args.phase == 3:
+    if phase == 3:
         # minPartitions: a micro-batch's offset ranges cut into tasks as the Kafka source cuts
         # them; each row carries the task (input partition) that read it
         from pyspark.sql import functions as F
@@ -138,7 +128,7 @@ def main():
                 "tasks_single_partition": all(len({(t, p) for t, p, _ in v}) == 1
                                               for v in tasks.values()),
             }
-    elif args.phase == 0:
+    elif phase == 0:
         # the control: without register()'s streaming_job link the planner cannot import us
         from pyspark import SparkFiles
         link = os.path.join(SparkFiles.getRootDirectory(), "streaming_job")
@@ -152,7 +142,7 @@ def main():
             result["error"] = None
         except Exception as exc:  # noqa: BLE001 - the failure is the point
             result["error"] = f"{type(exc).__name__}: {exc}"[:3000]
-    elif args.phase == 1:
+    elif phase == 1:
         log, loss = GrowingLog(root), GrowingLog(loss_root)
         log.append("orders", 0, 5)
         log.append("orders", 1, 3, codec=kafkarec.Compression.ZSTD)
@@ -225,9 +215,23 @@ def main():
         result["loss_rows"] = len(got_l)
         result["loss_ok"] = sorted(got_l) == sorted(loss.written)
         result.update(summary(log, progress))
-    with open(os.path.join(work, f"result-{args.phase}.json"), "w") as fh:
+    with open(os.path.join(work, f"result-{phase}.json"), "w") as fh:
         json.dump(result, fh, indent=1)
     print("stream_job:", json.dumps(result))
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("work")
+    ap.add_argument("--phase", type=int, required=True)
+    args = ap.parse_args()
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.appName(f"kafkarec-stream-{args.phase}").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    import spark_udfs
+    spark_udfs.register(spark)
+    run(spark, args.work, args.phase)
     spark.stop()
 
 

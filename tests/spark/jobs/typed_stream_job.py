@@ -33,21 +33,11 @@ def apply(root, step):
             fh.write(data)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("work")
-    ap.add_argument("--phase", type=int, required=True)
-    args = ap.parse_args()
-    work = args.work
+def run(spark, work, phase):
+    """Phase ``phase`` of the job in ``spark`` (spark_udfs.register'd); writes and returns its result."""
     root = os.path.join(work, "logs")
     with open(os.path.join(work, "steps.pickle"), "rb") as fh:
         steps = pickle.load(fh)
-
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.appName(f"kafkarec-typed-stream-{args.phase}").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    import spark_udfs
-    spark_udfs.register(spark)
 
     def query(name, **options):
         df = spark.readStream.format("kafkarec")
@@ -61,8 +51,8 @@ def main():
                 .option("checkpointLocation", os.path.join(work, "checkpoint", name))
                 .queryName(name).trigger(processingTime="200 milliseconds").start())
 
-    result = {"phase": args.phase}
-    if args.phase == 1:
+    result = {"phase": phase}
+    if phase == 1:
         apply(root, steps[0])
     # badRecordsPath: the records that fail are kept whole (across the restart: once each)
     typed = query("typed", includeHeaders="true", badRecordsPath=os.path.join(work, "bad"))
@@ -71,14 +61,14 @@ def main():
     try:
         typed.processAllAvailable()
         for step in steps:
-            if step["phase"] == args.phase and step is not steps[0]:
+            if step["phase"] == phase and step is not steps[0]:
                 apply(root, step)
                 typed.processAllAvailable()
     finally:
         typed.stop()
     result["exceptions"] = [str(q.exception()) for q in queries if q.exception() is not None]
 
-    if args.phase == 1:
+    if phase == 1:
         ff = query("failfast", mode="FAILFAST")
         try:
             ff.awaitTermination(180)
@@ -95,8 +85,22 @@ def main():
     sink = spark.read.option("mergeSchema", "true").parquet(*files)
     result["schema"] = sink.schema.jsonValue()
     result["rows"] = [r.asDict(recursive=True) for r in sink.orderBy("offset").collect()]
-    with open(os.path.join(work, f"result-{args.phase}.json"), "w") as fh:
+    with open(os.path.join(work, f"result-{phase}.json"), "w") as fh:
         json.dump(result, fh, default=str)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("work")
+    ap.add_argument("--phase", type=int, required=True)
+    args = ap.parse_args()
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.appName(f"kafkarec-typed-stream-{args.phase}").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    import spark_udfs
+    spark_udfs.register(spark)
+    run(spark, args.work, args.phase)
     spark.stop()
 
 
