@@ -136,6 +136,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
             if not report.ok:
                 return EXIT_PROBLEMS
     except RestoreError as e:
-        err.write(f"kafkarec restore: {e}; the records are restored, no group was changed by this step\n")
+        err.write(f"kafkarec restore: {e}; the records are restored (a re-run with the same --restore-id "
+                  "writes none of them again)\n")
         return EXIT_PROBLEMS
     return EXIT_OK

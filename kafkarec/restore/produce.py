@@ -166,7 +166,9 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
     else:
         if done < part.start:
             raise RestoreError(spec.target, f"the restore's progress {done} is below the source's log start "
-                                            f"{part.start}: another history was restored under this restore id",
+                                            f"{part.start} (source {part.topic}-{part.partition}): records "
+                                            f"[{done}, {part.start}) are no longer in the source, or another "
+                                            "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
         # an earlier restore to a later end holds more than this one's range: its pairs up to the end
