@@ -62,7 +62,7 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
         if offset > part.log_end or offset < 0:
             raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
                                             f"history (its log ends at {part.log_end}): the group's commits and "
-                                            f"the log disagree; nothing was restored", group=group, topic=topic,
+                                            f"the log disagree", group=group, topic=topic,
                                partition=partition)
         out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
     return out
