@@ -147,8 +147,9 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> 
                 out.append(_restore_one(spec, part, writer, done, omap))
             finally:
                 writer.close()
-        for part, end in zip(plan.partitions, [target.ends(spec, keys)[k] for k in keys]):
-            omap.set_end(part.topic, part.partition, part.target_topic, part.end, end)
+        ends = target.ends(spec, keys)
+        for part, key in zip(plan.partitions, keys):
+            omap.set_end(part.topic, part.partition, part.target_topic, part.end, ends[key])
     finally:
         meta_consumer.close()
     return out
