@@ -34,7 +34,7 @@ _HOMES = {
         "SchemaResolutionError", "AvroDecodeError", "ColumnOverflowError", "JsonSchemaError",
         "ProtobufDecodeError", "ProtobufSchemaError", "RegistryError", "TransformedSegmentError",
         "RemoteObjectError", "TruncatedError", "UnknownRecordTypeError", "UnsupportedCodecError",
-        "UsageError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
+        "UsageError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "RestoreError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
     ),
 }
 _LAZY = {name: home for home, names in _HOMES.items() for name in names}
@@ -58,7 +58,7 @@ if TYPE_CHECKING:       # what type checkers and IDEs see: the same names, from 
         StorageError, AvroSchemaError, SchemaResolutionError, AvroDecodeError, ColumnOverflowError,
         JsonSchemaError, ProtobufDecodeError, ProtobufSchemaError, RegistryError,
         TransformedSegmentError, RemoteObjectError, TruncatedError, UnknownRecordTypeError,
-        UnsupportedCodecError, UsageError, OffsetOrderError, KafkaRecWarning, IndexWarning, LayoutError, BrokerError, HandOffRefusedError, HandOffOverlapError, ConnectorFailedError,
+        UnsupportedCodecError, UsageError, OffsetOrderError, KafkaRecWarning, IndexWarning, LayoutError, BrokerError, RestoreError, HandOffRefusedError, HandOffOverlapError, ConnectorFailedError,
     )
 
 
@@ -145,6 +145,6 @@ __all__ = [
     "PropertiesError",
     "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
     "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
+    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "RestoreError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
     "convert", "ConversionResult",
 ]

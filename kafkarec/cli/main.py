@@ -5,6 +5,7 @@
     kafkarec stats  PATH...   batches, records, codecs, producers, sizes
     kafkarec census PATH...   records, keys, live keys, tombstones, placement; --what-if codecs
     kafkarec find   PATH...   records by key, value or header
+    kafkarec restore LOG --target-bootstrap HOST:PORT   into another cluster, exactly once; its groups
 
 PATH may be a log directory root, a ``<topic>-<partition>`` directory or
 files.  This module parses arguments, resolves PATHs into files and

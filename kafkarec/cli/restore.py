@@ -101,9 +101,13 @@ def run(args, out: TextIO, err: TextIO) -> int:
     try:
         plan = r.plan(spec)
         positions = None
-        if not args.no_groups:      # translated (and refused) before anything is written
+        if not args.no_groups:      # read (and refused) before anything is written
             from kafkarec.restore.groups import checked_positions
-            checked_positions(spec, plan)
+            try:
+                checked_positions(spec, plan)
+            except RestoreError as e:
+                err.write(f"kafkarec restore: {e}; nothing was restored\n")
+                return EXIT_PROBLEMS
         result = r.restore(spec, source_plan=plan)
     except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
         err.write(f"kafkarec restore: {e}\n")
@@ -136,6 +140,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
             if not report.ok:
                 return EXIT_PROBLEMS
     except RestoreError as e:
-        err.write(f"kafkarec restore: {e}; the records are restored, no group was changed by this step\n")
+        err.write(f"kafkarec restore: {e}; the records are restored (a re-run with the same --restore-id "
+                  "writes none of them again)\n")
         return EXIT_PROBLEMS
     return EXIT_OK

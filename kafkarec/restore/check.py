@@ -3,7 +3,7 @@ records, record for record (key, value, headers, timestamp, and the target offse
 and each applied group position against its translation."""
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.restore import source, target
@@ -63,16 +63,16 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
     checked = 0
     if positions:
         ck = require("confluent_kafka")
-        client = target.admin(spec)
-        by_group = {}
+        asker = target.admin(spec)
+        by_group: Dict[str, List[GroupPosition]] = {}
         for p in positions:
             by_group.setdefault(p.group, []).append(p)
         for group, ps in sorted(by_group.items()):
             request = [ck.ConsumerGroupTopicPartitions(group, [ck.TopicPartition(p.target_topic, p.partition)
                                                                for p in ps])]
-            answer = list(client.list_consumer_group_offsets(request, request_timeout=spec.timeout).values())[0]
-            committed = {(tp.topic, tp.partition): tp.offset for tp in answer.result(timeout=spec.timeout + 5)
-                         .topic_partitions}
+            future = list(asker.list_consumer_group_offsets(request, request_timeout=spec.timeout).values())[0]
+            committed = {(tp.topic, tp.partition): tp.offset
+                         for tp in target.result(spec, future, "reading the group's offsets", group=group).topic_partitions}
             for p in ps:
                 checked += 1
                 have = committed.get((p.target_topic, p.partition))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError, UsageError
@@ -62,7 +62,7 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
         if offset > part.log_end or offset < 0:
             raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
                                             f"history (its log ends at {part.log_end}): the group's commits and "
-                                            f"the log disagree; nothing was restored", group=group, topic=topic,
+                                            f"the log disagree", group=group, topic=topic,
                                partition=partition)
         out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
     return out
@@ -88,8 +88,8 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
     groups = _by_group(positions)
     if not groups:
         return []
-    client = target.admin(spec)
-    for group, future in client.describe_consumer_groups(sorted(groups), request_timeout=spec.timeout).items():
+    asker = target.admin(spec)
+    for group, future in asker.describe_consumer_groups(sorted(groups), request_timeout=spec.timeout).items():
         try:
             desc = future.result(timeout=spec.timeout + 5)
         except ck.KafkaException as exc:
@@ -102,11 +102,11 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
             raise RestoreError(spec.target, f"the group has {len(desc.members)} member(s) (state "
                                             f"{desc.state.name}): its positions can only be set while it is "
                                             "empty; no group was altered", group=group)
-    done = []
+    done: List[str] = []
     for group in sorted(groups):
         tps = [ck.TopicPartition(p.target_topic, p.partition, p.target_offset) for p in groups[group]]
         request = [ck.ConsumerGroupTopicPartitions(group, tps)]
-        for name, future in client.alter_consumer_group_offsets(request, request_timeout=spec.timeout).items():
+        for name, future in asker.alter_consumer_group_offsets(request, request_timeout=spec.timeout).items():
             try:
                 answer = future.result(timeout=spec.timeout + 5)
             except Exception as exc:

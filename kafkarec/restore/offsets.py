@@ -1,7 +1,7 @@
 """The offset map of a restore: for every restored record, its source offset and its target offset.
 
-Kept as runs (``source_offset``, ``target_offset``, ``count``: source ``s + i`` is target ``t + i``
-for ``i < count``), per source partition, with each partition's ends: the source's H and the
+Kept as runs (``source_offset``, ``target_offset``, ``length``: source ``s + i`` is target ``t + i``
+for ``i < length``), per source partition, with each partition's ends: the source's H and the
 target partition's end.  A source position (a group's committed offset: the next record to read)
 maps to the target offset of the first restored record at or after it, so a position on a hole
 (a compacted or aborted record, a marker, below the log start) goes to the next restored record's
@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Tuple
 
 from kafkarec.errors import UsageError
 
@@ -28,7 +28,7 @@ HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_
 class Run(NamedTuple):
     source_offset: int
     target_offset: int
-    count: int
+    length: int
 
 
 class OffsetMap:
@@ -53,11 +53,11 @@ class OffsetMap:
         runs = self._runs.setdefault(key, [])
         if runs:
             last = runs[-1]
-            if source_offset < last.source_offset + last.count or target_offset < last.target_offset + last.count:
+            if source_offset < last.source_offset + last.length or target_offset < last.target_offset + last.length:
                 raise ValueError(f"{topic}-{partition}: offsets {source_offset} -> {target_offset} not after "
                                  f"the last one added")
-            if source_offset == last.source_offset + last.count and target_offset == last.target_offset + last.count:
-                runs[-1] = last._replace(count=last.count + count)
+            if source_offset == last.source_offset + last.length and target_offset == last.target_offset + last.length:
+                runs[-1] = last._replace(length=last.length + count)
                 return
         runs.append(Run(source_offset, target_offset, count))
         self._starts.setdefault(key, []).append(source_offset)
@@ -70,11 +70,11 @@ class OffsetMap:
     def pairs(self, topic: str, partition: int) -> Iterator[Tuple[int, int]]:
         """``(source offset, target offset)`` of every restored record, in order."""
         for r in self._runs.get((topic, partition), ()):
-            for i in range(r.count):
+            for i in range(r.length):
                 yield r.source_offset + i, r.target_offset + i
 
     def records(self, topic: str, partition: int) -> int:
-        return sum(r.count for r in self._runs.get((topic, partition), ()))
+        return sum(r.length for r in self._runs.get((topic, partition), ()))
 
     def target_offset(self, topic: str, partition: int, position: int) -> int:
         """The target offset of source position ``position`` (see the module docstring)."""
@@ -83,7 +83,7 @@ class OffsetMap:
             raise UsageError(f"{topic}-{partition} is not in the offset map")
         runs, starts = self._runs.get(key, []), self._starts.get(key, [])
         i = bisect.bisect_right(starts, position) - 1
-        if i >= 0 and position < runs[i].source_offset + runs[i].count:
+        if i >= 0 and position < runs[i].source_offset + runs[i].length:
             return runs[i].target_offset + (position - runs[i].source_offset)
         if i + 1 < len(runs):
             return runs[i + 1].target_offset
@@ -99,7 +99,7 @@ class OffsetMap:
         for key in self.partitions():
             tt = self.target_topics[key]
             for r in self._runs.get(key, ()):
-                w.writerow([key[0], key[1], r.source_offset, tt, r.target_offset, r.count])
+                w.writerow([key[0], key[1], r.source_offset, tt, r.target_offset, r.length])
             if key in self.ends:
                 w.writerow([key[0], key[1], self.ends[key][0], tt, self.ends[key][1], 0])
         atomic_write(path, buf.getvalue().encode(), mode=0o644)
@@ -117,10 +117,11 @@ class OffsetMap:
             raise UsageError(f"offset map {path}: the first line is not {','.join(HEADER)}")
         for number, row in enumerate(rows[1:], 2):
             try:
-                topic, p, s, tt, t, n = row
-                p, s, t, n = int(p), int(s), int(t), int(n)
-                if min(p, s, t, n) < 0:
-                    raise ValueError("negative")
+                topic, partition, source, tt, target, count = row
+                numbers = [int(partition), int(source), int(target), int(count)]
+                if min(numbers) < 0:
+                    raise ValueError("a negative number")
+                p, s, t, n = numbers
                 if n == 0:
                     out.set_end(topic, p, tt, s, t)
                 else:

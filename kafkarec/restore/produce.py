@@ -13,7 +13,7 @@ reports into the offset map.
 """
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
@@ -65,10 +65,10 @@ class _Writer:
     def __init__(self, spec: RestoreSpec, part: SourcePartition, group_metadata):
         self.ck = require("confluent_kafka")
         self.spec, self.part, self.group_metadata = spec, part, group_metadata
-        self.producer = self.ck.Producer(spec.client_config(**{
+        self.producer = target.client(spec, "Producer", **{
             "transactional.id": spec.transactional_id(part.target_topic, part.partition),
             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))}))
+            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))})
         self.delivered: List[Tuple[int, int]] = []
         self.failures: List[str] = []
         self._call("initialising transactions", self.producer.init_transactions, spec.timeout)
@@ -104,6 +104,10 @@ class _Writer:
                         break
                     except BufferError:          # the local queue is full: let it drain
                         p.poll(0.05)
+                    except self.ck.KafkaException as exc:     # refused before sending (too large...)
+                        raise RestoreError(self.spec.target, f"producing source offset {r.offset}: "
+                                                             f"{target.reason(exc)}", topic=tp.target_topic,
+                                           partition=tp.partition) from None
             offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
             self._call("committing the progress", p.send_offsets_to_transaction, offsets, self.group_metadata,
                        self.spec.timeout)
@@ -131,7 +135,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> 
     keys = [(p.target_topic, p.partition) for p in plan.partitions]
     # the group metadata of the progress group: a consumer that never joins it (as a Java
     # ConsumerGroupMetadata(groupId)), so the offsets commit as a simple (standalone) commit
-    meta_consumer = ck.Consumer(spec.client_config(**{"group.id": spec.progress_group, "enable.auto.commit": False}))
+    meta_consumer = target.client(spec, "Consumer", **{"group.id": spec.progress_group, "enable.auto.commit": False})
     out = []
     try:
         group_metadata = meta_consumer.consumer_group_metadata()
@@ -143,8 +147,9 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> 
                 out.append(_restore_one(spec, part, writer, done, omap))
             finally:
                 writer.close()
-        for part, end in zip(plan.partitions, [target.ends(spec, keys)[k] for k in keys]):
-            omap.set_end(part.topic, part.partition, part.target_topic, part.end, end)
+        ends = target.ends(spec, keys)
+        for part, key in zip(plan.partitions, keys):
+            omap.set_end(part.topic, part.partition, part.target_topic, part.end, ends[key])
     finally:
         meta_consumer.close()
     return out
@@ -162,7 +167,9 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
     else:
         if done < part.start:
             raise RestoreError(spec.target, f"the restore's progress {done} is below the source's log start "
-                                            f"{part.start}: another history was restored under this restore id",
+                                            f"{part.start} (source {part.topic}-{part.partition}): records "
+                                            f"[{done}, {part.start}) are no longer in the source, or another "
+                                            "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
         # an earlier restore to a later end holds more than this one's range: its pairs up to the end

@@ -72,8 +72,9 @@ class RestoreSpec:
             if not names:
                 raise UsageError("restore: topics names no topic")
         pairs: Dict[str, str] = {}
-        items = rename.items() if isinstance(rename, Mapping) else [_pair(x, "rename") for x in rename or ()]
-        for a, b in items:
+        given: Iterable[Tuple[str, str]] = (rename.items() if isinstance(rename, Mapping)
+                                             else [_pair(x, "rename") for x in rename or ()])
+        for a, b in given:
             a, b = _topic_name(a, "rename: source topic"), _topic_name(b, "rename: target topic")
             if pairs.get(a, b) != b:
                 raise UsageError(f"rename: {a} is renamed to {pairs[a]} and to {b}")

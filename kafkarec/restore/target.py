@@ -11,14 +11,14 @@ or group and librdkafka's reason.
 from __future__ import annotations
 
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["admin", "reason", "ensure_topics", "progress", "ends", "read_back", "holds_committed_records"]
+__all__ = ["admin", "client", "result", "reason", "ensure_topics", "progress", "ends", "read_back", "holds_committed_records"]
 
 #: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
 NO_OFFSET = -1001
@@ -31,8 +31,27 @@ def reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def client(spec: RestoreSpec, kind: str, **extra):
+    """A confluent-kafka client of the target (``kind``: ``"Producer"``, ``"Consumer"``), its
+    configuration refused as a :class:`RestoreError` (a bad ``--target-property``)."""
+    ck = require("confluent_kafka")
+    try:
+        return getattr(ck, kind)(spec.client_config(**extra))
+    except (ck.KafkaException, ValueError, TypeError) as exc:
+        raise RestoreError(spec.target, f"the {kind.lower()}'s configuration: {reason(exc)}") from None
+
+
 def admin(spec: RestoreSpec):
-    return require("confluent_kafka.admin").AdminClient(spec.client_config())
+    ck = require("confluent_kafka")
+    try:
+        return require("confluent_kafka.admin").AdminClient(spec.client_config())
+    except (ck.KafkaException, ValueError, TypeError) as exc:
+        raise RestoreError(spec.target, f"the admin client's configuration: {reason(exc)}") from None
+
+
+def result(spec: RestoreSpec, future, what: str, **where):
+    """A client future's answer; its failure a :class:`RestoreError` saying what was asked."""
+    return _result(spec, future, what, **where)
 
 
 def _result(spec: RestoreSpec, future, what: str, **where):
@@ -47,9 +66,9 @@ def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
     (the target's default replication factor); refuse a present one with fewer partitions than the
     source restores into.  Returns the topics created."""
     admin_mod = require("confluent_kafka.admin")
-    client = admin(spec)
+    asker = admin(spec)
     try:
-        present = client.list_topics(timeout=spec.timeout).topics
+        present = asker.list_topics(timeout=spec.timeout).topics
     except Exception as exc:
         raise RestoreError(spec.target, f"listing topics: {reason(exc)}") from None
     needed: Dict[str, Tuple[str, int]] = {}
@@ -68,18 +87,18 @@ def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
         create.append(admin_mod.NewTopic(tt, num_partitions=max(desc.partitions, count), replication_factor=-1,
                                          config=dict(desc.configs)))
     if create:
-        for name, future in client.create_topics(create, request_timeout=spec.timeout).items():
+        for name, future in asker.create_topics(create, request_timeout=spec.timeout).items():
             _result(spec, future, "creating the topic", topic=name)
-        _wait_leaders(spec, client, [t.topic for t in create])
+        _wait_leaders(spec, asker, [t.topic for t in create])
     return [t.topic for t in create]
 
 
-def _wait_leaders(spec: RestoreSpec, client, names: Iterable[str]) -> None:
+def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
     """Until every partition of the created topics has a leader (bounded by the timeout)."""
     deadline = time.monotonic() + spec.timeout
     names = list(names)
     while True:
-        topics = client.list_topics(timeout=spec.timeout).topics
+        topics = asker.list_topics(timeout=spec.timeout).topics
         if all(n in topics and topics[n].partitions and all(p.leader >= 0 for p in topics[n].partitions.values())
                for n in names):
             return
@@ -111,8 +130,8 @@ def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool
 
 def _progress(spec: RestoreSpec, ck, keys, stable: bool):
     request = [ck.ConsumerGroupTopicPartitions(spec.progress_group, [ck.TopicPartition(t, p) for t, p in keys])]
-    client = admin(spec)        # alive until its futures are done
-    futures = client.list_consumer_group_offsets(request, require_stable=stable, request_timeout=spec.timeout)
+    asker = admin(spec)         # alive until its futures are done
+    futures = asker.list_consumer_group_offsets(request, require_stable=stable, request_timeout=spec.timeout)
     out = {}
     for group, future in futures.items():
         try:
@@ -142,8 +161,8 @@ def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, 
     keys = sorted(set(keys))
     if not keys:
         return {}
-    client = admin(spec)        # alive until its futures are done
-    futures = client.list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
+    asker = admin(spec)         # alive until its futures are done
+    futures = asker.list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
                                   isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=spec.timeout)
     return {(tp.topic, tp.partition): _result(spec, f, "ListOffsets LATEST", topic=tp.topic,
                                               partition=tp.partition).offset
@@ -151,10 +170,9 @@ def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, 
 
 
 def _consumer(spec: RestoreSpec):
-    ck = require("confluent_kafka")
-    return ck.Consumer(spec.client_config(**{
+    return client(spec, "Consumer", **{
         "group.id": spec.progress_group + ".reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+        "enable.partition.eof": True, "auto.offset.reset": "earliest"})
 
 
 def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool = False) -> Iterator[Record]:
@@ -192,11 +210,11 @@ def holds_committed_records(spec: RestoreSpec, topic: str, partition: int) -> bo
     holds none; otherwise a read_committed consumer answers."""
     ck = require("confluent_kafka")
     admin_mod = require("confluent_kafka.admin")
-    client = admin(spec)
+    asker = admin(spec)
     tp = ck.TopicPartition(topic, partition)
     marks = []
     for offset_spec in (admin_mod.OffsetSpec.earliest(), admin_mod.OffsetSpec.latest()):
-        future = client.list_offsets({tp: offset_spec}, request_timeout=spec.timeout)[tp]
+        future = asker.list_offsets({tp: offset_spec}, request_timeout=spec.timeout)[tp]
         marks.append(_result(spec, future, "ListOffsets", topic=topic, partition=partition).offset)
     if marks[0] >= marks[1]:
         return False

@@ -543,7 +543,7 @@ def test_help_explains_every_option(capfd):
     parser = cli.build_parser()
     sub = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"][0]
     assert set(sub.choices) == {"dump", "verify", "stats", "metadata", "transactions", "schemas", "table",
-                                "backfill", "audit", "census", "find"}
+                                "backfill", "audit", "census", "find", "restore"}
     for name, p in sub.choices.items():
         code = main([name, "--help"])
         out, _ = capfd.readouterr()

@@ -80,3 +80,24 @@ def test_restore_error_names_target_group_and_partition():
     import pickle
     again = pickle.loads(pickle.dumps(e))
     assert (again.group, again.topic, again.partition, str(again)) == ("g", "t", 2, str(e))
+
+
+def test_plan_ends_at_the_end_time_and_reads_committed_records_only(tmp_path):
+    """The source side without a cluster: partitions, renames, counts, and --end-time's end (the
+    last stable offset at the first record at or after T) on kafkarec's sample log."""
+    from kafkarec.restore import plan, source
+    from kafkarec.sample import generate
+    logs = str(tmp_path / "logs")
+    generate(logs, seed=7, scale=1)
+    whole = plan(RestoreSpec.of(logs, "x:1", topics="payments,orders", rename=["orders=orders-dr"]))
+    assert [(p.topic, p.partition, p.target_topic) for p in whole.partitions] == [
+        ("orders", 0, "orders-dr"), ("orders", 1, "orders-dr"), ("orders", 2, "orders-dr"), ("payments", 0, "payments")]
+    assert whole.topics["orders"].partitions == 3
+    payments = [p for p in whole.partitions if p.topic == "payments"][0]
+    records = list(source.committed_records(RestoreSpec.of(logs, "x:1"), "payments", 0, payments.start, payments.end))
+    offsets = [r.offset for r in records]
+    assert offsets == sorted(offsets) and len(offsets) < payments.end      # markers, aborted records: holes
+    t = records[len(records) // 2].timestamp
+    early = plan(RestoreSpec.of(logs, "x:1", topics="payments", end_time=t)).partitions[0]
+    first_at_t = min(r.offset for r in records if r.timestamp >= t)
+    assert early.start == payments.start and early.end <= first_at_t < payments.end
