@@ -77,7 +77,7 @@ _LAZY = {
     "backfill_iceberg": ("spark_udfs.lakehouse", "backfill_iceberg"),
     "backfill_spec": ("spark_udfs.lakehouse", "backfill_spec"),
     "BackfillSpec": ("spark_udfs.lakehouse", "BackfillSpec"),
-    "census": ("spark_udfs.census", "census"),
+    "census": ("spark_udfs._census", "census"),
 }
 
 

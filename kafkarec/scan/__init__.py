@@ -34,6 +34,10 @@ What is pruned and what is filtered:
   row too: the rows are exact.  The Kafka source's meaning of an ending timestamp (stop at
   ``offsetsForTimes`` of it, whatever the later records' timestamps) is its option
   ``endingTimestamp`` of ``selection=`` (:func:`kafkarec.log.selection.parse_selection`);
+* keys (``Bounds(keys=...)``): the core compares each record's key before it builds the
+  record, so other keys' values, headers and rows are never built; with ``partitioner="murmur2"``
+  (and ``num_partitions``) only the partitions Kafka's default partitioner names for the keys are
+  opened;
 * ``limit``: reading stops once that many rows are out;
 * columns: the columns not asked for are dropped from each batch.
 
@@ -97,7 +101,9 @@ class LogScan:
     options (``startingOffsets``, ``endingTimestamp`` ..., in their meaning); ``files``: a
     :class:`FileFinding` for local paths (globs, recursion);
     ``value_format`` / ``key_format`` with ``registry`` (and ``typed_options``, the names of
-    :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options.
+    :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options;
+    ``partitioner`` (``"murmur2"``) and ``num_partitions`` (``{topic: N}``): with keys in the
+    bounds, only the partitions that partitioner names for them are opened.
     """
 
     def __init__(self, source, **keywords):
