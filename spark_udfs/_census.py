@@ -30,7 +30,7 @@ def census(spark, source, *, bounds=None, selection=None, storage_options: Optio
     :func:`kafkarec.census.census`'s.  Call :func:`spark_udfs.register` first (kafkarec on the
     executors)."""
     from kafkarec.census.counts import DEFAULT_MAX_EXACT_KEYS, assemble, plan_census
-    from spark_udfs._ship.shipping import expected_fingerprint
+    from spark_udfs.ship.shipping import expected_fingerprint
     plan = plan_census(source, bounds=bounds, selection=selection, storage_options=storage_options,
                        tiered_storage=tiered_storage, verify_crc=verify_crc,
                        max_exact_keys=DEFAULT_MAX_EXACT_KEYS if max_exact_keys is None else max_exact_keys,
@@ -50,7 +50,7 @@ def census(spark, source, *, bounds=None, selection=None, storage_options: Optio
 def _rows(batches, shipped: bytes, expected):
     """A task's census rows (JSON text) of the groups whose indexes its input holds."""
     import pyarrow as pa
-    from spark_udfs._ship.runtime import ensure
+    from spark_udfs.ship.runtime import ensure
     ensure(expected)
     from kafkarec.census.counts import partition_census
     plan = pickle.loads(shipped)
