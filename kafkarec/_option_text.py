@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkarec.errors import UsageError
 
-__all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "OPTION_JSON_DEPTH"]
+__all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "key_value_pairs", "OPTION_JSON_DEPTH"]
 
 #: The deepest nesting an option's JSON may have: the deepest kafkarec reads is 2
 #: (``{"orders":{"0":23}}``); much deeper would reach Python's recursion limit in the parser.
@@ -75,3 +75,17 @@ def option_json(what: str, text: Any, example: str, error: type) -> Any:
         raise
     except ValueError as exc:
         raise error(f"{what}: not JSON like {example}: {exc}") from None
+
+
+def key_value_pairs(items: Optional[Iterable[str]], flag: str, form: str, *, strip: bool = True,
+                    error: type = UsageError) -> dict:
+    """A repeated command-line flag's ``KEY=VALUE`` texts as a dict (a later key wins); an item
+    without ``=`` or with an empty key is ``error`` ("``flag`` 'item': ``form``").  ``strip``:
+    the key's surrounding spaces dropped (names of options; a header key is kept as given)."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise error(f"{flag} {item!r}: {form}")
+        out[key.strip() if strip else key] = value
+    return out

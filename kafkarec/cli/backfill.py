@@ -16,6 +16,7 @@ import sys
 from typing import Dict, Optional, TextIO, Tuple
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
+from kafkarec._option_text import key_value_pairs
 from kafkarec.errors import BackfillError, BrokerError, DecodeError, LayoutError, UsageError
 
 __all__ = ["add_parser", "run", "add_target_arguments", "target_from_args", "end_offsets_from_text",
@@ -93,16 +94,6 @@ def note_checkpoint_lag(args, command: str, err: TextIO) -> None:
         err.write(f"kafkarec {command}: note: {CHECKPOINT_LAG}\n")
 
 
-def _pairs(items, flag: str) -> dict:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value
-    return out
-
-
 END_OFFSETS_HELP = ('where to end, per partition: {"orders":{"0":42,"1":17}}, or @FILE (@- for stdin) holding '
                     "what kafkarec backfill printed (its lines or its --json objects: each partition's H)")
 
@@ -177,10 +168,12 @@ def target_from_args(args):
     if (args.delta is None) == (args.iceberg_catalog is None):
         raise UsageError("give one target: --delta PATH, or --iceberg-catalog NAME --table DB.TABLE")
     if args.delta is not None:
-        return DeltaTarget(args.delta, _pairs(args.delta_storage_option, "--delta-storage-option") or None)
+        options = key_value_pairs(args.delta_storage_option, "--delta-storage-option", "expected KEY=VALUE")
+        return DeltaTarget(args.delta, options or None)
     if not args.table:
         raise UsageError("--iceberg-catalog needs --table DB.TABLE")
-    return IcebergTarget(_pairs(args.catalog_property, "--catalog-property"), args.table, args.iceberg_catalog)
+    properties = key_value_pairs(args.catalog_property, "--catalog-property", "expected KEY=VALUE")
+    return IcebergTarget(properties, args.table, args.iceberg_catalog)
 
 
 def run(args, out: TextIO, err: TextIO) -> int:

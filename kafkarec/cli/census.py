@@ -8,6 +8,7 @@ from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human
 from kafkarec.cli.selection_args import add_selection_arguments, selection_from_args, storage_options_from_args
+from kafkarec._option_text import key_value_pairs
 from kafkarec.errors import UsageError
 
 __all__ = ["add_parsers", "run_census", "run_find"]
@@ -172,12 +173,8 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
             key = bytes.fromhex(args.key_hex)
         except ValueError:
             raise UsageError(f"--key-hex {args.key_hex!r}: not hex") from None
-    headers = {}
-    for item in args.header:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--header {item!r}: K=V")
-        headers[name] = value.encode("utf-8")
+    headers = {name: value.encode("utf-8")
+               for name, value in key_value_pairs(args.header, "--header", "K=V", strip=False).items()}
     selection = selection_from_args(args)
     topics = args.topics.split(",") if args.topics else None
     rows = find(_source(args), topics=topics, key=key,

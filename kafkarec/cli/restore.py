@@ -12,6 +12,7 @@ import argparse
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
+from kafkarec._option_text import key_value_pairs
 from kafkarec.errors import BrokerError, DecodeError, MalformedBatchError, RestoreError, UsageError
 
 __all__ = ["add_parser", "run", "spec_from_args"]
@@ -68,26 +69,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def _pairs(items, flag: str) -> dict:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value
-    return out
-
-
 def spec_from_args(args):
     """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.restore.spec import RestoreSpec
     if args.no_groups and (args.groups_csv or args.groups_as_of):
         raise UsageError("--no-groups with --groups-csv or --groups-as-of: choose one")
+    properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
     return RestoreSpec.of(args.path, args.target_bootstrap, topics=args.topics, rename=args.rename,
                           end_time=args.end_time, restore_id=args.restore_id,
-                          transaction_records=args.transaction_records,
-                          target_properties=_pairs(args.target_property, "--target-property"),
+                          transaction_records=args.transaction_records, target_properties=properties,
                           storage_options=storage_options_from_args(args) or None,
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of)
 

@@ -99,14 +99,8 @@ def add_typed_arguments(p: argparse.ArgumentParser,
 
 def decoder_options(args) -> dict:
     """``--decoder-option NAME=VALUE`` flags as {name: value}; a flag without ``=`` is a usage error."""
-    from kafkarec.errors import UsageError
-    out = {}
-    for item in getattr(args, "decoder_option", None) or []:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise UsageError(f"--decoder-option {item!r}: NAME=VALUE")
-        out[name.strip()] = value
-    return out
+    from kafkarec._option_text import key_value_pairs
+    return key_value_pairs(getattr(args, "decoder_option", None), "--decoder-option", "NAME=VALUE")
 
 
 def _json_default(v):

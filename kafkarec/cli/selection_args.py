@@ -71,12 +71,9 @@ def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selectio
 
 
 def storage_options_from_args(args: argparse.Namespace) -> dict:
-    out = {}
-    for item in args.storage_option or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise selection.SelectionError(f"--storage-option {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value
+    from kafkarec._option_text import key_value_pairs
+    out = key_value_pairs(args.storage_option, "--storage-option", "expected KEY=VALUE",
+                          error=selection.SelectionError)
     if getattr(args, "tiered_storage_config", None):
         out["tieredStorageConfig"] = args.tiered_storage_config
     return out

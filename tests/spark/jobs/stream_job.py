@@ -1,6 +1,6 @@
-"""readStream.format("kafkarec") as a user runs it: ``spark-submit --py-files <kafkarec wheel>
-stream_job.py WORK --phase 1`` then ``--phase 2`` (a new application: a restart from the
-checkpoints).  Driver and executors have only pyspark, pyarrow and pandas.
+"""readStream.format("kafkarec") as a user runs it: ``run(spark, WORK, phase)``, a part of streams_job.py's
+applications (``spark-submit --py-files <kafkarec wheel> streams_job.py --phase N``; phase 2 is
+a new application: a restart from the checkpoints).  Driver and executors have only pyspark, pyarrow and pandas.
 
 Phase 1 grows a log directory (tests/support/growing_log.py) while three queries read
 it: every data record (``subscribePattern``, ``maxOffsetsPerTrigger``) and the committed
@@ -14,7 +14,6 @@ WORK/result-<phase>.json says what each sink holds against what was written.
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -220,20 +219,3 @@ def run(spark, work, phase):
     print("stream_job:", json.dumps(result))
     return result
 
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("work")
-    ap.add_argument("--phase", type=int, required=True)
-    args = ap.parse_args()
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.appName(f"kafkarec-stream-{args.phase}").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    import spark_udfs
-    spark_udfs.register(spark)
-    run(spark, args.work, args.phase)
-    spark.stop()
-
-
-if __name__ == "__main__":
-    main()

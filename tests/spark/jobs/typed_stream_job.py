@@ -1,6 +1,6 @@
-"""Typed values on a stream, as a user runs it: ``spark-submit --py-files <kafkarec wheel>
-typed_stream_job.py WORK --phase 1`` then ``--phase 2`` (a new application: a restart from the
-checkpoint).  Driver and executors have only pyspark, pyarrow and pandas.
+"""Typed values on a stream, as a user runs it: ``run(spark, WORK, phase)``, a part of streams_job.py's
+applications (``spark-submit --py-files <kafkarec wheel> streams_job.py --phase N``; phase 2 is
+a new application: a restart from the checkpoints).  Driver and executors have only pyspark, pyarrow and pandas.
 
 WORK/steps.pickle (written by tests/spark/test_typed_stream.py) holds, per step, the bytes to
 append to the log directory's files (``_schemas-0`` and ``orders-0``; records serialized by
@@ -18,7 +18,6 @@ the sink's rows and what failed.
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -89,20 +88,3 @@ def run(spark, work, phase):
         json.dump(result, fh, default=str)
     return result
 
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("work")
-    ap.add_argument("--phase", type=int, required=True)
-    args = ap.parse_args()
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.appName(f"kafkarec-typed-stream-{args.phase}").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    import spark_udfs
-    spark_udfs.register(spark)
-    run(spark, args.work, args.phase)
-    spark.stop()
-
-
-if __name__ == "__main__":
-    main()
