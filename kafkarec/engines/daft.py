@@ -46,10 +46,11 @@ class KafkaLogSource(_source.DataSource):
 
     def planned(self, pushdowns) -> LogScan:
         """The scan that Daft's pushdowns narrow this source to."""
-        # PERMISSIVE's error rows have no offset or time: Daft's filter may drop rows the bounds keep
-        error_rows = self._scan.config.mode == "PERMISSIVE"
+        # PERMISSIVE's error rows have no offset or time, a typed key is no key bound: Daft's
+        # filter may drop rows the bounds keep
+        config = self._scan.config
         bounds, exact = (Bounds(), True) if pushdowns.filters is None else \
-            filter_bounds(pushdowns.filters, error_rows=error_rows)
+            filter_bounds(pushdowns.filters, error_rows=config.error_rows, raw_keys=config.raw_keys)
         columns = None
         if pushdowns.columns is not None:
             needed = set(pushdowns.columns)
@@ -88,17 +89,17 @@ def read_log(source, **options) -> "_daft.DataFrame":
     return KafkaLogSource(source, **options).read()
 
 
-def filter_bounds(expr, *, error_rows: bool = False) -> Tuple[Bounds, bool]:
+def filter_bounds(expr, *, error_rows: bool = False, raw_keys: bool = True) -> Tuple[Bounds, bool]:
     """The bounds of a Daft filter's top-level AND chain (its terms on ``topic``, ``partition``,
     ``offset`` and ``timestamp``: :mod:`kafkarec.scan.predicate`), and whether the read applies
     the whole filter exactly (every term one the read applies exactly; ``error_rows``: whether
-    the read gives error rows, PERMISSIVE)."""
+    the read gives error rows, PERMISSIVE; ``raw_keys``: whether its key column holds the key bytes)."""
     terms = _Terms().visit(expr)
     bounds = Bounds()
     for term in terms:
         if term is not None:
             bounds = bounds.intersect(term.bounds)
-    return bounds, all(rule.exact(t, error_rows=error_rows) for t in terms)
+    return bounds, all(rule.exact(t, error_rows=error_rows, raw_keys=raw_keys) for t in terms)
 
 
 class _Operand(_visitor.ExpressionVisitor):

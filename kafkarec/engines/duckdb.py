@@ -63,13 +63,12 @@ class LogSource(_sources.ArrowScanSource):
         self.scan = scan
         self.schema = pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f
                                  for f in scan.schema])
-        self._error_rows = scan.config.mode == "PERMISSIVE"
 
     def __arrow_c_schema__(self):
         return self.schema.__arrow_c_schema__()
 
     def accepts(self, predicate) -> bool:
-        return rule.exact(_term(predicate), error_rows=self._error_rows)
+        return self.scan.config.applies_exactly(_term(predicate))
 
     def stream(self, columns: Optional[Sequence[int]], filters):
         bounds = Bounds()

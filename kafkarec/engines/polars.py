@@ -51,12 +51,11 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     ``offset``, ``timestamp`` and ``key`` are resolved by the reader; see the module docstring."""
     scan = LogScan(source, **options)
     schema = pl.from_arrow(scan.schema.empty_table()).schema
-    error_rows = scan.config.mode == "PERMISSIVE"
 
     def io_source(with_columns: Optional[List[str]], predicate, n_rows: Optional[int],
                   batch_size: Optional[int]) -> Iterator["pl.DataFrame"]:
         bounds, rest = (Bounds(), None) if predicate is None else \
-            predicate_bounds(predicate, schema, error_rows=error_rows)
+            predicate_bounds(predicate, schema, error_rows=scan.config.error_rows, raw_keys=scan.config.raw_keys)
         columns = list(with_columns) if with_columns is not None else list(schema)
         read = columns + [c for c in (rest.meta.root_names() if rest is not None else []) if c not in columns]
         narrowed = scan.narrow(bounds=bounds, columns=read, limit=n_rows if rest is None else None)
@@ -79,17 +78,19 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     return plugins.register_io_source(io_source, schema=schema, explain_name="kafkarec", explain_detail=repr(scan))
 
 
-def predicate_bounds(predicate: "pl.Expr", schema, *, error_rows: bool = False) -> Tuple[Bounds, Optional["pl.Expr"]]:
+def predicate_bounds(predicate: "pl.Expr", schema, *, error_rows: bool = False,
+                     raw_keys: bool = True) -> Tuple[Bounds, Optional["pl.Expr"]]:
     """``(bounds, rest)``: the bounds of the conjuncts of ``predicate`` (:mod:`kafkarec.scan.predicate`),
     and the AND of the conjuncts the read does not apply exactly (None when there is none), the
     very expressions Polars gave, to apply to the rows read.  ``error_rows``: whether the read
-    gives error rows (PERMISSIVE), whose null offset and timestamp no bound keeps out."""
+    gives error rows (PERMISSIVE), whose null offset and timestamp no bound keeps out; ``raw_keys``:
+    whether its key column holds the key bytes (no ``key_format``), else key terms stay Polars'."""
     bounds, rest = Bounds(), []
     for conjunct in _conjuncts(predicate):
         term = _term(conjunct, schema)
         if term is not None:
             bounds = bounds.intersect(term.bounds)
-        if not rule.exact(term, error_rows=error_rows):
+        if not rule.exact(term, error_rows=error_rows, raw_keys=raw_keys):
             rest.append(conjunct)
     residual = None
     for expr in rest:

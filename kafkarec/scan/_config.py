@@ -134,6 +134,9 @@ class ScanConfig:
             typed = None
         else:
             typed = TypedSettings(value_format, key_format, registry, dict(typed_options or {}))
+        if key_format is not None and bounds is not None and bounds.keys is not None:
+            raise UsageError("LogScan: bounds' keys are the records' key bytes, which key_format decodes: "
+                             "filter the decoded keys instead")
         return cls(paths, columns=None if columns is None else tuple(columns),
                    bounds=Bounds.of(topics=topics, partitions=partitions).intersect(bounds),
                    limit=None if limit is None else int(limit), selection=sel,
@@ -172,9 +175,31 @@ class ScanConfig:
         lo, hi = self.bounds.offsets
         return hi is not None and (lo or 0) >= hi
 
+    @property
+    def raw_keys(self) -> bool:
+        """Whether the ``key`` column holds the records' key bytes, which key bounds name (a read
+        with ``key_format`` holds decoded keys there)."""
+        return self.typed is None or self.typed.key_format is None
+
+    @property
+    def error_rows(self) -> bool:
+        """Whether the read can give error rows (PERMISSIVE), whose null offset, timestamp and key
+        no bound keeps out."""
+        return self.mode == "PERMISSIVE"
+
+    def applies_exactly(self, term) -> bool:
+        """Whether this read applies a predicate's ``term`` (:class:`kafkarec.scan.predicate.Term`)
+        exactly, so the engine need not filter its rows again (:func:`kafkarec.scan.predicate.exact`)."""
+        from kafkarec.scan import predicate
+        return predicate.exact(term, error_rows=self.error_rows, raw_keys=self.raw_keys)
+
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
                limit: Optional[int] = None) -> "ScanConfig":
-        """This config with ``bounds`` intersected, other ``columns``, a smaller ``limit``."""
+        """This config with ``bounds`` intersected, other ``columns``, a smaller ``limit``.  A read
+        whose ``key`` column holds decoded keys (:attr:`raw_keys` false) keeps no key bound pushed
+        into it: those keys name key bytes, and the engine filters the decoded keys itself."""
+        if bounds is not None and bounds.keys is not None and not self.raw_keys:
+            bounds = bounds._replace(keys=None)
         changes: dict = {"bounds": self.bounds.intersect(bounds)}
         if columns is not None:
             changes["columns"] = tuple(columns)

@@ -87,10 +87,15 @@ def negated(op: str) -> Optional[str]:
     return _NEGATED.get(op)
 
 
-def exact(term: Optional[Term], *, error_rows: bool) -> bool:
-    """Whether a read applies ``term`` exactly: its bounds are exact, and, where the read can give
-    error rows, the term's column is one they carry (see the module docstring)."""
-    return term is not None and term.exact and (not error_rows or term.columns <= _ERROR_ROWS_CARRY)
+def exact(term: Optional[Term], *, error_rows: bool, raw_keys: bool = True) -> bool:
+    """Whether a read applies ``term`` exactly: its bounds are exact, where the read can give
+    error rows the term's column is one they carry (see the module docstring), and a term on
+    ``key`` only where the read's key column holds the key bytes (``raw_keys``: no ``key_format``;
+    a read that decodes its keys takes no key bound, :meth:`kafkarec.scan.ScanConfig.narrow`).
+    Adapters ask :meth:`kafkarec.scan.ScanConfig.applies_exactly`."""
+    if term is None or not term.exact or (error_rows and not term.columns <= _ERROR_ROWS_CARRY):
+        return False
+    return raw_keys or "key" not in term.columns
 
 
 def _range(op: str, value: Number):

@@ -187,3 +187,26 @@ def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log)
         root, lambda: scan_log(root, partitioner="murmur2").filter(pl.col("key") == b"key-7").collect())
     assert got.height == 40 and set(got["key"]) == {b"key-7"}
     assert 0 < read <= total / partitions + 0.01 * total, (read, total)
+
+
+def test_a_typed_key_filter_is_polars_own_and_keeps_its_rows(tmp_path):
+    """With ``key_format`` the key column holds decoded keys, which no key bound names (bounds
+    name key bytes): the filter stays Polars', the read takes no key bound, and the rows are
+    those of filtering the full read; a key bound given to such a read is refused."""
+    import json
+
+    import kafkarec
+    from kafkarec.errors import UsageError
+    part = tmp_path / "t-0"
+    part.mkdir()
+    keys = [json.dumps(k).encode() for k in ("a", "b", "a", "c")]
+    (part / "00000000000000000000.log").write_bytes(
+        kafkarec.build_batch([b"1", b"2", b"3", b"4"], keys=keys, base_offset=0))
+    typed = {"key_format": "json", "typed_options": {"key_reader_schema": '{"type": "string"}'}}
+    got = scan_log(str(tmp_path), **typed).filter(pl.col("key") == "a").select("offset", "key").collect()
+    assert got.rows() == [(0, "a"), (2, "a")]
+    assert LogScan(str(tmp_path), **typed).config.narrow(bounds=Bounds(keys=[b"a"])).bounds.keys is None
+    assert predicate_bounds(pl.col("key") == "a", scan_log(str(tmp_path), **typed).collect_schema(),
+                            raw_keys=False)[1] is not None
+    with pytest.raises(UsageError, match="key_format"):
+        LogScan(str(tmp_path), bounds=Bounds(keys=[b"a"]), **typed)
