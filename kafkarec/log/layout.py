@@ -106,14 +106,15 @@ class Layout(NamedTuple):
 
 
 def partition_counts(partitions) -> Dict[str, int]:
-    """``{topic: N}`` of listed :class:`PartitionLog` s: the highest partition number found plus
-    one (no segment byte read), the ``N`` of Kafka's default partitioner when a caller does not
-    give it."""
-    out: Dict[str, int] = {}
+    """``{topic: N}`` of listed :class:`PartitionLog` s, for a topic whose partitions 0 to N-1 are
+    all listed (no segment byte read): the ``N`` of Kafka's default partitioner when a caller does
+    not give it.  A topic with a partition missing (one broker's log dir of a larger cluster, one
+    partition's folder) has no N here: the highest number plus one would name wrong partitions."""
+    found: Dict[str, set] = {}
     for part in partitions:
         if part.topic is not None and part.partition is not None:
-            out[part.topic] = max(out.get(part.topic, 0), part.partition + 1)
-    return out
+            found.setdefault(part.topic, set()).add(part.partition)
+    return {topic: max(numbers) + 1 for topic, numbers in found.items() if len(numbers) == max(numbers) + 1}
 
 
 def parse_segment_name(name: str) -> Optional[Tuple[int, Optional[str], str]]:

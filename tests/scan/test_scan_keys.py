@@ -45,6 +45,24 @@ def test_murmur2_opens_only_the_named_partitions(keyed):
     assert {p.partition for p in scan.pieces()} == {0}
 
 
+def test_murmur2_prunes_nothing_where_the_listing_cannot_tell_the_partition_count(tmp_path):
+    """One broker's share of a 6-partition topic (partitions 0, 2, 4) or one partition's folder:
+    the highest partition plus one is not the topic's N, so murmur2 names no partition and every
+    listed one is read (the key's rows all found); given ``num_partitions``, it prunes again."""
+    from kafkarec._core import partition_for_key
+    folders = keyed_topic(str(tmp_path), partitions=6, records=600, keys=60)
+    share = [folders[p] for p in (0, 2, 4)]
+    keys = [b"key-%d" % i for i in range(60)]
+    for paths in (share, [folders[4]]):
+        want = _by_key(LogScan(paths).to_table(), keys).num_rows
+        assert want > 0
+        assert LogScan(paths, bounds=Bounds.of(keys=keys), partitioner="murmur2").to_table().num_rows == want
+    key = next(k for k in keys if partition_for_key(k, 6) == 2)
+    scan = LogScan(share, bounds=Bounds.of(keys=[key]), partitioner="murmur2", num_partitions={"keyed": 6})
+    assert {p.partition for p in scan.pieces()} == {2}
+    assert scan.to_table().num_rows == 10
+
+
 def test_error_rows_are_still_given(tmp_path):
     """A damaged batch's error row has a null key: the read gives it (the engine filters it out
     again, as for offset bounds), and the other batches' rows are those of the key."""
