@@ -72,7 +72,8 @@ class ScanConfig:
     partitions whole); ``partitioner``: with keys in the bounds, open only the partitions this
     partitioner (one of :data:`PARTITIONERS`) names for them, right only if every producer of
     the topic used it (``kafkarec census`` tells); ``num_partitions``: ``{topic: N}``, the N it
-    divides by (default: the highest partition number the listing holds, plus one)."""
+    divides by (default: the highest partition number the listing holds, plus one, where it holds
+    every partition below it; else no partition is left out)."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
     bounds: Bounds = Bounds()

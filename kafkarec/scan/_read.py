@@ -175,8 +175,9 @@ def _by_partitioner(config, listings) -> list:
     (:meth:`kafkarec.scan.ScanConfig.key_partitions`): those are never opened.  A topic's N is
     counted over every path (log dirs of several brokers hold a topic's partitions between them)."""
     from kafkarec.log.layout import partition_counts
-    counts = partition_counts(part for _raw, lay, _gaps in listings for part in lay.partitions)
-    named = {topic: config.key_partitions(topic, counts) for topic in counts}
+    listed = [part for _raw, lay, _gaps in listings for part in lay.partitions]
+    counts = partition_counts(listed)
+    named = {topic: config.key_partitions(topic, counts) for topic in {part.topic for part in listed}}
 
     def kept(part) -> bool:         # a PartitionLog, or a Gap of a stitched history
         wanted = named.get(part.topic)
