@@ -46,19 +46,27 @@ def test_murmur2_opens_only_the_named_partitions(keyed):
 
 
 def test_murmur2_prunes_nothing_where_the_listing_cannot_tell_the_partition_count(tmp_path):
-    """One broker's share of a 6-partition topic (partitions 0, 2, 4) or one partition's folder:
-    the highest partition plus one is not the topic's N, so murmur2 names no partition and every
-    listed one is read (the key's rows all found); given ``num_partitions``, it prunes again."""
+    """One broker's log dir holding partitions 0, 2 and 4 of a 6-partition topic, or a log dir
+    holding only partition 4: the highest partition plus one is not the topic's N, so murmur2
+    names no partition and every listed one is read (the key's rows all found); given
+    ``num_partitions``, it prunes again."""
+    import shutil
+
     from kafkarec._core import partition_for_key
-    folders = keyed_topic(str(tmp_path), partitions=6, records=600, keys=60)
-    share = [folders[p] for p in (0, 2, 4)]
+    folders = keyed_topic(str(tmp_path / "all"), partitions=6, records=600, keys=60)
     keys = [b"key-%d" % i for i in range(60)]
-    for paths in (share, [folders[4]]):
-        want = _by_key(LogScan(paths).to_table(), keys).num_rows
-        assert want > 0
-        assert LogScan(paths, bounds=Bounds.of(keys=keys), partitioner="murmur2").to_table().num_rows == want
+    for name, numbers in (("share", (0, 2, 4)), ("one", (4,))):
+        for p in numbers:
+            shutil.copytree(folders[p], tmp_path / name / f"keyed-{p}")
+        root = str(tmp_path / name)
+        # a key held here whose partition under the guessed N (the highest listed plus one) differs
+        key = next(k for k in keys if partition_for_key(k, 6) in numbers
+                   and partition_for_key(k, max(numbers) + 1) != partition_for_key(k, 6))
+        got = LogScan(root, bounds=Bounds.of(keys=[key]), partitioner="murmur2").to_table()
+        assert got.num_rows == _by_key(LogScan(root).to_table(), [key]).num_rows == 10
     key = next(k for k in keys if partition_for_key(k, 6) == 2)
-    scan = LogScan(share, bounds=Bounds.of(keys=[key]), partitioner="murmur2", num_partitions={"keyed": 6})
+    scan = LogScan(str(tmp_path / "share"), bounds=Bounds.of(keys=[key]), partitioner="murmur2",
+                   num_partitions={"keyed": 6})
     assert {p.partition for p in scan.pieces()} == {2}
     assert scan.to_table().num_rows == 10
 
