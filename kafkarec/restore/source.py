@@ -17,13 +17,19 @@ from kafkarec.errors import UsageError
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SourcePartition", "TopicDescription", "SourcePlan", "plan", "committed_records", "local_log_dir",
-           "NOT_COPIED_CONFIGS"]
+           "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
 
 #: topic configs the target decides for itself: tiered storage and throttles name the source
 #: cluster's own storage and broker ids
-NOT_COPIED_CONFIGS = frozenset({"remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+#: (``message.timestamp.type`` is set, not copied: :data:`SET_CONFIGS`)
+NOT_COPIED_CONFIGS = frozenset({"message.timestamp.type", "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
                                 "remote.log.copy.disable", "remote.log.delete.on.disable",
                                 "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"})
+
+
+#: topic configs a created target topic always has: CreateTime, so the broker keeps the timestamps
+#: produced (a source topic's LogAppendTime records carry their append times, restored as given)
+SET_CONFIGS = {"message.timestamp.type": "CreateTime"}
 
 
 class SourcePartition(NamedTuple):
@@ -91,7 +97,8 @@ def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, 
                 counts[name] = max(counts[name], len(topic["partitions"]))
             configs[name] = {k: v for k, v in state["configs"].get("TOPIC", {}).get(name, {}).items()
                              if k not in NOT_COPIED_CONFIGS}
-    return {name: TopicDescription(n, configs.get(name, {})) for name, n in sorted(counts.items())}
+    return {name: TopicDescription(n, {**configs.get(name, {}), **SET_CONFIGS})
+            for name, n in sorted(counts.items())}
 
 
 class Record(NamedTuple):

@@ -68,6 +68,8 @@ def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_targ
     res = ConfigResource(ConfigResource.Type.TOPIC, "rs-compacted-b")
     configs = list(admin.describe_configs([res]).values())[0].result(30)
     assert configs["cleanup.policy"].value == "compact"
+    # created with CreateTime, so the source's LogAppendTime records keep their append times
+    assert configs["message.timestamp.type"].value == "CreateTime"
     # the offset map file: a hole (an aborted record, its marker) maps to the next restored record
     from kafkarec.restore import OffsetMap
     omap = OffsetMap.read(str(tmp_path / "map.csv"))

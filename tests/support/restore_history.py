@@ -65,8 +65,10 @@ def write(broker) -> History:
     h = History(broker.bootstrap, broker.log_dir)
     create_topics(broker.bootstrap, [
         TopicInfo(ORDERS, 3, {}, "confluent-kafka"),
+        # LogAppendTime: its records carry the broker's append times, which the restore keeps
         TopicInfo(COMPACTED, 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
-                                 "min.compaction.lag.ms": "0", **SMALL_SEGMENT}, "confluent-kafka"),
+                                 "min.compaction.lag.ms": "0", "message.timestamp.type": "LogAppendTime",
+                                 **SMALL_SEGMENT}, "confluent-kafka"),
         TopicInfo(CRASH, 1, {}, "confluent-kafka"),
         TopicInfo(BAD, 1, {}, "confluent-kafka")])
     p = _producer(broker.bootstrap, **{"enable.idempotence": True})
