@@ -9,6 +9,7 @@ closing ``verified: ...`` line.  The options are read once into a :class:`kafkar
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS
@@ -75,6 +76,11 @@ def spec_from_args(args):
     from kafkarec.restore.spec import RestoreSpec
     if args.no_groups and (args.groups_csv or args.groups_as_of):
         raise UsageError("--no-groups with --groups-csv or --groups-as-of: choose one")
+    for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv)):
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+            # refused before anything is restored, not after the records are committed
+            raise UsageError(f"{flag} {path}: {folder} is not a folder this user can write in")
     properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
     return RestoreSpec.of(args.path, args.target_bootstrap, topics=args.topics, rename=args.rename,
                           end_time=args.end_time, restore_id=args.restore_id,
@@ -108,9 +114,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
                   f"{s.records} records {s.status}\n")
     if result.created_topics:
         err.write(f"created topic(s) {', '.join(result.created_topics)}\n")
-    if args.offset_map:
-        result.offset_map.write(args.offset_map)
     try:
+        if args.offset_map:
+            result.offset_map.write(args.offset_map)
         if not args.no_groups:
             positions = r.translate_groups(spec, plan, result.offset_map)
             if args.groups_csv:
@@ -130,7 +136,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
                       f"{len(report.problems)} problem(s)\n")
             if not report.ok:
                 return EXIT_PROBLEMS
-    except RestoreError as e:
+    except (RestoreError, OSError) as e:
         err.write(f"kafkarec restore: {e}; the records are restored (a re-run with the same --restore-id "
                   "writes none of them again)\n")
         return EXIT_PROBLEMS

@@ -11,7 +11,10 @@ def test_bad_options_are_usage_errors(tmp_path, capfd):
     for args, message in [(["--rename", "a"], "expected SOURCE=TARGET"),
                           (["--no-groups", "--groups-csv", "g.csv"], "--no-groups with --groups-csv"),
                           (["--target-property", "x"], "--target-property 'x': expected KEY=VALUE"),
-                          (["--transaction-records", "0"], "at least 1")]:
+                          (["--transaction-records", "0"], "at least 1"),
+                          # an output path that cannot be written: refused before anything is restored
+                          (["--offset-map", str(tmp_path / "no" / "map.csv")], "is not a folder"),
+                          (["--groups-csv", str(tmp_path / "no" / "g.csv")], "is not a folder")]:
         status = main(["restore", str(tmp_path), "--target-bootstrap", "127.0.0.1:1", *args])
         err = capfd.readouterr().err
         assert status == 2 and err.startswith("kafkarec restore: error: ") and message in err, (args, err)
