@@ -67,7 +67,6 @@ class PartitionWalk(NamedTuple):
         ``position``) handed to ``visit`` as the transaction rule reads it; the rule's
         :class:`Verdict` once the walk is done.  A data batch failing its CRC opens and joins no
         transaction (the read reports it)."""
-        from kafkarec import transactions
         from kafkarec.log import committed
 
         def walk():
@@ -75,14 +74,10 @@ class PartitionWalk(NamedTuple):
                 if visit is not None:
                     visit(b)
                 yield b
-        left = transactions.aborted_batches(walk(), key=lambda b: (b.path, b.position, b.size_in_bytes),
-                                            trusted=lambda b: b.crc_valid)
-        spans: Spans = {}
-        for path, position, size in left:
-            spans.setdefault(path, []).append((position, size))
-        for found in spans.values():
-            found.sort()
-        return Verdict(frozenset((path, position) for path, position, _ in left), spans)
+        # the transaction rule's one home: committed.aborted_spans
+        spans: Spans = committed.aborted_spans(walk())
+        return Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
+                       spans)
 
     def committed_view(self) -> CommittedView:
         """The partition's left-out spans and its stable end: the first offset of the trailing
