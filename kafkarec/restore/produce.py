@@ -51,6 +51,11 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
                                             f"which the restore's progress says it holds (source offset {s.offset} "
                                             "has none)", topic=part.target_topic, partition=part.partition)
+        if (t.key, t.value) != (s.key, s.value):
+            # a record the target lost (compacted away, deleted) shifts the pairing: refused, not guessed
+            raise RestoreError(spec.target, f"the record at offset {t.offset} is not source offset {s.offset}'s "
+                                            "(its key or value differs): the target's partition changed after "
+                                            "the restore wrote it", topic=part.target_topic, partition=part.partition)
         omap.add(part.topic, part.partition, part.target_topic, s.offset, t.offset)
     extra = next(got, None) if whole else None
     if extra is not None:
