@@ -80,7 +80,7 @@ def test_release_builds_and_checks_every_python(tmp_path):
 #: The one line a command or function gives where the extra it needs is not installed.
 EXTRA_LINE = (r"(?:(?:pyarrow|numpy) is not installed: pip install 'kafkarec\[arrow\]'"
               r"|(?:polars|duckdb|ray|daft) is not installed: pip install 'kafkarec\[engines\]'"
-              r"|(?:pyiceberg|deltalake) is not installed: pip install 'kafkarec\[lakehouse\]')")
+              r"|(?:pyiceberg|deltalake|confluent-kafka) is not installed: pip install 'kafkarec\[lakehouse\]')")
 #: Every command of ``kafkarec --help`` as a user runs it on a base install, on the sample log
 #: directory (SAMPLE, written by that install) and Kafka's internal topics (INTERNAL): its exit
 #: status and how a line of its output starts, or None where it needs the arrow extra (exit 2,
@@ -103,6 +103,7 @@ BASE_COMMANDS = [
     (["audit", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest"], 2, None),
     (["census", "--no-progress", "SAMPLE"], 2, None),
     (["find", "--topics", "orders", "--key", "k", "SAMPLE"], 2, None),
+    (["restore", "SAMPLE", "--target-bootstrap", "127.0.0.1:1"], 2, None),
 ]
 
 #: In the base install: every kafkarec module imports or says the extra, and so do the entry points
