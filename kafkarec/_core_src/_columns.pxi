@@ -56,6 +56,24 @@ def arrow_schema(*, batch_columns=False):
 cdef Py_ssize_t _KEYS_COMPARED = 16
 
 
+def checked_keys(keys, str where="iter_arrow"):
+    """``keys`` as a frozenset of bytes (a bytearray or memoryview copied): the one rule for a set
+    of keys a read keeps (``iter_arrow(keys=...)``, :class:`kafkarec.scan.Bounds`); one key
+    given bare, a key that is not bytes, or no iterable at all is a UsageError naming ``where``."""
+    if isinstance(keys, (bytes, bytearray, str)):
+        raise UsageError(f"{where}: keys is a set of keys, not one {type(keys).__name__}")
+    try:
+        items = iter(keys)
+    except TypeError:
+        raise UsageError(f"{where}: keys is a set of keys, not {type(keys).__name__}") from None
+    out = []
+    for k in items:
+        if not isinstance(k, (bytes, bytearray, memoryview)):
+            raise UsageError(f"{where}: a key is bytes, not {type(k).__name__} ({k!r})")
+        out.append(bytes(k))
+    return frozenset(out)
+
+
 @cython.final
 cdef class _KeySet:
     """The keys a read keeps: whether a record's key bytes are one of them.  A bit per key
@@ -66,11 +84,7 @@ cdef class _KeySet:
 
     def __cinit__(self, keys):
         cdef bytes k
-        keys = list(keys)
-        for k_ in keys:
-            if not isinstance(k_, (bytes, bytearray, memoryview)):
-                raise TypeError(f"keys: bytes, not {type(k_).__name__}")
-        self.keys = tuple(sorted(set(bytes(k_) for k_ in keys)))
+        self.keys = tuple(sorted(checked_keys(keys)))
         self.lookup = frozenset(self.keys)
         self.lengths = 0
         for k in self.keys:

@@ -177,15 +177,10 @@ class Bounds(_Fields):
 
 
 def _keys(keys) -> frozenset:
-    """A set of keys as bytes (a bytearray or memoryview copied); anything else refused."""
-    if isinstance(keys, (bytes, bytearray, str)):
-        raise UsageError(f"bounds: keys is a set of keys, not one {type(keys).__name__}")
-    out = []
-    for k in keys:
-        if not isinstance(k, (bytes, bytearray, memoryview)):
-            raise UsageError(f"bounds: a key is bytes, not {type(k).__name__} ({k!r})")
-        out.append(bytes(k))
-    return frozenset(out)
+    """A set of keys as bytes (a bytearray or memoryview copied); anything else refused: the
+    core's one rule (``checked_keys``), which ``iter_arrow(keys=...)`` applies too."""
+    from kafkarec._core import checked_keys
+    return checked_keys(keys, "bounds")
 
 
 def _long_range(pair) -> _Range:

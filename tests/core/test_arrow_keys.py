@@ -86,7 +86,10 @@ def test_legacy_keys(magic):
 def test_null_key_is_in_no_set_and_keys_must_be_bytes():
     data = _v2_log()
     assert _read(data, [b"k1"])["key"].null_count == 0
-    with pytest.raises(TypeError, match="keys: bytes, not str"):
-        list(kafkarec.iter_arrow(data, keys=["k1"]))
-    with pytest.raises(TypeError, match="keys: bytes, not int"):
-        list(kafkarec.iter_arrow(data, keys=[5]))
+    # kafkarec's usage error (a ValueError), never a raw TypeError; one key given bare is refused,
+    # not read as a set of its bytes
+    from kafkarec.errors import UsageError
+    for keys, message in ((["k1"], "iter_arrow: a key is bytes, not str"), ([5], "a key is bytes, not int"),
+                          (b"k1", "keys is a set of keys, not one bytes"), (5, "keys is a set of keys, not int")):
+        with pytest.raises(UsageError, match=message):
+            list(kafkarec.iter_arrow(data, keys=keys))
