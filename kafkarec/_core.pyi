@@ -442,6 +442,12 @@ class AvroOp(enum.IntEnum):
     OP_SKIP_UNION = 27
     OP_NOP = 28
 
+# the keys a read keeps, _core_src/_columns.pxi
+def checked_keys(keys: Iterable[bytes | bytearray | memoryview], where: str = "iter_arrow") -> frozenset[bytes]:
+    """``keys`` as a frozenset of bytes; one key given bare, a key that is not bytes or no iterable
+    is a ``UsageError`` naming ``where``."""
+    ...
+
 # Kafka's default partitioner, _core_src/_partitioner.pxi
 def murmur2(key: _Buffer, /) -> int:
     """Kafka's ``Utils.murmur2(key)``: a signed 32-bit int, as Java returns it."""
