@@ -25,7 +25,7 @@ if [ "${KAFKAREC_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
     mkdir -p "$CCACHE_BIN"
     for compiler in cc gcc x86_64-linux-gnu-gcc clang; do
         if command -v "$compiler" >/dev/null 2>&1 && [ ! -e "$CCACHE_BIN/$compiler" ]; then
-            ln -s "$(command -v ccache)" "$CCACHE_BIN/$compiler"
+            ln -sf "$(command -v ccache)" "$CCACHE_BIN/$compiler"   # -f: two set-ups at once both link
         fi
     done
     case ":$PATH:" in *":$CCACHE_BIN:"*) ;; *) export PATH="$CCACHE_BIN:$PATH" ;; esac
