@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
-from kafkarec.census.keys import KeyTally
+from kafkarec.census.keys import KeyTally, merged_distinct_keys
 from kafkarec.histogram import Histogram
 
 __all__ = ["PartitionCensus", "Census", "CensusPlan", "census", "plan_census", "partition_census", "assemble",
@@ -189,6 +189,7 @@ class PartitionCensus:
             "first_offset": self.first_offset, "last_offset": self.last_offset,
             "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
             **keys,
+            MERGE_KEYS: self.keys.keys_for_merge(),
             "codecs": {k: v.as_dict() for k, v in sorted(self.codecs.items())},
             "producers": {str(k): v.as_dict() for k, v in sorted(self.producers.items())},
             "header_keys": {k: {"records": r, "bytes": b} for k, (r, b) in sorted(self.header_keys.items())},
@@ -216,8 +217,14 @@ class Census(dict):
         return self["partitions"]
 
 
+#: A partition row's keys as the topic's distinct count merges them (KeyTally.keys_for_merge):
+#: carried from a partition (a Spark task) to :func:`assemble`, which takes it out of the row.
+MERGE_KEYS = "_keys_for_merge"
+
+
 def _topic_rows(parts: List[dict]) -> List[dict]:
     out: Dict[str, dict] = {}
+    merged: Dict[str, list] = {}
     summed = ("records", "tombstones", "null_keys", "batches", "bytes", "payload_bytes")
     for p in parts:
         t = out.setdefault(p["topic"], {"topic": p["topic"], "partitions": 0, **{k: 0 for k in summed},
@@ -226,13 +233,17 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
         t["partitions"] += 1
         for k in summed:
             t[k] += p[k]
-        # keys of different partitions are different keys when the default partitioner placed
-        # them; summed as such (an estimate under HLL, None once any partition is unknown)
-        for k in ("distinct_keys", "live_keys", "live_bytes"):
+        merged.setdefault(p["topic"], []).append(p.pop(MERGE_KEYS))
+        # what a compaction keeps is per partition: summed (None once any partition is unknown)
+        for k in ("live_keys", "live_bytes"):
             t[k] = None if t[k] is None or p[k] is None else t[k] + p[k]
         if p["partitioner"] is not None:
             t["misplaced_records"] += p["partitioner"]["misplaced_records"]
         t["errors"] += len(p["errors"])
+    for topic, keys in merged.items():
+        # a key in several partitions (a custom partitioner) counts once
+        t = out[topic]
+        t["distinct_keys"], t["distinct_keys_exact"], t["distinct_keys_error"] = merged_distinct_keys(keys)
     return [out[k] for k in sorted(out, key=str)]
 
 

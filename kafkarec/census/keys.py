@@ -17,11 +17,12 @@ tombstones are kept (the cleaner would set one now).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import base64
+from typing import Any, Iterable, List, Optional, Tuple
 
 from kafkarec._extras import require
 
-__all__ = ["KeyTally", "HLL_LG_K"]
+__all__ = ["KeyTally", "HLL_LG_K", "merged_distinct_keys"]
 
 HLL_LG_K = 14
 
@@ -54,16 +55,29 @@ class KeyTally:
     def _digest(self, key: bytes) -> int:
         """The sketch takes numbers and text, not bytes: the key's 64-bit digest (the core's
         keyed-state digest, its first 8 bytes) as a signed int, hashed again by the sketch."""
-        return int.from_bytes(self._map.digest(key)[:8], "little", signed=True)
+        return int.from_bytes(self._digester().digest(key)[:8], "little", signed=True)
+
+    def _digester(self) -> Any:
+        if self._map is None:
+            from kafkarec._core import KEY_MAP_MIN_BYTES, KeyOffsetMap
+            self._map = KeyOffsetMap(KEY_MAP_MIN_BYTES)      # for its digest only (seed 0: the
+        return self._map                                     # same on every executor)
 
     def _overflow(self) -> None:
-        from kafkarec._core import KEY_MAP_MIN_BYTES, KeyOffsetMap
         ds = require("datasketches")
         self.hll = ds.hll_sketch(HLL_LG_K)
-        self._map = KeyOffsetMap(KEY_MAP_MIN_BYTES)      # for its digest only
         for k in self.latest or ():
             self.hll.update(self._digest(k))
         self.latest = None
+
+    def keys_for_merge(self) -> dict:
+        """What a topic's distinct count needs of this partition, as JSON-able text: the 16-byte
+        digests of its keys while exact (``{"digests": base64}``, 16 bytes a key: the memory the
+        exact bound already allows), else its sketch (``{"hll": base64}``)."""
+        if self.latest is not None:
+            digest = self._digester().digest
+            return {"digests": base64.b64encode(b"".join(digest(k) for k in self.latest)).decode()}
+        return {"hll": base64.b64encode(self.hll.serialize_compact()).decode()}
 
     def result(self, as_of_ms: int) -> dict:
         if self.latest is not None:
@@ -75,3 +89,34 @@ class KeyTally:
         err = abs(ds.hll_sketch.get_rel_err(True, False, HLL_LG_K, 2))
         return {"distinct_keys": round(self.hll.get_estimate()), "distinct_keys_exact": False,
                 "distinct_keys_error": err, "live_keys": None, "live_bytes": None, "retained_tombstones": None}
+
+
+def merged_distinct_keys(parts: Iterable[dict]) -> Tuple[int, bool, float]:
+    """Distinct keys of a topic from its partitions' :meth:`KeyTally.keys_for_merge` texts:
+    ``(count, exact, relative error)``.  A key written to several partitions (a custom
+    partitioner, explicit partitions) counts once.  Exact when every partition was exact: the
+    union of their 16-byte digests (two keys colliding in 128 bits: below 2^-60 for a billion
+    keys); otherwise DataSketches' union of the partitions' sketches, the exact partitions'
+    digests added to it, with the sketch's error at 2 standard deviations."""
+    np = require("numpy")
+    parts = list(parts)
+    if all("digests" in p for p in parts):
+        arrays: List[Any] = [np.frombuffer(base64.b64decode(p["digests"]), dtype="<u8").reshape(-1, 2)
+                             for p in parts]
+        if not arrays:
+            return 0, True, 0.0
+        joined = np.concatenate(arrays)
+        return int(len(np.unique(joined, axis=0))), True, 0.0
+    ds = require("datasketches")
+    union = ds.hll_union(HLL_LG_K)
+    for p in parts:
+        if "hll" in p:
+            union.update(ds.hll_sketch.deserialize(base64.b64decode(p["hll"])))
+        else:
+            sketch = ds.hll_sketch(HLL_LG_K)
+            words = np.frombuffer(base64.b64decode(p["digests"]), dtype="<i8").reshape(-1, 2)
+            for first in words[:, 0].tolist():      # the same 64 bits KeyTally._digest feeds
+                sketch.update(first)
+            union.update(sketch)
+    err = abs(ds.hll_sketch.get_rel_err(True, False, HLL_LG_K, 2))
+    return round(union.get_result().get_estimate()), False, err

@@ -139,7 +139,8 @@ def _table(doc: dict) -> str:
     lines.append("")
     for t in doc["topics"]:
         lines.append(f"topic {t['topic']}: {t['partitions']} partition(s), {t['records']} records, "
-                     f"{t['tombstones']} tombstones, {_n(t['distinct_keys'])} distinct keys, "
+                     f"{t['tombstones']} tombstones, {_n(t['distinct_keys'])}{'' if t['distinct_keys_exact'] else '~'} "
+                     f"distinct keys, "
                      f"{_n(t['live_keys'])} live keys, {human(t['bytes'])} in {t['batches']} batches"
                      + (f", {t['misplaced_records']} records off their murmur2 partition"
                         if t["misplaced_records"] else "")

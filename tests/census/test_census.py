@@ -207,3 +207,26 @@ def test_what_if_batches_as_the_producer_and_writes_every_codec(world):
     kept = what_if(root, parse_codecs("none"), keep_batches=True, bounds=Bounds.of(topics=["balances"]))
     log_bytes = census(root, bounds=Bounds.of(topics=["balances"]), partitioner=False)["partitions"][0]["bytes"]
     assert kept["codecs"][0]["bytes"] == log_bytes      # the log's own batches rebuilt: the same size
+
+
+def test_census_topic_counts_a_key_in_several_partitions_once(tmp_path):
+    """A topic's distinct keys are the union of its partitions' keys: a custom partitioner that
+    wrote the same keys to every partition counts them once (exact while every partition is
+    exact; the sketches' union, within its error, once one is not)."""
+    keys = [b"key-%d" % i for i in range(300)]
+    for p in range(3):      # partition p: keys[100p : 100p+200], so 200 keys each, 300 in all
+        write_partition(tmp_path, "spread", p, [("batch", [(k, b"v") for k in keys[100 * p:100 * p + 200]], None)])
+    doc = census(str(tmp_path))
+    [topic] = doc["topics"]
+    assert [_part(doc, "spread", p)["distinct_keys"] for p in range(3)] == [200, 200, 100]
+    assert topic["distinct_keys"] == 300 and topic["distinct_keys_exact"] and topic["distinct_keys_error"] == 0
+    assert all("_keys_for_merge" not in p for p in doc["partitions"])
+    # live keys are what a compaction keeps, partition by partition
+    assert topic["live_keys"] == 500
+    # one partition past the exact bound: the union of sketches, the exact partitions' digests in it
+    doc = census(str(tmp_path), max_exact_keys=150)
+    [topic] = doc["topics"]
+    assert [_part(doc, "spread", p)["distinct_keys_exact"] for p in range(3)] == [False, False, True]
+    assert not topic["distinct_keys_exact"] and 0 < topic["distinct_keys_error"] < 0.05
+    assert abs(topic["distinct_keys"] - 300) <= 300 * topic["distinct_keys_error"]
+    assert topic["live_keys"] is None
