@@ -178,7 +178,8 @@ class RecordBatchBuilder:
                  log_append_time: int | None = ..., producer_id: int = ..., producer_epoch: int = ...,
                  base_sequence: int = ..., is_transactional: bool = ..., is_control: bool = ...,
                  partition_leader_epoch: int = ..., delete_horizon_ms: int | None = ...,
-                 max_batch_size: int | None = ..., snappy_framing: str = ...) -> None: ...
+                 max_batch_size: int | None = ..., snappy_framing: str = ...,
+                 estimated_compression_ratio: float = ...) -> None: ...
     @property
     def is_control(self) -> bool: ...
     @property

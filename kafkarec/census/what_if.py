@@ -4,12 +4,16 @@ Kafka's framing of every codec) with each codec and level asked for.
 
 Batching: records in offset order, one partition at a time; a batch is closed when the next
 record would take it past ``batch_size`` bytes (``batch.size``, 16384 by default), computed
-as Kafka's ``MemoryRecordsBuilder.hasRoomFor`` computes it on the uncompressed records (the
-first record always fits); ``linger.ms`` plays no part offline.  ``keep_batches`` keeps the
-log's own batch boundaries instead.  Offsets start at 0 in each batch and timestamps are the
-records' own, as a producer writes them.  Java's producer estimates a compressed batch's size
-from the codec's running ratio and so packs more records into a compressed batch than this
-rule: the figures here are those of batches cut at the uncompressed size.
+as Kafka's ``MemoryRecordsBuilder.hasRoomFor`` computes it (the first record always fits);
+``linger.ms`` plays no part offline.  A compressed batch's size is estimated as the Java
+producer estimates it: its uncompressed records times the topic's running compression ratio
+for that codec times 1.05 (Kafka's ``CompressionRatioEstimator``: 1.0 at first, after each
+batch raised to at least the ratio that batch reached, by 0.05 at least, or lowered by 0.005
+towards it), so compressed batches hold more records than ``batch_size`` uncompressed bytes,
+as a producer's do.  The producer updates the ratio when its sender drains a batch; here,
+when the batch is closed.  ``keep_batches`` keeps the log's own batch boundaries instead.
+Offsets start at 0 in each batch and timestamps are the records' own, as a producer writes
+them.
 """
 from __future__ import annotations
 
@@ -70,14 +74,38 @@ def parse_codecs(spec: str) -> List[Codec]:
     return out
 
 
+#: A v2 batch's header, the part of a batch its records' compression leaves out
+_BATCH_OVERHEAD = 61
+
+
+class RatioEstimate:
+    """Kafka's ``CompressionRatioEstimator`` for one topic and codec: the producer's running
+    estimate of a batch's compressed-to-uncompressed ratio, in Java's single precision."""
+
+    def __init__(self) -> None:
+        from kafkarec._extras import require
+        self._f32 = require("numpy").float32
+        self.value = self._f32(1.0)
+
+    def update(self, batch_bytes: int, uncompressed_records: int) -> None:
+        """After a batch of ``batch_bytes`` whose records took ``uncompressed_records`` bytes."""
+        f32 = self._f32
+        observed = f32(batch_bytes - _BATCH_OVERHEAD) / f32(uncompressed_records)
+        if observed > self.value:
+            self.value = max(self.value + f32(0.05), observed)
+        elif observed < self.value:
+            self.value = max(self.value - f32(0.005), observed)
+
+
 class _Writer:
     """One codec's batches of one partition: bytes, batches, time spent building."""
 
-    def __init__(self, codec: Codec, batch_size: Optional[int]):
+    def __init__(self, codec: Codec, batch_size: Optional[int], ratio: Optional[RatioEstimate] = None):
         from kafkarec.enums import Compression
         self.codec = codec
         self.compression = Compression[codec.name.upper()]
         self.batch_size = batch_size
+        self.ratio = ratio
         self.bytes = self.batches = 0
         self.seconds = 0.0
         self.builder: Any = None
@@ -87,7 +115,9 @@ class _Writer:
     def _new(self):
         from kafkarec import RecordBatchBuilder
         self.builder = RecordBatchBuilder(compression=self.compression, compression_level=self.codec.level,
-                                          max_batch_size=self.batch_size)
+                                          max_batch_size=self.batch_size,
+                                          estimated_compression_ratio=1.0 if self.ratio is None
+                                          else float(self.ratio.value))
 
     def append(self, value, key, timestamp, headers) -> None:
         if self.builder is None:
@@ -100,9 +130,12 @@ class _Writer:
 
     def close(self) -> None:
         if self.builder is not None and self.builder.record_count:
+            uncompressed = self.builder.size_in_bytes - _BATCH_OVERHEAD
             t0 = time.perf_counter()
             data = self.builder.build()
             self.seconds += time.perf_counter() - t0
+            if self.ratio is not None:
+                self.ratio.update(len(data), uncompressed)
             self.bytes += len(data)
             self.batches += 1
             self.batch_bytes.append(len(data))
@@ -130,11 +163,17 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
     limit = None if keep_batches else batch_size
     totals: Dict[Codec, List[float]] = {c: [0, 0, 0.0] for c in every}
     parts: Dict[Tuple, Dict[Codec, _Writer]] = {}
+    # the producer's estimate is per topic and codec, across the topic's partitions
+    ratios: Dict[Tuple, RatioEstimate] = {}
     last_base: Dict[Tuple, int] = {}
     errors: List[dict] = []
     for piece in scan.pieces():
         tp = (piece.topic, piece.partition)
-        writers = parts.setdefault(tp, {c: _Writer(c, limit) for c in every})
+        if tp not in parts:
+            parts[tp] = {c: _Writer(c, limit, None if c.name == "none" or limit is None
+                                    else ratios.setdefault((tp[0], c), RatioEstimate()))
+                         for c in every}
+        writers = parts[tp]
         for rb in scan.read_piece(piece):
             d = rb.to_pydict()
             d["timestamp"] = rb.column(rb.schema.get_field_index("timestamp")).cast("int64").to_pylist()

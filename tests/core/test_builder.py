@@ -701,3 +701,26 @@ def test_no_limit_without_max_batch_size():
     builder = RecordBatchBuilder()
     builder.append(b"x" * 100_000, timestamp=T0)
     assert builder.has_room_for(b"y" * 10_000_000)
+
+
+def test_has_room_for_estimates_a_compressed_batch_as_kafkas_producer():
+    """MemoryRecordsBuilder.estimatedBytesWritten: header + (int) (uncompressed * ratio * 1.05f)
+    for a compressed batch; the uncompressed size itself without compression."""
+    import numpy as np
+    value = b"x" * 1000
+
+    def records_that_fit(compression, ratio):
+        b = kafkarec.RecordBatchBuilder(compression=compression, max_batch_size=16384,
+                                        estimated_compression_ratio=ratio)
+        while b.has_room_for(value, timestamp=0):
+            b.append(value, timestamp=0)
+        return b.record_count, b.size_in_bytes - 61
+
+    n, uncompressed = records_that_fit(kafkarec.Compression.ZSTD, 0.25)
+    estimate = int(np.float32(uncompressed) * np.float32(0.25) * np.float32(1.05))
+    assert 61 + estimate <= 16384 and n > 50            # about 4x the records of an uncompressed batch
+    assert records_that_fit(kafkarec.Compression.NONE, 0.25)[0] == records_that_fit(kafkarec.Compression.NONE, 1.0)[0] == 16
+    assert records_that_fit(kafkarec.Compression.ZSTD, 1.0)[0] == 15     # 1.05 x the uncompressed bytes
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(kafkarec.EncodeError, match="estimated_compression_ratio"):
+            kafkarec.RecordBatchBuilder(compression=kafkarec.Compression.ZSTD, estimated_compression_ratio=bad)

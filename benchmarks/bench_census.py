@@ -1,0 +1,180 @@
+"""The census, the key search and the compression what-if against what users run instead, one run
+(issue 50).
+
+    .venv/bin/python benchmarks/bench_census.py                     # 1M records
+    .venv/bin/python benchmarks/bench_census.py --records 200000    # quick
+    .venv/bin/python benchmarks/bench_census.py --json out/bench_census.json
+
+A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
+temp folder and the topic ``census`` (4 partitions, lz4) is filled once through librdkafka with
+Java's partitioner (murmur2): ``--records`` records of ``--records / 10`` keys, 100-byte values.
+Then, each timed once after a warm-up of the files in the page cache:
+
+* **Java consumer** — Kafka's own ``kafka-consumer-perf-test`` (``ConsumerPerformance``, in the
+  tools' JVM, ``isolation.level=read_committed``) consuming the whole topic from the broker: what a
+  consumer-based count or search costs (it is the "full consumer scan" of the key lookup too);
+* **plain read** — :class:`kafkarec.scan.LogScan` of the log dir, ``read_committed``, the columns the
+  census reads, every batch: the project's own read, so that census / plain read is the cost of
+  counting;
+* **census** — :func:`kafkarec.census.census` of the topic (both passes, keys exact);
+* **find key** — :func:`kafkarec.census.find` of one key, over every partition and with
+  ``partitioner="murmur2"``;
+* **what-if** — :func:`kafkarec.census.what_if` with ``zstd:3,lz4,snappy,gzip:6``: per codec the
+  MB/s of building and compressing its batches (uncompressed batch bytes over its
+  ``compress_seconds``), beside the raw compressor (the limit) on the same batches' record bytes,
+  cut at the same 16 KiB.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for p in (ROOT, os.path.join(ROOT, "tests")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+TOPIC = "census"
+PARTITIONS = 4
+CODECS = "zstd:3,lz4,snappy,gzip:6"
+
+
+def fill(bootstrap: str, records: int) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, config={"retention.ms": "-1"})]).values():
+        f.result(60)
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": "lz4", "linger.ms": 20,
+                  "partitioner": "murmur2_random", "queue.buffering.max.messages": 1_000_000, "acks": "all"})
+    keys = max(1, records // 10)
+    for i in range(records):
+        value = (b"census benchmark value %12d " % i) * 3
+        while True:
+            try:
+                p.produce(TOPIC, value=value[:100], key=b"key-%010d" % (i % keys))
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(300) == 0
+
+
+def timed(name: str, run, results: dict, rows: int) -> object:
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    results[name] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rows_per_s": round(rows / wall)}
+    print(f"  {name:<34} {wall:8.2f} s wall {cpu:8.2f} s CPU (this process)  {rows / wall / 1e6:7.3f} M rows/s",
+          flush=True)
+    return out
+
+
+def java_consumer(broker, records: int, work: str) -> None:
+    config = os.path.join(work, "consumer.properties")
+    with open(config, "w") as fh:
+        fh.write("isolation.level=read_committed\nauto.offset.reset=earliest\n")
+    proc = broker.run_tool("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", broker.bootstrap,
+                           "--topic", TOPIC, "--num-records", str(records), "--command-config", config,
+                           "--group", "bench-census-%d" % time.time_ns(), timeout=600)
+    if "%d" % records not in proc.stdout:
+        raise RuntimeError(f"ConsumerPerformance did not report {records} records:\n{proc.stdout}\n{proc.stderr}")
+
+
+def raw_compressors(batches, results: dict) -> None:
+    """Each codec's library alone on the same 16 KiB record runs: the what-if's limit."""
+    import zlib
+
+    import cramjam
+    import lz4.block
+    import zstandard
+    total = sum(len(b) for b in batches)
+    runs = {"zstd:3": zstandard.ZstdCompressor(level=3).compress,
+            "lz4": lambda b: lz4.block.compress(b, store_size=False),
+            "snappy": lambda b: bytes(cramjam.snappy.compress_raw(b)),
+            "gzip:6": lambda b: zlib.compress(b, 6)}
+    for label, compress in runs.items():
+        t0 = time.perf_counter()
+        out = sum(len(compress(b)) for b in batches)
+        wall = time.perf_counter() - t0
+        results.setdefault("raw", {})[label] = {"mb_per_s": round(total / wall / 1e6, 1), "bytes": out}
+        print(f"  raw {label:<10} {total / wall / 1e6:8.1f} MB/s", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+
+    import pyarrow as pa
+
+    from kafkarec.census import census, find, parse_codecs, what_if
+    from kafkarec.census.counts import _COMMITTED_COLUMNS
+    from kafkarec.scan import Bounds, LogScan
+    from support.kafka_broker import KafkaBroker
+
+    results: dict = {"records": args.records}
+    with tempfile.TemporaryDirectory(prefix="kafkarec-bench-census-") as tmp, \
+            KafkaBroker(os.path.join(tmp, "broker")) as broker:
+        t0 = time.time()
+        fill(broker.bootstrap, args.records)
+        time.sleep(2)
+        bounds = Bounds.of(topics=[TOPIC])
+        LogScan(broker.log_dir, bounds=bounds).to_table()          # warm the page cache
+        print(f"{args.records} records in {TOPIC} ({PARTITIONS} partitions, lz4; {time.time() - t0:.1f} s to "
+              f"produce), load average {os.getloadavg()[0]:.2f}", flush=True)
+        n = args.records
+        timed("java consumer (read_committed)", lambda: java_consumer(broker, n, tmp), results, n)
+
+        def plain():
+            scan = LogScan(broker.log_dir, bounds=bounds, isolation_level="read_committed",
+                           columns=list(_COMMITTED_COLUMNS))
+            return sum(rb.num_rows for rb in scan.to_reader())
+        assert timed("kafkarec plain read", plain, results, n) == n
+        doc = timed("kafkarec census", lambda: census(broker.log_dir, bounds=bounds), results, n)
+        assert doc["topics"][0]["records"] == n
+        key = b"key-%010d" % (n // 20)
+        hits = timed("kafkarec find --key", lambda: list(find(broker.log_dir, topics=[TOPIC], key=key)), results, n)
+        hits_m = timed("kafkarec find --key --partitioner murmur2",
+                       lambda: list(find(broker.log_dir, topics=[TOPIC], key=key, partitioner="murmur2")), results, n)
+        assert len(hits) == len(hits_m) == n // max(1, n // 10)
+        codecs = parse_codecs(CODECS)
+        doc = timed("kafkarec what-if " + CODECS, lambda: what_if(broker.log_dir, codecs, bounds=bounds,
+                                                                   detail=True), results, n)
+        plain_bytes = next(c["bytes"] for c in doc["codecs"] if c["codec"] == "none")
+        for c in doc["codecs"]:
+            if c["codec"] != "none":
+                mbs = plain_bytes / c["compress_seconds"] / 1e6
+                results.setdefault("what_if", {})[c["codec"]] = {"mb_per_s": round(mbs, 1), "bytes": c["bytes"],
+                                                                 "ratio": round(c["ratio"], 3)}
+                print(f"  what-if {c['codec']:<10} {mbs:8.1f} MB/s (build + compress), ratio {c['ratio']:.3f}",
+                      flush=True)
+        # the raw compressors on the uncompressed batches' record bytes, cut at 16 KiB
+        table = LogScan(broker.log_dir, bounds=bounds, isolation_level="read_committed",
+                        columns=["value", "key"]).to_table()
+        blob = b"".join(pa.concat_arrays([table.column("key").combine_chunks(),
+                                          table.column("value").combine_chunks()]).to_pylist())
+        raw_compressors([blob[i:i + 16384] for i in range(0, len(blob), 16384)], results)
+    java = results["java consumer (read_committed)"]["rows_per_s"]
+    summary = {"census_vs_plain_read": results["kafkarec census"]["rows_per_s"] / results["kafkarec plain read"]["rows_per_s"],
+               "census_vs_java_consumer": results["kafkarec census"]["rows_per_s"] / java,
+               "find_vs_java_consumer_scan": results["java consumer (read_committed)"]["wall_s"]
+               / results["kafkarec find --key"]["wall_s"],
+               "find_murmur2_vs_java_consumer_scan": results["java consumer (read_committed)"]["wall_s"]
+               / results["kafkarec find --key --partitioner murmur2"]["wall_s"]}
+    results["summary"] = {k: round(v, 3) for k, v in summary.items()}
+    print("summary:", json.dumps(results["summary"]))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
