@@ -66,8 +66,10 @@ def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -
     omap = OffsetMap()
     for part in p.partitions:
         upto = done.get((part.target_topic, part.partition), part.start)
-        produce.rebuild_pairs(spec, part, min(upto, part.end), omap, whole=upto <= part.end)
-        omap.set_end(part.topic, part.partition, part.target_topic, part.end, ends[(part.target_topic, part.partition)])
+        # every record on the target, up to the recorded progress (an earlier run's end may be later)
+        produce.rebuild_pairs(spec, part, upto, omap)
+        omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, upto),
+                     ends[(part.target_topic, part.partition)])
     return omap
 
 

@@ -210,3 +210,25 @@ def test_a_truncated_segment_is_named_and_nothing_is_committed(history, restore_
     assert run.returncode == 1, run.stderr
     assert f"{dst / first}: byte " in run.stderr and "TruncatedError" in run.stderr, run.stderr
     assert _committed(b, "rs-truncated") == {0: []}           # its transaction was aborted: nothing visible
+
+
+def test_rerun_to_an_earlier_end_maps_every_record_already_on_the_target(history, restore_target_broker):
+    """A re-run with an earlier ``--end-time`` than the run before it: the target holds the earlier
+    run's records past the new end H, and a position in [H, progress) maps to its record there,
+    not to the target's end (the map is rebuilt up to the recorded progress)."""
+    from kafkarec import restore as R
+    from support.produce import BASE_TS
+    b = restore_target_broker.bootstrap
+    common = dict(topics=[RH.CRASH], rename={RH.CRASH: "rs-crash-earlier"}, restore_id="earlier")
+    whole = R.restore(R.RestoreSpec.of(history.log_dir, b, **common))
+    assert whole.partitions[0].records == 100
+    early_spec = R.RestoreSpec.of(history.log_dir, b, end_time=BASE_TS + 1000 * 40, **common)
+    early = R.restore(early_spec)
+    assert early.partitions[0].end == 40 and early.partitions[0].status == "done"
+    want = [whole.offset_map.target_offset(RH.CRASH, 0, s) for s in range(101)]
+    assert want[:100] == list(range(100))        # one record each, then the target's end
+    assert [early.offset_map.target_offset(RH.CRASH, 0, s) for s in range(101)] == want
+    rebuilt = R.offset_map(early_spec)
+    assert [rebuilt.target_offset(RH.CRASH, 0, s) for s in range(101)] == want
+    report = R.verify(early_spec, early.plan, early.offset_map)
+    assert report.ok and report.records == 100, report.problems
