@@ -8,6 +8,9 @@
 * :func:`offset_map` -- the map rebuilt from the target's log and the source;
 * :func:`translate_groups`, :func:`apply_groups`, :func:`write_groups_csv` -- the groups' positions
   as of a time, translated, applied on the target or written for ``kafka-consumer-groups``;
+* :func:`translate_share_groups`, :func:`write_share_groups_csv` -- the share groups' start offsets
+  as of a time, translated, naming the acknowledged records a start offset cannot keep from being
+  delivered again, written for ``kafka-share-groups``;
 * :func:`verify` -- the target read back against the source.
 
 Needs ``pip install 'kafkarec[lakehouse]'`` (confluent-kafka, pyarrow).
@@ -19,13 +22,14 @@ from typing import List, NamedTuple, Optional
 from kafkarec.restore.groups import GroupPosition
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.produce import PartitionSummary
+from kafkarec.restore.shares import SharePosition
 from kafkarec.restore.source import SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
 
-__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "VerifyReport",
+__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition", "VerifyReport",
            "SourcePlan", "plan", "restore", "offset_map", "translate_groups", "apply_groups", "write_groups_csv",
-           "verify"]
+           "translate_share_groups", "write_share_groups_csv", "verify"]
 
 
 class RestoreResult(NamedTuple):
@@ -91,6 +95,20 @@ def write_groups_csv(positions: List[GroupPosition], path: str) -> None:
     """``positions`` as ``kafka-consumer-groups --reset-offsets --from-file`` CSV."""
     from kafkarec.restore import groups
     groups.write_csv(positions, path)
+
+
+def translate_share_groups(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap) -> List[SharePosition]:
+    """Every share group's start offset on the restored partitions as of ``spec.groups_as_of``, from the
+    source's ``__share_group_state``, translated through ``omap``; each names the records acknowledged
+    past its start offset, which the target will deliver again (``redelivered``)."""
+    from kafkarec.restore import shares
+    return shares.translate_shares(spec, source_plan, omap)
+
+
+def write_share_groups_csv(positions: List[SharePosition], path: str) -> None:
+    """``positions`` as ``kafka-share-groups --reset-offsets --group G --from-file`` CSV."""
+    from kafkarec.restore import shares
+    shares.write_share_csv(positions, path)
 
 
 def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,

@@ -89,6 +89,17 @@ class OffsetMap:
             return runs[i + 1].target_offset
         return self.ends[key][1]
 
+    def pairs_between(self, topic: str, partition: int, start: int, end: int) -> Iterator[Tuple[int, int]]:
+        """``(source offset, target offset)`` of the restored records whose source offsets are in
+        [``start``, ``end``), in order (the holes between them have none)."""
+        runs, starts = self._runs.get((topic, partition), []), self._starts.get((topic, partition), [])
+        i = max(bisect.bisect_right(starts, start) - 1, 0)
+        for r in runs[i:]:
+            if r.source_offset >= end:
+                return
+            for s in range(max(start, r.source_offset), min(end, r.source_offset + r.length)):
+                yield s, r.target_offset + (s - r.source_offset)
+
     # --- the file ---------------------------------------------------------------------------
     def write(self, path: str) -> None:
         """The map as CSV at ``path`` (written whole: a crash leaves the old file or the new)."""
