@@ -281,11 +281,17 @@ def test_share_group_start_offset_restored_and_redelivered_records_named(history
            "delivered again: target offsets 6-7,9-10 (source offsets 6-7,9-10)\n" in run.stdout, run.stdout
     assert "1 share group(s) written to" in run.stderr, run.stderr
     assert csv_path.read_text() == f"{SHARE_GROUP},rs-share-b,0,5\n"
-    # applied with Kafka's own tool, as docs/restore.md says
+    # applied with Kafka's own tool: docs/restore.md's command line (its file's path made absolute)
+    import re
+    import shlex
     from support.kafka_broker import run_tool
-    run_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand", "--bootstrap-server", b.bootstrap,
-             "--reset-offsets", "--group", SHARE_GROUP, "--from-file", str(csv_path), "--execute",
-             classpath=b.classpath)
+    from support.paths import ROOT
+    with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
+        shown = re.search(r"^```sh\n(kafka-share-groups .*?)^```", fh.read(), re.S | re.M).group(1)
+    argv = shlex.split(shown.replace("\\\n", " ").replace('"$TARGET"', b.bootstrap))
+    assert argv[0] == "kafka-share-groups" and SHARE_GROUP in argv and "shares.csv" in argv, argv
+    run_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+             *[str(csv_path) if x == "shares.csv" else x for x in argv[1:]], classpath=b.classpath)
     out = _share_java(b, "resume", b.bootstrap, "rs-share-b", SHARE_GROUP, str(len(SHARE_RULES) - 5))
     delivered = [int(line.split()[2]) for line in out.splitlines() if line.startswith("delivered 0 ")]
     # from the start offset on, each once: the available records and, as the restore said, the
