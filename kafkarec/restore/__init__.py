@@ -5,6 +5,7 @@
 * :func:`restore` -- the committed data records of each partition produced into the target by one
   transactional producer per partition, the progress committed with them (a re-run resumes; a
   finished restore writes nothing); returns the partitions' summaries and the :class:`OffsetMap`;
+* :func:`restore_partition` -- one partition's restore, the unit :func:`restore` runs in turn;
 * :func:`offset_map` -- the map rebuilt from the target's log and the source;
 * :func:`translate_groups`, :func:`apply_groups`, :func:`write_groups_csv` -- the groups' positions
   as of a time, translated, applied on the target or written for ``kafka-consumer-groups``;
@@ -17,19 +18,20 @@ Needs ``pip install 'kafkarec[lakehouse]'`` (confluent-kafka, pyarrow).
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from kafkarec.restore.groups import GroupPosition
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.produce import PartitionSummary
 from kafkarec.restore.shares import SharePosition
-from kafkarec.restore.source import SourcePlan
+from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
 
-__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition", "VerifyReport",
-           "SourcePlan", "plan", "restore", "offset_map", "translate_groups", "apply_groups", "write_groups_csv",
-           "translate_share_groups", "write_share_groups_csv", "verify"]
+__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
+           "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition", "offset_map",
+           "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
+           "write_share_groups_csv", "verify"]
 
 
 class RestoreResult(NamedTuple):
@@ -58,6 +60,18 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> R
     omap = OffsetMap()
     summaries = produce.restore_partitions(spec, p, omap)
     return RestoreResult(p, summaries, created, omap)
+
+
+def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+    """Restore one source partition of a plan, whole and on its own (its own transactional producer,
+    its progress in its transactions): what :func:`restore` runs for each partition in turn, and
+    the unit to run in parallel elsewhere.  Create the target topics first (:func:`restore` does);
+    returns its summary and its offset map (:meth:`OffsetMap.update` joins the maps)."""
+    from kafkarec._extras import require
+    from kafkarec.restore import produce
+    require("confluent_kafka")
+    require("pyarrow")
+    return produce.restore_partition(spec, part)
 
 
 def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> OffsetMap:

@@ -62,6 +62,20 @@ class OffsetMap:
         runs.append(Run(source_offset, target_offset, count))
         self._starts.setdefault(key, []).append(source_offset)
 
+    def update(self, other: "OffsetMap") -> None:
+        """Take ``other``'s partitions (partitions restored elsewhere: a Spark task's); a partition
+        both hold is a :class:`UsageError`."""
+        both = set(self.partitions()) & set(other.partitions())
+        if both:
+            raise UsageError(f"offset maps overlap on {', '.join(f'{t}-{p}' for t, p in sorted(both))}")
+        for key in other.partitions():
+            if key in other._runs:
+                self._runs[key] = list(other._runs[key])
+                self._starts[key] = list(other._starts[key])
+            self.target_topics[key] = other.target_topics[key]
+            if key in other.ends:
+                self.ends[key] = other.ends[key]
+
     def set_end(self, topic: str, partition: int, target_topic: str, source_end: int, target_end: int) -> None:
         """The partition's ends: the source's H and the target partition's end after the restore."""
         self.target_topics[(topic, partition)] = target_topic

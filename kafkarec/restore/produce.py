@@ -22,7 +22,7 @@ from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["PartitionSummary", "restore_partitions", "rebuild_pairs"]
+__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs"]
 
 
 class PartitionSummary(NamedTuple):
@@ -139,33 +139,40 @@ class _Writer:
         self.producer.flush(self.spec.timeout)
 
 
-def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
-    """Restore every partition of ``plan`` (one after another, each by its own producer), adding
-    every record's offsets to ``omap`` (and rebuilding earlier runs' pairs from the target)."""
-    ck = require("confluent_kafka")
-    keys = [(p.target_topic, p.partition) for p in plan.partitions]
+def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+    """Restore one source partition, whole and on its own (the unit the command line runs one after
+    another and Spark runs a task each): its own transactional producer and the progress committed
+    in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
+    partition's summary and its offset map (every record on the target, its ends set)."""
+    require("confluent_kafka")
+    key = (part.target_topic, part.partition)
+    omap = OffsetMap()
     # the group metadata of the progress group: a consumer that never joins it (as a Java
     # ConsumerGroupMetadata(groupId)), so the offsets commit as a simple (standalone) commit
     meta_consumer = target.client(spec, "Consumer", **{"group.id": spec.progress_group, "enable.auto.commit": False})
-    out: List[PartitionSummary] = []
-    covered: List[int] = []
     try:
-        group_metadata = meta_consumer.consumer_group_metadata()
-        for part in plan.partitions:
-            writer = _Writer(spec, part, group_metadata)     # a killed run's open transaction is aborted here
-            try:
-                done = target.progress(spec, [(part.target_topic, part.partition)]).get(
-                    (part.target_topic, part.partition))
-                out.append(_restore_one(spec, part, writer, done, omap))
-                # the source offset the target's records reach: H, or an earlier run's later end
-                covered.append(max(part.end, done or 0))
-            finally:
-                writer.close()
-        ends = target.ends(spec, keys)
-        for part, key, upto in zip(plan.partitions, keys, covered):
-            omap.set_end(part.topic, part.partition, part.target_topic, upto, ends[key])
+        writer = _Writer(spec, part, meta_consumer.consumer_group_metadata())   # aborts a killed run's transaction
+        try:
+            done = target.progress(spec, [key]).get(key)
+            summary = _restore_one(spec, part, writer, done, omap)
+        finally:
+            writer.close()
     finally:
         meta_consumer.close()
+    # the source offset the target's records reach: H, or an earlier run's later end
+    omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, done or 0),
+                 target.ends(spec, [key])[key])
+    return summary, omap
+
+
+def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
+    """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
+    each one's offset map to ``omap``."""
+    out: List[PartitionSummary] = []
+    for part in plan.partitions:
+        summary, part_map = restore_partition(spec, part)
+        omap.update(part_map)
+        out.append(summary)
     return out
 
 

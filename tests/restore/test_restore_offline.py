@@ -121,3 +121,23 @@ def test_share_state_batches_combine_as_the_share_coordinator_does():
     # a later write of a lower count does not undo an acknowledgement of the same count
     assert _overlay(upd, [(12, 12, 0, 1)], 11)[1] == (12, 13, 4, 1)
     assert _overlay(upd, [], 16) == [(16, 19, 0, 1)]
+
+
+def test_maps_of_partitions_restored_apart_join_into_one(tmp_path):
+    """Each partition's map (a Spark task's, the command line's one after another) joins the
+    whole; the joined map is the one a single run makes, and a partition in both is refused."""
+    whole = _map()
+    whole.add("orders", 1, "orders-b", 4, 0)
+    whole.set_end("orders", 1, "orders-b", 5, 1)
+    first, second = OffsetMap(), OffsetMap()
+    for s, t in [(0, 0), (1, 1), (2, 2), (5, 4), (6, 5), (8, 6)]:
+        first.add("orders", 0, "orders-b", s, t)
+    first.set_end("orders", 0, "orders-b", 10, 8)
+    second.add("orders", 1, "orders-b", 4, 0)
+    second.set_end("orders", 1, "orders-b", 5, 1)
+    joined = OffsetMap()
+    joined.update(first)
+    joined.update(second)
+    assert joined == whole
+    with pytest.raises(UsageError, match="overlap on orders-1"):
+        joined.update(second)
