@@ -137,9 +137,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
             err.write(f"{len({g.group for g in positions})} group(s) "
                       f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
             shares = r.translate_share_groups(spec, plan, result.offset_map)
-            _report_shares(shares, args.share_groups_csv, out, err)
             if args.share_groups_csv:
                 r.write_share_groups_csv(shares, args.share_groups_csv)
+            _report_shares(shares, args.share_groups_csv, out, err)
         if args.verify:
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions)
             for line in report.problems:
