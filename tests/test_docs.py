@@ -52,6 +52,9 @@ NOT_RUN = {
     ("docs/restore.md", 'kafkarec restore "$SOURCE_LOG_DIR"'):
         "needs two clusters: tests/broker/test_broker_restore.py runs it as written between the session's "
         "broker and a second one, and checks what it prints",
+    ("docs/restore.md", 'kafka-share-groups --bootstrap-server "$TARGET"'):
+        "Kafka's own tool against a second cluster: tests/broker/test_broker_restore.py runs its arguments "
+        "(the file's path made absolute) with Kafka's ShareGroupCommand against the second broker",
     ("README.md", "pip install --no-index --find-links wheelhouse kafkarec"):
         "installs into the user's environment (tests/test_release.py runs scripts/release.sh, "
         "which installs every wheel and the sdist into clean venvs and decodes a batch there)",

@@ -4,8 +4,10 @@ group's positions as of a time, translated, applied on the target (or written as
 ``kafka-consumer-groups`` CSV), and with ``--verify`` the target read back against the source.
 
 stdout: one line per partition ``topic-partition -> target-partition [start, end) N records STATUS``,
-one per group position ``group topic-partition S -> target-partition T``, and with ``--verify`` a
-closing ``verified: ...`` line.  The options are read once into a :class:`kafkarec.restore.RestoreSpec`."""
+one per group position ``group topic-partition S -> target-partition T``, one per share group
+position ``share group G topic-partition S -> target-partition T`` (and one naming the acknowledged
+records past its start offset that the target will deliver again), and with ``--verify`` a closing
+``verified: ...`` line.  The options are read once into a :class:`kafkarec.restore.RestoreSpec`."""
 from __future__ import annotations
 
 import argparse
@@ -60,7 +62,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     groups.add_argument("--groups-csv", metavar="FILE",
                         help="write the translated positions for kafka-consumer-groups --reset-offsets "
                              "--from-file FILE (group,topic,partition,offset) instead of setting them")
-    groups.add_argument("--no-groups", action="store_true", help="leave the groups alone")
+    groups.add_argument("--share-groups-csv", metavar="FILE",
+                        help="write the share groups' translated start offsets for kafka-share-groups "
+                             "--reset-offsets --group G --from-file FILE --execute (group,topic,partition,offset)")
+    groups.add_argument("--no-groups", action="store_true", help="leave the groups (and share groups) alone")
     p.add_argument("--verify", action="store_true",
                    help="read the target back (read_committed) and check it record for record against the "
                         "source, and each group position set")
@@ -74,9 +79,10 @@ def spec_from_args(args):
     """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.restore.spec import RestoreSpec
-    if args.no_groups and (args.groups_csv or args.groups_as_of):
-        raise UsageError("--no-groups with --groups-csv or --groups-as-of: choose one")
-    for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv)):
+    if args.no_groups and (args.groups_csv or args.groups_as_of or args.share_groups_csv):
+        raise UsageError("--no-groups with --groups-csv, --share-groups-csv or --groups-as-of: choose one")
+    for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv),
+                       ("--share-groups-csv", args.share_groups_csv)):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
             # refused before anything is restored, not after the records are committed
@@ -100,8 +106,10 @@ def run(args, out: TextIO, err: TextIO) -> int:
         positions = None
         if not args.no_groups:      # read (and refused) before anything is written
             from kafkarec.restore.groups import checked_positions
+            from kafkarec.restore.shares import checked_share_positions
             try:
                 checked_positions(spec, plan)
+                checked_share_positions(spec, plan)
             except RestoreError as e:
                 err.write(f"kafkarec restore: {e}; nothing was restored\n")
                 return EXIT_PROBLEMS
@@ -128,6 +136,10 @@ def run(args, out: TextIO, err: TextIO) -> int:
                           f"{g.target_topic}-{g.partition} {g.target_offset}\n")
             err.write(f"{len({g.group for g in positions})} group(s) "
                       f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
+            shares = r.translate_share_groups(spec, plan, result.offset_map)
+            if args.share_groups_csv:
+                r.write_share_groups_csv(shares, args.share_groups_csv)
+            _report_shares(shares, args.share_groups_csv, out, err)
         if args.verify:
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions)
             for line in report.problems:
@@ -141,3 +153,32 @@ def run(args, out: TextIO, err: TextIO) -> int:
                   "writes none of them again)\n")
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def _ranges(offsets) -> str:
+    """``1-3,7``: offsets in order, runs joined."""
+    runs = []
+    for o in offsets:
+        if runs and o == runs[-1][1] + 1:
+            runs[-1][1] = o
+        else:
+            runs.append([o, o])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _report_shares(shares, csv_path, out: TextIO, err: TextIO) -> None:
+    """One line per share group position, and one per position whose acknowledged records past its
+    start offset will be delivered again on the target (a start offset is all Kafka lets a client set)."""
+    for s in shares:
+        out.write(f"share group {s.group} {s.topic}-{s.partition} {s.source_start} -> "
+                  f"{s.target_topic}-{s.partition} {s.target_start}\n")
+        if s.redelivered:
+            out.write(f"share group {s.group} {s.target_topic}-{s.partition}: {len(s.redelivered)} acknowledged "
+                      f"record(s) past the start offset will be delivered again: target offsets "
+                      f"{_ranges(t for _, t in s.redelivered)} (source offsets {_ranges(o for o, _ in s.redelivered)})\n")
+    if shares:
+        groups = len({s.group for s in shares})
+        err.write(f"{groups} share group(s) written to {csv_path}\n" if csv_path else
+                  f"{groups} share group(s) not set on the target (confluent-kafka has no call that sets a share "
+                  "group's start offset): --share-groups-csv FILE writes them for kafka-share-groups\n")
+

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from kafkarec.enums import ControlRecordType
+from kafkarec.errors import InternalRecordError
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.topics import DEFAULT_SCHEMAS
 from kafkarec.internal.dumplog import TRANSACTION_STATES, state_name
@@ -198,4 +199,78 @@ def consumer_lag(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
         out.append({"group": group, "topic": topic, "partition": partition, "committed_offset": c["offset"],
                     "log_end_offset": end, "lag": None if end is None else max(0, end - c["offset"]),
                     "commit_timestamp": c["commit_timestamp"]})
+    return out
+
+
+#: ``deliveryState`` of a persisted share state batch (Kafka's RecordState): records accepted
+#: (``ACKNOWLEDGED``) or rejected (``ARCHIVED``) are done with, ``AVAILABLE`` ones delivered again
+SHARE_AVAILABLE, SHARE_ACKNOWLEDGED, SHARE_ARCHIVED = 0, 2, 4
+
+
+def _overlay(batches: List[tuple], new: List[tuple], start: int) -> List[tuple]:
+    """``batches`` and ``new`` combined into batches that do not overlap, cut below ``start`` -- the
+    share coordinator's rule (PersisterStateBatchCombiner) for a ShareUpdate and for a new snapshot:
+    where two overlap, the higher delivery count wins, then the later delivery state (ARCHIVED over
+    AVAILABLE); contiguous batches of the same state and count join."""
+    every = [(max(f, start), l, st, c) for f, l, st, c in list(batches) + list(new) if l >= start]
+    cuts = sorted({f for f, _, _, _ in every} | {l + 1 for _, l, _, _ in every})
+    out: List[tuple] = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        covering = [(c, st) for f, l, st, c in every if f <= lo and hi - 1 <= l]
+        if not covering:
+            continue
+        c, st = max(covering)
+        if out and out[-1][1] == lo - 1 and out[-1][2:] == (st, c):
+            out[-1] = (out[-1][0], hi - 1, st, c)
+        else:
+            out.append((lo, hi - 1, st, c))
+    return out
+
+
+def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
+                       as_of: Optional[int] = None) -> Dict[Tuple[str, str, int], dict]:
+    """(group, topic id, partition) -> a share group's persisted state of that partition in
+    ``__share_group_state``, replayed as the share coordinator replays it (a ShareSnapshot replaces
+    the state; a ShareUpdate combines its batches with it and moves the start offset unless it is -1;
+    a tombstone deletes): ``start_offset`` and ``state_batches`` [(first offset, last offset,
+    delivery state, delivery count)], ``state_epoch``, ``record_offset``.  ``as_of`` (ms since the
+    epoch): only records the coordinator had appended by then (their timestamps)."""
+    out: Dict[Tuple[str, str, int], dict] = {}
+    for pdir in _partitions(log_dir):
+        if pdir.topic_partition.topic != "__share_group_state":
+            continue
+        for batch in _batches(pdir):
+            if batch.is_control or (as_of is not None and batch.base_timestamp > as_of):
+                continue
+            for r in batch:
+                if as_of is not None and r.timestamp > as_of:
+                    continue
+                if r.key is None:
+                    continue
+                rec = _topics.decode("__share_group_state", r.key, r.value, schemas=schemas)
+                if rec.key is None or rec.unknown or rec.record_type not in ("ShareSnapshot", "ShareUpdate"):
+                    continue
+                k = (rec.key["groupId"], rec.key["topicId"], rec.key["partition"])
+                if rec.value is None:
+                    out.pop(k, None)
+                    continue
+                v = rec.value
+                batches = [(b["firstOffset"], b["lastOffset"], b["deliveryState"], b["deliveryCount"])
+                           for b in v["stateBatches"]]
+                for f, l, _, _ in batches:
+                    if f < 0 or l < f:
+                        raise InternalRecordError(f"__share_group_state-{pdir.topic_partition.partition} "
+                                                  f"offset {r.offset}: state batch [{f}, {l}] of group {k[0]} "
+                                                  "is not a range of offsets", 0)
+                old = out.get(k)
+                if rec.record_type == "ShareSnapshot" or old is None:
+                    start = v["startOffset"]
+                    state = {"start_offset": start, "state_batches": _overlay([], batches, start),
+                             "state_epoch": v.get("stateEpoch", old["state_epoch"] if old else 0)}
+                else:
+                    start = old["start_offset"] if v["startOffset"] == -1 else v["startOffset"]
+                    state = {"start_offset": start, "state_epoch": old["state_epoch"],
+                             "state_batches": _overlay(old["state_batches"], batches, start)}
+                state["record_offset"] = r.offset
+                out[k] = state
     return out

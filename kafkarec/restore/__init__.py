@@ -5,27 +5,33 @@
 * :func:`restore` -- the committed data records of each partition produced into the target by one
   transactional producer per partition, the progress committed with them (a re-run resumes; a
   finished restore writes nothing); returns the partitions' summaries and the :class:`OffsetMap`;
+* :func:`restore_partition` -- one partition's restore, the unit :func:`restore` runs in turn;
 * :func:`offset_map` -- the map rebuilt from the target's log and the source;
 * :func:`translate_groups`, :func:`apply_groups`, :func:`write_groups_csv` -- the groups' positions
   as of a time, translated, applied on the target or written for ``kafka-consumer-groups``;
+* :func:`translate_share_groups`, :func:`write_share_groups_csv` -- the share groups' start offsets
+  as of a time, translated, naming the acknowledged records a start offset cannot keep from being
+  delivered again, written for ``kafka-share-groups``;
 * :func:`verify` -- the target read back against the source.
 
 Needs ``pip install 'kafkarec[lakehouse]'`` (confluent-kafka, pyarrow).
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from kafkarec.restore.groups import GroupPosition
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.produce import PartitionSummary
-from kafkarec.restore.source import SourcePlan
+from kafkarec.restore.shares import SharePosition
+from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
 
-__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "VerifyReport",
-           "SourcePlan", "plan", "restore", "offset_map", "translate_groups", "apply_groups", "write_groups_csv",
-           "verify"]
+__all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
+           "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition", "offset_map",
+           "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
+           "write_share_groups_csv", "verify"]
 
 
 class RestoreResult(NamedTuple):
@@ -56,6 +62,18 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> R
     return RestoreResult(p, summaries, created, omap)
 
 
+def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+    """Restore one source partition of a plan, whole and on its own (its own transactional producer,
+    its progress in its transactions): what :func:`restore` runs for each partition in turn, and
+    the unit to run in parallel elsewhere.  Create the target topics first (:func:`restore` does);
+    returns its summary and its offset map (:meth:`OffsetMap.update` joins the maps)."""
+    from kafkarec._extras import require
+    from kafkarec.restore import produce
+    require("confluent_kafka")
+    require("pyarrow")
+    return produce.restore_partition(spec, part)
+
+
 def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> OffsetMap:
     """The offset map of a finished (or partly finished) restore, rebuilt from the target's log and
     the source's committed records up to the restore's progress (after a crash, or elsewhere)."""
@@ -66,8 +84,10 @@ def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -
     omap = OffsetMap()
     for part in p.partitions:
         upto = done.get((part.target_topic, part.partition), part.start)
-        produce.rebuild_pairs(spec, part, min(upto, part.end), omap, whole=upto <= part.end)
-        omap.set_end(part.topic, part.partition, part.target_topic, part.end, ends[(part.target_topic, part.partition)])
+        # every record on the target, up to the recorded progress (an earlier run's end may be later)
+        produce.rebuild_pairs(spec, part, upto, omap)
+        omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, upto),
+                     ends[(part.target_topic, part.partition)])
     return omap
 
 
@@ -89,6 +109,20 @@ def write_groups_csv(positions: List[GroupPosition], path: str) -> None:
     """``positions`` as ``kafka-consumer-groups --reset-offsets --from-file`` CSV."""
     from kafkarec.restore import groups
     groups.write_csv(positions, path)
+
+
+def translate_share_groups(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap) -> List[SharePosition]:
+    """Every share group's start offset on the restored partitions as of ``spec.groups_as_of``, from the
+    source's ``__share_group_state``, translated through ``omap``; each names the records acknowledged
+    past its start offset, which the target will deliver again (``redelivered``)."""
+    from kafkarec.restore import shares
+    return shares.translate_shares(spec, source_plan, omap)
+
+
+def write_share_groups_csv(positions: List[SharePosition], path: str) -> None:
+    """``positions`` as ``kafka-share-groups --reset-offsets --group G --from-file`` CSV."""
+    from kafkarec.restore import shares
+    shares.write_share_csv(positions, path)
 
 
 def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,

@@ -62,6 +62,20 @@ class OffsetMap:
         runs.append(Run(source_offset, target_offset, count))
         self._starts.setdefault(key, []).append(source_offset)
 
+    def update(self, other: "OffsetMap") -> None:
+        """Take ``other``'s partitions (partitions restored elsewhere: a Spark task's); a partition
+        both hold is a :class:`UsageError`."""
+        both = set(self.partitions()) & set(other.partitions())
+        if both:
+            raise UsageError(f"offset maps overlap on {', '.join(f'{t}-{p}' for t, p in sorted(both))}")
+        for key in other.partitions():
+            if key in other._runs:
+                self._runs[key] = list(other._runs[key])
+                self._starts[key] = list(other._starts[key])
+            self.target_topics[key] = other.target_topics[key]
+            if key in other.ends:
+                self.ends[key] = other.ends[key]
+
     def set_end(self, topic: str, partition: int, target_topic: str, source_end: int, target_end: int) -> None:
         """The partition's ends: the source's H and the target partition's end after the restore."""
         self.target_topics[(topic, partition)] = target_topic
@@ -88,6 +102,17 @@ class OffsetMap:
         if i + 1 < len(runs):
             return runs[i + 1].target_offset
         return self.ends[key][1]
+
+    def pairs_between(self, topic: str, partition: int, start: int, end: int) -> Iterator[Tuple[int, int]]:
+        """``(source offset, target offset)`` of the restored records whose source offsets are in
+        [``start``, ``end``), in order (the holes between them have none)."""
+        runs, starts = self._runs.get((topic, partition), []), self._starts.get((topic, partition), [])
+        i = max(bisect.bisect_right(starts, start) - 1, 0)
+        for r in runs[i:]:
+            if r.source_offset >= end:
+                return
+            for s in range(max(start, r.source_offset), min(end, r.source_offset + r.length)):
+                yield s, r.target_offset + (s - r.source_offset)
 
     # --- the file ---------------------------------------------------------------------------
     def write(self, path: str) -> None:

@@ -22,7 +22,7 @@ from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["PartitionSummary", "restore_partitions", "rebuild_pairs"]
+__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs"]
 
 
 class PartitionSummary(NamedTuple):
@@ -38,11 +38,17 @@ class PartitionSummary(NamedTuple):
     status: str
 
 
-def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, *,
-                  whole: bool = True) -> None:
-    """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source): the
-    k-th committed record on the target is the k-th committed record of the source range, as the
-    target partition holds this restore's records only (a partition holding others is refused)."""
+def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap) -> None:
+    """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
+    the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
+    the map must cover every record on the target): the k-th committed record on the target is the
+    k-th committed record of the source range, as the target partition holds this restore's records
+    only (a partition holding others is refused)."""
+    if upto > part.log_end:
+        raise RestoreError(spec.target, f"the restore's progress {upto} is past the source's log end "
+                                        f"{part.log_end} (source {part.topic}-{part.partition}): another history "
+                                        "was restored under this restore id", topic=part.target_topic,
+                           partition=part.partition, group=spec.progress_group)
     src = source.committed_records(spec, part.topic, part.partition, part.start, upto)
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
@@ -57,7 +63,7 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
                                             "(its key or value differs): the target's partition changed after "
                                             "the restore wrote it", topic=part.target_topic, partition=part.partition)
         omap.add(part.topic, part.partition, part.target_topic, s.offset, t.offset)
-    extra = next(got, None) if whole else None
+    extra = next(got, None)
     if extra is not None:
         raise RestoreError(spec.target, f"holds a record at offset {extra.offset} beyond what the restore's "
                                         f"progress ({upto}) accounts for", topic=part.target_topic,
@@ -133,30 +139,40 @@ class _Writer:
         self.producer.flush(self.spec.timeout)
 
 
-def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
-    """Restore every partition of ``plan`` (one after another, each by its own producer), adding
-    every record's offsets to ``omap`` (and rebuilding earlier runs' pairs from the target)."""
-    ck = require("confluent_kafka")
-    keys = [(p.target_topic, p.partition) for p in plan.partitions]
+def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+    """Restore one source partition, whole and on its own (the unit the command line runs one after
+    another and Spark runs a task each): its own transactional producer and the progress committed
+    in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
+    partition's summary and its offset map (every record on the target, its ends set)."""
+    require("confluent_kafka")
+    key = (part.target_topic, part.partition)
+    omap = OffsetMap()
     # the group metadata of the progress group: a consumer that never joins it (as a Java
     # ConsumerGroupMetadata(groupId)), so the offsets commit as a simple (standalone) commit
     meta_consumer = target.client(spec, "Consumer", **{"group.id": spec.progress_group, "enable.auto.commit": False})
-    out = []
     try:
-        group_metadata = meta_consumer.consumer_group_metadata()
-        for part in plan.partitions:
-            writer = _Writer(spec, part, group_metadata)     # a killed run's open transaction is aborted here
-            try:
-                done = target.progress(spec, [(part.target_topic, part.partition)]).get(
-                    (part.target_topic, part.partition))
-                out.append(_restore_one(spec, part, writer, done, omap))
-            finally:
-                writer.close()
-        ends = target.ends(spec, keys)
-        for part, key in zip(plan.partitions, keys):
-            omap.set_end(part.topic, part.partition, part.target_topic, part.end, ends[key])
+        writer = _Writer(spec, part, meta_consumer.consumer_group_metadata())   # aborts a killed run's transaction
+        try:
+            done = target.progress(spec, [key]).get(key)
+            summary = _restore_one(spec, part, writer, done, omap)
+        finally:
+            writer.close()
     finally:
         meta_consumer.close()
+    # the source offset the target's records reach: H, or an earlier run's later end
+    omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, done or 0),
+                 target.ends(spec, [key])[key])
+    return summary, omap
+
+
+def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
+    """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
+    each one's offset map to ``omap``."""
+    out: List[PartitionSummary] = []
+    for part in plan.partitions:
+        summary, part_map = restore_partition(spec, part)
+        omap.update(part_map)
+        out.append(summary)
     return out
 
 
@@ -177,8 +193,7 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        # an earlier restore to a later end holds more than this one's range: its pairs up to the end
-        rebuild_pairs(spec, part, next_offset, omap, whole=done <= part.end)
+        rebuild_pairs(spec, part, done, omap)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done")
     written = 0

@@ -210,3 +210,90 @@ def test_a_truncated_segment_is_named_and_nothing_is_committed(history, restore_
     assert run.returncode == 1, run.stderr
     assert f"{dst / first}: byte " in run.stderr and "TruncatedError" in run.stderr, run.stderr
     assert _committed(b, "rs-truncated") == {0: []}           # its transaction was aborted: nothing visible
+
+
+def test_rerun_to_an_earlier_end_maps_every_record_already_on_the_target(history, restore_target_broker):
+    """A re-run with an earlier ``--end-time`` than the run before it: the target holds the earlier
+    run's records past the new end H, and a position in [H, progress) maps to its record there,
+    not to the target's end (the map is rebuilt up to the recorded progress)."""
+    from kafkarec import restore as R
+    from support.produce import BASE_TS
+    b = restore_target_broker.bootstrap
+    common = dict(topics=[RH.CRASH], rename={RH.CRASH: "rs-crash-earlier"}, restore_id="earlier")
+    whole = R.restore(R.RestoreSpec.of(history.log_dir, b, **common))
+    assert whole.partitions[0].records == 100
+    early_spec = R.RestoreSpec.of(history.log_dir, b, end_time=BASE_TS + 1000 * 40, **common)
+    early = R.restore(early_spec)
+    assert early.partitions[0].end == 40 and early.partitions[0].status == "done"
+    want = [whole.offset_map.target_offset(RH.CRASH, 0, s) for s in range(101)]
+    assert want[:100] == list(range(100))        # one record each, then the target's end
+    assert [early.offset_map.target_offset(RH.CRASH, 0, s) for s in range(101)] == want
+    rebuilt = R.offset_map(early_spec)
+    assert [rebuilt.target_offset(RH.CRASH, 0, s) for s in range(101)] == want
+    report = R.verify(early_spec, early.plan, early.offset_map)
+    assert report.ok and report.records == 100, report.problems
+
+
+#: per source offset of rs-share, how the source's share group acknowledged it (ShareGroupRestore.java):
+#: A accepted, J rejected, R released (offsets 11 to 19 released: available, as records in flight
+#: are once their consumer is gone)
+SHARE_RULES = "AAAAARAJRAJ" + "R" * 9
+SHARE_GROUP = "rs-share-group"
+
+
+def _share_java(broker, *args, timeout=120):
+    from support.java import compiled
+    from support.kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG
+    source = os.path.join(os.path.dirname(COORDINATOR_SOURCE), "ShareGroupRestore.java")
+    run = subprocess.run(compiled(source, broker.classpath).command(
+        *args, jvm_flags=["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", QUIET_LOG4J_FLAG]),
+        capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0 and run.stdout.splitlines()[-1:] == ["done"], run.stderr[-4000:]
+    return run.stdout
+
+
+def test_share_group_start_offset_restored_and_redelivered_records_named(history, kafka_broker,
+                                                                       restore_target_broker, tmp_path):
+    """A share group (KIP-932) read on A by Kafka's share consumer -- records accepted, rejected and
+    released -- restored: its start offset translated and written for kafka-share-groups, which sets
+    it on B; the records acknowledged past the start offset are named as delivered again, and B's
+    share consumer gets exactly the records from the start offset on, each once."""
+    from support.produce import create_topics, TopicInfo
+    a, b = kafka_broker, restore_target_broker
+    create_topics(a.bootstrap, [TopicInfo("rs-share", 1, {}, "confluent-kafka")])
+    p = RH._producer(a.bootstrap)
+    RH._plain(p, "rs-share", 0, 0, len(SHARE_RULES))
+    RH._flush(p)
+    _share_java(a, "source", a.bootstrap, "rs-share", SHARE_GROUP, SHARE_RULES)
+    # kafkarec's replay of __share_group_state: what was accepted (ACKNOWLEDGED) or rejected (ARCHIVED)
+    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
+    state = [v for k, v in share_group_states(a.log_dir).items() if k[0] == SHARE_GROUP]
+    assert len(state) == 1, state
+    done = {o for f, l, s, _ in state[0]["state_batches"] if s in (SHARE_ACKNOWLEDGED, SHARE_ARCHIVED)
+            for o in range(f, l + 1)}
+    assert done == {0, 1, 2, 3, 4, 6, 7, 9, 10}, state
+    csv_path = tmp_path / "shares.csv"
+    run = _cli(a.log_dir, "--target-bootstrap", b.bootstrap, "--topics", "rs-share", "--rename",
+               "rs-share=rs-share-b", "--restore-id", "share", "--share-groups-csv", str(csv_path))
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert f"share group {SHARE_GROUP} rs-share-0 5 -> rs-share-b-0 5\n" in run.stdout, run.stdout
+    assert f"share group {SHARE_GROUP} rs-share-b-0: 4 acknowledged record(s) past the start offset will be " \
+           "delivered again: target offsets 6-7,9-10 (source offsets 6-7,9-10)\n" in run.stdout, run.stdout
+    assert "1 share group(s) written to" in run.stderr, run.stderr
+    assert csv_path.read_text() == f"{SHARE_GROUP},rs-share-b,0,5\n"
+    # applied with Kafka's own tool: docs/restore.md's command line (its file's path made absolute)
+    import re
+    import shlex
+    from support.kafka_broker import run_tool
+    from support.paths import ROOT
+    with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
+        shown = re.search(r"^```sh\n(kafka-share-groups .*?)^```", fh.read(), re.S | re.M).group(1)
+    argv = shlex.split(shown.replace("\\\n", " ").replace('"$TARGET"', b.bootstrap))
+    assert argv[0] == "kafka-share-groups" and SHARE_GROUP in argv and "shares.csv" in argv, argv
+    run_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+             *[str(csv_path) if x == "shares.csv" else x for x in argv[1:]], classpath=b.classpath)
+    out = _share_java(b, "resume", b.bootstrap, "rs-share-b", SHARE_GROUP, str(len(SHARE_RULES) - 5))
+    delivered = [int(line.split()[2]) for line in out.splitlines() if line.startswith("delivered 0 ")]
+    # from the start offset on, each once: the available records and, as the restore said, the
+    # acknowledged ones past the start offset; none of the accepted head
+    assert sorted(delivered) == list(range(5, len(SHARE_RULES))), delivered

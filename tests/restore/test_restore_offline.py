@@ -101,3 +101,43 @@ def test_plan_ends_at_the_end_time_and_reads_committed_records_only(tmp_path):
     early = plan(RestoreSpec.of(logs, "x:1", topics="payments", end_time=t)).partitions[0]
     first_at_t = min(r.offset for r in records if r.timestamp >= t)
     assert early.start == payments.start and early.end <= first_at_t < payments.end
+
+
+def test_pairs_between_skips_the_holes():
+    m = _map()
+    assert list(m.pairs_between("orders", 0, 2, 9)) == [(2, 2), (5, 4), (6, 5), (8, 6)]
+    assert list(m.pairs_between("orders", 0, 3, 5)) == [] and list(m.pairs_between("clicks", 0, 0, 9)) == []
+
+
+def test_share_state_batches_combine_as_the_share_coordinator_does():
+    """Kafka's PersisterStateBatchCombiner: overlapping batches resolved by the higher delivery
+    count, then the later state (ARCHIVED 4 over AVAILABLE 0); below the start offset cut; equal
+    neighbours joined."""
+    from kafkarec.internal.analysis import _overlay
+    snap = _overlay([], [(10, 19, 0, 1)], 10)
+    assert snap == [(10, 19, 0, 1)]
+    upd = _overlay(snap, [(12, 13, 4, 1), (15, 15, 0, 2), (17, 18, 0, 1)], 11)
+    assert upd == [(11, 11, 0, 1), (12, 13, 4, 1), (14, 14, 0, 1), (15, 15, 0, 2), (16, 19, 0, 1)]
+    # a later write of a lower count does not undo an acknowledgement of the same count
+    assert _overlay(upd, [(12, 12, 0, 1)], 11)[1] == (12, 13, 4, 1)
+    assert _overlay(upd, [], 16) == [(16, 19, 0, 1)]
+
+
+def test_maps_of_partitions_restored_apart_join_into_one(tmp_path):
+    """Each partition's map (a Spark task's, the command line's one after another) joins the
+    whole; the joined map is the one a single run makes, and a partition in both is refused."""
+    whole = _map()
+    whole.add("orders", 1, "orders-b", 4, 0)
+    whole.set_end("orders", 1, "orders-b", 5, 1)
+    first, second = OffsetMap(), OffsetMap()
+    for s, t in [(0, 0), (1, 1), (2, 2), (5, 4), (6, 5), (8, 6)]:
+        first.add("orders", 0, "orders-b", s, t)
+    first.set_end("orders", 0, "orders-b", 10, 8)
+    second.add("orders", 1, "orders-b", 4, 0)
+    second.set_end("orders", 1, "orders-b", 5, 1)
+    joined = OffsetMap()
+    joined.update(first)
+    joined.update(second)
+    assert joined == whole
+    with pytest.raises(UsageError, match="overlap on orders-1"):
+        joined.update(second)
