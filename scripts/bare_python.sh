@@ -37,7 +37,9 @@ flock 9
 if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; }; then
     rm -rf "$DIR"
     "$PY_REAL" -m venv "$DIR" >&2
-    "$DIR/bin/python" -m pip install -q --disable-pip-version-check "${REQS[@]}" >&2
+    # --no-compile: pip would byte-compile every module of pyspark, pandas and pyarrow (tests and
+    # all); Python compiles what a job imports, once, on first import
+    "$DIR/bin/python" -m pip install -q --disable-pip-version-check --no-compile "${REQS[@]}" >&2
     printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
 fi
 echo "$DIR/bin/python"

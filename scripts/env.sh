@@ -51,9 +51,27 @@ else
     mapfile -t REQS <<< "$BUILD_REQS"
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
     rm -f "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kafkarec-checkout.pth"  # an older layout
-    "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation -e ".[$EXTRAS]" \
-        > .venv/build.log 2>&1 || { cat .venv/build.log >&2; exit 1; }
-    build_core
+    # The core's compile (~140 CPU-s, one core) runs beside the dependencies' install (downloads and
+    # unpacking, one core): a fresh set-up waits for the longer of the two, not their sum.  The
+    # editable install comes last, without dependencies: its compile of the same C then goes
+    # through ccache.
+    build_core & CORE_PID=$!
+    DEPS="$("$VPY" -c '
+import sys, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = [e for e in sys.argv[1].split(",") if e]
+print("\n".join(project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]))
+' "$EXTRAS")"
+    mapfile -t DEP_REQS <<< "$DEPS"
+    DEPS_RC=0
+    # --no-compile: pip would byte-compile every module of every dependency (~70 CPU-s, ray's and
+    # pandas' tests among them); Python compiles what the tests import, once, on first import
+    "$VPY" -m pip install -q --disable-pip-version-check --no-compile "${DEP_REQS[@]}" > .venv/deps.log 2>&1 \
+        || DEPS_RC=$?
+    wait "$CORE_PID" || { echo "the core's compile failed (.venv/build.log)" >&2; exit 1; }
+    [ "$DEPS_RC" -eq 0 ] || { cat .venv/deps.log >&2; exit 1; }
+    "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e ".[$EXTRAS]" \
+        > .venv/install.log 2>&1 || { cat .venv/install.log >&2; exit 1; }
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.
