@@ -26,7 +26,7 @@ done
 REQS=("pyspark==$SPARK_PIN" "pyarrow" "pandas<3")
 [ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH] [--lakehouse]" >&2; exit 2; }
 PY_REAL="$(command -v "$PY")" || { echo "no Python at $PY" >&2; exit 2; }
-STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]}"
+STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]} | --no-compile"
 if [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; then
     echo "$DIR/bin/python"
     exit 0

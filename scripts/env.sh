@@ -46,7 +46,7 @@ else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
     # The build's own requirements first (no build isolation: the compiled core
     # stays in the checkout and is recompiled only when its sources change),
-    # then the standard editable install with the extras.
+    # then the extras' dependencies and the editable install.
     BUILD_REQS="$("$VPY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')"
     mapfile -t REQS <<< "$BUILD_REQS"
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
