@@ -55,14 +55,17 @@ else
     # unpacking, one core): a fresh set-up waits for the longer of the two, not their sum.  The
     # editable install comes last, without dependencies: its compile of the same C then goes
     # through ccache.
-    build_core & CORE_PID=$!
     DEPS="$("$VPY" -c '
 import sys, tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 extras = [e for e in sys.argv[1].split(",") if e]
+unknown = sorted(set(extras) - set(project["optional-dependencies"]))
+if unknown:
+    sys.exit(f"env.sh: KAFKAREC_EXTRAS names no extra of pyproject.toml: {unknown}")
 print("\n".join(project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]))
 ' "$EXTRAS")"
     mapfile -t DEP_REQS <<< "$DEPS"
+    build_core & CORE_PID=$!
     DEPS_RC=0
     # --no-compile: pip would byte-compile every module of every dependency (~70 CPU-s, ray's and
     # pandas' tests among them); Python compiles what the tests import, once, on first import
