@@ -12,8 +12,8 @@ build_core() {
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # One compile of the core is ~140 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
-# the same C for the same Python more than once (the editable install's throwaway build folder, then
-# build/ for the in-place core; wheelhouses and the release in build/ or their own folders).  Through
+# the same C for the same Python more than once (build/ for the in-place core, then the editable
+# install's throwaway build folder; wheelhouses and the release in build/ or their own folders).  Through
 # ccache (Debian's package, which scripts/system_deps.sh installs) a repeat takes ~12 s.  Its
 # masquerade: a folder first on PATH where each C compiler's name runs ccache, which runs the real
 # one, so every Python keeps its own CC and flags, and every build started from here (pip's, the
