@@ -26,7 +26,7 @@ done
 REQS=("pyspark==$SPARK_PIN" "pyarrow" "pandas<3")
 [ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH] [--lakehouse]" >&2; exit 2; }
 PY_REAL="$(command -v "$PY")" || { echo "no Python at $PY" >&2; exit 2; }
-STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]}"
+STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]} | --no-compile"
 if [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; then
     echo "$DIR/bin/python"
     exit 0
@@ -37,7 +37,9 @@ flock 9
 if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; }; then
     rm -rf "$DIR"
     "$PY_REAL" -m venv "$DIR" >&2
-    "$DIR/bin/python" -m pip install -q --disable-pip-version-check "${REQS[@]}" >&2
+    # --no-compile: pip would byte-compile every module of pyspark, pandas and pyarrow (tests and
+    # all); Python compiles what a job imports, once, on first import
+    "$DIR/bin/python" -m pip install -q --disable-pip-version-check --no-compile "${REQS[@]}" >&2
     printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
 fi
 echo "$DIR/bin/python"

@@ -12,8 +12,8 @@ build_core() {
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # One compile of the core is ~140 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
-# the same C for the same Python more than once (the editable install's throwaway build folder, then
-# build/ for the in-place core; wheelhouses and the release in build/ or their own folders).  Through
+# the same C for the same Python more than once (build/ for the in-place core, then the editable
+# install's throwaway build folder; wheelhouses and the release in build/ or their own folders).  Through
 # ccache (Debian's package, which scripts/system_deps.sh installs) a repeat takes ~12 s.  Its
 # masquerade: a folder first on PATH where each C compiler's name runs ccache, which runs the real
 # one, so every Python keeps its own CC and flags, and every build started from here (pip's, the
@@ -46,14 +46,35 @@ else
     "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
     # The build's own requirements first (no build isolation: the compiled core
     # stays in the checkout and is recompiled only when its sources change),
-    # then the standard editable install with the extras.
+    # then the extras' dependencies and the editable install.
     BUILD_REQS="$("$VPY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')"
     mapfile -t REQS <<< "$BUILD_REQS"
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
     rm -f "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kafkarec-checkout.pth"  # an older layout
-    "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation -e ".[$EXTRAS]" \
-        > .venv/build.log 2>&1 || { cat .venv/build.log >&2; exit 1; }
-    build_core
+    # The core's compile (~140 CPU-s, one core) runs beside the dependencies' install (downloads and
+    # unpacking, one core): a fresh set-up waits for the longer of the two, not their sum.  The
+    # editable install comes last, without dependencies: its compile of the same C then goes
+    # through ccache.
+    DEPS="$("$VPY" -c '
+import sys, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = [e for e in sys.argv[1].split(",") if e]
+unknown = sorted(set(extras) - set(project["optional-dependencies"]))
+if unknown:
+    sys.exit(f"env.sh: KAFKAREC_EXTRAS names no extra of pyproject.toml: {unknown}")
+print("\n".join(project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]))
+' "$EXTRAS")"
+    mapfile -t DEP_REQS <<< "$DEPS"
+    build_core & CORE_PID=$!
+    DEPS_RC=0
+    # --no-compile: pip would byte-compile every module of every dependency (~70 CPU-s, ray's and
+    # pandas' tests among them); Python compiles what the tests import, once, on first import
+    "$VPY" -m pip install -q --disable-pip-version-check --no-compile "${DEP_REQS[@]}" > .venv/deps.log 2>&1 \
+        || DEPS_RC=$?
+    wait "$CORE_PID" || { echo "the core's compile failed (.venv/build.log)" >&2; exit 1; }
+    [ "$DEPS_RC" -eq 0 ] || { cat .venv/deps.log >&2; exit 1; }
+    "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e ".[$EXTRAS]" \
+        > .venv/install.log 2>&1 || { cat .venv/install.log >&2; exit 1; }
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.

@@ -67,9 +67,10 @@ check() {   # check PYTHON WHEEL
     name="$(basename "$2")"
     local venv="$CHECK/$name"
     rm -rf "$venv"
-    # without a pip of its own (ensurepip: ~6 CPU-s a venv); its Python's pip installs into it
+    # without a pip of its own (ensurepip: ~6 CPU-s a venv); its Python's pip installs into it,
+    # without byte-compiling what the check never imports (--no-compile)
     "$py" -m venv --without-pip "$venv"
-    "$py" -m pip --python "$venv/bin/python" install -q --disable-pip-version-check --no-index \
+    "$py" -m pip --python "$venv/bin/python" install -q --disable-pip-version-check --no-compile --no-index \
         --find-links "$DIR" "$2" \
         > "$CHECK/$name.log" 2>&1 \
         || { cat "$CHECK/$name.log" >&2; echo "release.sh: $name does not install" >&2; exit 1; }

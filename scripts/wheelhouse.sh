@@ -66,7 +66,8 @@ if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$
     echo "wheelhouse: build environment for $TAG in $BUILD" >&2
     rm -rf "$BUILD"
     "$BASE_PY" -m venv "$BUILD"
-    "$BUILD/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_REQS[@]}"
+    # --no-compile: a build imports a small part of them (Python compiles it on first import)
+    "$BUILD/bin/python" -m pip install -q --disable-pip-version-check --no-compile "${BUILD_REQS[@]}"
     printf '%s' "$WANT" > "$BUILD/.stamp"
 fi
 exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "${REUSE[@]}" "$DIR"
