@@ -46,6 +46,7 @@ import collections
 import json
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -113,10 +114,22 @@ def _value(topic: str, i: int) -> bytes:
     return (f"{topic} record {i} ".encode() * 8)[:100]
 
 
-def _ends(consumer, topics: Sequence[str]) -> Dict[Tuple[str, int], int]:
-    from confluent_kafka import TopicPartition
-    return {(t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30, cached=False)[1]
-            for t in topics for p in range(PARTITIONS)}
+def _ends(consumer, topics: Sequence[str], timeout: float = 60) -> Dict[Tuple[str, int], int]:
+    """Each partition's high watermark; a partition whose leader is not known yet (a topic just
+    created) is asked again, within ``timeout`` s."""
+    from confluent_kafka import KafkaException, TopicPartition
+    deadline = time.monotonic() + timeout
+    out: Dict[Tuple[str, int], int] = {}
+    for t in topics:
+        for p in range(PARTITIONS):
+            while (t, p) not in out:
+                try:
+                    out[(t, p)] = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30, cached=False)[1]
+                except KafkaException as e:
+                    if time.monotonic() > deadline:
+                        raise BenchError(f"{t}-{p}: no high watermark within {timeout:.0f} s ({e})") from None
+                    time.sleep(0.2)
+    return out
 
 
 def _commit(bootstrap: str, group: str, protocol: str, offsets: Dict[Tuple[str, int], int]) -> None:
@@ -350,10 +363,9 @@ def run_restore(source_log_dir: str, target: str) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise BenchError(f"kafkarec restore failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    rows = 0
-    for line in proc.stdout.splitlines():
-        if " -> " in line and line.endswith(("written", "resumed", "done")):
-            rows += int(line.split("]")[1].split()[0])
+    # a partition's line: "topic-p -> target-topic-p [start, H) N records written"
+    rows = sum(int(m.group(1)) for m in re.finditer(r"\) (\d+) records (?:written|resumed|done)$", proc.stdout,
+                                                     re.MULTILINE))
     return {"rows": rows, "wall_s": wall,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "stdout": proc.stdout, "stderr": proc.stderr}
@@ -440,12 +452,14 @@ def table(results: dict) -> str:
         lines.append(f"| {group} | {protocol} | {m['partitions']} | {m['expected']} | {m['positioned']} | "
                      f"{m['duplicates']} | {m['missing']} | {m['foreign']} | {k['positioned']} | "
                      f"{k['duplicates']} | {k['missing']} | {k['foreign']} |")
-    lines += ["", "| copier | records | wall s | rows/s | copier CPU s | rows per CPU s | target broker CPU s |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "| copier | records | wall s | rows/s | rows/s from the first record | copier CPU s "
+              "| rows per CPU s | target broker CPU s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in ("mm2", "kafkarec"):
         s = results["speed"][name]
+        # MM2's JVM and connectors take a while to start: its rate once records flow, beside the whole
+        steady = f"{s['rows'] / (s['wall_s'] - s['first_record_s']):,.0f}" if s.get("first_record_s") else "-"
         lines.append(f"| {'MirrorMaker 2' if name == 'mm2' else 'kafkarec restore'} | {s['rows']} | "
-                     f"{s['wall_s']:.1f} | {s['rows'] / s['wall_s']:,.0f} | {s['cpu_s']:.1f} | "
+                     f"{s['wall_s']:.1f} | {s['rows'] / s['wall_s']:,.0f} | {steady} | {s['cpu_s']:.1f} | "
                      f"{s['rows'] / s['cpu_s']:,.0f} | {s['target_cpu_s']:.1f} |")
     return "\n".join(lines)
 
