@@ -373,10 +373,10 @@ def run_restore(source_log_dir: str, target: str) -> dict:
 
 # --- the groups resumed --------------------------------------------------------------------------------
 
-def resume(bootstrap: str, group: str, topics: Sequence[str], timeout: float) -> Tuple[List[Key], int]:
+def resume(bootstrap: str, group: str, topics: Sequence[str], timeout: float) -> Tuple[List[Key], List[str]]:
     """What a consumer of ``group`` (read_committed) reads on ``bootstrap`` from the group's committed
-    positions to the end (no committed position: Kafka's default reset, latest); and how many of the
-    group's partitions had a committed position there."""
+    positions to the end (no committed position: Kafka's default reset, latest); and the group's
+    partitions without a committed position there."""
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                   "isolation.level": "read_committed", "log_level": 0})
@@ -384,17 +384,17 @@ def resume(bootstrap: str, group: str, topics: Sequence[str], timeout: float) ->
     try:
         tps = [TopicPartition(t, q) for t in topics for q in range(PARTITIONS)]
         committed = c.committed(tps, timeout=30)
-        start, ends, synced = [], {}, 0
+        start, ends, unpositioned = [], {}, []
         for tp in committed:
             end = c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30, cached=False)[1]
-            if tp.offset >= 0:
-                synced += 1
+            if tp.offset < 0:
+                unpositioned.append(f"{tp.topic}-{tp.partition}")
             pos = tp.offset if tp.offset >= 0 else end
             if pos < end:
                 start.append(TopicPartition(tp.topic, tp.partition, pos))
                 ends[(tp.topic, tp.partition)] = end
         if not start:
-            return out, synced
+            return out, unpositioned
         c.assign(start)
         deadline = time.monotonic() + timeout
         while ends:
@@ -410,7 +410,7 @@ def resume(bootstrap: str, group: str, topics: Sequence[str], timeout: float) ->
                 position = c.position([TopicPartition(*tp)])[0].offset
                 if position >= ends[tp]:
                     del ends[tp]
-        return out, synced
+        return out, unpositioned
     finally:
         c.close()
 
@@ -431,9 +431,9 @@ def compare(history: Dict[Tuple[str, int], List[Tuple[int, Key]]], positions: Di
 def groups_side(bootstrap: str, history, positions, timeout: float) -> Dict[str, dict]:
     out = {}
     for group, _, topics, _ in GROUPS:
-        got, synced = resume(bootstrap, group, topics, timeout)
+        got, unpositioned = resume(bootstrap, group, topics, timeout)
         out[group] = dict(compare(history, positions[group], got), partitions=len(positions[group]),
-                          positioned=synced)
+                          positioned=len(topics) * PARTITIONS - len(unpositioned), unpositioned=unpositioned)
     return out
 
 
