@@ -472,7 +472,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
 
+    from support import jvm
     from support.kafka_broker import KafkaBroker
+    missing = jvm.missing_tools()
+    if missing:
+        raise BenchError(f"{' and '.join(missing)} not installed: the brokers and MirrorMaker 2 cannot run")
     results: dict = {"records": args.records, "loads": {}}
     with tempfile.TemporaryDirectory(prefix="kafkarec-bench-mm2-") as tmp:
         a = KafkaBroker(os.path.join(tmp, "A"))
