@@ -36,6 +36,8 @@ tag() { "$1" -c 'import sys; print(sys.implementation.cache_tag)'; }
 jvm_modules() {
     local pom
     for pom in jvm/*/pom.xml; do
+        # a module only a benchmark runs on is resolved by that benchmark, not for every test run
+        grep -q "kafkarec: benchmark only" "$pom" && continue
         if command -v mvn >/dev/null && command -v java >/dev/null; then
             bash scripts/jvm.sh "$(dirname "$pom")" > /dev/null || return 1
         fi
