@@ -10,7 +10,6 @@ is tests/spark/test_main_job.py's: ``scripts/main.sh`` submits that job as the u
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import subprocess
