@@ -50,6 +50,8 @@ def workdir(tmp_path_factory):
 
 
 def _submit(bare, wheel, workdir, args, cache, job=None):
+    """``cache``: the native cache; the cp311 applications share one (the first unpacks the
+    wheels: the cold unpack is test_main_job's check), as a user's runs do."""
     cmd, env = spark_submit(bare, job or os.path.join(H.ROOT, "scripts", "spark_job.py"), args,
                             driver_memory="4g", py_files=wheel,
                             env={"KAFKAREC_NATIVE_CACHE": str(cache), "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
@@ -58,7 +60,7 @@ def _submit(bare, wheel, workdir, args, cache, job=None):
 
 def test_spark_submit_failfast_fails_with_a_clear_message(wheel, bare, workdir):
     proc = _submit(bare, wheel, workdir, ["sample-data", "out-ff", "--mode", "FAILFAST"],
-                   workdir / "native-cache-2")
+                   workdir / "native-cache")
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "Malformed Kafka record batch (mode FAILFAST)" in log
@@ -122,7 +124,7 @@ def test_readme_spark_job_runs_as_written(wheel, bare, workdir, tmp_path):
     job.write_text(code)
     out = tmp_path / "out"
     proc = _submit(bare, wheel, tmp_path, [str(workdir / "sample-data"), str(out)],
-                   tmp_path / "cache", job=str(job))
+                   workdir / "native-cache", job=str(job))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     import pyarrow as pa
     import pyarrow.dataset as ds
