@@ -1,21 +1,15 @@
-"""The shipping path exactly as a user runs it, in local mode.
-
-Build the wheelhouse (scripts/wheelhouse.sh), generate the sample log
-directory with ``python -m kafkarec.sample``, then run ``spark-submit
---py-files <kafkarec wheel> scripts/spark_job.py`` from a "bare" Python that
-holds only pyspark, pyarrow and pandas, in a fresh folder (no source tree on
-any path) with a fresh ``KAFKAREC_NATIVE_CACHE``: the driver imports kafkarec
-from the wheel, executors and the Data Source planner from the ``.whl.zip``
-that ``spark_udfs.register`` re-ships, and every compiled module (kafkarec's
-core, crc32c, lz4, zstandard, cramjam, isal) comes out of the shipped wheels,
-as does ``packaging`` (the wheel rules' library), which the bare Python lacks.
-A wheelhouse built for another Python, or missing a dependency, is one error
-at ``register()``.
+"""The shipping path as a user runs it, in local mode, where an application of its own is the
+evidence: ``spark-submit --py-files <kafkarec wheel>`` from a "bare" Python that holds only
+pyspark, pyarrow and pandas, in a fresh folder (no source tree on any path) with a fresh
+``KAFKAREC_NATIVE_CACHE``: FAILFAST fails its application with a clear message; a wheelhouse
+built for another Python, or missing a dependency, is one error at ``register()``;
+docs/spark.md's ``job.py`` runs as written.  The end-to-end run of scripts/spark_job.py (every
+compiled module out of the shipped wheels into a fresh cache, every output against the decoder)
+is tests/spark/test_main_job.py's: ``scripts/main.sh`` submits that job as the user does.
 """
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -56,61 +50,17 @@ def workdir(tmp_path_factory):
 
 
 def _submit(bare, wheel, workdir, args, cache, job=None):
+    """``cache``: the native cache; the cp311 applications share one (the first unpacks the
+    wheels: the cold unpack is test_main_job's check), as a user's runs do."""
     cmd, env = spark_submit(bare, job or os.path.join(H.ROOT, "scripts", "spark_job.py"), args,
                             driver_memory="4g", py_files=wheel,
                             env={"KAFKAREC_NATIVE_CACHE": str(cache), "KAFKAREC_SPARK_CACHE": str(cache) + "-spark"})
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_spark_submit_py_files_wheel_end_to_end(wheel, bare, workdir):
-    cache = workdir / "native-cache"
-    proc = _submit(bare, wheel, workdir, ["sample-data", "out"], cache)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
-    # executors (and the planner) imported kafkarec from the re-shipped zip, same build
-    name = os.path.basename(wheel) + ".zip"
-    log = proc.stdout + proc.stderr   # spark-submit merges the Python driver's stderr into stdout
-    lines = [l for l in log.splitlines() if l.startswith("  executor: ")]
-    assert lines and all(f"{name}/kafkarec" in l for l in lines), log[-4000:]
-    assert all(str(cache) in l and bare in l for l in lines)   # core unpacked into the fresh cache
-    cores = glob.glob(str(cache / "unpacked" / "*" / "kafkarec" / "_core*.so"))
-    assert len(cores) == 1
-    unpacked = {os.path.basename(d).split("-")[0] for d in glob.glob(str(cache / "unpacked" / "*"))}
-    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal",
-                        "cryptography", "cffi", "pycparser", "packaging"}
-    # the summary: every topic/partition, records, codecs, errors - as the decoder sees them
-    want, want_errors = H.oracle_dir(str(workdir / "sample-data"), batch_columns=True)
-    summary = json.loads((workdir / "out" / "summary.json").read_text())
-    assert summary["records"] == want.num_rows
-    assert summary["errors"] == sum(len(v) for v in want_errors.values()) >= 1
-    parts = {(p["topic"], p["partition"]): p for p in summary["partitions"]}
-    folders = sorted(H.topic_partition(os.path.join(d, "x"))
-                     for d in glob.glob(str(workdir / "sample-data" / "*")))
-    assert sorted(parts) == folders
-    for path, errs in want_errors.items():
-        assert parts[H.topic_partition(path)]["errors"] == len(errs)
-    assert set(parts[("orders", 0)]["codecs"]) == {"none", "gzip", "snappy", "lz4", "zstd"}
-    assert "ChecksumError" in log and "orders" in log
-    # the Parquet output, row by row against kafkarec's decoder
-    import pyarrow.dataset as ds
-    got = ds.dataset(str(workdir / "out" / "records"), format="parquet",
-                     partitioning="hive").to_table()
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    got = got.set_column(got.schema.get_field_index("partition"), "partition",
-                         pc.cast(got.column("partition"), pa.int32()))
-    got = got.set_column(got.schema.get_field_index("topic"), "topic",
-                         pc.cast(got.column("topic"), pa.string()))
-    H.assert_same_rows(got, want, H.KAFKA_COLUMNS + ["compression", "batchPosition", "producerId"])
-    errors = [json.loads(l) for f in glob.glob(str(workdir / "out" / "errors" / "*.json"))
-              for l in open(f)]
-    assert len(errors) == summary["errors"]
-    (path, (e, *_)), *_ = want_errors.items()
-    assert any(x["error"].startswith(f"{path}: byte {e['position']} ") for x in errors)
-
-
 def test_spark_submit_failfast_fails_with_a_clear_message(wheel, bare, workdir):
     proc = _submit(bare, wheel, workdir, ["sample-data", "out-ff", "--mode", "FAILFAST"],
-                   workdir / "native-cache-2")
+                   workdir / "native-cache")
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "Malformed Kafka record batch (mode FAILFAST)" in log
@@ -174,7 +124,7 @@ def test_readme_spark_job_runs_as_written(wheel, bare, workdir, tmp_path):
     job.write_text(code)
     out = tmp_path / "out"
     proc = _submit(bare, wheel, tmp_path, [str(workdir / "sample-data"), str(out)],
-                   tmp_path / "cache", job=str(job))
+                   workdir / "native-cache", job=str(job))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     import pyarrow as pa
     import pyarrow.dataset as ds

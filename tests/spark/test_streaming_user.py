@@ -1,12 +1,12 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
-only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec wheel>``, in local mode
-and on the session's standalone cluster, each as two applications (the second restarts every
-query from its checkpoint; support/stream_apps.py: the typed stream's job, minPartitions' and
-the control run in the same applications).  Local mode on this interpreter's Python (3.11), the cluster on
-its bare Python 3.12 with the cp312 wheel (support/spark_cluster.py).  jobs/stream_job.py
-grows a log directory while the queries read it (appends, a half-written batch, a new
-segment, a new partition, transactions open across micro-batches and segments) and reports
-what the Parquet sinks hold.
+only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec cp312 wheel>`` on the
+session's standalone cluster (its bare Python 3.12; support/spark_cluster.py), as two
+applications (the second restarts every query from its checkpoint; support/stream_apps.py: the
+typed stream's job, minPartitions' cut and the control run in the same applications).
+jobs/stream_job.py grows a log directory while the queries read it (appends, a half-written
+batch, a new segment, a new partition, transactions open across micro-batches and segments)
+and reports what the Parquet sinks hold.  (A second pair in local mode, on Python 3.11, proved
+nothing more: support/stream_apps.py.)
 
 Spark plans a streaming Python source in its own Python process
 (python_streaming_source_runner), which looks for py-files under
@@ -50,24 +50,20 @@ def _check(apps):
     return r1, r2
 
 
-def test_stream_on_bare_python_local_mode(stream_apps_local):
-    _check(stream_apps_local)
-
-
-def test_without_the_link_the_stream_planner_misses_the_wheel(stream_apps_local):
+def test_without_the_link_the_stream_planner_misses_the_wheel(stream_apps_cluster):
     """The control: the same job with register()'s streaming_job link removed fails as users
     saw it fail before (the planner's Python cannot import spark_udfs).  The last part of the
-    local phase-2 application: a query started after the link is gone."""
-    r = stream_apps_local.result("control", 2)
+    phase-2 application: a query started after the link is gone."""
+    r = stream_apps_cluster.result("control", 2)
     assert r["link"] == "."
     assert "No module named 'spark_udfs'" in r["error"], r["error"]
 
 
-def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(stream_apps_local):
+def test_stream_min_partitions_cuts_offset_ranges_as_the_kafka_source(stream_apps_cluster):
     """minPartitions=5 over a micro-batch of orders-0 (40 offsets, zstd) and orders-1 (2):
     the Kafka source's rule gives orders-1 one task (round(2/42*5) = 0 -> 1) and orders-0
     the other four, 10 offsets each; without the option one task per topic-partition."""
-    r = stream_apps_local.result("split", 1)
+    r = stream_apps_cluster.result("split", 1)
     print("phase 3:", r)
     for name in ("split", "unsplit"):
         assert r[name]["exception"] is None

@@ -11,9 +11,9 @@ once, typed with the reader schema fixed when its application started (v1 in the
 later latest version v2 after the restart; docs/typed-values.md, "Streams"), records written
 with the schema registered mid-stream resolved to v1 (the registry read again when
 ``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
-reason.  Local mode (this interpreter's Python, 3.11), and the same on the session's standalone
-cluster (its bare Python 3.12 and the cp312 wheel; support/spark_cluster.py).  The two applications
-are tests/spark/test_streaming_user.py's too (support/stream_apps.py: both streams run in each)."""
+reason.  On the session's standalone cluster (its bare Python 3.12 and the cp312 wheel;
+support/spark_cluster.py).  The two applications are tests/spark/test_streaming_user.py's too
+(support/stream_apps.py: both streams run in each)."""
 from __future__ import annotations
 
 import os
@@ -45,8 +45,8 @@ def _as_read(rec, reader_v2, names):
 
 
 @pytest.fixture(scope="module")
-def runs(stream_apps_local):
-    apps = stream_apps_local
+def runs(stream_apps_cluster):
+    apps = stream_apps_cluster
     return apps.typed_log, apps.typed_ids, apps.result("typed", 1), apps.result("typed", 2)
 
 
@@ -136,17 +136,3 @@ def _value_fields(result):
     value = next(f["type"] for f in result["schema"]["fields"] if f["name"] == "value")
     return [f["name"] for f in value["fields"]]
 
-
-def test_on_a_standalone_cluster(stream_apps_cluster):
-    """The same two applications on the session's standalone cluster (master and two workers
-    from the bare Python 3.12): the streaming runner, the planner and the executors each find
-    the wheel."""
-    apps = stream_apps_cluster
-    log, ids = apps.typed_log, apps.typed_ids
-    r1, r2 = apps.result("typed", 1), apps.result("typed", 2)
-    assert r1["exceptions"] == [] and r2["exceptions"] == []
-    _check_rows(r1["rows"], log, ids, {1})
-    _check_rows(r2["rows"], log, ids, {1, "between", 2})
-    assert _value_fields(r1) == V1_FIELDS and _value_fields(r2) == V1_FIELDS + ["note", "lines"]
-    bad = min(o for o, e in log.expected.items() if e[2])
-    assert f"topic orders partition 0 offset {bad}" in (r1["failfast"] or ""), r1["failfast"]

@@ -166,12 +166,23 @@ class ConnectServer:
     """A Spark Connect server started on its own (``spark-submit --class
     org.apache.spark.sql.connect.service.SparkConnectServer``) over ``master_url``, its
     Python workers on ``python``, listening on 127.0.0.1; in its own process group.  ``args``:
-    more spark-submit arguments (jars, catalogs)."""
+    more spark-submit arguments (jars, catalogs); ``bytes_read_dir``: a folder every Python
+    worker of the server (the planner's and the executors') counts the bytes it reads into
+    (kafkarec.log.storage.BYTES_READ_ENV)."""
 
-    def __init__(self, workdir: str, python: str, master_url: str, env=None, args=()):
+    def __init__(self, workdir: str, python: str, master_url: str, env=None, args=(),
+                 bytes_read_dir: Optional[str] = None):
         self.workdir, self.python, self.master_url = workdir, python, master_url
         self.args = list(args)
         self.env = H.bare_env(python, env)
+        self.bytes_read_dir = bytes_read_dir
+        self.conf: dict = {}
+        if bytes_read_dir:
+            from kafkarec.log.storage import BYTES_READ_ENV
+            # the planner's Python workers are the server JVM's children; the executors' are
+            # the workers' children, which pass on spark.executorEnv
+            self.env[BYTES_READ_ENV] = bytes_read_dir
+            self.conf[f"spark.executorEnv.{BYTES_READ_ENV}"] = bytes_read_dir
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.proc = None
@@ -185,7 +196,8 @@ class ConnectServer:
             conf={"spark.connect.grpc.binding.port": self.port, "spark.connect.grpc.binding.address": "127.0.0.1",
                   "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                   "spark.executor.memory": "768m", "spark.sql.shuffle.partitions": 2,
-                  "spark.sql.session.timeZone": "UTC", "spark.pyspark.python": self.python},
+                  "spark.sql.session.timeZone": "UTC", "spark.pyspark.python": self.python,
+                  **self.conf},
             extra=self.args)
         self.proc = subprocess.Popen(
             cmd, cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -280,21 +292,33 @@ def spark_cluster(bare312, tmp_path_factory):
         assert not left, f"processes left running after the cluster stopped: {left}"
 
 
+@dataclasses.dataclass(frozen=True)
+class SparkConnect:
+    """The session's Connect server as its tests reach it."""
+    url: str                          # sc://127.0.0.1:PORT
+    #: the folder its Python workers (the planner's and the executors') count the bytes they read
+    #: into (kafkarec.log.storage.bytes_read); None for KAFKAREC_TEST_SPARK_CONNECT's server
+    bytes_read_dir: Optional[str]
+
+
 @pytest.fixture(scope="session")
 def spark_connect(request, tmp_path_factory):
-    """The address (``sc://127.0.0.1:PORT``) of the session's Spark Connect server over the
-    session's cluster (or KAFKAREC_TEST_SPARK_CONNECT's); stopped at the end, before the
+    """The session's Spark Connect server over the session's cluster (or
+    KAFKAREC_TEST_SPARK_CONNECT's), a :class:`SparkConnect`; stopped at the end, before the
     cluster, nothing left running in its process group."""
     external = os.environ.get(CONNECT_VARIABLE)
     if external:
-        yield external
+        yield SparkConnect(external, None)
         return
     cluster = request.getfixturevalue("spark_cluster")
     work = str(tmp_path_factory.mktemp("spark-connect"))
+    counter = os.path.join(work, "bytes-read")
+    os.makedirs(counter)
     server = ConnectServer(work, cluster.python, cluster.master_url,
-                           {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")})
+                           {"KAFKAREC_NATIVE_CACHE": os.path.join(work, "native-cache")},
+                           bytes_read_dir=counter)
     try:
-        yield server.start().url
+        yield SparkConnect(server.start().url, counter)
     finally:
         server.stop()
         left = alive_in_groups(server.groups)

@@ -1,24 +1,23 @@
 """The user-way stream checks' applications, shared by tests/spark/test_streaming_user.py and
-tests/spark/test_typed_stream.py: ``spark-submit --py-files <kafkarec wheel>
-tests/spark/jobs/streams_job.py`` from a bare Python, twice (phase 1, then phase 2: a new
-application restarts every stream from its checkpoint), each running the plain stream
-(stream_job.py), the typed stream (typed_stream_job.py) and, in local mode, minPartitions'
+tests/spark/test_typed_stream.py: ``spark-submit --py-files <kafkarec cp312 wheel>
+tests/spark/jobs/streams_job.py`` from the bare Python 3.12 on the session's standalone cluster,
+twice (phase 1, then phase 2: a new application restarts every stream from its checkpoint), each
+running the plain stream (stream_job.py), the typed stream (typed_stream_job.py), minPartitions'
 cut (stream_job.py's phase 3, in phase 1) and the control without register()'s link
 (stream_job.py's phase 0, last in phase 2) one after another, each in its own folder.
 
-Two deployments, each a session fixture run on first use: :func:`stream_apps_local`
-(``local[2]``, this interpreter's Python, 3.11, and its wheel) and :func:`stream_apps_cluster`
-(the session's standalone cluster: its bare Python 3.12 and the cp312 wheel).  Before, each job
-was its own pair of applications per deployment and the local parts' one each: ten JVM starts,
-shippings and unpacks (two executors' more each on the cluster) instead of four, proving
-nothing the restart does not.
+One deployment, :func:`stream_apps_cluster`, run on first use: the planner's Python
+(python_streaming_source_runner) on the driver and the tasks on the two workers' executors, the
+wheel reaching each only as the user ships it.  The same pair of applications also ran in local
+mode (``local[2]``, the venv's Python 3.11): two JVMs more, proving nothing the cluster's pair
+does not (the planner looks for the same files in the same driver folder; the cp311 wheel on bare
+executors is the user-way application's, support/user_app.py, and test_spark_submit's).
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -56,14 +55,11 @@ class StreamApps:
             self.failures[phase] = self._submit(phase, parts)
 
     def _submit(self, phase: int, parts) -> str | None:
-        cluster = self.master.startswith("spark://")
         log_path = os.path.join(os.path.dirname(self.works["stream"]), f"streams-{phase}.log")
         base = os.path.dirname(self.works["stream"])
         cmd, env = spark_submit(
             self.python, JOB, ["--phase", phase, *(f"{p}={self.works[p]}" for p in parts)], master=self.master,
-            driver_memory=None if cluster else "2g",
-            conf={**({"spark.executor.memory": "768m"} if cluster else {}),
-                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+            conf={"spark.executor.memory": "768m", "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                   "spark.sql.shuffle.partitions": 2, "spark.sql.session.timeZone": "UTC"},
             py_files=self.wheel, env={"KAFKAREC_NATIVE_CACHE": os.path.join(base, "native-cache"),
                                       "KAFKAREC_SPARK_CACHE": os.path.join(base, "spark-cache")})
@@ -102,19 +98,11 @@ class StreamApps:
 
 
 @pytest.fixture(scope="session")
-def stream_apps_local(tmp_path_factory) -> StreamApps:
-    """Local mode (``local[2]``): the plain and typed streams, minPartitions' cut and the control."""
-    apps = StreamApps(H.bare_python(sys.executable), H.wheelhouse(sys.executable), "local[2]",
-                      str(tmp_path_factory.mktemp("streams-local")), ("stream", "typed", "split", "control"))
-    apps.run()
-    return apps
-
-
-@pytest.fixture(scope="session")
 def stream_apps_cluster(spark_cluster, wheel312, tmp_path_factory) -> StreamApps:
     """The session's standalone cluster (master and two workers from the bare Python 3.12): the
-    streaming runner, the planner and the executors each find the wheel."""
+    plain and typed streams, minPartitions' cut and the control; the streaming runner, the planner
+    and the executors each find the wheel."""
     apps = StreamApps(spark_cluster.python, wheel312, spark_cluster.master_url,
-                      str(tmp_path_factory.mktemp("streams-cluster")), ("stream", "typed"))
+                      str(tmp_path_factory.mktemp("streams-cluster")), ("stream", "typed", "split", "control"))
     apps.run()
     return apps

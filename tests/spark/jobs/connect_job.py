@@ -4,6 +4,8 @@ only ``pyspark[connect]`` and kafkarec installed from the wheelhouse (tests/spar
     python connect_job.py CONFIG.json
 
 CONFIG: ``remote`` (``local[2]`` or ``sc://host:port``), ``work`` (outputs go there),
+``docs_only`` (run docs/spark.md's ``connect.py`` block alone, which makes its own session),
+``bytes_read_dir`` (where the server's Python workers count the bytes they read, if they do),
 ``wheelhouse``, ``sample`` (a log dir with corrupt batches), ``s3`` (``uri`` and storage
 ``options``), ``typed`` (a log dir with ``_schemas``), ``formats`` (one with Protobuf and JSON
 Schema topics), ``stream`` (an empty folder the job
@@ -113,6 +115,13 @@ def surfaces(spark, cfg, work, result):
 def main():
     cfg = json.load(open(sys.argv[1]))
     work = cfg["work"]
+    if cfg.get("docs_only"):
+        # remote("local[2]"): the docs' block alone makes the session (the client starts the server)
+        with open(os.path.join(work, "result.json"), "w") as fh:
+            json.dump({"docs_example": docs_example(cfg)}, fh)
+        from pyspark.sql import SparkSession
+        SparkSession.builder.remote(cfg["remote"]).getOrCreate().stop()     # the block's session
+        return
     result: dict = {"touched": [], "exceptions": []}
     from pyspark.sql import SparkSession
 
@@ -159,10 +168,10 @@ def main():
 
 def pushdown(spark, cfg, result):
     """DataFrame filters pushed into the read (jobs/pushdown_job.py's queries); the bytes the
-    server's Python workers read when the client gave them a counter folder (the ``local``
-    deployment: the server is the client's child)."""
+    server's Python workers read when the server counts them into ``bytes_read_dir`` (the
+    session's Connect server: its planner's and executors' environment name the folder)."""
     import pushdown_job
-    folder = os.environ.get("KAFKAREC_BYTES_READ_DIR")
+    folder = cfg.get("bytes_read_dir")
     counted = None
     if folder:
         from kafkarec.log.storage import bytes_read
