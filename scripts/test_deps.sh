@@ -52,7 +52,7 @@ bare_pythons() {
     if [ -n "$PY312" ]; then
         bash scripts/bare_python.sh ".cache/bare-$(tag "$PY312")" --python "$PY312" > /dev/null || return 1
     fi
-    # pip's download and its build of the pyspark sdist were half of the lakehouse check's time
+    # made here, pip's download and its build of the pyspark sdist are off the lakehouse check's clock
     bash scripts/bare_python.sh ".cache/bare-lakehouse-$(tag "$VPY")" --python "$VPY" --lakehouse > /dev/null || return 1
 }
 
