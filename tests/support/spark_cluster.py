@@ -192,16 +192,29 @@ class ConnectServer:
             stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         self.groups.add(self.proc.pid)
+        # ready when the server says it bound the port: a port that answers may be another
+        # process's (it was only free when picked; an application started beside this one took it
+        # once, and the client then waited its whole timeout on a socket that was no server)
+        started = f"Spark Connect server started at: 127.0.0.1:{self.port}"
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.5)
+            log_text = self._log()
+            if "Error starting Spark Connect server" in log_text:
+                break
+            if started in log_text:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return self
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the Connect server did not start on {self.port} in {timeout} s "
+                           f"(exit status {self.proc.poll()}):\n{self._log()[-5000:]}")
+
+    def _log(self) -> str:
         with open(os.path.join(self.workdir, "connect-server.log"), errors="replace") as fh:
-            raise RuntimeError(f"the Connect server did not listen on {self.port} in {timeout} s "
-                               f"(exit status {self.proc.poll()}):\n{fh.read()[-5000:]}")
+            return fh.read()
 
     def stop(self):
         if self.proc is not None:
