@@ -31,8 +31,8 @@ if [ $# -gt 0 ]; then
 fi
 
 # The whole suite.  Beside pytest, one background job makes what the component lane will ask for
-# (scripts/test_deps.sh: the cp311/cp312 wheelhouses, and beside them the bare Pythons; the Maven
-# modules are on their way since the start) and then runs the release check (tests/test_release.py: the
+# (scripts/test_deps.sh: the cp311/cp312 wheelhouses, and beside them the bare Pythons, then the
+# lakehouse Spark's Connect client; the Maven modules are on their way since the start) and then runs the release check (tests/test_release.py: the
 # core compiled for every CPython, CPU-bound), so the Spark tests find their wheels built and never wait
 # behind the release's compiles, and the release waits for no download it does not use; its output is
 # printed after pytest's.
@@ -51,11 +51,14 @@ BESIDE_TIMES="$RESULTS/beside.times"
     # a failure shows again in the test that needs it; the release needs no bare Python
     bash "$ROOT/scripts/test_deps.sh" "$VPY" bare & BARE_PID=$!
     bash "$ROOT/scripts/test_deps.sh" "$VPY" wheelhouses || true
+    # the lakehouse Spark's Connect client installs the cp311 wheel: beside the release check
+    bash "$ROOT/scripts/test_deps.sh" "$VPY" clients & CLIENTS_PID=$!
     DEPS_DONE=$SECONDS
     echo "(the release check started $((DEPS_DONE - STARTED)) s into the run)"
     RC=0
     "$VPY" -m pytest -p no:cacheprovider -p no:xdist --junitxml="$RESULTS/release.xml" tests/test_release.py || RC=$?
     wait "$BARE_PID" || true
+    wait "$CLIENTS_PID" || true
     echo "$((DEPS_DONE - STARTED)) $((SECONDS - DEPS_DONE)) $((SECONDS - STARTED))" > "$BESIDE_TIMES"
     exit $RC
 ) > "$RELEASE_LOG" 2>&1 &

@@ -2,13 +2,18 @@
 # What the suite's component lane needs before it asks for it, made ahead by scripts/test.sh beside
 # pytest (each piece is made once and kept; a second run only checks stamps):
 #   - the JVM modules (jvm/*/pom.xml resolved into the Maven cache, scripts/jvm.sh), one after another;
-#   - the bare Pythons 3.11 and 3.12 (pyspark, pyarrow, pandas only; scripts/bare_python.sh);
-#   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five.
+#   - the bare Pythons 3.11 and 3.12 (pyspark, pyarrow, pandas only; scripts/bare_python.sh), and the
+#     lakehouse runtimes' bare Python (--lakehouse: tests/broker/test_lakehouse_spark.py's Spark);
+#   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five;
+#   - clients (after the wheelhouses: it installs kafkarec's wheel): the lakehouse Spark's Connect
+#     client venv (tests/support/spark_helpers.py's connect_client(lakehouse=True)).
+# Each is keyed by what it holds (the interpreter's version and the requirements; the wheel's hash), so
+# a piece made here is the test's own, not a copy: the test finds it done, or waits on its lock.
 #
-#   bash scripts/test_deps.sh VENV_PYTHON [jvm] [bare] [wheelhouses]   # exits non-zero if a piece could not be made
+#   bash scripts/test_deps.sh VENV_PYTHON [jvm] [bare] [wheelhouses] [clients]   # exits non-zero if a piece could not be made
 #
-# The kinds named (all three without a name) run side by side (Maven and pip wait on the network,
-# the wheel builds on gcc).  scripts/test.sh starts the JVM modules before it makes .venv (they
+# The kinds named (jvm, bare and wheelhouses without a name) run side by side (Maven and pip wait on
+# the network, the wheel builds on gcc).  scripts/test.sh starts the JVM modules before it makes .venv (they
 # need no Python: VENV_PYTHON is not used), and the rest once .venv is there.  A piece that fails
 # here fails again, with its error, in the test that needs it.
 set -uo pipefail
@@ -18,7 +23,7 @@ shift
 KINDS=("$@")
 [ ${#KINDS[@]} -gt 0 ] || KINDS=(jvm bare wheelhouses)
 for kind in "${KINDS[@]}"; do
-    case "$kind" in jvm|bare|wheelhouses) ;; *) echo "test_deps.sh: unknown kind $kind" >&2; exit 2 ;; esac
+    case "$kind" in jvm|bare|wheelhouses|clients) ;; *) echo "test_deps.sh: unknown kind $kind" >&2; exit 2 ;; esac
 done
 cd "$ROOT"
 mkdir -p .cache
@@ -49,6 +54,15 @@ bare_pythons() {
     if [ -n "$PY312" ]; then
         bash scripts/bare_python.sh ".cache/bare-$(tag "$PY312")" --python "$PY312" > /dev/null || return 1
     fi
+    # made here, pip's download and its build of the pyspark sdist are off the lakehouse check's clock
+    bash scripts/bare_python.sh ".cache/bare-lakehouse-$(tag "$VPY")" --python "$VPY" --lakehouse > /dev/null || return 1
+}
+
+# made by the tests' own function (the same folder, stamps and lock), from the wheelhouse above
+clients() {
+    PYTHONPATH="$ROOT/tests" "$VPY" -c 'import sys
+from support import spark_helpers as H
+H.connect_client(sys.argv[1], H.wheelhouse(sys.argv[1]), lakehouse=True)' "$VPY" || return 1
 }
 
 wheelhouses() {
@@ -65,6 +79,7 @@ for kind in "${KINDS[@]}"; do
         jvm) jvm_modules > "$LOG_DIR/jvm.log" 2>&1 & ;;
         bare) bare_pythons > "$LOG_DIR/bare.log" 2>&1 & ;;
         wheelhouses) wheelhouses > "$LOG_DIR/wheelhouses.log" 2>&1 & ;;
+        clients) clients > "$LOG_DIR/clients.log" 2>&1 & ;;
     esac
     JOBS+=("$kind:$!")
 done

@@ -199,3 +199,51 @@ def test_the_plain_read_works_on_the_lakehouse_spark(lakehouse):
     got = sorted(tuple(r) for r in result["plain_read"])
     want = sorted((t, p, o, _b64(k), _b64(v), ts) for t, p, o, k, v, _h, _tt, ts in lakehouse["committed"])
     assert got == want
+
+
+# A stand-in for spark-submit running Spark Connect's server class: it binds the port it is given
+# and says what the real one says in its log, or fails as the real one does when the port is taken.
+_FAKE_SUBMIT = """#!/usr/bin/env python3
+import socket, sys, time
+port = int(next(a.split("=", 1)[1] for a in sys.argv if a.startswith("spark.connect.grpc.binding.port=")))
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    print(f"INFO SparkConnectServer: Spark Connect server started at: 127.0.0.1:{port}", flush=True)
+except OSError:
+    print("ERROR SparkConnectServer: Error starting Spark Connect server", flush=True)
+    print(f"java.net.BindException: Failed to bind to address /127.0.0.1:{port}", flush=True)
+time.sleep(60)      # a JVM lingers after its server failed
+"""
+
+
+def test_a_connect_server_whose_port_was_taken_starts_on_another(tmp_path):
+    """The lakehouse Connect server's port was taken by the application started beside it: the
+    server failed to bind, the port answered all the same, and the client waited its whole 600 s
+    on a socket that was no server.  Ready is the server's own word that it listens there; a port
+    taken meanwhile is picked again."""
+    import socket
+    from support.spark_cluster import ConnectServer
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "spark-submit"
+    fake.write_text(_FAKE_SUBMIT)
+    fake.chmod(0o755)
+    server = ConnectServer(str(tmp_path / "work"), str(bin_dir / "python"), "local[1]")
+    first = server.port
+    taken = socket.socket()                # another process's socket on the server's port
+    taken.bind(("127.0.0.1", first))
+    taken.listen()
+    try:
+        server.start(timeout=30)
+        assert server.port != first and server.url == f"sc://127.0.0.1:{server.port}"
+        first_log = tmp_path / "work" / "connect-server.attempt-1.log"
+        assert "BindException" in first_log.read_text()
+        assert f"started at: 127.0.0.1:{server.port}" in (tmp_path / "work" / "connect-server.log").read_text()
+    finally:
+        taken.close()
+        server.stop()
+    # the failed attempt's lingering process was ended before the second started
+    from support.spark_cluster import alive_in_groups
+    assert not alive_in_groups(server.groups)

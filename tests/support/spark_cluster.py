@@ -188,8 +188,27 @@ class ConnectServer:
         self.proc = None
         self.groups: set = set()
 
-    def start(self, timeout: float = 180):
+    def start(self, timeout: float = 180, attempts: int = 3):
+        """Start the server and wait until it listens (``timeout`` s an attempt).  Its port was
+        only free when picked: when the server says another process bound it first, it starts
+        again on a new one (``attempts`` in all); ``url`` names the port it got."""
         os.makedirs(self.workdir, exist_ok=True)
+        for attempt in range(1, attempts + 1):
+            if self._start_once(timeout):
+                return self
+            failed = os.path.join(self.workdir, f"connect-server.attempt-{attempt}.log")
+            os.replace(os.path.join(self.workdir, "connect-server.log"), failed)
+            with open(failed, errors="replace") as fh:
+                text = fh.read()
+            if "java.net.BindException" not in text or attempt == attempts:
+                raise RuntimeError(f"the Connect server did not start on {self.port} in {timeout} s "
+                                   f"(attempt {attempt}, exit status {self.proc.poll()}; log {failed}):\n"
+                                   f"{text[-5000:]}")
+            self.port = free_port()
+            self.url = f"sc://127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> bool:
         log = open(os.path.join(self.workdir, "connect-server.log"), "wb")
         cmd, _ = spark_submit(
             self.python, master=self.master_url, main_class="org.apache.spark.sql.connect.service.SparkConnectServer",
@@ -204,16 +223,28 @@ class ConnectServer:
             stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         self.groups.add(self.proc.pid)
+        # ready when the server says it bound the port: a port that answers may be another
+        # process's (an application started beside the lakehouse server took its port once; the
+        # port answered, and the client waited its whole timeout on a socket that was no server)
+        started = f"Spark Connect server started at: 127.0.0.1:{self.port}"
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.5)
+            log_text = self._log()
+            if "Error starting Spark Connect server" in log_text:
+                break
+            if started in log_text:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return True
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        self.stop()         # a server that failed may linger: its group ends here
+        return False
+
+    def _log(self) -> str:
         with open(os.path.join(self.workdir, "connect-server.log"), errors="replace") as fh:
-            raise RuntimeError(f"the Connect server did not listen on {self.port} in {timeout} s "
-                               f"(exit status {self.proc.poll()}):\n{fh.read()[-5000:]}")
+            return fh.read()
 
     def stop(self):
         if self.proc is not None:
