@@ -26,7 +26,7 @@ done
 REQS=("pyspark==$SPARK_PIN" "pyarrow" "pandas<3")
 [ -n "$DIR" ] || { echo "usage: bash scripts/bare_python.sh DIR [--python PATH] [--lakehouse]" >&2; exit 2; }
 PY_REAL="$(command -v "$PY")" || { echo "no Python at $PY" >&2; exit 2; }
-STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]} | --no-compile"
+STAMP_WANT="$("$PY_REAL" -c 'import sys; print(sys.version)') | ${REQS[*]} | --no-compile, runtime compiled"
 if [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; then
     echo "$DIR/bin/python"
     exit 0
@@ -37,9 +37,13 @@ flock 9
 if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; }; then
     rm -rf "$DIR"
     "$PY_REAL" -m venv "$DIR" >&2
-    # --no-compile: pip would byte-compile every module of pyspark, pandas and pyarrow (tests and
-    # all); Python compiles what a job imports, once, on first import
+    # --no-compile: pip would byte-compile every module of pyspark, pandas and pyarrow, their tests
+    # among them (pandas' alone are 1,100 modules).  Their other modules are compiled here: a Python
+    # worker Spark starts must connect back within Spark's fixed 10 s (PythonWorkerFactory), and a
+    # first worker compiling pyspark and pandas as it imports them, on a loaded machine, may not
     "$DIR/bin/python" -m pip install -q --disable-pip-version-check --no-compile "${REQS[@]}" >&2
+    SITE="$("$DIR/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    "$DIR/bin/python" -m compileall -q -j 0 -x '/tests?/|/testing/' "$SITE/pyspark" "$SITE/pandas" "$SITE/pyarrow" >&2
     printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
 fi
 echo "$DIR/bin/python"

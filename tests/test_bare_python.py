@@ -1,7 +1,8 @@
 """``scripts/bare_python.sh``: the bare Spark Python (pyspark, pyarrow, pandas) is installed without
-pip's byte-compiling of every module (``--no-compile``: pyspark's, pandas' and pyarrow's tests among
-them, CPU-seconds of the suite's set-up beside pytest for modules no job imports); Python compiles
-what a job imports on first import."""
+pip's byte-compiling of every module (``--no-compile``: pandas' 1,100 test modules among them,
+CPU-seconds of the suite's set-up beside pytest for modules no job imports); the modules a Python
+worker imports are compiled ahead, so a first worker does not compile them within Spark's 10 s to
+connect back."""
 from __future__ import annotations
 
 import glob
@@ -25,7 +26,12 @@ def test_bare_python_is_installed_without_byte_compiling():
     assert glob.glob(os.path.join(tests, "**", "*.py"), recursive=True), f"no pandas tests in {site}"
     compiled = glob.glob(os.path.join(tests, "**", "*.pyc"), recursive=True)
     assert compiled == [], f"{len(compiled)} modules byte-compiled at install, e.g. {compiled[:3]}"
-    # and the install works: what a job imports compiles on first import
+    # what a Python worker imports is compiled ahead: it must connect back within Spark's 10 s
+    for module in ("pyspark/worker", "pyspark/sql/worker/plan_data_source_read", "pandas/core/frame",
+                   "pyarrow/pandas_compat"):
+        name = os.path.basename(module)
+        assert glob.glob(os.path.join(site, os.path.dirname(module), "__pycache__", f"{name}.*.pyc")), module
+    # and the install works
     imported = subprocess.run([python, "-c", "import pandas, pyarrow, pyspark; print(pandas.__version__)"],
                               capture_output=True, text=True, timeout=300)
     assert imported.returncode == 0, imported.stderr[-2000:]
