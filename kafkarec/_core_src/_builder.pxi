@@ -133,11 +133,11 @@ cdef inline int64_t int64_arg(object value, str what) except? -1:
     return v
 
 
-@cython.final
 #: MemoryRecordsBuilder's COMPRESSION_RATE_ESTIMATION_FACTOR (a Java float)
 cdef float COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 
 
+@cython.final
 cdef class RecordBatchBuilder:
     """Builds one v2 record batch.
 
@@ -180,7 +180,11 @@ cdef class RecordBatchBuilder:
                  delete_horizon_ms=None, max_batch_size=None, snappy_framing="xerial",
                  estimated_compression_ratio=1.0):
         self._records = _BatchBytes()
-        ratio = float(estimated_compression_ratio)
+        try:
+            ratio = float(estimated_compression_ratio)
+        except (TypeError, ValueError):
+            raise EncodeError(f"estimated_compression_ratio must be a positive number, "
+                              f"not {estimated_compression_ratio!r}") from None
         if not 0.0 < ratio < 1e6:
             raise EncodeError(f"estimated_compression_ratio must be a positive number, not {ratio!r}")
         self._estimated_ratio = ratio

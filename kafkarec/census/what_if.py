@@ -97,6 +97,32 @@ class RatioEstimate:
             self.value = max(self.value - f32(0.005), observed)
 
 
+def _varint_size(n: int) -> int:
+    """Bytes of ``n`` as Kafka's zigzag varint."""
+    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    size = 1
+    while z >= 0x80:
+        z >>= 7
+        size += 1
+    return size
+
+
+def _batch_upper_bound(value, key, headers) -> int:
+    """Kafka's ``AbstractRecords.estimateSizeInBytesUpperBound`` of a v2 batch holding this record
+    alone (its header, the record's 21-byte overhead bound, its key, value and headers): the
+    producer's buffer for a batch is at least this, so a record larger than ``batch.size`` gets a
+    batch of its own size, which takes more records while they fit."""
+    size = _BATCH_OVERHEAD + 21
+    for field in (key, value):
+        size += 1 if field is None else _varint_size(len(field)) + len(field)
+    size += _varint_size(len(headers))
+    for name, data in headers:
+        encoded = name.encode() if isinstance(name, str) else name
+        size += _varint_size(len(encoded)) + len(encoded)
+        size += 1 if data is None else _varint_size(len(data)) + len(data)
+    return size
+
+
 class _Writer:
     """One codec's batches of one partition: bytes, batches, time spent building."""
 
@@ -112,20 +138,22 @@ class _Writer:
         self.batch_bytes: List[int] = []        # each batch's size and records, in order
         self.batch_records: List[int] = []
 
-    def _new(self):
+    def _new(self, value, key, headers):
         from kafkarec import RecordBatchBuilder
+        # the producer's write limit: its buffer, batch.size or the first record's upper bound
+        limit = None if self.batch_size is None else max(self.batch_size, _batch_upper_bound(value, key, headers))
         self.builder = RecordBatchBuilder(compression=self.compression, compression_level=self.codec.level,
-                                          max_batch_size=self.batch_size,
+                                          max_batch_size=limit,
                                           estimated_compression_ratio=1.0 if self.ratio is None
                                           else float(self.ratio.value))
 
     def append(self, value, key, timestamp, headers) -> None:
         if self.builder is None:
-            self._new()
+            self._new(value, key, headers)
         elif self.batch_size is not None and not self.builder.has_room_for(value, key, timestamp=timestamp,
                                                                            headers=headers):
             self.close()
-            self._new()
+            self._new(value, key, headers)
         self.builder.append(value, key, timestamp=timestamp, headers=headers)
 
     def close(self) -> None:

@@ -1,6 +1,6 @@
-"""The compression what-if against what Kafka's Java producer (kafka-clients 4.4.0, its defaults:
-``batch.size`` 16384, ``linger.ms`` 5) really writes into the session's broker: the same records
-produced once per codec and level (tests/java/WhatIfProducer.java, one JVM), each into a topic of
+"""The compression what-if against what Kafka's Java producer (kafka-clients 4.4.0: ``batch.size``
+16384, its default; ``linger.ms`` long, so that batches leave full whatever the machine's load)
+really writes into the session's broker: the same records produced once per codec and level (tests/java/WhatIfProducer.java, one JVM), each into a topic of
 its own; the what-if of the uncompressed topic predicts every codec's topic size within 5%."""
 import base64
 import json

@@ -250,3 +250,18 @@ def test_census_topic_counts_a_key_in_several_partitions_once(tmp_path):
     assert not topic["distinct_keys_exact"] and 0 < topic["distinct_keys_error"] < 0.05
     assert abs(topic["distinct_keys"] - 300) <= 300 * topic["distinct_keys_error"]
     assert topic["live_keys"] is None
+
+
+def test_what_if_a_record_past_batch_size_gets_a_batch_of_its_size(tmp_path):
+    """The producer's buffer for a batch is at least the first record's upper bound
+    (AbstractRecords.estimateSizeInBytesUpperBound: header 61, record overhead 21, key, value,
+    headers); small records that fit in what that leaves join it, as Kafka's producer appends them."""
+    from kafkarec.census.what_if import _batch_upper_bound
+    assert _batch_upper_bound(b"v" * 20000, b"k", [("h", b"x")]) == 61 + 21 + 2 + 3 + 20000 + 1 + 2 + 2
+    records = [(b"k", b"v" * 20000)] + [(None, b"s")] * 10
+    write_partition(tmp_path, "big", 0, [("batch", records, None)])
+    doc = what_if(str(tmp_path), parse_codecs("none"), detail=True)
+    [row] = doc["partitions"]
+    # the limit is 61 + 21 + 2 + 20,003 + 1 = 20,088; the big record takes 61 + 20,012 and each small
+    # one 8 (a 7-byte body and its length): one fits (20,081), a second would not (20,089)
+    assert row["codecs"][0]["batch_records"] == [2, 9]      # cut at batch.size: [1, 10]

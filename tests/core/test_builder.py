@@ -721,6 +721,8 @@ def test_has_room_for_estimates_a_compressed_batch_as_kafkas_producer():
     assert 61 + estimate <= 16384 and n > 50            # about 4x the records of an uncompressed batch
     assert records_that_fit(kafkarec.Compression.NONE, 0.25)[0] == records_that_fit(kafkarec.Compression.NONE, 1.0)[0] == 16
     assert records_that_fit(kafkarec.Compression.ZSTD, 1.0)[0] == 15     # 1.05 x the uncompressed bytes
-    for bad in (0.0, -1.0, float("nan"), float("inf")):
+    for bad in (0.0, -1.0, float("nan"), float("inf"), None, "x"):
         with pytest.raises(kafkarec.EncodeError, match="estimated_compression_ratio"):
             kafkarec.RecordBatchBuilder(compression=kafkarec.Compression.ZSTD, estimated_compression_ratio=bad)
+    with pytest.raises(TypeError):          # final, as before: no subclass slows its per-record calls
+        type("Sub", (kafkarec.RecordBatchBuilder,), {})

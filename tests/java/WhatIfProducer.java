@@ -20,9 +20,9 @@ import java.util.Properties;
  * what-if's check against a real producer: args[0] is a JSON file {"bootstrap": "...", "runs":
  * [{"topic": "...", "codec": "zstd", "level": 9 or null}], "records": [[partition, timestamp, key
  * (base64) or null, value (base64) or null, [[header key, value (base64) or null], ...]], ...]}.
- * Each run is one producer with the Java producer's defaults (batch.size, linger.ms) but
- * compression.type and its level, sending every record to its partition of the run's topic, then
- * flushed and closed; "done" on stdout at the end.
+ * Each run is one producer with the Java producer's batch.size default, compression.type and its
+ * level, and linger.ms long enough that every batch leaves full or at the flush; it sends every
+ * record to its partition of the run's topic, then is flushed and closed; "done" on stdout at the end.
  */
 public final class WhatIfProducer {
     public static void main(String[] args) throws Exception {
@@ -40,6 +40,8 @@ public final class WhatIfProducer {
             Properties props = new Properties();
             props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, spec.get("bootstrap").asText());
             props.put(ProducerConfig.ACKS_CONFIG, "all");
+            // batches leave full (or at flush), not when a loaded machine lets linger.ms pass first
+            props.put(ProducerConfig.LINGER_MS_CONFIG, "60000");
             props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, run.get("codec").asText());
             JsonNode level = run.get("level");
             if (level != null && !level.isNull()) {
