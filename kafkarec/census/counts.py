@@ -46,10 +46,12 @@ class PartitionCensus:
     records, records of transactions open at the end) and the control markers."""
 
     def __init__(self, topic: Optional[str], partition: Optional[int], *, max_exact_keys: int,
-                 num_partitions: Optional[int], as_of_ms: int):
+                 num_partitions: Optional[int], as_of_ms: int, merge_share: Optional[int] = None):
         self.topic = topic
         self.partition = partition
         self.num_partitions = num_partitions
+        # the keys this partition may give its topic's union as digests (keys.KeyTally.keys_for_merge)
+        self.merge_share = max_exact_keys if merge_share is None else merge_share
         self.as_of_ms = as_of_ms
         self.records = self.tombstones = self.null_keys = 0
         self.batches = self.bytes = self.payload_bytes = 0
@@ -189,7 +191,7 @@ class PartitionCensus:
             "first_offset": self.first_offset, "last_offset": self.last_offset,
             "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
             **keys,
-            MERGE_KEYS: self.keys.keys_for_merge(),
+            MERGE_KEYS: self.keys.keys_for_merge(self.merge_share),
             "codecs": {k: v.as_dict() for k, v in sorted(self.codecs.items())},
             "producers": {str(k): v.as_dict() for k, v in sorted(self.producers.items())},
             "header_keys": {k: {"records": r, "bytes": b} for k, (r, b) in sorted(self.header_keys.items())},
@@ -241,9 +243,16 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
             t["misplaced_records"] += p["partitioner"]["misplaced_records"]
         t["errors"] += len(p["errors"])
     for topic, keys in merged.items():
-        # a key in several partitions (a custom partitioner) counts once
         t = out[topic]
-        t["distinct_keys"], t["distinct_keys_exact"], t["distinct_keys_error"] = merged_distinct_keys(keys)
+        rows = [p for p in parts if p["topic"] == topic]
+        if all(p["distinct_keys_exact"] and p["partitioner"] is not None and p["partitioner"]["agrees"]
+               for p in rows):
+            # every key where Kafka's default partitioner puts it: no key is in two partitions
+            t["distinct_keys"] = sum(p["distinct_keys"] for p in rows)
+            t["distinct_keys_exact"], t["distinct_keys_error"] = True, 0.0
+        else:
+            # a key in several partitions (a custom partitioner) counts once
+            t["distinct_keys"], t["distinct_keys_exact"], t["distinct_keys_error"] = merged_distinct_keys(keys)
     return [out[k] for k in sorted(out, key=str)]
 
 
@@ -299,7 +308,9 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     from kafkarec.scan import LogScan
     (topic, partition), committed, everything = group
     n = plan.counts.get(topic) if plan.partitioner else None
-    part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n,
+    # every partition's share of the exact bound: the digests all partitions give stay within it
+    share = plan.max_exact_keys // max(1, len(plan.groups))
+    part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n, merge_share=share,
                            as_of_ms=plan.as_of_ms)
     place = (lambda k: partition_for_key(k, n)) if n else None
     for config, pieces, is_committed in ((plan.committed, committed, True), (plan.everything, everything, False)):

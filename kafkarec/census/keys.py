@@ -70,13 +70,21 @@ class KeyTally:
             self.hll.update(self._digest(k))
         self.latest = None
 
-    def keys_for_merge(self) -> dict:
+    def keys_for_merge(self, share: int) -> dict:
         """What a topic's distinct count needs of this partition, as JSON-able text: the 16-byte
-        digests of its keys while exact (``{"digests": base64}``, 16 bytes a key: the memory the
-        exact bound already allows), else its sketch (``{"hll": base64}``)."""
-        if self.latest is not None:
+        digests of its keys while exact and at most ``share`` (``{"digests": base64}``; the census
+        gives each partition an equal share of ``max_exact_keys``, so that all partitions' digests
+        together stay within it, wherever they are gathered), else its HyperLogLog sketch
+        (``{"hll": base64}``)."""
+        if self.latest is not None and len(self.latest) <= share:
             digest = self._digester().digest
             return {"digests": base64.b64encode(b"".join(digest(k) for k in self.latest)).decode()}
+        if self.hll is None:
+            ds = require("datasketches")
+            sketch = ds.hll_sketch(HLL_LG_K)
+            for k in self.latest or ():
+                sketch.update(self._digest(k))
+            return {"hll": base64.b64encode(sketch.serialize_compact()).decode()}
         return {"hll": base64.b64encode(self.hll.serialize_compact()).decode()}
 
     def result(self, as_of_ms: int) -> dict:
@@ -94,10 +102,10 @@ class KeyTally:
 def merged_distinct_keys(parts: Iterable[dict]) -> Tuple[int, bool, float]:
     """Distinct keys of a topic from its partitions' :meth:`KeyTally.keys_for_merge` texts:
     ``(count, exact, relative error)``.  A key written to several partitions (a custom
-    partitioner, explicit partitions) counts once.  Exact when every partition was exact: the
-    union of their 16-byte digests (two keys colliding in 128 bits: below 2^-60 for a billion
-    keys); otherwise DataSketches' union of the partitions' sketches, the exact partitions'
-    digests added to it, with the sketch's error at 2 standard deviations."""
+    partitioner, explicit partitions) counts once.  Exact when every partition gave its digests:
+    their union (two keys colliding in 128 bits: below 2^-60 for a billion keys); otherwise
+    DataSketches' union of the partitions' sketches, the digests given added to it, with the
+    sketch's error at 2 standard deviations."""
     np = require("numpy")
     parts = list(parts)
     if all("digests" in p for p in parts):

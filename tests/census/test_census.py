@@ -97,6 +97,9 @@ def test_census_murmur2_placement(tmp_path):
     placed = [t for t in doc["topics"] if t["topic"] == "placed"][0]
     custom = [t for t in doc["topics"] if t["topic"] == "custom"][0]
     assert placed["misplaced_records"] == 0
+    # keys where murmur2 puts them are in one partition each: the topic's count is exact as a sum
+    assert placed["distinct_keys"] == len(keys) and placed["distinct_keys_exact"]
+    assert custom["distinct_keys"] == len(keys) and custom["distinct_keys_exact"]
     assert all(_part(doc, "placed", p)["partitioner"]["agrees"] for p in range(3))
     want = sum(1 for i, k in enumerate(keys) if kafkarec._core.partition_for_key(k, 3) != i % 3)
     assert custom["misplaced_records"] == want > 0
@@ -243,6 +246,12 @@ def test_census_topic_counts_a_key_in_several_partitions_once(tmp_path):
     assert all("_keys_for_merge" not in p for p in doc["partitions"])
     # live keys are what a compaction keeps, partition by partition
     assert topic["live_keys"] == 500
+    # every partition exact, but the census's partitions hold more keys than the bound in all: each
+    # gives its digests only within its share of it (400 // 3), else its sketch: the union is HLL's
+    doc = census(str(tmp_path), max_exact_keys=400)
+    [topic] = doc["topics"]
+    assert all(_part(doc, "spread", p)["distinct_keys_exact"] for p in range(3))
+    assert not topic["distinct_keys_exact"] and abs(topic["distinct_keys"] - 300) <= 300 * topic["distinct_keys_error"]
     # one partition past the exact bound: the union of sketches, the exact partitions' digests in it
     doc = census(str(tmp_path), max_exact_keys=150)
     [topic] = doc["topics"]
