@@ -43,7 +43,8 @@ if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.
     # first worker compiling pyspark and pandas as it imports them, on a loaded machine, may not
     "$DIR/bin/python" -m pip install -q --disable-pip-version-check --no-compile "${REQS[@]}" >&2
     SITE="$("$DIR/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    "$DIR/bin/python" -m compileall -q -j 0 -x '/tests?/|/testing/' "$SITE/pyspark" "$SITE/pandas" "$SITE/pyarrow" >&2
+    "$DIR/bin/python" -m compileall -q -j 0 -x '/tests?/|/testing/' "$SITE/pyspark" "$SITE/pandas" "$SITE/pyarrow" >&2 \
+        || true     # a module that does not compile fails where it is imported, not here
     printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
 fi
 echo "$DIR/bin/python"

@@ -67,12 +67,24 @@ print("\n".join(project["dependencies"] + [r for e in extras for r in project["o
     mapfile -t DEP_REQS <<< "$DEPS"
     build_core & CORE_PID=$!
     DEPS_RC=0
+    # the compile beside reads the build requirements just installed: pip keeps them as they are
+    "$VPY" -m pip freeze | grep -iE "^($(printf '%s|' "${REQS[@]%%[<>=!~ ;[]*}" | sed 's/|$//'))==" \
+        > .venv/build-constraints.txt || true
     # --no-compile: pip would byte-compile every module of every dependency (~70 CPU-s, ray's and
-    # pandas' tests among them); Python compiles what the tests import, once, on first import
-    "$VPY" -m pip install -q --disable-pip-version-check --no-compile "${DEP_REQS[@]}" > .venv/deps.log 2>&1 \
-        || DEPS_RC=$?
+    # pandas' tests among them); Python compiles what the tests import, once, on first import --
+    # except what Spark's Python workers import (below)
+    "$VPY" -m pip install -q --disable-pip-version-check --no-compile -c .venv/build-constraints.txt \
+        "${DEP_REQS[@]}" > .venv/deps.log 2>&1 || DEPS_RC=$?
     wait "$CORE_PID" || { echo "the core's compile failed (.venv/build.log)" >&2; exit 1; }
     [ "$DEPS_RC" -eq 0 ] || { cat .venv/deps.log >&2; exit 1; }
+    # a Python worker Spark starts from this Python must connect back within Spark's fixed 10 s
+    # (PythonWorkerFactory): what it imports is compiled ahead, their tests left out
+    SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    for pkg in pyspark pandas pyarrow; do
+        if [ -d "$SITE/$pkg" ]; then
+            "$VPY" -m compileall -q -j 0 -x '/tests?/|/testing/' "$SITE/$pkg" > /dev/null || true
+        fi
+    done
     "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e ".[$EXTRAS]" \
         > .venv/install.log 2>&1 || { cat .venv/install.log >&2; exit 1; }
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env

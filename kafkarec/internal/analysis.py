@@ -212,14 +212,24 @@ def _overlay(batches: List[tuple], new: List[tuple], start: int) -> List[tuple]:
     share coordinator's rule (PersisterStateBatchCombiner) for a ShareUpdate and for a new snapshot:
     where two overlap, the higher delivery count wins, then the later delivery state (ARCHIVED over
     AVAILABLE); contiguous batches of the same state and count join."""
-    every = [(max(f, start), l, st, c) for f, l, st, c in list(batches) + list(new) if l >= start]
+    import heapq
+    every = sorted((max(f, start), l, st, c) for f, l, st, c in list(batches) + list(new) if l >= start)
     cuts = sorted({f for f, _, _, _ in every} | {l + 1 for _, l, _, _ in every})
     out: List[tuple] = []
+    # one sweep over the cuts (every batch starts and ends on one, so a batch covering a segment's
+    # first offset covers all of it): the covering batches in a heap, the winner on top
+    covering: List[tuple] = []
+    i = 0
     for lo, hi in zip(cuts, cuts[1:]):
-        covering = [(c, st) for f, l, st, c in every if f <= lo and hi - 1 <= l]
+        while i < len(every) and every[i][0] <= lo:
+            f, l, st, c = every[i]
+            heapq.heappush(covering, (-c, -st, l))
+            i += 1
+        while covering and covering[0][2] < lo:
+            heapq.heappop(covering)         # ended below this segment
         if not covering:
             continue
-        c, st = max(covering)
+        c, st = -covering[0][0], -covering[0][1]
         if out and out[-1][1] == lo - 1 and out[-1][2:] == (st, c):
             out[-1] = (out[-1][0], hi - 1, st, c)
         else:

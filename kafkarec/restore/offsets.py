@@ -63,8 +63,8 @@ class OffsetMap:
         self._starts.setdefault(key, []).append(source_offset)
 
     def update(self, other: "OffsetMap") -> None:
-        """Take ``other``'s partitions (partitions restored elsewhere: a Spark task's); a partition
-        both hold is a :class:`UsageError`."""
+        """Take ``other``'s partitions (partitions restored apart, each by its own
+        :func:`restore_partition`); a partition both hold is a :class:`UsageError`."""
         both = set(self.partitions()) & set(other.partitions())
         if both:
             raise UsageError(f"offset maps overlap on {', '.join(f'{t}-{p}' for t, p in sorted(both))}")

@@ -141,7 +141,7 @@ class _Writer:
 
 def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
     """Restore one source partition, whole and on its own (the unit the command line runs one after
-    another and Spark runs a task each): its own transactional producer and the progress committed
+    another; partitions may be restored apart, each wherever it runs): its own transactional producer and the progress committed
     in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
     partition's summary and its offset map (every record on the target, its ends set)."""
     require("confluent_kafka")

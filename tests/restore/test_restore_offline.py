@@ -2,6 +2,8 @@
 command line's usage errors (issue 51).  The restore itself runs between two brokers in
 tests/broker/test_broker_restore.py."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkarec.errors import RestoreError, UsageError
 from kafkarec.restore import OffsetMap, RestoreSpec
@@ -141,3 +143,45 @@ def test_maps_of_partitions_restored_apart_join_into_one(tmp_path):
     assert joined == whole
     with pytest.raises(UsageError, match="overlap on orders-1"):
         joined.update(second)
+
+
+def _overlay_by_offset(batches, new, start):
+    """The share coordinator's rule offset by offset: the highest (delivery count, state) of the
+    batches holding each offset at or past ``start``, runs of equal ones joined."""
+    best = {}
+    for f, l, st, c in list(batches) + list(new):
+        for o in range(max(f, start), l + 1):
+            best[o] = max(best.get(o, (c, st)), (c, st))
+    out = []
+    for o in sorted(best):
+        c, st = best[o]
+        if out and out[-1][1] == o - 1 and out[-1][2:] == (st, c):
+            out[-1] = (out[-1][0], o, st, c)
+        else:
+            out.append((o, o, st, c))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 8), st.sampled_from([0, 2, 4]), st.integers(1, 4)),
+                max_size=12),
+       st.lists(st.tuples(st.integers(0, 40), st.integers(0, 8), st.sampled_from([0, 2, 4]), st.integers(1, 4)),
+                max_size=12),
+       st.integers(0, 30))
+def test_share_state_overlay_is_the_offset_by_offset_rule(old, new, start):
+    from kafkarec.internal.analysis import _overlay
+    old = [(f, f + n, s, c) for f, n, s, c in old]
+    new = [(f, f + n, s, c) for f, n, s, c in new]
+    assert _overlay(old, new, start) == _overlay_by_offset(old, new, start)
+
+
+def test_share_state_overlay_of_a_full_window_is_quick():
+    """2,000 single-record batches (a full window of acquired records): one sweep, not a scan of
+    every batch per offset (which took 0.27 s a call, once per ShareUpdate)."""
+    import time
+    from kafkarec.internal.analysis import _overlay
+    window = [(o, o, 2 if o % 3 else 0, 1) for o in range(2000)]
+    t0 = time.process_time()
+    out = _overlay(window, [(o, o, 4, 2) for o in range(0, 2000, 7)], 0)
+    assert time.process_time() - t0 < 0.2
+    assert sum(l - f + 1 for f, l, _, _ in out) == 2000
