@@ -68,7 +68,7 @@ print("\n".join(project["dependencies"] + [r for e in extras for r in project["o
     build_core & CORE_PID=$!
     DEPS_RC=0
     # the compile beside reads the build requirements just installed: pip keeps them as they are
-    "$VPY" -m pip freeze | grep -iE "^($(printf '%s|' "${REQS[@]%%[<>=!~ ;[]*}" | sed 's/|$//'))==" \
+    "$VPY" -m pip freeze --all | grep -iE "^($(printf '%s|' "${REQS[@]%%[<>=!~ ;[]*}" | sed 's/|$//'))==" \
         > .venv/build-constraints.txt || true
     # --no-compile: pip would byte-compile every module of every dependency (~70 CPU-s, ray's and
     # pandas' tests among them); Python compiles what the tests import, once, on first import --
