@@ -21,6 +21,7 @@ import base64
 from typing import Any, Iterable, List, Optional, Tuple
 
 from kafkarec._extras import require
+from kafkarec.errors import MissingExtraError
 
 __all__ = ["KeyTally", "HLL_LG_K", "merged_distinct_keys"]
 
@@ -80,7 +81,12 @@ class KeyTally:
             digest = self._digester().digest
             return {"digests": base64.b64encode(b"".join(digest(k) for k in self.latest)).decode()}
         if self.hll is None:
-            ds = require("datasketches")
+            try:
+                ds = require("datasketches")
+            except MissingExtraError:
+                # an exact partition where datasketches is not installed (a Spark executor with
+                # kafkarec's base dependencies): its keys do not join the topic's union
+                return {"unknown": "datasketches is not installed where this partition was read"}
             sketch = ds.hll_sketch(HLL_LG_K)
             for k in self.latest or ():
                 sketch.update(self._digest(k))
@@ -99,15 +105,18 @@ class KeyTally:
                 "distinct_keys_error": err, "live_keys": None, "live_bytes": None, "retained_tombstones": None}
 
 
-def merged_distinct_keys(parts: Iterable[dict]) -> Tuple[int, bool, float]:
+def merged_distinct_keys(parts: Iterable[dict]) -> Tuple[Optional[int], bool, Optional[float]]:
     """Distinct keys of a topic from its partitions' :meth:`KeyTally.keys_for_merge` texts:
     ``(count, exact, relative error)``.  A key written to several partitions (a custom
     partitioner, explicit partitions) counts once.  Exact when every partition gave its digests:
     their union (two keys colliding in 128 bits: below 2^-60 for a billion keys); otherwise
     DataSketches' union of the partitions' sketches, the digests given added to it, with the
-    sketch's error at 2 standard deviations."""
+    sketch's error at 2 standard deviations.  Unknown (``None``) when a partition could make
+    neither (no datasketches where it was read)."""
     np = require("numpy")
     parts = list(parts)
+    if any("unknown" in p for p in parts):
+        return None, False, None
     if all("digests" in p for p in parts):
         arrays: List[Any] = [np.frombuffer(base64.b64decode(p["digests"]), dtype="<u8").reshape(-1, 2)
                              for p in parts]

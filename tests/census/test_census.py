@@ -274,3 +274,25 @@ def test_what_if_a_record_past_batch_size_gets_a_batch_of_its_size(tmp_path):
     # the limit is 61 + 21 + 2 + 20,003 + 1 = 20,088; the big record takes 61 + 20,012 and each small
     # one 8 (a 7-byte body and its length): one fits (20,081), a second would not (20,089)
     assert row["codecs"][0]["batch_records"] == [2, 9]      # cut at batch.size: [1, 10]
+
+
+def test_census_topic_keys_unknown_where_a_partition_has_no_sketch_library(tmp_path, monkeypatch):
+    """A partition past its share of the exact bound, read where datasketches is not installed (a
+    Spark executor with kafkarec's base dependencies): its partition figures stay exact, the topic's
+    union is unknown (None), never a wrong sum; keys where murmur2 puts them still add up."""
+    import kafkarec.census.keys as keys_module
+    from kafkarec.errors import MissingExtraError
+    real = keys_module.require
+
+    def no_sketches(name):
+        if name == "datasketches":
+            raise MissingExtraError("datasketches", "datasketches", "census")
+        return real(name)
+    monkeypatch.setattr(keys_module, "require", no_sketches)
+    keys = [b"key-%d" % i for i in range(300)]
+    for p in range(3):
+        write_partition(tmp_path, "spread", p, [("batch", [(k, b"v") for k in keys[100 * p:100 * p + 200]], None)])
+    doc = census(str(tmp_path), max_exact_keys=400)
+    [topic] = doc["topics"]
+    assert [_part(doc, "spread", p)["distinct_keys"] for p in range(3)] == [200, 200, 100]
+    assert topic["distinct_keys"] is None and not topic["distinct_keys_exact"]
