@@ -74,8 +74,10 @@ def parse_codecs(spec: str) -> List[Codec]:
     return out
 
 
-#: A v2 batch's header, the part of a batch its records' compression leaves out
-_BATCH_OVERHEAD = 61
+def _batch_overhead() -> int:
+    """A v2 batch's header, the part its records' compression leaves out (the core's figure)."""
+    from kafkarec._core import V2_HEADER_SIZE
+    return V2_HEADER_SIZE
 
 
 class RatioEstimate:
@@ -90,7 +92,7 @@ class RatioEstimate:
     def update(self, batch_bytes: int, uncompressed_records: int) -> None:
         """After a batch of ``batch_bytes`` whose records took ``uncompressed_records`` bytes."""
         f32 = self._f32
-        observed = f32(batch_bytes - _BATCH_OVERHEAD) / f32(uncompressed_records)
+        observed = f32(batch_bytes - _batch_overhead()) / f32(uncompressed_records)
         if observed > self.value:
             self.value = max(self.value + f32(0.05), observed)
         elif observed < self.value:
@@ -112,7 +114,7 @@ def _batch_upper_bound(value, key, headers) -> int:
     alone (its header, the record's 21-byte overhead bound, its key, value and headers): the
     producer's buffer for a batch is at least this, so a record larger than ``batch.size`` gets a
     batch of its own size, which takes more records while they fit."""
-    size = _BATCH_OVERHEAD + 21
+    size = _batch_overhead() + 21
     for field in (key, value):
         size += 1 if field is None else _varint_size(len(field)) + len(field)
     size += _varint_size(len(headers))
@@ -158,7 +160,7 @@ class _Writer:
 
     def close(self) -> None:
         if self.builder is not None and self.builder.record_count:
-            uncompressed = self.builder.size_in_bytes - _BATCH_OVERHEAD
+            uncompressed = self.builder.size_in_bytes - _batch_overhead()
             t0 = time.perf_counter()
             data = self.builder.build()
             self.seconds += time.perf_counter() - t0
