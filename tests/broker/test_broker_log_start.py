@@ -20,6 +20,7 @@ import pytest
 
 from support import deleted_records
 from support import produce
+from support.kafka_broker import copy_live_dir
 from support.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -193,7 +194,7 @@ def _stale_checkpoint_dir(kafka_broker, dest):
     future, = admin.delete_records([TopicPartition(LAG_TOPIC, 0, 25)], operation_timeout=30,
                                    request_timeout=30).values()
     assert future.result(timeout=30).low_watermark == 25
-    shutil.copytree(kafka_broker.partition_dir(LAG_TOPIC, 0), os.path.join(dest, f"{LAG_TOPIC}-0"))
+    copy_live_dir(kafka_broker.partition_dir(LAG_TOPIC, 0), os.path.join(dest, f"{LAG_TOPIC}-0"))
     assert (LAG_TOPIC, 0) not in produce._checkpoint(os.path.join(dest, deleted_records.CHECKPOINT))
     return dest
 

@@ -185,6 +185,21 @@ def file_tail(path: str, lines: int = 60) -> str:
         return f"(no {os.path.basename(path)})"
 
 
+# Files a running broker writes and then renames or removes (checkpoints are written
+# to ``<name>.tmp`` and renamed; deleted and cleaned segments pass through suffixes).
+# A copy of a live folder leaves them out: listed one moment, gone the next.
+_TRANSIENT_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
+
+
+def copy_live_dir(src: str, dest: str) -> str:
+    """Copy a folder a running broker may be writing, without its transient files.
+
+    ``shutil.copytree`` lists the folder first and copies after, so a checkpoint's
+    ``.tmp`` the broker renames in between fails the copy with FileNotFoundError."""
+    return shutil.copytree(
+        src, dest, ignore=lambda _dir, names: [n for n in names if n.endswith(_TRANSIENT_SUFFIXES)])
+
+
 class KafkaBrokerError(RuntimeError):
     """The broker did not format, start or stop; the message ends with its log's tail."""
 
