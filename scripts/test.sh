@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite (with arguments: pytest with those arguments).
 set -euo pipefail
+# The machine's CPU ticks (busy, idle) now and at the end: how much of the 2 cores the run used,
+# beside the CPU-seconds of its own processes (bash's `times`), in phases.json and test_times.py.
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
+read -r BUSY0 IDLE0 < <(cpu_ticks)
 # The whole suite: the JVM modules (scripts/test_deps.sh jvm: Maven, waiting on the network; no
 # Python needed) are resolved beside the set-up below (apt, pip, the core's compile) instead of after it.
 JVM_PID=""
@@ -74,8 +78,14 @@ wait "$JVM_PID"       # long done: the tests that need a module waited for it (s
 trap - EXIT
 set -e
 read -r DEPS_S RELEASE_S BESIDE_END < "$BESIDE_TIMES" || { DEPS_S=0; RELEASE_S=0; BESIDE_END=0; }
-printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d}\n' \
-    "$SECONDS" "$STARTED" "$PYTEST_SECONDS" "$DEPS_S" "$RELEASE_S" "$BESIDE_END" > "$RESULTS/phases.json"
+read -r BUSY1 IDLE1 < <(cpu_ticks)
+HZ="$(getconf CLK_TCK 2>/dev/null || echo 100)"
+# the children's user and system time (the second line of `times`: "0m12.345s 0m1.000s")
+times > "$RESULTS/times.txt"      # in this shell: in a pipeline's subshell its children are none
+OWN_CPU="$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%d", n }' "$RESULTS/times.txt")"
+printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d, "machine_busy_s": %d, "machine_idle_s": %d, "cores": %d, "own_cpu_s": %d}\n' \
+    "$SECONDS" "$STARTED" "$PYTEST_SECONDS" "$DEPS_S" "$RELEASE_S" "$BESIDE_END" \
+    $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" > "$RESULTS/phases.json"
 echo "---- where the time went (scripts/test_times.py; the whole command: $SECONDS s, set-up included) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
 echo "---- scripts/test_deps.sh and tests/test_release.py (run beside the rest) ----"

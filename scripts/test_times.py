@@ -78,7 +78,15 @@ def phases(xml) -> None:
         p = json.load(fh)
     print(f"the whole command: {p['whole']:.0f} s = set-up {p['setup']:.0f} s + pytest {p['pytest']:.0f} s "
           f"(beside it: the wheelhouses {p['deps']:.0f} s, then the release check "
-          f"{p['release']:.0f} s, ending {p['beside_end']:.0f} s after the set-up)\n")
+          f"{p['release']:.0f} s, ending {p['beside_end']:.0f} s after the set-up)")
+    if p.get("machine_busy_s") is not None:
+        busy, idle = p["machine_busy_s"], p["machine_idle_s"]
+        share = busy / (busy + idle) if busy + idle else 0.0
+        # own: what the run's processes used (a daemon it started and that left its parent is not
+        # counted); the machine: everything, so a quiet machine's figure is the run's
+        print(f"CPU: the run's processes {p['own_cpu_s']:.0f} CPU-s; the machine busy {busy:.0f} CPU-s of "
+              f"{busy + idle:.0f} ({share:.0%} of its {p['cores']} cores over the run)")
+    print()
 
 
 def main(argv=None) -> int:
