@@ -1,6 +1,13 @@
+import os
 import sys
 
 import pytest
+
+# Ray renices its worker processes to 15 (RayConfig worker_niceness).  Beside the other lane's
+# JVMs and the release check's compiles, all at nice 0, such a worker gets ~3% of a core: a
+# Ray read that takes 0.6 s took two minutes, and Ray's module 5-10 minutes of the suite.  The
+# workers of every Ray the tests start (and the documents' examples) inherit this.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 from support.javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
