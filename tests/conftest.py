@@ -8,6 +8,12 @@ import pytest
 # Ray read that takes 0.6 s took two minutes, and Ray's module 5-10 minutes of the suite.  The
 # workers of every Ray the tests start (and the documents' examples) inherit this.
 os.environ.setdefault("RAY_worker_niceness", "0")
+# Nor does Ray prestart workers of the default environment at ray.init: the tests' tasks run in
+# workers of their own runtime_env (started on demand), and two prestarted workers importing Ray
+# beside the raylet slowed its registration past Ray's fixed 30 s on a loaded machine ("The
+# current node timed out during startup").
+os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+os.environ.setdefault("RAY_enable_worker_prestart", "0")
 
 from support.javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
