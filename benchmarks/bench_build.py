@@ -79,7 +79,9 @@ def kafka_python_append(recs, codec):
 #           snappy-java writes it); snappy has no level
 #   lz4:    python-lz4 frame, 64 KiB independent blocks, no checksums, fast
 #           compressor (Kafka's default level 9 uses lz4-java's fastCompressor)
-#   zstd:   zstandard level 3 (Kafka's default), no content size in the frame
+#   zstd:   zstandard level 3 (Kafka's default), no content size in the frame, one
+#           stream flushed then ended as Kafka's ZstdOutputStream behind its buffer
+#           writes it (so the frame ends with an empty last block)
 OUR_CODECS = {
     "gzip": "zlib level 6 (Kafka/Java Deflater default)",
     "snappy": "cramjam snappy, xerial 32 KiB blocks",
@@ -119,7 +121,10 @@ _ZSTD = zstandard.ZstdCompressor(level=3, write_content_size=False)
 
 
 def raw_zstd(data):
-    return _ZSTD.compress(data)
+    # compress() alone would end the frame in its last data block; Kafka's stream (and so the
+    # core since da0d36b) flushes a block first, then ends the frame with an empty block.
+    stream = _ZSTD.compressobj()
+    return stream.compress(data) + stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + stream.flush()
 
 
 RAW_COMPRESS = {"gzip": raw_gzip, "snappy": raw_snappy, "lz4": raw_lz4, "zstd": raw_zstd}

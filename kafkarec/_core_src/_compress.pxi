@@ -117,6 +117,38 @@ cdef object zstd_compressor(object level):
 
 
 
+cdef enum:
+    LZ4_BLOCK_SIZE = 64 * 1024          # Kafka's Lz4BlockOutputStream: BLOCKSIZE_64KB
+
+_LZ4_INCOMPRESSIBLE = 0x80000000        # a block's size with this bit: stored as it is
+
+
+cdef bytes lz4_mid_frame(object data, int magic):
+    """LZ4 at level 1 or 2 as Kafka writes it: lz4-java's highCompressor(level), which is
+    LZ4_compress_HC of LZ4 1.10.0 (lz4-java 1.11), whose levels 1 and 2 are both its "mid"
+    matcher; LZ4 1.9's frame API (the lz4 package) compresses levels below 3 fast instead.
+    Arrow's raw LZ4 codec at level 2 is that call of LZ4 1.10. The frame is Kafka's
+    Lz4BlockOutputStream's: magic, FLG (version 1, independent blocks, no checksums), BD (64
+    KiB blocks), the descriptor's checksum (over the magic too for magic 0, KAFKA-3160), each
+    64 KiB block compressed or, when that does not shrink it, stored; then the end mark."""
+    cdef object mid = codec_lib("pyarrow", "pyarrow").Codec("lz4_raw", compression_level=2)
+    cdef object view = memoryview(data).cast("B")
+    cdef Py_ssize_t n = len(view), start
+    header = bytearray(b"\x04\x22\x4d\x18\x60\x40")
+    header.append(_lz4_header_checksum(bytes(header) if magic == 0 else bytes(header[4:])))
+    parts = [bytes(header)]
+    for start in range(0, n, LZ4_BLOCK_SIZE):
+        block = view[start:start + LZ4_BLOCK_SIZE]
+        size = len(block)
+        packed = mid.compress(block, asbytes=True)
+        if len(packed) >= size:
+            parts += [(size | _LZ4_INCOMPRESSIBLE).to_bytes(4, "little"), block]
+        else:
+            parts += [len(packed).to_bytes(4, "little"), packed]
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
+
+
 cdef object compress(int codec, object data, object level, bint raw_snappy, int magic):
     """``data`` compressed as Kafka writes ``codec`` for a ``magic`` message set (the
     legacy builder's path; v2 batches use compressed_batch_bytes, which writes the
@@ -129,6 +161,8 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
         source = buffer_of(data)
         return snappy_batch_bytes(data, source.size, raw_snappy)[V2_HEADER_SIZE:]
     if codec == 3:
+        if level == 1 or level == 2:
+            return lz4_mid_frame(data, magic)
         lz4frame = codec_lib("lz4.frame", "lz4")
         frame = lz4frame.compress(
             data, block_size=lz4frame.BLOCKSIZE_MAX64KB, block_linked=False,

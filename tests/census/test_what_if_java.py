@@ -10,13 +10,14 @@ import pytest
 from kafkarec.census import parse_codecs, what_if
 from kafkarec.scan import Bounds, LogScan
 
-SPEC = "zstd:3,zstd:9,zstd:-5,zstd,lz4,lz4:1,lz4:17,snappy,gzip,gzip:1,gzip:9,none"
-#: codecs whose bytes kafkarec's writer does not yet write as Kafka's libraries do: snappy
-#: (cramjam's Rust snappy, not snappy-java's C++ snappy: other matches, other bytes) and lz4
-#: levels 1-2 (Kafka's highCompressor(1|2), LZ4's HC at those levels; lz4.frame compresses
-#: them fast).  Their totals must stay within NEAR of Kafka's.
-NOT_YET_EXACT = {"snappy", "lz4:1"}
-NEAR = 0.25
+SPEC = "zstd:3,zstd:9,zstd:-5,zstd,lz4,lz4:1,lz4:2,lz4:3,lz4:17,snappy,gzip,gzip:1,gzip:9,none"
+#: codecs whose bytes kafkarec's writer cannot write as Kafka's libraries do: snappy (cramjam's
+#: Rust snappy, not snappy-java 1.1.10.7's Google snappy 1.1.10: other matches, other bytes; no
+#: maintained Python binding bundles that snappy, docs/census-and-search.md; on this corpus the
+#: totals differ by 2 bytes, 116 with the log's own boundaries).  Its totals must stay within
+#: NEAR of Kafka's.  lz4 at levels 1 and 2 (LZ4 1.10's "mid" matcher) is exact.
+NOT_YET_EXACT = {"snappy"}
+NEAR = 0.01
 
 
 @pytest.fixture(scope="module")

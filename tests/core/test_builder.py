@@ -308,6 +308,28 @@ def test_lz4_frame_descriptor_is_kafkas(java_codec):
     assert payload[-4:] == b"\x00\x00\x00\x00"          # EndMark, no content checksum
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("level", [1, 2, 3, 17])
+def test_lz4_levels_bytes_are_kafkas(java_codec, size, level):
+    """Kafka's Lz4BlockOutputStream at a level other than 9: lz4-java's highCompressor, whose
+    levels 1 and 2 are LZ4 1.10's mid matcher (the lz4 package's frame API compresses them
+    fast); every 64 KiB block, a stored one too, and the frame as Kafka writes them."""
+    payload, section = _payload_and_section(_codec_records(size), compression=Compression.LZ4,
+                                            compression_level=level)
+    assert payload == java_codec.compress("lz4-frame", section, level=level)
+
+
+def test_lz4_level_1_incompressible_block_is_stored():
+    """A block compression does not shrink is stored, its size's high bit set (as Kafka's)."""
+    import random
+    noise = random.Random(5).randbytes(70_000)
+    payload, section = _payload_and_section([R(0, T0, None, noise)], compression=Compression.LZ4,
+                                            compression_level=1)
+    (first,) = struct.unpack_from("<I", payload, 7)
+    assert first == 0x80000000 | 65536 and payload[11:11 + 65536] == section[:65536]
+    assert lz4.frame.decompress(payload) == section
+
+
 def test_snappy_defaults_to_xerial_framing(java_codec):
     records = _codec_records("large")
     payload, section = _payload_and_section(records, compression=Compression.SNAPPY)
