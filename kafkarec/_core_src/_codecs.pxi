@@ -24,15 +24,16 @@ import os
 cdef object _libs = {}
 
 
-cdef object codec_lib(str name, str package):
-    """Import a codec library on first use; a missing one names its package."""
+cdef object codec_lib(str name, str package, str needs="decoding this batch"):
+    """Import a codec library on first use; a missing one names its package and what
+    ``needs`` it."""
     mod = _libs.get(name)
     if mod is None:
         try:
             mod = __import__(name, fromlist=["_"])
         except ImportError as exc:
             raise CodecUnavailableError(
-                f"decoding this batch needs the '{package}' package (pip install {package}): {exc}"
+                f"{needs} needs the '{package}' package (pip install {package}): {exc}"
             ) from None
         _libs[name] = mod
     return mod

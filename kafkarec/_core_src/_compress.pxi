@@ -131,7 +131,8 @@ cdef bytes lz4_mid_frame(object data, int magic):
     Lz4BlockOutputStream's: magic, FLG (version 1, independent blocks, no checksums), BD (64
     KiB blocks), the descriptor's checksum (over the magic too for magic 0, KAFKA-3160), each
     64 KiB block compressed or, when that does not shrink it, stored; then the end mark."""
-    cdef object mid = codec_lib("pyarrow", "pyarrow").Codec("lz4_raw", compression_level=2)
+    cdef object mid = codec_lib("pyarrow", "pyarrow", "writing lz4 at level 1 or 2").Codec(
+        "lz4_raw", compression_level=2)
     cdef object view = memoryview(data).cast("B")
     cdef Py_ssize_t n = len(view), start
     header = bytearray(b"\x04\x22\x4d\x18\x60\x40")

@@ -748,3 +748,21 @@ def test_has_room_for_estimates_a_compressed_batch_as_kafkas_producer():
             kafkarec.RecordBatchBuilder(compression=kafkarec.Compression.ZSTD, estimated_compression_ratio=bad)
     with pytest.raises(TypeError):          # final, as before: no subclass slows its per-record calls
         type("Sub", (kafkarec.RecordBatchBuilder,), {})
+
+
+def test_lz4_level_1_without_pyarrow_names_the_write_and_the_package():
+    """Writing lz4 at level 1 or 2 needs pyarrow's LZ4 codec: without it, the error says it is
+    the write that needs it (not "decoding"), and names the package."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['pyarrow'] = None\n"
+            "import kafkarec\n"
+            "from kafkarec.errors import CodecUnavailableError\n"
+            "try:\n"
+            "    kafkarec.build_batch([b'v'], compression=kafkarec.Compression.LZ4, compression_level=1)\n"
+            "except CodecUnavailableError as exc:\n"
+            "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("writing lz4 at level 1 or 2 needs the 'pyarrow' package (pip install pyarrow)"), \
+        out.stdout
