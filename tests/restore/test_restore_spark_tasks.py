@@ -9,7 +9,6 @@ import pytest
 
 from kafkarec.errors import MissingExtraError, UsageError
 from kafkarec.restore import RestoreSpec, SourcePartition
-from test_extras import hide
 
 
 class _Frame:
@@ -47,8 +46,9 @@ def _spec() -> RestoreSpec:
 
 
 def test_a_task_without_the_client_raises_its_extra_on_the_driver(monkeypatch):
+    import sys
     from spark_udfs._restore import _run
-    hide(monkeypatch, "confluent_kafka")
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)      # as on an executor without it
     parts = [SourcePartition("orders", p, 0, 10, 10, "orders") for p in range(2)]
     spark = _Spark()
     with pytest.raises(MissingExtraError) as info:
