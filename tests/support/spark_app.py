@@ -138,7 +138,8 @@ def restore_spec(history, target) -> dict:
     """The job's SPEC ``restore``: ``history`` (support.restore_history) into ``target``."""
     return {"source": history.log_dir, "target": target.bootstrap,
             "options": restore_options(history, "-spark", "spark"),
-            "partial": {"topics": ["rs-crash"], "end_time": produce.BASE_TS + 40_000}}
+            "partial": {"topics": ["rs-crash"], "rename": {"rs-crash": "rs-crash-spark"},
+                        "end_time": produce.BASE_TS + 40_000}}
 
 
 def rows(folder):
