@@ -2,7 +2,8 @@
 ONE :class:`~kafkarec.errors.MissingExtraError` line naming the extra that installs it (the command line
 prints it and exits 2) instead of a ``ModuleNotFoundError`` traceback.  A base ``pip install kafkarec``
 reads and writes batches and log files; Arrow output, selections, object stores, tables, CDC and typed
-values need pyarrow and numpy (``kafkarec[arrow]``).  Compiling ``.proto`` text has its own guard, as it
+values need pyarrow and numpy (``kafkarec[arrow]``).  Where kafkarec was imported from a shipped wheel (a
+bare Spark executor), a missing one is first taken from the wheels shipped beside it.  Compiling ``.proto`` text has its own guard, as it
 can take grpcio-tools and protobuf from wheels beside kafkarec's (:mod:`kafkarec.protobuf.compiler`)."""
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ EXTRAS = {
     "numpy": ("numpy", "arrow"),
     "pyiceberg": ("pyiceberg", "lakehouse"),
     "deltalake": ("deltalake", "lakehouse"),
-    "confluent_kafka": ("confluent-kafka", "lakehouse"),
+    "confluent_kafka": ("confluent-kafka", "restore"),
     "polars": ("polars", "engines"),
     "duckdb": ("duckdb", "engines"),
     "ray": ("ray", "engines"),
@@ -41,4 +42,27 @@ def require(name: str) -> ModuleType:
         if exc.name != top:         # a module missing inside an installed package is its own failure
             raise
         distribution, extra = EXTRAS[top]
+        if _from_shipped_wheels(distribution):
+            return importlib.import_module(name)
         raise MissingExtraError(top, distribution, extra) from None
+
+
+#: distributions already looked for among shipped wheels in this process
+_looked_for: set = set()
+
+
+def _from_shipped_wheels(distribution: str) -> bool:
+    """Where kafkarec itself was imported from an archive (the wheel Spark ships to a bare executor),
+    ``distribution``'s wheels shipped beside it (``spark_udfs.ship(..., projects=...)``), unpacked once
+    per machine into kafkarec's cache and put on ``sys.path``, as the loader does with kafkarec's own
+    dependencies.  False where kafkarec is installed (pip installs its extras) or no fitting wheel is
+    there; looked for once per process."""
+    import zipimport
+    loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
+    if not isinstance(loader, zipimport.zipimporter) or distribution in _looked_for:
+        return False
+    _looked_for.add(distribution)
+    from kafkarec._boot import wheels
+    from kafkarec._boot.files import cache_root
+    res = wheels.activate_projects((distribution,), loader.archive, cache_root(), root=f"kafkarec's {distribution}")
+    return not res.problems

@@ -1,7 +1,8 @@
 """The body of ``scripts/wheelhouse.sh``, run by the build environment's Python
 (the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
 and add the dependency wheels this interpreter needs (``packaging``'s among them:
-a bare executor imports it from its wheel before it can resolve anything else).
+a bare executor imports it from its wheel before it can resolve anything else), and the optional
+ones that ride along (the Protobuf schema compiler's, the restore's client's).
 
 ``wheelhouse.py [--sdist] [--reuse FROM]... DIR``; with ``--sdist`` kafkarec's sdist is made too and
 the wheel is built from it by pip, as for a user who installs the sdist (see wheelhouse.sh).  With
@@ -160,23 +161,27 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
         res = L.resolve(meta, candidates, interp)
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
-    # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data
-    # Source planner's Python worker): grpcio-tools and protobuf ride along (kafkarec._boot.wheels.PROTOBUF_COMPILER).
-    compiler_meta = L.requires_dist(L.PROTOBUF_COMPILER)
-    comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
-    if comp.problems:
-        print(f"wheelhouse: downloading the Protobuf schema compiler's wheels for {tag}", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:",
-                        "--disable-pip-version-check", "-q", "-d", out, *L.PROTOBUF_COMPILER],
-                       capture_output=True, text=True)
-        candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
-        comp = L.resolve(compiler_meta, candidates, interp, root="the Protobuf schema compiler")
-        if comp.problems:
-            # Optional: without them only Protobuf schema text cannot be compiled (one clear error then).
-            print("wheelhouse: WARNING: without the Protobuf schema compiler: " + " | ".join(comp.problems),
-                  file=sys.stderr)
-            comp = comp._replace(wheels={})
-    wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *comp.wheels.values()]})
+    # Optional wheels that ride along (kafkarec._boot.wheels): the Protobuf schema compiler's, as Protobuf
+    # schema text is compiled by protoc where a Spark column is planned (the driver, the Data Source
+    # planner's Python worker), and the restore's client, which spark_udfs.restore's tasks import.
+    extra = {}
+    for projects, root in ((L.PROTOBUF_COMPILER, "the Protobuf schema compiler"),
+                           (L.RESTORE_CLIENT, "the restore's client")):
+        meta_of = L.requires_dist(projects)
+        found = L.resolve(meta_of, candidates, interp, root=root)
+        if found.problems:
+            print(f"wheelhouse: downloading {root}'s wheels for {tag}", file=sys.stderr)
+            subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:",
+                            "--disable-pip-version-check", "-q", "-d", out, *projects],
+                           capture_output=True, text=True)
+            candidates = [w for w in L.wheel_candidates(folders=[out]) if w.project != "kafkarec"]
+            found = L.resolve(meta_of, candidates, interp, root=root)
+            if found.problems:
+                # Optional: without them only what needs them fails (one clear error then).
+                print(f"wheelhouse: WARNING: without {root}: " + " | ".join(found.problems), file=sys.stderr)
+                continue
+        extra.update(found.wheels)
+    wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *extra.values()]})
     stamp = {"sources": digest, "python": interp["python"], "wheels": wheels}
     if sdist:
         stamp["sdist"] = os.path.basename(sdist)

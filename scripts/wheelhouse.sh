@@ -2,7 +2,8 @@
 # Fill a wheelhouse with kafkarec's wheel (repaired to a manylinux tag by
 # auditwheel) and the wheel of every runtime dependency it imports (crc32c,
 # lz4, zstandard, python-snappy + cramjam, isal, cryptography + cffi, packaging), plus the Protobuf schema
-# compiler's (grpcio-tools, protobuf and what they require), for one Python:
+# compiler's (grpcio-tools, protobuf and what they require) and the restore's client (confluent-kafka, which
+# spark_udfs.restore ships to executors), for one Python:
 #
 #   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--sdist] [--reuse FROM]...
 #
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
         --python=*) PY="${1#--python=}"; shift ;;
         --sdist) SDIST=(--sdist); shift ;;
         --reuse) REUSE+=(--reuse "$2"); shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac

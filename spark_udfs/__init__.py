@@ -13,6 +13,7 @@ pyspark is imported only when a function here is called.
     spark_udfs.backfill_iceberg(spark, "/var/lib/kafka/data", "lake.db.orders",
                                 layout="iceberg-kafka-connect", topics=["orders"])
     spark_udfs.census(spark, "s3://bucket/kafka-backup")      # kafkarec.census over executors
+    spark_udfs.restore(spark, "s3://bucket/kafka-backup", "target:9092")   # kafkarec.restore, a task a partition
 
 ``register(spark)`` makes ``spark-submit --py-files kafkarec-*.whl`` work on
 a driver and executors that have only pyspark, pyarrow and pandas: Spark does
@@ -40,7 +41,7 @@ __all__ = [
     "KafkaRecDataSource", "kafka_schema", "record_struct", "decode_result_type",
     "MalformedBatchError", "KafkarecMismatchError", "ShippingError", "RECOMMENDED_CONF",
     "session_builder", "from_registry", "offsets_behind_latest",
-    "backfill_frame", "backfill_iceberg", "backfill_spec", "BackfillSpec", "census",
+    "backfill_frame", "backfill_iceberg", "backfill_spec", "BackfillSpec", "census", "restore", "SparkRestore",
 ]
 
 # Settings the project uses for local runs (tests, the job, benchmarks).
@@ -78,6 +79,8 @@ _LAZY = {
     "backfill_spec": ("spark_udfs.lakehouse", "backfill_spec"),
     "BackfillSpec": ("spark_udfs.lakehouse", "BackfillSpec"),
     "census": ("spark_udfs._census", "census"),
+    "restore": ("spark_udfs._restore", "restore"),
+    "SparkRestore": ("spark_udfs._restore", "SparkRestore"),
 }
 
 

@@ -432,6 +432,7 @@ def test_no_room_of_spark_udfs_hides_a_public_name(first):
                   "assert shipping.ship is spark_udfs.ship and connect.__name__ == 'spark_udfs.ship.connect'\n"
                   "print(*sorted(r for r in rooms if r.count('.') == 1))")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["spark_udfs._census", "spark_udfs.functions", "spark_udfs.lakehouse",
+    assert run.stdout.split() == ["spark_udfs._census", "spark_udfs._restore", "spark_udfs.functions",
+                                  "spark_udfs.lakehouse",
                                   "spark_udfs.read",
                                   "spark_udfs.ship"]

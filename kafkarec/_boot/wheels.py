@@ -42,12 +42,16 @@ from typing import NamedTuple
 __all__ = ["WheelName", "parse_wheel_name", "interpreter", "describe_interpreter",
            "incompatibility", "marker_holds", "requirements", "wheel_candidates", "resolve",
            "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND",
-           "PROTOBUF_COMPILER", "activate_projects", "requires_dist", "archive_metadata"]
+           "PROTOBUF_COMPILER", "RESTORE_CLIENT", "activate_projects", "requires_dist", "archive_metadata"]
 # What compiling Protobuf schema text needs (kafkarec.protobuf): protoc as grpcio-tools bundles it, and
 # the protobuf runtime that reads its FileDescriptorSet.  Optional: scripts/wheelhouse.sh puts their wheels
 # (and their own dependencies') next to kafkarec's, spark_udfs ships them with the others, and a process
 # that lacks them takes them from there only when it compiles a schema.
 PROTOBUF_COMPILER = ("grpcio-tools", "protobuf")
+# What a restore's Spark task needs beyond kafkarec's dependencies and the pyarrow every Spark Python has
+# (the `restore` extra's client, kafkarec.restore): scripts/wheelhouse.sh puts its wheels next to kafkarec's,
+# spark_udfs.restore ships them, and kafkarec._extras.require takes them from there where it is not installed.
+RESTORE_CLIENT = ("confluent-kafka",)
 FIX_COMMAND = ("bash scripts/wheelhouse.sh DIR --python PYTHON   (in a kafkarec checkout: kafkarec's wheel "
                "and every dependency wheel for that interpreter), or: PYTHON -m pip download "
                "--only-binary=:all: -d DIR <kafkarec wheel>")
@@ -453,12 +457,14 @@ def requires_dist(projects) -> str:
     return "".join(f"Requires-Dist: {p}\n" for p in projects)
 
 
-def activate_projects(projects, archive: str | None, cache: str) -> Resolution:
+def activate_projects(projects, archive: str | None, cache: str, *,
+                      root: str = "the Protobuf schema compiler") -> Resolution:
     """Put wheels of ``projects`` (and of what they require) on ``sys.path`` when
     they are not installed: wheels next to ``archive`` (the zip kafkarec was
     imported from), in ``$KAFKAREC_WHEELHOUSE`` or on ``sys.path``, unpacked into
-    ``cache``.  Returns the resolution; its ``problems`` say what is still missing."""
-    res = resolve(requires_dist(projects), wheel_candidates(next_to=archive), root="the Protobuf schema compiler")
+    ``cache``.  Returns the resolution; its ``problems`` say what is still missing
+    (``root``: who needs them, in those lines)."""
+    res = resolve(requires_dist(projects), wheel_candidates(next_to=archive), root=root)
     if not res.problems:
         activate(res.wheels.values(), cache)
     return res

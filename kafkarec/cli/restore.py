@@ -105,11 +105,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
         plan = r.plan(spec)
         positions = None
         if not args.no_groups:      # read (and refused) before anything is written
-            from kafkarec.restore.groups import checked_positions
-            from kafkarec.restore.shares import checked_share_positions
             try:
-                checked_positions(spec, plan)
-                checked_share_positions(spec, plan)
+                r.check_groups(spec, plan)
             except RestoreError as e:
                 err.write(f"kafkarec restore: {e}; nothing was restored\n")
                 return EXIT_PROBLEMS
@@ -123,23 +120,16 @@ def run(args, out: TextIO, err: TextIO) -> int:
     if result.created_topics:
         err.write(f"created topic(s) {', '.join(result.created_topics)}\n")
     try:
-        if args.offset_map:
-            result.offset_map.write(args.offset_map)
-        if not args.no_groups:
-            positions = r.translate_groups(spec, plan, result.offset_map)
-            if args.groups_csv:
-                r.write_groups_csv(positions, args.groups_csv)
-            else:
-                r.apply_groups(spec, positions)
+        done = r.finish(spec, result, offset_map=args.offset_map, groups=not args.no_groups,
+                        groups_csv=args.groups_csv, share_groups_csv=args.share_groups_csv)
+        if done.groups is not None:
+            positions = done.groups
             for g in positions:
                 out.write(f"{g.group} {g.topic}-{g.partition} {g.source_offset} -> "
                           f"{g.target_topic}-{g.partition} {g.target_offset}\n")
             err.write(f"{len({g.group for g in positions})} group(s) "
                       f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
-            shares = r.translate_share_groups(spec, plan, result.offset_map)
-            if args.share_groups_csv:
-                r.write_share_groups_csv(shares, args.share_groups_csv)
-            _report_shares(shares, args.share_groups_csv, out, err)
+            _report_shares(done.share_groups, args.share_groups_csv, out, err)
         if args.verify:
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions)
             for line in report.problems:

@@ -5,21 +5,26 @@
 * :func:`restore` -- the committed data records of each partition produced into the target by one
   transactional producer per partition, the progress committed with them (a re-run resumes; a
   finished restore writes nothing); returns the partitions' summaries and the :class:`OffsetMap`;
-* :func:`restore_partition` -- one partition's restore, the unit :func:`restore` runs in turn;
+* :func:`restore_partition` -- one partition's restore, the unit :func:`restore` runs in turn (or
+  hands to ``run_partitions``: ``spark_udfs.restore`` runs one Spark task each);
 * :func:`offset_map` -- the map rebuilt from the target's log and the source;
 * :func:`translate_groups`, :func:`apply_groups`, :func:`write_groups_csv` -- the groups' positions
   as of a time, translated, applied on the target or written for ``kafka-consumer-groups``;
 * :func:`translate_share_groups`, :func:`write_share_groups_csv` -- the share groups' start offsets
   as of a time, translated, naming the acknowledged records a start offset cannot keep from being
   delivered again, written for ``kafka-share-groups``;
+* :func:`check_groups` -- every group's and share group's source positions checked before anything
+  is written; :func:`finish` -- after the records: the offset map file, the groups set or written,
+  the share groups written (what the command line and ``spark_udfs.restore`` do in the same way);
 * :func:`verify` -- the target read back against the source.
 
-Needs ``pip install 'kafkarec[lakehouse]'`` (confluent-kafka, pyarrow).
+Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
+from kafkarec.errors import RestoreError
 from kafkarec.restore.groups import GroupPosition
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.produce import PartitionSummary
@@ -31,7 +36,11 @@ from kafkarec.restore.check import VerifyReport
 __all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
            "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition", "offset_map",
            "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
-           "write_share_groups_csv", "verify"]
+           "write_share_groups_csv", "verify", "check_groups", "finish", "Finished", "PartitionRunner"]
+
+#: what runs a plan's partitions: ``(spec, partitions)`` -> each partition's
+#: :func:`restore_partition` answer, in the order given
+PartitionRunner = Callable[[RestoreSpec, List[SourcePartition]], List[Tuple[PartitionSummary, OffsetMap]]]
 
 
 class RestoreResult(NamedTuple):
@@ -49,8 +58,12 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     return source.plan(spec)
 
 
-def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> RestoreResult:
-    """Restore ``spec``'s history into its target (see the module docstring)."""
+def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
+            run_partitions: Optional[PartitionRunner] = None) -> RestoreResult:
+    """Restore ``spec``'s history into its target (see the module docstring): the target topics
+    created first, here, once; then every partition's :func:`restore_partition`, one after another
+    here, or by ``run_partitions`` (elsewhere, in parallel: ``spark_udfs.restore``), whose answers
+    are joined here into one :class:`OffsetMap`."""
     from kafkarec._extras import require
     from kafkarec.restore import produce, target
     require("confluent_kafka")
@@ -58,7 +71,16 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -> R
     p = source_plan if source_plan is not None else plan(spec)
     created = target.ensure_topics(spec, p)
     omap = OffsetMap()
-    summaries = produce.restore_partitions(spec, p, omap)
+    if run_partitions is None:
+        summaries = produce.restore_partitions(spec, p, omap)
+    else:
+        answers = run_partitions(spec, list(p.partitions))
+        if len(answers) != len(p.partitions):
+            raise RestoreError(spec.target, f"{len(answers)} partition answer(s) for {len(p.partitions)} partition(s)")
+        summaries = []
+        for summary, part_map in answers:
+            omap.update(part_map)
+            summaries.append(summary)
     return RestoreResult(p, summaries, created, omap)
 
 
@@ -123,6 +145,43 @@ def write_share_groups_csv(positions: List[SharePosition], path: str) -> None:
     """``positions`` as ``kafka-share-groups --reset-offsets --group G --from-file`` CSV."""
     from kafkarec.restore import shares
     shares.write_share_csv(positions, path)
+
+
+def check_groups(spec: RestoreSpec, source_plan: SourcePlan) -> None:
+    """Every consumer group's and share group's source position on the restored partitions read and
+    checked (:class:`RestoreError` for one outside the history): asked before anything is written."""
+    from kafkarec.restore.groups import checked_positions
+    from kafkarec.restore.shares import checked_share_positions
+    checked_positions(spec, source_plan)
+    checked_share_positions(spec, source_plan)
+
+
+class Finished(NamedTuple):
+    """What :func:`finish` did with the groups: the positions translated (set on the target, or
+    written to ``groups_csv``) and the share groups' (None for each with ``groups=False``)."""
+    groups: Optional[List[GroupPosition]]
+    share_groups: Optional[List[SharePosition]]
+
+
+def finish(spec: RestoreSpec, result: RestoreResult, *, offset_map: Optional[str] = None, groups: bool = True,
+           groups_csv: Optional[str] = None, share_groups_csv: Optional[str] = None) -> Finished:
+    """After the records: the offset map written to ``offset_map`` (a path), then (``groups``) every
+    group's positions translated and set on the target (or written to ``groups_csv``), and every
+    share group's translated (and written to ``share_groups_csv``).  The command line's outputs, for
+    every way of running a restore."""
+    if offset_map:
+        result.offset_map.write(offset_map)
+    if not groups:
+        return Finished(None, None)
+    positions = translate_groups(spec, result.plan, result.offset_map)
+    if groups_csv:
+        write_groups_csv(positions, groups_csv)
+    else:
+        apply_groups(spec, positions)
+    shares = translate_share_groups(spec, result.plan, result.offset_map)
+    if share_groups_csv:
+        write_share_groups_csv(shares, share_groups_csv)
+    return Finished(positions, shares)
 
 
 def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,

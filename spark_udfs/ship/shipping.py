@@ -410,21 +410,22 @@ def _repacked(dist) -> str:
     return dst
 
 
-def installed_wheels(metadata: str) -> list:
+def installed_wheels(metadata: str, projects=()) -> list:
     """Wheels of the driver's installed distributions that the ``Requires-Dist`` of ``metadata``
     (kafkarec's METADATA text) name, followed through theirs, and of the Protobuf schema
-    compiler when it is installed (:func:`_repacked`).  What is not installed is left out: the
-    probe names what a worker then lacks."""
+    compiler and of ``projects`` when they are installed (:func:`_repacked`).  What is not
+    installed is left out: the probe names what a worker then lacks."""
     import importlib.metadata as md
     loader = _runtime.boot_module("wheels")
     env = loader.interpreter()["markers"]
     todo = loader.requirements(metadata, env)
-    try:
-        for project in loader.PROTOBUF_COMPILER:
-            md.distribution(project)
-        todo += loader.requirements(loader.requires_dist(loader.PROTOBUF_COMPILER), env)
-    except md.PackageNotFoundError:
-        pass                          # optional (kafkarec.protobuf.compiler says what to install)
+    for optional in (loader.PROTOBUF_COMPILER, tuple(projects)):
+        try:
+            for project in optional:
+                md.distribution(project)
+            todo += loader.requirements(loader.requires_dist(optional), env)
+        except md.PackageNotFoundError:
+            pass                      # optional (what imports them says what to install)
     seen, out = set(), []
     while todo:
         req = todo.pop(0)
@@ -481,11 +482,14 @@ def _driver_problems(loader, archive: str, candidates: list) -> list:
     return problems + loader.resolve(loader.archive_metadata(archive, "kafkarec"), candidates).problems
 
 
-def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
+def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> Shipping:
     """Make kafkarec (and spark_udfs) and its dependencies importable on executors and the
-    Data Source planner (see the module docstring).  Returns what was shipped and what the
-    driver's Python cannot use (:attr:`Shipping.problems`; :func:`spark_udfs.register`
-    raises them together with the executors')."""
+    Data Source planner (see the module docstring).  ``projects``: distributions beyond
+    kafkarec's dependencies whose wheels (and their dependencies') go too, found as the others
+    are (``spark_udfs.restore`` ships :data:`kafkarec._boot.wheels.RESTORE_CLIENT`; where kafkarec
+    is imported from its wheel, :func:`kafkarec._extras.require` takes them from beside it).
+    Returns what was shipped and what the driver's Python cannot use (:attr:`Shipping.problems`;
+    :func:`spark_udfs.register` raises them together with the executors')."""
     t = transport(spark)
     loader = _runtime.boot_module("wheels")
     wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
@@ -503,7 +507,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
                   if w.project != "kafkarec"]
     meta = loader.archive_metadata(archive, "kafkarec")
     if folder is None and meta:       # (no METADATA: a checkout on sys.path, nothing installed)
-        candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta)]
+        candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta, projects)]
     candidates += [w for w in map(loader.parse_wheel_name, others) if w is not None]
     problems = [] if installed else _driver_problems(loader, archive, candidates)
     fp = archive_fingerprint(archive)
@@ -528,6 +532,9 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None) -> Shipping:
     # plans a Protobuf column uses them, kafkarec.protobuf.compiler._toolchain).
     needed |= set(loader.resolve(loader.requires_dist(loader.PROTOBUF_COMPILER), candidates,
                                  interp, root="the Protobuf schema compiler").projects)
+    if projects:                      # asked for: what is missing is said where it is imported
+        needed |= set(loader.resolve(loader.requires_dist(projects), candidates, interp,
+                                     root="the projects asked for").projects)
     deps = []
     for w in candidates:
         if w.project in needed and w.path.endswith(".whl"):

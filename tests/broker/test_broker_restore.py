@@ -18,8 +18,8 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture(scope="module")
-def history(kafka_broker):
-    return RH.write(kafka_broker)
+def history(restore_history):
+    return restore_history
 
 
 def _cli(*args, timeout=120):

@@ -24,4 +24,4 @@ def test_a_missing_client_is_named_with_its_extra(tmp_path, capfd, monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)     # as if not installed
     assert main(["restore", str(tmp_path), "--target-bootstrap", "127.0.0.1:1"]) == 2
-    assert "pip install 'kafkarec[lakehouse]'" in capfd.readouterr().err
+    assert "pip install 'kafkarec[restore]'" in capfd.readouterr().err

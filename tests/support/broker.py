@@ -15,8 +15,11 @@ Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): 
   again afterwards and serves the same data); ``stopped_log_dir`` is its log dir.
 * ``restore_target_broker`` -- a second :class:`kafka_broker.KafkaBroker` (no tiered storage):
   the target cluster of ``kafkarec restore``'s tests, whose source is ``kafka_broker``.
-* ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`);
-  skips where Spark is not there.
+* ``restore_history`` -- :class:`restore_history.History`: the restore tests' source history,
+  written through ``kafka_broker``.
+* ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`), which
+  restores ``restore_history`` into ``restore_target_broker`` over Spark too; skips where Spark is
+  not there.
 """
 from typing import NamedTuple
 
@@ -60,13 +63,21 @@ def stopped_log_dir(stopped_broker):
 
 
 @pytest.fixture(scope="session")
-def broker_spark(kafka_broker, broker_data, stopped_broker, tmp_path_factory):
+def restore_history(kafka_broker):
+    from support import restore_history as RH
+    return RH.write(kafka_broker)
+
+
+@pytest.fixture(scope="session")
+def broker_spark(kafka_broker, broker_data, stopped_broker, restore_history, restore_target_broker,
+                 tmp_path_factory):
     from support import spark_helpers as H
     why = H.spark_available()
     if why:
         pytest.skip(why)
     from support import spark_app
-    return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"))
+    return spark_app.run(kafka_broker, broker_data, stopped_broker, tmp_path_factory.mktemp("broker-spark"),
+                         restore=spark_app.restore_spec(restore_history, restore_target_broker))
 
 
 @pytest.fixture(scope="session")

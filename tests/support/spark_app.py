@@ -69,9 +69,10 @@ def typed_spec(log_dir, data) -> dict:
             "reader": reg.get(f"{produce.REGISTRY_TOPIC}-value").schema}
 
 
-def run(broker, data, stopped, work) -> str:
+def run(broker, data, stopped, work, restore=None) -> str:
     """Submit the job and see it through (bounded); returns its output folder.  ``stopped``:
-    the session's copy of the broker's log dir and tiered storage after a clean shutdown."""
+    the session's copy of the broker's log dir and tiered storage after a clean shutdown;
+    ``restore``: the job's SPEC ``restore`` (:func:`restore_spec`)."""
     bare = H.bare_python(sys.executable)
     wheel = H.wheelhouse(sys.executable)
     jars = H.kafka_source_jars(bare)
@@ -90,7 +91,8 @@ def run(broker, data, stopped, work) -> str:
         "tiered": {"topic": tiered_topic.TOPIC, "remote": broker.remote_dir,
                    "stopped_remote": stopped.remote_dir, "gappy_remote": gappy},
         "log_start": {"topics": sorted(data.log_start_topics)},
-        "stream": {"topics": data.data_topics() + sorted(data.log_start_topics) + [STREAM_TOPIC]}}))
+        "stream": {"topics": data.data_topics() + sorted(data.log_start_topics) + [STREAM_TOPIC]},
+        **({"restore": restore} if restore else {})}))
     cmd, env = spark_submit(bare, os.path.join(TESTS, "broker", "jobs", "kafka_parity_job.py"),
                             [broker.bootstrap, broker.log_dir, spec, out], driver_memory="2g",
                             # Spark's INFO lines are megabytes of log per run; warnings and errors stay in job.log
@@ -117,6 +119,27 @@ def run(broker, data, stopped, work) -> str:
             proc.wait()
         log.close()
     return out
+
+
+#: what the Spark restore restores: the restore tests' topics (rs-bad's group is refused), each into
+#: ``<topic>-spark`` under restore id ``spark``, 20 records a transaction, the groups as of the
+#: history's ``as_of``; rs-crash restored to its 40th record first (``partial``)
+RESTORED_TOPICS = ("rs-orders", "rs-compacted", "rs-crash")
+
+
+def restore_options(history, suffix: str, restore_id: str) -> dict:
+    """RestoreSpec.of's keywords of the Spark restore (``suffix`` "-spark") and of the command
+    it is compared with."""
+    return {"topics": list(RESTORED_TOPICS), "rename": {t: t + suffix for t in RESTORED_TOPICS},
+            "restore_id": restore_id, "transaction_records": 20, "groups_as_of": history.as_of}
+
+
+def restore_spec(history, target) -> dict:
+    """The job's SPEC ``restore``: ``history`` (support.restore_history) into ``target``."""
+    return {"source": history.log_dir, "target": target.bootstrap,
+            "options": restore_options(history, "-spark", "spark"),
+            "partial": {"topics": ["rs-crash"], "rename": {"rs-crash": "rs-crash-spark"},
+                        "end_time": produce.BASE_TS + 40_000}}
 
 
 def rows(folder):

@@ -26,7 +26,12 @@ the gappy one failing, then read with failOnDataLoss=false).  SPEC's ``log_start
 those whose log start offset deleteRecords moved) adds OUT/log-start/``<where>-<reading>``: the
 topics' partition folders loaded without a selection (the local reader), both isolation levels,
 and with ``includeDeletedRecords`` (every record of the files; ``<where>-included.error.txt``
-when that read fails).
+when that read fails).  SPEC's ``restore`` (``source``, ``target``: the restore tests' history and
+second broker; ``options``: RestoreSpec.of's keywords; ``partial``: what an earlier, part-way run
+under the same restore id changes) adds OUT/restore/: that part-way run (kafkarec.restore on the
+driver), then ``spark_udfs.restore`` twice, ``run-<i>/`` holding each run's offset map, groups' and
+share groups' CSV, and ``runs.json`` what each did (``error.txt`` when it raised: only the restore's
+tests fail then).
 """
 import json
 import os
@@ -191,6 +196,35 @@ def streams(spark, bootstrap, live_dir, spec, out):
     say("streams written")
 
 
+def restore(spark, spec, out):
+    import traceback
+    from kafkarec import restore as R
+    os.makedirs(out)
+    try:
+        # an earlier run that stopped part-way (an earlier end) under the same restore id
+        R.restore(R.RestoreSpec.of(spec["source"], spec["target"], **{**spec["options"], **spec["partial"]}))
+        runs = []
+        for i in range(2):
+            folder = os.path.join(out, f"run-{i}")
+            os.makedirs(folder)
+            started, cpu = time.monotonic(), time.process_time()
+            done = spark_udfs.restore(spark, spec["source"], spec["target"],
+                                      offset_map=os.path.join(folder, "map.csv"),
+                                      groups_csv=os.path.join(folder, "groups.csv"),
+                                      share_groups_csv=os.path.join(folder, "shares.csv"), **spec["options"])
+            runs.append({"seconds": time.monotonic() - started, "driver_cpu_seconds": time.process_time() - cpu,
+                         "created": done.result.created_topics,
+                         "partitions": [s._asdict() for s in done.result.partitions],
+                         "groups": len(done.finished.groups), "share_groups": len(done.finished.share_groups)})
+            say(f"restore run {i} done")
+        with open(os.path.join(out, "runs.json"), "w") as fh:
+            json.dump(runs, fh)
+    except Exception:       # noqa: BLE001 - the restore's tests read it; the other checks go on
+        with open(os.path.join(out, "error.txt"), "w") as fh:
+            fh.write(traceback.format_exc())
+        say("restore raised")
+
+
 def main():
     bootstrap, live_dir, spec_path, out = sys.argv[1:5]
     with open(spec_path) as fh:
@@ -223,6 +257,8 @@ def main():
         os.makedirs(os.path.join(out, "tiered"))
         tiered_kafka_source(spark, bootstrap, live_dir, spec["tiered"], os.path.join(out, "tiered"))
         tiered_stitched(spark, stopped_dir, spec["tiered"], os.path.join(out, "tiered"))
+    if spec.get("restore"):
+        restore(spark, spec["restore"], os.path.join(out, "restore"))
     if spec.get("stream"):
         streams(spark, bootstrap, live_dir, spec["stream"], out)
     say("done")
