@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
-from typing import Dict, Iterator, List, NamedTuple, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from kafkarec.errors import UsageError
 
@@ -86,6 +86,11 @@ class OffsetMap:
         for r in self._runs.get((topic, partition), ()):
             for i in range(r.length):
                 yield r.source_offset + i, r.target_offset + i
+
+    def last_target_offset(self, topic: str, partition: int) -> Optional[int]:
+        """The target offset of the partition's last restored record (None: none)."""
+        runs = self._runs.get((topic, partition))
+        return runs[-1].target_offset + runs[-1].length - 1 if runs else None
 
     def records(self, topic: str, partition: int) -> int:
         return sum(r.length for r in self._runs.get((topic, partition), ()))

@@ -13,6 +13,7 @@ reports into the offset map.
 """
 from __future__ import annotations
 
+import time
 from typing import List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
@@ -161,8 +162,27 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[Partiti
         meta_consumer.close()
     # the source offset the target's records reach: H, or an earlier run's later end
     omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, done or 0),
-                 target.ends(spec, [key])[key])
+                 _settled_end(spec, part, omap))
     return summary, omap
+
+
+def _settled_end(spec: RestoreSpec, part: SourcePartition, omap: OffsetMap) -> int:
+    """The target partition's end once the last restored record is visible.  commit_transaction
+    returns once the coordinator has decided; the commit marker reaches the partition after that,
+    and until then its last stable offset stays at the transaction's first record (seen: an end of
+    0 read just after the commit of a partition's only transaction).  Bounded by the timeout."""
+    key = (part.target_topic, part.partition)
+    last = omap.last_target_offset(part.topic, part.partition)
+    deadline = time.monotonic() + spec.timeout
+    while True:
+        end = target.ends(spec, [key])[key]
+        if last is None or end > last:
+            return end
+        if time.monotonic() >= deadline:
+            raise RestoreError(spec.target, f"the target's last stable offset stayed at {end}, not past the "
+                                            f"restored record at {last}, for {spec.timeout} s after its commit",
+                               topic=part.target_topic, partition=part.partition)
+        time.sleep(0.05)
 
 
 def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:

@@ -185,3 +185,24 @@ def test_share_state_overlay_of_a_full_window_is_quick():
     out = _overlay(window, [(o, o, 4, 2) for o in range(0, 2000, 7)], 0)
     assert time.process_time() - t0 < 0.2
     assert sum(l - f + 1 for f, l, _, _ in out) == 2000
+
+
+def test_the_recorded_end_waits_for_the_commit_marker(monkeypatch):
+    """commit_transaction returns before the marker reaches the partition: the target's last stable
+    offset still reads the transaction's first offset (0 here).  The end recorded in the offset map is
+    the one past the last restored record; one that never moves is a RestoreError, not a wrong map."""
+    from kafkarec.errors import RestoreError
+    from kafkarec.restore import produce, target
+    from kafkarec.restore.offsets import OffsetMap
+    from kafkarec.restore.source import SourcePartition
+    part = SourcePartition("orders", 0, 0, 9, 9, "orders-dr")
+    omap = OffsetMap()
+    omap.add("orders", 0, "orders-dr", 2, 0, count=7)           # target offsets 0..6, marker at 7
+    answers = iter([0, 0, 8])
+    monkeypatch.setattr(target, "ends", lambda spec, keys: {keys[0]: next(answers)})
+    assert produce._settled_end(RestoreSpec.of("logs", "b:9092"), part, omap) == 8
+    monkeypatch.setattr(target, "ends", lambda spec, keys: {keys[0]: 0})
+    with pytest.raises(RestoreError, match="stayed at 0, not past the restored record at 6"):
+        produce._settled_end(RestoreSpec.of("logs", "b:9092", timeout=0.2), part, omap)
+    empty = OffsetMap()                                          # nothing restored: the end as it is
+    assert produce._settled_end(RestoreSpec.of("logs", "b:9092"), part, empty) == 0
