@@ -30,8 +30,10 @@ EXTRAS = {
 }
 
 
-def require(name: str) -> ModuleType:
-    """The module ``name`` (``"pyarrow"``, ``"pyarrow.compute"``...) of an optional dependency."""
+def require(name: str, extra: "str | None" = None) -> ModuleType:
+    """The module ``name`` (``"pyarrow"``, ``"pyarrow.compute"``...) of an optional dependency;
+    ``extra``: the extra a missing one names where it is not :data:`EXTRAS`' (confluent-kafka is
+    the restore's and the lakehouse's)."""
     module = sys.modules.get(name)
     if module is not None:          # imported already: what ``import`` would look up first
         return module
@@ -41,10 +43,10 @@ def require(name: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name != top:         # a module missing inside an installed package is its own failure
             raise
-        distribution, extra = EXTRAS[top]
+        distribution, default_extra = EXTRAS[top]
         if _from_shipped_wheels(distribution):
             return importlib.import_module(name)
-        raise MissingExtraError(top, distribution, extra) from None
+        raise MissingExtraError(top, distribution, extra or default_extra) from None
 
 
 #: distributions already looked for among shipped wheels in this process

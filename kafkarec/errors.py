@@ -208,6 +208,14 @@ class RemoteObjectError(TransformedSegmentError):
         where = object if chunk is None else f"{object}, chunk {chunk}"
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self):
+        # pickled across processes (a Spark task's error to its driver) as it was made
+        return (_remote_object_error, (self.object, self.reason, self.chunk))
+
+
+def _remote_object_error(object: str, reason: str, chunk: "int | None") -> "RemoteObjectError":
+    return RemoteObjectError(object, reason, chunk=chunk)
+
 
 class PropertiesError(KafkaRecError, ValueError):
     """Java properties text (the tiered-storage plugin's ``tieredStorageConfig``) that Java's

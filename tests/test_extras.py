@@ -128,3 +128,16 @@ def test_verify_of_a_uri_says_the_extra(logroot, monkeypatch, capfd):
     assert main(["verify", "--no-progress", "file://" + logroot]) == 2
     assert capfd.readouterr().err == ("kafkarec verify: error: pyarrow is not installed: "
                                       "pip install 'kafkarec[arrow]'\n")
+
+
+def test_confluent_kafka_missing_names_the_extra_of_the_caller(monkeypatch):
+    """confluent-kafka is the restore's and the lakehouse's: the backfill's --bootstrap still names
+    the lakehouse extra, as before the restore's extra existed."""
+    import sys
+    from kafkarec._extras import require
+    from kafkarec.errors import MissingExtraError
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'kafkarec\[lakehouse\]'"):
+        require("confluent_kafka", extra="lakehouse")
+    with pytest.raises(MissingExtraError, match=r"pip install 'kafkarec\[restore\]'"):
+        require("confluent_kafka")

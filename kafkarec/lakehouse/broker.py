@@ -47,8 +47,8 @@ def list_offsets(bootstrap: str, partitions: Iterable[Tuple[str, int]], *,
     keys = sorted(set(partitions))
     if not keys:
         return {}
-    ck = require("confluent_kafka")
-    admin_mod = require("confluent_kafka.admin")
+    ck = require("confluent_kafka", extra="lakehouse")
+    admin_mod = require("confluent_kafka.admin", extra="lakehouse")
     admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0,
                                    "socket.timeout.ms": int(timeout * 1000)})
     answers = {}

@@ -541,8 +541,13 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> S
             if t.add(w.path, python=False):
                 deps.append(Shipped(w.path, w.path, None))
     # the other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip
+    # (the optional sets' wheels, asked for or not, are never a job's: a compiled one cannot load
+    # from a .whl.zip, and on workers' sys.path first it would shadow the unpacked copy)
+    optional = {loader.canonicalize_name(p) for p in (*loader.PROTOBUF_COMPILER, *loader.RESTORE_CLIENT)}
     for path in others:
         w = loader.parse_wheel_name(path)
+        if w is not None and w.project in optional and w.project not in needed:
+            continue
         if w is None or w.project not in needed:
             zipped = _as_zip(path)
             if t.add(zipped, python=True):

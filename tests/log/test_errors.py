@@ -129,3 +129,15 @@ def test_storage_error_carries_its_uri_across_pickling():
     again = pickle.loads(pickle.dumps(e))
     assert str(again) == "s3://b/k: access denied" and again.uri == "s3://b/k"
     assert isinstance(again, OSError)
+
+
+def test_remote_object_error_survives_pickling():
+    """A Spark task's error reaches its driver pickled: RemoteObjectError comes back whole (it
+    failed with a TypeError, its keyword-made fields missing)."""
+    import pickle
+    from kafkarec.errors import RemoteObjectError
+    for chunk in (None, 3):
+        err = RemoteObjectError("s3://b/o.log", "tag does not verify", chunk=chunk)
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is RemoteObjectError and str(back) == str(err)
+        assert (back.object, back.reason, back.chunk) == ("s3://b/o.log", "tag does not verify", chunk)

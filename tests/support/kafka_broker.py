@@ -195,9 +195,19 @@ def copy_live_dir(src: str, dest: str) -> str:
     """Copy a folder a running broker may be writing, without its transient files.
 
     ``shutil.copytree`` lists the folder first and copies after, so a checkpoint's
-    ``.tmp`` the broker renames in between fails the copy with FileNotFoundError."""
+    ``.tmp`` the broker renames in between failed the copy with FileNotFoundError; a file
+    gone between the listing and its copy is left out."""
+    def copy_unless_gone(a: str, b: str) -> None:
+        try:
+            shutil.copy2(a, b)
+        except FileNotFoundError:
+            # renamed or deleted by the broker since the listing (a segment turned .deleted):
+            # what the copy holds is the folder after that, as a reader finds it then
+            if os.path.exists(a):
+                raise
     return shutil.copytree(
-        src, dest, ignore=lambda _dir, names: [n for n in names if n.endswith(_TRANSIENT_SUFFIXES)])
+        src, dest, ignore=lambda _dir, names: [n for n in names if n.endswith(_TRANSIENT_SUFFIXES)],
+        copy_function=copy_unless_gone)
 
 
 class KafkaBrokerError(RuntimeError):
