@@ -79,6 +79,14 @@ def plan(spec: RestoreSpec) -> SourcePlan:
                    key=lambda s: s.key)
     if not parts:
         raise UsageError(f"restore: no topic to restore under {spec.source}")
+    # one target partition, one source: two would share its producer's transactional id and
+    # progress (a rename onto a topic also restored under its own name)
+    into: Dict[Tuple[str, int], str] = {}
+    for p in parts:
+        other = into.setdefault((p.target_topic, p.partition), p.topic)
+        if other != p.topic:
+            raise UsageError(f"rename: {other} and {p.topic} would both be restored into "
+                             f"{p.target_topic}-{p.partition}")
     return SourcePlan(parts, _descriptions(spec, parts))
 
 

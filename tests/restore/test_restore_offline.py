@@ -103,6 +103,9 @@ def test_plan_ends_at_the_end_time_and_reads_committed_records_only(tmp_path):
     early = plan(RestoreSpec.of(logs, "x:1", topics="payments", end_time=t)).partitions[0]
     first_at_t = min(r.offset for r in records if r.timestamp >= t)
     assert early.start == payments.start and early.end <= first_at_t < payments.end
+    # a rename onto a topic also restored under its own name: two sources, one target partition
+    with pytest.raises(UsageError, match="rename: orders and payments would both be restored into payments-0"):
+        plan(RestoreSpec.of(logs, "x:1", topics="payments,orders", rename=["orders=payments"]))
 
 
 def test_pairs_between_skips_the_holes():
