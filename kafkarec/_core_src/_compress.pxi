@@ -121,6 +121,7 @@ cdef enum:
     LZ4_BLOCK_SIZE = 64 * 1024          # Kafka's Lz4BlockOutputStream: BLOCKSIZE_64KB
 
 _LZ4_INCOMPRESSIBLE = 0x80000000        # a block's size with this bit: stored as it is
+_lz4_mid = None                         # pyarrow's LZ4 codec at level 2, on first use
 
 
 cdef bytes lz4_mid_frame(object data, int magic):
@@ -131,8 +132,11 @@ cdef bytes lz4_mid_frame(object data, int magic):
     Lz4BlockOutputStream's: magic, FLG (version 1, independent blocks, no checksums), BD (64
     KiB blocks), the descriptor's checksum (over the magic too for magic 0, KAFKA-3160), each
     64 KiB block compressed or, when that does not shrink it, stored; then the end mark."""
-    cdef object mid = codec_lib("pyarrow", "pyarrow", "writing lz4 at level 1 or 2").Codec(
-        "lz4_raw", compression_level=2)
+    global _lz4_mid
+    if _lz4_mid is None:            # made once: a batch of small records is many frames
+        _lz4_mid = codec_lib("pyarrow", "pyarrow", "writing lz4 at level 1 or 2").Codec(
+            "lz4_raw", compression_level=2)
+    cdef object mid = _lz4_mid
     cdef object view = memoryview(data).cast("B")
     cdef Py_ssize_t n = len(view), start
     header = bytearray(b"\x04\x22\x4d\x18\x60\x40")
