@@ -80,6 +80,16 @@ def test_on_the_broker(kafka_broker):
 def test_on_the_topic(topic):
     pass
 
+@pytest.fixture(scope="module")
+def local_engine():
+    return "a module fixture of no component (a local Ray): made once in a worker"
+
+def test_engine_on_the_broker(local_engine, kafka_broker):
+    pass
+
+def test_engine_alone(local_engine):
+    pass
+
 @pytest.mark.spark
 def test_marked_only():
     pass
@@ -115,6 +125,8 @@ def test_a_module_splits_where_its_tests_share_no_fixture(tmp_path):
     assert {group[f"test_local_mode[{i}]"] for i in range(3)} == {"test_probe.py::local_app"}
     assert group["test_on_the_broker"] == group["test_on_the_topic"] == "kafka_broker"
     assert group["test_marked_only"] == "test_probe.py"     # no fixture to go by: its module
+    # a free test sharing a module fixture with a component's group joins that group's worker
+    assert group["test_engine_alone"] == group["test_engine_on_the_broker"] == "kafka_broker"
 
 
 def test_marks_slow_and_groups_by_shared_component():

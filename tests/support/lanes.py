@@ -104,12 +104,13 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     groups = _Groups()
-    chosen = []
+    chosen, free = [], []
     for item in items:
         used = components_of(item)
-        if not used:
-            continue
         module = item.nodeid.split("::", 1)[0]
+        if not used:
+            free.append((item, scoped_fixtures(item, module)))
+            continue
         names = [u for u in used if u != "-"] + scoped_fixtures(item, module)
         groups.union(names or ["module:" + module])
         chosen.append((item, (names or ["module:" + module])[0]))
@@ -117,3 +118,10 @@ def pytest_collection_modifyitems(config, items):
         group = groups.find(name).split(":", 1)[1]
         item.add_marker(pytest.mark.xdist_group(group))
         item.add_marker(pytest.mark.slow)
+    # A test of no component that shares a module-scoped fixture with a component's group runs in
+    # that group's worker: elsewhere the fixture (a local Ray, a written log) is made a second time.
+    # It stays in whatever tier it was.
+    for item, scoped in free:
+        shared = [name for name in scoped if name in groups.parent]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(groups.find(shared[0]).split(":", 1)[1]))

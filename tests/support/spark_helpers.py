@@ -304,7 +304,9 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
         if not (os.path.exists(py) and stamp(".base-stamp") == base_stamp):
             shutil.rmtree(folder, ignore_errors=True)
             run([python, "-m", "venv", folder])
-            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + reqs)
+            # --no-compile: byte-compiling all of pyspark costs CPU-seconds the suite shares; the
+            # client compiles the modules it imports when it imports them
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile"] + reqs)
             with open(os.path.join(folder, ".base-stamp"), "w") as fh:
                 fh.write(base_stamp)
         if stamp(".kafkarec-stamp") != wheel_stamp:
