@@ -5,6 +5,13 @@ set -euo pipefail
 # beside the CPU-seconds of its own processes (bash's `times`), in phases.json and test_times.py.
 cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
 read -r BUSY0 IDLE0 < <(cpu_ticks)
+# KAFKAREC_CPU_PROFILE=1: every process's CPU by kind (scripts/cpu_profile.py), printed at the end
+PROFILE_PID=""
+PROFILE_OUT="$(cd "$(dirname "$0")/.." && pwd)/.cache/cpu-profile.json"
+if [ "${KAFKAREC_CPU_PROFILE:-0}" = "1" ] && [ $# -eq 0 ]; then
+    mkdir -p "$(dirname "$PROFILE_OUT")"
+    python3 "$(dirname "$0")/cpu_profile.py" sample "$PROFILE_OUT" & PROFILE_PID=$!
+fi
 # The whole suite: the JVM modules (scripts/test_deps.sh jvm: Maven, waiting on the network; no
 # Python needed) are resolved beside the set-up below (apt, pip, the core's compile) instead of after it.
 JVM_PID=""
@@ -13,7 +20,7 @@ if [ $# -eq 0 ]; then
     mkdir -p "$(dirname "$JVM_LOG")"
     bash "$(dirname "$0")/test_deps.sh" - jvm > "$JVM_LOG" 2>&1 &
     JVM_PID=$!
-    trap 'kill "$JVM_PID" 2>/dev/null || true' EXIT
+    trap 'kill "$JVM_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
 fi
 # PostgreSQL and MariaDB for tests/cdc and ccache, from Debian, when missing: before env.sh,
 # whose first compile of the core (the editable install's, then the in-place one) goes through ccache
@@ -67,7 +74,7 @@ BESIDE_TIMES="$RESULTS/beside.times"
     exit $RC
 ) > "$RELEASE_LOG" 2>&1 &
 RELEASE_PID=$!
-trap 'kill "$RELEASE_PID" "$JVM_PID" 2>/dev/null || true' EXIT
+trap 'kill "$RELEASE_PID" "$JVM_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
 set +e
 "$VPY" -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py
 MAIN_RC=$?
@@ -88,6 +95,12 @@ printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "bes
     $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" > "$RESULTS/phases.json"
 echo "---- where the time went (scripts/test_times.py; the whole command: $SECONDS s, set-up included) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
+if [ -n "$PROFILE_PID" ]; then
+    kill "$PROFILE_PID" 2>/dev/null || true
+    wait "$PROFILE_PID" 2>/dev/null || true
+    echo "---- where the CPU went (scripts/cpu_profile.py report $PROFILE_OUT) ----"
+    python3 "$ROOT/scripts/cpu_profile.py" report "$PROFILE_OUT" || true
+fi
 echo "---- scripts/test_deps.sh and tests/test_release.py (run beside the rest) ----"
 cat "$JVM_LOG" "$RELEASE_LOG"
 BUDGET_RC=0
