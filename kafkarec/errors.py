@@ -60,7 +60,13 @@ __all__ = [
 
 
 class KafkaRecError(Exception):
-    """Root of every error raised by kafkarec."""
+    """Root of every error raised by kafkarec.
+
+    ``retriable``: whether the same work may succeed when tried again unchanged (a coordinator
+    loading, a broker or leader not available, a request timed out, an object store throttling or
+    answering 5xx).  False unless the place that read the failure says so: Kafka's client errors
+    in :mod:`kafkarec.restore.target`, object stores' in :func:`kafkarec.log.storage.storage_error`."""
+    retriable: bool = False
 
 
 class DecodeError(KafkaRecError, ValueError):
@@ -241,15 +247,20 @@ class StorageError(KafkaRecError, OSError):
     the reason (unreachable endpoint, no such bucket, access denied, expired credentials...).
     ``uri`` is the path or URI concerned (None when the failure names none)."""
 
-    def __init__(self, message: str, uri: "str | None" = None) -> None:
+    def __init__(self, message: str, uri: "str | None" = None, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.uri = uri
+        self.retriable = retriable
 
     def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
         return self.args[0] if self.args else ""
 
     def __reduce__(self):      # picklable across Spark workers with its uri
-        return (type(self), (self.args[0] if self.args else "", self.uri))
+        return (_rebuild_storage, (type(self), self.args[0] if self.args else "", self.uri, self.retriable))
+
+
+def _rebuild_storage(cls, message, uri, retriable):
+    return cls(message, uri, retriable=retriable)
 
 
 # --- Avro (kafkarec.avro) ---------------------------------------------------
@@ -376,8 +387,9 @@ class RestoreError(KafkaRecError, ValueError):
     not theirs), ``reason`` says what was found and where."""
 
     def __init__(self, target: str, reason: str, *, topic: "str | None" = None,
-                 partition: "int | None" = None, group: "str | None" = None) -> None:
+                 partition: "int | None" = None, group: "str | None" = None, retriable: bool = False) -> None:
         self.target = target
+        self.retriable = retriable
         self.topic = topic
         self.partition = partition
         self.group = group
@@ -390,11 +402,12 @@ class RestoreError(KafkaRecError, ValueError):
         super().__init__(f"{', '.join(where)}: {reason}")
 
     def __reduce__(self):      # picklable across Spark workers with its fields
-        return (_rebuild_restore, (type(self), self.target, self.reason, self.topic, self.partition, self.group))
+        return (_rebuild_restore, (type(self), self.target, self.reason, self.topic, self.partition, self.group,
+                                   self.retriable))
 
 
-def _rebuild_restore(cls, target, reason, topic, partition, group):
-    return cls(target, reason, topic=topic, partition=partition, group=group)
+def _rebuild_restore(cls, target, reason, topic, partition, group, retriable=False):
+    return cls(target, reason, topic=topic, partition=partition, group=group, retriable=retriable)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------
