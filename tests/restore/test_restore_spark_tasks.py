@@ -133,13 +133,20 @@ def _failing_first(monkeypatch, make_error, failures: int):
     from kafkarec.restore import target
     calls = []
 
+    class FailedFuture:         # a client future that failed, as the restore asks the target
+        def __init__(self, exc):
+            self.exc = exc
+
+        def result(self, timeout=None):
+            raise self.exc
+
     def restore_partition(spec, part):
         calls.append(part.partition)
         if len(calls) <= failures:
             exc = make_error()
-            if not isinstance(exc, R.RestoreError) and not hasattr(exc, "uri"):   # a client failure
-                raise target.failure(spec, "committing a transaction", exc, topic=part.target_topic,
-                                     partition=part.partition)
+            if not hasattr(exc, "uri"):     # a client failure: through the restore's own conversion
+                target.result(spec, FailedFuture(exc), "ListOffsets LATEST", topic=part.target_topic,
+                              partition=part.partition)
             raise exc
         return _partition_map(part)
     monkeypatch.setattr(R, "restore_partition", restore_partition)
