@@ -153,15 +153,34 @@ class CodecUnavailableError(KafkaRecError, ImportError):
 class MissingExtraError(KafkaRecError, ImportError):
     """An optional dependency that is not installed (imported through :func:`kafkarec._extras.require`):
     one line naming it and the kafkarec extra that installs it, ``pip install 'kafkarec[arrow]'``.
-    ``name`` is the missing module (as ModuleNotFoundError's), ``extra`` the extra."""
+    ``name`` is the missing module (as ModuleNotFoundError's), ``extra`` the extra.  Where kafkarec
+    was imported from its wheel (``archive``: a bare Spark executor, ``python`` its interpreter) and
+    no wheel of it was shipped beside that one, the line names that fix instead: its wheel in the
+    wheelhouse, shipped with ``spark_udfs.ship(..., projects=...)``."""
 
-    def __init__(self, name: str, distribution: str, extra: str) -> None:
+    def __init__(self, name: str, distribution: str, extra: str, *, archive: "str | None" = None,
+                 python: "str | None" = None) -> None:
         self.distribution = distribution
         self.extra = extra
-        super().__init__(f"{distribution} is not installed: pip install 'kafkarec[{extra}]'", name=name)
+        self.archive = archive
+        self.python = python
+        if archive is None:
+            text = f"{distribution} is not installed: pip install 'kafkarec[{extra}]'"
+        else:
+            text = (f"{distribution} is not installed in {python or 'this Python'}, which imports kafkarec from "
+                    f"its wheel ({archive}), and no wheel of it was shipped beside that one: put its wheel for "
+                    f"that Python in the wheelhouse (pip download --only-binary=:all: -d DIR {distribution}, "
+                    f"or bash scripts/wheelhouse.sh DIR) and ship it: spark_udfs.ship(spark, wheelhouse=DIR, "
+                    f"projects=['{distribution}'])")
+        super().__init__(text, name=name)
 
     def __reduce__(self):      # picklable across Spark workers (ImportError's would lose the fields)
-        return (type(self), (self.name, self.distribution, self.extra))
+        return (_rebuild_missing_extra, (type(self), self.name, self.distribution, self.extra, self.archive,
+                                         self.python))
+
+
+def _rebuild_missing_extra(cls, name, distribution, extra, archive, python):
+    return cls(name, distribution, extra, archive=archive, python=python)
 
 
 class EncodeError(KafkaRecError, ValueError):
