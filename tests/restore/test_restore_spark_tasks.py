@@ -11,26 +11,40 @@ from kafkarec.errors import MissingExtraError, UsageError
 from kafkarec.restore import RestoreSpec, SourcePartition
 
 
+class _SparkJobFailed(Exception):
+    """What Py4J raises on the driver for a failed job (Py4JJavaError), as far as kafkarec sees it."""
+
+
 class _Frame:
     """What ``spark.range(n, numPartitions=n).mapInArrow(f, schema).collect()`` gives, task by task:
-    ``f`` over one batch holding the task's one id."""
+    ``f`` over one batch holding the task's one id; a task that raises is tried again, up to
+    ``attempts`` times (spark.task.maxFailures), then the job fails with Spark's own exception."""
 
-    def __init__(self, n: int, fn=None):
-        self.n, self.fn = n, fn
+    def __init__(self, n: int, fn=None, attempts: int = 1):
+        self.n, self.fn, self.attempts = n, fn, attempts
 
     def mapInArrow(self, fn, schema):
-        return _Frame(self.n, fn)
+        return _Frame(self.n, fn, self.attempts)
 
     def collect(self):
         rows = []
         for i in range(self.n):
             batch = pa.RecordBatch.from_arrays([pa.array([i], pa.int64())], names=["id"])
-            for out in self.fn(iter([batch])):
-                rows += out.to_pylist()
+            for attempt in range(1, self.attempts + 1):
+                try:
+                    out = [r for b in self.fn(iter([batch])) for r in b.to_pylist()]
+                    break
+                except Exception as exc:
+                    if attempt == self.attempts:
+                        raise _SparkJobFailed(f"Job aborted due to stage failure: Task {i} failed "
+                                              f"{attempt} times, most recent failure: {exc}") from exc
+            rows += out
         return rows
 
 
 class _Spark:
+    attempts = 1
+
     def __init__(self, conf=None):
         self.conf = dict(conf or {})
         self.ranges = []
@@ -38,7 +52,11 @@ class _Spark:
     def range(self, n, numPartitions):
         assert n == numPartitions       # one partition index per task
         self.ranges.append(n)
-        return _Frame(n)
+        return _Frame(n, attempts=self.attempts)
+
+
+class _TriesSpark(_Spark):
+    attempts = 4
 
 
 def _spec() -> RestoreSpec:
@@ -69,41 +87,6 @@ def test_speculation_and_a_spec_with_options_are_refused_before_anything_runs():
 
 
 # --- the tasks' errors: retriable ones retried by Spark, permanent ones answered ---------------
-
-class _Tries(_Frame):
-    """``collect`` as Spark runs a task: a task that raises is tried again, up to ``attempts``
-    times (spark.task.maxFailures), then the job fails with Spark's own exception."""
-
-    attempts = 4
-
-    def mapInArrow(self, fn, schema):
-        return _Tries(self.n, fn)
-
-    def collect(self):
-        rows = []
-        for i in range(self.n):
-            batch = pa.RecordBatch.from_arrays([pa.array([i], pa.int64())], names=["id"])
-            for attempt in range(1, self.attempts + 1):
-                try:
-                    out = [r for b in self.fn(iter([batch])) for r in b.to_pylist()]
-                    break
-                except Exception as exc:
-                    if attempt == self.attempts:
-                        raise _SparkJobFailed(f"Job aborted due to stage failure: Task {i} failed "
-                                              f"{attempt} times, most recent failure: {exc}") from exc
-            rows += out
-        return rows
-
-
-class _SparkJobFailed(Exception):
-    """What Py4J raises on the driver for a failed job (Py4JJavaError), as far as kafkarec sees it."""
-
-
-class _TriesSpark(_Spark):
-    def range(self, n, numPartitions):
-        self.ranges.append(n)
-        return _Tries(n)
-
 
 def _kafka_error(code_name: str):
     import confluent_kafka as ck
