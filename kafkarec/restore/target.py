@@ -19,7 +19,8 @@ from kafkarec.errors import RestoreError
 from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["admin", "client", "result", "reason", "retriable", "failure", "ensure_topics", "progress", "ends", "read_back", "holds_committed_records"]
+__all__ = ["admin", "client", "result", "reason", "retriable", "failure", "ensure_topics", "progress", "ends",
+           "read_back", "holds_committed_records"]
 
 #: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
 NO_OFFSET = -1001
@@ -33,15 +34,15 @@ def reason(exc: BaseException) -> str:
 
 
 # Kafka's errors whose exceptions are RetriableException in its Errors.java (a coordinator loading
-# or moving, a leader not there, a request timed out, not enough replicas, a transaction's offsets
-# pending), and librdkafka's own for a broker or coordinator not reached in time.  The client's
-# KafkaError.retriable() is set for its transactional API's errors only: an admin future's or a
-# delivery report's error carries its code alone.
+# or moving, a topic's metadata not there yet, a leader not there, a request timed out, not enough
+# replicas, a transaction's offsets pending), and librdkafka's own for a broker or coordinator not
+# reached in time.  The client's KafkaError.retriable() is set for its transactional API's errors
+# only: an admin future's or a delivery report's error carries its code alone.
 _RETRIABLE_CODES = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                    "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "PREFERRED_LEADER_NOT_AVAILABLE",
-                    "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "NOT_ENOUGH_REPLICAS",
-                    "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR", "NOT_CONTROLLER",
-                    "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE",
+                    "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION",
+                    "PREFERRED_LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+                    "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR",
+                    "NOT_CONTROLLER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE",
                     "UNSTABLE_OFFSET_COMMIT", "CONCURRENT_TRANSACTIONS", "THROTTLING_QUOTA_EXCEEDED",
                     "_TRANSPORT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_MSG_TIMED_OUT", "_ALL_BROKERS_DOWN",
                     "_WAIT_COORD")
