@@ -259,3 +259,26 @@ def test_a_packed_chunk_that_is_not_one_is_refused():
         OffsetMap().add_packed("a", 0, "a", zlib.compress(b"\x00" * 25))
     with pytest.raises(UsageError, match="empty run or offsets that go back"):
         OffsetMap().add_packed("a", 0, "a", zlib.compress((5).to_bytes(8, "little") * 2 + bytes(8)))
+
+
+@pytest.mark.spark
+def test_on_local_spark_answers_come_back_and_a_failed_job_is_a_restore_error(spark):
+    """The same through the session's local Spark (no broker: nothing is written).  A client
+    configuration the target's client refuses is permanent: answered through mapInArrow's rows and
+    raised on the driver as itself; a task that fails on its every attempt (here: a kafkarec build
+    that is not the driver's) fails the job, which is a RestoreError naming the partitions with
+    Spark's own exception as its cause."""
+    from kafkarec.errors import RestoreError
+    from spark_udfs._restore import _run
+    from spark_udfs.ship import shipping
+    parts = [SourcePartition("orders", p, 0, 10, 10, "orders") for p in range(2)]
+    refused = RestoreSpec.of("no-such-history", "127.0.0.1:1", restore_id="units",
+                             target_properties={"no.such.property": "1"})
+    with pytest.raises(RestoreError, match="configuration") as info:
+        _run(spark, refused, parts, shipping.expected_fingerprint())
+    assert not info.value.retriable and "no.such.property" in str(info.value)
+    with pytest.raises(RestoreError) as info:
+        _run(spark, _spec(), parts, "0.0.0+not-the-drivers-build")
+    assert str(info.value).startswith("target 127.0.0.1:1: the Spark job restoring source partition(s) "
+                                      "orders-0, orders-1 failed (")
+    assert info.value.__cause__ is not None and "not the driver's build" in str(info.value.__cause__)
