@@ -264,7 +264,8 @@ class SelectionError(KafkaRecError, ValueError):
 class StorageError(KafkaRecError, OSError):
     """A path or URI that cannot be resolved, listed or read: one line naming the URI and
     the reason (unreachable endpoint, no such bucket, access denied, expired credentials...).
-    ``uri`` is the path or URI concerned (None when the failure names none)."""
+    ``uri`` is the path or URI concerned (None when the failure names none); ``retriable``: the
+    store throttled, answered 5xx or timed out (:func:`kafkarec.log.storage.storage_error`)."""
 
     def __init__(self, message: str, uri: "str | None" = None, *, retriable: bool = False) -> None:
         super().__init__(message)
@@ -403,7 +404,8 @@ class RestoreError(KafkaRecError, ValueError):
     """A restore (or its group translation or check) that cannot go on without a gap, a duplicate or
     a half-applied change: ``target`` names the target cluster (its bootstrap servers), ``topic`` and
     ``partition`` the partition concerned, ``group`` the consumer group (each None when the failure is
-    not theirs), ``reason`` says what was found and where."""
+    not theirs), ``reason`` says what was found and where; ``retriable``: the same work may pass when
+    tried again (:func:`kafkarec.restore.target.retriable`: a coordinator loading, a timeout...)."""
 
     def __init__(self, target: str, reason: str, *, topic: "str | None" = None,
                  partition: "int | None" = None, group: "str | None" = None, retriable: bool = False) -> None:
