@@ -3,7 +3,8 @@ ONE :class:`~kafkarec.errors.MissingExtraError` line naming the extra that insta
 prints it and exits 2) instead of a ``ModuleNotFoundError`` traceback.  A base ``pip install kafkarec``
 reads and writes batches and log files; Arrow output, selections, object stores, tables, CDC and typed
 values need pyarrow and numpy (``kafkarec[arrow]``).  Where kafkarec was imported from a shipped wheel (a
-bare Spark executor), a missing one is first taken from the wheels shipped beside it.  Compiling ``.proto`` text has its own guard, as it
+bare Spark executor), a missing one is first taken from the wheels shipped beside it, and one still
+missing names that fix (a wheel shipped from a wheelhouse), not pip.  Compiling ``.proto`` text has its own guard, as it
 can take grpcio-tools and protobuf from wheels beside kafkarec's (:mod:`kafkarec.protobuf.compiler`)."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import importlib
 import sys
 from types import ModuleType
 
+from kafkarec._boot.loader import kafkarec_archive
 from kafkarec.errors import MissingExtraError
 
 __all__ = ["EXTRAS", "require"]
@@ -44,27 +46,27 @@ def require(name: str, extra: "str | None" = None) -> ModuleType:
         if exc.name != top:         # a module missing inside an installed package is its own failure
             raise
         distribution, default_extra = EXTRAS[top]
-        if _from_shipped_wheels(distribution):
+        archive = kafkarec_archive()
+        if archive is not None and _from_shipped_wheels(distribution, archive):
             return importlib.import_module(name)
-        raise MissingExtraError(top, distribution, extra or default_extra) from None
+        # imported from its wheel (a bare Spark executor): the fix is a wheel shipped, not pip
+        raise MissingExtraError(top, distribution, extra or default_extra, archive=archive,
+                                python=sys.executable if archive else None) from None
 
 
 #: distributions already looked for among shipped wheels in this process
 _looked_for: set = set()
 
 
-def _from_shipped_wheels(distribution: str) -> bool:
-    """Where kafkarec itself was imported from an archive (the wheel Spark ships to a bare executor),
-    ``distribution``'s wheels shipped beside it (``spark_udfs.ship(..., projects=...)``), unpacked once
-    per machine into kafkarec's cache and put on ``sys.path``, as the loader does with kafkarec's own
-    dependencies.  False where kafkarec is installed (pip installs its extras) or no fitting wheel is
-    there; looked for once per process."""
-    import zipimport
-    loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
-    if not isinstance(loader, zipimport.zipimporter) or distribution in _looked_for:
+def _from_shipped_wheels(distribution: str, archive: str) -> bool:
+    """``distribution``'s wheels shipped beside ``archive``, the zip kafkarec was imported from (the
+    wheel Spark ships to a bare executor; ``spark_udfs.ship(..., projects=...)``), unpacked once per
+    machine into kafkarec's cache and put on ``sys.path``, as the loader does with kafkarec's own
+    dependencies.  False where no fitting wheel is there; looked for once per process."""
+    if distribution in _looked_for:
         return False
     _looked_for.add(distribution)
     from kafkarec._boot import wheels
     from kafkarec._boot.files import cache_root
-    res = wheels.activate_projects((distribution,), loader.archive, cache_root(), root=f"kafkarec's {distribution}")
+    res = wheels.activate_projects((distribution,), archive, cache_root(), root=f"kafkarec's {distribution}")
     return not res.problems

@@ -60,7 +60,13 @@ __all__ = [
 
 
 class KafkaRecError(Exception):
-    """Root of every error raised by kafkarec."""
+    """Root of every error raised by kafkarec.
+
+    ``retriable``: whether the same work may succeed when tried again unchanged (a coordinator
+    loading, a broker or leader not available, a request timed out, an object store throttling or
+    answering 5xx).  False unless the place that read the failure says so: Kafka's client errors
+    in :mod:`kafkarec.restore.target`, object stores' in :func:`kafkarec.log.storage.storage_error`."""
+    retriable: bool = False
 
 
 class DecodeError(KafkaRecError, ValueError):
@@ -147,15 +153,34 @@ class CodecUnavailableError(KafkaRecError, ImportError):
 class MissingExtraError(KafkaRecError, ImportError):
     """An optional dependency that is not installed (imported through :func:`kafkarec._extras.require`):
     one line naming it and the kafkarec extra that installs it, ``pip install 'kafkarec[arrow]'``.
-    ``name`` is the missing module (as ModuleNotFoundError's), ``extra`` the extra."""
+    ``name`` is the missing module (as ModuleNotFoundError's), ``extra`` the extra.  Where kafkarec
+    was imported from its wheel (``archive``: a bare Spark executor, ``python`` its interpreter) and
+    no wheel of it was shipped beside that one, the line names that fix instead: its wheel in the
+    wheelhouse, shipped with ``spark_udfs.ship(..., projects=...)``."""
 
-    def __init__(self, name: str, distribution: str, extra: str) -> None:
+    def __init__(self, name: str, distribution: str, extra: str, *, archive: "str | None" = None,
+                 python: "str | None" = None) -> None:
         self.distribution = distribution
         self.extra = extra
-        super().__init__(f"{distribution} is not installed: pip install 'kafkarec[{extra}]'", name=name)
+        self.archive = archive
+        self.python = python
+        if archive is None:
+            text = f"{distribution} is not installed: pip install 'kafkarec[{extra}]'"
+        else:
+            text = (f"{distribution} is not installed in {python or 'this Python'}, which imports kafkarec from "
+                    f"its wheel ({archive}), and no wheel of it was shipped beside that one: put its wheel for "
+                    f"that Python in the wheelhouse (pip download --only-binary=:all: -d DIR {distribution}, "
+                    f"or bash scripts/wheelhouse.sh DIR) and ship it: spark_udfs.ship(spark, wheelhouse=DIR, "
+                    f"projects=['{distribution}'])")
+        super().__init__(text, name=name)
 
     def __reduce__(self):      # picklable across Spark workers (ImportError's would lose the fields)
-        return (type(self), (self.name, self.distribution, self.extra))
+        return (_rebuild_missing_extra, (type(self), self.name, self.distribution, self.extra, self.archive,
+                                         self.python))
+
+
+def _rebuild_missing_extra(cls, name, distribution, extra, archive, python):
+    return cls(name, distribution, extra, archive=archive, python=python)
 
 
 class EncodeError(KafkaRecError, ValueError):
@@ -239,17 +264,23 @@ class SelectionError(KafkaRecError, ValueError):
 class StorageError(KafkaRecError, OSError):
     """A path or URI that cannot be resolved, listed or read: one line naming the URI and
     the reason (unreachable endpoint, no such bucket, access denied, expired credentials...).
-    ``uri`` is the path or URI concerned (None when the failure names none)."""
+    ``uri`` is the path or URI concerned (None when the failure names none); ``retriable``: the
+    store throttled, answered 5xx or timed out (:func:`kafkarec.log.storage.storage_error`)."""
 
-    def __init__(self, message: str, uri: "str | None" = None) -> None:
+    def __init__(self, message: str, uri: "str | None" = None, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.uri = uri
+        self.retriable = retriable
 
     def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
         return self.args[0] if self.args else ""
 
     def __reduce__(self):      # picklable across Spark workers with its uri
-        return (type(self), (self.args[0] if self.args else "", self.uri))
+        return (_rebuild_storage, (type(self), self.args[0] if self.args else "", self.uri, self.retriable))
+
+
+def _rebuild_storage(cls, message, uri, retriable):
+    return cls(message, uri, retriable=retriable)
 
 
 # --- Avro (kafkarec.avro) ---------------------------------------------------
@@ -373,11 +404,13 @@ class RestoreError(KafkaRecError, ValueError):
     """A restore (or its group translation or check) that cannot go on without a gap, a duplicate or
     a half-applied change: ``target`` names the target cluster (its bootstrap servers), ``topic`` and
     ``partition`` the partition concerned, ``group`` the consumer group (each None when the failure is
-    not theirs), ``reason`` says what was found and where."""
+    not theirs), ``reason`` says what was found and where; ``retriable``: the same work may pass when
+    tried again (:func:`kafkarec.restore.target.retriable`: a coordinator loading, a timeout...)."""
 
     def __init__(self, target: str, reason: str, *, topic: "str | None" = None,
-                 partition: "int | None" = None, group: "str | None" = None) -> None:
+                 partition: "int | None" = None, group: "str | None" = None, retriable: bool = False) -> None:
         self.target = target
+        self.retriable = retriable
         self.topic = topic
         self.partition = partition
         self.group = group
@@ -390,11 +423,12 @@ class RestoreError(KafkaRecError, ValueError):
         super().__init__(f"{', '.join(where)}: {reason}")
 
     def __reduce__(self):      # picklable across Spark workers with its fields
-        return (_rebuild_restore, (type(self), self.target, self.reason, self.topic, self.partition, self.group))
+        return (_rebuild_restore, (type(self), self.target, self.reason, self.topic, self.partition, self.group,
+                                   self.retriable))
 
 
-def _rebuild_restore(cls, target, reason, topic, partition, group):
-    return cls(target, reason, topic=topic, partition=partition, group=group)
+def _rebuild_restore(cls, target, reason, topic, partition, group, retriable=False):
+    return cls(target, reason, topic=topic, partition=partition, group=group, retriable=retriable)
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

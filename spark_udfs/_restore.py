@@ -7,8 +7,10 @@ each task runs :func:`kafkarec.restore.restore_partition` for one partition (its
 producer, whose transactional id names the partition, so order is kept and a re-run or a retried
 task fences the one before it and resumes from the progress on the target); the driver joins the
 partitions' offset maps and writes what the command line writes (:func:`kafkarec.restore.finish`).
-The spec and the plan reach the executors pickled; a task's kafkarec error comes back to the driver
-as itself, raised there once every task has answered.
+The spec and the plan reach the executors pickled; a task's permanent kafkarec error comes back to
+the driver as itself, raised there once every task has answered; a retriable one (the restore's
+rule: :attr:`kafkarec.errors.KafkaRecError.retriable`) fails the task, which Spark tries again.
+Each offset map comes back as packed runs in rows of bounded size (:meth:`OffsetMap.pack`).
 """
 from __future__ import annotations
 
@@ -74,52 +76,104 @@ def restore(spark, spec: Union["RestoreSpec", str], target: Optional[str] = None
 
 def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"], expected: str):
     """Each partition's :func:`kafkarec.restore.restore_partition` in a Spark task of its own, in
-    the order of ``parts``; the first kafkarec error of any task raised here, once all answered."""
+    the order of ``parts``; the first kafkarec error of any task raised here, once all answered.  A
+    job that fails (a task failing past Spark's attempts, an executor lost) is a
+    :class:`~kafkarec.errors.RestoreError` naming the target and the partitions, Spark's error its
+    cause: a re-run resumes from the progress on the target."""
+    from kafkarec.errors import RestoreError
     shipped, tasks = pickle.dumps((spec, parts)), len(parts)
 
     def kafkarec_restore(batches):
         return _answers(batches, shipped, expected)
 
     # spark.range splits [0, tasks) evenly: one partition index per task
-    rows = spark.range(tasks, numPartitions=tasks).mapInArrow(kafkarec_restore, "id long, answer binary").collect()
-    answers = {r["id"]: pickle.loads(r["answer"]) for r in rows}
+    try:
+        rows = spark.range(tasks, numPartitions=tasks).mapInArrow(kafkarec_restore, ANSWER_SCHEMA).collect()
+    except Exception as exc:        # Py4J's or Spark's own: the job, not one partition, failed
+        names = [f"{p.topic}-{p.partition}" for p in parts]
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise RestoreError(spec.target, f"the Spark job restoring source partition(s) {shown} failed "
+                                        f"({first}); what it committed is kept: run the restore again to "
+                                        "resume") from exc
+    return _joined(spec, parts, rows)
+
+
+#: a task's answer rows: per source partition (``id``, its index in the plan), ``seq`` 0 the pickled
+#: summary (or the kafkarec error that stopped it), then ``seq`` 1, 2... its offset map's packed runs
+ANSWER_SCHEMA = "id long, seq long, answer binary"
+
+
+def _joined(spec: "RestoreSpec", parts: List["SourcePartition"], rows) -> list:
+    """The tasks' rows as each partition's ``(PartitionSummary, OffsetMap)``, in the order of
+    ``parts``; the first error answered raised."""
+    from kafkarec.errors import RestoreError
+    from kafkarec.restore.offsets import OffsetMap
+    heads, chunks = {}, {}
+    for r in rows:
+        if r["seq"] == 0:
+            heads[r["id"]] = pickle.loads(r["answer"])
+        else:
+            chunks.setdefault(r["id"], []).append((r["seq"], r["answer"]))
     out = []
-    for i in range(tasks):
-        answer = answers.get(i)
-        if answer is None:
-            from kafkarec.errors import RestoreError
+    for i, part in enumerate(parts):
+        head = heads.get(i)
+        if head is None:
             raise RestoreError(spec.target, f"no answer from the task of source partition "
-                                            f"{parts[i].topic}-{parts[i].partition}")
-        if isinstance(answer, BaseException):
-            raise answer
-        out.append(answer)
+                                            f"{part.topic}-{part.partition}")
+        if isinstance(head, BaseException):
+            raise head
+        summary, target_topic, ends = head
+        omap = OffsetMap()
+        packed = sorted(chunks.get(i, ()))
+        if [seq for seq, _ in packed] != list(range(1, len(packed) + 1)):
+            raise RestoreError(spec.target, f"the offset map of source partition {part.topic}-{part.partition} "
+                                            f"came back with chunks {[seq for seq, _ in packed]}, not 1..{len(packed)}")
+        for _, chunk in packed:
+            omap.add_packed(part.topic, part.partition, target_topic, chunk)
+        if ends is not None:
+            omap.set_end(part.topic, part.partition, target_topic, *ends)
+        out.append((summary, omap))
     return out
 
 
 def _answers(batches, shipped: bytes, expected) -> Iterator:
-    """A task's answers: for each partition index its input holds, the pickled
-    ``(PartitionSummary, OffsetMap)`` of its restore, or the kafkarec error that stopped it (a
-    refusal, a missing client: the same again on a retry).  Anything else raises, and Spark
-    retries the task: the progress on the target keeps it exactly once."""
+    """A task's answer rows (:data:`ANSWER_SCHEMA`) for each partition index its input holds: its
+    summary and its offset map's packed runs (rows of bounded size, whatever the records), or the
+    kafkarec error that stopped it (a refusal, a missing client: the same again on a retry).  An
+    error that is :attr:`~kafkarec.errors.KafkaRecError.retriable` (a coordinator loading, a broker
+    not available, a timeout, an object store throttling), or any other exception, raises, and
+    Spark tries the task again: its transactional id fences this attempt and the progress on the
+    target resumes it, so every record is still written once."""
     import pyarrow as pa
     from spark_udfs.ship.runtime import ensure
     ensure(expected)
-    from kafkarec.errors import KafkaRecError, RestoreError
+    from kafkarec.errors import KafkaRecError
     spec, parts = pickle.loads(shipped)
     for batch in batches:
-        ids = batch.column("id").to_pylist()
-        answers = []
-        for i in ids:
+        for i in batch.column("id").to_pylist():
             part = parts[i]
             try:
                 from kafkarec.restore import restore_partition
-                answer: object = restore_partition(spec, part)
+                summary, omap = restore_partition(spec, part)
             except KafkaRecError as exc:
-                answer = exc
-            try:
-                answers.append(pickle.dumps(answer))
-            except Exception:       # an error whose fields do not pickle: its words, where it happened
-                answers.append(pickle.dumps(RestoreError(spec.target, f"{type(answer).__name__}: {answer}",
-                                                         topic=part.target_topic, partition=part.partition)))
-        yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(answers, pa.binary())],
-                                         names=["id", "answer"])
+                if exc.retriable:
+                    raise
+                rows = [_pickled_error(spec, part, exc)]
+            else:
+                key = (part.topic, part.partition)
+                target_topic = omap.target_topics.get(key, part.target_topic)
+                rows = [pickle.dumps((summary, target_topic, omap.ends.get(key)))]
+                rows += omap.pack(part.topic, part.partition)
+            yield pa.RecordBatch.from_arrays([pa.array([i] * len(rows), pa.int64()),
+                                              pa.array(range(len(rows)), pa.int64()),
+                                              pa.array(rows, pa.binary())], names=["id", "seq", "answer"])
+
+
+def _pickled_error(spec: "RestoreSpec", part: "SourcePartition", exc: BaseException) -> bytes:
+    from kafkarec.errors import RestoreError
+    try:
+        return pickle.dumps(exc)
+    except Exception:       # an error whose fields do not pickle: its words, where it happened
+        return pickle.dumps(RestoreError(spec.target, f"{type(exc).__name__}: {exc}",
+                                         topic=part.target_topic, partition=part.partition))

@@ -44,9 +44,18 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["CoreFinder", "CoreLoader", "install"]
+__all__ = ["CoreFinder", "CoreLoader", "install", "kafkarec_archive"]
 
 _CORE = "kafkarec._core"
+
+
+def kafkarec_archive() -> "Optional[str]":
+    """The zip the imported kafkarec package came from (its wheel, or the ``.whl.zip`` copy Spark
+    ships), or None where it is imported from a folder (installed) or not imported: where the
+    wheels shipped beside it are looked for (its core's dependencies, the Protobuf compiler's,
+    an extra's on a bare executor)."""
+    loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
+    return loader.archive if isinstance(loader, zipimport.zipimporter) else None
 
 
 def _package_prefix(loader: zipimport.zipimporter) -> str:

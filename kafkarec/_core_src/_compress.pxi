@@ -124,6 +124,38 @@ _LZ4_INCOMPRESSIBLE = 0x80000000        # a block's size with this bit: stored a
 _lz4_mid = None                         # pyarrow's LZ4 codec at level 2, on first use
 
 
+# A known answer: lz4-java 1.11's highCompressor(2) (kafka-clients 4.4.0's) on this input, one
+# 64 KiB block's bytes.  pyarrow names no LZ4 version, and LZ4 1.9's HC and fast compressors
+# give other bytes for it (tests/core/test_builder.py checks both against Kafka's Java).
+_LZ4_MID_INPUT = (b"dighfgf dgaidhhi hib jhigj ggj dgaidhhi dgaidhhi ebfigide heija dgaidhhi jfhjadcij "
+                  b"ebfigide iij biea jhigj dii biea ahdggcfif gi")
+_LZ4_MID_ANSWER = bytes.fromhex(
+    "f60f6469676866676620646761696468686920686962206a6869676a2067676a1700050900e66562666967696465"
+    "206865696a612100966a66686a616463696a22008369696a20626965615000326469690f00c0616864676763666966"
+    "206769")
+
+
+cdef object lz4_mid_codec():
+    """pyarrow's raw LZ4 codec at level 2, once its answer on the known input is Kafka's; a
+    pyarrow without LZ4, or whose bundled LZ4 compresses otherwise, is a CodecUnavailableError
+    naming what is missing (never Arrow's own exception, never bytes Kafka would not write)."""
+    needs = "writing lz4 at level 1 or 2"
+    pa = codec_lib("pyarrow", "pyarrow", needs)
+    try:
+        codec = pa.Codec("lz4_raw", compression_level=2)
+        answer = codec.compress(_LZ4_MID_INPUT, asbytes=True)
+    except (pa.ArrowException, ValueError, NotImplementedError) as exc:
+        raise CodecUnavailableError(
+            f"{needs} needs pyarrow's LZ4 codec, which pyarrow {pa.__version__} lacks "
+            f"({type(exc).__name__}: {exc})") from None
+    if answer != _LZ4_MID_ANSWER:
+        raise CodecUnavailableError(
+            f"{needs} needs LZ4 1.10's level-2 compressor (what lz4-java 1.11, Kafka 4.4's, writes); "
+            f"the LZ4 bundled in pyarrow {pa.__version__} compresses the known-answer input to other "
+            f"bytes, so its frames would not be Kafka's (use lz4 at level 3-17 or 9, Kafka's default)")
+    return codec
+
+
 cdef bytes lz4_mid_frame(object data, int magic):
     """LZ4 at level 1 or 2 as Kafka writes it: lz4-java's highCompressor(level), which is
     LZ4_compress_HC of LZ4 1.10.0 (lz4-java 1.11), whose levels 1 and 2 are both its "mid"
@@ -134,8 +166,7 @@ cdef bytes lz4_mid_frame(object data, int magic):
     64 KiB block compressed or, when that does not shrink it, stored; then the end mark."""
     global _lz4_mid
     if _lz4_mid is None:            # made once: a batch of small records is many frames
-        _lz4_mid = codec_lib("pyarrow", "pyarrow", "writing lz4 at level 1 or 2").Codec(
-            "lz4_raw", compression_level=2)
+        _lz4_mid = lz4_mid_codec()
     cdef object mid = _lz4_mid
     cdef object view = memoryview(data).cast("B")
     cdef Py_ssize_t n = len(view), start

@@ -83,7 +83,15 @@ _FAILURES = (
         r"ACCESS_DENIED|AccessDenied|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch|INVALID_ACCESS_KEY_ID"
         r"|InvalidAccessKeyId|UNRECOGNIZED_CLIENT|InvalidClientTokenId|AuthorizationFailure"
         r"|AuthenticationFailed|HTTP status 40[13]|Forbidden|Unauthorized|Permission denied", re.I)),
+    ("throttled or unavailable", re.compile(
+        r"SLOW_DOWN|SlowDown|Reduce your request rate|THROTTLING|Throttl|TooManyRequests|RequestLimitExceeded"
+        r"|rateLimitExceeded|SERVICE_UNAVAILABLE|ServiceUnavailable|ServerBusy|INTERNAL_FAILURE|InternalError"
+        r"|OperationTimedOut|HTTP status (?:429|5\d\d)", re.I)),
 )
+# What may pass when the same request is made again (the stores' own advice for these answers,
+# and what their SDKs' standard retry strategies retry): throttling, a 5xx, a timeout.  A task
+# that fails so is tried again (KafkaRecError.retriable); the rest need the user's fix.
+_TIMED_OUT = re.compile(r"timed out|Timeout was reached", re.I)
 _AWS_CODE = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))? during (\w+) operation")
 # curl names the peer "host:port" or "host port N" (as libcurl versions differ: pyarrow 25 and 26)
 _PEER = re.compile(r"(?:Failed to connect to|resolve host:?) ([^\s;,]+)(?: port (\d+))?", re.I)
@@ -93,7 +101,8 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
     """``exc`` (an OSError from a file system) as ONE line: ``URI: what went wrong (detail)``.
 
     ``what`` names the user's fix - ``cannot reach the endpoint``, ``no such bucket``,
-    ``access denied``, ``credentials expired`` - and the detail is the store's own error
+    ``access denied``, ``credentials expired``, ``throttled or unavailable`` (retriable, as a
+    timeout reaching the endpoint is) - and the detail is the store's own error
     code (``AWS Error ACCESS_DENIED during HeadObject``) or the first line of its message."""
     if isinstance(exc, StorageError):
         return exc
@@ -112,7 +121,9 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
             host = peer.group(1) if peer.group(2) is None else f"{peer.group(1)}:{peer.group(2)}"
             detail = f"{host}; {detail}"
     line = f"{uri}: {what} ({detail})" if what else f"{uri}: {detail}"
-    err = StorageError(line, uri)
+    retriable = what == "throttled or unavailable" or (what == "cannot reach the endpoint"
+                                                        and bool(_TIMED_OUT.search(text)))
+    err = StorageError(line, uri, retriable=retriable)
     err.__cause__ = exc
     return err
 

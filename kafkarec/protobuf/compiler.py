@@ -44,12 +44,10 @@ def _toolchain() -> list:
                 return folders()
             except ImportError:
                 pass
-        import zipimport
         from kafkarec._boot.files import cache_root
         from kafkarec._boot import wheels as _wheels
-        loader = getattr(sys.modules.get("kafkarec"), "__loader__", None)
-        archive = loader.archive if isinstance(loader, zipimport.zipimporter) else None
-        res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, archive, cache_root())
+        from kafkarec._boot.loader import kafkarec_archive
+        res = _wheels.activate_projects(_wheels.PROTOBUF_COMPILER, kafkarec_archive(), cache_root())
         try:
             return folders()
         except ImportError as exc:

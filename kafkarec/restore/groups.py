@@ -95,9 +95,9 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
         except ck.KafkaException as exc:
             if exc.args and getattr(exc.args[0], "code", lambda: None)() == ck.KafkaError.GROUP_ID_NOT_FOUND:
                 continue            # not on the target yet: altering creates it
-            raise RestoreError(spec.target, f"describing the group: {target.reason(exc)}", group=group) from None
+            raise target.failure(spec, "describing the group", exc, group=group) from None
         except Exception as exc:
-            raise RestoreError(spec.target, f"describing the group: {target.reason(exc)}", group=group) from None
+            raise target.failure(spec, "describing the group", exc, group=group) from None
         if desc.members:
             raise RestoreError(spec.target, f"the group has {len(desc.members)} member(s) (state "
                                             f"{desc.state.name}): its positions can only be set while it is "

@@ -16,13 +16,18 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import zlib
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from kafkarec._extras import require
 from kafkarec.errors import UsageError
 
-__all__ = ["OffsetMap", "Run", "HEADER"]
+__all__ = ["OffsetMap", "Run", "HEADER", "CHUNK_RUNS"]
 
 HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_offset", "count"]
+#: runs per chunk of :meth:`OffsetMap.pack`: at most 1.5 MiB each before zlib, a cell Spark carries
+#: whole whatever the partition's size
+CHUNK_RUNS = 1 << 16
 
 
 class Run(NamedTuple):
@@ -118,6 +123,46 @@ class OffsetMap:
                 return
             for s in range(max(start, r.source_offset), min(end, r.source_offset + r.length)):
                 yield s, r.target_offset + (s - r.source_offset)
+
+    # --- packed runs: a partition's map across processes (a Spark task to its driver) ---------
+    def pack(self, topic: str, partition: int, runs_per_chunk: int = CHUNK_RUNS) -> Iterator[bytes]:
+        """The partition's runs in chunks of at most ``runs_per_chunk`` runs, each chunk on its own:
+        zlib over little-endian int64 triples (the gap from the previous run's end in source
+        offsets, the same in target offsets, the length), so a chunk's bytes grow with its runs, a
+        few bytes each, and never with the records; :meth:`add_packed` takes them back in order."""
+        np = require("numpy")
+        runs = self._runs.get((topic, partition), [])
+        for first in range(0, len(runs), runs_per_chunk):
+            a = np.array(runs[first:first + runs_per_chunk], dtype="<i8").reshape(-1, 3)
+            ends = a[:, :2] + a[:, 2:3]
+            a[1:, :2] -= ends[:-1]          # the first run of a chunk keeps its offsets whole
+            yield zlib.compress(a.tobytes(), 1)
+
+    def add_packed(self, topic: str, partition: int, target_topic: str, chunk: bytes) -> None:
+        """Add one chunk of :meth:`pack` (chunks of a partition in the order made); a chunk that is
+        not one, or out of order with the runs held, is a :class:`UsageError`."""
+        np = require("numpy")
+        where = f"{topic}-{partition}: a packed offset map chunk"
+        try:
+            raw = zlib.decompressobj().decompress(chunk, 24 * CHUNK_RUNS + 1)
+        except zlib.error as e:
+            raise UsageError(f"{where} does not decompress ({e})") from None
+        if not raw or len(raw) % 24 or len(raw) > 24 * CHUNK_RUNS:
+            raise UsageError(f"{where} holds {len(raw)} bytes, not whole runs of 24 bytes (at most {CHUNK_RUNS})")
+        a = np.frombuffer(raw, dtype="<i8").reshape(-1, 3)
+        if (a[:, 2] < 1).any() or (a[1:, :2] < 0).any() or (a[0, :2] < 0).any():
+            raise UsageError(f"{where} holds an empty run or offsets that go back")
+        starts = np.cumsum(a[:, :2], axis=0)
+        starts[1:] += np.cumsum(a[:-1, 2])[:, None]
+        key = (topic, partition)
+        runs = self._runs.setdefault(key, [])
+        if runs and (starts[0] < [runs[-1].source_offset + runs[-1].length,
+                                  runs[-1].target_offset + runs[-1].length]).any():
+            raise UsageError(f"{where} starts before the runs held end")
+        self.target_topics[key] = target_topic
+        new = [Run(*r) for r in np.column_stack([starts, a[:, 2]]).tolist()]
+        runs += new
+        self._starts.setdefault(key, []).extend(r.source_offset for r in new)
 
     # --- the file ---------------------------------------------------------------------------
     def write(self, path: str) -> None:

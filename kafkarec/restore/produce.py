@@ -89,13 +89,14 @@ class _Writer:
         try:
             return fn(*args)
         except self.ck.KafkaException as exc:
-            raise RestoreError(self.spec.target, f"{what}: {target.reason(exc)}", topic=self.part.target_topic,
-                               partition=self.part.partition) from None
+            raise target.failure(self.spec, what, exc, topic=self.part.target_topic,
+                                 partition=self.part.partition) from None
 
     def _report(self, source_offset: int):
         def on_delivery(err, msg):
             if err is not None:
                 self.failures.append(f"source offset {source_offset}: {err.str()}")
+                self.retriable = self.retriable and target.retriable(err)
             else:
                 self.delivered.append((source_offset, msg.offset()))
         return on_delivery
@@ -103,7 +104,7 @@ class _Writer:
     def transaction(self, records: List[source.Record], next_offset: int) -> List[Tuple[int, int]]:
         """One transaction: ``records`` and the progress ``next_offset``; returns the delivered
         (source, target) offsets."""
-        self.delivered, self.failures = [], []
+        self.delivered, self.failures, self.retriable = [], [], True
         p, tp = self.producer, self.part
         self._call("beginning a transaction", p.begin_transaction)
         try:
@@ -117,9 +118,8 @@ class _Writer:
                     except BufferError:          # the local queue is full: let it drain
                         p.poll(0.05)
                     except self.ck.KafkaException as exc:     # refused before sending (too large...)
-                        raise RestoreError(self.spec.target, f"producing source offset {r.offset}: "
-                                                             f"{target.reason(exc)}", topic=tp.target_topic,
-                                           partition=tp.partition) from None
+                        raise target.failure(self.spec, f"producing source offset {r.offset}", exc,
+                                             topic=tp.target_topic, partition=tp.partition) from None
             offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
             self._call("committing the progress", p.send_offsets_to_transaction, offsets, self.group_metadata,
                        self.spec.timeout)
@@ -131,9 +131,12 @@ class _Writer:
                 pass                # the next run's init_transactions aborts it
             raise
         if self.failures or len(self.delivered) != len(records):
+            # failed deliveries in a committed transaction: retried whole, from the progress, only
+            # where each failure is one that passes (a timeout, a leader moving)
             raise RestoreError(self.spec.target, f"a committed transaction's delivery reports are not whole: "
                                                  f"{'; '.join(self.failures[:3]) or 'reports missing'}",
-                               topic=tp.target_topic, partition=tp.partition)
+                               topic=tp.target_topic, partition=tp.partition,
+                               retriable=bool(self.failures) and self.retriable)
         return sorted(self.delivered)
 
     def close(self) -> None:
@@ -181,7 +184,7 @@ def _settled_end(spec: RestoreSpec, part: SourcePartition, omap: OffsetMap) -> i
         if time.monotonic() >= deadline:
             raise RestoreError(spec.target, f"the target's last stable offset stayed at {end}, not past the "
                                             f"restored record at {last}, for {spec.timeout} s after its commit",
-                               topic=part.target_topic, partition=part.partition)
+                               topic=part.target_topic, partition=part.partition, retriable=True)
         time.sleep(0.05)
 
 

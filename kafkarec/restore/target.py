@@ -6,7 +6,8 @@ What is asked of the target: its topics (created when absent), the restore's pro
 committed offsets of its progress group, :attr:`RestoreSpec.progress_group`), whether a partition
 holds committed records, its partitions' ends, and its records read back ``read_committed``.
 Every client failure is a :class:`kafkarec.errors.RestoreError` naming the target, the partition
-or group and librdkafka's reason.
+or group and librdkafka's reason, and saying whether it is retriable (:func:`retriable`: the one
+rule of which Kafka failures pass when tried again).
 """
 from __future__ import annotations
 
@@ -18,17 +19,53 @@ from kafkarec.errors import RestoreError
 from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["admin", "client", "result", "reason", "ensure_topics", "progress", "ends", "read_back", "holds_committed_records"]
+__all__ = ["admin", "client", "result", "reason", "retriable", "failure", "ensure_topics", "progress", "ends",
+           "read_back", "holds_committed_records"]
 
 #: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
 NO_OFFSET = -1001
 
 
 def reason(exc: BaseException) -> str:
-    """librdkafka's error text of a client exception."""
-    err = exc.args[0] if exc.args else None
+    """librdkafka's error text of a client exception (or of its ``KafkaError``)."""
+    err = exc if hasattr(exc, "str") else (exc.args[0] if getattr(exc, "args", None) else None)
     text = err.str() if hasattr(err, "str") else str(exc)
     return text or type(exc).__name__
+
+
+# Kafka's errors whose exceptions are RetriableException in its Errors.java (a coordinator loading
+# or moving, a topic's metadata not there yet, a leader not there, a request timed out, not enough
+# replicas, a transaction's offsets pending), and librdkafka's own for a broker or coordinator not
+# reached in time.  The client's KafkaError.retriable() is set for its transactional API's errors
+# only: an admin future's or a delivery report's error carries its code alone.
+_RETRIABLE_CODES = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+                    "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION",
+                    "PREFERRED_LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+                    "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR",
+                    "NOT_CONTROLLER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE",
+                    "UNSTABLE_OFFSET_COMMIT", "CONCURRENT_TRANSACTIONS", "THROTTLING_QUOTA_EXCEEDED",
+                    "_TRANSPORT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_MSG_TIMED_OUT", "_ALL_BROKERS_DOWN",
+                    "_WAIT_COORD")
+
+
+def retriable(exc: BaseException) -> bool:
+    """Whether a client failure (a ``KafkaException``, a ``KafkaError``, a future's timeout) may pass
+    when the same work is tried again: what :attr:`kafkarec.errors.KafkaRecError.retriable` of the
+    restore's errors says."""
+    if isinstance(exc, TimeoutError):       # a future not answered in time (concurrent.futures')
+        return True
+    ck = require("confluent_kafka")
+    err = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else exc
+    if not isinstance(err, ck.KafkaError):
+        return False
+    return bool(err.retriable()) or err.code() in {getattr(ck.KafkaError, n) for n in _RETRIABLE_CODES
+                                                     if hasattr(ck.KafkaError, n)}
+
+
+def failure(spec: RestoreSpec, what: str, exc: BaseException, **where) -> RestoreError:
+    """A client failure as the restore's error: what was asked, librdkafka's reason, whether it
+    is :func:`retriable`; ``where``: topic, partition, group."""
+    return RestoreError(spec.target, f"{what}: {reason(exc)}", retriable=retriable(exc), **where)
 
 
 def client(spec: RestoreSpec, kind: str, **extra):
@@ -58,7 +95,7 @@ def _result(spec: RestoreSpec, future, what: str, **where):
     try:
         return future.result(timeout=spec.timeout + 5)
     except Exception as exc:     # KafkaException, or the future's own TimeoutError
-        raise RestoreError(spec.target, f"{what}: {reason(exc)}", **where) from None
+        raise failure(spec, what, exc, **where) from None
 
 
 def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
@@ -70,7 +107,7 @@ def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
     try:
         present = asker.list_topics(timeout=spec.timeout).topics
     except Exception as exc:
-        raise RestoreError(spec.target, f"listing topics: {reason(exc)}") from None
+        raise failure(spec, "listing topics", exc) from None
     needed: Dict[str, Tuple[str, int]] = {}
     for p in plan.partitions:
         src, count = needed.get(p.target_topic, (p.topic, 0))
@@ -104,7 +141,7 @@ def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
             return
         if time.monotonic() > deadline:
             raise RestoreError(spec.target, f"created topics {', '.join(names)} have no leader after "
-                                            f"{spec.timeout:.0f} s")
+                                            f"{spec.timeout:.0f} s", retriable=True)
         time.sleep(0.1)
 
 
@@ -124,7 +161,7 @@ def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool
             return out
         if time.monotonic() > deadline:
             raise RestoreError(spec.target, f"the restore's progress stayed pending (an open transaction) for "
-                                            f"{spec.timeout:.0f} s", group=spec.progress_group)
+                                            f"{spec.timeout:.0f} s", group=spec.progress_group, retriable=True)
         time.sleep(0.1)
 
 
@@ -139,15 +176,15 @@ def _progress(spec: RestoreSpec, ck, keys, stable: bool):
         except ck.KafkaException as exc:
             if exc.args and exc.args[0].code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
                 return {}, True
-            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
+            raise failure(spec, "reading the restore's progress", exc, group=group) from None
         except Exception as exc:
-            raise RestoreError(spec.target, f"reading the restore's progress: {reason(exc)}", group=group) from None
+            raise failure(spec, "reading the restore's progress", exc, group=group) from None
         for tp in answer.topic_partitions:
             if tp.error is not None:
                 if tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
                     return {}, True
-                raise RestoreError(spec.target, f"reading the restore's progress: {tp.error.str()}", group=group,
-                                   topic=tp.topic, partition=tp.partition)
+                raise failure(spec, "reading the restore's progress", tp.error, group=group, topic=tp.topic,
+                              partition=tp.partition)
             if tp.offset != NO_OFFSET and tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = tp.offset
     return out, False
@@ -188,14 +225,15 @@ def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool
             if msg is None:
                 if time.monotonic() > deadline:
                     raise RestoreError(spec.target, f"reading back: no record and no end of the partition "
-                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=partition)
+                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=partition,
+                                       retriable=True)
                 continue
             deadline = time.monotonic() + spec.timeout
             err = msg.error()
             if err is not None:
                 if err.code() == ck.KafkaError._PARTITION_EOF:
                     return
-                raise RestoreError(spec.target, f"reading back: {err.str()}", topic=topic, partition=partition)
+                raise failure(spec, "reading back", err, topic=topic, partition=partition)
             ts_type, ts = msg.timestamp()
             yield Record(msg.offset(), msg.key(), msg.value(), ts, list(msg.headers() or ()))
             if first_only:

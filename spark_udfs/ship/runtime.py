@@ -53,15 +53,11 @@ def boot_module(name: str):
 def shipped_kafkarec_archive():
     """The zip (wheel) kafkarec would be imported from here, or None when it is
     installed in a folder (or absent)."""
-    import importlib.util
-    import zipimport
-    _prefer_shipped_archives()
-    mod = sys.modules.get("kafkarec")
-    loader = getattr(mod, "__loader__", None) if mod is not None else None
-    if loader is None:
-        spec = importlib.util.find_spec("kafkarec")
-        loader = spec.loader if spec is not None else None
-    return loader.archive if isinstance(loader, zipimport.zipimporter) else None
+    try:
+        loader = boot_module("loader")      # imports kafkarec (lazy: not its core), shipped archives first
+    except ImportError:                     # absent here: nothing to come from
+        return None
+    return loader.kafkarec_archive()
 
 
 def _is_shipped(entry: str) -> bool:

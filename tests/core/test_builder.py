@@ -330,6 +330,54 @@ def test_lz4_level_1_incompressible_block_is_stored():
     assert lz4.frame.decompress(payload) == section
 
 
+def test_lz4_mid_known_answer_is_kafkas_and_tells_lz4_versions_apart(java_codec):
+    """The core's known answer for lz4 levels 1-2 is what Kafka's lz4-java writes at level 2 for
+    its input, and neither LZ4 1.9's fast compressor nor any of its HC levels writes it: a
+    pyarrow bundling another LZ4 gives other bytes and is refused."""
+    import lz4.block
+    from kafkarec import _core
+    data, answer = _core._LZ4_MID_INPUT, _core._LZ4_MID_ANSWER
+    # Kafka's frame: 7 header bytes, one block's size, the block, the end mark
+    assert java_codec.compress("lz4-frame", data, level=2) == (
+        b"\x04\x22\x4d\x18\x60\x40\x82" + len(answer).to_bytes(4, "little") + answer + bytes(4))
+    others = {lz4.block.compress(data, mode="fast", store_size=False)}
+    others |= {lz4.block.compress(data, mode="high_compression", compression=level, store_size=False)
+               for level in range(1, 13)}
+    assert answer not in others
+
+
+class _OtherLz4:
+    """A pyarrow Codec whose bundled LZ4 is not lz4-java's: valid LZ4, other bytes."""
+
+    def __init__(self, name, compression_level=None):
+        import lz4.block
+        self._lz4 = lz4.block
+
+    def compress(self, data, asbytes=False):
+        return self._lz4.compress(bytes(data), mode="fast", store_size=False)
+
+
+class _NoLz4:
+    def __init__(self, name, compression_level=None):
+        raise pa.ArrowNotImplementedError("Support for codec 'lz4_raw' not built")
+
+
+@pytest.mark.parametrize("codec, reason", [(_OtherLz4, "compresses the known-answer input to other bytes"),
+                                           (_NoLz4, "needs pyarrow's LZ4 codec, which pyarrow")])
+def test_lz4_levels_1_2_refuse_a_pyarrow_lz4_that_is_not_kafkas(monkeypatch, codec, reason):
+    """Frames Kafka would not write, or Arrow's own exception, are a CodecUnavailableError saying
+    what is missing; checked once, when the codec is first made."""
+    from kafkarec import _core
+    from kafkarec.errors import CodecUnavailableError
+    monkeypatch.setattr(_core, "_lz4_mid", None)
+    monkeypatch.setattr(pa, "Codec", codec)
+    for level in (1, 2):
+        with pytest.raises(CodecUnavailableError, match=reason) as info:
+            build_batch([b"v" * 300], compression=Compression.LZ4, compression_level=level)
+        assert "writing lz4 at level 1 or 2" in str(info.value)
+        assert _core._lz4_mid is None           # nothing cached: the next batch asks again
+
+
 def test_snappy_defaults_to_xerial_framing(java_codec):
     records = _codec_records("large")
     payload, section = _payload_and_section(records, compression=Compression.SNAPPY)

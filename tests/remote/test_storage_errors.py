@@ -130,6 +130,31 @@ def test_failure_names(text, what):
     assert isinstance(err.__cause__, OSError)
 
 
+@pytest.mark.parametrize("text, what, retriable", [
+    ("AWS Error SLOW_DOWN during GetObject operation: Please reduce your request rate.",
+     "throttled or unavailable (AWS Error SLOW_DOWN during GetObject)", True),
+    ("AWS Error UNKNOWN (HTTP status 503) during GetObject operation: Service Unavailable",
+     "throttled or unavailable (AWS Error UNKNOWN during GetObject, HTTP 503)", True),
+    ("AWS Error INTERNAL_FAILURE during ListObjectsV2 operation: We encountered an internal error.",
+     "throttled or unavailable (AWS Error INTERNAL_FAILURE during ListObjectsV2)", True),
+    ("When reading information for key 'x' in bucket 'b': AWS Error NETWORK_CONNECTION during HeadObject "
+     "operation: curlCode: 28, Timeout was reached", "cannot reach the endpoint (AWS Error NETWORK_CONNECTION "
+     "during HeadObject)", True),
+    ("AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 6, Could not resolve host: nowhere",
+     "cannot reach the endpoint (nowhere; AWS Error NETWORK_CONNECTION during HeadObject)", False),
+    ("AWS Error ACCESS_DENIED during HeadObject operation: No response body.",
+     "access denied (AWS Error ACCESS_DENIED during HeadObject)", False),
+    ("AWS Error NO_SUCH_BUCKET during ListObjectsV2 operation: The specified bucket does not exist",
+     "no such bucket (AWS Error NO_SUCH_BUCKET during ListObjectsV2)", False),
+])
+def test_throttling_5xx_and_timeouts_are_retriable(text, what, retriable):
+    """What may pass when asked again (a restore's Spark task is tried again: docs/restore.md) is
+    said by the one table that names the failure; the pickle to a driver keeps it."""
+    err = storage.storage_error("s3://b/x", OSError(text))
+    assert str(err) == f"s3://b/x: {what}"
+    assert err.retriable is retriable and pickle.loads(pickle.dumps(err)).retriable is retriable
+
+
 def test_bad_timeout_option():
     with pytest.raises(StorageError, match="connect_timeout must be a number"):
         storage.resolve("s3://b/x", {"endpoint": "http://127.0.0.1:1", "connectTimeout": "soon"})

@@ -81,3 +81,41 @@ def test_zip_without_a_matching_core_names_the_interpreter(tmp_path):
     assert run.returncode != 0
     assert "no kafkarec/_core built for this interpreter" in run.stderr
     assert sys.implementation.cache_tag in run.stderr
+
+
+def test_an_extra_missing_where_kafkarec_came_from_its_wheel_names_the_wheelhouse_fix(tmp_path):
+    """On a bare executor (kafkarec imported from the shipped wheel) pip is not the fix: the line
+    names the wheel to ship beside kafkarec's; the error pickles to the driver with that line.  An
+    installed kafkarec keeps the pip line (tests/test_extras.py, tests/test_release.py)."""
+    archive = str(tmp_path / "kafkarec-0.1.0-cp311-cp311-linux_x86_64.whl.zip")
+    make_archive(archive)
+    # a bare Python (no site-packages: confluent-kafka is neither importable nor installed), with
+    # packaging only, which the wheel rules use; the lazy import loads no core and needs nothing else
+    import packaging
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    os.symlink(os.path.dirname(packaging.__file__), bare / "packaging")
+    code = (
+        "import sys, pickle\n"
+        f"sys.path[:0] = [{archive!r}, {str(bare)!r}]\n"
+        "from kafkarec._extras import require\n"
+        "from kafkarec.errors import MissingExtraError\n"
+        "try:\n"
+        "    require('confluent_kafka')\n"
+        "except MissingExtraError as e:\n"
+        "    sys.stdout.buffer.write(pickle.dumps(e))\n")
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAREC_WHEELHOUSE"}
+    env.update(KAFKAREC_NATIVE_CACHE=str(tmp_path / "cache"), PYTHONPATH="")
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd="/", env=env, capture_output=True,
+                         timeout=120)
+    assert run.returncode == 0 and run.stdout, run.stderr.decode()
+    import pickle
+    err = pickle.loads(run.stdout)
+    assert (err.distribution, err.extra, err.archive, err.python) == ("confluent-kafka", "restore", archive,
+                                                                      sys.executable)
+    assert str(err) == (
+        f"confluent-kafka is not installed in {sys.executable}, which imports kafkarec from its wheel ({archive}), "
+        "and no wheel of it was shipped beside that one: put its wheel for that Python in the wheelhouse (pip "
+        "download --only-binary=:all: -d DIR confluent-kafka, or bash scripts/wheelhouse.sh DIR) and ship it: "
+        "spark_udfs.ship(spark, wheelhouse=DIR, projects=['confluent-kafka'])")
+    assert "pip install" not in str(err)
