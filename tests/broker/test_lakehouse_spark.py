@@ -23,6 +23,8 @@ import pytest
 from support import produce
 from support import spark_helpers as H
 from support import lakehouse_spark as L
+from support import restore_history as RH
+from support.spark_app import RESTORED_TOPICS, restore_options
 from support.versions import LAKEHOUSE_PYSPARK
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "lakehouse_spark_job.py")
@@ -38,9 +40,12 @@ TABLES = [("lake.db.connect_sink", "iceberg-kafka-connect", TOPICS), SUBMIT_WRIT
 
 
 @pytest.fixture(scope="module")
-def lakehouse(kafka_broker, broker_data, stopped_log_dir, tmp_path_factory):
+def lakehouse(kafka_broker, broker_data, stopped_log_dir, restore_history, restore_target_broker,
+              tmp_path_factory):
     """The application's and the Connect client's results, the warehouse, the hand-off points
-    and the consumer's committed records of TOPICS."""
+    and the consumer's committed records of TOPICS.  The Connect client also restores the restore
+    tests' history into the second broker (``spark_udfs.restore`` over Connect: ``<topic>-connect``,
+    restore id ``connect``; its folder is ``restore``)."""
     why = H.spark_available()
     if why:
         pytest.skip(why)
@@ -48,13 +53,15 @@ def lakehouse(kafka_broker, broker_data, stopped_log_dir, tmp_path_factory):
     jars = L.runtime_jars()
     bare = H.bare_python(sys.executable, lakehouse=True)
     wheel = H.wheelhouse(sys.executable)
-    client = H.connect_client(sys.executable, wheel, lakehouse=True)
+    client = H.connect_client(sys.executable, wheel, lakehouse=True, extras="restore")
     work = tmp_path_factory.mktemp("lakehouse-spark")
     warehouse = str(work / "warehouse")
     points = hand_off_points(stopped_log_dir, topics=TOPICS)
     # a backfill of txn-0 ending one offset below the recorded one: refused
     (start, end) = points[("txn", 0)]
     plans = {}
+    restore_folder = work / "restore"
+    restore_folder.mkdir()
     for name, writes in (("submit", SUBMIT_WRITES), ("connect", CONNECT_WRITES)):
         plans[name] = str(work / f"{name}.json")
         with open(plans[name], "w") as fh:
@@ -64,7 +71,10 @@ def lakehouse(kafka_broker, broker_data, stopped_log_dir, tmp_path_factory):
                        "writes": [{"table": t, "layout": lay, "topics": ts} for t, lay, ts in writes],
                        "refused": {"table": SUBMIT_WRITES[0][0], "layout": SUBMIT_WRITES[0][1],
                                    "topics": ["txn"], "end_offsets": {"txn": {"0": end - 1}}}
-                       if name == "submit" else None}, fh)
+                       if name == "submit" else None,
+                       "restore": {"source": restore_history.log_dir, "target": restore_target_broker.bootstrap,
+                                   "options": restore_options(restore_history, "-connect", "connect"),
+                                   "folder": str(restore_folder)} if name == "connect" else None}, fh)
     args = L.spark_args(jars, warehouse)
     server = L.connect_server(bare, args, str(work / "connect-server"))
     # the application and the Connect server start side by side; the client runs after both
@@ -87,7 +97,8 @@ def lakehouse(kafka_broker, broker_data, stopped_log_dir, tmp_path_factory):
         with open(work / f"{name}-result.json") as fh:
             results[name] = json.load(fh)
     committed = produce.consume(kafka_broker.bootstrap, TOPICS, "read_committed")
-    return {"results": results, "warehouse": warehouse, "points": points, "committed": committed}
+    return {"results": results, "warehouse": warehouse, "points": points, "committed": committed,
+            "restore_folder": restore_folder}
 
 
 def _below_hand_off(lakehouse, topics):
@@ -247,3 +258,31 @@ def test_a_connect_server_whose_port_was_taken_starts_on_another(tmp_path):
     # the failed attempt's lingering process was ended before the second started
     from support.spark_cluster import alive_in_groups
     assert not alive_in_groups(server.groups)
+
+
+def test_the_restore_over_connect_writes_what_the_source_holds(lakehouse, restore_history, restore_target_broker):
+    """``spark_udfs.restore`` from a Spark Connect client (no SparkContext; the restore's client shipped
+    to the server's bare executors by ``ship``): every restored topic holds the source's committed
+    records, offset for offset as the map says, and the map and groups' CSV are written."""
+    import csv
+    restore = lakehouse["results"]["connect"]["restore"]
+    assert "error" not in restore, restore.get("error")
+    assert sorted(restore["created"]) == sorted(t + "-connect" for t in RESTORED_TOPICS)
+    assert all(s["status"] == "written" for s in restore["partitions"]), restore["partitions"]
+    folder = lakehouse["restore_folder"]
+    with open(folder / "map.csv", newline="") as fh:
+        mapped = list(csv.reader(fh))
+    assert len(mapped) > 1
+    for topic in RESTORED_TOPICS:
+        parts = range(3) if topic == RH.ORDERS else [0]
+        source = RH.consume_committed(restore_history.bootstrap, topic, parts)
+        target = RH.consume_committed(restore_target_broker.bootstrap, topic + "-connect", parts)
+        assert {p: [r[1:] for r in rs] for p, rs in target.items()} == \
+            {p: [r[1:] for r in rs] for p, rs in source.items()}, topic
+        assert sum(s["records"] for s in restore["partitions"] if s["topic"] == topic) == \
+            sum(len(rs) for rs in source.values()), topic
+    with open(folder / "groups.csv", newline="") as fh:
+        groups = list(csv.reader(fh))
+    assert len(groups) == restore["groups"] > 0
+    assert {(g, t[:-len("-connect")], int(p)) for g, t, p, _ in groups} == \
+        {k for k in restore_history.positions_as_of if k[0] == "rs-classic"}

@@ -268,13 +268,14 @@ def kafka_source_jars(bare: str) -> list:
     return jvm.spark_jars(jars_dir)
 
 
-def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
+def connect_client(python: str, wheel: str, *, lakehouse: bool = False, extras: str = "") -> str:
     """A Spark Connect client's Python, as a user makes one: a venv of ``python`` with
     ``pyspark[connect]`` at the pinned version (pandas<3) from the package index, and kafkarec installed
     from the wheelhouse of ``wheel`` (``pip install --no-index --find-links``), never the
     checkout's editable install.  The venv is made once in ``.cache/connect-client-<tag>``;
     kafkarec is installed again whenever the wheel changed.  ``lakehouse``: at the lakehouse
-    runtimes' pyspark, in ``.cache/connect-client-lakehouse-<tag>``."""
+    runtimes' pyspark, in ``.cache/connect-client-lakehouse-<tag>``.  ``extras``: kafkarec's extras
+    installed with it (``"restore"``), from the same wheelhouse."""
     import fcntl
     import hashlib
     from support.versions import LAKEHOUSE_PYSPARK, PYSPARK
@@ -284,7 +285,7 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
     reqs = [f"pyspark[connect]=={LAKEHOUSE_PYSPARK if lakehouse else PYSPARK}", "pandas<3"]
     base_stamp = f"{subprocess.run([python, '-c', 'import sys; print(sys.version)'], capture_output=True, text=True).stdout.strip()} | {' '.join(reqs)}"
     with open(wheel, "rb") as fh:
-        wheel_stamp = f"{os.path.basename(wheel)} {hashlib.sha256(fh.read()).hexdigest()}"
+        wheel_stamp = f"{os.path.basename(wheel)} {hashlib.sha256(fh.read()).hexdigest()} [{extras}]"
     os.makedirs(os.path.dirname(folder), exist_ok=True)
 
     def stamp(name):
@@ -314,7 +315,7 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False) -> str:
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
                  "--find-links", wh, "--force-reinstall", "--no-deps", wheel])
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
-                 "--find-links", wh, wheel])
+                 "--find-links", wh, wheel + (f"[{extras}]" if extras else "")])
             with open(os.path.join(folder, ".kafkarec-stamp"), "w") as fh:
                 fh.write(wheel_stamp)
     return py

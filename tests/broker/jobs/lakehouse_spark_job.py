@@ -7,7 +7,9 @@ lakehouse runtimes load on, as users run it:
 PLAN (JSON): ``log_dir``, ``wheelhouse``, ``out`` (the result's JSON), ``plain_read`` (topics
 read with ``format("kafkarec")`` and readCommitted, or null), ``writes`` (``{table, layout,
 topics}``: each backfilled twice, the second a re-run), ``refused`` (a backfill over a recorded
-range with other end offsets, or null).  Nothing here imports kafkarec before
+range with other end offsets, or null), ``restore`` (or null: ``source``, ``target``, ``options`` of
+``spark_udfs.restore``, ``folder`` for its offset map and groups' CSV and ``run.json``: what it did, or
+``error``).  Nothing here imports kafkarec before
 ``spark_udfs.register``: the driver has it from the wheel (spark-submit) or the client's venv.
 """
 import base64
@@ -48,6 +50,22 @@ def run(spark, plan):
             out["refused"] = None
         except Exception as exc:     # noqa: BLE001 - the test asserts on its type and text
             out["refused"] = [type(exc).__name__, str(exc)]
+    restore = plan.get("restore")
+    if restore:
+        import os
+        import traceback
+        folder = restore["folder"]
+        try:
+            done = spark_udfs.restore(spark, restore["source"], restore["target"],
+                                      offset_map=os.path.join(folder, "map.csv"),
+                                      groups_csv=os.path.join(folder, "groups.csv"),
+                                      share_groups_csv=os.path.join(folder, "shares.csv"),
+                                      wheelhouse=plan["wheelhouse"], **restore["options"])
+            out["restore"] = {"created": done.result.created_topics,
+                              "partitions": [s._asdict() for s in done.result.partitions],
+                              "groups": len(done.finished.groups)}
+        except Exception:       # noqa: BLE001 - the test shows it; the backfills' checks go on
+            out["restore"] = {"error": traceback.format_exc()}
     return out
 
 
