@@ -2,12 +2,12 @@
 """Where a run's CPU goes, by kind of process: the suite is CPU-bound on 2 cores (phases.json:
 the machine ~98% busy), so its time falls only where CPU-seconds do.
 
-    python scripts/cpu_profile.py sample OUT.json [--interval 1]   # until SIGTERM/SIGINT
+    python scripts/cpu_profile.py sample OUT.json [--interval 1] [--ready FILE]   # until SIGTERM/SIGINT
     python scripts/cpu_profile.py report OUT.json [--top 40]
 
 ``sample`` reads every process's user+system time from /proc each interval and keeps the last
 value seen per process (a process that lives shorter than the interval is missed, one that
-ends loses at most an interval), with its command line as first seen; processes running
+ends loses at most an interval), with its command line as last seen; processes running
 before the sampler started count from their value then.  ``report`` adds them up by kind: a
 JVM by its main class or Spark application, a Python by its script or module, the C compiler,
 pip, the kernel's threads.  ``KAFKAREC_CPU_PROFILE=1 bash scripts/test.sh`` samples the whole
@@ -31,7 +31,7 @@ def _busy_idle(hz: int):
     return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / hz, (ticks[3] + ticks[4]) / hz
 
 
-def sample(out: str, interval: float) -> None:
+def sample(out: str, interval: float, ready: str | None = None) -> None:
     hz = os.sysconf("SC_CLK_TCK")
     stop = []
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -52,22 +52,28 @@ def sample(out: str, interval: float) -> None:
                 fields = stat[stat.rindex(")") + 2:].split()
                 key = (int(entry), int(fields[19]))
                 cpu = (int(fields[11]) + int(fields[12])) / hz
+                # the command line as last seen: a fork becomes what it execs (spark-class becomes java)
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                        words = fh.read().decode(errors="replace").split("\0")
+                    # a JVM's classpath is kilobytes; its main class comes after it
+                    cmd = " ".join("<classpath>" if i and words[i - 1] in ("-cp", "-classpath") else w
+                                   for i, w in enumerate(words)).strip()[:1000]
+                except OSError:
+                    cmd = ""
                 if key not in seen:
-                    try:
-                        with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                            words = fh.read().decode(errors="replace").split("\0")
-                        # a JVM's classpath is kilobytes; its main class comes after it
-                        cmd = " ".join("<classpath>" if i and words[i - 1] in ("-cp", "-classpath") else w
-                                       for i, w in enumerate(words)).strip()[:1000]
-                    except OSError:
-                        cmd = ""
                     seen[key] = [0.0, cmd or "[" + stat[stat.index("(") + 1:stat.rindex(")")] + "]", now, now]
                     if first_pass:
                         before[key] = cpu
+                elif cmd:                         # an exiting process's is empty: keep the last
+                    seen[key][1] = cmd
                 seen[key][0] = cpu - before.get(key, 0.0)
                 seen[key][3] = now
             except (OSError, ValueError, IndexError):
                 continue                          # ended between the listing and the read
+        if first_pass and ready:
+            with open(ready, "w") as fh:          # what ran before now is counted from here on
+                fh.write("sampling\n")
         first_pass = False
         time.sleep(interval)
     busy1, idle1 = _busy_idle(hz)
@@ -89,7 +95,7 @@ _JAVA_KINDS = [
 
 
 def kind(cmd: str) -> str:
-    """A process's kind, from its command line as first seen."""
+    """A process's kind, from its command line."""
     if cmd.startswith("["):
         return "kernel threads"
     words = cmd.split()
@@ -142,12 +148,13 @@ def main(argv=None) -> int:
     s = sub.add_parser("sample")
     s.add_argument("out")
     s.add_argument("--interval", type=float, default=1.0)
+    s.add_argument("--ready", help="a file written once the first pass is done")
     r = sub.add_parser("report")
     r.add_argument("out")
     r.add_argument("--top", type=int, default=40)
     args = parser.parse_args(argv)
     if args.command == "sample":
-        sample(args.out, args.interval)
+        sample(args.out, args.interval, args.ready)
     else:
         report(args.out, args.top)
     return 0

@@ -82,6 +82,12 @@ PYTEST_SECONDS=$((SECONDS - STARTED))
 wait "$RELEASE_PID"
 RELEASE_RC=$?
 wait "$JVM_PID"       # long done: the tests that need a module waited for it (scripts/jvm.sh's lock)
+PROFILE_OUT_READY=""
+if [ -n "$PROFILE_PID" ]; then    # stopped here, before the trap that would stop it goes
+    kill "$PROFILE_PID" 2>/dev/null || true
+    wait "$PROFILE_PID" 2>/dev/null || true
+    PROFILE_OUT_READY=1
+fi
 trap - EXIT
 set -e
 read -r DEPS_S RELEASE_S BESIDE_END < "$BESIDE_TIMES" || { DEPS_S=0; RELEASE_S=0; BESIDE_END=0; }
@@ -95,9 +101,7 @@ printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "bes
     $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" > "$RESULTS/phases.json"
 echo "---- where the time went (scripts/test_times.py; the whole command: $SECONDS s, set-up included) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
-if [ -n "$PROFILE_PID" ]; then
-    kill "$PROFILE_PID" 2>/dev/null || true
-    wait "$PROFILE_PID" 2>/dev/null || true
+if [ -n "$PROFILE_OUT_READY" ]; then
     echo "---- where the CPU went (scripts/cpu_profile.py report $PROFILE_OUT) ----"
     python3 "$ROOT/scripts/cpu_profile.py" report "$PROFILE_OUT" || true
 fi

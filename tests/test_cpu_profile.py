@@ -32,11 +32,14 @@ def test_kinds():
 
 
 def test_a_sample_counts_a_busy_child(tmp_path):
-    out = tmp_path / "profile.json"
+    out, ready = tmp_path / "profile.json", tmp_path / "ready"
     sampler = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "cpu_profile.py"), "sample",
-                                str(out), "--interval", "0.2"])
+                                str(out), "--interval", "0.2", "--ready", str(ready)])
     try:
-        time.sleep(0.5)
+        deadline = time.monotonic() + 60
+        while not ready.exists():           # its signal handlers are set and its first pass done
+            assert sampler.poll() is None and time.monotonic() < deadline, "the sampler did not start"
+            time.sleep(0.05)
         subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
                         "while time.process_time() - t < 1.0: pass\nbusy_child = 1"], check=True, timeout=60)
     finally:

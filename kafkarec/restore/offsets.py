@@ -28,6 +28,8 @@ HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_
 #: runs per chunk of :meth:`OffsetMap.pack`: at most 1.5 MiB each before zlib, a cell Spark carries
 #: whole whatever the partition's size
 CHUNK_RUNS = 1 << 16
+#: Kafka's offsets are signed 64-bit: no run of a map ends past the largest.
+_OFFSET_LIMIT = 2 ** 63 - 1
 
 
 class Run(NamedTuple):
@@ -130,6 +132,8 @@ class OffsetMap:
         zlib over little-endian int64 triples (the gap from the previous run's end in source
         offsets, the same in target offsets, the length), so a chunk's bytes grow with its runs, a
         few bytes each, and never with the records; :meth:`add_packed` takes them back in order."""
+        if not 1 <= runs_per_chunk <= CHUNK_RUNS:
+            raise UsageError(f"runs_per_chunk {runs_per_chunk}: from 1 to {CHUNK_RUNS} (what add_packed takes)")
         np = require("numpy")
         runs = self._runs.get((topic, partition), [])
         for first in range(0, len(runs), runs_per_chunk):
@@ -143,24 +147,35 @@ class OffsetMap:
         not one, or out of order with the runs held, is a :class:`UsageError`."""
         np = require("numpy")
         where = f"{topic}-{partition}: a packed offset map chunk"
+        inflate = zlib.decompressobj()
         try:
-            raw = zlib.decompressobj().decompress(chunk, 24 * CHUNK_RUNS + 1)
+            raw = inflate.decompress(chunk, 24 * CHUNK_RUNS + 1)
         except zlib.error as e:
             raise UsageError(f"{where} does not decompress ({e})") from None
+        # a cut stream decompresses without error; bytes after it would be ignored: neither is a chunk
+        if not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
+            raise UsageError(f"{where} is not one whole zlib stream (cut short, too long or followed by bytes)")
         if not raw or len(raw) % 24 or len(raw) > 24 * CHUNK_RUNS:
             raise UsageError(f"{where} holds {len(raw)} bytes, not whole runs of 24 bytes (at most {CHUNK_RUNS})")
         a = np.frombuffer(raw, dtype="<i8").reshape(-1, 3)
         if (a[:, 2] < 1).any() or (a[1:, :2] < 0).any() or (a[0, :2] < 0).any():
             raise UsageError(f"{where} holds an empty run or offsets that go back")
-        starts = np.cumsum(a[:, :2], axis=0)
-        starts[1:] += np.cumsum(a[:-1, 2])[:, None]
+        # Python's integers, not numpy's cumsum, which wraps past 2**63 without a word
+        new, source_end, target_end = [], 0, 0
+        for i, (source_gap, target_gap, length) in enumerate(a.tolist()):
+            source = source_gap if i == 0 else source_end + source_gap
+            target = target_gap if i == 0 else target_end + target_gap
+            source_end, target_end = source + length, target + length
+            if source_end > _OFFSET_LIMIT or target_end > _OFFSET_LIMIT:
+                raise UsageError(f"{where} holds a run past the largest offset (run {i}: source {source}, "
+                                 f"target {target}, length {length})")
+            new.append(Run(source, target, length))
         key = (topic, partition)
         runs = self._runs.setdefault(key, [])
-        if runs and (starts[0] < [runs[-1].source_offset + runs[-1].length,
-                                  runs[-1].target_offset + runs[-1].length]).any():
+        if runs and (new[0].source_offset < runs[-1].source_offset + runs[-1].length
+                     or new[0].target_offset < runs[-1].target_offset + runs[-1].length):
             raise UsageError(f"{where} starts before the runs held end")
         self.target_topics[key] = target_topic
-        new = [Run(*r) for r in np.column_stack([starts, a[:, 2]]).tolist()]
         runs += new
         self._starts.setdefault(key, []).extend(r.source_offset for r in new)
 

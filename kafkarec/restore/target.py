@@ -11,6 +11,8 @@ rule of which Kafka failures pass when tried again).
 """
 from __future__ import annotations
 
+import concurrent.futures
+
 import time
 from typing import Dict, Iterable, Iterator, List, Tuple
 
@@ -52,7 +54,8 @@ def retriable(exc: BaseException) -> bool:
     """Whether a client failure (a ``KafkaException``, a ``KafkaError``, a future's timeout) may pass
     when the same work is tried again: what :attr:`kafkarec.errors.KafkaRecError.retriable` of the
     restore's errors says."""
-    if isinstance(exc, TimeoutError):       # a future not answered in time (concurrent.futures')
+    # a future not answered in time: concurrent.futures' own TimeoutError before Python 3.11
+    if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
         return True
     ck = require("confluent_kafka")
     err = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else exc

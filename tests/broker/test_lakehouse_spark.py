@@ -263,7 +263,8 @@ def test_a_connect_server_whose_port_was_taken_starts_on_another(tmp_path):
 def test_the_restore_over_connect_writes_what_the_source_holds(lakehouse, restore_history, restore_target_broker):
     """``spark_udfs.restore`` from a Spark Connect client (no SparkContext; the restore's client shipped
     to the server's bare executors by ``ship``): every restored topic holds the source's committed
-    records, offset for offset as the map says, and the map and groups' CSV are written."""
+    records, in order with their keys, values, timestamps and headers, each at the target offset the
+    offset map gives its source offset; the groups' CSV holds the groups' positions as of the history's ``as_of``."""
     import csv
     restore = lakehouse["results"]["connect"]["restore"]
     assert "error" not in restore, restore.get("error")
@@ -272,13 +273,19 @@ def test_the_restore_over_connect_writes_what_the_source_holds(lakehouse, restor
     folder = lakehouse["restore_folder"]
     with open(folder / "map.csv", newline="") as fh:
         mapped = list(csv.reader(fh))
-    assert len(mapped) > 1
+    assert len(mapped) > 1 and {row[3] for row in mapped[1:]} == {t + "-connect" for t in RESTORED_TOPICS}, \
+        mapped[:3]
+    from kafkarec.restore import OffsetMap
+    omap = OffsetMap.read(str(folder / "map.csv"))
     for topic in RESTORED_TOPICS:
         parts = range(3) if topic == RH.ORDERS else [0]
         source = RH.consume_committed(restore_history.bootstrap, topic, parts)
         target = RH.consume_committed(restore_target_broker.bootstrap, topic + "-connect", parts)
         assert {p: [r[1:] for r in rs] for p, rs in target.items()} == \
             {p: [r[1:] for r in rs] for p, rs in source.items()}, topic
+        # the map sends each source record's offset to its offset on the target
+        assert {p: [omap.target_offset(topic, p, r[0]) for r in rs] for p, rs in source.items()} == \
+            {p: [r[0] for r in rs] for p, rs in target.items()}, topic
         assert sum(s["records"] for s in restore["partitions"] if s["topic"] == topic) == \
             sum(len(rs) for rs in source.values()), topic
     with open(folder / "groups.csv", newline="") as fh:

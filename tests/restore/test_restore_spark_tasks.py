@@ -4,6 +4,8 @@ the options Spark cannot honour are refused before anything runs.  The restore o
 is tests/broker/test_broker_restore_spark.py's."""
 from __future__ import annotations
 
+import concurrent.futures
+
 import pyarrow as pa
 import pytest
 
@@ -144,6 +146,7 @@ def _failing_first(monkeypatch, make_error, failures: int):
     lambda: _kafka_error("_TRANSPORT"),
     lambda: _kafka_error("_TIMED_OUT"),
     lambda: TimeoutError(),
+    lambda: concurrent.futures.TimeoutError(),
     lambda: _store_error("AWS Error SLOW_DOWN during GetObject operation: Please reduce your request rate."),
     lambda: _store_error("AWS Error INTERNAL_FAILURE during GetObject operation: We encountered an internal "
                          "error. Please try again. (HTTP status 500)"),
@@ -151,7 +154,7 @@ def _failing_first(monkeypatch, make_error, failures: int):
     lambda: _store_error("When reading information for key 'x' in bucket 'b': AWS Error NETWORK_CONNECTION "
                          "during HeadObject operation: curlCode: 28, Timeout was reached"),
 ], ids=["coordinator-loading", "not-coordinator", "leader-not-available", "request-timed-out", "transport",
-        "client-timed-out", "future-timeout", "s3-slow-down", "s3-500", "s3-503", "s3-timeout"])
+        "client-timed-out", "timeout", "future-timeout", "s3-slow-down", "s3-500", "s3-503", "s3-timeout"])
 def test_a_transient_error_fails_the_task_and_spark_tries_it_again(monkeypatch, make_error):
     from spark_udfs._restore import _run
     calls = _failing_first(monkeypatch, make_error, failures=2)
@@ -259,6 +262,31 @@ def test_a_packed_chunk_that_is_not_one_is_refused():
         OffsetMap().add_packed("a", 0, "a", zlib.compress(b"\x00" * 25))
     with pytest.raises(UsageError, match="empty run or offsets that go back"):
         OffsetMap().add_packed("a", 0, "a", zlib.compress((5).to_bytes(8, "little") * 2 + bytes(8)))
+
+
+def _triples(*runs):
+    return b"".join(v.to_bytes(8, "little") for run in runs for v in run)
+
+
+def test_a_packed_chunk_cut_short_followed_by_bytes_or_past_the_largest_offset_is_refused():
+    from kafkarec.errors import UsageError
+    from kafkarec.restore import OffsetMap
+    import zlib
+    whole = zlib.compress(_triples((0, 0, 5), (3, 1, 5)))
+    for cut in (whole[:9], whole[:-1]):              # zlib would give the runs before the cut
+        with pytest.raises(UsageError, match="not one whole zlib stream"):
+            OffsetMap().add_packed("a", 0, "a", cut)
+    with pytest.raises(UsageError, match="not one whole zlib stream"):
+        OffsetMap().add_packed("a", 0, "a", whole + b"more")
+    # gaps and lengths that sum past 2**63 - 1 (numpy's cumsum would wrap to negative offsets)
+    for runs in [((0, 0, 2 ** 62), (2 ** 62, 0, 2 ** 62)), ((0, 0, 2 ** 63 - 1), (0, 0, 1))]:
+        with pytest.raises(UsageError, match="past the largest offset"):
+            OffsetMap().add_packed("a", 0, "a", zlib.compress(_triples(*runs)))
+    omap = OffsetMap()
+    omap.add_packed("a", 0, "a-b", whole)
+    assert [tuple(r) for r in omap._runs[("a", 0)]] == [(0, 0, 5), (8, 6, 5)]
+    with pytest.raises(UsageError, match="runs_per_chunk"):
+        list(omap.pack("a", 0, runs_per_chunk=(1 << 16) + 1))
 
 
 @pytest.mark.spark
