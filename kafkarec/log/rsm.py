@@ -453,7 +453,11 @@ def _read_small(location: str, storage_options: Optional[dict], what: str, limit
     try:
         st, path = _storage._resolve(location, storage_options)      # not the tiered option again
         return st.read_file(path, limit=limit)
-    except (OSError, StorageError) as exc:
+    except StorageError as exc:
+        if exc.retriable:       # throttled, unavailable: the object may read next time; not its content
+            raise
+        raise TransformedSegmentError(f"{what}: {location}: {exc}") from None
+    except OSError as exc:
         raise TransformedSegmentError(f"{what}: {location}: {exc}") from None
 
 
@@ -796,7 +800,11 @@ def read_manifests(storage, paths: List[Tuple[str, Optional[int]]]) -> Dict[str,
             return path, parse_manifest(storage.read_file(path, size, limit=MANIFEST_LIMIT), storage.uri(path))
         except RemoteObjectError as exc:
             return path, exc
-        except (OSError, StorageError) as exc:
+        except StorageError as exc:
+            if exc.retriable:   # throttled, unavailable: a failed read, not a manifest to report
+                raise
+            return path, RemoteObjectError(storage.uri(path), f"unreadable segment manifest ({exc})")
+        except OSError as exc:
             return path, RemoteObjectError(storage.uri(path), f"unreadable segment manifest ({exc})")
     if len(paths) <= 1:
         return dict(one(p) for p in paths)
