@@ -47,26 +47,33 @@ def require(name: str, extra: "str | None" = None) -> ModuleType:
             raise
         distribution, default_extra = EXTRAS[top]
         archive = kafkarec_archive()
-        if archive is not None and _from_shipped_wheels(distribution, archive):
+        problems = _from_shipped_wheels(distribution, archive) if archive is not None else []
+        if archive is not None and not problems:
             return importlib.import_module(name)
-        # imported from its wheel (a bare Spark executor): the fix is a wheel shipped, not pip
+        # imported from its wheel (a bare Spark executor): the fix is a wheel shipped, not pip; a wheel
+        # shipped that does not fit this Python says why
+        found = [p for p in problems if "was found" not in p]
         raise MissingExtraError(top, distribution, extra or default_extra, archive=archive,
-                                python=sys.executable if archive else None) from None
+                                python=sys.executable if archive else None,
+                                unfit="; ".join(found) or None) from None
 
 
-#: distributions already looked for among shipped wheels in this process
-_looked_for: set = set()
+#: distributions already looked for among shipped wheels in this process, with what was wrong
+_looked_for: dict = {}
 
 
-def _from_shipped_wheels(distribution: str, archive: str) -> bool:
+def _from_shipped_wheels(distribution: str, archive: str) -> list:
     """``distribution``'s wheels shipped beside ``archive``, the zip kafkarec was imported from (the
     wheel Spark ships to a bare executor; ``spark_udfs.ship(..., projects=...)``), unpacked once per
     machine into kafkarec's cache and put on ``sys.path``, as the loader does with kafkarec's own
-    dependencies.  False where no fitting wheel is there; looked for once per process."""
-    if distribution in _looked_for:
-        return False
-    _looked_for.add(distribution)
-    from kafkarec._boot import wheels
-    from kafkarec._boot.files import cache_root
-    res = wheels.activate_projects((distribution,), archive, cache_root(), root=f"kafkarec's {distribution}")
-    return not res.problems
+    dependencies.  Returns what is wrong (the resolution's problems: none where it is on the path
+    now); looked for once per process."""
+    if distribution not in _looked_for:
+        from kafkarec._boot import wheels
+        from kafkarec._boot.files import cache_root
+        res = wheels.activate_projects((distribution,), archive, cache_root(), root=f"kafkarec's {distribution}")
+        _looked_for[distribution] = list(res.problems) or []
+        if not res.problems:
+            return []
+        return _looked_for[distribution]
+    return _looked_for[distribution] or [f"{distribution}'s wheels were put on the path but it does not import"]

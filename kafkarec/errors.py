@@ -159,16 +159,19 @@ class MissingExtraError(KafkaRecError, ImportError):
     wheelhouse, shipped with ``spark_udfs.ship(..., projects=...)``."""
 
     def __init__(self, name: str, distribution: str, extra: str, *, archive: "str | None" = None,
-                 python: "str | None" = None) -> None:
+                 python: "str | None" = None, unfit: "str | None" = None) -> None:
         self.distribution = distribution
         self.extra = extra
         self.archive = archive
         self.python = python
+        self.unfit = unfit
         if archive is None:
             text = f"{distribution} is not installed: pip install 'kafkarec[{extra}]'"
         else:
+            shipped = (f"the wheel of it shipped beside that one does not fit ({unfit})" if unfit
+                       else "no wheel of it was shipped beside that one")
             text = (f"{distribution} is not installed in {python or 'this Python'}, which imports kafkarec from "
-                    f"its wheel ({archive}), and no wheel of it was shipped beside that one: put its wheel for "
+                    f"its wheel ({archive}), and {shipped}: put its wheel for "
                     f"that Python in the wheelhouse (pip download --only-binary=:all: -d DIR {distribution}, "
                     f"or bash scripts/wheelhouse.sh DIR) and ship it: spark_udfs.ship(spark, wheelhouse=DIR, "
                     f"projects=['{distribution}'])")
@@ -176,11 +179,11 @@ class MissingExtraError(KafkaRecError, ImportError):
 
     def __reduce__(self):      # picklable across Spark workers (ImportError's would lose the fields)
         return (_rebuild_missing_extra, (type(self), self.name, self.distribution, self.extra, self.archive,
-                                         self.python))
+                                         self.python, self.unfit))
 
 
-def _rebuild_missing_extra(cls, name, distribution, extra, archive, python):
-    return cls(name, distribution, extra, archive=archive, python=python)
+def _rebuild_missing_extra(cls, name, distribution, extra, archive, python, unfit=None):
+    return cls(name, distribution, extra, archive=archive, python=python, unfit=unfit)
 
 
 class EncodeError(KafkaRecError, ValueError):

@@ -15,6 +15,7 @@ Each offset map comes back as packed runs in rows of bounded size (:meth:`Offset
 from __future__ import annotations
 
 import pickle
+import re
 from typing import TYPE_CHECKING, Iterator, List, NamedTuple, Optional, Union
 
 if TYPE_CHECKING:
@@ -92,11 +93,24 @@ def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"], expected: s
     except Exception as exc:        # Py4J's or Spark's own: the job, not one partition, failed
         names = [f"{p.topic}-{p.partition}" for p in parts]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise RestoreError(spec.target, f"the Spark job restoring source partition(s) {shown} failed "
-                                        f"({first}); what it committed is kept: run the restore again to "
-                                        "resume") from exc
+                                        f"({_job_failure_reason(exc)}); what it committed is kept: run the "
+                                        "restore again to resume once the cause is fixed") from exc
     return _joined(spec, parts, rows)
+
+
+def _job_failure_reason(exc: BaseException) -> str:
+    """The line of a failed job's text that says why: the last error a worker's Python traceback
+    names (``kafkarec.errors.X: ...``, ``SomeError: ...``), else Spark's "Job aborted due to stage
+    failure: ..." line, else the first line.  Py4J's first line is only the call that failed
+    ("An error occurred while calling o123.collectToPython.")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    raised = [line for line in lines if re.match(r"^[\w.]*(?:Error|Exception)\b[^:]*: ", line)
+              and not line.startswith(("py4j.", "org.apache.spark.SparkException: Job aborted"))]
+    aborted = [line for line in lines if "Job aborted due to stage failure" in line]
+    return (raised or aborted or lines)[-1 if raised else 0][:400]
 
 
 #: a task's answer rows: per source partition (``id``, its index in the plan), ``seq`` 0 the pickled

@@ -141,3 +141,28 @@ def test_confluent_kafka_missing_names_the_extra_of_the_caller(monkeypatch):
         require("confluent_kafka", extra="lakehouse")
     with pytest.raises(MissingExtraError, match=r"pip install 'kafkarec\[restore\]'"):
         require("confluent_kafka")
+
+
+def test_a_shipped_wheel_that_does_not_fit_says_why(monkeypatch):
+    """kafkarec from its wheel (a bare executor) where the client's wheel shipped beside it is for
+    another Python: the line says what did not fit, not that none was shipped."""
+    import sys
+    from kafkarec import _extras
+    from kafkarec._boot import wheels
+    from kafkarec.errors import MissingExtraError
+
+    class Resolution:
+        problems = ["kafkarec's confluent-kafka: no wheel fits: confluent_kafka-2.16.1-cp312-cp312-"
+                    "manylinux_2_28_x86_64.whl (not this Python's tag)"]
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)
+    monkeypatch.setattr(_extras, "kafkarec_archive", lambda: "/executor/kafkarec-0.1.0-cp311.whl.zip")
+    monkeypatch.setattr(_extras, "_looked_for", {})
+    monkeypatch.setattr(wheels, "activate_projects", lambda *a, **k: Resolution())
+    with pytest.raises(MissingExtraError) as info:
+        require("confluent_kafka")
+    text = str(info.value)
+    assert "the wheel of it shipped beside that one does not fit (kafkarec's confluent-kafka: no wheel fits: " \
+           "confluent_kafka-2.16.1-cp312" in text, text
+    assert "spark_udfs.ship(spark, wheelhouse=DIR, projects=['confluent-kafka'])" in text
+    assert str(pickle.loads(pickle.dumps(info.value))) == text

@@ -38,8 +38,15 @@ class _Frame:
                     break
                 except Exception as exc:
                     if attempt == self.attempts:
-                        raise _SparkJobFailed(f"Job aborted due to stage failure: Task {i} failed "
-                                              f"{attempt} times, most recent failure: {exc}") from exc
+                        # Py4JJavaError's shape: the call first, Spark's reason, the worker's traceback
+                        raise _SparkJobFailed(
+                            "An error occurred while calling o93.collectToPython.\n"
+                            f": org.apache.spark.SparkException: Job aborted due to stage failure: Task {i} "
+                            f"failed {attempt} times, most recent failure: Lost task {i}.3 in stage 0.0: "
+                            "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+                            '  File "/w/spark_udfs/_restore.py", line 140, in _answers\n'
+                            f"{type(exc).__module__}.{type(exc).__name__}: {exc}\n"
+                            "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException") from exc
             rows += out
         return rows
 
@@ -188,8 +195,10 @@ def test_a_failed_spark_job_is_a_restore_error_naming_target_and_partitions(monk
     with pytest.raises(RestoreError) as info:
         _run(_TriesSpark(), _spec(), parts, None)
     text = str(info.value)
+    # the reason the worker's traceback names, not Py4J's "An error occurred while calling ..."
     assert text.startswith("target 127.0.0.1:1: the Spark job restoring source partition(s) orders-0, orders-1 "
-                           "failed (Job aborted due to stage failure: Task 0 failed 4 times")
+                           "failed (kafkarec.errors.RestoreError: "), text
+    assert "COORDINATOR_LOAD_IN_PROGRESS" in text and "An error occurred" not in text
     assert "run the restore again to resume" in text
     assert isinstance(info.value.__cause__, _SparkJobFailed)     # Spark's message kept as the cause
 
@@ -310,3 +319,4 @@ def test_on_local_spark_answers_come_back_and_a_failed_job_is_a_restore_error(sp
     assert str(info.value).startswith("target 127.0.0.1:1: the Spark job restoring source partition(s) "
                                       "orders-0, orders-1 failed (")
     assert info.value.__cause__ is not None and "not the driver's build" in str(info.value.__cause__)
+    assert "not the driver's build" in str(info.value), str(info.value)     # the worker's reason, shown

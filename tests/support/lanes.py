@@ -123,5 +123,7 @@ def pytest_collection_modifyitems(config, items):
     # It stays in whatever tier it was.
     for item, scoped in free:
         shared = [name for name in scoped if name in groups.parent]
+        # one worker: where its fixtures are shared with two groups, the first's (the other's fixture
+        # is made again for it, as before)
         if shared:
             item.add_marker(pytest.mark.xdist_group(groups.find(shared[0]).split(":", 1)[1]))
