@@ -69,29 +69,31 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 # --- failures: one line naming the URI -----------------------------------------------
 
 # What object stores answer (the AWS SDK's error names, as pyarrow quotes them; Azure's
-# and GCS's codes), grouped by what a user has to fix.
+# and GCS's codes), grouped by what a user has to fix, and whether the same request may pass when
+# made again (the stores' own advice for these answers, and what their SDKs' standard retry
+# strategies retry: throttling, a 5xx, a timeout, a connection cut mid-answer).  A task that fails
+# so is tried again (KafkaRecError.retriable); the rest need the user's fix.  The first row that
+# matches decides.
 _FAILURES = (
-    ("cannot reach the endpoint", re.compile(
+    ("cannot reach the endpoint", True, re.compile(
+        r"timed out|Timeout was reached|Connection reset|Recv failure|Failure when receiving data", re.I)),
+    ("cannot reach the endpoint", False, re.compile(
         r"NETWORK_CONNECTION|Could not connect|Couldn't connect|Could not resolve|Couldn't resolve"
-        r"|Connection refused|timed out|Timeout was reached|Name or service not known", re.I)),
-    ("credentials expired", re.compile(
+        r"|Connection refused|Name or service not known", re.I)),
+    ("credentials expired", False, re.compile(
         r"EXPIRED_TOKEN|ExpiredToken|TokenRefreshRequired|RequestExpired|token (has )?expired"
         r"|AuthenticationExpired", re.I)),
-    ("no such bucket", re.compile(r"NO_SUCH_BUCKET|NoSuchBucket|ContainerNotFound|bucket does not exist",
-                                  re.I)),
-    ("access denied", re.compile(
+    ("no such bucket", False, re.compile(r"NO_SUCH_BUCKET|NoSuchBucket|ContainerNotFound|bucket does not exist",
+                                         re.I)),
+    ("access denied", False, re.compile(
         r"ACCESS_DENIED|AccessDenied|SIGNATURE_DOES_NOT_MATCH|SignatureDoesNotMatch|INVALID_ACCESS_KEY_ID"
         r"|InvalidAccessKeyId|UNRECOGNIZED_CLIENT|InvalidClientTokenId|AuthorizationFailure"
         r"|AuthenticationFailed|HTTP status 40[13]|Forbidden|Unauthorized|Permission denied", re.I)),
-    ("throttled or unavailable", re.compile(
+    ("throttled or unavailable", True, re.compile(
         r"SLOW_DOWN|SlowDown|Reduce your request rate|THROTTLING|Throttl|TooManyRequests|RequestLimitExceeded"
         r"|rateLimitExceeded|SERVICE_UNAVAILABLE|ServiceUnavailable|ServerBusy|INTERNAL_FAILURE|InternalError"
         r"|OperationTimedOut|HTTP status (?:429|5\d\d)", re.I)),
 )
-# What may pass when the same request is made again (the stores' own advice for these answers,
-# and what their SDKs' standard retry strategies retry): throttling, a 5xx, a timeout.  A task
-# that fails so is tried again (KafkaRecError.retriable); the rest need the user's fix.
-_TIMED_OUT = re.compile(r"timed out|Timeout was reached", re.I)
 _AWS_CODE = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))? during (\w+) operation")
 # curl names the peer "host:port" or "host port N" (as libcurl versions differ: pyarrow 25 and 26)
 _PEER = re.compile(r"(?:Failed to connect to|resolve host:?) ([^\s;,]+)(?: port (\d+))?", re.I)
@@ -107,7 +109,8 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
     if isinstance(exc, StorageError):
         return exc
     text = " ".join(str(exc).split())
-    what = next((name for name, pattern in _FAILURES if pattern.search(text)), None)
+    what, retriable = next(((name, again) for name, again, pattern in _FAILURES if pattern.search(text)),
+                           (None, False))
     m = _AWS_CODE.search(text)
     if m:
         detail = f"AWS Error {m.group(1)} during {m.group(3)}"
@@ -121,8 +124,6 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
             host = peer.group(1) if peer.group(2) is None else f"{peer.group(1)}:{peer.group(2)}"
             detail = f"{host}; {detail}"
     line = f"{uri}: {what} ({detail})" if what else f"{uri}: {detail}"
-    retriable = what == "throttled or unavailable" or (what == "cannot reach the endpoint"
-                                                        and bool(_TIMED_OUT.search(text)))
     err = StorageError(line, uri, retriable=retriable)
     err.__cause__ = exc
     return err

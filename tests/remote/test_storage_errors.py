@@ -140,6 +140,8 @@ def test_failure_names(text, what):
     ("When reading information for key 'x' in bucket 'b': AWS Error NETWORK_CONNECTION during HeadObject "
      "operation: curlCode: 28, Timeout was reached", "cannot reach the endpoint (AWS Error NETWORK_CONNECTION "
      "during HeadObject)", True),
+    ("AWS Error NETWORK_CONNECTION during GetObject operation: curlCode: 56, Failure when receiving data from "
+     "the peer", "cannot reach the endpoint (AWS Error NETWORK_CONNECTION during GetObject)", True),
     ("AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 6, Could not resolve host: nowhere",
      "cannot reach the endpoint (nowhere; AWS Error NETWORK_CONNECTION during HeadObject)", False),
     ("AWS Error ACCESS_DENIED during HeadObject operation: No response body.",
