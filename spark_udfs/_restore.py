@@ -167,21 +167,22 @@ def _answers(batches, shipped: bytes, expected) -> Iterator:
     for batch in batches:
         for i in batch.column("id").to_pylist():
             part = parts[i]
+            def row(seq: int, answer: bytes):   # a batch a row: a task holds one chunk at a time
+                return pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([seq], pa.int64()),
+                                                   pa.array([answer], pa.binary())], names=["id", "seq", "answer"])
             try:
                 from kafkarec.restore import restore_partition
                 summary, omap = restore_partition(spec, part)
             except KafkaRecError as exc:
                 if exc.retriable:
                     raise
-                rows = [_pickled_error(spec, part, exc)]
-            else:
-                key = (part.topic, part.partition)
-                target_topic = omap.target_topics.get(key, part.target_topic)
-                rows = [pickle.dumps((summary, target_topic, omap.ends.get(key)))]
-                rows += omap.pack(part.topic, part.partition)
-            yield pa.RecordBatch.from_arrays([pa.array([i] * len(rows), pa.int64()),
-                                              pa.array(range(len(rows)), pa.int64()),
-                                              pa.array(rows, pa.binary())], names=["id", "seq", "answer"])
+                yield row(0, _pickled_error(spec, part, exc))
+                continue
+            key = (part.topic, part.partition)
+            target_topic = omap.target_topics.get(key, part.target_topic)
+            yield row(0, pickle.dumps((summary, target_topic, omap.ends.get(key))))
+            for seq, chunk in enumerate(omap.pack(part.topic, part.partition), 1):
+                yield row(seq, chunk)
 
 
 def _pickled_error(spec: "RestoreSpec", part: "SourcePartition", exc: BaseException) -> bytes:
