@@ -47,4 +47,6 @@ if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.
         || true     # a module that does not compile fails where it is imported, not here
     printf '%s' "$STAMP_WANT" > "$DIR/.bare-stamp"
 fi
+# and the pyspark.zip Spark puts first on its Pythons' path (scripts/pyspark_zip_pyc.py: once)
+"$DIR/bin/python" "$(dirname "${BASH_SOURCE[0]}")/pyspark_zip_pyc.py" >&2
 echo "$DIR/bin/python"

@@ -89,6 +89,8 @@ print("\n".join(project["dependencies"] + [r for e in extras for r in project["o
         > .venv/install.log 2>&1 || { cat .venv/install.log >&2; exit 1; }
     printf '%s' "$ENV_WANT" > .venv/.kafkarec-env
 fi
+# the pyspark.zip Spark puts first on its Pythons' path, compiled too (scripts/pyspark_zip_pyc.py: once)
+"$VPY" scripts/pyspark_zip_pyc.py
 # Spark binds to loopback here; see shared notes on SPARK_LOCAL_IP.
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"

@@ -35,3 +35,20 @@ def test_bare_python_is_installed_without_byte_compiling():
     imported = subprocess.run([python, "-c", "import pandas, pyarrow, pyspark; print(pandas.__version__)"],
                               capture_output=True, text=True, timeout=300)
     assert imported.returncode == 0, imported.stderr[-2000:]
+
+
+def test_spark_pythons_import_pyspark_compiled_from_its_zip():
+    """Spark puts pyspark/python/lib/pyspark.zip first on the path of every Python it starts;
+    scripts/pyspark_zip_pyc.py adds this Python's compiled modules to it, and a Python started as
+    Spark starts one imports them (``__file__`` a .pyc in the zip) rather than compiling the sources."""
+    python = H.bare_python(sys.executable)
+    lib = subprocess.run([python, "-c", "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "
+                                        "'python', 'lib'))"], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.strip()
+    zips = sorted(glob.glob(os.path.join(lib, "*.zip")))
+    assert any(z.endswith("pyspark.zip") for z in zips), zips
+    got = subprocess.run([python, "-c", "import pyspark.worker; print(pyspark.worker.__file__)"],
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(zips)},
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.strip().endswith(os.path.join("pyspark.zip", "pyspark", "worker.pyc")), got.stdout
