@@ -58,7 +58,7 @@ def sample(out: str, interval: float, ready: str | None = None) -> None:
                         words = fh.read().decode(errors="replace").split("\0")
                     # a JVM's classpath is kilobytes; its main class comes after it
                     cmd = " ".join("<classpath>" if i and words[i - 1] in ("-cp", "-classpath") else w
-                                   for i, w in enumerate(words)).strip()[:1000]
+                                   for i, w in enumerate(words)).strip()[:4000]
                 except OSError:
                     cmd = ""
                 if key not in seen:
