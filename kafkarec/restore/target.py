@@ -12,7 +12,6 @@ rule of which Kafka failures pass when tried again).
 from __future__ import annotations
 
 import concurrent.futures
-
 import time
 from typing import Dict, Iterable, Iterator, List, Tuple
 
