@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -62,12 +63,14 @@ class StandaloneCluster:
         self.n_workers, self.cores, self.memory = workers, cores, memory
         self.procs: dict = {}          # name -> Popen of each daemon running
         self.groups: set = set()
-        self.worker_ports: dict = {}   # name -> the port the master knows the worker by
+        #: name -> where this start of the daemon begins in its log (a restarted worker appends)
+        self.log_starts: dict = {}
         self.port, self.ui_port = free_ports(2)
         self.master_url = f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name, args):
         log = open(os.path.join(self.workdir, f"{name}.log"), "ab")
+        self.log_starts[name] = log.tell()
         proc = subprocess.Popen([self.spark_class] + args, cwd=self.workdir, env=self.env,
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -80,16 +83,43 @@ class StandaloneCluster:
         os.makedirs(self.workdir, exist_ok=True)
         self._start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(self.port), "--webui-port", str(self.ui_port)])
+        # The ports were free when picked, not when bound: a daemon that finds its port taken
+        # takes the next one (Spark's spark.port.maxRetries), so the master's URL and its UI,
+        # and each worker's port, are what the daemon says it bound.
+        deadline = time.monotonic() + timeout
+        self.port = self._wait_bound("master", "sparkMaster", deadline)
+        self.ui_port = self._wait_bound("master", "MasterUI", deadline)
+        self.master_url = f"spark://127.0.0.1:{self.port}"
         for i in range(self.n_workers):
             self.add_worker(i)
-        self.wait_workers(timeout)
+        self.wait_workers(max(1.0, deadline - time.monotonic()))
         return self
+
+    def bound_port(self, name: str, service: str) -> Optional[int]:
+        """The port daemon ``name``'s current start bound for ``service`` (None: not yet)."""
+        try:
+            with open(os.path.join(self.workdir, f"{name}.log"), "rb") as fh:
+                fh.seek(self.log_starts.get(name, 0))
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            return None
+        found = re.findall(rf"Successfully started service '{re.escape(service)}' on port (\d+)", text)
+        return int(found[-1]) if found else None
+
+    def _wait_bound(self, name: str, service: str, deadline: float) -> int:
+        while time.monotonic() < deadline:
+            port = self.bound_port(name, service)
+            if port is not None:
+                return port
+            if self.procs[name].poll() is not None:
+                raise RuntimeError(f"{name} exited with {self.procs[name].returncode}:\n{self.log(name)[-3000:]}")
+            time.sleep(0.2)
+        raise TimeoutError(f"{name} did not start its {service} in time:\n{self.log(name)[-3000:]}")
 
     def add_worker(self, i: int):
         name, port = f"worker-{i}", free_port()
         work = os.path.join(self.workdir, name)
         os.makedirs(work, exist_ok=True)
-        self.worker_ports[name] = port
         return self._start(name, [
             "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port",
             str(port), "--webui-port", str(free_port()), "--cores", str(self.cores),
@@ -102,22 +132,22 @@ class StandaloneCluster:
     def wait_workers(self, timeout: float = 120):
         """Until the master lists exactly the running workers as alive (a killed one no
         longer); fails at once when a daemon exits."""
-        want = {self.worker_ports[n] for n in self.procs if n.startswith("worker-")}
         deadline = time.monotonic() + timeout
-        last = None
+        last = want = None
         while time.monotonic() < deadline:
             for name, p in self.procs.items():
                 if p.poll() is not None:
                     raise RuntimeError(f"{name} exited with {p.returncode}:\n{self.log(name)[-3000:]}")
+            want = {self.bound_port(n, "sparkWorker") for n in self.procs if n.startswith("worker-")}
             try:
                 last = self.status()
                 alive = {w["port"] for w in last.get("workers", []) if w.get("state") == "ALIVE"}
-                if alive == want:
+                if None not in want and alive == want:
                     return last
             except (OSError, ValueError):    # not listening yet, or a page before /json/ is up
                 pass
             time.sleep(0.5)
-        raise TimeoutError(f"the master did not list workers {sorted(want)} as the alive ones in "
+        raise TimeoutError(f"the master did not list workers {sorted(want or (), key=str)} as the alive ones in "
                            f"{timeout} s: {last}\n{self.log('master')[-3000:]}")
 
     def log(self, name: str) -> str:
