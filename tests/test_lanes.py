@@ -54,6 +54,89 @@ def test_a_group_runs_in_one_worker(tmp_path):
     assert len([s for s in seen if s[1] == "free"]) == 6
 
 
+STOP_PROBE = '''
+import os
+import pytest
+
+
+def note(*words):
+    with open(os.environ["LANES_PROBE_OUT"], "a") as fh:
+        print("WORKER", os.environ.get("PYTEST_XDIST_WORKER", "main"), *words, file=fh)
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    note("start")
+    yield "a stand-in"
+    note("stop")
+
+@pytest.fixture(scope="session")
+def broker_data(kafka_broker):
+    yield "depends on the broker"
+    note("stop-data")
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    yield "a stand-in"
+    note("stop-cluster")
+
+@pytest.fixture(scope="session")
+def spark_connect(request):
+    # as the real one: it reaches the cluster through getfixturevalue, which pytest does not
+    # record as a dependency
+    request.getfixturevalue("spark_cluster")
+    yield "a stand-in"
+    note("stop-connect")
+
+@pytest.mark.components("spark_cluster")
+@pytest.mark.parametrize("i", range(3))
+def test_uses_the_component(i, broker_data, spark_connect):
+    note("component", i)
+
+@pytest.mark.parametrize("i", range(60))
+def test_free(i):
+    note("free", i)
+'''
+
+
+def _run_probe(tmp_path, probe, *args):
+    (tmp_path / "test_probe.py").write_text(probe)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["support.lanes"]\n')
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    out = tmp_path / "workers.txt"
+    env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LANES_PROBE_OUT=str(out))
+    proc = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", "-c",
+                           os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [line.split()[1:] for line in out.read_text().splitlines()]
+
+
+def test_a_component_stops_when_its_group_is_done(tmp_path):
+    """The group is the first work unit (its tests come first), so its worker runs free tests
+    after it (xdist hands each worker several units at the start): the components, and the fixture
+    over them first, stop before the first of them, not at the worker's end."""
+    seen = _run_probe(tmp_path, STOP_PROBE, "-n", "2", "--dist", "loadgroup")
+    worker = next(w for w, kind, *_ in seen if kind == "component")
+    mine = [s[1:] for s in seen if s[0] == worker]
+    kinds = [s[0] for s in mine]
+    assert kinds.count("start") == kinds.count("stop") == kinds.count("stop-data") == 1, mine
+    last_component = max(i for i, k in enumerate(kinds) if k == "component")
+    # in the reverse of their set-up order: Connect before the cluster it reached
+    assert kinds[last_component + 1:last_component + 5] == ["stop-connect", "stop-cluster", "stop-data",
+                                                            "stop"], mine
+    assert "free" in kinds[last_component + 5:], f"no free test ran after the group: {mine}"
+    assert len([s for s in seen if s[1] == "free"]) == 60
+
+
+def test_without_lanes_a_component_lives_to_the_end(tmp_path):
+    """In one process a group's tests need not be contiguous: nothing stops early."""
+    seen = _run_probe(tmp_path, STOP_PROBE, "-p", "no:xdist")
+    kinds = [s[1] for s in seen]
+    assert kinds[-4:] == ["stop-connect", "stop-cluster", "stop-data", "stop"], kinds
+    assert kinds.count("stop") == 1, kinds
+
+
 SPLIT_PROBE = '''
 import pytest
 

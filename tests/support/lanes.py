@@ -127,3 +127,58 @@ def pytest_collection_modifyitems(config, items):
         # is made again for it, as before)
         if shared:
             item.add_marker(pytest.mark.xdist_group(groups.find(shared[0]).split(":", 1)[1]))
+
+
+# --- a component stops when its group is done ------------------------------------------------
+# A session fixture lives to the end of its pytest process; in a lane that is long after the last
+# test of its group (an idle KRaft broker costs ~4.5 CPU-s a minute, the standalone cluster and
+# Spark Connect a few more), CPU the other lane's tests wait for on 2 cores.  Under ``--dist
+# loadgroup`` a group is handed to one worker whole and runs there contiguously (xdist's
+# LoadScopeScheduling sends a scope's tests in one message; the worker runs them in that order and
+# always knows the next test), so the first test of another group or a free test after it means no
+# test of this worker needs the group's components again: their fixtures are finished there,
+# dependents first (pytest's own teardown, run once; the session's end then finds them finished).
+
+def _group(item) -> str | None:
+    mark = item.get_closest_marker("xdist_group") if item is not None else None
+    return mark.args[0] if mark and mark.args else None
+
+
+def _stops_groups(config) -> bool:
+    """Only in a worker of ``--dist loadgroup``: elsewhere a group's tests need not be contiguous."""
+    # (xdist sets a worker's own ``dist`` to "no" and keeps the run's choice as ``loadgroup``)
+    return hasattr(config, "workerinput") and bool(getattr(config.option, "loadgroup", False))
+
+
+class _Finishing:
+    """What ``FixtureDef.finish`` reads of its request: the node, for its error message."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+#: The component fixtures in the order they were set up in this process: they are finished in the
+#: reverse order, as pytest's own end of session does, so a component that reached another through
+#: ``request.getfixturevalue`` (Spark Connect, the standalone cluster it runs on), which pytest does
+#: not record as a dependency, stops before the one it uses.
+_SET_UP: List[object] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    yield
+    if fixturedef.argname in COMPONENT_FIXTURES and fixturedef.scope == "session":
+        if fixturedef in _SET_UP:
+            _SET_UP.remove(fixturedef)      # set up again after an earlier finish: it is now the latest
+        _SET_UP.append(fixturedef)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    group = _group(item)
+    if nextitem is None or group is None or _group(nextitem) == group or not _stops_groups(item.config):
+        return   # (at the worker's end pytest finishes everything itself)
+    for fixturedef in reversed(list(_SET_UP)):
+        if fixturedef.cached_result is not None:
+            fixturedef.finish(_Finishing(item))
+    _SET_UP.clear()
