@@ -527,8 +527,8 @@ cdef int _km_struct_end(Cursor *c, _KStruct plan) except -1:
     return 0
 
 
-cdef int _km_cursor(Cursor *c, _Buffer buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t position,
-                    bint strict) except -1:
+cdef inline int _km_cursor(Cursor *c, _Buffer buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t position,
+                           bint strict) except -1:
     if end < 0 or end > buf.size:
         end = buf.size
     if start < 0 or start > end:

@@ -31,8 +31,10 @@ cdef enum VarintStatus:
     UVARINT_OVERFLOW = 9
 
 
-cdef int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
-                          int32_t *out) noexcept nogil:
+# The slow paths are inline too (setup.py builds with -fno-inline-functions): a call in the
+# record loops, even one rarely taken, costs them registers.
+cdef inline int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+                                 int32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint32_t value = 0
     cdef uint32_t b
@@ -54,21 +56,21 @@ cdef int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
 cdef inline int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
                             int32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
-    if end - p >= 2:
-        # One- and two-byte varints (lengths under 8 KiB) take no loop.
-        if p[0] < 0x80:
-            pp[0] = p + 1
-            out[0] = zigzag32(p[0])
-            return VARINT_OK
-        if p[1] < 0x80:
-            pp[0] = p + 2
-            out[0] = zigzag32((p[0] & 0x7F) | (<uint32_t>p[1] << 7))
-            return VARINT_OK
+    # One- and two-byte varints (lengths under 8 KiB) take no loop and no call; a one-byte one
+    # may end its bounds (a record's last field, its header count).
+    if p < end and p[0] < 0x80:
+        pp[0] = p + 1
+        out[0] = zigzag32(p[0])
+        return VARINT_OK
+    if end - p >= 2 and p[1] < 0x80:
+        pp[0] = p + 2
+        out[0] = zigzag32((p[0] & 0x7F) | (<uint32_t>p[1] << 7))
+        return VARINT_OK
     return take_varint_slow(pp, end, strict, out)
 
 
-cdef int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
-                           int64_t *out) noexcept nogil:
+cdef inline int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+                                  int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint64_t value = 0
     cdef uint64_t b
@@ -90,16 +92,16 @@ cdef int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
 cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict,
                              int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
-    if end - p >= 2:
-        # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop.
-        if p[0] < 0x80:
-            pp[0] = p + 1
-            out[0] = zigzag64(p[0])
-            return VARINT_OK
-        if p[1] < 0x80:
-            pp[0] = p + 2
-            out[0] = zigzag64((p[0] & 0x7F) | (<uint64_t>p[1] << 7))
-            return VARINT_OK
+    # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop and no call; a one-byte one
+    # may end its bounds (a record's last field, its header count).
+    if p < end and p[0] < 0x80:
+        pp[0] = p + 1
+        out[0] = zigzag64(p[0])
+        return VARINT_OK
+    if end - p >= 2 and p[1] < 0x80:
+        pp[0] = p + 2
+        out[0] = zigzag64((p[0] & 0x7F) | (<uint64_t>p[1] << 7))
+        return VARINT_OK
     return take_varlong_slow(pp, end, strict, out)
 
 
@@ -107,8 +109,8 @@ cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict
 # and tags of its message protocol (internal topics, control values) and the
 # preamble of a raw snappy block.  At most 5 bytes; Kafka drops the bits of the
 # 5th byte above bit 31, which strict mode refuses.
-cdef int take_uvarint(const uint8_t **pp, const uint8_t *end, bint strict,
-                      uint32_t *out) noexcept nogil:
+cdef inline int take_uvarint(const uint8_t **pp, const uint8_t *end, bint strict,
+                             uint32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint32_t value = 0
     cdef uint32_t b
