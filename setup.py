@@ -36,9 +36,10 @@ if not debug and "clang" not in (sysconfig.get_config_var("CC") or "") + os.envi
     # record in to_arrow; benchmarks/bench_decode.py).
     compile_args += ["--param=max-inline-insns-single=1000", "--param=large-function-growth=2000",
                      "--param=inline-unit-growth=200",
-                     # ...but only those declared inline: gcc's own choice of other functions to
-                     # inline (-finline-functions, on at -O3) took the compile from ~97 to ~141
-                     # CPU-s, and the suite compiles the core for five CPythons.  So a function a
+                     # ...but gcc's heuristic inlining of functions not declared inline
+                     # (-finline-functions; small ones and those called once still inline) is
+                     # off: it took the compile from ~97 to ~141 CPU-s, and the suite compiles the
+                     # core for five CPythons.  So a function a
                      # hot loop calls is declared `cdef inline`, even a slow path (the varint
                      # loops: out of line, their calls cost the meta walk 249 -> 282
                      # instructions a record; benchmarks/count_instructions.py)

@@ -35,19 +35,22 @@ def test_free(i):
 '''
 
 
-def test_a_group_runs_in_one_worker(tmp_path):
-    (tmp_path / "test_probe.py").write_text(PROBE)
+def _run_probe(tmp_path, probe, *args):
+    (tmp_path / "test_probe.py").write_text(probe)
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["support.lanes"]\n')
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     out = tmp_path / "workers.txt"
     env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
                LANES_PROBE_OUT=str(out))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p",
-                           "no:cacheprovider", "-q", "-c", os.devnull, "--rootdir", str(tmp_path),
-                           str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", "-c",
+                           os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    seen = [line.split()[1:] for line in out.read_text().splitlines()]
+    return [line.split()[1:] for line in out.read_text().splitlines()]
+
+
+def test_a_group_runs_in_one_worker(tmp_path):
+    seen = _run_probe(tmp_path, PROBE, "-n", "2", "--dist", "loadgroup")
     component = {worker for worker, kind, _ in seen if kind == "component"}
     assert len([s for s in seen if s[1] == "component"]) == 7
     assert len(component) == 1, f"one group ran in workers {sorted(component)}: {seen}"
@@ -98,20 +101,6 @@ def test_free(i):
 '''
 
 
-def _run_probe(tmp_path, probe, *args):
-    (tmp_path / "test_probe.py").write_text(probe)
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["support.lanes"]\n')
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    out = tmp_path / "workers.txt"
-    env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               LANES_PROBE_OUT=str(out))
-    proc = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", "-c",
-                           os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [line.split()[1:] for line in out.read_text().splitlines()]
-
-
 def test_a_component_stops_when_its_group_is_done(tmp_path):
     """The group is the first work unit (its tests come first), so its worker runs free tests
     after it (xdist hands each worker several units at the start): the components, and the fixture
@@ -135,6 +124,38 @@ def test_without_lanes_a_component_lives_to_the_end(tmp_path):
     kinds = [s[1] for s in seen]
     assert kinds[-4:] == ["stop-connect", "stop-cluster", "stop-data", "stop"], kinds
     assert kinds.count("stop") == 1, kinds
+
+
+UNNAMED_PROBE = '''
+import pytest
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    yield "a stand-in"
+
+def test_uses_the_component(kafka_broker):
+    pass
+
+def test_reaches_it_unnamed(request):
+    request.getfixturevalue("kafka_broker")
+'''
+
+
+def test_a_component_reached_unnamed_is_a_usage_error(tmp_path):
+    """A test of no group that reaches a component through getfixturevalue without the
+    ``components`` marker: its group does not know it, so it is refused with what to write."""
+    (tmp_path / "test_probe.py").write_text(UNNAMED_PROBE)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["support.lanes"]\n')
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p",
+                           "no:cacheprovider", "-q", "-c", os.devnull, "--rootdir", str(tmp_path),
+                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "reaches the component kafka_broker without naming it: mark it " \
+           "@pytest.mark.components('kafka_broker')" in proc.stdout, proc.stdout[-3000:]
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout[-3000:]
 
 
 SPLIT_PROBE = '''

@@ -140,8 +140,11 @@ def pytest_collection_modifyitems(config, items):
 # dependents first (pytest's own teardown, run once; the session's end then finds them finished).
 
 def _group(item) -> str | None:
-    mark = item.get_closest_marker("xdist_group") if item is not None else None
-    return mark.args[0] if mark and mark.args else None
+    """The xdist group ``item`` runs in, as xdist names it (the suffix it puts on a grouped test's
+    node id: every ``xdist_group`` name the test carries, joined), or None."""
+    if item is None or item.get_closest_marker("xdist_group") is None or "@" not in item.nodeid:
+        return None
+    return item.nodeid.rsplit("@", 1)[-1]
 
 
 def _stops_groups(config) -> bool:
@@ -150,27 +153,33 @@ def _stops_groups(config) -> bool:
     return hasattr(config, "workerinput") and bool(getattr(config.option, "loadgroup", False))
 
 
-class _Finishing:
-    """What ``FixtureDef.finish`` reads of its request: the node, for its error message."""
+#: The component fixtures set up in this process, each with the request it was set up for, in
+#: their set-up order: they are finished in the reverse order, as pytest's own end of session
+#: does, so a component that reached another through ``request.getfixturevalue`` (Spark Connect,
+#: the standalone cluster it runs on), which pytest does not record as a dependency, stops before
+#: the one it uses.  The request is the one pytest's own finalizer would pass.
+_SET_UP: List[tuple] = []
+#: The test being run in this process (its fixtures are set up for it).
+_RUNNING: List[pytest.Item] = []
 
-    def __init__(self, node):
-        self.node = node
 
-
-#: The component fixtures in the order they were set up in this process: they are finished in the
-#: reverse order, as pytest's own end of session does, so a component that reached another through
-#: ``request.getfixturevalue`` (Spark Connect, the standalone cluster it runs on), which pytest does
-#: not record as a dependency, stops before the one it uses.
-_SET_UP: List[object] = []
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _RUNNING[:] = [item]
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_fixture_setup(fixturedef, request):
+    component = fixturedef.argname in COMPONENT_FIXTURES and fixturedef.scope == "session"
+    if component and _RUNNING and _group(_RUNNING[0]) is None and _stops_groups(request.config):
+        # its group would not know it: it could be finished under a later test of this worker
+        raise pytest.UsageError(
+            f"{_RUNNING[0].nodeid} reaches the component {fixturedef.argname} without naming it: "
+            f"mark it @pytest.mark.components({fixturedef.argname!r}) (tests/support/lanes.py)")
     yield
-    if fixturedef.argname in COMPONENT_FIXTURES and fixturedef.scope == "session":
-        if fixturedef in _SET_UP:
-            _SET_UP.remove(fixturedef)      # set up again after an earlier finish: it is now the latest
-        _SET_UP.append(fixturedef)
+    if component:
+        _SET_UP[:] = [(d, r) for d, r in _SET_UP if d is not fixturedef]   # set up again: now the latest
+        _SET_UP.append((fixturedef, request))
 
 
 @pytest.hookimpl(trylast=True)
@@ -178,7 +187,16 @@ def pytest_runtest_teardown(item, nextitem):
     group = _group(item)
     if nextitem is None or group is None or _group(nextitem) == group or not _stops_groups(item.config):
         return   # (at the worker's end pytest finishes everything itself)
-    for fixturedef in reversed(list(_SET_UP)):
+    finishing, _SET_UP[:] = list(reversed(_SET_UP)), []
+    errors = []
+    for fixturedef, request in finishing:     # each one, whatever the others do
         if fixturedef.cached_result is not None:
-            fixturedef.finish(_Finishing(item))
-    _SET_UP.clear()
+            try:
+                fixturedef.finish(request)
+            except BaseException as exc:      # noqa: BLE001 - raised together below
+                errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise RuntimeError(f"finishing the components of group {group}: "
+                           + "; ".join(f"{type(e).__name__}: {e}" for e in errors)) from errors[0]
