@@ -56,8 +56,8 @@ cdef inline int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint st
 cdef inline int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
                             int32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
-    # One- and two-byte varints (lengths under 8 KiB) take no loop and no call; a one-byte one
-    # may end its bounds (a record's last field, its header count).
+    # One- and two-byte varints (lengths under 8 KiB) take no loop and no call; a one-byte
+    # one may end its bounds (a record's last field: its header count).
     if p < end and p[0] < 0x80:
         pp[0] = p + 1
         out[0] = zigzag32(p[0])
@@ -92,8 +92,8 @@ cdef inline int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint s
 cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict,
                              int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
-    # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop and no call; a one-byte one
-    # may end its bounds (a record's last field, its header count).
+    # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop and no call; a
+    # one-byte one may end its bounds.
     if p < end and p[0] < 0x80:
         pp[0] = p + 1
         out[0] = zigzag64(p[0])
