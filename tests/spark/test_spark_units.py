@@ -385,3 +385,29 @@ def test_every_boolean_option_follows_sparks_rule(name):
     for bad in ("yes", "1", "on", "no"):
         with pytest.raises(ValueError, match="must be true or false"):
             read_spec({"path": "/p", name: bad})
+
+
+READ_TASK_IMPORTS = r"""
+import json, sys
+from spark_udfs.read.datasource import KafkaRecDataSource
+source = KafkaRecDataSource({"path": sys.argv[1]})
+reader = source.reader(source.schema())
+rows = sum(batch.num_rows for part in reader.partitions() for batch in reader.read(part))
+print(json.dumps({"rows": rows, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def test_a_read_task_leaves_pandas_unimported(tmp_path):
+    """A data source read of whole batches converts them for Spark without pandas: pyarrow
+    imports pandas when an array is compared with a Python number, ~0.5 CPU-s in every
+    Spark Python worker that starts (and Spark starts one per task after a minute idle)."""
+    import json
+    import subprocess
+    import sys
+    root = tmp_path / "logs"
+    subprocess.run([sys.executable, "-m", "kafkarec.sample", str(root)], check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", READ_TASK_IMPORTS, str(root / "orders-0")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got == {"rows": 2229, "pandas": False}
