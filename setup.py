@@ -29,20 +29,15 @@ sanitize = os.environ.get("KAFKAREC_SANITIZE") == "1"
 # is shipped to every Spark executor); symbols stay for profilers.
 compile_args = ["-O0", "-g"] if debug else ["-O3", "-g0"]
 if not debug and "clang" not in (sysconfig.get_config_var("CC") or "") + os.environ.get("CC", ""):
-    # gcc: let functions declared inline (the record scanner) inline into the
-    # decode loops although they are large.
-    # The growth limits are raised too: the decode loops are large already, and
-    # gcc otherwise keeps the scanner out of line (measured: 21 -> 18.5 ns per
-    # record in to_arrow; benchmarks/bench_decode.py).
-    compile_args += ["--param=max-inline-insns-single=1000", "--param=large-function-growth=2000",
-                     "--param=inline-unit-growth=200",
-                     # ...but gcc's heuristic inlining of functions not declared inline
-                     # (-finline-functions; small ones and those called once still inline) is
-                     # off: it took the compile from ~97 to ~141 CPU-s, and the suite compiles the
-                     # core for five CPythons.  So a function a
-                     # hot loop calls is declared `cdef inline`, even a slow path (the varint
-                     # loops: out of line, their calls cost the meta walk 249 -> 282
-                     # instructions a record; benchmarks/count_instructions.py)
+    # gcc: no inlining of functions that are not declared inline (-finline-functions; small
+    # ones and those called once still inline): it made the compile dearer, and the suite
+    # compiles the core for five CPythons.  The functions a hot loop needs inlined, however
+    # large, are always_inline (_core_src/always_inline.h) rather than the size limit of an
+    # inline function raised for the whole module (max-inline-insns-single), which inlined cold
+    # code too: ~95 -> ~78 CPU-s a compile.  The decode loops are large once those are in, so
+    # they may still grow by inlining the small ones (Py_DECREF and the like; without that, the
+    # __consumer_offsets path took 2080 -> 2106 instructions a record).
+    compile_args += ["--param=large-function-growth=2000", "--param=inline-unit-growth=200",
                      "-fno-inline-functions"]
 link_args = []
 macros = []

@@ -43,6 +43,8 @@ from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
                     kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32, kr_load_le64,
                     kr_load_le_f32, kr_load_le_f64)
+from _always_inline cimport (always_inline_int, always_inline_bint, always_inline_i32, always_inline_i64,
+                             always_inline_ssize, always_inline_cptr)
 
 from kafkarec.errors import (KafkaRecError, DecodeError, TruncatedError, CorruptBatchError,
                              InvalidRecordError, ChecksumError,

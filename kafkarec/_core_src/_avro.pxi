@@ -180,7 +180,7 @@ cdef int av_int(Cursor *c, int32_t *out, str what) except -1:
     return 0
 
 
-cdef inline int av_long(Cursor *c, int64_t *out, str what) except -1:
+cdef inline always_inline_int av_long(Cursor *c, int64_t *out, str what) except -1:
     cdef int status = take_varlong(&c.pos, c.end, False, out)
     if unlikely(status != VARINT_OK):
         av_fail(c, c.pos, f"{what}: " + ("long runs past the end of the value" if status == VARLONG_PAST_END
@@ -188,7 +188,7 @@ cdef inline int av_long(Cursor *c, int64_t *out, str what) except -1:
     return 0
 
 
-cdef inline const uint8_t *av_take(Cursor *c, int64_t n, str what) except NULL:
+cdef inline always_inline_cptr av_take(Cursor *c, int64_t n, str what) except NULL:
     cdef const uint8_t *p = span_take(&c.pos, c.end, n)
     if unlikely(p == NULL):
         if n < 0:

@@ -51,7 +51,7 @@ cdef class _ArrowGrowable(_Growable):
         return 0
 
 
-cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
+cdef inline always_inline_int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
     if g.size + n > g.capacity:
         g.reserve(n)
     if n:                       # (g.data may still be NULL when n is 0)
@@ -60,7 +60,7 @@ cdef inline int grow_put(_Growable g, const void *src, Py_ssize_t n) except -1:
     return 0
 
 
-cdef inline int put_i32(_Growable g, int32_t v) except -1:
+cdef inline always_inline_int put_i32(_Growable g, int32_t v) except -1:
     return grow_put(g, &v, 4)
 
 
@@ -81,7 +81,7 @@ cdef extern from "copy_short.h":
 
 # ---------------------------------------------------------------- bitmaps (LSB first)
 
-cdef inline int bits_put(_Growable g, Py_ssize_t i, bint bit) except -1:
+cdef inline always_inline_int bits_put(_Growable g, Py_ssize_t i, bint bit) except -1:
     """Bit i, the one after the last, of a bitmap."""
     if (i & 7) == 0:
         if g.size + 1 > g.capacity:
@@ -225,7 +225,7 @@ def typed_column(int kind, arrow_type, bint nullable=True, list children=None, i
     return new_column(kind, arrow_type, nullable, children, role)
 
 
-cdef inline int col_ok(_Column col) except -1:
+cdef inline always_inline_int col_ok(_Column col) except -1:
     """A valid row at the end of col (its value, items or fields already written)."""
     if col.nullable:
         bits_put(col.valid, col.length, True)
@@ -284,12 +284,12 @@ cdef int col_truncate(_Column col, Py_ssize_t n) except -1:
     return 0
 
 
-cdef inline int col_put_fixed(_Column col, const void *value) except -1:
+cdef inline always_inline_int col_put_fixed(_Column col, const void *value) except -1:
     grow_put(col.values, value, col.width)
     return col_ok(col)
 
 
-cdef inline int col_put_int(_Column col, int64_t v) except -1:
+cdef inline always_inline_int col_put_int(_Column col, int64_t v) except -1:
     """An integer into a column of 1, 2, 4 or 8 bytes (narrowed to its width)."""
     cdef int32_t v32
     cdef int16_t v16
@@ -308,12 +308,12 @@ cdef inline int col_put_int(_Column col, int64_t v) except -1:
     return col_ok(col)
 
 
-cdef inline int col_put_bool(_Column col, bint value) except -1:
+cdef inline always_inline_int col_put_bool(_Column col, bint value) except -1:
     bits_put(col.values, col.length, value)
     return col_ok(col)
 
 
-cdef inline int col_put_bin(_Column col, const uint8_t *p, int64_t n, const uint8_t *src_end) except -1:
+cdef inline always_inline_int col_put_bin(_Column col, const uint8_t *p, int64_t n, const uint8_t *src_end) except -1:
     """The one binary append: n bytes at p, or a null when n < 0.  src_end: how far the bytes at
     p may be read (the copy reads whole blocks when it may)."""
     # (col.values and col.offsets through col: typed locals would cost reference counting)
@@ -334,13 +334,13 @@ cdef inline int col_put_bin(_Column col, const uint8_t *p, int64_t n, const uint
     return col_ok(col)
 
 
-cdef inline int col_put_bytes(_Column col, bytes b) except -1:
+cdef inline always_inline_int col_put_bytes(_Column col, bytes b) except -1:
     """col_put_bin of a bytes object's bytes."""
     cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(b)
     return col_put_bin(col, p, len(b), p + len(b))
 
 
-cdef inline int col_close_list(_Column col) except -1:
+cdef inline always_inline_int col_close_list(_Column col) except -1:
     """A valid list row holding the items appended to the child since the previous row."""
     cdef Py_ssize_t items = (<_Column>col.children[0]).length
     if unlikely(items > INT32_LIMIT):

@@ -185,7 +185,7 @@ cdef class _KSink:
             self.valid[i] = reserve_bits(col.valid, 0, rows, False)
         return 0
 
-    cdef inline int put_int(self, int col, int64_t v) noexcept:
+    cdef inline always_inline_int put_int(self, int col, int64_t v) noexcept:
         cdef Py_ssize_t row = self.rows
         cdef uint8_t *p = self.data[col]
         cdef int w = self.width[col]
@@ -201,7 +201,7 @@ cdef class _KSink:
         self.filled |= (<uint64_t>1) << col
         return 0
 
-    cdef inline int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n, const uint8_t *src_end) except -1:
+    cdef inline always_inline_int put_bytes(self, int col, const uint8_t *p, Py_ssize_t n, const uint8_t *src_end) except -1:
         col_put_bin(<_Column>self.cols[col], p, n, src_end)
         self.filled |= (<uint64_t>1) << col
         return 0
@@ -276,7 +276,7 @@ cdef object _km_uuid_str(const uint8_t *p):
     return _kmsg_base64.urlsafe_b64encode(PyBytes_FromStringAndSize(<const char *>p, 16))[:22].decode("ascii")
 
 
-cdef inline Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
+cdef inline always_inline_ssize _km_length(Cursor *c, int kind, bint nullable, bint flexible, str name) except -2:
     """The length prefix of a string, bytes or array: compact (unsigned varint length + 1, 0 for null) in
     flexible versions, else int16 (strings) or int32 (bytes, arrays) with -1 for null. -1: null."""
     cdef const uint8_t *at = c.pos
@@ -299,14 +299,14 @@ cdef inline Py_ssize_t _km_length(Cursor *c, int kind, bint nullable, bint flexi
     return n
 
 
-cdef inline const uint8_t *_km_payload(Cursor *c, Py_ssize_t n, const uint8_t *at, str name) except NULL:
+cdef inline always_inline_cptr _km_payload(Cursor *c, Py_ssize_t n, const uint8_t *at, str name) except NULL:
     """The n bytes of a string or bytes field whose length prefix began at `at`."""
     if n > c.end - c.pos:
         _km_fail(c, at, "%s: length %d but %d bytes are left" % (name, n, c.end - c.pos))
     return _km_take(c, n, name)
 
 
-cdef int _km_check_utf8(Cursor *c, const uint8_t *p, Py_ssize_t n, const uint8_t *at, str name) except -1:
+cdef inline always_inline_int _km_check_utf8(Cursor *c, const uint8_t *p, Py_ssize_t n, const uint8_t *at, str name) except -1:
     """0 if p[:n] is valid UTF-8; else strict mode fails, lenient mode returns 1 (Java's replacement)."""
     if is_utf8(p, n):
         return 0
@@ -583,7 +583,7 @@ def kmsg_encode_uvarint(uint32_t n) -> bytes:
 # Plans into typed Arrow columns: the walk above with a sink. A row per record; a column not written for a
 # row is null in it.
 
-cdef int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) except -1:
+cdef inline always_inline_int _km_put(Cursor *c, _KField f, bint flexible, _KSink sink, int col) except -1:
     """One field straight into column `col` of the sink (strings: invalid UTF-8 as Java replaces it, or
     refused in strict mode, as the dict walk does)."""
     cdef int kind = f.kind

@@ -266,7 +266,7 @@ cdef inline int pb_find(_PbMsgPlan plan, uint64_t number, int hint) noexcept:
     return -1
 
 
-cdef inline int pb_tag(const PbCtx *ctx, const uint8_t **pp, const uint8_t *end, uint64_t *number,
+cdef inline always_inline_int pb_tag(const PbCtx *ctx, const uint8_t **pp, const uint8_t *end, uint64_t *number,
                        int *wire) except -1:
     cdef const uint8_t *at = pp[0]
     cdef uint64_t tag
@@ -326,7 +326,7 @@ cdef int pb_skip(const PbCtx *ctx, int wire, uint64_t number, const uint8_t **pp
     return 0
 
 
-cdef inline int pb_read_number(const PbCtx *ctx, int wire, const uint8_t **pp, const uint8_t *end,
+cdef inline always_inline_int pb_read_number(const PbCtx *ctx, int wire, const uint8_t **pp, const uint8_t *end,
                                uint64_t *out) except -1:
     """A scalar of `wire` (varint, fixed32, fixed64) as its raw 64 bits."""
     cdef const uint8_t *p = pp[0]
@@ -539,7 +539,7 @@ cdef int pb_put_message(_PbMsgPlan plan, int fidx, _Column col, int kind, const 
     return pb_decode_message(<_PbMsgPlan>plan.subplans[fidx], p, end, ctx, depth + 1)
 
 
-cdef int pb_emit_repeated(_PbMsgPlan plan, int slot, _Column col, const PbCtx *ctx, int depth) except -1:
+cdef inline always_inline_int pb_emit_repeated(_PbMsgPlan plan, int slot, _Column col, const PbCtx *ctx, int depth) except -1:
     """Every occurrence of a repeated field (packed or not) / map, in order, as one list / map row."""
     cdef PbSlot *s = &plan.slots[slot]
     cdef int fidx = s.field

@@ -325,7 +325,7 @@ cdef bint utf8_well_formed(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     return True
 
 
-cdef inline bint is_utf8(const uint8_t *p, Py_ssize_t n) noexcept:
+cdef inline always_inline_bint is_utf8(const uint8_t *p, Py_ssize_t n) noexcept:
     """Whether p[:n] is valid UTF-8 (the one validator of the core; ASCII, the
     common case, is decided by one pass of ORs, eight bytes at a time)."""
     cdef Py_ssize_t i = 0
@@ -459,7 +459,7 @@ cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at
     return kind
 
 
-cdef inline int read_record_fields(_RecordIterator it, RecordView *v, const uint8_t *start,
+cdef inline always_inline_int read_record_fields(_RecordIterator it, RecordView *v, const uint8_t *start,
                                    const uint8_t *p, const uint8_t *limit, bint strict) noexcept:
     """The fields of the record at `start`, from its body at p up to `limit` at most, into v
     (offset and timestamp as their deltas; headers_end: where the fields end).  Returns 0, or
@@ -543,7 +543,7 @@ ctypedef int (*RecordOverrun)(_RecordIterator, const uint8_t *, const uint8_t *,
 cdef RecordOverrun record_overrun_out_of_line = record_overrun_fault
 
 
-cdef inline int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
+cdef inline always_inline_int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                const uint8_t *end) noexcept:
     """Read and validate the record at pos[0] (Kafka's DefaultRecord.readFrom
     rules) and move pos[0] past it.  Returns 0, or a fault (described in
@@ -731,7 +731,7 @@ cdef int raise_record_fault(_RecordIterator it) except -1:
     return cursor_fail(c, f.at, InvalidRecordError, reason)
 
 
-cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
+cdef inline always_inline_int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint8_t **pos,
                                    const uint8_t *end) except -1:
     """The record at pos[0], validated (pos[0] moves past it); raises on a fault."""
     if unlikely(scan_v2_record(it, v, pos, end) != 0):
@@ -739,7 +739,7 @@ cdef inline int parse_v2_record_at(_RecordIterator it, RecordView *v, const uint
     return 0
 
 
-cdef inline int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
+cdef inline always_inline_int parse_v2_record(_RecordIterator it, RecordView *v) except -1:
     """The iterator's next record, validated; raises on a fault."""
     return parse_v2_record_at(it, v, &it._cur.pos, it._cur.end)
 

@@ -7,11 +7,11 @@ cdef extern from *:
 # must not have its continuation bit; its bits above bit 31 are dropped
 # silently (strict mode rejects them).  A varlong is at most 10 bytes.
 
-cdef inline int32_t zigzag32(uint32_t v) noexcept nogil:
+cdef inline always_inline_i32 zigzag32(uint32_t v) noexcept nogil:
     return <int32_t>((v >> 1) ^ (<uint32_t>0 - (v & 1)))
 
 
-cdef inline int64_t zigzag64(uint64_t v) noexcept nogil:
+cdef inline always_inline_i64 zigzag64(uint64_t v) noexcept nogil:
     return <int64_t>((v >> 1) ^ (<uint64_t>0 - (v & 1)))
 
 
@@ -31,9 +31,9 @@ cdef enum VarintStatus:
     UVARINT_OVERFLOW = 9
 
 
-# The slow paths are inline too (setup.py builds with -fno-inline-functions): a call in the
-# record loops, even one rarely taken, costs them registers.
-cdef inline int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+# The slow paths are always inlined too (always_inline.h): a call in the record loops, even one
+# rarely taken, costs them registers.
+cdef inline always_inline_int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint strict,
                                  int32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint32_t value = 0
@@ -53,7 +53,7 @@ cdef inline int take_varint_slow(const uint8_t **pp, const uint8_t *end, bint st
     return VARINT_TOO_LONG
 
 
-cdef inline int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
+cdef inline always_inline_int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
                             int32_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     # One- and two-byte varints (lengths under 8 KiB) take no loop and no call; a one-byte
@@ -69,7 +69,7 @@ cdef inline int take_varint(const uint8_t **pp, const uint8_t *end, bint strict,
     return take_varint_slow(pp, end, strict, out)
 
 
-cdef inline int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
+cdef inline always_inline_int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint strict,
                                   int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint64_t value = 0
@@ -89,7 +89,7 @@ cdef inline int take_varlong_slow(const uint8_t **pp, const uint8_t *end, bint s
     return VARLONG_TOO_LONG
 
 
-cdef inline int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict,
+cdef inline always_inline_int take_varlong(const uint8_t **pp, const uint8_t *end, bint strict,
                              int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     # One- and two-byte varlongs (timestamp deltas under 8 s) take no loop and no call; a

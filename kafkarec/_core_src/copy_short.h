@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <Python.h>
+#include "always_inline.h"
 
 /* The one copy of a value into a column: n bytes to dst, which has KAFKAREC_COPY_SLACK spare
    bytes after them.  Keys, values and strings are mostly short, and a libc call per value costs
@@ -12,8 +13,8 @@
    else fixed-size copies the compiler inlines (two overlapping ones cover 4..16 bytes), memcpy
    past that. */
 #define KAFKAREC_COPY_SLACK 32
-static inline void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
-                                       const uint8_t *src_end) {
+static inline KR_ALWAYS_INLINE void kafkarec_copy_short(uint8_t *dst, const uint8_t *src, Py_ssize_t n,
+                                                        const uint8_t *src_end) {
     if (n <= 256 && src_end - src >= ((n + 31) & ~(Py_ssize_t)31)) {
         Py_ssize_t i;
         for (i = 0; i < n; i += 32) memcpy(dst + i, src + i, 32);
