@@ -11,7 +11,7 @@ build_core() {
 }
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# One compile of the core is ~70 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
+# One compile of the core is ~80 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
 # the same C for the same Python more than once (build/ for the in-place core, then the editable
 # install's throwaway build folder; wheelhouses and the release in build/ or their own folders).  Through
 # ccache (Debian's package, which scripts/system_deps.sh installs) a repeat takes ~12 s.  Its
@@ -51,7 +51,7 @@ else
     mapfile -t REQS <<< "$BUILD_REQS"
     "$VPY" -m pip install -q --disable-pip-version-check "${REQS[@]}"
     rm -f "$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kafkarec-checkout.pth"  # an older layout
-    # The core's compile (~70 CPU-s, one core) runs beside the dependencies' install (downloads and
+    # The core's compile (~80 CPU-s, one core) runs beside the dependencies' install (downloads and
     # unpacking, one core): a fresh set-up waits for the longer of the two, not their sum.  The
     # editable install comes last, without dependencies: its compile of the same C then goes
     # through ccache.

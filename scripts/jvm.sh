@@ -50,7 +50,7 @@ if ! cached_ok; then
     TMP="$CP_FILE.tmp.$$"
     trap 'rm -f "$TMP"' EXIT
     # -B: no colours/progress; the log goes to a file shown only when Maven fails.
-    # Maven's JVM resolves and exits: too short for the C2 compiler and the parallel collector
+    # Maven's JVM resolves and exits: too short for the C2 compiler and the default (G1) collector
     # to pay back their threads (measured: 6.5 -> 3.7 CPU-s a resolve from the local repo).
     if ! MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}" mvn -B -q -f "$POM" -Dmaven.repo.local="$REPO" \
             org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath \

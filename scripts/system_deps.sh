@@ -2,7 +2,7 @@
 # System packages the tests need that PyPI and Maven Central do not serve: PostgreSQL and
 # MariaDB (Debian's postgresql and mariadb-server packages), the databases Debezium captures
 # in tests/cdc, and ccache, through which scripts/env.sh compiles (a fresh run compiles the core's
-# C more than once for the same Python: ~70 CPU-s a compile, ~12 s a repeat through ccache).
+# C more than once for the same Python: ~80 CPU-s a compile, ~12 s a repeat through ccache).
 # Installed with apt-get when missing and this runs as root (or with passwordless sudo);
 # otherwise a note, and those tests skip (under CI=true they fail) and compiles are not cached.
 # Nothing happens when they are there.

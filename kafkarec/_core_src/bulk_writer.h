@@ -3,6 +3,7 @@
 #define KAFKAREC_BULK_WRITER_H
 
 #include <stdint.h>
+#include "always_inline.h"
 #include <string.h>
 #include <Python.h>
 
@@ -49,7 +50,7 @@ typedef struct {
     Py_ssize_t need;                  /* after KAFKAREC_BULK_ROOM */
 } kafkarec_bulk_state;
 
-#define KAFKAREC_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define KAFKAREC_ALWAYS_INLINE static inline KR_ALWAYS_INLINE
 
 KAFKAREC_ALWAYS_INLINE uint64_t kafkarec_zigzag(int64_t x) {
     return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);

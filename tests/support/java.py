@@ -30,7 +30,7 @@ CLASSES = os.path.join(ROOT, ".cache", "java-classes")
 # As the source launcher compiles: no annotation processing (a jar on the classpath may carry a
 # processor), the sources are UTF-8.
 JAVAC_FLAGS = ("-encoding", "UTF-8", "-proc:none", "-nowarn")
-# javac's own JVM: a compile is too short for the C2 compiler and the parallel collector to pay
+# javac's own JVM: a compile is too short for the C2 compiler and the default (G1) collector to pay
 # back their threads (measured on KafkaTools.java: 3.0 -> 1.6 CPU-s); the classes are the same.
 JAVAC_JVM = ("-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC")
 
