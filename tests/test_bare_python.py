@@ -52,3 +52,31 @@ def test_spark_pythons_import_pyspark_compiled_from_its_zip():
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.strip().endswith(os.path.join("pyspark.zip", "pyspark", "worker.pyc")), got.stdout
+
+
+def test_a_python_imports_kafkarec_compiled_from_its_wheel():
+    """Spark puts ``--py-files <wheel>`` on its Pythons' path as a zip; the wheel carries each
+    module's checked hash-based ``.pyc`` beside its ``.py`` (setup.py's build_py), so a worker
+    imports kafkarec and spark_udfs compiled rather than compiling their sources."""
+    import zipfile
+    wheel = H.wheelhouse(sys.executable)
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        sources = sorted(n for n in names if n.endswith(".py"))
+        assert sources and [n for n in sources if n + "c" not in names] == []
+        header = zf.read("kafkarec/scan/_read.pyc")[:8]
+    import importlib.util
+    assert header[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(header[4:8], "little") == 0b11           # hash-based, checked
+    python = H.bare_python(sys.executable)
+    probe = ("import kafkarec, kafkarec.scan._read as r, spark_udfs.read.datasource as d\n"
+             "data = kafkarec.build_batch([b'v'], keys=[b'k'], base_offset=7)\n"
+             "print(r.__file__, d.__file__, [x.offset for b in kafkarec.iter_batches(data) for x in b])")
+    # the wheel with its dependency wheels beside it, as a shipped worker has them
+    got = subprocess.run([python, "-c", probe], env={**H.bare_env(python), "PYTHONPATH": wheel},
+                         capture_output=True, text=True, timeout=300, cwd=os.path.dirname(wheel))
+    assert got.returncode == 0, got.stderr[-2000:]
+    read, datasource, offsets = got.stdout.split(" ", 2)
+    assert read == os.path.join(wheel, "kafkarec", "scan", "_read.pyc")
+    assert datasource == os.path.join(wheel, "spark_udfs", "read", "datasource.pyc")
+    assert offsets.strip() == "[7]"
