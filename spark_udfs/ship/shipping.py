@@ -37,7 +37,9 @@ from __future__ import annotations
 import glob
 import hashlib
 import importlib.machinery
+import importlib.util
 import io
+import marshal
 import os
 import re
 import sys
@@ -343,6 +345,18 @@ def _zip_members(members: dict) -> bytes:
     return buf.getvalue()
 
 
+def _checked_pyc(path: str, name: str) -> bytes:
+    """``path`` compiled as a checked hash-based pyc (PEP 552) for this Python, the form a wheel
+    carries beside each module (setup.py): zipimport imports it rather than compiling the module
+    in every worker, while the ``.py`` beside it is the same bytes and the Python the same
+    version; ``name`` is the module's path in the zip, which tracebacks show."""
+    with open(path, "rb") as fh:
+        source = fh.read()
+    code = compile(source, name, "exec", dont_inherit=True)
+    flags = (0b11).to_bytes(4, "little")                 # hash-based, checked
+    return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
+
+
 def _metadata_text(dist) -> str:
     """An installed distribution's METADATA (PKG-INFO for an ``.egg-info``, as a checkout's
     ``pip install -e`` may leave beside it)."""
@@ -369,6 +383,8 @@ def build_pyfiles_zip(kafkarec=None) -> str:
             for entry in sorted(filenames):
                 if entry.endswith((".py", ".pyi")) or entry == "py.typed":
                     members[f"{rel}/{entry}"] = os.path.join(dirpath, entry)
+                if entry.endswith(".py"):
+                    members[f"{rel}/{entry}c"] = _checked_pyc(os.path.join(dirpath, entry), f"{rel}/{entry}")
     members[f"kafkarec/_core{suffix}"] = core
     try:
         metadata = _metadata_text(md.distribution("kafkarec"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -285,6 +287,22 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
     house.mkdir()
     # a stale wheel only: not shipped, a zip of the installed packages is
     _rewrite_version(built, house / "kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl", "0.0.1-")
+    # the zip carries each module compiled (a checked pyc beside its .py): a worker imports it
+    # rather than compiling the source, and a .py changed since (the stale wheel's __init__) is
+    # compiled from its source, not taken from a pyc of other bytes
+    import zipfile
+    with zipfile.ZipFile(built) as z:
+        names = set(z.namelist())
+    assert [n for n in names if n.endswith(".py") and n + "c" not in names] == []
+    probe = "import kafkarec, kafkarec.scan._read as r; print(kafkarec.__version__, kafkarec.__file__, r.__file__)"
+    for archive, version, init in [(built, "0.1.0", "__init__.pyc"),
+                                   (house / "kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl", "0.0.1-0.1.0",
+                                    "__init__.py")]:
+        got = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(archive)},
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert got.stdout.split() == [version, os.path.join(str(archive), "kafkarec", init),
+                                      os.path.join(str(archive), "kafkarec", "scan", "_read.pyc")]
     monkeypatch.setattr(_shipping, "find_wheels", lambda k=None: [str(house / w) for w in
                                                                  sorted(os.listdir(house))])
     sc = _StubContext()
