@@ -11,6 +11,11 @@ build_core() {
 }
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# Every Python started from here compiles a module once and keeps it (in __pycache__, or the venvs'
+# folders): with PYTHONDONTWRITEBYTECODE set, as some shells and sandboxes set it, each of the
+# suite's thousands of Pythons (the CLI's runs, Spark's workers, the tests' helpers) compiled
+# every module it imports anew: ~0.45 CPU-s a Python that imports kafkarec, pyarrow and numpy.
+unset PYTHONDONTWRITEBYTECODE
 # One compile of the core is ~80 CPU-s (8 MB of Cython's C at -O3), and a fresh checkout compiles
 # the same C for the same Python more than once (build/ for the in-place core, then the editable
 # install's throwaway build folder; wheelhouses and the release in build/ or their own folders).  Through
