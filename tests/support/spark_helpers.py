@@ -45,6 +45,29 @@ def spark_available() -> str | None:
 SPARK_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+def spark_conf_dir() -> str:
+    """A ``SPARK_CONF_DIR`` whose ``spark-defaults.conf`` gives drivers and executors
+    :data:`SPARK_JVM_FLAGS`, as a user's Spark installation may set defaults: the applications a
+    user's Python starts itself (``SparkSession.builder...getOrCreate()``, ``remote("local")``),
+    which the suite does not launch with its own ``--conf``, run on them too.  A ``--conf`` of the
+    same key still wins, as in any Spark."""
+    folder = os.path.join(ROOT, ".cache", "spark-conf")
+    path = os.path.join(folder, "spark-defaults.conf")
+    text = "".join(f"spark.{side}.extraJavaOptions {SPARK_JVM_FLAGS}\n" for side in ("driver", "executor"))
+    try:
+        with open(path) as fh:
+            if fh.read() == text:
+                return folder
+    except OSError:
+        pass
+    os.makedirs(folder, exist_ok=True)
+    part = f"{path}.{os.getpid()}"
+    with open(part, "w") as fh:
+        fh.write(text)
+    os.replace(part, path)          # whole: another worker may read it meanwhile
+    return folder
+
+
 def spark_env(extra=None) -> dict:
     env = dict(os.environ)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -251,6 +274,7 @@ def bare_env(python: str, extra=None) -> dict:
                         "SPARK_HOME")}
     env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env["SPARK_CONF_DIR"] = spark_conf_dir()
     env["PYSPARK_PYTHON"] = python
     env["PYSPARK_DRIVER_PYTHON"] = python
     env["PYTHONWARNINGS"] = "ignore:PySpark does not yet fully support pandas:FutureWarning"
