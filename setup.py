@@ -106,10 +106,11 @@ class build_py_with_bytecode(build_py):
     Spark puts ``--py-files <wheel>`` on its Python processes' ``sys.path`` as a zip, and
     zipimport compiles every module it imports from a zip, in every process, unless that
     ``.pyc`` is beside it: ~0.35 CPU-s in each Spark Python worker for a read task's modules.
-    They are checked hash-based pycs (PEP 552): used only while the ``.py`` beside is the same
-    bytes and the Python the one that built the wheel (its magic number), compiled from the
-    source otherwise.  An installed wheel keeps its imports in ``__pycache__`` and never reads
-    them.  Not for an editable install, whose modules stay in the checkout."""
+    They are checked hash-based pycs (PEP 552), without optimisation: used only while the ``.py``
+    beside is the same bytes and the Python the one that built the wheel (its magic number),
+    compiled from the source otherwise.  An installed wheel keeps its imports in ``__pycache__``
+    and never reads them.  Not for an editable install, whose modules stay in the checkout.
+    (spark_udfs/ship/shipping.py builds the same for the zip it makes of an installed kafkarec.)"""
 
     def run(self):
         super().run()
@@ -117,9 +118,11 @@ class build_py_with_bytecode(build_py):
             return
         for path in self.get_outputs(include_bytecode=False):
             if path.endswith(".py"):
-                # the name a traceback gives: the module's path inside the wheel
-                py_compile.compile(path, cfile=path + "c", dfile=os.path.relpath(path, self.build_lib),
-                                   doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+                # the name a traceback gives: the module's path in the wheel, whose own path where
+                # Spark puts it is not known here (a traceback's lines still come from the wheel)
+                name = "<kafkarec archive>/" + os.path.relpath(path, self.build_lib).replace(os.sep, "/")
+                py_compile.compile(path, cfile=path + "c", dfile=name, doraise=True, optimize=0,
+                                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 
 
 digest = cython_inputs_digest()

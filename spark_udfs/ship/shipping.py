@@ -345,14 +345,14 @@ def _zip_members(members: dict) -> bytes:
     return buf.getvalue()
 
 
-def _checked_pyc(path: str, name: str) -> bytes:
-    """``path`` compiled as a checked hash-based pyc (PEP 552) for this Python, the form a wheel
-    carries beside each module (setup.py): zipimport imports it rather than compiling the module
-    in every worker, while the ``.py`` beside it is the same bytes and the Python the same
-    version; ``name`` is the module's path in the zip, which tracebacks show."""
-    with open(path, "rb") as fh:
-        source = fh.read()
-    code = compile(source, name, "exec", dont_inherit=True)
+def _checked_pyc(source: bytes, name: str) -> bytes:
+    """A module's ``source`` compiled as a checked hash-based pyc (PEP 552) for this Python, without
+    optimisation (``-O`` drops asserts), the form a wheel carries beside each module (setup.py):
+    zipimport imports it rather than compiling the module in every worker, while the ``.py`` beside
+    it is the same bytes and the Python the same version.  ``name`` is the module's path in the zip:
+    tracebacks show it after the same ``<kafkarec archive>/`` (the zip's path on a worker is not
+    known here), and their lines come from the zip, as for the source."""
+    code = compile(source, f"<kafkarec archive>/{name}", "exec", dont_inherit=True, optimize=0)
     flags = (0b11).to_bytes(4, "little")                 # hash-based, checked
     return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
@@ -366,7 +366,9 @@ def _metadata_text(dist) -> str:
 def build_pyfiles_zip(kafkarec=None) -> str:
     """A zip of the installed kafkarec (with its compiled core) and spark_udfs packages, and
     kafkarec's METADATA (whose ``Requires-Dist`` kafkarec's loader follows on the workers),
-    content-addressed in the cache (``kafkarec-<fp>.pyfiles.zip``)."""
+    content-addressed in the cache (``kafkarec-<fp>-<digest>.pyfiles.zip``): the digest is of what it
+    is built from (the files, this Python's bytecode version), so an existing zip is found without
+    compiling its modules again."""
     import importlib.metadata as md
     import spark_udfs
     if kafkarec is None:
@@ -382,23 +384,30 @@ def build_pyfiles_zip(kafkarec=None) -> str:
             rel = os.path.relpath(dirpath, os.path.dirname(root)).replace(os.sep, "/")
             for entry in sorted(filenames):
                 if entry.endswith((".py", ".pyi")) or entry == "py.typed":
-                    members[f"{rel}/{entry}"] = os.path.join(dirpath, entry)
-                if entry.endswith(".py"):
-                    members[f"{rel}/{entry}c"] = _checked_pyc(os.path.join(dirpath, entry), f"{rel}/{entry}")
-    members[f"kafkarec/_core{suffix}"] = core
+                    members[f"{rel}/{entry}"] = _read_bytes(os.path.join(dirpath, entry))
+    members[f"kafkarec/_core{suffix}"] = _read_bytes(core)
     try:
         metadata = _metadata_text(md.distribution("kafkarec"))
     except md.PackageNotFoundError:     # a checkout on sys.path: its dependencies are the workers' own
         metadata = None
     if metadata:
         members[f"kafkarec-{kafkarec.__version__}.dist-info/METADATA"] = metadata.encode()
-    data = _zip_members(members)
     fp = _runtime.fingerprint(kafkarec)
-    digest = hashlib.sha256(data).hexdigest()[:12]
-    dst = os.path.join(_cache_dir(), f"kafkarec-{fp.replace('+', '-')}-{digest}.pyfiles.zip")
+    # (not the zip's own bytes: marshal writes a frozenset in the order of the hash seed on 3.9 and 3.10)
+    inputs = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    for arc in sorted(members):
+        inputs.update(arc.encode() + b"\0" + hashlib.sha256(members[arc]).digest())
+    dst = os.path.join(_cache_dir(), f"kafkarec-{fp.replace('+', '-')}-{inputs.hexdigest()[:12]}.pyfiles.zip")
     if not os.path.exists(dst):
-        _files().atomic_write(dst, data)
+        for arc in [a for a in members if a.endswith(".py")]:
+            members[arc + "c"] = _checked_pyc(members[arc], arc)
+        _files().atomic_write(dst, _zip_members(members))
     return dst
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def _wheel_tag(dist) -> str:

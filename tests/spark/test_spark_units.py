@@ -294,10 +294,11 @@ def test_ship_picks_the_matching_wheel_else_builds_a_zip(tmp_path, monkeypatch):
     with zipfile.ZipFile(built) as z:
         names = set(z.namelist())
     assert [n for n in names if n.endswith(".py") and n + "c" not in names] == []
+    assert _shipping.build_pyfiles_zip() == built        # addressed by its inputs: found again as it is
     probe = "import kafkarec, kafkarec.scan._read as r; print(kafkarec.__version__, kafkarec.__file__, r.__file__)"
-    for archive, version, init in [(built, "0.1.0", "__init__.pyc"),
-                                   (house / "kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl", "0.0.1-0.1.0",
-                                    "__init__.py")]:
+    for archive, version, init in [(built, kafkarec.__version__, "__init__.pyc"),
+                                   (house / "kafkarec-0.0.1-cp311-cp311-linux_x86_64.whl",
+                                    "0.0.1-" + kafkarec.__version__, "__init__.py")]:
         got = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(archive)},
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert got.returncode == 0, got.stderr[-2000:]
