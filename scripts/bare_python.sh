@@ -36,15 +36,11 @@ exec 9>"$DIR.lock"
 flock 9
 if ! { [ -x "$DIR/bin/python" ] && [ -f "$DIR/.bare-stamp" ] && [ "$(cat "$DIR/.bare-stamp")" = "$STAMP_WANT" ]; }; then
     rm -rf "$DIR"
-    # without ensurepip (~6 CPU-s a venv: it byte-compiles pip): this Python's pip installs pip, as
-    # everything else, without compiling it
-    "$PY_REAL" -m venv --without-pip "$DIR" >&2
     # --no-compile: pip would byte-compile every module of pyspark, pandas and pyarrow, their tests
     # among them (pandas' alone are 1,100 modules).  Their other modules are compiled here: a Python
     # worker Spark starts must connect back within Spark's fixed 10 s (PythonWorkerFactory), and a
     # first worker compiling pyspark and pandas as it imports them, on a loaded machine, may not
-    "$PY_REAL" -m pip --python "$DIR/bin/python" install -q --disable-pip-version-check --no-compile \
-        pip "${REQS[@]}" >&2
+    bash "$(dirname "${BASH_SOURCE[0]}")/make_venv.sh" "$PY_REAL" "$DIR" "${REQS[@]}" >&2
     SITE="$("$DIR/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     "$DIR/bin/python" -m compileall -q -j 0 -x '/tests?/|/testing/' "$SITE/pyspark" "$SITE/pandas" "$SITE/pyarrow" >&2 \
         || true     # a module that does not compile fails where it is imported, not here

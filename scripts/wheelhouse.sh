@@ -66,11 +66,8 @@ WANT="$("$BASE_PY" -c 'import sys; print(sys.version)') | ${BUILD_REQS[*]}"
 if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$WANT" ]; }; then
     echo "wheelhouse: build environment for $TAG in $BUILD" >&2
     rm -rf "$BUILD"
-    # without ensurepip (~6 CPU-s: it byte-compiles pip); --no-compile: a build imports a small part
-    # of them (Python compiles it on first import)
-    "$BASE_PY" -m venv --without-pip "$BUILD"
-    "$BASE_PY" -m pip --python "$BUILD/bin/python" install -q --disable-pip-version-check --no-compile \
-        pip "${BUILD_REQS[@]}"
+    # nothing byte-compiled: a build imports a small part of it (Python compiles that on first import)
+    bash "$ROOT/scripts/make_venv.sh" "$BASE_PY" "$BUILD" "${BUILD_REQS[@]}"
     printf '%s' "$WANT" > "$BUILD/.stamp"
 fi
 exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "${REUSE[@]}" "$DIR"

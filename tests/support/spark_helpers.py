@@ -328,12 +328,9 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False, extras: 
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (os.path.exists(py) and stamp(".base-stamp") == base_stamp):
             shutil.rmtree(folder, ignore_errors=True)
-            # without ensurepip (~6 CPU-s: it byte-compiles pip), pip installed by ``python``'s;
-            # --no-compile: byte-compiling all of pyspark costs CPU-seconds the suite shares; the
-            # client compiles the modules it imports when it imports them
-            run([python, "-m", "venv", "--without-pip", folder])
-            run([python, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check",
-                 "--no-compile", "pip"] + reqs)
+            # nothing byte-compiled (scripts/make_venv.sh): all of pyspark costs CPU-seconds the
+            # suite shares; the client compiles the modules it imports when it imports them
+            run(["bash", os.path.join(ROOT, "scripts", "make_venv.sh"), python, folder] + reqs)
             with open(os.path.join(folder, ".base-stamp"), "w") as fh:
                 fh.write(base_stamp)
         if stamp(".kafkarec-stamp") != wheel_stamp:
