@@ -8,7 +8,8 @@
 A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and the topic ``census`` (4 partitions, lz4) is filled once through librdkafka with
 Java's partitioner (murmur2): ``--records`` records of ``--records / 10`` keys, 100-byte values.
-Then, each timed once after a warm-up of the files in the page cache:
+Then, after a warm-up of the files in the page cache, each timed ``--repeats`` times (5; the
+median is the figure, the fastest and slowest beside it):
 
 * **Java consumer** — Kafka's own ``kafka-consumer-perf-test`` (``ConsumerPerformance``, in the
   tools' JVM, ``isolation.level=read_committed``) consuming the whole topic from the broker: what a
@@ -21,7 +22,8 @@ Then, each timed once after a warm-up of the files in the page cache:
   ``partitioner="murmur2"``;
 * **what-if** — :func:`kafkarec.census.what_if` with ``zstd:3,lz4,snappy,gzip:6``: per codec the
   MB/s of building and compressing its batches (uncompressed batch bytes over its
-  ``compress_seconds``), beside the raw compressor (the limit) on the same batches' record bytes,
+  ``compress_seconds``, in the last run), beside the raw compressor (the limit; for snappy the
+  library the writer uses, ``kafkarec.snappy_compressor()``) on the same batches' record bytes,
   cut at the same 16 KiB.
 """
 from __future__ import annotations
@@ -70,13 +72,24 @@ def fill(bootstrap: str, records: int) -> None:
     assert p.flush(300) == 0
 
 
+REPEATS = 5
+
+
 def timed(name: str, run, results: dict, rows: int) -> object:
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = run()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    results[name] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rows_per_s": round(rows / wall)}
-    print(f"  {name:<34} {wall:8.2f} s wall {cpu:8.2f} s CPU (this process)  {rows / wall / 1e6:7.3f} M rows/s",
-          flush=True)
+    """``run`` REPEATS times: the median wall time (and that run's CPU) is the figure, the fastest
+    and slowest beside it (a sub-second read timed once moves by 2x on a machine in use)."""
+    runs = []
+    for _ in range(REPEATS):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = run()
+        runs.append((time.perf_counter() - t0, time.process_time() - c0))
+    runs.sort()
+    wall, cpu = runs[len(runs) // 2]
+    results[name] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rows_per_s": round(rows / wall),
+                     "wall_s_min": round(runs[0][0], 3), "wall_s_max": round(runs[-1][0], 3),
+                     "repeats": len(runs)}
+    print(f"  {name:<34} {wall:8.2f} s wall {cpu:8.2f} s CPU (this process)  {rows / wall / 1e6:7.3f} M rows/s"
+          f"  (median of {len(runs)}: {runs[0][0]:.2f}-{runs[-1][0]:.2f} s)", flush=True)
     return out
 
 
@@ -99,13 +112,12 @@ def raw_compressors(batches, results: dict) -> None:
     """Each codec's library alone on the same 16 KiB record runs: the what-if's limit."""
     import zlib
 
-    import cramjam
     import lz4.block
     import zstandard
     total = sum(len(b) for b in batches)
     runs = {"zstd:3": zstandard.ZstdCompressor(level=3).compress,
             "lz4": lambda b: lz4.block.compress(b, store_size=False),
-            "snappy": lambda b: bytes(cramjam.snappy.compress_raw(b)),
+            "snappy": snappy_raw(),
             "gzip:6": lambda b: zlib.compress(b, 6)}
     for label, compress in runs.items():
         t0 = time.perf_counter()
@@ -115,11 +127,33 @@ def raw_compressors(batches, results: dict) -> None:
         print(f"  raw {label:<10} {total / wall / 1e6:8.1f} MB/s", flush=True)
 
 
+def snappy_raw():
+    """The snappy the what-if's writer uses (kafkarec.snappy_compressor()), called alone."""
+    import kafkarec
+    library = kafkarec.snappy_compressor()
+    if library == "cramjam":
+        import cramjam
+        return lambda b: bytes(cramjam.snappy.compress_raw(b))
+    import ctypes
+    lib = ctypes.CDLL(library)
+    size = ctypes.c_size_t()
+
+    def compress(b):
+        out = ctypes.create_string_buffer(lib.snappy_max_compressed_length(ctypes.c_size_t(len(b))))
+        size.value = len(out)
+        if lib.snappy_compress(b, ctypes.c_size_t(len(b)), out, ctypes.byref(size)) != 0:
+            raise RuntimeError("snappy_compress failed")
+        return out.raw[:size.value]
+    return compress
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="runs of each read; the median is taken")
     args = ap.parse_args(argv)
+    globals()["REPEATS"] = max(1, args.repeats)
 
     import pyarrow as pa
 

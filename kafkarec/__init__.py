@@ -21,7 +21,7 @@ _HOMES = {
     "kafkarec._core": (
         "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder",
         "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches",
-        "scan_records", "arrow_schema", "crc32c", "DEFAULT_MAX_DECOMPRESSED_BYTES",
+        "scan_records", "arrow_schema", "crc32c", "snappy_compressor", "DEFAULT_MAX_DECOMPRESSED_BYTES",
     ),
     "kafkarec.convert": ("ConversionResult", "convert"),
     "kafkarec.enums": ("Compression", "ControlRecordType", "TimestampType"),
@@ -46,7 +46,7 @@ if TYPE_CHECKING:       # what type checkers and IDEs see: the same names, from 
     from kafkarec._core import (
         ArrowBatchIterator, BatchIterator, ReadOptions, RecordBatchBuilder, LegacyBatchBuilder,
         build_batch, restamp, Record, RecordBatch, iter_batches, scan_records, arrow_schema, crc32c,
-        DEFAULT_MAX_DECOMPRESSED_BYTES,
+        snappy_compressor, DEFAULT_MAX_DECOMPRESSED_BYTES,
     )
     from kafkarec.convert import ConversionResult, convert
     from kafkarec.enums import Compression, ControlRecordType, TimestampType
@@ -135,7 +135,7 @@ def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "
 
 __all__ = [
     "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
-    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "snappy_compressor", "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "Compression", "ControlRecordType", "TimestampType",
     "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",
     "InvalidRecordError", "ChecksumError", "UnsupportedCodecError",

@@ -67,29 +67,115 @@ cdef bytes with_header_room(object first, object second):
 from cpython.buffer cimport PyBUF_WRITE
 
 
+# Kafka writes snappy with snappy-java 1.1.10.7, whose native code is Google snappy 1.1.10; its
+# matcher's choices are the bytes.  Google snappy 1.1 as the system's libsnappy (Debian 12's
+# libsnappy1v5 is 1.1.9, the same bytes) writes them; cramjam (Rust's snap) and the snappy 1.2 in
+# pyarrow write other valid bytes.  The system's library is taken, through its C API, once its
+# answer on a known input is snappy-java's; else cramjam, valid snappy that is near Kafka's bytes.
+ctypedef int (*snappy_compress_fn)(const char *, size_t, char *, size_t *) noexcept nogil
+ctypedef size_t (*snappy_bound_fn)(size_t) noexcept nogil
+cdef snappy_compress_fn _google_snappy_compress = NULL
+cdef snappy_bound_fn _google_snappy_bound = NULL
+_snappy_library = None          # (name, the ctypes handle kept loaded) or False: chosen on first use
+
+# A known answer: snappy-java 1.1.10.7's rawCompress (kafka-clients 4.4.0's) of this input.
+# cramjam and Google snappy 1.2 match "gfa jc ach dc jbah" otherwise (tests/core/test_builder.py
+# checks the answer against Kafka's Java and both others against it).
+_SNAPPY_INPUT = b"gfa jc ach dc jbah gfa ach ach gfa dc jbah ach ii aiaaef gfa ach dc gfa gfa dc"
+_SNAPPY_ANSWER = bytes.fromhex(
+    "4e54676661206a6320616368206463206a6261682067666105100114010c1118011020696920616961616566051a"
+    "01123064632067666120676661206463")
+_SNAPPY_SONAMES = ("libsnappy.so.1", "libsnappy.1.dylib")
+
+
+cdef object google_snappy_answer(object handle):
+    """The library's functions taken from ``handle``, and its bytes for the known input."""
+    global _google_snappy_compress, _google_snappy_bound
+    ctypes = __import__("ctypes")
+    compress_at = ctypes.cast(handle.snappy_compress, ctypes.c_void_p).value
+    bound_at = ctypes.cast(handle.snappy_max_compressed_length, ctypes.c_void_p).value
+    _google_snappy_compress = <snappy_compress_fn><uintptr_t>compress_at
+    _google_snappy_bound = <snappy_bound_fn><uintptr_t>bound_at
+    cdef bytes data = _SNAPPY_INPUT
+    cdef size_t size = _google_snappy_bound(len(data))
+    cdef bytearray out = bytearray(size)
+    if _google_snappy_compress(data, len(data), out, &size) != 0:
+        return None
+    return bytes(out[:size])
+
+
+cdef object choose_snappy():
+    """Google snappy from the system when it writes snappy-java's bytes, else False (cramjam)."""
+    global _snappy_library, _google_snappy_compress, _google_snappy_bound
+    ctypes = __import__("ctypes")
+    for name in _SNAPPY_SONAMES:
+        try:
+            handle = ctypes.CDLL(name)
+            answer = google_snappy_answer(handle)
+        except (OSError, AttributeError):
+            continue
+        if answer == _SNAPPY_ANSWER:
+            _snappy_library = (name, handle)
+            return _snappy_library
+    _google_snappy_compress = NULL
+    _google_snappy_bound = NULL
+    _snappy_library = False
+    return False
+
+
+def snappy_compressor() -> str:
+    """Which snappy the writer compresses with: ``"libsnappy.so.1"`` (Google snappy 1.1, the
+    system's: Kafka's own bytes) or ``"cramjam"`` (valid snappy, other matches)."""
+    chosen = _snappy_library if _snappy_library is not None else choose_snappy()
+    return chosen[0] if chosen else "cramjam"
+
+
+cdef Py_ssize_t snappy_block_into(object view, const uint8_t *src, Py_ssize_t n, char *dst,
+                                  Py_ssize_t room) except -1:
+    """One raw snappy block of ``n`` bytes at ``src`` (``view``) written to ``dst``; its size."""
+    cdef size_t size = room
+    cdef int status
+    if _google_snappy_compress != NULL:
+        with nogil:
+            status = _google_snappy_compress(<const char *>src, n, dst, &size)
+        if status != 0:
+            raise EncodeError(f"snappy could not compress {n} bytes (status {status})")
+        return size
+    return codec_lib("cramjam", "python-snappy").snappy.compress_raw_into(
+        view, PyMemoryView_FromMemory(dst, room, PyBUF_WRITE))
+
+
+cdef Py_ssize_t snappy_bound(object view, Py_ssize_t n) except -1:
+    if _google_snappy_bound != NULL:
+        return _google_snappy_bound(n)
+    return codec_lib("cramjam", "python-snappy").snappy.compress_raw_max_len(view)
+
+
 cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
-    """Snappy (xerial framing as snappy-java writes it, or raw) written by
-    cramjam's compress_raw_into straight into the batch's bytes."""
-    cjsnappy = codec_lib("cramjam", "python-snappy").snappy
+    """Snappy (xerial framing as snappy-java writes it, or raw) compressed straight into the
+    batch's bytes, by the snappy that writes Kafka's bytes where the machine has it."""
+    if _snappy_library is None:
+        choose_snappy()
     cdef _BatchBytes out = _BatchBytes()
-    cdef Py_ssize_t start, written, pos, block_bound
+    cdef Py_ssize_t start, written, pos, block_bound, block
+    cdef _Buffer source = buffer_of(data)
     cdef object view = data
     if raw:
-        block_bound = cjsnappy.compress_raw_max_len(view)
-        out.reserve(block_bound)
-        out.size = cjsnappy.compress_raw_into(
-            view, PyMemoryView_FromMemory(<char *>out.data, out.capacity, PyBUF_WRITE))
+        out.reserve(snappy_bound(view, n))
+        out.size = snappy_block_into(view, source.ptr, n, <char *>out.data, out.capacity)
         return out.take()
     # magic, version 1, compatible 1, then (BE32 length, block) per 32 KiB of input
-    block_bound = 4 + cjsnappy.compress_raw_max_len(view[:XERIAL_BLOCK_SIZE])
+    block_bound = 4 + snappy_bound(view[:XERIAL_BLOCK_SIZE], min(n, XERIAL_BLOCK_SIZE))
     out.reserve(XERIAL_HEADER_SIZE + (n + XERIAL_BLOCK_SIZE - 1) // XERIAL_BLOCK_SIZE * block_bound)
     memcpy(out.data, <const char *>XERIAL_MAGIC, 8)
     memcpy(out.data + 8, b"\x00\x00\x00\x01\x00\x00\x00\x01", 8)
     pos = XERIAL_HEADER_SIZE
+    cdef bint google = _google_snappy_compress != NULL
     for start in range(0, n, XERIAL_BLOCK_SIZE):
-        written = cjsnappy.compress_raw_into(
-            view[start:start + XERIAL_BLOCK_SIZE],
-            PyMemoryView_FromMemory(<char *>out.data + pos + 4, out.capacity - pos - 4, PyBUF_WRITE))
+        block = min(n - start, XERIAL_BLOCK_SIZE)
+        written = snappy_block_into(None if google else view[start:start + XERIAL_BLOCK_SIZE],
+                                    source.ptr + start, block,
+                                    <char *>out.data + pos + 4, out.capacity - pos - 4)
         kr_store_be32(out.data + pos, <uint32_t>written)
         pos += 4 + written
     out.size = pos

@@ -391,6 +391,48 @@ def test_snappy_defaults_to_xerial_framing(java_codec):
     assert java_codec.decompress("snappy-xerial", payload) == section
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("framing", ["xerial", "raw"])
+def test_snappy_bytes_are_kafkas(java_codec, size, framing):
+    """Snappy as Kafka writes it, byte for byte: snappy-java's 32 KiB xerial blocks (or raw
+    snappy), compressed by the Google snappy 1.1 that snappy-java bundles; kafkarec takes the
+    system's libsnappy for it (Debian's libsnappy1v5, on this machine kind)."""
+    from support.javacodec import require_kafkas_snappy
+    require_kafkas_snappy()
+    payload, section = _payload_and_section(_codec_records(size), compression=Compression.SNAPPY,
+                                            snappy_framing=framing)
+    assert payload == java_codec.compress(f"snappy-{framing}", section)
+
+
+def test_snappy_known_answer_is_kafkas_and_tells_snappys_apart(java_codec):
+    """The core's known answer for snappy is snappy-java's raw block of its input, and neither
+    cramjam's snappy nor the Google snappy 1.2 in pyarrow writes it: a system libsnappy of
+    another version is passed over for cramjam."""
+    import cramjam
+    from kafkarec import _core
+    data, answer = _core._SNAPPY_INPUT, _core._SNAPPY_ANSWER
+    assert java_codec.compress("snappy-raw", data) == answer
+    assert bytes(cramjam.snappy.compress_raw(data)) != answer
+    assert pa.Codec("snappy").compress(data, asbytes=True) != answer
+
+
+def test_snappy_without_kafkas_library_is_cramjams_valid_snappy(monkeypatch, java_codec):
+    """Where no system snappy gives the known answer, the writer compresses with cramjam:
+    valid snappy Kafka reads, named by snappy_compressor(); the real one is chosen again after."""
+    from kafkarec import _core
+    from support.javacodec import require_kafkas_snappy
+    monkeypatch.setattr(_core, "_SNAPPY_SONAMES", ("libsnappy-missing.so.9",))
+    monkeypatch.setattr(_core, "_snappy_library", None)
+    try:
+        assert _core.snappy_compressor() == "cramjam"
+        payload, section = _payload_and_section(_codec_records("large"), compression=Compression.SNAPPY)
+        assert java_codec.decompress("snappy-xerial", payload) == section
+    finally:
+        monkeypatch.undo()
+        _core._snappy_library = None        # the next batch chooses again, on the real names
+    require_kafkas_snappy()
+
+
 def test_snappy_raw_framing_on_request(java_codec):
     records = _codec_records("large")
     payload, section = _payload_and_section(records, compression=Compression.SNAPPY,
