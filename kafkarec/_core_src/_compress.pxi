@@ -38,7 +38,7 @@ cdef bytes compressed_batch_bytes(int codec, const uint8_t *records, Py_ssize_t 
         return snappy_batch_bytes(data, n, raw_snappy)
     if codec == 1:
         head, tail = gzip_parts(data, level)
-        return with_header_room(head, tail)
+        return java_gzip_header(with_header_room(head, tail), V2_HEADER_SIZE)
     return with_header_room(compress(codec, data, level, raw_snappy, 2), None)
 
 
@@ -48,6 +48,18 @@ cdef tuple gzip_parts(object data, object level):
     zlib = codec_lib("zlib", "zlib")
     c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
     return c.compress(data), c.flush()
+
+
+cdef bytes java_gzip_header(bytes out, Py_ssize_t at):
+    """The gzip member at ``at`` of ``out`` (new bytes, not yet shared) with the header Java's
+    GZIPOutputStream writes: zlib sets XFL by level (2 at 9, 4 at 1) and OS to 3 (Unix); the
+    JDK writes XFL 0 and, since JDK 16 (JDK-8244706; Kafka 4 runs on 17+), OS 255 (unknown).
+    The deflate stream and trailer are zlib's either way."""
+    cdef uint8_t *p = <uint8_t *>PyBytes_AS_STRING(out) + at
+    if PyBytes_GET_SIZE(out) - at >= 10:
+        p[8] = 0
+        p[9] = 0xff
+    return out
 
 
 cdef bytes with_header_room(object first, object second):
@@ -278,7 +290,7 @@ cdef object compress(int codec, object data, object level, bint raw_snappy, int 
     cdef _Buffer source
     if codec == 1:
         head, tail = gzip_parts(data, level)
-        return head + tail
+        return java_gzip_header(head + tail, 0)
     if codec == 2:
         source = buffer_of(data)
         return snappy_batch_bytes(data, source.size, raw_snappy)[V2_HEADER_SIZE:]

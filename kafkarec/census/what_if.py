@@ -128,7 +128,8 @@ def _batch_upper_bound(value, key, headers) -> int:
 class _Writer:
     """One codec's batches of one partition: bytes, batches, time spent building."""
 
-    def __init__(self, codec: Codec, batch_size: Optional[int], ratio: Optional[RatioEstimate] = None):
+    def __init__(self, codec: Codec, batch_size: Optional[int], ratio: Optional[RatioEstimate] = None,
+                 sink: Optional[List[bytes]] = None):
         from kafkarec.enums import Compression
         self.codec = codec
         self.compression = Compression[codec.name.upper()]
@@ -139,6 +140,7 @@ class _Writer:
         self.builder: Any = None
         self.batch_bytes: List[int] = []        # each batch's size and records, in order
         self.batch_records: List[int] = []
+        self.sink = sink                        # each batch's bytes, when kept (the Java oracle's test)
 
     def _new(self, value, key, headers):
         from kafkarec import RecordBatchBuilder
@@ -182,6 +184,8 @@ class _Writer:
             self.batches += 1
             self.batch_bytes.append(len(data))
             self.batch_records.append(self.builder.record_count)
+            if self.sink is not None:
+                self.sink.append(data)
         self.builder = None
 
 

@@ -459,6 +459,17 @@ def test_zstd_bytes_are_kafkas(java_codec, size, level):
     assert payload == java_codec.compress("zstd", section, level=3 if level is None else level)
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("level", [None, 1, 6, 9])
+def test_gzip_bytes_are_kafkas(java_codec, size, level):
+    """Kafka's GZIPOutputStream (a member per batch) byte for byte: zlib's deflate stream behind
+    the JDK's header, XFL 0 and OS 255 at every level (zlib would write XFL 2 or 4 and OS 3)."""
+    payload, section = _payload_and_section(_codec_records(size), compression=Compression.GZIP,
+                                            compression_level=level)
+    assert payload[8:10] == b"\x00\xff"
+    assert payload == java_codec.compress("gzip", section, level=-1 if level is None else level)
+
+
 def test_gzip_is_one_member_with_mtime_zero(java_codec):
     payload, section = _payload_and_section(_codec_records("large"), compression=Compression.GZIP)
     assert payload[:4] == b"\x1f\x8b\x08\x00" and payload[4:8] == b"\x00\x00\x00\x00"

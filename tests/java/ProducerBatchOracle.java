@@ -24,8 +24,8 @@ import java.util.Base64;
  * "records": [[timestamp, key (base64) or null, value (base64) or null, [[header key, value (base64) or
  * null], ...]], ...]}; the records are cut into batches of "counts" records, each built as the Java
  * producer's RecordAccumulator builds one (a buffer of batch.size, the current magic, CreateTime, base
- * offset 0) with the codec and level, and one stdout line answers {"sizes": [bytes of each batch]} or
- * {"error": "..."}. One JVM answers many requests.
+ * offset 0) with the codec and level, and one stdout line answers {"sizes": [bytes of each batch],
+ * "batches": [each batch's bytes (base64)]} or {"error": "..."}. One JVM answers many requests.
  */
 public final class ProducerBatchOracle {
     public static void main(String[] args) throws Exception {
@@ -37,7 +37,9 @@ public final class ProducerBatchOracle {
         while ((line = in.readLine()) != null) {
             ObjectNode answer = mapper.createObjectNode();
             try {
-                answer.set("sizes", sizes(mapper.readTree(line), mapper));
+                ArrayNode batches = mapper.createArrayNode();
+                answer.set("sizes", sizes(mapper.readTree(line), mapper, batches));
+                answer.set("batches", batches);
             } catch (Exception e) {
                 answer.put("error", e.toString());
             }
@@ -62,7 +64,7 @@ public final class ProducerBatchOracle {
         return node == null || node.isNull() ? null : Base64.getDecoder().decode(node.asText());
     }
 
-    private static ArrayNode sizes(JsonNode request, ObjectMapper mapper) {
+    private static ArrayNode sizes(JsonNode request, ObjectMapper mapper, ArrayNode batches) {
         Compression compression = compression(request.get("codec").asText(), request.get("level"));
         int batchSize = request.get("batch_size").asInt();
         JsonNode records = request.get("records");
@@ -80,7 +82,12 @@ public final class ProducerBatchOracle {
                 }
                 builder.append(r.get(0).asLong(), bytes(r.get(1)), bytes(r.get(2)), headers);
             }
-            out.add(builder.build().sizeInBytes());
+            MemoryRecords built = builder.build();
+            out.add(built.sizeInBytes());
+            ByteBuffer buffer = built.buffer();
+            byte[] data = new byte[buffer.remaining()];
+            buffer.get(data);
+            batches.add(Base64.getEncoder().encodeToString(data));
         }
         if (next != records.size()) {
             throw new IllegalArgumentException("counts cover " + next + " of " + records.size() + " records");
