@@ -73,8 +73,18 @@ class Histogram:
                 return max(self.min, min(self.max, self.bucket_range(b)[1]))
         return self.max
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Histogram":
+        """The histogram :meth:`as_dict` gave (its buckets, count, sum and extremes)."""
+        h = cls()
+        for lo, _, c in d["buckets"]:
+            b = cls.bucket_of(lo)
+            h.buckets[b] = h.buckets.get(b, 0) + c
+        h.n, h.total, h.min, h.max = d["count"], d["sum"], d["min"], d["max"]
+        return h
+
     def as_dict(self) -> dict:
-        return {"count": self.n, "min": self.min, "max": self.max,
+        return {"count": self.n, "sum": self.total, "min": self.min, "max": self.max,
                 "mean": (self.total / self.n) if self.n else None,
                 "p50": self.percentile(0.5), "p90": self.percentile(0.9), "p99": self.percentile(0.99),
                 "buckets": [[*self.bucket_range(b), c] for b, c in sorted(self.buckets.items())]}

@@ -8,7 +8,8 @@ value or header is built) for what that isolation level adds.
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional
+from collections import deque
+from typing import Callable, Deque, Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
@@ -25,7 +26,8 @@ DEFAULT_MAX_EXACT_KEYS = 1_000_000
 _COMMITTED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers",
                       "producerId", "compression", "batchBaseOffset", "batchPosition", "batchSize",
                       "deleteHorizonMs")
-_UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize")
+_UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize",
+                        "producerId", "isTransactional")
 
 
 class _Tally:
@@ -69,6 +71,10 @@ class PartitionCensus:
         self.misplaced_keys = 0                          # records whose key murmur2 puts elsewhere
         self.all_records = self.all_batches = self.all_bytes = 0   # read_uncommitted, data + control
         self.control_records = self.control_batches = 0
+        # transactions open so far (producer id -> its first offset) and, from the earliest of
+        # them on, [base offset, data records] per batch: what lies past the last stable offset
+        self._open: Dict[int, int] = {}
+        self._past_open: Deque[list] = deque()
         self.errors: List[dict] = []
         self._last_batch: Optional[int] = None
         self._last_all_batch: Optional[int] = None
@@ -179,11 +185,57 @@ class PartitionCensus:
         self.all_batches += int(starts.sum())
         self.all_bytes += int(col["batchSize"].to_numpy()[starts].sum())
         self.control_batches += int((starts & control).sum())
+        transactional = col["isTransactional"].to_numpy(zero_copy_only=False)
+        if self._open or transactional.any():
+            self._track_transactions(bases, starts, control, transactional, col["producerId"].to_numpy(),
+                                     col["offset"].to_numpy())
+
+    def _track_transactions(self, bases, starts, control, transactional, pids, offsets) -> None:
+        """Which transactions are open at the end (a producer's transactional records with no
+        marker after them), and the data records from the earliest one's first offset, the last
+        stable offset, on: a read_committed consumer stops there."""
+        np = require("numpy")
+        firsts = np.nonzero(starts)[0].tolist()
+        ends = firsts[1:] + [len(bases)]
+        if len(bases) and not starts[0]:         # the rest of a batch the last record batch began
+            firsts, ends = [0] + firsts, [firsts[0] if firsts else len(bases)] + ends
+        for i, end in zip(firsts, ends):
+            pid = int(pids[i])
+            if control[i]:
+                if transactional[i] and self._open.pop(pid, None) is not None:
+                    self._drop_closed()
+                continue
+            if transactional[i] and pid not in self._open:
+                self._open[pid] = int(offsets[i])
+            if self._open:
+                base = int(bases[i])
+                if self._past_open and self._past_open[-1][0] == base:
+                    self._past_open[-1][1] += end - i
+                else:
+                    self._past_open.append([base, end - i])
+
+    def _drop_closed(self) -> None:
+        """Forget the batches before the earliest transaction still open (all, when none is)."""
+        if not self._open:
+            self._past_open.clear()
+            return
+        stable = min(self._open.values())
+        while self._past_open and self._past_open[0][0] + self._past_open[0][1] <= stable:
+            self._past_open.popleft()
+
+    def last_stable_offset(self) -> Optional[int]:
+        """The first offset of the earliest transaction open at the end (None: none is open)."""
+        return min(self._open.values()) if self._open else None
 
     # --- results -------------------------------------------------------------------------
     def as_dict(self) -> dict:
         keys = self.keys.result(self.as_of_ms)
         data_records = self.all_records - self.control_records
+        stable = self.last_stable_offset()
+        # data records at or past the last stable offset (a batch straddling it counts its records
+        # from there): the open transactions' and whatever others follow them
+        past_stable = 0 if stable is None else sum(max(0, min(n, base + n - stable))
+                                                  for base, n in self._past_open)
         out = {
             "topic": self.topic, "partition": self.partition,
             "records": self.records, "tombstones": self.tombstones, "null_keys": self.null_keys,
@@ -202,6 +254,9 @@ class PartitionCensus:
                 "agrees": self.misplaced_keys == 0},
             "read_uncommitted_adds": {
                 "records": data_records - self.records,
+                "aborted_records": data_records - self.records - past_stable,
+                "records_past_last_stable_offset": past_stable,
+                "last_stable_offset": stable,
                 "batches": self.all_batches - self.control_batches - self.batches,
                 "bytes": self.all_bytes - self.bytes,
                 "control_records": self.control_records, "control_batches": self.control_batches},
@@ -225,13 +280,20 @@ MERGE_KEYS = "_keys_for_merge"
 
 
 def _topic_rows(parts: List[dict]) -> List[dict]:
+    """Each topic's row: its partitions' figures summed (counts, tallies by codec, producer,
+    header key and schema id, the read_uncommitted additions), the time range's extremes and the
+    size distributions merged; distinct keys merged as a union, not a sum."""
     out: Dict[str, dict] = {}
     merged: Dict[str, list] = {}
+    histograms: Dict[str, Dict[str, Histogram]] = {}
     summed = ("records", "tombstones", "null_keys", "batches", "bytes", "payload_bytes")
     for p in parts:
         t = out.setdefault(p["topic"], {"topic": p["topic"], "partitions": 0, **{k: 0 for k in summed},
                                         "distinct_keys": 0, "live_keys": 0, "live_bytes": 0,
-                                        "misplaced_records": 0, "errors": 0})
+                                        "misplaced_records": 0, "errors": 0,
+                                        "min_timestamp": None, "max_timestamp": None,
+                                        "codecs": {}, "producers": {}, "header_keys": {}, "schema_ids": {},
+                                        "read_uncommitted_adds": {}})
         t["partitions"] += 1
         for k in summed:
             t[k] += p[k]
@@ -242,6 +304,22 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
         if p["partitioner"] is not None:
             t["misplaced_records"] += p["partitioner"]["misplaced_records"]
         t["errors"] += len(p["errors"])
+        for k, pick in (("min_timestamp", min), ("max_timestamp", max)):
+            if p[k] is not None:
+                t[k] = p[k] if t[k] is None else pick(t[k], p[k])
+        for k in ("codecs", "producers", "header_keys", "schema_ids"):
+            for name, figures in p[k].items():
+                _add_figures(t[k].setdefault(name, {}), figures)
+        _add_figures(t["read_uncommitted_adds"],
+                     {k: v for k, v in p["read_uncommitted_adds"].items() if k != "last_stable_offset"})
+        for k in ("batch_size", "record_size"):
+            h = Histogram.from_dict(p[k])
+            if k in histograms.setdefault(p["topic"], {}):
+                histograms[p["topic"]][k].merge(h)
+            else:
+                histograms[p["topic"]][k] = h
+    for topic, hs in histograms.items():
+        out[topic].update({k: h.as_dict() for k, h in hs.items()})
     for topic, keys in merged.items():
         t = out[topic]
         rows = [p for p in parts if p["topic"] == topic]
@@ -254,6 +332,11 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
             # a key in several partitions (a custom partitioner) counts once
             t["distinct_keys"], t["distinct_keys_exact"], t["distinct_keys_error"] = merged_distinct_keys(keys)
     return [out[k] for k in sorted(out, key=str)]
+
+
+def _add_figures(into: dict, figures: dict) -> None:
+    for k, v in figures.items():
+        into[k] = into.get(k, 0) + v
 
 
 class CensusPlan(NamedTuple):

@@ -33,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the live writer whose rows the table holds (where its topic, partition and offset are)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per partition, then a summary, instead of text")
-    selection_args.add_selection_arguments(p, consumer=False)
+    selection_args.add_selection_arguments(p, consumer=False, partition=False)  # whole topics against the table
     from kafkarec.cli.backfill import END_OFFSETS_HELP, add_bootstrap_argument
     p.add_argument("--end-offsets", metavar="JSON|@FILE",
                    help=END_OFFSETS_HELP + ", as kafkarec backfill takes them; partitions not named end at "

@@ -57,9 +57,18 @@ def add_parsers(sub) -> None:
     g.add_argument("--key", help="the key, as UTF-8 text")
     g.add_argument("--key-hex", help="the key's bytes in hex")
     f.add_argument("--value-contains", help="the value holds this UTF-8 text")
-    f.add_argument("--value-regex", help="the value matches this RE2 regular expression")
+    f.add_argument("--value-contains-hex", metavar="HEX", help="the value holds these bytes (hex)")
+    f.add_argument("--value-regex", help="the value matches this RE2 regular expression (anywhere in it)")
     f.add_argument("--header", action="append", default=[], metavar="K=V",
-                   help="a header K with the UTF-8 value V (repeatable: all must hold)")
+                   help="a header K with the UTF-8 value V (repeatable: every header test must hold)")
+    f.add_argument("--header-contains", action="append", default=[], metavar="K=TEXT",
+                   help="a header K whose value holds this UTF-8 text")
+    f.add_argument("--header-contains-hex", action="append", default=[], metavar="K=HEX",
+                   help="a header K whose value holds these bytes (hex)")
+    f.add_argument("--header-regex", action="append", default=[], metavar="K=RE",
+                   help="a header K whose value matches this RE2 regular expression")
+    f.add_argument("--header-name", action="append", default=[], metavar="K",
+                   help="a header K, whatever its value")
     f.add_argument("--partitioner", choices=("murmur2",),
                    help="read only the partition this partitioner names for --key")
     f.add_argument("--partitions", action="append", default=[], metavar="TOPIC=N",
@@ -68,6 +77,13 @@ def add_parsers(sub) -> None:
     f.add_argument("--json", action="store_true", help="one JSON object per record")
     add_selection_arguments(f)
     f.set_defaults(func=run_find)
+
+
+def _hex(text: str, flag: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: not hex") from None
 
 
 def _counts(items) -> dict:
@@ -145,13 +161,12 @@ def _table(doc: dict) -> str:
                      + (f", {t['misplaced_records']} records off their murmur2 partition"
                         if t["misplaced_records"] else "")
                      + (f", {t['errors']} damaged batch(es)" if t["errors"] else ""))
-        codecs: dict = {}
-        for p in doc["partitions"]:
-            if p["topic"] == t["topic"]:
-                for name, c in p["codecs"].items():
-                    codecs[name] = codecs.get(name, 0) + c["bytes"]
-        if codecs:
-            lines.append("    codecs: " + ", ".join(f"{k} {human(v)}" for k, v in sorted(codecs.items())))
+        adds = t["read_uncommitted_adds"]
+        if adds.get("records"):
+            lines.append(f"    read_uncommitted adds {adds['records']} records: {adds['aborted_records']} aborted, "
+                         f"{adds['records_past_last_stable_offset']} from a last stable offset on")
+        if t["codecs"]:
+            lines.append("    codecs: " + ", ".join(f"{k} {human(v['bytes'])}" for k, v in sorted(t["codecs"].items())))
     w = doc.get("what_if")
     if w:
         lines.append("")
@@ -170,17 +185,27 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
     if args.key is not None:
         key = args.key.encode("utf-8")
     elif args.key_hex is not None:
-        try:
-            key = bytes.fromhex(args.key_hex)
-        except ValueError:
-            raise UsageError(f"--key-hex {args.key_hex!r}: not hex") from None
+        key = _hex(args.key_hex, "--key-hex")
     headers = {name: value.encode("utf-8")
                for name, value in key_value_pairs(args.header, "--header", "K=V", strip=False).items()}
+    contains = {name: text.encode("utf-8") for name, text in
+                key_value_pairs(args.header_contains, "--header-contains", "K=TEXT", strip=False).items()}
+    for name, text in key_value_pairs(args.header_contains_hex, "--header-contains-hex", "K=HEX",
+                                      strip=False).items():
+        if name in contains:
+            raise UsageError(f"header {name!r}: --header-contains or --header-contains-hex, not both")
+        contains[name] = _hex(text, "--header-contains-hex")
+    value_contains = None if args.value_contains is None else args.value_contains.encode("utf-8")
+    if args.value_contains_hex is not None:
+        if value_contains is not None:
+            raise UsageError("--value-contains or --value-contains-hex, not both")
+        value_contains = _hex(args.value_contains_hex, "--value-contains-hex")
     selection = selection_from_args(args)
     topics = args.topics.split(",") if args.topics else None
-    rows = find(_source(args), topics=topics, key=key,
-                value_contains=None if args.value_contains is None else args.value_contains.encode("utf-8"),
-                value_regex=args.value_regex, headers=headers or None, selection=selection,
+    rows = find(_source(args), topics=topics, key=key, value_contains=value_contains,
+                value_regex=args.value_regex, headers=headers or None, header_contains=contains or None,
+                header_regex=key_value_pairs(args.header_regex, "--header-regex", "K=RE", strip=False) or None,
+                header_names=args.header_name or None, selection=selection,
                 partitioner=args.partitioner, num_partitions=_counts(args.partitions),
                 read_committed=args.read_committed, storage_options=storage_options_from_args(args),
                 tiered_storage=args.tiered_storage)

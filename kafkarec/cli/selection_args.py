@@ -1,6 +1,7 @@
 """The command line's selection and storage flags, for ``dump``, ``verify`` and ``stats``.
 
     --topics a,b          only these topics
+    --partition 0,2       only these partitions (of every selected topic)
     --start-offset N      from offset N (inclusive) in every partition
     --end-offset N        up to offset N (exclusive) in every partition
     --start-time T        from the first record at or after T (ms since the epoch or ISO 8601)
@@ -25,12 +26,17 @@ __all__ = ["add_selection_arguments", "add_storage_argument", "selection_from_ar
            "storage_options_from_args"]
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser, *, consumer: bool = True) -> None:
+def add_selection_arguments(parser: argparse.ArgumentParser, *, consumer: bool = True,
+                            partition: bool = True) -> None:
     """The selection flags; ``consumer``: the command reads partitions as a consumer does, from
     their log start offsets (``--include-deleted-records`` reads below them); otherwise it
-    shows the files as they are (``dump``), every record the segments hold."""
+    shows the files as they are (``dump``), every record the segments hold.  ``partition``:
+    offer ``--partition`` (not where a command holds whole topics against something else)."""
     g = parser.add_argument_group("selection (as Spark's Kafka source: start inclusive, end exclusive)")
     g.add_argument("--topics", metavar="A,B", help="only these topics (comma-separated)")
+    if partition:
+        g.add_argument("--partition", metavar="P,Q",
+                       help="only these partition numbers, in every selected topic (comma-separated)")
     g.add_argument("--start-offset", type=int, metavar="N", help="first offset, in every partition")
     g.add_argument("--end-offset", type=int, metavar="N", help="offset to stop before, in every partition")
     g.add_argument("--start-time", metavar="T",
@@ -60,14 +66,16 @@ def add_storage_argument(parser: argparse.ArgumentParser) -> None:
 
 def selection_from_args(args: argparse.Namespace) -> Optional[selection.Selection]:
     """The selection the flags ask for, or None when no flag was given (read everything)."""
-    flags = (args.topics, args.start_offset, args.end_offset, args.start_time, args.end_time)
+    partitions = getattr(args, "partition", None)
+    flags = (args.topics, partitions, args.start_offset, args.end_offset, args.start_time, args.end_time)
     include_deleted_records = getattr(args, "include_deleted_records", False)
     if all(f is None for f in flags) and not include_deleted_records:
         return None
     return selection.cli_selection(topics=args.topics, start_offset=args.start_offset,
                                    end_offset=args.end_offset, start_time=args.start_time,
                                    end_time=args.end_time,
-                                   include_deleted_records=include_deleted_records)
+                                   include_deleted_records=include_deleted_records,
+                                   partitions=partitions)
 
 
 def storage_options_from_args(args: argparse.Namespace) -> dict:

@@ -105,6 +105,8 @@ class Selection(NamedTuple):
     # ``assign``: {topic: frozenset of partitions}; None: every partition of the topics
     assigned: Optional[Dict[str, frozenset]] = None
     include_deleted_records: bool = False     # start at the first segment, not the log start
+    # ``--partition``: these partition numbers, in every selected topic; None: every partition
+    partitions: Optional[frozenset] = None
 
     def wants_topic(self, topic: Optional[str]) -> bool:
         if topic is None:
@@ -115,6 +117,8 @@ class Selection(NamedTuple):
 
     def wants_partition(self, topic: Optional[str], partition: Optional[int]) -> bool:
         if not self.wants_topic(topic):
+            return False
+        if self.partitions is not None and partition not in self.partitions:
             return False
         return self.assigned is None or partition in self.assigned.get(topic, ())
 
@@ -220,7 +224,7 @@ def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
     """The partitions of ``layout`` whose topic the selection wants."""
     parts = [p for p in layout.partitions if sel.wants_partition(p.topic, p.partition)]
     if sel.topics is not None:
-        missing = sorted(sel.topics - {p.topic for p in parts})
+        missing = sorted(sel.topics - {p.topic for p in layout.partitions if sel.wants_topic(p.topic)})
         if missing:
             log.warning("kafkarec: topic(s) %s not found under %s", missing, layout.storage.uri(layout.root))
     for s in (sel.start, sel.end):
@@ -972,10 +976,10 @@ def parse_time(text) -> int:
 
 
 def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time=None,
-                  end_time=None, include_deleted_records: bool = False) -> Selection:
-    """The selection of ``--topics a,b --start-offset N --end-offset M --start-time T
-    --end-time T --include-deleted-records`` (offsets for every partition; a time wins over
-    an offset, as in Spark).  A start time no record reaches selects nothing (strategy
+                  end_time=None, include_deleted_records: bool = False, partitions=None) -> Selection:
+    """The selection of ``--topics a,b --partition 0,2 --start-offset N --end-offset M
+    --start-time T --end-time T --include-deleted-records`` (offsets for every partition; a time
+    wins over an offset, as in Spark).  A start time no record reaches selects nothing (strategy
     ``latest``)."""
     names = None
     if topics:
@@ -993,7 +997,28 @@ def cli_selection(*, topics=None, start_offset=None, end_offset=None, start_time
 
     return Selection(names, None, spec(start_offset, start_time, "earliest"),
                      spec(end_offset, end_time, "latest"), "latest",
-                     include_deleted_records=include_deleted_records)
+                     include_deleted_records=include_deleted_records,
+                     partitions=None if partitions is None else _partition_numbers(partitions))
+
+
+def _partition_numbers(text) -> frozenset:
+    """``"0,2"`` (or numbers) as partition numbers, each in ``[0, 2^31)``, as Kafka numbers them."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    out = set()
+    for item in items:
+        item = item.strip() if isinstance(item, str) else item
+        if item == "":
+            continue
+        try:
+            number = int(item)
+        except (TypeError, ValueError):
+            raise SelectionError(f"partition {item!r}: expected a partition number (0, 1, ...)") from None
+        if not 0 <= number < 2 ** 31:
+            raise SelectionError(f"partition {number}: partition numbers are 0 to 2^31-1")
+        out.add(number)
+    if not out:
+        raise SelectionError(f"--partition {text!r}: no partition number given")
+    return frozenset(out)
 
 
 def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,

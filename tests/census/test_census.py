@@ -2,7 +2,9 @@
 support.logdir): the census against a model of Kafka's rules (read_committed, tombstones,
 compaction), the search against a filtered read, the what-if's batches against kafkarec's
 own writer and its refusals, damaged segments counted."""
+import json
 import os
+import re
 import random
 import shutil
 
@@ -59,6 +61,65 @@ def test_census_counts_keys_and_live_keys_as_kafkas_rules_give(world):
     assert _part(doc, "profiles", 1)["read_uncommitted_adds"]["records"] > 0
     [topic] = [t for t in doc["topics"] if t["topic"] == "profiles"]
     assert topic["records"] == sum(len(model_records(events[("profiles", p)], read_committed=True)) for p in (0, 1))
+
+
+def _transaction_model(evs):
+    """From the written events alone: the aborted data records before the last stable offset,
+    the last stable offset (the first offset of the earliest transaction with no marker) and the
+    data records from it on."""
+    current, aborted = {}, []
+    for e in evs:
+        if e[0] == "data" and e[4] is not None:
+            current.setdefault(e[4], []).append(e[1])
+        elif e[0] == "end":
+            if not e[3]:
+                aborted += current.get(e[2], [])
+            current.pop(e[2], None)
+    open_firsts = [offsets[0] for offsets in current.values() if offsets]
+    stable = min(open_firsts) if open_firsts else None
+    past = 0 if stable is None else sum(1 for e in evs if e[0] == "data" and e[1] >= stable)
+    return sum(1 for o in aborted if stable is None or o < stable), stable, past
+
+
+def test_census_tells_aborted_records_from_those_past_the_last_stable_offset(world):
+    """What read_uncommitted adds, split: records of aborted transactions, and the records from
+    the last stable offset on (a transaction still open at the end, and all after it)."""
+    root, events = world
+    doc = census(root, partitioner=False)
+    for (topic, partition), evs in events.items():
+        adds = _part(doc, topic, partition)["read_uncommitted_adds"]
+        aborted, stable, past = _transaction_model(evs)
+        assert (adds["aborted_records"], adds["last_stable_offset"], adds["records_past_last_stable_offset"]) \
+            == (aborted, stable, past), (topic, partition)
+        assert adds["aborted_records"] + adds["records_past_last_stable_offset"] == adds["records"]
+    assert _part(doc, "profiles", 1)["read_uncommitted_adds"]["last_stable_offset"] is not None
+    assert _part(doc, "profiles", 0)["read_uncommitted_adds"]["aborted_records"] > 0
+
+
+def test_census_topic_rows_merge_their_partitions(world):
+    """A topic's row holds what its partitions' rows hold, summed or merged: tallies by codec,
+    producer and header key, the time range, the size distributions, the read_uncommitted adds."""
+    root, _ = world
+    doc = census(root, partitioner=False)
+    [topic] = [t for t in doc["topics"] if t["topic"] == "profiles"]
+    parts = [p for p in doc["partitions"] if p["topic"] == "profiles"]
+    for k in ("codecs", "producers", "header_keys", "schema_ids"):
+        names = {n for p in parts for n in p[k]}
+        assert set(topic[k]) == names, k
+        for n in names:
+            for figure in topic[k][n]:
+                assert topic[k][n][figure] == sum(p[k].get(n, {}).get(figure, 0) for p in parts), (k, n, figure)
+    assert topic["producers"] and topic["codecs"]["none"]["records"] == topic["records"]
+    assert topic["min_timestamp"] == min(p["min_timestamp"] for p in parts)
+    assert topic["max_timestamp"] == max(p["max_timestamp"] for p in parts)
+    for k in ("batch_size", "record_size"):
+        assert topic[k]["count"] == sum(p[k]["count"] for p in parts)
+        assert topic[k]["sum"] == sum(p[k]["sum"] for p in parts)
+        assert (topic[k]["min"], topic[k]["max"]) == (min(p[k]["min"] for p in parts), max(p[k]["max"] for p in parts))
+        assert sum(c for _, _, c in topic[k]["buckets"]) == topic[k]["count"]
+    for figure in ("records", "aborted_records", "records_past_last_stable_offset", "control_records", "bytes"):
+        assert topic["read_uncommitted_adds"][figure] == sum(p["read_uncommitted_adds"][figure] for p in parts)
+    assert topic["batch_size"]["count"] == topic["batches"]
 
 
 def test_census_bytes_are_the_batches_bytes(world):
@@ -296,3 +357,60 @@ def test_census_topic_keys_unknown_where_a_partition_has_no_sketch_library(tmp_p
     [topic] = doc["topics"]
     assert [_part(doc, "spread", p)["distinct_keys"] for p in range(3)] == [200, 200, 100]
     assert topic["distinct_keys"] is None and not topic["distinct_keys_exact"]
+
+
+@pytest.fixture(scope="module")
+def sample_root(tmp_path_factory):
+    from kafkarec.sample import generate
+    root = str(tmp_path_factory.mktemp("find-sample") / "sample")
+    generate(root, seed=7, scale=1)
+    return root
+
+
+def _full_read(root, topic):
+    from kafkarec.scan import LogScan
+    rows = LogScan(root, bounds=Bounds.of(topics=[topic])).to_table().to_pylist()
+    for r in rows:
+        r["headers"] = [(h["key"], h["value"]) for h in (r["headers"] or ())]
+    return rows
+
+
+@pytest.mark.parametrize("name, kwargs, keep", [
+    ("header present", {"header_names": ["trace-id"]}, lambda r: any(k == "trace-id" for k, _ in r["headers"])),
+    ("header holds bytes", {"header_contains": {"trace-id": b"a3"}},
+     lambda r: any(k == "trace-id" and v is not None and b"a3" in v for k, v in r["headers"])),
+    ("header regex", {"header_regex": {"trace-id": r"^[0-9]+[a-f]"}},
+     lambda r: any(k == "trace-id" and v is not None and re.search(rb"^[0-9]+[a-f]", v) for k, v in r["headers"])),
+    ("header equals, other name", {"headers": {"source": b"sample"}, "header_names": ["trace-id"]},
+     lambda r: ("source", b"sample") in r["headers"] and any(k == "trace-id" for k, _ in r["headers"])),
+    ("value bytes and header", {"value_contains": b'"qty', "header_contains": {"trace-id": b"d"}},
+     lambda r: r["value"] is not None and b'"qty' in r["value"]
+     and any(k == "trace-id" and v is not None and b"d" in v for k, v in r["headers"])),
+])
+def test_find_header_and_value_tests_equal_a_filtered_read(sample_root, name, kwargs, keep):
+    want = [(r["partition"], r["offset"]) for r in _full_read(sample_root, "orders") if keep(r)]
+    got = [(r["partition"], r["offset"]) for r in find(sample_root, topics=["orders"], **kwargs)]
+    assert sorted(got) == sorted(want) and want, name
+    assert len(want) < len(_full_read(sample_root, "orders"))       # the test picks, not everything
+
+
+def test_find_cli_selects_partitions_and_takes_bytes_in_hex(sample_root, capfd):
+    from kafkarec.cli.main import main
+    rows = _full_read(sample_root, "orders")
+    want = [(r["partition"], r["offset"]) for r in rows if r["partition"] in (0, 2)
+            and r["value"] is not None and b"paid" in r["value"]
+            and any(k == "source" and v is not None and b"amp" in v for k, v in r["headers"])]
+    assert main(["find", sample_root, "--topics", "orders", "--partition", "0,2", "--json",
+                 "--value-contains-hex", b"paid".hex(), "--header-contains-hex", "source=" + b"amp".hex()]) == 0
+    got = [(o["partition"], o["offset"]) for o in map(json.loads, capfd.readouterr().out.splitlines())]
+    assert sorted(got) == sorted(want) and want
+    assert main(["find", sample_root, "--value-contains-hex", "zz"]) == 2
+    assert "--value-contains-hex 'zz': not hex" in capfd.readouterr().err
+
+
+def test_partition_selection_is_a_number_list(sample_root):
+    from kafkarec.log.selection import SelectionError, cli_selection
+    assert cli_selection(partitions="2, 0").partitions == frozenset({0, 2})
+    for bad in ("x", "-1", "2147483648", ","):
+        with pytest.raises(SelectionError, match="partition"):
+            cli_selection(partitions=bad)
