@@ -758,3 +758,32 @@ def consume(bootstrap: str, topics: Sequence[str], isolation: str = "read_uncomm
         return rows
     finally:
         c.close()
+
+
+def java_consume(bootstrap: str, topics: Sequence[str], isolation: str = "read_uncommitted",
+                 timeout: float = 120) -> List[Row]:
+    """What Kafka's own Java consumer (``tests/java/ConsumerDump.java``, kafka-clients of the tests'
+    Kafka) returns of ``topics`` from each partition's start to its end (the high watermark, or the
+    last stable offset for read_committed): rows as :func:`consume` gives them, sorted the same."""
+    import base64
+
+    from support.java import compiled
+    from support.jvm import classpath
+    from support.paths import ROOT
+    program = compiled(os.path.join(ROOT, "tests", "java", "ConsumerDump.java"), classpath("jvm/kafka"))
+    proc = subprocess.run(program.command(bootstrap, isolation, str(int(timeout * 1000)), *topics,
+                                          jvm_flags=["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m"]),
+                          capture_output=True, timeout=timeout + 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ConsumerDump failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')[-4000:]}")
+
+    def data(field: str) -> Optional[bytes]:
+        return None if field == "-" else base64.b64decode(field)
+
+    rows: List[Row] = []
+    for line in proc.stdout.decode("ascii").splitlines():
+        topic, partition, offset, ts_type, ts, key, value, *hs = line.split("\t")
+        headers = tuple((base64.b64decode(hs[i]).decode("utf-8"), data(hs[i + 1])) for i in range(0, len(hs), 2))
+        rows.append((topic, int(partition), int(offset), data(key), data(value), headers, int(ts_type), int(ts)))
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    return rows
