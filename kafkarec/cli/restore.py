@@ -68,7 +68,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                              "--reset-offsets --group G --from-file FILE --execute (group,topic,partition,offset)")
     groups.add_argument("--share-groups-acknowledge", action="store_true",
                         help="once the share groups' start offsets are set on the target (kafka-share-groups "
-                             "from --share-groups-csv's file), join each share group there (it must be empty) "
+                             "from --share-groups-csv's file), join each share group there (it must have no members) "
                              "and acknowledge the records its source group had acknowledged past the start "
                              "offset as it had (accept, reject), releasing the others: those are not delivered "
                              "again, these are (their delivery counts one higher)")
@@ -181,7 +181,8 @@ def _report_shares(shares, csv_path, acknowledged, out: TextIO, err: TextIO) -> 
     for a in acknowledged or ():
         out.write(f"share group {a.group} {a.target_topic}-{a.partition} acknowledged: accepted "
                   f"{_ranges(a.accepted) or 'none'}, rejected {_ranges(a.rejected) or 'none'}, {a.released} "
-                  f"released, {a.status}\n")
+                  f"released, {a.status}"
+                  + (f" (not acquired: {_ranges(a.missing)})" if a.missing else "") + "\n")
     if shares:
         groups = len({s.group for s in shares})
         err.write(f"{groups} share group(s) written to {csv_path}\n" if csv_path else
