@@ -8,7 +8,8 @@ one per group position ``group topic-partition S -> target-partition T``, one pe
 position ``share group G topic-partition S -> target-partition T`` (and one naming the acknowledged
 records past its start offset that the target will deliver again; with
 ``--share-groups-acknowledge``, one per partition saying what was acknowledged there instead), and
-with ``--verify`` a closing ``verified: ...`` line.  The options are read once into a :class:`kafkarec.restore.RestoreSpec`."""
+with ``--verify`` a closing ``verified: ...`` line.  The options are read once into a
+:class:`kafkarec.restore.RestoreSpec`."""
 from __future__ import annotations
 
 import argparse

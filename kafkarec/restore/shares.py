@@ -231,17 +231,19 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
                 raise target.failure(spec, "polling the share group", exc, group=group) from None
             if not batch:
                 continue
-            again, below, twice = True, None, None
             for m in batch:
                 if m.error() is not None:
                     raise RestoreError(spec.target, f"polling the share group: {m.error().str()}", group=group,
                                        topic=m.topic(), partition=m.partition())
+            # a record before its start offset: the start offset is not set; the poll all released
+            below = next((((m.topic(), m.partition()), m.offset()) for m in batch
+                          if m.offset() < start.get((m.topic(), m.partition()), -1)), None)
+            again, twice = True, None
+            for m in batch:
                 key, o = (m.topic(), m.partition()), m.offset()
                 n = acquired[key + (o,)] = acquired.get(key + (o,), 0) + 1
                 again = again and n > 1
-                how = todo.get(key, {}).get(o, release)
-                if key in start and o < start[key]:
-                    below, how = below or (key, o), release
+                how = release if below is not None else todo.get(key, {}).get(o, release)
                 if n > 2:
                     twice = twice or (key, o)
                 consumer.acknowledge(m, how)
@@ -260,7 +262,7 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
                 raise RestoreError(spec.target, f"the share group delivered offset {o}, before the translated start "
                                                 f"offset {start[(t, p)]}: its start offset is not set there (set it "
                                                 "first, kafka-share-groups --reset-offsets --from-file); the records "
-                                                "acquired were released", group=group, topic=t, partition=p)
+                                                "of that poll were released", group=group, topic=t, partition=p)
             if twice is not None:
                 (t, p), o = twice
                 raise RestoreError(spec.target, f"offset {o} was acquired a third time: the records past the start "
@@ -309,6 +311,7 @@ def _timed_out(spec: RestoreSpec, group: str, pending: Set[Tuple[str, int]], see
             t, p = key
             raise RestoreError(spec.target, f"no record past offset {max(seen[key], default=None)} came within "
                                             f"{spec.timeout:g} s, and the last acknowledged record is {last[key]} "
-                                            "(is the share group's start offset set there, and the group without members?); the "
-                                            "records acknowledged so far stay so, a re-run goes on from there",
+                                            "(is the share group's start offset set there, and the group without "
+                                            "members?); the records acknowledged so far stay so, a re-run goes on "
+                                            "from there",
                                group=group, topic=t, partition=p, retriable=True)
