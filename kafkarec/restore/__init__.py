@@ -16,7 +16,8 @@
   start offsets are set, those records acknowledged on the target as the source's group had;
 * :func:`check_groups` -- every group's and share group's source positions checked before anything
   is written; :func:`finish` -- after the records: the offset map file, the groups set or written,
-  the share groups written and (``spec.share_groups_acknowledge``) acknowledged (what the command line and ``spark_udfs.restore`` do in the same way);
+  the share groups written and (``spec.share_groups_acknowledge``) acknowledged (what the command
+  line and ``spark_udfs.restore`` do in the same way);
 * :func:`verify` -- the target read back against the source.
 
 Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
@@ -35,9 +36,10 @@ from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
 
 __all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
-           "ShareAcknowledged", "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition", "offset_map",
-           "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
-           "write_share_groups_csv", "acknowledge_share_groups", "verify", "check_groups", "finish", "Finished", "PartitionRunner"]
+           "ShareAcknowledged", "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition",
+           "offset_map", "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
+           "write_share_groups_csv", "acknowledge_share_groups", "verify", "check_groups", "finish", "Finished",
+           "PartitionRunner"]
 
 #: what runs a plan's partitions: ``(spec, partitions)`` -> each partition's
 #: :func:`restore_partition` answer, in the order given
@@ -153,7 +155,8 @@ def acknowledge_share_groups(spec: RestoreSpec, positions: List[SharePosition]) 
     --reset-offsets`` from :func:`write_share_groups_csv`'s file): each group joined on the target,
     the records its source group had acknowledged past the start offset acknowledged the same way
     (accepted, rejected), the others released, so that the first are not delivered again and the
-    others are (:func:`kafkarec.restore.shares.acknowledge`).  Each group must be there and empty."""
+    others are (:func:`kafkarec.restore.shares.acknowledge`).  Each group must have no members
+    (which confluent-kafka cannot check: its admin calls do not see share groups)."""
     from kafkarec.restore import shares
     return shares.acknowledge(spec, positions)
 
