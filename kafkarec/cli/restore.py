@@ -6,8 +6,10 @@ group's positions as of a time, translated, applied on the target (or written as
 stdout: one line per partition ``topic-partition -> target-partition [start, end) N records STATUS``,
 one per group position ``group topic-partition S -> target-partition T``, one per share group
 position ``share group G topic-partition S -> target-partition T`` (and one naming the acknowledged
-records past its start offset that the target will deliver again), and with ``--verify`` a closing
-``verified: ...`` line.  The options are read once into a :class:`kafkarec.restore.RestoreSpec`."""
+records past its start offset that the target will deliver again; with
+``--share-groups-acknowledge``, one per partition saying what was acknowledged there instead), and
+with ``--verify`` a closing ``verified: ...`` line.  The options are read once into a
+:class:`kafkarec.restore.RestoreSpec`."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +67,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     groups.add_argument("--share-groups-csv", metavar="FILE",
                         help="write the share groups' translated start offsets for kafka-share-groups "
                              "--reset-offsets --group G --from-file FILE --execute (group,topic,partition,offset)")
+    groups.add_argument("--share-groups-acknowledge", action="store_true",
+                        help="once the share groups' start offsets are set on the target (kafka-share-groups "
+                             "from --share-groups-csv's file), join each share group there (it must have no members) "
+                             "and acknowledge the records its source group had acknowledged past the start "
+                             "offset as it had (accept, reject), releasing the others: those are not delivered "
+                             "again, these are (their delivery counts one higher)")
     groups.add_argument("--no-groups", action="store_true", help="leave the groups (and share groups) alone")
     p.add_argument("--verify", action="store_true",
                    help="read the target back (read_committed) and check it record for record against the "
@@ -79,8 +87,10 @@ def spec_from_args(args):
     """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.restore.spec import RestoreSpec
-    if args.no_groups and (args.groups_csv or args.groups_as_of or args.share_groups_csv):
-        raise UsageError("--no-groups with --groups-csv, --share-groups-csv or --groups-as-of: choose one")
+    if args.no_groups and (args.groups_csv or args.groups_as_of or args.share_groups_csv
+                           or args.share_groups_acknowledge):
+        raise UsageError("--no-groups with --groups-csv, --share-groups-csv, --share-groups-acknowledge or "
+                         "--groups-as-of: choose one")
     for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv),
                        ("--share-groups-csv", args.share_groups_csv)):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
@@ -92,7 +102,8 @@ def spec_from_args(args):
                           end_time=args.end_time, restore_id=args.restore_id,
                           transaction_records=args.transaction_records, target_properties=properties,
                           storage_options=storage_options_from_args(args) or None,
-                          tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of)
+                          tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
+                          share_groups_acknowledge=args.share_groups_acknowledge)
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
@@ -129,7 +140,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
                           f"{g.target_topic}-{g.partition} {g.target_offset}\n")
             err.write(f"{len({g.group for g in positions})} group(s) "
                       f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
-            _report_shares(done.share_groups, args.share_groups_csv, out, err)
+            _report_shares(done.share_groups, args.share_groups_csv, done.share_acknowledged, out, err)
         if args.verify:
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions)
             for line in report.problems:
@@ -156,19 +167,27 @@ def _ranges(offsets) -> str:
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _report_shares(shares, csv_path, out: TextIO, err: TextIO) -> None:
+def _report_shares(shares, csv_path, acknowledged, out: TextIO, err: TextIO) -> None:
     """One line per share group position, and one per position whose acknowledged records past its
-    start offset will be delivered again on the target (a start offset is all Kafka lets a client set)."""
+    start offset will be delivered again on the target (a start offset is all Kafka's Admin API
+    sets), or, when they were acknowledged there (``acknowledged`` not None), one per partition
+    walked saying how."""
     for s in shares:
         out.write(f"share group {s.group} {s.topic}-{s.partition} {s.source_start} -> "
                   f"{s.target_topic}-{s.partition} {s.target_start}\n")
-        if s.redelivered:
+        if s.redelivered and acknowledged is None:
             out.write(f"share group {s.group} {s.target_topic}-{s.partition}: {len(s.redelivered)} acknowledged "
                       f"record(s) past the start offset will be delivered again: target offsets "
                       f"{_ranges(t for _, t in s.redelivered)} (source offsets {_ranges(o for o, _ in s.redelivered)})\n")
+    for a in acknowledged or ():
+        out.write(f"share group {a.group} {a.target_topic}-{a.partition} acknowledged: accepted "
+                  f"{_ranges(a.accepted) or 'none'}, rejected {_ranges(a.rejected) or 'none'}, {a.released} "
+                  f"released, {a.status}"
+                  + (f" (not acquired: {_ranges(a.missing)})" if a.missing else "") + "\n")
     if shares:
         groups = len({s.group for s in shares})
         err.write(f"{groups} share group(s) written to {csv_path}\n" if csv_path else
                   f"{groups} share group(s) not set on the target (confluent-kafka has no call that sets a share "
                   "group's start offset): --share-groups-csv FILE writes them for kafka-share-groups\n")
-
+    if acknowledged is not None:
+        err.write(f"{len({a.group for a in acknowledged})} share group(s) acknowledged on the target\n")

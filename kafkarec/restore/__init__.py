@@ -12,10 +12,12 @@
   as of a time, translated, applied on the target or written for ``kafka-consumer-groups``;
 * :func:`translate_share_groups`, :func:`write_share_groups_csv` -- the share groups' start offsets
   as of a time, translated, naming the acknowledged records a start offset cannot keep from being
-  delivered again, written for ``kafka-share-groups``;
+  delivered again, written for ``kafka-share-groups``; :func:`acknowledge_share_groups` -- once the
+  start offsets are set, those records acknowledged on the target as the source's group had;
 * :func:`check_groups` -- every group's and share group's source positions checked before anything
   is written; :func:`finish` -- after the records: the offset map file, the groups set or written,
-  the share groups written (what the command line and ``spark_udfs.restore`` do in the same way);
+  the share groups written and (``spec.share_groups_acknowledge``) acknowledged (what the command
+  line and ``spark_udfs.restore`` do in the same way);
 * :func:`verify` -- the target read back against the source.
 
 Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
@@ -28,15 +30,16 @@ from kafkarec.errors import RestoreError
 from kafkarec.restore.groups import GroupPosition
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.produce import PartitionSummary
-from kafkarec.restore.shares import SharePosition
+from kafkarec.restore.shares import ShareAcknowledged, SharePosition
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
 
 __all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
-           "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition", "offset_map",
-           "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
-           "write_share_groups_csv", "verify", "check_groups", "finish", "Finished", "PartitionRunner"]
+           "ShareAcknowledged", "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition",
+           "offset_map", "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
+           "write_share_groups_csv", "acknowledge_share_groups", "verify", "check_groups", "finish", "Finished",
+           "PartitionRunner"]
 
 #: what runs a plan's partitions: ``(spec, partitions)`` -> each partition's
 #: :func:`restore_partition` answer, in the order given
@@ -147,6 +150,17 @@ def write_share_groups_csv(positions: List[SharePosition], path: str) -> None:
     shares.write_share_csv(positions, path)
 
 
+def acknowledge_share_groups(spec: RestoreSpec, positions: List[SharePosition]) -> List[ShareAcknowledged]:
+    """Once the share groups' start offsets are set on the target (``kafka-share-groups
+    --reset-offsets`` from :func:`write_share_groups_csv`'s file): each group joined on the target,
+    the records its source group had acknowledged past the start offset acknowledged the same way
+    (accepted, rejected), the others released, so that the first are not delivered again and the
+    others are (:func:`kafkarec.restore.shares.acknowledge`).  Each group must have no members
+    (which confluent-kafka cannot check: its admin calls do not see share groups)."""
+    from kafkarec.restore import shares
+    return shares.acknowledge(spec, positions)
+
+
 def check_groups(spec: RestoreSpec, source_plan: SourcePlan) -> None:
     """Every consumer group's and share group's source position on the restored partitions read and
     checked (:class:`RestoreError` for one outside the history): asked before anything is written."""
@@ -158,17 +172,20 @@ def check_groups(spec: RestoreSpec, source_plan: SourcePlan) -> None:
 
 class Finished(NamedTuple):
     """What :func:`finish` did with the groups: the positions translated (set on the target, or
-    written to ``groups_csv``) and the share groups' (None for each with ``groups=False``)."""
+    written to ``groups_csv``), the share groups' (None for each with ``groups=False``) and, with
+    ``spec.share_groups_acknowledge``, what :func:`acknowledge_share_groups` did (else None)."""
     groups: Optional[List[GroupPosition]]
     share_groups: Optional[List[SharePosition]]
+    share_acknowledged: Optional[List[ShareAcknowledged]] = None
 
 
 def finish(spec: RestoreSpec, result: RestoreResult, *, offset_map: Optional[str] = None, groups: bool = True,
            groups_csv: Optional[str] = None, share_groups_csv: Optional[str] = None) -> Finished:
     """After the records: the offset map written to ``offset_map`` (a path), then (``groups``) every
     group's positions translated and set on the target (or written to ``groups_csv``), and every
-    share group's translated (and written to ``share_groups_csv``).  The command line's outputs, for
-    every way of running a restore."""
+    share group's translated (and written to ``share_groups_csv``; with
+    ``spec.share_groups_acknowledge``, acknowledged on the target).  The command line's outputs,
+    for every way of running a restore."""
     if offset_map:
         result.offset_map.write(offset_map)
     if not groups:
@@ -181,7 +198,8 @@ def finish(spec: RestoreSpec, result: RestoreResult, *, offset_map: Optional[str
     shares = translate_share_groups(spec, result.plan, result.offset_map)
     if share_groups_csv:
         write_share_groups_csv(shares, share_groups_csv)
-    return Finished(positions, shares)
+    acknowledged = acknowledge_share_groups(spec, shares) if spec.share_groups_acknowledge else None
+    return Finished(positions, shares, acknowledged)
 
 
 def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,

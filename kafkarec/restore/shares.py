@@ -1,39 +1,52 @@
 """Share groups (KIP-932), as of any time T: each share group's persisted state of each restored
 partition in the source's ``__share_group_state``
 (:func:`kafkarec.internal.analysis.share_group_states`) -- its start offset and its in-flight state
-batches -- translated through the offset map, and written for Kafka's own tool.
+batches -- translated through the offset map, written for Kafka's own tool, and (:func:`acknowledge`)
+its in-flight state applied on the target.
 
 The start offset translated is the persisted one moved past the acknowledged records at its head
-(the coordinator moves it lazily).  What Kafka lets a client set on a share group is its **start
-offset** alone (the Admin API's
-AlterShareGroupOffsets, which ``kafka-share-groups --reset-offsets`` calls; confluent-kafka's
-AdminClient has no share-group call): the target's share-partition starts at the translated start
-offset with no in-flight state.  So the records past the start offset that the source's group had
-already acknowledged (accepted: ``ACKNOWLEDGED``, rejected: ``ARCHIVED``) **are delivered again** on the target;
-each :class:`SharePosition` names them (``redelivered``), and the command line prints them, so
-nothing is lost silently.  Records still available in the window (released, or acquired and not
-acknowledged) are delivered again, as they would have been on the source.
+(the coordinator moves it lazily).  What Kafka's Admin API lets a client set on a share group is its
+**start offset** alone (AlterShareGroupOffsets, which ``kafka-share-groups --reset-offsets`` calls;
+confluent-kafka's AdminClient has no share-group call): the CSV :func:`write_share_csv` writes is
+for that tool.  The target's share-partition then starts at the translated start offset with no
+in-flight state, so the records past it that the source's group had already acknowledged
+(accepted: ``ACKNOWLEDGED``, rejected: ``ARCHIVED``) would be delivered again; each
+:class:`SharePosition` names them (``redelivered``, ``rejected``).
+
+:func:`acknowledge` applies them the one way Kafka lets a client change a record's state: as a
+member of the share group.  Once the start offsets are set, it joins each share group on the target
+with a share consumer in explicit acknowledgement mode and, partition by partition, acknowledges
+each record it acquires as the source's group had -- ACCEPT the accepted, REJECT the rejected,
+RELEASE every other (available on the source: available again on the target, its delivery count
+one higher, as every acquisition makes it) -- until it has passed the last acknowledged record of
+every partition, commits and leaves.  The broker never hands out an acknowledged record again, so
+a re-run acquires (and releases) only the available ones.
 """
 from __future__ import annotations
 
 import csv
 import io
 import os
-from typing import Dict, List, NamedTuple, Tuple
+import time
+from typing import Dict, List, NamedTuple, Set, Tuple
 
+from kafkarec._extras import require
 from kafkarec.errors import RestoreError
+from kafkarec.restore import target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePlan, local_log_dir
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["SharePosition", "checked_share_positions", "translate_shares", "write_share_csv"]
+__all__ = ["SharePosition", "ShareAcknowledged", "checked_share_positions", "translate_shares", "write_share_csv",
+           "acknowledge"]
 
 
 class SharePosition(NamedTuple):
     """A share group's state of one partition: its start offset on the source and on the target,
     and the records acknowledged past the start offset (``redelivered``: ``(source offset, target
-    offset)`` of each restored one), which a start offset alone cannot keep from being delivered
-    again on the target."""
+    offset)`` of each restored one; ``rejected``: the target offsets of those the source's group
+    rejected, the others it accepted), which a start offset alone cannot keep from being delivered
+    again on the target (:func:`acknowledge` does)."""
     group: str
     topic: str
     partition: int
@@ -41,6 +54,7 @@ class SharePosition(NamedTuple):
     target_topic: str
     target_start: int
     redelivered: Tuple[Tuple[int, int], ...] = ()
+    rejected: Tuple[int, ...] = ()
 
 
 def _topic_names(log_dir: str) -> Dict[str, str]:
@@ -110,7 +124,7 @@ def translate_shares(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> Li
     from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
     out = []
     for pos, state in checked_share_positions(spec, plan):
-        again = []
+        again, rejected = [], []
         for first, last, delivery_state, _ in state["state_batches"]:
             if delivery_state not in (SHARE_ACKNOWLEDGED, SHARE_ARCHIVED):
                 continue
@@ -118,8 +132,10 @@ def translate_shares(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> Li
             end = min(last + 1, omap.ends.get((pos.topic, pos.partition), (last + 1,))[0])
             for s, t in omap.pairs_between(pos.topic, pos.partition, max(first, pos.source_start), end):
                 again.append((s, t))
+                if delivery_state == SHARE_ARCHIVED:
+                    rejected.append(t)
         out.append(pos._replace(target_start=omap.target_offset(pos.topic, pos.partition, pos.source_start),
-                                redelivered=tuple(again)))
+                                redelivered=tuple(again), rejected=tuple(rejected)))
     return out
 
 
@@ -133,3 +149,169 @@ def write_share_csv(positions: List[SharePosition], path: str) -> None:
     for p in positions:
         w.writerow([p.group, p.target_topic, p.partition, p.target_start])
     atomic_write(os.fspath(path), buf.getvalue().encode(), mode=0o644)
+
+
+#: records a poll of :func:`acknowledge`'s share consumer may bring (``max.poll.records``): a
+#: partition's window past its start offset is at most the broker's in-flight limit
+#: (``group.share.partition.max.record.locks``, 2000 by default), so one poll normally covers it
+MAX_POLL_RECORDS = 10000
+#: bytes a fetch may bring, in all and per partition (the window in one fetch)
+MAX_FETCH_BYTES = 64 << 20
+
+
+class ShareAcknowledged(NamedTuple):
+    """What :func:`acknowledge` did on one target partition of a share group: the records it
+    ``accepted`` and ``rejected`` there (target offsets), how many it ``released`` (acquired and made
+    available again, each delivery count one higher), and ``status``: ``done`` (the walk passed the
+    partition's last acknowledged record) or ``acknowledged before`` (the broker had none of the
+    records left to acknowledge: an earlier run acknowledged them)."""
+    group: str
+    target_topic: str
+    partition: int
+    accepted: Tuple[int, ...]
+    rejected: Tuple[int, ...]
+    released: int
+    missing: Tuple[int, ...]
+    status: str
+
+
+def acknowledge(spec: RestoreSpec, positions: List[SharePosition]) -> List[ShareAcknowledged]:
+    """Apply each share group's in-flight state on the target (see the module docstring): the
+    records the source's group had acknowledged past its start offset acknowledged the same way,
+    the others released.  Run it once the start offsets are set on the target, while the groups
+    have no members: confluent-kafka cannot describe a share group (its admin calls do not see
+    one), so this cannot check it -- records another member holds are not acquired here and stay
+    as that member leaves them.  Each walk is bounded by ``spec.timeout`` seconds without a
+    record.  Returns one :class:`ShareAcknowledged` per partition of each group walked."""
+    by_group: Dict[str, List[SharePosition]] = {}
+    for p in positions:
+        by_group.setdefault(p.group, []).append(p)
+    work = sorted(g for g, ps in by_group.items() if any(p.redelivered for p in ps))
+    if not work:
+        return []
+    out: List[ShareAcknowledged] = []
+    for group in work:
+        out.extend(_walk(spec, group, by_group[group]))
+    return out
+
+
+def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List[ShareAcknowledged]:
+    """One share group's walk: poll from the start offsets, acknowledge each record acquired,
+    commit after each poll, until every partition's last acknowledged record is passed."""
+    ck = require("confluent_kafka")
+    accept, reject, release = ck.AcknowledgeType.ACCEPT, ck.AcknowledgeType.REJECT, ck.AcknowledgeType.RELEASE
+    todo: Dict[Tuple[str, int], Dict[int, object]] = {}
+    start: Dict[Tuple[str, int], int] = {}
+    for p in positions:
+        key = (p.target_topic, p.partition)
+        no = set(p.rejected)
+        todo[key] = {t: reject if t in no else accept for _, t in p.redelivered}
+        start[key] = p.target_start
+    last = {k: max(v) for k, v in todo.items() if v}
+    pending: Set[Tuple[str, int]] = set(last)
+    applied: Dict[Tuple[str, int], Dict[int, object]] = {k: {} for k in todo}
+    released = {k: 0 for k in todo}
+    seen: Dict[Tuple[str, int], Set[int]] = {k: set() for k in todo}
+    acquired: Dict[Tuple[str, int, int], int] = {}
+    consumer = target.client(spec, "ShareConsumer", **{
+        "group.id": group, "share.acknowledgement.mode": "explicit", "max.poll.records": MAX_POLL_RECORDS,
+        "fetch.max.bytes": MAX_FETCH_BYTES, "max.partition.fetch.bytes": MAX_FETCH_BYTES})
+    closed = False
+    try:
+        consumer.subscribe(sorted({k[0] for k in todo}))
+        deadline = time.monotonic() + spec.timeout
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _timed_out(spec, group, pending, seen, last)
+                break
+            try:
+                batch = consumer.poll(min(1.0, left))
+            except ck.KafkaException as exc:
+                raise target.failure(spec, "polling the share group", exc, group=group) from None
+            if not batch:
+                continue
+            for m in batch:
+                if m.error() is not None:
+                    raise RestoreError(spec.target, f"polling the share group: {m.error().str()}", group=group,
+                                       topic=m.topic(), partition=m.partition())
+            # a record before its start offset: the start offset is not set; the poll all released
+            below = next((((m.topic(), m.partition()), m.offset()) for m in batch
+                          if m.offset() < start.get((m.topic(), m.partition()), -1)), None)
+            again, twice = True, None
+            for m in batch:
+                key, o = (m.topic(), m.partition()), m.offset()
+                n = acquired[key + (o,)] = acquired.get(key + (o,), 0) + 1
+                again = again and n > 1
+                how = release if below is not None else todo.get(key, {}).get(o, release)
+                if n > 2:
+                    twice = twice or (key, o)
+                consumer.acknowledge(m, how)
+                if key in todo:
+                    seen[key].add(o)
+                    if how == release:
+                        released[key] += 1
+                    else:
+                        applied[key][o] = how
+                if key in pending and o >= last[key]:
+                    pending.discard(key)
+            _commit(spec, consumer, group)
+            deadline = time.monotonic() + spec.timeout          # progress: the bound starts again
+            if below is not None:
+                (t, p), o = below
+                raise RestoreError(spec.target, f"the share group delivered offset {o}, before the translated start "
+                                                f"offset {start[(t, p)]}: its start offset is not set there (set it "
+                                                "first, kafka-share-groups --reset-offsets --from-file); the records "
+                                                "of that poll were released", group=group, topic=t, partition=p)
+            if twice is not None:
+                (t, p), o = twice
+                raise RestoreError(spec.target, f"offset {o} was acquired a third time: the records past the start "
+                                                f"offset did not come in two fetches, and every fetch acquires the "
+                                                "released ones again (raising their delivery counts); the records "
+                                                "acknowledged so far stay so, a re-run goes on from there",
+                                   group=group, topic=t, partition=p)
+            if again:
+                break           # the broker had nothing this walk had not released: nothing left to acknowledge
+        closed = True
+        consumer.close()
+    finally:
+        if not closed:
+            try:
+                consumer.close()
+            except Exception:       # the error being raised says more
+                pass
+    return [ShareAcknowledged(group, t, p,
+                              tuple(sorted(o for o, h in applied[(t, p)].items() if h == accept)),
+                              tuple(sorted(o for o, h in applied[(t, p)].items() if h == reject)),
+                              released[(t, p)], tuple(sorted(set(todo[(t, p)]) - set(applied[(t, p)]))),
+                              "none left" if (t, p) in pending else "done")
+            for t, p in sorted(todo)]
+
+
+def _commit(spec: RestoreSpec, consumer, group: str) -> None:
+    ck = require("confluent_kafka")
+    try:
+        answer = consumer.commit_sync(spec.timeout)
+    except ck.KafkaException as exc:
+        raise target.failure(spec, "committing the acknowledgements", exc, group=group) from None
+    for tp, exc in sorted((answer or {}).items(), key=lambda x: (x[0].topic, x[0].partition)):
+        if exc is not None:
+            raise RestoreError(spec.target, f"committing the acknowledgements: {target.reason(exc)}", group=group,
+                               topic=tp.topic, partition=tp.partition)
+
+
+def _timed_out(spec: RestoreSpec, group: str, pending: Set[Tuple[str, int]], seen, last) -> None:
+    """No record for ``spec.timeout`` seconds while partitions were not passed: a partition whose
+    last acknowledged record is its last record and from which nothing came has none left (an
+    earlier run acknowledged them, or the start offset is past them); any other is a
+    :class:`RestoreError`."""
+    ends = target.ends(spec, pending)
+    for key in sorted(pending):
+        if seen[key] or ends[key] > last[key] + 1:
+            t, p = key
+            raise RestoreError(spec.target, f"no record past offset {max(seen[key], default=None)} came within "
+                                            f"{spec.timeout:g} s, and the last acknowledged record is {last[key]} "
+                                            "(is the share group's start offset set there, and the group without "
+                                            "members?); the records acknowledged so far stay so, a re-run goes on "
+                                            "from there",
+                               group=group, topic=t, partition=p, retriable=True)

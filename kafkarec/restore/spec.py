@@ -37,7 +37,10 @@ class RestoreSpec:
     records per transaction; ``target_properties``: librdkafka properties for every client of the
     target (security settings); ``storage_options``, ``tiered_storage``: as every reader's;
     ``timeout``: seconds any one request to the target may take; ``groups_as_of``: ms since the
-    epoch, the moment whose group positions are translated (None: the end of the history)."""
+    epoch, the moment whose group positions are translated (None: the end of the history);
+    ``share_groups_acknowledge``: after the share groups' start offsets are set on the target,
+    acknowledge each share group's records past its start offset there as the source's group had
+    (:func:`kafkarec.restore.shares.acknowledge`)."""
     source: str
     target: str
     topics: Optional[Tuple[str, ...]] = None
@@ -50,13 +53,15 @@ class RestoreSpec:
     tiered_storage: Optional[str] = None
     timeout: float = 30.0
     groups_as_of: Optional[int] = None
+    share_groups_acknowledge: bool = False
 
     @classmethod
     def of(cls, source: str, target: str, *, topics: Union[str, Iterable[str], None] = None,
            rename: Union[Mapping[str, str], Iterable[str], None] = None, end_time=None,
            restore_id: str = "default", transaction_records: int = 1000,
            target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
-           tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None) -> "RestoreSpec":
+           tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None,
+           share_groups_acknowledge: bool = False) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601."""
@@ -103,7 +108,7 @@ class RestoreSpec:
         return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
                    None if end_time is None else parse_time(end_time), restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
-                   None if groups_as_of is None else parse_time(groups_as_of))
+                   None if groups_as_of is None else parse_time(groups_as_of), bool(share_groups_acknowledge))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""

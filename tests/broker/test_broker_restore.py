@@ -252,12 +252,14 @@ def _share_java(broker, *args, timeout=120):
     return run.stdout
 
 
-def test_share_group_start_offset_restored_and_redelivered_records_named(history, kafka_broker,
-                                                                       restore_target_broker, tmp_path):
+def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_broker, restore_target_broker,
+                                                                tmp_path):
     """A share group (KIP-932) read on A by Kafka's share consumer -- records accepted, rejected and
     released -- restored: its start offset translated and written for kafka-share-groups, which sets
-    it on B; the records acknowledged past the start offset are named as delivered again, and B's
-    share consumer gets exactly the records from the start offset on, each once."""
+    it on B (the records acknowledged past it named as delivered again); then
+    ``--share-groups-acknowledge`` acknowledges them on B as A's group had (a re-run acknowledges
+    nothing twice), and B's share consumer gets exactly A's
+    records not acknowledged past the start offset, each once, and none of the acknowledged ones."""
     from support.produce import create_topics, TopicInfo
     a, b = kafka_broker, restore_target_broker
     create_topics(a.bootstrap, [TopicInfo("rs-share", 1, {}, "confluent-kafka")])
@@ -295,8 +297,28 @@ def test_share_group_start_offset_restored_and_redelivered_records_named(history
     assert argv[0] == "kafka-share-groups" and SHARE_GROUP in argv and "shares.csv" in argv, argv
     run_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
              *[str(csv_path) if x == "shares.csv" else x for x in argv[1:]], classpath=b.classpath)
-    out = _share_java(b, "resume", b.bootstrap, "rs-share-b", SHARE_GROUP, str(len(SHARE_RULES) - 5))
-    delivered = [int(line.split()[2]) for line in out.splitlines() if line.startswith("delivered 0 ")]
-    # from the start offset on, each once: the available records and, as the restore said, the
-    # acknowledged ones past the start offset; none of the accepted head
-    assert sorted(delivered) == list(range(5, len(SHARE_RULES))), delivered
+    ack_args = (a.log_dir, "--target-bootstrap", b.bootstrap, "--topics", "rs-share", "--rename",
+                "rs-share=rs-share-b", "--restore-id", "share", "--share-groups-acknowledge", "--timeout", "20")
+    # the acknowledgements applied: A's accepted 6 and 9 and rejected 7 and 10 (source and target
+    # offsets are the same here), every other record acquired (5, 8, 11-19) released again; then a
+    # re-run, which finds them acknowledged (never acquired again) and releases the rest once more
+    acked = _cli(*ack_args)
+    assert acked.returncode == 0, acked.stderr + acked.stdout
+    line = next((x for x in acked.stdout.splitlines() if x.startswith(f"share group {SHARE_GROUP} rs-share-b-0 "
+                                                                       "acknowledged: ")), None)
+    assert line == f"share group {SHARE_GROUP} rs-share-b-0 acknowledged: accepted 6,9, rejected 7,10, 11 released, " \
+                   "done", acked.stdout
+    assert "will be delivered again" not in acked.stdout and "1 share group(s) acknowledged" in acked.stderr
+    again = _cli(*ack_args)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert f"share group {SHARE_GROUP} rs-share-b-0 acknowledged: accepted none, rejected none, " in again.stdout \
+        and "11 released, done (not acquired: 6-7,9-10)\n" in again.stdout, again.stdout
+    available = [o for o in range(5, len(SHARE_RULES)) if SHARE_RULES[o] == "R"]
+    out = _share_java(b, "resume", b.bootstrap, "rs-share-b", SHARE_GROUP, str(len(available)))
+    delivered = {int(x.split()[2]): x.split()[3] for x in out.splitlines() if x.startswith("delivered 0 ")}
+    got = [int(x.split()[2]) for x in out.splitlines() if x.startswith("delivered 0 ")]
+    # exactly A's records not acknowledged past the start offset, each once: none acknowledged,
+    # none of the accepted head
+    assert sorted(got) == available == [5, 8] + list(range(11, 20)), got
+    # each walk acquired (and released) them once: the resumed consumer's delivery is their third
+    assert delivered[5] == delivered[8] == "3", out

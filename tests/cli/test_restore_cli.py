@@ -10,6 +10,7 @@ def test_target_bootstrap_is_required(capfd):
 def test_bad_options_are_usage_errors(tmp_path, capfd):
     for args, message in [(["--rename", "a"], "expected SOURCE=TARGET"),
                           (["--no-groups", "--groups-csv", "g.csv"], "--no-groups with --groups-csv"),
+                          (["--no-groups", "--share-groups-acknowledge"], "--share-groups-acknowledge or"),
                           (["--target-property", "x"], "--target-property 'x': expected KEY=VALUE"),
                           (["--transaction-records", "0"], "at least 1"),
                           # an output path that cannot be written: refused before anything is restored

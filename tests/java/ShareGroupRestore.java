@@ -11,7 +11,7 @@
 // while it waits for the rest).
 // resume: the group reads with implicit acknowledgement (each record accepted) until EXPECTED
 // records came, then polls on for a quiet second (a record delivered twice would show); prints
-// "delivered OFFSET" per record.
+// "delivered PARTITION OFFSET DELIVERY_COUNT" per record.
 // Every wait is bounded; a failure exits non-zero with the reason on stderr.  "done" ends stdout.
 import java.time.Duration;
 import java.util.HashSet;
@@ -94,7 +94,8 @@ public class ShareGroupRestore {
                                                     + " records within 60 s");
                 }
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(POLL)) {
-                    System.out.println("delivered " + r.partition() + " " + r.offset());
+                    System.out.println("delivered " + r.partition() + " " + r.offset() + " "
+                                       + r.deliveryCount().map(String::valueOf).orElse("-"));
                     got++;
                 }
                 if (got >= expected && quietUntil == Long.MAX_VALUE) {

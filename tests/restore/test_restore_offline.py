@@ -209,3 +209,122 @@ def test_the_recorded_end_waits_for_the_commit_marker(monkeypatch):
         produce._settled_end(RestoreSpec.of("logs", "b:9092", timeout=0.2), part, omap)
     empty = OffsetMap()                                          # nothing restored: the end as it is
     assert produce._settled_end(RestoreSpec.of("logs", "b:9092"), part, empty) == 0
+
+
+class _SharePartition:
+    """A share-partition as KIP-932's broker keeps one (kafka.server.share.SharePartition), enough
+    for :func:`kafkarec.restore.shares.acknowledge`: records from the start offset, each AVAILABLE,
+    ACQUIRED, ACKNOWLEDGED or ARCHIVED, a fetch acquiring the available ones in offset order from the
+    lowest (a released record first), each acquisition one more delivery."""
+
+    def __init__(self, start, end, per_fetch):
+        self.state = {o: "AVAILABLE" for o in range(start, end)}
+        self.deliveries = {o: 0 for o in range(start, end)}
+        self.per_fetch = per_fetch
+
+
+class _FakeShareConsumer:
+    def __init__(self, parts):
+        self.parts, self.pending, self.closed = parts, [], False
+
+    def subscribe(self, topics):
+        self.topics = topics
+
+    def poll(self, timeout):
+        import confluent_kafka as ck
+        out = []
+        for (topic, p), sp in sorted(self.parts.items()):
+            for o in sorted(o for o, s in sp.state.items() if s == "AVAILABLE")[:sp.per_fetch]:
+                sp.state[o] = "ACQUIRED"
+                sp.deliveries[o] += 1
+                out.append(_Msg(topic, p, o))
+        self.acquired = out
+        assert ck.AcknowledgeType.ACCEPT      # the real enum is what is passed
+        return out
+
+    def acknowledge(self, m, how):
+        self.pending.append((m, how))
+
+    def commit_sync(self, timeout):
+        import confluent_kafka as ck
+        after = {ck.AcknowledgeType.ACCEPT: "ACKNOWLEDGED", ck.AcknowledgeType.REJECT: "ARCHIVED",
+                 ck.AcknowledgeType.RELEASE: "AVAILABLE"}
+        for m, how in self.pending:
+            self.parts[(m.topic(), m.partition())].state[m.offset()] = after[how]
+        self.pending = []
+        return {}
+
+    def close(self):
+        self.closed = True
+
+
+class _Msg:
+    def __init__(self, topic, partition, offset):
+        self._t, self._p, self._o = topic, partition, offset
+
+    def topic(self):
+        return self._t
+
+    def partition(self):
+        return self._p
+
+    def offset(self):
+        return self._o
+
+    def error(self):
+        return None
+
+
+def _acknowledge(monkeypatch, parts, positions):
+    from kafkarec.restore import shares, target
+    consumer = _FakeShareConsumer(parts)
+    monkeypatch.setattr(target, "client", lambda spec, kind, **conf: consumer)
+    spec = RestoreSpec.of("sample-data", "target:9092", timeout=5, share_groups_acknowledge=True)
+    return shares.acknowledge(spec, positions), consumer
+
+
+def test_share_acknowledge_applies_the_source_state_once(monkeypatch):
+    pytest.importorskip("confluent_kafka")
+    from kafkarec.restore import SharePosition
+    # the source: accepted 6 and 9, rejected 7 and 10, 5, 8 and 11-19 available; start offset 5
+    pos = SharePosition("g", "t", 0, 5, "t-b", 5, ((6, 6), (7, 7), (9, 9), (10, 10)), (7, 10))
+    parts = {("t-b", 0): _SharePartition(5, 20, per_fetch=100)}
+    done, consumer = _acknowledge(monkeypatch, parts, [pos])
+    assert [(a.accepted, a.rejected, a.released, a.missing, a.status) for a in done] == \
+        [((6, 9), (7, 10), 11, (), "done")]
+    sp = parts[("t-b", 0)]
+    assert {o for o, s in sp.state.items() if s == "AVAILABLE"} == {5, 8} | set(range(11, 20))
+    assert sp.state[6] == sp.state[9] == "ACKNOWLEDGED" and sp.state[7] == sp.state[10] == "ARCHIVED"
+    assert consumer.closed and set(sp.deliveries.values()) == {1}
+    # a re-run: nothing acknowledged twice, the available ones released once more
+    again, _ = _acknowledge(monkeypatch, parts, [pos])
+    assert [(a.accepted, a.rejected, a.released, a.missing, a.status) for a in again] == \
+        [((), (), 11, (6, 7, 9, 10), "done")]
+    assert sp.deliveries[5] == 2 and sp.deliveries[6] == 1
+
+
+def test_share_acknowledge_stops_when_released_records_keep_coming_back(monkeypatch):
+    pytest.importorskip("confluent_kafka")
+    from kafkarec.restore import SharePosition
+    # a window of 3 fetches of 2 records: the released 5 comes back with every fetch
+    pos = SharePosition("g", "t", 0, 5, "t-b", 5, ((6, 6), (8, 8), (10, 10)), ())
+    parts = {("t-b", 0): _SharePartition(5, 12, per_fetch=2)}
+    with pytest.raises(RestoreError, match=r"group g, t-b-0: offset 5 was acquired a third time"):
+        _acknowledge(monkeypatch, parts, [pos])
+    sp = parts[("t-b", 0)]
+    assert sp.state[6] == "ACKNOWLEDGED" and sp.state[5] == "AVAILABLE"     # kept, and released
+
+
+def test_share_acknowledge_refuses_a_start_offset_not_set(monkeypatch):
+    pytest.importorskip("confluent_kafka")
+    from kafkarec.restore import SharePosition
+    pos = SharePosition("g", "t", 0, 5, "t-b", 5, ((6, 6),), ())
+    parts = {("t-b", 0): _SharePartition(0, 12, per_fetch=100)}     # the group starts at the log start
+    with pytest.raises(RestoreError, match=r"delivered offset 0, before the translated start offset 5"):
+        _acknowledge(monkeypatch, parts, [pos])
+    assert set(parts[("t-b", 0)].state.values()) == {"AVAILABLE"}       # nothing acknowledged
+
+
+def test_share_groups_acknowledge_is_a_spec_option():
+    assert RestoreSpec.of("s", "t:1", share_groups_acknowledge=True).share_groups_acknowledge
+    assert not RestoreSpec.of("s", "t:1").share_groups_acknowledge
