@@ -18,7 +18,7 @@ them.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec.census._scan import base_config, open_scan
 
@@ -191,12 +191,14 @@ class _Writer:
 
 def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_SIZE, keep_batches: bool = False,
             bounds=None, selection=None, storage_options: Optional[dict] = None,
-            tiered_storage: Optional[str] = None, detail: bool = False) -> dict:
+            tiered_storage: Optional[str] = None, detail: bool = False,
+            progress: Optional[Callable[[int, int], None]] = None) -> dict:
     """The committed records of ``source`` re-batched and written with each of ``codecs`` (see
     the module doc).  Returns ``{"batch_size", "keep_batches", "codecs": [{"codec", "batches",
     "bytes", "ratio", "compress_seconds"}], "partitions": [...]}``: ``ratio`` is the bytes
     without compression (``none``, always computed) over the codec's bytes; ``detail``: each
-    partition's codecs also give ``batch_bytes`` and ``batch_records``, batch by batch."""
+    partition's codecs also give ``batch_bytes`` and ``batch_records``, batch by batch;
+    ``progress(done, total)``: bytes of the pieces read so far, of all."""
     from kafkarec.errors import UsageError
     if not keep_batches and batch_size <= 0:
         raise UsageError(f"batch size {batch_size}: at least 1")
@@ -213,7 +215,9 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
     ratios: Dict[Tuple, RatioEstimate] = {}
     last_base: Dict[Tuple, int] = {}
     errors: List[dict] = []
-    for piece in scan.pieces():
+    pieces = list(scan.pieces())
+    total, done = sum(p.bytes for p in pieces), 0
+    for piece in pieces:
         tp = (piece.topic, piece.partition)
         if tp not in parts:
             parts[tp] = {c: _Writer(c, limit, None if c.name == "none" or limit is None
@@ -238,6 +242,9 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
             # caches from one of its batches to the next; the bytes are the same.
             for w in writers.values():
                 w.append_all(records, starts)
+        done += piece.bytes
+        if progress is not None:
+            progress(done, total)
     rows = []
     for (topic, partition), writers in parts.items():
         row = {"topic": topic, "partition": partition, "codecs": []}

@@ -119,9 +119,12 @@ def run_census(args, out: TextIO, err: TextIO) -> int:
                      tiered_storage=args.tiered_storage, max_exact_keys=args.max_exact_keys,
                      num_partitions=_counts(args.partitions), as_of_ms=args.as_of, progress=tick)
         if codecs:
+            progress.close()
+            progress = Progress(1, err, enabled=not args.no_progress, label="what-if")
             doc["what_if"] = what_if(_source(args), codecs, batch_size=args.batch_size,
                                      keep_batches=args.keep_batches, selection=selection,
-                                     storage_options=storage, tiered_storage=args.tiered_storage)
+                                     storage_options=storage, tiered_storage=args.tiered_storage,
+                                     progress=tick)
     finally:
         progress.close()
     errors = sum(len(p["errors"]) for p in doc["partitions"]) + len(doc.get("what_if", {}).get("errors", []))
@@ -132,6 +135,8 @@ def run_census(args, out: TextIO, err: TextIO) -> int:
     for p in doc["partitions"]:
         for e in p["errors"]:
             err.write(f"{p['topic']}-{p['partition']}: position {e['position']}: {e['message']}\n")
+    for e in doc.get("what_if", {}).get("errors", []):      # the records the what-if could not take
+        err.write(f"what-if: {e['topic']}-{e['partition']}: {e['message']}\n")
     return EXIT_PROBLEMS if errors else EXIT_OK
 
 

@@ -414,3 +414,13 @@ def test_partition_selection_is_a_number_list(sample_root):
     for bad in ("x", "-1", "2147483648", ","):
         with pytest.raises(SelectionError, match="partition"):
             cli_selection(partitions=bad)
+
+
+def test_census_what_if_names_the_records_it_could_not_take(sample_root, capfd):
+    """A damaged batch stops the what-if's records too: said on stderr, counted in the exit."""
+    from kafkarec.cli.main import main
+    assert main(["census", sample_root, "--topics", "clicks", "--no-progress", "--what-if", "lz4", "--json"]) == 1
+    captured = capfd.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["what_if"]["errors"] and all(e["topic"] == "clicks" for e in doc["what_if"]["errors"])
+    assert [line for line in captured.err.splitlines() if line.startswith("what-if: clicks-0: ")]
