@@ -1,15 +1,25 @@
-"""Transactions and consumer-group lag at rest, from a broker's log directory.
+"""Transactions and consumer-group lag at rest, from a broker's log directory -- local, on an object
+store (a URI with ``storage_options``, as every reader takes them), or stitched with its tiered copies
+(``tiered_storage``).
 
 * :func:`transaction_states`: the latest TransactionLogValue of every transactional id in ``__transaction_state``;
 * :func:`open_transactions`: per data partition and producer, transactions whose markers never came (a
   transactional batch with no COMMIT/ABORT marker after it), judged against the coordinator's state — what
   ``kafka-transactions.sh find-hanging`` answers;
 * :func:`committed_offsets` / :func:`consumer_lag`: the committed offsets in ``__consumer_offsets``
-  (transactional offset commits count once their COMMIT marker is there) against each partition's log end.
+  (transactional offset commits count once their COMMIT marker is there) against each partition's log end;
+* :func:`share_group_states`: the share groups' persisted state in ``__share_group_state``.
+
+Every function takes ``source``: a local log directory (or one partition's folder) is walked on disk, as
+before; a URI, ``storage_options`` or ``tiered_storage`` make the walk go through the storage layer the
+one reader lists and reads with (:meth:`kafkarec.scan.LogScan.partition_walks`: one listing, then only the
+segments of the topics asked for, each read once in bounded pieces by
+:func:`kafkarec.log.storage.iter_remote_batches`, CRCs checked as on disk).
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Tuple
+import os
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import InternalRecordError
@@ -24,14 +34,52 @@ __all__ = ["transaction_states", "open_transactions", "committed_offsets", "cons
 OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
 
-def _partitions(log_dir: str):
-    from kafkarec.log.directory import find_partition_dirs, is_partition_dir, scan_partition_dir
-    if is_partition_dir(log_dir):
-        return [scan_partition_dir(log_dir)]
-    return [p for p in find_partition_dirs(log_dir) if p.topic_partition is not None]
+class _Listed(NamedTuple):
+    """A partition found through the storage layer: what the walks below use of a local
+    :class:`kafkarec.log.directory.PartitionDir` (``topic_partition``, ``segments`` with their
+    ``base_offset``), and where it is (``storage``, ``part``: a :class:`kafkarec.log.layout.PartitionLog`)."""
+    topic_partition: tuple
+    segments: list
+    storage: object
+    part: object
+
+
+def _is_local(source, storage_options, tiered_storage) -> bool:
+    from kafkarec.log.storage import is_uri
+    return not storage_options and tiered_storage is None and not is_uri(os.fspath(source))
+
+
+def _partitions(source, topics: Optional[Tuple[str, ...]] = None, *, storage_options: Optional[dict] = None,
+                tiered_storage: Optional[str] = None):
+    """The partitions under ``source`` (of ``topics`` when given: only theirs are walked)."""
+    if _is_local(source, storage_options, tiered_storage):
+        from kafkarec.log.directory import find_partition_dirs, is_partition_dir, scan_partition_dir
+        log_dir = os.fspath(source)
+        if is_partition_dir(log_dir):
+            return [scan_partition_dir(log_dir)]
+        return [p for p in find_partition_dirs(log_dir) if p.topic_partition is not None]
+    from kafkarec.log.names import TopicPartition
+    from kafkarec.scan import LogScan, ScanConfig
+    scan = LogScan(ScanConfig.of(os.fspath(source), storage_options=storage_options, tiered_storage=tiered_storage))
+    return [_Listed(TopicPartition(w.part.topic, w.part.partition), w.part.segments, w.storage, w.part)
+            for w in scan.partition_walks()
+            if w.part.topic is not None and w.part.partition is not None
+            and (topics is None or w.part.topic in topics)]
 
 
 def _batches(pdir) -> Iterator:
+    if isinstance(pdir, _Listed):
+        # the storage layer's walk of a segment (CRCs checked, a cut-off tail ignored, as below),
+        # each segment to its ``end_offset`` where a later copy holds the offsets from there
+        from kafkarec.log.layout import open_segment
+        from kafkarec.log.storage import iter_remote_batches
+        for seg in pdir.segments:
+            with open_segment(pdir.storage, seg) as f:
+                for _, batch in iter_remote_batches(f, 0, None):
+                    if seg.end_offset is not None and batch.base_offset >= seg.end_offset:
+                        break
+                    yield batch
+        return
     from kafkarec.log.segment import Segment
     for s in pdir.segments:
         if not s.log:
@@ -41,12 +89,14 @@ def _batches(pdir) -> Iterator:
                 yield batch
 
 
-def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[str, dict]:
+def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
+                       storage_options: Optional[dict] = None, tiered_storage: Optional[str] = None) -> Dict[str, dict]:
     """transactionalId -> its latest state in ``__transaction_state`` (tombstones remove it):
     producer_id, producer_epoch, state (name), timeout_ms, partitions [(topic, partition)],
     last_update_ms, start_ms, and where it was read (partition, offset)."""
     out: Dict[str, dict] = {}
-    for pdir in _partitions(log_dir):
+    for pdir in _partitions(log_dir, ("__transaction_state",),
+                            storage_options=storage_options, tiered_storage=tiered_storage):
         if pdir.topic_partition.topic != "__transaction_state":
             continue
         for batch in _batches(pdir):
@@ -74,10 +124,11 @@ def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> Dict[
     return out
 
 
-def log_end_offsets(log_dir: str) -> Dict[Tuple[str, int], int]:
+def log_end_offsets(log_dir: str, *, storage_options: Optional[dict] = None,
+                    tiered_storage: Optional[str] = None) -> Dict[Tuple[str, int], int]:
     """(topic, partition) -> log end offset (the next offset after the last batch on disk)."""
     out = {}
-    for pdir in _partitions(log_dir):
+    for pdir in _partitions(log_dir, storage_options=storage_options, tiered_storage=tiered_storage):
         leo = None
         for batch in _batches(pdir):
             leo = batch.next_offset
@@ -88,20 +139,22 @@ def log_end_offsets(log_dir: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
+def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: str = DEFAULT_SCHEMAS,
+                      storage_options: Optional[dict] = None, tiered_storage: Optional[str] = None) -> List[dict]:
     """Transactions still open in data partitions (a transactional batch with no marker after it).
 
     Each: topic, partition, producer_id, producer_epoch, first_offset, last_offset, last_timestamp,
     transactional_id and coordinator_state (if the coordinator knows that producer id), and ``hanging``:
     True when the coordinator has no open transaction of that producer including this partition, or the
     transaction is older than its timeout at ``now_ms`` (default: the newest timestamp in the logs)."""
-    states = transaction_states(log_dir, schemas=schemas)
+    states = transaction_states(log_dir, schemas=schemas, storage_options=storage_options,
+                                tiered_storage=tiered_storage)
     by_pid = {}
     for s in states.values():
         by_pid[s["producer_id"]] = s
     opened: Dict[Tuple[str, int, int], dict] = {}
     newest = 0
-    for pdir in _partitions(log_dir):
+    for pdir in _partitions(log_dir, storage_options=storage_options, tiered_storage=tiered_storage):
         topic, partition = pdir.topic_partition
         if topic == "__transaction_state":
             continue
@@ -133,8 +186,9 @@ def open_transactions(log_dir: str, *, now_ms: Optional[int] = None, schemas: st
     return out
 
 
-def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
-                      as_of: Optional[int] = None) -> Dict[Tuple[str, str, int], dict]:
+def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: Optional[int] = None,
+                      storage_options: Optional[dict] = None,
+                      tiered_storage: Optional[str] = None) -> Dict[Tuple[str, str, int], dict]:
     """(group, topic, partition) -> the latest committed offset in ``__consumer_offsets``: offset,
     leader_epoch, metadata, commit_timestamp, (partition, offset) it was read at. Transactional offset
     commits count when their COMMIT marker follows; aborted ones are dropped; tombstones delete.
@@ -146,7 +200,8 @@ def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
     out: Dict[Tuple[str, str, int], dict] = {}
     commit_types = {t: rt for t, rt in _topics.record_types("__consumer_offsets", schemas).items()
                     if rt.name in ("OffsetCommit", "LegacyOffsetCommit")}
-    for pdir in _partitions(log_dir):
+    for pdir in _partitions(log_dir, ("__consumer_offsets",),
+                            storage_options=storage_options, tiered_storage=tiered_storage):
         if pdir.topic_partition.topic != "__consumer_offsets":
             continue
         pending: Dict[int, list] = {}
@@ -189,12 +244,15 @@ def committed_offsets(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
     return out
 
 
-def consumer_lag(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS) -> List[dict]:
+def consumer_lag(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, storage_options: Optional[dict] = None,
+                 tiered_storage: Optional[str] = None) -> List[dict]:
     """Per (group, topic, partition): committed offset, log end offset (None when that partition is not in
     this log directory) and lag = log end - committed."""
-    leo = log_end_offsets(log_dir)
+    leo = log_end_offsets(log_dir, storage_options=storage_options, tiered_storage=tiered_storage)
     out = []
-    for (group, topic, partition), c in sorted(committed_offsets(log_dir, schemas=schemas).items()):
+    committed = committed_offsets(log_dir, schemas=schemas, storage_options=storage_options,
+                                  tiered_storage=tiered_storage)
+    for (group, topic, partition), c in sorted(committed.items()):
         end = leo.get((topic, partition))
         out.append({"group": group, "topic": topic, "partition": partition, "committed_offset": c["offset"],
                     "log_end_offset": end, "lag": None if end is None else max(0, end - c["offset"]),
@@ -237,8 +295,9 @@ def _overlay(batches: List[tuple], new: List[tuple], start: int) -> List[tuple]:
     return out
 
 
-def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
-                       as_of: Optional[int] = None) -> Dict[Tuple[str, str, int], dict]:
+def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: Optional[int] = None,
+                       storage_options: Optional[dict] = None,
+                       tiered_storage: Optional[str] = None) -> Dict[Tuple[str, str, int], dict]:
     """(group, topic id, partition) -> a share group's persisted state of that partition in
     ``__share_group_state``, replayed as the share coordinator replays it (a ShareSnapshot replaces
     the state; a ShareUpdate combines its batches with it and moves the start offset unless it is -1;
@@ -246,7 +305,8 @@ def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,
     delivery state, delivery count)], ``state_epoch``, ``record_offset``.  ``as_of`` (ms since the
     epoch): only records the coordinator had appended by then (their timestamps)."""
     out: Dict[Tuple[str, str, int], dict] = {}
-    for pdir in _partitions(log_dir):
+    for pdir in _partitions(log_dir, ("__share_group_state",),
+                            storage_options=storage_options, tiered_storage=tiered_storage):
         if pdir.topic_partition.topic != "__share_group_state":
             continue
         for batch in _batches(pdir):
