@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.schema import ZERO_UUID
 
-__all__ = ["ClusterState", "replay", "metadata_files", "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
+__all__ = ["ClusterState", "replay", "metadata_files", "stored_metadata_files", "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
 
 MIGRATING_DIRECTORY = ZERO_UUID      # Kafka's DirectoryId.MIGRATING is Uuid(0, 0)
 #: ConfigResource.Type ids -> names
@@ -337,20 +337,64 @@ def metadata_files(path: str) -> Tuple[List[str], List[Tuple[int, int, str]]]:
     return logs, sorted(snaps)
 
 
-def _records(path: str, *, strict: bool, schemas: str) -> Iterator[Tuple[int, str, dict]]:
-    from kafkarec.log.segment import Segment
-    with Segment(path) as seg:
-        for batch in seg.batches():
-            if batch.is_control:
-                continue
-            for r in batch:
-                rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict, schemas=schemas)
-                if not rec.unknown:
-                    yield r.offset, rec.record_type, rec.value
+def stored_metadata_files(uri: str, storage_options: Optional[dict] = None):
+    """:func:`metadata_files` of a log directory (or its ``__cluster_metadata-0`` folder) wherever it is
+    (a URI, ``storage_options`` as every reader takes them), from one listing: ``(storage, logs,
+    snapshots)``, each file a :class:`kafkarec.log.storage.FileEntry` (snapshots as ``(end offset, epoch,
+    entry)``)."""
+    import posixpath
+    from kafkarec.log.storage import list_files, resolve
+    st, root = resolve(uri, storage_options)
+    entries = list_files(st, root)
+
+    def folder_of(e):
+        folder = posixpath.dirname(e.path)
+        return folder if posixpath.basename(folder).startswith("__cluster_metadata-") else None
+    folders = sorted({f for f in map(folder_of, entries) if f is not None})
+    if not folders:
+        raise FileNotFoundError(f"no __cluster_metadata-<n> folder in {uri}")
+    logs, snaps = [], []
+    for e in entries:
+        if posixpath.dirname(e.path) != folders[0]:
+            continue
+        name = posixpath.basename(e.path)
+        m = _SNAPSHOT_RE.match(name)
+        if m:
+            snaps.append((int(m.group(1)), int(m.group(2)), e))
+        elif name.endswith(".log"):
+            logs.append(e)
+    if not logs and not snaps:
+        raise FileNotFoundError(f"no .log segment or .checkpoint snapshot in {st.uri(folders[0])}")
+    return st, sorted(logs, key=lambda e: e.path), sorted(snaps, key=lambda s: s[:2])
+
+
+def _batches_of(path, storage=None) -> Iterator:
+    """The batches of a local file, or of a :class:`kafkarec.log.storage.FileEntry` of ``storage``
+    (read through the storage layer in bounded pieces, CRCs checked as on disk)."""
+    if storage is None:
+        from kafkarec.log.segment import Segment
+        with Segment(path) as seg:
+            yield from seg.batches()
+        return
+    from kafkarec.log.storage import iter_remote_batches
+    with storage.open(path.path, path.size) as f:
+        for _, batch in iter_remote_batches(f, 0, None):
+            yield batch
+
+
+def _records(path, *, strict: bool, schemas: str, storage=None) -> Iterator[Tuple[int, str, dict]]:
+    for batch in _batches_of(path, storage):
+        if batch.is_control:
+            continue
+        for r in batch:
+            rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict, schemas=schemas)
+            if not rec.unknown:
+                yield r.offset, rec.record_type, rec.value
 
 
 def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional[bool] = None,
-           strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS) -> ClusterState:
+           strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS,
+           storage_options: Optional[dict] = None) -> ClusterState:
     """Replay ``__cluster_metadata`` at `path` into a :class:`ClusterState`.
 
     ``at_offset``: the state after every record with offset <= at_offset (default: the whole log).
@@ -358,23 +402,32 @@ def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional
     target, then apply the log records from its end offset on. By default a snapshot is used only when the
     log no longer starts at offset 0 (it was cleaned): the whole log gives the same state plus the history
     a snapshot cannot hold (a snapshot keeps only the last producer-id block, so ``producer_ids.blocks``
-    then starts with that one record)."""
-    logs, snaps = metadata_files(path)
+    then starts with that one record).
+
+    ``path`` may be a URI (``s3://bucket/logs``, with ``storage_options`` as every reader takes them):
+    the files are then listed and read through :mod:`kafkarec.log.storage`."""
+    from kafkarec.log.storage import is_uri
+    storage = None
+    if storage_options or is_uri(os.fspath(path)):
+        storage, logs, snaps = stored_metadata_files(os.fspath(path), storage_options)
+    else:
+        logs, snaps = metadata_files(path)
     state = ClusterState()
     start = 0
     if use_snapshot is None:
-        first = int(os.path.basename(logs[0])[:20]) if logs and os.path.basename(logs[0])[:20].isdigit() else None
+        name = os.path.basename(logs[0] if storage is None else logs[0].path) if logs else ""
+        first = int(name[:20]) if name[:20].isdigit() else None
         use_snapshot = first != 0
     if use_snapshot:
         usable = [s for s in snaps if at_offset is None or s[0] <= at_offset + 1]
         if usable:
             end_offset, _epoch, snap_path = usable[-1]
-            for offset, t, v in _records(snap_path, strict=strict, schemas=schemas):
+            for offset, t, v in _records(snap_path, strict=strict, schemas=schemas, storage=storage):
                 state.apply(t, v)
             state.last_offset = end_offset - 1
             start = end_offset
     for log in logs:
-        for offset, t, v in _records(log, strict=strict, schemas=schemas):
+        for offset, t, v in _records(log, strict=strict, schemas=schemas, storage=storage):
             if offset < start:
                 continue
             if at_offset is not None and offset > at_offset:
