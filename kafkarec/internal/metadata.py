@@ -16,7 +16,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.schema import ZERO_UUID
 
-__all__ = ["ClusterState", "replay", "metadata_files", "stored_metadata_files", "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
+__all__ = ["ClusterState", "replay", "metadata_files", "stored_metadata_files",
+           "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
 
 MIGRATING_DIRECTORY = ZERO_UUID      # Kafka's DirectoryId.MIGRATING is Uuid(0, 0)
 #: ConfigResource.Type ids -> names

@@ -16,10 +16,10 @@ import os
 from typing import Dict, List, NamedTuple, Tuple
 
 from kafkarec._extras import require
-from kafkarec.errors import RestoreError, UsageError
+from kafkarec.errors import RestoreError
 from kafkarec.restore import target
 from kafkarec.restore.offsets import OffsetMap
-from kafkarec.restore.source import SourcePlan, local_log_dir
+from kafkarec.restore.source import SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
 
 __all__ = ["GroupPosition", "source_positions", "checked_positions", "translate", "apply", "write_csv"]
@@ -38,14 +38,12 @@ class GroupPosition(NamedTuple):
 
 def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], int]:
     """``{(group, topic, partition): committed offset}`` in the source's ``__consumer_offsets`` as of
-    ``spec.groups_as_of`` (ms since the epoch; None: the end of the history).  Needs the source as a local log
-    directory; one without ``__consumer_offsets`` has no groups."""
+    ``spec.groups_as_of`` (ms since the epoch; None: the end of the history), wherever the source is
+    (a local log directory, a URI with the spec's storage options, with its tiered-storage root:
+    :func:`kafkarec.restore.source.internal_source`); one without ``__consumer_offsets`` has no groups."""
     from kafkarec.internal.analysis import committed_offsets
-    log_dir = local_log_dir(spec)
-    if log_dir is None:
-        raise UsageError(f"restore: the groups' positions are read from a local log directory's "
-                         f"__consumer_offsets; {spec.source} is not one (use --no-groups)")
-    found = committed_offsets(log_dir, as_of=spec.groups_as_of)
+    source, kw = internal_source(spec)
+    found = committed_offsets(source, as_of=spec.groups_as_of, **kw)
     return {k: v["offset"] for k, v in found.items() if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
 
 

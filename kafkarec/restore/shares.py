@@ -34,7 +34,7 @@ from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore import target
 from kafkarec.restore.offsets import OffsetMap
-from kafkarec.restore.source import SourcePlan, local_log_dir
+from kafkarec.restore.source import SourcePlan, cluster_state, internal_source
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SharePosition", "ShareAcknowledged", "checked_share_positions", "translate_shares", "write_share_csv",
@@ -57,23 +57,19 @@ class SharePosition(NamedTuple):
     rejected: Tuple[int, ...] = ()
 
 
-def _topic_names(log_dir: str) -> Dict[str, str]:
+def _topic_names(spec: RestoreSpec) -> Dict[str, str]:
     """Topic id -> name, from the source's ``__cluster_metadata``."""
-    from kafkarec.internal import replay
-    if not any(n.startswith("__cluster_metadata-") for n in os.listdir(log_dir)):
-        return {}
-    return {str(t["topic_id"]): name for name, t in replay(log_dir).state()["topics"].items()}
+    state = cluster_state(spec)
+    return {} if state is None else {str(t["topic_id"]): name for name, t in state["topics"].items()}
 
 
 def _states(spec: RestoreSpec) -> Dict[Tuple[str, str, int], dict]:
     from kafkarec.internal.analysis import share_group_states
-    log_dir = local_log_dir(spec)
-    if log_dir is None:
-        return {}           # groups need a local log dir: checked (and said) by the consumer groups
-    if not any(n.startswith("__share_group_state-") for n in os.listdir(log_dir)):
+    source, kw = internal_source(spec)
+    if os.path.isdir(source) and not any(n.startswith("__share_group_state-") for n in os.listdir(source)):
         return {}
-    states = share_group_states(log_dir, as_of=spec.groups_as_of)
-    names = _topic_names(log_dir) if states else {}
+    states = share_group_states(source, as_of=spec.groups_as_of, **kw)
+    names = _topic_names(spec) if states else {}
     out = {}
     for (group, topic_id, partition), state in states.items():
         name = names.get(str(topic_id))

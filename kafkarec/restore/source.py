@@ -6,7 +6,7 @@ Each partition's range is the backfill's hand-off range (:func:`kafkarec.lakehou
 restore is final (no transaction is still open inside it).  The records are read through the one
 reader, :class:`kafkarec.scan.LogScan`, ``read_committed`` (no control record, no aborted
 transaction).  Partition counts and topic configs come from ``__cluster_metadata``
-(:func:`kafkarec.internal.replay`) where the source is a log directory holding it.
+(:func:`kafkarec.internal.replay`) where the source holds it (a log directory, local or a URI).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SourcePartition", "TopicDescription", "SourcePlan", "plan", "committed_records", "local_log_dir",
-           "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
+           "internal_source", "cluster_state", "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
 
 #: topic configs the target decides for itself: tiered storage and throttles name the source
 #: cluster's own storage and broker ids
@@ -67,6 +67,30 @@ def local_log_dir(spec: RestoreSpec) -> Optional[str]:
     return src if "://" not in src and os.path.isdir(src) else None
 
 
+def internal_source(spec: RestoreSpec) -> Tuple[str, dict]:
+    """``(source, keywords)`` for :mod:`kafkarec.internal.analysis` and
+    :func:`kafkarec.internal.replay`: the source's internal topics read where its records are (a local
+    log directory on disk; a URI with the spec's storage options; with its tiered-storage root)."""
+    local = local_log_dir(spec)
+    return (local if local is not None else spec.source), {"storage_options": spec.storage_options,
+                                                            "tiered_storage": spec.tiered_storage}
+
+
+def cluster_state(spec: RestoreSpec) -> Optional[dict]:
+    """The source's ``__cluster_metadata`` replayed (:func:`kafkarec.internal.replay`, a local log
+    directory or a URI), or None when the source holds none."""
+    from kafkarec.internal import replay
+    source, kw = internal_source(spec)
+    if os.path.isdir(source):
+        if not any(n.startswith("__cluster_metadata-") for n in os.listdir(source)):
+            return None
+        return replay(source).state()
+    try:
+        return replay(source, storage_options=kw["storage_options"]).state()
+    except FileNotFoundError:
+        return None
+
+
 def plan(spec: RestoreSpec) -> SourcePlan:
     """The partitions to restore and their topics' descriptions."""
     from kafkarec.lakehouse.handoff import plan_hand_off
@@ -95,10 +119,8 @@ def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, 
     for p in parts:
         counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
     configs: Dict[str, Dict[str, str]] = {}
-    log_dir = local_log_dir(spec)
-    if log_dir is not None and any(n.startswith("__cluster_metadata-") for n in os.listdir(log_dir)):
-        from kafkarec.internal import replay
-        state = replay(log_dir).state()
+    state = cluster_state(spec)
+    if state is not None:
         for name in counts:
             topic = state["topics"].get(name)
             if topic is not None:       # the cluster's count: partitions with no folder here count too

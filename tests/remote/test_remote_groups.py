@@ -1,0 +1,154 @@
+"""Groups from an object store (issue 51): ``__consumer_offsets``, ``__share_group_state`` and
+``__cluster_metadata`` of a log directory copied to S3 (SeaweedFS) read through the storage layer
+give what the same directory on disk gives -- the analyses, and a restore's planned and translated
+group and share-group positions (offline: no cluster)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import kafkarec
+from kafkarec import internal
+from kafkarec.enums import Compression, ControlRecordType
+from kafkarec.internal import analysis
+from kafkarec.sample import BASE_TIME, generate
+from support.internal_fixtures import DATA
+
+BUCKET, PREFIX = "group-logs", "cluster-a"
+ORDERS_ID = "ioNpEorxLpqqSK7HcI_9ow"
+T1, T2 = BASE_TIME + 1000, BASE_TIME + 5000          # first commits, later commits
+MARKER_TIME = BASE_TIME + 3000
+
+
+def _segment(folder, base, batches):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "%020d.log" % base), "wb") as f:
+        for b in batches:
+            f.write(b)
+
+
+def _commit(group, topic, partition, offset):
+    k, v = internal.encode_record("__consumer_offsets", "OffsetCommit",
+                                  {"group": group, "topic": topic, "partition": partition},
+                                  {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1}, 3)
+    return k, v
+
+
+def _batch(base, records, *, ts, **kw):
+    b = kafkarec.RecordBatchBuilder(base_offset=base, **kw)
+    for i, (k, v) in enumerate(records):
+        b.append(v, key=k, timestamp=ts + i)
+    return b.build()
+
+
+def _consumer_offsets(root):
+    folder = os.path.join(root, "__consumer_offsets-0")
+    first = [_commit("g1", "orders", p, 10 + p) for p in range(3)] + [_commit("g2", "payments", 0, 30)]
+    txn = [_commit("g3", "orders", 0, 55)]
+    marker = kafkarec.RecordBatchBuilder(base_offset=6, producer_id=9, producer_epoch=0, is_transactional=True,
+                                         is_control=True)
+    marker.append_control(ControlRecordType.COMMIT, {"coordinatorEpoch": 1}, timestamp=MARKER_TIME)
+    _segment(folder, 0, [_batch(0, first, ts=T1),
+                         _batch(4, [_commit("g1", "orders", 1, 40)], ts=T1 + 500, compression=Compression.ZSTD),
+                         _batch(5, txn, ts=T1 + 600, producer_id=9, producer_epoch=0, base_sequence=0,
+                                is_transactional=True),
+                         marker.build()])
+    # a second segment: later positions, a tombstone (group g2 deleted its commit)
+    later = [_commit("g1", "orders", 0, 120), _commit("g1", "payments", 0, 70),
+             (_commit("g2", "payments", 0, 0)[0], None)]
+    _segment(folder, 7, [_batch(7, later, ts=T2, compression=Compression.GZIP)])
+
+
+def _share_state(root):
+    key = {"groupId": "sg", "topicId": ORDERS_ID, "partition": 1}
+    snap = internal.encode_record("__share_group_state", "ShareSnapshot", key, {
+        "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 0, "startOffset": 5, "createTimestamp": T1,
+        "writeTimestamp": T1, "stateBatches": [
+            {"firstOffset": 5, "lastOffset": 9, "deliveryState": analysis.SHARE_ACKNOWLEDGED, "deliveryCount": 1},
+            {"firstOffset": 12, "lastOffset": 14, "deliveryState": analysis.SHARE_ARCHIVED, "deliveryCount": 2},
+            {"firstOffset": 15, "lastOffset": 20, "deliveryState": analysis.SHARE_AVAILABLE, "deliveryCount": 1}]})
+    update = internal.encode_record("__share_group_state", "ShareUpdate", key, {
+        "snapshotEpoch": 0, "leaderEpoch": 0, "startOffset": -1, "stateBatches": [
+            {"firstOffset": 15, "lastOffset": 16, "deliveryState": analysis.SHARE_ACKNOWLEDGED,
+             "deliveryCount": 1}]})
+    _segment(os.path.join(root, "__share_group_state-0"), 0,
+             [_batch(0, [snap], ts=T1), _batch(1, [update], ts=T2)])
+    topic = internal.encode_record("__cluster_metadata", "TOPIC_RECORD", None, {"name": "orders",
+                                                                                "topicId": ORDERS_ID})
+    _segment(os.path.join(root, "__cluster_metadata-0"), 0, [_batch(0, [topic], ts=BASE_TIME)])
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("group-logs"))
+    generate(root, seed=7, scale=1)
+    _consumer_offsets(root)
+    _share_state(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def uri(s3, logs):
+    s3.upload_dir(logs, BUCKET, PREFIX)
+    return f"s3://{BUCKET}/{PREFIX}"
+
+
+def test_kafkas_own_internal_topics_over_s3_equal_the_local_dir(s3):
+    """Kafka's own __consumer_offsets and __transaction_state bytes (every record type, compressed
+    batches, aborted commits)."""
+    s3.upload_dir(os.path.join(DATA, "logs"), BUCKET, "kafka-written")
+    uri, local, opts = f"s3://{BUCKET}/kafka-written", os.path.join(DATA, "logs"), s3.options()
+    found = analysis.committed_offsets(local)
+    assert len({k[0] for k in found}) > 3
+    assert analysis.committed_offsets(uri, storage_options=opts) == found
+    assert analysis.transaction_states(uri, storage_options=opts) == analysis.transaction_states(local)
+    assert analysis.consumer_lag(uri, storage_options=opts) == analysis.consumer_lag(local)
+
+
+def test_committed_offsets_over_s3_equal_the_local_dir(logs, uri, s3):
+    opts = s3.options()
+    local = analysis.committed_offsets(logs)
+    assert local[("g1", "orders", 0)]["offset"] == 120 and ("g2", "payments", 0) not in local
+    assert analysis.committed_offsets(uri, storage_options=opts) == local
+    for t in (T1 - 1, T1, T1 + 550, MARKER_TIME - 1, MARKER_TIME, T2):
+        at = analysis.committed_offsets(logs, as_of=t)
+        assert analysis.committed_offsets(uri, storage_options=opts, as_of=t) == at, t
+    assert analysis.committed_offsets(uri, storage_options=opts, as_of=MARKER_TIME)[("g3", "orders", 0)]["offset"] == 55
+    shares = analysis.share_group_states(logs)
+    assert shares[("sg", ORDERS_ID, 1)]["start_offset"] == 5
+    assert analysis.share_group_states(uri, storage_options=opts) == shares
+    assert analysis.share_group_states(uri, storage_options=opts, as_of=T1) == analysis.share_group_states(
+        logs, as_of=T1)
+
+
+def _translated(spec):
+    from kafkarec.restore import OffsetMap, groups, plan, shares, source
+    p = plan(spec)
+    omap = OffsetMap()
+    for part in p.partitions:           # each committed record restored in order: target offset = its index
+        n = 0
+        for r in source.committed_records(spec, part.topic, part.partition, part.start, part.end):
+            omap.add(part.topic, part.partition, part.target_topic, r.offset, n)
+            n += 1
+        omap.set_end(part.topic, part.partition, part.target_topic, part.end, n)
+    return p, groups.translate(spec, p, omap), shares.translate_shares(spec, p, omap)
+
+
+def test_restore_plans_the_same_groups_from_s3_as_from_the_local_dir(logs, uri, s3):
+    from kafkarec.restore import RestoreSpec
+    for as_of in (None, T1 + 550):
+        local = _translated(RestoreSpec.of(logs, "x:1", topics="orders,payments", rename=["orders=orders-b"],
+                                           groups_as_of=as_of))
+        remote = _translated(RestoreSpec.of(uri, "x:1", topics="orders,payments", rename=["orders=orders-b"],
+                                            storage_options=s3.options(), groups_as_of=as_of))
+        assert remote == local
+        plan, positions, share_positions = local
+        assert plan.topics["orders"].configs == {"message.timestamp.type": "CreateTime"}
+        got = {(g.group, g.topic, g.partition): (g.source_offset, g.target_topic) for g in positions}
+        assert got[("g1", "orders", 1)] == (40, "orders-b")
+        assert got[("g1", "orders", 0)][0] == (10 if as_of else 120)
+        assert ("g1", "payments", 0) in got if as_of is None else ("g2", "payments", 0) in got
+        assert [(s.group, s.topic, s.partition, s.source_start) for s in share_positions] == [
+            ("sg", "orders", 1, 10)]
+        assert len(share_positions[0].redelivered) == (3 if as_of else 5)   # 12-14, and 15-16 once updated
