@@ -5,6 +5,7 @@ group and share-group positions (offline: no cluster)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -152,3 +153,26 @@ def test_restore_plans_the_same_groups_from_s3_as_from_the_local_dir(logs, uri, 
         assert [(s.group, s.topic, s.partition, s.source_start) for s in share_positions] == [
             ("sg", "orders", 1, 10)]
         assert len(share_positions[0].redelivered) == (3 if as_of else 5)   # 12-14, and 15-16 once updated
+
+
+def test_restore_plans_the_same_groups_with_tiered_storage(logs, tmp_path):
+    """A source whose first segments are tiered (``--tiered-storage``, Kafka's LocalTieredStorage
+    layout): the same plan and positions as the whole log on disk."""
+    from kafkarec.restore import RestoreSpec
+    source, tiered = str(tmp_path / "broker"), str(tmp_path / "tiered")
+    shutil.copytree(logs, source)
+    for p in range(3):
+        folder = os.path.join(source, f"orders-{p}")
+        first = sorted(n for n in os.listdir(folder) if n.endswith(".log"))[0]
+        remote = os.path.join(tiered, f"orders-{p}-{ORDERS_ID}")
+        os.makedirs(remote)
+        shutil.move(os.path.join(folder, first), os.path.join(remote, f"{first[:-4]}-oAtiIQ95REujbuzNd_lkL{p}.log"))
+        for side in os.listdir(folder):
+            if side.startswith(first[:-4]):
+                os.remove(os.path.join(folder, side))
+    whole = _translated(RestoreSpec.of(logs, "x:1", topics="orders,payments"))
+    assert _translated(RestoreSpec.of(source, "x:1", topics="orders,payments", tiered_storage=tiered)) == whole
+    assert whole[1] and whole[2]
+    from kafkarec.restore import plan
+    local_only = plan(RestoreSpec.of(source, "x:1", topics="orders")).partitions
+    assert all(p.start > 0 for p in local_only)     # the tiered copies hold the first records
