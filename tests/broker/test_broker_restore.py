@@ -322,3 +322,39 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert sorted(got) == available == [5, 8] + list(range(11, 20)), got
     # each walk acquired (and released) them once: the resumed consumer's delivery is their third
     assert delivered[5] == delivered[8] == "3", out
+
+
+def test_restore_from_an_object_store_copy_sets_the_same_groups(history, restore_target_broker, s3, tmp_path):
+    """The source's log dir copied to an object store (SeaweedFS; without the index files, which a
+    backup may leave out): records and groups restored from the URI, the groups' positions those the
+    same files on disk give, set on the target."""
+    import shutil
+    from kafkarec import restore as R
+    copy = str(tmp_path / "logs")
+    os.makedirs(copy)
+    for name in os.listdir(history.log_dir):
+        if name.startswith((f"{RH.ORDERS}-", "__consumer_offsets-", "__cluster_metadata-")):
+            copy_live_dir(os.path.join(history.log_dir, name), os.path.join(copy, name))
+    for folder, _, files in os.walk(copy):
+        for n in files:
+            if n.endswith((".index", ".timeindex")):
+                os.remove(os.path.join(folder, n))
+    s3.upload_dir(copy, "restore-source", "broker-a")
+    b = restore_target_broker.bootstrap
+    kw = dict(topics=[RH.ORDERS], rename={RH.ORDERS: "rs-orders-s3"}, restore_id="s3")
+    spec = R.RestoreSpec.of("s3://restore-source/broker-a", b, storage_options=s3.options(), **kw)
+    result = R.restore(spec)
+    assert sum(p.records for p in result.partitions) > 0
+    done = R.finish(spec, result)
+    local = R.RestoreSpec.of(copy, b, **kw)
+    assert done.groups == R.translate_groups(local, R.plan(local), result.offset_map)
+    found = {(g.group, g.topic, g.partition): g.source_offset for g in done.groups if g.group in RH.GROUPS}
+    assert found == {k: v for k, v in history.positions.items() if k[1] == RH.ORDERS}
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from kafkarec.restore import target
+    request = [ConsumerGroupTopicPartitions("rs-classic", [TopicPartition("rs-orders-s3", p) for p in range(3)])]
+    admin = target.admin(spec)          # held while its future is awaited
+    answer = list(admin.list_consumer_group_offsets(request).values())[0].result(30)
+    want = {g.partition: g.target_offset for g in done.groups if g.group == "rs-classic"}
+    assert {tp.partition: tp.offset for tp in answer.topic_partitions if tp.partition in want} == want
+    shutil.rmtree(copy)
