@@ -138,3 +138,17 @@ def test_committed_offsets_as_of_a_time(tmp_path):
     assert at(1729881999100) == 20 and at(1729881999200) == 30
     assert analysis.committed_offsets(root, as_of=999) == {}
     assert analysis.committed_offsets(root)[("g", "t", 0)]["offset"] == 30
+
+
+def test_a_uri_is_read_through_the_storage_layer_with_the_same_results(tmp_path):
+    """A URI (here ``file://``; tests/remote/test_remote_groups.py: ``s3://``) is listed and read
+    through kafkarec.log.storage, not walked on disk: the same answers (issue 51)."""
+    from kafkarec.internal import replay
+    root = _log_dir(tmp_path)
+    uri = "file://" + os.path.abspath(root)
+    for f in (analysis.committed_offsets, analysis.transaction_states, analysis.open_transactions,
+              analysis.consumer_lag, analysis.log_end_offsets):
+        assert f(uri) == f(root), f.__name__
+    assert analysis.committed_offsets(uri)
+    kraft = os.path.join(DATA, "logs")
+    assert replay("file://" + os.path.abspath(kraft)).state() == replay(kraft).state()
