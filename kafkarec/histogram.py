@@ -53,6 +53,27 @@ class Histogram:
         self.min = v if self.min is None else min(self.min, v)
         self.max = v if self.max is None else max(self.max, v)
 
+    def add_many(self, values) -> None:
+        """Every value of ``values`` (a numpy integer array, each below 2^53) as :meth:`add` would
+        add them one by one: buckets computed over the array, not per value in Python."""
+        import numpy as np
+        v = np.asarray(values, dtype=np.int64)
+        if not len(v):
+            return
+        positive = np.maximum(v, 1)
+        e = np.frexp(positive.astype(np.float64))[1].astype(np.int64) - 1      # bit_length - 1
+        shifted = np.maximum(e, 2)
+        frac = ((positive - (np.int64(1) << shifted)) * self.SUB) >> shifted
+        buckets = np.where(v <= 0, 0, np.where(e < 2, v, 4 + (e - 2) * self.SUB + frac))
+        found, counts = np.unique(buckets, return_counts=True)
+        for b, c in zip(found.tolist(), counts.tolist()):
+            self.buckets[b] = self.buckets.get(b, 0) + c
+        self.n += len(v)
+        self.total += int(v.sum())
+        lo, hi = int(v.min()), int(v.max())
+        self.min = lo if self.min is None else min(self.min, lo)
+        self.max = hi if self.max is None else max(self.max, hi)
+
     def merge(self, other: "Histogram") -> None:
         for b, c in other.buckets.items():
             self.buckets[b] = self.buckets.get(b, 0) + c

@@ -80,7 +80,7 @@ class PartitionCensus:
         self._last_all_batch: Optional[int] = None
 
     # --- the read_committed pass ----------------------------------------------------------
-    def add_committed(self, rb, partition_for_key: Optional[Callable]) -> None:
+    def add_committed(self, rb) -> None:
         pa = require("pyarrow")
         pc = require("pyarrow.compute")
         np = require("numpy")
@@ -115,8 +115,7 @@ class PartitionCensus:
                 t[1] += length
         sizes = klen.astype(np.int64) + vlen + hlen
         self.payload_bytes += int(sizes.sum())
-        for s in sizes.tolist():
-            self.record_sizes.add(s)
+        self.record_sizes.add_many(sizes)
         values = cols["value"]
         self.tombstones += values.null_count
         self._schema_ids(values, headers, vlen)
@@ -150,9 +149,9 @@ class PartitionCensus:
         horizons = cols["deleteHorizonMs"].to_pylist()
         self.null_keys += cols["key"].null_count
         self.keys.add(keys, nulls, sizes, horizons)
-        if partition_for_key is not None and self.partition is not None:
-            p = self.partition
-            self.misplaced_keys += sum(1 for k in keys if k is not None and partition_for_key(k) != p)
+        if self.num_partitions and self.partition is not None:
+            from kafkarec._core import misplaced_keys
+            self.misplaced_keys += misplaced_keys(cols["key"], self.num_partitions, self.partition)
 
     def _schema_ids(self, values, headers, vlen) -> None:
         """Writer ids of registry-framed values (Confluent's prefix or header id)."""
@@ -387,7 +386,6 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     """One topic-partition's row of the census (``group``: one of ``plan.groups``), read here:
     the unit of work a Spark census gives each task (a partition's keys are judged in log
     order, so a partition is never split).  ``progress(bytes)``: after each piece."""
-    from kafkarec._core import partition_for_key
     from kafkarec.scan import LogScan
     (topic, partition), committed, everything = group
     n = plan.counts.get(topic) if plan.partitioner else None
@@ -395,7 +393,6 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     share = plan.max_exact_keys // max(1, len(plan.groups))
     part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n, merge_share=share,
                            as_of_ms=plan.as_of_ms)
-    place = (lambda k: partition_for_key(k, n)) if n else None
     for config, pieces, is_committed in ((plan.committed, committed, True), (plan.everything, everything, False)):
         scan = LogScan(config)
         for piece in pieces:
@@ -404,7 +401,7 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
                 if rb is None:
                     continue
                 if is_committed:
-                    part.add_committed(rb, place)
+                    part.add_committed(rb)
                 else:
                     part.add_uncommitted(rb)
             if progress is not None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, strategies as st
 
 from kafkarec import cli
 from kafkarec.log import sidefiles as sf
@@ -514,6 +515,19 @@ def test_histogram_buckets():
         assert lo <= v <= hi
     assert h.min == 0 and h.max == 10**6 and h.percentile(1.0) == 10**6
     assert 61 <= h.percentile(0.5) <= 100
+
+
+@given(st.lists(st.one_of(st.integers(-5, 10), st.integers(0, 2**52)), max_size=80))
+def test_histogram_add_many_is_add_one_by_one(values):
+    """The census's vectorised add gives the histogram adding each value gives, and survives its
+    own dict form (a Spark task's row, merged on the driver)."""
+    import numpy as np
+    one, many = Histogram(), Histogram()
+    for v in values:
+        one.add(v)
+    many.add_many(np.array(values, dtype=np.int64))
+    assert many.as_dict() == one.as_dict()
+    assert Histogram.from_dict(one.as_dict()).as_dict() == one.as_dict()
 
 
 def test_progress_only_on_a_tty():
