@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from kafkarec import cli
 from kafkarec.log import sidefiles as sf
@@ -517,6 +517,7 @@ def test_histogram_buckets():
     assert 61 <= h.percentile(0.5) <= 100
 
 
+@settings(deadline=None)         # the first example imports numpy
 @given(st.lists(st.one_of(st.integers(-5, 10), st.integers(0, 2**52)), max_size=80))
 def test_histogram_add_many_is_add_one_by_one(values):
     """The census's vectorised add gives the histogram adding each value gives, and survives its
