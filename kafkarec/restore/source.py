@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SourcePartition", "TopicDescription", "SourcePlan", "plan", "committed_records", "local_log_dir",
-           "internal_source", "cluster_state", "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
+           "internal_source", "cluster_state", "log_ends_at", "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
 
 #: topic configs the target decides for itself: tiered storage and throttles name the source
 #: cluster's own storage and broker ids
@@ -129,6 +129,31 @@ def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, 
                              if k not in NOT_COPIED_CONFIGS}
     return {name: TopicDescription(n, {**configs.get(name, {}), **SET_CONFIGS})
             for name, n in sorted(counts.items())}
+
+
+def log_ends_at(spec: RestoreSpec, asked: Dict[Tuple[str, int], List[int]]) -> Dict[Tuple[str, int, int], int]:
+    """``{(topic, partition, t): the partition's log end at time t}`` for each ``t`` (ms) asked: the
+    first offset, at or past its log start, of a record appended after t -- Kafka's offsetsForTimes
+    for t + 1, the rule ``--end-time`` cuts the history by -- or, where every record is at or before
+    t, the log's end.  Record timestamps stand for append times (exact for LogAppendTime topics;
+    for CreateTime, the producers' clocks)."""
+    if not asked:
+        return {}
+    from kafkarec.lakehouse.handoff import plan_hand_off
+    from kafkarec.log.selection import Resolver
+    hand_off = plan_hand_off(spec.source, topics=sorted({t for t, _ in asked}), storage_options=spec.storage_options,
+                             tiered_storage=spec.tiered_storage)
+    resolver = Resolver(hand_off.storage)
+    out: Dict[Tuple[str, int, int], int] = {}
+    for p in hand_off.partitions:
+        times = asked.get((p.part.topic, p.part.partition))
+        if not times:
+            continue
+        log_end = resolver.log_end(p.part)
+        for t in sorted(set(times)):
+            hit = resolver.offset_for_time(p.part, t + 1, log_start=p.start)
+            out[(p.part.topic, p.part.partition, t)] = log_end if hit is None else min(hit[0], log_end)
+    return out
 
 
 class Record(NamedTuple):
