@@ -62,7 +62,7 @@ class History:
     markers: Dict[Tuple[str, int], List[int]] = field(default_factory=dict)
     #: group -> (the source topics it commits on, "classic" or "consumer")
     groups: Dict[str, Tuple[Tuple[str, ...], str]] = field(default_factory=dict)
-    #: rs-compacted's offsets the cleaner removed (below its last record)
+    #: rs-compacted's offsets the cleaner removed (below its last record; its log start is 0)
     holes: List[int] = field(default_factory=list)
 
 
@@ -191,7 +191,7 @@ def write(broker) -> History:
     _flush(p)
     wait_cleaned(broker.log_dir, COMPACTED, through={0: active_segment_base(broker.log_dir, COMPACTED)})
     kept = [r[0] for r in consume_committed(broker.bootstrap, COMPACTED, [0])[0]]
-    h.holes = sorted(set(range(kept[0], kept[-1])) - set(kept))
+    h.holes = sorted(set(range(kept[-1])) - set(kept))      # its log start stays 0
     assert h.holes, "the cleaner removed no record of rs-compacted"
     _groups(h)
     _write_codecs(h)
@@ -252,7 +252,7 @@ def _more_groups(h: History) -> None:
         (CODEC_TOPIC, 2): markers[2][0],           # lz4: on the COMMIT marker
         (CODEC_TOPIC, 3): 3,                       # zstd: inside the first compressed batch
         (CODEC_TOPIC, 4): markers[4][1] + 6})      # none: the end of the partition
-    _commit_group(h, "rs-hole", {(COMPACTED, 0): h.holes[0]})
+    _commit_group(h, "rs-hole", {(COMPACTED, 0): h.holes[len(h.holes) // 2]})
     _commit_group(h, "rs-crash-g1", {(CRASH, 0): 50})
     _commit_group(h, "rs-crash-g2", {(CRASH, 0): 77}, protocol="consumer")
 
