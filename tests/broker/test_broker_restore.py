@@ -253,6 +253,7 @@ def test_verify_names_an_extra_record_and_a_moved_group(history, restore_target_
     report = R.verify(spec, result.plan, result.offset_map, positions)
     g1 = result.offset_map.target_offset(RH.CRASH, 0, history.positions[("rs-crash-g1", RH.CRASH, 0)])
     assert not report.ok and report.records == 100 and report.groups == 2
+    assert (end, g1) == (104, 51)       # docs/restore.md's Verify section shows these problems
     assert report.problems == [
         f"rs-crash-0 -> {name}-0: the target holds a record at offset {end} the source's range does not",
         f"group rs-crash-g1: {name}-0 stands at 3, the translation of source position 50 is {g1}"], report.problems
