@@ -68,10 +68,10 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
     from kafkarec.restore import source
     parts = {p.key: p for p in plan.partitions}
     found = {k: v for k, v in sorted(source_positions(spec).items()) if (k[1], k[2]) in parts}
-    asked: Dict[Tuple[str, int], List[int]] = {}
+    asked: Dict[SourcePartition, List[int]] = {}
     for (group, topic, partition), (offset, committed_at) in found.items():
         if offset > parts[(topic, partition)].start:    # a position at or below the log start is inside any history
-            asked.setdefault((topic, partition), []).append(committed_at)
+            asked.setdefault(parts[(topic, partition)], []).append(committed_at)
     ends_then = source.log_ends_at(spec, asked)
     out = []
     for (group, topic, partition), (offset, committed_at) in found.items():

@@ -211,7 +211,10 @@ def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, 
 def _consumer(spec: RestoreSpec):
     return client(spec, "Consumer", **{
         "group.id": spec.progress_group + ".reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+        "enable.partition.eof": True, "auto.offset.reset": "earliest",
+        # the end shows as a fetch that answers nothing: answered at once, not after Kafka's 500 ms
+        # wait for more (records that are there are answered at once either way)
+        "fetch.wait.max.ms": 10})
 
 
 def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool = False) -> Iterator[Record]:

@@ -290,7 +290,8 @@ def consume_committed(bootstrap: str, topic: str, partitions: Sequence[int], *,
     gets from the start of each of ``partitions`` to its end."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "rs-reader", "enable.auto.commit": False,
-                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0})
+                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 0,
+                  "fetch.wait.max.ms": 10})
     out: Dict[int, list] = {p: [] for p in partitions}
     ended = set()
     try:
@@ -322,7 +323,7 @@ def resume_group(bootstrap: str, group: str, topics: Sequence[str], expected: in
     partition: ``(topic, partition, key, value)`` in arrival order."""
     from confluent_kafka import Consumer, KafkaError
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0,
-            "isolation.level": "read_committed", "enable.partition.eof": True,
+            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10,
             "auto.offset.reset": "error"}      # a position that is not there fails, never a silent reset
     if protocol == "consumer":
         conf["group.protocol"] = "consumer"
