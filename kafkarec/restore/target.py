@@ -223,7 +223,10 @@ def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool
     ck = require("confluent_kafka")
     consumer = _consumer(spec)
     try:
-        consumer.assign([ck.TopicPartition(topic, partition, ck.OFFSET_BEGINNING)])
+        # offset 0, not OFFSET_BEGINNING: librdkafka asks a logical offset's position first (seen:
+        # 0.5 s a partition); a log starting past 0 answers out of range, and auto.offset.reset
+        # (earliest) starts at its start then
+        consumer.assign([ck.TopicPartition(topic, partition, 0)])
         deadline = time.monotonic() + spec.timeout
         while True:
             msg = consumer.poll(0.1)
