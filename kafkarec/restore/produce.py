@@ -156,13 +156,6 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[Partiti
     require("confluent_kafka")
     key = (part.target_topic, part.partition)
     omap = OffsetMap()
-    done = target.progress(spec, [key], stable=False).get(key)
-    if done is not None and done >= part.end:
-        # finished: the last transaction committed the progress at the end, and no transaction of
-        # this restore begins after it, so there is nothing to fence and nothing to write: no producer
-        summary = _restore_one(spec, part, None, done, omap)
-        omap.set_end(part.topic, part.partition, part.target_topic, done, _settled_end(spec, part, omap))
-        return summary, omap
     # the group metadata of the progress group: a consumer that never joins it (as a Java
     # ConsumerGroupMetadata(groupId)), so the offsets commit as a simple (standalone) commit
     meta_consumer = target.client(spec, "Consumer", **{"group.id": spec.progress_group, "enable.auto.commit": False})
@@ -211,7 +204,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> 
     return out
 
 
-def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: Optional[_Writer], done: Optional[int],
+def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
                  omap: OffsetMap) -> PartitionSummary:
     if done is None:
         if target.holds_committed_records(spec, part.target_topic, part.partition):
@@ -231,7 +224,6 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: Optional[_Wri
         rebuild_pairs(spec, part, done, omap)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done")
-    assert writer is not None, "a partition with records to write has a producer"
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
