@@ -4,8 +4,8 @@ consumer-protocol groups alike), translated through the offset map, then applied
 (confluent-kafka's ``AdminClient.alter_consumer_group_offsets``: Kafka's OffsetCommit for an empty
 group) or written as the CSV ``kafka-consumer-groups --reset-offsets --from-file`` takes.
 
-Nothing is half-applied: every position is translated (a position past the source's log end is
-refused, naming the group and partition) and every group is checked empty on the target before
+Nothing is half-applied: every position is translated (a position past the source's log as it
+stood when the group committed it is refused, naming the group and partition) and every group is checked empty on the target before
 any group is altered.
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Dict, List, NamedTuple, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
-from kafkarec.restore import target
+from kafkarec.restore import faults, target
 from kafkarec.restore.offsets import OffsetMap
-from kafkarec.restore.source import SourcePlan, internal_source
+from kafkarec.restore.source import SourcePartition, SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
 
 __all__ = ["GroupPosition", "source_positions", "checked_positions", "translate", "apply", "write_csv"]
@@ -36,31 +36,52 @@ class GroupPosition(NamedTuple):
     target_offset: int
 
 
-def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], int]:
-    """``{(group, topic, partition): committed offset}`` in the source's ``__consumer_offsets`` as of
-    ``spec.groups_as_of`` (ms since the epoch; None: the end of the history), wherever the source is
-    (a local log directory, a URI with the spec's storage options, with its tiered-storage root:
-    :func:`kafkarec.restore.source.internal_source`); one without ``__consumer_offsets`` has no groups."""
+def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], Tuple[int, int]]:
+    """``{(group, topic, partition): (committed offset, commit timestamp)}`` in the source's
+    ``__consumer_offsets`` as of ``spec.groups_as_of`` (ms since the epoch; None: the end of the
+    history), wherever the source is (a local log directory, a URI with the spec's storage options,
+    with its tiered-storage root: :func:`kafkarec.restore.source.internal_source`); one without
+    ``__consumer_offsets`` has no groups."""
     from kafkarec.internal.analysis import committed_offsets
     source, kw = internal_source(spec)
     found = committed_offsets(source, as_of=spec.groups_as_of, **kw)
-    return {k: v["offset"] for k, v in found.items() if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
+    return {k: (v["offset"], v["commit_timestamp"]) for k, v in found.items()
+            if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
+
+
+def _iso(ms: int) -> str:
+    import datetime
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition]:
     """Every group's source positions on the restored partitions (``target_offset`` -1: not yet
-    translated); a position past the source partition's log end is a :class:`RestoreError` naming
-    the group and partition -- asked before anything is written."""
+    translated) -- asked before anything is written.
+
+    A position is the next offset the group reads, so Kafka's consumers commit at most the log's end
+    *as it was when they committed*.  A position past the history as of its commit (the log's end
+    at its commit timestamp, :func:`source.log_ends_at`), or negative, is a history that disagrees
+    with itself (Kafka's OffsetCommit takes any offset, an admin's too): a :class:`RestoreError`
+    naming the group, the partition, the commit's time and the log's end then.  Positions as of
+    ``spec.groups_as_of`` are commits made by then, so none is past T's history either.  A position
+    in [H, the log end then] is inside the history: it maps to the target's end."""
+    from kafkarec.restore import source
     parts = {p.key: p for p in plan.partitions}
+    found = {k: v for k, v in sorted(source_positions(spec).items()) if (k[1], k[2]) in parts}
+    asked: Dict[SourcePartition, List[int]] = {}
+    for (group, topic, partition), (offset, committed_at) in found.items():
+        if offset > parts[(topic, partition)].start:    # a position at or below the log start is inside any history
+            asked.setdefault(parts[(topic, partition)], []).append(committed_at)
+    ends_then = source.log_ends_at(spec, asked)
     out = []
-    for (group, topic, partition), offset in sorted(source_positions(spec).items()):
-        part = parts.get((topic, partition))
-        if part is None:
-            continue            # a partition not restored
-        if offset > part.log_end or offset < 0:
+    for (group, topic, partition), (offset, committed_at) in found.items():
+        part = parts[(topic, partition)]
+        then = ends_then.get((topic, partition, committed_at), part.log_end)
+        if offset < 0 or offset > then:
             raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
-                                            f"history (its log ends at {part.log_end}): the group's commits and "
-                                            f"the log disagree", group=group, topic=topic,
+                                            f"history (its log ended at {then} when the group committed it, at "
+                                            f"{_iso(committed_at)}; it ends at {part.log_end}): the group's "
+                                            "commits and the log disagree", group=group, topic=topic,
                                partition=partition)
         out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
     return out
@@ -116,6 +137,7 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
                                                 f"altered before it: {', '.join(done) or 'none'})", group=name,
                                    topic=bad[0].topic, partition=bad[0].partition)
         done.append(group)
+        faults.kill_point("group-applied")          # test-only (faults.py)
     return done
 
 

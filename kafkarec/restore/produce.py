@@ -18,7 +18,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
-from kafkarec.restore import source, target
+from kafkarec.restore import faults, source, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
@@ -108,7 +108,10 @@ class _Writer:
         p, tp = self.producer, self.part
         self._call("beginning a transaction", p.begin_transaction)
         try:
-            for r in records:
+            half = len(records) // 2
+            for i, r in enumerate(records):
+                if i == half and half:      # test-only (faults.py): half the records on the target
+                    faults.kill_point("mid-transaction", lambda: p.flush(self.spec.timeout))
                 while True:
                     try:
                         p.produce(tp.target_topic, value=r.value, key=r.key, partition=tp.partition,
@@ -123,6 +126,7 @@ class _Writer:
             offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
             self._call("committing the progress", p.send_offsets_to_transaction, offsets, self.group_metadata,
                        self.spec.timeout)
+            faults.kill_point("before-commit", lambda: p.flush(self.spec.timeout))     # test-only (faults.py)
             self._call("committing a transaction", p.commit_transaction, self.spec.timeout)
         except BaseException:
             try:
@@ -137,6 +141,7 @@ class _Writer:
                                                  f"{'; '.join(self.failures[:3]) or 'reports missing'}",
                                topic=tp.target_topic, partition=tp.partition,
                                retriable=bool(self.failures) and self.retriable)
+        faults.kill_point("between-transactions")       # test-only (faults.py)
         return sorted(self.delivered)
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SourcePartition", "TopicDescription", "SourcePlan", "plan", "committed_records", "local_log_dir",
-           "internal_source", "cluster_state", "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
+           "internal_source", "cluster_state", "log_ends_at", "NOT_COPIED_CONFIGS", "SET_CONFIGS"]
 
 #: topic configs the target decides for itself: tiered storage and throttles name the source
 #: cluster's own storage and broker ids
@@ -129,6 +129,32 @@ def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, 
                              if k not in NOT_COPIED_CONFIGS}
     return {name: TopicDescription(n, {**configs.get(name, {}), **SET_CONFIGS})
             for name, n in sorted(counts.items())}
+
+
+def log_ends_at(spec: RestoreSpec, asked: Dict[SourcePartition, List[int]]) -> Dict[Tuple[str, int, int], int]:
+    """``{(topic, partition, t): the partition's log end at time t}`` for each ``t`` (ms) asked of a
+    partition of the plan: the first offset, at or past its log start, of a record appended after
+    t -- Kafka's offsetsForTimes for t + 1, the rule ``--end-time`` cuts the history by -- or, where
+    every record is at or before t, the log's end.  Record timestamps stand for append times (exact
+    for LogAppendTime topics; for CreateTime, the producers' clocks).  Read from the log's time
+    indexes (the storage listed once more; no batch walked but where an index is not believed)."""
+    asked = {p: ts for p, ts in asked.items() if ts}
+    if not asked:
+        return {}
+    from kafkarec.scan import LogScan, ScanConfig
+    listed = LogScan(ScanConfig.of(spec.source, storage_options=spec.storage_options,
+                                   tiered_storage=spec.tiered_storage)).listing()
+    resolver = listed.resolver
+    logs = {log.key: log for log in listed.layout.partitions}
+    out: Dict[Tuple[str, int, int], int] = {}
+    for part, times in asked.items():
+        log = logs.get(part.key)
+        if log is None:
+            raise UsageError(f"restore: {part.topic}-{part.partition} is no longer under {spec.source}")
+        for t in sorted(set(times)):
+            hit = resolver.offset_for_time(log, t + 1, log_start=part.start)
+            out[(part.topic, part.partition, t)] = part.log_end if hit is None else min(hit[0], part.log_end)
+    return out
 
 
 class Record(NamedTuple):

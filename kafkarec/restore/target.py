@@ -211,7 +211,10 @@ def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, 
 def _consumer(spec: RestoreSpec):
     return client(spec, "Consumer", **{
         "group.id": spec.progress_group + ".reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+        "enable.partition.eof": True, "auto.offset.reset": "earliest",
+        # the end shows as a fetch that answers nothing: answered at once, not after Kafka's 500 ms
+        # wait for more (records that are there are answered at once either way)
+        "fetch.wait.max.ms": 10})
 
 
 def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool = False) -> Iterator[Record]:
@@ -220,7 +223,10 @@ def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool
     ck = require("confluent_kafka")
     consumer = _consumer(spec)
     try:
-        consumer.assign([ck.TopicPartition(topic, partition, ck.OFFSET_BEGINNING)])
+        # offset 0, not OFFSET_BEGINNING: librdkafka asks a logical offset's position first (seen:
+        # 0.5 s a partition); a log starting past 0 answers out of range, and auto.offset.reset
+        # (earliest) starts at its start then
+        consumer.assign([ck.TopicPartition(topic, partition, 0)])
         deadline = time.monotonic() + spec.timeout
         while True:
             msg = consumer.poll(0.1)

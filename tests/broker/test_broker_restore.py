@@ -1,7 +1,8 @@
 """``kafkarec restore`` between two real KRaft brokers: the session's broker (A, the source:
 ``support.restore_history`` writes its history, its log dir is read) and a second one
 (``restore_target_broker``, B).  Records, groups resumed on B by real consumers (0 duplicates,
-0 missing), re-runs, a SIGKILL mid-restore, and the refusals."""
+0 missing), re-runs, SIGKILLs at named points of the restore (kafkarec/restore/faults.py), verify
+reporting a damaged target, and the refusals."""
 import os
 import signal
 import subprocess
@@ -45,6 +46,12 @@ def _docs_block():
     return command, shown
 
 
+#: the topics of docs/restore.md's example (their partitions), its rename, its records
+DOCS_TOPICS = {RH.ORDERS: range(3), RH.COMPACTED: [0], RH.CODEC_TOPIC: range(len(RH.CODECS)), RH.DELETED: [0]}
+DOCS_RENAME = {RH.COMPACTED: "rs-compacted-b"}
+DOCS_RECORDS = 146
+
+
 def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_target_broker, tmp_path):
     a, b = history, restore_target_broker.bootstrap
     import doctest
@@ -56,11 +63,12 @@ def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_targ
     assert doctest.OutputChecker().check_output(shown, run.stdout, doctest.ELLIPSIS), run.stdout
     # every committed record, in order, keys, values, headers, timestamps kept; nothing aborted
     source = {}
-    for topic, target, parts in ((RH.ORDERS, RH.ORDERS, range(3)), (RH.COMPACTED, "rs-compacted-b", [0])):
+    for topic, parts in DOCS_TOPICS.items():
         source[topic] = RH.consume_committed(a.bootstrap, topic, parts)
-        restored = _committed(b, target, parts)
+        restored = _committed(b, DOCS_RENAME.get(topic, topic), parts)
         assert all(source[topic][p] for p in parts)
         assert restored == {p: [r[1:] for r in rs] for p, rs in source[topic].items()}, topic
+    assert [r[0] for r in source[RH.DELETED][0]][:1] == [RH.DELETED_START]     # deleteRecords' log start
     # the topics were created with the source's partition counts and configs
     from confluent_kafka.admin import AdminClient, ConfigResource
     admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
@@ -77,20 +85,22 @@ def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_targ
     aborted0 = a.aborted[(RH.ORDERS, 0)]
     after = omap.target_offset(RH.ORDERS, 0, aborted0[-1] + 2)       # past the abort marker
     assert [omap.target_offset(RH.ORDERS, 0, s) for s in aborted0 + [aborted0[-1] + 1]] == [after] * 4
-    # each group resumes on B: what it reads there is A's committed records after its position
+    # each group resumes on B: what it reads there is A's committed records after its position --
+    # positions on markers, aborted records, a compaction hole, below and at a moved log start
     for group in RH.GROUPS:
-        want = [(RH.ORDERS, p, r[1], r[2]) for p in range(3) for r in source[RH.ORDERS][p]
-                if r[0] >= a.positions[(group, RH.ORDERS, p)]]
-        got = RH.resume_group(b, group, [RH.ORDERS], expected=len(want),
-                              protocol="consumer" if group == "rs-848" else "classic")
+        topics, protocol = a.groups[group]
+        want = [(DOCS_RENAME.get(t, t), p, r[1], r[2]) for t in topics for p in DOCS_TOPICS[t]
+                for r in source[t][p] if r[0] >= a.positions[(group, t, p)]]
+        got = RH.resume_group(b, group, [DOCS_RENAME.get(t, t) for t in topics], expected=len(want),
+                              protocol=protocol)
         assert sorted(got, key=repr) == sorted(want, key=repr), group      # 0 duplicates, 0 missing
     # a re-run of the finished restore writes nothing
     again = subprocess.run(["bash", "-c", command + " --no-groups"], cwd=tmp_path, capture_output=True, text=True,
                            timeout=120, env=env)
     assert again.returncode == 0, again.stderr
     lines = [line for line in again.stdout.splitlines() if "->" in line]
-    assert len(lines) == 4 and all(line.endswith("0 records done") for line in lines), again.stdout
-    assert "verified: 49 records, 0 group positions, 0 problem(s)" in again.stdout
+    assert len(lines) == 10 and all(line.endswith("0 records done") for line in lines), again.stdout
+    assert f"verified: {DOCS_RECORDS} records, 0 group positions, 0 problem(s)" in again.stdout
 
 
 def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp_path):
@@ -127,44 +137,130 @@ def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp
     assert [tp.offset for tp in answer.topic_partitions] == [-1001] * 3       # nothing committed
 
 
-def test_sigkill_mid_restore_then_rerun_exactly_once(history, restore_target_broker):
-    b = restore_target_broker.bootstrap
-    args = [history.log_dir, "--target-bootstrap", b, "--topics", RH.CRASH, "--rename", f"{RH.CRASH}=rs-crash-b",
-            "--restore-id", "crash", "--no-groups"]
-    # one record per transaction: killed between and inside transactions, not after the last
-    proc = subprocess.Popen([sys.executable, "-m", "kafkarec", "restore", *args, "--transaction-records", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+#: records per transaction of the crash tests: rs-crash's 100 records in transactions of 30, 30, 30, 10
+CRASH_TX = 30
+
+
+def _crash_args(history, b, name):
+    return [history.log_dir, "--target-bootstrap", b, "--topics", RH.CRASH, "--rename", f"{RH.CRASH}={name}",
+            "--restore-id", name, "--transaction-records", str(CRASH_TX)]
+
+
+def _crash_spec(history, b, name):
     from kafkarec import restore as R
-    spec = R.RestoreSpec.of(history.log_dir, b, topics=[RH.CRASH], rename={RH.CRASH: "rs-crash-b"},
-                            restore_id="crash")
+    return R.RestoreSpec.of(history.log_dir, b, topics=[RH.CRASH], rename={RH.CRASH: name}, restore_id=name,
+                            transaction_records=CRASH_TX)
+
+
+def _group_offsets(b, group, topic):
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    return list(admin.list_consumer_group_offsets(request).values())[0].result(30).topic_partitions[0].offset
+
+
+@pytest.fixture(scope="module")
+def clean_crash_run(history, restore_target_broker):
+    """rs-crash restored once without a kill (the same transactions): its offset map's pairs and the
+    groups' target positions, what every killed-and-rerun restore must end with."""
+    b = restore_target_broker.bootstrap
+    run = _cli(*_crash_args(history, b, "rs-crash-clean"))
+    assert run.returncode == 0, run.stderr + run.stdout
+    from kafkarec import restore as R
+    omap = R.offset_map(_crash_spec(history, b, "rs-crash-clean"))
+    return list(omap.pairs(RH.CRASH, 0)), {g: _group_offsets(b, g, "rs-crash-clean") for g in RH.CRASH_GROUPS}
+
+
+#: (kill point, what the target holds after the kill: the progress, the groups set) -- faults.py
+KILLS = [("mid-transaction@2", CRASH_TX, 0), ("before-commit@2", CRASH_TX, 0),
+         ("between-transactions@2", 2 * CRASH_TX, 0), ("groups-translated", 100, 0), ("group-applied", 100, 1)]
+
+
+@pytest.mark.parametrize("kill_at, progress_after_kill, groups_after_kill", KILLS, ids=[k[0] for k in KILLS])
+def test_sigkill_at_a_point_then_rerun_exactly_once(history, restore_target_broker, clean_crash_run, kill_at,
+                                                    progress_after_kill, groups_after_kill):
+    """The restore SIGKILLs itself at a named point (KAFKAREC_RESTORE_KILL_AT, faults.py): inside a
+    transaction of 30 with half its records on the target, with its progress sent and not committed,
+    between two transactions, after the groups were translated, after the first group was set.  A
+    re-run ends where a clean run ends: every record once, the offset map's source offsets the clean
+    run's (the target offsets too where no open transaction was left behind: an aborted one's records
+    and marker take offsets), the groups set exactly; a further re-run writes nothing."""
+    from kafkarec import restore as R
     from kafkarec.restore import target
-    deadline = time.monotonic() + 60
-    created = False
-    try:
-        # until a few of its 100 transactions are committed (the restore's own progress says so):
-        # one progress question a pass, the topic's existence asked only until it is there, so the
-        # kill lands well inside the run
-        while True:
-            assert proc.poll() is None, "the restore ended before it was killed: " + proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "no progress committed within 60 s"
-            created = created or "rs-crash-b" in target.admin(spec).list_topics(timeout=30).topics
-            done = target.progress(spec, [("rs-crash-b", 0)], stable=False).get(("rs-crash-b", 0), 0) \
-                if created else 0
-            if done >= 3:
-                break
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    assert done < 100
-    rerun = _cli(*args, "--verify")
-    assert rerun.returncode == 0, rerun.stderr + rerun.stdout
-    assert "rs-crash-0 -> rs-crash-b-0 [0, 100)" in rerun.stdout and "resumed" in rerun.stdout, rerun.stdout
-    src, dst = _committed(history.bootstrap, RH.CRASH), _committed(b, "rs-crash-b")
-    assert dst == src and len(dst[0]) == 100          # each record once
-    # the offset map rebuilt from the target's log equals the one the rerun made
-    assert R.offset_map(spec).records(RH.CRASH, 0) == 100
+    b = restore_target_broker.bootstrap
+    name = "rs-crash-" + kill_at.split("@")[0]
+    spec = _crash_spec(history, b, name)
+    killed = subprocess.run([sys.executable, "-m", "kafkarec", "restore", *_crash_args(history, b, name)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "KAFKAREC_RESTORE_KILL_AT": kill_at})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr + killed.stdout
+    # what the kill left: the committed progress, and the groups set so far
+    assert target.progress(spec, [(name, 0)], stable=False) == {(name, 0): progress_after_kill}
+    set_groups = [g for g in RH.CRASH_GROUPS if _group_offsets(b, g, name) >= 0]
+    assert set_groups == list(RH.CRASH_GROUPS[:groups_after_kill]), set_groups
+    # the re-run (in this process: what the command runs, without its start-up)
+    rerun = R.restore(spec)
+    R.finish(spec, rerun)
+    assert [(s.records, s.status) for s in rerun.partitions] == \
+        [(100 - progress_after_kill, "done" if progress_after_kill == 100 else "resumed")]
+    src, dst = _committed(history.bootstrap, RH.CRASH), _committed(b, name)
+    assert dst == src and len(dst[0]) == 100          # each record once, in order
+    pairs, clean_groups = clean_crash_run
+    rebuilt = R.offset_map(spec)                      # from the target's log alone
+    assert rebuilt == rerun.offset_map
+    got = list(rebuilt.pairs(RH.CRASH, 0))
+    assert [s for s, _ in got] == [s for s, _ in pairs]
+    if kill_at.startswith(("mid-transaction", "before-commit")):
+        # the killed transaction (records 30-59) was aborted: its records and marker take offsets
+        shift = (CRASH_TX // 2 if kill_at.startswith("mid") else CRASH_TX) + 1
+        assert got[:CRASH_TX] == pairs[:CRASH_TX]
+        assert got[CRASH_TX:] == [(s, t + shift) for s, t in pairs[CRASH_TX:]]
+    else:
+        assert got == pairs
+    want = {g: rebuilt.target_offset(RH.CRASH, 0, history.positions[(g, RH.CRASH, 0)])
+            for g in RH.CRASH_GROUPS}
+    assert {g: _group_offsets(b, g, name) for g in RH.CRASH_GROUPS} == want
+    if got == pairs:
+        assert want == clean_groups
+    final = _cli(*_crash_args(history, b, name), "--verify")
+    assert final.returncode == 0, final.stderr + final.stdout
+    assert f"rs-crash-0 -> {name}-0 [0, 100) 0 records done" in final.stdout, final.stdout
+    assert "verified: 100 records, 2 group positions, 0 problem(s)" in final.stdout, final.stdout
+    assert _committed(b, name) == src
+
+
+def test_verify_names_an_extra_record_and_a_moved_group(history, restore_target_broker):
+    """A restored target damaged afterwards -- a record produced into the restored partition, a group
+    moved -- is reported by verify (ok False, each problem naming the partition or group and the
+    offsets), and a re-run with --verify refuses the partition, naming it and the record's offset."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+    from kafkarec import restore as R
+    from kafkarec.restore import target
+    b, name = restore_target_broker.bootstrap, "rs-crash-verify"
+    spec = _crash_spec(history, b, name)
+    result = R.restore(spec)
+    positions = R.finish(spec, result).groups
+    assert R.verify(spec, result.plan, result.offset_map, positions).ok
+    end = result.offset_map.ends[(RH.CRASH, 0)][1]
+    p = Producer({"bootstrap.servers": b, "log_level": 0})
+    p.produce(name, value=b"not from the source", partition=0)
+    assert p.flush(30) == 0
+    moved = ConsumerGroupTopicPartitions("rs-crash-g1", [TopicPartition(name, 0, 3)])
+    admin = target.admin(spec)          # alive until its future is done
+    for f in admin.alter_consumer_group_offsets([moved]).values():
+        f.result(30)
+    report = R.verify(spec, result.plan, result.offset_map, positions)
+    g1 = result.offset_map.target_offset(RH.CRASH, 0, history.positions[("rs-crash-g1", RH.CRASH, 0)])
+    assert not report.ok and report.records == 100 and report.groups == 2
+    assert (end, g1) == (104, 51)       # docs/restore.md's Verify section shows these problems
+    assert report.problems == [
+        f"rs-crash-0 -> {name}-0: the target holds a record at offset {end} the source's range does not",
+        f"group rs-crash-g1: {name}-0 stands at 3, the translation of source position 50 is {g1}"], report.problems
+    rerun = _cli(*_crash_args(history, b, name), "--verify")
+    assert rerun.returncode == 1, rerun.stderr + rerun.stdout
+    assert f"{name}-0: holds a record at offset {end} beyond what the restore's progress (100) accounts for" \
+        in rerun.stderr, rerun.stderr
 
 
 def test_refuses_a_target_partition_holding_other_records(history, restore_target_broker):
@@ -189,10 +285,26 @@ def test_refuses_a_group_position_past_the_history_before_writing(history, resto
                "--restore-id", "bad")
     assert run.returncode == 1, run.stderr
     assert "group rs-bad-group, rs-bad-0: the source position 40 of rs-bad-0 is outside the history " \
-           "(its log ends at 3)" in run.stderr, run.stderr
+           "(its log ended at 3 when the group committed it, at " in run.stderr, run.stderr
     from confluent_kafka.admin import AdminClient
     topics = AdminClient({"bootstrap.servers": b, "log_level": 0}).list_topics(timeout=30).topics
     assert "rs-bad-b" not in topics          # nothing written, nothing created
+
+
+def test_refuses_a_position_past_the_log_as_it_stood_at_the_commit(history, restore_target_broker):
+    """rs-ahead committed 8 while rs-late ended at 5; the log grew to 10 afterwards.  A position is
+    the next offset to read: Kafka's consumers commit at most the log's end at the time, so 8 is
+    past the history as of the commit (and as of any T at or after it) though not past the log's
+    end now -- refused before anything is written, naming the group, the partition and both ends."""
+    b = restore_target_broker.bootstrap
+    assert history.positions.get(("rs-ahead", RH.LATE, 0)) is None      # an admin's commit
+    run = _cli(history.log_dir, "--target-bootstrap", b, "--topics", RH.LATE, "--rename", f"{RH.LATE}=rs-late-b",
+               "--restore-id", "late")
+    assert run.returncode == 1, run.stderr
+    assert "group rs-ahead, rs-late-0: the source position 8 of rs-late-0 is outside the history (its log " \
+           "ended at 5 when the group committed it, at " in run.stderr and "; it ends at 10)" in run.stderr, run.stderr
+    from confluent_kafka.admin import AdminClient
+    assert "rs-late-b" not in AdminClient({"bootstrap.servers": b, "log_level": 0}).list_topics(timeout=30).topics
 
 
 def test_a_truncated_segment_is_named_and_nothing_is_committed(history, restore_target_broker, tmp_path):
