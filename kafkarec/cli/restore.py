@@ -60,7 +60,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     groups = p.add_argument_group("consumer groups")
     groups.add_argument("--groups-as-of", metavar="T",
                         help="the groups' positions at T (ms since the epoch or ISO 8601; default the end of "
-                             "the history)")
+                             "the history restored: --end-time when given)")
     groups.add_argument("--groups-csv", metavar="FILE",
                         help="write the translated positions for kafka-consumer-groups --reset-offsets "
                              "--from-file FILE (group,topic,partition,offset) instead of setting them")

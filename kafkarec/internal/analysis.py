@@ -302,8 +302,9 @@ def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: O
     ``__share_group_state``, replayed as the share coordinator replays it (a ShareSnapshot replaces
     the state; a ShareUpdate combines its batches with it and moves the start offset unless it is -1;
     a tombstone deletes): ``start_offset`` and ``state_batches`` [(first offset, last offset,
-    delivery state, delivery count)], ``state_epoch``, ``record_offset``.  ``as_of`` (ms since the
-    epoch): only records the coordinator had appended by then (their timestamps)."""
+    delivery state, delivery count)], ``state_epoch``, ``record_offset`` and ``written_at`` (the
+    offset and timestamp of the last record that shaped it).  ``as_of`` (ms since the epoch): only
+    records the coordinator had appended by then (their timestamps)."""
     out: Dict[Tuple[str, str, int], dict] = {}
     for pdir in _partitions(log_dir, ("__share_group_state",),
                             storage_options=storage_options, tiered_storage=tiered_storage):
@@ -342,5 +343,6 @@ def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: O
                     state = {"start_offset": start, "state_epoch": old["state_epoch"],
                              "state_batches": _overlay(old["state_batches"], batches, start)}
                 state["record_offset"] = r.offset
+                state["written_at"] = r.timestamp
                 out[k] = state
     return out

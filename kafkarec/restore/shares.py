@@ -34,7 +34,7 @@ from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore import target
 from kafkarec.restore.offsets import OffsetMap
-from kafkarec.restore.source import SourcePlan, cluster_state, internal_source
+from kafkarec.restore.source import SourcePartition, SourcePlan, cluster_state, internal_source
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["SharePosition", "ShareAcknowledged", "checked_share_positions", "translate_shares", "write_share_csv",
@@ -94,10 +94,13 @@ def _first_not_acknowledged(state: dict) -> int:
 
 def checked_share_positions(spec: RestoreSpec, plan: SourcePlan) -> List[Tuple[SharePosition, dict]]:
     """Every share group's state on the restored partitions (not yet translated), each with its
-    persisted state; a start offset outside the source partition's log is a :class:`RestoreError`
-    naming the group and partition -- asked before anything is written."""
+    persisted state -- asked before anything is written.  The share coordinator writes a start
+    offset no further than the log's end as it stood then (no record past it was delivered): one
+    past the log's end at the state's last write (:func:`source.log_ends_at`, the rule the groups'
+    positions are held to) is a :class:`RestoreError` naming the group, the partition and both ends."""
+    from kafkarec.restore import source
     parts = {p.key: p for p in plan.partitions}
-    out = []
+    found = []
     for (group, topic, partition), state in sorted(_states(spec).items()):
         part = parts.get((topic, partition))
         if part is None:
@@ -105,12 +108,21 @@ def checked_share_positions(spec: RestoreSpec, plan: SourcePlan) -> List[Tuple[S
         start = _first_not_acknowledged(state)
         if start < 0:
             continue        # initialised, never delivered from: the target's own reset rule applies
-        if start > part.log_end:
-            raise RestoreError(spec.target, f"the share group's start offset {start} of {topic}-{partition} is "
-                                            f"outside the history (its log ends at {part.log_end}): "
-                                            "__share_group_state and the log disagree", group=group, topic=topic,
-                               partition=partition)
-        out.append((SharePosition(group, topic, partition, start, part.target_topic, -1), state))
+        found.append((group, part, start, state))
+    asked: Dict[SourcePartition, List[int]] = {}
+    for _, part, start, state in found:
+        if start > part.start and state.get("written_at") is not None:
+            asked.setdefault(part, []).append(state["written_at"])
+    ends_then = source.log_ends_at(spec, asked)
+    out = []
+    for group, part, start, state in found:
+        then = ends_then.get((part.topic, part.partition, state.get("written_at")), part.log_end)
+        if start > then:
+            raise RestoreError(spec.target, f"the share group's start offset {start} of {part.topic}-{part.partition} "
+                                            f"is outside the history (its log ended at {then} when the state was "
+                                            f"written; it ends at {part.log_end}): __share_group_state and the "
+                                            "log disagree", group=group, topic=part.topic, partition=part.partition)
+        out.append((SharePosition(group, part.topic, part.partition, start, part.target_topic, -1), state))
     return out
 
 

@@ -37,7 +37,8 @@ class RestoreSpec:
     records per transaction; ``target_properties``: librdkafka properties for every client of the
     target (security settings); ``storage_options``, ``tiered_storage``: as every reader's;
     ``timeout``: seconds any one request to the target may take; ``groups_as_of``: ms since the
-    epoch, the moment whose group positions are translated (None: the end of the history);
+    epoch, the moment whose group positions are translated (default: the end of the history
+    restored, ``end_time`` when given, else None: the end of the log);
     ``share_groups_acknowledge``: after the share groups' start offsets are set on the target,
     acknowledge each share group's records past its start offset there as the source's group had
     (:func:`kafkarec.restore.shares.acknowledge`)."""
@@ -105,10 +106,13 @@ class RestoreSpec:
         for k, _ in props:
             if k in ("bootstrap.servers", "transactional.id", "group.id", "isolation.level"):
                 raise UsageError(f"target property {k}: the restore sets it")
+        end = None if end_time is None else parse_time(end_time)
+        # the groups as the restored history leaves them: at its end, --end-time's when given
+        as_of = end if groups_as_of is None else parse_time(groups_as_of)
         return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
-                   None if end_time is None else parse_time(end_time), restore_id, records, props,
+                   end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
-                   None if groups_as_of is None else parse_time(groups_as_of), bool(share_groups_acknowledge))
+                   as_of, bool(share_groups_acknowledge))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""

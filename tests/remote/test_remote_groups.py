@@ -29,10 +29,11 @@ def _segment(folder, base, batches):
             f.write(b)
 
 
-def _commit(group, topic, partition, offset):
+def _commit(group, topic, partition, offset, at):
+    """An OffsetCommit record as the coordinator writes it at ``at`` (its commitTimestamp)."""
     k, v = internal.encode_record("__consumer_offsets", "OffsetCommit",
                                   {"group": group, "topic": topic, "partition": partition},
-                                  {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1}, 3)
+                                  {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": at}, 3)
     return k, v
 
 
@@ -45,19 +46,20 @@ def _batch(base, records, *, ts, **kw):
 
 def _consumer_offsets(root):
     folder = os.path.join(root, "__consumer_offsets-0")
-    first = [_commit("g1", "orders", p, 10 + p) for p in range(3)] + [_commit("g2", "payments", 0, 30)]
-    txn = [_commit("g3", "orders", 0, 55)]
+    first = [_commit("g1", "orders", p, 10 + p, T1) for p in range(3)] + [_commit("g2", "payments", 0, 30, T1)]
+    txn = [_commit("g3", "orders", 0, 55, T1 + 600)]
     marker = kafkarec.RecordBatchBuilder(base_offset=6, producer_id=9, producer_epoch=0, is_transactional=True,
                                          is_control=True)
     marker.append_control(ControlRecordType.COMMIT, {"coordinatorEpoch": 1}, timestamp=MARKER_TIME)
     _segment(folder, 0, [_batch(0, first, ts=T1),
-                         _batch(4, [_commit("g1", "orders", 1, 40)], ts=T1 + 500, compression=Compression.ZSTD),
+                         _batch(4, [_commit("g1", "orders", 1, 40, T1 + 500)], ts=T1 + 500,
+                                compression=Compression.ZSTD),
                          _batch(5, txn, ts=T1 + 600, producer_id=9, producer_epoch=0, base_sequence=0,
                                 is_transactional=True),
                          marker.build()])
     # a second segment: later positions, a tombstone (group g2 deleted its commit)
-    later = [_commit("g1", "orders", 0, 120), _commit("g1", "payments", 0, 70),
-             (_commit("g2", "payments", 0, 0)[0], None)]
+    later = [_commit("g1", "orders", 0, 120, T2), _commit("g1", "payments", 0, 70, T2),
+             (_commit("g2", "payments", 0, 0, T2)[0], None)]
     _segment(folder, 7, [_batch(7, later, ts=T2, compression=Compression.GZIP)])
 
 

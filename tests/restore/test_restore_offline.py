@@ -328,3 +328,50 @@ def test_share_acknowledge_refuses_a_start_offset_not_set(monkeypatch):
 def test_share_groups_acknowledge_is_a_spec_option():
     assert RestoreSpec.of("s", "t:1", share_groups_acknowledge=True).share_groups_acknowledge
     assert not RestoreSpec.of("s", "t:1").share_groups_acknowledge
+
+
+def test_groups_are_taken_as_of_the_end_time_unless_told_otherwise():
+    """A restore up to --end-time translates the groups as that history left them; --groups-as-of
+    still picks another moment."""
+    assert RestoreSpec.of("logs", "b:9092", end_time=1000).groups_as_of == 1000
+    assert RestoreSpec.of("logs", "b:9092", end_time=1000, groups_as_of=500).groups_as_of == 500
+    assert RestoreSpec.of("logs", "b:9092").groups_as_of is None
+
+
+def test_a_share_start_offset_past_the_log_when_written_is_refused(tmp_path):
+    """A share group's start offset past the log's end as it stood when the share coordinator wrote
+    the state (the record's time) is a history that disagrees with itself: refused before anything
+    is written, naming the group, the partition and both ends."""
+    import os
+    import kafkarec
+    from kafkarec import internal
+    from kafkarec.errors import RestoreError
+    from kafkarec.internal import analysis
+    from kafkarec.restore import plan, shares
+    from kafkarec.sample import BASE_TIME, generate
+    root = str(tmp_path / "logs")
+    generate(root, seed=7, scale=1)
+    topic_id = "ioNpEorxLpqqSK7HcI_9ow"
+
+    def segment(folder, records, ts):
+        os.makedirs(os.path.join(root, folder))
+        b = kafkarec.RecordBatchBuilder()
+        for k, v in records:
+            b.append(v, key=k, timestamp=ts)
+        with open(os.path.join(root, folder, "%020d.log" % 0), "wb") as f:
+            f.write(b.build())
+
+    segment("__cluster_metadata-0", [internal.encode_record("__cluster_metadata", "TOPIC_RECORD", None,
+                                                            {"name": "orders", "topicId": topic_id})], BASE_TIME)
+    # written when the partition held only its first records (the sample's times start at BASE_TIME)
+    segment("__share_group_state-0", [internal.encode_record("__share_group_state", "ShareSnapshot",
+                                                             {"groupId": "sg", "topicId": topic_id, "partition": 1}, {
+        "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 0, "startOffset": 40, "createTimestamp": BASE_TIME,
+        "writeTimestamp": BASE_TIME, "stateBatches": [
+            {"firstOffset": 40, "lastOffset": 44, "deliveryState": analysis.SHARE_AVAILABLE, "deliveryCount": 1}]})],
+        BASE_TIME + 100)
+    spec = RestoreSpec.of(root, "x:1", topics="orders")
+    with pytest.raises(RestoreError, match=r"start offset 40 of orders-1 is outside the history \(its log ended at "
+                                           r"\d+ when the state was written") as info:
+        shares.checked_share_positions(spec, plan(spec))
+    assert "sg" in str(info.value)
