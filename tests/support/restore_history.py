@@ -319,38 +319,37 @@ def consume_committed(bootstrap: str, topic: str, partitions: Sequence[int], *,
         c.close()
 
 
-def resume_group(bootstrap: str, group: str, topics: Sequence[str], expected: int, *, timeout: float = 30,
-                 protocol: str = "classic") -> List[Tuple[str, int, Optional[bytes], Optional[bytes]]]:
-    """What ``group`` reads when its consumer resumes on ``bootstrap`` (subscribed, read_committed,
-    from its committed positions) until it has ``expected`` records and then a quiet end of every
-    partition: ``(topic, partition, key, value)`` in arrival order."""
-    from confluent_kafka import Consumer, KafkaError
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0,
-            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10,
-            "auto.offset.reset": "error"}      # a position that is not there fails, never a silent reset
-    if protocol == "consumer":
-        conf["group.protocol"] = "consumer"
-    c = Consumer(conf)
-    out, eofs = [], set()
-    try:
-        c.subscribe(list(topics))
-        deadline = time.monotonic() + timeout
-        while True:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"group {group}: {len(out)} of {expected} records and {len(eofs)} ends "
-                                   f"within {timeout} s")
-            msg = c.poll(0.3)
-            if msg is None:
-                if len(out) >= expected and c.assignment() and \
-                        eofs >= {(tp.topic, tp.partition) for tp in c.assignment()}:
-                    return out
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    eofs.add((msg.topic(), msg.partition()))
-                    continue
-                raise RuntimeError(f"group {group}: {msg.error()}")
-            eofs.discard((msg.topic(), msg.partition()))
-            out.append((msg.topic(), msg.partition(), msg.key(), msg.value()))
-    finally:
-        c.close()
+def resume_groups(bootstrap: str, groups: Sequence[Tuple[str, Sequence[str], int, str]], *,
+                  timeout: float = 30) -> Dict[str, List[Tuple[str, int, Optional[bytes], Optional[bytes]]]]:
+    """What each group reads when Kafka's own Java consumer resumes it on ``bootstrap``
+    (``tests/java/GroupResume.java``; ``groups``: ``(group, topics, expected, protocol)``, protocol
+    ``classic`` or ``consumer``): subscribed, read_committed, from its committed positions (none
+    there fails, never a silent reset), until it has ``expected`` records and every partition's
+    end: ``{group: [(topic, partition, key, value)]}`` in arrival order."""
+    import base64
+    import os
+    import subprocess
+
+    from support.java import compiled
+    from support.jvm import classpath
+    from support.paths import ROOT
+    program = compiled(os.path.join(ROOT, "tests", "java", "GroupResume.java"), classpath("jvm/kafka"))
+    args = [bootstrap, str(int(timeout * 1000))]
+    for group, topics, expected, protocol in groups:
+        args += [group, protocol, str(expected), ",".join(topics)]
+    run = subprocess.run(program.command(*args, jvm_flags=["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                                           "-Xmx512m"]),
+                         capture_output=True, timeout=timeout * len(groups) + 60)
+    if run.returncode != 0:
+        raise RuntimeError(f"GroupResume failed ({run.returncode}):\n{run.stderr.decode(errors='replace')[-4000:]}")
+
+    def data(field: str) -> Optional[bytes]:
+        return None if field == "-" else base64.b64decode(field)
+
+    out: Dict[str, list] = {group: [] for group, *_ in groups}
+    for line in run.stdout.decode("ascii").splitlines():
+        group, topic, partition, _, key, value = line.split("\t")
+        out[group].append((topic, int(partition), data(key), data(value)))
+    return out
+
+
