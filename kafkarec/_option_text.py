@@ -78,14 +78,19 @@ def option_json(what: str, text: Any, example: str, error: type) -> Any:
 
 
 def key_value_pairs(items: Optional[Iterable[str]], flag: str, form: str, *, strip: bool = True,
-                    error: type = UsageError) -> dict:
-    """A repeated command-line flag's ``KEY=VALUE`` texts as a dict (a later key wins); an item
-    without ``=`` or with an empty key is ``error`` ("``flag`` 'item': ``form``").  ``strip``:
-    the key's surrounding spaces dropped (names of options; a header key is kept as given)."""
+                    error: type = UsageError, unique: bool = False) -> dict:
+    """A repeated command-line flag's ``KEY=VALUE`` texts as a dict (a later key wins, or with
+    ``unique`` a key given twice is ``error``: where each item is a test that must hold, the
+    earlier would be dropped silently); an item without ``=`` or with an empty key is ``error``
+    ("``flag`` 'item': ``form``").  ``strip``: the key's surrounding spaces dropped (names of
+    options; a header key is kept as given)."""
     out = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise error(f"{flag} {item!r}: {form}")
-        out[key.strip() if strip else key] = value
+        key = key.strip() if strip else key
+        if unique and key in out:
+            raise error(f"{flag}: {key!r} given twice (one test per name)")
+        out[key] = value
     return out

@@ -192,11 +192,12 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
     elif args.key_hex is not None:
         key = _hex(args.key_hex, "--key-hex")
     headers = {name: value.encode("utf-8")
-               for name, value in key_value_pairs(args.header, "--header", "K=V", strip=False).items()}
+               for name, value in key_value_pairs(args.header, "--header", "K=V", strip=False, unique=True).items()}
     contains = {name: text.encode("utf-8") for name, text in
-                key_value_pairs(args.header_contains, "--header-contains", "K=TEXT", strip=False).items()}
+                key_value_pairs(args.header_contains, "--header-contains", "K=TEXT", strip=False,
+                                unique=True).items()}
     for name, text in key_value_pairs(args.header_contains_hex, "--header-contains-hex", "K=HEX",
-                                      strip=False).items():
+                                      strip=False, unique=True).items():
         if name in contains:
             raise UsageError(f"header {name!r}: --header-contains or --header-contains-hex, not both")
         contains[name] = _hex(text, "--header-contains-hex")
@@ -209,7 +210,8 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
     topics = args.topics.split(",") if args.topics else None
     rows = find(_source(args), topics=topics, key=key, value_contains=value_contains,
                 value_regex=args.value_regex, headers=headers or None, header_contains=contains or None,
-                header_regex=key_value_pairs(args.header_regex, "--header-regex", "K=RE", strip=False) or None,
+                header_regex=key_value_pairs(args.header_regex, "--header-regex", "K=RE", strip=False,
+                                             unique=True) or None,
                 header_names=args.header_name or None, selection=selection,
                 partitioner=args.partitioner, num_partitions=_counts(args.partitions),
                 read_committed=args.read_committed, storage_options=storage_options_from_args(args),

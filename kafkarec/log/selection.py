@@ -227,6 +227,12 @@ def select_partitions(layout: Layout, sel: Selection) -> List[PartitionLog]:
         missing = sorted(sel.topics - {p.topic for p in layout.partitions if sel.wants_topic(p.topic)})
         if missing:
             log.warning("kafkarec: topic(s) %s not found under %s", missing, layout.storage.uri(layout.root))
+    if sel.partitions is not None:
+        present = {p.partition for p in layout.partitions if sel.wants_topic(p.topic)}
+        absent = sorted(sel.partitions - present)
+        if absent:
+            log.warning("kafkarec: partition(s) %s of the selected topics not found under %s", absent,
+                        layout.storage.uri(layout.root))
     for s in (sel.start, sel.end):
         if s.kind in ("offsets", "timestamps"):
             present: Dict[Optional[str], set] = {}

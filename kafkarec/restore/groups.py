@@ -60,7 +60,8 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
 
     A position is the next offset the group reads, so Kafka's consumers commit at most the log's end
     *as it was when they committed*.  A position past the history as of its commit (the log's end
-    at its commit timestamp, :func:`source.log_ends_at`), or negative, is a history that disagrees
+    at its commit timestamp, :func:`source.log_ends_at`, for a LogAppendTime topic, whose record
+    times are the brokers'; the log's end now for a CreateTime one), or negative, is a history that disagrees
     with itself (Kafka's OffsetCommit takes any offset, an admin's too): a :class:`RestoreError`
     naming the group, the partition, the commit's time and the log's end then.  Positions as of
     ``spec.groups_as_of`` are commits made by then, so none is past T's history either.  A position
@@ -70,7 +71,10 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
     found = {k: v for k, v in sorted(source_positions(spec).items()) if (k[1], k[2]) in parts}
     asked: Dict[SourcePartition, List[int]] = {}
     for (group, topic, partition), (offset, committed_at) in found.items():
-        if offset > parts[(topic, partition)].start:    # a position at or below the log start is inside any history
+        # a position at or below the log start is inside any history; the log's end at a commit is
+        # known only where record times are the brokers' (LogAppendTime): a CreateTime record may
+        # carry any producer's clock, ahead of the commit, and would refuse a good history
+        if offset > parts[(topic, partition)].start and topic in plan.append_time_topics:
             asked.setdefault(parts[(topic, partition)], []).append(committed_at)
     ends_then = source.log_ends_at(spec, asked)
     out = []

@@ -111,7 +111,9 @@ def checked_share_positions(spec: RestoreSpec, plan: SourcePlan) -> List[Tuple[S
         found.append((group, part, start, state))
     asked: Dict[SourcePartition, List[int]] = {}
     for _, part, start, state in found:
-        if start > part.start and state.get("written_at") is not None:
+        # as the groups' positions: held to the log's end then only where record times are the
+        # brokers' (LogAppendTime); otherwise to the log's end
+        if start > part.start and state.get("written_at") is not None and part.topic in plan.append_time_topics:
             asked.setdefault(part, []).append(state["written_at"])
     ends_then = source.log_ends_at(spec, asked)
     out = []
@@ -171,8 +173,8 @@ class ShareAcknowledged(NamedTuple):
     """What :func:`acknowledge` did on one target partition of a share group: the records it
     ``accepted`` and ``rejected`` there (target offsets), how many it ``released`` (acquired and made
     available again, each delivery count one higher), and ``status``: ``done`` (the walk passed the
-    partition's last acknowledged record) or ``acknowledged before`` (the broker had none of the
-    records left to acknowledge: an earlier run acknowledged them)."""
+    partition's last acknowledged record) or ``none left`` (the broker had none of the records left
+    to acknowledge: an earlier run acknowledged them)."""
     group: str
     target_topic: str
     partition: int
@@ -246,14 +248,19 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
             # a record before its start offset: the start offset is not set; the poll all released
             below = next((((m.topic(), m.partition()), m.offset()) for m in batch
                           if m.offset() < start.get((m.topic(), m.partition()), -1)), None)
-            again, twice = True, None
+            # judged over the partitions still walked only: the subscription brings the topics' other
+            # partitions too (released as they come), which say nothing of this walk's progress
+            walked, again, twice, progressed = False, True, None, False
             for m in batch:
                 key, o = (m.topic(), m.partition()), m.offset()
                 n = acquired[key + (o,)] = acquired.get(key + (o,), 0) + 1
-                again = again and n > 1
                 how = release if below is not None else todo.get(key, {}).get(o, release)
-                if n > 2:
-                    twice = twice or (key, o)
+                if key in pending:
+                    walked = True
+                    again = again and n > 1
+                    progressed = progressed or n == 1
+                    if n > 2:
+                        twice = twice or (key, o)
                 consumer.acknowledge(m, how)
                 if key in todo:
                     seen[key].add(o)
@@ -264,7 +271,8 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
                 if key in pending and o >= last[key]:
                     pending.discard(key)
             _commit(spec, consumer, group)
-            deadline = time.monotonic() + spec.timeout          # progress: the bound starts again
+            if progressed:
+                deadline = time.monotonic() + spec.timeout      # progress: the bound starts again
             if below is not None:
                 (t, p), o = below
                 raise RestoreError(spec.target, f"the share group delivered offset {o}, before the translated start "
@@ -278,7 +286,7 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
                                                 "released ones again (raising their delivery counts); the records "
                                                 "acknowledged so far stay so, a re-run goes on from there",
                                    group=group, topic=t, partition=p)
-            if again:
+            if walked and again:
                 break           # the broker had nothing this walk had not released: nothing left to acknowledge
         closed = True
         consumer.close()

@@ -57,6 +57,10 @@ class TopicDescription(NamedTuple):
 class SourcePlan(NamedTuple):
     partitions: List[SourcePartition]
     topics: Dict[str, TopicDescription]
+    #: source topics whose records carry the broker's append times (``message.timestamp.type``
+    #: LogAppendTime in the source's ``__cluster_metadata``): only there do record times tell
+    #: where the log ended at a moment of the coordinators' clock
+    append_time_topics: frozenset = frozenset()
 
 
 def local_log_dir(spec: RestoreSpec) -> Optional[str]:
@@ -111,15 +115,18 @@ def plan(spec: RestoreSpec) -> SourcePlan:
         if other != p.topic:
             raise UsageError(f"rename: {other} and {p.topic} would both be restored into "
                              f"{p.target_topic}-{p.partition}")
-    return SourcePlan(parts, _descriptions(spec, parts))
+    state = cluster_state(spec)
+    append_time = frozenset(name for name, configs in (state or {}).get("configs", {}).get("TOPIC", {}).items()
+                            if configs.get("message.timestamp.type") == "LogAppendTime")
+    return SourcePlan(parts, _descriptions(spec, parts, state), append_time)
 
 
-def _descriptions(spec: RestoreSpec, parts: List[SourcePartition]) -> Dict[str, TopicDescription]:
+def _descriptions(spec: RestoreSpec, parts: List[SourcePartition], state: Optional[dict]
+                  ) -> Dict[str, TopicDescription]:
     counts: Dict[str, int] = {}
     for p in parts:
         counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
     configs: Dict[str, Dict[str, str]] = {}
-    state = cluster_state(spec)
     if state is not None:
         for name in counts:
             topic = state["topics"].get(name)

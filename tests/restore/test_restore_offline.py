@@ -361,8 +361,13 @@ def test_a_share_start_offset_past_the_log_when_written_is_refused(tmp_path):
         with open(os.path.join(root, folder, "%020d.log" % 0), "wb") as f:
             f.write(b.build())
 
-    segment("__cluster_metadata-0", [internal.encode_record("__cluster_metadata", "TOPIC_RECORD", None,
-                                                            {"name": "orders", "topicId": topic_id})], BASE_TIME)
+    # orders' records carry the broker's append times (LogAppendTime), so the log's end when the
+    # state was written is known
+    segment("__cluster_metadata-0", [
+        internal.encode_record("__cluster_metadata", "TOPIC_RECORD", None, {"name": "orders", "topicId": topic_id}),
+        internal.encode_record("__cluster_metadata", "CONFIG_RECORD", None, {
+            "resourceType": 2, "resourceName": "orders", "name": "message.timestamp.type",
+            "value": "LogAppendTime"})], BASE_TIME)
     # written when the partition held only its first records (the sample's times start at BASE_TIME)
     segment("__share_group_state-0", [internal.encode_record("__share_group_state", "ShareSnapshot",
                                                              {"groupId": "sg", "topicId": topic_id, "partition": 1}, {
@@ -375,3 +380,19 @@ def test_a_share_start_offset_past_the_log_when_written_is_refused(tmp_path):
                                            r"\d+ when the state was written") as info:
         shares.checked_share_positions(spec, plan(spec))
     assert "sg" in str(info.value)
+    # a CreateTime topic's record times are the producers' clocks: held to the log's end only
+    plan_create_time = plan(spec)._replace(append_time_topics=frozenset())
+    assert [p.source_start for p, _ in shares.checked_share_positions(spec, plan_create_time)] == [40]
+
+
+def test_share_acknowledge_judges_only_the_partitions_it_walks(monkeypatch):
+    """The subscription brings the topic's other partitions too: their records are released as they
+    come and neither stop the walk nor count as its progress or its third acquisitions."""
+    pytest.importorskip("confluent_kafka")
+    from kafkarec.restore import SharePosition
+    pos = SharePosition("g", "t", 0, 5, "t-b", 5, ((6, 6), (9, 9)), ())
+    parts = {("t-b", 0): _SharePartition(5, 12, per_fetch=100), ("t-b", 1): _SharePartition(0, 4, per_fetch=100)}
+    done, consumer = _acknowledge(monkeypatch, parts, [pos])
+    assert [(a.partition, a.accepted, a.status) for a in done] == [(0, (6, 9), "done")]
+    other = parts[("t-b", 1)]
+    assert set(other.state.values()) == {"AVAILABLE"} and set(other.deliveries.values()) == {1}
