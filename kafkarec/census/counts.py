@@ -8,8 +8,7 @@ value or header is built) for what that isolation level adds.
 from __future__ import annotations
 
 import time
-from collections import deque
-from typing import Callable, Deque, Dict, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
@@ -26,6 +25,8 @@ DEFAULT_MAX_EXACT_KEYS = 1_000_000
 _COMMITTED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers",
                       "producerId", "compression", "batchBaseOffset", "batchPosition", "batchSize",
                       "deleteHorizonMs")
+_UNASKED = object()          # a partition's last stable offset not asked for yet
+
 _UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize",
                         "producerId", "isTransactional")
 
@@ -71,10 +72,12 @@ class PartitionCensus:
         self.misplaced_keys = 0                          # records whose key murmur2 puts elsewhere
         self.all_records = self.all_batches = self.all_bytes = 0   # read_uncommitted, data + control
         self.control_records = self.control_batches = 0
-        # transactions open so far (producer id -> its first offset) and, from the earliest of
-        # them on, [base offset, data records] per batch: what lies past the last stable offset
-        self._open: Dict[int, int] = {}
-        self._past_open: Deque[list] = deque()
+        # the last stable offset of the partition's whole log (the transaction rule's, asked of
+        # stable_end_of at the first transactional batch: _UNASKED until then) and the data records
+        # the read_uncommitted pass met at or past it
+        self.stable_end_of: Optional[Callable[[], Optional[int]]] = None
+        self._stable: object = _UNASKED
+        self.past_stable = 0
         self.errors: List[dict] = []
         self._last_batch: Optional[int] = None
         self._last_all_batch: Optional[int] = None
@@ -185,56 +188,23 @@ class PartitionCensus:
         self.all_bytes += int(col["batchSize"].to_numpy()[starts].sum())
         self.control_batches += int((starts & control).sum())
         transactional = col["isTransactional"].to_numpy(zero_copy_only=False)
-        if self._open or transactional.any():
-            self._track_transactions(bases, starts, control, transactional, col["producerId"].to_numpy(),
-                                     col["offset"].to_numpy())
-
-    def _track_transactions(self, bases, starts, control, transactional, pids, offsets) -> None:
-        """Which transactions are open at the end (a producer's transactional records with no
-        marker after them), and the data records from the earliest one's first offset, the last
-        stable offset, on: a read_committed consumer stops there."""
-        np = require("numpy")
-        firsts = np.nonzero(starts)[0].tolist()
-        ends = firsts[1:] + [len(bases)]
-        if len(bases) and not starts[0]:         # the rest of a batch the last record batch began
-            firsts, ends = [0] + firsts, [firsts[0] if firsts else len(bases)] + ends
-        for i, end in zip(firsts, ends):
-            pid = int(pids[i])
-            if control[i]:
-                if transactional[i] and self._open.pop(pid, None) is not None:
-                    self._drop_closed()
-                continue
-            if transactional[i] and pid not in self._open:
-                self._open[pid] = int(offsets[i])
-            if self._open:
-                base = int(bases[i])
-                if self._past_open and self._past_open[-1][0] == base:
-                    self._past_open[-1][1] += end - i
-                else:
-                    self._past_open.append([base, end - i])
-
-    def _drop_closed(self) -> None:
-        """Forget the batches before the earliest transaction still open (all, when none is)."""
-        if not self._open:
-            self._past_open.clear()
-            return
-        stable = min(self._open.values())
-        while self._past_open and self._past_open[0][0] + self._past_open[0][1] <= stable:
-            self._past_open.popleft()
+        if self._stable is _UNASKED and transactional.any():
+            # before a partition's first transactional batch no record can be past its last stable
+            # offset (it is a transactional batch's first offset, or none)
+            self._stable = self.stable_end_of() if self.stable_end_of is not None else None
+        if self._stable is not _UNASKED and self._stable is not None:
+            offsets = col["offset"].to_numpy()
+            self.past_stable += int(((offsets >= self._stable) & ~control).sum())
 
     def last_stable_offset(self) -> Optional[int]:
-        """The first offset of the earliest transaction open at the end (None: none is open)."""
-        return min(self._open.values()) if self._open else None
+        """The first offset from which a read_committed consumer waits (None: it reads to the end)."""
+        return None if self._stable is _UNASKED else self._stable
 
     # --- results -------------------------------------------------------------------------
     def as_dict(self) -> dict:
         keys = self.keys.result(self.as_of_ms)
         data_records = self.all_records - self.control_records
-        stable = self.last_stable_offset()
-        # data records at or past the last stable offset (a batch straddling it counts its records
-        # from there): the open transactions' and whatever others follow them
-        past_stable = 0 if stable is None else sum(max(0, min(n, base + n - stable))
-                                                  for base, n in self._past_open)
+        stable, past_stable = self.last_stable_offset(), self.past_stable
         out = {
             "topic": self.topic, "partition": self.partition,
             "records": self.records, "tombstones": self.tombstones, "null_keys": self.null_keys,
@@ -393,6 +363,7 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     share = plan.max_exact_keys // max(1, len(plan.groups))
     part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n, merge_share=share,
                            as_of_ms=plan.as_of_ms)
+    part.stable_end_of = lambda: _stable_end(plan.everything, topic, partition)
     for config, pieces, is_committed in ((plan.committed, committed, True), (plan.everything, everything, False)):
         scan = LogScan(config)
         for piece in pieces:
@@ -407,6 +378,21 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
             if progress is not None:
                 progress(piece.bytes)
     return part.as_dict()
+
+
+def _stable_end(config, topic, partition) -> Optional[int]:
+    """The partition's last stable offset as a read_committed consumer meets it, judged over its
+    whole log by the one transaction rule (:meth:`kafkarec.scan.PartitionWalk.committed_view`):
+    asked only of a partition with transactional batches."""
+    import dataclasses
+
+    from kafkarec.scan import Bounds, LogScan
+    this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
+    one = dataclasses.replace(config, bounds=config.bounds.intersect(this))
+    for walk in LogScan(one).partition_walks():
+        if walk.key == (topic, partition):
+            return walk.committed_view().stable_end
+    return None
 
 
 def assemble(plan: CensusPlan, rows: List[dict]) -> Census:

@@ -94,6 +94,16 @@ def test_census_tells_aborted_records_from_those_past_the_last_stable_offset(wor
         assert adds["aborted_records"] + adds["records_past_last_stable_offset"] == adds["records"]
     assert _part(doc, "profiles", 1)["read_uncommitted_adds"]["last_stable_offset"] is not None
     assert _part(doc, "profiles", 0)["read_uncommitted_adds"]["aborted_records"] > 0
+    # within an end bound the split is still the whole log's (a transaction the bound cuts in two
+    # is judged by its marker past the bound): each bounded read's adds are its aborted records
+    stable = _part(doc, "profiles", 1)["read_uncommitted_adds"]["last_stable_offset"]
+    for end in (7, 30, stable):
+        bounded = census(root, partitioner=False, bounds=Bounds.of(topics=["profiles"], offsets=(0, end)))
+        for p in (0, 1):
+            adds = _part(bounded, "profiles", p)["read_uncommitted_adds"]
+            aborted = sum(1 for e in events[("profiles", p)] if e[0] == "data" and e[1] < end) \
+                - _part(bounded, "profiles", p)["records"]
+            assert (adds["aborted_records"], adds["records_past_last_stable_offset"]) == (aborted, 0), (end, p)
 
 
 def test_census_topic_rows_merge_their_partitions(world):
