@@ -56,7 +56,8 @@ class Histogram:
     def add_many(self, values) -> None:
         """Every value of ``values`` (a numpy integer array, each below 2^53) as :meth:`add` would
         add them one by one: buckets computed over the array, not per value in Python."""
-        import numpy as np
+        from kafkarec._extras import require
+        np = require("numpy")
         v = np.asarray(values, dtype=np.int64)
         if not len(v):
             return

@@ -100,20 +100,39 @@ _SNAPPY_ANSWER = bytes.fromhex(
 _SNAPPY_SONAMES = ("libsnappy.so.1", "libsnappy.1.dylib")
 
 
-cdef object google_snappy_answer(object handle):
-    """The library's functions taken from ``handle``, and its bytes for the known input."""
+# And a whole xerial block (32 KiB) of many matches, where the matcher's larger hash table decides:
+# snappy-java's bytes for it by their SHA-256 (Google snappy 1.2, pyarrow's, writes others).
+_SNAPPY_BLOCK_SHA256 = "198efedaefdad5131766eb72d2c371ef67f03e1b4f158c903c762969ec4be2ea"
+
+
+def _snappy_block_input() -> bytes:
+    """The 32 KiB known-answer input: 300 hex words, repeated 1-3 times each, in a fixed order."""
+    words = [b"%x" % ((j * 40503) % 65521) * (1 + j % 3) for j in range(300)]
+    return b" ".join(words[(i * 40503) % 8191 % 300] for i in range(12000))[:32768]
+
+
+cdef bytes google_snappy_compress(bytes data):
+    """``data`` as one raw block by the library taken (its functions set)."""
+    cdef size_t size = _google_snappy_bound(len(data))
+    cdef bytearray out = bytearray(size)
+    if _google_snappy_compress(data, len(data), out, &size) != 0:
+        return None
+    return bytes(out[:size])
+
+
+cdef bint google_snappy_answers(object handle) except -1:
+    """The library's functions taken from ``handle``; whether its bytes for both known inputs are
+    snappy-java's."""
     global _google_snappy_compress, _google_snappy_bound
     ctypes = __import__("ctypes")
     compress_at = ctypes.cast(handle.snappy_compress, ctypes.c_void_p).value
     bound_at = ctypes.cast(handle.snappy_max_compressed_length, ctypes.c_void_p).value
     _google_snappy_compress = <snappy_compress_fn><uintptr_t>compress_at
     _google_snappy_bound = <snappy_bound_fn><uintptr_t>bound_at
-    cdef bytes data = _SNAPPY_INPUT
-    cdef size_t size = _google_snappy_bound(len(data))
-    cdef bytearray out = bytearray(size)
-    if _google_snappy_compress(data, len(data), out, &size) != 0:
-        return None
-    return bytes(out[:size])
+    if google_snappy_compress(_SNAPPY_INPUT) != _SNAPPY_ANSWER:
+        return False
+    block = google_snappy_compress(_snappy_block_input())
+    return block is not None and __import__("hashlib").sha256(block).hexdigest() == _SNAPPY_BLOCK_SHA256
 
 
 cdef object choose_snappy():
@@ -123,10 +142,10 @@ cdef object choose_snappy():
     for name in _SNAPPY_SONAMES:
         try:
             handle = ctypes.CDLL(name)
-            answer = google_snappy_answer(handle)
+            matches = google_snappy_answers(handle)
         except (OSError, AttributeError):
             continue
-        if answer == _SNAPPY_ANSWER:
+        if matches:
             _snappy_library = (name, handle)
             return _snappy_library
     _google_snappy_compress = NULL

@@ -405,15 +405,21 @@ def test_snappy_bytes_are_kafkas(java_codec, size, framing):
 
 
 def test_snappy_known_answer_is_kafkas_and_tells_snappys_apart(java_codec):
-    """The core's known answer for snappy is snappy-java's raw block of its input, and neither
-    cramjam's snappy nor the Google snappy 1.2 in pyarrow writes it: a system libsnappy of
-    another version is passed over for cramjam."""
+    """The core's known answers for snappy are snappy-java's raw blocks of their inputs (a short one
+    and a whole 32 KiB xerial block), which cramjam's snappy or the Google snappy 1.2 in pyarrow do
+    not write: a system libsnappy of another version is passed over for cramjam."""
     import cramjam
     from kafkarec import _core
     data, answer = _core._SNAPPY_INPUT, _core._SNAPPY_ANSWER
     assert java_codec.compress("snappy-raw", data) == answer
     assert bytes(cramjam.snappy.compress_raw(data)) != answer
     assert pa.Codec("snappy").compress(data, asbytes=True) != answer
+    # the whole-block answer (by its digest): snappy-java's bytes, not snappy 1.2's
+    import hashlib
+    block = _core._snappy_block_input()
+    assert len(block) == 32 * 1024
+    assert hashlib.sha256(java_codec.compress("snappy-raw", block)).hexdigest() == _core._SNAPPY_BLOCK_SHA256
+    assert hashlib.sha256(pa.Codec("snappy").compress(block, asbytes=True)).hexdigest() != _core._SNAPPY_BLOCK_SHA256
 
 
 def test_snappy_without_kafkas_library_is_cramjams_valid_snappy(monkeypatch, java_codec):
