@@ -369,19 +369,16 @@ def _share_java(broker, *args, timeout=120):
 
 def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_broker, restore_target_broker,
                                                                 tmp_path):
-    """A share group (KIP-932) read on A by Kafka's share consumer -- records accepted, rejected and
+    """A share group (KIP-932) on A's rs-share (written with the history by Kafka's Java producer)
+    read by Kafka's share consumer -- records accepted, rejected and
     released -- restored: its start offset translated and written for kafka-share-groups, which sets
     it on B (the records acknowledged past it named as delivered again); then
     ``--share-groups-acknowledge`` acknowledges them on B as A's group had (a re-run acknowledges
     nothing twice), and B's share consumer gets exactly A's
     records not acknowledged past the start offset, each once, and none of the acknowledged ones."""
-    from support.produce import create_topics, TopicInfo
     a, b = kafka_broker, restore_target_broker
-    create_topics(a.bootstrap, [TopicInfo("rs-share", 1, {}, "confluent-kafka")])
-    p = RH._producer(a.bootstrap)
-    RH._plain(p, "rs-share", 0, 0, len(SHARE_RULES))
-    RH._flush(p)
-    _share_java(a, "source", a.bootstrap, "rs-share", SHARE_GROUP, SHARE_RULES)
+    assert len(SHARE_RULES) == RH.SHARE_RECORDS        # rs-share's records, written with the history
+    _share_java(a, "source", a.bootstrap, RH.SHARE, SHARE_GROUP, SHARE_RULES)
     # kafkarec's replay of __share_group_state: what was accepted (ACKNOWLEDGED) or rejected (ARCHIVED)
     from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
     state = [v for k, v in share_group_states(a.log_dir).items() if k[0] == SHARE_GROUP]
