@@ -295,6 +295,42 @@ def _overlay(batches: List[tuple], new: List[tuple], start: int) -> List[tuple]:
     return out
 
 
+def replay_share_state(out: Dict[Tuple[str, str, int], dict], key: Optional[bytes], value: Optional[bytes],
+                       offset: int, timestamp: int, where: str, *, schemas: str = DEFAULT_SCHEMAS) -> None:
+    """One record of ``__share_group_state`` (its key and value bytes, its ``offset`` and
+    ``timestamp``; ``where`` names its partition in errors) replayed into ``out`` as
+    :func:`share_group_states` replays the topic, wherever its records come from (a log directory
+    there; a target cluster's consumer for ``kafkarec restore --verify``)."""
+    if key is None:
+        return
+    rec = _topics.decode("__share_group_state", key, value, schemas=schemas)
+    if rec.key is None or rec.unknown or rec.record_type not in ("ShareSnapshot", "ShareUpdate"):
+        return
+    k = (rec.key["groupId"], rec.key["topicId"], rec.key["partition"])
+    if rec.value is None:
+        out.pop(k, None)
+        return
+    v = rec.value
+    batches = [(b["firstOffset"], b["lastOffset"], b["deliveryState"], b["deliveryCount"])
+               for b in v["stateBatches"]]
+    for f, l, _, _ in batches:
+        if f < 0 or l < f:
+            raise InternalRecordError(f"{where} offset {offset}: state batch [{f}, {l}] of group {k[0]} "
+                                      "is not a range of offsets", 0)
+    old = out.get(k)
+    if rec.record_type == "ShareSnapshot" or old is None:
+        start = v["startOffset"]
+        state = {"start_offset": start, "state_batches": _overlay([], batches, start),
+                 "state_epoch": v.get("stateEpoch", old["state_epoch"] if old else 0)}
+    else:
+        start = old["start_offset"] if v["startOffset"] == -1 else v["startOffset"]
+        state = {"start_offset": start, "state_epoch": old["state_epoch"],
+                 "state_batches": _overlay(old["state_batches"], batches, start)}
+    state["record_offset"] = offset
+    state["written_at"] = timestamp
+    out[k] = state
+
+
 def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: Optional[int] = None,
                        storage_options: Optional[dict] = None,
                        tiered_storage: Optional[str] = None) -> Dict[Tuple[str, str, int], dict]:
@@ -316,33 +352,6 @@ def share_group_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS, as_of: O
             for r in batch:
                 if as_of is not None and r.timestamp > as_of:
                     continue
-                if r.key is None:
-                    continue
-                rec = _topics.decode("__share_group_state", r.key, r.value, schemas=schemas)
-                if rec.key is None or rec.unknown or rec.record_type not in ("ShareSnapshot", "ShareUpdate"):
-                    continue
-                k = (rec.key["groupId"], rec.key["topicId"], rec.key["partition"])
-                if rec.value is None:
-                    out.pop(k, None)
-                    continue
-                v = rec.value
-                batches = [(b["firstOffset"], b["lastOffset"], b["deliveryState"], b["deliveryCount"])
-                           for b in v["stateBatches"]]
-                for f, l, _, _ in batches:
-                    if f < 0 or l < f:
-                        raise InternalRecordError(f"__share_group_state-{pdir.topic_partition.partition} "
-                                                  f"offset {r.offset}: state batch [{f}, {l}] of group {k[0]} "
-                                                  "is not a range of offsets", 0)
-                old = out.get(k)
-                if rec.record_type == "ShareSnapshot" or old is None:
-                    start = v["startOffset"]
-                    state = {"start_offset": start, "state_batches": _overlay([], batches, start),
-                             "state_epoch": v.get("stateEpoch", old["state_epoch"] if old else 0)}
-                else:
-                    start = old["start_offset"] if v["startOffset"] == -1 else v["startOffset"]
-                    state = {"start_offset": start, "state_epoch": old["state_epoch"],
-                             "state_batches": _overlay(old["state_batches"], batches, start)}
-                state["record_offset"] = r.offset
-                state["written_at"] = r.timestamp
-                out[k] = state
+                replay_share_state(out, r.key, r.value, r.offset, r.timestamp,
+                                   f"__share_group_state-{pdir.topic_partition.partition}", schemas=schemas)
     return out

@@ -18,7 +18,7 @@
   is written; :func:`finish` -- after the records: the offset map file, the groups set or written,
   the share groups written and (``spec.share_groups_acknowledge``) acknowledged (what the command
   line and ``spark_udfs.restore`` do in the same way);
-* :func:`verify` -- the target read back against the source.
+* :func:`verify` -- the target read back against the source: records, groups and share groups.
 
 Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
 """
@@ -205,7 +205,9 @@ def finish(spec: RestoreSpec, result: RestoreResult, *, offset_map: Optional[str
 
 
 def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,
-           positions: Optional[List[GroupPosition]] = None) -> VerifyReport:
-    """The target read back against the source (and ``positions`` against the target's groups)."""
+           positions: Optional[List[GroupPosition]] = None,
+           share_positions: Optional[List[SharePosition]] = None) -> VerifyReport:
+    """The target read back against the source (``positions`` against the target's groups, and
+    ``share_positions`` against its share groups' persisted states)."""
     from kafkarec.restore import check
-    return check.verify(spec, source_plan, omap, positions)
+    return check.verify(spec, source_plan, omap, positions, share_positions)

@@ -1,14 +1,21 @@
 """``--verify``: the target read back (a read_committed consumer) against the source's committed
 records, record for record (key, value, headers, timestamp, and the target offset the map says),
-and each applied group position against its translation."""
+each applied group position against its translation, and each share group's state on the target
+(its ``__share_group_state`` read back: :func:`kafkarec.restore.target.share_states`) against the
+source's, record for record through the offset map: the records before the translated start offset
+done with, and past it each record accepted, rejected or available as the source's group left it
+(with ``--share-groups-acknowledge``; without it, a record the source's group had acknowledged may
+still be available on the target: a start offset alone does not keep it from being delivered
+again)."""
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.restore import source, target
 from kafkarec.restore.groups import GroupPosition
-from kafkarec.restore.offsets import OffsetMap
+from kafkarec.restore.offsets import OffsetMap, ranges
+from kafkarec.restore.shares import SharePosition
 from kafkarec.restore.source import SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
@@ -16,11 +23,13 @@ __all__ = ["VerifyReport", "verify"]
 
 
 class VerifyReport(NamedTuple):
-    """``records`` compared, ``groups`` positions compared, and every ``problems`` line (empty: the
-    target holds the source's committed records exactly and every group stands where it should)."""
+    """``records`` compared, ``groups`` positions compared, every ``problems`` line (empty: the
+    target holds the source's committed records exactly and every group and share group stands
+    where it should), and ``shares``: share group positions compared."""
     records: int
     groups: int
     problems: List[str]
+    shares: int = 0
 
     @property
     def ok(self) -> bool:
@@ -32,9 +41,12 @@ def _fields(r: source.Record):
 
 
 def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
-           positions: Optional[List[GroupPosition]] = None, *, max_problems: int = 20) -> VerifyReport:
+           positions: Optional[List[GroupPosition]] = None, shares: Optional[List[SharePosition]] = None, *,
+           max_problems: int = 20) -> VerifyReport:
     """Compare (see the module docstring); ``positions``: the group positions applied, read back
-    from the target's groups."""
+    from the target's groups; ``shares``: the share groups' translated positions, expected set on the
+    target (their start offsets by ``kafka-share-groups``; their acknowledgements too with
+    ``spec.share_groups_acknowledge``)."""
     problems: List[str] = []
     records = 0
 
@@ -84,4 +96,56 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
                 elif omap.target_offset(p.topic, p.partition, p.source_offset) != have:
                     problem(f"group {group}: {p.target_topic}-{p.partition} at {have} is not where source "
                             f"position {p.source_offset} points")
-    return VerifyReport(records, checked, problems)
+    if shares:
+        _check_shares(spec, omap, shares, problem)
+    return VerifyReport(records, checked, problems, len(shares or ()))
+
+
+#: what a share group's state says of a record: done with before its start offset, or past it
+#: ACKNOWLEDGED (accepted), ARCHIVED (rejected), else available (to be delivered)
+BELOW, ACCEPTED, REJECTED, AVAILABLE = "below the start offset", "accepted", "rejected", "available"
+
+
+def _share_state_of(state: dict, offset: int) -> str:
+    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
+    if offset < state["start_offset"]:
+        return BELOW
+    for first, last, delivery_state, _ in state["state_batches"]:
+        if first <= offset <= last:
+            return {SHARE_ACKNOWLEDGED: ACCEPTED, SHARE_ARCHIVED: REJECTED}.get(delivery_state, AVAILABLE)
+    return AVAILABLE
+
+
+def _check_shares(spec: RestoreSpec, omap: OffsetMap, shares: List[SharePosition], problem) -> None:
+    """Each share group's state on the target, record by restored record (see the module
+    docstring); mismatches of one kind in a partition are one problem, naming the offsets in runs."""
+    have = target.share_states(spec, {s.target_topic for s in shares})
+    for s in shares:
+        where = f"share group {s.group}: {s.target_topic}-{s.partition}"
+        state = have.get((s.group, s.target_topic, s.partition))
+        if state is None:
+            problem(f"{where} has no state on the target (its start offset is not set there: "
+                    "kafka-share-groups --reset-offsets --from-file with the --share-groups-csv file)")
+            continue
+        acknowledged = {t: (REJECTED if t in s.rejected else ACCEPTED) for _, t in s.redelivered}
+        wrong: Dict[Tuple[str, str], List[Tuple[int, int]]] = {}
+        for src, t in omap.pairs(s.topic, s.partition):
+            on_target = _share_state_of(state, t)
+            if t < s.target_start:
+                # done with on the source (below its start offset, or acknowledged at its head):
+                # below the start offset on the target, or acknowledged there
+                want, fine = "done with", on_target != AVAILABLE
+            else:
+                want = acknowledged.get(t, AVAILABLE)
+                # a start offset alone leaves the acknowledged records past it available (the restore
+                # named them): only --share-groups-acknowledge acknowledges them
+                fine = on_target == want or (on_target == AVAILABLE and not spec.share_groups_acknowledge) \
+                    or (on_target == BELOW and want != AVAILABLE)     # the start offset moved past it, done with
+            if not fine:
+                wrong.setdefault((on_target, want), []).append((src, t))
+        for (on_target, want), pairs in sorted(wrong.items(), key=lambda x: x[1][0][1]):
+            if on_target == BELOW:
+                on_target = f"below its start offset {state['start_offset']}"
+            problem(f"{where}: target offset(s) {ranges(t for _, t in pairs)} (source offset(s) "
+                    f"{ranges(o for o, _ in pairs)}) are {on_target} on the target, {want} on the source (its "
+                    f"start offset {s.source_start} translates to {s.target_start})")

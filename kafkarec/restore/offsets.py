@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
 
-__all__ = ["OffsetMap", "Run", "HEADER", "CHUNK_RUNS"]
+__all__ = ["OffsetMap", "Run", "HEADER", "CHUNK_RUNS", "ranges"]
 
 HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_offset", "count"]
 #: runs per chunk of :meth:`OffsetMap.pack`: at most 1.5 MiB each before zlib, a cell Spark carries
@@ -30,6 +30,17 @@ HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_
 CHUNK_RUNS = 1 << 16
 #: Kafka's offsets are signed 64-bit: no run of a map ends past the largest.
 _OFFSET_LIMIT = 2 ** 63 - 1
+
+
+def ranges(offsets) -> str:
+    """``1-3,7``: offsets in order, runs joined (how the command's lines name offsets)."""
+    runs: List[List[int]] = []
+    for o in offsets:
+        if runs and o == runs[-1][1] + 1:
+            runs[-1][1] = o
+        else:
+            runs.append([o, o])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 class Run(NamedTuple):

@@ -4,7 +4,8 @@ client, nothing to install beside it).
 
 What is asked of the target: its topics (created when absent), the restore's progress (the
 committed offsets of its progress group, :attr:`RestoreSpec.progress_group`), whether a partition
-holds committed records, its partitions' ends, and its records read back ``read_committed``.
+holds committed records, its partitions' ends, its records read back ``read_committed``, and its
+share groups' persisted states (its ``__share_group_state`` read back, for ``--verify``).
 Every client failure is a :class:`kafkarec.errors.RestoreError` naming the target, the partition
 or group and librdkafka's reason, and saying whether it is retriable (:func:`retriable`: the one
 rule of which Kafka failures pass when tried again).
@@ -21,7 +22,10 @@ from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["admin", "client", "result", "reason", "retriable", "failure", "ensure_topics", "progress", "ends",
-           "read_back", "holds_committed_records"]
+           "read_back", "holds_committed_records", "share_states", "SHARE_STATE_TOPIC"]
+
+#: the internal topic the share coordinator keeps the share groups' states in
+SHARE_STATE_TOPIC = "__share_group_state"
 
 #: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
 NO_OFFSET = -1001
@@ -265,3 +269,43 @@ def holds_committed_records(spec: RestoreSpec, topic: str, partition: int) -> bo
     if marks[0] >= marks[1]:
         return False
     return any(True for _ in read_back(spec, topic, partition, first_only=True))
+
+
+def _uuid(u) -> str:
+    """A confluent-kafka ``Uuid`` as Kafka writes a topic id (URL-safe base64, no padding), as
+    kafkarec's reader of the internal topics gives it."""
+    import base64
+    raw = (u.get_most_significant_bits() & (1 << 64) - 1).to_bytes(8, "big") + \
+        (u.get_least_significant_bits() & (1 << 64) - 1).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def share_states(spec: RestoreSpec, topics: Iterable[str]) -> Dict[Tuple[str, str, int], dict]:
+    """``{(share group, topic, partition): state}`` of ``topics`` on the target, as its share
+    coordinator persisted them: the target's ``__share_group_state`` read back from its start to its
+    end (a consumer may read an internal topic; no client of Python's asks a share group's offsets)
+    and replayed by the rule that reads a source's
+    (:func:`kafkarec.internal.analysis.replay_share_state`), each state's topic id named through the
+    target's metadata.  A target without the topic has no share-group state."""
+    from kafkarec.internal.analysis import replay_share_state
+    ck = require("confluent_kafka")
+    asker = admin(spec)
+    try:
+        listed = asker.list_topics(SHARE_STATE_TOPIC, timeout=spec.timeout).topics.get(SHARE_STATE_TOPIC)
+    except ck.KafkaException as exc:
+        raise failure(spec, f"listing {SHARE_STATE_TOPIC}", exc) from None
+    if listed is None or listed.error is not None or not listed.partitions:
+        return {}
+    names = sorted(set(topics))
+    ids: Dict[str, str] = {}
+    if names:
+        futures = asker.describe_topics(ck.TopicCollection(names), request_timeout=spec.timeout)
+        for name, future in futures.items():
+            ids[_uuid(_result(spec, future, "describing the topic", topic=name).topic_id)] = name
+    states: Dict[Tuple[str, str, int], dict] = {}
+    for partition in sorted(listed.partitions):
+        where = f"{SHARE_STATE_TOPIC}-{partition}"
+        for r in read_back(spec, SHARE_STATE_TOPIC, partition):
+            replay_share_state(states, r.key, r.value, r.offset, r.timestamp, where)
+    return {(group, ids[topic_id], partition): state for (group, topic_id, partition), state in states.items()
+            if topic_id in ids}

@@ -103,7 +103,7 @@ def test_restore_records_groups_and_rerun_as_the_docs_show(history, restore_targ
     assert again.returncode == 0, again.stderr
     lines = [line for line in again.stdout.splitlines() if "->" in line]
     assert len(lines) == 10 and all(line.endswith("0 records done") for line in lines), again.stdout
-    assert f"verified: {DOCS_RECORDS} records, 0 group positions, 0 problem(s)" in again.stdout
+    assert f"verified: {DOCS_RECORDS} records, 0 group positions, 0 share group positions, 0 problem(s)" in again.stdout
 
 
 def test_groups_as_of_an_earlier_time_as_csv(history, restore_target_broker, tmp_path):
@@ -229,7 +229,8 @@ def test_sigkill_at_a_point_then_rerun_exactly_once(history, restore_target_brok
     final = _cli(*_crash_args(history, b, name), "--verify")
     assert final.returncode == 0, final.stderr + final.stdout
     assert f"rs-crash-0 -> {name}-0 [0, 100) 0 records done" in final.stdout, final.stdout
-    assert "verified: 100 records, 2 group positions, 0 problem(s)" in final.stdout, final.stdout
+    assert "verified: 100 records, 2 group positions, 0 share group positions, 0 problem(s)" in final.stdout, \
+        final.stdout
     assert _committed(b, name) == src
 
 
@@ -398,6 +399,16 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
            "delivered again: target offsets 6-7,9-10 (source offsets 6-7,9-10)\n" in run.stdout, run.stdout
     assert "1 share group(s) written to" in run.stderr, run.stderr
     assert csv_path.read_text() == f"{SHARE_GROUP},rs-share-b,0,5\n"
+    # verify, before the start offset is set on B: the share group is named as not there
+    from kafkarec import restore as R
+    spec = R.RestoreSpec.of(a.log_dir, b.bootstrap, topics=[RH.SHARE], rename={RH.SHARE: "rs-share-b"},
+                            restore_id="share", share_groups_acknowledge=True)
+    result = R.restore(spec)                    # writes nothing: done
+    shares = R.translate_share_groups(spec, result.plan, result.offset_map)
+    report = R.verify(spec, result.plan, result.offset_map, None, shares)
+    assert (report.records, report.shares) == (len(SHARE_RULES), 1) and report.problems == [
+        f"share group {SHARE_GROUP}: rs-share-b-0 has no state on the target (its start offset is not set there: "
+        "kafka-share-groups --reset-offsets --from-file with the --share-groups-csv file)"], report.problems
     # applied with Kafka's own tool: docs/restore.md's command line (its file's path made absolute)
     import re
     import shlex
@@ -421,10 +432,27 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert line == f"share group {SHARE_GROUP} rs-share-b-0 acknowledged: accepted 6,9, rejected 7,10, 11 released, " \
                    "done", acked.stdout
     assert "will be delivered again" not in acked.stdout and "1 share group(s) acknowledged" in acked.stderr
-    again = _cli(*ack_args)
+    again = _cli(*ack_args, "--verify")
     assert again.returncode == 0, again.stderr + again.stdout
     assert f"share group {SHARE_GROUP} rs-share-b-0 acknowledged: accepted none, rejected none, " in again.stdout \
         and "11 released, done (not acquired: 6-7,9-10)\n" in again.stdout, again.stdout
+    # --verify read B's __share_group_state back (a consumer) and found A's states record for record
+    assert f"verified: {len(SHARE_RULES)} records, 0 group positions, 1 share group positions, 0 problem(s)\n" \
+        in again.stdout, again.stdout
+    # B's log dir, read by kafkarec's own reader, holds what verify read through the consumer, and
+    # in it B's group has done with A's records: 0-4 (at its head), 6, 9 accepted and 7, 10 rejected
+    # (of the restored records, 0-19: B archives offset 20 too, the restore's COMMIT marker, which
+    # is no record to deliver)
+    from kafkarec.restore import target
+    on_b = [v for k, v in share_group_states(b.log_dir).items() if k[0] == SHARE_GROUP]
+    read = target.share_states(spec, ["rs-share-b"])[(SHARE_GROUP, "rs-share-b", 0)]
+    assert len(on_b) == 1 and (on_b[0]["start_offset"], on_b[0]["state_batches"]) == \
+        (read["start_offset"], read["state_batches"]), (on_b, read)
+    done_b = set(range(read["start_offset"])) | {
+        o for f, l, s, _ in read["state_batches"] if s in (SHARE_ACKNOWLEDGED, SHARE_ARCHIVED) for o in range(f, l + 1)}
+    rejected_b = {o for f, l, s, _ in read["state_batches"] if s == SHARE_ARCHIVED for o in range(f, l + 1)}
+    restored = set(range(len(SHARE_RULES)))
+    assert (done_b & restored, rejected_b & restored) == (done, {7, 10}), read
     available = [o for o in range(5, len(SHARE_RULES)) if SHARE_RULES[o] == "R"]
     out = _share_java(b, "resume", b.bootstrap, "rs-share-b", SHARE_GROUP, str(len(available)))
     delivered = {int(x.split()[2]): x.split()[3] for x in out.splitlines() if x.startswith("delivered 0 ")}
@@ -434,6 +462,13 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert sorted(got) == available == [5, 8] + list(range(11, 20)), got
     # each walk acquired (and released) them once: the resumed consumer's delivery is their third
     assert delivered[5] == delivered[8] == "3", out
+    # B's group moved on (its consumer accepted the rest): verify names the records no longer
+    # available there, which A's group had left available
+    report = R.verify(spec, result.plan, result.offset_map, None, shares)
+    assert not report.ok and report.shares == 1 and len(report.problems) == 1, report.problems
+    assert re.fullmatch(rf"share group {SHARE_GROUP}: rs-share-b-0: target offset\(s\) 5,8,11-19 \(source "
+                        r"offset\(s\) 5,8,11-19\) are (accepted|below its start offset \d+) on the target, available "
+                        r"on the source \(its start offset 5 translates to 5\)", report.problems[0]), report.problems
 
 
 def test_restore_from_an_object_store_copy_sets_the_same_groups(history, restore_target_broker, s3, tmp_path):

@@ -83,7 +83,8 @@ def test_the_target_holds_what_the_command_writes_offset_for_offset(runs, comman
     for s in first.values():
         assert f"{s['topic']}-{s['partition']} -> {s['topic']}-cli-{s['partition']} [{s['start']}, {s['end']}) " \
                in stdout, (s, stdout)
-    assert f"verified: {sum(counts.values())} records, 0 group positions, 0 problem(s)" in stdout
+    assert f"verified: {sum(counts.values())} records, 0 group positions, 0 share group positions, 0 problem(s)" \
+        in stdout
 
 
 def test_the_offset_map_and_the_groups_are_the_commands(runs, command, restore_history):
