@@ -9,6 +9,7 @@ still be available on the target: a start offset alone does not keep it from bei
 again)."""
 from __future__ import annotations
 
+import bisect
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
@@ -106,12 +107,15 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
 BELOW, ACCEPTED, REJECTED, AVAILABLE = "below the start offset", "accepted", "rejected", "available"
 
 
-def _share_state_of(state: dict, offset: int) -> str:
+def _share_state_of(state: dict, firsts: List[int], offset: int) -> str:
+    """``offset``'s state in ``state`` (``firsts``: its state batches' first offsets, in order)."""
     from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
     if offset < state["start_offset"]:
         return BELOW
-    for first, last, delivery_state, _ in state["state_batches"]:
-        if first <= offset <= last:
+    i = bisect.bisect_right(firsts, offset) - 1
+    if i >= 0:
+        _, last, delivery_state, _ = state["state_batches"][i]
+        if offset <= last:
             return {SHARE_ACKNOWLEDGED: ACCEPTED, SHARE_ARCHIVED: REJECTED}.get(delivery_state, AVAILABLE)
     return AVAILABLE
 
@@ -128,9 +132,15 @@ def _check_shares(spec: RestoreSpec, omap: OffsetMap, shares: List[SharePosition
                     "kafka-share-groups --reset-offsets --from-file with the --share-groups-csv file)")
             continue
         acknowledged = {t: (REJECTED if t in s.rejected else ACCEPTED) for _, t in s.redelivered}
+        firsts = [b[0] for b in state["state_batches"]]
+        # past the translated start offset, the last state batch and the last acknowledged record,
+        # every record is available on both sides: the walk stops there
+        horizon = max([s.target_start, *acknowledged, *(b[1] for b in state["state_batches"])])
         wrong: Dict[Tuple[str, str], List[Tuple[int, int]]] = {}
         for src, t in omap.pairs(s.topic, s.partition):
-            on_target = _share_state_of(state, t)
+            if t > horizon:
+                break
+            on_target = _share_state_of(state, firsts, t)
             if t < s.target_start:
                 # done with on the source (below its start offset, or acknowledged at its head):
                 # below the start offset on the target, or acknowledged there

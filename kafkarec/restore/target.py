@@ -224,32 +224,45 @@ def _consumer(spec: RestoreSpec):
 def read_back(spec: RestoreSpec, topic: str, partition: int, *, first_only: bool = False) -> Iterator[Record]:
     """The target partition's committed records from its start to its last stable offset, in order
     (``first_only``: at most the first).  Each wait is bounded by the timeout."""
+    records = _read_back(spec, topic, [partition])
+    try:
+        for _, record in records:
+            yield record
+            if first_only:
+                return
+    finally:
+        records.close()         # its consumer closed now, not when collected
+
+
+def _read_back(spec: RestoreSpec, topic: str, partitions: List[int]) -> Iterator[Tuple[int, Record]]:
+    """``(partition, record)``: the committed records of ``partitions`` of the target's ``topic``,
+    each partition's from its start to its last stable offset, in order, by one consumer."""
     ck = require("confluent_kafka")
     consumer = _consumer(spec)
+    left = set(partitions)
     try:
         # offset 0, not OFFSET_BEGINNING: librdkafka asks a logical offset's position first (seen:
         # 0.5 s a partition); a log starting past 0 answers out of range, and auto.offset.reset
         # (earliest) starts at its start then
-        consumer.assign([ck.TopicPartition(topic, partition, 0)])
+        consumer.assign([ck.TopicPartition(topic, p, 0) for p in sorted(left)])
         deadline = time.monotonic() + spec.timeout
-        while True:
+        while left:
             msg = consumer.poll(0.1)
             if msg is None:
                 if time.monotonic() > deadline:
                     raise RestoreError(spec.target, f"reading back: no record and no end of the partition "
-                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=partition,
+                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=min(left),
                                        retriable=True)
                 continue
             deadline = time.monotonic() + spec.timeout
             err = msg.error()
             if err is not None:
                 if err.code() == ck.KafkaError._PARTITION_EOF:
-                    return
-                raise failure(spec, "reading back", err, topic=topic, partition=partition)
+                    left.discard(msg.partition())
+                    continue
+                raise failure(spec, "reading back", err, topic=topic, partition=msg.partition())
             ts_type, ts = msg.timestamp()
-            yield Record(msg.offset(), msg.key(), msg.value(), ts, list(msg.headers() or ()))
-            if first_only:
-                return
+            yield msg.partition(), Record(msg.offset(), msg.key(), msg.value(), ts, list(msg.headers() or ()))
     finally:
         consumer.close()
 
@@ -303,9 +316,9 @@ def share_states(spec: RestoreSpec, topics: Iterable[str]) -> Dict[Tuple[str, st
         for name, future in futures.items():
             ids[_uuid(_result(spec, future, "describing the topic", topic=name).topic_id)] = name
     states: Dict[Tuple[str, str, int], dict] = {}
-    for partition in sorted(listed.partitions):
-        where = f"{SHARE_STATE_TOPIC}-{partition}"
-        for r in read_back(spec, SHARE_STATE_TOPIC, partition):
-            replay_share_state(states, r.key, r.value, r.offset, r.timestamp, where)
+    # one consumer for every partition (the topic has 50 by default); a state's records all lie in
+    # one partition (the coordinator's, by its key), in order
+    for partition, r in _read_back(spec, SHARE_STATE_TOPIC, sorted(listed.partitions)):
+        replay_share_state(states, r.key, r.value, r.offset, r.timestamp, f"{SHARE_STATE_TOPIC}-{partition}")
     return {(group, ids[topic_id], partition): state for (group, topic_id, partition), state in states.items()
             if topic_id in ids}
