@@ -6,7 +6,9 @@
 #     lakehouse runtimes' bare Python (--lakehouse: tests/broker/test_lakehouse_spark.py's Spark);
 #   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five;
 #   - clients (after the wheelhouses: it installs kafkarec's wheel): the lakehouse Spark's Connect
-#     client venv (tests/support/spark_helpers.py's connect_client(lakehouse=True)).
+#     client venv (tests/support/spark_helpers.py's connect_client(lakehouse=True, extras="restore"), as
+#     tests/broker/test_lakehouse_spark.py asks for it: its kafkarec stamp names the extras, so the
+#     same call, or the test installs kafkarec into it a second time).
 # Each is keyed by what it holds (the interpreter's version and the requirements; the wheel's hash), so
 # a piece made here is the test's own, not a copy: the test finds it done, or waits on its lock.
 #
@@ -58,11 +60,12 @@ bare_pythons() {
     bash scripts/bare_python.sh ".cache/bare-lakehouse-$(tag "$VPY")" --python "$VPY" --lakehouse > /dev/null || return 1
 }
 
-# made by the tests' own function (the same folder, stamps and lock), from the wheelhouse above
+# made by the tests' own function (the same folder, stamps and lock), from the wheelhouse above, with
+# the test's own arguments (the stamp holds the extras)
 clients() {
     PYTHONPATH="$ROOT/tests" "$VPY" -c 'import sys
 from support import spark_helpers as H
-H.connect_client(sys.argv[1], H.wheelhouse(sys.argv[1]), lakehouse=True)' "$VPY" || return 1
+H.connect_client(sys.argv[1], H.wheelhouse(sys.argv[1]), lakehouse=True, extras="restore")' "$VPY" || return 1
 }
 
 wheelhouses() {

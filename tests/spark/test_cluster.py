@@ -110,12 +110,11 @@ def check_functions(out, sample):
         assert all(f"byte {e['position']} " in text for e in want_errors[path])
 
 
-def test_every_spark_path_on_a_bare_312_cluster(spark_cluster, wheel312, sample, tmp_path):
-    t0 = time.monotonic()
-    out = str(tmp_path / "out")
-    proc = submit(spark_cluster, wheel312, [sample, out], str(tmp_path))
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-6000:]
+def test_every_spark_path_on_a_bare_312_cluster(stream_apps_cluster, spark_cluster, wheel312):
+    """paths_job.py as a part of the session's stream application of phase 1
+    (support/stream_apps.py): ``spark-submit --py-files <cp312 wheel>`` from the bare Python 3.12
+    on this cluster, the deployment this check is about, without an application of its own."""
+    sample, out = stream_apps_cluster.paths()
     reg = json.load(open(os.path.join(out, "register.json")))
     # driver: kafkarec from the cp312 wheel itself; executors: from its shipped .whl.zip,
     # each compiled module unpacked from the shipped wheels into the worker's cache
@@ -130,7 +129,7 @@ def test_every_spark_path_on_a_bare_312_cluster(spark_cluster, wheel312, sample,
     n = check_data_source(out, sample)
     check_assign(out, sample)
     check_functions(out, sample)
-    print(f"cluster job: {n} records, {time.monotonic() - t0:.1f} s")
+    print(f"cluster job: {n} records")
 
 
 @pytest.mark.kills_a_spark_worker

@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -44,12 +45,20 @@ def _run(*args, env_extra=None):
 @pytest.fixture(scope="module")
 def main_job(tmp_path_factory):
     """(main.sh's finished process, the kafkarec wheel it shipped, its fresh native cache)."""
-    # main.sh's step 1 as it runs it (its Python: $PYTHON, else python3)
-    built = _run(os.path.join(H.ROOT, "scripts", "wheelhouse.sh"), "wheelhouse", "--python",
-                 os.environ.get("PYTHON", "python3"))
+    # main.sh's step 1 as it runs it (its Python: $PYTHON, else python3), taking the wheels of the
+    # suite's wheelhouse for that Python (scripts/test_deps.sh made it, by the same wheelhouse.sh
+    # from the same sources) instead of building and downloading them a second time (--reuse: only
+    # when its stamp is current for these sources; built otherwise)
+    python = os.environ.get("PYTHON", "python3")
+    built = _run(os.path.join(H.ROOT, "scripts", "wheelhouse.sh"), "wheelhouse", "--python", python,
+                 "--reuse", os.path.join(H.ROOT, ".cache", f"wheelhouse-{H._cache_tag(shutil.which(python) or python)}"))
     wheel = built.stdout.strip().splitlines()[-1]
     cache = tmp_path_factory.mktemp("main-job") / "native-cache"
-    proc = _run(os.path.join(H.ROOT, "scripts", "main.sh"), env_extra={"KAFKAREC_NATIVE_CACHE": str(cache)})
+    # Spark's JVM (local mode: the driver is the only one) on the suite's JVM flags, as every other
+    # Spark JVM the tests start (spark_helpers.SPARK_JVM_FLAGS: one JIT tier, the serial collector),
+    # through the launcher's own variable for spark-submit's JVM, main.sh unchanged
+    proc = _run(os.path.join(H.ROOT, "scripts", "main.sh"),
+                env_extra={"KAFKAREC_NATIVE_CACHE": str(cache), "SPARK_SUBMIT_OPTS": H.SPARK_JVM_FLAGS})
     return proc, wheel, cache
 
 

@@ -326,7 +326,8 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False, extras: 
 
     with open(folder + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (os.path.exists(py) and stamp(".base-stamp") == base_stamp):
+        made = not (os.path.exists(py) and stamp(".base-stamp") == base_stamp)
+        if made:
             shutil.rmtree(folder, ignore_errors=True)
             # nothing byte-compiled (scripts/make_venv.sh): all of pyspark costs CPU-seconds the
             # suite shares; the client compiles the modules it imports when it imports them
@@ -335,8 +336,11 @@ def connect_client(python: str, wheel: str, *, lakehouse: bool = False, extras: 
                 fh.write(base_stamp)
         if stamp(".kafkarec-stamp") != wheel_stamp:
             wh = os.path.dirname(os.path.abspath(wheel))
-            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
-                 "--find-links", wh, "--force-reinstall", "--no-deps", wheel])
+            if not made:
+                # a wheel installed before (of the same version, maybe): replaced, as pip keeps an
+                # installed version it finds satisfied; a venv made just now has none to replace
+                run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+                     "--find-links", wh, "--force-reinstall", "--no-deps", wheel])
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
                  "--find-links", wh, wheel + (f"[{extras}]" if extras else "")])
             with open(os.path.join(folder, ".kafkarec-stamp"), "w") as fh:

@@ -3,8 +3,10 @@ tests/spark/test_typed_stream.py: ``spark-submit --py-files <kafkarec cp312 whee
 tests/spark/jobs/streams_job.py`` from the bare Python 3.12 on the session's standalone cluster,
 twice (phase 1, then phase 2: a new application restarts every stream from its checkpoint), each
 running the plain stream (stream_job.py), the typed stream (typed_stream_job.py), minPartitions'
-cut (stream_job.py's phase 3, in phase 1) and the control without register()'s link
-(stream_job.py's phase 0, last in phase 2) one after another, each in its own folder.
+cut (stream_job.py's phase 3, in phase 1), every batch path of tests/spark/test_cluster.py's
+bare-3.12 check (paths_job.py over a sample log directory, in phase 1: the same deployment, so no
+application of its own) and the control without register()'s link (stream_job.py's phase 0, last
+in phase 2) one after another, each in its own folder.
 
 One deployment, :func:`stream_apps_cluster`, run on first use: the planner's Python
 (python_streaming_source_runner) on the driver and the tasks on the two workers' executors, the
@@ -31,7 +33,9 @@ JOB = os.path.join(TESTS, "spark", "jobs", "streams_job.py")
 #: each part alone was given 600 s an application; they take 20-90 s on an idle machine
 SECONDS_PER_APPLICATION = 900
 #: the parts each phase's application runs, in order (``control`` removes the link: last)
-PHASE_PARTS = {1: ("stream", "typed", "split"), 2: ("stream", "typed", "control")}
+PHASE_PARTS = {1: ("stream", "typed", "split", "paths"), 2: ("stream", "typed", "control")}
+#: the seed of the sample log directory the ``paths`` part reads (WORK/logs: kafkarec.sample)
+PATHS_SEED = 11
 
 
 class StreamApps:
@@ -47,6 +51,9 @@ class StreamApps:
             os.makedirs(self.works[part])
         self.typed_log, self.typed_ids = build_steps(self.works["typed"])
         self.typed_log.work = self.works["typed"]
+        if "paths" in self.works:
+            from kafkarec.sample import generate
+            generate(os.path.join(self.works["paths"], "logs"), seed=PATHS_SEED, scale=1)
         self.failures = {}           # phase -> why its application failed as a whole
 
     def run(self):
@@ -79,6 +86,19 @@ class StreamApps:
         with open(log_path, errors="replace") as fh:
             return f"the streams application of phase {phase} {ended} (log {log_path}); its end:\n{fh.read()[-8000:]}"
 
+    def paths(self) -> tuple:
+        """The ``paths`` part's (sample log directory, output folder) (paths_job.py), once it
+        ran without raising; fails the test with its traceback or the application's log."""
+        work = self.works["paths"]
+        error = os.path.join(work, "error-1.txt")
+        if os.path.exists(error):
+            with open(error) as fh:
+                pytest.fail(f"paths raised in the streams application of phase 1:\n{fh.read()}", pytrace=False)
+        out = os.path.join(work, "out")
+        if not os.path.exists(os.path.join(out, "decode")):
+            pytest.fail(self.failures.get(1) or "paths wrote no output in phase 1", pytrace=False)
+        return os.path.join(work, "logs"), out
+
     def result(self, part: str, phase: int) -> dict:
         """What ``part`` wrote in the application of ``phase`` (the job's phase 3 for ``split``, 0
         for ``control``);
@@ -100,9 +120,9 @@ class StreamApps:
 @pytest.fixture(scope="session")
 def stream_apps_cluster(spark_cluster, wheel312, tmp_path_factory) -> StreamApps:
     """The session's standalone cluster (master and two workers from the bare Python 3.12): the
-    plain and typed streams, minPartitions' cut and the control; the streaming runner, the planner
-    and the executors each find the wheel."""
+    plain and typed streams, minPartitions' cut, every batch path and the control; the streaming
+    runner, the planner and the executors each find the wheel."""
     apps = StreamApps(spark_cluster.python, wheel312, spark_cluster.master_url,
-                      str(tmp_path_factory.mktemp("streams-cluster")), ("stream", "typed", "split", "control"))
+                      str(tmp_path_factory.mktemp("streams-cluster")), ("stream", "typed", "split", "paths", "control"))
     apps.run()
     return apps

@@ -9,6 +9,11 @@ with binaryFile) and OUT_DIR/decode (SQL ``kafkarec_decode`` + ``inline``), and
 OUT_DIR/register.json (what register shipped and saw).  With ``--marker``,
 every task of the data source write first touches a file in DIR and sleeps
 ``--delay`` seconds, so a test can kill a worker while the job runs.
+
+Also a part of the session's stream applications on the same cluster (streams_job.py's ``paths``,
+``run(spark, WORK, phase)``: LOG_DIR is WORK/logs, OUT_DIR WORK/out, in their SparkSession, whose
+``spark_udfs.register`` is ``spark._kafkarec_registration``): the same deployment (the bare
+Python 3.12, the cp312 wheel as ``--py-files``) without an application of its own.
 """
 import argparse
 import json
@@ -31,13 +36,24 @@ def main():
     ap.add_argument("--max-partition-bytes", default="24k")
     args = ap.parse_args()
     import spark_udfs   # from the --py-files wheel: nothing else has kafkarec
-    from spark_udfs.ship import runtime as _runtime
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
     spark = SparkSession.builder.appName("kafkarec-paths").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     reg = spark_udfs.register(spark)
-    out = args.out_dir
+    paths(spark, reg, args.log_dir, args.out_dir, marker=args.marker, delay=args.delay, only=args.only,
+          max_partition_bytes=args.max_partition_bytes)
+    spark.stop()
+    return 0
+
+
+def run(spark, work, phase):
+    """The job as a part of streams_job.py's application (every path, no marker)."""
+    paths(spark, spark._kafkarec_registration, os.path.join(work, "logs"), os.path.join(work, "out"))
+
+
+def paths(spark, reg, log_dir, out, *, marker=None, delay=0.0, only="all", max_partition_bytes="24k"):
+    import spark_udfs   # from the --py-files wheel: nothing else has kafkarec
+    from spark_udfs.ship import runtime as _runtime
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "register.json"), "w") as fh:
         json.dump({"fingerprint": reg.fingerprint, "executors": reg.executors,
@@ -45,10 +61,8 @@ def main():
                    "driver_kafkarec": _runtime.describe()}, fh, indent=1)
 
     ds = (spark.read.format("kafkarec").option("batchColumns", "true").option("includeHeaders", "true")
-          .option("maxPartitionBytes", args.max_partition_bytes).load(args.log_dir))
-    if args.marker:
-        marker, delay = args.marker, args.delay
-
+          .option("maxPartitionBytes", max_partition_bytes).load(log_dir))
+    if marker:
         def slow(batches):
             from pyspark import TaskContext
             ctx = TaskContext.get()
@@ -59,19 +73,18 @@ def main():
 
         ds = ds.mapInArrow(slow, ds.schema)
     ds.write.mode("overwrite").parquet(os.path.join(out, "ds"))
-    if args.only == "ds":
-        spark.stop()
-        return 0
+    if only == "ds":
+        return
 
     # Spark's Kafka-source option assign, with specific offsets naming just the assigned
     # partition (ranges cut inside batches and across segments): planned on the driver,
     # read by executors that have only the wheel
     (spark.read.format("kafkarec").option("assign", ASSIGN)
-     .option("startingOffsets", STARTING).option("endingOffsets", ENDING).load(args.log_dir)
+     .option("startingOffsets", STARTING).option("endingOffsets", ENDING).load(log_dir)
      .write.mode("overwrite").parquet(os.path.join(out, "assign")))
 
     files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
-             .option("recursiveFileLookup", "true").load(args.log_dir).select("path", "content"))
+             .option("recursiveFileLookup", "true").load(log_dir).select("path", "content"))
     (spark_udfs.explode_records(files, "content", keep=["path"])
      .write.mode("overwrite").parquet(os.path.join(out, "explode")))
     files.createOrReplaceTempView("segment_files")
@@ -79,8 +92,6 @@ def main():
                "(SELECT path, kafkarec_decode(content) AS d FROM segment_files)")
      .selectExpr("path", "error", "inline_outer(records)")
      .write.mode("overwrite").parquet(os.path.join(out, "decode")))
-    spark.stop()
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ wheel> streams_job.py --phase N PART=WORK...`` (tests/support/stream_apps.py sub
 
 Each PART runs in this one SparkSession, one after another, in its own WORK folder:
 ``stream`` (stream_job.py's phase N), ``typed`` (typed_stream_job.py's phase N), ``split``
-(stream_job.py's minPartitions phase 3; with phase 1) and ``control`` (stream_job.py's phase 0:
+(stream_job.py's minPartitions phase 3; with phase 1), ``paths`` (paths_job.py, every batch path
+of tests/spark/test_cluster.py's check on this deployment; with phase 1) and ``control`` (stream_job.py's phase 0:
 register()'s streaming_job link removed, a new query's planner cannot import spark_udfs; with
 phase 2, last, since no stream starts after it).  Phase 2 is a new application that
 restarts every stream from its checkpoint, which is what the two phases prove; a part's JVM
@@ -22,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PARTS = {"stream": ("stream_job.py", lambda phase: phase),
          "typed": ("typed_stream_job.py", lambda phase: phase),
          "split": ("stream_job.py", lambda phase: 3),
+         "paths": ("paths_job.py", lambda phase: phase),
          "control": ("stream_job.py", lambda phase: 0)}
 
 
@@ -39,7 +41,8 @@ def main(argv):
     spark = SparkSession.builder.appName(f"kafkarec-streams-{phase}").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import spark_udfs
-    spark_udfs.register(spark)
+    # kept where the suite's session keeps it (support/spark_session.py): paths_job.py reports it
+    spark._kafkarec_registration = spark_udfs.register(spark)
     for name, work in parts:
         script, job_phase = PARTS[name]
         print(f"streams_job: {name} (phase {job_phase(phase)}) starts", flush=True)
