@@ -241,6 +241,10 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
     ``columns``: the columns returned (without key, value and headers none of them is built);
     ``keys``: only the records with one of these keys (the others never built)."""
     ...
+def meta_walk(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
+              keys: Iterable[bytes] | None = ...) -> bool:
+    """Whether ``iter_arrow`` with these reads v2 records by the meta-only walk (run without the GIL)."""
+    ...
 def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
     """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""
     ...

@@ -51,14 +51,31 @@ def _table(source, threads, **options):
     return LogScan(source, threads=threads, **options).to_table()
 
 
-@pytest.mark.parametrize("options", [{}, {"columns": ["offset", "timestamp"]},
-                                     {"isolation_level": "read_committed"}, {"mode": "PERMISSIVE"},
-                                     {"columns": ["key", "offset"], "max_rows_per_batch": 7}])
+META = ["topic", "partition", "offset", "timestamp", "timestampType"]   # the meta-only walk's
+
+
+@pytest.mark.parametrize("options", [{"columns": META}, {"columns": ["offset"], "isolation_level": "read_committed"},
+                                     {"columns": META + ["_corrupt_record"], "mode": "PERMISSIVE"},
+                                     {"columns": ["offset", "timestamp"], "max_rows_per_batch": 7}, {}])
 def test_the_rows_of_decoding_one_window_after_the_other(logroot, small_windows, options):
     one = _table(logroot, 1, **options)
     assert one.num_rows > 0
     for threads in (2, 3, 5):
         assert _table(logroot, threads, **options).equals(one)
+
+
+def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
+    """The full decode and batch columns hold the GIL: those reads stay in the consumer's thread (a
+    pool would only contend with it)."""
+    for options in ({}, {"columns": ["key", "offset"]}, {"columns": ["offset", "batchPosition"], "batch_columns": True}):
+        reader = iter(LogScan(partition, threads=3, **options))
+        next(reader)
+        assert not _decode_threads(), options
+        reader.close()
+    reader = iter(LogScan(partition, threads=3, columns=["offset"]))
+    next(reader)
+    assert _decode_threads()
+    reader.close()
 
 
 def test_order_kept_across_many_windows(partition, small_windows):
@@ -99,7 +116,7 @@ def test_errors_where_decoding_one_after_the_other_meets_them(tmp_path, small_wi
 def test_a_limit_reads_only_the_windows_in_flight(partition, small_windows):
     counter = storage.process_bytes_read()
     before = counter.bytes
-    got = LogScan(partition, threads=3, limit=25).to_table()
+    got = LogScan(partition, threads=3, limit=25, columns=["offset"]).to_table()
     assert got.column("offset").to_pylist() == list(range(25))
     # the consumer's window and at most 3 ahead (cut at batch starts: a batch over a window's size)
     assert counter.bytes - before <= 4 * (WINDOW + 2048)
@@ -118,7 +135,7 @@ def test_a_consumer_that_stops_stops_the_threads_and_closes_the_maps(partition, 
             finally:
                 open_maps.remove(sl)
     monkeypatch.setattr(local, "iter_pieces", counted)
-    reader = iter(LogScan(partition, threads=2, max_rows_per_batch=10))
+    reader = iter(LogScan(partition, threads=2, max_rows_per_batch=10, columns=["offset", "timestamp"]))
     next(reader)
     assert _decode_threads() and open_maps
     reader.close()
@@ -148,7 +165,7 @@ def test_at_most_threads_windows_mapped_ahead(partition, small_windows, monkeypa
 
 
 def test_one_thread_decodes_in_the_consumers_thread(partition, small_windows):
-    reader = iter(LogScan(partition, threads=1))
+    reader = iter(LogScan(partition, threads=1, columns=["offset"]))
     next(reader)
     assert not _decode_threads()
     reader.close()
