@@ -387,6 +387,15 @@ cdef class BatchIterator:
         cdef RecordBatch batch
         if self.exhausted:
             raise StopIteration
+        batch = self._advance()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+    cdef RecordBatch _advance(self):
+        """The next batch, or None at the end; where and why it stopped is recorded (the one
+        step of next() and spans())."""
+        cdef RecordBatch batch
         try:
             batch = self._next_batch()
         except DecodeError as exc:
@@ -400,8 +409,25 @@ cdef class BatchIterator:
             raise
         if batch is None:
             self.exhausted = True
-            raise StopIteration
         return batch
+
+    def spans(self):
+        """``[(position, size), ...]`` of the batches next() would yield from here on, up to
+        where it would stop or raise (not raised here: ``stop_reason`` and ``stop_error`` say so)
+        or to a batch whose magic is above 2 (which file rules frame and no reader decodes;
+        the iterator is then past it).  No batch object is handed out: a planner cutting a
+        file at batch starts walks its headers in one loop here."""
+        cdef list out = []
+        cdef RecordBatch batch
+        while not self.exhausted:
+            try:
+                batch = self._advance()
+            except DecodeError:
+                break
+            if batch is None or batch.magic > 2:
+                break
+            out.append((batch.position, batch.size_in_bytes))
+        return out
 
     @property
     def resumable(self) -> bool:

@@ -449,7 +449,10 @@ cdef enum:
     ZSTD_SKIPPABLE = 0x184D2A50
     ZSTD_MAX_WINDOW = 1 << 27      # libzstd's default decoder limit, as Kafka uses it
 
-cdef object _zstd_decompressor = None
+# zstandard's compressor and decompressor objects must not be used by two threads at once (a
+# reader decodes windows on several): each thread keeps its own, reused.
+import threading as _threading
+cdef object _zstd_local = _threading.local()
 
 
 cdef int zstd_walk(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -1:
@@ -508,16 +511,17 @@ cdef int zstd_walk(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -
 
 
 cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
-    global _zstd_decompressor
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
     if n == 0:
         raise DecompressionError("zstd payload is empty", position)
     zstd_walk(&src[0], n, position)
-    if _zstd_decompressor is None:
+    try:
+        decompressor = _zstd_local.decompressor
+    except AttributeError:
         zstandard = codec_lib("zstandard", "zstandard")
-        _zstd_decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
-    reader = _zstd_decompressor.stream_reader(payload, read_across_frames=True)
+        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+    reader = decompressor.stream_reader(payload, read_across_frames=True)
     # read(n) allocates n bytes up front: ask for a likely size, not the whole budget.
     cdef Py_ssize_t want = min(limit + 1, max(8 * n, 256 * 1024))
     cdef Py_ssize_t total

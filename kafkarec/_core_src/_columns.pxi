@@ -625,13 +625,23 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     return out
 
 
+cdef bint is_lean(object projection, bint batch_columns):
+    """A projection without the records' bytes, on the v2 fast path (not the wide layout)."""
+    return projection is not None and not batch_columns and _RECORD_BYTES_COLUMNS.isdisjoint(projection)
+
+
+def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
+    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``keys`` reads v2
+    records by the meta-only walk, which runs without the GIL (a reader decoding on several
+    threads gains only there: the full decode holds it)."""
+    return keys is None and is_lean(columns, batch_columns)
+
+
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
                    _KeySet keys=None):
-    # lean: a projection without the records' bytes, on the v2 fast path (not the wide layout)
-    cdef bint lean = (projection is not None and not batch_columns
-                      and _RECORD_BYTES_COLUMNS.isdisjoint(projection))
+    cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
     cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys)
     cdef RecordBatch b

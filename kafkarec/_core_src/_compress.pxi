@@ -213,10 +213,6 @@ cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
     return out.take()
 
 
-import threading as _threading
-cdef object _zstd_local = _threading.local()
-
-
 cdef object zstd_compressor(object level):
     """A ZstdCompressor per thread and level, reused (creating one costs a few
     microseconds; one instance must not be used by two threads at once)."""

@@ -610,6 +610,13 @@ cdef inline always_inline_int scan_v2_record(_RecordIterator it, RecordView *v, 
     return 0
 
 
+# A batch's walk holds no Python object, so a batch worth it is walked without the GIL: a reader
+# decoding windows on several threads (kafkarec.scan's ``threads``) then walks them at once.  Below
+# this payload the GIL's release and retake cost more than they free.
+cdef enum:
+    WALK_NOGIL_MIN_BYTES = 16384
+
+
 cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end,
                                      Py_ssize_t max_records, int64_t *offsets,
                                      int64_t *timestamps) noexcept:
@@ -625,17 +632,38 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
     caller lets scan_v2_record read that record, so a fault is found and worded by the one scanner
     (where it stops and why are the full read's).  Strict reads keep the scanner (its further
     rules, UTF-8 header keys among them, are not walked here)."""
+    cdef Py_ssize_t n
+    cdef int32_t remaining = it._remaining
+    cdef int64_t base_offset = it._base_offset, base_timestamp = it._base_timestamp
+    cdef int64_t max_timestamp = it._max_timestamp
+    cdef bint log_append = it._timestamp_type == TS_LOG_APPEND
+    if it._cur.strict:
+        return 0
+    if end - pos[0] >= WALK_NOGIL_MIN_BYTES:
+        with nogil:
+            n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
+                                     base_offset, base_timestamp, max_timestamp, log_append)
+    else:
+        n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
+                                 base_offset, base_timestamp, max_timestamp, log_append)
+    it._remaining = remaining
+    return n
+
+
+cdef inline Py_ssize_t walk_v2_meta_records(const uint8_t **pos, const uint8_t *end,
+                                            Py_ssize_t max_records, int64_t *offsets,
+                                            int64_t *timestamps, int32_t *remaining_io,
+                                            int64_t base_offset, int64_t base_timestamp,
+                                            int64_t max_timestamp, bint log_append) noexcept nogil:
+    """walk_v2_meta's loop over the batch's fields alone (no Python object: run without the GIL);
+    `remaining_io`: the records the batch still declares, moved past those walked."""
     cdef const uint8_t *p = pos[0]
     cdef const uint8_t *record_end
     cdef const uint8_t *body
     cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
     cdef int64_t timestamp_delta
-    cdef int32_t remaining = it._remaining
-    cdef int64_t base_offset = it._base_offset, base_timestamp = it._base_timestamp
-    cdef bint log_append = it._timestamp_type == TS_LOG_APPEND
+    cdef int32_t remaining = remaining_io[0]
     cdef Py_ssize_t n = 0
-    if it._cur.strict:
-        return 0
     while n < max_records and remaining > 0:
         if take_varint(&p, end, False, &size) != VARINT_OK:
             break
@@ -678,14 +706,14 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
             # also ends the records section (Kafka's leftover check)
             if p == record_end and (remaining > 1 or p == end):
                 offsets[n] = wrapping_add64(base_offset, offset_delta)
-                timestamps[n] = it._max_timestamp if log_append else \
+                timestamps[n] = max_timestamp if log_append else \
                     wrapping_add64(base_timestamp, timestamp_delta)
                 n += 1
                 remaining -= 1
                 pos[0] = p
                 continue
         break
-    it._remaining = remaining
+    remaining_io[0] = remaining
     return n
 
 

@@ -122,6 +122,24 @@ def _batches(path: str, size: Optional[int] = None):
             return
 
 
+def _framed_spans(path: str) -> list:
+    """``(position, size)`` of the batches :func:`_batches` gives for the whole file, found by the
+    core's one header walk (:meth:`kafkarec.BatchIterator.spans`: no object per batch)."""
+    import kafkarec
+    from kafkarec.log.segment import file_options
+    with open(path, "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return []
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return kafkarec.iter_batches(mm, file_options(verify_crc=False)).spans()
+    finally:
+        try:
+            mm.close()
+        except BufferError:     # an error's traceback holds the iterator: the collector closes it
+            pass
+
+
 def _recorded(f: SegmentFile, spans: Optional[dict]):
     """:func:`_batches` of ``f``, noting each batch's span in ``spans``."""
     out = spans.setdefault(f.path, []) if spans is not None else None
@@ -136,7 +154,7 @@ def _spans(sl: Slice, spans: Optional[dict]) -> list:
     (kept in ``spans``)."""
     if spans is not None and sl.path in spans:
         return spans[sl.path]
-    found = [(b.position, b.size_in_bytes) for b in _batches(sl.path)]
+    found = _framed_spans(sl.path)
     if spans is not None:
         spans[sl.path] = found
     return found

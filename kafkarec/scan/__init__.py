@@ -103,7 +103,10 @@ class LogScan:
     ``value_format`` / ``key_format`` with ``registry`` (and ``typed_options``, the names of
     :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options;
     ``partitioner`` (``"murmur2"``) and ``num_partitions`` (``{topic: N}``): with keys in the
-    bounds, only the partitions that partitioner names for them are opened.
+    bounds, only the partitions that partitioner names for them are opened; ``threads``: how
+    many windows of local files are decoded at once, ahead of the consumer, handed on in log
+    order (default :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the
+    consumer's thread).
     """
 
     def __init__(self, source, **keywords):

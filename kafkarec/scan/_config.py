@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "normalize_mode"]
+           "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "MAX_DEFAULT_THREADS", "default_threads", "normalize_mode"]
 
 #: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
 ROWS_PER_BATCH = 65536
@@ -27,6 +27,19 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 #: partitioners a keyed read may prune by: Kafka's default, ``murmur2(key) & 0x7fffffff % N``
 PARTITIONERS = ("murmur2",)
+#: ``threads`` of :meth:`ScanConfig.of` is at most this unless given: each thread maps a window
+#: (:data:`kafkarec.log.local.READ_WINDOW_BYTES`), so more threads hold more memory
+MAX_DEFAULT_THREADS = 4
+
+
+def default_threads() -> int:
+    """The threads a :class:`kafkarec.scan.LogScan` decodes local windows on unless told: the
+    CPUs this process may run on, at most :data:`MAX_DEFAULT_THREADS`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_DEFAULT_THREADS))
 
 
 def normalize_mode(mode, *, allowed=MODES) -> str:
@@ -73,7 +86,10 @@ class ScanConfig:
     partitioner (one of :data:`PARTITIONERS`) names for them, right only if every producer of
     the topic used it (``kafkarec census`` tells); ``num_partitions``: ``{topic: N}``, the N it
     divides by (default: the highest partition number the listing holds, plus one, where it holds
-    every partition below it; else no partition is left out)."""
+    every partition below it; else no partition is left out); ``threads``: how many windows of
+    local files are decoded at once, ahead of the consumer and handed on in log order (1: one
+    after the other, in the consumer's thread; a read with ``bad_records_path`` or over a listing
+    decodes in the consumer's thread whatever it says)."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
     bounds: Bounds = Bounds()
@@ -100,6 +116,7 @@ class ScanConfig:
     every_record: bool = False
     partitioner: Optional[str] = None
     num_partitions: Optional[Mapping[str, int]] = None
+    threads: int = 1
 
     @classmethod
     def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
@@ -111,15 +128,20 @@ class ScanConfig:
            files: Optional[FileFinding] = None, batch_columns: bool = False,
            include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
            max_rows_per_batch: int = ROWS_PER_BATCH, fail_on_data_loss: bool = True,
-           partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None) -> "ScanConfig":
+           partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None,
+           threads: Optional[int] = None) -> "ScanConfig":
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
-        the one place they are read."""
+        the one place they are read (``threads`` None: :func:`default_threads`)."""
         from kafkarec.log import selection as sel_mod
         if isolation_level not in ISOLATION_LEVELS:
             raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
         if limit is not None and int(limit) < 0:
             raise UsageError(f"limit {limit}: not negative")
         _check_partitioner(partitioner, num_partitions)
+        if threads is None:
+            threads = default_threads()
+        elif isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
+            raise UsageError(f"threads {threads!r}: a whole number from 1 to 256")
         paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
         paths = tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
         if not paths:
@@ -147,7 +169,7 @@ class ScanConfig:
                    bad_records_path=bad_records_path, include_control=include_control,
                    batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
                    max_rows=max_rows_per_batch, partitioner=partitioner,
-                   num_partitions=None if num_partitions is None else dict(num_partitions))
+                   num_partitions=None if num_partitions is None else dict(num_partitions), threads=threads)
 
     def key_partitions(self, topic, counts: Mapping[str, int]):
         """The partitions of ``topic`` the partitioner names for the bounds' keys (None: every

@@ -27,7 +27,7 @@ from kafkarec.scan._decode import decode_range
 
 __all__ = ["ScanConfig", "FileFinding", "ListedRange", "Found", "Errors", "Listing", "listings", "found_local",
            "found_listed",
-           "range_bytes", "partition_key", "topic_key", "ranges_read", "decoded", "READ_AHEAD_RANGES",
+           "range_bytes", "partition_key", "topic_key", "ranges_read", "decoded", "decoded_ahead", "READ_AHEAD_RANGES",
            "READ_AHEAD_MAX_BYTES"]
 
 log = logging.getLogger("kafkarec")
@@ -232,7 +232,6 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     ``kafkarec verify``'s to judge whole)."""
     from kafkarec.log import local
     from kafkarec.log.selection import filter_offsets
-    from kafkarec.log.storage import without_spans
     quarantine = None
     if config.bad_records_path:
         from kafkarec.log.quarantine import Quarantine
@@ -248,45 +247,150 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             quarantine=quarantine, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 
-    for rr, where, topic, partition, mapped, pieces in ranges_read(ranges):
-        # offsets kept: a local slice's from the log start on, a listed range's as selected
-        lo, hi = (rr.min_offset, None) if mapped else (rr.range.min_offset, rr.range.end_offset)
-        held = rr.offsets if mapped else rr.range.offsets
-        log_key = os.path.dirname(rr.path) if mapped else partition_key(rr)
-        if rr.skip:       # read_committed: the aborted batches' spans are left out
-            pieces = (part for piece in pieces
-                      for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
-        for piece in pieces:
-            if isinstance(piece, dict):     # the local file shrank after the read was planned
-                yield where, Errors([piece], topic, partition)
-                continue
-            errs = []
-            try:
-                items = decode(piece, where, topic, partition)
-                checked = order.check(items, piece, held, log_key, where, topic, partition,
-                                      lambda cut: decode(cut, where, topic, partition))
-                for kind, item in checked:
-                    if kind != "batch":
-                        errs.append(item)
-                        continue
-                    if lo is not None or hi is not None:
-                        item = filter_offsets(item, lo, hi)
-                        if not item.num_rows:
+    # a pool pays where decoding runs without the GIL (the meta-only walk); the full decode holds
+    # it, and threads taking turns at it would only contend with the consumer
+    if (config.threads > 1 and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
+            and kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns, keys=config.bounds.keys)):
+        read = decoded_ahead(ranges, decode, config.threads)
+    else:       # one piece after the other, decoded as the consumer asks
+        read = ((rr, where, topic, partition, mapped, ((part, None) for part in _without_skips(rr, pieces)))
+                for rr, where, topic, partition, mapped, pieces in ranges_read(ranges))
+    try:
+        for rr, where, topic, partition, mapped, pieces in read:
+            # offsets kept: a local slice's from the log start on, a listed range's as selected
+            lo, hi = (rr.min_offset, None) if mapped else (rr.range.min_offset, rr.range.end_offset)
+            held = rr.offsets if mapped else rr.range.offsets
+            log_key = os.path.dirname(rr.path) if mapped else partition_key(rr)
+            for piece, ready in pieces:
+                if isinstance(piece, dict):     # the local file shrank after the read was planned
+                    yield where, Errors([piece], topic, partition)
+                    continue
+                errs = []
+                try:
+                    items = decode(piece, where, topic, partition) if ready is None else ready
+                    checked = order.check(items, piece, held, log_key, where, topic, partition,
+                                          lambda cut: decode(cut, where, topic, partition))
+                    for kind, item in checked:
+                        if kind != "batch":
+                            errs.append(item)
                             continue
-                    if errs:
-                        yield where, Errors(errs, topic, partition)
-                        errs = []
-                    yield where, item
-            except MalformedBatchError as exc:
-                raise type(exc)(f"{exc} {hint}") from None
-            except DecodeError as exc:      # core_errors: positions are that file's
-                exc.file = where
-                raise
-            finally:
-                if mapped:        # so that the map can close
-                    local.release(piece.data)
-            if errs:
-                yield where, Errors(errs, topic, partition)
+                        if lo is not None or hi is not None:
+                            item = filter_offsets(item, lo, hi)
+                            if not item.num_rows:
+                                continue
+                        if errs:
+                            yield where, Errors(errs, topic, partition)
+                            errs = []
+                        yield where, item
+                except MalformedBatchError as exc:
+                    raise type(exc)(f"{exc} {hint}") from None
+                except DecodeError as exc:      # core_errors: positions are that file's
+                    exc.file = where
+                    raise
+                finally:
+                    if mapped:        # so that the map can close
+                        local.release(piece.data)
+                if errs:
+                    yield where, Errors(errs, topic, partition)
+    finally:
+        read.close()        # a consumer gone: the threads stop, the maps close
+
+
+def _without_skips(rr, pieces):
+    """``pieces`` of ``rr`` without its skipped spans (read_committed: aborted batches)."""
+    from kafkarec.log.storage import without_spans
+    if not rr.skip:
+        return pieces
+    return (part for piece in pieces
+            for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
+
+
+def _replay(items, failure):
+    """``items`` decoded ahead, then ``failure`` raised if decoding raised it (a generator, as
+    :func:`kafkarec.scan._decode.decode_range`'s: what :class:`OffsetOrder` takes)."""
+    yield from items
+    if failure is not None:
+        raise failure
+
+
+def decoded_ahead(slices, decode, threads: int):
+    """:func:`ranges_read`'s tuples for local ``slices`` (windows: one map each), each piece paired
+    with its items already decoded (``decode(piece, where, topic, partition)``, a
+    :func:`kafkarec.scan._decode.decode_range`) on ``threads`` threads, ahead of the consumer.
+
+    The consumer gets the slices in order, and each one's items as one thread decoded them,
+    an error where decoding raised it (nothing after it), so what it sees is what decoding one
+    after the other gives.  At most ``threads`` slices are mapped and decoded ahead of the one
+    the consumer holds (memory: ``threads + 1`` windows and their rows); a slice's map closes
+    when the consumer is done with it.  A consumer that
+    stops (the generator closed) stops the threads after the Arrow batch each is building and
+    closes every map before the close returns."""
+    import collections
+    import itertools
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from kafkarec.log import local
+    stop = threading.Event()
+
+    def work(sl):
+        """The slice mapped and decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
+        :func:`kafkarec.log.local.iter_pieces`) is left open for the consumer to close."""
+        mapped = local.iter_pieces(sl)
+        entries = []
+        try:
+            piece = None
+            for p in mapped:        # an error first when the file shrank, then the one piece
+                if isinstance(p, dict):
+                    entries.append((p, None))
+                    continue
+                piece = p
+                break               # not past it: that would close the map
+            parts = () if piece is None else _without_skips(sl, (piece,))
+            for part in parts:
+                items, failure = [], None
+                try:
+                    for item in decode(part, sl.path, sl.topic, sl.partition):
+                        items.append(item)
+                        if stop.is_set():
+                            break
+                except Exception as exc:        # raised to the consumer where it was met
+                    failure = exc
+                entries.append((part, _replay(items, failure)))
+                if failure is not None or stop.is_set():
+                    break
+        except Exception as exc:
+            entries.append((exc, None))
+        return entries, mapped
+
+    def handed(entries, mapped):
+        try:
+            for piece, ready in entries:
+                if isinstance(piece, BaseException):
+                    raise piece
+                yield piece, ready
+        finally:
+            mapped.close()
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="kafkarec-decode")
+    ahead = collections.deque()
+    todo = iter(slices)
+    try:
+        for sl in itertools.islice(todo, threads):
+            ahead.append((sl, pool.submit(work, sl)))
+        while ahead:
+            sl, future = ahead.popleft()
+            for later in itertools.islice(todo, 1):     # the pool keeps `threads` slices ahead
+                ahead.append((later, pool.submit(work, later)))
+            entries, mapped = future.result()
+            yield sl, sl.path, sl.topic, sl.partition, True, handed(entries, mapped)
+    finally:
+        stop.set()
+        for _sl, f in ahead:
+            f.cancel()
+        pool.shutdown(wait=True)
+        for _sl, f in ahead:
+            if not f.cancelled():
+                f.result()[1].close()
 
 
 def framed(kafkarec, options, rr: ListedRange):
@@ -368,12 +472,16 @@ class OffsetOrder:
         n = len(off)
         if n == 0:
             return True
-        first = off[0].as_py()
+        # numpy over the column's data buffer (the core's offset column has no nulls), no array
+        # made per comparison as pyarrow.compute's subtract would; not Array.to_numpy, which
+        # imports pandas (~0.5 CPU-s in each of Spark's Python workers)
+        values = require("numpy").frombuffer(off.buffers()[1], dtype="<i8", count=n, offset=off.offset * 8)
+        first = int(values[0])
         if last is not None and first <= last:
             return False
-        if n > 1 and pc.min(pc.subtract(off[1:], off[:-1])).as_py() <= 0:
+        if n > 1 and not (values[1:] > values[:-1]).all():
             return False
-        return held is None or held.problem(first, off[n - 1].as_py()) is None
+        return held is None or held.problem(first, int(values[n - 1])) is None
 
     def _advance(self, pc, off, held, log_key):
         n = len(off)

@@ -1,0 +1,221 @@
+"""LogScan's ``threads``: local windows decoded ahead on a pool (kafkarec.scan._read.decoded_ahead).
+What a consumer gets is what decoding one window after the other gives: the same rows in the same
+order, the same errors at the same place, nothing read past a limit but the windows in flight, at
+most ``threads`` windows mapped ahead of the consumer's, and no thread or map left once it stops."""
+import os
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import kafkarec
+from kafkarec.errors import MalformedBatchError, UsageError
+from kafkarec.log import local, storage
+from kafkarec.scan import LogScan, ScanConfig
+from kafkarec.scan._config import MAX_DEFAULT_THREADS, default_threads
+
+from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
+
+WINDOW = 8192       # many windows per segment: the pool has work to reorder
+
+
+@pytest.fixture(scope="module")
+def logroot(tmp_path_factory):
+    root = tmp_path_factory.mktemp("threadlogs")
+    build_log_dir(str(root))
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory):
+    """One partition of 3 segments, 600 batches of 10 records, every codec but gzip's slow one."""
+    root = tmp_path_factory.mktemp("threadpart")
+    w = PartitionWriter(str(root), "t", 0, segment_bytes=200_000)
+    for k in range(600):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd", "lz4")[k % 3]))
+    w.close()
+    return str(root)
+
+
+@pytest.fixture
+def small_windows(monkeypatch):
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+
+
+def _decode_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("kafkarec-decode")]
+
+
+def _table(source, threads, **options):
+    return LogScan(source, threads=threads, **options).to_table()
+
+
+META = ["topic", "partition", "offset", "timestamp", "timestampType"]   # the meta-only walk's
+
+
+@pytest.mark.parametrize("options", [{"columns": META}, {"columns": ["offset"], "isolation_level": "read_committed"},
+                                     {"columns": META + ["_corrupt_record"], "mode": "PERMISSIVE"},
+                                     {"columns": ["offset", "timestamp"], "max_rows_per_batch": 7}, {}])
+def test_the_rows_of_decoding_one_window_after_the_other(logroot, small_windows, options):
+    one = _table(logroot, 1, **options)
+    assert one.num_rows > 0
+    for threads in (2, 3, 5):
+        assert _table(logroot, threads, **options).equals(one)
+
+
+def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
+    """The full decode and batch columns hold the GIL: those reads stay in the consumer's thread (a
+    pool would only contend with it)."""
+    for options in ({}, {"columns": ["key", "offset"]}, {"columns": ["offset", "batchPosition"], "batch_columns": True}):
+        reader = iter(LogScan(partition, threads=3, **options))
+        next(reader)
+        assert not _decode_threads(), options
+        reader.close()
+    reader = iter(LogScan(partition, threads=3, columns=["offset"]))
+    next(reader)
+    assert _decode_threads()
+    reader.close()
+
+
+def test_order_kept_across_many_windows(partition, small_windows):
+    scan = LogScan(partition, threads=4, columns=["offset", "timestamp"])
+    assert len(scan.as_read(scan.pieces())) > 30
+    got = scan.to_table()
+    assert got.column("offset").to_pylist() == list(range(6000))
+    assert got.column("timestamp").cast(pa.int64()).to_pylist() == [T0 + 10 * (i // 10) + i % 10 for i in range(6000)]
+
+
+def _corrupted(tmp_path):
+    w = PartitionWriter(str(tmp_path), "bad", 0, segment_bytes=1 << 20)
+    appended = [w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=80))) for k in range(200)]
+    w.close()
+    w.corrupt(appended[120])        # its CRC fails
+    return str(tmp_path)
+
+
+def test_errors_where_decoding_one_after_the_other_meets_them(tmp_path, small_windows):
+    root = _corrupted(tmp_path)
+    for columns in (None, ["offset", "timestamp"]):
+        seen = {}
+        for threads in (1, 3):
+            rows, message = 0, None
+            try:
+                for rb in LogScan(root, threads=threads, columns=columns):
+                    rows += rb.num_rows
+            except MalformedBatchError as exc:
+                message = str(exc)
+            seen[threads] = (rows, message)
+        # (the rows of the error's Arrow batch before it are not handed on, either way)
+        assert seen[1] == seen[3] and 1000 < seen[1][0] < 1200 and "ChecksumError" in seen[1][1]
+        for mode in ("PERMISSIVE", "DROPMALFORMED"):
+            one = _table(root, 1, mode=mode, columns=columns)
+            assert _table(root, 3, mode=mode, columns=columns).equals(one)
+
+
+def test_a_limit_reads_only_the_windows_in_flight(partition, small_windows):
+    counter = storage.process_bytes_read()
+    before = counter.bytes
+    got = LogScan(partition, threads=3, limit=25, columns=["offset"]).to_table()
+    assert got.column("offset").to_pylist() == list(range(25))
+    # the consumer's window and at most 3 ahead (cut at batch starts: a batch over a window's size)
+    assert counter.bytes - before <= 4 * (WINDOW + 2048)
+    assert not _decode_threads()
+
+
+def test_a_consumer_that_stops_stops_the_threads_and_closes_the_maps(partition, small_windows, monkeypatch):
+    open_maps = []
+    plain = local.iter_pieces
+
+    def counted(sl):
+        for piece in plain(sl):
+            open_maps.append(sl)
+            try:
+                yield piece
+            finally:
+                open_maps.remove(sl)
+    monkeypatch.setattr(local, "iter_pieces", counted)
+    reader = iter(LogScan(partition, threads=2, max_rows_per_batch=10, columns=["offset", "timestamp"]))
+    next(reader)
+    assert _decode_threads() and open_maps
+    reader.close()
+    assert not _decode_threads() and not open_maps
+
+
+def test_at_most_threads_windows_mapped_ahead(partition, small_windows, monkeypatch):
+    open_maps, most = [], [0]
+    plain = local.iter_pieces
+
+    def counted(sl):
+        for piece in plain(sl):
+            open_maps.append(sl)
+            most[0] = max(most[0], len(open_maps))
+            try:
+                yield piece
+            finally:
+                open_maps.remove(sl)
+    monkeypatch.setattr(local, "iter_pieces", counted)
+    rows = 0
+    for rb in LogScan(partition, threads=2, columns=["offset"], max_rows_per_batch=50):
+        rows += rb.num_rows
+        time.sleep(0.0005)        # a slow consumer: the pool runs ahead as far as it may
+    assert rows == 6000
+    assert most[0] == 3     # the consumer's and 2 ahead
+    assert not open_maps
+
+
+def test_one_thread_decodes_in_the_consumers_thread(partition, small_windows):
+    reader = iter(LogScan(partition, threads=1, columns=["offset"]))
+    next(reader)
+    assert not _decode_threads()
+    reader.close()
+
+
+def test_the_threads_option():
+    assert ScanConfig.of("x").threads == default_threads() <= MAX_DEFAULT_THREADS
+    assert ScanConfig.of("x", threads=3).threads == 3
+    assert ScanConfig("x").threads == 1       # a config made field by field (Spark's tasks): one
+    for bad in (0, -1, 1.5, True, "2", 1000):
+        with pytest.raises(UsageError, match="threads"):
+            ScanConfig.of("x", threads=bad)
+
+
+def test_zstd_batches_decode_on_several_threads_at_once():
+    """The core keeps a zstd decompressor per thread (one must not be used by two at once)."""
+    data = b"".join(v2_batch(sample_records(200, start_ts=T0 + k, size=300), codec="zstd") for k in range(20))
+    want = kafkarec.to_arrow(data)
+    got, failures = [], []
+
+    def decode():
+        try:
+            for _ in range(15):
+                got.append(pa.Table.from_batches(list(kafkarec.iter_arrow(data))))
+        except Exception as exc:        # reported below
+            failures.append(exc)
+    workers = [threading.Thread(target=decode) for _ in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not failures and len(got) == 60 and all(t.equals(want) for t in got)
+
+
+def test_framed_spans_are_the_batches_a_segment_frames(logroot, tmp_path):
+    """The planner's cuts (local._framed_spans: the core's BatchIterator.spans) are the spans of
+    the batches Segment frames, up to where it stops: a damaged size, a magic above 2, a cut-off end."""
+    import glob
+    paths = sorted(glob.glob(os.path.join(logroot, "*", "*.log")))
+    good = paths[0]
+    data = open(good, "rb").read()
+    spans = [(b.position, b.size_in_bytes) for b in local._batches(good)]
+    second = spans[1][0]
+    damaged = []
+    for name, change in [("size", lambda d: d[:second + 8] + b"\0\0\0\1" + d[second + 12:]),
+                         ("magic", lambda d: d[:second + 16] + b"\x07" + d[second + 17:]),
+                         ("cut", lambda d: d[:-10]), ("empty", lambda d: b"")]:
+        path = tmp_path / f"{name}.log"
+        path.write_bytes(change(data))
+        damaged.append(str(path))
+    for path in paths + damaged:
+        assert local._framed_spans(path) == [(b.position, b.size_in_bytes) for b in local._batches(path)], path
+    assert len(local._framed_spans(damaged[0])) == len(local._framed_spans(damaged[1])) == 1
