@@ -148,6 +148,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
             # groups written to a CSV are not on the target yet: not read back (a later run checks them)
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions,
                               None if args.share_groups_csv else done.share_groups)
+            for line in report.notes:
+                out.write(f"note: {line}\n")
             for line in report.problems:
                 out.write(f"problem: {line}\n")
             out.write(f"verified: {report.records} records, {report.groups} group positions, "

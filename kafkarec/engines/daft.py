@@ -34,6 +34,9 @@ class KafkaLogSource(_source.DataSource):
     ``limit``, ``isolation_level``, ``storage_options``, ``mode`` ...)."""
 
     def __init__(self, source, **options):
+        # each of Daft's tasks already runs on a CPU of its own: one decoding thread a task (not
+        # the driver's CPU count, computed here and shipped in the pickled scan) unless asked
+        options.setdefault("threads", 1)
         self._scan = LogScan(source, **options)
 
     @property

@@ -38,6 +38,9 @@ class KafkaLogDatasource(ray_data.Datasource):
 
     def __init__(self, source, **options):
         super().__init__()
+        # each of Ray's tasks already runs on a CPU of its own: one decoding thread a task (not
+        # the driver's CPU count, computed here and shipped in the pickled scan) unless asked
+        options.setdefault("threads", 1)
         self._scan = LogScan(source, **options)
         self._projection_map = None
         # (scan, its pieces), listed once: Ray asks for them several times (sizes, read tasks), on

@@ -249,7 +249,8 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
 
     # a pool pays where decoding runs without the GIL (the meta-only walk); the full decode holds
     # it, and threads taking turns at it would only contend with the consumer
-    if (config.threads > 1 and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
+    # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
+    if (config.threads > 1 and config.limit is None and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
             and kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns, keys=config.bounds.keys)):
         read = decoded_ahead(ranges, decode, config.threads)
     else:       # one piece after the other, decoded as the consumer asks
