@@ -133,7 +133,7 @@ def _check_shares(spec: RestoreSpec, omap: OffsetMap, shares: List[SharePosition
     tool does, from the CSV), which is the user's next step, not a fault of the target; with it, the
     run was told the start offsets were set, and their absence is a problem."""
     have = target.share_states(spec, {s.target_topic for s in shares})
-    notes: Tuple[str, ...] = ()
+    notes: List[str] = []
     for s in shares:
         where = f"share group {s.group}: {s.target_topic}-{s.partition}"
         state = have.get((s.group, s.target_topic, s.partition))
