@@ -57,6 +57,20 @@ def walk(data, origin: int, less=None, **kw) -> list:
 ORIGIN = 1 << 40
 
 
+def spans_by_next(data: bytes, strict: bool) -> list:
+    """``(position, size)`` of the batches next() yields, up to where it stops or raises or to a
+    batch of magic above 2: what BatchIterator.spans() (the planner's one-loop walk) must give."""
+    out = []
+    try:
+        for b in kafkarec.iter_batches(data, strict=strict):
+            if b.magic > 2:
+                break
+            out.append((b.position, b.size_in_bytes))
+    except EXPECTED:
+        pass
+    return out
+
+
 def test_one_input(data: bytes) -> None:
     for strict in (False, True):
         try:
@@ -64,6 +78,9 @@ def test_one_input(data: bytes) -> None:
         except EXPECTED:
             pass
     for strict in (False, True):
+        spans = kafkarec.iter_batches(data, strict=strict).spans()
+        if spans != spans_by_next(data, strict):
+            raise AssertionError(f"spans() {spans!r:.200} differs from next()'s batches (strict={strict})")
         whole = walk(data, 0, strict=strict)
         if walk(data, ORIGIN, strict=strict) != whole:
             raise AssertionError(f"origin={ORIGIN} does not shift every position: {whole!r:.300}")
