@@ -59,11 +59,11 @@ ORIGIN = 1 << 40
 
 def spans_by_next(data: bytes, strict: bool) -> list:
     """``(position, size)`` of the batches next() yields, up to where it stops or raises or to a
-    batch of magic above 2: what BatchIterator.spans() (the planner's one-loop walk) must give."""
+    batch of magic outside 0..2: what BatchIterator.spans() (the planner's one-loop walk) must give."""
     out = []
     try:
         for b in kafkarec.iter_batches(data, strict=strict):
-            if b.magic > 2:
+            if not 0 <= b.magic <= 2:
                 break
             out.append((b.position, b.size_in_bytes))
     except EXPECTED:

@@ -414,7 +414,7 @@ cdef class BatchIterator:
     def spans(self):
         """``[(position, size), ...]`` of the batches next() would yield from here on, up to
         where it would stop or raise (not raised here: ``stop_reason`` and ``stop_error`` say so)
-        or to a batch whose magic is above 2 (which file rules frame and no reader decodes;
+        or to a batch whose magic is outside 0..2 (which file rules frame and no reader decodes;
         the iterator is then past it).  No batch object is handed out: a planner cutting a
         file at batch starts walks its headers in one loop here."""
         cdef list out = []
@@ -424,7 +424,7 @@ cdef class BatchIterator:
                 batch = self._advance()
             except DecodeError:
                 break
-            if batch is None or batch.magic > 2:
+            if batch is None or not 0 <= batch.magic <= 2:
                 break
             out.append((batch.position, batch.size_in_bytes))
         return out
