@@ -258,12 +258,8 @@ class LogScan:
         bounds applied) and :class:`kafkarec.scan._read.Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream."""
         import kafkarec
-        from kafkarec.log import local
-        items = []
-        for p in pieces:
-            item = p.item
-            # a local slice larger than a window is mapped one window at a time
-            items += local.windows(item) if isinstance(item, local.Slice) else [item]
+        # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
+        items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)

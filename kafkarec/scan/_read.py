@@ -220,7 +220,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
     ``hint``: what a FAILFAST error adds (the caller's option names); ``columns``: the
-    columns decoded (None: all; ``offset`` among them, the bounds are applied to it).
+    columns decoded (None: all; ``offset`` among them, the bounds are applied to it).  A local
+    slice larger than a window is read in windows (:func:`kafkarec.log.local.windows`): cut
+    before the first is read in the consumer's thread, or, decoding on a pool, each file cut by
+    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -252,8 +255,9 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
     if (config.threads > 1 and config.limit is None and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
             and kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns, keys=config.bounds.keys)):
-        read = decoded_ahead(ranges, decode, config.threads)
+        read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
     else:       # one piece after the other, decoded as the consumer asks
+        ranges = [w for rr in ranges for w in (local.windows(rr) if isinstance(rr, local.Slice) else (rr,))]
         read = ((rr, where, topic, partition, mapped, ((part, None) for part in _without_skips(rr, pieces)))
                 for rr, where, topic, partition, mapped, pieces in ranges_read(ranges))
     try:
@@ -314,17 +318,29 @@ def _replay(items, failure):
         raise failure
 
 
-def decoded_ahead(slices, decode, threads: int):
+class _Uncut(NamedTuple):
+    """A slice the planner could not cut into windows (:func:`decoded_ahead`), and why."""
+    slice: object
+    error: BaseException
+
+
+def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
     """:func:`ranges_read`'s tuples for local ``slices`` (windows: one map each), each piece paired
     with its items already decoded (``decode(piece, where, topic, partition)``, a
     :func:`kafkarec.scan._decode.decode_range`) on ``threads`` threads, ahead of the consumer.
+    ``cut(slice)``: the windows of a slice (:func:`kafkarec.log.local.windows`; None: the slices
+    are windows already), called on a planner thread of the pool's own, file after file and a few
+    files ahead of the decoding: the first window decodes while later files are walked, and the
+    consumer's thread walks none.
 
-    The consumer gets the slices in order, and each one's items as one thread decoded them,
+    The consumer gets the windows in order, and each one's items as one thread decoded them,
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
-    after the other gives.  At most ``threads`` slices are mapped and decoded ahead of the one
-    the consumer holds (memory: ``threads + 1`` windows and their rows); a slice's map closes
-    when the consumer is done with it.  A consumer that
-    stops (the generator closed) stops the threads after the Arrow batch each is building and
+    after the other gives (a slice that could not be cut: its error when its turn comes, nothing
+    after it).  At most ``threads`` windows are mapped and decoded ahead of the one the consumer
+    holds (memory: ``threads + 1`` windows and their rows).  A window's map is closed on the
+    pool once the consumer is done with it: by the thread that takes the next window, before it
+    maps that one (so the count holds), or past the last window by a task of its own.  A consumer
+    that stops (the generator closed) stops the threads after the Arrow batch each is building and
     closes every map before the close returns."""
     import collections
     import itertools
@@ -333,9 +349,14 @@ def decoded_ahead(slices, decode, threads: int):
     from kafkarec.log import local
     stop = threading.Event()
 
-    def work(sl):
-        """The slice mapped and decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
-        :func:`kafkarec.log.local.iter_pieces`) is left open for the consumer to close."""
+    def work(sl, closing):
+        """``closing`` (a window the consumer is done with) unmapped, then the slice mapped and
+        decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
+        :func:`kafkarec.log.local.iter_pieces`) is left open until the consumer is done with it."""
+        if closing is not None:
+            closing.close()
+        if isinstance(sl, _Uncut):
+            return [(sl.error, None)], None
         mapped = local.iter_pieces(sl)
         entries = []
         try:
@@ -363,6 +384,9 @@ def decoded_ahead(slices, decode, threads: int):
             entries.append((exc, None))
         return entries, mapped
 
+    done = collections.deque()      # maps the consumer is done with, for the pool to close
+    over = []                       # set once the pool is shut down
+
     def handed(entries, mapped):
         try:
             for piece, ready in entries:
@@ -370,28 +394,77 @@ def decoded_ahead(slices, decode, threads: int):
                     raise piece
                 yield piece, ready
         finally:
-            mapped.close()
+            if mapped is not None:
+                if over:            # the window a closed consumer held, let go after the pool stopped
+                    mapped.close()
+                else:
+                    done.append(mapped)
 
     pool = ThreadPoolExecutor(threads, thread_name_prefix="kafkarec-decode")
-    ahead = collections.deque()
-    todo = iter(slices)
+    planner = None if cut is None else ThreadPoolExecutor(1, thread_name_prefix="kafkarec-decode-plan")
+    planned = collections.deque()   # (slice, its windows' future), in order
+
+    def windows():
+        """The windows in order: each slice cut on the planner thread, ``threads + 1`` slices
+        ahead of the one whose windows are being handed out."""
+        todo = iter(slices)
+        while True:
+            for sl in itertools.islice(todo, max(0, threads + 1 - len(planned))):
+                planned.append((sl, planner.submit(cut, sl)))
+            if not planned:
+                return
+            sl, future = planned[0]
+            try:
+                cut_windows = future.result()
+            except Exception as exc:        # raised to the consumer when its turn comes
+                planned.popleft()
+                yield _Uncut(sl, exc)
+                return
+            planned.popleft()
+            yield from cut_windows
+
+    ahead = collections.deque()     # (window, future, the map its task closes first)
+    closers = []                    # (future, map) of the maps closed past the last window
+    todo = iter(slices) if cut is None else windows()
+
+    def submit(sl):
+        closing = done.popleft() if done else None
+        ahead.append((sl, pool.submit(work, sl, closing), closing))
     try:
         for sl in itertools.islice(todo, threads):
-            ahead.append((sl, pool.submit(work, sl)))
+            submit(sl)
         while ahead:
-            sl, future = ahead.popleft()
-            for later in itertools.islice(todo, 1):     # the pool keeps `threads` slices ahead
-                ahead.append((later, pool.submit(work, later)))
+            sl, future, _closing = ahead.popleft()
+            for later in itertools.islice(todo, 1):     # the pool keeps `threads` windows ahead
+                submit(later)
+            while done:         # no window left to close it before: a task of its own
+                mapped = done.popleft()
+                closers.append((pool.submit(mapped.close), mapped))
             entries, mapped = future.result()
+            sl = sl.slice if isinstance(sl, _Uncut) else sl
             yield sl, sl.path, sl.topic, sl.partition, True, handed(entries, mapped)
     finally:
         stop.set()
-        for _sl, f in ahead:
+        for _sl, f, _closing in ahead:
             f.cancel()
+        while done:             # the last window's (or the one a closed consumer held)
+            mapped = done.popleft()
+            closers.append((pool.submit(mapped.close), mapped))
+        if planner is not None:
+            for _sl, f in planned:
+                f.cancel()
+            planner.shutdown(wait=True)
         pool.shutdown(wait=True)
-        for _sl, f in ahead:
-            if not f.cancelled():
+        for _sl, f, closing in ahead:
+            if f.cancelled():
+                if closing is not None:
+                    closing.close()
+            elif f.exception() is None and f.result()[1] is not None:
                 f.result()[1].close()
+        for f, mapped in closers:
+            if f.cancelled():
+                mapped.close()
+        over.append(True)
 
 
 def framed(kafkarec, options, rr: ListedRange):

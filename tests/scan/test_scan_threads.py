@@ -230,3 +230,54 @@ def test_framed_spans_are_the_batches_a_segment_frames(logroot, tmp_path):
     for path in paths + damaged:
         assert local._framed_spans(path) == [(b.position, b.size_in_bytes) for b in local._batches(path)], path
     assert len(local._framed_spans(damaged[0])) == len(local._framed_spans(damaged[1])) == 1
+
+
+def test_the_consumers_thread_walks_no_file_and_unmaps_no_window(partition, small_windows, monkeypatch):
+    """Decoding on a pool, each file is cut into windows by the pool's planner thread (the first
+    window decodes while later files are walked) and every map is closed by the pool; one thread
+    walks and unmaps in the consumer's, as before."""
+    walked, unmapped = [], []
+    plain_spans, plain_pieces = local._framed_spans, local.iter_pieces
+
+    def spans(path):
+        walked.append(threading.current_thread())
+        return plain_spans(path)
+
+    def pieces(sl):
+        try:
+            yield from plain_pieces(sl)
+        finally:
+            unmapped.append(threading.current_thread())
+    monkeypatch.setattr(local, "_framed_spans", spans)
+    monkeypatch.setattr(local, "iter_pieces", pieces)
+    want = _table(partition, 1, columns=["offset", "timestamp"])
+    me = threading.current_thread()
+    assert walked and set(walked) == {me} and set(unmapped) == {me}
+    files_walked = len(walked)      # the files larger than a window
+    walked.clear()
+    unmapped.clear()
+    assert _table(partition, 2, columns=["offset", "timestamp"]).equals(want)
+    assert len(walked) == files_walked and me not in walked and {t.name.split("_")[0] for t in walked} == {"kafkarec-decode-plan"}
+    assert len(unmapped) > 30 and me not in unmapped
+    assert not _decode_threads()
+
+
+def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, monkeypatch):
+    """The planner's error (a file gone between listing and reading) reaches the consumer after the
+    windows before that file, and nothing after it."""
+    plain = local.windows
+    files = sorted(sl.path for sl in (p.item for p in LogScan(partition).pieces()))
+
+    def windows(sl, spans=None):
+        if sl.path == files[1]:
+            raise FileNotFoundError(sl.path)
+        return plain(sl, spans)
+    monkeypatch.setattr(local, "windows", windows)
+    first = LogScan(files[0], threads=1, columns=["offset"]).to_table().column("offset").to_pylist()
+    for attempt in range(3):
+        seen = []
+        with pytest.raises(FileNotFoundError, match=files[1]):
+            for rb in LogScan(partition, threads=2, columns=["offset"]):
+                seen += rb.column("offset").to_pylist()
+        assert seen == first
+    assert not _decode_threads()
