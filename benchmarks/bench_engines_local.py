@@ -54,14 +54,16 @@ def write_log(root: str, records: int, partitions: int = 4, headers: int = 0) ->
         os.makedirs(folder)
         fh, written = None, SEGMENT_BYTES
         for offset in range(0, per_partition, PER_BATCH):
-            if written >= SEGMENT_BYTES:
-                if fh:
-                    fh.close()
-                fh, written = open(os.path.join(folder, "%020d.log" % offset), "wb"), 0
             n = min(PER_BATCH, per_partition - offset)
             at = rng.randrange(POOL - n)
             batch = build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
                                 headers=record_headers[:n] if record_headers else None, base_offset=offset)
+            # rolled as Kafka rolls: before a batch would take the segment past segment.bytes (rolling
+            # after passing it left files of 64 MiB + one batch: two read windows each)
+            if written + len(batch) > SEGMENT_BYTES:
+                if fh:
+                    fh.close()
+                fh, written = open(os.path.join(folder, "%020d.log" % offset), "wb"), 0
             fh.write(batch)
             written += len(batch)
         fh.close()
