@@ -135,9 +135,10 @@ def build_batch_table(spark, logdir: str, out: str):
 
 # -- the floor: a Python data source that only hands over ready Arrow batches ---------------------
 
-def build_floor(logdir: str, out: str) -> None:
+def build_floor(logdir: str, out: str, options=None) -> None:
     """The data source's rows of each segment file, as read by it (same schema, same batch
-    sizes), in an Arrow IPC file ``out/<folder>/<segment>.arrow``."""
+    sizes), in an Arrow IPC file ``out/<folder>/<segment>.arrow``; ``options``: more of the data
+    source's options (``maxRecordsPerBatch``: ``profile_spark_stages.py``)."""
     import glob
     import pyarrow as pa
     from spark_udfs.read import datasource as _datasource
@@ -145,7 +146,7 @@ def build_floor(logdir: str, out: str) -> None:
         return
     shutil.rmtree(out, ignore_errors=True)
     for seg in sorted(glob.glob(os.path.join(logdir, "*", "*.log"))):
-        ds = _datasource.KafkaRecDataSource({"path": seg, "includeHeaders": "true"})
+        ds = _datasource.KafkaRecDataSource({"path": seg, "includeHeaders": "true", **(options or {})})
         reader = ds.reader(ds.schema())
         dest = os.path.join(out, os.path.basename(os.path.dirname(seg)),
                             os.path.basename(seg)[:-4] + ".arrow")
