@@ -207,10 +207,11 @@ def floor_source():
 
 # -- measuring ---------------------------------------------------------------------------------
 
-def _tree_cpu(root_pid: int) -> dict:
+def _tree_cpu(root_pid: int, exclude=()) -> dict:
     """utime+stime in seconds of root_pid and all its descendants, by kind: ``jvm`` (the
     ``java`` processes: driver JVM, executors) and ``python`` (this driver, Spark's Python
-    workers and planners)."""
+    workers and planners).  ``exclude``: pids left out with their descendants (a broker this
+    process started, whose CPU is counted apart)."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict = {}
     stats: dict = {}
@@ -226,14 +227,19 @@ def _tree_cpu(root_pid: int) -> dict:
         rest = raw[raw.rindex(")") + 2:].split()
         ppid = int(rest[1])
         children.setdefault(ppid, []).append(int(d))
-        # own time and that of reaped children (a finished worker's time lands on its parent)
-        stats[int(d)] = ("jvm" if comm == "java" else "python", sum(int(x) for x in rest[11:15]))
+        # own time and that of reaped children (a finished worker's time lands on its parent);
+        # a JVM's reaped children are Spark's Python daemons and workers: their time is Python's
+        own, reaped = sum(int(x) for x in rest[11:13]), sum(int(x) for x in rest[13:15])
+        stats[int(d)] = ("jvm" if comm == "java" else "python", own, reaped)
     total, todo = {"jvm": 0, "python": 0}, [root_pid]
     while todo:
         pid = todo.pop()
+        if pid in exclude:
+            continue
         if pid in stats:
-            kind, t = stats[pid]
-            total[kind] += t
+            kind, own, reaped = stats[pid]
+            total[kind] += own
+            total["python"] += reaped
         todo += children.get(pid, [])
     return {k: v / tick for k, v in total.items()}
 
