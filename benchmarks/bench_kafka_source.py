@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_kafka_source.py                      # 2M raw + 500k typed records
     .venv/bin/python benchmarks/bench_kafka_source.py --records 400000 --typed 100000 --repeats 2   # quick
     .venv/bin/python benchmarks/bench_kafka_source.py --json out/bench_kafka_source.json
-    .venv/bin/python benchmarks/bench_kafka_source.py --typed-partitions 4 --batch-size 65536 --linger-ms 200 --floor
+    .venv/bin/python benchmarks/bench_kafka_source.py --typed-partitions 4 --batch-size 229376 --linger-ms 200 --floor --pruned
                                                        # issue 52's hard shape, with the typed floor
 
 A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
@@ -29,7 +29,11 @@ The typed topic's shape is set by ``--typed-partitions``, ``--typed-codec`` and 
 ``--batch-size`` (librdkafka's ``batch.size``, bytes before compression) and ``--linger-ms``;
 what landed is read back with kafkarec's own reader and printed (batches, records and stored
 KiB a batch).  Issue 52's hard shape (the Java producer's 64 KiB batches, 4 partitions) is
-``--typed-partitions 4 --batch-size 65536``.
+``--typed-partitions 4 --batch-size 229376`` (librdkafka's batch.size counts bytes before
+compression, the Java producer's its estimate after: with zstd, 229376 lands ~64 KiB batches).
+``--pruned`` adds the typed read given only the asked columns by ``.schema(offset, value)``
+(and, with ``--floor``, its floor): Spark prunes no columns of a Python data source, so a
+``.select`` still has every column built and handed over.
 
 Each is run once to warm up, then ``--repeats`` times in rounds (every mechanism in turn);
 the median wall time gives rows/s.  CPU-seconds are counted from /proc for this process tree
@@ -173,6 +177,11 @@ def main(argv=None) -> int:
                     help="also run 'floor typed': a Python data source handing Spark the typed read's "
                          "rows as ready Arrow batches (bench_spark_typed.py's floor, decoded once "
                          "beforehand): the most any Python data source can reach")
+    ap.add_argument("--pruned", action="store_true",
+                    help="also run 'kafkarec typed pruned': the typed read given the asked columns by "
+                         "the user's .schema(offset, value) (a Python data source gets no column "
+                         "pruning from Spark; .select() leaves every column to be built and handed "
+                         "over), and with --floor its floor")
     ap.add_argument("--only", default="", help="comma-separated mechanisms to run (default all)")
     args = ap.parse_args(argv)
 
@@ -240,6 +249,18 @@ def main(argv=None) -> int:
             mechanisms["floor typed"] = (lambda: spark.read.format("kafkarec_typed_floor")
                                          .option("arrow", floor_dir).option("schema", floor_schema)
                                          .load().select("offset", "value"), args.typed)
+        if args.pruned:
+            from pyspark.sql import types as T
+            whole = spark.read.format("kafkarec").options(**typed_options).load().schema
+            pruned = T.StructType([whole["offset"], whole["value"]])
+            mechanisms["kafkarec typed pruned"] = (lambda: spark.read.format("kafkarec").options(**typed_options)
+                                                   .schema(pruned).load(), args.typed)
+            if args.floor:
+                pruned_dir = os.path.join(tmp, "typed-floor-pruned")
+                pruned_schema = build_typed_floor(broker.log_dir, pruned_dir, typed_options, pruned)
+                mechanisms["floor typed pruned"] = (lambda: spark.read.format("kafkarec_typed_floor")
+                                                    .option("arrow", pruned_dir).option("schema", pruned_schema)
+                                                    .load(), args.typed)
         only = [m.strip() for m in args.only.split(",") if m.strip()]
         if only:
             mechanisms = {n: m for n, m in mechanisms.items() if n in only}
@@ -286,6 +307,8 @@ def main(argv=None) -> int:
         typed = ratio("typed", "kafkarec typed", "kafka+from_avro")
         floor = ratio("floor", "floor typed", "kafka+from_avro")
         reach = ratio("typed_of_floor", "kafkarec typed", "floor typed")
+        pruned_r = ratio("typed_pruned", "kafkarec typed pruned", "kafka+from_avro")
+        pruned_floor = ratio("floor_pruned", "floor typed pruned", "kafka+from_avro")
         if raw:
             print(f"raw:   kafkarec {raw[0]:.2f}x the Kafka source's rows/s ({raw[1]:.2f}x per CPU-second)")
         if typed:
@@ -295,10 +318,16 @@ def main(argv=None) -> int:
         if floor:
             print(f"floor: a Python data source handing over the typed rows ready-made reaches {floor[0]:.2f}x "
                   f"Kafka source + from_avro ({floor[1]:.2f}x per CPU-second): the most any Python data "
-                  f"source can reach on this shape")
+                  f"source can reach on this shape, every column of the read handed over")
         if reach:
             print(f"kafkarec typed reaches {reach[0]:.1%} of the floor's rows/s ({reach[1]:.1%} of its rows "
                   f"per CPU-second)")
+        if pruned_r:
+            print(f"typed, .schema(offset, value): kafkarec {pruned_r[0]:.2f}x Kafka source + from_avro "
+                  f"({pruned_r[1]:.2f}x per CPU-second)")
+        if pruned_floor:
+            print(f"floor, .schema(offset, value): {pruned_floor[0]:.2f}x Kafka source + from_avro "
+                  f"({pruned_floor[1]:.2f}x per CPU-second)")
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; typed topic "
               f"{args.typed_partitions} partitions, batch.size {args.batch_size}")
         spark.stop()

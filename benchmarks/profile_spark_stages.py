@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/profile_spark_stages.py --records 200000 --typed 100000 --repeats 1   # quick
     .venv/bin/python benchmarks/profile_spark_stages.py --no-spark         # the stages outside Spark only
     .venv/bin/python benchmarks/profile_spark_stages.py --conf spark.buffer.size=1048576   # a Spark setting tried
+    .venv/bin/python benchmarks/profile_spark_stages.py --only typed --columns offset,value   # a user's .schema()
 
 The data are the Spark benchmarks' own, built and cached by their functions under the same
 folders: ``bench_spark.py``'s log directory (5 partitions, one per codec, 1000 records a batch,
@@ -37,6 +38,11 @@ per million rows with the JVM and the Python processes (Spark's Python workers a
 apart.  The hand-over's cost is floor - Parquet (what moving ready Arrow batches through a
 Python data source costs Spark), decoding's is data source - floor.  Each read ends in a table
 and a one-line verdict of where its time goes.
+
+``--columns offset,value`` gives the typed read only those columns, as a user's
+``.schema(...)`` does (Spark prunes no column of a Python data source: a ``.select`` after
+``load()`` still has every column built and handed over); its floor and Parquet the same.
+``--max-records-per-batch N`` and ``--conf key=value`` try a setting.
 """
 from __future__ import annotations
 
@@ -142,7 +148,15 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
     return out
 
 
-def typed_stages(logdir: str, rows: int, repeats: int, options: dict, parallelism: int) -> dict:
+def _pruned(schema, columns):
+    """The read's schema cut to ``columns`` (a user's ``.schema(...)``), or itself."""
+    if not columns:
+        return schema
+    from pyspark.sql import types as T
+    return T.StructType([schema[c] for c in columns])
+
+
+def typed_stages(logdir: str, rows: int, repeats: int, options: dict, parallelism: int, columns=()) -> dict:
     """CPU-s per million rows of the typed read's stages, outside Spark."""
     import pyarrow.compute as pc
     from kafkarec.registry import wire
@@ -154,8 +168,7 @@ def typed_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
     def make():
         ds = _datasource.KafkaRecDataSource(opts)
         ds.default_min_partitions = parallelism
-        schema = ds.schema()
-        reader = ds.reader(schema)
+        reader = ds.reader(_pruned(ds.schema(), columns))
         return reader, reader.partitions()
 
     reader, tasks = make()
@@ -276,11 +289,15 @@ def main(argv=None) -> int:
     ap.add_argument("--max-records-per-batch", type=int, default=None,
                     help="the data source's maxRecordsPerBatch (and the floor's batches), default its own")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
+    ap.add_argument("--columns", default="",
+                    help="typed read: only these columns, given as a user's .schema(...) (e.g. offset,value); "
+                         "its floor and Parquet the same columns")
     ap.add_argument("--data", default=tempfile.gettempdir(),
                     help="where the Spark benchmarks cache their data (their --data's parent)")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
     reads = [r.strip() for r in args.only.split(",") if r.strip()]
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()]
 
     import warnings
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
@@ -311,7 +328,7 @@ def main(argv=None) -> int:
         outside["plain"] = plain_stages(logdir, want["records"], args.outside_repeats, options, parallelism)
     if typed_want:
         outside["typed"] = typed_stages(typed_logdir, typed_want["records"], args.outside_repeats, options,
-                                        parallelism)
+                                        parallelism, columns)
     print(f"outside Spark done ({time.time() - t0:.0f} s)", flush=True)
 
     inside = {}
@@ -348,21 +365,30 @@ def main(argv=None) -> int:
             for name, make in mechanisms["plain"].items():
                 bench_spark.check(name, make(), want)
         if typed_want:
-            typed_floor_dir = os.path.join(typed_data, f"typed-floor-{args.typed}{batch_tag}")
+            cols_tag = f"-{'-'.join(columns)}" if columns else ""
+            typed_floor_dir = os.path.join(typed_data, f"typed-floor-{args.typed}{batch_tag}{cols_tag}")
             typed_opts = {**bench_spark_typed._typed_options(typed_logdir), **options}
-            floor_schema = bench_spark_typed.build_typed_floor(typed_logdir, typed_floor_dir, typed_opts)
+            from spark_udfs.read import datasource as _datasource
+            user_schema = (_pruned(_datasource.KafkaRecDataSource(typed_opts).schema(), columns)
+                           if columns else None)
+            floor_schema = bench_spark_typed.build_typed_floor(typed_logdir, typed_floor_dir, typed_opts,
+                                                               user_schema)
             spark.dataSource.register(bench_spark_typed.typed_floor_source())
 
             def typed_floor():
                 return (spark.read.format("kafkarec_typed_floor").option("arrow", typed_floor_dir)
                         .option("schema", floor_schema).load())
-            typed_parquet = os.path.join(typed_data, f"typed-rows-{args.typed}.parquet")
+            typed_parquet = os.path.join(typed_data, f"typed-rows-{args.typed}{cols_tag}.parquet")
             if not os.path.exists(os.path.join(typed_parquet, "_SUCCESS")):
                 typed_floor().write.mode("overwrite").parquet(typed_parquet)
+            def typed_ds():
+                r = spark.read.format("kafkarec").options(**typed_opts)
+                return (r.schema(user_schema) if user_schema is not None else r).load()
             mechanisms["typed"] = {
-                "typed datasource": lambda: spark.read.format("kafkarec").options(**typed_opts).load(),
+                "typed datasource": typed_ds,
                 "typed floor": typed_floor,
-                "typed parquet": lambda: spark.read.parquet(typed_parquet),
+                "typed parquet": lambda: (spark.read.parquet(typed_parquet).select(*columns) if columns
+                                          else spark.read.parquet(typed_parquet)),
             }
             from pyspark.sql import functions as F
             for name, make in mechanisms["typed"].items():
