@@ -135,9 +135,10 @@ def build_batch_table(spark, logdir: str, out: str):
 
 # -- the floor: a Python data source that only hands over ready Arrow batches ---------------------
 
-def build_floor(logdir: str, out: str) -> None:
+def build_floor(logdir: str, out: str, options=None) -> None:
     """The data source's rows of each segment file, as read by it (same schema, same batch
-    sizes), in an Arrow IPC file ``out/<folder>/<segment>.arrow``."""
+    sizes), in an Arrow IPC file ``out/<folder>/<segment>.arrow``; ``options``: more of the data
+    source's options (``maxRecordsPerBatch``: ``profile_spark_stages.py``)."""
     import glob
     import pyarrow as pa
     from spark_udfs.read import datasource as _datasource
@@ -145,7 +146,7 @@ def build_floor(logdir: str, out: str) -> None:
         return
     shutil.rmtree(out, ignore_errors=True)
     for seg in sorted(glob.glob(os.path.join(logdir, "*", "*.log"))):
-        ds = _datasource.KafkaRecDataSource({"path": seg, "includeHeaders": "true"})
+        ds = _datasource.KafkaRecDataSource({"path": seg, "includeHeaders": "true", **(options or {})})
         reader = ds.reader(ds.schema())
         dest = os.path.join(out, os.path.basename(os.path.dirname(seg)),
                             os.path.basename(seg)[:-4] + ".arrow")
@@ -206,10 +207,11 @@ def floor_source():
 
 # -- measuring ---------------------------------------------------------------------------------
 
-def _tree_cpu(root_pid: int) -> dict:
+def _tree_cpu(root_pid: int, exclude=()) -> dict:
     """utime+stime in seconds of root_pid and all its descendants, by kind: ``jvm`` (the
     ``java`` processes: driver JVM, executors) and ``python`` (this driver, Spark's Python
-    workers and planners)."""
+    workers and planners).  ``exclude``: pids left out with their descendants (a broker this
+    process started, whose CPU is counted apart)."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict = {}
     stats: dict = {}
@@ -225,14 +227,19 @@ def _tree_cpu(root_pid: int) -> dict:
         rest = raw[raw.rindex(")") + 2:].split()
         ppid = int(rest[1])
         children.setdefault(ppid, []).append(int(d))
-        # own time and that of reaped children (a finished worker's time lands on its parent)
-        stats[int(d)] = ("jvm" if comm == "java" else "python", sum(int(x) for x in rest[11:15]))
+        # own time and that of reaped children (a finished worker's time lands on its parent);
+        # a JVM's reaped children are Spark's Python daemons and workers: their time is Python's
+        own, reaped = sum(int(x) for x in rest[11:13]), sum(int(x) for x in rest[13:15])
+        stats[int(d)] = ("jvm" if comm == "java" else "python", own, reaped)
     total, todo = {"jvm": 0, "python": 0}, [root_pid]
     while todo:
         pid = todo.pop()
+        if pid in exclude:
+            continue
         if pid in stats:
-            kind, t = stats[pid]
-            total[kind] += t
+            kind, own, reaped = stats[pid]
+            total[kind] += own
+            total["python"] += reaped
         todo += children.get(pid, [])
     return {k: v / tick for k, v in total.items()}
 

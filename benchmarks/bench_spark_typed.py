@@ -120,13 +120,16 @@ def build_logdir(root: str, records: int) -> dict:
 
 # -- the typed floor: a Python data source that only hands over the registry read's rows ---------
 
-def build_typed_floor(logdir: str, out: str) -> str:
+def build_typed_floor(logdir: str, out: str, options=None, schema=None) -> str:
     """The registry read's rows, task by task as the data source plans them, in Arrow IPC
-    files ``out/task-<i>.arrow``; returns the read's schema as JSON."""
+    files ``out/task-<i>.arrow``; returns the read's schema as JSON.  ``options``: the data
+    source's options of the typed read (default this benchmark's, :func:`_typed_options`;
+    ``bench_kafka_source.py`` passes its broker topic's); ``schema``: the columns asked for, as
+    a user's ``.schema(...)`` gives them (default: the read's whole schema)."""
     import pyarrow as pa
     from spark_udfs.read import datasource as _datasource
-    ds = _datasource.KafkaRecDataSource(_typed_options(logdir))
-    schema = ds.schema()
+    ds = _datasource.KafkaRecDataSource(options if options is not None else _typed_options(logdir))
+    schema = ds.schema() if schema is None else schema     # a user's .schema(): only those columns
     if not os.path.exists(os.path.join(out, "_done")):
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
