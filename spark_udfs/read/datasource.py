@@ -35,7 +35,7 @@ are errors too.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -173,11 +173,30 @@ class FilteringKafkaRecReader(KafkaRecReader):
         return kept
 
 
-def _scan(config: "ScanConfig", *, batch_columns: bool = False):
-    """The read as kafkarec's reader (kafkarec is loaded: ``ensure`` ran); every column."""
+def _scan(config: "ScanConfig", *, batch_columns: bool = False, columns=None):
+    """The read as kafkarec's reader (kafkarec is loaded: ``ensure`` ran); ``columns``: the core's
+    projection (None: every column)."""
     import dataclasses
     from kafkarec.scan import LogScan
-    return LogScan(dataclasses.replace(config, batch_columns=batch_columns, columns=None))
+    return LogScan(dataclasses.replace(config, batch_columns=batch_columns,
+                                       columns=None if columns is None else tuple(columns)))
+
+
+def _core_projection(spec: ReadSpec, target, corrupt, decoded, cdc) -> Optional[tuple]:
+    """The core columns a task's Arrow schema ``target`` takes, or None (every column).  Spark
+    prunes no column of a Python data source, so a user's ``.schema(...)`` without ``key``,
+    ``value`` and ``headers`` is a projection the core reads by its meta-only walker
+    (kafkarec.iter_arrow's ``columns``); any other schema is read whole and conformed, as the full
+    decode gains nothing from leaving columns out.  Keyed state, CDC and the internal topics'
+    typed columns read whole records."""
+    if spec.view == "latest" or cdc is not None or decoded:
+        return None
+    from kafkarec import arrow_schema
+    core = arrow_schema().names
+    wanted = {"timestamp" if name == _schema.RAW_TIMESTAMP else name for name in target.names if name != corrupt}
+    if not wanted or not wanted <= set(core) or wanted & {"key", "value", "headers"}:
+        return None
+    return tuple(name for name in core if name in wanted)
 
 
 def plan(spec: ReadSpec, config: "ScanConfig", *, default_parallelism: int = 1, cdc=None) -> List[KafkaRecPartition]:
@@ -220,7 +239,8 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
     need_batch_columns = bool(set(target.names) & set(_schema.batch_column_names()))
     decoded = [f.name for f in schema if f.name in _schema.decoded_names(spec.columns.decode)]
-    scan = _scan(config, batch_columns=need_batch_columns)
+    scan = _scan(config, batch_columns=need_batch_columns,
+                 columns=None if need_batch_columns else _core_projection(spec, target, corrupt, decoded, cdc))
     if config.listed:
         hint = "(data source option mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)"
     else:

@@ -432,3 +432,54 @@ def test_a_read_task_leaves_pandas_unimported(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.splitlines()[-1])
     assert got == {"rows": 2229, "pandas": False}
+
+
+def _task_rows(root, schema, **options):
+    """Every row a data source read of ``root`` hands Spark in ``schema`` (no Spark: the reader's
+    tasks run here), as one pyarrow Table."""
+    import pyarrow as pa
+    from spark_udfs.read.datasource import KafkaRecDataSource
+    source = KafkaRecDataSource({"path": root, **options})
+    reader = source.reader(schema)
+    return pa.Table.from_batches([b for part in reader.partitions() for b in reader.read(part)])
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(sample, tmp_path, mode):
+    """Spark prunes no column of a Python data source: a user schema without key, value and
+    headers is the core's projection (its meta-only walk), and gives the rows and error rows of
+    the whole read projected to it."""
+    from pyspark.sql import types as T
+    from spark_udfs.read import schema as _schema
+    root = str(tmp_path / "corrupt")
+    H.make_corrupt_dir(sample, root)
+    whole = _datasource.KafkaRecDataSource({"path": root, "mode": mode}).schema()
+    lean = T.StructType([whole[name] for name in ("topic", "partition", "offset", "timestamp", "timestampType")]
+                        + ([whole["_corrupt_record"]] if mode == "PERMISSIVE" else []))
+    spec = read_spec({"path": root, "mode": mode})
+    target = _schema.arrow_schema_for(lean)
+    corrupt = "_corrupt_record" if mode == "PERMISSIVE" else None
+    assert _datasource._core_projection(spec, target, corrupt, [], None) == (
+        "topic", "partition", "offset", "timestamp", "timestampType")
+    assert _datasource._core_projection(spec, _schema.arrow_schema_for(whole), corrupt, [], None) is None
+    got = _task_rows(root, lean, mode=mode)
+    want = _task_rows(root, whole, mode=mode).select(lean.names)
+    key = [("topic", "ascending"), ("offset", "ascending")]
+    assert got.num_rows == want.num_rows > 0
+    assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
+    if mode == "PERMISSIVE":
+        assert got.column("_corrupt_record").null_count < got.num_rows     # the error rows are there
+
+
+def test_a_user_schema_without_the_records_bytes_fails_fast_as_the_whole_read(sample, tmp_path):
+    from pyspark.sql import types as T
+    root = str(tmp_path / "corrupt")
+    H.make_corrupt_dir(sample, root)
+    whole = _datasource.KafkaRecDataSource({"path": root, "mode": "FAILFAST"}).schema()
+    lean = T.StructType([whole[name] for name in ("topic", "partition", "offset", "timestamp")])
+    errors = []
+    for schema in (whole, lean):
+        with pytest.raises(Exception) as info:
+            _task_rows(root, schema, mode="FAILFAST")
+        errors.append(str(info.value))
+    assert "ChecksumError" in errors[0] and errors[0] == errors[1]
