@@ -340,9 +340,11 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
     holds (memory: ``threads + 1`` windows and their rows).  A window's map is closed on the
     pool once the consumer is done with it: by the thread that takes the next window, before it
     maps that one (so the count holds), or past the last window by a task of its own.  A consumer
-    that stops (the generator closed) stops the threads after the Arrow batch each is building and
-    closes every map before the close returns."""
+    that stops (the generator closed) stops the threads after the Arrow batch each is building (and
+    the planner after the file it is walking) and closes every map before the close returns, an
+    interrupt in any of its waits included."""
     import collections
+    import inspect
     import itertools
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -382,6 +384,9 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
                     break
         except Exception as exc:
             entries.append((exc, None))
+        except BaseException:       # (an interrupt): nobody will be handed this map
+            mapped.close()
+            raise
         return entries, mapped
 
     done = collections.deque()      # maps the consumer is done with, for the pool to close
@@ -424,47 +429,71 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
             yield from cut_windows
 
     ahead = collections.deque()     # (window, future, the map its task closes first)
+    held = None                     # (the items handed out last, its map)
     closers = []                    # (future, map) of the maps closed past the last window
     todo = iter(slices) if cut is None else windows()
 
+    # Every map is on one of the deques until a task that closes it is submitted, or until the
+    # consumer has its window's items: an interrupt in any wait leaves none for the collector.
     def submit(sl):
-        closing = done.popleft() if done else None
-        ahead.append((sl, pool.submit(work, sl, closing), closing))
+        closing = done[0] if done else None
+        future = pool.submit(work, sl, closing)
+        if closing is not None:
+            done.popleft()
+        ahead.append((sl, future, closing))
+
+    def close_done():
+        while done:             # no window left to close it before: a task of its own
+            mapped = done[0]
+            try:
+                closers.append((pool.submit(mapped.close), mapped))
+            except RuntimeError:        # the pool takes no work (the interpreter is exiting)
+                mapped.close()
+            done.popleft()
     try:
         for sl in itertools.islice(todo, threads):
             submit(sl)
         while ahead:
-            sl, future, _closing = ahead.popleft()
+            sl, future, _closing = ahead[0]
             for later in itertools.islice(todo, 1):     # the pool keeps `threads` windows ahead
                 submit(later)
-            while done:         # no window left to close it before: a task of its own
-                mapped = done.popleft()
-                closers.append((pool.submit(mapped.close), mapped))
+            close_done()
             entries, mapped = future.result()
+            ahead.popleft()
             sl = sl.slice if isinstance(sl, _Uncut) else sl
-            yield sl, sl.path, sl.topic, sl.partition, True, handed(entries, mapped)
+            held = (handed(entries, mapped), mapped)
+            yield sl, sl.path, sl.topic, sl.partition, True, held[0]
     finally:
         stop.set()
-        for _sl, f, _closing in ahead:
-            f.cancel()
-        while done:             # the last window's (or the one a closed consumer held)
-            mapped = done.popleft()
-            closers.append((pool.submit(mapped.close), mapped))
-        if planner is not None:
-            for _sl, f in planned:
+        try:
+            for _sl, f, _closing in ahead:
                 f.cancel()
-            planner.shutdown(wait=True)
-        pool.shutdown(wait=True)
-        for _sl, f, closing in ahead:
-            if f.cancelled():
-                if closing is not None:
-                    closing.close()
-            elif f.exception() is None and f.result()[1] is not None:
-                f.result()[1].close()
-        for f, mapped in closers:
-            if f.cancelled():
-                mapped.close()
-        over.append(True)
+            close_done()        # the last window's (or the one a closed consumer held)
+            if planner is not None:
+                for _sl, f in planned:
+                    f.cancel()
+                planner.shutdown(wait=True)
+        finally:
+            try:
+                pool.shutdown(wait=True)
+            finally:
+                # (a task still running, after a second interrupt, keeps its maps for the collector)
+                for _sl, f, closing in ahead:
+                    if f.cancelled():
+                        if closing is not None:
+                            closing.close()
+                    elif f.done() and f.exception() is None and f.result()[1] is not None:
+                        f.result()[1].close()
+                for f, mapped in closers:
+                    if f.cancelled():
+                        mapped.close()
+                while done:
+                    done.popleft().close()
+                # a window handed out but never read: its finally (which lets the map go) never runs
+                if held is not None and held[1] is not None and \
+                        inspect.getgeneratorstate(held[0]) == inspect.GEN_CREATED:
+                    held[1].close()
+                over.append(True)
 
 
 def framed(kafkarec, options, rr: ListedRange):
