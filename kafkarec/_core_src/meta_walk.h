@@ -9,11 +9,13 @@
  *   fields end exactly at its declared end never read past it: each varint and each length was
  *   then inside the record, as the scanner reads them.  A field's own bound check is only needed
  *   to keep the reads inside memory, not to decide the record.
- * - the record ends KR_WALK_SLACK bytes or more before the section's end, so a varint may be read
- *   with no bound at all as long as it starts at most 21 bytes past the record's end (a record's
- *   varints between two checked lengths take at most 1 + 10 + 5 + 5 bytes: attributes, timestamp,
- *   offset, key length).  So the only checks are that each skipped length stays within the record
- *   (which keeps the next read within 5 bytes of its end) and that the fields end at its end.
+ * - the record ends KR_WALK_SLACK bytes or more before the section's end, and no read goes more
+ *   than 20 bytes past the record's end: its body starts at or before its end, and the reads up to
+ *   the first checked length take at most 1 + 10 + 5 + 5 bytes of it (attributes, timestamp,
+ *   offset, key length); after a checked length, which ends within the record, at most 10 (a
+ *   length, or the header count and a header key's length).  So a varint is read with no bound,
+ *   and the only checks are that each skipped length ends within the record and that the fields
+ *   end at its end.
  *
  * The scanner's header-count rules (not negative, not past the record's end) reduce to "not
  * negative": a header takes 2 bytes at least, so a count past the record's end runs the loop past
