@@ -227,9 +227,16 @@ cdef class _ArrowColumns:
         """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""
         pa = pyarrow()
         cdef Py_ssize_t n = self.rows
-        cdef list columns = [col_finish(col) for col in self.columns()]
+        cdef list columns
         cdef int at = 0 if self.lean else 2        # where topic and partition go
         schema = arrow_schema(batch_columns=self.batch_columns)
+        if self.lean and projection is not None:
+            # only the projected columns: the others' arrays (topic and partition nulls, zeroed
+            # buffers) cost as much as a projection's whole walk of offsets and timestamps
+            return pa.RecordBatch.from_arrays(
+                [self.lean_column(name, n, topic, partition) for name in projection],
+                schema=pa.schema([schema.field(name) for name in projection]))
+        columns = [col_finish(col) for col in self.columns()]
         columns[at:at] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
                           pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
         if self.batch_columns:
@@ -238,6 +245,19 @@ cdef class _ArrowColumns:
             schema = pa.schema([f for f in schema if f.name not in _RECORD_BYTES_COLUMNS])
         rb = pa.RecordBatch.from_arrays(columns, schema=schema)
         return rb if projection is None else rb.select(projection)
+
+    cdef object lean_column(self, str name, Py_ssize_t n, object topic, object partition):
+        """One column of a lean chunk, by its name in the schema."""
+        pa = pyarrow()
+        if name == "topic":
+            return pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n)
+        if name == "partition":
+            return pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)
+        if name == "offset":
+            return col_finish(self.offset)
+        if name == "timestamp":
+            return col_finish(self.timestamp)
+        return col_finish(self.timestamp_type)
 
 
 cdef object constant_int32_column(int32_t value, Py_ssize_t n):

@@ -617,14 +617,21 @@ cdef enum:
     WALK_NOGIL_MIN_BYTES = 16384
 
 
+cdef extern from "meta_walk.h":
+    # the walk over the records that end well before the section's end (why it checks less than
+    # the scanner and still accepts only what the scanner accepts: the header)
+    Py_ssize_t kr_walk_meta_records(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                    int64_t *offsets, int64_t *timestamps, int64_t base_offset,
+                                    int64_t base_timestamp) nogil
+
+
 cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end,
                                      Py_ssize_t max_records, int64_t *offsets,
                                      int64_t *timestamps) noexcept:
     """The meta-only walker: the offsets and timestamps of up to `max_records` of the iterator's
     records from pos[0], into `offsets` and `timestamps`; returns how many it walked (pos[0] and
     it._remaining moved past them).  Per record it reads the length, attributes, both deltas and
-    the key, value and header lengths (each by the one checked read, within the record's declared
-    size), skips the bytes between, and builds nothing else.
+    the key, value and header lengths, skips the bytes between, and builds nothing else.
 
     It accepts only a record scan_v2_record accepts, giving the same offset and timestamp: every
     non-strict rule is checked here (each length against the record's end, no leftover after the
@@ -632,20 +639,24 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
     caller lets scan_v2_record read that record, so a fault is found and worded by the one scanner
     (where it stops and why are the full read's).  Strict reads keep the scanner (its further
     rules, UTF-8 header keys among them, are not walked here)."""
-    cdef Py_ssize_t n
+    cdef Py_ssize_t n, i
     cdef int32_t remaining = it._remaining
     cdef int64_t base_offset = it._base_offset, base_timestamp = it._base_timestamp
     cdef int64_t max_timestamp = it._max_timestamp
-    cdef bint log_append = it._timestamp_type == TS_LOG_APPEND
     if it._cur.strict:
         return 0
     if end - pos[0] >= WALK_NOGIL_MIN_BYTES:
         with nogil:
             n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
-                                     base_offset, base_timestamp, max_timestamp, log_append)
+                                     base_offset, base_timestamp)
     else:
         n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
-                                 base_offset, base_timestamp, max_timestamp, log_append)
+                                 base_offset, base_timestamp)
+    if it._timestamp_type == TS_LOG_APPEND:
+        # the stored deltas still hold create times (as in scan_v2_record); one fill after the
+        # walk keeps the choice out of its loop
+        for i in range(n):
+            timestamps[i] = max_timestamp
     it._remaining = remaining
     return n
 
@@ -653,18 +664,33 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
 cdef inline Py_ssize_t walk_v2_meta_records(const uint8_t **pos, const uint8_t *end,
                                             Py_ssize_t max_records, int64_t *offsets,
                                             int64_t *timestamps, int32_t *remaining_io,
-                                            int64_t base_offset, int64_t base_timestamp,
-                                            int64_t max_timestamp, bint log_append) noexcept nogil:
+                                            int64_t base_offset, int64_t base_timestamp
+                                            ) noexcept nogil:
     """walk_v2_meta's loop over the batch's fields alone (no Python object: run without the GIL);
-    `remaining_io`: the records the batch still declares, moved past those walked."""
-    cdef const uint8_t *p = pos[0]
+    `remaining_io`: the records the batch still declares, moved past those walked.  Timestamps
+    are base + delta whatever the batch's timestamp type.
+
+    kr_walk_meta_records (meta_walk.h) takes every record it can; what it leaves, the batch's
+    last record and those ending in its last KR_WALK_SLACK bytes, is read here with every read
+    checked against the record's or the section's end (and any record it stopped at is then
+    stopped at here too, or read and the fast walk resumed)."""
+    cdef const uint8_t *p
     cdef const uint8_t *record_end
     cdef const uint8_t *body
     cdef int32_t size, offset_delta, key_len, value_len, header_count, hk, hv, i
     cdef int64_t timestamp_delta
     cdef int32_t remaining = remaining_io[0]
-    cdef Py_ssize_t n = 0
+    cdef Py_ssize_t n = 0, walked
     while n < max_records and remaining > 0:
+        if remaining > 1:
+            walked = kr_walk_meta_records(pos, end, min(max_records - n, remaining - 1),
+                                          offsets + n, timestamps + n, base_offset,
+                                          base_timestamp)
+            n += walked
+            remaining -= <int32_t>walked
+            if n >= max_records:
+                break
+        p = pos[0]
         if take_varint(&p, end, False, &size) != VARINT_OK:
             break
         body = span_take(&p, end, size)         # a negative size fails here too
@@ -706,8 +732,7 @@ cdef inline Py_ssize_t walk_v2_meta_records(const uint8_t **pos, const uint8_t *
             # also ends the records section (Kafka's leftover check)
             if p == record_end and (remaining > 1 or p == end):
                 offsets[n] = wrapping_add64(base_offset, offset_delta)
-                timestamps[n] = max_timestamp if log_append else \
-                    wrapping_add64(base_timestamp, timestamp_delta)
+                timestamps[n] = wrapping_add64(base_timestamp, timestamp_delta)
                 n += 1
                 remaining -= 1
                 pos[0] = p
