@@ -64,7 +64,8 @@ def scan_log(source, **options) -> "pl.LazyFrame":
             df = pl.from_arrow(rb)
             if rest is not None:
                 df = df.filter(rest)
-            df = df.select(columns)
+            if df.columns != columns:       # (a select per batch costs Polars a plan: skip it when idle)
+                df = df.select(columns)
             if left is not None:
                 df = df.head(left)
                 left -= df.height
