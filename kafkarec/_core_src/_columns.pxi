@@ -230,7 +230,7 @@ cdef class _ArrowColumns:
         cdef list columns
         cdef int at = 0 if self.lean else 2        # where topic and partition go
         schema = arrow_schema(batch_columns=self.batch_columns)
-        if self.lean and projection is not None:
+        if self.lean and projection:        # ([]: the rows alone, counted by the select below)
             # only the projected columns: the others' arrays (topic and partition nulls, zeroed
             # buffers) cost as much as a projection's whole walk of offsets and timestamps
             return pa.RecordBatch.from_arrays(

@@ -141,9 +141,9 @@ static KR_COLD KrVarlong kr_varlong_long(uintptr_t q) {
 /* offsets[i] and timestamps[i] from the raw varints the walk stored there (zero-extended: an int32
  * varint's zig-zag value comes out sign-extended, as int32 then int64, as the scanner's): base +
  * value, wrapping.  One pass the compiler vectorizes; where gcc makes clones for the CPU (x86-64,
- * ifunc), an AVX2 one does 4 a step instead of SSE2's 2 (clang, the fuzzing build, takes the one
- * loop). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * glibc's ifunc; musl has none), an AVX2 one does 4 a step instead of SSE2's 2 (clang, the
+ * fuzzing build, takes the one loop). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
 __attribute__((noinline, target_clones("avx2", "default")))
 #elif defined(__GNUC__)
 __attribute__((noinline))

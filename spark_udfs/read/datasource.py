@@ -261,7 +261,8 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
                               corrupt=corrupt, mode=config.mode, where=where)
 
     if spec.view != "latest":
-        for where, item in scan.read_items(task.ranges, hint=hint):
+        # (the projection's columns, the offset its order check needs among them; None: all)
+        for where, item in scan.read_items(task.ranges, hint=hint, columns=scan._decoded_columns()):
             if cdc is not None and not isinstance(item, Errors):
                 from kafkarec.cdc import changes
                 item = changes(item)

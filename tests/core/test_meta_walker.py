@@ -196,3 +196,12 @@ def test_strict_rules_stay_the_scanners():
                             last_delta=1)
     assert assert_same(out_of_order, strict=True)[0] == "error"
     assert assert_same(out_of_order, strict=False) == ("rows", [101, 100], [BASE_TS, BASE_TS])
+
+
+def test_an_empty_projection_keeps_the_row_count():
+    """``columns=[]`` asks for the rows alone (a count): each chunk has no column and as many rows
+    as the whole read's (a lean chunk built from its projection's arrays alone would have none)."""
+    data = kafkarec.build_batch([b"a", b"b", b"c"]) + kafkarec.build_batch([b"d"], base_offset=3)
+    counted = [rb.num_rows for rb in kafkarec.iter_arrow(data, columns=[])]
+    assert sum(counted) == 4 == sum(rb.num_rows for rb in kafkarec.iter_arrow(data))
+    assert all(rb.num_columns == 0 for rb in kafkarec.iter_arrow(data, columns=[]))

@@ -445,7 +445,8 @@ def _task_rows(root, schema, **options):
 
 
 @pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
-def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(sample, tmp_path, mode):
+def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(sample, tmp_path, mode,
+                                                                          monkeypatch):
     """Spark prunes no column of a Python data source: a user schema without key, value and
     headers is the core's projection (its meta-only walk), and gives the rows and error rows of
     the whole read projected to it."""
@@ -462,8 +463,19 @@ def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(samp
     assert _datasource._core_projection(spec, target, corrupt, [], None) == (
         "topic", "partition", "offset", "timestamp", "timestampType")
     assert _datasource._core_projection(spec, _schema.arrow_schema_for(whole), corrupt, [], None) is None
+    asked = []
+    plain_iter_arrow = kafkarec.iter_arrow
+
+    def iter_arrow(*args, **kwargs):
+        asked.append(kwargs.get("columns"))
+        return plain_iter_arrow(*args, **kwargs)
+    monkeypatch.setattr(kafkarec, "iter_arrow", iter_arrow)
     got = _task_rows(root, lean, mode=mode)
+    # the core was asked for the projection (its meta-only walk), not for every column
+    assert asked and all(c is not None and kafkarec._core.meta_walk(c) for c in asked), asked
+    asked.clear()
     want = _task_rows(root, whole, mode=mode).select(lean.names)
+    assert asked and all(c is None for c in asked), asked
     key = [("topic", "ascending"), ("offset", "ascending")]
     assert got.num_rows == want.num_rows > 0
     assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
