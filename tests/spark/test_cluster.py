@@ -66,6 +66,15 @@ def check_data_source(out, sample):
     return good.num_rows
 
 
+def check_meta(out, sample):
+    """A user schema of topic, partition, offset and timestamp, DROPMALFORMED (paths_job.py):
+    the decodable records' four columns, each once."""
+    want, _ = H.oracle_dir(sample)
+    got = _parquet(os.path.join(out, "meta"))
+    assert got.column_names == ["topic", "partition", "offset", "timestamp"]
+    H.assert_same_rows(got, want, got.column_names)
+
+
 def check_assign(out, sample):
     """``assign`` ``{"orders":[1]}`` from offset 150 to 1500 (paths_job.py): exactly those
     records of orders-1, no other partition."""
@@ -127,6 +136,7 @@ def test_every_spark_path_on_a_bare_312_cluster(stream_apps_cluster, spark_clust
                                     and "native-cache" in e for e in reg["executors"])
     assert all(spark_cluster.python in e for e in reg["executors"])
     n = check_data_source(out, sample)
+    check_meta(out, sample)
     check_assign(out, sample)
     check_functions(out, sample)
     print(f"cluster job: {n} records")

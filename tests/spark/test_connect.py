@@ -174,7 +174,7 @@ def test_register_on_connect_without_spark_context(run):
 
 # -- batch surfaces: the same rows as the classic session ----------------------------------
 
-@pytest.mark.parametrize("name", ["batch_local", "batch_s3", "decode", "explode", "typed",
+@pytest.mark.parametrize("name", ["batch_local", "batch_meta", "batch_s3", "decode", "explode", "typed",
                                   "typed_shipments", "typed_people", "from_registry", "latest", "typed_latest", "cdc",
                                   "tiered", "log_start", "log_start_listed", "log_start_all"])
 def test_same_rows_as_classic(run, classic, name):
@@ -251,6 +251,10 @@ def test_batch_matches_decoder(run, inputs):
     want, errors = H.oracle_dir(inputs["sample"])
     H.assert_same_rows(good, want, H.KAFKA_COLUMNS)
     assert t.num_rows - good.num_rows == sum(len(v) for v in errors.values()) > 0
+    meta = _table(work, "batch_meta")
+    meta_good = meta.filter(meta.column("_corrupt_record").is_null())
+    H.assert_same_rows(meta_good, want, ["topic", "partition", "offset", "timestamp"])
+    assert meta.num_rows - meta_good.num_rows == t.num_rows - good.num_rows
     s3 = _table(work, "batch_s3")
     bad = s3.filter(s3.column("_corrupt_record").is_valid()).column("_corrupt_record").to_pylist()
     assert bad and all(e.startswith("s3://connect-logs/kafka/") for e in bad)

@@ -47,6 +47,9 @@ def surfaces(spark, cfg, work, result):
     # 1. batch reads: local and s3://
     sample = cfg["sample"]
     out(spark.read.format("kafkarec").option("includeHeaders", "true").load(sample), "batch_local")
+    # a user schema without the records' bytes: the core's meta-only walk, planned by the server
+    out(spark.read.format("kafkarec").schema("topic string, partition int, offset long, timestamp timestamp, "
+                                             "_corrupt_record string").load(sample), "batch_meta")
     s3 = cfg["s3"]
     out(spark.read.format("kafkarec").options(**s3["options"]).option("includeHeaders", "true")
         .load(s3["uri"]), "batch_s3")

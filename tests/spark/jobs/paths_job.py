@@ -3,6 +3,7 @@
     spark-submit --py-files <kafkarec wheel> paths_job.py LOG_DIR OUT_DIR [--marker DIR --delay S]
 
 Writes Parquet to OUT_DIR/ds (``spark.read.format("kafkarec")``),
+OUT_DIR/meta (a user schema of topic, partition, offset, timestamp: the meta-only walk),
 OUT_DIR/assign (the Kafka source's ``assign`` with specific starting/ending offsets),
 OUT_DIR/explode (``spark_udfs.explode_records`` over the segment files read
 with binaryFile) and OUT_DIR/decode (SQL ``kafkarec_decode`` + ``inline``), and
@@ -75,6 +76,12 @@ def paths(spark, reg, log_dir, out, *, marker=None, delay=0.0, only="all", max_p
     ds.write.mode("overwrite").parquet(os.path.join(out, "ds"))
     if only == "ds":
         return
+
+    # a user schema without the records' bytes: the core's meta-only walk on executors that have
+    # only the wheel
+    (spark.read.format("kafkarec").schema("topic string, partition int, offset long, timestamp timestamp")
+     .option("mode", "DROPMALFORMED").load(log_dir)
+     .write.mode("overwrite").parquet(os.path.join(out, "meta")))
 
     # Spark's Kafka-source option assign, with specific offsets naming just the assigned
     # partition (ranges cut inside batches and across segments): planned on the driver,
