@@ -16,11 +16,20 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
-__all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "MAX_DEFAULT_THREADS", "default_threads", "normalize_mode"]
+__all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "CORRUPT_COLUMN",
+           "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "MAX_DEFAULT_THREADS", "default_threads",
+           "normalize_mode"]
 
 #: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
 ROWS_PER_BATCH = 65536
+#: rows per Arrow batch of a read that builds none of the records' bytes (the meta-only walk's
+#: offsets, timestamps, partitions: 8 MiB a batch of offset and timestamp) and has no row limit,
+#: unless it says otherwise.  An engine pays for every batch it takes, whatever its rows (Polars'
+#: streaming pipeline wakes for each, DuckDB's scan threads pull each through the GIL): at 65,536
+#: rows, handing over 3 M offsets and timestamps cost Polars and DuckDB more than taking them in
+#: did (docs/performance.md, "Batches of offsets and timestamps").  On the decode pool a window's
+#: rows are held whole anyway.
+LEAN_ROWS_PER_BATCH = 1 << 19
 CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 #: Spark's parse modes (:mod:`kafkarec.scan._decode` applies them)
@@ -81,15 +90,16 @@ class ScanConfig:
     start (records ``deleteRecords`` left in the files), as ``kafka-dump-log`` prints a file
     (:meth:`kafkarec.scan.LogScan.framed` gives control batches too); ``verify_crc``, ``strict``,
     ``max_decompressed_bytes``: :class:`kafkarec.ReadOptions`' fields; ``max_rows``: rows per
-    Arrow batch; ``listing``: plan over a listing even for local paths (a keyed state needs its
-    partitions whole); ``partitioner``: with keys in the bounds, open only the partitions this
-    partitioner (one of :data:`PARTITIONERS`) names for them, right only if every producer of
-    the topic used it (``kafkarec census`` tells); ``num_partitions``: ``{topic: N}``, the N it
-    divides by (default: the highest partition number the listing holds, plus one, where it holds
-    every partition below it; else no partition is left out); ``threads``: how many windows of
-    local files are decoded at once, ahead of the consumer and handed on in log order (1: one
-    after the other, in the consumer's thread; a read with ``bad_records_path`` or over a listing
-    decodes in the consumer's thread whatever it says)."""
+    Arrow batch (None: :meth:`rows_per_batch` chooses by the read); ``listing``: plan over a
+    listing even for local paths (a keyed state needs its partitions whole); ``partitioner``: with
+    keys in the bounds, open only the partitions this partitioner (one of :data:`PARTITIONERS`)
+    names for them, right only if every producer of the topic used it (``kafkarec census``
+    tells); ``num_partitions``: ``{topic: N}``, the N it divides by (default: the highest
+    partition number the listing holds, plus one, where it holds every partition below it; else
+    no partition is left out); ``threads``: how many windows of local files are decoded at once,
+    ahead of the consumer and handed on in log order (1: one after the other, in the consumer's
+    thread; a read with ``bad_records_path`` or over a listing decodes in the consumer's thread
+    whatever it says)."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
     bounds: Bounds = Bounds()
@@ -110,7 +120,7 @@ class ScanConfig:
     verify_crc: bool = True
     strict: Optional[bool] = None
     max_decompressed_bytes: Optional[int] = None
-    max_rows: int = ROWS_PER_BATCH
+    max_rows: Optional[int] = None
     listing: bool = False
     core_errors: bool = False
     every_record: bool = False
@@ -127,7 +137,7 @@ class ScanConfig:
            registry=None, typed_options: Optional[dict] = None, selection=None,
            files: Optional[FileFinding] = None, batch_columns: bool = False,
            include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
-           max_rows_per_batch: int = ROWS_PER_BATCH, fail_on_data_loss: bool = True,
+           max_rows_per_batch: Optional[int] = None, fail_on_data_loss: bool = True,
            partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None,
            threads: Optional[int] = None) -> "ScanConfig":
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
@@ -215,6 +225,15 @@ class ScanConfig:
         exactly, so the engine need not filter its rows again (:func:`kafkarec.scan.predicate.exact`)."""
         from kafkarec.scan import predicate
         return predicate.exact(term, error_rows=self.error_rows, raw_keys=self.raw_keys)
+
+    def rows_per_batch(self, lean: bool) -> int:
+        """Rows per Arrow batch: :attr:`max_rows` when the read sets it, else
+        :data:`LEAN_ROWS_PER_BATCH` for a read that builds none of the records' bytes (``lean``:
+        ``kafkarec._core.meta_walk`` of its columns) and has no row limit (the core builds a whole
+        batch before a limit can stop the read), :data:`ROWS_PER_BATCH` for any other."""
+        if self.max_rows is not None:
+            return self.max_rows
+        return LEAN_ROWS_PER_BATCH if lean and self.limit is None else ROWS_PER_BATCH
 
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
                limit: Optional[int] = None) -> "ScanConfig":

@@ -240,13 +240,14 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
         from kafkarec.log.quarantine import Quarantine
         quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
     order = OffsetOrder(kafkarec, options, config.include_control, config.mode)
+    max_rows = config.rows_per_batch(kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns))
 
     def decode(piece, where, topic, partition):
         return decode_range(
             kafkarec, piece.data, options, base=piece.position,
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=need_batch_columns,
-            max_rows=config.max_rows, mode=config.mode, where=where,
+            max_rows=max_rows, mode=config.mode, where=where,
             quarantine=quarantine, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 

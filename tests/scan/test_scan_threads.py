@@ -76,6 +76,28 @@ def test_the_rows_of_decoding_one_window_after_the_other(logroot, small_windows,
         assert _table(logroot, threads, **options).equals(one)
 
 
+def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkeypatch):
+    """Unless a read sets max_rows_per_batch, one that builds none of the records' bytes (the
+    meta-only walk) and has no row limit is cut into LEAN_ROWS_PER_BATCH rows a batch and any other
+    into ROWS_PER_BATCH (an engine pays for each batch it takes), on the pool and off it; the rows
+    are the same."""
+    from kafkarec.scan import _config
+    monkeypatch.setattr(_config, "ROWS_PER_BATCH", 100)
+    monkeypatch.setattr(_config, "LEAN_ROWS_PER_BATCH", 1000)
+    assert ScanConfig.of(partition).max_rows is None
+
+    def sizes(threads, **options):
+        return [rb.num_rows for rb in LogScan(partition, threads=threads, **options)]
+    for threads in (1, 2):
+        lean = sizes(threads, columns=["offset", "timestamp"])
+        assert max(lean) == 1000 and sum(lean) == 6000
+        assert max(sizes(threads, columns=["offset", "value"])) == 100
+        assert max(sizes(threads, columns=["offset", "timestamp"], max_rows_per_batch=100)) == 100
+        assert max(sizes(threads, columns=["offset", "timestamp"], limit=5000)) == 100    # (a limit stops sooner)
+    assert _table(partition, 2, columns=["offset", "timestamp"]).equals(
+        _table(partition, 2, columns=["offset", "timestamp"], max_rows_per_batch=7))
+
+
 def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
     """The full decode and batch columns hold the GIL: those reads stay in the consumer's thread (a
     pool would only contend with it)."""
