@@ -251,11 +251,11 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             quarantine=quarantine, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 
-    # a pool pays where decoding runs without the GIL (the meta-only walk); the full decode holds
-    # it, and threads taking turns at it would only contend with the consumer
+    # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
+    # record loop; the batch columns' rows and a key bound's test hold it, record by record
     # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
     if (config.threads > 1 and config.limit is None and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
-            and kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns, keys=config.bounds.keys)):
+            and kafkarec._core.decodes_without_gil(need_batch_columns, keys=config.bounds.keys)):
         read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
     else:       # one piece after the other, decoded as the consumer asks
         ranges = [w for rr in ranges for w in (local.windows(rr) if isinstance(rr, local.Slice) else (rr,))]

@@ -13,7 +13,7 @@ import pytest
 import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
-from kafkarec.scan import LogScan, ScanConfig
+from kafkarec.scan import Bounds, LogScan, ScanConfig
 from kafkarec.scan._config import MAX_DEFAULT_THREADS, default_threads
 
 from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
@@ -99,17 +99,20 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
 
 
 def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
-    """The full decode and batch columns hold the GIL: those reads stay in the consumer's thread (a
-    pool would only contend with it)."""
-    for options in ({}, {"columns": ["key", "offset"]}, {"columns": ["offset", "batchPosition"], "batch_columns": True}):
+    """The meta-only walk and the full decode walk a batch's records without the GIL: those reads
+    decode on the pool.  The batch columns' rows and a key bound's test hold it record by record:
+    those reads stay in the consumer's thread (a pool would only contend with it)."""
+    for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]}):
         reader = iter(LogScan(partition, threads=3, **options))
         next(reader)
+        assert _decode_threads(), options
+        reader.close()
+    for options in ({"columns": ["offset", "batchPosition"], "batch_columns": True},
+                    {"columns": ["offset"], "bounds": Bounds(keys=[b"k"])}):
+        reader = iter(LogScan(partition, threads=3, **options))
+        next(reader, None)
         assert not _decode_threads(), options
         reader.close()
-    reader = iter(LogScan(partition, threads=3, columns=["offset"]))
-    next(reader)
-    assert _decode_threads()
-    reader.close()
 
 
 def test_order_kept_across_many_windows(partition, small_windows):
