@@ -10,6 +10,7 @@ from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human
 from kafkarec.cli.selection_args import add_selection_arguments, selection_from_args, storage_options_from_args
 from kafkarec._option_text import key_value_pairs
 from kafkarec.errors import UsageError
+from kafkarec.times import time_fields, time_text
 
 __all__ = ["add_parsers", "run_census", "run_find"]
 
@@ -218,7 +219,7 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
                 tiered_storage=args.tiered_storage)
     found = errors = 0
     if not args.json:
-        out.write(f"{'topic':<20} {'partition':>9} {'offset':>10} {'timestamp':>14}  key  value\n")
+        out.write(f"{'topic':<20} {'partition':>9} {'offset':>10} {'timestamp':>24}  key  value\n")
     for r in rows:
         if "error" in r:
             errors += 1
@@ -229,13 +230,13 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
         value_text, value_enc = render_bytes(r["value"])
         if args.json:
             obj = {"topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
-                   "timestamp": r["timestamp"], "key": key_text, "key_encoding": key_enc,
+                   **time_fields("timestamp", r["timestamp"]), "key": key_text, "key_encoding": key_enc,
                    "value": value_text, "value_encoding": value_enc,
                    "headers": [{"key": k, "value": render_bytes(v)[0], "encoding": render_bytes(v)[1]}
                                for k, v in r["headers"]]}
             out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
         else:
-            out.write(f"{r['topic']:<20} {r['partition']:>9} {r['offset']:>10} {r['timestamp']:>14}  "
+            out.write(f"{r['topic']:<20} {r['partition']:>9} {r['offset']:>10} {time_text(r['timestamp']):>24}  "
                       f"{key_text!s:.40}  {value_text!s:.80}\n")
     err.write(f"{found} record(s) found" + (f", {errors} damaged batch(es)" if errors else "") + "\n")
     return EXIT_PROBLEMS if errors else EXIT_OK
