@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human
@@ -88,15 +89,14 @@ def _hex(text: str, flag: str) -> bytes:
 
 
 def _counts(items) -> dict:
+    """``--partitions TOPIC=N`` flags as ``{topic: N}``; what N may be is the library's one rule
+    (:func:`kafkarec.scan._config.check_partition_counts`), checked where the counts are used."""
     out = {}
     for item in items:
         topic, sep, n = item.rpartition("=")
-        try:
-            out[topic] = int(n)
-        except ValueError:
-            raise UsageError(f"--partitions {item!r}: TOPIC=N") from None
-        if not sep or not topic or out[topic] < 1:
-            raise UsageError(f"--partitions {item!r}: TOPIC=N with N at least 1")
+        if not sep or not topic or not re.fullmatch(r"[+-]?[0-9]{1,19}", n.strip()):
+            raise UsageError(f"--partitions {item!r}: TOPIC=N")
+        out[topic] = int(n)
     return out
 
 
@@ -163,7 +163,11 @@ def _table(doc: dict) -> str:
         lines.append(f"topic {t['topic']}: {t['partitions']} partition(s), {t['records']} records, "
                      f"{t['tombstones']} tombstones, {_n(t['distinct_keys'])}{'' if t['distinct_keys_exact'] else '~'} "
                      f"distinct keys, "
-                     f"{_n(t['live_keys'])} live keys, {human(t['bytes'])} in {t['batches']} batches"
+                     f"{_n(t['live_keys'])} live keys"
+                     # compaction keeps a key's latest record in each partition it is in: a key
+                     # written to 3 partitions is 1 distinct key and 3 live ones
+                     + (" summed over its partitions" if t["partitions"] > 1 else "")
+                     + f", {human(t['bytes'])} in {t['batches']} batches"
                      + (f", {t['misplaced_records']} records off their murmur2 partition"
                         if t["misplaced_records"] else "")
                      + (f", {t['errors']} damaged batch(es)" if t["errors"] else ""))
