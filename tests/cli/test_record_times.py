@@ -37,6 +37,7 @@ def _run(args, capfd):
 
 def test_every_command_prints_every_time(far_times, capfd, tmp_path):
     for args in (["census", far_times, "--no-progress"], ["census", far_times, "--json", "--no-progress"],
+                 ["census", far_times, "--what-if", "zstd:3", "--keep-batches", "--no-progress"],
                  ["table", far_times], ["dump", far_times, "--deep-iteration", "--print-data-log"],
                  ["dump", far_times, "--json"], ["stats", far_times], ["stats", far_times, "--json"],
                  ["verify", far_times], ["transactions", far_times]):
