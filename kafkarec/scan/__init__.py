@@ -84,6 +84,13 @@ class ScanPiece(NamedTuple):
     key: tuple
     item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._read.ListedRange
 
+    @property
+    def file(self) -> str:
+        """The segment file this piece reads (its path as its storage names it): with a batch
+        position, where a batch is (positions repeat from one segment to the next)."""
+        item = self.item
+        return item.range.segment.path if hasattr(item, "range") else item.path
+
 
 class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).

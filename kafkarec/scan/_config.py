@@ -266,6 +266,12 @@ class ScanConfig:
 def _check_partitioner(partitioner, num_partitions) -> None:
     if partitioner is not None and partitioner not in PARTITIONERS:
         raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    check_partition_counts(num_partitions)
+
+
+def check_partition_counts(num_partitions: Optional[Mapping[str, int]]) -> None:
+    """``{topic: N}`` as Kafka's default partitioner takes it, or a UsageError: a topic's
+    partition count is a Java int, 1 to 2^31-1 (the one rule of ``find`` and the census)."""
     for topic, n in (num_partitions or {}).items():
         if not isinstance(n, int) or isinstance(n, bool) or not 0 < n < 1 << 31:
             raise UsageError(f"num_partitions of {topic!r}: {n!r} is no partition count (1 to 2^31-1)")
