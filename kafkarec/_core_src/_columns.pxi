@@ -115,10 +115,16 @@ cdef class _ArrowColumns:
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
     cdef _Column batch_size, delete_horizon_ms       # the batch's bytes; the cleaner's horizon or null
     cdef _KeySet keys               # the keys kept (None: every record)
+    # whether the full decode's loop copies each record's key, value and headers: a projection
+    # without one of them leaves that column empty (rows of b"" or null), dropped by finish
+    cdef bint want_key, want_value, want_headers
 
-    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None):
+    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None):
         pa = pyarrow()
         self.keys = keys
+        self.want_key = projection is None or "key" in projection
+        self.want_value = projection is None or "value" in projection
+        self.want_headers = projection is None or "headers" in projection
         header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
         self.lean = lean
@@ -315,6 +321,9 @@ cdef struct FullRows:
     Py_ssize_t end_row
     int32_t ts_type
     bint strict
+    bint want_key           # (_ArrowColumns'): a column not wanted is left empty
+    bint want_value
+    bint want_headers
     int32_t *ko
     int32_t *vo
     int64_t *offs
@@ -464,6 +473,7 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     cdef int32_t *tts = st.tts
     cdef int32_t *hoff = st.hoff
     cdef int32_t ts_type = st.ts_type
+    cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
     while it._remaining > 0 and row < end_row:
         start = pos
         remaining = it._remaining
@@ -471,6 +481,14 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
         if unlikely(scan_v2_record(it, &v, &pos, end) != 0):
             status = ROWS_FAULT
             break
+        if not want_key:                # an empty key: nothing copied (the column is dropped)
+            v.key = start
+            v.key_len = 0
+        if not want_value:
+            v.value = start
+            v.value_len = 0
+        if not want_headers:
+            v.header_count = 0
         if unlikely((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
                     or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)
                     or (v.header_count != 0 and put_headers(st, &v) != 0)):
@@ -530,6 +548,14 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
     parse_v2_record_at(it, &v, &st.pos, st.end)
     if cols.keys is not None and not cols.keys.has(v.key, v.key_len):
         return 0
+    if not st.want_key:
+        v.key = st.pos
+        v.key_len = 0
+    if not st.want_value:
+        v.value = st.pos
+        v.value_len = 0
+    if not st.want_headers:
+        v.header_count = 0
     if v.key_len >= 0:
         if st.kpos + v.key_len + KAFKAREC_COPY_SLACK > st.kcap:
             # (rows are committed per batch: reserve counts from kpos)
@@ -625,6 +651,9 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     st.end_row = r0 + rows
     st.ts_type = ts_type
     st.strict = strict
+    st.want_key = cols.want_key
+    st.want_value = cols.want_value
+    st.want_headers = cols.want_headers
     headers_in(cols, &st)
     try:
         while it._remaining > 0 and st.row < st.end_row:
@@ -916,7 +945,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                    _KeySet keys=None):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -991,7 +1020,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
