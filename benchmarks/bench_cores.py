@@ -194,10 +194,10 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
             con = duckdb.connect(config={"threads": t})
             kd.register(con, "k", log, threads=t)
             for query, sql in DUCKDB_SQL.items():
-                s1, r1 = best(lambda: con.execute(sql.format("k")).fetchone(), args.repeats)
-                s2, r2 = best(lambda: con.execute(sql.format(parquet)).fetchone(), args.repeats)
+                s1, r1 = best(lambda: con.execute(sql.format("k")).fetchall(), args.repeats)
+                s2, r2 = best(lambda: con.execute(sql.format(parquet)).fetchall(), args.repeats)
                 assert str(r1) == str(r2), (query, r1, r2)
-                count = con.execute("SELECT count(*) FROM k").fetchone()[0]
+                count = con.execute("SELECT count(*) FROM k").fetchall()[0][0]
                 emit(query, "duckdb-kafkarec", t, s1, count)
                 emit(query, "duckdb-parquet", t, s2, count)
             con.close()

@@ -64,12 +64,12 @@ from kafkarec.scan import _read
 from kafkarec.scan._typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
-                                   ScanConfig, TypedSettings)
+                                   ScanConfig, TypedSettings, default_threads)
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA",
-           "CONTROL", "ABORTED"]
+           "CONTROL", "ABORTED", "default_threads"]
 
 log = logging.getLogger("kafkarec")
 

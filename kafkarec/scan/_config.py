@@ -41,14 +41,21 @@ PARTITIONERS = ("murmur2",)
 MAX_DEFAULT_THREADS = 4
 
 
-def default_threads() -> int:
-    """The threads a :class:`kafkarec.scan.LogScan` decodes local windows on unless told: the
-    CPUs this process may run on, at most :data:`MAX_DEFAULT_THREADS`."""
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_DEFAULT_THREADS))
+        return os.cpu_count() or 1
+
+
+def default_threads(engine_threads: Optional[int] = None) -> int:
+    """The threads a :class:`kafkarec.scan.LogScan` decodes local windows on unless told: the
+    CPUs this process may run on, at most :data:`MAX_DEFAULT_THREADS`; for an engine's source,
+    ``engine_threads`` (the threads the engine runs its own work on: DuckDB's ``threads``
+    setting, Polars' pool) at most the CPUs, so the engine's parallelism is the read's."""
+    cap = MAX_DEFAULT_THREADS if engine_threads is None else engine_threads
+    return max(1, min(usable_cpus(), cap))
 
 
 def normalize_mode(mode, *, allowed=MODES) -> str:
