@@ -269,7 +269,8 @@ class LogScan:
         items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns,
+                                 split=self.found().split if self.config.listed else None)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:

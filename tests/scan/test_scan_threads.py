@@ -307,3 +307,48 @@ def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, m
                 seen += rb.column("offset").to_pylist()
         assert seen == first
     assert not _decode_threads()
+
+
+@pytest.mark.parametrize("options", [
+    {"bounds": Bounds(offsets=(5, None))},
+    {"bounds": Bounds(offsets=(40, 3000)), "columns": ["offset", "key", "value"]},
+    {"bounds": Bounds(timestamps=(T0 + 2000, T0 + 4000))},
+    {"selection": {"startingOffsets": "earliest"}, "isolation_level": "read_committed"},
+    {"bounds": Bounds(offsets=(1, None)), "columns": ["offset", "timestamp"]},
+])
+def test_a_listed_read_decodes_on_the_pool_as_one_after_the_other(partition, logroot, monkeypatch, options):
+    """A read planned over a listing (bounds, a selection) decodes its ranges on the pool too, each
+    cut on the planner thread at offset-index positions about a window apart: the same rows."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 20_000)
+    for root in (partition, logroot):
+        assert LogScan(root, **options).config.listed
+        one = _table(root, 1, **options)
+        assert one.num_rows > 0
+        reader = iter(LogScan(root, threads=3, **options))
+        next(reader)
+        assert _decode_threads()
+        reader.close()
+        for threads in (2, 4):
+            assert _table(root, threads, **options).equals(one), (root, threads)
+
+
+def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
+    """A damaged batch in a listed read: the same error rows (PERMISSIVE, DROPMALFORMED) or the
+    same error (FAILFAST) on the pool as in one thread."""
+    root = tmp_path / "damaged"
+    w = PartitionWriter(str(root), "d", 0, segment_bytes=30_000)
+    for k in range(60):
+        batch = bytearray(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))
+        if k in (17, 41):
+            batch[-3] ^= 0xFF       # a record's byte: the CRC fails
+        w.append(bytes(batch))
+    w.close()
+    bounds = Bounds(offsets=(3, None))
+    for mode in ("PERMISSIVE", "DROPMALFORMED"):
+        one = _table(str(root), 1, mode=mode, bounds=bounds)
+        assert _table(str(root), 3, mode=mode, bounds=bounds).equals(one)
+    with pytest.raises(MalformedBatchError) as first:
+        _table(str(root), 1, mode="FAILFAST", bounds=bounds)
+    with pytest.raises(MalformedBatchError) as pooled:
+        _table(str(root), 3, mode="FAILFAST", bounds=bounds)
+    assert str(pooled.value) == str(first.value)
