@@ -260,17 +260,21 @@ class LogScan:
 
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
-                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None):
+                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
+                   windows: bool = False):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`kafkarec.scan._read.Errors`, for callers that render errors
-        their own way (the Spark data source); :meth:`read_piece` is the plain stream."""
+        their own way (the Spark data source); :meth:`read_piece` is the plain stream.
+        ``windows``: listed pieces are cut about a window apart (at offset-index positions), and so
+        decode on the pool when the config has threads, whatever their size (a task's pieces are
+        its planner's to size: a Spark task reads them as they are, in its one thread)."""
         import kafkarec
         # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
         items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns,
-                                 split=self.found().split if self.config.listed else None)
+                                 split=self.found().split if windows and self.config.listed else None)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -290,7 +294,7 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces, columns=self._decoded_columns())
+        reads = self.read_items(pieces, columns=self._decoded_columns(), windows=True)
         try:
             for where, item in reads:
                 if isinstance(item, _read.Errors):

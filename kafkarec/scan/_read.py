@@ -226,9 +226,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     columns decoded (None: all; ``offset`` among them, the bounds are applied to it).  A local
     slice larger than a window is read in windows (:func:`kafkarec.log.local.windows`): cut
     before the first is read in the consumer's thread, or, decoding on a pool, each file cut by
-    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).  Listed
-    ranges decode on the pool too, each cut by the planner thread at offset-index positions about
-    a window apart (``split(range, max_bytes)``, the :class:`Found`'s; None: whole ranges).
+    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).  With
+    ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
+    positions about a window apart, by the pool's planner thread or up front, and decode on the
+    pool too (None: whole ranges, in the consumer's thread).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -263,11 +264,14 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                and kafkarec._core.decodes_without_gil(need_batch_columns, keys=config.bounds.keys))
     if on_pool and all(isinstance(rr, local.Slice) for rr in ranges):
         read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
-    elif on_pool and all(isinstance(rr, ListedRange) for rr in ranges):
-        read = decoded_ahead(ranges, decode, config.threads,
-                             cut=None if split is None else lambda rr: split(rr, local.READ_WINDOW_BYTES))
+    elif on_pool and split is not None and all(isinstance(rr, ListedRange) for rr in ranges):
+        read = decoded_ahead(ranges, decode, config.threads, cut=lambda rr: split(rr, local.READ_WINDOW_BYTES))
     else:       # one piece after the other, decoded as the consumer asks
-        ranges = [w for rr in ranges for w in (local.windows(rr) if isinstance(rr, local.Slice) else (rr,))]
+        # (listed ranges cut as the pool's planner cuts them: the same pieces, so the same batches)
+        ranges = [w for rr in ranges
+                  for w in (local.windows(rr) if isinstance(rr, local.Slice) else
+                            split(rr, local.READ_WINDOW_BYTES) if split is not None and isinstance(rr, ListedRange)
+                            else (rr,))]
         read = ((rr, where, topic, partition, mapped, ((part, None) for part in _without_skips(rr, pieces)))
                 for rr, where, topic, partition, mapped, pieces in ranges_read(ranges))
     try:

@@ -352,3 +352,33 @@ def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
     with pytest.raises(MalformedBatchError) as pooled:
         _table(str(root), 3, mode="FAILFAST", bounds=bounds)
     assert str(pooled.value) == str(first.value)
+
+
+def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, logroot, small_windows, monkeypatch):
+    """Many threads over small windows, whole rows and offsets, local and listed reads, each consumer
+    stopping after a different number of batches: every prefix is the one-thread read's, and no
+    thread or map is left behind."""
+    import random
+    open_maps = []
+    plain = local.iter_pieces
+
+    def counted(sl):
+        for piece in plain(sl):
+            open_maps.append(sl)
+            try:
+                yield piece
+            finally:
+                open_maps.remove(sl)
+    monkeypatch.setattr(local, "iter_pieces", counted)
+    rnd = random.Random(68)
+    for options in ({}, {"columns": ["offset", "timestamp"]}, {"columns": ["offset", "key", "value"]},
+                    {"bounds": Bounds(offsets=(3, None))}):
+        for root in (partition, logroot):
+            want = list(LogScan(root, threads=1, max_rows_per_batch=40, **options))
+            for _ in range(6):
+                stop = rnd.randrange(len(want) + 1)
+                reader = iter(LogScan(root, threads=rnd.choice((3, 5, 8)), max_rows_per_batch=40, **options))
+                got = [rb for _, rb in zip(range(stop), reader)]
+                reader.close()
+                assert [rb.equals(w) for rb, w in zip(got, want)] == [True] * stop, (options, root, stop)
+                assert not _decode_threads() and not open_maps, (options, root, stop)
