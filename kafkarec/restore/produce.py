@@ -71,6 +71,13 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
                            partition=part.partition)
 
 
+def producer_config(spec: RestoreSpec, part: SourcePartition) -> dict:
+    """The settings of a target partition's transactional producer, beside the spec's own."""
+    return {"transactional.id": spec.transactional_id(part.target_topic, part.partition),
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))}
+
+
 class _MustAbort(Exception):
     """A transactional call failed in a way only an abort clears (librdkafka's ``txn_requires_abort``)."""
 
@@ -93,10 +100,7 @@ class _Writer:
     def __init__(self, spec: RestoreSpec, part: SourcePartition, group_metadata):
         self.ck = require("confluent_kafka")
         self.spec, self.part, self.group_metadata = spec, part, group_metadata
-        self.producer = target.client(spec, "Producer", **{
-            "transactional.id": spec.transactional_id(part.target_topic, part.partition),
-            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))})
+        self.producer = target.client(spec, "Producer", **producer_config(spec, part))
         self.delivered: List[Tuple[int, int]] = []
         self.failures: List[str] = []
         self.retriable = True
