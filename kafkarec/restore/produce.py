@@ -23,7 +23,7 @@ from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs"]
+__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs", "producer_config"]
 
 
 class PartitionSummary(NamedTuple):

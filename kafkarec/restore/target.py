@@ -25,9 +25,8 @@ from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["admin", "client", "result", "reason", "retriable", "failure", "retried", "must_abort", "backoff",
-           "pause",
-           "ensure_topics", "progress", "ends", "read_back", "holds_committed_records", "share_states",
-           "SHARE_STATE_TOPIC", "RETRY_BACKOFF_S", "RETRY_BACKOFF_MAX_S"]
+           "pause", "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
+           "share_states", "SHARE_STATE_TOPIC", "RETRY_BACKOFF_S", "RETRY_BACKOFF_MAX_S"]
 
 #: the internal topic the share coordinator keeps the share groups' states in
 SHARE_STATE_TOPIC = "__share_group_state"
