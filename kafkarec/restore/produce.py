@@ -157,7 +157,7 @@ class _Writer:
                 raise exc.error from None
             except _Redo as redo:
                 tries += 1
-                now = time.monotonic()
+                now = target.clock()
                 deadline = deadline if deadline is not None else now + self.spec.timeout
                 wait = target.backoff(tries)
                 if now + wait > deadline:

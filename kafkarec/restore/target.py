@@ -25,7 +25,7 @@ from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["admin", "client", "result", "reason", "retriable", "failure", "retried", "must_abort", "backoff",
-           "pause", "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
+           "pause", "clock", "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
            "share_states", "SHARE_STATE_TOPIC", "RETRY_BACKOFF_S", "RETRY_BACKOFF_MAX_S"]
 
 #: the internal topic the share coordinator keeps the share groups' states in
@@ -106,8 +106,8 @@ def backoff(tries: int) -> float:
     return min(base * random.uniform(1 - _RETRY_JITTER, 1 + _RETRY_JITTER), RETRY_BACKOFF_MAX_S)
 
 
-#: how a retry waits (a test's fake clock replaces it)
-pause = time.sleep
+#: how a retry waits and tells the time (a test's fake clock replaces both)
+pause, clock = time.sleep, time.monotonic
 
 T = TypeVar("T")
 
@@ -120,13 +120,13 @@ def retried(spec: RestoreSpec, what: str, call: Callable[[float], T], **where) -
     failure as a :class:`RestoreError` saying ``what`` was asked and ``where`` (topic, partition,
     group), as Kafka's clients give up after ``default.api.timeout.ms``."""
     ck = require("confluent_kafka")
-    start = time.monotonic()
+    start = clock()
     deadline = start + spec.timeout
     tries = 0
     while True:
         tries += 1
         try:
-            return call(max(deadline - time.monotonic(), _MIN_TRY_S))
+            return call(max(deadline - clock(), _MIN_TRY_S))
         except RestoreError as exc:
             if not exc.retriable:
                 raise
@@ -136,10 +136,10 @@ def retried(spec: RestoreSpec, what: str, call: Callable[[float], T], **where) -
             if not last.retriable or must_abort(exc):
                 raise last from None
         wait = backoff(tries)
-        if time.monotonic() + wait > deadline:
+        if clock() + wait > deadline:
             if tries > 1:
                 last = RestoreError(last.target, f"{last.reason} (tried {tries} times in "
-                                                 f"{time.monotonic() - start:.1f} s)", topic=last.topic,
+                                                 f"{clock() - start:.1f} s)", topic=last.topic,
                                     partition=last.partition, group=last.group, retriable=True)
             raise last from None
         pause(wait)
@@ -247,7 +247,7 @@ def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
     the timeout): a broker answers for a partition once it leads it, and a topic just created has
     none for a moment (LEADER_NOT_AVAILABLE; then its requests fail NOT_LEADER_OR_FOLLOWER until the
     leader has loaded it, which :func:`retried` covers)."""
-    deadline = time.monotonic() + spec.timeout
+    deadline = clock() + spec.timeout
     names = list(names)
     tries = 0
     while True:
@@ -258,7 +258,7 @@ def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
             return
         tries += 1
         wait = backoff(tries)
-        if time.monotonic() + wait > deadline:
+        if clock() + wait > deadline:
             raise RestoreError(spec.target, f"created topic(s) {', '.join(waiting)} have a partition without a "
                                             f"leader after {spec.timeout:g} s", retriable=True)
         pause(wait)

@@ -83,9 +83,10 @@ class _Admin:
 
 @pytest.fixture
 def pauses(monkeypatch):
-    """The backoff's pauses, taken (not slept)."""
+    """The backoff's pauses, taken on a fake clock that only they move (not slept)."""
     taken = []
     monkeypatch.setattr(target, "pause", taken.append)
+    monkeypatch.setattr(target, "clock", lambda: sum(taken))
     return taken
 
 
@@ -113,12 +114,12 @@ def test_an_error_that_is_not_retriable_fails_at_once(monkeypatch, pauses):
     assert str(info.value) == "target b:9092, orders-t-0: ListOffsets LATEST: Broker: Topic authorization failed"
 
 
-def test_retries_end_at_the_timeout_with_the_last_error_naming_call_and_partition(monkeypatch):
+def test_retries_end_at_the_timeout_with_the_last_error_naming_call_and_partition(monkeypatch, pauses):
     fake = _Admin({"list_offsets": [_error(NOT_LEADER)] * 100})
     monkeypatch.setattr(target, "admin", lambda spec: fake)
     with pytest.raises(RestoreError) as info:
         target.ends(_spec(timeout=0.5), [("orders-t", 0)])      # pauses of about 0.1 and 0.2 s fit, 0.4 does not
-    assert fake.calls["list_offsets"] == 3 and info.value.retriable
+    assert fake.calls["list_offsets"] == 3 and len(pauses) == 2 and info.value.retriable
     assert str(info.value).startswith("target b:9092, orders-t-0: ListOffsets LATEST: Broker: Not leader for "
                                       "partition (tried 3 times in "), str(info.value)
 
