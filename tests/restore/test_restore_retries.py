@@ -244,3 +244,11 @@ def test_a_fatal_transactional_error_is_not_retried(monkeypatch, pauses):
     with pytest.raises(RestoreError, match="committing a transaction") as info:
         writer.transaction(RECORDS, 3)
     assert not info.value.retriable and fake.calls.count("commit") == 1 and fake.committed == []
+
+
+def test_one_admin_client_serves_every_request_of_a_restore():
+    """A new client connects and learns the metadata before its first answer: the requests of a
+    restore share one (a new one for another configuration)."""
+    first = target.admin(RestoreSpec.of("logs", "127.0.0.1:1", restore_id="a"))
+    assert target.admin(RestoreSpec.of("logs", "127.0.0.1:1", restore_id="b")) is first    # same client settings
+    assert target.admin(RestoreSpec.of("logs", "127.0.0.1:1", timeout=5)) is not first
