@@ -446,15 +446,17 @@ def test_the_offset_map_file_refuses_numbers_outside_kafkas_ranges(tmp_path, lin
     ({"transaction_records": 2**31}, "at most 2147483647"),
     ({"transaction_records": "9" * 5000}, "transaction records '9999"),   # past Python's digit limit
     ({"end_time": float("inf")}, "end time 'inf': not a time"),
-    ({"end_time": 2**70}, "end time '1180591620717411303424': 1180591620717411303424 ms is not a Kafka time"),
+    ({"end_time": 2**70}, ("end time", "1180591620717411303424")),      # past Java's longs
     ({"end_time": -5}, "is not a Kafka time"),
-    ({"groups_as_of": "9" * 5000}, "groups as of '9999"),
+    ({"groups_as_of": "9" * 5000}, ("groups as of", "9999")),           # past Python's digit limit
     ({"groups_as_of": float("nan")}, "groups as of 'nan': not a time"),
 ])
 def test_numeric_options_the_clients_cannot_take_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError) as info:
         RestoreSpec.of("logs", "b:9092", **kwargs)
-    assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
+    text = str(info.value)      # one short line, whatever the value's size
+    assert all(m in text for m in ((message,) if isinstance(message, str) else message)), text
+    assert "\n" not in text and len(text) < 300, text
 
 
 def test_the_timeout_bounds_are_what_librdkafka_takes():
