@@ -21,6 +21,7 @@ from kafkarec.restore import faults, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
+from kafkarec.times import time_text
 
 __all__ = ["GroupPosition", "source_positions", "checked_positions", "translate", "apply", "write_csv"]
 
@@ -49,9 +50,6 @@ def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], Tuple[int,
             if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
 
 
-def _iso(ms: int) -> str:
-    import datetime
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition]:
@@ -84,7 +82,7 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
         if offset < 0 or offset > then:
             raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
                                             f"history (its log ended at {then} when the group committed it, at "
-                                            f"{_iso(committed_at)}; it ends at {part.log_end}): the group's "
+                                            f"{time_text(committed_at)}; it ends at {part.log_end}): the group's "
                                             "commits and the log disagree", group=group, topic=topic,
                                partition=partition)
         out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
