@@ -382,3 +382,41 @@ def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, 
                 reader.close()
                 assert [rb.equals(w) for rb, w in zip(got, want)] == [True] * stop, (options, root, stop)
                 assert not _decode_threads() and not open_maps, (options, root, stop)
+
+
+@pytest.fixture(scope="module")
+def big_batches(tmp_path_factory):
+    """One partition of batches whose records pass 16 KiB (walked without the GIL, whole rows too),
+    every codec, two of them damaged (a record byte: the CRC fails; a record length: the records
+    do not parse)."""
+    from support.logdir import CODECS
+    root = tmp_path_factory.mktemp("bigbatches")
+    w = PartitionWriter(str(root), "big", 0, segment_bytes=400_000)
+    for k in range(40):
+        batch = bytearray(v2_batch(sample_records(200, start_ts=T0 + 200 * k, size=120), codec=CODECS[k % 5]))
+        if k == 13:
+            batch[-5] ^= 0xFF
+        w.append(bytes(batch))
+    w.close()
+    return str(root)
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+@pytest.mark.parametrize("columns", [None, ["offset", "timestamp", "key", "value"], ["offset", "timestamp"]])
+def test_big_batches_on_many_threads_as_one_after_the_other(big_batches, monkeypatch, mode, columns):
+    """Batches walked without the GIL on several threads at once (whole rows and offsets alone,
+    every codec, a damaged batch): the rows and error rows of decoding one window after the other."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 64 << 10)
+    options = {"mode": mode} if columns is None else {"mode": mode, "columns": columns}
+    one = _table(big_batches, 1, **options)
+    assert one.num_rows >= 39 * 200
+    for threads in (2, 4, 8):
+        assert _table(big_batches, threads, **options).equals(one), threads
+    stopped = {}
+    for threads in (1, 4):
+        handed = []
+        with pytest.raises(MalformedBatchError) as failed:
+            for rb in LogScan(big_batches, threads=threads, mode="FAILFAST", columns=columns):
+                handed.append(rb)
+        stopped[threads] = (str(failed.value), [rb.num_rows for rb in handed])
+    assert stopped[4] == stopped[1] and sum(stopped[1][1]) > 0      # the same rows, then the same error
