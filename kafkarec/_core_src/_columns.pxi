@@ -401,7 +401,11 @@ cdef inline int put_headers(FullRows *st, RecordView *v) noexcept nogil:
     """A record's headers appended to the header columns as add_headers appends them; 0, or
     ROWS_SLOW with nothing appended: a column lacks room (or would pass 2 GiB), or a header key is
     not UTF-8 outside strict reads (Java's replacement builds a str: the GIL's path does it).
-    The scanner has read every varint and length of the headers: the walk here needs no check."""
+    The scanner has read every varint and length of the headers, but the bytes may be a map of
+    a file another process writes, read again without the GIL: every length is checked once
+    more, and anything other than what the scanner saw goes to the GIL's path, whose checked
+    cursor raises (nothing is read or written past the record or the room)."""
+
     cdef Py_ssize_t room = v.headers_end - v.headers     # keys and values together are shorter
     cdef Py_ssize_t n = v.header_count, e
     cdef const uint8_t *p = v.headers
@@ -417,7 +421,8 @@ cdef inline int put_headers(FullRows *st, RecordView *v) noexcept nogil:
         return ROWS_SLOW
     e = st.entries
     for i in range(n):
-        take_varint(&p, v.headers_end, False, &klen)
+        if take_varint(&p, v.headers_end, False, &klen) != VARINT_OK or klen < 0 or klen > v.headers_end - p:
+            return ROWS_SLOW
         kp = p
         p += klen
         if not st.strict and not is_utf8(kp, klen):     # (strict: the scanner refused it)
@@ -427,7 +432,9 @@ cdef inline int put_headers(FullRows *st, RecordView *v) noexcept nogil:
         at = <int32_t>hk_size
         memcpy(st.hk_offs + hk_offs_size, &at, 4)
         hk_offs_size += 4
-        take_varint(&p, v.headers_end, False, &vlen)
+        if (take_varint(&p, v.headers_end, False, &vlen) != VARINT_OK
+                or (vlen >= 0 and vlen > v.headers_end - p)):
+            return ROWS_SLOW
         if (e & 7) == 0:
             st.hv_valid[e >> 3] = 0
         if vlen >= 0:
@@ -866,7 +873,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                str errors="raise", list error_sink=None, start=None, end=None,
                Py_ssize_t origin=0, columns=None, keys=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
-    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
+    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
+    projection without one of them counts none of its bytes).
 
     ``columns``: the names of the columns to return (in the schema's order; None: all).  A
     read of none of ``key``, ``value`` and ``headers`` does not build them: the records'
@@ -931,12 +939,14 @@ def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
     return keys is None and is_lean(columns, batch_columns)
 
 
-def decodes_without_gil(bint batch_columns, /, *, keys=None) -> bool:
-    """Whether ``iter_arrow`` with these ``batch_columns`` and ``keys`` walks a v2 batch's records
-    without the GIL (the meta-only walk's loop and the full decode's, for a batch of 16 KiB and
-    more): what a reader decoding on several threads gains from.  The batch columns' rows and a
-    key bound's test are written record by record with the GIL held."""
-    return keys is None and not batch_columns
+def decodes_without_gil(columns, /, *, batch_columns=False, keys=None, strict=False) -> bool:
+    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns``, ``keys`` and ``strict``
+    walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
+    for a batch of 16 KiB and more): what a reader decoding on several threads gains from.  The
+    batch columns' rows and a key bound's test are written record by record with the GIL held,
+    and so are a strict read's offsets and timestamps (the scanner's further rules, record by
+    record)."""
+    return keys is None and not batch_columns and not (strict and is_lean(columns, batch_columns))
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,

@@ -51,7 +51,9 @@ def register(con, name: str, source, **options) -> "LogSource":
     threads as the connection's ``threads`` setting (at most the CPUs): DuckDB's scan threads then
     take batches the pool decoded ahead, without the GIL, in log order."""
     if "threads" not in options:
-        options["threads"] = default_threads(int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+        # (on a cursor of its own: a result the caller has pending on con stays theirs; the
+        # setting is the database's, the same on every cursor)
+        options["threads"] = default_threads(int(con.cursor().execute("SELECT current_setting('threads')").fetchall()[0][0]))
     log_source = LogSource(LogScan(source, **options))
     con.register(name, log_source)
     return log_source

@@ -128,10 +128,16 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
                   for i, share in shares for sr in share]
 
+    foreign: dict = {}          # the same for ranges planned elsewhere (unpickled), the last few
+
     def split(rr: ListedRange, max_bytes: int) -> list:
         known = resolvers.get(id(rr.storage))
-        if known is None or known[0] is not rr.storage:     # a range planned elsewhere (unpickled)
-            known = resolvers[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
+        if known is None or known[0] is not rr.storage:
+            known = foreign.get(id(rr.storage))
+            if known is None or known[0] is not rr.storage:
+                while len(foreign) >= 8:
+                    del foreign[next(iter(foreign))]
+                known = foreign[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
         return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
@@ -261,19 +267,19 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     # record loop; the batch columns' rows and a key bound's test hold it, record by record
     # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
     on_pool = (config.threads > 1 and config.limit is None and quarantine is None and ranges
-               and kafkarec._core.decodes_without_gil(need_batch_columns, keys=config.bounds.keys))
+               and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
+                                                      keys=config.bounds.keys, strict=options is not None and options.strict))
     if on_pool and all(isinstance(rr, local.Slice) for rr in ranges):
         read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
     elif on_pool and split is not None and all(isinstance(rr, ListedRange) for rr in ranges):
         read = decoded_ahead(ranges, decode, config.threads, cut=lambda rr: split(rr, local.READ_WINDOW_BYTES))
     else:       # one piece after the other, decoded as the consumer asks
-        # (listed ranges cut as the pool's planner cuts them: the same pieces, so the same batches)
-        ranges = [w for rr in ranges
-                  for w in (local.windows(rr) if isinstance(rr, local.Slice) else
-                            split(rr, local.READ_WINDOW_BYTES) if split is not None and isinstance(rr, ListedRange)
-                            else (rr,))]
+        # (listed ranges cut as the pool's planner cuts them, each when its turn comes: the same
+        # pieces, so the same batches, and no index read before the first row)
+        ranges = [w for rr in ranges for w in (local.windows(rr) if isinstance(rr, local.Slice) else (rr,))]
+        cut = None if split is None else lambda rr: split(rr, local.READ_WINDOW_BYTES)
         read = ((rr, where, topic, partition, mapped, ((part, None) for part in _without_skips(rr, pieces)))
-                for rr, where, topic, partition, mapped, pieces in ranges_read(ranges))
+                for rr, where, topic, partition, mapped, pieces in ranges_read(ranges, cut))
     try:
         for rr, where, topic, partition, mapped, pieces in read:
             # offsets kept: a local slice's from the log start on, a listed range's as selected
@@ -714,33 +720,38 @@ READ_AHEAD_RANGES = 4
 READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
 
 
-def ranges_read(ranges):
+def ranges_read(ranges, cut: Optional[Callable] = None):
     """``(range, where, topic, partition, mapped, pieces)`` for each of ``ranges`` in order.  A
     local slice (``mapped``) is memory-mapped when its turn comes
     (:func:`kafkarec.log.local.iter_pieces`).  A listed range of at most
     :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
     :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
-    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`),
+    each of its parts in turn with ``cut(range)`` (the parts it is cut into, when its turn comes)."""
     from kafkarec.log import local, selection
     mapped = [isinstance(rr, local.Slice) for rr in ranges]
 
     def whole(rr):
-        return list(selection.iter_range_pieces(rr.storage, rr.range))
+        return [(part, list(selection.iter_range_pieces(part.storage, part.range)))
+                for part in ((rr,) if cut is None else cut(rr))]
 
-    def described(i, pieces):
-        rr = ranges[i]
-        if mapped[i]:
+    def described(rr, pieces):
+        if isinstance(rr, local.Slice):
             return rr, rr.path, rr.topic, rr.partition, True, pieces
         return rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, False, pieces
 
     def later(i):
         rr = ranges[i]
-        return local.iter_pieces(rr) if mapped[i] else selection.iter_range_pieces(rr.storage, rr.range)
+        if mapped[i]:
+            yield described(rr, local.iter_pieces(rr))
+            return
+        for part in ((rr,) if cut is None else cut(rr)):
+            yield described(part, selection.iter_range_pieces(part.storage, part.range))
     small = [len(ranges) > 1 and not m and range_bytes(rr) <= READ_AHEAD_MAX_BYTES
              for rr, m in zip(ranges, mapped)]
     if sum(small) < 2:
         for i in range(len(ranges)):
-            yield described(i, later(i))
+            yield from later(i)
         return
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
@@ -750,7 +761,11 @@ def ranges_read(ranges):
             for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
                 if small[j] and j not in ahead:
                     ahead[j] = pool.submit(whole, ranges[j])
-            yield described(i, ahead.pop(i).result() if i in ahead else later(i))
+            if i in ahead:
+                for part, pieces in ahead.pop(i).result():
+                    yield described(part, pieces)
+            else:
+                yield from later(i)
     finally:
         for f in ahead.values():
             f.cancel()

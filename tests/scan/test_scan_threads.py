@@ -420,3 +420,30 @@ def test_big_batches_on_many_threads_as_one_after_the_other(big_batches, monkeyp
                 handed.append(rb)
         stopped[threads] = (str(failed.value), [rb.num_rows for rb in handed])
     assert stopped[4] == stopped[1] and sum(stopped[1][1]) > 0      # the same rows, then the same error
+
+
+def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch):
+    """The ranges of a listed read are cut (an offset index read each) as they come, not all before
+    the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes."""
+    from kafkarec.log import selection
+    from kafkarec.scan._read import READ_AHEAD_RANGES
+    w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=30_000, index_interval_bytes=4096)
+    for k in range(400):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))
+    w.close()
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 20_000)
+    loads = []
+    plain = selection.Resolver.offset_entries
+
+    def counted(self, seg):
+        if seg.path not in self._offset_idx:
+            loads.append(seg.path)
+        return plain(self, seg)
+    monkeypatch.setattr(selection.Resolver, "offset_entries", counted)
+    for threads, limit in ((1, 1), (1, None), (3, None)):
+        loads.clear()
+        scan = LogScan(str(tmp_path), bounds=Bounds(offsets=(5, None)), limit=limit, threads=threads, columns=["offset"])
+        reader = iter(scan)
+        assert next(reader).column("offset")[0].as_py() == 5
+        reader.close()
+        assert 1 <= len(loads) <= 1 + READ_AHEAD_RANGES, (threads, limit, len(loads))
