@@ -68,7 +68,7 @@ class PartitionDryRun(NamedTuple):
                 f"{self.records} records {self.status}")
         notes = []
         if self.damaged:
-            notes.append(f"damaged: {self.damaged}")
+            notes.append(self.damaged)
         if self.missing:
             notes.append(f"offsets {_text(self.missing)} are in no copy of the log")
         if self.reason:
