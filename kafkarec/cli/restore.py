@@ -190,8 +190,9 @@ def run(args, out: TextIO, err: TextIO) -> int:
 
 
 def _dry_run(spec, args, out: TextIO, err: TextIO) -> int:
-    """``--dry-run``: a line per partition as it is judged (or, ``--json``, one document at the end)
-    and a summary; exit 1 when a partition would not be restored whole."""
+    """``--dry-run``: a line per partition as it is judged (or, ``--json``, one document at the end),
+    the groups' positions checked as the restore checks them first (but with ``--no-groups``), and a
+    summary; exit 1 when a partition would not be restored whole or the groups would be refused."""
     import json
     from kafkarec import restore as r
     from kafkarec._extras import require
@@ -202,17 +203,30 @@ def _dry_run(spec, args, out: TextIO, err: TextIO) -> int:
             out.write(p.line() + "\n")
             out.flush()
     try:
-        report = r.dry_run(spec, on_partition=judged)
+        plan = r.plan(spec)
+        report = r.dry_run(spec, source_plan=plan, on_partition=judged)
+        groups = None
+        if not args.no_groups:
+            # the restore reads and checks every group's source position before writing anything
+            try:
+                r.check_groups(spec, plan)
+            except RestoreError as e:
+                where = [w for w in (f"group {e.group}" if e.group else None,
+                                     f"{e.topic}-{e.partition}" if e.topic else None) if w]
+                groups = f"{', '.join(where)}: {e.reason}" if where else e.reason
     except (RestoreError, BrokerError) as e:
         err.write(f"kafkarec restore: {e}\n")
         return EXIT_PROBLEMS
+    ok = report.ok and groups is None
     if args.json:
         out.write(json.dumps({"partitions": [p.as_dict() for p in report.partitions], "counts": report.counts(),
-                              "records": sum(p.records for p in report.partitions), "ok": report.ok},
+                              "records": sum(p.records for p in report.partitions), "groups": groups, "ok": ok},
                              separators=(",", ":")) + "\n")
     else:
+        if groups is not None:
+            out.write(f"groups refused (the restore would write nothing): {groups}\n")
         out.write(report.summary() + "\n")
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+    return EXIT_OK if ok else EXIT_PROBLEMS
 
 
 def _report_shares(shares, csv_path, acknowledged, out: TextIO, err: TextIO) -> None:

@@ -177,3 +177,21 @@ def test_bootstrap_bounds_each_range_by_the_brokers_offsets(tmp_path, monkeypatc
     assert asked == [("src:9092", [(TOPIC, 0)])] and (p.start, p.end, p.log_end) == (4, 15, 18)
     (d,) = dry_run(RestoreSpec.of(str(tmp_path), None, bootstrap="src:9092")).partitions
     assert (d.start, d.end, d.records, d.status) == (4, 15, 11, "full")
+
+
+def test_groups_the_restore_would_refuse_fail_the_dry_run(tmp_path, capfd, monkeypatch):
+    """The restore checks every group's source position before writing: the dry run does too."""
+    import kafkarec.restore as R
+    from kafkarec.errors import RestoreError
+    _log(tmp_path)
+
+    def refuse(spec, plan):
+        raise RestoreError(spec.target, "the source position 99 of t-0 is outside the history", group="g",
+                           topic="t", partition=0)
+    monkeypatch.setattr(R, "check_groups", refuse)
+    code, out, _ = _cli(capfd, str(tmp_path), "--dry-run")
+    assert code == 1 and out.splitlines()[1] == ("groups refused (the restore would write nothing): group g, t-0: "
+                                                 "the source position 99 of t-0 is outside the history")
+    code, out, _ = _cli(capfd, str(tmp_path), "--dry-run", "--json")
+    assert code == 1 and json.loads(out)["groups"].startswith("group g, t-0: the source position 99")
+    assert _cli(capfd, str(tmp_path), "--dry-run", "--no-groups")[0] == 0
