@@ -3,12 +3,14 @@ into another cluster, exactly once across crashes (:mod:`kafkarec.restore`), the
 group's positions as of a time, translated, applied on the target (or written as
 ``kafka-consumer-groups`` CSV), and with ``--verify`` the target read back against the source.
 
-stdout: one line per partition ``topic-partition -> target-partition [start, end) N records STATUS``,
+stdout: one line per partition ``topic-partition -> target-partition [start, end) N records STATUS``
+(as each partition finishes),
 one per group position ``group topic-partition S -> target-partition T``, one per share group
 position ``share group G topic-partition S -> target-partition T`` (and one naming the acknowledged
 records past its start offset that the target will deliver again; with
 ``--share-groups-acknowledge``, one per partition saying what was acknowledged there instead), and
-with ``--verify`` a closing ``verified: ...`` line.  The options are read once into a
+with ``--verify`` a closing ``verified: ...`` line.  ``--dry-run`` prints a line per partition of
+what would be written and a summary (``--json``: one document), writing nothing.  The options are read once into a
 :class:`kafkarec.restore.RestoreSpec`."""
 from __future__ import annotations
 
@@ -39,8 +41,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "(--groups-csv). Exit status 0 on success, 1 when the restore, the groups or --verify "
                     "fail, 2 on usage errors.")
     p.add_argument("path", metavar="LOG", help="the source history: a log dir root or a URI (s3://...)")
-    p.add_argument("--target-bootstrap", required=True, metavar="HOST:PORT",
-                   help="the target cluster's bootstrap servers (host:port,...)")
+    p.add_argument("--target-bootstrap", metavar="HOST:PORT",
+                   help="the target cluster's bootstrap servers (host:port,...); required but with --dry-run")
+    p.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="the running source cluster's bootstrap servers: each partition's log start and last "
+                        "stable offset are asked of its broker (ListOffsets), so that a restore of a live "
+                        "broker's log dir starts at the broker's log start (log-start-offset-checkpoint lags "
+                        "deleteRecords) and ends at most at its last stable offset")
     p.add_argument("--target-property", action="append", default=[], metavar="KEY=VALUE",
                    help="a librdkafka property for every client of the target (security.protocol=SSL, ...)")
     p.add_argument("--topics", metavar="A,B", help="only these topics (default every topic but Kafka's __*)")
@@ -82,6 +89,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "and, with --share-groups-acknowledge, its acknowledged records) read back from the "
                         "target's __share_group_state; groups and share groups written to --groups-csv or "
                         "--share-groups-csv are not checked in that run")
+    dry = p.add_argument_group("dry run")
+    dry.add_argument("--dry-run", action="store_true",
+                     help="read every selected segment as the restore would and print per partition what would "
+                          "be written (full, partial, done, missing, damaged, refused) and a summary; nothing is "
+                          "written to the target (with --target-bootstrap only the restore's progress is read "
+                          "there). Exit status 0 when every partition would be restored whole, 1 when one is "
+                          "damaged, missing or refused")
+    dry.add_argument("--json", action="store_true", help="with --dry-run: one JSON document on stdout")
     from kafkarec.cli.selection_args import add_storage_argument
     add_storage_argument(p)
     p.set_defaults(func=run)
@@ -92,6 +107,10 @@ def spec_from_args(args):
     """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.restore.spec import RestoreSpec
+    if args.target_bootstrap is None and not args.dry_run:
+        raise UsageError("the following argument is required: --target-bootstrap (but with --dry-run)")
+    if args.json and not args.dry_run:
+        raise UsageError("--json is --dry-run's: add --dry-run")
     if args.no_groups and (args.groups_csv or args.groups_as_of or args.share_groups_csv
                            or args.share_groups_acknowledge):
         raise UsageError("--no-groups with --groups-csv, --share-groups-csv, --share-groups-acknowledge or "
@@ -108,15 +127,23 @@ def spec_from_args(args):
                           transaction_records=args.transaction_records, target_properties=properties,
                           storage_options=storage_options_from_args(args) or None,
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
-                          share_groups_acknowledge=args.share_groups_acknowledge)
+                          share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap)
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec import restore as r
     from kafkarec._extras import require
     spec = spec_from_args(args)
+    if args.dry_run:
+        return _dry_run(spec, args, out, err)
     require("confluent_kafka")
     require("pyarrow")
+
+    def finished(s) -> None:
+        # said as each partition ends, so that a killed run shows how far it got
+        out.write(f"{s.topic}-{s.partition} -> {s.target_topic}-{s.partition} [{s.start}, {s.end}) "
+                  f"{s.records} records {s.status}\n")
+        out.flush()
     try:
         plan = r.plan(spec)
         positions = None
@@ -126,13 +153,10 @@ def run(args, out: TextIO, err: TextIO) -> int:
             except RestoreError as e:
                 err.write(f"kafkarec restore: {e}; nothing was restored\n")
                 return EXIT_PROBLEMS
-        result = r.restore(spec, source_plan=plan)
+        result = r.restore(spec, source_plan=plan, on_partition=finished)
     except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
         err.write(f"kafkarec restore: {e}\n")
         return EXIT_PROBLEMS
-    for s in result.partitions:
-        out.write(f"{s.topic}-{s.partition} -> {s.target_topic}-{s.partition} [{s.start}, {s.end}) "
-                  f"{s.records} records {s.status}\n")
     if result.created_topics:
         err.write(f"created topic(s) {', '.join(result.created_topics)}\n")
     try:
@@ -163,6 +187,46 @@ def run(args, out: TextIO, err: TextIO) -> int:
                   "writes none of them again)\n")
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def _dry_run(spec, args, out: TextIO, err: TextIO) -> int:
+    """``--dry-run``: a line per partition as it is judged (or, ``--json``, one document at the end),
+    the groups' positions checked as the restore checks them first (but with ``--no-groups``), and a
+    summary; exit 1 when a partition would not be restored whole or the groups would be refused."""
+    import json
+    from kafkarec import restore as r
+    from kafkarec._extras import require
+    require("pyarrow")
+
+    def judged(p) -> None:
+        if not args.json:
+            out.write(p.line() + "\n")
+            out.flush()
+    try:
+        plan = r.plan(spec)
+        report = r.dry_run(spec, source_plan=plan, on_partition=judged)
+        groups = None
+        if not args.no_groups:
+            # the restore reads and checks every group's source position before writing anything
+            try:
+                r.check_groups(spec, plan)
+            except RestoreError as e:
+                where = [w for w in (f"group {e.group}" if e.group else None,
+                                     f"{e.topic}-{e.partition}" if e.topic else None) if w]
+                groups = f"{', '.join(where)}: {e.reason}" if where else e.reason
+    except (RestoreError, BrokerError) as e:
+        err.write(f"kafkarec restore: {e}\n")
+        return EXIT_PROBLEMS
+    ok = report.ok and groups is None
+    if args.json:
+        out.write(json.dumps({"partitions": [p.as_dict() for p in report.partitions], "counts": report.counts(),
+                              "records": sum(p.records for p in report.partitions), "groups": groups, "ok": ok},
+                             separators=(",", ":")) + "\n")
+    else:
+        if groups is not None:
+            out.write(f"groups refused (the restore would write nothing): {groups}\n")
+        out.write(report.summary() + "\n")
+    return EXIT_OK if ok else EXIT_PROBLEMS
 
 
 def _report_shares(shares, csv_path, acknowledged, out: TextIO, err: TextIO) -> None:

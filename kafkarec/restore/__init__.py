@@ -18,7 +18,9 @@
   is written; :func:`finish` -- after the records: the offset map file, the groups set or written,
   the share groups written and (``spec.share_groups_acknowledge``) acknowledged (what the command
   line and ``spark_udfs.restore`` do in the same way);
-* :func:`verify` -- the target read back against the source: records, groups and share groups.
+* :func:`verify` -- the target read back against the source: records, groups and share groups;
+* :func:`dry_run` -- every selected segment read as the restore reads it, and per partition what
+  would be written (full, partial, done, missing, damaged, refused), the target only read.
 
 Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
 """
@@ -34,12 +36,13 @@ from kafkarec.restore.shares import ShareAcknowledged, SharePosition
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 from kafkarec.restore.check import VerifyReport
+from kafkarec.restore.dryrun import DryRun, PartitionDryRun
 
 __all__ = ["RestoreSpec", "RestoreResult", "PartitionSummary", "OffsetMap", "GroupPosition", "SharePosition",
            "ShareAcknowledged", "VerifyReport", "SourcePlan", "SourcePartition", "plan", "restore", "restore_partition",
            "offset_map", "translate_groups", "apply_groups", "write_groups_csv", "translate_share_groups",
            "write_share_groups_csv", "acknowledge_share_groups", "verify", "check_groups", "finish", "Finished",
-           "PartitionRunner"]
+           "PartitionRunner", "dry_run", "DryRun", "PartitionDryRun"]
 
 #: what runs a plan's partitions: ``(spec, partitions)`` -> each partition's
 #: :func:`restore_partition` answer, in the order given
@@ -62,11 +65,15 @@ def plan(spec: RestoreSpec) -> SourcePlan:
 
 
 def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
-            run_partitions: Optional[PartitionRunner] = None) -> RestoreResult:
+            run_partitions: Optional[PartitionRunner] = None,
+            on_partition: Optional[Callable[[PartitionSummary], None]] = None) -> RestoreResult:
     """Restore ``spec``'s history into its target (see the module docstring): the target topics
     created first, here, once; then every partition's :func:`restore_partition`, one after another
     here, or by ``run_partitions`` (elsewhere, in parallel: ``spark_udfs.restore``), whose answers
-    are joined here into one :class:`OffsetMap`."""
+    are joined here into one :class:`OffsetMap`.  ``on_partition`` is called with each partition's
+    summary as soon as that partition is restored (here: before the next one starts; with
+    ``run_partitions``: as its answers are joined), so that a run killed midway has said how far
+    it got."""
     from kafkarec._extras import require
     from kafkarec.restore import produce, target
     require("confluent_kafka")
@@ -75,7 +82,7 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
     created = target.ensure_topics(spec, p)
     omap = OffsetMap()
     if run_partitions is None:
-        summaries = produce.restore_partitions(spec, p, omap)
+        summaries = produce.restore_partitions(spec, p, omap, on_partition=on_partition)
     else:
         answers = run_partitions(spec, list(p.partitions))
         if len(answers) != len(p.partitions):
@@ -84,6 +91,8 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
         for summary, part_map in answers:
             omap.update(part_map)
             summaries.append(summary)
+            if on_partition is not None:
+                on_partition(summary)
     return RestoreResult(p, summaries, created, omap)
 
 
@@ -211,3 +220,14 @@ def verify(spec: RestoreSpec, source_plan: SourcePlan, omap: OffsetMap,
     ``share_positions`` against its share groups' persisted states)."""
     from kafkarec.restore import check
     return check.verify(spec, source_plan, omap, positions, share_positions)
+
+
+def dry_run(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
+            on_partition: Optional[Callable[[PartitionDryRun], None]] = None) -> DryRun:
+    """What a restore of ``spec`` would write, per partition, every selected segment read as the
+    restore reads it and nothing written (:mod:`kafkarec.restore.dryrun`): ``spec.target`` may be
+    None (no target read), else the restore's progress there is read to know what an earlier run
+    left.  ``on_partition`` is called with each partition's answer as it is judged."""
+    from kafkarec.restore import dryrun
+    p = source_plan if source_plan is not None else plan(spec)
+    return dryrun.dry_run(spec, p, on_partition=on_partition)

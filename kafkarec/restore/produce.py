@@ -271,14 +271,17 @@ def _settled_end(spec: RestoreSpec, part: SourcePartition, omap: OffsetMap) -> i
         time.sleep(0.05)
 
 
-def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[PartitionSummary]:
+def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
+                       on_partition: Optional[Callable[[PartitionSummary], None]] = None) -> List[PartitionSummary]:
     """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
-    each one's offset map to ``omap``."""
+    each one's offset map to ``omap``; ``on_partition(summary)`` as each one finishes."""
     out: List[PartitionSummary] = []
     for part in plan.partitions:
         summary, part_map = restore_partition(spec, part)
         omap.update(part_map)
         out.append(summary)
+        if on_partition is not None:
+            on_partition(summary)
     return out
 
 

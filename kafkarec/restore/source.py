@@ -3,7 +3,8 @@ records -- every rule asked of the layer that owns it.
 
 Each partition's range is the backfill's hand-off range (:func:`kafkarec.lakehouse.handoff.plan_hand_off`):
 [log start, H), H the last stable offset at the chosen end (the log end or an end time), so a
-restore is final (no transaction is still open inside it).  The records are read through the one
+restore is final (no transaction is still open inside it); with the running source's bootstrap
+(``spec.bootstrap``) its broker's log start and LSO bound the range as they bound the backfill's.  The records are read through the one
 reader, :class:`kafkarec.scan.LogScan`, ``read_committed`` (no control record, no aborted
 transaction).  Partition counts and topic configs come from ``__cluster_metadata``
 (:func:`kafkarec.internal.replay`) where the source holds it (a log directory, local or a URI).
@@ -61,6 +62,10 @@ class SourcePlan(NamedTuple):
     #: LogAppendTime in the source's ``__cluster_metadata``): only there do record times tell
     #: where the log ended at a moment of the coordinators' clock
     append_time_topics: frozenset = frozenset()
+    #: source topics whose ``cleanup.policy`` in the source's ``__cluster_metadata`` includes
+    #: ``compact`` (where offset holes are the cleaner's); None where the source holds no
+    #: ``__cluster_metadata`` (then no topic's policy is known)
+    compacted_topics: Optional[frozenset] = None
 
 
 def local_log_dir(spec: RestoreSpec) -> Optional[str]:
@@ -99,8 +104,11 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     """The partitions to restore and their topics' descriptions."""
     from kafkarec.lakehouse.handoff import plan_hand_off
     from kafkarec.log.selection import Resolver
+    # with the running source's bootstrap, its broker's log start and LSO bound each range (the
+    # checkpoint lags a deleteRecords): the backfill's rule, asked through its one ListOffsets client
     hand_off = plan_hand_off(spec.source, topics=spec.topics, end_time=spec.end_time,
-                             storage_options=spec.storage_options, tiered_storage=spec.tiered_storage)
+                             storage_options=spec.storage_options, tiered_storage=spec.tiered_storage,
+                             bootstrap=spec.bootstrap)
     resolver = Resolver(hand_off.storage)
     parts = sorted((SourcePartition(p.part.topic, p.part.partition, p.start, p.end, resolver.log_end(p.part),
                                     spec.target_topic(p.part.topic)) for p in hand_off.partitions),
@@ -118,7 +126,10 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     state = cluster_state(spec)
     append_time = frozenset(name for name, configs in (state or {}).get("configs", {}).get("TOPIC", {}).items()
                             if configs.get("message.timestamp.type") == "LogAppendTime")
-    return SourcePlan(parts, _descriptions(spec, parts, state), append_time)
+    compacted = None if state is None else frozenset(
+        name for name, configs in state.get("configs", {}).get("TOPIC", {}).items()
+        if "compact" in (configs.get("cleanup.policy") or ""))
+    return SourcePlan(parts, _descriptions(spec, parts, state), append_time, compacted)
 
 
 def _descriptions(spec: RestoreSpec, parts: List[SourcePartition], state: Optional[dict]

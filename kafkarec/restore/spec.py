@@ -37,7 +37,8 @@ class RestoreSpec:
     """One restore, settled.
 
     ``source``: the history (a log directory, a URI, as :class:`kafkarec.scan.LogScan` reads it);
-    ``target``: the target cluster's bootstrap servers; ``topics``: the source topics restored
+    ``target``: the target cluster's bootstrap servers (None only for a dry run that reads no
+    target: :func:`kafkarec.restore.dry_run`; every client of the target refuses it); ``topics``: the source topics restored
     (None: every topic but Kafka's ``__*``); ``rename``: ``((source topic, target topic), ...)``;
     ``end_time``: ms since the epoch, each partition ends at the last stable offset at the first
     record at or after it (None: at the end of the log); ``restore_id``: names the restore's progress
@@ -50,9 +51,12 @@ class RestoreSpec:
     restored, ``end_time`` when given, else None: the end of the log);
     ``share_groups_acknowledge``: after the share groups' start offsets are set on the target,
     acknowledge each share group's records past its start offset there as the source's group had
-    (:func:`kafkarec.restore.shares.acknowledge`)."""
+    (:func:`kafkarec.restore.shares.acknowledge`); ``bootstrap``: the running source cluster's
+    bootstrap servers, asked for each partition's log start and last stable offset
+    (:func:`kafkarec.lakehouse.handoff.plan_hand_off`: the log directory's checkpoint lags a
+    ``deleteRecords``)."""
     source: str
-    target: str
+    target: Optional[str]
     topics: Optional[Tuple[str, ...]] = None
     rename: Tuple[Tuple[str, str], ...] = ()
     end_time: Optional[int] = None
@@ -64,21 +68,24 @@ class RestoreSpec:
     timeout: float = 30.0
     groups_as_of: Optional[int] = None
     share_groups_acknowledge: bool = False
+    bootstrap: Optional[str] = None
 
     @classmethod
-    def of(cls, source: str, target: str, *, topics: Union[str, Iterable[str], None] = None,
+    def of(cls, source: str, target: Optional[str], *, topics: Union[str, Iterable[str], None] = None,
            rename: Union[Mapping[str, str], Iterable[str], None] = None, end_time=None,
            restore_id: str = "default", transaction_records: int = 1000,
            target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
            tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None,
-           share_groups_acknowledge: bool = False) -> "RestoreSpec":
+           share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
-        ISO 8601."""
+        ISO 8601; ``target`` None for a dry run that reads no target."""
         if not source:
             raise UsageError("restore: no source history given")
-        if not target or not str(target).strip():
+        if target is not None and not str(target).strip():
             raise UsageError("restore: no target cluster given (its bootstrap servers, host:port)")
+        if bootstrap is not None and not str(bootstrap).strip():
+            raise UsageError("restore: --bootstrap names no source cluster (its bootstrap servers, host:port)")
         names = None
         if topics is not None:
             items = topics.split(",") if isinstance(topics, str) else list(topics)
@@ -110,10 +117,10 @@ class RestoreSpec:
         end = None if end_time is None else _time(end_time, "end time")
         # the groups as the restored history leaves them: at its end, --end-time's when given
         as_of = end if groups_as_of is None else _time(groups_as_of, "groups as of")
-        return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
+        return cls(str(source), None if target is None else str(target).strip(), names, tuple(sorted(pairs.items())),
                    end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
-                   as_of, bool(share_groups_acknowledge))
+                   as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip())
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""
@@ -132,6 +139,9 @@ class RestoreSpec:
 
     def client_config(self, **extra) -> dict:
         """librdkafka's configuration of a client of the target."""
+        if self.target is None:
+            raise UsageError("restore: no target cluster given (its bootstrap servers, host:port): only a dry "
+                             "run reads none")
         conf = {"bootstrap.servers": self.target, "log_level": 0, "socket.timeout.ms": int(self.timeout * 1000)}
         conf.update(dict(self.target_properties))
         conf.update(extra)

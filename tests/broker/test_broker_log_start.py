@@ -20,7 +20,6 @@ import pytest
 
 from support import deleted_records
 from support import produce
-from support.kafka_broker import copy_live_dir
 from support.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -174,31 +173,6 @@ def test_include_deleted_records_reads_the_files(broker_data, log_dir):
 LAG_TOPIC = "log-start-lag"
 
 
-def _stale_checkpoint_dir(kafka_broker, dest):
-    """A topic written through the live broker, ``deleteRecords`` to offset 25, and the log dir as
-    it stands until the broker next rewrites ``log-start-offset-checkpoint`` (every
-    log.flush.start.offset.checkpoint.interval.ms: 60 s by default, 1 s on the session broker, which
-    other tests need): the partition's files after the call, the checkpoint from before it.  The
-    copy fixes that window, so the test does not race the broker's scheduler."""
-    import shutil
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import NewTopic
-    admin = produce._admin(kafka_broker.bootstrap)
-    for f in admin.create_topics([NewTopic(LAG_TOPIC, 1, 1)], operation_timeout=30, request_timeout=30).values():
-        f.result(timeout=30)
-    produce.produce_confluent(kafka_broker.bootstrap, LAG_TOPIC, 60, rounds=1, pause=0)
-    os.makedirs(dest)
-    checkpoint = os.path.join(kafka_broker.log_dir, deleted_records.CHECKPOINT)
-    shutil.copy(checkpoint, dest)                          # before the deleteRecords
-    shutil.copy(os.path.join(kafka_broker.log_dir, "meta.properties"), dest)
-    future, = admin.delete_records([TopicPartition(LAG_TOPIC, 0, 25)], operation_timeout=30,
-                                   request_timeout=30).values()
-    assert future.result(timeout=30).low_watermark == 25
-    copy_live_dir(kafka_broker.partition_dir(LAG_TOPIC, 0), os.path.join(dest, f"{LAG_TOPIC}-0"))
-    assert (LAG_TOPIC, 0) not in produce._checkpoint(os.path.join(dest, deleted_records.CHECKPOINT))
-    return dest
-
-
 def test_with_bootstrap_the_backfill_starts_at_the_brokers_earliest_and_the_audit_flags_rows_below_it(
         kafka_broker, tmp_path, capfd):
     """Issue 49 finding 12: 3 s after a deleteRecords the checkpoint still said 0, the backfill wrote
@@ -208,7 +182,7 @@ def test_with_bootstrap_the_backfill_starts_at_the_brokers_earliest_and_the_audi
     from kafkarec.cli.main import main
     from kafkarec.lakehouse import DeltaTarget, backfill, hand_off_points, read_positions
     from kafkarec.lakehouse.audit import audit
-    log = _stale_checkpoint_dir(kafka_broker, str(tmp_path / "log"))
+    log = deleted_records.stale_checkpoint_dir(kafka_broker, str(tmp_path / "log"), LAG_TOPIC)
     bootstrap = kafka_broker.bootstrap
     assert hand_off_points(log, topics=LAG_TOPIC)[(LAG_TOPIC, 0)] == (0, 60)          # the lag
     assert hand_off_points(log, topics=LAG_TOPIC, bootstrap=bootstrap)[(LAG_TOPIC, 0)] == (25, 60)

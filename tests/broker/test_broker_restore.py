@@ -542,3 +542,27 @@ def test_twenty_restores_into_topics_created_just_before(restore_target_broker, 
         assert result.created_topics == [f"rs-fresh-{i}"], i
         assert [(s.records, s.status) for s in result.partitions] == [(1, "written")], i
         assert result.offset_map.target_offset("fresh", 0, 0) == 0 and result.offset_map.ends[("fresh", 0)] == (1, 2)
+
+
+def test_bootstrap_starts_at_the_brokers_log_start_after_delete_records(kafka_broker, tmp_path, capfd):
+    """Issue 69 item 2: a live source's log dir read while its checkpoint still names the start
+    before a deleteRecords (to 25).  Alone, the files say [0, 60); with --bootstrap the source broker's
+    ListOffsets EARLIEST is the start, so the restore writes only what the source's consumers read.
+    Source and target are the session broker (the restore renames the topic): no second broker."""
+    from kafkarec.cli.main import main
+    from support import deleted_records, produce
+    topic = "rs-log-start-lag"
+    log = deleted_records.stale_checkpoint_dir(kafka_broker, str(tmp_path / "log"), topic)
+    b = kafka_broker.bootstrap
+    assert main(["restore", log, "--dry-run", "--topics", topic]) == 0
+    assert capfd.readouterr().out.startswith(f"{topic}-0 -> {topic}-0 [0, 60) 60 records full\n")
+    assert main(["restore", log, "--dry-run", "--topics", topic, "--bootstrap", b]) == 0
+    assert capfd.readouterr().out.startswith(f"{topic}-0 -> {topic}-0 [25, 60) 35 records full\n")
+    consumer = produce.consume(b, [topic], "read_committed")
+    assert [r[2] for r in consumer] == list(range(25, 60))
+    assert main(["restore", log, "--bootstrap", b, "--target-bootstrap", b, "--topics", topic, "--rename",
+                 f"{topic}={topic}-r", "--restore-id", "lag", "--no-groups", "--verify"]) == 0
+    assert capfd.readouterr().out.splitlines() == [
+        f"{topic}-0 -> {topic}-r-0 [25, 60) 35 records written",
+        "verified: 35 records, 0 group positions, 0 share group positions, 0 problem(s)"]
+    assert [r[:2] for r in _committed(b, f"{topic}-r")[0]] == [(r[3], r[4]) for r in consumer]

@@ -144,3 +144,30 @@ def wait_deleted(log_dir: str, starts: Dict[Tuple[str, int], int], timeout: floa
                                f"segments below them within {timeout} s: checkpoint {written}, "
                                f"segments starting at or below them after the first {below}")
         time.sleep(0.3)
+
+
+def stale_checkpoint_dir(kafka_broker, dest: str, topic: str) -> str:
+    """``topic`` (one partition, 60 records) written through the live broker, ``deleteRecords`` to
+    offset 25, and the log dir as it stands until the broker next rewrites
+    ``log-start-offset-checkpoint`` (every
+    log.flush.start.offset.checkpoint.interval.ms: 60 s by default, 1 s on the session broker, which
+    other tests need): the partition's files after the call, the checkpoint from before it.  The
+    copy fixes that window, so the test does not race the broker's scheduler."""
+    import shutil
+    from support.kafka_broker import copy_live_dir
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import NewTopic
+    admin = produce._admin(kafka_broker.bootstrap)
+    for f in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30, request_timeout=30).values():
+        f.result(timeout=30)
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 60, rounds=1, pause=0)
+    os.makedirs(dest)
+    checkpoint = os.path.join(kafka_broker.log_dir, CHECKPOINT)
+    shutil.copy(checkpoint, dest)                          # before the deleteRecords
+    shutil.copy(os.path.join(kafka_broker.log_dir, "meta.properties"), dest)
+    future, = admin.delete_records([TopicPartition(topic, 0, 25)], operation_timeout=30,
+                                   request_timeout=30).values()
+    assert future.result(timeout=30).low_watermark == 25
+    copy_live_dir(kafka_broker.partition_dir(topic, 0), os.path.join(dest, f"{topic}-0"))
+    assert (topic, 0) not in produce._checkpoint(os.path.join(dest, CHECKPOINT))
+    return dest
