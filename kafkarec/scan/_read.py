@@ -15,6 +15,7 @@ whole log.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import os
@@ -696,9 +697,10 @@ class OffsetOrder:
             e["message"] = format_error(e, where)
         if self.failfast:
             raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
-        for e in errors:
-            yield "error", e
+        pending = collections.deque(errors)        # in log order, each before the rows after it
         for part in without_spans(piece, sorted(bad)):
+            while pending and pending[0]["position"] < part.position:
+                yield "error", pending.popleft()
             for kind, item in redecode(part):
                 if kind != "batch":
                     if (item.get("position"), item.get("error")) not in yielded:
@@ -711,6 +713,8 @@ class OffsetOrder:
                 if item.num_rows:
                     self._advance(pc, off, held, log_key)
                     yield kind, item
+        while pending:
+            yield "error", pending.popleft()
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a

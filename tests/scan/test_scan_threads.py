@@ -447,3 +447,23 @@ def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch
         assert next(reader).column("offset")[0].as_py() == 5
         reader.close()
         assert 1 <= len(loads) <= 1 + READ_AHEAD_RANGES, (threads, limit, len(loads))
+
+
+def test_an_offset_order_error_row_comes_where_its_batch_is_whatever_the_window(tmp_path, monkeypatch):
+    """PERMISSIVE: a batch whose offsets go back is an error row at its place in the log, after the
+    rows of the batches before it, read as one window or as a window a batch (a fuzz finding: a
+    window's OffsetOrderError rows came before the rows preceding them)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    first = kafkarec.build_batch([b"a1", b"a2"], timestamps=[1, 2], base_offset=10)
+    (folder / "00000000000000000000.log").write_bytes(
+        first + kafkarec.build_batch([b"b"], timestamps=[3], base_offset=4)
+        + kafkarec.build_batch([b"c"], timestamps=[4], base_offset=20))
+
+    def offsets_and_errors():
+        t = LogScan(str(tmp_path), mode="PERMISSIVE", threads=1).to_table()
+        return list(zip(t.column("offset").to_pylist(), [e is not None for e in t.column("_corrupt_record").to_pylist()]))
+    whole = offsets_and_errors()
+    assert whole == [(10, False), (11, False), (None, True), (20, False)]
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", len(first))
+    assert offsets_and_errors() == whole
