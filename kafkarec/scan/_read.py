@@ -22,7 +22,7 @@ import os
 from typing import Callable, List, NamedTuple, Optional
 
 from kafkarec._extras import require
-from kafkarec.errors import DecodeError, MalformedBatchError, SelectionError
+from kafkarec.errors import DecodeError, MalformedBatchError, OffsetOrderError, SelectionError
 from kafkarec.scan._config import FileFinding, ScanConfig
 from kafkarec.scan._decode import decode_range
 
@@ -611,20 +611,33 @@ class OffsetOrder:
         start_last = self.last.get(log_key)     # what the piece's first batch must follow
         yielded = set()     # error positions already handed on
         done = None         # the largest offset handed on from this piece
-        for kind, item in items:
-            if kind != "batch":
-                yielded.add((item.get("position"), item.get("error")))
-                yield kind, item
-                continue
-            off = item.column("offset")
-            if self._fits(pc, off, held, self.last.get(log_key)):
-                done = self._advance(pc, off, held, log_key)
-                yield kind, item
-                continue
-            items.close()
-            yield from self._slow(piece, held, log_key, where, topic, partition, redecode, start_last,
-                                  done, yielded)
-            return
+        try:
+            for kind, item in items:
+                if kind != "batch":
+                    yielded.add((item.get("position"), item.get("error")))
+                    yield kind, item
+                    continue
+                off = item.column("offset")
+                if self._fits(pc, off, held, self.last.get(log_key)):
+                    done = self._advance(pc, off, held, log_key)
+                    yield kind, item
+                    continue
+                items.close()
+                yield from self._slow(piece, held, log_key, where, topic, partition, redecode, start_last,
+                                      done, yielded)
+                return
+        except (DecodeError, MalformedBatchError) as exc:
+            # FAILFAST: decoding raised at a byte past a batch whose offsets go back, whose rows it
+            # held in a chunk not yet handed on: the earlier batch fails the read, as it does when
+            # its chunk is handed on first (a smaller window)
+            at = exc.position if isinstance(exc, DecodeError) else getattr(exc.__cause__, "position", None)
+            if self.failfast and at is not None and not isinstance(exc, OffsetOrderError):
+                _bad, errors = self._violations(piece, held, where, topic, partition, start_last)
+                earlier = [e for e in errors if e["position"] < at]
+                if earlier:
+                    raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): "
+                                           + earlier[0]["message"]) from None
+            raise
 
     def _fits(self, pc, off, held, last) -> bool:
         n = len(off)
@@ -656,11 +669,38 @@ class OffsetOrder:
     def _slow(self, piece, held, log_key, where, topic, partition, redecode, start_last, done, yielded):
         """The piece framed batch by batch from its start: the batches breaking the rule
         reported, the rest decoded again (rows up to ``done`` were handed on already)."""
-        from kafkarec.errors import DecodeError, OffsetOrderError
-        from kafkarec.log.segment import order_problem
         from kafkarec.log.storage import without_spans
-        from kafkarec.scan._decode import format_error
         pc = require("pyarrow.compute")
+        bad, errors = self._violations(piece, held, where, topic, partition, start_last)
+        if not bad:     # rows broke the rule where no whole batch does: refuse rather than guess
+            raise OffsetOrderError(f"Malformed Kafka record batch: {where}: offsets go back in "
+                                   f"{topic}-{partition} from byte {piece.position}")
+        if self.failfast:
+            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
+        pending = collections.deque(errors)        # in log order, each before the rows after it
+        for part in without_spans(piece, sorted(bad)):
+            while pending and pending[0]["position"] < part.position:
+                yield "error", pending.popleft()
+            for kind, item in redecode(part):
+                if kind != "batch":
+                    if (item.get("position"), item.get("error")) not in yielded:
+                        yield kind, item
+                    continue
+                off = item.column("offset")
+                if done is not None:
+                    item = item.filter(pc.greater(off, done))
+                    off = item.column("offset")
+                if item.num_rows:
+                    self._advance(pc, off, held, log_key)
+                    yield kind, item
+        while pending:
+            yield "error", pending.popleft()
+
+    def _violations(self, piece, held, where, topic, partition, start_last):
+        """``(spans, errors)`` of the piece's batches breaking the rule, framed batch by batch
+        from its start after ``start_last`` (up to where framing stops: decode_range reports that)."""
+        from kafkarec.log.segment import order_problem
+        from kafkarec.scan._decode import format_error
         k = self.kafkarec
         verify = self.options is None or self.options.verify_crc
         bad, errors = [], []
@@ -690,31 +730,9 @@ class OffsetOrder:
                                "batch_position": b.position, "batch_size": size})
         except DecodeError:
             pass                        # framing stops here: decode_range reports it
-        if not bad:     # rows broke the rule where no whole batch does: refuse rather than guess
-            raise OffsetOrderError(f"Malformed Kafka record batch: {where}: offsets go back in "
-                                   f"{topic}-{partition} from byte {piece.position}")
         for e in errors:
             e["message"] = format_error(e, where)
-        if self.failfast:
-            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
-        pending = collections.deque(errors)        # in log order, each before the rows after it
-        for part in without_spans(piece, sorted(bad)):
-            while pending and pending[0]["position"] < part.position:
-                yield "error", pending.popleft()
-            for kind, item in redecode(part):
-                if kind != "batch":
-                    if (item.get("position"), item.get("error")) not in yielded:
-                        yield kind, item
-                    continue
-                off = item.column("offset")
-                if done is not None:
-                    item = item.filter(pc.greater(off, done))
-                    off = item.column("offset")
-                if item.num_rows:
-                    self._advance(pc, off, held, log_key)
-                    yield kind, item
-        while pending:
-            yield "error", pending.popleft()
+        return bad, errors
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a

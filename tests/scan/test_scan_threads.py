@@ -467,3 +467,24 @@ def test_an_offset_order_error_row_comes_where_its_batch_is_whatever_the_window(
     assert whole == [(10, False), (11, False), (None, True), (20, False)]
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", len(first))
     assert offsets_and_errors() == whole
+
+
+def test_failfast_stops_at_the_first_problem_in_the_log_whatever_the_window(tmp_path, monkeypatch):
+    """FAILFAST: a batch whose offsets go back fails the read before a later byte that frames no
+    batch, read as one window (its rows held in a chunk when the framing error comes) or as a
+    window a batch (a fuzz finding of the threads target)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    first = kafkarec.build_batch([b"a1", b"a2"], timestamps=[1, 2], base_offset=10)
+    (folder / "00000000000000000000.log").write_bytes(
+        first + kafkarec.build_batch([b"b"], timestamps=[3], base_offset=4)
+        + kafkarec.build_batch([b"c"], timestamps=[4], base_offset=20) + b"\0" * 8 + b"\xff" * 5)
+
+    def failure():
+        with pytest.raises(MalformedBatchError) as info:
+            LogScan(str(tmp_path), mode="FAILFAST", threads=1).to_table()
+        return type(info.value).__name__, str(info.value)
+    whole = failure()
+    assert whole[0] == "OffsetOrderError" and f"byte {len(first)}" in whole[1]
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", len(first))
+    assert failure() == whole
