@@ -1,0 +1,82 @@
+"""Threads 1 against N: a log dir written from the fuzzer's bytes (``_logdir``: segments of batches
+at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(threads=1)`` and by
+``LogScan(threads=2..4)`` with windows of a few hundred bytes (``READ_WINDOW_BYTES`` lowered, so
+a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
+whole rows or the ``offset, timestamp`` projection (the meta-only walk): the same rows in the same
+order, the same error rows, and the same exception (class and message) after the same rows (in
+FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
+rows, at another the same rows or fewer or more of them, never others)."""
+import os
+import tempfile
+import warnings
+import logging
+
+import atheris
+
+from _harness import EXPECTED, run
+import _logdir
+from _logdir import pick
+
+from kafkarec.log import local
+from kafkarec.scan import LogScan
+
+ROOT = os.path.join(tempfile.mkdtemp(prefix="kafkarec-fuzz-threads-"), "logs")
+MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"])
+warnings.simplefilter("ignore")
+logging.getLogger("kafkarec").setLevel(logging.CRITICAL)
+
+
+def _plain(rb):
+    """A batch's rows as Python values, times as epoch milliseconds (no datetime: any long is
+    a valid CreateTime)."""
+    import pyarrow as pa
+    cols = {}
+    for name in rb.schema.names:
+        col = rb.column(rb.schema.get_field_index(name))
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        cols[name] = col.to_pylist()
+    return [tuple(cols[n][i] for n in rb.schema.names) for i in range(rb.num_rows)]
+
+
+def read(mode: str, columns, threads: int):
+    """``(rows, error)``: every row read before the error (class name and message) or the end."""
+    rows = []
+    try:
+        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads):
+            rows += _plain(rb)
+    except EXPECTED as exc:
+        return rows, (type(exc).__name__, str(exc))
+    return rows, None
+
+
+def test_one_input(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    mode = pick(fdp, MODES)
+    columns = pick(fdp, PROJECTIONS)
+    threads = fdp.ConsumeIntInRange(2, 4)
+    window = fdp.ConsumeIntInRange(1, 600)
+    _logdir.write(fdp, ROOT)
+    want = read(mode, columns, 1)
+    saved = local.READ_WINDOW_BYTES
+    local.READ_WINDOW_BYTES = window
+    try:
+        got = read(mode, columns, threads)
+        alone = read(mode, columns, 1)
+    finally:
+        local.READ_WINDOW_BYTES = saved
+    if got != alone:
+        raise AssertionError(f"{mode} {columns}: window={window}: threads={threads} read\n{got}\n"
+                             f"threads=1 read\n{alone}")
+    # FAILFAST hands on the rows decoded before the damage, so how many come before the error
+    # depends on where windows and Arrow batches end: one read's rows are the other's first rows
+    rows, error = alone
+    if error != want[1] or (rows != want[0] if error is None or mode != "FAILFAST" else
+                            rows[:len(want[0])] != want[0][:len(rows)]):
+        raise AssertionError(f"{mode} {columns}: threads=1 window={window} read\n{alone}\n"
+                             f"threads=1 with the default window read\n{want}")
+
+
+if __name__ == "__main__":
+    run(test_one_input)
