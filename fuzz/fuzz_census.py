@@ -12,7 +12,11 @@
 Two census findings of issue 67 are open elsewhere (43: damaged batches told apart by position
 alone, not by file; 44: a header key's ``records`` counting headers, not records).  Each is
 detected once at start on its reproducer: while it is open, the oracle accepts the answer that
-finding gives; once mended, it demands the right one.
+finding gives; once mended, it demands the right one.  So is a third, in the reader: a find by key
+skips the offset-order check for batches it reads no row of (``_keyed_find_passes_order``); while
+it shows, a find by key over a log with an offset going back is not compared.  And a fourth: a
+read with a key bound describes unframed bytes otherwise than the plain read
+(``_keyed_read_frames_otherwise``); while it shows, a find by key's error rows are not compared.
 """
 import logging
 import os
@@ -65,6 +69,45 @@ def _open_findings():
 FINDING_43_OPEN, FINDING_44_OPEN = _open_findings()
 
 
+def _keyed_find_passes_order() -> bool:
+    """Whether ``find`` with a key still skips the offset-order check for the batches it reads no
+    row of (the reader checks the order on the rows it decodes, and a key bound decodes only the
+    matching ones): a batch at 10 of key a, then one going back to 4 of key b.  Its answer then
+    differs from the full read's: no error row for the batch going back when its key is not
+    asked, and its record returned when it is."""
+    path = os.path.join(BASE, "keyed")
+    _log(path, [("00000000000000000000.log", kafkarec.build_batch([b"a1"], [b"a"], [1], base_offset=10)
+                 + kafkarec.build_batch([b"b1"], [b"b"], [2], base_offset=4))])
+    return [r.get("offset") for r in find(path, key=b"b")] == [4]
+
+
+KEYED_FIND_PASSES_ORDER = _keyed_find_passes_order()
+
+#: 137 bytes that frame no batch (the fuzzer's: a batch header of magic 12 before a gzip stream)
+_UNFRAMED = bytes.fromhex(
+    "a7000000000000000000006b000000000c00000074ffffffff02cce668b200010000000200000000000009390000000000"
+    "000a44ffffffffffffffffffffffffffff000000031f8b08000000000000ff53606060604ae4c94b4d4dc94965624a6734"
+    "6298c6c2c4929824f01f22c6c0c294c15401c4954a0c9f555880328c70110022517fd13d000000")
+
+
+def _keyed_read_frames_otherwise() -> bool:
+    """Whether a read with a key bound still describes bytes that frame no batch otherwise than
+    the plain read: on ``_UNFRAMED`` the plain read gives one error row ("the 137 bytes from byte
+    0 to byte 137 could not be framed"), a keyed read (``Bounds.of(keys=[...])``, find's) two
+    ("the 119 bytes from byte 0 to byte 119", then a TruncatedError at byte 119)."""
+    from kafkarec.scan import Bounds
+    path = os.path.join(BASE, "unframed")
+    _log(path, [("00000000000000000000.log", _UNFRAMED)])
+
+    def errors(keys):
+        t = LogScan(path, mode="PERMISSIVE", bounds=Bounds.of(keys=keys)).to_table()
+        return [e for e in t.column("_corrupt_record").to_pylist() if e]
+    return errors(None) != errors([b"zz"])
+
+
+KEYED_READ_FRAMES_OTHERWISE = _keyed_read_frames_otherwise()
+
+
 def full_read():
     """Every row of a PERMISSIVE read (read_uncommitted: no transaction is written) as dicts,
     times as epoch milliseconds."""
@@ -110,6 +153,9 @@ def check_find(fdp, rows) -> None:
     tests = [t for t in tests if t[1] == "present" or kw[{"equals": "headers", "contains": "header_contains",
                                                           "regex": "header_regex"}[t[1]]][t[0]] == t[2]]
     got = list(find(ROOT, **kw))
+    if key is not None and KEYED_FIND_PASSES_ORDER and any(
+            "OffsetOrderError" in (r["_corrupt_record"] or "") for r in rows):
+        return          # the open finding above: not compared
     want = [{"topic": r["topic"], "partition": r["partition"], "offset": r["offset"], "timestamp": r["timestamp"],
              "key": r["key"], "value": r["value"], "headers": [(h["key"], h["value"]) for h in (r["headers"] or ())]}
             for r in rows if r["_corrupt_record"] is None
@@ -120,6 +166,8 @@ def check_find(fdp, rows) -> None:
     got_records = [r for r in got if "error" not in r]
     if got_records != want:
         raise AssertionError(f"find {kw}:\n{got_records}\nthe full read filtered:\n{want}")
+    if key is not None and KEYED_READ_FRAMES_OTHERWISE:
+        return          # the open finding above: error rows not compared
     got_errors = sorted((r["topic"], r["partition"], r["error"]) for r in got if "error" in r)
     want_errors = sorted((r["topic"], r["partition"], r["_corrupt_record"]) for r in rows
                          if r["_corrupt_record"] is not None)
