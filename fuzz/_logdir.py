@@ -6,6 +6,7 @@ segments of one to four batches, each batch
   headers (repeated names among them, as ``Headers.add`` allows) and timestamps come from small
   alphabets, so that finds and counts have something to match;
 * a legacy v0/v1 message set (uncompressed or gzip);
+* a transaction's records (producer 7 or 8) and its end, a COMMIT or ABORT marker;
 * any of these damaged: a byte changed (a broken CRC, or a length, or framing), or cut short;
 * or the fuzzer's bytes as they come.
 
@@ -17,7 +18,7 @@ import os
 import shutil
 
 import kafkarec
-from kafkarec import Compression
+from kafkarec import Compression, ControlRecordType
 from kafkarec._core import LegacyBatchBuilder
 
 TOPIC = "t"
@@ -39,10 +40,23 @@ def _records(fdp, n):
 
 def _v2(fdp, base: int):
     records = _records(fdp, fdp.ConsumeIntInRange(1, 4))
-    b = kafkarec.RecordBatchBuilder(compression=pick(fdp, CODECS), base_offset=base)
+    # a transaction's records (producer 7 or 8), ended by a marker of _marker, or plain ones
+    producer = pick(fdp, (-1, -1, 7, 8))
+    b = kafkarec.RecordBatchBuilder(compression=pick(fdp, CODECS), base_offset=base, producer_id=producer,
+                                    producer_epoch=0 if producer >= 0 else -1, base_sequence=0 if producer >= 0 else -1,
+                                    is_transactional=producer >= 0)
     for value, key, ts, headers in records:
         b.append(value, key, timestamp=ts, headers=headers)
     return b.build(), len(records)
+
+
+def _marker(fdp, base: int):
+    """A transaction's end: COMMIT or ABORT of producer 7 or 8 (one may end none)."""
+    b = kafkarec.RecordBatchBuilder(base_offset=base, producer_id=pick(fdp, (7, 8)), producer_epoch=0,
+                                    is_transactional=True, is_control=True)
+    b.append_control(pick(fdp, (ControlRecordType.COMMIT, ControlRecordType.ABORT)), {"coordinatorEpoch": 1},
+                     timestamp=fdp.ConsumeIntInRange(0, 3000))
+    return b.build(), 1
 
 
 def _legacy(fdp, base: int):
@@ -57,10 +71,10 @@ def _legacy(fdp, base: int):
 
 def _batch(fdp, base: int):
     """One batch's bytes and how many offsets it takes."""
-    kind = fdp.ConsumeIntInRange(0, 9)
+    kind = fdp.ConsumeIntInRange(0, 10)
     if kind == 9:
         return fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 80)), 1
-    data, n = _legacy(fdp, base) if kind == 8 else _v2(fdp, base)
+    data, n = _legacy(fdp, base) if kind == 8 else _marker(fdp, base) if kind == 10 else _v2(fdp, base)
     damage = fdp.ConsumeIntInRange(0, 7)
     if damage == 6 and data:                       # a byte changed
         raw = bytearray(data)
