@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta] [--floor]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv] [--floor]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -11,6 +11,8 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
 
 * ``all columns``: every row and column into the engine (Polars ``collect()``, DuckDB
   ``to_arrow_table()``) -- kafkarec decodes every batch, Parquet every column chunk;
+* ``offset, timestamp, key, value`` (``--queries kv``): the columns analysts select -- kafkarec
+  decodes every record whole (its headers left out), Parquet reads four column chunks;
 * ``offset, timestamp``: two columns only -- kafkarec still walks every record (a v2 record's offset
   and timestamp are varint deltas inside it), Parquet reads two column chunks.
 
@@ -85,7 +87,8 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--headers", type=int, default=0, help="headers a record")
     ap.add_argument("--queries", default="all,meta",
-                    help="which queries: all (every column), meta (offset, timestamp), comma-separated")
+                    help="which queries: all (every column), meta (offset, timestamp), kv (offset, timestamp, "
+                         "key, value: the columns analysts select), comma-separated")
     ap.add_argument("--floor", action="store_true",
                     help="with meta: also the reader alone and each engine taking ready batches")
     args = ap.parse_args(argv)
@@ -119,6 +122,13 @@ def main(argv=None) -> int:
                 ("DuckDB", "kafkarec"): lambda: con.sql("SELECT * FROM logs").to_arrow_table(),
                 ("DuckDB", "Parquet"): lambda: con.sql("SELECT * FROM records").to_arrow_table(),
             },
+            "offset, timestamp, key, value": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).select("offset", "timestamp", "key", "value").collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select("offset", "timestamp", "key",
+                                                                               "value").collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql('SELECT "offset", timestamp, key, value FROM logs').to_arrow_table(),
+                ("DuckDB", "Parquet"): lambda: con.sql('SELECT "offset", timestamp, key, value FROM records').to_arrow_table(),
+            },
             "offset, timestamp": {
                 ("Polars", "kafkarec"): lambda: scan_log(logs).select("offset", "timestamp").collect(),
                 ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select("offset", "timestamp").collect(),
@@ -128,7 +138,7 @@ def main(argv=None) -> int:
         }
         if args.floor:
             queries["offset, timestamp"].update(_floor_runs(logs, con))
-        wanted = {"all": "all columns", "meta": "offset, timestamp"}
+        wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value"}
         chosen = {wanted[q] for q in args.queries.split(",")}
         queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []

@@ -15,6 +15,10 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
 * ``bulk`` - ``build_batch`` from lists;
 * ``meta`` - ``iter_arrow(columns=["offset", "timestamp"])``, the meta-only walk (the Arrow
   columns of two int64 and what a chunk costs, no key, value or header read past its length);
+* ``rows`` - ``iter_arrow(data)``, every record whole into Arrow columns (the full decode's loop,
+  run without the GIL for these batches of more than 16 KiB; the chunks not concatenated);
+* ``kv`` - ``iter_arrow(columns=["offset", "timestamp", "key", "value"])``, the columns analysts
+  select (no header column built);
 * ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
   ``bench_internal.py`` makes them, less ``to_arrow`` of the same bytes: the typed-column step alone.
 
@@ -54,6 +58,12 @@ for _ in range(n):
                 r.offset, r.timestamp, r.key, r.value, r.headers
     elif mode == "meta":
         for rb in kafkarec.iter_arrow(data, columns=["offset", "timestamp"]):
+            pass
+    elif mode == "rows":
+        for rb in kafkarec.iter_arrow(data):
+            pass
+    elif mode == "kv":
+        for rb in kafkarec.iter_arrow(data, columns=["offset", "timestamp", "key", "value"]):
             pass
     elif mode == "to_arrow":
         kafkarec.to_arrow(data)

@@ -115,10 +115,16 @@ cdef class _ArrowColumns:
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
     cdef _Column batch_size, delete_horizon_ms       # the batch's bytes; the cleaner's horizon or null
     cdef _KeySet keys               # the keys kept (None: every record)
+    # whether the full decode's loop copies each record's key, value and headers: a projection
+    # without one of them leaves that column empty (rows of b"" or null), dropped by finish
+    cdef bint want_key, want_value, want_headers
 
-    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None):
+    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None):
         pa = pyarrow()
         self.keys = keys
+        self.want_key = projection is None or "key" in projection
+        self.want_value = projection is None or "value" in projection
+        self.want_headers = projection is None or "headers" in projection
         header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
         self.lean = lean
@@ -296,88 +302,221 @@ cdef object constant_string_column(str value, Py_ssize_t n):
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
-                        bint strict, bint crc_after) except -1:
-    """All records of one v2 batch, written through raw pointers: the per-row
-    columns into space reserved up front (a batch cannot hold more rows than
-    its payload has 7-byte minimal records), key and value bytes into space
-    checked per record.  The rows are committed (col_commit) when the batch is
-    complete, so a batch that fails half way leaves the columns as they were
-    (headers, appended as they come, are cut back by _ArrowColumns.truncate).
-    With crc_after the CRC is checked after decoding, before the commit:
-    decoding then pulls the bytes into cache and the CRC runs over cached bytes."""
+# What the full decode's record loop (full_rows) stops for.
+cdef enum:
+    ROWS_DONE = 0       # the batch's records read (or the rows reserved for it used up)
+    ROWS_FAULT = 1      # a record the scanner refuses (described in it._fault)
+    ROWS_SLOW = 2       # a record left to the GIL's path (full_row_gil), not moved past: a column
+                        # needs more room, or a header key is not UTF-8 (Java's replacement is a str)
+
+
+cdef struct FullRows:
+    # One v2 batch's records going into the full row's columns (add_v2_records): where the loop
+    # is and the raw room reserved in each column, so that the loop (full_rows) touches no Python
+    # object and runs without the GIL.  The rows are committed when the batch is complete; the
+    # header columns' entries are appended as they come (headers_out writes their sizes back).
+    const uint8_t *pos
+    const uint8_t *end
+    Py_ssize_t row
+    Py_ssize_t end_row
+    int32_t ts_type
+    bint strict
+    bint want_key           # (_ArrowColumns'): a column not wanted is left empty
+    bint want_value
+    bint want_headers
+    int32_t *ko
+    int32_t *vo
+    int64_t *offs
+    int64_t *tss
+    int32_t *tts
+    int32_t *hoff
+    uint8_t *kvalid
+    uint8_t *vvalid
+    uint8_t *hvalid
+    uint8_t *kdata
+    uint8_t *vdata
+    Py_ssize_t kpos
+    Py_ssize_t kcap
+    Py_ssize_t vpos
+    Py_ssize_t vcap
+    Py_ssize_t key_nulls
+    Py_ssize_t value_nulls
+    Py_ssize_t with_headers
+    # the header columns: header_key (string, never null) and header_value (binary, nullable),
+    # one entry each per header, and their struct (header_entries), as long as both
+    Py_ssize_t entries
+    uint8_t *hk_data
+    Py_ssize_t hk_size
+    Py_ssize_t hk_cap
+    uint8_t *hk_offs
+    Py_ssize_t hk_offs_size
+    Py_ssize_t hk_offs_cap
+    uint8_t *hv_data
+    Py_ssize_t hv_size
+    Py_ssize_t hv_cap
+    uint8_t *hv_offs
+    Py_ssize_t hv_offs_size
+    Py_ssize_t hv_offs_cap
+    uint8_t *hv_valid
+    Py_ssize_t hv_valid_cap
+    Py_ssize_t hv_nulls
+
+
+cdef inline void headers_in(_ArrowColumns cols, FullRows *st) noexcept:
+    """The header columns' room as they are now, into st."""
+    cdef _Column hk = cols.header_key, hv = cols.header_value
+    st.entries = cols.header_entries.length
+    st.hk_data = hk.values.data
+    st.hk_size = hk.values.size
+    st.hk_cap = hk.values.capacity
+    st.hk_offs = hk.offsets.data
+    st.hk_offs_size = hk.offsets.size
+    st.hk_offs_cap = hk.offsets.capacity
+    st.hv_data = hv.values.data
+    st.hv_size = hv.values.size
+    st.hv_cap = hv.values.capacity
+    st.hv_offs = hv.offsets.data
+    st.hv_offs_size = hv.offsets.size
+    st.hv_offs_cap = hv.offsets.capacity
+    st.hv_valid = hv.valid.data
+    st.hv_valid_cap = hv.valid.capacity
+    st.hv_nulls = hv.nulls
+
+
+cdef inline void headers_out(_ArrowColumns cols, FullRows *st) noexcept:
+    """The header entries full_rows appended, counted in the header columns."""
+    cdef _Column hk = cols.header_key, hv = cols.header_value
+    hk.values.size = st.hk_size
+    hk.offsets.size = st.hk_offs_size
+    hk.length = st.entries
+    hv.values.size = st.hv_size
+    hv.offsets.size = st.hv_offs_size
+    hv.valid.size = (st.entries + 7) >> 3
+    hv.nulls = st.hv_nulls
+    hv.length = st.entries
+    cols.header_entries.length = st.entries
+
+
+cdef inline int put_headers(FullRows *st, RecordView *v) noexcept nogil:
+    """A record's headers appended to the header columns as add_headers appends them; 0, or
+    ROWS_SLOW with nothing appended: a column lacks room (or would pass 2 GiB), or a header key is
+    not UTF-8 outside strict reads (Java's replacement builds a str: the GIL's path does it).
+    The scanner has read every varint and length of the headers, but the bytes may be a map of
+    a file another process writes, read again without the GIL: every length is checked once
+    more, and anything other than what the scanner saw goes to the GIL's path, whose checked
+    cursor raises (nothing is read or written past the record or the room)."""
+
+    cdef Py_ssize_t room = v.headers_end - v.headers     # keys and values together are shorter
+    cdef Py_ssize_t n = v.header_count, e
+    cdef const uint8_t *p = v.headers
+    cdef const uint8_t *kp
+    cdef int32_t i, klen, vlen, at
+    cdef Py_ssize_t hk_size = st.hk_size, hk_offs_size = st.hk_offs_size
+    cdef Py_ssize_t hv_size = st.hv_size, hv_offs_size = st.hv_offs_size, hv_nulls = st.hv_nulls
+    if (hk_size + room + KAFKAREC_COPY_SLACK > st.hk_cap or hv_size + room + KAFKAREC_COPY_SLACK > st.hv_cap
+            or hk_offs_size + 4 * n > st.hk_offs_cap or hv_offs_size + 4 * n > st.hv_offs_cap
+            or ((st.entries + n + 7) >> 3) + 1 > st.hv_valid_cap
+            or hk_size + room + KAFKAREC_COPY_SLACK > INT32_LIMIT
+            or hv_size + room + KAFKAREC_COPY_SLACK > INT32_LIMIT):
+        return ROWS_SLOW
+    e = st.entries
+    for i in range(n):
+        if take_varint(&p, v.headers_end, False, &klen) != VARINT_OK or klen < 0 or klen > v.headers_end - p:
+            return ROWS_SLOW
+        kp = p
+        p += klen
+        if not st.strict and not is_utf8(kp, klen):     # (strict: the scanner refused it)
+            return ROWS_SLOW        # nothing counted yet: st's sizes are as they were
+        kafkarec_copy_short(st.hk_data + hk_size, kp, klen, st.end)
+        hk_size += klen
+        at = <int32_t>hk_size
+        memcpy(st.hk_offs + hk_offs_size, &at, 4)
+        hk_offs_size += 4
+        if (take_varint(&p, v.headers_end, False, &vlen) != VARINT_OK
+                or (vlen >= 0 and vlen > v.headers_end - p)):
+            return ROWS_SLOW
+        if (e & 7) == 0:
+            st.hv_valid[e >> 3] = 0
+        if vlen >= 0:
+            kafkarec_copy_short(st.hv_data + hv_size, p, vlen, st.end)
+            p += vlen
+            hv_size += vlen
+            st.hv_valid[e >> 3] |= <uint8_t>(1 << (e & 7))
+        else:
+            hv_nulls += 1
+        at = <int32_t>hv_size
+        memcpy(st.hv_offs + hv_offs_size, &at, 4)
+        hv_offs_size += 4
+        e += 1
+    st.entries = e
+    st.hk_size = hk_size
+    st.hk_offs_size = hk_offs_size
+    st.hv_size = hv_size
+    st.hv_offs_size = hv_offs_size
+    st.hv_nulls = hv_nulls
+    return 0
+
+
+cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
+    """The records of st's batch into the full row's columns, through raw pointers into the room
+    reserved for them, until the batch's records are read (ROWS_DONE), a record is refused
+    (ROWS_FAULT) or one is left to the GIL's path (ROWS_SLOW, not moved past).  No Python object
+    is touched: a reader decoding windows on several threads decodes them at once."""
     cdef RecordView v
-    cdef _Column key = cols.key, value = cols.value
-    cdef _KeySet keys = cols.keys
-    cdef const uint8_t *payload_end = it._cur.end
-    cdef Py_ssize_t payload = payload_end - it._cur.pos
-    cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
-    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row
-    cdef Py_ssize_t key_nulls = 0, value_nulls = 0, with_headers = 0
-    cdef int32_t *ko
-    cdef int32_t *vo
-    cdef uint8_t *kvalid
-    cdef uint8_t *vvalid
-    cdef uint8_t *hvalid
-    cdef int64_t *offs
-    cdef int64_t *tss
-    cdef int32_t *tts
-    cdef int32_t *hoff
-    cdef uint8_t *kdata
-    cdef uint8_t *vdata
-    cdef Py_ssize_t kpos, vpos, kcap, vcap
-    cdef const uint8_t *pos = it._cur.pos
-    if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
-        raise ColumnOverflowError("binary column over 2 GiB")
-    if cols.batch_columns:
-        # The rare wide layout keeps the general path.
-        while it._remaining > 0:
-            parse_v2_record(it, &v)
-            cols.add(&v, ts_type, b, strict)
-        return 0
-    ko = <int32_t *>reserve_tail(key.offsets, rows * 4, False)
-    vo = <int32_t *>reserve_tail(value.offsets, rows * 4, False)
-    offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
-    tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
-    tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
-    hoff = <int32_t *>reserve_tail(cols.headers.offsets, rows * 4, False)
-    kdata = key.values.data             # indexed by absolute column position
-    vdata = value.values.data
-    kcap = key.values.capacity
-    vcap = value.values.capacity
-    kvalid = reserve_bits(key.valid, r0, rows, True)
-    vvalid = reserve_bits(value.valid, r0, rows, True)
-    hvalid = reserve_bits(cols.headers.valid, r0, rows, False)
-    kpos = key.values.size
-    vpos = value.values.size
-    end_row = r0 + rows
+    cdef const uint8_t *pos = st.pos
+    cdef const uint8_t *end = st.end
+    cdef const uint8_t *start
+    cdef int32_t remaining
+    cdef int64_t prev_delta
+    cdef int status = ROWS_DONE
+    cdef Py_ssize_t row = st.row, end_row = st.end_row
+    cdef Py_ssize_t kpos = st.kpos, vpos = st.vpos, kcap = st.kcap, vcap = st.vcap
+    cdef uint8_t *kdata = st.kdata
+    cdef uint8_t *vdata = st.vdata
+    cdef int32_t *ko = st.ko
+    cdef int32_t *vo = st.vo
+    cdef int64_t *offs = st.offs
+    cdef int64_t *tss = st.tss
+    cdef int32_t *tts = st.tts
+    cdef int32_t *hoff = st.hoff
+    cdef int32_t ts_type = st.ts_type
+    cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
     while it._remaining > 0 and row < end_row:
-        # parse_v2_record_at, spelled out so the scanner inlines into this loop
-        if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
-            raise_record_fault(it)
-        if keys is not None and not keys.has(v.key, v.key_len):
-            continue
+        start = pos
+        remaining = it._remaining
+        prev_delta = it._prev_offset_delta
+        if unlikely(scan_v2_record(it, &v, &pos, end) != 0):
+            status = ROWS_FAULT
+            break
+        if not want_key:                # an empty key: nothing copied (the column is dropped)
+            v.key = start
+            v.key_len = 0
+        if not want_value:
+            v.value = start
+            v.value_len = 0
+        if not want_headers:
+            v.header_count = 0
+        if unlikely((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
+                    or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)
+                    or (v.header_count != 0 and put_headers(st, &v) != 0)):
+            # (the headers are put last of these tests: when they are put the row is written)
+            pos = start                     # the record again, by the GIL's path
+            it._remaining = remaining
+            it._prev_offset_delta = prev_delta
+            status = ROWS_SLOW
+            break
         if likely(v.key_len >= 0):
-            if unlikely(kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap):
-                # (rows are committed per batch: reserve counts from kpos)
-                key.values.reserve(kpos - key.values.size + v.key_len + KAFKAREC_COPY_SLACK)
-                kdata = key.values.data
-                kcap = key.values.capacity
-            kafkarec_copy_short(kdata + kpos, v.key, v.key_len, payload_end)
+            kafkarec_copy_short(kdata + kpos, v.key, v.key_len, end)
             kpos += v.key_len
         else:
-            kvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
-            key_nulls += 1
+            st.kvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+            st.key_nulls += 1
         if likely(v.value_len >= 0):
-            if unlikely(vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap):
-                value.values.reserve(vpos - value.values.size + v.value_len + KAFKAREC_COPY_SLACK)
-                vdata = value.values.data
-                vcap = value.values.capacity
-            kafkarec_copy_short(vdata + vpos, v.value, v.value_len, payload_end)
+            kafkarec_copy_short(vdata + vpos, v.value, v.value_len, end)
             vpos += v.value_len
         else:
-            vvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
-            value_nulls += 1
+            st.vvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+            st.value_nulls += 1
         ko[0] = <int32_t>kpos
         vo[0] = <int32_t>vpos
         ko += 1
@@ -389,29 +528,172 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
         tss += 1
         tts += 1
         if unlikely(v.header_count != 0):
-            add_headers(cols, &v, strict, payload_end)
-            hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
-            with_headers += 1
-        hoff[0] = <int32_t>cols.header_entries.length
+            st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+            st.with_headers += 1
+        hoff[0] = <int32_t>st.entries
         hoff += 1
         row += 1
+    st.pos = pos
+    st.row = row
+    st.kpos = kpos
+    st.vpos = vpos
+    st.ko = ko
+    st.vo = vo
+    st.offs = offs
+    st.tss = tss
+    st.tts = tts
+    st.hoff = hoff
+    return status
+
+
+cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) except -1:
+    """The batch's next record by the GIL's path: its fault raised, a key bound's test, columns
+    grown, a header key replaced as Java decodes it (add_headers); then st as full_rows leaves it."""
+    cdef RecordView v
+    cdef _Column key = cols.key, value = cols.value
+    cdef Py_ssize_t row = st.row
+    parse_v2_record_at(it, &v, &st.pos, st.end)
+    if cols.keys is not None and not cols.keys.has(v.key, v.key_len):
+        return 0
+    if not st.want_key:
+        v.key = st.pos
+        v.key_len = 0
+    if not st.want_value:
+        v.value = st.pos
+        v.value_len = 0
+    if not st.want_headers:
+        v.header_count = 0
+    if v.key_len >= 0:
+        if st.kpos + v.key_len + KAFKAREC_COPY_SLACK > st.kcap:
+            # (rows are committed per batch: reserve counts from kpos)
+            key.values.reserve(st.kpos - key.values.size + v.key_len + KAFKAREC_COPY_SLACK)
+            st.kdata = key.values.data
+            st.kcap = key.values.capacity
+        kafkarec_copy_short(st.kdata + st.kpos, v.key, v.key_len, st.end)
+        st.kpos += v.key_len
+    else:
+        st.kvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+        st.key_nulls += 1
+    if v.value_len >= 0:
+        if st.vpos + v.value_len + KAFKAREC_COPY_SLACK > st.vcap:
+            value.values.reserve(st.vpos - value.values.size + v.value_len + KAFKAREC_COPY_SLACK)
+            st.vdata = value.values.data
+            st.vcap = value.values.capacity
+        kafkarec_copy_short(st.vdata + st.vpos, v.value, v.value_len, st.end)
+        st.vpos += v.value_len
+    else:
+        st.vvalid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+        st.value_nulls += 1
+    st.ko[0] = <int32_t>st.kpos
+    st.vo[0] = <int32_t>st.vpos
+    st.offs[0] = v.offset
+    st.tss[0] = v.timestamp
+    st.tts[0] = st.ts_type
+    st.ko += 1
+    st.vo += 1
+    st.offs += 1
+    st.tss += 1
+    st.tts += 1
+    if v.header_count != 0:
+        headers_out(cols, st)
+        add_headers(cols, &v, st.strict, st.end)
+        headers_in(cols, st)
+        st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        st.with_headers += 1
+    st.hoff[0] = <int32_t>st.entries
+    st.hoff += 1
+    st.row = row + 1
+    return 0
+
+
+cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
+                        bint strict, bint crc_after) except -1:
+    """All records of one v2 batch, written through raw pointers: the per-row
+    columns into space reserved up front (a batch cannot hold more rows than
+    its payload has 7-byte minimal records), key, value and header bytes into
+    space checked per record.  The record loop (full_rows) runs without the GIL
+    for a batch worth it; a record it cannot take (a column to grow, a header key
+    to replace) and a key bound's test go by the GIL's path (full_row_gil).  The
+    rows are committed (col_commit) when the batch is complete, so a batch that
+    fails half way leaves the columns as they were (headers, appended as they
+    come, are cut back by _ArrowColumns.truncate).  With crc_after the CRC is
+    checked after decoding, before the commit: decoding then pulls the bytes into
+    cache and the CRC runs over cached bytes."""
+    cdef RecordView v
+    cdef FullRows st
+    cdef _Column key = cols.key, value = cols.value
+    cdef const uint8_t *payload_end = it._cur.end
+    cdef Py_ssize_t payload = payload_end - it._cur.pos
+    cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
+    cdef Py_ssize_t r0 = cols.rows
+    cdef int status
+    cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES and cols.keys is None
+    if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
+        raise ColumnOverflowError("binary column over 2 GiB")
+    if cols.batch_columns:
+        # The rare wide layout keeps the general path.
+        while it._remaining > 0:
+            parse_v2_record(it, &v)
+            cols.add(&v, ts_type, b, strict)
+        return 0
+    st.ko = <int32_t *>reserve_tail(key.offsets, rows * 4, False)
+    st.vo = <int32_t *>reserve_tail(value.offsets, rows * 4, False)
+    st.offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
+    st.tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
+    st.tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
+    st.hoff = <int32_t *>reserve_tail(cols.headers.offsets, rows * 4, False)
+    st.kdata = key.values.data             # indexed by absolute column position
+    st.vdata = value.values.data
+    st.kcap = key.values.capacity
+    st.vcap = value.values.capacity
+    st.kvalid = reserve_bits(key.valid, r0, rows, True)
+    st.vvalid = reserve_bits(value.valid, r0, rows, True)
+    st.hvalid = reserve_bits(cols.headers.valid, r0, rows, False)
+    st.kpos = key.values.size
+    st.vpos = value.values.size
+    st.key_nulls = st.value_nulls = st.with_headers = 0
+    st.pos = it._cur.pos
+    st.end = payload_end
+    st.row = r0
+    st.end_row = r0 + rows
+    st.ts_type = ts_type
+    st.strict = strict
+    st.want_key = cols.want_key
+    st.want_value = cols.want_value
+    st.want_headers = cols.want_headers
+    headers_in(cols, &st)
+    try:
+        while it._remaining > 0 and st.row < st.end_row:
+            if cols.keys is not None:
+                status = ROWS_SLOW
+            elif nogil_walk:
+                with nogil:
+                    status = full_rows(it, &st)
+            else:
+                status = full_rows(it, &st)
+            if status == ROWS_FAULT:
+                raise_record_fault(it)
+            if status == ROWS_SLOW:
+                full_row_gil(cols, it, &st)
+    finally:
+        headers_out(cols, &st)      # (a batch that failed: truncate cuts its entries back)
     if it._remaining > 0:
         # More declared records than the payload can hold: let the parser say why.
-        parse_v2_record_at(it, &v, &pos, payload_end)
+        parse_v2_record_at(it, &v, &st.pos, payload_end)
     if crc_after:
         check_crc(b)
     # commit the batch
-    it._cur.pos = pos
-    rows = row - r0
-    key.values.size = kpos
-    value.values.size = vpos
-    col_commit(key, rows, key_nulls)
-    col_commit(value, rows, value_nulls)
+    it._cur.pos = st.pos
+    rows = st.row - r0
+    key.values.size = st.kpos
+    value.values.size = st.vpos
+    col_commit(key, rows, st.key_nulls)
+    col_commit(value, rows, st.value_nulls)
     col_commit(cols.offset, rows, 0)
     col_commit(cols.timestamp, rows, 0)
     col_commit(cols.timestamp_type, rows, 0)
-    col_commit(cols.headers, rows, rows - with_headers)
-    cols.rows = row
+    col_commit(cols.headers, rows, rows - st.with_headers)
+    cols.rows = st.row
     return 0
 
 
@@ -591,7 +873,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                str errors="raise", list error_sink=None, start=None, end=None,
                Py_ssize_t origin=0, columns=None, keys=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
-    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each.
+    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
+    projection without one of them counts none of its bytes).
 
     ``columns``: the names of the columns to return (in the schema's order; None: all).  A
     read of none of ``key``, ``value`` and ``headers`` does not build them: the records'
@@ -652,9 +935,18 @@ cdef bint is_lean(object projection, bint batch_columns):
 
 def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
     """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``keys`` reads v2
-    records by the meta-only walk, which runs without the GIL (a reader decoding on several
-    threads gains only there: the full decode holds it)."""
+    records by the meta-only walk (offsets and timestamps by the records' lengths alone)."""
     return keys is None and is_lean(columns, batch_columns)
+
+
+def decodes_without_gil(columns, /, *, batch_columns=False, keys=None, strict=False) -> bool:
+    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns``, ``keys`` and ``strict``
+    walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
+    for a batch of 16 KiB and more): what a reader decoding on several threads gains from.  The
+    batch columns' rows and a key bound's test are written record by record with the GIL held,
+    and so are a strict read's offsets and timestamps (the scanner's further rules, record by
+    record)."""
+    return keys is None and not batch_columns and not (strict and is_lean(columns, batch_columns))
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
@@ -663,7 +955,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                    _KeySet keys=None):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -738,7 +1030,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:

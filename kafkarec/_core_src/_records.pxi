@@ -325,7 +325,7 @@ cdef bint utf8_well_formed(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     return True
 
 
-cdef inline always_inline_bint is_utf8(const uint8_t *p, Py_ssize_t n) noexcept:
+cdef inline always_inline_bint is_utf8(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     """Whether p[:n] is valid UTF-8 (the one validator of the core; ASCII, the
     common case, is decided by one pass of ORs, eight bytes at a time)."""
     cdef Py_ssize_t i = 0
@@ -460,7 +460,7 @@ cdef int record_fault(RecordFaultInfo *f, int kind, int field, const uint8_t *at
 
 
 cdef inline always_inline_int read_record_fields(_RecordIterator it, RecordView *v, const uint8_t *start,
-                                   const uint8_t *p, const uint8_t *limit, bint strict) noexcept:
+                                   const uint8_t *p, const uint8_t *limit, bint strict) noexcept nogil:
     """The fields of the record at `start`, from its body at p up to `limit` at most, into v
     (offset and timestamp as their deltas; headers_end: where the fields end).  Returns 0, or
     a fault (described in it._fault).  Every length is taken by the one checked read."""
@@ -526,7 +526,7 @@ cdef inline always_inline_int read_record_fields(_RecordIterator it, RecordView 
 
 
 cdef int record_overrun_fault(_RecordIterator it, const uint8_t *start, const uint8_t *body,
-                              int32_t size, const uint8_t *end) noexcept:
+                              int32_t size, const uint8_t *end) noexcept nogil:
     """The fault of a record whose fields do not fit in its declared size (or whose size is
     negative), found as Kafka finds it: its reader reads the fields on past the record, into the
     rest of the batch, and then compares what it read with the size."""
@@ -539,12 +539,12 @@ cdef int record_overrun_fault(_RecordIterator it, const uint8_t *start, const ui
 
 # Called through a pointer so the compiler keeps this cold path out of the record loops.
 ctypedef int (*RecordOverrun)(_RecordIterator, const uint8_t *, const uint8_t *, int32_t,
-                              const uint8_t *) noexcept
+                              const uint8_t *) noexcept nogil
 cdef RecordOverrun record_overrun_out_of_line = record_overrun_fault
 
 
 cdef inline always_inline_int scan_v2_record(_RecordIterator it, RecordView *v, const uint8_t **pos,
-                               const uint8_t *end) noexcept:
+                               const uint8_t *end) noexcept nogil:
     """Read and validate the record at pos[0] (Kafka's DefaultRecord.readFrom
     rules) and move pos[0] past it.  Returns 0, or a fault (described in
     it._fault; pos[0] does not move).  Never raises, so the loops that call it

@@ -112,9 +112,15 @@ class PartitionCensus:
             hk_len = pc.binary_length(hk).to_numpy(zero_copy_only=False)
             hv_len = pc.fill_null(pc.binary_length(hv), 0).to_numpy(zero_copy_only=False)
             np.add.at(hlen, parents, hk_len + hv_len)
-            for name, length in zip(hk.to_pylist(), hv_len.tolist()):
+            # a record may carry a header key more than once (Headers.add appends): it counts
+            # once among the key's records, each value's bytes count.  Parents ascend, so a
+            # record's repeats of a key meet the record it was last counted for
+            last: Dict[str, int] = {}
+            for name, parent, length in zip(hk.to_pylist(), parents.tolist(), hv_len.tolist()):
                 t = self.header_keys.setdefault(name, [0, 0])
-                t[0] += 1
+                if last.get(name) != parent:
+                    last[name] = parent
+                    t[0] += 1
                 t[1] += length
         sizes = klen.astype(np.int64) + vlen + hlen
         self.payload_bytes += int(sizes.sum())
@@ -333,8 +339,10 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
                 num_partitions: Optional[dict] = None, as_of_ms: Optional[int] = None) -> CensusPlan:
     """The :class:`CensusPlan` of :func:`census`'s keywords: listed once, no record read."""
     from kafkarec.errors import UsageError
+    from kafkarec.scan._config import check_partition_counts
     if max_exact_keys < 0:
         raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
+    check_partition_counts(num_partitions)       # find's rule: what the core's murmur2 takes
     config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
                          tiered_storage=tiered_storage, verify_crc=verify_crc)
     as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
@@ -368,7 +376,7 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
         scan = LogScan(config)
         for piece in pieces:
             for rb in scan.read_piece(piece):
-                rb = _errors_out(rb, part)
+                rb = _errors_out(rb, part, piece.file)
                 if rb is None:
                     continue
                 if is_committed:
@@ -430,19 +438,20 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
                            for g in plan.groups])
 
 
-def _errors_out(rb, part: PartitionCensus):
-    """The rows of ``rb`` that are records; its error rows (a damaged batch: PERMISSIVE's
-    ``_corrupt_record``) counted in ``part.errors``, once per batch position (both passes meet
-    damage outside aborted transactions; the read_uncommitted pass alone meets it inside)."""
+def _errors_out(rb, part: PartitionCensus, file: str):
+    """The rows of ``rb`` (read from the segment ``file``) that are records; its error rows (a
+    damaged batch: PERMISSIVE's ``_corrupt_record``) counted in ``part.errors``, once per batch,
+    a batch being its file and position (both passes meet damage outside aborted transactions;
+    the read_uncommitted pass alone meets it inside; every segment's first batch is at 0)."""
     pc = require("pyarrow.compute")
     corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
     if corrupt.null_count < len(corrupt):
         bad = pc.is_valid(corrupt)
-        seen = {e["position"] for e in part.errors}
+        seen = {(e["file"], e["position"]) for e in part.errors}
         for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
-            if row["batchPosition"] not in seen:
-                seen.add(row["batchPosition"])
-                part.errors.append({"position": row["batchPosition"], "base_offset": row["batchBaseOffset"],
-                                    "message": row["_corrupt_record"]})
+            if (file, row["batchPosition"]) not in seen:
+                seen.add((file, row["batchPosition"]))
+                part.errors.append({"file": file, "position": row["batchPosition"],
+                                    "base_offset": row["batchBaseOffset"], "message": row["_corrupt_record"]})
         rb = rb.filter(pc.invert(bad))
     return rb if rb.num_rows else None

@@ -115,8 +115,10 @@ def _matches(scan, value_contains, value_regex, header_tests) -> Iterator[dict]:
             rb = rb.filter(pc.fill_null(mask, False))
         if not rb.num_rows:
             continue
+        # the times as the integers they are: pyarrow gives a timestamp[ms] value as a datetime,
+        # which holds no time past the year 9999 (Kafka's longs do); kafkarec.times prints them
         ts = rb.column(rb.schema.get_field_index("timestamp")).cast(pa.int64()).to_pylist()
-        for i, row in enumerate(rb.select(list(_COLUMNS)).to_pylist()):
+        for i, row in enumerate(rb.select([c for c in _COLUMNS if c != "timestamp"]).to_pylist()):
             hs = [(h["key"], h["value"]) for h in (row["headers"] or ())]
             yield {"topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
                    "timestamp": ts[i], "key": row["key"], "value": row["value"], "headers": hs}

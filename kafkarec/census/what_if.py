@@ -229,8 +229,10 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
                          for c in every}
         writers = parts[tp]
         for rb in scan.read_piece(piece):
-            d = rb.to_pydict()
+            # the times as the integers they are, never as pyarrow's datetimes: those hold no
+            # time past the year 9999, Kafka's longs do
             stamps = rb.column(rb.schema.get_field_index("timestamp")).cast("int64").to_pylist()
+            d = rb.drop_columns(["timestamp"]).to_pydict()
             records, starts = [], []            # starts: where the log's own batches begin
             for i in range(rb.num_rows):
                 if d["_corrupt_record"][i] is not None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, Progress, human
 from kafkarec.cli.selection_args import add_selection_arguments, selection_from_args, storage_options_from_args
 from kafkarec._option_text import key_value_pairs
 from kafkarec.errors import UsageError
+from kafkarec.times import time_fields, time_text
 
 __all__ = ["add_parsers", "run_census", "run_find"]
 
@@ -87,15 +89,14 @@ def _hex(text: str, flag: str) -> bytes:
 
 
 def _counts(items) -> dict:
+    """``--partitions TOPIC=N`` flags as ``{topic: N}``; what N may be is the library's one rule
+    (:func:`kafkarec.scan._config.check_partition_counts`), checked where the counts are used."""
     out = {}
     for item in items:
         topic, sep, n = item.rpartition("=")
-        try:
-            out[topic] = int(n)
-        except ValueError:
-            raise UsageError(f"--partitions {item!r}: TOPIC=N") from None
-        if not sep or not topic or out[topic] < 1:
-            raise UsageError(f"--partitions {item!r}: TOPIC=N with N at least 1")
+        if not sep or not topic or not re.fullmatch(r"[+-]?[0-9]{1,19}", n.strip()):
+            raise UsageError(f"--partitions {item!r}: TOPIC=N")
+        out[topic] = int(n)
     return out
 
 
@@ -162,7 +163,11 @@ def _table(doc: dict) -> str:
         lines.append(f"topic {t['topic']}: {t['partitions']} partition(s), {t['records']} records, "
                      f"{t['tombstones']} tombstones, {_n(t['distinct_keys'])}{'' if t['distinct_keys_exact'] else '~'} "
                      f"distinct keys, "
-                     f"{_n(t['live_keys'])} live keys, {human(t['bytes'])} in {t['batches']} batches"
+                     f"{_n(t['live_keys'])} live keys"
+                     # compaction keeps a key's latest record in each partition it is in: a key
+                     # written to 3 partitions is 1 distinct key and 3 live ones
+                     + (" summed over its partitions" if t["partitions"] > 1 else "")
+                     + f", {human(t['bytes'])} in {t['batches']} batches"
                      + (f", {t['misplaced_records']} records off their murmur2 partition"
                         if t["misplaced_records"] else "")
                      + (f", {t['errors']} damaged batch(es)" if t["errors"] else ""))
@@ -218,7 +223,7 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
                 tiered_storage=args.tiered_storage)
     found = errors = 0
     if not args.json:
-        out.write(f"{'topic':<20} {'partition':>9} {'offset':>10} {'timestamp':>14}  key  value\n")
+        out.write(f"{'topic':<20} {'partition':>9} {'offset':>10} {'timestamp':>24}  key  value\n")
     for r in rows:
         if "error" in r:
             errors += 1
@@ -229,13 +234,13 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
         value_text, value_enc = render_bytes(r["value"])
         if args.json:
             obj = {"topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
-                   "timestamp": r["timestamp"], "key": key_text, "key_encoding": key_enc,
+                   **time_fields("timestamp", r["timestamp"]), "key": key_text, "key_encoding": key_enc,
                    "value": value_text, "value_encoding": value_enc,
                    "headers": [{"key": k, "value": render_bytes(v)[0], "encoding": render_bytes(v)[1]}
                                for k, v in r["headers"]]}
             out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
         else:
-            out.write(f"{r['topic']:<20} {r['partition']:>9} {r['offset']:>10} {r['timestamp']:>14}  "
+            out.write(f"{r['topic']:<20} {r['partition']:>9} {r['offset']:>10} {time_text(r['timestamp']):>24}  "
                       f"{key_text!s:.40}  {value_text!s:.80}\n")
     err.write(f"{found} record(s) found" + (f", {errors} damaged batch(es)" if errors else "") + "\n")
     return EXIT_PROBLEMS if errors else EXIT_OK

@@ -54,7 +54,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--transaction-records", type=int, default=1000, metavar="N",
                    help="records per transaction (default 1000)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long any one request to the target may take (default 30)")
+                   help="how long any one request to the target may take, its retries of Kafka's retriable "
+                        "errors (a leader or coordinator not there yet, a timeout) included: 0.01 to 300 "
+                        "(default 30)")
     p.add_argument("--offset-map", metavar="FILE",
                    help="write the offset map (source offset -> target offset) as CSV to FILE")
     groups = p.add_argument_group("consumer groups")

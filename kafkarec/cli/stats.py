@@ -10,7 +10,6 @@ the distributions with matplotlib.  :class:`Progress` is the progress bar
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from typing import List, Optional, TextIO
 
@@ -21,22 +20,14 @@ from kafkarec.cli.common import (read_options, EXIT_OK, EXIT_PROBLEMS, Progress,
                                  ts_name)
 from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
+from kafkarec.times import time_text
 from kafkarec.log.directory import PartitionDir, TopicPartition
 from kafkarec.log.segment import Segment, SkippedBatch
 
-__all__ = ["Stats", "Histogram", "Progress", "human", "iso", "plot", "plot_unavailable", "run"]
+__all__ = ["Stats", "Histogram", "Progress", "human", "plot", "plot_unavailable", "run"]
 
 
 # --- counters and their formatting ---------------------------------------------
-
-def iso(ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC (the number itself if out of range)."""
-    try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
 
 def _extreme(fn, mine: Optional[int], other: Optional[int]) -> Optional[int]:
     """``fn(mine, other)`` (min or max), where None means nothing seen yet."""
@@ -205,8 +196,8 @@ class Stats:
                    f"control {self.control_batches / self.batches:.1%} of batches")
         if self.max_ts is not None:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.ts_types.items()))
-            out.append(f"{indent}timestamps: {iso(self.min_ts if self.min_ts is not None else self.max_ts)}"
-                       f" .. {iso(self.max_ts)} ({kinds})")
+            out.append(f"{indent}timestamps: {time_text(self.min_ts if self.min_ts is not None else self.max_ts)}"
+                       f" .. {time_text(self.max_ts)} ({kinds})")
         s = self.sizes
         out.append(f"{indent}batch size: min {human(s.min)}, p50 ~{human(s.percentile(.5))}, "
                    f"p90 ~{human(s.percentile(.9))}, p99 ~{human(s.percentile(.99))}, "

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from kafkarec.cli.common import EXIT_OK, EXIT_PROBLEMS, PAYLOAD_ENCODINGS, PAYLOAD_RENDERERS
 from kafkarec.errors import KafkaRecError, MissingExtraError, SelectionError, StorageError, UsageError
+from kafkarec.times import time_fields
 
 __all__ = ["add_parser", "run"]
 
@@ -21,8 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "table holds. Records without a key and control records never count; with "
                     "--read-committed neither do aborted transactions nor anything from the last stable "
                     "offset on. --end-offset / --end-time give the state as it stood then. One JSON "
-                    "object per row on stdout (topic, partition, offset, timestamp, timestampType, key, "
-                    "value, headers), a summary on stderr.")
+                    "object per row on stdout (topic, partition, offset, timestamp, timestamp_iso where the "
+                    "time has one, timestampType, key, value, headers), a summary on stderr.")
     p.add_argument("path", metavar="PATH", help="log dir root, partition dir, or a URI (s3://...)")
     p.add_argument("--read-committed", action="store_true",
                    help="as a read_committed consumer: leave out aborted transactions and what follows "
@@ -87,6 +88,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
         if row["headers"] is not None:
             row["headers"] = [{"key": h["key"], "value": None if h["value"] is None else render(h["value"])}
                               for h in row["headers"]]
+        # the time's ISO form beside its milliseconds, where one exists
+        row = dict(kv for k, v in row.items() for kv in (time_fields(k, v).items() if k == "timestamp" else [(k, v)]))
         for image in ("before", "after", "source"):
             if isinstance(row.get(image), str):          # --cdc: Debezium's JSON, as objects
                 row[image] = json.loads(row[image])

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from kafkarec._extras import require
-from kafkarec.scan import Bounds, LogScan, predicate as rule
+from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 _sources = require("duckdb._sources")
 pa = require("pyarrow")
@@ -47,7 +47,13 @@ def register(con, name: str, source, **options) -> "LogSource":
     """Register the records of ``source`` (a log dir, partition folder, segment files or URI) on
     the DuckDB connection ``con`` as the table ``name``; ``options`` are
     :class:`kafkarec.scan.LogScan`'s.  Returns the :class:`LogSource` (a Python variable holding it
-    is a table name to DuckDB too)."""
+    is a table name to DuckDB too).  Unless ``threads`` is given, the scan decodes on as many
+    threads as the connection's ``threads`` setting (at most the CPUs): DuckDB's scan threads then
+    take batches the pool decoded ahead, without the GIL, in log order."""
+    if "threads" not in options:
+        # (on a cursor of its own: a result the caller has pending on con stays theirs; the
+        # setting is the database's, the same on every cursor)
+        options["threads"] = default_threads(int(con.cursor().execute("SELECT current_setting('threads')").fetchall()[0][0]))
     log_source = LogSource(LogScan(source, **options))
     con.register(name, log_source)
     return log_source

@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Iterator, List, Optional, Tuple
 
 from kafkarec._extras import require
-from kafkarec.scan import Bounds, LogScan, predicate as rule
+from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 pl = require("polars")
 
@@ -48,7 +48,11 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     """A LazyFrame of the records of ``source`` (a log dir, partition folder, segment files or
     URI); ``options`` are :class:`kafkarec.scan.LogScan`'s (``isolation_level``, ``bounds``,
     ``storage_options``, ``value_format``, ``partitioner`` ...).  Filters on ``topic``, ``partition``,
-    ``offset``, ``timestamp`` and ``key`` are resolved by the reader; see the module docstring."""
+    ``offset``, ``timestamp`` and ``key`` are resolved by the reader; see the module docstring.
+    Unless ``threads`` is given, the scan decodes on as many threads as Polars' pool has (at most
+    the CPUs): the source yields batches as the pool finishes them, in log order."""
+    if "threads" not in options:
+        options["threads"] = default_threads(pl.thread_pool_size())
     scan = LogScan(source, **options)
     schema = pl.from_arrow(scan.schema.empty_table()).schema
 

@@ -143,10 +143,20 @@ class Quarantine:
         def col(name, default=None):
             return rows.column(name).to_pylist() if name in names else [default] * rows.num_rows
 
+        def millis(name):
+            # a timestamp column as integers, never through pyarrow's datetimes: those hold no
+            # time past the year 9999, and Kafka's timestamps are any long
+            if name not in names or not pa.types.is_timestamp(rows.column(name).type):
+                return [_millis(t) for t in col(name)]
+            column = rows.column(name)
+            per_ms = {"s": None, "ms": 1, "us": 1_000, "ns": 1_000_000}[column.type.unit]
+            values = column.cast(pa.int64()).to_pylist()
+            return [None if v is None else v * 1000 if per_ms is None else v // per_ms for v in values]
+
         ids = [None] * rows.num_rows if schema_ids is None else pc.take(schema_ids, failed).to_pylist()
         topics = col("topic", topic)
         parts = col("partition", partition)
-        stamps = [_millis(t) for t in col("timestamp")]
+        stamps = millis("timestamp")
         groups: dict = {}
         for i, (o, ts, tt, k, v, h, why) in enumerate(zip(
                 col("offset"), stamps, col("timestampType", 0), col("key"), col("value"), col("headers"),

@@ -963,15 +963,22 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def parse_time(text) -> int:
-    """Milliseconds since the epoch from ``1700000000000`` or ISO 8601
-    (``2023-11-14T22:13:20Z``, ``2023-11-14 22:13:20+01:00``; UTC when no zone is given)."""
+    """Milliseconds since the epoch from ``1700000000000`` (a long, as Java's ``Long.parseLong``
+    reads it) or ISO 8601 (``2023-11-14T22:13:20Z``, ``2023-11-14 22:13:20+01:00``; UTC when no
+    zone is given); anything else is a :class:`SelectionError`."""
     s = str(text).strip()
-    if re.fullmatch(r"-?[0-9]+", s):
+    shown = repr(s) if len(s) <= 40 else f"{s[:30]!r}... ({len(s)} characters)"
+    if re.fullmatch(r"[+-]?[0-9]+", s):
+        # as Java's Long.parseLong: a sign, then digits of a long (leading zeros allowed); the
+        # digits are counted before int() is asked, which refuses past 4,300 with a ValueError
+        if len(s.lstrip("+-").lstrip("0")) > 19 or not _LONG_MIN <= int(s) <= _LONG_MAX:
+            raise SelectionError(f"{shown}: milliseconds since the epoch out of a 64-bit number's "
+                                 f"range ({_LONG_MIN} to {_LONG_MAX})")
         return int(s)
     try:
         dt = datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError:
-        raise SelectionError(f"{text!r} is neither milliseconds since the epoch nor an ISO 8601 "
+        raise SelectionError(f"{shown} is neither milliseconds since the epoch nor an ISO 8601 "
                              f"time") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=datetime.timezone.utc)

@@ -88,9 +88,10 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
         for group, ps in sorted(by_group.items()):
             request = [ck.ConsumerGroupTopicPartitions(group, [ck.TopicPartition(p.target_topic, p.partition)
                                                                for p in ps])]
-            future = list(asker.list_consumer_group_offsets(request, request_timeout=spec.timeout).values())[0]
-            committed = {(tp.topic, tp.partition): tp.offset
-                         for tp in target.result(spec, future, "reading the group's offsets", group=group).topic_partitions}
+            committed = target.retried(spec, "reading the group's offsets",
+                                       lambda left, request=request, group=group: _committed(spec, asker, request,
+                                                                                             group, left),
+                                       group=group)
             for p in ps:
                 checked += 1
                 have = committed.get((p.target_topic, p.partition))
@@ -175,3 +176,11 @@ def _check_shares(spec: RestoreSpec, omap: OffsetMap, shares: List[SharePosition
                     f"{ranges(o for o, _ in pairs)}) are {on_target} on the target, {want} on the source (its "
                     f"start offset {s.source_start} translates to {s.target_start})")
     return notes
+
+
+def _committed(spec: RestoreSpec, asker, request, group: str, left: float) -> Dict[Tuple[str, int], int]:
+    """One OffsetFetch of ``group``'s partitions in ``request``: ``{(topic, partition): offset}``."""
+    future = list(asker.list_consumer_group_offsets(request, request_timeout=left).values())[0]
+    return {(tp.topic, tp.partition): tp.offset
+            for tp in target.result(spec, future, "reading the group's offsets", timeout=left,
+                                    group=group).topic_partitions}

@@ -21,6 +21,7 @@ from kafkarec.restore import faults, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
+from kafkarec.times import time_text
 
 __all__ = ["GroupPosition", "source_positions", "checked_positions", "translate", "apply", "write_csv"]
 
@@ -49,9 +50,6 @@ def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], Tuple[int,
             if not k[0].startswith(PROGRESS_GROUP_PREFIX)}
 
 
-def _iso(ms: int) -> str:
-    import datetime
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition]:
@@ -84,7 +82,7 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
         if offset < 0 or offset > then:
             raise RestoreError(spec.target, f"the source position {offset} of {topic}-{partition} is outside the "
                                             f"history (its log ended at {then} when the group committed it, at "
-                                            f"{_iso(committed_at)}; it ends at {part.log_end}): the group's "
+                                            f"{time_text(committed_at)}; it ends at {part.log_end}): the group's "
                                             "commits and the log disagree", group=group, topic=topic,
                                partition=partition)
         out.append(GroupPosition(group, topic, partition, offset, part.target_topic, -1))
@@ -112,15 +110,20 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
     if not groups:
         return []
     asker = target.admin(spec)
-    for group, future in asker.describe_consumer_groups(sorted(groups), request_timeout=spec.timeout).items():
-        try:
-            desc = future.result(timeout=spec.timeout + 5)
-        except ck.KafkaException as exc:
-            if exc.args and getattr(exc.args[0], "code", lambda: None)() == ck.KafkaError.GROUP_ID_NOT_FOUND:
-                continue            # not on the target yet: altering creates it
-            raise target.failure(spec, "describing the group", exc, group=group) from None
-        except Exception as exc:
-            raise target.failure(spec, "describing the group", exc, group=group) from None
+
+    def described(left: float) -> dict:
+        out = {}
+        for group, future in asker.describe_consumer_groups(sorted(groups), request_timeout=left).items():
+            try:
+                out[group] = future.result(timeout=left + 5)
+            except ck.KafkaException as exc:
+                if exc.args and getattr(exc.args[0], "code", lambda: None)() == ck.KafkaError.GROUP_ID_NOT_FOUND:
+                    continue            # not on the target yet: altering creates it
+                raise target.failure(spec, "describing the group", exc, group=group) from None
+            except Exception as exc:
+                raise target.failure(spec, "describing the group", exc, group=group) from None
+        return out
+    for group, desc in sorted(target.retried(spec, "describing the groups", described).items()):
         if desc.members:
             raise RestoreError(spec.target, f"the group has {len(desc.members)} member(s) (state "
                                             f"{desc.state.name}): its positions can only be set while it is "
@@ -128,21 +131,29 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
     done: List[str] = []
     for group in sorted(groups):
         tps = [ck.TopicPartition(p.target_topic, p.partition, p.target_offset) for p in groups[group]]
-        request = [ck.ConsumerGroupTopicPartitions(group, tps)]
-        for name, future in asker.alter_consumer_group_offsets(request, request_timeout=spec.timeout).items():
-            try:
-                answer = future.result(timeout=spec.timeout + 5)
-            except Exception as exc:
-                raise RestoreError(spec.target, f"altering the group's offsets: {target.reason(exc)} (groups "
-                                                f"altered before it: {', '.join(done) or 'none'})", group=name) from None
-            bad = [tp for tp in answer.topic_partitions if tp.error is not None]
-            if bad:
-                raise RestoreError(spec.target, f"altering the group's offsets: {bad[0].error.str()} (groups "
-                                                f"altered before it: {', '.join(done) or 'none'})", group=name,
-                                   topic=bad[0].topic, partition=bad[0].partition)
+        try:
+            # altering to the same offsets again is harmless: asked again while it fails retriably
+            target.retried(spec, "altering the group's offsets", lambda left, tps=tps, group=group:
+                           _alter(spec, asker, group, tps, left), group=group)
+        except RestoreError as exc:
+            raise RestoreError(spec.target, f"{exc.reason} (groups altered before it: {', '.join(done) or 'none'})",
+                               group=exc.group, topic=exc.topic, partition=exc.partition,
+                               retriable=exc.retriable) from None
         done.append(group)
         faults.kill_point("group-applied")          # test-only (faults.py)
     return done
+
+
+def _alter(spec: RestoreSpec, asker, group: str, tps, left: float) -> None:
+    """One AlterConsumerGroupOffsets of ``group``; a partition's error a :class:`RestoreError`."""
+    ck = require("confluent_kafka")
+    request = [ck.ConsumerGroupTopicPartitions(group, tps)]
+    for name, future in asker.alter_consumer_group_offsets(request, request_timeout=left).items():
+        answer = target.result(spec, future, "altering the group's offsets", timeout=left, group=name)
+        bad = [tp for tp in answer.topic_partitions if tp.error is not None]
+        if bad:
+            raise target.failure(spec, "altering the group's offsets", bad[0].error, group=name,
+                                 topic=bad[0].topic, partition=bad[0].partition)
 
 
 def write_csv(positions: List[GroupPosition], path: str) -> None:

@@ -30,6 +30,8 @@ HEADER = ["source_topic", "partition", "source_offset", "target_topic", "target_
 CHUNK_RUNS = 1 << 16
 #: Kafka's offsets are signed 64-bit: no run of a map ends past the largest.
 _OFFSET_LIMIT = 2 ** 63 - 1
+#: Kafka's partitions are numbered by a signed 32-bit int
+_PARTITION_LIMIT = 2 ** 31 - 1
 
 
 def ranges(offsets) -> str:
@@ -207,29 +209,43 @@ class OffsetMap:
 
     @classmethod
     def read(cls, path: str) -> "OffsetMap":
-        """A map :meth:`write` wrote; a line that is not one is a :class:`UsageError` naming it."""
+        """A map :meth:`write` wrote; a line that is not one is a :class:`UsageError` naming it, its
+        field and why: every number is checked against Kafka's ranges (partitions 0 to 2^31-1,
+        offsets 0 to 2^63-1, a run ending at the largest offset at most, as :meth:`add_packed`'s)
+        before it is used, so a few bytes cannot stand for more records than a log can hold."""
         out = cls()
         try:
             with open(path, newline="", encoding="utf-8") as fh:
-                rows = list(csv.reader(fh))
+                rows = csv.reader(fh)
+                try:
+                    if next(rows, None) != HEADER:
+                        raise UsageError(f"offset map {path}: the first line is not {','.join(HEADER)}")
+                    for row in rows:
+                        out._read_row(row, f"offset map {path}, line {rows.line_num}")
+                except csv.Error as e:      # a field past csv's limit, a NUL byte, an open quote
+                    raise UsageError(f"offset map {path}, line {rows.line_num}: not CSV ({e})") from None
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"offset map {path}: {e}") from None
-        if not rows or rows[0] != HEADER:
-            raise UsageError(f"offset map {path}: the first line is not {','.join(HEADER)}")
-        for number, row in enumerate(rows[1:], 2):
-            try:
-                topic, partition, source, tt, target, count = row
-                numbers = [int(partition), int(source), int(target), int(count)]
-                if min(numbers) < 0:
-                    raise ValueError("a negative number")
-                p, s, t, n = numbers
-                if n == 0:
-                    out.set_end(topic, p, tt, s, t)
-                else:
-                    out.add(topic, p, tt, s, t, n)
-            except ValueError as e:
-                raise UsageError(f"offset map {path}, line {number}: {e}") from None
         return out
+
+    def _read_row(self, row: List[str], where: str) -> None:
+        """One line of the file (see :meth:`read`)."""
+        if len(row) != len(HEADER):
+            raise UsageError(f"{where}: {len(row)} field(s), expected {len(HEADER)} ({','.join(HEADER)})")
+        topic, _, _, tt, _, _ = row
+        p, s, t, n = (_field(row[i], HEADER[i], where, high)
+                      for i, high in ((1, _PARTITION_LIMIT), (2, _OFFSET_LIMIT), (4, _OFFSET_LIMIT),
+                                      (5, _OFFSET_LIMIT)))
+        if s + n > _OFFSET_LIMIT or t + n > _OFFSET_LIMIT:
+            raise UsageError(f"{where}: a run past the largest offset ({_OFFSET_LIMIT}): source offset {s}, "
+                             f"target offset {t}, count {n}")
+        try:
+            if n == 0:
+                self.set_end(topic, p, tt, s, t)
+            else:
+                self.add(topic, p, tt, s, t, n)
+        except ValueError as e:
+            raise UsageError(f"{where}: {e}") from None
 
     def __eq__(self, other) -> bool:
         return isinstance(other, OffsetMap) and (self._runs, self.ends, self.target_topics) == \
@@ -237,3 +253,11 @@ class OffsetMap:
 
     def __repr__(self) -> str:
         return f"OffsetMap({len(self.ends)} partition(s), {sum(map(len, self._runs.values()))} run(s))"
+
+
+def _field(text: str, name: str, where: str, high: int) -> int:
+    """A number field of the file: decimal digits (at most those of ``high``), from 0 to ``high``."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(high)) or int(text) > high:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise UsageError(f"{where}: {name} {shown!r} is not a number from 0 to {high}")
+    return int(text)

@@ -14,7 +14,7 @@ reports into the offset map.
 from __future__ import annotations
 
 import time
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
@@ -23,7 +23,7 @@ from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs"]
+__all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebuild_pairs", "producer_config"]
 
 
 class PartitionSummary(NamedTuple):
@@ -71,29 +71,71 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
                            partition=part.partition)
 
 
+def producer_config(spec: RestoreSpec, part: SourcePartition) -> dict:
+    """The settings of a target partition's transactional producer, beside the spec's own."""
+    return {"transactional.id": spec.transactional_id(part.target_topic, part.partition),
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))}
+
+
+class _MustAbort(Exception):
+    """A transactional call failed in a way only an abort clears (librdkafka's ``txn_requires_abort``)."""
+
+    def __init__(self, error: RestoreError):
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Redo(Exception):
+    """The transaction was aborted after a failure that may pass when it is written again."""
+
+    def __init__(self, error: RestoreError):
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Writer:
     """One target partition's transactional producer."""
 
     def __init__(self, spec: RestoreSpec, part: SourcePartition, group_metadata):
         self.ck = require("confluent_kafka")
         self.spec, self.part, self.group_metadata = spec, part, group_metadata
-        self.producer = target.client(spec, "Producer", **{
-            "transactional.id": spec.transactional_id(part.target_topic, part.partition),
-            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-            "transaction.timeout.ms": max(60000, int(spec.timeout * 2000))})
+        self.producer = target.client(spec, "Producer", **producer_config(spec, part))
         self.delivered: List[Tuple[int, int]] = []
         self.failures: List[str] = []
-        self._call("initialising transactions", self.producer.init_transactions, spec.timeout)
-
-    def _call(self, what: str, fn, *args):
+        self.retriable = True
+        #: the transaction being written, counted: a report of an aborted one's record is not this one's
+        self.generation = 0
         try:
-            return fn(*args)
-        except self.ck.KafkaException as exc:
-            raise target.failure(self.spec, what, exc, topic=self.part.target_topic,
-                                 partition=self.part.partition) from None
+            self._call("initialising transactions", self.producer.init_transactions)
+        except _MustAbort as exc:
+            raise exc.error from None
+
+    def _call(self, what: str, fn: Callable[[float], object]):
+        """``fn(seconds left)``: one call of the transactional API, asked again while it fails
+        retriably (:func:`kafkarec.restore.target.retried`, as librdkafka allows for each of them);
+        one that leaves the transaction to be aborted is :class:`_MustAbort`."""
+        seen: List[BaseException] = []
+
+        def once(left: float):
+            try:
+                return fn(left)
+            except self.ck.KafkaException as exc:
+                seen.append(exc)
+                raise
+        try:
+            return target.retried(self.spec, what, once, topic=self.part.target_topic, partition=self.part.partition)
+        except RestoreError as exc:
+            if seen and target.must_abort(seen[-1]):
+                raise _MustAbort(exc) from None
+            raise
 
     def _report(self, source_offset: int):
+        generation = self.generation
+
         def on_delivery(err, msg):
+            if generation != self.generation:
+                return
             if err is not None:
                 self.failures.append(f"source offset {source_offset}: {err.str()}")
                 self.retriable = self.retriable and target.retriable(err)
@@ -103,36 +145,52 @@ class _Writer:
 
     def transaction(self, records: List[source.Record], next_offset: int) -> List[Tuple[int, int]]:
         """One transaction: ``records`` and the progress ``next_offset``; returns the delivered
-        (source, target) offsets."""
+        (source, target) offsets.  A transaction that failed in a way that passes once it is aborted
+        (a delivery timed out or refused retriably, the coordinator aborted it) is aborted and
+        written again whole, after Kafka's backoff, while the timeout from its first failure allows:
+        nothing of an aborted transaction is visible, so nothing is written twice."""
+        tries, deadline = 0, None
+        while True:
+            try:
+                return self._transaction(records, next_offset)
+            except _MustAbort as exc:       # beginning it: nothing of it to abort
+                raise exc.error from None
+            except _Redo as redo:
+                tries += 1
+                now = target.clock()
+                deadline = deadline if deadline is not None else now + self.spec.timeout
+                wait = target.backoff(tries)
+                if now + wait > deadline:
+                    raise redo.error from None
+                target.pause(wait)
+
+    def _transaction(self, records: List[source.Record], next_offset: int) -> List[Tuple[int, int]]:
         self.delivered, self.failures, self.retriable = [], [], True
+        self.generation += 1
         p, tp = self.producer, self.part
-        self._call("beginning a transaction", p.begin_transaction)
+        self._call("beginning a transaction", lambda left: p.begin_transaction())
         try:
             half = len(records) // 2
             for i, r in enumerate(records):
                 if i == half and half:      # test-only (faults.py): half the records on the target
                     faults.kill_point("mid-transaction", lambda: p.flush(self.spec.timeout))
-                while True:
-                    try:
-                        p.produce(tp.target_topic, value=r.value, key=r.key, partition=tp.partition,
-                                  timestamp=r.timestamp, headers=r.headers or None,
-                                  on_delivery=self._report(r.offset))
-                        break
-                    except BufferError:          # the local queue is full: let it drain
-                        p.poll(0.05)
-                    except self.ck.KafkaException as exc:     # refused before sending (too large...)
-                        raise target.failure(self.spec, f"producing source offset {r.offset}", exc,
-                                             topic=tp.target_topic, partition=tp.partition) from None
+                target.retried(self.spec, f"producing source offset {r.offset}", lambda left, r=r: self._produce(r),
+                               topic=tp.target_topic, partition=tp.partition)
             offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
-            self._call("committing the progress", p.send_offsets_to_transaction, offsets, self.group_metadata,
-                       self.spec.timeout)
+            self._call("committing the progress",
+                       lambda left: p.send_offsets_to_transaction(offsets, self.group_metadata, left))
             faults.kill_point("before-commit", lambda: p.flush(self.spec.timeout))     # test-only (faults.py)
-            self._call("committing a transaction", p.commit_transaction, self.spec.timeout)
-        except BaseException:
-            try:
-                p.abort_transaction(self.spec.timeout)
-            except Exception:
-                pass                # the next run's init_transactions aborts it
+            self._call("committing a transaction", p.commit_transaction)
+        except BaseException as exc:
+            passing = self.retriable
+            self.generation += 1        # the abort's purge reports say nothing of the failure
+            aborted = self._abort()
+            if isinstance(exc, _MustAbort):
+                # redone when the abort went through and no delivery failed for good (a record too
+                # large fails the same way every time)
+                if aborted and passing:
+                    raise _Redo(exc.error) from None
+                raise exc.error from None
             raise
         if self.failures or len(self.delivered) != len(records):
             # failed deliveries in a committed transaction: retried whole, from the progress, only
@@ -143,6 +201,26 @@ class _Writer:
                                retriable=bool(self.failures) and self.retriable)
         faults.kill_point("between-transactions")       # test-only (faults.py)
         return sorted(self.delivered)
+
+    def _produce(self, r: source.Record) -> None:
+        """One record into the transaction (its delivery reported to :meth:`_report`)."""
+        p, tp = self.producer, self.part
+        while True:
+            try:
+                p.produce(tp.target_topic, value=r.value, key=r.key, partition=tp.partition,
+                          timestamp=r.timestamp, headers=r.headers or None, on_delivery=self._report(r.offset))
+                return
+            except BufferError:          # the local queue is full: let it drain
+                p.poll(0.05)
+
+    def _abort(self) -> bool:
+        """Abort the open transaction (asked again while that fails retriably); False when it could
+        not be (the next run's init_transactions aborts it)."""
+        try:
+            self._call("aborting a transaction", self.producer.abort_transaction)
+            return True
+        except (RestoreError, _MustAbort):
+            return False
 
     def close(self) -> None:
         self.producer.flush(self.spec.timeout)

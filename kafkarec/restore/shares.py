@@ -238,13 +238,19 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
             try:
                 batch = consumer.poll(min(1.0, left))
             except ck.KafkaException as exc:
+                if target.retriable(exc):       # polled again until the deadline, as after an empty poll
+                    continue
                 raise target.failure(spec, "polling the share group", exc, group=group) from None
             if not batch:
                 continue
             for m in batch:
-                if m.error() is not None:
+                if m.error() is not None and not target.retriable(m.error()):
                     raise RestoreError(spec.target, f"polling the share group: {m.error().str()}", group=group,
                                        topic=m.topic(), partition=m.partition())
+            # a retriable error (the consumer fetches again itself) is no record
+            batch = [m for m in batch if m.error() is None]
+            if not batch:
+                continue
             # a record before its start offset: the start offset is not set; the poll all released
             below = next((((m.topic(), m.partition()), m.offset()) for m in batch
                           if m.offset() < start.get((m.topic(), m.partition()), -1)), None)
@@ -305,11 +311,8 @@ def _walk(spec: RestoreSpec, group: str, positions: List[SharePosition]) -> List
 
 
 def _commit(spec: RestoreSpec, consumer, group: str) -> None:
-    ck = require("confluent_kafka")
-    try:
-        answer = consumer.commit_sync(spec.timeout)
-    except ck.KafkaException as exc:
-        raise target.failure(spec, "committing the acknowledgements", exc, group=group) from None
+    # a commit that failed as a whole (no answer: a coordinator moving or loading) is asked again
+    answer = target.retried(spec, "committing the acknowledgements", consumer.commit_sync, group=group)
     for tp, exc in sorted((answer or {}).items(), key=lambda x: (x[0].topic, x[0].partition)):
         if exc is not None:
             raise RestoreError(spec.target, f"committing the acknowledgements: {target.reason(exc)}", group=group,

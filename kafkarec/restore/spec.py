@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
 
-from kafkarec.errors import UsageError
+from kafkarec.errors import SelectionError, UsageError
 
 __all__ = ["RestoreSpec", "PROGRESS_GROUP_PREFIX"]
 
@@ -15,6 +15,14 @@ __all__ = ["RestoreSpec", "PROGRESS_GROUP_PREFIX"]
 PROGRESS_GROUP_PREFIX = "kafkarec-restore."
 # Kafka's legal topic names (Topic.validate): 1 to 249 of these characters, not "." or ".."
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: --timeout's seconds: every client's socket.timeout.ms is the timeout in ms, which librdkafka takes
+#: from 10 to 300,000 (and transaction.timeout.ms twice that, within the broker's 900,000 default
+#: transaction.max.timeout.ms)
+TIMEOUT_MIN_S, TIMEOUT_MAX_S = 0.01, 300.0
+#: records per transaction: Kafka counts records in a Java int
+_TRANSACTION_RECORDS_MAX = 2**31 - 1
+#: times are Kafka timestamps, ms since the epoch in a Java long; before 1970 none selects anything
+_TIME_MAX = 2**63 - 1
 
 
 def _topic_name(name: str, what: str) -> str:
@@ -36,7 +44,8 @@ class RestoreSpec:
     group and transactional ids on the target (a re-run with the same id resumes); ``transaction_records``:
     records per transaction; ``target_properties``: librdkafka properties for every client of the
     target (security settings); ``storage_options``, ``tiered_storage``: as every reader's;
-    ``timeout``: seconds any one request to the target may take; ``groups_as_of``: ms since the
+    ``timeout``: seconds any one request to the target may take, its
+    retries of retriable errors included (:func:`kafkarec.restore.target.retried`; 0.01 to 300); ``groups_as_of``: ms since the
     epoch, the moment whose group positions are translated (default: the end of the history
     restored, ``end_time`` when given, else None: the end of the log);
     ``share_groups_acknowledge``: after the share groups' start offsets are set on the target,
@@ -66,7 +75,6 @@ class RestoreSpec:
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601."""
-        from kafkarec.log.selection import parse_time
         if not source:
             raise UsageError("restore: no source history given")
         if not target or not str(target).strip():
@@ -93,22 +101,15 @@ class RestoreSpec:
         restore_id = str(restore_id).strip()
         if not restore_id:
             raise UsageError("restore id: empty")
-        try:
-            records = int(transaction_records)
-            limit = float(timeout)
-        except (TypeError, ValueError):
-            raise UsageError(f"transaction records {transaction_records!r} / timeout {timeout!r}: numbers") from None
-        if records < 1:
-            raise UsageError(f"transaction records {records}: at least 1")
-        if not limit > 0:
-            raise UsageError(f"timeout {timeout}: more than 0 seconds")
+        records = _whole(transaction_records, "transaction records", 1, _TRANSACTION_RECORDS_MAX)
+        limit = _seconds(timeout)
         props = tuple(sorted((str(k), str(v)) for k, v in (target_properties or {}).items()))
         for k, _ in props:
             if k in ("bootstrap.servers", "transactional.id", "group.id", "isolation.level"):
                 raise UsageError(f"target property {k}: the restore sets it")
-        end = None if end_time is None else parse_time(end_time)
+        end = None if end_time is None else _time(end_time, "end time")
         # the groups as the restored history leaves them: at its end, --end-time's when given
-        as_of = end if groups_as_of is None else parse_time(groups_as_of)
+        as_of = end if groups_as_of is None else _time(groups_as_of, "groups as of")
         return cls(str(source), str(target).strip(), names, tuple(sorted(pairs.items())),
                    end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
@@ -135,6 +136,54 @@ class RestoreSpec:
         conf.update(dict(self.target_properties))
         conf.update(extra)
         return conf
+
+
+def _whole(value, what: str, low: int, high: int) -> int:
+    """A whole number from ``low`` to ``high`` (an int, its digits, or a float without a fraction)."""
+    refused = UsageError(f"{what} {str(value)[:40]!r}: not a whole number at least {low} and at most {high}")
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise refused
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):     # a text of thousands of digits: ValueError
+        raise refused from None
+    if not low <= number <= high:
+        raise refused
+    return number
+
+
+def _seconds(value) -> float:
+    """--timeout: finite seconds that every client setting derived from it takes (see TIMEOUT_MIN_S)."""
+    refused = UsageError(f"timeout {str(value)[:40]!r}: not a number of seconds from {TIMEOUT_MIN_S:g} to "
+                         f"{TIMEOUT_MAX_S:g} (librdkafka takes 10 to 300,000 ms for socket.timeout.ms)")
+    if isinstance(value, bool):
+        raise refused
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise refused from None
+    if not TIMEOUT_MIN_S <= seconds <= TIMEOUT_MAX_S:       # NaN compares false: refused too
+        raise refused
+    return seconds
+
+
+def _time(value, what: str) -> int:
+    """A time option: ms since the epoch or ISO 8601 (:func:`kafkarec.log.selection.parse_time`),
+    from 0 to Java's largest long."""
+    from kafkarec.log.selection import parse_time
+    refused = UsageError(f"{what} {str(value)[:40]!r}: not a time (ms since the epoch or ISO 8601)")
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise refused
+    try:
+        ms = parse_time(int(value) if isinstance(value, float) else value)
+    except SelectionError as e:
+        raise UsageError(f"{what}: {e}") from None
+    except (ValueError, OverflowError):     # Python's own limits (a text of thousands of digits)
+        raise refused from None
+    if not 0 <= ms <= _TIME_MAX:
+        raise UsageError(f"{what} {str(value)[:40]!r}: {ms} ms is not a Kafka time (0 to {_TIME_MAX} ms since "
+                         "the epoch)")
+    return ms
 
 
 def _pair(text: str, what: str) -> Tuple[str, str]:

@@ -8,21 +8,26 @@ holds committed records, its partitions' ends, its records read back ``read_comm
 share groups' persisted states (its ``__share_group_state`` read back, for ``--verify``).
 Every client failure is a :class:`kafkarec.errors.RestoreError` naming the target, the partition
 or group and librdkafka's reason, and saying whether it is retriable (:func:`retriable`: the one
-rule of which Kafka failures pass when tried again).
+rule of which Kafka failures pass when tried again).  Every request of the restore to the target goes
+through :func:`retried` (the one place a retriable failure is tried again, with Kafka's clients'
+backoff, :func:`backoff`, within the spec's timeout), as Kafka's own clients retry them.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import random
+import threading
 import time
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Tuple, TypeVar
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
-__all__ = ["admin", "client", "result", "reason", "retriable", "failure", "ensure_topics", "progress", "ends",
-           "read_back", "holds_committed_records", "share_states", "SHARE_STATE_TOPIC"]
+__all__ = ["admin", "client", "result", "reason", "retriable", "failure", "retried", "must_abort", "backoff",
+           "pause", "clock", "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
+           "share_states", "SHARE_STATE_TOPIC", "RETRY_BACKOFF_S", "RETRY_BACKOFF_MAX_S"]
 
 #: the internal topic the share coordinator keeps the share groups' states in
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -38,34 +43,111 @@ def reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-# Kafka's errors whose exceptions are RetriableException in its Errors.java (a coordinator loading
-# or moving, a topic's metadata not there yet, a leader not there, a request timed out, not enough
-# replicas, a transaction's offsets pending), and librdkafka's own for a broker or coordinator not
-# reached in time.  The client's KafkaError.retriable() is set for its transactional API's errors
-# only: an admin future's or a delivery report's error carries its code alone.
+# Kafka's errors whose exceptions are RetriableException in kafka-clients 4.4.0
+# (org.apache.kafka.common.errors: its subclasses, the InvalidMetadataException branch included -- a
+# coordinator loading or moving, a topic's metadata or leader not there yet, as just after its
+# creation, a request timed out or its connection lost, not enough replicas, a fetch or share session
+# lost, offsets pending or not yet available, a quota throttled, leaders not electable yet;
+# CorruptRecordException is librdkafka's INVALID_MSG), CONCURRENT_TRANSACTIONS among them, and
+# librdkafka's own for a broker or coordinator not reached in time.  The client's KafkaError.retriable()
+# is set for its transactional API's errors only: an admin future's or a delivery report's error
+# carries its code alone.
 _RETRIABLE_CODES = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
                     "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION",
-                    "PREFERRED_LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+                    "PREFERRED_LEADER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE", "LISTENER_NOT_FOUND",
+                    "UNKNOWN_TOPIC_ID", "INCONSISTENT_TOPIC_ID", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
                     "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR",
                     "NOT_CONTROLLER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE",
                     "UNSTABLE_OFFSET_COMMIT", "CONCURRENT_TRANSACTIONS", "THROTTLING_QUOTA_EXCEEDED",
+                    "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH", "SHARE_SESSION_NOT_FOUND",
+                    "INVALID_SHARE_SESSION_EPOCH", "SHARE_SESSION_LIMIT_REACHED", "ELECTION_NOT_NEEDED",
+                    "ELIGIBLE_LEADERS_NOT_AVAILABLE", "INVALID_MSG",
                     "_TRANSPORT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_MSG_TIMED_OUT", "_ALL_BROKERS_DOWN",
                     "_WAIT_COORD")
+
+#: Kafka's clients' backoff between tries of a request that failed with a retriable error: 100 ms
+#: (retry.backoff.ms), doubled each try up to 1 s (retry.backoff.max.ms), each pause drawn within 20%
+#: of that (KIP-580), so that clients failing together do not try again together
+RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S, _RETRY_JITTER = 0.1, 1.0, 0.2
+
+
+def _kafka_error(exc: BaseException):
+    ck = require("confluent_kafka")
+    err = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else exc
+    return err if isinstance(err, ck.KafkaError) else None
 
 
 def retriable(exc: BaseException) -> bool:
     """Whether a client failure (a ``KafkaException``, a ``KafkaError``, a future's timeout) may pass
-    when the same work is tried again: what :attr:`kafkarec.errors.KafkaRecError.retriable` of the
-    restore's errors says."""
+    when the same request is tried again: what :attr:`kafkarec.errors.KafkaRecError.retriable` of the
+    restore's errors says.  A fatal error (a fenced producer) never does.  One of a transaction that
+    must be aborted first (:func:`must_abort`) passes only once it is: :func:`retried` does not try its
+    call again, the writer aborts and redoes the transaction (kafkarec/restore/produce.py)."""
     # a future not answered in time: concurrent.futures' own TimeoutError before Python 3.11
     if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
         return True
     ck = require("confluent_kafka")
-    err = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else exc
-    if not isinstance(err, ck.KafkaError):
+    err = _kafka_error(exc)
+    if err is None or err.fatal():
         return False
     return bool(err.retriable()) or err.code() in {getattr(ck.KafkaError, n) for n in _RETRIABLE_CODES
                                                      if hasattr(ck.KafkaError, n)}
+
+
+def must_abort(exc: BaseException) -> bool:
+    """Whether a transactional call's failure leaves a transaction that can only be aborted
+    (librdkafka's ``txn_requires_abort``: a delivery failed, the coordinator aborted it)."""
+    err = _kafka_error(exc)
+    return err is not None and bool(err.txn_requires_abort()) and not err.fatal()
+
+
+def backoff(tries: int) -> float:
+    """Seconds to wait after the ``tries``-th failed try (1, 2, ...): Kafka's exponential backoff."""
+    base = RETRY_BACKOFF_S * 2 ** min(max(tries - 1, 0), 16)
+    return min(base * random.uniform(1 - _RETRY_JITTER, 1 + _RETRY_JITTER), RETRY_BACKOFF_MAX_S)
+
+
+#: how a retry waits and tells the time (a test's fake clock replaces both)
+pause, clock = time.sleep, time.monotonic
+
+T = TypeVar("T")
+
+
+def retried(spec: RestoreSpec, what: str, call: Callable[[float], T], **where) -> T:
+    """``call(seconds left)``'s answer: one request to the target (issued and awaited by ``call``, which
+    bounds its waits by the seconds it is given), tried again after each retriable failure
+    (:func:`retriable`; a :class:`RestoreError` by its ``retriable``) with :func:`backoff`'s pauses while
+    ``spec.timeout`` seconds from the first try allow; then, or at once for any other failure, the
+    failure as a :class:`RestoreError` saying ``what`` was asked and ``where`` (topic, partition,
+    group), as Kafka's clients give up after ``default.api.timeout.ms``."""
+    ck = require("confluent_kafka")
+    start = clock()
+    deadline = start + spec.timeout
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return call(max(deadline - clock(), _MIN_TRY_S))
+        except RestoreError as exc:
+            if not exc.retriable:
+                raise
+            last = exc
+        except (ck.KafkaException, TimeoutError, concurrent.futures.TimeoutError) as exc:
+            last = failure(spec, what, exc, **where)
+            if not last.retriable or must_abort(exc):
+                raise last from None
+        wait = backoff(tries)
+        if clock() + wait > deadline:
+            if tries > 1:
+                last = RestoreError(last.target, f"{last.reason} (tried {tries} times in "
+                                                 f"{clock() - start:.1f} s)", topic=last.topic,
+                                    partition=last.partition, group=last.group, retriable=True)
+            raise last from None
+        pause(wait)
+
+
+#: the least time a try is given, even past the deadline (the first try of a call made late)
+_MIN_TRY_S = 0.1
 
 
 def failure(spec: RestoreSpec, what: str, exc: BaseException, **where) -> RestoreError:
@@ -84,36 +166,53 @@ def client(spec: RestoreSpec, kind: str, **extra):
         raise RestoreError(spec.target, f"the {kind.lower()}'s configuration: {reason(exc)}") from None
 
 
+#: the admin client of the last configuration asked for, shared by every request of a restore
+_ADMIN: Dict[str, object] = {}
+_ADMIN_LOCK = threading.Lock()
+
+
 def admin(spec: RestoreSpec):
+    """The target's admin client: one for every request of the restore (a new client connects and
+    learns the cluster's metadata before its first answer: 20 restores of one record into new topics
+    took 22 s with a client per request, 7 s with one shared); the process keeps the last
+    configuration's only."""
     ck = require("confluent_kafka")
+    config = spec.client_config()
+    key = repr(sorted(config.items()))
+    with _ADMIN_LOCK:
+        if key not in _ADMIN:
+            try:
+                made = require("confluent_kafka.admin").AdminClient(config)
+            except (ck.KafkaException, ValueError, TypeError) as exc:
+                raise RestoreError(spec.target, f"the admin client's configuration: {reason(exc)}") from None
+            _ADMIN.clear()
+            _ADMIN[key] = made
+        return _ADMIN[key]
+
+
+def result(spec: RestoreSpec, future, what: str, *, timeout: "float | None" = None, **where):
+    """A client future's answer within ``timeout`` seconds (None: the spec's, and 5 s more for the
+    client's own bound to answer first); its failure a :class:`RestoreError` saying what was asked
+    (retriable or not: :func:`retried` decides whether to ask again)."""
     try:
-        return require("confluent_kafka.admin").AdminClient(spec.client_config())
-    except (ck.KafkaException, ValueError, TypeError) as exc:
-        raise RestoreError(spec.target, f"the admin client's configuration: {reason(exc)}") from None
-
-
-def result(spec: RestoreSpec, future, what: str, **where):
-    """A client future's answer; its failure a :class:`RestoreError` saying what was asked."""
-    return _result(spec, future, what, **where)
-
-
-def _result(spec: RestoreSpec, future, what: str, **where):
-    try:
-        return future.result(timeout=spec.timeout + 5)
+        return future.result(timeout=(spec.timeout if timeout is None else timeout) + 5)
     except Exception as exc:     # KafkaException, or the future's own TimeoutError
         raise failure(spec, what, exc, **where) from None
 
 
+def _topics(spec: RestoreSpec, asker, what: str, *names: str):
+    """The target's topic metadata (``names``: of those only), asked again while it fails retriably."""
+    return retried(spec, what, lambda left: asker.list_topics(*names, timeout=left).topics)
+
+
 def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
     """Create the target topics that are absent, with the source's partition counts and configs
-    (the target's default replication factor); refuse a present one with fewer partitions than the
-    source restores into.  Returns the topics created."""
+    (the target's default replication factor), and wait until each of their partitions has a leader;
+    refuse a present one with fewer partitions than the source restores into.  Returns the topics
+    created."""
     admin_mod = require("confluent_kafka.admin")
     asker = admin(spec)
-    try:
-        present = asker.list_topics(timeout=spec.timeout).topics
-    except Exception as exc:
-        raise failure(spec, "listing topics", exc) from None
+    present = _topics(spec, asker, "listing topics")
     needed: Dict[str, Tuple[str, int]] = {}
     for p in plan.partitions:
         src, count = needed.get(p.target_topic, (p.topic, 0))
@@ -130,86 +229,124 @@ def ensure_topics(spec: RestoreSpec, plan: SourcePlan) -> List[str]:
         create.append(admin_mod.NewTopic(tt, num_partitions=max(desc.partitions, count), replication_factor=-1,
                                          config=dict(desc.configs)))
     if create:
-        for name, future in asker.create_topics(create, request_timeout=spec.timeout).items():
-            _result(spec, future, "creating the topic", topic=name)
+        _create(spec, asker, create)
         _wait_leaders(spec, asker, [t.topic for t in create])
     return [t.topic for t in create]
 
 
+def _create(spec: RestoreSpec, asker, create) -> None:
+    """CreateTopics for ``create``, asked again for those whose creation failed retriably; a topic
+    found existing by a later try was created by an earlier one whose answer was lost."""
+    ck = require("confluent_kafka")
+    left_over = {t.topic: t for t in create}
+    tried = [False]
+
+    def once(left: float) -> None:
+        futures = asker.create_topics(list(left_over.values()), request_timeout=left)
+        failed = None
+        for name, future in sorted(futures.items()):
+            try:
+                future.result(timeout=left + 5)
+            except Exception as exc:     # KafkaException, or the future's own TimeoutError
+                err = _kafka_error(exc)
+                if not (tried[0] and err is not None and err.code() == ck.KafkaError.TOPIC_ALREADY_EXISTS):
+                    failed = failed or failure(spec, "creating the topic", exc, topic=name)
+                    continue
+            del left_over[name]
+        tried[0] = True
+        if failed is not None:
+            raise failed
+    retried(spec, "creating the topic", once)
+
+
 def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
-    """Until every partition of the created topics has a leader (bounded by the timeout)."""
-    deadline = time.monotonic() + spec.timeout
+    """Until every partition of the created topics has a leader in the target's metadata (bounded by
+    the timeout): a broker answers for a partition once it leads it, and a topic just created has
+    none for a moment (LEADER_NOT_AVAILABLE; then its requests fail NOT_LEADER_OR_FOLLOWER until the
+    leader has loaded it, which :func:`retried` covers)."""
+    deadline = clock() + spec.timeout
     names = list(names)
+    tries = 0
     while True:
-        topics = asker.list_topics(timeout=spec.timeout).topics
-        if all(n in topics and topics[n].partitions and all(p.leader >= 0 for p in topics[n].partitions.values())
-               for n in names):
+        topics = _topics(spec, asker, "reading the created topics' metadata")
+        waiting = [n for n in names if n not in topics or topics[n].error is not None or not topics[n].partitions
+                   or any(p.leader < 0 or p.error is not None for p in topics[n].partitions.values())]
+        if not waiting:
             return
-        if time.monotonic() > deadline:
-            raise RestoreError(spec.target, f"created topics {', '.join(names)} have no leader after "
-                                            f"{spec.timeout:.0f} s", retriable=True)
-        time.sleep(0.1)
+        tries += 1
+        wait = backoff(tries)
+        if clock() + wait > deadline:
+            raise RestoreError(spec.target, f"created topic(s) {', '.join(waiting)} have a partition without a "
+                                            f"leader after {spec.timeout:g} s", retriable=True)
+        pause(wait)
 
 
 def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool = True) -> Dict[Tuple[str, int], int]:
     """``{(target topic, partition): next source offset}`` the progress group holds; partitions with
     none are absent.  ``stable``: wait (bounded by the timeout) while a transaction's offsets are
-    pending (Kafka's ``require_stable``: a fenced run's are aborted within moments); else the last
-    committed ones."""
+    pending (Kafka's ``require_stable``: a fenced run's are aborted within moments: its
+    UNSTABLE_OFFSET_COMMIT is retriable); else the last committed ones."""
     ck = require("confluent_kafka")
     keys = sorted(set(keys))
     if not keys:
         return {}
-    deadline = time.monotonic() + spec.timeout
-    while True:
-        out, unstable = _progress(spec, ck, keys, stable)
-        if not unstable:
-            return out
-        if time.monotonic() > deadline:
-            raise RestoreError(spec.target, f"the restore's progress stayed pending (an open transaction) for "
-                                            f"{spec.timeout:.0f} s", group=spec.progress_group, retriable=True)
-        time.sleep(0.1)
+    return retried(spec, "reading the restore's progress", lambda left: _progress(spec, ck, keys, stable, left),
+                   group=spec.progress_group)
 
 
-def _progress(spec: RestoreSpec, ck, keys, stable: bool):
+def _progress(spec: RestoreSpec, ck, keys, stable: bool, left: float):
     request = [ck.ConsumerGroupTopicPartitions(spec.progress_group, [ck.TopicPartition(t, p) for t, p in keys])]
-    asker = admin(spec)         # alive until its futures are done
-    futures = asker.list_consumer_group_offsets(request, require_stable=stable, request_timeout=spec.timeout)
+    asker = admin(spec)
+    futures = asker.list_consumer_group_offsets(request, require_stable=stable, request_timeout=left)
     out = {}
     for group, future in futures.items():
-        try:
-            answer = future.result(timeout=spec.timeout + 5)
-        except ck.KafkaException as exc:
-            if exc.args and exc.args[0].code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
-                return {}, True
-            raise failure(spec, "reading the restore's progress", exc, group=group) from None
-        except Exception as exc:
-            raise failure(spec, "reading the restore's progress", exc, group=group) from None
+        answer = result(spec, future, "reading the restore's progress", timeout=left, group=group)
         for tp in answer.topic_partitions:
             if tp.error is not None:
-                if tp.error.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT:
-                    return {}, True
                 raise failure(spec, "reading the restore's progress", tp.error, group=group, topic=tp.topic,
                               partition=tp.partition)
             if tp.offset != NO_OFFSET and tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = tp.offset
-    return out, False
+    return out
 
 
-def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:
-    """``{(target topic, partition): its end}``: ListOffsets ``LATEST`` under read_committed (the
-    last stable offset: where a consumer placed at the end reads the next record)."""
+def list_offsets(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], which: str = "latest", *,
+                 committed: bool = True) -> Dict[Tuple[str, int], int]:
+    """``{(target topic, partition): offset}``: ListOffsets ``which`` (``"latest"``, ``"earliest"``),
+    ``committed``: under read_committed (the last stable offset for ``latest``); asked again while a
+    partition's answer fails retriably (a leader not there yet, as just after the topic's creation)."""
     ck = require("confluent_kafka")
     admin_mod = require("confluent_kafka.admin")
     keys = sorted(set(keys))
     if not keys:
         return {}
-    asker = admin(spec)         # alive until its futures are done
-    futures = asker.list_offsets({ck.TopicPartition(t, p): admin_mod.OffsetSpec.latest() for t, p in keys},
-                                  isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=spec.timeout)
-    return {(tp.topic, tp.partition): _result(spec, f, "ListOffsets LATEST", topic=tp.topic,
-                                              partition=tp.partition).offset
-            for tp, f in futures.items()}
+    offset_spec = getattr(admin_mod.OffsetSpec, which)()
+    isolation = ck.IsolationLevel.READ_COMMITTED if committed else ck.IsolationLevel.READ_UNCOMMITTED
+    what = f"ListOffsets {which.upper()}"
+    out: Dict[Tuple[str, int], int] = {}
+    asker = admin(spec)
+
+    def once(left: float) -> Dict[Tuple[str, int], int]:
+        todo = [k for k in keys if k not in out]
+        futures = asker.list_offsets({ck.TopicPartition(t, p): offset_spec for t, p in todo},
+                                     isolation_level=isolation, request_timeout=left)
+        failed = None
+        for tp, future in sorted(futures.items(), key=lambda x: (x[0].topic, x[0].partition)):
+            try:
+                out[(tp.topic, tp.partition)] = result(spec, future, what, timeout=left, topic=tp.topic,
+                                                       partition=tp.partition).offset
+            except RestoreError as exc:     # the others kept: only the failed are asked again
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+        return out
+    return retried(spec, what, once)
+
+
+def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:
+    """``{(target topic, partition): its end}``: ListOffsets ``LATEST`` under read_committed (the
+    last stable offset: where a consumer placed at the end reads the next record)."""
+    return list_offsets(spec, keys, "latest")
 
 
 def _consumer(spec: RestoreSpec):
@@ -246,16 +383,19 @@ def _read_back(spec: RestoreSpec, topic: str, partitions: List[int]) -> Iterator
         # (earliest) starts at its start then
         consumer.assign([ck.TopicPartition(topic, p, 0) for p in sorted(left)])
         deadline = time.monotonic() + spec.timeout
+        passing = None          # the last retriable error the consumer reported (it retries them itself)
         while left:
             msg = consumer.poll(0.1)
-            if msg is None:
+            err = None if msg is None else msg.error()
+            if msg is None or (err is not None and err.code() != ck.KafkaError._PARTITION_EOF and retriable(err)):
+                passing = err or passing
                 if time.monotonic() > deadline:
                     raise RestoreError(spec.target, f"reading back: no record and no end of the partition "
-                                                    f"within {spec.timeout:.0f} s", topic=topic, partition=min(left),
-                                       retriable=True)
+                                                    f"within {spec.timeout:g} s"
+                                       + (f" (last: {reason(passing)})" if passing is not None else ""),
+                                       topic=topic, partition=min(left), retriable=True)
                 continue
             deadline = time.monotonic() + spec.timeout
-            err = msg.error()
             if err is not None:
                 if err.code() == ck.KafkaError._PARTITION_EOF:
                     left.discard(msg.partition())
@@ -271,14 +411,8 @@ def holds_committed_records(spec: RestoreSpec, topic: str, partition: int) -> bo
     """Whether the target partition holds a committed record (aborted ones, such as a killed
     restore's open transaction, do not count): an empty log (its start at its high watermark)
     holds none; otherwise a read_committed consumer answers."""
-    ck = require("confluent_kafka")
-    admin_mod = require("confluent_kafka.admin")
-    asker = admin(spec)
-    tp = ck.TopicPartition(topic, partition)
-    marks = []
-    for offset_spec in (admin_mod.OffsetSpec.earliest(), admin_mod.OffsetSpec.latest()):
-        future = asker.list_offsets({tp: offset_spec}, request_timeout=spec.timeout)[tp]
-        marks.append(_result(spec, future, "ListOffsets", topic=topic, partition=partition).offset)
+    key = (topic, partition)
+    marks = [list_offsets(spec, [key], which, committed=False)[key] for which in ("earliest", "latest")]
     if marks[0] >= marks[1]:
         return False
     return any(True for _ in read_back(spec, topic, partition, first_only=True))
@@ -303,18 +437,17 @@ def share_states(spec: RestoreSpec, topics: Iterable[str]) -> Dict[Tuple[str, st
     from kafkarec.internal.analysis import replay_share_state
     ck = require("confluent_kafka")
     asker = admin(spec)
-    try:
-        listed = asker.list_topics(SHARE_STATE_TOPIC, timeout=spec.timeout).topics.get(SHARE_STATE_TOPIC)
-    except ck.KafkaException as exc:
-        raise failure(spec, f"listing {SHARE_STATE_TOPIC}", exc) from None
+    listed = _topics(spec, asker, f"listing {SHARE_STATE_TOPIC}", SHARE_STATE_TOPIC).get(SHARE_STATE_TOPIC)
     if listed is None or listed.error is not None or not listed.partitions:
         return {}
     names = sorted(set(topics))
     ids: Dict[str, str] = {}
     if names:
-        futures = asker.describe_topics(ck.TopicCollection(names), request_timeout=spec.timeout)
-        for name, future in futures.items():
-            ids[_uuid(_result(spec, future, "describing the topic", topic=name).topic_id)] = name
+        def described(left: float) -> Dict[str, str]:
+            futures = asker.describe_topics(ck.TopicCollection(names), request_timeout=left)
+            return {_uuid(result(spec, future, "describing the topic", timeout=left, topic=name).topic_id): name
+                    for name, future in futures.items()}
+        ids = retried(spec, "describing the topics", described)
     states: Dict[Tuple[str, str, int], dict] = {}
     # one consumer for every partition (the topic has 50 by default); a state's records all lie in
     # one partition (the coordinator's, by its key), in order

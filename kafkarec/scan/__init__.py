@@ -64,12 +64,12 @@ from kafkarec.scan import _read
 from kafkarec.scan._typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
-                                   ScanConfig, TypedSettings)
+                                   ScanConfig, TypedSettings, default_threads)
 from kafkarec.scan.bounds import Bounds
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA",
-           "CONTROL", "ABORTED"]
+           "CONTROL", "ABORTED", "default_threads"]
 
 log = logging.getLogger("kafkarec")
 
@@ -83,6 +83,13 @@ class ScanPiece(NamedTuple):
     bytes: int
     key: tuple
     item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._read.ListedRange
+
+    @property
+    def file(self) -> str:
+        """The segment file this piece reads (its path as its storage names it): with a batch
+        position, where a batch is (positions repeat from one segment to the next)."""
+        item = self.item
+        return item.range.segment.path if hasattr(item, "range") else item.path
 
 
 class LogScan:
@@ -253,16 +260,21 @@ class LogScan:
 
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
-                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None):
+                   hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
+                   windows: bool = False):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`kafkarec.scan._read.Errors`, for callers that render errors
-        their own way (the Spark data source); :meth:`read_piece` is the plain stream."""
+        their own way (the Spark data source); :meth:`read_piece` is the plain stream.
+        ``windows``: listed pieces are cut about a window apart (at offset-index positions), and so
+        decode on the pool when the config has threads, whatever their size (a task's pieces are
+        its planner's to size: a Spark task reads them as they are, in its one thread)."""
         import kafkarec
         # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
         items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns)
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns,
+                                 split=self.found().split if windows and self.config.listed else None)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -282,7 +294,7 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces, columns=self._decoded_columns())
+        reads = self.read_items(pieces, columns=self._decoded_columns(), windows=True)
         try:
             for where, item in reads:
                 if isinstance(item, _read.Errors):

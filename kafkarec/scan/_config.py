@@ -41,14 +41,21 @@ PARTITIONERS = ("murmur2",)
 MAX_DEFAULT_THREADS = 4
 
 
-def default_threads() -> int:
-    """The threads a :class:`kafkarec.scan.LogScan` decodes local windows on unless told: the
-    CPUs this process may run on, at most :data:`MAX_DEFAULT_THREADS`."""
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_DEFAULT_THREADS))
+        return os.cpu_count() or 1
+
+
+def default_threads(engine_threads: Optional[int] = None) -> int:
+    """The threads a :class:`kafkarec.scan.LogScan` decodes local windows on unless told: the
+    CPUs this process may run on, at most :data:`MAX_DEFAULT_THREADS`; for an engine's source,
+    ``engine_threads`` (the threads the engine runs its own work on: DuckDB's ``threads``
+    setting, Polars' pool) at most the CPUs, so the engine's parallelism is the read's."""
+    cap = MAX_DEFAULT_THREADS if engine_threads is None else engine_threads
+    return max(1, min(usable_cpus(), cap))
 
 
 def normalize_mode(mode, *, allowed=MODES) -> str:
@@ -266,6 +273,12 @@ class ScanConfig:
 def _check_partitioner(partitioner, num_partitions) -> None:
     if partitioner is not None and partitioner not in PARTITIONERS:
         raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    check_partition_counts(num_partitions)
+
+
+def check_partition_counts(num_partitions: Optional[Mapping[str, int]]) -> None:
+    """``{topic: N}`` as Kafka's default partitioner takes it, or a UsageError: a topic's
+    partition count is a Java int, 1 to 2^31-1 (the one rule of ``find`` and the census)."""
     for topic, n in (num_partitions or {}).items():
         if not isinstance(n, int) or isinstance(n, bool) or not 0 < n < 1 << 31:
             raise UsageError(f"num_partitions of {topic!r}: {n!r} is no partition count (1 to 2^31-1)")

@@ -109,7 +109,7 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
     with ``fail_on_data_loss``)."""
     from kafkarec.log import selection
     report = report or functools.partial(_report, config)
-    resolvers: dict = {}
+    resolvers: dict = {}        # id(storage) -> (storage, its resolver): the storage kept, so the id stays its
     items: List[ListedRange] = []
     bounds = None if config.bounds.unbounded else config.bounds
     sel = config.selection if config.selection is not None else selection.parse_selection({})
@@ -117,7 +117,7 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
         sel = sel._replace(include_deleted_records=True)
     for listed in listings(config, report):
         lay, st, resolver = listed.layout, listed.layout.storage, listed.resolver
-        resolvers[id(st)] = resolver
+        resolvers[id(st)] = (st, resolver)
         if config.offset_ranges is None:
             shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
         else:       # each range planned apart, its pieces marked with its index (a stream's task)
@@ -128,9 +128,17 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
                   for i, share in shares for sr in share]
 
+    foreign: dict = {}          # the same for ranges planned elsewhere (unpickled), the last few
+
     def split(rr: ListedRange, max_bytes: int) -> list:
-        return [rr._replace(range=sr)
-                for sr in selection.split_ranges([rr.range], resolvers[id(rr.storage)], max_bytes)]
+        known = resolvers.get(id(rr.storage))
+        if known is None or known[0] is not rr.storage:
+            known = foreign.get(id(rr.storage))
+            if known is None or known[0] is not rr.storage:
+                while len(foreign) >= 8:
+                    del foreign[next(iter(foreign))]
+                known = foreign[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
+        return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
 
@@ -215,7 +223,8 @@ def _read_committed_skips(st, lay, ranges) -> dict:
 _FRAMING_FIELDS = dict(file_rules=True, verify_crc=False)
 
 
-def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None):
+def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
+            split: Optional[Callable] = None):
     """``(where, item)`` for each range read in log order (local slices or
     :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
@@ -223,7 +232,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     columns decoded (None: all; ``offset`` among them, the bounds are applied to it).  A local
     slice larger than a window is read in windows (:func:`kafkarec.log.local.windows`): cut
     before the first is read in the consumer's thread, or, decoding on a pool, each file cut by
-    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).
+    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).  With
+    ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
+    positions about a window apart, by the pool's planner thread or up front, and decode on the
+    pool too (None: whole ranges, in the consumer's thread).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -251,16 +263,23 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             quarantine=quarantine, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 
-    # a pool pays where decoding runs without the GIL (the meta-only walk); the full decode holds
-    # it, and threads taking turns at it would only contend with the consumer
+    # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
+    # record loop; the batch columns' rows and a key bound's test hold it, record by record
     # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
-    if (config.threads > 1 and config.limit is None and quarantine is None and ranges and all(isinstance(rr, local.Slice) for rr in ranges)
-            and kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns, keys=config.bounds.keys)):
+    on_pool = (config.threads > 1 and config.limit is None and quarantine is None and ranges
+               and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
+                                                      keys=config.bounds.keys, strict=options is not None and options.strict))
+    if on_pool and all(isinstance(rr, local.Slice) for rr in ranges):
         read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
+    elif on_pool and split is not None and all(isinstance(rr, ListedRange) for rr in ranges):
+        read = decoded_ahead(ranges, decode, config.threads, cut=lambda rr: split(rr, local.READ_WINDOW_BYTES))
     else:       # one piece after the other, decoded as the consumer asks
+        # (listed ranges cut as the pool's planner cuts them, each when its turn comes: the same
+        # pieces, so the same batches, and no index read before the first row)
         ranges = [w for rr in ranges for w in (local.windows(rr) if isinstance(rr, local.Slice) else (rr,))]
+        cut = None if split is None else lambda rr: split(rr, local.READ_WINDOW_BYTES)
         read = ((rr, where, topic, partition, mapped, ((part, None) for part in _without_skips(rr, pieces)))
-                for rr, where, topic, partition, mapped, pieces in ranges_read(ranges))
+                for rr, where, topic, partition, mapped, pieces in ranges_read(ranges, cut))
     try:
         for rr, where, topic, partition, mapped, pieces in read:
             # offsets kept: a local slice's from the log start on, a listed range's as selected
@@ -326,7 +345,8 @@ class _Uncut(NamedTuple):
 
 
 def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
-    """:func:`ranges_read`'s tuples for local ``slices`` (windows: one map each), each piece paired
+    """:func:`ranges_read`'s tuples for local ``slices`` (windows: one map each) or
+    :class:`ListedRange` s (each read in its pieces by the thread that decodes it), each piece paired
     with its items already decoded (``decode(piece, where, topic, partition)``, a
     :func:`kafkarec.scan._decode.decode_range`) on ``threads`` threads, ahead of the consumer.
     ``cut(slice)``: the windows of a slice (:func:`kafkarec.log.local.windows`; None: the slices
@@ -355,11 +375,14 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
     def work(sl, closing):
         """``closing`` (a window the consumer is done with) unmapped, then the slice mapped and
         decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
-        :func:`kafkarec.log.local.iter_pieces`) is left open until the consumer is done with it."""
+        :func:`kafkarec.log.local.iter_pieces`) is left open until the consumer is done with it.
+        A listed range is read in its pieces and decoded whole (``mapped`` None)."""
         if closing is not None:
             closing.close()
         if isinstance(sl, _Uncut):
             return [(sl.error, None)], None
+        if isinstance(sl, ListedRange):
+            return read_listed(sl), None
         mapped = local.iter_pieces(sl)
         entries = []
         try:
@@ -389,6 +412,32 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
             mapped.close()
             raise
         return entries, mapped
+
+    def read_listed(rr):
+        """The entries of a listed range: each of its pieces with its items, an error where
+        reading or decoding raised it (nothing after it)."""
+        from kafkarec.log import selection
+        entries = []
+        pieces = selection.iter_range_pieces(rr.storage, rr.range)
+        try:
+            for part in _without_skips(rr, pieces):
+                items, failure = [], None
+                try:
+                    for item in decode(part, rr.storage.uri(rr.range.segment.path), rr.range.topic,
+                                       rr.range.partition):
+                        items.append(item)
+                        if stop.is_set():
+                            break
+                except Exception as exc:        # raised to the consumer where it was met
+                    failure = exc
+                entries.append((part, _replay(items, failure)))
+                if failure is not None or stop.is_set():
+                    break
+        except Exception as exc:
+            entries.append((exc, None))
+        finally:
+            pieces.close()      # (its segment's file, when it stopped early)
+        return entries
 
     done = collections.deque()      # maps the consumer is done with, for the pool to close
     over = []                       # set once the pool is shut down
@@ -463,7 +512,11 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
             ahead.popleft()
             sl = sl.slice if isinstance(sl, _Uncut) else sl
             held = (handed(entries, mapped), mapped)
-            yield sl, sl.path, sl.topic, sl.partition, True, held[0]
+            if isinstance(sl, ListedRange):
+                yield (sl, sl.storage.uri(sl.range.segment.path), sl.range.topic, sl.range.partition, False,
+                       held[0])
+            else:
+                yield sl, sl.path, sl.topic, sl.partition, True, held[0]
     finally:
         stop.set()
         try:
@@ -667,33 +720,38 @@ READ_AHEAD_RANGES = 4
 READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
 
 
-def ranges_read(ranges):
+def ranges_read(ranges, cut: Optional[Callable] = None):
     """``(range, where, topic, partition, mapped, pieces)`` for each of ``ranges`` in order.  A
     local slice (``mapped``) is memory-mapped when its turn comes
     (:func:`kafkarec.log.local.iter_pieces`).  A listed range of at most
     :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
     :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
-    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`),
+    each of its parts in turn with ``cut(range)`` (the parts it is cut into, when its turn comes)."""
     from kafkarec.log import local, selection
     mapped = [isinstance(rr, local.Slice) for rr in ranges]
 
     def whole(rr):
-        return list(selection.iter_range_pieces(rr.storage, rr.range))
+        return [(part, list(selection.iter_range_pieces(part.storage, part.range)))
+                for part in ((rr,) if cut is None else cut(rr))]
 
-    def described(i, pieces):
-        rr = ranges[i]
-        if mapped[i]:
+    def described(rr, pieces):
+        if isinstance(rr, local.Slice):
             return rr, rr.path, rr.topic, rr.partition, True, pieces
         return rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, False, pieces
 
     def later(i):
         rr = ranges[i]
-        return local.iter_pieces(rr) if mapped[i] else selection.iter_range_pieces(rr.storage, rr.range)
+        if mapped[i]:
+            yield described(rr, local.iter_pieces(rr))
+            return
+        for part in ((rr,) if cut is None else cut(rr)):
+            yield described(part, selection.iter_range_pieces(part.storage, part.range))
     small = [len(ranges) > 1 and not m and range_bytes(rr) <= READ_AHEAD_MAX_BYTES
              for rr, m in zip(ranges, mapped)]
     if sum(small) < 2:
         for i in range(len(ranges)):
-            yield described(i, later(i))
+            yield from later(i)
         return
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
@@ -703,7 +761,11 @@ def ranges_read(ranges):
             for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
                 if small[j] and j not in ahead:
                     ahead[j] = pool.submit(whole, ranges[j])
-            yield described(i, ahead.pop(i).result() if i in ahead else later(i))
+            if i in ahead:
+                for part, pieces in ahead.pop(i).result():
+                    yield described(part, pieces)
+            else:
+                yield from later(i)
     finally:
         for f in ahead.values():
             f.cancel()

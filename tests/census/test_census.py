@@ -444,3 +444,45 @@ def test_census_what_if_names_the_records_it_could_not_take(sample_root, capfd):
     doc = json.loads(captured.out)
     assert doc["what_if"]["errors"] and all(e["topic"] == "clicks" for e in doc["what_if"]["errors"])
     assert [line for line in captured.err.splitlines() if line.startswith("what-if: clicks-0: ")]
+
+
+def test_census_counts_a_damaged_first_batch_in_each_segment(tmp_path):
+    """Finding 43: every segment's first batch is at position 0; the census told damaged batches
+    apart by position alone, so a second segment's damaged first batch was never counted."""
+    w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=200)
+    for i in range(4):                     # two batches a segment
+        w.append(v2_batch([(T0 + i, b"k%d" % i, b"value-%d" % i, [])]))
+    w.close()
+    logs = sorted(os.path.join(w.dir, f) for f in os.listdir(w.dir) if f.endswith(".log"))
+    assert len(logs) == 2
+    for path in logs:
+        data = bytearray(open(path, "rb").read())
+        data[70] ^= 0xFF                   # inside the first batch's records: its CRC fails
+        open(path, "wb").write(bytes(data))
+    row = census(str(tmp_path), partitioner=False)["partitions"][0]
+    assert len(row["errors"]) == 2
+    assert [(os.path.basename(e["file"]), e["position"]) for e in row["errors"]] == \
+        [(os.path.basename(p), 0) for p in logs]
+    assert all("crc" in e["message"].lower() for e in row["errors"]) and row["records"] == 2
+    assert len([r for r in find(str(tmp_path)) if "error" in r]) == 2
+
+
+def test_census_header_key_records_count_records(tmp_path):
+    """Finding 44: a record carrying a header key twice is one record of that key."""
+    w = PartitionWriter(str(tmp_path), "h", 0)
+    w.append(v2_batch([(T0, b"a", b"v", [("h", b"a"), ("h", b"b"), ("x", None)]), (T0 + 1, b"b", b"v", [("h", b"cc")])]))
+    w.close()
+    row = census(str(tmp_path))["partitions"][0]
+    assert row["header_keys"] == {"h": {"records": 2, "bytes": 4}, "x": {"records": 1, "bytes": 0}}
+    assert census(str(tmp_path))["topics"][0]["header_keys"]["h"] == {"records": 2, "bytes": 4}
+
+
+@pytest.mark.parametrize("n", [-1, 0, 2 ** 31, "3", True])
+def test_census_refuses_what_find_refuses_as_a_partition_count(world, n):
+    """Finding 39: one rule for a partition count (find's): the core's murmur2 raised a raw
+    OverflowError or ValueError from the census."""
+    root, _ = world
+    for call in (lambda: census(root, num_partitions={"profiles": n}),
+                 lambda: list(find(root, key=b"k", partitioner="murmur2", num_partitions={"profiles": n}))):
+        with pytest.raises(UsageError, match=r"is no partition count \(1 to 2\^31-1\)"):
+            call()

@@ -89,3 +89,29 @@ def test_find_refuses_before_it_writes_anything(world):
     proc = _run("find", root, "--topics", "profiles", "--value-regex", "(")
     assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
     assert "value regex '('" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["find", "--key", "k", "--start-time"], ["find", "--key", "k", "--end-time"],
+                                  ["census", "--start-time"], ["census", "--end-time"],
+                                  ["restore", "--target-bootstrap", "127.0.0.1:1", "--end-time"],
+                                  ["restore", "--target-bootstrap", "127.0.0.1:1", "--groups-as-of"]])
+def test_a_time_past_a_long_is_a_usage_error(tmp_path, capfd, args):
+    """Finding 40 (issue 67): a time option of 5,000 digits raised Python's integer-digit-limit
+    ValueError; it is refused as Java's Long.parseLong refuses it, exit 2, one line."""
+    from kafkarec.cli import main
+    code = main([args[0], str(tmp_path), *args[1:], "1" * 5000])
+    _, err = capfd.readouterr()
+    assert code == 2 and len(err.splitlines()) == 1 and "out of a 64-bit number's range" in err, err
+
+
+@pytest.mark.parametrize("count", ["2147483648", "0", "-1"])
+def test_census_partition_count_is_finds_rule(world, capfd, count):
+    """Finding 39 (issue 67): --partitions t=2147483648 raised a raw OverflowError from the core's
+    misplaced_keys; census refuses what find refuses, with find's words."""
+    from kafkarec.cli import main
+    root, _ = world
+    for args in (["census", root, "--topics", "profiles", "--no-progress"],
+                 ["find", root, "--key", "k", "--partitioner", "murmur2"]):
+        code = main([*args, "--partitions", f"profiles={count}"])
+        _, err = capfd.readouterr()
+        assert code == 2 and f"{count} is no partition count (1 to 2^31-1)" in err, err

@@ -60,8 +60,11 @@ def test_rows_carry_what_the_log_view_has(world):
     root, _ = world
     proc = _table(root, "--topics", "balances", "--payload-encoding", "utf8")
     row = json.loads(proc.stdout.splitlines()[0])
-    assert sorted(row) == ["headers", "key", "offset", "partition", "timestamp", "timestampType", "topic", "value"]
+    assert sorted(row) == ["headers", "key", "offset", "partition", "timestamp", "timestampType", "timestamp_iso",
+                           "topic", "value"]
     assert row["key"].startswith("account-") and row["timestamp"] == T0 + row["offset"]
+    from kafkarec.times import iso
+    assert row["timestamp_iso"] == iso(row["timestamp"])
 
 
 def test_a_path_that_is_not_there(tmp_path):

@@ -1267,3 +1267,106 @@ def test_header_copies_at_block_boundaries_and_batch_end(length):
     rows = assert_table_matches(v2_batch(specs) + v2_batch(specs[:1]))
     assert rows[-1]["headers"][-1] == {"key": "last", "value": blob[:length]}
     assert rows[2]["headers"][3] == {"key": "\ufffd" * 3, "value": None}
+
+
+# ------------------------------------------------- the full decode's loop without the GIL
+# A v2 batch whose records section is 16 KiB or more is walked by full_rows with the GIL released;
+# what it cannot take (a column to grow, a header key to replace as Java does) goes record by
+# record through the GIL's path.  Both must give the row reader's rows, and its errors.
+
+NOGIL_BYTES = 16384
+PAD = (b"p" * 16, b"v" * 100, [("trace", b"0123456789abcdef")])
+
+
+def big_specs(shapes, *, seed: int):
+    """The shapes, then padding records until the records section passes NOGIL_BYTES."""
+    rnd = random.Random(seed)
+    out, offset, size = [], 1000, 0
+    for key, value, headers in list(shapes) + [PAD] * max(0, 200 - len(shapes)):
+        out.append((offset, TS0 + rnd.randint(-5000, 5000), key, value, headers))
+        offset += rnd.choice((1, 1, 3))
+        size += len(key or b"") + len(value or b"") + sum(len(k) + len(v or b"") + 2 for k, v in headers)
+    assert size >= NOGIL_BYTES
+    return out
+
+
+header_keys = st.one_of(st.text(max_size=6), st.binary(max_size=6))   # bytes: often not UTF-8
+record_shapes = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=24)),
+    st.one_of(st.none(), st.binary(max_size=300),
+              st.builds(lambda n, b: bytes([b]) * n, st.integers(20_000, 70_000), st.integers(0, 255))),
+    st.lists(st.tuples(header_keys, st.one_of(st.none(), st.binary(max_size=40))), max_size=6))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(record_shapes, min_size=1, max_size=60), st.integers(0, 2**31), st.sampled_from([0, 0, 3, 4]),
+       st.booleans())
+def test_batches_walked_without_the_gil_equal_the_row_reader(shapes, seed, codec, two):
+    """Keys and values of every size (some past the columns' room: grown mid-batch), null keys,
+    values and header values, repeated and non-UTF-8 header keys, many headers; one or two
+    batches (the second's rows after the first's in the same columns)."""
+    data = v2_batch(big_specs(shapes, seed=seed), codec=codec)
+    if two:
+        data += v2_batch(big_specs(shapes[::-1], seed=seed + 1), codec=codec)
+    rows = assert_table_matches(data)
+    whole = kafkarec.to_arrow(data)
+    for columns in (["offset", "key"], ["value", "timestamp"], ["headers"], ["key", "value", "offset"]):
+        # a projection without key, value or headers leaves that column out of the loop's copies
+        got = pa.Table.from_batches(list(kafkarec.iter_arrow(data, columns=columns)))
+        assert sorted(got.schema.names) == sorted(columns)
+        assert got.equals(whole.select(got.schema.names)), columns
+    for row, (_, _, key, value, headers) in zip(rows, big_specs(shapes, seed=seed)):
+        assert (row["key"], row["value"]) == (key, value)
+        if headers:
+            assert [h["value"] for h in row["headers"]] == [v for _, v in headers]
+
+
+def big_hostile_samples():
+    """Batches past NOGIL_BYTES to damage: uncompressed (the loop sees the damage) and lz4."""
+    out = []
+    for codec in (0, 0, 3):
+        out.append(v2_batch(big_specs([SHAPES[i % len(SHAPES)] for i in range(40)], seed=codec), codec=codec))
+    return out
+
+
+BIG_HOSTILE = big_hostile_samples()
+
+
+@st.composite
+def big_flipped(draw):
+    data = bytearray(draw(st.sampled_from(BIG_HOSTILE)))
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(61, len(data) - 1))        # in the records (a header flip rarely decodes)
+        data[i] = draw(st.one_of(st.integers(0, 255), st.just(data[i] ^ 0x80), st.just(0xFF), st.just(0)))
+    cut = draw(st.one_of(st.none(), st.none(), st.integers(0, len(data))))
+    return bytes(data if cut is None else data[:cut])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(big_flipped(), st.booleans())
+def test_damaged_batches_walked_without_the_gil_fail_as_the_row_reader(data, strict):
+    """The same rows, or the same error at the same position, as the row reader (strict reads
+    too: the scanner's further rules, a header key's UTF-8 among them, inside the loop)."""
+    try:
+        want, _ = reference(data, verify_crc=False, batch_columns=False)
+    except DecodeError as exc:
+        with pytest.raises(DecodeError) as info:
+            kafkarec.to_arrow(data, verify_crc=False, strict=strict)
+        if not strict:
+            assert (type(info.value), info.value.position, info.value.reason) == (
+                type(exc), exc.position, exc.reason)
+        event(f"raises {type(exc).__name__}")
+        return
+    if strict:
+        try:
+            want = [record_row(b, r, topic=None, partition=None, batch_columns=False)
+                    for b in kafkarec.iter_batches(data, verify_crc=False, strict=True) for r in b]
+        except DecodeError as exc:
+            with pytest.raises(DecodeError) as info:
+                kafkarec.to_arrow(data, verify_crc=False, strict=True)
+            assert (type(info.value), info.value.position, info.value.reason) == (
+                type(exc), exc.position, exc.reason)
+            event("strict raises")
+            return
+    assert table_rows(kafkarec.to_arrow(data, verify_crc=False, strict=strict)) == want
+    event("decodes")

@@ -153,3 +153,26 @@ def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log)
         root, lambda: con.sql("SELECT \"offset\", value FROM logs WHERE key = 'key-7'").fetchall())
     assert len(got) == 40
     assert 0 < read <= total / partitions + 0.01 * total, (read, total)
+
+
+def test_the_scan_decodes_on_the_connections_threads(log_root):
+    """Unless told, the source's scan takes DuckDB's ``threads`` setting (at most the CPUs) as its
+    pool's size: the engine's parallelism is the read's."""
+    from kafkarec.scan._config import usable_cpus
+    for threads in (1, 2, 64):
+        con = duckdb.connect(config={"threads": threads})
+        assert register(con, "logs", log_root).scan.config.threads == min(threads, usable_cpus())
+        assert register(con, "three", log_root, threads=3).scan.config.threads == 3
+        assert con.sql("SELECT count(*) FROM logs").fetchall() == con.sql("SELECT count(*) FROM three").fetchall()
+
+
+def test_registering_leaves_a_pending_result_alone(log_root):
+    """Asking the connection's threads goes through a cursor of its own: a result the caller has
+    pending is not replaced (DuckDB itself then refuses the registration, as without kafkarec)."""
+    con = duckdb.connect()
+    pending = con.execute("SELECT 42")
+    with pytest.raises(duckdb.Error, match="unfinished result"):
+        register(con, "logs", log_root)
+    assert pending.fetchall() == [(42,)]
+    register(con, "logs", log_root)
+    assert con.sql("SELECT count(*) FROM logs").fetchall()[0][0] > 100

@@ -210,3 +210,20 @@ def test_a_typed_key_filter_is_polars_own_and_keeps_its_rows(tmp_path):
                             raw_keys=False)[1] is not None
     with pytest.raises(UsageError, match="key_format"):
         LogScan(str(tmp_path), bounds=Bounds(keys=[b"a"]), **typed)
+
+
+def test_the_scan_decodes_on_polars_threads(log_root, monkeypatch):
+    """Unless told, the source's scan takes the size of Polars' pool (at most the CPUs) as its pool's."""
+    from kafkarec.engines import polars as engine
+    from kafkarec.scan._config import usable_cpus
+    made = []
+
+    class Recording(LogScan):
+        def __init__(self, source, **options):
+            super().__init__(source, **options)
+            made.append(self.config.threads)
+    monkeypatch.setattr(engine, "LogScan", Recording)
+    assert rows(scan_log(log_root).collect()) == rows(LogScan(log_root).to_table())
+    assert made[0] == min(pl.thread_pool_size(), usable_cpus())
+    scan_log(log_root, threads=3)
+    assert made[-1] == 3

@@ -164,3 +164,14 @@ def test_a_table_without_topic_partition_is_refused_clearly():
     table = kafkarec.to_arrow(data)
     with pytest.raises(ValueError, match="topic and partition"):
         Quarantine("/nonexistent").add_table(table, pa.array(["bad"]))
+
+
+def test_a_time_past_the_year_9999_is_kept_whole(tmp_path):
+    """Issue 67: a failed record's timestamp went through pyarrow's datetimes, which hold no time
+    past 9999-12-31 (OverflowError); Kafka's timestamps are any long."""
+    b = RecordBatchBuilder(base_offset=0)
+    for ts in (253402300800000, 2 ** 63 - 1):
+        b.append(b"\x07", None, timestamp=ts)
+    table = kafkarec.to_arrow(b.build(), topic="t", partition=0)
+    Quarantine(str(tmp_path)).add_table(table, pa.array(["bad", "bad"]))
+    assert [r.timestamp for _, r in _records(tmp_path / "t-0")] == [253402300800000, 2 ** 63 - 1]

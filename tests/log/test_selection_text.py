@@ -32,6 +32,18 @@ def test_the_issues_time_is_exact():
     assert selection.parse_time("1969-12-31T23:59:59.9995Z") == -1    # floored, as Instant.toEpochMilli
 
 
+def test_milliseconds_are_a_long_as_javas_parse_long_reads_one():
+    """Finding 40 (issue 67): 5,000 digits raised Python's integer-digit-limit ValueError."""
+    assert selection.parse_time(str(2 ** 63 - 1)) == 2 ** 63 - 1 and selection.parse_time(str(-2 ** 63)) == -2 ** 63
+    assert selection.parse_time("+5") == 5 and selection.parse_time("0" * 30 + "7") == 7
+    for text in ("1" * 5000, "-" + "9" * 5000, str(2 ** 63), str(-2 ** 63 - 1), "1" * 20):
+        with pytest.raises(SelectionError, match="out of a 64-bit number's range") as e:
+            selection.parse_time(text)
+        assert len(str(e.value)) < 200                 # the text is not echoed whole
+    with pytest.raises(SelectionError, match=r"\(5000 characters\) is neither"):
+        selection.parse_time("x" * 5000)
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.integers(1900, 2999), st.integers(1, 12), st.integers(1, 31), st.integers(0, 23),
        st.integers(0, 59), st.integers(0, 59), st.integers(0, 999_999), st.booleans(),

@@ -396,3 +396,88 @@ def test_share_acknowledge_judges_only_the_partitions_it_walks(monkeypatch):
     assert [(a.partition, a.accepted, a.status) for a in done] == [(0, (6, 9), "done")]
     other = parts[("t-b", 1)]
     assert set(other.state.values()) == {"AVAILABLE"} and set(other.deliveries.values()) == {1}
+
+
+# --- finding 41: the offset map file's numbers within Kafka's ranges ----------------------------
+_MAP_HEADER = "source_topic,partition,source_offset,target_topic,target_offset,count\n"
+
+
+@pytest.mark.parametrize("line, message", [
+    # a run of 10^30 records from a 60-byte file: what add_packed refuses
+    ("t,0,0,u,0,1000000000000000000000000000000",
+     "line 2: count '1000000000000000000000000000000' is not a number from 0 to 9223372036854775807"),
+    ("t,0,1180591620717411303424,u,0,1",            # a source offset of 2^70
+     "line 2: source_offset '1180591620717411303424' is not a number from 0 to 9223372036854775807"),
+    ("t,0,9223372036854775806,u,0,2",               # a run ending past the largest offset
+     "line 2: a run past the largest offset (9223372036854775807): source offset 9223372036854775806, "
+     "target offset 0, count 2"),
+    ("t,0,0,u,9223372036854775807,1", "line 2: a run past the largest offset"),
+    ("t,2147483648,0,u,0,1", "line 2: partition '2147483648' is not a number from 0 to 2147483647"),
+    ("t,0,-1,u,0,1", "line 2: source_offset '-1' is not a number"),
+    ("t,0,1_0,u,0,1", "line 2: source_offset '1_0' is not a number"),     # Python's int() takes these
+    ("t,0,0,u,0", "line 2: 5 field(s), expected 6"),
+    # a field past csv's 131,072-character limit: _csv.Error before
+    pytest.param("t,0,0,u,0," + "1" * 200_000, "line 2: not CSV (field larger than field limit (131072))",
+                 id="a-field-past-csvs-limit"),
+])
+def test_the_offset_map_file_refuses_numbers_outside_kafkas_ranges(tmp_path, line, message):
+    path = tmp_path / "map.csv"
+    path.write_text(_MAP_HEADER + line + "\n")
+    with pytest.raises(UsageError) as info:
+        OffsetMap.read(str(path))
+    assert str(info.value).startswith(f"offset map {path}, ") and message in str(info.value), str(info.value)
+    # the largest run Kafka's offsets allow is read
+    path.write_text(_MAP_HEADER + "t,0,0,u,0,9223372036854775807\nt,0,9223372036854775807,u,9223372036854775807,0\n")
+    assert OffsetMap.read(str(path)).records("t", 0) == 2**63 - 1
+
+
+# --- finding 42: numeric options the clients cannot take -----------------------------------------
+@pytest.mark.parametrize("kwargs, message", [
+    ({"timeout": float("inf")}, "timeout 'inf': not a number of seconds from 0.01 to 300"),
+    ({"timeout": float("nan")}, "timeout 'nan': not a number of seconds"),
+    ({"timeout": -1}, "timeout '-1': not a number of seconds"),
+    ({"timeout": 0.001}, "timeout '0.001': not a number of seconds"),      # socket.timeout.ms 1: below 10
+    ({"timeout": 301}, "timeout '301': not a number of seconds"),          # 301,000 ms: above 300,000
+    ({"timeout": 10 ** 400}, "not a number of seconds"),                    # float() overflows
+    ({"timeout": True}, "not a number of seconds"),
+    ({"transaction_records": float("inf")}, "transaction records 'inf': not a whole number at least 1"),
+    ({"transaction_records": float("nan")}, "transaction records 'nan'"),
+    ({"transaction_records": 2.5}, "transaction records '2.5'"),
+    ({"transaction_records": 2**31}, "at most 2147483647"),
+    ({"transaction_records": "9" * 5000}, "transaction records '9999"),   # past Python's digit limit
+    ({"end_time": float("inf")}, "end time 'inf': not a time"),
+    ({"end_time": 2**70}, ("end time", "1180591620717411303424")),      # past Java's longs
+    ({"end_time": -5}, "is not a Kafka time"),
+    ({"groups_as_of": "9" * 5000}, ("groups as of", "9999")),           # past Python's digit limit
+    ({"groups_as_of": float("nan")}, "groups as of 'nan': not a time"),
+])
+def test_numeric_options_the_clients_cannot_take_are_usage_errors(kwargs, message):
+    with pytest.raises(UsageError) as info:
+        RestoreSpec.of("logs", "b:9092", **kwargs)
+    text = str(info.value)      # one short line, whatever the value's size
+    assert all(m in text for m in ((message,) if isinstance(message, str) else message)), text
+    assert "\n" not in text and len(text) < 300, text
+
+
+def test_the_timeout_bounds_are_what_librdkafka_takes():
+    """Every client the restore makes takes the settings of the least and the largest timeout."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+    from kafkarec.restore.produce import producer_config
+    from kafkarec.restore.source import SourcePartition
+    for seconds in (0.01, 300):
+        spec = RestoreSpec.of("logs", "127.0.0.1:1", timeout=seconds)
+        assert spec.client_config()["socket.timeout.ms"] == round(seconds * 1000)
+        Producer(spec.client_config(**producer_config(spec, SourcePartition("t", 0, 0, 1, 1, "t"))))
+        Consumer(spec.client_config(**{"group.id": "g"})).close()
+        AdminClient(spec.client_config())
+    assert RestoreSpec.of("logs", "b:1", timeout="2.5", transaction_records="10").timeout == 2.5
+
+
+def test_timeout_inf_on_the_command_line_is_one_line_and_exit_2(tmp_path, capfd):
+    from kafkarec.cli.main import main
+    assert main(["restore", str(tmp_path), "--target-bootstrap", "127.0.0.1:1", "--timeout", "inf",
+                 "--no-groups"]) == 2
+    err = capfd.readouterr().err
+    assert err == ("kafkarec restore: error: timeout 'inf': not a number of seconds from 0.01 to 300 "
+                   "(librdkafka takes 10 to 300,000 ms for socket.timeout.ms)\n"), err

@@ -13,7 +13,7 @@ import pytest
 import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
-from kafkarec.scan import LogScan, ScanConfig
+from kafkarec.scan import Bounds, LogScan, ScanConfig
 from kafkarec.scan._config import MAX_DEFAULT_THREADS, default_threads
 
 from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
@@ -99,17 +99,20 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
 
 
 def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
-    """The full decode and batch columns hold the GIL: those reads stay in the consumer's thread (a
-    pool would only contend with it)."""
-    for options in ({}, {"columns": ["key", "offset"]}, {"columns": ["offset", "batchPosition"], "batch_columns": True}):
+    """The meta-only walk and the full decode walk a batch's records without the GIL: those reads
+    decode on the pool.  The batch columns' rows and a key bound's test hold it record by record:
+    those reads stay in the consumer's thread (a pool would only contend with it)."""
+    for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]}):
         reader = iter(LogScan(partition, threads=3, **options))
         next(reader)
+        assert _decode_threads(), options
+        reader.close()
+    for options in ({"columns": ["offset", "batchPosition"], "batch_columns": True},
+                    {"columns": ["offset"], "bounds": Bounds(keys=[b"k"])}):
+        reader = iter(LogScan(partition, threads=3, **options))
+        next(reader, None)
         assert not _decode_threads(), options
         reader.close()
-    reader = iter(LogScan(partition, threads=3, columns=["offset"]))
-    next(reader)
-    assert _decode_threads()
-    reader.close()
 
 
 def test_order_kept_across_many_windows(partition, small_windows):
@@ -304,3 +307,143 @@ def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, m
                 seen += rb.column("offset").to_pylist()
         assert seen == first
     assert not _decode_threads()
+
+
+@pytest.mark.parametrize("options", [
+    {"bounds": Bounds(offsets=(5, None))},
+    {"bounds": Bounds(offsets=(40, 3000)), "columns": ["offset", "key", "value"]},
+    {"bounds": Bounds(timestamps=(T0 + 2000, T0 + 4000))},
+    {"selection": {"startingOffsets": "earliest"}, "isolation_level": "read_committed"},
+    {"bounds": Bounds(offsets=(1, None)), "columns": ["offset", "timestamp"]},
+])
+def test_a_listed_read_decodes_on_the_pool_as_one_after_the_other(partition, logroot, monkeypatch, options):
+    """A read planned over a listing (bounds, a selection) decodes its ranges on the pool too, each
+    cut on the planner thread at offset-index positions about a window apart: the same rows."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 20_000)
+    for root in (partition, logroot):
+        assert LogScan(root, **options).config.listed
+        one = _table(root, 1, **options)
+        assert one.num_rows > 0
+        reader = iter(LogScan(root, threads=3, **options))
+        next(reader)
+        assert _decode_threads()
+        reader.close()
+        for threads in (2, 4):
+            assert _table(root, threads, **options).equals(one), (root, threads)
+
+
+def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
+    """A damaged batch in a listed read: the same error rows (PERMISSIVE, DROPMALFORMED) or the
+    same error (FAILFAST) on the pool as in one thread."""
+    root = tmp_path / "damaged"
+    w = PartitionWriter(str(root), "d", 0, segment_bytes=30_000)
+    for k in range(60):
+        batch = bytearray(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))
+        if k in (17, 41):
+            batch[-3] ^= 0xFF       # a record's byte: the CRC fails
+        w.append(bytes(batch))
+    w.close()
+    bounds = Bounds(offsets=(3, None))
+    for mode in ("PERMISSIVE", "DROPMALFORMED"):
+        one = _table(str(root), 1, mode=mode, bounds=bounds)
+        assert _table(str(root), 3, mode=mode, bounds=bounds).equals(one)
+    with pytest.raises(MalformedBatchError) as first:
+        _table(str(root), 1, mode="FAILFAST", bounds=bounds)
+    with pytest.raises(MalformedBatchError) as pooled:
+        _table(str(root), 3, mode="FAILFAST", bounds=bounds)
+    assert str(pooled.value) == str(first.value)
+
+
+def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, logroot, small_windows, monkeypatch):
+    """Many threads over small windows, whole rows and offsets, local and listed reads, each consumer
+    stopping after a different number of batches: every prefix is the one-thread read's, and no
+    thread or map is left behind."""
+    import random
+    open_maps = []
+    plain = local.iter_pieces
+
+    def counted(sl):
+        for piece in plain(sl):
+            open_maps.append(sl)
+            try:
+                yield piece
+            finally:
+                open_maps.remove(sl)
+    monkeypatch.setattr(local, "iter_pieces", counted)
+    rnd = random.Random(68)
+    for options in ({}, {"columns": ["offset", "timestamp"]}, {"columns": ["offset", "key", "value"]},
+                    {"bounds": Bounds(offsets=(3, None))}):
+        for root in (partition, logroot):
+            want = list(LogScan(root, threads=1, max_rows_per_batch=40, **options))
+            for _ in range(6):
+                stop = rnd.randrange(len(want) + 1)
+                reader = iter(LogScan(root, threads=rnd.choice((3, 5, 8)), max_rows_per_batch=40, **options))
+                got = [rb for _, rb in zip(range(stop), reader)]
+                reader.close()
+                assert [rb.equals(w) for rb, w in zip(got, want)] == [True] * stop, (options, root, stop)
+                assert not _decode_threads() and not open_maps, (options, root, stop)
+
+
+@pytest.fixture(scope="module")
+def big_batches(tmp_path_factory):
+    """One partition of batches whose records pass 16 KiB (walked without the GIL, whole rows too),
+    every codec, two of them damaged (a record byte: the CRC fails; a record length: the records
+    do not parse)."""
+    from support.logdir import CODECS
+    root = tmp_path_factory.mktemp("bigbatches")
+    w = PartitionWriter(str(root), "big", 0, segment_bytes=400_000)
+    for k in range(40):
+        batch = bytearray(v2_batch(sample_records(200, start_ts=T0 + 200 * k, size=120), codec=CODECS[k % 5]))
+        if k == 13:
+            batch[-5] ^= 0xFF
+        w.append(bytes(batch))
+    w.close()
+    return str(root)
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+@pytest.mark.parametrize("columns", [None, ["offset", "timestamp", "key", "value"], ["offset", "timestamp"]])
+def test_big_batches_on_many_threads_as_one_after_the_other(big_batches, monkeypatch, mode, columns):
+    """Batches walked without the GIL on several threads at once (whole rows and offsets alone,
+    every codec, a damaged batch): the rows and error rows of decoding one window after the other."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 64 << 10)
+    options = {"mode": mode} if columns is None else {"mode": mode, "columns": columns}
+    one = _table(big_batches, 1, **options)
+    assert one.num_rows >= 39 * 200
+    for threads in (2, 4, 8):
+        assert _table(big_batches, threads, **options).equals(one), threads
+    stopped = {}
+    for threads in (1, 4):
+        handed = []
+        with pytest.raises(MalformedBatchError) as failed:
+            for rb in LogScan(big_batches, threads=threads, mode="FAILFAST", columns=columns):
+                handed.append(rb)
+        stopped[threads] = (str(failed.value), [rb.num_rows for rb in handed])
+    assert stopped[4] == stopped[1] and sum(stopped[1][1]) > 0      # the same rows, then the same error
+
+
+def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch):
+    """The ranges of a listed read are cut (an offset index read each) as they come, not all before
+    the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes."""
+    from kafkarec.log import selection
+    from kafkarec.scan._read import READ_AHEAD_RANGES
+    w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=30_000, index_interval_bytes=4096)
+    for k in range(400):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))
+    w.close()
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 20_000)
+    loads = []
+    plain = selection.Resolver.offset_entries
+
+    def counted(self, seg):
+        if seg.path not in self._offset_idx:
+            loads.append(seg.path)
+        return plain(self, seg)
+    monkeypatch.setattr(selection.Resolver, "offset_entries", counted)
+    for threads, limit in ((1, 1), (1, None), (3, None)):
+        loads.clear()
+        scan = LogScan(str(tmp_path), bounds=Bounds(offsets=(5, None)), limit=limit, threads=threads, columns=["offset"])
+        reader = iter(scan)
+        assert next(reader).column("offset")[0].as_py() == 5
+        reader.close()
+        assert 1 <= len(loads) <= 1 + READ_AHEAD_RANGES, (threads, limit, len(loads))
