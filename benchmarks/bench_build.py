@@ -103,7 +103,9 @@ XERIAL_HEADER = b"\x82SNAPPY\x00" + b"\x00\x00\x00\x01\x00\x00\x00\x01"
 
 def raw_gzip(data):
     c = zlib.compressobj(-1, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    out = bytearray(c.compress(data) + c.flush())
+    out[8:10] = b"\x00\xff"       # the header Java's GZIPOutputStream writes (XFL 0, OS 255), as the core does
+    return bytes(out)
 
 
 def raw_snappy(data):

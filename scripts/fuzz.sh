@@ -5,7 +5,9 @@
 # protobuf, registry, table, rsm, remote_metadata, properties (against Java's Properties.load: needs a JDK),
 # options (the Kafka-source offset options and ISO times against Spark's rules and integer arithmetic),
 # indexes (index bytes and base offsets fuzzed: a bounded read against the unbounded read filtered),
-# walker (the meta-only walk of offsets and timestamps against the full read).
+# walker (the meta-only walk of offsets and timestamps against the full read),
+# threads (LogScan threads 1 against N over small windows), census (find against a filtered full
+# read, the census against counting decoded rows).
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
 # fuzz/crash-* (make it a regression test under tests/fuzz/).
 #

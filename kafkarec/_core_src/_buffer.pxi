@@ -35,6 +35,7 @@ cdef inline object view_of(const uint8_t *p, Py_ssize_t n):
     return PyMemoryView_FromMemory(<char *>p, n, PyBUF_READ)
 
 
+@cython.auto_pickle(False)
 cdef class _Growable:
     """A growable C byte buffer; exposes the buffer protocol so pyarrow can own it
     without a copy."""
@@ -45,6 +46,11 @@ cdef class _Growable:
 
     def __dealloc__(self):
         free(self.data)
+
+    def __reduce__(self):
+        # Cython's generated pickling would turn the raw ``data`` pointer into bytes as if it
+        # were a C string (a crash on NULL or unterminated memory): a buffer is not state to copy
+        raise TypeError(f"{type(self).__name__} is raw memory: it cannot be pickled or copied")
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         if self.data == NULL:

@@ -25,6 +25,7 @@ cdef enum:
     INT32_LIMIT = 0x7FFFFFFF
 
 
+@cython.auto_pickle(False)       # raw memory: _Growable.__reduce__ refuses
 cdef class _ArrowGrowable(_Growable):
     """A _Growable whose memory comes from Arrow's memory pool (mimalloc or
     jemalloc), which keeps freed pages: column buffers of one table after

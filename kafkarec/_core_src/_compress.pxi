@@ -213,21 +213,87 @@ cdef bytes snappy_batch_bytes(object data, Py_ssize_t n, bint raw):
     return out.take()
 
 
+# A zstd context sized for an unknown content size (Kafka's stream, so its bytes) holds the
+# level's whole window and tables: about 1.3 MB at level 3, 15 MB at 9, 46 MB at 12, then 90, 200,
+# 400 and 850 MB at 19 to 22 (ZstdCompressor.memory_size() after a batch; zstandard 0.25, zstd
+# 1.5.7).  Contexts up to this size (by zstd's own estimate for the level) are kept per thread for
+# the process's life: made again for every batch they would cost more than the batch (85 us at
+# level 3, 4 ms at 9).  Larger ones live only as long as a holder (zstd_context) or the batch
+# being compressed, as Kafka's producer frees its context when a batch closes.
+ZSTD_KEPT_CONTEXT_BYTES = 16 << 20
+_zstd_kept_levels = {}          # level -> whether its context is kept (zstd's estimate, once)
+
+
+class _ZstdContext:
+    """A thread's ZstdCompressor for one level, kept while this object lives."""
+    __slots__ = ("level", "compressor", "__weakref__")
+
+    def __init__(self, level, compressor):
+        self.level = level
+        self.compressor = compressor
+
+
+cdef bint zstd_level_kept(object level) except -1:
+    kept = _zstd_kept_levels.get(level)
+    if kept is None:
+        zstandard = codec_lib("zstandard", "zstandard")
+        size = zstandard.ZstdCompressionParameters.from_level(level).estimated_compression_context_size()
+        kept = _zstd_kept_levels[level] = size <= ZSTD_KEPT_CONTEXT_BYTES
+    return kept
+
+
 cdef object zstd_compressor(object level):
-    """A ZstdCompressor per thread and level, reused (creating one costs a few
-    microseconds; one instance must not be used by two threads at once)."""
+    """The ZstdCompressor for ``level`` on this thread: the kept one of a small level (creating
+    one costs a few microseconds; one instance must not be used by two threads at once), a
+    held one (zstd_context), or else a new one that goes with the batch."""
     cdef dict cache
     try:
         cache = _zstd_local.compressors
     except AttributeError:
         cache = _zstd_local.compressors = {}
     compressor = cache.get(level)
-    if compressor is None:
-        zstandard = codec_lib("zstandard", "zstandard")
-        # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
-        compressor = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    if compressor is not None:
+        return compressor
+    held = getattr(_zstd_local, "held", None)
+    ref = held.get(level) if held is not None else None
+    context = ref() if ref is not None else None
+    if context is not None:
+        return context.compressor
+    zstandard = codec_lib("zstandard", "zstandard")
+    # Streaming like Kafka's ZstdOutputStream: no content size in the frame.
+    compressor = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    if zstd_level_kept(level):
+        cache[level] = compressor
     return compressor
 
+
+def zstd_context(level=None):
+    """Keep this thread's zstd compressor for ``level`` (default 3) while the returned object
+    lives: a writer of many batches at a level whose context is large (the what-if) builds them
+    all with one context, made once, and gives its memory back when it drops the object."""
+    level = 3 if level is None else check_level(CODEC_ZSTD, level)
+    compressor = zstd_compressor(level)
+    if zstd_level_kept(level):
+        return _ZstdContext(level, compressor)
+    held = getattr(_zstd_local, "held", None)
+    if held is None:
+        held = _zstd_local.held = {}
+    ref = held.get(level)
+    context = ref() if ref is not None else None
+    if context is None:
+        context = _ZstdContext(level, compressor)
+        held[level] = __import__("weakref").ref(context)
+    return context
+
+
+def zstd_contexts_held():
+    """``{level: bytes}``: the zstd compression contexts this thread holds now (kept or held)."""
+    out = {level: c.memory_size() for level, c in getattr(_zstd_local, "compressors", {}).items()}
+    for level, ref in getattr(_zstd_local, "held", {}).items():
+        context = ref()
+        if context is not None:
+            out[level] = context.compressor.memory_size()
+    return out
 
 
 cdef enum:

@@ -347,6 +347,16 @@ def test_what_if_a_record_past_batch_size_gets_a_batch_of_its_size(tmp_path):
     assert row["codecs"][0]["batch_records"] == [2, 9]      # cut at batch.size: [1, 10]
 
 
+def test_what_if_gives_a_large_zstd_context_back_when_it_returns(tmp_path):
+    """Issue 67, finding 45: the what-if builds all its zstd:19 batches with one context (made
+    once, not per batch) and frees it on return; it kept ~90 MB per level for the process's life."""
+    from kafkarec._core import zstd_contexts_held
+    write_partition(tmp_path, "z", 0, [("batch", [(b"k", b"v" * 100)] * 3, None), ("batch", [(b"k", b"w" * 100)], None)])
+    doc = what_if(str(tmp_path), parse_codecs("zstd:19"), keep_batches=True)
+    assert [(c["codec"], c["batches"]) for c in doc["codecs"]] == [("zstd:19", 2), ("none", 2)]
+    assert 19 not in zstd_contexts_held()
+
+
 def test_census_topic_keys_unknown_where_a_partition_has_no_sketch_library(tmp_path, monkeypatch):
     """A partition past its share of the exact bound, read where datasketches is not installed (a
     Spark executor with kafkarec's base dependencies): its partition figures stay exact, the topic's

@@ -873,3 +873,35 @@ def test_lz4_level_1_without_pyarrow_names_the_write_and_the_package():
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("writing lz4 at level 1 or 2 needs the 'pyarrow' package (pip install pyarrow)"), \
         out.stdout
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
+
+def test_zstd_large_window_contexts_go_with_their_batch():
+    """Issue 67, finding 45: a zstd context for an unknown content size (Kafka's stream) holds the
+    level's window and tables, 90 MB at level 19 and 850 MB at 22; the writer kept one per level
+    and thread for the process's life.  Small ones (level 3: ~1.3 MB, rebuilt per batch it would
+    cost more than the batch) are still kept; a large one goes with its batch, as Kafka's producer
+    frees its context when the batch closes, unless a holder (the what-if) keeps it."""
+    from kafkarec._core import ZSTD_KEPT_CONTEXT_BYTES, zstd_context, zstd_contexts_held
+    build_batch([b"x" * 100], timestamps=[0], compression=Compression.ZSTD)
+    assert 0 < zstd_contexts_held()[3] <= ZSTD_KEPT_CONTEXT_BYTES
+    for level in (19, 20, 21, 22):     # zstd's own estimate: 80, 160, 320 and 640 MB
+        size = zstandard.ZstdCompressionParameters.from_level(level).estimated_compression_context_size()
+        assert size > 4 * ZSTD_KEPT_CONTEXT_BYTES
+    before = _resident_bytes()
+    b = RecordBatchBuilder(compression=Compression.ZSTD, compression_level=19)
+    b.append(b"x" * 100, timestamp=0)
+    one = b.build()
+    del b
+    assert 19 not in zstd_contexts_held()
+    assert _resident_bytes() - before < 32 << 20          # it kept ~120 MB resident
+    held = zstd_context(19)
+    assert build_batch([b"x" * 100], timestamps=[0], compression=Compression.ZSTD, compression_level=19) == one
+    assert zstd_contexts_held()[19] > 64 << 20            # one context for the holder's batches
+    del held
+    assert 19 not in zstd_contexts_held()
+    assert _resident_bytes() - before < 32 << 20
