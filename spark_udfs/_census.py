@@ -31,13 +31,15 @@ def census(spark, source, *, bounds=None, selection=None, storage_options: Optio
     executors)."""
     from kafkarec.census.counts import DEFAULT_MAX_EXACT_KEYS, assemble, plan_census
     from spark_udfs._tasks import per_task
+    from spark_udfs.ship.shipping import expected_fingerprint
     plan = plan_census(source, bounds=bounds, selection=selection, storage_options=storage_options,
                        tiered_storage=tiered_storage, verify_crc=verify_crc,
                        max_exact_keys=DEFAULT_MAX_EXACT_KEYS if max_exact_keys is None else max_exact_keys,
                        partitioner=partitioner, num_partitions=num_partitions, as_of_ms=as_of_ms)
     if not plan.groups:
         return assemble(plan, [])
-    rows = per_task(spark, plan, len(plan.groups), _rows, "row string", name="kafkarec_census")
+    rows = per_task(spark, plan, len(plan.groups), _rows, "row string", expected=expected_fingerprint(),
+                    name="kafkarec_census")
     return assemble(plan, [json.loads(r["row"]) for r in rows])
 
 

@@ -64,9 +64,10 @@ def restore(spark, spec: Union["RestoreSpec", str], target: Optional[str] = None
     plan = R.plan(spec)
     if groups:
         R.check_groups(spec, plan)      # before anything is written
+    expected = shipping.expected_fingerprint()
 
     def run_partitions(s: "RestoreSpec", parts: List["SourcePartition"]):
-        return _run(spark, s, parts)
+        return _run(spark, s, parts, expected)
 
     result = R.restore(spec, source_plan=plan, run_partitions=run_partitions)
     finished = R.finish(spec, result, offset_map=offset_map, groups=groups, groups_csv=groups_csv,
@@ -74,7 +75,7 @@ def restore(spark, spec: Union["RestoreSpec", str], target: Optional[str] = None
     return SparkRestore(result, finished)
 
 
-def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"]):
+def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"], expected: Optional[str]):
     """Each partition's :func:`kafkarec.restore.restore_partition` in a Spark task of its own, in
     the order of ``parts``; the first kafkarec error of any task raised here, once all answered.  A
     job that fails (a task failing past Spark's attempts, an executor lost) is a
@@ -83,7 +84,8 @@ def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"]):
     from kafkarec.errors import RestoreError
     from spark_udfs._tasks import per_task
     try:
-        rows = per_task(spark, (spec, parts), len(parts), _answers, ANSWER_SCHEMA, name="kafkarec_restore")
+        rows = per_task(spark, (spec, parts), len(parts), _answers, ANSWER_SCHEMA, expected=expected,
+                        name="kafkarec_restore")
     except Exception as exc:        # Py4J's or Spark's own: the job, not one partition, failed
         names = [f"{p.topic}-{p.partition}" for p in parts]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")

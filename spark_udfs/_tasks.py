@@ -11,20 +11,20 @@ batches.  The rows come back to the driver as Spark's ``collect`` gives them.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Iterator, List, Optional
 
 __all__ = ["per_task"]
 
 
 def per_task(spark, payload: Any, tasks: int, work: Callable[[Any, int], Iterator], schema: str, *,
-             name: str) -> List:
+             expected: Optional[str], name: str) -> List:
     """The rows of ``work(payload, i)`` for ``i`` in ``range(tasks)``, each index in a Spark task
-    of its own (``schema``: the rows' DDL, as ``mapInArrow`` takes it; ``name``: the Python
-    function Spark's plan and UI show).  ``work`` runs on an executor, with kafkarec loaded: a
-    function of an importable module (``spark_udfs`` ships there).  Spark's own failure of the
-    job (a task failing past its attempts) raises here, as ``collect`` raises it."""
-    from spark_udfs.ship.shipping import expected_fingerprint
-    shipped, expected = pickle.dumps(payload), expected_fingerprint()
+    of its own (``schema``: the rows' DDL, as ``mapInArrow`` takes it; ``expected``: the driver's
+    kafkarec build, :func:`spark_udfs.ship.shipping.expected_fingerprint`, each task's to load;
+    ``name``: the Python function Spark's plan and UI show).  ``work`` runs on an executor, with
+    kafkarec loaded: a function of an importable module (``spark_udfs`` ships there).  Spark's own
+    failure of the job (a task failing past its attempts) raises here, as ``collect`` raises it."""
+    shipped = pickle.dumps(payload)
 
     def task(batches):
         return _task(batches, shipped, expected, work)
@@ -33,7 +33,7 @@ def per_task(spark, payload: Any, tasks: int, work: Callable[[Any, int], Iterato
     return spark.range(tasks, numPartitions=tasks).mapInArrow(task, schema).collect()
 
 
-def _task(batches, shipped: bytes, expected: str, work) -> Iterator:
+def _task(batches, shipped: bytes, expected: Optional[str], work) -> Iterator:
     """A task's rows: ``work``'s for each index its input holds."""
     from spark_udfs.ship.runtime import ensure
     ensure(expected)
