@@ -28,7 +28,7 @@ best of ``--outside-repeats``):
   framing + registry lookup** (``kafkarec.registry.wire.parse_ids``: magic byte, schema id, body
   offset per record; the writer looked up once per distinct id a batch), **the Avro program**
   (``AvroDecoder.decode``: the compiled program run by the core, writing the Arrow buffers), and
-  **Arrow building** (the rest of ``TypedRows.convert``: the typed column cast to Spark's Arrow
+  **Arrow building** (the rest of ``TypedBatches.convert``: the typed column cast to Spark's Arrow
   types, the batch assembled in the read's schema).
 
 Inside Spark (``local[2]``, interleaved rounds, medians of ``--repeats`` after a warm-up;
@@ -415,7 +415,7 @@ def main(argv=None) -> int:
         rows = want["records"] if read == "plain" else typed_want["records"]
         extra = [("task read, whole (data source's read, no Spark)", "task read")]
         if read == "typed":
-            extra.insert(0, ("typing, whole (TypedRows.convert)", "typing (convert)"))
+            extra.insert(0, ("typing, whole (TypedBatches.convert)", "typing (convert)"))
         print("\n".join(_table(f"{read} read, {rows} rows, {outside[read]['tasks']} tasks", outside[read],
                                inside.get(read, {}), names, stages + extra)))
         verdicts[read] = verdict(read, outside[read], inside.get(read, {}), names, stages)

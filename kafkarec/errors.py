@@ -65,7 +65,7 @@ class KafkaRecError(Exception):
     ``retriable``: whether the same work may succeed when tried again unchanged (a coordinator
     loading, a broker or leader not available, a request timed out, an object store throttling or
     answering 5xx).  False unless the place that read the failure says so: Kafka's client errors
-    in :mod:`kafkarec.restore.target`, object stores' in :func:`kafkarec.log.storage.storage_error`."""
+    in :mod:`kafkarec._client`, object stores' in :func:`kafkarec.log.storage.storage_error`."""
     retriable: bool = False
 
 
@@ -380,25 +380,28 @@ class BrokerError(KafkaRecError, OSError):
     """A broker asked for its partitions' offsets (``bootstrap``: the log start and the last stable
     offset, Kafka's ListOffsets) that did not answer, or answered with an error: ``bootstrap``
     names the cluster, ``topic`` and ``partition`` the partition (None when the failure is the
-    request's), ``reason`` says why."""
+    request's), ``reason`` says why; ``retriable``: asking again may pass
+    (:func:`kafkarec._client.retriable`)."""
 
     def __init__(self, bootstrap: str, reason: str, *, topic: "str | None" = None,
-                 partition: "int | None" = None) -> None:
+                 partition: "int | None" = None, retriable: bool = False) -> None:
         super().__init__(f"broker {bootstrap}: {reason}")
         self.bootstrap = bootstrap
         self.topic = topic
         self.partition = partition
         self.reason = reason
+        self.retriable = retriable
 
     def __str__(self) -> str:   # OSError's str() of a one-argument error is that argument
         return self.args[0] if self.args else ""
 
     def __reduce__(self):      # picklable across Spark workers with its fields
-        return (_rebuild_broker, (type(self), self.bootstrap, self.reason, self.topic, self.partition))
+        return (_rebuild_broker, (type(self), self.bootstrap, self.reason, self.topic, self.partition,
+                                  self.retriable))
 
 
-def _rebuild_broker(cls, bootstrap, reason, topic, partition):
-    return cls(bootstrap, reason, topic=topic, partition=partition)
+def _rebuild_broker(cls, bootstrap, reason, topic, partition, retriable=False):
+    return cls(bootstrap, reason, topic=topic, partition=partition, retriable=retriable)
 
 
 # --- restores into another cluster (kafkarec.restore) ----------------------------
@@ -408,7 +411,7 @@ class RestoreError(KafkaRecError, ValueError):
     a half-applied change: ``target`` names the target cluster (its bootstrap servers), ``topic`` and
     ``partition`` the partition concerned, ``group`` the consumer group (each None when the failure is
     not theirs), ``reason`` says what was found and where; ``retriable``: the same work may pass when
-    tried again (:func:`kafkarec.restore.target.retriable`: a coordinator loading, a timeout...)."""
+    tried again (:func:`kafkarec._client.retriable`: a coordinator loading, a timeout...)."""
 
     def __init__(self, target: str, reason: str, *, topic: "str | None" = None,
                  partition: "int | None" = None, group: "str | None" = None, retriable: bool = False) -> None:

@@ -7,12 +7,12 @@ and pieces, no record read); each task reads one topic-partition's pieces throug
 are judged in log order, so a partition is never split) and returns its row; the driver puts the
 rows together as the local census does (:func:`kafkarec.census.counts.assemble`).  The document is
 the local census's, figure for figure.  The plan reaches the executors pickled as bytes and is
-read there once kafkarec is loaded (``spark_udfs.register`` ships it), as the data source's config.
+read there once kafkarec is loaded (``spark_udfs.register`` ships it), as the data source's config:
+the tasks are :func:`spark_udfs._tasks.per_task`'s.
 """
 from __future__ import annotations
 
 import json
-import pickle
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ def census(spark, source, *, bounds=None, selection=None, storage_options: Optio
     :func:`kafkarec.census.census`'s.  Call :func:`spark_udfs.register` first (kafkarec on the
     executors)."""
     from kafkarec.census.counts import DEFAULT_MAX_EXACT_KEYS, assemble, plan_census
+    from spark_udfs._tasks import per_task
     from spark_udfs.ship.shipping import expected_fingerprint
     plan = plan_census(source, bounds=bounds, selection=selection, storage_options=storage_options,
                        tiered_storage=tiered_storage, verify_crc=verify_crc,
@@ -37,23 +38,14 @@ def census(spark, source, *, bounds=None, selection=None, storage_options: Optio
                        partitioner=partitioner, num_partitions=num_partitions, as_of_ms=as_of_ms)
     if not plan.groups:
         return assemble(plan, [])
-    shipped, expected, tasks = pickle.dumps(plan), expected_fingerprint(), len(plan.groups)
-    groups = spark.range(tasks, numPartitions=tasks)
-
-    def kafkarec_census(batches):
-        return _rows(batches, shipped, expected)
-
-    rows = groups.mapInArrow(kafkarec_census, "row string").collect()
+    rows = per_task(spark, plan, len(plan.groups), _rows, "row string", expected=expected_fingerprint(),
+                    name="kafkarec_census")
     return assemble(plan, [json.loads(r["row"]) for r in rows])
 
 
-def _rows(batches, shipped: bytes, expected):
-    """A task's census rows (JSON text) of the groups whose indexes its input holds."""
+def _rows(plan, i: int):
+    """The census row (JSON text) of the plan's group ``i``, in a task (:func:`spark_udfs._tasks.per_task`)."""
     import pyarrow as pa
-    from spark_udfs.ship.runtime import ensure
-    ensure(expected)
     from kafkarec.census.counts import partition_census
-    plan = pickle.loads(shipped)
-    for batch in batches:
-        rows = [json.dumps(partition_census(plan, plan.groups[i])) for i in batch.column("id").to_pylist()]
-        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.string())], names=["row"])
+    yield pa.RecordBatch.from_arrays([pa.array([json.dumps(partition_census(plan, plan.groups[i]))], pa.string())],
+                                     names=["row"])

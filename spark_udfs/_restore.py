@@ -75,21 +75,17 @@ def restore(spark, spec: Union["RestoreSpec", str], target: Optional[str] = None
     return SparkRestore(result, finished)
 
 
-def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"], expected: str):
+def _run(spark, spec: "RestoreSpec", parts: List["SourcePartition"], expected: Optional[str]):
     """Each partition's :func:`kafkarec.restore.restore_partition` in a Spark task of its own, in
     the order of ``parts``; the first kafkarec error of any task raised here, once all answered.  A
     job that fails (a task failing past Spark's attempts, an executor lost) is a
     :class:`~kafkarec.errors.RestoreError` naming the target and the partitions, Spark's error its
     cause: a re-run resumes from the progress on the target."""
     from kafkarec.errors import RestoreError
-    shipped, tasks = pickle.dumps((spec, parts)), len(parts)
-
-    def kafkarec_restore(batches):
-        return _answers(batches, shipped, expected)
-
-    # spark.range splits [0, tasks) evenly: one partition index per task
+    from spark_udfs._tasks import per_task
     try:
-        rows = spark.range(tasks, numPartitions=tasks).mapInArrow(kafkarec_restore, ANSWER_SCHEMA).collect()
+        rows = per_task(spark, (spec, parts), len(parts), _answers, ANSWER_SCHEMA, expected=expected,
+                        name="kafkarec_restore")
     except Exception as exc:        # Py4J's or Spark's own: the job, not one partition, failed
         names = [f"{p.topic}-{p.partition}" for p in parts]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
@@ -151,38 +147,36 @@ def _joined(spec: "RestoreSpec", parts: List["SourcePartition"], rows) -> list:
     return out
 
 
-def _answers(batches, shipped: bytes, expected) -> Iterator:
-    """A task's answer rows (:data:`ANSWER_SCHEMA`) for each partition index its input holds: its
-    summary and its offset map's packed runs (rows of bounded size, whatever the records), or the
-    kafkarec error that stopped it (a refusal, a missing client: the same again on a retry).  An
-    error that is :attr:`~kafkarec.errors.KafkaRecError.retriable` (a coordinator loading, a broker
-    not available, a timeout, an object store throttling), or any other exception, raises, and
-    Spark tries the task again: its transactional id fences this attempt and the progress on the
-    target resumes it, so every record is still written once."""
+def _answers(payload, i: int) -> Iterator:
+    """A task's answer rows (:data:`ANSWER_SCHEMA`) for partition index ``i`` of ``payload`` (the
+    spec and the partitions; the task is :func:`spark_udfs._tasks.per_task`'s): its summary and its
+    offset map's packed runs (rows of bounded size, whatever the records), or the kafkarec error that
+    stopped it (a refusal, a missing client: the same again on a retry).  An error that is
+    :attr:`~kafkarec.errors.KafkaRecError.retriable` (a coordinator loading, a broker not available, a
+    timeout, an object store throttling), or any other exception, raises, and Spark tries the task
+    again: its transactional id fences this attempt and the progress on the target resumes it, so
+    every record is still written once."""
     import pyarrow as pa
-    from spark_udfs.ship.runtime import ensure
-    ensure(expected)
     from kafkarec.errors import KafkaRecError
-    spec, parts = pickle.loads(shipped)
-    for batch in batches:
-        for i in batch.column("id").to_pylist():
-            part = parts[i]
-            def row(seq: int, answer: bytes):   # a batch a row: a task holds one chunk at a time
-                return pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([seq], pa.int64()),
-                                                   pa.array([answer], pa.binary())], names=["id", "seq", "answer"])
-            try:
-                from kafkarec.restore import restore_partition
-                summary, omap = restore_partition(spec, part)
-            except KafkaRecError as exc:
-                if exc.retriable:
-                    raise
-                yield row(0, _pickled_error(spec, part, exc))
-                continue
-            key = (part.topic, part.partition)
-            target_topic = omap.target_topics.get(key, part.target_topic)
-            yield row(0, pickle.dumps((summary, target_topic, omap.ends.get(key))))
-            for seq, chunk in enumerate(omap.pack(part.topic, part.partition), 1):
-                yield row(seq, chunk)
+    spec, parts = payload
+    part = parts[i]
+
+    def row(seq: int, answer: bytes):   # a batch a row: a task holds one chunk at a time
+        return pa.RecordBatch.from_arrays([pa.array([i], pa.int64()), pa.array([seq], pa.int64()),
+                                           pa.array([answer], pa.binary())], names=["id", "seq", "answer"])
+    try:
+        from kafkarec.restore import restore_partition
+        summary, omap = restore_partition(spec, part)
+    except KafkaRecError as exc:
+        if exc.retriable:
+            raise
+        yield row(0, _pickled_error(spec, part, exc))
+        return
+    key = (part.topic, part.partition)
+    target_topic = omap.target_topics.get(key, part.target_topic)
+    yield row(0, pickle.dumps((summary, target_topic, omap.ends.get(key))))
+    for seq, chunk in enumerate(omap.pack(part.topic, part.partition), 1):
+        yield row(seq, chunk)
 
 
 def _pickled_error(spec: "RestoreSpec", part: "SourcePartition", exc: BaseException) -> bytes:

@@ -290,6 +290,63 @@ def test_one_walk_of_the_log(tmp_path):
     assert found == {}
 
 
+# each rule written once, in the room that owns it (issue 70): what names the rule, and where it may be
+# written -- the typed rows' parse modes, the last stable offset read off the transaction rule, Kafka's
+# ListOffsets and the admin client that asks it
+_ONE_HOME = {
+    "TypedRows": {os.path.join("kafkarec", "scan", "_typed.py")},
+    "aborted_batches": {os.path.join("kafkarec", "transactions.py"), os.path.join("kafkarec", "log", "committed.py"),
+                        os.path.join("kafkarec", "scan", "_walk.py")},
+    "list_offsets": {os.path.join("kafkarec", "_client.py")},
+    "AdminClient": {os.path.join("kafkarec", "_client.py")},
+}
+
+
+def _rule_uses(path):
+    """``name: line`` of each place the file at ``path`` writes a rule of :data:`_ONE_HOME`: a class
+    ``TypedRows`` defined; the transaction rule (``aborted_batches`` of kafkarec.transactions or the
+    core, not :func:`kafkarec.log.local.aborted_batches`) called or imported; a client's
+    ``list_offsets`` called with ``isolation_level`` (confluent-kafka's, not kafkarec's wrappers of
+    it); an ``AdminClient`` named."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ClassDef) and n.name == "TypedRows":
+            out.append(f"TypedRows: {n.lineno}")
+        elif isinstance(n, ast.ImportFrom) and n.module in ("kafkarec.transactions", "kafkarec._core"):
+            out += [f"aborted_batches: {n.lineno}" for a in n.names if a.name == "aborted_batches"]
+        elif (isinstance(n, ast.Attribute) and n.attr == "aborted_batches" and isinstance(n.value, ast.Name)
+              and n.value.id in ("transactions", "_core")):
+            out.append(f"aborted_batches: {n.lineno}")
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "list_offsets" and any(k.arg == "isolation_level" for k in n.keywords):
+                out.append(f"list_offsets: {n.lineno}")
+        if (isinstance(n, ast.Attribute) and n.attr == "AdminClient") or (isinstance(n, ast.Name) and n.id == "AdminClient"):
+            out.append(f"AdminClient: {n.lineno}")
+    return sorted(out, key=lambda h: int(h.split(": ")[1]))
+
+
+def test_each_rule_is_written_once(tmp_path):
+    """One TypedRows (kafkarec/scan/_typed.py: Spark's parse modes, which spark_udfs' typed reads
+    apply through it); one computation of the last stable offset (PartitionWalk.committed_view, off
+    the transaction rule that only it and committed.aborted_spans call); one ListOffsets client and
+    one maker of admin clients (kafkarec/_client.py, for the restore and the lakehouse)."""
+    probe = tmp_path / "m.py"       # the check sees what it forbids
+    probe.write_text("from kafkarec import transactions\nfrom kafkarec.log import local\n"
+                     "class TypedRows:\n    pass\n"
+                     "transactions.aborted_batches(b)\nlocal.aborted_batches(f)\n"
+                     "a = admin.AdminClient(c)\na.list_offsets(r, isolation_level=i)\nbroker.list_offsets(b, p)\n")
+    assert _rule_uses(str(probe)) == ["TypedRows: 3", "aborted_batches: 5", "AdminClient: 7", "list_offsets: 8"]
+    found = {}
+    for path in _python_files("kafkarec", "spark_udfs", "scripts"):
+        rel = os.path.relpath(path, ROOT)
+        hits = [h for h in _rule_uses(path) if rel not in _ONE_HOME[h.split(":")[0]]]
+        if hits:
+            found[rel] = hits
+    assert found == {}
+
+
 def test_the_sys_modules_check_sees_every_write(tmp_path):
     path = tmp_path / "m.py"
     path.write_text("import sys\nsys.modules['a'] = 1\nsys.modules.setdefault('b', 2)\n"
@@ -410,7 +467,7 @@ def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
 
 @pytest.mark.parametrize("first", ["rooms", "names"])
 def test_no_room_of_spark_udfs_hides_a_public_name(first):
-    """spark_udfs' rooms (read/, ship/, _census, functions, lakehouse) loaded before or after its public
+    """spark_udfs' rooms (read/, ship/, _census, _restore, _tasks, functions, lakehouse) loaded before or after its public
     names are asked for: each name is still the function or class it documents.  The room
     ``spark_udfs.ship`` shares its name with the public function ``spark_udfs.ship``, which the
     import system would replace with the room on the room's first import; the package binds the
@@ -432,7 +489,8 @@ def test_no_room_of_spark_udfs_hides_a_public_name(first):
                   "assert shipping.ship is spark_udfs.ship and connect.__name__ == 'spark_udfs.ship.connect'\n"
                   "print(*sorted(r for r in rooms if r.count('.') == 1))")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["spark_udfs._census", "spark_udfs._restore", "spark_udfs.functions",
+    assert run.stdout.split() == ["spark_udfs._census", "spark_udfs._restore", "spark_udfs._tasks",
+                                  "spark_udfs.functions",
                                   "spark_udfs.lakehouse",
                                   "spark_udfs.read",
                                   "spark_udfs.ship"]

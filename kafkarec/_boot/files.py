@@ -9,17 +9,30 @@
   ``~/.cache/kafkarec-native``), owner-checked and private: kafkarec's loader unpacks
   the archives it was imported from there (:func:`kafkarec._boot.wheels.unpack`), and
   ``kafkarec.protobuf`` keeps compiled schemas in it.
+* :func:`file_sha256`: a file's sha256, read a MiB at a time: the one file digest (the core's
+  in a kafkarec build's fingerprint, a shipped archive's, ``spark_udfs.ship``'s).
 
 Standard library only, and nothing of kafkarec: ``scripts/wheelhouse.py`` imports it from a
 checkout whose compiled core is not built for its Python (as it does :mod:`kafkarec._boot.wheels`).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
 
-__all__ = ["atomic_write", "cache_root"]
+__all__ = ["atomic_write", "cache_root", "file_sha256"]
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of the file at ``path`` (hex), read a MiB at a time (a core or an archive
+    can be tens of MiB)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def atomic_write(path: str, data=None, *, source: str | None = None, fsync: bool = True,

@@ -78,7 +78,7 @@ def delta_app_id(app_id: str, partition: int) -> str:
 # --- rows ---------------------------------------------------------------------------------------
 
 def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional[int] = None):
-    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode ``"refuse"``),
+    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode FAILFAST),
     or None: ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that
     does not decode stops the write, as the live writer would not write it either."""
     if not typed:
@@ -92,10 +92,10 @@ def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional
     settings = TypedSettings(value_format=kw.pop("value_format", "registry"), registry=kw.pop("registry", None),
                              options=kw)
 
-    def refuse(offset, reason):
+    def refuse(_topic, _partition, offset, reason):
         return BackfillError(f"{topic}-{partition}", f"the value at offset {offset} does not decode "
                              f"({reason}); the live writer would not write it either")
-    return TypedRows(settings, [topic], mode="refuse", refuse=refuse)
+    return TypedRows(settings, [topic], mode="FAILFAST", refuse=refuse)
 
 
 def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):

@@ -5,7 +5,8 @@ broker rewrites every ``log.flush.start.offset.checkpoint.interval.ms`` (60 s by
 that long after ``deleteRecords`` (or a retention pass) the file still names the old start, and
 the segments still hold the records below the new one, which no consumer is given.  The broker
 itself knows: Kafka's ListOffsets request, asked through a maintained client (confluent-kafka's
-``AdminClient.list_offsets``, librdkafka), answers per partition
+``AdminClient.list_offsets``, librdkafka; :mod:`kafkarec._client`, the restore's client too:
+retriable errors asked again, one admin client shared), answers per partition
 
 * ``EARLIEST``: the log start offset a consumer's ``earliest`` is;
 * ``LATEST`` with ``read_committed`` isolation: the last stable offset, bounded by the high
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, NamedTuple, Tuple
 
+from kafkarec import _client
 from kafkarec._extras import require
 from kafkarec.errors import BrokerError
 
@@ -41,36 +43,20 @@ class LiveOffsets(NamedTuple):
 def list_offsets(bootstrap: str, partitions: Iterable[Tuple[str, int]], *,
                  timeout: float = 30.0) -> Dict[Tuple[str, int], LiveOffsets]:
     """``{(topic, partition): LiveOffsets}`` of ``partitions`` from the cluster at ``bootstrap``
-    (``host:port,...``), two ListOffsets requests in all, each bounded by ``timeout`` seconds.  A
-    broker that does not answer, or answers a partition with an error (an unknown topic: another
-    cluster's log), is a :class:`~kafkarec.errors.BrokerError` naming it."""
+    (``host:port,...``): two ListOffsets requests through :func:`kafkarec._client.list_offsets` (the
+    one client of it: Kafka's retriable errors asked again with Kafka's backoff), each bounded by
+    ``timeout`` seconds.  A broker that does not answer, or answers a partition with an error (an
+    unknown topic: another cluster's log), is a :class:`~kafkarec.errors.BrokerError` naming it."""
     keys = sorted(set(partitions))
     if not keys:
         return {}
-    ck = require("confluent_kafka", extra="lakehouse")
-    admin_mod = require("confluent_kafka.admin", extra="lakehouse")
-    admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0,
-                                   "socket.timeout.ms": int(timeout * 1000)})
-    answers = {}
-    for name, label, spec in (("earliest", "EARLIEST", admin_mod.OffsetSpec.earliest()),
-                              ("stable", "LATEST (read_committed)", admin_mod.OffsetSpec.latest())):
-        try:
-            futures = admin.list_offsets({ck.TopicPartition(t, p): spec for t, p in keys},
-                                         isolation_level=ck.IsolationLevel.READ_COMMITTED, request_timeout=timeout)
-        except (ck.KafkaException, ValueError, TypeError) as exc:
-            raise BrokerError(bootstrap, f"ListOffsets {label}: {_reason(exc)}") from None
-        for tp, future in futures.items():
-            key = (tp.topic, tp.partition)
-            try:
-                offset = future.result(timeout=timeout + 5).offset
-            except Exception as exc:     # KafkaException, or the future's own TimeoutError
-                raise BrokerError(bootstrap, f"ListOffsets {label} of {key[0]}-{key[1]}: {_reason(exc)}",
-                                  topic=key[0], partition=key[1]) from None
-            answers.setdefault(key, {})[name] = offset
-    return {k: LiveOffsets(v["earliest"], v["stable"]) for k, v in answers.items()}
+    require("confluent_kafka", extra="lakehouse")
 
-
-def _reason(exc: BaseException) -> str:
-    err = exc.args[0] if exc.args else None
-    text = err.str() if hasattr(err, "str") else str(exc)
-    return text or type(exc).__name__
+    def fail(text: str, *, retriable: bool = False, topic=None, partition=None, group=None) -> BrokerError:
+        return BrokerError(bootstrap, text, topic=topic, partition=partition, retriable=retriable)
+    asker = _client.admin({"bootstrap.servers": bootstrap, "log_level": 0,
+                           "socket.timeout.ms": int(timeout * 1000)}, fail)
+    earliest, stable = (_client.list_offsets(asker, keys, which, timeout=timeout, fail=fail, own=BrokerError,
+                                             what=f"ListOffsets {label}", name_partitions=True)
+                        for which, label in (("earliest", "EARLIEST"), ("latest", "LATEST (read_committed)")))
+    return {k: LiveOffsets(earliest[k], stable[k]) for k in keys}

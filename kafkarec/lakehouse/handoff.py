@@ -13,28 +13,22 @@ checkpoint lags it), and the later start and the earlier end hold.
 
 Every rule here is the log layer's: the log start (:meth:`kafkarec.log.selection.Resolver.log_start`),
 the log end and time lookups (:class:`~kafkarec.log.selection.Resolver`), and which batches a
-``read_committed`` consumer does not see (:func:`kafkarec.transactions.aborted_batches`: aborted
-transactions, and everything from the LSO on).  The LSO is read off that same rule: the batches
-it leaves out, less those it leaves out when every open transaction is closed by a commit, are
-the ones cut at the LSO; the first of them is where the LSO is.
+``read_committed`` consumer does not see and where the LSO is, both read off one walk of the
+partition by the transaction rule (:meth:`kafkarec.scan.PartitionWalk.committed_view`).
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import ClassVar, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
-from kafkarec import _core, transactions
 from kafkarec.errors import SelectionError, UsageError
 from kafkarec.lakehouse import broker
-from kafkarec.log import committed, selection
+from kafkarec.log import selection
 from kafkarec.log.layout import PartitionLog
 
 __all__ = ["HandOff", "PartitionHandOff", "HandOffPlan", "hand_off_points", "plan_hand_off"]
 
 log = logging.getLogger("kafkarec")
-
-COMMIT = 1          # ControlRecordType.COMMIT: the marker that closes a transaction without aborting it
 
 
 class HandOff(NamedTuple):
@@ -63,57 +57,6 @@ class HandOffPlan(NamedTuple):
 
     def points(self) -> Dict[Tuple[str, int], HandOff]:
         return {p.key: HandOff(p.start, p.end) for p in self.partitions}
-
-
-@dataclass
-class _TxnBatch:
-    """What the transaction rule reads of one transactional batch, kept without its bytes (a
-    partition is walked once; only transactional batches can move the LSO or be aborted)."""
-    path: Optional[str]
-    position: Optional[int]
-    size_in_bytes: int
-    base_offset: Optional[int]
-    producer_id: int
-    is_control: bool
-    crc_valid: bool
-    marker: Optional[int]           # a control batch's marker type (the rule's _marker_type)
-    is_transactional: ClassVar[bool] = True
-
-    def __iter__(self):          # a control batch's one record, as the rule reads it
-        yield _Marker(self.marker)
-
-
-class _Marker(NamedTuple):
-    control_type_id: Optional[int]
-
-
-def _transactional_batches(walk) -> List[_TxnBatch]:
-    """The transactional batches of one partition's whole log, walked once by the one reader
-    (:meth:`kafkarec.scan.PartitionWalk.judge`)."""
-    out = []
-
-    def visit(b):
-        if not b.is_transactional:
-            return
-        control = b.is_control
-        out.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id, control,
-                             True if control else b.crc_valid,
-                             _core._marker_type(b.batch) if control else None))
-    walk.judge(visit)
-    return out
-
-
-def last_stable_offset(batches: List[_TxnBatch], end: int) -> int:
-    """The LSO of the log cut at ``end`` (the batches starting below it): the first offset of
-    the earliest transaction still open there, ``end`` when none is."""
-    upto = [b for b in batches if b.base_offset < end]
-    key = (lambda b: b.base_offset)
-    left_out = transactions.aborted_batches(upto, key=key, trusted=lambda b: b.crc_valid)
-    closed = upto + [_TxnBatch(None, None, 0, None, pid, True, True, COMMIT)
-                     for pid in {b.producer_id for b in upto if not b.is_control}]
-    aborted = transactions.aborted_batches(closed, key=key, trusted=lambda b: b.crc_valid)
-    cut = {o for o in left_out - aborted if o is not None}
-    return min(cut) if cut else end
 
 
 def _topic_names(topics) -> Optional[frozenset]:
@@ -172,13 +115,13 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
             # above the broker's last stable offset (its high watermark at most) nothing is decided
             log_end = min(log_end, asked.stable)
         end = log_end if end is None else min(end, log_end)
-        batches = _transactional_batches(walk)
-        h = max(start, last_stable_offset(batches, end))
+        view = walk.committed_view(end)
+        h = max(start, end if view.stable_end is None else view.stable_end)
         for lost_start, lost_end in walk.lost:
             if lost_start < h and lost_end > start:
                 log.warning("kafkarec: offsets [%d, %d) of %s-%d are in no copy of the log; the "
                             "backfill cannot hold them", lost_start, lost_end, part.topic, part.partition)
-        out.append(PartitionHandOff(part, start, h, committed.aborted_spans(batches)))
+        out.append(PartitionHandOff(part, start, h, view.skips))
     if names is not None:
         missing = sorted(names - {p.part.topic for p in out})
         if missing:

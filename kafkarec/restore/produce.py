@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
+from kafkarec import _client
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore import faults, source, target
@@ -157,12 +158,12 @@ class _Writer:
                 raise exc.error from None
             except _Redo as redo:
                 tries += 1
-                now = target.clock()
+                now = _client.clock()
                 deadline = deadline if deadline is not None else now + self.spec.timeout
                 wait = target.backoff(tries)
                 if now + wait > deadline:
                     raise redo.error from None
-                target.pause(wait)
+                _client.pause(wait)
 
     def _transaction(self, records: List[source.Record], next_offset: int) -> List[Tuple[int, int]]:
         self.delivered, self.failures, self.retriable = [], [], True

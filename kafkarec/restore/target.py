@@ -7,26 +7,27 @@ committed offsets of its progress group, :attr:`RestoreSpec.progress_group`), wh
 holds committed records, its partitions' ends, its records read back ``read_committed``, and its
 share groups' persisted states (its ``__share_group_state`` read back, for ``--verify``).
 Every client failure is a :class:`kafkarec.errors.RestoreError` naming the target, the partition
-or group and librdkafka's reason, and saying whether it is retriable (:func:`retriable`: the one
-rule of which Kafka failures pass when tried again).  Every request of the restore to the target goes
-through :func:`retried` (the one place a retriable failure is tried again, with Kafka's clients'
-backoff, :func:`backoff`, within the spec's timeout), as Kafka's own clients retry them.
+or group and librdkafka's reason, and saying whether it is retriable (:func:`kafkarec._client.retriable`:
+the one rule of which Kafka failures pass when tried again).  Every request of the restore to the target
+goes through :func:`retried` (:func:`kafkarec._client.retried`, the one place a retriable failure is
+tried again, with Kafka's clients' backoff, within the spec's timeout), as Kafka's own clients retry
+them; the shared admin client and ListOffsets are :mod:`kafkarec._client`'s too.
 """
 from __future__ import annotations
 
-import concurrent.futures
-import random
-import threading
 import time
 from typing import Callable, Dict, Iterable, Iterator, List, Tuple, TypeVar
 
+from kafkarec import _client
+# the one rule of which Kafka failures pass when tried again, and Kafka's backoff: kafkarec._client's
+from kafkarec._client import RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_S, backoff, must_abort, reason, retriable
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
 from kafkarec.restore.source import Record, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["admin", "client", "result", "reason", "retriable", "failure", "retried", "must_abort", "backoff",
-           "pause", "clock", "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
+           "ensure_topics", "progress", "list_offsets", "ends", "read_back", "holds_committed_records",
            "share_states", "SHARE_STATE_TOPIC", "RETRY_BACKOFF_S", "RETRY_BACKOFF_MAX_S"]
 
 #: the internal topic the share coordinator keeps the share groups' states in
@@ -35,125 +36,25 @@ SHARE_STATE_TOPIC = "__share_group_state"
 #: librdkafka's "no offset committed" (RD_KAFKA_OFFSET_INVALID)
 NO_OFFSET = -1001
 
-
-def reason(exc: BaseException) -> str:
-    """librdkafka's error text of a client exception (or of its ``KafkaError``)."""
-    err = exc if hasattr(exc, "str") else (exc.args[0] if getattr(exc, "args", None) else None)
-    text = err.str() if hasattr(err, "str") else str(exc)
-    return text or type(exc).__name__
-
-
-# Kafka's errors whose exceptions are RetriableException in kafka-clients 4.4.0
-# (org.apache.kafka.common.errors: its subclasses, the InvalidMetadataException branch included -- a
-# coordinator loading or moving, a topic's metadata or leader not there yet, as just after its
-# creation, a request timed out or its connection lost, not enough replicas, a fetch or share session
-# lost, offsets pending or not yet available, a quota throttled, leaders not electable yet;
-# CorruptRecordException is librdkafka's INVALID_MSG), CONCURRENT_TRANSACTIONS among them, and
-# librdkafka's own for a broker or coordinator not reached in time.  The client's KafkaError.retriable()
-# is set for its transactional API's errors only: an admin future's or a delivery report's error
-# carries its code alone.
-_RETRIABLE_CODES = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                    "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION",
-                    "PREFERRED_LEADER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE", "LISTENER_NOT_FOUND",
-                    "UNKNOWN_TOPIC_ID", "INCONSISTENT_TOPIC_ID", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
-                    "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR",
-                    "NOT_CONTROLLER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE",
-                    "UNSTABLE_OFFSET_COMMIT", "CONCURRENT_TRANSACTIONS", "THROTTLING_QUOTA_EXCEEDED",
-                    "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH", "SHARE_SESSION_NOT_FOUND",
-                    "INVALID_SHARE_SESSION_EPOCH", "SHARE_SESSION_LIMIT_REACHED", "ELECTION_NOT_NEEDED",
-                    "ELIGIBLE_LEADERS_NOT_AVAILABLE", "INVALID_MSG",
-                    "_TRANSPORT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_MSG_TIMED_OUT", "_ALL_BROKERS_DOWN",
-                    "_WAIT_COORD")
-
-#: Kafka's clients' backoff between tries of a request that failed with a retriable error: 100 ms
-#: (retry.backoff.ms), doubled each try up to 1 s (retry.backoff.max.ms), each pause drawn within 20%
-#: of that (KIP-580), so that clients failing together do not try again together
-RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S, _RETRY_JITTER = 0.1, 1.0, 0.2
-
-
-def _kafka_error(exc: BaseException):
-    ck = require("confluent_kafka")
-    err = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else exc
-    return err if isinstance(err, ck.KafkaError) else None
-
-
-def retriable(exc: BaseException) -> bool:
-    """Whether a client failure (a ``KafkaException``, a ``KafkaError``, a future's timeout) may pass
-    when the same request is tried again: what :attr:`kafkarec.errors.KafkaRecError.retriable` of the
-    restore's errors says.  A fatal error (a fenced producer) never does.  One of a transaction that
-    must be aborted first (:func:`must_abort`) passes only once it is: :func:`retried` does not try its
-    call again, the writer aborts and redoes the transaction (kafkarec/restore/produce.py)."""
-    # a future not answered in time: concurrent.futures' own TimeoutError before Python 3.11
-    if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
-        return True
-    ck = require("confluent_kafka")
-    err = _kafka_error(exc)
-    if err is None or err.fatal():
-        return False
-    return bool(err.retriable()) or err.code() in {getattr(ck.KafkaError, n) for n in _RETRIABLE_CODES
-                                                     if hasattr(ck.KafkaError, n)}
-
-
-def must_abort(exc: BaseException) -> bool:
-    """Whether a transactional call's failure leaves a transaction that can only be aborted
-    (librdkafka's ``txn_requires_abort``: a delivery failed, the coordinator aborted it)."""
-    err = _kafka_error(exc)
-    return err is not None and bool(err.txn_requires_abort()) and not err.fatal()
-
-
-def backoff(tries: int) -> float:
-    """Seconds to wait after the ``tries``-th failed try (1, 2, ...): Kafka's exponential backoff."""
-    base = RETRY_BACKOFF_S * 2 ** min(max(tries - 1, 0), 16)
-    return min(base * random.uniform(1 - _RETRY_JITTER, 1 + _RETRY_JITTER), RETRY_BACKOFF_MAX_S)
-
-
-#: how a retry waits and tells the time (a test's fake clock replaces both)
-pause, clock = time.sleep, time.monotonic
-
 T = TypeVar("T")
 
 
+def _fail(spec: RestoreSpec):
+    """How :mod:`kafkarec._client` makes the restore's errors: a :class:`RestoreError` naming the target."""
+    return lambda text, **where: RestoreError(spec.target, text, **where)
+
+
 def retried(spec: RestoreSpec, what: str, call: Callable[[float], T], **where) -> T:
-    """``call(seconds left)``'s answer: one request to the target (issued and awaited by ``call``, which
-    bounds its waits by the seconds it is given), tried again after each retriable failure
-    (:func:`retriable`; a :class:`RestoreError` by its ``retriable``) with :func:`backoff`'s pauses while
-    ``spec.timeout`` seconds from the first try allow; then, or at once for any other failure, the
-    failure as a :class:`RestoreError` saying ``what`` was asked and ``where`` (topic, partition,
-    group), as Kafka's clients give up after ``default.api.timeout.ms``."""
-    ck = require("confluent_kafka")
-    start = clock()
-    deadline = start + spec.timeout
-    tries = 0
-    while True:
-        tries += 1
-        try:
-            return call(max(deadline - clock(), _MIN_TRY_S))
-        except RestoreError as exc:
-            if not exc.retriable:
-                raise
-            last = exc
-        except (ck.KafkaException, TimeoutError, concurrent.futures.TimeoutError) as exc:
-            last = failure(spec, what, exc, **where)
-            if not last.retriable or must_abort(exc):
-                raise last from None
-        wait = backoff(tries)
-        if clock() + wait > deadline:
-            if tries > 1:
-                last = RestoreError(last.target, f"{last.reason} (tried {tries} times in "
-                                                 f"{clock() - start:.1f} s)", topic=last.topic,
-                                    partition=last.partition, group=last.group, retriable=True)
-            raise last from None
-        pause(wait)
-
-
-#: the least time a try is given, even past the deadline (the first try of a call made late)
-_MIN_TRY_S = 0.1
+    """``call(seconds left)``'s answer, tried again after each retriable failure within
+    ``spec.timeout`` seconds (:func:`kafkarec._client.retried`, the one retry loop); the failure a
+    :class:`RestoreError` saying ``what`` was asked and ``where`` (topic, partition, group)."""
+    return _client.retried(what, call, timeout=spec.timeout, fail=_fail(spec), own=RestoreError, **where)
 
 
 def failure(spec: RestoreSpec, what: str, exc: BaseException, **where) -> RestoreError:
     """A client failure as the restore's error: what was asked, librdkafka's reason, whether it
     is :func:`retriable`; ``where``: topic, partition, group."""
-    return RestoreError(spec.target, f"{what}: {reason(exc)}", retriable=retriable(exc), **where)
+    return _client.failure(_fail(spec), what, exc, **where)
 
 
 def client(spec: RestoreSpec, kind: str, **extra):
@@ -166,38 +67,17 @@ def client(spec: RestoreSpec, kind: str, **extra):
         raise RestoreError(spec.target, f"the {kind.lower()}'s configuration: {reason(exc)}") from None
 
 
-#: the admin client of the last configuration asked for, shared by every request of a restore
-_ADMIN: Dict[str, object] = {}
-_ADMIN_LOCK = threading.Lock()
-
-
 def admin(spec: RestoreSpec):
-    """The target's admin client: one for every request of the restore (a new client connects and
-    learns the cluster's metadata before its first answer: 20 restores of one record into new topics
-    took 22 s with a client per request, 7 s with one shared); the process keeps the last
-    configuration's only."""
-    ck = require("confluent_kafka")
-    config = spec.client_config()
-    key = repr(sorted(config.items()))
-    with _ADMIN_LOCK:
-        if key not in _ADMIN:
-            try:
-                made = require("confluent_kafka.admin").AdminClient(config)
-            except (ck.KafkaException, ValueError, TypeError) as exc:
-                raise RestoreError(spec.target, f"the admin client's configuration: {reason(exc)}") from None
-            _ADMIN.clear()
-            _ADMIN[key] = made
-        return _ADMIN[key]
+    """The target's admin client, shared by every request of the restore (:func:`kafkarec._client.admin`)."""
+    return _client.admin(spec.client_config(), _fail(spec))
 
 
 def result(spec: RestoreSpec, future, what: str, *, timeout: "float | None" = None, **where):
     """A client future's answer within ``timeout`` seconds (None: the spec's, and 5 s more for the
     client's own bound to answer first); its failure a :class:`RestoreError` saying what was asked
     (retriable or not: :func:`retried` decides whether to ask again)."""
-    try:
-        return future.result(timeout=(spec.timeout if timeout is None else timeout) + 5)
-    except Exception as exc:     # KafkaException, or the future's own TimeoutError
-        raise failure(spec, what, exc, **where) from None
+    return _client.result(future, what, timeout=spec.timeout if timeout is None else timeout, fail=_fail(spec),
+                          **where)
 
 
 def _topics(spec: RestoreSpec, asker, what: str, *names: str):
@@ -248,7 +128,7 @@ def _create(spec: RestoreSpec, asker, create) -> None:
             try:
                 future.result(timeout=left + 5)
             except Exception as exc:     # KafkaException, or the future's own TimeoutError
-                err = _kafka_error(exc)
+                err = _client.kafka_error(exc)
                 if not (tried[0] and err is not None and err.code() == ck.KafkaError.TOPIC_ALREADY_EXISTS):
                     failed = failed or failure(spec, "creating the topic", exc, topic=name)
                     continue
@@ -264,7 +144,7 @@ def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
     the timeout): a broker answers for a partition once it leads it, and a topic just created has
     none for a moment (LEADER_NOT_AVAILABLE; then its requests fail NOT_LEADER_OR_FOLLOWER until the
     leader has loaded it, which :func:`retried` covers)."""
-    deadline = clock() + spec.timeout
+    deadline = _client.clock() + spec.timeout
     names = list(names)
     tries = 0
     while True:
@@ -275,10 +155,10 @@ def _wait_leaders(spec: RestoreSpec, asker, names: Iterable[str]) -> None:
             return
         tries += 1
         wait = backoff(tries)
-        if clock() + wait > deadline:
+        if _client.clock() + wait > deadline:
             raise RestoreError(spec.target, f"created topic(s) {', '.join(waiting)} have a partition without a "
                                             f"leader after {spec.timeout:g} s", retriable=True)
-        pause(wait)
+        _client.pause(wait)
 
 
 def progress(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], *, stable: bool = True) -> Dict[Tuple[str, int], int]:
@@ -314,33 +194,12 @@ def list_offsets(spec: RestoreSpec, keys: Iterable[Tuple[str, int]], which: str 
                  committed: bool = True) -> Dict[Tuple[str, int], int]:
     """``{(target topic, partition): offset}``: ListOffsets ``which`` (``"latest"``, ``"earliest"``),
     ``committed``: under read_committed (the last stable offset for ``latest``); asked again while a
-    partition's answer fails retriably (a leader not there yet, as just after the topic's creation)."""
-    ck = require("confluent_kafka")
-    admin_mod = require("confluent_kafka.admin")
+    partition's answer fails retriably (:func:`kafkarec._client.list_offsets`, the one client of it)."""
     keys = sorted(set(keys))
     if not keys:
         return {}
-    offset_spec = getattr(admin_mod.OffsetSpec, which)()
-    isolation = ck.IsolationLevel.READ_COMMITTED if committed else ck.IsolationLevel.READ_UNCOMMITTED
-    what = f"ListOffsets {which.upper()}"
-    out: Dict[Tuple[str, int], int] = {}
-    asker = admin(spec)
-
-    def once(left: float) -> Dict[Tuple[str, int], int]:
-        todo = [k for k in keys if k not in out]
-        futures = asker.list_offsets({ck.TopicPartition(t, p): offset_spec for t, p in todo},
-                                     isolation_level=isolation, request_timeout=left)
-        failed = None
-        for tp, future in sorted(futures.items(), key=lambda x: (x[0].topic, x[0].partition)):
-            try:
-                out[(tp.topic, tp.partition)] = result(spec, future, what, timeout=left, topic=tp.topic,
-                                                       partition=tp.partition).offset
-            except RestoreError as exc:     # the others kept: only the failed are asked again
-                failed = failed or exc
-        if failed is not None:
-            raise failed
-        return out
-    return retried(spec, what, once)
+    return _client.list_offsets(admin(spec), keys, which, committed=committed, timeout=spec.timeout,
+                                fail=_fail(spec), own=RestoreError)
 
 
 def ends(spec: RestoreSpec, keys: Iterable[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:

@@ -3,9 +3,12 @@ of the wrappers every surface uses.
 
 * :class:`TypedRows`: a read's rows typed by :func:`kafkarec.registry.typed.decode_table`, one
   decoder per side built once per read, for :class:`kafkarec.scan.LogScan` and the lakehouse
-  backfill.  Two modes: ``"rows"`` (a row that does not decode keeps its reason in the corrupt
-  column, as Spark's PERMISSIVE) and ``"refuse"`` (the first such row raises, through
-  ``refuse(offset, reason)``: the backfill, whose live writer would not write it either).
+  backfill, and the one rule of what a row that does not decode becomes, in Spark's parse modes
+  (:meth:`TypedRows.settle`, which Spark's typed reads, ``spark_udfs.read.typed``, apply to the
+  batches they decode): PERMISSIVE (the row kept, its reason in the corrupt column), DROPMALFORMED
+  (left out) and FAILFAST (the first such row raises, through ``refuse``: the backfill's says its
+  live writer would not write it either); a quarantine (``badRecordsPath``) keeps each such record
+  whole first, whatever the mode.
 * :class:`TypedSide` and :func:`decode_sides`: one side (key or value) as a picklable decoder,
   its :class:`kafkarec.registry.TypedColumn` rebuilt where it runs once per topic, reader
   versions pinned per topic (a stream's), and a batch's sides decoded topic by topic with their
@@ -13,53 +16,89 @@ of the wrappers every surface uses.
   (``spark_udfs.read.typed`` adds only Spark's types)."""
 from __future__ import annotations
 
+import logging
 from typing import Callable, Dict, NamedTuple, Optional
 
 from kafkarec._extras import require
-from kafkarec.scan._config import CORRUPT_COLUMN, TypedSettings
+from kafkarec.scan._config import CORRUPT_COLUMN, MODES, TypedSettings, normalize_mode
 
 __all__ = ["TypedRows", "MODES", "TypedSide", "SideDecoded", "decode_sides"]
 
-MODES = ("rows", "refuse")
+
+def _failfast(topic, partition, offset, reason: str, corrupt_column: str) -> Exception:
+    """FAILFAST's error where the reader gives none of its own: Spark's wording."""
+    from kafkarec.errors import MalformedBatchError
+    return MalformedBatchError(f"topic {topic} partition {partition} offset {offset}: {reason} (mode FAILFAST; "
+                               f"PERMISSIVE gives a null value and the reason in {corrupt_column})")
 
 
 class TypedRows:
-    """The typed rows of ``settings`` (:class:`kafkarec.scan.TypedSettings`); ``topics``: the
-    read's topics (a single one is the subject's topic, known before a row is read)."""
+    """The typed rows of ``settings`` (:class:`kafkarec.scan.TypedSettings`; None for a reader
+    that decodes its batches itself and asks only :meth:`settle`); ``topics``: the read's topics (a
+    single one is the subject's topic, known before a row is read); ``mode``: one of Spark's parse
+    modes (:data:`MODES`, any case); ``refuse(topic, partition, offset, reason)``: FAILFAST's error
+    (default Spark's wording, a :class:`kafkarec.errors.MalformedBatchError`); ``quarantine``: a
+    :class:`kafkarec.log.quarantine.Quarantine` keeping each failed record whole; ``log``: where
+    DROPMALFORMED says how many it left out."""
 
-    def __init__(self, settings: TypedSettings, topics=None, *, mode: str = "rows",
-                 refuse: Optional[Callable[[int, str], Exception]] = None,
-                 corrupt_column: str = CORRUPT_COLUMN):
-        if mode not in MODES:
-            raise ValueError(f"TypedRows mode {mode!r}: one of {MODES}")
+    def __init__(self, settings: Optional[TypedSettings] = None, topics=None, *, mode: str = "PERMISSIVE",
+                 refuse: Optional[Callable[..., Exception]] = None, corrupt_column: str = CORRUPT_COLUMN,
+                 quarantine=None, log: Optional[logging.Logger] = None):
         self.settings = settings
-        self.mode = mode
+        self.mode = normalize_mode(mode)
         self.refuse = refuse
         self.corrupt_column = corrupt_column
-        self.registry = settings.registry
-        self.options = dict(settings.options)
+        self.quarantine = quarantine
+        self.log = log if log is not None else logging.getLogger("kafkarec")
+        self.registry = None if settings is None else settings.registry
+        self.options = {} if settings is None else dict(settings.options)
         if topics is not None and len(topics) == 1:
             self.options.setdefault("topic", next(iter(topics)))
-        self.needs = ({"topic", "headers"} | ({"value"} if settings.value_format else set())
-                      | ({"key"} if settings.key_format else set()))
+        self.needs = set() if settings is None else (
+            {"topic", "headers"} | ({"value"} if settings.value_format else set())
+            | ({"key"} if settings.key_format else set()))
         self._columns: dict = {}
 
+    def settle(self, rows, reasons, failed_ids=None):
+        """The mode's rule over a batch's ``rows`` (an Arrow table or record batch of the plain
+        read: ``topic``, ``partition``, ``offset``...) whose ``reasons`` (per row; null where the row
+        decoded, None when every row did) say why a row does not decode: the mask of the rows kept
+        (None: every row).  The quarantine first keeps each failed record (``failed_ids``: the
+        failing side's writer id per row), so that FAILFAST, which raises at the first, loses none."""
+        if reasons is None or reasons.null_count == len(reasons):
+            return None
+        if self.quarantine is not None:
+            pa = require("pyarrow")
+            table = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+            self.quarantine.add_table(table, reasons, failed_ids)
+        bad = reasons.is_valid()
+        if self.mode == "FAILFAST":
+            i = bad.to_pylist().index(True)
+            at = [rows.column(c)[i].as_py() if c in rows.schema.names else None
+                  for c in ("topic", "partition", "offset")]
+            if self.refuse is not None:
+                raise self.refuse(*at, reasons[i].as_py())
+            raise _failfast(*at, reasons[i].as_py(), self.corrupt_column)
+        if self.mode == "DROPMALFORMED":
+            pa = require("pyarrow")
+            pc = require("pyarrow.compute")
+            keep = pc.invert(bad)
+            self.log.warning("kafkarec: DROPMALFORMED left out %d records that could not be decoded",
+                             len(reasons) - pc.sum(keep.cast(pa.int64())).as_py())
+            return keep
+        return None
+
     def decode(self, table):
-        """``table`` with its values (keys) typed; in mode ``"refuse"`` a row that does not
-        decode raises ``refuse(offset, reason)``."""
+        """``table`` with its values (keys) typed, the rows that do not decode settled by the mode
+        (:meth:`settle`)."""
         from kafkarec.registry.typed import decode_table
         s = self.settings
         out = decode_table(table, self._registry(), value=s.value_format is not None,
                            key=s.key_format is not None, value_format=s.value_format or "registry",
                            key_format=s.key_format or "registry", columns=self._columns,
                            corrupt_column=self.corrupt_column, **self.options)
-        if self.mode == "refuse":
-            bad = out.column(self.corrupt_column)
-            if bad.null_count != len(bad):
-                i = bad.is_valid().to_pylist().index(True)
-                raise self.refuse(out.column("offset")[i].as_py(), bad[i].as_py())
-        return out
-
+        keep = self.settle(out, out.column(self.corrupt_column))
+        return out if keep is None else out.filter(keep)
     def _registry(self):
         from kafkarec.registry import Registry
         if self.registry is None or isinstance(self.registry, Registry):

@@ -1,7 +1,8 @@
 """Whole partition logs walked batch by batch, each batch judged by the transaction rule: what a
 reader of the log's own facts needs where :class:`kafkarec.scan.LogScan`'s rows hide them (a
 ``read_committed`` read leaves out aborted and control batches) -- the lakehouse audit, the
-hand-off point and a stream's last stable offset.
+hand-off point and a stream's last stable offset (:meth:`PartitionWalk.committed_view`, the one
+place the LSO is computed).
 
 A :class:`PartitionWalk` is one topic-partition as :meth:`kafkarec.scan.LogScan.partition_walks`
 lists it (the config's paths, storage and tiered options, selection and bounds: the same listing
@@ -15,7 +16,8 @@ stable offset) or :data:`DATA`.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
 
 __all__ = ["PartitionWalk", "Verdict", "CommittedView", "DATA", "CONTROL", "ABORTED"]
 
@@ -43,8 +45,8 @@ class Verdict(NamedTuple):
 class CommittedView(NamedTuple):
     """What a read_committed consumer sees of one partition's log as it is now."""
     skips: Spans                 # {segment path: [(position, size), ...]} left out
-    stable_end: Optional[int]    # offsets from here on wait (the LSO, or an earlier offset from
-    #                              which every batch is left out anyway); None: the log end
+    stable_end: Optional[int]    # the last stable offset: offsets from here on wait; None: none
+    #                              waits (no transaction is open)
 
 
 class PartitionWalk(NamedTuple):
@@ -79,17 +81,56 @@ class PartitionWalk(NamedTuple):
         return Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
                        spans)
 
-    def committed_view(self) -> CommittedView:
-        """The partition's left-out spans and its stable end: the first offset of the trailing
-        run of left-out batches (past the last stable offset every batch is in that run, and an
-        aborted batch just before it is left out whichever side it is on)."""
-        order: list = []
-        # a legacy wrapper's own offset is its last (never transactional anyway)
-        verdict = self.judge(lambda b: order.append(
-            ((b.path, b.position), b.base_offset if b.magic >= 2 else b.last_offset)))
-        stable_end = None
-        for where, first in reversed(order):
-            if where not in verdict.left_out:
-                break
-            stable_end = first
-        return CommittedView(verdict.spans, stable_end)
+    def committed_view(self, end: Optional[int] = None) -> CommittedView:
+        """The partition's left-out spans (:class:`Verdict`'s, over its whole log) and its last
+        stable offset, the one place it is computed: the LSO of the log cut at ``end`` (the
+        batches starting below it; None: the whole log), the first offset of the earliest
+        transaction still open there, None when none is.  It is read off the transaction rule
+        itself: the batches the rule leaves out, less those it leaves out once every open
+        transaction is closed by a commit, are the ones cut at the LSO; the first of them is
+        where the LSO is.  One walk of the log; only its transactional batches are kept (without
+        their bytes: only they can move the LSO)."""
+        from kafkarec import _core, transactions
+        txn: List[_TxnBatch] = []
+
+        def keep(b):
+            if not b.is_transactional:
+                return
+            control = b.is_control
+            txn.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id, control,
+                                 True if control else b.crc_valid,
+                                 _core._marker_type(b.batch) if control else None))
+        verdict = self.judge(keep)
+        upto = txn if end is None else [b for b in txn if b.base_offset < end]
+        key = (lambda b: b.base_offset)
+        left_out = transactions.aborted_batches(upto, key=key, trusted=lambda b: b.crc_valid)
+        closed = upto + [_TxnBatch(None, None, 0, None, pid, True, True, COMMIT)
+                         for pid in {b.producer_id for b in upto if not b.is_control}]
+        aborted = transactions.aborted_batches(closed, key=key, trusted=lambda b: b.crc_valid)
+        cut = {o for o in left_out - aborted if o is not None}
+        return CommittedView(verdict.spans, min(cut) if cut else None)
+
+
+#: ControlRecordType.COMMIT: the marker that closes a transaction without aborting it
+COMMIT = 1
+
+
+@dataclass
+class _TxnBatch:
+    """What the transaction rule reads of one transactional batch, kept without its bytes."""
+    path: Optional[str]
+    position: Optional[int]
+    size_in_bytes: int
+    base_offset: Optional[int]
+    producer_id: int
+    is_control: bool
+    crc_valid: bool
+    marker: Optional[int]           # a control batch's marker type (the rule's _marker_type)
+    is_transactional: ClassVar[bool] = True
+
+    def __iter__(self):          # a control batch's one record, as the rule reads it
+        yield _Marker(self.marker)
+
+
+class _Marker(NamedTuple):
+    control_type_id: Optional[int]

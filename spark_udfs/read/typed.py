@@ -35,11 +35,11 @@ from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
 from kafkarec.errors import UsageError
-from kafkarec.scan._typed import TypedSide as _TypedSide, decode_sides
+from kafkarec.scan._typed import TypedRows, TypedSide as _TypedSide, decode_sides
 from spark_udfs.read import schema as _schema
 from spark_udfs.read.spec import VALUE_FORMATS
 
-__all__ = ["typed_schema", "TypedReader", "TypedRows", "from_registry",
+__all__ = ["typed_schema", "TypedReader", "TypedBatches", "from_registry",
            "spark_type_of", "TypedSide", "load_registry", "registry_state"]
 
 log = logging.getLogger("spark_udfs")
@@ -318,11 +318,13 @@ def typed_schema(spec, base):
     return T.StructType(fields)
 
 
-class TypedRows:
+class TypedBatches:
     """What turns the plain read's batches (binary key/value, headers) into the typed schema:
     shared by the batch read (:class:`TypedReader`) and the stream
     (:class:`spark_udfs.read.typed_stream.TypedStreamReader`).  Built where the read is planned
-    (registry read there), pickled to executors.
+    (registry read there), pickled to executors.  What a record that does not decode becomes
+    (the parse mode, ``badRecordsPath``) is kafkarec's one rule, :class:`kafkarec.scan._typed.TypedRows`
+    (``rows``); this adds Spark's sides, columns and schema.
 
     ``plain_spec``: the binary read under this one (:meth:`spark_udfs.read.spec.ReadSpec.plain`:
     headers always on, as header schema ids ``__value_schema_id`` / ``__key_schema_id`` are
@@ -332,7 +334,6 @@ class TypedRows:
         from pyspark.sql import types as T
         from spark_udfs.read import schema as _schema
         self.plain_spec = spec.plain(streaming=streaming)
-        self.mode = spec.errors.mode
         self.corrupt = spec.errors.corrupt_column
         self.topic = _topic_of(spec)
         self.sides = _sides(spec, self.topic)
@@ -346,11 +347,12 @@ class TypedRows:
         base = _schema.read_schema(self.plain_spec)
         # badRecordsPath: failed records are kept whole (kafkarec.log.quarantine), so the plain read
         # gives every column a record needs to be written again
-        self.quarantine = None
+        quarantine = None
         if spec.errors.bad_records_path:
             from kafkarec.log.quarantine import Quarantine
-            self.quarantine = Quarantine(spec.errors.bad_records_path)
-        whole = {"key", "value", "timestamp", "timestampType"} if self.quarantine is not None else set()
+            quarantine = Quarantine(spec.errors.bad_records_path)
+        self.rows = TypedRows(mode=spec.errors.mode, corrupt_column=self.corrupt, quarantine=quarantine, log=log)
+        whole = {"key", "value", "timestamp", "timestampType"} if quarantine is not None else set()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
                 or f.name in {s.side for s in self.sides} or f.name in whole]
         if "topic" not in {f.name for f in want}:
@@ -367,7 +369,6 @@ class TypedRows:
 
     def convert(self, rb, target, sides=None):
         """One plain batch (binary key/value) in the typed schema ``target``."""
-        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
         n = rb.num_rows
@@ -380,25 +381,10 @@ class TypedRows:
             if self.cdc is not None and side == "value":
                 from kafkarec.cdc import typed_changes
                 typed.update(typed_changes(arr, errs))
-        reasons, failed_ids = decoded.reasons, decoded.failed_ids
-        keep = None
-        if reasons is not None:
-            bad = reasons.is_valid()
-            if self.quarantine is not None:       # before FAILFAST stops the task: nothing is lost
-                self.quarantine.add_table(pa.Table.from_batches([rb]), reasons, failed_ids)
-            if self.mode == "FAILFAST":
-                i = int(np.nonzero(bad.to_numpy(zero_copy_only=False))[0][0])
-                from kafkarec.errors import MalformedBatchError
-                raise MalformedBatchError(
-                    f"topic {cols['topic'][i].as_py()} partition {cols['partition'][i].as_py()} "
-                    f"offset {cols['offset'][i].as_py()}: {reasons[i].as_py()} (mode FAILFAST; "
-                    f"PERMISSIVE gives a null value and the reason in {self.corrupt})")
-            if self.mode == "DROPMALFORMED":
-                keep = pc.invert(bad)
-                log.warning("kafkarec: DROPMALFORMED left out %d records that could not be "
-                            "decoded", n - pc.sum(keep.cast(pa.int64())).as_py())
-            elif self.corrupt in cols:
-                cols[self.corrupt] = pc.coalesce(cols[self.corrupt], reasons)
+        reasons = decoded.reasons
+        keep = self.rows.settle(rb, reasons, decoded.failed_ids)
+        if reasons is not None and self.rows.mode == "PERMISSIVE" and self.corrupt in cols:
+            cols[self.corrupt] = pc.coalesce(cols[self.corrupt], reasons)
         arrays = []
         for f in target:
             if f.name in typed:
@@ -418,10 +404,10 @@ class TypedRows:
 
 class TypedReader(DataSourceReader):
     """Wraps the data source's reader: the plain read yields binary keys and values, each batch
-    is then typed here (:class:`TypedRows`).  Built on the driver, pickled to executors."""
+    is then typed here (:class:`TypedBatches`).  Built on the driver, pickled to executors."""
 
     def __init__(self, source, schema) -> None:
-        self.rows = TypedRows(source.spec, schema)
+        self.rows = TypedBatches(source.spec, schema)
         self.schema = schema
         self.inner = source.plain_reader(self.rows.plain_spec, self.rows.plain_schema)
         if self.rows.cdc is not None and self.inner.spec.view == "latest":

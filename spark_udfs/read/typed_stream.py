@@ -3,7 +3,7 @@
 
 The plain stream (:class:`spark_udfs.read.streaming.KafkaRecStreamReader`: offsets, planning,
 read_committed, failOnDataLoss) reads binary keys and values with their headers; each batch
-is then typed by :class:`spark_udfs.read.typed.TypedRows`, as in a batch read.
+is then typed by :class:`spark_udfs.read.typed.TypedBatches`, as in a batch read.
 
 Schemas over the life of a stream (docs/typed-values.md, "Streams"):
 
@@ -45,7 +45,7 @@ _KEEP = 4
 
 class TypedStreamReader(_streaming.KafkaRecStreamReader):
     def __init__(self, source, schema) -> None:
-        rows = _typed.TypedRows(source.spec, schema, streaming=True)
+        rows = _typed.TypedBatches(source.spec, schema, streaming=True)
         super().__init__(rows.plain_spec.for_stream(), rows.plain_schema, source.expected_fingerprint)
         self.rows = rows
         self.typed_schema = schema

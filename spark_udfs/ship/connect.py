@@ -49,6 +49,8 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
             if not os.path.isfile(main):
                 continue
             if main_digest is not None:
+                # kafkarec._boot.files.file_sha256's reading, written out here: this function is
+                # pickled by value and runs before anything of kafkarec can be imported
                 h = hashlib.sha256()
                 with open(main, "rb") as fh:
                     for chunk in iter(lambda: fh.read(1 << 20), b""):

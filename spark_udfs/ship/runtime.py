@@ -14,7 +14,6 @@ Source planner before anything else touches kafkarec.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
@@ -94,11 +93,8 @@ def fingerprint(kafkarec=None) -> str:
     key = (path, kafkarec.__version__)
     fp = _fingerprint_cache.get(key)
     if fp is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        fp = f"{kafkarec.__version__}+{h.hexdigest()[:16]}"
+        from kafkarec._boot.files import file_sha256     # kafkarec is imported: its _boot is there
+        fp = f"{kafkarec.__version__}+{file_sha256(path)[:16]}"
         _fingerprint_cache[key] = fp
     return fp
 

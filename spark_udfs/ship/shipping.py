@@ -263,14 +263,6 @@ def _files():
     return _runtime.boot_module("files")
 
 
-def _file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def archive_fingerprint(path: str) -> str | None:
     """The fingerprint of the kafkarec inside a wheel/zip (None if it has none)."""
     try:
@@ -301,7 +293,7 @@ def _as_zip(path: str) -> str:
     """A ``<name>.whl.zip`` copy of a wheel, content-addressed (zips are shipped as they are)."""
     if not path.endswith(".whl"):
         return path
-    dst = os.path.join(_cache_dir(_file_digest(path)[:20]), os.path.basename(path) + ".zip")
+    dst = os.path.join(_cache_dir(_files().file_sha256(path)[:20]), os.path.basename(path) + ".zip")
     if not os.path.exists(dst):
         _files().atomic_write(dst, source=path)
     return dst
@@ -585,7 +577,7 @@ def shipped_digests(shipping) -> list:
     out = []
     for s in shipping or []:
         if s.shipped_as:
-            out.append((os.path.basename(s.shipped_as), _file_digest(s.shipped_as)))
+            out.append((os.path.basename(s.shipped_as), _files().file_sha256(s.shipped_as)))
     return out
 
 

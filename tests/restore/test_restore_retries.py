@@ -11,6 +11,7 @@ import pytest
 
 ck = pytest.importorskip("confluent_kafka")
 
+from kafkarec import _client  # noqa: E402
 from kafkarec.errors import RestoreError  # noqa: E402
 from kafkarec.restore import RestoreSpec, groups, produce, target  # noqa: E402
 from kafkarec.restore.source import Record, SourcePartition, SourcePlan, TopicDescription  # noqa: E402
@@ -85,8 +86,8 @@ class _Admin:
 def pauses(monkeypatch):
     """The backoff's pauses, taken on a fake clock that only they move (not slept)."""
     taken = []
-    monkeypatch.setattr(target, "pause", taken.append)
-    monkeypatch.setattr(target, "clock", lambda: sum(taken))
+    monkeypatch.setattr(_client, "pause", taken.append)
+    monkeypatch.setattr(_client, "clock", lambda: sum(taken))
     return taken
 
 

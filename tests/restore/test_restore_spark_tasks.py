@@ -218,12 +218,13 @@ def _answer_rows(monkeypatch, part, omap):
     import pickle
     import kafkarec.restore as R
     from spark_udfs._restore import _answers
+    from spark_udfs._tasks import _task
     summary = R.PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic,
                                  omap.records(part.topic, part.partition), "written")
     monkeypatch.setattr(R, "restore_partition", lambda spec, p: (summary, omap))
     batch = pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], names=["id"])
     shipped = pickle.dumps((_spec(), [part]))
-    return [r for b in _answers(iter([batch]), shipped, None) for r in b.to_pylist()]
+    return [r for b in _task(iter([batch]), shipped, None, _answers) for r in b.to_pylist()]
 
 
 def test_a_partition_with_holes_answers_its_map_in_bytes_of_its_runs(monkeypatch):

@@ -53,6 +53,16 @@ def test_the_committed_view_ends_at_the_last_stable_offset(tmp_path):
     assert view.skips == walk.judge().spans
 
 
+def test_the_last_stable_offset_is_the_open_transactions_not_an_aborted_batch_below_it(tmp_path):
+    # producer 8's aborted batch sits just below producer 9's open one, its marker after both: every
+    # batch from offset 2 on is left out, yet the LSO is 9's first offset (the one rule, also the
+    # hand-off point's, at any cut of the log)
+    m = write_partition(str(tmp_path), "t", 0, [("plain", 2), ("data", 8, 2), ("data", 9, 2), ("abort", 8)])
+    walk, = LogScan(str(tmp_path)).partition_walks()
+    assert (m.lso(), walk.committed_view().stable_end) == (4, 4)
+    assert [walk.committed_view(end).stable_end for end in (2, 3, 4, 6, 7)] == [None, 2, 2, 2, 4]
+
+
 def test_the_walks_are_the_scans_partitions(tmp_path):
     for topic, partition in (("t", 0), ("t", 1), ("u", 0)):
         write_partition(str(tmp_path), topic, partition, [("plain", 3)])
