@@ -16,7 +16,10 @@
 #           EndMark (strict: nothing may follow the frame); content checksum
 #           read but not checked (strict: checked).
 #           A content-size field is skipped unchecked, as Kafka does (strict:
-#           it must match the decoded size).
+#           it must match the decoded size).  Blocks are decoded one at a time
+#           by the block decoder, which releases the GIL (the frame decoder
+#           holds it); a frame with block checksums, or a content checksum in
+#           strict mode, goes through the frame decoder, which verifies them.
 #   zstd    frames without content size, several frames back to back.
 
 import os
@@ -285,6 +288,8 @@ cdef int xerial_versions(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos, Py_ssiz
 
 # --- lz4 ---------------------------------------------------------------------
 
+from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING, PyByteArray_Resize
+
 cdef enum:
     LZ4_MAGIC = 0x184D2204
     LZ4_FLG_VERSION_MASK = 0xC0
@@ -335,12 +340,12 @@ def _lz4_header_checksum(data, /) -> int:
 
 cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict,
                   bint header_only=False):
-    lz4frame = codec_lib("lz4.frame", "lz4")
+    lz4block = codec_lib("lz4.block", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
     cdef const uint8_t *p
     cdef uint8_t flg, bd
-    cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0
+    cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0, blocks = 0
     cdef uint32_t size_word
     cdef uint64_t content_size
     cdef bint rewrite = False, end_mark_flagged = False
@@ -392,6 +397,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             raise DecompressionError("lz4 block overruns the payload", position)
         pos += block
         bound += max_block
+        blocks += 1
     frame_end = pos
     if flg & LZ4_FLG_CONTENT_CHECKSUM:
         if n - pos < 4:
@@ -400,22 +406,13 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     if strict and frame_end != n:
         raise DecompressionError(
             f"{n - frame_end} bytes after the lz4 frame (Kafka reads only the first frame)", position)
-    if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
-        rewrite = True      # Kafka skips both unchecked; strict lets the library check them
-    frame = payload[:frame_end]
-    if end_mark_flagged:
-        # Blocks, then a plain EndMark (no content checksum: its place is taken).
-        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, pos - 4, False) + bytes(4)
-    elif rewrite:
-        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
-                                     frame_end if strict else pos, strict)
-    d = lz4frame.LZ4FrameDecompressor()
-    cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
-    out = d.decompress(frame, max_length=cap)
-    if len(out) > limit:
-        over_budget(len(out), limit, position, "lz4")
-    if not d.eof:
-        raise DecompressionError("lz4 frame did not decode to its end mark", position)
+    if not (flg & LZ4_FLG_BLOCK_CHECKSUM or (strict and flg & LZ4_FLG_CONTENT_CHECKSUM)):
+        # Nothing for a checksum to verify (Kafka's producer writes neither): block by block.
+        out = lz4_blocks(lz4block, payload, p, descriptor_end + 1, max_block, blocks,
+                         limit if limit < bound else bound, limit, position)
+    else:
+        out = lz4_frame_decoded(payload, flg, bd, descriptor_end, pos, frame_end, bound, limit,
+                                position, strict, rewrite, end_mark_flagged)
     if strict and flg & LZ4_FLG_CONTENT_SIZE:
         # Kafka skips the field; the LZ4 frame format forbids a wrong one.
         content_size = kr_load_le64(p + 6)
@@ -423,6 +420,89 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             raise DecompressionError(
                 f"lz4 frame declares a content size of {content_size} bytes but holds {len(out)}",
                 position)
+    return out
+
+
+cdef object lz4_blocks(object lz4block, object payload, const uint8_t *p, Py_ssize_t pos,
+                       Py_ssize_t max_block, Py_ssize_t blocks, Py_ssize_t cap, Py_ssize_t limit,
+                       Py_ssize_t position):
+    """The frame's blocks from `pos` (the walk checked their sizes and the EndMark),
+    decoded one at a time by the lz4 block decoder, which releases the GIL while it
+    works (the frame decoder holds it for the whole frame): other threads of the
+    process keep decoding.  A block may inflate to at most the frame's block size,
+    as in the frame decoder; a size word with the high bit set holds the block as
+    is.  `cap`: the most the frame can decode to within the budget."""
+    cdef object decode = lz4block.decompress
+    cdef object error = lz4block.LZ4BlockError
+    cdef object piece
+    cdef object out = None
+    cdef char *dst = NULL
+    cdef const char *src
+    cdef Py_ssize_t total = 0, size, k = 0
+    cdef uint32_t size_word
+    if blocks > 1:
+        out = PyByteArray_FromStringAndSize(NULL, cap)
+        dst = PyByteArray_AS_STRING(out)
+    while True:
+        size_word = kr_load_le32(p + pos)
+        size = size_word & 0x7FFFFFFF
+        if size == 0:
+            break
+        pos += 4
+        if size_word & 0x80000000:
+            src = <const char *>p + pos
+            piece = None
+        else:
+            try:
+                piece = decode(payload[pos:pos + size], uncompressed_size=max_block)
+            except error:
+                raise DecompressionError(
+                    f"lz4 payload does not decompress: block {k} at payload byte {pos - 4} is "
+                    f"corrupt or inflates past the frame's {max_block}-byte block size",
+                    position) from None
+            src = PyBytes_AS_STRING(piece)
+            pos += size
+            size = PyBytes_GET_SIZE(piece)
+        if size > limit - total:
+            over_budget(total + size, limit, position, "lz4")
+        if dst == NULL:
+            return piece if piece is not None else PyBytes_FromStringAndSize(src, size)
+        memcpy(dst + total, src, size)
+        if piece is None:
+            pos += size
+        total += size
+        k += 1
+    if out is None:
+        return b""
+    PyByteArray_Resize(out, total)
+    return out
+
+
+cdef object lz4_frame_decoded(object payload, uint8_t flg, uint8_t bd, Py_ssize_t descriptor_end,
+                              Py_ssize_t end_mark_end, Py_ssize_t frame_end, Py_ssize_t bound,
+                              Py_ssize_t limit, Py_ssize_t position, bint strict, bint rewrite,
+                              bint end_mark_flagged):
+    """The frame through the lz4 library's frame decoder, for the frames that carry
+    a checksum it verifies (block checksums; the content checksum in strict mode).
+    It holds the GIL throughout."""
+    lz4frame = codec_lib("lz4.frame", "lz4")
+    if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
+        rewrite = True      # Kafka skips both unchecked; strict lets the library check them
+    frame = payload[:frame_end]
+    if end_mark_flagged:
+        # Blocks, then a plain EndMark (no content checksum: its place is taken).
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, end_mark_end - 4,
+                                     False) + bytes(4)
+    elif rewrite:
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
+                                     frame_end if strict else end_mark_end, strict)
+    d = lz4frame.LZ4FrameDecompressor()
+    cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
+    out = d.decompress(frame, max_length=cap)
+    if len(out) > limit:
+        over_budget(len(out), limit, position, "lz4")
+    if not d.eof:
+        raise DecompressionError("lz4 frame did not decode to its end mark", position)
     return out
 
 
