@@ -17,9 +17,10 @@
 #           read but not checked (strict: checked).
 #           A content-size field is skipped unchecked, as Kafka does (strict:
 #           it must match the decoded size).  Blocks are decoded one at a time
-#           by the block decoder, which releases the GIL (the frame decoder
-#           holds it); a frame with block checksums, or a content checksum in
-#           strict mode, goes through the frame decoder, which verifies them.
+#           straight into the output, without the GIL (cramjam's block decoder:
+#           lz4's frame decoder copies its whole output holding the GIL); a frame
+#           with block checksums, or a content checksum in strict mode, goes
+#           through lz4's frame decoder, which verifies them.
 #   zstd    frames without content size, several frames back to back.
 
 import os
@@ -340,12 +341,12 @@ def _lz4_header_checksum(data, /) -> int:
 
 cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict,
                   bint header_only=False):
-    lz4block = codec_lib("lz4.block", "lz4")
+    codec_lib("lz4.frame", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
     cdef const uint8_t *p
     cdef uint8_t flg, bd
-    cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0, blocks = 0
+    cdef Py_ssize_t pos, descriptor_end, max_block, block, frame_end, bound = 0
     cdef uint32_t size_word
     cdef uint64_t content_size
     cdef bint rewrite = False, end_mark_flagged = False
@@ -397,7 +398,6 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             raise DecompressionError("lz4 block overruns the payload", position)
         pos += block
         bound += max_block
-        blocks += 1
     frame_end = pos
     if flg & LZ4_FLG_CONTENT_CHECKSUM:
         if n - pos < 4:
@@ -408,7 +408,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             f"{n - frame_end} bytes after the lz4 frame (Kafka reads only the first frame)", position)
     if not (flg & LZ4_FLG_BLOCK_CHECKSUM or (strict and flg & LZ4_FLG_CONTENT_CHECKSUM)):
         # Nothing for a checksum to verify (Kafka's producer writes neither): block by block.
-        out = lz4_blocks(lz4block, payload, p, descriptor_end + 1, max_block, blocks,
+        out = lz4_blocks(payload, p, descriptor_end + 1, max_block,
                          limit if limit < bound else bound, limit, position)
     else:
         out = lz4_frame_decoded(payload, flg, bd, descriptor_end, pos, frame_end, bound, limit,
@@ -423,26 +423,23 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     return out
 
 
-cdef object lz4_blocks(object lz4block, object payload, const uint8_t *p, Py_ssize_t pos,
-                       Py_ssize_t max_block, Py_ssize_t blocks, Py_ssize_t cap, Py_ssize_t limit,
-                       Py_ssize_t position):
-    """The frame's blocks from `pos` (the walk checked their sizes and the EndMark),
-    decoded one at a time by the lz4 block decoder, which releases the GIL while it
-    works (the frame decoder holds it for the whole frame): other threads of the
-    process keep decoding.  A block may inflate to at most the frame's block size,
-    as in the frame decoder; a size word with the high bit set holds the block as
-    is.  `cap`: the most the frame can decode to within the budget."""
-    cdef object decode = lz4block.decompress
-    cdef object error = lz4block.LZ4BlockError
-    cdef object piece
-    cdef object out = None
-    cdef char *dst = NULL
-    cdef const char *src
-    cdef Py_ssize_t total = 0, size, k = 0
+cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssize_t max_block,
+                       Py_ssize_t cap, Py_ssize_t limit, Py_ssize_t position):
+    """The frame's blocks from `pos` (the walk checked their sizes and the EndMark), each
+    decoded straight into the output by cramjam's lz4 block decoder (liblz4's
+    LZ4_decompress_safe, as the frame decoder runs it), which releases the GIL while it
+    works: other threads of the process keep running.  A block may inflate to at most the
+    frame's block size; a size word with the high bit set holds the block as is.  `cap`:
+    the most the frame can decode to within the budget."""
+    cramjam = codec_lib("cramjam", "cramjam")
+    cdef object decode_into = cramjam.lz4.decompress_block_into
+    cdef object error = cramjam.DecompressionError
+    cdef bytearray out = PyByteArray_FromStringAndSize(NULL, cap)
+    cdef object view = memoryview(out)
+    cdef object scratch = None, into = None
+    cdef char *dst = PyByteArray_AS_STRING(out)
+    cdef Py_ssize_t total = 0, size, written, k = 0
     cdef uint32_t size_word
-    if blocks > 1:
-        out = PyByteArray_FromStringAndSize(NULL, cap)
-        dst = PyByteArray_AS_STRING(out)
     while True:
         size_word = kr_load_le32(p + pos)
         size = size_word & 0x7FFFFFFF
@@ -450,30 +447,35 @@ cdef object lz4_blocks(object lz4block, object payload, const uint8_t *p, Py_ssi
             break
         pos += 4
         if size_word & 0x80000000:
-            src = <const char *>p + pos
-            piece = None
+            if size > limit - total:
+                over_budget(total + size, limit, position, "lz4")
+            with nogil:
+                memcpy(dst + total, p + pos, size)
+            total += size
         else:
+            # Room for a whole block, or (at the budget's edge) a scratch block first, so
+            # that a block past the budget is told from a corrupt one.
+            into = view[total:total + max_block] if cap - total >= max_block else None
+            if into is None:
+                if scratch is None:
+                    scratch = bytearray(max_block)
+                into = scratch
             try:
-                piece = decode(payload[pos:pos + size], uncompressed_size=max_block)
+                written = decode_into(payload[pos:pos + size], into, output_len=max_block)
             except error:
                 raise DecompressionError(
                     f"lz4 payload does not decompress: block {k} at payload byte {pos - 4} is "
                     f"corrupt or inflates past the frame's {max_block}-byte block size",
                     position) from None
-            src = PyBytes_AS_STRING(piece)
-            pos += size
-            size = PyBytes_GET_SIZE(piece)
-        if size > limit - total:
-            over_budget(total + size, limit, position, "lz4")
-        if dst == NULL:
-            return piece if piece is not None else PyBytes_FromStringAndSize(src, size)
-        memcpy(dst + total, src, size)
-        if piece is None:
-            pos += size
-        total += size
+            if into is scratch:
+                if written > limit - total:
+                    over_budget(total + written, limit, position, "lz4")
+                memcpy(dst + total, PyByteArray_AS_STRING(scratch), written)
+            total += written
+        pos += size
         k += 1
-    if out is None:
-        return b""
+    into = None             # the slice's hold on the output, then the view's: it may shrink
+    view.release()
     PyByteArray_Resize(out, total)
     return out
 
