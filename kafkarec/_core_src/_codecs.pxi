@@ -431,7 +431,7 @@ cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssiz
     works: other threads of the process keep running.  A block may inflate to at most the
     frame's block size; a size word with the high bit set holds the block as is.  `cap`:
     the most the frame can decode to within the budget."""
-    cramjam = codec_lib("cramjam", "cramjam")
+    cramjam = codec_lib("cramjam", "python-snappy")     # python-snappy brings cramjam
     cdef object decode_into = cramjam.lz4.decompress_block_into
     cdef object error = cramjam.DecompressionError
     cdef bytearray out = PyByteArray_FromStringAndSize(NULL, cap)

@@ -402,7 +402,7 @@ def _ticks(done: threading.Event, gaps: list) -> None:
 def test_lz4_decompresses_without_holding_the_gil():
     """Another Python thread keeps running while a big lz4 batch decompresses: the longest
     it waits is well under the decode's time (lz4's frame decoder held the GIL while it
-    copied its whole output, about a third of the decode)."""
+    copied its whole output: about 0.1 s of a 0.25 s decode here)."""
     value = (b"kafka record batch lz4 68 " * 2600)[:1 << 16] * 768    # 48 MiB, 64 KiB-periodic
     batch = kafkarec.build_batch([value], timestamps=[T0])
     section = R.records_section(batch)
@@ -416,7 +416,7 @@ def test_lz4_decompresses_without_holding_the_gil():
 
     alone = min(decode() for _ in range(2))
     stalls = []
-    while len(stalls) < 3 and not (stalls and min(stalls) < alone / 4):   # a loaded machine may
+    while len(stalls) < 5 and not (stalls and min(stalls) < alone / 4):   # a loaded machine may
         done, gaps = threading.Event(), []                                 # stall a thread anyway
         ticker = threading.Thread(target=_ticks, args=(done, gaps))
         ticker.start()
