@@ -16,7 +16,11 @@
 #           EndMark (strict: nothing may follow the frame); content checksum
 #           read but not checked (strict: checked).
 #           A content-size field is skipped unchecked, as Kafka does (strict:
-#           it must match the decoded size).
+#           it must match the decoded size).  Blocks are decoded one at a time
+#           straight into the output, without the GIL (cramjam's block decoder:
+#           lz4's frame decoder copies its whole output holding the GIL); a frame
+#           with block checksums, or a content checksum in strict mode, goes
+#           through lz4's frame decoder, which verifies them.
 #   zstd    frames without content size, several frames back to back.
 
 import os
@@ -285,6 +289,8 @@ cdef int xerial_versions(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos, Py_ssiz
 
 # --- lz4 ---------------------------------------------------------------------
 
+from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING, PyByteArray_Resize
+
 cdef enum:
     LZ4_MAGIC = 0x184D2204
     LZ4_FLG_VERSION_MASK = 0xC0
@@ -335,7 +341,7 @@ def _lz4_header_checksum(data, /) -> int:
 
 cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict,
                   bint header_only=False):
-    lz4frame = codec_lib("lz4.frame", "lz4")
+    codec_lib("lz4.frame", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
     cdef const uint8_t *p
@@ -400,22 +406,13 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     if strict and frame_end != n:
         raise DecompressionError(
             f"{n - frame_end} bytes after the lz4 frame (Kafka reads only the first frame)", position)
-    if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
-        rewrite = True      # Kafka skips both unchecked; strict lets the library check them
-    frame = payload[:frame_end]
-    if end_mark_flagged:
-        # Blocks, then a plain EndMark (no content checksum: its place is taken).
-        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, pos - 4, False) + bytes(4)
-    elif rewrite:
-        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
-                                     frame_end if strict else pos, strict)
-    d = lz4frame.LZ4FrameDecompressor()
-    cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
-    out = d.decompress(frame, max_length=cap)
-    if len(out) > limit:
-        over_budget(len(out), limit, position, "lz4")
-    if not d.eof:
-        raise DecompressionError("lz4 frame did not decode to its end mark", position)
+    if not (flg & LZ4_FLG_BLOCK_CHECKSUM or (strict and flg & LZ4_FLG_CONTENT_CHECKSUM)):
+        # Nothing for a checksum to verify (Kafka's producer writes neither): block by block.
+        out = lz4_blocks(payload, p, descriptor_end + 1, max_block,
+                         limit if limit < bound else bound, limit, position)
+    else:
+        out = lz4_frame_decoded(payload, flg, bd, descriptor_end, pos, frame_end, bound, limit,
+                                position, strict, rewrite, end_mark_flagged)
     if strict and flg & LZ4_FLG_CONTENT_SIZE:
         # Kafka skips the field; the LZ4 frame format forbids a wrong one.
         content_size = kr_load_le64(p + 6)
@@ -423,6 +420,91 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
             raise DecompressionError(
                 f"lz4 frame declares a content size of {content_size} bytes but holds {len(out)}",
                 position)
+    return out
+
+
+cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssize_t max_block,
+                       Py_ssize_t cap, Py_ssize_t limit, Py_ssize_t position):
+    """The frame's blocks from `pos` (the walk checked their sizes and the EndMark), each
+    decoded straight into the output by cramjam's lz4 block decoder (liblz4's
+    LZ4_decompress_safe, as the frame decoder runs it), which releases the GIL while it
+    works: other threads of the process keep running.  A block may inflate to at most the
+    frame's block size; a size word with the high bit set holds the block as is.  `cap`:
+    the most the frame can decode to within the budget."""
+    cramjam = codec_lib("cramjam", "python-snappy")     # python-snappy brings cramjam
+    cdef object decode_into = cramjam.lz4.decompress_block_into
+    cdef object error = cramjam.DecompressionError
+    cdef bytearray out = PyByteArray_FromStringAndSize(NULL, cap)
+    cdef object view = memoryview(out)
+    cdef object scratch = None, into = None
+    cdef char *dst = PyByteArray_AS_STRING(out)
+    cdef Py_ssize_t total = 0, size, written, k = 0
+    cdef uint32_t size_word
+    while True:
+        size_word = kr_load_le32(p + pos)
+        size = size_word & 0x7FFFFFFF
+        if size == 0:
+            break
+        pos += 4
+        if size_word & 0x80000000:
+            if size > limit - total:
+                over_budget(total + size, limit, position, "lz4")
+            with nogil:
+                memcpy(dst + total, p + pos, size)
+            total += size
+        else:
+            # Room for a whole block, or (at the budget's edge) a scratch block first, so
+            # that a block past the budget is told from a corrupt one.
+            into = view[total:total + max_block] if cap - total >= max_block else None
+            if into is None:
+                if scratch is None:
+                    scratch = bytearray(max_block)
+                into = scratch
+            try:
+                written = decode_into(payload[pos:pos + size], into, output_len=max_block)
+            except error:
+                raise DecompressionError(
+                    f"lz4 payload does not decompress: block {k} at payload byte {pos - 4} is "
+                    f"corrupt or inflates past the frame's {max_block}-byte block size",
+                    position) from None
+            if into is scratch:
+                if written > limit - total:
+                    over_budget(total + written, limit, position, "lz4")
+                memcpy(dst + total, PyByteArray_AS_STRING(scratch), written)
+            total += written
+        pos += size
+        k += 1
+    into = None             # the slice's hold on the output, then the view's: it may shrink
+    view.release()
+    PyByteArray_Resize(out, total)
+    return out
+
+
+cdef object lz4_frame_decoded(object payload, uint8_t flg, uint8_t bd, Py_ssize_t descriptor_end,
+                              Py_ssize_t end_mark_end, Py_ssize_t frame_end, Py_ssize_t bound,
+                              Py_ssize_t limit, Py_ssize_t position, bint strict, bint rewrite,
+                              bint end_mark_flagged):
+    """The frame through the lz4 library's frame decoder, for the frames that carry
+    a checksum it verifies (block checksums; the content checksum in strict mode).
+    It holds the GIL throughout."""
+    lz4frame = codec_lib("lz4.frame", "lz4")
+    if flg & LZ4_FLG_CONTENT_SIZE or (flg & LZ4_FLG_CONTENT_CHECKSUM and not strict):
+        rewrite = True      # Kafka skips both unchecked; strict lets the library check them
+    frame = payload[:frame_end]
+    if end_mark_flagged:
+        # Blocks, then a plain EndMark (no content checksum: its place is taken).
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end, end_mark_end - 4,
+                                     False) + bytes(4)
+    elif rewrite:
+        frame = normalized_lz4_frame(payload, flg, bd, descriptor_end,
+                                     frame_end if strict else end_mark_end, strict)
+    d = lz4frame.LZ4FrameDecompressor()
+    cdef Py_ssize_t cap = limit + 1 if limit < bound else bound + 1
+    out = d.decompress(frame, max_length=cap)
+    if len(out) > limit:
+        over_budget(len(out), limit, position, "lz4")
+    if not d.eof:
+        raise DecompressionError("lz4 frame did not decode to its end mark", position)
     return out
 
 

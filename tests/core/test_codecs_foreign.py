@@ -14,8 +14,11 @@ DecompressionError (or another DecodeError), never a crash.
 import gzip
 import random
 import struct
+import threading
+import time
 import zlib
 
+import lz4.block
 import lz4.frame
 import pytest
 import snappy
@@ -28,6 +31,7 @@ import kafkarec
 from kafkarec import Compression
 
 from support import foreign as F
+from support import reference as R
 from support.javacodec import JavaCodecError
 
 Rec = F.Rec
@@ -356,6 +360,74 @@ def test_lz4_reading_stops_at_the_first_end_mark(java_codec):
     with pytest.raises(kafkarec.InvalidRecordError):
         list(next(kafkarec.iter_batches(SMALL.wrap(payload, Compression.LZ4))))
 
+
+def test_a_corrupt_lz4_block_is_named_with_its_place(java_codec):
+    frame = bytearray(java_codec.compress("lz4-frame", SMALL.section))
+    at, sizes = 7, []
+    while (word := struct.unpack_from("<I", frame, at)[0]) != 0:
+        sizes.append((at, word))
+        at += 4 + (word & 0x7FFFFFFF)
+    at, word = sizes[1]
+    assert len(sizes) > 2 and not word & 0x80000000      # a compressed block between others
+    frame[at + 4:at + 4 + word] = b"\xff" * word          # literal lengths past the block's end
+    with pytest.raises(JavaCodecError):
+        java_codec.decompress("lz4-frame", bytes(frame))
+    with pytest.raises(kafkarec.DecompressionError) as info:
+        list(next(kafkarec.iter_batches(SMALL.wrap(bytes(frame), Compression.LZ4))))
+    assert info.value.position == 0
+    assert f"lz4 payload does not decompress: block 1 at payload byte {at} is corrupt" in str(info.value)
+
+
+def _kafka_lz4_frame(section: bytes) -> bytes:
+    """Kafka's Lz4BlockOutputStream layout (64 KiB independent blocks, no checksums),
+    each distinct block compressed once."""
+    compressed, out = {}, [b"\x04\x22\x4d\x18\x60\x40", bytes([_hc(b"\x60\x40")])]
+    for at in range(0, len(section), 1 << 16):
+        block = section[at:at + (1 << 16)]
+        if block not in compressed:
+            compressed[block] = lz4.block.compress(block, store_size=False)
+        out += [struct.pack("<I", len(compressed[block])), compressed[block]]
+    return b"".join(out + [bytes(4)])
+
+
+def _ticks(done: threading.Event, gaps: list) -> None:
+    last = time.perf_counter()
+    while not done.is_set():
+        time.sleep(0.0005)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+
+
+def test_lz4_decompresses_without_holding_the_gil():
+    """Another Python thread keeps running while a big lz4 batch decompresses: the longest
+    it waits is well under the decode's time (lz4's frame decoder held the GIL while it
+    copied its whole output: about 0.1 s of a 0.25 s decode here)."""
+    value = (b"kafka record batch lz4 68 " * 2600)[:1 << 16] * 768    # 48 MiB, 64 KiB-periodic
+    batch = kafkarec.build_batch([value], timestamps=[T0])
+    section = R.records_section(batch)
+    data = R.patch_v2(batch, payload=_kafka_lz4_frame(section), set_attributes=Compression.LZ4)
+
+    def decode():
+        (b,) = kafkarec.iter_batches(data, verify_crc=False, max_decompressed_bytes=64 << 20)
+        started = time.perf_counter()
+        assert kafkarec.scan_records(b) == (1, len(section))
+        return time.perf_counter() - started
+
+    alone = min(decode() for _ in range(2))
+    stalls = []
+    while len(stalls) < 5 and not (stalls and min(stalls) < alone / 4):   # a loaded machine may
+        done, gaps = threading.Event(), []                                 # stall a thread anyway
+        ticker = threading.Thread(target=_ticks, args=(done, gaps))
+        ticker.start()
+        try:
+            time.sleep(0.01)
+            decode()
+        finally:
+            done.set()
+            ticker.join()
+        stalls.append(max(gaps))
+    assert min(stalls) < alone / 4, (stalls, alone)
 
 COUNT_VARIANTS = [("gzip", Compression.GZIP), ("snappy-xerial", Compression.SNAPPY),
                   ("lz4-frame", Compression.LZ4), ("zstd", Compression.ZSTD)]
