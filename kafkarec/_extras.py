@@ -37,7 +37,9 @@ def require(name: str, extra: "str | None" = None) -> ModuleType:
     ``extra``: the extra a missing one names where it is not :data:`EXTRAS`' (confluent-kafka is
     the restore's and the lakehouse's)."""
     module = sys.modules.get(name)
-    if module is not None:          # imported already: what ``import`` would look up first
+    # imported already: what ``import`` would look up first; but a module another thread is still
+    # importing is in sys.modules half made: import_module waits for it, as ``import`` does
+    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
         return module
     top = name.partition(".")[0]
     try:

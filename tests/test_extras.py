@@ -166,3 +166,36 @@ def test_a_shipped_wheel_that_does_not_fit_says_why(monkeypatch):
            "confluent_kafka-2.16.1-cp312" in text, text
     assert "spark_udfs.ship(spark, wheelhouse=DIR, projects=['confluent-kafka'])" in text
     assert str(pickle.loads(pickle.dumps(info.value))) == text
+
+
+def test_a_module_another_thread_is_importing_is_waited_for(tmp_path, monkeypatch):
+    """require() of a module another thread is still importing returns it whole, as ``import``
+    does (it is in sys.modules half made meanwhile): two threads decoding at once in a fresh
+    process once met "partially initialized module 'pyarrow'"."""
+    import sys
+    import threading
+    from kafkarec._extras import require
+    started, release = threading.Event(), threading.Event()
+    (tmp_path / "slow_to_import_kafkarec_test.py").write_text(
+        "import sys\n"
+        "_gate = sys.modules['kafkarec_test_gate']\n"
+        "_gate.started.set()\n"
+        "_gate.release.wait(10)\n"
+        "VALUE = 42\n")
+    gate = type(sys)("kafkarec_test_gate")
+    gate.started, gate.release = started, release
+    monkeypatch.setitem(sys.modules, "kafkarec_test_gate", gate)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = threading.Thread(target=require, args=("slow_to_import_kafkarec_test",))
+    first.start()
+    assert started.wait(10)
+    got = []
+    second = threading.Thread(target=lambda: got.append(require("slow_to_import_kafkarec_test").VALUE))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive() and not got       # waiting for the first import, not handed half a module
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert got == [42]
+    sys.modules.pop("slow_to_import_kafkarec_test", None)
