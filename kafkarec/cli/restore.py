@@ -96,7 +96,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     proof = p.add_argument_group("evidence")
     proof.add_argument("--evidence", metavar="FILE",
                        help="write the restore's evidence to FILE (one JSON document): per partition the source "
-                            "range, the committed records restored and their chained SHA-256 content digest "
+                            "range, the committed records restored and their SHA-256 content digest (over each record's "
+                            "key, value, headers and timestamp in order) "
                             "(taken as the records are read), the target range, the offset map's digest, the "
                             "records deliberately not restored (aborted, control markers, below the log start), "
                             "and every group's and share group's positions on the source and on the target")

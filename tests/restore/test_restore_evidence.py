@@ -119,20 +119,25 @@ def test_the_evidence_names_ranges_digests_and_what_was_left_out(world):
     # the group on the aborted records goes to the next restored record, 11 -> 5
     assert doc["groups"] == [{"group": GROUP, "topic": TOPIC, "partition": 0, "source_offset": 9,
                               "target_topic": TOPIC, "target_offset": 5}]
-    assert (doc["algorithm"], doc["encoding"]) == ("sha256-chain", "kafkarec-record-v1")
+    assert (doc["algorithm"], doc["encoding"]) == ("sha256", "kafkarec-record-v1")
 
 
 def test_the_encoding_is_the_documented_one_and_null_is_not_empty():
-    """docs/restore.md's encoding, byte for byte, and the chain's first link."""
+    """docs/restore.md's encoding, byte for byte, and the digest over two records' encodings."""
     import hashlib
     enc = E.record_bytes(None, b"", 1, [("h", None), ("k", b"v")])
     assert enc == (b"\x00" * 7 + b"\x01" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x02"
                    + b"\x00\x00\x00\x01h" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x01k" + b"\x00\x00\x00\x01v")
     assert E.record_bytes(b"", None, 1, []) != E.record_bytes(None, b"", 1, [])
-    d = E.Digest()
     from kafkarec.restore.source import Record
-    d.add(Record(0, None, b"", 1, [("h", None), ("k", b"v")]))
-    assert d.hexdigest() == hashlib.sha256(bytes(32) + enc).hexdigest() and d.records == 1
+    two = [Record(0, None, b"", 1, [("h", None), ("k", b"v")]), Record(1, b"k", None, 2, [])]
+    d, again = E.Digest(), E.Digest()
+    for r in two:
+        d.add(r)
+        again.add_encoded(E.record_bytes(r.key, r.value, r.timestamp, r.headers))
+    want = hashlib.sha256(enc + E.record_bytes(b"k", None, 2, [])).hexdigest()
+    assert d.hexdigest() == again.hexdigest() == want and d.records == 2
+    assert E.Digest().hexdigest() == hashlib.sha256(b"").hexdigest()
 
 
 def test_the_offset_maps_digest_is_of_its_canonical_form():
