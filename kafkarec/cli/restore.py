@@ -95,17 +95,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "--share-groups-csv are not checked in that run")
     proof = p.add_argument_group("evidence")
     proof.add_argument("--evidence", metavar="FILE",
-                       help="write the restore's evidence to FILE (one JSON document): per partition the source "
-                            "range, the committed records restored and their SHA-256 content digest (over each record's "
-                            "key, value, headers and timestamp in order) "
-                            "(taken as the records are read), the target range, the offset map's digest, the "
-                            "records deliberately not restored (aborted, control markers, below the log start), "
-                            "and every group's and share group's positions on the source and on the target")
+                       help="write the restore's evidence to FILE, one JSON document: per partition the source and "
+                            "target ranges, the records restored and their SHA-256 content digest (taken as they are "
+                            "read), the offset map's digest, the records left out by rule, and the groups' and share "
+                            "groups' positions on both sides")
     proof.add_argument("--check", nargs=3, metavar=("EVIDENCE", "SOURCE", "TARGET"),
-                       help="instead of restoring: recompute EVIDENCE from SOURCE (the history) and TARGET (the "
-                            "target broker's log dir, read offline read_committed, or its bootstrap servers) and "
-                            "print a line per difference; exit 0 when everything matches, 1 otherwise (a check "
-                            "that compared no record fails)")
+                       help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
+                            "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
+                            "or when no record was compared")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "
@@ -198,12 +195,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
             # groups written to a CSV are not on the target yet: not read back (a later run checks them)
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions,
                               None if args.share_groups_csv else done.share_groups)
-            for line in report.notes:
-                out.write(f"note: {line}\n")
-            for line in report.problems:
-                out.write(f"problem: {line}\n")
-            out.write(f"verified: {report.records} records, {report.groups} group positions, "
-                      f"{report.shares} share group positions, {len(report.problems)} problem(s)\n")
+            _write_report(out, report, "problem", f"verified: {report.records} records, {report.groups} group "
+                          f"positions, {report.shares} share group positions, {len(report.problems)} problem(s)")
             if not report.ok:
                 _evidence(args, spec, result, done, err)
                 return EXIT_PROBLEMS
@@ -256,13 +249,19 @@ def _check(args, out: TextIO) -> int:
     except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
         out.write(f"difference: {e}\n")
         return EXIT_PROBLEMS
+    _write_report(out, report, "difference", f"checked: {report.records} records, {report.groups} group positions, "
+                  f"{report.shares} share group positions, {len(report.problems)} difference(s)")
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _write_report(out: TextIO, report, problem: str, closing: str) -> None:
+    """``--verify``'s and ``--check``'s lines: a ``note:`` line per thing not compared, a line per
+    problem (``problem:``, ``difference:``), then the closing line."""
     for line in report.notes:
         out.write(f"note: {line}\n")
     for line in report.problems:
-        out.write(f"difference: {line}\n")
-    out.write(f"checked: {report.records} records, {report.groups} group positions, {report.shares} share group "
-              f"positions, {len(report.problems)} difference(s)\n")
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+        out.write(f"{problem}: {line}\n")
+    out.write(closing + "\n")
 
 
 def _dry_run(spec, args, out: TextIO, err: TextIO) -> int:

@@ -46,25 +46,38 @@ FORMAT, VERSION = "kafkarec-restore-evidence", 1
 #: the record encoding and the hash over the encodings (the module docstring)
 ENCODING, ALGORITHM = "kafkarec-record-v1", "sha256"
 
-_I64 = struct.Struct(">q").pack
 _I32 = struct.Struct(">i").pack
-_I64_I32 = struct.Struct(">qi").pack
+_I64 = struct.Struct(">q").pack
 _NULL = _I32(-1)
 
 
-def _field(b: Optional[bytes]) -> bytes:
-    return _NULL if b is None else _I32(len(b)) + b
+def _put_field(put, b: Optional[bytes]) -> None:
+    """A field: its length, then its bytes; null is the length -1 alone."""
+    if b is None:
+        put(_NULL)
+    else:
+        put(_I32(len(b)))
+        put(b)
+
+
+def _encode(key: Optional[bytes], value: Optional[bytes], timestamp: int,
+            headers: List[Tuple[object, Optional[bytes]]], put) -> None:
+    """The encoding's one rule (the module docstring): each part handed to ``put`` in order (a
+    list's ``append`` to join them, a hash's ``update`` to hash them with no joined copy)."""
+    put(_I64(timestamp))
+    _put_field(put, key)
+    _put_field(put, value)
+    put(_I32(len(headers)))
+    for k, v in headers:
+        _put_field(put, k.encode("utf-8") if isinstance(k, str) else bytes(k))
+        _put_field(put, v)
 
 
 def record_bytes(key: Optional[bytes], value: Optional[bytes], timestamp: int,
                  headers: List[Tuple[object, Optional[bytes]]]) -> bytes:
     """A record's canonical encoding (the module docstring)."""
-    parts = [_I64(timestamp), _field(key), _field(value), _I32(len(headers))]
-    for k, v in headers:
-        kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
-        parts.append(_I32(len(kb)))
-        parts.append(kb)
-        parts.append(_field(v))
+    parts: List[bytes] = []
+    _encode(key, value, timestamp, headers, parts.append)
     return b"".join(parts)
 
 
@@ -77,28 +90,9 @@ class Digest:
         self._hash, self.records = hashlib.sha256(), 0
 
     def add(self, r) -> None:
-        """One record (anything with ``key``, ``value``, ``timestamp``, ``headers``), its encoding
-        (:func:`record_bytes`) hashed in its parts: the restore's per-record cost (no joined copy)."""
-        update = self._hash.update
-        key, value, headers = r.key, r.value, r.headers
-        update(_I64_I32(r.timestamp, -1 if key is None else len(key)))
-        if key is not None:
-            update(key)
-        if value is None:
-            update(_NULL)
-        else:
-            update(_I32(len(value)))
-            update(value)
-        update(_I32(len(headers)))
-        for k, v in headers:
-            kb = k.encode("utf-8") if isinstance(k, str) else bytes(k)
-            update(_I32(len(kb)))
-            update(kb)
-            if v is None:
-                update(_NULL)
-            else:
-                update(_I32(len(v)))
-                update(v)
+        """One record (anything with ``key``, ``value``, ``timestamp``, ``headers``): its encoding
+        hashed part by part, the restore's per-record cost."""
+        _encode(r.key, r.value, r.timestamp, r.headers, self._hash.update)
         self.records += 1
 
     def add_encoded(self, encoded: bytes) -> None:
@@ -447,50 +441,44 @@ def _what_differs(a, b) -> str:
 def _check_groups(said: List[dict], now, side: _Side, problem) -> int:
     """Each group position of the evidence against the source's, recomputed and translated, and the
     target's committed offset."""
-    now_by = {(g.group, g.topic, g.partition): g for g in now}
-    said_by = {(g["group"], g["topic"], g["partition"]): g for g in said}
-    for k in sorted(set(now_by) - set(said_by)):
-        problem(f"group {k[0]}: {k[1]}-{k[2]} has source position {now_by[k].source_offset}, which the evidence "
-                "does not hold")
     on_target = side.group_offsets({(g["group"], g["target_topic"], g["partition"]) for g in said})
-    for k, g in sorted(said_by.items()):
-        n = now_by.get(k)
-        where = f"group {k[0]}: {k[1]}-{k[2]}"
-        if n is None:
-            problem(f"{where}: the evidence says source position {g['source_offset']}; the source holds none")
-        elif (n.source_offset, n.target_offset) != (g["source_offset"], g["target_offset"]):
-            problem(f"{where}: source position {n.source_offset} translates to {n.target_offset}; the evidence "
-                    f"says {g['source_offset']} -> {g['target_offset']}")
-        have = on_target.get((g["group"], g["target_topic"], g["partition"]))
-        if have != g["target_offset"]:
-            problem(f"group {k[0]}: {g['target_topic']}-{g['partition']} stands at {have} on the target; the "
-                    f"evidence says {g['target_offset']}")
-    return len(said_by)
+    return _check_positions("group", "position", ("source_offset", "target_offset"), "stands at", said, now,
+                            on_target, problem, None)
 
 
 def _check_shares(said: List[dict], now, side: _Side, problem, notes: List[str]) -> int:
     """Each share group position of the evidence against the source's, recomputed and translated,
     and the target's persisted start offset (a share group with no state on the target is a note:
     its start offset is set by Kafka's tool, as ``--verify`` says)."""
+    starts = side.share_starts({g["target_topic"] for g in said}) if said else {}
+    return _check_positions("share group", "start offset", ("source_start", "target_start"), "starts at", said, now,
+                            starts, problem, notes)
+
+
+def _check_positions(kind: str, what: str, fields: Tuple[str, str], verb: str, said: List[dict], now,
+                     on_target: Dict[Tuple[str, str, int], int], problem, notes: Optional[List[str]]) -> int:
+    """The evidence's positions (``said``: dicts with ``fields``) against ``now`` (recomputed from the
+    source and translated: objects with the same fields) and ``on_target`` (``{(group, target topic,
+    partition): offset}``); one missing on the target is a note where ``notes`` is given, else a
+    problem."""
+    src_field, tgt_field = fields
     now_by = {(g.group, g.topic, g.partition): g for g in now}
     said_by = {(g["group"], g["topic"], g["partition"]): g for g in said}
     for k in sorted(set(now_by) - set(said_by)):
-        problem(f"share group {k[0]}: {k[1]}-{k[2]} has source start offset {now_by[k].source_start}, which the "
+        problem(f"{kind} {k[0]}: {k[1]}-{k[2]} has source {what} {getattr(now_by[k], src_field)}, which the "
                 "evidence does not hold")
-    starts = side.share_starts({g["target_topic"] for g in said}) if said else {}
     for k, g in sorted(said_by.items()):
         n = now_by.get(k)
-        where = f"share group {k[0]}: {k[1]}-{k[2]}"
         if n is None:
-            problem(f"{where}: the evidence says start offset {g['source_start']}; the source holds none")
-        elif (n.source_start, n.target_start) != (g["source_start"], g["target_start"]):
-            problem(f"{where}: source start offset {n.source_start} translates to {n.target_start}; the evidence "
-                    f"says {g['source_start']} -> {g['target_start']}")
-        have = starts.get((g["group"], g["target_topic"], g["partition"]))
-        if have is None:
-            notes.append(f"share group {k[0]}: {g['target_topic']}-{g['partition']} has no state on the target "
-                         "(its start offset is not set there yet): not compared")
-        elif have != g["target_start"]:
-            problem(f"share group {k[0]}: {g['target_topic']}-{g['partition']} starts at {have} on the target; the "
-                    f"evidence says {g['target_start']}")
+            problem(f"{kind} {k[0]}: {k[1]}-{k[2]}: the evidence says source {what} {g[src_field]}; the source "
+                    "holds none")
+        elif (getattr(n, src_field), getattr(n, tgt_field)) != (g[src_field], g[tgt_field]):
+            problem(f"{kind} {k[0]}: {k[1]}-{k[2]}: source {what} {getattr(n, src_field)} translates to "
+                    f"{getattr(n, tgt_field)}; the evidence says {g[src_field]} -> {g[tgt_field]}")
+        where = f"{kind} {k[0]}: {g['target_topic']}-{g['partition']}"
+        have = on_target.get((g["group"], g["target_topic"], g["partition"]))
+        if have is None and notes is not None:
+            notes.append(f"{where} has no state on the target (its start offset is not set there yet): not compared")
+        elif have != g[tgt_field]:
+            problem(f"{where} {verb} {have} on the target; the evidence says {g[tgt_field]}")
     return len(said_by)
