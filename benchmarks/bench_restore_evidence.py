@@ -66,6 +66,8 @@ def main() -> None:
                 print(f"{name:10s} CPU {used:6.2f} s  wall {time.monotonic() - t:6.2f} s", flush=True)
     finally:
         broker.close()
+        import shutil
+        shutil.rmtree(src, ignore_errors=True)
     (a, b) = cpu.values()
     print(f"{args.records} records: without {min(a):.2f} s CPU (best of {len(a)}), median {statistics.median(a):.2f}; "
           f"with --evidence {min(b):.2f} s, median {statistics.median(b):.2f}: "
