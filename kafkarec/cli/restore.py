@@ -10,7 +10,10 @@ position ``share group G topic-partition S -> target-partition T`` (and one nami
 records past its start offset that the target will deliver again; with
 ``--share-groups-acknowledge``, one per partition saying what was acknowledged there instead), and
 with ``--verify`` a closing ``verified: ...`` line.  ``--dry-run`` prints a line per partition of
-what would be written and a summary (``--json``: one document), writing nothing.  The options are read once into a
+what would be written and a summary (``--json``: one document), writing nothing.  ``--evidence
+FILE`` writes the restore's evidence; ``--check EVIDENCE SOURCE TARGET`` recomputes it from both
+sides and prints a ``difference: ...`` line per difference and a closing ``checked: ...`` line
+(:mod:`kafkarec.restore.evidence`).  The options are read once into a
 :class:`kafkarec.restore.RestoreSpec`."""
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "the target's groups (which must be empty), or written for kafka-consumer-groups "
                     "(--groups-csv). Exit status 0 on success, 1 when the restore, the groups or --verify "
                     "fail, 2 on usage errors.")
-    p.add_argument("path", metavar="LOG", help="the source history: a log dir root or a URI (s3://...)")
+    p.add_argument("path", metavar="LOG", nargs="?",
+                   help="the source history: a log dir root or a URI (s3://...); not with --check")
     p.add_argument("--target-bootstrap", metavar="HOST:PORT",
                    help="the target cluster's bootstrap servers (host:port,...); required but with --dry-run")
     p.add_argument("--bootstrap", metavar="HOST:PORT",
@@ -89,6 +93,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "and, with --share-groups-acknowledge, its acknowledged records) read back from the "
                         "target's __share_group_state; groups and share groups written to --groups-csv or "
                         "--share-groups-csv are not checked in that run")
+    proof = p.add_argument_group("evidence")
+    proof.add_argument("--evidence", metavar="FILE",
+                       help="write the restore's evidence to FILE, one JSON document: per partition the source and "
+                            "target ranges, the records restored and their SHA-256 content digest (taken as they are "
+                            "read), the offset map's digest, the records left out by rule, and the groups' and share "
+                            "groups' positions on both sides")
+    proof.add_argument("--check", nargs=3, metavar=("EVIDENCE", "SOURCE", "TARGET"),
+                       help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
+                            "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
+                            "or when no record was compared")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "
@@ -107,6 +121,10 @@ def spec_from_args(args):
     """The command line's one :class:`kafkarec.restore.RestoreSpec`."""
     from kafkarec.cli.selection_args import storage_options_from_args
     from kafkarec.restore.spec import RestoreSpec
+    if args.path is None:
+        raise UsageError("the following argument is required: LOG (but with --check)")
+    if args.evidence and args.dry_run:
+        raise UsageError("--evidence with --dry-run: a dry run restores nothing to give evidence of")
     if args.target_bootstrap is None and not args.dry_run:
         raise UsageError("the following argument is required: --target-bootstrap (but with --dry-run)")
     if args.json and not args.dry_run:
@@ -115,7 +133,7 @@ def spec_from_args(args):
                            or args.share_groups_acknowledge):
         raise UsageError("--no-groups with --groups-csv, --share-groups-csv, --share-groups-acknowledge or "
                          "--groups-as-of: choose one")
-    for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv),
+    for flag, path in (("--offset-map", args.offset_map), ("--groups-csv", args.groups_csv), ("--evidence", args.evidence),
                        ("--share-groups-csv", args.share_groups_csv)):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
@@ -127,12 +145,15 @@ def spec_from_args(args):
                           transaction_records=args.transaction_records, target_properties=properties,
                           storage_options=storage_options_from_args(args) or None,
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
-                          share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap)
+                          share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap,
+                          digest=bool(args.evidence))
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
     from kafkarec import restore as r
     from kafkarec._extras import require
+    if args.check:
+        return _check(args, out)
     spec = spec_from_args(args)
     if args.dry_run:
         return _dry_run(spec, args, out, err)
@@ -174,19 +195,73 @@ def run(args, out: TextIO, err: TextIO) -> int:
             # groups written to a CSV are not on the target yet: not read back (a later run checks them)
             report = r.verify(spec, plan, result.offset_map, None if args.groups_csv else positions,
                               None if args.share_groups_csv else done.share_groups)
-            for line in report.notes:
-                out.write(f"note: {line}\n")
-            for line in report.problems:
-                out.write(f"problem: {line}\n")
-            out.write(f"verified: {report.records} records, {report.groups} group positions, "
-                      f"{report.shares} share group positions, {len(report.problems)} problem(s)\n")
+            _write_report(out, report, "problem", f"verified: {report.records} records, {report.groups} group "
+                          f"positions, {report.shares} share group positions, {len(report.problems)} problem(s)")
             if not report.ok:
+                _evidence(args, spec, result, done, err)
                 return EXIT_PROBLEMS
+        _evidence(args, spec, result, done, err)
     except (RestoreError, OSError) as e:
         err.write(f"kafkarec restore: {e}; the records are restored (a re-run with the same --restore-id "
                   "writes none of them again)\n")
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def _evidence(args, spec, result, done, err: TextIO) -> None:
+    """``--evidence``: the document written (the groups' positions as translated: set on the target
+    or written to the CSVs; translated here with ``--no-groups``, which the document says)."""
+    if not args.evidence:
+        return
+    from kafkarec.restore import evidence
+    doc = evidence.document(spec, result.plan, result.partitions, result.offset_map,
+                            None if done.groups is None else done.groups, done.share_groups)
+    evidence.write(doc, args.evidence)
+    err.write(f"evidence written to {args.evidence}\n")
+
+
+#: --check with options that belong to a restore
+_NOT_WITH_CHECK = ("target_bootstrap", "bootstrap", "topics", "end_time", "offset_map", "groups_as_of", "groups_csv",
+                   "share_groups_csv", "share_groups_acknowledge", "no_groups", "verify", "dry_run", "json",
+                   "evidence")
+
+
+def _check(args, out: TextIO) -> int:
+    """``--check EVIDENCE SOURCE TARGET``: a ``difference:`` line per difference, a ``note:`` line
+    per thing not compared, and ``checked: ...``; exit 1 on any difference or when no record was
+    compared."""
+    from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.restore import evidence
+    if args.path is not None:
+        raise UsageError(f"--check takes EVIDENCE SOURCE TARGET, not LOG ({args.path})")
+    given = [f"--{n.replace('_', '-')}" for n in _NOT_WITH_CHECK if getattr(args, n, None) not in (None, False, [])]
+    if args.rename:
+        given.append("--rename")
+    if given:
+        raise UsageError(f"--check with {', '.join(given)}: the evidence says what the restore did")
+    path, source, target = args.check
+    doc = evidence.read(path)
+    properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
+    try:
+        report = evidence.check(doc, source, target, target_properties=properties, timeout=args.timeout,
+                                storage_options=storage_options_from_args(args) or None,
+                                tiered_storage=args.tiered_storage)
+    except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
+        out.write(f"difference: {e}\n")
+        return EXIT_PROBLEMS
+    _write_report(out, report, "difference", f"checked: {report.records} records, {report.groups} group positions, "
+                  f"{report.shares} share group positions, {len(report.problems)} difference(s)")
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _write_report(out: TextIO, report, problem: str, closing: str) -> None:
+    """``--verify``'s and ``--check``'s lines: a ``note:`` line per thing not compared, a line per
+    problem (``problem:``, ``difference:``), then the closing line."""
+    for line in report.notes:
+        out.write(f"note: {line}\n")
+    for line in report.problems:
+        out.write(f"{problem}: {line}\n")
+    out.write(closing + "\n")
 
 
 def _dry_run(spec, args, out: TextIO, err: TextIO) -> int:

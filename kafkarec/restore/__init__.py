@@ -22,6 +22,10 @@
 * :func:`dry_run` -- every selected segment read as the restore reads it, and per partition what
   would be written (full, partial, done, missing, damaged, refused), the target only read.
 
+The evidence of a restore (``--evidence``: a spec with ``digest=True`` takes each partition's
+content digest as it reads) and its check (``--check``) are :mod:`kafkarec.restore.evidence`'s
+``document``, ``write``, ``read`` and ``check``.
+
 Needs ``pip install 'kafkarec[restore]'`` (confluent-kafka, pyarrow).
 """
 from __future__ import annotations

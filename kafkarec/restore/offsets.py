@@ -107,6 +107,35 @@ class OffsetMap:
             for i in range(r.length):
                 yield r.source_offset + i, r.target_offset + i
 
+    def runs(self, topic: str, partition: int) -> Iterator[Run]:
+        """The partition's runs in order, runs that continue each other joined (a map read back
+        from chunks or a file whose runs were cut is the same map)."""
+        last = None
+        for r in self._runs.get((topic, partition), ()):
+            if last is not None and r.source_offset == last.source_offset + last.length \
+                    and r.target_offset == last.target_offset + last.length:
+                last = last._replace(length=last.length + r.length)
+                continue
+            if last is not None:
+                yield last
+            last = r
+        if last is not None:
+            yield last
+
+    def digest(self, topic: str, partition: int) -> str:
+        """The partition's map in its canonical form, hashed (SHA-256, hex): each of :meth:`runs`
+        as three big-endian signed 64-bit integers (source offset, target offset, length), then its
+        ends (the source's end, the target's end; -1 each where not set) as two more.  The same
+        pairs and ends give the same digest however the map was built."""
+        import hashlib
+        import struct
+        h = hashlib.sha256()
+        pack = struct.Struct(">qqq").pack
+        for r in self.runs(topic, partition):
+            h.update(pack(*r))
+        h.update(struct.pack(">qq", *self.ends.get((topic, partition), (-1, -1))))
+        return h.hexdigest()
+
     def last_target_offset(self, topic: str, partition: int) -> Optional[int]:
         """The target offset of the partition's last restored record (None: none)."""
         runs = self._runs.get((topic, partition))

@@ -30,7 +30,10 @@ __all__ = ["PartitionSummary", "restore_partition", "restore_partitions", "rebui
 class PartitionSummary(NamedTuple):
     """One partition's restore: source ``topic-partition`` [``start``, ``end``), the target topic,
     ``records`` written by this run, ``status``: ``"written"``, ``"resumed"`` (an earlier run
-    wrote a part) or ``"done"`` (an earlier run wrote it all: nothing written)."""
+    wrote a part) or ``"done"`` (an earlier run wrote it all: nothing written).  With
+    ``spec.digest``: ``source_records``, the committed records of the source's [start, the map's
+    source end) on the target (this run's and earlier runs'), and ``source_digest``, their chained
+    digest (:class:`kafkarec.restore.evidence.Digest`), taken as the restore read them; else None."""
     topic: str
     partition: int
     start: int
@@ -38,14 +41,17 @@ class PartitionSummary(NamedTuple):
     target_topic: str
     records: int
     status: str
+    source_records: Optional[int] = None
+    source_digest: Optional[str] = None
 
 
-def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap) -> None:
+def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None) -> None:
     """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
     the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
     the map must cover every record on the target): the k-th committed record on the target is the
     k-th committed record of the source range, as the target partition holds this restore's records
-    only (a partition holding others is refused)."""
+    only (a partition holding others is refused).  ``digest`` (an
+    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it."""
     if upto > part.log_end:
         raise RestoreError(spec.target, f"the restore's progress {upto} is past the source's log end "
                                         f"{part.log_end} (source {part.topic}-{part.partition}): another history "
@@ -54,6 +60,8 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     src = source.committed_records(spec, part.topic, part.partition, part.start, upto)
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
+        if digest is not None:
+            digest.add(s)
         t = next(got, None)
         if t is None:
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
@@ -288,6 +296,11 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
 
 def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
                  omap: OffsetMap) -> PartitionSummary:
+    # the evidence's digest, taken from the records as they are read for the target (no second read)
+    digest = None
+    if spec.digest:
+        from kafkarec.restore.evidence import Digest
+        digest = Digest()
     if done is None:
         if target.holds_committed_records(spec, part.target_topic, part.partition):
             raise RestoreError(spec.target, f"holds records and no progress of restore {spec.restore_id!r} "
@@ -303,12 +316,15 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap)
+        rebuild_pairs(spec, part, done, omap, digest)
     if done is not None and done >= part.end:
-        return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done")
+        return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
+                                *_digested(digest))
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+        if digest is not None:
+            digest.add(r)
         batch.append(r)
         if len(batch) == spec.transaction_records:
             for s, t in writer.transaction(batch, r.offset + 1):
@@ -321,4 +337,8 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
         omap.add(part.topic, part.partition, part.target_topic, s, t)
     written += len(batch)
     return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, written,
-                            "written" if done is None else "resumed")
+                            "written" if done is None else "resumed", *_digested(digest))
+
+
+def _digested(digest) -> Tuple[Optional[int], Optional[str]]:
+    return (None, None) if digest is None else (digest.records, digest.hexdigest())

@@ -69,6 +69,9 @@ class RestoreSpec:
     groups_as_of: Optional[int] = None
     share_groups_acknowledge: bool = False
     bootstrap: Optional[str] = None
+    #: each partition's content digest taken as its records are read (``--evidence``:
+    #: :mod:`kafkarec.restore.evidence`)
+    digest: bool = False
 
     @classmethod
     def of(cls, source: str, target: Optional[str], *, topics: Union[str, Iterable[str], None] = None,
@@ -76,7 +79,8 @@ class RestoreSpec:
            restore_id: str = "default", transaction_records: int = 1000,
            target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
            tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None,
-           share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None) -> "RestoreSpec":
+           share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None,
+           digest: bool = False) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601; ``target`` None for a dry run that reads no target."""
@@ -120,7 +124,8 @@ class RestoreSpec:
         return cls(str(source), None if target is None else str(target).strip(), names, tuple(sorted(pairs.items())),
                    end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
-                   as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip())
+                   as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip(),
+                   bool(digest))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""

@@ -566,3 +566,75 @@ def test_bootstrap_starts_at_the_brokers_log_start_after_delete_records(kafka_br
         f"{topic}-0 -> {topic}-r-0 [25, 60) 35 records written",
         "verified: 35 records, 0 group positions, 0 share group positions, 0 problem(s)"]
     assert [r[:2] for r in _committed(b, f"{topic}-r")[0]] == [(r[3], r[4]) for r in consumer]
+
+
+def _evidence_block():
+    """docs/restore.md's evidence example: its commands (a command's ``\\`` lines joined) and after
+    each the output it shows (its ``# `` lines)."""
+    import re
+    from support.paths import ROOT
+    with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
+        body = re.search(r"^```sh\n(kafkarec restore [^\n]*\n[^\n]*--evidence evidence.json\n.*?)^```",
+                         fh.read(), re.S | re.M).group(1)
+    steps = []
+    for line in body.replace("\\\n", "").splitlines():
+        if line.startswith("# "):
+            steps[-1][1].append(line[2:])
+        else:
+            steps.append((line, []))
+    return [(cmd, "\n".join(shown) + "\n" if shown else None) for cmd, shown in steps]
+
+
+def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, restore_target_broker, tmp_path):
+    """docs/restore.md's evidence example as written: a restore with --evidence, checked against a copy
+    of the target broker's log dir (offline) and against its bootstrap; then a record added on the
+    target and a group moved there are named by the check (exit 1)."""
+    import doctest
+    import json
+    from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+    from kafkarec.restore import evidence as E
+    b, name = restore_target_broker.bootstrap, "rs-evidence"
+    (restore, _), *checks = _evidence_block()
+    env = {**os.environ, "SOURCE_LOG_DIR": history.log_dir, "TARGET": b, "TARGET_LOG_DIR": str(tmp_path / "target"),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    run = subprocess.run(["bash", "-c", restore], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr + run.stdout
+    # the target's log dir as the broker left it (copied: the live one is still written, its
+    # __consumer_offsets by every group)
+    copy_live_dir(restore_target_broker.log_dir, str(tmp_path / "target"))
+    for cmd, shown in checks:
+        done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, (cmd, done.stdout, done.stderr)
+        assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
+    doc = E.read(str(tmp_path / "evidence.json"))
+    (p,) = doc["partitions"]
+    assert (p["source"]["records"], p["target"]["start"], p["target"]["end"]) == (100, 0, p["target"]["end"])
+    # rs-crash: 100 plain records, nothing left out; its two groups at 50 and 77
+    assert p["not_restored"] == {"aborted": 0, "control": 0, "below_log_start": 0}
+    assert [(g["group"], g["source_offset"], g["target_offset"]) for g in doc["groups"]] == [
+        ("rs-crash-g1", 50, 50), ("rs-crash-g2", 77, 77)]
+    # damaged afterwards: a record produced into the restored partition, a group moved
+    producer = Producer({"bootstrap.servers": b, "log_level": 0})
+    producer.produce(name, value=b"not from the source", partition=0)
+    assert producer.flush(30) == 0
+    moved = doc["groups"][0]
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
+    request = [ConsumerGroupTopicPartitions(moved["group"], [TopicPartition(name, 0, moved["target_offset"] + 1)])]
+    for f in admin.alter_consumer_group_offsets(request).values():
+        f.result(30)
+    damaged = E.check(doc, history.log_dir, b)
+    # the map's canonical form holds the target's end: the record added moved it
+    import hashlib
+    import struct
+    damaged_map = hashlib.sha256(struct.pack(">qqqqq", 0, 0, 100, 100, p["target"]["end"] + 1)).hexdigest()
+    end = p["target"]["end"]
+    assert not damaged.ok and (damaged.records, damaged.groups) == (100, 2)
+    assert damaged.problems == [
+        f"{RH.CRASH}-0 -> {name}-0: the target partition ends at {end + 1}; the evidence says {end}",
+        f"{RH.CRASH}-0 -> {name}-0: the target holds 1 committed record(s) past the target range's end {end}",
+        f"{RH.CRASH}-0 -> {name}-0: the offset map recomputed from both sides has digest {damaged_map} (1 runs); "
+        f"the evidence says {p['offset_map']['digest']} (1 runs)",
+        f"group {moved['group']}: {name}-0 stands at {moved['target_offset'] + 1} on the target; the evidence says "
+        f"{moved['target_offset']}"], damaged.problems
+    assert json.load(open(tmp_path / "evidence.json")) == doc

@@ -1,0 +1,232 @@
+"""``kafkarec restore --evidence`` / ``--check`` without a cluster (issue 69 items 3 and 4): a SOURCE
+log dir (committed, aborted and idempotent batches, markers, records below the log start, a
+group's commit) and TARGET log dirs written as a restore leaves them (the committed records in
+transactions, the group's translated position), whole and damaged, by tests/support/logdir.py.
+The broker side (a real restore's evidence checked against the target's log dir and bootstrap) is
+in tests/broker/test_broker_restore.py."""
+import json
+
+import kafkarec
+import pytest
+
+from kafkarec import internal
+from kafkarec.cli.main import main
+from kafkarec.restore import OffsetMap, RestoreSpec, plan, source
+from kafkarec.restore import evidence as E
+from kafkarec.restore.groups import translate
+from kafkarec.restore.produce import PartitionSummary
+from support.log_start import write_log_start_checkpoint
+from support.logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, sample_records, v2_batch
+
+T0 = 1_700_000_000_000
+TOPIC, GROUP = "t", "g"
+
+
+def _commit_group(root, positions):
+    """``__consumer_offsets-0`` holding ``{(group, topic, partition): offset}``."""
+    b = kafkarec.RecordBatchBuilder(base_offset=0)
+    for (group, topic, partition), offset in sorted(positions.items()):
+        k, v = internal.encode_record("__consumer_offsets", "OffsetCommit",
+                                      {"group": group, "topic": topic, "partition": partition},
+                                      {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": T0}, 3)
+        b.append(v, key=k, timestamp=T0)
+    w = PartitionWriter(str(root), "__consumer_offsets", 0)
+    w.append(b.build())
+    w.close()
+
+
+def _source(root):
+    """``t-0``: 4 plain records (0-3, below the log start 2: 2 of them), a committed transaction of
+    3 (4-6) and its marker (7), an aborted one of 2 (8-9) and its marker (10), 3 records with a
+    null key, an empty value and a null header (11-13); the group at 9 (on the aborted records)."""
+    w = PartitionWriter(str(root), TOPIC, 0)
+    w.append(v2_batch(sample_records(4)))
+    w.append(v2_batch(sample_records(3, start_ts=T0 + 10, key_prefix=b"c"), producer_id=5, producer_epoch=0,
+                      base_sequence=0, transactional=True))
+    w.end_txn(CONTROL_COMMIT, 5, timestamp=T0 + 20)
+    w.append(v2_batch(sample_records(2, start_ts=T0 + 30, key_prefix=b"a"), producer_id=6, producer_epoch=0,
+                      base_sequence=0, transactional=True))
+    w.end_txn(CONTROL_ABORT, 6, timestamp=T0 + 40)
+    w.append(v2_batch([(T0 + 50, None, b"v", []), (T0 + 51, b"", b"", [("h", None)]),
+                       (T0 + 52, b"k", None, [("h", b"")])]))
+    w.close()
+    write_log_start_checkpoint(str(root), {(TOPIC, 0): 2})
+    _commit_group(root, {(GROUP, TOPIC, 0): 9})
+
+
+def _restored(spec, part):
+    return list(source.committed_records(spec, part.topic, part.partition, part.start, part.end))
+
+
+def _target(root, records, group_offset, *, aborted=()):
+    """The target as the restore leaves it: ``records`` (source records) produced in one
+    transaction and committed, then ``aborted`` ones in an aborted transaction (as a restore's
+    killed run leaves them), the group at ``group_offset``."""
+    w = PartitionWriter(str(root), TOPIC, 0)
+    if records:
+        w.append(v2_batch([(r.timestamp, r.key, r.value, r.headers) for r in records], producer_id=9,
+                          producer_epoch=0, base_sequence=0, transactional=True))
+        w.end_txn(CONTROL_COMMIT, 9, timestamp=T0 + 99)
+    for i, r in enumerate(aborted):
+        w.append(v2_batch([(r.timestamp, r.key, r.value, r.headers)], producer_id=10 + i, producer_epoch=0,
+                          base_sequence=0, transactional=True))
+        w.end_txn(CONTROL_ABORT, 10 + i, timestamp=T0 + 99)
+    w.close()
+    _commit_group(root, {(GROUP, TOPIC, 0): group_offset})
+    return str(root)
+
+
+@pytest.fixture
+def world(tmp_path):
+    """The source, its evidence (as a restore of it into an empty target writes it: the target's
+    records at 0-7, its commit marker at 8, the group translated) and the records restored."""
+    src = tmp_path / "source"
+    _source(src)
+    spec = RestoreSpec.of(str(src), "x:1", digest=True)
+    p = plan(spec)
+    (part,) = p.partitions
+    records = _restored(spec, part)
+    d, omap = E.Digest(), OffsetMap()
+    for i, r in enumerate(records):
+        d.add(r)
+        omap.add(TOPIC, 0, TOPIC, r.offset, i)
+    omap.set_end(TOPIC, 0, TOPIC, part.end, len(records) + 1)
+    summary = PartitionSummary(TOPIC, 0, part.start, part.end, TOPIC, len(records), "written", d.records,
+                               d.hexdigest())
+    positions = translate(spec, p, omap)
+    doc = E.document(spec, p, [summary], omap, positions, [])
+    path = tmp_path / "evidence.json"
+    E.write(doc, str(path))
+    return str(src), str(path), records, tmp_path
+
+
+def _check(capfd, *args):
+    code = main(["restore", "--check", *args])
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def test_the_evidence_names_ranges_digests_and_what_was_left_out(world):
+    src, path, records, _ = world
+    doc = json.load(open(path))
+    (p,) = doc["partitions"]
+    # [2, 14): 2 + 3 + 3 committed data records; markers at 7 and 10, 2 aborted, 2 below the log start
+    assert [r.offset for r in records] == [2, 3, 4, 5, 6, 11, 12, 13]
+    assert p["source"]["start"] == 2 and p["source"]["end"] == 14 and p["source"]["records"] == 8
+    assert p["target"] == {"topic": TOPIC, "partition": 0, "start": 0, "end": 9}
+    assert p["not_restored"] == {"aborted": 2, "control": 2, "below_log_start": 2}
+    assert p["offset_map"]["runs"] == 2         # 2-6 -> 0-4, 11-13 -> 5-7
+    # the group on the aborted records goes to the next restored record, 11 -> 5
+    assert doc["groups"] == [{"group": GROUP, "topic": TOPIC, "partition": 0, "source_offset": 9,
+                              "target_topic": TOPIC, "target_offset": 5}]
+    assert (doc["algorithm"], doc["encoding"]) == ("sha256", "kafkarec-record-v1")
+
+
+def test_the_encoding_is_the_documented_one_and_null_is_not_empty():
+    """docs/restore.md's encoding, byte for byte, and the digest over two records' encodings."""
+    import hashlib
+    enc = E.record_bytes(None, b"", 1, [("h", None), ("k", b"v")])
+    assert enc == (b"\x00" * 7 + b"\x01" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x02"
+                   + b"\x00\x00\x00\x01h" + b"\xff\xff\xff\xff" + b"\x00\x00\x00\x01k" + b"\x00\x00\x00\x01v")
+    assert E.record_bytes(b"", None, 1, []) != E.record_bytes(None, b"", 1, [])
+    from kafkarec.restore.source import Record
+    two = [Record(0, None, b"", 1, [("h", None), ("k", b"v")]), Record(1, b"k", None, 2, [])]
+    d, again = E.Digest(), E.Digest()
+    for r in two:
+        d.add(r)
+        again.add_encoded(E.record_bytes(r.key, r.value, r.timestamp, r.headers))
+    want = hashlib.sha256(enc + E.record_bytes(b"k", None, 2, [])).hexdigest()
+    assert d.hexdigest() == again.hexdigest() == want and d.records == 2
+    assert E.Digest().hexdigest() == hashlib.sha256(b"").hexdigest()
+
+
+def test_the_offset_maps_digest_is_of_its_canonical_form():
+    """Runs cut apart (as a file or chunks may hold them) give the same digest as joined runs."""
+    import hashlib
+    import struct
+    a, b = OffsetMap(), OffsetMap()
+    a.add("t", 0, "t", 2, 0, 5)
+    a.set_end("t", 0, "t", 8, 6)
+    b._runs[("t", 0)] = [kafkarec.restore.offsets.Run(2, 0, 2), kafkarec.restore.offsets.Run(4, 2, 3)]
+    b._starts[("t", 0)] = [2, 4]
+    b.set_end("t", 0, "t", 8, 6)
+    want = hashlib.sha256(struct.pack(">qqq", 2, 0, 5) + struct.pack(">qq", 8, 6)).hexdigest()
+    assert a.digest("t", 0) == b.digest("t", 0) == want
+
+
+def test_a_whole_target_checks_from_its_log_dir(world, capfd):
+    src, path, records, tmp = world
+    tgt = _target(tmp / "whole", records, 5)
+    code, out, err = _check(capfd, path, src, tgt)
+    assert (code, err) == (0, ""), out
+    assert out == "checked: 8 records, 1 group positions, 0 share group positions, 0 difference(s)\n"
+
+
+@pytest.mark.parametrize("damage, differences", [
+    ("dropped", ["the target's [0, 9) holds 7 committed records", "first difference: source offset 4 and target "
+                 "offset 2 differ (key, value, headers, timestamp)", "the target partition ends at 8; the evidence "
+                 "says 9", "offset map recomputed from both sides"]),
+    ("duplicated", ["the target's [0, 9) holds 9 committed records", "first difference: source offset 6 and target "
+                    "offset 4 differ (key, value, headers, timestamp)", "ends at 10; the evidence says 9"]),
+    ("changed", ["the target's [0, 9) holds 8 committed records", "first difference: source offset 12 and target "
+                 "offset 6 differ (value)"]),
+    ("aborted written", ["the target's [0, 9) holds 9 committed records", "first difference: source offset 11 "
+                         "and target offset 5 differ (key, value, timestamp)", "ends at 10; the evidence says 9"]),
+])
+def test_a_damaged_target_is_named(world, capfd, damage, differences):
+    src, path, records, tmp = world
+    if damage == "dropped":
+        records = records[:2] + records[3:]
+    elif damage == "duplicated":
+        records = records[:4] + records[3:]
+    elif damage == "changed":
+        records = records[:6] + [records[6]._replace(value=b"changed")] + records[7:]
+    else:       # the source's aborted record at 8 written as committed
+        aborted = [r for r in source.committed_records(RestoreSpec.of(src, None), TOPIC, 0, 0, 14)]
+        assert 8 not in [r.offset for r in aborted]
+        from kafkarec.restore.source import Record
+        records = records[:5] + [Record(8, b"a1", b"value-0-" + b"x" * 40, T0 + 30, [])] + records[5:]
+    tgt = _target(tmp / damage.replace(" ", "-"), records, 5 if damage != "dropped" else 4)
+    code, out, _ = _check(capfd, path, src, tgt)
+    assert code == 1, out
+    lines = [x for x in out.splitlines() if x.startswith("difference: ")]
+    assert lines and out.splitlines()[-1].endswith(f"{len(lines)} difference(s)")
+    for want in differences:
+        assert any(want in line for line in lines), (want, out)
+
+
+def test_a_moved_group_and_an_aborted_write_left_aborted(world, capfd):
+    """A group moved on the target is named with both offsets; a record written in an aborted
+    transaction (a killed run's) is not a committed record: no difference but the group's."""
+    src, path, records, tmp = world
+    tgt = _target(tmp / "moved", records, 3, aborted=records[:1])
+    code, out, _ = _check(capfd, path, src, tgt)
+    assert code == 1
+    # the aborted transaction's batch and marker lie past the target range: the partition's end (and
+    # the map's, which holds it) says so
+    lines = [x for x in out.splitlines() if x.startswith("difference: ")]
+    assert len(lines) == 3 and "the offset map recomputed from both sides" in lines[1], out
+    assert [lines[0], lines[2]] == [
+        "difference: t-0 -> t-0: the target partition ends at 11; the evidence says 9",
+        "difference: group g: t-0 stands at 3 on the target; the evidence says 5"]
+
+
+def test_a_check_of_nothing_fails_and_bad_evidence_is_a_usage_error(world, tmp_path, capfd):
+    src, path, records, tmp = world
+    doc = json.load(open(path))
+    doc["partitions"][0]["source"].update(start=14, records=0, digest="0" * 64)
+    doc["groups"] = None
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(doc))
+    tgt = _target(tmp / "none", [], 0)
+    code, out, _ = _check(capfd, str(empty), src, tgt)
+    assert code == 1 and "difference: no record was compared" in out, out
+    (tmp_path / "bad.json").write_text('{"format": "kafkarec-restore-evidence", "version": 2}')
+    code, _, err = _check(capfd, str(tmp_path / "bad.json"), src, tgt)
+    assert code == 2 and "not a kafkarec-restore-evidence document of version 1" in err, err
+    del doc["partitions"][0]["offset_map"]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    code, _, err = _check(capfd, str(tmp_path / "bad.json"), src, tgt)
+    assert code == 2 and "a field is missing or of the wrong type (KeyError('offset_map'))" in err, err
+    code, _, err = _check(capfd, path, src, tgt, "--topics", "t")
+    assert code == 2 and "--check with --topics" in err
