@@ -373,6 +373,22 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
     from kafkarec.log import local
     stop = threading.Event()
 
+    def decode_parts(parts, where, topic, partition, entries):
+        """Each part with its items decoded into ``entries``; a part whose decoding raised keeps
+        its items and the error (raised to the consumer where it was met), and ends the parts."""
+        for part in parts:
+            items, failure = [], None
+            try:
+                for item in decode(part, where, topic, partition):
+                    items.append(item)
+                    if stop.is_set():
+                        break
+            except Exception as exc:
+                failure = exc
+            entries.append((part, _replay(items, failure)))
+            if failure is not None or stop.is_set():
+                break
+
     def work(sl, closing):
         """``closing`` (a window the consumer is done with) unmapped, then the slice mapped and
         decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
@@ -395,18 +411,7 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
                 piece = p
                 break               # not past it: that would close the map
             parts = () if piece is None else _without_skips(sl, (piece,))
-            for part in parts:
-                items, failure = [], None
-                try:
-                    for item in decode(part, sl.path, sl.topic, sl.partition):
-                        items.append(item)
-                        if stop.is_set():
-                            break
-                except Exception as exc:        # raised to the consumer where it was met
-                    failure = exc
-                entries.append((part, _replay(items, failure)))
-                if failure is not None or stop.is_set():
-                    break
+            decode_parts(parts, sl.path, sl.topic, sl.partition, entries)
         except Exception as exc:
             entries.append((exc, None))
         except BaseException:       # (an interrupt): nobody will be handed this map
@@ -421,19 +426,8 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
         entries = []
         pieces = selection.iter_range_pieces(rr.storage, rr.range)
         try:
-            for part in _without_skips(rr, pieces):
-                items, failure = [], None
-                try:
-                    for item in decode(part, rr.storage.uri(rr.range.segment.path), rr.range.topic,
-                                       rr.range.partition):
-                        items.append(item)
-                        if stop.is_set():
-                            break
-                except Exception as exc:        # raised to the consumer where it was met
-                    failure = exc
-                entries.append((part, _replay(items, failure)))
-                if failure is not None or stop.is_set():
-                    break
+            decode_parts(_without_skips(rr, pieces), rr.storage.uri(rr.range.segment.path), rr.range.topic,
+                         rr.range.partition, entries)
         except Exception as exc:
             entries.append((exc, None))
         finally:

@@ -160,18 +160,24 @@ def test_a_limit_reads_in_the_consumers_thread_and_no_window_past_it(partition, 
     assert not _decode_threads()
 
 
-def test_a_consumer_that_stops_stops_the_threads_and_closes_the_maps(partition, small_windows, monkeypatch):
-    open_maps = []
+@pytest.fixture
+def open_maps(monkeypatch):
+    """The windows mapped now (kafkarec.log.local.iter_pieces counted)."""
+    maps = []
     plain = local.iter_pieces
 
     def counted(sl):
         for piece in plain(sl):
-            open_maps.append(sl)
+            maps.append(sl)
             try:
                 yield piece
             finally:
-                open_maps.remove(sl)
+                maps.remove(sl)
     monkeypatch.setattr(local, "iter_pieces", counted)
+    return maps
+
+
+def test_a_consumer_that_stops_stops_the_threads_and_closes_the_maps(partition, small_windows, open_maps):
     reader = iter(LogScan(partition, threads=2, max_rows_per_batch=10, columns=["offset", "timestamp"]))
     next(reader)
     assert _decode_threads() and open_maps
@@ -354,22 +360,11 @@ def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
     assert str(pooled.value) == str(first.value)
 
 
-def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, logroot, small_windows, monkeypatch):
+def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, logroot, small_windows, open_maps):
     """Many threads over small windows, whole rows and offsets, local and listed reads, each consumer
     stopping after a different number of batches: every prefix is the one-thread read's, and no
     thread or map is left behind."""
     import random
-    open_maps = []
-    plain = local.iter_pieces
-
-    def counted(sl):
-        for piece in plain(sl):
-            open_maps.append(sl)
-            try:
-                yield piece
-            finally:
-                open_maps.remove(sl)
-    monkeypatch.setattr(local, "iter_pieces", counted)
     rnd = random.Random(68)
     for options in ({}, {"columns": ["offset", "timestamp"]}, {"columns": ["offset", "key", "value"]},
                     {"bounds": Bounds(offsets=(3, None))}):
