@@ -273,8 +273,10 @@ class LogScan:
         items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
         need = self.config.batch_columns if batch_columns is None else batch_columns
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns,
-                                 split=self.found().split if windows and self.config.listed else None)
+        split = None
+        if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
+            split = self._found.split if self._found is not None else _read.splitter()
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:

@@ -80,6 +80,24 @@ def found_local(config) -> Found:
                  as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])
 
 
+def splitter() -> Callable:
+    """``split(range, max_bytes)``: a :class:`ListedRange` of more than ``max_bytes`` cut at
+    offset-index positions about ``max_bytes`` apart (:func:`kafkarec.log.selection.split_ranges`),
+    with a resolver for each of the last few storages: for pieces planned elsewhere (a task's, a
+    worker's), without planning the read again."""
+    from kafkarec.log import selection
+    resolvers: dict = {}        # id(storage) -> (storage, its resolver): the storage kept, so the id stays its
+
+    def split(rr: ListedRange, max_bytes: int) -> list:
+        known = resolvers.get(id(rr.storage))
+        if known is None or known[0] is not rr.storage:
+            while len(resolvers) >= 8:
+                del resolvers[next(iter(resolvers))]
+            known = resolvers[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
+        return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
+    return split
+
+
 def range_bytes(rr: ListedRange) -> int:
     sr = rr.range
     return max(0, (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start)
@@ -129,16 +147,12 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
                   for i, share in shares for sr in share]
 
-    foreign: dict = {}          # the same for ranges planned elsewhere (unpickled), the last few
+    elsewhere = splitter()      # ranges planned elsewhere (unpickled)
 
     def split(rr: ListedRange, max_bytes: int) -> list:
         known = resolvers.get(id(rr.storage))
         if known is None or known[0] is not rr.storage:
-            known = foreign.get(id(rr.storage))
-            if known is None or known[0] is not rr.storage:
-                while len(foreign) >= 8:
-                    del foreign[next(iter(foreign))]
-                known = foreign[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
+            return elsewhere(rr, max_bytes)
         return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
 
     return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
