@@ -281,7 +281,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
     # record loop; the batch columns' rows and a key bound's test hold it, record by record
     # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
+    # (a read of no more than one window's bytes has nothing to decode side by side: no pool)
+    sizes = sum((rr.end - rr.start) if isinstance(rr, local.Slice) else range_bytes(rr) for rr in ranges)
     on_pool = (config.threads > 1 and config.limit is None and quarantine is None and ranges
+               and sizes > local.READ_WINDOW_BYTES
                and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
                                                       keys=config.bounds.keys, strict=options is not None and options.strict))
     if on_pool and all(isinstance(rr, local.Slice) for rr in ranges):

@@ -1298,7 +1298,7 @@ record_shapes = st.tuples(
     st.lists(st.tuples(header_keys, st.one_of(st.none(), st.binary(max_size=40))), max_size=6))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(record_shapes, min_size=1, max_size=60), st.integers(0, 2**31), st.sampled_from([0, 0, 3, 4]),
        st.booleans())
 def test_batches_walked_without_the_gil_equal_the_row_reader(shapes, seed, codec, two):
@@ -1342,7 +1342,7 @@ def big_flipped(draw):
     return bytes(data if cut is None else data[:cut])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(big_flipped(), st.booleans())
 def test_damaged_batches_walked_without_the_gil_fail_as_the_row_reader(data, strict):
     """The same rows, or the same error at the same position, as the row reader (strict reads
