@@ -185,7 +185,9 @@ class LogScan:
             need.add("timestamp")
         if self._typed is not None:
             need |= self._typed.needs
-        names = arrow_schema(batch_columns=self.config.batch_columns).names
+        if self.config.include_control:     # the offset-order rule passes over control rows
+            need.add("isControl")
+        names = arrow_schema(batch_columns=self.config.batch_columns or self.config.include_control).names
         return None if need.issuperset(names) else [n for n in names if n in need]
 
     def __getstate__(self):
@@ -272,7 +274,8 @@ class LogScan:
         # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
         items = [p.item for p in pieces]
         options = self.config.read_options(kafkarec)
-        need = self.config.batch_columns if batch_columns is None else batch_columns
+        need = (self.config.batch_columns if batch_columns is None else batch_columns) or (
+            self.config.include_control and columns is not None and "isControl" in columns)
         split = None
         if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
             split = self._found.split if self._found is not None else _read.splitter()

@@ -266,7 +266,10 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     if config.bad_records_path:
         from kafkarec.log.quarantine import Quarantine
         quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
-    order = OffsetOrder(kafkarec, options, config.include_control, config.mode)
+    # control rows, where the read keeps them, are told apart by their isControl column: the
+    # rule is the data batches' whatever the view (LogScan asks for that column with them)
+    control_column = config.include_control and need_batch_columns and (columns is None or "isControl" in columns)
+    order = OffsetOrder(kafkarec, options, config.include_control and not control_column, config.mode)
     max_rows = config.rows_per_batch(kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns))
 
     def decode(piece, where, topic, partition):
@@ -608,10 +611,13 @@ class OffsetOrder:
     are reported (FAILFAST: :class:`kafkarec.errors.OffsetOrderError`; otherwise an error
     per batch, ``OffsetOrderError``) and left out: the piece is decoded again without them."""
 
-    def __init__(self, kafkarec, options, include_control: bool, mode: str):
+    def __init__(self, kafkarec, options, control_rows_judged: bool, mode: str):
         self.kafkarec = kafkarec
         self.options = options
-        self.include_control = include_control
+        # a control batch takes no part in the rule (the consumer skips it, and the timestamp
+        # lookup passes over it), unless its rows cannot be told apart from the data rows (a
+        # read of control rows without their isControl column)
+        self.control_rows_judged = control_rows_judged
         self.failfast = mode == "FAILFAST"
         self.last: dict = {}        # log -> the last offset read
 
@@ -628,9 +634,12 @@ class OffsetOrder:
                     yielded.add((item.get("position"), item.get("error")))
                     yield kind, item
                     continue
-                off = item.column("offset")
+                off = self._data_offsets(pc, item)
                 if self._fits(pc, off, held, self.last.get(log_key)):
-                    done = self._advance(pc, off, held, log_key)
+                    self._advance(pc, off, held, log_key)
+                    if item.num_rows:       # rows handed on, whatever the rule judges of them
+                        top = pc.max(item.column("offset")).as_py()
+                        done = top if done is None else max(done, top)
                     yield kind, item
                     continue
                 items.close()
@@ -649,6 +658,15 @@ class OffsetOrder:
                     raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): "
                                            + earlier[0]["message"]) from None
             raise
+
+    def _data_offsets(self, pc, item):
+        """The offsets of ``item``'s rows the rule judges: its data rows'."""
+        off = item.column("offset")
+        i = item.schema.get_field_index("isControl")
+        if i < 0 or self.control_rows_judged:
+            return off
+        control = item.column(i)
+        return off if not pc.any(control).as_py() else pc.filter(off, pc.invert(control))
 
     def _fits(self, pc, off, held, last) -> bool:
         n = len(off)
@@ -700,9 +718,8 @@ class OffsetOrder:
                 off = item.column("offset")
                 if done is not None:
                     item = item.filter(pc.greater(off, done))
-                    off = item.column("offset")
                 if item.num_rows:
-                    self._advance(pc, off, held, log_key)
+                    self._advance(pc, self._data_offsets(pc, item), held, log_key)
                     yield kind, item
         while pending:
             yield "error", pending.popleft()
@@ -718,7 +735,7 @@ class OffsetOrder:
         running = start_last
         try:
             for b in k.iter_batches(piece.data, k.ReadOptions(**_FRAMING_FIELDS), origin=piece.position):
-                if (b.is_control and not self.include_control) or (verify and not b.crc_valid):
+                if (b.is_control and not self.control_rows_judged) or (verify and not b.crc_valid):
                     continue            # no rows of it (a bad CRC is decode_range's to report)
                 try:
                     offs = [r.offset for r in b]

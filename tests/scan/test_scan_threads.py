@@ -483,3 +483,33 @@ def test_failfast_stops_at_the_first_problem_in_the_log_whatever_the_window(tmp_
     assert whole[0] == "OffsetOrderError" and f"byte {len(first)}" in whole[1]
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", len(first))
     assert failure() == whole
+
+
+def test_a_control_batch_takes_no_part_in_the_offset_order_rule_whatever_the_view(tmp_path):
+    """A control batch is judged by no offset-order rule (the consumer skips it; the timestamp lookup
+    passes over it), whether the read keeps control rows or not: a marker going back is no error,
+    and a marker far ahead does not make the data after it go back (a census fuzz finding: its
+    read with control rows counted an error the plain read did not)."""
+    from kafkarec import ControlRecordType, RecordBatchBuilder
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+
+    def marker(offset):
+        b = RecordBatchBuilder(base_offset=offset, producer_id=7, producer_epoch=0, is_transactional=True,
+                               is_control=True)
+        b.append_control(ControlRecordType.COMMIT, {"coordinatorEpoch": 0})
+        return b.build()
+    (folder / "00000000000000000000.log").write_bytes(
+        kafkarec.build_batch([b"a"], base_offset=10) + marker(3) + marker(50)
+        + kafkarec.build_batch([b"b"], base_offset=11) + kafkarec.build_batch([b"c"], base_offset=5))
+
+    def read(include_control):
+        t = LogScan(str(tmp_path), mode="PERMISSIVE", include_control=include_control, batch_columns=True,
+                    columns=["offset", "isControl", "_corrupt_record"]).to_table()
+        return list(zip(t.column("offset").to_pylist(), t.column("isControl").to_pylist(),
+                        [e.split("): ")[-1] if e else None for e in t.column("_corrupt_record").to_pylist()]))
+    plain = read(False)
+    assert plain == [(10, False, None), (11, False, None),
+                     (None, None, "offsets go back: it starts at 5 after offset 11")]
+    assert [r for r in read(True) if not r[1]] == plain
+    assert [r[0] for r in read(True) if r[1]] == [3, 50]
