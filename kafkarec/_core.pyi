@@ -478,3 +478,8 @@ def zstd_context(level: int | None = ...) -> _ZstdContext:
 def zstd_contexts_held() -> dict[int, int]: ...
 ZSTD_KEPT_CONTEXT_BYTES: int
 def misplaced_keys(keys: Any, num_partitions: int, partition: int, /) -> int: ...
+
+def evidence_encoding(keys: Sequence[bytes | None], values: Sequence[bytes | None], timestamps: Sequence[int],
+                      headers: Sequence[Sequence[tuple[str | bytes, bytes | None]]]) -> bytes:
+    """The restore evidence's "kafkarec-record-v1" encodings of records, one after another
+    (kafkarec.restore.evidence)."""

@@ -31,8 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import struct
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec.errors import UsageError
 from kafkarec.restore.offsets import OffsetMap
@@ -46,39 +45,12 @@ FORMAT, VERSION = "kafkarec-restore-evidence", 1
 #: the record encoding and the hash over the encodings (the module docstring)
 ENCODING, ALGORITHM = "kafkarec-record-v1", "sha256"
 
-_I32 = struct.Struct(">i").pack
-_I64 = struct.Struct(">q").pack
-_NULL = _I32(-1)
-
-
-def _put_field(put, b: Optional[bytes]) -> None:
-    """A field: its length, then its bytes; null is the length -1 alone."""
-    if b is None:
-        put(_NULL)
-    else:
-        put(_I32(len(b)))
-        put(b)
-
-
-def _encode(key: Optional[bytes], value: Optional[bytes], timestamp: int,
-            headers: List[Tuple[object, Optional[bytes]]], put) -> None:
-    """The encoding's one rule (the module docstring): each part handed to ``put`` in order (a
-    list's ``append`` to join them, a hash's ``update`` to hash them with no joined copy)."""
-    put(_I64(timestamp))
-    _put_field(put, key)
-    _put_field(put, value)
-    put(_I32(len(headers)))
-    for k, v in headers:
-        _put_field(put, k.encode("utf-8") if isinstance(k, str) else bytes(k))
-        _put_field(put, v)
-
-
 def record_bytes(key: Optional[bytes], value: Optional[bytes], timestamp: int,
                  headers: List[Tuple[object, Optional[bytes]]]) -> bytes:
-    """A record's canonical encoding (the module docstring)."""
-    parts: List[bytes] = []
-    _encode(key, value, timestamp, headers, parts.append)
-    return b"".join(parts)
+    """A record's canonical encoding (the module docstring; the core writes it:
+    ``kafkarec._core.evidence_encoding``)."""
+    from kafkarec import _core
+    return _core.evidence_encoding((key,), (value,), (timestamp,), (headers,))
 
 
 class Digest:
@@ -90,10 +62,19 @@ class Digest:
         self._hash, self.records = hashlib.sha256(), 0
 
     def add(self, r) -> None:
-        """One record (anything with ``key``, ``value``, ``timestamp``, ``headers``): its encoding
-        hashed part by part, the restore's per-record cost."""
-        _encode(r.key, r.value, r.timestamp, r.headers, self._hash.update)
-        self.records += 1
+        """One record (anything with ``key``, ``value``, ``timestamp``, ``headers``)."""
+        self.add_encoded(record_bytes(r.key, r.value, r.timestamp, r.headers))
+
+    def add_records(self, records: Sequence) -> None:
+        """Records in order (:class:`kafkarec.restore.source.Record` s): their encodings, one
+        after another, written by one call of the core and hashed by one update (the restore's
+        per-record cost)."""
+        if records:
+            from kafkarec import _core
+            self._hash.update(_core.evidence_encoding([r.key for r in records], [r.value for r in records],
+                                                      [r.timestamp for r in records],
+                                                      [r.headers for r in records]))
+            self.records += len(records)
 
     def add_encoded(self, encoded: bytes) -> None:
         """One record given as its encoding (:func:`record_bytes`)."""

@@ -323,16 +323,18 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
-        if digest is not None:
-            digest.add(r)
         batch.append(r)
         if len(batch) == spec.transaction_records:
+            if digest is not None:      # a transaction's records hashed at once, in order
+                digest.add_records(batch)
             for s, t in writer.transaction(batch, r.offset + 1):
                 omap.add(part.topic, part.partition, part.target_topic, s, t)
             written += len(batch)
             batch = []
     # the last transaction: the rest, and the progress at the partition's end (even with no record
     # left: then a re-run knows the partition is done)
+    if digest is not None:
+        digest.add_records(batch)
     for s, t in writer.transaction(batch, part.end):
         omap.add(part.topic, part.partition, part.target_topic, s, t)
     written += len(batch)

@@ -138,6 +138,50 @@ def test_the_encoding_is_the_documented_one_and_null_is_not_empty():
     want = hashlib.sha256(enc + E.record_bytes(b"k", None, 2, [])).hexdigest()
     assert d.hexdigest() == again.hexdigest() == want and d.records == 2
     assert E.Digest().hexdigest() == hashlib.sha256(b"").hexdigest()
+    batch = E.Digest()
+    batch.add_records(two)
+    assert (batch.hexdigest(), batch.records) == (want, 2)
+
+
+def _reference_encoding(key, value, timestamp, headers) -> bytes:
+    """docs/restore.md's rule, written out with struct: the oracle of the core's encoder."""
+    import struct
+
+    def field(b):
+        return struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+    return (struct.pack(">q", timestamp) + field(key) + field(value) + struct.pack(">i", len(headers))
+            + b"".join(field(k.encode() if isinstance(k, str) else k) + field(v) for k, v in headers))
+
+
+def test_the_cores_encoder_is_the_rule_over_many_records_and_refuses_what_it_cannot_encode():
+    """The core writes a batch's encodings at once (the restore's per-record cost): equal to the
+    rule record by record, over nulls, empties, non-ASCII header keys and extreme timestamps; a field
+    that is not bytes, sequences of unequal lengths and records that change while encoded are
+    errors, never bytes written past the buffer."""
+    from kafkarec import _core
+    records = [(None, None, -(1 << 63), []), (b"", b"", (1 << 63) - 1, [("", b""), (b"k", None)]),
+               (b"k" * 300, b"v" * 70000, 0, [("\u00e9t\u00e9", b"x"), ("h", None)] * 3)]
+    got = _core.evidence_encoding(*map(list, zip(*records)))
+    assert got == b"".join(_reference_encoding(*r) for r in records)
+    assert _core.evidence_encoding([], [], [], []) == b""
+    with pytest.raises(TypeError, match="record 1: its value is bytearray"):
+        _core.evidence_encoding([None, None], [b"", bytearray(b"x")], [0, 0], [[], []])
+    with pytest.raises(TypeError, match="record 0: a header key is int"):
+        _core.evidence_encoding([None], [None], [0], [[(1, b"")]])
+    with pytest.raises(ValueError, match="one of each a record"):
+        _core.evidence_encoding([None], [None, None], [0], [[]])
+
+    class Growing(list):        # a header list longer each time it is read: the second pass
+        reads = 0               # must not write what the first did not plan
+
+        def __iter__(self):
+            Growing.reads += 1
+            return iter([("k", b"v" * 100)] * Growing.reads)
+
+        def __len__(self):
+            return 1
+    with pytest.raises(RuntimeError, match="changed while they were encoded"):
+        _core.evidence_encoding([None], [None], [0], [Growing()])
 
 
 def test_the_offset_maps_digest_is_of_its_canonical_form():
