@@ -326,7 +326,8 @@ def _metadata_log(path, storage_options: Optional[dict] = None):
     scan = LogScan(ScanConfig.of(source, storage_options=storage_options, topics=["__cluster_metadata"], threads=1))
     walks = [w for w in scan.partition_walks() if w.part.partition is not None]
     if not walks:
-        raise FileNotFoundError(f"no __cluster_metadata-<n> folder in {source}")
+        raise FileNotFoundError(f"no __cluster_metadata-<n> folder with a log in {source} (no .log segment or "
+                                ".checkpoint snapshot)")
     return walks[0]
 
 
