@@ -106,7 +106,8 @@ class PartitionWalk(NamedTuple):
 
     def records(self, options=None, *, start: Optional[int] = None, snapshot=None) -> Iterator:
         """The records of the data batches of :meth:`batches` (a control batch's marker is no
-        record of its topic) in offset order, from offset ``start`` (None: every record the log
+        record of its topic; an aborted transaction's records are there: a replay applies its
+        topic's own rules) in offset order, from offset ``start`` (None: every record the log
         holds; :meth:`log_start`: what a consumer from the earliest offset reads), each a
         :class:`kafkarec.Record`: what a replay applies one by one (``snapshot``: a KRaft
         snapshot's, as :meth:`batches`)."""
