@@ -10,11 +10,10 @@ store (a URI with ``storage_options``, as every reader takes them), or stitched 
   (transactional offset commits count once their COMMIT marker is there) against each partition's log end;
 * :func:`share_group_states`: the share groups' persisted state in ``__share_group_state``.
 
-Every function takes ``source``: a local log directory (or one partition's folder) is walked on disk, as
-before; a URI, ``storage_options`` or ``tiered_storage`` make the walk go through the storage layer the
-one reader lists and reads with (:meth:`kafkarec.scan.LogScan.partition_walks`: one listing, then only the
-segments of the topics asked for, each read once in bounded pieces by
-:func:`kafkarec.log.storage.iter_remote_batches`, CRCs checked as on disk).
+Every function takes ``source``: a log directory (or one partition's folder), local or a URI (with
+``storage_options``), or stitched with its tiered copies (``tiered_storage``), walked through the one
+reader (:meth:`kafkarec.scan.LogScan.partition_walks`: one listing, then only the segments of the topics
+asked for, each read once in bounded pieces by :meth:`kafkarec.scan.PartitionWalk.batches`, CRCs checked).
 """
 from __future__ import annotations
 
@@ -34,59 +33,33 @@ __all__ = ["transaction_states", "open_transactions", "committed_offsets", "cons
 OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
 
-class _Listed(NamedTuple):
-    """A partition found through the storage layer: what the walks below use of a local
-    :class:`kafkarec.log.directory.PartitionDir` (``topic_partition``, ``segments`` with their
-    ``base_offset``), and where it is (``storage``, ``part``: a :class:`kafkarec.log.layout.PartitionLog`)."""
+class _Partition(NamedTuple):
+    """A partition of the log, as the walks below use it: ``topic_partition`` and its
+    :class:`kafkarec.scan.PartitionWalk` (``walk.part.segments`` with their ``base_offset``)."""
     topic_partition: tuple
-    segments: list
-    storage: object
-    part: object
+    walk: object
 
-
-def _is_local(source, storage_options, tiered_storage) -> bool:
-    from kafkarec.log.storage import is_uri
-    return not storage_options and tiered_storage is None and not is_uri(os.fspath(source))
+    @property
+    def segments(self) -> list:
+        return self.walk.part.segments
 
 
 def _partitions(source, topics: Optional[Tuple[str, ...]] = None, *, storage_options: Optional[dict] = None,
-                tiered_storage: Optional[str] = None):
-    """The partitions under ``source`` (of ``topics`` when given: only theirs are walked)."""
-    if _is_local(source, storage_options, tiered_storage):
-        from kafkarec.log.directory import find_partition_dirs, is_partition_dir, scan_partition_dir
-        log_dir = os.fspath(source)
-        if is_partition_dir(log_dir):
-            return [scan_partition_dir(log_dir)]
-        return [p for p in find_partition_dirs(log_dir) if p.topic_partition is not None]
+                tiered_storage: Optional[str] = None) -> List[_Partition]:
+    """The partitions under ``source`` (of ``topics`` when given: only theirs are walked), listed
+    by the one reader (:meth:`kafkarec.scan.LogScan.partition_walks`), whatever the storage."""
     from kafkarec.log.names import TopicPartition
     from kafkarec.scan import LogScan, ScanConfig
-    scan = LogScan(ScanConfig.of(os.fspath(source), storage_options=storage_options, tiered_storage=tiered_storage))
-    return [_Listed(TopicPartition(w.part.topic, w.part.partition), w.part.segments, w.storage, w.part)
-            for w in scan.partition_walks()
-            if w.part.topic is not None and w.part.partition is not None
-            and (topics is None or w.part.topic in topics)]
+    scan = LogScan(ScanConfig.of(os.fspath(source), storage_options=storage_options, tiered_storage=tiered_storage,
+                                 topics=topics, threads=1))
+    return [_Partition(TopicPartition(w.part.topic, w.part.partition), w) for w in scan.partition_walks()
+            if w.part.topic is not None and w.part.partition is not None]
 
 
-def _batches(pdir) -> Iterator:
-    if isinstance(pdir, _Listed):
-        # the storage layer's walk of a segment (CRCs checked, a cut-off tail ignored, as below),
-        # each segment to its ``end_offset`` where a later copy holds the offsets from there
-        from kafkarec.log.layout import open_segment
-        from kafkarec.log.storage import iter_remote_batches
-        for seg in pdir.segments:
-            with open_segment(pdir.storage, seg) as f:
-                for _, batch in iter_remote_batches(f, 0, None):
-                    if seg.end_offset is not None and batch.base_offset >= seg.end_offset:
-                        break
-                    yield batch
-        return
-    from kafkarec.log.segment import Segment
-    for s in pdir.segments:
-        if not s.log:
-            continue
-        with Segment(s.log) as seg:
-            for batch in seg.batches():
-                yield batch
+def _batches(pdir: _Partition) -> Iterator:
+    # the partition's whole log, CRCs checked, a cut-off tail ignored, each segment to its
+    # ``end_offset`` where a later copy holds the offsets from there
+    return pdir.walk.batches()
 
 
 def transaction_states(log_dir: str, *, schemas: str = DEFAULT_SCHEMAS,

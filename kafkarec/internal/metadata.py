@@ -7,23 +7,21 @@ ACLs, client quotas, SCRAM users (names only), delegation tokens.
 """
 from __future__ import annotations
 
-import glob
 import os
-import re
+import posixpath
 import struct
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from kafkarec.internal import topics as _topics
 from kafkarec.internal.schema import ZERO_UUID
 
-__all__ = ["ClusterState", "replay", "metadata_files", "stored_metadata_files",
+__all__ = ["ClusterState", "replay",
            "MIGRATING_DIRECTORY", "CONFIG_RESOURCE_TYPES"]
 
 MIGRATING_DIRECTORY = ZERO_UUID      # Kafka's DirectoryId.MIGRATING is Uuid(0, 0)
 #: ConfigResource.Type ids -> names
 CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
                          32: "GROUP"}
-_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 
 def _uuid_sort_key(u: str) -> Tuple[int, int]:
@@ -318,79 +316,26 @@ class ClusterState:
 
 # ------------------------------------------------------------------------------------------- reading files
 
-def metadata_files(path: str) -> Tuple[List[str], List[Tuple[int, int, str]]]:
-    """(log segments in offset order, snapshots as (end offset, epoch, path) in offset order) of the
-    ``__cluster_metadata-0`` folder at `path` (the folder itself or a log directory holding it)."""
-    folder = path
-    if not os.path.basename(os.path.normpath(path)).startswith("__cluster_metadata-"):
-        cands = sorted(glob.glob(os.path.join(path, "__cluster_metadata-*")))
-        if not cands:
-            raise FileNotFoundError(f"no __cluster_metadata-<n> folder in {path}")
-        folder = cands[0]
-    logs = sorted(glob.glob(os.path.join(folder, "*.log")))
-    snaps = []
-    for p in glob.glob(os.path.join(folder, "*.checkpoint")):
-        m = _SNAPSHOT_RE.match(os.path.basename(p))
-        if m:
-            snaps.append((int(m.group(1)), int(m.group(2)), p))
-    if not logs and not snaps:
-        raise FileNotFoundError(f"no .log segment or .checkpoint snapshot in {folder}")
-    return logs, sorted(snaps)
+def _metadata_log(path, storage_options: Optional[dict] = None):
+    """The ``__cluster_metadata`` partition of a log directory (or that folder itself) wherever it is
+    (a URI, ``storage_options`` as every reader takes them), listed by the one reader: its
+    :class:`kafkarec.scan.PartitionWalk` (segments in offset order, ``part.snapshots`` the KRaft
+    snapshots beside them, by end offset)."""
+    from kafkarec.scan import LogScan, ScanConfig
+    source = os.fspath(path)
+    scan = LogScan(ScanConfig.of(source, storage_options=storage_options, topics=["__cluster_metadata"], threads=1))
+    walks = [w for w in scan.partition_walks() if w.part.partition is not None]
+    if not walks:
+        raise FileNotFoundError(f"no __cluster_metadata-<n> folder with a log in {source} (no .log segment or "
+                                ".checkpoint snapshot)")
+    return walks[0]
 
 
-def stored_metadata_files(uri: str, storage_options: Optional[dict] = None):
-    """:func:`metadata_files` of a log directory (or its ``__cluster_metadata-0`` folder) wherever it is
-    (a URI, ``storage_options`` as every reader takes them), from one listing: ``(storage, logs,
-    snapshots)``, each file a :class:`kafkarec.log.storage.FileEntry` (snapshots as ``(end offset, epoch,
-    entry)``)."""
-    import posixpath
-    from kafkarec.log.storage import list_files, resolve
-    st, root = resolve(uri, storage_options)
-    entries = list_files(st, root)
-
-    def folder_of(e):
-        folder = posixpath.dirname(e.path)
-        return folder if posixpath.basename(folder).startswith("__cluster_metadata-") else None
-    folders = sorted({f for f in map(folder_of, entries) if f is not None})
-    if not folders:
-        raise FileNotFoundError(f"no __cluster_metadata-<n> folder in {uri}")
-    logs, snaps = [], []
-    for e in entries:
-        if posixpath.dirname(e.path) != folders[0]:
-            continue
-        name = posixpath.basename(e.path)
-        m = _SNAPSHOT_RE.match(name)
-        if m:
-            snaps.append((int(m.group(1)), int(m.group(2)), e))
-        elif name.endswith(".log"):
-            logs.append(e)
-    if not logs and not snaps:
-        raise FileNotFoundError(f"no .log segment or .checkpoint snapshot in {st.uri(folders[0])}")
-    return st, sorted(logs, key=lambda e: e.path), sorted(snaps, key=lambda s: s[:2])
-
-
-def _batches_of(path, storage=None) -> Iterator:
-    """The batches of a local file, or of a :class:`kafkarec.log.storage.FileEntry` of ``storage``
-    (read through the storage layer in bounded pieces, CRCs checked as on disk)."""
-    if storage is None:
-        from kafkarec.log.segment import Segment
-        with Segment(path) as seg:
-            yield from seg.batches()
-        return
-    from kafkarec.log.storage import iter_remote_batches
-    with storage.open(path.path, path.size) as f:
-        for _, batch in iter_remote_batches(f, 0, None):
-            yield batch
-
-
-def _records(path, *, strict: bool, schemas: str, storage=None) -> Iterator[Tuple[int, str, dict]]:
-    for batch in _batches_of(path, storage):
-        if batch.is_control:
-            continue
-        for r in batch:
-            rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict, schemas=schemas)
-            if not rec.unknown:
-                yield r.offset, rec.record_type, rec.value
+def _records(walk, *, strict: bool, schemas: str, snapshot=None) -> Iterator[Tuple[int, str, dict]]:
+    for r in walk.records(snapshot=snapshot):
+        rec = _topics.decode("__cluster_metadata", r.key, r.value, strict=strict, schemas=schemas)
+        if not rec.unknown:
+            yield r.offset, rec.record_type, rec.value
 
 
 def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional[bool] = None,
@@ -406,32 +351,27 @@ def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional
     then starts with that one record).
 
     ``path`` may be a URI (``s3://bucket/logs``, with ``storage_options`` as every reader takes them):
-    the files are then listed and read through :mod:`kafkarec.log.storage`."""
-    from kafkarec.log.storage import is_uri
-    storage = None
-    if storage_options or is_uri(os.fspath(path)):
-        storage, logs, snaps = stored_metadata_files(os.fspath(path), storage_options)
-    else:
-        logs, snaps = metadata_files(path)
+    wherever it is, the log is listed and walked by the one reader
+    (:meth:`kafkarec.scan.PartitionWalk.records`)."""
+    walk = _metadata_log(path, storage_options)
+    logs = walk.part.segments
     state = ClusterState()
     start = 0
     if use_snapshot is None:
-        name = os.path.basename(logs[0] if storage is None else logs[0].path) if logs else ""
-        first = int(name[:20]) if name[:20].isdigit() else None
-        use_snapshot = first != 0
+        use_snapshot = not logs or logs[0].base_offset != 0
     if use_snapshot:
-        usable = [s for s in snaps if at_offset is None or s[0] <= at_offset + 1]
+        snaps = [(int(posixpath.basename(e.path)[:20]), e) for e in walk.part.snapshots]
+        usable = [(end, e) for end, e in snaps if at_offset is None or end <= at_offset + 1]
         if usable:
-            end_offset, _epoch, snap_path = usable[-1]
-            for offset, t, v in _records(snap_path, strict=strict, schemas=schemas, storage=storage):
+            end_offset, snapshot = usable[-1]
+            for offset, t, v in _records(walk, strict=strict, schemas=schemas, snapshot=snapshot):
                 state.apply(t, v)
             state.last_offset = end_offset - 1
             start = end_offset
-    for log in logs:
-        for offset, t, v in _records(log, strict=strict, schemas=schemas, storage=storage):
-            if offset < start:
-                continue
-            if at_offset is not None and offset > at_offset:
-                return state
-            state.apply(t, v, offset)
+    for offset, t, v in _records(walk, strict=strict, schemas=schemas):
+        if offset < start:
+            continue
+        if at_offset is not None and offset > at_offset:
+            return state
+        state.apply(t, v, offset)
     return state

@@ -27,7 +27,8 @@ from kafkarec.errors import DecodeError
 from kafkarec.log.layout import PartitionLog, open_segment
 from kafkarec.log.storage import Storage, iter_pieces
 
-__all__ = ["LogBatch", "aborted_spans", "partition_batches", "read_committed_spans"]
+__all__ = ["LogBatch", "aborted_spans", "partition_batches", "snapshot_batches", "partition_records",
+           "read_committed_spans"]
 
 # Headers only, Kafka's file framing: the rule reads CRCs and control records on demand.
 _WALK_OPTIONS = kafkarec.ReadOptions(file_rules=True, verify_crc=False)
@@ -68,16 +69,57 @@ def aborted_spans(batches: Iterable) -> Spans:
     return out
 
 
-def partition_batches(storage: Storage, part: PartitionLog) -> Iterator[LogBatch]:
+def partition_batches(storage: Storage, part: PartitionLog, options=None) -> Iterator[LogBatch]:
     """The whole batches of one partition in offset order, as :class:`LogBatch` es.
 
-    Each segment is read once, in pieces of whole batches (memory bounded by a piece).  A
-    segment's walk ends where framing does (a decode error, a magic outside 0..2: the
-    reader reports those bytes), and at the segment's ``end_offset`` when a later copy
-    holds the offsets from there (:func:`kafkarec.log.layout.scan` de-duplication)."""
+    Each segment is read once, in pieces of whole batches (memory bounded by a piece), to the
+    segment's ``end_offset`` when a later copy holds the offsets from there
+    (:func:`kafkarec.log.layout.scan` de-duplication).  ``options`` None: the transaction
+    rule's walk, headers only (the rule asks ``crc_valid`` itself), a segment's walk ending
+    where framing does (a decode error, a magic outside 0..2: the reader reports those
+    bytes).  ``options`` a :class:`kafkarec.ReadOptions` (with Kafka's file framing:
+    :func:`kafkarec.log.segment.file_options`): a replay's walk, read with them (CRCs checked
+    unless they say not), a batch that cannot be read raising its
+    :class:`kafkarec.DecodeError` at its file position, as a segment read on disk does."""
     for seg in part.segments:
         with open_segment(storage, seg) as f:
-            yield from _segment_batches(f, seg.path, seg.end_offset)
+            if options is None:
+                yield from _segment_batches(f, seg.path, seg.end_offset)
+            else:
+                yield from _checked_batches(f, seg.path, seg.end_offset, options)
+
+
+def partition_records(storage: Storage, part: PartitionLog, options, *, start=None, snapshot=None) -> Iterator:
+    """The records of the data batches of :func:`partition_batches` read with ``options`` (a
+    control batch's marker is no record of its topic), in offset order from offset ``start``
+    (None: every record the log holds), or of a KRaft ``snapshot`` of the partition
+    (:func:`snapshot_batches`): what a replay of the log's own records applies one by one
+    (:meth:`kafkarec.scan.PartitionWalk.records`; the registry's ``_schemas``, below the scan)."""
+    batches = (partition_batches(storage, part, options) if snapshot is None
+               else snapshot_batches(storage, snapshot, options))
+    for b in batches:
+        if b.is_control or (start is not None and b.last_offset < start):
+            continue
+        for r in b:
+            if start is None or r.offset >= start:
+                yield r
+
+
+def snapshot_batches(storage: Storage, snapshot, options) -> Iterator[LogBatch]:
+    """The batches of one KRaft snapshot of a partition (a
+    :attr:`kafkarec.log.layout.PartitionLog.snapshots` entry: batches as a segment's, of the
+    state as of its end offset), read as :func:`partition_batches` reads a segment with
+    ``options``."""
+    with storage.open(snapshot.path, snapshot.size) as f:
+        yield from _checked_batches(f, snapshot.path, None, options)
+
+
+def _checked_batches(f, path: str, end_offset, options) -> Iterator[LogBatch]:
+    for piece in iter_pieces(f, 0, None):
+        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
+            if end_offset is not None and b.base_offset >= end_offset:
+                return
+            yield LogBatch(path, b.position, b)
 
 
 def _segment_batches(f, path: str, end_offset) -> Iterator[LogBatch]:

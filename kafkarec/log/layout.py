@@ -40,6 +40,7 @@ is the rule that uses it.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
@@ -53,6 +54,10 @@ __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name",
            "storage_of", "segment_uri", "stitch", "scan_history", "Gap", "LOG_START_CHECKPOINT",
            "log_start_checkpoint",
            "parse_partition_folder", "TransformedSegmentError"]
+
+# A KRaft snapshot's name (Kafka's Snapshots: the end offset and epoch, zero-padded, so that names
+# sort as the snapshots do); one being written (.part) or removed (.deleted) is not one
+_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")
 
 # The files of a segment this module reads (names.parse_segment_name knows more kinds).
 _KINDS = ("log", "index", "timeindex", "txnindex", "manifest", "indexes")
@@ -91,6 +96,9 @@ class PartitionLog(NamedTuple):
     # checkpoint could not be read: then ``log_start_problem`` says which file and why).
     checkpointed_log_start: Optional[int] = None
     log_start_problem: Optional[str] = None
+    # KRaft snapshots beside its segments (``<end offset>-<epoch>.checkpoint``, FileEntry s by
+    # end offset and epoch): what a replay of ``__cluster_metadata`` may start from
+    snapshots: Tuple[FileEntry, ...] = ()
 
     @property
     def key(self) -> Tuple:
@@ -139,10 +147,13 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
     if entries is None:
         entries = list_files(storage, root)
     by_folder: Dict[str, Dict[Tuple[int, Optional[str]], Dict[str, FileEntry]]] = {}
+    snapshots: Dict[str, List[FileEntry]] = {}     # a segment folder's KRaft snapshots
     skipped = set()
     for e in entries:
         parsed = parse_segment_name(e.path)
         if parsed is None:
+            if _KRAFT_SNAPSHOT.match(posixpath.basename(e.path)):
+                snapshots.setdefault(posixpath.dirname(e.path), []).append(e)
             continue
         folder = posixpath.dirname(e.path)
         if any(_renamed(f) for f in _ancestors(folder, root)):
@@ -167,6 +178,7 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         p = parts.setdefault(key, {"topic": topic, "partition": partition, "topic_id": topic_id,
                                    "folders": [], "segments": []})
         p["folders"].append(folder)
+        p.setdefault("snapshots", []).extend(snapshots.get(folder, ()))
         if tp and not tiered:
             p.setdefault("log_dirs", []).append(posixpath.dirname(folder))
         if topic_id and not p["topic_id"]:
@@ -199,7 +211,8 @@ def scan(storage: Storage, root: str, entries: Optional[List[FileEntry]] = None,
         problems = [c[1] for c in found if c[1] is not None]
         out.append(PartitionLog(p["topic"], p["partition"], p["topic_id"], segments, copies,
                                 sorted(p["folders"]), max(starts) if starts else None,
-                                None if starts or not problems else problems[0]))
+                                None if starts or not problems else problems[0],
+                                tuple(sorted(p["snapshots"], key=lambda e: posixpath.basename(e.path)))))
     out.sort(key=lambda p: (p.topic is None, p.topic or "", -1 if p.partition is None else p.partition,
                             p.folders[0] if p.folders else ""))
     return Layout(storage, root, out, sorted(skipped), tuple(sorted(not_live)))

@@ -247,11 +247,13 @@ def load(source: str, storage_options: Optional[dict] = None) -> RemoteLogMetada
     directory, local or a URI), each partition's segments in offset order."""
     import re
     import posixpath
-    import kafkarec
     from kafkarec.errors import DecodeError, InternalRecordError, SelectionError
     from kafkarec.internal import topics
     from kafkarec.log import storage
-    st, root = storage._resolve(source, storage_options)
+    # Read below the layout (kafkarec.log.layout asks this replay which remote copies are live, so
+    # neither the layout nor the scan over it can list this topic): the storage alone, without the
+    # plugin's options, and each segment through the storage layer's walk of a file
+    st, root = storage.resolve(source, storage_options, tiered=False)
     folder = re.compile(re.escape(TOPIC) + r"-\d+$")
     logs = sorted((e for e in storage.list_files(st, root)
                    if e.path.endswith(".log") and folder.search(posixpath.dirname(e.path))),
@@ -263,19 +265,18 @@ def load(source: str, storage_options: Optional[dict] = None) -> RemoteLogMetada
     for e in logs:
         partition = posixpath.basename(posixpath.dirname(e.path))
         with st.open(e.path, e.size) as f:
-            for piece in storage.iter_pieces(f, 0, None):
-                try:
-                    for batch in kafkarec.iter_batches(piece.data):
-                        if batch.is_control:
+            try:
+                for _, batch in storage.iter_remote_batches(f, 0, None):
+                    if batch.is_control:
+                        continue
+                    for r in batch:
+                        where = f"{partition} offset {r.offset}"
+                        try:
+                            rec = topics.decode(TOPIC, r.key, r.value)
+                        except InternalRecordError as exc:
+                            cache.refuse(where, f"{exc}: Kafka's RemoteLogMetadataSerde refuses it")
                             continue
-                        for r in batch:
-                            where = f"{partition} offset {r.offset}"
-                            try:
-                                rec = topics.decode(TOPIC, r.key, r.value)
-                            except InternalRecordError as exc:
-                                cache.refuse(where, f"{exc}: Kafka's RemoteLogMetadataSerde refuses it")
-                                continue
-                            cache.apply(where, rec)
-                except DecodeError:
-                    break                 # the active segment's unfinished tail
+                        cache.apply(where, rec)
+            except DecodeError:
+                pass                  # the active segment's unfinished tail
     return cache.result()

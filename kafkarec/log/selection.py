@@ -54,12 +54,12 @@ import posixpath
 import re
 import struct
 import warnings
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec._extras import require
 from kafkarec._option_text import option_json, text_bool
-from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError, UsageError
+from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError, SelectionError
 from kafkarec.log import sidefiles as sf
 from kafkarec.log.segment import SegmentOffsets, order_problem, segment_offsets
 from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment, segment_uri, side_file,
@@ -67,9 +67,9 @@ from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, open_segment,
 from kafkarec.log.storage import Storage, iter_pieces, iter_remote_batches
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
-           "SegmentRange", "Resolver", "plan", "select_partitions", "read_arrow", "read_records",
+           "SegmentRange", "Resolver", "plan", "select_partitions",
            "filter_offsets", "filter_range", "iter_range_pieces", "split_ranges", "plan_partition",
-           "SELECTION_OPTIONS", "parse_time", "cli_selection", "iter_selected", "log_start_offset",
+           "SELECTION_OPTIONS", "parse_time", "cli_selection", "log_start_offset",
            "partition_start", "partition_end"]
 
 log = logging.getLogger("kafkarec")
@@ -368,51 +368,6 @@ def _trim_before(piece, start: int):
         if piece.position + pos >= start:
             return Piece(piece.position + pos, piece.data[pos:], piece.stopped)
     return None
-
-
-def read_arrow(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.ReadOptions] = None, *,
-               chunk_size: int = 8 << 20, skip=(), **iter_arrow_kw) -> Iterator:
-    """Arrow batches (Spark's Kafka schema) of the selected records of one range: the pieces
-    of :func:`iter_range_pieces` decoded by :func:`kafkarec.iter_arrow` with ``options`` (``iter_arrow_kw``:
-    ``errors``, ``error_sink``, ``batch_columns`` ...), rows outside the offset bounds
-    dropped, and the batches at ``skip`` (``(position, size)`` file spans, sorted: say
-    :func:`kafkarec.log.committed.read_committed_spans`) left out.  Positions
-    (``batchPosition``, errors) are file positions."""
-    from kafkarec.log.storage import without_spans
-    if iter_arrow_kw.get("read_committed"):
-        # the core would judge transactions by this range's markers alone: one whose marker lies in
-        # a later segment would lose its committed records
-        raise UsageError("read_arrow reads one range of a partition: read_committed is decided over the "
-                             "whole partition; pass skip=kafkarec.log.committed.read_committed_spans(storage, "
-                             "partition) instead")
-    pieces = iter_range_pieces(storage, sr, chunk_size=chunk_size)
-    if skip:
-        pieces = (part for piece in pieces for part in without_spans(piece, skip))
-    for piece in pieces:
-        for rb in kafkarec.iter_arrow(piece.data, options, topic=sr.topic, partition=sr.partition,
-                                      origin=piece.position, **iter_arrow_kw):
-            out = filter_offsets(rb, sr.min_offset, sr.end_offset)
-            if out.num_rows:
-                yield out
-
-
-def read_records(storage: Storage, sr: SegmentRange, options: Optional[kafkarec.ReadOptions] = None,
-                 *, chunk_size: int = 8 << 20):
-    """The selected :class:`kafkarec.Record` objects of one range, in offset order (the
-    pieces of :func:`iter_range_pieces`, read with ``options``, default CRCs checked;
-    decode errors name file positions: each piece is read with its ``origin``)."""
-    from kafkarec.log.segment import file_options
-    options = file_options(options)
-    lo, hi = sr.min_offset, sr.end_offset
-    for piece in iter_range_pieces(storage, sr, chunk_size=chunk_size):
-        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
-            if hi is not None and b.base_offset >= hi:
-                return
-            if lo is not None and b.last_offset < lo:
-                continue
-            for r in b:
-                if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi):
-                    yield r
 
 
 # --- index lookups -------------------------------------------------------------------------
@@ -1032,15 +987,3 @@ def _partition_numbers(text) -> frozenset:
     if not out:
         raise SelectionError(f"--partition {text!r}: no partition number given")
     return frozenset(out)
-
-
-def iter_selected(uri: str, sel: Optional[Selection] = None, *, storage_options=None,
-                  options: Optional[kafkarec.ReadOptions] = None):
-    """``(SegmentRange, kafkarec.Record)`` for every selected record under a URI or path,
-    by topic, partition and offset (what ``kafkarec dump``/``stats`` need over any storage)."""
-    from kafkarec.log import layout, storage
-    st, root = storage.resolve(uri, storage_options)
-    lay = layout.scan(st, root)
-    for sr in plan(lay, sel or parse_selection({})):
-        for r in read_records(st, sr, options):
-            yield sr, r

@@ -322,11 +322,15 @@ def _gcs(netloc: str, path: str, opts: dict):
     return pafs.GcsFileSystem(**kw), f"{netloc}{path}".rstrip("/")
 
 
-def resolve(uri: str, options: Optional[dict] = None) -> Tuple["Storage", str]:
+def resolve(uri: str, options: Optional[dict] = None, *, tiered: bool = True) -> Tuple["Storage", str]:
     """``(Storage, path)`` for a URI or local path; see the module docstring for options.
     ``tieredStorageConfig`` among the options: the properties of the tiered-storage plugin
-    that wrote the objects (read with the same options; :mod:`kafkarec.log.rsm`)."""
+    that wrote the objects (read with the same options; :mod:`kafkarec.log.rsm`).
+    ``tiered`` False: the storage alone, whatever the options say of the plugin (what reads
+    ``__remote_log_metadata``, which the plugin's objects are judged by, needs)."""
     st, path = _resolve(uri, options)
+    if not tiered:
+        return st, path
     config = tiered_config_option(options)
     metadata = option_value(options, "remotelogmetadata")
     if config is not None or metadata is not None:

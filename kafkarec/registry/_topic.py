@@ -245,32 +245,32 @@ def read_schemas_log(uri: str, *, topic: str = "_schemas", as_of_offset: Optiona
     """The registry replayed from ``<uri>/<topic>-0`` (a log directory, local or remote) or from
     that partition folder itself.  Records are read with kafkarec's checked reader (CRCs
     verified); control records (transaction markers) are not registry records."""
-    from kafkarec.log.selection import iter_selected, parse_selection
-    from kafkarec.log import storage as st
+    from kafkarec.log import committed, layout
+    from kafkarec.log.segment import file_options
+    from kafkarec.log.selection import Resolver
+    from kafkarec.registry._model import RegistryError
 
-    sel = parse_selection({"topics": topic})
+    # The registry sits below the scan (a typed read loads its registry), so it reads the log
+    # through the layer under both: the listing every read makes (layout.scan_history) and the
+    # one record walk of a partition that kafkarec.scan.PartitionWalk.records opens
+    lay, _gaps = layout.scan_history(uri, None, storage_options)
+    parts = [p for p in lay.partitions if p.topic == topic]
+    # a wrong path should not look like an empty registry: the topic's partition must be there
+    # (it may hold nothing)
+    if not parts:
+        raise RegistryError(f"{uri}: no {topic}-0 partition found")
+    resolver = Resolver(lay.storage)
 
     def records():
-        found = False
-        for sr, r in iter_selected(uri, sel, storage_options=storage_options):
-            found = True
-            if sr.partition != 0 or r.is_control:
+        for part in parts:
+            if part.partition != 0:
                 continue
-            yield r.offset, r.key, r.value
-        if not found:
-            _ensure_topic(uri, topic, storage_options)
+            # from the log start offset, as a consumer of the topic reads it
+            for r in committed.partition_records(lay.storage, part, file_options(None),
+                                                 start=resolver.log_start(part)):
+                yield r.offset, r.key, r.value
 
     reg = Registry(uri)
     return replay(records(), registry=reg, as_of_offset=as_of_offset, source=uri)
 
 
-def _ensure_topic(uri: str, topic: str, storage_options) -> None:
-    """An empty replay: fine if the topic's partition exists but holds nothing, an error if
-    there is no such partition (a wrong path should not look like an empty registry)."""
-    from kafkarec.log import layout, storage
-    from kafkarec.registry._model import RegistryError
-    stg, root = storage.resolve(uri, storage_options)
-    lay = layout.scan(stg, root)
-    parts = [p for p in lay.partitions if getattr(p, "topic", None) == topic]
-    if not parts:
-        raise RegistryError(f"{uri}: no {topic}-0 partition found")

@@ -2,7 +2,9 @@
 reader of the log's own facts needs where :class:`kafkarec.scan.LogScan`'s rows hide them (a
 ``read_committed`` read leaves out aborted and control batches) -- the lakehouse audit, the
 hand-off point and a stream's last stable offset (:meth:`PartitionWalk.committed_view`, the one
-place the LSO is computed).
+place the LSO is computed) -- and what the replays of the log's own records read
+(:meth:`PartitionWalk.batches`, :meth:`PartitionWalk.records`: the internal topics, the
+registry's ``_schemas``), so that every walk of the log goes through the scan's one listing.
 
 A :class:`PartitionWalk` is one topic-partition as :meth:`kafkarec.scan.LogScan.partition_walks`
 lists it (the config's paths, storage and tiered options, selection and bounds: the same listing
@@ -17,7 +19,7 @@ stable offset) or :data:`DATA`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+from typing import Callable, ClassVar, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Tuple
 
 __all__ = ["PartitionWalk", "Verdict", "CommittedView", "DATA", "CONTROL", "ABORTED"]
 
@@ -80,6 +82,39 @@ class PartitionWalk(NamedTuple):
         spans: Spans = committed.aborted_spans(walk())
         return Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
                        spans)
+
+    def batches(self, options=None, *, snapshot=None) -> Iterator:
+        """The whole log in offset order, batch by batch (each a
+        :class:`kafkarec.log.committed.LogBatch`: the batch, its segment ``path`` and
+        ``position``; control batches too), read with ``options`` (a :class:`kafkarec.ReadOptions`;
+        default CRCs checked) and Kafka's file framing; a batch that cannot be read raises its
+        :class:`kafkarec.DecodeError` at its file position: what the replays of the log's own
+        records (the internal topics', the registry's ``_schemas``) read.  ``snapshot``: one of
+        the partition's KRaft snapshots (``part.snapshots``), walked instead of the log."""
+        from kafkarec.log import committed
+        from kafkarec.log.segment import file_options
+        if snapshot is not None:
+            return committed.snapshot_batches(self.storage, snapshot, file_options(options))
+        return committed.partition_batches(self.storage, self.part, file_options(options))
+
+    def log_start(self) -> int:
+        """The partition's log start offset (:meth:`kafkarec.log.selection.Resolver.log_start`:
+        where a consumer reading from the earliest offset begins)."""
+        from kafkarec.log.selection import Resolver
+        resolver = self.resolver if self.resolver is not None else Resolver(self.storage)
+        return resolver.log_start(self.part)
+
+    def records(self, options=None, *, start: Optional[int] = None, snapshot=None) -> Iterator:
+        """The records of the data batches of :meth:`batches` (a control batch's marker is no
+        record of its topic; an aborted transaction's records are there: a replay applies its
+        topic's own rules) in offset order, from offset ``start`` (None: every record the log
+        holds; :meth:`log_start`: what a consumer from the earliest offset reads), each a
+        :class:`kafkarec.Record`: what a replay applies one by one (``snapshot``: a KRaft
+        snapshot's, as :meth:`batches`)."""
+        from kafkarec.log import committed
+        from kafkarec.log.segment import file_options
+        return committed.partition_records(self.storage, self.part, file_options(options), start=start,
+                                           snapshot=snapshot)
 
     def committed_view(self, end: Optional[int] = None) -> CommittedView:
         """The partition's left-out spans (:class:`Verdict`'s, over its whole log) and its last

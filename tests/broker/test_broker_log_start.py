@@ -5,7 +5,7 @@
 transaction, past whole segments the broker then deleted, and up to the high watermark.  The
 segment files still hold the records below each log start; Kafka's consumer (librdkafka, both
 isolation levels) never returns them, and neither may kafkarec: the log layer
-(tests/support/readers.py), ``iter_selected``, ``table.latest`` and the CLI's ``table``, on the
+(tests/support/readers.py), a selection read by ``LogScan``, ``table.latest`` and the CLI's ``table``, on the
 live broker's log dir and on the copy a clean shutdown left.  The option to include deleted
 records returns every record of the files.  Spark's readings of the same topics are
 tests/broker/test_spark_kafka_parity.py's.
@@ -86,10 +86,11 @@ def _assert_same_state(got, want):
 
 
 def _selected_rows(log_dir, options):
-    from kafkarec.log.selection import iter_selected, parse_selection
-    return [(sr.topic, sr.partition, r.offset, r.key, r.value, tuple(r.headers), int(r.timestamp_type), r.timestamp)
-            for sr, r in iter_selected(log_dir, parse_selection({"topics": ",".join(sorted(TOPICS)), **options}))
-            if not r.is_control]
+    from kafkarec.log.selection import parse_selection
+    from kafkarec.scan import LogScan
+    from support.readers import arrow_rows
+    sel = parse_selection({"topics": ",".join(sorted(TOPICS)), **options})
+    return arrow_rows(LogScan(log_dir, selection=sel, threads=1).to_table())
 
 
 def _table_state(result):
@@ -141,7 +142,7 @@ def test_log_layer_reads_as_the_consumer_reads(broker_data, log_dir, consumer_ro
     _assert_same_rows(got, consumer_rows[iso], broker_data.log_starts)
 
 
-def test_iter_selected_reads_as_the_consumer_reads(broker_data, log_dir, consumer_rows):
+def test_a_selection_reads_as_the_consumer_reads(broker_data, log_dir, consumer_rows):
     _assert_same_rows(_selected_rows(log_dir, {}), consumer_rows["read_uncommitted"], broker_data.log_starts)
 
 

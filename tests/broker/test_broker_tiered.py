@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from support.readers import planned_rows
 from support.tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -31,11 +32,8 @@ def tiered(broker_data, stopped_broker):
 
 def _rows(lay, st):
     from kafkarec.log import selection
-    out = []
-    for sr in selection.plan(lay, selection.parse_selection({"topics": TOPIC}), selection.Resolver(st)):
-        for rb in selection.read_arrow(st, sr):
-            out += rb.select(["offset", "key", "value"]).to_pylist()
-    return out
+    return planned_rows(st, selection.parse_selection({"topics": TOPIC}), lay=lay,
+                        columns=("offset", "key", "value")).get(TOPIC, [])
 
 
 def _acked(acked, offsets=None):

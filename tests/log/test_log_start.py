@@ -1,7 +1,7 @@
 """A partition's log start offset, as the broker keeps it: ``Admin.deleteRecords`` moves it
 forward (``log-start-offset-checkpoint``) while the segments keep the records below it, which a
 consumer is never given.  Every read that stands for a consumer (kafkarec.log.selection: plan,
-iter_selected, offsets, timestamps; the stitched tiered history) starts there; option
+offsets, timestamps, and the one reader over them; the stitched tiered history) starts there; option
 ``includeDeletedRecords`` reads the files' records; a checkpoint that cannot be read degrades
 to the first segment's base offset with a warning naming the file."""
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from kafkarec.errors import SelectionError
 from kafkarec.log import layout, selection
 from kafkarec.log.storage import resolve
+from support.readers import scan_rows
 from support.log_start import BATCHES, RECORDS, T0, deleted_records_dir, write_log_start_checkpoint
 
 END = BATCHES * RECORDS          # offsets 0..99 in every partition
@@ -24,7 +25,7 @@ POSITIONS = [37, 45, END]
 
 def _offsets(root, options=None):
     sel = selection.parse_selection(options or {})
-    return [r.offset for _, r in selection.iter_selected(str(root), sel)]
+    return [row["offset"] for rows in scan_rows(str(root), ("offset",), selection=sel).values() for row in rows]
 
 
 @pytest.fixture(scope="module")
@@ -151,17 +152,6 @@ def test_the_stitched_history_starts_at_the_local_checkpoint(tmp_path):
     rst, rr = resolve(remote_root)
     lay, gaps = layout.stitch(layout.scan(st, r), layout.scan(rst, rr))
     assert gaps == [] and lay.partitions[0].checkpointed_log_start == 30
-    ranges = selection.plan(lay, selection.parse_selection({}))
-    got = [rec.offset for sr in ranges for rec in selection.read_records(st, sr)]
-    assert got == list(range(30, END))
+    got = scan_rows(local_root, ("offset",), tiered_storage=remote_root)["t"]
+    assert [row["offset"] for row in got] == list(range(30, END))
     shutil.rmtree(remote_root)
-
-
-def test_read_arrow_refuses_to_judge_transactions_by_one_range(logs):
-    # a transaction whose marker is in a later segment would lose its committed records: the
-    # partition's spans (committed.read_committed_spans) are the one way to read committed
-    from kafkarec.errors import UsageError
-    st, path = resolve(logs[0])
-    sr = selection.plan(layout.scan(st, path), selection.parse_selection({}))[0]
-    with pytest.raises(UsageError, match="read_committed_spans"):
-        next(selection.read_arrow(st, sr, read_committed=True))

@@ -15,6 +15,7 @@ import pytest
 from kafkarec.log import layout, selection, storage
 from kafkarec.log.segment import Segment
 from support.logdir import PartitionWriter, sample_records, v2_batch
+from support.readers import planned_rows, range_rows, scan_rows
 
 T0 = 1_700_000_000_000
 INTERVAL = 400          # index.interval.bytes of the writer
@@ -46,21 +47,29 @@ def full_read(root):
     return sorted(out)
 
 
+def _ms(ts):
+    return int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else ts
+
+
+def _tuples(rows_by_topic, partition=None):
+    return [(t, row.get("partition", partition), row["offset"], _ms(row["timestamp"]), row["value"])
+            for t, rows in rows_by_topic.items() for row in rows]
+
+
 def run(uri, options, storage_opts=None, *, arrow=False):
+    """The selected records: the one reader's (LogScan), or with ``arrow`` each planned range
+    decoded by the core (the log layer's planning and ranged reads)."""
+    sel = selection.parse_selection(options)
+    columns = ("partition", "offset", "timestamp", "value")
+    if not arrow:
+        return sorted(_tuples(scan_rows(uri, columns, selection=sel, storage_options=storage_opts)))
     st, path = storage.resolve(uri, storage_opts)
     lay = layout.scan(st, path)
-    sel = selection.parse_selection(options)
-    got = []
-    for sr in selection.plan(lay, sel):
-        if arrow:
-            for rb in selection.read_arrow(st, sr):
-                d = rb.to_pydict()
-                got += [(t, p, o, int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else ts, v)
-                        for t, p, o, ts, v in zip(d["topic"], d["partition"], d["offset"], d["timestamp"], d["value"])]
-        else:
-            got += [(sr.topic, sr.partition, r.offset, r.timestamp, r.value)
-                    for r in selection.read_records(st, sr)]
-    return sorted(got)
+    return sorted(_tuples(planned_rows(st, sel, lay=lay, columns=columns)))
+
+
+def run_selected(uri, sel):
+    return sorted(_tuples(scan_rows(uri, ("partition", "offset", "timestamp", "value"), selection=sel)))
 
 
 def oracle(rows, *, topics=None, pattern=None, start=None, end=None):
@@ -253,8 +262,8 @@ def test_split_ranges_read_each_batch_once(logroot, rows, tmp_path, how, max_byt
         whole = selection.plan(lay, selection.parse_selection(options), resolver)
         parts = selection.split_ranges(whole, resolver, max_bytes)
         assert len(parts) > len(whole)
-        got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
-                     for sr in parts for r in selection.read_records(st, sr))
+        got = sorted(t for sr in parts
+                     for t in _tuples({sr.topic: range_rows(st, sr, ("partition", "offset", "timestamp", "value"))}))
         assert got == run(logroot, options)
 
 
@@ -265,14 +274,12 @@ def test_cli_flags(logroot, rows):
     with pytest.raises(selection.SelectionError, match="ISO 8601"):
         selection.parse_time("yesterday")
     sel = selection.cli_selection(topics="orders", start_offset=10, end_offset=50)
-    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
-                 for sr, r in selection.iter_selected(logroot, sel))
+    got = run_selected(logroot, sel)
     assert got == oracle(rows, topics={"orders"},
                          start={("orders", p): 10 for p in range(3)}, end={("orders", p): 50 for p in range(3)})
     t = T0 + 20_020
     sel = selection.cli_selection(start_time=str(t), end_offset=120)
-    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
-                 for sr, r in selection.iter_selected(logroot, sel))
+    got = run_selected(logroot, sel)
     parts = sorted({r[:2] for r in rows})
     assert got == oracle(rows, start=("ts", t), end={tp: 120 for tp in parts})
 
@@ -286,8 +293,7 @@ def test_cli_arguments(logroot, rows):
                               "--end-offset", "60", "--storage-option", "endpoint=http://h:1"])
     assert selection_args.storage_options_from_args(args) == {"endpoint": "http://h:1"}
     sel = selection_args.selection_from_args(args)
-    got = sorted((sr.topic, sr.partition, r.offset, r.timestamp, r.value)
-                 for sr, r in selection.iter_selected(logroot, sel))
+    got = run_selected(logroot, sel)
     assert got == oracle(rows, topics={"audit-log"}, start=("ts", 1_700_000_005_000),
                          end={("audit-log", 0): 60}) and got
     assert selection_args.selection_from_args(parser.parse_args([])) is None

@@ -1,5 +1,5 @@
-"""kafkarec.scan.LogScan, the one Arrow stream reader: its rows against iter_selected's (the
-record-by-record reader), projection, bounds (random ones against filtering the full read),
+"""kafkarec.scan.LogScan, the one Arrow stream reader: its rows against its batch-level door's
+records (:meth:`PartitionWalk.records`, what replays read), projection, bounds (random ones against filtering the full read),
 limit, isolation levels, pieces, and the bytes it reads."""
 import os
 import pickle
@@ -46,10 +46,12 @@ def _full(logroot):
         ["topic", "partition", "offset", "timestamp", "key", "value", "headers"])
 
 
-def test_rows_equal_iter_selected(logroot):
+def test_rows_equal_the_partition_walks_records(logroot):
     got = LogScan(logroot).to_table()
-    want = [(sr.topic, sr.partition, r.offset, r.key, r.value) for sr, r in selection.iter_selected(logroot)
-            if not r.is_control]     # transaction markers: not records a consumer is given
+    # the batch-level door's records (a replay's), from each log start: control batches' markers
+    # are not records a consumer is given
+    want = [(w.part.topic, w.part.partition, r.offset, r.key, r.value) for w in LogScan(logroot).partition_walks()
+            for r in w.records(start=w.log_start())]
     assert got.num_rows == len(want) > 0
     have = sorted(zip(*(got.column(c).to_pylist() for c in ["topic", "partition", "offset", "key", "value"])))
     assert have == sorted(want)

@@ -29,12 +29,13 @@ def kafkarec_rows(log_dir, topics, read_committed, *, include_deleted_records=Fa
             for piece in without_spans(Piece(0, memoryview(data)), skip.get(seg.path, [])):
                 t = kafkarec.to_arrow(piece.data, options, topic=part.topic, partition=part.partition,
                                       origin=piece.position)
-                rows += [r for r in _arrow_rows(t) if start is None or r[2] >= start]
+                rows += [r for r in arrow_rows(t) if start is None or r[2] >= start]
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     return rows
 
 
-def _arrow_rows(t):
+def arrow_rows(t):
+    """A table's rows in :func:`produce.consume`'s tuple shape."""
     cols = t.to_pydict()
     out = []
     for i in range(t.num_rows):
@@ -44,3 +45,40 @@ def _arrow_rows(t):
         out.append((cols["topic"][i], cols["partition"][i], cols["offset"][i], cols["key"][i],
                     cols["value"][i], headers, cols["timestampType"][i], ms))
     return out
+
+
+def scan_rows(source, columns=("offset", "key", "value", "timestamp"), **keywords):
+    """``{topic: [row dicts of columns]}``, in log order, of the one reader
+    (:class:`kafkarec.scan.LogScan`) over ``source`` with its ``keywords`` (``selection``,
+    ``storage_options``, ``tiered_storage`` ...)."""
+    from kafkarec.scan import LogScan
+    rows = {}
+    for rb in LogScan(source, columns=["topic", *columns], threads=1, **keywords):
+        for row in rb.to_pylist():
+            rows.setdefault(row.pop("topic"), []).append(row)
+    return rows
+
+
+def range_rows(st, sr, columns=("offset", "key", "value", "timestamp")):
+    """The rows (dicts of ``columns``) of one planned range
+    (:class:`kafkarec.log.selection.SegmentRange` of the storage ``st``): its pieces decoded by
+    the core, its offset bounds applied -- the log layer's planning and ranged reads, for tests of
+    ranges and storages made by hand (tiered objects, damaged copies, split ranges); the one
+    reader's rows are :func:`scan_rows`."""
+    from kafkarec.log import selection
+    rows = []
+    for piece in selection.iter_range_pieces(st, sr):
+        for rb in kafkarec.iter_arrow(piece.data, topic=sr.topic, partition=sr.partition, origin=piece.position):
+            rows += selection.filter_offsets(rb, sr.min_offset, sr.end_offset).select(list(columns)).to_pylist()
+    return rows
+
+
+def planned_rows(st, sel=None, root=None, lay=None, columns=("offset", "key", "value", "timestamp")):
+    """``{topic: [row dicts of columns]}`` of a layout (``lay``, or ``root`` of the storage ``st``
+    listed) planned with ``sel`` (default: the whole log), each range read by :func:`range_rows`."""
+    from kafkarec.log import selection
+    lay = layout.scan(st, root) if lay is None else lay
+    rows = {}
+    for sr in selection.plan(lay, sel or selection.parse_selection({}), Resolver(st)):
+        rows.setdefault(sr.topic, []).extend(range_rows(st, sr, columns))
+    return rows

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
 from support import rlm_model
+from support.readers import planned_rows
 from kafkarec.internal import decode, encode_record
-from kafkarec.log import layout, remote_metadata, selection, storage
+from kafkarec.log import layout, remote_metadata, storage
 from support.rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
                        DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, partition_delete_value, segment_value,
                        update_value)
@@ -53,11 +54,7 @@ def _read_with_metadata(tmp_path, values):
                                 {"tieredStorageConfig": os.path.join(DATA, "plain", "rsm.properties"),
                                  "remoteLogMetadata": str(tmp_path / "broker")})
     lay = layout.scan(st_, root)
-    rows = {}
-    for sr in selection.plan(lay, selection.parse_selection({}), selection.Resolver(st_)):
-        for rb in selection.read_arrow(st_, sr):
-            rows.setdefault(sr.topic, []).extend(rb.select(["offset", "key", "value", "timestamp"]).to_pylist())
-    return lay, rows
+    return lay, planned_rows(st_, lay=lay)
 
 
 def _without(rows, start, end):

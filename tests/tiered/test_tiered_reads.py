@@ -16,6 +16,7 @@ import pytest
 import kafkarec
 from kafkarec.log import layout, selection, storage
 from support.aiven_objects import DATA, originals
+from support.readers import planned_rows
 
 VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
 
@@ -27,11 +28,7 @@ def opened(variant):
 
 def read(st, root, sel=None):
     lay = layout.scan(st, root)
-    rows = {}
-    for sr in selection.plan(lay, sel or selection.parse_selection({}), selection.Resolver(st)):
-        for rb in selection.read_arrow(st, sr):
-            rows.setdefault(sr.topic, []).extend(rb.select(["offset", "key", "value", "timestamp"]).to_pylist())
-    return lay, rows
+    return lay, planned_rows(st, sel, lay=lay)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -212,8 +209,7 @@ def test_the_stitched_history_fails_on_a_lying_remote_copy(tmp_path):
     clicks = next(p for p in lay.partitions if p.topic == "clicks")
     assert not gaps and [s.base_offset for s in clicks.segments] == [0, 285, 600, 837]
     with pytest.raises(kafkarec.RemoteObjectError, match=r"chunk 1: the manifest's chunk index covers") as e:
-        for sr in selection.plan(lay, selection.parse_selection({}), selection.Resolver(lay.storage)):
-            list(selection.read_arrow(lay.storage, sr))
+        planned_rows(lay.storage, lay=lay)
     assert e.value.object == log
 
 
