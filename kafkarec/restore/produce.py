@@ -309,11 +309,11 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
     # the evidence's digest, taken from the records as they are read for the target (no second read)
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
-    digest = written = None
+    digest = as_written = None
     if spec.digest:
         from kafkarec.restore.evidence import Digest
         digest = Digest()
-        written = Digest() if tr is not None else None
+        as_written = Digest() if tr is not None else None
     if done is None:
         if target.holds_committed_records(spec, part.target_topic, part.partition):
             raise RestoreError(spec.target, f"holds records and no progress of restore {spec.restore_id!r} "
@@ -329,10 +329,10 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap, digest, written)
+        rebuild_pairs(spec, part, done, omap, digest, as_written)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
-                                *_digested(digest, written))
+                                *_digested(digest, as_written))
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
@@ -340,8 +340,8 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
             digest.add(r)
         if tr is not None:      # the schema ids the target's registry gave
             r = tr.rewrite(part.topic, part.partition, r)
-            if written is not None:
-                written.add(r)
+            if as_written is not None:
+                as_written.add(r)
         batch.append(r)
         if len(batch) == spec.transaction_records:
             for s, t in writer.transaction(batch, r.offset + 1):
@@ -354,7 +354,7 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
         omap.add(part.topic, part.partition, part.target_topic, s, t)
     written += len(batch)
     return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, written,
-                            "written" if done is None else "resumed", *_digested(digest, written))
+                            "written" if done is None else "resumed", *_digested(digest, as_written))
 
 
 def _digested(digest, written) -> Tuple[Optional[int], Optional[str], Optional[str]]:
