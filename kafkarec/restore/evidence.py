@@ -25,7 +25,12 @@ The source digest is taken while the restore reads the records it produces
 (:mod:`kafkarec.restore.produce`, with ``spec.digest``): the source is not read twice for it.  What
 was deliberately not restored (aborted records, control markers, records below the log start) is
 counted by the one transaction rule over the partition's batch headers
-(:meth:`kafkarec.scan.PartitionWalk.judge`)."""
+(:meth:`kafkarec.scan.PartitionWalk.judge`).
+
+A restore that translated schema ids (:mod:`kafkarec.restore.schemas`) keeps the translation
+(``schemas``: the id map, which topics' keys and values were framed, the fields left as they were)
+and each partition's digest of the records as written (``target.digest``); the check rewrites the
+source's records by that map, by the same rule, before it compares them with the target's."""
 from __future__ import annotations
 
 import hashlib

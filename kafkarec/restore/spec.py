@@ -54,7 +54,9 @@ class RestoreSpec:
     (:func:`kafkarec.restore.shares.acknowledge`); ``bootstrap``: the running source cluster's
     bootstrap servers, asked for each partition's log start and last stable offset
     (:func:`kafkarec.lakehouse.handoff.plan_hand_off`: the log directory's checkpoint lags a
-    ``deleteRecords``)."""
+    ``deleteRecords``); ``source_registry``, ``target_registry``, ``subject_strategy``: schema ids
+    translated from the one registry into the other (:mod:`kafkarec.restore.schemas`; both or
+    neither)."""
     source: str
     target: Optional[str]
     topics: Optional[Tuple[str, ...]] = None

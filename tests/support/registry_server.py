@@ -73,7 +73,8 @@ class RegistryStandIn:
                 self._handle("PUT")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for the loop to look (0.5 s by default)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def __exit__(self, *exc):
