@@ -645,8 +645,9 @@ def test_schema_ids_translated_as_the_docs_show(restore_target_broker, tmp_path)
     ``_schemas`` (id 50 ``money``, id 100 ``rs-sr-orders-value`` referencing it) and ``rs-sr-orders``
     (an id in the prefix, one in a header, an id the registry lacks, a tombstone) restored into the
     second broker, each schema registered on the target registry (the stand-in of
-    tests/support/registry_server.py: why no real one, its docstring), the ids rewritten there, and
-    the evidence checked against the target's bootstrap."""
+    tests/support/registry_server.py: why no real one, its docstring), the ids rewritten there and
+    verified, the evidence checked against the target's bootstrap, and a re-run writing nothing (the
+    target's records paired with the source's as translated)."""
     import doctest
     from support.logdir import PartitionWriter, v2_batch
     from support.registry_server import RegistryStandIn
@@ -680,6 +681,13 @@ def test_schema_ids_translated_as_the_docs_show(restore_target_broker, tmp_path)
             assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
         assert registry.subjects == {"money": [1], "rs-sr-orders-value": [2]}
         assert registry.ids[2][2] == (("com.acme.Money", "money", 1),)
+        # run again: nothing written, the target's records paired with the source's as translated
+        (restore, _), *_ = _evidence_block("schemas.json")
+        again = subprocess.run(["bash", "-c", restore.replace(" --evidence schemas.json", "")], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120, env=env)
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        assert again.stdout.splitlines()[0] == "rs-sr-orders-0 -> rs-sr-orders-0 [0, 4) 0 records done"
+        assert "verified: 4 records" in again.stdout and registry.subjects["rs-sr-orders-value"] == [2]
     got = _committed(b, "rs-sr-orders")[0]
     assert [(k, v, [tuple(h) for h in hs or ()]) for k, v, _, hs in got] == [
         (b"o1", framed(2, b"\x02"), []),

@@ -98,3 +98,47 @@ def test_the_options_go_together_and_are_checked():
         RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="/t")
     with pytest.raises(UsageError, match="one of topic, record, topic_record"):
         RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t", subject_strategy="nope")
+
+
+def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
+    """--check against target log dirs (tests/support/logdir.py): one holding the records as the
+    restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
+    from kafkarec.restore import OffsetMap, plan, source
+    from kafkarec.restore import evidence as E
+    from kafkarec.restore.produce import PartitionSummary
+    from kafkarec.restore.schemas import translation_for
+    from support.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+    t0 = 1_700_000_000_000
+
+    def log(root, rows):
+        w = PartitionWriter(str(root), "orders", 0)
+        w.append(v2_batch([(t0 + i, None, v, []) for i, v in enumerate(rows)], producer_id=9, producer_epoch=0,
+                          base_sequence=0, transactional=True))
+        w.end_txn(CONTROL_COMMIT, 9, timestamp=t0 + 9)
+        w.close()
+        return str(root)
+    src = log(tmp_path / "source", [framed(100), framed(999)])
+    with RegistryStandIn(first_id=1) as target:
+        spec = RestoreSpec.of(src, "x:1", digest=True, restore_id="check-replay",
+                              source_registry=source_registry(tmp_path / "reg"), target_registry=target.url)
+        tr = translation_for(spec)
+        (part,) = plan(spec).partitions
+        read = list(source.committed_records(spec, "orders", 0, part.start, part.end))
+        written = [tr.rewrite("orders", 0, r) for r in read]
+    d, w, omap = E.Digest(), E.Digest(), OffsetMap()
+    for r, x in zip(read, written):
+        d.add(r)
+        w.add(x)
+        omap.add("orders", 0, "orders", r.offset, r.offset)
+    omap.set_end("orders", 0, "orders", part.end, part.end)
+    summary = PartitionSummary("orders", 0, part.start, part.end, "orders", 2, "written", d.records, d.hexdigest(),
+                               w.hexdigest())
+    doc = json.loads(json.dumps(E.document(spec, plan(spec), [summary], omap, None, None)))
+    assert doc["schemas"]["ids"] == [{"source_id": 100, "target_id": 2, "subject": "orders-value", "version": 1,
+                                      "kept": False}]
+    assert doc["schemas"]["unknown"]["count"] == 1 and doc["partitions"][0]["target"]["digest"] == w.hexdigest()
+    good = E.check(doc, src, log(tmp_path / "good", [x.value for x in written]))
+    assert good.ok and good.problems == [] and good.records == 2
+    bad = E.check(doc, src, log(tmp_path / "bad", [framed(100), framed(999)]))
+    assert not bad.ok and bad.problems[0].endswith(
+        "first difference: source offset 0 and target offset 0 differ (value)")
