@@ -103,19 +103,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
                             "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
                             "or when no record was compared")
-    ids = p.add_argument_group("schema ids across registries")
+    from kafkarec.restore.schemas import STRATEGIES
+    ids = p.add_argument_group("schema ids across registries (docs/restore.md)")
     ids.add_argument("--source-registry", metavar="SOURCE",
-                     help="the source's Schema Registry: a log dir holding its _schemas topic (LOG itself, when the "
-                          "source cluster's registry kept its topic there), a folder of schema files, or a URL; with "
-                          "--target-registry each schema the restored records use is registered on the target and "
-                          "each record's schema id (its 5-byte prefix, and the __value_schema_id/__key_schema_id "
-                          "headers that carry a 4-byte id) rewritten to the target's")
+                     help="the source's registry: a log dir holding _schemas (LOG itself), a folder, a URL")
     ids.add_argument("--target-registry", metavar="URL",
-                     help="the target cluster's Schema Registry (http(s)://...): its id is taken, or the source's "
-                          "kept where the subject is in IMPORT mode and the id is free there")
-    ids.add_argument("--subject-strategy", choices=("topic", "record", "topic_record"), metavar="STRATEGY",
-                     help="the serializers' subject-naming strategy, which says which fields are framed: topic "
-                          "(<topic>-value, <topic>-key: the default), record, topic_record")
+                     help="the target's registry: each schema used is registered there, each record's id rewritten")
+    ids.add_argument("--subject-strategy", choices=STRATEGIES, metavar="STRATEGY",
+                     help=f"the subject-naming strategy that says which fields are framed: {', '.join(STRATEGIES)} "
+                          "(default topic)")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "

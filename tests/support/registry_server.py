@@ -29,6 +29,16 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def send_json(handler: BaseHTTPRequestHandler, code: int, obj) -> None:
+    """A registry's answer: ``obj`` as JSON with the registry's content type."""
+    data = json.dumps(obj).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class RegistryStandIn:
     def __init__(self, first_id: int = 1, mode: str = "READWRITE") -> None:
         self.next_id = first_id
@@ -46,14 +56,6 @@ class RegistryStandIn:
             def log_message(self, *a):
                 pass
 
-            def _answer(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _handle(self, method):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(n)) if n else None
@@ -61,7 +63,7 @@ class RegistryStandIn:
                 with outer._lock:
                     outer.calls.append((method, url.path))
                     code, answer = outer._route(method, url.path, urllib.parse.parse_qs(url.query), body)
-                self._answer(code, answer)
+                send_json(self, code, answer)
 
             def do_GET(self):
                 self._handle("GET")
