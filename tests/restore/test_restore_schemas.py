@@ -142,3 +142,11 @@ def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_pat
     bad = E.check(doc, src, log(tmp_path / "bad", [framed(100), framed(999)]))
     assert not bad.ok and bad.problems[0].endswith(
         "first difference: source offset 0 and target offset 0 differ (value)")
+
+
+def test_a_restore_over_spark_refuses_to_translate_ids():
+    """Its tasks would each register ids apart from the driver, whose evidence would hold none."""
+    import spark_udfs
+    spec = RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t")
+    with pytest.raises(UsageError, match="does not translate schema ids"):
+        spark_udfs.restore(None, spec)
