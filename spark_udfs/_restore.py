@@ -53,6 +53,10 @@ def restore(spark, spec: Union["RestoreSpec", str], target: Optional[str] = None
             raise UsageError("restore: a RestoreSpec, or a source and target with options, not both")
     else:
         spec = R.RestoreSpec.of(spec, target, **options)
+    if spec.source_registry is not None:
+        # each task would register its ids on its own, and the driver's evidence would hold none of them
+        raise UsageError("restore over Spark does not translate schema ids (--source-registry, --target-registry) "
+                         "yet: run kafkarec restore for that")
     if str(spark.conf.get("spark.speculation", "false")).strip().lower() == "true":
         # two attempts of one partition would fence each other; the loser's refusal is not a failure
         raise UsageError("restore: spark.speculation is on; a partition's restore must run as one attempt at a "

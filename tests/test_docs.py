@@ -56,6 +56,10 @@ NOT_RUN = {
         "a restore with --evidence and its --check against a second cluster's log dir and bootstrap: "
         "tests/broker/test_broker_restore.py::test_evidence_checks_against_the_targets_log_dir_and_bootstrap "
         "runs it as written and checks what the checks print",
+    ("docs/restore.md", 'kafkarec restore "$SOURCE_LOG_DIR" --target-bootstrap "$TARGET" --topics rs-sr-orders '):
+        "a restore translating schema ids into a second cluster and its registry: "
+        "tests/broker/test_broker_restore.py::test_schema_ids_translated_as_the_docs_show runs it as written "
+        "and checks what it prints",
     ("docs/restore.md", 'kafka-share-groups --bootstrap-server "$TARGET"'):
         "Kafka's own tool against a second cluster: tests/broker/test_broker_restore.py runs its arguments "
         "(the file's path made absolute) with Kafka's ShareGroupCommand against the second broker",

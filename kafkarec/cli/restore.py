@@ -103,6 +103,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
                             "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
                             "or when no record was compared")
+    from kafkarec.restore.schemas import STRATEGIES
+    ids = p.add_argument_group("schema ids across registries (docs/restore.md)")
+    ids.add_argument("--source-registry", metavar="SOURCE",
+                     help="the source's registry: a log dir holding _schemas (LOG itself), a folder, a URL")
+    ids.add_argument("--target-registry", metavar="URL",
+                     help="the target's registry: each schema used is registered there, each record's id rewritten")
+    ids.add_argument("--subject-strategy", choices=STRATEGIES, metavar="STRATEGY",
+                     help=f"the subject-naming strategy that says which fields are framed: {', '.join(STRATEGIES)} "
+                          "(default topic)")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "
@@ -146,7 +155,8 @@ def spec_from_args(args):
                           storage_options=storage_options_from_args(args) or None,
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
                           share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap,
-                          digest=bool(args.evidence))
+                          digest=bool(args.evidence), source_registry=args.source_registry,
+                          target_registry=args.target_registry, subject_strategy=args.subject_strategy or "topic")
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
@@ -180,6 +190,7 @@ def run(args, out: TextIO, err: TextIO) -> int:
         return EXIT_PROBLEMS
     if result.created_topics:
         err.write(f"created topic(s) {', '.join(result.created_topics)}\n")
+    _report_schemas(spec, out)
     try:
         done = r.finish(spec, result, offset_map=args.offset_map, groups=not args.no_groups,
                         groups_csv=args.groups_csv, share_groups_csv=args.share_groups_csv)
@@ -223,7 +234,7 @@ def _evidence(args, spec, result, done, err: TextIO) -> None:
 #: --check with options that belong to a restore
 _NOT_WITH_CHECK = ("target_bootstrap", "bootstrap", "topics", "end_time", "offset_map", "groups_as_of", "groups_csv",
                    "share_groups_csv", "share_groups_acknowledge", "no_groups", "verify", "dry_run", "json",
-                   "evidence")
+                   "evidence", "source_registry", "target_registry", "subject_strategy")
 
 
 def _check(args, out: TextIO) -> int:
@@ -252,6 +263,21 @@ def _check(args, out: TextIO) -> int:
     _write_report(out, report, "difference", f"checked: {report.records} records, {report.groups} group positions, "
                   f"{report.shares} share group positions, {len(report.problems)} difference(s)")
     return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _report_schemas(spec, out: TextIO) -> None:
+    """A line per schema id translated, and one per framed field left as it was."""
+    from kafkarec.restore.schemas import translation_for
+    tr = translation_for(spec)
+    if tr is None:
+        return
+    for m in sorted(tr.mappings):
+        out.write(f"schema id {m.source_id} -> {m.target_id} ({m.subject} version {m.version}, "
+                  + ("id kept)\n" if m.kept else "the target registry's id)\n"))
+    for u in tr.unknown:
+        out.write(f"schema id not translated: {u.line()}\n")
+    if tr.unknown_count > len(tr.unknown):
+        out.write(f"schema id not translated: {tr.unknown_count - len(tr.unknown)} more field(s)\n")
 
 
 def _write_report(out: TextIO, report, problem: str, closing: str) -> None:

@@ -295,6 +295,11 @@ class Registry:
         s, v = min(users.items())
         return self._store.get((s, v))
 
+    def subjects_of(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> Dict[str, int]:
+        """``{subject: version}`` of every stored version an id names in a context (empty for an
+        id known by id only, or not at all)."""
+        return dict(self._ids.get(context, {}).get(schema_id, {}))
+
     def id_for_guid(self, guid: bytes, context: str = DEFAULT_CONTEXT) -> Optional[int]:
         return self._guids.get(context, {}).get(bytes(guid))
 

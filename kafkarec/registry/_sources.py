@@ -158,26 +158,34 @@ class _Client:
         self.timeout = timeout
 
     def get(self, path: str, *, missing_ok: bool = False):
-        req = urllib.request.Request(self.base + path, headers={
+        return self.call("GET", path, missing_ok=missing_ok)
+
+    def call(self, method: str, path: str, body=None, *, missing_ok: bool = False):
+        """One request of the registry's REST API (``body``: sent as JSON); its JSON answer, None
+        for a 404 with ``missing_ok``; any other failure a :class:`RegistryError` naming the call."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers={
             "Accept": "application/vnd.schemaregistry.v1+json, application/json"})
+        if data is not None:
+            req.add_header("Content-Type", "application/vnd.schemaregistry.v1+json")
         if self.auth:
             req.add_header("Authorization", self.auth)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                body = resp.read(MAX_RESPONSE + 1)
+                answer = resp.read(MAX_RESPONSE + 1)
         except urllib.error.HTTPError as exc:
             if missing_ok and exc.code == 404:
                 return None
             detail = exc.read(4096).decode("utf-8", "replace")
-            raise RegistryError(f"GET {self.base}{path}: HTTP {exc.code} {detail}") from None
+            raise RegistryError(f"{method} {self.base}{path}: HTTP {exc.code} {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise RegistryError(f"GET {self.base}{path}: {exc}") from None
-        if len(body) > MAX_RESPONSE:
-            raise RegistryError(f"GET {self.base}{path}: response larger than {MAX_RESPONSE} bytes")
+            raise RegistryError(f"{method} {self.base}{path}: {exc}") from None
+        if len(answer) > MAX_RESPONSE:
+            raise RegistryError(f"{method} {self.base}{path}: response larger than {MAX_RESPONSE} bytes")
         try:
-            return json.loads(body)
+            return json.loads(answer)
         except (ValueError, RecursionError) as exc:
-            raise RegistryError(f"GET {self.base}{path}: not JSON: {exc}") from None
+            raise RegistryError(f"{method} {self.base}{path}: not JSON: {exc}") from None
 
 
 def _q(s: str) -> str:

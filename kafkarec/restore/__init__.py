@@ -82,6 +82,8 @@ def restore(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None,
     from kafkarec.restore import produce, target
     require("confluent_kafka")
     require("pyarrow")
+    from kafkarec.restore.schemas import translation_for
+    translation_for(spec)       # a registry that cannot be read is refused before anything is written
     p = source_plan if source_plan is not None else plan(spec)
     created = target.ensure_topics(spec, p)
     omap = OffsetMap()

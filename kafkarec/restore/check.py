@@ -51,6 +51,8 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
     from the target's groups; ``shares``: the share groups' translated positions, expected set on the
     target (their start offsets by ``kafka-share-groups``; their acknowledgements too with
     ``spec.share_groups_acknowledge``)."""
+    from kafkarec.restore.schemas import translation_for
+    tr = translation_for(spec)      # the records as written: their schema ids translated
     problems: List[str] = []
     records = 0
 
@@ -73,7 +75,7 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
             if expected.get(s.offset) != t.offset:
                 problem(f"{where}: source offset {s.offset} is target offset {t.offset}, the map says "
                         f"{expected.get(s.offset)}")
-            if _fields(s) != _fields(t):
+            if _fields(s if tr is None else tr.rewrite(part.topic, part.partition, s)) != _fields(t):
                 problem(f"{where}: source offset {s.offset} and target offset {t.offset} differ")
         extra = next(got, None)
         if extra is not None:

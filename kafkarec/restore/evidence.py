@@ -25,7 +25,12 @@ The source digest is taken while the restore reads the records it produces
 (:mod:`kafkarec.restore.produce`, with ``spec.digest``): the source is not read twice for it.  What
 was deliberately not restored (aborted records, control markers, records below the log start) is
 counted by the one transaction rule over the partition's batch headers
-(:meth:`kafkarec.scan.PartitionWalk.judge`)."""
+(:meth:`kafkarec.scan.PartitionWalk.judge`).
+
+A restore that translated schema ids (:mod:`kafkarec.restore.schemas`) keeps the translation
+(``schemas``: the id map, which topics' keys and values were framed, the fields left as they were)
+and each partition's digest of the records as written (``target.digest``); the check rewrites the
+source's records by that map, by the same rule, before it compares them with the target's."""
 from __future__ import annotations
 
 import hashlib
@@ -163,16 +168,21 @@ def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, po
             raise UsageError(f"{part.topic}-{part.partition}: the restore took no digest (spec.digest is off)")
         target_end = omap.ends[part.key][1]
         first = next(omap.pairs(*part.key), (None, target_end))[1]
+        target = {"topic": part.target_topic, "partition": part.partition, "start": first, "end": target_end}
+        if s.target_digest is not None:     # the records as written, their schema ids translated
+            target["digest"] = s.target_digest
         parts.append({"topic": part.topic, "partition": part.partition, "log_end": part.log_end,
                       "source": {"start": start, "end": source_end, "records": s.source_records,
                                  "digest": s.source_digest},
-                      "target": {"topic": part.target_topic, "partition": part.partition, "start": first,
-                                 "end": target_end},
+                      "target": target,
                       "offset_map": {"runs": len(list(omap.runs(*part.key))), "digest": omap.digest(*part.key)},
                       "not_restored": left_out[part.key]._asdict()})
+    from kafkarec.restore.schemas import translation_for
+    tr = translation_for(spec)
     return {"format": FORMAT, "version": VERSION, "algorithm": ALGORITHM, "encoding": ENCODING,
             "source": spec.source, "target": spec.target, "restore_id": spec.restore_id,
             "groups_as_of": spec.groups_as_of, "partitions": parts,
+            "schemas": None if tr is None else tr.evidence({p.topic for p in plan.partitions}),
             "groups": None if positions is None else [
                 {"group": g.group, "topic": g.topic, "partition": g.partition, "source_offset": g.source_offset,
                  "target_topic": g.target_topic, "target_offset": g.target_offset} for g in positions],
@@ -215,9 +225,18 @@ def read(path: str) -> dict:
             for k in ("topic",):
                 if not isinstance(p[k], str) or not isinstance(p["target"][k], str):
                     raise ValueError(f"{k} is not a string")
-            for d in (p["source"]["digest"], p["offset_map"]["digest"]):
+            for d in (p["source"]["digest"], p["offset_map"]["digest"], p["target"].get("digest", "0" * 64)):
                 if not (isinstance(d, str) and len(d) == 64):
                     raise ValueError("a digest is not 64 hex digits")
+        schemas = doc.get("schemas")
+        if schemas is not None:
+            if schemas["subject_strategy"] not in ("topic", "record", "topic_record"):
+                raise ValueError(f"subject strategy {schemas['subject_strategy']!r}")
+            for m in schemas["ids"]:
+                _ints(m, "source_id", "target_id")
+            for f in schemas["framed"] or ():
+                if not (isinstance(f["topic"], str) and isinstance(f["key"], bool) and isinstance(f["value"], bool)):
+                    raise ValueError("a framed topic is not {topic, key, value}")
         for g in doc["groups"] or ():
             _ints(g, "partition", "source_offset", "target_offset")
         for g in doc["share_groups"] or ():
@@ -328,6 +347,13 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
 
     spec = RestoreSpec.of(source, None, groups_as_of=evidence["groups_as_of"], storage_options=storage_options,
                           tiered_storage=tiered_storage)
+    rewriter = None
+    if evidence.get("schemas") is not None:
+        # the source's records as the restore wrote them: ids translated by the evidence's own map
+        from kafkarec.restore.schemas import rewriter_from_evidence
+        rewriter = rewriter_from_evidence(evidence["schemas"])
+        notes.append(f"schema ids translated as the evidence says ({len(evidence['schemas']['ids'])} id(s), "
+                     f"{evidence['schemas']['unknown']['count']} field(s) left as they were)")
     side = _Side(target, target_properties, timeout)
     omap = OffsetMap()
     records = 0
@@ -347,6 +373,9 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
             for r in src.committed_records(spec, topic, partition, s["start"], s["end"]):
                 enc = _encoded(r)
                 sd.add_encoded(enc)
+                if rewriter is not None:
+                    r = rewriter.rewrite(topic, partition, r)
+                    enc = _encoded(r)
                 x = next(got, None)
                 if x is None or x.offset >= t["end"]:
                     if first is None:
@@ -377,9 +406,10 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
         if (sd.records, sd.hexdigest()) != (s["records"], s["digest"]):
             problem(f"{where}: the source's [{s['start']}, {s['end']}) holds {sd.records} committed records, "
                     f"digest {sd.hexdigest()}; the evidence says {s['records']}, {s['digest']}")
-        if (td.records, td.hexdigest()) != (s["records"], s["digest"]):
+        written = t.get("digest", s["digest"])
+        if (td.records, td.hexdigest()) != (s["records"], written):
             problem(f"{where}: the target's [{t['start']}, {t['end']}) holds {td.records} committed records, "
-                    f"digest {td.hexdigest()}; the evidence says {s['records']}, {s['digest']}"
+                    f"digest {td.hexdigest()}; the evidence says {s['records']}, {written}"
                     + (f"; first difference: {first}" if first else ""))
         if end != t["end"]:
             problem(f"{where}: the target partition ends at {end}; the evidence says {t['end']}")

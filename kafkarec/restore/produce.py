@@ -43,15 +43,22 @@ class PartitionSummary(NamedTuple):
     status: str
     source_records: Optional[int] = None
     source_digest: Optional[str] = None
+    #: with ``spec.digest`` and schema ids translated (:mod:`kafkarec.restore.schemas`): the digest of
+    #: the records as written, their ids rewritten (else None: the target's records are the source's)
+    target_digest: Optional[str] = None
 
 
-def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None) -> None:
+def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None,
+                  written_digest=None) -> None:
     """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
     the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
     the map must cover every record on the target): the k-th committed record on the target is the
     k-th committed record of the source range, as the target partition holds this restore's records
     only (a partition holding others is refused).  ``digest`` (an
-    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it."""
+    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it;
+    ``written_digest``: each as written (its schema ids translated)."""
+    from kafkarec.restore.schemas import translation_for
+    tr = translation_for(spec)
     if upto > part.log_end:
         raise RestoreError(spec.target, f"the restore's progress {upto} is past the source's log end "
                                         f"{part.log_end} (source {part.topic}-{part.partition}): another history "
@@ -62,12 +69,15 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     for s in src:
         if digest is not None:
             digest.add(s)
+        w = s if tr is None else tr.rewrite(part.topic, part.partition, s)
+        if written_digest is not None:
+            written_digest.add(w)
         t = next(got, None)
         if t is None:
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
                                             f"which the restore's progress says it holds (source offset {s.offset} "
                                             "has none)", topic=part.target_topic, partition=part.partition)
-        if (t.key, t.value) != (s.key, s.value):
+        if (t.key, t.value) != (w.key, w.value):
             # a record the target lost (compacted away, deleted) shifts the pairing: refused, not guessed
             raise RestoreError(spec.target, f"the record at offset {t.offset} is not source offset {s.offset}'s "
                                             "(its key or value differs): the target's partition changed after "
@@ -297,10 +307,13 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
 def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
                  omap: OffsetMap) -> PartitionSummary:
     # the evidence's digest, taken from the records as they are read for the target (no second read)
-    digest = None
+    from kafkarec.restore.schemas import translation_for
+    tr = translation_for(spec)
+    digest = as_written = None
     if spec.digest:
         from kafkarec.restore.evidence import Digest
         digest = Digest()
+        as_written = Digest() if tr is not None else None
     if done is None:
         if target.holds_committed_records(spec, part.target_topic, part.partition):
             raise RestoreError(spec.target, f"holds records and no progress of restore {spec.restore_id!r} "
@@ -316,16 +329,22 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap, digest)
+        rebuild_pairs(spec, part, done, omap, digest, as_written)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
-                                *_digested(digest))
+                                *_digested(digest, as_written))
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+        if tr is not None:      # the schema ids the target's registry gave
+            if digest is not None:
+                digest.add(r)       # the source's record, before its ids are rewritten
+            r = tr.rewrite(part.topic, part.partition, r)
+            if as_written is not None:
+                as_written.add(r)
         batch.append(r)
         if len(batch) == spec.transaction_records:
-            if digest is not None:      # a transaction's records hashed at once, in order
+            if digest is not None and tr is None:      # a transaction's records hashed at once, in order
                 digest.add_records(batch)
             for s, t in writer.transaction(batch, r.offset + 1):
                 omap.add(part.topic, part.partition, part.target_topic, s, t)
@@ -333,14 +352,15 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
             batch = []
     # the last transaction: the rest, and the progress at the partition's end (even with no record
     # left: then a re-run knows the partition is done)
-    if digest is not None:
+    if digest is not None and tr is None:
         digest.add_records(batch)
     for s, t in writer.transaction(batch, part.end):
         omap.add(part.topic, part.partition, part.target_topic, s, t)
     written += len(batch)
     return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, written,
-                            "written" if done is None else "resumed", *_digested(digest))
+                            "written" if done is None else "resumed", *_digested(digest, as_written))
 
 
-def _digested(digest) -> Tuple[Optional[int], Optional[str]]:
-    return (None, None) if digest is None else (digest.records, digest.hexdigest())
+def _digested(digest, written) -> Tuple[Optional[int], Optional[str], Optional[str]]:
+    return (None if digest is None else digest.records, None if digest is None else digest.hexdigest(),
+            None if written is None else written.hexdigest())

@@ -54,7 +54,9 @@ class RestoreSpec:
     (:func:`kafkarec.restore.shares.acknowledge`); ``bootstrap``: the running source cluster's
     bootstrap servers, asked for each partition's log start and last stable offset
     (:func:`kafkarec.lakehouse.handoff.plan_hand_off`: the log directory's checkpoint lags a
-    ``deleteRecords``)."""
+    ``deleteRecords``); ``source_registry``, ``target_registry``, ``subject_strategy``: schema ids
+    translated from the one registry into the other (:mod:`kafkarec.restore.schemas`; both or
+    neither)."""
     source: str
     target: Optional[str]
     topics: Optional[Tuple[str, ...]] = None
@@ -72,6 +74,12 @@ class RestoreSpec:
     #: each partition's content digest taken as its records are read (``--evidence``:
     #: :mod:`kafkarec.restore.evidence`)
     digest: bool = False
+    #: schema ids carried across registries (:mod:`kafkarec.restore.schemas`): the source's registry
+    #: (a log dir holding ``_schemas``, a folder of schema files, a URL), the target's (a URL) and
+    #: the subject-naming strategy (``topic``, ``record``, ``topic_record``)
+    source_registry: Optional[str] = None
+    target_registry: Optional[str] = None
+    subject_strategy: str = "topic"
 
     @classmethod
     def of(cls, source: str, target: Optional[str], *, topics: Union[str, Iterable[str], None] = None,
@@ -80,7 +88,8 @@ class RestoreSpec:
            target_properties: Optional[Mapping[str, str]] = None, storage_options: Optional[Mapping[str, str]] = None,
            tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None,
            share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None,
-           digest: bool = False) -> "RestoreSpec":
+           digest: bool = False, source_registry: Optional[str] = None, target_registry: Optional[str] = None,
+           subject_strategy: str = "topic") -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601; ``target`` None for a dry run that reads no target."""
@@ -121,11 +130,21 @@ class RestoreSpec:
         end = None if end_time is None else _time(end_time, "end time")
         # the groups as the restored history leaves them: at its end, --end-time's when given
         as_of = end if groups_as_of is None else _time(groups_as_of, "groups as of")
+        if (source_registry is None) != (target_registry is None):
+            raise UsageError("--source-registry and --target-registry go together: the ids of one are translated "
+                             "into the other's")
+        strategy = str(subject_strategy).lower().replace("-", "_")
+        from kafkarec.restore.schemas import STRATEGIES
+        if strategy not in STRATEGIES:
+            raise UsageError(f"subject strategy {subject_strategy!r}: one of {', '.join(STRATEGIES)}")
+        if target_registry is not None and not str(target_registry).lower().startswith(("http://", "https://")):
+            raise UsageError(f"--target-registry {target_registry}: not a registry URL (http:// or https://)")
         return cls(str(source), None if target is None else str(target).strip(), names, tuple(sorted(pairs.items())),
                    end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
                    as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip(),
-                   bool(digest))
+                   bool(digest), None if source_registry is None else str(source_registry),
+                   None if target_registry is None else str(target_registry), strategy)
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""

@@ -568,13 +568,13 @@ def test_bootstrap_starts_at_the_brokers_log_start_after_delete_records(kafka_br
     assert [r[:2] for r in _committed(b, f"{topic}-r")[0]] == [(r[3], r[4]) for r in consumer]
 
 
-def _evidence_block():
-    """docs/restore.md's evidence example: its commands (a command's ``\\`` lines joined) and after
-    each the output it shows (its ``# `` lines)."""
+def _evidence_block(evidence="evidence.json"):
+    """docs/restore.md's example whose restore writes ``--evidence EVIDENCE``: its commands (a
+    command's ``\\`` lines joined) and after each the output it shows (its ``# `` lines)."""
     import re
     from support.paths import ROOT
     with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
-        body = re.search(r"^```sh\n(kafkarec restore [^\n]*\n[^\n]*--evidence evidence.json\n.*?)^```",
+        body = re.search(r"^```sh\n(kafkarec restore [^\n]*\n[^\n]*--evidence " + re.escape(evidence) + r"\n.*?)^```",
                          fh.read(), re.S | re.M).group(1)
     steps = []
     for line in body.replace("\\\n", "").splitlines():
@@ -638,3 +638,59 @@ def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, rest
         f"group {moved['group']}: {name}-0 stands at {moved['target_offset'] + 1} on the target; the evidence says "
         f"{moved['target_offset']}"], damaged.problems
     assert json.load(open(tmp_path / "evidence.json")) == doc
+
+
+def test_schema_ids_translated_as_the_docs_show(restore_target_broker, tmp_path):
+    """docs/restore.md's schema translation as written (issue 69 item 6): the source log's
+    ``_schemas`` (id 50 ``money``, id 100 ``rs-sr-orders-value`` referencing it) and ``rs-sr-orders``
+    (an id in the prefix, one in a header, an id the registry lacks, a tombstone) restored into the
+    second broker, each schema registered on the target registry (the stand-in of
+    tests/support/registry_server.py: why no real one, its docstring), the ids rewritten there and
+    verified, the evidence checked against the target's bootstrap, and a re-run writing nothing (the
+    target's records paired with the source's as translated)."""
+    import doctest
+    from support.logdir import PartitionWriter, v2_batch
+    from support.registry_server import RegistryStandIn
+    from support.schemas_log import confluent_key, schema_value, write_partition
+    money = '{"type":"record","name":"Money","namespace":"com.acme","fields":[{"name":"cents","type":"long"}]}'
+    order = '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"amount","type":"com.acme.Money"}]}'
+    src = tmp_path / "source"
+    write_partition(str(src / "_schemas-0"), [
+        (confluent_key("SCHEMA", "money", 1), schema_value("money", 1, 50, money)),
+        (confluent_key("SCHEMA", "rs-sr-orders-value", 1), schema_value(
+            "rs-sr-orders-value", 1, 100, order,
+            references=[{"name": "com.acme.Money", "subject": "money", "version": 1}]))])
+
+    def framed(sid, body):
+        return b"\x00" + sid.to_bytes(4, "big") + body
+    t0 = int(time.time() * 1000)      # recent: the target topic's retention (7 days) keeps them
+    w = PartitionWriter(str(src), "rs-sr-orders", 0)
+    w.append(v2_batch([(t0, b"o1", framed(100, b"\x02"), []),
+                       (t0 + 1, b"o2", b"bare", [("__value_schema_id", framed(100, b""))]),
+                       (t0 + 2, b"o3", framed(999, b"\x02"), []),
+                       (t0 + 3, b"o4", None, [])]))
+    w.close()
+    b = restore_target_broker.bootstrap
+    with RegistryStandIn(first_id=1) as registry:
+        env = {**os.environ, "SOURCE_LOG_DIR": str(src), "TARGET": b, "TARGET_REGISTRY": registry.url,
+               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+        for cmd, shown in _evidence_block("schemas.json"):
+            done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                                  env=env)
+            assert done.returncode == 0, (cmd, done.stdout, done.stderr)
+            assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
+        assert registry.subjects == {"money": [1], "rs-sr-orders-value": [2]}
+        assert registry.ids[2][2] == (("com.acme.Money", "money", 1),)
+        # run again (here: no second interpreter to start): nothing written, the target's records
+        # paired with the source's as translated
+        from kafkarec import restore as R
+        again = R.restore(R.RestoreSpec.of(str(src), b, topics="rs-sr-orders", restore_id="schemas",
+                                           source_registry=str(src), target_registry=registry.url))
+        assert [(p.records, p.status) for p in again.partitions] == [(0, "done")]
+        assert again.offset_map.ends[("rs-sr-orders", 0)] == (4, 5) and registry.subjects["rs-sr-orders-value"] == [2]
+    got = _committed(b, "rs-sr-orders")[0]
+    assert [(k, v, [tuple(h) for h in hs or ()]) for k, v, _, hs in got] == [
+        (b"o1", framed(2, b"\x02"), []),
+        (b"o2", b"bare", [("__value_schema_id", framed(2, b""))]),
+        (b"o3", framed(999, b"\x02"), []),
+        (b"o4", None, [])]

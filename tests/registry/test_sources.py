@@ -14,6 +14,7 @@ import pytest
 
 import kafkarec.registry as kr
 from support.net import free_port
+from support.registry_server import send_json
 
 A1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
 A2 = ('{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'
@@ -82,12 +83,7 @@ class _Registry(BaseHTTPRequestHandler):
         pass
 
     def _send(self, code, obj):
-        body = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, code, obj)
 
     def do_GET(self):
         type(self).calls.append(self.path)

@@ -1,0 +1,152 @@
+"""Schema ids across registries (issue 69 item 6), without a cluster: the translation's rule on
+records (which fields are framed, by the subjects and the strategy; ids in the prefix and in
+headers; unknown ids named and left), the registrations on the target (references first; the id
+kept only in IMPORT mode with the id free) and the evidence's map replaying the restore.  The target
+registry is tests/support/registry_server.py's stand-in (why not a real one: its docstring); the
+restore itself, into a real broker, is in tests/broker/test_broker_restore.py."""
+import json
+
+import pytest
+
+from kafkarec.restore import RestoreSpec
+from kafkarec.restore.schemas import IdMapping, SchemaTranslation, Unknown, rewriter_from_evidence
+from kafkarec.restore.source import Record
+from kafkarec.errors import UsageError
+from support.registry_server import RegistryStandIn
+
+MONEY = json.dumps({"type": "record", "name": "Money", "namespace": "com.acme",
+                    "fields": [{"name": "cents", "type": "long"}]})
+ORDER = json.dumps({"type": "record", "name": "Order", "namespace": "com.acme",
+                    "fields": [{"name": "amount", "type": "com.acme.Money"}]})
+
+
+def source_registry(root, order_subject="orders-value"):
+    """A folder registry: ``money`` v1 = id 50, ``order_subject`` v1 = id 100 referencing it."""
+    for subject, sid, schema, refs in (("money", 50, MONEY, []),
+                                       (order_subject, 100, ORDER,
+                                        [{"name": "com.acme.Money", "subject": "money", "version": 1}])):
+        d = root / "subjects" / subject / "versions"
+        d.mkdir(parents=True)
+        (d / "1.json").write_text(json.dumps({"subject": subject, "version": 1, "id": sid, "schema": schema,
+                                              "references": refs}))
+    return str(root)
+
+
+def framed(sid, body=b"payload"):
+    return b"\x00" + sid.to_bytes(4, "big") + body
+
+
+def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path):
+    records = [Record(0, framed(100), framed(100), 1, []),                        # key: no orders-key subject
+               Record(1, None, framed(999), 2, []),                               # an id the source lacks
+               Record(2, None, b"bare", 3, [("__value_schema_id", framed(100, b"")), ("h", b"x")]),
+               Record(3, None, b"not framed", 4, []),
+               Record(4, b"k", None, 5, [])]                                       # a tombstone
+    with RegistryStandIn(first_id=1) as target:
+        tr = SchemaTranslation(source_registry(tmp_path), target.url)
+        out = [tr.rewrite("orders", 0, r) for r in records]
+        plain = tr.rewrite("plain", 0, Record(9, None, framed(100), 9, []))
+        # the reference registered first (id 1, version 1), then the order under its subject
+        assert target.subjects == {"money": [1], "orders-value": [2]}
+        assert target.ids[2][2] == (("com.acme.Money", "money", 1),)
+    assert tr.mappings == [IdMapping(100, 2, "orders-value", 1, False)]
+    assert [(r.key, r.value, r.headers) for r in out] == [
+        (framed(100), framed(2), []),
+        (None, framed(999), []),
+        (None, b"bare", [("__value_schema_id", framed(2, b"")), ("h", b"x")]),
+        (None, b"not framed", []),
+        (b"k", None, [])]
+    assert out[4] is records[4] and records[2].headers[0][1] == framed(100, b"")     # the source untouched
+    # a topic without <topic>-value: a first byte of 0 and a known id do not make it framed
+    assert plain.value == framed(100)
+    assert tr.unknown == [Unknown("orders", 0, 1, "value", 999), Unknown("orders", 0, 3, "value", None)]
+    assert tr.unknown[0].line() == ("orders-0 offset 1 value: schema id 999, which the source registry does not "
+                                    "hold under a subject of the strategy; left as it was")
+    # the evidence's map rewrites the source as the restore did
+    again = rewriter_from_evidence(json.loads(json.dumps(tr.evidence({"orders", "plain"}))))
+    assert [again.rewrite("orders", 0, r) for r in records] == out
+    assert again.rewrite("plain", 0, Record(9, None, framed(100), 9, [])).value == framed(100)
+
+
+def test_import_mode_keeps_a_free_id_and_takes_the_targets_for_a_taken_one(tmp_path):
+    with RegistryStandIn(first_id=1, mode="IMPORT") as target:
+        target.ids[50] = ("another schema", "AVRO", ())         # the reference's id is taken there
+        tr = SchemaTranslation(source_registry(tmp_path), target.url)
+        assert tr.rewrite("orders", 0, Record(0, None, framed(100), 1, [])).value == framed(100)
+        assert target.subjects == {"money": [1], "orders-value": [100]}
+    assert tr.mappings == [IdMapping(100, 100, "orders-value", 1, True)]
+
+
+def test_record_strategy_and_a_renamed_topics_subject(tmp_path):
+    with RegistryStandIn(first_id=7) as target:
+        tr = SchemaTranslation(source_registry(tmp_path, "com.acme.Order"), target.url, "record")
+        got = [tr.rewrite("any", 0, Record(i, None, v, 1, []))
+               for i, v in enumerate([framed(100), framed(999), b"raw"])]
+        assert [r.value for r in got] == [framed(8), framed(999), b"raw"]
+        assert tr.unknown == [Unknown("any", 0, 1, "value", 999)]       # no prefix: not framed, not named
+        assert sorted(target.subjects) == ["com.acme.Order", "money"]
+    with RegistryStandIn(first_id=1) as target:
+        tr = SchemaTranslation(source_registry(tmp_path / "b"), target.url, rename=(("orders", "orders-b"),))
+        assert tr.rewrite("orders", 0, Record(0, None, framed(100), 1, [])).value == framed(2)
+        assert sorted(target.subjects) == ["money", "orders-b-value"]
+
+
+def test_the_options_go_together_and_are_checked():
+    with pytest.raises(UsageError, match="go together"):
+        RestoreSpec.of("/x", "h:1", source_registry="/r")
+    with pytest.raises(UsageError, match="not a registry URL"):
+        RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="/t")
+    with pytest.raises(UsageError, match="one of topic, record, topic_record"):
+        RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t", subject_strategy="nope")
+
+
+def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
+    """--check against target log dirs (tests/support/logdir.py): one holding the records as the
+    restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
+    from kafkarec.restore import OffsetMap, plan, source
+    from kafkarec.restore import evidence as E
+    from kafkarec.restore.produce import PartitionSummary
+    from kafkarec.restore.schemas import translation_for
+    from support.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+    t0 = 1_700_000_000_000
+
+    def log(root, rows):
+        w = PartitionWriter(str(root), "orders", 0)
+        w.append(v2_batch([(t0 + i, None, v, []) for i, v in enumerate(rows)], producer_id=9, producer_epoch=0,
+                          base_sequence=0, transactional=True))
+        w.end_txn(CONTROL_COMMIT, 9, timestamp=t0 + 9)
+        w.close()
+        return str(root)
+    src = log(tmp_path / "source", [framed(100), framed(999)])
+    with RegistryStandIn(first_id=1) as target:
+        spec = RestoreSpec.of(src, "x:1", digest=True, restore_id="check-replay",
+                              source_registry=source_registry(tmp_path / "reg"), target_registry=target.url)
+        tr = translation_for(spec)
+        (part,) = plan(spec).partitions
+        read = list(source.committed_records(spec, "orders", 0, part.start, part.end))
+        written = [tr.rewrite("orders", 0, r) for r in read]
+    d, w, omap = E.Digest(), E.Digest(), OffsetMap()
+    for r, x in zip(read, written):
+        d.add(r)
+        w.add(x)
+        omap.add("orders", 0, "orders", r.offset, r.offset)
+    omap.set_end("orders", 0, "orders", part.end, part.end)
+    summary = PartitionSummary("orders", 0, part.start, part.end, "orders", 2, "written", d.records, d.hexdigest(),
+                               w.hexdigest())
+    doc = json.loads(json.dumps(E.document(spec, plan(spec), [summary], omap, None, None)))
+    assert doc["schemas"]["ids"] == [{"source_id": 100, "target_id": 2, "subject": "orders-value", "version": 1,
+                                      "kept": False}]
+    assert doc["schemas"]["unknown"]["count"] == 1 and doc["partitions"][0]["target"]["digest"] == w.hexdigest()
+    good = E.check(doc, src, log(tmp_path / "good", [x.value for x in written]))
+    assert good.ok and good.problems == [] and good.records == 2
+    bad = E.check(doc, src, log(tmp_path / "bad", [framed(100), framed(999)]))
+    assert not bad.ok and bad.problems[0].endswith(
+        "first difference: source offset 0 and target offset 0 differ (value)")
+
+
+def test_a_restore_over_spark_refuses_to_translate_ids():
+    """Its tasks would each register ids apart from the driver, whose evidence would hold none."""
+    import spark_udfs
+    spec = RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t")
+    with pytest.raises(UsageError, match="does not translate schema ids"):
+        spark_udfs.restore(None, spec)
