@@ -1,5 +1,6 @@
 """``--verify``: the target read back (a read_committed consumer) against the source's committed
-records, record for record (key, value, headers, timestamp, and the target offset the map says),
+records, record for record (key, value, headers, timestamp, and the target offset the map says; a
+share group's dead letter with its source offset translated: :mod:`kafkarec.restore.deadletters`),
 each applied group position against its translation, and each share group's state on the target
 (its ``__share_group_state`` read back: :func:`kafkarec.restore.target.share_states`) against the
 source's, record for record through the offset map: the records before the translated start offset
@@ -51,8 +52,11 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
     from the target's groups; ``shares``: the share groups' translated positions, expected set on the
     target (their start offsets by ``kafka-share-groups``; their acknowledgements too with
     ``spec.share_groups_acknowledge``)."""
+    from kafkarec.restore.deadletters import Translation
     problems: List[str] = []
     records = 0
+    # a dead letter is compared as the restore wrote it: its source offset translated
+    translation = Translation(plan, omap, spec)
 
     def problem(text: str) -> None:
         if len(problems) < max_problems:
@@ -73,7 +77,7 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
             if expected.get(s.offset) != t.offset:
                 problem(f"{where}: source offset {s.offset} is target offset {t.offset}, the map says "
                         f"{expected.get(s.offset)}")
-            if _fields(s) != _fields(t):
+            if _fields(translation.record(s)) != _fields(t):
                 problem(f"{where}: source offset {s.offset} and target offset {t.offset} differ")
         extra = next(got, None)
         if extra is not None:

@@ -351,6 +351,10 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
     omap = OffsetMap()
     records = 0
     parts: List[SourcePartition] = []
+    # dead letters as the restore wrote them, through the map recomputed so far (the plan's order
+    # puts DLQ topics after the partitions they name: kafkarec/restore/deadletters.py)
+    from kafkarec.restore.deadletters import Translation
+    translation = Translation(SourcePlan(parts, {}), omap)
     left_out = not_restored(spec, [(p["topic"], p["partition"], p["source"]["start"], p["source"]["end"])
                                    for p in evidence["partitions"]])
     for p in evidence["partitions"]:
@@ -364,6 +368,7 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
         extra = 0
         try:
             for r in src.committed_records(spec, topic, partition, s["start"], s["end"]):
+                r = translation.record(r)
                 enc = _encoded(r)
                 sd.add_encoded(enc)
                 x = next(got, None)

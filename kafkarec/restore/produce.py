@@ -45,13 +45,15 @@ class PartitionSummary(NamedTuple):
     source_digest: Optional[str] = None
 
 
-def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None) -> None:
+def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None,
+                  translation=None) -> None:
     """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
     the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
     the map must cover every record on the target): the k-th committed record on the target is the
     k-th committed record of the source range, as the target partition holds this restore's records
     only (a partition holding others is refused).  ``digest`` (an
-    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it."""
+    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it, as the
+    restore wrote it (``translation``: a :class:`kafkarec.restore.deadletters.Translation`)."""
     if upto > part.log_end:
         raise RestoreError(spec.target, f"the restore's progress {upto} is past the source's log end "
                                         f"{part.log_end} (source {part.topic}-{part.partition}): another history "
@@ -61,7 +63,7 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
         if digest is not None:
-            digest.add(s)
+            digest.add(s if translation is None else translation.record(s))
         t = next(got, None)
         if t is None:
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
@@ -235,12 +237,18 @@ class _Writer:
         self.producer.flush(self.spec.timeout)
 
 
-def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+def restore_partition(spec: RestoreSpec, part: SourcePartition,
+                      translation=None) -> Tuple[PartitionSummary, OffsetMap]:
     """Restore one source partition, whole and on its own (the unit the command line runs one after
     another; partitions may be restored apart, each wherever it runs): its own transactional producer and the progress committed
     in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
-    partition's summary and its offset map (every record on the target, its ends set)."""
+    partition's summary and its offset map (every record on the target, its ends set).
+    ``translation``: the dead letters' (:class:`kafkarec.restore.deadletters.Translation`; by
+    default one that rebuilds the maps of the partitions they name from the target)."""
     require("confluent_kafka")
+    if translation is None:
+        from kafkarec.restore.deadletters import Translation
+        translation = Translation(None, OffsetMap(), spec)
     key = (part.target_topic, part.partition)
     omap = OffsetMap()
     # the group metadata of the progress group: a consumer that never joins it (as a Java
@@ -250,7 +258,7 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[Partiti
         writer = _Writer(spec, part, meta_consumer.consumer_group_metadata())   # aborts a killed run's transaction
         try:
             done = target.progress(spec, [key]).get(key)
-            summary = _restore_one(spec, part, writer, done, omap)
+            summary = _restore_one(spec, part, writer, done, omap, translation)
         finally:
             writer.close()
     finally:
@@ -284,9 +292,12 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
                        on_partition: Optional[Callable[[PartitionSummary], None]] = None) -> List[PartitionSummary]:
     """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
     each one's offset map to ``omap``; ``on_partition(summary)`` as each one finishes."""
+    from kafkarec.restore.deadletters import Translation
     out: List[PartitionSummary] = []
+    # the plan puts DLQ topics last: the partitions their dead letters name are in omap by then
+    translation = Translation(plan, omap, spec)
     for part in plan.partitions:
-        summary, part_map = restore_partition(spec, part)
+        summary, part_map = restore_partition(spec, part, translation)
         omap.update(part_map)
         out.append(summary)
         if on_partition is not None:
@@ -295,7 +306,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
 
 
 def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
-                 omap: OffsetMap) -> PartitionSummary:
+                 omap: OffsetMap, translation) -> PartitionSummary:
     # the evidence's digest, taken from the records as they are read for the target (no second read)
     digest = None
     if spec.digest:
@@ -316,13 +327,14 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap, digest)
+        rebuild_pairs(spec, part, done, omap, digest, translation)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
                                 *_digested(digest))
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+        r = translation.record(r)       # a dead letter's source offset, as on the target
         if digest is not None:
             digest.add(r)
         batch.append(r)
