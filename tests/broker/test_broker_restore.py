@@ -495,8 +495,8 @@ def test_share_group_dead_letters_decoded_and_restored_pointing_at_the_same_reco
     broker writes both to the group's DLQ topic.  find and census name each dead letter's source,
     delivery count and cause; the restore translates each one's source offset through the offset
     map (an aborted transaction at the head of rs-dlq shifts the offsets by 3 on B), keeps A's in
-    kafkarec's header, and --verify passes: B's DLQ names B's copies of the same records."""
-    import json
+    kafkarec's header, and --verify and the evidence's --check pass: B's DLQ names B's copies of
+    the same records."""
     a, b = kafka_broker, restore_target_broker
     topic, group, dlq = "rs-dlq", "rs-dlq-group", "dlq.rs-dlq-group"
     # offsets 0-1 aborted, 2 their ABORT marker, 3-8 records k0..k5 committed, 9 the COMMIT marker
@@ -511,28 +511,24 @@ def test_share_group_dead_letters_decoded_and_restored_pointing_at_the_same_reco
     assert (by_offset[6]["__dlq.errors.delivery.count"], by_offset[6]["__dlq.errors.message"]) == \
         ("2", "Offset delivery count exceeded the threshold."), out
     # find: the headers as named fields; the source record copied (errors.deadletterqueue.copy.record.enable)
-    found = subprocess.run([sys.executable, "-m", "kafkarec", "find", a.log_dir, "--topics", dlq, "--json"],
-                           capture_output=True, text=True, timeout=120)
-    assert found.returncode == 0, found.stderr
-    rows = [json.loads(line) for line in found.stdout.splitlines()]
+    from kafkarec.census import census, find
+    rows = list(find(a.log_dir, topics=[dlq]))
     assert [(r["value"], r["dead_letter"]) for r in rows] == [
-        ("v1", {"group": group, "topic": topic, "partition": 0, "offset": 4, "delivery_count": 1,
+        (b"v1", {"group": group, "topic": topic, "partition": 0, "offset": 4, "delivery_count": 1,
                 "reason": "Offset rejected by client.", "cause": "rejected", "original_offset": None,
                 "original_topic": None, "error": None}),
-        ("v3", {"group": group, "topic": topic, "partition": 0, "offset": 6, "delivery_count": 2,
+        (b"v3", {"group": group, "topic": topic, "partition": 0, "offset": 6, "delivery_count": 2,
                 "reason": "Offset delivery count exceeded the threshold.", "cause": "delivery count exceeded",
-                "original_offset": None, "original_topic": None, "error": None})], found.stdout
+                "original_offset": None, "original_topic": None, "error": None})], rows
     # census: which source records failed, how often, and why
-    census = subprocess.run([sys.executable, "-m", "kafkarec", "census", a.log_dir, "--topics", dlq, "--json",
-                             "--no-progress"], capture_output=True, text=True, timeout=120)
-    assert census.returncode == 0, census.stderr
-    assert json.loads(census.stdout)["topics"][0]["dead_letters"] == {"records": 2, "errors": 0, "sources": [
+    from kafkarec.scan import Bounds
+    assert census(a.log_dir, bounds=Bounds.of(topics=[dlq]))["topics"][0]["dead_letters"] == {"records": 2, "errors": 0, "sources": [
         {"group": group, "topic": topic, "partition": 0, "records": 2, "offsets": 2, "offset_runs": "4,6",
          "delivery_counts": {"1": 1, "2": 1}, "causes": {"delivery count exceeded": 1, "rejected": 1}}]}
     # restored: rs-dlq first (the DLQ topic last, whatever the names' order), each dead letter's
     # source offset translated (A's 4 and 6 are B's 1 and 3) and A's kept; --verify compares so
     run = _cli(a.log_dir, "--target-bootstrap", b.bootstrap, "--topics", f"{topic},{dlq}", "--restore-id", "dlq",
-               "--share-groups-csv", str(tmp_path / "shares.csv"), "--verify")
+               "--share-groups-csv", str(tmp_path / "shares.csv"), "--verify", "--evidence", str(tmp_path / "ev.json"))
     assert run.returncode == 0, run.stderr + run.stdout
     assert run.stdout.index(f"{topic}-0 -> {topic}-0 [0, 10) 6 records written") < \
         run.stdout.index(f"{dlq}-0 -> {dlq}-0 [0, 2) 2 records written"), run.stdout
@@ -546,6 +542,10 @@ def test_share_group_dead_letters_decoded_and_restored_pointing_at_the_same_reco
         # the record B's dead letter names is B's copy of the one A's named
         assert [r[2] for r in restored if r[0] == int(h["__dlq.errors.offset"])] == [value], (h, restored)
     assert named == {4: 1, 6: 3}, on_b
+    # the evidence's digests are of the dead letters as written, and its check recomputes them so
+    from kafkarec.restore import evidence
+    checked = evidence.check(evidence.read(str(tmp_path / "ev.json")), a.log_dir, b.bootstrap)
+    assert checked.ok and checked.records == 8, checked.problems
 
 
 def test_restore_from_an_object_store_copy_sets_the_same_groups(history, restore_target_broker, s3, tmp_path):
