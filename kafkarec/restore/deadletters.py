@@ -28,7 +28,26 @@ from kafkarec.dlq import HEADER_OFFSET, HEADER_TOPIC, ORIGINAL_OFFSET, ORIGINAL_
 from kafkarec.errors import RestoreError
 from kafkarec.restore.offsets import OffsetMap
 
-__all__ = ["Translation"]
+__all__ = ["Translation", "SourceNotRestored"]
+
+
+class SourceNotRestored(RestoreError):
+    """A dead letter names a record of ``source`` (a partition of the plan), whose restore has not
+    finished: its target offset is not known yet.  Retriable (a Spark task's partition restored
+    meanwhile); :func:`kafkarec.restore.produce.restore_partitions` restores ``source`` first and
+    resumes the DLQ partition."""
+
+    #: the partition named (None once pickled: a Spark task's error on the driver)
+    source = None
+
+    @classmethod
+    def of(cls, target: str, source, done) -> "SourceNotRestored":
+        e = cls(target, f"the dead letters name source {source.topic}-{source.partition}, whose restore has not "
+                        f"finished (its progress is {done}, its range [{source.start}, {source.end})): its records' "
+                        "target offsets are not known yet (a re-run restores it first)",
+                topic=source.target_topic, partition=source.partition, retriable=True)
+        e.source = source
+        return e
 
 
 class Translation:
@@ -87,11 +106,7 @@ class Translation:
         key = (part.target_topic, part.partition)
         done = target.progress(self.spec, [key]).get(key)
         if done is None or done < part.end:
-            raise RestoreError(self.spec.target, f"the dead letters name source {part.topic}-{part.partition}, whose "
-                                                 f"restore has not finished (its progress is {done}, its range "
-                                                 f"[{part.start}, {part.end})): its records' target offsets are not "
-                                                 "known yet (a re-run restores it first)", topic=part.target_topic,
-                               partition=part.partition, retriable=True)
+            raise SourceNotRestored.of(self.spec.target, part, done)
         produce.rebuild_pairs(self.spec, part, done, self._rebuilt)
         self._rebuilt.set_end(part.topic, part.partition, part.target_topic, done, -1)
         return self._rebuilt

@@ -292,12 +292,23 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
                        on_partition: Optional[Callable[[PartitionSummary], None]] = None) -> List[PartitionSummary]:
     """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
     each one's offset map to ``omap``; ``on_partition(summary)`` as each one finishes."""
-    from kafkarec.restore.deadletters import Translation
+    from kafkarec.restore.deadletters import SourceNotRestored, Translation
     out: List[PartitionSummary] = []
-    # the plan puts DLQ topics last: the partitions their dead letters name are in omap by then
+    # the plan puts DLQ topics last: the partitions their dead letters name are in omap by then.  A
+    # DLQ the plan could not tell (no __cluster_metadata) that names a partition still to come stops
+    # before writing the record: that partition is restored first, then the DLQ's resumed
     translation = Translation(plan, omap, spec)
-    for part in plan.partitions:
-        summary, part_map = restore_partition(spec, part, translation)
+    todo = list(plan.partitions)
+    while todo:
+        part = todo.pop(0)
+        try:
+            summary, part_map = restore_partition(spec, part, translation)
+        except SourceNotRestored as e:
+            if e.source not in todo:
+                raise
+            todo.remove(e.source)
+            todo[:0] = [e.source, part]
+            continue
         omap.update(part_map)
         out.append(summary)
         if on_partition is not None:
