@@ -56,7 +56,7 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
     problems: List[str] = []
     records = 0
     # a dead letter is compared as the restore wrote it: its source offset translated
-    translation = Translation(plan, omap, spec)
+    translation = Translation(plan, omap)
 
     def problem(text: str) -> None:
         if len(problems) < max_problems:

@@ -51,17 +51,19 @@ class SourceNotRestored(RestoreError):
 
 
 class Translation:
-    """Dead letters translated through ``omap`` (which must hold every partition of ``plan`` the
-    dead letters name, or, with ``spec`` to ask the target, the partitions' restores must have
-    finished there: the map is then rebuilt from the target, as :func:`kafkarec.restore.offset_map`
-    does)."""
+    """Dead letters translated through ``omap``, which holds the partitions of ``plan`` the dead
+    letters name; or, with ``spec`` and ``rebuild`` (the restore's
+    :func:`kafkarec.restore.produce.rebuild_pairs`), a partition's map is rebuilt from the target
+    where its restore has finished there (:class:`SourceNotRestored` where it has not).  A dead
+    letter naming a partition whose map is not known otherwise is left as it is."""
 
-    def __init__(self, plan, omap: OffsetMap, spec=None) -> None:
+    def __init__(self, plan, omap: OffsetMap, spec=None, rebuild=None) -> None:
         # without a plan (one partition restored on its own: a Spark task), the source is planned
         # at the first dead letter met
         self._plan = plan
         self.omap = omap
         self.spec = spec
+        self.rebuild = rebuild
         self._rebuilt = OffsetMap()
         self._parts = None
 
@@ -100,14 +102,14 @@ class Translation:
             return self.omap
         if part.key in self._rebuilt.ends:
             return self._rebuilt
-        if self.spec is None:
+        if self.spec is None or self.rebuild is None:
             return None         # not known here (a check's map, not there yet): left as it is
-        from kafkarec.restore import produce, target
+        from kafkarec.restore import target
         key = (part.target_topic, part.partition)
         done = target.progress(self.spec, [key]).get(key)
         if done is None or done < part.end:
             raise SourceNotRestored.of(self.spec.target, part, done)
-        produce.rebuild_pairs(self.spec, part, done, self._rebuilt)
+        self.rebuild(self.spec, part, done, self._rebuilt)
         self._rebuilt.set_end(part.topic, part.partition, part.target_topic, done, -1)
         return self._rebuilt
 

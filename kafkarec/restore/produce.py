@@ -248,7 +248,7 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition,
     require("confluent_kafka")
     if translation is None:
         from kafkarec.restore.deadletters import Translation
-        translation = Translation(None, OffsetMap(), spec)
+        translation = Translation(None, OffsetMap(), spec, rebuild_pairs)
     key = (part.target_topic, part.partition)
     omap = OffsetMap()
     # the group metadata of the progress group: a consumer that never joins it (as a Java
@@ -297,7 +297,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
     # the plan puts DLQ topics last: the partitions their dead letters name are in omap by then.  A
     # DLQ the plan could not tell (no __cluster_metadata) that names a partition still to come stops
     # before writing the record: that partition is restored first, then the DLQ's resumed
-    translation = Translation(plan, omap, spec)
+    translation = Translation(plan, omap, spec, rebuild_pairs)
     todo = list(plan.partitions)
     while todo:
         part = todo.pop(0)
