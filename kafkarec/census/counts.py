@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan, topic_partition_counts
 from kafkarec.census.keys import KeyTally, merged_distinct_keys
+from kafkarec.dlq import HEADER_OFFSET, DeadLetterTally, merge as merge_dead_letters
 from kafkarec.histogram import Histogram
 
 __all__ = ["PartitionCensus", "Census", "CensusPlan", "census", "plan_census", "partition_census", "assemble",
@@ -66,6 +67,7 @@ class PartitionCensus:
         self.producers: Dict[int, _Tally] = {}
         self.header_keys: Dict[str, List[int]] = {}      # key -> [records carrying it, value bytes]
         self.schema_ids: Dict[int, List[int]] = {}       # writer id -> [records, value bytes]
+        self.dead_letters = DeadLetterTally()            # a share group's DLQ records (KIP-1191)
         self.batch_sizes = Histogram()
         self.record_sizes = Histogram()
         self.keys = KeyTally(max_exact_keys)
@@ -116,12 +118,15 @@ class PartitionCensus:
             # once among the key's records, each value's bytes count.  Parents ascend, so a
             # record's repeats of a key meet the record it was last counted for
             last: Dict[str, int] = {}
-            for name, parent, length in zip(hk.to_pylist(), parents.tolist(), hv_len.tolist()):
+            names = hk.to_pylist()
+            for name, parent, length in zip(names, parents.tolist(), hv_len.tolist()):
                 t = self.header_keys.setdefault(name, [0, 0])
                 if last.get(name) != parent:
                     last[name] = parent
                     t[0] += 1
                 t[1] += length
+            if HEADER_OFFSET in last:       # dead letters among them: their values read
+                self.dead_letters.add_headers(names, hv.to_pylist(), parents.tolist())
         sizes = klen.astype(np.int64) + vlen + hlen
         self.payload_bytes += int(sizes.sum())
         self.record_sizes.add_many(sizes)
@@ -223,6 +228,7 @@ class PartitionCensus:
             "producers": {str(k): v.as_dict() for k, v in sorted(self.producers.items())},
             "header_keys": {k: {"records": r, "bytes": b} for k, (r, b) in sorted(self.header_keys.items())},
             "schema_ids": {str(k): {"records": r, "bytes": b} for k, (r, b) in sorted(self.schema_ids.items())},
+            "dead_letters": self.dead_letters.as_dict() if self.dead_letters.records else None,
             "batch_size": self.batch_sizes.as_dict(), "record_size": self.record_sizes.as_dict(),
             "partitioner": None if self.num_partitions is None else {
                 "name": "murmur2", "partitions": self.num_partitions, "misplaced_records": self.misplaced_keys,
@@ -268,7 +274,7 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
                                         "misplaced_records": 0, "errors": 0,
                                         "min_timestamp": None, "max_timestamp": None,
                                         "codecs": {}, "producers": {}, "header_keys": {}, "schema_ids": {},
-                                        "read_uncommitted_adds": {}})
+                                        "dead_letters": None, "read_uncommitted_adds": {}})
         t["partitions"] += 1
         for k in summed:
             t[k] += p[k]
@@ -279,6 +285,8 @@ def _topic_rows(parts: List[dict]) -> List[dict]:
         if p["partitioner"] is not None:
             t["misplaced_records"] += p["partitioner"]["misplaced_records"]
         t["errors"] += len(p["errors"])
+        if p.get("dead_letters"):
+            t["dead_letters"] = merge_dead_letters(t["dead_letters"], p["dead_letters"])
         for k, pick in (("min_timestamp", min), ("max_timestamp", max)):
             if p[k] is not None:
                 t[k] = p[k] if t[k] is None else pick(t[k], p[k])

@@ -16,6 +16,7 @@ from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan
+from kafkarec.dlq import dead_letter
 from kafkarec.scan._config import PARTITIONERS
 
 __all__ = ["find", "PARTITIONERS", "render_bytes"]
@@ -41,8 +42,9 @@ def find(source, *, topics: Optional[Sequence[str]] = None, key: Optional[bytes]
          read_committed: bool = False, storage_options: Optional[dict] = None,
          tiered_storage: Optional[str] = None) -> Iterator[dict]:
     """The matching records of ``source`` as dicts: ``topic``, ``partition``, ``offset``,
-    ``timestamp`` (ms), ``key``, ``value`` (bytes), ``headers`` (``[(key, value)]``); every
-    test given must hold.  ``headers``: ``{name: value}``, a record matches if one of its
+    ``timestamp`` (ms), ``key``, ``value`` (bytes), ``headers`` (``[(key, value)]``), and on a
+    share group's dead letter (KIP-1191) ``dead_letter``: its provenance headers as named fields
+    (:class:`kafkarec.dlq.DeadLetter` as a dict); every test given must hold.  ``headers``: ``{name: value}``, a record matches if one of its
     headers of that name has that value (None: a null value); ``header_contains``: ``{name:
     bytes}``, one of its headers of that name holds those bytes; ``header_regex``: ``{name:
     pattern}``, one of its headers of that name matches; ``header_names``: it has a header of
@@ -120,8 +122,12 @@ def _matches(scan, value_contains, value_regex, header_tests) -> Iterator[dict]:
         ts = rb.column(rb.schema.get_field_index("timestamp")).cast(pa.int64()).to_pylist()
         for i, row in enumerate(rb.select([c for c in _COLUMNS if c != "timestamp"]).to_pylist()):
             hs = [(h["key"], h["value"]) for h in (row["headers"] or ())]
-            yield {"topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
+            out = {"topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
                    "timestamp": ts[i], "key": row["key"], "value": row["value"], "headers": hs}
+            letter = dead_letter(hs) if hs else None
+            if letter is not None:
+                out["dead_letter"] = letter.as_dict()
+            yield out
 
 
 def _header_mask(headers, name: str, kind: str, operand):

@@ -175,6 +175,12 @@ def _table(doc: dict) -> str:
         if adds.get("records"):
             lines.append(f"    read_uncommitted adds {adds['records']} records: {adds['aborted_records']} aborted, "
                          f"{adds['records_past_last_stable_offset']} from a last stable offset on")
+        for d in (t.get("dead_letters") or {}).get("sources", ()):
+            # a share group's DLQ: which source records failed, how often, and why
+            lines.append(f"    dead letters of share group {d['group']}: {d['topic']}-{d['partition']} "
+                         f"{d['records']} records, offsets {d['offset_runs'] or str(d['offsets'] or '?') + ' distinct'}; "
+                         "delivery counts " + ", ".join(f"{k}: {v}" for k, v in d["delivery_counts"].items())
+                         + "; " + ", ".join(f"{k} {v}" for k, v in d["causes"].items()))
         if t["codecs"]:
             lines.append("    codecs: " + ", ".join(f"{k} {human(v['bytes'])}" for k, v in sorted(t["codecs"].items())))
     w = doc.get("what_if")
@@ -238,6 +244,8 @@ def run_find(args, out: TextIO, err: TextIO) -> int:
                    "value": value_text, "value_encoding": value_enc,
                    "headers": [{"key": k, "value": render_bytes(v)[0], "encoding": render_bytes(v)[1]}
                                for k, v in r["headers"]]}
+            if "dead_letter" in r:
+                obj["dead_letter"] = r["dead_letter"]
             out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
         else:
             out.write(f"{r['topic']:<20} {r['partition']:>9} {r['offset']:>10} {time_text(r['timestamp']):>24}  "

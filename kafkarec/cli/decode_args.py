@@ -9,10 +9,17 @@ from kafkarec.internal import dumplog, topics
 from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS, PROFILES
 
 __all__ = ["add_decoder_arguments", "add_schemas_argument", "decoder_from_args", "schemas_from_args",
-           "kafka_version_from_args", "decoder_for_path", "DECODE_CHOICES"]
+           "kafka_version_from_args", "decoder_for_path", "DECODE_CHOICES",
+           "dead_letters_for_path", "dead_letter_json"]
 
+#: share groups' dead letters (KIP-1191): not an internal topic; their provenance headers as named
+#: fields beside the record as usual (kafkarec.dlq)
+DEAD_LETTERS = "dead_letters"
+#: the DLQ topics' default name prefix (the brokers' errors.deadletterqueue.topic.name.prefix),
+#: by which ``auto`` decodes a folder's dead letters
+DLQ_PREFIX = "dlq."
 DECODE_CHOICES = ("auto", "none", "consumer_offsets", "transaction_state", "share_group_state",
-                  "cluster_metadata", "remote_log_metadata")
+                  "cluster_metadata", "remote_log_metadata", DEAD_LETTERS)
 
 
 def add_decoder_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,7 +37,9 @@ def add_decoder_arguments(p: argparse.ArgumentParser) -> None:
                    const="remote_log_metadata", help="decode __remote_log_metadata records")
     g.add_argument("--decode", dest="decode", choices=DECODE_CHOICES, default=None,
                    help="auto: choose the decoder from each file's <topic>-<partition> folder name "
-                        "(files of other topics are printed as usual); or name the decoder")
+                        f"(a {DLQ_PREFIX}* folder's records as dead letters; files of other topics are printed "
+                        "as usual); or name the decoder (dead_letters: a share group's DLQ records' provenance "
+                        "headers as named fields, KIP-1191)")
     add_schemas_argument(g)
     g.add_argument("--kafka-version", choices=dumplog.KAFKA_VERSIONS, default=dumplog.DEFAULT_KAFKA_VERSION,
                    help="print decoded records as this Kafka's kafka-dump-log does (default "
@@ -64,7 +73,7 @@ _CACHE: Dict[str, Optional[str]] = {}
 
 def decoder_for_path(choice: Optional[str], path: str) -> Optional[str]:
     """The internal topic whose decoder applies to `path` (None: print the bytes as usual)."""
-    if choice is None:
+    if choice is None or choice == DEAD_LETTERS:
         return None
     if choice != "auto":
         return topics.decoder_for(choice)
@@ -73,6 +82,21 @@ def decoder_for_path(choice: Optional[str], path: str) -> Optional[str]:
         return topics.decoder_for(folder)
     except ValueError:
         return None
+
+
+def dead_letters_for_path(choice: Optional[str], path: str) -> bool:
+    """Whether `path`'s records are read as share groups' dead letters: ``--decode dead_letters``,
+    or ``auto`` in a folder of a topic named with Kafka's default DLQ prefix."""
+    if choice == DEAD_LETTERS:
+        return True
+    return choice == "auto" and os.path.basename(os.path.dirname(os.path.abspath(path))).startswith(DLQ_PREFIX)
+
+
+def dead_letter_json(r) -> Optional[dict]:
+    """The record's dead-letter fields (:class:`kafkarec.dlq.DeadLetter`), or None."""
+    from kafkarec.dlq import dead_letter
+    letter = dead_letter(r.headers)
+    return None if letter is None else letter.as_dict()
 
 
 def record_text(topic: str, r, offset: int, schemas: str = DEFAULT_SCHEMAS,

@@ -257,6 +257,10 @@ class Dumper:
                 value = r.value
                 if value is not None:
                     line += f"{prefix}payload: {self.render(value)}"
+            if self.print_data and v2 and not control and decode_args.dead_letters_for_path(self.decode, abspath):
+                letter = decode_args.dead_letter_json(r)
+                if letter is not None:
+                    line += f"{'| ' if self.skip_meta and not line else ' '}deadLetter: {jdump(letter)}"
             lines.append(line + "\n")
         self.out.write("".join(lines))
 
@@ -288,6 +292,8 @@ class Dumper:
             internal = decode_args.decoder_for_path(self.decode, abspath)
             if internal:
                 obj["decoded"] = decode_args.record_json(internal, r, self.decode_schemas)
+            elif fb.magic >= 2 and decode_args.dead_letters_for_path(self.decode, abspath):
+                obj["dead_letter"] = decode_args.dead_letter_json(r)
             if row is not None:
                 from kafkarec.cli.schemas import typed_json
                 obj.update(typed_json(row))

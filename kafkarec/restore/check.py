@@ -1,5 +1,6 @@
 """``--verify``: the target read back (a read_committed consumer) against the source's committed
-records, record for record (key, value, headers, timestamp, and the target offset the map says),
+records, record for record (key, value, headers, timestamp, and the target offset the map says; a
+share group's dead letter with its source offset translated: :mod:`kafkarec.restore.deadletters`),
 each applied group position against its translation, and each share group's state on the target
 (its ``__share_group_state`` read back: :func:`kafkarec.restore.target.share_states`) against the
 source's, record for record through the offset map: the records before the translated start offset
@@ -51,10 +52,13 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
     from the target's groups; ``shares``: the share groups' translated positions, expected set on the
     target (their start offsets by ``kafka-share-groups``; their acknowledgements too with
     ``spec.share_groups_acknowledge``)."""
+    from kafkarec.restore.deadletters import Translation
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)      # the records as written: their schema ids translated
     problems: List[str] = []
     records = 0
+    # a dead letter is compared as the restore wrote it: its source offset translated
+    translation = Translation(plan, omap)
 
     def problem(text: str) -> None:
         if len(problems) < max_problems:
@@ -75,7 +79,10 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
             if expected.get(s.offset) != t.offset:
                 problem(f"{where}: source offset {s.offset} is target offset {t.offset}, the map says "
                         f"{expected.get(s.offset)}")
-            if _fields(s if tr is None else tr.rewrite(part.topic, part.partition, s)) != _fields(t):
+            written = translation.record(s)
+            if tr is not None:
+                written = tr.rewrite(part.topic, part.partition, written)
+            if _fields(written) != _fields(t):
                 problem(f"{where}: source offset {s.offset} and target offset {t.offset} differ")
         extra = next(got, None)
         if extra is not None:

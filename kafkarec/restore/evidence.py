@@ -156,13 +156,17 @@ def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, po
     run with ``spec.digest``), ``omap``, the group positions (None: ``--no-groups``) and share group
     positions translated."""
     by_key = {(s.topic, s.partition): s for s in summaries}
+    # in the order they were restored: a DLQ's after the partitions its dead letters name (the
+    # check translates them through the map recomputed so far: kafkarec/restore/deadletters.py)
+    order = {k: i for i, k in enumerate(by_key)}
+    partitions = sorted(plan.partitions, key=lambda p: order.get(p.key, len(order)))
     parts = []
     ranges = []
-    for part in plan.partitions:
+    for part in partitions:
         source_end, target_end = omap.ends.get(part.key, (part.end, 0))
         ranges.append((part.topic, part.partition, part.start, source_end))
     left_out = not_restored(spec, ranges)
-    for part, (_, _, start, source_end) in zip(plan.partitions, ranges):
+    for part, (_, _, start, source_end) in zip(partitions, ranges):
         s = by_key[part.key]
         if s.source_digest is None:
             raise UsageError(f"{part.topic}-{part.partition}: the restore took no digest (spec.digest is off)")
@@ -358,6 +362,10 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
     omap = OffsetMap()
     records = 0
     parts: List[SourcePartition] = []
+    # dead letters as the restore wrote them, through the map recomputed so far (the plan's order
+    # puts DLQ topics after the partitions they name: kafkarec/restore/deadletters.py)
+    from kafkarec.restore.deadletters import Translation
+    translation = Translation(SourcePlan(parts, {}), omap)
     left_out = not_restored(spec, [(p["topic"], p["partition"], p["source"]["start"], p["source"]["end"])
                                    for p in evidence["partitions"]])
     for p in evidence["partitions"]:
@@ -371,6 +379,7 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
         extra = 0
         try:
             for r in src.committed_records(spec, topic, partition, s["start"], s["end"]):
+                r = translation.record(r)
                 enc = _encoded(r)
                 sd.add_encoded(enc)
                 if rewriter is not None:

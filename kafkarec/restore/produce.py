@@ -49,14 +49,16 @@ class PartitionSummary(NamedTuple):
 
 
 def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None,
-                  written_digest=None) -> None:
+                  written_digest=None, translation=None) -> None:
     """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
     the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
     the map must cover every record on the target): the k-th committed record on the target is the
     k-th committed record of the source range, as the target partition holds this restore's records
     only (a partition holding others is refused).  ``digest`` (an
-    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it;
-    ``written_digest``: each as written (its schema ids translated)."""
+    :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it, a dead
+    letter's source offset as the restore wrote it (``translation``: a
+    :class:`kafkarec.restore.deadletters.Translation`); ``written_digest``: each as written (its
+    schema ids translated too)."""
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
     if upto > part.log_end:
@@ -68,10 +70,10 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
         if digest is not None:
-            digest.add(s)
-        w = s if tr is None else tr.rewrite(part.topic, part.partition, s)
+            digest.add(s if translation is None else translation.record(s))
         if written_digest is not None:
-            written_digest.add(w)
+            w = s if translation is None else translation.record(s)
+            written_digest.add(w if tr is None else tr.rewrite(part.topic, part.partition, w))
         t = next(got, None)
         if t is None:
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
@@ -245,12 +247,18 @@ class _Writer:
         self.producer.flush(self.spec.timeout)
 
 
-def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[PartitionSummary, OffsetMap]:
+def restore_partition(spec: RestoreSpec, part: SourcePartition,
+                      translation=None) -> Tuple[PartitionSummary, OffsetMap]:
     """Restore one source partition, whole and on its own (the unit the command line runs one after
     another; partitions may be restored apart, each wherever it runs): its own transactional producer and the progress committed
     in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
-    partition's summary and its offset map (every record on the target, its ends set)."""
+    partition's summary and its offset map (every record on the target, its ends set).
+    ``translation``: the dead letters' (:class:`kafkarec.restore.deadletters.Translation`; by
+    default one that rebuilds the maps of the partitions they name from the target)."""
     require("confluent_kafka")
+    if translation is None:
+        from kafkarec.restore.deadletters import Translation
+        translation = Translation(None, OffsetMap(), spec, rebuild_pairs)
     key = (part.target_topic, part.partition)
     omap = OffsetMap()
     # the group metadata of the progress group: a consumer that never joins it (as a Java
@@ -260,7 +268,7 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition) -> Tuple[Partiti
         writer = _Writer(spec, part, meta_consumer.consumer_group_metadata())   # aborts a killed run's transaction
         try:
             done = target.progress(spec, [key]).get(key)
-            summary = _restore_one(spec, part, writer, done, omap)
+            summary = _restore_one(spec, part, writer, done, omap, translation)
         finally:
             writer.close()
     finally:
@@ -294,9 +302,23 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
                        on_partition: Optional[Callable[[PartitionSummary], None]] = None) -> List[PartitionSummary]:
     """Restore every partition of ``plan``, one after another (:func:`restore_partition`), adding
     each one's offset map to ``omap``; ``on_partition(summary)`` as each one finishes."""
+    from kafkarec.restore.deadletters import SourceNotRestored, Translation
     out: List[PartitionSummary] = []
-    for part in plan.partitions:
-        summary, part_map = restore_partition(spec, part)
+    # the plan puts DLQ topics last: the partitions their dead letters name are in omap by then.  A
+    # DLQ the plan could not tell (no __cluster_metadata) that names a partition still to come stops
+    # before writing the record: that partition is restored first, then the DLQ's resumed
+    translation = Translation(plan, omap, spec, rebuild_pairs)
+    todo = list(plan.partitions)
+    while todo:
+        part = todo.pop(0)
+        try:
+            summary, part_map = restore_partition(spec, part, translation)
+        except SourceNotRestored as e:
+            if e.source not in todo:
+                raise
+            todo.remove(e.source)
+            todo[:0] = [e.source, part]
+            continue
         omap.update(part_map)
         out.append(summary)
         if on_partition is not None:
@@ -305,7 +327,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
 
 
 def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
-                 omap: OffsetMap) -> PartitionSummary:
+                 omap: OffsetMap, translation) -> PartitionSummary:
     # the evidence's digest, taken from the records as they are read for the target (no second read)
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
@@ -329,13 +351,14 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap, digest, as_written)
+        rebuild_pairs(spec, part, done, omap, digest, as_written, translation)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
                                 *_digested(digest, as_written))
     written = 0
     batch: List[source.Record] = []
     for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+        r = translation.record(r)       # a dead letter's source offset, as on the target
         if tr is not None:      # the schema ids the target's registry gave
             if digest is not None:
                 digest.add(r)       # the source's record, before its ids are rewritten

@@ -129,6 +129,12 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     compacted = None if state is None else frozenset(
         name for name, configs in state.get("configs", {}).get("TOPIC", {}).items()
         if "compact" in (configs.get("cleanup.policy") or ""))
+    # share groups' DLQ topics last: their dead letters' source offsets are translated through the
+    # offset maps of the partitions they name (kafkarec/restore/deadletters.py), restored before them
+    from kafkarec.dlq import DLQ_ENABLE_CONFIG
+    dlq = {name for name, configs in (state or {}).get("configs", {}).get("TOPIC", {}).items()
+           if (configs.get(DLQ_ENABLE_CONFIG) or "").lower() == "true"}
+    parts.sort(key=lambda s: (s.topic in dlq, s.key))
     return SourcePlan(parts, _descriptions(spec, parts, state), append_time, compacted)
 
 

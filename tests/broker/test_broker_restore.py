@@ -488,6 +488,66 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert sorted(named) == [5, 8] + list(range(11, 20)), report.problems
 
 
+def test_share_group_dead_letters_decoded_and_restored_pointing_at_the_same_records(kafka_broker,
+                                                                                    restore_target_broker, tmp_path):
+    """KIP-1191 on Kafka 4.4.0 (share.version=2): Kafka's share consumer rejects one record of
+    A's rs-dlq and releases another until its delivery count reaches the group's limit (2), and A's
+    broker writes both to the group's DLQ topic.  find and census name each dead letter's source,
+    delivery count and cause; the restore translates each one's source offset through the offset
+    map (an aborted transaction at the head of rs-dlq shifts the offsets by 3 on B), keeps A's in
+    kafkarec's header, and --verify and the evidence's --check pass: B's DLQ names B's copies of
+    the same records."""
+    a, b = kafka_broker, restore_target_broker
+    topic, group, dlq = "rs-dlq", "rs-dlq-group", "dlq.rs-dlq-group"
+    # offsets 0-1 aborted, 2 their ABORT marker, 3-8 records k0..k5 committed, 9 the COMMIT marker
+    out = _share_java(a, "dlq", a.bootstrap, topic, group, dlq, "6", "4", "6")
+    letters = [dict(h.split("=", 1) for h in line.split("\t")[1:]) for line in out.splitlines()
+               if line.startswith("dlq ")]
+    by_offset = {int(x["__dlq.errors.offset"]): x for x in letters}
+    assert sorted(by_offset) == [4, 6] and all(x["__dlq.errors.group"] == group and x["__dlq.errors.topic"] == topic
+                                               and x["__dlq.errors.partition"] == "0" for x in letters), out
+    assert (by_offset[4]["__dlq.errors.delivery.count"], by_offset[4]["__dlq.errors.message"]) == \
+        ("1", "Offset rejected by client."), out
+    assert (by_offset[6]["__dlq.errors.delivery.count"], by_offset[6]["__dlq.errors.message"]) == \
+        ("2", "Offset delivery count exceeded the threshold."), out
+    # find: the headers as named fields; the source record copied (errors.deadletterqueue.copy.record.enable)
+    from kafkarec.census import census, find
+    rows = list(find(a.log_dir, topics=[dlq]))
+    assert [(r["value"], r["dead_letter"]) for r in rows] == [
+        (b"v1", {"group": group, "topic": topic, "partition": 0, "offset": 4, "delivery_count": 1,
+                "reason": "Offset rejected by client.", "cause": "rejected", "original_offset": None,
+                "original_topic": None, "error": None}),
+        (b"v3", {"group": group, "topic": topic, "partition": 0, "offset": 6, "delivery_count": 2,
+                "reason": "Offset delivery count exceeded the threshold.", "cause": "delivery count exceeded",
+                "original_offset": None, "original_topic": None, "error": None})], rows
+    # census: which source records failed, how often, and why
+    from kafkarec.scan import Bounds
+    assert census(a.log_dir, bounds=Bounds.of(topics=[dlq]))["topics"][0]["dead_letters"] == {"records": 2, "errors": 0, "sources": [
+        {"group": group, "topic": topic, "partition": 0, "records": 2, "offsets": 2, "offset_runs": "4,6",
+         "delivery_counts": {"1": 1, "2": 1}, "causes": {"delivery count exceeded": 1, "rejected": 1}}]}
+    # restored: rs-dlq first (the DLQ topic last, whatever the names' order), each dead letter's
+    # source offset translated (A's 4 and 6 are B's 1 and 3) and A's kept; --verify compares so
+    run = _cli(a.log_dir, "--target-bootstrap", b.bootstrap, "--topics", f"{topic},{dlq}", "--restore-id", "dlq",
+               "--share-groups-csv", str(tmp_path / "shares.csv"), "--verify", "--evidence", str(tmp_path / "ev.json"))
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert run.stdout.index(f"{topic}-0 -> {topic}-0 [0, 10) 6 records written") < \
+        run.stdout.index(f"{dlq}-0 -> {dlq}-0 [0, 2) 2 records written"), run.stdout
+    assert "verified: 8 records, 0 group positions, 0 share group positions, 0 problem(s)" in run.stdout, run.stdout
+    on_b = RH.consume_committed(b.bootstrap, dlq, [0])[0]
+    restored = RH.consume_committed(b.bootstrap, topic, [0])[0]
+    named = {}
+    for _, key, value, _, headers in on_b:
+        h = dict(headers)
+        named[int(h["kafkarec.restore.original.offset"])] = int(h["__dlq.errors.offset"])
+        # the record B's dead letter names is B's copy of the one A's named
+        assert [r[2] for r in restored if r[0] == int(h["__dlq.errors.offset"])] == [value], (h, restored)
+    assert named == {4: 1, 6: 3}, on_b
+    # the evidence's digests are of the dead letters as written, and its check recomputes them so
+    from kafkarec.restore import evidence
+    checked = evidence.check(evidence.read(str(tmp_path / "ev.json")), a.log_dir, b.bootstrap)
+    assert checked.ok and checked.records == 8, checked.problems
+
+
 def test_restore_from_an_object_store_copy_sets_the_same_groups(history, restore_target_broker, s3, tmp_path):
     """The source's log dir copied to an object store (SeaweedFS; without the index files, which a
     backup may leave out): records and groups restored from the URI, the groups' positions those the

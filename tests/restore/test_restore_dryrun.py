@@ -151,7 +151,7 @@ def test_each_partition_line_is_said_when_it_finishes(tmp_path, monkeypatch, cap
     w.close()
     monkeypatch.setattr(target, "ensure_topics", lambda spec, p: [])
 
-    def one(spec, part):
+    def one(spec, part, translation=None):
         if part.partition == 1:
             assert capfd.readouterr().out == "t-0 -> t-0 [0, 18) 18 records written\n"
             raise RestoreError(spec.target, "stopped", topic=part.target_topic, partition=1)

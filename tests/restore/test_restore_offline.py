@@ -481,3 +481,27 @@ def test_timeout_inf_on_the_command_line_is_one_line_and_exit_2(tmp_path, capfd)
     err = capfd.readouterr().err
     assert err == ("kafkarec restore: error: timeout 'inf': not a number of seconds from 0.01 to 300 "
                    "(librdkafka takes 10 to 300,000 ms for socket.timeout.ms)\n"), err
+
+
+def test_a_dlq_naming_a_partition_still_to_come_has_it_restored_first(monkeypatch):
+    """A DLQ the plan could not put last (no __cluster_metadata) whose dead letter names a partition
+    not restored yet stops before writing it; that partition is restored first, the DLQ resumed."""
+    from kafkarec.restore import produce
+    from kafkarec.restore.deadletters import SourceNotRestored
+    from kafkarec.restore.source import SourcePartition, SourcePlan
+    dlq, orders = SourcePartition("dlq.g", 0, 0, 2, 2, "dlq.g"), SourcePartition("orders", 0, 0, 8, 8, "orders")
+    runs = []
+
+    def restore_partition(spec, part, translation):
+        runs.append(part.topic)
+        if part is dlq and "orders" not in runs:
+            raise SourceNotRestored.of("target:9092", orders, None)
+        m = OffsetMap()
+        m.set_end(part.topic, 0, part.target_topic, part.end, part.end)
+        return produce.PartitionSummary(part.topic, 0, 0, part.end, part.target_topic, part.end, "written"), m
+
+    monkeypatch.setattr(produce, "restore_partition", restore_partition)
+    omap = OffsetMap()
+    done = produce.restore_partitions(RestoreSpec.of("logs", "target:9092"), SourcePlan([dlq, orders], {}), omap)
+    assert runs == ["dlq.g", "orders", "dlq.g"] and [s.topic for s in done] == ["orders", "dlq.g"]
+    assert omap.partitions() == [("dlq.g", 0), ("orders", 0)]
