@@ -69,11 +69,12 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     src = source.committed_records(spec, part.topic, part.partition, part.start, upto)
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
+        d = s if translation is None else translation.record(s)     # a dead letter as written
         if digest is not None:
-            digest.add(s if translation is None else translation.record(s))
+            digest.add(d)
+        w = d if tr is None else tr.rewrite(part.topic, part.partition, d)      # and its schema ids
         if written_digest is not None:
-            w = s if translation is None else translation.record(s)
-            written_digest.add(w if tr is None else tr.rewrite(part.topic, part.partition, w))
+            written_digest.add(w)
         t = next(got, None)
         if t is None:
             raise RestoreError(spec.target, f"holds fewer records than the source's [{part.start}, {upto}), "
