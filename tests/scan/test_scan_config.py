@@ -81,6 +81,26 @@ def test_listed_is_decided_by_the_config(logroot):
     assert not ScanConfig.of(logroot, files=FileFinding(recursive=True)).listed
 
 
+def test_a_config_is_checked_however_it_is_made():
+    """The dataclass checks its fields and settles their defaults (made field by field, by .of or
+    by dataclasses.replace alike); .of only translates keywords.  Field by field nothing was checked."""
+    made = ScanConfig("/logs", columns=["offset"], limit=3, mode="permissive", num_partitions={"t": 2})
+    assert (made.paths, made.columns, made.limit, made.mode, made.num_partitions) == (
+        ("/logs",), ("offset",), 3, "PERMISSIVE", {"t": 2})
+    assert made == ScanConfig.of("/logs", columns=["offset"], limit=3, mode="permissive", num_partitions={"t": 2})
+    for fields, message in [({"limit": -1}, "limit -1: not negative"), ({"mode": "LENIENT"}, "mode must be one of"),
+                            ({"partitioner": "crc"}, "partitioner 'crc': one of murmur2"),
+                            ({"num_partitions": {"t": 0}}, "no partition count"), ({"threads": 0}, "threads 0")]:
+        with pytest.raises(UsageError, match=message):
+            ScanConfig(("/logs",), **fields)
+        with pytest.raises(UsageError, match=message):
+            dataclasses.replace(made, **fields)
+    with pytest.raises(UsageError, match="no source given"):
+        ScanConfig(())
+    with pytest.raises(UsageError, match="key_format decodes"):
+        ScanConfig.of("/logs", key_format="avro", registry="/r", bounds=Bounds.of(keys=[b"k"]))
+
+
 def test_offset_ranges_read_exactly_those_offsets(logroot):
     """A stream's micro-batch, a backfill's [start, H): the ranges read exactly, each range's
     pieces marked with its index (one task each)."""
