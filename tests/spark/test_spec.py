@@ -175,8 +175,10 @@ def test_a_spec_holds_one_scan_config():
     assert (config.paths, config.verify_crc, config.max_rows, config.mode, config.read_committed,
             config.include_control, config.files, config.max_decompressed_bytes, config.threads) == (
         ("/logs",), False, 7, "DROPMALFORMED", True, True, FileFinding(recursive=False), 1 << 20, 1)
-    mirrored = {f.name for f in dataclasses.fields(ReadSpec)} & {f.name for f in dataclasses.fields(ScanConfig)}
-    assert mirrored == {"selection"}        # the options' text; the config holds it parsed, for a batch
+    from spark_udfs.read.spec import Columns, Limits
+    spark_side = {f.name for c in (ReadSpec, Columns, Limits) for f in dataclasses.fields(c)}
+    # (namesakes of other meaning: Spark's columns, its typed options, its selection's text)
+    assert spark_side & {f.name for f in dataclasses.fields(ScanConfig)} == {"columns", "typed", "selection"}
     listed = read_spec({"path": "/logs", "startingOffsets": "earliest"}).for_batch("R")
     assert listed.config.listed and listed.config.selection == listed.parsed_selection
     latest = read_spec({"path": "/logs", "view": "latest", "cdc": "debezium", "valueFormat": "avro"})
