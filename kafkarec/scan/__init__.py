@@ -226,11 +226,7 @@ class LogScan:
     def _piece(self, item) -> ScanPiece:
         found = self.found()
         key = found.group(item)
-        if self.config.listed:
-            topic, partition = item.range.topic, item.range.partition
-        else:
-            topic, partition = item.topic, item.partition
-        return ScanPiece(topic, partition, found.size(item), tuple(key), item)
+        return ScanPiece(*_plan.piece_partition(item), found.size(item), tuple(key), item)
 
     def pieces(self, report=None) -> List[ScanPiece]:
         """The pieces of work, in log order within each topic-partition (``report``: see

@@ -22,8 +22,8 @@ from typing import Callable, Iterator, List, NamedTuple, Optional
 from kafkarec.errors import SelectionError
 
 __all__ = ["ListedRange", "Found", "Listing", "Reading", "listings", "found_local", "found_listed", "splitter",
-           "range_bytes", "piece_bytes", "piece_file", "is_local", "reading", "partition_key", "topic_key",
-           "without_skips"]
+           "range_bytes", "piece_bytes", "piece_file", "piece_partition", "is_local", "reading", "partition_key",
+           "topic_key", "without_skips"]
 
 log = logging.getLogger("kafkarec")
 
@@ -232,6 +232,11 @@ def piece_bytes(rr) -> int:
     return rr.end - rr.start if is_local(rr) else range_bytes(rr)
 
 
+def piece_partition(rr) -> tuple:
+    """``(topic, partition)`` of a piece (None for a name that has none)."""
+    return (rr.topic, rr.partition) if is_local(rr) else (rr.range.topic, rr.range.partition)
+
+
 def piece_file(rr) -> str:
     """The segment file a piece reads (its path as its storage names it)."""
     return rr.path if is_local(rr) else rr.range.segment.path
@@ -271,9 +276,9 @@ class Reading(NamedTuple):
 def reading(rr, pieces) -> Reading:
     """:class:`Reading` of the piece ``rr`` and its ``pieces``: the one place a local slice and a
     listed range are told apart."""
-    if is_local(rr):
-        return Reading(rr, rr.path, rr.topic, rr.partition, True, pieces)
-    return Reading(rr, rr.storage.uri(rr.range.segment.path), rr.range.topic, rr.range.partition, False, pieces)
+    mapped = is_local(rr)
+    where = rr.path if mapped else rr.storage.uri(rr.range.segment.path)
+    return Reading(rr, where, *piece_partition(rr), mapped, pieces)
 
 
 def without_skips(rr, pieces):
