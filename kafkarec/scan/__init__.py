@@ -106,7 +106,7 @@ class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).
 
     ``LogScan(source, **keywords)`` (or :meth:`LogScan.of`) reads the keywords into one
-    :class:`ScanConfig` (:meth:`ScanConfig.of`, where they are checked); ``LogScan(config)``
+    :class:`ScanConfig` (:meth:`ScanConfig.of`; the config checks them); ``LogScan(config)``
     takes one already made.  The keywords: ``source``: a path or URI, or a list of them;
     ``columns``: the columns to return (default
     all; ``batchPosition``, ``batchBaseOffset`` ... with ``batch_columns=True``); ``topics``,
