@@ -81,6 +81,16 @@ def test_listed_is_decided_by_the_config(logroot):
     assert not ScanConfig.of(logroot, files=FileFinding(recursive=True)).listed
 
 
+def test_a_local_read_finds_the_files_a_listed_read_finds(logroot, tmp_path):
+    """One recursiveFileLookup default, FileFinding's (true, as the Spark option's): a log dir one
+    folder down is read whether the read is of local files or over a listing (a local read walked
+    no sub-folder by default, and read nothing here)."""
+    import shutil
+    shutil.copytree(logroot, tmp_path / "broker-a" / "data")
+    local = _offsets(LogScan(str(tmp_path)).to_table())
+    assert local == _offsets(LogScan(ScanConfig((str(tmp_path),), listing=True)).to_table())
+    assert local == _offsets(LogScan(logroot).to_table()) and local
+
 def test_a_config_is_checked_however_it_is_made():
     """The dataclass checks its fields and settles their defaults (made field by field, by .of or
     by dataclasses.replace alike); .of only translates keywords.  Field by field nothing was checked."""
