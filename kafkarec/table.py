@@ -258,7 +258,7 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                 yield item
         return read
 
-    from kafkarec.scan._read import topic_key
+    from kafkarec.scan import topic_key
     by_topic: dict = {}
     for piece in scan.pieces():
         # a folder whose name has no topic is a topic of its own
@@ -355,6 +355,8 @@ def _scan(source, sel, storage_options, read_committed: bool, options, batch_col
     from kafkarec.scan import LogScan, ScanConfig
     fields = {} if options is None else dict(verify_crc=options.verify_crc, strict=options.strict,
                                              max_decompressed_bytes=options.max_decompressed_bytes)
+    # threads=1: decoded in the consumer's thread, one batch ahead of the key map at most (a pool
+    # would hold threads + 1 windows of rows beside the map's dedupeBufferSize)
     return LogScan(ScanConfig((str(source),), selection=sel, storage_options=storage_options,
                               read_committed=read_committed, batch_columns=batch_columns, listing=True,
-                              core_errors=True, **fields))
+                              core_errors=True, threads=1, **fields))

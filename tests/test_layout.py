@@ -567,3 +567,50 @@ def test_no_room_of_spark_udfs_hides_a_public_name(first):
                                   "spark_udfs.lakehouse",
                                   "spark_udfs.read",
                                   "spark_udfs.ship"]
+
+
+def _private_scan_imports(tree):
+    """``line: module`` of each import of kafkarec.scan's private modules (``kafkarec.scan._*``) in
+    ``tree``: ``import kafkarec.scan._read``, ``from kafkarec.scan._read import ...`` or
+    ``from kafkarec.scan import _read``."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out += [f"{n.lineno}: {a.name}" for a in n.names if a.name.startswith("kafkarec.scan._")]
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            if n.module.startswith("kafkarec.scan._"):
+                out.append(f"{n.lineno}: {n.module}")
+            elif n.module == "kafkarec.scan":
+                out += [f"{n.lineno}: kafkarec.scan.{a.name}" for a in n.names if a.name.startswith("_")]
+    return out
+
+
+# tests that reach into scan/'s private modules because nothing public can stand in: each patches a
+# module-level setting where the code reading it looks it up
+_SCAN_PRIVATE_TESTS = {
+    os.path.join("tests", "spark", "test_planning.py"): ["kafkarec.scan._read"],         # READ_AHEAD_RANGES
+    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._config"],    # ROWS_PER_BATCH
+}
+
+
+def test_scan_is_used_through_its_public_names():
+    """What other rooms use of kafkarec/scan/ is exported from kafkarec/scan/__init__.py: nothing
+    outside kafkarec/scan/ imports its private modules (``kafkarec.scan._*``), and tests only
+    where they patch a private setting (:data:`_SCAN_PRIVATE_TESTS`)."""
+    probe = ast.parse("import kafkarec.scan._read as r\nfrom kafkarec.scan._config import X\n"
+                      "from kafkarec.scan import _decode, LogScan\nfrom kafkarec.scan import bounds\n"
+                      "import kafkarec.scan\nfrom kafkarec.scan.predicate import exact\n")
+    assert _private_scan_imports(probe) == ["1: kafkarec.scan._read", "2: kafkarec.scan._config",
+                                            "3: kafkarec.scan._decode"]
+    inside = os.path.join("kafkarec", "scan") + os.sep
+    found = {}
+    for path in _python_files("kafkarec", "spark_udfs", "scripts"):
+        rel = os.path.relpath(path, ROOT)
+        with open(path, encoding="utf-8") as fh:
+            hits = _private_scan_imports(ast.parse(fh.read()))
+        if hits and not rel.startswith(inside):
+            found[rel] = hits
+    assert found == {}
+    tests = {os.path.relpath(path, ROOT): [hit.split(": ", 1)[1] for hit in _private_scan_imports(tree)]
+             for path, tree in _tests_files().items()}
+    assert {path: hits for path, hits in tests.items() if hits} == _SCAN_PRIVATE_TESTS

@@ -78,13 +78,12 @@ def delta_app_id(app_id: str, partition: int) -> str:
 # --- rows ---------------------------------------------------------------------------------------
 
 def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional[int] = None):
-    """The backfill's typed values (:class:`kafkarec.scan._typed.TypedRows`, mode FAILFAST),
+    """The backfill's typed values (:class:`kafkarec.scan.TypedRows`, mode FAILFAST),
     or None: ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that
     does not decode stops the write, as the live writer would not write it either."""
     if not typed:
         return None
-    from kafkarec.scan import TypedSettings
-    from kafkarec.scan._typed import TypedRows
+    from kafkarec.scan import TypedRows, TypedSettings
     kw = dict(typed)
     if kw.pop("key", False):
         raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
@@ -104,10 +103,12 @@ def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
     record the backfill cannot read is a gap it will not leave: the write stops, naming its
     file)."""
     from kafkarec.scan import LogScan, ScanConfig
+    # threads=1: decoded in the consumer's thread, as the table writer takes the rows (the writer,
+    # not the decoding, paces this read)
     config = ScanConfig((log_uri,), offset_ranges=tuple((p.part.topic, p.part.partition, p.start, p.end)
                                                        for p in plan.partitions),
                         read_committed=True, storage_options=storage_options, tiered_storage=tiered_storage,
-                        core_errors=True)
+                        core_errors=True, threads=1)
     scan = LogScan(config)
     pieces: Dict[int, list] = {}
     for piece in scan.pieces():
@@ -117,7 +118,7 @@ def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
 
 def _partition_batches(scan, pieces, lay: Layout, typed) -> Iterator[Any]:
     pa = require("pyarrow")
-    from kafkarec.scan._read import Errors
+    from kafkarec.scan import Errors
     import kafkarec
     value_type = None if typed is None else typed.value_type(kafkarec.arrow_schema())
     for _, rb in scan.read_items(pieces):

@@ -87,7 +87,7 @@ def order_problem(offsets: list, after: Optional[int], held: Optional[SegmentOff
     """Why a batch whose records have ``offsets`` (in file order, at least one) cannot come
     after offset ``after`` (the last record read before it in its log; None: none) in a segment
     holding ``held`` (None: unknown); None if it can.  The one rule of offsets that go back,
-    which the reader (:class:`kafkarec.scan._read.OffsetOrder`) and the timestamp lookup
+    which the reader (:class:`kafkarec.scan._order.OffsetOrder`) and the timestamp lookup
     (:meth:`kafkarec.log.selection.Resolver.offset_for_time`) both apply."""
     if any(b <= a for a, b in zip(offsets, offsets[1:])):
         return f"its records' offsets {offsets[0]}..{offsets[-1]} do not increase"

@@ -590,7 +590,7 @@ class Resolver:
     def _scan_for_time(self, seg: SegmentRef, ts: int, start: int, check: Optional[int], expect_ts,
                        log_start: int = 0, held: Optional[SegmentOffsets] = None):
         """The hit from byte ``start``: batches whose offsets go back or are not the segment's
-        (``held``) hold no hit (the read reports them: :class:`kafkarec.scan._read.OffsetOrder`)."""
+        (``held``) hold no hit (the read reports them: :class:`kafkarec.scan._order.OffsetOrder`)."""
         checking = check is not None and start > 0
         prev = None         # the last batch of records read, whose last record the next follows
         with open_segment(self.storage, seg) as f:

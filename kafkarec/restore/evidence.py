@@ -120,7 +120,7 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
                  source: Optional[str] = None) -> Dict[Tuple[str, int], NotRestored]:
     """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``: every batch
     header of the partition's log walked once and judged by the transaction rule."""
-    from kafkarec.scan._walk import ABORTED, CONTROL
+    from kafkarec.scan import ABORTED, CONTROL
     walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts})
     out: Dict[Tuple[str, int], NotRestored] = {}
     for topic, partition, start, end in parts:

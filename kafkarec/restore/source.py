@@ -199,9 +199,11 @@ def committed_records(spec: RestoreSpec, topic: str, partition: int, start: int,
     from kafkarec._extras import require
     from kafkarec.scan import LogScan, ScanConfig
     pa = require("pyarrow")
+    # threads=1: decoded in the consumer's thread, batch by batch as the restore's producer sends
+    # them (the writer, not the decoding, paces this read)
     config = ScanConfig((spec.source,), offset_ranges=((topic, partition, start, end),), read_committed=True,
                         storage_options=spec.storage_options, tiered_storage=spec.tiered_storage,
-                        columns=("key", "value", "offset", "timestamp", "headers"))
+                        columns=("key", "value", "offset", "timestamp", "headers"), threads=1)
     for rb in LogScan(config):
         offsets = rb.column("offset").to_pylist()
         keys = rb.column("key").to_pylist()

@@ -60,16 +60,27 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence
 
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
-from kafkarec.scan import _read
+from kafkarec.scan import _plan, _read
 from kafkarec.scan._typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
                                    ScanConfig, TypedSettings, default_threads)
 from kafkarec.scan.bounds import Bounds
+# what other rooms use of scan/'s private modules, named here: nothing outside kafkarec/scan/ imports them
+# (tests/test_layout.py)
+from kafkarec.scan._config import (MAX_DEFAULT_THREADS, MODES, PARTITIONERS, check_partition_counts, normalize_mode,
+                                   usable_cpus)
+from kafkarec.scan._decode import decode_range, format_error
+from kafkarec.scan._plan import topic_key
+from kafkarec.scan._read import READ_AHEAD_RANGES, Errors
+from kafkarec.scan._typed import TypedSide, decode_sides
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA",
            "CONTROL", "ABORTED", "default_threads"]
+__all__ += ["TypedRows", "TypedSide", "decode_sides", "Errors", "topic_key", "decode_range", "format_error", "MODES",
+            "normalize_mode", "PARTITIONERS", "check_partition_counts", "MAX_DEFAULT_THREADS", "usable_cpus",
+            "READ_AHEAD_RANGES"]
 
 log = logging.getLogger("kafkarec")
 
@@ -82,21 +93,20 @@ class ScanPiece(NamedTuple):
     partition: Optional[int]
     bytes: int
     key: tuple
-    item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._read.ListedRange
+    item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._plan.ListedRange
 
     @property
     def file(self) -> str:
         """The segment file this piece reads (its path as its storage names it): with a batch
         position, where a batch is (positions repeat from one segment to the next)."""
-        item = self.item
-        return item.range.segment.path if hasattr(item, "range") else item.path
+        return _plan.piece_file(self.item)
 
 
 class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).
 
     ``LogScan(source, **keywords)`` (or :meth:`LogScan.of`) reads the keywords into one
-    :class:`ScanConfig` (:meth:`ScanConfig.of`, where they are checked); ``LogScan(config)``
+    :class:`ScanConfig` (:meth:`ScanConfig.of`; the config checks them); ``LogScan(config)``
     takes one already made.  The keywords: ``source``: a path or URI, or a list of them;
     ``columns``: the columns to return (default
     all; ``batchPosition``, ``batchBaseOffset`` ... with ``batch_columns=True``); ``topics``,
@@ -176,7 +186,7 @@ class LogScan:
         pa = require("pyarrow")
         return pa.schema([full.field(c) for c in self.columns])
 
-    def _decoded_columns(self) -> Optional[list]:
+    def decoded_columns(self) -> Optional[list]:
         """The columns decoding must give (None: all): those asked for, and those the bounds
         and the typed values need; the offset always (the offset bounds apply to it)."""
         from kafkarec import arrow_schema
@@ -202,25 +212,21 @@ class LogScan:
         return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit))
 
     # --- pieces of work ------------------------------------------------------------------
-    def found(self, report=None) -> "_read.Found":
+    def found(self, report=None) -> "_plan.Found":
         """What :mod:`kafkarec.log` found (listed once per scan object); ``report``: what a
-        listing met, as :func:`kafkarec.scan._read.found_listed` takes it (default: logged)."""
+        listing met, as :func:`kafkarec.scan._plan.found_listed` takes it (default: logged)."""
         if self._found is None:
             config = self.config
             if config.empty:
-                self._found = _read.Found([], None, None, None, list)
+                self._found = _plan.Found([], None, None, None, list)
             else:
-                self._found = _read.found_listed(config, report) if config.listed else _read.found_local(config)
+                self._found = _plan.found_listed(config, report) if config.listed else _plan.found_local(config)
         return self._found
 
     def _piece(self, item) -> ScanPiece:
         found = self.found()
         key = found.group(item)
-        if self.config.listed:
-            topic, partition = item.range.topic, item.range.partition
-        else:
-            topic, partition = item.topic, item.partition
-        return ScanPiece(topic, partition, found.size(item), tuple(key), item)
+        return ScanPiece(*_plan.piece_partition(item), found.size(item), tuple(key), item)
 
     def pieces(self, report=None) -> List[ScanPiece]:
         """The pieces of work, in log order within each topic-partition (``report``: see
@@ -235,24 +241,24 @@ class LogScan:
         """Pieces as a task reads them (local slices in windows it maps one at a time)."""
         return [self._piece(item) for item in self.found().as_read([p.item for p in pieces])]
 
-    def listing(self) -> "_read.Listing":
-        """The read's one path listed (:func:`kafkarec.scan._read.listings`; nothing reported): its
+    def listing(self) -> "_plan.Listing":
+        """The read's one path listed (:func:`kafkarec.scan._plan.listings`; nothing reported): its
         layout, the gaps of its stitched history, a resolver of its storage."""
         if len(self.config.paths) != 1:
             raise UsageError(f"LogScan.listing: one path, not {len(self.config.paths)}")
-        return next(_read.listings(self.config))
+        return next(_plan.listings(self.config))
 
-    def partition_walks(self, listed: Optional[Sequence["_read.Listing"]] = None) -> Iterator[PartitionWalk]:
+    def partition_walks(self, listed: Optional[Sequence["_plan.Listing"]] = None) -> Iterator[PartitionWalk]:
         """Each topic-partition of the read, to walk batch by batch over its whole log
         (:class:`PartitionWalk`: control and aborted batches too, each judged by the transaction
         rule), for the readers of the log's own facts (the lakehouse audit, the hand-off point).
-        Listed as the read's pieces of work are (:func:`kafkarec.scan._read.listings`: the paths,
+        Listed as the read's pieces of work are (:func:`kafkarec.scan._plan.listings`: the paths,
         storage and tiered options; nothing reported; ``listed``: listings already made, of
         :meth:`listing`), selected by the config's selection (its topics) and bounds (topics
         and partitions); offsets are the caller's to bound."""
         from kafkarec.log import selection
         config = self.config
-        for listed in (_read.listings(config) if listed is None else listed):
+        for listed in (_plan.listings(config) if listed is None else listed):
             parts = (listed.layout.partitions if config.selection is None
                      else selection.select_partitions(listed.layout, config.selection))
             for part in parts:
@@ -265,7 +271,7 @@ class LogScan:
                    hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
                    windows: bool = False):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
-        bounds applied) and :class:`kafkarec.scan._read.Errors`, for callers that render errors
+        bounds applied) and :class:`Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream.
         ``windows``: listed pieces are cut about a window apart (at offset-index positions), and so
         decode on the pool when the config has threads, whatever their size (a task's pieces are
@@ -278,7 +284,7 @@ class LogScan:
             self.config.include_control and columns is not None and "isControl" in columns)
         split = None
         if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
-            split = self._found.split if self._found is not None else _read.splitter()
+            split = self._found.split if self._found is not None else _plan.splitter()
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
@@ -299,10 +305,10 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces, columns=self._decoded_columns(), windows=True)
+        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True)
         try:
             for where, item in reads:
-                if isinstance(item, _read.Errors):
+                if isinstance(item, Errors):
                     out = error_rows(item, schema, self.config.mode, corrupt_column=self.config.corrupt_column,
                                      always=True)
                 else:
@@ -353,9 +359,9 @@ class LogScan:
         return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
 
 
-def error_rows(errs: "_read.Errors", schema, mode: str, *, corrupt_column: Optional[str] = CORRUPT_COLUMN,
+def error_rows(errs: Errors, schema, mode: str, *, corrupt_column: Optional[str] = CORRUPT_COLUMN,
                always: bool = False):
-    """The error rows of :class:`kafkarec.scan._read.Errors` in ``schema`` (a pyarrow.Schema): one
+    """The error rows of :class:`Errors` in ``schema`` (a pyarrow.Schema): one
     per error, ``topic`` and ``partition`` set (``batchPosition`` and ``batchBaseOffset`` too),
     the message in ``corrupt_column``, every other column null.  None, the errors logged, when
     ``mode`` leaves them out (DROPMALFORMED), or when ``schema`` has no ``corrupt_column`` unless

@@ -36,7 +36,7 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 #: partitioners a keyed read may prune by: Kafka's default, ``murmur2(key) & 0x7fffffff % N``
 PARTITIONERS = ("murmur2",)
-#: ``threads`` of :meth:`ScanConfig.of` is at most this unless given: each thread maps a window
+#: a :class:`ScanConfig`'s ``threads`` is at most this unless given: each thread maps a window
 #: (:data:`kafkarec.log.local.READ_WINDOW_BYTES`), so more threads hold more memory
 MAX_DEFAULT_THREADS = 4
 
@@ -67,9 +67,16 @@ def normalize_mode(mode, *, allowed=MODES) -> str:
 @dataclasses.dataclass(frozen=True)
 class FileFinding:
     """How a local read finds segment files (Spark's file-source options ``pathGlobFilter``,
-    ``recursiveFileLookup``, ``allowDuplicatePartitions``)."""
+    ``recursiveFileLookup``, ``allowDuplicatePartitions``): the one default of each, which the
+    Spark data source's options take too."""
     glob_filter: str = "*.log"
-    recursive: bool = False
+    # Sub-folders walked, as Spark's file sources list a folder's files at every depth: their
+    # recursiveFileLookup (false by default) only turns off partition inference from key=value
+    # folders, which a Kafka log has none of (a folder's name is its topic-partition), so reading
+    # what Spark's reader reads is true here.  A listed read of the same path
+    # (kafkarec.log.layout.scan_history) finds segments at any depth too: with or without bounds,
+    # a read finds the same files.
+    recursive: bool = True
     allow_duplicates: bool = False
 
 
@@ -104,9 +111,10 @@ class ScanConfig:
     tells); ``num_partitions``: ``{topic: N}``, the N it divides by (default: the highest
     partition number the listing holds, plus one, where it holds every partition below it; else
     no partition is left out); ``threads``: how many windows of local files are decoded at once,
-    ahead of the consumer and handed on in log order (1: one after the other, in the consumer's
-    thread; a read with ``bad_records_path`` or over a listing decodes in the consumer's thread
-    whatever it says)."""
+    ahead of the consumer and handed on in log order (None: :func:`default_threads`; 1: one after
+    the other, in the consumer's thread; a read with ``bad_records_path`` or a row limit decodes in
+    the consumer's thread whatever it says).  :meth:`__post_init__` checks the fields and settles
+    their defaults, however the config is made: :meth:`of` only translates keywords into fields."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
     bounds: Bounds = Bounds()
@@ -133,7 +141,36 @@ class ScanConfig:
     every_record: bool = False
     partitioner: Optional[str] = None
     num_partitions: Optional[Mapping[str, int]] = None
-    threads: int = 1
+    threads: Optional[int] = None
+
+    def __post_init__(self):
+        """The one place a config's fields are checked and their defaults settled, however it is
+        made (:meth:`of`, field by field, ``dataclasses.replace``): a bad value is a UsageError
+        naming the field."""
+        def settle(name, value):        # (frozen: set once, here)
+            object.__setattr__(self, name, value)
+        paths = [self.paths] if isinstance(self.paths, (str, bytes)) or hasattr(self.paths, "__fspath__") \
+            else list(self.paths)
+        settle("paths", tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths))
+        if not self.paths:
+            raise UsageError("LogScan: no source given")
+        if self.columns is not None:
+            settle("columns", tuple(self.columns))
+        if self.limit is not None:
+            if int(self.limit) < 0:
+                raise UsageError(f"limit {self.limit}: not negative")
+            settle("limit", int(self.limit))
+        settle("mode", normalize_mode(self.mode))
+        _check_partitioner(self.partitioner, self.num_partitions)
+        if self.num_partitions is not None:
+            settle("num_partitions", dict(self.num_partitions))
+        if self.threads is None:
+            settle("threads", default_threads())
+        elif isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 256:
+            raise UsageError(f"threads {self.threads!r}: a whole number from 1 to 256")
+        if self.typed is not None and self.typed.key_format is not None and self.bounds.keys is not None:
+            raise UsageError("LogScan: bounds' keys are the records' key bytes, which key_format decodes: "
+                             "filter the decoded keys instead")
 
     @classmethod
     def of(cls, source, *, columns: Optional[Sequence[str]] = None, topics=None, partitions=None,
@@ -147,22 +184,14 @@ class ScanConfig:
            max_rows_per_batch: Optional[int] = None, fail_on_data_loss: bool = True,
            partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None,
            threads: Optional[int] = None) -> "ScanConfig":
-        """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring), checked:
-        the one place they are read (``threads`` None: :func:`default_threads`)."""
+        """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring): the
+        keywords translated into fields (``source`` into ``paths``, ``isolation_level`` into
+        ``read_committed``, ``topics`` and ``partitions`` into ``bounds``, the selection's options
+        parsed, the typed keywords into :class:`TypedSettings`); the fields are checked, and their
+        defaults settled, by the dataclass itself (``threads`` None: :func:`default_threads`)."""
         from kafkarec.log import selection as sel_mod
         if isolation_level not in ISOLATION_LEVELS:
             raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
-        if limit is not None and int(limit) < 0:
-            raise UsageError(f"limit {limit}: not negative")
-        _check_partitioner(partitioner, num_partitions)
-        if threads is None:
-            threads = default_threads()
-        elif isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
-            raise UsageError(f"threads {threads!r}: a whole number from 1 to 256")
-        paths = [source] if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else list(source)
-        paths = tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
-        if not paths:
-            raise UsageError("LogScan: no source given")
         sel = None
         if selection is not None or include_deleted_records:
             sel = selection if isinstance(selection, sel_mod.Selection) else sel_mod.parse_selection(selection or {})
@@ -174,19 +203,15 @@ class ScanConfig:
             typed = None
         else:
             typed = TypedSettings(value_format, key_format, registry, dict(typed_options or {}))
-        if key_format is not None and bounds is not None and bounds.keys is not None:
-            raise UsageError("LogScan: bounds' keys are the records' key bytes, which key_format decodes: "
-                             "filter the decoded keys instead")
-        return cls(paths, columns=None if columns is None else tuple(columns),
+        return cls(source, columns=columns,
                    bounds=Bounds.of(topics=topics, partitions=partitions).intersect(bounds),
-                   limit=None if limit is None else int(limit), selection=sel,
-                   files=files or FileFinding(), tiered_storage=tiered_storage,
+                   limit=limit, selection=sel, files=files or FileFinding(), tiered_storage=tiered_storage,
                    storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
-                   read_committed=isolation_level == "read_committed", mode=normalize_mode(mode),
+                   read_committed=isolation_level == "read_committed", mode=mode,
                    bad_records_path=bad_records_path, include_control=include_control,
                    batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
-                   max_rows=max_rows_per_batch, partitioner=partitioner,
-                   num_partitions=None if num_partitions is None else dict(num_partitions), threads=threads)
+                   max_rows=max_rows_per_batch, partitioner=partitioner, num_partitions=num_partitions,
+                   threads=threads)
 
     def key_partitions(self, topic, counts: Mapping[str, int]):
         """The partitions of ``topic`` the partitioner names for the bounds' keys (None: every
@@ -223,8 +248,13 @@ class ScanConfig:
 
     @property
     def error_rows(self) -> bool:
-        """Whether the read can give error rows (PERMISSIVE), whose null offset, timestamp and key
-        no bound keeps out."""
+        """Whether the read can give error rows, whose null offset, timestamp and key no bound
+        keeps out: what an engine or the Spark data source asks before it takes a filter as
+        applied (:meth:`applies_exactly`); the one place this is decided.  PERMISSIVE gives one
+        per batch that cannot be decoded; DROPMALFORMED none; FAILFAST raises at such a batch,
+        and its one error row, a local file that shrank after the read was planned, is a read of
+        local files' (not :attr:`listed`), which a read with bounds pushed into it is not (the
+        bounds plan it over a listing)."""
         return self.mode == "PERMISSIVE"
 
     def applies_exactly(self, term) -> bool:

@@ -19,7 +19,7 @@ the planner packs the scan's pieces of work (:meth:`kafkarec.scan.LogScan.pieces
 by Spark's file-source rule (:mod:`spark_udfs.read.planning`), and each task reads its pieces
 through the scan (:meth:`kafkarec.scan.LogScan.read_items`).  What the pieces are depends on
 :attr:`kafkarec.scan.ScanConfig.listed` (a URI, a selection option, tiered storage, ``view=latest``, ``cdc`` or pushed filters
-are read over a listing, local paths and globs as memory-mapped slices: :mod:`kafkarec.scan._read`).
+are read over a listing, local paths and globs as memory-mapped slices: :mod:`kafkarec.scan`).
 ``readCommitted`` leaves out the aborted batches' spans, judged over each topic-partition's
 whole log.
 
@@ -42,7 +42,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
 from spark_udfs.ship.runtime import ensure
-from spark_udfs.read.spec import ReadSpec, read_spec, scan_config
+from spark_udfs.read.spec import ReadSpec, read_spec
 
 if TYPE_CHECKING:
     from kafkarec.scan import ScanConfig
@@ -55,10 +55,9 @@ log = logging.getLogger("spark_udfs")
 
 def batch_read(spec: ReadSpec) -> Tuple[ReadSpec, "ScanConfig"]:
     """The spec of a batch read of ``spec`` (checked by the local or the listed reader's option
-    names, its selection parsed) and its :class:`kafkarec.scan.ScanConfig`
-    (:func:`spark_udfs.read.spec.scan_config`)."""
-    spec = spec.for_batch("R" if spec.listed else "L")
-    return spec, scan_config(spec)
+    names, its selection parsed) and its :class:`kafkarec.scan.ScanConfig` (:attr:`ReadSpec.config`)."""
+    spec = spec.for_batch("R" if spec.config.listed else "L")
+    return spec, spec.config
 
 
 class KafkaRecPartition(InputPartition):
@@ -113,7 +112,7 @@ class KafkaRecDataSource(DataSource):
 
     def plain_reader(self, spec: ReadSpec, schema, reader_class=None):
         """The batch reader of ``spec`` (binary keys and values)."""
-        if spec.listed and spec.columns.decode:
+        if spec.config.listed and spec.columns.decode:
             raise UsageError("kafkarec data source: option decode works on local log directories "
                              "without selection options (not yet on URIs or with topics/offsets)")
         spec, config = batch_read(spec)
@@ -204,7 +203,7 @@ def plan(spec: ReadSpec, config: "ScanConfig", *, default_parallelism: int = 1, 
     rule; with ``view=latest`` one task per topic-partition, as a partition's state needs all
     of its records in one task, in order (with ``cdc`` one task per topic: a truncate in one
     partition applies to all of them; ``cdc``: the keyed state's rules, default the spec's)."""
-    from kafkarec.scan._read import topic_key
+    from kafkarec.scan import topic_key
     cdc = spec.cdc if cdc is None else cdc
     scan = _scan(config)
     pieces = scan.pieces()
@@ -232,8 +231,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
     two passes over its ranges, error rows handed on once).  ``cdc``: the keyed state's rules
     (default the spec's)."""
     ensure(expected)
-    from kafkarec.scan import error_rows
-    from kafkarec.scan._read import Errors, topic_key
+    from kafkarec.scan import Errors, error_rows, topic_key
     cdc = spec.cdc if cdc is None else cdc
     target = _schema.arrow_schema_for(schema)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
@@ -249,7 +247,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
 
     def emit(where, item):
         """Rows in the read's schema: a batch conformed, or the error rows of
-        :class:`kafkarec.scan._read.Errors` (PERMISSIVE; DROPMALFORMED logs them; a local read
+        :class:`kafkarec.scan.Errors` (PERMISSIVE; DROPMALFORMED logs them; a local read
         gives them without the corrupt column too, and in FAILFAST the shrunk file's)."""
         if isinstance(item, Errors):
             rows = error_rows(item, target, config.mode, corrupt_column=corrupt,
@@ -262,7 +260,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
 
     if spec.view != "latest":
         # (the projection's columns, the offset its order check needs among them; None: all)
-        for where, item in scan.read_items(task.ranges, hint=hint, columns=scan._decoded_columns()):
+        for where, item in scan.read_items(task.ranges, hint=hint, columns=scan.decoded_columns()):
             if cdc is not None and not isinstance(item, Errors):
                 from kafkarec.cdc import changes
                 item = changes(item)

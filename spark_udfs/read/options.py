@@ -130,6 +130,7 @@ OPTIONS = (
     _own("maxPartitionBytes", "bytes", "128m", "LR", "most bytes per task (files are cut at batches)"),
     _own("openCostInBytes", "bytes", "4m", "LR", "cost of a file when packing small files in a task"),
     _own("pathGlobFilter", "text", "*.log", "L", "which files are segments"),
+    # (the default is kafkarec.scan.FileFinding's, where it is explained)
     _own("recursiveFileLookup", "bool", "true", "L", "descend into sub-folders"),
     _own("allowDuplicatePartitions", "bool", "false", "L", "allow one topic-partition in several folders"),
     _own("verifyCrc", "bool", "true", "LRS", "check batch CRCs"),

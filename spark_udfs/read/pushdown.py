@@ -92,7 +92,7 @@ def push_into(spec, config, filters, *, listable: bool = True):
     columns = PUSHED_COLUMNS
     if spec.view == "latest":
         columns = ("topic",) if spec.cdc is not None else ("topic", "partition")
-    pushed = push(filters, columns=columns, error_rows=config.mode != "DROPMALFORMED")
+    pushed = push(filters, columns=columns, error_rows=config.error_rows)
     if pushed.bounds is None:
         return config, list(filters)
     return config.narrow(bounds=pushed.bounds), pushed.kept
@@ -102,7 +102,7 @@ def listable(spec) -> bool:
     """Whether the read of ``spec`` (a :class:`spark_udfs.read.spec.ReadSpec`) may be planned over a
     listing: it is already, or it gives no option only the local reader takes."""
     from spark_udfs.read.options import LOCAL_ONLY
-    return spec.listed or not (spec.given & LOCAL_ONLY)
+    return spec.config.listed or not (spec.given & LOCAL_ONLY)
 
 
 def push(filters, *, columns=PUSHED_COLUMNS, error_rows: bool = True) -> Pushed:

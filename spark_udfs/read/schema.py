@@ -80,9 +80,9 @@ def read_schema(spec) -> T.StructType:
     the one place a read's schema is built (typed reads replace key and value,
     :func:`spark_udfs.read.typed.typed_schema`)."""
     return kafka_schema(
-        batch_columns=spec.columns.batch_columns,
-        corrupt_column=spec.errors.corrupt_column if spec.errors.mode == "PERMISSIVE" else None,
-        decode=None if spec.listed else spec.columns.decode,
+        batch_columns=spec.config.batch_columns,
+        corrupt_column=spec.config.corrupt_column if spec.config.mode == "PERMISSIVE" else None,
+        decode=None if spec.config.listed else spec.columns.decode,
         include_headers=spec.columns.include_headers, cdc=spec.cdc is not None)
 
 

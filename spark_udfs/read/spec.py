@@ -10,6 +10,11 @@ did-you-mean.  Spark's generic reader options (``path``, ``pathGlobFilter`` ...)
 Kafka source's names (``kafka.*``, ``failOnDataLoss``, ``maxOffsetsPerTrigger`` ...,
 :mod:`spark_udfs.read.options`, which translates them) are known names.
 
+What kafkarec's reader takes of the options (paths, parse mode, storage, file finding, CRC
+checks ...) is parsed straight into its one :class:`kafkarec.scan.ScanConfig`
+(:attr:`ReadSpec.config`, which checks it); the spec adds only what is Spark's own (the option
+names given, the view, CDC, the planner's and the stream's limits, the typed options).
+
 Which reader takes which option is the ``readers`` column of the one option table
 (:data:`spark_udfs.read.options.OPTIONS`); the batch/stream split (:meth:`ReadSpec.for_batch`,
 :meth:`ReadSpec.for_stream`) happens when Spark asks for a reader, as only then is it known.
@@ -23,13 +28,12 @@ from typing import Optional
 
 from kafkarec._option_text import option_json, text_bool, text_choice
 from kafkarec.errors import UsageError
-from kafkarec.scan._config import PARTITIONERS, FileFinding
-from kafkarec.scan._decode import MODES
+from kafkarec.scan import MODES, PARTITIONERS, FileFinding, ScanConfig
 from spark_udfs.read import options as _options
 from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 from spark_udfs.read.schema import DEFAULT_CORRUPT_COLUMN
 
-__all__ = ["scan_config", "DEFAULT_MAX_RECORDS_PER_BATCH", "ReadSpec", "read_spec", "parse_bytes"]
+__all__ = ["DEFAULT_MAX_RECORDS_PER_BATCH", "ReadSpec", "read_spec", "parse_bytes"]
 
 # Rows per Arrow batch handed to Spark (option maxRecordsPerBatch).  Above Spark's 10,000
 # for Arrow: the Python worker's per-batch costs (conforming, the IPC write, the hand-over
@@ -128,42 +132,22 @@ def _bool(o: dict, key: str, default: bool, name: Optional[str] = None) -> bool:
 # --- the specification --------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Malformed:
-    """What a record or batch that cannot be decoded does (Spark's parse modes; not
-    :class:`kafkarec.scan._read.Errors`, the error rows a read gives)."""
-    mode: str                          # PERMISSIVE | DROPMALFORMED | FAILFAST
-    corrupt_column: str                # PERMISSIVE's error column
-    bad_records_path: Optional[str]    # kafkarec.log.quarantine: failed bytes kept whole
-
-
-@dataclasses.dataclass(frozen=True)
 class Columns:
-    batch_columns: bool
-    include_control: bool
+    """Spark's own columns (the batch and control columns are the config's)."""
     include_headers: bool
     decode: Optional[str]              # an internal topic's typed columns (kafkarec.internal.columns)
 
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    max_rows: int                      # rows per Arrow batch
+    """The planner's and the stream's limits (rows per batch and inflation are the config's)."""
     max_partition_bytes: int
     open_cost_bytes: int
     min_partitions: Optional[int]      # None: the cluster's parallelism (batch), a task per partition (stream)
-    max_decompressed_bytes: Optional[int]
     dedupe_buffer_bytes: int           # view=latest's key map
     max_offsets: Optional[int]         # streams: maxOffsetsPerTrigger
     min_offsets: Optional[int]         # streams: minOffsetsPerTrigger
     max_trigger_delay_ms: int
-
-
-@dataclasses.dataclass(frozen=True)
-class StorageAccess:
-    """How the log's storage is reached: the storage options, a tiered-storage root, and
-    ``failOnDataLoss`` (not :class:`kafkarec.log.storage.Storage`, the file system the options make)."""
-    options: dict                      # kafkarec.log.storage.storage_options: endpoint, region, ...
-    tiered_storage: Optional[str]      # a remote root stitched with the log dirs
-    fail_on_data_loss: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,41 +170,30 @@ class TypedOptions:
 
 @dataclasses.dataclass(frozen=True)
 class ReadSpec:
-    """One read's options, parsed (see the module docstring)."""
-    paths: tuple
+    """One read's options, parsed (see the module docstring): kafkarec's reader's one
+    :class:`kafkarec.scan.ScanConfig` and what is Spark's own."""
+    config: ScanConfig                 # what kafkarec reads (its selection once streaming is known)
     given: frozenset                   # the option names given (lower case, Kafka names translated)
     selection: dict                    # kafkarec.log.selection's option names -> text
-    read_committed: bool
     view: str                          # log | latest
     cdc: Optional[str]                 # None | debezium
-    errors: Malformed
     columns: Columns
     limits: Limits
-    files: FileFinding                 # Spark's file-source options, as kafkarec's reader takes them
-    storage: StorageAccess
-    verify_crc: bool
-    strict: bool
     typed: Optional[TypedOptions]
     streaming: Optional[bool] = None   # None until Spark asks for a batch or a stream reader
     parsed_selection: object = None    # kafkarec.log.selection.Selection, once streaming is known
-    partitioner: Optional[str] = None  # pushed keys open only the partitions it names (kafkarec.scan.ScanConfig)
 
-    @property
-    def listed(self) -> bool:
-        """Whether a batch read is planned over a listed layout (kafkarec.log.layout): URIs,
-        selection, tiered storage, ``view=latest`` or ``cdc``; otherwise local files are found
-        and split at batches (kafkarec.log.local); spark_udfs.read.datasource.plan asks for either."""
-        from kafkarec.log import storage
-        return (any(storage.is_uri(p) for p in self.paths) or bool(self.selection)
-                or bool(self.given & _options.LISTS)
-                or self.view == "latest" or self.cdc is not None)
+    def _replanned(self, **changes) -> "ReadSpec":
+        """This spec with ``changes``, its config told again whether Spark's options plan it over a
+        listing (:func:`_lists`)."""
+        spec = dataclasses.replace(self, **changes)
+        return dataclasses.replace(spec, config=dataclasses.replace(spec.config, listing=_lists(spec)))
 
     def binary(self) -> "ReadSpec":
         """This read with binary keys and values: no typed options, no ``cdc`` (under a typed
         read Debezium's envelopes are typed values: spark_udfs.read.typed applies their rules)."""
         typed_names = _options.TYPED_ONLY | _format_option_names()
-        return dataclasses.replace(self, typed=None, cdc=None,
-                                   given=frozenset(self.given - typed_names - {"cdc"}))
+        return self._replanned(typed=None, cdc=None, given=frozenset(self.given - typed_names - {"cdc"}))
 
     def plain(self, *, streaming: bool = False) -> "ReadSpec":
         """The binary read under a typed one: headers always (header schema ids), and for a
@@ -228,7 +201,7 @@ class ReadSpec:
         binary = self.binary()
         return dataclasses.replace(
             binary, columns=dataclasses.replace(self.columns, include_headers=True),
-            errors=dataclasses.replace(self.errors, mode="PERMISSIVE") if streaming else self.errors,
+            config=dataclasses.replace(binary.config, mode="PERMISSIVE") if streaming else binary.config,
             given=binary.given - {"mode"} if streaming else binary.given)
 
     def for_batch(self, reader: str) -> "ReadSpec":
@@ -239,8 +212,10 @@ class ReadSpec:
         for k in sorted(stream_only):     # as the Kafka source logs them
             log.warning("kafkarec: %s option ignored in batch queries", k)
         self._check_names(reader, self.given - stream_only)
-        return dataclasses.replace(self, streaming=False,
-                                   parsed_selection=selection.parse_selection(self.selection))
+        parsed = selection.parse_selection(self.selection)
+        # the Kafka source's selection options given: the config reads by them
+        return dataclasses.replace(self, streaming=False, parsed_selection=parsed,
+                                   config=dataclasses.replace(self.config, selection=parsed if self.selection else None))
 
     def for_stream(self) -> "ReadSpec":
         from kafkarec.log import selection
@@ -253,7 +228,8 @@ class ReadSpec:
                              "micro-batches are records; read the state with spark.read)")
         self._check_names("S", self.given)
         wanted = {"startingoffsets": "latest", **self.selection}
-        return dataclasses.replace(self, streaming=True,
+        # the config plans by no selection nor listing: a stream reads by its own offset ranges
+        return dataclasses.replace(self, streaming=True, config=dataclasses.replace(self.config, listing=False),
                                    parsed_selection=selection.parse_selection(wanted, streaming=True))
 
     def _check_names(self, reader: str, given) -> None:
@@ -342,39 +318,49 @@ def read_spec(options) -> ReadSpec:
         raise UsageError("kafkarec data source: includeControl=true cannot be used with view=latest "
                          "(control records are never part of a topic's keyed state)")
     max_decompressed = o.get("maxdecompressedbytes")
-    return ReadSpec(
-        paths=paths,
-        given=frozenset(o),
-        selection={k: v for k, v in o.items() if k in selection.SELECTION_OPTIONS and v != ""},
-        read_committed=_bool(o, "readcommitted", False),
-        view=view,
-        cdc=cdc.parse_cdc(o.get("cdc")),
-        errors=Malformed(mode=text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True),
-                      corrupt_column=o.get("columnnameofcorruptrecord") or DEFAULT_CORRUPT_COLUMN,
-                      bad_records_path=o.get("badrecordspath") or None),
-        columns=Columns(batch_columns=_bool(o, "batchcolumns", False), include_control=include_control,
-                        include_headers=_bool(o, "includeheaders", False, "includeHeaders"),
-                        decode=o.get("decode") or None),
-        limits=Limits(
-            max_rows=_count(o, "maxrecordsperbatch", "option maxRecordsPerBatch must be positive")
-            or DEFAULT_MAX_RECORDS_PER_BATCH,
-            max_partition_bytes=parse_bytes(o.get("maxpartitionbytes"), DEFAULT_MAX_PARTITION_BYTES,
-                                            "maxPartitionBytes"),
-            open_cost_bytes=parse_bytes(o.get("opencostinbytes"), DEFAULT_OPEN_COST_BYTES, "openCostInBytes"),
-            min_partitions=_count(o, "minpartitions", "minPartitions must be positive"),
-            max_decompressed_bytes=None if max_decompressed in (None, "")
-            else parse_bytes(max_decompressed, 0, "maxDecompressedBytes"),
-            dedupe_buffer_bytes=dedupe, max_offsets=max_offsets, min_offsets=min_offsets,
-            max_trigger_delay_ms=parse_duration_ms(o.get("maxtriggerdelay") or "15m")),
-        files=FileFinding(glob_filter=o.get("pathglobfilter") or "*.log",
-                          recursive=_bool(o, "recursivefilelookup", True),
-                          allow_duplicates=_bool(o, "allowduplicatepartitions", False)),
-        storage=StorageAccess(options=storage.storage_options(o), tiered_storage=o.get("tieredstorage") or None,
-                        fail_on_data_loss=_bool(o, "failondataloss", True)),
-        verify_crc=_bool(o, "verifycrc", True),
-        strict=_bool(o, "strict", False),
-        typed=_typed(o),
-        partitioner=text_choice("option partitioner", o.get("partitioner"), PARTITIONERS))
+    selected = {k: v for k, v in o.items() if k in selection.SELECTION_OPTIONS and v != ""}
+    parsed_cdc = cdc.parse_cdc(o.get("cdc"))
+    read_committed = _bool(o, "readcommitted", False)
+    mode = text_choice("mode", o.get("mode"), MODES, default="PERMISSIVE", upper=True)
+    columns = Columns(include_headers=_bool(o, "includeheaders", False, "includeHeaders"), decode=o.get("decode") or None)
+    batch_columns = _bool(o, "batchcolumns", False)
+    max_rows = _count(o, "maxrecordsperbatch", "option maxRecordsPerBatch must be positive") or DEFAULT_MAX_RECORDS_PER_BATCH
+    limits = Limits(
+        max_partition_bytes=parse_bytes(o.get("maxpartitionbytes"), DEFAULT_MAX_PARTITION_BYTES, "maxPartitionBytes"),
+        open_cost_bytes=parse_bytes(o.get("opencostinbytes"), DEFAULT_OPEN_COST_BYTES, "openCostInBytes"),
+        min_partitions=_count(o, "minpartitions", "minPartitions must be positive"),
+        dedupe_buffer_bytes=dedupe, max_offsets=max_offsets, min_offsets=min_offsets,
+        max_trigger_delay_ms=parse_duration_ms(o.get("maxtriggerdelay") or "15m"))
+    max_decompressed = None if max_decompressed in (None, "") else parse_bytes(max_decompressed, 0, "maxDecompressedBytes")
+    files = FileFinding(glob_filter=o.get("pathglobfilter") or FileFinding.glob_filter,
+                        recursive=_bool(o, "recursivefilelookup", FileFinding.recursive),
+                        allow_duplicates=_bool(o, "allowduplicatepartitions", FileFinding.allow_duplicates))
+    config = ScanConfig(
+        paths, files=files, tiered_storage=o.get("tieredstorage") or None,
+        storage_options=storage.storage_options(o), fail_on_data_loss=_bool(o, "failondataloss", True),
+        # read_committed: aborted transactions and everything from the LSO on are left out
+        read_committed=read_committed, mode=mode,
+        corrupt_column=o.get("columnnameofcorruptrecord") or DEFAULT_CORRUPT_COLUMN,
+        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
+        bad_records_path=o.get("badrecordspath") or None, include_control=include_control,
+        batch_columns=batch_columns, verify_crc=_bool(o, "verifycrc", True), strict=_bool(o, "strict", False),
+        max_decompressed_bytes=max_decompressed, max_rows=max_rows,
+        partitioner=text_choice("option partitioner", o.get("partitioner"), PARTITIONERS),
+        # one thread: a Spark task is one Python worker on one of the executor's cores (Spark's
+        # parallelism is its tasks)
+        threads=1)
+    spec = ReadSpec(config=config, given=frozenset(o), selection=selected, view=view, cdc=parsed_cdc,
+                    columns=columns, limits=limits, typed=_typed(o))
+    return dataclasses.replace(spec, config=dataclasses.replace(config, listing=_lists(spec)))
+
+
+def _lists(spec: ReadSpec) -> bool:
+    """Whether Spark's options plan a batch read over a listing (kafkarec.log.layout) whatever its
+    paths: a selection option, one the option table marks (tiered storage ...), ``view=latest``
+    (whole partitions) or ``cdc``; the config adds its own reasons (URIs, bounds pushed down:
+    :attr:`kafkarec.scan.ScanConfig.listed`, the one place a read is told listed or local)."""
+    return (bool(spec.selection) or bool(spec.given & _options.LISTS) or spec.view == "latest"
+            or spec.cdc is not None)
 
 
 def _paths(options: dict) -> list:
@@ -391,26 +377,3 @@ def _paths(options: dict) -> list:
     if options.get("path"):
         out.append(options["path"])
     return out
-
-
-def scan_config(spec: ReadSpec):
-    """The one :class:`kafkarec.scan.ScanConfig` of a read's spec (``for_batch`` or
-    ``for_stream`` made: its selection parsed): what kafkarec's reader takes, made once, here;
-    pushed-down filters and a stream's offset ranges narrow it with ``dataclasses.replace``."""
-    from kafkarec.scan import ScanConfig
-    return ScanConfig(
-        tuple(spec.paths),
-        # the Kafka source's selection options given (a stream plans by its own offsets)
-        selection=spec.parsed_selection if spec.selection and not spec.streaming else None,
-        files=spec.files,
-        tiered_storage=spec.storage.tiered_storage, storage_options=spec.storage.options,
-        fail_on_data_loss=spec.storage.fail_on_data_loss,
-        # read_committed: aborted transactions and everything from the LSO on are left out
-        read_committed=spec.read_committed, mode=spec.errors.mode,
-        corrupt_column=spec.errors.corrupt_column,
-        # badRecordsPath: batches that cannot be decoded are copied there whole (kafkarec.log.quarantine)
-        bad_records_path=spec.errors.bad_records_path, include_control=spec.columns.include_control,
-        batch_columns=spec.columns.batch_columns, verify_crc=spec.verify_crc, strict=spec.strict,
-        max_decompressed_bytes=spec.limits.max_decompressed_bytes, max_rows=spec.limits.max_rows,
-        # view=latest, cdc, tiered storage's options: planned over a listing whatever the paths
-        listing=spec.listed and not spec.streaming, partitioner=spec.partitioner)

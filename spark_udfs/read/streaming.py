@@ -60,7 +60,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
 from spark_udfs.ship.runtime import ensure
-from spark_udfs.read.spec import ReadSpec, scan_config
+from spark_udfs.read.spec import ReadSpec
 
 try:   # Spark >= 4.2: read limits and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
@@ -122,14 +122,14 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     or with badRecordsPath is kept there and left out)."""
 
     def __init__(self, spec: ReadSpec, schema, expected: Optional[str] = None):
-        if len(spec.paths) != 1:
+        if len(spec.config.paths) != 1:
             raise UsageError("kafkarec stream: give exactly one path (a log directory or its URI)")
         self.spec = spec
-        self.path = spec.paths[0]
+        self.path = spec.config.paths[0]
         self.selection = spec.parsed_selection      # kafkarec.log.selection.Selection
         # the core's errors raised as they are, or (badRecordsPath) kept there and left out
-        self.config = dataclasses.replace(scan_config(spec), core_errors=True,
-                                          mode="DROPMALFORMED" if spec.errors.bad_records_path else "FAILFAST")
+        self.config = dataclasses.replace(spec.config, core_errors=True,
+                                          mode="DROPMALFORMED" if spec.config.bad_records_path else "FAILFAST")
         self.schema = schema
         self.expected = expected
         self._target_cap: Optional[Dict] = None
@@ -300,8 +300,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition):
         ensure(self.expected)
-        from kafkarec.scan import LogScan
-        from kafkarec.scan._read import Errors
+        from kafkarec.scan import Errors, LogScan
         cdc = self.spec.cdc
         target = _schema.arrow_schema_for(self.schema)
         scan = LogScan(partition.config)

@@ -35,7 +35,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
 from kafkarec.errors import UsageError
-from kafkarec.scan._typed import TypedRows, TypedSide as _TypedSide, decode_sides
+from kafkarec.scan import TypedRows, TypedSide as _TypedSide, decode_sides
 from spark_udfs.read import schema as _schema
 from spark_udfs.read.spec import VALUE_FORMATS
 
@@ -179,7 +179,7 @@ def _cast(arr, target):
 # --- one side (key or value) --------------------------------------------------------------
 
 class TypedSide(_TypedSide):
-    """kafkarec's one typed side (:class:`kafkarec.scan._typed.TypedSide`) in Spark's types: the
+    """kafkarec's one typed side (:class:`kafkarec.scan.TypedSide`) in Spark's types: the
     format and registry checked by the data source's option names, the column's Spark type
     (``spark_type``) and the Arrow type Spark expects of it (``arrow_type``), every decoded array
     cast to it."""
@@ -205,7 +205,7 @@ class TypedSide(_TypedSide):
         return state
 
     def pin(self, topic, spark_type=None):
-        """:meth:`kafkarec.scan._typed.TypedSide.pin`; ``spark_type``: the query's type of this
+        """:meth:`kafkarec.scan.TypedSide.pin`; ``spark_type``: the query's type of this
         side (settled earlier and maybe in another process): the newest version of that type."""
         want = None if spark_type is None else spark_type.simpleString()
         fits = None if want is None else (lambda t: spark_type_of(t).simpleString() == want)
@@ -253,9 +253,9 @@ def _topic_of(spec) -> Optional[str]:
         return next(iter(names)) if len(names) == 1 else None
     from kafkarec.log import layout, storage
     topics = set()
-    for raw in spec.paths:
+    for raw in spec.config.paths:
         try:
-            st, root = storage.resolve(raw, spec.storage.options)
+            st, root = storage.resolve(raw, spec.config.storage_options)
             lay = layout.scan(st, root)
         except (OSError, ValueError):
             continue
@@ -311,7 +311,7 @@ def typed_schema(spec, base):
     if cdc_fields:                  # where the plain read puts them: before the corrupt-record column
         names = [f.name for f in fields]
         at = len(fields)
-        corrupt = spec.errors.corrupt_column
+        corrupt = spec.config.corrupt_column
         if corrupt in names:
             at = names.index(corrupt)
         fields[at:at] = cdc_fields
@@ -323,7 +323,7 @@ class TypedBatches:
     shared by the batch read (:class:`TypedReader`) and the stream
     (:class:`spark_udfs.read.typed_stream.TypedStreamReader`).  Built where the read is planned
     (registry read there), pickled to executors.  What a record that does not decode becomes
-    (the parse mode, ``badRecordsPath``) is kafkarec's one rule, :class:`kafkarec.scan._typed.TypedRows`
+    (the parse mode, ``badRecordsPath``) is kafkarec's one rule, :class:`kafkarec.scan.TypedRows`
     (``rows``); this adds Spark's sides, columns and schema.
 
     ``plain_spec``: the binary read under this one (:meth:`spark_udfs.read.spec.ReadSpec.plain`:
@@ -334,7 +334,7 @@ class TypedBatches:
         from pyspark.sql import types as T
         from spark_udfs.read import schema as _schema
         self.plain_spec = spec.plain(streaming=streaming)
-        self.corrupt = spec.errors.corrupt_column
+        self.corrupt = spec.config.corrupt_column
         self.topic = _topic_of(spec)
         self.sides = _sides(spec, self.topic)
         typed_names = {s.side for s in self.sides} | {SCHEMA_ID_COLUMN[s.side] for s in self.sides}
@@ -348,10 +348,10 @@ class TypedBatches:
         # badRecordsPath: failed records are kept whole (kafkarec.log.quarantine), so the plain read
         # gives every column a record needs to be written again
         quarantine = None
-        if spec.errors.bad_records_path:
+        if spec.config.bad_records_path:
             from kafkarec.log.quarantine import Quarantine
-            quarantine = Quarantine(spec.errors.bad_records_path)
-        self.rows = TypedRows(mode=spec.errors.mode, corrupt_column=self.corrupt, quarantine=quarantine, log=log)
+            quarantine = Quarantine(spec.config.bad_records_path)
+        self.rows = TypedRows(mode=spec.config.mode, corrupt_column=self.corrupt, quarantine=quarantine, log=log)
         whole = {"key", "value", "timestamp", "timestampType"} if quarantine is not None else set()
         want = [f for f in base.fields if f.name in {g.name for g in schema.fields}
                 or f.name in {s.side for s in self.sides} or f.name in whole]

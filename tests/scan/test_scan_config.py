@@ -81,6 +81,36 @@ def test_listed_is_decided_by_the_config(logroot):
     assert not ScanConfig.of(logroot, files=FileFinding(recursive=True)).listed
 
 
+def test_a_local_read_finds_the_files_a_listed_read_finds(logroot, tmp_path):
+    """One recursiveFileLookup default, FileFinding's (true, as the Spark option's): a log dir one
+    folder down is read whether the read is of local files or over a listing (a local read walked
+    no sub-folder by default, and read nothing here)."""
+    import shutil
+    shutil.copytree(logroot, tmp_path / "broker-a" / "data")
+    local = _offsets(LogScan(str(tmp_path)).to_table())
+    assert local == _offsets(LogScan(ScanConfig((str(tmp_path),), listing=True)).to_table())
+    assert local == _offsets(LogScan(logroot).to_table()) and local
+
+def test_a_config_is_checked_however_it_is_made():
+    """The dataclass checks its fields and settles their defaults (made field by field, by .of or
+    by dataclasses.replace alike); .of only translates keywords.  Field by field nothing was checked."""
+    made = ScanConfig("/logs", columns=["offset"], limit=3, mode="permissive", num_partitions={"t": 2})
+    assert (made.paths, made.columns, made.limit, made.mode, made.num_partitions) == (
+        ("/logs",), ("offset",), 3, "PERMISSIVE", {"t": 2})
+    assert made == ScanConfig.of("/logs", columns=["offset"], limit=3, mode="permissive", num_partitions={"t": 2})
+    for fields, message in [({"limit": -1}, "limit -1: not negative"), ({"mode": "LENIENT"}, "mode must be one of"),
+                            ({"partitioner": "crc"}, "partitioner 'crc': one of murmur2"),
+                            ({"num_partitions": {"t": 0}}, "no partition count"), ({"threads": 0}, "threads 0")]:
+        with pytest.raises(UsageError, match=message):
+            ScanConfig(("/logs",), **fields)
+        with pytest.raises(UsageError, match=message):
+            dataclasses.replace(made, **fields)
+    with pytest.raises(UsageError, match="no source given"):
+        ScanConfig(())
+    with pytest.raises(UsageError, match="key_format decodes"):
+        ScanConfig.of("/logs", key_format="avro", registry="/r", bounds=Bounds.of(keys=[b"k"]))
+
+
 def test_offset_ranges_read_exactly_those_offsets(logroot):
     """A stream's micro-batch, a backfill's [start, H): the ranges read exactly, each range's
     pieces marked with its index (one task each)."""

@@ -1,4 +1,4 @@
-"""LogScan's ``threads``: local windows decoded ahead on a pool (kafkarec.scan._read.decoded_ahead).
+"""LogScan's ``threads``: local windows decoded ahead on a pool (kafkarec.scan._pool.decoded_ahead).
 What a consumer gets is what decoding one window after the other gives: the same rows in the same
 order, the same errors at the same place, nothing read past a limit but the windows in flight, at
 most ``threads`` windows mapped ahead of the consumer's, and no thread or map left once it stops."""
@@ -14,7 +14,7 @@ import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
 from kafkarec.scan import Bounds, LogScan, ScanConfig
-from kafkarec.scan._config import MAX_DEFAULT_THREADS, default_threads
+from kafkarec.scan import MAX_DEFAULT_THREADS, default_threads
 
 from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
 
@@ -217,10 +217,13 @@ def test_one_thread_decodes_in_the_consumers_thread(partition, small_windows):
 def test_the_threads_option():
     assert ScanConfig.of("x").threads == default_threads() <= MAX_DEFAULT_THREADS
     assert ScanConfig.of("x", threads=3).threads == 3
-    assert ScanConfig("x").threads == 1       # a config made field by field (Spark's tasks): one
+    # one default however a config is made (field by field it was 1; Spark's tasks ask for 1)
+    assert ScanConfig("x").threads == default_threads() and ScanConfig("x") == ScanConfig.of("x")
     for bad in (0, -1, 1.5, True, "2", 1000):
         with pytest.raises(UsageError, match="threads"):
             ScanConfig.of("x", threads=bad)
+        with pytest.raises(UsageError, match="threads"):
+            ScanConfig(("x",), threads=bad)
 
 
 def test_zstd_batches_decode_on_several_threads_at_once():
@@ -421,7 +424,7 @@ def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch
     """The ranges of a listed read are cut (an offset index read each) as they come, not all before
     the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes."""
     from kafkarec.log import selection
-    from kafkarec.scan._read import READ_AHEAD_RANGES
+    from kafkarec.scan import READ_AHEAD_RANGES
     w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=30_000, index_interval_bytes=4096)
     for k in range(400):
         w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))

@@ -9,7 +9,7 @@ import pytest
 from benchmarks import bench_planning as B
 from kafkarec.scan import _read as scan_read
 from spark_udfs.read import datasource as _datasource, planning as _planning
-from spark_udfs.read.spec import read_spec, scan_config
+from spark_udfs.read.spec import read_spec
 
 MiB = 1 << 20
 
@@ -104,7 +104,7 @@ def test_remote_plan_lists_once_and_reads_no_segment(tmp_path, monkeypatch):
     counters: list = []
     monkeypatch.setattr(storage, "resolve", B.counting_resolve(counters))
     spec = _listed({"path": "file://" + root, "maxPartitionBytes": "2k"})
-    tasks = _datasource.plan(spec, scan_config(spec), default_parallelism=2)
+    tasks = _datasource.plan(spec, spec.config, default_parallelism=2)
     assert len(counters) == 1 and counters[0].calls["list"] == 1
     assert counters[0].calls["open"] == 0          # no segment or side file opened to plan
     assert sum(len(t.ranges) for t in tasks) == 150
@@ -120,7 +120,7 @@ def test_remote_options_are_checked():
         _listed({"path": "s3://b/x", "minPartitions": "0"})
     spec = _listed({"path": "s3://b/x", "openCostInBytes": "1m"})
     assert (spec.limits.open_cost_bytes, spec.limits.min_partitions) == (MiB, None)
-    assert scan_config(spec).listed
+    assert spec.config.listed
 
 
 def test_large_slices_are_read_in_windows(tmp_path, monkeypatch):

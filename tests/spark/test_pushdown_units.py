@@ -326,3 +326,18 @@ def test_bounds_past_the_long_range(tmp_path):
             assert all(v is None or -(1 << 63) <= v <= LONG_MAX for v in (lo, hi)), pushed
         got = LogScan(str(tmp_path), bounds=pushed.bounds, columns=["offset"]).to_table()
         assert sorted(got.column("offset").to_pylist()) == sorted(want), fs
+
+
+def test_whether_a_read_gives_error_rows_is_the_configs_one_answer():
+    """pushFilters takes the config's answer (ScanConfig.error_rows), as the engines do: PERMISSIVE
+    leaves Spark the filters on columns its error rows hold null; FAILFAST, whose read with bounds
+    pushed into it is listed and so gives no error row, leaves what DROPMALFORMED does.  It asked
+    ``mode != DROPMALFORMED`` and kept a FAILFAST read's offset filter."""
+    from spark_udfs.read.datasource import batch_read
+    from spark_udfs.read.spec import read_spec
+    fs = [ds.GreaterThanOrEqual(("offset",), 5)]
+    for mode, kept in (("PERMISSIVE", fs), ("FAILFAST", []), ("DROPMALFORMED", [])):
+        spec, config = batch_read(read_spec({"path": "/logs", "mode": mode}))
+        assert config.error_rows is (mode == "PERMISSIVE")
+        narrowed, left = _pushdown.push_into(spec, config, fs)
+        assert left == kept and narrowed.listed and narrowed.bounds.offsets == (5, None)

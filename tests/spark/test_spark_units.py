@@ -11,7 +11,7 @@ import pytest
 
 from support import spark_helpers as H
 from kafkarec.errors import MalformedBatchError
-from kafkarec.scan import _decode
+from kafkarec.scan import decode_range
 from spark_udfs.read import datasource as _datasource
 from spark_udfs.read.spec import read_spec
 
@@ -132,18 +132,18 @@ def test_decode_range_modes():
     bad = bytearray(data)
     bad[-3] ^= 1
     cut = data[:-7]
-    out = list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), base=100, where="f"))
+    out = list(decode_range(kafkarec, memoryview(bytes(bad)), base=100, where="f"))
     errs = [x for k, x in out if k == "error"]
     assert len(errs) == 1 and errs[0]["message"].startswith("f: byte ")
     assert errs[0]["position"] >= 100
-    out = list(_decode.decode_range(kafkarec, memoryview(cut), mode="DROPMALFORMED"))
+    out = list(decode_range(kafkarec, memoryview(cut), mode="DROPMALFORMED"))
     (kind, e), = [x for x in out if x[0] == "error"]
     assert e["error"] == "TruncatedError"
     with pytest.raises(MalformedBatchError, match="FAILFAST.*TruncatedError"):
-        list(_decode.decode_range(kafkarec, memoryview(cut), mode="FAILFAST"))
+        list(decode_range(kafkarec, memoryview(cut), mode="FAILFAST"))
     with pytest.raises(MalformedBatchError, match="FAILFAST.*ChecksumError"):
-        list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), mode="FAILFAST"))
-    rows = sum(x.num_rows for k, x in _decode.decode_range(kafkarec, memoryview(data)) if k == "batch")
+        list(decode_range(kafkarec, memoryview(bytes(bad)), mode="FAILFAST"))
+    rows = sum(x.num_rows for k, x in decode_range(kafkarec, memoryview(data)) if k == "batch")
     assert rows == 30
 
 
@@ -157,7 +157,7 @@ def test_decode_range_keeps_undecodable_bytes_in_the_quarantine(tmp_path):
     bad = bytearray(data)
     bad[second.position + second.size_in_bytes - 1] ^= 1
     q = Quarantine(str(tmp_path / "q"))
-    out = list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), base=100, topic="t", partition=3,
+    out = list(decode_range(kafkarec, memoryview(bytes(bad)), base=100, topic="t", partition=3,
                                     where="f", quarantine=q))
     assert sum(x.num_rows for k, x in out if k == "batch") == 20
     (err,) = [x for k, x in out if k == "error"]
@@ -171,19 +171,19 @@ def test_decode_range_keeps_undecodable_bytes_in_the_quarantine(tmp_path):
     stopped = bytearray(data)
     stopped[third.position + 8:third.position + 12] = (2 ** 31 - 1).to_bytes(4, "big")
     q2 = Quarantine(str(tmp_path / "q2"))
-    out = list(_decode.decode_range(kafkarec, memoryview(bytes(stopped)), topic="t", partition=3, quarantine=q2))
+    out = list(decode_range(kafkarec, memoryview(bytes(stopped)), topic="t", partition=3, quarantine=q2))
     (err,) = [x for k, x in out if k == "error"]
     assert err["not_decoded"] == len(data) - third.position
     copy = tmp_path / "q2" / "_undecodable" / "t-3" / f"{third.position:020d}.batch"
     assert copy.read_bytes() == bytes(stopped[third.position:])
     # a cut-off tail (a segment still being written) is reported, not copied
     q3 = Quarantine(str(tmp_path / "q3"))
-    out = list(_decode.decode_range(kafkarec, memoryview(data[:-7]), topic="t", partition=3, quarantine=q3))
+    out = list(decode_range(kafkarec, memoryview(data[:-7]), topic="t", partition=3, quarantine=q3))
     assert [x["error"] for k, x in out if k == "error"] == ["TruncatedError"]
     assert not (tmp_path / "q3").exists() or not list((tmp_path / "q3").rglob("*.batch"))
     # without a topic-partition there is nowhere to keep it: said, not dropped
     with pytest.raises(ValueError, match="by topic-partition"):
-        list(_decode.decode_range(kafkarec, memoryview(bytes(bad)), quarantine=q))
+        list(decode_range(kafkarec, memoryview(bytes(bad)), quarantine=q))
 
 
 def open_sample_batches() -> bytes:
@@ -370,7 +370,7 @@ def test_options_translate_as_the_kafka_source():
     assert normalize({"kafka.isolation.level": "READ_UNCOMMITTED"}) == {"readcommitted": "false"}
     # a batch read leaves the stream-only options out (logged, as the Kafka source does)
     batch = read_spec(n).for_batch("R")
-    assert batch.read_committed and batch.selection == {"topics": "a, b"}
+    assert batch.config.read_committed and batch.selection == {"topics": "a, b"}
     assert read_spec({"path": "/p", "includeHeaders": "True"}).columns.include_headers
     # the refusals: tests/spark/test_spec.py
 
@@ -396,9 +396,9 @@ def test_every_boolean_option_follows_sparks_rule(name):
     from spark_udfs.read.spec import read_spec
 
     def flag(spec):
-        return {"verifyCrc": spec.verify_crc, "strict": spec.strict, "readCommitted": spec.read_committed,
-                "includeHeaders": spec.columns.include_headers,
-                "batchColumns": spec.columns.batch_columns}[name]
+        return {"verifyCrc": spec.config.verify_crc, "strict": spec.config.strict,
+                "readCommitted": spec.config.read_committed, "includeHeaders": spec.columns.include_headers,
+                "batchColumns": spec.config.batch_columns}[name]
     assert flag(read_spec({"path": "/p", name: "TRUE"})) is True
     assert flag(read_spec({"path": "/p", name.lower(): "false"})) is False
     for bad in ("yes", "1", "on", "no"):

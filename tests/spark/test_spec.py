@@ -19,11 +19,11 @@ def test_a_spec_is_frozen_typed_and_pickles():
                       "kafka.isolation.level": "read_committed", "mode": "dropmalformed",
                       "maxRecordsPerBatch": "100", "view": "LATEST", "dedupeBufferSize": "1m",
                       "valueFormat": "Avro", "valueReaderSchema": '"string"'})
-    assert spec.paths == ("/logs",) and spec.selection == {"topics": "orders"}
-    assert spec.read_committed and spec.errors.mode == "DROPMALFORMED" and spec.view == "latest"
-    assert (spec.limits.max_partition_bytes, spec.limits.max_rows) == (1 << 20, 100)
+    assert spec.config.paths == ("/logs",) and spec.selection == {"topics": "orders"}
+    assert spec.config.read_committed and spec.config.mode == "DROPMALFORMED" and spec.view == "latest"
+    assert (spec.limits.max_partition_bytes, spec.config.max_rows) == (1 << 20, 100)
     assert spec.typed.formats == {"value": "avro"} and spec.typed.reader_schemas == {"value": '"string"'}
-    assert spec.listed
+    assert spec.config.listed
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.view = "log"
     # the binary read under the typed one: no typed options, headers on
@@ -86,12 +86,12 @@ def test_spark_and_kafka_source_names_keep_working():
              "spark.some.setting": "x"}
     spec = read_spec(given)
     local = spec.for_batch("L")          # the stream-only ones are logged and left alone
-    assert not local.listed and local.files.glob_filter == "*.log" and not local.files.recursive
+    assert not local.config.listed and local.config.files.glob_filter == "*.log" and not local.config.files.recursive
     assert spec.limits.max_trigger_delay_ms == 30_000 and spec.limits.min_partitions == 3
     stream = read_spec({"path": "/logs", "subscribePattern": "o.*", "maxOffsetsPerTrigger": "5",
                         "failOnDataLoss": "false", "endpoint": "http://s3:8333"}).for_stream()
-    assert stream.limits.max_offsets == 5 and not stream.storage.fail_on_data_loss
-    assert stream.storage.options == {"endpoint": "http://s3:8333"}
+    assert stream.limits.max_offsets == 5 and not stream.config.fail_on_data_loss
+    assert stream.config.storage_options == {"endpoint": "http://s3:8333"}
 
 
 def test_each_reader_refuses_what_it_does_not_take_in_its_words():
@@ -113,12 +113,12 @@ def test_each_reader_refuses_what_it_does_not_take_in_its_words():
 
 
 def test_what_sends_a_read_to_the_listed_layout():
-    assert not read_spec({"path": "/logs"}).listed
+    assert not read_spec({"path": "/logs"}).config.listed
     for options in ({"path": "s3://b/logs"}, {"path": "/logs", "subscribe": "a"},
                     {"path": "/logs", "startingOffsets": '{"a":{"0":1}}'}, {"path": "/logs", "view": "latest"},
                     {"path": "/logs", "cdc": "debezium"}, {"path": "/logs", "tieredStorage": "/t"},
                     {"path": "/logs", "tieredStorageConfig": "/t.properties"}):
-        assert read_spec(options).listed, options
+        assert read_spec(options).config.listed, options
 
 
 def test_options_doc_holds_the_table_of_the_spec():
@@ -162,32 +162,45 @@ def test_the_backfill_refuses_the_read_options_it_sets_itself():
                                "mode": "FAILFAST", "endpoint": "http://s3:8333"})
 
 
-def test_a_spec_becomes_one_scan_config():
-    """The read's options reach kafkarec's reader as one ScanConfig, made once (scan_config)."""
+def test_a_spec_holds_one_scan_config():
+    """The read's options reach kafkarec's reader as one ScanConfig, parsed into it once (the spec
+    holds it and only what is Spark's own: no field mirrored, nothing converted later)."""
     from kafkarec.scan import FileFinding, ScanConfig
-    from spark_udfs.read.spec import scan_config
+    from spark_udfs.read.spec import ReadSpec
     spec = read_spec({"path": "/logs", "verifyCrc": "false", "maxRecordsPerBatch": "7", "mode": "dropmalformed",
-                      "readCommitted": "true", "includeControl": "true", "recursiveFileLookup": "true",
+                      "readCommitted": "true", "includeControl": "true", "recursiveFileLookup": "false",
                       "maxDecompressedBytes": "1m"}).for_batch("L")
-    config = scan_config(spec)
+    config = spec.config
     assert isinstance(config, ScanConfig) and not config.listed
     assert (config.paths, config.verify_crc, config.max_rows, config.mode, config.read_committed,
-            config.include_control, config.files, config.max_decompressed_bytes) == (
-        ("/logs",), False, 7, "DROPMALFORMED", True, True, FileFinding(recursive=True), 1 << 20)
+            config.include_control, config.files, config.max_decompressed_bytes, config.threads) == (
+        ("/logs",), False, 7, "DROPMALFORMED", True, True, FileFinding(recursive=False), 1 << 20, 1)
+    from spark_udfs.read.spec import Columns, Limits
+    spark_side = {f.name for c in (ReadSpec, Columns, Limits) for f in dataclasses.fields(c)}
+    # (namesakes of other meaning: Spark's columns, its typed options, its selection's text)
+    assert spark_side & {f.name for f in dataclasses.fields(ScanConfig)} == {"columns", "typed", "selection"}
     listed = read_spec({"path": "/logs", "startingOffsets": "earliest"}).for_batch("R")
-    assert scan_config(listed).listed and scan_config(listed).selection == listed.parsed_selection
-    assert scan_config(read_spec({"path": "/logs", "view": "latest"}).for_batch("R")).listed
+    assert listed.config.listed and listed.config.selection == listed.parsed_selection
+    latest = read_spec({"path": "/logs", "view": "latest", "cdc": "debezium", "valueFormat": "avro"})
+    assert latest.config.listed and latest.binary().config.listed       # view=latest lists it still
+    assert not read_spec({"path": "/logs", "cdc": "debezium"}).binary().config.listed
+    assert not read_spec({"path": "/logs", "subscribe": "a"}).for_stream().config.listed
 
 
 def test_file_finding_is_one_class_from_the_options_to_the_reader():
     """pathGlobFilter, recursiveFileLookup and allowDuplicatePartitions are parsed straight into
-    the reader's own FileFinding (no Spark-side twin converted in scan_config)."""
-    from kafkarec.scan import FileFinding
+    the reader's own FileFinding, whose defaults are the options' (the table shows them)."""
+    from kafkarec.scan import FileFinding, ScanConfig
     from spark_udfs.read import spec as spec_module
-    from spark_udfs.read.spec import scan_config
+    from spark_udfs.read.options import OPTIONS
     spec = read_spec({"path": "/logs", "pathGlobFilter": "0*.log", "recursiveFileLookup": "false",
                       "allowDuplicatePartitions": "true"}).for_batch("L")
-    assert type(spec.files) is FileFinding
-    assert spec.files == FileFinding("0*.log", recursive=False, allow_duplicates=True)
-    assert scan_config(spec).files is spec.files
+    assert type(spec.config.files) is FileFinding
+    assert spec.config.files == FileFinding("0*.log", recursive=False, allow_duplicates=True)
+    # one default each: the reader's, the Spark options' and the table's
+    assert read_spec({"path": "/logs"}).config.files == FileFinding() == ScanConfig.of("/logs").files
+    assert FileFinding().recursive is True
+    table = {o.name: o.default for o in OPTIONS}
+    assert (table["pathGlobFilter"], table["recursiveFileLookup"], table["allowDuplicatePartitions"]) == (
+        FileFinding().glob_filter, "true", "false")
     assert not hasattr(spec_module, "Files")

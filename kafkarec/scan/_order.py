@@ -1,0 +1,178 @@
+"""The offset-order rule of a read: offsets only grow in a partition, and a segment holds only its
+own offsets (:class:`OffsetOrder`, applied by :func:`kafkarec.scan._read.decoded` to each piece's
+decoded rows in log order)."""
+from __future__ import annotations
+
+import collections
+
+from kafkarec._extras import require
+from kafkarec.errors import DecodeError, MalformedBatchError, OffsetOrderError
+
+__all__ = ["OffsetOrder"]
+
+# Batch headers and records' offsets only, to find the batches whose offsets go back.
+_FRAMING_FIELDS = dict(file_rules=True, verify_crc=False)
+
+
+class OffsetOrder:
+    """Offsets only grow in a partition (Kafka's log recovery and ``kafkarec verify`` refuse a
+    batch that goes back), and a segment holds only its own offsets; a batch's base offset is
+    outside its CRC, so a damaged one still reads as a valid batch.  Kept per log while a read
+    goes through its pieces in log order: the last offset read (before any bound is applied,
+    so that every read of the same bytes judges a batch alike).
+
+    Checked on the decoded rows (one vectorized comparison per Arrow batch); only when a row
+    breaks the rule is its piece framed batch by batch to find the batches that do, which
+    are reported (FAILFAST: :class:`kafkarec.errors.OffsetOrderError`; otherwise an error
+    per batch, ``OffsetOrderError``) and left out: the piece is decoded again without them."""
+
+    def __init__(self, kafkarec, options, control_rows_judged: bool, mode: str):
+        self.kafkarec = kafkarec
+        self.options = options
+        # a control batch takes no part in the rule (the consumer skips it, and the timestamp
+        # lookup passes over it), unless its rows cannot be told apart from the data rows (a
+        # read of control rows without their isControl column)
+        self.control_rows_judged = control_rows_judged
+        self.failfast = mode == "FAILFAST"
+        self.last: dict = {}        # log -> the last offset read
+
+    def check(self, items, piece, held, log_key, where, topic, partition, redecode):
+        """``items`` (``decode_range``'s, of ``piece``) with the batches breaking the rule left
+        out and reported; ``redecode(piece)`` decodes a part of the piece again."""
+        pc = require("pyarrow.compute")
+        start_last = self.last.get(log_key)     # what the piece's first batch must follow
+        yielded = set()     # error positions already handed on
+        done = None         # the largest offset handed on from this piece
+        try:
+            for kind, item in items:
+                if kind != "batch":
+                    yielded.add((item.get("position"), item.get("error")))
+                    yield kind, item
+                    continue
+                off = self._data_offsets(pc, item)
+                if self._fits(pc, off, held, self.last.get(log_key)):
+                    self._advance(pc, off, held, log_key)
+                    if item.num_rows:       # rows handed on, whatever the rule judges of them
+                        top = pc.max(item.column("offset")).as_py()
+                        done = top if done is None else max(done, top)
+                    yield kind, item
+                    continue
+                items.close()
+                yield from self._slow(piece, held, log_key, where, topic, partition, redecode, start_last,
+                                      done, yielded)
+                return
+        except (DecodeError, MalformedBatchError) as exc:
+            # FAILFAST: decoding raised at a byte past a batch whose offsets go back, whose rows it
+            # held in a chunk not yet handed on: the earlier batch fails the read, as it does when
+            # its chunk is handed on first (a smaller window)
+            at = exc.position if isinstance(exc, DecodeError) else getattr(exc.__cause__, "position", None)
+            if self.failfast and at is not None and not isinstance(exc, OffsetOrderError):
+                _bad, errors = self._violations(piece, held, where, topic, partition, start_last)
+                earlier = [e for e in errors if e["position"] < at]
+                if earlier:
+                    raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): "
+                                           + earlier[0]["message"]) from None
+            raise
+
+    def _data_offsets(self, pc, item):
+        """The offsets of ``item``'s rows the rule judges: its data rows'."""
+        off = item.column("offset")
+        i = item.schema.get_field_index("isControl")
+        if i < 0 or self.control_rows_judged:
+            return off
+        control = item.column(i)
+        return off if not pc.any(control).as_py() else pc.filter(off, pc.invert(control))
+
+    def _fits(self, pc, off, held, last) -> bool:
+        n = len(off)
+        if n == 0:
+            return True
+        # numpy over the column's data buffer (the core's offset column has no nulls), no array
+        # made per comparison as pyarrow.compute's subtract would; not Array.to_numpy, which
+        # imports pandas (~0.5 CPU-s in each of Spark's Python workers)
+        values = require("numpy").frombuffer(off.buffers()[1], dtype="<i8", count=n, offset=off.offset * 8)
+        first = int(values[0])
+        if last is not None and first <= last:
+            return False
+        if n > 1 and not (values[1:] > values[:-1]).all():
+            return False
+        return held is None or held.problem(first, int(values[n - 1])) is None
+
+    def _advance(self, pc, off, held, log_key):
+        n = len(off)
+        if n:
+            last = off[n - 1].as_py()
+            # offsets an overlapping copy's next segment holds are left to it
+            if held is not None and held.end is not None and last >= held.end:
+                kept = pc.filter(off, pc.less(off, held.end))
+                last = kept[len(kept) - 1].as_py() if len(kept) else None
+            if last is not None:
+                self.last[log_key] = last
+        return self.last.get(log_key)
+
+    def _slow(self, piece, held, log_key, where, topic, partition, redecode, start_last, done, yielded):
+        """The piece framed batch by batch from its start: the batches breaking the rule
+        reported, the rest decoded again (rows up to ``done`` were handed on already)."""
+        from kafkarec.log.storage import without_spans
+        pc = require("pyarrow.compute")
+        bad, errors = self._violations(piece, held, where, topic, partition, start_last)
+        if not bad:     # rows broke the rule where no whole batch does: refuse rather than guess
+            raise OffsetOrderError(f"Malformed Kafka record batch: {where}: offsets go back in "
+                                   f"{topic}-{partition} from byte {piece.position}")
+        if self.failfast:
+            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
+        pending = collections.deque(errors)        # in log order, each before the rows after it
+        for part in without_spans(piece, sorted(bad)):
+            while pending and pending[0]["position"] < part.position:
+                yield "error", pending.popleft()
+            for kind, item in redecode(part):
+                if kind != "batch":
+                    if (item.get("position"), item.get("error")) not in yielded:
+                        yield kind, item
+                    continue
+                off = item.column("offset")
+                if done is not None:
+                    item = item.filter(pc.greater(off, done))
+                if item.num_rows:
+                    self._advance(pc, self._data_offsets(pc, item), held, log_key)
+                    yield kind, item
+        while pending:
+            yield "error", pending.popleft()
+
+    def _violations(self, piece, held, where, topic, partition, start_last):
+        """``(spans, errors)`` of the piece's batches breaking the rule, framed batch by batch
+        from its start after ``start_last`` (up to where framing stops: decode_range reports that)."""
+        from kafkarec.log.segment import order_problem
+        from kafkarec.scan._decode import format_error
+        k = self.kafkarec
+        verify = self.options is None or self.options.verify_crc
+        bad, errors = [], []
+        running = start_last
+        try:
+            for b in k.iter_batches(piece.data, k.ReadOptions(**_FRAMING_FIELDS), origin=piece.position):
+                if (b.is_control and not self.control_rows_judged) or (verify and not b.crc_valid):
+                    continue            # no rows of it (a bad CRC is decode_range's to report)
+                try:
+                    offs = [r.offset for r in b]
+                except DecodeError:
+                    continue            # decode_range's to report
+                if not offs:
+                    continue
+                why = order_problem(offs, running, held)
+                if why is None:
+                    mine = [o for o in offs if held is None or held.end is None or o < held.end]
+                    if mine:
+                        running = mine[-1]
+                    continue
+                size = b.size_in_bytes
+                bad.append((b.position, size))
+                reason = (f"{topic}-{partition}: the batch at byte {b.position} (offsets "
+                          f"{b.base_offset}..{b.last_offset}): {why}")
+                errors.append({"position": b.position, "base_offset": b.base_offset,
+                               "error": "OffsetOrderError", "reason": reason,
+                               "batch_position": b.position, "batch_size": size})
+        except DecodeError:
+            pass                        # framing stops here: decode_range reports it
+        for e in errors:
+            e["message"] = format_error(e, where)
+        return bad, errors

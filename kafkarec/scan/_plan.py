@@ -1,0 +1,290 @@
+"""A read's pieces of work: what :mod:`kafkarec.log` finds for a :class:`kafkarec.scan.ScanConfig`,
+and how a piece is described to the read loop (:mod:`kafkarec.scan._read`).
+
+What is found depends on ``config.listed``: URIs, selections, bounds, tiered storage are read
+over a listing (:mod:`kafkarec.log.layout` sorts it into partitions and segments,
+:mod:`kafkarec.log.selection` resolves the selection through the side files and cuts at
+offset-index positions, no segment byte read); otherwise local paths and globs are found by
+:func:`kafkarec.log.directory.find_segment_files` and cut at batch starts into slices
+memory-mapped at most :data:`kafkarec.log.local.READ_WINDOW_BYTES` at a time.  A piece is a
+local slice (:class:`kafkarec.log.local.Slice`) or a :class:`ListedRange`; :func:`reading` is
+the one place the two are told apart, and :class:`Reading` what the rest of the read sees of
+either.  ``read_committed`` leaves out the aborted batches' spans (each piece's ``skip``),
+judged over each topic-partition's whole log.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Callable, Iterator, List, NamedTuple, Optional
+
+from kafkarec.errors import SelectionError
+
+__all__ = ["ListedRange", "Found", "Listing", "Reading", "listings", "found_local", "found_listed", "splitter",
+           "range_bytes", "piece_bytes", "piece_file", "piece_partition", "is_local", "reading", "partition_key",
+           "topic_key", "without_skips"]
+
+log = logging.getLogger("kafkarec")
+
+
+class ListedRange(NamedTuple):
+    """One listed range a task reads: the storage holding it (pyarrow file systems pickle
+    with their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
+    with readCommitted, the spans of that segment to leave out (``[(position, size)]``)."""
+    storage: object
+    range: object
+    skip: tuple = ()
+    share: int = 0      # which of the config's offset_ranges it reads (0 without them)
+
+
+class Found(NamedTuple):
+    """What :mod:`kafkarec.log` found for a read: its pieces in log order, how to measure, cut
+    and group them, and a packed task's pieces as the task reads them."""
+    pieces: list
+    size: Callable
+    split: Callable
+    group: Callable
+    as_read: Callable
+
+
+def found_local(config) -> Found:
+    """Local paths found (:func:`kafkarec.log.directory.find_segment_files`: globs,
+    pathGlobFilter, recursiveFileLookup, duplicate partitions) as slices cut at batch starts
+    and read in windows (:mod:`kafkarec.log.local`)."""
+    from kafkarec.log import directory, local
+    files = config.files
+    segments, skipped = directory.find_segment_files(
+        config.paths, pattern=files.glob_filter, recursive=files.recursive,
+        allow_duplicate_partitions=files.allow_duplicates)
+    for d in skipped:
+        log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
+    spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
+    aborted = local.aborted_batches(segments, spans) if config.read_committed else None
+    return Found(local.slices(segments, aborted, local.log_starts(segments)), size=lambda sl: sl.end - sl.start,
+                 split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
+                 group=local.partition_key,
+                 as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])
+
+
+def splitter() -> Callable:
+    """``split(range, max_bytes)``: a :class:`ListedRange` of more than ``max_bytes`` cut at
+    offset-index positions about ``max_bytes`` apart (:func:`kafkarec.log.selection.split_ranges`),
+    with a resolver for each of the last few storages: for pieces planned elsewhere (a task's, a
+    worker's), without planning the read again."""
+    from kafkarec.log import selection
+    resolvers: dict = {}        # id(storage) -> (storage, its resolver): the storage kept, so the id stays its
+
+    def split(rr: ListedRange, max_bytes: int) -> list:
+        known = resolvers.get(id(rr.storage))
+        if known is None or known[0] is not rr.storage:
+            while len(resolvers) >= 8:
+                del resolvers[next(iter(resolvers))]
+            known = resolvers[id(rr.storage)] = (rr.storage, selection.Resolver(rr.storage))
+        return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
+    return split
+
+
+def range_bytes(rr: ListedRange) -> int:
+    sr = rr.range
+    return max(0, (sr.segment.size if sr.end is None else min(sr.end, sr.segment.size)) - sr.start)
+
+
+def partition_key(rr: ListedRange):
+    """The topic-partition of a range (its folder when the folder name has none)."""
+    sr = rr.range
+    if sr.topic is not None:
+        return (rr.storage.prefix, sr.topic, sr.partition)
+    return (rr.storage.prefix, None, sr.segment.path.rsplit("/", 1)[0])
+
+
+def topic_key(partition_key):
+    """The topic of a :func:`partition_key` (whichever log dir holds the partition); a folder
+    whose name has no topic is one of its own."""
+    topic = partition_key[1]
+    return ("topic", topic) if topic is not None else partition_key
+
+
+def found_listed(config, report: Optional[Callable] = None) -> Found:
+    """Each path listed once (:func:`kafkarec.log.layout.scan_history`: local folders, object
+    stores, tiered copies stitched with the log dirs), selected, bounded (``config.bounds``)
+    and cut at offset-index positions (:mod:`kafkarec.log.selection`); no segment byte is read
+    to plan except to find a timestamp's offset (readCommitted walks the selected partitions'
+    logs).  What the listing met is reported by ``report(kind, path, storage, item)``
+    (``"gap"``, ``"skipped"``, ``"not_live"``; default :func:`_report`: logged, a gap raised
+    with ``fail_on_data_loss``)."""
+    from kafkarec.log import selection
+    report = report or functools.partial(_report, config)
+    resolvers: dict = {}        # id(storage) -> (storage, its resolver): the storage kept, so the id stays its
+    items: List[ListedRange] = []
+    bounds = None if config.bounds.unbounded else config.bounds
+    sel = config.selection if config.selection is not None else selection.parse_selection({})
+    if config.every_record:
+        sel = sel._replace(include_deleted_records=True)
+    for listed in listings(config, report):
+        lay, st, resolver = listed.layout, listed.layout.storage, listed.resolver
+        resolvers[id(st)] = (st, resolver)
+        if config.offset_ranges is None:
+            shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
+        else:       # each range planned apart, its pieces marked with its index (a stream's task)
+            shares = [(i, selection.plan(lay, sel, resolver, offset_ranges=[r]))
+                      for i, r in enumerate(config.offset_ranges)]
+        ranges = [sr for _, share in shares for sr in share]
+        skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
+        items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
+                  for i, share in shares for sr in share]
+
+    elsewhere = splitter()      # ranges planned elsewhere (unpickled)
+
+    def split(rr: ListedRange, max_bytes: int) -> list:
+        known = resolvers.get(id(rr.storage))
+        if known is None or known[0] is not rr.storage:
+            return elsewhere(rr, max_bytes)
+        return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
+
+    return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
+
+
+class Listing(NamedTuple):
+    """One path of a read listed (:func:`listings`): its ``layout``
+    (:class:`kafkarec.log.layout.Layout`), the ``gaps`` of its stitched history and a
+    ``resolver`` (:class:`kafkarec.log.selection.Resolver`) of its storage."""
+    source: str
+    layout: object
+    gaps: list
+    resolver: object
+
+
+def listings(config, report: Optional[Callable] = None):
+    """Each of ``config.paths`` listed once, in order (:func:`kafkarec.log.layout.scan_history`:
+    local folders, object stores, tiered copies stitched with the log dirs, by the config's
+    storage and tiered options): what a read plans its pieces of work over and what
+    :meth:`kafkarec.scan.LogScan.partition_walks` walks.  With a partitioner and a key bound, the
+    partitions it names for none of the keys are left out before anything is reported (never
+    opened).  ``report(kind, path, storage, item)``, when given, is told what the listing met
+    (``"gap"``, ``"skipped"``, ``"not_live"``)."""
+    from kafkarec.log import layout, selection
+    listed = [(raw, *layout.scan_history(raw, config.tiered_storage, config.storage_options))
+              for raw in config.paths]
+    if config.partitioner is not None and config.bounds.keys is not None:
+        listed = _by_partitioner(config, listed)
+    for raw, lay, gaps in listed:
+        st = lay.storage
+        if report is not None:
+            for gap in gaps:
+                report("gap", raw, st, gap)
+            for d in lay.skipped:
+                report("skipped", raw, st, d)
+            for item in lay.not_live:
+                report("not_live", raw, st, item)
+        yield Listing(raw, lay, gaps, selection.Resolver(st))
+
+
+def _by_partitioner(config, listings) -> list:
+    """The listings without the partitions the config's partitioner names for none of its keys
+    (:meth:`kafkarec.scan.ScanConfig.key_partitions`): those are never opened.  A topic's N is
+    counted over every path (log dirs of several brokers hold a topic's partitions between them)."""
+    from kafkarec.log.layout import partition_counts
+    listed = [part for _raw, lay, _gaps in listings for part in lay.partitions]
+    counts = partition_counts(listed)
+    named = {topic: config.key_partitions(topic, counts) for topic in {part.topic for part in listed}}
+
+    def kept(part) -> bool:         # a PartitionLog, or a Gap of a stitched history
+        wanted = named.get(part.topic)
+        return wanted is None or part.partition in wanted
+    return [(raw, lay._replace(partitions=[p for p in lay.partitions if kept(p)]), [g for g in gaps if kept(g)])
+            for raw, lay, gaps in listings]
+
+
+def _report(config, kind: str, raw: str, st, item) -> None:
+    """What a listing met, logged (a gap in a stitched history raised with ``fail_on_data_loss``)."""
+    if kind == "gap":
+        msg = (f"kafkarec: offsets {item.start}..{item.end - 1} of {item.topic}-{item.partition} are in "
+               f"neither the remote copies ({config.tiered_storage}) nor the log dir ({raw})")
+        if config.fail_on_data_loss:
+            raise SelectionError(msg + " (data loss; failOnDataLoss=false reads around it)")
+        log.warning(msg)
+    elif kind == "skipped":
+        log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", st.uri(item))
+    else:
+        log.warning("kafkarec: not read: %s: %s", *item)
+
+
+def _read_committed_skips(st, lay, ranges) -> dict:
+    """The aborted spans of every partition the ranges read, each judged over its whole log."""
+    from kafkarec.log import committed
+    wanted = {(sr.topic, sr.partition) for sr in ranges}
+    skips: dict = {}
+    for part in lay.partitions:
+        if part.key in wanted:
+            skips.update(committed.read_committed_spans(st, part))
+    return skips
+
+
+def is_local(rr) -> bool:
+    """Whether a piece is a local slice (:class:`kafkarec.log.local.Slice`, memory-mapped when read),
+    not a :class:`ListedRange`: a read's pieces are one or the other."""
+    return not isinstance(rr, ListedRange)
+
+
+def piece_bytes(rr) -> int:
+    """The bytes a piece reads (a local slice's span, a listed range's :func:`range_bytes`)."""
+    return rr.end - rr.start if is_local(rr) else range_bytes(rr)
+
+
+def piece_partition(rr) -> tuple:
+    """``(topic, partition)`` of a piece (None for a name that has none)."""
+    return (rr.topic, rr.partition) if is_local(rr) else (rr.range.topic, rr.range.partition)
+
+
+def piece_file(rr) -> str:
+    """The segment file a piece reads (its path as its storage names it)."""
+    return rr.path if is_local(rr) else rr.range.segment.path
+
+
+class Reading(NamedTuple):
+    """One piece as the read loop takes it (:func:`reading`): the piece, where it is (a local
+    path or its storage's URI, what errors name), its topic-partition, whether it is
+    memory-mapped (its pieces' buffers released once decoded), and its byte pieces (or items
+    already decoded, on the pool) in order."""
+    range: object
+    where: str
+    topic: Optional[str]
+    partition: Optional[int]
+    mapped: bool
+    pieces: Iterator
+
+    @property
+    def kept(self) -> tuple:
+        """``(lo, hi)`` of the offsets kept: a local slice's from the log start on, a listed
+        range's as selected."""
+        rr = self.range
+        return (rr.min_offset, None) if self.mapped else (rr.range.min_offset, rr.range.end_offset)
+
+    @property
+    def held(self):
+        """The offsets the segment may hold (:class:`kafkarec.log.segment.SegmentOffsets`, or None)."""
+        return self.range.offsets if self.mapped else self.range.range.offsets
+
+    @property
+    def log_key(self):
+        """The log the piece is of, which the offset-order rule is kept per: a local slice's
+        folder, a listed range's :func:`partition_key`."""
+        return os.path.dirname(self.range.path) if self.mapped else partition_key(self.range)
+
+
+def reading(rr, pieces) -> Reading:
+    """:class:`Reading` of the piece ``rr`` and its ``pieces``: the one place a local slice and a
+    listed range are told apart."""
+    mapped = is_local(rr)
+    where = rr.path if mapped else rr.storage.uri(rr.range.segment.path)
+    return Reading(rr, where, *piece_partition(rr), mapped, pieces)
+
+
+def without_skips(rr, pieces):
+    """``pieces`` of ``rr`` without its skipped spans (read_committed: aborted batches)."""
+    from kafkarec.log.storage import without_spans
+    if not rr.skip:
+        return pieces
+    return (part for piece in pieces
+            for part in ((piece,) if isinstance(piece, dict) else without_spans(piece, rr.skip)))
