@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, as a user runs kafkarec on Spark:
-#  1. build the wheelhouse: kafkarec's wheel plus its dependency wheels
-#     (scripts/wheelhouse.sh; nothing is rebuilt when no source changed);
+#  1. build the wheelhouse: kafkarec's wheel plus its runtime dependency wheels, none of an
+#     extra's, as the job decodes a local log and ships only those (scripts/wheelhouse.sh
+#     --extras none; nothing is rebuilt when no source changed);
 #  2. a "bare" Python holding only pyspark, pyarrow and pandas (made once, in
 #     .cache/; scripts/bare_python.sh) - the driver and every executor run it,
 #     so kafkarec and its dependencies come only from the shipped wheels;
@@ -16,8 +17,8 @@ cd "$ROOT"
 PY="${PYTHON:-python3}"
 TAG="$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
 step() { printf '%s kafkarec main job: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-step "1/4 wheelhouse (kafkarec's wheel and its dependencies; built once per source change)"
-WHEEL="$(bash scripts/wheelhouse.sh wheelhouse --python "$PY")"
+step "1/4 wheelhouse (kafkarec's wheel and its runtime dependencies; built once per source change)"
+WHEEL="$(bash scripts/wheelhouse.sh wheelhouse --python "$PY" --extras none)"
 step "2/4 bare Python with only pyspark, pyarrow and pandas (made once)"
 BARE="$(bash scripts/bare_python.sh "$ROOT/.cache/bare-$TAG" --python "$PY")"
 BARE_BIN="$(dirname "$BARE")"

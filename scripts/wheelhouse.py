@@ -1,15 +1,18 @@
 """The body of ``scripts/wheelhouse.sh``, run by the build environment's Python
 (the target interpreter): build kafkarec's wheel, repair it to a manylinux tag,
 and add the dependency wheels this interpreter needs (``packaging``'s among them:
-a bare executor imports it from its wheel before it can resolve anything else), and the optional
-ones that ride along (the Protobuf schema compiler's, the restore's client's).
+a bare executor imports it from its wheel before it can resolve anything else), and those of the
+extras that ride along (``kafkarec._boot.wheels.SHIPPED_EXTRAS``: ``registry``, the Protobuf schema
+compiler's; ``tiered``, cryptography's; ``restore``, the restore's client's): every one by default,
+those of ``--extras LIST`` (comma-separated; ``none``: kafkarec's runtime dependencies alone, what a
+decode job ships: scripts/main.sh's).
 
-``wheelhouse.py [--sdist] [--reuse FROM]... DIR``; with ``--sdist`` kafkarec's sdist is made too and
+``wheelhouse.py [--sdist] [--extras LIST] [--reuse FROM]... DIR``; with ``--sdist`` kafkarec's sdist is made too and
 the wheel is built from it by pip, as for a user who installs the sdist (see wheelhouse.sh).  With
 ``--reuse FROM`` (not with ``--sdist``), a wheelhouse FROM whose stamp for this interpreter is current
 for these sources gives DIR its wheels (kafkarec's and the dependencies', copied) instead of a build:
 the release takes the suite's cp311/cp312 wheelhouses of the same sources.
-``wheelhouse.py --if-current [--sdist] DIR``, by the target interpreter itself, only checks the
+``wheelhouse.py --if-current [--sdist] [--extras LIST] DIR``, by the target interpreter itself, only checks the
 stamp (standard library only, so before wheelhouse.sh takes its lock or makes a build
 environment): it prints the kafkarec wheel and exits 0 when DIR is up to date, else exits 1."""
 from __future__ import annotations
@@ -32,6 +35,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("kafkarec", "spark_udfs")
 SOURCE_EXTS = (".py", ".pyx", ".pxi", ".pxd", ".h", ".pyi", ".typed")
 SOURCE_FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "scripts/wheelhouse.py")
+# kafkarec._boot.wheels.SHIPPED_EXTRAS' names (written out: --if-current runs on the standard library alone)
+EXTRAS = ("registry", "tiered", "restore")
+
+
+def parse_extras(text: str | None) -> tuple:
+    """``--extras``' list: None (not given) is every extra, ``none`` (or nothing) none."""
+    if text is None:
+        return EXTRAS
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip() and n.strip() != "none"))
+    unknown = [n for n in names if n not in EXTRAS]
+    if unknown:
+        sys.exit(f"wheelhouse: unknown extra(s) {', '.join(unknown)}: --extras takes {', '.join(EXTRAS)} or none")
+    return names
 
 
 def source_digest() -> str:
@@ -52,16 +68,17 @@ def stamp_path(out: str) -> str:
     return os.path.join(out, f".kafkarec-{sys.implementation.cache_tag}.stamp")
 
 
-def current_wheels(out: str, digest: str, with_sdist: bool) -> list | None:
+def current_wheels(out: str, digest: str, with_sdist: bool, extras: tuple = EXTRAS) -> list | None:
     """The wheels of DIR's stamp for this interpreter when it was written for these sources
     and every one of them is there (the kafkarec wheel first), and so is the sdist it was built
-    from when ``with_sdist``; else None."""
+    from when ``with_sdist``, and it holds the ``extras``' wheels; else None."""
     try:
         with open(stamp_path(out)) as fh:
             stamp = json.load(fh)
     except (OSError, ValueError):
         return None
-    wheels = stamp.get("sources") == digest and stamp.get("wheels")
+    wheels = (stamp.get("sources") == digest and set(extras) <= set(stamp.get("extras", EXTRAS))
+              and stamp.get("wheels"))
     files = (wheels or []) + ([stamp.get("sdist")] if with_sdist else [])
     if wheels and all(f and os.path.isfile(os.path.join(out, f)) for f in files):
         return wheels
@@ -136,7 +153,7 @@ def build_raw_wheel(work: str, with_sdist: bool, interp: dict) -> tuple:
     return raw, sdist
 
 
-def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict) -> list:
+def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dict, extras: tuple) -> list:
     """The repaired wheel (and the sdist) into DIR, the dependency wheels beside, then the stamp;
     returns the stamp's wheels."""
     L, files = boot_module("wheels"), boot_module("files")
@@ -161,12 +178,13 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
         res = L.resolve(meta, candidates, interp)
         if res.problems:
             sys.exit("wheelhouse: still missing: " + " | ".join(res.problems))
-    # Optional wheels that ride along (kafkarec._boot.wheels): the Protobuf schema compiler's, as Protobuf
-    # schema text is compiled by protoc where a Spark column is planned (the driver, the Data Source
-    # planner's Python worker), and the restore's client, which spark_udfs.restore's tasks import.
+    # The extras' wheels asked for (kafkarec._boot.wheels.SHIPPED_EXTRAS): the Protobuf schema compiler's, as
+    # Protobuf schema text is compiled by protoc where a Spark column is planned (the driver, the Data Source
+    # planner's Python worker); cryptography, which executors reading encrypted tiered objects import; the
+    # restore's client, which spark_udfs.restore's tasks import.  spark_udfs ships each only when asked.
     extra = {}
-    for projects, root in ((L.PROTOBUF_COMPILER, "the Protobuf schema compiler"),
-                           (L.RESTORE_CLIENT, "the restore's client")):
+    for extra_name in extras:
+        projects, root = L.SHIPPED_EXTRAS[extra_name], f"the {extra_name} extra"
         meta_of = L.requires_dist(projects)
         found = L.resolve(meta_of, candidates, interp, root=root)
         if found.problems:
@@ -182,20 +200,20 @@ def publish(out: str, repaired: str, sdist: str | None, digest: str, interp: dic
                 continue
         extra.update(found.wheels)
     wheels = [name] + sorted({w.filename for w in [*res.wheels.values(), *extra.values()]})
-    stamp = {"sources": digest, "python": interp["python"], "wheels": wheels}
+    stamp = {"sources": digest, "python": interp["python"], "extras": list(extras), "wheels": wheels}
     if sdist:
         stamp["sdist"] = os.path.basename(sdist)
     files.atomic_write(stamp_path(out), json.dumps(stamp, indent=1).encode(), mode=0o644)
     return wheels
 
 
-def reuse(out: str, sources: list, digest: str) -> list | None:
+def reuse(out: str, sources: list, digest: str, extras: tuple) -> list | None:
     """The wheels of the first of ``sources`` whose stamp for this interpreter is current for
     ``digest``, copied into ``out`` with that stamp (files already there are kept); else None."""
     files = boot_module("files")
     for source in sources:
         source = os.path.abspath(source)
-        wheels = current_wheels(source, digest, False)
+        wheels = current_wheels(source, digest, False, extras)
         if not wheels or source == out:
             continue
         with shared_lock():
@@ -211,13 +229,13 @@ def reuse(out: str, sources: list, digest: str) -> list | None:
     return None
 
 
-def main(out: str, with_sdist: bool, sources: list = ()) -> int:
+def main(out: str, with_sdist: bool, sources: list = (), extras: tuple = EXTRAS) -> int:
     digest = source_digest()
     # again, now that wheelhouse.sh holds this Python's lock: another process may have built it
-    wheels = current_wheels(out, digest, with_sdist)
+    wheels = current_wheels(out, digest, with_sdist, extras)
     if wheels:
         return report_current(out, wheels)
-    if sources and not with_sdist and reuse(out, list(sources), digest):
+    if sources and not with_sdist and reuse(out, list(sources), digest, extras):
         return 0
     L = boot_module("wheels")
 
@@ -233,7 +251,7 @@ def main(out: str, with_sdist: bool, sources: list = ()) -> int:
         run([auditwheel, "repair", "-w", os.path.join(work, "repaired"), raw], env=env)
         repaired, = glob.glob(os.path.join(work, "repaired", "kafkarec-*.whl"))
         with shared_lock():
-            wheels = publish(out, repaired, sdist, digest, interp)
+            wheels = publish(out, repaired, sdist, digest, interp, extras)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"wheelhouse {out} for Python {interp['python']} ({tag}), {time.monotonic() - t0:.1f} s:",
@@ -250,8 +268,10 @@ if __name__ == "__main__":
     parser.add_argument("--sdist", action="store_true")
     parser.add_argument("--if-current", action="store_true")
     parser.add_argument("--reuse", action="append", default=[], metavar="FROM")
+    parser.add_argument("--extras", default=None, metavar="LIST")
     args = parser.parse_args()
+    extras = parse_extras(args.extras)
     if args.if_current:
-        found = current_wheels(args.dir, source_digest(), args.sdist)
+        found = current_wheels(args.dir, source_digest(), args.sdist, extras)
         sys.exit(report_current(args.dir, found) if found else 1)
-    sys.exit(main(args.dir, args.sdist, args.reuse))
+    sys.exit(main(args.dir, args.sdist, args.reuse, extras))

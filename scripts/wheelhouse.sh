@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Fill a wheelhouse with kafkarec's wheel (repaired to a manylinux tag by
 # auditwheel) and the wheel of every runtime dependency it imports (crc32c,
-# lz4, zstandard, python-snappy + cramjam, isal, cryptography + cffi, packaging), plus the Protobuf schema
-# compiler's (grpcio-tools, protobuf and what they require) and the restore's client (confluent-kafka, which
-# spark_udfs.restore ships to executors), for one Python:
+# lz4, zstandard, python-snappy + cramjam, isal, packaging), plus those of kafkarec's extras a Spark job
+# may ship (registry: the Protobuf schema compiler, grpcio-tools and protobuf and what they require;
+# tiered: cryptography + cffi, for encrypted tiered objects; restore: confluent-kafka), for one Python:
 #
-#   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--sdist] [--reuse FROM]...
+#   bash scripts/wheelhouse.sh [DIR] [--python PATH] [--extras LIST] [--sdist] [--reuse FROM]...
 #
+# --extras LIST: only those extras (comma-separated: registry,tiered,restore; "none": kafkarec's
+# runtime dependencies alone, what a decode job ships, scripts/main.sh's); every one by default.
 # DIR defaults to wheelhouse/ in the repository; PATH to .venv/bin/python (else
 # python3).  Wheels for several Pythons may share one DIR.  --sdist: kafkarec's
 # sdist is written to DIR too, and the wheel is built from it by pip as for a
@@ -28,13 +30,16 @@ DIR=""
 PY=""
 SDIST=()
 REUSE=()
+EXTRAS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY="$2"; shift 2 ;;
         --python=*) PY="${1#--python=}"; shift ;;
         --sdist) SDIST=(--sdist); shift ;;
+        --extras) EXTRAS=(--extras "$2"); shift 2 ;;
+        --extras=*) EXTRAS=(--extras "${1#--extras=}"); shift ;;
         --reuse) REUSE+=(--reuse "$2"); shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) DIR="$1"; shift ;;
     esac
@@ -48,7 +53,7 @@ mkdir -p "$DIR" "$ROOT/.cache/wheelhouse"
 DIR="$(cd "$DIR" && pwd)"
 # Up to date: answered by the stamp alone, without waiting on a build that holds the lock
 # (the target Python, isolated and standard library only: its cache tag names the stamp).
-if "$PY_REAL" -I -S "$ROOT/scripts/wheelhouse.py" --if-current "${SDIST[@]}" "$DIR"; then
+if "$PY_REAL" -I -S "$ROOT/scripts/wheelhouse.py" --if-current "${SDIST[@]}" "${EXTRAS[@]}" "$DIR"; then
     exit 0
 fi
 # The interpreter the venv was made from (a venv's python would tie the build venv to it).
@@ -70,4 +75,4 @@ if ! { [ -x "$BUILD/bin/python" ] && [ "$(cat "$BUILD/.stamp" 2>/dev/null)" = "$
     bash "$ROOT/scripts/make_venv.sh" "$BASE_PY" "$BUILD" "${BUILD_REQS[@]}"
     printf '%s' "$WANT" > "$BUILD/.stamp"
 fi
-exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "${REUSE[@]}" "$DIR"
+exec "$BUILD/bin/python" "$ROOT/scripts/wheelhouse.py" "${SDIST[@]}" "${EXTRAS[@]}" "${REUSE[@]}" "$DIR"

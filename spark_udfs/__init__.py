@@ -120,7 +120,8 @@ class Registration(NamedTuple):
 
 
 def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = True,
-             verify: bool = True, functions: bool = True, data_source: bool = True) -> Registration:
+             verify: bool = True, functions: bool = True, data_source: bool = True,
+             extras=()) -> Registration:
     """Ship kafkarec and its dependencies to executors, check them, and register
     ``kafkarec_decode`` / ``kafkarec_explode`` (SQL) and ``format("kafkarec")``.
 
@@ -129,7 +130,12 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     are taken from the same folder, or ``wheelhouse``, or (kafkarec installed on
     the driver, no wheelhouse) made from the driver's installed distributions,
     which serve executors of the driver's Python and platform.  Classic and
-    Spark Connect sessions get the same files (``spark_udfs.ship.shipping``).  ``ship=False`` skips
+    Spark Connect sessions get the same files (``spark_udfs.ship.shipping``).  Only kafkarec's
+    runtime dependencies go, and the wheels of the ``extras`` named: ``"tiered"`` (cryptography,
+    for encrypted tiered objects), ``"registry"`` (the Protobuf schema compiler, for a Connect
+    server that cannot see the driver's wheelhouse), ``"restore"`` (confluent-kafka); a read
+    that needs one the session did not ship fails where it is planned, naming it, and calling
+    ``register`` again with it ships only what is new.  ``ship=False`` skips
     shipping (kafkarec installed in every executor's Python); ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
@@ -139,7 +145,7 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     from spark_udfs.ship import shipping as _shipping
     from spark_udfs.ship.runtime import ShippingError
     transport = _shipping.transport(spark)
-    shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse) if ship else None
+    shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse, extras=extras) if ship else None
     if ship:
         transport.after_ship()
     if shipping is not None and shipping.problems and not verify:

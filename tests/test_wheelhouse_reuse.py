@@ -44,3 +44,23 @@ def test_a_current_wheelhouse_is_copied_instead_of_built(tmp_path):
     again = subprocess.run([sys.executable, "-I", "-S", SCRIPT, "--if-current", str(out)],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and again.stdout.strip() == str(out / names[0]), again.stderr
+
+
+def test_a_wheelhouse_is_current_for_the_extras_its_stamp_holds(tmp_path):
+    """``--extras LIST`` (scripts/main.sh: ``none``) is answered by a wheelhouse whose stamp holds those
+    extras' wheels, or more; a stamp without one of them, or an old stamp's for every extra named,
+    is not current for it.  An unknown extra is one line naming the known ones."""
+    names = ["kafkarec-0.1.0-cp3-cp3-manylinux_2_17_x86_64.whl"]
+    _wheelhouse(tmp_path / "house", digest, names)
+    stamp = json.loads((tmp_path / "house" / STAMP).read_text())
+    (tmp_path / "house" / STAMP).write_text(json.dumps(dict(stamp, extras=["tiered"])))
+
+    def current(*extras):
+        proc = subprocess.run([sys.executable, "-I", "-S", SCRIPT, "--if-current", *extras, str(tmp_path / "house")],
+                              capture_output=True, text=True, timeout=120)
+        return proc.returncode, proc.stderr.strip()
+
+    assert [current(*e)[0] for e in ([], ["--extras", "none"], ["--extras", "tiered"],
+                                     ["--extras", "registry,tiered"])] == [1, 0, 0, 1]
+    assert current("--extras", "tiered,crypto") == (
+        1, "wheelhouse: unknown extra(s) crypto: --extras takes registry, tiered, restore or none")

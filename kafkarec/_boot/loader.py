@@ -44,9 +44,14 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["CoreFinder", "CoreLoader", "install", "kafkarec_archive"]
+__all__ = ["CoreFinder", "CoreLoader", "ShippedWheelFinder", "install", "kafkarec_archive", "SHIPPED_ON_IMPORT"]
 
 _CORE = "kafkarec._core"
+# Optional dependencies that kafkarec imports by their own name where it needs them (kafkarec.log.rsm:
+# ``from cryptography...`` for encrypted tiered objects), top-level module -> distribution: where kafkarec
+# came from a zip, their wheels shipped beside it (spark_udfs.register(spark, extras=["tiered"])) are put on
+# sys.path on their first import (:class:`ShippedWheelFinder`), not when the core loads.
+SHIPPED_ON_IMPORT = {"cryptography": "cryptography"}
 
 
 def kafkarec_archive() -> "Optional[str]":
@@ -143,7 +148,36 @@ class CoreFinder:
         """Nothing cached here (the import system asks every meta path finder)."""
 
 
+class ShippedWheelFinder:
+    """Last on ``sys.meta_path``: a module of :data:`SHIPPED_ON_IMPORT` that no other finder found
+    (not installed) is looked for among the wheels beside the zip kafkarec was imported from;
+    found, they are unpacked and put on ``sys.path`` (:func:`kafkarec._boot.wheels.activate_projects`)
+    and the import goes on from there.  Otherwise the import fails as it would, and the importer's
+    own error names what to install; a later import looks again (a reused Spark worker, after the
+    session shipped the extra)."""
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
+        if path is not None or fullname not in SHIPPED_ON_IMPORT:
+            return None
+        archive = kafkarec_archive()
+        if archive is None:
+            return None
+        from kafkarec._boot import wheels
+        from kafkarec._boot.files import cache_root
+        res = wheels.activate_projects((SHIPPED_ON_IMPORT[fullname],), archive, cache_root(),
+                                       root=f"kafkarec's {fullname}")
+        if res.problems:
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname)
+
+    def invalidate_caches(self) -> None:
+        """Nothing cached here."""
+
+
 def install(on_load: Callable[[Any], None]) -> None:
     """Put a :class:`CoreFinder` calling ``on_load`` first on ``sys.meta_path`` (once: a package
-    imported again replaces its finder)."""
+    imported again replaces its finder), and a :class:`ShippedWheelFinder` last (once)."""
     sys.meta_path[:] = [CoreFinder(on_load)] + [f for f in sys.meta_path if not isinstance(f, CoreFinder)]
+    if not any(isinstance(f, ShippedWheelFinder) for f in sys.meta_path):
+        sys.meta_path.append(ShippedWheelFinder())

@@ -42,7 +42,8 @@ from typing import NamedTuple
 __all__ = ["WheelName", "parse_wheel_name", "interpreter", "describe_interpreter",
            "incompatibility", "marker_holds", "requirements", "wheel_candidates", "resolve",
            "Resolution", "unpack", "activate", "zip_dependencies", "FIX_COMMAND",
-           "PROTOBUF_COMPILER", "RESTORE_CLIENT", "activate_projects", "requires_dist", "archive_metadata"]
+           "PROTOBUF_COMPILER", "RESTORE_CLIENT", "TIERED_DECRYPTION", "SHIPPED_EXTRAS", "extra_projects",
+           "activate_projects", "requires_dist", "archive_metadata"]
 # What compiling Protobuf schema text needs (kafkarec.protobuf): protoc as grpcio-tools bundles it, and
 # the protobuf runtime that reads its FileDescriptorSet.  Optional: scripts/wheelhouse.sh puts their wheels
 # (and their own dependencies') next to kafkarec's, spark_udfs ships them with the others, and a process
@@ -52,6 +53,14 @@ PROTOBUF_COMPILER = ("grpcio-tools", "protobuf")
 # (the `restore` extra's client, kafkarec.restore): scripts/wheelhouse.sh puts its wheels next to kafkarec's,
 # spark_udfs.restore ships them, and kafkarec._extras.require takes them from there where it is not installed.
 RESTORE_CLIENT = ("confluent-kafka",)
+# What reading tiered-storage objects a plugin encrypted needs (kafkarec.log.rsm: AES-GCM chunks, RSA-wrapped
+# data keys), in the executors that read them.
+TIERED_DECRYPTION = ("cryptography",)
+# The optional sets a Spark job may need beyond kafkarec's dependencies, by the extra of pyproject.toml that
+# installs each: scripts/wheelhouse.sh --extras puts their wheels next to kafkarec's, and spark_udfs ships a
+# set only to a session that asks for it (register(spark, extras=[...]); spark_udfs.restore asks for its own),
+# so a decode job's executors get none of them.
+SHIPPED_EXTRAS = {"registry": PROTOBUF_COMPILER, "tiered": TIERED_DECRYPTION, "restore": RESTORE_CLIENT}
 FIX_COMMAND = ("bash scripts/wheelhouse.sh DIR --python PYTHON   (in a kafkarec checkout: kafkarec's wheel "
                "and every dependency wheel for that interpreter), or: PYTHON -m pip download "
                "--only-binary=:all: -d DIR <kafkarec wheel>")
@@ -455,6 +464,17 @@ def zip_dependencies(archive: str, interp: dict | None = None) -> Resolution:
 def requires_dist(projects) -> str:
     """METADATA text requiring ``projects`` (what :func:`resolve` takes as the root's)."""
     return "".join(f"Requires-Dist: {p}\n" for p in projects)
+
+
+def extra_projects(extras) -> tuple:
+    """The projects of the extras named (:data:`SHIPPED_EXTRAS`), in order; an unknown name is a
+    ``ValueError`` naming the known ones."""
+    out = []
+    for extra in extras:
+        if extra not in SHIPPED_EXTRAS:
+            raise ValueError(f"unknown kafkarec extra {extra!r} to ship: one of {sorted(SHIPPED_EXTRAS)}")
+        out += [p for p in SHIPPED_EXTRAS[extra] if p not in out]
+    return tuple(out)
 
 
 def activate_projects(projects, archive: str | None, cache: str, *,

@@ -56,7 +56,9 @@ def _toolchain() -> list:
             raise ProtobufSchemaError(
                 f"compiling Protobuf schema text needs grpcio-tools and protobuf in {where}: {why}. Install them "
                 f"there (pip install 'kafkarec[registry]'), or put their wheels next to the kafkarec wheel "
-                f"({_wheels.FIX_COMMAND.split('   ')[0].replace('PYTHON', sys.executable)})") from None
+                f"({_wheels.FIX_COMMAND.split('   ')[0].replace('PYTHON', sys.executable)}) and, where Spark plans "
+                f"the column away from the driver's wheelhouse (a Connect server), ship them: "
+                f"spark_udfs.register(spark, extras=['registry'])") from None
 
 
 def _compiler_installed() -> bool:

@@ -41,7 +41,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkarec.errors import UsageError
 from spark_udfs.read import planning as _planning, schema as _schema
-from spark_udfs.ship.runtime import ensure
+from spark_udfs.ship.runtime import ensure, require_shipped_extra, use_wheelhouse
 from spark_udfs.read.spec import ReadSpec, read_spec
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class KafkaRecDataSource(DataSource):
 
     expected_fingerprint = None
     default_min_partitions = 1
+    wheelhouse = None           # the driver's wheelhouse (register's Shipping.folder)
 
     @classmethod
     def name(cls) -> str:
@@ -91,7 +92,9 @@ class KafkaRecDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
+        use_wheelhouse(self.wheelhouse)
         self.spec = read_spec(options)
+        _check_extras(self.spec)
 
     def schema(self):
         if self.spec.typed is not None:
@@ -125,6 +128,22 @@ class KafkaRecDataSource(DataSource):
             return _typed_stream.typed_stream_reader(self, schema)
         from spark_udfs.read import streaming as _streaming
         return _streaming.stream_reader(self.spec, schema, self.expected_fingerprint)
+
+
+def _check_extras(spec: ReadSpec) -> None:
+    """What the read needs of kafkarec's extras on executors, checked where it is planned: objects
+    that a tiered-storage plugin encrypted (its config names key pairs) are decrypted by the tasks,
+    with cryptography (the ``tiered`` extra)."""
+    source = spec.config.tiered_storage
+    if not source:
+        return
+    from kafkarec.log import rsm
+    try:
+        encrypted = bool(rsm.load_config(source, spec.config.storage_options).key_pairs)
+    except Exception:  # noqa: BLE001 - an unreadable config is the read's own error, said where it reads it
+        return
+    if encrypted:
+        require_shipped_extra("tiered", f"reading encrypted tiered objects (tieredStorageConfig {source})")
 
 
 class KafkaRecReader(DataSourceReader):

@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["data_source_class"]
 
 
-def data_source_class(expected: str, parallelism: int, shipped: list):
+def data_source_class(expected: str, parallelism: int, shipped: list, wheelhouse: str | None = None):
     """The class ``register`` gives ``spark.dataSource.register`` on a Connect session.
 
     Spark's streaming source runner (``python_streaming_source_runner``) unpickles the
@@ -70,6 +70,7 @@ def data_source_class(expected: str, parallelism: int, shipped: list):
             "__qualname__": "RegisteredKafkaRecDataSource",
             "expected_fingerprint": expected,
             "default_min_partitions": parallelism,
+            "wheelhouse": wheelhouse,
         })
 
     class KafkaRecConnectDataSource(DataSource):

@@ -18,7 +18,8 @@ import os
 import sys
 
 __all__ = ["ShippingError", "KafkarecMismatchError", "import_kafkarec", "fingerprint", "describe",
-           "ensure", "boot_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS"]
+           "ensure", "boot_module", "shipped_kafkarec_archive", "SHIPPED_MARKERS", "use_wheelhouse",
+           "require_shipped_extra"]
 
 # File names of the archives register() ships: "<name>.whl.zip" copies of wheels and
 # "kafkarec-<version>-<hash>.pyfiles.zip" built from an installed package.
@@ -124,3 +125,37 @@ def ensure(expected: str | None):
             f"every executor's Python).")
     _ensured.add(expected)
     return kafkarec
+
+
+def use_wheelhouse(folder: str | None) -> None:
+    """In the Data Source planner: the driver's wheelhouse (:attr:`Shipping.folder`, given to the
+    registered class) is where an extra used only where a read is planned is taken from when it
+    was not shipped (the Protobuf schema compiler, ``kafkarec.protobuf.compiler``): the planner
+    runs on the driver's machine in a classic session; where the folder is not there (a Connect
+    server elsewhere) nothing changes."""
+    if folder and not os.environ.get("KAFKAREC_WHEELHOUSE") and os.path.isdir(folder):
+        os.environ["KAFKAREC_WHEELHOUSE"] = folder
+
+
+def require_shipped_extra(extra: str, why: str) -> None:
+    """In the Data Source planner, before any task: raise :class:`ShippingError` when the session
+    ships kafkarec (it is imported from a shipped archive here) but not the wheels of ``extra``
+    (:data:`kafkarec._boot.wheels.SHIPPED_EXTRAS`) that its executors need for this read (``why``),
+    nor has them installed.  Only the wheels beside the shipped archive count: they are what
+    every executor gets."""
+    archive = shipped_kafkarec_archive()
+    if archive is None:
+        return
+    loader = boot_module("wheels")
+    folder = os.path.dirname(os.path.abspath(archive))
+    beside = [w for w in loader.wheel_candidates(next_to=archive)
+              if os.path.dirname(os.path.abspath(w.path)) == folder]
+    projects = loader.SHIPPED_EXTRAS[extra]
+    res = loader.resolve(loader.requires_dist(projects), beside, root=f"the {extra} extra")
+    if res.problems:
+        raise ShippingError(
+            f"{why} needs the {extra} extra ({', '.join(projects)}) on every executor, and this session did "
+            f"not ship it ({'; '.join(res.problems)}). Ship it before the read: "
+            f"spark_udfs.register(spark, extras=['{extra}']) (its wheels next to kafkarec's in the "
+            f"wheelhouse: bash scripts/wheelhouse.sh DIR --extras {extra}), or install kafkarec[{extra}] "
+            f"in every executor's Python.")

@@ -128,6 +128,7 @@ class ClassicTransport(_Transport):
             "__qualname__": "RegisteredKafkaRecDataSource",
             "expected_fingerprint": expected,
             "default_min_partitions": parallelism,
+            "wheelhouse": shipping.folder if shipping else None,
         })
 
     def parallelism(self) -> int:
@@ -184,7 +185,8 @@ class ConnectTransport(_Transport):
     def data_source_class(self, expected: str, parallelism: int, shipping) -> type:
         # pickled by value: the streaming source runner finds the shipped files through it
         from spark_udfs.ship import connect as _connect
-        return _connect.data_source_class(expected, parallelism, shipped_digests(shipping))
+        return _connect.data_source_class(expected, parallelism, shipped_digests(shipping),
+                                          shipping.folder if shipping else None)
 
     def parallelism(self) -> int:
         return default_parallelism(self.spark)
@@ -429,14 +431,14 @@ def _repacked(dist) -> str:
 
 def installed_wheels(metadata: str, projects=()) -> list:
     """Wheels of the driver's installed distributions that the ``Requires-Dist`` of ``metadata``
-    (kafkarec's METADATA text) name, followed through theirs, and of the Protobuf schema
-    compiler and of ``projects`` when they are installed (:func:`_repacked`).  What is not
-    installed is left out: the probe names what a worker then lacks."""
+    (kafkarec's METADATA text) name, followed through theirs, and of ``projects`` (an extra's,
+    asked for) when they are installed (:func:`_repacked`).  What is not installed is left out:
+    the probe names what a worker then lacks, :func:`ship` an extra asked for."""
     import importlib.metadata as md
     loader = _runtime.boot_module("wheels")
     env = loader.interpreter()["markers"]
     todo = loader.requirements(metadata, env)
-    for optional in (loader.PROTOBUF_COMPILER, tuple(projects)):
+    for optional in (tuple(projects),):
         try:
             for project in optional:
                 md.distribution(project)
@@ -499,16 +501,27 @@ def _driver_problems(loader, archive: str, candidates: list) -> list:
     return problems + loader.resolve(loader.archive_metadata(archive, "kafkarec"), candidates).problems
 
 
-def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> Shipping:
+def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=(), extras=()) -> Shipping:
     """Make kafkarec (and spark_udfs) and its dependencies importable on executors and the
-    Data Source planner (see the module docstring).  ``projects``: distributions beyond
-    kafkarec's dependencies whose wheels (and their dependencies') go too, found as the others
-    are (``spark_udfs.restore`` ships :data:`kafkarec._boot.wheels.RESTORE_CLIENT`; where kafkarec
-    is imported from its wheel, :func:`kafkarec._extras.require` takes them from beside it).
-    Returns what was shipped and what the driver's Python cannot use (:attr:`Shipping.problems`;
-    :func:`spark_udfs.register` raises them together with the executors')."""
+    Data Source planner (see the module docstring).  Only kafkarec's runtime dependencies go,
+    and the wheels of the ``extras`` named (:data:`kafkarec._boot.wheels.SHIPPED_EXTRAS`:
+    ``registry``, the Protobuf schema compiler where a column is planned on a Connect server;
+    ``tiered``, cryptography for encrypted tiered objects; ``restore``, confluent-kafka), found
+    as the others are: an extra asked for and not found is a problem naming it.  Called again
+    on the same session, only what was not sent yet is sent: that is how a later read gets an
+    extra.  ``projects``: more distributions whose wheels (and their dependencies') go too
+    (``spark_udfs.restore`` ships :data:`kafkarec._boot.wheels.RESTORE_CLIENT`); what is
+    missing of them is said where it is imported (:func:`kafkarec._extras.require` takes them
+    from beside kafkarec's wheel).  Returns what was shipped and what the driver's Python cannot
+    use (:attr:`Shipping.problems`; :func:`spark_udfs.register` raises them together with the
+    executors')."""
     t = transport(spark)
     loader = _runtime.boot_module("wheels")
+    try:
+        asked = loader.extra_projects(extras)
+    except ValueError as exc:
+        from kafkarec.errors import UsageError
+        raise UsageError(str(exc)) from None
     wheelhouse = wheelhouse or os.environ.get("KAFKAREC_WHEELHOUSE") or None
     if wheelhouse and not os.environ.get("KAFKAREC_WHEELHOUSE"):
         os.environ["KAFKAREC_WHEELHOUSE"] = wheelhouse    # for the driver's own import
@@ -524,7 +537,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> S
                   if w.project != "kafkarec"]
     meta = loader.archive_metadata(archive, "kafkarec")
     if folder is None and meta:       # (no METADATA: a checkout on sys.path, nothing installed)
-        candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta, projects)]
+        candidates += [loader.parse_wheel_name(p) for p in installed_wheels(meta, (*asked, *projects))]
     candidates += [w for w in map(loader.parse_wheel_name, others) if w is not None]
     problems = [] if installed else _driver_problems(loader, archive, candidates)
     fp = archive_fingerprint(archive)
@@ -545,10 +558,14 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> S
     # needed project goes: each worker picks the one that fits it.
     interp = loader.interpreter()
     needed = set(loader.resolve(meta, candidates, interp).projects)
-    # The Protobuf schema compiler's wheels when there are any (optional: only a process that
-    # plans a Protobuf column uses them, kafkarec.protobuf.compiler._toolchain).
-    needed |= set(loader.resolve(loader.requires_dist(loader.PROTOBUF_COMPILER), candidates,
-                                 interp, root="the Protobuf schema compiler").projects)
+    # The extras asked for, each whole or a problem naming it (never one of them unasked: a decode
+    # job's executors import none of them)
+    for extra in extras:
+        res = loader.resolve(loader.requires_dist(loader.SHIPPED_EXTRAS[extra]), candidates, interp,
+                             root=f"the {extra} extra")
+        needed |= set(res.projects)
+        problems += [f"{p}; the {extra} extra asked for: put its wheels next to kafkarec's "
+                     f"(bash scripts/wheelhouse.sh DIR --extras {extra})" for p in res.problems]
     if projects:                      # asked for: what is missing is said where it is imported
         needed |= set(loader.resolve(loader.requires_dist(projects), candidates, interp,
                                      root="the projects asked for").projects)
@@ -560,7 +577,7 @@ def ship(spark, wheels=None, *, wheelhouse: str | None = None, projects=()) -> S
     # the other wheels given or submitted (the job's own): on workers' sys.path as .whl.zip
     # (the optional sets' wheels, asked for or not, are never a job's: a compiled one cannot load
     # from a .whl.zip, and on workers' sys.path first it would shadow the unpacked copy)
-    optional = {loader.canonicalize_name(p) for p in (*loader.PROTOBUF_COMPILER, *loader.RESTORE_CLIENT)}
+    optional = {loader.canonicalize_name(p) for ps in loader.SHIPPED_EXTRAS.values() for p in ps}
     for path in others:
         w = loader.parse_wheel_name(path)
         if w is not None and w.project in optional and w.project not in needed:

@@ -10,7 +10,8 @@ fresh ``KAFKAREC_NATIVE_CACHE``: the driver imports kafkarec from the wheel, exe
 the Data Source planner from the ``.whl.zip`` that ``spark_udfs.register`` re-ships, and
 every compiled module (kafkarec's core, crc32c, lz4, zstandard, cramjam, isal) comes out of
 the shipped wheels, as does ``packaging`` (the wheel rules' library), which the bare Python
-lacks; every output equals kafkarec's decoder.  One spark-submit: a first whole run of
+lacks; none of an extra's wheels is shipped (no confluent-kafka, grpcio, cryptography or
+setuptools: the job decodes a local log); every output equals kafkarec's decoder.  One spark-submit: a first whole run of
 main.sh only built that wheelhouse, and tests/spark/test_spark_submit.py submitted the same
 job over the same sample once more for these checks.
 """
@@ -51,7 +52,7 @@ def main_job(tmp_path_factory):
     # when its stamp is current for these sources; built otherwise)
     python = os.environ.get("PYTHON", "python3")
     built = _run(os.path.join(H.ROOT, "scripts", "wheelhouse.sh"), "wheelhouse", "--python", python,
-                 "--reuse", os.path.join(H.ROOT, ".cache", f"wheelhouse-{H._cache_tag(shutil.which(python) or python)}"))
+                 "--extras", "none", "--reuse", os.path.join(H.ROOT, ".cache", f"wheelhouse-{H._cache_tag(shutil.which(python) or python)}"))
     wheel = built.stdout.strip().splitlines()[-1]
     cache = tmp_path_factory.mktemp("main-job") / "native-cache"
     # Spark's JVM (local mode: the driver is the only one) on the suite's JVM flags, as every other
@@ -91,8 +92,13 @@ def test_spark_submit_py_files_wheel_end_to_end(main_job):
     cores = glob.glob(str(cache / "unpacked" / "*" / "kafkarec" / "_core*.so"))
     assert len(cores) == 1
     unpacked = {os.path.basename(d).split("-")[0] for d in glob.glob(str(cache / "unpacked" / "*"))}
-    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal",
-                        "cryptography", "cffi", "pycparser", "packaging"}
+    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "packaging"}
+    # what register() shipped: kafkarec and its runtime dependencies, none of an extra's (no
+    # confluent-kafka, grpcio, grpcio-tools, protobuf, cryptography, cffi or setuptools)
+    shipped, = re.findall(r"; shipped to executors: (.*?); executors checked", log)
+    projects = sorted(n.split("-")[0] for n in shipped.split(", "))
+    assert projects == ["cramjam", "crc32c", "isal", "kafkarec", "lz4", "packaging", "python_snappy",
+                        "zstandard"], shipped
     # the summary: every topic/partition, records, codecs, errors - as the decoder sees them
     want, want_errors = H.oracle_dir(sample, batch_columns=True)
     with open(os.path.join(out, "summary.json")) as fh:

@@ -495,3 +495,61 @@ def test_a_user_schema_without_the_records_bytes_fails_fast_as_the_whole_read(sa
             _task_rows(root, schema, mode="FAILFAST")
         errors.append(str(info.value))
     assert "ChecksumError" in errors[0] and errors[0] == errors[1]
+
+
+def test_ship_sends_an_extra_only_when_asked_and_a_later_call_sends_it_then(tmp_path, monkeypatch):
+    """A decode job's executors get kafkarec's runtime dependencies alone (no confluent-kafka,
+    grpcio, grpcio-tools, protobuf, cryptography or setuptools, all in the suite's wheelhouse); a
+    later ship(extras=["tiered"]) on the same session sends cryptography's wheels and nothing sent
+    before; an extra missing from the wheelhouse is a problem naming it.  The planner's check
+    refuses an encrypted tiered read until the extra is beside the shipped archive, and a Python
+    without cryptography installed imports it from there (kafkarec._boot.loader.ShippedWheelFinder)."""
+    from kafkarec._boot import wheels as L
+    from spark_udfs.ship import runtime as _runtime, shipping as _shipping
+    monkeypatch.setenv("KAFKAREC_SPARK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("KAFKAREC_WHEELHOUSE", raising=False)
+    wheel = H.wheelhouse(sys.executable)
+    monkeypatch.setattr(_shipping, "expected_fingerprint", lambda: _shipping.archive_fingerprint(wheel))
+
+    def projects(paths):
+        return sorted(L.parse_wheel_name(p).project for p in paths)
+
+    sc = _StubContext()
+    sc.applicationId = "ship-extras"
+    first = _shipping.ship(_StubSession(sc), [wheel])
+    assert projects(sc.files) == ["cramjam", "crc32c", "isal", "lz4", "packaging", "python-snappy",
+                                  "zstandard"] and first.problems == []
+    sent = list(sc.files)
+    later = _shipping.ship(_StubSession(sc), [wheel], extras=["tiered"])
+    assert projects(sc.files[len(sent):]) == projects(d.shipped_as for d in later.dependencies) == [
+        "cffi", "cryptography", "pycparser"]
+    # a wheelhouse without cryptography's wheel: the extra is named, with the command that adds it
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for name in os.listdir(os.path.dirname(wheel)):
+        if name.endswith(".whl") and not name.startswith("cryptography-"):
+            os.symlink(os.path.join(os.path.dirname(wheel), name), alone / name)
+    sc = _StubContext()
+    sc.applicationId = "ship-extras-missing"
+    missing = _shipping.ship(_StubSession(sc), [str(alone / os.path.basename(wheel))], extras=["tiered"])
+    assert len(missing.problems) == 1 and "cryptography (needed by the tiered extra): not installed and no " \
+        "cryptography wheel was found; the tiered extra asked for: put its wheels next to kafkarec's (bash " \
+        "scripts/wheelhouse.sh DIR --extras tiered)" == missing.problems[0], missing.problems
+    with pytest.raises(kafkarec.errors.UsageError, match="unknown kafkarec extra 'crypto' to ship: one of"):
+        _shipping.ship(_StubSession(sc), [wheel], extras=["crypto"])
+    # the planner's check, as on a bare worker (nothing installed): refused, then passed once shipped
+    monkeypatch.setattr(L, "_installed", lambda project: False)
+    monkeypatch.setattr(_runtime, "shipped_kafkarec_archive", lambda: str(alone / os.path.basename(wheel)))
+    with pytest.raises(_runtime.ShippingError, match=r"^reading x needs the tiered extra \(cryptography\) on "
+                       r"every executor, and this session did not ship it .*spark_udfs.register\(spark, "
+                       r"extras=\['tiered'\]\)"):
+        _runtime.require_shipped_extra("tiered", "reading x")
+    monkeypatch.setattr(_runtime, "shipped_kafkarec_archive", lambda: wheel)
+    _runtime.require_shipped_extra("tiered", "reading x")
+    # a Python without site-packages imports cryptography from the wheel beside kafkarec's
+    code = "import kafkarec, cryptography.hazmat.primitives.ciphers.aead as a; print(a.AESGCM.__name__)"
+    for where, want in ((os.path.dirname(wheel), "AESGCM"), (str(alone), "No module named 'cryptography'")):
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", f"import sys; sys.path.insert(0, {os.path.join(where, os.path.basename(wheel))!r}); {code}"],
+                              env={"KAFKAREC_NATIVE_CACHE": str(tmp_path / "native")}, capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path)
+        assert want in proc.stdout + proc.stderr, proc.stdout + proc.stderr[-2000:]

@@ -94,8 +94,20 @@ def surfaces(spark, cfg, work, result):
     # 6. cdc=debezium: the change-event columns (the sample's values are no envelopes: cdcError)
     out(spark.read.format("kafkarec").option("cdc", "debezium").option("subscribe", "compacted")
         .load(sample), "cdc")
-    # 7. tiered storage: segments Aiven's plugin stored (zstd + AES-GCM chunks, a key prefix)
+    # 7. tiered storage: segments Aiven's plugin stored (zstd + AES-GCM chunks, a key prefix).  On the
+    # Connect session (bare executors) refused where it is planned while the session has not shipped
+    # the tiered extra (cryptography), read once a second register() shipped it
     tiered = cfg["tiered"]
+    from spark_udfs.ship import shipping
+    if shipping.is_connect(spark):
+        try:
+            spark.read.format("kafkarec").option("tieredStorageConfig", f"{tiered}/both/rsm.properties") \
+                .load(f"{tiered}/both/objects").schema
+            result["tiered_unshipped"] = None
+        except Exception as exc:  # noqa: BLE001 - the message is the result
+            result["tiered_unshipped"] = str(exc)[-3000:]
+        result["tiered_shipped"] = [os.path.basename(s.shipped_as) for s in spark_udfs.register(
+            spark, wheelhouse=cfg["wheelhouse"], extras=["tiered"], verify=False).shipped]
     out(spark.read.format("kafkarec").option("tieredStorageConfig", f"{tiered}/both/rsm.properties")
         .load(f"{tiered}/both/objects"), "tiered")
     # 8. a log dir whose log start deleteRecords moved: from the checkpoint, and every record of the
