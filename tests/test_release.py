@@ -95,8 +95,9 @@ BASE_COMMANDS = [
     (["verify", "--no-progress", "file://SAMPLE"], 2, None),
     (["stats", "--no-progress", "SAMPLE"], 1, "all: 6 partition(s), 11 segment(s), 84 batches, 7690 records"),
     (["stats", "--no-progress", "--end-offset", "10", "SAMPLE"], 2, None),
-    (["metadata", "INTERNAL"], 0, "Brokers (3):"),
-    (["transactions", "INTERNAL"], 0, "Transactional ids: 4 (2 open)"),
+    # a log dir is read through the storage layer (pyarrow's file systems), the one door to the log
+    (["metadata", "INTERNAL"], 2, None),
+    (["transactions", "INTERNAL"], 2, None),
     (["table", "SAMPLE"], 2, None),
     (["schemas", "SAMPLE"], 2, None),
     (["backfill", "SAMPLE", "--delta", "SAMPLE-table", "--layout", "kafka-delta-ingest", "--app-id", "lake"], 2,

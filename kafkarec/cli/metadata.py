@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from kafkarec.errors import KafkaRecError
+from kafkarec.errors import KafkaRecError, MissingExtraError
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +40,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
     except FileNotFoundError as e:
         err.write(f"kafkarec metadata: error: {e}\n")
         return 2
+    except MissingExtraError:
+        raise               # the command line's one line naming the extra (exit 2)
     except KafkaRecError as e:
         err.write(f"kafkarec metadata: {e}\n")
         return 1

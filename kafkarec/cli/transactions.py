@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from kafkarec.errors import KafkaRecError
+from kafkarec.errors import KafkaRecError, MissingExtraError
 
 __all__ = ["add_parser", "run"]
 
@@ -36,6 +36,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
         states = analysis.transaction_states(args.path, schemas=args.schemas)
         opened = analysis.open_transactions(args.path, now_ms=args.now, schemas=args.schemas)
         lag = analysis.consumer_lag(args.path, schemas=args.schemas)
+    except MissingExtraError:
+        raise               # the command line's one line naming the extra (exit 2)
     except (OSError, KafkaRecError) as e:
         err.write(f"kafkarec transactions: {e}\n")
         return 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from support import produce
-from support.readers import _arrow_rows, kafkarec_rows
+from support.readers import arrow_rows, kafkarec_rows
 from support.spark_app import cases, rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -42,7 +42,7 @@ def test_same_rows_as_the_consumer(kafka_broker, broker_data, stopped_log_dir, i
     """Every data topic as librdkafka's consumer reads it, and as the log layer's reading does."""
     from kafkarec.scan import LogScan
     topics = broker_data.data_topics()
-    got = sorted(_arrow_rows(LogScan(stopped_log_dir, topics=topics, isolation_level=iso).to_table()),
+    got = sorted(arrow_rows(LogScan(stopped_log_dir, topics=topics, isolation_level=iso).to_table()),
                  key=lambda r: (r[0], r[1], r[2]))
     assert got == produce.consume(kafka_broker.bootstrap, topics, iso)
     assert got == kafkarec_rows(stopped_log_dir, topics, iso == "read_committed")
