@@ -50,8 +50,15 @@ def parse_extras(text: str | None) -> tuple:
     return names
 
 
-def source_digest() -> str:
+def check_build() -> bool:
+    """setup.py's KAFKAREC_CHECK_BUILD (-O0: the release check's wheels, never a release's)."""
+    return os.environ.get("KAFKAREC_CHECK_BUILD") == "1"
+
+
+def source_digest(check: bool | None = None) -> str:
     h = hashlib.sha256()
+    # a check build is never current for a release (``check`` None: this process's kind of build)
+    h.update(b"check-build\0" if (check_build() if check is None else check) else b"")
     files = [os.path.join(ROOT, f) for f in SOURCE_FILES]
     for d in SOURCE_DIRS:
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, d)):
@@ -235,7 +242,8 @@ def main(out: str, with_sdist: bool, sources: list = (), extras: tuple = EXTRAS)
     wheels = current_wheels(out, digest, with_sdist, extras)
     if wheels:
         return report_current(out, wheels)
-    if sources and not with_sdist and reuse(out, list(sources), digest, extras):
+    # a release's wheelhouse serves a check build too (built as released)
+    if sources and not with_sdist and reuse(out, list(sources), source_digest(check=False), extras):
         return 0
     L = boot_module("wheels")
 

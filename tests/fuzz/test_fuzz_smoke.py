@@ -93,7 +93,7 @@ def test_target_runs_without_a_finding(target, tmp_path, fork_server):
     if fork_server[-1].proc.poll() is not None:      # ended after a hung target
         fork_server.append(ForkServer())
     # a fixed seed: the gate runs the same inputs every time (the campaigns, scripts/fuzz.sh, vary it)
-    run = fork_server[-1].run(target, [str(corpus), seeds, "-seed=1", "-max_total_time=3", "-rss_limit_mb=2048",
+    run = fork_server[-1].run(target, [str(corpus), seeds, "-seed=1", "-max_total_time=1", "-rss_limit_mb=2048",
                                        "-timeout=20", f"-artifact_prefix={tmp_path}/crash-"], tmp_path)
     log = run.stdout[-2000:] + run.stderr[-3000:]
     assert run.returncode == 0, log
