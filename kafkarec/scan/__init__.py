@@ -59,7 +59,7 @@ import logging
 from typing import Iterator, List, NamedTuple, Optional, Sequence
 
 from kafkarec._extras import require
-from kafkarec.errors import MissingExtraError, UsageError
+from kafkarec.errors import UsageError
 from kafkarec.scan import _plan, _read
 from kafkarec.scan._typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
@@ -136,29 +136,15 @@ class LogScan:
             config = ScanConfig.of(source, **keywords)
         self.config = config
         self._typed = None if config.typed is None else TypedRows(config.typed, config.bounds.topics)
-        self._columns: Optional[list] = None
-        try:
-            self._columns = self._checked_columns()
-        except MissingExtraError:
-            pass        # no pyarrow: a walk of batches (partition_walks) needs none; a read asks again
-        self._found = None
-
-    @property
-    def columns(self) -> list:
-        """The columns read, in the schema's order (checked against what is read)."""
-        if self._columns is None:
-            self._columns = self._checked_columns()
-        return self._columns
-
-    def _checked_columns(self) -> list:
         full = self._full_schema()
-        if self.config.columns is None:
-            return full.names
-        columns = list(self.config.columns)
-        unknown = [c for c in columns if c not in full.names]
-        if unknown:
-            raise UsageError(f"LogScan: column(s) {unknown} are not read; available: {full.names}")
-        return columns
+        if config.columns is None:
+            self.columns = full.names
+        else:
+            self.columns = list(config.columns)
+            unknown = [c for c in self.columns if c not in full.names]
+            if unknown:
+                raise UsageError(f"LogScan: column(s) {unknown} are not read; available: {full.names}")
+        self._found = None
 
     @classmethod
     def of(cls, source, **keywords) -> "LogScan":
