@@ -134,10 +134,10 @@ def _check_extras(spec: ReadSpec) -> None:
     """What the read needs of kafkarec's extras on executors, checked where it is planned: objects
     that a tiered-storage plugin encrypted (its config names key pairs) are decrypted by the tasks,
     with cryptography (the ``tiered`` extra)."""
-    source = spec.config.tiered_storage
+    from kafkarec.log import rsm, storage
+    source = storage.tiered_config_option(spec.config.storage_options)
     if not source:
         return
-    from kafkarec.log import rsm
     try:
         encrypted = bool(rsm.load_config(source, spec.config.storage_options).key_pairs)
     except Exception:  # noqa: BLE001 - an unreadable config is the read's own error, said where it reads it

@@ -10,7 +10,7 @@ import spark_udfs
 
 
 def run(spark, data, lying):
-    spark_udfs.register(spark)
+    spark_udfs.register(spark, extras=["tiered"])      # AES-GCM chunks: cryptography on the executors
     result = {}
     for variant in ("plain", "zstd", "aes", "both", "small", "large"):
         df = (spark.read.format("kafkarec").option("tieredStorageConfig", f"{data}/{variant}/rsm.properties")
