@@ -105,7 +105,7 @@ def surfaces(spark, cfg, work, result):
                 .load(f"{tiered}/both/objects").schema
             result["tiered_unshipped"] = None
         except Exception as exc:  # noqa: BLE001 - the message is the result
-            result["tiered_unshipped"] = str(exc)[-3000:]
+            result["tiered_unshipped"] = str(exc)[:20000]     # the Python error first, the JVM stack after
         result["tiered_shipped"] = [os.path.basename(s.shipped_as) for s in spark_udfs.register(
             spark, wheelhouse=cfg["wheelhouse"], extras=["tiered"], verify=False).shipped]
     out(spark.read.format("kafkarec").option("tieredStorageConfig", f"{tiered}/both/rsm.properties")
