@@ -55,11 +55,12 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int):
-    """``(rows, error)``: every row read before the error (class name and message) or the end."""
+def read(mode: str, columns, threads: int, limit=None):
+    """``(rows, error)``: every row read before the error (class name and message) or the end
+    (or the ``limit``)."""
     rows = []
     try:
-        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads):
+        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads, limit=limit):
             rows += _plain(rb)
     except EXPECTED as exc:
         return rows, (type(exc).__name__, str(exc))
@@ -72,6 +73,8 @@ def test_one_input(data: bytes) -> None:
     columns = pick(fdp, PROJECTIONS)
     threads = fdp.ConsumeIntInRange(2, 4)
     window = fdp.ConsumeIntInRange(1, 600)
+    # a row limit too: its first window in the consumer's thread, the rest on the pool
+    limit = fdp.ConsumeIntInRange(1, 300) if fdp.ConsumeBool() else None
     _logdir.write(fdp, ROOT)
     want = read(mode, columns, 1)
     saved = local.READ_WINDOW_BYTES
@@ -79,6 +82,10 @@ def test_one_input(data: bytes) -> None:
     try:
         got = read(mode, columns, threads)
         alone = read(mode, columns, 1)
+        if limit is not None and read(mode, columns, threads, limit) != read(mode, columns, 1, limit):
+            raise AssertionError(f"{mode} {columns}: window={window}: limit={limit}: threads={threads} "
+                                 f"read\n{read(mode, columns, threads, limit)}\nthreads=1 read\n"
+                                 f"{read(mode, columns, 1, limit)}")
     finally:
         local.READ_WINDOW_BYTES = saved
     if got != alone:

@@ -24,7 +24,8 @@ class _Uncut(NamedTuple):
     error: BaseException
 
 
-def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
+def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
+                  depth: Optional[Callable[[], int]] = None):
     """:class:`kafkarec.scan._plan.Reading` s (as :func:`kafkarec.scan._read.ranges_read`'s) of
     local ``slices`` (windows: one map each) or :class:`kafkarec.scan._plan.ListedRange` s (each
     read in its pieces by the thread that decodes it), each piece paired
@@ -39,7 +40,9 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
     after the other gives (a slice that could not be cut: its error when its turn comes, nothing
     after it).  At most ``threads`` windows are mapped and decoded ahead of the one the consumer
-    holds (memory: ``threads + 1`` windows and their rows).  A window's map is closed on the
+    holds (memory: ``threads + 1`` windows and their rows); ``depth()``, asked each time the
+    consumer takes a window, can keep fewer ahead (a read with a row limit: no more than the
+    rows still wanted need; at most ``threads`` whatever it says).  A window's map is closed on the
     pool once the consumer is done with it: by the thread that takes the next window, before it
     maps that one (so the count holds), or past the last window by a task of its own.  A consumer
     that stops (the generator closed) stops the threads after the Arrow batch each is building (and
@@ -176,12 +179,14 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None):
                 mapped.close()
             done.popleft()
     try:
-        for sl in itertools.islice(todo, threads):
-            submit(sl)
-        while ahead:
-            sl, future, _closing = ahead[0]
-            for later in itertools.islice(todo, 1):     # the pool keeps `threads` windows ahead
+        while True:
+            # the pool keeps `threads` windows (or depth()'s) ahead of the one handed out next
+            keep = threads if depth is None else max(1, min(threads, depth()))
+            for later in itertools.islice(todo, max(0, keep + 1 - len(ahead))):
                 submit(later)
+            if not ahead:
+                break
+            sl, future, _closing = ahead[0]
             close_done()
             entries, mapped = future.result()
             ahead.popleft()

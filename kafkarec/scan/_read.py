@@ -71,18 +71,25 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
 
     # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
     # record loop; the batch columns' rows and a key bound's test hold it, record by record
-    # (a row limit reads in the consumer's thread: the pool would map and decode windows past it)
     # (a read of no more than one window's bytes has nothing to decode side by side: no pool)
     sizes = sum(piece_bytes(rr) for rr in ranges)
-    on_pool = (config.threads > 1 and config.limit is None and quarantine is None and ranges
+    on_pool = (config.threads > 1 and quarantine is None and ranges
                and sizes > local.READ_WINDOW_BYTES
                and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
                                                       keys=config.bounds.keys, strict=options is not None and options.strict))
     locals_ = [is_local(rr) for rr in ranges]
     if on_pool and all(locals_):
-        read = decoded_ahead(ranges, decode, config.threads, cut=local.windows)
+        cut_window = local.windows
     elif on_pool and split is not None and not any(locals_):
-        read = decoded_ahead(ranges, decode, config.threads, cut=lambda rr: split(rr, local.READ_WINDOW_BYTES))
+        def cut_window(rr):
+            return split(rr, local.READ_WINDOW_BYTES)
+    else:
+        cut_window = None
+    handed = [0, 0]     # windows the consumer is done with, and the rows of their batches
+    if cut_window is not None and config.limit is None:
+        read = decoded_ahead(ranges, decode, config.threads, cut=cut_window)
+    elif cut_window is not None:
+        read = _limited_ahead(ranges, cut_window, decode, config.threads, config.limit, handed)
     else:       # one piece after the other, decoded as the consumer asks
         # (listed ranges cut as the pool's planner cuts them, each when its turn comes: the same
         # pieces, so the same batches, and no index read before the first row)
@@ -115,6 +122,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                         if errs:
                             yield where, Errors(errs, topic, partition)
                             errs = []
+                        handed[1] += item.num_rows
                         yield where, item
                 except MalformedBatchError as exc:
                     raise type(exc)(f"{exc} {hint}") from None
@@ -126,8 +134,29 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                         local.release(piece.data)
                 if errs:
                     yield where, Errors(errs, topic, partition)
+            handed[0] += 1
     finally:
         read.close()        # a consumer gone: the threads stop, the maps close
+
+
+def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, handed: list):
+    """The readings of a read with a row ``limit`` (:func:`decoded`'s, ``cut`` its windows):
+    the first window in the consumer's thread, as one after the other reads it, so a limit met
+    there starts no thread and reads nothing past that window; the windows after it on the pool,
+    which keeps no more of them ahead than the rows still wanted need by the rows per window so
+    far (``handed``: windows done and their rows, kept by :func:`decoded`; the rows the engine
+    keeps are at most those, so the estimate errs towards fewer windows ahead, never more than
+    the limit needs and one), at least one and at most ``threads``."""
+    import math
+    first, *rest = cut(ranges[0])
+    for r in ranges_read([first]):
+        yield r._replace(pieces=((part, None) for part in without_skips(r.range, r.pieces)))
+
+    def depth() -> int:
+        windows, rows = handed
+        per = max(rows / max(windows, 1), 1.0)
+        return math.ceil(max(limit - rows, 1) / per)
+    yield from decoded_ahead(list(rest) + list(ranges[1:]), decode, threads, cut=cut, depth=depth)
 
 
 def framed(kafkarec, options, rr: ListedRange):

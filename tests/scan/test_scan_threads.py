@@ -160,6 +160,32 @@ def test_a_limit_reads_in_the_consumers_thread_and_no_window_past_it(partition, 
     assert not _decode_threads()
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_limit_past_its_first_window_decodes_on_the_pool_and_no_more_ahead_than_it_needs(
+        partition, small_windows, monkeypatch, threads):
+    from kafkarec.scan import _read
+    plain, decoded_on = _read.decode_range, []
+
+    def seen(*args, **kwargs):
+        decoded_on.append(threading.current_thread().name)
+        return plain(*args, **kwargs)
+    monkeypatch.setattr(_read, "decode_range", seen)
+    counter = storage.process_bytes_read()
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(partition) for f in fs
+               if f.endswith(".log"))
+    before = counter.bytes
+    got = LogScan(partition, threads=threads, limit=3000, columns=["offset", "value"]).to_table()
+    read = counter.bytes - before
+    assert got.column("offset").to_pylist() == list(range(3000))
+    # the first window in the consumer's thread, the rest on the pool's threads
+    assert decoded_on[0] == threading.current_thread().name
+    assert any(name.startswith("kafkarec-decode") for name in decoded_on[1:])
+    # half the log wanted: read up to it, and at most `threads` windows past it (cut at batch starts)
+    assert size / 2 <= read <= size / 2 + threads * (WINDOW + 2048)
+    assert not _decode_threads()
+    assert got.equals(LogScan(partition, threads=1, limit=3000, columns=["offset", "value"]).to_table())
+
+
 @pytest.fixture
 def open_maps(monkeypatch):
     """The windows mapped now (kafkarec.log.local.iter_pieces counted)."""
