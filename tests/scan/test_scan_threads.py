@@ -163,13 +163,12 @@ def test_a_limit_reads_in_the_consumers_thread_and_no_window_past_it(partition, 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_a_limit_past_its_first_window_decodes_on_the_pool_and_no_more_ahead_than_it_needs(
         partition, small_windows, monkeypatch, threads):
-    from kafkarec.scan import _read
-    plain, decoded_on = _read.decode_range, []
+    plain, decoded_on = local.iter_pieces, []
 
-    def seen(*args, **kwargs):
+    def seen(sl):       # a window is mapped by the thread that decodes it
         decoded_on.append(threading.current_thread().name)
-        return plain(*args, **kwargs)
-    monkeypatch.setattr(_read, "decode_range", seen)
+        return plain(sl)
+    monkeypatch.setattr(local, "iter_pieces", seen)
     counter = storage.process_bytes_read()
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(partition) for f in fs
                if f.endswith(".log"))
