@@ -270,10 +270,10 @@ _ROOMS_OF_THE_LOG = ("scan", "log")
 # module -> why it may: the one walker of the log is kafkarec.scan; the named single-file exception
 # (kafka-dump-log's job); what frames buffers that are not the log; and the registry, below the scan
 _OTHER_WALKERS = {
-    # the one named exception: kafka-dump-log's job, a file dumped as it is (its .log, or an index
-    # checked against its sibling .log), whether named on the command line or one of a log dir's
-    # files (the log dir itself listed through kafkarec.scan.partition_folders)
-    "kafkarec/cli/dump.py": "dump of a single file (kafka-dump-log's job)",
+    # the one named exception: kafka-dump-log's job, a single file dumped as it is -- an index checked
+    # entry by entry against its sibling .log (a log dir is listed through kafkarec.scan.partition_folders,
+    # its .log and .checkpoint files walked by kafkarec.scan.FileWalk)
+    "kafkarec/cli/dump.py": "dump of a single file (kafka-dump-log's job): an index against its .log",
     # the public names (the core's iter_batches among them)
     "kafkarec/__init__.py": "the public names",
     # buffers that are not the log: a record set given in memory or in a column

@@ -31,18 +31,22 @@ def partition_folders(path: str) -> List:
 class FileWalk:
     """One local segment file (a ``.log`` or a KRaft ``.checkpoint``) walked batch by batch with
     Kafka's file framing, going on past a batch whose header cannot be read (a framing error
-    ends the walk): what ``stats`` counts per file.  Iterating yields each
+    ends the walk): what ``stats`` counts and ``dump`` prints per file.  Iterating yields each
     :class:`kafkarec.log.segment.FileBatch` and a :class:`kafkarec.log.segment.SkippedBatch` for
     each batch not read; :attr:`position` is where the next batch starts (the end of the last
     one read); once done, :attr:`trailing_bytes` is what is left after the last whole batch (a
-    torn tail, or everything from where framing stopped).  Use as a context manager (the file is
+    torn tail, or everything from where framing stopped).  ``options``: a
+    :class:`kafkarec.ReadOptions` (default CRCs checked); ``max_bytes``: only the file's first
+    bytes are walked (kafka-dump-log's ``--max-bytes``).  Use as a context manager (the file is
     memory-mapped while open)."""
 
-    def __init__(self, path: str, options=None):
+    def __init__(self, path: str, options=None, *, max_bytes: Optional[int] = None):
         from kafkarec.log.segment import Segment
         self.path = path
         self._segment = Segment(path)
         self._options = options
+        #: where the walk ends: the file's size, or ``max_bytes`` when smaller
+        self.end = self._segment.size if max_bytes is None else min(self._segment.size, max_bytes)
         self._it = None
         self._stopped_at: Optional[int] = None
 
@@ -57,6 +61,11 @@ class FileWalk:
         return self._segment.base_offset
 
     @property
+    def base_offset_source(self) -> str:
+        """Where :attr:`base_offset` comes from: ``"name"``, ``"first batch"`` or ``"none"``."""
+        return self._segment.base_offset_source
+
+    @property
     def position(self) -> int:
         return 0 if self._it is None else self._it.position
 
@@ -64,11 +73,11 @@ class FileWalk:
     def trailing_bytes(self) -> int:
         if self._it is None:
             return 0
-        return self._it.trailing_bytes if self._stopped_at is None else self.size - self._stopped_at
+        return self._it.trailing_bytes if self._stopped_at is None else self.end - self._stopped_at
 
     def __iter__(self) -> Iterator:
         from kafkarec.log.segment import SkippedBatch
-        self._it = self._segment.batches(options=self._options)
+        self._it = self._segment.batches(0, self.end, options=self._options)
         for item in self._it.skipping():
             if isinstance(item, SkippedBatch) and item.stopped:
                 self._stopped_at = item.position
