@@ -43,27 +43,16 @@ class FileWalk:
     def __init__(self, path: str, options=None, *, max_bytes: Optional[int] = None):
         from kafkarec.log.segment import Segment
         self.path = path
-        self._segment = Segment(path)
+        self._segment = seg = Segment(path)
         self._options = options
+        self.size = seg.size
+        #: the segment's base offset: its file name's, or for a renamed file its first batch's (None
+        #: when none can be read); ``base_offset_source`` says which ("name", "first batch", "none")
+        self.base_offset, self.base_offset_source = seg.base_offset, seg.base_offset_source
         #: where the walk ends: the file's size, or ``max_bytes`` when smaller
-        self.end = self._segment.size if max_bytes is None else min(self._segment.size, max_bytes)
+        self.end = seg.size if max_bytes is None else min(seg.size, max_bytes)
         self._it = None
         self._stopped_at: Optional[int] = None
-
-    @property
-    def size(self) -> int:
-        return self._segment.size
-
-    @property
-    def base_offset(self) -> Optional[int]:
-        """The segment's base offset: its file name's, or for a renamed file its first batch's
-        (None when none can be read)."""
-        return self._segment.base_offset
-
-    @property
-    def base_offset_source(self) -> str:
-        """Where :attr:`base_offset` comes from: ``"name"``, ``"first batch"`` or ``"none"``."""
-        return self._segment.base_offset_source
 
     @property
     def position(self) -> int:
