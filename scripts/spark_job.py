@@ -73,13 +73,14 @@ def _gib(text: str) -> float:
 
 
 def _segments_on_disk(log_dir: str) -> dict:
-    from kafkarec.log.directory import find_segment_files
-    segments, _ = find_segment_files([log_dir])
+    """``{(topic, partition): segments and their bytes}`` as the read plans them (the reader's
+    pieces of work, one a segment file: kafkarec.scan.LogScan.pieces; no record read)."""
+    from kafkarec.scan import LogScan
     out: dict = {}
-    for s in segments:
-        entry = out.setdefault((s.topic, s.partition), {"segments": 0, "segment_bytes": 0})
+    for piece in LogScan.of(log_dir, columns=["offset"]).pieces():
+        entry = out.setdefault((piece.topic, piece.partition), {"segments": 0, "segment_bytes": 0})
         entry["segments"] += 1
-        entry["segment_bytes"] += s.size
+        entry["segment_bytes"] += piece.bytes
     return out
 
 

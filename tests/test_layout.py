@@ -256,29 +256,30 @@ def test_nothing_writes_sys_modules_or_loads_a_module_by_path():
 
 # What walks or lists the log: the log layer's planners and walkers of a segment's bytes and
 # batches, the core's framing of a buffer, a segment file opened, a log directory or storage
-# listed.  Only kafkarec/scan (the one reader, LogScan, and its batch-level door, PartitionWalk)
-# and kafkarec/log (the layer it reads through) call them; anything else that does is named in
-# _OTHER_WALKERS with why, so that a new walker of the log fails test_one_walk_of_the_log.
+# listed.  Only kafkarec/scan (the one reader: LogScan, its batch-level door PartitionWalk, its
+# listing kafkarec.scan.listings, and its file-level door for a local log dir, partition_folders
+# and FileWalk) and kafkarec/log (the layer it reads through) call them; anything else that does is
+# named in _OTHER_WALKERS with why, so that a new walker of the log fails test_one_walk_of_the_log.
 _WALKERS = ("read_arrow", "read_records", "iter_selected", "iter_range_pieces", "plan_partition",
             "partition_batches", "partition_records", "snapshot_batches", "read_committed_spans", "iter_batches",
             "iter_remote_batches", "iter_pieces", "open_segment", "Segment", "find_partition_dirs",
-            "scan_partition_dir", "find_segment_files", "list_files", "scan_history", "_resolve")
+            "scan_partition_dir", "is_partition_dir", "find_segment_files", "list_files", "scan_history", "_resolve")
 
 _ROOMS_OF_THE_LOG = ("scan", "log")
 
-# module -> why it may: each a known exception (issue 70 names the ones still to go through LogScan)
+# module -> why it may: the one walker of the log is kafkarec.scan; the named single-file exception
+# (kafka-dump-log's job); what frames buffers that are not the log; and the registry, below the scan
 _OTHER_WALKERS = {
+    # the one named exception: kafka-dump-log's job, a single file dumped as it is -- an index checked
+    # entry by entry against its sibling .log (a log dir is listed through kafkarec.scan.partition_folders,
+    # its .log and .checkpoint files walked by kafkarec.scan.FileWalk)
+    "kafkarec/cli/dump.py": "dump of a single file (kafka-dump-log's job): an index against its .log",
     # the public names (the core's iter_batches among them)
     "kafkarec/__init__.py": "the public names",
     # buffers that are not the log: a record set given in memory or in a column
     "kafkarec/convert.py": "a buffer's batches converted (not the log)",
     "spark_udfs/functions.py": "a binary column's record sets (not the log)",
     "spark_udfs/ship/shipping.py": "a shipped archive's self-check on a built batch (not the log)",
-    # kafka-dump-log's job: dump/verify of a single file, the one named exception; (still to go
-    # through LogScan, issue 70: dump and stats of a log dir, which read its files one by one)
-    "kafkarec/cli/dump.py": "dump of a single file (kafka-dump-log); of a log dir: still to move",
-    "kafkarec/cli/stats.py": "stats of a log dir's files: still to move",
-    "kafkarec/cli/main.py": "the command line's paths found as files and partition folders",
     # the registry's folder of schema files is a listing of files, not of a log
     "kafkarec/registry/_sources.py": "a folder of schema files (not the log)",
     # the registry sits below the scan (a typed read loads its registry: scan -> registry would be a
@@ -286,12 +287,6 @@ _OTHER_WALKERS = {
     # listing every read makes and the one record walk PartitionWalk.records opens
     "kafkarec/registry/_topic.py": "below the scan: the log layer's listing and its one record walk",
     "kafkarec/registry/__init__.py": "below the scan: the log layer's listing (does a log dir hold _schemas)",
-    # still to go through the one listing (issue 70): the census's partition counts, the typed
-    # reads' and the stream's own listings, the quick start's job
-    "kafkarec/census/_scan.py": "partition counts from its own listing: still to move",
-    "spark_udfs/read/typed.py": "its own listing: still to move",
-    "spark_udfs/read/streaming.py": "its own listing per trigger: still to move",
-    "scripts/spark_job.py": "the quick start's job lists its segment files: still to move",
 }
 
 

@@ -35,13 +35,10 @@ def open_scan(config, *, read_committed: bool, columns: Sequence[str], include_c
 
 
 def topic_partition_counts(config) -> dict:
-    """``{topic: partitions}`` as the listing of ``config.paths`` names them (the highest
+    """``{topic: partitions}`` as the read's own listing of ``config.paths`` names them
+    (:func:`kafkarec.scan.listings`, the listing its pieces are planned over; the highest
     partition number found plus one; no segment byte read): the ``N`` of Kafka's default
     partitioner when the caller does not give it."""
-    from kafkarec.log import layout
-    from kafkarec.log.storage import open_storage
-    listed = []
-    for src in config.paths:
-        storage, root = open_storage(src, config.storage_options)
-        listed += layout.scan(storage, root).partitions
-    return layout.partition_counts(listed)
+    from kafkarec.log.layout import partition_counts
+    from kafkarec.scan import listings
+    return partition_counts([part for listed in listings(config) for part in listed.layout.partitions])

@@ -121,6 +121,9 @@ class Dumper:
 
     # -- .log / .checkpoint --
     def dump_log(self, path: str) -> None:
+        """A ``.log`` or KRaft ``.checkpoint`` walked by the reader's file door
+        (:class:`kafkarec.scan.FileWalk`), as DumpLogSegments prints it."""
+        from kafkarec.scan import FileWalk
         name = os.path.basename(path)
         if name.endswith(sf.LOG_SUFFIX):
             start = base_offset_from_name(name)
@@ -128,12 +131,12 @@ class Dumper:
                 self.emit(f"Log starting offset: {start}", type="log_start", offset=start)
             else:
                 # A renamed or backed-up segment: say where the offset comes from.
-                with Segment(path) as seg:
-                    start = seg.base_offset
+                with FileWalk(path) as walk:
+                    start, source = walk.base_offset, walk.base_offset_source
                 shown = "unknown" if start is None else start
                 self.emit(f"Log starting offset: {shown} (from the first batch: the file name "
                           f"{name!r} holds no offset)", type="log_start", offset=start,
-                          source=seg.base_offset_source)
+                          source=source)
         elif name == sf.BOOTSTRAP_CHECKPOINT:
             self.emit("KRaft bootstrap snapshot", type="kraft_bootstrap_snapshot")
         else:
@@ -141,22 +144,21 @@ class Dumper:
             self.emit(f"Snapshot end offset: {sp.end_offset}, epoch: {sp.epoch}",
                       type="kraft_snapshot", end_offset=sp.end_offset, epoch=sp.epoch)
         abspath = os.path.abspath(path)
-        with Segment(path) as seg:
-            end = min(seg.size, self.max_bytes)
-            it = seg.batches(0, end, options=self.read_options)
+        with FileWalk(path, self.read_options, max_bytes=self.max_bytes) as walk:
+            end = walk.end
             valid_bytes = 0
             last_offset = [-1]
-            for item in it.skipping():
+            for item in walk:
                 if isinstance(item, SkippedBatch):
                     self.error(error_line(path, item.error), path, item.position)
                     if self.typed is not None:
                         # framing stopped: every byte from there on is kept, as a skipped batch is
                         self.typed.undecodable(path, item.position,
-                                               (end if item.stopped else it.position) - item.position,
+                                               (end if item.stopped else walk.position) - item.position,
                                                error_line(path, item.error))
                     if item.stopped:
                         return
-                    valid_bytes = it.position
+                    valid_bytes = walk.position
                     continue
                 self.batch_and_records(item, path, abspath, last_offset)
                 valid_bytes = item.position + item.size_in_bytes

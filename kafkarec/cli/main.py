@@ -32,9 +32,8 @@ from kafkarec.errors import MissingExtraError
 from kafkarec.log.staging import Staging
 from kafkarec.log.storage import is_uri
 from kafkarec.cli.common import EXIT_PROBLEMS, EXIT_USAGE, INT_MAX, PAYLOAD_ENCODINGS
-from kafkarec.log.directory import (PartitionDir, SegmentFiles, find_partition_dirs, is_partition_dir,
-                                    scan_partition_dir)
-from kafkarec.log.segment import Segment, base_offset_from_name
+from kafkarec.log.directory import PartitionDir, SegmentFiles
+from kafkarec.log.segment import base_offset_from_name
 
 __all__ = ["main", "build_parser"]
 
@@ -44,7 +43,9 @@ __all__ = ["main", "build_parser"]
 # --- path handling ------------------------------------------------------------
 
 def resolve(paths: List[str]) -> list:
-    """Expand PATH arguments into ("partition", PartitionDir) and ("file", path) items."""
+    """Expand PATH arguments into ("partition", PartitionDir) and ("file", path) items (a folder's
+    partitions as the reader's door lists them: :func:`kafkarec.scan.partition_folders`)."""
+    from kafkarec.scan import partition_folders
     items = []
     for p in paths:
         if is_uri(p):
@@ -54,10 +55,7 @@ def resolve(paths: List[str]) -> list:
         if os.path.isdir(p):
             if not os.access(p, os.R_OK | os.X_OK):
                 raise UsageError(f"{p}: permission denied")
-            if is_partition_dir(p):
-                items.append(("partition", scan_partition_dir(p)))
-                continue
-            found = find_partition_dirs(p)
+            found = partition_folders(p)
             if not found:
                 raise UsageError(f"{p}: not a Kafka log directory (found no <topic>-<partition> "
                                  "directories and no .log segments)")
@@ -96,8 +94,9 @@ def _segment_of_file(path: str, notes: Optional[List[str]] = None) -> Optional[P
                                  "00000000000000000000.index)")
             # A renamed or backed-up segment: no siblings by name; the
             # segment takes its base offset from its first batch.
-            with Segment(path) as seg:
-                base = seg.base_offset
+            from kafkarec.scan import FileWalk
+            with FileWalk(path) as walk:
+                base = walk.base_offset
             if notes is not None:
                 notes.append(f"note: {path}: the file name holds no offset; base offset {base} "
                              "taken from the first batch")

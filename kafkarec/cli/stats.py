@@ -22,7 +22,7 @@ from kafkarec.enums import Compression
 from kafkarec.errors import DecodeError, KafkaRecError
 from kafkarec.times import time_text
 from kafkarec.log.directory import PartitionDir, TopicPartition
-from kafkarec.log.segment import Segment, SkippedBatch
+from kafkarec.log.segment import SkippedBatch
 
 __all__ = ["Stats", "Histogram", "Progress", "human", "plot", "plot_unavailable", "run"]
 
@@ -210,23 +210,21 @@ class Stats:
 
 def _segment_stats(path: str, ratio: bool, progress: Progress, base: int, err_list: List[str],
                    options: kafkarec.ReadOptions) -> Stats:
-    """One segment's counters; unreadable batches are counted and described in ``err_list``."""
+    """One segment's counters, the file walked by the reader's file door
+    (:class:`kafkarec.scan.FileWalk`); unreadable batches are counted and described in ``err_list``."""
+    from kafkarec.scan import FileWalk
     st = Stats()
     st.segments = 1
-    with Segment(path) as seg:
-        st.file_bytes = seg.size
-        it = seg.batches(options=options)
-        stopped_at = None
-        for item in it.skipping():
+    with FileWalk(path, options) as walk:
+        st.file_bytes = walk.size
+        for item in walk:
             if isinstance(item, SkippedBatch):
                 st.bad += 1
                 err_list.append(error_line(path, item.error))
-                if item.stopped:
-                    stopped_at = item.position
                 continue
             st.add_checked(item, path, err_list, ratio=ratio)
-            progress.update(base + it.position)
-        st.trailing_bytes = it.trailing_bytes if stopped_at is None else seg.size - stopped_at
+            progress.update(base + walk.position)
+        st.trailing_bytes = walk.trailing_bytes
     return st
 
 

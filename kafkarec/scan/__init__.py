@@ -61,6 +61,7 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _plan, _read
+from kafkarec.scan._files import FileWalk, partition_folders
 from kafkarec.scan._typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
@@ -77,7 +78,7 @@ from kafkarec.scan._typed import TypedSide, decode_sides
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA",
-           "CONTROL", "ABORTED", "default_threads"]
+           "CONTROL", "ABORTED", "default_threads", "listings", "partition_folders", "FileWalk"]
 __all__ += ["TypedRows", "TypedSide", "decode_sides", "Errors", "topic_key", "decode_range", "format_error", "MODES",
             "normalize_mode", "PARTITIONERS", "check_partition_counts", "MAX_DEFAULT_THREADS", "usable_cpus",
             "READ_AHEAD_RANGES"]
@@ -357,6 +358,16 @@ class LogScan:
 
     def __repr__(self):
         return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
+
+
+def listings(config: ScanConfig, report=None) -> Iterator["_plan.Listing"]:
+    """Each of ``config.paths`` listed once, in order, as a read of ``config`` lists them to plan
+    its pieces of work (:func:`kafkarec.scan._plan.listings`: its storage and tiered options; with
+    a partitioner and a key bound, the partitions it names for none of the keys left out; each a
+    ``Listing``: ``layout``, ``gaps``, ``resolver``): what a caller that needs the log's partitions
+    (the census's partition counts, a stream's offsets per trigger, a typed read's ``_schemas``)
+    reads instead of listing the log itself.  ``report``: as :meth:`LogScan.found`'s."""
+    return _plan.listings(config, report)
 
 
 def error_rows(errs: Errors, schema, mode: str, *, corrupt_column: Optional[str] = CORRUPT_COLUMN,

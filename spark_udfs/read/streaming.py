@@ -133,26 +133,22 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self.expected = expected
         self._target_cap: Optional[Dict] = None
-        self._storage = None
-        self._root = None
+        self._storage = None            # the storage of the last listing (a committed view walks it)
         self._committed: Dict = {}      # partition key -> (segments seen, kafkarec.scan.CommittedView)
         self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
         self._reported: Optional[Dict] = None   # the log end latestOffset saw (progress)
 
     # -- the log, as it is now ------------------------------------------------------
-    def _layout(self):
-        ensure(self.expected)
-        from kafkarec.log import layout, storage
-        if self._storage is None:
-            self._storage, self._root = storage.resolve(self.path, self.config.storage_options)
-        return layout.scan(self._storage, self._root)
-
     def _partitions(self):
-        from kafkarec.log import selection
-        lay = self._layout()
-        parts = {p.key: p for p in lay.partitions if p.topic is not None
+        """The partitions the stream reads and a resolver of their storage, from the log as it is
+        now: listed once a call, as a read of the config lists it (:func:`kafkarec.scan.listings`)."""
+        ensure(self.expected)
+        from kafkarec.scan import listings
+        listed = next(listings(self.config))
+        self._storage = listed.layout.storage
+        parts = {p.key: p for p in listed.layout.partitions if p.topic is not None
                  and self.selection.wants_partition(p.topic, p.partition) and p.segments}
-        return parts, selection.Resolver(lay.storage)
+        return parts, listed.resolver
 
     def _log_start(self, part, resolver) -> int:
         return resolver.log_start(part, include_deleted_records=self.selection.include_deleted_records)

@@ -61,10 +61,9 @@ def registry_state(source, storage_options=None):
     src = str(source)
     if src.lower().startswith(("http://", "https://")):
         return ("url", src)
-    from kafkarec.log import layout, storage
-    try:
-        st, root = storage.resolve(src, storage_options)
-        lay = layout.scan(st, root)
+    from kafkarec.scan import ScanConfig, listings
+    try:        # listed as a read of it lists it (kafkarec.scan's one listing)
+        lay = next(listings(ScanConfig((src,), storage_options=storage_options))).layout
     except (OSError, ValueError):
         return None
     segs = tuple((s.path, s.size) for p in lay.partitions if p.topic == "_schemas"
@@ -251,12 +250,11 @@ def _topic_of(spec) -> Optional[str]:
         from kafkarec.log import selection
         names = selection.parse_selection({"assign": sel["assign"]}).topics
         return next(iter(names)) if len(names) == 1 else None
-    from kafkarec.log import layout, storage
+    from kafkarec.scan import ScanConfig, listings
     topics = set()
-    for raw in spec.config.paths:
+    for raw in spec.config.paths:       # listed as the read lists them (kafkarec.scan's one listing)
         try:
-            st, root = storage.resolve(raw, spec.config.storage_options)
-            lay = layout.scan(st, root)
+            lay = next(listings(ScanConfig((raw,), storage_options=spec.config.storage_options))).layout
         except (OSError, ValueError):
             continue
         topics |= {p.topic for p in lay.partitions if p.topic and p.topic != "_schemas"}

@@ -120,3 +120,20 @@ def test_spark_types_kafkarecs_one_typed_side():
     assert type(side.with_registry(None)) is TypedSide
     with pytest.raises(UsageError, match="option valueFormat=registry needs option registry"):
         TypedSide("value", "registry", None)
+
+
+def test_the_typed_read_finds_its_topic_and_schemas_in_the_readers_listing(tmp_path):
+    """Without subscribe or assign, a typed read decodes the one topic under its path other than
+    ``_schemas``, and a registry log dir's state is its ``_schemas`` segments' names and sizes: both
+    read off the reader's one listing (kafkarec.scan.listings), not a listing of their own."""
+    from spark_udfs.read import typed as _typed
+    from spark_udfs.read.spec import read_spec
+    root = str(tmp_path / "logs")
+    log = TypedStreamLog()
+    log.step(1, [log.v1(i) for i in range(3)])
+    _apply(root, log.steps[-1])
+    assert _typed._topic_of(read_spec({"path": root})) == "orders"
+    state = _typed.registry_state(root)
+    schemas = os.path.join(root, "_schemas-0", "00000000000000000000.log")
+    assert state == ("schemas", ((schemas, os.path.getsize(schemas)),))
+    assert _typed.registry_state(str(tmp_path / "nothing")) is None        # no log there
