@@ -609,3 +609,30 @@ def test_scan_is_used_through_its_public_names():
     tests = {os.path.relpath(path, ROOT): [hit.split(": ", 1)[1] for hit in _private_scan_imports(tree)]
              for path, tree in _tests_files().items()}
     assert {path: hits for path, hits in tests.items() if hits} == _SCAN_PRIVATE_TESTS
+
+
+def _class_members(rel, name):
+    """The fields and defs of the class ``name`` in the module at ``rel`` (read, not imported)."""
+    with open(os.path.join(ROOT, *rel.split("/")), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    return ({n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)}
+            | {n.name for n in cls.body if isinstance(n, ast.FunctionDef)})
+
+
+def test_one_piece_type():
+    """A read's unit of work is one piece type (issue 70): a local Slice and a ListedRange each have
+    every member of scan._plan.SegmentPiece, and the read loop, the pool and ScanPiece ask the piece,
+    never which kind it is (no isinstance of either, no is_local)."""
+    wanted = _class_members("kafkarec/scan/_plan.py", "SegmentPiece")
+    assert {"topic", "where", "size", "windows", "parts", "open", "release"} <= wanted
+    for rel, name in (("kafkarec/log/local.py", "Slice"), ("kafkarec/scan/_plan.py", "ListedRange")):
+        assert wanted - _class_members(rel, name) == set(), name
+    for rel in ("kafkarec/scan/_read.py", "kafkarec/scan/_pool.py", "kafkarec/scan/__init__.py"):
+        with open(os.path.join(ROOT, *rel.split("/")), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        asked = [f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+            (isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(n.args) == 2
+             and {"Slice", "ListedRange"} & {x.id for x in ast.walk(n.args[1]) if isinstance(x, ast.Name)})
+            or ast.unparse(n.func).endswith("is_local"))]
+        assert asked == [], rel

@@ -54,6 +54,51 @@ class Slice(NamedTuple):
     # the offsets the file may hold (kafkarec.log.segment.SegmentOffsets; None: its name has none)
     offsets: Optional[SegmentOffsets] = None
 
+    # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
+    @property
+    def where(self) -> str:
+        """What errors name: the file's path."""
+        return self.path
+
+    @property
+    def size(self) -> int:
+        """The bytes it reads."""
+        return self.end - self.start
+
+    @property
+    def kept(self) -> tuple:
+        """``(lo, hi)`` of the offsets a consumer is given from it: from the log start on."""
+        return (self.min_offset, None)
+
+    @property
+    def log_key(self) -> str:
+        """The log its offsets grow in, which the offset-order rule is kept per: its folder."""
+        return os.path.dirname(self.path)
+
+    def windows(self) -> List["Slice"]:
+        """The slices a read maps one after the other, cut before the read (:func:`windows`)."""
+        return windows(self)
+
+    def parts(self, split=None) -> tuple:
+        """A window is read as it is, when its turn comes (``split`` cuts listed ranges only)."""
+        return (self,)
+
+    def windowed(self, split=None) -> bool:
+        """Its :meth:`windows` are at most about :data:`READ_WINDOW_BYTES` each (cut at batch starts)."""
+        return True
+
+    def read_ahead(self, max_bytes: int) -> bool:
+        """A map costs no round trip: never read ahead of its turn (nor mapped before it)."""
+        return False
+
+    def open(self) -> "_Mapped":
+        """Its buffers (:func:`iter_pieces`), the map held until the returned reader is closed."""
+        return _Mapped(iter_pieces(self))
+
+    def release(self, piece) -> None:
+        """A buffer of it decoded: its view of the map let go (:func:`release`), so the map can close."""
+        release(piece.data)
+
 
 def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
            log_start: Optional[dict] = None) -> List[Slice]:
@@ -202,6 +247,25 @@ def release(view) -> None:
         view.release()
     except BufferError:
         pass
+
+
+class _Mapped:
+    """A slice's map held open (:meth:`Slice.open`): iterating gives its buffers (an error first when
+    the file shrank, then the one piece) without walking past the piece, which would close the map;
+    :meth:`close` closes it."""
+    __slots__ = ("_pieces",)
+
+    def __init__(self, pieces: Iterator):
+        self._pieces = pieces
+
+    def __iter__(self) -> Iterator:
+        for piece in self._pieces:
+            yield piece
+            if not isinstance(piece, dict):
+                return
+
+    def close(self) -> None:
+        self._pieces.close()
 
 
 def iter_pieces(sl: Slice) -> Iterator:

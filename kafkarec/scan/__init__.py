@@ -94,13 +94,13 @@ class ScanPiece(NamedTuple):
     partition: Optional[int]
     bytes: int
     key: tuple
-    item: object        # a kafkarec.log.local.Slice or a kafkarec.scan._plan.ListedRange
+    item: object        # a kafkarec.scan._plan.SegmentPiece: a local Slice or a ListedRange
 
     @property
     def file(self) -> str:
         """The segment file this piece reads (its path as its storage names it): with a batch
         position, where a batch is (positions repeat from one segment to the next)."""
-        return _plan.piece_file(self.item)
+        return self.item.path
 
 
 class LogScan:
@@ -219,7 +219,7 @@ class LogScan:
         if self._found is None:
             config = self.config
             if config.empty:
-                self._found = _plan.Found([], None, None, None, list)
+                self._found = _plan.Found([], None, None, list)
             else:
                 self._found = _plan.found_listed(config, report) if config.listed else _plan.found_local(config)
         return self._found
@@ -227,7 +227,7 @@ class LogScan:
     def _piece(self, item) -> ScanPiece:
         found = self.found()
         key = found.group(item)
-        return ScanPiece(*_plan.piece_partition(item), found.size(item), tuple(key), item)
+        return ScanPiece(item.topic, item.partition, item.size, tuple(key), item)
 
     def pieces(self, report=None) -> List[ScanPiece]:
         """The pieces of work, in log order within each topic-partition (``report``: see

@@ -7,42 +7,169 @@ over a listing (:mod:`kafkarec.log.layout` sorts it into partitions and segments
 offset-index positions, no segment byte read); otherwise local paths and globs are found by
 :func:`kafkarec.log.directory.find_segment_files` and cut at batch starts into slices
 memory-mapped at most :data:`kafkarec.log.local.READ_WINDOW_BYTES` at a time.  A piece is a
-local slice (:class:`kafkarec.log.local.Slice`) or a :class:`ListedRange`; :func:`reading` is
-the one place the two are told apart, and :class:`Reading` what the rest of the read sees of
-either.  ``read_committed`` leaves out the aborted batches' spans (each piece's ``skip``),
-judged over each topic-partition's whole log.
+local slice (:class:`kafkarec.log.local.Slice`) or a :class:`ListedRange`, each a
+:class:`SegmentPiece`: the read asks the piece, never which kind it is.  ``read_committed``
+leaves out the aborted batches' spans (each piece's ``skip``), judged over each
+topic-partition's whole log.
 """
 from __future__ import annotations
 
 import functools
 import logging
-import os
-from typing import Callable, Iterator, List, NamedTuple, Optional
+from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Protocol
 
 from kafkarec.errors import SelectionError
 
-__all__ = ["ListedRange", "Found", "Listing", "Reading", "listings", "found_local", "found_listed", "splitter",
-           "range_bytes", "piece_bytes", "piece_file", "piece_partition", "is_local", "reading", "partition_key",
-           "topic_key", "without_skips"]
+__all__ = ["SegmentPiece", "ListedRange", "Found", "Listing", "listings", "found_local", "found_listed", "splitter",
+           "range_bytes", "partition_key", "topic_key", "without_skips"]
 
 log = logging.getLogger("kafkarec")
 
 
+class _Buffers(Protocol):
+    """What :meth:`SegmentPiece.open` gives: the buffers, then closed."""
+    def __iter__(self) -> Iterator: ...
+    def close(self) -> None: ...
+
+
+class SegmentPiece(Protocol):
+    """A read's unit of work, a byte range of one segment: a local slice
+    (:class:`kafkarec.log.local.Slice`, memory-mapped) or a :class:`ListedRange` (a listed
+    segment's range, read in bounded pieces), what the read loop, the pool and a
+    :class:`kafkarec.scan.ScanPiece` ask of either."""
+    @property
+    def topic(self) -> Optional[str]:
+        """Its topic (None: its folder's name has none)."""
+
+    @property
+    def partition(self) -> Optional[int]:
+        """Its partition (None: its folder's name has none)."""
+
+    @property
+    def skip(self) -> tuple:
+        """``(position, size)`` of the batches left out (read_committed: aborted transactions)."""
+
+    @property
+    def path(self) -> str:
+        """The segment file, as its storage names it."""
+
+    @property
+    def where(self) -> str:
+        """What errors name: a local path, or its storage's URI."""
+
+    @property
+    def size(self) -> int:
+        """The bytes it reads (what a planner weighs, and whether a read needs a pool)."""
+
+    @property
+    def kept(self) -> tuple:
+        """``(lo, hi)`` of the offsets kept of its records (None: unbounded)."""
+
+    @property
+    def offsets(self):
+        """The offsets its segment may hold (:class:`kafkarec.log.segment.SegmentOffsets`, or None)."""
+
+    @property
+    def log_key(self):
+        """The log its offsets grow in, which the offset-order rule is kept per."""
+
+    def windows(self) -> list:
+        """The pieces it is read as, cut before the read starts (a local slice at batch starts:
+        its file's headers walked; a listed range as it is, cut when its turn comes)."""
+
+    def parts(self, split: Optional[Callable] = None) -> Iterable:
+        """The pieces it is read as when its turn comes: a listed range cut by ``split(range,
+        max_bytes)`` about a window apart (None: whole), a local window as it is."""
+
+    def windowed(self, split: Optional[Callable] = None) -> bool:
+        """Whether :meth:`windows` and :meth:`parts` read it in pieces of about a window (what the
+        pool decodes ahead): a local slice always, a listed range when ``split`` cuts it."""
+
+    def read_ahead(self, max_bytes: int) -> bool:
+        """Whether reading it whole ahead of its turn pays (a listed range of at most
+        ``max_bytes``: a round trip saved; a map, never)."""
+
+    def open(self) -> _Buffers:
+        """Its buffers to decode, in order (:class:`kafkarec.log.storage.Piece` s, and an error
+        dict where a local file shrank after the read was planned), each valid until the
+        returned reader is closed (a map stays open until then)."""
+
+    def release(self, piece) -> None:
+        """``piece``, one of its buffers, decoded: let go (a map's view released, so the map can close)."""
+
+
 class ListedRange(NamedTuple):
-    """One listed range a task reads: the storage holding it (pyarrow file systems pickle
-    with their configuration), the segment range (kafkarec.log.selection.SegmentRange) and,
-    with readCommitted, the spans of that segment to leave out (``[(position, size)]``)."""
+    """One listed range a task reads (a :class:`SegmentPiece`): the storage holding it (pyarrow
+    file systems pickle with their configuration), the segment range
+    (kafkarec.log.selection.SegmentRange) and, with readCommitted, the spans of that segment to
+    leave out (``[(position, size)]``)."""
     storage: object
     range: object
     skip: tuple = ()
     share: int = 0      # which of the config's offset_ranges it reads (0 without them)
 
+    @property
+    def topic(self) -> Optional[str]:
+        return self.range.topic
+
+    @property
+    def partition(self) -> Optional[int]:
+        return self.range.partition
+
+    @property
+    def path(self) -> str:
+        return self.range.segment.path
+
+    @property
+    def where(self) -> str:
+        return self.storage.uri(self.range.segment.path)
+
+    @property
+    def size(self) -> int:
+        return range_bytes(self)
+
+    @property
+    def kept(self) -> tuple:
+        """The offsets as selected."""
+        return (self.range.min_offset, self.range.end_offset)
+
+    @property
+    def offsets(self):
+        return self.range.offsets
+
+    @property
+    def log_key(self):
+        """Its :func:`partition_key`."""
+        return partition_key(self)
+
+    def windows(self) -> list:
+        return [self]
+
+    def parts(self, split: Optional[Callable] = None) -> Iterable:
+        """Cut at offset-index positions (:func:`splitter`) about a window apart, when ``split`` is given."""
+        from kafkarec.log import local
+        return (self,) if split is None else split(self, local.READ_WINDOW_BYTES)
+
+    def windowed(self, split: Optional[Callable] = None) -> bool:
+        return split is not None
+
+    def read_ahead(self, max_bytes: int) -> bool:
+        return range_bytes(self) <= max_bytes
+
+    def open(self) -> Iterator:
+        """Its pieces walked (:func:`kafkarec.log.selection.iter_range_pieces`: bytes read, not
+        mapped, so each stays valid after the walk moves on; closing closes the segment's file)."""
+        from kafkarec.log import selection
+        return selection.iter_range_pieces(self.storage, self.range)
+
+    def release(self, piece) -> None:
+        """Bytes read: nothing to let go."""
+
 
 class Found(NamedTuple):
-    """What :mod:`kafkarec.log` found for a read: its pieces in log order, how to measure, cut
-    and group them, and a packed task's pieces as the task reads them."""
+    """What :mod:`kafkarec.log` found for a read: its pieces (:class:`SegmentPiece` s) in log
+    order, how to cut and group them, and a packed task's pieces as the task reads them."""
     pieces: list
-    size: Callable
     split: Callable
     group: Callable
     as_read: Callable
@@ -61,7 +188,7 @@ def found_local(config) -> Found:
         log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
     spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
     aborted = local.aborted_batches(segments, spans) if config.read_committed else None
-    return Found(local.slices(segments, aborted, local.log_starts(segments)), size=lambda sl: sl.end - sl.start,
+    return Found(local.slices(segments, aborted, local.log_starts(segments)),
                  split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
                  group=local.partition_key,
                  as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])
@@ -142,7 +269,7 @@ def found_listed(config, report: Optional[Callable] = None) -> Found:
             return elsewhere(rr, max_bytes)
         return [rr._replace(range=sr) for sr in selection.split_ranges([rr.range], known[1], max_bytes)]
 
-    return Found(items, size=range_bytes, split=split, group=partition_key, as_read=list)
+    return Found(items, split=split, group=partition_key, as_read=list)
 
 
 class Listing(NamedTuple):
@@ -219,66 +346,6 @@ def _read_committed_skips(st, lay, ranges) -> dict:
         if part.key in wanted:
             skips.update(committed.read_committed_spans(st, part))
     return skips
-
-
-def is_local(rr) -> bool:
-    """Whether a piece is a local slice (:class:`kafkarec.log.local.Slice`, memory-mapped when read),
-    not a :class:`ListedRange`: a read's pieces are one or the other."""
-    return not isinstance(rr, ListedRange)
-
-
-def piece_bytes(rr) -> int:
-    """The bytes a piece reads (a local slice's span, a listed range's :func:`range_bytes`)."""
-    return rr.end - rr.start if is_local(rr) else range_bytes(rr)
-
-
-def piece_partition(rr) -> tuple:
-    """``(topic, partition)`` of a piece (None for a name that has none)."""
-    return (rr.topic, rr.partition) if is_local(rr) else (rr.range.topic, rr.range.partition)
-
-
-def piece_file(rr) -> str:
-    """The segment file a piece reads (its path as its storage names it)."""
-    return rr.path if is_local(rr) else rr.range.segment.path
-
-
-class Reading(NamedTuple):
-    """One piece as the read loop takes it (:func:`reading`): the piece, where it is (a local
-    path or its storage's URI, what errors name), its topic-partition, whether it is
-    memory-mapped (its pieces' buffers released once decoded), and its byte pieces (or items
-    already decoded, on the pool) in order."""
-    range: object
-    where: str
-    topic: Optional[str]
-    partition: Optional[int]
-    mapped: bool
-    pieces: Iterator
-
-    @property
-    def kept(self) -> tuple:
-        """``(lo, hi)`` of the offsets kept: a local slice's from the log start on, a listed
-        range's as selected."""
-        rr = self.range
-        return (rr.min_offset, None) if self.mapped else (rr.range.min_offset, rr.range.end_offset)
-
-    @property
-    def held(self):
-        """The offsets the segment may hold (:class:`kafkarec.log.segment.SegmentOffsets`, or None)."""
-        return self.range.offsets if self.mapped else self.range.range.offsets
-
-    @property
-    def log_key(self):
-        """The log the piece is of, which the offset-order rule is kept per: a local slice's
-        folder, a listed range's :func:`partition_key`."""
-        return os.path.dirname(self.range.path) if self.mapped else partition_key(self.range)
-
-
-def reading(rr, pieces) -> Reading:
-    """:class:`Reading` of the piece ``rr`` and its ``pieces``: the one place a local slice and a
-    listed range are told apart."""
-    mapped = is_local(rr)
-    where = rr.path if mapped else rr.storage.uri(rr.range.segment.path)
-    return Reading(rr, where, *piece_partition(rr), mapped, pieces)
 
 
 def without_skips(rr, pieces):

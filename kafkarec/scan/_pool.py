@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-from kafkarec.scan._plan import is_local, reading, without_skips
+from kafkarec.scan._plan import without_skips
 
 __all__ = ["decoded_ahead"]
 
@@ -19,22 +19,23 @@ def _replay(items, failure):
 
 
 class _Uncut(NamedTuple):
-    """A slice the planner could not cut into windows (:func:`decoded_ahead`), and why."""
+    """A piece the planner could not cut into windows (:func:`decoded_ahead`), and why."""
     slice: object
     error: BaseException
 
 
 def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
                   depth: Optional[Callable[[], int]] = None):
-    """:class:`kafkarec.scan._plan.Reading` s (as :func:`kafkarec.scan._read.ranges_read`'s) of
-    local ``slices`` (windows: one map each) or :class:`kafkarec.scan._plan.ListedRange` s (each
-    read in its pieces by the thread that decodes it), each piece paired
+    """``(window, its buffers)`` (as :func:`kafkarec.scan._read.ranges_read`'s) of ``slices``
+    (:class:`kafkarec.scan._plan.SegmentPiece` s: a local slice's window is one map, a listed
+    range's part is read in its pieces by the thread that decodes it), each buffer paired
     with its items already decoded (``decode(piece, where, topic, partition)``, a
     :func:`kafkarec.scan._decode.decode_range`) on ``threads`` threads, ahead of the consumer.
-    ``cut(slice)``: the windows of a slice (:func:`kafkarec.log.local.windows`; None: the slices
-    are windows already), called on a planner thread of the pool's own, file after file and a few
-    files ahead of the decoding: the first window decodes while later files are walked, and the
-    consumer's thread walks none.
+    ``cut(slice)``: the windows of a piece (:meth:`~kafkarec.scan._plan.SegmentPiece.windows`
+    and :meth:`~kafkarec.scan._plan.SegmentPiece.parts`; None: the pieces are windows already),
+    called on a planner thread of the pool's own, piece after piece and a few ahead of the
+    decoding: the first window decodes while later files are walked, and the consumer's thread
+    walks none.
 
     The consumer gets the windows in order, and each one's items as one thread decoded them,
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
@@ -53,13 +54,16 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
     import itertools
     import threading
     from concurrent.futures import ThreadPoolExecutor
-    from kafkarec.log import local
     stop = threading.Event()
 
     def decode_parts(parts, where, topic, partition, entries):
         """Each part with its items decoded into ``entries``; a part whose decoding raised keeps
-        its items and the error (raised to the consumer where it was met), and ends the parts."""
+        its items and the error (raised to the consumer where it was met), and ends the parts.
+        An error dict (the local file shrank after the read was planned) is handed on as it is."""
         for part in parts:
+            if isinstance(part, dict):
+                entries.append((part, None))
+                continue
             items, failure = [], None
             try:
                 for item in decode(part, where, topic, partition):
@@ -73,49 +77,25 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
                 break
 
     def work(sl, closing):
-        """``closing`` (a window the consumer is done with) unmapped, then the slice mapped and
-        decoded: ``(entries, mapped)``; ``mapped`` (the map's generator,
-        :func:`kafkarec.log.local.iter_pieces`) is left open until the consumer is done with it.
-        A listed range is read in its pieces and decoded whole (``mapped`` None)."""
+        """``closing`` (a window the consumer is done with) closed, then the window opened
+        (:meth:`~kafkarec.scan._plan.SegmentPiece.open`: a local slice mapped, a listed range
+        read in its pieces) and decoded: ``(entries, opened)``, each of its buffers with its
+        items, an error where reading or decoding raised it (nothing after it); ``opened`` (a
+        map) is left open until the consumer is done with it."""
         if closing is not None:
             closing.close()
         if isinstance(sl, _Uncut):
             return [(sl.error, None)], None
-        if not is_local(sl):
-            return read_listed(sl), None
-        mapped = local.iter_pieces(sl)
+        opened = sl.open()
         entries = []
         try:
-            piece = None
-            for p in mapped:        # an error first when the file shrank, then the one piece
-                if isinstance(p, dict):
-                    entries.append((p, None))
-                    continue
-                piece = p
-                break               # not past it: that would close the map
-            parts = () if piece is None else without_skips(sl, (piece,))
-            decode_parts(parts, sl.path, sl.topic, sl.partition, entries)
+            decode_parts(without_skips(sl, opened), sl.where, sl.topic, sl.partition, entries)
         except Exception as exc:
             entries.append((exc, None))
         except BaseException:       # (an interrupt): nobody will be handed this map
-            mapped.close()
+            opened.close()
             raise
-        return entries, mapped
-
-    def read_listed(rr):
-        """The entries of a listed range: each of its pieces with its items, an error where
-        reading or decoding raised it (nothing after it)."""
-        from kafkarec.log import selection
-        entries = []
-        pieces = selection.iter_range_pieces(rr.storage, rr.range)
-        try:
-            decode_parts(without_skips(rr, pieces), rr.storage.uri(rr.range.segment.path), rr.range.topic,
-                         rr.range.partition, entries)
-        except Exception as exc:
-            entries.append((exc, None))
-        finally:
-            pieces.close()      # (its segment's file, when it stopped early)
-        return entries
+        return entries, opened
 
     done = collections.deque()      # maps the consumer is done with, for the pool to close
     over = []                       # set once the pool is shut down
@@ -192,7 +172,7 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
             ahead.popleft()
             sl = sl.slice if isinstance(sl, _Uncut) else sl
             held = (handed(entries, mapped), mapped)
-            yield reading(sl, held[0])
+            yield sl, held[0]
     finally:
         stop.set()
         try:

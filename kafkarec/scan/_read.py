@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple, Optional
 from kafkarec.errors import DecodeError, MalformedBatchError
 from kafkarec.scan._decode import decode_range
 from kafkarec.scan._order import OffsetOrder
-from kafkarec.scan._plan import ListedRange, is_local, piece_bytes, range_bytes, reading, without_skips
+from kafkarec.scan._plan import ListedRange, without_skips
 from kafkarec.scan._pool import decoded_ahead
 
 __all__ = ["Errors", "decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
@@ -28,8 +28,8 @@ class Errors(NamedTuple):
 
 def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
             split: Optional[Callable] = None):
-    """``(where, item)`` for each range read in log order (local slices or
-    :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
+    """``(where, item)`` for each range read in log order (:class:`kafkarec.scan._plan.SegmentPiece` s:
+    local slices or :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
     ``hint``: what a FAILFAST error adds (the caller's option names); ``columns``: the
     columns decoded (None: all; ``offset`` among them, the bounds are applied to it).  A local
@@ -72,37 +72,36 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
     # record loop; the batch columns' rows and a key bound's test hold it, record by record
     # (a read of no more than one window's bytes has nothing to decode side by side: no pool)
-    sizes = sum(piece_bytes(rr) for rr in ranges)
+    sizes = sum(rr.size for rr in ranges)
     on_pool = (config.threads > 1 and quarantine is None and ranges
                and sizes > local.READ_WINDOW_BYTES
                and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
-                                                      keys=config.bounds.keys, strict=options is not None and options.strict))
-    locals_ = [is_local(rr) for rr in ranges]
-    if on_pool and all(locals_):
-        cut_window = local.windows
-    elif on_pool and split is not None and not any(locals_):
-        def cut_window(rr):
-            return split(rr, local.READ_WINDOW_BYTES)
-    else:
-        cut_window = None
+                                                      keys=config.bounds.keys, strict=options is not None and options.strict)
+               # only windows reach the pool (a listed range read whole would hold all its rows,
+               # threads + 1 times over)
+               and all(rr.windowed(split) for rr in ranges))
+
+    def cut(rr):
+        """The windows of a piece, as the pool's planner thread cuts them."""
+        return [part for w in rr.windows() for part in w.parts(split)]
     handed = [0, 0]     # windows the consumer is done with, and the rows of their batches
-    if cut_window is not None and config.limit is None:
-        read = decoded_ahead(ranges, decode, config.threads, cut=cut_window)
-    elif cut_window is not None:
-        read = _limited_ahead(ranges, cut_window, decode, config.threads, config.limit, handed)
+    if on_pool and config.limit is None:
+        read = decoded_ahead(ranges, decode, config.threads, cut=cut)
+    elif on_pool:
+        read = _limited_ahead(ranges, cut, decode, config.threads, config.limit, handed)
     else:       # one piece after the other, decoded as the consumer asks
-        # (listed ranges cut as the pool's planner cuts them, each when its turn comes: the same
-        # pieces, so the same batches, and no index read before the first row)
-        ranges = [w for rr, mapped in zip(ranges, locals_) for w in (local.windows(rr) if mapped else (rr,))]
-        cut = None if split is None else lambda rr: split(rr, local.READ_WINDOW_BYTES)
-        read = (r._replace(pieces=((part, None) for part in without_skips(r.range, r.pieces)))
-                for r in ranges_read(ranges, cut))
+        # (local slices cut into windows now; listed ranges cut as the pool's planner cuts them,
+        # each when its turn comes: the same pieces, so the same batches, and no index read before
+        # the first row)
+        ranges = [w for rr in ranges for w in rr.windows()]
+        read = ((rr, ((part, None) for part in without_skips(rr, pieces)))
+                for rr, pieces in ranges_read(ranges, split))
     try:
-        for r in read:
-            where, topic, partition = r.where, r.topic, r.partition
-            lo, hi = r.kept
-            held, log_key = r.held, r.log_key
-            for piece, ready in r.pieces:
+        for rr, pieces in read:
+            where, topic, partition = rr.where, rr.topic, rr.partition
+            lo, hi = rr.kept
+            held, log_key = rr.offsets, rr.log_key
+            for piece, ready in pieces:
                 if isinstance(piece, dict):     # the local file shrank after the read was planned
                     yield where, Errors([piece], topic, partition)
                     continue
@@ -130,8 +129,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                     exc.file = where
                     raise
                 finally:
-                    if r.mapped:        # so that the map can close
-                        local.release(piece.data)
+                    rr.release(piece)       # (a map's view: so that the map can close)
                 if errs:
                     yield where, Errors(errs, topic, partition)
             handed[0] += 1
@@ -149,8 +147,8 @@ def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, hand
     the limit needs and one), at least one and at most ``threads``."""
     import math
     first, *rest = cut(ranges[0])
-    for r in ranges_read([first]):
-        yield r._replace(pieces=((part, None) for part in without_skips(r.range, r.pieces)))
+    for rr, pieces in ranges_read([first]):
+        yield rr, ((part, None) for part in without_skips(rr, pieces))
 
     def depth() -> int:
         windows, rows = handed
@@ -166,9 +164,9 @@ def framed(kafkarec, options, rr: ListedRange):
     failed, the :class:`kafkarec.DecodeError` that stopped it (nothing after it is read)."""
     from kafkarec.log.segment import file_options
     options = file_options(options)
-    for r in ranges_read([rr]):
-        lo, hi = r.kept
-        for piece in without_skips(r.range, r.pieces):
+    for part, pieces in ranges_read([rr]):
+        lo, hi = part.kept
+        for piece in without_skips(part, pieces):
             it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
             while True:
                 try:
@@ -197,30 +195,30 @@ READ_AHEAD_RANGES = 4
 READ_AHEAD_MAX_BYTES = 8 << 20      # one request's worth (kafkarec.log.storage.DEFAULT_CHUNK)
 
 
-def ranges_read(ranges, cut: Optional[Callable] = None):
-    """:class:`kafkarec.scan._plan.Reading` of each of ``ranges`` in order.  A
-    local slice (``mapped``) is memory-mapped when its turn comes
-    (:func:`kafkarec.log.local.iter_pieces`).  A listed range of at most
-    :data:`READ_AHEAD_MAX_BYTES` is read whole in a background thread up to
-    :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges), a larger one is
-    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`),
-    each of its parts in turn with ``cut(range)`` (the parts it is cut into, when its turn comes)."""
-    from kafkarec.log import local, selection
-    mapped = [is_local(rr) for rr in ranges]
+def ranges_read(ranges, split: Optional[Callable] = None):
+    """``(part, its buffers)`` of each of ``ranges`` (:class:`kafkarec.scan._plan.SegmentPiece` s)
+    in order, each in the parts it is cut into when its turn comes
+    (:meth:`~kafkarec.scan._plan.SegmentPiece.parts`: a listed range by ``split``), each part
+    opened when its buffers are first asked for (a local slice memory-mapped) and closed once
+    they are walked.  A piece that says reading it ahead pays (a listed range of at most
+    :data:`READ_AHEAD_MAX_BYTES`) is read whole in a background thread up to
+    :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges); a larger one is
+    walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
+
+    def walk(part):
+        opened = part.open()
+        try:
+            yield from opened
+        finally:
+            opened.close()
 
     def whole(rr):
-        return [(part, list(selection.iter_range_pieces(part.storage, part.range)))
-                for part in ((rr,) if cut is None else cut(rr))]
+        return [(part, list(walk(part))) for part in rr.parts(split)]
 
     def later(i):
-        rr = ranges[i]
-        if mapped[i]:
-            yield reading(rr, local.iter_pieces(rr))
-            return
-        for part in ((rr,) if cut is None else cut(rr)):
-            yield reading(part, selection.iter_range_pieces(part.storage, part.range))
-    small = [len(ranges) > 1 and not m and range_bytes(rr) <= READ_AHEAD_MAX_BYTES
-             for rr, m in zip(ranges, mapped)]
+        for part in ranges[i].parts(split):
+            yield part, walk(part)
+    small = [len(ranges) > 1 and rr.read_ahead(READ_AHEAD_MAX_BYTES) for rr in ranges]
     if sum(small) < 2:
         for i in range(len(ranges)):
             yield from later(i)
@@ -234,8 +232,7 @@ def ranges_read(ranges, cut: Optional[Callable] = None):
                 if small[j] and j not in ahead:
                     ahead[j] = pool.submit(whole, ranges[j])
             if i in ahead:
-                for part, pieces in ahead.pop(i).result():
-                    yield reading(part, pieces)
+                yield from ahead.pop(i).result()
             else:
                 yield from later(i)
     finally:
