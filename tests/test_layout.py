@@ -353,7 +353,7 @@ def test_the_internal_topics_and_the_registry_replay_through_the_one_walk():
     from kafkarec.log import selection
     for gone in ("read_arrow", "read_records", "iter_selected"):
         assert not hasattr(selection, gone), gone
-    for rel in ("kafkarec/internal/analysis.py", "kafkarec/internal/metadata.py"):
+    for rel in ("kafkarec/cluster/coordinators.py", "kafkarec/cluster/metadata.py"):
         path = os.path.join(ROOT, *rel.split("/"))
         assert _walker_calls(path) == [], rel
         with open(path, encoding="utf-8") as fh:
@@ -437,6 +437,37 @@ def test_the_boot_room_imports_nothing_of_kafkarec_outside_itself():
              for name, path in mods.items() if name.startswith("kafkarec._boot")}
     assert set(found) == {"kafkarec._boot", "kafkarec._boot.loader", "kafkarec._boot.wheels",
                           "kafkarec._boot.files"}
+    assert {name: m for name, m in found.items() if m} == {}
+
+
+# The codec of Kafka's internal topics (kafkarec/internal/) sits under the log layer and the reader that
+# use it: what it may import of kafkarec, lazily or not.  The replays that read the log through
+# kafkarec.scan are a room above it, kafkarec/cluster/ (issue 70: in one folder they made the codec's
+# room point up at the reader).
+_CODEC_FLOOR = ("kafkarec.errors", "kafkarec.enums", "kafkarec._extras", "kafkarec.internal")
+
+
+def _outside_floor(name, path, mods, floor):
+    """The kafkarec modules the module ``name`` (at ``path``) imports, lazily or not, that are not
+    in ``floor`` (rooms and modules, a room's modules included)."""
+    return sorted(m for m in _imports(name, path, mods) if m.split(".")[0] == "kafkarec"
+                  and not any(m == f or m.startswith(f + ".") for f in floor))
+
+
+def test_the_internal_topics_codec_imports_nothing_above_it(tmp_path):
+    """kafkarec/internal/ is the codec (schemas, records, kafka-dump-log's lines, Arrow columns): it
+    imports the core, the errors, the enums and the extras only -- not the reader (kafkarec.scan), the
+    log layer, or kafkarec.cluster, the room of the replays that read the log and decode through it."""
+    mods = _modules()
+    probe = tmp_path / "m.py"       # the check sees what it forbids: a lazy import of the reader
+    probe.write_text("from kafkarec.errors import DecodeError\nfrom kafkarec.internal import topics\n"
+                     "def f():\n    from kafkarec.scan import LogScan\n    from kafkarec.cluster import replay\n"
+                     "    import kafkarec.log.remote_metadata\n")
+    assert _outside_floor("kafkarec.internal.probe", str(probe), mods, _CODEC_FLOOR) == \
+        ["kafkarec.cluster", "kafkarec.log.remote_metadata", "kafkarec.scan"]
+    found = {name: _outside_floor(name, path, mods, _CODEC_FLOOR) for name, path in mods.items()
+             if name == "kafkarec.internal" or name.startswith("kafkarec.internal.")}
+    assert {"kafkarec.internal.topics", "kafkarec.internal.dumplog", "kafkarec.internal.columns"} <= set(found)
     assert {name: m for name, m in found.items() if m} == {}
 
 

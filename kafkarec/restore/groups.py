@@ -1,5 +1,5 @@
 """Consumer groups, as of any time T: their committed positions in the source's
-``__consumer_offsets`` (:func:`kafkarec.internal.analysis.committed_offsets`, classic and
+``__consumer_offsets`` (:func:`kafkarec.cluster.coordinators.committed_offsets`, classic and
 consumer-protocol groups alike), translated through the offset map, then applied on the target
 (confluent-kafka's ``AdminClient.alter_consumer_group_offsets``: Kafka's OffsetCommit for an empty
 group) or written as the CSV ``kafka-consumer-groups --reset-offsets --from-file`` takes.
@@ -43,7 +43,7 @@ def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], Tuple[int,
     history), wherever the source is (a local log directory, a URI with the spec's storage options,
     with its tiered-storage root: :func:`kafkarec.restore.source.internal_source`); one without
     ``__consumer_offsets`` has no groups."""
-    from kafkarec.internal.analysis import committed_offsets
+    from kafkarec.cluster.coordinators import committed_offsets
     source, kw = internal_source(spec)
     found = committed_offsets(source, as_of=spec.groups_as_of, **kw)
     return {k: (v["offset"], v["commit_timestamp"]) for k, v in found.items()

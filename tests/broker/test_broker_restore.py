@@ -381,7 +381,7 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert len(SHARE_RULES) == RH.SHARE_RECORDS        # rs-share's records, written with the history
     _share_java(a, "source", a.bootstrap, RH.SHARE, SHARE_GROUP, SHARE_RULES)
     # kafkarec's replay of __share_group_state: what was accepted (ACKNOWLEDGED) or rejected (ARCHIVED)
-    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
     state = [v for k, v in share_group_states(a.log_dir).items() if k[0] == SHARE_GROUP]
     assert len(state) == 1, state
     # below the start offset every record is done; the share coordinator moves the start offset past
