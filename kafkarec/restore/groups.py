@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
-from kafkarec.restore import faults, target
+from kafkarec.restore import steps, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
@@ -140,7 +140,7 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
                                group=exc.group, topic=exc.topic, partition=exc.partition,
                                retriable=exc.retriable) from None
         done.append(group)
-        faults.kill_point("group-applied")          # test-only (faults.py)
+        steps.step("group-applied")                 # a named step (steps.py)
     return done
 
 

@@ -506,3 +506,21 @@ def test_a_dlq_naming_a_partition_still_to_come_has_it_restored_first(monkeypatc
     assert runs == ["dlq.g", "orders", "dlq.g"] and [s.topic for s in done] == ["orders", "dlq.g"]
     assert omap.partitions() == [("dlq.g", 0), ("orders", 0)]
 
+
+def test_the_restores_steps_call_the_hook_the_process_installed(monkeypatch):
+    """The restore's named steps (kafkarec/restore/steps.py) call the step hook installed in this
+    process, with the step's ``settle`` (None where there is none); with none installed nothing
+    happens, and the library reads no environment for it (issue 70: the crash tests' kill is their
+    own hook, tests/broker/test_broker_restore.py)."""
+    from kafkarec.restore import steps
+    monkeypatch.setenv("KAFKAREC_RESTORE_KILL_AT", "groups-translated")    # the variable it once read
+    steps.step("groups-translated")                                         # no hook: nothing happens
+    seen = []
+    assert steps.set_step_hook(lambda point, settle: seen.append((point, settle and settle()))) is None
+    try:
+        steps.step("mid-transaction", lambda: "flushed")
+        steps.step("between-transactions")
+    finally:
+        ours = steps.set_step_hook(None)
+    assert seen == [("mid-transaction", "flushed"), ("between-transactions", None)]
+    assert ours is not None and steps.set_step_hook(None) is None
