@@ -169,6 +169,41 @@ def test_import_kafkarec_does_not_load_the_core():
     assert run.stdout.split() == ["kafkarec", "kafkarec._boot", "kafkarec._boot.loader"]
 
 
+def _type_checking_imports(tree):
+    """What the ``if TYPE_CHECKING:`` block of ``tree`` imports under public names, as
+    ``{module: [name, ...]}``, and the names it imports otherwise than as ``X as X`` (the explicit
+    re-export type checkers take without an ``__all__`` of literals)."""
+    block = [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+             and n.test.id == "TYPE_CHECKING"]
+    assert len(block) == 1, "one TYPE_CHECKING block"
+    imported, not_reexported = {}, []
+    for node in ast.walk(block[0]):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bound = a.asname or a.name
+                if not bound.startswith("_"):
+                    imported.setdefault(node.module, []).append(a.name)
+                    if a.asname != a.name:
+                        not_reexported.append(a.name)
+    return imported, not_reexported
+
+
+def test_the_public_names_are_listed_once():
+    """kafkarec/__init__.py's table (``_HOMES``) is the one list of the public names: ``__all__``
+    and ``dir(kafkarec)`` are derived from it, and the TYPE_CHECKING block that type checkers read
+    imports exactly its names from their homes, each as ``X as X`` (issue 70)."""
+    import kafkarec
+    probe = ast.parse("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from typing import Any as _Any\n"
+                      "    from a import (X as X, Y)\n    from b import Z as Z\n")
+    assert _type_checking_imports(probe) == ({"a": ["X", "Y"], "b": ["Z"]}, ["Y"])
+    with open(os.path.join(ROOT, "kafkarec", "__init__.py"), encoding="utf-8") as fh:
+        imported, not_reexported = _type_checking_imports(ast.parse(fh.read()))
+    assert not_reexported == []
+    assert imported == {home: list(names) for home, names in kafkarec._HOMES.items()}
+    assert sorted(kafkarec.__all__) == sorted([*kafkarec._LAZY, "iter_arrow", "to_arrow"])
+    assert len(set(kafkarec.__all__)) == len(kafkarec.__all__)
+
+
 @pytest.mark.parametrize("first", ["import kafkarec.convert", "from kafkarec.convert import ConversionResult",
                                    "kafkarec.convert"])
 def test_a_lazy_name_stays_itself_when_its_namesake_submodule_loads(first):
