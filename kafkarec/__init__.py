@@ -16,7 +16,10 @@ from kafkarec._boot import loader as _loader
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (mypy and pyright know the name)
 
 # Lazy (PEP 562, as scientific Python's SPEC 1): ``import kafkarec`` loads neither the compiled core
-# nor the modules that need it; each name below is imported from its home on first use.
+# nor the modules that need it; each name below is imported from its home on first use.  The one list
+# of the public names: ``__all__`` and ``dir()`` are derived from it, and the TYPE_CHECKING block
+# below repeats it as imports only because type checkers cannot read a table (tests/test_layout.py
+# holds the two equal).
 _HOMES = {
     "kafkarec._core": (
         "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder",
@@ -39,26 +42,46 @@ _HOMES = {
 }
 _LAZY = {name: home for home, names in _HOMES.items() for name in names}
 
-if TYPE_CHECKING:       # what type checkers and IDEs see: the same names, from the same homes
+if TYPE_CHECKING:       # what type checkers read: the table above, as explicit re-exports (``X as X``);
+    # tests/test_layout.py checks that these imports are the table's, name for name
     from typing import Any as _Any
 
     from kafkarec import _core
     from kafkarec._core import (
-        ArrowBatchIterator, BatchIterator, ReadOptions, RecordBatchBuilder, LegacyBatchBuilder,
-        build_batch, restamp, Record, RecordBatch, iter_batches, scan_records, arrow_schema, crc32c,
-        snappy_compressor, DEFAULT_MAX_DECOMPRESSED_BYTES,
+        ArrowBatchIterator as ArrowBatchIterator, BatchIterator as BatchIterator, ReadOptions as ReadOptions,
+        RecordBatchBuilder as RecordBatchBuilder, LegacyBatchBuilder as LegacyBatchBuilder,
+        build_batch as build_batch, restamp as restamp, Record as Record, RecordBatch as RecordBatch,
+        iter_batches as iter_batches, scan_records as scan_records, arrow_schema as arrow_schema,
+        crc32c as crc32c, snappy_compressor as snappy_compressor,
+        DEFAULT_MAX_DECOMPRESSED_BYTES as DEFAULT_MAX_DECOMPRESSED_BYTES,
     )
-    from kafkarec.convert import ConversionResult, convert
-    from kafkarec.enums import Compression, ControlRecordType, TimestampType
+    from kafkarec.convert import (
+        ConversionResult as ConversionResult, convert as convert,
+    )
+    from kafkarec.enums import (
+        Compression as Compression, ControlRecordType as ControlRecordType, TimestampType as TimestampType,
+    )
     from kafkarec.errors import (
-        BackfillError, CheckpointError, ChecksumError, ConnectError, CodecUnavailableError,
-        CorruptBatchError, CorruptIndexError, CorruptSnapshotError, DecodeError, DecompressionError,
-        DecompressionLimitError, EncodeError, InternalRecordError, InvalidRecordError, KafkaRecError,
-        MalformedBatchError, MissingExtraError, PropertiesError, SelectionError, SideFileError,
-        StorageError, AvroSchemaError, SchemaResolutionError, AvroDecodeError, ColumnOverflowError,
-        JsonSchemaError, ProtobufDecodeError, ProtobufSchemaError, RegistryError,
-        TransformedSegmentError, RemoteObjectError, TruncatedError, UnknownRecordTypeError,
-        UnsupportedCodecError, UsageError, OffsetOrderError, KafkaRecWarning, IndexWarning, LayoutError, BrokerError, RestoreError, HandOffRefusedError, HandOffOverlapError, ConnectorFailedError,
+        BackfillError as BackfillError, CheckpointError as CheckpointError, ChecksumError as ChecksumError,
+        ConnectError as ConnectError, CodecUnavailableError as CodecUnavailableError,
+        CorruptBatchError as CorruptBatchError, CorruptIndexError as CorruptIndexError,
+        CorruptSnapshotError as CorruptSnapshotError, DecodeError as DecodeError,
+        DecompressionError as DecompressionError, DecompressionLimitError as DecompressionLimitError,
+        EncodeError as EncodeError, InternalRecordError as InternalRecordError,
+        InvalidRecordError as InvalidRecordError, KafkaRecError as KafkaRecError,
+        MalformedBatchError as MalformedBatchError, MissingExtraError as MissingExtraError,
+        PropertiesError as PropertiesError, SelectionError as SelectionError, SideFileError as SideFileError,
+        StorageError as StorageError, AvroSchemaError as AvroSchemaError,
+        SchemaResolutionError as SchemaResolutionError, AvroDecodeError as AvroDecodeError,
+        ColumnOverflowError as ColumnOverflowError, JsonSchemaError as JsonSchemaError,
+        ProtobufDecodeError as ProtobufDecodeError, ProtobufSchemaError as ProtobufSchemaError,
+        RegistryError as RegistryError, TransformedSegmentError as TransformedSegmentError,
+        RemoteObjectError as RemoteObjectError, TruncatedError as TruncatedError,
+        UnknownRecordTypeError as UnknownRecordTypeError, UnsupportedCodecError as UnsupportedCodecError,
+        UsageError as UsageError, OffsetOrderError as OffsetOrderError, KafkaRecWarning as KafkaRecWarning,
+        IndexWarning as IndexWarning, LayoutError as LayoutError, BrokerError as BrokerError,
+        RestoreError as RestoreError, HandOffRefusedError as HandOffRefusedError,
+        HandOffOverlapError as HandOffOverlapError, ConnectorFailedError as ConnectorFailedError,
     )
 
 
@@ -133,18 +156,5 @@ def iter_arrow(data: _Any, /, options: "ReadOptions | None" = None, *, decode: "
     return _decoded(data, options, decode=decode, **kwargs)
 
 
-__all__ = [
-    "ArrowBatchIterator", "BatchIterator", "ReadOptions", "RecordBatchBuilder", "LegacyBatchBuilder", "build_batch", "restamp", "Record", "RecordBatch", "iter_batches", "scan_records", "iter_arrow", "to_arrow", "arrow_schema", "crc32c",
-    "snappy_compressor", "DEFAULT_MAX_DECOMPRESSED_BYTES",
-    "Compression", "ControlRecordType", "TimestampType",
-    "KafkaRecError", "DecodeError", "TruncatedError", "CorruptBatchError",
-    "InvalidRecordError", "ChecksumError", "UnsupportedCodecError",
-    "CodecUnavailableError", "MissingExtraError", "DecompressionError", "DecompressionLimitError",
-    "EncodeError", "InternalRecordError", "UnknownRecordTypeError", "SideFileError", "CorruptIndexError",
-    "CorruptSnapshotError", "CheckpointError", "TransformedSegmentError", "RemoteObjectError", "SelectionError", "StorageError",
-    "PropertiesError",
-    "AvroSchemaError", "SchemaResolutionError", "AvroDecodeError", "ProtobufSchemaError", "ProtobufDecodeError",
-    "JsonSchemaError", "RegistryError", "ColumnOverflowError", "UsageError", "BackfillError",
-    "ConnectError", "MalformedBatchError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "RestoreError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
-    "convert", "ConversionResult",
-]
+if not TYPE_CHECKING:    # derived from the table (type checkers take the ``X as X`` imports above instead)
+    __all__ = [*_LAZY, "iter_arrow", "to_arrow"]

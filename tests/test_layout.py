@@ -169,6 +169,41 @@ def test_import_kafkarec_does_not_load_the_core():
     assert run.stdout.split() == ["kafkarec", "kafkarec._boot", "kafkarec._boot.loader"]
 
 
+def _type_checking_imports(tree):
+    """What the ``if TYPE_CHECKING:`` block of ``tree`` imports under public names, as
+    ``{module: [name, ...]}``, and the names it imports otherwise than as ``X as X`` (the explicit
+    re-export type checkers take without an ``__all__`` of literals)."""
+    block = [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+             and n.test.id == "TYPE_CHECKING"]
+    assert len(block) == 1, "one TYPE_CHECKING block"
+    imported, not_reexported = {}, []
+    for node in ast.walk(block[0]):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bound = a.asname or a.name
+                if not bound.startswith("_"):
+                    imported.setdefault(node.module, []).append(a.name)
+                    if a.asname != a.name:
+                        not_reexported.append(a.name)
+    return imported, not_reexported
+
+
+def test_the_public_names_are_listed_once():
+    """kafkarec/__init__.py's table (``_HOMES``) is the one list of the public names: ``__all__``
+    and ``dir(kafkarec)`` are derived from it, and the TYPE_CHECKING block that type checkers read
+    imports exactly its names from their homes, each as ``X as X`` (issue 70)."""
+    import kafkarec
+    probe = ast.parse("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from typing import Any as _Any\n"
+                      "    from a import (X as X, Y)\n    from b import Z as Z\n")
+    assert _type_checking_imports(probe) == ({"a": ["X", "Y"], "b": ["Z"]}, ["Y"])
+    with open(os.path.join(ROOT, "kafkarec", "__init__.py"), encoding="utf-8") as fh:
+        imported, not_reexported = _type_checking_imports(ast.parse(fh.read()))
+    assert not_reexported == []
+    assert imported == {home: list(names) for home, names in kafkarec._HOMES.items()}
+    assert sorted(kafkarec.__all__) == sorted([*kafkarec._LAZY, "iter_arrow", "to_arrow"])
+    assert len(set(kafkarec.__all__)) == len(kafkarec.__all__)
+
+
 @pytest.mark.parametrize("first", ["import kafkarec.convert", "from kafkarec.convert import ConversionResult",
                                    "kafkarec.convert"])
 def test_a_lazy_name_stays_itself_when_its_namesake_submodule_loads(first):
@@ -348,7 +383,7 @@ def test_the_internal_topics_and_the_registry_replay_through_the_one_walk():
     from kafkarec.log import selection
     for gone in ("read_arrow", "read_records", "iter_selected"):
         assert not hasattr(selection, gone), gone
-    for rel in ("kafkarec/internal/analysis.py", "kafkarec/internal/metadata.py"):
+    for rel in ("kafkarec/cluster/coordinators.py", "kafkarec/cluster/metadata.py"):
         path = os.path.join(ROOT, *rel.split("/"))
         assert _walker_calls(path) == [], rel
         with open(path, encoding="utf-8") as fh:
@@ -432,6 +467,37 @@ def test_the_boot_room_imports_nothing_of_kafkarec_outside_itself():
              for name, path in mods.items() if name.startswith("kafkarec._boot")}
     assert set(found) == {"kafkarec._boot", "kafkarec._boot.loader", "kafkarec._boot.wheels",
                           "kafkarec._boot.files"}
+    assert {name: m for name, m in found.items() if m} == {}
+
+
+# The codec of Kafka's internal topics (kafkarec/internal/) sits under the log layer and the reader that
+# use it: what it may import of kafkarec, lazily or not.  The replays that read the log through
+# kafkarec.scan are a room above it, kafkarec/cluster/ (issue 70: in one folder they made the codec's
+# room point up at the reader).
+_CODEC_FLOOR = ("kafkarec.errors", "kafkarec.enums", "kafkarec._extras", "kafkarec.internal")
+
+
+def _outside_floor(name, path, mods, floor):
+    """The kafkarec modules the module ``name`` (at ``path``) imports, lazily or not, that are not
+    in ``floor`` (rooms and modules, a room's modules included)."""
+    return sorted(m for m in _imports(name, path, mods) if m.split(".")[0] == "kafkarec"
+                  and not any(m == f or m.startswith(f + ".") for f in floor))
+
+
+def test_the_internal_topics_codec_imports_nothing_above_it(tmp_path):
+    """kafkarec/internal/ is the codec (schemas, records, kafka-dump-log's lines, Arrow columns): it
+    imports the core, the errors, the enums and the extras only -- not the reader (kafkarec.scan), the
+    log layer, or kafkarec.cluster, the room of the replays that read the log and decode through it."""
+    mods = _modules()
+    probe = tmp_path / "m.py"       # the check sees what it forbids: a lazy import of the reader
+    probe.write_text("from kafkarec.errors import DecodeError\nfrom kafkarec.internal import topics\n"
+                     "def f():\n    from kafkarec.scan import LogScan\n    from kafkarec.cluster import replay\n"
+                     "    import kafkarec.log.remote_metadata\n")
+    assert _outside_floor("kafkarec.internal.probe", str(probe), mods, _CODEC_FLOOR) == \
+        ["kafkarec.cluster", "kafkarec.log.remote_metadata", "kafkarec.scan"]
+    found = {name: _outside_floor(name, path, mods, _CODEC_FLOOR) for name, path in mods.items()
+             if name == "kafkarec.internal" or name.startswith("kafkarec.internal.")}
+    assert {"kafkarec.internal.topics", "kafkarec.internal.dumplog", "kafkarec.internal.columns"} <= set(found)
     assert {name: m for name, m in found.items() if m} == {}
 
 

@@ -33,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
-    from kafkarec.internal import metadata
+    from kafkarec.cluster import metadata
     try:
         state = metadata.replay(args.path, at_offset=args.at_offset, strict=args.strict,
                                 schemas=args.schemas)

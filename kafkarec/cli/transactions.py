@@ -31,22 +31,22 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
-    from kafkarec.internal import analysis
+    from kafkarec.cluster import coordinators
     try:
-        states = analysis.transaction_states(args.path, schemas=args.schemas)
-        opened = analysis.open_transactions(args.path, now_ms=args.now, schemas=args.schemas)
-        lag = analysis.consumer_lag(args.path, schemas=args.schemas)
+        states = coordinators.transaction_states(args.path, schemas=args.schemas)
+        opened = coordinators.open_transactions(args.path, now_ms=args.now, schemas=args.schemas)
+        lag = coordinators.consumer_lag(args.path, schemas=args.schemas)
     except MissingExtraError:
         raise               # the command line's one line naming the extra (exit 2)
     except (OSError, KafkaRecError) as e:
         err.write(f"kafkarec transactions: {e}\n")
         return 1
-    shown = [s for s in states.values() if args.all or s["state"] in analysis.OPEN_STATES]
+    shown = [s for s in states.values() if args.all or s["state"] in coordinators.OPEN_STATES]
     if args.json:
         out.write(json.dumps({"transactions": shown, "open_in_partitions": opened, "lag": lag},
                              ensure_ascii=False) + "\n")
         return 0
-    out.write(f"Transactional ids: {len(states)} ({sum(s['state'] in analysis.OPEN_STATES for s in states.values())} open)\n")
+    out.write(f"Transactional ids: {len(states)} ({sum(s['state'] in coordinators.OPEN_STATES for s in states.values())} open)\n")
     for s in sorted(shown, key=lambda s: s["transactional_id"]):
         parts = ",".join(f"{t}-{p}" for t, p in s["partitions"])
         out.write(f"  {s['transactional_id']}: producerId {s['producer_id']} epoch {s['producer_epoch']} "

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from kafkarec.enums import ControlRecordType
 from kafkarec.errors import InternalRecordError
 from kafkarec.internal import topics as _topics
-from kafkarec.log.remote_metadata import PARTITION_DELETE_STATES, SEGMENT_STATES
+from kafkarec.internal.topics import PARTITION_DELETE_STATES, SEGMENT_STATES
 
 __all__ = ["java_json", "java_double", "format_record", "format_control", "DECODER_OPTIONS",
            "transaction_partitions", "TRANSACTION_STATES", "state_name", "KAFKA_VERSIONS", "DEFAULT_KAFKA_VERSION",

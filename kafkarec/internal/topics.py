@@ -21,7 +21,7 @@ from kafkarec.internal import schema as _schema
 from kafkarec.internal.schemas import DEFAULT as DEFAULT_SCHEMAS
 
 __all__ = ["InternalRecord", "RecordType", "TOPICS", "DEFAULT_SCHEMAS", "decoder_for", "decode", "decode_control", "record_types", "encode_record",
-           "decode_consumer_protocol"]
+           "decode_consumer_protocol", "SEGMENT_STATES", "PARTITION_DELETE_STATES"]
 
 # topic name -> (framing, schema set)
 TOPICS: Dict[str, Tuple[str, str]] = {
@@ -47,6 +47,12 @@ CONTROL_SCHEMAS = {ControlRecordType.LEADER_CHANGE: ("LeaderChangeMessage", None
                    ControlRecordType.SNAPSHOT_FOOTER: ("SnapshotFooterRecord", "SnapshotFooter"),
                    ControlRecordType.KRAFT_VERSION: ("KRaftVersionRecord", "KRaftVersion"),
                    ControlRecordType.KRAFT_VOTERS: ("VotersRecord", "KRaftVoters")}
+# Kafka's RemoteLogSegmentState and RemotePartitionDeleteState, by their wire ids in
+# __remote_log_metadata's records: what kafka-dump-log prints (dumplog) and the states the replay of
+# the remote copies moves through (kafkarec/log/remote_metadata.py)
+SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED",
+                  "DELETE_SEGMENT_FINISHED")
+PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
 
 
 def decoder_for(topic: str) -> str:

@@ -45,15 +45,14 @@ from __future__ import annotations
 import itertools
 from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
+# Kafka's RemoteLogSegmentState and RemotePartitionDeleteState by wire id: the codec's tables (the log
+# layer asks the codec of the internal topics, never the reverse)
+from kafkarec.internal.topics import PARTITION_DELETE_STATES, SEGMENT_STATES
+
 __all__ = ["TOPIC", "SEGMENT_STATES", "PARTITION_DELETE_STATES", "RemoteSegment", "RemoteLogMetadata",
            "load", "replay"]
 
 TOPIC = "__remote_log_metadata"
-# Kafka's RemoteLogSegmentState and RemotePartitionDeleteState, by their wire ids (also what
-# kafka-dump-log prints: kafkarec.internal.dumplog)
-SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED",
-                  "DELETE_SEGMENT_FINISHED")
-PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
 STARTED, LIVE, DELETING, DELETED = SEGMENT_STATES
 # RemoteLogSegmentState.isValidTransition: the states each state may move to
 _NEXT = {None: {STARTED}, STARTED: {STARTED, LIVE, DELETING}, LIVE: {LIVE, DELETING},

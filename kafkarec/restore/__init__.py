@@ -206,8 +206,8 @@ def finish(spec: RestoreSpec, result: RestoreResult, *, offset_map: Optional[str
     if not groups:
         return Finished(None, None)
     positions = translate_groups(spec, result.plan, result.offset_map)
-    from kafkarec.restore.faults import kill_point
-    kill_point("groups-translated")         # test-only (faults.py)
+    from kafkarec.restore.steps import step
+    step("groups-translated")               # a named step (steps.py)
     if groups_csv:
         write_groups_csv(positions, groups_csv)
     else:

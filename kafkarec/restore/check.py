@@ -124,7 +124,7 @@ BELOW, ACCEPTED, REJECTED, AVAILABLE = "below the start offset", "accepted", "re
 
 def _share_state_of(state: dict, firsts: List[int], offset: int) -> str:
     """``offset``'s state in ``state`` (``firsts``: its state batches' first offsets, in order)."""
-    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
     if offset < state["start_offset"]:
         return BELOW
     i = bisect.bisect_right(firsts, offset) - 1

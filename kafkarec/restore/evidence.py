@@ -304,7 +304,7 @@ class _Side:
     def group_offsets(self, wanted) -> Dict[Tuple[str, str, int], int]:
         """``{(group, topic, partition): committed offset}`` of the ``wanted`` keys."""
         if self.log_dir:
-            from kafkarec.internal.analysis import committed_offsets
+            from kafkarec.cluster.coordinators import committed_offsets
             if not any(n.startswith("__consumer_offsets-") for n in os.listdir(self.log_dir)):
                 return {}
             return {k: v["offset"] for k, v in committed_offsets(self.log_dir).items() if k in wanted}

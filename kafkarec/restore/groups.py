@@ -1,5 +1,5 @@
 """Consumer groups, as of any time T: their committed positions in the source's
-``__consumer_offsets`` (:func:`kafkarec.internal.analysis.committed_offsets`, classic and
+``__consumer_offsets`` (:func:`kafkarec.cluster.coordinators.committed_offsets`, classic and
 consumer-protocol groups alike), translated through the offset map, then applied on the target
 (confluent-kafka's ``AdminClient.alter_consumer_group_offsets``: Kafka's OffsetCommit for an empty
 group) or written as the CSV ``kafka-consumer-groups --reset-offsets --from-file`` takes.
@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
-from kafkarec.restore import faults, target
+from kafkarec.restore import steps, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan, internal_source
 from kafkarec.restore.spec import PROGRESS_GROUP_PREFIX, RestoreSpec
@@ -43,7 +43,7 @@ def source_positions(spec: RestoreSpec) -> Dict[Tuple[str, str, int], Tuple[int,
     history), wherever the source is (a local log directory, a URI with the spec's storage options,
     with its tiered-storage root: :func:`kafkarec.restore.source.internal_source`); one without
     ``__consumer_offsets`` has no groups."""
-    from kafkarec.internal.analysis import committed_offsets
+    from kafkarec.cluster.coordinators import committed_offsets
     source, kw = internal_source(spec)
     found = committed_offsets(source, as_of=spec.groups_as_of, **kw)
     return {k: (v["offset"], v["commit_timestamp"]) for k, v in found.items()
@@ -140,7 +140,7 @@ def apply(spec: RestoreSpec, positions: List[GroupPosition]) -> List[str]:
                                group=exc.group, topic=exc.topic, partition=exc.partition,
                                retriable=exc.retriable) from None
         done.append(group)
-        faults.kill_point("group-applied")          # test-only (faults.py)
+        steps.step("group-applied")                 # a named step (steps.py)
     return done
 
 

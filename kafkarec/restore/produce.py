@@ -19,7 +19,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 from kafkarec import _client
 from kafkarec._extras import require
 from kafkarec.errors import RestoreError
-from kafkarec.restore import faults, source, target
+from kafkarec.restore import source, steps, target
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
@@ -194,14 +194,14 @@ class _Writer:
         try:
             half = len(records) // 2
             for i, r in enumerate(records):
-                if i == half and half:      # test-only (faults.py): half the records on the target
-                    faults.kill_point("mid-transaction", lambda: p.flush(self.spec.timeout))
+                if i == half and half:      # a named step (steps.py): half the records produced
+                    steps.step("mid-transaction", lambda: p.flush(self.spec.timeout))
                 target.retried(self.spec, f"producing source offset {r.offset}", lambda left, r=r: self._produce(r),
                                topic=tp.target_topic, partition=tp.partition)
             offsets = [self.ck.TopicPartition(tp.target_topic, tp.partition, next_offset, tp.topic)]
             self._call("committing the progress",
                        lambda left: p.send_offsets_to_transaction(offsets, self.group_metadata, left))
-            faults.kill_point("before-commit", lambda: p.flush(self.spec.timeout))     # test-only (faults.py)
+            steps.step("before-commit", lambda: p.flush(self.spec.timeout))     # a named step (steps.py)
             self._call("committing a transaction", p.commit_transaction)
         except BaseException as exc:
             passing = self.retriable
@@ -221,7 +221,7 @@ class _Writer:
                                                  f"{'; '.join(self.failures[:3]) or 'reports missing'}",
                                topic=tp.target_topic, partition=tp.partition,
                                retriable=bool(self.failures) and self.retriable)
-        faults.kill_point("between-transactions")       # test-only (faults.py)
+        steps.step("between-transactions")       # a named step (steps.py)
         return sorted(self.delivered)
 
     def _produce(self, r: source.Record) -> None:

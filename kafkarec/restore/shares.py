@@ -1,6 +1,6 @@
 """Share groups (KIP-932), as of any time T: each share group's persisted state of each restored
 partition in the source's ``__share_group_state``
-(:func:`kafkarec.internal.analysis.share_group_states`) -- its start offset and its in-flight state
+(:func:`kafkarec.cluster.coordinators.share_group_states`) -- its start offset and its in-flight state
 batches -- translated through the offset map, written for Kafka's own tool, and (:func:`acknowledge`)
 its in-flight state applied on the target.
 
@@ -64,7 +64,7 @@ def _topic_names(spec: RestoreSpec) -> Dict[str, str]:
 
 
 def _states(spec: RestoreSpec) -> Dict[Tuple[str, str, int], dict]:
-    from kafkarec.internal.analysis import share_group_states
+    from kafkarec.cluster.coordinators import share_group_states
     source, kw = internal_source(spec)
     if os.path.isdir(source) and not any(n.startswith("__share_group_state-") for n in os.listdir(source)):
         return {}
@@ -81,7 +81,7 @@ def _states(spec: RestoreSpec) -> Dict[Tuple[str, str, int], dict]:
 def _first_not_acknowledged(state: dict) -> int:
     """The persisted start offset moved past the acknowledged batches at its head (the coordinator
     moves it lazily; records accepted or rejected there are done with)."""
-    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
     start = state["start_offset"]
     if start < 0:
         return start
@@ -131,7 +131,7 @@ def checked_share_positions(spec: RestoreSpec, plan: SourcePlan) -> List[Tuple[S
 def translate_shares(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap) -> List[SharePosition]:
     """:func:`checked_share_positions`, translated through ``omap``, each naming the acknowledged
     records past its start offset that will be delivered again."""
-    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED
     out = []
     for pos, state in checked_share_positions(spec, plan):
         again, rejected = [], []

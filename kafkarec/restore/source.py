@@ -7,7 +7,7 @@ restore is final (no transaction is still open inside it); with the running sour
 (``spec.bootstrap``) its broker's log start and LSO bound the range as they bound the backfill's.  The records are read through the one
 reader, :class:`kafkarec.scan.LogScan`, ``read_committed`` (no control record, no aborted
 transaction).  Partition counts and topic configs come from ``__cluster_metadata``
-(:func:`kafkarec.internal.replay`) where the source holds it (a log directory, local or a URI).
+(:func:`kafkarec.cluster.replay`) where the source holds it (a log directory, local or a URI).
 """
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ def local_log_dir(spec: RestoreSpec) -> Optional[str]:
 
 
 def internal_source(spec: RestoreSpec) -> Tuple[str, dict]:
-    """``(source, keywords)`` for :mod:`kafkarec.internal.analysis` and
-    :func:`kafkarec.internal.replay`: the source's internal topics read where its records are (a local
+    """``(source, keywords)`` for :mod:`kafkarec.cluster.coordinators` and
+    :func:`kafkarec.cluster.replay`: the source's internal topics read where its records are (a local
     log directory on disk; a URI with the spec's storage options; with its tiered-storage root)."""
     local = local_log_dir(spec)
     return (local if local is not None else spec.source), {"storage_options": spec.storage_options,
@@ -86,9 +86,9 @@ def internal_source(spec: RestoreSpec) -> Tuple[str, dict]:
 
 
 def cluster_state(spec: RestoreSpec) -> Optional[dict]:
-    """The source's ``__cluster_metadata`` replayed (:func:`kafkarec.internal.replay`, a local log
+    """The source's ``__cluster_metadata`` replayed (:func:`kafkarec.cluster.replay`, a local log
     directory or a URI), or None when the source holds none."""
-    from kafkarec.internal import replay
+    from kafkarec.cluster import replay
     source, kw = internal_source(spec)
     if os.path.isdir(source):
         if not any(n.startswith("__cluster_metadata-") for n in os.listdir(source)):

@@ -291,9 +291,9 @@ def share_states(spec: RestoreSpec, topics: Iterable[str]) -> Dict[Tuple[str, st
     coordinator persisted them: the target's ``__share_group_state`` read back from its start to its
     end (a consumer may read an internal topic; no client of Python's asks a share group's offsets)
     and replayed by the rule that reads a source's
-    (:func:`kafkarec.internal.analysis.replay_share_state`), each state's topic id named through the
+    (:func:`kafkarec.cluster.coordinators.replay_share_state`), each state's topic id named through the
     target's metadata.  A target without the topic has no share-group state."""
-    from kafkarec.internal.analysis import replay_share_state
+    from kafkarec.cluster.coordinators import replay_share_state
     ck = require("confluent_kafka")
     asker = admin(spec)
     listed = _topics(spec, asker, f"listing {SHARE_STATE_TOPIC}", SHARE_STATE_TOPIC).get(SHARE_STATE_TOPIC)

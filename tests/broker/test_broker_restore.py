@@ -1,7 +1,7 @@
 """``kafkarec restore`` between two real KRaft brokers: the session's broker (A, the source:
 ``support.restore_history`` writes its history, its log dir is read) and a second one
 (``restore_target_broker``, B).  Records, groups resumed on B by real consumers (0 duplicates,
-0 missing), re-runs, SIGKILLs at named points of the restore (kafkarec/restore/faults.py), verify
+0 missing), re-runs, SIGKILLs at named steps of the restore (kafkarec/restore/steps.py), verify
 reporting a damaged target, and the refusals."""
 import os
 import signal
@@ -175,15 +175,40 @@ def clean_crash_run(history, restore_target_broker):
     return list(omap.pairs(RH.CRASH, 0)), {g: _group_offsets(b, g, "rs-crash-clean") for g in RH.CRASH_GROUPS}
 
 
-#: (kill point, what the target holds after the kill: the progress, the groups set) -- faults.py
+#: (kill point, what the target holds after the kill: the progress, the groups set) -- steps.py
 KILLS = [("mid-transaction@2", CRASH_TX, 0), ("before-commit@2", CRASH_TX, 0),
          ("between-transactions@2", 2 * CRASH_TX, 0), ("groups-translated", 100, 0), ("group-applied", 100, 1)]
+
+
+#: ``kafkarec restore ARGS`` (``python -c _KILLED_RESTORE POINT[@N] ARGS``) in a process of its own whose
+#: step hook SIGKILLs it the N-th time (default the first) the restore reaches POINT, after the step's
+#: ``settle`` (a producer's flush: half a transaction's records on the target): no ``finally``, no
+#: ``atexit``, no flush runs -- what a ``kill -9`` at that moment leaves.  The library only calls the
+#: hook (kafkarec/restore/steps.py); the kill is the test's.
+_KILLED_RESTORE = """
+import os, signal, sys
+from kafkarec.cli import main
+from kafkarec.restore import steps
+point, _, nth = sys.argv[1].partition("@")
+if point not in steps.POINTS:
+    sys.exit(f"{point!r} is not one of {steps.POINTS}")
+reached = []
+def kill_at(name, settle):
+    if name == point:
+        reached.append(name)
+        if len(reached) == int(nth or 1):
+            if settle is not None:
+                settle()
+            os.kill(os.getpid(), signal.SIGKILL)
+steps.set_step_hook(kill_at)
+sys.exit(main(["restore", *sys.argv[2:]]))
+"""
 
 
 @pytest.mark.parametrize("kill_at, progress_after_kill, groups_after_kill", KILLS, ids=[k[0] for k in KILLS])
 def test_sigkill_at_a_point_then_rerun_exactly_once(history, restore_target_broker, clean_crash_run, kill_at,
                                                     progress_after_kill, groups_after_kill):
-    """The restore SIGKILLs itself at a named point (KAFKAREC_RESTORE_KILL_AT, faults.py): inside a
+    """The restore is SIGKILLed at a named step (its step hook, _KILLED_RESTORE; steps.py): inside a
     transaction of 30 with half its records on the target, with its progress sent and not committed,
     between two transactions, after the groups were translated, after the first group was set.  A
     re-run ends where a clean run ends: every record once, the offset map's source offsets the clean
@@ -194,9 +219,8 @@ def test_sigkill_at_a_point_then_rerun_exactly_once(history, restore_target_brok
     b = restore_target_broker.bootstrap
     name = "rs-crash-" + kill_at.split("@")[0]
     spec = _crash_spec(history, b, name)
-    killed = subprocess.run([sys.executable, "-m", "kafkarec", "restore", *_crash_args(history, b, name)],
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "KAFKAREC_RESTORE_KILL_AT": kill_at})
+    killed = subprocess.run([sys.executable, "-c", _KILLED_RESTORE, kill_at, *_crash_args(history, b, name)],
+                            capture_output=True, text=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr + killed.stdout
     # what the kill left: the committed progress, and the groups set so far
     assert target.progress(spec, [(name, 0)], stable=False) == {(name, 0): progress_after_kill}
@@ -381,7 +405,7 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     assert len(SHARE_RULES) == RH.SHARE_RECORDS        # rs-share's records, written with the history
     _share_java(a, "source", a.bootstrap, RH.SHARE, SHARE_GROUP, SHARE_RULES)
     # kafkarec's replay of __share_group_state: what was accepted (ACKNOWLEDGED) or rejected (ARCHIVED)
-    from kafkarec.internal.analysis import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, share_group_states
     state = [v for k, v in share_group_states(a.log_dir).items() if k[0] == SHARE_GROUP]
     assert len(state) == 1, state
     # below the start offset every record is done; the share coordinator moves the start offset past

@@ -12,7 +12,7 @@ import pytest
 import kafkarec
 from kafkarec import internal
 from kafkarec.enums import Compression, ControlRecordType
-from kafkarec.internal import analysis
+from kafkarec.cluster import coordinators
 from kafkarec.sample import BASE_TIME, generate
 from support.internal_fixtures import DATA
 
@@ -68,12 +68,12 @@ def _share_state(root):
     snap = internal.encode_record("__share_group_state", "ShareSnapshot", key, {
         "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 0, "startOffset": 5, "createTimestamp": T1,
         "writeTimestamp": T1, "stateBatches": [
-            {"firstOffset": 5, "lastOffset": 9, "deliveryState": analysis.SHARE_ACKNOWLEDGED, "deliveryCount": 1},
-            {"firstOffset": 12, "lastOffset": 14, "deliveryState": analysis.SHARE_ARCHIVED, "deliveryCount": 2},
-            {"firstOffset": 15, "lastOffset": 20, "deliveryState": analysis.SHARE_AVAILABLE, "deliveryCount": 1}]})
+            {"firstOffset": 5, "lastOffset": 9, "deliveryState": coordinators.SHARE_ACKNOWLEDGED, "deliveryCount": 1},
+            {"firstOffset": 12, "lastOffset": 14, "deliveryState": coordinators.SHARE_ARCHIVED, "deliveryCount": 2},
+            {"firstOffset": 15, "lastOffset": 20, "deliveryState": coordinators.SHARE_AVAILABLE, "deliveryCount": 1}]})
     update = internal.encode_record("__share_group_state", "ShareUpdate", key, {
         "snapshotEpoch": 0, "leaderEpoch": 0, "startOffset": -1, "stateBatches": [
-            {"firstOffset": 15, "lastOffset": 16, "deliveryState": analysis.SHARE_ACKNOWLEDGED,
+            {"firstOffset": 15, "lastOffset": 16, "deliveryState": coordinators.SHARE_ACKNOWLEDGED,
              "deliveryCount": 1}]})
     _segment(os.path.join(root, "__share_group_state-0"), 0,
              [_batch(0, [snap], ts=T1), _batch(1, [update], ts=T2)])
@@ -102,26 +102,26 @@ def test_kafkas_own_internal_topics_over_s3_equal_the_local_dir(s3):
     batches, aborted commits)."""
     s3.upload_dir(os.path.join(DATA, "logs"), BUCKET, "kafka-written")
     uri, local, opts = f"s3://{BUCKET}/kafka-written", os.path.join(DATA, "logs"), s3.options()
-    found = analysis.committed_offsets(local)
+    found = coordinators.committed_offsets(local)
     assert len({k[0] for k in found}) > 3
-    assert analysis.committed_offsets(uri, storage_options=opts) == found
-    assert analysis.transaction_states(uri, storage_options=opts) == analysis.transaction_states(local)
-    assert analysis.consumer_lag(uri, storage_options=opts) == analysis.consumer_lag(local)
+    assert coordinators.committed_offsets(uri, storage_options=opts) == found
+    assert coordinators.transaction_states(uri, storage_options=opts) == coordinators.transaction_states(local)
+    assert coordinators.consumer_lag(uri, storage_options=opts) == coordinators.consumer_lag(local)
 
 
 def test_committed_offsets_over_s3_equal_the_local_dir(logs, uri, s3):
     opts = s3.options()
-    local = analysis.committed_offsets(logs)
+    local = coordinators.committed_offsets(logs)
     assert local[("g1", "orders", 0)]["offset"] == 120 and ("g2", "payments", 0) not in local
-    assert analysis.committed_offsets(uri, storage_options=opts) == local
+    assert coordinators.committed_offsets(uri, storage_options=opts) == local
     for t in (T1 - 1, T1, T1 + 550, MARKER_TIME - 1, MARKER_TIME, T2):
-        at = analysis.committed_offsets(logs, as_of=t)
-        assert analysis.committed_offsets(uri, storage_options=opts, as_of=t) == at, t
-    assert analysis.committed_offsets(uri, storage_options=opts, as_of=MARKER_TIME)[("g3", "orders", 0)]["offset"] == 55
-    shares = analysis.share_group_states(logs)
+        at = coordinators.committed_offsets(logs, as_of=t)
+        assert coordinators.committed_offsets(uri, storage_options=opts, as_of=t) == at, t
+    assert coordinators.committed_offsets(uri, storage_options=opts, as_of=MARKER_TIME)[("g3", "orders", 0)]["offset"] == 55
+    shares = coordinators.share_group_states(logs)
     assert shares[("sg", ORDERS_ID, 1)]["start_offset"] == 5
-    assert analysis.share_group_states(uri, storage_options=opts) == shares
-    assert analysis.share_group_states(uri, storage_options=opts, as_of=T1) == analysis.share_group_states(
+    assert coordinators.share_group_states(uri, storage_options=opts) == shares
+    assert coordinators.share_group_states(uri, storage_options=opts, as_of=T1) == coordinators.share_group_states(
         logs, as_of=T1)
 
 

@@ -118,7 +118,7 @@ def test_share_state_batches_combine_as_the_share_coordinator_does():
     """Kafka's PersisterStateBatchCombiner: overlapping batches resolved by the higher delivery
     count, then the later state (ARCHIVED 4 over AVAILABLE 0); below the start offset cut; equal
     neighbours joined."""
-    from kafkarec.internal.analysis import _overlay
+    from kafkarec.cluster.coordinators import _overlay
     snap = _overlay([], [(10, 19, 0, 1)], 10)
     assert snap == [(10, 19, 0, 1)]
     upd = _overlay(snap, [(12, 13, 4, 1), (15, 15, 0, 2), (17, 18, 0, 1)], 11)
@@ -172,7 +172,7 @@ def _overlay_by_offset(batches, new, start):
                 max_size=12),
        st.integers(0, 30))
 def test_share_state_overlay_is_the_offset_by_offset_rule(old, new, start):
-    from kafkarec.internal.analysis import _overlay
+    from kafkarec.cluster.coordinators import _overlay
     old = [(f, f + n, s, c) for f, n, s, c in old]
     new = [(f, f + n, s, c) for f, n, s, c in new]
     assert _overlay(old, new, start) == _overlay_by_offset(old, new, start)
@@ -182,7 +182,7 @@ def test_share_state_overlay_of_a_full_window_is_quick():
     """2,000 single-record batches (a full window of acquired records): one sweep, not a scan of
     every batch per offset (which took 0.27 s a call, once per ShareUpdate)."""
     import time
-    from kafkarec.internal.analysis import _overlay
+    from kafkarec.cluster.coordinators import _overlay
     window = [(o, o, 2 if o % 3 else 0, 1) for o in range(2000)]
     t0 = time.process_time()
     out = _overlay(window, [(o, o, 4, 2) for o in range(0, 2000, 7)], 0)
@@ -346,7 +346,7 @@ def test_a_share_start_offset_past_the_log_when_written_is_refused(tmp_path):
     import kafkarec
     from kafkarec import internal
     from kafkarec.errors import RestoreError
-    from kafkarec.internal import analysis
+    from kafkarec.cluster import coordinators
     from kafkarec.restore import plan, shares
     from kafkarec.sample import BASE_TIME, generate
     root = str(tmp_path / "logs")
@@ -373,7 +373,7 @@ def test_a_share_start_offset_past_the_log_when_written_is_refused(tmp_path):
                                                              {"groupId": "sg", "topicId": topic_id, "partition": 1}, {
         "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 0, "startOffset": 40, "createTimestamp": BASE_TIME,
         "writeTimestamp": BASE_TIME, "stateBatches": [
-            {"firstOffset": 40, "lastOffset": 44, "deliveryState": analysis.SHARE_AVAILABLE, "deliveryCount": 1}]})],
+            {"firstOffset": 40, "lastOffset": 44, "deliveryState": coordinators.SHARE_AVAILABLE, "deliveryCount": 1}]})],
         BASE_TIME + 100)
     spec = RestoreSpec.of(root, "x:1", topics="orders")
     with pytest.raises(RestoreError, match=r"start offset 40 of orders-1 is outside the history \(its log ended at "
@@ -505,3 +505,22 @@ def test_a_dlq_naming_a_partition_still_to_come_has_it_restored_first(monkeypatc
     done = produce.restore_partitions(RestoreSpec.of("logs", "target:9092"), SourcePlan([dlq, orders], {}), omap)
     assert runs == ["dlq.g", "orders", "dlq.g"] and [s.topic for s in done] == ["orders", "dlq.g"]
     assert omap.partitions() == [("dlq.g", 0), ("orders", 0)]
+
+
+def test_the_restores_steps_call_the_hook_the_process_installed(monkeypatch):
+    """The restore's named steps (kafkarec/restore/steps.py) call the step hook installed in this
+    process, with the step's ``settle`` (None where there is none); with none installed nothing
+    happens, and the library reads no environment for it (issue 70: the crash tests' kill is their
+    own hook, tests/broker/test_broker_restore.py)."""
+    from kafkarec.restore import steps
+    monkeypatch.setenv("KAFKAREC_RESTORE_KILL_AT", "groups-translated")    # the variable it once read
+    steps.step("groups-translated")                                         # no hook: nothing happens
+    seen = []
+    assert steps.set_step_hook(lambda point, settle: seen.append((point, settle and settle()))) is None
+    try:
+        steps.step("mid-transaction", lambda: "flushed")
+        steps.step("between-transactions")
+    finally:
+        ours = steps.set_step_hook(None)
+    assert seen == [("mid-transaction", "flushed"), ("between-transactions", None)]
+    assert ours is not None and steps.set_step_hook(None) is None

@@ -6,7 +6,7 @@ import shutil
 
 import kafkarec
 from kafkarec.enums import ControlRecordType
-from kafkarec.internal import analysis
+from kafkarec.cluster import coordinators
 from support.internal_fixtures import DATA
 
 
@@ -51,21 +51,21 @@ def _log_dir(tmp_path):
 
 def test_open_and_hanging_transactions(tmp_path):
     root = _log_dir(tmp_path)
-    opened = analysis.open_transactions(root)
+    opened = coordinators.open_transactions(root)
     assert [(o["topic"], o["partition"], o["producer_id"], o["first_offset"], o["last_offset"], o["hanging"],
              o["transactional_id"]) for o in opened] == [
         ("clicks", 3, 999, 0, 3, True, None),
         ("orders", 1, 4276, 0, 1, False, "connect-offsets-writer")]
-    states = analysis.transaction_states(root)
+    states = coordinators.transaction_states(root)
     assert states["connect-offsets-writer"]["state"] == "PrepareEpochFence"
     assert states["connect-offsets-writer"]["partitions"] == [("orders", 1)]
 
 
 def test_lag_at_rest(tmp_path):
     root = _log_dir(tmp_path)
-    assert analysis.log_end_offsets(root)[("orders", 0)] == 50
-    assert analysis.log_end_offsets(root)[("clicks", 4)] == 3
-    lag = {(x["group"], x["topic"], x["partition"]): x for x in analysis.consumer_lag(root)}
+    assert coordinators.log_end_offsets(root)[("orders", 0)] == 50
+    assert coordinators.log_end_offsets(root)[("clicks", 4)] == 3
+    lag = {(x["group"], x["topic"], x["partition"]): x for x in coordinators.consumer_lag(root)}
     x = lag[("deleted-group", "orders", 0)]
     assert (x["committed_offset"], x["log_end_offset"], x["lag"]) == (42, 50, 8)
     assert lag[("orders-service", "orders", 2)]["log_end_offset"] is None
@@ -94,7 +94,7 @@ def test_transactional_offset_commits_count_after_their_commit_marker(tmp_path):
     _write(os.path.join(root, "__consumer_offsets-0"), [
         plain.build(), committed.build(), aborted.build(), _marker(5, 8, ControlRecordType.ABORT),
         _marker(6, 7, ControlRecordType.COMMIT), pending.build()])
-    got = {k: v["offset"] for k, v in analysis.committed_offsets(root).items()}
+    got = {k: v["offset"] for k, v in coordinators.committed_offsets(root).items()}
     assert got == {("g", "t", 0): 20, ("g", "t", 1): 10}
 
 
@@ -132,23 +132,23 @@ def test_committed_offsets_as_of_a_time(tmp_path):
     later = kafkarec.RecordBatchBuilder(base_offset=4)
     later.append(value(30), key=key, timestamp=1729881999200)
     _write(os.path.join(root, "__consumer_offsets-0"), [plain.build(), txn.build(), marker, later.build()])
-    at = lambda t: analysis.committed_offsets(root, as_of=t)[("g", "t", 0)]["offset"]
+    at = lambda t: coordinators.committed_offsets(root, as_of=t)[("g", "t", 0)]["offset"]
     assert at(1000) == 10 and at(1999) == 10 and at(2000) == 11
     assert at(2600) == 11                       # the transaction's marker comes later
     assert at(1729881999100) == 20 and at(1729881999200) == 30
-    assert analysis.committed_offsets(root, as_of=999) == {}
-    assert analysis.committed_offsets(root)[("g", "t", 0)]["offset"] == 30
+    assert coordinators.committed_offsets(root, as_of=999) == {}
+    assert coordinators.committed_offsets(root)[("g", "t", 0)]["offset"] == 30
 
 
 def test_a_uri_is_read_through_the_storage_layer_with_the_same_results(tmp_path):
     """A URI (here ``file://``; tests/remote/test_remote_groups.py: ``s3://``) is listed and read
     through kafkarec.log.storage, not walked on disk: the same answers (issue 51)."""
-    from kafkarec.internal import replay
+    from kafkarec.cluster import replay
     root = _log_dir(tmp_path)
     uri = "file://" + os.path.abspath(root)
-    for f in (analysis.committed_offsets, analysis.transaction_states, analysis.open_transactions,
-              analysis.consumer_lag, analysis.log_end_offsets):
+    for f in (coordinators.committed_offsets, coordinators.transaction_states, coordinators.open_transactions,
+              coordinators.consumer_lag, coordinators.log_end_offsets):
         assert f(uri) == f(root), f.__name__
-    assert analysis.committed_offsets(uri)
+    assert coordinators.committed_offsets(uri)
     kraft = os.path.join(DATA, "logs")
     assert replay("file://" + os.path.abspath(kraft)).state() == replay(kraft).state()

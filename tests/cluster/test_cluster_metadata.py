@@ -2,7 +2,7 @@
 import json
 import os
 
-from kafkarec.internal import metadata
+from kafkarec.cluster import metadata
 from support.internal_fixtures import DATA, load
 
 EXPECTED = load(os.path.join(DATA, "expected", "cluster_metadata_state.json"))

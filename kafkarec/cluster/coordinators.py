@@ -1,6 +1,8 @@
-"""Transactions and consumer-group lag at rest, from a broker's log directory -- local, on an object
-store (a URI with ``storage_options``, as every reader takes them), or stitched with its tiered copies
-(``tiered_storage``).
+"""What Kafka's coordinators keep in their topics -- the transaction coordinator's transactions, the
+group coordinator's committed offsets, the share coordinator's share groups -- replayed at rest, and
+what it says of the data partitions (transactions left open, consumer lag), from a broker's log
+directory: local, on an object store (a URI with ``storage_options``, as every reader takes them),
+or stitched with its tiered copies (``tiered_storage``).
 
 * :func:`transaction_states`: the latest TransactionLogValue of every transactional id in ``__transaction_state``;
 * :func:`open_transactions`: per data partition and producer, transactions whose markers never came (a
@@ -27,7 +29,8 @@ from kafkarec.internal.topics import DEFAULT_SCHEMAS
 from kafkarec.internal.dumplog import TRANSACTION_STATES, state_name
 
 __all__ = ["transaction_states", "open_transactions", "committed_offsets", "consumer_lag", "log_end_offsets",
-           "OPEN_STATES"]
+           "share_group_states", "replay_share_state", "OPEN_STATES", "SHARE_AVAILABLE", "SHARE_ACKNOWLEDGED",
+           "SHARE_ARCHIVED"]
 
 # the transaction states in which a transactional id holds partitions open (Kafka's TransactionState)
 OPEN_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
