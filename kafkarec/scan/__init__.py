@@ -213,15 +213,19 @@ class LogScan:
         return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit))
 
     # --- pieces of work ------------------------------------------------------------------
-    def found(self, report=None) -> "_plan.Found":
+    def found(self, report=None, listed=None) -> "_plan.Found":
         """What :mod:`kafkarec.log` found (listed once per scan object); ``report``: what a
-        listing met, as :func:`kafkarec.scan._plan.found_listed` takes it (default: logged)."""
+        listing met, as :func:`kafkarec.scan._plan.found_listed` takes it (default: logged);
+        ``listed``: the config's paths listed already (:func:`listings`' items, of a config with
+        the same paths and storage), planned over instead of listing them again (a listed read)."""
         if self._found is None:
             config = self.config
             if config.empty:
                 self._found = _plan.Found([], None, None, list)
+            elif config.listed:
+                self._found = _plan.found_listed(config, report, None if listed is None else list(listed))
             else:
-                self._found = _plan.found_listed(config, report) if config.listed else _plan.found_local(config)
+                self._found = _plan.found_local(config)
         return self._found
 
     def _piece(self, item) -> ScanPiece:
@@ -229,10 +233,10 @@ class LogScan:
         key = found.group(item)
         return ScanPiece(item.topic, item.partition, item.size, tuple(key), item)
 
-    def pieces(self, report=None) -> List[ScanPiece]:
-        """The pieces of work, in log order within each topic-partition (``report``: see
-        :meth:`found`)."""
-        return [self._piece(item) for item in self.found(report).pieces]
+    def pieces(self, report=None, listed=None) -> List[ScanPiece]:
+        """The pieces of work, in log order within each topic-partition (``report`` and
+        ``listed``: see :meth:`found`)."""
+        return [self._piece(item) for item in self.found(report, listed).pieces]
 
     def split(self, piece: ScanPiece, max_bytes: int) -> List[ScanPiece]:
         """``piece`` cut at batch starts into pieces of about ``max_bytes``."""

@@ -232,24 +232,29 @@ def topic_key(partition_key):
     return ("topic", topic) if topic is not None else partition_key
 
 
-def found_listed(config, report: Optional[Callable] = None) -> Found:
+def found_listed(config, report: Optional[Callable] = None, listed: Optional[list] = None) -> Found:
     """Each path listed once (:func:`kafkarec.log.layout.scan_history`: local folders, object
     stores, tiered copies stitched with the log dirs), selected, bounded (``config.bounds``)
     and cut at offset-index positions (:mod:`kafkarec.log.selection`); no segment byte is read
     to plan except to find a timestamp's offset (readCommitted walks the selected partitions'
     logs).  What the listing met is reported by ``report(kind, path, storage, item)``
     (``"gap"``, ``"skipped"``, ``"not_live"``; default :func:`_report`: logged, a gap raised
-    with ``fail_on_data_loss``)."""
+    with ``fail_on_data_loss``).  ``listed``: the :class:`Listing` s of the config's paths, made
+    already by :func:`listings` (a stream plans a trigger's ranges over the listing that found its
+    ends: one listing a trigger), reported here as a listing of this plan would be."""
     from kafkarec.log import selection
     report = report or functools.partial(_report, config)
+    if listed is not None:
+        for one in listed:
+            _report_listing(one, report)
     resolvers: dict = {}        # id(storage) -> (storage, its resolver): the storage kept, so the id stays its
     items: List[ListedRange] = []
     bounds = None if config.bounds.unbounded else config.bounds
     sel = config.selection if config.selection is not None else selection.parse_selection({})
     if config.every_record:
         sel = sel._replace(include_deleted_records=True)
-    for listed in listings(config, report):
-        lay, st, resolver = listed.layout, listed.layout.storage, listed.resolver
+    for one in (listings(config, report) if listed is None else listed):
+        lay, st, resolver = one.layout, one.layout.storage, one.resolver
         resolvers[id(st)] = (st, resolver)
         if config.offset_ranges is None:
             shares = [(0, selection.plan(lay, sel, resolver, bounds=bounds))]
@@ -296,15 +301,21 @@ def listings(config, report: Optional[Callable] = None):
     if config.partitioner is not None and config.bounds.keys is not None:
         listed = _by_partitioner(config, listed)
     for raw, lay, gaps in listed:
-        st = lay.storage
+        one = Listing(raw, lay, gaps, selection.Resolver(lay.storage))
         if report is not None:
-            for gap in gaps:
-                report("gap", raw, st, gap)
-            for d in lay.skipped:
-                report("skipped", raw, st, d)
-            for item in lay.not_live:
-                report("not_live", raw, st, item)
-        yield Listing(raw, lay, gaps, selection.Resolver(st))
+            _report_listing(one, report)
+        yield one
+
+
+def _report_listing(listed: Listing, report: Callable) -> None:
+    """What a listing met, told to ``report(kind, path, storage, item)``."""
+    st = listed.layout.storage
+    for gap in listed.gaps:
+        report("gap", listed.source, st, gap)
+    for d in listed.layout.skipped:
+        report("skipped", listed.source, st, d)
+    for item in listed.layout.not_live:
+        report("not_live", listed.source, st, item)
 
 
 def _by_partitioner(config, listings) -> list:

@@ -137,6 +137,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed: Dict = {}      # partition key -> (segments seen, kafkarec.scan.CommittedView)
         self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
         self._reported: Optional[Dict] = None   # the log end latestOffset saw (progress)
+        self._listed = None             # the listing latestOffset found the ends in, for planning them
 
     # -- the log, as it is now ------------------------------------------------------
     def _partitions(self):
@@ -146,9 +147,12 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kafkarec.scan import listings
         listed = next(listings(self.config))
         self._storage = listed.layout.storage
-        parts = {p.key: p for p in listed.layout.partitions if p.topic is not None
-                 and self.selection.wants_partition(p.topic, p.partition) and p.segments}
-        return parts, listed.resolver
+        self._listed = listed
+        return self._parts_of(listed), listed.resolver
+
+    def _parts_of(self, listed) -> dict:
+        return {p.key: p for p in listed.layout.partitions if p.topic is not None
+                and self.selection.wants_partition(p.topic, p.partition) and p.segments}
 
     def _log_start(self, part, resolver) -> int:
         return resolver.log_start(part, include_deleted_records=self.selection.include_deleted_records)
@@ -266,7 +270,18 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict):
         from kafkarec.scan import LogScan
         begin, stop = _from_json(start), _from_json(end)
-        parts, resolver = self._partitions()
+        # one listing a trigger: the ranges are planned over the listing latestOffset found their
+        # ends in (it holds every segment up to them); a plan with no latestOffset before it in
+        # this process (a restarted query's first batch) lists the log once itself
+        listed = self._listed
+        self._listed = None
+        if listed is None:
+            parts, resolver = self._partitions()
+            listed, self._listed = self._listed, None
+        else:
+            parts = self._parts_of(listed)
+            resolver = listed.resolver
+            self._storage = listed.layout.storage
         wanted = []
         for key, e in sorted(stop.items()):
             part = parts.get(key)
@@ -290,7 +305,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # each partition's whole log, as the batch read judges them)
         config = dataclasses.replace(self.config, offset_ranges=tuple((k[0], k[1], s, e) for k, s, e in cut))
         by_range: Dict[int, list] = {}
-        for piece in LogScan(config).pieces():
+        for piece in LogScan(config).pieces(listed=[listed]):
             by_range.setdefault(piece.item.share, []).append(piece)
         return [KafkaRecStreamPartition(config, tuple(by_range[i])) for i in sorted(by_range)]
 

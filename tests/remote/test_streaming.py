@@ -270,3 +270,32 @@ def test_stream_batch_positions_are_file_positions(tmp_path):
             for rec in b if rec.offset not in (3, 4)}
     assert got == want
     assert max(got.values()) > 0 and set(got) == {0, 1, 2, 6, 7, 8, 9, 10, 11}
+
+
+def test_a_trigger_lists_the_log_once(tmp_path, monkeypatch):
+    """latestOffset finds the ends in one listing, and the micro-batch's ranges are planned over
+    that same listing (it holds every segment up to the ends): one listing a trigger; a plan with
+    no latestOffset before it (a restarted query's first batch) lists once itself."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from kafkarec.log import layout
+    log = GrowingLog(str(tmp_path))
+    log.append("a", 0, 5)
+    log.append("a", 1, 3)
+    r = stream_reader(str(tmp_path), startingOffsets="earliest")
+    start = r.initialOffset()
+    listed, plain = [], layout.scan_history
+
+    def counted(*args, **kwargs):
+        listed.append(args[0])
+        return plain(*args, **kwargs)
+    monkeypatch.setattr(layout, "scan_history", counted)
+    end = r.latestOffset(start, ReadAllAvailable())
+    tasks = r.partitions(start, end)
+    assert len(listed) == 1
+    assert sorted(row for t in tasks for rb in r.read(t)
+                  for row in zip(rb.column("offset").to_pylist(), rb.column("partition").to_pylist())) == \
+        sorted((o, p) for _t, p, o, _v in log.written)
+    log.append("a", 0, 2)
+    tasks = r.partitions(end, {"a": {"0": 7, "1": 3}})       # no latestOffset before it
+    assert len(listed) == 2
+    assert [rb.column("offset").to_pylist() for t in tasks for rb in r.read(t)] == [[5, 6]]
