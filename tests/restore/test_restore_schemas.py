@@ -112,6 +112,27 @@ def test_record_strategy_and_a_renamed_topics_subject(tmp_path, apicurio_registr
     assert [m.subject for m in tr.mappings] == ["orders-b-value"]
 
 
+@pytest.mark.registry
+def test_a_real_registry_read_as_the_source(apicurio_registry):
+    """``--source-registry URL`` naming Apicurio: its subjects, versions, ids and references read
+    through the ccompat API (which also answers ``/contexts``), and a target with other ids (the
+    stand-in, numbering from 1000) given the schemas, references first."""
+    from kafkarec.registry import load
+    reg = apicurio_registry
+    money = reg.call("POST", "/subjects/src-money/versions", {"schema": MONEY})["id"]
+    refs = [{"name": "com.acme.Money", "subject": "src-money", "version": 1}]
+    order = reg.call("POST", "/subjects/src-orders-value/versions", {"schema": ORDER, "references": refs})["id"]
+    source = load(reg.url, refresh=True)
+    assert {"src-money", "src-orders-value"} <= set(source.subjects()) and source.problems == []
+    assert source.by_id(order).references[0]._asdict() == refs[0]
+    with RegistryStandIn(first_id=1000) as target:
+        tr = SchemaTranslation(reg.url, target.url)
+        assert tr.rewrite("src-orders", 0, Record(0, None, framed(order), 1, [])).value == framed(1001)
+        assert target.subjects == {"src-money": [1000], "src-orders-value": [1001]}
+        assert target.ids[1001] == (ORDER, "AVRO", (("com.acme.Money", "src-money", 1),))
+    assert tr.mappings == [IdMapping(order, 1001, "src-orders-value", 1, False)] and money != order
+
+
 def test_the_options_go_together_and_are_checked():
     with pytest.raises(UsageError, match="go together"):
         RestoreSpec.of("/x", "h:1", source_registry="/r")
