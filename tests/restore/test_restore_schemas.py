@@ -4,9 +4,11 @@ headers; unknown ids named and left), the registrations on the target (reference
 kept only in IMPORT mode with the id free) and the evidence's map replaying the restore.  The target
 registry is a real one, Apicurio Registry through its Confluent-compatible API (the session's
 ``apicurio_registry``, tests/support/apicurio.py: shared, so ids are read from it, never assumed),
-except for IMPORT mode, which Apicurio does not have, and the evidence's replay (which needs only
-some target): there tests/support/registry_server.py's stand-in keeps Confluent's documented rule.
-The restore itself, into a real broker, is in tests/broker/test_broker_restore.py."""
+and Apicurio is also read as a source registry.  tests/support/registry_server.py's stand-in stays
+where one real registry cannot serve: IMPORT mode (Apicurio has none; the stand-in keeps Confluent's
+documented rule), a second registry with other ids beside Apicurio as the source, and the evidence's
+replay (which needs only some target).  The restore itself, into a real broker, is in
+tests/broker/test_broker_restore.py."""
 import json
 
 import pytest
