@@ -22,7 +22,8 @@ from support.javacodec import java_codec  # noqa: F401  (session fixture: one Ja
 # Spark application, the user-way streams' applications and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
 # the Kafka Connect worker and the Iceberg catalog
 pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster", "support.user_app",
-                  "support.stream_apps", "support.debezium", "support.broker", "support.connect_worker"]
+                  "support.stream_apps", "support.debezium", "support.broker", "support.connect_worker",
+                  "support.apicurio"]
 
 
 def pytest_addoption(parser):

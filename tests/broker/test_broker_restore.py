@@ -724,17 +724,17 @@ def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, rest
     assert json.load(open(tmp_path / "evidence.json")) == doc
 
 
-def test_schema_ids_translated_as_the_docs_show(restore_target_broker, tmp_path):
+def test_schema_ids_translated_as_the_docs_show(restore_target_broker, apicurio_registry, tmp_path):
     """docs/restore.md's schema translation as written (issue 69 item 6): the source log's
     ``_schemas`` (id 50 ``money``, id 100 ``rs-sr-orders-value`` referencing it) and ``rs-sr-orders``
     (an id in the prefix, one in a header, an id the registry lacks, a tombstone) restored into the
-    second broker, each schema registered on the target registry (the stand-in of
-    tests/support/registry_server.py: why no real one, its docstring), the ids rewritten there and
-    verified, the evidence checked against the target's bootstrap, and a re-run writing nothing (the
-    target's records paired with the source's as translated)."""
+    second broker, each schema registered on a real target registry (Apicurio Registry through its
+    Confluent-compatible API: tests/support/apicurio.py), the ids rewritten there and verified, the
+    evidence checked against the target's bootstrap, and a re-run writing nothing (the target's
+    records paired with the source's as translated).  The registry is the session's, so the id it
+    gives is read from it: the docs show an empty registry's (2)."""
     import doctest
     from support.logdir import PartitionWriter, v2_batch
-    from support.registry_server import RegistryStandIn
     from support.schemas_log import confluent_key, schema_value, write_partition
     money = '{"type":"record","name":"Money","namespace":"com.acme","fields":[{"name":"cents","type":"long"}]}'
     order = '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"amount","type":"com.acme.Money"}]}'
@@ -754,27 +754,31 @@ def test_schema_ids_translated_as_the_docs_show(restore_target_broker, tmp_path)
                        (t0 + 2, b"o3", framed(999, b"\x02"), []),
                        (t0 + 3, b"o4", None, [])]))
     w.close()
-    b = restore_target_broker.bootstrap
-    with RegistryStandIn(first_id=1) as registry:
-        env = {**os.environ, "SOURCE_LOG_DIR": str(src), "TARGET": b, "TARGET_REGISTRY": registry.url,
-               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
-        for cmd, shown in _evidence_block("schemas.json"):
-            done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                                  env=env)
-            assert done.returncode == 0, (cmd, done.stdout, done.stderr)
-            assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
-        assert registry.subjects == {"money": [1], "rs-sr-orders-value": [2]}
-        assert registry.ids[2][2] == (("com.acme.Money", "money", 1),)
-        # run again (here: no second interpreter to start): nothing written, the target's records
-        # paired with the source's as translated
-        from kafkarec import restore as R
-        again = R.restore(R.RestoreSpec.of(str(src), b, topics="rs-sr-orders", restore_id="schemas",
-                                           source_registry=str(src), target_registry=registry.url))
-        assert [(p.records, p.status) for p in again.partitions] == [(0, "done")]
-        assert again.offset_map.ends[("rs-sr-orders", 0)] == (4, 5) and registry.subjects["rs-sr-orders-value"] == [2]
+    b, registry = restore_target_broker.bootstrap, apicurio_registry
+    env = {**os.environ, "SOURCE_LOG_DIR": str(src), "TARGET": b, "TARGET_REGISTRY": registry.url,
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    for cmd, shown in _evidence_block("schemas.json"):
+        done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=env)
+        assert done.returncode == 0, (cmd, done.stdout, done.stderr)
+        tid = registry.version("rs-sr-orders-value")["id"]
+        shown = shown.replace("schema id 100 -> 2 (", f"schema id 100 -> {tid} (")
+        assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
+    # money first, then the order naming the version the target gave money; the ids the target's
+    assert registry.versions("money") == [1] and registry.versions("rs-sr-orders-value") == [1]
+    assert registry.version("rs-sr-orders-value")["references"] == [
+        {"name": "com.acme.Money", "subject": "money", "version": 1}]
+    assert len({tid, registry.version("money")["id"], 100}) == 3
+    # run again (here: no second interpreter to start): nothing written, the target's records
+    # paired with the source's as translated
+    from kafkarec import restore as R
+    again = R.restore(R.RestoreSpec.of(str(src), b, topics="rs-sr-orders", restore_id="schemas",
+                                       source_registry=str(src), target_registry=registry.url))
+    assert [(p.records, p.status) for p in again.partitions] == [(0, "done")]
+    assert again.offset_map.ends[("rs-sr-orders", 0)] == (4, 5) and registry.versions("rs-sr-orders-value") == [1]
     got = _committed(b, "rs-sr-orders")[0]
     assert [(k, v, [tuple(h) for h in hs or ()]) for k, v, _, hs in got] == [
-        (b"o1", framed(2, b"\x02"), []),
-        (b"o2", b"bare", [("__value_schema_id", framed(2, b""))]),
+        (b"o1", framed(tid, b"\x02"), []),
+        (b"o2", b"bare", [("__value_schema_id", framed(tid, b""))]),
         (b"o3", framed(999, b"\x02"), []),
         (b"o4", None, [])]

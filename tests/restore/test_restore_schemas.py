@@ -2,8 +2,13 @@
 records (which fields are framed, by the subjects and the strategy; ids in the prefix and in
 headers; unknown ids named and left), the registrations on the target (references first; the id
 kept only in IMPORT mode with the id free) and the evidence's map replaying the restore.  The target
-registry is tests/support/registry_server.py's stand-in (why not a real one: its docstring); the
-restore itself, into a real broker, is in tests/broker/test_broker_restore.py."""
+registry is a real one, Apicurio Registry through its Confluent-compatible API (the session's
+``apicurio_registry``, tests/support/apicurio.py: shared, so ids are read from it, never assumed),
+and Apicurio is also read as a source registry.  tests/support/registry_server.py's stand-in stays
+where one real registry cannot serve: IMPORT mode (Apicurio has none; the stand-in keeps Confluent's
+documented rule), a second registry with other ids beside Apicurio as the source, and the evidence's
+replay (which needs only some target).  The restore itself, into a real broker, is in
+tests/broker/test_broker_restore.py."""
 import json
 
 import pytest
@@ -20,11 +25,16 @@ ORDER = json.dumps({"type": "record", "name": "Order", "namespace": "com.acme",
                     "fields": [{"name": "amount", "type": "com.acme.Money"}]})
 
 
+#: the reference's subject (not the broker test's ``money``, which holds another text of Money: the
+#: tests share one real registry, where a second text would be a second version)
+MONEY_SUBJECT = "acme-money"
+
+
 def source_registry(root, order_subject="orders-value"):
-    """A folder registry: ``money`` v1 = id 50, ``order_subject`` v1 = id 100 referencing it."""
-    for subject, sid, schema, refs in (("money", 50, MONEY, []),
+    """A folder registry: ``acme-money`` v1 = id 50, ``order_subject`` v1 = id 100 referencing it."""
+    for subject, sid, schema, refs in ((MONEY_SUBJECT, 50, MONEY, []),
                                        (order_subject, 100, ORDER,
-                                        [{"name": "com.acme.Money", "subject": "money", "version": 1}])):
+                                        [{"name": "com.acme.Money", "subject": MONEY_SUBJECT, "version": 1}])):
         d = root / "subjects" / subject / "versions"
         d.mkdir(parents=True)
         (d / "1.json").write_text(json.dumps({"subject": subject, "version": 1, "id": sid, "schema": schema,
@@ -36,24 +46,30 @@ def framed(sid, body=b"payload"):
     return b"\x00" + sid.to_bytes(4, "big") + body
 
 
-def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path):
+@pytest.mark.registry
+def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path, apicurio_registry):
+    reg = apicurio_registry
     records = [Record(0, framed(100), framed(100), 1, []),                        # key: no orders-key subject
                Record(1, None, framed(999), 2, []),                               # an id the source lacks
                Record(2, None, b"bare", 3, [("__value_schema_id", framed(100, b"")), ("h", b"x")]),
                Record(3, None, b"not framed", 4, []),
                Record(4, b"k", None, 5, [])]                                       # a tombstone
-    with RegistryStandIn(first_id=1) as target:
-        tr = SchemaTranslation(source_registry(tmp_path), target.url)
-        out = [tr.rewrite("orders", 0, r) for r in records]
-        plain = tr.rewrite("plain", 0, Record(9, None, framed(100), 9, []))
-        # the reference registered first (id 1, version 1), then the order under its subject
-        assert target.subjects == {"money": [1], "orders-value": [2]}
-        assert target.ids[2][2] == (("com.acme.Money", "money", 1),)
-    assert tr.mappings == [IdMapping(100, 2, "orders-value", 1, False)]
+    tr = SchemaTranslation(source_registry(tmp_path), reg.url)
+    out = [tr.rewrite("orders", 0, r) for r in records]
+    plain = tr.rewrite("plain", 0, Record(9, None, framed(100), 9, []))
+    # the reference registered first, then the order under its subject, naming the version the
+    # target gave the reference; the ids are the target's own (Apicurio has no IMPORT mode: the
+    # source's are not kept, the records are rewritten)
+    money, order = reg.version(MONEY_SUBJECT), reg.version("orders-value")
+    assert reg.versions(MONEY_SUBJECT) == [1] and reg.versions("orders-value") == [1]
+    assert order["references"] == [{"name": "com.acme.Money", "subject": MONEY_SUBJECT, "version": 1}]
+    oid = order["id"]
+    assert (order["schema"], money["schema"]) == (ORDER, MONEY) and len({oid, money["id"], 100}) == 3
+    assert tr.mappings == [IdMapping(100, oid, "orders-value", 1, False)]
     assert [(r.key, r.value, r.headers) for r in out] == [
-        (framed(100), framed(2), []),
+        (framed(100), framed(oid), []),
         (None, framed(999), []),
-        (None, b"bare", [("__value_schema_id", framed(2, b"")), ("h", b"x")]),
+        (None, b"bare", [("__value_schema_id", framed(oid, b"")), ("h", b"x")]),
         (None, b"not framed", []),
         (b"k", None, [])]
     assert out[4] is records[4] and records[2].headers[0][1] == framed(100, b"")     # the source untouched
@@ -66,29 +82,57 @@ def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path):
     again = rewriter_from_evidence(json.loads(json.dumps(tr.evidence({"orders", "plain"}))))
     assert [again.rewrite("orders", 0, r) for r in records] == out
     assert again.rewrite("plain", 0, Record(9, None, framed(100), 9, [])).value == framed(100)
+    # a second translation (a re-run's) registers nothing new and maps the same way
+    assert SchemaTranslation(source_registry(tmp_path / "again"), reg.url).resolve("orders", False, 100) == oid
+    assert reg.versions("orders-value") == [1] and reg.versions(MONEY_SUBJECT) == [1]
 
 
 def test_import_mode_keeps_a_free_id_and_takes_the_targets_for_a_taken_one(tmp_path):
+    """On the stand-in: Apicurio has no mode API (tests/support/apicurio.py), so against the real
+    registry the source's id is never kept (the test above)."""
     with RegistryStandIn(first_id=1, mode="IMPORT") as target:
         target.ids[50] = ("another schema", "AVRO", ())         # the reference's id is taken there
         tr = SchemaTranslation(source_registry(tmp_path), target.url)
         assert tr.rewrite("orders", 0, Record(0, None, framed(100), 1, [])).value == framed(100)
-        assert target.subjects == {"money": [1], "orders-value": [100]}
+        assert target.subjects == {MONEY_SUBJECT: [1], "orders-value": [100]}
     assert tr.mappings == [IdMapping(100, 100, "orders-value", 1, True)]
 
 
-def test_record_strategy_and_a_renamed_topics_subject(tmp_path):
-    with RegistryStandIn(first_id=7) as target:
-        tr = SchemaTranslation(source_registry(tmp_path, "com.acme.Order"), target.url, "record")
-        got = [tr.rewrite("any", 0, Record(i, None, v, 1, []))
-               for i, v in enumerate([framed(100), framed(999), b"raw"])]
-        assert [r.value for r in got] == [framed(8), framed(999), b"raw"]
-        assert tr.unknown == [Unknown("any", 0, 1, "value", 999)]       # no prefix: not framed, not named
-        assert sorted(target.subjects) == ["com.acme.Order", "money"]
-    with RegistryStandIn(first_id=1) as target:
-        tr = SchemaTranslation(source_registry(tmp_path / "b"), target.url, rename=(("orders", "orders-b"),))
-        assert tr.rewrite("orders", 0, Record(0, None, framed(100), 1, [])).value == framed(2)
-        assert sorted(target.subjects) == ["money", "orders-b-value"]
+@pytest.mark.registry
+def test_record_strategy_and_a_renamed_topics_subject(tmp_path, apicurio_registry):
+    reg = apicurio_registry
+    tr = SchemaTranslation(source_registry(tmp_path, "com.acme.Order"), reg.url, "record")
+    got = [tr.rewrite("any", 0, Record(i, None, v, 1, []))
+           for i, v in enumerate([framed(100), framed(999), b"raw"])]
+    order = reg.version("com.acme.Order")
+    assert [r.value for r in got] == [framed(order["id"]), framed(999), b"raw"] and order["id"] != 100
+    assert order["references"] == [{"name": "com.acme.Money", "subject": MONEY_SUBJECT, "version": 1}]
+    assert tr.unknown == [Unknown("any", 0, 1, "value", 999)]       # no prefix: not framed, not named
+    tr = SchemaTranslation(source_registry(tmp_path / "b"), reg.url, rename=(("orders", "orders-b"),))
+    assert tr.rewrite("orders", 0, Record(0, None, framed(100), 1, [])).value == framed(
+        reg.version("orders-b-value")["id"])
+    assert [m.subject for m in tr.mappings] == ["orders-b-value"]
+
+
+@pytest.mark.registry
+def test_a_real_registry_read_as_the_source(apicurio_registry):
+    """``--source-registry URL`` naming Apicurio: its subjects, versions, ids and references read
+    through the ccompat API (which also answers ``/contexts``), and a target with other ids (the
+    stand-in, numbering from 1000) given the schemas, references first."""
+    from kafkarec.registry import load
+    reg = apicurio_registry
+    money = reg.call("POST", "/subjects/src-money/versions", {"schema": MONEY})["id"]
+    refs = [{"name": "com.acme.Money", "subject": "src-money", "version": 1}]
+    order = reg.call("POST", "/subjects/src-orders-value/versions", {"schema": ORDER, "references": refs})["id"]
+    source = load(reg.url, refresh=True)
+    assert {"src-money", "src-orders-value"} <= set(source.subjects()) and source.problems == []
+    assert source.by_id(order).references[0]._asdict() == refs[0]
+    with RegistryStandIn(first_id=1000) as target:
+        tr = SchemaTranslation(reg.url, target.url)
+        assert tr.rewrite("src-orders", 0, Record(0, None, framed(order), 1, [])).value == framed(1001)
+        assert target.subjects == {"src-money": [1000], "src-orders-value": [1001]}
+        assert target.ids[1001] == (ORDER, "AVRO", (("com.acme.Money", "src-money", 1),))
+    assert tr.mappings == [IdMapping(order, 1001, "src-orders-value", 1, False)] and money != order
 
 
 def test_the_options_go_together_and_are_checked():

@@ -24,14 +24,14 @@ from typing import Dict, Iterable, List
 import pytest
 
 #: Markers that mean a test runs a real component (a JVM, a server).
-COMPONENT_MARKERS = ("spark", "broker")
+COMPONENT_MARKERS = ("spark", "broker", "registry")
 
 #: Session fixtures that start a real component, once per pytest process; the tests that use
 #: one run in one worker, so it starts once per run.
 COMPONENT_FIXTURES = frozenset({
     "kafka_broker", "broker_data", "stopped_broker", "stopped_log_dir", "broker_spark", "debezium_capture",
     "mariadb_capture", "user_app", "spark_cluster", "spark_connect", "postgres_server", "iceberg_catalog",
-    "connect_worker", "restore_target_broker", "stream_apps_cluster",
+    "connect_worker", "restore_target_broker", "stream_apps_cluster", "apicurio_registry",
 })
 
 #: Components cheap enough to start in each worker that uses one (an in-process SparkSession:

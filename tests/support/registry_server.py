@@ -1,13 +1,10 @@
 """A STAND-IN of a Schema Registry's REST API (Confluent's, the part a restore's schema translation
 calls), in a thread of the test process: not a real registry.
 
-The issue asked for a real one (Apicurio Registry through ``/apis/ccompat/v7``); none runs here:
-Maven Central serves ``io.apicurio:apicurio-registry-app`` only as Quarkus's thin jar (no runner
-or uber-jar classifier, no ``quarkus-app`` layout: it needs Quarkus's build step to run at all), and
-its 3.3.3 dependencies cannot be resolved (``apicurio-registry-schema-util-provider:3.3.3`` is not
-on Maven Central); Karapace is not on PyPI; Confluent's registry is not on Maven Central
-(docs/restore.md, "Schema ids across registries").  So the tests run against this stand-in, which
-keeps the rules the translation depends on, as Confluent's registry documents them:
+The restore's translation is tested against a real registry (Apicurio Registry:
+tests/support/apicurio.py); this stand-in stays for what Apicurio does not do: IMPORT mode (its ccompat
+API has no mode API), and tests that need only some target.  It keeps the rules the translation depends
+on, as Confluent's registry documents them:
 
 * ``POST /subjects/{s}/versions`` {schema, schemaType, references, id?}: a schema already under the
   subject answers its id; one with an ``id`` is taken with that id only in IMPORT mode (the
