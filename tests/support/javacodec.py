@@ -36,8 +36,9 @@ from pathlib import Path
 import pytest
 
 from support.java import compiled
+from support.paths import TESTS
 
-JAVA_SOURCE = Path(__file__).resolve().parent.parent / "java" / "CodecOracle.java"
+JAVA_SOURCE = Path(TESTS) / "java" / "CodecOracle.java"
 JARS_ENV = "KAFKAREC_JAVA_CODEC_JARS"
 
 # name -> glob patterns, first match wins. lz4-java moved from org.lz4 to the

@@ -9,7 +9,9 @@ import json
 import os
 import shutil
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "tiered", "aiven")
+from support.paths import TESTS
+
+DATA = os.path.join(TESTS, "data", "tiered", "aiven")
 #: The segment every damage is done to: clicks-0's second segment (offsets 285..).
 SEGMENT = "00000000000000000285-"
 

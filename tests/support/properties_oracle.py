@@ -12,9 +12,9 @@ import threading
 from typing import Dict, List, Sequence, Union
 
 from support import java
+from support.paths import TESTS
 
-SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "java",
-                      "PropertiesOracle.java")
+SOURCE = os.path.join(TESTS, "java", "PropertiesOracle.java")
 
 #: What Java read from one text: its keys and values, or the message of the
 #: IllegalArgumentException ``Properties.load`` threw.
