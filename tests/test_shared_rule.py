@@ -44,7 +44,7 @@ def _clone_without_shared(tmp_path) -> str:
     shutil.copytree(os.path.join(TESTS, "support"), tests / "support",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tests / "test_needs_java.py").write_text(
-        "from support import kafka_java as J\n\n"
+        "from support.oracles import kafka_java as J\n\n"
         "def test_reads_with_kafka():\n"
         "    J.decode_many([b''])\n")
     assert not (tmp_path / "shared").exists()

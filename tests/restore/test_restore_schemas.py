@@ -2,7 +2,7 @@
 records (which fields are framed, by the subjects and the strategy; ids in the prefix and in
 headers; unknown ids named and left), the registrations on the target (references first; the id
 kept only in IMPORT mode with the id free) and the evidence's map replaying the restore.  The target
-registry is tests/support/registry_server.py's stand-in (why not a real one: its docstring); the
+registry is tests/support/registry/registry_server.py's stand-in (why not a real one: its docstring); the
 restore itself, into a real broker, is in tests/broker/test_broker_restore.py."""
 import json
 
@@ -12,7 +12,7 @@ from kafkarec.restore import RestoreSpec
 from kafkarec.restore.schemas import IdMapping, SchemaTranslation, Unknown, rewriter_from_evidence
 from kafkarec.restore.source import Record
 from kafkarec.errors import UsageError
-from support.registry_server import RegistryStandIn
+from support.registry.registry_server import RegistryStandIn
 
 MONEY = json.dumps({"type": "record", "name": "Money", "namespace": "com.acme",
                     "fields": [{"name": "cents", "type": "long"}]})
@@ -101,13 +101,13 @@ def test_the_options_go_together_and_are_checked():
 
 
 def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
-    """--check against target log dirs (tests/support/logdir.py): one holding the records as the
+    """--check against target log dirs (tests/support/logs/logdir.py): one holding the records as the
     restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
     from kafkarec.restore import OffsetMap, plan, source
     from kafkarec.restore import evidence as E
     from kafkarec.restore.produce import PartitionSummary
     from kafkarec.restore.schemas import translation_for
-    from support.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+    from support.logs.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
     t0 = 1_700_000_000_000
 
     def log(root, rows):
