@@ -55,7 +55,7 @@ def _self_cpu() -> float:
 
 
 def produce_topic(bootstrap: str, records: int, partitions: int, value_bytes: int) -> None:
-    from support import produce
+    from support.brokers import produce
     produce.create_topics(bootstrap, [
         produce.TopicInfo(TOPIC, partitions, {"segment.bytes": str(64 << 20)}, "confluent-kafka", "lz4"),
         produce.TopicInfo(f"control-{TOPIC}", 1, {}, "confluent-kafka", "none")])
@@ -87,7 +87,7 @@ def run_kafkarec(log_dir: str, target) -> dict:
 def run_sink(worker, broker, catalog, points, records: int, partitions: int, timeout: float) -> dict:
     from kafkarec.lakehouse import HandOff
     from kafkarec.lakehouse.connect import hand_off
-    from support.connect_worker import iceberg_sink_config
+    from support.servers.connect_worker import iceberg_sink_config
     table = "bench.sink"
     config = iceberg_sink_config(catalog, [TOPIC], table, tasks=partitions, control_topic=f"control-{TOPIC}",
                                  auto_create=True)
@@ -124,10 +124,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args(argv)
 
-    from support.postgres_server import USER, PostgresServer
-    from support.kafka_broker import KafkaBroker
+    from support.servers.postgres_server import USER, PostgresServer
+    from support.brokers.kafka_broker import KafkaBroker
     from kafkarec.lakehouse import IcebergTarget
-    from support.connect_worker import CATALOG_NAME, ConnectWorker, IcebergCatalog
+    from support.servers.connect_worker import CATALOG_NAME, ConnectWorker, IcebergCatalog
 
     base = tempfile.mkdtemp(prefix="kafkarec-bench-backfill-")
     broker = pg = worker = None

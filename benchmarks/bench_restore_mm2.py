@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_restore_mm2.py                         # 60k records
     .venv/bin/python benchmarks/bench_restore_mm2.py --records 200000 --json out/bench_restore_mm2.json
 
-Three Kafka KRaft brokers of jvm/kafka/pom.xml (tests/support/kafka_broker.py), each in a temp folder,
+Three Kafka KRaft brokers of jvm/kafka/pom.xml (tests/support/brokers/kafka_broker.py), each in a temp folder,
 never more than two at once: the source **A**, **B1** (MirrorMaker 2's target) and **B2** (kafkarec's
 target).  Each tool writes into a broker of its own, started the same way and empty but for the target
 topics, created alike on both beforehand (same names and partitions, ``cleanup.policy=delete``,
@@ -159,7 +159,7 @@ def _commit(bootstrap: str, group: str, protocol: str, offsets: Dict[Tuple[str, 
 
 def write_history(broker, records: int, seed: int) -> None:
     from confluent_kafka import Consumer
-    from support.produce import SMALL_SEGMENT, TopicInfo, active_segment_base, create_topics, wait_cleaned, \
+    from support.brokers.produce import SMALL_SEGMENT, TopicInfo, active_segment_base, create_topics, wait_cleaned, \
         wait_stable
     create_topics(broker.bootstrap, [
         TopicInfo(EVENTS, PARTITIONS, {}, "confluent-kafka"),
@@ -211,7 +211,7 @@ def write_history(broker, records: int, seed: int) -> None:
 
 def committed_records(bootstrap: str) -> Dict[Tuple[str, int], List[Tuple[int, Key]]]:
     """A's committed records per partition: ``(offset, identity)`` in offset order."""
-    from support.restore_history import consume_committed
+    from support.brokers.restore_history import consume_committed
     out: Dict[Tuple[str, int], List[Tuple[int, Key]]] = {}
     for topic in TOPICS:
         for part, rows in consume_committed(bootstrap, topic, range(PARTITIONS), timeout=300).items():
@@ -235,7 +235,7 @@ def group_offsets(bootstrap: str) -> Dict[str, Dict[Tuple[str, int], int]]:
 # --- the targets ---------------------------------------------------------------------------------------
 
 def create_target_topics(bootstrap: str) -> None:
-    from support.produce import TopicInfo, create_topics
+    from support.brokers.produce import TopicInfo, create_topics
     create_topics(bootstrap, [TopicInfo(t, PARTITIONS, {"cleanup.policy": "delete", "retention.ms": "-1"},
                                         "confluent-kafka") for t in TOPICS])
 
@@ -293,7 +293,7 @@ def run_mm2(work: str, source: str, target_broker, expected: Dict[Tuple[str, int
     """MM2 from its JVM's start until B1 holds ``expected`` records per partition, then until the groups'
     offsets on B1 settle; stopped in any case."""
     from support import jvm
-    from support.kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
+    from support.brokers.kafka_broker import BROKER_JVM_FLAGS, die_with_parent, file_tail, write_log4j2
     from support.procs import kill_group, stop_group
     cp = jvm.classpath(MIRROR_MODULE)
     props = os.path.join(work, "mm2.properties")
@@ -473,7 +473,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from support import jvm
-    from support.kafka_broker import KafkaBroker
+    from support.brokers.kafka_broker import KafkaBroker
     missing = jvm.missing_tools()
     if missing:
         raise BenchError(f"{' and '.join(missing)} not installed: the brokers and MirrorMaker 2 cannot run")

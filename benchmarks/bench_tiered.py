@@ -1,7 +1,7 @@
 """Reading a segment stored as Aiven's tiered-storage plugin stores it (zstd + AES-GCM chunks) from
 an object store, against the raw ranged reads of the same object and the bare library calls.
 
-A SeaweedFS S3 server on 127.0.0.1 (tests/support/s3server.py) holds one segment (v2 batches of JSON-like
+A SeaweedFS S3 server on 127.0.0.1 (tests/support/servers/s3server.py) holds one segment (v2 batches of JSON-like
 values, uncompressed batches, so the plugin's zstd has work to do) in the plugin's format: chunks
 of ``--chunk-mb`` original bytes, each one zstd frame (level 3, as zstd-jni's default) then
 ``IV || AES-256-GCM ciphertext || tag``, the manifest's variable chunk index, the data key wrapped
@@ -118,7 +118,7 @@ def main():
     args = ap.parse_args()
     import zstandard
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from support.s3server import S3Server
+    from support.servers.s3server import S3Server
     chunk = args.chunk_mb << 20
     with tempfile.TemporaryDirectory() as tmp, S3Server() as s3:
         records = make_segment(os.path.join(tmp, "segment.log"), args.size_mb)

@@ -1,6 +1,6 @@
 """Java properties text (kafkarec.log._java_properties.load_properties, the one reader of the tiered-storage
 plugin's ``tieredStorageConfig``) against Java's own ``Properties.load``: one long-running JVM
-(tests/java/PropertiesOracle.java through tests/support/properties_oracle.py) asked each input through
+(tests/java/PropertiesOracle.java through tests/support/oracles/properties_oracle.py) asked each input through
 its pipe.  The same keys and values as Java, or a PropertiesError where Java throws; anything else is a
 finding.  Inputs are either any text or bytes mapped onto the characters Properties.load treats
 specially, so escapes, separators, comments and continuations meet often."""
@@ -12,7 +12,7 @@ import atheris
 from _harness import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from support.properties_oracle import PropertiesOracle  # noqa: E402
+from support.oracles.properties_oracle import PropertiesOracle  # noqa: E402
 
 from kafkarec.log._java_properties import load_properties  # noqa: E402
 from kafkarec.errors import PropertiesError  # noqa: E402

@@ -2,7 +2,7 @@
 and a proto2 message of groups, some shaped like the well-known Timestamp/Duration, and a required field;
 several records per call) and JsonSchemaDecoder (values, and schema documents).  Every record gives a row or
 that row's error (nothing raised, nothing dropped, rows that failed are null); a Protobuf payload that the
-protobuf package parses decodes to the row the protobuf package's parse gives (tests/support/protobuf_oracle.py)."""
+protobuf package parses decodes to the row the protobuf package's parse gives (tests/support/oracles/protobuf_oracle.py)."""
 import json
 import os
 import sys
@@ -14,9 +14,9 @@ from _harness import EXPECTED, ROOT, run
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from support.protobuf_oracle import normalize, row, row_with, sorted_maps  # noqa: E402
-from support.protos import COMMON, ORDERS, Generated, generated  # noqa: E402
-from support.any_messages import ANY_PROTO, LEGACY_PROTO, WKT_NAMES  # noqa: E402
+from support.oracles.protobuf_oracle import normalize, row, row_with, sorted_maps  # noqa: E402
+from support.oracles.protos import COMMON, ORDERS, Generated, generated  # noqa: E402
+from support.oracles.any_messages import ANY_PROTO, LEGACY_PROTO, WKT_NAMES  # noqa: E402
 
 from kafkarec.jsonschema import JsonSchemaDecoder, arrow_type  # noqa: E402
 from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema, spark_options  # noqa: E402

@@ -1,5 +1,5 @@
 """``__remote_log_metadata`` replay (``kafkarec.log.remote_metadata.replay``) against a model of
-Kafka's remote log metadata cache written from Kafka's source (tests/support/rlm_model.py).
+Kafka's remote log metadata cache written from Kafka's source (tests/support/oracles/rlm_model.py).
 
 The input is cut into up to 64 records: segment, update and partition-delete records built with
 the project's encoder from fuzzed fields (any state id, offsets, leader epochs, a few partitions
@@ -16,7 +16,7 @@ from _harness import EXPECTED, ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from support import rlm_model  # noqa: E402
+from support.oracles import rlm_model  # noqa: E402
 from kafkarec.internal import decode, encode_record  # noqa: E402
 from kafkarec.log import remote_metadata  # noqa: E402
 

@@ -12,7 +12,7 @@ source); this script is how they were made and how to make them again.
 
 Inputs (the originals the tests compare with): ``txn-0``, a real broker's partition
 (tests/data/broker/stopped/txn-0: a transaction, an abort, a .txnindex), and ``clicks-0``
-(tests/support/logdir.py: every codec, several segments with offset and time index entries, a leader
+(tests/support/logs/logdir.py: every codec, several segments with offset and time index entries, a leader
 epoch change), copied to DIR/input.  Key pairs ``k1`` (RSA 2048) and ``k2`` (RSA 3072) in
 DIR/keys.  One folder per variant under DIR, each with the plugin config it was written with
 (``rsm.properties``, the broker's ``rsm.config.`` prefix kept, key files relative) and the
@@ -80,7 +80,7 @@ def classpath() -> str:
 
 def inputs(out: str) -> None:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from support import logdir
+    from support.logs import logdir
     dest = os.path.join(out, "input")
     shutil.copytree(os.path.join(ROOT, "tests", "data", "broker", "stopped", "txn-0"), os.path.join(dest, "txn-0"))
     w = logdir.PartitionWriter(dest, "clicks", 0, segment_bytes=8192, index_interval_bytes=1024)

@@ -6,7 +6,7 @@
 #     lakehouse runtimes' bare Python (--lakehouse: tests/broker/test_lakehouse_spark.py's Spark);
 #   - the cp311 and cp312 wheelhouses (scripts/wheelhouse.sh), before the release check's five;
 #   - clients (after the wheelhouses: it installs kafkarec's wheel): the lakehouse Spark's Connect
-#     client venv (tests/support/spark_helpers.py's connect_client(lakehouse=True, extras="restore"), as
+#     client venv (tests/support/spark/spark_helpers.py's connect_client(lakehouse=True, extras="restore"), as
 #     tests/broker/test_lakehouse_spark.py asks for it: its kafkarec stamp names the extras, so the
 #     same call, or the test installs kafkarec into it a second time).
 # Each is keyed by what it holds (the interpreter's version and the requirements; the wheel's hash), so
@@ -32,7 +32,7 @@ mkdir -p .cache
 LOG_DIR="$ROOT/.venv/test-deps"
 mkdir -p "$LOG_DIR"
 
-# The interpreters the Spark tests use (tests/support/spark_helpers.py: python_for, _cache_tag): the venv's
+# The interpreters the Spark tests use (tests/support/spark/spark_helpers.py: python_for, _cache_tag): the venv's
 # own and a Python 3.12, on PATH or under pyenv.
 PY312="$(command -v python3.12 || true)"
 for cand in "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do
@@ -64,7 +64,7 @@ bare_pythons() {
 # the test's own arguments (the stamp holds the extras)
 clients() {
     PYTHONPATH="$ROOT/tests" "$VPY" -c 'import sys
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 H.connect_client(sys.argv[1], H.wheelhouse(sys.argv[1]), lakehouse=True, extras="restore")' "$VPY" || return 1
 }
 

@@ -15,15 +15,15 @@ os.environ.setdefault("RAY_worker_niceness", "0")
 os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
 os.environ.setdefault("RAY_enable_worker_prestart", "0")
 
-from support.javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
+from support.oracles.javacodec import java_codec  # noqa: F401  (session fixture: one Java codec oracle JVM)
 
 # the lanes (xdist groups, the fast tier); session fixtures for every folder: the in-process
 # SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
 # Spark application, the user-way streams' applications and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
 # the Kafka Connect worker and the Iceberg catalog
-pytest_plugins = ["support.lanes", "support.spark_session", "support.spark_cluster", "support.user_app",
-                  "support.stream_apps", "support.debezium", "support.broker", "support.connect_worker",
-                  "support.apicurio"]
+pytest_plugins = ["support.lanes", "support.spark.spark_session", "support.spark.spark_cluster", "support.spark.user_app",
+                  "support.spark.stream_apps", "support.servers.debezium", "support.brokers.broker", "support.servers.connect_worker",
+                  "support.registry.apicurio"]
 
 
 def pytest_addoption(parser):
@@ -50,9 +50,9 @@ def _no_swallowed_exceptions(capfd):
 
 @pytest.fixture(scope="session")
 def s3():
-    """A SeaweedFS S3 server on 127.0.0.1 for the session: started on first use (tests/support/s3server.py),
+    """A SeaweedFS S3 server on 127.0.0.1 for the session: started on first use (tests/support/servers/s3server.py),
     always stopped."""
-    from support.s3server import S3Server
+    from support.servers.s3server import S3Server
     server = S3Server(startup_timeout=60)
     server.start()
     try:

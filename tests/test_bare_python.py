@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 pytestmark = [pytest.mark.slow]
 

@@ -124,8 +124,8 @@ def prepare(folder: str, path: str) -> None:
     generate(os.path.join(folder, "sample-data"), seed=7, scale=1)
     if path in ("docs/typed-values.md", "README.md"):
         # a log directory as a Confluent deployment leaves it: _schemas-0 and an orders topic
-        # whose Avro values confluent-kafka's AvroSerializer wrote (tests/support/registry_world.py)
-        from support import registry_world as world
+        # whose Avro values confluent-kafka's AvroSerializer wrote (tests/support/registry/registry_world.py)
+        from support.registry import registry_world as world
         world.build(os.path.join(folder, "registry-data"))
 
 
@@ -141,11 +141,11 @@ def _params():
 def test_examples(path, tmp_path, monkeypatch, request):
     """Every block of ``path`` in order; every difference is reported, not only the first."""
     if uses_spark(path):
-        from support import spark_helpers as H
+        from support.spark import spark_helpers as H
         why = H.spark_available()
         if why:
             pytest.skip(why)
-        # the session's own SparkSession (support/spark_session.py): the examples'
+        # the session's own SparkSession (support/spark/spark_session.py): the examples'
         # getOrCreate() returns it
         request.getfixturevalue("spark")
     folder = str(tmp_path)

@@ -105,7 +105,7 @@ def test_every_optional_import_goes_through_require():
 
 @pytest.fixture(scope="module")
 def logroot(tmp_path_factory):
-    from support.logdir import build_log_dir
+    from support.logs.logdir import build_log_dir
     root = str(tmp_path_factory.mktemp("logs"))
     build_log_dir(root)
     return root

@@ -119,7 +119,7 @@ any_texts = st.text(st.sampled_from("ab=:#! \t\f\r\n\\u0DAé\x0b\u2028\U0001F600
 
 @pytest.fixture(scope="module")
 def java_properties():
-    from support.properties_oracle import PropertiesOracle
+    from support.oracles.properties_oracle import PropertiesOracle
     oracle = PropertiesOracle()
     yield oracle
     oracle.close()

@@ -4,6 +4,7 @@ the layers under it, never the other way round; ``import kafkarec`` loads no com
 the boot room (kafkarec/_boot/) is the one loader of it, importing nothing else of kafkarec."""
 import ast
 import os
+import re
 
 import pytest
 
@@ -507,7 +508,7 @@ TESTS = os.path.join(ROOT, "tests")
 SUPPORT = os.path.join(TESTS, "support")
 #: A helper module that edits the import path, and why: protoc's generated modules import one another by
 #: their own package names (kr.common_pb2), from the folder protoc wrote them to.
-SYS_PATH_HELPERS = {os.path.join("tests", "support", "protos.py")}
+SYS_PATH_HELPERS = {os.path.join("tests", "support", "oracles", "protos.py")}
 
 
 def _kind(path):
@@ -597,6 +598,32 @@ def test_the_tests_layout_checks_see_what_they_forbid(tmp_path):
                      f"{p} += ['z']\n{p} = []\nprint({p}[0])\n{p}.index('x')\n")
     assert _outside_helpers(tree, {"produce"}) == {"produce", "cdc.cdc_job", "test_typed"}
     assert _import_path_edits(tree) == [7, 8, 9, 10]
+
+
+#: tests/support/'s rooms, each a package whose ``__init__.py`` docstring says what it holds ...
+SUPPORT_ROOMS = {"brokers", "spark", "logs", "oracles", "registry", "servers"}
+#: ... and the modules flat beside them: the plumbing every room uses (where things are, free ports,
+#: process groups, the xdist lanes, Java compiled once, the jvm/ class paths, the pinned versions).
+SUPPORT_FLAT = {"__init__.py", "paths.py", "net.py", "procs.py", "lanes.py", "java.py", "jvm.py", "versions.py"}
+
+
+def test_tests_support_is_rooms():
+    """A helper goes into the room of what it holds, not flat into tests/support/: only the plumbing
+    of :data:`SUPPORT_FLAT` lies beside the rooms, a room is a package that says what it holds and
+    has no folders of its own, and every tests/support/ path docs/layout.md names exists."""
+    entries = {e for e in os.listdir(SUPPORT) if e != "__pycache__" and not e.startswith(".")}
+    rooms = {e for e in entries if os.path.isdir(os.path.join(SUPPORT, e))}
+    assert entries - rooms == SUPPORT_FLAT
+    assert rooms == SUPPORT_ROOMS
+    for room in sorted(rooms):
+        init = os.path.join(SUPPORT, room, "__init__.py")
+        with open(init, encoding="utf-8") as fh:
+            assert ast.get_docstring(ast.parse(fh.read())), f"{init}: say what the room holds"
+        assert [e for e in os.listdir(os.path.join(SUPPORT, room)) if e != "__pycache__"
+                and os.path.isdir(os.path.join(SUPPORT, room, e))] == [], room
+    with open(os.path.join(ROOT, "docs", "layout.md"), encoding="utf-8") as fh:
+        named = set(re.findall(r"tests/support/[\w/]+\.py", fh.read()))
+    assert named and [p for p in sorted(named) if not os.path.exists(os.path.join(ROOT, p))] == []
 
 
 @pytest.mark.parametrize("first", ["rooms", "names"])

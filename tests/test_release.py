@@ -17,7 +17,7 @@ import tarfile
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 from support.paths import TESTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

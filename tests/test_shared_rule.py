@@ -39,11 +39,12 @@ def _clone_without_shared(tmp_path) -> str:
     """A checkout's tests/ helpers with nothing next to the checkout (no ../shared)."""
     repo = tmp_path / "clone"
     tests = repo / "tests"
-    (tests / "support").mkdir(parents=True)
-    for name in ("__init__.py", "paths.py", "kafka_java.py"):
-        shutil.copy(os.path.join(TESTS, "support", name), tests / "support" / name)
+    tests.mkdir(parents=True)
+    # the helpers whole, whatever room of tests/support/ kafka_java.py lives in
+    shutil.copytree(os.path.join(TESTS, "support"), tests / "support",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (tests / "test_needs_java.py").write_text(
-        "from support import kafka_java as J\n\n"
+        "from support.oracles import kafka_java as J\n\n"
         "def test_reads_with_kafka():\n"
         "    J.decode_many([b''])\n")
     assert not (tmp_path / "shared").exists()

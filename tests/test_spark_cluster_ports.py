@@ -1,4 +1,4 @@
-"""The session's standalone cluster (tests/support/spark_cluster.py) knows its daemons by the ports
+"""The session's standalone cluster (tests/support/spark/spark_cluster.py) knows its daemons by the ports
 they bound, not the ports it picked for them: a port free when picked may be taken by another
 process before the daemon binds it, and Spark then takes the next one (``spark.port.maxRetries``).
 A fresh-clone run lost its whole cluster group that way: worker-1 was given 44285, bound 44286, and
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from support.spark_cluster import StandaloneCluster
+from support.spark.spark_cluster import StandaloneCluster
 
 
 class _Running:

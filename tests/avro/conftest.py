@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.avro_helpers import AvroJava
+from support.oracles.avro_helpers import AvroJava
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from support.avro_helpers import fastavro_write
+from support.oracles.avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec.errors import AvroSchemaError, KafkaRecError, SchemaResolutionError
 

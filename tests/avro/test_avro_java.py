@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from support.avro_helpers import fastavro_json, fastavro_write, ours
+from support.oracles.avro_helpers import fastavro_json, fastavro_write, ours
 from kafkarec import avro
 from kafkarec.errors import SchemaResolutionError
 

@@ -14,7 +14,7 @@ import io
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from support.avro_helpers import decoded_canon, fastavro_json, fastavro_write, ours
+from support.oracles.avro_helpers import decoded_canon, fastavro_json, fastavro_write, ours
 from kafkarec import avro
 from kafkarec.errors import SchemaResolutionError
 
@@ -290,7 +290,7 @@ def _fa_canon(v, node):
     """fastavro's value in AvroOracle's canonical form."""
     import datetime
     import decimal
-    from support.avro_helpers import _dbits
+    from support.oracles.avro_helpers import _dbits
     t = node.type
     if t == "union":
         if v is None:

@@ -2,7 +2,7 @@
 the same bytes: ``enableStableIdentifiersForUnionType`` (+ ``stableIdentifierPrefixForUnionType``)
 and ``datetimeRebaseMode`` (CORRECTED, LEGACY, EXCEPTION), through kafkarec's data source
 (``valueFormat=avro``) and ``spark_udfs.from_registry``, by ``spark-submit --py-files <kafkarec
-wheel>`` from a bare Python (a job of the one user-way application, tests/support/user_app.py).
+wheel>`` from a bare Python (a job of the one user-way application, tests/support/spark/user_app.py).
 Bodies written by fastavro; dates and timestamps on both sides of the calendar switches
 (1582-10-15, 1900-01-01T00:00:00Z), inside unions, arrays and maps.  Unit tests of the same
 rules in-process (kafkarec.avro, kafkarec.avro.rebase) run everywhere."""
@@ -16,11 +16,11 @@ import random
 import numpy as np
 import pytest
 
-from support.avro_helpers import fastavro_write
+from support.oracles.avro_helpers import fastavro_write
 from kafkarec import avro
 from kafkarec.avro import rebase as rb
 from kafkarec.errors import AvroSchemaError, SchemaResolutionError
-from support.user_app import UserAppJob
+from support.spark.user_app import UserAppJob
 
 SCHEMA = {
     "type": "record", "name": "Event", "namespace": "t", "fields": [
@@ -259,7 +259,7 @@ JOB = UserAppJob("from-avro-options", os.path.join(os.path.dirname(os.path.abspa
 @pytest.mark.spark
 @pytest.mark.slow
 def test_options_equal_spark_from_avro(user_app):
-    from support import spark_helpers as H
+    from support.spark import spark_helpers as H
     why = H.spark_available()
     if why:
         pytest.skip(why)

@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from support import jvm  # noqa: E402
-from support import produce  # noqa: E402
-from support.kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
+from support.brokers import produce  # noqa: E402
+from support.brokers.kafka_broker import DUMP_LOG_MAIN, TOOL_JVM_FLAGS, KafkaBroker  # noqa: E402
 
 TOPIC = "txn"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from support import deleted_records
-from support import produce
+from support.brokers import deleted_records
+from support.brokers import produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -128,7 +128,7 @@ def test_offsets_no_copy_of_a_tiered_log_holds_are_unverified(stopped_broker, tm
     files of a live remote segment gone (data loss in the log itself) the offsets it held are
     ones the audit cannot vouch for: the table's rows there are not checked, and a table that
     lacks them fails as unverified, not as a gap or as compaction."""
-    from support import tiered_topic
+    from support.brokers import tiered_topic
     log_dir = stopped_broker.log_dir
     rows = [(tiered_topic.TOPIC, 0, o) for o in range(tiered_topic.RECORDS)]
     report = audit(log_dir, positions(rows), tiered_storage=stopped_broker.remote_dir)

@@ -10,7 +10,7 @@ import pytest
 from kafkarec._core import partition_for_key
 from kafkarec.census import census, find
 from kafkarec.scan import Bounds
-from support import produce
+from support.brokers import produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

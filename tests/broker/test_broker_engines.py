@@ -1,13 +1,13 @@
 """Polars and DuckDB over a real broker's log dir (issue 42, items 2 and 3): the rows Kafka's own
 consumer reads (librdkafka, read_uncommitted and read_committed) and the rows of
-:class:`kafkarec.scan.LogScan`, on every topic of tests/support/produce.py (every codec, three
+:class:`kafkarec.scan.LogScan`, on every topic of tests/support/brokers/produce.py (every codec, three
 producers, transactions, compaction, retention, headers, LogAppendTime), as a clean shutdown left
 them.
 """
 import pytest
 
-from support import produce
-from support.engine_logs import rows
+from support.brokers import produce
+from support.logs.engine_logs import rows
 
 pl = pytest.importorskip("polars")
 duckdb = pytest.importorskip("duckdb")

@@ -33,7 +33,7 @@ def test_verify_broker_written_partition(state):
 
 
 def test_transaction_spans_segments_and_reads_committed():
-    from support.readers import kafkarec_rows
+    from support.brokers.readers import kafkarec_rows
     rows = {s: {rc: kafkarec_rows(os.path.join(DATA, s), {"txn"}, rc) for rc in (False, True)}
             for s in ("stopped", "live")}
     assert rows["stopped"] == rows["live"]
@@ -60,7 +60,7 @@ def test_transaction_log_dump_is_kafka_dump_log():
 
 def test_cluster_ids_never_read_as_an_option(monkeypatch):
     """16 bytes whose base64 starts with ``-`` (0xf8...) are drawn again, as Kafka's Uuid.randomUuid does."""
-    from support import kafka_broker
+    from support.brokers import kafka_broker
     draws = iter([b"\xf8" + bytes(15), b"\x01" * 16])
     monkeypatch.setattr(kafka_broker.os, "urandom", lambda n: next(draws))
     cluster_id = kafka_broker.random_cluster_id()

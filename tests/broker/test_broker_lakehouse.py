@@ -26,7 +26,7 @@ def _rows(batches):
 
 @pytest.mark.parametrize("topic", TOPICS)
 def test_backfill_is_the_read_committed_consumers_records(broker_data, stopped_log_dir, topic):
-    from support import produce
+    from support.brokers import produce
     from kafkarec.lakehouse import backfill_batches, hand_off_points
     want = [(r[1], r[2], r[3], r[4], r[5], r[7]) for r in
             produce.consume(broker_data.bootstrap, [topic], isolation="read_committed")]
@@ -47,7 +47,7 @@ def test_backfill_is_the_read_committed_consumers_records(broker_data, stopped_l
 def test_delta_backfill_then_the_kafka_delta_ingest_resume_rule(broker_data, stopped_log_dir, tmp_path):
     """Backfill txn's first half into Delta; a read_committed consumer seeking each partition to
     its txn version + 1 reads the rest: together every committed record once."""
-    from support import produce
+    from support.brokers import produce
     from kafkarec.lakehouse import DeltaTarget, backfill, hand_off_points, read_positions
     full = hand_off_points(stopped_log_dir, topics="txn")
     half = {t: {p: point.end // 2 for (t2, p), point in full.items() if t2 == t} for t in {"txn"}}

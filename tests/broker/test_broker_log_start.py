@@ -5,7 +5,7 @@
 transaction, past whole segments the broker then deleted, and up to the high watermark.  The
 segment files still hold the records below each log start; Kafka's consumer (librdkafka, both
 isolation levels) never returns them, and neither may kafkarec: the log layer
-(tests/support/readers.py), a selection read by ``LogScan``, ``table.latest`` and the CLI's ``table``, on the
+(tests/support/brokers/readers.py), a selection read by ``LogScan``, ``table.latest`` and the CLI's ``table``, on the
 live broker's log dir and on the copy a clean shutdown left.  The option to include deleted
 records returns every record of the files.  Spark's readings of the same topics are
 tests/broker/test_spark_kafka_parity.py's.
@@ -18,9 +18,9 @@ import sys
 
 import pytest
 
-from support import deleted_records
-from support import produce
-from support.readers import kafkarec_rows
+from support.brokers import deleted_records
+from support.brokers import produce
+from support.brokers.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -88,7 +88,7 @@ def _assert_same_state(got, want):
 def _selected_rows(log_dir, options):
     from kafkarec.log.selection import parse_selection
     from kafkarec.scan import LogScan
-    from support.readers import arrow_rows
+    from support.brokers.readers import arrow_rows
     sel = parse_selection({"topics": ",".join(sorted(TOPICS)), **options})
     return arrow_rows(LogScan(log_dir, selection=sel, threads=1).to_table())
 

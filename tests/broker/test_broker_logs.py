@@ -1,7 +1,7 @@
 """kafkarec on log dirs a real Kafka broker wrote (issue 27).
 
-The broker (tests/support/kafka_broker.py, Kafka from jvm/kafka/pom.xml) is fed by
-three producers (tests/support/produce.py).  The yardstick is Kafka's own software: what
+The broker (tests/support/brokers/kafka_broker.py, Kafka from jvm/kafka/pom.xml) is fed by
+three producers (tests/support/brokers/produce.py).  The yardstick is Kafka's own software: what
 librdkafka's consumer reads back (read_committed and read_uncommitted) and what Kafka's
 ``kafka-dump-log`` (DumpLogSegments, same jars) prints.  kafkarec reads the broker's log
 dir twice: while the broker is live, and as a clean shutdown left it.
@@ -15,9 +15,9 @@ from collections import Counter
 
 import pytest
 
-from support import produce
+from support.brokers import produce
 from support import versions
-from support.readers import kafkarec_rows
+from support.brokers.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

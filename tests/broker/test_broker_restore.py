@@ -1,5 +1,5 @@
 """``kafkarec restore`` between two real KRaft brokers: the session's broker (A, the source:
-``support.restore_history`` writes its history, its log dir is read) and a second one
+``support.brokers.restore_history`` writes its history, its log dir is read) and a second one
 (``restore_target_broker``, B).  Records, groups resumed on B by real consumers (0 duplicates,
 0 missing), re-runs, SIGKILLs at named steps of the restore (kafkarec/restore/steps.py), verify
 reporting a damaged target, and the refusals."""
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from support import restore_history as RH
-from support.kafka_broker import copy_live_dir
+from support.brokers import restore_history as RH
+from support.brokers.kafka_broker import copy_live_dir
 
 pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.broker
@@ -357,7 +357,7 @@ def test_rerun_to_an_earlier_end_maps_every_record_already_on_the_target(history
     run's records past the new end H, and a position in [H, progress) maps to its record there,
     not to the target's end (the map is rebuilt up to the recorded progress)."""
     from kafkarec import restore as R
-    from support.produce import BASE_TS
+    from support.brokers.produce import BASE_TS
     b = restore_target_broker.bootstrap
     common = dict(topics=[RH.CRASH], rename={RH.CRASH: "rs-crash-earlier"}, restore_id="earlier")
     whole = R.restore(R.RestoreSpec.of(history.log_dir, b, **common))
@@ -383,7 +383,7 @@ SHARE_GROUP = "rs-share-group"
 
 def _share_java(broker, *args, timeout=120):
     from support.java import compiled
-    from support.kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG
+    from support.brokers.kafka_broker import COORDINATOR_SOURCE, QUIET_LOG4J_FLAG
     source = os.path.join(os.path.dirname(COORDINATOR_SOURCE), "ShareGroupRestore.java")
     run = subprocess.run(compiled(source, broker.classpath).command(
         *args, jvm_flags=["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", QUIET_LOG4J_FLAG]),
@@ -444,7 +444,7 @@ def test_share_group_start_offset_and_acknowledgements_restored(history, kafka_b
     # applied with Kafka's own tool: docs/restore.md's command line (its file's path made absolute)
     import re
     import shlex
-    from support.kafka_broker import run_tool
+    from support.brokers.kafka_broker import run_tool
     from support.paths import ROOT
     with open(os.path.join(ROOT, "docs", "restore.md"), encoding="utf-8") as fh:
         shown = re.search(r"^```sh\n(kafka-share-groups .*?)^```", fh.read(), re.S | re.M).group(1)
@@ -614,7 +614,7 @@ def test_twenty_restores_into_topics_created_just_before(restore_target_broker, 
     row, each creating its topic and restoring into it at once: none fails.  The source is one
     partition of one record, written offline (nothing of broker A's history), so the cost is the
     creations and the first requests to each new partition, the race itself."""
-    from support.logdir import PartitionWriter, v2_batch
+    from support.logs.logdir import PartitionWriter, v2_batch
     from kafkarec import restore as R
     w = PartitionWriter(str(tmp_path / "logs"), "fresh", 0)
     w.append(v2_batch([(1_700_000_000_000, b"k", b"v", [("h", b"x")])]))
@@ -634,7 +634,7 @@ def test_bootstrap_starts_at_the_brokers_log_start_after_delete_records(kafka_br
     ListOffsets EARLIEST is the start, so the restore writes only what the source's consumers read.
     Source and target are the session broker (the restore renames the topic): no second broker."""
     from kafkarec.cli.main import main
-    from support import deleted_records, produce
+    from support.brokers import deleted_records, produce
     topic = "rs-log-start-lag"
     log = deleted_records.stale_checkpoint_dir(kafka_broker, str(tmp_path / "log"), topic)
     b = kafka_broker.bootstrap
@@ -729,13 +729,13 @@ def test_schema_ids_translated_as_the_docs_show(restore_target_broker, apicurio_
     ``_schemas`` (id 50 ``money``, id 100 ``rs-sr-orders-value`` referencing it) and ``rs-sr-orders``
     (an id in the prefix, one in a header, an id the registry lacks, a tombstone) restored into the
     second broker, each schema registered on a real target registry (Apicurio Registry through its
-    Confluent-compatible API: tests/support/apicurio.py), the ids rewritten there and verified, the
+    Confluent-compatible API: tests/support/registry/apicurio.py), the ids rewritten there and verified, the
     evidence checked against the target's bootstrap, and a re-run writing nothing (the target's
     records paired with the source's as translated).  The registry is the session's, so the id it
     gives is read from it: the docs show an empty registry's (2)."""
     import doctest
-    from support.logdir import PartitionWriter, v2_batch
-    from support.schemas_log import confluent_key, schema_value, write_partition
+    from support.logs.logdir import PartitionWriter, v2_batch
+    from support.registry.schemas_log import confluent_key, schema_value, write_partition
     money = '{"type":"record","name":"Money","namespace":"com.acme","fields":[{"name":"cents","type":"long"}]}'
     order = '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"amount","type":"com.acme.Money"}]}'
     src = tmp_path / "source"

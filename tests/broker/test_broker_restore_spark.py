@@ -1,5 +1,5 @@
 """``spark_udfs.restore`` on bare executors (``spark-submit --py-files <kafkarec wheel>``, the broker
-tests' one Spark application, tests/support/spark_app.py): the restore tests' history
+tests' one Spark application, tests/support/spark/spark_app.py): the restore tests' history
 (``restore_history``, on the session's broker A) into the second broker (``restore_target_broker``,
 B), a Spark task per partition, held against the command line's restore of the same history with
 the same options: the same records at the same target offsets, the same offset map and groups'
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from support import restore_history as RH
-from support.spark_app import RESTORED_TOPICS, restore_options
+from support.brokers import restore_history as RH
+from support.spark.spark_app import RESTORED_TOPICS, restore_options
 
 pytest.importorskip("confluent_kafka")
 pytestmark = [pytest.mark.broker, pytest.mark.spark]

@@ -1,14 +1,14 @@
 """kafkarec.scan.LogScan on the session broker's log dir (issue 42): the same rows as Spark's own Kafka
-source read from the broker (the one Spark application's cases, tests/support/spark_app.py: every
+source read from the broker (the one Spark application's cases, tests/support/spark/spark_app.py: every
 codec, transactions under both isolation levels, compacted topics, headers, offset and timestamp
 windows in the Kafka source's meaning) and as librdkafka's consumer."""
 from __future__ import annotations
 
 import pytest
 
-from support import produce
-from support.readers import arrow_rows, kafkarec_rows
-from support.spark_app import cases, rows
+from support.brokers import produce
+from support.brokers.readers import arrow_rows, kafkarec_rows
+from support.spark.spark_app import cases, rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

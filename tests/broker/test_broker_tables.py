@@ -1,5 +1,5 @@
 """The keyed state (kafkarec.table, view=latest) of logs a real broker wrote, against the
-history the producers saw acknowledged (tests/support/produce.py's ``acked``).
+history the producers saw acknowledged (tests/support/brokers/produce.py's ``acked``).
 
 The compacted topics were rewritten by Kafka's log cleaner (records removed, tombstones kept
 until their delete horizon, then removed too); the state of the cleaned log must be the state
@@ -8,7 +8,7 @@ checked with both isolation levels, the retention-trimmed topic from its log sta
 import pytest
 
 from kafkarec import table
-from support.readers import kafkarec_rows
+from support.brokers.readers import kafkarec_rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -62,7 +62,7 @@ def test_every_cut_the_cleaned_log_supports(broker_data, stopped_log_dir, topic)
     records it removed were all superseded before it) to the log's end is the state of the
     uncompacted history before that cut."""
     import os
-    from support.produce import _checkpoint
+    from support.brokers.produce import _checkpoint
     cleaned = _checkpoint(os.path.join(stopped_log_dir, "cleaner-offset-checkpoint"))[(topic, 0)]
     acked = [a for a in broker_data.acked if a.topic == topic]
     end = max(a.offset for a in acked) + 1
@@ -85,6 +85,6 @@ def test_the_stopped_copy_of_a_cleaned_topic_is_final(stopped_log_dir, topic):
     copy (snapshot_stopped restarts it), and the live consumer, every broker test's oracle, would
     no longer read what the copy holds."""
     import os
-    from support.produce import _checkpoint, active_segment_base
+    from support.brokers.produce import _checkpoint, active_segment_base
     cleaned = _checkpoint(os.path.join(stopped_log_dir, "cleaner-offset-checkpoint"))[(topic, 0)]
     assert cleaned == active_segment_base(stopped_log_dir, topic)

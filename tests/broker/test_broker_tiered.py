@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from support.readers import planned_rows
-from support.tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
+from support.brokers.readers import planned_rows
+from support.brokers.tiered_topic import RECORDS, TOPIC, copy_with_gap, live_remote_segments
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

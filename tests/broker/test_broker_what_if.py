@@ -13,7 +13,7 @@ import pytest
 
 from kafkarec.census import parse_codecs, what_if
 from kafkarec.scan import Bounds
-from support import produce
+from support.brokers import produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -57,7 +57,7 @@ def produced(kafka_broker, tmp_path_factory):
     from confluent_kafka.admin import NewTopic
     from support.java import compiled
     from support.jvm import classpath
-    from support.kafka_broker import QUIET_LOG4J_FLAG
+    from support.brokers.kafka_broker import QUIET_LOG4J_FLAG
     from support.paths import ROOT
     codecs = parse_codecs(SPEC)
     topics = [_topic(c.label) for c in codecs]

@@ -1,5 +1,5 @@
 """Backfills from Spark into Iceberg (issue 41), on the Spark the lakehouse runtimes load on, as
-users run it (tests/support/lakehouse_spark.py): one ``spark-submit --py-files <kafkarec wheel>``
+users run it (tests/support/spark/lakehouse_spark.py): one ``spark-submit --py-files <kafkarec wheel>``
 application from a bare Python at LAKEHOUSE_PYSPARK_VERSION with Iceberg's Spark runtime in
 ``--jars``, and a Spark Connect client of a Connect server of that Spark, both writing tables of
 a Hadoop catalog from the session broker's topics (``txn``: 3 partitions, transactions committed
@@ -20,11 +20,11 @@ import time
 
 import pytest
 
-from support import produce
-from support import spark_helpers as H
-from support import lakehouse_spark as L
-from support import restore_history as RH
-from support.spark_app import RESTORED_TOPICS, restore_options
+from support.brokers import produce
+from support.spark import spark_helpers as H
+from support.spark import lakehouse_spark as L
+from support.brokers import restore_history as RH
+from support.spark.spark_app import RESTORED_TOPICS, restore_options
 from support.versions import LAKEHOUSE_PYSPARK
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "lakehouse_spark_job.py")
@@ -235,7 +235,7 @@ def test_a_connect_server_whose_port_was_taken_starts_on_another(tmp_path):
     on a socket that was no server.  Ready is the server's own word that it listens there; a port
     taken meanwhile is picked again."""
     import socket
-    from support.spark_cluster import ConnectServer
+    from support.spark.spark_cluster import ConnectServer
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "spark-submit"
@@ -256,7 +256,7 @@ def test_a_connect_server_whose_port_was_taken_starts_on_another(tmp_path):
         taken.close()
         server.stop()
     # the failed attempt's lingering process was ended before the second started
-    from support.spark_cluster import alive_in_groups
+    from support.spark.spark_cluster import alive_in_groups
     assert not alive_in_groups(server.groups)
 
 

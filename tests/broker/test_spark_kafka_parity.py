@@ -4,12 +4,12 @@ the broker's log dir give the same rows -- key, value, topic, partition, offset,
 timestampType and headers (``includeHeaders``) -- under both isolation levels, with starting
 and ending offsets and timestamps; kafkarec reads the log dir while the broker runs (active
 segments, preallocated indexes) and again after a clean shutdown; on the topics whose log start
-offset ``deleteRecords`` moved (tests/support/deleted_records.py) both read from the log start, as
+offset ``deleteRecords`` moved (tests/support/brokers/deleted_records.py) both read from the log start, as
 the Kafka source's ``earliest`` does, batch (the listed and the local reader) and stream, and
 ``includeDeletedRecords`` reads every record of the files.  kafkarec runs the user's
 way: ``spark-submit --py-files <kafkarec wheel>`` from a bare Python; the Kafka source comes
 from jvm/spark's jars (``--jars``).  One Spark application does every case (the broker tests'
-one: tests/support/spark_app.py, ``broker_spark``).
+one: tests/support/spark/spark_app.py, ``broker_spark``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from support.spark_app import rows as _rows
+from support.spark.spark_app import rows as _rows
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
 
@@ -115,9 +115,9 @@ def test_local_reader_starts_at_the_log_start(broker_spark, isolation, where):
 @pytest.mark.parametrize("where", ["live", "stopped"])
 def test_include_deleted_records_reads_the_files(broker_spark, kafka_broker, stopped_log_dir, where):
     """``includeDeletedRecords=true``: every record the segment files hold, those below the log
-    start too (the log layer's reading of the same files, tests/support/readers.py)."""
-    from support.deleted_records import TOPICS
-    from support.readers import kafkarec_rows
+    start too (the log layer's reading of the same files, tests/support/brokers/readers.py)."""
+    from support.brokers.deleted_records import TOPICS
+    from support.brokers.readers import kafkarec_rows
     log_dir = kafka_broker.log_dir if where == "live" else stopped_log_dir
     error = broker_spark / "log-start" / f"{where}-included.error.txt"
     if error.exists():

@@ -1,4 +1,4 @@
-"""A job of the one user-way application (tests/support/user_app.py), for tests/cdc/test_cdc_spark.py:
+"""A job of the one user-way application (tests/support/spark/user_app.py), for tests/cdc/test_cdc_spark.py:
 Debezium's change events on bare executors (kafkarec from the ``--py-files`` wheel), as rows
 (view=log), as the mirrored table (view=latest) and as a stream.
 

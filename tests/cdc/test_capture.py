@@ -1,4 +1,4 @@
-"""What Debezium wrote (tests/support/debezium.py) holds every kind of change the database made."""
+"""What Debezium wrote (tests/support/servers/debezium.py) holds every kind of change the database made."""
 import glob
 import json
 import os
@@ -181,7 +181,7 @@ def test_command_line_prints_the_mirrored_table_from_avro(debezium_capture):
 def test_typed_values_that_are_no_envelopes_are_refused_before_reading(tmp_path):
     """cdc with a typed value whose schema has no op/before/after: a clear error, no rows."""
     import kafkarec.table
-    from support import registry_world as world
+    from support.registry import registry_world as world
     world.build(str(tmp_path))
     with pytest.raises(ValueError, match="not a Debezium envelope"):
         kafkarec.table.latest(str(tmp_path), topics=["orders"], cdc="debezium",

@@ -1,6 +1,6 @@
 """Debezium's change events in Spark (``format("kafkarec").option("cdc", "debezium")``), run as a
 user runs it: ``spark-submit --py-files <kafkarec wheel>`` from a bare Python (a job of the one
-user-way application, tests/support/user_app.py).  The mirrored table (view=latest) is the
+user-way application, tests/support/spark/user_app.py).  The mirrored table (view=latest) is the
 database's final SELECT; the change rows (view=log) are what kafkarec.cdc.changes gives in Python."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 # the job's inputs are the session's captures, which the application's preparation asks for
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("debezium_capture", "mariadb_capture")]

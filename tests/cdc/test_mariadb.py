@@ -1,5 +1,5 @@
 """A second database (issue 40): MariaDB captured by Debezium's MariaDB connector
-(tests/support/debezium.py's ``mariadb_capture``), each table's topic of 3 partitions.  The
+(tests/support/servers/debezium.py's ``mariadb_capture``), each table's topic of 3 partitions.  The
 keyless truncate event lands on one partition and applies to the rows of all three: the
 mirrored table (Python, the command line) is the database's final SELECT."""
 import glob

@@ -1,5 +1,5 @@
-"""kafkarec.census on log directories written as a broker writes them (support.keyed,
-support.logdir): the census against a model of Kafka's rules (read_committed, tombstones,
+"""kafkarec.census on log directories written as a broker writes them (support.logs.keyed,
+support.logs.logdir): the census against a model of Kafka's rules (read_committed, tombstones,
 compaction), the search against a filtered read, the what-if's batches against kafkarec's
 own writer and its refusals, damaged segments counted."""
 import json
@@ -15,8 +15,8 @@ import kafkarec
 from kafkarec.census import census, find, parse_codecs, what_if
 from kafkarec.errors import UsageError
 from kafkarec.scan import Bounds
-from support.keyed import T0, keyed_world, model_records, model_state, write_partition
-from support.logdir import PartitionWriter, v2_batch
+from support.logs.keyed import T0, keyed_world, model_records, model_state, write_partition
+from support.logs.logdir import PartitionWriter, v2_batch
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def _b64(data):
 
 @pytest.mark.parametrize("keep_batches", [False, True])
 def test_what_if_bytes_are_memory_records_builders(oracle, tmp_path, keep_batches):
-    from support.javacodec import require_kafkas_snappy
+    from support.oracles.javacodec import require_kafkas_snappy
     require_kafkas_snappy()         # snappy's bytes are Google snappy 1.1's, the system's
     from kafkarec.sample import generate
     root = str(tmp_path / "sample")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from support.keyed import keyed_world, model_records
+from support.logs.keyed import keyed_world, model_records
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_find_json_lines(world):
 
 
 def test_find_renders_binary_as_base64(tmp_path):
-    from support.logdir import PartitionWriter, v2_batch
+    from support.logs.logdir import PartitionWriter, v2_batch
     w = PartitionWriter(str(tmp_path), "bin", 0)
     w.append(v2_batch([(0, b"\xff\x00", b"\x80\x81", [])]))
     w.close()

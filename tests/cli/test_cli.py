@@ -23,7 +23,7 @@ from kafkarec.log import sidefiles as sf
 from kafkarec.cli import main
 from kafkarec.cli.stats import Histogram, Progress
 
-from support.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
+from support.logs.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir,
                     kraft_control_batch, legacy_batch, producer_snapshot_bytes, sample_records,
                     v2_batch, write_offset_index, write_time_index)
 
@@ -615,7 +615,7 @@ def test_decompression_budget(tmp_path, capfd):
 def test_dump_legacy_inner_is_valid_is_each_message_own_crc(tmp_path, capfd):
     # isValid of a record inside a compressed legacy wrapper is that message's own CRC-32
     # (LegacyRecord.isValid), read from its bytes, not re-derived from decoded fields.
-    from support.foreign import legacy_message
+    from support.oracles.foreign import legacy_message
     good = legacy_message(1, 0, key=None, value=b"a", timestamp=5)
     bad = legacy_message(1, 1, key=None, value=b"b", timestamp=6, crc=12345)
     wrapper = legacy_message(1, 1, key=None, value=gzip.compress(good + bad), attributes=1, timestamp=6)

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from kafkarec.cli.main import main
-from support.log_start import BATCHES, RECORDS, deleted_records_dir
+from support.logs.log_start import BATCHES, RECORDS, deleted_records_dir
 
 END = BATCHES * RECORDS
 

@@ -10,8 +10,8 @@ import pytest
 import kafkarec
 from kafkarec.cli import main
 from kafkarec.log.segment import Segment
-from support.logdir import build_log_dir, legacy_batch
-from support import reference as R
+from support.logs.logdir import build_log_dir, legacy_batch
+from support.oracles import reference as R
 
 
 @pytest.fixture(scope="module")

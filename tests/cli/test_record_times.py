@@ -10,7 +10,7 @@ import kafkarec
 from kafkarec.cli import main
 from kafkarec.times import iso, time_fields, time_text
 
-from support.logdir import PartitionWriter
+from support.logs.logdir import PartitionWriter
 
 # -1 (no timestamp), the epoch, the last millisecond of 9999, the first past it, Long.MAX
 STAMPS = [-1, 0, 1, 253402300799999, 253402300800000, 2 ** 63 - 1]

@@ -1,5 +1,5 @@
 """``kafkarec table``: the keyed state as JSON lines, the same rows as kafkarec.table.latest and
-the model of Kafka's rules (tests/support/keyed.py), as of an offset or a time, read_committed or not."""
+the model of Kafka's rules (tests/support/logs/keyed.py), as of an offset or a time, read_committed or not."""
 import base64
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from support.keyed import T0, keyed_world, model_state
+from support.logs.keyed import T0, keyed_world, model_state
 
 
 @pytest.fixture(scope="module")

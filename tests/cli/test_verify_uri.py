@@ -6,7 +6,7 @@ import shutil
 
 from kafkarec.cli import main
 from kafkarec.log.staging import Staging
-from support.logdir import build_log_dir
+from support.logs.logdir import build_log_dir
 
 
 def _run(capfd, *args):

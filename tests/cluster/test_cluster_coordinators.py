@@ -7,7 +7,7 @@ import shutil
 import kafkarec
 from kafkarec.enums import ControlRecordType
 from kafkarec.cluster import coordinators
-from support.internal_fixtures import DATA
+from support.logs.internal_fixtures import DATA
 
 
 def _write(folder, batches):

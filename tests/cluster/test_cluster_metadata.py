@@ -3,7 +3,7 @@ import json
 import os
 
 from kafkarec.cluster import metadata
-from support.internal_fixtures import DATA, load
+from support.logs.internal_fixtures import DATA, load
 
 EXPECTED = load(os.path.join(DATA, "expected", "cluster_metadata_state.json"))
 LOGS = os.path.join(DATA, "logs")

@@ -31,7 +31,7 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 # ------------------------------------------------------------ byte surgery
 
-from support.reference import corrupt_commit_into_abort, legacy_message, patch_v2, split_batches, varint
+from support.oracles.reference import corrupt_commit_into_abort, legacy_message, patch_v2, split_batches, varint
 
 
 # ------------------------------------------------------------------ views

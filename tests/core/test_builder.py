@@ -26,8 +26,8 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import RecordBatchBuilder, build_batch
 
-from support import foreign as F
-from support.builder_checks import append_after_build, assert_encode_error
+from support.oracles import foreign as F
+from support.oracles.builder_checks import append_after_build, assert_encode_error
 
 T0 = 1_700_000_000_000
 LAT = 1_700_000_999_999
@@ -397,7 +397,7 @@ def test_snappy_bytes_are_kafkas(java_codec, size, framing):
     """Snappy as Kafka writes it, byte for byte: snappy-java's 32 KiB xerial blocks (or raw
     snappy), compressed by the Google snappy 1.1 that snappy-java bundles; kafkarec takes the
     system's libsnappy for it (Debian's libsnappy1v5, on this machine kind)."""
-    from support.javacodec import require_kafkas_snappy
+    from support.oracles.javacodec import require_kafkas_snappy
     require_kafkas_snappy()
     payload, section = _payload_and_section(_codec_records(size), compression=Compression.SNAPPY,
                                             snappy_framing=framing)
@@ -426,7 +426,7 @@ def test_snappy_without_kafkas_library_is_cramjams_valid_snappy(monkeypatch, jav
     """Where no system snappy gives the known answer, the writer compresses with cramjam:
     valid snappy Kafka reads, named by snappy_compressor(); the real one is chosen again after."""
     from kafkarec import _core
-    from support.javacodec import require_kafkas_snappy
+    from support.oracles.javacodec import require_kafkas_snappy
     monkeypatch.setattr(_core, "_SNAPPY_SONAMES", ("libsnappy-missing.so.9",))
     monkeypatch.setattr(_core, "_snappy_library", None)
     try:

@@ -22,7 +22,7 @@ import kafkarec
 from kafkarec import Compression, EncodeError
 from kafkarec._core import RecordBatchBuilder, build_batch
 
-from support import foreign as F
+from support.oracles import foreign as F
 
 T0 = 1_700_000_000_000
 

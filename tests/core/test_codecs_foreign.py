@@ -3,7 +3,7 @@
 The ``java_codec`` fixture runs snappy-java, lz4-java (through Kafka's own LZ4
 framing), zstd-jni and java.util.zip in a JVM.  The records section each test
 compresses is taken from a kafka-python-built uncompressed batch, and the
-61-byte v2 header around the Java payload is rebuilt by tests/support/foreign.py with
+61-byte v2 header around the Java payload is rebuilt by tests/support/oracles/foreign.py with
 struct + crc32c.  The compressed batch must decode exactly like the
 uncompressed one.  Framing quirks (xerial headers, concatenated streams, the
 KAFKA-3160 LZ4 checksum, linked LZ4 blocks), decompression bombs and garbage
@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 import kafkarec
 from kafkarec import Compression
 
-from support import foreign as F
-from support import reference as R
-from support.javacodec import JavaCodecError
+from support.oracles import foreign as F
+from support.oracles import reference as R
+from support.oracles.javacodec import JavaCodecError
 
 Rec = F.Rec
 T0 = 1_650_000_000_000

@@ -26,8 +26,8 @@ from kafkarec._core import RecordBatchBuilder
 from kafkarec.control import (encode_control_key, encode_control_value, parse_control_key,
                               parse_control_value, parse_end_txn_marker)
 
-from support import foreign as F
-from support.builder_checks import assert_encode_error
+from support.oracles import foreign as F
+from support.oracles.builder_checks import assert_encode_error
 
 T0 = 1_700_000_000_000
 PRODUCER = {"producer_id": 4242, "producer_epoch": 7}

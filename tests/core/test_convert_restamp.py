@@ -27,7 +27,7 @@ from kafkarec import (ChecksumError, Compression, ControlRecordType as CT, Corru
 from kafkarec._core import LegacyBatchBuilder, RecordBatchBuilder, restamp
 from kafkarec.convert import ConversionResult, convert
 
-from support import foreign as F
+from support.oracles import foreign as F
 
 T0 = 1_650_000_000_000
 LAT = 1_650_000_123_456

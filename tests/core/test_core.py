@@ -7,8 +7,8 @@ import kafkarec
 from kafkarec import (ChecksumError, Compression, CorruptBatchError, DecodeError,
                       InvalidRecordError, TimestampType, TruncatedError)
 
-from support import reference as R
-from support.reference import encode_record as record
+from support.oracles import reference as R
+from support.oracles.reference import encode_record as record
 
 
 def v2_batch(records: bytes, count: int, *, last_offset_delta=None, base_timestamp=1714000000000,

@@ -9,7 +9,7 @@ import pytest
 import kafkarec
 from kafkarec import Compression, EncodeError, KafkaRecError
 
-from support import reference as R
+from support.oracles import reference as R
 
 OVERFLOW = bytes.fromhex(
     "400000000000000000000041729dbf8a010100000000000003e8ffffffff0000002b1f8b0800000000000203"

@@ -10,7 +10,7 @@ timestamp; magic 0 has timestamp -1 / NO_TIMESTAMP_TYPE; legacy batches report
 
 Each test compares kafkarec with kafka-python's and aiokafka's readers and
 with the values the records were built from.  Broken wrappers are made from
-builder output by tests/support/foreign.py (struct + zlib.crc32).
+builder output by tests/support/oracles/foreign.py (struct + zlib.crc32).
 """
 
 import gzip
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import kafkarec
 from kafkarec import Compression, TimestampType
 
-from support import foreign as F
+from support.oracles import foreign as F
 
 Rec = F.Rec
 T0 = 1_600_000_000_000

@@ -2,7 +2,7 @@
 
 Every batch here was produced by another implementation's builder (header
 patches, where the builders cannot express something a broker writes, are
-made by tests/support/foreign.py with struct + crc32c).  Each test compares kafkarec
+made by tests/support/oracles/foreign.py with struct + crc32c).  Each test compares kafkarec
 field by field with kafka-python's reader, aiokafka's readers (compiled and
 pure Python) and with the values the records were built from, using Java's
 rules (DefaultRecordBatch / DefaultRecord) for derived fields.
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import kafkarec
 from kafkarec import Compression, ControlRecordType, TimestampType
 
-from support import foreign as F
+from support.oracles import foreign as F
 
 Rec = F.Rec
 T0 = 1_700_000_000_000

@@ -8,8 +8,8 @@ import random
 import pytest
 
 import kafkarec
-from support import foreign as F
-from support import kafka_java as J
+from support.oracles import foreign as F
+from support.oracles import kafka_java as J
 
 
 def _header_key_batch(key: bytes) -> bytes:

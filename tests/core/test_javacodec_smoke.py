@@ -1,4 +1,4 @@
-"""Smoke tests for the Java codec oracle (tests/support/javacodec.py).
+"""Smoke tests for the Java codec oracle (tests/support/oracles/javacodec.py).
 
 The oracle is only useful if it is right, so every op is cross-checked
 against an independent Python implementation, and the framing details that
@@ -19,7 +19,7 @@ import snappy
 import xxhash
 import zstandard
 
-from support.javacodec import REQUIRED_JARS, JavaCodecError, JavaCodecTimeout
+from support.oracles.javacodec import REQUIRED_JARS, JavaCodecError, JavaCodecTimeout
 
 _rng = random.Random(20240611)
 TEXT = b"".join(b"offset=%d key=user-%d value={\"clicks\": %d}\n" % (i, i % 97, i * 7) for i in range(6000))

@@ -26,9 +26,9 @@ import kafkarec
 from kafkarec import Compression, EncodeError, TimestampType
 from kafkarec._core import LegacyBatchBuilder
 
-from support import foreign as F
-from support.builder_checks import append_after_build, assert_encode_error
-from support.javacodec import JavaCodecError
+from support.oracles import foreign as F
+from support.oracles.builder_checks import append_after_build, assert_encode_error
+from support.oracles.javacodec import JavaCodecError
 
 T0 = 1_600_000_000_000
 LAT = 1_600_000_777_777

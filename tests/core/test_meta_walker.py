@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import kafkarec
 from kafkarec import DecodeError
-from support.reference import encode_record, patch_v2, v2_batch, varint
+from support.oracles.reference import encode_record, patch_v2, v2_batch, varint
 
 META = ["offset", "timestamp"]
 ATTR_GZIP = 1

@@ -3,7 +3,7 @@ reports file positions.  Read with ``origin=k``, ``data[k:]`` must report exactl
 file read from ``start=k`` reports - batch positions, every kind of error (framing, CRC, a record
 in the batch, a record inside a compressed payload, a legacy wrapper's inner message, strict
 header and tail rules), where framing stopped, ``batchPosition``, ``error_sink`` entries and
-read_committed.  The bytes come from the tests' reference encoder (tests/support/reference.py)."""
+read_committed.  The bytes come from the tests' reference encoder (tests/support/oracles/reference.py)."""
 import gzip
 import struct
 
@@ -12,7 +12,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 import kafkarec
-from support import reference as R
+from support.oracles import reference as R
 
 T = 1_700_000_000_000
 

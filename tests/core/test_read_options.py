@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 import kafkarec
-from support.foreign import legacy_message
+from support.oracles.foreign import legacy_message
 from kafkarec import ReadOptions
 
 

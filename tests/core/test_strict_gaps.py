@@ -17,8 +17,8 @@ import lz4.frame
 import pytest
 
 import kafkarec
-from support import foreign as F
-from support import kafka_java as J
+from support.oracles import foreign as F
+from support.oracles import kafka_java as J
 
 TS = 1_700_000_000_000
 RECORDS = F.encode_record(0, 0, b"k", b"v") + F.encode_record(1, 0, b"k2", b"v2")

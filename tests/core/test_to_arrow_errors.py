@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import kafkarec
-from support import kafka_java as J
+from support.oracles import kafka_java as J
 
 TS = 1_700_000_000_000
 

@@ -28,7 +28,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 TS0 = 1_700_000_000_000
 ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
 
-from support.reference import corrupt_commit_into_abort, patch_legacy, patch_v2
+from support.oracles.reference import corrupt_commit_into_abort, patch_legacy, patch_v2
 
 
 # ------------------------------------------------------------------ builders

@@ -19,8 +19,8 @@ import struct
 import pytest
 
 import kafkarec
-from support import kafka_java as J
-from support import reference as R
+from support.oracles import kafka_java as J
+from support.oracles import reference as R
 
 SEED = 20261122
 MUTANTS_PER_SEED = 600

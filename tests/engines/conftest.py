@@ -1,4 +1,4 @@
-"""The logs the engine adapters' tests read (tests/support/engine_logs.py)."""
+"""The logs the engine adapters' tests read (tests/support/logs/engine_logs.py)."""
 import pytest
 
 from kafkarec.errors import KafkaRecError
@@ -7,17 +7,17 @@ from kafkarec.scan import LogScan
 
 @pytest.fixture(scope="module")
 def long_log(tmp_path_factory):
-    """``(root, partition folder)`` of :func:`support.engine_logs.long_partition`."""
-    from support.engine_logs import long_partition
+    """``(root, partition folder)`` of :func:`support.logs.engine_logs.long_partition`."""
+    from support.logs.engine_logs import long_partition
     root = str(tmp_path_factory.mktemp("long"))
     return root, long_partition(root)
 
 
 @pytest.fixture(scope="module")
 def keyed_log(tmp_path_factory):
-    """``(root, partitions)`` of :func:`support.engine_logs.keyed_topic`: topic ``keyed``, its
+    """``(root, partitions)`` of :func:`support.logs.engine_logs.keyed_topic`: topic ``keyed``, its
     records placed by murmur2."""
-    from support.engine_logs import keyed_topic
+    from support.logs.engine_logs import keyed_topic
     root = str(tmp_path_factory.mktemp("keyed"))
     return root, len(keyed_topic(root))
 
@@ -25,8 +25,8 @@ def keyed_log(tmp_path_factory):
 @pytest.fixture(scope="module")
 def log_root(tmp_path_factory):
     """Every codec, legacy messages, transactions (a commit and an abort), compaction, headers
-    (tests/support/logdir.py's :func:`build_log_dir`)."""
-    from support.logdir import build_log_dir
+    (tests/support/logs/logdir.py's :func:`build_log_dir`)."""
+    from support.logs.logdir import build_log_dir
     root = tmp_path_factory.mktemp("logs")
     build_log_dir(str(root))
     return str(root)
@@ -36,7 +36,7 @@ def log_root(tmp_path_factory):
 def damaged(request, log_root, tmp_path):
     """``(root, error)``: a copy of ``log_root`` with one segment damaged, and the error
     :class:`kafkarec.scan.LogScan` reading it raises (every engine must raise the same)."""
-    from support.engine_logs import damaged_copy
+    from support.logs.engine_logs import damaged_copy
     root = damaged_copy(log_root, str(tmp_path / "damaged"), request.param)
     with pytest.raises(KafkaRecError) as error:
         LogScan(root).to_table()

@@ -13,7 +13,7 @@ import datetime
 import pytest
 
 from kafkarec.scan import Bounds, LogScan
-from support.engine_logs import T0, rows, segment_bytes_read
+from support.logs.engine_logs import T0, rows, segment_bytes_read
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def _at(ms) -> datetime.datetime:
 @pytest.mark.broker
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_rows_equal_logscan_and_consumer(kafka_broker, broker_data, stopped_log_dir, isolation):
-    from support import produce
+    from support.brokers import produce
     from kafkarec.engines.daft import read_log
     topics = broker_data.data_topics()
     want = produce.consume(kafka_broker.bootstrap, topics, isolation)

@@ -7,7 +7,7 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")
 
-from support.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
+from support.logs.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
 from kafkarec.engines.duckdb import LogSource, register  # noqa: E402
 from kafkarec.scan import LogScan  # noqa: E402
 

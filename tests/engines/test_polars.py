@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 pl = pytest.importorskip("polars")
 
-from support.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
+from support.logs.engine_logs import T0, rows, segment_bytes_read  # noqa: E402
 from kafkarec.engines.polars import predicate_bounds, scan_log  # noqa: E402
 from kafkarec.scan import Bounds, LogScan  # noqa: E402
 

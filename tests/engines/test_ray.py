@@ -16,8 +16,8 @@ import pytest
 
 from kafkarec.log import storage
 from kafkarec.scan import Bounds, LogScan
-from support.engine_logs import T0, rows
-from support.worker_bytes import segment_bytes_read_by_workers
+from support.logs.engine_logs import T0, rows
+from support.logs.worker_bytes import segment_bytes_read_by_workers
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def _at(ms) -> datetime.datetime:
 @pytest.mark.broker
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_rows_equal_logscan_and_consumer(ray_local, kafka_broker, broker_data, stopped_log_dir, isolation):
-    from support import produce
+    from support.brokers import produce
     from kafkarec.engines.ray import read_log
     topics = broker_data.data_topics()
     want = produce.consume(kafka_broker.bootstrap, topics, isolation)

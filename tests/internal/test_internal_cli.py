@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kafkarec.cli import main
-from support.internal_fixtures import DATA, load
+from support.logs.internal_fixtures import DATA, load
 
 INDEX = load(os.path.join(DATA, "expected", "index.json"))["segments"]
 IDS = [s["segment"] for s in INDEX]

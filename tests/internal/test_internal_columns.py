@@ -10,7 +10,7 @@ pa = pytest.importorskip("pyarrow")
 from kafkarec import internal
 from kafkarec.errors import InternalRecordError, UnknownRecordTypeError
 from kafkarec.internal import columns
-from support.internal_fixtures import DATA
+from support.logs.internal_fixtures import DATA
 
 OFFSETS_LOGS = sorted(glob.glob(os.path.join(DATA, "logs", "__consumer_offsets-*", "*.log")))
 

@@ -6,7 +6,7 @@ import pytest
 from kafkarec import internal
 from kafkarec.errors import InternalRecordError
 from kafkarec.internal import dumplog
-from support.internal_fixtures import DATA, expected_files, load, records
+from support.logs.internal_fixtures import DATA, expected_files, load, records
 
 FILES = expected_files()
 K = "1eb7644"          # the fixtures' Kafka commit

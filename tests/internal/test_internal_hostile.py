@@ -8,7 +8,7 @@ import pytest
 from kafkarec import _core, internal
 from kafkarec.errors import DecodeError, InternalRecordError, UnknownRecordTypeError
 from kafkarec.internal import schema
-from support.internal_fixtures import expected_files, load, records
+from support.logs.internal_fixtures import expected_files, load, records
 
 
 def _fixture_records():

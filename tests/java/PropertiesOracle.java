@@ -1,5 +1,5 @@
 // java.util.Properties.load(Reader) on many texts per run: the oracle of kafkarec's properties reader
-// (kafkarec/_java_properties.py; tests/support/properties_oracle.py drives it).
+// (kafkarec/_java_properties.py; tests/support/oracles/properties_oracle.py drives it).
 // In, repeated until EOF: a text as int length + UTF-8 bytes.  Out, per text, flushed after each one
 // whose successor has not arrived yet: int entry count then each key and value as int length + its UTF-16BE
 // code units (lone surrogates kept); or -1 then Java's error message as int length + UTF-8 bytes.

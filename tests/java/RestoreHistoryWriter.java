@@ -1,5 +1,5 @@
 // Kafka's own Java clients (kafka-clients) writing the source history of kafkarec restore's tests
-// (tests/support/restore_history.py decides what is written; this program is its hands), in one
+// (tests/support/brokers/restore_history.py decides what is written; this program is its hands), in one
 // JVM for the whole history: one request a line on stdin, one answer line on stdout, flushed.
 //
 //   java -cp <jvm/kafka classpath>:<classes> RestoreHistoryWriter BOOTSTRAP

@@ -1,5 +1,5 @@
 """The audit (kafkarec.lakehouse.audit) on logs written as a broker writes them, against a plain model
-of read_committed (tests/support/lakehouse_logs.py): the committed records pass with every hole
+of read_committed (tests/support/logs/lakehouse_logs.py): the committed records pass with every hole
 explained; a missing row is a gap, a second copy a duplicate, an aborted row unexpected, each
 named by its offset; compaction (thinned batches, an empty batch, batches gone), the log start
 and bytes the log cannot frame are told apart.  The session broker's topics and real tables are
@@ -16,8 +16,8 @@ pa = pytest.importorskip("pyarrow")
 
 from kafkarec.errors import UsageError  # noqa: E402
 from kafkarec.lakehouse.audit import audit  # noqa: E402
-from support.logdir import PartitionWriter, empty_batch, v2_batch  # noqa: E402
-from support.lakehouse_logs import T0, ops_strategy, write_partition  # noqa: E402
+from support.logs.logdir import PartitionWriter, empty_batch, v2_batch  # noqa: E402
+from support.logs.lakehouse_logs import T0, ops_strategy, write_partition  # noqa: E402
 
 OPS = ops_strategy()
 

@@ -10,7 +10,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("deltalake")
 
 from kafkarec.cli.main import main  # noqa: E402
-from support.lakehouse_logs import write_partition  # noqa: E402
+from support.logs.lakehouse_logs import write_partition  # noqa: E402
 
 
 def test_backfill_command(tmp_path, capfd):
@@ -46,7 +46,7 @@ def test_a_timestamp_the_writers_microseconds_cannot_hold_stops_the_backfill(tmp
     """Kafka takes a CreateTime of 2^62 ms; kafka-delta-ingest's and Redpanda's microseconds of it
     pass a long (their unchecked multiply: 1970-01-01). The backfill names the record and writes
     no row (exit 1), rather than another instant."""
-    from support.logdir import PartitionWriter, v2_batch
+    from support.logs.logdir import PartitionWriter, v2_batch
     log = str(tmp_path / "log")
     w = PartitionWriter(log, "orders", 0)
     w.append(v2_batch([(1_700_000_000_000, b"k", b"a", []), (1 << 62, b"k", b"b", [])]))

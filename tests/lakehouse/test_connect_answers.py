@@ -311,7 +311,7 @@ INSIDE = {"offsets": [{"partition": {"kafka_topic": "orders", "kafka_partition":
 def test_the_command_says_what_happened_and_what_to_do(tmp_path, capfd, script, says, not_says):
     pytest.importorskip("deltalake")
     from kafkarec.cli.main import main
-    from support.lakehouse_logs import write_partition
+    from support.logs.lakehouse_logs import write_partition
     log = str(tmp_path / "log")
     write_partition(log, "orders", 0, [("plain", 3), ("data", 7, 2), ("commit", 7), ("plain", 1)])
     with FakeWorker(script) as worker:

@@ -3,7 +3,7 @@
 On the session's broker, topics of 3 partitions with transactions (commits and aborts interleaved),
 compaction (the log cleaner ran) and a non-transactional producer between them; kafkarec writes
 [start, H) through pyiceberg into Iceberg's JDBC catalog on the session's PostgreSQL, the Connect
-worker's sink (support/connect_worker.py) continues from H, more records are produced, and the
+worker's sink (support/servers/connect_worker.py) continues from H, more records are produced, and the
 audit (and a read_committed consumer, the oracle) finds every committed record of [start, end) in
 the table exactly once.  Also: a crash between the backfill and the hand-off (the procedure run
 again), and fill-below under a table the sink already owns.
@@ -22,15 +22,15 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
-from support import produce  # noqa: E402  (tests/broker, through support.broker)
+from support.brokers import produce  # noqa: E402  (tests/broker, through support.brokers.broker)
 from kafkarec.lakehouse import IcebergTarget, backfill, hand_off_points, read_positions  # noqa: E402
 from kafkarec.lakehouse.audit import audit  # noqa: E402
 from kafkarec.lakehouse.connect import hand_off, offsets_body  # noqa: E402
-from support.connect_worker import CATALOG_NAME, iceberg_sink_config  # noqa: E402
+from support.servers.connect_worker import CATALOG_NAME, iceberg_sink_config  # noqa: E402
 
 LAYOUT = "iceberg-kafka-connect"
 PARTITIONS = 3
-#: A compacted topic whose cleaner runs at once (tests/support/produce.py's "compacted" topic).
+#: A compacted topic whose cleaner runs at once (tests/support/brokers/produce.py's "compacted" topic).
 COMPACTED = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
              "internal.segment.bytes": "8192", "min.compaction.lag.ms": "0"}
 

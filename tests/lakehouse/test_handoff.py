@@ -12,7 +12,7 @@ pa = pytest.importorskip("pyarrow")
 
 from kafkarec.errors import SelectionError  # noqa: E402
 from kafkarec.lakehouse import backfill_batches, hand_off_points, positions  # noqa: E402
-from support.lakehouse_logs import ops_strategy, write_partition  # noqa: E402
+from support.logs.lakehouse_logs import ops_strategy, write_partition  # noqa: E402
 
 OPS = ops_strategy()
 
@@ -54,7 +54,7 @@ def test_end_time_and_topics(tmp_path):
     write_partition(root, "u", 0, [("plain", 2)])
     os.makedirs(os.path.join(root, "__consumer_offsets-0"))
     # records are stamped T0, T0 + 1...: the first at or after T0 + 4 is offset 4
-    from support.lakehouse_logs import T0
+    from support.logs.lakehouse_logs import T0
     assert hand_off_points(root, topics="t", end_time=T0 + 4) == {("t", 0): (0, 4)}
     assert set(hand_off_points(root)) == {("t", 0), ("u", 0)}       # Kafka's internal topics are not data
     with pytest.raises(SelectionError, match="nope"):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from support.s3server import find_weed
+from support.servers.s3server import find_weed
 
 pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
 
 from kafkarec.lakehouse import DeltaTarget, backfill, hand_off_points, read_positions  # noqa: E402
-from support.lakehouse_logs import write_partition  # noqa: E402
+from support.logs.lakehouse_logs import write_partition  # noqa: E402
 
 pytestmark = pytest.mark.skipif(find_weed() is None, reason="no SeaweedFS binary (weed)")
 

@@ -14,7 +14,7 @@ from kafkarec.lakehouse import (DeltaTarget, IcebergTarget, LAYOUTS, backfill, h
                                 layout, read_positions)
 from kafkarec.lakehouse import tables  # noqa: E402
 from kafkarec.lakehouse.backfill import SUMMARY_PREFIX  # noqa: E402
-from support.lakehouse_logs import write_partition  # noqa: E402
+from support.logs.lakehouse_logs import write_partition  # noqa: E402
 
 OPS0 = [("plain", 3), ("data", 7, 2), ("data", 8, 1), ("abort", 8), ("commit", 7), ("plain", 2),
         ("data", 9, 2), ("plain", 1)]       # producer 9's transaction (offsets 10, 11) never ends: H = 10
@@ -171,7 +171,7 @@ def test_typed_values_become_the_rows_columns(tmp_path):
     """Values typed through kafkarec's registry wing (here bare JSON Schema payloads) lay their
     fields out as the table's columns; a value that does not decode stops the backfill."""
     import json
-    from support.logdir import PartitionWriter, v2_batch
+    from support.logs.logdir import PartitionWriter, v2_batch
     root = str(tmp_path / "log")
     w = PartitionWriter(root, "people", 0)
     w.append(v2_batch([(1_700_000_000_000 + i, b"k", json.dumps({"id": i, "name": f"n{i}"}).encode(), [])

@@ -4,7 +4,7 @@ storage.without_spans, which leaves those batches out of what is decoded."""
 import os
 
 import kafkarec
-from support import reference as R
+from support.oracles import reference as R
 from kafkarec.log import committed, layout, storage
 from kafkarec.log.storage import Piece, without_spans
 

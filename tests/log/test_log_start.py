@@ -15,8 +15,8 @@ import pytest
 from kafkarec.errors import SelectionError
 from kafkarec.log import layout, selection
 from kafkarec.log.storage import resolve
-from support.readers import scan_rows
-from support.log_start import BATCHES, RECORDS, T0, deleted_records_dir, write_log_start_checkpoint
+from support.brokers.readers import scan_rows
+from support.logs.log_start import BATCHES, RECORDS, T0, deleted_records_dir, write_log_start_checkpoint
 
 END = BATCHES * RECORDS          # offsets 0..99 in every partition
 # inside a batch and a segment, at a segment's base past whole deleted segments, the log end

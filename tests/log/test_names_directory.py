@@ -10,7 +10,7 @@ from kafkarec.cli import main
 from kafkarec.log import directory, layout, names
 from kafkarec.log.segment import Segment
 
-from support.logdir import sample_records, v2_batch
+from support.logs.logdir import sample_records, v2_batch
 
 # A segment id as Kafka's Uuid.toString() writes it, and the same kind of id as a UUID.
 SID = "oAtiIQ95REujbuzNd_lkLQ"

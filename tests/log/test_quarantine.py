@@ -148,7 +148,7 @@ def test_cli_keeps_the_bytes_after_a_framing_stop(world, capfd):
 
 def test_kafka_dump_log_reads_the_quarantine(world):
     """Kafka's own DumpLogSegments lists every kept record at its original offset."""
-    from support import kafka_broker
+    from support.brokers import kafka_broker
     data = (world / "logs" / "orders-2" / "00000000000000000100.log").read_bytes()
     table = kafkarec.to_arrow(data, topic="orders", partition=2)
     kr.decode_table(table, None, value_format="avro", value_reader_schema=STRING, bad_records_path=str(world / "bad"))

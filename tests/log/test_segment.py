@@ -15,9 +15,9 @@ from kafkarec.log.checks import check_partition
 from kafkarec.log.directory import find_partition_dirs, is_partition_dir, parse_topic_partition, scan_partition_dir
 from kafkarec.log.segment import Segment
 
-from support.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
+from support.logs.logdir import (CONTROL_ABORT, T0, PartitionWriter, build_log_dir, kraft_control_batch,
                     legacy_batch, sample_records, v2_batch)
-from support import reference as R
+from support.oracles import reference as R
 
 
 @pytest.fixture(scope="module")

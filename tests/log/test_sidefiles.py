@@ -10,7 +10,7 @@ from kafkarec.log import checks, sidefiles as sf
 from kafkarec.log.directory import scan_partition_dir
 from kafkarec.log.segment import Segment
 
-from support.logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
+from support.logs.logdir import (CONTROL_COMMIT, T0, PartitionWriter, build_log_dir,
                     producer_snapshot_bytes, sample_records, v2_batch,
                     write_offset_index, write_partition_metadata, write_time_index, write_txn_index)
 

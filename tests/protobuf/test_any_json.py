@@ -20,8 +20,8 @@ from kafkarec.errors import ProtobufDecodeError
 from kafkarec.protobuf.json_print import AnyJson
 from kafkarec.registry.typed import message_indexes
 
-from support.any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
-from support.protos import Generated  # noqa: E402
+from support.oracles.any_messages import FILES, Maker, java_major, jdks, run_oracle, same_but_float_digits  # noqa: E402
+from support.oracles.protos import Generated  # noqa: E402
 
 PAYLOADS = 400
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kafkarec.errors import SchemaResolutionError
 from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema, ProtobufSchemaError
 
-from support.protobuf_oracle import normalize, row
-from support.protos import COMMON, ORDERS, ORDERS_V2, PROTO2, generated
+from support.oracles.protobuf_oracle import normalize, row
+from support.oracles.protos import COMMON, ORDERS, ORDERS_V2, PROTO2, generated
 
 
 @pytest.fixture(scope="module")
@@ -474,7 +474,7 @@ def test_time_shaped_messages_read_their_first_two_declared_fields_by_number_and
     # Spark reads a message named Timestamp/Duration whose first two declared fields are seconds and nanos as
     # a time, taking those fields by their own numbers and types (fuzzing: the core read fields 1 and 2 as
     # plain varints, so other numbers or sint/fixed types gave a wrong time, silently)
-    from support.protos import Generated
+    from support.oracles.protos import Generated
     gen = Generated({"shapes/time.proto": TIME_SHAPES}).modules["shapes/time.proto"]
     schema = ProtobufSchema.from_text(TIME_SHAPES, name="shapes/time.proto")
     d = ProtobufDecoder(schema, message="kr.shapes.Event")

@@ -3,7 +3,7 @@ unwrap.primitive.wrapper.types, recursive.fields.max.depth, retain.empty.message
 convert.any.fields.to.json, whose JSON text is compared here as JSON values with the protobuf package's
 json_format, and text for text with Java's JsonFormat in test_any_json.py): the decoder's rows
 equal what Spark's ProtobufDeserializer gives for the same messages, computed from the protobuf package's own
-parse (tests/support/protobuf_oracle.py ``row_with``, Spark's SchemaConverters/ProtobufDeserializer rules), for random
+parse (tests/support/oracles/protobuf_oracle.py ``row_with``, Spark's SchemaConverters/ProtobufDeserializer rules), for random
 messages under every combination.  Spark's own from_protobuf jar is not served by the registry this project
 reaches (spark-protobuf_2.13 4.0.0 to 4.3.0 refused), so Spark's rules are the oracle here."""
 from __future__ import annotations
@@ -18,8 +18,8 @@ from kafkarec import protobuf as kp
 from kafkarec.errors import ProtobufSchemaError
 from kafkarec.registry.typed import message_indexes
 
-from support.protobuf_oracle import row_with, sorted_maps  # noqa: E402
-from support.protos import Generated  # noqa: E402
+from support.oracles.protobuf_oracle import row_with, sorted_maps  # noqa: E402
+from support.oracles.protos import Generated  # noqa: E402
 
 OPTIONS_PROTO = """
 syntax = "proto3";

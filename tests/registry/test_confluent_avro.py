@@ -13,7 +13,7 @@ import pytest
 import kafkarec
 import kafkarec.registry as kr
 
-from support import registry_world as world
+from support.registry import registry_world as world
 
 pytest.importorskip("confluent_kafka.schema_registry.avro")
 

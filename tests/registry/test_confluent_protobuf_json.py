@@ -2,7 +2,7 @@
 (a .proto importing another subject's file and a well-known type) and JSONSerializer, the registry
 replayed from a ``_schemas`` topic holding what the in-memory client registered (references
 included), decoded by TypedColumn / decode_table and compared with the protobuf package's own
-parse (tests/support/protobuf_oracle.py) and with the records given to the serializer."""
+parse (tests/support/oracles/protobuf_oracle.py) and with the records given to the serializer."""
 from __future__ import annotations
 
 import json
@@ -14,13 +14,13 @@ import pytest
 import kafkarec
 import kafkarec.registry as kr
 
-from support.schemas_log import confluent_key, schema_value
+from support.registry.schemas_log import confluent_key, schema_value
 
 pytest.importorskip("confluent_kafka.schema_registry.protobuf")
 pytest.importorskip("grpc_tools")
 
-from support.protobuf_oracle import normalize, row  # noqa: E402
-from support.protos import generated  # noqa: E402
+from support.oracles.protobuf_oracle import normalize, row  # noqa: E402
+from support.oracles.protos import generated  # noqa: E402
 
 
 def _schemas_records(client) -> list:
@@ -117,7 +117,7 @@ message C { string name = 1; }
 def test_bare_protobuf_payloads_with_a_reader_schema():
     from kafkarec.registry.typed import message_indexes
     from kafkarec.protobuf import ProtobufSchema
-    from support.protos import Generated
+    from support.oracles.protos import Generated
     mod = Generated({"krbare/bare.proto": BARE}).modules["krbare/bare.proto"]
     schema = ProtobufSchema.from_text(BARE, name="krbare/bare.proto")
     assert message_indexes(schema, None) == b"\x00"                 # [0]: the one-byte form

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 import kafkarec.registry as kr
-from support.s3server import find_weed
+from support.servers.s3server import find_weed
 
-from support.schemas_log import write_partition
-from support.schemas_every_kind import check_every_kind, every_kind
+from support.registry.schemas_log import write_partition
+from support.registry.schemas_every_kind import check_every_kind, every_kind
 
 pytestmark = pytest.mark.skipif(find_weed() is None, reason="no SeaweedFS binary (weed)")
 

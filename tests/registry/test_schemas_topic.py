@@ -14,8 +14,8 @@ import kafkarec
 import kafkarec.registry as kr
 from kafkarec.registry import replay
 
-from support.schemas_every_kind import A1, check_every_kind, every_kind
-from support.schemas_log import confluent_key, schema_value, write_partition
+from support.registry.schemas_every_kind import A1, check_every_kind, every_kind
+from support.registry.schemas_log import confluent_key, schema_value, write_partition
 
 def test_replay_every_record_kind():
     check_every_kind(replay(every_kind()))

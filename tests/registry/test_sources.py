@@ -14,7 +14,7 @@ import pytest
 
 import kafkarec.registry as kr
 from support.net import free_port
-from support.registry_server import send_json
+from support.registry.registry_server import send_json
 
 A1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
 A2 = ('{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'

@@ -12,7 +12,7 @@ import pytest
 import kafkarec
 import kafkarec.registry as kr
 
-from support.schemas_log import confluent_key, schema_value
+from support.registry.schemas_log import confluent_key, schema_value
 
 fastavro = pytest.importorskip("fastavro")
 

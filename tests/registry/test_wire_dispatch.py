@@ -13,8 +13,8 @@ import kafkarec
 import kafkarec.registry as kr
 from kafkarec.registry import wire
 
-from support.fakedec import FAKE
-from support.schemas_log import confluent_key, schema_value
+from support.registry.fakedec import FAKE
+from support.registry.schemas_log import confluent_key, schema_value
 
 HEADERS_T = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from kafkarec.cli import main
-from support.logdir import build_log_dir
+from support.logs.logdir import build_log_dir
 
 BUCKET, PREFIX = "cli-logs", "cluster-b"
 

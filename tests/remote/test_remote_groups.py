@@ -14,7 +14,7 @@ from kafkarec import internal
 from kafkarec.enums import Compression, ControlRecordType
 from kafkarec.cluster import coordinators
 from kafkarec.sample import BASE_TIME, generate
-from support.internal_fixtures import DATA
+from support.logs.internal_fixtures import DATA
 
 BUCKET, PREFIX = "group-logs", "cluster-a"
 ORDERS_ID = "ioNpEorxLpqqSK7HcI_9ow"

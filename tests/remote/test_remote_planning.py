@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 from benchmarks import bench_planning as B
 
 pytestmark = [pytest.mark.spark]

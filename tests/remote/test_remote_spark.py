@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -90,7 +90,7 @@ def _corrupt_with_index(sample: str, root: str) -> dict:
     index.interval.bytes 1 writes) next to the CRC-damaged and the untouched copies, so that
     the remote planner cuts them into ranges that start inside the file."""
     import kafkarec
-    from support.logdir import write_offset_index
+    from support.logs.logdir import write_offset_index
     info = H.make_corrupt_dir(sample, root)
     for name in ("crc", "ok"):
         path = info[name]["path"]
@@ -157,7 +157,7 @@ def test_remote_piece_error_positions_with_spark_submit_and_a_bare_python(user_a
     """The same, as a user runs it: spark-submit --py-files <kafkarec wheel> from a bare Python
     (driver, planner and executors load kafkarec from the shipped wheel, which must hold the
     core that reads pieces with their origin; a job of the one user-way application,
-    tests/support/user_app.py)."""
+    tests/support/spark/user_app.py)."""
     got, info = user_app.outcome(JOB)
     assert got["tasks"] > 8
     errors = {}

@@ -14,8 +14,8 @@ import pytest
 
 from kafkarec.log import layout, selection, storage
 from kafkarec.log.segment import Segment
-from support.logdir import PartitionWriter, sample_records, v2_batch
-from support.readers import planned_rows, range_rows, scan_rows
+from support.logs.logdir import PartitionWriter, sample_records, v2_batch
+from support.brokers.readers import planned_rows, range_rows, scan_rows
 
 T0 = 1_700_000_000_000
 INTERVAL = 400          # index.interval.bytes of the writer

@@ -12,7 +12,7 @@ import pytest
 import kafkarec
 from kafkarec.log import layout, storage
 from kafkarec.log.segment import Segment
-from support.logdir import PartitionWriter, build_log_dir, sample_records, v2_batch
+from support.logs.logdir import PartitionWriter, build_log_dir, sample_records, v2_batch
 
 
 @pytest.fixture(scope="module")

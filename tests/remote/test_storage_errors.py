@@ -12,7 +12,7 @@ import pytest
 from kafkarec.cli import main
 from kafkarec.errors import KafkaRecError, StorageError
 from kafkarec.log import layout, storage
-from support.logdir import build_log_dir
+from support.logs.logdir import build_log_dir
 from support.net import free_port
 
 BUCKET = "errors-logs"
@@ -166,7 +166,7 @@ def test_bad_timeout_option():
 def test_spark_shows_the_one_line(spark, s3, s3_uri, clean_env):
     """The data source plans through kafkarec.log: its error is the same line, not a
     pyarrow traceback about AWS errors."""
-    from support import spark_helpers as H
+    from support.spark import spark_helpers as H
     opts = _options(s3, secret_key="not-the-secret")
     with pytest.raises(Exception) as info:
         H.read(spark, s3_uri, **opts).collect()

@@ -14,9 +14,9 @@ import pytest
 
 import kafkarec
 from support.paths import TESTS
-from support.streams import stream_reader
+from support.spark.streams import stream_reader
 
-from support.growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
+from support.logs.growing_log import GrowingLog  # noqa: E402  (shared with tests/spark/jobs/stream_job.py)
 
 
 

@@ -1,5 +1,5 @@
 """``kafkarec restore --dry-run`` without a cluster (issue 69 item 5), on log dirs written by
-tests/support/logdir.py: whole, a segment gone (missing), a batch damaged, a range an earlier run
+tests/support/logs/logdir.py: whole, a segment gone (missing), a batch damaged, a range an earlier run
 half wrote (partial) or cut by --end-time; and (item 2) the partition lines said as each partition
 finishes, and --bootstrap's offsets bounding the plan.  The broker side of --bootstrap is in
 tests/broker/test_broker_restore.py."""
@@ -12,7 +12,7 @@ import pytest
 from kafkarec import internal
 from kafkarec.cli.main import main
 from kafkarec.restore import RestoreSpec, dry_run, plan
-from support.logdir import PartitionWriter, sample_records, v2_batch
+from support.logs.logdir import PartitionWriter, sample_records, v2_batch
 
 TOPIC = "t"
 

@@ -1,7 +1,7 @@
 """``kafkarec restore --evidence`` / ``--check`` without a cluster (issue 69 items 3 and 4): a SOURCE
 log dir (committed, aborted and idempotent batches, markers, records below the log start, a
 group's commit) and TARGET log dirs written as a restore leaves them (the committed records in
-transactions, the group's translated position), whole and damaged, by tests/support/logdir.py.
+transactions, the group's translated position), whole and damaged, by tests/support/logs/logdir.py.
 The broker side (a real restore's evidence checked against the target's log dir and bootstrap) is
 in tests/broker/test_broker_restore.py."""
 import json
@@ -15,8 +15,8 @@ from kafkarec.restore import OffsetMap, RestoreSpec, plan, source
 from kafkarec.restore import evidence as E
 from kafkarec.restore.groups import translate
 from kafkarec.restore.produce import PartitionSummary
-from support.log_start import write_log_start_checkpoint
-from support.logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, sample_records, v2_batch
+from support.logs.log_start import write_log_start_checkpoint
+from support.logs.logdir import CONTROL_ABORT, CONTROL_COMMIT, PartitionWriter, sample_records, v2_batch
 
 T0 = 1_700_000_000_000
 TOPIC, GROUP = "t", "g"

@@ -3,8 +3,8 @@ records (which fields are framed, by the subjects and the strategy; ids in the p
 headers; unknown ids named and left), the registrations on the target (references first; the id
 kept only in IMPORT mode with the id free) and the evidence's map replaying the restore.  The target
 registry is a real one, Apicurio Registry through its Confluent-compatible API (the session's
-``apicurio_registry``, tests/support/apicurio.py: shared, so ids are read from it, never assumed),
-and Apicurio is also read as a source registry.  tests/support/registry_server.py's stand-in stays
+``apicurio_registry``, tests/support/registry/apicurio.py: shared, so ids are read from it, never assumed),
+and Apicurio is also read as a source registry.  tests/support/registry/registry_server.py's stand-in stays
 where one real registry cannot serve: IMPORT mode (Apicurio has none; the stand-in keeps Confluent's
 documented rule), a second registry with other ids beside Apicurio as the source, and the evidence's
 replay (which needs only some target).  The restore itself, into a real broker, is in
@@ -17,7 +17,7 @@ from kafkarec.restore import RestoreSpec
 from kafkarec.restore.schemas import IdMapping, SchemaTranslation, Unknown, rewriter_from_evidence
 from kafkarec.restore.source import Record
 from kafkarec.errors import UsageError
-from support.registry_server import RegistryStandIn
+from support.registry.registry_server import RegistryStandIn
 
 MONEY = json.dumps({"type": "record", "name": "Money", "namespace": "com.acme",
                     "fields": [{"name": "cents", "type": "long"}]})
@@ -88,7 +88,7 @@ def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path, a
 
 
 def test_import_mode_keeps_a_free_id_and_takes_the_targets_for_a_taken_one(tmp_path):
-    """On the stand-in: Apicurio has no mode API (tests/support/apicurio.py), so against the real
+    """On the stand-in: Apicurio has no mode API (tests/support/registry/apicurio.py), so against the real
     registry the source's id is never kept (the test above)."""
     with RegistryStandIn(first_id=1, mode="IMPORT") as target:
         target.ids[50] = ("another schema", "AVRO", ())         # the reference's id is taken there
@@ -145,13 +145,13 @@ def test_the_options_go_together_and_are_checked():
 
 
 def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
-    """--check against target log dirs (tests/support/logdir.py): one holding the records as the
+    """--check against target log dirs (tests/support/logs/logdir.py): one holding the records as the
     restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
     from kafkarec.restore import OffsetMap, plan, source
     from kafkarec.restore import evidence as E
     from kafkarec.restore.produce import PartitionSummary
     from kafkarec.restore.schemas import translation_for
-    from support.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+    from support.logs.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
     t0 = 1_700_000_000_000
 
     def log(root, rows):

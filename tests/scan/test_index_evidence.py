@@ -12,7 +12,7 @@ import pytest
 from kafkarec.errors import IndexWarning, MalformedBatchError, OffsetOrderError
 from kafkarec.scan import Bounds, LogScan
 
-from support.logdir import PartitionWriter, v2_batch, write_time_index
+from support.logs.logdir import PartitionWriter, v2_batch, write_time_index
 
 TIMEINDEX0 = "00000000000000000000.timeindex"
 

@@ -1,7 +1,7 @@
 """The one reader's batch-level walk (kafkarec.scan.PartitionWalk through LogScan.partition_walks):
 every batch of a partition's whole log, control and aborted ones too, judged by the transaction rule
 and listed through the scan's config (paths, bounds), against a plain model of read_committed
-(tests/support/lakehouse_logs.py).  The audit, the hand-off point and a stream's committed view read
+(tests/support/logs/lakehouse_logs.py).  The audit, the hand-off point and a stream's committed view read
 the log this way."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pyarrow")
 
 from kafkarec.scan import ABORTED, CONTROL, DATA, Bounds, LogScan  # noqa: E402
-from support.lakehouse_logs import write_partition  # noqa: E402
+from support.logs.lakehouse_logs import write_partition  # noqa: E402
 
 # producer 7 commits across segments, 8 aborts, 9 is still open at the end (it holds the LSO)
 OPS = [("plain", 2), ("data", 7, 3), ("data", 8, 2), ("plain", 1), ("commit", 7), ("abort", 8),

@@ -14,7 +14,7 @@ from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import selection, storage
 from kafkarec.scan import Bounds, LogScan
 
-from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
+from support.logs.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
 
 KEY = ["topic", "partition", "offset"]
 

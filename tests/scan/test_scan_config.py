@@ -9,7 +9,7 @@ import pytest
 from kafkarec.errors import UsageError
 from kafkarec.scan import Bounds, FileFinding, LogScan, ScanConfig
 
-from support.logdir import build_log_dir
+from support.logs.logdir import build_log_dir
 
 
 @pytest.fixture(scope="module")

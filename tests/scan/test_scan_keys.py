@@ -7,7 +7,7 @@ import pytest
 
 from kafkarec.errors import UsageError
 from kafkarec.scan import Bounds, LogScan, ScanConfig
-from support.engine_logs import damaged_copy, keyed_topic, segment_bytes_read
+from support.logs.engine_logs import damaged_copy, keyed_topic, segment_bytes_read
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_murmur2_prunes_nothing_where_the_listing_cannot_tell_the_partition_coun
 def test_error_rows_are_still_given(tmp_path):
     """A damaged batch's error row has a null key: the read gives it (the engine filters it out
     again, as for offset bounds), and the other batches' rows are those of the key."""
-    from support.logdir import build_log_dir
+    from support.logs.logdir import build_log_dir
     root = str(tmp_path / "logs")
     build_log_dir(root)
     broken = damaged_copy(root, str(tmp_path / "damaged"), "corrupt")

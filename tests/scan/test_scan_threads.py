@@ -16,7 +16,7 @@ from kafkarec.log import local, storage
 from kafkarec.scan import Bounds, LogScan, ScanConfig
 from kafkarec.scan import MAX_DEFAULT_THREADS, default_threads
 
-from support.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
+from support.logs.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
 
 WINDOW = 8192       # many windows per segment: the pool has work to reorder
 
@@ -412,7 +412,7 @@ def big_batches(tmp_path_factory):
     """One partition of batches whose records pass 16 KiB (walked without the GIL, whole rows too),
     every codec, two of them damaged (a record byte: the CRC fails; a record length: the records
     do not parse)."""
-    from support.logdir import CODECS
+    from support.logs.logdir import CODECS
     root = tmp_path_factory.mktemp("bigbatches")
     w = PartitionWriter(str(root), "big", 0, segment_bytes=400_000)
     for k in range(40):

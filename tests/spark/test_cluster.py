@@ -1,6 +1,6 @@
 """kafkarec on a real Spark standalone cluster, as users run it.
 
-The session's cluster (support/spark_cluster.py): a master and two workers (spark-class,
+The session's cluster (support/spark/spark_cluster.py): a master and two workers (spark-class,
 127.0.0.1, own work dirs), started from a "bare" Python 3.12 venv holding only pyspark,
 pyarrow and pandas (made once, cached in .cache/).  kafkarec reaches the driver, the
 executors and the Data Source planner only as ``spark-submit --py-files <kafkarec cp312
@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from support import spark_helpers as H
-from support.spark_cluster import MASTER_VARIABLE
-from support.spark_submit import spark_submit
+from support.spark import spark_helpers as H
+from support.spark.spark_cluster import MASTER_VARIABLE
+from support.spark.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 
@@ -121,7 +121,7 @@ def check_functions(out, sample):
 
 def test_every_spark_path_on_a_bare_312_cluster(stream_apps_cluster, spark_cluster, wheel312):
     """paths_job.py as a part of the session's stream application of phase 1
-    (support/stream_apps.py): ``spark-submit --py-files <cp312 wheel>`` from the bare Python 3.12
+    (support/spark/stream_apps.py): ``spark-submit --py-files <cp312 wheel>`` from the bare Python 3.12
     on this cluster, the deployment this check is about, without an application of its own."""
     sample, out = stream_apps_cluster.paths()
     reg = json.load(open(os.path.join(out, "register.json")))

@@ -9,7 +9,7 @@ jobs/connect_job.py runs every surface (batch reads of a local and an ``s3://`` 
 error modes, ``kafkarec_decode``/``kafkarec_explode`` in SQL, ``valueFormat=registry`` (Avro,
 Protobuf, JSON Schema) and ``from_registry``, pushed filters with the bytes they read, a
 ``readStream`` to Parquet restarted from its checkpoint, read_committed, docs/spark.md's
-``connect.py``) in one client, on the session's Connect server (support/spark_cluster.py:
+``connect.py``) in one client, on the session's Connect server (support/spark/spark_cluster.py:
 started on its own with ``spark-submit --class
 org.apache.spark.sql.connect.service.SparkConnectServer`` over the session's standalone
 cluster, two workers; its Python workers count the bytes they read into a folder), reached as
@@ -32,11 +32,11 @@ import subprocess
 
 import pytest
 
-from support import spark_helpers as H
-from support import events_log
-from support import registry_world as world
-from support import registry_world_formats as world_formats
-from support.spark_cluster import CONNECT_VARIABLE, stop_group
+from support.spark import spark_helpers as H
+from support.logs import events_log
+from support.registry import registry_world as world
+from support.registry import registry_world_formats as world_formats
+from support.spark.spark_cluster import CONNECT_VARIABLE, stop_group
 
 # the deployments reach the cluster and the Connect server through request.getfixturevalue
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.components("spark_cluster", "spark_connect")]
@@ -49,7 +49,7 @@ JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 JOB = os.path.join(JOBS, "connect_job.py")
 connect_job = H.load_job(JOB)
 
-#: log start offsets deleteRecords left (support/log_start.py: offsets 0..99 in each partition)
+#: log start offsets deleteRecords left (support/logs/log_start.py: offsets 0..99 in each partition)
 LOG_STARTS = {("t", 0): 37, ("t", 1): 100, ("t", 2): 0}
 
 
@@ -71,8 +71,8 @@ def inputs(tmp_path_factory, s3):
     good = {t: [sum(why is None for _, why in facts["expected"][t]),
                 sum(why is None and v is not None for v, why in facts["expected"][t])]
             for t in ("shipments", "people")}
-    from support.log_start import deleted_records_dir
-    from support.lying_objects import lying_root
+    from support.logs.log_start import deleted_records_dir
+    from support.logs.lying_objects import lying_root
     log_start = str(base / "log-start")
     deleted_records_dir(log_start, LOG_STARTS)
     lying = str(base / "lying")
@@ -104,7 +104,7 @@ def _run_client(user, inputs, work, remote, env_extra):
     env = H.bare_env(bare, env_extra)
     env["PATH"] = os.path.dirname(client) + os.pathsep + env["PATH"]
     env["PYSPARK_DRIVER_PYTHON"] = client
-    env["PYTHONPATH"] = os.path.join(H.ROOT, "tests")  # support.growing_log only: kafkarec comes from the client's venv
+    env["PYTHONPATH"] = os.path.join(H.ROOT, "tests")  # support.logs.growing_log only: kafkarec comes from the client's venv
     env["PYTHONWARNINGS"] = "ignore"
     proc = subprocess.Popen([client, JOB, os.path.join(work, "config.json")], cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

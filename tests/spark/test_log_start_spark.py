@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 pytestmark = [pytest.mark.spark]
 
@@ -15,8 +15,8 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.log_start import BATCHES, RECORDS, deleted_records_dir  # noqa: E402
-from support.streams import stream_reader as _stream  # noqa: E402
+from support.logs.log_start import BATCHES, RECORDS, deleted_records_dir  # noqa: E402
+from support.spark.streams import stream_reader as _stream  # noqa: E402
 
 END = BATCHES * RECORDS
 STARTS = {0: 37, 1: 45, 2: END}

@@ -26,7 +26,7 @@ import subprocess
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from support import spark_helpers as H
-from support.streams import stream_reader
+from support.spark import spark_helpers as H
+from support.spark.streams import stream_reader
 
 _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.growing_log import GrowingLog  # noqa: E402
+from support.logs.growing_log import GrowingLog  # noqa: E402
 
 
 def _reader(root, **options):

@@ -14,9 +14,9 @@ import os
 
 import pytest
 
-from support import spark_helpers as H
-from support import events_log as E
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.logs import events_log as E
+from support.spark.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

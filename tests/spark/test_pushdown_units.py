@@ -311,7 +311,7 @@ def test_bounds_past_the_long_range(tmp_path):
     """``offset = Long.MAX`` (pushed as ``>= Long.MAX`` and ``< 2^63``) and ``offset > Long.MAX`` keep
     what Spark's filtering keeps, read through the reader (issue 49, finding 6)."""
     from kafkarec.scan import LogScan
-    from support.logdir import build_log_dir
+    from support.logs.logdir import build_log_dir
     build_log_dir(str(tmp_path))
     offsets = LogScan(str(tmp_path), columns=["offset"]).to_table().column("offset").to_pylist()
     cases = [([ds.EqualTo(("offset",), LONG_MAX)], []),

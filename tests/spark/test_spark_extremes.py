@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 from support.paths import SHARED, require_shared
 
 pytestmark = [pytest.mark.spark]

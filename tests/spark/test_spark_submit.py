@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from support import spark_helpers as H
-from support.spark_submit import spark_submit
+from support.spark import spark_helpers as H
+from support.spark.spark_submit import spark_submit
 
 pytestmark = [pytest.mark.spark]
 

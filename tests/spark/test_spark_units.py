@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 from kafkarec.errors import MalformedBatchError
 from kafkarec.scan import decode_range
 from spark_udfs.read import datasource as _datasource

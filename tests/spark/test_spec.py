@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from kafkarec.errors import SelectionError, UsageError
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 from spark_udfs.read.options import OWN_OPTIONS, markdown_table
 from spark_udfs.read.spec import read_spec
 

@@ -1,12 +1,12 @@
 """readStream.format("kafkarec") the user's way: a bare Python (pyspark, pyarrow, pandas
 only; scripts/bare_python.sh), ``spark-submit --py-files <kafkarec cp312 wheel>`` on the
-session's standalone cluster (its bare Python 3.12; support/spark_cluster.py), as two
-applications (the second restarts every query from its checkpoint; support/stream_apps.py: the
+session's standalone cluster (its bare Python 3.12; support/spark/spark_cluster.py), as two
+applications (the second restarts every query from its checkpoint; support/spark/stream_apps.py: the
 typed stream's job, minPartitions' cut and the control run in the same applications).
 jobs/stream_job.py grows a log directory while the queries read it (appends, a half-written
 batch, a new segment, a new partition, transactions open across micro-batches and segments)
 and reports what the Parquet sinks hold.  (A second pair in local mode, on Python 3.11, proved
-nothing more: support/stream_apps.py.)
+nothing more: support/spark/stream_apps.py.)
 
 Spark plans a streaming Python source in its own Python process
 (python_streaming_source_runner), which looks for py-files under
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 pytestmark = [pytest.mark.spark]
 

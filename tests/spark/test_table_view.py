@@ -1,5 +1,5 @@
 """``format("kafkarec").option("view", "latest")``: each topic-partition's keyed state in Spark,
-the same rows as kafkarec.table.latest and as the model of Kafka's rules in tests/support/keyed.py,
+the same rows as kafkarec.table.latest and as the model of Kafka's rules in tests/support/logs/keyed.py,
 with the Kafka source's isolation level and ending options; error rows of undecodable
 batches kept once; options that make no sense with a state refused."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -21,7 +21,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.keyed import T0, keyed_world, model_state, state_of  # noqa: E402
+from support.logs.keyed import T0, keyed_world, model_state, state_of  # noqa: E402
 
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
 
@@ -115,7 +115,7 @@ def test_what_a_state_cannot_be(spark, world):
 
 
 # -- the user's way: spark-submit --py-files from a bare Python (a job of the one user-way application,
-# tests/support/user_app.py); the same rows as Python and the CLI --
+# tests/support/spark/user_app.py); the same rows as Python and the CLI --
 
 def _cases():
     ends = {"profiles": {"0": 50, "1": 120}, "balances": {"0": 7777}}

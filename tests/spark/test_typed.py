@@ -1,6 +1,6 @@
 """Typed values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec wheel>`` from a
 bare Python (pyspark, pyarrow, pandas only; a job of the one user-way application,
-tests/support/user_app.py) over a log directory holding ``_schemas-0`` and an ``orders`` topic
+tests/support/spark/user_app.py) over a log directory holding ``_schemas-0`` and an ``orders`` topic
 written by confluent-kafka's AvroSerializer with an evolved schema.  The data source
 (valueFormat=registry, every mode) and from_registry give the values kafkarec's own Python
 surface gives (itself checked against the serializer's input in tests/registry)."""
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -20,7 +20,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support import registry_world as world  # noqa: E402
+from support.registry import registry_world as world  # noqa: E402
 
 
 def _corrupt_one_batch(root, corrupt_root):

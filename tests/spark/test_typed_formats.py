@@ -1,8 +1,8 @@
 """Protobuf and JSON Schema values in Spark, as a user runs them: ``spark-submit --py-files <kafkarec
 wheel>`` from a bare Python (pyspark, pyarrow, pandas only: no protobuf, no grpcio-tools; a job of
-the one user-way application, tests/support/user_app.py) over a log directory holding
+the one user-way application, tests/support/spark/user_app.py) over a log directory holding
 ``_schemas-0`` and topics written by confluent-kafka's ProtobufSerializer and JSONSerializer with
-evolved schemas (tests/support/registry_world_formats.py).  The data source
+evolved schemas (tests/support/registry/registry_world_formats.py).  The data source
 (valueFormat=registry, PERMISSIVE and FAILFAST) and from_registry over the raw value column give,
 record for record, what the writers were given (Protobuf as Spark's from_protobuf maps it with the
 column's descriptor and default options).  The .proto text is compiled where Spark plans the column
@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 pytestmark = [pytest.mark.spark]
 
@@ -27,7 +27,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support import registry_world_formats as world_formats  # noqa: E402
+from support.registry import registry_world_formats as world_formats  # noqa: E402
 
 TOPICS = ("shipments", "people")
 

@@ -12,15 +12,15 @@ later latest version v2 after the restart; docs/typed-values.md, "Streams"), rec
 with the schema registered mid-stream resolved to v1 (the registry read again when
 ``_schemas`` grew), bad payloads as error rows, FAILFAST naming topic, partition, offset and
 reason.  On the session's standalone cluster (its bare Python 3.12 and the cp312 wheel;
-support/spark_cluster.py).  The two applications are tests/spark/test_streaming_user.py's too
-(support/stream_apps.py: both streams run in each)."""
+support/spark/spark_cluster.py).  The two applications are tests/spark/test_streaming_user.py's too
+(support/spark/stream_apps.py: both streams run in each)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 pytestmark = [pytest.mark.spark]
 
@@ -28,7 +28,7 @@ _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.typed_stream_log import V1_FIELDS  # noqa: E402
+from support.registry.typed_stream_log import V1_FIELDS  # noqa: E402
 
 
 def _as_read(rec, reader_v2, names):

@@ -10,13 +10,13 @@ import pickle
 
 import pytest
 
-from support import spark_helpers as H
+from support.spark import spark_helpers as H
 
 _why = H.spark_available()
 if _why:
     pytest.skip(_why, allow_module_level=True)
 
-from support.typed_stream_log import V1_FIELDS, TypedStreamLog  # noqa: E402
+from support.registry.typed_stream_log import V1_FIELDS, TypedStreamLog  # noqa: E402
 
 
 def _apply(root, step):

@@ -2,7 +2,7 @@
 written here: offsets in order, tombstones delete, null keys and control records never
 count, read_committed leaves out aborted transactions and everything from the LSO on.
 
-Logs are written by tests/support/logdir.py's PartitionWriter (kafka-python's batch builder, the
+Logs are written by tests/support/logs/logdir.py's PartitionWriter (kafka-python's batch builder, the
 broker's offset assignment and segment rolls); keys split into buckets when the map is too
 small must give the same state as one pass."""
 import os
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
 from kafkarec import _core, table
-from support.keyed import T0, model_state, state_of, write_partition
-from support.logdir import PartitionWriter, v2_batch
+from support.logs.keyed import T0, model_state, state_of, write_partition
+from support.logs.logdir import PartitionWriter, v2_batch
 
 keys = st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"", None])
 values = st.one_of(st.none(), st.binary(max_size=12))

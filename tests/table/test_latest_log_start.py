@@ -8,8 +8,8 @@ import pytest
 
 import kafkarec
 from kafkarec import table
-from support.logdir import CONTROL_ABORT, PartitionWriter, v2_batch
-from support.log_start import T0, write_log_start_checkpoint
+from support.logs.logdir import CONTROL_ABORT, PartitionWriter, v2_batch
+from support.logs.log_start import T0, write_log_start_checkpoint
 
 
 def _keys(state):

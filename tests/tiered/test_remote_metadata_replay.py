@@ -11,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kafkarec
-from support import rlm_model
-from support.readers import planned_rows
+from support.oracles import rlm_model
+from support.brokers.readers import planned_rows
 from kafkarec.internal import decode, encode_record
 from kafkarec.log import layout, remote_metadata, storage
-from support.rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
+from support.oracles.rlm_model import (COPY_SEGMENT_FINISHED, DELETE_PARTITION_FINISHED, DELETE_PARTITION_MARKED,
                        DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, partition_delete_value, segment_value,
                        update_value)
 from support.paths import ROOT
-from support.aiven_objects import DATA, originals
+from support.logs.aiven_objects import DATA, originals
 
 TOPIC = remote_metadata.TOPIC
 CLICKS = ("q3_Yx0-lTnWb5T0aN8Jw_A", "clicks", 0)

@@ -15,8 +15,8 @@ import pytest
 
 import kafkarec
 from kafkarec.log import layout, selection, storage
-from support.aiven_objects import DATA, originals
-from support.readers import planned_rows
+from support.logs.aiven_objects import DATA, originals
+from support.brokers.readers import planned_rows
 
 VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
 
@@ -171,7 +171,7 @@ LYING = [("plain", "more chunks"), ("aes", "more chunks"), ("plain", "short"), (
 
 
 def _lying(tmp_path, variant, damage):
-    from support.lying_objects import lying_root
+    from support.logs.lying_objects import lying_root
     log = lying_root(variant, str(tmp_path), damage)
     st, root = storage.resolve(str(tmp_path / variant / "objects"),
                                {"tieredStorageConfig": str(tmp_path / variant / "rsm.properties")})

@@ -1,5 +1,5 @@
 """Tiered-storage plugin objects in Spark, as a user runs it: ``spark-submit --py-files <kafkarec
-wheel>`` from a bare Python (a job of the one user-way application, tests/support/user_app.py),
+wheel>`` from a bare Python (a job of the one user-way application, tests/support/spark/user_app.py),
 ``format("kafkarec").option("tieredStorageConfig", F).load(root)``: every variant the plugin
 writes gives exactly the records of the original segments."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 import pytest
 
 import kafkarec
-from support import spark_helpers as H
-from support.user_app import UserAppJob
+from support.spark import spark_helpers as H
+from support.spark.user_app import UserAppJob
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -27,7 +27,7 @@ VARIANTS = ("plain", "zstd", "aes", "both", "small", "large")
 
 def _prepare(request, work):
     """The fixtures, and copies whose objects disagree with their manifests (one folder per damage)."""
-    from support.lying_objects import lying_root
+    from support.logs.lying_objects import lying_root
     lying = os.path.join(str(work), "lying")
     facts = {(variant, damage): lying_root(variant, os.path.join(lying, damage), damage)
              for variant, damage in (("plain", "more chunks"), ("zstd", "short"))}

@@ -1,10 +1,10 @@
-"""A job of the one user-way application (tests/support/user_app.py), for
+"""A job of the one user-way application (tests/support/spark/user_app.py), for
 tests/tiered/test_tiered_spark.py: segments Aiven's tiered-storage plugin stored (chunked, zstd,
 AES-GCM), read on bare executors (kafkarec from the ``--py-files`` wheel) by
 ``format("kafkarec").option("tieredStorageConfig", <the plugin's properties>)``.
 
 ``run(spark, DATA, LYING)``: LYING holds copies whose objects disagree with their manifests
-(tests/support/lying_objects.py), one folder per damage.
+(tests/support/logs/lying_objects.py), one folder per damage.
 """
 import spark_udfs
 

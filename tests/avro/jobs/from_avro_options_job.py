@@ -3,7 +3,7 @@ Spark's own ``from_avro`` (spark-avro's jar) over the raw value column, kafkarec
 (``valueFormat=avro``) and ``spark_udfs.from_registry`` over the same column, each row as
 Spark's ``to_json`` text, with the Spark type of each.  Also Spark's own rebase constants and
 ``RebaseDateTime`` on a sample, for the unit-level check of kafkarec.avro.rebase.  A job of the one
-user-way application (tests/support/user_app.py: spark-avro's jar on its class path, kafkarec from
+user-way application (tests/support/spark/user_app.py: spark-avro's jar on its class path, kafkarec from
 the ``--py-files`` wheel): ``run(spark, LOG_DIR, SPEC)``.
 
 SPEC (JSON): {"topics": {topic: {"schema": ..., "cases": {name: options}}}, "sample": {"days", "micros"}}.

@@ -1,4 +1,4 @@
-"""The broker tests' spark-submit job (tests/support/spark_app.py submits it for
+"""The broker tests' spark-submit job (tests/support/spark/spark_app.py submits it for
 tests/broker/test_spark_kafka_parity.py and tests/broker/test_broker_tiered.py), run as a user
 runs kafkarec: a bare Python (pyspark, pyarrow, pandas), ``--py-files <kafkarec wheel>`` and
 Spark's Kafka source from ``--jars``.

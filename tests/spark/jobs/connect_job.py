@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 
-from support.growing_log import GrowingLog
+from support.logs.growing_log import GrowingLog
 
 
 def save(spark, work, df, name):

@@ -1,10 +1,10 @@
-"""A job of the one user-way application (tests/support/user_app.py), for
+"""A job of the one user-way application (tests/support/spark/user_app.py), for
 tests/spark/test_pushdown.py: DataFrame filters pushed into ``format("kafkarec")`` (Spark 4.1+,
 ``spark.sql.python.filterPushdown.enabled``) on bare executors, each query's rows and the bytes
 every process read (kafkarec.log.storage's counter, ``KAFKAREC_BYTES_READ_DIR``); and the census of
 the log over Spark (``spark_udfs.census``).
 
-``run(spark, LOGDIR, COUNTER_DIR)``: LOGDIR is tests/support/events_log.py's (its slices are
+``run(spark, LOGDIR, COUNTER_DIR)``: LOGDIR is tests/support/logs/events_log.py's (its slices are
 taken from there); ``queries`` is also run by jobs/connect_job.py on a Connect session.
 """
 import json
@@ -13,7 +13,7 @@ import sys
 
 # a script of the user-way application (spark-submit): tests/ on the import path for the suite's helpers
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
-from support import events_log as E  # noqa: E402
+from support.logs import events_log as E  # noqa: E402
 
 ROW = ["topic", "partition", "offset", "timestampMs"]
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"

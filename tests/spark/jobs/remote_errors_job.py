@@ -1,4 +1,4 @@
-"""A job of the one user-way application (tests/support/user_app.py), for
+"""A job of the one user-way application (tests/support/spark/user_app.py), for
 tests/remote/test_remote_spark.py: the data source over an object store on bare executors
 (driver, planner and executors load kafkarec from the ``--py-files`` wheel).
 

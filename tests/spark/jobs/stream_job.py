@@ -2,7 +2,7 @@
 applications (``spark-submit --py-files <kafkarec wheel> streams_job.py --phase N``; phase 2 is
 a new application: a restart from the checkpoints).  Driver and executors have only pyspark, pyarrow and pandas.
 
-Phase 1 grows a log directory (tests/support/growing_log.py) while three queries read
+Phase 1 grows a log directory (tests/support/logs/growing_log.py) while three queries read
 it: every data record (``subscribePattern``, ``maxOffsetsPerTrigger``) and the committed
 ones (``kafka.isolation.level=read_committed``) into Parquet file sinks, plus a third that
 reads a little of another log.  Between the micro-batches: appends, a half-written batch,
@@ -20,10 +20,10 @@ import os
 import pickle
 import sys
 
-# a spark-submit script: tests/ on the import path for the suite's helpers (support.growing_log)
+# a spark-submit script: tests/ on the import path for the suite's helpers (support.logs.growing_log)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))
 
-from support.growing_log import GrowingLog  # noqa: E402
+from support.logs.growing_log import GrowingLog  # noqa: E402
 
 MAX_OFFSETS = 7
 

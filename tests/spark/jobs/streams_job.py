@@ -1,5 +1,5 @@
 """The user-way stream checks as one application per phase: ``spark-submit --py-files <kafkarec
-wheel> streams_job.py --phase N PART=WORK...`` (tests/support/stream_apps.py submits it).
+wheel> streams_job.py --phase N PART=WORK...`` (tests/support/spark/stream_apps.py submits it).
 
 Each PART runs in this one SparkSession, one after another, in its own WORK folder:
 ``stream`` (stream_job.py's phase N), ``typed`` (typed_stream_job.py's phase N), ``split``
@@ -41,7 +41,7 @@ def main(argv):
     spark = SparkSession.builder.appName(f"kafkarec-streams-{phase}").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import spark_udfs
-    # kept where the suite's session keeps it (support/spark_session.py): paths_job.py reports it
+    # kept where the suite's session keeps it (support/spark/spark_session.py): paths_job.py reports it
     spark._kafkarec_registration = spark_udfs.register(spark)
     for name, work in parts:
         script, job_phase = PARTS[name]

@@ -1,4 +1,4 @@
-"""A job of the one user-way application (tests/support/user_app.py), for
+"""A job of the one user-way application (tests/support/spark/user_app.py), for
 tests/spark/test_table_view.py: ``view=latest`` with each case's options, on bare executors
 (kafkarec from the ``--py-files`` wheel); rows as JSON (keys and values in base64).
 

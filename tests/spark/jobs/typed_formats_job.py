@@ -1,4 +1,4 @@
-"""A job of the one user-way application (tests/support/user_app.py), for
+"""A job of the one user-way application (tests/support/spark/user_app.py), for
 tests/spark/test_typed_formats.py: Protobuf and JSON Schema topics of a log directory that holds
 ``_schemas-0``, on bare executors (kafkarec from the ``--py-files`` wheel).
 

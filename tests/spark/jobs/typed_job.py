@@ -1,4 +1,4 @@
-"""A job of the one user-way application (tests/support/user_app.py), for tests/spark/test_typed.py:
+"""A job of the one user-way application (tests/support/spark/user_app.py), for tests/spark/test_typed.py:
 typed values from a log directory that holds ``_schemas-0`` and an evolved Avro topic, on bare
 executors (kafkarec from the ``--py-files`` wheel).
 
