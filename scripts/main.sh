@@ -22,11 +22,11 @@ step() { printf '%s kafkarec main job: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$ROOT/.cache"
 BARE_OUT="$ROOT/.cache/main-job-bare.out"
 BARE_LOG="$ROOT/.cache/main-job-bare.log"
+step "1/4 wheelhouse (kafkarec's wheel and its runtime dependencies; built once per source change)"
 step "2/4 bare Python with only pyspark, pyarrow and pandas (made once), beside step 1"
 bash scripts/bare_python.sh "$ROOT/.cache/bare-$TAG" --python "$PY" >"$BARE_OUT" 2>"$BARE_LOG" &
 BARE_PID=$!
 trap 'kill "$BARE_PID" 2>/dev/null || true' EXIT
-step "1/4 wheelhouse (kafkarec's wheel and its runtime dependencies; built once per source change)"
 WHEEL="$(bash scripts/wheelhouse.sh wheelhouse --python "$PY" --extras none)"
 if ! wait "$BARE_PID"; then
     cat "$BARE_LOG" >&2
