@@ -146,9 +146,10 @@ def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, hand
     keeps are at most those, so the estimate errs towards fewer windows ahead, never more than
     the limit needs and one), at least one and at most ``threads``."""
     import math
-    first, *rest = cut(ranges[0])
-    for rr, pieces in ranges_read([first]):
-        yield rr, ((part, None) for part in without_skips(rr, pieces))
+    first, *rest = list(cut(ranges[0])) or [None]
+    if first is not None:       # (a range cut into nothing has nothing to read)
+        for rr, pieces in ranges_read([first]):
+            yield rr, ((part, None) for part in without_skips(rr, pieces))
 
     def depth() -> int:
         windows, rows = handed
