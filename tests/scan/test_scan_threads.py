@@ -366,6 +366,18 @@ def test_a_listed_read_decodes_on_the_pool_as_one_after_the_other(partition, log
             assert _table(root, threads, **options).equals(one), (root, threads)
 
 
+def test_a_listed_read_with_a_limit_past_its_first_window_as_one_after_the_other(partition, monkeypatch):
+    """A listed read (bounds) with a row limit: its first part in the consumer's thread, the
+    parts after it on the pool, the same rows as one thread."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 20_000)
+    options = {"bounds": Bounds(offsets=(40, None)), "limit": 4000, "columns": ["offset", "value"]}
+    one = _table(partition, 1, **options)
+    assert one.column("offset").to_pylist() == list(range(40, 4040))
+    for threads in (2, 3):
+        assert _table(partition, threads, **options).equals(one), threads
+    assert not _decode_threads()
+
+
 def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
     """A damaged batch in a listed read: the same error rows (PERMISSIVE, DROPMALFORMED) or the
     same error (FAILFAST) on the pool as in one thread."""
