@@ -18,10 +18,12 @@ import hashlib
 import os
 import py_compile
 import re
+import sys
 import sysconfig
 import tempfile
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 debug = os.environ.get("KAFKAREC_DEBUG") == "1"
@@ -36,7 +38,8 @@ sanitize = os.environ.get("KAFKAREC_SANITIZE") == "1"
 # as released (scripts/test_deps.sh).  Never for a wheel anyone installs.
 check_build = os.environ.get("KAFKAREC_CHECK_BUILD") == "1"
 compile_args = ["-O0", "-g"] if debug else ["-O0", "-g0"] if check_build else ["-O3", "-g0"]
-if not debug and "clang" not in (sysconfig.get_config_var("CC") or "") + os.environ.get("CC", ""):
+gcc = "clang" not in (sysconfig.get_config_var("CC") or "") + os.environ.get("CC", "")
+if not debug and gcc:
     # gcc: no inlining of functions that are not declared inline (-finline-functions; small
     # ones and those called once still inline): it made the compile dearer, and the suite
     # compiles the core for five CPythons.  The functions a hot loop needs inlined, however
@@ -48,6 +51,19 @@ if not debug and "clang" not in (sysconfig.get_config_var("CC") or "") + os.envi
     compile_args += ["--param=large-function-growth=2000", "--param=inline-unit-growth=200",
                      "-fno-inline-functions"]
 link_args = []
+# gcc, a release build: link-time optimisation, so that the one translation unit Cython makes is
+# compiled by every core (-flto=auto: the LTO partitions are compiled in parallel at the link, as
+# many at once as the machine has cores).  On 2 cores the core's compile takes ~34 s instead of
+# ~70 s, most of the quick start's first run; the hot paths' instructions a record are the same or
+# fewer (benchmarks/count_instructions.py; docs/performance.md).  The link repeats the compile's
+# flags: they choose the code generated there.
+lto = gcc and not debug and not check_build and not sanitize
+if lto:
+    compile_args += ["-flto=auto"]
+    link_args += compile_args
+# Python's own CFLAGS carry -Wall; its analyses cost ~9 CPU-s of a release compile of Cython's C
+# (~8.9 MB), where nobody reads the warnings.  Debug and check builds keep it.
+drop_flags = ("-Wall",) if not debug and not check_build else ()
 macros = []
 if debug:
     macros += [("CYTHON_TRACE", "1"), ("KAFKAREC_DEBUG", "1")]
@@ -106,6 +122,29 @@ def generate_core_c(digest):
         os.replace(generated, CORE_C)
 
 
+class build_ext_release(build_ext):
+    """build_ext, less Python's compile flags in ``drop_flags`` (above).
+
+    An editable install (scripts/env.sh's ``pip install -e``, after its in-place build) builds in
+    the checkout's own build folders, not a throwaway one, so that a core the in-place build left
+    current is copied, not compiled and linked again: ccache serves a compile, never a link, and
+    the link is most of an LTO build (~46 CPU-s)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.editable_mode:
+            where = f".{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+            self.build_lib = os.path.join("build", "lib" + where)
+            self.build_temp = os.path.join("build", "temp" + where)
+
+    def build_extensions(self):
+        for attr in ("compiler_so", "compiler_so_cxx"):
+            argv = getattr(self.compiler, attr, None)
+            if argv:
+                setattr(self.compiler, attr, [a for a in argv if a not in drop_flags])
+        super().build_extensions()
+
+
 class build_py_with_bytecode(build_py):
     """The packages' modules, each with a ``module.pyc`` beside its ``module.py`` in a wheel.
 
@@ -138,7 +177,7 @@ if generated_from() != digest:
 setup(
     # a check build's objects never meet a release build's (setuptools compares file times, not flags)
     options={"build": {"build_base": "build-check"}} if check_build else {},
-    cmdclass={"build_py": build_py_with_bytecode},
+    cmdclass={"build_py": build_py_with_bytecode, "build_ext": build_ext_release},
     ext_modules=[
         Extension(
             "kafkarec._core",
