@@ -3,7 +3,7 @@ at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(th
 ``LogScan(threads=2..4)`` with windows of a few hundred bytes (``READ_WINDOW_BYTES`` lowered, so
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
 whole rows or the ``offset, timestamp`` projection (the meta-only walk): the same rows in the same
-order, the same error rows, and the same exception (class and message) after the same rows (in
+order (the batch columns too), the same error rows, and the same exception (class and message) after the same rows (in
 FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
 
@@ -30,7 +30,12 @@ from kafkarec.scan import LogScan
 
 ROOT = os.path.join(tempfile.mkdtemp(prefix="kafkarec-fuzz-threads-"), "logs")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
-PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"])
+# the last: every column with the batch columns (batch_columns=True), whose rows are filled per
+# batch after the record loop, without the GIL
+BATCH_COLUMNS = ["offset", "key", "producerId", "producerEpoch", "sequence", "isTransactional", "isControl",
+                 "compression", "batchPosition", "batchBaseOffset", "partitionLeaderEpoch", "magic",
+                 "batchSize", "deleteHorizonMs"]
+PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"], BATCH_COLUMNS)
 warnings.simplefilter("ignore")
 logging.getLogger("kafkarec").setLevel(logging.CRITICAL)
 
@@ -60,7 +65,8 @@ def read(mode: str, columns, threads: int, limit=None):
     (or the ``limit``)."""
     rows = []
     try:
-        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads, limit=limit):
+        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
+                          batch_columns=columns is BATCH_COLUMNS):
             rows += _plain(rb)
     except EXPECTED as exc:
         return rows, (type(exc).__name__, str(exc))

@@ -630,12 +630,6 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES and cols.keys is None
     if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
         raise ColumnOverflowError("binary column over 2 GiB")
-    if cols.batch_columns:
-        # The rare wide layout keeps the general path.
-        while it._remaining > 0:
-            parse_v2_record(it, &v)
-            cols.add(&v, ts_type, b, strict)
-        return 0
     st.ko = <int32_t *>reserve_tail(key.offsets, rows * 4, False)
     st.vo = <int32_t *>reserve_tail(value.offsets, rows * 4, False)
     st.offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
@@ -693,7 +687,117 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     col_commit(cols.timestamp, rows, 0)
     col_commit(cols.timestamp_type, rows, 0)
     col_commit(cols.headers, rows, rows - st.with_headers)
+    if cols.batch_columns:
+        put_batch_columns(cols, b, r0, rows, nogil_walk)
     cols.rows = st.row
+    return 0
+
+
+cdef struct BatchRows:
+    # The batch-level columns of one v2 batch's rows (put_batch_columns): where each column's
+    # room starts and the batch's values, so that batch_rows fills them without the GIL.
+    Py_ssize_t rows
+    const int64_t *offsets      # the rows' offsets, as the record loop wrote them
+    int64_t base_offset
+    int32_t base_sequence
+    int64_t producer_id
+    int16_t producer_epoch
+    int8_t codec
+    int64_t position
+    int32_t partition_leader_epoch
+    int8_t magic
+    int32_t size_in_bytes
+    int64_t horizon             # the delete horizon, or 0 under a null
+    int64_t *producer_ids
+    int16_t *producer_epochs
+    int32_t *sequences
+    int8_t *codecs
+    int64_t *positions
+    int64_t *base_offsets
+    int32_t *leader_epochs
+    int8_t *magics
+    int32_t *sizes
+    int64_t *horizons
+
+
+cdef void batch_rows(BatchRows *br) noexcept nogil:
+    """The batch's values repeated over its rows, and each record's sequence from its offset:
+    the offset is the base offset plus the record's offset delta (wrapping), so the delta comes
+    back exactly, and DefaultRecord's sequence is incrementSequence(baseSequence, delta)."""
+    cdef Py_ssize_t i
+    cdef int32_t delta
+    for i in range(br.rows):
+        br.producer_ids[i] = br.producer_id
+        br.producer_epochs[i] = br.producer_epoch
+        br.codecs[i] = br.codec
+        br.positions[i] = br.position
+        br.base_offsets[i] = br.base_offset
+        br.leader_epochs[i] = br.partition_leader_epoch
+        br.magics[i] = br.magic
+        br.sizes[i] = br.size_in_bytes
+        br.horizons[i] = br.horizon
+    if br.base_sequence < 0:
+        for i in range(br.rows):
+            br.sequences[i] = -1
+    else:
+        for i in range(br.rows):
+            delta = <int32_t>(<uint64_t>br.offsets[i] - <uint64_t>br.base_offset)
+            br.sequences[i] = increment_sequence(br.base_sequence, delta)
+
+
+cdef int put_batch_columns(_ArrowColumns cols, RecordBatch b, Py_ssize_t r0, Py_ssize_t rows,
+                           bint release) except -1:
+    """The batch columns of a v2 batch's `rows` rows that add_v2_records committed from row r0,
+    as _ArrowColumns.add writes them record by record: room reserved here, filled by batch_rows
+    (with the GIL released when `release`: the record loop ran without it), then committed."""
+    cdef BatchRows br
+    cdef bint horizon = (b.attributes & ATTR_DELETE_HORIZON) != 0
+    if rows == 0:
+        return 0
+    br.rows = rows
+    br.offsets = (<const int64_t *>cols.offset.values.data) + r0
+    br.base_offset = b._base_offset
+    br.base_sequence = b.base_sequence
+    br.producer_id = b.producer_id
+    br.producer_epoch = b.producer_epoch
+    br.codec = <int8_t>(b.attributes & ATTR_CODEC_MASK)
+    br.position = b.position
+    br.partition_leader_epoch = b.partition_leader_epoch
+    br.magic = b.magic
+    br.size_in_bytes = <int32_t>b.size_in_bytes
+    br.horizon = b.base_timestamp if horizon else 0
+    br.producer_ids = <int64_t *>reserve_tail(cols.producer_id.values, rows * 8, False)
+    br.producer_epochs = <int16_t *>reserve_tail(cols.producer_epoch.values, rows * 2, False)
+    br.sequences = <int32_t *>reserve_tail(cols.sequence.values, rows * 4, False)
+    br.codecs = <int8_t *>reserve_tail(cols.compression.values, rows, False)
+    br.positions = <int64_t *>reserve_tail(cols.batch_position.values, rows * 8, False)
+    br.base_offsets = <int64_t *>reserve_tail(cols.batch_base_offset.values, rows * 8, False)
+    br.leader_epochs = <int32_t *>reserve_tail(cols.partition_leader_epoch.values, rows * 4, False)
+    br.magics = <int8_t *>reserve_tail(cols.magic.values, rows, False)
+    br.sizes = <int32_t *>reserve_tail(cols.batch_size.values, rows * 4, False)
+    br.horizons = <int64_t *>reserve_tail(cols.delete_horizon_ms.values, rows * 8, False)
+    # the booleans and the horizon's validity: one value for the batch, preset bit by bit
+    reserve_bits(cols.is_transactional.values, cols.is_transactional.length, rows,
+                 (b.attributes & ATTR_TRANSACTIONAL) != 0)
+    reserve_bits(cols.is_control.values, cols.is_control.length, rows, (b.attributes & ATTR_CONTROL) != 0)
+    reserve_bits(cols.delete_horizon_ms.valid, cols.delete_horizon_ms.length, rows, horizon)
+    if release:
+        with nogil:
+            batch_rows(&br)
+    else:
+        batch_rows(&br)
+    col_commit(cols.producer_id, rows, 0)
+    col_commit(cols.producer_epoch, rows, 0)
+    col_commit(cols.sequence, rows, 0)
+    col_commit(cols.is_transactional, rows, 0)
+    col_commit(cols.is_control, rows, 0)
+    col_commit(cols.compression, rows, 0)
+    col_commit(cols.batch_position, rows, 0)
+    col_commit(cols.batch_base_offset, rows, 0)
+    col_commit(cols.partition_leader_epoch, rows, 0)
+    col_commit(cols.magic, rows, 0)
+    col_commit(cols.batch_size, rows, 0)
+    col_commit(cols.delete_horizon_ms, rows, 0 if horizon else rows)
     return 0
 
 
@@ -942,11 +1046,11 @@ def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
 def decodes_without_gil(columns, /, *, batch_columns=False, keys=None, strict=False) -> bool:
     """Whether ``iter_arrow`` with these ``columns``, ``batch_columns``, ``keys`` and ``strict``
     walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
-    for a batch of 16 KiB and more): what a reader decoding on several threads gains from.  The
-    batch columns' rows and a key bound's test are written record by record with the GIL held,
-    and so are a strict read's offsets and timestamps (the scanner's further rules, record by
-    record)."""
-    return keys is None and not batch_columns and not (strict and is_lean(columns, batch_columns))
+    for a batch of 16 KiB and more; the batch columns' rows are filled after it, without the GIL
+    too): what a reader decoding on several threads gains from.  A key bound's test is made
+    record by record with the GIL held, and so are a strict read's offsets and timestamps (the
+    scanner's further rules, record by record)."""
+    return keys is None and not (strict and is_lean(columns, batch_columns))
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
@@ -991,7 +1095,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         # batch is checked right after its records are decoded (before they
         # count), when its bytes are in cache; a corrupt batch is reported as
         # corrupt whatever else is wrong with it.
-        crc_after = (verify_crc and not left_out and b.magic >= 2 and not batch_columns
+        crc_after = (verify_crc and not left_out and b.magic >= 2
                      and (b.attributes & ATTR_CODEC_MASK) == CODEC_NONE)
         if verify_crc and not crc_after and not b.crc_valid:
             try:

@@ -675,6 +675,44 @@ def test_iter_arrow_splits_at_kafka_batch_boundaries(max_rows, max_bytes):
     assert seen == set(kafka_batch_rows)
 
 
+def _wide_batches() -> bytes:
+    """Batches whose batch columns differ in every field: large ones (their records go through the
+    record loop without the GIL, and their batch columns are filled after it) and a small one,
+    a base sequence that wraps past INT32_MAX inside a batch and one with no sequence (-1)."""
+    out = []
+    shapes = [
+        dict(producer_id=7, producer_epoch=3, base_sequence=2**31 - 100, is_transactional=True,
+             partition_leader_epoch=12),
+        dict(producer_id=-1, producer_epoch=-1, base_sequence=-1, compression=Compression.ZSTD),
+        dict(producer_id=2**40, producer_epoch=2**15 - 1, base_sequence=5, delete_horizon_ms=1_700_000_999_000,
+             partition_leader_epoch=-1),
+        dict(producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True),
+    ]
+    offset = 0
+    for i, shape in enumerate(shapes):
+        n = 3 if i == 3 else 300            # the last one under the GIL-free loop's 16 KiB
+        b = RecordBatchBuilder(base_offset=offset, **shape)
+        for j in range(n):
+            b.append(b"v%05d" % j * 20, key=None if j % 7 == 0 else b"k%d" % (j % 5),
+                     timestamp=1_700_000_000_000 + j, headers=[("h", b"x")] if j % 3 == 0 else [])
+        out.append(b.build())
+        offset += n
+    return b"".join(out)
+
+
+def test_batch_columns_of_large_batches_as_the_row_reader():
+    """The batch columns of batches the record loop walks without the GIL (filled per batch after
+    it) are the row reader's: each record's sequence, wrapping, and the batch's values."""
+    data = _wide_batches()
+    rows = assert_table_matches(data)
+    assert {r["sequence"] for r in rows[:300]} >= {2**31 - 1, 0, 199}     # wrapped inside the batch
+    assert {r["deleteHorizonMs"] for r in rows[600:900]} == {1_700_000_999_000}
+    assert {r["deleteHorizonMs"] for r in rows[:600]} == {None}
+    # a key bound: the kept records' batch columns (written by the GIL's path, record by record)
+    got = table_rows(pa.Table.from_batches(kafkarec.iter_arrow(data, batch_columns=True, keys=[b"k1"])))
+    assert got == [r for r in reference(data)[0] if r["key"] == b"k1"]
+
+
 def test_iter_arrow_chunks_without_batch_columns_concatenate_to_to_arrow():
     data = many_batches(seed=11)
     chunks = list(kafkarec.iter_arrow(data, max_rows=4, topic="t", partition=0))

@@ -68,7 +68,8 @@ META = ["topic", "partition", "offset", "timestamp", "timestampType"]   # the me
 
 @pytest.mark.parametrize("options", [{"columns": META}, {"columns": ["offset"], "isolation_level": "read_committed"},
                                      {"columns": META + ["_corrupt_record"], "mode": "PERMISSIVE"},
-                                     {"columns": ["offset", "timestamp"], "max_rows_per_batch": 7}, {}])
+                                     {"columns": ["offset", "timestamp"], "max_rows_per_batch": 7}, {},
+                                     {"batch_columns": True, "include_control": True}])
 def test_the_rows_of_decoding_one_window_after_the_other(logroot, small_windows, options):
     one = _table(logroot, 1, **options)
     assert one.num_rows > 0
@@ -99,16 +100,16 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
 
 
 def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
-    """The meta-only walk and the full decode walk a batch's records without the GIL: those reads
-    decode on the pool.  The batch columns' rows and a key bound's test hold it record by record:
-    those reads stay in the consumer's thread (a pool would only contend with it)."""
-    for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]}):
+    """The meta-only walk and the full decode walk a batch's records without the GIL, the batch
+    columns' rows too: those reads decode on the pool.  A key bound's test holds it record by
+    record: that read stays in the consumer's thread (a pool would only contend with it)."""
+    for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]},
+                    {"columns": ["offset", "batchPosition"], "batch_columns": True}):
         reader = iter(LogScan(partition, threads=3, **options))
         next(reader)
         assert _decode_threads(), options
         reader.close()
-    for options in ({"columns": ["offset", "batchPosition"], "batch_columns": True},
-                    {"columns": ["offset"], "bounds": Bounds(keys=[b"k"])}):
+    for options in ({"columns": ["offset"], "bounds": Bounds(keys=[b"k"])},):
         reader = iter(LogScan(partition, threads=3, **options))
         next(reader, None)
         assert not _decode_threads(), options
