@@ -2,7 +2,8 @@
 error type at the same byte; read_committed only ever leaves rows out; with ``origin``
 every position (errors raised and skipped, batchPosition, where framing stopped) moves by it;
 the projection of offsets and timestamps alone (``columns=``: the core's meta-only path, which
-builds no key, value or header column) gives the full read's offsets, timestamps and errors."""
+builds no key, value or header column) gives the full read's offsets, timestamps and errors; a key
+bound (``keys=``), whole or projected, the full read's rows of those keys and its errors."""
 from _harness import EXPECTED, run
 
 import kafkarec
@@ -51,18 +52,31 @@ def test_one_input(data: bytes) -> None:
         full, meta = projected(data, committed, None), projected(data, committed, META)
         if full != meta:
             raise AssertionError(f"columns={META} {meta!r:.300} != the full read {full!r:.300}")
+    # a key bound (the keys tested in the record loops: a few one by one, more by bisection) keeps
+    # the full read's rows of those keys, with the same errors and the same stop
+    whole = projected(data, False, None, with_keys=True)
+    present = sorted({k for _, _, k in whole[0] if k is not None})
+    for keys in (present[:3] + [b"\xffabsent"], present[:40] + [b"", b"\x00"]):
+        for columns in (None, META):
+            got = projected(data, False, columns, keys=keys)
+            want = ([(o, t) for o, t, k in whole[0] if k in keys],) + whole[1:]
+            if got != want:
+                raise AssertionError(f"keys={keys!r:.200} columns={columns}: {got!r:.300} != the full "
+                                     f"read's rows of those keys {want!r:.300}")
 
 
 META = ["offset", "timestamp"]
 
 
-def projected(data: bytes, read_committed: bool, columns):
-    """Offsets, timestamps, errors and where framing stopped, with ``columns`` projected."""
+def projected(data: bytes, read_committed: bool, columns, keys=None, with_keys=False):
+    """Offsets, timestamps (and keys), errors and where framing stopped, with ``columns`` projected
+    and the ``keys`` bound."""
     sink, rows = [], []
     it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, read_committed=read_committed,
-                             columns=columns)
+                             columns=columns, keys=keys)
     for rb in it:
-        rows += list(zip(rb.column("offset").to_pylist(), rb.column("timestamp").to_pylist()))
+        rows += list(zip(rb.column("offset").to_pylist(), rb.column("timestamp").to_pylist(),
+                         *([rb.column("key").to_pylist()] if with_keys else [])))
     errors = [(e["error"], e["position"], e["base_offset"]) for e in sink]
     return rows, errors, it.position, it.stop_reason
 

@@ -18,6 +18,7 @@
 # and rows are never built; a null key is in no set.
 
 from libc.string cimport memcmp
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 
 cdef dict _schemas = {}
@@ -74,32 +75,77 @@ def checked_keys(keys, str where="iter_arrow"):
     return frozenset(out)
 
 
+cdef struct KeyTable:
+    # The keys of a _KeySet as C sees them, so that a record's key is tested without the GIL: the
+    # keys sorted as Python sorts bytes (memcmp over the shorter length, then the shorter first),
+    # their bytes the _KeySet's own bytes objects' (alive as long as it is).
+    Py_ssize_t n
+    uint64_t lengths            # a bit per key length (mod 64)
+    const uint8_t **data
+    int32_t *size
+
+
+cdef inline int key_order(const uint8_t *a, int32_t an, const uint8_t *b, int32_t bn) noexcept nogil:
+    cdef int c = memcmp(a, b, an if an < bn else bn) if an and bn else 0
+    if c:
+        return c
+    return (an > bn) - (an < bn)
+
+
+cdef bint key_table_has(const KeyTable *t, const uint8_t *p, int32_t n) noexcept nogil:
+    """Whether the n bytes at p are one of t's keys: a bit per key length rejects most other
+    keys before any byte is compared; a few keys are compared one by one, more by bisection."""
+    cdef Py_ssize_t lo = 0, hi = t.n, mid
+    cdef int c
+    if n < 0 or not ((t.lengths >> (n & 63)) & 1):
+        return False
+    if t.n <= _KEYS_COMPARED:
+        for mid in range(t.n):
+            if t.size[mid] == n and (n == 0 or memcmp(t.data[mid], p, n) == 0):
+                return True
+        return False
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        c = key_order(t.data[mid], t.size[mid], p, n)
+        if c == 0:
+            return True
+        if c < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
 @cython.final
 cdef class _KeySet:
-    """The keys a read keeps: whether a record's key bytes are one of them.  A bit per key
-    length (mod 64) rejects most other keys before any byte is compared."""
-    cdef tuple keys                 # bytes, compared one by one when few
-    cdef frozenset lookup           # the same, looked up when many
-    cdef uint64_t lengths
+    """The keys a read keeps: whether a record's key bytes are one of them (``table``, tested
+    without the GIL by the record loops)."""
+    cdef tuple keys                 # bytes, sorted: the table's bytes
+    cdef KeyTable table
 
     def __cinit__(self, keys):
         cdef bytes k
+        cdef Py_ssize_t i
         self.keys = tuple(sorted(checked_keys(keys)))
-        self.lookup = frozenset(self.keys)
-        self.lengths = 0
-        for k in self.keys:
-            self.lengths |= (<uint64_t>1) << (len(k) & 63)
+        self.table.n = len(self.keys)
+        self.table.lengths = 0
+        self.table.data = <const uint8_t **>PyMem_Malloc(max(self.table.n, 1) * sizeof(uint8_t *))
+        self.table.size = <int32_t *>PyMem_Malloc(max(self.table.n, 1) * sizeof(int32_t))
+        if self.table.data == NULL or self.table.size == NULL:
+            raise MemoryError()
+        for i, k in enumerate(self.keys):
+            if len(k) > INT32_MAX:
+                raise UsageError("a key of the keys bound is over 2 GiB")
+            self.table.data[i] = <const uint8_t *><const char *>k
+            self.table.size[i] = <int32_t>len(k)
+            self.table.lengths |= (<uint64_t>1) << (len(k) & 63)
 
-    cdef inline bint has(self, const uint8_t *p, int32_t n):
-        cdef bytes k
-        if n < 0 or not ((self.lengths >> (n & 63)) & 1):
-            return False
-        if len(self.keys) <= _KEYS_COMPARED:
-            for k in self.keys:
-                if len(k) == n and (n == 0 or memcmp(<const char *>k, p, n) == 0):
-                    return True
-            return False
-        return PyBytes_FromStringAndSize(<const char *>p, n) in self.lookup
+    def __dealloc__(self):
+        PyMem_Free(self.table.data)
+        PyMem_Free(self.table.size)
+
+    cdef inline bint has(self, const uint8_t *p, int32_t n) noexcept:
+        return key_table_has(&self.table, p, n)
 
 
 @cython.final
@@ -324,6 +370,7 @@ cdef struct FullRows:
     bint want_key           # (_ArrowColumns'): a column not wanted is left empty
     bint want_value
     bint want_headers
+    const KeyTable *keys    # a key bound's keys (NULL: every record): others are read, not written
     int32_t *ko
     int32_t *vo
     int64_t *offs
@@ -488,6 +535,8 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
         if unlikely(scan_v2_record(it, &v, &pos, end) != 0):
             status = ROWS_FAULT
             break
+        if st.keys != NULL and not key_table_has(st.keys, v.key, v.key_len):
+            continue                    # read (and checked), not kept: no row
         if not want_key:                # an empty key: nothing copied (the column is dropped)
             v.key = start
             v.key_len = 0
@@ -627,7 +676,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
     cdef Py_ssize_t r0 = cols.rows
     cdef int status
-    cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES and cols.keys is None
+    cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES
     if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
         raise ColumnOverflowError("binary column over 2 GiB")
     st.ko = <int32_t *>reserve_tail(key.offsets, rows * 4, False)
@@ -655,12 +704,11 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     st.want_key = cols.want_key
     st.want_value = cols.want_value
     st.want_headers = cols.want_headers
+    st.keys = &cols.keys.table if cols.keys is not None else NULL
     headers_in(cols, &st)
     try:
         while it._remaining > 0 and st.row < st.end_row:
-            if cols.keys is not None:
-                status = ROWS_SLOW
-            elif nogil_walk:
+            if nogil_walk:
                 with nogil:
                     status = full_rows(it, &st)
             else:
@@ -801,6 +849,24 @@ cdef int put_batch_columns(_ArrowColumns cols, RecordBatch b, Py_ssize_t r0, Py_
     return 0
 
 
+cdef Py_ssize_t keyed_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end, Py_ssize_t room,
+                           int64_t *offs, int64_t *tss, const KeyTable *keys, bint *fault) noexcept nogil:
+    """The offsets and timestamps of the batch's records whose key is one of `keys`, at most `room`
+    of them, each record read by the scanner; how many were kept.  *fault: a record the scanner
+    refuses (described in it._fault, raised by the caller), where the reading stopped."""
+    cdef RecordView v
+    cdef Py_ssize_t kept = 0
+    while it._remaining > 0 and kept < room:
+        if unlikely(scan_v2_record(it, &v, pos, end) != 0):
+            fault[0] = True
+            break
+        if key_table_has(keys, v.key, v.key_len):
+            offs[kept] = v.offset
+            tss[kept] = v.timestamp
+            kept += 1
+    return kept
+
+
 cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                      bint strict, bint crc_after) except -1:
     """The offsets and timestamps of one v2 batch's records (lean columns), by the meta-only
@@ -818,19 +884,18 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     cdef int64_t *offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
     cdef int64_t *tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
     cdef int32_t *tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
-    while it._remaining > 0 and row < end_row:
-        if keys is not None:
-            # a key bound: every record's key is compared, so the scanner reads each one
-            if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
-                raise_record_fault(it)
-            if not keys.has(v.key, v.key_len):
-                continue
-            offs[0] = v.offset
-            tss[0] = v.timestamp
-            offs += 1
-            tss += 1
-            row += 1
-            continue
+    cdef bint fault = False
+    if keys is not None:
+        # a key bound: every record's key is compared, so the scanner reads each one (without the
+        # GIL for a batch worth it, as the walk)
+        if payload >= WALK_NOGIL_MIN_BYTES:
+            with nogil:
+                row += keyed_meta(it, &pos, payload_end, end_row - row, offs, tss, &keys.table, &fault)
+        else:
+            row += keyed_meta(it, &pos, payload_end, end_row - row, offs, tss, &keys.table, &fault)
+        if fault:
+            raise_record_fault(it)
+    while keys is None and it._remaining > 0 and row < end_row:
         walked = walk_v2_meta(it, &pos, payload_end, end_row - row, offs, tss)
         offs += walked
         tss += walked
@@ -1046,11 +1111,11 @@ def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
 def decodes_without_gil(columns, /, *, batch_columns=False, keys=None, strict=False) -> bool:
     """Whether ``iter_arrow`` with these ``columns``, ``batch_columns``, ``keys`` and ``strict``
     walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
-    for a batch of 16 KiB and more; the batch columns' rows are filled after it, without the GIL
-    too): what a reader decoding on several threads gains from.  A key bound's test is made
-    record by record with the GIL held, and so are a strict read's offsets and timestamps (the
-    scanner's further rules, record by record)."""
-    return keys is None and not (strict and is_lean(columns, batch_columns))
+    for a batch of 16 KiB and more; the batch columns' rows are filled after it, and a key
+    bound's keys are tested in it, without the GIL too): what a reader decoding on several
+    threads gains from.  A strict read's offsets and timestamps are read record by record with
+    the GIL held (the scanner's further rules)."""
+    return not (strict and is_lean(columns, batch_columns))
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,

@@ -70,7 +70,8 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             keys=config.bounds.keys)
 
     # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
-    # record loop (the batch columns' rows too); a key bound's test holds it, record by record
+    # record loop (the batch columns' rows and a key bound's test too); a strict read of
+    # offsets and timestamps holds it, record by record
     # (a read of no more than one window's bytes has nothing to decode side by side: no pool)
     sizes = sum(rr.size for rr in ranges)
     on_pool = (config.threads > 1 and quarantine is None and ranges

@@ -93,3 +93,41 @@ def test_null_key_is_in_no_set_and_keys_must_be_bytes():
                           (b"k1", "keys is a set of keys, not one bytes"), (5, "keys is a set of keys, not int")):
         with pytest.raises(UsageError, match=message):
             list(kafkarec.iter_arrow(data, keys=keys))
+
+
+def _large_v2_log(compression=Compression.NONE) -> bytes:
+    """Batches of 16 KiB and more (their records walked without the GIL), keys that are prefixes
+    of one another, empty, or hold bytes past 0x7f (an order by signed bytes would differ)."""
+    pool = [b"", b"a", b"ab", b"abc", b"b", b"\xff", b"\xff\x00", b"\x00", b"\x7f\x80", b"zz" * 40]
+    out, offset = b"", 0
+    for n in range(3):
+        keys = [None if i % 11 == 0 else pool[(i * 7 + n) % len(pool)] + (b"" if i % 3 else b"%d" % (i % 4))
+                for i in range(400)]
+        values = [b"v%d-%d-" % (n, i) + b"x" * 60 for i in range(400)]
+        out += kafkarec.build_batch(values, keys=keys, base_offset=offset, compression=compression)
+        offset += 400
+    assert all(b.size_in_bytes >= 16384 for b in kafkarec.iter_batches(out)) or compression != Compression.NONE
+    return out
+
+
+EDGES_FEW = [b"", b"ab", b"\xff", b"zz" * 40]
+EDGES_MANY = [b"", b"a", b"a0", b"ab", b"ab1", b"abc", b"abc2", b"b", b"b3", b"\xff", b"\xff\x00",
+              b"\x00", b"\x7f\x80", b"\x7f", b"zz" * 40, b"zz" * 39, b"c", b"d", b"e", b"f"]
+
+
+@pytest.mark.parametrize("keys", [EDGES_FEW, EDGES_MANY, [b"absent"] * 1], ids=["few", "many", "absent"])
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.ZSTD], ids=["none", "zstd"])
+def test_keys_in_batches_walked_without_the_gil(keys, compression):
+    """The record loops test each key without the GIL: a few keys one by one, more by bisection in
+    Python's order of bytes; every projection as the whole read filtered."""
+    assert len(EDGES_MANY) > 16
+    data = _large_v2_log(compression)
+    for kwargs in ({}, {"batch_columns": True}, {"columns": ["offset", "timestamp"]},
+                   {"columns": ["key", "offset"]}):
+        got = _read(data, keys, **kwargs)
+        want = _filtered(data, keys, **kwargs)
+        assert got.equals(want), kwargs
+        if keys is not EDGES_MANY or "columns" in kwargs:
+            continue
+        assert set(got["key"].to_pylist()) == set(keys) & set(kafkarec.to_arrow(data)["key"].to_pylist())
+        assert got.num_rows > 100

@@ -101,19 +101,21 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
 
 def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
     """The meta-only walk and the full decode walk a batch's records without the GIL, the batch
-    columns' rows too: those reads decode on the pool.  A key bound's test holds it record by
-    record: that read stays in the consumer's thread (a pool would only contend with it)."""
+    columns' rows and a key bound's test too: those reads decode on the pool.  A strict read of
+    offsets and timestamps holds it record by record: that read stays in the consumer's thread
+    (a pool would only contend with it)."""
     for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]},
                     {"columns": ["offset", "batchPosition"], "batch_columns": True}):
         reader = iter(LogScan(partition, threads=3, **options))
-        next(reader)
+        next(reader, None)
         assert _decode_threads(), options
         reader.close()
-    for options in ({"columns": ["offset"], "bounds": Bounds(keys=[b"k"])},):
-        reader = iter(LogScan(partition, threads=3, **options))
-        next(reader, None)
-        assert not _decode_threads(), options
-        reader.close()
+    import dataclasses
+    strict = dataclasses.replace(ScanConfig.of(partition, columns=["offset"], threads=3), strict=True)
+    reader = iter(LogScan(strict))
+    next(reader, None)
+    assert not _decode_threads()
+    reader.close()
 
 
 def test_order_kept_across_many_windows(partition, small_windows):
@@ -350,6 +352,11 @@ def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, m
     {"bounds": Bounds(timestamps=(T0 + 2000, T0 + 4000))},
     {"selection": {"startingOffsets": "earliest"}, "isolation_level": "read_committed"},
     {"bounds": Bounds(offsets=(1, None)), "columns": ["offset", "timestamp"]},
+    # a key bound: each record's key tested in the record loops, without the GIL (few keys are
+    # compared one by one, more by bisection)
+    {"bounds": Bounds(keys=[b"k3"]), "columns": ["offset", "timestamp"]},
+    {"bounds": Bounds(keys=[b"k1", b"k5"])},
+    {"bounds": Bounds(keys=[b"k%d" % i for i in range(0, 60, 2)]), "batch_columns": True},
 ])
 def test_a_listed_read_decodes_on_the_pool_as_one_after_the_other(partition, logroot, monkeypatch, options):
     """A read planned over a listing (bounds, a selection) decodes its ranges on the pool too, each
