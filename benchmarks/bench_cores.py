@@ -19,7 +19,10 @@ warm, best of ``--repeats``, for ``offset, timestamp`` (meta) and ``offset, time
   and over :func:`kafkarec.engines.duckdb.register` (``threads=T``), DuckDB at ``threads`` T;
 * ``polars-parquet`` and ``polars-kafkarec``: ``scan_parquet`` and
   :func:`kafkarec.engines.polars.scan_log` (``threads=T``) ``.select(...).collect()`` (Polars' own
-  threads are set once a process: its default, all cores).
+  threads are set once a process: its default, all cores);
+* ``batch`` (with ``--only``): the reader's whole rows with the batch columns (``batch_columns=True``);
+* ``keyed`` (with ``--only``): the reader with a key bound of ten of the log's keys (every record
+  read and its key tested; rows/s counts the records read).
 
 Then the peak RSS of a streaming read (``LogScan`` batches counted and dropped, kv) at each thread
 count, each in a child process of its own, against the one-thread read's.  Prints a table (M rows/s
@@ -211,6 +214,22 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
         for query, columns in QUERIES.items():
             emit(query, "polars-parquet", pl.thread_pool_size(),
                  *best(lambda: pl.scan_parquet(files).select(columns).collect().height, args.repeats))
+    if "batch" in only or "keyed" in only:
+        from kafkarec.scan import Bounds
+        # ten keys of the log (a search for a few records, as DuckDB's ``WHERE key IN (...)``): every
+        # record read and its key tested, ~100 rows kept
+        keys = LogScan(log, columns=["key"], limit=10).to_table().column("key").to_pylist()
+        for t in steps:
+            if "batch" in only:
+                emit("batch", "reader", t, *best(lambda: LogScan(log, batch_columns=True, threads=t).to_table().num_rows,
+                                                 args.repeats))
+            if "keyed" in only:
+                seconds, kept = best(lambda: LogScan(log, bounds=Bounds(keys=keys), threads=t).to_table().num_rows,
+                                     args.repeats)
+                results.append({"query": "keyed", "who": "reader", "threads": t, "seconds": seconds,
+                                "rows_per_s": n / seconds, "kept": kept})
+                print(f"keyed reader             {t:7d} {seconds:8.3f} {n / seconds / 1e6:9.2f}  "
+                      f"(records read and tested; {kept} kept)", flush=True)
     rss = {}
     if "rss" in only:
         for t in steps:
