@@ -444,7 +444,7 @@ cdef inline void headers_out(_ArrowColumns cols, FullRows *st) noexcept:
     cols.header_entries.length = st.entries
 
 
-cdef inline int put_headers(FullRows *st, RecordView *v) noexcept nogil:
+cdef inline always_inline_int put_headers(FullRows *st, RecordView *v) noexcept nogil:
     """A record's headers appended to the header columns as add_headers appends them; 0, or
     ROWS_SLOW with nothing appended: a column lacks room (or would pass 2 GiB), or a header key is
     not UTF-8 outside strict reads (Java's replacement builds a str: the GIL's path does it).
@@ -508,7 +508,18 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     """The records of st's batch into the full row's columns, through raw pointers into the room
     reserved for them, until the batch's records are read (ROWS_DONE), a record is refused
     (ROWS_FAULT) or one is left to the GIL's path (ROWS_SLOW, not moved past).  No Python object
-    is touched: a reader decoding windows on several threads decodes them at once."""
+    is touched: a reader decoding windows on several threads decodes them at once.  A key bound
+    takes a loop of its own (full_rows_keyed), so the common one tests nothing for it."""
+    if st.keys != NULL:
+        return full_rows_keyed(it, st)
+    return full_rows_loop(it, st, False)
+
+
+cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
+    return full_rows_loop(it, st, True)
+
+
+cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed) noexcept nogil:
     cdef RecordView v
     cdef const uint8_t *pos = st.pos
     cdef const uint8_t *end = st.end
@@ -535,7 +546,7 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
         if unlikely(scan_v2_record(it, &v, &pos, end) != 0):
             status = ROWS_FAULT
             break
-        if st.keys != NULL and not key_table_has(st.keys, v.key, v.key_len):
+        if keyed and not key_table_has(st.keys, v.key, v.key_len):
             continue                    # read (and checked), not kept: no row
         if not want_key:                # an empty key: nothing copied (the column is dropped)
             v.key = start
