@@ -133,9 +133,10 @@ class build_ext_release(build_ext):
     def finalize_options(self):
         super().finalize_options()
         if self.editable_mode:
+            base = self.get_finalized_command("build").build_base   # build/, or a check build's
             where = f".{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
-            self.build_lib = os.path.join("build", "lib" + where)
-            self.build_temp = os.path.join("build", "temp" + where)
+            self.build_lib = os.path.join(base, "lib" + where)
+            self.build_temp = os.path.join(base, "temp" + where)
 
     def build_extensions(self):
         for attr in ("compiler_so", "compiler_so_cxx"):

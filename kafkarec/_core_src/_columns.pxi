@@ -906,19 +906,20 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
             row += keyed_meta(it, &pos, payload_end, end_row - row, offs, tss, &keys.table, &fault)
         if fault:
             raise_record_fault(it)
-    while keys is None and it._remaining > 0 and row < end_row:
-        walked = walk_v2_meta(it, &pos, payload_end, end_row - row, offs, tss)
-        offs += walked
-        tss += walked
-        row += walked
-        if it._remaining > 0 and row < end_row:
-            if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
-                raise_record_fault(it)
-            offs[0] = v.offset
-            tss[0] = v.timestamp
-            offs += 1
-            tss += 1
-            row += 1
+    else:
+        while it._remaining > 0 and row < end_row:
+            walked = walk_v2_meta(it, &pos, payload_end, end_row - row, offs, tss)
+            offs += walked
+            tss += walked
+            row += walked
+            if it._remaining > 0 and row < end_row:
+                if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
+                    raise_record_fault(it)
+                offs[0] = v.offset
+                tss[0] = v.timestamp
+                offs += 1
+                tss += 1
+                row += 1
     for i in range(row - r0):
         tts[i] = ts_type
     if it._remaining > 0:
@@ -1119,8 +1120,8 @@ def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
     return keys is None and is_lean(columns, batch_columns)
 
 
-def decodes_without_gil(columns, /, *, batch_columns=False, keys=None, strict=False) -> bool:
-    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns``, ``keys`` and ``strict``
+def decodes_without_gil(columns, /, *, batch_columns=False, strict=False) -> bool:
+    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``strict``
     walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
     for a batch of 16 KiB and more; the batch columns' rows are filled after it, and a key
     bound's keys are tested in it, without the GIL too): what a reader decoding on several

@@ -77,7 +77,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     on_pool = (config.threads > 1 and quarantine is None and ranges
                and sizes > local.READ_WINDOW_BYTES
                and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
-                                                      keys=config.bounds.keys, strict=options is not None and options.strict)
+                                                      strict=options is not None and options.strict)
                # only windows reach the pool (a listed range read whole would hold all its rows,
                # threads + 1 times over)
                and all(rr.windowed(split) for rr in ranges))
