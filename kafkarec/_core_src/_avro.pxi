@@ -79,6 +79,17 @@ cdef struct AvOp:
     int64_t n         # size, flags, packed indexes
 
 
+cdef struct AvCode:
+    # A program's arrays as the rows that run without the GIL read them (_AvroProgram.code).
+    const AvOp *ops
+    const int32_t *kids
+    const int32_t *aux
+    const uint8_t **blob_ptr
+    const Py_ssize_t *blob_len
+    int32_t root
+    PyObject *prog              # the _AvroProgram: its errors' words, read with the GIL
+
+
 @cython.final
 cdef class _AvroProgram:
     """A compiled writer -> reader resolution (see kafkarec/avro/program.py)."""
@@ -92,6 +103,7 @@ cdef class _AvroProgram:
     cdef list errors
     cdef int32_t root
     cdef bint raw_bytes
+    cdef AvCode code
 
     def __cinit__(self, list ops, list kids, list aux, list blobs, list errors, int root, bint raw_bytes):
         cdef Py_ssize_t i
@@ -116,6 +128,13 @@ cdef class _AvroProgram:
         self.errors = list(errors)
         self.root = root
         self.raw_bytes = raw_bytes
+        self.code.ops = self.ops
+        self.code.kids = self.kids
+        self.code.aux = self.aux
+        self.code.blob_ptr = self.blob_ptr
+        self.code.blob_len = self.blob_len
+        self.code.root = root
+        self.code.prog = <PyObject *>self
 
     def __dealloc__(self):
         free(self.ops)
@@ -127,17 +146,50 @@ cdef class _AvroProgram:
 
 @cython.final
 cdef class _AvExec(_TypedRows):
-    """The state of one decode and its per-row step: the columns (borrowed pointers, owned by a
-    list), the writer's program and the budget of items that take no bytes (array<null>...), reset
-    for each value so that one corrupt row cannot fail the rows after it."""
-    cdef PyObject **cols
-    cdef _AvroProgram prog
+    """The state of one decode and its per-row step: the reader's columns as raw room (rooms[i] is
+    column i, written without the GIL; stored back into the columns before a failed row is cut
+    and at the end), and the budget of items that take no bytes (array<null>...), reset for each
+    value so that one corrupt row cannot fail the rows after it."""
+    cdef list cols                  # the _Column of each room (owned here)
+    cdef ColRoom *rooms
+    cdef ColRoom **kid_rooms        # every room's kids, one array
+    cdef Py_ssize_t nrooms
+    cdef int root_col
     cdef Py_ssize_t items
     cdef Py_ssize_t max_items
     cdef int skip_depth             # records being skipped, one inside another (recursive writers)
 
     def __dealloc__(self):
-        free(self.cols)
+        free(self.rooms)
+        free(self.kid_rooms)
+
+    cdef int load(self) except -1:
+        cdef Py_ssize_t i
+        for i in range(self.nrooms):
+            room_load(&self.rooms[i])
+        return 0
+
+    cdef int store(self) except -1:
+        cdef Py_ssize_t i
+        for i in range(self.nrooms):
+            room_store(&self.rooms[i])
+        return 0
+
+    cdef const void *code_of(self, object writer) except? NULL:
+        cdef _AvroProgram prog = <_AvroProgram>writer
+        # Confluent's raw `bytes` body takes a scratch copy (row(), with the GIL)
+        return NULL if prog.raw_bytes else <const void *>&prog.code
+
+    cdef int run(self, TypedSpan *spans, Py_ssize_t count, Py_ssize_t *done) except -1:
+        while done[0] < count:
+            if spans[done[0]].code == NULL:
+                self.row(<object>spans[done[0]].writer, spans[done[0]].value, spans[done[0]].length,
+                         spans[done[0]].body)
+                done[0] += 1
+                continue
+            with nogil:
+                av_rows(self, spans, count, done)
+        return 0
 
     cdef int row(self, object writer, const uint8_t *value, Py_ssize_t length, Py_ssize_t body) except -1:
         cdef _AvroProgram prog = <_AvroProgram>writer
@@ -154,12 +206,42 @@ cdef class _AvExec(_TypedRows):
                         False, False)
         else:
             cursor_init(&c, value + body, length - body, body, False, False)
-        self.prog = prog
         self.items = 0                  # the budget is per value: a corrupt row spends only its own
-        return av_run(self, prog.ops, prog.root, &c)
+        return av_run(self, &prog.code, prog.root, &c)
 
-    cdef void row_failed(self) noexcept:
+    cdef Py_ssize_t rows(self) noexcept:
+        return self.rooms[self.root_col].length
+
+    cdef int null_row(self) except -1:
+        return room_null(&self.rooms[self.root_col])
+
+    cdef int failed(self, Py_ssize_t before) except -1:
         self.skip_depth = 0             # a row that failed inside skipped records left it raised
+        self.store()
+        col_truncate(self.root, before)
+        col_null(self.root)
+        return self.load()
+
+    cdef object finish(self):
+        self.store()
+        return col_finish(self.root)
+
+
+cdef int av_rows(_AvExec ex, TypedSpan *spans, Py_ssize_t count, Py_ssize_t *done) except -1 nogil:
+    """The rows of spans[done[0]:count] up to the first whose writer needs the GIL (code NULL)."""
+    cdef Cursor c
+    cdef const AvCode *code
+    cdef Py_ssize_t k
+    for k in range(done[0], count):
+        code = <const AvCode *>spans[k].code
+        if code == NULL:
+            return 0
+        cursor_init(&c, spans[k].value + spans[k].body, spans[k].length - spans[k].body, spans[k].body,
+                    False, False)
+        ex.items = 0                    # the budget is per value
+        av_run(ex, code, code.root, &c)
+        done[0] = k + 1
+    return 0
 
 
 # Deepest nesting of skipped records (only a recursive writer type can nest past its schema);
@@ -172,88 +254,107 @@ cdef int av_fail(Cursor *c, const uint8_t *at, str reason) except -1:
     return cursor_fail(c, at, AvroDecodeError, reason)
 
 
-cdef int av_int(Cursor *c, int32_t *out, str what) except -1:
+cdef int av_fail_at(Cursor *c, const uint8_t *at, const char *what, const char *reason) except -1 nogil:
+    """av_fail of "what: reason" (C strings), from rows that run without the GIL."""
+    with gil:
+        av_fail(c, at, what.decode("ascii") + ": " + reason.decode("ascii"))
+    return -1
+
+
+cdef int av_int(Cursor *c, int32_t *out, const char *what) except -1 nogil:
     cdef int status = take_varint(&c.pos, c.end, False, out)
     if unlikely(status != VARINT_OK):
-        av_fail(c, c.pos, f"{what}: " + ("int runs past the end of the value" if status == VARINT_PAST_END
-                                         else "invalid int encoding (more than 5 bytes)"))
+        av_fail_at(c, c.pos, what, "int runs past the end of the value" if status == VARINT_PAST_END
+                   else "invalid int encoding (more than 5 bytes)")
     return 0
 
 
-cdef inline always_inline_int av_long(Cursor *c, int64_t *out, str what) except -1:
+cdef inline always_inline_int av_long(Cursor *c, int64_t *out, const char *what) except -1 nogil:
     cdef int status = take_varlong(&c.pos, c.end, False, out)
     if unlikely(status != VARINT_OK):
-        av_fail(c, c.pos, f"{what}: " + ("long runs past the end of the value" if status == VARLONG_PAST_END
-                                         else "invalid long encoding (more than 10 bytes)"))
+        av_fail_at(c, c.pos, what, "long runs past the end of the value" if status == VARLONG_PAST_END
+                   else "invalid long encoding (more than 10 bytes)")
     return 0
 
 
-cdef inline always_inline_cptr av_take(Cursor *c, int64_t n, str what) except NULL:
+cdef int av_take_failed(Cursor *c, int64_t n, const char *what) except -1 nogil:
+    with gil:
+        if n < 0:
+            av_fail(c, c.pos, f"{what.decode('ascii')}: negative length {n}")
+        av_fail(c, c.pos, f"{what.decode('ascii')} needs {n} bytes but only {c.end - c.pos} remain in the value")
+    return -1
+
+
+cdef inline always_inline_cptr av_take(Cursor *c, int64_t n, const char *what) except NULL nogil:
     cdef const uint8_t *p = span_take(&c.pos, c.end, n)
     if unlikely(p == NULL):
-        if n < 0:
-            av_fail(c, c.pos, f"{what}: negative length {n}")
-        av_fail(c, c.pos, f"{what} needs {n} bytes but only {c.end - c.pos} remain in the value")
+        av_take_failed(c, n, what)
     return p
 
 
-cdef int av_decimal(Cursor *c, _Column col, const uint8_t *p, int64_t n, int width) except -1:
+cdef int av_decimal(Cursor *c, ColRoom *col, const uint8_t *p, int64_t n, int width) except -1 nogil:
     """Big-endian two's complement of n bytes -> little-endian `width` bytes."""
     cdef uint8_t out[32]
     cdef uint8_t fill = 0xFF if n > 0 and (p[0] & 0x80) else 0
     cdef int64_t k
+    cdef bint fits = True
     if n == 0:
-        # Java's Conversions.DecimalConversion (new BigInteger(bytes)) and from_avro refuse it
-        av_fail(c, p, "a decimal of zero bytes (Java's BigInteger refuses an empty two's complement)")
+        with gil:
+            # Java's Conversions.DecimalConversion (new BigInteger(bytes)) and from_avro refuse it
+            av_fail(c, p, "a decimal of zero bytes (Java's BigInteger refuses an empty two's complement)")
     if n > width:
         for k in range(n - width):
             if p[k] != fill:
-                av_fail(c, p, f"decimal of {n} bytes does not fit in {width * 8} bits")
+                fits = False
         if (p[n - width] & 0x80) != (fill & 0x80):
-            av_fail(c, p, f"decimal of {n} bytes does not fit in {width * 8} bits")
+            fits = False
+        if not fits:
+            with gil:
+                av_fail(c, p, f"decimal of {n} bytes does not fit in {width * 8} bits")
     memset(out, fill, 32)
     for k in range(min(n, width)):
         out[k] = p[n - 1 - k]
     if not kr_decimal_fits(out, width, col.precision):
-        av_fail(c, p, f"decimal value has more than {col.precision} digits (the reader's precision)")
-    cdef _Growable v = col.values
-    if v.size + width > v.capacity:
-        v.reserve(width)
-    if width == 16:             # fixed sizes: inlined copies, not a libc call per value
-        memcpy(v.data + v.size, out, 16)
-    else:
-        memcpy(v.data + v.size, out, 32)
-    v.size += width
-    return col_ok(col)
+        with gil:
+            av_fail(c, p, f"decimal value has more than {col.precision} digits (the reader's precision)")
+    room_put(col, out, width)
+    return room_ok(col)
 
 
 cdef int av_block_count(_AvExec ex, Cursor *c, const AvOp *op, bint zero_size, int64_t *count,
-                        int64_t *block_bytes, str what) except -1:
+                        int64_t *block_bytes, bint is_map) except -1 nogil:
     """Read a block's item count (and byte size when the count is negative) and
     bound it by the remaining bytes, or the items budget for zero-size items."""
     cdef const uint8_t *at = c.pos
+    cdef const char *what = "map" if is_map else "array"
     av_long(c, count, what)
     block_bytes[0] = -1
     if count[0] < 0:
         if count[0] == -INT64_MAX - 1:
-            av_fail(c, at, f"{what}: invalid block count {count[0]}")
+            with gil:
+                av_fail(c, at, f"{what.decode('ascii')}: invalid block count {count[0]}")
         count[0] = -count[0]
-        av_long(c, block_bytes, what + " block size")
+        av_long(c, block_bytes, "map block size" if is_map else "array block size")
         if block_bytes[0] < 0 or block_bytes[0] > c.end - c.pos:
-            av_fail(c, at, f"{what}: block of {block_bytes[0]} bytes but {c.end - c.pos} remain in the value")
+            with gil:
+                av_fail(c, at, f"{what.decode('ascii')}: block of {block_bytes[0]} bytes but "
+                               f"{c.end - c.pos} remain in the value")
     if zero_size:
         # compared before adding: a count near 2**63 must not wrap the sum
         if count[0] > ex.max_items - ex.items:
-            av_fail(c, at, f"{what}: more than {ex.max_items} items that take no bytes in one value "
-                           "(the max_items budget)")
+            with gil:
+                av_fail(c, at, f"{what.decode('ascii')}: more than {ex.max_items} items that take no "
+                               "bytes in one value (the max_items budget)")
         ex.items += count[0]
     elif count[0] > c.end - c.pos:
-        av_fail(c, at, f"{what}: block of {count[0]} items but only {c.end - c.pos} bytes remain in the value")
+        with gil:
+            av_fail(c, at, f"{what.decode('ascii')}: block of {count[0]} items but only {c.end - c.pos} "
+                           "bytes remain in the value")
     return 0
 
 
-cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
-    cdef const AvOp *op = &ops[i]
+cdef int av_skip(_AvExec ex, const AvCode *code, int32_t i, Cursor *c) except -1 nogil:
+    cdef const AvOp *op = &code.ops[i]
     cdef int32_t iv
     cdef int64_t lv, count, nbytes, k
     cdef int kind = op.kind
@@ -278,20 +379,22 @@ cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         # as the data says: bounded here, not by the C stack.
         ex.skip_depth += 1
         if ex.skip_depth > AV_MAX_SKIP_DEPTH:
-            av_fail(c, c.pos, f"records nested deeper than {AV_MAX_SKIP_DEPTH} levels")
+            with gil:
+                av_fail(c, c.pos, f"records nested deeper than {AV_MAX_SKIP_DEPTH} levels")
         for k in range(op.b):
-            av_skip(ex, ops, ex.prog.kids[op.a + k], c)
+            av_skip(ex, code, code.kids[op.a + k], c)
         ex.skip_depth -= 1
         return 0
     if kind == OP_SKIP_UNION:
         av_int(c, &iv, "union index")
         if iv < 0 or iv >= op.b:
-            av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
-        return av_skip(ex, ops, ex.prog.kids[op.a + iv], c)
+            with gil:
+                av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
+        return av_skip(ex, code, code.kids[op.a + iv], c)
     if kind == OP_SKIP_ARRAY or kind == OP_SKIP_MAP:
         while True:
             av_block_count(ex, c, op, kind == OP_SKIP_ARRAY and op.n == 1, &count, &nbytes,
-                           "array" if kind == OP_SKIP_ARRAY else "map")
+                           kind == OP_SKIP_MAP)
             if count == 0:
                 return 0
             if nbytes >= 0:             # a block with its size: skipped whole, within the value
@@ -301,16 +404,17 @@ cdef int av_skip(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                 if kind == OP_SKIP_MAP:
                     av_long(c, &lv, "map key length")
                     av_take(c, lv, "map key")
-                av_skip(ex, ops, op.a, c)
+                av_skip(ex, code, op.a, c)
     # any other op reads a value; a skip never reaches one
-    raise AssertionError(f"avro op {kind} is not a skip")
+    with gil:
+        raise AssertionError(f"avro op {kind} is not a skip")
 
 
-cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
-    cdef const AvOp *op = &ops[i]
-    cdef _Column col
-    cdef _Column ch
-    cdef _Column keys
+cdef int av_run(_AvExec ex, const AvCode *code, int32_t i, Cursor *c) except -1 nogil:
+    cdef const AvOp *op = &code.ops[i]
+    cdef ColRoom *col
+    cdef ColRoom *ch
+    cdef ColRoom *keys
     cdef int32_t iv
     cdef int64_t lv, count, nbytes, k
     cdef float fv
@@ -318,41 +422,46 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
     cdef const uint8_t *p
     cdef const uint8_t *at
     cdef Cursor d
-    cdef _AvroProgram prog
     cdef int kind = op.kind
     # one if/elif chain on kind: Cython compiles it to a C switch (a jump table)
     if kind == OP_LONG:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         av_long(c, &lv, "long")
-        grow_put(col.values, &lv, 8)
-        return col_ok(col)
+        room_put(col, &lv, 8)
+        return room_ok(col)
     elif kind == OP_STR or kind == OP_BYTES:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         at = c.pos
-        av_long(c, &lv, "string length" if kind == OP_STR else "bytes length")
-        p = av_take(c, lv, "string" if kind == OP_STR else "bytes")
-        if kind == OP_STR and not is_utf8(p, lv):
-            av_fail(c, at, "string is not valid UTF-8")
-        return col_put_bin(col, p, lv, c.end)
+        if kind == OP_STR:
+            av_long(c, &lv, "string length")
+            p = av_take(c, lv, "string")
+            if not is_utf8(p, lv):
+                with gil:
+                    av_fail(c, at, "string is not valid UTF-8")
+        else:
+            av_long(c, &lv, "bytes length")
+            p = av_take(c, lv, "bytes")
+        return room_put_bin(col, p, lv, c.end)
     elif kind == OP_RECORD:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         for k in range(op.b):
-            av_run(ex, ops, ex.prog.kids[op.a + k], c)
-        return col_ok(col)
+            av_run(ex, code, code.kids[op.a + k], c)
+        return room_ok(col)
     elif kind == OP_WUNION:
         av_int(c, &iv, "union index")
         if iv < 0 or iv >= op.b:
-            av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
-        return av_run(ex, ops, ex.prog.kids[op.a + iv], c)
+            with gil:
+                av_fail(c, c.pos, f"union branch index {iv} is out of range ({op.b} branches)")
+        return av_run(ex, code, code.kids[op.a + iv], c)
     elif kind == OP_SET_NULL:
-        return col_null(<_Column>ex.cols[op.col])
+        return room_null(&ex.rooms[op.col])
     elif kind == OP_INT:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         av_int(c, &iv, "int")
-        grow_put(col.values, &iv, 4)
-        return col_ok(col)
+        room_put(col, &iv, 4)
+        return room_ok(col)
     elif kind == OP_NUM:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         # writer kind -> reader kind (Java's promotion) -> column kind (Spark's
         # [int, long] -> long and [float, double] -> double)
         if (op.n & 3) == NK_INT:
@@ -376,53 +485,54 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
         iv = (op.n >> 4) & 3
         if iv == NK_INT:
             iv = <int32_t>lv
-            grow_put(col.values, &iv, 4)
+            room_put(col, &iv, 4)
         elif iv == NK_LONG:
-            grow_put(col.values, &lv, 8)
+            room_put(col, &lv, 8)
         elif iv == NK_FLOAT:
             fv = <float>dv
-            grow_put(col.values, &fv, 4)
+            room_put(col, &fv, 4)
         else:
-            grow_put(col.values, &dv, 8)
-        return col_ok(col)
+            room_put(col, &dv, 8)
+        return room_ok(col)
     elif kind == OP_DEC_BYTES:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         av_long(c, &lv, "decimal length")
         p = av_take(c, lv, "decimal")
         return av_decimal(c, col, p, lv, col.width)
     elif kind == OP_DEC_FIXED:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         p = av_take(c, op.n, "decimal")
         return av_decimal(c, col, p, op.n, col.width)
     elif kind == OP_ENUM:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         at = c.pos
         av_int(c, &iv, "enum index")
         if iv < 0 or iv >= op.b:
-            av_fail(c, at, f"enum index {iv} is out of range ({op.b} symbols)")
-        iv = ex.prog.aux[op.a + iv]
+            with gil:
+                av_fail(c, at, f"enum index {iv} is out of range ({op.b} symbols)")
+        iv = code.aux[op.a + iv]
         if iv < 0:
-            av_fail(c, at, ex.prog.errors[op.n >> 32])
-        k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob (a C cast, not a Python int)
-        p = ex.prog.blob_ptr[k] + ex.prog.aux[op.c + iv]
-        lv = ex.prog.aux[op.c + iv + 1] - ex.prog.aux[op.c + iv]
-        return col_put_bin(col, p, lv, p + lv)
+            with gil:
+                av_fail(c, at, (<_AvroProgram>code.prog).errors[op.n >> 32])
+        k = <int64_t>(<uint32_t>op.n)     # low 32 bits: the blob
+        p = code.blob_ptr[k] + code.aux[op.c + iv]
+        lv = code.aux[op.c + iv + 1] - code.aux[op.c + iv]
+        return room_put_bin(col, p, lv, p + lv)
     elif kind == OP_BOOL:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         p = av_take(c, 1, "boolean")
-        return col_put_bool(col, p[0] == 1)     # as Java's BinaryDecoder: 1 is true, anything else false
+        return room_put_bool(col, p[0] == 1)     # as Java's BinaryDecoder: 1 is true, anything else false
     elif kind == OP_FIXED:
-        col = <_Column>ex.cols[op.col]
+        col = &ex.rooms[op.col]
         p = av_take(c, op.n, "fixed")
-        return col_put_bin(col, p, op.n, c.end)
+        return room_put_bin(col, p, op.n, c.end)
     elif kind == OP_ARRAY or kind == OP_MAP:
-        col = <_Column>ex.cols[op.col]
-        ch = <_Column>col.children[0]
+        col = &ex.rooms[op.col]
+        ch = col.kids[0]
         if kind == OP_MAP:
-            keys = <_Column>ex.cols[op.c]
+            keys = &ex.rooms[op.c]
         while True:
-            av_block_count(ex, c, op, kind == OP_ARRAY and op.n == 1, &count, &nbytes,
-                           "array" if kind == OP_ARRAY else "map")
+            av_block_count(ex, c, op, kind == OP_ARRAY and op.n == 1, &count, &nbytes, kind == OP_MAP)
             if count == 0:
                 break
             for k in range(count):
@@ -431,30 +541,31 @@ cdef int av_run(_AvExec ex, const AvOp *ops, int32_t i, Cursor *c) except -1:
                     av_long(c, &lv, "map key length")
                     p = av_take(c, lv, "map key")
                     if not is_utf8(p, lv):
-                        av_fail(c, at, "map key is not valid UTF-8")
-                    col_put_bin(keys, p, lv, c.end)
-                    av_run(ex, ops, op.a, c)
-                    col_ok(ch)
+                        with gil:
+                            av_fail(c, at, "map key is not valid UTF-8")
+                    room_put_bin(keys, p, lv, c.end)
+                    av_run(ex, code, op.a, c)
+                    room_ok(ch)
                 else:
-                    av_run(ex, ops, op.a, c)
-        return col_close_list(col)
+                    av_run(ex, code, op.a, c)
+        return room_close_list(col)
     elif kind == OP_MEMBER:
-        col = <_Column>ex.cols[op.col]
-        for k in range(len(col.children)):
+        col = &ex.rooms[op.col]
+        for k in range(col.nkids):
             if k != op.c:
-                col_null(<_Column>col.children[k])
-        av_run(ex, ops, op.a, c)
-        return col_ok(col)
+                room_null(col.kids[k])
+        av_run(ex, code, op.a, c)
+        return room_ok(col)
     elif kind == OP_NULL_COL:
-        return col_null(<_Column>ex.cols[op.col])
+        return room_null(&ex.rooms[op.col])
     elif kind == OP_DEFAULT:
         # a reader field the writer lacks: its default, encoded with the reader's type
-        prog = ex.prog
-        cursor_init(&d, prog.blob_ptr[op.b], prog.blob_len[op.b], 0, False, False)
-        return av_run(ex, ops, op.a, &d)
+        cursor_init(&d, code.blob_ptr[op.b], code.blob_len[op.b], 0, False, False)
+        return av_run(ex, code, op.a, &d)
     elif kind == OP_ERROR:
-        av_fail(c, c.pos, ex.prog.errors[op.a])
-    return av_skip(ex, ops, i, c)
+        with gil:
+            av_fail(c, c.pos, (<_AvroProgram>code.prog).errors[op.a])
+    return av_skip(ex, code, i, c)
 
 
 @cython.final
@@ -482,17 +593,31 @@ cdef class _AvroRunner:
     def decode(self, values, writer_ids, body_offsets):
         """(the reader's struct array, string array of per-row errors); see decode_typed_column."""
         cdef list cols = [new_column(s[0], t, s[2]) for s, t in zip(self.specs, self.types)]
-        cdef Py_ssize_t i, ncols = len(cols)
+        cdef Py_ssize_t i, j, nkids = 0, ncols = len(cols)
         cdef _Column col
+        cdef list kids
         for i in range(ncols):
             col = cols[i]
             col.children = [cols[k] for k in self.child_ids[i]]
+            nkids += len(col.children)
         cdef _AvExec ex = _AvExec()
         ex.writers = self.programs
         ex.max_items = self.max_items
-        ex.cols = <PyObject **>malloc(max(1, ncols) * sizeof(PyObject *))
-        if ex.cols == NULL:
+        ex.cols = cols
+        ex.nrooms = ncols
+        ex.root_col = self.root_col
+        ex.rooms = <ColRoom *>calloc(max(1, ncols), sizeof(ColRoom))
+        ex.kid_rooms = <ColRoom **>calloc(max(1, nkids), sizeof(ColRoom *))
+        if ex.rooms == NULL or ex.kid_rooms == NULL:
             raise MemoryError()
+        nkids = 0
         for i in range(ncols):
-            ex.cols[i] = <PyObject *>cols[i]
+            ex.rooms[i].col = <PyObject *>cols[i]
+            kids = self.child_ids[i]
+            ex.rooms[i].kids = ex.kid_rooms + nkids
+            ex.rooms[i].nkids = len(kids)
+            for j in range(len(kids)):
+                ex.kid_rooms[nkids + j] = &ex.rooms[<Py_ssize_t>kids[j]]
+            nkids += len(kids)
+        ex.load()
         return decode_typed_column(ex, cols[self.root_col], values, writer_ids, body_offsets)

@@ -389,3 +389,197 @@ cdef object col_finish(_Column col):
                                     children=[col_finish(ch) for ch in col.children])
     col_reset(col)
     return out
+
+
+# ---------------------------------------------------------------- raw room, without the GIL
+
+cdef enum:
+    ROOM_VALUES = 0
+    ROOM_OFFSETS = 1
+    ROOM_VALID = 2
+
+
+cdef struct ColRoom:
+    # A _Column's buffers as raw pointers, for a writer whose rows run without the GIL (a typed
+    # decode: _avro.pxi).  room_load takes them from the column; the writer appends through the
+    # room_* calls below (col_*'s layouts, the same rules); room_store hands the lengths back
+    # before any _Column call touches the column again.  Growing a buffer is the one step that
+    # takes the GIL back (Arrow's memory pool is reached through pyarrow).
+    PyObject *col               # the _Column (kept alive by its owner)
+    int kind
+    int width
+    int precision
+    bint nullable
+    Py_ssize_t length
+    Py_ssize_t nulls
+    uint8_t *v                  # values (fixed width, a bool column's bits, binary data)
+    Py_ssize_t vsize
+    Py_ssize_t vcap
+    uint8_t *o                  # offsets: binary and list columns
+    Py_ssize_t osize
+    Py_ssize_t ocap
+    uint8_t *b                  # validity bits
+    Py_ssize_t bsize
+    Py_ssize_t bcap
+    ColRoom **kids              # a struct's fields or a list's element, rooms of the same writer
+    Py_ssize_t nkids
+
+
+cdef int room_load(ColRoom *r) except -1:
+    """r: its column's buffers as they are now (r.col and r.kids set by the owner)."""
+    cdef _Column col = <_Column>r.col
+    r.kind = col.kind
+    r.width = col.width
+    r.precision = col.precision
+    r.nullable = col.nullable
+    r.length = col.length
+    r.nulls = col.nulls
+    r.v, r.vsize, r.vcap = col.values.data, col.values.size, col.values.capacity
+    if col.offsets is not None:
+        r.o, r.osize, r.ocap = col.offsets.data, col.offsets.size, col.offsets.capacity
+    else:
+        r.o, r.osize, r.ocap = NULL, 0, 0
+    r.b, r.bsize, r.bcap = col.valid.data, col.valid.size, col.valid.capacity
+    return 0
+
+
+cdef int room_store(ColRoom *r) except -1:
+    """The rows written through r, counted in its column."""
+    cdef _Column col = <_Column>r.col
+    col.length = r.length
+    col.nulls = r.nulls
+    col.values.size = r.vsize
+    if col.offsets is not None:
+        col.offsets.size = r.osize
+    col.valid.size = r.bsize
+    return 0
+
+
+cdef int room_reserve(ColRoom *r, int which, Py_ssize_t extra) except -1:
+    cdef _Column col = <_Column>r.col
+    cdef _Growable g
+    if which == ROOM_VALUES:
+        g = col.values
+        g.size = r.vsize
+        g.reserve(extra)
+        r.v, r.vcap = g.data, g.capacity
+    elif which == ROOM_OFFSETS:
+        g = col.offsets
+        g.size = r.osize
+        g.reserve(extra)
+        r.o, r.ocap = g.data, g.capacity
+    else:
+        g = col.valid
+        g.size = r.bsize
+        g.reserve(extra)
+        r.b, r.bcap = g.data, g.capacity
+    return 0
+
+
+cdef int room_grow(ColRoom *r, int which, Py_ssize_t extra) except -1 nogil:
+    """Room for `extra` more bytes in one of r's buffers: the rare path, with the GIL."""
+    with gil:
+        room_reserve(r, which, extra)
+    return 0
+
+
+cdef inline always_inline_int room_put(ColRoom *r, const void *src, Py_ssize_t n) except -1 nogil:
+    """n bytes at the end of r's values (col_put_fixed's write, without the row)."""
+    if unlikely(r.vsize + n > r.vcap):
+        room_grow(r, ROOM_VALUES, n)
+    memcpy(r.v + r.vsize, src, n)
+    r.vsize += n
+    return 0
+
+
+cdef inline always_inline_int room_put_offset(ColRoom *r, int32_t end) except -1 nogil:
+    if unlikely(r.osize + 4 > r.ocap):
+        room_grow(r, ROOM_OFFSETS, 4)
+    memcpy(r.o + r.osize, &end, 4)
+    r.osize += 4
+    return 0
+
+
+cdef inline always_inline_int room_bit(ColRoom *r, int which, bint bit) except -1 nogil:
+    """Bit r.length of the validity bitmap or of a bool column's values (bits_put's rule)."""
+    cdef Py_ssize_t i = r.length
+    cdef uint8_t *bits
+    if (i & 7) == 0:
+        if which == ROOM_VALID:
+            if unlikely(r.bsize + 1 > r.bcap):
+                room_grow(r, ROOM_VALID, 1)
+            r.b[r.bsize] = 0
+            r.bsize += 1
+        else:
+            if unlikely(r.vsize + 1 > r.vcap):
+                room_grow(r, ROOM_VALUES, 1)
+            r.v[r.vsize] = 0
+            r.vsize += 1
+    bits = r.b if which == ROOM_VALID else r.v
+    if bit:
+        bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
+    return 0
+
+
+cdef inline always_inline_int room_ok(ColRoom *r) except -1 nogil:
+    """col_ok: a valid row at the end (its value, items or fields already written)."""
+    if r.nullable:
+        room_bit(r, ROOM_VALID, True)
+    r.length += 1
+    return 0
+
+
+cdef int room_null(ColRoom *r) except -1 nogil:
+    """col_null: a null at the end; a column that cannot be null gets a valid placeholder."""
+    cdef uint8_t zero[32]
+    cdef Py_ssize_t k
+    if r.nullable:
+        room_bit(r, ROOM_VALID, False)
+        r.nulls += 1
+    if r.kind == CK_BOOL:
+        room_bit(r, ROOM_VALUES, False)
+    elif r.width:
+        memset(zero, 0, 32)
+        room_put(r, zero, r.width)
+    elif r.kind == CK_BIN:
+        room_put_offset(r, <int32_t>r.vsize)
+    elif r.kind == CK_LIST:
+        room_put_offset(r, (<int32_t *>r.o)[r.length])
+    elif r.kind == CK_STRUCT:
+        for k in range(r.nkids):
+            room_null(r.kids[k])
+    r.length += 1
+    return 0
+
+
+cdef inline always_inline_int room_put_bool(ColRoom *r, bint value) except -1 nogil:
+    room_bit(r, ROOM_VALUES, value)
+    return room_ok(r)
+
+
+cdef inline always_inline_int room_put_bin(ColRoom *r, const uint8_t *p, int64_t n,
+                                           const uint8_t *src_end) except -1 nogil:
+    """col_put_bin: n bytes at p (a null when n < 0); src_end: how far the bytes at p may be read."""
+    if n < 0:
+        return room_null(r)
+    if unlikely(n > INT32_LIMIT - r.vsize):
+        with gil:
+            raise ColumnOverflowError("binary column over 2 GiB")
+    if unlikely(r.vsize + n + KAFKAREC_COPY_SLACK > r.vcap):
+        room_grow(r, ROOM_VALUES, n + KAFKAREC_COPY_SLACK)
+    kafkarec_copy_short(r.v + r.vsize, p, n, src_end)
+    r.vsize += n
+    room_put_offset(r, <int32_t>r.vsize)
+    return room_ok(r)
+
+
+cdef inline always_inline_int room_close_list(ColRoom *r) except -1 nogil:
+    """col_close_list: a valid list row of the items appended to its element since the last row."""
+    cdef Py_ssize_t items = r.kids[0].length
+    if unlikely(items > INT32_LIMIT):
+        with gil:
+            raise ColumnOverflowError("list column over 2^31 items")
+    room_put_offset(r, <int32_t>items)
+    return room_ok(r)

@@ -21,7 +21,7 @@ cdef struct Cursor:
 
 
 cdef inline void cursor_init(Cursor *c, const uint8_t *start, Py_ssize_t length,
-                             Py_ssize_t origin, bint decompressed, bint strict) noexcept:
+                             Py_ssize_t origin, bint decompressed, bint strict) noexcept nogil:
     c.start = start
     c.pos = start
     c.end = start + length
