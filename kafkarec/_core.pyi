@@ -245,10 +245,6 @@ def meta_walk(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
               keys: Iterable[bytes] | None = ...) -> bool:
     """Whether ``iter_arrow`` with these reads v2 records by the meta-only walk."""
     ...
-def decodes_without_gil(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
-                        strict: bool = ...) -> bool:
-    """Whether ``iter_arrow`` with these walks a v2 batch's records without the GIL."""
-    ...
 def error_record(exc: BaseException, batch: RecordBatch | None = ..., /) -> dict[str, Any]:
     """What iter_arrow(errors="skip") puts in error_sink for a DecodeError."""
     ...

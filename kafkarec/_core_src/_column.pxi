@@ -258,6 +258,17 @@ cdef int col_null(_Column col) except -1:
     return 0
 
 
+cdef int col_null_rows(_Column col, Py_ssize_t n) except -1:
+    """n nulls at the end of a nullable binary column: col_null's rows in one pass."""
+    cdef int32_t end = <int32_t>col.values.size
+    cdef int32_t *o = <int32_t *>reserve_tail(col.offsets, n * 4, False)
+    cdef Py_ssize_t k
+    reserve_bits(col.valid, col.length, n, False)
+    for k in range(n):
+        o[k] = end
+    return col_commit(col, n, n)
+
+
 cdef int col_truncate(_Column col, Py_ssize_t n) except -1:
     """Drop the rows of col after the first n (a record that failed midway)."""
     cdef _Column ch

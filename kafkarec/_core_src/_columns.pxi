@@ -860,18 +860,19 @@ cdef int put_batch_columns(_ArrowColumns cols, RecordBatch b, Py_ssize_t r0, Py_
     return 0
 
 
-cdef Py_ssize_t keyed_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end, Py_ssize_t room,
-                           int64_t *offs, int64_t *tss, const KeyTable *keys, bint *fault) noexcept nogil:
-    """The offsets and timestamps of the batch's records whose key is one of `keys`, at most `room`
-    of them, each record read by the scanner; how many were kept.  *fault: a record the scanner
-    refuses (described in it._fault, raised by the caller), where the reading stopped."""
+cdef Py_ssize_t scanned_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end, Py_ssize_t room,
+                             int64_t *offs, int64_t *tss, const KeyTable *keys, bint *fault) noexcept nogil:
+    """The offsets and timestamps of the batch's records, each read by the scanner (a strict read's
+    rules, a key bound's key), at most `room` of them; with `keys`, only those whose key is one of
+    them; how many were kept.  *fault: a record the scanner refuses (described in it._fault, raised
+    by the caller), where the reading stopped."""
     cdef RecordView v
     cdef Py_ssize_t kept = 0
     while it._remaining > 0 and kept < room:
         if unlikely(scan_v2_record(it, &v, pos, end) != 0):
             fault[0] = True
             break
-        if key_table_has(keys, v.key, v.key_len):
+        if keys == NULL or key_table_has(keys, v.key, v.key_len):
             offs[kept] = v.offset
             tss[kept] = v.timestamp
             kept += 1
@@ -896,14 +897,16 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     cdef int64_t *tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
     cdef int32_t *tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
     cdef bint fault = False
-    if keys is not None:
-        # a key bound: every record's key is compared, so the scanner reads each one (without the
-        # GIL for a batch worth it, as the walk)
+    cdef const KeyTable *table = &keys.table if keys is not None else NULL
+    if keys is not None or strict:
+        # a key bound (every record's key is compared) or a strict read (the scanner's further
+        # rules, which the walk leaves out): the scanner reads each record, without the GIL for a
+        # batch worth it, as the walk
         if payload >= WALK_NOGIL_MIN_BYTES:
             with nogil:
-                row += keyed_meta(it, &pos, payload_end, end_row - row, offs, tss, &keys.table, &fault)
+                row += scanned_meta(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
         else:
-            row += keyed_meta(it, &pos, payload_end, end_row - row, offs, tss, &keys.table, &fault)
+            row += scanned_meta(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
         if fault:
             raise_record_fault(it)
     else:
@@ -1118,16 +1121,6 @@ def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
     """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``keys`` reads v2
     records by the meta-only walk (offsets and timestamps by the records' lengths alone)."""
     return keys is None and is_lean(columns, batch_columns)
-
-
-def decodes_without_gil(columns, /, *, batch_columns=False, strict=False) -> bool:
-    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``strict``
-    walks a v2 batch's records without the GIL (the meta-only walk's loop and the full decode's,
-    for a batch of 16 KiB and more; the batch columns' rows are filled after it, and a key
-    bound's keys are tested in it, without the GIL too): what a reader decoding on several
-    threads gains from.  A strict read's offsets and timestamps are read record by record with
-    the GIL held (the scanner's further rules)."""
-    return not (strict and is_lean(columns, batch_columns))
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,

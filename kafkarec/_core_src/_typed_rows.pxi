@@ -180,18 +180,14 @@ cdef tuple decode_typed_column(_TypedRows step, _Column root, object values, obj
                 try:
                     step.run(spans, m, &done)
                 except (DecodeError, ColumnOverflowError) as exc:
-                    while noted < done:
-                        col_null(errors)
-                        noted += 1
+                    col_null_rows(errors, done - noted)
                     step.failed(start + done)
                     why = value_problem(max(getattr(exc, "position", 0) or 0, spans[done].body),
                                         getattr(exc, "reason", str(exc))).encode("utf-8", "replace")
                     col_put_bytes(errors, why)
                     done += 1
                     noted = done
-            while noted < m:
-                col_null(errors)
-                noted += 1
+            col_null_rows(errors, m - noted)
     finally:
         free(spans)
     return step.finish(), col_finish(errors)

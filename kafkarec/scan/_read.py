@@ -69,15 +69,13 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
             quarantine=quarantine, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 
-    # a pool pays where decoding runs without the GIL: the meta-only walk and the full decode's
-    # record loop (the batch columns' rows and a key bound's test too); a strict read of
-    # offsets and timestamps holds it, record by record
-    # (a read of no more than one window's bytes has nothing to decode side by side: no pool)
+    # every read's record loops run without the GIL (the meta-only walk, the scanner's loop of a
+    # strict or key-bound read of offsets and timestamps, the full decode's, the batch columns'
+    # rows), so a pool pays for each (a read of no more than one window's bytes has nothing to
+    # decode side by side: no pool)
     sizes = sum(rr.size for rr in ranges)
     on_pool = (config.threads > 1 and quarantine is None and ranges
                and sizes > local.READ_WINDOW_BYTES
-               and kafkarec._core.decodes_without_gil(columns, batch_columns=need_batch_columns,
-                                                      strict=options is not None and options.strict)
                # only windows reach the pool (a listed range read whole would hold all its rows,
                # threads + 1 times over)
                and all(rr.windowed(split) for rr in ranges))

@@ -99,23 +99,26 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
         _table(partition, 2, columns=["offset", "timestamp"], max_rows_per_batch=7))
 
 
-def test_the_pool_only_where_decoding_leaves_the_gil(partition, small_windows):
-    """The meta-only walk and the full decode walk a batch's records without the GIL, the batch
-    columns' rows and a key bound's test too: those reads decode on the pool.  A strict read of
-    offsets and timestamps holds it record by record: that read stays in the consumer's thread
-    (a pool would only contend with it)."""
+def test_every_read_decodes_on_the_pool(partition, small_windows):
+    """The meta-only walk, the scanner's loop (a strict read of offsets and timestamps) and the full
+    decode walk a batch's records without the GIL, the batch columns' rows and a key bound's test
+    too: every read decodes on the pool, and a strict one gives what one thread gives."""
+    import dataclasses
     for options in ({"columns": ["offset"]}, {}, {"columns": ["key", "offset"]},
                     {"columns": ["offset", "batchPosition"], "batch_columns": True}):
         reader = iter(LogScan(partition, threads=3, **options))
         next(reader, None)
         assert _decode_threads(), options
         reader.close()
-    import dataclasses
-    strict = dataclasses.replace(ScanConfig.of(partition, columns=["offset"], threads=3), strict=True)
-    reader = iter(LogScan(strict))
-    next(reader, None)
-    assert not _decode_threads()
-    reader.close()
+    for columns in (["offset"], ["offset", "timestamp", "key"]):
+        strict = {threads: LogScan(dataclasses.replace(ScanConfig.of(partition, columns=columns, threads=threads),
+                                                       strict=True)) for threads in (1, 3)}
+        reader = iter(strict[3])
+        next(reader, None)
+        assert _decode_threads(), columns
+        reader.close()
+        assert strict[3].to_table().equals(strict[1].to_table())
+        assert strict[1].to_table().equals(LogScan(partition, columns=columns).to_table())
 
 
 def test_order_kept_across_many_windows(partition, small_windows):
