@@ -2,7 +2,8 @@
 at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(threads=1)`` and by
 ``LogScan(threads=2..4)`` with windows of a few hundred bytes (``READ_WINDOW_BYTES`` lowered, so
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
-whole rows or the ``offset, timestamp`` projection (the meta-only walk): the same rows in the same
+whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
+scanner's loop): the same rows in the same
 order (the batch columns too), the same error rows, and the same exception (class and message) after the same rows (in
 FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
@@ -14,6 +15,7 @@ in tests/scan/test_scan_threads.py).  An open finding: where a PERMISSIVE error 
 records can still move with the window size (a segment holding offsets past the next segment's
 base, its rows left to that segment); across window sizes error rows are compared as a set until it
 is mended.  Within one window size everything is compared in order."""
+import dataclasses
 import os
 import tempfile
 import warnings
@@ -26,7 +28,7 @@ import _logdir
 from _logdir import pick
 
 from kafkarec.log import local
-from kafkarec.scan import LogScan
+from kafkarec.scan import LogScan, ScanConfig
 
 ROOT = os.path.join(tempfile.mkdtemp(prefix="kafkarec-fuzz-threads-"), "logs")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
@@ -60,13 +62,17 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int, limit=None):
+def read(mode: str, columns, threads: int, limit=None, strict=False):
     """``(rows, error)``: every row read before the error (class name and message) or the end
-    (or the ``limit``)."""
+    (or the ``limit``); ``strict``: the format's every rule (a strict read's offsets and
+    timestamps go by the scanner's loop)."""
     rows = []
+    config = ScanConfig.of(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
+                           batch_columns=columns is BATCH_COLUMNS)
+    if strict:
+        config = dataclasses.replace(config, strict=True)
     try:
-        for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
-                          batch_columns=columns is BATCH_COLUMNS):
+        for rb in LogScan(config):
             rows += _plain(rb)
     except EXPECTED as exc:
         return rows, (type(exc).__name__, str(exc))
@@ -81,22 +87,24 @@ def test_one_input(data: bytes) -> None:
     window = fdp.ConsumeIntInRange(1, 600)
     # a row limit too: its first window in the consumer's thread, the rest on the pool
     limit = fdp.ConsumeIntInRange(1, 300) if fdp.ConsumeBool() else None
+    strict = fdp.ConsumeBool()
     _logdir.write(fdp, ROOT)
-    want = read(mode, columns, 1)
+    want = read(mode, columns, 1, strict=strict)
     saved = local.READ_WINDOW_BYTES
     local.READ_WINDOW_BYTES = window
     try:
-        got = read(mode, columns, threads)
-        alone = read(mode, columns, 1)
-        if limit is not None and read(mode, columns, threads, limit) != read(mode, columns, 1, limit):
-            raise AssertionError(f"{mode} {columns}: window={window}: limit={limit}: threads={threads} "
-                                 f"read\n{read(mode, columns, threads, limit)}\nthreads=1 read\n"
-                                 f"{read(mode, columns, 1, limit)}")
+        got = read(mode, columns, threads, strict=strict)
+        alone = read(mode, columns, 1, strict=strict)
+        if limit is not None and (read(mode, columns, threads, limit, strict)
+                                  != read(mode, columns, 1, limit, strict)):
+            raise AssertionError(f"{mode} {columns} strict={strict}: window={window}: limit={limit}: "
+                                 f"threads={threads} read\n{read(mode, columns, threads, limit, strict)}\n"
+                                 f"threads=1 read\n{read(mode, columns, 1, limit, strict)}")
     finally:
         local.READ_WINDOW_BYTES = saved
     if got != alone:
-        raise AssertionError(f"{mode} {columns}: window={window}: threads={threads} read\n{got}\n"
-                             f"threads=1 read\n{alone}")
+        raise AssertionError(f"{mode} {columns} strict={strict}: window={window}: threads={threads} read\n"
+                             f"{got}\nthreads=1 read\n{alone}")
     # FAILFAST hands on the rows decoded before the damage, so how many come before the error
     # depends on where windows and Arrow batches end: one read's rows are the other's first rows
     rows, error = alone
@@ -105,7 +113,7 @@ def test_one_input(data: bytes) -> None:
         rows, wanted = _apart(rows), _apart(wanted)
     if error != want[1] or (rows != wanted if error is None or mode != "FAILFAST" else
                             rows[:len(wanted)] != wanted[:len(rows)]):
-        raise AssertionError(f"{mode} {columns}: threads=1 window={window} read\n{alone}\n"
+        raise AssertionError(f"{mode} {columns} strict={strict}: threads=1 window={window} read\n{alone}\n"
                              f"threads=1 with the default window read\n{want}")
 
 

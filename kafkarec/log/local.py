@@ -53,6 +53,9 @@ class Slice(NamedTuple):
     min_offset: Optional[int] = None   # records below it are below the log start offset
     # the offsets the file may hold (kafkarec.log.segment.SegmentOffsets; None: its name has none)
     offsets: Optional[SegmentOffsets] = None
+    # framed as a strict read frames (a batch header the format forbids ends the framing there):
+    # windows are cut only where the read itself would go on
+    strict: bool = False
 
     # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
     @property
@@ -101,10 +104,11 @@ class Slice(NamedTuple):
 
 
 def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
-           log_start: Optional[dict] = None) -> List[Slice]:
+           log_start: Optional[dict] = None, *, strict: bool = False) -> List[Slice]:
     """Each file as one slice, with the spans of ``aborted`` (:func:`aborted_batches`) in it
     and the log start offset of ``log_start`` (:func:`log_starts`) when it is inside the file;
-    a file whose partition folder's next file begins at or below its log start is left out."""
+    a file whose partition folder's next file begins at or below its log start is left out.
+    ``strict``: the read frames strictly (:attr:`Slice.strict`)."""
     out = []
     for i, f in enumerate(files):
         folder = os.path.dirname(f.path)
@@ -122,7 +126,7 @@ def slices(files: List[SegmentFile], aborted: Optional[dict] = None,
         held = segment_offsets(f.base_offset, after.base_offset if same_log else None,
                                indexed=f.path.endswith(".log") and os.path.exists(f.path[:-4] + ".index"))
         out.append(Slice(f.path, 0, f.size, f.topic, f.partition, tuple((aborted or {}).get(f.path, ())),
-                         start if below else None, held))
+                         start if below else None, held, strict))
     return out
 
 
@@ -167,9 +171,10 @@ def _batches(path: str, size: Optional[int] = None):
             return
 
 
-def _framed_spans(path: str) -> list:
+def _framed_spans(path: str, strict: bool = False) -> list:
     """``(position, size)`` of the batches :func:`_batches` gives for the whole file, found by the
-    core's one header walk (:meth:`kafkarec.BatchIterator.spans`: no object per batch)."""
+    core's one header walk (:meth:`kafkarec.BatchIterator.spans`: no object per batch); ``strict``:
+    up to the first batch a strict read does not frame."""
     import kafkarec
     from kafkarec.log.segment import file_options
     with open(path, "rb") as fh:
@@ -177,7 +182,7 @@ def _framed_spans(path: str) -> list:
             return []
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        return kafkarec.iter_batches(mm, file_options(verify_crc=False)).spans()
+        return kafkarec.iter_batches(mm, file_options(verify_crc=False, strict=strict)).spans()
     finally:
         try:
             mm.close()
@@ -195,11 +200,11 @@ def _recorded(f: SegmentFile, spans: Optional[dict]):
 
 
 def _spans(sl: Slice, spans: Optional[dict]) -> list:
-    """``(position, size)`` of the whole batches of ``sl``'s file, walked once per plan
-    (kept in ``spans``)."""
+    """``(position, size)`` of the whole batches of ``sl``'s file, framed as its read frames them
+    (:attr:`Slice.strict`), walked once per plan (kept in ``spans``)."""
     if spans is not None and sl.path in spans:
         return spans[sl.path]
-    found = _framed_spans(sl.path)
+    found = _framed_spans(sl.path, sl.strict)
     if spans is not None:
         spans[sl.path] = found
     return found

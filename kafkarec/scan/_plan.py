@@ -187,8 +187,9 @@ def found_local(config) -> Found:
     for d in skipped:
         log.warning("kafkarec: skipped %s (a folder Kafka itself ignores)", d)
     spans: dict = {}   # each file's batches are walked once for cuts, windows and readCommitted
-    aborted = local.aborted_batches(segments, spans) if config.read_committed else None
-    return Found(local.slices(segments, aborted, local.log_starts(segments)),
+    # (a strict read's cuts stop where its framing stops: readCommitted's walk frames as Kafka does)
+    aborted = local.aborted_batches(segments, None if config.strict else spans) if config.read_committed else None
+    return Found(local.slices(segments, aborted, local.log_starts(segments), strict=bool(config.strict)),
                  split=lambda sl, max_bytes: local.split(sl, max_bytes, spans),
                  group=local.partition_key,
                  as_read=lambda task: [w for sl in task for w in local.windows(sl, spans)])

@@ -305,9 +305,9 @@ def test_the_consumers_thread_walks_no_file_and_unmaps_no_window(partition, smal
     walked, unmapped = [], []
     plain_spans, plain_pieces = local._framed_spans, local.iter_pieces
 
-    def spans(path):
+    def spans(path, strict=False):
         walked.append(threading.current_thread())
-        return plain_spans(path)
+        return plain_spans(path, strict)
 
     def pieces(sl):
         try:
@@ -564,3 +564,31 @@ def test_a_control_batch_takes_no_part_in_the_offset_order_rule_whatever_the_vie
                      (None, None, "offsets go back: it starts at 5 after offset 11")]
     assert [r for r in read(True) if not r[1]] == plain
     assert [r[0] for r in read(True) if r[1]] == [3, 50]
+
+
+def test_a_strict_read_frames_a_file_as_one_window_does(tmp_path, monkeypatch):
+    """A strict read stops framing a file at the first batch header the format forbids (here a
+    record count its last offset delta cannot hold) and reports the rest as not decoded: cut into
+    windows (where a read that frames as Kafka does would go on), at one thread or several, it
+    does the same (fuzz_threads' strict reads found a later window decoded)."""
+    import dataclasses
+    import struct
+    w = PartitionWriter(str(tmp_path), "strict", 0, segment_bytes=1 << 20)
+    appended = [w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60))) for k in range(120)]
+    w.close()
+    with open(w.log_path(appended[40].segment_base), "r+b") as fh:
+        fh.seek(appended[40].position + 57)         # recordCount
+        fh.write(struct.pack(">i", 500))
+
+    def read(columns, threads):
+        config = dataclasses.replace(ScanConfig.of(str(tmp_path), columns=columns, threads=threads, mode="PERMISSIVE"),
+                                     strict=True)
+        return LogScan(config).to_table()
+
+    for columns in (None, ["offset", "timestamp", "_corrupt_record"]):
+        whole = read(columns, 1)
+        assert whole.column("offset").drop_null().to_pylist() == list(range(400))
+        assert "could not be framed" in whole.column("_corrupt_record").drop_null()[0].as_py()
+        monkeypatch.setattr(local, "READ_WINDOW_BYTES", 2000)
+        assert read(columns, 1).equals(whole) and read(columns, 3).equals(whole)
+        monkeypatch.undo()
