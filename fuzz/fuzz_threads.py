@@ -2,7 +2,8 @@
 at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(threads=1)`` and by
 ``LogScan(threads=2..4)`` with windows of a few hundred bytes (``READ_WINDOW_BYTES`` lowered, so
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
-whole rows or the ``offset, timestamp`` projection (the meta-only walk): the same rows in the same
+whole rows or the ``offset, timestamp`` projection (the meta-only walk), the values typed or not
+(bare Avro strings: typed on the pool's threads, settled in the consumer's): the same rows in the same
 order (the batch columns too), the same error rows, and the same exception (class and message) after the same rows (in
 FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
@@ -36,6 +37,9 @@ BATCH_COLUMNS = ["offset", "key", "producerId", "producerEpoch", "sequence", "is
                  "compression", "batchPosition", "batchBaseOffset", "partitionLeaderEpoch", "magic",
                  "batchSize", "deleteHorizonMs"]
 PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"], BATCH_COLUMNS)
+# a typed read: the values as bare Avro strings (most of the fuzzer's values do not decode, their
+# reasons in _corrupt_record), typed on the pool's threads and settled in the consumer's
+TYPED = {"value_format": "avro", "typed_options": {"value_reader_schema": '"string"'}}
 warnings.simplefilter("ignore")
 logging.getLogger("kafkarec").setLevel(logging.CRITICAL)
 
@@ -60,13 +64,13 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int, limit=None):
+def read(mode: str, columns, threads: int, limit=None, typed=False):
     """``(rows, error)``: every row read before the error (class name and message) or the end
-    (or the ``limit``)."""
+    (or the ``limit``); ``typed``: the values typed (:data:`TYPED`)."""
     rows = []
     try:
         for rb in LogScan(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
-                          batch_columns=columns is BATCH_COLUMNS):
+                          batch_columns=columns is BATCH_COLUMNS, **(TYPED if typed else {})):
             rows += _plain(rb)
     except EXPECTED as exc:
         return rows, (type(exc).__name__, str(exc))
@@ -81,22 +85,24 @@ def test_one_input(data: bytes) -> None:
     window = fdp.ConsumeIntInRange(1, 600)
     # a row limit too: its first window in the consumer's thread, the rest on the pool
     limit = fdp.ConsumeIntInRange(1, 300) if fdp.ConsumeBool() else None
+    typed = fdp.ConsumeBool()
     _logdir.write(fdp, ROOT)
-    want = read(mode, columns, 1)
+    want = read(mode, columns, 1, typed=typed)
     saved = local.READ_WINDOW_BYTES
     local.READ_WINDOW_BYTES = window
     try:
-        got = read(mode, columns, threads)
-        alone = read(mode, columns, 1)
-        if limit is not None and read(mode, columns, threads, limit) != read(mode, columns, 1, limit):
-            raise AssertionError(f"{mode} {columns}: window={window}: limit={limit}: threads={threads} "
-                                 f"read\n{read(mode, columns, threads, limit)}\nthreads=1 read\n"
-                                 f"{read(mode, columns, 1, limit)}")
+        got = read(mode, columns, threads, typed=typed)
+        alone = read(mode, columns, 1, typed=typed)
+        if limit is not None and (read(mode, columns, threads, limit, typed)
+                                  != read(mode, columns, 1, limit, typed)):
+            raise AssertionError(f"{mode} {columns} typed={typed}: window={window}: limit={limit}: "
+                                 f"threads={threads} read\n{read(mode, columns, threads, limit, typed)}\n"
+                                 f"threads=1 read\n{read(mode, columns, 1, limit, typed)}")
     finally:
         local.READ_WINDOW_BYTES = saved
     if got != alone:
-        raise AssertionError(f"{mode} {columns}: window={window}: threads={threads} read\n{got}\n"
-                             f"threads=1 read\n{alone}")
+        raise AssertionError(f"{mode} {columns} typed={typed}: window={window}: threads={threads} read\n"
+                             f"{got}\nthreads=1 read\n{alone}")
     # FAILFAST hands on the rows decoded before the damage, so how many come before the error
     # depends on where windows and Arrow batches end: one read's rows are the other's first rows
     rows, error = alone
