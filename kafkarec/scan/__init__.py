@@ -122,9 +122,9 @@ class LogScan:
     :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options;
     ``partitioner`` (``"murmur2"``) and ``num_partitions`` (``{topic: N}``): with keys in the
     bounds, only the partitions that partitioner names for them are opened; ``threads``: how
-    many windows of local files are decoded at once, ahead of the consumer, handed on in log
-    order (default :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the
-    consumer's thread).
+    many windows of local files are decoded at once, ahead of the consumer (typed values typed there
+    too, settled in the consumer's thread), handed on in log order (default
+    :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
     """
 
     def __init__(self, source, **keywords):
