@@ -22,7 +22,9 @@ warm, best of ``--repeats``, for ``offset, timestamp`` (meta) and ``offset, time
   threads are set once a process: its default, all cores);
 * ``batch`` (with ``--only``): the reader's whole rows with the batch columns (``batch_columns=True``);
 * ``keyed`` (with ``--only``): the reader with a key bound of ten of the log's keys (every record
-  read and its key tested; rows/s counts the records read).
+  read and its key tested; rows/s counts the records read);
+* ``strict`` (with ``--only``): the reader's ``offset, timestamp`` in a strict read (every record
+  read by the scanner, its further rules checked).
 
 Then the peak RSS of a streaming read (``LogScan`` batches counted and dropped, kv) at each thread
 count, each in a child process of its own, against the one-thread read's.  Prints a table (M rows/s
@@ -214,6 +216,12 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
         for query, columns in QUERIES.items():
             emit(query, "polars-parquet", pl.thread_pool_size(),
                  *best(lambda: pl.scan_parquet(files).select(columns).collect().height, args.repeats))
+    if "strict" in only:
+        import dataclasses
+        from kafkarec.scan import ScanConfig
+        for t in steps:
+            strict = dataclasses.replace(ScanConfig.of(log, columns=QUERIES["meta"], threads=t), strict=True)
+            emit("strict", "reader", t, *best(lambda: LogScan(strict).to_table().num_rows, args.repeats))
     if "batch" in only or "keyed" in only:
         from kafkarec.scan import Bounds
         # ten keys of the log (a search for a few records, as DuckDB's ``WHERE key IN (...)``): every

@@ -3,7 +3,8 @@ at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(th
 ``LogScan(threads=2..4)`` with windows of a few hundred bytes (``READ_WINDOW_BYTES`` lowered, so
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
 whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
-scanner's loop): the same rows in the same
+scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
+in the consumer's): the same rows in the same
 order (the batch columns too), the same error rows, and the same exception (class and message) after the same rows (in
 FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
@@ -38,6 +39,9 @@ BATCH_COLUMNS = ["offset", "key", "producerId", "producerEpoch", "sequence", "is
                  "compression", "batchPosition", "batchBaseOffset", "partitionLeaderEpoch", "magic",
                  "batchSize", "deleteHorizonMs"]
 PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"], BATCH_COLUMNS)
+# a typed read: the values as bare Avro strings (most of the fuzzer's values do not decode, their
+# reasons in _corrupt_record), typed on the pool's threads and settled in the consumer's
+TYPED = {"value_format": "avro", "typed_options": {"value_reader_schema": '"string"'}}
 warnings.simplefilter("ignore")
 logging.getLogger("kafkarec").setLevel(logging.CRITICAL)
 
@@ -62,13 +66,13 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int, limit=None, strict=False):
+def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False):
     """``(rows, error)``: every row read before the error (class name and message) or the end
-    (or the ``limit``); ``strict``: the format's every rule (a strict read's offsets and
-    timestamps go by the scanner's loop)."""
+    (or the ``limit``); ``typed``: the values typed (:data:`TYPED`); ``strict``: the format's
+    every rule (a strict read's offsets and timestamps go by the scanner's loop)."""
     rows = []
     config = ScanConfig.of(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
-                           batch_columns=columns is BATCH_COLUMNS)
+                           batch_columns=columns is BATCH_COLUMNS, **(TYPED if typed else {}))
     if strict:
         config = dataclasses.replace(config, strict=True)
     try:
@@ -87,23 +91,25 @@ def test_one_input(data: bytes) -> None:
     window = fdp.ConsumeIntInRange(1, 600)
     # a row limit too: its first window in the consumer's thread, the rest on the pool
     limit = fdp.ConsumeIntInRange(1, 300) if fdp.ConsumeBool() else None
+    typed = fdp.ConsumeBool()
     strict = fdp.ConsumeBool()
+    how = f"typed={typed} strict={strict}"
     _logdir.write(fdp, ROOT)
-    want = read(mode, columns, 1, strict=strict)
+    want = read(mode, columns, 1, typed=typed, strict=strict)
     saved = local.READ_WINDOW_BYTES
     local.READ_WINDOW_BYTES = window
     try:
-        got = read(mode, columns, threads, strict=strict)
-        alone = read(mode, columns, 1, strict=strict)
-        if limit is not None and (read(mode, columns, threads, limit, strict)
-                                  != read(mode, columns, 1, limit, strict)):
-            raise AssertionError(f"{mode} {columns} strict={strict}: window={window}: limit={limit}: "
-                                 f"threads={threads} read\n{read(mode, columns, threads, limit, strict)}\n"
-                                 f"threads=1 read\n{read(mode, columns, 1, limit, strict)}")
+        got = read(mode, columns, threads, typed=typed, strict=strict)
+        alone = read(mode, columns, 1, typed=typed, strict=strict)
+        if limit is not None and (read(mode, columns, threads, limit, typed, strict)
+                                  != read(mode, columns, 1, limit, typed, strict)):
+            raise AssertionError(f"{mode} {columns} {how}: window={window}: limit={limit}: "
+                                 f"threads={threads} read\n{read(mode, columns, threads, limit, typed, strict)}\n"
+                                 f"threads=1 read\n{read(mode, columns, 1, limit, typed, strict)}")
     finally:
         local.READ_WINDOW_BYTES = saved
     if got != alone:
-        raise AssertionError(f"{mode} {columns} strict={strict}: window={window}: threads={threads} read\n"
+        raise AssertionError(f"{mode} {columns} {how}: window={window}: threads={threads} read\n"
                              f"{got}\nthreads=1 read\n{alone}")
     # FAILFAST hands on the rows decoded before the damage, so how many come before the error
     # depends on where windows and Arrow batches end: one read's rows are the other's first rows
@@ -113,7 +119,7 @@ def test_one_input(data: bytes) -> None:
         rows, wanted = _apart(rows), _apart(wanted)
     if error != want[1] or (rows != wanted if error is None or mode != "FAILFAST" else
                             rows[:len(wanted)] != wanted[:len(rows)]):
-        raise AssertionError(f"{mode} {columns} strict={strict}: threads=1 window={window} read\n{alone}\n"
+        raise AssertionError(f"{mode} {columns} {how}: threads=1 window={window} read\n{alone}\n"
                              f"threads=1 with the default window read\n{want}")
 
 

@@ -11,6 +11,7 @@ reason; a tombstone (null value) is a null value with no reason.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from kafkarec._core import encode_varlong, value_problem
@@ -186,6 +187,9 @@ class TypedColumn:
             self.decoder = cls(self._reader_obj)
         self.arrow_type: pa.DataType = self.decoder.arrow_type
         self._writer_errors: Dict[int, Optional[str]] = {}
+        # a column decodes on several threads at once (LogScan's pool): each writer is added by
+        # one of them, once, and is in _writer_errors only once its decoder holds it
+        self._adding = threading.Lock()
         self._bare_prefix = b""
         if fmt != "registry":
             # Bare payloads: every record was written with the reader schema (writer id 0).
@@ -220,10 +224,25 @@ class TypedColumn:
                     pass
         return dict(self.compiled)
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_adding"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._adding = threading.Lock()
+
     def _writer(self, schema_id: int) -> Optional[str]:
         """Add the writer ``schema_id`` names once; its error (None when it resolved)."""
         if schema_id in self._writer_errors:
             return self._writer_errors[schema_id]
+        with self._adding:
+            if schema_id not in self._writer_errors:    # (another thread may have added it meanwhile)
+                self._writer_errors[schema_id] = self._add_writer(schema_id)
+            return self._writer_errors[schema_id]
+
+    def _add_writer(self, schema_id: int) -> Optional[str]:
         err = None
         entry = self.registry.by_id(schema_id, self.context) if self.registry is not None else None
         if entry is None:
@@ -239,7 +258,6 @@ class TypedColumn:
             except (KafkaRecError, ValueError, TypeError, RecursionError) as exc:
                 err = (f"writer schema id {schema_id} ({entry.subject!r} version {entry.version}) "
                        f"cannot be read as {self.subject or 'the reader schema'}: {exc}")
-        self._writer_errors[schema_id] = err
         return err
 
     def decode(self, values, headers=None) -> Tuple[pa.Array, pa.Int64Array, pa.StringArray]:
@@ -316,6 +334,10 @@ def _column(table: pa.Table, name: str):
     return table.column(name) if name in table.column_names else None
 
 
+# held while decode_table builds a column into its ``columns`` (rare: once a side per read)
+_BUILDING = threading.Lock()
+
+
 def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool = True,
                  key: bool = False, value_subject: Optional[str] = None,
                  key_subject: Optional[str] = None, topic: Optional[str] = None,
@@ -336,7 +358,8 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
     ``time_zone``: the decoders' options by Spark's names (see :class:`TypedColumn`);
     ``bad_records_path``: a path (or a :class:`kafkarec.log.quarantine.Quarantine`) where each
     record that fails is also written whole, as a Kafka log directory.  Pass the same
-    ``columns`` dict to successive calls (``iter_arrow`` batches) to build each decoder once."""
+    ``columns`` dict to successive calls (``iter_arrow`` batches) to build each decoder once; calls
+    on several threads at once may share it (each column is built once, and adds each writer once)."""
     if columns is None:
         columns = {}
     raw = table
@@ -357,11 +380,14 @@ def decode_table(table: pa.Table, registry: Optional[Registry], *, value: bool =
             continue
         col = columns.get(name)
         if col is None:
-            col = TypedColumn(registry, subject, topic=topic, is_key=name == "key",
-                              strategy=strategy, record_name=record_name, version=version,
-                              reader_schema=schema, message=message, id_format=id_format,
-                              value_format=fmt, options=options, time_zone=time_zone)
-            columns[name] = col
+            with _BUILDING:     # (columns shared by threads: one column a side, built once)
+                col = columns.get(name)
+                if col is None:
+                    col = TypedColumn(registry, subject, topic=topic, is_key=name == "key",
+                                      strategy=strategy, record_name=record_name, version=version,
+                                      reader_schema=schema, message=message, id_format=id_format,
+                                      value_format=fmt, options=options, time_zone=time_zone)
+                    columns[name] = col
         typed, ids, errs = col.decode(table.column(name), headers)
         i = table.column_names.index(name)
         table = table.set_column(i, pa.field(name, col.arrow_type), typed)

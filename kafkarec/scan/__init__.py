@@ -122,9 +122,9 @@ class LogScan:
     :func:`kafkarec.registry.typed.decode_table`): typed values, as the Spark source's options;
     ``partitioner`` (``"murmur2"``) and ``num_partitions`` (``{topic: N}``): with keys in the
     bounds, only the partitions that partitioner names for them are opened; ``threads``: how
-    many windows of local files are decoded at once, ahead of the consumer, handed on in log
-    order (default :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the
-    consumer's thread).
+    many windows of local files are decoded at once, ahead of the consumer (typed values typed there
+    too, settled in the consumer's thread), handed on in log order (default
+    :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
     """
 
     def __init__(self, source, **keywords):
@@ -274,13 +274,15 @@ class LogScan:
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
                    hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
-                   windows: bool = False):
+                   windows: bool = False, typed: bool = False):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream.
         ``windows``: listed pieces are cut about a window apart (at offset-index positions), and so
         decode on the pool when the config has threads, whatever their size (a task's pieces are
-        its planner's to size: a Spark task reads them as they are, in its one thread)."""
+        its planner's to size: a Spark task reads them as they are, in its one thread).  ``typed``:
+        the batches decoded on the pool are typed there too (the config's typed settings), not yet
+        settled (:meth:`TypedRows.convert` settles them, and types the others)."""
         import kafkarec
         # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
         items = [p.item for p in pieces]
@@ -290,7 +292,8 @@ class LogScan:
         split = None
         if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
             split = self._found.split if self._found is not None else _plan.splitter()
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split)
+        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split,
+                                 typed=self._typed.typed_batch if typed and self._typed is not None else None)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -310,7 +313,7 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True)
+        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True, typed=True)
         try:
             for where, item in reads:
                 if isinstance(item, Errors):
@@ -336,7 +339,9 @@ class LogScan:
         if not rb.num_rows:
             return None
         if self._typed is not None:
-            rb = self._typed.convert(rb)
+            rb = self._typed.convert(rb)        # (typed on the pool already, or here)
+            if rb is None:
+                return None
         cols = []
         for field in schema:
             i = rb.schema.get_field_index(field.name)

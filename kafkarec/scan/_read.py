@@ -27,7 +27,7 @@ class Errors(NamedTuple):
 
 
 def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
-            split: Optional[Callable] = None):
+            split: Optional[Callable] = None, typed: Optional[Callable] = None):
     """``(where, item)`` for each range read in log order (:class:`kafkarec.scan._plan.SegmentPiece` s:
     local slices or :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
     not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
@@ -38,7 +38,9 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).  With
     ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
     positions about a window apart, by the pool's planner thread or up front, and decode on the
-    pool too (None: whole ranges, in the consumer's thread).
+    pool too (None: whole ranges, in the consumer's thread).  ``typed(batch)``
+    (:meth:`kafkarec.scan.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
+    to the record decode (the batches decoded in the consumer's thread are handed on as they are).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -83,11 +85,18 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     def cut(rr):
         """The windows of a piece, as the pool's planner thread cuts them."""
         return [part for w in rr.windows() for part in w.parts(split)]
+
+    def decode_typed(piece, where, topic, partition):
+        """``decode`` on a pool thread, each batch typed there too (the offset-order rule and the
+        bounds then drop rows of the typed batch in the consumer's thread, before it settles them)."""
+        for kind, item in decode(piece, where, topic, partition):
+            yield kind, (typed(item) if kind == "batch" else item)
+    ahead = decode if typed is None else decode_typed
     handed = [0, 0]     # windows the consumer is done with, and the rows of their batches
     if on_pool and config.limit is None:
-        read = decoded_ahead(ranges, decode, config.threads, cut=cut)
+        read = decoded_ahead(ranges, ahead, config.threads, cut=cut)
     elif on_pool:
-        read = _limited_ahead(ranges, cut, decode, config.threads, config.limit, handed)
+        read = _limited_ahead(ranges, cut, ahead, config.threads, config.limit, handed)
     else:       # one piece after the other, decoded as the consumer asks
         # (local slices cut into windows now; listed ranges cut as the pool's planner cuts them,
         # each when its turn comes: the same pieces, so the same batches, and no index read before

@@ -17,6 +17,7 @@ of the wrappers every surface uses.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable, Dict, NamedTuple, Optional
 
 from kafkarec._extras import require
@@ -58,6 +59,7 @@ class TypedRows:
             {"topic", "headers"} | ({"value"} if settings.value_format else set())
             | ({"key"} if settings.key_format else set()))
         self._columns: dict = {}
+        self._loading = threading.Lock()
 
     def settle(self, rows, reasons, failed_ids=None):
         """The mode's rule over a batch's ``rows`` (an Arrow table or record batch of the plain
@@ -91,20 +93,29 @@ class TypedRows:
     def decode(self, table):
         """``table`` with its values (keys) typed, the rows that do not decode settled by the mode
         (:meth:`settle`)."""
+        return self._settled(self._typed(table))
+
+    def _typed(self, table):
+        """``table`` typed (:func:`kafkarec.registry.typed.decode_table`), not settled."""
         from kafkarec.registry.typed import decode_table
         s = self.settings
-        out = decode_table(table, self._registry(), value=s.value_format is not None,
-                           key=s.key_format is not None, value_format=s.value_format or "registry",
-                           key_format=s.key_format or "registry", columns=self._columns,
-                           corrupt_column=self.corrupt_column, **self.options)
+        return decode_table(table, self._registry(), value=s.value_format is not None,
+                            key=s.key_format is not None, value_format=s.value_format or "registry",
+                            key_format=s.key_format or "registry", columns=self._columns,
+                            corrupt_column=self.corrupt_column, **self.options)
+
+    def _settled(self, out):
         keep = self.settle(out, out.column(self.corrupt_column))
         return out if keep is None else out.filter(keep)
+
     def _registry(self):
         from kafkarec.registry import Registry
         if self.registry is None or isinstance(self.registry, Registry):
             return self.registry
-        from kafkarec.registry import load
-        self.registry = load(self.registry)
+        with self._loading:     # (typing runs on a read's pool threads too: loaded once)
+            if not isinstance(self.registry, Registry):
+                from kafkarec.registry import load
+                self.registry = load(self.registry)
         return self.registry
 
     def schema(self, base):
@@ -117,16 +128,43 @@ class TypedRows:
         self.schema(base)
         return self._columns["value"].arrow_type
 
-    def convert(self, rb):
-        """One record batch typed (None: no rows)."""
+    def typed_batch(self, rb):
+        """One record batch of the plain read with its values (keys) typed, not yet settled (the
+        rows that do not decode keep their reason in the corrupt column): what
+        :class:`kafkarec.scan.LogScan`'s pool threads run next to the record decode, the settling
+        (:meth:`settle`: the mode's rule, the quarantine) left to :meth:`convert` in the consumer's
+        thread, in log order, over the rows the read keeps.  A batch whose typing raised, or that has
+        no rows, is handed back as it was: :meth:`convert` types it there, and raises where a read on
+        one thread does.  Several threads may type at once (one decoder a side, each writer added
+        once: :func:`kafkarec.registry.typed.decode_table`)."""
         pa = require("pyarrow")
-        table = self.decode(pa.Table.from_batches([rb]))
+        try:
+            table = self._typed(pa.Table.from_batches([rb]))
+        except Exception:
+            return rb
+        batches = table.combine_chunks().to_batches()
+        return batches[0] if batches else rb
+
+    def convert(self, rb):
+        """One record batch typed and settled (None: no rows); one :meth:`typed_batch` typed
+        already (it holds the corrupt column, which only typing adds) is only settled."""
+        pa = require("pyarrow")
+        table = pa.Table.from_batches([rb])
+        if self.corrupt_column in rb.schema.names:
+            table = self._settled(table)
+        else:
+            table = self.decode(table)
         return table.combine_chunks().to_batches()[0] if table.num_rows else None
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_columns"] = {}
+        del state["_loading"]
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._loading = threading.Lock()
 
 
 class TypedSide:
