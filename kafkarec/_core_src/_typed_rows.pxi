@@ -127,7 +127,8 @@ cdef tuple decode_typed_column(_TypedRows step, _Column root, object values, obj
     cdef object writer = None
     cdef const void *code = NULL
     cdef bint looked_up = False
-    cdef bytes why
+    cdef list held = []             # the writers of the spans in hand: the spans borrow them, and
+    cdef bytes why                  # another thread may replace one in step.writers meanwhile
     cdef TypedSpan *spans = <TypedSpan *>malloc(TYPED_SPAN_ROWS * sizeof(TypedSpan))
     if spans == NULL:
         raise MemoryError()
@@ -137,6 +138,7 @@ cdef tuple decode_typed_column(_TypedRows step, _Column root, object values, obj
             # the next values the step can decode one after the other; a null row, or a value
             # that fails before its body is read, is settled here, once those before it are done
             m = 0
+            held = [writer]
             while i < n and m < TYPED_SPAN_ROWS:
                 input.get(i, &value, &length, keep)
                 if length < 0 or not bit_set(ivalid, i + ioff):
@@ -151,6 +153,7 @@ cdef tuple decode_typed_column(_TypedRows step, _Column root, object values, obj
                 wid = ids[i + ioff] if ids != NULL else 0
                 if not looked_up or wid != last_wid:
                     writer = step.writers.get(wid)
+                    held.append(writer)
                     code = NULL if writer is None else step.code_of(writer)
                     last_wid = wid
                     looked_up = True
