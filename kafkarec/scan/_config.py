@@ -112,8 +112,9 @@ class ScanConfig:
     partition number the listing holds, plus one, where it holds every partition below it; else
     no partition is left out); ``threads``: how many windows of local files are decoded at once,
     ahead of the consumer and handed on in log order (None: :func:`default_threads`; 1: one after
-    the other, in the consumer's thread; a read with ``bad_records_path`` or a row limit decodes in
-    the consumer's thread whatever it says).  :meth:`__post_init__` checks the fields and settles
+    the other, in the consumer's thread; a read with a row limit decodes its first window in the
+    consumer's thread, the rest on the pool; ``bad_records_path``'s batches are written by the
+    consumer's thread, in log order, whichever thread decoded them).  :meth:`__post_init__` checks the fields and settles
     their defaults, however the config is made: :meth:`of` only translates keywords into fields."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None

@@ -62,21 +62,35 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     order = OffsetOrder(kafkarec, options, config.include_control and not control_column, config.mode)
     max_rows = config.rows_per_batch(kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns))
 
-    def decode(piece, where, topic, partition):
+    def decode_into(piece, where, topic, partition, keep_to):
         return decode_range(
             kafkarec, piece.data, options, base=piece.position,
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=need_batch_columns,
             max_rows=max_rows, mode=config.mode, where=where,
-            quarantine=quarantine, columns=columns, core_errors=config.core_errors,
+            quarantine=keep_to, columns=columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
+
+    if quarantine is None:
+        def decode(piece, where, topic, partition):
+            return decode_into(piece, where, topic, partition, None)
+    else:
+        # badRecordsPath: what decoding keeps goes with the error it is kept for (_Kept), and is
+        # written when the consumer takes that error (_write_kept): in log order whichever thread
+        # decoded it, and only for the errors the read reports
+        def decode(piece, where, topic, partition):
+            kept = _Kept()
+            for kind, item in decode_into(piece, where, topic, partition, kept):
+                if kind != "batch" and kept.entries:
+                    item = dict(item, **{_KEPT: kept.take()})
+                yield kind, item
 
     # every read's record loops run without the GIL (the meta-only walk, the scanner's loop of a
     # strict or key-bound read of offsets and timestamps, the full decode's, the batch columns'
     # rows), so a pool pays for each (a read of no more than one window's bytes has nothing to
     # decode side by side: no pool)
     sizes = sum(rr.size for rr in ranges)
-    on_pool = (config.threads > 1 and quarantine is None and ranges
+    on_pool = (config.threads > 1 and ranges
                and sizes > local.READ_WINDOW_BYTES
                # only windows reach the pool (a listed range read whole would hold all its rows,
                # threads + 1 times over)
@@ -120,7 +134,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                                           lambda cut: decode(cut, where, topic, partition))
                     for kind, item in checked:
                         if kind != "batch":
-                            errs.append(item)
+                            errs.append(_write_kept(quarantine, item))
                             continue
                         if lo is not None or hi is not None:
                             item = filter_offsets(item, lo, hi)
@@ -248,3 +262,30 @@ def ranges_read(ranges, split: Optional[Callable] = None):
         for f in ahead.values():
             f.cancel()
         pool.shutdown(wait=True)
+
+
+_KEPT = "_kept"     # an error's entry: what badRecordsPath keeps for it, not yet written
+
+
+class _Kept:
+    """A quarantine's stand-in while decoding (:func:`kafkarec.scan.decode_range`'s ``quarantine``):
+    each batch it would keep, recorded for the error it is kept for."""
+    __slots__ = ("entries",)
+
+    def __init__(self):
+        self.entries: list = []
+
+    def add_undecodable(self, *args, **kwargs) -> None:
+        self.entries.append((args, kwargs))
+
+    def take(self) -> list:
+        out, self.entries = self.entries, []
+        return out
+
+
+def _write_kept(quarantine, err: dict) -> dict:
+    """``err`` without its kept batches, which go to ``quarantine`` now."""
+    entries = err.pop(_KEPT, None) if isinstance(err, dict) else None
+    for args, kwargs in entries or ():
+        quarantine.add_undecodable(*args, **kwargs)
+    return err

@@ -592,3 +592,22 @@ def test_a_strict_read_frames_a_file_as_one_window_does(tmp_path, monkeypatch):
         monkeypatch.setattr(local, "READ_WINDOW_BYTES", 2000)
         assert read(columns, 1).equals(whole) and read(columns, 3).equals(whole)
         monkeypatch.undo()
+
+
+def test_bad_records_path_decodes_on_the_pool_and_keeps_what_one_thread_keeps(tmp_path, small_windows):
+    """With badRecordsPath, windows decode on the pool too: each batch a window cannot decode is
+    written when the consumer takes its error, in log order, so the quarantine holds what one
+    thread's read writes, byte for byte, and the rows are the same."""
+    root = _corrupted(tmp_path / "log")
+    got = {}
+    for threads in (1, 3):
+        kept = tmp_path / f"kept{threads}"
+        reader = LogScan(root, threads=threads, mode="PERMISSIVE", bad_records_path=str(kept))
+        batches = iter(reader)
+        first = next(batches)
+        assert bool(_decode_threads()) == (threads > 1)
+        table = pa.Table.from_batches([first] + list(batches))
+        files = {str(p.relative_to(kept)): p.read_bytes() for p in sorted(kept.rglob("*")) if p.is_file()}
+        got[threads] = (table, files)
+    assert got[1][0].equals(got[3][0])
+    assert got[1][1] == got[3][1] and len(got[1][1]) == 2      # the damaged batch and its reason
