@@ -4,8 +4,10 @@ at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(th
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
 whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
 scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
-in the consumer's): the same rows in the same
-order (the batch columns too), the same error rows, and the same exception (class and message) after the same rows (in
+in the consumer's), with badRecordsPath or not (its files written by the consumer): the same
+rows in the same
+order (the batch columns too), the same error rows, the same files kept, and the same exception
+(class and message) after the same rows (in
 FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
 
@@ -18,6 +20,7 @@ base, its rows left to that segment); across window sizes error rows are compare
 is mended.  Within one window size everything is compared in order."""
 import dataclasses
 import os
+import shutil
 import tempfile
 import warnings
 import logging
@@ -66,21 +69,32 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False):
-    """``(rows, error)``: every row read before the error (class name and message) or the end
-    (or the ``limit``); ``typed``: the values typed (:data:`TYPED`); ``strict``: the format's
-    every rule (a strict read's offsets and timestamps go by the scanner's loop)."""
+def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False, keep=False):
+    """``(rows, error, kept)``: every row read before the error (class name and message) or the
+    end (or the ``limit``), and with ``keep`` the files badRecordsPath wrote (``{path: bytes}``);
+    ``typed``: the values typed (:data:`TYPED`); ``strict``: the format's every rule (a strict
+    read's offsets and timestamps go by the scanner's loop)."""
     rows = []
+    kept_dir = tempfile.mkdtemp(prefix="kafkarec-fuzz-kept-") if keep else None
     config = ScanConfig.of(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
-                           batch_columns=columns is BATCH_COLUMNS, **(TYPED if typed else {}))
+                           batch_columns=columns is BATCH_COLUMNS, bad_records_path=kept_dir,
+                           **(TYPED if typed else {}))
     if strict:
         config = dataclasses.replace(config, strict=True)
+    error = None
     try:
         for rb in LogScan(config):
             rows += _plain(rb)
     except EXPECTED as exc:
-        return rows, (type(exc).__name__, str(exc))
-    return rows, None
+        error = (type(exc).__name__, str(exc))
+    kept = {}
+    if kept_dir is not None:
+        for folder, _, names in os.walk(kept_dir):
+            for name in names:
+                with open(os.path.join(folder, name), "rb") as fh:
+                    kept[os.path.relpath(os.path.join(folder, name), kept_dir)] = fh.read()
+        shutil.rmtree(kept_dir, ignore_errors=True)
+    return rows, error, kept
 
 
 def test_one_input(data: bytes) -> None:
@@ -93,19 +107,20 @@ def test_one_input(data: bytes) -> None:
     limit = fdp.ConsumeIntInRange(1, 300) if fdp.ConsumeBool() else None
     typed = fdp.ConsumeBool()
     strict = fdp.ConsumeBool()
-    how = f"typed={typed} strict={strict}"
+    keep = fdp.ConsumeBool()        # badRecordsPath: what is kept written by the consumer, in log order
+    how = f"typed={typed} strict={strict} keep={keep}"
     _logdir.write(fdp, ROOT)
-    want = read(mode, columns, 1, typed=typed, strict=strict)
+    want = read(mode, columns, 1, typed=typed, strict=strict, keep=keep)
     saved = local.READ_WINDOW_BYTES
     local.READ_WINDOW_BYTES = window
     try:
-        got = read(mode, columns, threads, typed=typed, strict=strict)
-        alone = read(mode, columns, 1, typed=typed, strict=strict)
-        if limit is not None and (read(mode, columns, threads, limit, typed, strict)
-                                  != read(mode, columns, 1, limit, typed, strict)):
+        got = read(mode, columns, threads, typed=typed, strict=strict, keep=keep)
+        alone = read(mode, columns, 1, typed=typed, strict=strict, keep=keep)
+        if limit is not None and (read(mode, columns, threads, limit, typed, strict, keep)
+                                  != read(mode, columns, 1, limit, typed, strict, keep)):
             raise AssertionError(f"{mode} {columns} {how}: window={window}: limit={limit}: "
-                                 f"threads={threads} read\n{read(mode, columns, threads, limit, typed, strict)}\n"
-                                 f"threads=1 read\n{read(mode, columns, 1, limit, typed, strict)}")
+                                 f"threads={threads} read\n{read(mode, columns, threads, limit, typed, strict, keep)}\n"
+                                 f"threads=1 read\n{read(mode, columns, 1, limit, typed, strict, keep)}")
     finally:
         local.READ_WINDOW_BYTES = saved
     if got != alone:
@@ -113,12 +128,12 @@ def test_one_input(data: bytes) -> None:
                              f"{got}\nthreads=1 read\n{alone}")
     # FAILFAST hands on the rows decoded before the damage, so how many come before the error
     # depends on where windows and Arrow batches end: one read's rows are the other's first rows
-    rows, error = alone
+    rows, error, kept = alone
     wanted = want[0]
     if mode == "PERMISSIVE":        # the open finding above
         rows, wanted = _apart(rows), _apart(wanted)
     if error != want[1] or (rows != wanted if error is None or mode != "FAILFAST" else
-                            rows[:len(wanted)] != wanted[:len(rows)]):
+                            rows[:len(wanted)] != wanted[:len(rows)]) or kept != want[2]:
         raise AssertionError(f"{mode} {columns} {how}: threads=1 window={window} read\n{alone}\n"
                              f"threads=1 with the default window read\n{want}")
 
