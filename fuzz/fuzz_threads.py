@@ -4,11 +4,10 @@ at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(th
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
 whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
 scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
-in the consumer's), with badRecordsPath or not (its files written by the consumer): the same
-rows in the same
-order (the batch columns too), the same error rows, the same files kept, and the same exception
-(class and message) after the same rows (in
-FAILFAST, rows before the error are handed on as decoded: at one window size exactly the same
+in the consumer's), with badRecordsPath or not (its files written by the consumer): the same rows
+in the same order (the batch columns too), the same error rows, the same files kept, and the same
+exception (class and message) after the same rows (in FAILFAST, rows before the error are handed
+on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
 
 Across window sizes the records, in order, and the exception are the same too (its first campaign
