@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import decimal
 import struct
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
 from support.oracles.avro_helpers import fastavro_write
+from support.oracles.gil import longest_waits
 from kafkarec import avro
 
 LINE = {"type": "record", "name": "Line", "fields": [
@@ -105,15 +105,6 @@ def test_threads_sharing_a_decoder_get_what_one_thread_gets():
                 assert a.equals(b) and ae.equals(be)
 
 
-def _ticks(done, gaps):
-    last = time.perf_counter()
-    while not done.is_set():
-        time.sleep(0.0005)
-        now = time.perf_counter()
-        gaps.append(now - last)
-        last = now
-
-
 def test_avro_rows_decode_without_holding_the_gil():
     """Another Python thread keeps running while a large column of Avro values decodes: the longest
     it waits is well under the decode's time (with the GIL held through the rows it waited about
@@ -121,7 +112,7 @@ def test_avro_rows_decode_without_holding_the_gil():
     schema = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"},
                                                          {"name": "s", "type": "string"}]}
     body = fastavro_write(schema, [{"id": i * 1000003, "s": "x" * (i % 20)} for i in range(1000)])
-    framed = [b"\x00\x00\x00\x00\x02" + b for b in body] * 1000
+    framed = [b"\x00\x00\x00\x00\x02" + b for b in body] * 3000
     values, ids, offs = (pa.array(framed, pa.binary()), pa.array([2] * len(framed), pa.int64()),
                          pa.array([5] * len(framed), pa.int32()))
     dec = avro.AvroDecoder(avro.parse_schema(schema))
@@ -134,16 +125,5 @@ def test_avro_rows_decode_without_holding_the_gil():
         return time.perf_counter() - started
 
     alone = min(decode() for _ in range(2))
-    stalls = []
-    while len(stalls) < 5 and not (stalls and min(stalls) < alone / 6):   # a loaded machine may
-        done, gaps = threading.Event(), []                                 # stall a thread anyway
-        ticker = threading.Thread(target=_ticks, args=(done, gaps))
-        ticker.start()
-        try:
-            time.sleep(0.01)
-            decode()
-        finally:
-            done.set()
-            ticker.join()
-        stalls.append(max(gaps))
+    stalls = longest_waits(decode, alone / 6)
     assert min(stalls) < alone / 6, (stalls, alone)

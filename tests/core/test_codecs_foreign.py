@@ -14,7 +14,6 @@ DecompressionError (or another DecodeError), never a crash.
 import gzip
 import random
 import struct
-import threading
 import time
 import zlib
 
@@ -31,6 +30,7 @@ import kafkarec
 from kafkarec import Compression
 
 from support.oracles import foreign as F
+from support.oracles.gil import longest_waits
 from support.oracles import reference as R
 from support.oracles.javacodec import JavaCodecError
 
@@ -390,15 +390,6 @@ def _kafka_lz4_frame(section: bytes) -> bytes:
     return b"".join(out + [bytes(4)])
 
 
-def _ticks(done: threading.Event, gaps: list) -> None:
-    last = time.perf_counter()
-    while not done.is_set():
-        time.sleep(0.0005)
-        now = time.perf_counter()
-        gaps.append(now - last)
-        last = now
-
-
 def test_lz4_decompresses_without_holding_the_gil():
     """Another Python thread keeps running while a big lz4 batch decompresses: the longest
     it waits is well under the decode's time (lz4's frame decoder held the GIL while it
@@ -415,18 +406,7 @@ def test_lz4_decompresses_without_holding_the_gil():
         return time.perf_counter() - started
 
     alone = min(decode() for _ in range(2))
-    stalls = []
-    while len(stalls) < 5 and not (stalls and min(stalls) < alone / 4):   # a loaded machine may
-        done, gaps = threading.Event(), []                                 # stall a thread anyway
-        ticker = threading.Thread(target=_ticks, args=(done, gaps))
-        ticker.start()
-        try:
-            time.sleep(0.01)
-            decode()
-        finally:
-            done.set()
-            ticker.join()
-        stalls.append(max(gaps))
+    stalls = longest_waits(decode, alone / 4)
     assert min(stalls) < alone / 4, (stalls, alone)
 
 COUNT_VARIANTS = [("gzip", Compression.GZIP), ("snappy-xerial", Compression.SNAPPY),
