@@ -48,9 +48,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _segments import write_partition  # noqa: E402
+
 PER_BATCH = 1000
 POOL = 100_000
-SEGMENT_BYTES = 64 << 20
 T0 = 1_700_000_000_000
 QUERIES = {"meta": ["offset", "timestamp"], "kv": ["offset", "timestamp", "key", "value"]}
 DUCKDB_SQL = {"meta": 'SELECT sum("offset"), max(timestamp) FROM {}',
@@ -70,26 +71,19 @@ def write(root: str, partitions: int, records: int, codec: str) -> None:
     compression = Compression[codec.upper()]
     os.makedirs(os.path.join(root, "pq"), exist_ok=True)
     for p in range(partitions):
-        folder = os.path.join(root, "log", f"cores-{p}")
-        os.makedirs(folder)
-        fh, written = None, SEGMENT_BYTES
         offs, tss, ks, vs = [], [], [], []
-        for off in range(0, records, PER_BATCH):
-            at = rng.randrange(POOL - PER_BATCH)
-            v, k = values[at:at + PER_BATCH], keys[at:at + PER_BATCH]
-            ts = [T0 + off + i for i in range(PER_BATCH)]
-            b = build_batch(v, k, ts, headers=headers, base_offset=off, compression=compression)
-            if written + len(b) > SEGMENT_BYTES:      # rolled as Kafka rolls a segment
-                if fh:
-                    fh.close()
-                fh, written = open(os.path.join(folder, "%020d.log" % off), "wb"), 0
-            fh.write(b)
-            written += len(b)
-            offs += range(off, off + PER_BATCH)
-            tss += ts
-            ks += k
-            vs += v
-        fh.close()
+
+        def batches():
+            for off in range(0, records, PER_BATCH):
+                at = rng.randrange(POOL - PER_BATCH)
+                v, k = values[at:at + PER_BATCH], keys[at:at + PER_BATCH]
+                ts = [T0 + off + i for i in range(PER_BATCH)]
+                yield off, build_batch(v, k, ts, headers=headers, base_offset=off, compression=compression)
+                offs.extend(range(off, off + PER_BATCH))
+                tss.extend(ts)
+                ks.extend(k)
+                vs.extend(v)
+        write_partition(os.path.join(root, "log", f"cores-{p}"), batches())
         pq.write_table(pa.table({"offset": pa.array(offs, pa.int64()),
                                  "timestamp": pa.array(tss, pa.int64()).cast(pa.timestamp("ms")),
                                  "key": pa.array(ks, pa.binary()), "value": pa.array(vs, pa.binary())}),

@@ -41,10 +41,11 @@ import timeit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _segments import write_partition  # noqa: E402
+
 TARGET = 2.0
 PER_BATCH = 1000
 POOL = 100_000
-SEGMENT_BYTES = 64 << 20
 T0 = 1_700_000_000_000
 
 
@@ -60,23 +61,14 @@ def write_log(root: str, records: int, partitions: int = 4, headers: int = 0) ->
     # one header a record as producers' tracing adds them: a short key, a 16-byte value
     record_headers = [[("trace-%d" % h, b"%016x" % h) for h in range(headers)]] * PER_BATCH if headers else None
     for partition in range(partitions):
-        folder = os.path.join(root, f"bench-{partition}")
-        os.makedirs(folder)
-        fh, written = None, SEGMENT_BYTES
-        for offset in range(0, per_partition, PER_BATCH):
-            n = min(PER_BATCH, per_partition - offset)
-            at = rng.randrange(POOL - n)
-            batch = build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
-                                headers=record_headers[:n] if record_headers else None, base_offset=offset)
-            # rolled as Kafka rolls: before a batch would take the segment past segment.bytes (rolling
-            # after passing it left files of 64 MiB + one batch: two read windows each)
-            if written + len(batch) > SEGMENT_BYTES:
-                if fh:
-                    fh.close()
-                fh, written = open(os.path.join(folder, "%020d.log" % offset), "wb"), 0
-            fh.write(batch)
-            written += len(batch)
-        fh.close()
+        def batches():
+            for offset in range(0, per_partition, PER_BATCH):
+                n = min(PER_BATCH, per_partition - offset)
+                at = rng.randrange(POOL - n)
+                yield offset, build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
+                                          headers=record_headers[:n] if record_headers else None,
+                                          base_offset=offset)
+        write_partition(os.path.join(root, f"bench-{partition}"), batches())
 
 
 def main(argv=None) -> int:

@@ -32,9 +32,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _segments import write_partition  # noqa: E402
+
 PER_BATCH = 1000
 POOL = 100_000
-SEGMENT_BYTES = 64 << 20
 T0 = 1_700_000_000_000
 TOPIC = "orders"
 V1 = {"type": "record", "name": "Order", "fields": [
@@ -77,21 +78,13 @@ def write(root: str, partitions: int, records: int, codec: str) -> None:
     headers = [[("trace", b"%016x" % 7)]] * PER_BATCH
     compression = Compression[codec.upper()]
     for p in range(partitions):
-        folder = os.path.join(root, "log", f"{TOPIC}-{p}")
-        os.makedirs(folder)
-        fh, written = None, SEGMENT_BYTES
-        for off in range(0, records, PER_BATCH):
-            at = rng.randrange(POOL - PER_BATCH)
-            b = build_batch(values[at:at + PER_BATCH], keys[at:at + PER_BATCH],
-                            [T0 + off + i for i in range(PER_BATCH)], headers=headers, base_offset=off,
-                            compression=compression)
-            if written + len(b) > SEGMENT_BYTES:
-                if fh:
-                    fh.close()
-                fh, written = open(os.path.join(folder, "%020d.log" % off), "wb"), 0
-            fh.write(b)
-            written += len(b)
-        fh.close()
+        def batches():
+            for off in range(0, records, PER_BATCH):
+                at = rng.randrange(POOL - PER_BATCH)
+                yield off, build_batch(values[at:at + PER_BATCH], keys[at:at + PER_BATCH],
+                                       [T0 + off + i for i in range(PER_BATCH)], headers=headers,
+                                       base_offset=off, compression=compression)
+        write_partition(os.path.join(root, "log", f"{TOPIC}-{p}"), batches())
 
 
 def main(argv=None) -> int:
