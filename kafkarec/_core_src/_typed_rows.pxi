@@ -161,7 +161,7 @@ cdef tuple decode_typed_column(_TypedRows step, _Column root, object values, obj
                 if writer is None or body < 0 or body > length:
                     if m:
                         break
-                    step.failed(step.rows())
+                    step.null_row()     # (nothing of the row was written: nothing to cut)
                     why = value_problem(body,
                                         f"unknown writer schema id {wid}" if writer is None else
                                         f"the body starts past the end of a {length}-byte value"
