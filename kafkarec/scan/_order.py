@@ -4,14 +4,25 @@ decoded rows in log order)."""
 from __future__ import annotations
 
 import collections
+from typing import NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.errors import DecodeError, MalformedBatchError, OffsetOrderError
 
-__all__ = ["OffsetOrder"]
+__all__ = ["OffsetOrder", "Seen"]
 
 # Batch headers and records' offsets only, to find the batches whose offsets go back.
 _FRAMING_FIELDS = dict(file_rules=True, verify_crc=False)
+
+
+class Seen(NamedTuple):
+    """What the rule needs of one decoded Arrow batch (:meth:`OffsetOrder.seen`): found where the
+    batch was decoded, on a pool thread, so that the consumer's thread does no per-row work."""
+    rows: int                   # the rows the rule judges (its data rows)
+    first: Optional[int]        # their first offset, and their last (None: no rows)
+    last: Optional[int]
+    rising: bool                # their offsets strictly increase
+    top: Optional[int]          # the largest offset of all the batch's rows, control rows included
 
 
 class OffsetOrder:
@@ -36,25 +47,44 @@ class OffsetOrder:
         self.failfast = mode == "FAILFAST"
         self.last: dict = {}        # log -> the last offset read
 
+    def seen(self, item) -> Seen:
+        """:class:`Seen` of an Arrow batch: one vectorized pass over its offsets (thread-safe: a
+        pool's threads call it on the batches they decode, :func:`kafkarec.scan._read.decoded`)."""
+        pc = require("pyarrow.compute")
+        off = self._data_offsets(pc, item)
+        n = len(off)
+        if n == 0:
+            return Seen(0, None, None, True, _top(pc, item))
+        # numpy over the column's data buffer (the core's offset column has no nulls), no array
+        # made per comparison as pyarrow.compute's subtract would; not Array.to_numpy, which
+        # imports pandas (~0.5 CPU-s in each of Spark's Python workers)
+        values = require("numpy").frombuffer(off.buffers()[1], dtype="<i8", count=n, offset=off.offset * 8)
+        first, last = int(values[0]), int(values[n - 1])
+        rising = n == 1 or bool((values[1:] > values[:-1]).all())
+        # the data rows' offsets rising, the last is the largest unless control rows were set aside
+        top = last if rising and len(off) == item.num_rows else _top(pc, item)
+        return Seen(n, first, last, rising, top)
+
     def check(self, items, piece, held, log_key, where, topic, partition, redecode):
         """``items`` (``decode_range``'s, of ``piece``) with the batches breaking the rule left
-        out and reported; ``redecode(piece)`` decodes a part of the piece again."""
+        out and reported; ``redecode(piece)`` decodes a part of the piece again.  A batch item may
+        come with its :class:`Seen` (``("batch", batch, seen)``: found on the thread that decoded
+        it); without, it is found here."""
         pc = require("pyarrow.compute")
         start_last = self.last.get(log_key)     # what the piece's first batch must follow
         yielded = set()     # error positions already handed on
         done = None         # the largest offset handed on from this piece
         try:
-            for kind, item in items:
+            for kind, item, *found in items:
                 if kind != "batch":
                     yielded.add((item.get("position"), item.get("error")))
                     yield kind, item
                     continue
-                off = self._data_offsets(pc, item)
-                if self._fits(pc, off, held, self.last.get(log_key)):
-                    self._advance(pc, off, held, log_key)
-                    if item.num_rows:       # rows handed on, whatever the rule judges of them
-                        top = pc.max(item.column("offset")).as_py()
-                        done = top if done is None else max(done, top)
+                seen = found[0] if found else self.seen(item)
+                if self._fits(seen, held, self.last.get(log_key)):
+                    self._advance(pc, seen, item, held, log_key)
+                    if seen.top is not None:    # rows handed on, whatever the rule judges of them
+                        done = seen.top if done is None else max(done, seen.top)
                     yield kind, item
                     continue
                 items.close()
@@ -83,27 +113,22 @@ class OffsetOrder:
         control = item.column(i)
         return off if not pc.any(control).as_py() else pc.filter(off, pc.invert(control))
 
-    def _fits(self, pc, off, held, last) -> bool:
-        n = len(off)
-        if n == 0:
+    @staticmethod
+    def _fits(seen: Seen, held, last) -> bool:
+        if seen.rows == 0:
             return True
-        # numpy over the column's data buffer (the core's offset column has no nulls), no array
-        # made per comparison as pyarrow.compute's subtract would; not Array.to_numpy, which
-        # imports pandas (~0.5 CPU-s in each of Spark's Python workers)
-        values = require("numpy").frombuffer(off.buffers()[1], dtype="<i8", count=n, offset=off.offset * 8)
-        first = int(values[0])
-        if last is not None and first <= last:
+        if last is not None and seen.first <= last:
             return False
-        if n > 1 and not (values[1:] > values[:-1]).all():
+        if not seen.rising:
             return False
-        return held is None or held.problem(first, int(values[n - 1])) is None
+        return held is None or held.problem(seen.first, seen.last) is None
 
-    def _advance(self, pc, off, held, log_key):
-        n = len(off)
-        if n:
-            last = off[n - 1].as_py()
+    def _advance(self, pc, seen: Seen, item, held, log_key):
+        if seen.rows:
+            last = seen.last
             # offsets an overlapping copy's next segment holds are left to it
             if held is not None and held.end is not None and last >= held.end:
+                off = self._data_offsets(pc, item)
                 kept = pc.filter(off, pc.less(off, held.end))
                 last = kept[len(kept) - 1].as_py() if len(kept) else None
             if last is not None:
@@ -134,7 +159,7 @@ class OffsetOrder:
                 if done is not None:
                     item = item.filter(pc.greater(off, done))
                 if item.num_rows:
-                    self._advance(pc, self._data_offsets(pc, item), held, log_key)
+                    self._advance(pc, self.seen(item), item, held, log_key)
                     yield kind, item
         while pending:
             yield "error", pending.popleft()
@@ -176,3 +201,8 @@ class OffsetOrder:
         for e in errors:
             e["message"] = format_error(e, where)
         return bad, errors
+
+
+def _top(pc, item) -> Optional[int]:
+    """The largest offset of an Arrow batch's rows (None: no rows)."""
+    return pc.max(item.column("offset")).as_py() if item.num_rows else None

@@ -105,7 +105,13 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
         bounds then drop rows of the typed batch in the consumer's thread, before it settles them)."""
         for kind, item in decode(piece, where, topic, partition):
             yield kind, (typed(item) if kind == "batch" else item)
-    ahead = decode if typed is None else decode_typed
+    pooled = decode if typed is None else decode_typed
+
+    def ahead(piece, where, topic, partition):
+        """``pooled`` on a pool thread, each batch with what the offset-order rule needs of its rows
+        (:meth:`OffsetOrder.seen`): found there, so that the consumer's thread does no per-row work."""
+        for kind, item in pooled(piece, where, topic, partition):
+            yield (kind, item, order.seen(item)) if kind == "batch" else (kind, item)
     handed = [0, 0]     # windows the consumer is done with, and the rows of their batches
     if on_pool and config.limit is None:
         read = decoded_ahead(ranges, ahead, config.threads, cut=cut)
