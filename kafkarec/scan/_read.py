@@ -124,12 +124,25 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
         ranges = [w for rr in ranges for w in rr.windows()]
         read = ((rr, ((part, None) for part in without_skips(rr, pieces)))
                 for rr, pieces in ranges_read(ranges, split))
+    # A strict read frames a segment up to the first batch header the format forbids and reports
+    # the rest as not decoded, as reading the segment in one piece does: the pieces of the same
+    # segment after it (a listed range's parts, cut at offset-index positions, where framing as
+    # Kafka does would go on; the pieces around a readCommitted skip) are folded into that report
+    # (_Stopped), not decoded.
+    stopped = None
     try:
         for rr, pieces in read:
             where, topic, partition = rr.where, rr.topic, rr.partition
             lo, hi = rr.kept
             held, log_key = rr.offsets, rr.log_key
             for piece, ready in pieces:
+                if stopped is not None:
+                    if stopped.where == where and not isinstance(piece, dict):
+                        stopped.fold(piece)
+                        rr.release(piece)
+                        continue
+                    yield stopped.where, stopped.report(quarantine)
+                    stopped = None
                 if isinstance(piece, dict):     # the local file shrank after the read was planned
                     yield where, Errors([piece], topic, partition)
                     continue
@@ -140,6 +153,9 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                                           lambda cut: decode(cut, where, topic, partition))
                     for kind, item in checked:
                         if kind != "batch":
+                            if config.strict and item.get("not_decoded"):
+                                stopped = _Stopped(item, where, topic, partition)
+                                continue        # (framing's stop: the piece's last item)
                             errs.append(_write_kept(quarantine, item))
                             continue
                         if lo is not None or hi is not None:
@@ -161,6 +177,8 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
                 if errs:
                     yield where, Errors(errs, topic, partition)
             handed[0] += 1
+        if stopped is not None:
+            yield stopped.where, stopped.report(quarantine)
     finally:
         read.close()        # a consumer gone: the threads stop, the maps close
 
@@ -268,6 +286,36 @@ def ranges_read(ranges, split: Optional[Callable] = None):
         for f in ahead.values():
             f.cancel()
         pool.shutdown(wait=True)
+
+
+class _Stopped:
+    """A strict read's framing stop in a segment (:func:`decoded`), its report held while the
+    pieces of the same segment after it are folded in: its ``not_decoded`` bytes run to the end of
+    the last of them, and what badRecordsPath keeps for it grows by their bytes."""
+    __slots__ = ("err", "where", "topic", "partition")
+
+    def __init__(self, err: dict, where: str, topic, partition):
+        self.err, self.where, self.topic, self.partition = dict(err), where, topic, partition
+
+    def fold(self, piece) -> None:
+        err = self.err
+        end = err["position"] + err["not_decoded"]
+        entries = err.get(_KEPT) or []
+        last = entries[-1] if entries else None
+        if last is not None and last[0][2] == err["position"] and end == piece.position:
+            args, kwargs = last
+            entries[-1] = ((*args[:3], bytes(args[3]) + bytes(piece.data), *args[4:]), kwargs)
+        elif last is not None:      # (past a readCommitted skip: the piece's own entry)
+            entries.append(((*last[0][:2], piece.position, bytes(piece.data), *last[0][4:]), dict(last[1])))
+        err["not_decoded"] = piece.position + len(piece.data) - err["position"]
+
+    def report(self, quarantine) -> Errors:
+        from kafkarec.scan._decode import format_error
+        err = self.err
+        err["message"] = format_error(err, self.where)
+        for _args, kwargs in err.get(_KEPT) or []:
+            kwargs["reason"] = err["message"]
+        return Errors([_write_kept(quarantine, err)], self.topic, self.partition)
 
 
 _KEPT = "_kept"     # an error's entry: what badRecordsPath keeps for it, not yet written

@@ -594,6 +594,49 @@ def test_a_strict_read_frames_a_file_as_one_window_does(tmp_path, monkeypatch):
         monkeypatch.undo()
 
 
+def test_a_strict_listed_read_stops_a_segment_where_its_framing_stops(tmp_path, monkeypatch):
+    """A strict read over a listing (an offset bound) cut at offset-index positions: past the first
+    batch header the format forbids, the rest of the segment is not decoded (the parts after it,
+    which start at index positions, included), as the same read of the segment in one piece and a
+    read of the whole file report it, at one thread or several; with badRecordsPath the same bytes
+    are kept."""
+    import dataclasses
+    import struct
+    w = PartitionWriter(str(tmp_path / "log"), "strict", 0, segment_bytes=1 << 20, index_interval_bytes=2048)
+    appended = [w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60))) for k in range(120)]
+    w.close()
+    damaged = appended[40]
+    segment = w.log_path(damaged.segment_base)
+    with open(segment, "r+b") as fh:
+        fh.seek(damaged.position + 57)              # recordCount
+        fh.write(struct.pack(">i", 500))
+    size = os.path.getsize(segment)
+
+    def read(threads, **extra):
+        config = dataclasses.replace(ScanConfig.of(str(tmp_path / "log"), threads=threads, mode="PERMISSIVE",
+                                                   bounds=Bounds(offsets=(1, None)), **extra), strict=True)
+        assert config.listed
+        return LogScan(config).to_table()
+
+    whole = read(1)
+    assert whole.column("offset").drop_null().to_pylist() == list(range(1, 400))
+    errors = whole.column("_corrupt_record").drop_null().to_pylist()
+    assert len(errors) == 1 and f"the {size - damaged.position} bytes from byte {damaged.position} to byte " \
+        f"{size} could not be framed" in errors[0], errors
+    kept = {}
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 6000)
+    for threads in (1, 3):
+        assert read(threads).equals(whole), threads
+        read(threads, bad_records_path=str(tmp_path / f"kept{threads}"))
+        kept[threads] = {str(p.relative_to(tmp_path / f"kept{threads}")): p.read_bytes()
+                         for p in sorted((tmp_path / f"kept{threads}").rglob("*")) if p.is_file()}
+    monkeypatch.undo()
+    read(1, bad_records_path=str(tmp_path / "kept-whole"))
+    whole_kept = {str(p.relative_to(tmp_path / "kept-whole")): p.read_bytes()
+                  for p in sorted((tmp_path / "kept-whole").rglob("*")) if p.is_file()}
+    assert kept[1] == kept[3] == whole_kept and len(whole_kept) == 2
+
+
 def test_bad_records_path_decodes_on_the_pool_and_keeps_what_one_thread_keeps(tmp_path, small_windows):
     """With badRecordsPath, windows decode on the pool too: each batch a window cannot decode is
     written when the consumer takes its error, in log order, so the quarantine holds what one
