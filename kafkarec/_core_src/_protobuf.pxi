@@ -121,7 +121,7 @@ cdef class _PbLayout:
     def __dealloc__(self):
         free(self.roles)
 
-    def __init__(self, _Column root):
+    def __init__(self, _Column root not None):
         cdef _Column col
         cdef Py_ssize_t i
         self.templates, self.numbers, self.kids = [], {}, []
@@ -142,7 +142,7 @@ cdef class _PbLayout:
         for i, col in enumerate(self.templates):
             self.roles[i] = col.role
 
-    cpdef int number(self, _Column col) except -1:
+    def number(self, _Column col not None):
         """The number of template column `col`."""
         n = self.numbers.get(id(col))
         if n is None or self.templates[n] is not col:
@@ -254,7 +254,7 @@ cdef class _PbMsgPlan:
         free(self.defaults)
         free(self.names)
 
-    def __init__(self, _PbLayout layout, _Column target, list fields, bint emit_defaults=False,
+    def __init__(self, _PbLayout layout not None, _Column target not None, list fields, bint emit_defaults=False,
                  list slot_defaults=None, required=()):
         """target: a column of `layout`; fields: (number, type, slot, repeated, implicit, closed_enum, oneof,
         subplan, enum_names, enum_unknown, mismatch) per writer field; required: the numbers of proto2 required
@@ -1271,7 +1271,7 @@ cdef int pb_rows(_PbExec ex, TypedSpan *spans, Py_ssize_t count, Py_ssize_t *don
     return 0
 
 
-def pb_decode_column(_PbLayout layout, dict writers, values, writer_ids, body_offsets):
+def pb_decode_column(_PbLayout layout not None, dict writers not None, values, writer_ids, body_offsets):
     """Decode Protobuf payloads into fresh columns of `layout` (see kafkarec.protobuf.ProtobufDecoder.decode).
     writers: writer id -> _PbWriter.  Returns (struct array, string array of errors)."""
     cdef list cols = layout.fresh()
