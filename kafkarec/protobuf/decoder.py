@@ -16,7 +16,8 @@ class ProtobufDecoder:
 
     ``reader_schema``: a :class:`ProtobufSchema` (or .proto text); ``message``: the column's message, fully
     qualified (``valueMessage`` / ``keyMessage``), default the file's first message.  Picklable: plans are
-    rebuilt from the plain schemas where it is unpickled.
+    rebuilt from the plain schemas where it is unpickled.  Threads may share one decoder: each :meth:`decode`
+    builds its own columns, and its rows run without the GIL.
 
     Keywords: ``from_protobuf``'s options (:func:`spark_options` maps Spark's names to these):
     ``enums_as_ints`` (enum -> int32, its number), ``emit_default_values`` (an unset singular field without
