@@ -443,8 +443,18 @@ cdef class _PbWriter:
 # ---------------------------------------------------------------- the state of one decode
 
 cdef struct PbGather:
-    # merged occurrences of a singular message field (pb_gather), its bytes after this header
+    # merged occurrences of a singular message field (pb_gather): n_chunks PbChunk after this header, then the
+    # merged bytes
     PbGather *next
+    Py_ssize_t size
+    Py_ssize_t n_chunks
+
+
+cdef struct PbChunk:
+    # one occurrence in merged bytes: where its bytes start there, and where they came from (the value, or
+    # the merged bytes of an outer message), so that an error in merged bytes names the value's byte
+    Py_ssize_t offset
+    const uint8_t *source
 
 
 cdef struct PbSlot:
@@ -468,8 +478,28 @@ cdef struct PbCtx:
     PbGather *gathered      # merged bytes in use, innermost first (a failed row leaves them to failed())
 
 
+cdef Py_ssize_t pb_position(const PbCtx *ctx, const uint8_t *at) noexcept:
+    """Where byte `at` is in the record's value: a byte of merged occurrences (pb_gather) is the byte it was
+    copied from, through every merge it went through (ctx.gathered: innermost first)."""
+    cdef const PbGather *g = ctx.gathered
+    cdef const PbChunk *chunks
+    cdef const uint8_t *data
+    cdef Py_ssize_t rel, k
+    while g != NULL:
+        chunks = <const PbChunk *>(g + 1)
+        data = <const uint8_t *>(chunks + g.n_chunks)
+        if g.n_chunks and data <= at <= data + g.size:
+            rel = at - data
+            k = g.n_chunks - 1
+            while k > 0 and chunks[k].offset > rel:
+                k -= 1
+            at = chunks[k].source + (rel - chunks[k].offset)
+        g = g.next
+    return at - ctx.base
+
+
 cdef int pb_fail(const PbCtx *ctx, const uint8_t *at, str reason) except -1:
-    raise ProtobufDecodeError(reason, at - ctx.base)
+    raise ProtobufDecodeError(reason, pb_position(ctx, at))
 
 
 cdef int pb_fail_varint(const PbCtx *ctx, const uint8_t *at, const char *what, uint64_t number,
@@ -810,26 +840,31 @@ cdef const uint8_t *pb_gather(PbCtx *ctx, const PbField *f, const PbSlot *s, con
                               Py_ssize_t *size) except NULL nogil:
     """The values of every occurrence of a singular message field, concatenated (parsing them as one is how
     protobuf merges repeated occurrences of an embedded message), in a buffer of the decode's (ctx.gathered:
-    pb_gathered_done frees it after its message, failed() after a failed row).  Two walks over the message
-    (the scan checked its framing): the size, then the bytes."""
+    pb_gathered_done frees it after its message, failed() after a failed row), with where each occurrence came
+    from (pb_position).  Two walks over the message (the scan checked its framing): the sizes, then the bytes."""
     cdef const uint8_t *p
     cdef const uint8_t *v
     cdef const uint8_t *body_end
     cdef uint64_t number, n
     cdef int wire, walk
-    cdef Py_ssize_t total = 0
+    cdef Py_ssize_t total = 0, chunks = 0
     cdef PbGather *g = NULL
+    cdef PbChunk *chunk = NULL
     cdef uint8_t *out = NULL
     for walk in range(2):
         if walk == 1:
-            g = <PbGather *>malloc(sizeof(PbGather) + total)
+            g = <PbGather *>malloc(sizeof(PbGather) + chunks * sizeof(PbChunk) + total)
             if g == NULL:
                 with gil:
                     raise MemoryError()
             g.next = ctx.gathered
+            g.size = total
+            g.n_chunks = chunks
             ctx.gathered = g
-            out = <uint8_t *>(g + 1)
+            chunk = <PbChunk *>(g + 1)
+            out = <uint8_t *>(chunk + chunks)
             total = 0
+            chunks = 0
         p = s.first
         while p < end:
             pb_tag(ctx, &p, end, &number, &wire)
@@ -837,15 +872,17 @@ cdef const uint8_t *pb_gather(PbCtx *ctx, const PbField *f, const PbSlot *s, con
             if number == f.number and wire == f.wire:
                 if wire == PB_WT_LEN:
                     take_uvarint64(&p, end, &n)
-                    if walk == 1:
-                        memcpy(out + total, p, n)
-                    total += n
+                    v = p
                     p += n
-                    continue
-                pb_skip(ctx, wire, number, &p, end, depth, &body_end)
+                else:
+                    pb_skip(ctx, wire, number, &p, end, depth, &body_end)
+                    n = body_end - v
                 if walk == 1:
-                    memcpy(out + total, v, body_end - v)
-                total += body_end - v
+                    chunk[chunks].offset = total
+                    chunk[chunks].source = v
+                    memcpy(out + total, v, n)
+                total += n
+                chunks += 1
             else:
                 pb_skip(ctx, wire, number, &p, end, depth, NULL)
     size[0] = total
