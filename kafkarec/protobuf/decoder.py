@@ -16,7 +16,8 @@ class ProtobufDecoder:
 
     ``reader_schema``: a :class:`ProtobufSchema` (or .proto text); ``message``: the column's message, fully
     qualified (``valueMessage`` / ``keyMessage``), default the file's first message.  Picklable: plans are
-    rebuilt from the plain schemas where it is unpickled.
+    rebuilt from the plain schemas where it is unpickled.  Threads may share one decoder: each :meth:`decode`
+    builds its own columns, and its rows run without the GIL.
 
     Keywords: ``from_protobuf``'s options (:func:`spark_options` maps Spark's names to these):
     ``enums_as_ints`` (enum -> int32, its number), ``emit_default_values`` (an unset singular field without
@@ -47,9 +48,13 @@ class ProtobufDecoder:
             from kafkarec.protobuf.json_print import AnyJson
             self._any_json = AnyJson(reader_schema, self._options.enums_as_ints)
         self.arrow_type = self._root.arrow_type
+        # the column tree by number: plans name columns by it, and each decode builds its own columns of it
+        # (the decode shares nothing it writes, so threads decode with one decoder at once)
+        from kafkarec import _core
+        self._layout = _core._PbLayout(self._root.column)
         self._writer_schemas: dict[int, ProtobufSchema] = {}
-        self._writers: dict[int, list] = {}
-        self._lock = threading.Lock()
+        self._writers: dict[int, object] = {}      # writer id -> _core._PbWriter
+        self._lock = threading.Lock()               # add_writer's two dicts
 
     def __reduce__(self):
         return (_rebuild, (self.reader_schema, self.message, self._writer_schemas, self._options.as_dict()))
@@ -65,14 +70,14 @@ class ProtobufDecoder:
                                         f"({type(writer_schema).__name__})")
         if not writer_schema.top_level:
             raise SchemaResolutionError(f"writer schema {writer_id} ({writer_schema.file_name}) defines no message")
-        planner = _Planner(writer_schema, self._options, self._any_json)
+        planner = _Planner(writer_schema, self._options, self._layout, self._any_json)
 
         def node(name: str):
             m = writer_schema.messages[name]
             return _core._PbNode(name, planner.plan(name, self._root), [node(n) for n in m["nested"]])
 
         with self._lock:
-            self._writers[int(writer_id)] = [node(n) for n in writer_schema.top_level]
+            self._writers[int(writer_id)] = _core._PbWriter([node(n) for n in writer_schema.top_level])
             self._writer_schemas[int(writer_id)] = writer_schema
 
     def decode(self, values, writer_ids, body_offsets):
@@ -80,9 +85,7 @@ class ProtobufDecoder:
         where each value's message indexes start.  A null value or writer id gives a null row, no error."""
         from kafkarec import _core
         values, writer_ids, body_offsets = (_array(values), _array(writer_ids), _array(body_offsets))
-        with self._lock:
-            typed, errors = _core.pb_decode_column(self._root.column, self._writers, values, writer_ids,
-                                                   body_offsets)
+        typed, errors = _core.pb_decode_column(self._layout, self._writers, values, writer_ids, body_offsets)
         return _logical(typed, self._root), errors
 
 

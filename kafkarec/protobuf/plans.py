@@ -50,12 +50,14 @@ def _fits(schema: ProtobufSchema, fd: dict, shape: _Shape) -> bool:
 
 
 class _Planner:
-    """Plans of one writer schema against one column, memoized per (writer message, column).  ``any_json``:
-    what prints an Any field's bytes as JSON (``convert.any.fields.to.json``: the column's
-    :class:`~.json_print.AnyJson`), which a plan holds in place of an Any field's subplan."""
+    """Plans of one writer schema against one column, memoized per (writer message, column).  ``layout``: the
+    column's ``_core._PbLayout`` (plans name the columns they fill by its numbers; each decode builds its own
+    columns).  ``any_json``: what prints an Any field's bytes as JSON (``convert.any.fields.to.json``: the
+    column's :class:`~.json_print.AnyJson`), which a plan holds in place of an Any field's subplan."""
 
-    def __init__(self, writer: ProtobufSchema, options: _Options, any_json=None):
+    def __init__(self, writer: ProtobufSchema, options: _Options, layout, any_json=None):
         self.options = options
+        self.layout = layout
         self.writer = writer
         self.any_json = any_json
         self.plans: dict[tuple[str, int], Any] = {}
@@ -97,7 +99,7 @@ class _Planner:
                     slot_defaults[slot] = _default_value(fd, target, self.writer)
             fields.append((fd["number"], fd["type"], slot, fd["repeated"], not fd["presence"] and not zero_when_unset,
                            closed, fd["oneof"], sub, names, unknown, why))
-        plan = _core._PbMsgPlan(shape.column, fields, emit_defaults, slot_defaults,
+        plan = _core._PbMsgPlan(self.layout, shape.column, fields, emit_defaults, slot_defaults,
                                 [fd["number"] for fd in m["fields"] if fd.get("required")])
         self.plans[key] = plan
         return plan

@@ -207,6 +207,20 @@ def test_evolution_by_field_name(pb, schema):
     assert normalize(rows[2], pb.Order.DESCRIPTOR) == row(w1)
 
 
+def test_an_error_in_a_message_set_twice_names_the_values_byte(schema):
+    """A singular message field set twice is parsed as its occurrences merged; a byte that fails there is
+    reported where it is in the value (it once was where the merged copy sat in memory)."""
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    first = b"\x42\x02\x10\x01"                                  # main_item {qty: 1}
+    rows, errors = decode(d, [b"\x00" + first + b"\x42\x03\x10\xff\xff",     # qty's varint cut short
+                              b"\x00" + first + b"\x0a\x01x" + b"\x42\x03\x10\x05\x0a",   # sku without length
+                              b"\x00" + first + b"\x42\x02\x10\x07"])
+    assert errors[0] == "at byte 8 of the value: varlong runs past the end of the value"
+    assert errors[1] == "at byte 13 of the value: field 1 length: varlong runs past the end of the value"
+    assert errors[2] is None and rows[2]["main_item"] == {"sku": None, "qty": 7}
+
+
 def test_recursive_messages_refused():
     text = 'syntax = "proto3"; message Node { int32 v = 1; Node next = 2; }'
     with pytest.raises(ProtobufSchemaError, match="recursive"):
