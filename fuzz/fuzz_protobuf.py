@@ -16,7 +16,7 @@ from _harness import EXPECTED, ROOT, run
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from support.oracles.protobuf_oracle import normalize, row, row_with, sorted_maps  # noqa: E402
+from support.oracles.protobuf_oracle import normalize, row, row_with, same_values, sorted_maps  # noqa: E402
 from support.oracles.protos import COMMON, ORDERS, Generated, generated  # noqa: E402
 from support.oracles.any_messages import ANY_PROTO, LEGACY_PROTO, WKT_NAMES  # noqa: E402
 
@@ -87,7 +87,7 @@ def check(decoder, records, offsets, alone=True):
         if alone:
             one, one_err = decoder.decode(values.slice(i, 1), ids.slice(i, 1), offs.slice(i, 1))
             assert one_err[0].as_py() == err[i].as_py(), (records[i], one_err[0], err[i])
-            assert _same(one[0].as_py(), arr[i].as_py()), records[i]
+            assert same_values(one[0].as_py(), arr[i].as_py()), records[i]
     return arr, err
 
 
@@ -134,8 +134,8 @@ def test_one_input(data: bytes) -> None:
         assert err[i].as_py() is None, (r, err[i])
         if _map_entry_set_aside(m):
             continue
-        assert _same(normalize(arr[i].as_py(), ORDER.DESCRIPTOR), row(m)), r
-        assert _same(sorted_maps(opt[i].as_py()), sorted_maps(row_with(m, OPTIONS))), r
+        assert same_values(normalize(arr[i].as_py(), ORDER.DESCRIPTOR), row(m)), r
+        assert same_values(sorted_maps(opt[i].as_py()), sorted_maps(row_with(m, OPTIONS))), r
 
 
 def check_parse(decoder, message, records) -> None:
@@ -156,7 +156,7 @@ def check_parse(decoder, message, records) -> None:
         assert err[i].as_py() is None, (r, err[i])
         if _map_entry_set_aside(m):
             continue
-        assert _same(normalize(arr[i].as_py(), message.DESCRIPTOR), row(m)), r
+        assert same_values(normalize(arr[i].as_py(), message.DESCRIPTOR), row(m)), r
 
 
 def _map_entry_set_aside(m) -> bool:
@@ -193,15 +193,6 @@ def check_any(fdp) -> None:
                 json.loads(arr[i]["details"].as_py())                # the text is JSON
 
 
-def _same(a, b) -> bool:
-    """Equal, a NaN equal to a NaN (a float field may hold one: both sides read the same bits)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (a != a and b != b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 if __name__ == "__main__":

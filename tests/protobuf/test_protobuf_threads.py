@@ -4,7 +4,6 @@ every one), threads sharing one decoder each get the rows one thread gets, and a
 running while a large column decodes."""
 from __future__ import annotations
 
-import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,7 +14,9 @@ from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema
 from kafkarec.registry.typed import message_indexes
 
 from support.oracles.any_messages import FILES, Maker
-from support.oracles.gil import longest_waits
+from support.oracles.gil import assert_lets_go
+from support.oracles.protobuf_oracle import same_values
+from support.registry.framing import framed_column
 from support.oracles.protos import COMMON, ORDERS, ORDERS_V2, PROTO2, Generated, generated
 
 
@@ -36,15 +37,6 @@ def _rows(arr: pa.Array) -> list:
     return arr.cast(_plain(arr.type)).to_pylist()
 
 
-def _same(a, b) -> bool:
-    """Equal, a NaN equal to a NaN (a random float may be one: both sides read the same bits)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (a != a and b != b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 def _message_class(schema: ProtobufSchema, name: str):
@@ -69,19 +61,6 @@ def _damaged(i: int, body: bytes) -> bytes:
     return body
 
 
-def _frame(values: list, ids: list) -> tuple:
-    """Confluent-framed values, with tombstones and writer ids no decoder knows."""
-    out, wids = [], []
-    for i, (body, wid) in enumerate(zip(values, ids)):
-        value = b"\x00" + struct.pack(">i", wid) + body
-        if i % 83 == 41:
-            value, wid = None, None                         # a tombstone
-        elif i % 211 == 100:
-            wid = 9                                         # no such writer
-        out.append(value)
-        wids.append(wid)
-    n = len(out)
-    return pa.array(out, pa.binary()), pa.array(wids, pa.int64()), pa.array([5] * n, pa.int32())
 
 
 def _orders(n: int):
@@ -135,7 +114,7 @@ def _orders(n: int):
         head = other if i % 151 == 50 else item if i % 163 == 60 else b"\x00"
         bodies.append(head + _damaged(i, body))
         ids.append(1)
-    values = _frame(bodies, ids)
+    values = framed_column(bodies, ids)
     dec = ProtobufDecoder(schema)
     dec.add_writer(1, schema)
     dec.add_writer(2, v2)
@@ -162,7 +141,7 @@ def _legacy(n: int):
         if i % 23 == 9:
             body = body.replace(b"\x38", b"\x40", 1) if b"\x38" in body else body[:-2]   # r missing
         bodies.append(b"\x00" + _damaged(i, body))
-    values = _frame(bodies, [1] * n)
+    values = framed_column(bodies, [1] * n)
     dec = ProtobufDecoder(schema)
     dec.add_writer(1, schema)
     return dec, values
@@ -178,7 +157,7 @@ def _holders(n: int):
                                       name="kranyjson/any.proto")
     maker = Maker(modules, seed=68)
     prefix = message_indexes(schema, "kr.any.Holder")
-    values = _frame([prefix + _damaged(i, maker.holder()) for i in range(n)], [1] * n)
+    values = framed_column([prefix + _damaged(i, maker.holder()) for i in range(n)], [1] * n)
     dec = ProtobufDecoder(schema, "kr.any.Holder", convert_any_fields_to_json=True, recursive_fields_max_depth=2)
     dec.add_writer(1, schema)
     return dec, values
@@ -192,7 +171,7 @@ def test_a_column_decodes_as_its_values_one_at_a_time(make, n):
     whole.validate(full=True)
     parts = [dec.decode(values.slice(i, 1), ids.slice(i, 1), offs.slice(i, 1)) for i in range(len(values))]
     rows = _rows(whole)
-    assert _same(rows, [_rows(p[0])[0] for p in parts])
+    assert same_values(rows, [_rows(p[0])[0] for p in parts])
     assert errors.to_pylist() == [p[1][0].as_py() for p in parts]
     reasons = [e for e in errors.to_pylist() if e is not None]
     assert n // 60 < len(reasons) < (n if make is _holders else n // 5)     # (random Anys fail often)
@@ -224,7 +203,7 @@ def test_threads_sharing_a_decoder_get_what_one_thread_gets(make, n):
             side = list(pool.map(lambda c: dec.decode(values.slice(c[0], c[1]), ids.slice(c[0], c[1]),
                                                       offs.slice(c[0], c[1])), cuts))
             for (a, ae), (b, be) in zip(alone, side):
-                assert (a.equals(b) or _same(_rows(a), _rows(b))) and ae.equals(be)
+                assert (a.equals(b) or same_values(_rows(a), _rows(b))) and ae.equals(be)
 
 
 def test_protobuf_rows_decode_without_holding_the_gil():
@@ -247,6 +226,4 @@ def test_protobuf_rows_decode_without_holding_the_gil():
         assert errors.null_count == len(values)
         return time.perf_counter() - started
 
-    alone = min(decode() for _ in range(2))
-    stalls = longest_waits(decode, alone / 6)
-    assert min(stalls) < alone / 6, (stalls, alone)
+    assert_lets_go(decode, 6)

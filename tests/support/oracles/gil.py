@@ -34,3 +34,12 @@ def longest_waits(call: Callable[[], object], under: float, tries: int = 5) -> L
             ticker.join()
         waits.append(max(gaps))
     return waits
+
+
+def assert_lets_go(timed: Callable[[], float], share: int) -> None:
+    """``timed()`` (a call that returns the seconds of the part under test) lets another thread
+    run: the ticker's least longest wait over a few calls is under ``1/share`` of the call alone
+    (best of two)."""
+    alone = min(timed() for _ in range(2))
+    stalls = longest_waits(timed, alone / share)
+    assert min(stalls) < alone / share, (stalls, alone)

@@ -197,3 +197,15 @@ def sorted_maps(v):
     if isinstance(v, tuple):
         return tuple(sorted_maps(x) for x in v)
     return v
+
+
+def same_values(a, b) -> bool:
+    """Decoded values equal, a NaN equal to a NaN (a float field may hold one: both sides read the
+    same bits), through dicts and lists."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_values(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    return a == b
