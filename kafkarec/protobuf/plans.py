@@ -88,7 +88,9 @@ class _Planner:
                 why, sub = self._match(message, fd, target)
                 if e is not None:
                     unknown = f"UNKNOWN_ENUM_VALUE_{e['name']}_".encode()
-                    if emit_defaults or zero_when_unset:
+                    if (emit_defaults or zero_when_unset) and why is None:
+                        # (a column the writer's enum does not fit takes no enum value: a double column
+                        # would be handed a name)
                         slot_defaults[slot] = _enum_zero(e, target)
                 elif zero_when_unset and why is None:
                     slot_defaults[slot] = _zero(target)

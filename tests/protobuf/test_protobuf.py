@@ -221,6 +221,20 @@ def test_an_error_in_a_message_set_twice_names_the_values_byte(schema):
     assert errors[2] is None and rows[2]["main_item"] == {"sku": None, "qty": 7}
 
 
+def test_an_enum_that_does_not_fit_its_column_takes_no_default():
+    """emit_default_values with a writer whose enum field sits where the column holds a double: the writer is
+    added, a row that sets the field fails on the mismatch, one that leaves it unset reads null (the enum's zero
+    name was once the double column's default: add_writer raised TypeError, and before that, decode did)."""
+    reader = ProtobufSchema.from_text('syntax = "proto3"; package t; message M { double x = 1; int32 y = 2; }')
+    writer = ProtobufSchema.from_text('syntax = "proto3"; package t; enum E { A = 0; B = 1; } '
+                                      'message M { E x = 1; int32 y = 2; }')
+    d = ProtobufDecoder(reader, emit_default_values=True)
+    d.add_writer(1, writer)
+    rows, errors = decode(d, [b"\x00\x10\x05", b"\x00\x08\x01"])
+    assert rows[0] == {"x": None, "y": 5} and errors[0] is None
+    assert rows[1] is None and "does not fit the column's type" in errors[1]
+
+
 def test_recursive_messages_refused():
     text = 'syntax = "proto3"; message Node { int32 v = 1; Node next = 2; }'
     with pytest.raises(ProtobufSchemaError, match="recursive"):
