@@ -874,6 +874,8 @@ cdef const uint8_t *pb_gather(PbCtx *ctx, const PbField *f, const PbSlot *s, con
                     take_uvarint64(&p, end, &n)
                     v = p
                     p += n
+                    if walk == 0:
+                        pb_frames_alone(ctx, v, p, depth + 1)
                 else:
                     pb_skip(ctx, wire, number, &p, end, depth, &body_end)
                     n = body_end - v
@@ -887,6 +889,17 @@ cdef const uint8_t *pb_gather(PbCtx *ctx, const PbField *f, const PbSlot *s, con
                 pb_skip(ctx, wire, number, &p, end, depth, NULL)
     size[0] = total
     return out
+
+
+cdef int pb_frames_alone(PbCtx *ctx, const uint8_t *p, const uint8_t *end, int depth) except -1 nogil:
+    """One occurrence's fields framed within it: protobuf parses each occurrence on its own and merges the
+    results, so a field may not run on into the next occurrence (read glued together, it would)."""
+    cdef uint64_t number
+    cdef int wire
+    while p < end:
+        pb_tag(ctx, &p, end, &number, &wire)
+        pb_skip(ctx, wire, number, &p, end, depth, NULL)
+    return 0
 
 
 cdef inline void pb_gathered_done(PbCtx *ctx) noexcept nogil:

@@ -216,9 +216,26 @@ def test_an_error_in_a_message_set_twice_names_the_values_byte(schema):
     rows, errors = decode(d, [b"\x00" + first + b"\x42\x03\x10\xff\xff",     # qty's varint cut short
                               b"\x00" + first + b"\x0a\x01x" + b"\x42\x03\x10\x05\x0a",   # sku without length
                               b"\x00" + first + b"\x42\x02\x10\x07"])
-    assert errors[0] == "at byte 8 of the value: varlong runs past the end of the value"
+    assert errors[0] == "at byte 8 of the value: field 2: varlong runs past the end of the value"
     assert errors[1] == "at byte 13 of the value: field 1 length: varlong runs past the end of the value"
     assert errors[2] is None and rows[2]["main_item"] == {"sku": None, "qty": 7}
+
+
+def test_a_message_set_twice_frames_each_occurrence_alone(schema):
+    """protobuf parses each occurrence of a message field on its own and merges the results: a field that
+    starts in one occurrence and ends in the next does not parse (read glued together, the two occurrences
+    once gave sku "abc"; the protobuf package refuses the bytes too)."""
+    from google.protobuf.message import DecodeError
+    d = ProtobufDecoder(schema)
+    d.add_writer(1, schema)
+    glued = b"\x42\x02\x0a\x03" + b"\x42\x03abc"             # main_item {sku: <3 bytes...}, main_item {"abc"}
+    rows, errors = decode(d, [b"\x00" + glued, b"\x00\x42\x02\x0a\x00\x42\x05\x0a\x03abc"])
+    assert rows[0] is None and errors[0] == \
+        "at byte 5 of the value: field 1 declares 3 bytes but only 0 remain", errors
+    assert errors[1] is None and rows[1]["main_item"]["sku"] == "abc"     # each occurrence whole: merged
+    pb = generated().modules["kr/orders.proto"]
+    with pytest.raises(DecodeError):
+        pb.Order.FromString(glued)
 
 
 def test_an_enum_that_does_not_fit_its_column_takes_no_default():
