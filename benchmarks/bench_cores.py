@@ -24,7 +24,11 @@ warm, best of ``--repeats``, for ``offset, timestamp`` (meta) and ``offset, time
 * ``keyed`` (with ``--only``): the reader with a key bound of ten of the log's keys (every record
   read and its key tested; rows/s counts the records read);
 * ``strict`` (with ``--only``): the reader's ``offset, timestamp`` in a strict read (every record
-  read by the scanner, its further rules checked).
+  read by the scanner, its further rules checked);
+* ``consumer`` (with ``--only``): the CPU time of the consumer's thread (``time.thread_time`` of the
+  thread calling ``to_table``) in the reader's read at each thread count above one, least of
+  ``--repeats``, and per row: what the consumer does while the pool decodes (issue 68, item 3: nothing
+  per record, almost nothing per batch).
 
 Then the peak RSS of a streaming read (``LogScan`` batches counted and dropped, kv) at each thread
 count, each in a child process of its own, against the one-thread read's.  Prints a table (M rows/s
@@ -216,6 +220,17 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
         for t in steps:
             strict = dataclasses.replace(ScanConfig.of(log, columns=QUERIES["meta"], threads=t), strict=True)
             emit("strict", "reader", t, *best(lambda: LogScan(strict).to_table().num_rows, args.repeats))
+    if "consumer" in only:
+        for query, columns in QUERIES.items():
+            for t in [t for t in steps if t > 1]:
+                cpu = []
+                for _ in range(args.repeats):
+                    before = time.thread_time()
+                    assert LogScan(log, columns=columns, threads=t).to_table().num_rows == n
+                    cpu.append(time.thread_time() - before)
+                results.append({"query": query, "who": "consumer", "threads": t, "cpu_seconds": min(cpu)})
+                print(f"{query:5s} consumer's CPU       {t:3d}   {min(cpu) * 1e3:7.1f} ms  "
+                      f"({min(cpu) / n * 1e9:.1f} ns a row)", flush=True)
     if "batch" in only or "keyed" in only:
         from kafkarec.scan import Bounds
         # ten keys of the log (a search for a few records, as DuckDB's ``WHERE key IN (...)``): every
