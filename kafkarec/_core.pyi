@@ -350,8 +350,13 @@ PB_COLUMN_KINDS: dict[str, int]
 
 def pb_column(kind: int, arrow_type: Any, children: list[_Column] | None = ...) -> _Column: ...
 
+class _PbLayout:
+    """A decoder's column tree numbered in pre-order; each decode builds fresh columns of it."""
+    def __init__(self, root: _Column) -> None: ...
+    def number(self, col: _Column) -> int: ...
+
 class _PbMsgPlan:
-    def __init__(self, target: _Column, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
+    def __init__(self, layout: _PbLayout, target: _Column, fields: list[tuple[Any, ...]], emit_defaults: bool = ...,
                  slot_defaults: list[Any] | None = ..., required: Sequence[int] = ...) -> None: ...
 
 class _PbTimeLayout:
@@ -364,7 +369,12 @@ class _PbNode:
     nested: list[_PbNode]
     def __init__(self, name: str, plan: _PbMsgPlan | None, nested: list[_PbNode]) -> None: ...
 
-def pb_decode_column(root: _Column, writers: dict[int, list[_PbNode]], values: Any, writer_ids: Any,
+class _PbWriter:
+    """A writer schema's top-level messages as a decode reads them."""
+    root: _PbNode
+    def __init__(self, top: list[_PbNode]) -> None: ...
+
+def pb_decode_column(layout: _PbLayout, writers: dict[int, _PbWriter], values: Any, writer_ids: Any,
                      body_offsets: Any) -> tuple[Any, Any]:
     """Protobuf payloads -> (struct array, string array of per-row errors); see kafkarec.protobuf."""
     ...
