@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import decimal
 import struct
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
 from support.oracles.avro_helpers import fastavro_write
-from support.oracles.gil import assert_lets_go
-from support.registry.framing import framed_column
+from support.oracles.gil import assert_column_decode_lets_go
+from support.registry.framing import framed_column, quarters_alone_and_on_threads
 from kafkarec import avro
 
 LINE = {"type": "record", "name": "Line", "fields": [
@@ -91,14 +89,8 @@ def test_a_column_decodes_as_its_values_one_at_a_time():
 def test_threads_sharing_a_decoder_get_what_one_thread_gets():
     values, ids, offs = _values(6000)
     dec = _decoder()
-    cuts = [(i, 1500) for i in range(0, 6000, 1500)]
-    alone = [dec.decode(values.slice(i, n), ids.slice(i, n), offs.slice(i, n)) for i, n in cuts]
-    with ThreadPoolExecutor(4) as pool:
-        for _ in range(3):
-            side = list(pool.map(lambda c: dec.decode(values.slice(c[0], c[1]), ids.slice(c[0], c[1]),
-                                                      offs.slice(c[0], c[1])), cuts))
-            for (a, ae), (b, be) in zip(alone, side):
-                assert a.equals(b) and ae.equals(be)
+    for (a, ae), (b, be) in quarters_alone_and_on_threads(dec, values, ids, offs):
+        assert a.equals(b) and ae.equals(be)
 
 
 def test_avro_rows_decode_without_holding_the_gil():
@@ -113,11 +105,4 @@ def test_avro_rows_decode_without_holding_the_gil():
                          pa.array([5] * len(framed), pa.int32()))
     dec = avro.AvroDecoder(avro.parse_schema(schema))
     dec.add_writer(2, avro.parse_schema(schema))
-
-    def decode():
-        started = time.perf_counter()
-        rows, errors = dec.decode(values, ids, offs)
-        assert errors.null_count == len(framed)
-        return time.perf_counter() - started
-
-    assert_lets_go(decode, 6)
+    assert_column_decode_lets_go(dec, values, ids, offs)

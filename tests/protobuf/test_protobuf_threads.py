@@ -4,8 +4,6 @@ every one), threads sharing one decoder each get the rows one thread gets, and a
 running while a large column decodes."""
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -14,9 +12,9 @@ from kafkarec.protobuf import ProtobufDecoder, ProtobufSchema
 from kafkarec.registry.typed import message_indexes
 
 from support.oracles.any_messages import FILES, Maker
-from support.oracles.gil import assert_lets_go
+from support.oracles.gil import assert_column_decode_lets_go
 from support.oracles.protobuf_oracle import same_values
-from support.registry.framing import framed_column
+from support.registry.framing import framed_column, quarters_alone_and_on_threads
 from support.oracles.protos import COMMON, ORDERS, ORDERS_V2, PROTO2, Generated, generated
 
 
@@ -196,14 +194,8 @@ def test_a_column_decodes_as_its_values_one_at_a_time(make, n):
 @pytest.mark.parametrize("make, n", [(_orders, 6000), (_holders, 2000)], ids=["orders", "any-json"])
 def test_threads_sharing_a_decoder_get_what_one_thread_gets(make, n):
     dec, (values, ids, offs) = make(n)
-    cuts = [(i, n // 4) for i in range(0, n, n // 4)]
-    alone = [dec.decode(values.slice(i, n), ids.slice(i, n), offs.slice(i, n)) for i, n in cuts]
-    with ThreadPoolExecutor(4) as pool:
-        for _ in range(3):
-            side = list(pool.map(lambda c: dec.decode(values.slice(c[0], c[1]), ids.slice(c[0], c[1]),
-                                                      offs.slice(c[0], c[1])), cuts))
-            for (a, ae), (b, be) in zip(alone, side):
-                assert (a.equals(b) or same_values(_rows(a), _rows(b))) and ae.equals(be)
+    for (a, ae), (b, be) in quarters_alone_and_on_threads(dec, values, ids, offs):
+        assert (a.equals(b) or same_values(_rows(a), _rows(b))) and ae.equals(be)
 
 
 def test_protobuf_rows_decode_without_holding_the_gil():
@@ -219,11 +211,4 @@ def test_protobuf_rows_decode_without_holding_the_gil():
     ids, offs = pa.array([1] * len(values), pa.int64()), pa.array([5] * len(values), pa.int32())
     dec = ProtobufDecoder(schema)
     dec.add_writer(1, schema)
-
-    def decode():
-        started = time.perf_counter()
-        rows, errors = dec.decode(values, ids, offs)
-        assert errors.null_count == len(values)
-        return time.perf_counter() - started
-
-    assert_lets_go(decode, 6)
+    assert_column_decode_lets_go(dec, values, ids, offs)

@@ -43,3 +43,14 @@ def assert_lets_go(timed: Callable[[], float], share: int) -> None:
     alone = min(timed() for _ in range(2))
     stalls = longest_waits(timed, alone / share)
     assert min(stalls) < alone / share, (stalls, alone)
+
+
+def assert_column_decode_lets_go(decoder, values, writer_ids, body_offsets, share: int = 6) -> None:
+    """A typed decoder's ``decode(values, writer_ids, body_offsets)`` of a column that decodes without
+    errors lets another thread run (:func:`assert_lets_go`)."""
+    def decode() -> float:
+        started = time.perf_counter()
+        _rows, errors = decoder.decode(values, writer_ids, body_offsets)
+        assert errors.null_count == len(values)
+        return time.perf_counter() - started
+    assert_lets_go(decode, share)
