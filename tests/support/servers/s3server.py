@@ -155,6 +155,14 @@ class S3Server:
                 "name": "kafkarec-tests",
                 "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
                 "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}, fh)
+        # Each bucket is its own collection, and weed's master grows 7 volumes for a collection's
+        # first write (master.toml's volume_growth.copy_1).  With 400 volumes a server held 57
+        # buckets and the 58th bucket's first upload failed with an internal error; one test
+        # worker makes more buckets than that.  So: one volume per growth, room for 1000.  weed
+        # reads master.toml from its working directory.
+        with open(os.path.join(self.tmp, "master.toml"), "w") as fh:
+            fh.write("[master.volume_growth]\ncopy_1 = 1\ncopy_2 = 1\ncopy_3 = 1\n"
+                     "copy_other = 1\n")
         (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc,
          iam) = free_ports(9)
         self.port = s3
@@ -164,7 +172,7 @@ class S3Server:
             ("s3", s3_grpc))]
         args = [self.weed, f"-logdir={self.tmp}", "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                 f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-                "-master.telemetry=false", "-master.volumeSizeLimitMB=32", "-volume.max=400",
+                "-master.telemetry=false", "-master.volumeSizeLimitMB=32", "-volume.max=1000",
                 f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
                 "-filer=true", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
                 f"-filer.localSocket={self.tmp}/f.sock",
