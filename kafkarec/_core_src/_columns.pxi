@@ -879,10 +879,34 @@ cdef Py_ssize_t scanned_meta(_RecordIterator it, const uint8_t **pos, const uint
     return kept
 
 
+cdef Py_ssize_t meta_rows(_RecordIterator it, const uint8_t **pos, const uint8_t *end, Py_ssize_t room,
+                          int64_t *offs, int64_t *tss, const KeyTable *keys, bint *fault) noexcept nogil:
+    """The offsets and timestamps of the batch's records from pos[0], at most `room` of them (with
+    `keys`, only those whose key is one of them); how many were written.  A key bound (every
+    record's key is compared) or a strict read (the scanner's further rules) takes the scanner for
+    every record; otherwise the meta-only walker walks, and a record it stops at is read by the
+    scanner, which finds its fault (*fault: described in it._fault, raised by the caller, where
+    the reading stopped) or reads it, and the walk goes on after it."""
+    cdef RecordView v
+    cdef Py_ssize_t row = 0
+    if keys != NULL or it._cur.strict:
+        return scanned_meta(it, pos, end, room, offs, tss, keys, fault)
+    while it._remaining > 0 and row < room:
+        row += walk_v2_meta(it, pos, end, room - row, offs + row, tss + row)
+        if it._remaining > 0 and row < room:
+            if unlikely(scan_v2_record(it, &v, pos, end) != 0):
+                fault[0] = True
+                break
+            offs[row] = v.offset
+            tss[row] = v.timestamp
+            row += 1
+    return row
+
+
 cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
                      bint strict, bint crc_after) except -1:
     """The offsets and timestamps of one v2 batch's records (lean columns), by the meta-only
-    walker (walk_v2_meta): nothing of a record's key, value or headers is read past its length.
+    walker (meta_rows, walk_v2_meta): nothing of a record's key, value or headers is read past its length.
     A record the walker stops at is read by the scanner, which raises its fault or returns it
     (and the walk goes on after it).  Committed when the batch is complete, as add_v2_records
     does."""
@@ -898,31 +922,13 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     cdef int32_t *tts = <int32_t *>reserve_tail(cols.timestamp_type.values, rows * 4, False)
     cdef bint fault = False
     cdef const KeyTable *table = &keys.table if keys is not None else NULL
-    if keys is not None or strict:
-        # a key bound (every record's key is compared) or a strict read (the scanner's further
-        # rules, which the walk leaves out): the scanner reads each record, without the GIL for a
-        # batch worth it, as the walk
-        if payload >= WALK_NOGIL_MIN_BYTES:
-            with nogil:
-                row += scanned_meta(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
-        else:
-            row += scanned_meta(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
-        if fault:
-            raise_record_fault(it)
+    if payload >= WALK_NOGIL_MIN_BYTES:
+        with nogil:
+            row += meta_rows(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
     else:
-        while it._remaining > 0 and row < end_row:
-            walked = walk_v2_meta(it, &pos, payload_end, end_row - row, offs, tss)
-            offs += walked
-            tss += walked
-            row += walked
-            if it._remaining > 0 and row < end_row:
-                if unlikely(scan_v2_record(it, &v, &pos, payload_end) != 0):
-                    raise_record_fault(it)
-                offs[0] = v.offset
-                tss[0] = v.timestamp
-                offs += 1
-                tss += 1
-                row += 1
+        row += meta_rows(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
+    if fault:
+        raise_record_fault(it)
     for i in range(row - r0):
         tts[i] = ts_type
     if it._remaining > 0:

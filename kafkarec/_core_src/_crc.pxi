@@ -11,6 +11,73 @@ cdef object _crc32 = _zlib.crc32
 CRC32C_HARDWARE = bool(getattr(_crc32c_module, "hardware_based", False))
 
 
+# The same CRC-32C without the GIL, for a run of batches decoded in one nogil section
+# (v2_run): the function the crc32c package picked for this CPU (hardware or its software
+# slicing) is called directly, as its own crc32c() calls it, taken from the package's module
+# state (its exported get_state()).  The package has no C API, so the pointer is only used
+# after it gives the same CRC as the package's Python call on a probe; otherwise it stays NULL
+# and every batch's CRC goes through crc32c() with the GIL.
+ctypedef uint32_t (*Crc32cFunction)(uint32_t crc, const unsigned char *data, unsigned long length) noexcept nogil
+
+cdef extern from "<dlfcn.h>" nogil:
+    void *dlopen(const char *filename, int flags)
+    void *dlsym(void *handle, const char *symbol)
+    int dlclose(void *handle)
+    enum:
+        RTLD_NOW
+        RTLD_NOLOAD
+
+ctypedef void *(*Crc32cGetState)(object module)
+
+cdef Crc32cFunction crc32c_nogil_fn = NULL
+
+
+cdef Crc32cFunction _find_crc32c_function():
+    cdef void *lib
+    cdef Crc32cGetState get_state
+    cdef Crc32cFunction fn
+    cdef bytes probe = bytes(range(256)) * 3 + b"123456789"
+    try:
+        ext = _crc32c_module._crc32c if hasattr(_crc32c_module, "_crc32c") else None
+        if ext is None:
+            import importlib
+            ext = importlib.import_module("crc32c._crc32c")
+        path = ext.__file__.encode()
+    except Exception:
+        return NULL
+    lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD)      # (already loaded: this only finds it)
+    if lib == NULL:
+        return NULL
+    get_state = <Crc32cGetState>dlsym(lib, "get_state")
+    dlclose(lib)                                     # (the module keeps it loaded)
+    if get_state == NULL:
+        return NULL
+    fn = (<Crc32cFunction *>get_state(ext))[0]
+    if fn == NULL:
+        return NULL
+    for n in (0, 1, 9, 255, len(probe)):
+        if (fn(<uint32_t>0xFFFFFFFF, <const unsigned char *>probe, n) ^ <uint32_t>0xFFFFFFFF) != _crc32c(probe[:n]):
+            return NULL
+    return fn
+
+
+cdef void _set_crc32c_nogil():
+    global crc32c_nogil_fn
+    crc32c_nogil_fn = _find_crc32c_function()
+
+
+_set_crc32c_nogil()
+
+#: whether batch runs check CRCs without the GIL (the crc32c package's function was found)
+CRC32C_NOGIL = crc32c_nogil_fn != NULL
+
+
+cdef inline bint crc32c_matches_nogil(const uint8_t *p, Py_ssize_t n, uint32_t stored) noexcept nogil:
+    """Whether the CRC-32C of n bytes at p is `stored` (crc32c_nogil_fn, which is not NULL)."""
+    cdef uint32_t crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
+    return (crc ^ <uint32_t>0xFFFFFFFF) == stored
+
+
 cdef uint32_t crc32c_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
     return <uint32_t>_crc32c(view_of(p, n))
 

@@ -626,8 +626,8 @@ cdef extern from "meta_walk.h":
 
 
 cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end,
-                                     Py_ssize_t max_records, int64_t *offsets,
-                                     int64_t *timestamps) noexcept:
+                                          Py_ssize_t max_records, int64_t *offsets,
+                                          int64_t *timestamps) noexcept nogil:
     """The meta-only walker: the offsets and timestamps of up to `max_records` of the iterator's
     records from pos[0], into `offsets` and `timestamps`; returns how many it walked (pos[0] and
     it._remaining moved past them).  Per record it reads the length, attributes, both deltas and
@@ -638,25 +638,17 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
     last record).  At the first record it does not accept it stops without moving past it, and the
     caller lets scan_v2_record read that record, so a fault is found and worded by the one scanner
     (where it stops and why are the full read's).  Strict reads keep the scanner (its further
-    rules, UTF-8 header keys among them, are not walked here)."""
+    rules, UTF-8 header keys among them, are not walked here: the caller's test, meta_rows).
+    No Python object is touched: it runs in whatever GIL state its caller is in."""
     cdef Py_ssize_t n, i
     cdef int32_t remaining = it._remaining
-    cdef int64_t base_offset = it._base_offset, base_timestamp = it._base_timestamp
-    cdef int64_t max_timestamp = it._max_timestamp
-    if it._cur.strict:
-        return 0
-    if end - pos[0] >= WALK_NOGIL_MIN_BYTES:
-        with nogil:
-            n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
-                                     base_offset, base_timestamp)
-    else:
-        n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
-                                 base_offset, base_timestamp)
+    n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
+                             it._base_offset, it._base_timestamp)
     if it._timestamp_type == TS_LOG_APPEND:
         # the stored deltas still hold create times (as in scan_v2_record); one fill after the
         # walk keeps the choice out of its loop
         for i in range(n):
-            timestamps[i] = max_timestamp
+            timestamps[i] = it._max_timestamp
     it._remaining = remaining
     return n
 
