@@ -116,17 +116,27 @@ cdef inline uint8_t *reserve_bits(_Growable g, Py_ssize_t length, Py_ssize_t n, 
     """Room for n more bits after the first `length`, preset to `ones` (the common value), so a
     row only touches its bit when it has the other one.  Also resets the unused bits of the last
     byte, which a batch that failed half way may have changed."""
-    cdef Py_ssize_t used = (length + 7) >> 3
-    cdef Py_ssize_t want = ((length + n + 7) >> 3) + 1
+    cdef Py_ssize_t want = bits_room(length, n)
     if want > g.capacity:
         g.reserve(want - g.size)
+    preset_bits(g.data, length, n, ones)
+    return g.data
+
+
+cdef inline Py_ssize_t bits_room(Py_ssize_t length, Py_ssize_t n) noexcept nogil:
+    """The bytes a bitmap of `length` bits needs for n more preset by preset_bits."""
+    return ((length + n + 7) >> 3) + 1
+
+
+cdef inline void preset_bits(uint8_t *data, Py_ssize_t length, Py_ssize_t n, bint ones) noexcept nogil:
+    """reserve_bits on room already there (bits_room(length, n) bytes)."""
+    cdef Py_ssize_t used = (length + 7) >> 3
     if length & 7:
         if ones:
-            g.data[length >> 3] |= <uint8_t>(0xFF << (length & 7))
+            data[length >> 3] |= <uint8_t>(0xFF << (length & 7))
         else:
-            g.data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
-    memset(g.data + used, 0xFF if ones else 0, want - used)
-    return g.data
+            data[length >> 3] &= <uint8_t>((1 << (length & 7)) - 1)
+    memset(data + used, 0xFF if ones else 0, bits_room(length, n) - used)
 
 
 # ---------------------------------------------------------------- the builder

@@ -944,6 +944,261 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     return 0
 
 
+# ---------------------------------------------------------------- runs of batches without the GIL
+
+# A window of a log is mostly whole, uncompressed v2 data batches.  Read one by one, each batch
+# takes the GIL to be framed (a RecordBatch, its record iterator) and lets it go for its records,
+# then for its CRC: at 1,000 records a batch the GIL changes hands thousands of times a window,
+# and the read's other threads (and any busy Python thread beside them) queue for it each time.
+# A run reads such batches one after the other in one nogil section (framing, records, CRC),
+# each batch kept only when whole and sound.  It ends before the first batch it does not take:
+# compressed, control or legacy, a header the format or a strict read forbids, a record the loops
+# refuse or leave to the GIL's path, a CRC that does not match, a column without room, a chunk
+# full.  The batch-by-batch path then reads that batch as it always does (raising, reporting,
+# growing the columns): a run takes only batches that path reads to the same rows without a word,
+# so every rule and every error stays there.
+
+cdef struct V2Run:
+    const uint8_t *buf          # the batch iterator's buffer
+    Py_ssize_t origin           # the file position of buf[0]
+    Py_ssize_t offset           # where the next batch starts in buf (past each batch taken)
+    Py_ssize_t end
+    bint verify_crc
+    bint strict
+    Py_ssize_t room_end         # the rows the per-row columns have room for (a run grows nothing)
+    Py_ssize_t kvalid_cap       # the bitmaps' room, in bytes (full rows)
+    Py_ssize_t vvalid_cap
+    Py_ssize_t hvalid_cap
+    Py_ssize_t max_rows         # the chunk's limits: the run ends with the batch that reaches one
+    Py_ssize_t max_bytes
+    Py_ssize_t batches          # taken
+
+
+cdef struct MetaRows:
+    # the lean columns' room from the next row on (meta_rows_run)
+    Py_ssize_t row
+    int64_t *offs
+    int64_t *tss
+    int32_t *tts
+
+
+cdef inline Py_ssize_t run_batch_size(const uint8_t *p, Py_ssize_t remaining) noexcept nogil:
+    """The size of the batch at p when a run may take it, else 0: a whole v2 batch, neither
+    compressed nor control, that declares records and whose header holds nothing the format
+    forbids (so BatchIterator frames it and a strict read takes its header, as they would)."""
+    cdef int32_t length, count, last_delta
+    cdef uint16_t attributes
+    if remaining < V2_HEADER_SIZE or p[OFF_MAGIC] != 2:
+        return 0
+    length = <int32_t>kr_load_be32(p + OFF_LENGTH)
+    if (length < V2_HEADER_SIZE - LOG_OVERHEAD or length > INT32_LIMIT - LOG_OVERHEAD
+            or <Py_ssize_t>length > remaining - LOG_OVERHEAD):
+        return 0
+    attributes = kr_load_be16(p + OFF_ATTRIBUTES)
+    if attributes & (ATTR_CODEC_MASK | ATTR_CONTROL | ATTR_V2_UNUSED):
+        return 0
+    count = <int32_t>kr_load_be32(p + OFF_RECORDS_COUNT)
+    last_delta = <int32_t>kr_load_be32(p + OFF_LAST_OFFSET_DELTA)
+    if count <= 0 or last_delta < 0 or <int64_t>count > <int64_t>last_delta + 1:
+        return 0
+    return <Py_ssize_t>length + LOG_OVERHEAD
+
+
+cdef inline Py_ssize_t run_batch_rows(const uint8_t *p, Py_ssize_t size) noexcept nogil:
+    """The most rows the batch at p can give (as add_v2_records reserves: its declared count, at
+    most one per 7 payload bytes, the smallest record)."""
+    return min(<Py_ssize_t>kr_load_be32(p + OFF_RECORDS_COUNT), (size - V2_HEADER_SIZE) // 7 + 1)
+
+
+cdef inline void run_iterator(_RecordIterator it, const uint8_t *p, Py_ssize_t size, Py_ssize_t position,
+                              bint strict) noexcept nogil:
+    """`it` as v2_record_iterator sets it for the uncompressed batch at p (run_batch_size's)."""
+    cursor_init(&it._cur, p + V2_HEADER_SIZE, size - V2_HEADER_SIZE, position + V2_HEADER_SIZE,
+                False, strict)
+    it._remaining = <int32_t>kr_load_be32(p + OFF_RECORDS_COUNT)
+    it._base_offset = <int64_t>kr_load_be64(p)
+    it._base_timestamp = <int64_t>kr_load_be64(p + OFF_BASE_TIMESTAMP)
+    it._max_timestamp = <int64_t>kr_load_be64(p + OFF_MAX_TIMESTAMP)
+    it._base_sequence = <int32_t>kr_load_be32(p + OFF_BASE_SEQUENCE)
+    it._last_offset_delta = <int32_t>kr_load_be32(p + OFF_LAST_OFFSET_DELTA)
+    it._prev_offset_delta = -1
+    it._timestamp_type = TS_LOG_APPEND if (kr_load_be16(p + OFF_ATTRIBUTES) & ATTR_LOG_APPEND_TIME) else TS_CREATE
+    it._is_control = False
+    it._strict = strict
+    it._batch_position = position
+
+
+cdef inline bint run_crc_ok(const V2Run *run, const uint8_t *p, Py_ssize_t size) noexcept nogil:
+    return (not run.verify_crc
+            or crc32c_matches_nogil(p + OFF_ATTRIBUTES, size - OFF_ATTRIBUTES, kr_load_be32(p + OFF_CRC)))
+
+
+cdef void full_rows_run(_RecordIterator it, FullRows *st, V2Run *run) noexcept nogil:
+    """Whole batches from run.offset into st's columns, as add_v2_records writes them, each kept
+    when whole and sound; st is left as after the last batch kept."""
+    cdef FullRows done
+    cdef const uint8_t *p
+    cdef Py_ssize_t size, rows, payload
+    cdef int status
+    while True:
+        p = run.buf + run.offset
+        size = run_batch_size(p, run.end - run.offset)
+        if size == 0:
+            return
+        rows = run_batch_rows(p, size)
+        payload = size - V2_HEADER_SIZE
+        if (st.row + rows > run.room_end or bits_room(st.row, rows) > run.kvalid_cap
+                or bits_room(st.row, rows) > run.vvalid_cap or bits_room(st.row, rows) > run.hvalid_cap
+                or st.kpos + payload > INT32_LIMIT or st.vpos + payload > INT32_LIMIT):
+            return
+        done = st[0]
+        run_iterator(it, p, size, run.origin + run.offset, run.strict)
+        preset_bits(st.kvalid, st.row, rows, True)
+        preset_bits(st.vvalid, st.row, rows, True)
+        preset_bits(st.hvalid, st.row, rows, False)
+        st.pos = it._cur.pos
+        st.end = it._cur.end
+        st.end_row = st.row + rows
+        st.ts_type = it._timestamp_type
+        status = full_rows(it, st)
+        if status != ROWS_DONE or it._remaining > 0 or not run_crc_ok(run, p, size):
+            st[0] = done
+            return
+        run.offset += size
+        run.batches += 1
+        if st.row >= run.max_rows or st.kpos + st.vpos + st.hk_size + st.hv_size >= run.max_bytes:
+            return
+
+
+cdef void meta_rows_run(_RecordIterator it, MetaRows *st, const KeyTable *keys, V2Run *run) noexcept nogil:
+    """Whole batches from run.offset into the lean columns, as add_v2_meta writes them, each kept
+    when whole and sound."""
+    cdef const uint8_t *p
+    cdef const uint8_t *pos
+    cdef Py_ssize_t size, rows, n, i
+    cdef bint fault = False
+    while True:
+        p = run.buf + run.offset
+        size = run_batch_size(p, run.end - run.offset)
+        if size == 0:
+            return
+        rows = run_batch_rows(p, size)
+        if st.row + rows > run.room_end:
+            return
+        run_iterator(it, p, size, run.origin + run.offset, run.strict)
+        pos = it._cur.pos
+        n = meta_rows(it, &pos, it._cur.end, rows, st.offs, st.tss, keys, &fault)
+        if fault or it._remaining > 0 or not run_crc_ok(run, p, size):
+            return
+        for i in range(n):
+            st.tts[i] = it._timestamp_type
+        st.offs += n
+        st.tss += n
+        st.tts += n
+        st.row += n
+        run.offset += size
+        run.batches += 1
+        if st.row >= run.max_rows:
+            return
+
+
+cdef inline Py_ssize_t room_rows(_Growable g, Py_ssize_t width) noexcept:
+    return (g.capacity - g.size) // width
+
+
+cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordIterator it,
+                         Py_ssize_t max_rows, Py_ssize_t max_bytes) except -1:
+    """The batches a run takes from where `batches` is (see above), committed to `cols` and
+    `batches` moved past them; how many.  The GIL is let go when the first of them can be taken
+    and the input left is worth it (a few small batches are read with it held, as by the
+    batch-by-batch path: the same run, without the release and retake)."""
+    cdef V2Run run
+    cdef FullRows st
+    cdef MetaRows meta
+    cdef _Column key = cols.key, value = cols.value
+    cdef Py_ssize_t r0 = cols.rows, rows, size
+    cdef bint release
+    cdef const KeyTable *table = &cols.keys.table if cols.keys is not None else NULL
+    run.buf = batches._buf.ptr
+    run.origin = batches._buf.origin
+    run.offset = batches._offset
+    run.end = batches._end
+    run.verify_crc = batches._verify_crc
+    run.strict = batches._strict
+    run.max_rows = max_rows
+    run.max_bytes = max_bytes
+    run.batches = 0
+    run.room_end = r0 + min(room_rows(cols.offset.values, 8), room_rows(cols.timestamp.values, 8),
+                            room_rows(cols.timestamp_type.values, 4))
+    size = run_batch_size(run.buf + run.offset, run.end - run.offset)
+    if size == 0 or r0 + run_batch_rows(run.buf + run.offset, size) > run.room_end:
+        return 0
+    release = run.end - run.offset >= WALK_NOGIL_MIN_BYTES
+    if cols.lean:
+        meta.row = r0
+        meta.offs = <int64_t *>(cols.offset.values.data + cols.offset.values.size)
+        meta.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
+        meta.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
+        if release:
+            with nogil:
+                meta_rows_run(it, &meta, table, &run)
+        else:
+            meta_rows_run(it, &meta, table, &run)
+        rows = meta.row - r0
+    else:
+        run.room_end = min(run.room_end, r0 + min(room_rows(key.offsets, 4), room_rows(value.offsets, 4),
+                                                  room_rows(cols.headers.offsets, 4)))
+        run.kvalid_cap = key.valid.capacity
+        run.vvalid_cap = value.valid.capacity
+        run.hvalid_cap = cols.headers.valid.capacity
+        if (r0 + run_batch_rows(run.buf + run.offset, size) > run.room_end
+                or key.valid.data == NULL or value.valid.data == NULL or cols.headers.valid.data == NULL):
+            return 0
+        st.ko = <int32_t *>(key.offsets.data + key.offsets.size)
+        st.vo = <int32_t *>(value.offsets.data + value.offsets.size)
+        st.offs = <int64_t *>(cols.offset.values.data + cols.offset.values.size)
+        st.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
+        st.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
+        st.hoff = <int32_t *>(cols.headers.offsets.data + cols.headers.offsets.size)
+        st.kdata = key.values.data
+        st.vdata = value.values.data
+        st.kcap = key.values.capacity
+        st.vcap = value.values.capacity
+        st.kvalid = key.valid.data
+        st.vvalid = value.valid.data
+        st.hvalid = cols.headers.valid.data
+        st.kpos = key.values.size
+        st.vpos = value.values.size
+        st.key_nulls = st.value_nulls = st.with_headers = 0
+        st.row = r0
+        st.strict = run.strict
+        st.want_key = cols.want_key
+        st.want_value = cols.want_value
+        st.want_headers = cols.want_headers
+        st.keys = table
+        headers_in(cols, &st)
+        if release:
+            with nogil:
+                full_rows_run(it, &st, &run)
+        else:
+            full_rows_run(it, &st, &run)
+        rows = st.row - r0
+        if run.batches:
+            key.values.size = st.kpos
+            value.values.size = st.vpos
+            col_commit(key, rows, st.key_nulls)
+            col_commit(value, rows, st.value_nulls)
+            col_commit(cols.headers, rows, rows - st.with_headers)
+            headers_out(cols, &st)
+    if run.batches:
+        col_commit(cols.offset, rows, 0)
+        col_commit(cols.timestamp, rows, 0)
+        col_commit(cols.timestamp_type, rows, 0)
+        cols.rows = r0 + rows
+        batches._offset = run.offset
+    return run.batches
+
+
 # Called through a pointer so the compiler keeps the decode loop a function of
 # its own instead of inlining it into the (huge) generator below, where its
 # loop variables would spill to the stack.
@@ -1152,9 +1407,25 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef double expected
     cdef bint verify_crc = batches._verify_crc
     cdef bint strict = batches._strict
+    cdef bint runs
+    cdef _RecordIterator run_it = _RecordIterator.__new__(_RecordIterator)
     if read_committed:
         aborted = aborted_batch_positions(data, batches.options, batches)
+    # runs of batches without the GIL (take_run): not for the wide layout (its batch columns are
+    # written per batch), nor where a batch is left out by position, nor when the CRC can only be
+    # computed with the GIL
+    runs = (not batch_columns and not aborted and (not verify_crc or crc32c_nogil_fn != NULL))
+    run_it._buf = batches._buf
     while True:
+        if (runs and not batches.exhausted
+                and take_run(cols, batches, run_it, max_rows, max_bytes)
+                and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
+            yield cols.finish(topic, partition, projection)
+            yielded = True
+            cols = _ArrowColumns(batch_columns, lean, keys, projection)
+            chunk_start = batches._offset
+            sized = False
+            continue
         try:
             b = next(batches, None)
         except DecodeError as exc:

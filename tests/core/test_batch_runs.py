@@ -1,0 +1,159 @@
+"""Runs of batches read without the GIL (``iter_arrow``'s whole uncompressed v2 data batches, framed,
+decoded and checked in one nogil section) give what the batch-by-batch path gives: the same rows,
+the same errors at the same bytes, the same stop.
+
+The batch-by-batch path is the oracle here: the wide layout (``batch_columns=True``) never takes a
+run, so its columns in common with a plain read, and its errors, are what a run must give back.  A
+log mixes what a run takes with what ends one (compressed, control, LogAppendTime, a batch without
+records, a header the format forbids), and is damaged byte by byte: a run that stopped one batch
+late, or kept a damaged batch's rows, shows here.
+"""
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+import kafkarec
+from kafkarec import Compression, ControlRecordType, RecordBatchBuilder, TimestampType
+
+COMMON = ["offset", "timestamp", "timestampType", "key", "value", "headers"]
+
+
+def batch(rng: random.Random, base: int, n: int, **options) -> bytes:
+    b = RecordBatchBuilder(base_offset=base, **options)
+    for i in range(n):
+        value = None if rng.random() < 0.05 else rng.randbytes(rng.randrange(0, 260))
+        key = None if rng.random() < 0.3 else b"k%d" % rng.randrange(12)
+        headers = [("h", b"v"), ("n", None)] if rng.random() < 0.3 else ()
+        b.append(value, key, timestamp=1_700_000_000_000 + base + i, headers=headers)
+    return b.build()
+
+
+def log(seed: int, batches: int = 80) -> bytes:
+    """Mostly what a run takes, some of what ends one."""
+    rng = random.Random(seed)
+    out, base = bytearray(), 0
+    for _ in range(batches):
+        kind = rng.choice(["plain"] * 8 + ["lz4", "gzip", "append", "control", "transactional"])
+        n = rng.choice([1, 2, 40, 150])
+        if kind == "control":
+            b = RecordBatchBuilder(base_offset=base, is_control=True, is_transactional=True,
+                                   producer_id=7, producer_epoch=0)
+            b.append_control(rng.choice([ControlRecordType.COMMIT, ControlRecordType.ABORT]),
+                             {"coordinatorEpoch": 1}, timestamp=1_700_000_000_000 + base)
+            out += b.build()
+            n = 1
+        elif kind == "append":
+            out += batch(rng, base, n, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                         log_append_time=1_800_000_000_000 + base)
+        elif kind == "transactional":
+            out += batch(rng, base, n, is_transactional=True, producer_id=7, producer_epoch=0, base_sequence=base)
+        else:
+            out += batch(rng, base, n, compression={"plain": Compression.NONE, "lz4": Compression.LZ4,
+                                                    "gzip": Compression.GZIP}[kind])
+        base += n
+    return bytes(out)
+
+
+def read(data: bytes, *, wide: bool, **kw):
+    """Rows (the columns in common), errors and where framing stopped."""
+    sink = []
+    it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, batch_columns=wide, **kw)
+    rows = []
+    for rb in it:
+        names = [c for c in (kw.get("columns") or COMMON) if c in COMMON]
+        cols = [rb.column(c).to_pylist() for c in names]
+        rows += list(zip(*cols))
+    errors = [(e["error"], e["position"], e["batch_position"], e["base_offset"]) for e in sink]
+    return rows, errors, it.position, it.stop_reason
+
+
+def raised(data: bytes, **kw):
+    try:
+        return ("rows", sum(rb.num_rows for rb in kafkarec.iter_arrow(data, **kw)))
+    except kafkarec.DecodeError as exc:
+        return ("error", type(exc).__name__, exc.position)
+
+
+def same(data: bytes, **kw):
+    assert read(data, wide=False, **kw) == read(data, wide=True, **kw)
+
+
+READS = [
+    {},
+    {"strict": True},
+    {"verify_crc": False},
+    {"columns": ["offset", "timestamp"]},
+    {"columns": ["offset", "timestamp"], "strict": True},
+    {"keys": [b"k1", b"k3", b"absent"]},
+    {"columns": ["offset", "timestamp"], "keys": [b"k2"]},
+    {"max_rows": 97},
+    {"max_bytes": 3000},
+    {"include_control": True},
+    {"read_committed": True},
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kw", READS, ids=lambda kw: ",".join(kw) or "plain")
+def test_a_sound_log_reads_the_same_through_runs(seed, kw):
+    data = log(seed)
+    assert len(data) > 64 << 10            # runs let the GIL go past 16 KiB
+    same(data, **kw)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_every_damaged_byte_reads_the_same_through_runs(seed):
+    """One byte changed at a time, over the first batches' headers, records and CRCs; each read
+    also raises as the batch-by-batch path does (the same error at the same byte)."""
+    data = log(seed, batches=30)
+    rng = random.Random(seed)
+    spots = sorted(rng.sample(range(len(data)), 150)) + list(range(0, 140))
+    for at in spots:
+        damaged = bytearray(data)
+        damaged[at] ^= rng.choice([0x01, 0x80, 0xFF, 0x10])
+        damaged = bytes(damaged)
+        for kw in ({}, {"strict": True}, {"columns": ["offset", "timestamp"]}):
+            assert read(damaged, wide=False, **kw) == read(damaged, wide=True, **kw), (at, kw)
+            assert raised(damaged, **kw) == raised(damaged, batch_columns=True, **kw), (at, kw)
+
+
+def test_truncated_logs_read_the_same_through_runs():
+    data = log(5, batches=20)
+    for end in range(len(data) - 400, len(data)):
+        same(data[:end])
+        same(data[:end], strict=True)
+
+
+def test_a_bad_crc_inside_a_run_is_reported_where_the_batch_by_batch_read_reports_it():
+    rng = random.Random(11)
+    batches = [batch(rng, i * 150, 150) for i in range(12)]
+    bad = bytearray(batches[6])
+    bad[-1] ^= 0x55                         # a record byte: only the CRC says so
+    data = b"".join(batches[:6]) + bytes(bad) + b"".join(batches[7:])
+    sink = []
+    rows = sum(rb.num_rows for rb in kafkarec.iter_arrow(data, errors="skip", error_sink=sink))
+    assert rows == 11 * 150
+    assert [(e["error"], e["batch_position"]) for e in sink] == [
+        ("ChecksumError", sum(map(len, batches[:6])))]
+    with pytest.raises(kafkarec.ChecksumError) as exc:
+        kafkarec.to_arrow(data)
+    assert exc.value.position == sum(map(len, batches[:6]))
+    same(data)
+
+
+def test_a_header_the_format_forbids_ends_a_run_and_only_strict_refuses_it():
+    rng = random.Random(12)
+    batches = [bytearray(batch(rng, i * 100, 100)) for i in range(8)]
+    attributes = struct.unpack_from(">h", batches[4], 21)[0]
+    struct.pack_into(">h", batches[4], 21, attributes | 0x0100)   # an unused attribute bit
+    crc = kafkarec.crc32c(bytes(batches[4][21:]))
+    struct.pack_into(">I", batches[4], 17, crc)
+    data = b"".join(map(bytes, batches))
+    assert kafkarec.to_arrow(data).num_rows == 800
+    same(data)
+    same(data, strict=True)
+    with pytest.raises(kafkarec.CorruptBatchError):
+        kafkarec.to_arrow(data, strict=True)
