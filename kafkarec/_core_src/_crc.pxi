@@ -17,6 +17,9 @@ CRC32C_HARDWARE = bool(getattr(_crc32c_module, "hardware_based", False))
 # state (its exported get_state()).  The package has no C API, so the pointer is only used
 # after it gives the same CRC as the package's Python call on a probe; otherwise it stays NULL
 # and every batch's CRC goes through crc32c() with the GIL.
+cdef enum:
+    CRC32C_RELEASE_BYTES = 32 * 1024    # (the crc32c package's MIN_BUFSIZE_FOR_AUTOMATIC_RELEASE)
+
 ctypedef uint32_t (*Crc32cFunction)(uint32_t crc, const unsigned char *data, unsigned long length) noexcept nogil
 
 cdef extern from "<dlfcn.h>" nogil:
@@ -79,7 +82,17 @@ cdef inline bint crc32c_matches_nogil(const uint8_t *p, Py_ssize_t n, uint32_t s
 
 
 cdef uint32_t crc32c_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
-    return <uint32_t>_crc32c(view_of(p, n))
+    cdef uint32_t crc
+    if crc32c_nogil_fn == NULL:
+        return <uint32_t>_crc32c(view_of(p, n))
+    # the package's function without a Python call; the GIL let go from the size at which the
+    # package's crc32c() lets it go
+    if n >= CRC32C_RELEASE_BYTES:
+        with nogil:
+            crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
+    else:
+        crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
+    return crc ^ <uint32_t>0xFFFFFFFF
 
 
 cdef uint32_t crc32_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
