@@ -9,6 +9,8 @@ from kafkarec.errors import DecodeError
 
 COMPILED: bool
 CRC32C_HARDWARE: bool
+CRC32C_NOGIL: bool
+STORED_CODEC_BYTES: int
 DEFAULT_MAX_DECOMPRESSED_BYTES: int
 
 _Buffer = bytes | bytearray | memoryview | Any  # any object with the buffer protocol
@@ -163,6 +165,7 @@ HEADER_SIZE_UP_TO_MAGIC: int
 RECORD_OVERHEAD_V0: int
 V2_HEADER_SIZE: int
 
+def stored_codec(data: _Buffer, /) -> int: ...
 def is_plausible_batch(data: _Buffer, /, position: int, end: int | None = ...) -> bool:
     """Whether a whole batch a Kafka writer could have produced (strict header checks, CRC) starts at position."""
     ...

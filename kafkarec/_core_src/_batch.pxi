@@ -582,3 +582,25 @@ def is_plausible_batch(data, /, Py_ssize_t position, end=None) -> bool:
         if b.size_in_bytes < (LEGACY_V0_KEY_LENGTH if b.magic == 0 else LEGACY_V1_KEY_LENGTH) + 8:
             return False
     return b.crc_valid
+
+
+#: the first bytes of a batch that say how it is stored (stored_codec): a v2 header up to its
+#: attributes, which hold more than a legacy entry's
+STORED_CODEC_BYTES = OFF_ATTRIBUTES + 2
+
+
+def stored_codec(data, /) -> int:
+    """The codec id (its attributes' low bits) of the batch that starts ``data``, from its first
+    :data:`STORED_CODEC_BYTES` bytes, or -1 when there are fewer or its magic is not 0..2.  Nothing
+    is checked past that: a read weighs a piece by it before reading the piece (a compressed
+    batch's records take several times its bytes to decode)."""
+    cdef const uint8_t[::1] view = data
+    cdef int8_t magic
+    if view.shape[0] < STORED_CODEC_BYTES:
+        return -1
+    magic = <int8_t>view[OFF_MAGIC]
+    if magic == 2:
+        return kr_load_be16(&view[OFF_ATTRIBUTES]) & ATTR_CODEC_MASK
+    if magic == 0 or magic == 1:
+        return view[OFF_MAGIC + 1] & ATTR_CODEC_MASK
+    return -1

@@ -68,6 +68,17 @@ class Slice(NamedTuple):
         """The bytes it reads."""
         return self.end - self.start
 
+    def compressed(self) -> bool:
+        """Whether its first batch is compressed (:func:`kafkarec._core.stored_codec` of its first
+        bytes; False when they cannot be read)."""
+        from kafkarec import _core
+        try:
+            with open(self.path, "rb") as fh:
+                head = os.pread(fh.fileno(), _core.STORED_CODEC_BYTES, self.start)
+        except OSError:
+            return False
+        return _core.stored_codec(head) > 0
+
     @property
     def kept(self) -> tuple:
         """``(lo, hi)`` of the offsets a consumer is given from it: from the log start on."""

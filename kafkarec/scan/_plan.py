@@ -61,6 +61,10 @@ class SegmentPiece(Protocol):
     def size(self) -> int:
         """The bytes it reads (what a planner weighs, and whether a read needs a pool)."""
 
+    def compressed(self) -> bool:
+        """Whether its first batch is compressed (a map's first bytes; a listed range: not known
+        before it is read, False): how a read weighs its bytes when it decides on a pool."""
+
     @property
     def kept(self) -> tuple:
         """``(lo, hi)`` of the offsets kept of its records (None: unbounded)."""
@@ -127,6 +131,10 @@ class ListedRange(NamedTuple):
     @property
     def size(self) -> int:
         return range_bytes(self)
+
+    def compressed(self) -> bool:
+        """Not known before the range is read (a request): False."""
+        return False
 
     @property
     def kept(self) -> tuple:

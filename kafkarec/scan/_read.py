@@ -16,6 +16,22 @@ from kafkarec.scan._order import OffsetOrder
 from kafkarec.scan._plan import ListedRange, without_skips
 from kafkarec.scan._pool import decoded_ahead
 
+#: the least work a read of several pieces takes to the pool (a read past a window's bytes always
+#: does), in bytes of uncompressed batches; below it the threads cost about what they save.  Four
+#: partitions of 1,000-record uncompressed batches (benchmarks/bench_cores.py's shape), whole rows,
+#: best of 15 at 1 thread and on 2 threads' pool: 18 MB 6.4 against 7.2 ms, 35 MB 12.0 against
+#: 9.7 ms; of zstd batches: 4.2 MB 22.1 against 15.5 ms, 8.3 MB 40.5 against 24.7 ms
+POOL_MIN_WORK = 24 << 20
+#: a compressed piece's bytes weigh this many uncompressed ones (decompressed and decoded: the
+#: zstd pieces above take 5 ms a MB, the uncompressed ones 0.34)
+COMPRESSED_WORK = 8
+
+
+def _work(ranges) -> int:
+    """The decoding ``ranges`` are worth, in bytes of uncompressed batches (each weighed by its
+    first batch)."""
+    return sum(rr.size * (COMPRESSED_WORK if rr.compressed() else 1) for rr in ranges)
+
 __all__ = ["Errors", "decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
 
@@ -87,11 +103,14 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
 
     # every read's record loops run without the GIL (the meta-only walk, the scanner's loop of a
     # strict or key-bound read of offsets and timestamps, the full decode's, the batch columns'
-    # rows), so a pool pays for each (a read of no more than one window's bytes has nothing to
-    # decode side by side: no pool)
+    # rows), so a pool pays for each read of more than one window: a read past a window's bytes,
+    # or of several pieces (segments, partitions) with enough work between them (_work: a
+    # compressed piece holds several times its bytes in rows; four partitions of zstd batches,
+    # 54 MB, were read on one core).  A read of one window has nothing to decode side by side: no
+    # pool.
     sizes = sum(rr.size for rr in ranges)
     on_pool = (config.threads > 1 and ranges
-               and sizes > local.READ_WINDOW_BYTES
+               and (sizes > local.READ_WINDOW_BYTES or (len(ranges) > 1 and _work(ranges) >= POOL_MIN_WORK))
                # only windows reach the pool (a listed range read whole would hold all its rows,
                # threads + 1 times over)
                and all(rr.windowed(split) for rr in ranges))

@@ -157,3 +157,21 @@ def test_a_header_the_format_forbids_ends_a_run_and_only_strict_refuses_it():
     same(data, strict=True)
     with pytest.raises(kafkarec.CorruptBatchError):
         kafkarec.to_arrow(data, strict=True)
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+def test_stored_codec_reads_a_batchs_codec_from_its_first_bytes(codec):
+    rng = random.Random(14)
+    data = batch(rng, 0, 5, compression=codec)
+    assert kafkarec._core.stored_codec(data[:kafkarec._core.STORED_CODEC_BYTES]) == int(codec)
+    assert kafkarec._core.stored_codec(data[:kafkarec._core.STORED_CODEC_BYTES - 1]) == -1
+    assert kafkarec._core.stored_codec(data[:16] + b"\x07" + data[17:30]) == -1     # magic 7
+
+
+def test_stored_codec_of_a_legacy_entry():
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    for magic in (0, 1):
+        for codec in (0, 1, 2):
+            b = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
+            b.append(0, 1_700_000_000_000 if magic else None, b"k", b"v" * 50)
+            assert kafkarec._core.stored_codec(bytes(b.build())[:30]) == codec

@@ -654,3 +654,43 @@ def test_bad_records_path_decodes_on_the_pool_and_keeps_what_one_thread_keeps(tm
         got[threads] = (table, files)
     assert got[1][0].equals(got[3][0])
     assert got[1][1] == got[3][1] and len(got[1][1]) == 2      # the damaged batch and its reason
+
+
+def _partitions(root, codec, partitions=4, batches=20):
+    """``partitions`` one-segment partitions of 1,000-record batches of 90-byte values that
+    compress little (about 1.8 MB of batches each, compressed or not; kafkarec's builder, which
+    compresses whatever the ratio)."""
+    import random
+    rng = random.Random(21)
+    for p in range(partitions):
+        w = PartitionWriter(str(root), "t", p, segment_bytes=64 << 20)
+        for k in range(batches):
+            w.append(kafkarec.build_batch([rng.randbytes(70) + b"-order-paid-eur-" for _ in range(1000)],
+                                          [b"k%d" % i for i in range(1000)],
+                                          [T0 + 1000 * k + i for i in range(1000)],
+                                          compression=kafkarec.Compression[codec.upper()]))
+        w.close()
+    return str(root)
+
+
+@pytest.mark.parametrize("codec, pooled", [("none", False), ("zstd", True), ("lz4", True)])
+def test_a_read_of_several_compressed_partitions_under_a_window_decodes_on_the_pool(
+        tmp_path, monkeypatch, codec, pooled):
+    """A read of several pieces goes to the pool when their decoding is worth the threads: a
+    compressed piece's bytes weigh several times an uncompressed one's.  ~7 MB of segments in four
+    partitions: read on one thread uncompressed, on the pool compressed (four zstd partitions
+    of 54 MB, under a window, were read on one core at any ``threads``)."""
+    root = _partitions(tmp_path, codec)
+    plain, decoded_on = local.iter_pieces, []
+
+    def seen(sl):       # a window is mapped by the thread that decodes it
+        decoded_on.append(threading.current_thread().name)
+        return plain(sl)
+    monkeypatch.setattr(local, "iter_pieces", seen)
+    got = LogScan(root, threads=2, columns=["offset", "key", "value"]).to_table()
+    assert got.num_rows == 4 * 20 * 1000
+    assert len(decoded_on) == 4
+    on_pool = [name.startswith("kafkarec-decode") for name in decoded_on]
+    assert all(on_pool) if pooled else not any(on_pool), decoded_on
+    assert got.equals(LogScan(root, threads=1, columns=["offset", "key", "value"]).to_table())
+    assert not _decode_threads()
