@@ -27,10 +27,18 @@ POOL_MIN_WORK = 24 << 20
 COMPRESSED_WORK = 8
 
 
-def _work(ranges) -> int:
-    """The decoding ``ranges`` are worth, in bytes of uncompressed batches (each weighed by its
-    first batch)."""
-    return sum(rr.size * (COMPRESSED_WORK if rr.compressed() else 1) for rr in ranges)
+def _worth_a_pool(ranges, sizes: int) -> bool:
+    """Whether decoding ``ranges`` (``sizes`` bytes) is worth :data:`POOL_MIN_WORK` bytes of
+    uncompressed batches, each piece weighed by its first batch (asked of the pieces only until the
+    answer is known)."""
+    if sizes * COMPRESSED_WORK < POOL_MIN_WORK:
+        return False
+    work = 0
+    for rr in ranges:
+        work += rr.size * (COMPRESSED_WORK if rr.compressed() else 1)
+        if work >= POOL_MIN_WORK:
+            return True
+    return False
 
 __all__ = ["Errors", "decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
@@ -104,13 +112,13 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     # every read's record loops run without the GIL (the meta-only walk, the scanner's loop of a
     # strict or key-bound read of offsets and timestamps, the full decode's, the batch columns'
     # rows), so a pool pays for each read of more than one window: a read past a window's bytes,
-    # or of several pieces (segments, partitions) with enough work between them (_work: a
+    # or of several pieces (segments, partitions) with enough work between them (_worth_a_pool: a
     # compressed piece holds several times its bytes in rows; four partitions of zstd batches,
     # 54 MB, were read on one core).  A read of one window has nothing to decode side by side: no
     # pool.
     sizes = sum(rr.size for rr in ranges)
     on_pool = (config.threads > 1 and ranges
-               and (sizes > local.READ_WINDOW_BYTES or (len(ranges) > 1 and _work(ranges) >= POOL_MIN_WORK))
+               and (sizes > local.READ_WINDOW_BYTES or (len(ranges) > 1 and _worth_a_pool(ranges, sizes)))
                # only windows reach the pool (a listed range read whole would hold all its rows,
                # threads + 1 times over)
                and all(rr.windowed(split) for rr in ranges))
