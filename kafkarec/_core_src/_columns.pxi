@@ -1030,7 +1030,7 @@ cdef inline void run_iterator(_RecordIterator it, const uint8_t *p, Py_ssize_t s
 
 cdef inline bint run_crc_ok(const V2Run *run, const uint8_t *p, Py_ssize_t size) noexcept nogil:
     return (not run.verify_crc
-            or crc32c_matches_nogil(p + OFF_ATTRIBUTES, size - OFF_ATTRIBUTES, kr_load_be32(p + OFF_CRC)))
+            or crc32c_nogil(p + OFF_ATTRIBUTES, size - OFF_ATTRIBUTES) == kr_load_be32(p + OFF_CRC))
 
 
 cdef void full_rows_run(_RecordIterator it, FullRows *st, V2Run *run) noexcept nogil:

@@ -75,10 +75,10 @@ _set_crc32c_nogil()
 CRC32C_NOGIL = crc32c_nogil_fn != NULL
 
 
-cdef inline bint crc32c_matches_nogil(const uint8_t *p, Py_ssize_t n, uint32_t stored) noexcept nogil:
-    """Whether the CRC-32C of n bytes at p is `stored` (crc32c_nogil_fn, which is not NULL)."""
-    cdef uint32_t crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
-    return (crc ^ <uint32_t>0xFFFFFFFF) == stored
+cdef inline uint32_t crc32c_nogil(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """The CRC-32C of n bytes at p (crc32c_nogil_fn, which is not NULL), as the package's
+    crc32c() computes it: its function between the two inversions."""
+    return crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n) ^ <uint32_t>0xFFFFFFFF
 
 
 cdef uint32_t crc32c_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
@@ -89,10 +89,9 @@ cdef uint32_t crc32c_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
     # package's crc32c() lets it go
     if n >= CRC32C_RELEASE_BYTES:
         with nogil:
-            crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
-    else:
-        crc = crc32c_nogil_fn(<uint32_t>0xFFFFFFFF, p, <unsigned long>n)
-    return crc ^ <uint32_t>0xFFFFFFFF
+            crc = crc32c_nogil(p, n)
+        return crc
+    return crc32c_nogil(p, n)
 
 
 cdef uint32_t crc32_of(const uint8_t *p, Py_ssize_t n) except? 0xFFFFFFFF:
