@@ -5,6 +5,11 @@ set -euo pipefail
 # beside the CPU-seconds of its own processes (bash's `times`), in phases.json and test_times.py.
 cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
 read -r BUSY0 IDLE0 < <(cpu_ticks)
+# free space (KiB) where the checkout and the tests' temporary folders live, at the start and the end:
+# a run that fills the disk fails in ways that name no test
+free_kib() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 {print $4}' || echo 0; }
+TMP_ROOT="${TMPDIR:-/tmp}"
+FREE0="$(free_kib "$(dirname "$0")") $(free_kib "$TMP_ROOT")"
 # KAFKAREC_CPU_PROFILE=1: every process's CPU by kind (scripts/cpu_profile.py), printed at the end
 PROFILE_PID=""
 PROFILE_OUT="$(cd "$(dirname "$0")/.." && pwd)/.cache/cpu-profile.json"
@@ -76,8 +81,11 @@ BESIDE_TIMES="$RESULTS/beside.times"
 RELEASE_PID=$!
 trap 'kill "$RELEASE_PID" "$JVM_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
 set +e
-"$VPY" -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py
-MAIN_RC=$?
+# its output kept too: the closing lines name what failed and a pytest internal error's cause, where a
+# reader of only the output's tail (CI's) finds them
+"$VPY" -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py 2>&1 \
+    | tee "$RESULTS/main.log"
+MAIN_RC=${PIPESTATUS[0]}
 PYTEST_SECONDS=$((SECONDS - STARTED))
 wait "$RELEASE_PID"
 RELEASE_RC=$?
@@ -96,9 +104,11 @@ HZ="$(getconf CLK_TCK 2>/dev/null || echo 100)"
 # the children's user and system time (the second line of `times`: "0m12.345s 0m1.000s")
 times > "$RESULTS/times.txt"      # in this shell: in a pipeline's subshell its children are none
 OWN_CPU="$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%d", n }' "$RESULTS/times.txt")"
-printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d, "machine_busy_s": %d, "machine_idle_s": %d, "cores": %d, "own_cpu_s": %d}\n' \
+read -r CHECKOUT_FREE0 TMP_FREE0 <<< "$FREE0"
+printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d, "machine_busy_s": %d, "machine_idle_s": %d, "cores": %d, "own_cpu_s": %d, "free_kib": {"checkout": [%d, %d], "tmp": [%d, %d]}}\n' \
     "$SECONDS" "$STARTED" "$PYTEST_SECONDS" "$DEPS_S" "$RELEASE_S" "$BESIDE_END" \
-    $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" > "$RESULTS/phases.json"
+    $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" \
+    "${CHECKOUT_FREE0:-0}" "$(free_kib "$ROOT")" "${TMP_FREE0:-0}" "$(free_kib "$TMP_ROOT")" > "$RESULTS/phases.json"
 echo "---- where the time went (scripts/test_times.py; the whole command: $SECONDS s, set-up included) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
 if [ -n "$PROFILE_OUT_READY" ]; then

@@ -61,6 +61,59 @@ def read(paths):
     return runs, cases
 
 
+def failures(paths):
+    """``(what, test, first line of its message)`` for every test of ``paths`` that failed or
+    errored (``what``: failure or error, an error being one in a fixture's set-up or teardown)."""
+    found = []
+    for path in paths:
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for child in case:
+                if child.tag in ("failure", "error"):
+                    text = (child.get("message") or child.text or "").strip()
+                    found.append((child.tag, f"{case.get('classname', '')}::{case.get('name', '')}",
+                                  text.splitlines()[0][:200] if text else "(no message)"))
+    return found
+
+
+#: How many failed tests the closing lines name one by one (then: how many more, by message).
+NAMED_FAILURES = 25
+
+
+def closing_report(paths, log_paths, phases_file: str | None) -> None:
+    """What failed, where only the output's tail is read: each failed test with its message's first
+    line, how many failed with each message, a pytest internal error's last lines (a worker's:
+    the tests queued to it never ran), and the disk's free space when it ran low."""
+    found = failures(paths)
+    if found:
+        print(f"---- what failed ({len(found)}; the first {min(len(found), NAMED_FAILURES)}, then by message) ----")
+        for what, test, message in found[:NAMED_FAILURES]:
+            print(f"  {what}: {test}: {message}")
+        by_message = collections.Counter(message for _, _, message in found)
+        for message, n in by_message.most_common(10):
+            print(f"  {n:5d} x {message}")
+    for log in log_paths:
+        if not os.path.isfile(log):
+            continue
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            internal = [line.rstrip() for line in fh if line.startswith("INTERNALERROR>")]
+        if internal:
+            # a traceback's cause is its last lines (one worker's, quoted in the controller's)
+            print(f"---- pytest internal error ({os.path.basename(log)}, its last lines) ----")
+            for line in internal[-12:]:
+                print("  " + line[:300])
+    if phases_file and os.path.isfile(phases_file):
+        with open(phases_file) as fh:
+            free = json.load(fh).get("free_kib") or {}
+        low = {where: kib for where, kib in free.items() if min(kib) < LOW_DISK_KIB}
+        for where, (start, end) in low.items():
+            print(f"WARNING: the disk of {where} had {start / 2**20:.1f} GiB free at the start and "
+                  f"{end / 2**20:.1f} GiB at the end: the suite's logs, brokers and Spark need ~12 GiB")
+
+
+#: Below this much free space (KiB) the closing lines warn.
+LOW_DISK_KIB = 12 * 2**20
+
+
 def over_budget(elapsed: float | None, budget: float) -> int:
     """1 and a WARNING line when the whole command took longer than the budget, else 0."""
     if elapsed is None or elapsed <= budget:
@@ -105,6 +158,8 @@ def main(argv=None) -> int:
         return 2
     runs, cases = read(paths)
     if args.closing_line:
+        # (test.sh's phases.json is of its own results only)
+        closing_report(paths, [p[:-len(".xml")] + ".log" for p in paths], None if args.xml else PHASES)
         tests, failed, skipped = (sum(r[i] for r in runs) for i in (2, 3, 4))
         took = "" if args.elapsed is None else f" in {args.elapsed:.0f} s (budget {args.budget:.0f} s)"
         print(f"suite: {tests - failed - skipped} passed, {failed} failed, {skipped} skipped{took}")

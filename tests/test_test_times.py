@@ -16,7 +16,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4" time="1234.5">
 <testcase classname="tests.spark.test_cluster" name="test_a" time="700.0"/>
 <testcase classname="tests.core.test_x" name="test_b" time="0.5"/>
-<testcase classname="tests.core.test_x" name="test_c" time="0.1"><failure message="no"/></testcase>
+<testcase classname="tests.core.test_x" name="test_c" time="0.1"><failure message="AssertionError: no&#10;assert 1 == 2"/></testcase>
 <testcase classname="tests.core.test_x" name="test_d" time="0.0"><skipped message="why"/></testcase>
 </testsuite></testsuites>
 """
@@ -31,7 +31,7 @@ def _run(tmp_path, *args):
 def test_a_run_over_the_budget_ends_with_a_warning_and_fails(tmp_path):
     proc = _run(tmp_path, "--closing-line", "--elapsed", "1900")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    closing, warning = proc.stdout.splitlines()
+    closing, warning = proc.stdout.splitlines()[-2:]
     assert closing == "suite: 2 passed, 1 failed, 1 skipped in 1900 s (budget 1800 s)"
     assert warning.startswith("WARNING: the whole test command took 1900 s, over the suite's budget of 1800 s "
                               "(by 100 s)")
@@ -40,7 +40,7 @@ def test_a_run_over_the_budget_ends_with_a_warning_and_fails(tmp_path):
 def test_a_run_within_the_budget_says_how_long_it_took(tmp_path):
     proc = _run(tmp_path, "--closing-line", "--elapsed", "1799")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines() == ["suite: 2 passed, 1 failed, 1 skipped in 1799 s (budget 1800 s)"]
+    assert proc.stdout.splitlines()[-1] == "suite: 2 passed, 1 failed, 1 skipped in 1799 s (budget 1800 s)"
     # a budget of one's own (a slower machine's)
     proc = _run(tmp_path, "--closing-line", "--elapsed", "1799", "--budget", "1000")
     assert proc.returncode == 1 and "over the suite's budget of 1000 s (by 799 s)" in proc.stdout
@@ -49,4 +49,26 @@ def test_a_run_within_the_budget_says_how_long_it_took(tmp_path):
 def test_the_closing_line_without_the_elapsed_time_is_the_counts_alone(tmp_path):
     proc = _run(tmp_path, "--closing-line")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines() == ["suite: 2 passed, 1 failed, 1 skipped"]
+    assert proc.stdout.splitlines()[-1] == "suite: 2 passed, 1 failed, 1 skipped"
+
+
+def test_the_closing_lines_name_what_failed_and_a_pytest_internal_error(tmp_path):
+    """CI shows the output's tail: the closing lines name each failed test with its message's first
+    line, and the last lines of a pytest internal error (a worker's, whose queued tests never ran)
+    from the run's log beside its XML."""
+    (tmp_path / "main.log").write_text(
+        "....\nINTERNALERROR> Traceback (most recent call last):\n"
+        "INTERNALERROR>   File \"x.py\", line 1, in f\n"
+        "INTERNALERROR> OSError: [Errno 28] No space left on device\n")
+    proc = _run(tmp_path, "--closing-line")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [
+        "---- what failed (1; the first 1, then by message) ----",
+        "  failure: tests.core.test_x::test_c: AssertionError: no",
+        "      1 x AssertionError: no",
+        "---- pytest internal error (main.log, its last lines) ----",
+        "  INTERNALERROR> Traceback (most recent call last):",
+        '  INTERNALERROR>   File "x.py", line 1, in f',
+        "  INTERNALERROR> OSError: [Errno 28] No space left on device",
+        "suite: 2 passed, 1 failed, 1 skipped",
+    ]

@@ -57,6 +57,9 @@ class StandaloneCluster:
         self.spark_class = os.path.join(os.path.dirname(python), "spark-class")
         self.env = H.bare_env(python, env)
         self.env["SPARK_LOG_DIR"] = os.path.join(workdir, "logs")
+        # the executors' scratch folders (their files, their shuffle): in /tmp by default, where a
+        # worker that is killed (a test kills one) leaves them, ~150 MB a run
+        self.env["SPARK_LOCAL_DIRS"] = os.path.join(workdir, "local")
         self.env["SPARK_DAEMON_JAVA_OPTS"] = H.SPARK_JVM_FLAGS     # the master's and workers' JVMs
         if app_cores:
             self.env["SPARK_MASTER_OPTS"] = f"-Dspark.deploy.defaultCores={app_cores}"
