@@ -5,11 +5,21 @@ set -euo pipefail
 # beside the CPU-seconds of its own processes (bash's `times`), in phases.json and test_times.py.
 cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
 read -r BUSY0 IDLE0 < <(cpu_ticks)
-# free space (KiB) where the checkout and the tests' temporary folders live, at the start and the end:
-# a run that fills the disk fails in ways that name no test
+# The least free space (KiB) seen where the checkout and the tests' temporary folders live, and the
+# least memory available, every 5 s of a full run (.venv/test-results/lowest): a run that fills the
+# disk or the memory fails in ways that name no test, and the closing lines warn of it.
 free_kib() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 {print $4}' || echo 0; }
-TMP_ROOT="${TMPDIR:-/tmp}"
-FREE0="$(free_kib "$(dirname "$0")") $(free_kib "$TMP_ROOT")"
+watch_lowest() {    # OUT CHECKOUT TMP
+    local c t m lc="" lt="" lm=""
+    while :; do
+        c="$(free_kib "$2")"; t="$(free_kib "$3")"; m="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
+        lc=$(( ${lc:-$c} < ${c:-0} ? ${lc:-$c} : ${c:-0} ))
+        lt=$(( ${lt:-$t} < ${t:-0} ? ${lt:-$t} : ${t:-0} ))
+        lm=$(( ${lm:-$m} < ${m:-0} ? ${lm:-$m} : ${m:-0} ))
+        echo "$lc $lt $lm" > "$1.part" && mv -f "$1.part" "$1"
+        sleep 5
+    done
+}
 # KAFKAREC_CPU_PROFILE=1: every process's CPU by kind (scripts/cpu_profile.py), printed at the end
 PROFILE_PID=""
 PROFILE_OUT="$(cd "$(dirname "$0")/.." && pwd)/.cache/cpu-profile.json"
@@ -60,6 +70,7 @@ fi
 RESULTS="$ROOT/.venv/test-results"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
+watch_lowest "$RESULTS/lowest" "$ROOT" "${TMPDIR:-/tmp}" & LOWEST_PID=$!
 STARTED=$SECONDS
 RELEASE_LOG="$ROOT/.venv/release-test.log"
 BESIDE_TIMES="$RESULTS/beside.times"
@@ -79,7 +90,7 @@ BESIDE_TIMES="$RESULTS/beside.times"
     exit $RC
 ) > "$RELEASE_LOG" 2>&1 &
 RELEASE_PID=$!
-trap 'kill "$RELEASE_PID" "$JVM_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
+trap 'kill "$RELEASE_PID" "$JVM_PID" "$LOWEST_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
 set +e
 # its output kept too: the closing lines name what failed and a pytest internal error's cause, where a
 # reader of only the output's tail (CI's) finds them
@@ -96,6 +107,8 @@ if [ -n "$PROFILE_PID" ]; then    # stopped here, before the trap that would sto
     wait "$PROFILE_PID" 2>/dev/null || true
     PROFILE_OUT_READY=1
 fi
+kill "$LOWEST_PID" 2>/dev/null || true
+wait "$LOWEST_PID" 2>/dev/null || true
 trap - EXIT
 set -e
 read -r DEPS_S RELEASE_S BESIDE_END < "$BESIDE_TIMES" || { DEPS_S=0; RELEASE_S=0; BESIDE_END=0; }
@@ -104,11 +117,11 @@ HZ="$(getconf CLK_TCK 2>/dev/null || echo 100)"
 # the children's user and system time (the second line of `times`: "0m12.345s 0m1.000s")
 times > "$RESULTS/times.txt"      # in this shell: in a pipeline's subshell its children are none
 OWN_CPU="$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%d", n }' "$RESULTS/times.txt")"
-read -r CHECKOUT_FREE0 TMP_FREE0 <<< "$FREE0"
-printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d, "machine_busy_s": %d, "machine_idle_s": %d, "cores": %d, "own_cpu_s": %d, "free_kib": {"checkout": [%d, %d], "tmp": [%d, %d]}}\n' \
+read -r LOW_CHECKOUT LOW_TMP LOW_MEMORY < "$RESULTS/lowest" || true
+printf '{"whole": %d, "setup": %d, "pytest": %d, "deps": %d, "release": %d, "beside_end": %d, "machine_busy_s": %d, "machine_idle_s": %d, "cores": %d, "own_cpu_s": %d, "lowest_kib": {"disk of the checkout": %d, "disk of the temporary folders": %d, "memory available": %d}}\n' \
     "$SECONDS" "$STARTED" "$PYTEST_SECONDS" "$DEPS_S" "$RELEASE_S" "$BESIDE_END" \
     $(( (BUSY1 - BUSY0) / HZ )) $(( (IDLE1 - IDLE0) / HZ )) "$(nproc)" "${OWN_CPU:-0}" \
-    "${CHECKOUT_FREE0:-0}" "$(free_kib "$ROOT")" "${TMP_FREE0:-0}" "$(free_kib "$TMP_ROOT")" > "$RESULTS/phases.json"
+    "${LOW_CHECKOUT:-0}" "${LOW_TMP:-0}" "${LOW_MEMORY:-0}" > "$RESULTS/phases.json"
 echo "---- where the time went (scripts/test_times.py; the whole command: $SECONDS s, set-up included) ----"
 "$VPY" "$ROOT/scripts/test_times.py" || true
 if [ -n "$PROFILE_OUT_READY" ]; then

@@ -103,15 +103,14 @@ def closing_report(paths, log_paths, phases_file: str | None) -> None:
                 print("  " + line[:300])
     if phases_file and os.path.isfile(phases_file):
         with open(phases_file) as fh:
-            free = json.load(fh).get("free_kib") or {}
-        low = {where: kib for where, kib in free.items() if min(kib) < LOW_DISK_KIB}
-        for where, (start, end) in low.items():
-            print(f"WARNING: the disk of {where} had {start / 2**20:.1f} GiB free at the start and "
-                  f"{end / 2**20:.1f} GiB at the end: the suite's logs, brokers and Spark need ~12 GiB")
+            lowest = json.load(fh).get("lowest_kib") or {}
+        for what, kib in lowest.items():
+            if 0 < kib < LOW_KIB:
+                print(f"WARNING: the {what} fell to {kib / 2**20:.2f} GiB during the run")
 
 
-#: Below this much free space (KiB) the closing lines warn.
-LOW_DISK_KIB = 12 * 2**20
+#: Below this much free disk or available memory (KiB), seen during a full run, the closing lines warn.
+LOW_KIB = 2 * 2**20
 
 
 def over_budget(elapsed: float | None, budget: float) -> int:
@@ -151,6 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--elapsed", type=float, help="the whole command's wall time in seconds, set-up included")
     ap.add_argument("--budget", type=float, default=BUDGET_SECONDS,
                     help=f"the suite's budget in seconds (default {BUDGET_SECONDS}): over it, a WARNING and exit 1")
+    ap.add_argument("--phases", help="test.sh's phases.json (default: its own, when no XML is named)")
     args = ap.parse_args(argv)
     paths = args.xml or sorted(glob.glob(DEFAULT_GLOB))
     if not paths:
@@ -159,7 +159,8 @@ def main(argv=None) -> int:
     runs, cases = read(paths)
     if args.closing_line:
         # (test.sh's phases.json is of its own results only)
-        closing_report(paths, [p[:-len(".xml")] + ".log" for p in paths], None if args.xml else PHASES)
+        closing_report(paths, [p[:-len(".xml")] + ".log" for p in paths],
+                       args.phases or (None if args.xml else PHASES))
         tests, failed, skipped = (sum(r[i] for r in runs) for i in (2, 3, 4))
         took = "" if args.elapsed is None else f" in {args.elapsed:.0f} s (budget {args.budget:.0f} s)"
         print(f"suite: {tests - failed - skipped} passed, {failed} failed, {skipped} skipped{took}")

@@ -72,3 +72,16 @@ def test_the_closing_lines_name_what_failed_and_a_pytest_internal_error(tmp_path
         "  INTERNALERROR> OSError: [Errno 28] No space left on device",
         "suite: 2 passed, 1 failed, 1 skipped",
     ]
+
+
+def test_the_closing_lines_warn_of_a_disk_or_memory_that_ran_low(tmp_path):
+    """test.sh's phases.json keeps the least free disk and available memory seen during the run;
+    under 2 GiB the closing lines say so (a full disk fails tests in ways that name no cause)."""
+    phases = tmp_path / "phases.json"
+    phases.write_text(json.dumps({"lowest_kib": {"disk of the checkout": 900 * 1024,
+                                                 "disk of the temporary folders": 40 * 2**20,
+                                                 "memory available": 3 * 2**20}}))
+    proc = _run(tmp_path, "--closing-line", "--phases", str(phases))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WARNING: the disk of the checkout fell to 0.88 GiB during the run" in proc.stdout.splitlines()
+    assert "temporary" not in proc.stdout and "memory" not in proc.stdout
