@@ -93,8 +93,9 @@ RELEASE_PID=$!
 trap 'kill "$RELEASE_PID" "$JVM_PID" "$LOWEST_PID" ${PROFILE_PID:+"$PROFILE_PID"} 2>/dev/null || true' EXIT
 set +e
 # its output kept too: the closing lines name what failed and a pytest internal error's cause, where a
-# reader of only the output's tail (CI's) finds them
-"$VPY" -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py 2>&1 \
+# reader of only the output's tail (CI's) finds them (-u: into the pipe as it is written, as it was
+# into a terminal or a file)
+"$VPY" -u -m pytest "${LANES[@]}" --junitxml="$RESULTS/main.xml" --ignore=tests/test_release.py 2>&1 \
     | tee "$RESULTS/main.log"
 MAIN_RC=${PIPESTATUS[0]}
 PYTEST_SECONDS=$((SECONDS - STARTED))
