@@ -22,6 +22,7 @@ import collections
 import glob
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -75,6 +76,10 @@ def failures(paths):
     return found
 
 
+#: An exception's line in a traceback pytest prints as an internal error (``INTERNALERROR> E ...
+#: OSError: [Errno 28] ...``, ``RuntimeError: can't start new thread``).
+_EXCEPTION_LINE = re.compile(r"^INTERNALERROR>(?: E)?\s+[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
+
 #: How many failed tests the closing lines name one by one (then: how many more, by message).
 NAMED_FAILURES = 25
 
@@ -82,7 +87,8 @@ NAMED_FAILURES = 25
 def closing_report(paths, log_paths, phases_file: str | None) -> None:
     """What failed, where only the output's tail is read: each failed test with its message's first
     line, how many failed with each message, a pytest internal error's last lines (a worker's:
-    the tests queued to it never ran), and the disk's free space when it ran low."""
+    the tests queued to it never ran, and every exception line it holds), and a warning when the
+    disk's free space or the available memory ran low."""
     found = failures(paths)
     if found:
         print(f"---- what failed ({len(found)}; the first {min(len(found), NAMED_FAILURES)}, then by message) ----")
@@ -97,10 +103,17 @@ def closing_report(paths, log_paths, phases_file: str | None) -> None:
         with open(log, encoding="utf-8", errors="replace") as fh:
             internal = [line.rstrip() for line in fh if line.startswith("INTERNALERROR>")]
         if internal:
-            # a traceback's cause is its last lines (one worker's, quoted in the controller's)
+            # a traceback's cause is its last lines (one worker's, quoted in the controller's, which
+            # may end with a few of its own); with two workers' errors, the first one's cause is
+            # among the exception lines
             print(f"---- pytest internal error ({os.path.basename(log)}, its last lines) ----")
             for line in internal[-12:]:
                 print("  " + line[:300])
+            raised = list(dict.fromkeys(line for line in internal if _EXCEPTION_LINE.match(line)))
+            if raised:
+                print("  the exceptions it names:")
+                for line in raised[:10]:
+                    print("    " + line[:300])
     if phases_file and os.path.isfile(phases_file):
         with open(phases_file) as fh:
             lowest = json.load(fh).get("lowest_kib") or {}

@@ -70,6 +70,8 @@ def test_the_closing_lines_name_what_failed_and_a_pytest_internal_error(tmp_path
         "  INTERNALERROR> Traceback (most recent call last):",
         '  INTERNALERROR>   File "x.py", line 1, in f',
         "  INTERNALERROR> OSError: [Errno 28] No space left on device",
+        "  the exceptions it names:",
+        "    INTERNALERROR> OSError: [Errno 28] No space left on device",
         "suite: 2 passed, 1 failed, 1 skipped",
     ]
 
