@@ -10,6 +10,7 @@ from kafkarec.errors import DecodeError
 COMPILED: bool
 CRC32C_HARDWARE: bool
 CRC32C_NOGIL: bool
+CRC32C_STATE_RELEASES: tuple[tuple[int, int], tuple[int, int]]
 STORED_CODEC_BYTES: int
 DEFAULT_MAX_DECOMPRESSED_BYTES: int
 

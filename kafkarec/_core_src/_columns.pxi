@@ -490,6 +490,9 @@ cdef inline always_inline_int put_headers(FullRows *st, RecordView *v) noexcept 
             hv_size += vlen
             st.hv_valid[e >> 3] |= <uint8_t>(1 << (e & 7))
         else:
+            # cleared, not left as found: a batch of a run that failed after its headers were
+            # written is put back (take_run) without cutting this bitmap, so the bit may be set
+            st.hv_valid[e >> 3] &= <uint8_t>~(1 << (e & 7))
             hv_nulls += 1
         at = <int32_t>hv_size
         memcpy(st.hv_offs + hv_offs_size, &at, 4)

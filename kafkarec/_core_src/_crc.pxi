@@ -23,23 +23,50 @@ cdef enum:
 ctypedef uint32_t (*Crc32cFunction)(uint32_t crc, const unsigned char *data, unsigned long length) noexcept nogil
 
 cdef extern from "<dlfcn.h>" nogil:
+    ctypedef struct Dl_info:
+        const char *dli_fname
+        void *dli_fbase
     void *dlopen(const char *filename, int flags)
     void *dlsym(void *handle, const char *symbol)
     int dlclose(void *handle)
+    int dladdr(const void *addr, Dl_info *info)
     enum:
         RTLD_NOW
         RTLD_NOLOAD
+
+#: The crc32c releases whose module state (CRC32CState) starts with the CRC function, as read in
+#: their sources (2.7, which added get_state(), to 2.9): another release keeps every CRC on the
+#: package's Python call until its layout is read and added here.
+CRC32C_STATE_RELEASES = ((2, 7), (2, 9))
 
 ctypedef void *(*Crc32cGetState)(object module)
 
 cdef Crc32cFunction crc32c_nogil_fn = NULL
 
 
+cdef bint _crc32c_state_known():
+    """Whether the installed crc32c is one of CRC32C_STATE_RELEASES."""
+    import re
+    try:
+        from importlib.metadata import version
+        found = re.match(r"(\d+)\.(\d+)", version("crc32c"))
+    except Exception:
+        return False
+    if found is None:
+        return False
+    release = (int(found.group(1)), int(found.group(2)))
+    return CRC32C_STATE_RELEASES[0] <= release <= CRC32C_STATE_RELEASES[1]
+
+
 cdef Crc32cFunction _find_crc32c_function():
     cdef void *lib
     cdef Crc32cGetState get_state
+    cdef void *state
     cdef Crc32cFunction fn
+    cdef Dl_info at_get_state, at_fn
     cdef bytes probe = bytes(range(256)) * 3 + b"123456789"
+    if not _crc32c_state_known():
+        return NULL
     try:
         ext = _crc32c_module._crc32c if hasattr(_crc32c_module, "_crc32c") else None
         if ext is None:
@@ -55,8 +82,14 @@ cdef Crc32cFunction _find_crc32c_function():
     dlclose(lib)                                     # (the module keeps it loaded)
     if get_state == NULL:
         return NULL
-    fn = (<Crc32cFunction *>get_state(ext))[0]
-    if fn == NULL:
+    state = get_state(ext)
+    if state == NULL:
+        return NULL
+    fn = (<Crc32cFunction *>state)[0]
+    # called only when it is code of the package's own library (where get_state is): a state
+    # laid out otherwise holds no such address in its first field, and nothing is called
+    if (fn == NULL or dladdr(<void *>get_state, &at_get_state) == 0 or dladdr(<void *>fn, &at_fn) == 0
+            or at_fn.dli_fbase != at_get_state.dli_fbase):
         return NULL
     for n in (0, 1, 9, 255, len(probe)):
         if (fn(<uint32_t>0xFFFFFFFF, <const unsigned char *>probe, n) ^ <uint32_t>0xFFFFFFFF) != _crc32c(probe[:n]):

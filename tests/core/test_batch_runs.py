@@ -175,3 +175,14 @@ def test_stored_codec_of_a_legacy_entry():
             b = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
             b.append(0, 1_700_000_000_000 if magic else None, b"k", b"v" * 50)
             assert kafkarec._core.stored_codec(bytes(b.build())[:30]) == codec
+
+
+def test_the_crc32c_packages_own_function_only_for_the_releases_read():
+    """A run's CRC goes through the crc32c package's own function (without the GIL) only for the
+    releases whose module state was read (CRC32C_STATE_RELEASES), and for those it is found;
+    another release keeps the package's Python call (runs are then not taken)."""
+    import re
+    from importlib.metadata import version
+    release = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", version("crc32c")).groups())
+    low, high = kafkarec._core.CRC32C_STATE_RELEASES
+    assert kafkarec._core.CRC32C_NOGIL == (low <= release <= high)
