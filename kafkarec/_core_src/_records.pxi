@@ -626,8 +626,8 @@ cdef extern from "meta_walk.h":
 
 
 cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, const uint8_t *end,
-                                          Py_ssize_t max_records, int64_t *offsets,
-                                          int64_t *timestamps) noexcept nogil:
+                                     Py_ssize_t max_records, int64_t *offsets,
+                                     int64_t *timestamps) noexcept nogil:
     """The meta-only walker: the offsets and timestamps of up to `max_records` of the iterator's
     records from pos[0], into `offsets` and `timestamps`; returns how many it walked (pos[0] and
     it._remaining moved past them).  Per record it reads the length, attributes, both deltas and
