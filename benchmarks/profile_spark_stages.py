@@ -120,7 +120,7 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
         raise SystemExit(f"plain read outside Spark: {got} rows, expected {rows}")
     segs = _segments(logdir)
 
-    max_rows = reader.spec.limits.max_rows       # the data source's rows per Arrow batch
+    max_rows = reader.config.rows_per_batch(False)      # the data source's rows per Arrow batch
 
     def decode(verify_crc):
         n = 0

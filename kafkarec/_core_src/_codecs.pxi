@@ -98,17 +98,19 @@ cdef int open_like_java(int codec, int magic, object payload, Py_ssize_t limit,
 
 
 cdef object decompress(int codec, int magic, object payload, Py_ssize_t limit, Py_ssize_t position,
-                       bint strict=False):
-    """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes."""
+                       bint strict=False, _Scratch scratch=None):
+    """Decompressed bytes-like object for `payload` (a memoryview), at most `limit` bytes;
+    snappy, lz4 and zstd decode into `scratch` when given (a view of it is returned: valid
+    until the scratch's next use), gzip into a buffer of its own."""
     try:
         if codec == 1:
             return gunzip(payload, limit, position, strict)
         if codec == 2:
-            return unsnappy(payload, limit, position, strict)
+            return unsnappy(payload, limit, position, strict, scratch)
         if codec == 3:
-            return unlz4(payload, limit, position, magic, strict)
+            return unlz4(payload, limit, position, magic, strict, False, scratch)
         if codec == 4:
-            return unzstd(payload, limit, position)
+            return unzstd(payload, limit, position, scratch)
     except (DecodeError, CodecUnavailableError):
         raise
     except MemoryError:
@@ -223,14 +225,15 @@ cdef Py_ssize_t snappy_raw_length(const uint8_t *p, Py_ssize_t n, Py_ssize_t pos
     return <Py_ssize_t>value
 
 
-cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint strict):
+cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint strict,
+                     _Scratch scratch=None):
     cjsnappy = codec_lib("cramjam", "python-snappy").snappy
     cdef const uint8_t[::1] src = payload
     cdef const uint8_t *p = &src[0] if src.shape[0] else NULL
     cdef Py_ssize_t n = src.shape[0]
     cdef Py_ssize_t pos, block_len, out_len, total = 0
     cdef list blocks = []
-    cdef bytearray out
+    cdef object out
     if n == 0:
         raise DecompressionError("snappy payload is empty", position)
     if n < XERIAL_HEADER_SIZE or payload[:8] != XERIAL_MAGIC:
@@ -238,8 +241,8 @@ cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint
         out_len = snappy_raw_length(p, n, position)
         if out_len > limit:
             over_budget(out_len, limit, position, "snappy")
-        out = bytearray(out_len)
-        cjsnappy.decompress_raw_into(payload, out)
+        out = bytearray(out_len) if scratch is None else scratch.room(out_len)
+        cjsnappy.decompress_raw_into(payload, out)     # (fills out_len bytes, or raises)
         return out
     pos = 0
     while n - pos >= 4:
@@ -262,7 +265,7 @@ cdef object unsnappy(object payload, Py_ssize_t limit, Py_ssize_t position, bint
         pos += block_len
     if strict and pos != n:
         raise DecompressionError(f"{n - pos} stray bytes after the last xerial snappy block", position)
-    out = bytearray(total)
+    out = bytearray(total) if scratch is None else scratch.room(total)
     cdef Py_ssize_t at = 0
     view = memoryview(out)
     for pos, block_len, out_len in blocks:
@@ -340,7 +343,7 @@ def _lz4_header_checksum(data, /) -> int:
 
 
 cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int magic, bint strict,
-                  bint header_only=False):
+                  bint header_only=False, _Scratch scratch=None):
     codec_lib("lz4.frame", "lz4")
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
@@ -409,7 +412,7 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
     if not (flg & LZ4_FLG_BLOCK_CHECKSUM or (strict and flg & LZ4_FLG_CONTENT_CHECKSUM)):
         # Nothing for a checksum to verify (Kafka's producer writes neither): block by block.
         out = lz4_blocks(payload, p, descriptor_end + 1, max_block,
-                         limit if limit < bound else bound, limit, position)
+                         limit if limit < bound else bound, limit, position, scratch)
     else:
         out = lz4_frame_decoded(payload, flg, bd, descriptor_end, pos, frame_end, bound, limit,
                                 position, strict, rewrite, end_mark_flagged)
@@ -424,20 +427,28 @@ cdef object unlz4(object payload, Py_ssize_t limit, Py_ssize_t position, int mag
 
 
 cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssize_t max_block,
-                       Py_ssize_t cap, Py_ssize_t limit, Py_ssize_t position):
+                       Py_ssize_t cap, Py_ssize_t limit, Py_ssize_t position, _Scratch scratch=None):
     """The frame's blocks from `pos` (the walk checked their sizes and the EndMark), each
     decoded straight into the output by cramjam's lz4 block decoder (liblz4's
     LZ4_decompress_safe, as the frame decoder runs it), which releases the GIL while it
     works: other threads of the process keep running.  A block may inflate to at most the
     frame's block size; a size word with the high bit set holds the block as is.  `cap`:
-    the most the frame can decode to within the budget."""
+    the most the frame can decode to within the budget; `scratch`: the output's room (a view of
+    it is returned), else a bytearray of its own."""
     cramjam = codec_lib("cramjam", "python-snappy")     # python-snappy brings cramjam
     cdef object decode_into = cramjam.lz4.decompress_block_into
     cdef object error = cramjam.DecompressionError
-    cdef bytearray out = PyByteArray_FromStringAndSize(NULL, cap)
-    cdef object view = memoryview(out)
-    cdef object scratch = None, into = None
-    cdef char *dst = PyByteArray_AS_STRING(out)
+    cdef bytearray out = None
+    cdef object view
+    cdef object spare = None, into = None
+    cdef char *dst
+    if scratch is None:
+        out = PyByteArray_FromStringAndSize(NULL, cap)
+        view = memoryview(out)
+        dst = PyByteArray_AS_STRING(out)
+    else:
+        view = scratch.room(cap)
+        dst = scratch.start()
     cdef Py_ssize_t total = 0, size, written, k = 0
     cdef uint32_t size_word
     while True:
@@ -457,9 +468,9 @@ cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssiz
             # that a block past the budget is told from a corrupt one.
             into = view[total:total + max_block] if cap - total >= max_block else None
             if into is None:
-                if scratch is None:
-                    scratch = bytearray(max_block)
-                into = scratch
+                if spare is None:
+                    spare = bytearray(max_block)
+                into = spare
             try:
                 written = decode_into(payload[pos:pos + size], into, output_len=max_block)
             except error:
@@ -467,14 +478,16 @@ cdef object lz4_blocks(object payload, const uint8_t *p, Py_ssize_t pos, Py_ssiz
                     f"lz4 payload does not decompress: block {k} at payload byte {pos - 4} is "
                     f"corrupt or inflates past the frame's {max_block}-byte block size",
                     position) from None
-            if into is scratch:
+            if into is spare:
                 if written > limit - total:
                     over_budget(total + written, limit, position, "lz4")
-                memcpy(dst + total, PyByteArray_AS_STRING(scratch), written)
+                memcpy(dst + total, PyByteArray_AS_STRING(spare), written)
             total += written
         pos += size
         k += 1
     into = None             # the slice's hold on the output, then the view's: it may shrink
+    if out is None:
+        return view[:total]
     view.release()
     PyByteArray_Resize(out, total)
     return out
@@ -592,12 +605,42 @@ cdef int zstd_walk(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -
     return 0
 
 
-cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
+cdef object _zstd_into = None      # cramjam.zstd.decompress_into, False without cramjam
+
+
+cdef object zstd_into_function():
+    """cramjam's zstd decoder into a given buffer (the libzstd that python-zstandard also
+    bundles; it releases the GIL), or None without cramjam: zstandard has no such call, and
+    its own calls return a new buffer a batch."""
+    global _zstd_into
+    if _zstd_into is None:
+        try:
+            _zstd_into = codec_lib("cramjam", "python-snappy").zstd.decompress_into
+        except CodecUnavailableError:
+            _zstd_into = False
+    return _zstd_into or None
+
+
+cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position, _Scratch scratch=None):
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
+    cdef Py_ssize_t room
     if n == 0:
         raise DecompressionError("zstd payload is empty", position)
     zstd_walk(&src[0], n, position)
+    into = zstd_into_function() if scratch is not None else None
+    if into is not None:
+        # As much room as the last batches needed, at least 8x the payload, within the budget.
+        # A payload that does not fit, or does not decode, is decoded again below, where
+        # python-zstandard tells the budget's error from the payload's and says which.
+        room = min(limit, max(scratch.size(), 8 * n, 256 * 1024))
+        out = scratch.room(room)
+        try:
+            written = into(payload, out)
+        except Exception:  # noqa: BLE001 - cramjam's DecompressionError; the reader below raises ours
+            pass
+        else:
+            return out[:written]
     try:
         decompressor = _zstd_local.decompressor
     except AttributeError:
@@ -622,6 +665,8 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position):
         out = b"".join(parts)
     if total > limit:
         over_budget(total, limit, position, "zstd")
+    if into is not None:
+        scratch.room(total)             # the next batch's room
     return out
 
 

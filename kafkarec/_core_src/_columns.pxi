@@ -1412,6 +1412,9 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef bint strict = batches._strict
     cdef bint runs
     cdef _RecordIterator run_it = _RecordIterator.__new__(_RecordIterator)
+    # compressed batches decompress into one buffer: each batch's records are copied out (or
+    # walked) before the next batch is read
+    cdef _Scratch scratch = _Scratch.__new__(_Scratch)
     if read_committed:
         aborted = aborted_batch_positions(data, batches.options, batches)
     # runs of batches without the GIL (take_run): not for the wide layout (its batch columns are
@@ -1462,10 +1465,14 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         try:
             try:
                 if b.magic >= 2:
-                    rit_obj = v2_record_iterator(b)
+                    rit_obj = v2_record_iterator(b, scratch)
                     if isinstance(rit_obj, _RecordIterator):
                         rit = <_RecordIterator>rit_obj
-                        add_v2(cols, rit, ts_type, b, strict, crc_after)
+                        rit_obj = None
+                        try:
+                            add_v2(cols, rit, ts_type, b, strict, crc_after)
+                        finally:
+                            rit = None      # its view of the scratch, before the next batch's
                     elif crc_after:
                         check_crc(b)
                 else:

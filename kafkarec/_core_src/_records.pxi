@@ -801,7 +801,9 @@ cdef Record read_v2_record(_RecordIterator it):
     return r
 
 
-cdef object v2_record_iterator(RecordBatch b):
+cdef object v2_record_iterator(RecordBatch b, _Scratch scratch=None):
+    """The records of v2 batch ``b``; ``scratch``: where a compressed batch is decompressed
+    (a read that copies every record out before its next batch), else a buffer of its own."""
     cdef _RecordIterator it
     cdef int codec = b.attributes & ATTR_CODEC_MASK
     cdef _Buffer payload
@@ -836,7 +838,7 @@ cdef object v2_record_iterator(RecordBatch b):
         cursor_init(&it._cur, b._buf.ptr + batch_offset(b) + V2_HEADER_SIZE,
                     b.size_in_bytes - V2_HEADER_SIZE, b.position + V2_HEADER_SIZE, False, b._strict)
     else:
-        payload = v2_payload(b, codec)
+        payload = v2_payload(b, codec, scratch)
         it._buf = payload
         cursor_init(&it._cur, payload.ptr, payload.size, b.position, True, b._strict)
     it._remaining = b._record_count
@@ -853,12 +855,12 @@ cdef object v2_record_iterator(RecordBatch b):
     return it
 
 
-cdef _Buffer v2_payload(RecordBatch b, int codec):
-    """The decompressed records section of a compressed batch."""
+cdef _Buffer v2_payload(RecordBatch b, int codec, _Scratch scratch=None):
+    """The decompressed records section of a compressed batch (into ``scratch`` when given)."""
     cdef const uint8_t *start = b._buf.ptr + batch_offset(b) + V2_HEADER_SIZE
     cdef Py_ssize_t n = b.size_in_bytes - V2_HEADER_SIZE
     return buffer_of(decompress(codec, 2, view_of(start, n), b._max_decompressed, b.position,
-                                b._strict))
+                                b._strict, scratch))
 
 
 def scan_records(RecordBatch batch, /) -> tuple:

@@ -596,6 +596,92 @@ def test_truncated_java_payload_is_a_decompression_error(java_codec, codec, code
     assert info.value.position == 0
 
 
+# ------------------------------------------- the Arrow read, batch after batch
+
+# A section that inflates more than 8x past 256 KiB: zstd into the Arrow read's buffer misses its
+# first guess of the room, is decoded again by the stream reader, and the buffer grows.
+_SQUASHY = Section([Rec(i, T0 + i, b"k%d" % i, (b"the same line, again and again\n" * 64) + b"%d" % i, [])
+                    for i in range(400)])
+
+
+def _rows_of_records(data, **kwargs):
+    """The record reader's rows of ``data`` in iter_arrow's columns (bad batches left out), and
+    its errors as iter_arrow's error sink puts them: (rows, [(batch position, error, message)])."""
+    rows, errors = [], []
+    for batch in kafkarec.iter_batches(data, **kwargs):
+        try:
+            records = list(batch)
+        except kafkarec.DecodeError as exc:
+            errors.append((batch.position, type(exc).__name__, str(exc)))
+            continue
+        rows += [(r.offset, r.key, r.value, [(k, v) for k, v in r.headers] or None) for r in records]
+    return rows, errors
+
+
+def _rows_of_arrow(data, **kwargs):
+    sink = []
+    table = kafkarec.to_arrow(data, errors="skip", error_sink=sink, **kwargs)
+    headers = table.column("headers").to_pylist()
+    rows = [(o, k, v, None if h is None else [(x["key"], x["value"]) for x in h])
+            for o, k, v, h in zip(table.column("offset").to_pylist(), table.column("key").to_pylist(),
+                                  table.column("value").to_pylist(), headers)]
+    return rows, [(e["batch_position"], e["error"], e["message"]) for e in sink]
+
+
+def test_the_arrow_read_decodes_java_payloads_one_after_another_into_one_buffer(java_codec):
+    """iter_arrow decompresses a log's snappy, lz4 and zstd batches into one buffer it keeps
+    (each batch's records are copied out before the next is read). Large, small and squashy
+    sections alternate under every Java variant, so the buffer is outgrown, refilled over stale
+    bytes and (zstd) guessed too small: every batch must still read as the record reader reads it,
+    each into its own buffer."""
+    log = []
+    sections = [SECTIONS["few-large"], SMALL, _SQUASHY, SMALL, SECTIONS["few-large"]]
+    for sec in sections:
+        for codec, codec_id, opts in JAVA_VARIANTS:
+            log.append(sec.wrap(java_codec.compress(codec, sec.section, **opts), codec_id))
+    data = b"".join(log)
+    want, errors = _rows_of_records(data)
+    assert not errors
+    assert len(want) == sum(len(sec.records) for sec in sections) * len(JAVA_VARIANTS)
+    assert _rows_of_arrow(data) == (want, [])
+
+
+@pytest.mark.parametrize("codec,codec_id,opts", TRUNCATABLE, ids=[c for c, _, _ in TRUNCATABLE])
+def test_the_arrow_read_reports_a_damaged_payload_between_sound_ones_as_the_record_reader(
+        java_codec, codec, codec_id, opts):
+    """Sound, truncated, garbled and sound again, in one log: the Arrow read keeps the sound
+    batches' rows (their buffer reused after a failed batch) and reports the others with the
+    record reader's errors."""
+    blob = java_codec.compress(codec, SMALL.section, **opts)
+    garbled = bytearray(blob)
+    for at in range(len(blob) // 3, len(blob), max(1, len(blob) // 7)):
+        garbled[at] ^= 0x5A
+    payloads = [blob, blob[:len(blob) // 2], blob, blob[:-1], bytes(garbled), blob, b"", blob]
+    data = b"".join(SMALL.wrap(p, codec_id) for p in payloads)
+    want = _rows_of_records(data)
+    assert len(want[0]) == 4 * len(SMALL.records)
+    assert len(want[1]) == 4
+    assert _rows_of_arrow(data) == want
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4-frame", "snappy-xerial", "snappy-raw"])
+@pytest.mark.parametrize("slack", [0, -1])
+def test_the_arrow_read_holds_the_decompression_budget_at_its_edge(java_codec, codec, slack):
+    """A budget of exactly the section's size reads it; one byte less is the budget's error,
+    the same as the record reader's, also for a payload that follows one that fitted."""
+    codec_id = {"zstd": Compression.ZSTD, "lz4-frame": Compression.LZ4}.get(codec, Compression.SNAPPY)
+    sec = _SQUASHY
+    small = SMALL.wrap(java_codec.compress(codec, SMALL.section), codec_id)
+    data = small + sec.wrap(java_codec.compress(codec, sec.section), codec_id) + small
+    budget = len(sec.section) + slack
+    assert len(SMALL.section) <= budget
+    want = _rows_of_records(data, max_decompressed_bytes=budget)
+    assert len(want[1]) == (1 if slack else 0)
+    if slack:
+        assert want[1][0][1] == "DecompressionLimitError"
+    assert _rows_of_arrow(data, max_decompressed_bytes=budget) == want
+
+
 GARBAGE = {
     "random": _rng.randbytes(2000),
     "empty": b"",
