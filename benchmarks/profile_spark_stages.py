@@ -18,8 +18,9 @@ best of ``--outside-repeats``):
 * plain read: **planning** (the data source's reader and its tasks: ``spark_udfs.read.datasource``'s
   planner over the scan's pieces), **reading** (each segment memory-mapped and every page touched),
   **decoding to Arrow** (``kafkarec.iter_arrow``, kafkarec's core, over the same segments, CRCs
-  not checked), the **CRC32C check** (what the same call costs more with it, the data source's
-  default), and
+  not checked; and each codec's partition apart: a compressed partition's cost over the
+  uncompressed one's is its **decompression**), the **CRC32C check** (what the same call costs more
+  with it, the data source's default), and
   the data source's whole task read (``reader.read`` of every task); what the task read costs
   above reading and decoding is **conforming** (the rows put in Spark's schema, the scan's
   bookkeeping);
@@ -122,14 +123,18 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
 
     max_rows = reader.config.rows_per_batch(False)      # the data source's rows per Arrow batch
 
-    def decode(verify_crc):
+    def decode_rows(verify_crc, these):
         n = 0
         kw = {"max_rows": max_rows} if max_rows else {}
-        for seg in segs:
+        for seg in these:
             with open(seg, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 for rb in kafkarec.iter_arrow(mm, verify_crc=verify_crc, **kw):
                     n += rb.num_rows
                 del rb
+        return n
+
+    def decode(verify_crc):
+        n = decode_rows(verify_crc, segs)
         assert n == rows, n
 
     out = {
@@ -145,6 +150,18 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
     out["decoding"] = max(0.0, out["decoding"] - out["reading"])
     out["conforming"] = max(0.0, out["task read"] - out["reading"] - out["decoding"] - out["crc"])
     out["tasks"] = len(tasks)
+    # decoding by codec: bench_spark's partition p holds CODECS[p]'s batches (the same records' shape);
+    # what a compressed partition costs over the uncompressed one is its decompression
+    by_codec = {}
+    for p, codec in enumerate(bench_spark.CODECS):
+        part = [s for s in segs if os.path.basename(os.path.dirname(s)) == f"bench-{p}"]
+        n = decode_rows(False, part)
+        if n:
+            by_codec[codec] = _cpu(lambda: decode_rows(False, part), repeats) * 1e6 / n
+    out["decoding by codec"] = by_codec
+    if "none" in by_codec:
+        out["decompression"] = sum(max(0.0, v - by_codec["none"]) for c, v in by_codec.items()
+                                   if c != "none") / len(by_codec)
     return out
 
 
@@ -419,6 +436,14 @@ def main(argv=None) -> int:
         print("\n".join(_table(f"{read} read, {rows} rows, {outside[read]['tasks']} tasks", outside[read],
                                inside.get(read, {}), names, stages + extra)))
         verdicts[read] = verdict(read, outside[read], inside.get(read, {}), names, stages)
+        by_codec = outside[read].get("decoding by codec")
+        if by_codec:
+            print()
+            print("decoding to Arrow by codec, one partition each (CPU-s per M of its rows): " + ", ".join(
+                f"{c} {v:.3f}" for c, v in by_codec.items()))
+            if "decompression" in outside[read]:
+                print(f"of the read's decoding, decompression (each codec's partition over the uncompressed "
+                      f"one's rate): {outside[read]['decompression']:.3f} CPU-s/M")
         print()
         print(verdicts[read])
         print()

@@ -43,9 +43,11 @@ from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_GET_SI
 cdef class _Scratch:
     """The one output buffer of a read's decompressed records sections, reused batch after
     batch.  A read into Arrow copies a batch's records out before it decompresses the next,
-    so one buffer serves every batch; a fresh buffer per batch pays its page faults every
-    time (a 150 KB zstd batch: ~200 us into a new buffer, ~140 us into this one, libzstd's
-    own speed).  Owned by one read and never shared with another read or thread.  A bigger
+    so one buffer serves every batch.  A new buffer a batch is at the allocator's mercy: where
+    it comes from fresh pages, their faults cost as much as a third of the decompression (a
+    partition of 150 KB zstd batches: 54-62 ms in a fresh process, 41 ms where the heap happens
+    to hold the room; into this buffer 40-44 ms either way).  Owned by one read and never shared
+    with another read or thread.  A bigger
     need gets a new buffer rather than a resize: the last batch's record iterator may still
     hold a view of the old one."""
     cdef bytearray data

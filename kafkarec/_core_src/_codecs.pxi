@@ -605,47 +605,37 @@ cdef int zstd_walk(const uint8_t *p, Py_ssize_t n, Py_ssize_t position) except -
     return 0
 
 
-cdef object _zstd_into = None      # cramjam.zstd.decompress_into, False without cramjam
-
-
-cdef object zstd_into_function():
-    """cramjam's zstd decoder into a given buffer (the libzstd that python-zstandard also
-    bundles; it releases the GIL), or None without cramjam: zstandard has no such call, and
-    its own calls return a new buffer a batch."""
-    global _zstd_into
-    if _zstd_into is None:
-        try:
-            _zstd_into = codec_lib("cramjam", "python-snappy").zstd.decompress_into
-        except CodecUnavailableError:
-            _zstd_into = False
-    return _zstd_into or None
-
-
 cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position, _Scratch scratch=None):
     cdef const uint8_t[::1] src = payload
     cdef Py_ssize_t n = src.shape[0]
-    cdef Py_ssize_t room
+    cdef Py_ssize_t room, got, filled
     if n == 0:
         raise DecompressionError("zstd payload is empty", position)
     zstd_walk(&src[0], n, position)
-    into = zstd_into_function() if scratch is not None else None
-    if into is not None:
-        # As much room as the last batches needed, at least 8x the payload, within the budget.
-        # A payload that does not fit, or does not decode, is decoded again below, where
-        # python-zstandard tells the budget's error from the payload's and says which.
-        room = min(limit, max(scratch.size(), 8 * n, 256 * 1024))
-        out = scratch.room(room)
-        try:
-            written = into(payload, out)
-        except Exception:  # noqa: BLE001 - cramjam's DecompressionError; the reader below raises ours
-            pass
-        else:
-            return out[:written]
     try:
         decompressor = _zstd_local.decompressor
     except AttributeError:
         zstandard = codec_lib("zstandard", "zstandard")
         decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+    if scratch is not None:
+        # Into the read's buffer: as much room as the last batches needed, at least 8x the
+        # payload, at most one byte past the budget.  A payload that fills it (too big for it,
+        # or past the budget), or that fails, is read again below, the one place that tells
+        # the budget's error from the payload's.
+        room = min(limit + 1, max(scratch.size(), 8 * n, 256 * 1024))
+        out = scratch.room(room)
+        filled = 0
+        try:
+            reader = decompressor.stream_reader(payload, read_across_frames=True)
+            while filled < room:
+                got = reader.readinto(out[filled:])
+                if not got:
+                    break
+                filled += got
+        except Exception:  # noqa: BLE001 - zstandard's ZstdError: said by the read below
+            filled = room
+        if filled < room:
+            return out[:filled]
     reader = decompressor.stream_reader(payload, read_across_frames=True)
     # read(n) allocates n bytes up front: ask for a likely size, not the whole budget.
     cdef Py_ssize_t want = min(limit + 1, max(8 * n, 256 * 1024))
@@ -665,8 +655,8 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position, _Scrat
         out = b"".join(parts)
     if total > limit:
         over_budget(total, limit, position, "zstd")
-    if into is not None:
-        scratch.room(total)             # the next batch's room
+    if scratch is not None:
+        scratch.room(total + 1)         # the next batch's room
     return out
 
 

@@ -639,10 +639,13 @@ def test_the_arrow_read_decodes_java_payloads_one_after_another_into_one_buffer(
     for sec in sections:
         for codec, codec_id, opts in JAVA_VARIANTS:
             log.append(sec.wrap(java_codec.compress(codec, sec.section, **opts), codec_id))
+        # zstd frames back to back, cut anywhere: one read across them
+        frames = b"".join(java_codec.compress("zstd", part) for part in _split(sec.section, 3))
+        log.append(sec.wrap(frames, Compression.ZSTD))
     data = b"".join(log)
     want, errors = _rows_of_records(data)
     assert not errors
-    assert len(want) == sum(len(sec.records) for sec in sections) * len(JAVA_VARIANTS)
+    assert len(want) == sum(len(sec.records) for sec in sections) * (len(JAVA_VARIANTS) + 1)
     assert _rows_of_arrow(data) == (want, [])
 
 
