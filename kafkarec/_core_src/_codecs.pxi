@@ -189,7 +189,8 @@ cdef object gunzip(object payload, Py_ssize_t limit, Py_ssize_t position, bint s
         d = zlib.decompressobj(31)
         pending = data
         while True:
-            chunk = d.decompress(pending, limit - total + 1)
+            # one byte past the budget tells it was passed (the largest budget has no such byte)
+            chunk = d.decompress(pending, limit - total + (limit - total < PY_SSIZE_T_MAX))
             total += len(chunk)
             if total > limit:
                 over_budget(total, limit, position, "gzip")
@@ -622,7 +623,9 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position, _Scrat
         # payload, at most one byte past the budget.  A payload that fills it (too big for it,
         # or past the budget), or that fails, is read again below, the one place that tells
         # the budget's error from the payload's.
-        room = min(limit + 1, max(scratch.size(), 8 * n, 256 * 1024))
+        room = max(scratch.size(), 8 * n, 256 * 1024)
+        if room > limit:
+            room = limit + 1        # (limit < room: no overflow, whatever the budget)
         out = scratch.room(room)
         filled = 0
         try:
@@ -638,14 +641,16 @@ cdef object unzstd(object payload, Py_ssize_t limit, Py_ssize_t position, _Scrat
             return out[:filled]
     reader = decompressor.stream_reader(payload, read_across_frames=True)
     # read(n) allocates n bytes up front: ask for a likely size, not the whole budget.
-    cdef Py_ssize_t want = min(limit + 1, max(8 * n, 256 * 1024))
+    cdef Py_ssize_t want = max(8 * n, 256 * 1024)
+    if want > limit:
+        want = limit + 1
     cdef Py_ssize_t total
     out = reader.read(want)
     total = len(out)
     if total == want and total <= limit:
         parts = [out]
         while True:
-            more = reader.read(min(limit + 1 - total, total))
+            more = reader.read(min(limit - total + 1, total))
             if not more:
                 break
             parts.append(more)

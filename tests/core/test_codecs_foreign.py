@@ -14,6 +14,7 @@ DecompressionError (or another DecodeError), never a crash.
 import gzip
 import random
 import struct
+import sys
 import time
 import zlib
 
@@ -665,6 +666,18 @@ def test_the_arrow_read_reports_a_damaged_payload_between_sound_ones_as_the_reco
     assert len(want[0]) == 4 * len(SMALL.records)
     assert len(want[1]) == 4
     assert _rows_of_arrow(data) == want
+
+
+@pytest.mark.parametrize("codec,codec_id", [("zstd", Compression.ZSTD), ("lz4-frame", Compression.LZ4),
+                                            ("snappy-xerial", Compression.SNAPPY), ("gzip", Compression.GZIP)])
+def test_the_largest_budget_reads_every_codec(java_codec, codec, codec_id):
+    """max_decompressed_bytes is held at the largest size an index can hold; one byte past it is
+    never computed (it would wrap around), in the Arrow read and in the record reader."""
+    data = b"".join(sec.wrap(java_codec.compress(codec, sec.section), codec_id) for sec in (_SQUASHY, SMALL))
+    for budget in (sys.maxsize, 2 ** 70):
+        want = _rows_of_records(data, max_decompressed_bytes=budget)
+        assert want[1] == [] and len(want[0]) == len(_SQUASHY.records) + len(SMALL.records)
+        assert _rows_of_arrow(data, max_decompressed_bytes=budget) == want
 
 
 @pytest.mark.parametrize("codec", ["zstd", "lz4-frame", "snappy-xerial", "snappy-raw"])
