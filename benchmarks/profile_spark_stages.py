@@ -124,14 +124,7 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
     max_rows = reader.config.rows_per_batch(False)      # the data source's rows per Arrow batch
 
     def decode_rows(verify_crc, these):
-        n = 0
-        kw = {"max_rows": max_rows} if max_rows else {}
-        for seg in these:
-            with open(seg, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                for rb in kafkarec.iter_arrow(mm, verify_crc=verify_crc, **kw):
-                    n += rb.num_rows
-                del rb
-        return n
+        return _decode_rows(these, max_rows, verify_crc)
 
     def decode(verify_crc):
         n = decode_rows(verify_crc, segs)
@@ -167,30 +160,25 @@ def plain_stages(logdir: str, rows: int, repeats: int, options: dict, parallelis
     return out
 
 
-_FRESH = """
-import mmap, sys, time
-sys.path.insert(0, {root!r})
-import kafkarec
-files = [open(p, "rb") for p in {segs!r}]
-maps = [mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) for f in files]
-best = None
-for _ in range({repeats}):
-    c0 = time.process_time()
-    for m in maps:
-        for rb in kafkarec.iter_arrow(m, verify_crc=False, max_rows={max_rows}):
-            pass
-        del rb
-    c = time.process_time() - c0
-    best = c if best is None or c < best else best
-print(best)
-"""
+def _decode_rows(segs: list, max_rows: int, verify_crc: bool) -> int:
+    """kafkarec.iter_arrow over the segment files ``segs``, memory-mapped; returns the rows."""
+    import kafkarec
+    n = 0
+    kw = {"max_rows": max_rows} if max_rows else {}
+    for seg in segs:
+        with open(seg, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for rb in kafkarec.iter_arrow(mm, verify_crc=verify_crc, **kw):
+                n += rb.num_rows
+            del rb
+    return n
 
 
 def _fresh_decode(segs: list, max_rows: int, repeats: int) -> float:
     """Best CPU-seconds of iter_arrow over ``segs`` in a new interpreter (a first read: its memory
     not yet reused from an earlier one, as in a short script or a new Spark Python worker)."""
     import subprocess
-    code = _FRESH.format(root=ROOT, segs=list(segs), repeats=max(1, repeats), max_rows=max_rows)
+    code = (f"import sys; sys.path[:0] = [{HERE!r}, {ROOT!r}]; import profile_spark_stages as p; "
+            f"print(p._cpu(lambda: p._decode_rows({list(segs)!r}, {max_rows!r}, False), {max(1, repeats)}))")
     return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                 text=True).stdout.strip().splitlines()[-1])
 
