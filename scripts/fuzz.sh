@@ -7,7 +7,8 @@
 # indexes (index bytes and base offsets fuzzed: a bounded read against the unbounded read filtered),
 # walker (the meta-only walk of offsets and timestamps against the full read),
 # threads (LogScan threads 1 against N over small windows), census (find against a filtered full
-# read, the census against counting decoded rows).
+# read, the census against counting decoded rows), evidence (a restore's evidence documents edited every way:
+# decoded into the typed document or a usage error, and a decoded one checked without a raw exception).
 # New inputs that reach new code go to fuzz/corpus/TARGET; a crash is written to
 # fuzz/crash-* (make it a regression test under tests/fuzz/).
 #

@@ -36,7 +36,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Annotated, Dict, Iterator, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
+
+import msgspec
 
 from kafkarec.errors import UsageError
 from kafkarec.restore.offsets import OffsetMap
@@ -44,9 +46,11 @@ from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["FORMAT", "VERSION", "ENCODING", "ALGORITHM", "record_bytes", "Digest", "NotRestored", "not_restored",
-           "document", "write", "read", "CheckReport", "check"]
+           "Evidence", "document", "write", "read", "decode", "seal", "CheckReport", "check"]
 
-FORMAT, VERSION = "kafkarec-restore-evidence", 1
+#: version 2: the selection (``topics``, ``end_time``, ``source_bootstrap``) and the ``seal``, so
+#: that every member is compared (docs/restore.md, "Evidence and check")
+FORMAT, VERSION = "kafkarec-restore-evidence", 2
 #: the record encoding and the hash over the encodings (the module docstring)
 ENCODING, ALGORITHM = "kafkarec-record-v1", "sha256"
 
@@ -149,9 +153,176 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
     return out
 
 
-# --- the document ------------------------------------------------------------------------------
+# --- the document: one typed, bounded form, the one way in ----------------------------------------
+#
+# The document is decoded in one place (:func:`decode`), by msgspec into the structures below: a
+# member of the wrong type (a bool where an int belongs: msgspec never takes one for the other), out
+# of its range, missing, unknown, or a key listed twice is a one-line UsageError naming the document,
+# the member and the value, before the check uses any of it.  msgspec over hand-written checks: the
+# types are the document's one description (written and read from the same structures), its JSON
+# decoder stops nesting at Python's recursion limit with a RecursionError instead of a stack
+# overflow, and it costs ~1 us a partition, nothing beside the records' digests.
 
-def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, positions, share_positions) -> dict:
+#: Kafka's offsets and times are signed 64-bit; a range's offsets are never negative
+Offset = Annotated[int, msgspec.Meta(ge=0, le=2 ** 63 - 1)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2 ** 63 - 1)]
+Millis = Annotated[int, msgspec.Meta(ge=-(2 ** 63), le=2 ** 63 - 1)]
+#: Kafka's partitions are numbered by a signed 32-bit int
+PartitionId = Annotated[int, msgspec.Meta(ge=0, le=2 ** 31 - 1)]
+#: Kafka's topic names (``org.apache.kafka.common.internals.Topic``: at most 249 of these characters)
+TopicName = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9._-]{1,249}$")]
+#: a registry's schema id as a record's prefix carries it (a signed 32-bit int; registries give
+#: none below 0); a prefix read from a record may hold any 32-bit value
+SchemaId = Annotated[int, msgspec.Meta(ge=0, le=2 ** 31 - 1)]
+AnySchemaId = Annotated[int, msgspec.Meta(ge=-(2 ** 31), le=2 ** 31 - 1)]
+SchemaVersion = Annotated[int, msgspec.Meta(ge=1, le=2 ** 31 - 1)]
+HexDigest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _Member(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
+    """A member of the document: every field typed, none unknown."""
+
+
+class SourceRange(_Member):
+    """[start, end) of the source partition (its log start and H), its committed records and their digest."""
+    start: Offset
+    end: Offset
+    records: Count
+    digest: HexDigest
+
+
+class TargetRange(_Member):
+    """Where the records went: [start, end) of the target partition; ``digest``: of the records as
+    written, where schema ids were translated (else the source's)."""
+    topic: TopicName
+    partition: PartitionId
+    start: Offset
+    end: Offset
+    digest: Optional[HexDigest] = None
+
+
+class OffsetMapSummary(_Member):
+    runs: Count
+    digest: HexDigest
+
+
+class LeftOut(_Member):
+    """:class:`NotRestored` as the document holds it."""
+    aborted: Count
+    control: Count
+    below_log_start: Count
+
+
+class PartitionEvidence(_Member):
+    topic: TopicName
+    partition: PartitionId
+    log_end: Offset
+    source: SourceRange
+    target: TargetRange
+    offset_map: OffsetMapSummary
+    not_restored: LeftOut
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+class IdMappingEvidence(_Member):
+    source_id: SchemaId
+    target_id: SchemaId
+    subject: str
+    version: SchemaVersion
+    kept: bool
+
+
+class FramedTopic(_Member):
+    topic: TopicName
+    key: bool
+    value: bool
+
+
+class UnknownField(_Member):
+    topic: TopicName
+    partition: PartitionId
+    offset: Offset
+    field: str
+    schema_id: Optional[AnySchemaId]
+
+
+class UnknownFields(_Member):
+    count: Count
+    named: List[UnknownField]
+
+
+class SchemasEvidence(_Member):
+    """The schema-id translation (:meth:`kafkarec.restore.schemas.SchemaTranslation.evidence`)."""
+    source_registry: str
+    target_registry: str
+    subject_strategy: Literal["topic", "record", "topic_record"]
+    framed: Optional[List[FramedTopic]]
+    ids: List[IdMappingEvidence]
+    unknown: UnknownFields
+
+
+class GroupPositionEvidence(_Member):
+    group: str
+    topic: TopicName
+    partition: PartitionId
+    source_offset: Offset
+    target_topic: TopicName
+    target_offset: Offset
+
+
+class SharePositionEvidence(_Member):
+    group: str
+    topic: TopicName
+    partition: PartitionId
+    source_start: Offset
+    target_topic: TopicName
+    target_start: Offset
+
+
+class Evidence(_Member):
+    """A restore's evidence, decoded and checked (:func:`read`, :func:`decode`).  ``topics`` and
+    ``end_time``: the restore's selection (None: every topic; the end of the log), from which the
+    check plans the source again; ``source_bootstrap``: the ranges were bounded by the running
+    source's broker (``--bootstrap``), whose log start and last stable offset may lead the files';
+    ``seal``: SHA-256 over the canonical JSON of every other member (:func:`seal`)."""
+    format: Literal["kafkarec-restore-evidence"]
+    version: int
+    algorithm: Literal["sha256"]
+    encoding: Literal["kafkarec-record-v1"]
+    source: str
+    target: str
+    restore_id: str
+    topics: Optional[List[TopicName]]
+    end_time: Optional[Millis]
+    source_bootstrap: bool
+    groups_as_of: Optional[Millis]
+    partitions: List[PartitionEvidence]
+    schemas: Optional[SchemasEvidence]
+    groups: Optional[List[GroupPositionEvidence]]
+    share_groups: Optional[List[SharePositionEvidence]]
+    seal: HexDigest
+
+
+class _Head(msgspec.Struct):
+    """What identifies a document, read before the rest (unknown members allowed)."""
+    format: object = None
+    version: object = None
+    algorithm: object = None
+    encoding: object = None
+
+
+def seal(members: dict) -> str:
+    """SHA-256 of ``members`` (the document less ``seal``) as canonical JSON: keys sorted, no
+    space, UTF-8.  Any member edited after the restore wrote the document changes it."""
+    canonical = json.dumps({k: v for k, v in members.items() if k != "seal"}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, positions, share_positions) -> Evidence:
     """The evidence of a restore: ``summaries`` (each partition's, with its source digest: a restore
     run with ``spec.digest``), ``omap``, the group positions (None: ``--no-groups``) and share group
     positions translated."""
@@ -172,33 +343,40 @@ def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, po
             raise UsageError(f"{part.topic}-{part.partition}: the restore took no digest (spec.digest is off)")
         target_end = omap.ends[part.key][1]
         first = next(omap.pairs(*part.key), (None, target_end))[1]
-        target = {"topic": part.target_topic, "partition": part.partition, "start": first, "end": target_end}
-        if s.target_digest is not None:     # the records as written, their schema ids translated
-            target["digest"] = s.target_digest
         parts.append({"topic": part.topic, "partition": part.partition, "log_end": part.log_end,
                       "source": {"start": start, "end": source_end, "records": s.source_records,
                                  "digest": s.source_digest},
-                      "target": target,
+                      # the records as written, their schema ids translated: their own digest
+                      "target": {"topic": part.target_topic, "partition": part.partition, "start": first,
+                                 "end": target_end, **({} if s.target_digest is None else {"digest": s.target_digest})},
                       "offset_map": {"runs": len(list(omap.runs(*part.key))), "digest": omap.digest(*part.key)},
                       "not_restored": left_out[part.key]._asdict()})
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
-    return {"format": FORMAT, "version": VERSION, "algorithm": ALGORITHM, "encoding": ENCODING,
-            "source": spec.source, "target": spec.target, "restore_id": spec.restore_id,
-            "groups_as_of": spec.groups_as_of, "partitions": parts,
-            "schemas": None if tr is None else tr.evidence({p.topic for p in plan.partitions}),
-            "groups": None if positions is None else [
-                {"group": g.group, "topic": g.topic, "partition": g.partition, "source_offset": g.source_offset,
-                 "target_topic": g.target_topic, "target_offset": g.target_offset} for g in positions],
-            "share_groups": None if share_positions is None else [
-                {"group": g.group, "topic": g.topic, "partition": g.partition, "source_start": g.source_start,
-                 "target_topic": g.target_topic, "target_start": g.target_start} for g in share_positions]}
+    members = {
+        "format": FORMAT, "version": VERSION, "algorithm": ALGORITHM, "encoding": ENCODING,
+        "source": spec.source, "target": spec.target, "restore_id": spec.restore_id,
+        "topics": None if spec.topics is None else list(spec.topics), "end_time": spec.end_time,
+        "source_bootstrap": spec.bootstrap is not None,
+        "groups_as_of": spec.groups_as_of, "partitions": parts,
+        "schemas": None if tr is None else tr.evidence({p.topic for p in plan.partitions}),
+        "groups": None if positions is None else [
+            {"group": g.group, "topic": g.topic, "partition": g.partition, "source_offset": g.source_offset,
+             "target_topic": g.target_topic, "target_offset": g.target_offset} for g in positions],
+        "share_groups": None if share_positions is None else [
+            {"group": g.group, "topic": g.topic, "partition": g.partition, "source_start": g.source_start,
+             "target_topic": g.target_topic, "target_start": g.target_start} for g in share_positions]}
+    # through the one decoder: a document this restore could not read back is never written
+    members = msgspec.to_builtins(msgspec.convert(dict(members, seal="0" * 64), Evidence))
+    members["seal"] = seal(members)
+    return decode(members, "the restore's evidence")
 
 
-def write(doc: dict, path: str) -> None:
+def write(doc: Evidence, path: str) -> None:
     """The document at ``path``, written whole."""
     from kafkarec._boot.files import atomic_write
-    atomic_write(os.fspath(path), (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode(), mode=0o644)
+    atomic_write(os.fspath(path), (json.dumps(msgspec.to_builtins(doc), indent=1, sort_keys=True) + "\n").encode(),
+                 mode=0o644)
 
 
 #: a document's size past which it is refused before it is parsed (a few hundred bytes a partition
@@ -206,55 +384,80 @@ def write(doc: dict, path: str) -> None:
 MAX_DOCUMENT_BYTES = 256 << 20
 
 
-def read(path: str) -> dict:
-    """A document :func:`write` wrote; anything else a :class:`UsageError` naming what is wrong."""
+def read(path: str) -> Evidence:
+    """A document :func:`write` wrote, decoded (:func:`decode`); anything else a :class:`UsageError`
+    naming what is wrong."""
     try:
         if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
             raise UsageError(f"evidence {path}: larger than {MAX_DOCUMENT_BYTES} bytes: not a restore's evidence")
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
         raise UsageError(f"evidence {path}: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise UsageError(f"evidence {path}: not a {FORMAT} document of version {VERSION}")
-    if doc.get("algorithm") != ALGORITHM or doc.get("encoding") != ENCODING:
-        raise UsageError(f"evidence {path}: digests of {doc.get('algorithm')}/{doc.get('encoding')}, "
-                         f"this kafkarec takes {ALGORITHM}/{ENCODING}")
+    return decode(data, f"evidence {path}")
+
+
+def decode(doc: Union[bytes, str, dict, Evidence], where: str = "evidence") -> Evidence:
+    """The one way in: a document's JSON text (or its JSON value) decoded into :class:`Evidence`,
+    every member typed and in range and every key listed once; anything else a one-line
+    :class:`UsageError` that starts with ``where`` and names the member and the value."""
+    if isinstance(doc, Evidence):
+        return doc
     try:
-        for p in doc["partitions"]:
-            _ints(p, "partition", "log_end")
-            _ints(p["source"], "start", "end", "records")
-            _ints(p["target"], "partition", "start", "end")
-            _ints(p["not_restored"], "aborted", "control", "below_log_start")
-            for k in ("topic",):
-                if not isinstance(p[k], str) or not isinstance(p["target"][k], str):
-                    raise ValueError(f"{k} is not a string")
-            for d in (p["source"]["digest"], p["offset_map"]["digest"], p["target"].get("digest", "0" * 64)):
-                if not (isinstance(d, str) and len(d) == 64):
-                    raise ValueError("a digest is not 64 hex digits")
-        schemas = doc.get("schemas")
-        if schemas is not None:
-            if schemas["subject_strategy"] not in ("topic", "record", "topic_record"):
-                raise ValueError(f"subject strategy {schemas['subject_strategy']!r}")
-            for m in schemas["ids"]:
-                _ints(m, "source_id", "target_id")
-            for f in schemas["framed"] or ():
-                if not (isinstance(f["topic"], str) and isinstance(f["key"], bool) and isinstance(f["value"], bool)):
-                    raise ValueError("a framed topic is not {topic, key, value}")
-        for g in doc["groups"] or ():
-            _ints(g, "partition", "source_offset", "target_offset")
-        for g in doc["share_groups"] or ():
-            _ints(g, "partition", "source_start", "target_start")
-    except (KeyError, TypeError, ValueError) as e:
-        raise UsageError(f"evidence {path}: a field is missing or of the wrong type ({e!r})") from None
-    return doc
+        if isinstance(doc, (bytes, str)):
+            head = msgspec.json.decode(doc, type=_Head)
+        else:
+            head = msgspec.convert(doc, _Head) if isinstance(doc, dict) else None
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise UsageError(f"{where}: not JSON ({_short(e)})") from None
+    if head is None or head.format != FORMAT or type(head.version) is not int or head.version != VERSION:
+        older = head is not None and head.format == FORMAT and type(head.version) is int and head.version < VERSION
+        raise UsageError(f"{where}: not a {FORMAT} document of version {VERSION}"
+                         + (f" (version {head.version}: written by an earlier kafkarec, whose evidence records "
+                            "too little to be checked whole; restore again with --evidence)" if older else ""))
+    if head.algorithm != ALGORITHM or head.encoding != ENCODING:
+        raise UsageError(f"{where}: digests of {head.algorithm}/{head.encoding}, this kafkarec takes "
+                         f"{ALGORITHM}/{ENCODING}")
+    try:
+        ev = (msgspec.json.decode(doc, type=Evidence) if isinstance(doc, (bytes, str))
+              else msgspec.convert(doc, Evidence))
+    except msgspec.ValidationError as e:
+        raise UsageError(f"{where}: {_short(e)}") from None
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise UsageError(f"{where}: not JSON ({_short(e)})") from None
+    problem = _inconsistent(ev)
+    if problem:
+        raise UsageError(f"{where}: {problem}")
+    return ev
 
 
-def _ints(obj: dict, *names: str) -> None:
-    for n in names:
-        v = obj[n]
-        if type(v) is not int or not -1 <= v < 2 ** 63:
-            raise ValueError(f"{n} {v!r} is not an offset")
+def _short(e: Exception) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _inconsistent(ev: Evidence) -> Optional[str]:
+    """What no restore writes: a range ending before it starts, a key listed twice."""
+    for i, p in enumerate(ev.partitions):
+        at = f"$.partitions[{i}]"
+        if p.source.end < p.source.start or p.log_end < p.source.end:
+            return (f"{at}: the source range [{p.source.start}, {p.source.end}) and log end {p.log_end} are "
+                    "not in order (start <= end <= log end)")
+        if p.target.end < p.target.start:
+            return f"{at}.target: the range [{p.target.start}, {p.target.end}) ends before it starts"
+    for what, keys in (
+            ("partitions", [(p.topic, p.partition) for p in ev.partitions]),
+            ("partitions' targets", [(p.target.topic, p.target.partition) for p in ev.partitions]),
+            ("groups", [(g.group, g.topic, g.partition) for g in ev.groups or ()]),
+            ("share_groups", [(g.group, g.topic, g.partition) for g in ev.share_groups or ()]),
+            ("schemas.ids", [m.source_id for m in ev.schemas.ids] if ev.schemas else []),
+            ("schemas.framed", [f.topic for f in ev.schemas.framed or ()] if ev.schemas else [])):
+        seen = set()
+        for k in keys:
+            if k in seen:
+                return f"$.{what}: {k!r} is listed twice"
+            seen.add(k)
+    return None
 
 
 # --- the check ---------------------------------------------------------------------------------
@@ -290,14 +493,29 @@ class _Side:
             return source.committed_records(self.spec, topic, partition, start, 2 ** 63 - 1)
         return (r for r in target.read_back(self.spec, topic, partition) if r.offset >= start)
 
+    def _listed(self) -> Dict[Tuple[str, int], Tuple[int, int]]:
+        """``{(topic, partition): (log start, log end)}`` of the target's log dir, listed once."""
+        if self._ends is None:
+            from kafkarec.scan import LogScan, ScanConfig
+            listed = LogScan(ScanConfig.of(self.log_dir)).listing()
+            self._ends = {log.key: (listed.resolver.log_start(log), listed.resolver.log_end(log))
+                          for log in listed.layout.partitions}
+        return self._ends
+
+    def log_start(self, topic: str, partition: int) -> Optional[int]:
+        """The partition's log start offset as its broker serves it: its log dir's checkpoint (a
+        ``deleteRecords`` past the first segment's base); None from a bootstrap, whose consumer starts
+        there by itself."""
+        if self.log_dir:
+            got = self._listed().get((topic, partition))
+            return None if got is None else got[0]
+        return None
+
     def end(self, topic: str, partition: int) -> Optional[int]:
         """The partition's end: its log end (a log dir), its last stable offset (a bootstrap)."""
         if self.log_dir:
-            if self._ends is None:      # the log dir listed once
-                from kafkarec.scan import LogScan, ScanConfig
-                listed = LogScan(ScanConfig.of(self.log_dir)).listing()
-                self._ends = {log.key: listed.resolver.log_end(log) for log in listed.layout.partitions}
-            return self._ends.get((topic, partition))
+            got = self._listed().get((topic, partition))
+            return None if got is None else got[1]
         from kafkarec.restore import target
         return target.ends(self.spec, [(topic, partition)])[(topic, partition)]
 
@@ -333,13 +551,17 @@ class _Side:
         return {k: s["start_offset"] for k, s in states.items()}
 
 
-def check(evidence: dict, source: str, target: str, *, target_properties=None, timeout: float = 30.0,
-          storage_options=None, tiered_storage: Optional[str] = None, max_problems: int = 50) -> CheckReport:
-    """Recompute ``evidence`` from ``source`` (a history as the restore read it) and ``target`` (the
-    target's log dir, or its bootstrap servers) and name every difference."""
+def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_properties=None,
+          timeout: float = 30.0, storage_options=None, tiered_storage: Optional[str] = None,
+          max_problems: int = 50) -> CheckReport:
+    """Recompute ``evidence`` (an :class:`Evidence`, or its JSON value: decoded by :func:`decode`)
+    from ``source`` (a history as the restore read it) and ``target`` (the target's log dir, or its
+    bootstrap servers) and name every difference: every member of the document is compared with
+    what the two sides hold now (docs/restore.md lists each member and what it is compared with)."""
     from kafkarec.restore import groups as G
     from kafkarec.restore import shares as S
     from kafkarec.restore import source as src
+    ev = decode(evidence)
     problems: List[str] = []
     notes: List[str] = []
 
@@ -349,15 +571,28 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
         elif len(problems) == max_problems:
             problems.append("... (more differences not named)")
 
-    spec = RestoreSpec.of(source, None, groups_as_of=evidence["groups_as_of"], storage_options=storage_options,
-                          tiered_storage=tiered_storage)
+    members = msgspec.to_builtins(ev)
+    if seal(members) != ev.seal:
+        problem(f"the evidence's seal {ev.seal} is not its members' ({seal(members)}): the document was edited "
+                "after the restore wrote it")
+    if _where(source) != _where(ev.source):
+        notes.append(f"the evidence names the source {ev.source}; checked against {source}")
+    spec = RestoreSpec.of(source, None, topics=ev.topics, end_time=ev.end_time, groups_as_of=ev.groups_as_of,
+                          storage_options=storage_options, tiered_storage=tiered_storage)
+    # the source planned again as the restore planned it: each range's start (the log start), end (H at
+    # the evidence's end time) and log end are compared, and so is the set of partitions
+    planned = {p.key: p for p in src.plan(spec).partitions}
+    said = {p.key for p in ev.partitions}
+    for topic, partition in sorted(set(planned) - said):
+        problem(f"{topic}-{partition}: the source holds this partition of the restore's topics; the evidence "
+                "does not")
     rewriter = None
-    if evidence.get("schemas") is not None:
+    if ev.schemas is not None:
         # the source's records as the restore wrote them: ids translated by the evidence's own map
         from kafkarec.restore.schemas import rewriter_from_evidence
-        rewriter = rewriter_from_evidence(evidence["schemas"])
-        notes.append(f"schema ids translated as the evidence says ({len(evidence['schemas']['ids'])} id(s), "
-                     f"{evidence['schemas']['unknown']['count']} field(s) left as they were)")
+        rewriter = rewriter_from_evidence(ev.schemas)
+        notes.append(f"schema ids translated as the evidence says ({len(ev.schemas.ids)} id(s), "
+                     f"{ev.schemas.unknown.count} field(s) left as they were)")
     side = _Side(target, target_properties, timeout)
     omap = OffsetMap()
     records = 0
@@ -366,19 +601,33 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
     # puts DLQ topics after the partitions they name: kafkarec/restore/deadletters.py)
     from kafkarec.restore.deadletters import Translation
     translation = Translation(SourcePlan(parts, {}), omap)
-    left_out = not_restored(spec, [(p["topic"], p["partition"], p["source"]["start"], p["source"]["end"])
-                                   for p in evidence["partitions"]])
-    for p in evidence["partitions"]:
-        topic, partition, s, t = p["topic"], p["partition"], p["source"], p["target"]
-        tt = t["topic"]
-        where = f"{topic}-{partition} -> {tt}-{partition}"
-        parts.append(SourcePartition(topic, partition, s["start"], s["end"], p["log_end"], tt))
+    left_out = not_restored(spec, [(p.topic, p.partition, p.source.start, p.source.end) for p in ev.partitions])
+    for p in ev.partitions:
+        topic, partition, s, t = p.topic, p.partition, p.source, p.target
+        tt = t.topic
+        where = f"{topic}-{partition} -> {tt}-{t.partition}"
+        now = planned.get(p.key)
+        if now is None:
+            problem(f"{where}: the source holds no such partition of the restore's topics")
+        else:
+            _check_range(where, p, now, ev.source_bootstrap, problem, notes)
+        if t.partition != partition:
+            problem(f"{where}: a restore writes each partition into the same partition number; the evidence "
+                    f"says {t.partition}")
+        parts.append(SourcePartition(topic, partition, s.start, s.end, p.log_end, tt))
         sd, td = Digest(), Digest()
-        got = side.records(tt, partition, t["start"])
+        # the target read as its consumer reads it: from its log start (a deleteRecords past the
+        # evidence's start leaves records in the files that no consumer is served)
+        target_start = side.log_start(tt, t.partition)
+        if target_start is not None and target_start > t.start:
+            problem(f"{where}: the target partition's log start is {target_start}, past the evidence's target "
+                    f"start {t.start}: Kafka's consumer no longer returns [{t.start}, {target_start})")
+        got = side.records(tt, t.partition, max(t.start, target_start or 0))
         first = None
+        first_target = None
         extra = 0
         try:
-            for r in src.committed_records(spec, topic, partition, s["start"], s["end"]):
+            for r in src.committed_records(spec, topic, partition, s.start, s.end):
                 r = translation.record(r)
                 enc = _encoded(r)
                 sd.add_encoded(enc)
@@ -386,12 +635,14 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
                     r = rewriter.rewrite(topic, partition, r)
                     enc = _encoded(r)
                 x = next(got, None)
-                if x is None or x.offset >= t["end"]:
+                if x is None or x.offset >= t.end:
                     if first is None:
                         first = f"source offset {r.offset} has no record on the target"
                     if x is not None:
                         extra += 1
                     continue
+                if first_target is None:
+                    first_target = x.offset
                 got_enc = _encoded(x)
                 td.add_encoded(got_enc)
                 if got_enc != enc and first is None:
@@ -399,7 +650,7 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
                              f"({_what_differs(r, x)})")
                 omap.add(topic, partition, tt, r.offset, x.offset)
             for x in got:
-                if x.offset < t["end"]:
+                if x.offset < t.end:
                     td.add(x)
                     if first is None:
                         first = f"target offset {x.offset} holds a record the source's range does not"
@@ -410,41 +661,87 @@ def check(evidence: dict, source: str, target: str, *, target_properties=None, t
             if close is not None:
                 close()
         records += sd.records
-        end = side.end(tt, partition)
-        omap.set_end(topic, partition, tt, s["end"], end if end is not None else 0)
-        if (sd.records, sd.hexdigest()) != (s["records"], s["digest"]):
-            problem(f"{where}: the source's [{s['start']}, {s['end']}) holds {sd.records} committed records, "
-                    f"digest {sd.hexdigest()}; the evidence says {s['records']}, {s['digest']}")
-        written = t.get("digest", s["digest"])
-        if (td.records, td.hexdigest()) != (s["records"], written):
-            problem(f"{where}: the target's [{t['start']}, {t['end']}) holds {td.records} committed records, "
-                    f"digest {td.hexdigest()}; the evidence says {s['records']}, {written}"
+        end = side.end(tt, t.partition)
+        omap.set_end(topic, partition, tt, s.end, end if end is not None else 0)
+        if (sd.records, sd.hexdigest()) != (s.records, s.digest):
+            problem(f"{where}: the source's [{s.start}, {s.end}) holds {sd.records} committed records, "
+                    f"digest {sd.hexdigest()}; the evidence says {s.records}, {s.digest}")
+        written = t.digest if t.digest is not None else s.digest
+        if (td.records, td.hexdigest()) != (s.records, written):
+            problem(f"{where}: the target's [{t.start}, {t.end}) holds {td.records} committed records, "
+                    f"digest {td.hexdigest()}; the evidence says {s.records}, {written}"
                     + (f"; first difference: {first}" if first else ""))
-        if end != t["end"]:
-            problem(f"{where}: the target partition ends at {end}; the evidence says {t['end']}")
+        elif first:
+            # the digests agree, the records do not: the source's records, rewritten as the evidence
+            # says, are not the target's (a schema id map that does not map onto the target's ids)
+            problem(f"{where}: the source's records as the evidence says they were written are not the target's; "
+                    f"first difference: {first}")
+        if first_target is not None and first_target != t.start:
+            problem(f"{where}: the first restored record is at target offset {first_target}; the evidence says "
+                    f"{t.start}")
+        if end != t.end:
+            problem(f"{where}: the target partition ends at {end}; the evidence says {t.end}")
         if extra:
-            problem(f"{where}: the target holds {extra} committed record(s) past the target range's end {t['end']}")
-        digest = omap.digest(topic, partition)
-        if digest != p["offset_map"]["digest"]:
+            problem(f"{where}: the target holds {extra} committed record(s) past the target range's end {t.end}")
+        digest, runs = omap.digest(topic, partition), len(list(omap.runs(topic, partition)))
+        if (digest, runs) != (p.offset_map.digest, p.offset_map.runs):
             problem(f"{where}: the offset map recomputed from both sides has digest {digest} "
-                    f"({len(list(omap.runs(topic, partition)))} runs); the evidence says {p['offset_map']['digest']} "
-                    f"({p['offset_map']['runs']} runs)")
-        now = left_out[(topic, partition)]._asdict()
-        for k, v in p["not_restored"].items():
-            if now.get(k) != v:
-                problem(f"{where}: the source holds {now.get(k)} {k.replace('_', ' ')} record(s); "
+                    f"({runs} runs); the evidence says {p.offset_map.digest} ({p.offset_map.runs} runs)")
+        counted = left_out[(topic, partition)]._asdict()
+        for k, v in msgspec.to_builtins(p.not_restored).items():
+            if counted.get(k) != v:
+                problem(f"{where}: the source holds {counted.get(k)} {k.replace('_', ' ')} record(s); "
                         f"the evidence says {v}")
+    if rewriter is not None:
+        _check_unknown(ev.schemas.unknown, rewriter, problem)
     plan = SourcePlan(parts, {})
     groups = shares = 0
-    if evidence["groups"] is None:
+    if ev.groups is None:
         notes.append("the restore left the groups alone (--no-groups): no group compared")
     else:
-        groups = _check_groups(evidence["groups"], G.translate(spec, plan, omap), side, problem)
-    if evidence["share_groups"] is not None:
-        shares = _check_shares(evidence["share_groups"], S.translate_shares(spec, plan, omap), side, problem, notes)
+        groups = _check_groups(ev.groups, G.translate(spec, plan, omap), side, problem)
+    if ev.share_groups is not None:
+        shares = _check_shares(ev.share_groups, S.translate_shares(spec, plan, omap), side, problem, notes)
     if records == 0:
         problem("no record was compared: the evidence's ranges hold no committed record, a check of nothing")
     return CheckReport(records, groups, shares, problems, notes)
+
+
+def _check_range(where: str, p: PartitionEvidence, now: SourcePartition, from_broker: bool, problem,
+                 notes: List[str]) -> None:
+    """The evidence's source range and log end against the source planned again.  Bounded by a running
+    broker (``source_bootstrap``), the range may lie inside the files' (a checkpoint lags its
+    broker's log start): then it must lie within them."""
+    if p.log_end != now.log_end:
+        problem(f"{where}: the source's log ends at {now.log_end}; the evidence says {p.log_end}")
+    s = p.source
+    if (s.start, s.end) == (now.start, now.end):
+        return
+    if from_broker and now.start <= s.start <= s.end <= now.end:
+        notes.append(f"{where}: the range [{s.start}, {s.end}) came from the running source's broker; the files "
+                     f"give [{now.start}, {now.end}), which holds it")
+        return
+    problem(f"{where}: the source's range is [{now.start}, {now.end}) (its log start, and H at the evidence's end "
+            f"time); the evidence says [{s.start}, {s.end})")
+
+
+def _check_unknown(said: UnknownFields, rewriter, problem) -> None:
+    """The fields the translation left as they were, counted again by rewriting the source's records
+    (named one by one up to the translation's bound, in the order a restore met them)."""
+    if rewriter.unknown_count != said.count:
+        problem(f"schemas: the source holds {rewriter.unknown_count} framed field(s) whose id is not translated; "
+                f"the evidence says {said.count}")
+        return
+    named = {tuple(msgspec.to_builtins(u).values()) for u in said.named}
+    again = {(u.topic, u.partition, u.offset, u.field, u.schema_id) for u in rewriter.unknown}
+    if len(said.named) != len(rewriter.unknown) or (said.count <= len(said.named) and named != again):
+        problem(f"schemas: the fields left as they were are {sorted(again, key=str)[:3]}...; the evidence names "
+                f"{sorted(named, key=str)[:3]}...")
+
+
+def _where(path: str) -> str:
+    """A source as a place: a local path made absolute, a URI as given."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _encoded(r) -> bytes:
@@ -458,24 +755,24 @@ def _what_differs(a, b) -> str:
     return ", ".join(names) or "headers"
 
 
-def _check_groups(said: List[dict], now, side: _Side, problem) -> int:
+def _check_groups(said: List[GroupPositionEvidence], now, side: _Side, problem) -> int:
     """Each group position of the evidence against the source's, recomputed and translated, and the
     target's committed offset."""
-    on_target = side.group_offsets({(g["group"], g["target_topic"], g["partition"]) for g in said})
+    on_target = side.group_offsets({(g.group, g.target_topic, g.partition) for g in said})
     return _check_positions("group", "position", ("source_offset", "target_offset"), "stands at", said, now,
                             on_target, problem, None)
 
 
-def _check_shares(said: List[dict], now, side: _Side, problem, notes: List[str]) -> int:
+def _check_shares(said: List[SharePositionEvidence], now, side: _Side, problem, notes: List[str]) -> int:
     """Each share group position of the evidence against the source's, recomputed and translated,
     and the target's persisted start offset (a share group with no state on the target is a note:
     its start offset is set by Kafka's tool, as ``--verify`` says)."""
-    starts = side.share_starts({g["target_topic"] for g in said}) if said else {}
+    starts = side.share_starts({g.target_topic for g in said}) if said else {}
     return _check_positions("share group", "start offset", ("source_start", "target_start"), "starts at", said, now,
                             starts, problem, notes)
 
 
-def _check_positions(kind: str, what: str, fields: Tuple[str, str], verb: str, said: List[dict], now,
+def _check_positions(kind: str, what: str, fields: Tuple[str, str], verb: str, said: Sequence, now,
                      on_target: Dict[Tuple[str, str, int], int], problem, notes: Optional[List[str]]) -> int:
     """The evidence's positions (``said``: dicts with ``fields``) against ``now`` (recomputed from the
     source and translated: objects with the same fields) and ``on_target`` (``{(group, target topic,
@@ -483,22 +780,24 @@ def _check_positions(kind: str, what: str, fields: Tuple[str, str], verb: str, s
     problem."""
     src_field, tgt_field = fields
     now_by = {(g.group, g.topic, g.partition): g for g in now}
-    said_by = {(g["group"], g["topic"], g["partition"]): g for g in said}
+    said_by = {(g.group, g.topic, g.partition): g for g in said}
     for k in sorted(set(now_by) - set(said_by)):
         problem(f"{kind} {k[0]}: {k[1]}-{k[2]} has source {what} {getattr(now_by[k], src_field)}, which the "
                 "evidence does not hold")
     for k, g in sorted(said_by.items()):
         n = now_by.get(k)
         if n is None:
-            problem(f"{kind} {k[0]}: {k[1]}-{k[2]}: the evidence says source {what} {g[src_field]}; the source "
+            problem(f"{kind} {k[0]}: {k[1]}-{k[2]}: the evidence says source {what} {getattr(g, src_field)}; the source "
                     "holds none")
-        elif (getattr(n, src_field), getattr(n, tgt_field)) != (g[src_field], g[tgt_field]):
+        elif (getattr(n, src_field), getattr(n, tgt_field), n.target_topic) != (
+                getattr(g, src_field), getattr(g, tgt_field), g.target_topic):
             problem(f"{kind} {k[0]}: {k[1]}-{k[2]}: source {what} {getattr(n, src_field)} translates to "
-                    f"{getattr(n, tgt_field)}; the evidence says {g[src_field]} -> {g[tgt_field]}")
-        where = f"{kind} {k[0]}: {g['target_topic']}-{g['partition']}"
-        have = on_target.get((g["group"], g["target_topic"], g["partition"]))
+                    f"{n.target_topic}-{k[2]} {getattr(n, tgt_field)}; the evidence says {getattr(g, src_field)} -> "
+                    f"{g.target_topic}-{k[2]} {getattr(g, tgt_field)}")
+        where = f"{kind} {k[0]}: {g.target_topic}-{g.partition}"
+        have = on_target.get((g.group, g.target_topic, g.partition))
         if have is None and notes is not None:
             notes.append(f"{where} has no state on the target (its start offset is not set there yet): not compared")
-        elif have != g[tgt_field]:
-            problem(f"{where} {verb} {have} on the target; the evidence says {g[tgt_field]}")
+        elif have != getattr(g, tgt_field):
+            problem(f"{where} {verb} {have} on the target; the evidence says {getattr(g, tgt_field)}")
     return len(said_by)

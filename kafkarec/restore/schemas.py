@@ -282,13 +282,14 @@ class SchemaTranslation(IdRewriter):
                 "unknown": {"count": self.unknown_count, "named": [u._asdict() for u in self.unknown]}}
 
 
-def rewriter_from_evidence(schemas: dict) -> IdRewriter:
-    """The rule the restore applied, from its evidence's ``schemas`` section."""
+def rewriter_from_evidence(schemas) -> IdRewriter:
+    """The rule the restore applied, from its evidence's ``schemas`` section
+    (:class:`kafkarec.restore.evidence.SchemasEvidence`, decoded and checked)."""
     framed = None
-    if schemas.get("framed") is not None:
-        framed = {(f["topic"], is_key) for f in schemas["framed"] for is_key in (True, False)
-                  if f["key" if is_key else "value"]}
-    return IdRewriter(schemas["subject_strategy"], {m["source_id"]: m["target_id"] for m in schemas["ids"]}, framed)
+    if schemas.framed is not None:
+        framed = {(f.topic, is_key) for f in schemas.framed for is_key in (True, False)
+                  if (f.key if is_key else f.value)}
+    return IdRewriter(schemas.subject_strategy, {m.source_id: m.target_id for m in schemas.ids}, framed)
 
 
 _TRANSLATIONS: Dict[tuple, SchemaTranslation] = {}

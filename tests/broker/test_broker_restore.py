@@ -691,37 +691,56 @@ def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, rest
         assert done.returncode == 0, (cmd, done.stdout, done.stderr)
         assert doctest.OutputChecker().check_output(shown, done.stdout, doctest.ELLIPSIS), (cmd, done.stdout)
     doc = E.read(str(tmp_path / "evidence.json"))
-    (p,) = doc["partitions"]
-    assert (p["source"]["records"], p["target"]["start"], p["target"]["end"]) == (100, 0, p["target"]["end"])
+    (p,) = doc.partitions
+    assert (p.source.records, p.target.start) == (100, 0)
     # rs-crash: 100 plain records, nothing left out; its two groups at 50 and 77
-    assert p["not_restored"] == {"aborted": 0, "control": 0, "below_log_start": 0}
-    assert [(g["group"], g["source_offset"], g["target_offset"]) for g in doc["groups"]] == [
+    assert (p.not_restored.aborted, p.not_restored.control, p.not_restored.below_log_start) == (0, 0, 0)
+    assert [(g.group, g.source_offset, g.target_offset) for g in doc.groups] == [
         ("rs-crash-g1", 50, 50), ("rs-crash-g2", 77, 77)]
     # damaged afterwards: a record produced into the restored partition, a group moved
     producer = Producer({"bootstrap.servers": b, "log_level": 0})
     producer.produce(name, value=b"not from the source", partition=0)
     assert producer.flush(30) == 0
-    moved = doc["groups"][0]
+    moved = doc.groups[0]
     from confluent_kafka.admin import AdminClient
     admin = AdminClient({"bootstrap.servers": b, "log_level": 0})
-    request = [ConsumerGroupTopicPartitions(moved["group"], [TopicPartition(name, 0, moved["target_offset"] + 1)])]
+    request = [ConsumerGroupTopicPartitions(moved.group, [TopicPartition(name, 0, moved.target_offset + 1)])]
     for f in admin.alter_consumer_group_offsets(request).values():
         f.result(30)
     damaged = E.check(doc, history.log_dir, b)
     # the map's canonical form holds the target's end: the record added moved it
     import hashlib
     import struct
-    damaged_map = hashlib.sha256(struct.pack(">qqqqq", 0, 0, 100, 100, p["target"]["end"] + 1)).hexdigest()
-    end = p["target"]["end"]
+    damaged_map = hashlib.sha256(struct.pack(">qqqqq", 0, 0, 100, 100, p.target.end + 1)).hexdigest()
+    end = p.target.end
     assert not damaged.ok and (damaged.records, damaged.groups) == (100, 2)
     assert damaged.problems == [
         f"{RH.CRASH}-0 -> {name}-0: the target partition ends at {end + 1}; the evidence says {end}",
         f"{RH.CRASH}-0 -> {name}-0: the target holds 1 committed record(s) past the target range's end {end}",
         f"{RH.CRASH}-0 -> {name}-0: the offset map recomputed from both sides has digest {damaged_map} (1 runs); "
-        f"the evidence says {p['offset_map']['digest']} (1 runs)",
-        f"group {moved['group']}: {name}-0 stands at {moved['target_offset'] + 1} on the target; the evidence says "
-        f"{moved['target_offset']}"], damaged.problems
-    assert json.load(open(tmp_path / "evidence.json")) == doc
+        f"the evidence says {p.offset_map.digest} (1 runs)",
+        f"group {moved.group}: {name}-0 stands at {moved.target_offset + 1} on the target; the evidence says "
+        f"{moved.target_offset}"], damaged.problems
+    assert E.decode(json.load(open(tmp_path / "evidence.json"))) == doc
+    # the target's log start moved by Kafka's own deleteRecords (before 1): the broker checkpoints it
+    # (every second on the test brokers) and serves one record fewer; the offline check of its log
+    # dir reads from there as its consumer does (it read the files from 0 and passed)
+    from support.brokers.deleted_records import CHECKPOINT
+    from support.brokers import produce as P
+    (deleted,) = admin.delete_records([TopicPartition(name, 0, 1)], operation_timeout=30,
+                                      request_timeout=30).values()
+    assert deleted.result(timeout=30).low_watermark == 1
+    checkpoint = os.path.join(restore_target_broker.log_dir, CHECKPOINT)
+    deadline = time.monotonic() + 30
+    while P._checkpoint(checkpoint).get((name, 0)) != 1:
+        assert time.monotonic() < deadline, f"the target broker did not checkpoint the log start: {checkpoint}"
+        time.sleep(0.2)
+    copy_live_dir(restore_target_broker.log_dir, str(tmp_path / "target-deleted"))
+    offline = E.check(doc, history.log_dir, str(tmp_path / "target-deleted"))
+    assert not offline.ok and offline.problems[0] == (
+        f"{RH.CRASH}-0 -> {name}-0: the target partition's log start is 1, past the evidence's target start 0: "
+        "Kafka's consumer no longer returns [0, 1)"), offline.problems
+    assert f"holds 99 committed records" in offline.problems[1], offline.problems
 
 
 def test_schema_ids_translated_as_the_docs_show(restore_target_broker, apicurio_registry, tmp_path):

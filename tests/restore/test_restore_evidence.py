@@ -255,22 +255,172 @@ def test_a_moved_group_and_an_aborted_write_left_aborted(world, capfd):
         "difference: group g: t-0 stands at 3 on the target; the evidence says 5"]
 
 
+def _rewritten(tmp_path, doc, name="edited.json", *, reseal=True):
+    """``doc`` written to ``name``, its seal made anew (``reseal``: as by someone who knows the rule,
+    so only the member's own comparison can name the edit)."""
+    if reseal:
+        doc["seal"] = E.seal(doc)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
 def test_a_check_of_nothing_fails_and_bad_evidence_is_a_usage_error(world, tmp_path, capfd):
     src, path, records, tmp = world
     doc = json.load(open(path))
     doc["partitions"][0]["source"].update(start=14, records=0, digest="0" * 64)
     doc["groups"] = None
-    empty = tmp_path / "empty.json"
-    empty.write_text(json.dumps(doc))
     tgt = _target(tmp / "none", [], 0)
-    code, out, _ = _check(capfd, str(empty), src, tgt)
+    code, out, _ = _check(capfd, _rewritten(tmp_path, doc, "empty.json"), src, tgt)
     assert code == 1 and "difference: no record was compared" in out, out
-    (tmp_path / "bad.json").write_text('{"format": "kafkarec-restore-evidence", "version": 2}')
+    (tmp_path / "bad.json").write_text('{"format": "kafkarec-restore-evidence", "version": 3}')
     code, _, err = _check(capfd, str(tmp_path / "bad.json"), src, tgt)
-    assert code == 2 and "not a kafkarec-restore-evidence document of version 1" in err, err
+    assert code == 2 and "not a kafkarec-restore-evidence document of version 2" in err, err
+    (tmp_path / "bad.json").write_text('{"format": "kafkarec-restore-evidence", "version": 1}')
+    code, _, err = _check(capfd, str(tmp_path / "bad.json"), src, tgt)
+    assert code == 2 and "written by an earlier kafkarec" in err, err
     del doc["partitions"][0]["offset_map"]
-    (tmp_path / "bad.json").write_text(json.dumps(doc))
-    code, _, err = _check(capfd, str(tmp_path / "bad.json"), src, tgt)
-    assert code == 2 and "a field is missing or of the wrong type (KeyError('offset_map'))" in err, err
+    code, _, err = _check(capfd, _rewritten(tmp_path, doc, "bad.json"), src, tgt)
+    assert code == 2 and "Object missing required field `offset_map` - at `$.partitions[0]`" in err, err
     code, _, err = _check(capfd, path, src, tgt, "--topics", "t")
     assert code == 2 and "--check with --topics" in err
+
+
+def _schemas_section():
+    return {"source_registry": "/r", "target_registry": "http://t", "subject_strategy": "topic", "framed": [],
+            "ids": [{"source_id": 1, "target_id": 2, "subject": "t-value", "version": 1, "kept": False}],
+            "unknown": {"count": 0, "named": []}}
+
+
+def _del(obj, *path):
+    for k in path[:-1]:
+        obj = obj[k]
+    del obj[path[-1]]
+
+
+def _set(obj, value, *path):
+    for k in path[:-1]:
+        obj = obj[k]
+    obj[path[-1]] = value
+
+
+#: finding 46: evidence that the old reader took and the check died on (KeyError, TypeError,
+#: ValueError, RecursionError), and finding 47's values out of range: each a usage error (exit 2)
+#: naming the member
+MALFORMED = {
+    "no groups_as_of": (lambda d: _del(d, "groups_as_of"), "missing required field `groups_as_of`"),
+    "schemas without unknown": (lambda d: _del(d["schemas"], "unknown"), "missing required field `unknown` - at `$.schemas`"),
+    "a group without group": (lambda d: _del(d["groups"][0], "group"), "missing required field `group` - at `$.groups[0]`"),
+    "a group without target_topic": (lambda d: _del(d["groups"][0], "target_topic"),
+                                     "missing required field `target_topic` - at `$.groups[0]`"),
+    "unknown as a list": (lambda d: _set(d, [], "schemas", "unknown"), "Expected `object`, got `array` - at `$.schemas.unknown`"),
+    "a group name that is a list": (lambda d: _set(d, ["g"], "groups", 0, "group"),
+                                    "Expected `str`, got `array` - at `$.groups[0].group`"),
+    "group names of two types": (lambda d: d["groups"].append(dict(d["groups"][0], group=7)),
+                                 "Expected `str`, got `int` - at `$.groups[1].group`"),
+    "a partition listed twice": (lambda d: d["partitions"].append(d["partitions"][0]),
+                                 "$.partitions: ('t', 0) is listed twice"),
+    "a target id past int32": (lambda d: _set(d, 2 ** 31, "schemas", "ids", 0, "target_id"),
+                               "at `$.schemas.ids[0].target_id`"),
+    "a version that is true": (lambda d: _set(d, True, "version"), "not a kafkarec-restore-evidence document of version 2"),
+    "a source start of -1": (lambda d: _set(d, -1, "partitions", 0, "source", "start"),
+                             "Expected `int` >= 0 - at `$.partitions[0].source.start`"),
+    "a log end before the range's end": (lambda d: _set(d, 3, "partitions", 0, "log_end"), "are not in order"),
+    "a digest that is not hex": (lambda d: _set(d, "z" * 64, "partitions", 0, "source", "digest"),
+                                 "at `$.partitions[0].source.digest`"),
+    "an unknown member": (lambda d: _set(d, 1, "partitions", 0, "extra"), "unknown field `extra`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_evidence_is_a_one_line_usage_error(world, tmp_path, capfd, name):
+    src, path, records, tmp = world
+    doc = json.load(open(path))
+    doc["schemas"] = _schemas_section()
+    edit, said = MALFORMED[name]
+    edit(doc)
+    code, out, err = _check(capfd, _rewritten(tmp_path, doc, reseal=False), src, str(tmp))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, (out, err)
+    assert err.startswith("kafkarec restore: error: evidence ") and said in err, err
+
+
+def test_evidence_nested_past_any_depth_is_a_usage_error(world, tmp_path, capfd):
+    """A 100,000-deep JSON array: msgspec's decoder stops at the recursion limit (a RecursionError
+    the old reader let through), named as the document's error."""
+    src, _, _, tmp = world
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": "kafkarec-restore-evidence", "version": 2, "partitions": '
+                    + "[" * 100_000 + "]" * 100_000 + "}")
+    code, out, err = _check(capfd, str(deep), src, str(tmp))
+    assert code == 2 and len(err.splitlines()) == 1 and "not JSON" in err, err
+
+
+#: members edited (the seal made anew, so each member's own comparison must name it): the edit, and
+#: what the difference says
+EDITED = {
+    "log_end": (lambda d: _set(d, 15, "partitions", 0, "log_end"),
+                "t-0 -> t-0: the source's log ends at 14; the evidence says 15"),
+    "offset_map.runs": (lambda d: _set(d, 3, "partitions", 0, "offset_map", "runs"),
+                        "(2 runs); the evidence says"),
+    "source.start": (lambda d: _set(d, 3, "partitions", 0, "source", "start"),
+                     "t-0 -> t-0: the source's range is [2, 14) (its log start, and H at the evidence's end time); "
+                     "the evidence says [3, 14)"),
+    "source.end": (lambda d: _set(d, 13, "partitions", 0, "source", "end"), "the evidence says [2, 13)"),
+    "target.start": (lambda d: _set(d, 1, "partitions", 0, "target", "start"),
+                     "the target's [1, 9) holds 7 committed records"),
+    "target.partition": (lambda d: _set(d, 1, "partitions", 0, "target", "partition"),
+                         "into the same partition number; the evidence says 1"),
+    "not_restored": (lambda d: _set(d, 1, "partitions", 0, "not_restored", "aborted"),
+                     "the source holds 2 aborted record(s); the evidence says 1"),
+    "groups_as_of": (lambda d: _set(d, 1, "groups_as_of"), "group g: t-0"),
+    "a partition left out": (lambda d: d["partitions"].clear(),
+                             "t-0: the source holds this partition of the restore's topics; the evidence does not"),
+    "topics": (lambda d: _set(d, ["t", "u"], "topics"), None),
+    "end_time": (lambda d: _set(d, T0 + 1, "end_time"), "the evidence says [2, 14)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITED))
+def test_every_member_edited_is_a_difference(world, tmp_path, capfd, name):
+    """Finding 47: evidence edited where the check compared nothing (a wrong log end, a wrong run count,
+    a source start moved...) passed with exit 0.  Every member is compared: each edit is a difference
+    even with the seal made anew, and without it the seal names the edit too."""
+    src, path, records, tmp = world
+    tgt = _target(tmp / "whole", records, 5)
+    doc = json.load(open(path))
+    sealed = doc["seal"]
+    edit, said = EDITED[name]
+    edit(doc)
+    if name == "topics":        # a topic the source does not hold: the plan refuses it
+        code, out, err = _check(capfd, _rewritten(tmp_path, doc), src, tgt)
+        assert code == 2 and "u" in err, (out, err)
+        return
+    code, out, err = _check(capfd, _rewritten(tmp_path, doc), src, tgt)
+    assert code == 1 and any(said in x for x in out.splitlines() if x.startswith("difference: ")), (said, out, err)
+    assert "seal" not in out
+    doc["seal"] = sealed
+    code, out, err = _check(capfd, _rewritten(tmp_path, doc, reseal=False), src, tgt)
+    assert code == 1 and "the document was edited after the restore wrote it" in out, out
+
+
+def test_the_evidence_names_the_selection_and_is_sealed(world):
+    src, path, records, _ = world
+    doc = json.load(open(path))
+    assert (doc["topics"], doc["end_time"], doc["source_bootstrap"], doc["version"]) == (None, None, False, 2)
+    assert doc["seal"] == E.seal(doc) and E.read(path) == E.decode(doc)
+
+
+def test_the_offline_check_reads_the_target_from_its_log_start(world, capfd):
+    """The target as its consumer reads it: a deleteRecords on the target moved its log start to 1
+    (its checkpoint says so; the files still hold offset 0), so a consumer gets one record fewer than
+    the evidence says.  The offline check read the files from offset 0 and passed (exit 0); the
+    broker's own deleteRecords is tests/broker/test_broker_restore.py's."""
+    src, path, records, tmp = world
+    tgt = _target(tmp / "deleted", records, 5)
+    write_log_start_checkpoint(tgt, {(TOPIC, 0): 1})
+    code, out, _ = _check(capfd, path, src, tgt)
+    assert code == 1, out
+    lines = [x for x in out.splitlines() if x.startswith("difference: ")]
+    assert lines[0] == ("difference: t-0 -> t-0: the target partition's log start is 1, past the evidence's target "
+                        "start 0: Kafka's consumer no longer returns [0, 1)"), out
+    assert "the target's [0, 9) holds 7 committed records" in lines[1], out

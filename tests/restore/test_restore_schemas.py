@@ -11,9 +11,12 @@ replay (which needs only some target).  The restore itself, into a real broker, 
 tests/broker/test_broker_restore.py."""
 import json
 
+import msgspec
+
 import pytest
 
 from kafkarec.restore import RestoreSpec
+from kafkarec.restore import evidence as E
 from kafkarec.restore.schemas import IdMapping, SchemaTranslation, Unknown, rewriter_from_evidence
 from kafkarec.restore.source import Record
 from kafkarec.errors import UsageError
@@ -79,7 +82,7 @@ def test_ids_rewritten_where_the_subjects_say_and_unknown_ones_named(tmp_path, a
     assert tr.unknown[0].line() == ("orders-0 offset 1 value: schema id 999, which the source registry does not "
                                     "hold under a subject of the strategy; left as it was")
     # the evidence's map rewrites the source as the restore did
-    again = rewriter_from_evidence(json.loads(json.dumps(tr.evidence({"orders", "plain"}))))
+    again = rewriter_from_evidence(msgspec.convert(tr.evidence({"orders", "plain"}), E.SchemasEvidence))
     assert [again.rewrite("orders", 0, r) for r in records] == out
     assert again.rewrite("plain", 0, Record(9, None, framed(100), 9, [])).value == framed(100)
     # a second translation (a re-run's) registers nothing new and maps the same way
@@ -144,24 +147,27 @@ def test_the_options_go_together_and_are_checked():
         RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t", subject_strategy="nope")
 
 
-def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
-    """--check against target log dirs (tests/support/logs/logdir.py): one holding the records as the
-    restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
+T0 = 1_700_000_000_000
+
+
+def _orders_log(root, rows):
+    """``orders-0``: ``rows`` as values, in one committed transaction (tests/support/logs/logdir.py)."""
+    from support.logs.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+    w = PartitionWriter(str(root), "orders", 0)
+    w.append(v2_batch([(T0 + i, None, v, []) for i, v in enumerate(rows)], producer_id=9, producer_epoch=0,
+                      base_sequence=0, transactional=True))
+    w.end_txn(CONTROL_COMMIT, 9, timestamp=T0 + 9)
+    w.close()
+    return str(root)
+
+
+def _translated(tmp_path):
+    """A source whose record names id 100 (translated to the target's 2) and id 999 (unknown), the
+    evidence of its restore (as JSON values) and the records as written."""
     from kafkarec.restore import OffsetMap, plan, source
-    from kafkarec.restore import evidence as E
     from kafkarec.restore.produce import PartitionSummary
     from kafkarec.restore.schemas import translation_for
-    from support.logs.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
-    t0 = 1_700_000_000_000
-
-    def log(root, rows):
-        w = PartitionWriter(str(root), "orders", 0)
-        w.append(v2_batch([(t0 + i, None, v, []) for i, v in enumerate(rows)], producer_id=9, producer_epoch=0,
-                          base_sequence=0, transactional=True))
-        w.end_txn(CONTROL_COMMIT, 9, timestamp=t0 + 9)
-        w.close()
-        return str(root)
-    src = log(tmp_path / "source", [framed(100), framed(999)])
+    src = _orders_log(tmp_path / "source", [framed(100), framed(999)])
     with RegistryStandIn(first_id=1) as target:
         spec = RestoreSpec.of(src, "x:1", digest=True, restore_id="check-replay",
                               source_registry=source_registry(tmp_path / "reg"), target_registry=target.url)
@@ -177,15 +183,46 @@ def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_pat
     omap.set_end("orders", 0, "orders", part.end, part.end)
     summary = PartitionSummary("orders", 0, part.start, part.end, "orders", 2, "written", d.records, d.hexdigest(),
                                w.hexdigest())
-    doc = json.loads(json.dumps(E.document(spec, plan(spec), [summary], omap, None, None)))
+    doc = msgspec.to_builtins(E.document(spec, plan(spec), [summary], omap, None, None))
+    return src, doc, written, w.hexdigest()
+
+
+def test_check_replays_the_translation_and_names_an_id_left_untranslated(tmp_path):
+    """--check against target log dirs (tests/support/logs/logdir.py): one holding the records as the
+    restore wrote them (ids translated) checks clean; one holding the source's bytes differs."""
+    src, doc, written, digest = _translated(tmp_path)
     assert doc["schemas"]["ids"] == [{"source_id": 100, "target_id": 2, "subject": "orders-value", "version": 1,
                                       "kept": False}]
-    assert doc["schemas"]["unknown"]["count"] == 1 and doc["partitions"][0]["target"]["digest"] == w.hexdigest()
-    good = E.check(doc, src, log(tmp_path / "good", [x.value for x in written]))
+    assert doc["schemas"]["unknown"]["count"] == 1 and doc["partitions"][0]["target"]["digest"] == digest
+    good = E.check(doc, src, _orders_log(tmp_path / "good", [x.value for x in written]))
     assert good.ok and good.problems == [] and good.records == 2
-    bad = E.check(doc, src, log(tmp_path / "bad", [framed(100), framed(999)]))
+    bad = E.check(doc, src, _orders_log(tmp_path / "bad", [framed(100), framed(999)]))
     assert not bad.ok and bad.problems[0].endswith(
         "first difference: source offset 0 and target offset 0 differ (value)")
+
+
+def test_a_map_that_does_not_make_the_targets_records_is_a_difference(tmp_path):
+    """Finding 47: the evidence's id map is what the check rewrites the source by.  One that does not
+    rewrite the source's records into the target's is named, whatever the digests say (the
+    record-by-record difference was dropped when the target's digest matched: exit 0), and an id
+    no registry gives is refused before it is used (a raw OverflowError from the prefix's packing)."""
+    src, doc, written, _ = _translated(tmp_path)
+    target = _orders_log(tmp_path / "target", [x.value for x in written])
+    wrong = json.loads(json.dumps(doc))
+    wrong["schemas"]["ids"][0]["target_id"] = 1         # the target holds id 2; its seal made anew
+    wrong["seal"] = E.seal(wrong)
+    report = E.check(wrong, src, target)
+    assert not report.ok and report.problems == [
+        "orders-0 -> orders-0: the source's records as the evidence says they were written are not the target's; "
+        "first difference: source offset 0 and target offset 0 differ (value)"], report.problems
+    for bad, member in ((2 ** 31, "target_id"), (-1, "target_id"), (True, "target_id"), ("2", "target_id")):
+        wrong["schemas"]["ids"][0]["target_id"] = bad
+        with pytest.raises(UsageError, match=r"\$\.schemas\.ids\[0\]\." + member):
+            E.check(wrong, src, target)
+    wrong["schemas"]["ids"][0]["target_id"] = 2
+    wrong["schemas"]["ids"].append(dict(wrong["schemas"]["ids"][0], target_id=3))
+    with pytest.raises(UsageError, match=r"\$\.schemas\.ids: 100 is listed twice"):
+        E.check(wrong, src, target)
 
 
 def test_a_restore_over_spark_refuses_to_translate_ids():
