@@ -46,7 +46,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("path", metavar="LOG", nargs="?",
                    help="the source history: a log dir root or a URI (s3://...); not with --check")
     p.add_argument("--target-bootstrap", metavar="HOST:PORT",
-                   help="the target cluster's bootstrap servers (host:port,...); required but with --dry-run")
+                   help="the target cluster's bootstrap servers (host:port,...); required but with --dry-run; "
+                        "with --check and a TARGET log dir, the running target's, asked its log starts")
     p.add_argument("--bootstrap", metavar="HOST:PORT",
                    help="the running source cluster's bootstrap servers: each partition's log start and last "
                         "stable offset are asked of its broker (ListOffsets), so that a restore of a live "
@@ -232,7 +233,7 @@ def _evidence(args, spec, result, done, err: TextIO) -> None:
 
 
 #: --check with options that belong to a restore
-_NOT_WITH_CHECK = ("target_bootstrap", "bootstrap", "topics", "end_time", "offset_map", "groups_as_of", "groups_csv",
+_NOT_WITH_CHECK = ("bootstrap", "topics", "end_time", "offset_map", "groups_as_of", "groups_csv",
                    "share_groups_csv", "share_groups_acknowledge", "no_groups", "verify", "dry_run", "json",
                    "evidence", "source_registry", "target_registry", "subject_strategy")
 
@@ -256,7 +257,7 @@ def _check(args, out: TextIO) -> int:
     try:
         report = evidence.check(doc, source, target, target_properties=properties, timeout=args.timeout,
                                 storage_options=storage_options_from_args(args) or None,
-                                tiered_storage=args.tiered_storage)
+                                tiered_storage=args.tiered_storage, target_bootstrap=args.target_bootstrap)
     except (RestoreError, BrokerError, MalformedBatchError, DecodeError) as e:
         out.write(f"difference: {e}\n")
         return EXIT_PROBLEMS

@@ -481,11 +481,15 @@ class _Side:
     """The target as the check reads it: a log dir (kafkarec's reader, read_committed) or a
     bootstrap (a read_committed consumer, as ``--verify``)."""
 
-    def __init__(self, target: str, properties, timeout: float):
+    def __init__(self, target: str, properties, timeout: float, bootstrap: Optional[str] = None):
         self.log_dir = target if os.path.isdir(target) else None
-        self._ends: Optional[Dict[Tuple[str, int], int]] = None
+        self._ends: Optional[Dict[Tuple[str, int], Tuple[int, int]]] = None
         self.spec = RestoreSpec.of(target if self.log_dir else "-", None if self.log_dir else target,
                                    target_properties=properties, timeout=timeout)
+        # the running target's broker beside its log dir: its log starts lead the checkpoint's (written
+        # every log.flush.start.offset.checkpoint.interval.ms, 60 s by default)
+        self.broker = None if bootstrap is None else RestoreSpec.of("-", bootstrap, target_properties=properties,
+                                                                      timeout=timeout)
 
     def records(self, topic: str, partition: int, start: int) -> Iterator:
         from kafkarec.restore import source, target
@@ -504,12 +508,18 @@ class _Side:
 
     def log_start(self, topic: str, partition: int) -> Optional[int]:
         """The partition's log start offset as its broker serves it: its log dir's checkpoint (a
-        ``deleteRecords`` past the first segment's base); None from a bootstrap, whose consumer starts
-        there by itself."""
+        ``deleteRecords`` past the first segment's base) or, where the running target's bootstrap is
+        given too, the later of it and its broker's (ListOffsets EARLIEST); a bootstrap's alone."""
+        start = None
         if self.log_dir:
             got = self._listed().get((topic, partition))
-            return None if got is None else got[0]
-        return None
+            start = None if got is None else got[0]
+        broker = self.broker if self.log_dir else self.spec
+        if broker is not None:
+            from kafkarec.restore import target
+            asked = target.list_offsets(broker, [(topic, partition)], "earliest")[(topic, partition)]
+            start = asked if start is None else max(start, asked)
+        return start
 
     def end(self, topic: str, partition: int) -> Optional[int]:
         """The partition's end: its log end (a log dir), its last stable offset (a bootstrap)."""
@@ -553,10 +563,11 @@ class _Side:
 
 def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_properties=None,
           timeout: float = 30.0, storage_options=None, tiered_storage: Optional[str] = None,
-          max_problems: int = 50) -> CheckReport:
+          max_problems: int = 50, target_bootstrap: Optional[str] = None) -> CheckReport:
     """Recompute ``evidence`` (an :class:`Evidence`, or its JSON value: decoded by :func:`decode`)
     from ``source`` (a history as the restore read it) and ``target`` (the target's log dir, or its
-    bootstrap servers) and name every difference: every member of the document is compared with
+    bootstrap servers; with ``target_bootstrap`` beside a log dir, the running target's log starts
+    are its broker's) and name every difference: every member of the document is compared with
     what the two sides hold now (docs/restore.md lists each member and what it is compared with)."""
     from kafkarec.restore import groups as G
     from kafkarec.restore import shares as S
@@ -593,7 +604,10 @@ def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_p
         rewriter = rewriter_from_evidence(ev.schemas)
         notes.append(f"schema ids translated as the evidence says ({len(ev.schemas.ids)} id(s), "
                      f"{ev.schemas.unknown.count} field(s) left as they were)")
-    side = _Side(target, target_properties, timeout)
+    if target_bootstrap is not None and not os.path.isdir(target):
+        raise UsageError(f"--target-bootstrap with a TARGET that is not a log dir ({target}): the target is read "
+                         "through one of them")
+    side = _Side(target, target_properties, timeout, target_bootstrap)
     omap = OffsetMap()
     records = 0
     parts: List[SourcePartition] = []

@@ -727,10 +727,11 @@ def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, rest
     # dir reads from there as its consumer does (it read the files from 0 and passed)
     from support.brokers.deleted_records import CHECKPOINT
     from support.brokers import produce as P
+    checkpoint = os.path.join(restore_target_broker.log_dir, CHECKPOINT)
+    stale = open(checkpoint).read()     # before the deleteRecords: a checkpoint's lag
     (deleted,) = admin.delete_records([TopicPartition(name, 0, 1)], operation_timeout=30,
                                       request_timeout=30).values()
     assert deleted.result(timeout=30).low_watermark == 1
-    checkpoint = os.path.join(restore_target_broker.log_dir, CHECKPOINT)
     deadline = time.monotonic() + 30
     while P._checkpoint(checkpoint).get((name, 0)) != 1:
         assert time.monotonic() < deadline, f"the target broker did not checkpoint the log start: {checkpoint}"
@@ -740,7 +741,12 @@ def test_evidence_checks_against_the_targets_log_dir_and_bootstrap(history, rest
     assert not offline.ok and offline.problems[0] == (
         f"{RH.CRASH}-0 -> {name}-0: the target partition's log start is 1, past the evidence's target start 0: "
         "Kafka's consumer no longer returns [0, 1)"), offline.problems
-    assert f"holds 99 committed records" in offline.problems[1], offline.problems
+    assert "holds 99 committed records" in offline.problems[1], offline.problems
+    # a checkpoint that lags its broker: the running target's bootstrap beside its log dir gives the start
+    with open(os.path.join(tmp_path / "target-deleted", CHECKPOINT), "w") as fh:
+        fh.write(stale)
+    lagging = E.check(doc, history.log_dir, str(tmp_path / "target-deleted"), target_bootstrap=b)
+    assert lagging.problems[:1] == offline.problems[:1], lagging.problems
 
 
 def test_schema_ids_translated_as_the_docs_show(restore_target_broker, apicurio_registry, tmp_path):
