@@ -99,7 +99,11 @@ class NotRestored(NamedTuple):
     below_log_start: int
 
 
-def _walks(source: str, spec: RestoreSpec, keys):
+def _walks(source: str, spec: RestoreSpec, keys, listing=None):
+    """The partitions' walks over ``listing`` (the restore plan's: not listed again), or over a
+    listing of ``source`` made here."""
+    if listing is not None:
+        return listing.walks(keys)
     from kafkarec.scan import LogScan, ScanConfig
     scan = LogScan(ScanConfig.of(source, storage_options=spec.storage_options, tiered_storage=spec.tiered_storage))
     return {w.key: w for w in scan.partition_walks() if w.key in keys}
@@ -117,11 +121,12 @@ def _count(b, lo: int, hi: int) -> int:
 
 
 def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
-                 source: Optional[str] = None) -> Dict[Tuple[str, int], NotRestored]:
+                 source: Optional[str] = None, listing=None) -> Dict[Tuple[str, int], NotRestored]:
     """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``: every batch
-    header of the partition's log walked once and judged by the transaction rule."""
+    header of the partition's log walked once and judged by the transaction rule (over
+    ``listing``, the restore plan's, when given: the source not listed again)."""
     from kafkarec.scan import ABORTED, CONTROL
-    walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts})
+    walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts}, listing)
     out: Dict[Tuple[str, int], NotRestored] = {}
     for topic, partition, start, end in parts:
         walk = walks.get((topic, partition))
@@ -165,7 +170,7 @@ def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, po
     for part in partitions:
         source_end, target_end = omap.ends.get(part.key, (part.end, 0))
         ranges.append((part.topic, part.partition, part.start, source_end))
-    left_out = not_restored(spec, ranges)
+    left_out = not_restored(spec, ranges, listing=plan.listing)
     for part, (_, _, start, source_end) in zip(partitions, ranges):
         s = by_key[part.key]
         if s.source_digest is None:
