@@ -325,7 +325,8 @@ def _metadata_log(path, storage_options: Optional[dict] = None, listing=None):
     from kafkarec.scan import LogScan, ScanConfig
     source = os.fspath(path)
     scan = LogScan(ScanConfig.of(source, storage_options=storage_options, topics=["__cluster_metadata"], threads=1))
-    walks = [w for w in scan.partition_walks(None if listing is None else [listing]) if w.part.partition is not None]
+    found = scan.partition_walks() if listing is None else scan.partition_walks([listing])
+    walks = [w for w in found if w.part.partition is not None]
     if not walks:
         raise FileNotFoundError(f"no __cluster_metadata-<n> folder with a log in {source} (no .log segment or "
                                 ".checkpoint snapshot)")
