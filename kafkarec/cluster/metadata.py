@@ -316,15 +316,17 @@ class ClusterState:
 
 # ------------------------------------------------------------------------------------------- reading files
 
-def _metadata_log(path, storage_options: Optional[dict] = None):
+def _metadata_log(path, storage_options: Optional[dict] = None, listing=None):
     """The ``__cluster_metadata`` partition of a log directory (or that folder itself) wherever it is
     (a URI, ``storage_options`` as every reader takes them), listed by the one reader: its
     :class:`kafkarec.scan.PartitionWalk` (segments in offset order, ``part.snapshots`` the KRaft
-    snapshots beside them, by end offset)."""
+    snapshots beside them, by end offset).  ``listing``: the caller's listing of ``path`` (a
+    :class:`kafkarec.scan.LogScan` listing), not listed again."""
     from kafkarec.scan import LogScan, ScanConfig
     source = os.fspath(path)
     scan = LogScan(ScanConfig.of(source, storage_options=storage_options, topics=["__cluster_metadata"], threads=1))
-    walks = [w for w in scan.partition_walks() if w.part.partition is not None]
+    found = scan.partition_walks() if listing is None else scan.partition_walks([listing])
+    walks = [w for w in found if w.part.partition is not None]
     if not walks:
         raise FileNotFoundError(f"no __cluster_metadata-<n> folder with a log in {source} (no .log segment or "
                                 ".checkpoint snapshot)")
@@ -340,7 +342,7 @@ def _records(walk, *, strict: bool, schemas: str, snapshot=None) -> Iterator[Tup
 
 def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional[bool] = None,
            strict: bool = False, schemas: str = _topics.DEFAULT_SCHEMAS,
-           storage_options: Optional[dict] = None) -> ClusterState:
+           storage_options: Optional[dict] = None, listing=None) -> ClusterState:
     """Replay ``__cluster_metadata`` at `path` into a :class:`ClusterState`.
 
     ``at_offset``: the state after every record with offset <= at_offset (default: the whole log).
@@ -352,8 +354,9 @@ def replay(path: str, *, at_offset: Optional[int] = None, use_snapshot: Optional
 
     ``path`` may be a URI (``s3://bucket/logs``, with ``storage_options`` as every reader takes them):
     wherever it is, the log is listed and walked by the one reader
-    (:meth:`kafkarec.scan.PartitionWalk.records`)."""
-    walk = _metadata_log(path, storage_options)
+    (:meth:`kafkarec.scan.PartitionWalk.records`); ``listing``: a listing of ``path`` the caller
+    made already (:meth:`kafkarec.scan.LogScan.listing`), replayed over, not listed again."""
+    walk = _metadata_log(path, storage_options, listing)
     logs = walk.part.segments
     state = ClusterState()
     start = 0

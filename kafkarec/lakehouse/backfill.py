@@ -111,7 +111,8 @@ def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
                         core_errors=True, threads=1)
     scan = LogScan(config)
     pieces: Dict[int, list] = {}
-    for piece in scan.pieces():
+    # over the hand-off's own listing: its partitions' verdicts judged there already
+    for piece in scan.pieces(listed=None if plan.listing is None else [plan.listing]):
         pieces.setdefault(piece.item.share, []).append(piece)
     return scan, [(part, pieces.get(i, [])) for i, part in enumerate(plan.partitions)]
 
@@ -163,7 +164,7 @@ def _plan(log_uri, topics, end_offsets, end_time, points, storage_options, tiere
         given = points.get(p.key)
         if given is not None:
             parts.append(p._replace(start=max(p.start, int(given.start)), end=int(given.end)))
-    return HandOffPlan(plan.storage, parts)
+    return HandOffPlan(plan.storage, parts, plan.listing)
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def backfill(log_uri: str, target: Target, *, layout: Union[str, Layout],
         if p.key not in summary and p not in todo:
             summary[p.key] = PartitionSummary(p.part.topic, p.part.partition, p.start, p.end, 0, "empty")
     rows = _write(target, lay, todo, app_id, typed,
-                  lambda todo: _read(log_uri, HandOffPlan(plan.storage, todo), storage_options, tiered_storage))
+                  lambda todo: _read(log_uri, plan._replace(partitions=todo), storage_options, tiered_storage))
     for part in todo:
         n = rows.get(part.key, 0)
         # a Delta backfill commits its txn actions even for a partition without rows
@@ -246,7 +247,7 @@ def _fill_below_plan(plan: HandOffPlan, target: Target, lay: Layout, summary) ->
             continue
         # below the table's first row, and never past what is decided at the log's end (H)
         parts.append(p._replace(end=max(p.start, min(first, p.end))))
-    return HandOffPlan(plan.storage, parts)
+    return plan._replace(partitions=parts)
 
 
 def _iceberg_todo(target: IcebergTarget, plan: HandOffPlan, summary) -> List[PartitionHandOff]:

@@ -39,12 +39,12 @@ class HandOff(NamedTuple):
 
 
 class PartitionHandOff(NamedTuple):
-    """A partition to backfill: its log, [``start``, ``end``) and the byte spans of its segments
-    a ``read_committed`` consumer does not see (``{segment path: [(position, size)]}``)."""
+    """A partition to backfill: its log and [``start``, ``end``).  What a ``read_committed``
+    consumer does not see of it is its plan's listing's (:attr:`HandOffPlan.listing`), judged
+    once there and asked by the read."""
     part: PartitionLog
     start: int
     end: int
-    skip: Dict[str, List[Tuple[int, int]]]
 
     @property
     def key(self) -> Tuple[str, int]:
@@ -52,8 +52,13 @@ class PartitionHandOff(NamedTuple):
 
 
 class HandOffPlan(NamedTuple):
+    """The partitions to backfill, with the one listing they were planned over (a
+    :class:`kafkarec.scan.LogScan` listing whose walks hold each partition's transaction verdict):
+    a read given it (``LogScan.pieces(listed=[plan.listing])``) neither lists nor judges again.
+    None: planned elsewhere (the read lists for itself)."""
     storage: object
     partitions: List[PartitionHandOff]
+    listing: object = None
 
     def points(self) -> Dict[Tuple[str, int], HandOff]:
         return {p.key: HandOff(p.start, p.end) for p in self.partitions}
@@ -121,12 +126,12 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
             if lost_start < h and lost_end > start:
                 log.warning("kafkarec: offsets [%d, %d) of %s-%d are in no copy of the log; the "
                             "backfill cannot hold them", lost_start, lost_end, part.topic, part.partition)
-        out.append(PartitionHandOff(part, start, h, view.skips))
+        out.append(PartitionHandOff(part, start, h))
     if names is not None:
         missing = sorted(names - {p.part.topic for p in out})
         if missing:
             raise SelectionError(f"topic(s) {', '.join(missing)} not found under {uri}")
-    return HandOffPlan(listed.layout.storage, out)
+    return HandOffPlan(listed.layout.storage, out, listed)
 
 
 def hand_off_points(uri: str, *, topics: Union[str, Iterable[str], None] = None, end_offsets=None,

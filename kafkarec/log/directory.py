@@ -225,8 +225,10 @@ def find_segment_files(paths, *, pattern: str = "*.log", recursive: bool = True,
     ``allow_duplicate_partitions``."""
     files: dict = {}
     skipped: List[str] = []
+    from kafkarec.log.storage import count_listing
     for raw in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
         raw = os.fspath(raw)
+        count_listing(raw)
         path = os.path.expanduser(_local_path(raw))
         if _GLOB_CHARS.search(path):
             matches = sorted(glob.glob(path, recursive=True))

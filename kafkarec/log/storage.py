@@ -55,7 +55,7 @@ __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
     "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
-    "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read",
+    "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "count_listing", "process_listings",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -460,6 +460,7 @@ def list_files(storage: Storage, path: str) -> List[FileEntry]:
     (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
     for any depth) lists the folder before its first wildcard once and keeps the matches
     and the files under matching folders."""
+    count_listing(storage.uri(path))
     with storage_errors(storage.uri(path)):
         return _list_files(storage, path)
 
@@ -547,6 +548,22 @@ def count_read(n: int, path: str) -> None:
             os.write(fd, line)      # one O_APPEND write: lines of threads never interleave
         finally:
             os.close(fd)
+
+
+# Listings, counted where a source is listed (list_files here; a local read's
+# kafkarec.log.directory.find_segment_files): one per source a command plans over, whatever the
+# partitions, is what "one plan per command" means, and what tests and the planning benchmark check.
+_process_listings = ReadStats()
+
+
+def count_listing(uri: str) -> None:
+    """Count one listing of ``uri`` (a source listed whole, however many folders it holds)."""
+    _process_listings.add(1, uri)
+
+
+def process_listings() -> ReadStats:
+    """This process's listings since it started (``.requests``: how many; ``.by_path``: of what)."""
+    return _process_listings
 
 
 def process_bytes_read() -> ReadStats:

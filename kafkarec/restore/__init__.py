@@ -125,7 +125,7 @@ def offset_map(spec: RestoreSpec, *, source_plan: Optional[SourcePlan] = None) -
     for part in p.partitions:
         upto = done.get((part.target_topic, part.partition), part.start)
         # every record on the target, up to the recorded progress (an earlier run's end may be later)
-        produce.rebuild_pairs(spec, part, upto, omap)
+        produce.rebuild_pairs(spec, part, upto, omap, listing=p.listing)
         omap.set_end(part.topic, part.partition, part.target_topic, max(part.end, upto),
                      ends[(part.target_topic, part.partition)])
     return omap

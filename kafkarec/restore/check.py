@@ -70,7 +70,7 @@ def verify(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap,
         got = target.read_back(spec, part.target_topic, part.partition)
         # up to where the target's records reach (an earlier run's later end: the map's source end)
         upto = max(part.end, omap.ends.get(part.key, (part.end, 0))[0])
-        for s in source.committed_records(spec, part.topic, part.partition, part.start, upto):
+        for s in source.committed_records(spec, part.topic, part.partition, part.start, upto, plan.listing):
             t = next(got, None)
             records += 1
             if t is None:

@@ -68,6 +68,12 @@ class Translation:
         self._parts = None
 
     @property
+    def listing(self):
+        """The source listing of the plan it was given (:attr:`kafkarec.restore.source.SourcePlan.listing`),
+        which the partitions' records are read over; None: no plan given (planned elsewhere)."""
+        return getattr(self._plan, "listing", None)
+
+    @property
     def parts(self):
         if self._plan is None:
             from kafkarec.restore import source

@@ -122,13 +122,18 @@ def dry_run(spec: RestoreSpec, plan: SourcePlan, *,
         require("confluent_kafka")
         done = target.progress(spec, [(p.target_topic, p.partition) for p in plan.partitions])
     wanted = {p.key for p in plan.partitions}
-    scan = LogScan(ScanConfig.of(spec.source, storage_options=spec.storage_options,
-                                 tiered_storage=spec.tiered_storage))
-    walks = {w.key: w for w in scan.partition_walks() if w.key in wanted}
+    # the plan's own listing: each partition walked once, when its hand-off point was found
+    if plan.listing is not None:
+        walks = plan.listing.walks(wanted)
+    else:
+        scan = LogScan(ScanConfig.of(spec.source, storage_options=spec.storage_options,
+                                     tiered_storage=spec.tiered_storage))
+        walks = {w.key: w for w in scan.partition_walks() if w.key in wanted}
     out = []
     for part in plan.partitions:
         compacted = None if plan.compacted_topics is None else part.topic in plan.compacted_topics
-        judged = _judge(spec, part, walks.get(part.key), compacted, done.get((part.target_topic, part.partition)))
+        judged = _judge(spec, part, walks.get(part.key), compacted, done.get((part.target_topic, part.partition)),
+                        plan.listing)
         out.append(judged)
         if on_partition is not None:
             on_partition(judged)
@@ -136,7 +141,7 @@ def dry_run(spec: RestoreSpec, plan: SourcePlan, *,
 
 
 def _judge(spec: RestoreSpec, part: SourcePartition, walk, compacted: Optional[bool],
-           progress: Optional[int]) -> PartitionDryRun:
+           progress: Optional[int], listing=None) -> PartitionDryRun:
     first, reason, status = part.start, None, None
     if progress is not None:
         if progress < part.start or progress > part.log_end:
@@ -168,7 +173,7 @@ def _judge(spec: RestoreSpec, part: SourcePartition, walk, compacted: Optional[b
     records = 0
     if status != REFUSED and first < part.end:
         try:
-            for _ in source.committed_records(spec, part.topic, part.partition, first, part.end):
+            for _ in source.committed_records(spec, part.topic, part.partition, first, part.end, listing):
                 records += 1
         except _UNREADABLE as exc:
             damaged = damaged or str(exc)
@@ -183,21 +188,8 @@ def _judge(spec: RestoreSpec, part: SourcePartition, walk, compacted: Optional[b
 
 
 def _holes(walk, start: int, end: int) -> List[Tuple[int, int]]:
-    """The offset ranges within [start, end) that no batch of the partition's log covers (v2
-    batches: a legacy compressed wrapper names only its last offset)."""
+    """The offset ranges within [start, end) that no batch of the partition's log covers
+    (:meth:`kafkarec.scan.PartitionWalk.holes`: read off its one walk)."""
     if walk is None:
         return [(start, end)]
-    out: List[Tuple[int, int]] = []
-    covered = start        # every offset below it is covered (or outside the range)
-
-    def visit(b):
-        nonlocal covered
-        last = b.last_offset
-        if b.magic >= 2 and b.base_offset > covered and covered < end:
-            base = b.base_offset
-            out.append((covered, min(base, end)))
-        covered = max(covered, last + 1)        # a legacy wrapper: its inner offsets end at its own
-    walk.judge(visit)
-    if covered < end:
-        out.append((covered, end))
-    return out
+    return walk.holes(start, end)

@@ -103,7 +103,11 @@ class NotRestored(NamedTuple):
     below_log_start: int
 
 
-def _walks(source: str, spec: RestoreSpec, keys):
+def _walks(source: str, spec: RestoreSpec, keys, listing=None):
+    """The partitions' walks over ``listing`` (the restore plan's: not listed again), or over a
+    listing of ``source`` made here."""
+    if listing is not None:
+        return listing.walks(keys)
     from kafkarec.scan import LogScan, ScanConfig
     scan = LogScan(ScanConfig.of(source, storage_options=spec.storage_options, tiered_storage=spec.tiered_storage))
     return {w.key: w for w in scan.partition_walks() if w.key in keys}
@@ -121,11 +125,12 @@ def _count(b, lo: int, hi: int) -> int:
 
 
 def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
-                 source: Optional[str] = None) -> Dict[Tuple[str, int], NotRestored]:
+                 source: Optional[str] = None, listing=None) -> Dict[Tuple[str, int], NotRestored]:
     """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``: every batch
-    header of the partition's log walked once and judged by the transaction rule."""
+    header of the partition's log walked once and judged by the transaction rule (over
+    ``listing``, the restore plan's, when given: the source not listed again)."""
     from kafkarec.scan import ABORTED, CONTROL
-    walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts})
+    walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts}, listing)
     out: Dict[Tuple[str, int], NotRestored] = {}
     for topic, partition, start, end in parts:
         walk = walks.get((topic, partition))
@@ -336,7 +341,7 @@ def document(spec: RestoreSpec, plan: SourcePlan, summaries, omap: OffsetMap, po
     for part in partitions:
         source_end, target_end = omap.ends.get(part.key, (part.end, 0))
         ranges.append((part.topic, part.partition, part.start, source_end))
-    left_out = not_restored(spec, ranges)
+    left_out = not_restored(spec, ranges, listing=plan.listing)
     for part, (_, _, start, source_end) in zip(partitions, ranges):
         s = by_key[part.key]
         if s.source_digest is None:
@@ -592,7 +597,9 @@ def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_p
                           storage_options=storage_options, tiered_storage=tiered_storage)
     # the source planned again as the restore planned it: each range's start (the log start), end (H at
     # the evidence's end time) and log end are compared, and so is the set of partitions
-    planned = {p.key: p for p in src.plan(spec).partitions}
+    source_plan = src.plan(spec)
+    listing = source_plan.listing       # the source listed once: every read below plans over it
+    planned = {p.key: p for p in source_plan.partitions}
     said = {p.key for p in ev.partitions}
     for topic, partition in sorted(set(planned) - said):
         problem(f"{topic}-{partition}: the source holds this partition of the restore's topics; the evidence "
@@ -615,7 +622,8 @@ def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_p
     # puts DLQ topics after the partitions they name: kafkarec/restore/deadletters.py)
     from kafkarec.restore.deadletters import Translation
     translation = Translation(SourcePlan(parts, {}), omap)
-    left_out = not_restored(spec, [(p.topic, p.partition, p.source.start, p.source.end) for p in ev.partitions])
+    left_out = not_restored(spec, [(p.topic, p.partition, p.source.start, p.source.end) for p in ev.partitions],
+                            listing=listing)
     for p in ev.partitions:
         topic, partition, s, t = p.topic, p.partition, p.source, p.target
         tt = t.topic
@@ -641,7 +649,7 @@ def check(evidence: Union[Evidence, dict], source: str, target: str, *, target_p
         first_target = None
         extra = 0
         try:
-            for r in src.committed_records(spec, topic, partition, s.start, s.end):
+            for r in src.committed_records(spec, topic, partition, s.start, s.end, listing):
                 r = translation.record(r)
                 enc = _encoded(r)
                 sd.add_encoded(enc)

@@ -74,7 +74,7 @@ def checked_positions(spec: RestoreSpec, plan: SourcePlan) -> List[GroupPosition
         # carry any producer's clock, ahead of the commit, and would refuse a good history
         if offset > parts[(topic, partition)].start and topic in plan.append_time_topics:
             asked.setdefault(parts[(topic, partition)], []).append(committed_at)
-    ends_then = source.log_ends_at(spec, asked)
+    ends_then = source.log_ends_at(spec, asked, plan.listing)
     out = []
     for (group, topic, partition), (offset, committed_at) in found.items():
         part = parts[(topic, partition)]

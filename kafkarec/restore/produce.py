@@ -49,7 +49,7 @@ class PartitionSummary(NamedTuple):
 
 
 def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: OffsetMap, digest=None,
-                  written_digest=None, translation=None) -> None:
+                  written_digest=None, translation=None, listing=None) -> None:
     """Add to ``omap`` the pairs of what earlier runs restored ([start, ``upto``) of the source, ``upto``
     the recorded progress, whatever this run's end: an earlier run to a later end wrote more, and
     the map must cover every record on the target): the k-th committed record on the target is the
@@ -58,7 +58,7 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
     :class:`kafkarec.restore.evidence.Digest`): each source record read chained into it, a dead
     letter's source offset as the restore wrote it (``translation``: a
     :class:`kafkarec.restore.deadletters.Translation`); ``written_digest``: each as written (its
-    schema ids translated too)."""
+    schema ids translated too).  ``listing``: the plan's (:attr:`SourcePlan.listing`), read over."""
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
     if upto > part.log_end:
@@ -66,7 +66,7 @@ def rebuild_pairs(spec: RestoreSpec, part: SourcePartition, upto: int, omap: Off
                                         f"{part.log_end} (source {part.topic}-{part.partition}): another history "
                                         "was restored under this restore id", topic=part.target_topic,
                            partition=part.partition, group=spec.progress_group)
-    src = source.committed_records(spec, part.topic, part.partition, part.start, upto)
+    src = source.committed_records(spec, part.topic, part.partition, part.start, upto, listing)
     got = target.read_back(spec, part.target_topic, part.partition)
     for s in src:
         d = s if translation is None else translation.record(s)     # a dead letter as written
@@ -255,7 +255,9 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition,
     in its transactions, so the exactly-once rule holds per partition wherever it runs.  Returns the
     partition's summary and its offset map (every record on the target, its ends set).
     ``translation``: the dead letters' (:class:`kafkarec.restore.deadletters.Translation`; by
-    default one that rebuilds the maps of the partitions they name from the target)."""
+    default one that rebuilds the maps of the partitions they name from the target); its plan's
+    listing (:attr:`kafkarec.restore.source.SourcePlan.listing`) is what the records are read over
+    (none, a partition restored elsewhere: its source listed for it)."""
     require("confluent_kafka")
     if translation is None:
         from kafkarec.restore.deadletters import Translation
@@ -269,7 +271,7 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition,
         writer = _Writer(spec, part, meta_consumer.consumer_group_metadata())   # aborts a killed run's transaction
         try:
             done = target.progress(spec, [key]).get(key)
-            summary = _restore_one(spec, part, writer, done, omap, translation)
+            summary = _restore_one(spec, part, writer, done, omap, translation, translation.listing)
         finally:
             writer.close()
     finally:
@@ -328,7 +330,7 @@ def restore_partitions(spec: RestoreSpec, plan: SourcePlan, omap: OffsetMap, *,
 
 
 def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done: Optional[int],
-                 omap: OffsetMap, translation) -> PartitionSummary:
+                 omap: OffsetMap, translation, listing=None) -> PartitionSummary:
     # the evidence's digest, taken from the records as they are read for the target (no second read)
     from kafkarec.restore.schemas import translation_for
     tr = translation_for(spec)
@@ -352,13 +354,13 @@ def _restore_one(spec: RestoreSpec, part: SourcePartition, writer: _Writer, done
                                             "history was restored under this restore id; no record was written",
                                topic=part.target_topic, partition=part.partition, group=spec.progress_group)
         next_offset = min(done, part.end)
-        rebuild_pairs(spec, part, done, omap, digest, as_written, translation)
+        rebuild_pairs(spec, part, done, omap, digest, as_written, translation, listing)
     if done is not None and done >= part.end:
         return PartitionSummary(part.topic, part.partition, part.start, part.end, part.target_topic, 0, "done",
                                 *_digested(digest, as_written))
     written = 0
     batch: List[source.Record] = []
-    for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end):
+    for r in source.committed_records(spec, part.topic, part.partition, next_offset, part.end, listing):
         r = translation.record(r)       # a dead letter's source offset, as on the target
         if tr is not None:      # the schema ids the target's registry gave
             if digest is not None:

@@ -115,7 +115,7 @@ def checked_share_positions(spec: RestoreSpec, plan: SourcePlan) -> List[Tuple[S
         # brokers' (LogAppendTime); otherwise to the log's end
         if start > part.start and state.get("written_at") is not None and part.topic in plan.append_time_topics:
             asked.setdefault(part, []).append(state["written_at"])
-    ends_then = source.log_ends_at(spec, asked)
+    ends_then = source.log_ends_at(spec, asked, plan.listing)
     out = []
     for group, part, start, state in found:
         then = ends_then.get((part.topic, part.partition, state.get("written_at")), part.log_end)

@@ -66,6 +66,11 @@ class SourcePlan(NamedTuple):
     #: ``compact`` (where offset holes are the cleaner's); None where the source holds no
     #: ``__cluster_metadata`` (then no topic's policy is known)
     compacted_topics: Optional[frozenset] = None
+    #: the one listing of the source the plan was made over (a :class:`kafkarec.scan.LogScan`
+    #: listing, each partition's walk kept in it): the dry run's holes, the log ends at a time and
+    #: the committed records are read over it, never listed or judged again; None (a plan made
+    #: elsewhere, unpickled): each read lists for itself
+    listing: object = None
 
 
 def local_log_dir(spec: RestoreSpec) -> Optional[str]:
@@ -85,11 +90,16 @@ def internal_source(spec: RestoreSpec) -> Tuple[str, dict]:
                                                             "tiered_storage": spec.tiered_storage}
 
 
-def cluster_state(spec: RestoreSpec) -> Optional[dict]:
+def cluster_state(spec: RestoreSpec, listing=None) -> Optional[dict]:
     """The source's ``__cluster_metadata`` replayed (:func:`kafkarec.cluster.replay`, a local log
-    directory or a URI), or None when the source holds none."""
+    directory or a URI), or None when the source holds none; over ``listing`` (the plan's listing
+    of the source) when given, not listed again."""
     from kafkarec.cluster import replay
     source, kw = internal_source(spec)
+    if listing is not None:
+        if not any(part.topic == "__cluster_metadata" for part in listing.layout.partitions):
+            return None
+        return replay(source, storage_options=kw["storage_options"], listing=listing).state()
     if os.path.isdir(source):
         if not any(n.startswith("__cluster_metadata-") for n in os.listdir(source)):
             return None
@@ -109,7 +119,7 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     hand_off = plan_hand_off(spec.source, topics=spec.topics, end_time=spec.end_time,
                              storage_options=spec.storage_options, tiered_storage=spec.tiered_storage,
                              bootstrap=spec.bootstrap)
-    resolver = Resolver(hand_off.storage)
+    resolver = hand_off.listing.resolver if hand_off.listing is not None else Resolver(hand_off.storage)
     parts = sorted((SourcePartition(p.part.topic, p.part.partition, p.start, p.end, resolver.log_end(p.part),
                                     spec.target_topic(p.part.topic)) for p in hand_off.partitions),
                    key=lambda s: s.key)
@@ -123,7 +133,7 @@ def plan(spec: RestoreSpec) -> SourcePlan:
         if other != p.topic:
             raise UsageError(f"rename: {other} and {p.topic} would both be restored into "
                              f"{p.target_topic}-{p.partition}")
-    state = cluster_state(spec)
+    state = cluster_state(spec, hand_off.listing)
     append_time = frozenset(name for name, configs in (state or {}).get("configs", {}).get("TOPIC", {}).items()
                             if configs.get("message.timestamp.type") == "LogAppendTime")
     compacted = None if state is None else frozenset(
@@ -135,7 +145,7 @@ def plan(spec: RestoreSpec) -> SourcePlan:
     dlq = {name for name, configs in (state or {}).get("configs", {}).get("TOPIC", {}).items()
            if (configs.get(DLQ_ENABLE_CONFIG) or "").lower() == "true"}
     parts.sort(key=lambda s: (s.topic in dlq, s.key))
-    return SourcePlan(parts, _descriptions(spec, parts, state), append_time, compacted)
+    return SourcePlan(parts, _descriptions(spec, parts, state), append_time, compacted, hand_off.listing)
 
 
 def _descriptions(spec: RestoreSpec, parts: List[SourcePartition], state: Optional[dict]
@@ -155,19 +165,21 @@ def _descriptions(spec: RestoreSpec, parts: List[SourcePartition], state: Option
             for name, n in sorted(counts.items())}
 
 
-def log_ends_at(spec: RestoreSpec, asked: Dict[SourcePartition, List[int]]) -> Dict[Tuple[str, int, int], int]:
+def log_ends_at(spec: RestoreSpec, asked: Dict[SourcePartition, List[int]],
+                listing=None) -> Dict[Tuple[str, int, int], int]:
     """``{(topic, partition, t): the partition's log end at time t}`` for each ``t`` (ms) asked of a
     partition of the plan: the first offset, at or past its log start, of a record appended after
     t -- Kafka's offsetsForTimes for t + 1, the rule ``--end-time`` cuts the history by -- or, where
     every record is at or before t, the log's end.  Record timestamps stand for append times (exact
     for LogAppendTime topics; for CreateTime, the producers' clocks).  Read from the log's time
-    indexes (the storage listed once more; no batch walked but where an index is not believed)."""
+    indexes (over ``listing``, the plan's :attr:`SourcePlan.listing`; None: the storage listed once
+    more; no batch walked but where an index is not believed)."""
     asked = {p: ts for p, ts in asked.items() if ts}
     if not asked:
         return {}
     from kafkarec.scan import LogScan, ScanConfig
-    listed = LogScan(ScanConfig.of(spec.source, storage_options=spec.storage_options,
-                                   tiered_storage=spec.tiered_storage)).listing()
+    listed = listing if listing is not None else LogScan(ScanConfig.of(
+        spec.source, storage_options=spec.storage_options, tiered_storage=spec.tiered_storage)).listing()
     resolver = listed.resolver
     logs = {log.key: log for log in listed.layout.partitions}
     out: Dict[Tuple[str, int, int], int] = {}
@@ -190,10 +202,12 @@ class Record(NamedTuple):
     headers: List[Tuple[str, Optional[bytes]]]
 
 
-def committed_records(spec: RestoreSpec, topic: str, partition: int, start: int, end: int) -> Iterator[Record]:
+def committed_records(spec: RestoreSpec, topic: str, partition: int, start: int, end: int,
+                      listing=None) -> Iterator[Record]:
     """The committed data records of ``topic-partition`` in [``start``, ``end``), in offset order,
     through the one reader (FAILFAST: a batch that cannot be read stops the restore, naming its file
-    and byte)."""
+    and byte); planned over ``listing`` (the plan's :attr:`SourcePlan.listing`: neither listed nor
+    judged again; None: the source listed for this read)."""
     if start >= end:
         return
     from kafkarec._extras import require
@@ -204,7 +218,8 @@ def committed_records(spec: RestoreSpec, topic: str, partition: int, start: int,
     config = ScanConfig((spec.source,), offset_ranges=((topic, partition, start, end),), read_committed=True,
                         storage_options=spec.storage_options, tiered_storage=spec.tiered_storage,
                         columns=("key", "value", "offset", "timestamp", "headers"), threads=1)
-    for rb in LogScan(config):
+    scan = LogScan(config)
+    for rb in scan.read_pieces(scan.pieces(listed=None if listing is None else [listing])):
         offsets = rb.column("offset").to_pylist()
         keys = rb.column("key").to_pylist()
         values = rb.column("value").to_pylist()

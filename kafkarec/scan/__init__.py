@@ -63,7 +63,7 @@ from kafkarec.errors import UsageError
 from kafkarec.scan import _plan, _read
 from kafkarec.scan._files import FileWalk, partition_folders
 from kafkarec.scan._typed import TypedRows
-from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, PartitionWalk, Verdict
+from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, LogFacts, PartitionWalk, Verdict
 from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
                                    ScanConfig, TypedSettings, default_threads)
 from kafkarec.scan.bounds import Bounds
@@ -77,7 +77,8 @@ from kafkarec.scan._read import READ_AHEAD_RANGES, Errors
 from kafkarec.scan._typed import TypedSide, decode_sides
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "DATA",
+           "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "LogFacts",
+           "DATA",
            "CONTROL", "ABORTED", "default_threads", "listings", "partition_folders", "FileWalk"]
 __all__ += ["TypedRows", "TypedSide", "decode_sides", "Errors", "topic_key", "decode_range", "format_error", "MODES",
             "normalize_mode", "PARTITIONERS", "check_partition_counts", "MAX_DEFAULT_THREADS", "usable_cpus",
@@ -268,8 +269,8 @@ class LogScan:
                      else selection.select_partitions(listed.layout, config.selection))
             for part in parts:
                 if config.bounds.admits(part.topic, part.partition):
-                    lost = tuple((g.start, g.end) for g in listed.gaps if (g.topic, g.partition) == part.key)
-                    yield PartitionWalk(listed.layout.storage, part, lost, listed.resolver)
+                    yield PartitionWalk(listed.layout.storage, part, _plan._lost(listed, part), listed.resolver,
+                                        listed.walked)
 
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
@@ -307,6 +308,11 @@ class LogScan:
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
         yield from self._batches([piece])
+
+    def read_pieces(self, pieces: Sequence[ScanPiece]) -> Iterator:
+        """The record batches of ``pieces`` in order, the limit applied: the stream of a read
+        planned over a listing it was given (``scan.read_pieces(scan.pieces(listed=...))``)."""
+        yield from self._batches(pieces)
 
     def _batches(self, pieces: Sequence[ScanPiece]) -> Iterator:
         schema = self.schema

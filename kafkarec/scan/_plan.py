@@ -271,7 +271,7 @@ def found_listed(config, report: Optional[Callable] = None, listed: Optional[lis
             shares = [(i, selection.plan(lay, sel, resolver, offset_ranges=[r]))
                       for i, r in enumerate(config.offset_ranges)]
         ranges = [sr for _, share in shares for sr in share]
-        skips = _read_committed_skips(st, lay, ranges) if config.read_committed else {}
+        skips = _read_committed_skips(one, ranges) if config.read_committed else {}
         items += [ListedRange(st, sr, tuple(skips.get(sr.segment.path, ())), i)
                   for i, share in shares for sr in share]
 
@@ -288,12 +288,31 @@ def found_listed(config, report: Optional[Callable] = None, listed: Optional[lis
 
 class Listing(NamedTuple):
     """One path of a read listed (:func:`listings`): its ``layout``
-    (:class:`kafkarec.log.layout.Layout`), the ``gaps`` of its stitched history and a
-    ``resolver`` (:class:`kafkarec.log.selection.Resolver`) of its storage."""
+    (:class:`kafkarec.log.layout.Layout`), the ``gaps`` of its stitched history, a
+    ``resolver`` (:class:`kafkarec.log.selection.Resolver`) of its storage and ``walked``: what
+    each partition's whole log was found to hold when it was first walked
+    (:class:`kafkarec.scan.LogFacts`, by :meth:`kafkarec.scan.PartitionWalk.facts`), so that
+    everything planned over this listing -- a hand-off point, a dry run's holes, a
+    ``read_committed`` read's skipped spans -- walks each partition once.  A listing is a
+    snapshot of the log: a command that must see the log grow lists again."""
     source: str
     layout: object
     gaps: list
     resolver: object
+    walked: Optional[dict] = None
+
+    def walks(self, keys=None) -> dict:
+        """``{(topic, partition): PartitionWalk}`` of its partitions (those of ``keys`` when
+        given), each keeping its walk's facts in this listing."""
+        from kafkarec.scan._walk import PartitionWalk
+        st = self.layout.storage
+        return {part.key: PartitionWalk(st, part, _lost(self, part), self.resolver, self.walked)
+                for part in self.layout.partitions if keys is None or part.key in keys}
+
+
+def _lost(listed: "Listing", part) -> tuple:
+    """The offset ranges of ``part`` that no copy of the listing's history holds."""
+    return tuple((g.start, g.end) for g in listed.gaps if (g.topic, g.partition) == part.key)
 
 
 def listings(config, report: Optional[Callable] = None):
@@ -310,7 +329,7 @@ def listings(config, report: Optional[Callable] = None):
     if config.partitioner is not None and config.bounds.keys is not None:
         listed = _by_partitioner(config, listed)
     for raw, lay, gaps in listed:
-        one = Listing(raw, lay, gaps, selection.Resolver(lay.storage))
+        one = Listing(raw, lay, gaps, selection.Resolver(lay.storage), {})
         if report is not None:
             _report_listing(one, report)
         yield one
@@ -357,14 +376,14 @@ def _report(config, kind: str, raw: str, st, item) -> None:
         log.warning("kafkarec: not read: %s: %s", *item)
 
 
-def _read_committed_skips(st, lay, ranges) -> dict:
-    """The aborted spans of every partition the ranges read, each judged over its whole log."""
-    from kafkarec.log import committed
+def _read_committed_skips(listed: Listing, ranges) -> dict:
+    """The aborted spans of every partition the ranges read, each judged over its whole log
+    once per listing (:meth:`kafkarec.scan.PartitionWalk.judge`: a verdict the listing holds
+    already is not walked again)."""
     wanted = {(sr.topic, sr.partition) for sr in ranges}
     skips: dict = {}
-    for part in lay.partitions:
-        if part.key in wanted:
-            skips.update(committed.read_committed_spans(st, part))
+    for walk in listed.walks(wanted).values():
+        skips.update(walk.judge().spans)
     return skips
 
 

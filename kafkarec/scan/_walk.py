@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Tuple
 
-__all__ = ["PartitionWalk", "Verdict", "CommittedView", "DATA", "CONTROL", "ABORTED"]
+__all__ = ["PartitionWalk", "Verdict", "CommittedView", "LogFacts", "DATA", "CONTROL", "ABORTED"]
 
 #: what a batch of the log is to a ``read_committed`` consumer (:meth:`Verdict.kind`)
 DATA, CONTROL, ABORTED = "data", "control", "aborted"
@@ -54,34 +54,78 @@ class CommittedView(NamedTuple):
 class PartitionWalk(NamedTuple):
     """One topic-partition's whole log, to walk batch by batch: ``storage`` holding it, ``part``
     (a :class:`kafkarec.log.layout.PartitionLog`), ``lost`` (``(start, end)`` offset ranges no
-    copy of the log holds: :func:`kafkarec.log.layout.scan_history`'s gaps) and ``resolver`` (a
-    :class:`kafkarec.log.selection.Resolver` of its storage: log start, log end, times)."""
+    copy of the log holds: :func:`kafkarec.log.layout.scan_history`'s gaps), ``resolver`` (a
+    :class:`kafkarec.log.selection.Resolver` of its storage: log start, log end, times) and
+    ``memo`` (its listing's: what a walk of the log found, kept for the listing's life, so that a
+    command that plans over one listing walks each partition once -- its hand-off point, its
+    holes, the read's skipped spans; None: nothing kept)."""
     storage: object
     part: object
     lost: Tuple[Tuple[int, int], ...] = ()
     resolver: object = None
+    memo: Optional[dict] = None
 
     @property
     def key(self) -> Tuple[Optional[str], Optional[int]]:
         return self.part.key
+
+    @property
+    def _memo_key(self) -> tuple:
+        # (topic, partition) alone is not unique in a listing: folders whose names have none
+        return (self.part.key, tuple(self.part.folders))
+
+    def facts(self) -> "LogFacts":
+        """What one walk of the whole log found (:class:`LogFacts`), walked the first time it is
+        asked of this listing (``memo``), kept after."""
+        known = None if self.memo is None else self.memo.get(self._memo_key)
+        if known is None:
+            known = self._walk(None)
+        return known
 
     def judge(self, visit: Optional[Callable] = None) -> Verdict:
         """Walk the whole log once, in offset order, each batch (a
         :class:`kafkarec.log.committed.LogBatch`: the batch, its segment ``path`` and
         ``position``) handed to ``visit`` as the transaction rule reads it; the rule's
         :class:`Verdict` once the walk is done.  A data batch failing its CRC opens and joins no
-        transaction (the read reports it)."""
+        transaction (the read reports it).  Without ``visit``, a verdict already found for this
+        listing (``memo``) is the answer: no batch is read again."""
+        if visit is None:
+            return self.facts().verdict
+        return self._walk(visit).verdict
+
+    def _walk(self, visit: Optional[Callable]) -> "LogFacts":
+        """The one walk: the verdict, the transactional batches (without their bytes: only they
+        can move the LSO) and the offsets no batch covers, kept in ``memo``."""
+        from kafkarec import _core
         from kafkarec.log import committed
+        txn: List[_TxnBatch] = []
+        gaps: List[Tuple[Optional[int], int]] = []
+        covered: List[Optional[int]] = [None]     # every offset below it is covered (None: none yet)
 
         def walk():
             for b in committed.partition_batches(self.storage, self.part):
                 if visit is not None:
                     visit(b)
+                # the holes: a v2 batch starting past what the batches before it covered (a legacy
+                # compressed wrapper names only its last offset: it covers everything below it)
+                last = b.last_offset
+                if b.magic >= 2 and (covered[0] is None or b.base_offset > covered[0]):
+                    gaps.append((covered[0], b.base_offset))
+                covered[0] = last + 1 if covered[0] is None else max(covered[0], last + 1)
+                if b.is_transactional:
+                    control = b.is_control
+                    txn.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id,
+                                         control, True if control else b.crc_valid,
+                                         _core._marker_type(b.batch) if control else None))
                 yield b
         # the transaction rule's one home: committed.aborted_spans
         spans: Spans = committed.aborted_spans(walk())
-        return Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
-                       spans)
+        verdict = Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
+                          spans)
+        facts = LogFacts(verdict, tuple(txn), tuple(gaps), covered[0])
+        if self.memo is not None:
+            self.memo[self._memo_key] = facts
+        return facts
 
     def batches(self, options=None, *, snapshot=None) -> Iterator:
         """The whole log in offset order, batch by batch (each a
@@ -123,27 +167,43 @@ class PartitionWalk(NamedTuple):
         transaction still open there, None when none is.  It is read off the transaction rule
         itself: the batches the rule leaves out, less those it leaves out once every open
         transaction is closed by a commit, are the ones cut at the LSO; the first of them is
-        where the LSO is.  One walk of the log; only its transactional batches are kept (without
-        their bytes: only they can move the LSO)."""
-        from kafkarec import _core, transactions
-        txn: List[_TxnBatch] = []
-
-        def keep(b):
-            if not b.is_transactional:
-                return
-            control = b.is_control
-            txn.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id, control,
-                                 True if control else b.crc_valid,
-                                 _core._marker_type(b.batch) if control else None))
-        verdict = self.judge(keep)
-        upto = txn if end is None else [b for b in txn if b.base_offset < end]
+        where the LSO is.  Read off :meth:`facts` (one walk of the log per listing)."""
+        from kafkarec import transactions
+        facts = self.facts()
+        upto = list(facts.txn) if end is None else [b for b in facts.txn if b.base_offset < end]
         key = (lambda b: b.base_offset)
         left_out = transactions.aborted_batches(upto, key=key, trusted=lambda b: b.crc_valid)
         closed = upto + [_TxnBatch(None, None, 0, None, pid, True, True, COMMIT)
                          for pid in {b.producer_id for b in upto if not b.is_control}]
         aborted = transactions.aborted_batches(closed, key=key, trusted=lambda b: b.crc_valid)
         cut = {o for o in left_out - aborted if o is not None}
-        return CommittedView(verdict.spans, min(cut) if cut else None)
+        return CommittedView(facts.verdict.spans, min(cut) if cut else None)
+
+    def holes(self, start: int, end: int) -> List[Tuple[int, int]]:
+        """The offset ranges within [start, end) that no batch of the log covers (v2 batches: a
+        legacy compressed wrapper names only its last offset), read off :meth:`facts`."""
+        facts = self.facts()
+        out: List[Tuple[int, int]] = []
+        for lo, hi in facts.gaps:
+            a, b = start if lo is None else max(lo, start), min(hi, end)
+            if a < b:
+                out.append((a, b))
+        tail = start if facts.covered is None else max(facts.covered, start)
+        if tail < end:
+            out.append((tail, end))
+        return out
+
+
+class LogFacts(NamedTuple):
+    """What one walk of a partition's whole log found: the transaction rule's ``verdict``, its
+    transactional batches (``txn``, without their bytes: what the LSO is read off at any end),
+    the offset ranges ``[lo, hi)`` before a batch that no earlier batch covers (``gaps``; ``lo``
+    None: before the first batch) and the offset every batch's offsets end below (``covered``;
+    None: no batch)."""
+    verdict: Verdict
+    txn: tuple
+    gaps: tuple
+    covered: Optional[int]
 
 
 #: ControlRecordType.COMMIT: the marker that closes a transaction without aborting it
