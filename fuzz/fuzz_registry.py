@@ -1,6 +1,9 @@
 """Schema Registry inputs: wire ids (prefix, header ids, Apicurio) on arbitrary values and headers,
 the ``_schemas`` replay on arbitrary keys and values, and the typed dispatch (Avro) on arbitrary
-payloads.  Each must give per-row answers or the registry's problems list, never an exception."""
+payloads.  Each must give per-row answers or the registry's problems list, never an exception.
+A live registry's REST answers (issue 78, finding 49), arbitrary bytes or JSON of fuzzed shapes,
+through the one decode of every answer (``_sources.decode_answer``, no network) as each call's
+type: a value of that type, in range, or a RegistryError -- nothing else."""
 import json
 
 import atheris
@@ -9,7 +12,8 @@ from _harness import run
 
 import pyarrow as pa
 
-from kafkarec.registry import TypedColumn, replay, wire
+from kafkarec.registry import RegistryError, TypedColumn, replay, wire
+from kafkarec.registry import _sources
 
 HEADERS_T = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 _SCHEMA_KEY = b'{"keytype":"SCHEMA","subject":"t-value","version":%d,"magic":1}'
@@ -74,9 +78,58 @@ def _structured(fdp, off):
     return (off, _SCHEMA_KEY % version, json.dumps(value).encode())
 
 
+#: each call's answer type, and what a value of it must hold
+_ANSWERS = [
+    (_sources.List[_sources.Version], lambda v: all(type(x) is int and 1 <= x < 2**31 for x in v)),
+    (_sources.List[str], lambda v: all(type(x) is str for x in v)),
+    (_sources.Schema, lambda v: type(v.id) is int and 0 <= v.id < 2**31 and type(v.version) is int
+     and 1 <= v.version < 2**31 and type(v.schema) is str and v.deleted in (None, True, False)),
+    (_sources.RegisterSchemaResponse, lambda v: type(v.id) is int and 0 <= v.id < 2**31),
+    (_sources.SubjectVersion, lambda v: type(v.version) is int and 1 <= v.version < 2**31),
+    (_sources.SchemaString, lambda v: type(v.schema) is str),
+    (_sources.Mode, lambda v: type(v.mode) is str),
+]
+_MEMBER_NAMES = ("id", "version", "schema", "subject", "deleted", "mode", "schemaType", "metadata")
+
+
+def _number(fdp):
+    """A JSON number of any kind a registry might send, as text: edges of int32, bools, floats, huge."""
+    return fdp.PickValueInList(["0", "-1", "-5", "1", "2147483647", "2147483648", "-2147483649", "1e400",
+                                "1.0", "true", "false", "null", '"7"', "9" * 40, str(fdp.ConsumeInt(8))])
+
+
+def _answer_bytes(fdp) -> bytes:
+    kind = fdp.ConsumeIntInRange(0, 3)
+    if kind == 0:
+        return fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 200))
+    if kind == 1:       # a versions or subjects list of fuzzed members
+        return ("[" + ", ".join(_number(fdp) if fdp.ConsumeBool() else json.dumps(_shape(fdp))
+                                for _ in range(fdp.ConsumeIntInRange(0, 4))) + "]").encode()
+    if kind == 2:       # an object with the members the calls read, each of any shape
+        members = [f"{json.dumps(name)}: {_number(fdp) if fdp.ConsumeBool() else json.dumps(_shape(fdp))}"
+                   for name in _MEMBER_NAMES if fdp.ConsumeBool()]
+        return ("{" + ", ".join(members) + "}").encode()
+    depth = fdp.ConsumeIntInRange(0, 5000)      # nested past any decoder's depth
+    return b'{"id": 1, "version": 1, "schema": "x", "metadata": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def _registry_answer(fdp) -> None:
+    body = _answer_bytes(fdp)
+    for answer_type, holds in _ANSWERS:
+        try:
+            value = _sources.decode_answer("GET http://registry/x", body, answer_type)
+        except RegistryError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("GET http://registry/x: "), exc
+            continue
+        assert holds(value), (answer_type, value)
+
+
 def test_one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    mode = fdp.ConsumeIntInRange(0, 2)
+    mode = fdp.ConsumeIntInRange(0, 3)
+    if mode == 3:
+        _registry_answer(fdp)
+        return
     n = fdp.ConsumeIntInRange(0, 12)
     if mode == 0:
         values = pa.array(_pieces(fdp, n), pa.binary())

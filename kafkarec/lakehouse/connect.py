@@ -16,20 +16,17 @@ procedure again (the connector found STOPPED or running is stopped, the same off
 Every failure is a :class:`kafkarec.errors.ConnectError` carrying the call, the HTTP status and
 the worker's answer: every answer is read in one place (:meth:`_Rest.call`), which checks its
 status, its content type and its shape against what the call expects, and every call waits at
-most until its deadline (its own, and the whole procedure's).
+most until its deadline (its own, and the whole procedure's): connecting, sending and every read of
+the answer, through kafkarec's one HTTP client (:mod:`kafkarec._http`).
 """
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
+from .._http import Answer, NoAnswer, exchange, quote
 from ..errors import ConnectError, ConnectorFailedError, HandOffOverlapError, HandOffRefusedError
 
 __all__ = ["offsets_body", "hand_off"]
@@ -41,8 +38,6 @@ TOPIC_KEY, PARTITION_KEY, OFFSET_KEY = "kafka_topic", "kafka_partition", "kafka_
 #: The largest answer read, in bytes: Connect's answers are small (an offsets list of 100,000
 #: partitions is about 10 MB); anything larger is not a Connect worker's answer.
 MAX_ANSWER = 64 << 20
-#: The start of an answer quoted in an error.
-QUOTED = 300
 #: Seconds between two polls of the connector's status.
 POLL = 0.25
 
@@ -69,108 +64,10 @@ def offsets_body(points: Mapping[Tuple[str, int], Any]) -> Dict[str, list]:
         for (topic, partition), point in sorted(points.items())]}
 
 
-# --- every call bounded in time ------------------------------------------------------------------
-
-class _Deadline:
-    """A socket whose every send and receive waits at most until ``deadline`` (``time.monotonic()``):
-    its timeout is set to the time left before each one, so an answer trickled a byte at a time
-    ends at the deadline, not one timeout per byte later."""
-
-    deadline = float("inf")
-
-    def _arm(self) -> None:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        self.settimeout(left)
-
-    def recv_into(self, *args, **kwargs):
-        self._arm()
-        return super().recv_into(*args, **kwargs)
-
-    def recv(self, *args, **kwargs):
-        self._arm()
-        return super().recv(*args, **kwargs)
-
-    def send(self, *args, **kwargs):
-        self._arm()
-        return super().send(*args, **kwargs)
-
-    def sendall(self, *args, **kwargs):
-        self._arm()
-        return super().sendall(*args, **kwargs)
-
-
-class _DeadlineSocket(_Deadline, socket.socket):
-    pass
-
-
-class _DeadlineSSLSocket(_Deadline, ssl.SSLSocket):
-    pass
-
-
-def _connect_until(deadline: float):
-    def create_connection(address, timeout=None, source_address=None, **kwargs):
-        plain = socket.create_connection(address, max(deadline - time.monotonic(), 0.001), source_address, **kwargs)
-        sock = _DeadlineSocket(plain.family, plain.type, plain.proto, fileno=plain.detach())
-        sock.deadline = deadline
-        sock._arm()         # a socket made from a descriptor blocks; a TLS handshake waits this long
-        return sock
-    return create_connection
-
-
-class _HTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args, deadline: float, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = _connect_until(deadline)
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args, deadline: float, **kwargs) -> None:
-        context = kwargs.pop("context", None) or ssl.create_default_context()
-        context.sslsocket_class = _DeadlineSSLSocket
-        super().__init__(*args, context=context, **kwargs)
-        self._create_connection = _connect_until(deadline)
-        self._deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock.deadline = self._deadline
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, deadline: float) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req):
-        return self.do_open(_HTTPConnection, req, deadline=self.deadline)
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: float) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def https_open(self, req):
-        return self.do_open(_HTTPSConnection, req, deadline=self.deadline)
-
-
 # --- one reader of every answer ------------------------------------------------------------------
 
 class _Unexpected(Exception):
     """An answer of the wrong shape for its call (turned into a ConnectError by :meth:`_Rest.call`)."""
-
-
-class _Answer(NamedTuple):
-    status: int
-    content_type: str
-    body: bytes
-
-
-def _quote(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
-    return text if len(text) <= QUOTED else text[:QUOTED] + "..."
 
 
 def _is_json(content_type: str) -> bool:
@@ -178,7 +75,7 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _json(answer: _Answer):
+def _json(answer: Answer):
     """The JSON value of an answer that declares and holds JSON."""
     if not answer.body.strip():
         raise _Unexpected("an empty answer where JSON was expected")
@@ -190,7 +87,7 @@ def _json(answer: _Answer):
         raise _Unexpected(f"the answer is not valid JSON ({exc})") from None
 
 
-def _message(answer: _Answer) -> str:
+def _message(answer: Answer) -> str:
     """Connect's error answers are ``{"error_code": N, "message": "..."}``; the message, or the text."""
     if _is_json(answer.content_type):
         try:
@@ -199,7 +96,7 @@ def _message(answer: _Answer) -> str:
             value = None
         if isinstance(value, dict) and isinstance(value.get("message"), str):
             return value["message"]
-    return _quote(answer.body)
+    return quote(answer.body)
 
 
 class _Rest:
@@ -241,65 +138,32 @@ class _Rest:
             return read(_json(answer))
         except _Unexpected as exc:
             raise ConnectError(self.connector, request, f"unexpected answer: {exc}", answer.status,
-                               _quote(answer.body)) from None
+                               quote(answer.body)) from None
 
-    def _exchange(self, request: str, method: str, path: str, body: Optional[dict], deadline: float) -> _Answer:
+    def _exchange(self, request: str, method: str, path: str, body: Optional[dict], deadline: float) -> Answer:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
-        opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline))
-        status = None
         try:
-            try:
-                resp = opener.open(req, timeout=max(deadline - time.monotonic(), 0.001))
-            except urllib.error.HTTPError as exc:       # a status other than 2xx: its body says why
-                if exc.fp is None:
-                    return _Answer(exc.code, "", b"")
-                refusal = exc       # held: the error closes its response when it is collected
-                resp = refusal.fp
-            status = resp.status
-            with resp:
-                return _Answer(status, resp.headers.get("Content-Type", ""), self._body(request, resp))
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                raise self._late(request, status, deadline) from None
-            if isinstance(reason, http.client.HTTPException):
-                raise self._not_http(request, reason) from None
-            raise ConnectError(self.connector, request, f"the worker at {self.url} did not answer: {reason}") from None
-        except TimeoutError:
-            raise self._late(request, status, deadline) from None
-        except http.client.RemoteDisconnected:         # a worker restarting, or a proxy giving up
-            raise ConnectError(self.connector, request, f"the worker at {self.url} closed the connection without "
-                               "answering") from None
-        except http.client.HTTPException as exc:        # not HTTP, or an answer cut short
-            if status is None:
-                raise self._not_http(request, exc) from None
-            raise ConnectError(self.connector, request, f"the answer was cut short ({exc!r})", status) from None
-        except OSError as exc:                          # the connection reset or dropped mid-answer
-            raise ConnectError(self.connector, request, f"the worker at {self.url} dropped the connection: {exc}",
-                               status) from None
+            return exchange(method, self.url + path, deadline=deadline, max_answer=MAX_ANSWER, body=data,
+                            headers={"Content-Type": "application/json", "Accept": "application/json"})
+        except NoAnswer as exc:
+            raise self._no_answer(request, exc, deadline) from None
 
-    def _body(self, request: str, resp) -> bytes:
-        """The whole body of ``resp`` (its Content-Length checked before it is read)."""
-        if resp.length is not None and resp.length > MAX_ANSWER:
-            raise ConnectError(self.connector, request, f"an answer of {resp.length} bytes (Content-Length), more "
-                               f"than the {MAX_ANSWER} a Connect answer can be", resp.status)
-        chunks: List[bytes] = []
-        size = 0
-        while True:
-            chunk = resp.read(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_ANSWER:
-                raise ConnectError(self.connector, request, f"an answer of more than {MAX_ANSWER} bytes, more than "
-                                   "a Connect answer can be", resp.status)
-            chunks.append(chunk)
-        if resp.length:             # read(n) returns what came before the connection closed
-            raise ConnectError(self.connector, request, f"the answer was cut short: {size} of {size + resp.length} "
-                               "bytes (Content-Length)", resp.status, _quote(b"".join(chunks)))
-        return b"".join(chunks)
+    def _no_answer(self, request: str, exc: NoAnswer, deadline: float) -> ConnectError:
+        """The hand-off's words for a call that got no whole answer (:class:`kafkarec._http.NoAnswer`)."""
+        if exc.kind == "timeout":
+            return self._late(request, exc.status, deadline)
+        if exc.kind == "not_http":
+            return ConnectError(self.connector, request, f"the answer from {self.url} is not HTTP ({exc.cause!r})")
+        if exc.kind == "closed":
+            return ConnectError(self.connector, request, f"the worker at {self.url} closed the connection without "
+                                "answering")
+        if exc.kind == "dropped":
+            return ConnectError(self.connector, request, f"the worker at {self.url} dropped the connection: "
+                                f"{exc.cause}", exc.status)
+        if exc.kind in ("unreachable", "bad_url"):
+            return ConnectError(self.connector, request, f"the worker at {self.url} did not answer: {exc.cause}")
+        # cut short, too large: what came of the answer is quoted
+        return ConnectError(self.connector, request, exc.reason, exc.status, quote(exc.body) if exc.body else "")
 
     def _late(self, request: str, status: Optional[int], deadline: float) -> ConnectError:
         if deadline >= self.deadline:

@@ -28,12 +28,15 @@ import os
 import posixpath
 import re
 import threading
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
-from typing import Dict, Optional
+from typing import Annotated, Any, Dict, List, Optional
+
+import msgspec
+from msgspec import Meta
 
 from kafkarec._boot.files import atomic_write
+from kafkarec._http import NoAnswer, exchange, quote
 from kafkarec.registry._model import Reference, Registry, RegistryError, SchemaEntry
 from kafkarec.registry._topic import _Bad, parse_schema_value
 
@@ -142,8 +145,124 @@ _CACHE: Dict[str, Registry] = {}
 _CACHE_LOCK = threading.Lock()
 MAX_RESPONSE = 64 << 20
 
+# --- the registry's answers, decoded into checked types -----------------------------------------
+#
+# Every answer of a registry is decoded here, by msgspec into the type its call expects (strict:
+# a bool is no int, a string no number; out of range, missing or of another type is an error), in
+# one pass over the bytes.  msgspec, not json.loads and checks by hand: the types say what each
+# call reads, and its decoder bounds an answer's nesting (a RecursionError, turned into a
+# RegistryError here) where json.loads's checks would have to follow every member.  Its speed is
+# not why: a registry is read a few calls per subject, once per process.
+
+#: A schema id.  Confluent's wire format carries it as a big-endian signed int32 (magic 0, then the
+#: id: ``AbstractKafkaSchemaSerDe``), and a registry gives none below 0: in a register request -1
+#: means "no id given", any id >= 0 is one (``KafkaSchemaRegistry.register``: ``schemaId >= 0``)
+SchemaId = Annotated[int, Meta(ge=0, le=2**31 - 1)]
+#: A subject's version: numbered from 1 (-1 names "latest" in a request, never in an answer)
+Version = Annotated[int, Meta(ge=1, le=2**31 - 1)]
+
+
+class Schema(msgspec.Struct):
+    """``GET /subjects/{s}/versions/{v}``: Confluent's ``Schema`` entity.  ``references``,
+    ``metadata`` and ``ruleSet`` are judged by :func:`parse_schema_value`, as in ``_schemas``."""
+    id: SchemaId
+    version: Version
+    schema: str
+    subject: Optional[str] = None
+    schemaType: Optional[str] = None
+    references: Any = None
+    metadata: Any = None
+    ruleSet: Any = None
+    deleted: Optional[bool] = None
+
+
+class RegisterSchemaResponse(msgspec.Struct):
+    """``POST /subjects/{s}/versions``: the id the registry gave the schema."""
+    id: SchemaId
+
+
+class SubjectVersion(msgspec.Struct):
+    """``POST /subjects/{s}`` (is this schema registered under s?): the version it holds there
+    (the answer is a whole ``Schema``; its version is what is read)."""
+    version: Version
+
+
+class SchemaString(msgspec.Struct):
+    """``GET /schemas/ids/{id}``: the schema an id names."""
+    schema: str
+
+
+class Mode(msgspec.Struct):
+    """``GET /mode[/{s}]``: READWRITE, READONLY, IMPORT..."""
+    mode: str
+
+
+def decode_answer(call: str, body: bytes, type: Any) -> Any:
+    """``body``, a registry's answer to ``call`` (``"GET https://host/subjects"``), as ``type``;
+    anything else is one :class:`RegistryError` line naming the call, the member and its value."""
+    try:
+        return msgspec.json.decode(body, type=type)
+    except msgspec.ValidationError as exc:
+        raise RegistryError(f"{call}: unexpected answer: {_where(str(exc), body)}") from None
+    except msgspec.DecodeError as exc:
+        raise RegistryError(f"{call}: the answer is not JSON ({exc}): {quote(body, 100)!r}") from None
+    except RecursionError:
+        raise RegistryError(f"{call}: the answer nests deeper than kafkarec reads") from None
+
+
+_PATH = re.compile(r"\.([^.\[]+)|\[([0-9]+)\]")
+_MISSING = re.compile(r"Object missing required field `([^`]*)`")
+_SHOWN = 60
+
+
+class _Raw(str):
+    """A JSON number as its text (an answer's 1e400 or 2**64 shown as it came)."""
+
+
+def _where(message: str, body: bytes) -> str:
+    """msgspec's ``Expected `int`, got `str` - at `$[0]``` as ``$[0] = "x": Expected `int`, got `str```
+    (the member, its value as the answer holds it, what was expected)."""
+    text, _, at = message.rpartition(" - at ")
+    if not text:
+        text, at = message, "`$`"
+    path = at.strip("`")
+    try:
+        value = json.loads(body, parse_int=_Raw, parse_float=_Raw, parse_constant=_Raw)
+        for key, index in _PATH.findall(path[1:]):
+            value = value[key] if key else value[int(index)]
+    except (ValueError, RecursionError, LookupError, TypeError):
+        return f"{path}: {text}"
+    missing = _MISSING.fullmatch(text)
+    if missing:
+        return f"{path}.{missing.group(1)} is missing (in {_show(value, [_SHOWN])})"
+    return f"{path} = {_show(value, [_SHOWN])}: {text}"
+
+
+def _show(v, budget: list) -> str:
+    """``v`` as JSON, cut to the budget's characters (which also bounds how deep it goes)."""
+    if budget[0] <= 0:
+        return "..."
+    if isinstance(v, _Raw):
+        out = str(v)
+    elif isinstance(v, (str, bool)) or v is None:
+        out = json.dumps(v)
+    elif isinstance(v, list):
+        budget[0] -= 1
+        out = "[" + ", ".join(_show(x, budget) for x in v[:8]) + (", ...]" if len(v) > 8 else "]")
+    else:
+        budget[0] -= 1
+        items = list(v.items())
+        out = "{" + ", ".join(f"{json.dumps(k)}: {_show(x, budget)}" for k, x in items[:8]) + (
+            ", ...}" if len(items) > 8 else "}")
+    budget[0] -= len(out)
+    return out if len(out) <= _SHOWN else out[:_SHOWN] + "..."
+
 
 class _Client:
+    """A registry's REST API: each call bounded in time (``timeout`` seconds, connecting, sending
+    and reading the whole answer) and in size (:data:`MAX_RESPONSE`), its answer decoded by
+    :func:`decode_answer`; every failure a :class:`RegistryError` naming the call."""
+
     def __init__(self, url: str, bearer_token: Optional[str], timeout: float) -> None:
         parts = urllib.parse.urlsplit(url)
         self.auth = None
@@ -157,35 +276,33 @@ class _Client:
         self.base = url.rstrip("/")
         self.timeout = timeout
 
-    def get(self, path: str, *, missing_ok: bool = False):
-        return self.call("GET", path, missing_ok=missing_ok)
+    def get(self, path: str, type: Any, *, missing_ok: bool = False):
+        return self.call("GET", path, type=type, missing_ok=missing_ok)
 
-    def call(self, method: str, path: str, body=None, *, missing_ok: bool = False):
-        """One request of the registry's REST API (``body``: sent as JSON); its JSON answer, None
-        for a 404 with ``missing_ok``; any other failure a :class:`RegistryError` naming the call."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.base + path, data=data, method=method, headers={
-            "Accept": "application/vnd.schemaregistry.v1+json, application/json"})
-        if data is not None:
-            req.add_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+    def call(self, method: str, path: str, body=None, *, type: Any, missing_ok: bool = False):
+        """One request of the registry's REST API (``body``: sent as JSON); its answer as ``type``,
+        None for a 404 with ``missing_ok``; any other failure a :class:`RegistryError` naming the call."""
+        call = f"{method} {self.base}{path}"
+        headers = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/vnd.schemaregistry.v1+json"
         if self.auth:
-            req.add_header("Authorization", self.auth)
+            headers["Authorization"] = self.auth
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                answer = resp.read(MAX_RESPONSE + 1)
-        except urllib.error.HTTPError as exc:
-            if missing_ok and exc.code == 404:
-                return None
-            detail = exc.read(4096).decode("utf-8", "replace")
-            raise RegistryError(f"{method} {self.base}{path}: HTTP {exc.code} {detail}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise RegistryError(f"{method} {self.base}{path}: {exc}") from None
-        if len(answer) > MAX_RESPONSE:
-            raise RegistryError(f"{method} {self.base}{path}: response larger than {MAX_RESPONSE} bytes")
-        try:
-            return json.loads(answer)
-        except (ValueError, RecursionError) as exc:
-            raise RegistryError(f"{method} {self.base}{path}: not JSON: {exc}") from None
+            answer = exchange(method, self.base + path, deadline=time.monotonic() + self.timeout,
+                              max_answer=MAX_RESPONSE, body=data, headers=headers)
+        except NoAnswer as exc:
+            if exc.kind == "timeout":
+                part = "no answer" if exc.status is None else f"HTTP {exc.status}, but no whole answer"
+                raise RegistryError(f"{call}: {part} within the timeout of {self.timeout:g} s") from None
+            raise RegistryError(f"{call}: {exc}") from None
+        if missing_ok and answer.status == 404:
+            return None
+        if not 200 <= answer.status < 300:
+            raise RegistryError(f"{call}: HTTP {answer.status} {quote(answer.body)}") from None
+        return decode_answer(call, answer.body, type)
 
 
 def _q(s: str) -> str:
@@ -237,31 +354,24 @@ def _redact(url: str) -> str:
 
 
 def _fetch(client: _Client) -> list:
-    subjects = client.get("/subjects?deleted=true")
-    if not isinstance(subjects, list):
-        raise RegistryError(f"GET {client.base}/subjects: not a list")
-    contexts = client.get("/contexts", missing_ok=True) or []
+    subjects = client.get("/subjects?deleted=true", List[str])
+    contexts = client.get("/contexts", List[str], missing_ok=True) or []
     seen = set(subjects)
     for ctx in contexts:
-        if isinstance(ctx, str) and ctx not in (".", ""):
-            more = client.get(f"/subjects?deleted=true&subjectPrefix={_q(':' + ctx + ':')}",
+        if ctx not in (".", ""):
+            more = client.get(f"/subjects?deleted=true&subjectPrefix={_q(':' + ctx + ':')}", List[str],
                               missing_ok=True) or []
             subjects += [s for s in more if s not in seen]
             seen.update(more)
     rows = []
     for s in subjects:
-        if not isinstance(s, str):
-            continue
-        every = client.get(f"/subjects/{_q(s)}/versions?deleted=true") or []
-        live = set(client.get(f"/subjects/{_q(s)}/versions", missing_ok=True) or [])
+        every = client.get(f"/subjects/{_q(s)}/versions?deleted=true", List[Version])
+        live = set(client.get(f"/subjects/{_q(s)}/versions", List[Version], missing_ok=True) or [])
         for v in every:
-            obj = client.get(f"/subjects/{_q(s)}/versions/{int(v)}?deleted=true")
-            if not isinstance(obj, dict):
-                raise RegistryError(f"GET {client.base}/subjects/{s}/versions/{v}: not an object")
-            row = {k: obj.get(k) for k in ("subject", "version", "id", "schema", "schemaType",
-                                            "references", "metadata", "ruleSet") if obj.get(k) is not None}
+            obj = client.get(f"/subjects/{_q(s)}/versions/{v}?deleted=true", Schema)
+            row = {k: getattr(obj, k) for k in ("subject", "version", "id", "schema", "schemaType",
+                                                 "references", "metadata", "ruleSet") if getattr(obj, k) is not None}
             row.setdefault("subject", s)
-            row.setdefault("version", int(v))
-            row["deleted"] = bool(obj.get("deleted", int(v) not in live))
+            row["deleted"] = obj.deleted if obj.deleted is not None else v not in live
             rows.append(row)
     return rows

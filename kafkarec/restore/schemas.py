@@ -224,6 +224,7 @@ class SchemaTranslation(IdRewriter):
         """``entry`` registered under ``subject`` on the target, its references first: (the target's
         id, its version there, whether the source's id was kept)."""
         from kafkarec.registry._model import MAX_REFERENCE_DEPTH, qualify_reference
+        from kafkarec.registry._sources import RegisterSchemaResponse, SubjectVersion
         key = (entry.subject, entry.version, subject)
         if key in self._registered:
             return self._registered[key]
@@ -241,34 +242,35 @@ class SchemaTranslation(IdRewriter):
             body["references"] = refs
         path = f"/subjects/{urllib.parse.quote(subject, safe='')}"
         keep = self._importing(subject) and self._id_free(entry)
-        answer = self._target.call("POST", path + "/versions", dict(body, id=entry.id) if keep else body)
-        tid = answer.get("id") if isinstance(answer, dict) else None
-        if isinstance(tid, bool) or not isinstance(tid, int):
-            raise RegistryError(f"POST {self._target.base}{path}/versions answered no id: {str(answer)[:200]}")
+        # the answers decoded into checked types (kafkarec.registry._sources): an id the records'
+        # int32 prefix cannot carry, or no id, is a RegistryError naming the call and the value
+        tid = self._target.call("POST", path + "/versions", dict(body, id=entry.id) if keep else body,
+                                type=RegisterSchemaResponse).id
         # the version the target gave it (a reference names a version, not an id)
-        found = self._target.call("POST", path, body)
-        version = found.get("version") if isinstance(found, dict) else None
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise RegistryError(f"POST {self._target.base}{path} answered no version: {str(found)[:200]}")
+        version = self._target.call("POST", path, body, type=SubjectVersion).version
         self._registered[key] = (tid, version, keep and tid == entry.id)
         return self._registered[key]
 
     def _importing(self, subject: str) -> bool:
         """Whether the target takes ids for ``subject`` (its mode, or the global one, is IMPORT);
         a registry without the mode API takes none."""
+        from kafkarec.registry._sources import Mode
         try:
             mode = self._target.call("GET", f"/mode/{urllib.parse.quote(subject, safe='')}?defaultToGlobal=true",
-                                     missing_ok=True)
+                                     type=Mode, missing_ok=True)
             if mode is None:
-                mode = self._target.call("GET", "/mode", missing_ok=True)
+                mode = self._target.call("GET", "/mode", type=Mode, missing_ok=True)
         except RegistryError:
             return False
-        return isinstance(mode, dict) and mode.get("mode") == "IMPORT"
+        return mode is not None and mode.mode == "IMPORT"
 
     def _id_free(self, entry) -> bool:
         """The source's id unused on the target, or naming the same schema there."""
-        held = self._target.call("GET", f"/schemas/ids/{int(entry.id)}", missing_ok=True)
-        return held is None or (isinstance(held, dict) and held.get("schema") == entry.schema)
+        from kafkarec.registry._sources import SchemaString
+        if not 0 <= entry.id < 2**31:      # no registry gives such an id (a source's _schemas may hold one)
+            return False
+        held = self._target.call("GET", f"/schemas/ids/{entry.id}", type=SchemaString, missing_ok=True)
+        return held is None or held.schema == entry.schema
 
     # --- the evidence ---------------------------------------------------------------------------
     def evidence(self, topics) -> dict:

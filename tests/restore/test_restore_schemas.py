@@ -10,6 +10,8 @@ documented rule), a second registry with other ids beside Apicurio as the source
 replay (which needs only some target).  The restore itself, into a real broker, is in
 tests/broker/test_broker_restore.py."""
 import json
+import re
+import time
 
 import msgspec
 
@@ -19,7 +21,8 @@ from kafkarec.restore import RestoreSpec
 from kafkarec.restore import evidence as E
 from kafkarec.restore.schemas import IdMapping, SchemaTranslation, Unknown, rewriter_from_evidence
 from kafkarec.restore.source import Record
-from kafkarec.errors import UsageError
+from kafkarec.errors import RestoreError, UsageError
+from support.registry.lying_registry import LyingRegistry, answer, trickle
 from support.registry.registry_server import RegistryStandIn
 
 MONEY = json.dumps({"type": "record", "name": "Money", "namespace": "com.acme",
@@ -231,3 +234,63 @@ def test_a_restore_over_spark_refuses_to_translate_ids():
     spec = RestoreSpec.of("/x", "h:1", source_registry="/r", target_registry="http://t")
     with pytest.raises(UsageError, match="does not translate schema ids"):
         spark_udfs.restore(None, spec)
+
+
+# --- a target registry that answers badly (issue 78, finding 48) ------------------------------------
+
+def _translate(tmp_path, overrides, **kw):
+    """The order's value translated against a target that answers ``overrides`` badly; the target's calls."""
+    with LyingRegistry(overrides) as target:
+        tr = SchemaTranslation(source_registry(tmp_path), target.url, **kw)
+        try:
+            tr.rewrite("orders", 0, Record(0, None, framed(100), 1, []))
+        finally:
+            calls = target.calls
+    return tr, calls
+
+
+@pytest.mark.parametrize("body, says", [
+    (b'{"id": 2147483648}', "$.id = 2147483648: Expected `int` <= 2147483647"),     # was OverflowError in _with_id
+    (b'{"id": -5}', "$.id = -5: Expected `int` >= 0"),                               # was written as ff ff ff fb
+    (b'{"id": "7"}', '$.id = "7": Expected `int`, got `str`'),
+    (b'{"id": true}', "$.id = true: Expected `int`, got `bool`"),
+    (b'{"schema_id": 7}', "$.id is missing (in {\"schema_id\": 7})"),
+    (b"[7]", "$ = [7]: Expected `object`, got `array`"),
+], ids=["2^31", "-5", "str", "bool", "missing", "list"])
+def test_a_registered_id_the_prefix_cannot_carry_is_a_restore_error(tmp_path, body, says):
+    with pytest.raises(RestoreError) as info:
+        _translate(tmp_path, {f"POST /subjects/{MONEY_SUBJECT}/versions": answer(200, body)})
+    message = str(info.value)
+    assert f"registering schema id 100 under orders-value: POST http" in message, message
+    assert f"/subjects/{MONEY_SUBJECT}/versions: unexpected answer: {says}" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("body, says", [
+    (b'{"subject": "acme-money", "version": 0, "id": 10}', "$.version = 0: Expected `int` >= 1"),
+    (b'{"subject": "acme-money", "id": 10}', "$.version is missing (in {\"subject\": \"acme-money\", \"id\": 10})"),
+], ids=["zero", "missing"])
+def test_a_looked_up_version_out_of_range_is_a_restore_error(tmp_path, body, says):
+    with pytest.raises(RestoreError, match=f"/subjects/{MONEY_SUBJECT}: unexpected answer: {re.escape(says)}"):
+        _translate(tmp_path, {f"POST /subjects/{MONEY_SUBJECT}": answer(200, body)})
+
+
+def test_a_target_answering_no_http_is_a_restore_error(tmp_path):
+    with pytest.raises(RestoreError, match=r"the answer is not HTTP \(BadStatusLine"):
+        _translate(tmp_path, {f"POST /subjects/{MONEY_SUBJECT}/versions": b"SSH-2.0-OpenSSH_9.6\r\n"})
+
+
+def test_a_trickled_target_answer_ends_at_the_timeout(tmp_path):
+    """An answer a byte every 0.3 s against ``timeout=1``: one call of at most 1 s, not 1 s a byte."""
+    started = time.monotonic()
+    with pytest.raises(RestoreError, match="no answer within the timeout of 1 s"):
+        _translate(tmp_path, {f"POST /subjects/{MONEY_SUBJECT}/versions": trickle(answer(200, {"id": 10}))},
+                   timeout=1)
+    took = time.monotonic() - started
+    assert took < 4, f"the translation took {took:.1f} s against a timeout of 1 s"
+
+
+def test_a_source_registry_answering_badly_is_a_usage_error():
+    with LyingRegistry({"GET /subjects/orders-value/versions": answer(200, b"[1e400]")}) as source:
+        with pytest.raises(UsageError, match=r"^--source-registry http://127\.0\.0\.1:[0-9]+: GET .*/versions\?deleted="
+                                             r"true: unexpected answer: \$\[0\] = 1e400: Number out of range$"):
+            SchemaTranslation(source.url, "http://127.0.0.1:9")
