@@ -31,7 +31,8 @@ from __future__ import annotations
 import dataclasses
 import operator
 import os
-from typing import Annotated, Any, Dict, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping
+from typing import Annotated, Any, Dict, Optional, Sequence, Tuple
 
 import msgspec
 from msgspec import Meta
@@ -105,23 +106,25 @@ class _Fields:
         self.accepts = {name: accepts for name, (_, accepts) in rules.items()}
         # every field defaults to None, so a field is converted alone when the whole is refused
         self.struct = msgspec.defstruct(f"_{owner}Fields", [(name, kind, None) for name, (kind, _) in rules.items()])
-        self.texts = texts or {}        # fields that may be a path (os.PathLike): held as its text
+        self.texts = texts or ()        # fields that may be a path (os.PathLike): held as its text
+        self.get = operator.attrgetter(*self.names)     # (one C call for every field: a config is made per task)
 
     def settle(self, obj) -> None:
         """Convert ``obj``'s checked fields, setting those msgspec gives back changed (a list of
         names as a tuple), or refuse the first that does not convert."""
-        values = {name: getattr(obj, name) for name in self.names}
+        given = self.get(obj)
+        values = dict(zip(self.names, given))
         for name in self.texts:
-            if isinstance(values[name], os.PathLike):
-                values[name] = os.fspath(values[name])
+            value = values[name]
+            if value is not None and type(value) is not str and isinstance(value, os.PathLike):
+                values[name] = os.fspath(value)
         try:
             checked = msgspec.convert(values, self.struct)
         except msgspec.ValidationError:
             checked = msgspec.convert(self._indexed(values), self.struct)   # the failure path only
-        for name in self.names:
-            value = getattr(checked, name)
-            if value is not getattr(obj, name):
-                object.__setattr__(obj, name, value)
+        for name, before, after in zip(self.names, given, self.get(checked)):
+            if after is not before:
+                object.__setattr__(obj, name, after)
 
     def _indexed(self, values: dict) -> dict:
         """Each field converted alone, integers as ``__index__`` gives them (NumPy's): the first
@@ -431,6 +434,8 @@ _SCAN_CONFIG = _Fields("ScanConfig", {
 
 def _paths(paths) -> Tuple[str, ...]:
     """The sources as text: one path (str, bytes, os.PathLike) or any iterable of them."""
+    if type(paths) is tuple and all(type(p) is str for p in paths):
+        return paths                    # a config's own (dataclasses.replace): already text
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
     elif isinstance(paths, Mapping) or not hasattr(paths, "__iter__"):
