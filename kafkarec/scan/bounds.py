@@ -219,14 +219,13 @@ def _topics(topics) -> frozenset:
     """A set of topic names: one name alone is that name (as Spark's ``subscribe=orders``)."""
     if isinstance(topics, str):
         return frozenset([topics])
-    if not isinstance(topics, frozenset):
-        if not hasattr(topics, "__iter__") or isinstance(topics, bytes):
-            raise UsageError(f"bounds: topics {shown(topics)}: a topic name or a set of them")
-        topics = frozenset(topics)
-    for t in topics:
+    if not hasattr(topics, "__iter__") or isinstance(topics, bytes):
+        raise UsageError(f"bounds: topics {shown(topics)}: a topic name or a set of them")
+    names = topics if isinstance(topics, frozenset) else list(topics)
+    for t in names:                     # before a set is made of them (a dict is unhashable)
         if not isinstance(t, str):
             raise UsageError(f"bounds: topics: {shown(t)} is no topic name (a str)")
-    return topics
+    return frozenset(names)
 
 
 def _ends(pair, name: str) -> _Range:

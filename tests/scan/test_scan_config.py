@@ -171,7 +171,7 @@ from kafkarec.errors import SelectionError  # noqa: E402
     ({"limit": float("inf")}, "limit"), ({"limit": [1]}, "limit"), ({"limit": 1.5}, "limit"),
     ({"limit": True}, "limit"), ({"limit": float("nan")}, "limit"),
     ({"columns": 5}, "columns"), ({"columns": ["offset", 5]}, "columns"),
-    ({"topics": 5}, "topics"), ({"topics": ["orders", 5]}, "topics"),
+    ({"topics": 5}, "topics"), ({"topics": ["orders", 5]}, "topics"), ({"topics": [{}]}, "topics"),
     ({"partitions": 5}, "partitions"), ({"partitions": [1.5]}, "partitions"), ({"partitions": ["x"]}, "partitions"),
     ({"partitions": [-1]}, "partitions"), ({"partitions": [2 ** 31]}, "partitions"),
     ({"threads": 2.0}, "threads"), ({"verify_crc": "no"}, "verify_crc"), ({"batch_columns": 1}, "batch_columns"),
