@@ -1,16 +1,33 @@
 """Options given as text, as Spark gives them (the data source's, ``from_avro``'s and
 ``from_protobuf``'s): one rule for their names and one for their booleans, used by the decoders
 here and by ``spark_udfs``: one rule each for their names, their booleans, their choices and
-the JSON some of them hold."""
+the JSON some of them hold; and the one rule of a whole number in a range, given as a value
+(:func:`whole_number`) or as text (:func:`text_whole`), whose refusal names the option and the
+value as :func:`shown` writes it."""
 from __future__ import annotations
 
 import json
+import operator
 import re
+import reprlib
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from kafkarec.errors import UsageError
 
-__all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "key_value_pairs", "OPTION_JSON_DEPTH"]
+__all__ = ["lower_keys", "text_bool", "text_choice", "option_json", "key_value_pairs", "OPTION_JSON_DEPTH",
+           "whole_number", "text_whole", "shown", "LONG_MAX", "INT_MAX"]
+
+#: Java's long and int: offsets, timestamps and counts of rows or bytes are longs (the core's
+#: Py_ssize_t on a 64-bit build); partition numbers and partition counts are ints
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+#: a whole number in option text: what Java's Long.parseLong reads (a sign, decimal digits),
+#: no more digits than a long has, so the text of a huge number never reaches int() (whose
+#: digit limit is a ValueError of its own)
+_WHOLE_TEXT = re.compile(r"[+-]?0*([0-9]{1,19})")
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 60
+_SHOWN.maxlong = 40
 
 #: The deepest nesting an option's JSON may have: the deepest kafkarec reads is 2
 #: (``{"orders":{"0":23}}``); much deeper would reach Python's recursion limit in the parser.
@@ -94,3 +111,44 @@ def key_value_pairs(items: Optional[Iterable[str]], flag: str, form: str, *, str
             raise error(f"{flag}: {key!r} given twice (one test per name)")
         out[key] = value
     return out
+
+
+def shown(value: Any) -> str:
+    """``value`` as an error message shows it: its repr cut short (a huge number, a long list),
+    on one line."""
+    try:
+        return _SHOWN.repr(value)
+    except Exception:                    # a repr that raises (int's digit limit, a broken __repr__)
+        return f"<{type(value).__name__}>"
+
+
+def _span(lo: int, hi: int) -> str:
+    def text(n):
+        return {LONG_MAX: "2^63-1", INT_MAX: "2^31-1"}.get(n, str(n))
+    return f"a whole number from {text(lo)} to {text(hi)}"
+
+
+def whole_number(name: str, value: Any, lo: int, hi: int, *, error: type = UsageError) -> int:
+    """``value`` as an int in ``[lo, hi]``: an int or what stands for one (``__index__``: NumPy's
+    integers), never a bool, a float (``inf``, ``nan``, ``1.5``) or a string; anything else is
+    ``error`` naming the option (``name``) and the value."""
+    if not isinstance(value, bool):
+        try:
+            n = operator.index(value)
+        except TypeError:
+            n = None
+        if n is not None and lo <= n <= hi:
+            return n
+    raise error(f"{name} {shown(value)}: {_span(lo, hi)}")
+
+
+def text_whole(name: str, text: Any, lo: int, hi: int, *, error: type = UsageError) -> int:
+    """A whole number in ``[lo, hi]`` written as text, as Spark's options are (Java's
+    ``Long.parseLong``: an optional sign and decimal digits; no fraction, exponent, ``inf`` or
+    ``nan``); anything else is ``error`` naming the option and the text."""
+    m = _WHOLE_TEXT.fullmatch(str(text).strip())
+    if m is not None:
+        n = int(m.group(0))
+        if lo <= n <= hi:
+            return n
+    raise error(f"option {name} must be {_span(lo, hi)}, got {shown(text)}")

@@ -4,6 +4,7 @@
 # TARGET is a file fuzz/fuzz_TARGET.py: batches, arrow, sidefiles, convert, builder, cli, internal, avro,
 # protobuf, registry, table, rsm, remote_metadata, properties (against Java's Properties.load: needs a JDK),
 # options (the Kafka-source offset options and ISO times against Spark's rules and integer arithmetic),
+# config (the Spark data source's option maps and ScanConfig.of's keywords: a config in range or a UsageError),
 # indexes (index bytes and base offsets fuzzed: a bounded read against the unbounded read filtered),
 # walker (the meta-only walk of offsets and timestamps against the full read),
 # threads (LogScan threads 1 against N over small windows), census (find against a filtered full

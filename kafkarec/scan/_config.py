@@ -6,13 +6,38 @@ As DataFusion's ``FileScanConfig``: one config every file source takes; narrowin
 (bounds pushed down, a projection, a limit) makes a new config (``dataclasses.replace``), never
 changes one that a plan or a task already holds.  Plain values only: it is pickled to Spark's
 executors and Ray's workers before kafkarec's core is loaded there.
+
+Every field is checked once, in ``__post_init__``, however the config is made (field by field,
+:meth:`ScanConfig.of`, ``dataclasses.replace``): a value of the wrong type or out of range is a
+one-line :class:`kafkarec.errors.UsageError` naming the field and the value, never an
+OverflowError or TypeError at read time.  The types and ranges are msgspec's: each class's
+checked fields are written once as msgspec types (``Annotated[int, Meta(ge=..., le=...)]``,
+``Tuple[str, ...]``, ``bool`` ...) in :class:`_Fields`, and a config's values are converted into
+them by one ``msgspec.convert`` (strict: no bool for an int, no float or text for either, no
+``inf``).  Why not a ``msgspec.Struct`` for the config itself: it must stay a frozen dataclass
+(``dataclasses.replace``, which every pushdown uses, must keep checking, and a Struct's
+``structs.replace`` checks nothing), so msgspec checks the fields' values and the dataclass
+keeps them.  One convert of all the fields costs about a microsecond; only when it refuses is
+each field converted alone, to name the one refused with what it accepts.  Measured with
+``timeit`` on ``ScanConfig.of(path, columns=..., topics=..., limit=..., max_rows_per_batch=...,
+threads=...)`` and ``dataclasses.replace(config, limit=...)`` (a config is made per Spark task
+and per pushdown): see CHANGELOG.md's entry for finding 50.  The few rules that are not one
+field's type (the paths, a parse mode in any case, a key bound with key_format) stay written
+here, and a whole number in a range given as a value or as option text is
+:func:`kafkarec._option_text.whole_number` / ``text_whole``.
 """
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping
+from typing import Annotated, Any, Dict, Optional, Sequence, Tuple
 
+import msgspec
+from msgspec import Meta
+
+from kafkarec._option_text import INT_MAX, LONG_MAX, shown
 from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
@@ -64,6 +89,71 @@ def normalize_mode(mode, *, allowed=MODES) -> str:
     return text_choice("mode", mode, allowed, default="PERMISSIVE", upper=True)
 
 
+def _whole(lo: int, hi: int):
+    return Annotated[int, Meta(ge=lo, le=hi)]
+
+
+_PARTITION = _whole(0, INT_MAX)
+_LONG = _whole(-LONG_MAX - 1, LONG_MAX)
+
+
+class _Fields:
+    """One class's checked fields: ``{field: (msgspec type, what it accepts)}``, converted by
+    one ``msgspec.convert`` into a Struct made of those types (see the module docstring)."""
+
+    def __init__(self, owner: str, rules: dict, texts: Optional[dict] = None):
+        self.names = tuple(rules)
+        self.accepts = {name: accepts for name, (_, accepts) in rules.items()}
+        # every field defaults to None, so a field is converted alone when the whole is refused
+        self.struct = msgspec.defstruct(f"_{owner}Fields", [(name, kind, None) for name, (kind, _) in rules.items()])
+        self.texts = texts or ()        # fields that may be a path (os.PathLike): held as its text
+        self.get = operator.attrgetter(*self.names)     # (one C call for every field: a config is made per task)
+
+    def settle(self, obj) -> None:
+        """Convert ``obj``'s checked fields, setting those msgspec gives back changed (a list of
+        names as a tuple), or refuse the first that does not convert."""
+        given = self.get(obj)
+        values = dict(zip(self.names, given))
+        for name in self.texts:
+            value = values[name]
+            if value is not None and type(value) is not str and isinstance(value, os.PathLike):
+                values[name] = os.fspath(value)
+        try:
+            checked = msgspec.convert(values, self.struct)
+        except msgspec.ValidationError:
+            checked = msgspec.convert(self._indexed(values), self.struct)   # the failure path only
+        for name, before, after in zip(self.names, given, self.get(checked)):
+            if after is not before:
+                object.__setattr__(obj, name, after)
+
+    def _indexed(self, values: dict) -> dict:
+        """Each field converted alone, integers as ``__index__`` gives them (NumPy's): the first
+        refused is a UsageError naming it; none refused, the values to convert again."""
+        out = {}
+        for name, value in values.items():
+            if not isinstance(value, (int, float, str, bytes)) and hasattr(value, "__index__"):
+                value = operator.index(value)
+            try:
+                msgspec.convert({name: value}, self.struct)
+            except msgspec.ValidationError:
+                raise UsageError(f"{name} {shown(values[name])}: {self.accepts[name]}") from None
+            out[name] = value
+        return out
+
+
+_FILE_FINDING = _Fields("FileFinding", {
+    "glob_filter": (str, "a glob of file names, such as *.log"),
+    "recursive": (bool, "True or False"),
+    "allow_duplicates": (bool, "True or False"),
+})
+
+_TYPED_SETTINGS = _Fields("TypedSettings", {
+    "value_format": (Optional[str], "a format's name (registry, avro, protobuf, json) or None"),
+    "key_format": (Optional[str], "a format's name (registry, avro, protobuf, json) or None"),
+    "options": (Dict[str, Any], "a dict of option names to values"),
+})
+
+
 @dataclasses.dataclass(frozen=True)
 class FileFinding:
     """How a local read finds segment files (Spark's file-source options ``pathGlobFilter``,
@@ -79,6 +169,9 @@ class FileFinding:
     recursive: bool = True
     allow_duplicates: bool = False
 
+    def __post_init__(self):
+        _FILE_FINDING.settle(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class TypedSettings:
@@ -88,6 +181,9 @@ class TypedSettings:
     key_format: Optional[str] = None
     registry: Any = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        _TYPED_SETTINGS.settle(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,25 +246,27 @@ class ScanConfig:
         naming the field."""
         def settle(name, value):        # (frozen: set once, here)
             object.__setattr__(self, name, value)
-        paths = [self.paths] if isinstance(self.paths, (str, bytes)) or hasattr(self.paths, "__fspath__") \
-            else list(self.paths)
-        settle("paths", tuple(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths))
+        settle("paths", _paths(self.paths))
         if not self.paths:
             raise UsageError("LogScan: no source given")
-        if self.columns is not None:
-            settle("columns", tuple(self.columns))
-        if self.limit is not None:
-            if int(self.limit) < 0:
-                raise UsageError(f"limit {self.limit}: not negative")
-            settle("limit", int(self.limit))
+        if isinstance(self.columns, str):       # one column's name, as Spark's select("key")
+            settle("columns", (self.columns,))
+        _SCAN_CONFIG.settle(self)
+        for name, kind in (("bounds", Bounds), ("files", FileFinding), ("typed", TypedSettings)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) and not (value is None and name == "typed"):
+                raise UsageError(f"{name} {shown(value)}: a {kind.__name__}" + (" or None" if name == "typed" else ""))
+        if self.selection is not None:
+            from kafkarec.log.selection import Selection
+            if not isinstance(self.selection, Selection):
+                raise UsageError(f"selection {shown(self.selection)}: a kafkarec.log.selection.Selection "
+                                 "(ScanConfig.of parses the Kafka source's options into one)")
         settle("mode", normalize_mode(self.mode))
         _check_partitioner(self.partitioner, self.num_partitions)
         if self.num_partitions is not None:
             settle("num_partitions", dict(self.num_partitions))
         if self.threads is None:
             settle("threads", default_threads())
-        elif isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 256:
-            raise UsageError(f"threads {self.threads!r}: a whole number from 1 to 256")
         if self.typed is not None and self.typed.key_format is not None and self.bounds.keys is not None:
             raise UsageError("LogScan: bounds' keys are the records' key bytes, which key_format decodes: "
                              "filter the decoded keys instead")
@@ -191,10 +289,18 @@ class ScanConfig:
         parsed, the typed keywords into :class:`TypedSettings`); the fields are checked, and their
         defaults settled, by the dataclass itself (``threads`` None: :func:`default_threads`)."""
         from kafkarec.log import selection as sel_mod
-        if isolation_level not in ISOLATION_LEVELS:
-            raise UsageError(f"isolation_level {isolation_level!r}: one of {', '.join(ISOLATION_LEVELS)}")
+        if not isinstance(isolation_level, str) or isolation_level not in ISOLATION_LEVELS:
+            raise UsageError(f"isolation_level {shown(isolation_level)}: one of {', '.join(ISOLATION_LEVELS)}")
+        if not isinstance(include_deleted_records, bool):
+            raise UsageError(f"include_deleted_records {shown(include_deleted_records)}: True or False")
+        if bounds is not None and not isinstance(bounds, Bounds):
+            raise UsageError(f"bounds {shown(bounds)}: a Bounds or None")
+        if typed_options is not None and not isinstance(typed_options, Mapping):
+            raise UsageError(f"typed_options {shown(typed_options)}: a dict of option names to values")
         sel = None
         if selection is not None or include_deleted_records:
+            if selection is not None and not isinstance(selection, (sel_mod.Selection, Mapping)):
+                raise UsageError(f"selection {shown(selection)}: the Kafka source's options (a dict) or a Selection")
             sel = selection if isinstance(selection, sel_mod.Selection) else sel_mod.parse_selection(selection or {})
             if include_deleted_records:
                 sel = sel._replace(include_deleted_records=True)
@@ -206,7 +312,8 @@ class ScanConfig:
             typed = TypedSettings(value_format, key_format, registry, dict(typed_options or {}))
         return cls(source, columns=columns,
                    bounds=Bounds.of(topics=topics, partitions=partitions).intersect(bounds),
-                   limit=limit, selection=sel, files=files or FileFinding(), tiered_storage=tiered_storage,
+                   limit=limit, selection=sel, files=FileFinding() if files is None else files,
+                   tiered_storage=tiered_storage,
                    storage_options=storage_options, fail_on_data_loss=fail_on_data_loss,
                    read_committed=isolation_level == "read_committed", mode=mode,
                    bad_records_path=bad_records_path, include_control=include_control,
@@ -301,15 +408,60 @@ class ScanConfig:
         return kafkarec.ReadOptions(**self.read_fields())
 
 
+_BOOL = (bool, "True or False")
+_PATH = (Optional[str], "a path or URI, or None")
+#: ScanConfig's fields checked by type and range (mode, paths, bounds, files, typed, selection,
+#: partitioner, num_partitions: by their own rules in __post_init__)
+_SCAN_CONFIG = _Fields("ScanConfig", {
+    "columns": (Optional[Tuple[str, ...]], "column names (a list of them, or one name), or None"),
+    "limit": (Optional[_whole(0, LONG_MAX)], "not negative: a whole number of rows from 0 to 2^63-1, or None"),
+    "offset_ranges": (Optional[Tuple[Tuple[Optional[str], Optional[_PARTITION], _LONG, Optional[_LONG]], ...]],
+                      "((topic, partition, start, end), ...): a partition 0 to 2^31-1, offsets Java longs"),
+    "tiered_storage": _PATH,
+    "storage_options": (Optional[Dict[str, Any]], "a dict of storage option names to values, or None"),
+    "fail_on_data_loss": _BOOL, "read_committed": _BOOL, "include_control": _BOOL, "batch_columns": _BOOL,
+    "verify_crc": _BOOL, "listing": _BOOL, "core_errors": _BOOL, "every_record": _BOOL,
+    "corrupt_column": (str, "a column name"),
+    "bad_records_path": _PATH,
+    "strict": (Optional[bool], "True, False or None"),
+    # the core's budget is a Py_ssize_t: 2^63-1 on a 64-bit build
+    "max_decompressed_bytes": (Optional[_whole(0, LONG_MAX)], "a whole number of bytes from 0 to 2^63-1, or None"),
+    "max_rows": (Optional[_whole(1, LONG_MAX)],
+                 "rows per Arrow batch (LogScan's max_rows_per_batch): a whole number from 1 to 2^63-1, or None"),
+    "threads": (Optional[_whole(1, 256)], "a whole number from 1 to 256"),
+}, texts=("tiered_storage", "bad_records_path"))
+
+
+def _paths(paths) -> Tuple[str, ...]:
+    """The sources as text: one path (str, bytes, os.PathLike) or any iterable of them."""
+    if type(paths) is tuple and all(type(p) is str for p in paths):
+        return paths                    # a config's own (dataclasses.replace): already text
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    elif isinstance(paths, Mapping) or not hasattr(paths, "__iter__"):
+        raise UsageError(f"paths {shown(paths)}: a path or URI, or a list of them")
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise UsageError(f"paths: {shown(p)} is no path or URI (a str, bytes or os.PathLike)")
+        p = os.fspath(p)
+        out.append(os.fsdecode(p) if isinstance(p, bytes) else p)
+    return tuple(out)
+
+
 def _check_partitioner(partitioner, num_partitions) -> None:
-    if partitioner is not None and partitioner not in PARTITIONERS:
-        raise UsageError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    if partitioner is not None and (not isinstance(partitioner, str) or partitioner not in PARTITIONERS):
+        raise UsageError(f"partitioner {shown(partitioner)}: one of {', '.join(PARTITIONERS)}")
     check_partition_counts(num_partitions)
 
 
 def check_partition_counts(num_partitions: Optional[Mapping[str, int]]) -> None:
     """``{topic: N}`` as Kafka's default partitioner takes it, or a UsageError: a topic's
     partition count is a Java int, 1 to 2^31-1 (the one rule of ``find`` and the census)."""
+    if num_partitions is not None and not isinstance(num_partitions, Mapping):
+        raise UsageError(f"num_partitions {shown(num_partitions)}: {{topic: partition count}} (1 to 2^31-1)")
     for topic, n in (num_partitions or {}).items():
+        if not isinstance(topic, str):
+            raise UsageError(f"num_partitions: {shown(topic)} is no topic name")
         if not isinstance(n, int) or isinstance(n, bool) or not 0 < n < 1 << 31:
-            raise UsageError(f"num_partitions of {topic!r}: {n!r} is no partition count (1 to 2^31-1)")
+            raise UsageError(f"num_partitions of {topic!r}: {shown(n)} is no partition count (1 to 2^31-1)")

@@ -10,13 +10,23 @@ Bounds are made in one place, their constructor, and that is where their two rul
   the log has that fall in them;
 * keys are bytes: a set of them keeps the records whose key is one of them (a null key is in no
   set); the core compares each record's key before it builds anything of the record.
+
+The constructor is a boundary too: a topic is a str (one name given alone is that one name,
+never its letters), a partition number, an offset and a timestamp are whole numbers (an int, or
+what ``__index__`` makes one: never a bool, a float such as ``inf`` or ``1.5``, or text), a
+range is a pair; anything else is a :class:`kafkarec.errors.UsageError` naming the field and the
+value.  :meth:`Bounds.of`, the constructor of what a user writes, also refuses a partition
+number outside 0 to 2^31 - 1 (a partition that cannot exist is a mistake there, where a
+pushed-down ``partition < 5000000000`` is a bound).
 """
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Set
 from typing import Iterable, Iterator, NamedTuple, Optional, Tuple
 
+from kafkarec._option_text import INT_MAX, shown, whole_number
 from kafkarec.errors import UsageError
 
 __all__ = ["Bounds", "Partitions", "LONG_MIN", "LONG_MAX", "PARTITION_END"]
@@ -39,7 +49,8 @@ class Partitions(Set):
     __slots__ = ("_spans",)
 
     def __init__(self, spans: Iterable[Tuple[int, int]] = ()):
-        clipped = sorted((max(int(lo), 0), min(int(hi), PARTITION_END)) for lo, hi in spans)
+        clipped = sorted((max(_whole("partitions", lo), 0), min(_whole("partitions", hi), PARTITION_END))
+                         for lo, hi in spans)
         merged: list = []
         for lo, hi in clipped:
             if lo >= hi:
@@ -53,7 +64,7 @@ class Partitions(Set):
     @classmethod
     def of(cls, numbers: Iterable[int]) -> "Partitions":
         """The partitions numbered ``numbers`` (those outside ``[0, 2^31)`` are no partition)."""
-        return cls((n, n + 1) for n in (int(x) for x in numbers))
+        return cls((n, n + 1) for n in (_whole("partitions", x) for x in _many("partitions", numbers)))
 
     @classmethod
     def between(cls, lo: Optional[int], hi: Optional[int]) -> "Partitions":
@@ -139,24 +150,25 @@ class Bounds(_Fields):
     def __new__(cls, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
                 offsets: _Range = (None, None), timestamps: _Range = (None, None),
                 keys: Optional[Iterable[bytes]] = None) -> "Bounds":
-        if topics is not None and not isinstance(topics, frozenset):
-            topics = frozenset(topics)
+        if topics is not None:
+            topics = _topics(topics)
         if partitions is not None and not isinstance(partitions, Partitions):
             partitions = Partitions.of(partitions)
         if keys is not None:
             keys = _keys(keys)
-        return super().__new__(cls, topics, partitions, _long_range(offsets), _long_range(timestamps), keys)
+        return super().__new__(cls, topics, partitions, _long_range(offsets, "offsets"), _long_range(timestamps, "timestamps"), keys)
 
     @classmethod
     def of(cls, *, topics: Optional[Iterable[str]] = None, partitions: Optional[Iterable[int]] = None,
            offsets: _Range = (None, None), timestamps: _Range = (None, None),
            keys: Optional[Iterable[bytes]] = None) -> "Bounds":
-        """Bounds from any iterables and pairs (names as str, numbers as int, keys as bytes); a
-        pair that ends before it starts, or a key that is not bytes, is a
+        """Bounds from any iterables and pairs (names as str, one name alone as itself; numbers as
+        int; keys as bytes); a pair that ends before it starts, a partition number outside 0 to
+        2^31 - 1, or a value of another type (see the module docstring) is a
         :class:`kafkarec.errors.UsageError`."""
-        return cls(None if topics is None else frozenset(str(t) for t in topics),
-                   None if partitions is None else Partitions.of(partitions),
-                   _pair(offsets, "offsets"), _pair(timestamps, "timestamps"), keys)
+        if partitions is not None and not isinstance(partitions, Partitions):
+            partitions = [whole_number("partitions", p, 0, INT_MAX) for p in _many("partitions", partitions)]
+        return cls(topics, partitions, _pair(offsets, "offsets"), _pair(timestamps, "timestamps"), keys)
 
     def intersect(self, other: Optional["Bounds"]) -> "Bounds":
         """The bounds both admit."""
@@ -183,24 +195,63 @@ def _keys(keys) -> frozenset:
     return checked_keys(keys, "bounds")
 
 
-def _long_range(pair) -> _Range:
-    """``(lo, hi)`` clipped to the long range: an end past it bounds nothing, a start past it (or
-    an end before it) admits nothing."""
+def _whole(name: str, value) -> int:
+    """A partition number, offset or timestamp as an int (any size: the callers clip it), or a
+    UsageError naming ``name``: never a bool, a float (``inf``, ``nan``, ``1.5``) or text."""
+    if type(value) is int:
+        return value
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise UsageError(f"bounds: {name} {shown(value)}: whole numbers only")
+
+
+def _many(name: str, values) -> Iterable:
+    """An iterable of values, or a UsageError (one number is not a set of them: [5] is)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise UsageError(f"bounds: {name} {shown(values)}: a set of partition numbers, such as [0, 1]")
+    return values
+
+
+def _topics(topics) -> frozenset:
+    """A set of topic names: one name alone is that name (as Spark's ``subscribe=orders``)."""
+    if isinstance(topics, str):
+        return frozenset([topics])
+    if not hasattr(topics, "__iter__") or isinstance(topics, bytes):
+        raise UsageError(f"bounds: topics {shown(topics)}: a topic name or a set of them")
+    names = topics if isinstance(topics, frozenset) else list(topics)
+    for t in names:                     # before a set is made of them (a dict is unhashable)
+        if not isinstance(t, str):
+            raise UsageError(f"bounds: topics: {shown(t)} is no topic name (a str)")
+    return frozenset(names)
+
+
+def _ends(pair, name: str) -> _Range:
+    """``(lo, hi)`` of whole numbers or None, as given (None: unbounded)."""
     if pair is None:
         return (None, None)
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise UsageError(f"bounds: {name} {shown(pair)}: a pair (start, end), either None")
     lo, hi = pair
+    return (None if lo is None else _whole(name, lo), None if hi is None else _whole(name, hi))
+
+
+def _long_range(pair, name: str) -> _Range:
+    """``(lo, hi)`` clipped to the long range: an end past it bounds nothing, a start past it (or
+    an end before it) admits nothing."""
+    lo, hi = _ends(pair, name)
     if (lo is not None and lo > LONG_MAX) or (hi is not None and hi <= LONG_MIN):
         return _NOTHING
-    return (None if lo is None or lo <= LONG_MIN else int(lo), None if hi is None or hi > LONG_MAX else int(hi))
+    return (None if lo is None or lo <= LONG_MIN else lo, None if hi is None or hi > LONG_MAX else hi)
 
 
 def _pair(value, name: str) -> _Range:
-    if value is None:
-        return (None, None)
-    lo, hi = value
-    if lo is not None and hi is not None and int(hi) < int(lo):
+    lo, hi = _ends(value, name)
+    if lo is not None and hi is not None and hi < lo:
         raise UsageError(f"bounds: {name} ({lo}, {hi}) end before they start")
-    return (None if lo is None else int(lo), None if hi is None else int(hi))
+    return (lo, hi)
 
 
 def _meet(a, b):

@@ -26,7 +26,7 @@ import difflib
 import logging
 from typing import Optional
 
-from kafkarec._option_text import option_json, text_bool, text_choice
+from kafkarec._option_text import INT_MAX, LONG_MAX, option_json, shown, text_bool, text_choice, text_whole, whole_number
 from kafkarec.errors import UsageError
 from kafkarec.scan import MODES, PARTITIONERS, FileFinding, ScanConfig
 from spark_udfs.read import options as _options
@@ -65,63 +65,60 @@ def _display_names() -> dict:
     return {n.lower(): n for n in names}
 
 
+#: a byte size as Spark writes one (JavaUtils.byteStringAs: digits and a unit b, k, m, g, t, p,
+#: with or without b/ib), kafkarec's fractions too (``1.5g``, whole bytes rounded down); at most
+#: 40 characters, so no number's text is long enough to cost anything to read
+_BYTE_SIZE = __import__("re").compile(r"([0-9]{1,30})(?:\.([0-9]{1,30}))?\s*([kmgtp]?)(?:i?b)?")
+
+
 def parse_bytes(value, default: int, name: str = "") -> int:
-    """``"128m"``, ``"4k"``, ``"1g"``, ``"1048576"``, ``"64MiB"`` -> bytes (``default`` when unset)."""
+    """``"128m"``, ``"4k"``, ``"1g"``, ``"1048576"``, ``"64MiB"``, ``"1.5g"`` -> bytes (``default``
+    when unset): 1 to 2^63-1 (Spark's sizes are Java longs); anything else (``inf``, ``nan``, a
+    negative size, an exponent, a size past a long) is a UsageError naming the option."""
     if value is None or value == "":
         return default
-    if isinstance(value, int):
-        n = value
-    else:
-        s = str(value).strip().lower().replace("ib", "").replace("b", "")
-        mult = 1
-        if s and s[-1] in "kmgt":
-            mult = 1024 ** ("kmgt".index(s[-1]) + 1)
-            s = s[:-1]
-        try:
-            n = int(float(s) * mult)
-        except ValueError:
-            raise UsageError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
-                             f"got {value!r}") from None
-    if n <= 0:
-        raise UsageError(f"expected a positive byte size, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return whole_number(f"option {name}", value, 1, LONG_MAX)
+    m = _BYTE_SIZE.fullmatch(str(value).strip().lower())
+    if m is None:
+        raise UsageError(f"option {name}: expected a byte size like 128m, 4k or 1048576, "
+                         f"got {shown(value)}")
+    whole, fraction, unit = m.groups()
+    mult = 1024 ** ("kmgtp".index(unit) + 1) if unit else 1
+    n = int(whole) * mult + (int(fraction) * mult // 10 ** len(fraction) if fraction else 0)
+    if not 1 <= n <= LONG_MAX:
+        raise UsageError(f"option {name}: expected a positive byte size, at most 2^63-1 (8191p), got {shown(value)}")
     return n
 
 
 def parse_duration_ms(text) -> int:
     """``maxTriggerDelay`` as the Kafka source takes it (Spark's time strings: ``15m``,
-    ``500ms``, ``30s``, ``2h``, ``1d``; a bare number is ms)."""
+    ``500ms``, ``30s``, ``2h``, ``1d``; a bare number is ms), at most 2^63-1 ms (a Java long)."""
     import re
     s = str(text).strip().lower()
-    m = re.fullmatch(r"(\d+)\s*(ms|s|m|min|h|d)?", s)
-    if not m:
-        raise UsageError(f"option maxTriggerDelay: not a duration like 15m or 500ms: {text!r}")
-    n = int(m.group(1))
-    return n * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
-                "d": 86_400_000}[m.group(2)]
+    m = re.fullmatch(r"(\d{1,30})\s*(ms|s|m|min|h|d)?", s)
+    n = None if m is None else int(m.group(1)) * {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+                                                    "h": 3_600_000, "d": 86_400_000}[m.group(2)]
+    if n is None or n > LONG_MAX:
+        raise UsageError(f"option maxTriggerDelay: not a duration like 15m or 500ms (at most 2^63-1 ms): {shown(text)}")
+    return n
 
 
-def _count(o: dict, key: str, message: str) -> Optional[int]:
-    """A positive whole number (``message`` when it is not one), or None when unset."""
+def _count(o: dict, key: str, message: str, hi: int = LONG_MAX) -> Optional[int]:
+    """A whole number from 1 to ``hi`` (``message`` when it is not one), or None when unset."""
     v = o.get(key)
     if v in (None, ""):
         return None
     try:
-        n = int(v)
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise UsageError(message)
-    return n
+        return text_whole(key, v, 1, hi)
+    except UsageError:
+        raise UsageError(f"{message} (a whole number from 1 to {hi}), got {shown(v)}") from None
 
 
 def _offset(name: str, value) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise UsageError(f"option {name} must be an offset (a whole number, 0 or more), got {value!r}")
-    return n
+    return text_whole(name, value, 0, LONG_MAX,
+                      error=lambda _: UsageError(f"option {name} must be an offset (a whole number, "
+                                                 f"0 to 2^63-1), got {shown(value)}"))
 
 
 def _bool(o: dict, key: str, default: bool, name: Optional[str] = None) -> bool:
@@ -328,7 +325,7 @@ def read_spec(options) -> ReadSpec:
     limits = Limits(
         max_partition_bytes=parse_bytes(o.get("maxpartitionbytes"), DEFAULT_MAX_PARTITION_BYTES, "maxPartitionBytes"),
         open_cost_bytes=parse_bytes(o.get("opencostinbytes"), DEFAULT_OPEN_COST_BYTES, "openCostInBytes"),
-        min_partitions=_count(o, "minpartitions", "minPartitions must be positive"),
+        min_partitions=_count(o, "minpartitions", "minPartitions must be positive", INT_MAX),
         dedupe_buffer_bytes=dedupe, max_offsets=max_offsets, min_offsets=min_offsets,
         max_trigger_delay_ms=parse_duration_ms(o.get("maxtriggerdelay") or "15m"))
     max_decompressed = None if max_decompressed in (None, "") else parse_bytes(max_decompressed, 0, "maxDecompressedBytes")

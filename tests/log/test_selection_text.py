@@ -90,6 +90,9 @@ def test_option_json_fails_as_a_selection_error(name, text, says):
     ({"endingOffsets": '{"t":{"0":9223372036854775808}}'}, "out of a 64-bit number's range"),
     ({"startingOffsetsByTimestamp": '{"t":{"0":-9223372036854775809}}'}, "out of a 64-bit"),
     ({"startingTimestamp": float("inf")}, "ms since the epoch"),
+    # finding 50's fuzz target (fuzz/fuzz_config.py): a TypeError, a long's overflow, a float truncated
+    ({"startingTimestamp": (1, 2)}, "ms since the epoch"), ({"startingTimestamp": str(1 << 63)}, "ms since the epoch"),
+    ({"startingTimestamp": 1.5}, "ms since the epoch"), ({"startingTimestamp": True}, "ms since the epoch"),
 ])
 def test_numbers_spark_would_not_read_into_a_long_are_refused(options, says):
     with pytest.raises(SelectionError, match=says):

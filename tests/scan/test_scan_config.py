@@ -154,3 +154,101 @@ def test_the_listing_reports_through_the_hook(tmp_path, logroot):
     seen = []
     LogScan(ScanConfig((str(root),), listing=True)).pieces(lambda kind, *_: seen.append(kind))
     assert "skipped" in seen
+
+
+# --- finding 50 (issue 78): every option checked at the boundary, into typed bounded values ---
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkarec.errors import SelectionError  # noqa: E402
+
+
+@pytest.mark.parametrize("keywords, named", [
+    ({"max_rows_per_batch": 2 ** 63}, "max_rows"), ({"max_rows_per_batch": 1.5}, "max_rows"),
+    ({"max_rows_per_batch": "5"}, "max_rows"), ({"max_rows_per_batch": 0}, "max_rows"),
+    ({"max_rows_per_batch": True}, "max_rows"),
+    ({"limit": float("inf")}, "limit"), ({"limit": [1]}, "limit"), ({"limit": 1.5}, "limit"),
+    ({"limit": True}, "limit"), ({"limit": float("nan")}, "limit"),
+    ({"columns": 5}, "columns"), ({"columns": ["offset", 5]}, "columns"),
+    ({"topics": 5}, "topics"), ({"topics": ["orders", 5]}, "topics"), ({"topics": [{}]}, "topics"),
+    ({"partitions": 5}, "partitions"), ({"partitions": [1.5]}, "partitions"), ({"partitions": ["x"]}, "partitions"),
+    ({"partitions": [-1]}, "partitions"), ({"partitions": [2 ** 31]}, "partitions"),
+    ({"threads": 2.0}, "threads"), ({"verify_crc": "no"}, "verify_crc"), ({"batch_columns": 1}, "batch_columns"),
+    ({"num_partitions": 5}, "num_partitions"), ({"num_partitions": {5: 2}}, "num_partitions"),
+    ({"files": 5}, "files"), ({"bounds": (0, 5)}, "bounds"), ({"selection": 5}, "selection"),
+    ({"typed_options": 5, "value_format": "avro"}, "typed_options"), ({"value_format": 5}, "value_format"),
+    ({"tiered_storage": 5}, "tiered_storage"), ({"bad_records_path": [1]}, "bad_records_path"),
+    ({"storage_options": 5}, "storage_options"), ({"include_deleted_records": "yes"}, "include_deleted_records"),
+    ({"partitioner": ["murmur2"]}, "partitioner"),
+])
+def test_a_bad_keyword_is_a_usage_error_naming_it(keywords, named):
+    """Finding 50: these passed unchecked and surfaced at read time as OverflowError/TypeError
+    (or read something else silently: 1.5 rows, partition -1)."""
+    with pytest.raises(UsageError, match=named) as raised:
+        ScanConfig.of("/logs", **keywords)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"max_rows": 2 ** 63}, "max_rows"), ({"max_decompressed_bytes": float("inf")}, "max_decompressed_bytes"),
+    ({"max_decompressed_bytes": -1}, "max_decompressed_bytes"), ({"strict": "false"}, "strict"),
+    ({"offset_ranges": (("t", -1, 0, 5),)}, "offset_ranges"), ({"offset_ranges": (("t", 0, 0.5, 5),)}, "offset_ranges"),
+    ({"corrupt_column": None}, "corrupt_column"), ({"paths": 5}, "paths"), ({"paths": None}, "paths"),
+    ({"paths": ["/a", 5]}, "paths"), ({"typed": "avro"}, "typed"),
+])
+def test_a_bad_field_is_refused_however_the_config_is_made(fields, named):
+    made = ScanConfig(("/logs",))
+    for make in (lambda: ScanConfig(**{"paths": ("/logs",), **fields}), lambda: dataclasses.replace(made, **fields)):
+        with pytest.raises(UsageError, match=named):
+            make()
+
+
+@pytest.mark.parametrize("pair", [(float("inf"), None), (None, float("inf")), (float("nan"), 3), (1.5, None),
+                                  ("1", None), (True, None), 5, (1, 2, 3)])
+def test_bounds_take_whole_numbers_only(pair):
+    for make in (lambda: Bounds.of(offsets=pair), lambda: Bounds(offsets=pair), lambda: Bounds.of(timestamps=pair)):
+        with pytest.raises(UsageError, match="offsets|timestamps"):
+            make()
+
+
+def test_one_name_is_that_name_never_its_letters():
+    """A str is a sequence of characters: columns="key" or topics="orders" read as Spark's
+    select("key") and subscribe=orders do, one name."""
+    config = ScanConfig.of("/logs", columns="key", topics="orders")
+    assert config.columns == ("key",) and config.bounds.topics == {"orders"}
+    assert dataclasses.replace(config, columns="value").columns == ("value",)
+    # what was accepted stays accepted: NumPy-style integers (__index__), path-like sources, clipping past a long
+    class Index:
+        def __index__(self):
+            return 7
+    config = ScanConfig.of(__import__("pathlib").Path("/logs"), limit=Index(), partitions=[Index()],
+                           bounds=Bounds.of(offsets=(0, 2 ** 64)))
+    assert (config.paths, config.limit, set(config.bounds.partitions), config.bounds.offsets) == (
+        ("/logs",), 7, {7}, (0, None))
+
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-(1 << 70), max_value=1 << 70),
+                 st.floats(), st.text(max_size=8), st.binary(max_size=4),
+                 st.lists(st.one_of(st.integers(), st.text(max_size=4), st.floats(), st.none()), max_size=3),
+                 st.tuples(st.one_of(st.none(), st.integers(), st.floats()), st.one_of(st.none(), st.integers())),
+                 st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), st.one_of(st.integers(), st.text(max_size=4)),
+                                 max_size=2))
+_KEYWORDS = ["columns", "topics", "partitions", "limit", "isolation_level", "storage_options", "tiered_storage",
+             "include_deleted_records", "mode", "value_format", "key_format", "typed_options", "selection", "files",
+             "batch_columns", "include_control", "bad_records_path", "verify_crc", "max_rows_per_batch",
+             "fail_on_data_loss", "partitioner", "num_partitions", "threads", "bounds"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(_KEYWORDS), _ANY, max_size=4))
+def test_any_keyword_value_builds_a_config_or_is_a_usage_error(keywords):
+    """Any value of LogScan's keywords either builds a config or is a UsageError (a SelectionError
+    for the Kafka source's options in ``selection``), never anything else."""
+    try:
+        config = ScanConfig.of("/logs", **keywords)
+    except (UsageError, SelectionError) as exc:
+        assert "\n" not in str(exc)
+        return
+    assert dataclasses.replace(config) == config
+    assert pickle.loads(pickle.dumps(config)) == config

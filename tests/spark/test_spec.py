@@ -204,3 +204,34 @@ def test_file_finding_is_one_class_from_the_options_to_the_reader():
     assert (table["pathGlobFilter"], table["recursiveFileLookup"], table["allowDuplicatePartitions"]) == (
         FileFinding().glob_filter, "true", "false")
     assert not hasattr(spec_module, "Files")
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "-1", "1e30", "99999999999999t", "8192p", "9223372036854775808",
+                                  "9" * 5000, "-inf", "1.5.5", "0"])
+def test_a_byte_size_is_a_positive_long_or_a_usage_error(text):
+    """Finding 50: parse_bytes("inf") was an OverflowError, "1e30" a size no long holds."""
+    from spark_udfs.read.spec import parse_bytes
+    with pytest.raises(UsageError, match="option maxPartitionBytes"):
+        parse_bytes(text, 1, "maxPartitionBytes")
+
+
+def test_byte_sizes_keep_their_spellings():
+    from spark_udfs.read.spec import parse_bytes
+    assert [parse_bytes(t, 0, "x") for t in ("128m", "4k", "1g", "64MiB", "1000", "1.5k", "0.5k", "8191p", " 2 mb ")] == [
+        128 << 20, 4096, 1 << 30, 64 << 20, 1000, 1536, 512, 8191 << 50, 2 << 20]
+    assert parse_bytes("9223372036854775807", 0, "x") == (1 << 63) - 1       # exactly: no float on the way
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"maxRecordsPerBatch": str(2 ** 63)}, "maxRecordsPerBatch"), ({"maxRecordsPerBatch": "1.5"}, "maxRecordsPerBatch"),
+    ({"maxRecordsPerBatch": "inf"}, "maxRecordsPerBatch"),
+    ({"maxDecompressedBytes": "inf"}, "maxDecompressedBytes"), ({"maxPartitionBytes": "1e30"}, "maxPartitionBytes"),
+    ({"openCostInBytes": "nan"}, "openCostInBytes"), ({"dedupeBufferSize": "-inf"}, "dedupeBufferSize"),
+    ({"minPartitions": str(2 ** 31)}, "minPartitions"), ({"maxOffsetsPerTrigger": str(2 ** 63)}, "maxOffsetsPerTrigger"),
+    ({"maxTriggerDelay": "9" * 30 + "d"}, "maxTriggerDelay"), ({"maxTriggerDelay": "9" * 5000}, "maxTriggerDelay"),
+    ({"registryAsOfOffset": str(2 ** 64), "valueFormat": "avro"}, "registryAsOfOffset"),
+    ({"registryAsOfOffset": "1e3", "valueFormat": "avro"}, "registryAsOfOffset"),
+])
+def test_a_number_option_out_of_range_is_refused_naming_it(options, named):
+    with pytest.raises(UsageError, match=named):
+        read_spec({"path": "/logs", **options})

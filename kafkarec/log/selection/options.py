@@ -35,7 +35,7 @@ import datetime
 import re
 from typing import Any, Dict, NamedTuple, Optional
 
-from kafkarec._option_text import option_json, text_bool
+from kafkarec._option_text import option_json, shown, text_bool, text_whole
 from kafkarec.errors import SelectionError
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
@@ -137,10 +137,12 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
 
     def spec(prefix: str, default: str) -> OffsetSpec:
         if f"{prefix}timestamp" in o:
-            try:
-                return OffsetSpec("timestamp", int(o[f"{prefix}timestamp"]))
-            except (ValueError, OverflowError):       # OverflowError: a float infinity
-                raise SelectionError(f"option {prefix}Timestamp must be ms since the epoch") from None
+            # a Java long of ms, as the Kafka source's toLong reads it: never a float, a bool or a list
+            given = o[f"{prefix}timestamp"]
+            return OffsetSpec("timestamp", text_whole(
+                f"{prefix}Timestamp", given, -(1 << 63), (1 << 63) - 1,
+                error=lambda _: SelectionError(f"option {prefix}Timestamp must be ms since the epoch "
+                                               f"(a whole number in a Java long), got {shown(given)}")))
         if f"{prefix}offsetsbytimestamp" in o:
             return OffsetSpec("timestamps", _json_offsets(o[f"{prefix}offsetsbytimestamp"],
                                                           f"option {prefix}OffsetsByTimestamp"))
