@@ -131,7 +131,7 @@ def test_every_spark_path_on_a_bare_312_cluster(stream_apps_cluster, spark_clust
     assert "cp312" in os.path.basename(wheel312)
     assert any(s.endswith(".whl.zip") and "kafkarec-" in s for s in reg["shipped"])
     assert {os.path.basename(s).split("-")[0] for s in reg["shipped"]} >= {
-        "kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "packaging"}
+        "kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "msgspec", "packaging"}
     assert reg["executors"] and all("Python 3.12" in e and ".whl.zip/kafkarec" in e
                                     and "native-cache" in e for e in reg["executors"])
     assert all(spark_cluster.python in e for e in reg["executors"])

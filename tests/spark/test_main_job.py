@@ -92,12 +92,13 @@ def test_spark_submit_py_files_wheel_end_to_end(main_job):
     cores = glob.glob(str(cache / "unpacked" / "*" / "kafkarec" / "_core*.so"))
     assert len(cores) == 1
     unpacked = {os.path.basename(d).split("-")[0] for d in glob.glob(str(cache / "unpacked" / "*"))}
-    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "packaging"}
+    assert unpacked == {"kafkarec", "crc32c", "lz4", "zstandard", "python_snappy", "cramjam", "isal", "msgspec",
+                        "packaging"}
     # what register() shipped: kafkarec and its runtime dependencies, none of an extra's (no
     # confluent-kafka, grpcio, grpcio-tools, protobuf, cryptography, cffi or setuptools)
     shipped, = re.findall(r"; shipped to executors: (.*?); executors checked", log)
     projects = sorted(n.split("-")[0] for n in shipped.split(", "))
-    assert projects == ["cramjam", "crc32c", "isal", "kafkarec", "lz4", "packaging", "python_snappy",
+    assert projects == ["cramjam", "crc32c", "isal", "kafkarec", "lz4", "msgspec", "packaging", "python_snappy",
                         "zstandard"], shipped
     # the summary: every topic/partition, records, codecs, errors - as the decoder sees them
     want, want_errors = H.oracle_dir(sample, batch_columns=True)
