@@ -109,8 +109,9 @@ def read_log(source, columns: Optional[Sequence[str]] = None, filters: Filters =
     if dnf:
         scan = scan.narrow(bounds=bounds)
     meta = arrow_meta(scan)
-    # the columns read: the query's, and those the filters left to Dask compare
-    needed = [c for c in names if c in wanted or any(c == t[0] for conj in rest for t in conj)]
+    # the columns read: the query's, in its order (the read gives them so, not a reordering
+    # projection after it), and those the filters left to Dask compare
+    needed = wanted + [c for c in names if c not in wanted and any(c == t[0] for conj in rest for t in conj)]
     pieces = scan.pieces()
     if not pieces:
         # from_map needs one item at least: no piece is no row, in the schema's dtypes
