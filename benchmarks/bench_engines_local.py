@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv] [--floor]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv] [--floor] [--dask]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -17,6 +17,13 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
   and timestamp are varint deltas inside it), Parquet reads two column chunks.
 
 Prints rows/s and kafkarec's time over Parquet's; the target (issue 42) is within 2x.
+
+``--dask`` (issue 82, item 1) instead times :func:`kafkarec.engines.dask.read_log` on a
+``distributed.LocalCluster`` of 2 worker processes (one thread each, started once, before the
+timings) against :class:`kafkarec.scan.LogScan` with ``threads=2`` in this process, on the same
+log: each counts the rows of every piece in the engine (Dask: ``map_partitions(len)``, the rows
+made pandas frames in the workers, only the counts sent back; the reader: its batches counted).
+The target is Dask at 0.8x the reader's rate or better.
 
 ``--floor`` (with ``meta``) times what bounds ``offset, timestamp`` from below, the same way: the
 reader alone (:class:`kafkarec.scan.LogScan`'s batches of those columns, counted), and each engine
@@ -44,6 +51,7 @@ sys.path.insert(0, ROOT)
 from _segments import write_partition  # noqa: E402
 
 TARGET = 2.0
+DASK_TARGET = 0.8       # Dask's rows/s over the reader's at threads=2, at least
 PER_BATCH = 1000
 POOL = 100_000
 T0 = 1_700_000_000_000
@@ -83,7 +91,11 @@ def main(argv=None) -> int:
                          "key, value: the columns analysts select), comma-separated")
     ap.add_argument("--floor", action="store_true",
                     help="with meta: also the reader alone and each engine taking ready batches")
+    ap.add_argument("--dask", action="store_true",
+                    help="Dask on a LocalCluster of 2 workers against LogScan(threads=2), instead")
     args = ap.parse_args(argv)
+    if args.dask:
+        return dask_main(args)
     import duckdb
     import polars as pl
     import pyarrow.parquet as pq
@@ -184,6 +196,55 @@ def _floor_runs(logs: str, con) -> dict:
         ("DuckDB", "ready batches"): lambda: con.from_arrow(pa.RecordBatchReader.from_batches(us, iter(ready)))
         .to_arrow_table(),
     }
+
+
+def dask_main(args) -> int:
+    """``--dask``: see the module docstring."""
+    from distributed import Client, LocalCluster
+    from kafkarec.engines.dask import read_log
+    from kafkarec.scan import LogScan
+
+    work = tempfile.mkdtemp(prefix="kafkarec-bench-dask-")
+    try:
+        logs = os.path.join(work, "logs")
+        t = time.perf_counter()
+        write_log(logs, args.records, args.partitions, args.headers)
+        log_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(logs) for f in fs) / 2**20
+        print(f"{args.records} records in {args.partitions} partitions: log {log_mb:.0f} MiB, "
+              f"{len(LogScan(logs).pieces())} pieces of work (written in {time.perf_counter() - t:.1f} s)")
+        t = time.perf_counter()
+        with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+                          silence_logs=40) as cluster, Client(cluster) as client:
+            print(f"LocalCluster of 2 workers started in {time.perf_counter() - t:.1f} s")
+            columns = {"all columns": None, "offset, timestamp, key, value": ["offset", "timestamp", "key", "value"],
+                       "offset, timestamp": ["offset", "timestamp"]}
+            wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value"}
+            chosen = [wanted[q] for q in args.queries.split(",")]
+            results, verdicts = {}, []
+            print(f"{'query':30s} {'engine':22s} {'best s':>8s} {'M rows/s':>9s}")
+            for query in chosen:
+                cols = columns[query]
+                runs = {
+                    "Dask, 2 workers": lambda: int(read_log(logs, columns=cols).map_partitions(len).sum()
+                                                   .compute(scheduler=client)),
+                    "LogScan(threads=2)": lambda: sum(rb.num_rows for rb in LogScan(logs, columns=cols, threads=2)),
+                }
+                for engine, call in runs.items():
+                    n = call()                          # warm: page cache, imports, the workers' imports
+                    assert n == args.records // args.partitions * args.partitions, n
+                    seconds = min(timeit.repeat(call, number=1, repeat=args.repeats))
+                    results[f"{query} | {engine}"] = {"seconds": seconds, "rows_per_s": n / seconds}
+                    print(f"{query:30s} {engine:22s} {seconds:8.3f} {n / seconds / 1e6:9.2f}")
+                ratio = results[f"{query} | LogScan(threads=2)"]["seconds"] / results[f"{query} | Dask, 2 workers"]["seconds"]
+                verdict = "PASS" if ratio >= DASK_TARGET else "FAIL"
+                verdicts.append(verdict)
+                print(f"  Dask's rate / the reader's: {ratio:.2f}x (target >= {DASK_TARGET}x: {verdict})")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"records": args.records, "results": results}, fh, indent=2)
+        return 0 if all(v == "PASS" for v in verdicts) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ EXTRAS = {
     "duckdb": ("duckdb", "engines"),
     "ray": ("ray", "engines"),
     "daft": ("daft", "engines"),
+    "dask": ("dask", "engines"),
+    "pandas": ("pandas", "engines"),
     "datasketches": ("datasketches", "census"),
 }
 

@@ -83,7 +83,7 @@ def test_release_builds_and_checks_every_python(tmp_path):
 
 #: The one line a command or function gives where the extra it needs is not installed.
 EXTRA_LINE = (r"(?:(?:pyarrow|numpy) is not installed: pip install 'kafkarec\[arrow\]'"
-              r"|(?:polars|duckdb|ray|daft) is not installed: pip install 'kafkarec\[engines\]'"
+              r"|(?:polars|duckdb|ray|daft|dask|pandas) is not installed: pip install 'kafkarec\[engines\]'"
               r"|(?:pyiceberg|deltalake|confluent-kafka) is not installed: pip install 'kafkarec\[lakehouse\]'"
               r"|confluent-kafka is not installed: pip install 'kafkarec\[restore\]')")
 #: Every command of ``kafkarec --help`` as a user runs it on a base install, on the sample log

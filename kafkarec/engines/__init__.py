@@ -9,7 +9,9 @@ rest of the predicate to the engine (docs/engines.md).
 * :mod:`kafkarec.engines.ray` -- ``read_log`` / ``KafkaLogDatasource``: a Ray Dataset whose read
   tasks are the reader's pieces of work;
 * :mod:`kafkarec.engines.daft` -- ``read_log`` / ``KafkaLogSource``: a Daft DataFrame, one task per
-  piece of work.
+  piece of work;
+* :mod:`kafkarec.engines.dask` -- ``read_log``: a Dask DataFrame, one Dask partition per piece of
+  work (``dd.from_map``), ``read_parquet``-form filters.
 
 Each module imports its engine (``pip install "kafkarec[engines]"``); importing this package
 imports neither.

@@ -31,7 +31,7 @@ COMPONENT_MARKERS = ("spark", "broker", "registry")
 COMPONENT_FIXTURES = frozenset({
     "kafka_broker", "broker_data", "stopped_broker", "stopped_log_dir", "broker_spark", "debezium_capture",
     "mariadb_capture", "user_app", "spark_cluster", "spark_connect", "postgres_server", "iceberg_catalog",
-    "connect_worker", "restore_target_broker", "stream_apps_cluster", "apicurio_registry",
+    "connect_worker", "restore_target_broker", "stream_apps_cluster", "apicurio_registry", "dask_cluster",
 })
 
 #: Components cheap enough to start in each worker that uses one (an in-process SparkSession:
