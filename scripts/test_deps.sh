@@ -8,7 +8,8 @@
 #   - clients (after the wheelhouses: it installs kafkarec's wheel): the lakehouse Spark's Connect
 #     client venv (tests/support/spark/spark_helpers.py's connect_client(lakehouse=True, extras="restore"), as
 #     tests/broker/test_lakehouse_spark.py asks for it: its kafkarec stamp names the extras, so the
-#     same call, or the test installs kafkarec into it a second time).
+#     same call, or the test installs kafkarec into it a second time); Sail's venv (pysail and the
+#     pyspark-client it takes: tests/support/spark/sail.py's sail_python, as tests/spark/test_sail.py asks).
 # Each is keyed by what it holds (the interpreter's version and the requirements; the wheel's hash), so
 # a piece made here is the test's own, not a copy: the test finds it done, or waits on its lock.
 #
@@ -66,6 +67,10 @@ clients() {
     PYTHONPATH="$ROOT/tests" "$VPY" -c 'import sys
 from support.spark import spark_helpers as H
 H.connect_client(sys.argv[1], H.wheelhouse(sys.argv[1]), lakehouse=True, extras="restore")' "$VPY" || return 1
+    # Sail's venv (tests/support/spark/sail.py: pysail and its pinned pyspark-client), made by the same function
+    PYTHONPATH="$ROOT/tests" "$VPY" -c 'import sys
+from support.spark import sail
+sail.sail_python(sys.argv[1])' "$VPY" || return 1
 }
 
 wheelhouses() {

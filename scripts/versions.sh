@@ -8,3 +8,8 @@
 # One NAME=value a line, no quoting or expansion: the tests read it as text.
 PYSPARK_VERSION=4.3.0
 LAKEHOUSE_PYSPARK_VERSION=4.1.4
+# Sail (pysail), the Rust Spark Connect server tests/spark/test_sail.py runs, and the Connect client it
+# takes: Sail 0.7.2 refuses a server Python whose pyspark is 4.3 ("unsupported PySpark version"), and
+# pyspark-client 4.2's schema() fails inside Sail (a timestamp type without a time zone); 4.1.3 works.
+SAIL_VERSION=0.7.2
+SAIL_PYSPARK_CLIENT_VERSION=4.1.3

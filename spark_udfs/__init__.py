@@ -136,7 +136,8 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     server that cannot see the driver's wheelhouse), ``"restore"`` (confluent-kafka); a read
     that needs one the session did not ship fails where it is planned, naming it, and calling
     ``register`` again with it ships only what is new.  ``ship=False`` skips
-    shipping (kafkarec installed in every executor's Python); ``verify=False``
+    shipping (kafkarec installed in every executor's Python), as a Connect server that takes no
+    artifacts (Sail) makes it, with a one-line warning; ``verify=False``
     skips the check job (each task still checks the build before decoding).
     Anything missing or built for another Python or machine, on the driver or
     an executor, raises one :class:`ShippingError` listing all of it.
@@ -145,7 +146,16 @@ def register(spark, *, wheels=None, wheelhouse: str | None = None, ship: bool = 
     from spark_udfs.ship import shipping as _shipping
     from spark_udfs.ship.runtime import ShippingError
     transport = _shipping.transport(spark)
-    shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse, extras=extras) if ship else None
+    try:
+        shipping = _shipping.ship(spark, wheels, wheelhouse=wheelhouse, extras=extras) if ship else None
+    except _shipping.ArtifactsUnsupported as exc:
+        # a Connect server without AddArtifacts (Sail): its own Python must have kafkarec; the
+        # check job below says so where it has not (verify=False: the first task does)
+        import logging
+        logging.getLogger("spark_udfs").warning(
+            "spark_udfs.register: the Connect server does not take artifacts (%s); registering with "
+            "the kafkarec its Python has (ship=False)", exc)
+        shipping, ship = None, False
     if ship:
         transport.after_ship()
     if shipping is not None and shipping.problems and not verify:

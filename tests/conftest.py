@@ -21,7 +21,7 @@ from support.oracles.javacodec import java_codec  # noqa: F401  (session fixture
 # SparkSession and samples, the standalone cluster and the Spark Connect server, the one user-way
 # Spark application, the user-way streams' applications and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
 # the Kafka Connect worker and the Iceberg catalog
-pytest_plugins = ["support.lanes", "support.spark.spark_session", "support.spark.spark_cluster", "support.spark.user_app",
+pytest_plugins = ["support.lanes", "support.spark.spark_session", "support.spark.spark_cluster", "support.spark.sail", "support.spark.user_app",
                   "support.spark.stream_apps", "support.servers.debezium", "support.brokers.broker", "support.servers.connect_worker",
                   "support.registry.apicurio"]
 

@@ -27,7 +27,7 @@ import sys
 import pytest
 
 from support.paths import ROOT
-from support.versions import PYSPARK
+from support.versions import PYSPARK, SAIL, SAIL_PYSPARK_CLIENT
 
 FILES = ["README.md", "CHANGELOG.md", "spark_udfs/README.md", "benchmarks/README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
@@ -46,6 +46,13 @@ NOT_RUN = {
     ("docs/spark.md", "# connect.py"):
         "a Spark Connect client script: tests/spark/test_connect.py::test_docs_connect_example "
         "runs it as written from a client holding pyspark[connect] and kafkarec",
+    # the pinned Sail and client: docs/spark.md's install line must name them, or the block is "not run"
+    ("docs/spark.md", f'pip install "pysail=={SAIL}" "pyspark-client=={SAIL_PYSPARK_CLIENT}" "pandas<3" kafkarec'):
+        "installs Sail and its client: tests/support/spark/sail.py makes that venv (scripts/versions.sh's "
+        "pins) and starts the server as shown",
+    ("docs/spark.md", "# sail.py"):
+        "a Spark Connect client script for Sail: tests/spark/test_sail.py::test_docs_sail_example runs it "
+        "as written on the session's Sail server",
     ("docs/lakehouse.md", "# backfill.py: JARS=$(bash scripts/jvm.sh jvm/lakehouse-spark | tr ':' ',')"):
         "a spark-submit job on the lakehouse runtimes' Spark, not the suite's: "
         "tests/broker/test_lakehouse_spark.py makes the same calls from spark-submit and Spark Connect",

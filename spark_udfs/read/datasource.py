@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkarec.errors import UsageError
-from spark_udfs.read import planning as _planning, schema as _schema
+from spark_udfs.read import planning as _planning, sail as _sail, schema as _schema
 from spark_udfs.ship.runtime import ensure, require_shipped_extra, use_wheelhouse
 from spark_udfs.read.spec import ReadSpec, read_spec
 
@@ -103,6 +103,8 @@ class KafkaRecDataSource(DataSource):
         return _schema.read_schema(self.spec)
 
     def reader(self, schema):
+        schema = _schema.handed_schema(schema)
+        _sail.refuse_stream_options(self.spec.given)
         if self.spec.typed is not None:
             from spark_udfs.read import typed as _typed
             return _typed.TypedReader(self, schema)
@@ -123,6 +125,7 @@ class KafkaRecDataSource(DataSource):
                                                 default_parallelism=self.default_min_partitions)
 
     def streamReader(self, schema):
+        schema = _schema.handed_schema(schema)
         if self.spec.typed is not None:    # valueFormat/keyFormat: typed key/value
             from spark_udfs.read import typed_stream as _typed_stream
             return _typed_stream.typed_stream_reader(self, schema)
@@ -231,7 +234,7 @@ def plan(spec: ReadSpec, config: "ScanConfig", *, default_parallelism: int = 1, 
         for piece in pieces:
             by_partition.setdefault(topic_key(piece.key) if cdc is not None else piece.key, []).append(piece)
         return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
-    default_parallelism = max(1, int(default_parallelism or 1))
+    default_parallelism = _sail.default_aim(max(1, int(default_parallelism or 1)), len(pieces))
     limits = spec.limits
     # a local read aims at minPartitions, else the cluster's cores, in the Kafka source's meaning
     aim = limits.min_partitions if config.listed else (limits.min_partitions or default_parallelism)

@@ -71,7 +71,11 @@ def planning_with_filters() -> bool:
     implements ``pushFilters`` unless ``spark.sql.python.filterPushdown.enabled`` is on
     (``DATA_SOURCE_PUSHDOWN_DISABLED``), and the planner's Python process cannot read the
     session's configuration; only with it on does Spark plan a read in this module's process,
-    so the reader offers ``pushFilters`` there and nowhere else."""
+    so the reader offers ``pushFilters`` there and nowhere else.  A Sail server
+    (:mod:`spark_udfs.read.sail`) is always such a planner."""
+    from spark_udfs.read import sail
+    if sail.serving():      # Sail calls pushFilters on any reader that has one
+        return True
     main = sys.modules.get("__main__")
     return (_PUSHDOWN_PLANNER in sys.modules
             or getattr(getattr(main, "__spec__", None), "name", None) == _PUSHDOWN_PLANNER)

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 __all__ = [
     "DEFAULT_CORRUPT_COLUMN", "RAW_TIMESTAMP", "MIN_TIMESTAMP_MS", "MAX_TIMESTAMP_MS",
     "spark_type", "batch_column_names", "read_schema", "kafka_schema", "record_struct", "arrow_schema_for",
-    "conform",
+    "conform", "handed_schema",
 ]
 
 DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
@@ -124,8 +124,33 @@ def record_struct(*, batch_columns: bool = False) -> T.StructType:
     return kafka_schema(batch_columns=batch_columns, with_topic_partition=False)
 
 
+class HandedSchema(T.StructType):
+    """A read's schema as the server handed it to ``DataSource.reader()`` in Arrow (Sail: a
+    ``pyarrow.Schema`` where PySpark hands a ``StructType``): Spark's fields, for every check by
+    name and type, and the Arrow schema itself (:attr:`arrow`), what the server compares each
+    batch with, types and time zones as it wrote them."""
+
+    def __init__(self, arrow):
+        from pyspark.sql.pandas.types import from_arrow_schema
+        super().__init__(from_arrow_schema(arrow).fields)
+        self.arrow = arrow
+
+
+def handed_schema(schema) -> T.StructType:
+    """The schema a server handed ``DataSource.reader()``/``streamReader()`` as a ``StructType``:
+    the one place a ``pyarrow.Schema`` (Sail's) is converted (a :class:`HandedSchema`, which keeps
+    it); a ``StructType`` (PySpark's) as it is."""
+    import pyarrow as pa
+    return HandedSchema(schema) if isinstance(schema, pa.Schema) else schema
+
+
 def arrow_schema_for(schema: T.StructType):
-    """The Arrow schema Spark expects for ``schema`` (timestamps as UTC micros)."""
+    """The Arrow schema Spark expects for ``schema`` (timestamps as UTC micros); a schema the
+    server handed in Arrow, that one: Sail compares each batch's types with it exactly, a
+    timestamp's time zone name too (:class:`HandedSchema`)."""
+    handed = getattr(schema, "arrow", None)
+    if handed is not None:
+        return handed
     from pyspark.sql.pandas.types import to_arrow_schema
     return to_arrow_schema(schema, **_utc(to_arrow_schema))
 

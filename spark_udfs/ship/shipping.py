@@ -52,7 +52,7 @@ from spark_udfs.ship.runtime import KafkarecMismatchError, ShippingError
 __all__ = ["ship", "verify_executors", "expected_fingerprint", "archive_fingerprint",
            "find_wheels", "build_pyfiles_zip", "installed_wheels", "transport", "is_connect",
            "ClassicTransport", "ConnectTransport", "default_parallelism", "shipped_digests",
-           "Shipped", "Shipping"]
+           "Shipped", "Shipping", "ArtifactsUnsupported"]
 
 _VERSION_RE = re.compile(rb"""^__version__\s*=\s*["']([^"']+)["']""", re.M)
 _driver_fp = None
@@ -177,7 +177,15 @@ class ConnectTransport(_Transport):
         return False
 
     def _send(self, path: str, python: bool) -> None:
-        self.spark.addArtifacts(path, pyfile=python, file=not python)
+        try:
+            self.spark.addArtifacts(path, pyfile=python, file=not python)
+        except Exception as exc:
+            # Sail 0.7 answers AddArtifacts with UNIMPLEMENTED ("handle add artifacts"), which
+            # the client raises as UnsupportedOperationException; any other failure is the
+            # upload's own
+            if type(exc).__name__ == "UnsupportedOperationException" and "artifact" in str(exc).lower():
+                raise ArtifactsUnsupported(str(exc)) from exc
+            raise
 
     def after_ship(self) -> None:
         pass                          # the runner's files: data_source_class finds them
@@ -196,6 +204,11 @@ class ConnectTransport(_Transport):
         rows = self.spark.range(0, _RANGE, 1, n).mapInArrow(
             _probe_task(expected, must_ship), _PROBE_SCHEMA).collect()
         return [r.asDict() for r in rows]
+
+
+class ArtifactsUnsupported(Exception):
+    """The Connect server implements no AddArtifacts (Sail): nothing can be shipped to it, its
+    Python must have kafkarec already (:func:`spark_udfs.register` goes on with ``ship=False``)."""
 
 
 def _probe_task(expected, must_ship):

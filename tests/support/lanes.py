@@ -1,7 +1,7 @@
 """Two lanes (pytest-xdist, ``--dist loadgroup``), and the fast tier's marker.
 
 The suite's real components (the in-process SparkSession, the one user-way Spark application, the
-standalone cluster and Spark Connect, the broker, PostgreSQL, MariaDB and Debezium, SeaweedFS) are started
+standalone cluster and Spark Connect, the Sail server, the broker, PostgreSQL, MariaDB and Debezium, SeaweedFS) are started
 once per pytest process and shared by every test that needs them (``tests/support``).  Under
 pytest-xdist each worker is such a process, so the tests that share a component must run in the same
 worker: every component test gets an ``xdist_group``, and two tests share a group when they share a
@@ -32,6 +32,7 @@ COMPONENT_FIXTURES = frozenset({
     "kafka_broker", "broker_data", "stopped_broker", "stopped_log_dir", "broker_spark", "debezium_capture",
     "mariadb_capture", "user_app", "spark_cluster", "spark_connect", "postgres_server", "iceberg_catalog",
     "connect_worker", "restore_target_broker", "stream_apps_cluster", "apicurio_registry", "dask_cluster",
+    "sail_server",
 })
 
 #: Components cheap enough to start in each worker that uses one (an in-process SparkSession:

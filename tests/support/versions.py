@@ -29,3 +29,5 @@ def _kafka_version() -> str:
 PYSPARK = _script_versions()["PYSPARK_VERSION"]
 LAKEHOUSE_PYSPARK = _script_versions()["LAKEHOUSE_PYSPARK_VERSION"]
 KAFKA = _kafka_version()
+SAIL = _script_versions()["SAIL_VERSION"]
+SAIL_PYSPARK_CLIENT = _script_versions()["SAIL_PYSPARK_CLIENT_VERSION"]
