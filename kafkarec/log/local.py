@@ -59,6 +59,30 @@ class Slice(NamedTuple):
 
     # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
     @property
+    def storage(self):
+        """The storage holding it: the local file system's (:func:`kafkarec.log.storage.resolve`)."""
+        from kafkarec.log.storage import resolve
+        return resolve(self.path, tiered=False)[0]
+
+    @property
+    def range(self):
+        """It as a segment range (:class:`kafkarec.log.selection.SegmentRange`: its file, bytes and
+        the offsets kept), as a listed piece is one."""
+        from kafkarec.log.layout import SegmentRef
+        from kafkarec.log.names import parse_segment_name
+        from kafkarec.log.selection import SegmentRange
+        name = parse_segment_name(self.path)
+        seg = SegmentRef(self.path, os.path.getsize(self.path), 0 if name is None else name.base_offset,
+                         None, None, None, None, None)
+        return SegmentRange(self.topic, self.partition, seg, self.start, self.end, self.min_offset,
+                            offsets=self.offsets)
+
+    @property
+    def share(self) -> int:
+        """Which of a config's offset ranges it reads: a local read has none (0)."""
+        return 0
+
+    @property
     def where(self) -> str:
         """What errors name: the file's path."""
         return self.path

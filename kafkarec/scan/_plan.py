@@ -54,6 +54,18 @@ class SegmentPiece(Protocol):
         """The segment file, as its storage names it."""
 
     @property
+    def storage(self):
+        """The storage holding it (:class:`kafkarec.log.storage.Storage`)."""
+
+    @property
+    def range(self):
+        """It as a :class:`kafkarec.log.selection.SegmentRange` (its segment, bytes and offsets)."""
+
+    @property
+    def share(self) -> int:
+        """Which of the config's ``offset_ranges`` it reads (0 without them)."""
+
+    @property
     def where(self) -> str:
         """What errors name: a local path, or its storage's URI."""
 

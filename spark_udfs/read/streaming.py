@@ -96,7 +96,7 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
     by the rule of the offsets options."""
     from kafkarec.log import selection
     text = d if isinstance(d, str) else json.dumps(d or {})
-    return {(t, p): o for t, ps in selection._json_offsets(text, "the stream's offset").items()
+    return {(t, p): o for t, ps in selection.json_offsets(text, "the stream's offset").items()
             for p, o in ps.items()}
 
 
@@ -196,7 +196,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for key, part in parts.items():
             log_start = self._log_start(part, resolver)
             # not raised to the log start: offsets asked for below it are lost data (partitions)
-            start, _ = selection._spec_offset(sel.start, part, resolver, starting=True,
+            start, _ = selection.spec_offset(sel.start, part, resolver, starting=True,
                                               strategy=sel.no_match_strategy, log_start=log_start)
             out[key] = log_start if start is None else start
         return _to_json(out)
@@ -311,7 +311,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         config = dataclasses.replace(self.config, offset_ranges=tuple((k[0], k[1], s, e) for k, s, e in cut))
         by_range: Dict[int, list] = {}
         for piece in LogScan(config).pieces(listed=[listed]):
-            by_range.setdefault(piece.item.share, []).append(piece)
+            by_range.setdefault(piece.share, []).append(piece)
         return [KafkaRecStreamPartition(config, tuple(by_range[i])) for i in sorted(by_range)]
 
     def read(self, partition):
@@ -321,8 +321,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = _schema.arrow_schema_for(self.schema)
         scan = LogScan(partition.config)
         for piece in partition.ranges:
-            sr = piece.item.range
-            where = piece.item.storage.uri(sr.segment.path)
+            sr = piece.range
+            where = piece.where
             try:
                 # one piece at a time: a segment deleted before it is read is that piece's loss
                 for _, rb in scan.read_items([piece], hint=_FAILS):
