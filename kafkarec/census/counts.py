@@ -429,9 +429,11 @@ def _walks(config, topic, partition, listings=()) -> list:
     import dataclasses
 
     from kafkarec.scan import Bounds, LogScan
+    if listings:        # looked up in each listing (a partition among thousands), not walked through
+        return [w for one in listings for w in one.walks({(topic, partition)}).values()]
     this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
     one = dataclasses.replace(config, bounds=config.bounds.intersect(this))
-    return [walk for walk in LogScan(one).partition_walks(listings or None) if walk.key == (topic, partition)]
+    return [walk for walk in LogScan(one).partition_walks() if walk.key == (topic, partition)]
 
 
 def _left_out(walks, pieces) -> Optional[Dict[str, frozenset]]:

@@ -15,7 +15,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec.errors import DecodeError, SelectionError
-from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, segment_uri
+from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, partition_index, segment_uri
 from kafkarec.log.segment import SegmentOffsets
 from kafkarec.log.selection.options import EARLIEST, LATEST, OffsetSpec, Selection
 from kafkarec.log.selection.resolver import SCAN_OPTIONS, Resolver, _segment_offsets
@@ -285,7 +285,7 @@ def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None, *,
     (a partition not in the log has none)."""
     resolver = resolver or Resolver(layout.storage)
     if offset_ranges is not None:
-        parts = {p.key: p for p in layout.partitions}
+        parts = partition_index(layout)
         out = []
         for topic, partition, start, end in offset_ranges:
             part = parts.get((topic, partition))
