@@ -3,9 +3,11 @@
 one segment: :mod:`bench_planning`'s layout), each command run in this process through the command
 line; reported: seconds, listings (:func:`kafkarec.log.storage.process_listings`, where the tree has
 the counter) and ``.log`` bytes read over the log's ``.log`` bytes
-(:func:`kafkarec.log.storage.process_bytes_read`).
+(:func:`kafkarec.log.storage.process_bytes_read`), and of those what walks of batch headers read
+(:func:`kafkarec.log.storage.process_walk_bytes`, where the tree has it).
 
-    PYTHONPATH=. python benchmarks/bench_commands.py --partitions 50,200,800
+    PYTHONPATH=. python benchmarks/bench_commands.py --partitions 50,200,800,3200
+    PYTHONPATH=. python benchmarks/bench_commands.py --partitions 5000 --commands "restore --dry-run,census"
 """
 from __future__ import annotations
 
@@ -35,13 +37,17 @@ def run(argv) -> dict:
     listings = getattr(storage, "process_listings", None)
     before_l = listings().requests if listings else None
     reads = storage.process_bytes_read()
+    walks = storage.process_walk_bytes() if hasattr(storage, "process_walk_bytes") else None
     before = {p: n for p, n in reads.by_path.items() if p.endswith(".log")}
+    before_w = {} if walks is None else {p: n for p, n in walks.by_path.items() if p.endswith(".log")}
     t = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = main(argv)
     seconds = time.perf_counter() - t
     read = sum(n - before.get(p, 0) for p, n in reads.by_path.items() if p.endswith(".log"))
-    return {"seconds": seconds, "code": code, "read": read,
+    walked = None if walks is None else sum(n - before_w.get(p, 0) for p, n in walks.by_path.items()
+                                            if p.endswith(".log"))
+    return {"seconds": seconds, "code": code, "read": read, "walked": walked,
             "listings": None if listings is None else listings().requests - before_l}
 
 
@@ -64,15 +70,17 @@ def main(argv=None) -> int:
                 continue
             r = run(make(root))
             rows.append((name, n, r, size))
+            walked = "-" if r["walked"] is None else f"{r['walked'] / size:.3f}x"
             print(f"{name:<24} {n:>6} partitions {r['seconds']:8.2f} s  listings {r['listings']}  "
-                  f"read {r['read'] / size:.2f}x  (exit {r['code']})", flush=True)
+                  f"read {r['read'] / size:.3f}x (header walks {walked})  (exit {r['code']})", flush=True)
         shutil.rmtree(root, ignore_errors=True)
     print()
-    print("| command | partitions | seconds | listings | .log bytes read / .log bytes |")
-    print("|---|---:|---:|---:|---:|")
+    print("| command | partitions | seconds | listings | .log bytes read / .log bytes | of which header walks |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, n, r, size in rows:
         listed = "-" if r["listings"] is None else r["listings"]
-        print(f"| `{name}` | {n:,} | {r['seconds']:.2f} | {listed} | {r['read'] / size:.2f} |")
+        walked = "-" if r["walked"] is None else f"{r['walked'] / size:.3f}"
+        print(f"| `{name}` | {n:,} | {r['seconds']:.2f} | {listed} | {r['read'] / size:.3f} | {walked} |")
     return 0
 
 

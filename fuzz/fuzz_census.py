@@ -1,7 +1,7 @@
 """``find`` and ``census`` against a full read: a log dir written from the fuzzer's bytes
 (``_logdir``: segments of batches at every codec, legacy ones, damaged ones, arbitrary bytes), then
 
-* ``kafkarec.census.search.find`` with a key, a value's bytes or pattern and header tests (any
+* ``kafkarec.census.find.find`` with a key, a value's bytes or pattern and header tests (any
   of them) must return exactly the records a full ``LogScan`` (PERMISSIVE) read filtered in
   Python gives, in the same order, and one error row per error row of that read;
 * ``kafkarec.census.census`` must give each partition the figures counted from the decoded
@@ -33,7 +33,7 @@ from _logdir import pick
 
 import kafkarec
 from kafkarec.census import census as census_of
-from kafkarec.census.search import find
+from kafkarec.census.find import find
 from kafkarec.scan import LogScan
 
 BASE = tempfile.mkdtemp(prefix="kafkarec-fuzz-census-")

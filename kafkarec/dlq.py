@@ -185,7 +185,7 @@ class DeadLetterTally:
         """``{"records", "errors", "sources": [{"group", "topic", "partition", "records",
         "offsets": distinct source offsets, "offset_runs": them as runs ("3,7-9"; null past
         MAX_OFFSETS), "delivery_counts": {count: records}, "causes": {cause: records}}]}``."""
-        from kafkarec.restore.offsets import ranges
+        from kafkarec.runs import ranges
         sources = []
         for (group, topic, partition), t in sorted(self._by.items(), key=lambda x: (x[0][0], x[0][1], x[0][2] or -1)):
             sources.append({"group": group, "topic": topic, "partition": partition, "records": t["records"],

@@ -729,3 +729,64 @@ def test_one_piece_type():
              and {"Slice", "ListedRange"} & {x.id for x in ast.walk(n.args[1]) if isinstance(x, ast.Name)})
             or ast.unparse(n.func).endswith("is_local"))]
         assert asked == [], rel
+
+
+def _py_files(*rooms):
+    for room in rooms:
+        for d, _, names in os.walk(os.path.join(ROOT, room)):
+            for n in names:
+                if n.endswith(".py"):
+                    path = os.path.join(d, n)
+                    yield os.path.relpath(path, ROOT).replace(os.sep, "/"), path
+
+
+def test_a_piece_answers_for_itself():
+    """A piece of work answers for itself (issue 79): ScanPiece's ``storage``, ``range``, ``share``
+    and ``where``, of both kinds of piece (scan._plan.SegmentPiece names them); nothing outside
+    kafkarec/scan/ opens ``piece.item`` to ask them."""
+    assert {"storage", "range", "share"} <= _class_members("kafkarec/scan/_plan.py", "SegmentPiece")
+    assert {"storage", "range", "share", "where"} <= _class_members("kafkarec/scan/__init__.py", "ScanPiece")
+    opened = []
+    for rel, path in _py_files("kafkarec", "spark_udfs"):
+        if rel.startswith("kafkarec/scan/"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        opened += [f"{rel}:{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
+                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr == "item"]
+    assert opened == []
+
+
+def test_the_selection_exports_public_names_only():
+    """kafkarec.log.selection re-exports no private name (the stream reads its offsets JSON and its
+    start offset by public ones: ``json_offsets``, ``spec_offset``), and no room imports one of it."""
+    with open(os.path.join(ROOT, "kafkarec", "log", "selection", "__init__.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    private = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names if a.name.startswith("_")]
+    assert private == []
+    asked = []
+    for rel, path in _py_files("kafkarec", "spark_udfs"):
+        if rel.startswith("kafkarec/log/selection/"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        asked += [f"{rel}: {m}" for m in re.findall(r"selection\._[a-z]\w*", text)]
+    assert asked == []
+
+
+def test_dlq_imports_nothing_above_it():
+    """kafkarec/dlq.py (which the census uses) imports nothing of kafkarec/restore/: what both need
+    (``ranges``, offsets written as runs) lives below both, in kafkarec/runs.py."""
+    with open(os.path.join(ROOT, "kafkarec", "dlq.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    up = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+          and "kafkarec.restore" in ast.unparse(n)]
+    assert up == []
+
+
+def test_find_lives_in_the_module_named_for_it():
+    """The census's search, ``find``, is defined in kafkarec/census/find.py."""
+    with open(os.path.join(ROOT, "kafkarec", "census", "find.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    assert "find" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert not os.path.exists(os.path.join(ROOT, "kafkarec", "census", "search.py"))

@@ -12,7 +12,7 @@
 * :func:`what_if` - the committed records re-batched as the Java producer batches them and
   written with each codec and level (:mod:`kafkarec.census.what_if`).
 * :func:`find` - the records matching a key, value bytes, a pattern, a header
-  (:mod:`kafkarec.census.search`).
+  (:mod:`kafkarec.census.find`).
 
 All three read through :class:`kafkarec.scan.LogScan`, with its bounds, isolation levels,
 storage and tiered options (:mod:`kafkarec.census._scan` makes every scan).
@@ -24,7 +24,7 @@ storage and tiered options (:mod:`kafkarec.census._scan` makes every scan).
 from __future__ import annotations
 
 from kafkarec.census.counts import DEFAULT_MAX_EXACT_KEYS, Census, census
-from kafkarec.census.search import find, render_bytes
+from kafkarec.census.find import find, render_bytes
 from kafkarec.census.what_if import DEFAULT_BATCH_SIZE, Codec, parse_codecs, what_if
 
 __all__ = ["census", "Census", "DEFAULT_MAX_EXACT_KEYS", "find", "render_bytes", "what_if", "parse_codecs",

@@ -1,14 +1,17 @@
 """The census of a topic's partitions (see :mod:`kafkarec.census`).
 
-Two passes through the one reader (:func:`kafkarec.census._scan.open_scan`): the
-``read_committed`` records with their key, value, headers and batch facts, then the
-``read_uncommitted`` view's batch facts only (offsets, control flags, batch sizes: no key,
-value or header is built) for what that isolation level adds.
+One pass through the one reader (:func:`kafkarec.census._scan.open_scan`): the
+``read_uncommitted`` records, control records too, with their key, value, headers and batch
+facts, each partition's records read once.  What that isolation level adds is counted off
+every row; the ``read_committed`` figures off the rows a ``read_committed`` consumer sees,
+chosen by the verdict of the partition's one walk of batch headers (the listing's
+:class:`kafkarec.scan.LogFacts`: the batches the transaction rule leaves out, the last stable
+offset), and those rows are what the compression what-if re-batches (:class:`WhatIf`).
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, census_listings, open_scan, topic_partition_counts
@@ -30,6 +33,8 @@ _UNASKED = object()          # a partition's last stable offset not asked for ye
 
 _UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize",
                         "producerId", "isTransactional")
+#: the one pass's columns: both views'
+_ONE_PASS_COLUMNS = _COMMITTED_COLUMNS + tuple(c for c in _UNCOMMITTED_COLUMNS if c not in _COMMITTED_COLUMNS)
 
 
 class _Tally:
@@ -323,11 +328,11 @@ def _add_figures(into: dict, figures: dict) -> None:
 
 
 class CensusPlan(NamedTuple):
-    """A census planned (picklable: what a Spark census ships to its executors): the two scans'
-    configs (``read_committed`` with the records' columns, ``read_uncommitted`` with the batch
-    facts), the pieces of each topic-partition (``((topic, partition), committed pieces,
-    uncommitted pieces)``, in log order), the partitioner's ``N`` per topic (empty: not checked),
-    ``as_of_ms`` and ``max_exact_keys``."""
+    """A census planned (picklable: what a Spark census ships to its executors): the two views'
+    configs (``read_committed`` with the records' columns, kept for what it names; ``read_uncommitted``
+    with every column of the one pass, control records too), the pieces of each topic-partition
+    (``((topic, partition), (), pieces)``, in log order: the one pass reads each byte once), the
+    partitioner's ``N`` per topic (empty: not checked), ``as_of_ms`` and ``max_exact_keys``."""
     committed: object
     everything: object
     groups: tuple
@@ -335,8 +340,8 @@ class CensusPlan(NamedTuple):
     partitioner: bool
     as_of_ms: int
     max_exact_keys: int
-    #: the one listing of each path both scans were planned over (each partition's walk kept in
-    #: it: a partition's last stable offset is read off the walk that judged its transactions);
+    #: the one listing of each path the pass was planned over (each partition's walk kept in it:
+    #: the verdict that picks the read_committed rows and the last stable offset are read off it);
     #: left behind when the plan is pickled (an executor walks its own partition)
     listings: tuple = ()
 
@@ -361,28 +366,30 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
     config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
                          tiered_storage=tiered_storage, verify_crc=verify_crc)
     as_of = int(time.time() * 1000) if as_of_ms is None else int(as_of_ms)
-    # listed once for the partition counts and the last stable offsets (each partition's walk kept
-    # in it); local paths' pieces are found as a local read finds them (memory-mapped, about 3x
+    # listed once for the partition counts and each partition's walk (its verdict and last stable
+    # offset); local paths' pieces are found as a local read finds them (memory-mapped, about 3x
     # faster than ranged reads of the same files), URIs' over this listing
     listed = census_listings(config)
     counts = dict(topic_partition_counts(config, listed)) if partitioner else {}
     if partitioner and num_partitions:
         counts.update(num_partitions)
     committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
-    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
-    groups: Dict[tuple, tuple] = {}
-    for i, scan in enumerate((committed, everything)):
-        for piece in scan.pieces(listed=listed if config.listed else None):
-            groups.setdefault((piece.topic, piece.partition), ([], []))[i].append(piece)
+    everything = open_scan(config, read_committed=False, columns=_ONE_PASS_COLUMNS, include_control=True)
+    groups: Dict[tuple, list] = {}
+    for piece in everything.pieces(listed=listed if config.listed else None):
+        groups.setdefault((piece.topic, piece.partition), []).append(piece)
     order = sorted(groups, key=lambda k: (str(k[0]), k[1] if k[1] is not None else -1))
-    return CensusPlan(committed.config, everything.config, tuple((k, *groups[k]) for k in order), counts,
+    return CensusPlan(committed.config, everything.config, tuple((k, (), tuple(groups[k])) for k in order), counts,
                       partitioner, as_of, max_exact_keys, tuple(listed))
 
 
-def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int], None]] = None) -> dict:
-    """One topic-partition's row of the census (``group``: one of ``plan.groups``), read here:
-    the unit of work a Spark census gives each task (a partition's keys are judged in log
-    order, so a partition is never split).  ``progress(bytes)``: after each piece."""
+def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int], None]] = None,
+                     committed_rows: Optional[Callable[[tuple, Any], None]] = None) -> dict:
+    """One topic-partition's row of the census (``group``: one of ``plan.groups``), read here in
+    one pass: the unit of work a Spark census gives each task (a partition's keys are judged in
+    log order, so a partition is never split).  ``progress(bytes)``: after each piece;
+    ``committed_rows((topic, partition), rb)``: each batch of the rows a read_committed consumer
+    sees (a damaged batch's error row too), in log order (the what-if's records)."""
     from kafkarec.scan import LogScan
     (topic, partition), committed, everything = group
     n = plan.counts.get(topic) if plan.partitioner else None
@@ -390,11 +397,89 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     share = plan.max_exact_keys // max(1, len(plan.groups))
     part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n, merge_share=share,
                            as_of_ms=plan.as_of_ms)
-    part.stable_end_of = lambda: _stable_end(plan.everything, topic, partition, plan.listings)
-    for config, pieces, is_committed in ((plan.committed, committed, True), (plan.everything, everything, False)):
-        scan = LogScan(config)
+    walks = _walks(plan.everything, topic, partition, plan.listings)
+    part.stable_end_of = lambda: walks[0].committed_view().stable_end if walks else None
+    left_out = _left_out(walks, everything)
+    if left_out is None:            # the walk does not name these files: the read_committed pass apart
+        return _two_passes(plan, part, (topic, partition), everything, progress, committed_rows)
+    scan = LogScan(plan.everything)
+    late: List[dict] = []           # errors only read_uncommitted meets, after the others (as two passes had them)
+    for piece in everything:
+        skipped = left_out.get(piece.file, ())
+        for rb in scan.read_piece(piece):
+            seen = _committed_view(rb, skipped)
+            if committed_rows is not None and seen is not None:
+                committed_rows((topic, partition), seen)
+            seen = _errors_out(seen, part, piece.file) if seen is not None else None
+            if seen is not None:
+                part.add_committed(seen)
+            rest = _errors_out(rb, part, piece.file, late)
+            if rest is not None:
+                part.add_uncommitted(rest)
+        if progress is not None:
+            progress(piece.bytes)
+    _add_errors(part, late)
+    return part.as_dict()
+
+
+def _walks(config, topic, partition, listings=()) -> list:
+    """The partition's walks (:class:`kafkarec.scan.PartitionWalk`; several where several log dirs
+    hold it) over the plan's ``listings``, or, without them (an executor's plan), over a listing of
+    this partition made here."""
+    import dataclasses
+
+    from kafkarec.scan import Bounds, LogScan
+    if listings:        # looked up in each listing (a partition among thousands), not walked through
+        return [w for one in listings for w in one.walks({(topic, partition)}).values()]
+    this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
+    one = dataclasses.replace(config, bounds=config.bounds.intersect(this))
+    return [walk for walk in LogScan(one).partition_walks() if walk.key == (topic, partition)]
+
+
+def _left_out(walks, pieces) -> Optional[Dict[str, frozenset]]:
+    """``{segment file: positions of the batches a read_committed consumer does not see}`` for
+    ``pieces``, off the walks' verdicts (each walked once per listing); None when a piece's file
+    is not one the walks know (the verdict cannot be matched to it)."""
+    known = {seg.path for walk in walks for seg in walk.part.segments}
+    if any(piece.file not in known for piece in pieces):
+        return None
+    out: Dict[str, set] = {}
+    for walk in walks:
+        for path, spans in walk.judge().spans.items():
+            out.setdefault(path, set()).update(position for position, _ in spans)
+    return {path: frozenset(positions) for path, positions in out.items()}
+
+
+def _committed_view(rb, skipped):
+    """The rows of ``rb`` (the one pass's) a read_committed consumer sees: no control record, no
+    batch of ``skipped`` (the positions the transaction rule leaves out in this file)."""
+    pc = require("pyarrow.compute")
+    np = require("numpy")
+    control = pc.fill_null(rb.column(rb.schema.get_field_index("isControl")), False)
+    keep = pc.invert(control).to_numpy(zero_copy_only=False)
+    if skipped:
+        positions = rb.column(rb.schema.get_field_index("batchPosition")).to_numpy(zero_copy_only=False)
+        keep = keep & ~np.isin(positions, np.fromiter(skipped, dtype=np.int64, count=len(skipped)))
+    if keep.all():
+        return rb
+    return rb.filter(require("pyarrow").array(keep)) if keep.any() else None
+
+
+def _two_passes(plan: CensusPlan, part: "PartitionCensus", key, everything, progress, committed_rows) -> dict:
+    """A partition whose files its walk does not name (a layout the listing sorts otherwise): the
+    read_committed rows read in a pass of their own, then the read_uncommitted pass."""
+    import dataclasses
+
+    from kafkarec.scan import Bounds, LogScan
+    topic, partition = key
+    this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
+    committed = LogScan(dataclasses.replace(plan.committed, bounds=plan.committed.bounds.intersect(this)))
+    for is_committed, scan, pieces in ((True, committed, [p for p in committed.pieces() if (p.topic, p.partition) == key]),
+                                       (False, LogScan(plan.everything), everything)):
         for piece in pieces:
             for rb in scan.read_piece(piece):
+                if is_committed and committed_rows is not None:
+                    committed_rows(key, rb)
                 rb = _errors_out(rb, part, piece.file)
                 if rb is None:
                     continue
@@ -405,23 +490,6 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
             if progress is not None:
                 progress(piece.bytes)
     return part.as_dict()
-
-
-def _stable_end(config, topic, partition, listings=()) -> Optional[int]:
-    """The partition's last stable offset as a read_committed consumer meets it, judged over its
-    whole log by the one transaction rule (:meth:`kafkarec.scan.PartitionWalk.committed_view`):
-    asked only of a partition with transactional batches.  Over the plan's ``listings`` (the walk
-    that judged the read_committed pass's spans, not walked again), or, without them (an
-    executor's plan), over a listing of this partition made here."""
-    import dataclasses
-
-    from kafkarec.scan import Bounds, LogScan
-    this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
-    one = dataclasses.replace(config, bounds=config.bounds.intersect(this))
-    for walk in LogScan(one).partition_walks(listings or None):
-        if walk.key == (topic, partition):
-            return walk.committed_view().stable_end
-    return None
 
 
 def assemble(plan: CensusPlan, rows: List[dict]) -> Census:
@@ -436,7 +504,7 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
            tiered_storage: Optional[str] = None, verify_crc: bool = True,
            max_exact_keys: int = DEFAULT_MAX_EXACT_KEYS, partitioner: bool = True,
            num_partitions: Optional[dict] = None, as_of_ms: Optional[int] = None,
-           progress: Optional[Callable[[int, int], None]] = None) -> Census:
+           progress: Optional[Callable[[int, int], None]] = None, what_if=None) -> Census:
     """The census of the logs at ``source`` (see :mod:`kafkarec.census`).
 
     ``bounds`` (:class:`kafkarec.scan.Bounds`) and ``selection`` (the Kafka source's
@@ -445,8 +513,10 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     sit where Kafka's default partitioner puts them, among ``num_partitions[topic]``
     partitions (default: as many as the listing holds); ``as_of_ms``: the time at which
     tombstones' delete horizons are judged (default now); ``progress(done, total)``: bytes
-    of pieces read so far, of both passes.  :func:`spark_udfs.census` is the same over Spark,
-    a task per topic-partition."""
+    of pieces read so far; ``what_if``: a :class:`kafkarec.census.what_if.WhatIf` handed the
+    committed records as they are read (the compression what-if in the same pass: its
+    :meth:`~kafkarec.census.what_if.WhatIf.result` once this returns).  :func:`spark_udfs.census`
+    is the same over Spark, a task per topic-partition."""
     plan = plan_census(source, bounds=bounds, selection=selection, storage_options=storage_options,
                        tiered_storage=tiered_storage, verify_crc=verify_crc, max_exact_keys=max_exact_keys,
                        partitioner=partitioner, num_partitions=num_partitions, as_of_ms=as_of_ms)
@@ -455,24 +525,36 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     def advanced(n: int) -> None:
         done[0] += n
         progress(done[0], total)
-    return assemble(plan, [partition_census(plan, g, advanced if progress is not None else None)
+    return assemble(plan, [partition_census(plan, g, advanced if progress is not None else None,
+                                            None if what_if is None else what_if.add)
                            for g in plan.groups])
 
 
-def _errors_out(rb, part: PartitionCensus, file: str):
+def _add_errors(part: "PartitionCensus", errors: List[dict]) -> None:
+    seen = {(e["file"], e["position"]) for e in part.errors}
+    for e in errors:
+        if (e["file"], e["position"]) not in seen:
+            seen.add((e["file"], e["position"]))
+            part.errors.append(e)
+
+
+def _errors_out(rb, part: PartitionCensus, file: str, late: Optional[List[dict]] = None):
     """The rows of ``rb`` (read from the segment ``file``) that are records; its error rows (a
     damaged batch: PERMISSIVE's ``_corrupt_record``) counted in ``part.errors``, once per batch,
     a batch being its file and position (both passes meet damage outside aborted transactions;
-    the read_uncommitted pass alone meets it inside; every segment's first batch is at 0)."""
+    the read_uncommitted pass alone meets it inside; every segment's first batch is at 0).
+    ``late``: where the errors not counted yet go instead (added after the read_committed
+    view's: :func:`_add_errors`)."""
     pc = require("pyarrow.compute")
     corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
     if corrupt.null_count < len(corrupt):
         bad = pc.is_valid(corrupt)
-        seen = {(e["file"], e["position"]) for e in part.errors}
+        into = part.errors if late is None else late
+        seen = {(e["file"], e["position"]) for e in part.errors + ([] if late is None else late)}
         for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
             if (file, row["batchPosition"]) not in seen:
                 seen.add((file, row["batchPosition"]))
-                part.errors.append({"file": file, "position": row["batchPosition"],
-                                    "base_offset": row["batchBaseOffset"], "message": row["_corrupt_record"]})
+                into.append({"file": file, "position": row["batchPosition"],
+                             "base_offset": row["batchBaseOffset"], "message": row["_corrupt_record"]})
         rb = rb.filter(pc.invert(bad))
     return rb if rb.num_rows else None

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 from kafkarec.census._scan import base_config, open_scan
 
-__all__ = ["Codec", "parse_codecs", "what_if", "DEFAULT_BATCH_SIZE"]
+__all__ = ["Codec", "parse_codecs", "what_if", "WhatIf", "DEFAULT_BATCH_SIZE"]
 
 #: the Java producer's batch.size default
 DEFAULT_BATCH_SIZE = 16384
@@ -193,6 +193,84 @@ class _Writer:
         self.builder = None
 
 
+class WhatIf:
+    """The what-if's running state: handed the committed records partition by partition, in log
+    order (:meth:`add`: a read_committed read's record batches, error rows too), from the census's
+    one pass (:func:`kafkarec.census.census`'s ``what_if``) or a read of its own (:func:`what_if`);
+    :meth:`result` is the document."""
+
+    def __init__(self, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_SIZE, keep_batches: bool = False,
+                 detail: bool = False):
+        from kafkarec.errors import UsageError
+        if not keep_batches and batch_size <= 0:
+            raise UsageError(f"batch size {batch_size}: at least 1")
+        self.codecs = list(codecs)
+        self.every = list(codecs)
+        if not any(c.name == "none" for c in self.every):
+            self.every.append(Codec("none", None))
+        self.batch_size = batch_size
+        self.keep_batches = keep_batches
+        self.detail = detail
+        self.limit = None if keep_batches else batch_size
+        self.parts: Dict[Tuple, Dict[Codec, _Writer]] = {}
+        # the producer's estimate is per topic and codec, across the topic's partitions
+        self.ratios: Dict[Tuple, RatioEstimate] = {}
+        self.last_base: Dict[Tuple, int] = {}
+        self.errors: List[dict] = []
+
+    def add(self, tp: Tuple, rb) -> None:
+        """The next record batch (pyarrow) of topic-partition ``tp``'s committed records."""
+        if tp not in self.parts:
+            self.parts[tp] = {c: _Writer(c, self.limit, None if c.name == "none" or self.limit is None
+                                         else self.ratios.setdefault((tp[0], c), RatioEstimate()))
+                              for c in self.every}
+        writers = self.parts[tp]
+        keep_batches, last_base = self.keep_batches, self.last_base
+        # the times as the integers they are, never as pyarrow's datetimes: those hold no
+        # time past the year 9999, Kafka's longs do
+        stamps = rb.column(rb.schema.get_field_index("timestamp")).cast("int64").to_pylist()
+        d = rb.select([c for c in _COLUMNS if c != "timestamp"] + ["_corrupt_record"]).to_pydict()
+        records, starts = [], []            # starts: where the log's own batches begin
+        for i in range(rb.num_rows):
+            if d["_corrupt_record"][i] is not None:
+                self.errors.append({"topic": tp[0], "partition": tp[1], "message": d["_corrupt_record"][i]})
+                continue
+            if keep_batches and last_base.get(tp) != d["batchBaseOffset"][i]:
+                starts.append(len(records))
+                last_base[tp] = d["batchBaseOffset"][i]
+            records.append((d["value"][i], d["key"][i], stamps[i],
+                            [(h["key"], h["value"]) for h in (d["headers"][i] or ())]))
+        # One codec at a time over the whole record batch, not every codec per record: a
+        # compressor's state (zstd's tables and window, zlib's) then stays in the CPU's
+        # caches from one of its batches to the next; the bytes are the same.
+        for w in writers.values():
+            w.append_all(records, starts)
+
+    def result(self) -> dict:
+        """The document (see :func:`what_if`)."""
+        every, codecs = self.every, self.codecs
+        totals: Dict[Codec, List[float]] = {c: [0, 0, 0.0] for c in every}
+        rows = []
+        for (topic, partition), writers in self.parts.items():
+            row = {"topic": topic, "partition": partition, "codecs": []}
+            for c, w in writers.items():
+                w.close()
+                t = totals[c]
+                t[0] += w.batches
+                t[1] += w.bytes
+                t[2] += w.seconds
+                row["codecs"].append({"codec": c.label, "batches": w.batches, "bytes": w.bytes,
+                                      **({"batch_bytes": w.batch_bytes, "batch_records": w.batch_records}
+                                         if self.detail else {})})
+            rows.append(row)
+        plain = next(t[1] for c, t in totals.items() if c.name == "none")
+        out = [{"codec": c.label, "batches": int(totals[c][0]), "bytes": int(totals[c][1]),
+                "ratio": (plain / totals[c][1]) if totals[c][1] else None, "compress_seconds": totals[c][2]}
+               for c in every if c in codecs or c.name == "none"]
+        return {"batch_size": None if self.keep_batches else self.batch_size, "keep_batches": self.keep_batches,
+                "codecs": out, "partitions": rows, "errors": self.errors}
+
+
 def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_SIZE, keep_batches: bool = False,
             bounds=None, selection=None, storage_options: Optional[dict] = None,
             tiered_storage: Optional[str] = None, detail: bool = False,
@@ -202,71 +280,20 @@ def what_if(source, codecs: Sequence[Codec], *, batch_size: int = DEFAULT_BATCH_
     "bytes", "ratio", "compress_seconds"}], "partitions": [...]}``: ``ratio`` is the bytes
     without compression (``none``, always computed) over the codec's bytes; ``detail``: each
     partition's codecs also give ``batch_bytes`` and ``batch_records``, batch by batch;
-    ``progress(done, total)``: bytes of the pieces read so far, of all."""
-    from kafkarec.errors import UsageError
-    if not keep_batches and batch_size <= 0:
-        raise UsageError(f"batch size {batch_size}: at least 1")
+    ``progress(done, total)``: bytes of the pieces read so far, of all.  (A census asked for
+    the what-if too re-batches the records of its own pass: :func:`kafkarec.census.census`'s
+    ``what_if``.)"""
+    state = WhatIf(codecs, batch_size=batch_size, keep_batches=keep_batches, detail=detail)
     config = base_config(source, bounds=bounds, selection=selection, storage_options=storage_options,
-                           tiered_storage=tiered_storage)
+                         tiered_storage=tiered_storage)
     scan = open_scan(config, read_committed=True, columns=_COLUMNS)
-    every = list(codecs)
-    if not any(c.name == "none" for c in every):
-        every.append(Codec("none", None))
-    limit = None if keep_batches else batch_size
-    totals: Dict[Codec, List[float]] = {c: [0, 0, 0.0] for c in every}
-    parts: Dict[Tuple, Dict[Codec, _Writer]] = {}
-    # the producer's estimate is per topic and codec, across the topic's partitions
-    ratios: Dict[Tuple, RatioEstimate] = {}
-    last_base: Dict[Tuple, int] = {}
-    errors: List[dict] = []
     pieces = list(scan.pieces())
     total, done = sum(p.bytes for p in pieces), 0
     for piece in pieces:
         tp = (piece.topic, piece.partition)
-        if tp not in parts:
-            parts[tp] = {c: _Writer(c, limit, None if c.name == "none" or limit is None
-                                    else ratios.setdefault((tp[0], c), RatioEstimate()))
-                         for c in every}
-        writers = parts[tp]
         for rb in scan.read_piece(piece):
-            # the times as the integers they are, never as pyarrow's datetimes: those hold no
-            # time past the year 9999, Kafka's longs do
-            stamps = rb.column(rb.schema.get_field_index("timestamp")).cast("int64").to_pylist()
-            d = rb.drop_columns(["timestamp"]).to_pydict()
-            records, starts = [], []            # starts: where the log's own batches begin
-            for i in range(rb.num_rows):
-                if d["_corrupt_record"][i] is not None:
-                    errors.append({"topic": tp[0], "partition": tp[1], "message": d["_corrupt_record"][i]})
-                    continue
-                if keep_batches and last_base.get(tp) != d["batchBaseOffset"][i]:
-                    starts.append(len(records))
-                    last_base[tp] = d["batchBaseOffset"][i]
-                records.append((d["value"][i], d["key"][i], stamps[i],
-                                [(h["key"], h["value"]) for h in (d["headers"][i] or ())]))
-            # One codec at a time over the whole record batch, not every codec per record: a
-            # compressor's state (zstd's tables and window, zlib's) then stays in the CPU's
-            # caches from one of its batches to the next; the bytes are the same.
-            for w in writers.values():
-                w.append_all(records, starts)
+            state.add(tp, rb)
         done += piece.bytes
         if progress is not None:
             progress(done, total)
-    rows = []
-    for (topic, partition), writers in parts.items():
-        row = {"topic": topic, "partition": partition, "codecs": []}
-        for c, w in writers.items():
-            w.close()
-            t = totals[c]
-            t[0] += w.batches
-            t[1] += w.bytes
-            t[2] += w.seconds
-            row["codecs"].append({"codec": c.label, "batches": w.batches, "bytes": w.bytes,
-                                  **({"batch_bytes": w.batch_bytes, "batch_records": w.batch_records}
-                                     if detail else {})})
-        rows.append(row)
-    plain = next(t[1] for c, t in totals.items() if c.name == "none")
-    out = [{"codec": c.label, "batches": int(totals[c][0]), "bytes": int(totals[c][1]),
-            "ratio": (plain / totals[c][1]) if totals[c][1] else None, "compress_seconds": totals[c][2]}
-           for c in every if c in codecs or c.name == "none"]
-    return {"batch_size": None if keep_batches else batch_size, "keep_batches": keep_batches,
-            "codecs": out, "partitions": rows, "errors": errors}
+    return state.result()

@@ -105,8 +105,11 @@ def _source(args):
 
 
 def run_census(args, out: TextIO, err: TextIO) -> int:
-    from kafkarec.census import census, parse_codecs, what_if
+    from kafkarec.census import census, parse_codecs
+    from kafkarec.census.what_if import WhatIf
     codecs = parse_codecs(args.what_if) if args.what_if else None      # refused before reading
+    # the what-if re-batches the records the census's one pass reads (each byte read once)
+    also = WhatIf(codecs, batch_size=args.batch_size, keep_batches=args.keep_batches) if codecs else None
     selection = selection_from_args(args)
     storage = storage_options_from_args(args)
     progress = Progress(1, err, enabled=not args.no_progress, label="census")
@@ -118,14 +121,9 @@ def run_census(args, out: TextIO, err: TextIO) -> int:
     try:
         doc = census(_source(args), selection=selection, storage_options=storage,
                      tiered_storage=args.tiered_storage, max_exact_keys=args.max_exact_keys,
-                     num_partitions=_counts(args.partitions), as_of_ms=args.as_of, progress=tick)
-        if codecs:
-            progress.close()
-            progress = Progress(1, err, enabled=not args.no_progress, label="what-if")
-            doc["what_if"] = what_if(_source(args), codecs, batch_size=args.batch_size,
-                                     keep_batches=args.keep_batches, selection=selection,
-                                     storage_options=storage, tiered_storage=args.tiered_storage,
-                                     progress=tick)
+                     num_partitions=_counts(args.partitions), as_of_ms=args.as_of, progress=tick, what_if=also)
+        if also is not None:
+            doc["what_if"] = also.result()
     finally:
         progress.close()
     errors = sum(len(p["errors"]) for p in doc["partitions"]) + len(doc.get("what_if", {}).get("errors", []))

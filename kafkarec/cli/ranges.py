@@ -89,7 +89,7 @@ def plan(args, *, files: bool = False) -> List[RangePlan]:
                         storage_options=selection_args.storage_options_from_args(args),
                         fail_on_data_loss=False, listing=True, every_record=files)
     scan = LogScan(config)
-    return [RangePlan(p.item.storage, p.item.range, p, scan) for p in scan.pieces(_report)]
+    return [RangePlan(p.storage, p.range, p, scan) for p in scan.pieces(_report)]
 
 
 def iter_range_batches(rp: RangePlan, options: kafkarec.ReadOptions = SCAN_READ_OPTIONS) -> Iterator:

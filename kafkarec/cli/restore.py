@@ -336,7 +336,7 @@ def _report_shares(shares, csv_path, acknowledged, out: TextIO, err: TextIO) -> 
     start offset will be delivered again on the target (a start offset is all Kafka's Admin API
     sets), or, when they were acknowledged there (``acknowledged`` not None), one per partition
     walked saying how."""
-    from kafkarec.restore.offsets import ranges as _ranges
+    from kafkarec.runs import ranges as _ranges
     for s in shares:
         out.write(f"share group {s.group} {s.topic}-{s.partition} {s.source_start} -> "
                   f"{s.target_topic}-{s.partition} {s.target_start}\n")

@@ -113,7 +113,7 @@ def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
     pieces: Dict[int, list] = {}
     # over the hand-off's own listing: its partitions' verdicts judged there already
     for piece in scan.pieces(listed=None if plan.listing is None else [plan.listing]):
-        pieces.setdefault(piece.item.share, []).append(piece)
+        pieces.setdefault(piece.share, []).append(piece)
     return scan, [(part, pieces.get(i, [])) for i, part in enumerate(plan.partitions)]
 
 

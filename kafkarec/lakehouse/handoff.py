@@ -115,6 +115,7 @@ def plan_hand_off(uri: str, *, topics: Union[str, Iterable[str], None] = None, e
         if end is None and end_ms is not None:
             hit = resolver.offset_for_time(part, end_ms, log_start=start)
             end = None if hit is None else hit[0]
+        walk.facts()        # the one walk: the log end below is read off it (its segments' last offsets)
         log_end = resolver.log_end(part)
         if asked is not None:
             # above the broker's last stable offset (its high watermark at most) nothing is decided

@@ -13,19 +13,24 @@ to leave out:
 * :func:`read_committed_spans` - both together, for one partition.
 
 A transaction may begin in one segment and end in a later one, so a partition is judged
-over its whole log, not over the part a selection reads.  The walk reads every byte of
-the partition's segments (a data batch whose CRC fails opens no transaction, and only
-its bytes tell), like a local read_committed plan does.
+over its whole log, not over the part a selection reads.  The walk is a walk of batch
+headers, counted apart from record reads (:func:`kafkarec.log.storage.process_walk_bytes`):
+on a local file it seeks from header to header, reading a batch's 61 header bytes, and a
+transactional batch whole (a data batch whose CRC fails opens no transaction, and only its
+bytes tell; a control batch's marker is its record) as a legacy message or any batch the
+header alone does not frame; on an object store it reads the segments whole in large
+requests (a request per header would cost more than the bytes it saves).
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List, Tuple
+import struct
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import kafkarec
 from kafkarec import transactions
 from kafkarec.errors import DecodeError
-from kafkarec.log.layout import PartitionLog, open_segment
-from kafkarec.log.storage import Storage, iter_pieces
+from kafkarec.log.layout import PartitionLog, open_segment, storage_of
+from kafkarec.log.storage import HEADER_WALK_BYTES, RangeFile, Storage, iter_pieces
 
 __all__ = ["LogBatch", "aborted_spans", "partition_batches", "snapshot_batches", "partition_records",
            "read_committed_spans"]
@@ -69,7 +74,28 @@ def aborted_spans(batches: Iterable) -> Spans:
     return out
 
 
-def partition_batches(storage: Storage, part: PartitionLog, options=None) -> Iterator[LogBatch]:
+class HeaderBatch:
+    """What the transaction rule and a walk read of a v2 data batch that is not transactional,
+    from its header alone (the batch's bytes are not read): where it is, its size, offsets,
+    magic and attributes."""
+
+    __slots__ = ("path", "position", "size_in_bytes", "base_offset", "last_offset", "producer_id")
+    magic = 2
+    is_transactional = False
+    is_control = False
+    crc_valid = True        # (never asked: the rule asks only transactional batches)
+
+    def __init__(self, path: str, position: int, size: int, base_offset: int, last_offset: int, producer_id: int):
+        self.path = path
+        self.position = position
+        self.size_in_bytes = size
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.producer_id = producer_id
+
+
+def partition_batches(storage: Storage, part: PartitionLog, options=None, *, headers: bool = True,
+                      ends: Optional[dict] = None) -> Iterator[LogBatch]:
     """The whole batches of one partition in offset order, as :class:`LogBatch` es.
 
     Each segment is read once, in pieces of whole batches (memory bounded by a piece), to the
@@ -80,11 +106,23 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None) -> Ite
     bytes).  ``options`` a :class:`kafkarec.ReadOptions` (with Kafka's file framing:
     :func:`kafkarec.log.segment.file_options`): a replay's walk, read with them (CRCs checked
     unless they say not), a batch that cannot be read raising its
-    :class:`kafkarec.DecodeError` at its file position, as a segment read on disk does."""
+    :class:`kafkarec.DecodeError` at its file position, as a segment read on disk does.
+
+    The rule's walk (``options`` None) reads headers (see the module doc): a v2 data batch that
+    is not transactional is a :class:`HeaderBatch`, not its bytes (``headers`` False: every
+    batch whole, for a walker that reads records).  ``ends``, when given, gets
+    ``{segment path: the last offset of its last whole batch (None: none)}`` for each segment
+    walked to its end (no framing error, no later copy's cut): the log end a resolver would
+    read again (:meth:`kafkarec.log.selection.Resolver.last_offset`)."""
     for seg in part.segments:
         with open_segment(storage, seg) as f:
             if options is None:
-                yield from _segment_batches(f, seg.path, seg.end_offset)
+                if isinstance(f, RangeFile):
+                    f.walk = True
+                if headers and isinstance(f, RangeFile) and storage_of(storage, seg).is_local:
+                    yield from _segment_headers(f, seg.path, seg.end_offset, ends)
+                else:
+                    yield from _segment_batches(f, seg.path, seg.end_offset, ends)
             else:
                 yield from _checked_batches(f, seg.path, seg.end_offset, options)
 
@@ -122,21 +160,88 @@ def _checked_batches(f, path: str, end_offset, options) -> Iterator[LogBatch]:
             yield LogBatch(path, b.position, b)
 
 
-def _segment_batches(f, path: str, end_offset) -> Iterator[LogBatch]:
+def _segment_batches(f, path: str, end_offset, ends: Optional[dict] = None) -> Iterator[LogBatch]:
+    last = None
     for piece in iter_pieces(f, 0, None):
         try:
-            for b in kafkarec.iter_batches(piece.data, _WALK_OPTIONS, origin=piece.position):
+            it = kafkarec.iter_batches(piece.data, _WALK_OPTIONS, origin=piece.position)
+            for b in it:
                 if not 0 <= b.magic <= 2:
                     return
                 # the batch's first offset as Kafka's baseOffset() (a legacy wrapper is opened
                 # only here, where a later copy's end has to be compared)
                 if end_offset is not None and b.base_offset >= end_offset:
                     return
+                last = b.last_offset
                 yield LogBatch(path, b.position, b)
         except DecodeError:
             return
         if piece.stopped:
+            # a batch cut off by the file's end is not counted (the log end's rule); any other
+            # stop is a framing error
+            if ends is not None and it.stop_reason == "truncated":
+                ends[path] = last
             return
+    if ends is not None:
+        ends[path] = last
+
+
+# a v2 header up to the records count: base offset, length, leader epoch, magic, CRC, attributes,
+# last offset delta, base and max timestamps, producer id
+_V2_HEAD = struct.Struct(">qiibIhiqqq")
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+#: the least a v2 batch's length can be (its header less the offset and length fields)
+_V2_MIN_LENGTH = HEADER_WALK_BYTES - 12
+
+
+def _segment_headers(f: RangeFile, path: str, end_offset, ends: Optional[dict] = None) -> Iterator[LogBatch]:
+    """:func:`_segment_batches` seeking from header to header (a local file): a v2 data batch
+    that is not transactional and whose header frames it (its size within the file) is a
+    :class:`HeaderBatch` of its 61 header bytes; any other batch (transactional, control, legacy,
+    or a header the core must judge) is read whole and framed by the core as before, so the walk
+    stops where that walk stopped."""
+    size = f.size
+    pos = 0
+    last = None
+    while pos < size:
+        head = f.read_at(pos, HEADER_WALK_BYTES)
+        if len(head) == HEADER_WALK_BYTES and head[16] == 2:
+            base, length, _epoch, _magic, _crc, attrs, delta, _t0, _t1, pid = _V2_HEAD.unpack_from(head)
+            if (not attrs & (_TRANSACTIONAL | _CONTROL) and length >= _V2_MIN_LENGTH
+                    and pos + 12 + length <= size):
+                if end_offset is not None and base >= end_offset:
+                    return
+                last = base + delta
+                yield LogBatch(path, pos, HeaderBatch(path, pos, 12 + length, base, last, pid))
+                pos += 12 + length
+                continue
+        # the core frames this one from its whole bytes (to the file's end if its size is not known)
+        whole = size - pos
+        if len(head) >= 12:
+            length = struct.unpack_from(">i", head, 8)[0]
+            if 0 <= length and pos + 12 + length <= size:
+                whole = 12 + length
+        # (the header read already is not read again: the rest of the batch joins it)
+        data = head if whole <= len(head) else head + f.read_at(pos + len(head), whole - len(head))
+        try:
+            it = kafkarec.iter_batches(memoryview(data)[:whole], _WALK_OPTIONS, origin=pos)
+            b = next(it, None)
+        except DecodeError:
+            return
+        if b is None:
+            # cut off by the file's end: not counted in the log end
+            if ends is not None and it.stop_reason == "truncated":
+                ends[path] = last
+            return
+        if not 0 <= b.magic <= 2:
+            return
+        if end_offset is not None and b.base_offset >= end_offset:
+            return
+        last = b.last_offset
+        yield LogBatch(path, pos, b)
+        pos += b.size_in_bytes
+    if ends is not None:
+        ends[path] = last
 
 
 def read_committed_spans(storage: Storage, part: PartitionLog) -> Spans:

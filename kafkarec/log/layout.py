@@ -113,6 +113,22 @@ class Layout(NamedTuple):
     not_live: Tuple[Tuple[str, str], ...] = ()   # remote copies left out: (URI, why); see remote_metadata
 
 
+_BY_KEY: dict = {}     # id(a layout's partitions) -> (them, {key: partition})
+
+
+def partition_index(layout) -> dict:
+    """``{(topic, partition): PartitionLog}`` of ``layout`` (the last, where folders share a key),
+    made once per layout (the last few kept): what a plan of one partition among thousands looks
+    its partition up in, instead of walking them all (issue 79)."""
+    parts = layout.partitions
+    known = _BY_KEY.get(id(parts))
+    if known is None or known[0] is not parts:
+        while len(_BY_KEY) >= 8:
+            del _BY_KEY[next(iter(_BY_KEY))]
+        known = _BY_KEY[id(parts)] = (parts, {p.key: p for p in parts})
+    return known[1]
+
+
 def partition_counts(partitions) -> Dict[str, int]:
     """``{topic: N}`` of listed :class:`PartitionLog` s, for a topic whose partitions 0 to N-1 are
     all listed (no segment byte read): the ``N`` of Kafka's default partitioner when a caller does

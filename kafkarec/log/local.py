@@ -29,7 +29,7 @@ from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
 from kafkarec.log.segment import Segment, SegmentOffsets, segment_offsets
-from kafkarec.log.storage import Piece, count_read
+from kafkarec.log.storage import HEADER_WALK_BYTES, Piece, count_read
 
 __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
            "aborted_batches", "iter_pieces", "release", "log_starts"]
@@ -58,6 +58,30 @@ class Slice(NamedTuple):
     strict: bool = False
 
     # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
+    @property
+    def storage(self):
+        """The storage holding it: the local file system's (:func:`kafkarec.log.storage.resolve`)."""
+        from kafkarec.log.storage import resolve
+        return resolve(self.path, tiered=False)[0]
+
+    @property
+    def range(self):
+        """It as a segment range (:class:`kafkarec.log.selection.SegmentRange`: its file, bytes and
+        the offsets kept), as a listed piece is one."""
+        from kafkarec.log.layout import SegmentRef
+        from kafkarec.log.names import parse_segment_name
+        from kafkarec.log.selection import SegmentRange
+        name = parse_segment_name(self.path)
+        seg = SegmentRef(self.path, os.path.getsize(self.path), 0 if name is None else name.base_offset,
+                         None, None, None, None, None)
+        return SegmentRange(self.topic, self.partition, seg, self.start, self.end, self.min_offset,
+                            offsets=self.offsets)
+
+    @property
+    def share(self) -> int:
+        """Which of a config's offset ranges it reads: a local read has none (0)."""
+        return 0
+
     @property
     def where(self) -> str:
         """What errors name: the file's path."""
@@ -193,7 +217,10 @@ def _framed_spans(path: str, strict: bool = False) -> list:
             return []
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        return kafkarec.iter_batches(mm, file_options(verify_crc=False, strict=strict)).spans()
+        found = kafkarec.iter_batches(mm, file_options(verify_crc=False, strict=strict)).spans()
+        # a walk of headers: each batch's header read (counted as the storage layer counts walks)
+        count_read(sum(min(size, HEADER_WALK_BYTES) for _, size in found), path, walk=True, mapped=True)
+        return found
     finally:
         try:
             mm.close()
@@ -204,10 +231,16 @@ def _framed_spans(path: str, strict: bool = False) -> list:
 def _recorded(f: SegmentFile, spans: Optional[dict]):
     """:func:`_batches` of ``f``, noting each batch's span in ``spans``."""
     out = spans.setdefault(f.path, []) if spans is not None else None
-    for batch in _batches(f.path, f.size):
-        if out is not None:
-            out.append((batch.position, batch.size_in_bytes))
-        yield batch
+    walked = 0
+    try:
+        for batch in _batches(f.path, f.size):
+            if out is not None:
+                out.append((batch.position, batch.size_in_bytes))
+            # a walk of headers; the transaction rule reads a transactional batch whole (its CRC, its marker)
+            walked += batch.size_in_bytes if batch.is_transactional else min(batch.size_in_bytes, HEADER_WALK_BYTES)
+            yield batch
+    finally:
+        count_read(walked, f.path, walk=True, mapped=True)
 
 
 def _spans(sl: Slice, spans: Optional[dict]) -> list:

@@ -55,7 +55,8 @@ __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
     "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
-    "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "count_listing", "process_listings",
+    "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "process_walk_bytes", "count_listing",
+    "process_listings", "HEADER_WALK_BYTES",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -531,13 +532,29 @@ class ReadStats:
 # (bytes_read sums them); set it before the workers start.
 BYTES_READ_ENV = "KAFKAREC_BYTES_READ_DIR"
 _process_read = ReadStats()
+# Of those, the bytes a walk of batch headers read (the transaction rule's walk: a header per
+# batch, a transactional batch whole for its CRC and marker), counted apart as well: what a
+# command's records cost is the total less these (issue 79).
+_process_walk = ReadStats()
+
+#: what a walk of headers reads of a batch: a v2 batch's header (a legacy message's is shorter)
+HEADER_WALK_BYTES = 61
 
 
-def count_read(n: int, path: str) -> None:
-    """Count ``n`` bytes of ``path`` read (see :data:`BYTES_READ_ENV`)."""
+def count_read(n: int, path: str, *, walk: bool = False, mapped: bool = False) -> None:
+    """Count ``n`` bytes of ``path`` read (see :data:`BYTES_READ_ENV`), the one counter of every
+    byte kafkarec reads of a log: ranged requests (:class:`RangeFile`) and memory-mapped reads
+    (a local read's windows, the walks of a local file's headers) alike.  ``walk``: read by a
+    walk of batch headers (also counted in :func:`process_walk_bytes`); ``mapped``: a walk of a
+    memory-mapped file's headers, counted in this process's tallies only (the workers' files of
+    :data:`BYTES_READ_ENV` hold what they read for records and through ranged requests)."""
     if n <= 0:
         return
     _process_read.add(n, path)
+    if walk:
+        _process_walk.add(n, path)
+    if mapped:
+        return
     if RangeFile.stats is not None:
         RangeFile.stats.add(n, path)
     folder = os.environ.get(BYTES_READ_ENV)
@@ -567,8 +584,15 @@ def process_listings() -> ReadStats:
 
 
 def process_bytes_read() -> ReadStats:
-    """This process's tally since it started (``.bytes``, ``.requests``, ``.by_path``)."""
+    """This process's tally since it started (``.bytes``, ``.requests``, ``.by_path``): every byte
+    read, walks of headers included."""
     return _process_read
+
+
+def process_walk_bytes() -> ReadStats:
+    """The share of :func:`process_bytes_read` that walks of batch headers read (``count_read(...,
+    walk=True)``): the transaction rule's walk, the local reader's walk for its cuts."""
+    return _process_walk
 
 
 def bytes_read(folder: str) -> dict:
@@ -591,6 +615,8 @@ class RangeFile:
     object's metadata once).  ``RangeFile.stats``, when set, counts what is read."""
 
     stats: Optional[ReadStats] = None     # a class-level hook for tests and benchmarks
+    #: what this file's reads are counted as: a walk of headers (:func:`count_read`'s ``walk``)
+    walk: bool = False
 
     def __init__(self, storage: Storage, path: str, size: Optional[int] = None):
         self.storage = storage
@@ -619,7 +645,7 @@ class RangeFile:
         with storage_errors(self.uri):
             buf = self._f.read_at(nbytes, position)
         data = buf.to_pybytes() if hasattr(buf, "to_pybytes") else bytes(buf)
-        count_read(len(data), self.path)
+        count_read(len(data), self.path, walk=self.walk)
         return data
 
     def read_into(self, position: int, buf) -> int:
@@ -637,7 +663,7 @@ class RangeFile:
                 if not n:
                     break
                 done += n
-        count_read(done, self.path)
+        count_read(done, self.path, walk=self.walk)
         return done
 
     def read_buffer(self, position: int, nbytes: int):
@@ -648,7 +674,7 @@ class RangeFile:
         with storage_errors(self.uri):
             self._f.seek(position)
             buf = self._f.read_buffer(nbytes)
-        count_read(buf.size, self.path)
+        count_read(buf.size, self.path, walk=self.walk)
         return buf
 
     def close(self) -> None:

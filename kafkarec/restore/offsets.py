@@ -21,6 +21,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
+from kafkarec.runs import ranges  # noqa: F401  (its home is below the restore, where dlq.py uses it too)
 
 __all__ = ["OffsetMap", "Run", "HEADER", "CHUNK_RUNS", "ranges"]
 
@@ -32,17 +33,6 @@ CHUNK_RUNS = 1 << 16
 _OFFSET_LIMIT = 2 ** 63 - 1
 #: Kafka's partitions are numbered by a signed 32-bit int
 _PARTITION_LIMIT = 2 ** 31 - 1
-
-
-def ranges(offsets) -> str:
-    """``1-3,7``: offsets in order, runs joined (how the command's lines name offsets)."""
-    runs: List[List[int]] = []
-    for o in offsets:
-        if runs and o == runs[-1][1] + 1:
-            runs[-1][1] = o
-        else:
-            runs.append([o, o])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 class Run(NamedTuple):

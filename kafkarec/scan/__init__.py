@@ -103,6 +103,28 @@ class ScanPiece(NamedTuple):
         position, where a batch is (positions repeat from one segment to the next)."""
         return self.item.path
 
+    @property
+    def storage(self):
+        """The storage holding its segment (:class:`kafkarec.log.storage.Storage`; a local slice's:
+        the local file system's)."""
+        return self.item.storage
+
+    @property
+    def range(self):
+        """Its segment range (:class:`kafkarec.log.selection.SegmentRange`: the segment, its bytes,
+        the offsets kept), whichever kind of piece it is."""
+        return self.item.range
+
+    @property
+    def share(self) -> int:
+        """Which of the config's ``offset_ranges`` it reads (0 without them)."""
+        return self.item.share
+
+    @property
+    def where(self) -> str:
+        """What its errors name: a local path, or its storage's URI."""
+        return self.item.where
+
 
 class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).
@@ -297,7 +319,7 @@ class LogScan:
                                  typed=self._typed.typed_batch if typed and self._typed is not None else None)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
-        """The batches of one listed piece framed, not decoded (``kafkarec.RecordBatch`` es:
+        """The batches of one piece (of either kind) framed, not decoded (``kafkarec.RecordBatch`` es:
         control batches too, each holding an offset of the piece), then, if framing failed,
         the :class:`kafkarec.DecodeError` that stopped it: what the command line's ``dump``
         and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the

@@ -54,6 +54,18 @@ class SegmentPiece(Protocol):
         """The segment file, as its storage names it."""
 
     @property
+    def storage(self):
+        """The storage holding it (:class:`kafkarec.log.storage.Storage`)."""
+
+    @property
+    def range(self):
+        """It as a :class:`kafkarec.log.selection.SegmentRange` (its segment, bytes and offsets)."""
+
+    @property
+    def share(self) -> int:
+        """Which of the config's ``offset_ranges`` it reads (0 without them)."""
+
+    @property
     def where(self) -> str:
         """What errors name: a local path, or its storage's URI."""
 
@@ -304,10 +316,15 @@ class Listing(NamedTuple):
     def walks(self, keys=None) -> dict:
         """``{(topic, partition): PartitionWalk}`` of its partitions (those of ``keys`` when
         given), each keeping its walk's facts in this listing."""
+        from kafkarec.log.layout import partition_index
         from kafkarec.scan._walk import PartitionWalk
         st = self.layout.storage
-        return {part.key: PartitionWalk(st, part, _lost(self, part), self.resolver, self.walked)
-                for part in self.layout.partitions if keys is None or part.key in keys}
+        if keys is None or len(keys) > 16:
+            parts = [part for part in self.layout.partitions if keys is None or part.key in keys]
+        else:       # a few partitions among many (a restore's read of one): looked up, not walked through
+            index = partition_index(self.layout)
+            parts = [index[k] for k in keys if k in index]
+        return {part.key: PartitionWalk(st, part, _lost(self, part), self.resolver, self.walked) for part in parts}
 
 
 def _lost(listed: "Listing", part) -> tuple:

@@ -231,16 +231,21 @@ def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, hand
     yield from decoded_ahead(list(rest) + list(ranges[1:]), decode, threads, cut=cut, depth=depth)
 
 
-def framed(kafkarec, options, rr: ListedRange):
-    """The batches of one listed range framed one by one (:func:`kafkarec.iter_batches`, with
-    the log files' rules: :func:`kafkarec.log.segment.file_options`), the same pieces and skips
-    as :func:`decoded` walks: each batch holding an offset of the range, then, if framing
-    failed, the :class:`kafkarec.DecodeError` that stopped it (nothing after it is read)."""
+def framed(kafkarec, options, rr):
+    """The batches of one piece (a :class:`kafkarec.scan._plan.SegmentPiece`: a listed range or a
+    local slice) framed one by one (:func:`kafkarec.iter_batches`, with the log files' rules:
+    :func:`kafkarec.log.segment.file_options`), the same pieces and skips as :func:`decoded`
+    walks: each batch holding an offset of the range, then, if framing failed (or a local file
+    shrank since it was planned), the :class:`kafkarec.DecodeError` that stopped it (nothing
+    after it is read)."""
     from kafkarec.log.segment import file_options
     options = file_options(options)
     for part, pieces in ranges_read([rr]):
         lo, hi = part.kept
         for piece in without_skips(part, pieces):
+            if isinstance(piece, dict):
+                yield DecodeError(piece["message"], piece["position"])
+                return
             it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
             while True:
                 try:

@@ -82,6 +82,14 @@ class PartitionWalk(NamedTuple):
             known = self._walk(None)
         return known
 
+    def remember(self, facts: "LogFacts") -> None:
+        """Keep ``facts`` (an earlier listing's walk of this partition, its segments unchanged
+        since) as this listing's: what a stream does from one trigger to the next."""
+        if self.memo is not None:
+            self.memo[self._memo_key] = facts
+        if self.resolver is not None:
+            self.resolver.note_last_offsets(self.part, facts.ends)
+
     def judge(self, visit: Optional[Callable] = None) -> Verdict:
         """Walk the whole log once, in offset order, each batch (a
         :class:`kafkarec.log.committed.LogBatch`: the batch, its segment ``path`` and
@@ -101,9 +109,11 @@ class PartitionWalk(NamedTuple):
         txn: List[_TxnBatch] = []
         gaps: List[Tuple[Optional[int], int]] = []
         covered: List[Optional[int]] = [None]     # every offset below it is covered (None: none yet)
+        ends: Dict[str, Optional[int]] = {}
 
         def walk():
-            for b in committed.partition_batches(self.storage, self.part):
+            # headers only unless a visitor reads the batches (see kafkarec.log.committed)
+            for b in committed.partition_batches(self.storage, self.part, headers=visit is None, ends=ends):
                 if visit is not None:
                     visit(b)
                 # the holes: a v2 batch starting past what the batches before it covered (a legacy
@@ -122,7 +132,10 @@ class PartitionWalk(NamedTuple):
         spans: Spans = committed.aborted_spans(walk())
         verdict = Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
                           spans)
-        facts = LogFacts(verdict, tuple(txn), tuple(gaps), covered[0])
+        facts = LogFacts(verdict, tuple(txn), tuple(gaps), covered[0], ends)
+        if self.resolver is not None:
+            # the segments walked to their ends: their last offsets are the log end, not read again
+            self.resolver.note_last_offsets(self.part, ends)
         if self.memo is not None:
             self.memo[self._memo_key] = facts
         return facts
@@ -198,12 +211,14 @@ class LogFacts(NamedTuple):
     """What one walk of a partition's whole log found: the transaction rule's ``verdict``, its
     transactional batches (``txn``, without their bytes: what the LSO is read off at any end),
     the offset ranges ``[lo, hi)`` before a batch that no earlier batch covers (``gaps``; ``lo``
-    None: before the first batch) and the offset every batch's offsets end below (``covered``;
-    None: no batch)."""
+    None: before the first batch), the offset every batch's offsets end below (``covered``;
+    None: no batch) and ``ends``: ``{segment path: its last whole batch's last offset}`` of the
+    segments walked to their end (what the log end is read off)."""
     verdict: Verdict
     txn: tuple
     gaps: tuple
     covered: Optional[int]
+    ends: dict = {}
 
 
 #: ControlRecordType.COMMIT: the marker that closes a transaction without aborting it

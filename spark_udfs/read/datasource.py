@@ -295,7 +295,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
     for partitions in topics.values():
         wheres, reads = [], []
         for pieces in partitions.values():
-            first = pieces[0].item
+            first = pieces[0]
             wheres.append(first.storage.uri(first.range.segment.path.rsplit("/", 1)[0]))
 
             def read(pieces=pieces):

@@ -96,7 +96,7 @@ def _from_json(d) -> Dict[Tuple[str, int], int]:
     by the rule of the offsets options."""
     from kafkarec.log import selection
     text = d if isinstance(d, str) else json.dumps(d or {})
-    return {(t, p): o for t, ps in selection._json_offsets(text, "the stream's offset").items()
+    return {(t, p): o for t, ps in selection.json_offsets(text, "the stream's offset").items()
             for p, o in ps.items()}
 
 
@@ -133,8 +133,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self.expected = expected
         self._target_cap: Optional[Dict] = None
-        self._storage = None            # the storage of the last listing (a committed view walks it)
-        self._committed: Dict = {}      # partition key -> (segments seen, kafkarec.scan.CommittedView)
+        self._storage = None            # the storage of the last listing
+        self._committed: Dict = {}      # partition key -> (segments seen, kafkarec.scan.LogFacts)
         self._last_trigger_ms = 0.0     # minOffsetsPerTrigger / maxTriggerDelay, as Kafka's
         self._reported: Optional[Dict] = None   # the log end latestOffset saw (progress)
         self._listed = None             # the listing latestOffset found the ends in, for planning them
@@ -159,23 +159,28 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _view(self, part):
         """read_committed: the partition's :meth:`kafkarec.scan.PartitionWalk.committed_view`
-        (its left-out spans and stable end), recomputed only when a segment was added, removed or
-        grew since the last micro-batch."""
-        from kafkarec.scan import PartitionWalk
+        (its left-out spans and stable end), walked in this trigger's listing (whose plan of the
+        ranges then reads the spans off the same walk), and walked again only when a segment was
+        added, removed or grew since the last micro-batch: otherwise the last walk's facts are
+        given to this listing (:meth:`kafkarec.scan.PartitionWalk.remember`)."""
         seen = tuple((s.path, s.size) for s in part.segments)
+        walk = self._listed.walks({part.key})[part.key]
         cached = self._committed.get(part.key)
-        if cached is None or cached[0] != seen:
-            cached = (seen, PartitionWalk(self._storage, part).committed_view())
-            self._committed[part.key] = cached
-        return cached[1]
+        if cached is not None and cached[0] == seen:
+            walk.remember(cached[1])
+        else:
+            self._committed[part.key] = (seen, walk.facts())
+        return walk.committed_view()
 
     def _log_ends(self):
         parts, resolver = self._partitions()
         ends = {}
         for k, p in parts.items():
+            # read_committed: the partition's one walk first, its segments' last offsets the log end
+            view = self._view(p) if self.config.read_committed else None
             end = resolver.log_end(p)
-            if self.config.read_committed:
-                stable = self._view(p).stable_end
+            if view is not None:
+                stable = view.stable_end
                 if stable is not None:
                     # nothing at or past the LSO yet; a later micro-batch reads it once decided
                     end = max(self._log_start(p, resolver), min(end, stable))
@@ -191,7 +196,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for key, part in parts.items():
             log_start = self._log_start(part, resolver)
             # not raised to the log start: offsets asked for below it are lost data (partitions)
-            start, _ = selection._spec_offset(sel.start, part, resolver, starting=True,
+            start, _ = selection.spec_offset(sel.start, part, resolver, starting=True,
                                               strategy=sel.no_match_strategy, log_start=log_start)
             out[key] = log_start if start is None else start
         return _to_json(out)
@@ -306,7 +311,7 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         config = dataclasses.replace(self.config, offset_ranges=tuple((k[0], k[1], s, e) for k, s, e in cut))
         by_range: Dict[int, list] = {}
         for piece in LogScan(config).pieces(listed=[listed]):
-            by_range.setdefault(piece.item.share, []).append(piece)
+            by_range.setdefault(piece.share, []).append(piece)
         return [KafkaRecStreamPartition(config, tuple(by_range[i])) for i in sorted(by_range)]
 
     def read(self, partition):
@@ -316,8 +321,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = _schema.arrow_schema_for(self.schema)
         scan = LogScan(partition.config)
         for piece in partition.ranges:
-            sr = piece.item.range
-            where = piece.item.storage.uri(sr.segment.path)
+            sr = piece.range
+            where = piece.where
             try:
                 # one piece at a time: a segment deleted before it is read is that piece's loss
                 for _, rb in scan.read_items([piece], hint=_FAILS):

@@ -76,7 +76,7 @@ def test_a_start_time_before_the_log_start_finds_the_first_record_at_or_past_it(
     assert resolver.offset_for_time(part, T0 + 5, log_start=37)[0] == 37     # Kafka: searched from the log start
     assert resolver.offset_for_time(part, T0 + 50, log_start=37)[0] == 50
     assert resolver.offset_for_time(part, T0 + 5)[0] == 5
-    hit = selection._spec_offset(selection.OffsetSpec("timestamp", T0 + 5), part, resolver, starting=True,
+    hit = selection.spec_offset(selection.OffsetSpec("timestamp", T0 + 5), part, resolver, starting=True,
                                  strategy="error", log_start=37)
     assert hit[0] == 37
 

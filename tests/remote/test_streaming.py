@@ -299,3 +299,35 @@ def test_a_trigger_lists_the_log_once(tmp_path, monkeypatch):
     tasks = r.partitions(end, {"a": {"0": 7, "1": 3}})       # no latestOffset before it
     assert len(listed) == 2
     assert [rb.column("offset").to_pylist() for t in tasks for rb in r.read(t)] == [[5, 6]]
+
+
+def test_read_committed_stream_walks_each_grown_partition_once_a_trigger(tmp_path):
+    """A trigger (latestOffset, then the ranges planned and read) walks each partition that grew
+    once, in its one listing, and a partition that did not grow not at all (issue 79): its
+    last stable offset, the read's left-out spans and the log end are read off that walk."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from support.logs.plan_counts import counted, header_walk_bytes
+    root = str(tmp_path)
+    log = GrowingLog(root)
+    for p in (0, 1):
+        log.append("t", p, 3)
+        log.txn_append("t", p, 2, producer_id=7 + p)
+        log.txn_end("t", p, 7 + p, commit=p == 0)
+    r = stream_reader(root, startingOffsets="earliest", **{"kafka.isolation.level": "read_committed"})
+    off = [r.initialOffset()]
+
+    def trigger():
+        end = r.latestOffset(off[0], ReadAllAvailable())
+        _read_all(r, off[0], end)
+        off[0] = end
+        return 0
+    first = counted(root, trigger)
+    assert first.walk_bytes_read == header_walk_bytes(root), first        # each partition walked once
+    assert first.records_ratio <= 1.02, first
+    before = header_walk_bytes(os.path.join(root, "t-1"))
+    log.append("t", 1, 2)                                                  # only t-1 grows
+    log.txn_append("t", 1, 1, producer_id=9)
+    grown = counted(root, trigger)
+    assert grown.walk_bytes_read == header_walk_bytes(os.path.join(root, "t-1")) > before, grown
+    idle = counted(root, trigger)                                          # nothing grew: nothing walked
+    assert idle.walk_bytes_read == 0, idle

@@ -39,7 +39,7 @@ from kafkarec._option_text import option_json, shown, text_bool, text_whole
 from kafkarec.errors import SelectionError
 
 __all__ = ["EARLIEST", "LATEST", "OffsetSpec", "Selection", "SelectionError", "parse_selection",
-           "SELECTION_OPTIONS", "parse_time", "cli_selection"]
+           "SELECTION_OPTIONS", "parse_time", "cli_selection", "json_offsets"]
 
 EARLIEST = -2
 LATEST = -1
@@ -84,7 +84,7 @@ class Selection(NamedTuple):
         return self.assigned is None or partition in self.assigned.get(topic, ())
 
 
-def _json_offsets(text: str, what: str) -> Dict[str, Dict[int, int]]:
+def json_offsets(text: str, what: str) -> Dict[str, Dict[int, int]]:
     """``{"topic":{"partition":number}}`` of ``what`` ("option startingOffsets"), numbers as Spark
     reads them into a Long."""
     raw = option_json(what, text, '{"topic":{"0":23}}', SelectionError)
@@ -144,13 +144,13 @@ def parse_selection(options: Optional[dict], *, streaming: bool = False) -> Sele
                 error=lambda _: SelectionError(f"option {prefix}Timestamp must be ms since the epoch "
                                                f"(a whole number in a Java long), got {shown(given)}")))
         if f"{prefix}offsetsbytimestamp" in o:
-            return OffsetSpec("timestamps", _json_offsets(o[f"{prefix}offsetsbytimestamp"],
+            return OffsetSpec("timestamps", json_offsets(o[f"{prefix}offsetsbytimestamp"],
                                                           f"option {prefix}OffsetsByTimestamp"))
         raw = o.get(f"{prefix}offsets", default)
         s = str(raw).strip()
         if s.lower() in ("earliest", "latest"):
             return OffsetSpec(s.lower())
-        return OffsetSpec("offsets", _json_offsets(s, f"option {prefix}Offsets"))
+        return OffsetSpec("offsets", json_offsets(s, f"option {prefix}Offsets"))
 
     start = spec("starting", "earliest")
     end = spec("ending", "latest")

@@ -15,14 +15,14 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec.errors import DecodeError, SelectionError
-from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, segment_uri
+from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, partition_index, segment_uri
 from kafkarec.log.segment import SegmentOffsets
 from kafkarec.log.selection.options import EARLIEST, LATEST, OffsetSpec, Selection
 from kafkarec.log.selection.resolver import SCAN_OPTIONS, Resolver, _segment_offsets
 from kafkarec.log.storage import Storage, iter_pieces
 
 __all__ = ["SegmentRange", "plan", "select_partitions", "iter_range_pieces", "split_ranges", "plan_partition",
-           "partition_start", "partition_end"]
+           "partition_start", "partition_end", "spec_offset"]
 
 log = logging.getLogger("kafkarec")
 
@@ -152,7 +152,7 @@ def _trim_before(piece, start: int):
 
 # --- planning -----------------------------------------------------------------------------
 
-def _spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, starting: bool,
+def spec_offset(spec: OffsetSpec, part: PartitionLog, resolver: Resolver, *, starting: bool,
                  strategy: str, log_start: int) -> Tuple[Optional[int], Optional[tuple]]:
     """``(offset or None for the log's end/start, time hit)`` for a partition."""
     kind = spec.kind
@@ -256,7 +256,7 @@ def partition_start(sel: Selection, part: PartitionLog, resolver: Resolver,
     log start offset (``log_start`` if known; a consumer asking for less is reset to it)."""
     if log_start is None:
         log_start = resolver.log_start(part, include_deleted_records=sel.include_deleted_records)
-    start, hit = _spec_offset(sel.start, part, resolver, starting=True, strategy=sel.no_match_strategy,
+    start, hit = spec_offset(sel.start, part, resolver, starting=True, strategy=sel.no_match_strategy,
                               log_start=log_start)
     if start is None or start < log_start:
         return log_start, None
@@ -265,7 +265,7 @@ def partition_start(sel: Selection, part: PartitionLog, resolver: Resolver,
 
 def partition_end(sel: Selection, part: PartitionLog, resolver: Resolver, log_start: int) -> Optional[int]:
     """Where the selection stops reading a partition (exclusive; None: at its end)."""
-    end, _ = _spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy,
+    end, _ = spec_offset(sel.end, part, resolver, starting=False, strategy=sel.no_match_strategy,
                           log_start=log_start)
     return end
 
@@ -285,7 +285,7 @@ def plan(layout: Layout, sel: Selection, resolver: Optional[Resolver] = None, *,
     (a partition not in the log has none)."""
     resolver = resolver or Resolver(layout.storage)
     if offset_ranges is not None:
-        parts = {p.key: p for p in layout.partitions}
+        parts = partition_index(layout)
         out = []
         for topic, partition, start, end in offset_ranges:
             part = parts.get((topic, partition))

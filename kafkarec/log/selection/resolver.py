@@ -50,6 +50,7 @@ class Resolver:
         self._offset_idx: Dict[str, Optional[list]] = {}
         self._time_idx: Dict[str, Optional[list]] = {}
         self._time_believed: Dict[str, bool] = {}
+        self._last: Dict[Tuple[str, int], Optional[int]] = {}    # (path, size) -> last offset
 
     # side files, checked --------------------------------------------------------------
     def offset_entries(self, seg: SegmentRef) -> Optional[list]:
@@ -312,8 +313,23 @@ class Resolver:
                 return seg.base_offset       # an empty active segment: the log ends at its base
         return 0
 
+    def note_last_offsets(self, part: PartitionLog, ends: Dict[str, Optional[int]]) -> None:
+        """What a walk of ``part``'s segments found their last offsets to be (``{path: last
+        offset}``, the segments it walked to their end: :attr:`kafkarec.scan.LogFacts.ends`):
+        :meth:`last_offset` answers from it, not reading the segment again."""
+        for seg in part.segments:
+            if seg.path in ends:
+                self._last[(seg.path, seg.size)] = ends[seg.path]
+
     def last_offset(self, seg: SegmentRef) -> Optional[int]:
-        """The last offset of the last whole batch of a segment, or None if it has none."""
+        """The last offset of the last whole batch of a segment, or None if it has none (read
+        once per segment and size, or known from a walk: :meth:`note_last_offsets`)."""
+        key = (seg.path, seg.size)
+        if key not in self._last:
+            self._last[key] = self._read_last_offset(seg)
+        return self._last[key]
+
+    def _read_last_offset(self, seg: SegmentRef) -> Optional[int]:
         pos, check = self.start_position(seg, 2**63 - 1)
         with open_segment(self.storage, seg) as f:
             last = None

@@ -16,10 +16,25 @@ class Counted(NamedTuple):
     log_bytes_read: int
     log_bytes: int
     code: int
+    #: of ``log_bytes_read``, what walks of batch headers read (:func:`kafkarec.log.storage.process_walk_bytes`)
+    walk_bytes_read: int = 0
+    #: what a walk of every batch's header reads of this log (:func:`header_walk_bytes`)
+    header_bytes: int = 0
 
     @property
     def ratio(self) -> float:
+        """Every ``.log`` byte read, over the log's."""
         return self.log_bytes_read / max(1, self.log_bytes)
+
+    @property
+    def records_ratio(self) -> float:
+        """The ``.log`` bytes read for records (walks of headers left out), over the log's."""
+        return (self.log_bytes_read - self.walk_bytes_read) / max(1, self.log_bytes)
+
+    @property
+    def walks(self) -> float:
+        """The ``.log`` bytes walks of headers read, over what one walk of the whole log reads."""
+        return self.walk_bytes_read / max(1, self.header_bytes)
 
 
 def log_bytes(root: str) -> int:
@@ -27,15 +42,34 @@ def log_bytes(root: str) -> int:
                if f.endswith(".log"))
 
 
+def header_walk_bytes(root: str) -> int:
+    """What one walk of every batch header of the ``.log`` files under ``root`` reads, as the
+    storage layer counts a walk: a batch's 61 header bytes, a transactional batch whole (the
+    transaction rule reads its CRC and its marker)."""
+    import kafkarec
+    from kafkarec.log.storage import HEADER_WALK_BYTES
+    total = 0
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".log"):
+                with open(os.path.join(d, f), "rb") as fh:
+                    data = fh.read()
+                for b in kafkarec.iter_batches(data, verify_crc=False):
+                    total += b.size_in_bytes if b.is_transactional else min(b.size_in_bytes, HEADER_WALK_BYTES)
+    return total
+
+
 def counted(root: str, run: Callable[[], int]) -> Counted:
     """``run()`` (a command, its exit code) with the listings and ``.log`` bytes it cost."""
     from kafkarec.log import storage
-    listings, reads = storage.process_listings(), storage.process_bytes_read()
+    listings, reads, walks = storage.process_listings(), storage.process_bytes_read(), storage.process_walk_bytes()
     before_l = listings.requests
     before_b = {p: n for p, n in reads.by_path.items() if p.endswith(".log")}
+    before_w = {p: n for p, n in walks.by_path.items() if p.endswith(".log")}
     code = run()
     read = sum(n - before_b.get(p, 0) for p, n in reads.by_path.items() if p.endswith(".log"))
-    return Counted(listings.requests - before_l, read, log_bytes(root), code)
+    walked = sum(n - before_w.get(p, 0) for p, n in walks.by_path.items() if p.endswith(".log"))
+    return Counted(listings.requests - before_l, read, log_bytes(root), code, walked, header_walk_bytes(root))
 
 
 def cli(*argv: str) -> Callable[[], int]:
