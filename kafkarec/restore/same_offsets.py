@@ -200,13 +200,18 @@ def write(spec: RestoreSpec, plan=None, on_partition=None) -> List[WrittenPartit
             want = sum(1 for t, _ in wanted if t == tt)
             if have != want:
                 raise LogDirWriteError(log_dir, f"{tt} has {have} partition folder(s), the source {want} partitions")
+        if p.listing is None:
+            raise LogDirWriteError(log_dir, "the source plan holds no listing of the source")
+        tiered = [f"{log.topic}-{log.partition}" for log in p.listing.layout.partitions
+                  if any(seg.remote for seg in log.segments)]
+        if tiered:
+            raise LogDirWriteError(log_dir, f"{tiered[0]} has tiered segments at the source: only local segments "
+                                            "are written")
         journal["state"] = "writing"
         _write_journal(spec, journal)
         # before any segment: a broker started on a half-written log dir recovers it, never trusts it
         writer.remove_clean_shutdown(log_dir)
-        logs = {part.key: part for part in p.listing.layout.partitions} if p.listing is not None else {}
-        if p.listing is None:
-            raise LogDirWriteError(log_dir, "the source plan holds no listing of the source")
+        logs = {part.key: part for part in p.listing.layout.partitions}
         storage = p.listing.layout.storage
         out: List[WrittenPartition] = []
         done = {}
