@@ -48,6 +48,7 @@ __all__ = [
     "LayoutError",
     "BrokerError",
     "RestoreError",
+    "LogDirWriteError",
     "MalformedBatchError",
     "OffsetOrderError",
     "ConnectError",
@@ -435,6 +436,21 @@ class RestoreError(KafkaRecError, ValueError):
 
 def _rebuild_restore(cls, target, reason, topic, partition, group, retriable=False):
     return cls(target, reason, topic=topic, partition=partition, group=group, retriable=retriable)
+
+
+class LogDirWriteError(KafkaRecError, ValueError):
+    """A broker's log dir that cannot be written as asked (``kafkarec restore --same-offsets``:
+    :mod:`kafkarec.log.writer`): a broker holds it, it is another cluster's, a partition already holds
+    records, a source segment that cannot be written as it is.  ``log_dir`` names the folder (None where
+    the reason names the file), ``reason`` says what was found."""
+
+    def __init__(self, log_dir: "str | None", reason: str) -> None:
+        self.log_dir = log_dir
+        self.reason = reason
+        super().__init__(f"{log_dir}: {reason}" if log_dir else reason)
+
+    def __reduce__(self):
+        return (type(self), (self.log_dir, self.reason))
 
 
 # --- the log reader (kafkarec.scan) -------------------------------------------

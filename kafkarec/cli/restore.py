@@ -113,6 +113,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ids.add_argument("--subject-strategy", choices=STRATEGIES, metavar="STRATEGY",
                      help=f"the subject-naming strategy that says which fields are framed: {', '.join(STRATEGIES)} "
                           "(default topic)")
+    same = p.add_argument_group("same offsets (docs/restore.md#same-offsets): the source's log written into a "
+                                "fresh one-broker target's log dir, every offset kept")
+    from kafkarec.restore.spec import SAME_OFFSETS_STEPS
+    same.add_argument("--same-offsets", metavar="STEP", choices=SAME_OFFSETS_STEPS,
+                      help="prepare (the target running: topics created as the source's, refused when one holds "
+                           "records or differs in partitions), write (the target stopped: each partition folder "
+                           "written from the source's segments, batches byte for byte but the partition leader "
+                           "epoch and producer ids, open transactions aborted), groups (the target started "
+                           "again: each partition checked to serve what was written, the groups' positions set "
+                           "as they were)")
+    same.add_argument("--target-log-dir", metavar="DIR",
+                      help="with --same-offsets: the target broker's log dir (its log.dirs, one)")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "
@@ -135,7 +147,7 @@ def spec_from_args(args):
         raise UsageError("the following argument is required: LOG (but with --check)")
     if args.evidence and args.dry_run:
         raise UsageError("--evidence with --dry-run: a dry run restores nothing to give evidence of")
-    if args.target_bootstrap is None and not args.dry_run:
+    if args.target_bootstrap is None and not args.dry_run and args.same_offsets != "write":
         raise UsageError("the following argument is required: --target-bootstrap (but with --dry-run)")
     if args.json and not args.dry_run:
         raise UsageError("--json is --dry-run's: add --dry-run")
@@ -149,6 +161,14 @@ def spec_from_args(args):
         if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
             # refused before anything is restored, not after the records are committed
             raise UsageError(f"{flag} {path}: {folder} is not a folder this user can write in")
+    if args.same_offsets:
+        given = [f"--{n.replace('_', '-')}" for n in _NOT_WITH_SAME_OFFSETS
+                 if getattr(args, n, None) not in (None, False, [])]
+        if given:
+            raise UsageError(f"--same-offsets with {', '.join(given)}: a copy of the log at its offsets has no "
+                             "offset map, no dry run and no share groups' states")
+        if args.same_offsets == "write" and (args.groups_csv or args.no_groups or args.groups_as_of):
+            raise UsageError("--same-offsets write sets no group: the groups step does, with the target running")
     properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
     return RestoreSpec.of(args.path, args.target_bootstrap, topics=args.topics, rename=args.rename,
                           end_time=args.end_time, restore_id=args.restore_id,
@@ -157,7 +177,8 @@ def spec_from_args(args):
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
                           share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap,
                           digest=bool(args.evidence), source_registry=args.source_registry,
-                          target_registry=args.target_registry, subject_strategy=args.subject_strategy or "topic")
+                          target_registry=args.target_registry, subject_strategy=args.subject_strategy or "topic",
+                          same_offsets=args.same_offsets, target_log_dir=args.target_log_dir)
 
 
 def run(args, out: TextIO, err: TextIO) -> int:
@@ -166,6 +187,8 @@ def run(args, out: TextIO, err: TextIO) -> int:
     if args.check:
         return _check(args, out)
     spec = spec_from_args(args)
+    if spec.same_offsets:
+        return _same_offsets(spec, args, out, err)
     if args.dry_run:
         return _dry_run(spec, args, out, err)
     require("confluent_kafka")
@@ -230,6 +253,50 @@ def _evidence(args, spec, result, done, err: TextIO) -> None:
                             None if done.groups is None else done.groups, done.share_groups)
     evidence.write(doc, args.evidence)
     err.write(f"evidence written to {args.evidence}\n")
+
+
+#: options of the produced restore that a restore at the source's offsets does not take
+_NOT_WITH_SAME_OFFSETS = ("dry_run", "json", "verify", "offset_map", "share_groups_csv", "share_groups_acknowledge",
+                          )
+
+
+def _same_offsets(spec, args, out: TextIO, err: TextIO) -> int:
+    """``--same-offsets STEP``: a line per partition written (every field rewritten named), or per
+    group position set; the next step said on stderr."""
+    from kafkarec.errors import LogDirWriteError
+    from kafkarec.restore import same_offsets as so
+    from kafkarec._extras import require
+    try:
+        if spec.same_offsets == "prepare":
+            require("confluent_kafka")
+            done = so.prepare(spec)
+            if done.created_topics:
+                err.write(f"created topic(s) {', '.join(done.created_topics)}\n")
+            out.write(f"prepared {len(done.partitions)} partition(s) of cluster {done.cluster_id} in "
+                      f"{spec.target_log_dir}\n")
+            err.write("next: stop the target broker cleanly, then run --same-offsets write\n")
+        elif spec.same_offsets == "write":
+            def written(w) -> None:
+                out.write(w.line() + "\n")
+                out.flush()
+            so.write(spec, on_partition=written)
+            err.write("next: start the target broker (it recovers the written logs, rebuilding their indexes and "
+                      "producer state), then run --same-offsets groups\n")
+        else:
+            require("confluent_kafka")
+            done = so.groups(spec, apply=not args.no_groups, groups_csv=args.groups_csv)
+            for (topic, partition), (start, end) in sorted(done.served.items()):
+                out.write(f"{topic}-{partition} served [{start}, {end})\n")
+            for g in done.positions if not args.no_groups else ():
+                out.write(f"{g.group} {g.topic}-{g.partition} {g.source_offset} -> "
+                          f"{g.target_topic}-{g.partition} {g.target_offset}\n")
+            if not args.no_groups:
+                err.write(f"{len({g.group for g in done.positions})} group(s) "
+                          f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
+    except (RestoreError, LogDirWriteError, BrokerError, MalformedBatchError, DecodeError, OSError) as e:
+        err.write(f"kafkarec restore: {e}\n")
+        return EXIT_PROBLEMS
+    return EXIT_OK
 
 
 #: --check with options that belong to a restore

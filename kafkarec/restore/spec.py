@@ -9,7 +9,12 @@ from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
 
 from kafkarec.errors import SelectionError, UsageError
 
-__all__ = ["RestoreSpec", "PROGRESS_GROUP_PREFIX"]
+__all__ = ["RestoreSpec", "PROGRESS_GROUP_PREFIX", "SAME_OFFSETS_STEPS"]
+
+#: the steps of a restore at the source's offsets, in order: ``prepare`` (the target running: its
+#: topics created), ``write`` (the target stopped: its partition folders written), ``groups`` (the
+#: target running again: the groups' positions set as they were)
+SAME_OFFSETS_STEPS = ("prepare", "write", "groups")
 
 #: the consumer group on the target that holds a restore's progress is this prefix and its id
 PROGRESS_GROUP_PREFIX = "kafkarec-restore."
@@ -80,6 +85,10 @@ class RestoreSpec:
     source_registry: Optional[str] = None
     target_registry: Optional[str] = None
     subject_strategy: str = "topic"
+    #: a restore at the source's offsets (:mod:`kafkarec.restore.same_offsets`): its step,
+    #: one of :data:`SAME_OFFSETS_STEPS` (None: the produced restore), and the target broker's log dir
+    same_offsets: Optional[str] = None
+    target_log_dir: Optional[str] = None
 
     @classmethod
     def of(cls, source: str, target: Optional[str], *, topics: Union[str, Iterable[str], None] = None,
@@ -89,7 +98,8 @@ class RestoreSpec:
            tiered_storage: Optional[str] = None, timeout: float = 30.0, groups_as_of=None,
            share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None,
            digest: bool = False, source_registry: Optional[str] = None, target_registry: Optional[str] = None,
-           subject_strategy: str = "topic") -> "RestoreSpec":
+           subject_strategy: str = "topic", same_offsets: Optional[str] = None,
+           target_log_dir: Optional[str] = None) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601; ``target`` None for a dry run that reads no target."""
@@ -139,12 +149,15 @@ class RestoreSpec:
             raise UsageError(f"subject strategy {subject_strategy!r}: one of {', '.join(STRATEGIES)}")
         if target_registry is not None and not str(target_registry).lower().startswith(("http://", "https://")):
             raise UsageError(f"--target-registry {target_registry}: not a registry URL (http:// or https://)")
+        step = _same_offsets(same_offsets, target, target_log_dir, end_time=end, digest=digest,
+                             registry=source_registry is not None, bootstrap=bootstrap)
         return cls(str(source), None if target is None else str(target).strip(), names, tuple(sorted(pairs.items())),
                    end, restore_id, records, props,
                    dict(storage_options) if storage_options else None, tiered_storage, limit,
                    as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip(),
                    bool(digest), None if source_registry is None else str(source_registry),
-                   None if target_registry is None else str(target_registry), strategy)
+                   None if target_registry is None else str(target_registry), strategy, step,
+                   None if target_log_dir is None else str(target_log_dir))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""
@@ -170,6 +183,29 @@ class RestoreSpec:
         conf.update(dict(self.target_properties))
         conf.update(extra)
         return conf
+
+
+def _same_offsets(step, target, log_dir, *, end_time, digest, registry, bootstrap) -> Optional[str]:
+    """``--same-offsets STEP``'s checks: the step is known, it has the log dir and the target it
+    needs, and nothing is asked that a copy of the log at its offsets does not do."""
+    if step is None:
+        if log_dir is not None:
+            raise UsageError("--target-log-dir is --same-offsets': add --same-offsets STEP")
+        return None
+    step = str(step).strip().lower()
+    if step not in SAME_OFFSETS_STEPS:
+        raise UsageError(f"--same-offsets {step!r}: one of {', '.join(SAME_OFFSETS_STEPS)}")
+    if log_dir is None or not str(log_dir).strip():
+        raise UsageError("--same-offsets needs --target-log-dir: the target broker's log dir (its log.dirs)")
+    if step != "write" and target is None:
+        raise UsageError(f"--same-offsets {step} needs --target-bootstrap: the target broker is running then")
+    given = [flag for flag, on in (("--end-time", end_time is not None), ("--evidence", digest),
+                                   ("--source-registry/--target-registry", registry),
+                                   ("--bootstrap", bootstrap is not None)) if on]
+    if given:
+        raise UsageError(f"--same-offsets with {', '.join(given)}: the log is copied whole from its log start, "
+                         "its bytes as they are")
+    return step
 
 
 def _whole(value, what: str, low: int, high: int) -> int:

@@ -17,7 +17,9 @@ The points (:data:`POINTS`):
   (``send_offsets_to_transaction``; ``settle`` flushes the records), ``commit_transaction`` not called;
 * ``between-transactions`` -- a transaction committed, the next not begun;
 * ``groups-translated`` -- every record restored, the groups' positions translated, none set;
-* ``group-applied`` -- after a group's positions were set on the target, before the next group's.
+* ``group-applied`` -- after a group's positions were set on the target, before the next group's;
+* ``partition-written`` -- ``--same-offsets write``: a partition folder written, the next not begun
+  (the log dir's checkpoints and the journal not yet final).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Callable, Optional
 
 __all__ = ["POINTS", "StepHook", "set_step_hook", "step"]
 
-POINTS = ("mid-transaction", "before-commit", "between-transactions", "groups-translated", "group-applied")
+POINTS = ("mid-transaction", "before-commit", "between-transactions", "groups-translated", "group-applied", "partition-written")
 
 #: ``hook(point, settle)``: ``point`` one of :data:`POINTS`; ``settle`` None, or a callable that makes
 #: what the point describes true on the target (a producer's flush), for a hook that stops the process there

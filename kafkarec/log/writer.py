@@ -1,0 +1,359 @@
+"""A partition's log written into a stopped broker's log dir, at the source's offsets (``kafkarec
+restore --same-offsets``, docs/restore.md#same-offsets): Kafka's rules for what a broker loads, and
+the batch fields another cluster's log must not keep.
+
+What Kafka trusts and what it rebuilds decides what is written:
+
+* only ``.log`` files.  A segment without its ``.index`` is recovered whole when the broker loads
+  it (``LogLoader``: "Could not find offset index file ..., recovering segment and rebuilding index
+  files"), and recovering it rebuilds the offset and time indexes, the ``.txnindex`` and the
+  producer state from the batches themselves; copied side files would be trusted as they are;
+* no clean-shutdown marker (``.kafka_cleanshutdown``, :data:`CLEAN_SHUTDOWN_FILE`): with it and no
+  producer snapshot Kafka skips rebuilding the producer state (an open transaction's records are
+  then served as committed); without it every log is recovered from its recovery point;
+* the target's ``partition.metadata`` (its topic id: another one marks the folder stray) and its
+  ``leader-epoch-checkpoint`` kept;
+* every batch's partition leader epoch set to the target replica's latest epoch (the field is
+  outside the CRC): an epoch above the target's makes a consumer that committed its position with
+  it unable to resume (its OffsetsForLeaderEpoch finds no such epoch), and one below the first epoch
+  the replica knows reads as a truncation;
+* every producer id moved above the ids a target cluster hands out (:func:`target_producer_id`,
+  CRC recomputed): recovery rebuilds each producer's state from the batches, and KRaft's controller
+  allocates producer ids from 0 on every cluster, so a new producer of the target would otherwise
+  meet the source producer's sequence and epoch (OutOfOrderSequenceException,
+  InvalidProducerEpochException);
+* an ABORT marker appended for each transaction still open at the log's end, as the source's
+  coordinator would write one when the transaction times out (its producer id and epoch, the
+  highest coordinator epoch of the partition's markers): the target's coordinator never knew the
+  producer, so an open transaction would hold the last stable offset forever;
+* the log start in ``log-start-offset-checkpoint`` (deleteRecords' start, inside a batch too), the
+  high watermark at the written log end in ``replication-offset-checkpoint``, and no recovery point
+  (0: every segment recovered).
+
+Segments are written as ``<base offset>.log.cleaned`` and renamed into place: a file of that suffix
+left by a killed write is deleted by Kafka when it loads the folder, and by the next write.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from kafkarec.errors import LogDirWriteError
+from kafkarec.log import names
+
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LOCK_FILE", "META_PROPERTIES", "PRODUCER_ID_BASE", "TEMP_SUFFIX",
+           "PartitionWritten", "broker_lock", "meta_properties", "latest_leader_epoch", "target_producer_id",
+           "partition_holds_data", "write_partition", "update_checkpoints", "remove_clean_shutdown"]
+
+#: the file a running broker holds an exclusive lock on (``LogManager.lockLogDirs``, Java's
+#: ``FileChannel.tryLock``: a POSIX record lock, the kind ``fcntl.lockf`` takes)
+LOCK_FILE = ".lock"
+#: the marker a clean shutdown leaves (``CleanShutdownFileHandler``); while it is there Kafka trusts
+#: the side files it finds
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES = "meta.properties"
+#: the suffix a segment is written under before it is renamed into place: Kafka deletes such files
+#: when it loads a folder (``LogLoader.removeTempFilesAndCollectSwapFiles``, ``.cleaned``)
+TEMP_SUFFIX = ".cleaned"
+#: where the source's producer ids are moved to: KRaft's controller allocates producer ids in
+#: blocks of 1000 from 0 (``ProducerIdsRecord``), so a target allocates ids far below 2**62 for
+#: the whole of its life; the ids stay below Java's Long.MAX_VALUE
+PRODUCER_ID_BASE = 1 << 62
+_LONG_MAX = (1 << 63) - 1
+
+# The v2 batch header (Kafka's DefaultRecordBatch): where each field this module reads or writes is
+_PLE, _MAGIC, _CRC, _ATTRIBUTES, _PRODUCER_ID = 12, 16, 17, 21, 43
+_HEADER = struct.Struct(">qiiBIhiqqqhii")       # base offset .. record count: 61 bytes
+_HEADER_SIZE = _HEADER.size
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+_EPOCH = struct.Struct(">i")
+_PID = struct.Struct(">q")
+_CRC32 = struct.Struct(">I")
+#: a segment is read and written this many bytes at a time (a batch larger than it, whole)
+_WINDOW = 8 << 20
+
+
+def target_producer_id(source_id: int) -> int:
+    """The producer id a source producer's batches carry on the target: moved up by
+    :data:`PRODUCER_ID_BASE`; an id already there (a log restored this way before) is kept."""
+    return source_id if source_id >= PRODUCER_ID_BASE else source_id + PRODUCER_ID_BASE
+
+
+@contextlib.contextmanager
+def broker_lock(log_dir: str) -> Iterator[None]:
+    """Hold ``log_dir``'s ``.lock`` as a broker does while it runs: refused (a
+    :class:`LogDirWriteError`) when a broker holds it, and a broker started meanwhile cannot take
+    the log dir."""
+    path = os.path.join(log_dir, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise LogDirWriteError(log_dir, f"cannot open {LOCK_FILE}: {e.strerror}") from None
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                raise LogDirWriteError(log_dir, f"a broker is running on it ({LOCK_FILE} is locked): stop it "
+                                                "cleanly first") from None
+            raise
+        yield
+    finally:
+        os.close(fd)            # the lock goes with the descriptor
+
+
+def meta_properties(log_dir: str) -> Dict[str, str]:
+    """``meta.properties`` of a log dir (what ``kafka-storage format`` wrote: ``cluster.id``,
+    ``node.id``, ``directory.id``); a :class:`LogDirWriteError` where there is none."""
+    path = os.path.join(log_dir, META_PROPERTIES)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise LogDirWriteError(log_dir, f"no {META_PROPERTIES}: not a formatted Kafka log dir") from None
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")) and "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def latest_leader_epoch(folder: str) -> int:
+    """The latest epoch of the replica's ``leader-epoch-checkpoint`` (0 when it has none)."""
+    from kafkarec.log.sidefiles import read_leader_epoch_checkpoint
+    path = os.path.join(folder, names.LEADER_EPOCH_CHECKPOINT)
+    if not os.path.exists(path):
+        return 0
+    entries = read_leader_epoch_checkpoint(path)
+    return max((e.epoch for e in entries), default=0)
+
+
+def _segment_files(folder: str) -> List[str]:
+    return [n for n in os.listdir(folder) if names.parse_segment_name(n) is not None
+            or n.endswith(TEMP_SUFFIX) or n.endswith(".deleted") or n.endswith(".swap")]
+
+
+def partition_holds_data(folder: str) -> bool:
+    """Whether a partition folder holds any record (a segment of bytes), as a topic only created holds none."""
+    return any(n.endswith(names.LOG_SUFFIX) and os.path.getsize(os.path.join(folder, n)) > 0
+               for n in os.listdir(folder))
+
+
+class PartitionWritten(NamedTuple):
+    """What :func:`write_partition` wrote: the log's range [``log_start``, ``log_end``) (the ABORT
+    markers included), its segments and bytes, the leader epoch every batch got, the producer ids
+    moved (source id -> target id), the ABORT markers appended (offset, target producer id, epoch)."""
+    log_start: int
+    log_end: int
+    segments: int
+    bytes: int
+    batches: int
+    leader_epoch: int
+    producer_ids: Dict[int, int]
+    abort_markers: List[Tuple[int, int, int]]
+
+
+class _State:
+    """What the walk of a partition's batches carries from segment to segment."""
+
+    def __init__(self) -> None:
+        self.next_offset: Optional[int] = None
+        self.max_timestamp = -1
+        self.open: Dict[int, int] = {}            # target producer id -> its open transaction's epoch
+        self.coordinator_epoch = 0
+        self.pids: Dict[int, int] = {}
+        self.batches = 0
+
+
+def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, origin: int) -> None:
+    """Every whole batch of ``buf[:end]`` rewritten in place (see the module docstring), its CRC
+    checked first so that a damaged batch is never given a good CRC."""
+    from kafkarec._core import crc32c, iter_batches
+    mv = memoryview(buf)
+    pos = 0
+    while pos < end:
+        if buf[pos + _MAGIC] != 2:
+            raise LogDirWriteError(None, f"{where} byte {origin + pos}: a message format v{buf[pos + _MAGIC]} batch "
+                                         "(Kafka 4 loads v2 only; convert the log first)")
+        (base, length, _ple, _magic, crc, attributes, last_delta, _bts, max_ts, pid, p_epoch, _seq,
+         _count) = _HEADER.unpack_from(buf, pos)
+        size = length + 12
+        body = mv[pos + _ATTRIBUTES:pos + size]
+        if crc32c(body) != crc:
+            raise LogDirWriteError(None, f"{where} byte {origin + pos}: the batch at offset {base} fails its CRC")
+        _EPOCH.pack_into(buf, pos + _PLE, epoch)
+        if pid >= 0:
+            moved = target_producer_id(pid)
+            if state.pids.setdefault(pid, moved) != moved or (moved != pid and moved in state.pids):
+                raise LogDirWriteError(None, f"{where}: producer ids {pid} and {moved} would be one producer on "
+                                             "the target")
+            _PID.pack_into(buf, pos + _PRODUCER_ID, moved)
+            _CRC32.pack_into(buf, pos + _CRC, crc32c(body))
+            if attributes & _CONTROL:
+                marker = next(iter_batches(mv[pos:pos + size])).records()
+                if marker and marker[0].control_type_id in (0, 1):       # ABORT, COMMIT
+                    state.open.pop(moved, None)
+                    state.coordinator_epoch = max(state.coordinator_epoch, marker[0].coordinator_epoch or 0)
+            elif attributes & _TRANSACTIONAL:
+                state.open.setdefault(moved, p_epoch)
+        state.max_timestamp = max(state.max_timestamp, max_ts)
+        state.next_offset = base + last_delta + 1
+        state.batches += 1
+        pos += size
+
+
+def _copy_segment(source, size: int, out, epoch: int, state: _State, where: str) -> int:
+    """The segment's batches from ``source`` (``read_at(position, n)``) rewritten into ``out``,
+    a window at a time; returns the bytes written."""
+    from kafkarec._core import iter_batches
+    pos = 0                     # the file position of the next byte read
+    buf = bytearray()
+    origin = 0                  # the file position of buf[0]
+    need = _WINDOW
+    written = 0
+    while True:
+        want = min(max(_WINDOW, need), size - pos)
+        if want > 0:
+            buf += source.read_at(pos, want)
+            pos += want
+        if not buf:
+            return written
+        it = iter_batches(buf, origin=origin)
+        spans = it.spans()
+        end = spans[-1][0] - origin + spans[-1][1] if spans else 0
+        if end < len(buf) and (pos >= size or it.stop_reason == "error"):
+            raise LogDirWriteError(None, f"{where} byte {origin + end}: {len(buf) - end} byte(s) that are no whole "
+                                         "batch")
+        if end:
+            _rewrite(buf, end, epoch, state, where, origin)
+            out.write(memoryview(buf)[:end])
+            written += end
+            origin += end
+        need = it.next_batch_size if end == 0 else _WINDOW
+        del it                  # its export of buf
+        buf = buf[end:]         # the part batch the next window completes (a new buffer)
+
+
+def _abort_markers(state: _State, epoch: int) -> Tuple[bytes, List[Tuple[int, int, int]]]:
+    """An ABORT marker for each transaction still open, at the offsets past the log's end."""
+    from kafkarec import ControlRecordType
+    from kafkarec._core import RecordBatchBuilder
+    out = bytearray()
+    markers = []
+    for pid, p_epoch in sorted(state.open.items()):
+        b = RecordBatchBuilder(base_offset=state.next_offset, producer_id=pid, producer_epoch=p_epoch,
+                               is_transactional=True, is_control=True, partition_leader_epoch=epoch)
+        # the source's last time, not the restore's: time lookups on the target answer as the source's
+        b.append_control(ControlRecordType.ABORT, {"coordinatorEpoch": state.coordinator_epoch},
+                         timestamp=max(state.max_timestamp, 0))
+        out += b.build()
+        markers.append((state.next_offset, pid, p_epoch))
+        state.next_offset += 1
+    state.open.clear()
+    return bytes(out), markers
+
+
+def _fsync_dir(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_partition(storage, part, folder: str, log_start: int) -> PartitionWritten:
+    """``part``'s log (a :class:`kafkarec.log.layout.PartitionLog` listed in ``storage``) written into
+    the target replica's ``folder`` from ``log_start`` on, at the source's offsets (see the module
+    docstring): the folder's segments and side files replaced, its ``partition.metadata`` and
+    ``leader-epoch-checkpoint`` kept.  Every segment is written under :data:`TEMP_SUFFIX` before
+    any is renamed into place, so a write killed midway leaves the folder's files as they were or
+    files Kafka deletes; written again, it gives the same folder."""
+    from kafkarec.log.layout import open_segment
+    epoch = latest_leader_epoch(folder)
+    segs = [s for s in part.segments if not s.remote]
+    if len(segs) != len(part.segments):
+        raise LogDirWriteError(folder, "the source's log has tiered segments: only local segments are written")
+    # segments wholly below the log start are left behind, as Kafka would delete them
+    keep = [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
+    for stale in _segment_files(folder):
+        if stale.endswith(TEMP_SUFFIX):
+            os.unlink(os.path.join(folder, stale))
+    state = _State()
+    written = 0
+    temps = []
+    for i, seg in enumerate(keep):
+        temp = os.path.join(folder, names.file_name(seg.base_offset, names.LOG_SUFFIX) + TEMP_SUFFIX)
+        where = f"{part.topic}-{part.partition} {os.path.basename(seg.path)}"
+        with open(temp, "wb") as out:
+            with open_segment(storage, seg) as source:
+                written += _copy_segment(source, seg.size, out, epoch, state, where)
+            if state.next_offset is None:
+                state.next_offset = seg.base_offset
+            if i + 1 == len(keep):
+                extra, markers = _abort_markers(state, epoch)
+                out.write(extra)
+                written += len(extra)
+            out.flush()
+            os.fsync(out.fileno())
+        temps.append(temp)
+    if not keep:
+        # no segment at or past the log start: the log is empty from there, one empty segment as
+        # Kafka rolls one
+        temp = os.path.join(folder, names.file_name(log_start, names.LOG_SUFFIX) + TEMP_SUFFIX)
+        open(temp, "wb").close()
+        temps.append(temp)
+        markers = []
+    if state.next_offset is None:
+        state.next_offset = log_start
+    # the target's own segments and side files go; its topic id and leader epochs stay
+    for name in _segment_files(folder):
+        path = os.path.join(folder, name)
+        if path not in temps:
+            os.unlink(path)
+    for temp in temps:
+        os.replace(temp, temp[:-len(TEMP_SUFFIX)])
+    _fsync_dir(folder)
+    return PartitionWritten(log_start, max(state.next_offset, log_start), len(temps), written, state.batches, epoch,
+                            dict(state.pids), markers)
+
+
+def update_checkpoints(log_dir: str, written: Dict[Tuple[str, int], PartitionWritten]) -> None:
+    """The log dir's checkpoints for the written partitions: the log start in
+    ``log-start-offset-checkpoint``, the high watermark at the log end in
+    ``replication-offset-checkpoint``, no recovery point (every segment recovered); the other
+    partitions' entries as they were.  Each file written whole and renamed into place, as Kafka
+    writes them."""
+    from kafkarec.log.sidefiles import read_offset_checkpoint
+    from kafkarec._boot.files import atomic_write
+    values = {"log-start-offset-checkpoint": lambda w: w.log_start,
+              "replication-offset-checkpoint": lambda w: w.log_end,
+              "recovery-point-offset-checkpoint": None}
+    for name, value in values.items():
+        path = os.path.join(log_dir, name)
+        entries = {}
+        if os.path.exists(path):
+            entries = {(t, p): o for t, p, o in read_offset_checkpoint(path)}
+        for key, w in written.items():
+            if value is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = value(w)
+        text = "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
+        atomic_write(path, text.encode("ascii"), mode=0o644)
+
+
+def remove_clean_shutdown(log_dir: str) -> bool:
+    """Remove the clean-shutdown marker, so that the broker recovers the logs it loads (rebuilding
+    every side file of the written segments); whether there was one."""
+    try:
+        os.unlink(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+    except FileNotFoundError:
+        return False
+    _fsync_dir(log_dir)
+    return True

@@ -1,0 +1,241 @@
+"""``restore --same-offsets write`` without a broker: a source log dir written as a broker writes
+it (support.logs.logdir) into a target log dir laid out as a stopped broker leaves a topic just
+created (what ``prepare`` leaves), then read back.  The broker's own view of the result is
+tests/broker/test_broker_same_offsets.py's."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from kafkarec import iter_batches
+from kafkarec._core import crc32c
+from kafkarec.errors import LogDirWriteError, UsageError
+from kafkarec.log.writer import PRODUCER_ID_BASE
+from kafkarec.restore import same_offsets as so, steps
+from kafkarec.restore.spec import RestoreSpec
+from support.logs.logdir import CONTROL_COMMIT, PartitionWriter, v2_batch
+from support.logs.log_start import write_log_start_checkpoint
+
+TOPIC_ID = bytes(range(16))
+CLUSTER = "Xy7DsbXaQsO1ETyyJTH3Aw"
+TARGET_EPOCH = 3
+
+
+def _source(root):
+    """t-0: idempotent records (producer 0), a committed transaction (1), then a transaction left
+    open (2) and records of producer 0 past it, in several segments; t-1: plain records, its log
+    start moved inside its first batch."""
+    w = PartitionWriter(root, "t", 0, segment_bytes=400, topic_id=TOPIC_ID, leader_epoch=9)
+    seq = 0
+    for i in range(6):
+        w.append(v2_batch([(1000 + i, b"k", b"v%d" % i, [])] * 3, producer_id=0, producer_epoch=0,
+                          base_sequence=seq))
+        seq += 3
+    w.append(v2_batch([(2000, b"t", b"committed", [])], producer_id=1, producer_epoch=4, base_sequence=0,
+                      transactional=True))
+    w.end_txn(CONTROL_COMMIT, 1, coordinator_epoch=7, timestamp=2001)
+    w.append(v2_batch([(3000, b"o", b"open", [])] * 2, producer_id=2, producer_epoch=5, base_sequence=0,
+                      transactional=True))
+    w.append(v2_batch([(4000, b"k", b"after", [])], producer_id=0, producer_epoch=0, base_sequence=seq))
+    w.close()
+    p = PartitionWriter(root, "t", 1, topic_id=TOPIC_ID)
+    p.append(v2_batch([(5000 + i, None, b"p%d" % i, []) for i in range(10)]))
+    p.close()
+    write_log_start_checkpoint(root, {("t", 0): 0, ("t", 1): 4})
+    return root
+
+
+def _target(root, source, partitions=2):
+    """A stopped broker's log dir after prepare: the topic's folders as the broker created them,
+    its checkpoints, the clean-shutdown marker and the journal."""
+    os.makedirs(root)
+    with open(os.path.join(root, "meta.properties"), "w") as fh:
+        fh.write(f"#\nnode.id=1\ndirectory.id=r9DxxVAdMw9xy5pfn7MrsA\nversion=1\ncluster.id={CLUSTER}\n")
+    with open(os.path.join(root, ".kafka_cleanshutdown"), "w") as fh:
+        fh.write('{"version":0,"brokerEpoch":12}')
+    for i in range(partitions):
+        d = os.path.join(root, f"t-{i}")
+        os.makedirs(d)
+        with open(os.path.join(d, "partition.metadata"), "w") as fh:
+            fh.write("version: 0\ntopic_id: 8Yx6FaMkRVSq9bd5jxlWrA\n")
+        with open(os.path.join(d, "leader-epoch-checkpoint"), "w") as fh:
+            fh.write(f"0\n1\n{TARGET_EPOCH} 0\n")
+        for suffix in (".log", ".index", ".timeindex"):
+            open(os.path.join(d, "0" * 20 + suffix), "w").close()
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        with open(os.path.join(root, name), "w") as fh:
+            fh.write("0\n1\n__consumer_offsets 0 5\n")
+    with open(os.path.join(root, so.JOURNAL), "w") as fh:
+        json.dump({"version": 1, "state": "prepared", "cluster_id": CLUSTER, "source": source,
+                   "partitions": [["t", i] for i in range(partitions)]}, fh)
+    return root
+
+
+def _spec(src, dst):
+    return RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dst)
+
+
+def _files(root):
+    """Every file under ``root`` and its bytes (the journal and the lock aside)."""
+    out = {}
+    for folder, _, names in os.walk(root):
+        for n in names:
+            if n not in (so.JOURNAL, ".lock"):
+                with open(os.path.join(folder, n), "rb") as fh:
+                    out[os.path.relpath(os.path.join(folder, n), root)] = fh.read()
+    return out
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    src = _source(str(tmp_path / "source"))
+    return src, _target(str(tmp_path / "target"), src)
+
+
+def _batches(folder):
+    data = b"".join(open(os.path.join(folder, n), "rb").read() for n in sorted(os.listdir(folder))
+                    if n.endswith(".log"))
+    return data, list(iter_batches(data))
+
+
+def test_write_keeps_every_offset_and_rewrites_only_the_named_fields(dirs):
+    src, dst = dirs
+    out = so.write(_spec(src, dst))
+    by = {w.partition: w for w in out}
+    source_data, source_batches = _batches(os.path.join(src, "t-0"))
+    data, batches = _batches(os.path.join(dst, "t-0"))
+    # every source batch at its offset, its bytes but the leader epoch, the producer id and the CRC
+    assert [b.base_offset for b in batches[:-1]] == [b.base_offset for b in source_batches]
+    for s, t in zip(source_batches, batches):
+        want = bytearray(s.raw())
+        struct.pack_into(">i", want, 12, TARGET_EPOCH)
+        if s.producer_id >= 0:
+            struct.pack_into(">q", want, 43, s.producer_id + PRODUCER_ID_BASE)
+            struct.pack_into(">I", want, 17, crc32c(memoryview(want)[21:]))
+        assert bytes(t.raw()) == bytes(want)
+    assert all(b.crc_valid and b.partition_leader_epoch == TARGET_EPOCH for b in batches)
+    # the open transaction aborted at the log's end, with its producer's id and epoch
+    end = source_batches[-1].next_offset
+    marker = batches[-1]
+    assert (marker.base_offset, marker.is_control, marker.producer_id, marker.producer_epoch) == \
+        (end, True, 2 + PRODUCER_ID_BASE, 5)
+    assert marker.records()[0].control_type_id == 0 and marker.records()[0].coordinator_epoch == 7
+    assert by[0].abort_markers == [(end, 2 + PRODUCER_ID_BASE, 5)] and by[0].log_end == end + 1
+    assert by[0].producer_ids == {p: p + PRODUCER_ID_BASE for p in (0, 1, 2)}
+    assert "abort markers at %d (producer %d epoch 5)" % (end, 2 + PRODUCER_ID_BASE) in by[0].line()
+    # segments named by their base offsets, only .log files; the target's topic id and epochs kept
+    names = sorted(os.listdir(os.path.join(dst, "t-0")))
+    assert names == sorted([n for n in os.listdir(os.path.join(src, "t-0")) if n.endswith(".log")]
+                           + ["leader-epoch-checkpoint", "partition.metadata"])
+    assert "8Yx6FaMkRVSq9bd5jxlWrA" in open(os.path.join(dst, "t-0", "partition.metadata")).read()
+    # the log start inside t-1's first batch, the high watermark at the end, recovery from 0
+    assert (by[1].log_start, by[1].log_end, by[1].abort_markers) == (4, 10, [])
+    assert open(os.path.join(dst, "log-start-offset-checkpoint")).read() == \
+        "0\n3\n__consumer_offsets 0 5\nt 0 0\nt 1 4\n"
+    assert open(os.path.join(dst, "replication-offset-checkpoint")).read() == \
+        f"0\n3\n__consumer_offsets 0 5\nt 0 {end + 1}\nt 1 10\n"
+    assert open(os.path.join(dst, "recovery-point-offset-checkpoint")).read() == "0\n1\n__consumer_offsets 0 5\n"
+    assert not os.path.exists(os.path.join(dst, ".kafka_cleanshutdown"))
+    assert so.read_journal(dst)["state"] == "written"
+    # a second write writes nothing and answers the same
+    before = _files(dst)
+    assert so.write(_spec(src, dst)) == out
+    assert _files(dst) == before
+
+
+class _Killed(BaseException):
+    pass
+
+
+def test_a_write_killed_midway_then_run_again_ends_as_one_run(dirs, tmp_path):
+    src, dst = dirs
+    once = _target(str(tmp_path / "once"), src)
+    so.write(_spec(src, once))
+
+    def kill(point, settle):
+        if point == "partition-written":
+            raise _Killed()
+    previous = steps.set_step_hook(kill)
+    try:
+        with pytest.raises(_Killed):
+            so.write(_spec(src, dst))
+    finally:
+        steps.set_step_hook(previous)
+    assert so.read_journal(dst)["state"] == "writing"
+    # a segment left under its temporary name too, as a kill inside a partition leaves one
+    open(os.path.join(dst, "t-1", "0" * 20 + ".log.cleaned"), "wb").write(b"half")
+    so.write(_spec(src, dst))
+    assert _files(dst) == _files(once)
+
+
+def _unchanged(dst):
+    return os.path.exists(os.path.join(dst, ".kafka_cleanshutdown")) and so.read_journal(dst)["state"] == "prepared"
+
+
+def test_refused_while_a_broker_holds_the_log_dir(dirs):
+    src, dst = dirs
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({os.path.join(dst, '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(LogDirWriteError, match="a broker is running on it"):
+            so.write(_spec(src, dst))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _unchanged(dst)
+
+
+@pytest.mark.parametrize("damage, reason", [
+    ("no-meta", "no meta.properties: not a formatted Kafka log dir"),
+    ("other-cluster", "prepared was cluster"),
+    ("no-journal", "run --same-offsets prepare first"),
+    ("holds-data", "t-1 holds records"),
+    ("more-partitions", "t has 3 partition folder"),
+])
+def test_refused_before_anything_is_written(dirs, damage, reason):
+    src, dst = dirs
+    if damage == "no-meta":
+        os.unlink(os.path.join(dst, "meta.properties"))
+    elif damage == "other-cluster":
+        with open(os.path.join(dst, "meta.properties"), "a") as fh:
+            fh.write("cluster.id=AnotherClusterIdAAAAAAA\n")
+    elif damage == "no-journal":
+        os.unlink(os.path.join(dst, so.JOURNAL))
+    elif damage == "holds-data":
+        shutil.copy(os.path.join(src, "t-1", "0" * 20 + ".log"), os.path.join(dst, "t-1", "0" * 20 + ".log"))
+    else:
+        shutil.copytree(os.path.join(dst, "t-1"), os.path.join(dst, "t-2"))
+    before = _files(dst)
+    with pytest.raises(LogDirWriteError, match=reason):
+        so.write(_spec(src, dst))
+    assert _files(dst) == before
+    assert damage == "no-journal" or so.read_journal(dst)["state"] == "prepared"
+
+
+def test_the_command_line_refuses_what_a_copy_at_the_same_offsets_does_not_do(dirs):
+    src, dst = dirs
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "kafkarec", "restore", src, *args], capture_output=True,
+                              text=True, timeout=60)
+    for args, said in [(("--same-offsets", "write"), "needs --target-log-dir"),
+                       (("--same-offsets", "prepare", "--target-log-dir", dst), "required: --target-bootstrap"),
+                       (("--same-offsets", "write", "--target-log-dir", dst, "--end-time", "5"), "--end-time"),
+                       (("--same-offsets", "write", "--target-log-dir", dst, "--verify"), "--verify"),
+                       (("--target-bootstrap", "h:1", "--target-log-dir", dst), "add --same-offsets")]:
+        r = run(*args)
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+    with pytest.raises(UsageError, match="one of prepare, write, groups"):
+        RestoreSpec.of(src, None, same_offsets="copy", target_log_dir=dst)
+    r = run("--same-offsets", "write", "--target-log-dir", dst)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("t-0 -> t-0 [0, ") and "partition leader epoch -> 3" in r.stdout
+    assert "next: start the target broker" in r.stderr
