@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["CoreFinder", "CoreLoader", "ShippedWheelFinder", "install", "kafkarec_archive", "SHIPPED_ON_IMPORT"]
+__all__ = ["CoreFinder", "CoreLoader", "ShippedWheelFinder", "install", "kafkarec_archive", "SHIPPED_ON_IMPORT",
+           "RUNTIME_ON_IMPORT"]
 
 _CORE = "kafkarec._core"
 # Optional dependencies that kafkarec imports by their own name where it needs them (kafkarec.log.rsm:
@@ -52,6 +53,12 @@ _CORE = "kafkarec._core"
 # came from a zip, their wheels shipped beside it (spark_udfs.register(spark, extras=["tiered"])) are put on
 # sys.path on their first import (:class:`ShippedWheelFinder`), not when the core loads.
 SHIPPED_ON_IMPORT = {"cryptography": "cryptography"}
+# Runtime dependencies (the wheel's Requires-Dist) that kafkarec's Python modules import by their own
+# name, before anything loads the core (msgspec: the options' and outside documents' typed checks, which
+# a Spark driver's data-source planner runs in a bare Python that never loads the core): where kafkarec
+# came from a zip, their first import puts every runtime dependency's wheel on sys.path, as the core's
+# first load does (:class:`ShippedWheelFinder`).
+RUNTIME_ON_IMPORT = frozenset({"msgspec"})
 
 
 def kafkarec_archive() -> "Optional[str]":
@@ -95,17 +102,26 @@ def _core_out_of_zip(loader: zipimport.zipimporter) -> str:
     """The core's file in the unpacked copy of the archive kafkarec was imported from, its
     dependencies from wheels next to it (never from another kafkarec that an import hook, e.g. an
     editable install, might offer)."""
+    from kafkarec._boot import wheels
+    cache = _activate_runtime(loader.archive)
+    return _core_from_zip(loader, wheels, cache)
+
+
+def _activate_runtime(archive: str) -> str:
+    """Every runtime dependency of the kafkarec in ``archive`` from the wheels beside it, unpacked
+    into the cache and put on ``sys.path`` (once a process: activating again finds them there);
+    the cache's folder.  Any missing is one ``ImportError`` naming all of them."""
     from kafkarec._boot.files import cache_root
     from kafkarec._boot import wheels
-    deps = wheels.zip_dependencies(loader.archive)
+    deps = wheels.zip_dependencies(archive)
     if deps.problems:
         raise ImportError(
-            f"kafkarec imported from {loader.archive} lacks dependencies in "
+            f"kafkarec imported from {archive} lacks dependencies in "
             f"{wheels.describe_interpreter(wheels.interpreter())}: " + " | ".join(deps.problems)
             + f". Put wheels for this interpreter next to the kafkarec wheel: {wheels.FIX_COMMAND}")
     cache = cache_root()
     wheels.activate(deps.wheels.values(), cache)
-    return _core_from_zip(loader, wheels, cache)
+    return cache
 
 
 class CoreLoader(importlib.machinery.ExtensionFileLoader):
@@ -150,7 +166,8 @@ class CoreFinder:
 
 class ShippedWheelFinder:
     """Last on ``sys.meta_path``: a module of :data:`SHIPPED_ON_IMPORT` that no other finder found
-    (not installed) is looked for among the wheels beside the zip kafkarec was imported from;
+    (not installed) is looked for among the wheels beside the zip kafkarec was imported from (one
+    of :data:`RUNTIME_ON_IMPORT`: every runtime dependency's wheel, as the core's load takes them);
     found, they are unpacked and put on ``sys.path`` (:func:`kafkarec._boot.wheels.activate_projects`)
     and the import goes on from there.  Otherwise the import fails as it would, and the importer's
     own error names what to install; a later import looks again (a reused Spark worker, after the
@@ -158,11 +175,14 @@ class ShippedWheelFinder:
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
                   target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
-        if path is not None or fullname not in SHIPPED_ON_IMPORT:
+        if path is not None or (fullname not in SHIPPED_ON_IMPORT and fullname not in RUNTIME_ON_IMPORT):
             return None
         archive = kafkarec_archive()
         if archive is None:
             return None
+        if fullname in RUNTIME_ON_IMPORT:
+            _activate_runtime(archive)
+            return importlib.machinery.PathFinder.find_spec(fullname)
         from kafkarec._boot import wheels
         from kafkarec._boot.files import cache_root
         res = wheels.activate_projects((SHIPPED_ON_IMPORT[fullname],), archive, cache_root(),

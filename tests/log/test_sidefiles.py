@@ -383,6 +383,24 @@ def test_time_index_check(tmp_path):
     assert any(f"Indexed offset: {entries[0].offset + 1} is not the last offset" in r for r in reasons)
 
 
+def test_time_index_entries_past_the_active_segments_read_are_noted(tmp_path):
+    """A live broker appends a batch, then its time index entry: a check that read the active
+    segment's log as listed and its time index afterwards may find entries for batches appended
+    since (seen on a live broker's ``__cluster_metadata``, which takes a record every 500 ms).  Past
+    the last batch read of the active segment that is a note; anywhere else still an error."""
+    w, files = _segment_with_index(tmp_path)
+    entries = list(sf.TimeIndex(files.timeindex))
+    last = entries[-1]
+    write_time_index(files.timeindex, 0, [(e.timestamp, e.offset) for e in entries]
+                     + [(last.timestamp + 5, last.offset + 3)])
+    for active, severity, said in ((True, "note", "lies past the last batch read"),
+                                   (False, "error", "is not the last offset of any batch")):
+        c = checks.TimeIndexCheck(sf.TimeIndex(files.timeindex), active=active)
+        _feed(c, files.log, "time")
+        problems = [p for p in c.finish() if p.offset == last.offset + 3]
+        assert [(p.severity, said in p.reason) for p in problems] == [(severity, True)], problems
+
+
 def test_txn_index_check_markers(tmp_path):
     w = PartitionWriter(str(tmp_path), "tx", 0)
     w.append(v2_batch(sample_records(3), producer_id=1, producer_epoch=0, base_sequence=0, transactional=True))
