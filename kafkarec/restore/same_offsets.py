@@ -32,6 +32,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec.errors import LogDirWriteError, RestoreError
+from kafkarec.log.writer import PartitionWritten
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["JOURNAL", "Prepared", "WrittenPartition", "prepare", "write", "groups", "read_journal"]
@@ -47,19 +48,11 @@ class Prepared(NamedTuple):
     partitions: List[Tuple[str, int]]
 
 
-class WrittenPartition(NamedTuple):
-    """One partition as :func:`write` left it (:class:`kafkarec.log.writer.PartitionWritten`, named)."""
-    topic: str
-    partition: int
-    target_topic: str
-    log_start: int
-    log_end: int
-    segments: int
-    bytes: int
-    batches: int
-    leader_epoch: int
-    producer_ids: Dict[int, int]
-    abort_markers: List[Tuple[int, int, int]]
+class WrittenPartition(NamedTuple("_WrittenPartition", [("topic", str), ("partition", int), ("target_topic", str),
+                                                        *PartitionWritten.__annotations__.items()])):
+    """One partition as :func:`write` left it: its source partition and target topic, then
+    :class:`kafkarec.log.writer.PartitionWritten`'s fields (named once, there)."""
+    __slots__ = ()
 
     def line(self) -> str:
         """The command line's line for this partition: every field rewritten named."""

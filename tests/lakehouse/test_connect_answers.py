@@ -7,14 +7,13 @@ connection at a time, in one thread stopped and joined when the test ends.
 """
 from __future__ import annotations
 
+import functools
 import json
-import re
-import socket
-import threading
 import time
-from typing import Callable, List, Optional, Tuple, Union
 
 import pytest
+
+from support.servers.scripted_http import Answer, ScriptedPort, http, trickle
 
 from kafkarec.errors import ConnectError, ConnectorFailedError, HandOffOverlapError, HandOffRefusedError
 from kafkarec.lakehouse import HandOff
@@ -27,86 +26,10 @@ SET = {"offsets": [
     {"partition": {"kafka_topic": "orders", "kafka_partition": 1}, "offset": {"kafka_offset": 17}}]}
 TRACE = "java.lang.NoClassDefFoundError: org/apache/kafka/common/utils/AppInfoParser\n\tat IcebergSinkTask.start"
 
-Answer = Union[bytes, Callable[[socket.socket, threading.Event], None]]
-
-
-def http(status: int, body=b"", content_type: str = "application/json", length: Optional[int] = None) -> bytes:
-    """One raw HTTP/1.1 answer; ``body`` a JSON value or bytes; ``length`` a Content-Length that lies."""
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: " \
-           f"{len(data) if length is None else length}\r\nConnection: close\r\n\r\n"
-    return head.encode() + data
-
-
-def trickle(data: bytes, every: float = 0.25, body_only: bool = True):
-    """An answer whose body (or all of it) is sent one byte every ``every`` seconds (a slow
-    proxy), until the client goes away."""
-    def send(conn: socket.socket, stop: threading.Event) -> None:
-        first = data.index(b"\r\n\r\n") + 4 if body_only else 0
-        conn.sendall(data[:first])
-        for i in range(first, len(data)):
-            if stop.wait(every):
-                return
-            try:
-                conn.sendall(data[i:i + 1])
-            except OSError:
-                return
-    return send
-
-
-class FakeWorker:
-    """A Connect REST port on 127.0.0.1: ``script(method, path, calls)`` gives each answer."""
-
-    def __init__(self, script: Callable[[str, str, List[Tuple[str, str, bytes]]], Answer]) -> None:
-        self.script = script
-        self.calls: List[Tuple[str, str, bytes]] = []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.1)
-        self.url = "http://127.0.0.1:%d" % self.server.getsockname()[1]
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    def __enter__(self) -> "FakeWorker":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.server.close()
-        assert not self.thread.is_alive(), "the fake worker did not stop"
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except socket.timeout:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self._answer(conn)
-                except OSError:
-                    pass
-
-    def _answer(self, conn: socket.socket) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = conn.recv(65536)
-            if not chunk:
-                return
-            data += chunk
-        head, body = data.split(b"\r\n\r\n", 1)
-        method, path = head.split(b" ", 2)[:2]
-        length = re.search(rb"(?i)content-length: *(\d+)", head)
-        while length and len(body) < int(length.group(1)):
-            body += conn.recv(65536)
-        self.calls.append((method.decode(), path.decode(), body))
-        answer = self.script(method.decode(), path.decode(), self.calls)
-        if callable(answer):
-            answer(conn, self.stop)
-        else:
-            conn.sendall(answer)
+#: Connect's slow proxy: the head at once, then the body a byte at a time
+trickle = functools.partial(trickle, body_only=True)
+#: a Connect worker's port (:class:`support.servers.scripted_http.ScriptedPort`)
+FakeWorker = ScriptedPort
 
 
 def connect(**overrides: Answer):
