@@ -336,6 +336,34 @@ class LogScan:
         planned over a listing it was given (``scan.read_pieces(scan.pieces(listed=...))``)."""
         yield from self._batches(pieces)
 
+    def count(self, pieces: Optional[Sequence[ScanPiece]] = None) -> int:
+        """How many rows a read of ``pieces`` (default all) gives, as ``sum(rb.num_rows for rb in
+        scan.read_pieces(pieces))`` (a ``count(*)``): each log's pieces counted from their batch
+        headers, no record built, where that is exact (:func:`kafkarec.scan._read.header_count`:
+        a read_uncommitted read of clean v2 batches, its offset bounds cutting at batch
+        boundaries), otherwise by reading its rows (their offsets only)."""
+        import kafkarec
+        pieces = self.pieces() if pieces is None else list(pieces)
+        config = self.config
+        if config.limit is not None:
+            return sum(rb.num_rows for rb in self.narrow(columns=["offset"]).read_pieces(pieces))
+        # what the headers cannot answer: a row per batch the transaction rule, a time or key bound
+        # or typing may leave out, control rows kept, what a quarantine keeps
+        whole = (not config.read_committed and not config.include_control and config.typed is None
+                 and config.bounds.timestamps == (None, None) and config.bounds.keys is None
+                 and config.bad_records_path is None)
+        options = config.read_options(kafkarec)
+        logs: dict = {}
+        for piece in pieces:        # one log's pieces in log order: the offset-order rule is per log
+            logs.setdefault(piece.item.log_key, []).append(piece)
+        counted = 0
+        for group in logs.values():
+            n = _read.header_count(kafkarec, options, [p.item for p in group]) if whole else None
+            if n is None:
+                n = sum(rb.num_rows for rb in self.narrow(columns=["offset"])._batches(group))
+            counted += n
+        return counted
+
     def _batches(self, pieces: Sequence[ScanPiece]) -> Iterator:
         schema = self.schema
         left = self.limit

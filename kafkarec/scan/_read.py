@@ -40,7 +40,7 @@ def _worth_a_pool(ranges, sizes: int) -> bool:
             return True
     return False
 
-__all__ = ["Errors", "decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
+__all__ = ["Errors", "decoded", "framed", "header_count", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
 
 class Errors(NamedTuple):
@@ -265,6 +265,59 @@ def framed(kafkarec, options, rr):
                 if lo is not None and last < lo:
                     continue
                 yield b
+
+
+def header_count(kafkarec, options, ranges) -> Optional[int]:
+    """The rows a read of ``ranges`` (one log's :class:`kafkarec.scan._plan.SegmentPiece` s, in log
+    order: a read_uncommitted read without control rows, typed values, time or key bounds) gives,
+    counted from the batch headers, no record built; None where a header cannot say it exactly,
+    and the read must count its rows.
+
+    A v2 batch's ``recordCount`` is the records it holds (compaction leaves holes in its offset
+    span, not in its count) and a control batch is no row, so a batch counts its ``recordCount``
+    when the read keeps every record of it as the batch says: its CRC holds (the records are as
+    their writer built them: the header count trusts a batch a broker validated on append
+    (``LogValidator``), where a read would still report records that do not parse under a valid
+    CRC), it breaks no strict header rule, its offsets lie wholly inside the offsets kept (the
+    bounds' and the log start's: an edge batch cut inside is the read's to count) and inside its
+    segment's, after the offsets before it (:class:`kafkarec.scan._order.OffsetOrder`'s rule on
+    the header's span, for every batch the read decodes: those the bounds leave out too).  None for anything else: a v0/v1 message (a compressed wrapper holds
+    several records), a framing error, a truncated tail, a file that shrank, a readCommitted skip."""
+    from kafkarec.log.segment import file_options
+    options = file_options(options).replace(verify_crc=False)   # (the CRC is judged below: no raise)
+    count = 0
+    after = None        # the last offset of the batches counted so far
+    for part, pieces in ranges_read(ranges):
+        if part.skip:
+            return None
+        lo, hi = part.kept
+        held = part.offsets
+        for piece in pieces:
+            if isinstance(piece, dict):     # the local file shrank after the read was planned
+                return None
+            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
+            try:
+                for b in it:
+                    if b.magic < 2 or not b.crc_valid or b.header_errors:
+                        return None
+                    first, last = b.base_offset, b.last_offset
+                    # every batch the read decodes is judged, the ones the bounds leave out too
+                    if ((after is not None and first <= after)
+                            or (held is not None and held.problem(first, last) is not None)):
+                        return None
+                    after = last
+                    if (lo is not None and last < lo) or (hi is not None and first >= hi) or b.is_control:
+                        continue
+                    if (lo is not None and first < lo) or (hi is not None and last >= hi):
+                        return None
+                    count += b.record_count
+            except DecodeError:
+                return None
+            finally:
+                part.release(piece)
+            if it.stop_reason not in (None, "end") or it.trailing_bytes:
+                return None
+    return count
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a
