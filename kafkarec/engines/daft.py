@@ -11,7 +11,15 @@ its pushdowns to :meth:`KafkaLogSource.get_tasks`:
 * ``limit``: each task stops after that many rows, when the filter is exactly its bounds (no filter,
   or one made only of such conjuncts; in PERMISSIVE mode only of conjuncts on topic and partition,
   as error rows have no offset or time) - otherwise the limit would count rows the filter may still
-  drop.
+  drop;
+* ``count(*)``: with no filter Daft hands the count down (``supports_count_pushdown``): one task a
+  topic-partition answers its count (:meth:`kafkarec.scan.LogScan.count`: from the batch headers
+  where that is exact, otherwise by reading the offsets), and Daft sums them.
+
+The tasks come in ``(topic, partition, offset)`` order, each one segment range of one partition, so
+the source declares range clustering on those columns (``get_clustering_keys``): a distributed
+runner need not shuffle to sort by them.  Not in PERMISSIVE mode (an error row has no offset), nor
+over several paths (two log dirs may hold the same partition).
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ _daft = require("daft")
 _recordbatch = require("daft.recordbatch")
 _source = require("daft.io.source")
 _visitor = require("daft.expressions.visitor")
+_clustering = require("daft.io.clustering")
 
 __all__ = ["KafkaLogSource", "read_log", "filter_bounds"]
 
@@ -64,10 +73,37 @@ class KafkaLogSource(_source.DataSource):
         limit = pushdowns.limit if exact else None
         return self._scan.narrow(bounds=bounds, columns=columns, limit=limit)
 
-    async def get_tasks(self, pushdowns) -> AsyncIterator["KafkaLogTask"]:
+    def supports_count_pushdown(self) -> bool:
+        return True
+
+    def get_clustering_keys(self):
+        paths = self._scan.config.paths
+        # one log dir or partition folder: each topic-partition once, a topic name from its folder
+        if self._scan.config.mode == "PERMISSIVE" or len(paths) != 1 or str(paths[0]).endswith(".log"):
+            return None
+        return _clustering.ClusteringKeys.range("topic", "partition", "offset")
+
+    async def get_tasks(self, pushdowns) -> AsyncIterator[_source.DataSourceTask]:
+        if pushdowns.aggregation is not None:
+            # count(*) with no filter (Daft pushes down no other aggregation, nor one under a filter)
+            column = pushdowns._to_pypushdowns().aggregation_required_column_names()[0]
+            scan = self._scan.narrow(columns=["offset"])
+            for group in _by_partition(scan.pieces()):
+                yield KafkaCountTask(scan, group, column)
+            return
         scan = self.planned(pushdowns)
-        for piece in scan.pieces():
-            yield KafkaLogTask(scan, piece)
+        # (topic, partition) order, each one's pieces in log order: the declared clustering
+        for group in _by_partition(scan.pieces()):
+            for piece in group:
+                yield KafkaLogTask(scan, piece)
+
+
+def _by_partition(pieces) -> List[list]:
+    """The pieces of each log (topic-partition), in ``(topic, partition)`` order."""
+    logs: dict = {}
+    for piece in pieces:
+        logs.setdefault(piece.item.log_key, []).append(piece)
+    return sorted(logs.values(), key=lambda g: (g[0].topic or "", -1 if g[0].partition is None else g[0].partition))
 
 
 class KafkaLogTask(_source.DataSourceTask):
@@ -84,6 +120,26 @@ class KafkaLogTask(_source.DataSourceTask):
     async def read(self):
         for rb in self._scan.read_piece(self._piece):
             yield _recordbatch.RecordBatch.from_arrow_record_batches([rb], rb.schema)
+
+
+class KafkaCountTask(_source.DataSourceTask):
+    """The rows of one topic-partition's pieces, counted (:meth:`~kafkarec.scan.LogScan.count`):
+    one row, the count in ``column`` (Daft's count type, uint64), which Daft sums."""
+
+    def __init__(self, scan: LogScan, pieces, column: str):
+        self._scan = scan
+        self._pieces = pieces
+        self._column = column
+
+    @property
+    def schema(self):
+        pa = require("pyarrow")
+        return _daft.Schema.from_pyarrow_schema(pa.schema([(self._column, pa.uint64())]))
+
+    async def read(self):
+        pa = require("pyarrow")
+        rb = pa.record_batch([pa.array([self._scan.count(self._pieces)], pa.uint64())], [self._column])
+        yield _recordbatch.RecordBatch.from_arrow_record_batches([rb], rb.schema)
 
 
 def read_log(source, **options) -> "_daft.DataFrame":
