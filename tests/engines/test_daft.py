@@ -159,3 +159,81 @@ def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log)
         root, lambda: read_log(root, partitioner="murmur2").where(col("key") == b"key-7").select("offset").to_pydict())
     assert len(got["offset"]) == 40
     assert 0 < read <= total / partitions + 0.01 * total, (read, total)
+
+
+def _counted(monkeypatch):
+    """What each log's header count answered (None: the read counted its rows)."""
+    from kafkarec.scan import _read
+    answers = []
+    real = _read.header_count
+
+    def spy(*args):
+        answers.append(real(*args))
+        return answers[-1]
+    monkeypatch.setattr(_read, "header_count", spy)
+    return answers
+
+
+@pytest.mark.parametrize("options", [{}, {"isolation_level": "read_committed"}, {"mode": "PERMISSIVE"},
+                                     {"bounds": Bounds(offsets=(3, 40))}, {"partitions": [0]}])
+def test_count_pushdown_equals_the_rows(log_root, monkeypatch, options):
+    """count(*) is pushed down (a task a topic-partition) and equals the read's rows, on a log of
+    every codec, legacy v0/v1 message sets, compaction holes, control markers and an aborted
+    transaction: the v2 partitions read_uncommitted answered from their headers, the legacy ones,
+    read_committed and an offset bound cutting inside a batch by reading the rows."""
+    from kafkarec.engines.daft import read_log
+    want = LogScan(log_root, **options).to_table().num_rows
+    answers = _counted(monkeypatch)
+    assert read_log(log_root, **options).count_rows() == want
+    assert read_log(log_root, **options).count().to_pydict() == {"count": [want]}
+    if "isolation_level" in options:
+        assert answers == []            # the transaction rule: never from the headers
+    elif "bounds" in options:
+        assert None in answers          # a bound cutting inside a batch
+    else:
+        assert any(a is not None for a in answers) and None in answers     # (the legacy partitions)
+
+
+@pytest.mark.parametrize("log_start", [0, 7, 10])
+def test_count_pushdown_with_a_log_start_inside_a_batch(tmp_path, monkeypatch, log_start):
+    """A log start offset inside a batch (7 in 5..9) cuts it: that log is counted by reading its rows;
+    one at a batch boundary (10) is answered from the headers."""
+    from kafkarec.engines.daft import read_log
+    from support.logs.log_start import deleted_records_dir
+    root = str(tmp_path / "logs")
+    deleted_records_dir(root, {("t", 0): log_start})
+    answers = _counted(monkeypatch)
+    assert read_log(root).count_rows() == LogScan(root).to_table().num_rows == 100 - log_start
+    assert answers == [None if log_start == 7 else 100 - log_start]
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_count_pushdown_of_a_damaged_segment(damaged, monkeypatch, mode):
+    """A corrupt or truncated batch is an error row in PERMISSIVE, none in DROPMALFORMED: its log is
+    counted by reading its rows, the count equal to the read's (FAILFAST raises the reader's error)."""
+    from kafkarec.engines.daft import read_log
+    root, error = damaged
+    want = LogScan(root, mode=mode).to_table().num_rows
+    assert read_log(root, mode=mode).count_rows() == want
+    with pytest.raises(Exception, match=str(error)[:40].replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        read_log(root).count_rows()
+
+
+def _plan(df) -> str:
+    import io
+    out = io.StringIO()
+    df.explain(show_all=True, file=out)
+    return out.getvalue()
+
+
+def test_range_clustering_on_topic_partition_offset(log_root):
+    """The tasks come in (topic, partition, offset) order: Daft's plan carries the range clustering
+    (not in PERMISSIVE mode, whose error rows have no offset), and a sort by those columns gives
+    the rows in the order the read gives them."""
+    from kafkarec.engines.daft import read_log
+    df = read_log(log_root)
+    assert "Clustering keys = [col(topic), col(partition), col(offset)]" in _plan(df)
+    assert "Clustering keys = [col(topic)" not in _plan(read_log(log_root, mode="PERMISSIVE"))
+    got = df.select("topic", "partition", "offset").to_arrow()
+    ordered = sorted(zip(*(got.column(c).to_pylist() for c in ("topic", "partition", "offset"))))
+    assert list(zip(*(got.column(c).to_pylist() for c in ("topic", "partition", "offset")))) == ordered
