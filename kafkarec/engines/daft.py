@@ -102,7 +102,7 @@ def _by_partition(pieces) -> List[list]:
     """The pieces of each log (topic-partition), in ``(topic, partition)`` order."""
     logs: dict = {}
     for piece in pieces:
-        logs.setdefault(piece.item.log_key, []).append(piece)
+        logs.setdefault(piece.key, []).append(piece)
     return sorted(logs.values(), key=lambda g: (g[0].topic or "", -1 if g[0].partition is None else g[0].partition))
 
 

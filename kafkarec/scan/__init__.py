@@ -73,7 +73,7 @@ from kafkarec.scan._config import (MAX_DEFAULT_THREADS, MODES, PARTITIONERS, che
                                    usable_cpus)
 from kafkarec.scan._decode import decode_range, format_error
 from kafkarec.scan._plan import topic_key
-from kafkarec.scan._read import READ_AHEAD_RANGES, Errors
+from kafkarec.scan._read import READ_AHEAD_RANGES, Errors, header_count
 from kafkarec.scan._typed import TypedSide, decode_sides
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
@@ -82,7 +82,7 @@ __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings"
            "CONTROL", "ABORTED", "default_threads", "listings", "partition_folders", "FileWalk"]
 __all__ += ["TypedRows", "TypedSide", "decode_sides", "Errors", "topic_key", "decode_range", "format_error", "MODES",
             "normalize_mode", "PARTITIONERS", "check_partition_counts", "MAX_DEFAULT_THREADS", "usable_cpus",
-            "READ_AHEAD_RANGES"]
+            "READ_AHEAD_RANGES", "header_count"]
 
 log = logging.getLogger("kafkarec")
 
@@ -355,10 +355,10 @@ class LogScan:
         options = config.read_options(kafkarec)
         logs: dict = {}
         for piece in pieces:        # one log's pieces in log order: the offset-order rule is per log
-            logs.setdefault(piece.item.log_key, []).append(piece)
+            logs.setdefault(piece.key, []).append(piece)
         counted = 0
         for group in logs.values():
-            n = _read.header_count(kafkarec, options, [p.item for p in group]) if whole else None
+            n = header_count(kafkarec, options, [p.item for p in group]) if whole else None
             if n is None:
                 n = sum(rb.num_rows for rb in self.narrow(columns=["offset"])._batches(group))
             counted += n

@@ -163,14 +163,14 @@ def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log)
 
 def _counted(monkeypatch):
     """What each log's header count answered (None: the read counted its rows)."""
-    from kafkarec.scan import _read
+    import kafkarec.scan
     answers = []
-    real = _read.header_count
+    real = kafkarec.scan.header_count
 
     def spy(*args):
         answers.append(real(*args))
         return answers[-1]
-    monkeypatch.setattr(_read, "header_count", spy)
+    monkeypatch.setattr(kafkarec.scan, "header_count", spy)
     return answers
 
 
