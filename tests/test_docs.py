@@ -246,3 +246,22 @@ def test_links_resolve(path):
         elif anchor and rel.endswith(".md") and anchor[1:] not in anchors(rel):
             missing.append(target + anchor)
     assert not missing, missing
+
+
+TEST_REFERENCE = re.compile(r"\b(tests/[\w/]+\.py)::(\w+)")
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if os.path.exists(os.path.join(ROOT, p))])
+def test_named_tests_exist(path):
+    """A test named as ``tests/<file>.py::<name>`` (docs/engines.md's table names the test behind each
+    cell) is a test or class defined in that file."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        text = fh.read()
+    missing = []
+    for file, name in sorted(set(TEST_REFERENCE.findall(text))):
+        source = os.path.join(ROOT, file)
+        defined = os.path.exists(source) and re.search(
+            rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{name}\b", open(source, encoding="utf-8").read(), re.M)
+        if not defined:
+            missing.append(f"{file}::{name}")
+    assert not missing, missing
