@@ -790,3 +790,42 @@ def test_find_lives_in_the_module_named_for_it():
         tree = ast.parse(fh.read())
     assert "find" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert not os.path.exists(os.path.join(ROOT, "kafkarec", "census", "search.py"))
+
+
+def _range_walks(tree):
+    """``line: call`` of each framing of a piece of a file at its file position in ``tree``: an
+    ``iter_batches`` call given ``origin=`` or a piece's ``.data`` (the loop over a byte range's
+    batches)."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == "iter_batches" and (
+                any(k.arg == "origin" for k in n.keywords)
+                or (n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "data")):
+            out.append(f"{n.lineno}: {ast.unparse(n.func)}")
+    return out
+
+
+# what frames at file positions and is no walk of a range's batches: the writer's windows of a file
+# it rewrites (their spans, each window's bytes rewritten in place)
+_NOT_A_RANGE_WALK = {"kafkarec/log/writer.py": 1}
+
+
+def test_one_loop_walks_a_ranges_batches():
+    """A byte range's batches are walked by one loop (issue 79): kafkarec.log.storage.BatchWalk frames
+    each piece at its file position; the transaction rule's walk and a replay (log/committed.py), a
+    remote range's batches, the scan's framed pieces and its offset-order rule all walk through it,
+    and no second copy frames a piece (``iter_batches(piece.data, ..., origin=...)``) elsewhere."""
+    probe = ast.parse("kafkarec.iter_batches(piece.data, o, origin=piece.position)\n"
+                      "k.iter_batches(buf, origin=pos)\niter_batches(p.data)\nkafkarec.iter_batches(data)\n")
+    assert _range_walks(probe) == ["1: kafkarec.iter_batches", "2: k.iter_batches", "3: iter_batches"]
+    found = {}
+    for rel, path in _py_files("kafkarec", "spark_udfs", "scripts"):
+        with open(path, encoding="utf-8") as fh:
+            hits = _range_walks(ast.parse(fh.read()))
+        if hits:
+            found[rel] = len(hits)
+    assert found == {"kafkarec/log/storage.py": 1, **_NOT_A_RANGE_WALK}
+    with open(os.path.join(ROOT, "kafkarec", "log", "storage.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    walk = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "BatchWalk")
+    assert len(_range_walks(walk)) == 1

@@ -325,7 +325,7 @@ class LogScan:
         and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
         config's)."""
         import kafkarec
-        yield from _read.framed(kafkarec, options or self.config.read_options(kafkarec), piece.item)
+        yield from _read.framed(options or self.config.read_options(kafkarec), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""

@@ -231,14 +231,15 @@ def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, hand
     yield from decoded_ahead(list(rest) + list(ranges[1:]), decode, threads, cut=cut, depth=depth)
 
 
-def framed(kafkarec, options, rr):
+def framed(options, rr):
     """The batches of one piece (a :class:`kafkarec.scan._plan.SegmentPiece`: a listed range or a
-    local slice) framed one by one (:func:`kafkarec.iter_batches`, with the log files' rules:
+    local slice) framed one by one (:class:`kafkarec.log.storage.BatchWalk`, with the log files' rules:
     :func:`kafkarec.log.segment.file_options`), the same pieces and skips as :func:`decoded`
     walks: each batch holding an offset of the range, then, if framing failed (or a local file
     shrank since it was planned), the :class:`kafkarec.DecodeError` that stopped it (nothing
     after it is read)."""
     from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import BatchWalk
     options = file_options(options)
     for part, pieces in ranges_read([rr]):
         lo, hi = part.kept
@@ -246,15 +247,8 @@ def framed(kafkarec, options, rr):
             if isinstance(piece, dict):
                 yield DecodeError(piece["message"], piece["position"])
                 return
-            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
-            while True:
-                try:
-                    b = next(it)
-                except StopIteration:
-                    break
-                except DecodeError as e:
-                    yield e
-                    return
+            walk = BatchWalk([piece], options, errors="stop")
+            for b in walk:
                 try:
                     first, last = b.base_offset, b.last_offset
                 except DecodeError:         # a legacy wrapper that cannot be opened: shown as it is
@@ -265,6 +259,9 @@ def framed(kafkarec, options, rr):
                 if lo is not None and last < lo:
                     continue
                 yield b
+            if walk.error is not None:
+                yield walk.error
+                return
 
 
 # Small ranges (whole small segments: many small partitions) are read ahead, this many at a
