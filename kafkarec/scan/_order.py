@@ -169,7 +169,7 @@ class OffsetOrder:
         from its start after ``start_last`` (up to where framing stops: decode_range reports that)."""
         from kafkarec.log.segment import order_problem
         from kafkarec.log.storage import BatchWalk
-        from kafkarec.scan._decode import format_error
+        from kafkarec.scan.decode import format_error
         k = self.kafkarec
         verify = self.options is None or self.options.verify_crc
         bad, errors = [], []

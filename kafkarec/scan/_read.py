@@ -1,7 +1,7 @@
 """Reading a read's pieces of work (:mod:`kafkarec.scan._plan` finds them): what
 :class:`kafkarec.scan.LogScan` and the Spark data source share.
 
-Every piece is decoded by :func:`kafkarec.scan._decode.decode_range` with the same parse modes,
+Every piece is decoded by :func:`kafkarec.scan.decode.decode_range` with the same parse modes,
 one after the other in the consumer's thread or on the decode pool (:mod:`kafkarec.scan._pool`),
 and judged by the offset-order rule (:mod:`kafkarec.scan._order`); small listed ranges are read
 ahead (:func:`ranges_read`).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from kafkarec.errors import DecodeError, MalformedBatchError
-from kafkarec.scan._decode import decode_range
+from kafkarec.scan.decode import Errors, decode_range
 from kafkarec.scan._order import OffsetOrder
 from kafkarec.scan._plan import ListedRange, without_skips
 from kafkarec.scan._pool import decoded_ahead
@@ -40,14 +40,7 @@ def _worth_a_pool(ranges, sizes: int) -> bool:
             return True
     return False
 
-__all__ = ["Errors", "decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
-
-
-class Errors(NamedTuple):
-    """Batches of one piece that could not be decoded (``decode_range``'s error dicts)."""
-    errors: list
-    topic: object
-    partition: object
+__all__ = ["decoded", "framed", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
 
 def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
@@ -63,7 +56,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
     positions about a window apart, by the pool's planner thread or up front, and decode on the
     pool too (None: whole ranges, in the consumer's thread).  ``typed(batch)``
-    (:meth:`kafkarec.scan.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
+    (:meth:`kafkarec.scan.typed.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
     to the record decode (the batches decoded in the consumer's thread are handed on as they are).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
@@ -339,7 +332,7 @@ class _Stopped:
         err["not_decoded"] = piece.position + len(piece.data) - err["position"]
 
     def report(self, quarantine) -> Errors:
-        from kafkarec.scan._decode import format_error
+        from kafkarec.scan.decode import format_error
         err = self.err
         err["message"] = format_error(err, self.where)
         for _args, kwargs in err.get(_KEPT) or []:
@@ -351,7 +344,7 @@ _KEPT = "_kept"     # an error's entry: what badRecordsPath keeps for it, not ye
 
 
 class _Kept:
-    """A quarantine's stand-in while decoding (:func:`kafkarec.scan.decode_range`'s ``quarantine``):
+    """A quarantine's stand-in while decoding (:func:`kafkarec.scan.decode.decode_range`'s ``quarantine``):
     each batch it would keep, recorded for the error it is kept for."""
     __slots__ = ("entries",)
 
