@@ -104,7 +104,8 @@ def main(argv=None) -> int:
         if not os.path.isdir(log):
             print(f"writing {args.partitions} x {args.records:,} typed records ({args.codec}) ...", flush=True)
             write(work, args.partitions, args.records, args.codec)
-        from kafkarec.scan import LogScan, TypedRows
+        from kafkarec.scan import LogScan
+        from kafkarec.scan.typed import TypedRows
         if args.consumer_types:
             TypedRows.typed_batch = lambda self, rb: rb
         reg = registry()

@@ -258,11 +258,10 @@ def latest(source: str, *, topics: Optional[List[str]] = None, end_offset: Optio
                 yield item
         return read
 
-    from kafkarec.scan import topic_key
     by_topic: dict = {}
     for piece in scan.pieces():
         # a folder whose name has no topic is a topic of its own
-        by_topic.setdefault(topic_key(piece.key), (piece.topic, {}))[1].setdefault(piece.key, []).append(piece)
+        by_topic.setdefault(piece.topic_key, (piece.topic, {}))[1].setdefault(piece.key, []).append(piece)
     by_topic = {k: (topic, [reader(pieces) for pieces in parts.values()]) for k, (topic, parts) in by_topic.items()}
     parts = []
     for topic, reads in by_topic.values():

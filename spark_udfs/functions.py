@@ -89,9 +89,9 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
     Either way the result is the same as decoding each value on its own.
     """
     if max_rows is None:
-        from kafkarec.scan import ROWS_PER_BATCH
+        from kafkarec.scan.config import ROWS_PER_BATCH
         max_rows = ROWS_PER_BATCH
-    from kafkarec.scan import decode_range
+    from kafkarec.scan.decode import decode_range
     import numpy as np
     target = _record_target(batch_columns)
     offsets, values, data = _binary_values(data)
@@ -129,7 +129,7 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
     import numpy as np
     import pyarrow as pa
     from kafkarec.errors import MalformedBatchError
-    from kafkarec.scan import format_error
+    from kafkarec.scan.decode import format_error
     start, end = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets)
     if out.nulls.any() and lengths[out.nulls].any():
@@ -184,7 +184,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
     import numpy as np
     import pyarrow as pa
     kafkarec = ensure(expected)
-    from kafkarec.scan import normalize_mode
+    from kafkarec.scan.config import normalize_mode
     modes = default_mode
     if mode_arr is not None:
         if isinstance(mode_arr, pa.ChunkedArray):
@@ -217,7 +217,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
 
 def make_decode_udf(*, mode="PERMISSIVE", batch_columns=False, expected=None):
     """The arrow_udf behind kafkarec_decode; called with (col) or (col, mode)."""
-    from kafkarec.scan import normalize_mode
+    from kafkarec.scan.config import normalize_mode
     import warnings
     from pyspark.sql.functions import ArrowUDFType, arrow_udf
     default_mode = normalize_mode(mode, allowed=_FUNCTION_MODES)
@@ -282,7 +282,7 @@ def explode_records(df, column, keep=(), *, mode="PERMISSIVE", batch_columns=Fal
     ``outer=True`` keeps a row (record columns null) for a null or empty input.
     """
     from kafkarec.errors import UsageError
-    from kafkarec.scan import normalize_mode
+    from kafkarec.scan.config import normalize_mode
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from spark_udfs.ship.shipping import expected_fingerprint
@@ -317,7 +317,7 @@ def _explode_batches(batches, column, keep, mode, batch_columns, outer, prefix, 
     import pyarrow as pa
     kafkarec = ensure(expected)
     if max_rows is None:
-        from kafkarec.scan import ROWS_PER_BATCH
+        from kafkarec.scan.config import ROWS_PER_BATCH
         max_rows = ROWS_PER_BATCH
     record_target = _record_target(batch_columns)
     out_schema = None
@@ -407,7 +407,8 @@ def _udtf_rows(data, mode, batch_columns, width, expected):
     if data is None:
         return
     kafkarec = ensure(expected)
-    from kafkarec.scan import decode_range, normalize_mode
+    from kafkarec.scan.config import normalize_mode
+    from kafkarec.scan.decode import decode_range
     mode = normalize_mode(mode)
     target = _record_target(batch_columns)
     for kind, item in decode_range(kafkarec, memoryview(data), batch_columns=batch_columns,

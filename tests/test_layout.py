@@ -398,7 +398,7 @@ def test_the_internal_topics_and_the_registry_replay_through_the_one_walk():
 # written -- the typed rows' parse modes, the last stable offset read off the transaction rule, Kafka's
 # ListOffsets and the admin client that asks it
 _ONE_HOME = {
-    "TypedRows": {os.path.join("kafkarec", "scan", "_typed.py")},
+    "TypedRows": {os.path.join("kafkarec", "scan", "typed.py")},
     "aborted_batches": {os.path.join("kafkarec", "transactions.py"), os.path.join("kafkarec", "log", "committed.py"),
                         os.path.join("kafkarec", "scan", "_walk.py")},
     "list_offsets": {os.path.join("kafkarec", "_client.py")},
@@ -432,7 +432,7 @@ def _rule_uses(path):
 
 
 def test_each_rule_is_written_once(tmp_path):
-    """One TypedRows (kafkarec/scan/_typed.py: Spark's parse modes, which spark_udfs' typed reads
+    """One TypedRows (kafkarec/scan/typed.py: Spark's parse modes, which spark_udfs' typed reads
     apply through it); one computation of the last stable offset (PartitionWalk.committed_view, off
     the transaction rule that only it and committed.aborted_spans call); one ListOffsets client and
     one maker of admin clients (kafkarec/_client.py, for the restore and the lakehouse)."""
@@ -677,18 +677,19 @@ def _private_scan_imports(tree):
 # module-level setting where the code reading it looks it up
 _SCAN_PRIVATE_TESTS = {
     os.path.join("tests", "spark", "test_planning.py"): ["kafkarec.scan._read"],         # READ_AHEAD_RANGES
-    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._config"],    # ROWS_PER_BATCH
+    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._read"],      # READ_AHEAD_RANGES
 }
 
 
 def test_scan_is_used_through_its_public_names():
-    """What other rooms use of kafkarec/scan/ is exported from kafkarec/scan/__init__.py: nothing
-    outside kafkarec/scan/ imports its private modules (``kafkarec.scan._*``), and tests only
-    where they patch a private setting (:data:`_SCAN_PRIVATE_TESTS`)."""
-    probe = ast.parse("import kafkarec.scan._read as r\nfrom kafkarec.scan._config import X\n"
+    """What other rooms use of kafkarec/scan/ is exported from kafkarec/scan/__init__.py or lives in
+    its public modules (config.py, typed.py, decode.py): nothing outside kafkarec/scan/ imports its
+    private modules (``kafkarec.scan._*``), and tests only where they read or patch a private setting
+    (:data:`_SCAN_PRIVATE_TESTS`)."""
+    probe = ast.parse("import kafkarec.scan._read as r\nfrom kafkarec.scan._pool import X\n"
                       "from kafkarec.scan import _decode, LogScan\nfrom kafkarec.scan import bounds\n"
                       "import kafkarec.scan\nfrom kafkarec.scan.predicate import exact\n")
-    assert _private_scan_imports(probe) == ["1: kafkarec.scan._read", "2: kafkarec.scan._config",
+    assert _private_scan_imports(probe) == ["1: kafkarec.scan._read", "2: kafkarec.scan._pool",
                                             "3: kafkarec.scan._decode"]
     inside = os.path.join("kafkarec", "scan") + os.sep
     found = {}
@@ -790,3 +791,103 @@ def test_find_lives_in_the_module_named_for_it():
         tree = ast.parse(fh.read())
     assert "find" in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert not os.path.exists(os.path.join(ROOT, "kafkarec", "census", "search.py"))
+
+
+def _range_walks(tree):
+    """``line: call`` of each framing of a piece of a file at its file position in ``tree``: an
+    ``iter_batches`` call given ``origin=`` or a piece's ``.data`` (the loop over a byte range's
+    batches)."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == "iter_batches" and (
+                any(k.arg == "origin" for k in n.keywords)
+                or (n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "data")):
+            out.append(f"{n.lineno}: {ast.unparse(n.func)}")
+    return out
+
+
+# what frames at file positions and is no walk of a range's batches: the writer's windows of a file
+# it rewrites (their spans, each window's bytes rewritten in place)
+_NOT_A_RANGE_WALK = {"kafkarec/log/writer.py": 1}
+
+
+def test_one_loop_walks_a_ranges_batches():
+    """A byte range's batches are walked by one loop (issue 79): kafkarec.log.storage.BatchWalk frames
+    each piece at its file position; the transaction rule's walk and a replay (log/committed.py), a
+    remote range's batches, the scan's framed pieces and its offset-order rule all walk through it,
+    and no second copy frames a piece (``iter_batches(piece.data, ..., origin=...)``) elsewhere."""
+    probe = ast.parse("kafkarec.iter_batches(piece.data, o, origin=piece.position)\n"
+                      "k.iter_batches(buf, origin=pos)\niter_batches(p.data)\nkafkarec.iter_batches(data)\n")
+    assert _range_walks(probe) == ["1: kafkarec.iter_batches", "2: k.iter_batches", "3: iter_batches"]
+    found = {}
+    for rel, path in _py_files("kafkarec", "spark_udfs", "scripts"):
+        with open(path, encoding="utf-8") as fh:
+            hits = _range_walks(ast.parse(fh.read()))
+        if hits:
+            found[rel] = len(hits)
+    assert found == {"kafkarec/log/storage.py": 1, **_NOT_A_RANGE_WALK}
+    with open(os.path.join(ROOT, "kafkarec", "log", "storage.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    walk = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "BatchWalk")
+    assert len(_range_walks(walk)) == 1
+
+
+def _package_faces():
+    """``(rel, tree)`` of each package's ``__init__.py`` in kafkarec/ and spark_udfs/."""
+    for rel, path in _py_files("kafkarec", "spark_udfs"):
+        if rel.endswith("/__init__.py"):
+            with open(path, encoding="utf-8") as fh:
+                yield rel, ast.parse(fh.read())
+
+
+def _private_reexports(rel, tree):
+    """``line: name`` of each private name (``_name``) a package's ``__init__.py`` (at ``rel``)
+    re-exports: listed in ``__all__``, or imported from another module under its own private name
+    (the package's own private submodules, which the face itself reads, and a public name the face
+    keeps to itself, ``ModuleType as _ModuleType``, are no re-export)."""
+    package = rel[:-len("/__init__.py")].replace("/", ".")
+    out = []
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom) and n.module not in (package, "__future__"):
+            out += [f"{n.lineno}: {a.asname or a.name}" for a in n.names if a.name.startswith("_")]
+        targets = (n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            out += [f"{n.lineno}: {e.value}" for e in ast.walk(n.value)
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.startswith("_")]
+    return out
+
+
+def _patched_settings():
+    """The names tests patch (``monkeypatch.setattr(module, "NAME", ...)`` or
+    ``setattr("a.module.NAME", ...)``): settings read where they live, which a face's copy of them
+    would not follow."""
+    out = set()
+    for tree in _tests_files().values():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("setattr") and n.args:
+                first = n.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str) and "." in first.value:
+                    out.add(first.value.rsplit(".", 1)[1])
+                elif len(n.args) > 1 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
+                    out.add(n.args[1].value)
+    return out
+
+
+def test_faces_reexport_no_private_name_and_no_test_knob():
+    """A package's face (its ``__init__.py``) re-exports no private name (issue 79): none in its
+    ``__all__``, none imported from another module; and kafkarec.scan's face exports no setting a
+    test patches (the patch reaches the home module, not the face's copy: ``ROWS_PER_BATCH`` is
+    read from config.py), nor what only tests read (``READ_AHEAD_RANGES``, ``MAX_DEFAULT_THREADS``,
+    ``usable_cpus``, imported from their home modules), and what a room needs of scan/'s insides lives in a public module (config.py, typed.py,
+    decode.py) or is asked of the piece (``ScanPiece.topic_key``)."""
+    probe = ast.parse("from kafkarec.scan._read import _knob, READ\nfrom kafkarec.scan import _plan\n"
+                      "from types import ModuleType as _ModuleType\n"
+                      "__all__ = ['LogScan', '_knob']\n__all__ += ['_other']\n")
+    assert _private_reexports("kafkarec/scan/__init__.py", probe) == ["1: _knob", "4: _knob", "5: _other"]
+    found = {rel: hits for rel, tree in _package_faces() if (hits := _private_reexports(rel, tree))}
+    assert found == {}
+    import kafkarec.scan
+    knobs = sorted(name for name in _patched_settings() & set(kafkarec.scan.__all__) if name.isupper())
+    assert knobs == []
+    for gone in ("READ_AHEAD_RANGES", "MAX_DEFAULT_THREADS", "usable_cpus", "topic_key", "decode_range", "Errors"):
+        assert gone not in kafkarec.scan.__all__, gone

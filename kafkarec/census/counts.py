@@ -359,7 +359,7 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
                 num_partitions: Optional[dict] = None, as_of_ms: Optional[int] = None) -> CensusPlan:
     """The :class:`CensusPlan` of :func:`census`'s keywords: listed once, no record read."""
     from kafkarec.errors import UsageError
-    from kafkarec.scan import check_partition_counts
+    from kafkarec.scan.config import check_partition_counts
     if max_exact_keys < 0:
         raise UsageError(f"max_exact_keys {max_exact_keys}: not negative")
     check_partition_counts(num_partitions)       # find's rule: what the core's murmur2 takes

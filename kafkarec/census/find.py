@@ -17,7 +17,7 @@ from typing import Dict, Iterator, Optional, Sequence, Tuple
 from kafkarec._extras import require
 from kafkarec.census._scan import base_config, open_scan
 from kafkarec.dlq import dead_letter
-from kafkarec.scan import PARTITIONERS
+from kafkarec.scan.config import PARTITIONERS
 
 __all__ = ["find", "PARTITIONERS", "render_bytes"]
 _COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")

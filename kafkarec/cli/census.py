@@ -90,7 +90,7 @@ def _hex(text: str, flag: str) -> bytes:
 
 def _counts(items) -> dict:
     """``--partitions TOPIC=N`` flags as ``{topic: N}``; what N may be is the library's one rule
-    (:func:`kafkarec.scan.check_partition_counts`), checked where the counts are used."""
+    (:func:`kafkarec.scan.config.check_partition_counts`), checked where the counts are used."""
     out = {}
     for item in items:
         topic, sep, n = item.rpartition("=")

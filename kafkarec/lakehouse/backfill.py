@@ -78,12 +78,13 @@ def delta_app_id(app_id: str, partition: int) -> str:
 # --- rows ---------------------------------------------------------------------------------------
 
 def _typed_rows(typed: Optional[Dict[str, Any]], topic: str, partition: Optional[int] = None):
-    """The backfill's typed values (:class:`kafkarec.scan.TypedRows`, mode FAILFAST),
+    """The backfill's typed values (:class:`kafkarec.scan.typed.TypedRows`, mode FAILFAST),
     or None: ``typed`` is :func:`kafkarec.registry.typed.decode_table`'s keywords; a value that
     does not decode stops the write, as the live writer would not write it either."""
     if not typed:
         return None
-    from kafkarec.scan import TypedRows, TypedSettings
+    from kafkarec.scan import TypedSettings
+    from kafkarec.scan.typed import TypedRows
     kw = dict(typed)
     if kw.pop("key", False):
         raise UsageError("typed keys: the live writers keep a key's bytes (Redpanda, AutoMQ) or no key")
@@ -119,7 +120,7 @@ def _read(log_uri: str, plan: HandOffPlan, storage_options, tiered_storage):
 
 def _partition_batches(scan, pieces, lay: Layout, typed) -> Iterator[Any]:
     pa = require("pyarrow")
-    from kafkarec.scan import Errors
+    from kafkarec.scan.decode import Errors
     import kafkarec
     value_type = None if typed is None else typed.value_type(kafkarec.arrow_schema())
     for _, rb in scan.read_items(pieces):

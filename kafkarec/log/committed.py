@@ -30,7 +30,7 @@ import kafkarec
 from kafkarec import transactions
 from kafkarec.errors import DecodeError
 from kafkarec.log.layout import PartitionLog, open_segment, storage_of
-from kafkarec.log.storage import HEADER_WALK_BYTES, RangeFile, Storage, iter_pieces
+from kafkarec.log.storage import HEADER_WALK_BYTES, BatchWalk, Piece, RangeFile, Storage, iter_pieces
 
 __all__ = ["LogBatch", "aborted_spans", "partition_batches", "snapshot_batches", "partition_records",
            "read_committed_spans"]
@@ -153,36 +153,24 @@ def snapshot_batches(storage: Storage, snapshot, options) -> Iterator[LogBatch]:
 
 
 def _checked_batches(f, path: str, end_offset, options) -> Iterator[LogBatch]:
-    for piece in iter_pieces(f, 0, None):
-        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
-            if end_offset is not None and b.base_offset >= end_offset:
-                return
-            yield LogBatch(path, b.position, b)
+    for b in BatchWalk(iter_pieces(f, 0, None), options, until=end_offset):
+        yield LogBatch(path, b.position, b)
 
 
 def _segment_batches(f, path: str, end_offset, ends: Optional[dict] = None) -> Iterator[LogBatch]:
     last = None
-    for piece in iter_pieces(f, 0, None):
-        try:
-            it = kafkarec.iter_batches(piece.data, _WALK_OPTIONS, origin=piece.position)
-            for b in it:
-                if not 0 <= b.magic <= 2:
-                    return
-                # the batch's first offset as Kafka's baseOffset() (a legacy wrapper is opened
-                # only here, where a later copy's end has to be compared)
-                if end_offset is not None and b.base_offset >= end_offset:
-                    return
-                last = b.last_offset
-                yield LogBatch(path, b.position, b)
-        except DecodeError:
-            return
-        if piece.stopped:
-            # a batch cut off by the file's end is not counted (the log end's rule); any other
-            # stop is a framing error
-            if ends is not None and it.stop_reason == "truncated":
-                ends[path] = last
-            return
-    if ends is not None:
+    walk = BatchWalk(iter_pieces(f, 0, None), _WALK_OPTIONS, until=end_offset, errors="stop")
+    try:
+        for b in walk:
+            if not 0 <= b.magic <= 2:
+                return
+            last = b.last_offset
+            yield LogBatch(path, b.position, b)
+    except DecodeError:         # (a legacy wrapper's last offset): the walk ends there
+        return
+    # walked to the segment's end, or to a batch cut off by the file's end (not counted: the log
+    # end's rule); a framing error, or a later copy's cut, gives no log end
+    if ends is not None and walk.stop_reason in ("end", "truncated"):
         ends[path] = last
 
 
@@ -223,21 +211,22 @@ def _segment_headers(f: RangeFile, path: str, end_offset, ends: Optional[dict] =
                 whole = 12 + length
         # (the header read already is not read again: the rest of the batch joins it)
         data = head if whole <= len(head) else head + f.read_at(pos + len(head), whole - len(head))
-        try:
-            it = kafkarec.iter_batches(memoryview(data)[:whole], _WALK_OPTIONS, origin=pos)
-            b = next(it, None)
-        except DecodeError:
-            return
+        # (a stopped piece: the walk's last, its batch maybe cut off by the file's end)
+        walk = BatchWalk([Piece(pos, memoryview(data)[:whole], True)], _WALK_OPTIONS, errors="stop")
+        b = next(iter(walk), None)
         if b is None:
             # cut off by the file's end: not counted in the log end
-            if ends is not None and it.stop_reason == "truncated":
+            if ends is not None and walk.stop_reason == "truncated":
                 ends[path] = last
             return
-        if not 0 <= b.magic <= 2:
+        try:
+            if not 0 <= b.magic <= 2:
+                return
+            if end_offset is not None and b.base_offset >= end_offset:
+                return
+            last = b.last_offset
+        except DecodeError:
             return
-        if end_offset is not None and b.base_offset >= end_offset:
-            return
-        last = b.last_offset
         yield LogBatch(path, pos, b)
         pos += b.size_in_bytes
     if ends is not None:

@@ -53,7 +53,8 @@ from kafkarec.errors import DecodeError, StorageError
 
 __all__ = [
     "StorageError", "Storage", "FileEntry", "RangeFile", "Piece",
-    "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "iter_remote_batches",
+    "ReadStats", "resolve", "open_storage", "storage_options", "list_files", "iter_pieces", "BatchWalk",
+    "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
     "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "process_walk_bytes", "count_listing",
     "process_listings", "HEADER_WALK_BYTES",
@@ -862,6 +863,71 @@ def iter_pieces(f: RangeFile, start: int = 0, end: Optional[int] = None, *,
         src.close()
 
 
+class BatchWalk:
+    """The batches of a byte range of a segment, handed in as pieces of whole batches in file
+    order (:class:`Piece` s: :func:`iter_pieces`', a listed range's, a local slice's), each
+    framed by the core (:func:`kafkarec.iter_batches`) with ``origin`` its file position, so
+    that every batch's ``position``, and a :class:`kafkarec.DecodeError`'s, is a file position.
+    The one loop over a range's batches: the transaction rule's walk and a replay
+    (:mod:`kafkarec.log.committed`), a remote range's batches (:func:`iter_remote_batches`), the
+    scan's framed pieces and its offset-order rule (tests/test_layout.py keeps it the one).
+
+    ``options``: the core's (the caller's framing: Kafka's file rules, CRCs checked or not).
+    ``until``: a batch whose first offset is at or past it ends the walk, not yielded (a later
+    copy of the segment holds the offsets from there).  ``errors``: ``"raise"``, a
+    :class:`kafkarec.DecodeError` met framing (or reading the first offset ``until`` asks)
+    propagates, as a segment read on disk raises it; ``"stop"``, it ends the walk, kept in
+    :attr:`error` (the caller reports it, or leaves the bytes to the decoder that will).
+
+    Once the walk ends, :attr:`stop_reason` says why: ``"end"`` (the pieces ran out, each framed
+    to its end), ``"until"``, ``"truncated"`` (the last piece, ``stopped``, ends in a batch cut
+    off by the file's end: no batch of the log end), ``"error"`` (a framing error: raised,
+    kept in :attr:`error`, or the bytes of a stopped piece the core would not frame); None
+    while it walks, or when its caller stopped walking."""
+
+    __slots__ = ("pieces", "options", "until", "errors", "stop_reason", "error", "tail")
+
+    def __init__(self, pieces, options: Optional[kafkarec.ReadOptions] = None, *, until: Optional[int] = None,
+                 errors: str = "raise"):
+        if errors not in ("raise", "stop"):
+            raise ValueError(f"errors must be 'raise' or 'stop', not {errors!r}")
+        self.pieces = pieces
+        self.options = options
+        self.until = until
+        self.errors = errors
+        self.stop_reason: Optional[str] = None
+        self.error: Optional[DecodeError] = None
+        #: the core's word on the last piece framed: ``(its stop_reason, its trailing bytes)`` (a
+        #: count that must know every byte was a whole batch asks it)
+        self.tail: Tuple[Optional[str], int] = (None, 0)
+
+    def __iter__(self) -> Iterator:
+        until = self.until
+        for piece in self.pieces:
+            it = kafkarec.iter_batches(piece.data, self.options, origin=piece.position)
+            try:
+                for b in it:
+                    # the batch's first offset as Kafka's baseOffset() (a legacy wrapper is opened
+                    # only here, where a later copy's end has to be compared)
+                    if until is not None and b.base_offset >= until:
+                        self.stop_reason = "until"
+                        return
+                    yield b
+            except DecodeError as e:
+                self.stop_reason = "error"
+                if self.errors == "raise":
+                    raise
+                self.error = e
+                return
+            self.tail = (it.stop_reason, it.trailing_bytes)
+            if piece.stopped:
+                # a stopped piece is the range's last: a batch cut off by the file's end is not
+                # counted (the log end's rule), any other stop is a framing error
+                self.stop_reason = "truncated" if it.stop_reason == "truncated" else "error"
+                return
+        self.stop_reason = "end"
+
+
 def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None,
                         options: Optional[kafkarec.ReadOptions] = None, *,
                         chunk_size: int = DEFAULT_CHUNK, prefetch: bool = True):
@@ -871,6 +937,5 @@ def iter_remote_batches(f: RangeFile, start: int = 0, end: Optional[int] = None,
     positions (each piece is read with its ``origin``); ``prefetch``: as :func:`iter_pieces`."""
     from kafkarec.log.segment import file_options
     options = file_options(options)
-    for piece in iter_pieces(f, start, end, chunk_size=chunk_size, prefetch=prefetch):
-        for b in kafkarec.iter_batches(piece.data, options, origin=piece.position):
-            yield b.position, b
+    for b in BatchWalk(iter_pieces(f, start, end, chunk_size=chunk_size, prefetch=prefetch), options):
+        yield b.position, b

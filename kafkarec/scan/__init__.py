@@ -43,7 +43,7 @@ What is pruned and what is filtered:
 
 ``isolation_level="read_committed"`` leaves out aborted transactions and everything from the
 last stable offset on, judged over each partition's whole log (:mod:`kafkarec.log.committed`).
-``mode``: Spark's parse modes (:mod:`kafkarec.scan._decode`): ``FAILFAST`` (default) raises
+``mode``: Spark's parse modes (:mod:`kafkarec.scan.decode`): ``FAILFAST`` (default) raises
 :class:`kafkarec.errors.MalformedBatchError` naming the file, byte and reason; ``PERMISSIVE``
 adds a ``_corrupt_record`` column and one error row per batch that cannot be decoded;
 ``DROPMALFORMED`` logs and leaves such batches out.
@@ -62,27 +62,17 @@ from kafkarec._extras import require
 from kafkarec.errors import UsageError
 from kafkarec.scan import _plan, _read
 from kafkarec.scan._files import FileWalk, partition_folders
-from kafkarec.scan._typed import TypedRows
+from kafkarec.scan.typed import TypedRows
 from kafkarec.scan._walk import ABORTED, CONTROL, DATA, CommittedView, LogFacts, PartitionWalk, Verdict
-from kafkarec.scan._config import (CORRUPT_COLUMN, ISOLATION_LEVELS, LEAN_ROWS_PER_BATCH, ROWS_PER_BATCH, FileFinding,
-                                   ScanConfig, TypedSettings, default_threads)
+from kafkarec.scan.config import CORRUPT_COLUMN, ISOLATION_LEVELS, FileFinding, ScanConfig, TypedSettings, default_threads
 from kafkarec.scan.bounds import Bounds
-# what other rooms use of scan/'s private modules, named here: nothing outside kafkarec/scan/ imports them
-# (tests/test_layout.py)
-from kafkarec.scan._config import (MAX_DEFAULT_THREADS, MODES, PARTITIONERS, check_partition_counts, normalize_mode,
-                                   usable_cpus)
-from kafkarec.scan._decode import decode_range, format_error
-from kafkarec.scan._plan import topic_key
-from kafkarec.scan._read import READ_AHEAD_RANGES, Errors, header_count
-from kafkarec.scan._typed import TypedSide, decode_sides
+from kafkarec.scan.decode import Errors
+# a read's rows counted from its batch headers where exact (the engines' count pushdown: kafkarec.engines.daft)
+from kafkarec.scan._read import header_count
 
 __all__ = ["LogScan", "error_rows", "ScanConfig", "FileFinding", "TypedSettings", "Bounds", "ScanPiece", "CORRUPT_COLUMN",
-           "ISOLATION_LEVELS", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "PartitionWalk", "Verdict", "CommittedView", "LogFacts",
-           "DATA",
-           "CONTROL", "ABORTED", "default_threads", "listings", "partition_folders", "FileWalk"]
-__all__ += ["TypedRows", "TypedSide", "decode_sides", "Errors", "topic_key", "decode_range", "format_error", "MODES",
-            "normalize_mode", "PARTITIONERS", "check_partition_counts", "MAX_DEFAULT_THREADS", "usable_cpus",
-            "READ_AHEAD_RANGES", "header_count"]
+           "ISOLATION_LEVELS", "PartitionWalk", "Verdict", "CommittedView", "LogFacts",
+           "DATA", "CONTROL", "ABORTED", "default_threads", "listings", "partition_folders", "FileWalk", "header_count"]
 
 log = logging.getLogger("kafkarec")
 
@@ -121,6 +111,12 @@ class ScanPiece(NamedTuple):
         return self.item.share
 
     @property
+    def topic_key(self) -> tuple:
+        """Its topic's key (whichever log dir holds the partition; a folder whose name has no topic
+        is a topic of its own): what a read that groups pieces by topic groups them by."""
+        return _plan.topic_key(self.key)
+
+    @property
     def where(self) -> str:
         """What its errors name: a local path, or its storage's URI."""
         return self.item.where
@@ -147,7 +143,7 @@ class LogScan:
     bounds, only the partitions that partitioner names for them are opened; ``threads``: how
     many windows of local files are decoded at once, ahead of the consumer (typed values typed there
     too, settled in the consumer's thread), handed on in log order (default
-    :func:`kafkarec.scan._config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
+    :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
     """
 
     def __init__(self, source, **keywords):
@@ -325,7 +321,7 @@ class LogScan:
         and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
         config's)."""
         import kafkarec
-        yield from _read.framed(kafkarec, options or self.config.read_options(kafkarec), piece.item)
+        yield from _read.framed(options or self.config.read_options(kafkarec), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
@@ -358,7 +354,7 @@ class LogScan:
             logs.setdefault(piece.key, []).append(piece)
         counted = 0
         for group in logs.values():
-            n = header_count(kafkarec, options, [p.item for p in group]) if whole else None
+            n = header_count(options, [p.item for p in group]) if whole else None
             if n is None:
                 n = sum(rb.num_rows for rb in self.narrow(columns=["offset"])._batches(group))
             counted += n

@@ -168,13 +168,14 @@ class OffsetOrder:
         """``(spans, errors)`` of the piece's batches breaking the rule, framed batch by batch
         from its start after ``start_last`` (up to where framing stops: decode_range reports that)."""
         from kafkarec.log.segment import order_problem
-        from kafkarec.scan._decode import format_error
+        from kafkarec.log.storage import BatchWalk
+        from kafkarec.scan.decode import format_error
         k = self.kafkarec
         verify = self.options is None or self.options.verify_crc
         bad, errors = [], []
         running = start_last
         try:
-            for b in k.iter_batches(piece.data, k.ReadOptions(**_FRAMING_FIELDS), origin=piece.position):
+            for b in BatchWalk([piece], k.ReadOptions(**_FRAMING_FIELDS)):
                 if (b.is_control and not self.control_rows_judged) or (verify and not b.crc_valid):
                     continue            # no rows of it (a bad CRC is decode_range's to report)
                 try:

@@ -12,7 +12,7 @@ __all__ = ["decoded_ahead"]
 
 def _replay(items, failure):
     """``items`` decoded ahead, then ``failure`` raised if decoding raised it (a generator, as
-    :func:`kafkarec.scan._decode.decode_range`'s: what :class:`kafkarec.scan._order.OffsetOrder` takes)."""
+    :func:`kafkarec.scan.decode.decode_range`'s: what :class:`kafkarec.scan._order.OffsetOrder` takes)."""
     yield from items
     if failure is not None:
         raise failure
@@ -30,7 +30,7 @@ def decoded_ahead(slices, decode, threads: int, cut: Optional[Callable] = None,
     (:class:`kafkarec.scan._plan.SegmentPiece` s: a local slice's window is one map, a listed
     range's part is read in its pieces by the thread that decodes it), each buffer paired
     with its items already decoded (``decode(piece, where, topic, partition)``, a
-    :func:`kafkarec.scan._decode.decode_range`) on ``threads`` threads, ahead of the consumer.
+    :func:`kafkarec.scan.decode.decode_range`) on ``threads`` threads, ahead of the consumer.
     ``cut(slice)``: the windows of a piece (:meth:`~kafkarec.scan._plan.SegmentPiece.windows`
     and :meth:`~kafkarec.scan._plan.SegmentPiece.parts`; None: the pieces are windows already),
     called on a planner thread of the pool's own, piece after piece and a few ahead of the

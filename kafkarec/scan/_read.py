@@ -1,7 +1,7 @@
 """Reading a read's pieces of work (:mod:`kafkarec.scan._plan` finds them): what
 :class:`kafkarec.scan.LogScan` and the Spark data source share.
 
-Every piece is decoded by :func:`kafkarec.scan._decode.decode_range` with the same parse modes,
+Every piece is decoded by :func:`kafkarec.scan.decode.decode_range` with the same parse modes,
 one after the other in the consumer's thread or on the decode pool (:mod:`kafkarec.scan._pool`),
 and judged by the offset-order rule (:mod:`kafkarec.scan._order`); small listed ranges are read
 ahead (:func:`ranges_read`).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from kafkarec.errors import DecodeError, MalformedBatchError
-from kafkarec.scan._decode import decode_range
+from kafkarec.scan.decode import Errors, decode_range
 from kafkarec.scan._order import OffsetOrder
 from kafkarec.scan._plan import ListedRange, without_skips
 from kafkarec.scan._pool import decoded_ahead
@@ -40,14 +40,7 @@ def _worth_a_pool(ranges, sizes: int) -> bool:
             return True
     return False
 
-__all__ = ["Errors", "decoded", "framed", "header_count", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
-
-
-class Errors(NamedTuple):
-    """Batches of one piece that could not be decoded (``decode_range``'s error dicts)."""
-    errors: list
-    topic: object
-    partition: object
+__all__ = ["decoded", "framed", "header_count", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
 
 def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
@@ -63,7 +56,7 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
     positions about a window apart, by the pool's planner thread or up front, and decode on the
     pool too (None: whole ranges, in the consumer's thread).  ``typed(batch)``
-    (:meth:`kafkarec.scan.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
+    (:meth:`kafkarec.scan.typed.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
     to the record decode (the batches decoded in the consumer's thread are handed on as they are).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
@@ -231,14 +224,15 @@ def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, hand
     yield from decoded_ahead(list(rest) + list(ranges[1:]), decode, threads, cut=cut, depth=depth)
 
 
-def framed(kafkarec, options, rr):
+def framed(options, rr):
     """The batches of one piece (a :class:`kafkarec.scan._plan.SegmentPiece`: a listed range or a
-    local slice) framed one by one (:func:`kafkarec.iter_batches`, with the log files' rules:
+    local slice) framed one by one (:class:`kafkarec.log.storage.BatchWalk`, with the log files' rules:
     :func:`kafkarec.log.segment.file_options`), the same pieces and skips as :func:`decoded`
     walks: each batch holding an offset of the range, then, if framing failed (or a local file
     shrank since it was planned), the :class:`kafkarec.DecodeError` that stopped it (nothing
     after it is read)."""
     from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import BatchWalk
     options = file_options(options)
     for part, pieces in ranges_read([rr]):
         lo, hi = part.kept
@@ -246,15 +240,8 @@ def framed(kafkarec, options, rr):
             if isinstance(piece, dict):
                 yield DecodeError(piece["message"], piece["position"])
                 return
-            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
-            while True:
-                try:
-                    b = next(it)
-                except StopIteration:
-                    break
-                except DecodeError as e:
-                    yield e
-                    return
+            walk = BatchWalk([piece], options, errors="stop")
+            for b in walk:
                 try:
                     first, last = b.base_offset, b.last_offset
                 except DecodeError:         # a legacy wrapper that cannot be opened: shown as it is
@@ -265,9 +252,12 @@ def framed(kafkarec, options, rr):
                 if lo is not None and last < lo:
                     continue
                 yield b
+            if walk.error is not None:
+                yield walk.error
+                return
 
 
-def header_count(kafkarec, options, ranges) -> Optional[int]:
+def header_count(options, ranges) -> Optional[int]:
     """The rows a read of ``ranges`` (one log's :class:`kafkarec.scan._plan.SegmentPiece` s, in log
     order: a read_uncommitted read without control rows, typed values, time or key bounds) gives,
     counted from the batch headers, no record built; None where a header cannot say it exactly,
@@ -284,6 +274,7 @@ def header_count(kafkarec, options, ranges) -> Optional[int]:
     the header's span, for every batch the read decodes: those the bounds leave out too).  None for anything else: a v0/v1 message (a compressed wrapper holds
     several records), a framing error, a truncated tail, a file that shrank, a readCommitted skip."""
     from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import BatchWalk
     options = file_options(options).replace(verify_crc=False)   # (the CRC is judged below: no raise)
     count = 0
     after = None        # the last offset of the batches counted so far
@@ -295,9 +286,9 @@ def header_count(kafkarec, options, ranges) -> Optional[int]:
         for piece in pieces:
             if isinstance(piece, dict):     # the local file shrank after the read was planned
                 return None
-            it = kafkarec.iter_batches(piece.data, options, origin=piece.position)
+            walk = BatchWalk([piece], options, errors="stop")
             try:
-                for b in it:
+                for b in walk:
                     if b.magic < 2 or not b.crc_valid or b.header_errors:
                         return None
                     first, last = b.base_offset, b.last_offset
@@ -315,7 +306,8 @@ def header_count(kafkarec, options, ranges) -> Optional[int]:
                 return None
             finally:
                 part.release(piece)
-            if it.stop_reason not in (None, "end") or it.trailing_bytes:
+            stop_reason, trailing = walk.tail
+            if walk.error is not None or stop_reason not in (None, "end") or trailing:
                 return None
     return count
 
@@ -395,7 +387,7 @@ class _Stopped:
         err["not_decoded"] = piece.position + len(piece.data) - err["position"]
 
     def report(self, quarantine) -> Errors:
-        from kafkarec.scan._decode import format_error
+        from kafkarec.scan.decode import format_error
         err = self.err
         err["message"] = format_error(err, self.where)
         for _args, kwargs in err.get(_KEPT) or []:
@@ -407,7 +399,7 @@ _KEPT = "_kept"     # an error's entry: what badRecordsPath keeps for it, not ye
 
 
 class _Kept:
-    """A quarantine's stand-in while decoding (:func:`kafkarec.scan.decode_range`'s ``quarantine``):
+    """A quarantine's stand-in while decoding (:func:`kafkarec.scan.decode.decode_range`'s ``quarantine``):
     each batch it would keep, recorded for the error it is kept for."""
     __slots__ = ("entries",)
 

@@ -225,14 +225,13 @@ def plan(spec: ReadSpec, config: "ScanConfig", *, default_parallelism: int = 1, 
     rule; with ``view=latest`` one task per topic-partition, as a partition's state needs all
     of its records in one task, in order (with ``cdc`` one task per topic: a truncate in one
     partition applies to all of them; ``cdc``: the keyed state's rules, default the spec's)."""
-    from kafkarec.scan import topic_key
     cdc = spec.cdc if cdc is None else cdc
     scan = _scan(config)
     pieces = scan.pieces()
     if spec.view == "latest":
         by_partition: dict = {}
         for piece in pieces:
-            by_partition.setdefault(topic_key(piece.key) if cdc is not None else piece.key, []).append(piece)
+            by_partition.setdefault(piece.topic_key if cdc is not None else piece.key, []).append(piece)
         return [KafkaRecPartition(i, tuple(g)) for i, g in enumerate(by_partition.values())]
     default_parallelism = _sail.default_aim(max(1, int(default_parallelism or 1)), len(pieces))
     limits = spec.limits
@@ -253,7 +252,8 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
     two passes over its ranges, error rows handed on once).  ``cdc``: the keyed state's rules
     (default the spec's)."""
     ensure(expected)
-    from kafkarec.scan import Errors, error_rows, topic_key
+    from kafkarec.scan import error_rows
+    from kafkarec.scan.decode import Errors
     cdc = spec.cdc if cdc is None else cdc
     target = _schema.arrow_schema_for(schema)
     corrupt = config.corrupt_column if config.corrupt_column in target.names else None
@@ -269,7 +269,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
 
     def emit(where, item):
         """Rows in the read's schema: a batch conformed, or the error rows of
-        :class:`kafkarec.scan.Errors` (PERMISSIVE; DROPMALFORMED logs them; a local read
+        :class:`kafkarec.scan.decode.Errors` (PERMISSIVE; DROPMALFORMED logs them; a local read
         gives them without the corrupt column too, and in FAILFAST the shrunk file's)."""
         if isinstance(item, Errors):
             rows = error_rows(item, target, config.mode, corrupt_column=corrupt,
@@ -291,7 +291,7 @@ def read_task(spec: ReadSpec, config: "ScanConfig", task: KafkaRecPartition, sch
     from kafkarec import table
     topics: dict = {}
     for piece in task.ranges:
-        topics.setdefault(topic_key(piece.key), {}).setdefault(piece.key, []).append(piece)
+        topics.setdefault(piece.topic_key, {}).setdefault(piece.key, []).append(piece)
     for partitions in topics.values():
         wheres, reads = [], []
         for pieces in partitions.values():

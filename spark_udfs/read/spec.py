@@ -28,7 +28,8 @@ from typing import Optional
 
 from kafkarec._option_text import INT_MAX, LONG_MAX, option_json, shown, text_bool, text_choice, text_whole, whole_number
 from kafkarec.errors import UsageError
-from kafkarec.scan import MODES, PARTITIONERS, FileFinding, ScanConfig
+from kafkarec.scan import FileFinding, ScanConfig
+from kafkarec.scan.config import MODES, PARTITIONERS
 from spark_udfs.read import options as _options
 from spark_udfs.read.planning import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_OPEN_COST_BYTES
 from spark_udfs.read.schema import DEFAULT_CORRUPT_COLUMN

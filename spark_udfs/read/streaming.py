@@ -316,7 +316,8 @@ class KafkaRecStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition):
         ensure(self.expected)
-        from kafkarec.scan import Errors, LogScan
+        from kafkarec.scan import LogScan
+        from kafkarec.scan.decode import Errors
         cdc = self.spec.cdc
         target = _schema.arrow_schema_for(self.schema)
         scan = LogScan(partition.config)

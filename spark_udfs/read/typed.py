@@ -35,7 +35,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from kafkarec._option_text import lower_keys
 from kafkarec.errors import UsageError
-from kafkarec.scan import TypedRows, TypedSide as _TypedSide, decode_sides
+from kafkarec.scan.typed import TypedRows, TypedSide as _TypedSide, decode_sides
 from spark_udfs.read import schema as _schema
 from spark_udfs.read.spec import VALUE_FORMATS
 
@@ -178,7 +178,7 @@ def _cast(arr, target):
 # --- one side (key or value) --------------------------------------------------------------
 
 class TypedSide(_TypedSide):
-    """kafkarec's one typed side (:class:`kafkarec.scan.TypedSide`) in Spark's types: the
+    """kafkarec's one typed side (:class:`kafkarec.scan.typed.TypedSide`) in Spark's types: the
     format and registry checked by the data source's option names, the column's Spark type
     (``spark_type``) and the Arrow type Spark expects of it (``arrow_type``), every decoded array
     cast to it."""
@@ -204,7 +204,7 @@ class TypedSide(_TypedSide):
         return state
 
     def pin(self, topic, spark_type=None):
-        """:meth:`kafkarec.scan.TypedSide.pin`; ``spark_type``: the query's type of this
+        """:meth:`kafkarec.scan.typed.TypedSide.pin`; ``spark_type``: the query's type of this
         side (settled earlier and maybe in another process): the newest version of that type."""
         want = None if spark_type is None else spark_type.simpleString()
         fits = None if want is None else (lambda t: spark_type_of(t).simpleString() == want)
@@ -321,7 +321,7 @@ class TypedBatches:
     shared by the batch read (:class:`TypedReader`) and the stream
     (:class:`spark_udfs.read.typed_stream.TypedStreamReader`).  Built where the read is planned
     (registry read there), pickled to executors.  What a record that does not decode becomes
-    (the parse mode, ``badRecordsPath``) is kafkarec's one rule, :class:`kafkarec.scan.TypedRows`
+    (the parse mode, ``badRecordsPath``) is kafkarec's one rule, :class:`kafkarec.scan.typed.TypedRows`
     (``rows``); this adds Spark's sides, columns and schema.
 
     ``plain_spec``: the binary read under this one (:meth:`spark_udfs.read.spec.ReadSpec.plain`:

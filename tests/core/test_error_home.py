@@ -45,7 +45,7 @@ def test_the_typed_row_error_is_worded_in_one_place():
 @pytest.mark.parametrize("module, function, args, message", [
     ("kafkarec.table", "parse_view", ("newest",), "view must be one of log, latest"),
     ("kafkarec.cdc", "parse_cdc", ("maxwell",), "cdc must be one of debezium"),
-    ("kafkarec.scan", "normalize_mode", ("LENIENT",), "mode must be one of"),
+    ("kafkarec.scan.config", "normalize_mode", ("LENIENT",), "mode must be one of"),
     ("kafkarec._option_text", "text_bool", ("strict", "yes"), "option strict must be true or false"),
 ])
 def test_an_option_given_as_text_is_refused_with_a_usage_error(module, function, args, message):

@@ -158,7 +158,7 @@ def test_a_key_lookup_with_murmur2_reads_at_most_one_partitions_bytes(keyed_log)
 def test_the_scan_decodes_on_the_connections_threads(log_root):
     """Unless told, the source's scan takes DuckDB's ``threads`` setting (at most the CPUs) as its
     pool's size: the engine's parallelism is the read's."""
-    from kafkarec.scan import usable_cpus
+    from kafkarec.scan.config import usable_cpus
     for threads in (1, 2, 64):
         con = duckdb.connect(config={"threads": threads})
         assert register(con, "logs", log_root).scan.config.threads == min(threads, usable_cpus())

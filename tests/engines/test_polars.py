@@ -215,7 +215,7 @@ def test_a_typed_key_filter_is_polars_own_and_keeps_its_rows(tmp_path):
 def test_the_scan_decodes_on_polars_threads(log_root, monkeypatch):
     """Unless told, the source's scan takes the size of Polars' pool (at most the CPUs) as its pool's."""
     from kafkarec.engines import polars as engine
-    from kafkarec.scan import usable_cpus
+    from kafkarec.scan.config import usable_cpus
     made = []
 
     class Recording(LogScan):

@@ -179,6 +179,6 @@ def test_remote_piece_error_positions_with_spark_submit_and_a_bare_python(user_a
 def _decode_whole(path: str):
     """The errors spark_udfs' decoding reports for a whole local file (byte 0 at position 0)."""
     import kafkarec
-    from kafkarec.scan import decode_range
+    from kafkarec.scan.decode import decode_range
     data = open(path, "rb").read()
     return [(k, x) for k, x in decode_range(kafkarec, memoryview(data)) if k == "error"]

@@ -14,7 +14,8 @@ import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
 from kafkarec.scan import Bounds, LogScan, ScanConfig
-from kafkarec.scan import MAX_DEFAULT_THREADS, default_threads
+from kafkarec.scan import default_threads
+from kafkarec.scan.config import MAX_DEFAULT_THREADS
 
 from support.logs.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
 
@@ -82,9 +83,9 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
     meta-only walk) and has no row limit is cut into LEAN_ROWS_PER_BATCH rows a batch and any other
     into ROWS_PER_BATCH (an engine pays for each batch it takes), on the pool and off it; the rows
     are the same."""
-    from kafkarec.scan import _config
-    monkeypatch.setattr(_config, "ROWS_PER_BATCH", 100)
-    monkeypatch.setattr(_config, "LEAN_ROWS_PER_BATCH", 1000)
+    from kafkarec.scan import config as scan_config
+    monkeypatch.setattr(scan_config, "ROWS_PER_BATCH", 100)
+    monkeypatch.setattr(scan_config, "LEAN_ROWS_PER_BATCH", 1000)
     assert ScanConfig.of(partition).max_rows is None
 
     def sizes(threads, **options):
@@ -473,7 +474,7 @@ def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch
     """The ranges of a listed read are cut (an offset index read each) as they come, not all before
     the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes."""
     from kafkarec.log import selection
-    from kafkarec.scan import READ_AHEAD_RANGES
+    from kafkarec.scan._read import READ_AHEAD_RANGES
     w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=30_000, index_interval_bytes=4096)
     for k in range(400):
         w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))

@@ -13,7 +13,8 @@ import kafkarec.registry as kr
 import kafkarec.registry.typed as typed_module
 from kafkarec.errors import MalformedBatchError
 from kafkarec.log import local
-from kafkarec.scan import Bounds, LogScan, TypedRows
+from kafkarec.scan import Bounds, LogScan
+from kafkarec.scan.typed import TypedRows
 
 from support.logs.logdir import T0, PartitionWriter, v2_batch
 from support.registry.schemas_log import confluent_key, schema_value

@@ -1,4 +1,4 @@
-"""kafkarec.scan.TypedRows: the one rule of what a typed row that does not decode becomes, in
+"""kafkarec.scan.typed.TypedRows: the one rule of what a typed row that does not decode becomes, in
 Spark's parse modes (issue 70: Spark's typed reads had a second TypedRows with its own modes).  The
 quarantine keeps a failed record first, whatever the mode; FAILFAST raises at the first, in Spark's
 wording unless the reader gives its own error (the backfill's); DROPMALFORMED leaves it out;
@@ -8,7 +8,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from kafkarec.errors import MalformedBatchError, UsageError  # noqa: E402
-from kafkarec.scan import TypedRows  # noqa: E402
+from kafkarec.scan.typed import TypedRows
 
 ROWS = pa.record_batch({"topic": ["t"] * 3, "partition": [2] * 3, "offset": [10, 11, 12]})
 REASONS = pa.array([None, "value: bad", None], pa.string())

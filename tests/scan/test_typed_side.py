@@ -1,4 +1,4 @@
-"""kafkarec's one typed side and batch decoder (kafkarec.scan.TypedSide, decode_sides), which
+"""kafkarec's one typed side and batch decoder (kafkarec.scan.typed.TypedSide, decode_sides), which
 Spark's typed reads and ``from_registry`` build on (spark_udfs.read.typed adds Spark's types only):
 a batch of several topics decoded topic by topic, back in row order; each failed row keeps its
 first failing side's reason and writer id, as decode_table merges them; a side pickles without its
@@ -13,7 +13,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from kafkarec.registry.typed import decode_table  # noqa: E402
-from kafkarec.scan import TypedSide, decode_sides  # noqa: E402
+from kafkarec.scan.typed import TypedSide, decode_sides
 
 SCHEMA = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}})
 

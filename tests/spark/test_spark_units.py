@@ -11,7 +11,7 @@ import pytest
 
 from support.spark import spark_helpers as H
 from kafkarec.errors import MalformedBatchError
-from kafkarec.scan import decode_range
+from kafkarec.scan.decode import decode_range
 from spark_udfs.read import datasource as _datasource
 from spark_udfs.read.spec import read_spec
 

@@ -101,14 +101,14 @@ def test_failfast_and_dropmalformed_on_a_stream(tmp_path):
 
 
 def test_spark_types_kafkarecs_one_typed_side():
-    """Spark's typed side is kafkarec's (kafkarec.scan.TypedSide) with Spark's types and
+    """Spark's typed side is kafkarec's (kafkarec.scan.typed.TypedSide) with Spark's types and
     option texts only: the same column, pins and pickling; values cast to Spark's Arrow type."""
     import json
 
     import pyarrow as pa
 
     from kafkarec.errors import UsageError
-    from kafkarec.scan import TypedSide as OneSide
+    from kafkarec.scan.typed import TypedSide as OneSide
     from spark_udfs.read.typed import TypedSide
     schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}})
     side = TypedSide("value", "JSON", None, reader_schema=schema, topic="t")

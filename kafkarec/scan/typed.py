@@ -21,7 +21,7 @@ import threading
 from typing import Callable, Dict, NamedTuple, Optional
 
 from kafkarec._extras import require
-from kafkarec.scan._config import CORRUPT_COLUMN, MODES, TypedSettings, normalize_mode
+from kafkarec.scan.config import CORRUPT_COLUMN, MODES, TypedSettings, normalize_mode
 
 __all__ = ["TypedRows", "MODES", "TypedSide", "SideDecoded", "decode_sides"]
 

@@ -13,10 +13,21 @@ end (which kafkarec, like Kafka's fetch path, otherwise ends on quietly).
 """
 from __future__ import annotations
 
-from kafkarec.errors import MalformedBatchError
-from kafkarec.scan._config import MODES, ROWS_PER_BATCH, normalize_mode
+from typing import NamedTuple
 
-__all__ = ["MODES", "normalize_mode", "decode_range", "format_error"]
+from kafkarec.errors import MalformedBatchError
+from kafkarec.scan.config import MODES, ROWS_PER_BATCH, normalize_mode
+
+__all__ = ["MODES", "normalize_mode", "decode_range", "format_error", "Errors"]
+
+
+class Errors(NamedTuple):
+    """Batches of one piece that could not be decoded (:func:`decode_range`'s error dicts): an item
+    of :meth:`kafkarec.scan.LogScan.read_items` beside its Arrow batches (PERMISSIVE makes error
+    rows of them, DROPMALFORMED logs them)."""
+    errors: list
+    topic: object
+    partition: object
 
 
 def format_error(err: dict, where: str = "") -> str:

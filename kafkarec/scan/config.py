@@ -57,7 +57,7 @@ ROWS_PER_BATCH = 65536
 LEAN_ROWS_PER_BATCH = 1 << 19
 CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
-#: Spark's parse modes (:mod:`kafkarec.scan._decode` applies them)
+#: Spark's parse modes (:mod:`kafkarec.scan.decode` applies them)
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 #: partitioners a keyed read may prune by: Kafka's default, ``murmur2(key) & 0x7fffffff % N``
 PARTITIONERS = ("murmur2",)
