@@ -38,6 +38,7 @@ _HOMES = {
         "ProtobufDecodeError", "ProtobufSchemaError", "RegistryError", "TransformedSegmentError",
         "RemoteObjectError", "TruncatedError", "UnknownRecordTypeError", "UnsupportedCodecError",
         "UsageError", "OffsetOrderError", "KafkaRecWarning", "IndexWarning", "LayoutError", "BrokerError", "RestoreError", "HandOffRefusedError", "HandOffOverlapError", "ConnectorFailedError",
+        "LogDirWriteError",
     ),
 }
 _LAZY = {name: home for home, names in _HOMES.items() for name in names}
@@ -82,6 +83,7 @@ if TYPE_CHECKING:       # what type checkers read: the table above, as explicit 
         IndexWarning as IndexWarning, LayoutError as LayoutError, BrokerError as BrokerError,
         RestoreError as RestoreError, HandOffRefusedError as HandOffRefusedError,
         HandOffOverlapError as HandOffOverlapError, ConnectorFailedError as ConnectorFailedError,
+        LogDirWriteError as LogDirWriteError,
     )
 
 

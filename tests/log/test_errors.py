@@ -30,7 +30,7 @@ EXPECTED = {
     "RegistryError": ValueError, "UsageError": ValueError, "ColumnOverflowError": OverflowError,
     "BackfillError": ValueError, "ConnectError": RuntimeError, "MalformedBatchError": ValueError,
     "OffsetOrderError": ValueError,
-    "LayoutError": ValueError, "BrokerError": OSError, "RestoreError": ValueError,
+    "LayoutError": ValueError, "BrokerError": OSError, "RestoreError": ValueError, "LogDirWriteError": ValueError,
     "HandOffRefusedError": RuntimeError, "HandOffOverlapError": RuntimeError, "ConnectorFailedError": RuntimeError,
 }
 # what kafkarec warns about: Python's warnings, UserWarning kept as their builtin base
