@@ -283,20 +283,25 @@ def restore_partition(spec: RestoreSpec, part: SourcePartition,
 
 
 def _settled_end(spec: RestoreSpec, part: SourcePartition, omap: OffsetMap) -> int:
-    """The target partition's end once the last restored record is visible.  commit_transaction
+    """The target partition's end once the last restored record's transaction is settled: past its
+    commit marker, which lies after the record, so at least two past it.  commit_transaction
     returns once the coordinator has decided; the commit marker reaches the partition after that,
     and until then its last stable offset stays at the transaction's first record (seen: an end of
-    0 read just after the commit of a partition's only transaction).  Bounded by the timeout."""
+    0 read just after the commit of a partition's only transaction); the marker appended, the last
+    stable offset is still held to the high watermark, which may not yet have passed the marker
+    (seen: an end of 1 after a one-record transaction, whose marker is at 1).  Bounded by the
+    timeout."""
     key = (part.target_topic, part.partition)
     last = omap.last_target_offset(part.topic, part.partition)
     deadline = time.monotonic() + spec.timeout
     while True:
         end = target.ends(spec, [key])[key]
-        if last is None or end > last:
+        if last is None or end > last + 1:
             return end
         if time.monotonic() >= deadline:
             raise RestoreError(spec.target, f"the target's last stable offset stayed at {end}, not past the "
-                                            f"restored record at {last}, for {spec.timeout} s after its commit",
+                                            f"restored record at {last} and its commit marker, for {spec.timeout} s "
+                                            "after its commit",
                                topic=part.target_topic, partition=part.partition, retriable=True)
         time.sleep(0.05)
 
