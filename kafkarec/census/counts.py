@@ -400,7 +400,12 @@ def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int],
     walks = _walks(plan.everything, topic, partition, plan.listings)
     part.stable_end_of = lambda: walks[0].committed_view().stable_end if walks else None
     left_out = _left_out(walks, everything)
-    if left_out is None:            # the walk does not name these files: the read_committed pass apart
+    if left_out is None or not _walked_whole(walks):
+        # the walk does not name these files, or stopped short of a segment's end (a batch the
+        # framing stops at, a later copy's cut): where a log is damaged a read_committed read and a
+        # read_uncommitted one part in ways the verdict does not name (fuzz_census found one: an
+        # offset past a segment's framing error, read uncommitted, not committed), so the
+        # read_committed pass is read apart
         return _two_passes(plan, part, (topic, partition), everything, progress, committed_rows)
     scan = LogScan(plan.everything)
     late: List[dict] = []           # errors only read_uncommitted meets, after the others (as two passes had them)
@@ -434,6 +439,11 @@ def _walks(config, topic, partition, listings=()) -> list:
     this = Bounds.of(topics=None if topic is None else [topic], partitions=None if partition is None else [partition])
     one = dataclasses.replace(config, bounds=config.bounds.intersect(this))
     return [walk for walk in LogScan(one).partition_walks() if walk.key == (topic, partition)]
+
+
+def _walked_whole(walks) -> bool:
+    """Whether each walk framed every segment of its partition to the segment's end."""
+    return all(seg.path in walk.facts().ends for walk in walks for seg in walk.part.segments)
 
 
 def _left_out(walks, pieces) -> Optional[Dict[str, frozenset]]:
