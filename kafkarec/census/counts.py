@@ -33,8 +33,6 @@ _UNASKED = object()          # a partition's last stable offset not asked for ye
 
 _UNCOMMITTED_COLUMNS = ("topic", "partition", "offset", "isControl", "batchBaseOffset", "batchPosition", "batchSize",
                         "producerId", "isTransactional")
-#: the one pass's columns: both views'
-_ONE_PASS_COLUMNS = _COMMITTED_COLUMNS + tuple(c for c in _UNCOMMITTED_COLUMNS if c not in _COMMITTED_COLUMNS)
 
 
 class _Tally:
@@ -374,7 +372,7 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
     if partitioner and num_partitions:
         counts.update(num_partitions)
     committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
-    everything = open_scan(config, read_committed=False, columns=_ONE_PASS_COLUMNS, include_control=True)
+    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
     # each pass's pieces planned here, once, over the one listing (a partition's own plan apart
     # would bound the read by its partition, and a bounded read_committed read and an unbounded one
     # part on damaged logs: fuzz/findings/census-bounded-read-committed)
@@ -484,23 +482,20 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
                            for g in plan.groups])
 
 
-def _errors_out(rb, part: PartitionCensus, file: str, late: Optional[List[dict]] = None):
+def _errors_out(rb, part: PartitionCensus, file: str):
     """The rows of ``rb`` (read from the segment ``file``) that are records; its error rows (a
     damaged batch: PERMISSIVE's ``_corrupt_record``) counted in ``part.errors``, once per batch,
     a batch being its file and position (both passes meet damage outside aborted transactions;
-    the read_uncommitted pass alone meets it inside; every segment's first batch is at 0).
-    ``late``: where the errors not counted yet go instead (added after the read_committed
-    view's: :func:`_add_errors`)."""
+    the read_uncommitted pass alone meets it inside; every segment's first batch is at 0)."""
     pc = require("pyarrow.compute")
     corrupt = rb.column(rb.schema.get_field_index("_corrupt_record"))
     if corrupt.null_count < len(corrupt):
         bad = pc.is_valid(corrupt)
-        into = part.errors if late is None else late
-        seen = {(e["file"], e["position"]) for e in part.errors + ([] if late is None else late)}
+        seen = {(e["file"], e["position"]) for e in part.errors}
         for row in rb.filter(bad).select(["batchPosition", "batchBaseOffset", "_corrupt_record"]).to_pylist():
             if (file, row["batchPosition"]) not in seen:
                 seen.add((file, row["batchPosition"]))
-                into.append({"file": file, "position": row["batchPosition"],
+                part.errors.append({"file": file, "position": row["batchPosition"],
                              "base_offset": row["batchBaseOffset"], "message": row["_corrupt_record"]})
         rb = rb.filter(pc.invert(bad))
     return rb if rb.num_rows else None
