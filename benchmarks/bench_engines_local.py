@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv] [--floor] [--dask]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax] [--floor] [--dask] [--values pool|json] [--work DIR]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -16,7 +16,17 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
 * ``offset, timestamp``: two columns only -- kafkarec still walks every record (a v2 record's offset
   and timestamp are varint deltas inside it), Parquet reads two column chunks.
 
-Prints rows/s and kafkarec's time over Parquet's; the target (issue 42) is within 2x.
+* ``whole rows`` (``--queries whole``, issue 80's outside check): DuckDB ``count(*),
+  sum(octet_length(value)), sum(octet_length(key))``, Polars ``collect()`` of ``offset, timestamp,
+  key, value``;
+* ``offset, timestamp (sum, max)`` (``--queries summax``): those two columns aggregated.
+
+Each query's four runs alternate, best of ``--repeats`` (a noisy moment hits every run alike).
+Prints rows/s, GB/s of ``.log`` bytes, that rate over one large ``memcpy`` of the log's size
+(numpy ``copyto``: this machine's memory bandwidth as one thread sees it), the process's CPU
+seconds (all threads: on a shared machine the steadier measure), and kafkarec's time over
+Parquet's; the target (issue 42) is within 2x, issue 80's is 1.0x for whole rows and 0.8x for
+``offset, timestamp`` on one partition (``--records 3000000 --partitions 1 --headers 1 --values json``).
 
 ``--dask`` (issue 82, item 1) instead times :func:`kafkarec.engines.dask.read_log` on a
 ``distributed.LocalCluster`` of 2 worker processes (one thread each, started once, before the
@@ -55,9 +65,21 @@ DASK_TARGET = 0.8       # Dask's rows/s over the reader's at threads=2, at least
 PER_BATCH = 1000
 POOL = 100_000
 T0 = 1_700_000_000_000
+FOUR = ("offset", "timestamp", "key", "value")
+WHOLE = "SELECT count(*), sum(octet_length(value)), sum(octet_length(key)) FROM {}"
+SUM_MAX_SQL = 'SELECT sum("offset"), max(timestamp) FROM {}'
 
 
-def write_log(root: str, records: int, partitions: int = 4, headers: int = 0) -> None:
+def json_values(start: int, n: int, rng: random.Random) -> list:
+    """``n`` 100-byte JSON events (``--values json``): each one distinct (its id), their fields
+    from a few kinds and users, so they compress well, as the events of issue 80's outside check."""
+    kinds = (b"click", b"view", b"purchase", b"signup", b"logout")
+    return [(b'{"id":%d,"type":"%s","user":"u%05d","amount":%d,"ok":true}'
+             % (start + i, rng.choice(kinds), rng.randrange(20_000), rng.randrange(10_000))).ljust(100)
+            for i in range(n)]
+
+
+def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, values_kind: str = "pool") -> None:
     from kafkarec import build_batch
     rng = random.Random(7)
     words = [b"order", b"paid", b"user", b"eur", b"shipped", b"qty", b"item", b"ok"]
@@ -73,7 +95,8 @@ def write_log(root: str, records: int, partitions: int = 4, headers: int = 0) ->
             for offset in range(0, per_partition, PER_BATCH):
                 n = min(PER_BATCH, per_partition - offset)
                 at = rng.randrange(POOL - n)
-                yield offset, build_batch(values[at:at + n], keys[at:at + n], [T0 + offset + i for i in range(n)],
+                chosen = values[at:at + n] if values_kind == "pool" else json_values(offset, n, rng)
+                yield offset, build_batch(chosen, keys[at:at + n], [T0 + offset + i for i in range(n)],
                                           headers=record_headers[:n] if record_headers else None,
                                           base_offset=offset)
         write_partition(os.path.join(root, f"bench-{partition}"), batches())
@@ -89,6 +112,11 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", default="all,meta",
                     help="which queries: all (every column), meta (offset, timestamp), kv (offset, timestamp, "
                          "key, value: the columns analysts select), comma-separated")
+    ap.add_argument("--values", choices=("pool", "json"), default="pool",
+                    help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
+                         "JSON events that compress well (issue 80's outside check)")
+    ap.add_argument("--work", metavar="DIR",
+                    help="keep the log and the Parquet file in DIR and reuse them if there (before/after runs)")
     ap.add_argument("--floor", action="store_true",
                     help="with meta: also the reader alone and each engine taking ready batches")
     ap.add_argument("--dask", action="store_true",
@@ -99,20 +127,23 @@ def main(argv=None) -> int:
     import duckdb
     import polars as pl
     import pyarrow.parquet as pq
+    global SUM_MAX
+    SUM_MAX = (pl.col("offset").sum(), pl.col("timestamp").max())
     from kafkarec.engines.duckdb import register
     from kafkarec.engines.polars import scan_log
     from kafkarec.scan import LogScan
 
-    work = tempfile.mkdtemp(prefix="kafkarec-bench-engines-")
+    work = args.work or tempfile.mkdtemp(prefix="kafkarec-bench-engines-")
     try:
         logs = os.path.join(work, "logs")
-        t = time.perf_counter()
-        write_log(logs, args.records, args.partitions, args.headers)
-        table = LogScan(logs).to_table()
-        n = table.num_rows
         parquet = os.path.join(work, "records.parquet")
-        pq.write_table(table, parquet)
-        del table
+        t = time.perf_counter()
+        if not os.path.exists(parquet):         # (--work: written once, read by later runs)
+            write_log(logs, args.records, args.partitions, args.headers, args.values)
+            table = LogScan(logs).to_table()
+            pq.write_table(table, parquet)
+            del table
+        n = pq.ParquetFile(parquet).metadata.num_rows
         log_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(logs) for f in fs) / 2**20
         print(f"{n} records: log {log_mb:.0f} MiB, Parquet {os.path.getsize(parquet) / 2**20:.0f} MiB "
               f"(written in {time.perf_counter() - t:.1f} s)")
@@ -139,27 +170,59 @@ def main(argv=None) -> int:
                 ("DuckDB", "kafkarec"): lambda: con.sql('SELECT "offset", timestamp FROM logs').to_arrow_table(),
                 ("DuckDB", "Parquet"): lambda: con.sql('SELECT "offset", timestamp FROM records').to_arrow_table(),
             },
+            # issue 80's outside check: whole rows aggregated (DuckDB), the four columns collected (Polars)
+            "whole rows": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).select(*FOUR).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(*FOUR).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql(WHOLE.format("logs")).fetchall(),
+                ("DuckDB", "Parquet"): lambda: con.sql(WHOLE.format("records")).fetchall(),
+            },
+            "offset, timestamp (sum, max)": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).select(*SUM_MAX).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(*SUM_MAX).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql(SUM_MAX_SQL.format("logs")).fetchall(),
+                ("DuckDB", "Parquet"): lambda: con.sql(SUM_MAX_SQL.format("records")).fetchall(),
+            },
         }
         if args.floor:
             queries["offset, timestamp"].update(_floor_runs(logs, con))
-        wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value"}
+        wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
+                  "whole": "whole rows", "summax": "offset, timestamp (sum, max)"}
         chosen = {wanted[q] for q in args.queries.split(",")}
         queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []
-        print(f"{'query':18s} {'engine':7s} {'source':13s} {'best s':>8s} {'M rows/s':>9s}")
+        log_bytes = log_mb * 2**20
+        copy_rate = memcpy_rate(int(log_bytes), args.repeats)
+        print(f"memcpy of {log_mb:.0f} MiB (numpy copyto, best of {args.repeats}): {copy_rate / 1e9:.1f} GB/s")
+        print(f"{'query':30s} {'engine':7s} {'source':13s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
+              f"{'of memcpy':>9s} {'CPU s':>7s}")
         for query, runs in queries.items():
-            for (engine, source), call in runs.items():
+            for call in runs.values():
                 call()                                  # warm: page cache, imports, plans
-                seconds = min(timeit.repeat(call, number=1, repeat=args.repeats))
-                results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds}
-                print(f"{query:18s} {engine:7s} {source:13s} {seconds:8.3f} {n / seconds / 1e6:9.2f}")
+            best = {which: float("inf") for which in runs}
+            cpu = dict(best)
+            for _ in range(args.repeats):               # alternating: a noisy moment hits every run alike
+                for which, call in runs.items():
+                    t, c = time.perf_counter(), time.process_time()
+                    call()
+                    best[which] = min(best[which], time.perf_counter() - t)
+                    cpu[which] = min(cpu[which], time.process_time() - c)
+            for (engine, source), seconds in best.items():
+                rate = log_bytes / seconds
+                results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds,
+                                                             "log_bytes_per_s": rate,
+                                                             "cpu_seconds": cpu[(engine, source)]}
+                print(f"{query:30s} {engine:7s} {source:13s} {seconds:8.3f} {n / seconds / 1e6:9.2f} "
+                      f"{rate / 1e9:9.2f} {rate / copy_rate:9.2f} {cpu[(engine, source)]:7.3f}")
             for engine in ("Polars", "DuckDB"):
                 ratio = results[f"{query} | {engine} | kafkarec"]["seconds"] / \
                     results[f"{query} | {engine} | Parquet"]["seconds"]
                 verdict = "PASS" if ratio <= TARGET else "FAIL"
                 verdicts.append(verdict)
-                print(f"  {engine} over kafkarec / over Parquet: {ratio:.2f}x the time "
-                      f"(target <= {TARGET}x: {verdict})")
+                cpu_ratio = results[f"{query} | {engine} | kafkarec"]["cpu_seconds"] / \
+                    results[f"{query} | {engine} | Parquet"]["cpu_seconds"]
+                print(f"  {engine} over kafkarec / over Parquet: {ratio:.2f}x the time, {1 / ratio:.2f}x the rate, "
+                      f"{cpu_ratio:.2f}x the CPU (target <= {TARGET}x the time: {verdict})")
                 ready = results.get(f"{query} | {engine} | ready batches")
                 if ready is not None:
                     floor = results[f"{query} | reader | kafkarec"]["seconds"] + ready["seconds"]
@@ -170,7 +233,18 @@ def main(argv=None) -> int:
                 json.dump({"records": n, "results": results}, fh, indent=2)
         return 0 if all(v == "PASS" for v in verdicts) else 1
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def memcpy_rate(size: int, repeats: int) -> float:
+    """Bytes a second of one large copy of ``size`` bytes (numpy's ``copyto``, a ``memcpy``), best
+    of ``repeats``: this machine's memory bandwidth as one thread sees it, the ceiling of a read."""
+    import numpy as np
+    src = np.ones(size, dtype=np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)                 # (pages touched before timing)
+    return size / min(timeit.repeat(lambda: np.copyto(dst, src), number=1, repeat=repeats))
 
 
 def _floor_runs(logs: str, con) -> dict:
