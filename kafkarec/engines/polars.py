@@ -64,7 +64,7 @@ def scan_log(source, **options) -> "pl.LazyFrame":
         read = columns + [c for c in (rest.meta.root_names() if rest is not None else []) if c not in columns]
         narrowed = scan.narrow(bounds=bounds, columns=read, limit=n_rows if rest is None else None)
         left = n_rows
-        for rb in narrowed:
+        for rb in narrowed.batches_in(_views(narrowed.schema)):
             df = pl.from_arrow(rb)
             if rest is not None:
                 df = df.filter(rest)
@@ -81,6 +81,16 @@ def scan_log(source, **options) -> "pl.LazyFrame":
 
     plugins = require("polars.io.plugins")
     return plugins.register_io_source(io_source, schema=schema, explain_name="kafkarec", explain_detail=repr(scan))
+
+
+def _views(schema):
+    """``schema`` with ``key`` and ``value`` in Arrow's view layout (``binary_view``), Polars' own:
+    cast on the decode pool's threads (:meth:`kafkarec.scan.LogScan.batches_in`), the views point
+    into the batch's value bytes, and ``pl.from_arrow`` in the source's thread copies nothing
+    (from the classic layout it rebuilds every value's view itself, holding the GIL)."""
+    pa = require("pyarrow")
+    return pa.schema([f.with_type(pa.binary_view()) if f.name in ("key", "value") and f.type == pa.binary() else f
+                      for f in schema])
 
 
 def predicate_bounds(predicate: "pl.Expr", schema, *, error_rows: bool = False,

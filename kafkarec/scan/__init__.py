@@ -293,7 +293,7 @@ class LogScan:
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
                    hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
-                   windows: bool = False, typed: bool = False):
+                   windows: bool = False, typed: bool = False, finish=None):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream.
@@ -301,7 +301,9 @@ class LogScan:
         decode on the pool when the config has threads, whatever their size (a task's pieces are
         its planner's to size: a Spark task reads them as they are, in its one thread).  ``typed``:
         the batches decoded on the pool are typed there too (the config's typed settings), not yet
-        settled (:meth:`TypedRows.convert` settles them, and types the others)."""
+        settled (:meth:`TypedRows.convert` settles them, and types the others).  ``finish(batch)``:
+        run on each batch the pool decodes, after the typing (the batches decoded in the consumer's
+        thread are handed on as they are)."""
         import kafkarec
         # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
         items = [p.item for p in pieces]
@@ -311,8 +313,11 @@ class LogScan:
         split = None
         if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
             split = self._found.split if self._found is not None else _plan.splitter()
+        on_pool = self._typed.typed_batch if typed and self._typed is not None else None
+        if finish is not None:
+            on_pool = finish if on_pool is None else _then(on_pool, finish)
         yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split,
-                                 typed=self._typed.typed_batch if typed and self._typed is not None else None)
+                                 typed=on_pool)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one piece (of either kind) framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -360,12 +365,28 @@ class LogScan:
             counted += n
         return counted
 
-    def _batches(self, pieces: Sequence[ScanPiece]) -> Iterator:
-        schema = self.schema
+    def batches_in(self, schema, pieces: Optional[Sequence[ScanPiece]] = None) -> Iterator:
+        """The batches of :meth:`read_pieces` (default: every piece) in ``schema``: :attr:`schema`
+        with an engine's own types for some columns, which Arrow casts to (``timestamp`` in another
+        unit: DuckDB's microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).
+        The casts run on the decode pool's threads, next to the decode, where no typed value or
+        time bound reads the columns afterwards; otherwise (and for a batch the consumer's thread
+        decoded) in the consumer's thread, as the batch is settled.  The rows are the read's."""
+        if list(schema.names) != list(self.schema.names):
+            raise ValueError(f"batches_in: the columns {schema.names} are not the read's {self.schema.names}")
+        return self._batches(self.pieces() if pieces is None else pieces, schema)
+
+    def _batches(self, pieces: Sequence[ScanPiece], target=None) -> Iterator:
+        schema = self.schema if target is None else target
         left = self.limit
         if left == 0:
             return
-        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True, typed=True)
+        finish = None
+        if target is not None and self._typed is None and self.bounds.timestamps == (None, None):
+            # (a time bound compares the timestamps in milliseconds, and typing reads the value, on
+            # the consumer's thread: there the casts wait for them, in _rows)
+            finish = _caster(target)
+        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True, typed=True, finish=finish)
         try:
             for where, item in reads:
                 if isinstance(item, Errors):
@@ -397,7 +418,11 @@ class LogScan:
         cols = []
         for field in schema:
             i = rb.schema.get_field_index(field.name)
-            cols.append(rb.column(i) if i >= 0 else pa.nulls(rb.num_rows, field.type))
+            if i < 0:
+                cols.append(pa.nulls(rb.num_rows, field.type))
+                continue
+            col = rb.column(i)
+            cols.append(col if col.type == field.type else col.cast(field.type))   # (batches_in's)
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def __iter__(self) -> Iterator:
@@ -419,6 +444,23 @@ class LogScan:
 
     def __repr__(self):
         return f"LogScan({self.config.paths!r}, columns={self.columns!r}, bounds={self.bounds!r}, limit={self.limit!r})"
+
+
+def _then(first, second):
+    """``second(first(batch))``: two steps the pool runs on each batch it decodes."""
+    return lambda batch: second(first(batch))
+
+
+def _caster(target):
+    """A batch's columns cast to their types in ``target`` (those it holds: the decoded columns),
+    the other columns as they are (:meth:`LogScan.batches_in`'s casts on the pool)."""
+    def cast(rb):
+        for field in target:
+            i = rb.schema.get_field_index(field.name)
+            if i >= 0 and rb.schema.field(i).type != field.type:
+                rb = rb.set_column(i, field.name, rb.column(i).cast(field.type))
+        return rb
+    return cast
 
 
 def listings(config: ScanConfig, report=None) -> Iterator["_plan.Listing"]:
