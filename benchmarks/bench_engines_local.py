@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax] [--floor] [--dask] [--values pool|json] [--work DIR]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -27,6 +27,11 @@ Prints rows/s, GB/s of ``.log`` bytes, that rate over one large ``memcpy`` of th
 seconds (all threads: on a shared machine the steadier measure), and kafkarec's time over
 Parquet's; the target (issue 42) is within 2x, issue 80's is 1.0x for whole rows and 0.8x for
 ``offset, timestamp`` on one partition (``--records 3000000 --partitions 1 --headers 1 --values json``).
+
+``--layouts`` (issue 80, item 2) instead measures the view layout: the log's four columns read
+once, then in CPU seconds pyarrow's cast of ``key`` and ``value`` to ``binary_view`` and each engine
+taking either layout (Polars ``pl.from_arrow``, DuckDB the whole-rows query), with the Arrow memory
+each layout holds.
 
 ``--dask`` (issue 82, item 1) instead times :func:`kafkarec.engines.dask.read_log` on a
 ``distributed.LocalCluster`` of 2 worker processes (one thread each, started once, before the
@@ -115,6 +120,8 @@ def main(argv=None) -> int:
     ap.add_argument("--values", choices=("pool", "json"), default="pool",
                     help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
                          "JSON events that compress well (issue 80's outside check)")
+    ap.add_argument("--layouts", action="store_true",
+                    help="instead: each engine taking key and value as binary or binary_view (CPU seconds)")
     ap.add_argument("--work", metavar="DIR",
                     help="keep the log and the Parquet file in DIR and reuse them if there (before/after runs)")
     ap.add_argument("--floor", action="store_true",
@@ -186,6 +193,9 @@ def main(argv=None) -> int:
         }
         if args.floor:
             queries["offset, timestamp"].update(_floor_runs(logs, con))
+        if args.layouts:
+            layout_runs(logs, args.repeats)
+            return 0
         wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
                   "whole": "whole rows", "summax": "offset, timestamp (sum, max)"}
         chosen = {wanted[q] for q in args.queries.split(",")}
@@ -235,6 +245,45 @@ def main(argv=None) -> int:
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def layout_runs(logs: str, repeats: int) -> None:
+    """``--layouts`` (issue 80, item 2): the log's ``offset, timestamp, key, value`` read once, then,
+    best of ``repeats`` in CPU seconds, pyarrow's cast of ``key`` and ``value`` to ``binary_view``
+    (what :func:`kafkarec.engines.polars.scan_log` has the pool do), and each engine taking the
+    rows in either layout: Polars ``pl.from_arrow``, DuckDB issue 80's whole-rows query over the
+    Arrow table; with the Arrow memory each layout holds."""
+    import duckdb
+    import polars as pl
+    import pyarrow as pa
+    from kafkarec.scan import LogScan
+    before = pa.total_allocated_bytes()
+    classic = table = pa.Table.from_batches(list(LogScan(logs, columns=list(FOUR))))
+    classic_bytes = pa.total_allocated_bytes() - before
+    views = pa.schema([f.with_type(pa.binary_view()) if f.type == pa.binary() else f for f in table.schema])
+    viewed = table.cast(views)
+    view_bytes = pa.total_allocated_bytes() - before - classic_bytes
+    con = duckdb.connect()
+    con.register("classic", classic)
+    con.register("viewed", viewed)
+
+    def cpu(call):
+        call()
+        best = float("inf")
+        for _ in range(repeats):
+            c = time.process_time()
+            call()
+            best = min(best, time.process_time() - c)
+        return best
+    n = table.num_rows
+    print(f"{n} rows of offset, timestamp, key, value: classic layout {classic_bytes / 2**20:.0f} MiB held; "
+          f"the views add {view_bytes / 2**20:.0f} MiB (the value bytes shared)")
+    print(f"{'step':44s} {'classic':>9s} {'views':>9s}  (CPU s, best of {repeats})")
+    print(f"{'cast key, value to binary_view (pyarrow)':44s} {'':>9s} {cpu(lambda: table.cast(views)):9.3f}")
+    print(f"{'Polars pl.from_arrow':44s} {cpu(lambda: pl.from_arrow(table)):9.3f} "
+          f"{cpu(lambda: pl.from_arrow(viewed)):9.3f}")
+    print(f"{'DuckDB whole rows over the Arrow table':44s} {cpu(lambda: con.sql(WHOLE.format('classic')).fetchall()):9.3f} "
+          f"{cpu(lambda: con.sql(WHOLE.format('viewed')).fetchall()):9.3f}")
 
 
 def memcpy_rate(size: int, repeats: int) -> float:

@@ -4,7 +4,8 @@ at every codec, legacy ones, damaged ones, arbitrary bytes) read by ``LogScan(th
 a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED or FAILFAST, for
 whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
 scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
-in the consumer's), with badRecordsPath or not (its files written by the consumer): the same rows
+in the consumer's), with badRecordsPath or not (its files written by the consumer), the threads-N read in the
+engines' types or not (``LogScan.batches_in``: microseconds, binary views, cast on the pool): the same rows
 in the same order (the batch columns too), the same error rows, the same files kept, and the same
 exception (class and message) after the same rows (in FAILFAST, rows before the error are handed
 on as decoded: at one window size exactly the same
@@ -55,8 +56,8 @@ def _plain(rb):
     cols = {}
     for name in rb.schema.names:
         col = rb.column(rb.schema.get_field_index(name))
-        if pa.types.is_timestamp(col.type):
-            col = col.cast(pa.int64())
+        if pa.types.is_timestamp(col.type):     # (batches_in's microseconds: exact milliseconds)
+            col = col.cast(pa.timestamp("ms")).cast(pa.int64())
         cols[name] = col.to_pylist()
     # the offset first: None only in an error row (PERMISSIVE)
     names = ["offset"] + [n for n in rb.schema.names if n != "offset"]
@@ -68,11 +69,21 @@ def _apart(rows):
     return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
-def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False, keep=False):
+def _engine_types(schema):
+    """``schema`` in the engines' types (:meth:`LogScan.batches_in`): DuckDB's microseconds,
+    Polars' binary views for the key and the value."""
+    import pyarrow as pa
+    return pa.schema([f.with_type(pa.timestamp("us")) if pa.types.is_timestamp(f.type) else
+                      f.with_type(pa.binary_view()) if f.name in ("key", "value") and f.type == pa.binary() else f
+                      for f in schema])
+
+
+def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False, keep=False, engine=False):
     """``(rows, error, kept)``: every row read before the error (class name and message) or the
     end (or the ``limit``), and with ``keep`` the files badRecordsPath wrote (``{path: bytes}``);
     ``typed``: the values typed (:data:`TYPED`); ``strict``: the format's every rule (a strict
-    read's offsets and timestamps go by the scanner's loop)."""
+    read's offsets and timestamps go by the scanner's loop); ``engine``: the batches in the
+    engines' types (:func:`_engine_types`, cast on the pool's threads)."""
     rows = []
     kept_dir = tempfile.mkdtemp(prefix="kafkarec-fuzz-kept-") if keep else None
     config = ScanConfig.of(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
@@ -82,7 +93,8 @@ def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False
         config = dataclasses.replace(config, strict=True)
     error = None
     try:
-        for rb in LogScan(config):
+        scan = LogScan(config)
+        for rb in (scan.batches_in(_engine_types(scan.schema)) if engine else scan):
             rows += _plain(rb)
     except EXPECTED as exc:
         error = (type(exc).__name__, str(exc))
@@ -107,13 +119,16 @@ def test_one_input(data: bytes) -> None:
     typed = fdp.ConsumeBool()
     strict = fdp.ConsumeBool()
     keep = fdp.ConsumeBool()        # badRecordsPath: what is kept written by the consumer, in log order
-    how = f"typed={typed} strict={strict} keep={keep}"
     _logdir.write(fdp, ROOT)
+    # the threads-N read in the engines' types (LogScan.batches_in); taken last, so the seeds'
+    # bytes mean the logs they meant
+    engine = fdp.ConsumeBool()
+    how = f"typed={typed} strict={strict} keep={keep} engine={engine}"
     want = read(mode, columns, 1, typed=typed, strict=strict, keep=keep)
     saved = local.READ_WINDOW_BYTES
     local.READ_WINDOW_BYTES = window
     try:
-        got = read(mode, columns, threads, typed=typed, strict=strict, keep=keep)
+        got = read(mode, columns, threads, typed=typed, strict=strict, keep=keep, engine=engine)
         alone = read(mode, columns, 1, typed=typed, strict=strict, keep=keep)
         if limit is not None and (read(mode, columns, threads, limit, typed, strict, keep)
                                   != read(mode, columns, 1, limit, typed, strict, keep)):

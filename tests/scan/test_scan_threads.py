@@ -696,3 +696,35 @@ def test_a_read_of_several_compressed_partitions_under_a_window_decodes_on_the_p
     assert all(on_pool) if pooled else not any(on_pool), decoded_on
     assert got.equals(LogScan(root, threads=1, columns=["offset", "key", "value"]).to_table())
     assert not _decode_threads()
+
+
+def _engine_types(schema):
+    """``schema`` as DuckDB and Polars take it: DuckDB's microseconds, Polars' binary views."""
+    return pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else
+                      f.with_type(pa.binary_view()) if f.name in ("key", "value") else f for f in schema])
+
+
+@pytest.mark.parametrize("options", [{}, {"columns": ["offset", "timestamp", "key", "value"]},
+                                     {"bounds": Bounds(timestamps=(T0 + 1000, T0 + 4000))},
+                                     {"columns": ["key"], "limit": 1234}])
+def test_batches_in_an_engines_types_are_the_reads_rows_on_any_threads(partition, small_windows, options):
+    one = _table(partition, 1, **options)
+    assert one.num_rows > 0
+    target = _engine_types(one.schema)
+    for threads in (1, 3):
+        scan = LogScan(partition, threads=threads, **options)
+        got = pa.Table.from_batches(list(scan.batches_in(target)), schema=target)
+        assert got.equals(one.cast(target))
+
+
+def test_batches_in_an_engines_types_keep_the_error_rows(tmp_path, small_windows):
+    root = _corrupted(tmp_path)
+    for mode in ("PERMISSIVE", "DROPMALFORMED"):
+        one = _table(root, 1, mode=mode)
+        target = _engine_types(one.schema)
+        for threads in (1, 3):
+            got = pa.Table.from_batches(list(LogScan(root, threads=threads, mode=mode).batches_in(target)),
+                                        schema=target)
+            assert got.equals(one.cast(target)), (mode, threads)
+    with pytest.raises(ValueError, match="not the read's"):
+        next(LogScan(root).batches_in(pa.schema([pa.field("offset", pa.int64())])))
