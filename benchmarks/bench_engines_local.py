@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -19,7 +19,9 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
 * ``whole rows`` (``--queries whole``, issue 80's outside check): DuckDB ``count(*),
   sum(octet_length(value)), sum(octet_length(key))``, Polars ``collect()`` of ``offset, timestamp,
   key, value``;
-* ``offset, timestamp (sum, max)`` (``--queries summax``): those two columns aggregated.
+* ``offset, timestamp (sum, max)`` (``--queries summax``): those two columns aggregated;
+* ``count`` (``--queries count``): ``count(*)`` (Polars ``pl.len()``), and DuckDB's
+  ``count("offset")`` over kafkarec beside it (a ``count(*)`` asks the source for ``key``).
 
 Each query's four runs alternate, best of ``--repeats`` (a noisy moment hits every run alike).
 Prints rows/s, GB/s of ``.log`` bytes, that rate over one large ``memcpy`` of the log's size
@@ -184,6 +186,14 @@ def main(argv=None) -> int:
                 ("DuckDB", "kafkarec"): lambda: con.sql(WHOLE.format("logs")).fetchall(),
                 ("DuckDB", "Parquet"): lambda: con.sql(WHOLE.format("records")).fetchall(),
             },
+            # a count: DuckDB asks the source for column 0 (key) as for SELECT key, so it decodes keys
+            "count": {
+                ("Polars", "kafkarec"): lambda: scan_log(logs).select(pl.len()).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(pl.len()).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql("SELECT count(*) FROM logs").fetchall(),
+                ("DuckDB", "Parquet"): lambda: con.sql("SELECT count(*) FROM records").fetchall(),
+                ("DuckDB", 'count("offset")'): lambda: con.sql('SELECT count("offset") FROM logs').fetchall(),
+            },
             "offset, timestamp (sum, max)": {
                 ("Polars", "kafkarec"): lambda: scan_log(logs).select(*SUM_MAX).collect(),
                 ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(*SUM_MAX).collect(),
@@ -197,14 +207,14 @@ def main(argv=None) -> int:
             layout_runs(logs, args.repeats)
             return 0
         wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
-                  "whole": "whole rows", "summax": "offset, timestamp (sum, max)"}
+                  "whole": "whole rows", "summax": "offset, timestamp (sum, max)", "count": "count"}
         chosen = {wanted[q] for q in args.queries.split(",")}
         queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []
         log_bytes = log_mb * 2**20
         copy_rate = memcpy_rate(int(log_bytes), args.repeats)
         print(f"memcpy of {log_mb:.0f} MiB (numpy copyto, best of {args.repeats}): {copy_rate / 1e9:.1f} GB/s")
-        print(f"{'query':30s} {'engine':7s} {'source':13s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
+        print(f"{'query':30s} {'engine':7s} {'source':15s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
               f"{'of memcpy':>9s} {'CPU s':>7s}")
         for query, runs in queries.items():
             for call in runs.values():
@@ -222,7 +232,7 @@ def main(argv=None) -> int:
                 results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds,
                                                              "log_bytes_per_s": rate,
                                                              "cpu_seconds": cpu[(engine, source)]}
-                print(f"{query:30s} {engine:7s} {source:13s} {seconds:8.3f} {n / seconds / 1e6:9.2f} "
+                print(f"{query:30s} {engine:7s} {source:15s} {seconds:8.3f} {n / seconds / 1e6:9.2f} "
                       f"{rate / 1e9:9.2f} {rate / copy_rate:9.2f} {cpu[(engine, source)]:7.3f}")
             for engine in ("Polars", "DuckDB"):
                 ratio = results[f"{query} | {engine} | kafkarec"]["seconds"] / \
