@@ -56,7 +56,7 @@ variable ``KAFKAREC_BYTES_READ_DIR`` naming a folder, every process's tallies th
 from __future__ import annotations
 
 import logging
-from typing import Iterator, List, NamedTuple, Optional, Sequence
+from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 from kafkarec._extras import require
 from kafkarec.errors import UsageError
@@ -293,7 +293,7 @@ class LogScan:
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
                    hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
-                   windows: bool = False, typed: bool = False, finish=None):
+                   windows: bool = False, typed: bool = False, finish: Optional[Callable] = None):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream.
