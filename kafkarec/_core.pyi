@@ -465,7 +465,7 @@ class AvroOp(enum.IntEnum):
     OP_SKIP_UNION = 27
     OP_NOP = 28
 
-# the keys a read keeps, _core_src/_columns.pxi
+# the keys a read keeps, _core_src/_key_table.pxi
 def checked_keys(keys: Iterable[bytes | bytearray | memoryview], where: str = "iter_arrow") -> frozenset[bytes]:
     """``keys`` as a frozenset of bytes; one key given bare, a key that is not bytes or no iterable
     is a ``UsageError`` naming ``where``."""

@@ -20,7 +20,16 @@
 #   _legacy_builder.pxi  writing magic 0/1 message sets
 #   _restamp.pxi  broker-style in-place re-stamping
 #   _column.pxi   the one Arrow column builder (every column below) and the one short copy
-#   _columns.pxi  records straight into Arrow columns
+#   records straight into Arrow columns, a room per job:
+#     _arrow_schema.pxi  the schema and the projections' layouts
+#     _key_table.pxi     the key bound's keys, tested without the GIL
+#     _row_columns.pxi   the row columns of a chunk (the column builder of the schema)
+#     _full_rows.pxi     a v2 batch's records whole, by the record loop without the GIL
+#     _batch_columns.pxi the wide layout's batch columns
+#     _meta_rows.pxi     a v2 batch's offsets and timestamps alone (the meta-only walk)
+#     _runs.pxi          runs of whole batches in one nogil section
+#     _arrow_iter.pxi    iter_arrow's chunks: the batch loop, its errors; to_arrow
+#     _rows.pxd          the structs those loops fill (plain C)
 #   _kmsg.pxi     Kafka's message protocol (internal topics) by compiled schema plans, into dicts or columns
 #   _control.pxi  control record keys and markers; KRaft control values through the registered plan codec
 #   _transactions.pxi  what a read_committed consumer would not see (aborted transactions, the LSO)
@@ -43,6 +52,8 @@ from cpython.buffer cimport PyBUF_READ, PyBuffer_FillInfo
 from _hton cimport (kr_load_be16, kr_load_be32, kr_load_be64,
                     kr_store_be16, kr_store_be32, kr_store_be64, kr_load_le32, kr_load_le64,
                     kr_load_le_f32, kr_load_le_f64)
+from _rows cimport (KeyTable, FullRows, BatchRows, V2Run, MetaRows, ROWS_DONE, ROWS_FAULT,
+                   ROWS_SLOW)
 from _always_inline cimport (always_inline_int, always_inline_bint, always_inline_i32, always_inline_i64,
                              always_inline_ssize, always_inline_cptr)
 
@@ -69,7 +80,14 @@ include "_core_src/_builder_bulk.pxi"
 include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
 include "_core_src/_column.pxi"
-include "_core_src/_columns.pxi"
+include "_core_src/_arrow_schema.pxi"
+include "_core_src/_key_table.pxi"
+include "_core_src/_row_columns.pxi"
+include "_core_src/_full_rows.pxi"
+include "_core_src/_batch_columns.pxi"
+include "_core_src/_meta_rows.pxi"
+include "_core_src/_runs.pxi"
+include "_core_src/_arrow_iter.pxi"
 include "_core_src/_kmsg.pxi"
 include "_core_src/_control.pxi"
 include "_core_src/_transactions.pxi"

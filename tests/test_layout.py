@@ -891,3 +891,62 @@ def test_faces_reexport_no_private_name_and_no_test_knob():
     assert knobs == []
     for gone in ("READ_AHEAD_RANGES", "MAX_DEFAULT_THREADS", "usable_cpus", "topic_key", "decode_range", "Errors"):
         assert gone not in kafkarec.scan.__all__, gone
+
+
+def _core_defined(text):
+    """The names a part of the core defines at its top level: functions (``def``, ``cdef``,
+    ``cpdef``), classes, structs and fused types."""
+    out = set()
+    for line in text.splitlines():
+        m = (re.match(r"(?:cdef|cpdef) (?:class|struct|enum) (\w+)", line)
+             or re.match(r"ctypedef fused (\w+)", line)
+             or re.match(r"(?:def|cdef|cpdef) [^=(]*?(\w+)\(", line))
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+#: the most lines a part of the core holds (_protobuf.pxi's interpreter is the largest room)
+_CORE_PART_LINES = 1400
+#: the rooms of records into Arrow columns (issue 79), each with what it alone defines
+_ARROW_ROOMS = {
+    "_arrow_schema.pxi": {"arrow_schema", "is_lean", "meta_walk"},
+    "_key_table.pxi": {"checked_keys", "key_table_has", "_KeySet"},
+    "_row_columns.pxi": {"_ArrowColumns", "add_headers", "commit_rows"},
+    "_full_rows.pxi": {"full_rows", "full_rows_loop", "full_row_gil", "put_field", "add_v2_records",
+                       "full_rows_open", "full_rows_commit"},
+    "_batch_columns.pxi": {"batch_rows", "put_batch_columns"},
+    "_meta_rows.pxi": {"meta_rows", "scanned_meta", "add_v2_meta"},
+    "_runs.pxi": {"take_run", "run_batches", "run_batch_size"},
+    "_arrow_iter.pxi": {"ArrowBatchIterator", "iter_arrow", "_arrow_batches", "to_arrow", "error_record"},
+    "_rows.pxd": {"FullRows", "MetaRows", "BatchRows", "V2Run", "KeyTable"},
+}
+
+
+def test_the_cores_record_loops_live_in_rooms_by_job():
+    """The core's parts are rooms a reader takes in whole (issue 79): none over
+    ``_CORE_PART_LINES`` lines, and records into Arrow columns in a room per job (schema, key
+    table, row columns, full rows, batch columns, meta rows, runs, iterator), each defining what
+    its job is and nothing of that defined elsewhere; the structs the loops fill without the GIL
+    live in ``_rows.pxd``, which the rooms share; a run's batch loop is one for both layouts (no
+    ``full_rows_run``/``meta_rows_run`` pair)."""
+    probe = _core_defined("cdef struct S:\ncdef inline always_inline_int f(int a) noexcept nogil:\n"
+                          "def g(x, /):\ncdef class _C:\nctypedef fused R:\ncdef int (*P)(int)\n"
+                          "cdef Py_ssize_t h(_C c) except -1:\n    cdef int inner(\n")
+    assert probe == {"S", "f", "g", "_C", "R", "h"}
+    src = os.path.join(ROOT, "kafkarec", "_core_src")
+    parts = {f: open(os.path.join(src, f), encoding="utf-8").read() for f in sorted(os.listdir(src))
+             if f.endswith((".pxi", ".pxd"))}
+    assert {f: n for f, text in parts.items() if (n := text.count("\n")) > _CORE_PART_LINES} == {}
+    assert not os.path.exists(os.path.join(src, "_columns.pxi"))
+    defined = {f: _core_defined(text) for f, text in parts.items()}
+    for room, names in _ARROW_ROOMS.items():
+        assert names - defined[room] == set(), room
+        elsewhere = {f: names & d for f, d in defined.items() if f != room and names & d}
+        assert elsewhere == {}, room
+    assert not {"full_rows_run", "meta_rows_run"} & set().union(*defined.values())
+    with open(os.path.join(ROOT, "kafkarec", "_core.pyx"), encoding="utf-8") as fh:
+        pyx = fh.read()
+    assert re.search(r"^from _rows cimport", pyx, re.M)
+    included = re.findall(r'^include "_core_src/(\w+\.pxi)"', pyx, re.M)
+    assert {r for r in _ARROW_ROOMS if r.endswith(".pxi")} <= set(included)

@@ -1,4 +1,4 @@
-# The one Arrow column builder (nanoarrow's appender as the model): record columns (_columns.pxi),
+# The one Arrow column builder (nanoarrow's appender as the model): record columns (_row_columns.pxi),
 # internal-topic columns (_kmsg.pxi) and typed values (_typed_rows.pxi) all build their columns here.
 #
 # _Column builds one Arrow column of any shape: fixed-width values, bits, binary, decimals, structs

@@ -1,0 +1,309 @@
+# The iterator: iter_arrow's stream of pyarrow.RecordBatch chunks (ArrowBatchIterator), the batch
+# loop that frames each batch, judges it (control, read_committed, the CRC) and hands its records
+# to a run (_runs.pxi), the full rows (_full_rows.pxi) or the meta rows (_meta_rows.pxi), and the
+# errors it reports; to_arrow, the chunks as one table.
+
+# Called through a pointer so the compiler keeps the decode loop a function of
+# its own instead of inlining it into the (huge) generator below, where its
+# loop variables would spill to the stack.
+ctypedef int (*AddV2Records)(_ArrowColumns, _RecordIterator, int, RecordBatch, bint,
+                             bint) except -1
+cdef AddV2Records add_v2_records_out_of_line = add_v2_records
+cdef AddV2Records add_v2_meta_out_of_line = add_v2_meta
+
+
+cdef set aborted_batch_positions(object data, ReadOptions options, BatchIterator region):
+    """Positions of the batches a read_committed consumer would not see in what
+    ``region`` has still to read (the rule lives in _transactions.pxi), reported as
+    ``region`` reports them.  With verify_crc a marker whose CRC fails decides
+    nothing (and the decoding pass reports it)."""
+    batches = iter_batches(data, options.replace(strict=False), start=region.position,
+                           end=region.origin + region._end, origin=region.origin)
+    try:
+        return aborted_batches(_until_framing_error(batches),
+                               trusted=_crc_ok if options.verify_crc else None)
+    except DecodeError:
+        return set()
+
+
+def _crc_ok(RecordBatch b):
+    return b.crc_valid
+
+
+def _until_framing_error(batches):
+    # The decoding pass reports errors; this pass just stops at a framing error.
+    try:
+        yield from batches
+    except DecodeError:
+        return
+
+
+@cython.final
+cdef class ArrowBatchIterator:
+    """The ``pyarrow.RecordBatch`` stream of :func:`iter_arrow`, which, once it
+    has ended, says where framing stopped and why, as :class:`BatchIterator`
+    does (``position``, ``trailing_bytes``, ``stop_reason``, ``stop_error``):
+    with ``errors="skip"`` a framing error ends the data without raising, and
+    the caller learns here how many bytes could not be framed."""
+    cdef BatchIterator _batches
+    cdef object _chunks
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use kafkarec.iter_arrow()")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._chunks)
+
+    @property
+    def options(self) -> ReadOptions:
+        return self._batches.options
+
+    @property
+    def origin(self) -> int:
+        return self._batches.origin
+
+    @property
+    def position(self) -> int:
+        return self._batches.position
+
+    @property
+    def trailing_bytes(self) -> int:
+        return self._batches.trailing_bytes
+
+    @property
+    def stop_reason(self):
+        return self._batches.stop_reason
+
+    @property
+    def stop_error(self):
+        return self._batches.stop_error
+
+
+def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint include_control=False,
+               bint batch_columns=False, bint read_committed=False, verify_crc=None,
+               strict=None, max_decompressed_bytes=None,
+               Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
+               str errors="raise", list error_sink=None, start=None, end=None,
+               Py_ssize_t origin=0, columns=None, keys=None):
+    """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
+    ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
+    projection without one of them counts none of its bytes).
+
+    ``columns``: the names of the columns to return (in the schema's order; None: all).  A
+    read of none of ``key``, ``value`` and ``headers`` does not build them: the records'
+    bytes are not copied (a compressed batch is still decompressed: its records' offsets and
+    timestamps are inside its compressed records).
+
+    ``keys``: an iterable of ``bytes``; only the records whose key is one of them are returned,
+    the others are scanned (their framing checked, as every record's) and nothing of them is
+    copied (a null key is in no set; None: every record).
+
+    How bytes are read is a :class:`ReadOptions` (``options``) or its fields
+    as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
+    ``data[0]`` (``data`` a piece of a file) and ``start``/``end`` bound the
+    region read, as there: every position taken or reported (``start``/``end``,
+    errors raised or put in ``error_sink``, ``batchPosition``, where framing
+    stopped) is ``origin`` plus the offset in ``data``.  Control records are left out
+    unless ``include_control``; ``read_committed`` leaves out what a
+    read_committed consumer would not see, judged from the markers in ``data``
+    (kafkarec.transactions): aborted transactions, and everything from a
+    transaction still open at the end (the LSO) on.  ``errors="raise"`` raises
+    the first DecodeError; ``errors="skip"`` leaves a bad batch out whole and
+    appends a description of it to ``error_sink`` (a framing error ends the
+    data, as it leaves no next batch to go to).  The returned
+    :class:`ArrowBatchIterator` tells where framing stopped once it has ended.
+    """
+    cdef ReadOptions opts = resolve_options(options, verify_crc, strict, max_decompressed_bytes, None)
+    cdef ArrowBatchIterator out
+    if errors not in ("raise", "skip"):
+        raise ValueError("errors must be 'raise' or 'skip'")
+    if errors == "skip" and error_sink is None:
+        raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
+    if max_rows <= 0 or max_bytes <= 0:
+        raise ValueError("max_rows and max_bytes must be positive")
+    if topic is not None and not isinstance(topic, str):
+        raise TypeError(f"topic must be a str or None, not {type(topic).__name__}")
+    if partition is not None and not (-2**31 <= partition < 2**31):
+        raise ValueError(f"partition {partition} does not fit the int32 partition column")
+    cdef list projection = None
+    if columns is not None:
+        available = arrow_schema(batch_columns=batch_columns).names
+        wanted = set(columns)
+        unknown = sorted(wanted.difference(available))
+        if unknown:
+            raise UsageError(f"iter_arrow: column(s) {unknown} are not read; available: {available}")
+        projection = [name for name in available if name in wanted]
+    out = ArrowBatchIterator.__new__(ArrowBatchIterator)
+    out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
+    out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
+                                 batch_columns, read_committed, max_rows, max_bytes, errors,
+                                 error_sink, projection, None if keys is None else _KeySet(keys))
+    return out
+
+
+def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
+                   bint batch_columns, bint read_committed, Py_ssize_t max_rows,
+                   Py_ssize_t max_bytes, str errors, list error_sink, list projection,
+                   _KeySet keys=None):
+    cdef bint lean = is_lean(projection, batch_columns)
+    cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection)
+    cdef RecordBatch b
+    cdef RecordView v
+    cdef _RecordIterator rit
+    cdef Record r
+    cdef Py_ssize_t start_rows
+    cdef int ts_type
+    cdef bint left_out, crc_after
+    cdef set aborted = None
+    cdef bint yielded = False
+    cdef bint sized = False
+    # offsets in data (sizing only; positions reported are batches'/b.position)
+    cdef Py_ssize_t data_size = batches._end
+    cdef Py_ssize_t chunk_start = batches._offset, consumed
+    cdef double expected
+    cdef bint verify_crc = batches._verify_crc
+    cdef bint strict = batches._strict
+    cdef bint runs
+    cdef _RecordIterator run_it = _RecordIterator.__new__(_RecordIterator)
+    # compressed batches decompress into one buffer: each batch's records are copied out (or
+    # walked) before the next batch is read
+    cdef _Scratch scratch = _Scratch.__new__(_Scratch)
+    if read_committed:
+        aborted = aborted_batch_positions(data, batches.options, batches)
+    # runs of batches without the GIL (take_run): not for the wide layout (its batch columns are
+    # written per batch), nor where a batch is left out by position, nor when the CRC can only be
+    # computed with the GIL
+    runs = (not batch_columns and not aborted and (not verify_crc or crc32c_nogil_fn != NULL))
+    run_it._buf = batches._buf
+    while True:
+        if (runs and not batches.exhausted
+                and take_run(cols, batches, run_it, max_rows, max_bytes)
+                and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
+            yield cols.finish(topic, partition, projection)
+            yielded = True
+            cols = _ArrowColumns(batch_columns, lean, keys, projection)
+            chunk_start = batches._offset
+            sized = False
+            continue
+        try:
+            b = next(batches, None)
+        except DecodeError as exc:
+            if errors == "raise":
+                raise
+            error_sink.append(error_dict(exc, None))
+            break
+        if b is None:
+            break
+        left_out = (((b.attributes & ATTR_CONTROL) and b.magic >= 2 and not include_control)
+                    or (aborted is not None and b.position in aborted))
+        # Every batch is checked, as a consumer with check.crcs does, also the
+        # ones left out (markers, aborted transactions).  An uncompressed v2
+        # batch is checked right after its records are decoded (before they
+        # count), when its bytes are in cache; a corrupt batch is reported as
+        # corrupt whatever else is wrong with it.
+        crc_after = (verify_crc and not left_out and b.magic >= 2
+                     and (b.attributes & ATTR_CODEC_MASK) == CODEC_NONE)
+        if verify_crc and not crc_after and not b.crc_valid:
+            try:
+                check_crc(b)
+            except DecodeError as exc:
+                if errors == "raise":
+                    raise
+                error_sink.append(error_dict(exc, b))
+                continue
+        if left_out:
+            continue
+        start_rows = cols.rows
+        ts_type = batch_timestamp_type(b)
+        try:
+            try:
+                if b.magic >= 2:
+                    rit_obj = v2_record_iterator(b, scratch)
+                    if isinstance(rit_obj, _RecordIterator):
+                        rit = <_RecordIterator>rit_obj
+                        rit_obj = None
+                        try:
+                            add_v2(cols, rit, ts_type, b, strict, crc_after)
+                        finally:
+                            rit = None      # its view of the scratch, before the next batch's
+                    elif crc_after:
+                        check_crc(b)
+                else:
+                    for r in b:
+                        cols.add(&r._v, r._timestamp_type, b, strict)
+            except DecodeError:
+                if crc_after:
+                    check_crc(b)
+                raise
+        except DecodeError as exc:
+            cols.truncate(start_rows)
+            if errors == "raise":
+                raise
+            error_sink.append(error_dict(exc, b))
+            continue
+        if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
+            yield cols.finish(topic, partition, projection)
+            yielded = True
+            cols = _ArrowColumns(batch_columns, lean, keys, projection)
+            chunk_start = batch_offset(b) + b.size_in_bytes
+            sized = False
+        elif not sized and cols.rows:
+            # After the chunk's first batch, size the columns for the whole
+            # chunk by extrapolation (how far the input or the chunk limits
+            # reach), instead of growing them by doubling.
+            sized = True
+            consumed = batch_offset(b) + b.size_in_bytes - chunk_start
+            expected = (data_size - chunk_start) / <double>max(consumed, 1)
+            expected = min(expected, max_rows / <double>cols.rows,
+                           max_bytes / <double>max(cols.data_bytes(), 1))
+            if expected > 1.5:
+                cols.expect(min(expected * 1.05, 1024.0))
+    if cols.rows or not yielded:
+        yield cols.finish(topic, partition, projection)
+
+
+def error_record(exc, RecordBatch batch=None, /) -> dict:
+    """The description of a DecodeError that ``iter_arrow(errors="skip")`` puts in its
+    error sink: ``position``, ``reason``, ``error`` (the class name), ``base_offset``
+    (of ``batch``, v2 only, else None), ``batch_position`` and ``batch_size`` (where
+    ``batch`` starts and its bytes, for keeping it whole; None for an error of framing,
+    which no batch holds) and ``message``."""
+    return error_dict(exc, batch)
+
+
+cdef dict error_dict(object exc, RecordBatch b):
+    return {
+        "position": exc.position,
+        "reason": exc.reason,
+        "error": type(exc).__name__,
+        "base_offset": b._base_offset if b is not None and b.magic >= 2 else None,
+        "batch_position": b.position if b is not None else None,
+        "batch_size": b.size_in_bytes if b is not None else None,
+        "message": str(exc),
+    }
+
+
+def to_arrow(data, /, options=None, *, topic=None, partition=None, include_control=False,
+             batch_columns=False, read_committed=False, verify_crc=None, strict=None,
+             max_decompressed_bytes=None, str errors="raise", list error_sink=None,
+             start=None, end=None, Py_ssize_t origin=0):
+    """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
+
+    ``options`` (a :class:`ReadOptions`, or its fields as keywords), ``origin``
+    (the file position of ``data[0]``: positions reported, ``batchPosition`` and
+    errors, are file positions), ``start``/``end`` (file positions too),
+    ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
+    leaves a bad batch out whole and appends a description of it to
+    ``error_sink``.
+    """
+    pa = pyarrow()
+    batches = list(iter_arrow(data, options, topic=topic, partition=partition,
+                              include_control=include_control, batch_columns=batch_columns,
+                              read_committed=read_committed, verify_crc=verify_crc, strict=strict,
+                              max_decompressed_bytes=max_decompressed_bytes, errors=errors,
+                              error_sink=error_sink, start=start, end=end, origin=origin))
+    return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))

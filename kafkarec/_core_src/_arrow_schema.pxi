@@ -1,0 +1,56 @@
+# Columnar output, the schema: records decoded straight into Arrow buffers (no Python object per
+# record, _full_rows.pxi and _meta_rows.pxi) in the schema of Spark's Kafka source:
+#   key binary, value binary, topic string, partition int32, offset int64,
+#   timestamp timestamp[ms], timestampType int32,
+#   headers list<struct<key string, value binary>> (null when a record has none)
+# plus opt-in batch-level columns (_batch_columns.pxi), each built by the one column builder
+# (_column.pxi).  pyarrow is imported on first use.
+#
+# Projection (iter_arrow's ``columns``): a read that asks for none of key, value and headers
+# builds none of them ("lean" columns: v2 records are walked for their offsets and timestamps by
+# their lengths and deltas alone, their bytes not copied; add_v2_meta over walk_v2_meta, which
+# leaves any record it does not accept to the scanner); other projections build the full row and leave out what
+# was not asked for when a chunk is finished.  A compressed batch is decompressed either way:
+# its records' offset and timestamp deltas are inside the compressed records.
+
+cdef dict _schemas = {}
+# the columns a lean read does not build
+cdef frozenset _RECORD_BYTES_COLUMNS = frozenset({"key", "value", "headers"})
+
+
+def arrow_schema(*, batch_columns=False):
+    """The Arrow schema of to_arrow's output (Spark's Kafka source layout)."""
+    cached = _schemas.get(bool(batch_columns))
+    if cached is not None:
+        return cached
+    pa = pyarrow()
+    fields = [
+        pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("ms")),
+        pa.field("timestampType", pa.int32()),
+        pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
+                                                pa.field("value", pa.binary())]))),
+    ]
+    if batch_columns:
+        fields += [
+            pa.field("producerId", pa.int64()), pa.field("producerEpoch", pa.int16()),
+            pa.field("sequence", pa.int32()), pa.field("isTransactional", pa.bool_()),
+            pa.field("isControl", pa.bool_()), pa.field("compression", pa.string()),
+            pa.field("batchPosition", pa.int64()), pa.field("batchBaseOffset", pa.int64()),
+            pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
+            pa.field("batchSize", pa.int32()), pa.field("deleteHorizonMs", pa.int64()),
+        ]
+    schema = _schemas[bool(batch_columns)] = pa.schema(fields)
+    return schema
+
+
+cdef bint is_lean(object projection, bint batch_columns):
+    """A projection without the records' bytes, on the v2 fast path (not the wide layout)."""
+    return projection is not None and not batch_columns and _RECORD_BYTES_COLUMNS.isdisjoint(projection)
+
+
+def meta_walk(columns, /, *, batch_columns=False, keys=None) -> bool:
+    """Whether ``iter_arrow`` with these ``columns``, ``batch_columns`` and ``keys`` reads v2
+    records by the meta-only walk (offsets and timestamps by the records' lengths alone)."""
+    return keys is None and is_lean(columns, batch_columns)

@@ -1,0 +1,370 @@
+# Full rows: a v2 batch's records whole (key, value, headers and the per-row columns) into the row
+# columns (_row_columns.pxi), by one record loop without the GIL (full_rows) through raw pointers
+# into room reserved up front (FullRows, _rows.pxd), and a record that loop leaves (a column to
+# grow, a header key to replace) by the GIL's path (full_row_gil).  The batch-by-batch path
+# (add_v2_records) and a run of batches (_runs.pxi) open, fill and commit the same FullRows.
+
+
+cdef inline void headers_in(_ArrowColumns cols, FullRows *st) noexcept:
+    """The header columns' room as they are now, into st."""
+    cdef _Column hk = cols.header_key, hv = cols.header_value
+    st.entries = cols.header_entries.length
+    st.hk_data = hk.values.data
+    st.hk_size = hk.values.size
+    st.hk_cap = hk.values.capacity
+    st.hk_offs = hk.offsets.data
+    st.hk_offs_size = hk.offsets.size
+    st.hk_offs_cap = hk.offsets.capacity
+    st.hv_data = hv.values.data
+    st.hv_size = hv.values.size
+    st.hv_cap = hv.values.capacity
+    st.hv_offs = hv.offsets.data
+    st.hv_offs_size = hv.offsets.size
+    st.hv_offs_cap = hv.offsets.capacity
+    st.hv_valid = hv.valid.data
+    st.hv_valid_cap = hv.valid.capacity
+    st.hv_nulls = hv.nulls
+
+
+cdef inline void headers_out(_ArrowColumns cols, FullRows *st) noexcept:
+    """The header entries full_rows appended, counted in the header columns."""
+    cdef _Column hk = cols.header_key, hv = cols.header_value
+    hk.values.size = st.hk_size
+    hk.offsets.size = st.hk_offs_size
+    hk.length = st.entries
+    hv.values.size = st.hv_size
+    hv.offsets.size = st.hv_offs_size
+    hv.valid.size = (st.entries + 7) >> 3
+    hv.nulls = st.hv_nulls
+    hv.length = st.entries
+    cols.header_entries.length = st.entries
+
+
+cdef inline always_inline_int put_headers(FullRows *st, RecordView *v) noexcept nogil:
+    """A record's headers appended to the header columns as add_headers appends them; 0, or
+    ROWS_SLOW with nothing appended: a column lacks room (or would pass 2 GiB), or a header key is
+    not UTF-8 outside strict reads (Java's replacement builds a str: the GIL's path does it).
+    The scanner has read every varint and length of the headers, but the bytes may be a map of
+    a file another process writes, read again without the GIL: every length is checked once
+    more, and anything other than what the scanner saw goes to the GIL's path, whose checked
+    cursor raises (nothing is read or written past the record or the room)."""
+
+    cdef Py_ssize_t room = v.headers_end - v.headers     # keys and values together are shorter
+    cdef Py_ssize_t n = v.header_count, e
+    cdef const uint8_t *p = v.headers
+    cdef const uint8_t *kp
+    cdef int32_t i, klen, vlen, at
+    cdef Py_ssize_t hk_size = st.hk_size, hk_offs_size = st.hk_offs_size
+    cdef Py_ssize_t hv_size = st.hv_size, hv_offs_size = st.hv_offs_size, hv_nulls = st.hv_nulls
+    if (hk_size + room + KAFKAREC_COPY_SLACK > st.hk_cap or hv_size + room + KAFKAREC_COPY_SLACK > st.hv_cap
+            or hk_offs_size + 4 * n > st.hk_offs_cap or hv_offs_size + 4 * n > st.hv_offs_cap
+            or ((st.entries + n + 7) >> 3) + 1 > st.hv_valid_cap
+            or hk_size + room + KAFKAREC_COPY_SLACK > INT32_LIMIT
+            or hv_size + room + KAFKAREC_COPY_SLACK > INT32_LIMIT):
+        return ROWS_SLOW
+    e = st.entries
+    for i in range(n):
+        if take_varint(&p, v.headers_end, False, &klen) != VARINT_OK or klen < 0 or klen > v.headers_end - p:
+            return ROWS_SLOW
+        kp = p
+        p += klen
+        if not st.strict and not is_utf8(kp, klen):     # (strict: the scanner refused it)
+            return ROWS_SLOW        # nothing counted yet: st's sizes are as they were
+        kafkarec_copy_short(st.hk_data + hk_size, kp, klen, st.end)
+        hk_size += klen
+        at = <int32_t>hk_size
+        memcpy(st.hk_offs + hk_offs_size, &at, 4)
+        hk_offs_size += 4
+        if (take_varint(&p, v.headers_end, False, &vlen) != VARINT_OK
+                or (vlen >= 0 and vlen > v.headers_end - p)):
+            return ROWS_SLOW
+        if (e & 7) == 0:
+            st.hv_valid[e >> 3] = 0
+        if vlen >= 0:
+            kafkarec_copy_short(st.hv_data + hv_size, p, vlen, st.end)
+            p += vlen
+            hv_size += vlen
+            st.hv_valid[e >> 3] |= <uint8_t>(1 << (e & 7))
+        else:
+            # cleared, not left as found: a batch of a run that failed after its headers were
+            # written is put back (take_run) without cutting this bitmap, so the bit may be set
+            st.hv_valid[e >> 3] &= <uint8_t>~(1 << (e & 7))
+            hv_nulls += 1
+        at = <int32_t>hv_size
+        memcpy(st.hv_offs + hv_offs_size, &at, 4)
+        hv_offs_size += 4
+        e += 1
+    st.entries = e
+    st.hk_size = hk_size
+    st.hk_offs_size = hk_offs_size
+    st.hv_size = hv_size
+    st.hv_offs_size = hv_offs_size
+    st.hv_nulls = hv_nulls
+    return 0
+
+
+cdef inline always_inline_int leave_out_unwanted(RecordView *v, bint want_key, bint want_value,
+                                                 bint want_headers, const uint8_t *at) noexcept nogil:
+    """A record's key, value or headers that the projection does not want made empty (an empty
+    key or value at `at`, no header): nothing of them is copied, and the column is dropped when
+    the chunk is finished.  The record loop and the GIL's path share it."""
+    if not want_key:
+        v.key = at
+        v.key_len = 0
+    if not want_value:
+        v.value = at
+        v.value_len = 0
+    if not want_headers:
+        v.header_count = 0
+    return 0
+
+
+cdef inline always_inline_int put_field(uint8_t *data, Py_ssize_t *at, uint8_t *valid, Py_ssize_t *nulls,
+                                        Py_ssize_t row, const uint8_t *p, int32_t n,
+                                        const uint8_t *end) noexcept nogil:
+    """A key's or value's n bytes at data[at] (at moved past them), the room checked by the caller;
+    a null (n < 0) clears its row's bit (the bits are preset to valid) and is counted.  The record
+    loop (its place in a register) and the GIL's path (in FullRows) share it."""
+    if likely(n >= 0):
+        kafkarec_copy_short(data + at[0], p, n, end)
+        at[0] += n
+    else:
+        valid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+        nulls[0] += 1
+    return 0
+
+
+cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
+    """The records of st's batch into the full row's columns, through raw pointers into the room
+    reserved for them, until the batch's records are read (ROWS_DONE), a record is refused
+    (ROWS_FAULT) or one is left to the GIL's path (ROWS_SLOW, not moved past).  No Python object
+    is touched: a reader decoding windows on several threads decodes them at once.  A key bound
+    takes a loop of its own (full_rows_keyed), so the common one tests nothing for it."""
+    if st.keys != NULL:
+        return full_rows_keyed(it, st)
+    return full_rows_loop(it, st, False)
+
+
+cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
+    return full_rows_loop(it, st, True)
+
+
+cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed) noexcept nogil:
+    cdef RecordView v
+    cdef const uint8_t *pos = st.pos
+    cdef const uint8_t *end = st.end
+    cdef const uint8_t *start
+    cdef int32_t remaining
+    cdef int64_t prev_delta
+    cdef int status = ROWS_DONE
+    cdef Py_ssize_t row = st.row, end_row = st.end_row
+    cdef Py_ssize_t kpos = st.kpos, vpos = st.vpos, kcap = st.kcap, vcap = st.vcap
+    cdef uint8_t *kdata = st.kdata
+    cdef uint8_t *vdata = st.vdata
+    cdef int32_t *ko = st.ko
+    cdef int32_t *vo = st.vo
+    cdef int64_t *offs = st.offs
+    cdef int64_t *tss = st.tss
+    cdef int32_t *tts = st.tts
+    cdef int32_t *hoff = st.hoff
+    cdef int32_t ts_type = st.ts_type
+    cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
+    while it._remaining > 0 and row < end_row:
+        start = pos
+        remaining = it._remaining
+        prev_delta = it._prev_offset_delta
+        if unlikely(scan_v2_record(it, &v, &pos, end) != 0):
+            status = ROWS_FAULT
+            break
+        if keyed and not key_table_has(st.keys, v.key, v.key_len):
+            continue                    # read (and checked), not kept: no row
+        leave_out_unwanted(&v, want_key, want_value, want_headers, start)
+        if unlikely((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
+                    or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)
+                    or (v.header_count != 0 and put_headers(st, &v) != 0)):
+            # (the headers are put last of these tests: when they are put the row is written)
+            pos = start                     # the record again, by the GIL's path
+            it._remaining = remaining
+            it._prev_offset_delta = prev_delta
+            status = ROWS_SLOW
+            break
+        put_field(kdata, &kpos, st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
+        put_field(vdata, &vpos, st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
+        ko[0] = <int32_t>kpos
+        vo[0] = <int32_t>vpos
+        ko += 1
+        vo += 1
+        offs[0] = v.offset
+        tss[0] = v.timestamp
+        tts[0] = ts_type
+        offs += 1
+        tss += 1
+        tts += 1
+        if unlikely(v.header_count != 0):
+            st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+            st.with_headers += 1
+        hoff[0] = <int32_t>st.entries
+        hoff += 1
+        row += 1
+    st.pos = pos
+    st.row = row
+    st.kpos = kpos
+    st.vpos = vpos
+    st.ko = ko
+    st.vo = vo
+    st.offs = offs
+    st.tss = tss
+    st.tts = tts
+    st.hoff = hoff
+    return status
+
+
+cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) except -1:
+    """The batch's next record by the GIL's path: its fault raised, a key bound's test, columns
+    grown, a header key replaced as Java decodes it (add_headers); then st as full_rows leaves it."""
+    cdef RecordView v
+    cdef _Column key = cols.key, value = cols.value
+    cdef Py_ssize_t row = st.row
+    parse_v2_record_at(it, &v, &st.pos, st.end)
+    if cols.keys is not None and not cols.keys.has(v.key, v.key_len):
+        return 0
+    leave_out_unwanted(&v, st.want_key, st.want_value, st.want_headers, st.pos)
+    if v.key_len >= 0 and st.kpos + v.key_len + KAFKAREC_COPY_SLACK > st.kcap:
+        # (rows are committed per batch: reserve counts from kpos)
+        key.values.reserve(st.kpos - key.values.size + v.key_len + KAFKAREC_COPY_SLACK)
+        st.kdata = key.values.data
+        st.kcap = key.values.capacity
+    if v.value_len >= 0 and st.vpos + v.value_len + KAFKAREC_COPY_SLACK > st.vcap:
+        value.values.reserve(st.vpos - value.values.size + v.value_len + KAFKAREC_COPY_SLACK)
+        st.vdata = value.values.data
+        st.vcap = value.values.capacity
+    put_field(st.kdata, &st.kpos, st.kvalid, &st.key_nulls, row, v.key, v.key_len, st.end)
+    put_field(st.vdata, &st.vpos, st.vvalid, &st.value_nulls, row, v.value, v.value_len, st.end)
+    st.ko[0] = <int32_t>st.kpos
+    st.vo[0] = <int32_t>st.vpos
+    st.offs[0] = v.offset
+    st.tss[0] = v.timestamp
+    st.tts[0] = st.ts_type
+    st.ko += 1
+    st.vo += 1
+    st.offs += 1
+    st.tss += 1
+    st.tts += 1
+    if v.header_count != 0:
+        headers_out(cols, st)
+        add_headers(cols, &v, st.strict, st.end)
+        headers_in(cols, st)
+        st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        st.with_headers += 1
+    st.hoff[0] = <int32_t>st.entries
+    st.hoff += 1
+    st.row = row + 1
+    return 0
+
+
+cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, RecordBatch b,
+                        bint strict, bint crc_after) except -1:
+    """All records of one v2 batch, written through raw pointers: the per-row
+    columns into space reserved up front (a batch cannot hold more rows than
+    its payload has 7-byte minimal records), key, value and header bytes into
+    space checked per record.  The record loop (full_rows) runs without the GIL
+    for a batch worth it; a record it cannot take (a column to grow, a header key
+    to replace) and a key bound's test go by the GIL's path (full_row_gil).  The
+    rows are committed (col_commit) when the batch is complete, so a batch that
+    fails half way leaves the columns as they were (headers, appended as they
+    come, are cut back by _ArrowColumns.truncate).  With crc_after the CRC is
+    checked after decoding, before the commit: decoding then pulls the bytes into
+    cache and the CRC runs over cached bytes."""
+    cdef RecordView v
+    cdef FullRows st
+    cdef _Column key = cols.key, value = cols.value
+    cdef const uint8_t *payload_end = it._cur.end
+    cdef Py_ssize_t payload = payload_end - it._cur.pos
+    cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
+    cdef Py_ssize_t r0 = cols.rows
+    cdef int status
+    cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES
+    if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
+        raise ColumnOverflowError("binary column over 2 GiB")
+    # the rows' room, reserved up front (full_rows_open then points st at it)
+    reserve_tail(key.offsets, rows * 4, False)
+    reserve_tail(value.offsets, rows * 4, False)
+    reserve_tail(cols.offset.values, rows * 8, False)
+    reserve_tail(cols.timestamp.values, rows * 8, False)
+    reserve_tail(cols.timestamp_type.values, rows * 4, False)
+    reserve_tail(cols.headers.offsets, rows * 4, False)
+    reserve_bits(key.valid, r0, rows, True)
+    reserve_bits(value.valid, r0, rows, True)
+    reserve_bits(cols.headers.valid, r0, rows, False)
+    full_rows_open(cols, &st, strict)
+    st.pos = it._cur.pos
+    st.end = payload_end
+    st.end_row = r0 + rows
+    st.ts_type = ts_type
+    try:
+        while it._remaining > 0 and st.row < st.end_row:
+            if nogil_walk:
+                with nogil:
+                    status = full_rows(it, &st)
+            else:
+                status = full_rows(it, &st)
+            if status == ROWS_FAULT:
+                raise_record_fault(it)
+            if status == ROWS_SLOW:
+                full_row_gil(cols, it, &st)
+    finally:
+        headers_out(cols, &st)      # (a batch that failed: truncate cuts its entries back)
+    if it._remaining > 0:
+        # More declared records than the payload can hold: let the parser say why.
+        parse_v2_record_at(it, &v, &st.pos, payload_end)
+    if crc_after:
+        check_crc(b)
+    # commit the batch
+    it._cur.pos = st.pos
+    rows = st.row - r0
+    full_rows_commit(cols, &st, rows)
+    if cols.batch_columns:
+        put_batch_columns(cols, b, r0, rows, nogil_walk)
+    commit_rows(cols, rows)
+    return 0
+
+
+cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) noexcept:
+    """st at the row columns' next row (cols.rows), in the room reserved there (add_v2_records
+    reserves it for one batch, a run finds it left by the batches before, take_run): each
+    column's next place and room, what the read wants of a record, and the header columns'
+    room (headers_in).  The batch-by-batch path and a run open FullRows alike."""
+    cdef _Column key = cols.key, value = cols.value
+    st.ko = <int32_t *>(key.offsets.data + key.offsets.size)
+    st.vo = <int32_t *>(value.offsets.data + value.offsets.size)
+    st.offs = <int64_t *>(cols.offset.values.data + cols.offset.values.size)
+    st.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
+    st.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
+    st.hoff = <int32_t *>(cols.headers.offsets.data + cols.headers.offsets.size)
+    st.kdata = key.values.data             # indexed by absolute column position
+    st.vdata = value.values.data
+    st.kcap = key.values.capacity
+    st.vcap = value.values.capacity
+    st.kvalid = key.valid.data             # indexed by row
+    st.vvalid = value.valid.data
+    st.hvalid = cols.headers.valid.data
+    st.kpos = key.values.size
+    st.vpos = value.values.size
+    st.key_nulls = st.value_nulls = st.with_headers = 0
+    st.row = cols.rows
+    st.strict = strict
+    st.want_key = cols.want_key
+    st.want_value = cols.want_value
+    st.want_headers = cols.want_headers
+    st.keys = &cols.keys.table if cols.keys is not None else NULL
+    headers_in(cols, st)
+
+
+cdef inline void full_rows_commit(_ArrowColumns cols, FullRows *st, Py_ssize_t rows) noexcept:
+    """The `rows` rows st wrote counted in the key, value and headers columns (the per-row
+    columns by commit_rows; the header entries by headers_out, as they come)."""
+    cols.key.values.size = st.kpos
+    cols.value.values.size = st.vpos
+    col_commit(cols.key, rows, st.key_nulls)
+    col_commit(cols.value, rows, st.value_nulls)
+    col_commit(cols.headers, rows, rows - st.with_headers)
