@@ -1,6 +1,6 @@
 """kafkarec.engines.dask: a Dask DataFrame over the one Arrow stream reader (issue 82, item 1), on Dask's
 threaded scheduler and on a real ``distributed.LocalCluster`` of two worker processes (the session's
-``dask_cluster``, tests/engines/conftest.py).
+``dask_cluster``, tests/support/servers/dask_cluster.py).
 
 The rows are LogScan's (several partitions, every codec, a transaction with an aborted part, both
 isolation levels); dask-expr pushes a projection into the read (only those columns decoded);
