@@ -22,7 +22,7 @@ from support.oracles.javacodec import java_codec  # noqa: F401  (session fixture
 # Spark application, the user-way streams' applications and what its jobs' inputs need (the Debezium capture, PostgreSQL), the broker,
 # the Kafka Connect worker and the Iceberg catalog
 pytest_plugins = ["support.lanes", "support.spark.spark_session", "support.spark.spark_cluster", "support.spark.sail", "support.spark.user_app",
-                  "support.spark.stream_apps", "support.servers.debezium", "support.brokers.broker", "support.servers.connect_worker",
+                  "support.spark.stream_apps", "support.servers.debezium", "support.servers.dask_cluster", "support.brokers.broker", "support.servers.connect_worker",
                   "support.registry.apicurio"]
 
 

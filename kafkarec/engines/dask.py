@@ -31,6 +31,7 @@ from kafkarec.scan import Bounds, LogScan, ScanConfig, predicate as rule
 dd = require("dask.dataframe")
 pd = require("pandas")
 _base = require("dask.base")
+_dask = require("dask")
 
 __all__ = ["read_log", "filter_bounds", "PieceReader", "arrow_meta"]
 
@@ -117,9 +118,13 @@ def read_log(source, columns: Optional[Sequence[str]] = None, filters: Filters =
         # from_map needs one item at least: no piece is no row, in the schema's dtypes
         frame = dd.from_pandas(meta[needed], npartitions=1)
     else:
-        frame = dd.from_map(PieceReader(scan), pieces, meta=meta, divisions=_divisions(scan, pieces),
-                            label="read-kafka-log", enforce_metadata=False,
-                            columns=None if needed == names else needed)
+        # without dask's string conversion: the columns are ArrowDtype already (strings are
+        # ``ArrowDtype(pa.string())``, which it leaves as they are), so it would change nothing in a
+        # frame, yet add a task a partition (a compute does not fuse it into the read: dask/distributed#8833)
+        with _dask.config.set({"dataframe.convert-string": False}):
+            frame = dd.from_map(PieceReader(scan), pieces, meta=meta, divisions=_divisions(scan, pieces),
+                                label="read-kafka-log", enforce_metadata=False,
+                                columns=None if needed == names else needed)
     if rest:
         frame = frame[_mask(frame, rest)]
     return frame if list(frame.columns) == wanted else frame[wanted]

@@ -1,6 +1,6 @@
 """kafkarec.engines.dask: a Dask DataFrame over the one Arrow stream reader (issue 82, item 1), on Dask's
 threaded scheduler and on a real ``distributed.LocalCluster`` of two worker processes (the session's
-``dask_cluster``, tests/engines/conftest.py).
+``dask_cluster``, tests/support/servers/dask_cluster.py).
 
 The rows are LogScan's (several partitions, every codec, a transaction with an aborted part, both
 isolation levels); dask-expr pushes a projection into the read (only those columns decoded);
@@ -211,6 +211,24 @@ def test_a_damaged_segment(compute, damaged):
     bounded = compute(read_log(root, mode="PERMISSIVE", filters=[("offset", ">=", 0)]))
     assert bounded[CORRUPT_COLUMN].isna().all()
     assert len(bounded) == sum(1 for o in want.column("offset").to_pylist() if o is not None)
+
+
+def test_a_partition_is_one_task_of_ours(log_root):
+    """A read adds one task a partition, the read's own, and no step after it: Dask 2026.8's
+    ``compute()`` does not fuse a partition's steps (dask/distributed#8833), so each step would be a
+    round trip to the scheduler (Dask's string conversion, which ``from_map`` adds, is left out: the
+    columns are Arrow already).  Counted in the graph ``compute()`` sends, unfused, with and without
+    a projection; and the strings come back as they were read."""
+    import pyarrow as pa
+    from kafkarec.engines.dask import read_log
+    for columns in (None, ["topic", "offset"]):
+        frame = read_log(log_root, columns=columns)
+        graph = frame.optimize(fuse=False).__dask_graph__()
+        assert len(graph) == frame.npartitions > 1
+        assert {key[0].rsplit("-", 1)[0] for key in graph} == {"read-kafka-log"}
+        got = frame.compute(scheduler="threads")
+        assert got.dtypes["topic"].pyarrow_dtype == pa.string()
+        assert sorted(got["topic"].unique()) == sorted(LogScan(log_root).to_table().column("topic").unique().to_pylist())
 
 
 def test_nothing_to_read_is_an_empty_frame_of_the_schema(log_root):
