@@ -40,7 +40,7 @@ from typing import Annotated, Dict, Iterator, List, Literal, NamedTuple, Optiona
 
 import msgspec
 
-from kafkarec.errors import UsageError
+from kafkarec.errors import DecodeError, UsageError
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
@@ -113,22 +113,26 @@ def _walks(source: str, spec: RestoreSpec, keys, listing=None):
     return {w.key: w for w in scan.partition_walks() if w.key in keys}
 
 
-def _count(b, lo: int, hi: int) -> int:
-    """The records of batch ``b`` whose offsets are in [lo, hi) (its records read only where the
-    batch straddles a bound)."""
+def _count(b, lo: int, hi: int, records=None) -> int:
+    """The records of batch ``b`` whose offsets are in [lo, hi) (its records read, ``records()``
+    when given, only where the batch straddles a bound)."""
     first = b.base_offset if b.magic >= 2 else b.last_offset
     if b.last_offset < lo or first >= hi:
         return 0
     if first >= lo and b.last_offset < hi and b.magic >= 2:
         return b.record_count
-    return sum(1 for r in b if lo <= r.offset < hi)
+    return sum(1 for r in (b if records is None else records()) if lo <= r.offset < hi)
 
 
 def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
                  source: Optional[str] = None, listing=None) -> Dict[Tuple[str, int], NotRestored]:
-    """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``: every batch
-    header of the partition's log walked once and judged by the transaction rule (over
-    ``listing``, the restore plan's, when given: the source not listed again)."""
+    """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``, read off the
+    partition's one walk of batch headers (:meth:`kafkarec.scan.PartitionWalk.facts`: over
+    ``listing``, the restore plan's, its walk already made there, nothing is walked again): the
+    transactional and control batches it keeps, judged by its verdict, their records counted from
+    their headers (a batch straddling ``start`` or ``end`` read alone).  The records below
+    ``start`` are counted from the segments that can hold them, those whose base offset is below
+    it, walked up to it."""
     from kafkarec.scan import ABORTED, CONTROL
     walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts}, listing)
     out: Dict[Tuple[str, int], NotRestored] = {}
@@ -137,25 +141,50 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
         if walk is None:
             out[(topic, partition)] = NotRestored(0, 0, 0)
             continue
-        seen: List[tuple] = []
-        below = [0]
-
-        def visit(b, start=start, end=end):
-            below[0] += _count(b, -1, start)
-            if b.is_control or (b.magic >= 2 and b.is_transactional):
-                n = _count(b, start, end)
-                if n:
-                    seen.append((b.path, b.position, b.is_control, n))
-        verdict = walk.judge(visit)
+        facts = walk.facts()
         aborted = control = 0
-        for path, position, is_control, n in seen:
-            kind = verdict.kind(path, position, is_control)
+        for b in facts.txn:
+            n = _count(b, start, end, lambda b=b: _records_of(walk, b))
+            if not n:
+                continue
+            kind = facts.verdict.kind(b.path, b.position, b.is_control)
             if kind == CONTROL:
                 control += n
             elif kind == ABORTED:
                 aborted += n
-        out[(topic, partition)] = NotRestored(aborted, control, below[0])
+        out[(topic, partition)] = NotRestored(aborted, control, _below(walk, start))
     return out
+
+
+def _records_of(walk, b) -> list:
+    """The records of one batch the walk kept without its bytes (``b``: its path, position and
+    size), read alone, CRC unchecked as the walk frames it."""
+    import kafkarec
+    from kafkarec.log.layout import open_segment
+    from kafkarec.log.segment import file_options
+    [seg] = [s for s in walk.part.segments if s.path == b.path]
+    with open_segment(walk.storage, seg) as f:
+        data = f.read_at(b.position, b.size_in_bytes)
+    return [r for batch in kafkarec.iter_batches(data, file_options(verify_crc=False), origin=b.position)
+            for r in batch]
+
+
+def _below(walk, start: int) -> int:
+    """The records of the partition's log below offset ``start``: its segments whose base offset is
+    below it walked up to the first batch that starts at or past it (none: no byte read)."""
+    from kafkarec.log import committed
+    segments = [s for s in walk.part.segments if s.base_offset < start]
+    if not segments:
+        return 0
+    below = 0
+    for b in committed.partition_batches(walk.storage, walk.part._replace(segments=segments), headers=False):
+        try:
+            if b.base_offset >= start:      # (a legacy wrapper's: its first record's, opened)
+                break
+        except DecodeError:                 # the walk's framing ends there too
+            break
+        below += _count(b, -1, start)
+    return below
 
 
 # --- the document: one typed, bounded form, the one way in ----------------------------------------

@@ -86,6 +86,29 @@ def test_a_restore_reads_its_source_once(logs):
         assert got.walks <= 1.01, got
 
 
+def test_a_restores_evidence_reads_what_was_left_out_off_the_plans_walk(logs):
+    """``restore --evidence``'s ``not_restored`` (aborted records, markers, records below the log
+    start) over the plan's listing: read off the walk the plan made, no second walk, no record read
+    (it walked every batch whole again, visiting each)."""
+    from kafkarec import restore as r
+    from kafkarec.restore.evidence import not_restored
+    for n in (5, 40):
+        root = logs[n]
+
+        def plan_and_judge():
+            spec = r.RestoreSpec.of(root, "localhost:9")
+            plan = r.plan(spec)
+            left = not_restored(spec, [(p.topic, p.partition, p.start, p.end) for p in plan.partitions],
+                                listing=plan.listing)
+            # each partition: its aborted transaction's 6 records, the two markers
+            assert {k: (v.aborted, v.control) for k, v in left.items()} == {("t", p): (6, 2) for p in range(n)}
+            return 0
+        got = counted(root, plan_and_judge)
+        assert got.listings == 1, got
+        assert got.records_ratio <= 0.01, got
+        assert got.walks <= 1.01, got
+
+
 def test_backfill_planning_lists_once_and_its_read_judges_nothing_again(logs):
     from kafkarec.lakehouse.backfill import _plan, _read
     from kafkarec.log import storage
