@@ -40,7 +40,7 @@ from typing import Annotated, Dict, Iterator, List, Literal, NamedTuple, Optiona
 
 import msgspec
 
-from kafkarec.errors import DecodeError, UsageError
+from kafkarec.errors import UsageError
 from kafkarec.restore.offsets import OffsetMap
 from kafkarec.restore.source import SourcePartition, SourcePlan
 from kafkarec.restore.spec import RestoreSpec
@@ -144,7 +144,7 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
         facts = walk.facts()
         aborted = control = 0
         for b in facts.txn:
-            n = _count(b, start, end, lambda b=b: _records_of(walk, b))
+            n = _count(b, start, end, lambda b=b: walk.batch(b) or ())
             if not n:
                 continue
             kind = facts.verdict.kind(b.path, b.position, b.is_control)
@@ -156,35 +156,10 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
     return out
 
 
-def _records_of(walk, b) -> list:
-    """The records of one batch the walk kept without its bytes (``b``: its path, position and
-    size), read alone, CRC unchecked as the walk frames it."""
-    import kafkarec
-    from kafkarec.log.layout import open_segment
-    from kafkarec.log.segment import file_options
-    [seg] = [s for s in walk.part.segments if s.path == b.path]
-    with open_segment(walk.storage, seg) as f:
-        data = f.read_at(b.position, b.size_in_bytes)
-    return [r for batch in kafkarec.iter_batches(data, file_options(verify_crc=False), origin=b.position)
-            for r in batch]
-
-
 def _below(walk, start: int) -> int:
-    """The records of the partition's log below offset ``start``: its segments whose base offset is
-    below it walked up to the first batch that starts at or past it (none: no byte read)."""
-    from kafkarec.log import committed
-    segments = [s for s in walk.part.segments if s.base_offset < start]
-    if not segments:
-        return 0
-    below = 0
-    for b in committed.partition_batches(walk.storage, walk.part._replace(segments=segments), headers=False):
-        try:
-            if b.base_offset >= start:      # (a legacy wrapper's: its first record's, opened)
-                break
-        except DecodeError:                 # the walk's framing ends there too
-            break
-        below += _count(b, -1, start)
-    return below
+    """The records of the partition's log below offset ``start``
+    (:meth:`kafkarec.scan.PartitionWalk.batches_below`: only the segments below it read)."""
+    return sum(_count(b, -1, start) for b in walk.batches_below(start))
 
 
 # --- the document: one typed, bounded form, the one way in ----------------------------------------

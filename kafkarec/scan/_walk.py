@@ -156,6 +156,37 @@ class PartitionWalk(NamedTuple):
             return committed.snapshot_batches(self.storage, snapshot, file_options(options))
         return committed.partition_batches(self.storage, self.part, file_options(options))
 
+    def batches_below(self, start: int) -> Iterator:
+        """The log's batches below offset ``start``, whole, in offset order, framed as the rule's
+        walk frames them (CRCs unchecked): the segments whose base offset is below ``start``
+        walked up to the first batch that starts at or past it (no segment below it: no byte
+        read).  What a count of the records the files still hold below a log start reads."""
+        from kafkarec.errors import DecodeError
+        from kafkarec.log import committed
+        segments = [seg for seg in self.part.segments if seg.base_offset < start]
+        if not segments:
+            return
+        for b in committed.partition_batches(self.storage, self.part._replace(segments=segments), headers=False):
+            try:
+                if b.base_offset >= start:      # (a legacy wrapper's: its first record's, opened)
+                    return
+            except DecodeError:                 # the walk's framing ends there too
+                return
+            yield b
+
+    def batch(self, kept) -> Optional[object]:
+        """One batch the walk kept without its bytes (a :attr:`LogFacts.txn` entry: its segment
+        ``path``, ``position`` and size), read alone and framed as the walk framed it (CRC
+        unchecked; None: it no longer frames)."""
+        from kafkarec.log.layout import open_segment
+        from kafkarec.log.segment import file_options
+        from kafkarec.log.storage import BatchWalk, Piece
+        [seg] = [seg for seg in self.part.segments if seg.path == kept.path]
+        with open_segment(self.storage, seg) as f:
+            data = f.read_at(kept.position, kept.size_in_bytes)
+        walk = BatchWalk([Piece(kept.position, memoryview(data), True)], file_options(verify_crc=False), errors="stop")
+        return next(iter(walk), None)
+
     def log_start(self) -> int:
         """The partition's log start offset (:meth:`kafkarec.log.selection.Resolver.log_start`:
         where a consumer reading from the earliest offset begins)."""

@@ -109,6 +109,22 @@ def test_a_restores_evidence_reads_what_was_left_out_off_the_plans_walk(logs):
         assert got.walks <= 1.01, got
 
 
+def test_what_was_left_out_of_a_range_cutting_through_batches(logs):
+    """A range whose ends cut through an aborted transaction's batches: those are read alone
+    (their records' offsets), the rest counted from the walk.  The hard log's partition: 0..2,
+    transaction 3..5 committed (marker 6), 11..12, in the next segment one producer's transaction
+    13..15, then 16..18, then its 19..21, aborted (marker 22)."""
+    from kafkarec import restore as r
+    from kafkarec.restore.evidence import NotRestored, not_restored
+    spec = r.RestoreSpec.of(logs[5], "localhost:9")
+    plan = r.plan(spec)
+    left = not_restored(spec, [("t", 0, 14, 20), ("t", 1, 4, 22)], listing=plan.listing)
+    # [14, 20): 14, 15 and 19 aborted; below 14: 0..2, 3..5, the marker 6, 11, 12 and 13
+    assert left[("t", 0)] == NotRestored(3, 0, 10)
+    # [4, 22): 13..15 and 19..21 aborted, the marker 6 (22 is past the end); below 4: 0..3
+    assert left[("t", 1)] == NotRestored(6, 1, 4)
+
+
 def test_backfill_planning_lists_once_and_its_read_judges_nothing_again(logs):
     from kafkarec.lakehouse.backfill import _plan, _read
     from kafkarec.log import storage
