@@ -463,7 +463,7 @@ def _skipped(committed, everything) -> Optional[List[frozenset]]:
     the two plans cut the partition otherwise."""
     if [(p.file, p.bytes, p.key) for p in committed] != [(p.file, p.bytes, p.key) for p in everything]:
         return None
-    return [frozenset(position for position, _ in p.item.skip) for p in committed]
+    return [frozenset(position for position, _ in p.skip) for p in committed]
 
 
 def _committed_view(rb, skipped: frozenset):
