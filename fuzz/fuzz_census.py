@@ -4,8 +4,9 @@
 * ``kafkarec.census.find.find`` with a key, a value's bytes or pattern and header tests (any
   of them) must return exactly the records a full ``LogScan`` (PERMISSIVE) read filtered in
   Python gives, in the same order, and one error row per error row of that read;
-* ``kafkarec.census.census`` must give each partition the figures counted from the decoded
-  rows of a read_committed read: records, tombstones, null keys, batches and their bytes,
+* ``kafkarec.census.census`` (with the compression what-if or not: its result must be a
+  read_committed read's what-if, ``kafkarec.census.what_if.what_if``) must give each partition
+  the figures counted from the decoded rows of a read_committed read: records, tombstones, null keys, batches and their bytes,
   payload bytes, first and last offset, smallest and largest timestamp, records and batches per
   codec and per producer, records and bytes per header key; its damaged batches and the records
   read_uncommitted adds from a read_uncommitted read.
@@ -34,6 +35,7 @@ from _logdir import pick
 import kafkarec
 from kafkarec.census import census as census_of
 from kafkarec.census.find import find
+from kafkarec.census.what_if import WhatIf, parse_codecs, what_if
 from kafkarec.scan import LogScan
 
 BASE = tempfile.mkdtemp(prefix="kafkarec-fuzz-census-")
@@ -41,6 +43,7 @@ ROOT = os.path.join(BASE, "logs")
 warnings.simplefilter("ignore")
 logging.getLogger("kafkarec").setLevel(logging.CRITICAL)
 
+WHAT_IF_CODECS = parse_codecs("zstd,lz4")
 VALUE_NEEDLES = (b"needle", b"a", b"\x00", b"")
 VALUE_PATTERNS = ("needle", "^x$", "^$", "a+$", "^\\xffn")
 HEADER_TESTS = ("equals", "contains", "regex", "present")
@@ -219,8 +222,17 @@ def expected_partition(rows, everything) -> dict:
     return out
 
 
-def check_census(everything) -> None:
-    doc = census_of(ROOT, partitioner=False)
+def check_census(everything, fdp) -> None:
+    # the what-if asked or not: handed the read_committed rows of the census's one pass, it must give
+    # what a read_committed read of its own gives (a damaged partition's taken back and read again)
+    also = WhatIf(WHAT_IF_CODECS, keep_batches=fdp.ConsumeBool()) if fdp.ConsumeBool() else None
+    doc = census_of(ROOT, partitioner=False, what_if=also)
+    if also is not None:
+        alone = what_if(ROOT, WHAT_IF_CODECS, keep_batches=also.keep_batches)
+        got, want = (([{k: v for k, v in c.items() if k != "compress_seconds"} for c in r["codecs"]],
+                      r["partitions"], r["errors"]) for r in (also.result(), alone))
+        if got != want:
+            raise AssertionError(f"census --what-if:\n{got}\na read_committed read's what-if:\n{want}")
     committed, uncommitted = {}, {}
     for r in full_read("read_committed"):
         committed.setdefault(r["partition"], []).append(r)
@@ -243,7 +255,7 @@ def test_one_input(data: bytes) -> None:
     _logdir.write(fdp, ROOT)
     rows = full_read()
     check_find(fdp, rows)
-    check_census(rows)
+    check_census(rows, fdp)
 
 
 if __name__ == "__main__":

@@ -746,7 +746,7 @@ def test_a_piece_answers_for_itself():
     and ``where``, of both kinds of piece (scan._plan.SegmentPiece names them); nothing outside
     kafkarec/scan/ opens ``piece.item`` to ask them."""
     assert {"storage", "range", "share"} <= _class_members("kafkarec/scan/_plan.py", "SegmentPiece")
-    assert {"storage", "range", "share", "where"} <= _class_members("kafkarec/scan/__init__.py", "ScanPiece")
+    assert {"storage", "range", "share", "where", "skip"} <= _class_members("kafkarec/scan/__init__.py", "ScanPiece")
     opened = []
     for rel, path in _py_files("kafkarec", "spark_udfs"):
         if rel.startswith("kafkarec/scan/"):

@@ -3,10 +3,12 @@
 One pass through the one reader (:func:`kafkarec.census._scan.open_scan`): the
 ``read_uncommitted`` records, control records too, with their key, value, headers and batch
 facts, each partition's records read once.  What that isolation level adds is counted off
-every row; the ``read_committed`` figures off the rows a ``read_committed`` consumer sees,
-chosen by the verdict of the partition's one walk of batch headers (the listing's
-:class:`kafkarec.scan.LogFacts`: the batches the transaction rule leaves out, the last stable
-offset), and those rows are what the compression what-if re-batches (:class:`WhatIf`).
+every row; the ``read_committed`` figures off the rows a ``read_committed`` read gives, the
+rows of no control batch and of no batch its plan skips (the transaction rule's verdict), and
+those rows are what the compression what-if re-batches (:class:`WhatIf`).  A partition whose
+pass meets damage (an error row) has its read_committed rows read apart
+(:func:`partition_census`); the last stable offset is read off the partition's walk (the
+listing's :class:`kafkarec.scan.LogFacts`).
 """
 from __future__ import annotations
 
@@ -327,10 +329,12 @@ def _add_figures(into: dict, figures: dict) -> None:
 
 class CensusPlan(NamedTuple):
     """A census planned (picklable: what a Spark census ships to its executors): the two views'
-    configs (``read_committed`` with the records' columns, kept for what it names; ``read_uncommitted``
-    with every column of the one pass, control records too), the pieces of each topic-partition
-    (``((topic, partition), (), pieces)``, in log order: the one pass reads each byte once), the
-    partitioner's ``N`` per topic (empty: not checked), ``as_of_ms`` and ``max_exact_keys``."""
+    configs (``read_committed`` with the records' columns: a damaged partition's read_committed
+    rows are read apart; ``read_uncommitted`` with every column of the one pass, control records
+    too), the pieces of each topic-partition in log order (``((topic, partition), committed pieces,
+    pieces)``: the one pass reads the second, each byte once; the first say which batches a
+    read_committed read skips), the partitioner's ``N`` per topic (empty: not checked),
+    ``as_of_ms`` and ``max_exact_keys``."""
     committed: object
     everything: object
     groups: tuple
@@ -339,13 +343,14 @@ class CensusPlan(NamedTuple):
     as_of_ms: int
     max_exact_keys: int
     #: the one listing of each path the pass was planned over (each partition's walk kept in it:
-    #: the verdict that picks the read_committed rows and the last stable offset are read off it);
+    #: its last stable offset is read off it);
     #: left behind when the plan is pickled (an executor walks its own partition)
     listings: tuple = ()
 
     @property
     def total_bytes(self) -> int:
-        return sum(p.bytes for _, a, b in self.groups for p in a + b)
+        """The bytes the one pass reads (what progress counts)."""
+        return sum(p.bytes for _, _a, b in self.groups for p in b)
 
     def __reduce__(self):
         return (CensusPlan, tuple(self._replace(listings=())))
@@ -372,10 +377,12 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
     if partitioner and num_partitions:
         counts.update(num_partitions)
     committed = open_scan(config, read_committed=True, columns=_COMMITTED_COLUMNS)
-    everything = open_scan(config, read_committed=False, columns=_UNCOMMITTED_COLUMNS, include_control=True)
-    # each pass's pieces planned here, once, over the one listing (a partition's own plan apart
-    # would bound the read by its partition, and a bounded read_committed read and an unbounded one
-    # part on damaged logs: fuzz/findings/census-bounded-read-committed)
+    # the one pass's columns: the read_committed figures' and what read_uncommitted adds
+    everything = open_scan(config, read_committed=False, include_control=True,
+                           columns=_COMMITTED_COLUMNS + tuple(c for c in _UNCOMMITTED_COLUMNS
+                                                              if c not in _COMMITTED_COLUMNS))
+    # each view's pieces planned here, once, over the one listing: the read_committed plan's say
+    # which batches its read skips, the one pass reads the read_uncommitted plan's
     groups: Dict[tuple, tuple] = {}
     for i, scan in enumerate((committed, everything)):
         for piece in scan.pieces(listed=listed if config.listed else None):
@@ -387,24 +394,104 @@ def plan_census(source, *, bounds=None, selection=None, storage_options: Optiona
 
 
 def partition_census(plan: CensusPlan, group, progress: Optional[Callable[[int], None]] = None,
-                     committed_rows: Optional[Callable[[tuple, Any], None]] = None) -> dict:
-    """One topic-partition's row of the census (``group``: one of ``plan.groups``), read here in
-    one pass: the unit of work a Spark census gives each task (a partition's keys are judged in
-    log order, so a partition is never split).  ``progress(bytes)``: after each piece;
-    ``committed_rows((topic, partition), rb)``: each batch of the rows a read_committed consumer
-    sees (a damaged batch's error row too), in log order (the what-if's records)."""
+                     what_if=None) -> dict:
+    """One topic-partition's row of the census (``group``: one of ``plan.groups``): the unit of
+    work a Spark census gives each task (a partition's keys are judged in log order, so a
+    partition is never split).  ``progress(bytes)``: after each piece read; ``what_if``: a
+    :class:`kafkarec.census.what_if.WhatIf` handed the rows a read_committed consumer sees (a
+    damaged batch's error row too), in log order.
+
+    One pass of the read_uncommitted view, control records too, each record decoded once: its
+    rows are what read_uncommitted adds, and those that are no control record and of no batch the
+    transaction rule leaves out (the spans the plan's read_committed pieces skip: the verdict a
+    read_committed read of the plan skips by) are the read_committed figures.  That holds on a
+    log read without an error: the two reads then frame the same batches and keep the same
+    offsets (a read_committed read's offsets are a part of read_uncommitted's, so a batch whose
+    offsets rise in one rise in the other).  A partition whose pass meets an error row -- damage:
+    a batch going back past an aborted one's offsets, framing stopped short, a CRC -- has its
+    read_committed rows read in a pass of their own, what that pass counted (and handed the
+    what-if) taken back: fuzz_census finds a damaged log whose two reads part in ways no verdict
+    names."""
+    from kafkarec.scan import LogScan
     (topic, partition), committed, everything = group
+    key = (topic, partition)
     n = plan.counts.get(topic) if plan.partitioner else None
     # every partition's share of the exact bound: the digests all partitions give stay within it
     share = plan.max_exact_keys // max(1, len(plan.groups))
-    part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n, merge_share=share,
-                           as_of_ms=plan.as_of_ms)
+
+    def fresh() -> PartitionCensus:
+        part = PartitionCensus(topic, partition, max_exact_keys=plan.max_exact_keys, num_partitions=n,
+                               merge_share=share, as_of_ms=plan.as_of_ms)
+        part.stable_end_of = lambda: walks[0].committed_view().stable_end if walks else None
+        return part
     walks = _walks(plan.everything, topic, partition, plan.listings)
-    part.stable_end_of = lambda: walks[0].committed_view().stable_end if walks else None
-    # two passes: the read_committed rows, then the read_uncommitted ones.  (One pass that took the
-    # read_committed rows out of the read_uncommitted ones by the walk's verdict read each byte once,
-    # but parted from a read_committed read on damaged logs: fuzz_census found several.)
-    return _two_passes(plan, part, (topic, partition), committed, everything, progress, committed_rows)
+    part = fresh()
+    skips = _skipped(committed, everything)
+    if skips is None:       # the two plans cut the partition otherwise: each read apart
+        return _two_passes(plan, part, key, committed, everything, progress, what_if)
+    mark = what_if.mark(key) if what_if is not None else None
+    scan = LogScan(plan.everything)
+    clean = True
+    for piece, skipped in zip(everything, skips):
+        for rb in scan.read_piece(piece):
+            rows = _errors_out(rb, part, piece.file)
+            clean = clean and not part.errors
+            if rows is None:
+                continue
+            seen = _committed_view(rows, skipped) if clean else None
+            if seen is not None:
+                if what_if is not None:
+                    what_if.add(key, seen)
+                part.add_committed(seen)
+            part.add_uncommitted(rows)
+        if progress is not None:
+            progress(piece.bytes)
+    if clean:
+        return part.as_dict()
+    # damage: the read_committed rows read apart, and counted first (as two passes count them)
+    if what_if is not None:
+        what_if.rewind(key, mark)
+    redo = fresh()
+    _read_committed(plan, redo, key, committed, None, what_if)
+    _take_uncommitted(redo, part)
+    return redo.as_dict()
+
+
+def _skipped(committed, everything) -> Optional[List[frozenset]]:
+    """For each of ``everything`` (a partition's pieces of the read_uncommitted plan), the
+    positions of the batches the read_committed plan's piece of the same bytes skips; None when
+    the two plans cut the partition otherwise."""
+    if [(p.file, p.bytes, p.key) for p in committed] != [(p.file, p.bytes, p.key) for p in everything]:
+        return None
+    return [frozenset(position for position, _ in p.skip) for p in committed]
+
+
+def _committed_view(rb, skipped: frozenset):
+    """The rows of ``rb`` (the one pass's) a read_committed read gives: no control record, none of
+    a batch at ``skipped`` (the positions its piece leaves out)."""
+    pc = require("pyarrow.compute")
+    np = require("numpy")
+    keep = pc.invert(pc.fill_null(rb.column(rb.schema.get_field_index("isControl")), False)).to_numpy(
+        zero_copy_only=False)
+    if skipped:
+        positions = rb.column(rb.schema.get_field_index("batchPosition")).to_numpy(zero_copy_only=False)
+        keep = keep & ~np.isin(positions, np.fromiter(skipped, dtype=np.int64, count=len(skipped)))
+    if keep.all():
+        return rb
+    return rb.filter(require("pyarrow").array(keep)) if keep.any() else None
+
+
+def _take_uncommitted(into: PartitionCensus, part: PartitionCensus) -> None:
+    """``part``'s read_uncommitted figures (the one pass's) into ``into`` (its read_committed
+    figures read apart), its errors after ``into``'s, each batch once."""
+    for name in ("all_records", "all_batches", "all_bytes", "control_records", "control_batches",
+                 "_stable", "past_stable", "_last_all_batch"):
+        setattr(into, name, getattr(part, name))
+    seen = {(e["file"], e["position"]) for e in into.errors}
+    for e in part.errors:
+        if (e["file"], e["position"]) not in seen:
+            seen.add((e["file"], e["position"]))
+            into.errors.append(e)
 
 
 def _walks(config, topic, partition, listings=()) -> list:
@@ -421,26 +508,36 @@ def _walks(config, topic, partition, listings=()) -> list:
     return [walk for walk in LogScan(one).partition_walks() if walk.key == (topic, partition)]
 
 
-def _two_passes(plan: CensusPlan, part: "PartitionCensus", key, committed, everything, progress,
-                committed_rows) -> dict:
-    """The read_committed rows (``committed``: the plan's pieces of the partition) read in a pass of
-    their own, then the read_uncommitted pass (``everything``)."""
+def _read_committed(plan: CensusPlan, part: "PartitionCensus", key, committed, progress, what_if) -> None:
+    """The read_committed rows (``committed``: the plan's pieces of the partition) read in a pass
+    of their own, counted in ``part`` and handed to ``what_if``."""
     from kafkarec.scan import LogScan
-    for is_committed, scan, pieces in ((True, LogScan(plan.committed), committed),
-                                       (False, LogScan(plan.everything), everything)):
-        for piece in pieces:
-            for rb in scan.read_piece(piece):
-                if is_committed and committed_rows is not None:
-                    committed_rows(key, rb)
-                rb = _errors_out(rb, part, piece.file)
-                if rb is None:
-                    continue
-                if is_committed:
-                    part.add_committed(rb)
-                else:
-                    part.add_uncommitted(rb)
-            if progress is not None:
-                progress(piece.bytes)
+    scan = LogScan(plan.committed)
+    for piece in committed:
+        for rb in scan.read_piece(piece):
+            if what_if is not None:
+                what_if.add(key, rb)
+            rb = _errors_out(rb, part, piece.file)
+            if rb is not None:
+                part.add_committed(rb)
+        if progress is not None:
+            progress(piece.bytes)
+
+
+def _two_passes(plan: CensusPlan, part: "PartitionCensus", key, committed, everything, progress,
+                what_if) -> dict:
+    """The read_committed rows read in a pass of their own, then the read_uncommitted pass
+    (``everything``): a partition the two plans cut otherwise."""
+    from kafkarec.scan import LogScan
+    _read_committed(plan, part, key, committed, None, what_if)
+    scan = LogScan(plan.everything)
+    for piece in everything:
+        for rb in scan.read_piece(piece):
+            rb = _errors_out(rb, part, piece.file)
+            if rb is not None:
+                part.add_uncommitted(rb)
+        if progress is not None:
+            progress(piece.bytes)
     return part.as_dict()
 
 
@@ -477,8 +574,7 @@ def census(source, *, bounds=None, selection=None, storage_options: Optional[dic
     def advanced(n: int) -> None:
         done[0] += n
         progress(done[0], total)
-    return assemble(plan, [partition_census(plan, g, advanced if progress is not None else None,
-                                            None if what_if is None else what_if.add)
+    return assemble(plan, [partition_census(plan, g, advanced if progress is not None else None, what_if)
                            for g in plan.groups])
 
 

@@ -246,6 +246,28 @@ class WhatIf:
         for w in writers.values():
             w.append_all(records, starts)
 
+    def mark(self, tp: Tuple) -> tuple:
+        """What :meth:`rewind` needs to take back every record handed for ``tp`` from here on: the
+        topic's running ratios (the producer's estimate, shared by its partitions), ``tp``'s last
+        batch and the errors so far.  ``tp`` is one no record was handed for yet."""
+        ratios = {k: r.value for k, r in self.ratios.items() if k[0] == tp[0]}
+        return ratios, self.last_base.get(tp), len(self.errors)
+
+    def rewind(self, tp: Tuple, mark: tuple) -> None:
+        """Take back what was handed for ``tp`` since :meth:`mark` (a census pass of a partition
+        that turned out damaged, whose records a read of their own hands again)."""
+        ratios, last_base, errors = mark
+        self.parts.pop(tp, None)
+        for k, value in ratios.items():
+            self.ratios[k].value = value
+        for k in [k for k in self.ratios if k[0] == tp[0] and k not in ratios]:
+            del self.ratios[k]
+        if last_base is None:
+            self.last_base.pop(tp, None)
+        else:
+            self.last_base[tp] = last_base
+        del self.errors[errors:]
+
     def result(self) -> dict:
         """The document (see :func:`what_if`)."""
         every, codecs = self.every, self.codecs

@@ -29,7 +29,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 import kafkarec
 from kafkarec import transactions
 from kafkarec.errors import DecodeError
-from kafkarec.log.layout import PartitionLog, open_segment, storage_of
+from kafkarec.log.layout import PartitionLog, held_offsets, open_segment, storage_of
 from kafkarec.log.storage import HEADER_WALK_BYTES, BatchWalk, Piece, RangeFile, Storage, iter_pieces
 
 __all__ = ["LogBatch", "aborted_spans", "partition_batches", "snapshot_batches", "partition_records",
@@ -99,8 +99,9 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
     """The whole batches of one partition in offset order, as :class:`LogBatch` es.
 
     Each segment is read once, in pieces of whole batches (memory bounded by a piece), to the
-    segment's ``end_offset`` when a later copy holds the offsets from there
-    (:func:`kafkarec.log.layout.scan` de-duplication).  ``options`` None: the transaction
+    next segment's base offset when that one is a later copy holding the offsets from there
+    (:func:`kafkarec.log.layout.scan` de-duplication; :attr:`kafkarec.log.segment.SegmentOffsets.walk_until`:
+    this log's own next segment ends no walk, as it ends no read).  ``options`` None: the transaction
     rule's walk, headers only (the rule asks ``crc_valid`` itself), a segment's walk ending
     where framing does (a decode error, a magic outside 0..2: the reader reports those
     bytes).  ``options`` a :class:`kafkarec.ReadOptions` (with Kafka's file framing:
@@ -114,17 +115,20 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
     ``{segment path: the last offset of its last whole batch (None: none)}`` for each segment
     walked to its end (no framing error, no later copy's cut): the log end a resolver would
     read again (:meth:`kafkarec.log.selection.Resolver.last_offset`)."""
-    for seg in part.segments:
+    for i, seg in enumerate(part.segments):
+        # where the segment's walk stops: the one rule of what a segment holds (a later copy's
+        # base; not this log's own next segment's, which the read reads past too)
+        until = held_offsets(part.segments, i).walk_until
         with open_segment(storage, seg) as f:
             if options is None:
                 if isinstance(f, RangeFile):
                     f.walk = True
                 if headers and isinstance(f, RangeFile) and storage_of(storage, seg).is_local:
-                    yield from _segment_headers(f, seg.path, seg.end_offset, ends)
+                    yield from _segment_headers(f, seg.path, until, ends)
                 else:
-                    yield from _segment_batches(f, seg.path, seg.end_offset, ends)
+                    yield from _segment_batches(f, seg.path, until, ends)
             else:
-                yield from _checked_batches(f, seg.path, seg.end_offset, options)
+                yield from _checked_batches(f, seg.path, until, options)
 
 
 def partition_records(storage: Storage, part: PartitionLog, options, *, start=None, snapshot=None) -> Iterator:

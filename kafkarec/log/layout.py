@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Tuple
 
 from kafkarec._extras import require
 from kafkarec.errors import SideFileError
@@ -50,9 +50,12 @@ from kafkarec.log import names
 from kafkarec.log.names import parse_partition_folder  # noqa: F401  (re-exported)
 from kafkarec.log.storage import FileEntry, Storage, list_files
 
+if TYPE_CHECKING:
+    from kafkarec.log.segment import SegmentOffsets
+
 __all__ = ["SegmentRef", "PartitionLog", "Layout", "scan", "parse_segment_name", "check_manifest", "open_segment",
            "storage_of", "segment_uri", "stitch", "scan_history", "Gap", "LOG_START_CHECKPOINT",
-           "log_start_checkpoint",
+           "log_start_checkpoint", "held_offsets",
            "parse_partition_folder", "TransformedSegmentError"]
 
 # A KRaft snapshot's name (Kafka's Snapshots: the end offset and epoch, zero-padded, so that names
@@ -302,6 +305,24 @@ def _dedupe(segments: List[SegmentRef]):
     bounded = [s._replace(end_offset=kept[i + 1].base_offset if i + 1 < len(kept) else None)
                for i, s in enumerate(kept)]
     return bounded, copies
+
+
+def held_offsets(segs: List[SegmentRef], i: int) -> SegmentOffsets:
+    """The offsets segment ``i`` of a partition's segments (:attr:`PartitionLog.segments`) may
+    hold: up to the next segment's base, which is an error to reach when both are the broker's
+    files of one folder, and the next copy's to read when that one is a copy from elsewhere (a
+    stitched history's copies may overlap: :func:`stitch`).  The one rule of what a segment
+    holds, for a read (:class:`kafkarec.log.selection.SegmentRange`), the timestamp lookup and the
+    transaction rule's walk (:func:`kafkarec.log.committed.partition_batches`)."""
+    from kafkarec.log.segment import segment_offsets
+    seg = segs[i]
+    after = segs[i + 1] if i + 1 < len(segs) else None
+    indexed = seg.offset_index is not None
+    if after is None:
+        return segment_offsets(seg.base_offset, None, indexed=indexed)
+    same_log = (not seg.remote and not after.remote and seg.storage is after.storage
+                and posixpath.dirname(seg.path) == posixpath.dirname(after.path))
+    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log, indexed=indexed)
 
 
 def _read_manifests(storage: Storage, parts: Dict[Tuple, Dict]) -> None:

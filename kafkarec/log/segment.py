@@ -71,6 +71,18 @@ class SegmentOffsets(NamedTuple):
     end_is_log: bool = True
     indexed: bool = False
 
+    @property
+    def walk_until(self) -> Optional[int]:
+        """Where a walk of the segment's batches in file order stops (a batch whose first offset
+        is at or past it: :class:`kafkarec.log.storage.BatchWalk`'s ``until``): the next
+        segment's base when that one is an overlapping copy (the offsets from there are the
+        copy's to read), None when it is this log's own next segment.  There a batch at or past
+        the next base is a batch of this log whose base offset -- outside its CRC -- is damaged:
+        the read reports it and reads on, and the transaction rule judges it as any batch (its
+        producer, transaction and control fields are under its CRC), so a walk of the log goes
+        on past it too: every walk and every read of a segment frame the same batches."""
+        return None if self.end_is_log else self.end
+
     def problem(self, first: int, last: int) -> Optional[str]:
         """Why a batch with offsets ``first..last`` cannot be in this segment (None: it can)."""
         if first < self.base:

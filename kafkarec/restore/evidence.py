@@ -113,22 +113,26 @@ def _walks(source: str, spec: RestoreSpec, keys, listing=None):
     return {w.key: w for w in scan.partition_walks() if w.key in keys}
 
 
-def _count(b, lo: int, hi: int) -> int:
-    """The records of batch ``b`` whose offsets are in [lo, hi) (its records read only where the
-    batch straddles a bound)."""
+def _count(b, lo: int, hi: int, records=None) -> int:
+    """The records of batch ``b`` whose offsets are in [lo, hi) (its records read, ``records()``
+    when given, only where the batch straddles a bound)."""
     first = b.base_offset if b.magic >= 2 else b.last_offset
     if b.last_offset < lo or first >= hi:
         return 0
     if first >= lo and b.last_offset < hi and b.magic >= 2:
         return b.record_count
-    return sum(1 for r in b if lo <= r.offset < hi)
+    return sum(1 for r in (b if records is None else records()) if lo <= r.offset < hi)
 
 
 def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
                  source: Optional[str] = None, listing=None) -> Dict[Tuple[str, int], NotRestored]:
-    """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``: every batch
-    header of the partition's log walked once and judged by the transaction rule (over
-    ``listing``, the restore plan's, when given: the source not listed again)."""
+    """``{(topic, partition): NotRestored}`` of each ``(topic, partition, start, end)``, read off the
+    partition's one walk of batch headers (:meth:`kafkarec.scan.PartitionWalk.facts`: over
+    ``listing``, the restore plan's, its walk already made there, nothing is walked again): the
+    transactional and control batches it keeps, judged by its verdict, their records counted from
+    their headers (a batch straddling ``start`` or ``end`` read alone).  The records below
+    ``start`` are counted from the segments that can hold them, those whose base offset is below
+    it, walked up to it."""
     from kafkarec.scan import ABORTED, CONTROL
     walks = _walks(source or spec.source, spec, {(t, p) for t, p, _, _ in parts}, listing)
     out: Dict[Tuple[str, int], NotRestored] = {}
@@ -137,25 +141,25 @@ def not_restored(spec: RestoreSpec, parts: List[Tuple[str, int, int, int]],
         if walk is None:
             out[(topic, partition)] = NotRestored(0, 0, 0)
             continue
-        seen: List[tuple] = []
-        below = [0]
-
-        def visit(b, start=start, end=end):
-            below[0] += _count(b, -1, start)
-            if b.is_control or (b.magic >= 2 and b.is_transactional):
-                n = _count(b, start, end)
-                if n:
-                    seen.append((b.path, b.position, b.is_control, n))
-        verdict = walk.judge(visit)
+        facts = walk.facts()
         aborted = control = 0
-        for path, position, is_control, n in seen:
-            kind = verdict.kind(path, position, is_control)
+        for b in facts.txn:
+            n = _count(b, start, end, lambda b=b: walk.batch(b) or ())
+            if not n:
+                continue
+            kind = facts.verdict.kind(b.path, b.position, b.is_control)
             if kind == CONTROL:
                 control += n
             elif kind == ABORTED:
                 aborted += n
-        out[(topic, partition)] = NotRestored(aborted, control, below[0])
+        out[(topic, partition)] = NotRestored(aborted, control, _below(walk, start))
     return out
+
+
+def _below(walk, start: int) -> int:
+    """The records of the partition's log below offset ``start``
+    (:meth:`kafkarec.scan.PartitionWalk.batches_below`: only the segments below it read)."""
+    return sum(_count(b, -1, start) for b in walk.batches_below(start))
 
 
 # --- the document: one typed, bounded form, the one way in ----------------------------------------

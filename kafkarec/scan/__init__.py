@@ -121,6 +121,12 @@ class ScanPiece(NamedTuple):
         """What its errors name: a local path, or its storage's URI."""
         return self.item.where
 
+    @property
+    def skip(self) -> tuple:
+        """``(position, size)`` of the batches of its segment its read leaves out (a
+        read_committed read's: aborted transactions, and from the last stable offset on)."""
+        return self.item.skip
+
 
 class LogScan:
     """An Arrow stream of the records of Kafka logs (see the module docstring).

@@ -19,7 +19,7 @@ stable offset) or :data:`DATA`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Tuple
 
 __all__ = ["PartitionWalk", "Verdict", "CommittedView", "LogFacts", "DATA", "CONTROL", "ABORTED"]
 
@@ -122,11 +122,13 @@ class PartitionWalk(NamedTuple):
                 if b.magic >= 2 and (covered[0] is None or b.base_offset > covered[0]):
                     gaps.append((covered[0], b.base_offset))
                 covered[0] = last + 1 if covered[0] is None else max(covered[0], last + 1)
-                if b.is_transactional:
+                if b.is_transactional or b.is_control:
+                    # (read whole by the walk: its records' count and last offset cost nothing more)
                     control = b.is_control
                     txn.append(_TxnBatch(b.path, b.position, b.size_in_bytes, b.base_offset, b.producer_id,
                                          control, True if control else b.crc_valid,
-                                         _core._marker_type(b.batch) if control else None))
+                                         _core._marker_type(b.batch) if control and b.is_transactional else None,
+                                         b.last_offset, b.record_count, b.magic, bool(b.is_transactional)))
                 yield b
         # the transaction rule's one home: committed.aborted_spans
         spans: Spans = committed.aborted_spans(walk())
@@ -153,6 +155,37 @@ class PartitionWalk(NamedTuple):
         if snapshot is not None:
             return committed.snapshot_batches(self.storage, snapshot, file_options(options))
         return committed.partition_batches(self.storage, self.part, file_options(options))
+
+    def batches_below(self, start: int) -> Iterator:
+        """The log's batches below offset ``start``, whole, in offset order, framed as the rule's
+        walk frames them (CRCs unchecked): the segments whose base offset is below ``start``
+        walked up to the first batch that starts at or past it (no segment below it: no byte
+        read).  What a count of the records the files still hold below a log start reads."""
+        from kafkarec.errors import DecodeError
+        from kafkarec.log import committed
+        segments = [seg for seg in self.part.segments if seg.base_offset < start]
+        if not segments:
+            return
+        for b in committed.partition_batches(self.storage, self.part._replace(segments=segments), headers=False):
+            try:
+                if b.base_offset >= start:      # (a legacy wrapper's: its first record's, opened)
+                    return
+            except DecodeError:                 # the walk's framing ends there too
+                return
+            yield b
+
+    def batch(self, kept) -> Optional[object]:
+        """One batch the walk kept without its bytes (a :attr:`LogFacts.txn` entry: its segment
+        ``path``, ``position`` and size), read alone and framed as the walk framed it (CRC
+        unchecked; None: it no longer frames)."""
+        from kafkarec.log.layout import open_segment
+        from kafkarec.log.segment import file_options
+        from kafkarec.log.storage import BatchWalk, Piece
+        [seg] = [seg for seg in self.part.segments if seg.path == kept.path]
+        with open_segment(self.storage, seg) as f:
+            data = f.read_at(kept.position, kept.size_in_bytes)
+        walk = BatchWalk([Piece(kept.position, memoryview(data), True)], file_options(verify_crc=False), errors="stop")
+        return next(iter(walk), None)
 
     def log_start(self) -> int:
         """The partition's log start offset (:meth:`kafkarec.log.selection.Resolver.log_start`:
@@ -183,7 +216,8 @@ class PartitionWalk(NamedTuple):
         where the LSO is.  Read off :meth:`facts` (one walk of the log per listing)."""
         from kafkarec import transactions
         facts = self.facts()
-        upto = list(facts.txn) if end is None else [b for b in facts.txn if b.base_offset < end]
+        txn = [b for b in facts.txn if b.is_transactional]
+        upto = txn if end is None else [b for b in txn if b.base_offset < end]
         key = (lambda b: b.base_offset)
         left_out = transactions.aborted_batches(upto, key=key, trusted=lambda b: b.crc_valid)
         closed = upto + [_TxnBatch(None, None, 0, None, pid, True, True, COMMIT)
@@ -209,7 +243,8 @@ class PartitionWalk(NamedTuple):
 
 class LogFacts(NamedTuple):
     """What one walk of a partition's whole log found: the transaction rule's ``verdict``, its
-    transactional batches (``txn``, without their bytes: what the LSO is read off at any end),
+    transactional and control batches (``txn``, without their bytes: what the LSO is read off at
+    any end, and what a transaction or a marker leaves out of a range),
     the offset ranges ``[lo, hi)`` before a batch that no earlier batch covers (``gaps``; ``lo``
     None: before the first batch), the offset every batch's offsets end below (``covered``;
     None: no batch) and ``ends``: ``{segment path: its last whole batch's last offset}`` of the
@@ -227,7 +262,10 @@ COMMIT = 1
 
 @dataclass
 class _TxnBatch:
-    """What the transaction rule reads of one transactional batch, kept without its bytes."""
+    """What the transaction rule reads of one transactional batch (or a control batch that is not
+    one: a KRaft record's, which the rule passes over), kept without its bytes; with its last
+    offset, records and magic, what a count of the records a transaction leaves out reads
+    (:func:`kafkarec.restore.evidence.not_restored`)."""
     path: Optional[str]
     position: Optional[int]
     size_in_bytes: int
@@ -236,7 +274,10 @@ class _TxnBatch:
     is_control: bool
     crc_valid: bool
     marker: Optional[int]           # a control batch's marker type (the rule's _marker_type)
-    is_transactional: ClassVar[bool] = True
+    last_offset: Optional[int] = None
+    record_count: int = 0
+    magic: int = 2
+    is_transactional: bool = True
 
     def __iter__(self):          # a control batch's one record, as the rule reads it
         yield _Marker(self.marker)

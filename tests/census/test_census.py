@@ -486,3 +486,63 @@ def test_census_refuses_what_find_refuses_as_a_partition_count(world, n):
                  lambda: list(find(root, key=b"k", partitioner="murmur2", num_partitions={"profiles": n}))):
         with pytest.raises(UsageError, match=r"is no partition count \(1 to 2\^31-1\)"):
             call()
+
+
+def test_a_damaged_partition_is_counted_as_its_two_reads_give_and_its_what_if_taken_back(tmp_path):
+    """The census reads a partition once; one whose pass meets damage has its read_committed rows
+    read apart, and what the pass counted and handed the what-if is taken back (the what-if's
+    running ratio is the topic's: the partitions after it must see it as a read_committed read
+    leaves it).  Partition 1: a transaction aborted, then a batch going back below the aborted
+    batch's offsets (an error read_uncommitted, rows read_committed), then a CRC broken at the end:
+    the pass has handed rows on before it meets the damage."""
+    from kafkarec.census.what_if import WhatIf
+    from kafkarec.scan import LogScan
+    from support.logs.logdir import CONTROL_ABORT
+    rng = random.Random(3)
+
+    def records(n, at):
+        return [(T0 + at + i, b"k%d" % rng.randrange(50), bytes(rng.randrange(256) for _ in range(300)), [])
+                for i in range(n)]
+    for p in range(3):
+        w = PartitionWriter(str(tmp_path), "t", p, segment_bytes=1 << 20)
+        for i in range(6):
+            w.append(v2_batch(records(20, i * 20), codec="zstd"))
+        w.append(v2_batch(records(5, 200), codec="zstd", producer_id=9, producer_epoch=0, base_sequence=0,
+                          transactional=True))
+        w.end_txn(CONTROL_ABORT, 9)
+        for i in range(4):
+            w.append(v2_batch(records(20, 300 + i * 20), codec="zstd"))
+        w.close()
+    path = os.path.join(str(tmp_path), "t-1", "%020d.log" % 0)
+    data = bytearray(open(path, "rb").read())
+    spans = [(b.position, b.size_in_bytes, b.base_offset) for b in kafkarec.iter_batches(bytes(data))]
+    # the first batch after the marker takes the aborted batch's first offset (its offsets go back)
+    after_marker = spans[8]
+    data[after_marker[0]:after_marker[0] + 8] = spans[6][2].to_bytes(8, "big")
+    data[spans[-1][0] + 100] ^= 0xFF        # the last batch's CRC fails
+    open(path, "wb").write(bytes(data))
+
+    codecs = parse_codecs("zstd,lz4")
+    also = WhatIf(codecs)
+    doc = census(str(tmp_path), partitioner=False, what_if=also)
+    alone = what_if(str(tmp_path), codecs)
+
+    def plain(result):
+        return ([{k: v for k, v in c.items() if k != "compress_seconds"} for c in result["codecs"]],
+                result["partitions"], [e["message"] for e in result["errors"]])
+    assert plain(also.result()) == plain(alone)
+    assert len(alone["errors"]) == 1
+
+    def rows(isolation_level, p):
+        t = LogScan(str(tmp_path), mode="PERMISSIVE", isolation_level=isolation_level,
+                    partitions=[p]).to_table()
+        return t.column("offset").to_pylist(), t.column("_corrupt_record").to_pylist()
+    for p in range(3):
+        row = _part(doc, "t", p)
+        (committed, c_errors), (everything, u_errors) = rows("read_committed", p), rows("read_uncommitted", p)
+        good = [o for o, e in zip(committed, c_errors) if e is None]
+        assert (row["records"], row["first_offset"], row["last_offset"]) == (len(good), good[0], good[-1])
+        assert row["read_uncommitted_adds"]["records"] == sum(e is None for e in u_errors) - len(good)
+        assert len(row["errors"]) == len({e for e in c_errors + u_errors if e is not None})
+    # partition 1's read_committed read keeps the batch read_uncommitted leaves out
+    assert len(_part(doc, "t", 1)["errors"]) == 2 and _part(doc, "t", 1)["records"] == 9 * 20

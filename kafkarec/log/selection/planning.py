@@ -15,10 +15,11 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import kafkarec
 from kafkarec.errors import DecodeError, SelectionError
-from kafkarec.log.layout import Layout, PartitionLog, SegmentRef, open_segment, partition_index, segment_uri
+from kafkarec.log.layout import (Layout, PartitionLog, SegmentRef, held_offsets, open_segment, partition_index,
+                                 segment_uri)
 from kafkarec.log.segment import SegmentOffsets
 from kafkarec.log.selection.options import EARLIEST, LATEST, OffsetSpec, Selection
-from kafkarec.log.selection.resolver import SCAN_OPTIONS, Resolver, _segment_offsets
+from kafkarec.log.selection.resolver import SCAN_OPTIONS, Resolver
 from kafkarec.log.storage import Storage, iter_pieces
 
 __all__ = ["SegmentRange", "plan", "select_partitions", "iter_range_pieces", "split_ranges", "plan_partition",
@@ -215,7 +216,7 @@ def plan_partition(part: PartitionLog, start: Optional[int], end: Optional[int],
         if end_pos is not None and end_pos <= pos:
             end_pos = pos + 1
         out.append(SegmentRange(part.topic, part.partition, seg, pos, end_pos, lo, hi, check,
-                                offsets=_segment_offsets(segs, i)))
+                                offsets=held_offsets(segs, i)))
     return out
 
 

@@ -17,7 +17,6 @@ entry names and the segment's tail agree with it
 from __future__ import annotations
 
 import logging
-import posixpath
 import struct
 import warnings
 from typing import Dict, List, Optional, Tuple
@@ -25,8 +24,8 @@ from typing import Dict, List, Optional, Tuple
 import kafkarec
 from kafkarec.errors import DecodeError, IndexWarning, KafkaRecError
 from kafkarec.log import sidefiles as sf
-from kafkarec.log.layout import PartitionLog, SegmentRef, open_segment, side_file, storage_of
-from kafkarec.log.segment import SegmentOffsets, order_problem, segment_offsets
+from kafkarec.log.layout import PartitionLog, SegmentRef, held_offsets, open_segment, side_file, storage_of
+from kafkarec.log.segment import SegmentOffsets, order_problem
 from kafkarec.log.selection.options import _LONG_MAX
 from kafkarec.log.storage import Storage, iter_remote_batches
 
@@ -190,7 +189,7 @@ class Resolver:
                     ets, eoff = below[-1]
                     start_pos, check = self.start_position(seg, eoff)
                     expect_ts = (ets, eoff)
-            held = _segment_offsets(segs, i)
+            held = held_offsets(segs, i)
             hit = self._scan_for_time(seg, ts, start_pos, check, expect_ts, log_start, held)
             if hit == "stale":
                 if expect_ts is not None:
@@ -416,17 +415,3 @@ def _increasing(entries, base, end_offset, size) -> bool:
             return False
         prev_o, prev_p = o, p
     return True
-
-
-def _segment_offsets(segs: List[SegmentRef], i: int) -> SegmentOffsets:
-    """The offsets segment ``i`` of a partition may hold: up to the next segment's base, which
-    is an error to reach when both are the broker's files of one folder (a stitched history's
-    copies from elsewhere may overlap: :func:`kafkarec.log.layout.stitch`)."""
-    seg = segs[i]
-    after = segs[i + 1] if i + 1 < len(segs) else None
-    indexed = seg.offset_index is not None
-    if after is None:
-        return segment_offsets(seg.base_offset, None, indexed=indexed)
-    same_log = (not seg.remote and not after.remote and seg.storage is after.storage
-                and posixpath.dirname(seg.path) == posixpath.dirname(after.path))
-    return segment_offsets(seg.base_offset, after.base_offset, next_is_log=same_log, indexed=indexed)
