@@ -11,9 +11,15 @@ What Kafka trusts and what it rebuilds decides what is written:
 * no clean-shutdown marker (``.kafka_cleanshutdown``, :data:`CLEAN_SHUTDOWN_FILE`): with it and no
   producer snapshot Kafka skips rebuilding the producer state (an open transaction's records are
   then served as committed); without it every log is recovered from its recovery point;
-* the target's ``partition.metadata`` (its topic id: another one marks the folder stray) and its
-  ``leader-epoch-checkpoint`` kept;
-* every batch's partition leader epoch set to the target replica's latest epoch (the field is
+* every replica of the partition (replication factor 3: a folder on each broker holding one) gets
+  the same bytes: after the restart the controller elects a leader among the replicas, and a
+  follower whose log differs from the leader's is truncated to it ("Truncating ... below high
+  watermark"): a copy in one replica only is lost when an empty one is elected;
+* the target's ``partition.metadata`` (its topic id: another one marks the folder stray) kept, and
+  the ``leader-epoch-checkpoint`` of the replica with the latest epoch (the leader's: a follower
+  of an empty partition has none) written to every replica, so that followers and leader agree on
+  where each epoch ends and none truncates;
+* every batch's partition leader epoch set to the target replicas' latest epoch (the field is
   outside the CRC): an epoch above the target's makes a consumer that committed its position with
   it unable to resume (its OffsetsForLeaderEpoch finds no such epoch), and one below the first epoch
   the replica knows reads as a truncation;
@@ -38,16 +44,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import struct
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec.errors import LogDirWriteError
 from kafkarec.log import names
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LOCK_FILE", "META_PROPERTIES", "PRODUCER_ID_BASE", "TEMP_SUFFIX",
            "PartitionWritten", "broker_lock", "meta_properties", "latest_leader_epoch", "target_producer_id",
-           "partition_holds_data", "write_partition", "update_checkpoints", "remove_clean_shutdown"]
+           "partition_holds_data", "kept_segments", "write_partition", "update_checkpoints", "remove_clean_shutdown"]
 
 #: the file a running broker holds an exclusive lock on (``LogManager.lockLogDirs``, Java's
 #: ``FileChannel.tryLock``: a POSIX record lock, the kind ``fcntl.lockf`` takes)
@@ -157,6 +164,10 @@ class PartitionWritten(NamedTuple):
     leader_epoch: int
     producer_ids: Dict[int, int]
     abort_markers: List[Tuple[int, int, int]]
+    #: the replica folders written, each with the same bytes
+    copies: int
+    #: SHA-256 of the bytes written into each replica's segments, in offset order
+    sha256: str
 
 
 class _State:
@@ -267,30 +278,66 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def write_partition(storage, part, folder: str, log_start: int) -> PartitionWritten:
-    """``part``'s log (a :class:`kafkarec.log.layout.PartitionLog` listed in ``storage``) written into
-    the target replica's ``folder`` from ``log_start`` on, at the source's offsets (see the module
-    docstring): the folder's segments and side files replaced, its ``partition.metadata`` and
-    ``leader-epoch-checkpoint`` kept.  Every segment is written under :data:`TEMP_SUFFIX` before
-    any is renamed into place, so a write killed midway leaves the folder's files as they were or
-    files Kafka deletes; written again, it gives the same folder."""
-    from kafkarec.log.layout import open_segment
-    epoch = latest_leader_epoch(folder)
+def kept_segments(part, log_start: int) -> list:
+    """The source segments a write keeps: those holding an offset at or past ``log_start`` (the
+    last one always), as Kafka would delete the others."""
     segs = [s for s in part.segments if not s.remote]
     if len(segs) != len(part.segments):
-        raise LogDirWriteError(folder, "the source's log has tiered segments: only local segments are written")
-    # segments wholly below the log start are left behind, as Kafka would delete them
-    keep = [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
-    for stale in _segment_files(folder):
-        if stale.endswith(TEMP_SUFFIX):
-            os.unlink(os.path.join(folder, stale))
+        raise LogDirWriteError(None, f"{part.topic}-{part.partition}: the source's log has tiered segments: only "
+                                     "local segments are written")
+    return [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
+
+
+class _Copies:
+    """One segment written into every replica folder at once: the same bytes to each temporary
+    file, and their SHA-256 taken as they are written."""
+
+    def __init__(self, paths: List[str], digest) -> None:
+        self.files = [open(p, "wb") for p in paths]
+        self.digest = digest
+
+    def write(self, data) -> None:
+        self.digest.update(data)
+        for f in self.files:
+            f.write(data)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+
+
+def write_partition(storage, part, folders: Sequence[str], log_start: int) -> PartitionWritten:
+    """``part``'s log (a :class:`kafkarec.log.layout.PartitionLog` listed in ``storage``) written into
+    every replica folder of the target partition (``folders``: one per broker holding a replica)
+    from ``log_start`` on, at the source's offsets (see the module docstring), the same bytes in
+    each: the folders' segments and side files replaced, each ``partition.metadata`` kept, and the
+    ``leader-epoch-checkpoint`` of the replica with the latest epoch in all.  Every segment is
+    written under :data:`TEMP_SUFFIX` before any is renamed into place, so a write killed midway
+    leaves the folders' files as they were or files Kafka deletes; written again, it gives the same
+    folders.  The source is read once, whatever the number of replicas."""
+    from kafkarec.log.layout import open_segment
+    if isinstance(folders, str):
+        folders = [folders]
+    epochs = [latest_leader_epoch(f) for f in folders]
+    epoch = max(epochs)
+    keep = kept_segments(part, log_start)
+    for folder in folders:
+        for stale in _segment_files(folder):
+            if stale.endswith(TEMP_SUFFIX):
+                os.unlink(os.path.join(folder, stale))
     state = _State()
+    digest = hashlib.sha256()
     written = 0
-    temps = []
+    temps: List[str] = []
+    markers: List[Tuple[int, int, int]] = []
     for i, seg in enumerate(keep):
-        temp = os.path.join(folder, names.file_name(seg.base_offset, names.LOG_SUFFIX) + TEMP_SUFFIX)
+        name = names.file_name(seg.base_offset, names.LOG_SUFFIX) + TEMP_SUFFIX
+        paths = [os.path.join(folder, name) for folder in folders]
         where = f"{part.topic}-{part.partition} {os.path.basename(seg.path)}"
-        with open(temp, "wb") as out:
+        out = _Copies(paths, digest)
+        try:
             with open_segment(storage, seg) as source:
                 written += _copy_segment(source, seg.size, out, epoch, state, where)
             if state.next_offset is None:
@@ -299,28 +346,40 @@ def write_partition(storage, part, folder: str, log_start: int) -> PartitionWrit
                 extra, markers = _abort_markers(state, epoch)
                 out.write(extra)
                 written += len(extra)
-            out.flush()
-            os.fsync(out.fileno())
-        temps.append(temp)
+        finally:
+            out.close()
+        temps += paths
     if not keep:
         # no segment at or past the log start: the log is empty from there, one empty segment as
         # Kafka rolls one
-        temp = os.path.join(folder, names.file_name(log_start, names.LOG_SUFFIX) + TEMP_SUFFIX)
-        open(temp, "wb").close()
-        temps.append(temp)
-        markers = []
+        for folder in folders:
+            temp = os.path.join(folder, names.file_name(log_start, names.LOG_SUFFIX) + TEMP_SUFFIX)
+            open(temp, "wb").close()
+            temps.append(temp)
     if state.next_offset is None:
         state.next_offset = log_start
+    # the leader's epochs in every replica (written whole and renamed, as Kafka writes the file)
+    checkpoint = os.path.join(folders[epochs.index(epoch)], names.LEADER_EPOCH_CHECKPOINT)
+    if os.path.exists(checkpoint):
+        from kafkarec._boot.files import atomic_write
+        with open(checkpoint, "rb") as fh:
+            text = fh.read()
+        for folder in folders:
+            path = os.path.join(folder, names.LEADER_EPOCH_CHECKPOINT)
+            if path != checkpoint:
+                atomic_write(path, text, mode=0o644)
     # the target's own segments and side files go; its topic id and leader epochs stay
-    for name in _segment_files(folder):
-        path = os.path.join(folder, name)
-        if path not in temps:
-            os.unlink(path)
+    for folder in folders:
+        for name in _segment_files(folder):
+            path = os.path.join(folder, name)
+            if path not in temps:
+                os.unlink(path)
     for temp in temps:
         os.replace(temp, temp[:-len(TEMP_SUFFIX)])
-    _fsync_dir(folder)
-    return PartitionWritten(log_start, max(state.next_offset, log_start), len(temps), written, state.batches, epoch,
-                            dict(state.pids), markers)
+    for folder in folders:
+        _fsync_dir(folder)
+    return PartitionWritten(log_start, max(state.next_offset, log_start), len(keep) or 1, written, state.batches,
+                            epoch, dict(state.pids), markers, len(folders), digest.hexdigest())
 
 
 def update_checkpoints(log_dir: str, written: Dict[Tuple[str, int], PartitionWritten]) -> None:
