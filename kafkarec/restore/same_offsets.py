@@ -1,28 +1,36 @@
 """A restore that keeps the source's offsets (``--same-offsets``, docs/restore.md#same-offsets): the
-source's log written into a fresh one-broker target's log dir while it is stopped, so that every
-record, group position, checkpoint and offset column that names a source offset stays right.
+source's log written into a fresh target's log dirs while its brokers are stopped, every replica of
+every partition the same bytes, so that every record, group position, checkpoint and offset column
+that names a source offset stays right.
 
-Three steps, the broker's state between them the user's (:data:`kafkarec.restore.spec.SAME_OFFSETS_STEPS`):
+Three steps, the brokers' state between them the user's (:data:`kafkarec.restore.spec.SAME_OFFSETS_STEPS`):
 
 * :func:`prepare` -- the target running: every target topic created with the source's partition
   count and configs (:func:`kafkarec.restore.target.ensure_topics`, the produced restore's), a topic
-  already there refused if its partition count differs or it holds records, the log dir checked to
-  be this cluster's (``meta.properties``' ``cluster.id``), and the journal written;
-* :func:`write` -- the target stopped (its log dir's ``.lock`` free, and held while writing): each
-  partition folder written by :func:`kafkarec.log.writer.write_partition` (the batches byte for
-  byte but the leader epoch and the producer ids, ABORT markers for the transactions left open),
-  the log dir's checkpoints, the clean-shutdown marker removed so that the broker rebuilds every
-  side file;
+  already there refused if its partition count differs or it holds records, the log dirs checked
+  to be this cluster's (``meta.properties``' ``cluster.id``) and to cover every broker
+  (``node.id``), each replica's folder found in the log dir its broker put it in, and the journal
+  written into every log dir;
+* :func:`write` -- every broker stopped (each log dir's ``.lock`` free, and held while writing):
+  each replica's folder where the target's metadata puts it (``__cluster_metadata``'s replicas and
+  KIP-858 directory ids, replayed), each partition written into all of its replicas at once by
+  :func:`kafkarec.log.writer.write_partition` (the batches byte for byte but the leader epoch and
+  the producer ids, ABORT markers for the transactions left open), each log dir's checkpoints, the
+  clean-shutdown markers removed so that the brokers rebuild every side file;
 * :func:`groups` -- the target running again: every partition checked to serve what was written
   (ListOffsets: its log start and end), then every consumer group's committed positions set as they
   were (:func:`kafkarec.restore.groups.apply`, the offsets untranslated).
 
-The journal (:data:`JOURNAL`, a file in the log dir's root, which Kafka does not read) ties the
-steps together: the cluster the log dir was prepared for, the source, the partitions, and the
-state (``prepared``, ``writing``, ``written``); a write killed midway leaves ``writing``, and the
-next write writes every partition again (a partition holding records is refused only while the
-state is ``prepared``), so a re-run ends in the same folders.  Everything a step refuses is
-refused before it writes anything.
+The journal (:data:`JOURNAL`, a file in each log dir's root, which Kafka does not read) ties the
+steps together: the cluster the log dirs were prepared for, the log dirs (broker and directory id),
+the source, the partitions and their replicas, and the state (``prepared``, ``writing``,
+``written``); a write killed midway leaves ``writing``, and the next write writes every partition
+again (a partition holding records is refused only while the state is ``prepared``), so a re-run
+ends in the same folders.  Everything a step refuses is refused before it writes anything.
+
+:func:`evidence` says per partition which bytes the write rewrote (:data:`REWRITTEN_BYTES`) and
+the SHA-256 of what it wrote; :func:`check` proves it offline against the stopped target's log dirs
+and the source, naming the partition, replica, file and byte of any difference.
 """
 from __future__ import annotations
 

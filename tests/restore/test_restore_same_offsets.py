@@ -325,3 +325,28 @@ def test_every_replica_gets_the_same_bytes_and_the_check_names_a_tampered_byte(t
     assert m and int(m.group(1)) + int(m.group(2)) == len(data) - 3, diffs[0]
     assert diffs[1].startswith(f"difference: t-1 on broker 1 ({dsts[0]}): {'0' * 20}.log byte 0: batch at offset 0, "
                                "partition leader epoch 4, the evidence's 5")
+
+
+def test_a_write_into_three_replicas_killed_midway_then_run_again_ends_as_one_run(tmp_path):
+    src = _source(str(tmp_path / "source"))
+    once = _replicated(str(tmp_path / "once"), src)
+    so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=once))
+    dsts = _replicated(str(tmp_path / "target"), src)
+
+    def kill(point, settle):
+        if point == "partition-written":
+            raise _Killed()
+    previous = steps.set_step_hook(kill)
+    try:
+        with pytest.raises(_Killed):
+            so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dsts))
+    finally:
+        steps.set_step_hook(previous)
+    assert {so.read_journal(d)["state"] for d in dsts} == {"writing"}
+    # one journal left behind as a kill between the journals' writes leaves it
+    with open(os.path.join(dsts[2], so.JOURNAL)) as fh:
+        j = json.load(fh)
+    with open(os.path.join(dsts[2], so.JOURNAL), "w") as fh:
+        json.dump(dict(j, state="prepared"), fh)
+    so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dsts))
+    assert [_files(d) for d in dsts] == [_files(d) for d in once]
