@@ -54,7 +54,7 @@ from kafkarec.log import names
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LOCK_FILE", "META_PROPERTIES", "PRODUCER_ID_BASE", "TEMP_SUFFIX",
            "PartitionWritten", "broker_lock", "meta_properties", "latest_leader_epoch", "target_producer_id",
-           "partition_holds_data", "kept_segments", "write_partition", "update_checkpoints", "remove_clean_shutdown"]
+           "partition_holds_data", "kept_segments", "write_partition", "Compared", "compare_written", "update_checkpoints", "remove_clean_shutdown"]
 
 #: the file a running broker holds an exclusive lock on (``LogManager.lockLogDirs``, Java's
 #: ``FileChannel.tryLock``: a POSIX record lock, the kind ``fcntl.lockf`` takes)
@@ -416,3 +416,117 @@ def remove_clean_shutdown(log_dir: str) -> bool:
         return False
     _fsync_dir(log_dir)
     return True
+
+
+# --- the check of a write: the source's batches against a replica's -----------------------------------
+
+#: the bytes of a v2 batch a write never changes (all but the leader epoch, the CRC, the producer id)
+_KEPT = (slice(0, _PLE), slice(_MAGIC, _CRC), slice(_ATTRIBUTES, _PRODUCER_ID), slice(_PRODUCER_ID + 8, None))
+
+
+class Compared(NamedTuple):
+    """What :func:`compare_written` found: the batches compared, the batches past the written end,
+    the SHA-256 of the replica's bytes to the written end, and the first difference (None: none)."""
+    batches: int
+    past: int
+    sha256: str
+    difference: Optional[str]
+
+
+def _batches(storage, files):
+    """``(path, position, raw bytes)`` of each batch of the files in turn (the one batch walk,
+    :class:`kafkarec.log.storage.BatchWalk`); a framing error or a cut-off batch ends it with
+    ``(path, position, None)``."""
+    from kafkarec.log.storage import BatchWalk, iter_pieces
+    for path, size in files:
+        with storage.open(path, size) as f:
+            walk = BatchWalk(iter_pieces(f, prefetch=False), errors="stop")
+            for b in walk:
+                yield path, b.position, bytes(b.raw())
+            if walk.stop_reason not in ("end", None):
+                pos = walk.error.position if walk.error is not None and walk.error.position is not None else -1
+                yield path, pos, None
+                return
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """The first byte of the batch where ``a`` and ``b`` differ outside the rewritten fields, or -1."""
+    for part in _KEPT:
+        x, y = a[part], b[part]
+        if x != y:
+            return (part.start or 0) + next((i for i in range(min(len(x), len(y))) if x[i] != y[i]),
+                                            min(len(x), len(y)))
+    return -1
+
+
+def compare_written(source_storage, source_files, target_storage, target_files, log_end: int, epoch: int,
+                    producer_ids: Dict[int, int], abort_markers: List[Tuple[int, int, int]]) -> Compared:
+    """A replica's segments (``target_files``, ``(path, size)`` in offset order) against the source
+    segments a write kept (``source_files``), batch by batch: every byte the source's but the
+    partition leader epoch (``epoch``), the producer id (``producer_ids[source id]``) and a CRC that
+    is the batch's CRC-32C where the id moved; then the ABORT markers (offset, producer id, epoch),
+    then only batches at or past ``log_end`` (appended since: counted, not compared).  Each file is
+    read once."""
+    import hashlib
+    from kafkarec._core import crc32c, iter_batches
+    digest = hashlib.sha256()
+    src, dst = _batches(source_storage, source_files), _batches(target_storage, target_files)
+    n = 0
+
+    def at(path, pos):
+        return f"{os.path.basename(path) if path else '(no segment)'} byte {pos}"
+
+    def stop(why):
+        return Compared(n, 0, digest.hexdigest(), why)
+    for spath, spos, s in src:
+        tpath, tpos, t = next(dst, (None, None, None))
+        if s is None:
+            return stop(f"the source's {spath} byte {spos}: bytes that are no whole batch")
+        base = _HEADER.unpack_from(s)[0]
+        if t is None:
+            return stop(f"{at(tpath, tpos)}: no batch where the source's batch at offset {base} is")
+        if len(t) != len(s) or t[:8] != s[:8]:
+            return stop(f"{at(tpath, tpos)}: the batch at offset {_PID.unpack_from(t)[0]} ({len(t)} bytes) where "
+                        f"the source has the batch at offset {base} ({len(s)} bytes)")
+        diff = _first_difference(s, t)
+        if diff >= 0:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, its byte {diff} differs from the source's (a "
+                        "byte no rewrite touches)")
+        got = _EPOCH.unpack_from(t, _PLE)[0]
+        if got != epoch:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, partition leader epoch {got}, the "
+                        f"evidence's {epoch}")
+        spid, tpid = _PID.unpack_from(s, _PRODUCER_ID)[0], _PID.unpack_from(t, _PRODUCER_ID)[0]
+        want = producer_ids.get(spid) if spid >= 0 else spid
+        if want is None or tpid != want:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, producer id {tpid} for the source's {spid}, "
+                        f"the evidence's {'none' if want is None else want}")
+        crc = s[_CRC:_ATTRIBUTES] if tpid == spid else _CRC32.pack(crc32c(memoryview(t)[_ATTRIBUTES:]))
+        if t[_CRC:_ATTRIBUTES] != crc:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, its CRC is not the CRC-32C of its bytes")
+        digest.update(t)
+        n += 1
+    for offset, pid, p_epoch in abort_markers:
+        tpath, tpos, t = next(dst, (None, None, None))
+        if t is None:
+            return stop(f"{at(tpath, tpos)}: no ABORT marker at offset {offset}, which the evidence says was "
+                        "appended")
+        b = next(iter_batches(t))
+        rec = b.records() if b.is_control else []
+        if ((b.base_offset, b.producer_id, b.producer_epoch, b.partition_leader_epoch) != (offset, pid, p_epoch, epoch)
+                or not (b.is_transactional and b.crc_valid) or len(rec) != 1 or rec[0].control_type_id != 0):
+            return stop(f"{at(tpath, tpos)}: the batch at offset {b.base_offset} is not the ABORT marker of "
+                        f"producer {pid} epoch {p_epoch} at offset {offset} the evidence names")
+        digest.update(t)
+        n += 1
+    past = 0
+    for tpath, tpos, t in dst:
+        if t is None:
+            break
+        off = _PID.unpack_from(t)[0]
+        if off < log_end:
+            return stop(f"{at(tpath, tpos)}: a batch at offset {off} below the written end {log_end} that the "
+                        "source does not hold")
+        past += 1
+    return Compared(n, past, digest.hexdigest(), None)
+

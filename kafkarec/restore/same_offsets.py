@@ -561,26 +561,6 @@ class SameOffsetsCheck(NamedTuple):
         return not self.problems and self.batches > 0
 
 
-_PLE, _CRC, _PID = slice(12, 16), slice(17, 21), slice(43, 51)
-_KEPT = (slice(0, 12), slice(16, 17), slice(21, 43), slice(51, None))
-
-
-def _walk(storage, paths):
-    """``(path, position, raw bytes)`` of each batch of the files in turn (the one batch walk,
-    :class:`kafkarec.log.storage.BatchWalk`); a framing error or a cut-off batch ends it with a
-    ``(path, position, None)``."""
-    from kafkarec.log.storage import BatchWalk, iter_pieces
-    for path, size in paths:
-        with storage.open(path, size) as f:
-            walk = BatchWalk(iter_pieces(f, prefetch=False), errors="stop")
-            for b in walk:
-                yield path, b.position, bytes(b.raw())
-            if walk.stop_reason not in ("end", None):
-                pos = walk.error.position if walk.error is not None and walk.error.position is not None else -1
-                yield path, pos, None
-                return
-
-
 def _target_files(folder: str) -> List[Tuple[str, int]]:
     from kafkarec.log.names import parse_segment_name
     segs = []
@@ -607,8 +587,6 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOff
     matches), then the evidence's ABORT markers, to the evidence's log end, the bytes' SHA-256 the
     evidence's; the log start the evidence's.  Every difference names its partition, replica,
     segment file and byte."""
-    import hashlib
-    from kafkarec._core import crc32c, iter_batches
     from kafkarec.log import writer
     from kafkarec.log.storage import resolve
     from kafkarec.restore import source
@@ -660,85 +638,16 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOff
             start = max(x for x in (said, first, 0) if x is not None)
             if start != ev.log_start:
                 problems.append(f"{who}: its log start is {start}, the evidence's {ev.log_start}")
-            digest = hashlib.sha256()
-            found = _compare(_walk(p.listing.layout.storage, src_files), _walk(local, files), ev, pids, who,
-                             digest, crc32c, iter_batches)
-            if isinstance(found, str):
-                problems.append(found)
+            found = writer.compare_written(p.listing.layout.storage, src_files, local, files, ev.log_end,
+                                           ev.leader_epoch, pids, [tuple(m) for m in ev.abort_markers])
+            if found.difference is not None:
+                problems.append(f"{who}: {found.difference}")
                 continue
-            batches += found[0]
-            if found[1]:
-                notes.append(f"{who}: {found[1]} batch(es) past the written end {ev.log_end} (appended on the "
+            batches += found.batches
+            if found.past:
+                notes.append(f"{who}: {found.past} batch(es) past the written end {ev.log_end} (appended on the "
                              "target since), not compared")
-            if digest.hexdigest() != ev.sha256:
+            if found.sha256 != ev.sha256:
                 problems.append(f"{who}: the bytes to the written end are not those written (SHA-256 "
-                                f"{digest.hexdigest()}, the evidence's {ev.sha256})")
+                                f"{found.sha256}, the evidence's {ev.sha256})")
     return SameOffsetsCheck(len(doc.partitions), replicas, batches, problems, notes)
-
-
-def _first_difference(a: bytes, b: bytes, parts) -> int:
-    for s in parts:
-        x, y = a[s], b[s]
-        if x != y:
-            return (s.start or 0) + next(i for i in range(min(len(x), len(y)) + 1)
-                                         if i >= min(len(x), len(y)) or x[i] != y[i])
-    return -1
-
-
-def _compare(src, dst, ev, pids, who, digest, crc32c, iter_batches):
-    """One replica against the source, batch by batch: ``(batches compared, batches past the
-    written end)``, or the line of the first difference."""
-    import struct
-    n = 0
-    for spath, spos, s in src:
-        tpath, tpos, t = next(dst, (None, None, None))
-        at = f"{who}: {os.path.basename(tpath or '(no segment)')} byte {tpos}"
-        if s is None:
-            return f"{who}: the source's {spath} byte {spos}: bytes that are no whole batch"
-        base = struct.unpack_from(">q", s)[0]
-        if t is None:
-            return (f"{at}: ends before the source's batch at offset {base}" if tpath is None or tpos is None
-                    else f"{at}: bytes that are no whole batch where the source's batch at offset {base} is")
-        if len(t) != len(s) or t[:8] != s[:8]:
-            return (f"{at}: the batch at offset {struct.unpack_from('>q', t)[0]} ({len(t)} bytes) where the source "
-                    f"has the batch at offset {base} ({len(s)} bytes)")
-        diff = _first_difference(s, t, _KEPT)
-        if diff >= 0:
-            return f"{at}: batch at offset {base}, its byte {diff} differs from the source's (a byte no rewrite touches)"
-        epoch = struct.unpack_from(">i", t, 12)[0]
-        if epoch != ev.leader_epoch:
-            return f"{at}: batch at offset {base}, partition leader epoch {epoch}, the evidence's {ev.leader_epoch}"
-        spid, tpid = struct.unpack_from(">q", s, 43)[0], struct.unpack_from(">q", t, 43)[0]
-        want = pids.get(spid) if spid >= 0 else spid
-        if want is None or tpid != want:
-            return (f"{at}: batch at offset {base}, producer id {tpid} for the source's {spid}, the evidence's "
-                    f"{'none' if want is None else want}")
-        if t[_CRC] != (s[_CRC] if tpid == spid else struct.pack(">I", crc32c(memoryview(t)[21:]))):
-            return f"{at}: batch at offset {base}, its CRC is not the CRC-32C of its bytes"
-        digest.update(t)
-        n += 1
-    for offset, pid, epoch in ev.abort_markers:
-        tpath, tpos, t = next(dst, (None, None, None))
-        at = f"{who}: {os.path.basename(tpath or '(no segment)')} byte {tpos}"
-        if t is None:
-            return f"{at}: no ABORT marker at offset {offset}, which the evidence says was appended"
-        b = next(iter_batches(t))
-        rec = b.records() if b.is_control else []
-        if ((b.base_offset, b.producer_id, b.producer_epoch, b.partition_leader_epoch) != (offset, pid, epoch,
-                                                                                          ev.leader_epoch)
-                or not b.is_control or not b.is_transactional or not b.crc_valid or len(rec) != 1
-                or rec[0].control_type_id != 0):
-            return f"{at}: the batch at offset {b.base_offset} is not the ABORT marker of producer {pid} epoch {epoch} " \
-                   f"at offset {offset} the evidence names"
-        digest.update(t)
-        n += 1
-    past = 0
-    for tpath, tpos, t in dst:
-        if t is None:
-            break
-        off = struct.unpack_from(">q", t)[0]
-        if off < ev.log_end:
-            return (f"{who}: {os.path.basename(tpath)} byte {tpos}: a batch at offset {off} below the written "
-                    f"end {ev.log_end} that the source does not hold")
-        past += 1
-    return n, past
