@@ -352,7 +352,8 @@ def _check_same_offsets(args, doc, source: str, target: str, out: TextIO) -> int
     from kafkarec.errors import LogDirWriteError
     from kafkarec.restore import same_offsets as so
     try:
-        report = so.check(doc, source, target, storage_options=storage_options_from_args(args) or None)
+        report = so.check(doc, source, target, storage_options=storage_options_from_args(args) or None,
+                          tiered_storage=args.tiered_storage)
     except (RestoreError, LogDirWriteError, MalformedBatchError, DecodeError, OSError) as e:
         out.write(f"difference: {e}\n")
         return EXIT_PROBLEMS

@@ -281,10 +281,7 @@ def _fsync_dir(folder: str) -> None:
 def kept_segments(part, log_start: int) -> list:
     """The source segments a write keeps: those holding an offset at or past ``log_start`` (the
     last one always), as Kafka would delete the others."""
-    segs = [s for s in part.segments if not s.remote]
-    if len(segs) != len(part.segments):
-        raise LogDirWriteError(None, f"{part.topic}-{part.partition}: the source's log has tiered segments: only "
-                                     "local segments are written")
+    segs = part.segments        # local and remote (tiered) alike: a remote segment becomes a local one
     return [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
 
 
@@ -339,7 +336,8 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
         out = _Copies(paths, digest)
         try:
             with open_segment(storage, seg) as source:
-                written += _copy_segment(source, seg.size, out, epoch, state, where)
+                # the segment's own size: a plugin's chunked or compressed object says it
+                written += _copy_segment(source, source.size, out, epoch, state, where)
             if state.next_offset is None:
                 state.next_offset = seg.base_offset
             if i + 1 == len(keep):
@@ -433,13 +431,13 @@ class Compared(NamedTuple):
     difference: Optional[str]
 
 
-def _batches(storage, files):
-    """``(path, position, raw bytes)`` of each batch of the files in turn (the one batch walk,
-    :class:`kafkarec.log.storage.BatchWalk`); a framing error or a cut-off batch ends it with
-    ``(path, position, None)``."""
+def _batches(files):
+    """``(path, position, raw bytes)`` of each batch of the files in turn (``(path, opener)``: the
+    one batch walk, :class:`kafkarec.log.storage.BatchWalk`, over what ``opener()`` opens); a framing
+    error or a cut-off batch ends it with ``(path, position, None)``."""
     from kafkarec.log.storage import BatchWalk, iter_pieces
-    for path, size in files:
-        with storage.open(path, size) as f:
+    for path, opener in files:
+        with opener() as f:
             walk = BatchWalk(iter_pieces(f, prefetch=False), errors="stop")
             for b in walk:
                 yield path, b.position, bytes(b.raw())
@@ -459,10 +457,11 @@ def _first_difference(a: bytes, b: bytes) -> int:
     return -1
 
 
-def compare_written(source_storage, source_files, target_storage, target_files, log_end: int, epoch: int,
+def compare_written(source_storage, source_segments, target_storage, target_files, log_end: int, epoch: int,
                     producer_ids: Dict[int, int], abort_markers: List[Tuple[int, int, int]]) -> Compared:
     """A replica's segments (``target_files``, ``(path, size)`` in offset order) against the source
-    segments a write kept (``source_files``), batch by batch: every byte the source's but the
+    segments a write kept (``source_segments``, :func:`kept_segments`: local or remote), batch by
+    batch: every byte the source's but the
     partition leader epoch (``epoch``), the producer id (``producer_ids[source id]``) and a CRC that
     is the batch's CRC-32C where the id moved; then the ABORT markers (offset, producer id, epoch),
     then only batches at or past ``log_end`` (appended since: counted, not compared).  Each file is
@@ -470,7 +469,10 @@ def compare_written(source_storage, source_files, target_storage, target_files, 
     import hashlib
     from kafkarec._core import crc32c, iter_batches
     digest = hashlib.sha256()
-    src, dst = _batches(source_storage, source_files), _batches(target_storage, target_files)
+    from kafkarec.log.layout import open_segment
+    src = _batches([(seg.path, lambda seg=seg: open_segment(source_storage, seg)) for seg in source_segments])
+    dst = _batches([(path, lambda path=path, size=size: target_storage.open(path, size))
+                    for path, size in target_files])
     n = 0
 
     def at(path, pos):

@@ -367,11 +367,6 @@ def write(spec: RestoreSpec, plan=None, on_partition=None) -> List[WrittenPartit
                                                    f"{want} partitions")
         if p.listing is None:
             raise LogDirWriteError(dirs[0].path, "the source plan holds no listing of the source")
-        tiered = [f"{log.topic}-{log.partition}" for log in p.listing.layout.partitions
-                  if any(seg.remote for seg in log.segments)]
-        if tiered:
-            raise LogDirWriteError(dirs[0].path, f"{tiered[0]} has tiered segments at the source: only local "
-                                                 "segments are written")
         journal["state"] = "writing"
         _write_journal(dirs, journal)
         # before any segment: a broker started on a half-written log dir recovers it, never trusts it
@@ -579,7 +574,7 @@ def _log_start_said(log_dir: str, key: Tuple[str, int]) -> Optional[int]:
     return next((o for t, p, o in read_offset_checkpoint(path) if (t, p) == key), None)
 
 
-def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOffsetsCheck:
+def check(doc, source_uri: str, target_dirs, *, storage_options=None, tiered_storage=None) -> SameOffsetsCheck:
     """The evidence ``doc`` (:func:`read_evidence`) proved against the source and the stopped
     target's log dirs, offline: each replica folder the evidence names holds, from the source's
     log start, the source's batches byte for byte but the bytes :data:`REWRITTEN_BYTES` names
@@ -593,7 +588,8 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOff
     spec = RestoreSpec.of(source_uri, None, topics=sorted({p.topic for p in doc.partitions}) or None,
                           rename=sorted({f"{p.topic}={p.target_topic}" for p in doc.partitions
                                          if p.topic != p.target_topic}) or None,
-                          storage_options=storage_options, same_offsets="write", target_log_dir=target_dirs)
+                          storage_options=storage_options, tiered_storage=tiered_storage, same_offsets="write",
+                          target_log_dir=target_dirs)
     dirs = log_dirs(spec)
     notes, problems = [], []
     if doc.source != source_uri:
@@ -629,7 +625,6 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOff
                 continue
             targets.append((d, folder, f"{name} on broker {node} ({d.path})"))
         kept = writer.kept_segments(log, ev.log_start)
-        src_files = [(s.path, s.size) for s in kept]
         for d, folder, who in targets:
             replicas += 1
             said = _log_start_said(d.path, (ev.target_topic, ev.partition))
@@ -638,7 +633,7 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None) -> SameOff
             start = max(x for x in (said, first, 0) if x is not None)
             if start != ev.log_start:
                 problems.append(f"{who}: its log start is {start}, the evidence's {ev.log_start}")
-            found = writer.compare_written(p.listing.layout.storage, src_files, local, files, ev.log_end,
+            found = writer.compare_written(p.listing.layout.storage, kept, local, files, ev.log_end,
                                            ev.leader_epoch, pids, [tuple(m) for m in ev.abort_markers])
             if found.difference is not None:
                 problems.append(f"{who}: {found.difference}")

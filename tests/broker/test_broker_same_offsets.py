@@ -412,3 +412,48 @@ def test_same_offsets_from_an_object_store_copy_and_what_prepare_refuses(so_sour
                                                                        1: source.offsets[1][1]})
         _served_as_the_source(source, dst.bootstrap, TOPIC)
     print(f"object store: {time.monotonic() - t0:.1f} s")
+
+
+def test_same_offsets_from_a_tiered_source_makes_remote_segments_local(tmp_path):
+    """A source broker with Kafka's LocalTieredStorage whose first segments are remote only
+    (``__remote_log_metadata`` says where): restored with ``--tiered-storage``, every offset from 0
+    is a local segment on the target, which serves the source's records at their offsets."""
+    from support.brokers import tiered_topic
+    from support.brokers.kafka_broker import KafkaBroker
+    t0 = time.monotonic()
+    topic = tiered_topic.TOPIC
+    with KafkaBroker(str(tmp_path / "source"), tiered_storage=True) as src:
+        from support.brokers.restore_history import JavaClients
+        java = JavaClients(src)
+        try:
+            java.create(topic, 1, dict(tiered_topic.CONFIG))
+        finally:
+            java.close()
+        tiered_topic.write(src.bootstrap)
+        tiered_topic.wait_tiered(src)
+        records = _records(src.bootstrap, 0, "read_uncommitted", topic)
+        offsets = _offsets(src.bootstrap, 0, topic)
+        src.stop()
+    local = sorted(n for n in os.listdir(src.partition_dir(topic)) if n.endswith(".log"))
+    assert int(local[0][:20]) > 0 and offsets[0] == 0 and records[0][0] == 0
+    with KafkaBroker(str(tmp_path / "target")) as dst:
+        common = [src.log_dir, "--tiered-storage", src.remote_dir, "--topics", topic, "--target-log-dir",
+                  dst.log_dir]
+        r = _cli(*common, "--same-offsets", "prepare", "--target-bootstrap", dst.bootstrap)
+        assert r.returncode == 0, r.stderr
+        dst.stop()
+        r = _cli(*common, "--same-offsets", "write", "--evidence", str(tmp_path / "evidence.json"))
+        assert r.returncode == 0, r.stderr
+        written = sorted(n for n in os.listdir(dst.partition_dir(topic)) if n.endswith(".log"))
+        assert written[0] == f"{0:020d}.log" and set(local) <= set(written) and len(written) > len(local)
+        r = _cli("--check", str(tmp_path / "evidence.json"), src.log_dir, dst.log_dir, "--tiered-storage",
+                 src.remote_dir)
+        assert r.returncode == 0 and r.stdout.rstrip().endswith(" 0 difference(s)"), r.stdout + r.stderr
+        log_start = os.path.getsize(dst.server_log)
+        dst.start()
+        r = _cli(*common, "--same-offsets", "groups", "--target-bootstrap", dst.bootstrap, "--no-groups")
+        assert r.returncode == 0, r.stderr + r.stdout
+        _no_lost_records(_log_from(dst.server_log, log_start), topic, {0: offsets[1]})
+        assert _records(dst.bootstrap, 0, "read_uncommitted", topic) == records
+        assert _offsets(dst.bootstrap, 0, topic) == offsets
+    print(f"tiered source: {time.monotonic() - t0:.1f} s")
