@@ -99,11 +99,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        help="write the restore's evidence to FILE, one JSON document: per partition the source and "
                             "target ranges, the records restored and their SHA-256 content digest (taken as they are "
                             "read), the offset map's digest, the records left out by rule, and the groups' and share "
-                            "groups' positions on both sides")
+                            "groups' positions on both sides (with --same-offsets write: per partition the bytes "
+                            "rewritten, the replicas written and the SHA-256 of what was written)")
     proof.add_argument("--check", nargs=3, metavar=("EVIDENCE", "SOURCE", "TARGET"),
                        help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
-                            "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
-                            "or when no record was compared")
+                            "log dir, read offline, or its bootstrap servers; for --same-offsets write's evidence, "
+                            "the stopped target's log dirs, comma-separated), a line per difference; exit 1 on any, "
+                            "or when no record or batch was compared")
     from kafkarec.restore.schemas import STRATEGIES
     ids = p.add_argument_group("schema ids across registries (docs/restore.md)")
     ids.add_argument("--source-registry", metavar="SOURCE",
