@@ -29,7 +29,7 @@ again (a partition holding records is refused only while the state is ``prepared
 ends in the same folders.  Everything a step refuses is refused before it writes anything.
 
 :func:`evidence` says per partition which bytes the write rewrote (:data:`REWRITTEN_BYTES`) and
-the SHA-256 of what it wrote; :func:`check` proves it offline against the stopped target's log dirs
+the SHA-256 of the written batches' headers; :func:`check` proves it offline against the stopped target's log dirs
 and the source, naming the partition, replica, file and byte of any difference.
 """
 from __future__ import annotations
@@ -500,7 +500,7 @@ class SameOffsetsEvidence(msgspec.Struct, forbid_unknown_fields=True):
 def evidence(spec: RestoreSpec) -> dict:
     """The evidence of a finished write: per partition its range, the fields rewritten (the leader
     epoch, each producer id moved, the ABORT markers appended), the replicas written and the
-    SHA-256 of the bytes written into each."""
+    SHA-256 of the headers of the batches written into each."""
     journal = _journal(log_dirs(spec))
     if journal["state"] != "written":
         raise LogDirWriteError(spec.target_log_dirs[0], "the write step has not ended here: no evidence yet")
@@ -579,7 +579,7 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None, tiered_sto
     target's log dirs, offline: each replica folder the evidence names holds, from the source's
     log start, the source's batches byte for byte but the bytes :data:`REWRITTEN_BYTES` names
     (each equal to the evidence's value: the leader epoch, the producer id it maps, a CRC that
-    matches), then the evidence's ABORT markers, to the evidence's log end, the bytes' SHA-256 the
+    matches), then the evidence's ABORT markers, to the evidence's log end, the headers' SHA-256 the
     evidence's; the log start the evidence's.  Every difference names its partition, replica,
     segment file and byte."""
     from kafkarec.log import writer
@@ -643,6 +643,6 @@ def check(doc, source_uri: str, target_dirs, *, storage_options=None, tiered_sto
                 notes.append(f"{who}: {found.past} batch(es) past the written end {ev.log_end} (appended on the "
                              "target since), not compared")
             if found.sha256 != ev.sha256:
-                problems.append(f"{who}: the bytes to the written end are not those written (SHA-256 "
+                problems.append(f"{who}: the batches to the written end are not those written (their headers' SHA-256 "
                                 f"{found.sha256}, the evidence's {ev.sha256})")
     return SameOffsetsCheck(len(doc.partitions), replicas, batches, problems, notes)
