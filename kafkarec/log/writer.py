@@ -304,8 +304,6 @@ class _Copies:
 
     def close(self) -> None:
         for f in self.files:
-            f.flush()
-            os.fsync(f.fileno())
             f.close()
 
 
@@ -375,6 +373,14 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
             path = os.path.join(folder, name)
             if path not in temps:
                 os.unlink(path)
+    # every file made durable before any is renamed into place, the fsyncs after all the writes: the
+    # kernel writes back the replicas' pages together instead of one file's at a time
+    for temp in temps:
+        fd = os.open(temp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     for temp in temps:
         os.replace(temp, temp[:-len(TEMP_SUFFIX)])
     for folder in folders:
