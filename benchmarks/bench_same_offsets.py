@@ -1,13 +1,15 @@
 """``restore --same-offsets write``'s segment writer against ``cp`` of the same bytes.
 
-    PYTHONPATH=. python benchmarks/bench_same_offsets.py WORKDIR [MB] [BATCH_KB]
+    PYTHONPATH=. python benchmarks/bench_same_offsets.py WORKDIR [MB] [BATCH_KB] [REPLICAS]
 
 A partition of MB megabytes (default 256) in 64 MiB segments of one idempotent producer's batches of
 BATCH_KB KiB (default 16, the Java producer's batch.size): every batch has its producer id moved and
 its CRC recomputed, the most the writer does to a batch.  Timed once each, after a ``sync`` and a
 settle of SAME_OFFSETS_SETTLE_S seconds (5), the bytes in the page cache for both (a first ``cp`` warms it): ``cp`` of the segment files, then ``cp`` and ``sync`` of
 them, then :func:`kafkarec.log.writer.write_partition` (which fsyncs each segment it writes).
-Prints one JSON line: MB/s of each and the writer's ratio to both.
+With REPLICAS (default 1) the writer writes every replica folder of the partition at once (replication
+factor 3: 3), and ``cp`` copies the files into as many folders.  Prints one JSON line: MB/s of each (of
+the source's bytes) and the writer's ratio to both.
 """
 import json
 import os
@@ -49,6 +51,7 @@ def main() -> None:
     work = sys.argv[1]
     mb = int(sys.argv[2]) if len(sys.argv) > 2 else 256
     batch_kb = int(sys.argv[3]) if len(sys.argv) > 3 else 16
+    replicas = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     shutil.rmtree(work, ignore_errors=True)
     src_root = os.path.join(work, "source")
     folder = make_partition(src_root, mb, batch_kb)
@@ -63,11 +66,14 @@ def main() -> None:
 
     def cp(dest: str, sync: bool) -> float:
         settle()
-        os.makedirs(dest)
+        dests = [os.path.join(dest, str(i)) for i in range(replicas)]
+        for d in dests:
+            os.makedirs(d)
         t = time.perf_counter()
-        subprocess.run(["cp", *logs, dest], check=True)
+        for d in dests:
+            subprocess.run(["cp", *logs, d], check=True)
         if sync:
-            subprocess.run(["sync", "-f", dest], check=True)
+            subprocess.run(["sync", "-f", dests[0]], check=True)
         return time.perf_counter() - t
     cp(os.path.join(work, "warm"), False)
     t_cp = cp(os.path.join(work, "cp"), False)
@@ -77,15 +83,16 @@ def main() -> None:
     from kafkarec.log.writer import write_partition
     layout, _ = scan_history(src_root)
     part = layout.partitions[0]
-    target = os.path.join(work, "target", "bench-0")
-    os.makedirs(target)
+    targets = [os.path.join(work, "target", str(i), "bench-0") for i in range(replicas)]
+    for target in targets:
+        os.makedirs(target)
     settle()
     t = time.perf_counter()
-    written = write_partition(layout.storage, part, target, 0)
+    written = write_partition(layout.storage, part, targets, 0)
     t_write = time.perf_counter() - t
     assert written.bytes == size
     rate = lambda s: round(size / s / 1e6, 1)
-    print(json.dumps({"bytes": size, "batch_bytes": size // written.batches, "segments": written.segments,
+    print(json.dumps({"bytes": size, "replicas": replicas, "batch_bytes": size // written.batches, "segments": written.segments,
                       "cp_MBps": rate(t_cp), "cp_sync_MBps": rate(t_cp_sync), "write_MBps": rate(t_write),
                       "write_vs_cp": round(t_cp / t_write, 2), "write_vs_cp_sync": round(t_cp_sync / t_write, 2)}))
     shutil.rmtree(work, ignore_errors=True)

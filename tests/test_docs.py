@@ -37,6 +37,12 @@ NOT_RUN = {
     ("docs/restore.md", "# 1. the target running"):
         "needs a target broker stopped and started between the steps: "
         "tests/broker/test_broker_same_offsets.py runs the three steps the same way",
+    ("docs/restore.md", 'DIRS="--target-log-dir /k1/data'):
+        "needs three target brokers stopped all at once and started between the steps: "
+        "tests/broker/test_broker_same_offsets.py runs the three steps the same way on the session's 3-node cluster",
+    ("docs/restore.md", "kafkarec restore --check so.json SOURCE DIR1"):
+        "needs a written target's log dirs: tests/broker/test_broker_same_offsets.py and "
+        "tests/restore/test_restore_same_offsets.py run --check as written",
     ("docs/restore.md", "so-events-0 -> so-events-0"):
         "the write step's line: tests/broker/test_broker_same_offsets.py checks its fields",
     ("README.md", "bash scripts/main.sh"):

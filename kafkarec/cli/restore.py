@@ -99,11 +99,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        help="write the restore's evidence to FILE, one JSON document: per partition the source and "
                             "target ranges, the records restored and their SHA-256 content digest (taken as they are "
                             "read), the offset map's digest, the records left out by rule, and the groups' and share "
-                            "groups' positions on both sides")
+                            "groups' positions on both sides (with --same-offsets write: per partition the bytes "
+                            "rewritten, the replicas written and the SHA-256 of what was written)")
     proof.add_argument("--check", nargs=3, metavar=("EVIDENCE", "SOURCE", "TARGET"),
                        help="instead of a restore: EVIDENCE recomputed from SOURCE and TARGET (the target broker's "
-                            "log dir, read offline, or its bootstrap servers), a line per difference; exit 1 on any, "
-                            "or when no record was compared")
+                            "log dir, read offline, or its bootstrap servers; for --same-offsets write's evidence, "
+                            "the stopped target's log dirs, comma-separated), a line per difference; exit 1 on any, "
+                            "or when no record or batch was compared")
     from kafkarec.restore.schemas import STRATEGIES
     ids = p.add_argument_group("schema ids across registries (docs/restore.md)")
     ids.add_argument("--source-registry", metavar="SOURCE",
@@ -114,7 +116,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help=f"the subject-naming strategy that says which fields are framed: {', '.join(STRATEGIES)} "
                           "(default topic)")
     same = p.add_argument_group("same offsets (docs/restore.md#same-offsets): the source's log written into a "
-                                "fresh one-broker target's log dir, every offset kept")
+                                "fresh target's log dirs (every replica), every offset kept")
     from kafkarec.restore.spec import SAME_OFFSETS_STEPS
     same.add_argument("--same-offsets", metavar="STEP", choices=SAME_OFFSETS_STEPS,
                       help="prepare (the target running: topics created as the source's, refused when one holds "
@@ -123,8 +125,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                            "epoch and producer ids, open transactions aborted), groups (the target started "
                            "again: each partition checked to serve what was written, the groups' positions set "
                            "as they were)")
-    same.add_argument("--target-log-dir", metavar="DIR",
-                      help="with --same-offsets: the target broker's log dir (its log.dirs, one)")
+    same.add_argument("--target-log-dir", metavar="DIR", action="append",
+                      help="with --same-offsets: a target broker's log dir (its log.dirs); given once for each "
+                           "log dir of each broker (or comma-separated): every replica is written")
     dry = p.add_argument_group("dry run")
     dry.add_argument("--dry-run", action="store_true",
                      help="read every selected segment as the restore would and print per partition what would "
@@ -167,6 +170,9 @@ def spec_from_args(args):
         if given:
             raise UsageError(f"--same-offsets with {', '.join(given)}: a copy of the log at its offsets has no "
                              "offset map, no dry run and no share groups' states")
+        if args.evidence and args.same_offsets != "write":
+            raise UsageError(f"--same-offsets {args.same_offsets} with --evidence: the write step gives the evidence "
+                             "of what it wrote")
         if args.same_offsets == "write" and (args.groups_csv or args.no_groups or args.groups_as_of):
             raise UsageError("--same-offsets write sets no group: the groups step does, with the target running")
     properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
@@ -176,7 +182,7 @@ def spec_from_args(args):
                           storage_options=storage_options_from_args(args) or None,
                           tiered_storage=args.tiered_storage, timeout=args.timeout, groups_as_of=args.groups_as_of,
                           share_groups_acknowledge=args.share_groups_acknowledge, bootstrap=args.bootstrap,
-                          digest=bool(args.evidence), source_registry=args.source_registry,
+                          digest=bool(args.evidence) and not args.same_offsets, source_registry=args.source_registry,
                           target_registry=args.target_registry, subject_strategy=args.subject_strategy or "topic",
                           same_offsets=args.same_offsets, target_log_dir=args.target_log_dir)
 
@@ -273,13 +279,19 @@ def _same_offsets(spec, args, out: TextIO, err: TextIO) -> int:
             if done.created_topics:
                 err.write(f"created topic(s) {', '.join(done.created_topics)}\n")
             out.write(f"prepared {len(done.partitions)} partition(s) of cluster {done.cluster_id} in "
-                      f"{spec.target_log_dir}\n")
-            err.write("next: stop the target broker cleanly, then run --same-offsets write\n")
+                      f"{', '.join(spec.target_log_dirs)}\n")
+            err.write("next: stop every target broker cleanly (all at once), then run --same-offsets write\n")
         elif spec.same_offsets == "write":
             def written(w) -> None:
                 out.write(w.line() + "\n")
                 out.flush()
             so.write(spec, on_partition=written)
+            if args.evidence:
+                import json
+                from kafkarec._boot.files import atomic_write
+                atomic_write(args.evidence, (json.dumps(so.evidence(spec), indent=1, sort_keys=True) + "\n").encode(),
+                             mode=0o644)
+                err.write(f"evidence written to {args.evidence}\n")
             err.write("next: start the target broker (it recovers the written logs, rebuilding their indexes and "
                       "producer state), then run --same-offsets groups\n")
         else:
@@ -319,6 +331,9 @@ def _check(args, out: TextIO) -> int:
     if given:
         raise UsageError(f"--check with {', '.join(given)}: the evidence says what the restore did")
     path, source, target = args.check
+    from kafkarec.restore import same_offsets as so
+    if so.is_evidence(path):
+        return _check_same_offsets(args, so.read_evidence(path), source, target, out)
     doc = evidence.read(path)
     properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
     try:
@@ -330,6 +345,22 @@ def _check(args, out: TextIO) -> int:
         return EXIT_PROBLEMS
     _write_report(out, report, "difference", f"checked: {report.records} records, {report.groups} group positions, "
                   f"{report.shares} share group positions, {len(report.problems)} difference(s)")
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _check_same_offsets(args, doc, source: str, target: str, out: TextIO) -> int:
+    """``--check`` of a restore at the same offsets: TARGET the stopped target's log dirs (comma-separated)."""
+    from kafkarec.cli.selection_args import storage_options_from_args
+    from kafkarec.errors import LogDirWriteError
+    from kafkarec.restore import same_offsets as so
+    try:
+        report = so.check(doc, source, target, storage_options=storage_options_from_args(args) or None,
+                          tiered_storage=args.tiered_storage)
+    except (RestoreError, LogDirWriteError, MalformedBatchError, DecodeError, OSError) as e:
+        out.write(f"difference: {e}\n")
+        return EXIT_PROBLEMS
+    _write_report(out, report, "difference", f"checked: {report.partitions} partition(s), {report.replicas} "
+                  f"replica(s), {report.batches} batches, {len(report.problems)} difference(s)")
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 

@@ -11,9 +11,15 @@ What Kafka trusts and what it rebuilds decides what is written:
 * no clean-shutdown marker (``.kafka_cleanshutdown``, :data:`CLEAN_SHUTDOWN_FILE`): with it and no
   producer snapshot Kafka skips rebuilding the producer state (an open transaction's records are
   then served as committed); without it every log is recovered from its recovery point;
-* the target's ``partition.metadata`` (its topic id: another one marks the folder stray) and its
-  ``leader-epoch-checkpoint`` kept;
-* every batch's partition leader epoch set to the target replica's latest epoch (the field is
+* every replica of the partition (replication factor 3: a folder on each broker holding one) gets
+  the same bytes: after the restart the controller elects a leader among the replicas, and a
+  follower whose log differs from the leader's is truncated to it ("Truncating ... below high
+  watermark"): a copy in one replica only is lost when an empty one is elected;
+* the target's ``partition.metadata`` (its topic id: another one marks the folder stray) kept, and
+  the ``leader-epoch-checkpoint`` of the replica with the latest epoch (the leader's: a follower
+  of an empty partition has none) written to every replica, so that followers and leader agree on
+  where each epoch ends and none truncates;
+* every batch's partition leader epoch set to the target replicas' latest epoch (the field is
   outside the CRC): an epoch above the target's makes a consumer that committed its position with
   it unable to resume (its OffsetsForLeaderEpoch finds no such epoch), and one below the first epoch
   the replica knows reads as a truncation;
@@ -38,16 +44,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import struct
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from kafkarec.errors import LogDirWriteError
 from kafkarec.log import names
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LOCK_FILE", "META_PROPERTIES", "PRODUCER_ID_BASE", "TEMP_SUFFIX",
            "PartitionWritten", "broker_lock", "meta_properties", "latest_leader_epoch", "target_producer_id",
-           "partition_holds_data", "write_partition", "update_checkpoints", "remove_clean_shutdown"]
+           "partition_holds_data", "kept_segments", "write_partition", "Compared", "compare_written", "update_checkpoints", "remove_clean_shutdown"]
 
 #: the file a running broker holds an exclusive lock on (``LogManager.lockLogDirs``, Java's
 #: ``FileChannel.tryLock``: a POSIX record lock, the kind ``fcntl.lockf`` takes)
@@ -157,6 +164,12 @@ class PartitionWritten(NamedTuple):
     leader_epoch: int
     producer_ids: Dict[int, int]
     abort_markers: List[Tuple[int, int, int]]
+    #: the replica folders written, each with the same bytes
+    copies: int
+    #: SHA-256 of the headers (the first 61 bytes, the CRC-32C of the rest among them) of the
+    #: batches written into each replica, in offset order: hashing the headers alone costs a few
+    #: bytes a batch, where hashing every byte slowed the writer by a third
+    sha256: str
 
 
 class _State:
@@ -169,6 +182,8 @@ class _State:
         self.coordinator_epoch = 0
         self.pids: Dict[int, int] = {}
         self.batches = 0
+        #: SHA-256 of every written batch's header (:func:`header_digest`)
+        self.digest = hashlib.sha256()
 
 
 def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, origin: int) -> None:
@@ -205,6 +220,7 @@ def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, or
         state.max_timestamp = max(state.max_timestamp, max_ts)
         state.next_offset = base + last_delta + 1
         state.batches += 1
+        state.digest.update(mv[pos:pos + _HEADER_SIZE])
         pos += size
 
 
@@ -252,7 +268,9 @@ def _abort_markers(state: _State, epoch: int) -> Tuple[bytes, List[Tuple[int, in
         # the source's last time, not the restore's: time lookups on the target answer as the source's
         b.append_control(ControlRecordType.ABORT, {"coordinatorEpoch": state.coordinator_epoch},
                          timestamp=max(state.max_timestamp, 0))
-        out += b.build()
+        built = b.build()
+        state.digest.update(built[:_HEADER_SIZE])
+        out += built
         markers.append((state.next_offset, pid, p_epoch))
         state.next_offset += 1
     state.open.clear()
@@ -267,60 +285,108 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def write_partition(storage, part, folder: str, log_start: int) -> PartitionWritten:
+def kept_segments(part, log_start: int) -> list:
+    """The source segments a write keeps: those holding an offset at or past ``log_start`` (the
+    last one always), as Kafka would delete the others."""
+    segs = part.segments        # local and remote (tiered) alike: a remote segment becomes a local one
+    return [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
+
+
+class _Copies:
+    """One segment written into every replica folder at once: the same bytes to each temporary file."""
+
+    def __init__(self, paths: List[str]) -> None:
+        self.files = [open(p, "wb") for p in paths]
+
+    def write(self, data) -> None:
+        for f in self.files:
+            f.write(data)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+
+def write_partition(storage, part, folders: Sequence[str], log_start: int) -> PartitionWritten:
     """``part``'s log (a :class:`kafkarec.log.layout.PartitionLog` listed in ``storage``) written into
-    the target replica's ``folder`` from ``log_start`` on, at the source's offsets (see the module
-    docstring): the folder's segments and side files replaced, its ``partition.metadata`` and
-    ``leader-epoch-checkpoint`` kept.  Every segment is written under :data:`TEMP_SUFFIX` before
-    any is renamed into place, so a write killed midway leaves the folder's files as they were or
-    files Kafka deletes; written again, it gives the same folder."""
+    every replica folder of the target partition (``folders``: one per broker holding a replica)
+    from ``log_start`` on, at the source's offsets (see the module docstring), the same bytes in
+    each: the folders' segments and side files replaced, each ``partition.metadata`` kept, and the
+    ``leader-epoch-checkpoint`` of the replica with the latest epoch in all.  Every segment is
+    written under :data:`TEMP_SUFFIX` before any is renamed into place, so a write killed midway
+    leaves the folders' files as they were or files Kafka deletes; written again, it gives the same
+    folders.  The source is read once, whatever the number of replicas."""
     from kafkarec.log.layout import open_segment
-    epoch = latest_leader_epoch(folder)
-    segs = [s for s in part.segments if not s.remote]
-    if len(segs) != len(part.segments):
-        raise LogDirWriteError(folder, "the source's log has tiered segments: only local segments are written")
-    # segments wholly below the log start are left behind, as Kafka would delete them
-    keep = [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
-    for stale in _segment_files(folder):
-        if stale.endswith(TEMP_SUFFIX):
-            os.unlink(os.path.join(folder, stale))
+    if isinstance(folders, str):
+        folders = [folders]
+    epochs = [latest_leader_epoch(f) for f in folders]
+    epoch = max(epochs)
+    keep = kept_segments(part, log_start)
+    for folder in folders:
+        for stale in _segment_files(folder):
+            if stale.endswith(TEMP_SUFFIX):
+                os.unlink(os.path.join(folder, stale))
     state = _State()
     written = 0
-    temps = []
+    temps: List[str] = []
+    markers: List[Tuple[int, int, int]] = []
     for i, seg in enumerate(keep):
-        temp = os.path.join(folder, names.file_name(seg.base_offset, names.LOG_SUFFIX) + TEMP_SUFFIX)
+        name = names.file_name(seg.base_offset, names.LOG_SUFFIX) + TEMP_SUFFIX
+        paths = [os.path.join(folder, name) for folder in folders]
         where = f"{part.topic}-{part.partition} {os.path.basename(seg.path)}"
-        with open(temp, "wb") as out:
+        out = _Copies(paths)
+        try:
             with open_segment(storage, seg) as source:
-                written += _copy_segment(source, seg.size, out, epoch, state, where)
+                # the segment's own size: a plugin's chunked or compressed object says it
+                written += _copy_segment(source, source.size, out, epoch, state, where)
             if state.next_offset is None:
                 state.next_offset = seg.base_offset
             if i + 1 == len(keep):
                 extra, markers = _abort_markers(state, epoch)
                 out.write(extra)
                 written += len(extra)
-            out.flush()
-            os.fsync(out.fileno())
-        temps.append(temp)
+        finally:
+            out.close()
+        temps += paths
     if not keep:
         # no segment at or past the log start: the log is empty from there, one empty segment as
         # Kafka rolls one
-        temp = os.path.join(folder, names.file_name(log_start, names.LOG_SUFFIX) + TEMP_SUFFIX)
-        open(temp, "wb").close()
-        temps.append(temp)
-        markers = []
+        for folder in folders:
+            temp = os.path.join(folder, names.file_name(log_start, names.LOG_SUFFIX) + TEMP_SUFFIX)
+            open(temp, "wb").close()
+            temps.append(temp)
     if state.next_offset is None:
         state.next_offset = log_start
+    # the leader's epochs in every replica (written whole and renamed, as Kafka writes the file)
+    checkpoint = os.path.join(folders[epochs.index(epoch)], names.LEADER_EPOCH_CHECKPOINT)
+    if os.path.exists(checkpoint):
+        from kafkarec._boot.files import atomic_write
+        with open(checkpoint, "rb") as fh:
+            text = fh.read()
+        for folder in folders:
+            path = os.path.join(folder, names.LEADER_EPOCH_CHECKPOINT)
+            if path != checkpoint:
+                atomic_write(path, text, mode=0o644)
     # the target's own segments and side files go; its topic id and leader epochs stay
-    for name in _segment_files(folder):
-        path = os.path.join(folder, name)
-        if path not in temps:
-            os.unlink(path)
+    for folder in folders:
+        for name in _segment_files(folder):
+            path = os.path.join(folder, name)
+            if path not in temps:
+                os.unlink(path)
+    # every file made durable before any is renamed into place, the fsyncs after all the writes: the
+    # kernel writes back the replicas' pages together instead of one file's at a time
+    for temp in temps:
+        fd = os.open(temp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     for temp in temps:
         os.replace(temp, temp[:-len(TEMP_SUFFIX)])
-    _fsync_dir(folder)
-    return PartitionWritten(log_start, max(state.next_offset, log_start), len(temps), written, state.batches, epoch,
-                            dict(state.pids), markers)
+    for folder in folders:
+        _fsync_dir(folder)
+    return PartitionWritten(log_start, max(state.next_offset, log_start), len(keep) or 1, written, state.batches,
+                            epoch, dict(state.pids), markers, len(folders), state.digest.hexdigest())
 
 
 def update_checkpoints(log_dir: str, written: Dict[Tuple[str, int], PartitionWritten]) -> None:
@@ -357,3 +423,121 @@ def remove_clean_shutdown(log_dir: str) -> bool:
         return False
     _fsync_dir(log_dir)
     return True
+
+
+# --- the check of a write: the source's batches against a replica's -----------------------------------
+
+#: the bytes of a v2 batch a write never changes (all but the leader epoch, the CRC, the producer id)
+_KEPT = (slice(0, _PLE), slice(_MAGIC, _CRC), slice(_ATTRIBUTES, _PRODUCER_ID), slice(_PRODUCER_ID + 8, None))
+
+
+class Compared(NamedTuple):
+    """What :func:`compare_written` found: the batches compared, the batches past the written end,
+    the SHA-256 of the replica's bytes to the written end, and the first difference (None: none)."""
+    batches: int
+    past: int
+    sha256: str
+    difference: Optional[str]
+
+
+def _batches(files):
+    """``(path, position, raw bytes)`` of each batch of the files in turn (``(path, opener)``: the
+    one batch walk, :class:`kafkarec.log.storage.BatchWalk`, over what ``opener()`` opens); a framing
+    error or a cut-off batch ends it with ``(path, position, None)``."""
+    from kafkarec.log.storage import BatchWalk, iter_pieces
+    for path, opener in files:
+        with opener() as f:
+            walk = BatchWalk(iter_pieces(f, prefetch=False), errors="stop")
+            for b in walk:
+                yield path, b.position, bytes(b.raw())
+            if walk.stop_reason not in ("end", None):
+                pos = walk.error.position if walk.error is not None and walk.error.position is not None else -1
+                yield path, pos, None
+                return
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """The first byte of the batch where ``a`` and ``b`` differ outside the rewritten fields, or -1."""
+    for part in _KEPT:
+        x, y = a[part], b[part]
+        if x != y:
+            return (part.start or 0) + next((i for i in range(min(len(x), len(y))) if x[i] != y[i]),
+                                            min(len(x), len(y)))
+    return -1
+
+
+def compare_written(source_storage, source_segments, target_storage, target_files, log_end: int, epoch: int,
+                    producer_ids: Dict[int, int], abort_markers: List[Tuple[int, int, int]]) -> Compared:
+    """A replica's segments (``target_files``, ``(path, size)`` in offset order) against the source
+    segments a write kept (``source_segments``, :func:`kept_segments`: local or remote), batch by
+    batch: every byte the source's but the
+    partition leader epoch (``epoch``), the producer id (``producer_ids[source id]``) and a CRC that
+    is the batch's CRC-32C where the id moved; then the ABORT markers (offset, producer id, epoch),
+    then only batches at or past ``log_end`` (appended since: counted, not compared).  Each file is
+    read once."""
+    import hashlib
+    from kafkarec._core import crc32c, iter_batches
+    digest = hashlib.sha256()
+    from kafkarec.log.layout import open_segment
+    src = _batches([(seg.path, lambda seg=seg: open_segment(source_storage, seg)) for seg in source_segments])
+    dst = _batches([(path, lambda path=path, size=size: target_storage.open(path, size))
+                    for path, size in target_files])
+    n = 0
+
+    def at(path, pos):
+        return f"{os.path.basename(path) if path else '(no segment)'} byte {pos}"
+
+    def stop(why):
+        return Compared(n, 0, digest.hexdigest(), why)
+    for spath, spos, s in src:
+        tpath, tpos, t = next(dst, (None, None, None))
+        if s is None:
+            return stop(f"the source's {spath} byte {spos}: bytes that are no whole batch")
+        base = _HEADER.unpack_from(s)[0]
+        if t is None:
+            return stop(f"{at(tpath, tpos)}: no batch where the source's batch at offset {base} is")
+        if len(t) != len(s) or t[:8] != s[:8]:
+            return stop(f"{at(tpath, tpos)}: the batch at offset {_PID.unpack_from(t)[0]} ({len(t)} bytes) where "
+                        f"the source has the batch at offset {base} ({len(s)} bytes)")
+        diff = _first_difference(s, t)
+        if diff >= 0:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, its byte {diff} differs from the source's (a "
+                        "byte no rewrite touches)")
+        got = _EPOCH.unpack_from(t, _PLE)[0]
+        if got != epoch:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, partition leader epoch {got}, the "
+                        f"evidence's {epoch}")
+        spid, tpid = _PID.unpack_from(s, _PRODUCER_ID)[0], _PID.unpack_from(t, _PRODUCER_ID)[0]
+        want = producer_ids.get(spid) if spid >= 0 else spid
+        if want is None or tpid != want:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, producer id {tpid} for the source's {spid}, "
+                        f"the evidence's {'none' if want is None else want}")
+        crc = s[_CRC:_ATTRIBUTES] if tpid == spid else _CRC32.pack(crc32c(memoryview(t)[_ATTRIBUTES:]))
+        if t[_CRC:_ATTRIBUTES] != crc:
+            return stop(f"{at(tpath, tpos)}: batch at offset {base}, its CRC is not the CRC-32C of its bytes")
+        digest.update(t[:_HEADER_SIZE])
+        n += 1
+    for offset, pid, p_epoch in abort_markers:
+        tpath, tpos, t = next(dst, (None, None, None))
+        if t is None:
+            return stop(f"{at(tpath, tpos)}: no ABORT marker at offset {offset}, which the evidence says was "
+                        "appended")
+        b = next(iter_batches(t))
+        rec = b.records() if b.is_control else []
+        if ((b.base_offset, b.producer_id, b.producer_epoch, b.partition_leader_epoch) != (offset, pid, p_epoch, epoch)
+                or not (b.is_transactional and b.crc_valid) or len(rec) != 1 or rec[0].control_type_id != 0):
+            return stop(f"{at(tpath, tpos)}: the batch at offset {b.base_offset} is not the ABORT marker of "
+                        f"producer {pid} epoch {p_epoch} at offset {offset} the evidence names")
+        digest.update(t[:_HEADER_SIZE])
+        n += 1
+    past = 0
+    for tpath, tpos, t in dst:
+        if t is None:
+            break
+        off = _PID.unpack_from(t)[0]
+        if off < log_end:
+            return stop(f"{at(tpath, tpos)}: a batch at offset {off} below the written end {log_end} that the "
+                        "source does not hold")
+        past += 1
+    return Compared(n, past, digest.hexdigest(), None)
+

@@ -3,9 +3,10 @@ Python functions make one the same way, :meth:`RestoreSpec.of`; every refusal is
 :class:`kafkarec.errors.UsageError`)."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from kafkarec.errors import SelectionError, UsageError
 
@@ -86,9 +87,10 @@ class RestoreSpec:
     target_registry: Optional[str] = None
     subject_strategy: str = "topic"
     #: a restore at the source's offsets (:mod:`kafkarec.restore.same_offsets`): its step,
-    #: one of :data:`SAME_OFFSETS_STEPS` (None: the produced restore), and the target broker's log dir
+    #: one of :data:`SAME_OFFSETS_STEPS` (None: the produced restore), and the target brokers' log
+    #: dirs (every log dir of every broker: each replica is written)
     same_offsets: Optional[str] = None
-    target_log_dir: Optional[str] = None
+    target_log_dirs: Tuple[str, ...] = ()
 
     @classmethod
     def of(cls, source: str, target: Optional[str], *, topics: Union[str, Iterable[str], None] = None,
@@ -99,7 +101,7 @@ class RestoreSpec:
            share_groups_acknowledge: bool = False, bootstrap: Optional[str] = None,
            digest: bool = False, source_registry: Optional[str] = None, target_registry: Optional[str] = None,
            subject_strategy: str = "topic", same_offsets: Optional[str] = None,
-           target_log_dir: Optional[str] = None) -> "RestoreSpec":
+           target_log_dir: Union[str, Sequence[str], None] = None) -> "RestoreSpec":
         """The spec of these options, checked (the one place they are read): ``topics`` a list or
         ``"a,b"``; ``rename`` a mapping or ``["a=b", ...]``; ``end_time`` and ``groups_as_of`` ms or
         ISO 8601; ``target`` None for a dry run that reads no target."""
@@ -157,7 +159,7 @@ class RestoreSpec:
                    as_of, bool(share_groups_acknowledge), None if bootstrap is None else str(bootstrap).strip(),
                    bool(digest), None if source_registry is None else str(source_registry),
                    None if target_registry is None else str(target_registry), strategy, step,
-                   None if target_log_dir is None else str(target_log_dir))
+                   _log_dirs(target_log_dir))
 
     def target_topic(self, topic: str) -> str:
         """The target topic a source topic is restored into."""
@@ -185,6 +187,23 @@ class RestoreSpec:
         return conf
 
 
+def _log_dirs(value) -> Tuple[str, ...]:
+    """``--target-log-dir``'s folders: one, several given apart or comma-separated, each once."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+    out: List[str] = []
+    for item in items:
+        for part in str(os.fspath(item)).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if os.path.abspath(part) in {os.path.abspath(o) for o in out}:
+                raise UsageError(f"--target-log-dir {part}: given twice")
+            out.append(part)
+    return tuple(out)
+
+
 def _same_offsets(step, target, log_dir, *, end_time, digest, registry, bootstrap) -> Optional[str]:
     """``--same-offsets STEP``'s checks: the step is known, it has the log dir and the target it
     needs, and nothing is asked that a copy of the log at its offsets does not do."""
@@ -195,7 +214,7 @@ def _same_offsets(step, target, log_dir, *, end_time, digest, registry, bootstra
     step = str(step).strip().lower()
     if step not in SAME_OFFSETS_STEPS:
         raise UsageError(f"--same-offsets {step!r}: one of {', '.join(SAME_OFFSETS_STEPS)}")
-    if log_dir is None or not str(log_dir).strip():
+    if not _log_dirs(log_dir):
         raise UsageError("--same-offsets needs --target-log-dir: the target broker's log dir (its log.dirs)")
     if step != "write" and target is None:
         raise UsageError(f"--same-offsets {step} needs --target-bootstrap: the target broker is running then")

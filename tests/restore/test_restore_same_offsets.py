@@ -4,6 +4,7 @@ created (what ``prepare`` leaves), then read back.  The broker's own view of the
 tests/broker/test_broker_same_offsets.py's."""
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -23,6 +24,7 @@ from support.logs.log_start import write_log_start_checkpoint
 TOPIC_ID = bytes(range(16))
 CLUSTER = "Xy7DsbXaQsO1ETyyJTH3Aw"
 TARGET_EPOCH = 3
+DIRECTORY = "r9DxxVAdMw9xy5pfn7MrsA"
 
 
 def _source(root):
@@ -54,7 +56,7 @@ def _target(root, source, partitions=2):
     its checkpoints, the clean-shutdown marker and the journal."""
     os.makedirs(root)
     with open(os.path.join(root, "meta.properties"), "w") as fh:
-        fh.write(f"#\nnode.id=1\ndirectory.id=r9DxxVAdMw9xy5pfn7MrsA\nversion=1\ncluster.id={CLUSTER}\n")
+        fh.write(f"#\nnode.id=1\ndirectory.id={DIRECTORY}\nversion=1\ncluster.id={CLUSTER}\n")
     with open(os.path.join(root, ".kafka_cleanshutdown"), "w") as fh:
         fh.write('{"version":0,"brokerEpoch":12}')
     for i in range(partitions):
@@ -70,8 +72,9 @@ def _target(root, source, partitions=2):
         with open(os.path.join(root, name), "w") as fh:
             fh.write("0\n1\n__consumer_offsets 0 5\n")
     with open(os.path.join(root, so.JOURNAL), "w") as fh:
-        json.dump({"version": 1, "state": "prepared", "cluster_id": CLUSTER, "source": source,
-                   "partitions": [["t", i] for i in range(partitions)]}, fh)
+        json.dump({"version": 2, "state": "prepared", "cluster_id": CLUSTER, "source": source,
+                   "log_dirs": [[1, DIRECTORY]], "partitions": [["t", i] for i in range(partitions)],
+                   "replicas": {f"t-{i}": [[1, DIRECTORY]] for i in range(partitions)}}, fh)
     return root
 
 
@@ -198,7 +201,7 @@ def test_refused_while_a_broker_holds_the_log_dir(dirs):
     ("other-cluster", "prepared was cluster"),
     ("no-journal", "run --same-offsets prepare first"),
     ("holds-data", "t-1 holds records"),
-    ("more-partitions", "t has 3 partition folder"),
+    ("more-partitions", "t has a partition folder t-2, the source 2 partitions"),
 ])
 def test_refused_before_anything_is_written(dirs, damage, reason):
     src, dst = dirs
@@ -239,3 +242,145 @@ def test_the_command_line_refuses_what_a_copy_at_the_same_offsets_does_not_do(di
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("t-0 -> t-0 [0, ") and "partition leader epoch -> 3" in r.stdout
     assert "next: start the target broker" in r.stderr
+
+
+DIRECTORIES = {1: "r9DxxVAdMw9xy5pfn7MrsA", 2: "oXy536di30pTBHbJeQYuBg", 3: "bJC_dJW-Al5lx5VPsyRTHA"}
+
+
+def _replicated(root, source, partitions=2):
+    """Three brokers' log dirs after prepare, replication factor 3: node 2 led the partitions (its
+    leader-epoch-checkpoint says epoch 5), the followers' checkpoints are empty, as a fresh topic
+    leaves them."""
+    out = []
+    for node, directory in DIRECTORIES.items():
+        d = os.path.join(root, f"node{node}")
+        _target(d, source, partitions)
+        with open(os.path.join(d, "meta.properties"), "w") as fh:
+            fh.write(f"node.id={node}\ndirectory.id={directory}\nversion=1\ncluster.id={CLUSTER}\n")
+        for i in range(partitions):
+            with open(os.path.join(d, f"t-{i}", "leader-epoch-checkpoint"), "w") as fh:
+                fh.write("0\n1\n5 0\n" if node == 2 else "0\n0\n")
+        out.append(d)
+    pairs = [[n, i] for n, i in DIRECTORIES.items()]
+    for d in out:
+        with open(os.path.join(d, so.JOURNAL)) as fh:
+            j = json.load(fh)
+        j.update(log_dirs=pairs, replicas={f"t-{i}": pairs for i in range(partitions)})
+        with open(os.path.join(d, so.JOURNAL), "w") as fh:
+            json.dump(j, fh)
+    return out
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "kafkarec", "restore", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_every_replica_gets_the_same_bytes_and_the_check_names_a_tampered_byte(tmp_path):
+    src = _source(str(tmp_path / "source"))
+    dsts = _replicated(str(tmp_path / "target"), src)
+    given = ",".join(dsts)
+    # a log dir left out is refused before anything is written
+    before = [_files(d) for d in dsts]
+    with pytest.raises(LogDirWriteError, match="the log dirs given are not those prepared"):
+        so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dsts[:2]))
+    assert [_files(d) for d in dsts] == before
+    r = _cli(src, "--same-offsets", "write", "--target-log-dir", given, "--evidence", str(tmp_path / "ev.json"))
+    assert r.returncode == 0, r.stderr
+    assert "in 3 replica(s)" in r.stdout and "partition leader epoch -> 5" in r.stdout
+    for part in ("t-0", "t-1"):
+        copies = [{n: b for n, b in _files(os.path.join(d, part)).items()} for d in dsts]
+        assert copies[0] == copies[1] == copies[2]
+        assert copies[0]["leader-epoch-checkpoint"] == b"0\n1\n5 0\n"
+    for d in dsts:
+        assert open(os.path.join(d, "log-start-offset-checkpoint")).read().endswith("t 0 0\nt 1 4\n")
+        assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    doc = json.load(open(tmp_path / "ev.json"))
+    p0 = next(p for p in doc["partitions"] if p["partition"] == 0)
+    assert p0["leader_epoch"] == 5 and p0["producer_ids"] == {str(i): i + PRODUCER_ID_BASE for i in (0, 1, 2)}
+    assert p0["replicas"] == [[n, i] for n, i in DIRECTORIES.items()] and len(p0["abort_markers"]) == 1
+    assert set(doc["rewritten_bytes"]) == {"partition_leader_epoch", "producer_id", "crc", "abort_markers"}
+
+    r = _cli("--check", str(tmp_path / "ev.json"), src, given)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1].startswith("checked: 2 partition(s), 6 replica(s), ") \
+        and r.stdout.splitlines()[-1].endswith(" 0 difference(s)")
+
+    # one byte of a record's value on broker 3, then a producer id on broker 1: each named
+    seg = sorted(n for n in os.listdir(os.path.join(dsts[2], "t-0")) if n.endswith(".log"))[1]
+    path = os.path.join(dsts[2], "t-0", seg)
+    data = bytearray(open(path, "rb").read())
+    data[-3] ^= 0xFF
+    open(path, "wb").write(data)
+    path1 = os.path.join(dsts[0], "t-1", "0" * 20 + ".log")
+    data1 = bytearray(open(path1, "rb").read())
+    struct.pack_into(">i", data1, 12, 4)
+    open(path1, "wb").write(data1)
+    r = _cli("--check", str(tmp_path / "ev.json"), src, given)
+    assert r.returncode == 1
+    diffs = [ln for ln in r.stdout.splitlines() if ln.startswith("difference: ")]
+    assert len(diffs) == 2, r.stdout
+    m = re.fullmatch(rf"difference: t-0 on broker 3 \({re.escape(dsts[2])}\): {seg} byte (\d+): batch at offset "
+                     r"\d+, its byte (\d+) differs from the source's \(a byte no rewrite touches\)", diffs[0])
+    assert m and int(m.group(1)) + int(m.group(2)) == len(data) - 3, diffs[0]
+    assert diffs[1].startswith(f"difference: t-1 on broker 1 ({dsts[0]}): {'0' * 20}.log byte 0: batch at offset 0, "
+                               "partition leader epoch 4, the evidence's 5")
+
+
+def test_a_write_into_three_replicas_killed_midway_then_run_again_ends_as_one_run(tmp_path):
+    src = _source(str(tmp_path / "source"))
+    once = _replicated(str(tmp_path / "once"), src)
+    so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=once))
+    dsts = _replicated(str(tmp_path / "target"), src)
+
+    def kill(point, settle):
+        if point == "partition-written":
+            raise _Killed()
+    previous = steps.set_step_hook(kill)
+    try:
+        with pytest.raises(_Killed):
+            so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dsts))
+    finally:
+        steps.set_step_hook(previous)
+    assert {so.read_journal(d)["state"] for d in dsts} == {"writing"}
+    # one journal left behind as a kill between the journals' writes leaves it
+    with open(os.path.join(dsts[2], so.JOURNAL)) as fh:
+        j = json.load(fh)
+    with open(os.path.join(dsts[2], so.JOURNAL), "w") as fh:
+        json.dump(dict(j, state="prepared"), fh)
+    so.write(RestoreSpec.of(src, None, same_offsets="write", target_log_dir=dsts))
+    assert [_files(d) for d in dsts] == [_files(d) for d in once]
+
+
+@pytest.mark.parametrize("variant", ["plain", "both"])
+def test_a_tiered_source_becomes_local_segments(tmp_path, variant):
+    """A tiered-storage plugin's objects as the source (tests/data/tiered/aiven: chunked, and
+    compressed and encrypted in ``both``): each remote segment is written as a local ``.log`` at its
+    offsets; the written log dir reads back the original records, and --check proves it against the
+    objects."""
+    from kafkarec.log import layout, storage
+    from support.brokers.readers import planned_rows
+    from support.logs.aiven_objects import DATA, originals
+    src = os.path.join(DATA, variant, "objects")
+    config = os.path.join(DATA, variant, "rsm.properties")
+    dst = _target(str(tmp_path / "target"), src, partitions=1)
+    os.rename(os.path.join(dst, "t-0"), os.path.join(dst, "clicks-0"))
+    shutil.copytree(os.path.join(dst, "clicks-0"), os.path.join(dst, "txn-0"))
+    with open(os.path.join(dst, so.JOURNAL)) as fh:
+        j = json.load(fh)
+    j.update(partitions=[["clicks", 0], ["txn", 0]],
+             replicas={"clicks-0": [[1, DIRECTORY]], "txn-0": [[1, DIRECTORY]]})
+    with open(os.path.join(dst, so.JOURNAL), "w") as fh:
+        json.dump(j, fh)
+    r = _cli(src, "--storage-option", f"tieredStorageConfig={config}", "--same-offsets", "write",
+             "--target-log-dir", dst, "--evidence", str(tmp_path / "ev.json"))
+    assert r.returncode == 0, r.stderr
+    assert sorted(n for n in os.listdir(os.path.join(dst, "clicks-0")) if n.endswith(".log")) == \
+        [f"{b:020d}.log" for b in (0, 285, 600)]
+    st, root = storage.resolve(dst)
+    rows = planned_rows(st, None, lay=layout.scan(st, root))
+    assert rows["clicks"] == originals("clicks-0")
+    # txn's records as they were, the ABORT markers appended (if any) past them, never read as records
+    assert rows["txn"] == originals("txn-0")
+    r = _cli("--check", str(tmp_path / "ev.json"), src, dst, "--storage-option", f"tieredStorageConfig={config}")
+    assert r.returncode == 0 and r.stdout.rstrip().endswith(" 0 difference(s)"), r.stdout + r.stderr

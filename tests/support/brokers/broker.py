@@ -17,6 +17,9 @@ Registered for every test folder (root tests/conftest.py's ``pytest_plugins``): 
   the target cluster of ``kafkarec restore``'s tests, whose source is ``kafka_broker``.
 * ``restore_history`` -- :class:`restore_history.History`: the restore tests' source history,
   written through ``kafka_broker``.
+* ``kafka_cluster`` -- a :class:`kafka_cluster.KafkaCluster`: three KRaft nodes, node 3 with two
+  log dirs (JBOD), replication factor 3; started on first use, stopped all at once at the session's
+  end (a 3-node cluster is the costliest thing the tests start: one a session, shared).
 * ``broker_spark`` -- the output folder of the one Spark application (:mod:`spark_app`), which
   restores ``restore_history`` into ``restore_target_broker`` over Spark too; skips where Spark is
   not there.
@@ -89,3 +92,14 @@ def restore_target_broker(tmp_path_factory):
         yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory):
+    from support.brokers.kafka_cluster import KafkaCluster
+    cluster = KafkaCluster(str(tmp_path_factory.mktemp("kafka-cluster")), jbod={3: 2})
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()

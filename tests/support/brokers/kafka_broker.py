@@ -275,6 +275,8 @@ class KafkaBroker:
         if self.remote_dir is not None:
             self.config.update(tiered_storage_config(self.remote_dir))
         self.config.update(overrides or {})
+        #: every log dir (``log.dirs``: one, or several under JBOD); ``log_dir`` is the first
+        self.log_dirs = self.config["log.dirs"].split(",")
         self.proc: Optional[subprocess.Popen] = None
         self._formatted = False
 
@@ -295,7 +297,8 @@ class KafkaBroker:
     # --- lifecycle -------------------------------------------------------------------
 
     def _write_files(self) -> None:
-        os.makedirs(self.log_dir, exist_ok=True)
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
         with open(self.properties_file, "w") as fh:
             for key, value in self.config.items():
                 fh.write(f"{key}={value}\n")
@@ -322,6 +325,18 @@ class KafkaBroker:
         """Start (formatting the storage the first time) and wait until the broker answers."""
         if self.running:
             return self
+        log_start = self.launch()
+        try:
+            self._wait_ready(log_start)
+        except BaseException:
+            self._kill()
+            raise
+        return self
+
+    def launch(self) -> int:
+        """Start the JVM (formatting the storage the first time) without waiting for it; returns
+        where this start's lines begin in server.log (for :meth:`_wait_ready`).  A node of a
+        several-voter quorum (:class:`kafka_cluster.KafkaCluster`) answers only once its peers run."""
         if not self._formatted:
             self.format()
         try:
@@ -338,12 +353,7 @@ class KafkaBroker:
         finally:
             stdout.close()
         _LIVE.add(self)
-        try:
-            self._wait_ready(log_start)
-        except BaseException:
-            self._kill()
-            raise
-        return self
+        return log_start
 
     def _wait_ready(self, log_start: int) -> None:
         """Until the broker logs (in server.log past ``log_start``) that it started (it has
