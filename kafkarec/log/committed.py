@@ -19,7 +19,9 @@ on a local file it seeks from header to header, reading a batch's 61 header byte
 transactional batch whole (a data batch whose CRC fails opens no transaction, and only its
 bytes tell; a control batch's marker is its record) as a legacy message or any batch the
 header alone does not frame; on an object store it reads the segments whole in large
-requests (a request per header would cost more than the bytes it saves).
+requests (a request per header would cost more than the bytes it saves) and keeps them for the
+read that follows (:class:`kafkarec.log.storage.HeldSegments`), so that on an object store too
+each byte is read once.
 """
 from __future__ import annotations
 
@@ -122,6 +124,11 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
                 if headers and isinstance(f, RangeFile) and storage_of(storage, seg).is_local:
                     yield from _segment_headers(f, seg.path, seg.end_offset, ends)
                 else:
+                    if isinstance(f, RangeFile):
+                        # an object store's segment, read whole in one request: kept for the
+                        # command's read, which then requests none of it again (within the
+                        # storage's budget: kafkarec.log.storage.HeldSegments)
+                        f.hold()
                     yield from _segment_batches(f, seg.path, seg.end_offset, ends)
             else:
                 yield from _checked_batches(f, seg.path, seg.end_offset, options)

@@ -57,7 +57,8 @@ __all__ = [
     "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
     "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "process_walk_bytes", "count_listing",
-    "process_listings", "HEADER_WALK_BYTES",
+    "process_listings", "HEADER_WALK_BYTES", "HeldSegments", "HOLD_BYTES_ENV", "DEFAULT_HOLD_BYTES",
+    "process_opens", "process_held_bytes",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -194,10 +195,73 @@ class FileEntry(NamedTuple):
     mtime_ns: Optional[int] = None
 
 
+#: the bytes of segments a walk of an object store read whole that its storage keeps for the read
+#: that follows (:class:`HeldSegments`); the environment variable of that name overrides it (0: none)
+HOLD_BYTES_ENV = "KAFKAREC_HOLD_BYTES"
+DEFAULT_HOLD_BYTES = 256 << 20
+
+
+def _hold_budget() -> int:
+    text = os.environ.get(HOLD_BYTES_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_HOLD_BYTES
+    try:
+        n = int(text)
+    except ValueError:
+        raise StorageError(f"{HOLD_BYTES_ENV} must be a whole number of bytes, not {text!r}") from None
+    if n < 0:
+        raise StorageError(f"{HOLD_BYTES_ENV} must be >= 0, not {n}")
+    return n
+
+
+class HeldSegments:
+    """Segments of an object store that a walk of batch headers read whole, kept for the read
+    that follows it in this process, so that the read does not request them again (issue 79:
+    each byte read once).  On an object store the transaction rule's walk reads a segment whole
+    (a request per batch header would cost more than the bytes it saves), and the command's read
+    then wants the same bytes; kept here, the read's :class:`RangeFile` serves them from memory.
+    Bounded by ``budget`` bytes (:data:`HOLD_BYTES_ENV`): a segment that does not fit is not
+    kept, and the read requests it as before.  Keyed by path and the listing's size (an object
+    of another size is another object).  Never pickled: a worker process reads for itself."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._held: dict = {}
+        self._lock = threading.Lock()
+
+    def room(self, size: int) -> bool:
+        """Whether a segment of ``size`` bytes would be kept."""
+        return 0 < size <= self.budget - self.used
+
+    def put(self, path: str, data: memoryview) -> bool:
+        """Keep ``data`` (a segment's whole bytes); False when it does not fit."""
+        with self._lock:
+            old = self._held.pop(path, None)      # (another size: the object grew, say)
+            if old is not None:
+                self.used -= len(old)
+            if not self.room(len(data)):
+                return False
+            self._held[path] = data
+            self.used += len(data)
+            return True
+
+    def get(self, path: str, size: Optional[int]) -> Optional[memoryview]:
+        data = self._held.get(path)
+        return data if data is not None and (size is None or len(data) == size) else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self.used = 0
+
+
 class Storage:
     """A file system and how to name its files as URIs again; ``tiered``: what the
     tiered-storage plugin that wrote its objects was configured with (its key ring), when the
-    user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`)."""
+    user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`).  ``held``:
+    the segments a walk of an object store read whole, kept for the read (:class:`HeldSegments`;
+    None on a local disk, where a walk reads headers only)."""
 
     def __init__(self, fs, prefix: str = "", tiered: Any = None, tiered_source: Any = None):
         self.fs = fs
@@ -205,6 +269,7 @@ class Storage:
         self.is_local = prefix == "" and _is_local_fs(fs)
         self.tiered = tiered
         self.tiered_source = tiered_source    # (config, metadata location, options) until loaded
+        self.held: Optional[HeldSegments] = None if self.is_local else HeldSegments(_hold_budget())
 
     def uri(self, path: str) -> str:
         return self.prefix + path
@@ -590,6 +655,27 @@ def process_bytes_read() -> ReadStats:
     return _process_read
 
 
+# Opens of files for ranged reads (RangeFile's: on an object store pyarrow's request for the
+# object's metadata, a HEAD), and the bytes served from segments a walk held
+# (:class:`HeldSegments`) instead of read again: with the listings and the reads' requests, every
+# request a command makes of an object store.
+_process_opens = ReadStats()
+_process_held = ReadStats()
+
+
+def process_opens() -> ReadStats:
+    """This process's opens of files for ranged reads (``.requests``; ``.by_path``: how many of
+    each): on an object store each is one request for the object's metadata (a HEAD), before the
+    first ranged GET (:func:`process_bytes_read`'s ``.requests``)."""
+    return _process_opens
+
+
+def process_held_bytes() -> ReadStats:
+    """The bytes this process's reads took from segments a walk read whole and held
+    (:class:`HeldSegments`): read once, by the walk, and not requested again."""
+    return _process_held
+
+
 def process_walk_bytes() -> ReadStats:
     """The share of :func:`process_bytes_read` that walks of batch headers read (``count_read(...,
     walk=True)``): the transaction rule's walk, the local reader's walk for its cuts."""
@@ -623,13 +709,34 @@ class RangeFile:
         self.storage = storage
         self.path = path
         self._f: Any = None
+        # a segment a walk read whole and its storage kept: served from memory, no request
+        self._held = storage.held.get(path, size) if storage.held is not None else None
         if size is None:
-            size = int(self._open().size())
+            size = len(self._held) if self._held is not None else int(self._open().size())
         self.size: int = size
+
+    def hold(self) -> bool:
+        """Read the whole file in one request and keep it on its storage for later opens of
+        it (:class:`HeldSegments`), when it fits the storage's budget; what is read from here
+        on is served from those bytes.  False (nothing read) when it does not fit, the storage
+        keeps nothing (a local disk), or the file is held already."""
+        held = self.storage.held
+        if self._held is not None or held is None or not held.room(self.size):
+            return self._held is not None
+        pa = require("pyarrow")
+        buf = memoryview(pa.allocate_buffer(self.size)).cast("B")
+        got = self.read_into(0, buf)
+        data = buf[:got]
+        if got == self.size:
+            held.put(self.path, data)
+        self._held = data
+        return True
 
     def _open(self) -> Any:
         with storage_errors(self.uri):
             self._f = self.storage.fs.open_input_file(self.path)
+        # (pyarrow asks an object store for the object's metadata here: a HEAD request)
+        _process_opens.add(1, self.path)
         return self._f
 
     @property
@@ -640,6 +747,8 @@ class RangeFile:
         """Up to ``nbytes`` bytes at ``position`` (fewer at the end of the file); one request."""
         if nbytes <= 0 or position >= self.size:
             return b""
+        if self._held is not None:
+            return bytes(self._from_held(position, nbytes))
         if self._f is None:
             self._open()
         nbytes = min(nbytes, self.size - position)
@@ -652,9 +761,13 @@ class RangeFile:
     def read_into(self, position: int, buf) -> int:
         """Read bytes at ``position`` straight into the writable buffer ``buf`` (no copy);
         returns how many (fewer only at the end of the file)."""
+        mv = memoryview(buf).cast("B")
+        if self._held is not None:
+            got = self._from_held(position, len(mv))
+            mv[:len(got)] = got
+            return len(got)
         if self._f is None:
             self._open()
-        mv = memoryview(buf).cast("B")
         want = min(len(mv), max(0, self.size - position))
         done = 0
         with storage_errors(self.uri):
@@ -669,6 +782,8 @@ class RangeFile:
 
     def read_buffer(self, position: int, nbytes: int):
         """Up to ``nbytes`` at ``position`` as the file system's own buffer (pyarrow.Buffer)."""
+        if self._held is not None:
+            return require("pyarrow").py_buffer(self._from_held(position, nbytes))
         if self._f is None:
             self._open()
         nbytes = max(0, min(nbytes, self.size - position))
@@ -677,6 +792,13 @@ class RangeFile:
             buf = self._f.read_buffer(nbytes)
         count_read(buf.size, self.path, walk=self.walk)
         return buf
+
+    def _from_held(self, position: int, nbytes: int) -> memoryview:
+        # bytes read once already (by the walk that held them): counted apart, not as read again
+        got = self._held[max(0, position):max(0, position) + max(0, nbytes)]
+        if len(got):
+            _process_held.add(len(got), self.path)
+        return got
 
     def close(self) -> None:
         if self._f is not None:
