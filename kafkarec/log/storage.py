@@ -523,8 +523,9 @@ def _glob_regex(pattern: str):
 
 
 def list_files(storage: Storage, path: str) -> List[FileEntry]:
-    """Every file under ``path`` (or ``path`` itself if it is a file), one listing request
-    (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
+    """Every file under ``path`` (or ``path`` itself if it is a file): on an object store one
+    recursive listing, its pages the only requests (a ``path`` that is one object: the listing's
+    one empty page, then the object's metadata).  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
     for any depth) lists the folder before its first wildcard once and keeps the matches
     and the files under matching folders."""
     count_listing(storage.uri(path))
@@ -558,6 +559,16 @@ def _list_files(storage: Storage, path: str) -> List[FileEntry]:
                 raise StorageError(f"{storage.uri(path)}: no such bucket", storage.uri(path))
             raise FileNotFoundError(f"no file matches {storage.uri(path)}")
         return sorted(out, key=lambda e: e.path)
+    if not storage.is_local:
+        # An object store: the folder's listing first, its pages the only requests (asking what
+        # ``path`` is first costs a HEAD and a LIST more); only an empty listing asks whether
+        # ``path`` is one object, or nothing.
+        out = [FileEntry(i.path, i.size, i.mtime_ns)
+               for i in fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+               if i.type == pafs.FileType.File]
+        if out:
+            out.sort(key=lambda e: e.path)
+            return out
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         if _no_such_bucket(storage, path):
