@@ -805,9 +805,10 @@ class RangeFile:
         return buf
 
     def _from_held(self, position: int, nbytes: int) -> memoryview:
-        # bytes read once already (by the walk that held them): counted apart, not as read again
+        # bytes read once already (by the walk that held them): a read's counted apart, not as
+        # read again (the holding walk's own pass over them is no read of the command's)
         got = self._held[max(0, position):max(0, position) + max(0, nbytes)]
-        if len(got):
+        if len(got) and not self.walk:
             _process_held.add(len(got), self.path)
         return got
 
