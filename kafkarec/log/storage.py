@@ -222,7 +222,8 @@ class HeldSegments:
     then wants the same bytes; kept here, the read's :class:`RangeFile` serves them from memory.
     Bounded by ``budget`` bytes (:data:`HOLD_BYTES_ENV`): a segment that does not fit is not
     kept, and the read requests it as before.  Keyed by path and the listing's size (an object
-    of another size is another object).  Never pickled: a worker process reads for itself."""
+    of another size is another object).  Never pickled: a worker process reads for itself, and
+    a storage pickled for workers lets its held segments go (:meth:`release`)."""
 
     def __init__(self, budget: int):
         self.budget = budget
@@ -250,10 +251,12 @@ class HeldSegments:
         data = self._held.get(path)
         return data if data is not None and (size is None or len(data) == size) else None
 
-    def clear(self) -> None:
+    def release(self) -> None:
+        """Drop every segment kept, and keep none from here on (the reads are elsewhere)."""
         with self._lock:
             self._held.clear()
             self.used = 0
+            self.budget = 0
 
 
 class Storage:
@@ -286,7 +289,11 @@ class Storage:
             return f.read_at(0, f.size)
 
     def __getstate__(self):
-        # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.
+        # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.  A storage sent
+        # to workers is read there: what this process held for its own read is let go, and it holds
+        # nothing more (a Spark driver's walks for read_committed keep no segment bytes).
+        if self.held is not None:
+            self.held.release()
         return {"fs": self.fs, "prefix": self.prefix, "tiered": self.tiered,
                 "tiered_source": self.tiered_source}
 

@@ -183,3 +183,19 @@ def _segments(root: str):
         for f in files:
             if f.endswith(".log"):
                 yield os.path.join(d, f)
+
+
+def test_a_storage_sent_to_workers_lets_its_held_segments_go(server, logs, env):
+    """A driver that walks (read_committed planning) and pickles its storage for workers keeps no
+    segment bytes: the workers read for themselves."""
+    import pickle
+
+    from kafkarec.scan import LogScan
+    uri, root, keys = logs[5]
+    walks = list(LogScan(uri).partition_walks())
+    assert [w.facts().covered for w in walks] == [26] * 5
+    storage = walks[0].storage
+    assert storage.held.used == log_bytes(root)
+    copy = pickle.loads(pickle.dumps(storage))
+    assert storage.held.used == 0 and not storage.held.room(1)
+    assert copy.held.used == 0 and copy.held.room(1)
