@@ -736,18 +736,20 @@ class RangeFile:
     def hold(self) -> bool:
         """Read the whole file in one request and keep it on its storage for later opens of
         it (:class:`HeldSegments`), when it fits the storage's budget; what is read from here
-        on is served from those bytes.  False (nothing read) when it does not fit, the storage
-        keeps nothing (a local disk), or the file is held already."""
+        on is served from those bytes.  False when it does not fit or the storage keeps nothing
+        (a local disk): nothing read; or when the object is shorter than its listed size."""
         held = self.storage.held
         if self._held is not None or held is None or not held.room(self.size):
             return self._held is not None
         pa = require("pyarrow")
         buf = memoryview(pa.allocate_buffer(self.size)).cast("B")
         got = self.read_into(0, buf)
-        data = buf[:got]
-        if got == self.size:
-            held.put(self.path, data)
-        self._held = data
+        if got != self.size:
+            # fewer bytes than the listing's size (the object changed since): not kept; the walk
+            # reads on as it would without a hold, and meets what the object holds now
+            return False
+        held.put(self.path, buf)
+        self._held = buf
         return True
 
     def _open(self) -> Any:
@@ -908,11 +910,18 @@ class _ReadAhead:
         self.chunk = chunk_size
         self._pool = None
         self._next = None
+        # (a RangeFile: a plugin's SegmentObject holds nothing)
+        self._held = getattr(f, "_held", None) is not None
+        if self._held:
+            # a held segment: its chunks are views of the held bytes (no request, no copy)
+            prefetch = False
         if prefetch and chunk_size >= 64 << 10 and end - start > chunk_size:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkarec-read")
 
     def _read(self, pos: int, n: int):
+        if self._held:
+            return self.f._from_held(pos, n)
         pa = require("pyarrow")
         buf = memoryview(pa.allocate_buffer(n)).cast("B")
         got = self.f.read_into(pos, buf)
