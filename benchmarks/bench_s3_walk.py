@@ -1,9 +1,11 @@
 """How the transaction rule's walk should read an object store (issue 79), measured on SeaweedFS:
 a dry-run restore of a log with transactions, compaction holes and several segments a partition
-(tests/support/logs/plan_counts.py), its walk made three ways, alternating, in one run:
+(tests/support/logs/plan_counts.py), its walk made four ways, alternating, in one run:
 
 * ``held`` (what kafkarec does): each segment read whole in one request and held for the read
-  (:class:`kafkarec.log.storage.HeldSegments`);
+  (:class:`kafkarec.log.storage.HeldSegments`), a partition's segments several at once
+  (:data:`kafkarec.log.committed.HOLD_THREADS`);
+* ``held, one at a time``: the same, a segment after another (``HOLD_THREADS = 1``);
 * ``ranged headers``: the walk a local file gets, a ranged GET per batch header (61 bytes) and per
   transactional batch, the segment not held (the walk is shown the storage as local);
 * ``whole, not held``: each segment read whole and not held (``KAFKAREC_HOLD_BYTES=0``): the read
@@ -27,9 +29,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
+MODES = ("held", "held, one at a time", "ranged headers", "whole, not held")
+
+
 class _AsLocal:
     """The storage as the walk's test of "a local file" sees it: local, so it seeks header to header."""
     is_local = True
+    held = None
 
     def __init__(self, storage):
         self.storage = storage
@@ -43,7 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args(argv)
     from kafkarec.log import committed, storage
-    real = committed.storage_of
+    real, threads = committed.storage_of, committed.HOLD_THREADS
     root = tempfile.mkdtemp(prefix="kafkarec-bench-s3-walk-")
     rows = []
     try:
@@ -54,9 +60,10 @@ def main(argv=None) -> int:
             os.environ.update(server.env())
             argv_ = ["restore", "s3://bench-s3-walk", "--dry-run", "--no-groups"]
             cli(*argv_)()                       # warm-up: imports, first connections
-            for mode in ("held", "ranged headers", "whole, not held") * args.runs:
+            for mode in MODES * args.runs:
                 committed.storage_of = (lambda st, seg: _AsLocal(st)) if mode == "ranged headers" else real
-                if mode == "held":
+                committed.HOLD_THREADS = 1 if mode == "held, one at a time" else threads
+                if mode in ("held", "held, one at a time"):
                     os.environ.pop("KAFKAREC_HOLD_BYTES", None)
                 else:
                     os.environ["KAFKAREC_HOLD_BYTES"] = "0"
@@ -71,13 +78,13 @@ def main(argv=None) -> int:
                 print(f"{mode:<16} {seconds:6.2f} s  GET {rows[-1][2]}  read {read / size:.3f}x  (exit {code})",
                       flush=True)
     finally:
-        committed.storage_of = real
+        committed.storage_of, committed.HOLD_THREADS = real, threads
         os.environ.pop("KAFKAREC_HOLD_BYTES", None)
         shutil.rmtree(root, ignore_errors=True)
     print()
     print("| the walk on S3 | seconds (best) | GET requests | .log bytes read / .log bytes |")
     print("|---|---:|---:|---:|")
-    for mode in ("held", "ranged headers", "whole, not held"):
+    for mode in MODES:
         mine = [r for r in rows if r[0] == mode]
         print(f"| {mode} | {min(r[1] for r in mine):.2f} | {mine[0][2]:,} | {mine[0][3]:.3f} |")
     return 0 if all(r[4] == 0 for r in rows) else 1

@@ -116,6 +116,8 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
     ``{segment path: the last offset of its last whole batch (None: none)}`` for each segment
     walked to its end (no framing error, no later copy's cut): the log end a resolver would
     read again (:meth:`kafkarec.log.selection.Resolver.last_offset`)."""
+    if options is None:
+        _hold_ahead(storage, part)
     for seg in part.segments:
         with open_segment(storage, seg) as f:
             if options is None:
@@ -132,6 +134,30 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
                     yield from _segment_batches(f, seg.path, seg.end_offset, ends)
             else:
                 yield from _checked_batches(f, seg.path, seg.end_offset, options)
+
+
+#: segments of one partition an object store's walk reads at once (a request's latency, not its
+#: bytes, is what a walk of small segments waits on)
+HOLD_THREADS = 8
+
+
+def _hold_ahead(storage: Storage, part: PartitionLog) -> None:
+    """Read the partition's object-store segments whole, several at once, and hold them
+    (:meth:`kafkarec.log.storage.RangeFile.hold`, within the storage's budget) before the walk
+    takes them in offset order: the walk then waits on one round of requests, not one a segment."""
+    segs = [seg for seg in part.segments if seg.rsm is None and seg.manifest is None
+            and storage_of(storage, seg).held is not None]
+    if len(segs) < 2 or HOLD_THREADS < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def hold(seg) -> None:
+        with storage_of(storage, seg).open(seg.path, seg.size) as f:
+            f.walk = True
+            f.hold()
+    with ThreadPoolExecutor(min(HOLD_THREADS, len(segs)), thread_name_prefix="kafkarec-hold") as pool:
+        for _ in pool.map(hold, segs):
+            pass
 
 
 def partition_records(storage: Storage, part: PartitionLog, options, *, start=None, snapshot=None) -> Iterator:

@@ -229,23 +229,44 @@ class HeldSegments:
         self.budget = budget
         self.used = 0
         self._held: dict = {}
+        self._reserved: dict = {}
         self._lock = threading.Lock()
 
     def room(self, size: int) -> bool:
         """Whether a segment of ``size`` bytes would be kept."""
         return 0 < size <= self.budget - self.used
 
-    def put(self, path: str, data: memoryview) -> bool:
-        """Keep ``data`` (a segment's whole bytes); False when it does not fit."""
+    def reserve(self, path: str, size: int) -> bool:
+        """Set ``size`` bytes of the budget aside for ``path`` while it is read (walks of several
+        segments at once never overrun the budget); False when they do not fit, or ``path`` is
+        held at that size or being read already.  :meth:`put` or :meth:`unreserve` follows."""
         with self._lock:
-            old = self._held.pop(path, None)      # (another size: the object grew, say)
-            if old is not None:
-                self.used -= len(old)
-            if not self.room(len(data)):
+            old = self._held.get(path)
+            if (old is not None and len(old) == size) or path in self._reserved:
                 return False
-            self._held[path] = data
-            self.used += len(data)
+            if old is not None:                 # another size: the object grew, say
+                del self._held[path]
+                self.used -= len(old)
+            if not self.room(size):
+                return False
+            self._reserved[path] = size
+            self.used += size
             return True
+
+    def put(self, path: str, data: memoryview) -> bool:
+        """Keep ``data``, the whole bytes :meth:`reserve` set room aside for; False when the
+        room was let go meanwhile (:meth:`release`)."""
+        with self._lock:
+            size = self._reserved.pop(path, None)
+            if size is None:
+                return False
+            self.used += len(data) - size
+            self._held[path] = data
+            return True
+
+    def unreserve(self, path: str) -> None:
+        with self._lock:
+            self.used -= self._reserved.pop(path, 0)
 
     def get(self, path: str, size: Optional[int]) -> Optional[memoryview]:
         data = self._held.get(path)
@@ -255,6 +276,7 @@ class HeldSegments:
         """Drop every segment kept, and keep none from here on (the reads are elsewhere)."""
         with self._lock:
             self._held.clear()
+            self._reserved.clear()
             self.used = 0
             self.budget = 0
 
@@ -739,14 +761,22 @@ class RangeFile:
         on is served from those bytes.  False when it does not fit or the storage keeps nothing
         (a local disk): nothing read; or when the object is shorter than its listed size."""
         held = self.storage.held
-        if self._held is not None or held is None or not held.room(self.size):
-            return self._held is not None
-        pa = require("pyarrow")
-        buf = memoryview(pa.allocate_buffer(self.size)).cast("B")
-        got = self.read_into(0, buf)
+        if self._held is not None:
+            return True
+        if held is None or not held.reserve(self.path, self.size):
+            # (or another thread holds it now: its bytes are there when this path is opened again)
+            return False
+        try:
+            pa = require("pyarrow")
+            buf = memoryview(pa.allocate_buffer(self.size)).cast("B")
+            got = self.read_into(0, buf)
+        except BaseException:
+            held.unreserve(self.path)
+            raise
         if got != self.size:
             # fewer bytes than the listing's size (the object changed since): not kept; the walk
             # reads on as it would without a hold, and meets what the object holds now
+            held.unreserve(self.path)
             return False
         held.put(self.path, buf)
         self._held = buf
