@@ -19,7 +19,9 @@ on a local file it seeks from header to header, reading a batch's 61 header byte
 transactional batch whole (a data batch whose CRC fails opens no transaction, and only its
 bytes tell; a control batch's marker is its record) as a legacy message or any batch the
 header alone does not frame; on an object store it reads the segments whole in large
-requests (a request per header would cost more than the bytes it saves).
+requests (a request per header would cost more than the bytes it saves) and keeps them for the
+read that follows (:class:`kafkarec.log.storage.HeldSegments`), so that on an object store too
+each byte is read once.
 """
 from __future__ import annotations
 
@@ -115,6 +117,8 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
     ``{segment path: the last offset of its last whole batch (None: none)}`` for each segment
     walked to its end (no framing error, no later copy's cut): the log end a resolver would
     read again (:meth:`kafkarec.log.selection.Resolver.last_offset`)."""
+    if options is None:
+        _hold_ahead(storage, part)
     for i, seg in enumerate(part.segments):
         # where the segment's walk stops: the one rule of what a segment holds (a later copy's
         # base; not this log's own next segment's, which the read reads past too)
@@ -126,9 +130,38 @@ def partition_batches(storage: Storage, part: PartitionLog, options=None, *, hea
                 if headers and isinstance(f, RangeFile) and storage_of(storage, seg).is_local:
                     yield from _segment_headers(f, seg.path, until, ends)
                 else:
+                    if isinstance(f, RangeFile):
+                        # an object store's segment, read whole in one request: kept for the
+                        # command's read, which then requests none of it again (within the
+                        # storage's budget: kafkarec.log.storage.HeldSegments)
+                        f.hold()
                     yield from _segment_batches(f, seg.path, until, ends)
             else:
                 yield from _checked_batches(f, seg.path, until, options)
+
+
+#: segments of one partition an object store's walk reads at once (a request's latency, not its
+#: bytes, is what a walk of small segments waits on)
+HOLD_THREADS = 8
+
+
+def _hold_ahead(storage: Storage, part: PartitionLog) -> None:
+    """Read the partition's object-store segments whole, several at once, and hold them
+    (:meth:`kafkarec.log.storage.RangeFile.hold`, within the storage's budget) before the walk
+    takes them in offset order: the walk then waits on one round of requests, not one a segment."""
+    segs = [seg for seg in part.segments if seg.rsm is None and seg.manifest is None
+            and storage_of(storage, seg).held is not None]
+    if len(segs) < 2 or HOLD_THREADS < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def hold(seg) -> None:
+        with storage_of(storage, seg).open(seg.path, seg.size) as f:
+            f.walk = True
+            f.hold()
+    with ThreadPoolExecutor(min(HOLD_THREADS, len(segs)), thread_name_prefix="kafkarec-hold") as pool:
+        for _ in pool.map(hold, segs):
+            pass
 
 
 def partition_records(storage: Storage, part: PartitionLog, options, *, start=None, snapshot=None) -> Iterator:

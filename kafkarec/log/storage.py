@@ -57,7 +57,8 @@ __all__ = [
     "iter_remote_batches",
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
     "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "process_walk_bytes", "count_listing",
-    "process_listings", "HEADER_WALK_BYTES",
+    "process_listings", "HEADER_WALK_BYTES", "HeldSegments", "HOLD_BYTES_ENV", "DEFAULT_HOLD_BYTES",
+    "process_opens", "process_held_bytes",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -194,10 +195,98 @@ class FileEntry(NamedTuple):
     mtime_ns: Optional[int] = None
 
 
+#: the bytes of segments a walk of an object store read whole that its storage keeps for the read
+#: that follows (:class:`HeldSegments`); the environment variable of that name overrides it (0: none)
+HOLD_BYTES_ENV = "KAFKAREC_HOLD_BYTES"
+DEFAULT_HOLD_BYTES = 256 << 20
+
+
+def _hold_budget() -> int:
+    text = os.environ.get(HOLD_BYTES_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_HOLD_BYTES
+    try:
+        n = int(text)
+    except ValueError:
+        raise StorageError(f"{HOLD_BYTES_ENV} must be a whole number of bytes, not {text!r}") from None
+    if n < 0:
+        raise StorageError(f"{HOLD_BYTES_ENV} must be >= 0, not {n}")
+    return n
+
+
+class HeldSegments:
+    """Segments of an object store that a walk of batch headers read whole, kept for the read
+    that follows it in this process, so that the read does not request them again (issue 79:
+    each byte read once).  On an object store the transaction rule's walk reads a segment whole
+    (a request per batch header would cost more than the bytes it saves), and the command's read
+    then wants the same bytes; kept here, the read's :class:`RangeFile` serves them from memory.
+    Bounded by ``budget`` bytes (:data:`HOLD_BYTES_ENV`): a segment that does not fit is not
+    kept, and the read requests it as before.  Keyed by path and the listing's size (an object
+    of another size is another object).  Never pickled: a worker process reads for itself, and
+    a storage pickled for workers lets its held segments go (:meth:`release`)."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._held: dict = {}
+        self._reserved: dict = {}
+        self._lock = threading.Lock()
+
+    def room(self, size: int) -> bool:
+        """Whether a segment of ``size`` bytes would be kept."""
+        return 0 < size <= self.budget - self.used
+
+    def reserve(self, path: str, size: int) -> bool:
+        """Set ``size`` bytes of the budget aside for ``path`` while it is read (walks of several
+        segments at once never overrun the budget); False when they do not fit, or ``path`` is
+        held at that size or being read already.  :meth:`put` or :meth:`unreserve` follows."""
+        with self._lock:
+            old = self._held.get(path)
+            if (old is not None and len(old) == size) or path in self._reserved:
+                return False
+            if old is not None:                 # another size: the object grew, say
+                del self._held[path]
+                self.used -= len(old)
+            if not self.room(size):
+                return False
+            self._reserved[path] = size
+            self.used += size
+            return True
+
+    def put(self, path: str, data: memoryview) -> bool:
+        """Keep ``data``, the whole bytes :meth:`reserve` set room aside for; False when the
+        room was let go meanwhile (:meth:`release`)."""
+        with self._lock:
+            size = self._reserved.pop(path, None)
+            if size is None:
+                return False
+            self.used += len(data) - size
+            self._held[path] = data
+            return True
+
+    def unreserve(self, path: str) -> None:
+        with self._lock:
+            self.used -= self._reserved.pop(path, 0)
+
+    def get(self, path: str, size: Optional[int]) -> Optional[memoryview]:
+        data = self._held.get(path)
+        return data if data is not None and (size is None or len(data) == size) else None
+
+    def release(self) -> None:
+        """Drop every segment kept, and keep none from here on (the reads are elsewhere)."""
+        with self._lock:
+            self._held.clear()
+            self._reserved.clear()
+            self.used = 0
+            self.budget = 0
+
+
 class Storage:
     """A file system and how to name its files as URIs again; ``tiered``: what the
     tiered-storage plugin that wrote its objects was configured with (its key ring), when the
-    user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`)."""
+    user gave it (option ``tieredStorageConfig``, :class:`kafkarec.log.rsm.Tiered`).  ``held``:
+    the segments a walk of an object store read whole, kept for the read (:class:`HeldSegments`;
+    None on a local disk, where a walk reads headers only)."""
 
     def __init__(self, fs, prefix: str = "", tiered: Any = None, tiered_source: Any = None):
         self.fs = fs
@@ -205,6 +294,7 @@ class Storage:
         self.is_local = prefix == "" and _is_local_fs(fs)
         self.tiered = tiered
         self.tiered_source = tiered_source    # (config, metadata location, options) until loaded
+        self.held: Optional[HeldSegments] = None if self.is_local else HeldSegments(_hold_budget())
 
     def uri(self, path: str) -> str:
         return self.prefix + path
@@ -221,7 +311,11 @@ class Storage:
             return f.read_at(0, f.size)
 
     def __getstate__(self):
-        # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.
+        # pyarrow's file systems pickle (for Spark tasks); fsspec-wrapped ones too.  A storage sent
+        # to workers is read there: what this process held for its own read is let go, and it holds
+        # nothing more (a Spark driver's walks for read_committed keep no segment bytes).
+        if self.held is not None:
+            self.held.release()
         return {"fs": self.fs, "prefix": self.prefix, "tiered": self.tiered,
                 "tiered_source": self.tiered_source}
 
@@ -458,8 +552,9 @@ def _glob_regex(pattern: str):
 
 
 def list_files(storage: Storage, path: str) -> List[FileEntry]:
-    """Every file under ``path`` (or ``path`` itself if it is a file), one listing request
-    (recursive) on object stores.  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
+    """Every file under ``path`` (or ``path`` itself if it is a file): on an object store one
+    recursive listing, its pages the only requests (a ``path`` that is one object: the listing's
+    one empty page, then the object's metadata).  Sorted by path.  A glob (``logs/*/0000*.log``, ``**``
     for any depth) lists the folder before its first wildcard once and keeps the matches
     and the files under matching folders."""
     count_listing(storage.uri(path))
@@ -493,6 +588,16 @@ def _list_files(storage: Storage, path: str) -> List[FileEntry]:
                 raise StorageError(f"{storage.uri(path)}: no such bucket", storage.uri(path))
             raise FileNotFoundError(f"no file matches {storage.uri(path)}")
         return sorted(out, key=lambda e: e.path)
+    if not storage.is_local:
+        # An object store: the folder's listing first, its pages the only requests (asking what
+        # ``path`` is first costs a HEAD and a LIST more); only an empty listing asks whether
+        # ``path`` is one object, or nothing.
+        out = [FileEntry(i.path, i.size, i.mtime_ns)
+               for i in fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+               if i.type == pafs.FileType.File]
+        if out:
+            out.sort(key=lambda e: e.path)
+            return out
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         if _no_such_bucket(storage, path):
@@ -590,6 +695,27 @@ def process_bytes_read() -> ReadStats:
     return _process_read
 
 
+# Opens of files for ranged reads (RangeFile's: on an object store pyarrow's request for the
+# object's metadata, a HEAD), and the bytes served from segments a walk held
+# (:class:`HeldSegments`) instead of read again: with the listings and the reads' requests, every
+# request a command makes of an object store.
+_process_opens = ReadStats()
+_process_held = ReadStats()
+
+
+def process_opens() -> ReadStats:
+    """This process's opens of files for ranged reads (``.requests``; ``.by_path``: how many of
+    each): on an object store each is one request for the object's metadata (a HEAD), before the
+    first ranged GET (:func:`process_bytes_read`'s ``.requests``)."""
+    return _process_opens
+
+
+def process_held_bytes() -> ReadStats:
+    """The bytes this process's reads took from segments a walk read whole and held
+    (:class:`HeldSegments`): read once, by the walk, and not requested again."""
+    return _process_held
+
+
 def process_walk_bytes() -> ReadStats:
     """The share of :func:`process_bytes_read` that walks of batch headers read (``count_read(...,
     walk=True)``): the transaction rule's walk, the local reader's walk for its cuts."""
@@ -623,13 +749,44 @@ class RangeFile:
         self.storage = storage
         self.path = path
         self._f: Any = None
+        # a segment a walk read whole and its storage kept: served from memory, no request
+        self._held = storage.held.get(path, size) if storage.held is not None else None
         if size is None:
-            size = int(self._open().size())
+            size = len(self._held) if self._held is not None else int(self._open().size())
         self.size: int = size
+
+    def hold(self) -> bool:
+        """Read the whole file in one request and keep it on its storage for later opens of
+        it (:class:`HeldSegments`), when it fits the storage's budget; what is read from here
+        on is served from those bytes.  False when it does not fit or the storage keeps nothing
+        (a local disk): nothing read; or when the object is shorter than its listed size."""
+        held = self.storage.held
+        if self._held is not None:
+            return True
+        if held is None or not held.reserve(self.path, self.size):
+            # (or another thread holds it now: its bytes are there when this path is opened again)
+            return False
+        try:
+            pa = require("pyarrow")
+            buf = memoryview(pa.allocate_buffer(self.size)).cast("B")
+            got = self.read_into(0, buf)
+        except BaseException:
+            held.unreserve(self.path)
+            raise
+        if got != self.size:
+            # fewer bytes than the listing's size (the object changed since): not kept; the walk
+            # reads on as it would without a hold, and meets what the object holds now
+            held.unreserve(self.path)
+            return False
+        held.put(self.path, buf)
+        self._held = buf
+        return True
 
     def _open(self) -> Any:
         with storage_errors(self.uri):
             self._f = self.storage.fs.open_input_file(self.path)
+        # (pyarrow asks an object store for the object's metadata here: a HEAD request)
+        _process_opens.add(1, self.path)
         return self._f
 
     @property
@@ -640,6 +797,8 @@ class RangeFile:
         """Up to ``nbytes`` bytes at ``position`` (fewer at the end of the file); one request."""
         if nbytes <= 0 or position >= self.size:
             return b""
+        if self._held is not None:
+            return bytes(self._from_held(position, nbytes))
         if self._f is None:
             self._open()
         nbytes = min(nbytes, self.size - position)
@@ -652,9 +811,13 @@ class RangeFile:
     def read_into(self, position: int, buf) -> int:
         """Read bytes at ``position`` straight into the writable buffer ``buf`` (no copy);
         returns how many (fewer only at the end of the file)."""
+        mv = memoryview(buf).cast("B")
+        if self._held is not None:
+            got = self._from_held(position, len(mv))
+            mv[:len(got)] = got
+            return len(got)
         if self._f is None:
             self._open()
-        mv = memoryview(buf).cast("B")
         want = min(len(mv), max(0, self.size - position))
         done = 0
         with storage_errors(self.uri):
@@ -669,6 +832,8 @@ class RangeFile:
 
     def read_buffer(self, position: int, nbytes: int):
         """Up to ``nbytes`` at ``position`` as the file system's own buffer (pyarrow.Buffer)."""
+        if self._held is not None:
+            return require("pyarrow").py_buffer(self._from_held(position, nbytes))
         if self._f is None:
             self._open()
         nbytes = max(0, min(nbytes, self.size - position))
@@ -677,6 +842,14 @@ class RangeFile:
             buf = self._f.read_buffer(nbytes)
         count_read(buf.size, self.path, walk=self.walk)
         return buf
+
+    def _from_held(self, position: int, nbytes: int) -> memoryview:
+        # bytes read once already (by the walk that held them): a read's counted apart, not as
+        # read again (the holding walk's own pass over them is no read of the command's)
+        got = self._held[max(0, position):max(0, position) + max(0, nbytes)]
+        if len(got) and not self.walk:
+            _process_held.add(len(got), self.path)
+        return got
 
     def close(self) -> None:
         if self._f is not None:
@@ -767,11 +940,18 @@ class _ReadAhead:
         self.chunk = chunk_size
         self._pool = None
         self._next = None
+        # (a RangeFile: a plugin's SegmentObject holds nothing)
+        self._held = getattr(f, "_held", None) is not None
+        if self._held:
+            # a held segment: its chunks are views of the held bytes (no request, no copy)
+            prefetch = False
         if prefetch and chunk_size >= 64 << 10 and end - start > chunk_size:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkarec-read")
 
     def _read(self, pos: int, n: int):
+        if self._held:
+            return self.f._from_held(pos, n)
         pa = require("pyarrow")
         buf = memoryview(pa.allocate_buffer(n)).cast("B")
         got = self.f.read_into(pos, buf)

