@@ -302,17 +302,17 @@ class LogScan:
         its planner's to size: a Spark task reads them as they are, in its one thread).  ``typed``:
         the batches decoded on the pool are typed there too (the config's typed settings), not yet
         settled (:meth:`TypedRows.convert` settles them, and types the others)."""
-        import kafkarec
-        # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
+        # a local slice larger than a window is mapped one window at a time (cut by _read.Read)
         items = [p.item for p in pieces]
-        options = self.config.read_options(kafkarec)
+        options = self.config.read_options()
         need = (self.config.batch_columns if batch_columns is None else batch_columns) or (
             self.config.include_control and columns is not None and "isControl" in columns)
         split = None
         if windows and self.config.listed:      # (pieces planned elsewhere: not planned again here)
             split = self._found.split if self._found is not None else _plan.splitter()
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split,
-                                 typed=self._typed.typed_batch if typed and self._typed is not None else None)
+        read = _read.Read(self.config, options, need, hint, columns, split=split,
+                          typed=self._typed.typed_batch if typed and self._typed is not None else None)
+        yield from read.items(items)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one piece (of either kind) framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -320,8 +320,7 @@ class LogScan:
         the :class:`kafkarec.DecodeError` that stopped it: what the command line's ``dump``
         and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
         config's)."""
-        import kafkarec
-        yield from _read.framed(options or self.config.read_options(kafkarec), piece.item)
+        yield from _read.framed(options or self.config.read_options(), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
@@ -338,7 +337,6 @@ class LogScan:
         headers, no record built, where that is exact (:func:`kafkarec.scan._read.header_count`:
         a read_uncommitted read of clean v2 batches, its offset bounds cutting at batch
         boundaries), otherwise by reading its rows (their offsets only)."""
-        import kafkarec
         pieces = self.pieces() if pieces is None else list(pieces)
         config = self.config
         if config.limit is not None:
@@ -348,7 +346,7 @@ class LogScan:
         whole = (not config.read_committed and not config.include_control and config.typed is None
                  and config.bounds.timestamps == (None, None) and config.bounds.keys is None
                  and config.bad_records_path is None)
-        options = config.read_options(kafkarec)
+        options = config.read_options()
         logs: dict = {}
         for piece in pieces:        # one log's pieces in log order: the offset-order rule is per log
             logs.setdefault(piece.key, []).append(piece)
