@@ -464,12 +464,12 @@ def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(samp
         "topic", "partition", "offset", "timestamp", "timestampType")
     assert _datasource._core_projection(spec, _schema.arrow_schema_for(whole), corrupt, [], None) is None
     asked = []
-    plain_iter_arrow = kafkarec.iter_arrow
+    plain_iter_arrow = kafkarec._core.iter_arrow
 
     def iter_arrow(*args, **kwargs):
         asked.append(kwargs.get("columns"))
         return plain_iter_arrow(*args, **kwargs)
-    monkeypatch.setattr(kafkarec, "iter_arrow", iter_arrow)
+    monkeypatch.setattr(kafkarec._core, "iter_arrow", iter_arrow)     # (decode_range imports it there)
     got = _task_rows(root, lean, mode=mode)
     # the core was asked for the projection (its meta-only walk), not for every column
     assert asked and all(c is not None and kafkarec._core.meta_walk(c) for c in asked), asked
