@@ -80,7 +80,7 @@ def _record_target(batch_columns):
                                                          with_topic_partition=False))
 
 
-def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
+def _decode_column(data, modes, batch_columns, *, max_rows=None):
     """Decode every value of ``data``; ``modes`` is one mode or a list (one per row).
 
     Values holding nothing but whole batches are decoded in one pass over the
@@ -100,7 +100,7 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
     if data.null_count:
         out.nulls = np.asarray(data.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     single = modes if isinstance(modes, str) else None
-    if single is not None and n and _decode_concatenated(kafkarec, offsets, values, out, single,
+    if single is not None and n and _decode_concatenated(offsets, values, out, single,
                                                          batch_columns, target, max_rows):
         return out
     out = _Decoded(n)
@@ -111,7 +111,7 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
             continue
         view = values[offsets[i]:offsets[i + 1]]
         try:
-            for kind, item in decode_range(kafkarec, view, batch_columns=batch_columns,
+            for kind, item in decode_range(view, batch_columns=batch_columns,
                                            max_rows=max_rows,
                                            mode=single or modes[i]):
                 if kind == "batch":
@@ -124,11 +124,12 @@ def _decode_column(kafkarec, data, modes, batch_columns, *, max_rows=None):
     return out
 
 
-def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, target, max_rows):
+def _decode_concatenated(offsets, values, out, mode, batch_columns, target, max_rows):
     """The one-pass path; False (nothing added) when the values are not all whole batches."""
     import numpy as np
     import pyarrow as pa
-    from kafkarec.errors import MalformedBatchError
+    from kafkarec._core import iter_arrow, iter_batches
+    from kafkarec.errors import DecodeError, MalformedBatchError
     from kafkarec.scan.decode import format_error
     start, end = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets)
@@ -136,14 +137,14 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
         return False
     starts = offsets[:-1] - start
     region = values[start:end]
-    it = kafkarec.iter_batches(region, verify_crc=False)
+    it = iter_batches(region, verify_crc=False)
     positions = []
     b = None
     try:
         for b in it:
             positions.append(b.position)
         whole = it.position == end - start
-    except kafkarec.DecodeError:
+    except DecodeError:
         whole = False
     finally:
         del b, it
@@ -156,8 +157,8 @@ def _decode_concatenated(kafkarec, offsets, values, out, mode, batch_columns, ta
         return False
     sink = []
     try:
-        for rb in kafkarec.iter_arrow(region, batch_columns=True, errors="skip", error_sink=sink,
-                                      max_rows=max_rows):
+        for rb in iter_arrow(region, batch_columns=True, errors="skip", error_sink=sink,
+                             max_rows=max_rows):
             if not rb.num_rows:
                 continue
             pos = rb.column("batchPosition").to_numpy()
@@ -183,7 +184,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
     """The body of kafkarec_decode: a (large_)binary Array -> StructArray."""
     import numpy as np
     import pyarrow as pa
-    kafkarec = ensure(expected)
+    ensure(expected)       # kafkarec imported (a shipped archive first), checked to be the driver's build
     from kafkarec.scan.config import normalize_mode
     modes = default_mode
     if mode_arr is not None:
@@ -196,7 +197,7 @@ def _decode_array(data, mode_arr, default_mode, batch_columns, expected):
             modes = modes[0] if modes else default_mode
     rtype = _record_target(batch_columns)
     n = len(data)
-    dec = _decode_column(kafkarec, data, modes, batch_columns, max_rows=1 << 30)
+    dec = _decode_column(data, modes, batch_columns, max_rows=1 << 30)
     if dec.records > 0x7FFFFFFF:
         raise OverflowError("more than 2**31 records in one Arrow batch; lower "
                             "spark.sql.execution.arrow.maxRecordsPerBatch")
@@ -315,7 +316,7 @@ def _explode_batches(batches, column, keep, mode, batch_columns, outer, prefix, 
                      max_rows, out_names, expected):
     import numpy as np
     import pyarrow as pa
-    kafkarec = ensure(expected)
+    ensure(expected)       # kafkarec imported (a shipped archive first), checked to be the driver's build
     if max_rows is None:
         from kafkarec.scan.config import ROWS_PER_BATCH
         max_rows = ROWS_PER_BATCH
@@ -331,7 +332,7 @@ def _explode_batches(batches, column, keep, mode, batch_columns, outer, prefix, 
             if permissive:
                 fields.append(pa.field(corrupt_column, pa.string()))
             out_schema = pa.schema(fields)
-        dec = _decode_column(kafkarec, data, mode, batch_columns, max_rows=max_rows)
+        dec = _decode_column(data, mode, batch_columns, max_rows=max_rows)
         err_idx, err_msgs = [], []
         for row, message in dec.errors:
             if permissive:
@@ -406,12 +407,12 @@ def explode_udtf(*, batch_columns=False, corrupt_column=_schema.DEFAULT_CORRUPT_
 def _udtf_rows(data, mode, batch_columns, width, expected):
     if data is None:
         return
-    kafkarec = ensure(expected)
+    ensure(expected)       # kafkarec imported (a shipped archive first), checked to be the driver's build
     from kafkarec.scan.config import normalize_mode
     from kafkarec.scan.decode import decode_range
     mode = normalize_mode(mode)
     target = _record_target(batch_columns)
-    for kind, item in decode_range(kafkarec, memoryview(data), batch_columns=batch_columns,
+    for kind, item in decode_range(memoryview(data), batch_columns=batch_columns,
                                    mode=mode):
         if kind == "error":
             if mode == "PERMISSIVE":

@@ -950,3 +950,94 @@ def test_the_cores_record_loops_live_in_rooms_by_job():
     assert re.search(r"^from _rows cimport", pyx, re.M)
     included = re.findall(r'^include "_core_src/(\w+\.pxi)"', pyx, re.M)
     assert {r for r in _ARROW_ROOMS if r.endswith(".pxi")} <= set(included)
+
+
+#: the longest body (without its docstring) of a function of the read rooms
+_READ_FUNCTION_LINES = 40
+
+
+def _nested_functions(tree):
+    """``outer: inner`` of each function defined inside another function in ``tree``."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out += [f"{n.name}: {m.name}" for m in ast.walk(n)
+                    if m is not n and isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return out
+
+
+def test_a_read_is_an_object_and_the_pool_asks_it_narrowly():
+    """A read of pieces (kafkarec/scan/_read.py) and its decode pool (kafkarec/scan/_pool.py) are
+    objects with methods (issue 79): no function of theirs defines closures (``decoded`` and
+    ``decoded_ahead`` held six each), none runs past ``_READ_FUNCTION_LINES`` lines; the pool asks
+    the read only what ``_pool.Decodes`` names (``cut``, ``decode_ahead``, ``depth``), which
+    ``_read.Read`` answers, and imports nothing of the read."""
+    probe = ast.parse("def f():\n    def g():\n        pass\n    class C:\n        def h(self):\n            pass\n")
+    assert _nested_functions(probe) == ["f: g", "f: h"]
+    trees = {}
+    for rel in ("kafkarec/scan/_read.py", "kafkarec/scan/_pool.py"):
+        with open(os.path.join(ROOT, *rel.split("/")), encoding="utf-8") as fh:
+            trees[rel] = tree = ast.parse(fh.read())
+        assert _nested_functions(tree) == [], rel
+        long = []
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef):
+                body = n.body[1:] if ast.get_docstring(n) is not None else n.body
+                if body and n.end_lineno - body[0].lineno + 1 > _READ_FUNCTION_LINES:
+                    long.append(n.name)
+        assert long == [], rel
+    pool = trees["kafkarec/scan/_pool.py"]
+    narrow = _class_members("kafkarec/scan/_pool.py", "Decodes")
+    assert narrow == {"cut", "decode_ahead", "depth"}
+    asked = {n.attr for n in ast.walk(pool) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Attribute) and n.value.attr == "read"}
+    assert asked <= narrow, asked
+    assert narrow <= _class_members("kafkarec/scan/_read.py", "Read")
+    assert not [ast.unparse(n) for n in ast.walk(pool) if isinstance(n, (ast.Import, ast.ImportFrom))
+                and "_read" in ast.unparse(n)]
+
+
+#: the functions given the core (or the package holding it) as an argument, and why: the loader
+#: hands the core over on its first load (nothing registers by an import), and Spark's shipping
+#: handles the package as the archive it ships, fingerprints and describes
+_CORE_HANDED = {
+    "kafkarec/__init__.py": {"_core_loaded"},
+    "kafkarec/control.py": {"_register"},
+    "spark_udfs/ship/runtime.py": {"_core_path", "fingerprint", "describe"},
+    "spark_udfs/ship/shipping.py": {"find_wheels", "build_pyfiles_zip"},
+}
+
+
+def _core_taken(tree):
+    """``line: name`` of each function of ``tree`` with a parameter named for the core
+    (``kafkarec``, ``core``, ``_core``), and of each call given ``kafkarec`` or ``_core`` itself."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = n.args
+            if {"kafkarec", "core", "_core"} & {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
+                out.append(f"{n.lineno}: {getattr(n, 'name', 'lambda')}")
+        elif isinstance(n, ast.Call) and any(
+                isinstance(x, ast.Name) and x.id in ("kafkarec", "_core")
+                for x in list(n.args) + [k.value for k in n.keywords]):
+            out.append(f"{n.lineno}: {ast.unparse(n.func)}()")
+    return out
+
+
+def test_the_core_is_imported_where_it_is_used():
+    """A module that uses the core imports it (``from kafkarec._core import ...``, where it is
+    used) and passes it to no function (issue 79: ``decode_range``, ``OffsetOrder``, the read and
+    ``ScanConfig.read_options`` took it as an argument); only the loader's hand-over and Spark's
+    shipping (``_CORE_HANDED``) take it."""
+    probe = ast.parse("def f(kafkarec, x):\n    g(kafkarec, 1)\n    h(x, m=_core)\n    k(core)\n")
+    assert _core_taken(probe) == ["1: f", "2: g()", "3: h()"]
+    found = {}
+    for rel, path in _py_files("kafkarec", "spark_udfs"):
+        with open(path, encoding="utf-8") as fh:
+            hits = _core_taken(ast.parse(fh.read()))
+        if rel in _CORE_HANDED:     # (and its calls of the handed-to functions)
+            handed = set().union(*_CORE_HANDED.values())
+            hits = [h for h in hits if h.split(": ", 1)[1].rstrip("()").split(".")[-1] not in handed]
+        if hits:
+            found[rel] = hits
+    assert found == {}

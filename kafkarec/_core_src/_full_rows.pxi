@@ -119,17 +119,19 @@ cdef inline always_inline_int leave_out_unwanted(RecordView *v, bint want_key, b
     return 0
 
 
-cdef inline always_inline_int put_field(uint8_t *data, Py_ssize_t *at, uint8_t *valid, Py_ssize_t *nulls,
+cdef inline always_inline_int put_field(uint8_t *data, Py_ssize_t *at, uint8_t **valid, Py_ssize_t *nulls,
                                         Py_ssize_t row, const uint8_t *p, int32_t n,
                                         const uint8_t *end) noexcept nogil:
     """A key's or value's n bytes at data[at] (at moved past them), the room checked by the caller;
     a null (n < 0) clears its row's bit (the bits are preset to valid) and is counted.  The record
-    loop (its place in a register) and the GIL's path (in FullRows) share it."""
+    loop (its place in a register) and the GIL's path (in FullRows) share it.  The bitmap is given
+    by its address in FullRows, read only for a null: a pointer read on every record (the bytes
+    just copied may alias it) cost the loop 3 instructions a record (count_instructions.py kv)."""
     if likely(n >= 0):
         kafkarec_copy_short(data + at[0], p, n, end)
         at[0] += n
     else:
-        valid[row >> 3] &= <uint8_t>~(1 << (row & 7))
+        valid[0][row >> 3] &= <uint8_t>~(1 << (row & 7))
         nulls[0] += 1
     return 0
 
@@ -188,8 +190,8 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             it._prev_offset_delta = prev_delta
             status = ROWS_SLOW
             break
-        put_field(kdata, &kpos, st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
-        put_field(vdata, &vpos, st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
+        put_field(kdata, &kpos, &st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
+        put_field(vdata, &vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
         ko[0] = <int32_t>kpos
         vo[0] = <int32_t>vpos
         ko += 1
@@ -238,8 +240,8 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
         value.values.reserve(st.vpos - value.values.size + v.value_len + KAFKAREC_COPY_SLACK)
         st.vdata = value.values.data
         st.vcap = value.values.capacity
-    put_field(st.kdata, &st.kpos, st.kvalid, &st.key_nulls, row, v.key, v.key_len, st.end)
-    put_field(st.vdata, &st.vpos, st.vvalid, &st.value_nulls, row, v.value, v.value_len, st.end)
+    put_field(st.kdata, &st.kpos, &st.kvalid, &st.key_nulls, row, v.key, v.key_len, st.end)
+    put_field(st.vdata, &st.vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, st.end)
     st.ko[0] = <int32_t>st.kpos
     st.vo[0] = <int32_t>st.vpos
     st.offs[0] = v.offset

@@ -310,10 +310,9 @@ class LogScan:
         settled (:meth:`TypedRows.convert` settles them, and types the others).  ``finish(batch)``:
         run on each batch the pool decodes, after the typing (the batches decoded in the consumer's
         thread are handed on as they are)."""
-        import kafkarec
-        # a local slice larger than a window is mapped one window at a time (cut by _read.decoded)
+        # a local slice larger than a window is mapped one window at a time (cut by _read.Read)
         items = [p.item for p in pieces]
-        options = self.config.read_options(kafkarec)
+        options = self.config.read_options()
         need = (self.config.batch_columns if batch_columns is None else batch_columns) or (
             self.config.include_control and columns is not None and "isControl" in columns)
         split = None
@@ -322,8 +321,8 @@ class LogScan:
         on_pool = self._typed.typed_batch if typed and self._typed is not None else None
         if finish is not None:
             on_pool = finish if on_pool is None else _then(on_pool, finish)
-        yield from _read.decoded(self.config, kafkarec, options, items, need, hint, columns, split=split,
-                                 typed=on_pool)
+        read = _read.Read(self.config, options, need, hint, columns, split=split, typed=on_pool)
+        yield from read.items(items)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
         """The batches of one piece (of either kind) framed, not decoded (``kafkarec.RecordBatch`` es:
@@ -331,8 +330,7 @@ class LogScan:
         the :class:`kafkarec.DecodeError` that stopped it: what the command line's ``dump``
         and ``stats`` print.  ``options``: a :class:`kafkarec.ReadOptions` (default the
         config's)."""
-        import kafkarec
-        yield from _read.framed(options or self.config.read_options(kafkarec), piece.item)
+        yield from _read.framed(options or self.config.read_options(), piece.item)
 
     def read_piece(self, piece: ScanPiece) -> Iterator:
         """The record batches of one piece (pyarrow.RecordBatch in :attr:`schema`)."""
@@ -349,7 +347,6 @@ class LogScan:
         headers, no record built, where that is exact (:func:`kafkarec.scan._read.header_count`:
         a read_uncommitted read of clean v2 batches, its offset bounds cutting at batch
         boundaries), otherwise by reading its rows (their offsets only)."""
-        import kafkarec
         pieces = self.pieces() if pieces is None else list(pieces)
         config = self.config
         if config.limit is not None:
@@ -359,7 +356,7 @@ class LogScan:
         whole = (not config.read_committed and not config.include_control and config.typed is None
                  and config.bounds.timestamps == (None, None) and config.bounds.keys is None
                  and config.bad_records_path is None)
-        options = config.read_options(kafkarec)
+        options = config.read_options()
         logs: dict = {}
         for piece in pieces:        # one log's pieces in log order: the offset-order rule is per log
             logs.setdefault(piece.key, []).append(piece)

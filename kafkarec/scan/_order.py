@@ -1,5 +1,5 @@
 """The offset-order rule of a read: offsets only grow in a partition, and a segment holds only its
-own offsets (:class:`OffsetOrder`, applied by :func:`kafkarec.scan._read.decoded` to each piece's
+own offsets (:class:`OffsetOrder`, applied by :class:`kafkarec.scan._read.Read` to each piece's
 decoded rows in log order)."""
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ class OffsetOrder:
     are reported (FAILFAST: :class:`kafkarec.errors.OffsetOrderError`; otherwise an error
     per batch, ``OffsetOrderError``) and left out: the piece is decoded again without them."""
 
-    def __init__(self, kafkarec, options, control_rows_judged: bool, mode: str):
-        self.kafkarec = kafkarec
+    def __init__(self, options, control_rows_judged: bool, mode: str):
         self.options = options
         # a control batch takes no part in the rule (the consumer skips it, and the timestamp
         # lookup passes over it), unless its rows cannot be told apart from the data rows (a
@@ -49,7 +48,7 @@ class OffsetOrder:
 
     def seen(self, item) -> Seen:
         """:class:`Seen` of an Arrow batch: one vectorized pass over its offsets (thread-safe: a
-        pool's threads call it on the batches they decode, :func:`kafkarec.scan._read.decoded`)."""
+        pool's threads call it on the batches they decode, :class:`kafkarec.scan._read.Read`)."""
         pc = require("pyarrow.compute")
         off = self._data_offsets(pc, item)
         n = len(off)
@@ -169,13 +168,13 @@ class OffsetOrder:
         from its start after ``start_last`` (up to where framing stops: decode_range reports that)."""
         from kafkarec.log.segment import order_problem
         from kafkarec.log.storage import BatchWalk
+        from kafkarec._core import ReadOptions
         from kafkarec.scan.decode import format_error
-        k = self.kafkarec
         verify = self.options is None or self.options.verify_crc
         bad, errors = [], []
         running = start_last
         try:
-            for b in BatchWalk([piece], k.ReadOptions(**_FRAMING_FIELDS)):
+            for b in BatchWalk([piece], ReadOptions(**_FRAMING_FIELDS)):
                 if (b.is_control and not self.control_rows_judged) or (verify and not b.crc_valid):
                     continue            # no rows of it (a bad CRC is decode_range's to report)
                 try:

@@ -1,20 +1,22 @@
 """Reading a read's pieces of work (:mod:`kafkarec.scan._plan` finds them): what
 :class:`kafkarec.scan.LogScan` and the Spark data source share.
 
-Every piece is decoded by :func:`kafkarec.scan.decode.decode_range` with the same parse modes,
-one after the other in the consumer's thread or on the decode pool (:mod:`kafkarec.scan._pool`),
+Every piece is decoded by :func:`kafkarec.scan.decode.decode_range` with the same parse modes
+(:class:`Read`), one after the other in the consumer's thread or on the decode pool
+(:mod:`kafkarec.scan._pool`),
 and judged by the offset-order rule (:mod:`kafkarec.scan._order`); small listed ranges are read
 ahead (:func:`ranges_read`).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Optional
 
 from kafkarec.errors import DecodeError, MalformedBatchError
 from kafkarec.scan.decode import Errors, decode_range
 from kafkarec.scan._order import OffsetOrder
 from kafkarec.scan._plan import ListedRange, without_skips
-from kafkarec.scan._pool import decoded_ahead
+from kafkarec.scan._pool import DecodePool
 
 #: the least work a read of several pieces takes to the pool (a read past a window's bytes always
 #: does), in bytes of uncompressed batches; below it the threads cost about what they save.  Four
@@ -40,24 +42,25 @@ def _worth_a_pool(ranges, sizes: int) -> bool:
             return True
     return False
 
-__all__ = ["decoded", "framed", "header_count", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
+__all__ = ["Read", "framed", "header_count", "ranges_read", "READ_AHEAD_RANGES", "READ_AHEAD_MAX_BYTES"]
 
 
-def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: str, columns=None,
-            split: Optional[Callable] = None, typed: Optional[Callable] = None):
-    """``(where, item)`` for each range read in log order (:class:`kafkarec.scan._plan.SegmentPiece` s:
-    local slices or :class:`ListedRange` s): items are Arrow batches of the log view (offset bounds applied,
-    not yet conformed) and :class:`Errors`.  ``options``: the :class:`kafkarec.ReadOptions`;
-    ``hint``: what a FAILFAST error adds (the caller's option names); ``columns``: the
-    columns decoded (None: all; ``offset`` among them, the bounds are applied to it).  A local
-    slice larger than a window is read in windows (:func:`kafkarec.log.local.windows`): cut
-    before the first is read in the consumer's thread, or, decoding on a pool, each file cut by
-    the pool's planner thread as the windows before it decode (:func:`decoded_ahead`).  With
-    ``split(range, max_bytes)`` (the :class:`Found`'s), listed ranges are cut at offset-index
-    positions about a window apart, by the pool's planner thread or up front, and decode on the
-    pool too (None: whole ranges, in the consumer's thread).  ``typed(batch)``
-    (:meth:`kafkarec.scan.typed.TypedRows.typed_batch`): run on each batch the pool's threads decode, next
-    to the record decode (the batches decoded in the consumer's thread are handed on as they are).
+class Read:
+    """One read of pieces in log order (:class:`kafkarec.scan._plan.SegmentPiece` s: local slices or
+    :class:`ListedRange` s): :meth:`items` gives ``(where, item)``, items being Arrow batches of the
+    log view (offset bounds applied, not yet conformed) and :class:`Errors`.  ``options``: the
+    :class:`kafkarec.ReadOptions`; ``hint``: what a FAILFAST error adds (the caller's option
+    names); ``columns``: the columns decoded (None: all; ``offset`` among them, the bounds are
+    applied to it).  A local slice larger than a window is read in windows
+    (:func:`kafkarec.log.local.windows`): cut before the first is read in the consumer's thread,
+    or, decoding on a pool, each file cut by the pool's planner thread as the windows before it
+    decode (:class:`kafkarec.scan._pool.DecodePool`, which asks this read :meth:`cut`,
+    :meth:`decode_ahead` and :meth:`depth`).  With ``split(range, max_bytes)`` (the
+    :class:`Found`'s), listed ranges are cut at offset-index positions about a window apart, by the
+    pool's planner thread or up front, and decode on the pool too (None: whole ranges, in the
+    consumer's thread).  ``typed(batch)`` (:meth:`kafkarec.scan.typed.TypedRows.typed_batch`): run
+    on each batch the pool's threads decode, next to the record decode (the batches decoded in the
+    consumer's thread are handed on as they are).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -67,161 +70,190 @@ def decoded(config, kafkarec, options, ranges, need_batch_columns: bool, hint: s
     offsets (the core builds no other row): a batch going back is found when its kept rows go
     back past the last kept offset, not always (a known gap: a damaged log's order is
     ``kafkarec verify``'s to judge whole)."""
-    from kafkarec.log import local
-    from kafkarec.log.selection import filter_offsets
-    quarantine = None
-    if config.bad_records_path:
-        from kafkarec.log.quarantine import Quarantine
-        quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
-    # control rows, where the read keeps them, are told apart by their isControl column: the
-    # rule is the data batches' whatever the view (LogScan asks for that column with them)
-    control_column = config.include_control and need_batch_columns and (columns is None or "isControl" in columns)
-    order = OffsetOrder(kafkarec, options, config.include_control and not control_column, config.mode)
-    max_rows = config.rows_per_batch(kafkarec._core.meta_walk(columns, batch_columns=need_batch_columns))
 
-    def decode_into(piece, where, topic, partition, keep_to):
+    def __init__(self, config, options, need_batch_columns: bool, hint: str, columns=None,
+                 split: Optional[Callable] = None, typed: Optional[Callable] = None):
+        from kafkarec._core import meta_walk
+        self.config, self.options, self.hint, self.columns = config, options, hint, columns
+        self.batch_columns = need_batch_columns
+        self.split, self.typed = split, typed
+        self.quarantine = None
+        if config.bad_records_path:
+            from kafkarec.log.quarantine import Quarantine
+            self.quarantine = Quarantine(config.bad_records_path, storage_options=config.storage_options)
+        # control rows, where the read keeps them, are told apart by their isControl column: the
+        # rule is the data batches' whatever the view (LogScan asks for that column with them)
+        control_column = config.include_control and need_batch_columns and (columns is None or "isControl" in columns)
+        self.order = OffsetOrder(options, config.include_control and not control_column, config.mode)
+        self.max_rows = config.rows_per_batch(meta_walk(columns, batch_columns=need_batch_columns))
+        self.windows_done = 0       # windows the consumer is done with
+        self.rows_handed = 0        # and the rows of their batches
+        self.stopped: Optional[_Stopped] = None
+
+    # --- decoding a piece (in the consumer's thread, or on the pool's) -----------------------
+    def decode(self, piece, where, topic, partition):
+        """The items of one piece, as :func:`kafkarec.scan.decode.decode_range` gives them.
+        badRecordsPath: what decoding keeps goes with the error it is kept for (_Kept), and is
+        written when the consumer takes that error (_write_kept): in log order whichever thread
+        decoded it, and only for the errors the read reports."""
+        if self.quarantine is None:
+            return self._decode_into(piece, where, topic, partition, None)
+        return self._decode_kept(piece, where, topic, partition)
+
+    def _decode_kept(self, piece, where, topic, partition):
+        kept = _Kept()
+        for kind, item in self._decode_into(piece, where, topic, partition, kept):
+            if kind != "batch" and kept.entries:
+                item = dict(item, **{_KEPT: kept.take()})
+            yield kind, item
+
+    def _decode_into(self, piece, where, topic, partition, keep_to):
+        config = self.config
         return decode_range(
-            kafkarec, piece.data, options, base=piece.position,
+            piece.data, self.options, base=piece.position,
             topic=topic, partition=partition, include_control=config.include_control,
-            batch_columns=need_batch_columns,
-            max_rows=max_rows, mode=config.mode, where=where,
-            quarantine=keep_to, columns=columns, core_errors=config.core_errors,
+            batch_columns=self.batch_columns,
+            max_rows=self.max_rows, mode=config.mode, where=where,
+            quarantine=keep_to, columns=self.columns, core_errors=config.core_errors,
             keys=config.bounds.keys)
 
-    if quarantine is None:
-        def decode(piece, where, topic, partition):
-            return decode_into(piece, where, topic, partition, None)
-    else:
-        # badRecordsPath: what decoding keeps goes with the error it is kept for (_Kept), and is
-        # written when the consumer takes that error (_write_kept): in log order whichever thread
-        # decoded it, and only for the errors the read reports
-        def decode(piece, where, topic, partition):
-            kept = _Kept()
-            for kind, item in decode_into(piece, where, topic, partition, kept):
-                if kind != "batch" and kept.entries:
-                    item = dict(item, **{_KEPT: kept.take()})
-                yield kind, item
-
-    # every read's record loops run without the GIL (the meta-only walk, the scanner's loop of a
-    # strict or key-bound read of offsets and timestamps, the full decode's, the batch columns'
-    # rows), so a pool pays for each read of more than one window: a read past a window's bytes,
-    # or of several pieces (segments, partitions) with enough work between them (_worth_a_pool: a
-    # compressed piece holds several times its bytes in rows; four partitions of zstd batches,
-    # 54 MB, were read on one core).  A read of one window has nothing to decode side by side: no
-    # pool.
-    sizes = sum(rr.size for rr in ranges)
-    on_pool = (config.threads > 1 and ranges
-               and (sizes > local.READ_WINDOW_BYTES or (len(ranges) > 1 and _worth_a_pool(ranges, sizes)))
-               # only windows reach the pool (a listed range read whole would hold all its rows,
-               # threads + 1 times over)
-               and all(rr.windowed(split) for rr in ranges))
-
-    def cut(rr):
+    # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
+    def cut(self, piece) -> list:
         """The windows of a piece, as the pool's planner thread cuts them."""
-        return [part for w in rr.windows() for part in w.parts(split)]
+        return [part for w in piece.windows() for part in w.parts(self.split)]
 
-    def decode_typed(piece, where, topic, partition):
-        """``decode`` on a pool thread, each batch typed there too (the offset-order rule and the
-        bounds then drop rows of the typed batch in the consumer's thread, before it settles them)."""
-        for kind, item in decode(piece, where, topic, partition):
-            yield kind, (typed(item) if kind == "batch" else item)
-    pooled = decode if typed is None else decode_typed
-
-    def ahead(piece, where, topic, partition):
-        """``pooled`` on a pool thread, each batch with what the offset-order rule needs of its rows
+    def decode_ahead(self, part, where, topic, partition):
+        """:meth:`decode` on a pool thread, each batch typed there too (``typed``: the offset-order
+        rule and the bounds then drop rows of the typed batch in the consumer's thread, before it
+        settles them) and with what the offset-order rule needs of its rows
         (:meth:`OffsetOrder.seen`): found there, so that the consumer's thread does no per-row work."""
-        for kind, item in pooled(piece, where, topic, partition):
-            yield (kind, item, order.seen(item)) if kind == "batch" else (kind, item)
-    handed = [0, 0]     # windows the consumer is done with, and the rows of their batches
-    if on_pool and config.limit is None:
-        read = decoded_ahead(ranges, ahead, config.threads, cut=cut)
-    elif on_pool:
-        read = _limited_ahead(ranges, cut, ahead, config.threads, config.limit, handed)
-    else:       # one piece after the other, decoded as the consumer asks
-        # (local slices cut into windows now; listed ranges cut as the pool's planner cuts them,
-        # each when its turn comes: the same pieces, so the same batches, and no index read before
-        # the first row)
+        for kind, item in self.decode(part, where, topic, partition):
+            if kind != "batch":
+                yield kind, item
+                continue
+            if self.typed is not None:
+                item = self.typed(item)
+            yield kind, item, self.order.seen(item)
+
+    def depth(self) -> int:
+        """The windows the pool keeps ahead: its threads' worth; with a row limit no more than the
+        rows still wanted need by the rows per window so far (the rows the engine keeps are at most
+        those, so the estimate errs towards fewer windows ahead, never more than the limit needs
+        and one)."""
+        limit = self.config.limit
+        if limit is None:
+            return self.config.threads
+        per = max(self.rows_handed / max(self.windows_done, 1), 1.0)
+        return math.ceil(max(limit - self.rows_handed, 1) / per)
+
+    # --- the read -------------------------------------------------------------------------
+    def on_pool(self, ranges) -> bool:
+        """Whether ``ranges`` decode on the pool.  Every read's record loops run without the GIL
+        (the meta-only walk, the scanner's loop of a strict or key-bound read of offsets and
+        timestamps, the full decode's, the batch columns' rows), so a pool pays for each read of
+        more than one window: a read past a window's bytes, or of several pieces (segments,
+        partitions) with enough work between them (_worth_a_pool: a compressed piece holds several
+        times its bytes in rows; four partitions of zstd batches, 54 MB, were read on one core).  A
+        read of one window has nothing to decode side by side: no pool."""
+        from kafkarec.log import local
+        sizes = sum(rr.size for rr in ranges)
+        return bool(self.config.threads > 1 and ranges
+                    and (sizes > local.READ_WINDOW_BYTES or (len(ranges) > 1 and _worth_a_pool(ranges, sizes)))
+                    # only windows reach the pool (a listed range read whole would hold all its
+                    # rows, threads + 1 times over)
+                    and all(rr.windowed(self.split) for rr in ranges))
+
+    def readings(self, ranges):
+        """``(window, its buffers)`` of ``ranges`` in log order, each buffer with its items decoded
+        on the pool (or None: decoded as the consumer asks)."""
+        if self.on_pool(ranges):
+            if self.config.limit is None:
+                return DecodePool(self, self.config.threads).readings(ranges)
+            return self._limited_ahead(ranges)
+        # one piece after the other, decoded as the consumer asks (local slices cut into windows
+        # now; listed ranges cut as the pool's planner cuts them, each when its turn comes: the
+        # same pieces, so the same batches, and no index read before the first row)
         ranges = [w for rr in ranges for w in rr.windows()]
-        read = ((rr, ((part, None) for part in without_skips(rr, pieces)))
-                for rr, pieces in ranges_read(ranges, split))
-    # A strict read frames a segment up to the first batch header the format forbids and reports
-    # the rest as not decoded, as reading the segment in one piece does: the pieces of the same
-    # segment after it (a listed range's parts, cut at offset-index positions, where framing as
-    # Kafka does would go on; the pieces around a readCommitted skip) are folded into that report
-    # (_Stopped), not decoded.
-    stopped = None
-    try:
-        for rr, pieces in read:
-            where, topic, partition = rr.where, rr.topic, rr.partition
-            lo, hi = rr.kept
-            held, log_key = rr.offsets, rr.log_key
-            for piece, ready in pieces:
-                if stopped is not None:
-                    if stopped.where == where and not isinstance(piece, dict):
-                        stopped.fold(piece)
-                        rr.release(piece)
-                        continue
-                    yield stopped.where, stopped.report(quarantine)
-                    stopped = None
-                if isinstance(piece, dict):     # the local file shrank after the read was planned
-                    yield where, Errors([piece], topic, partition)
-                    continue
-                errs = []
-                try:
-                    items = decode(piece, where, topic, partition) if ready is None else ready
-                    checked = order.check(items, piece, held, log_key, where, topic, partition,
-                                          lambda cut: decode(cut, where, topic, partition))
-                    for kind, item in checked:
-                        if kind != "batch":
-                            if config.strict and item.get("not_decoded"):
-                                stopped = _Stopped(item, where, topic, partition)
-                                continue        # (framing's stop: the piece's last item)
-                            errs.append(_write_kept(quarantine, item))
+        return ((rr, ((part, None) for part in without_skips(rr, pieces)))
+                for rr, pieces in ranges_read(ranges, self.split))
+
+    def _limited_ahead(self, ranges):
+        """The readings of a read with a row limit: the first window in the consumer's thread, as
+        one after the other reads it, so a limit met there starts no thread and reads nothing past
+        that window; the windows after it on the pool, which keeps :meth:`depth` of them ahead."""
+        first, *rest = list(self.cut(ranges[0])) or [None]
+        if first is not None:       # (a range cut into nothing has nothing to read)
+            for rr, pieces in ranges_read([first]):
+                yield rr, ((part, None) for part in without_skips(rr, pieces))
+        yield from DecodePool(self, self.config.threads).readings(list(rest) + list(ranges[1:]))
+
+    def items(self, ranges):
+        """``(where, item)`` for each of ``ranges`` read in log order (see the class).
+
+        A strict read frames a segment up to the first batch header the format forbids and reports
+        the rest as not decoded, as reading the segment in one piece does: the pieces of the same
+        segment after it (a listed range's parts, cut at offset-index positions, where framing as
+        Kafka does would go on; the pieces around a readCommitted skip) are folded into that report
+        (_Stopped), not decoded."""
+        read = self.readings(ranges)
+        try:
+            for rr, pieces in read:
+                for piece, ready in pieces:
+                    stopped = self.stopped
+                    if stopped is not None:
+                        if stopped.where == rr.where and not isinstance(piece, dict):
+                            stopped.fold(piece)
+                            rr.release(piece)
                             continue
-                        if lo is not None or hi is not None:
-                            item = filter_offsets(item, lo, hi)
-                            if not item.num_rows:
-                                continue
-                        if errs:
-                            yield where, Errors(errs, topic, partition)
-                            errs = []
-                        handed[1] += item.num_rows
-                        yield where, item
-                except MalformedBatchError as exc:
-                    raise type(exc)(f"{exc} {hint}") from None
-                except DecodeError as exc:      # core_errors: positions are that file's
-                    exc.file = where
-                    raise
-                finally:
-                    rr.release(piece)       # (a map's view: so that the map can close)
+                        yield stopped.where, stopped.report(self.quarantine)
+                        self.stopped = None
+                    if isinstance(piece, dict):     # the local file shrank after the read was planned
+                        yield rr.where, Errors([piece], rr.topic, rr.partition)
+                        continue
+                    yield from self._piece_items(rr, piece, ready)
+                self.windows_done += 1
+            if self.stopped is not None:
+                yield self.stopped.where, self.stopped.report(self.quarantine)
+        finally:
+            read.close()        # a consumer gone: the threads stop, the maps close
+
+    def _piece_items(self, rr, piece, ready):
+        """``(where, item)`` of one piece of ``rr``: decoded (or ``ready``, decoded on the pool),
+        judged by the offset-order rule, the bounds applied, its errors reported after the batches
+        before them; a strict read's framing stop held (:attr:`stopped`)."""
+        from kafkarec.log.selection import filter_offsets
+        where, topic, partition = rr.where, rr.topic, rr.partition
+        lo, hi = rr.kept
+        errs: list = []
+        try:
+            items = self.decode(piece, where, topic, partition) if ready is None else ready
+            checked = self.order.check(items, piece, rr.offsets, rr.log_key, where, topic, partition,
+                                       lambda cut: self.decode(cut, where, topic, partition))
+            for kind, item in checked:
+                if kind != "batch":
+                    if self.config.strict and item.get("not_decoded"):
+                        self.stopped = _Stopped(item, where, topic, partition)
+                        continue        # (framing's stop: the piece's last item)
+                    errs.append(_write_kept(self.quarantine, item))
+                    continue
+                if lo is not None or hi is not None:
+                    item = filter_offsets(item, lo, hi)
+                    if not item.num_rows:
+                        continue
                 if errs:
                     yield where, Errors(errs, topic, partition)
-            handed[0] += 1
-        if stopped is not None:
-            yield stopped.where, stopped.report(quarantine)
-    finally:
-        read.close()        # a consumer gone: the threads stop, the maps close
-
-
-def _limited_ahead(ranges, cut: Callable, decode, threads: int, limit: int, handed: list):
-    """The readings of a read with a row ``limit`` (:func:`decoded`'s, ``cut`` its windows):
-    the first window in the consumer's thread, as one after the other reads it, so a limit met
-    there starts no thread and reads nothing past that window; the windows after it on the pool,
-    which keeps no more of them ahead than the rows still wanted need by the rows per window so
-    far (``handed``: windows done and their rows, kept by :func:`decoded`; the rows the engine
-    keeps are at most those, so the estimate errs towards fewer windows ahead, never more than
-    the limit needs and one), at least one and at most ``threads``."""
-    import math
-    first, *rest = list(cut(ranges[0])) or [None]
-    if first is not None:       # (a range cut into nothing has nothing to read)
-        for rr, pieces in ranges_read([first]):
-            yield rr, ((part, None) for part in without_skips(rr, pieces))
-
-    def depth() -> int:
-        windows, rows = handed
-        per = max(rows / max(windows, 1), 1.0)
-        return math.ceil(max(limit - rows, 1) / per)
-    yield from decoded_ahead(list(rest) + list(ranges[1:]), decode, threads, cut=cut, depth=depth)
+                    errs = []
+                self.rows_handed += item.num_rows
+                yield where, item
+        except MalformedBatchError as exc:
+            raise type(exc)(f"{exc} {self.hint}") from None
+        except DecodeError as exc:      # core_errors: positions are that file's
+            exc.file = where
+            raise
+        finally:
+            rr.release(piece)       # (a map's view: so that the map can close)
+        if errs:
+            yield where, Errors(errs, topic, partition)
 
 
 def framed(options, rr):
@@ -328,24 +360,10 @@ def ranges_read(ranges, split: Optional[Callable] = None):
     :data:`READ_AHEAD_MAX_BYTES`) is read whole in a background thread up to
     :data:`READ_AHEAD_RANGES` ranges ahead (memory: that many small ranges); a larger one is
     walked in bounded pieces when its turn comes (:func:`kafkarec.log.selection.iter_range_pieces`)."""
-
-    def walk(part):
-        opened = part.open()
-        try:
-            yield from opened
-        finally:
-            opened.close()
-
-    def whole(rr):
-        return [(part, list(walk(part))) for part in rr.parts(split)]
-
-    def later(i):
-        for part in ranges[i].parts(split):
-            yield part, walk(part)
     small = [len(ranges) > 1 and rr.read_ahead(READ_AHEAD_MAX_BYTES) for rr in ranges]
     if sum(small) < 2:
-        for i in range(len(ranges)):
-            yield from later(i)
+        for rr in ranges:
+            yield from _parts_read(rr, split)
         return
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(READ_AHEAD_RANGES, thread_name_prefix="kafkarec-ranges")
@@ -354,15 +372,35 @@ def ranges_read(ranges, split: Optional[Callable] = None):
         for i in range(len(ranges)):
             for j in range(i, min(len(ranges), i + READ_AHEAD_RANGES)):
                 if small[j] and j not in ahead:
-                    ahead[j] = pool.submit(whole, ranges[j])
+                    ahead[j] = pool.submit(_read_whole, ranges[j], split)
             if i in ahead:
                 yield from ahead.pop(i).result()
             else:
-                yield from later(i)
+                yield from _parts_read(ranges[i], split)
     finally:
         for f in ahead.values():
             f.cancel()
         pool.shutdown(wait=True)
+
+
+def _opened(part):
+    """The buffers of one part, opened when first asked for and closed once walked."""
+    opened = part.open()
+    try:
+        yield from opened
+    finally:
+        opened.close()
+
+
+def _parts_read(rr, split):
+    """``(part, its buffers)`` of one range, cut into its parts when its turn comes."""
+    for part in rr.parts(split):
+        yield part, _opened(part)
+
+
+def _read_whole(rr, split) -> list:
+    """``(part, its buffers)`` of one range, read whole (on the read-ahead thread)."""
+    return [(part, list(_opened(part))) for part in rr.parts(split)]
 
 
 class _Stopped:

@@ -403,9 +403,10 @@ class ScanConfig:
             fields["max_decompressed_bytes"] = self.max_decompressed_bytes
         return fields
 
-    def read_options(self, kafkarec):
+    def read_options(self):
         """The core's :class:`kafkarec.ReadOptions` (made where decoding happens)."""
-        return kafkarec.ReadOptions(**self.read_fields())
+        from kafkarec._core import ReadOptions
+        return ReadOptions(**self.read_fields())
 
 
 _BOOL = (bool, "True or False")

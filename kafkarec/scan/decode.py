@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kafkarec.errors import MalformedBatchError
+from kafkarec.errors import DecodeError, MalformedBatchError
 from kafkarec.scan.config import MODES, ROWS_PER_BATCH, normalize_mode
 
 __all__ = ["MODES", "normalize_mode", "decode_range", "format_error", "Errors"]
@@ -43,7 +43,7 @@ def format_error(err: dict, where: str = "") -> str:
     return f"{where}: {text}" if where else text
 
 
-def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, partition=None,
+def decode_range(view, options=None, *, base: int = 0, topic=None, partition=None,
                  include_control=False, batch_columns=False, max_rows=ROWS_PER_BATCH, max_bytes=64 << 20,
                  mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False,
                  keys=None):
@@ -68,6 +68,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
     ``core_errors`` (FAILFAST): the core's :class:`kafkarec.DecodeError` is raised as it is, and
     a cut-off batch at the end ends the range quietly (:class:`kafkarec.scan.ScanConfig`).
     """
+    from kafkarec._core import error_record, iter_arrow
     end = base + len(view)      # where the view ends in its file/blob
 
     def keep(position, size, reason):
@@ -81,7 +82,7 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
                                    reason=reason, source=where or None)
     sink = [] if mode != "FAILFAST" else None
     held = []   # errors without a batch (framing): reported with the framing stop
-    chunks = kafkarec.iter_arrow(
+    chunks = iter_arrow(
         view, options, topic=topic, partition=partition, include_control=include_control,
         batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
         errors="skip" if sink is not None else "raise", error_sink=sink, origin=base, columns=columns,
@@ -92,11 +93,11 @@ def decode_range(kafkarec, view, options=None, *, base: int = 0, topic=None, par
                 yield "batch", rb
             if sink:
                 yield from _drain(sink, held, where, keep)
-    except kafkarec.DecodeError as exc:
+    except DecodeError as exc:
         if core_errors:
             chunks = None
             raise
-        err = kafkarec._core.error_record(exc)
+        err = error_record(exc)
         if chunks.stop_error is exc:            # framing itself stopped here
             err["not_decoded"] = end - chunks.position
         chunks = None       # let go of the buffer export: the caller releases its view

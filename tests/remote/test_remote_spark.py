@@ -181,4 +181,4 @@ def _decode_whole(path: str):
     import kafkarec
     from kafkarec.scan.decode import decode_range
     data = open(path, "rb").read()
-    return [(k, x) for k, x in decode_range(kafkarec, memoryview(data)) if k == "error"]
+    return [(k, x) for k, x in decode_range(memoryview(data)) if k == "error"]

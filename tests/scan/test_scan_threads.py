@@ -1,4 +1,4 @@
-"""LogScan's ``threads``: local windows decoded ahead on a pool (kafkarec.scan._pool.decoded_ahead).
+"""LogScan's ``threads``: local windows decoded ahead on a pool (kafkarec.scan._pool.DecodePool).
 What a consumer gets is what decoding one window after the other gives: the same rows in the same
 order, the same errors at the same place, nothing read past a limit but the windows in flight, at
 most ``threads`` windows mapped ahead of the consumer's, and no thread or map left once it stops."""

@@ -132,18 +132,18 @@ def test_decode_range_modes():
     bad = bytearray(data)
     bad[-3] ^= 1
     cut = data[:-7]
-    out = list(decode_range(kafkarec, memoryview(bytes(bad)), base=100, where="f"))
+    out = list(decode_range(memoryview(bytes(bad)), base=100, where="f"))
     errs = [x for k, x in out if k == "error"]
     assert len(errs) == 1 and errs[0]["message"].startswith("f: byte ")
     assert errs[0]["position"] >= 100
-    out = list(decode_range(kafkarec, memoryview(cut), mode="DROPMALFORMED"))
+    out = list(decode_range(memoryview(cut), mode="DROPMALFORMED"))
     (kind, e), = [x for x in out if x[0] == "error"]
     assert e["error"] == "TruncatedError"
     with pytest.raises(MalformedBatchError, match="FAILFAST.*TruncatedError"):
-        list(decode_range(kafkarec, memoryview(cut), mode="FAILFAST"))
+        list(decode_range(memoryview(cut), mode="FAILFAST"))
     with pytest.raises(MalformedBatchError, match="FAILFAST.*ChecksumError"):
-        list(decode_range(kafkarec, memoryview(bytes(bad)), mode="FAILFAST"))
-    rows = sum(x.num_rows for k, x in decode_range(kafkarec, memoryview(data)) if k == "batch")
+        list(decode_range(memoryview(bytes(bad)), mode="FAILFAST"))
+    rows = sum(x.num_rows for k, x in decode_range(memoryview(data)) if k == "batch")
     assert rows == 30
 
 
@@ -157,7 +157,7 @@ def test_decode_range_keeps_undecodable_bytes_in_the_quarantine(tmp_path):
     bad = bytearray(data)
     bad[second.position + second.size_in_bytes - 1] ^= 1
     q = Quarantine(str(tmp_path / "q"))
-    out = list(decode_range(kafkarec, memoryview(bytes(bad)), base=100, topic="t", partition=3,
+    out = list(decode_range(memoryview(bytes(bad)), base=100, topic="t", partition=3,
                                     where="f", quarantine=q))
     assert sum(x.num_rows for k, x in out if k == "batch") == 20
     (err,) = [x for k, x in out if k == "error"]
@@ -171,19 +171,19 @@ def test_decode_range_keeps_undecodable_bytes_in_the_quarantine(tmp_path):
     stopped = bytearray(data)
     stopped[third.position + 8:third.position + 12] = (2 ** 31 - 1).to_bytes(4, "big")
     q2 = Quarantine(str(tmp_path / "q2"))
-    out = list(decode_range(kafkarec, memoryview(bytes(stopped)), topic="t", partition=3, quarantine=q2))
+    out = list(decode_range(memoryview(bytes(stopped)), topic="t", partition=3, quarantine=q2))
     (err,) = [x for k, x in out if k == "error"]
     assert err["not_decoded"] == len(data) - third.position
     copy = tmp_path / "q2" / "_undecodable" / "t-3" / f"{third.position:020d}.batch"
     assert copy.read_bytes() == bytes(stopped[third.position:])
     # a cut-off tail (a segment still being written) is reported, not copied
     q3 = Quarantine(str(tmp_path / "q3"))
-    out = list(decode_range(kafkarec, memoryview(data[:-7]), topic="t", partition=3, quarantine=q3))
+    out = list(decode_range(memoryview(data[:-7]), topic="t", partition=3, quarantine=q3))
     assert [x["error"] for k, x in out if k == "error"] == ["TruncatedError"]
     assert not (tmp_path / "q3").exists() or not list((tmp_path / "q3").rglob("*.batch"))
     # without a topic-partition there is nowhere to keep it: said, not dropped
     with pytest.raises(ValueError, match="by topic-partition"):
-        list(decode_range(kafkarec, memoryview(bytes(bad)), quarantine=q))
+        list(decode_range(memoryview(bytes(bad)), quarantine=q))
 
 
 def open_sample_batches() -> bytes:
@@ -209,8 +209,8 @@ def test_decode_column_one_pass_equals_row_by_row():
     for large in (False, True):
         arr = pa.array(values, pa.large_binary() if large else pa.binary())
         for batch_columns in (False, True):
-            fast = _functions._decode_column(kafkarec, arr.slice(0), "PERMISSIVE", batch_columns)
-            slow = _functions._decode_column(kafkarec, arr, ["PERMISSIVE"] * len(values),
+            fast = _functions._decode_column(arr.slice(0), "PERMISSIVE", batch_columns)
+            slow = _functions._decode_column(arr, ["PERMISSIVE"] * len(values),
                                              batch_columns)
             assert fast.records == slow.records == 30 * 4 + 20
             ft = pa.Table.from_batches(fast.pieces).to_pylist()
@@ -225,15 +225,15 @@ def test_decode_column_one_pass_equals_row_by_row():
     probe = _functions._Decoded(len(values))
     probe.nulls = np.array([v is None for v in values])
     offsets, view, _ = _functions._binary_values(pa.array(values, pa.binary()))
-    assert _functions._decode_concatenated(kafkarec, offsets, view, probe, "PERMISSIVE", False,
+    assert _functions._decode_concatenated(offsets, view, probe, "PERMISSIVE", False,
                                            _functions._record_target(False), 65536)
     # a sliced array (non-zero offset) and a cut-off value take the row-by-row path, same result
     arr = pa.array([b"xx", good, good[:-5]], pa.binary()).slice(1)
-    dec = _functions._decode_column(kafkarec, arr, "PERMISSIVE", False)
+    dec = _functions._decode_column(arr, "PERMISSIVE", False)
     assert dec.records == 30 + 20 and [r for r, _ in dec.errors] == [1]
     assert "TruncatedError" in dec.errors[0][1]
     with pytest.raises(MalformedBatchError, match="FAILFAST.*byte .*ChecksumError"):
-        _functions._decode_column(kafkarec, pa.array([good, bytes(bad)]), "FAILFAST", False)
+        _functions._decode_column(pa.array([good, bytes(bad)]), "FAILFAST", False)
 
 
 class _StubContext:
@@ -464,12 +464,12 @@ def test_a_user_schema_without_the_records_bytes_is_read_by_the_meta_walker(samp
         "topic", "partition", "offset", "timestamp", "timestampType")
     assert _datasource._core_projection(spec, _schema.arrow_schema_for(whole), corrupt, [], None) is None
     asked = []
-    plain_iter_arrow = kafkarec.iter_arrow
+    plain_iter_arrow = kafkarec._core.iter_arrow
 
     def iter_arrow(*args, **kwargs):
         asked.append(kwargs.get("columns"))
         return plain_iter_arrow(*args, **kwargs)
-    monkeypatch.setattr(kafkarec, "iter_arrow", iter_arrow)
+    monkeypatch.setattr(kafkarec._core, "iter_arrow", iter_arrow)     # (decode_range imports it there)
     got = _task_rows(root, lean, mode=mode)
     # the core was asked for the projection (its meta-only walk), not for every column
     assert asked and all(c is not None and kafkarec._core.meta_walk(c) for c in asked), asked
