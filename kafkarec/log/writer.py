@@ -225,35 +225,47 @@ def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, or
 
 
 def _copy_segment(source, size: int, out, epoch: int, state: _State, where: str) -> int:
-    """The segment's batches from ``source`` (``read_at(position, n)``) rewritten into ``out``,
-    a window at a time; returns the bytes written."""
+    """The segment's batches from ``source`` (``read_into(position, buffer)``) rewritten into
+    ``out``, a window at a time; returns the bytes written.  One buffer serves every window (a
+    batch larger than it grows it): the bytes are read straight into it and written from it, never
+    copied in this process, and its pages are touched once, not once a window."""
     from kafkarec._core import iter_batches
+    buf = bytearray(min(_WINDOW, size))
     pos = 0                     # the file position of the next byte read
-    buf = bytearray()
+    have = 0                    # the bytes of buf holding the file's, from buf[0]
     origin = 0                  # the file position of buf[0]
-    need = _WINDOW
     written = 0
     while True:
-        want = min(max(_WINDOW, need), size - pos)
-        if want > 0:
-            buf += source.read_at(pos, want)
-            pos += want
-        if not buf:
+        if pos < size and have < len(buf):
+            with memoryview(buf) as mv:
+                got = source.read_into(pos, mv[have:have + min(len(buf) - have, size - pos)])
+            if got <= 0:
+                raise LogDirWriteError(None, f"{where} byte {pos}: the segment ends at {pos} bytes, its listing "
+                                             f"says {size}")
+            pos += got
+            have += got
+        if not have:
             return written
-        it = iter_batches(buf, origin=origin)
-        spans = it.spans()
-        end = spans[-1][0] - origin + spans[-1][1] if spans else 0
-        if end < len(buf) and (pos >= size or it.stop_reason == "error"):
-            raise LogDirWriteError(None, f"{where} byte {origin + end}: {len(buf) - end} byte(s) that are no whole "
-                                         "batch")
-        if end:
-            _rewrite(buf, end, epoch, state, where, origin)
-            out.write(memoryview(buf)[:end])
-            written += end
-            origin += end
-        need = it.next_batch_size if end == 0 else _WINDOW
-        del it                  # its export of buf
-        buf = buf[end:]         # the part batch the next window completes (a new buffer)
+        with memoryview(buf) as mv:
+            it = iter_batches(mv[:have], origin=origin)
+            spans = it.spans()
+            need = it.next_batch_size
+            stop = it.stop_reason
+            del it              # its export of buf
+            end = spans[-1][0] - origin + spans[-1][1] if spans else 0
+            if end < have and (pos >= size or stop == "error"):
+                raise LogDirWriteError(None, f"{where} byte {origin + end}: {have - end} byte(s) that are no whole "
+                                             "batch")
+            if end:
+                _rewrite(buf, end, epoch, state, where, origin)
+                out.write(mv[:end])
+                written += end
+                origin += end
+                # the part batch the next window completes, moved to the front
+                mv[:have - end] = mv[end:have]
+                have -= end
+        if end == 0 and need and need > len(buf):
+            buf.extend(bytes(need - len(buf)))      # a batch larger than the window, whole
 
 
 def _abort_markers(state: _State, epoch: int) -> Tuple[bytes, List[Tuple[int, int, int]]]:
@@ -292,19 +304,66 @@ def kept_segments(part, log_start: int) -> list:
     return [s for i, s in enumerate(segs) if i + 1 == len(segs) or segs[i + 1].base_offset > log_start]
 
 
+#: the errors after which a kernel-side copy (``copy_file_range``) is retried with ``sendfile``:
+#: replicas on two filesystems (EXDEV), a filesystem or kernel without it
+_NO_COPY_FILE_RANGE = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM)
+
+
+def _kernel_copy(src: int, dst: int, size: int) -> None:
+    """``size`` bytes of ``src`` copied into ``dst`` from position 0, inside the kernel: no byte
+    comes back to this process (``copy_file_range``, or ``sendfile`` where it is refused)."""
+    done = 0
+    use_range = hasattr(os, "copy_file_range")
+    while done < size:
+        if use_range:
+            try:
+                n = os.copy_file_range(src, dst, size - done, done, done)
+            except OSError as e:
+                if e.errno not in _NO_COPY_FILE_RANGE:
+                    raise
+                use_range = False
+                continue
+        else:
+            os.lseek(dst, done, os.SEEK_SET)
+            n = os.sendfile(dst, src, done, size - done)
+        if n == 0:
+            raise OSError(errno.EIO, f"the copy of a segment stopped at byte {done} of {size}")
+        done += n
+
+
 class _Copies:
-    """One segment written into every replica folder at once: the same bytes to each temporary file."""
+    """One segment written into every replica folder: its bytes written once, into the first
+    replica's file, and that file copied inside the kernel into the others' when it is whole (the
+    rewrite's output leaves this process once, however many replicas there are)."""
 
     def __init__(self, paths: List[str]) -> None:
-        self.files = [open(p, "wb") for p in paths]
+        self.paths = paths
+        # read and write: copy_file_range reads the copies' bytes from it
+        self.fd = os.open(paths[0], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.size = 0
 
     def write(self, data) -> None:
-        for f in self.files:
-            f.write(data)
+        mv = memoryview(data)
+        while mv:
+            n = os.write(self.fd, mv)
+            mv = mv[n:]
+            self.size += n
 
-    def close(self) -> None:
-        for f in self.files:
-            f.close()
+    def close(self, complete: bool = True) -> None:
+        """Close the first file; with ``complete`` (its bytes are all written), copy it into the others."""
+        if self.fd < 0:
+            return
+        try:
+            if complete:
+                for path in self.paths[1:]:
+                    dst = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                    try:
+                        _kernel_copy(self.fd, dst, self.size)
+                    finally:
+                        os.close(dst)
+        finally:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def write_partition(storage, part, folders: Sequence[str], log_start: int) -> PartitionWritten:
@@ -335,6 +394,7 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
         paths = [os.path.join(folder, name) for folder in folders]
         where = f"{part.topic}-{part.partition} {os.path.basename(seg.path)}"
         out = _Copies(paths)
+        complete = False
         try:
             with open_segment(storage, seg) as source:
                 # the segment's own size: a plugin's chunked or compressed object says it
@@ -345,8 +405,9 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
                 extra, markers = _abort_markers(state, epoch)
                 out.write(extra)
                 written += len(extra)
+            complete = True
         finally:
-            out.close()
+            out.close(complete)
         temps += paths
     if not keep:
         # no segment at or past the log start: the log is empty from there, one empty segment as
