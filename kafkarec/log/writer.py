@@ -187,41 +187,39 @@ class _State:
 
 
 def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, origin: int) -> None:
-    """Every whole batch of ``buf[:end]`` rewritten in place (see the module docstring), its CRC
-    checked first so that a damaged batch is never given a good CRC."""
-    from kafkarec._core import crc32c, iter_batches
+    """Every whole batch of ``buf[:end]`` rewritten in place (see the module docstring) by the
+    core's :func:`kafkarec._core.restamp_run` (each CRC checked first, so that a damaged batch is
+    never given a good CRC; no Python object per batch); what the producers' batches say is read
+    from its events, one per run of a producer's batches and one per control batch."""
+    from kafkarec._core import iter_batches, restamp_run
+    batches, max_ts, next_offset, headers, events, error = restamp_run(buf, end, epoch, PRODUCER_ID_BASE)
     mv = memoryview(buf)
-    pos = 0
-    while pos < end:
-        if buf[pos + _MAGIC] != 2:
-            raise LogDirWriteError(None, f"{where} byte {origin + pos}: a message format v{buf[pos + _MAGIC]} batch "
-                                         "(Kafka 4 loads v2 only; convert the log first)")
-        (base, length, _ple, _magic, crc, attributes, last_delta, _bts, max_ts, pid, p_epoch, _seq,
-         _count) = _HEADER.unpack_from(buf, pos)
-        size = length + 12
-        body = mv[pos + _ATTRIBUTES:pos + size]
-        if crc32c(body) != crc:
-            raise LogDirWriteError(None, f"{where} byte {origin + pos}: the batch at offset {base} fails its CRC")
-        _EPOCH.pack_into(buf, pos + _PLE, epoch)
-        if pid >= 0:
-            moved = target_producer_id(pid)
-            if state.pids.setdefault(pid, moved) != moved or (moved != pid and moved in state.pids):
-                raise LogDirWriteError(None, f"{where}: producer ids {pid} and {moved} would be one producer on "
-                                             "the target")
-            _PID.pack_into(buf, pos + _PRODUCER_ID, moved)
-            _CRC32.pack_into(buf, pos + _CRC, crc32c(body))
-            if attributes & _CONTROL:
-                marker = next(iter_batches(mv[pos:pos + size])).records()
-                if marker and marker[0].control_type_id in (0, 1):       # ABORT, COMMIT
-                    state.open.pop(moved, None)
-                    state.coordinator_epoch = max(state.coordinator_epoch, marker[0].coordinator_epoch or 0)
-            elif attributes & _TRANSACTIONAL:
-                state.open.setdefault(moved, p_epoch)
+    for pos, size, pid, p_epoch, attributes in events:
+        moved = target_producer_id(pid)
+        if state.pids.setdefault(pid, moved) != moved or (moved != pid and moved in state.pids):
+            raise LogDirWriteError(None, f"{where}: producer ids {pid} and {moved} would be one producer on the "
+                                         "target")
+        if attributes & _CONTROL:
+            marker = next(iter_batches(mv[pos:pos + size])).records()
+            if marker and marker[0].control_type_id in (0, 1):       # ABORT, COMMIT
+                state.open.pop(moved, None)
+                state.coordinator_epoch = max(state.coordinator_epoch, marker[0].coordinator_epoch or 0)
+        elif attributes & _TRANSACTIONAL:
+            state.open.setdefault(moved, p_epoch)
+    if batches:
         state.max_timestamp = max(state.max_timestamp, max_ts)
-        state.next_offset = base + last_delta + 1
-        state.batches += 1
-        state.digest.update(mv[pos:pos + _HEADER_SIZE])
-        pos += size
+        state.next_offset = next_offset
+        state.batches += batches
+        state.digest.update(headers)
+    if error is not None:
+        pos, reason = error
+        if reason.startswith("magic"):
+            raise LogDirWriteError(None, f"{where} byte {origin + pos}: a message format v{reason[6:]} batch (Kafka 4 "
+                                         "loads v2 only; convert the log first)")
+        base = _HEADER.unpack_from(buf, pos)[0] if end - pos >= _HEADER_SIZE else None
+        if reason == "crc":
+            raise LogDirWriteError(None, f"{where} byte {origin + pos}: the batch at offset {base} fails its CRC")
+        raise LogDirWriteError(None, f"{where} byte {origin + pos}: no whole v2 batch header")
 
 
 def _copy_segment(source, size: int, out, epoch: int, state: _State, where: str) -> int:

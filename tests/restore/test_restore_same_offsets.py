@@ -162,6 +162,28 @@ def test_a_batch_larger_than_the_window_is_written_whole(dirs, tmp_path, monkeyp
     assert _files(other) == _files(dst)
 
 
+def test_replicas_on_two_filesystems_get_the_same_bytes(dirs, tmp_path):
+    """The writer copies a segment into the other replicas inside the kernel (copy_file_range); a
+    replica on another filesystem, where the kernel refuses that (EXDEV), gets the same bytes
+    through sendfile."""
+    import tempfile
+    from kafkarec.log.layout import scan_history
+    from kafkarec.log.writer import write_partition
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(str(tmp_path)).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the test's tmp_path")
+    src, _ = dirs
+    layout, _ = scan_history(src)
+    part = next(p for p in layout.partitions if (p.topic, p.partition) == ("t", 0))
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as other:
+        folders = [str(tmp_path / "a" / "t-0"), os.path.join(other, "t-0")]
+        for f in folders:
+            os.makedirs(f)
+        w = write_partition(layout.storage, part, folders, 0)
+        assert w.copies == 2 and w.segments > 1
+        a, b = _files(os.path.dirname(folders[0])), _files(other)
+    assert a == b and sum(len(v) for v in a.values()) == w.bytes
+
+
 def _share_state(root):
     """``root``'s ``__cluster_metadata`` naming topic t, and a ``__share_group_state`` with share
     group sg's state of t-0 (records 2-4 acknowledged at the start offset, 5-6 available, 7
