@@ -193,19 +193,21 @@ def _rewrite(buf: bytearray, end: int, epoch: int, state: _State, where: str, or
     from its events, one per run of a producer's batches and one per control batch."""
     from kafkarec._core import iter_batches, restamp_run
     batches, max_ts, next_offset, headers, events, error = restamp_run(buf, end, epoch, PRODUCER_ID_BASE)
-    mv = memoryview(buf)
-    for pos, size, pid, p_epoch, attributes in events:
-        moved = target_producer_id(pid)
-        if state.pids.setdefault(pid, moved) != moved or (moved != pid and moved in state.pids):
-            raise LogDirWriteError(None, f"{where}: producer ids {pid} and {moved} would be one producer on the "
-                                         "target")
-        if attributes & _CONTROL:
-            marker = next(iter_batches(mv[pos:pos + size])).records()
-            if marker and marker[0].control_type_id in (0, 1):       # ABORT, COMMIT
-                state.open.pop(moved, None)
-                state.coordinator_epoch = max(state.coordinator_epoch, marker[0].coordinator_epoch or 0)
-        elif attributes & _TRANSACTIONAL:
-            state.open.setdefault(moved, p_epoch)
+    # (a view released on the way out, an error's too: buf may be a mapping closed after)
+    with memoryview(buf) as mv:
+        for pos, size, pid, p_epoch, attributes in events:
+            moved = target_producer_id(pid)
+            if state.pids.setdefault(pid, moved) != moved or (moved != pid and moved in state.pids):
+                raise LogDirWriteError(None, f"{where}: producer ids {pid} and {moved} would be one producer on "
+                                             "the target")
+            if attributes & _CONTROL:
+                # (a control batch is a few bytes: copied, its records hold no view of buf)
+                marker = next(iter_batches(bytes(mv[pos:pos + size]))).records()
+                if marker and marker[0].control_type_id in (0, 1):       # ABORT, COMMIT
+                    state.open.pop(moved, None)
+                    state.coordinator_epoch = max(state.coordinator_epoch, marker[0].coordinator_epoch or 0)
+            elif attributes & _TRANSACTIONAL:
+                state.open.setdefault(moved, p_epoch)
     if batches:
         state.max_timestamp = max(state.max_timestamp, max_ts)
         state.next_offset = next_offset
@@ -264,6 +266,46 @@ def _copy_segment(source, size: int, out, epoch: int, state: _State, where: str)
                 have -= end
         if end == 0 and need and need > len(buf):
             buf.extend(bytes(need - len(buf)))      # a batch larger than the window, whole
+
+
+def _restamp_copy(source, out: "_Copies", epoch: int, state: _State, where: str) -> int:
+    """A local segment (``source``, a :class:`kafkarec.log.storage.RangeFile` of a local disk)
+    copied into ``out``'s first file inside the kernel, then re-stamped there in place through a
+    shared mapping, a window at a time (each batch's CRC checked on the copy, which holds the
+    source's bytes): the segment's bytes never pass through this process, as in ``cp``; only the
+    re-stamped headers are dirtied again.  Returns the bytes written."""
+    import mmap
+    from kafkarec._core import iter_batches
+    from kafkarec.log.storage import count_read
+    size = source.size
+    out.copy_from(source.path, size)
+    count_read(size, source.path)          # read once, by the kernel's copy
+    if size == 0:
+        return 0
+    # its pages mapped at once (they are in the page cache, the copy just wrote them): not one
+    # fault a page as the walk touches them
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    with mmap.mmap(out.fd, size, flags, mmap.PROT_READ | mmap.PROT_WRITE) as m, memoryview(m) as mv:
+        origin = 0
+        window = _WINDOW
+        while origin < size:
+            piece = mv[origin:min(size, origin + window)]
+            try:
+                it = iter_batches(piece, origin=origin)
+                spans = it.spans()
+                need, stop = it.next_batch_size, it.stop_reason
+                del it
+                end = spans[-1][0] - origin + spans[-1][1] if spans else 0
+                if end == 0 and (stop == "error" or not need or origin + need > size or need <= window):
+                    raise LogDirWriteError(None, f"{where} byte {origin}: {size - origin} byte(s) that are no whole "
+                                                 "batch")
+                if end:
+                    _rewrite(piece, end, epoch, state, where, origin)
+            finally:
+                piece.release()     # every view of the mapping released before it closes
+            origin += end
+            window = _WINDOW if end else need           # a batch larger than the window, whole
+    return size
 
 
 def _abort_markers(state: _State, epoch: int) -> Tuple[bytes, List[Tuple[int, int, int]]]:
@@ -347,6 +389,17 @@ class _Copies:
             mv = mv[n:]
             self.size += n
 
+    def copy_from(self, path: str, size: int) -> None:
+        """The first ``size`` bytes of the local file ``path`` copied into the first file inside the
+        kernel (as ``cp`` copies), the next write after them."""
+        src = os.open(path, os.O_RDONLY)
+        try:
+            _kernel_copy(src, self.fd, size)
+        finally:
+            os.close(src)
+        os.lseek(self.fd, size, os.SEEK_SET)        # (copy_file_range leaves the file position)
+        self.size = size
+
     def close(self, complete: bool = True) -> None:
         """Close the first file; with ``complete`` (its bytes are all written), copy it into the others."""
         if self.fd < 0:
@@ -374,6 +427,7 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
     leaves the folders' files as they were or files Kafka deletes; written again, it gives the same
     folders.  The source is read once, whatever the number of replicas."""
     from kafkarec.log.layout import open_segment
+    from kafkarec.log.storage import RangeFile
     if isinstance(folders, str):
         folders = [folders]
     epochs = [latest_leader_epoch(f) for f in folders]
@@ -395,8 +449,11 @@ def write_partition(storage, part, folders: Sequence[str], log_start: int) -> Pa
         complete = False
         try:
             with open_segment(storage, seg) as source:
-                # the segment's own size: a plugin's chunked or compressed object says it
-                written += _copy_segment(source, source.size, out, epoch, state, where)
+                if isinstance(source, RangeFile) and source.storage.is_local:
+                    written += _restamp_copy(source, out, epoch, state, where)
+                else:
+                    # the segment's own size: a plugin's chunked or compressed object says it
+                    written += _copy_segment(source, source.size, out, epoch, state, where)
             if state.next_offset is None:
                 state.next_offset = seg.base_offset
             if i + 1 == len(keep):

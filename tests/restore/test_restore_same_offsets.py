@@ -184,6 +184,43 @@ def test_replicas_on_two_filesystems_get_the_same_bytes(dirs, tmp_path):
     assert a == b and sum(len(v) for v in a.values()) == w.bytes
 
 
+def _one_segment(tmp_path, data):
+    from kafkarec.log.layout import scan_history
+    folder = tmp_path / "src" / "d-0"
+    os.makedirs(folder)
+    (folder / ("0" * 20 + ".log")).write_bytes(data)
+    layout, _ = scan_history(str(tmp_path / "src"))
+    out = tmp_path / "out" / "d-0"
+    os.makedirs(out)
+    return layout, layout.partitions[0], str(out)
+
+
+def test_a_damaged_or_legacy_batch_is_refused_with_its_position(tmp_path):
+    """The core's re-stamp checks each batch's CRC before giving it a new one (a damaged batch would
+    otherwise leave with a good CRC), and takes v2 batches only (Kafka 4 loads nothing else): either
+    is a LogDirWriteError naming the segment, the byte and the batch, and nothing is renamed into
+    place."""
+    from kafkarec import LegacyBatchBuilder
+    from kafkarec.log.writer import write_partition
+    good = [bytearray(v2_batch([(1000, b"k", b"v%d" % i, [])] * 2, producer_id=7, producer_epoch=0,
+                               base_sequence=2 * i)) for i in range(3)]
+    for i, b in enumerate(good):
+        struct.pack_into(">q", b, 0, 2 * i)         # base offsets 0, 2, 4 (outside the CRC)
+    data = bytearray(b"".join(good))
+    first = len(good[0])
+    data[first + len(good[1]) - 1] ^= 0xFF          # the second batch's last byte
+    layout, part, out = _one_segment(tmp_path / "crc", bytes(data))
+    with pytest.raises(LogDirWriteError, match=rf"d-0 00000000000000000000.log byte {first}: the batch at offset "
+                                               rf"2 fails its CRC"):
+        write_partition(layout.storage, part, [out], 0)
+    assert not any(n.endswith(".log") for n in os.listdir(out))
+    legacy = LegacyBatchBuilder(magic=1, base_offset=0)
+    legacy.append(b"old", key=b"k", timestamp=1000)
+    layout, part, out = _one_segment(tmp_path / "v1", legacy.build())
+    with pytest.raises(LogDirWriteError, match=r"byte 0: a message format v1 batch \(Kafka 4 loads v2 only"):
+        write_partition(layout.storage, part, [out], 0)
+
+
 def _share_state(root):
     """``root``'s ``__cluster_metadata`` naming topic t, and a ``__share_group_state`` with share
     group sg's state of t-0 (records 2-4 acknowledged at the start offset, 5-6 available, 7
