@@ -220,6 +220,9 @@ class LegacyBatchBuilder:
 
 def restamp(buffer: bytearray | memoryview | Any, /, position: int = ..., *, base_offset: int | None = ...,
             partition_leader_epoch: int | None = ..., log_append_time: int | None = ...) -> int: ...
+def restamp_run(buffer: bytearray | memoryview | Any, /, end: int, partition_leader_epoch: int,
+                producer_id_base: int) -> tuple[int, int, int, bytes, list[tuple[int, int, int, int, int]],
+                                                tuple[int, str] | None]: ...
 
 def arrow_schema(*, batch_columns: bool = ...) -> Any: ...
 class ArrowBatchIterator(Iterator[Any]):

@@ -43,6 +43,10 @@ NOT_RUN = {
     ("docs/restore.md", "kafkarec restore --check so.json SOURCE DIR1"):
         "needs a written target's log dirs: tests/broker/test_broker_same_offsets.py and "
         "tests/restore/test_restore_same_offsets.py run --check as written",
+    ("docs/restore.md", "kafkarec restore SOURCE --same-offsets groups --target-bootstrap B --target-log-dir DIR --share"):
+        "needs a running target that was written with share groups' state: "
+        "tests/restore/test_restore_same_offsets.py::test_share_groups_state_is_taken_as_it_was takes the "
+        "state and writes the CSV through the groups step's function",
     ("docs/restore.md", "so-events-0 -> so-events-0"):
         "the write step's line: tests/broker/test_broker_same_offsets.py checks its fields",
     ("README.md", "bash scripts/main.sh"):

@@ -169,12 +169,14 @@ def spec_from_args(args):
                  if getattr(args, n, None) not in (None, False, [])]
         if given:
             raise UsageError(f"--same-offsets with {', '.join(given)}: a copy of the log at its offsets has no "
-                             "offset map, no dry run and no share groups' states")
+                             "offset map and no dry run")
         if args.evidence and args.same_offsets != "write":
             raise UsageError(f"--same-offsets {args.same_offsets} with --evidence: the write step gives the evidence "
                              "of what it wrote")
-        if args.same_offsets == "write" and (args.groups_csv or args.no_groups or args.groups_as_of):
-            raise UsageError("--same-offsets write sets no group: the groups step does, with the target running")
+        if args.same_offsets != "groups" and (args.groups_csv or args.no_groups or args.groups_as_of
+                                              or args.share_groups_csv or args.share_groups_acknowledge):
+            raise UsageError(f"--same-offsets {args.same_offsets} sets no group: the groups step does, with the "
+                             "target running")
     properties = key_value_pairs(args.target_property, "--target-property", "expected KEY=VALUE")
     return RestoreSpec.of(args.path, args.target_bootstrap, topics=args.topics, rename=args.rename,
                           end_time=args.end_time, restore_id=args.restore_id,
@@ -262,8 +264,7 @@ def _evidence(args, spec, result, done, err: TextIO) -> None:
 
 
 #: options of the produced restore that a restore at the source's offsets does not take
-_NOT_WITH_SAME_OFFSETS = ("dry_run", "json", "verify", "offset_map", "share_groups_csv", "share_groups_acknowledge",
-                          )
+_NOT_WITH_SAME_OFFSETS = ("dry_run", "json", "verify", "offset_map")
 
 
 def _same_offsets(spec, args, out: TextIO, err: TextIO) -> int:
@@ -296,7 +297,8 @@ def _same_offsets(spec, args, out: TextIO, err: TextIO) -> int:
                       "producer state), then run --same-offsets groups\n")
         else:
             require("confluent_kafka")
-            done = so.groups(spec, apply=not args.no_groups, groups_csv=args.groups_csv)
+            done = so.groups(spec, apply=not args.no_groups, groups_csv=args.groups_csv,
+                             share_groups_csv=args.share_groups_csv)
             for (topic, partition), (start, end) in sorted(done.served.items()):
                 out.write(f"{topic}-{partition} served [{start}, {end})\n")
             for g in done.positions if not args.no_groups else ():
@@ -305,6 +307,7 @@ def _same_offsets(spec, args, out: TextIO, err: TextIO) -> int:
             if not args.no_groups:
                 err.write(f"{len({g.group for g in done.positions})} group(s) "
                           f"{'written to ' + args.groups_csv if args.groups_csv else 'set on the target'}\n")
+                _report_shares(done.share_groups, args.share_groups_csv, done.share_acknowledged, out, err)
     except (RestoreError, LogDirWriteError, BrokerError, MalformedBatchError, DecodeError, OSError) as e:
         err.write(f"kafkarec restore: {e}\n")
         return EXIT_PROBLEMS

@@ -19,7 +19,11 @@ Three steps, the brokers' state between them the user's (:data:`kafkarec.restore
   clean-shutdown markers removed so that the brokers rebuild every side file;
 * :func:`groups` -- the target running again: every partition checked to serve what was written
   (ListOffsets: its log start and end), then every consumer group's committed positions set as they
-  were (:func:`kafkarec.restore.groups.apply`, the offsets untranslated).
+  were (:func:`kafkarec.restore.groups.apply`, the offsets untranslated), and every share group's
+  state taken through the identity offset map (:func:`identity_map`: its start offset and its
+  acknowledged records where they were, for ``kafka-share-groups`` and
+  :func:`kafkarec.restore.shares.acknowledge`).  Share groups' dead letters (KIP-1191) need
+  nothing: their ``__dlq.errors.offset`` names a source offset, which the copy keeps.
 
 The journal (:data:`JOURNAL`, a file in each log dir's root, which Kafka does not read) ties the
 steps together: the cluster the log dirs were prepared for, the log dirs (broker and directory id),
@@ -48,7 +52,7 @@ from kafkarec.log.writer import PartitionWritten
 from kafkarec.restore.spec import RestoreSpec
 
 __all__ = ["JOURNAL", "LogDir", "Prepared", "WrittenPartition", "log_dirs", "placement", "prepare", "write", "written",
-           "groups", "read_journal"]
+           "groups", "share_groups", "identity_map", "read_journal"]
 
 #: the journal's file name in the target log dir's root (Kafka loads folders only there)
 JOURNAL = "kafkarec-same-offsets.json"
@@ -420,16 +424,50 @@ def written(spec: RestoreSpec) -> List[WrittenPartition]:
 
 class GroupsDone(NamedTuple):
     """What :func:`groups` found and did: each partition's served range, the positions set (or
-    written to a CSV)."""
+    written to a CSV), the share groups' states (their offsets the source's) and, with
+    ``spec.share_groups_acknowledge``, what :func:`kafkarec.restore.shares.acknowledge` did (else None)."""
     served: Dict[Tuple[str, int], Tuple[int, int]]
     positions: list
+    share_groups: list = []
+    share_acknowledged: Optional[list] = None
 
 
-def groups(spec: RestoreSpec, plan=None, *, apply: bool = True, groups_csv: Optional[str] = None) -> GroupsDone:
+def identity_map(plan) -> "OffsetMap":
+    """The offset map of a copy at the same offsets: every offset of each planned partition's
+    history [start, end) to itself, on the target topic.  The produced restore's translations
+    (:func:`kafkarec.restore.shares.translate_shares`) taken through it give the source's offsets
+    back, so that one rule judges a share group's state in both restores."""
+    from kafkarec.restore.offsets import OffsetMap
+    omap = OffsetMap()
+    for part in plan.partitions:
+        if part.log_end > part.start:
+            omap.add(part.topic, part.partition, part.target_topic, part.start, part.start, part.log_end - part.start)
+        omap.set_end(part.topic, part.partition, part.target_topic, part.log_end, part.log_end)
+    return omap
+
+
+def share_groups(spec: RestoreSpec, plan, share_groups_csv: Optional[str] = None) -> list:
+    """Every share group's state of the written partitions as the source's ``__share_group_state``
+    holds it (``--groups-as-of`` applies), through :func:`identity_map`: each
+    :class:`kafkarec.restore.shares.SharePosition`'s start offset the source's, and its
+    acknowledged records past it at their own offsets; written to ``share_groups_csv`` (``group,
+    topic,partition,offset`` lines for ``kafka-share-groups --reset-offsets --from-file``)."""
+    from kafkarec.restore import shares
+    positions = shares.translate_shares(spec, plan, identity_map(plan))
+    if share_groups_csv:
+        shares.write_share_csv(positions, share_groups_csv)
+    return positions
+
+
+def groups(spec: RestoreSpec, plan=None, *, apply: bool = True, groups_csv: Optional[str] = None,
+           share_groups_csv: Optional[str] = None) -> GroupsDone:
     """The target running again: every written partition must be served as written (ListOffsets
     earliest and latest, read_uncommitted: the log start and the log end, ABORT markers included),
-    then every group's positions set as they were (the same offsets) or written to ``groups_csv``."""
-    from kafkarec.restore import groups as g, source, target
+    then every group's positions set as they were (the same offsets) or written to ``groups_csv``,
+    and (``apply``) every share group's state taken as it was (:func:`identity_map`): written to
+    ``share_groups_csv`` for ``kafka-share-groups --reset-offsets``, and with
+    ``spec.share_groups_acknowledge`` its acknowledged records acknowledged on the target."""
+    from kafkarec.restore import groups as g, shares, source, target
     w = {(x.target_topic, x.partition): x for x in written(spec)}
     keys = sorted(w)
     earliest = target.list_offsets(spec, keys, "earliest", committed=False)
@@ -446,7 +484,12 @@ def groups(spec: RestoreSpec, plan=None, *, apply: bool = True, groups_csv: Opti
         g.write_csv(positions, groups_csv)
     elif apply:
         g.apply(spec, positions)
-    return GroupsDone({k: (earliest[k], latest[k]) for k in keys}, positions)
+    share_positions, acknowledged = [], None
+    if apply or groups_csv:
+        share_positions = share_groups(spec, p, share_groups_csv)
+        if spec.share_groups_acknowledge:
+            acknowledged = shares.acknowledge(spec, share_positions)
+    return GroupsDone({k: (earliest[k], latest[k]) for k in keys}, positions, share_positions, acknowledged)
 
 
 # --- evidence and its check ------------------------------------------------------------------------

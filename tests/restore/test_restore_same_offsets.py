@@ -150,6 +150,149 @@ def test_write_keeps_every_offset_and_rewrites_only_the_named_fields(dirs):
     assert _files(dst) == before
 
 
+def test_a_batch_larger_than_the_window_is_written_whole(dirs, tmp_path, monkeypatch):
+    """The writer reads a window at a time into one buffer: with a window smaller than every batch
+    (each grows it) the folders come out as with the default window."""
+    from kafkarec.log import writer
+    src, dst = dirs
+    other = _target(str(tmp_path / "small-window"), src)
+    so.write(_spec(src, dst))
+    monkeypatch.setattr(writer, "_WINDOW", 64)
+    so.write(_spec(src, other))
+    assert _files(other) == _files(dst)
+
+
+def test_replicas_on_two_filesystems_get_the_same_bytes(dirs, tmp_path):
+    """The writer copies a segment into the other replicas inside the kernel (copy_file_range); a
+    replica on another filesystem, where the kernel refuses that (EXDEV), gets the same bytes
+    through sendfile."""
+    import tempfile
+    from kafkarec.log.layout import scan_history
+    from kafkarec.log.writer import write_partition
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(str(tmp_path)).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the test's tmp_path")
+    src, _ = dirs
+    layout, _ = scan_history(src)
+    part = next(p for p in layout.partitions if (p.topic, p.partition) == ("t", 0))
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as other:
+        folders = [str(tmp_path / "a" / "t-0"), os.path.join(other, "t-0")]
+        for f in folders:
+            os.makedirs(f)
+        w = write_partition(layout.storage, part, folders, 0)
+        assert w.copies == 2 and w.segments > 1
+        a, b = _files(os.path.dirname(folders[0])), _files(other)
+    assert a == b and sum(len(v) for v in a.values()) == w.bytes
+
+
+def _one_segment(tmp_path, data):
+    from kafkarec.log.layout import scan_history
+    folder = tmp_path / "src" / "d-0"
+    os.makedirs(folder)
+    (folder / ("0" * 20 + ".log")).write_bytes(data)
+    layout, _ = scan_history(str(tmp_path / "src"))
+    out = tmp_path / "out" / "d-0"
+    os.makedirs(out)
+    return layout, layout.partitions[0], str(out)
+
+
+def test_a_damaged_or_legacy_batch_is_refused_with_its_position(tmp_path):
+    """The core's re-stamp checks each batch's CRC before giving it a new one (a damaged batch would
+    otherwise leave with a good CRC), and takes v2 batches only (Kafka 4 loads nothing else): either
+    is a LogDirWriteError naming the segment, the byte and the batch, and nothing is renamed into
+    place."""
+    from kafkarec import LegacyBatchBuilder
+    from kafkarec.log.writer import write_partition
+    good = [bytearray(v2_batch([(1000, b"k", b"v%d" % i, [])] * 2, producer_id=7, producer_epoch=0,
+                               base_sequence=2 * i)) for i in range(3)]
+    for i, b in enumerate(good):
+        struct.pack_into(">q", b, 0, 2 * i)         # base offsets 0, 2, 4 (outside the CRC)
+    data = bytearray(b"".join(good))
+    first = len(good[0])
+    data[first + len(good[1]) - 1] ^= 0xFF          # the second batch's last byte
+    layout, part, out = _one_segment(tmp_path / "crc", bytes(data))
+    with pytest.raises(LogDirWriteError, match=rf"d-0 00000000000000000000.log byte {first}: the batch at offset "
+                                               rf"2 fails its CRC"):
+        write_partition(layout.storage, part, [out], 0)
+    assert not any(n.endswith(".log") for n in os.listdir(out))
+    legacy = LegacyBatchBuilder(magic=1, base_offset=0)
+    legacy.append(b"old", key=b"k", timestamp=1000)
+    layout, part, out = _one_segment(tmp_path / "v1", legacy.build())
+    with pytest.raises(LogDirWriteError, match=r"byte 0: a message format v1 batch \(Kafka 4 loads v2 only"):
+        write_partition(layout.storage, part, [out], 0)
+
+
+def _share_state(root):
+    """``root``'s ``__cluster_metadata`` naming topic t, and a ``__share_group_state`` with share
+    group sg's state of t-0 (records 2-4 acknowledged at the start offset, 5-6 available, 7
+    accepted and 8 rejected past them) and of t-1 (its start offset at the log start, 6
+    accepted), as the share coordinator writes it (a ShareSnapshot record)."""
+    import base64
+    from kafkarec import RecordBatchBuilder, internal
+    from kafkarec.cluster.coordinators import SHARE_ACKNOWLEDGED, SHARE_ARCHIVED, SHARE_AVAILABLE
+    topic_id = base64.urlsafe_b64encode(TOPIC_ID).rstrip(b"=").decode()
+
+    def segment(folder, records):
+        os.makedirs(os.path.join(root, folder))
+        b = RecordBatchBuilder()
+        for k, v in records:
+            b.append(v, key=k, timestamp=1000)
+        with open(os.path.join(root, folder, "%020d.log" % 0), "wb") as f:
+            f.write(b.build())
+
+    def state(partition, start, batches):
+        return internal.encode_record("__share_group_state", "ShareSnapshot",
+                                      {"groupId": "sg", "topicId": topic_id, "partition": partition}, {
+            "snapshotEpoch": 0, "stateEpoch": 1, "leaderEpoch": 0, "startOffset": start, "createTimestamp": 1000,
+            "writeTimestamp": 1000, "stateBatches": [
+                {"firstOffset": f, "lastOffset": l, "deliveryState": d, "deliveryCount": 1} for f, l, d in batches]})
+    segment("__cluster_metadata-0", [internal.encode_record("__cluster_metadata", "TOPIC_RECORD", None,
+                                                            {"name": "t", "topicId": topic_id})])
+    segment("__share_group_state-0", [
+        state(0, 2, [(2, 4, SHARE_ACKNOWLEDGED), (5, 6, SHARE_AVAILABLE), (7, 7, SHARE_ACKNOWLEDGED),
+                     (8, 8, SHARE_ARCHIVED)]),
+        state(1, 4, [(6, 6, SHARE_ACKNOWLEDGED)])])
+
+
+def test_share_groups_state_is_taken_as_it_was(dirs, tmp_path):
+    """With the same offsets a share group's state needs no translation: the groups step takes the
+    source's ``__share_group_state`` through the identity map -- start offsets the source's (moved
+    past the acknowledged records at its head, as the produced restore moves them), the records
+    acknowledged past it named at their own offsets -- and writes the start offsets for
+    ``kafka-share-groups --reset-offsets --from-file``."""
+    from kafkarec.restore import plan as plan_of, shares
+    from kafkarec.restore.offsets import OffsetMap
+    src, dst = dirs
+    _share_state(src)
+    spec = RestoreSpec.of(src, "target:9092", same_offsets="groups", target_log_dir=dst)
+    p = plan_of(spec)
+    omap = so.identity_map(p)
+    for part in p.partitions:
+        assert list(omap.pairs(part.topic, part.partition)) == [(o, o) for o in range(part.start, part.log_end)]
+    path = str(tmp_path / "shares.csv")
+    got = so.share_groups(spec, p, path)
+    assert [(s.group, s.topic, s.partition, s.source_start, s.target_topic, s.target_start, s.redelivered, s.rejected)
+            for s in got] == [("sg", "t", 0, 5, "t", 5, ((7, 7), (8, 8)), (8,)),
+                              ("sg", "t", 1, 4, "t", 4, ((6, 6),), ())]
+    assert open(path).read() == "sg,t,0,5\nsg,t,1,4\n"
+    # the produced restore's rule, through a map that moves every offset, names the same records
+    moved = OffsetMap()
+    for part in p.partitions:
+        moved.add(part.topic, part.partition, part.target_topic, part.start, part.start + 100,
+                  part.log_end - part.start)
+        moved.set_end(part.topic, part.partition, part.target_topic, part.log_end, part.log_end + 100)
+    assert [(s.target_start - 100, tuple((a, b - 100) for a, b in s.redelivered))
+            for s in shares.translate_shares(spec, p, moved)] == [(s.target_start, s.redelivered) for s in got]
+
+
+def test_share_group_options_belong_to_the_groups_step(dirs, tmp_path):
+    src, dst = dirs
+    for step in ("write", "prepare"):
+        r = subprocess.run([sys.executable, "-m", "kafkarec", "restore", src, "--same-offsets", step,
+                            "--target-bootstrap", "h:1", "--target-log-dir", dst, "--share-groups-csv",
+                            str(tmp_path / "s.csv")], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and f"--same-offsets {step} sets no group" in r.stderr, r.stderr
+
+
 class _Killed(BaseException):
     pass
 
