@@ -16,12 +16,14 @@ kafkarec's own decoding of the same rows:
   utime + stime of each process and of its reaped children, so workers that Spark ended
   are counted: ``bench_spark._tree_cpu``), medians of ``--repeats`` interleaved rounds after
   one warm-up round (``bench_spark.measure``).  The Python workers' share is given apart.
-* **decode**: kafkarec's read of the same log with the same columns, in a new plain Python
-  process on one thread (``kafkarec.scan.LogScan`` over the data source's own
-  ``ScanConfig`` with ``threads=1``; typed: with the registry decode,
-  ``ScanConfig.typed``), ``time.process_time`` of the best of ``--decode-repeats`` runs after a
-  first (warm-up) one.  A Spark Python worker is reused between tasks (``spark.python.worker.reuse``),
-  so a warm process is its fair counterpart.
+* **decode**: kafkarec's read of the same log with the same columns on one thread
+  (``kafkarec.scan.LogScan`` over the data source's own ``ScanConfig`` with ``threads=1``;
+  typed: with the registry decode, ``ScanConfig.typed``), ``time.process_time`` of this driver
+  process, which is idle between Spark jobs, run once in each round after the Spark reads, so
+  that the machine's load falls on it as on them; the median of the rounds is the figure.  A
+  Spark Python worker is reused between tasks (``spark.python.worker.reuse``), so a warm process
+  is its fair counterpart.  The same decode in a new plain process (best of
+  ``--decode-repeats`` after a first run) is printed first as a cross-check.
 
 Plain read: ``bench_spark.py``'s log (5 partitions, one per codec; 16-byte keys, 100-byte values,
 a header).  Typed read: ``bench_spark_typed.py``'s (Confluent-framed Avro orders, the registry in
@@ -90,6 +92,48 @@ def fresh_decode_cpu(options: dict, repeats: int) -> tuple:
     return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def measure(mechanisms: dict, options: dict, repeats: int, rows: int) -> tuple:
+    """One warm-up round, then ``repeats`` rounds; each round runs every Spark mechanism once
+    (CPU of the process tree, :func:`bench_spark._tree_cpu`) and then kafkarec's decode in this
+    process (``time.process_time``; this driver is idle between jobs, so its CPU is the decode's),
+    so that load from elsewhere falls on all alike.  Returns ({mechanism: medians}, decode's
+    median CPU-seconds)."""
+    import statistics
+    from kafkarec.scan import LogScan
+    scan = LogScan(decode_config(options))
+    cpus: dict = {n: [] for n in mechanisms}
+    walls: dict = {n: [] for n in mechanisms}
+    decodes = []
+    for i in range(repeats + 1):
+        for name, make_df in mechanisms.items():
+            df = make_df()
+            c0, t0 = bench_spark._tree_cpu(os.getpid()), time.perf_counter()
+            df.write.format("noop").mode("overwrite").save()
+            wall, c1 = time.perf_counter() - t0, bench_spark._tree_cpu(os.getpid())
+            if i:
+                walls[name].append(wall)
+                cpus[name].append({k: c1[k] - c0[k] for k in c1})
+        c0 = time.process_time()
+        got = sum(rb.num_rows for rb in scan)
+        if i:
+            decodes.append(time.process_time() - c0)
+        if got != rows:
+            raise SystemExit(f"decode: {got} rows, expected {rows}")
+    out = {}
+    for name in mechanisms:
+        med = statistics.median(walls[name])
+        out[name] = {"mechanism": name, "median_s": med, "rows_per_s": rows / med,
+                     "cpu_s": statistics.median(sum(c.values()) for c in cpus[name]),
+                     "cpu_jvm_s": statistics.median(c["jvm"] for c in cpus[name]),
+                     "cpu_python_s": statistics.median(c["python"] for c in cpus[name])}
+        m = out[name]
+        print(f"  {name:<18} median {med:7.3f} s  cpu {m['cpu_s']:5.2f} s (jvm {m['cpu_jvm_s']:4.2f}, "
+              f"python {m['cpu_python_s']:4.2f})", flush=True)
+    dec = statistics.median(decodes)
+    print(f"  {'decode (driver)':<18} cpu {dec:5.3f} s  runs {', '.join(f'{d:.3f}' for d in decodes)}", flush=True)
+    return out, dec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000, help="plain read's records (bench_spark.py's data)")
@@ -129,8 +173,8 @@ def main(argv=None) -> int:
         expected = want["records"] if read == "plain" else typed_want["records"]
         if rows != expected:
             raise SystemExit(f"{read} decode: {rows} rows, expected {expected}")
-        decode[read] = cpu
-        print(f"  {read} decode, plain process, 1 thread: {cpu:.3f} CPU-s ({cpu / rows * 1e9:.0f} ns/row)", flush=True)
+        print(f"  {read} decode, a new plain process, 1 thread, best of {args.decode_repeats}: {cpu:.3f} CPU-s "
+              f"({cpu / rows * 1e9:.0f} ns/row)", flush=True)
 
     import spark_udfs
     from spark_udfs.read import spec as _spec
@@ -171,9 +215,9 @@ def main(argv=None) -> int:
     inside = {}
     for read, mechs in mechanisms.items():
         rows = want["records"] if read == "plain" else typed_want["records"]
-        print(f"{read}: noop write of {rows} rows, interleaved, median of {args.repeats} after 1 warm-up; "
-              f"load average {os.getloadavg()[0]:.2f}", flush=True)
-        inside[read] = {r["mechanism"]: r for r in bench_spark.measure(mechs, args.repeats, rows)}
+        print(f"{read}: noop write of {rows} rows and the decode, interleaved, median of {args.repeats} after "
+              f"1 warm-up round; load average {os.getloadavg()[0]:.2f}", flush=True)
+        inside[read], decode[read] = measure(mechs, options[read], args.repeats, rows)
     spark.stop()
     load1 = os.getloadavg()
 
