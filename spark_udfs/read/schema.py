@@ -169,11 +169,17 @@ def _utc(convert) -> dict:
     return {"timezone": "UTC"} if "timezone" in inspect.signature(convert).parameters else {}
 
 
-def _spark_timestamps(column, mode: str, batch, where: str):
+def _spark_timestamps(column, mode: str, batch, where: str, unit=None):
     """kafkarec's timestamp[ms] column for Spark: (timestamp, raw int64 ms); a value
-    outside Spark's range is null (FAILFAST: raises, naming the record)."""
+    outside Spark's range is null (FAILFAST: raises, naming the record).  ``unit``: the timestamp
+    type Spark takes (``timestamp[us, UTC]``); given, a column without nulls whose values are all
+    in range comes back in it already (see :func:`_in_range_as`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    if unit is not None:
+        fast = _in_range_as(column, unit)
+        if fast is not None:
+            return fast
     raw = column.cast(pa.int64())
     # Bounds first, from arrays alone: comparing with a Python int makes pyarrow import pandas
     # to rule out a pandas scalar, ~0.5 CPU-s in each fresh Spark Python worker, for a check
@@ -195,6 +201,25 @@ def _spark_timestamps(column, mode: str, batch, where: str):
                 f"its milliseconds in {RAW_TIMESTAMP})")
         column = pc.if_else(outside, pa.scalar(None, column.type), column)
     return column, raw
+
+
+def _in_range_as(column, unit):
+    """(``column`` in ``unit``, its raw int64 ms) when it has no nulls and every value is in
+    Spark's range, else None.  This is every batch but a damaged one, and the conversion runs on
+    each: over a 16,384-row batch, the bounds and the x1000 over a NumPy view of the values take
+    about half of what pyarrow's checked ``cast`` to int64, ``min_max`` and the checked cast to
+    micros took (the ms values already in range cannot overflow, so no check is needed)."""
+    import pyarrow as pa
+    if (column.null_count or not pa.types.is_timestamp(unit) or unit.unit != "us"
+            or not pa.types.is_timestamp(column.type) or column.type.unit != "ms"):
+        return None
+    import numpy as np
+    n = len(column)
+    ms = np.frombuffer(column.buffers()[1], dtype=np.int64, count=n, offset=column.offset * 8)
+    if n and (int(ms.min()) < MIN_TIMESTAMP_MS or int(ms.max()) > MAX_TIMESTAMP_MS):
+        return None
+    us = np.multiply(ms, 1000)
+    return pa.Array.from_buffers(unit, n, [None, pa.py_buffer(us)]), column.view(pa.int64())
 
 
 def conform(batch, target, extra=None, *, corrupt: str | None = None, mode: str = "PERMISSIVE",
@@ -219,7 +244,8 @@ def conform(batch, target, extra=None, *, corrupt: str | None = None, mode: str 
             arr = pa.nulls(n, field.type)
         elif field.name in ("timestamp", RAW_TIMESTAMP) and "timestamp" in names:
             if ts is None:
-                ts, raw = _spark_timestamps(batch.column("timestamp"), mode, batch, where)
+                unit = target.field("timestamp").type if "timestamp" in target.names else None
+                ts, raw = _spark_timestamps(batch.column("timestamp"), mode, batch, where, unit)
             arr = ts if field.name == "timestamp" else raw
         elif field.name in names:
             arr = batch.column(field.name)

@@ -553,3 +553,32 @@ def test_ship_sends_an_extra_only_when_asked_and_a_later_call_sends_it_then(tmp_
                               env={"KAFKAREC_NATIVE_CACHE": str(tmp_path / "native")}, capture_output=True,
                               text=True, timeout=120, cwd=tmp_path)
         assert want in proc.stdout + proc.stderr, proc.stdout + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("ms", [
+    [0, 1, 1_700_000_000_123, -1, -62135596800000, 253402300799999],     # in range: NumPy's x1000
+    [5, 253402300799999 + 1, -62135596800000 - 1],                        # outside: checked path
+    [5, None, 7],                                                         # nulls: checked path
+    [],
+])
+def test_conform_gives_sparks_timestamps_as_the_checked_cast(ms):
+    """conform's timestamps for Spark (issue 80: the in-range batch converted over a NumPy view)
+    are what pyarrow's checked cast gives: micros in UTC, the raw milliseconds beside them, a value
+    outside Spark's range null; a slice (an offset into the buffer) the same."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from spark_udfs.read import schema as _schema
+    us = pa.timestamp("us", tz="UTC")
+    target = pa.schema([("offset", pa.int64()), ("timestamp", us), (_schema.RAW_TIMESTAMP, pa.int64())])
+    column = pa.array(ms, pa.int64())
+    batch = pa.RecordBatch.from_arrays([pa.array(range(len(ms)), pa.int64()), column.cast(pa.timestamp("ms"))],
+                                       names=["offset", "timestamp"])
+    for b in (batch, batch.slice(1)):
+        got = _schema.conform(b, target)
+        got.validate(full=True)
+        raw = b.column("timestamp").cast(pa.int64())
+        inside = pc.and_(pc.greater_equal(raw, _schema.MIN_TIMESTAMP_MS), pc.less_equal(raw, _schema.MAX_TIMESTAMP_MS))
+        want = pc.if_else(inside, b.column("timestamp"), pa.scalar(None, pa.timestamp("ms"))).cast(us)
+        assert got.column("timestamp").to_pylist() == want.to_pylist()
+        assert got.column("timestamp").type == us
+        assert got.column(_schema.RAW_TIMESTAMP).to_pylist() == raw.to_pylist()
