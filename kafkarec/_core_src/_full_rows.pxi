@@ -154,7 +154,6 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef const uint8_t *pos = st.pos
     cdef const uint8_t *end = st.end
     cdef const uint8_t *start
-    cdef uintptr_t ahead = <uintptr_t>pos      # the next line to ask for (prefetch.h)
     cdef int32_t remaining
     cdef int64_t prev_delta
     cdef int status = ROWS_DONE
@@ -171,7 +170,7 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int32_t ts_type = st.ts_type
     cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
     while it._remaining > 0 and row < end_row:
-        ahead = kr_prefetch_ahead(ahead, <uintptr_t>pos)
+        kr_prefetch_ahead(pos)
         start = pos
         remaining = it._remaining
         prev_delta = it._prev_offset_delta

@@ -619,7 +619,7 @@ cdef enum:
 
 cdef extern from "prefetch.h":
     # the lines a record loop will read next asked for ahead of it (why: the header)
-    uintptr_t kr_prefetch_ahead(uintptr_t ahead, uintptr_t at) nogil
+    void kr_prefetch_ahead(const void *at) nogil
 
 
 cdef extern from "meta_walk.h":

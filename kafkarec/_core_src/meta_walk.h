@@ -168,7 +168,7 @@ __attribute__((noinline))   /* its own registers: inlined in the checked walk, i
 static Py_ssize_t kr_walk_meta_records(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
                                        int64_t *offsets, int64_t *timestamps,
                                        int64_t base_offset, int64_t base_timestamp) {
-    uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end, ahead = p;
+    uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
     Py_ssize_t n = 0;
     uint32_t u, off, headers;
     uint64_t ts;
@@ -177,7 +177,7 @@ static Py_ssize_t kr_walk_meta_records(const uint8_t **pos, const uint8_t *end, 
     safe_end = (uintptr_t)end - KR_WALK_SLACK;
     /* from here p <= safe_end: its length's varint (5 bytes at most) is readable */
     for (; n < count; n++) {
-        ahead = kr_prefetch_ahead(ahead, p);
+        kr_prefetch_ahead((const void *)p);
         q = p;
         KR_RAW_VARINT(uint32_t, q, u, stop);
         if (KR_UNLIKELY(u & 1))                 /* a negative size */
