@@ -172,6 +172,7 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int32_t ts_type = st.ts_type
     cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
     while it._remaining > 0 and row < end_row:
+        kr_prefetch_ahead(pos)
         start = pos
         remaining = it._remaining
         prev_delta = it._prev_offset_delta

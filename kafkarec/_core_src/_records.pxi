@@ -617,6 +617,11 @@ cdef enum:
     WALK_NOGIL_MIN_BYTES = 16384
 
 
+cdef extern from "prefetch.h":
+    # the lines a record loop will read next asked for ahead of it (why: the header)
+    void kr_prefetch_ahead(const void *at) nogil
+
+
 cdef extern from "meta_walk.h":
     # the walk over the records that end well before the section's end (why it checks less than
     # the scanner and still accepts only what the scanner accepts: the header)
