@@ -393,17 +393,22 @@ def write(doc: Evidence, path: str) -> None:
 MAX_DOCUMENT_BYTES = 256 << 20
 
 
-def read(path: str) -> Evidence:
-    """A document :func:`write` wrote, decoded (:func:`decode`); anything else a :class:`UsageError`
-    naming what is wrong."""
+def document_bytes(path: str) -> bytes:
+    """The bytes of an evidence document at ``path`` (either kind of restore's), its size checked
+    before it is read; a :class:`UsageError` naming the file otherwise."""
     try:
         if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
             raise UsageError(f"evidence {path}: larger than {MAX_DOCUMENT_BYTES} bytes: not a restore's evidence")
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except OSError as e:
         raise UsageError(f"evidence {path}: {e}") from None
-    return decode(data, f"evidence {path}")
+
+
+def read(path: str) -> Evidence:
+    """A document :func:`write` wrote, decoded (:func:`decode`); anything else a :class:`UsageError`
+    naming what is wrong."""
+    return decode(document_bytes(path), f"evidence {path}")
 
 
 def decode(doc: Union[bytes, str, dict, Evidence], where: str = "evidence") -> Evidence:

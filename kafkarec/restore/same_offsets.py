@@ -568,14 +568,8 @@ def is_evidence(path: str) -> bool:
 def read_evidence(path: str):
     """The document at ``path`` decoded (a :class:`kafkarec.errors.UsageError` naming what is wrong)."""
     from kafkarec.errors import UsageError
-    from kafkarec.restore.evidence import MAX_DOCUMENT_BYTES
-    try:
-        if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
-            raise UsageError(f"evidence {path}: larger than {MAX_DOCUMENT_BYTES} bytes")
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise UsageError(f"evidence {path}: {e}") from None
+    from kafkarec.restore.evidence import document_bytes
+    data = document_bytes(path)
     try:
         doc = msgspec.json.decode(data, type=SameOffsetsEvidence)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
