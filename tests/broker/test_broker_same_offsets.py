@@ -260,6 +260,18 @@ def test_same_offsets_restore_serves_the_source_at_its_offsets(so_source, tmp_pa
         firsts = _resume(dst.bootstrap, 0)
         committed_source = [o for o, _, _ in source.records[0]["read_committed"] if o >= 25]
         assert firsts == [committed_source[0], committed_source[3]]
+
+        # after a restart (a clean stop this time, its side files now the broker's own) the same
+        # holds: the source's records at its offsets, nothing truncated or marked stray, and the group
+        # resumes from its last commit
+        dst.stop()
+        log_start = os.path.getsize(dst.server_log)
+        dst.start()
+        _served_as_the_source(source, dst.bootstrap, TOPIC)
+        log = _log_from(dst.server_log, log_start)
+        _no_lost_records(log, TOPIC, {0: source.offsets[0][1] + 1, 1: source.offsets[1][1]})
+        assert "Truncating" not in log and "marked stray" not in log
+        assert _resume(dst.bootstrap, 0) == [committed_source[6], committed_source[9]]
         _appends(dst.bootstrap, TOPIC)
     print(f"one broker: {time.monotonic() - t0:.1f} s")
 

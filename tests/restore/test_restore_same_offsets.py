@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -315,6 +316,63 @@ def test_a_write_killed_midway_then_run_again_ends_as_one_run(dirs, tmp_path):
     # a segment left under its temporary name too, as a kill inside a partition leaves one
     open(os.path.join(dst, "t-1", "0" * 20 + ".log.cleaned"), "wb").write(b"half")
     so.write(_spec(src, dst))
+    assert _files(dst) == _files(once)
+
+
+#: the child of the kill -9 test: ``python -m kafkarec restore SOURCE --same-offsets write`` with a
+#: hook that SIGKILLs the process at a point of the write (no ``finally``, no flush runs).  A named
+#: step (steps.POINTS) through steps.set_step_hook; inside a partition, where no step is named, the
+#: hook is the child's wrapper of the call that ends one file's part of the write: the first
+#: ``os.fsync`` of a segment (every segment of the partition written under its temporary name, the
+#: target's own segments deleted, none renamed into place) or the first ``os.replace`` of one (a
+#: segment in place, the rest still temporary)
+_KILLED_CHILD = """
+import os, runpy, signal, sys
+from kafkarec.restore import steps
+point, src, dst = sys.argv[1:]
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if point in steps.POINTS:
+    steps.set_step_hook(lambda at, settle: die() if at == point else None)
+else:
+    real = getattr(os, point)
+
+    def then_die(first, *args, **kwargs):
+        path = os.readlink(f"/proc/self/fd/{first}") if isinstance(first, int) else first
+        real(first, *args, **kwargs)
+        if path.endswith(".log.cleaned"):
+            die()
+    setattr(os, point, then_die)
+sys.argv = ["kafkarec", "restore", src, "--same-offsets", "write", "--target-log-dir", dst]
+runpy.run_module("kafkarec", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("point", ["partition-written", "fsync", "replace"])
+def test_a_write_killed_by_sigkill_then_run_again_ends_as_one_run(dirs, tmp_path, point):
+    """A real ``kill -9`` of the command line in the middle of the write (after a partition, or
+    inside one), then the same command again: the target's files are a one-run write's, byte for byte."""
+    src, dst = dirs
+    once = _target(str(tmp_path / "once"), src)
+    so.write(_spec(src, once))
+    child = subprocess.run([sys.executable, "-c", _KILLED_CHILD, point, src, dst], capture_output=True,
+                           text=True, timeout=60)
+    assert child.returncode == -signal.SIGKILL, (child.returncode, child.stdout, child.stderr)
+    assert so.read_journal(dst)["state"] == "writing"
+    left = _files(dst)
+    assert left != _files(once)
+    temporary = [n for n in left if n.endswith(".log.cleaned")]
+    if point == "partition-written":
+        # one partition whole, the other as prepare left it
+        assert not temporary and left["t-1/" + "0" * 20 + ".log"] == b""
+    else:
+        # killed inside t-0's write: segments still under their temporary name
+        assert temporary and all(n.startswith("t-0/") for n in temporary), sorted(left)
+    again = _cli(src, "--same-offsets", "write", "--target-log-dir", dst)
+    assert again.returncode == 0, again.stderr
+    assert so.read_journal(dst)["state"] == "written"
     assert _files(dst) == _files(once)
 
 
