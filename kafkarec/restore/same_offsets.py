@@ -252,13 +252,33 @@ def prepare(spec: RestoreSpec, plan=None) -> Prepared:
                                             f"{latest[full[0]]}): a restore at the source's offsets writes into "
                                             "empty partitions only", topic=full[0][0], partition=full[0][1])
     created = target.ensure_topics(spec, p)
-    meta = target.retried(spec, "asking the cluster's metadata", lambda left: asker.list_topics(timeout=left))
-    replicas = {(tt, i): sorted(meta.topics[tt].partitions[i].replicas) for tt, i in wanted}
+    replicas = _created_replicas(spec, asker, wanted)
     where = _wait_folders(spec, dirs, wanted, replicas)
     _write_journal(dirs, {"version": 2, "state": "prepared", "cluster_id": cluster, "source": spec.source,
                           "log_dirs": sorted(_said(dirs)), "partitions": [[tt, i] for tt, i in wanted],
                           "replicas": {_key(*k): _said(where[k]) for k in wanted}})
     return Prepared(cluster, created, wanted)
+
+
+def _created_replicas(spec: RestoreSpec, asker, wanted) -> Dict[Tuple[str, int], List[int]]:
+    """Each partition's replicas, once the metadata the target answers holds every partition
+    created: the broker asked learns of a new topic from the controller a moment after the
+    controller created it (with several brokers that moment is seen), so it is asked again until
+    ``spec.timeout``; a :class:`RestoreError` naming the first partition still missing then."""
+    from kafkarec.restore import target
+    deadline = time.monotonic() + spec.timeout
+    while True:
+        meta = target.retried(spec, "asking the cluster's metadata", lambda left: asker.list_topics(timeout=left))
+        missing = [(tt, i) for tt, i in wanted
+                   if tt not in meta.topics or i not in meta.topics[tt].partitions
+                   or not meta.topics[tt].partitions[i].replicas]
+        if not missing:
+            return {(tt, i): sorted(meta.topics[tt].partitions[i].replicas) for tt, i in wanted}
+        if time.monotonic() > deadline:
+            tt, i = missing[0]
+            raise RestoreError(spec.target, f"no replicas of partition {i} in the metadata {spec.timeout} s after "
+                                            "the topic was created", topic=tt, partition=i)
+        time.sleep(0.1)
 
 
 def _wait_folders(spec: RestoreSpec, dirs: List[LogDir], wanted, replicas) -> Dict[Tuple[str, int], List[LogDir]]:
