@@ -1,11 +1,12 @@
 """How one process's reads scale with cores, against one process a partition and Parquet.
 
     .venv/bin/python benchmarks/bench_cores.py [--partitions 16] [--records 400000] [--codec none|zstd|lz4]
-        [--threads 1,2,4,...] [--repeats 3] [--workdir DIR] [--json FILE]
+        [--threads 1,2,4,...] [--repeats 3] [--workdir DIR] [--json FILE] [--values pool|json]
 
 Writes ``--partitions`` partitions of ``--records`` records each (kafkarec's bulk builder, 1000
 records a batch, 16-byte keys, ~100-byte values from a pool of 100,000, one header a record, 64 MiB
-segments, ``--codec`` batches) and one Parquet file a partition of the same rows (pyarrow's defaults:
+segments, ``--codec`` batches; ``--values json``: distinct 100-byte JSON events that compress well,
+:func:`bench_engines_local.json_values`) and one Parquet file a partition of the same rows (pyarrow's defaults:
 snappy), into ``--workdir`` (kept and reused when given; else a temporary folder).  Then, page cache
 warm, best of ``--repeats``, for ``offset, timestamp`` (meta) and ``offset, timestamp, key, value``
 (kv), at each thread count (default 1, 2, 4, ... up to the machine's cores):
@@ -33,8 +34,14 @@ warm, best of ``--repeats``, for ``offset, timestamp`` (meta) and ``offset, time
 Then the peak RSS of a streaming read (``LogScan`` batches counted and dropped, kv) at each thread
 count, each in a child process of its own, against the one-thread read's.  Prints a table (M rows/s
 and the reader against ``procs``, DuckDB over kafkarec against over Parquet) and, with ``--json``,
-every figure.  The issue 68 shape on 16 cores is the default; on a 2-core machine
-``--partitions 4 --records 400000``.
+every figure.  Each row also gives the GB/s of ``.log`` bytes read and that rate over one large
+``memcpy`` of the log's size (this machine's memory bandwidth as one thread sees it, measured in the
+same run).  The issue 68 shape on 16 cores is the default; on a 2-core machine
+``--partitions 4 --records 400000``.  Issue 80's one-partition shape (one partition of 3 M records,
+JSON events; the reader at T threads against the one process of ``procs`` and against Parquet):
+
+    .venv/bin/python benchmarks/bench_cores.py --partitions 1 --records 3000000 --values json \
+        --workdir /tmp/cores1p --threads 1,2 --repeats 5 --only reader,procs,pyarrow,duckdb,polars
 """
 from __future__ import annotations
 
@@ -53,6 +60,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from _segments import write_partition  # noqa: E402
+from bench_engines_local import json_values, memcpy_rate  # noqa: E402
 
 PER_BATCH = 1000
 POOL = 100_000
@@ -62,7 +70,7 @@ DUCKDB_SQL = {"meta": 'SELECT sum("offset"), max(timestamp) FROM {}',
               "kv": "SELECT count(*), sum(octet_length(value)), sum(octet_length(key)) FROM {}"}
 
 
-def write(root: str, partitions: int, records: int, codec: str) -> None:
+def write(root: str, partitions: int, records: int, codec: str, values_kind: str = "pool") -> None:
     """The log dir (``root/log``) and the Parquet files (``root/pq``) of the same rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -80,7 +88,8 @@ def write(root: str, partitions: int, records: int, codec: str) -> None:
         def batches():
             for off in range(0, records, PER_BATCH):
                 at = rng.randrange(POOL - PER_BATCH)
-                v, k = values[at:at + PER_BATCH], keys[at:at + PER_BATCH]
+                k = keys[at:at + PER_BATCH]
+                v = values[at:at + PER_BATCH] if values_kind == "pool" else json_values(off, PER_BATCH, rng)
                 ts = [T0 + off + i for i in range(PER_BATCH)]
                 yield off, build_batch(v, k, ts, headers=headers, base_offset=off, compression=compression)
                 offs.extend(range(off, off + PER_BATCH))
@@ -136,6 +145,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="reader,procs,pyarrow,duckdb,polars,rss",
                     help="which measures, comma-separated")
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--values", choices=("pool", "json"), default="pool",
+                    help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
+                         "JSON events that compress well (issue 80's outside check)")
     args = ap.parse_args(argv)
     cores = len(os.sched_getaffinity(0))
     steps = ([int(t) for t in args.threads.split(",")] if args.threads else
@@ -146,7 +158,7 @@ def main(argv=None) -> int:
         log = os.path.join(work, "log")
         if not os.path.isdir(log):
             start = time.perf_counter()
-            write(work, args.partitions, args.records, args.codec)
+            write(work, args.partitions, args.records, args.codec, args.values)
             print(f"wrote {args.partitions} x {args.records} records ({args.codec}) in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         return run(args, work, log, steps, cores, only)
@@ -163,14 +175,21 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
     parts = sorted(os.path.join(log, d) for d in os.listdir(log))
     n = args.partitions * args.records
     results = []
-    print(f"{cores} cores; {n} records in {len(parts)} partitions ({args.codec}); best of {args.repeats}")
-    print(f"{'query':5s} {'who':18s} {'threads':>7s} {'best s':>8s} {'M rows/s':>9s}", flush=True)
+    log_bytes = sum(os.path.getsize(os.path.join(p, f)) for p in parts for f in os.listdir(p) if f.endswith(".log"))
+    copy_rate = memcpy_rate(log_bytes, args.repeats)
+    print(f"{cores} cores; {n} records in {len(parts)} partitions ({args.codec}, {args.values} values); "
+          f"best of {args.repeats}")
+    print(f"log {log_bytes / 2**20:.0f} MiB; memcpy of that size (numpy copyto, one thread): {copy_rate / 1e9:.1f} GB/s")
+    print(f"{'query':5s} {'who':18s} {'threads':>7s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
+          f"{'of memcpy':>9s}", flush=True)
 
     def emit(query, who, threads, seconds, rows):
         assert rows == n, (who, rows, n)
+        rate = log_bytes / seconds
         results.append({"query": query, "who": who, "threads": threads, "seconds": seconds,
-                        "rows_per_s": n / seconds})
-        print(f"{query:5s} {who:18s} {threads:7d} {seconds:8.3f} {n / seconds / 1e6:9.2f}", flush=True)
+                        "rows_per_s": n / seconds, "log_bytes_per_s": rate, "of_memcpy": rate / copy_rate})
+        print(f"{query:5s} {who:18s} {threads:7d} {seconds:8.3f} {n / seconds / 1e6:9.2f} {rate / 1e9:9.2f} "
+              f"{rate / copy_rate:9.2f}", flush=True)
 
     for query, columns in QUERIES.items():
         for t in steps:
@@ -259,6 +278,7 @@ def run(args, work: str, log: str, steps, cores: int, only: set) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"cores": cores, "partitions": args.partitions, "records": args.records, "codec": args.codec,
+                       "values": args.values, "log_bytes": log_bytes, "memcpy_bytes_per_s": copy_rate,
                        "results": results, "peak_rss_mib": rss}, fh, indent=2)
     return 0
 
