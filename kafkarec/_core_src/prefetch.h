@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include "always_inline.h"
 
+#ifndef KR_PREFETCH_AHEAD
 #define KR_PREFETCH_AHEAD 1024
+#endif
 #define KR_PREFETCH_LINE 64
 
 /* The lines KR_PREFETCH_AHEAD bytes past `at` asked for, for a record loop at each record: three
