@@ -251,6 +251,9 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
     ``"ms"`` (Kafka's), ``"us"`` or ``"ns"``, written by the record loops (a chunk with a timestamp
     out of the unit's range comes in ``"ms"``)."""
     ...
+def offsets_rise(data: _Buffer, /, start: int, count: int) -> bool:
+    """Whether the int64 values ``start`` to ``start + count`` of ``data`` strictly increase."""
+    ...
 def meta_walk(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
               keys: Iterable[bytes] | None = ...) -> bool:
     """Whether ``iter_arrow`` with these reads v2 records by the meta-only walk."""

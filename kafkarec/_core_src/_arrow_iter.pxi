@@ -315,3 +315,23 @@ def to_arrow(data, /, options=None, *, topic=None, partition=None, include_contr
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,
                               error_sink=error_sink, start=start, end=end, origin=origin))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))
+
+
+def offsets_rise(data, /, Py_ssize_t start, Py_ssize_t count) -> bool:
+    """Whether the int64 values ``start`` to ``start + count`` of ``data`` (a buffer: an Arrow
+    int64 column's values, native order) strictly increase: the offset-order rule's test of a
+    chunk's offsets (:class:`kafkarec.scan._order.OffsetOrder`), one pass without the GIL instead
+    of numpy's comparison, which builds an array of its answers (2% of issue 80's query)."""
+    cdef const uint8_t[::1] view = memoryview(data).cast("B")    # (pyarrow's buffers are of "b")
+    cdef const int64_t *v
+    cdef Py_ssize_t i
+    cdef bint falls = False
+    if start < 0 or count < 0 or (start + count) * 8 > view.shape[0]:
+        raise ValueError(f"offsets_rise: values {start} to {start + count} of a buffer of {view.shape[0] // 8}")
+    if count < 2:
+        return True
+    v = <const int64_t *>&view[0] + start
+    with nogil:
+        for i in range(1, count):
+            falls |= v[i] <= v[i - 1]
+    return not falls
