@@ -299,7 +299,7 @@ def release(view) -> None:
 
 
 # A window is decoded whole, so its pages are all read: mapped populated (the kernel reads them in
-# one pass, not a fault per few pages: 3% less CPU over issue 80's one partition, docs/performance.md)
+# one pass, not a fault per few pages: 2-3% less CPU over issue 80's one partition, docs/performance.md)
 # where the platform has it (Linux's MAP_POPULATE; elsewhere mapped plainly, faulted in as read).
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
