@@ -103,3 +103,24 @@ def test_duckdb_refuses_a_timestamp_its_unit_cannot_hold_as_before(tmp_path):
     register(con, "bad", write(tmp_path / "bad", bad_at=150))
     with pytest.raises(Exception, match="would result in out of bounds timestamp: 9223372036854776"):
         con.sql('SELECT sum("offset"), max(timestamp) FROM bad').fetchall()
+
+
+def test_offsets_rise_is_the_offset_order_rules_test():
+    """The core's test of a chunk's offsets (OffsetOrder.seen) against Python's, on Arrow arrays
+    sliced anywhere (the values are read from the column's offset on), and a range past the buffer
+    refused."""
+    import random
+    from kafkarec._core import offsets_rise
+    rnd = random.Random(80)
+    for _ in range(300):
+        values = sorted(rnd.sample(range(-50, 10**6), rnd.randint(0, 40)))
+        if values and rnd.random() < 0.5:
+            i = rnd.randrange(len(values))
+            values[i] = values[i - 1] if rnd.random() < 0.5 else values[i] - 3    # equal, or going back
+        arr = pa.array(values, pa.int64())
+        lo = rnd.randint(0, len(values))
+        part = arr.slice(lo)
+        want = all(b > a for a, b in zip(values[lo:], values[lo + 1:]))
+        assert offsets_rise(part.buffers()[1], part.offset, len(part)) == want
+    with pytest.raises(ValueError, match="offsets_rise"):
+        offsets_rise(pa.array([1, 2], pa.int64()).buffers()[1], 1, 2)
