@@ -4,7 +4,10 @@ choosing the batch around it (declared record count, last offset delta, codec, t
 strict or lenient); the batch gets a valid CRC, so the records themselves are what is judged, and a
 good batch before and after it checks that the walk resumes and stops where the full read does.
 Offsets, timestamps, the error raised (class, position, reason) and, with ``errors="skip"``, the
-error sink and where framing stopped must be equal."""
+error sink and where framing stopped must be equal.  And the read in microseconds
+(``timestamp_unit="us"``, the core writing the unit, issue 80) must give each chunk of the read in
+milliseconds as pyarrow's safe cast makes it, or, where that cast refuses the chunk, the chunk in
+milliseconds as it is (for the same cast to refuse)."""
 import gzip
 import struct
 
@@ -67,6 +70,28 @@ def skipped(data: bytes, columns, strict: bool):
     return offsets, timestamps, sink, it.position, it.stop_reason, it.trailing_bytes
 
 
+def chunks(data: bytes, columns, strict: bool, unit: str):
+    sink: list = []
+    out = list(kafkarec.iter_arrow(data, columns=columns, strict=strict, errors="skip", error_sink=sink,
+                                   max_rows=5, max_decompressed_bytes=1 << 20, timestamp_unit=unit))
+    return out, sink
+
+
+def as_the_cast(data: bytes, columns, strict: bool) -> None:
+    import pyarrow as pa
+    (old, old_sink), (new, new_sink) = chunks(data, columns, strict, "ms"), chunks(data, columns, strict, "us")
+    if new_sink != old_sink or len(new) != len(old):
+        raise AssertionError(f"in us: {new_sink!r:.300} / {len(new)} chunks, in ms {old_sink!r:.300} / {len(old)}")
+    for a, b in zip(old, new):
+        i = a.schema.get_field_index("timestamp")
+        try:
+            want = a.set_column(i, pa.field("timestamp", pa.timestamp("us")), a.column(i).cast(pa.timestamp("us")))
+        except pa.ArrowInvalid:
+            want = a
+        if not b.equals(want):
+            raise AssertionError(f"in us: {b.column(i)!r:.300} != the ms read cast {want.column(i)!r:.300}")
+
+
 def test_one_input(data: bytes) -> None:
     log, strict = log_of(data)
     if log is None:
@@ -77,6 +102,8 @@ def test_one_input(data: bytes) -> None:
     full, meta = skipped(log, None, strict), skipped(log, META, strict)
     if full != meta:
         raise AssertionError(f"walker (skip) {meta!r:.400} != the full read {full!r:.400}")
+    as_the_cast(log, META, strict)
+    as_the_cast(log, None, strict)
 
 
 if __name__ == "__main__":

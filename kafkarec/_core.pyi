@@ -224,7 +224,7 @@ def restamp_run(buffer: bytearray | memoryview | Any, /, end: int, partition_lea
                 producer_id_base: int) -> tuple[int, int, int, bytes, list[tuple[int, int, int, int, int]],
                                                 tuple[int, str] | None]: ...
 
-def arrow_schema(*, batch_columns: bool = ...) -> Any: ...
+def arrow_schema(*, batch_columns: bool = ..., timestamp_unit: str = ...) -> Any: ...
 class ArrowBatchIterator(Iterator[Any]):
     """pyarrow.RecordBatch chunks; once ended, where framing stopped and why (as BatchIterator)."""
     options: ReadOptions
@@ -242,11 +242,17 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                max_decompressed_bytes: int | None = ..., max_rows: int = ..., max_bytes: int = ...,
                errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int | None = ...,
                end: int | None = ..., origin: int = ...,
-               columns: Sequence[str] | None = ..., keys: Iterable[bytes] | None = ...) -> ArrowBatchIterator:
+               columns: Sequence[str] | None = ..., keys: Iterable[bytes] | None = ...,
+               timestamp_unit: str = ...) -> ArrowBatchIterator:
     """Arrow batches of ``data``; ``origin`` (file position of ``data[0]``) as in ``iter_batches``: errors,
     ``error_sink`` entries, ``batchPosition`` and the iterator's ``position`` are file positions;
     ``columns``: the columns returned (without key, value and headers none of them is built);
-    ``keys``: only the records with one of these keys (the others never built)."""
+    ``keys``: only the records with one of these keys (the others never built); ``timestamp_unit``:
+    ``"ms"`` (Kafka's), ``"us"`` or ``"ns"``, written by the record loops (a chunk with a timestamp
+    out of the unit's range comes in ``"ms"``)."""
+    ...
+def offsets_rise(data: _Buffer, /, start: int, count: int) -> bool:
+    """Whether the int64 values ``start`` to ``start + count`` of ``data`` strictly increase."""
     ...
 def meta_walk(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
               keys: Iterable[bytes] | None = ...) -> bool:

@@ -87,7 +87,7 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None, start=None, end=None,
-               Py_ssize_t origin=0, columns=None, keys=None):
+               Py_ssize_t origin=0, columns=None, keys=None, str timestamp_unit="ms"):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
     projection without one of them counts none of its bytes).
@@ -100,6 +100,12 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     ``keys``: an iterable of ``bytes``; only the records whose key is one of them are returned,
     the others are scanned (their framing checked, as every record's) and nothing of them is
     copied (a null key is in no set; None: every record).
+
+    ``timestamp_unit``: the unit of the ``timestamp`` column, ``"ms"`` (Kafka's, the default) or
+    ``"us"`` / ``"ns"`` (an engine's own, DuckDB's ``TIMESTAMP`` is ``"us"``), written by the
+    record loops as they write each batch: the rows and errors are those of ``"ms"`` cast to the
+    unit.  A chunk holding a timestamp the unit cannot hold (pyarrow's safe cast's range) comes in
+    ``"ms"``, so that the caller's cast raises pyarrow's own error (``ArrowInvalid``).
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -122,6 +128,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
         raise ValueError("errors must be 'raise' or 'skip'")
     if errors == "skip" and error_sink is None:
         raise ValueError("errors='skip' needs an error_sink list, so nothing is dropped silently")
+    if timestamp_unit not in _TIMESTAMP_SCALES:
+        raise ValueError(f"timestamp_unit must be one of {sorted(_TIMESTAMP_SCALES)}, not {timestamp_unit!r}")
     if max_rows <= 0 or max_bytes <= 0:
         raise ValueError("max_rows and max_bytes must be positive")
     if topic is not None and not isinstance(topic, str):
@@ -140,17 +148,17 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
-                                 error_sink, projection, None if keys is None else _KeySet(keys))
+                                 error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit)
     return out
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
-                   _KeySet keys=None):
+                   _KeySet keys=None, str ts_unit="ms"):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -185,7 +193,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
             chunk_start = batches._offset
             sized = False
             continue
@@ -248,7 +256,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
@@ -307,3 +315,23 @@ def to_arrow(data, /, options=None, *, topic=None, partition=None, include_contr
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,
                               error_sink=error_sink, start=start, end=end, origin=origin))
     return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))
+
+
+def offsets_rise(data, /, Py_ssize_t start, Py_ssize_t count) -> bool:
+    """Whether the int64 values ``start`` to ``start + count`` of ``data`` (a buffer: an Arrow
+    int64 column's values, native order) strictly increase: the offset-order rule's test of a
+    chunk's offsets (:class:`kafkarec.scan._order.OffsetOrder`), one pass without the GIL instead
+    of numpy's comparison, which builds an array of its answers (2% of issue 80's query)."""
+    cdef const uint8_t[::1] view = memoryview(data).cast("B")    # (pyarrow's buffers are of "b")
+    cdef const int64_t *v
+    cdef Py_ssize_t i
+    cdef bint falls = False
+    if start < 0 or count < 0 or (start + count) * 8 > view.shape[0]:
+        raise ValueError(f"offsets_rise: values {start} to {start + count} of a buffer of {view.shape[0] // 8}")
+    if count < 2:
+        return True
+    v = <const int64_t *>&view[0] + start
+    with nogil:
+        for i in range(1, count):
+            falls |= v[i] <= v[i - 1]
+    return not falls

@@ -14,20 +14,27 @@
 # its records' offset and timestamp deltas are inside the compressed records.
 
 cdef dict _schemas = {}
+# the units of the timestamp column, each with how many of it a millisecond holds (iter_arrow's
+# timestamp_unit; the core writes them, _row_columns.pxi)
+cdef dict _TIMESTAMP_SCALES = {"ms": 1, "us": 1000, "ns": 1000000}
 # the columns a lean read does not build
 cdef frozenset _RECORD_BYTES_COLUMNS = frozenset({"key", "value", "headers"})
 
 
-def arrow_schema(*, batch_columns=False):
-    """The Arrow schema of to_arrow's output (Spark's Kafka source layout)."""
-    cached = _schemas.get(bool(batch_columns))
+def arrow_schema(*, batch_columns=False, str timestamp_unit="ms"):
+    """The Arrow schema of to_arrow's output (Spark's Kafka source layout); ``timestamp_unit``: the
+    unit of ``timestamp`` (iter_arrow's: ``"ms"``, Kafka's and Spark's, or ``"us"``, ``"ns"``)."""
+    if timestamp_unit not in _TIMESTAMP_SCALES:
+        raise ValueError(f"timestamp_unit must be one of {sorted(_TIMESTAMP_SCALES)}, not {timestamp_unit!r}")
+    cache_key = (bool(batch_columns), timestamp_unit)
+    cached = _schemas.get(cache_key)
     if cached is not None:
         return cached
     pa = pyarrow()
     fields = [
         pa.field("key", pa.binary()), pa.field("value", pa.binary()),
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("ms")),
+        pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp(timestamp_unit)),
         pa.field("timestampType", pa.int32()),
         pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
                                                 pa.field("value", pa.binary())]))),
@@ -41,7 +48,7 @@ def arrow_schema(*, batch_columns=False):
             pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
             pa.field("batchSize", pa.int32()), pa.field("deleteHorizonMs", pa.int64()),
         ]
-    schema = _schemas[bool(batch_columns)] = pa.schema(fields)
+    schema = _schemas[cache_key] = pa.schema(fields)
     return schema
 
 

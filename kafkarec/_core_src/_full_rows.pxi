@@ -325,6 +325,8 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     # commit the batch
     it._cur.pos = st.pos
     rows = st.row - r0
+    batch_timestamps_in_unit(<int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size), rows, r0,
+                             cols.ts_scale, &cols.ts_ms_from)
     full_rows_commit(cols, &st, rows)
     if cols.batch_columns:
         put_batch_columns(cols, b, r0, rows, nogil_walk)
@@ -360,6 +362,8 @@ cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) n
     st.want_value = cols.want_value
     st.want_headers = cols.want_headers
     st.keys = &cols.keys.table if cols.keys is not None else NULL
+    st.ts_scale = cols.ts_scale
+    st.ts_ms_from = cols.ts_ms_from
     headers_in(cols, st)
 
 

@@ -73,6 +73,7 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
         row += meta_rows(it, &pos, payload_end, end_row - row, offs, tss, table, &fault)
     if fault:
         raise_record_fault(it)
+    batch_timestamps_in_unit(tss, row - r0, r0, cols.ts_scale, &cols.ts_ms_from)
     for i in range(row - r0):
         tts[i] = ts_type
     if it._remaining > 0:

@@ -2,6 +2,30 @@
 # _Column (_column.pxi) per column, a record appended by the GIL's path (_ArrowColumns.add: legacy
 # records; a v2 batch's records go in by _full_rows.pxi's and _meta_rows.pxi's loops, which write
 # into the columns' reserved room), and a chunk finished into a pyarrow.RecordBatch.
+#
+# Timestamps in another unit than Kafka's milliseconds (iter_arrow's timestamp_unit: DuckDB's
+# microseconds) are put in it by each writer as it finishes a batch (batch_timestamps_in_unit),
+# while the batch's values are in cache: no Arrow cast runs over the column afterwards.  A batch
+# with a value the unit cannot hold (Arrow's safe cast's range, ts_unit.h) leaves the rest of its
+# chunk in milliseconds, and the chunk is finished so (the batches before it put back): the
+# caller's Arrow cast then raises Arrow's own error, as it did before the core wrote the unit.
+
+cdef extern from "ts_unit.h":
+    int kr_timestamps_in_unit(int64_t *timestamps, Py_ssize_t n, int64_t scale) nogil
+
+# _ArrowColumns.ts_ms_from when every row is in the chunk's unit
+cdef Py_ssize_t TS_ALL_IN_UNIT = PY_SSIZE_T_MAX
+
+
+cdef inline void batch_timestamps_in_unit(int64_t *tss, Py_ssize_t n, Py_ssize_t first_row, int64_t scale,
+                                          Py_ssize_t *ms_from) noexcept nogil:
+    """The timestamps of a batch's rows (`n` from row `first_row`, at tss) in the chunk's unit,
+    unless the chunk has a row left in milliseconds already; a value out of range leaves them, and
+    the chunk's rows from first_row on, in milliseconds (*ms_from)."""
+    if scale == 1 or ms_from[0] != TS_ALL_IN_UNIT or n == 0:
+        return
+    if not kr_timestamps_in_unit(tss, n, scale):
+        ms_from[0] = first_row
 
 @cython.final
 cdef class _ArrowColumns:
@@ -16,13 +40,20 @@ cdef class _ArrowColumns:
     cdef _Column batch_position, batch_base_offset, partition_leader_epoch, magic
     cdef _Column batch_size, delete_horizon_ms       # the batch's bytes; the cleaner's horizon or null
     cdef _KeySet keys               # the keys kept (None: every record)
+    cdef str ts_unit                # the timestamps' unit (a key of _TIMESTAMP_SCALES)
+    cdef int64_t ts_scale           # how many of it a millisecond holds
+    cdef Py_ssize_t ts_ms_from      # the first row left in milliseconds (TS_ALL_IN_UNIT: none)
     # whether the full decode's loop copies each record's key, value and headers: a projection
     # without one of them leaves that column empty (rows of b"" or null), dropped by finish
     cdef bint want_key, want_value, want_headers
 
-    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None):
+    def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None,
+                  str ts_unit="ms"):
         pa = pyarrow()
         self.keys = keys
+        self.ts_unit = ts_unit
+        self.ts_scale = _TIMESTAMP_SCALES[ts_unit]
+        self.ts_ms_from = TS_ALL_IN_UNIT
         self.want_key = projection is None or "key" in projection
         self.want_value = projection is None or "value" in projection
         self.want_headers = projection is None or "headers" in projection
@@ -32,7 +63,7 @@ cdef class _ArrowColumns:
         self.key = new_column(CK_BIN, pa.binary(), True)
         self.value = new_column(CK_BIN, pa.binary(), True)
         self.offset = new_column(CK_I64, pa.int64(), False)
-        self.timestamp = new_column(CK_I64, pa.timestamp("ms"), False)
+        self.timestamp = new_column(CK_I64, pa.timestamp(ts_unit), False)
         self.timestamp_type = new_column(CK_I32, pa.int32(), False)
         self.header_key = new_column(CK_BIN, pa.string(), False)
         self.header_value = new_column(CK_BIN, pa.binary(), True)
@@ -68,6 +99,7 @@ cdef class _ArrowColumns:
         return out
 
     cdef int add(self, RecordView *v, int timestamp_type, RecordBatch b, bint strict) except -1:
+        cdef int64_t ts = v.timestamp
         if self.keys is not None and not self.keys.has(v.key, v.key_len):
             return 0
         if not self.lean:
@@ -76,7 +108,8 @@ cdef class _ArrowColumns:
             col_put_bin(self.value, v.value, v.value_len,
                         (v.value + v.value_len) if v.value_len > 0 else v.value)
         col_put_int(self.offset, v.offset)
-        col_put_int(self.timestamp, v.timestamp)
+        batch_timestamps_in_unit(&ts, 1, self.rows, self.ts_scale, &self.ts_ms_from)
+        col_put_int(self.timestamp, ts)
         col_put_int(self.timestamp_type, timestamp_type)
         if self.lean:
             pass
@@ -111,6 +144,8 @@ cdef class _ArrowColumns:
         for col in self.columns():
             col_truncate(col, rows)
         self.rows = rows
+        if self.ts_ms_from >= rows:     # (the rows left in milliseconds are gone)
+            self.ts_ms_from = TS_ALL_IN_UNIT
         return 0
 
     cdef int expect(self, double scale) except -1:
@@ -136,7 +171,17 @@ cdef class _ArrowColumns:
         cdef Py_ssize_t n = self.rows
         cdef list columns
         cdef int at = 0 if self.lean else 2        # where topic and partition go
-        schema = arrow_schema(batch_columns=self.batch_columns)
+        cdef str unit = self.ts_unit
+        cdef int64_t *tss
+        cdef Py_ssize_t i
+        if self.ts_ms_from < n:
+            # a row out of the unit's range: the chunk in milliseconds, the rows before it put back
+            tss = <int64_t *>self.timestamp.values.data
+            for i in range(self.ts_ms_from):
+                tss[i] = tss[i] // self.ts_scale
+            unit = "ms"
+            self.timestamp.arrow_type = pa.timestamp(unit)      # (the chunk's last use of it)
+        schema = arrow_schema(batch_columns=self.batch_columns, timestamp_unit=unit)
         if self.lean and projection:        # ([]: the rows alone, counted by the select below)
             # only the projected columns: the others' arrays (topic and partition nulls, zeroed
             # buffers) cost as much as a projection's whole walk of offsets and timestamps

@@ -44,6 +44,8 @@ cdef struct FullRows:
     int64_t *offs
     int64_t *tss
     int32_t *tts
+    int64_t ts_scale        # (_ArrowColumns'): the timestamps' unit, as ts_unit.h writes them
+    Py_ssize_t ts_ms_from
     int32_t *hoff
     uint8_t *kvalid
     uint8_t *vvalid
@@ -129,3 +131,5 @@ cdef struct MetaRows:
     int64_t *offs
     int64_t *tss
     int32_t *tts
+    int64_t ts_scale        # (_ArrowColumns')
+    Py_ssize_t ts_ms_from

@@ -88,7 +88,8 @@ cdef inline bint batch_rows_read(_RecordIterator it, Rows *st, Py_ssize_t rows) 
     (full rows) or add_v2_meta (meta rows) writes them; False where the record loop stopped short
     (a record refused, or one left to the GIL's path)."""
     cdef const uint8_t *pos
-    cdef Py_ssize_t n, i
+    cdef Py_ssize_t n, i, row0 = st.row
+    cdef int64_t *tss0 = st.tss
     cdef bint fault = False
     if Rows is FullRows:
         preset_bits(st.kvalid, st.row, rows, True)
@@ -98,12 +99,16 @@ cdef inline bint batch_rows_read(_RecordIterator it, Rows *st, Py_ssize_t rows) 
         st.end = it._cur.end
         st.end_row = st.row + rows
         st.ts_type = it._timestamp_type
-        return full_rows(it, st) == ROWS_DONE
+        if full_rows(it, st) != ROWS_DONE:
+            return False
+        batch_timestamps_in_unit(tss0, st.row - row0, row0, st.ts_scale, &st.ts_ms_from)
+        return True
     else:
         pos = it._cur.pos
         n = meta_rows(it, &pos, it._cur.end, rows, st.offs, st.tss, st.keys, &fault)
         if fault:
             return False
+        batch_timestamps_in_unit(st.tss, n, row0, st.ts_scale, &st.ts_ms_from)
         for i in range(n):
             st.tts[i] = it._timestamp_type
         st.offs += n
@@ -182,12 +187,15 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
         meta.offs = <int64_t *>(cols.offset.values.data + cols.offset.values.size)
         meta.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
         meta.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
+        meta.ts_scale = cols.ts_scale
+        meta.ts_ms_from = cols.ts_ms_from
         if release:
             with nogil:
                 run_batches(it, &meta, &run)
         else:
             run_batches(it, &meta, &run)
         rows = meta.row - r0
+        cols.ts_ms_from = meta.ts_ms_from
     else:
         run.room_end = min(run.room_end, r0 + min(room_rows(key.offsets, 4), room_rows(value.offsets, 4),
                                                   room_rows(cols.headers.offsets, 4)))
@@ -207,6 +215,7 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
         if run.batches:
             full_rows_commit(cols, &st, rows)
             headers_out(cols, &st)
+            cols.ts_ms_from = st.ts_ms_from
     if run.batches:
         commit_rows(cols, rows)
         batches._offset = run.offset

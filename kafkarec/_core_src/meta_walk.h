@@ -177,7 +177,7 @@ static Py_ssize_t kr_walk_meta_records(const uint8_t **pos, const uint8_t *end, 
     safe_end = (uintptr_t)end - KR_WALK_SLACK;
     /* from here p <= safe_end: its length's varint (5 bytes at most) is readable */
     for (; n < count; n++) {
-        kr_prefetch_ahead((const void *)p);
+        kr_prefetch_walk((const void *)p);
         q = p;
         KR_RAW_VARINT(uint32_t, q, u, stop);
         if (KR_UNLIKELY(u & 1))                 /* a negative size */

@@ -90,8 +90,8 @@ class LogSource(_sources.ArrowScanSource):
         return self._reader(self.scan).__arrow_c_stream__(requested_schema)
 
     def _reader(self, scan: LogScan):
-        # the timestamps in DuckDB's unit as the batches are decoded, on the pool's threads
-        # (LogScan.batches_in): the stream DuckDB's threads pull from does no per-batch cast
+        # the timestamps in DuckDB's unit as the core decodes them (LogScan.batches_in: the record
+        # loops write microseconds): the stream DuckDB's threads pull from casts nothing
         schema = pa.schema([self.schema.field(name) for name in scan.schema.names])
         return pa.RecordBatchReader.from_batches(schema, scan.batches_in(schema))
 

@@ -299,7 +299,8 @@ class LogScan:
     # --- reading -----------------------------------------------------------------------
     def read_items(self, pieces: Sequence[ScanPiece], *, batch_columns: Optional[bool] = None,
                    hint: str = "(LogScan mode=FAILFAST; use PERMISSIVE or DROPMALFORMED)", columns=None,
-                   windows: bool = False, typed: bool = False, finish: Optional[Callable] = None):
+                   windows: bool = False, typed: bool = False, finish: Optional[Callable] = None,
+                   timestamp_unit: str = "ms"):
         """``(where, item)`` for the pieces: Arrow batches of ``columns`` (None: all; offset
         bounds applied) and :class:`Errors`, for callers that render errors
         their own way (the Spark data source); :meth:`read_piece` is the plain stream.
@@ -309,7 +310,9 @@ class LogScan:
         the batches decoded on the pool are typed there too (the config's typed settings), not yet
         settled (:meth:`TypedRows.convert` settles them, and types the others).  ``finish(batch)``:
         run on each batch the pool decodes, after the typing (the batches decoded in the consumer's
-        thread are handed on as they are)."""
+        thread are handed on as they are).  ``timestamp_unit``: the unit the core writes ``timestamp``
+        in (:func:`kafkarec.iter_arrow`'s; a time bound or typing reads milliseconds: the caller's to
+        leave it ``"ms"`` then)."""
         # a local slice larger than a window is mapped one window at a time (cut by _read.Read)
         items = [p.item for p in pieces]
         options = self.config.read_options()
@@ -321,7 +324,8 @@ class LogScan:
         on_pool = self._typed.typed_batch if typed and self._typed is not None else None
         if finish is not None:
             on_pool = finish if on_pool is None else _then(on_pool, finish)
-        read = _read.Read(self.config, options, need, hint, columns, split=split, typed=on_pool)
+        read = _read.Read(self.config, options, need, hint, columns, split=split, typed=on_pool,
+                          timestamp_unit=timestamp_unit)
         yield from read.items(items)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:
@@ -370,11 +374,14 @@ class LogScan:
 
     def batches_in(self, schema, pieces: Optional[Sequence[ScanPiece]] = None) -> Iterator:
         """The batches of :meth:`read_pieces` (default: every piece) in ``schema``: :attr:`schema`
-        with an engine's own types for some columns, which Arrow casts to (``timestamp`` in another
-        unit: DuckDB's microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).
-        The casts run on the decode pool's threads, next to the decode, where no typed value or
-        time bound reads the columns afterwards; otherwise (and for a batch the consumer's thread
-        decoded) in the consumer's thread, as the batch is settled.  The rows are the read's."""
+        with an engine's own types for some columns (``timestamp`` in another unit: DuckDB's
+        microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).  Where no typed
+        value or time bound reads the timestamps afterwards, the core writes them in the unit asked
+        for as it decodes (:func:`kafkarec.iter_arrow`'s ``timestamp_unit``: no cast); the other
+        types are cast by Arrow on the decode pool's threads, next to the decode, with the same
+        condition, otherwise (and for a batch the consumer's thread decoded) in the consumer's
+        thread, as the batch is settled.  The rows, and the errors of a timestamp the unit cannot
+        hold (pyarrow's cast's), are the read's in milliseconds cast."""
         if list(schema.names) != list(self.schema.names):
             raise ValueError(f"batches_in: the columns {schema.names} are not the read's {self.schema.names}")
         return self._batches(self.pieces() if pieces is None else pieces, schema)
@@ -384,12 +391,15 @@ class LogScan:
         left = self.limit
         if left == 0:
             return
-        finish = None
+        finish, unit = None, "ms"
         if target is not None and self._typed is None and self.bounds.timestamps == (None, None):
             # (a time bound compares the timestamps in milliseconds, and typing reads the value, on
             # the consumer's thread: there the casts wait for them, in _rows)
+            unit = _core_unit(target)
+            # (the timestamps, in the core's unit already, cast only in a chunk it left in ms)
             finish = _caster(target)
-        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True, typed=True, finish=finish)
+        reads = self.read_items(pieces, columns=self.decoded_columns(), windows=True, typed=True, finish=finish,
+                                timestamp_unit=unit)
         try:
             for where, item in reads:
                 if isinstance(item, Errors):
@@ -452,6 +462,17 @@ class LogScan:
 def _then(first, second):
     """``second(first(batch))``: two steps the pool runs on each batch it decodes."""
     return lambda batch: second(first(batch))
+
+
+def _core_unit(target) -> str:
+    """The unit the core writes ``timestamp`` in for ``target`` (a schema): its unit where the core
+    writes it (a timestamp without a time zone), else milliseconds (cast by Arrow)."""
+    pa = require("pyarrow")
+    i = target.get_field_index("timestamp")
+    t = target.field(i).type if i >= 0 else None
+    if t is not None and pa.types.is_timestamp(t) and t.tz is None and t.unit in ("ms", "us", "ns"):
+        return t.unit
+    return "ms"
 
 
 def _caster(target):

@@ -60,7 +60,9 @@ class Read:
     pool's planner thread or up front, and decode on the pool too (None: whole ranges, in the
     consumer's thread).  ``typed(batch)`` (:meth:`kafkarec.scan.typed.TypedRows.typed_batch`): run
     on each batch the pool's threads decode, next to the record decode (the batches decoded in the
-    consumer's thread are handed on as they are).
+    consumer's thread are handed on as they are).  ``timestamp_unit``: the unit the core writes the
+    ``timestamp`` column in (:func:`kafkarec.iter_arrow`'s; every decode of the read, the pool's and
+    the consumer's, the offset-order rule's again).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -72,9 +74,10 @@ class Read:
     ``kafkarec verify``'s to judge whole)."""
 
     def __init__(self, config, options, need_batch_columns: bool, hint: str, columns=None,
-                 split: Optional[Callable] = None, typed: Optional[Callable] = None):
+                 split: Optional[Callable] = None, typed: Optional[Callable] = None, timestamp_unit: str = "ms"):
         from kafkarec._core import meta_walk
         self.config, self.options, self.hint, self.columns = config, options, hint, columns
+        self.timestamp_unit = timestamp_unit
         self.batch_columns = need_batch_columns
         self.split, self.typed = split, typed
         self.quarantine = None
@@ -115,7 +118,7 @@ class Read:
             batch_columns=self.batch_columns,
             max_rows=self.max_rows, mode=config.mode, where=where,
             quarantine=keep_to, columns=self.columns, core_errors=config.core_errors,
-            keys=config.bounds.keys)
+            keys=config.bounds.keys, timestamp_unit=self.timestamp_unit)
 
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
     def cut(self, piece) -> list:
