@@ -18,14 +18,17 @@ cdef dict _schemas = {}
 cdef frozenset _RECORD_BYTES_COLUMNS = frozenset({"key", "value", "headers"})
 
 
-def arrow_schema(*, batch_columns=False):
-    """The Arrow schema of to_arrow's output (Spark's Kafka source layout)."""
-    cached = _schemas.get(bool(batch_columns))
+def arrow_schema(*, batch_columns=False, str value_layout="copy"):
+    """The Arrow schema of to_arrow's output (Spark's Kafka source layout); ``value_layout="view"``:
+    ``key`` and ``value`` as ``binary_view`` (iter_arrow's view layout, _views.pxi)."""
+    cdef bint views = value_layout_is_view(value_layout)
+    cached = _schemas.get((bool(batch_columns), views))
     if cached is not None:
         return cached
     pa = pyarrow()
+    binary = pa.binary_view() if views else pa.binary()
     fields = [
-        pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+        pa.field("key", binary), pa.field("value", binary),
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp("ms")),
         pa.field("timestampType", pa.int32()),
@@ -41,8 +44,18 @@ def arrow_schema(*, batch_columns=False):
             pa.field("partitionLeaderEpoch", pa.int32()), pa.field("magic", pa.int8()),
             pa.field("batchSize", pa.int32()), pa.field("deleteHorizonMs", pa.int64()),
         ]
-    schema = _schemas[bool(batch_columns)] = pa.schema(fields)
+    schema = _schemas[(bool(batch_columns), views)] = pa.schema(fields)
     return schema
+
+
+cdef bint value_layout_is_view(str value_layout) except -1:
+    """The layout of ``key`` and ``value``: "copy" (classic binary, the bytes copied into the
+    column) or "view" (binary_view, long ones pointing into the bytes read)."""
+    if value_layout == "view":
+        return True
+    if value_layout != "copy":
+        raise ValueError(f"value_layout must be 'copy' or 'view', not {value_layout!r}")
+    return False
 
 
 cdef bint is_lean(object projection, bint batch_columns):
