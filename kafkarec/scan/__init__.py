@@ -149,7 +149,10 @@ class LogScan:
     bounds, only the partitions that partitioner names for them are opened; ``threads``: how
     many windows of local files are decoded at once, ahead of the consumer (typed values typed there
     too, settled in the consumer's thread), handed on in log order (default
-    :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
+    :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread);
+    ``value_layout``: ``"copy"`` (default: ``key`` and ``value`` as ``binary``) or ``"view"``
+    (``binary_view`` pointing into the bytes read, not copied; local windows are then read into
+    memory, not mapped: docs/engines.md, "The view layout").
     """
 
     def __init__(self, source, **keywords):
@@ -197,7 +200,8 @@ class LogScan:
     def _full_schema(self):
         pa = require("pyarrow")
         from kafkarec import arrow_schema
-        base = arrow_schema(batch_columns=self.config.batch_columns)
+        base = arrow_schema(batch_columns=self.config.batch_columns,
+                            value_layout="view" if self.config.views else "copy")
         if self._typed is not None:
             base = self._typed.schema(base)
         corrupt = self.config.corrupt_column
@@ -374,10 +378,17 @@ class LogScan:
         unit: DuckDB's microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).
         The casts run on the decode pool's threads, next to the decode, where no typed value or
         time bound reads the columns afterwards; otherwise (and for a batch the consumer's thread
-        decoded) in the consumer's thread, as the batch is settled.  The rows are the read's."""
+        decoded) in the consumer's thread, as the batch is settled.  A ``key`` or ``value`` asked as
+        ``binary_view`` of a read that decodes them is decoded so (the view layout,
+        :attr:`ScanConfig.views`): no copy of their bytes, no cast.  The rows are the read's."""
         if list(schema.names) != list(self.schema.names):
             raise ValueError(f"batches_in: the columns {schema.names} are not the read's {self.schema.names}")
-        return self._batches(self.pieces() if pieces is None else pieces, schema)
+        pieces = self.pieces() if pieces is None else pieces
+        pa = require("pyarrow")
+        asks_views = any(f.name in ("key", "value") and f.type == pa.binary_view() for f in schema)
+        if asks_views and not self.config.views and self._typed is None:
+            return LogScan(self.config.narrow(value_layout="view"))._batches(pieces, schema)
+        return self._batches(pieces, schema)
 
     def _batches(self, pieces: Sequence[ScanPiece], target=None) -> Iterator:
         schema = self.schema if target is None else target
