@@ -378,17 +378,11 @@ class LogScan:
         unit: DuckDB's microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).
         The casts run on the decode pool's threads, next to the decode, where no typed value or
         time bound reads the columns afterwards; otherwise (and for a batch the consumer's thread
-        decoded) in the consumer's thread, as the batch is settled.  A ``key`` or ``value`` asked as
-        ``binary_view`` of a read that decodes them is decoded so (the view layout,
-        :attr:`ScanConfig.views`): no copy of their bytes, no cast.  The rows are the read's."""
+        decoded) in the consumer's thread, as the batch is settled (a read of ``value_layout="view"``
+        decodes ``key`` and ``value`` as ``binary_view`` already: no cast).  The rows are the read's."""
         if list(schema.names) != list(self.schema.names):
             raise ValueError(f"batches_in: the columns {schema.names} are not the read's {self.schema.names}")
-        pieces = self.pieces() if pieces is None else pieces
-        pa = require("pyarrow")
-        asks_views = any(f.name in ("key", "value") and f.type == pa.binary_view() for f in schema)
-        if asks_views and not self.config.views and self._typed is None:
-            return LogScan(self.config.narrow(value_layout="view"))._batches(pieces, schema)
-        return self._batches(pieces, schema)
+        return self._batches(self.pieces() if pieces is None else pieces, schema)
 
     def _batches(self, pieces: Sequence[ScanPiece], target=None) -> Iterator:
         schema = self.schema if target is None else target
