@@ -21,7 +21,7 @@ import kafkarec
 from kafkarec import Compression, RecordBatchBuilder, UsageError
 from kafkarec._core import LegacyBatchBuilder
 
-from test_batch_runs import READS, log
+from support.logs.mixed_logs import READS, log
 
 
 def chunks(data, **kw):
