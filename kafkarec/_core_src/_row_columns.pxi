@@ -136,9 +136,9 @@ cdef class _ArrowColumns:
             if self.views and (col is self.key or col is self.value):
                 continue
             col_truncate(col, rows)
-        if self.views:
-            self.key_bytes = view_truncate(self.key, rows)
-            self.value_bytes = view_truncate(self.value, rows)
+        if self.views:      # (a null's view is zeros: length 0)
+            view_truncate(self.key, rows, &self.key_bytes)
+            view_truncate(self.value, rows, &self.value_bytes)
         self.rows = rows
         return 0
 

@@ -79,19 +79,20 @@ cdef int view_commit(_Column col, Py_ssize_t rows, Py_ssize_t nulls) noexcept:
     return 0
 
 
-cdef Py_ssize_t view_truncate(_Column col, Py_ssize_t n) noexcept:
-    """col_truncate of a view column; the bytes its first n views refer to (the chunk's count)."""
-    cdef Py_ssize_t i, counted = 0
+cdef int view_truncate(_Column col, Py_ssize_t n, Py_ssize_t *counted) noexcept:
+    """col_truncate of a view column; `counted` less the bytes the views dropped refer to."""
+    cdef Py_ssize_t i
     cdef int32_t length
-    if n < col.length:
-        col.nulls -= bits_zeros(col.valid, n, col.length)
-        bits_cut(col.valid, n)
-        col.length = n
-        col.values.size = n * VIEW_SIZE
-    for i in range(col.length):
+    if n >= col.length:
+        return 0
+    for i in range(n, col.length):
         memcpy(&length, col.values.data + i * VIEW_SIZE, 4)
-        counted += length
-    return counted
+        counted[0] -= length
+    col.nulls -= bits_zeros(col.valid, n, col.length)
+    bits_cut(col.valid, n)
+    col.length = n
+    col.values.size = n * VIEW_SIZE
+    return 0
 
 
 cdef object view_finish(_Column col, _Growable copied, list sources):
