@@ -40,7 +40,8 @@ log in both layouts of ``key`` and ``value`` (``value_layout="copy"``: ``binary`
 into the batches; ``"view"``: ``binary_view`` pointing into the windows read, which are then read
 into memory, not mapped), alternating, best of ``--repeats`` in CPU seconds and wall: DuckDB's
 whole-rows query, Polars ``collect()`` of ``offset, timestamp, key, value``, ``LogScan(...)``'s
-``to_table()`` and a plain iteration of its batches; then the Arrow memory a table of the four
+``to_table()``, a plain iteration of its batches, and the core's ``kafkarec.to_arrow`` over the
+segments' bytes already in memory (no window read in either layout); then the Arrow memory a table of the four
 columns holds in each layout (``pyarrow.total_allocated_bytes``; in the view layout the windows
 its views point into among them).
 
@@ -319,7 +320,14 @@ def value_layout_runs(logs: str, repeats: int) -> None:
     from kafkarec.engines.duckdb import register
     from kafkarec.engines.polars import scan_log
     from kafkarec.scan import LogScan
+    from kafkarec import to_arrow
     layouts = ("copy", "view")
+    held = []
+    for folder, _, names in os.walk(logs):
+        for name in sorted(names):
+            if name.endswith(".log"):
+                with open(os.path.join(folder, name), "rb") as fh:
+                    held.append(fh.read())
     con = duckdb.connect()
     for layout in layouts:
         register(con, f"logs_{layout}", logs, value_layout=layout)
@@ -330,6 +338,8 @@ def value_layout_runs(logs: str, repeats: int) -> None:
         "LogScan(columns=4).to_table()": lambda layout: LogScan(logs, columns=list(FOUR), value_layout=layout)
         .to_table(),
         "LogScan() batches iterated": lambda layout: sum(rb.num_rows for rb in LogScan(logs, value_layout=layout)),
+        # the core alone, over the segments' bytes already in memory (no window read either way)
+        "kafkarec.to_arrow(bytes in memory)": lambda layout: [to_arrow(data, value_layout=layout) for data in held],
     }
     print(f"{'reading':40s} {'copy CPU s':>10s} {'view CPU s':>10s} {'view/copy':>9s} "
           f"{'copy wall':>9s} {'view wall':>9s}  (best of {repeats}, alternating)")
