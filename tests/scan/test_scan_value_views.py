@@ -163,3 +163,31 @@ def test_a_read_short_of_its_window_reports_the_file_that_shrank(tmp_path):
     assert pieces[0]["error"] == "FileChangedError" and pieces[0]["position"] == 5000
     assert "shrank from 9000 to 5000" in pieces[0]["message"]
     assert pieces[1].position == 1000 and bytes(pieces[1].data) == b"x" * 4000
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"])
+def test_damaged_batches_read_the_same_in_both_layouts_in_each_mode(tmp_path, monkeypatch, mode):
+    """Batches whose CRC fails, one with a record cut short, in each mode: the same rows and error
+    rows (PERMISSIVE, DROPMALFORMED) or the same error after the same rows (FAILFAST)."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+    root = tmp_path / "damaged"
+    w = PartitionWriter(str(root), "d", 0, segment_bytes=30_000)
+    for k in range(90):
+        batch = bytearray(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "lz4")[k % 2]))
+        if k in (17, 41):
+            batch[-3] ^= 0xFF       # a record's (or the compressed records') byte: the CRC fails
+        w.append(bytes(batch))
+    w.close()
+
+    def outcome(layout, threads):
+        rows = []
+        try:
+            for rb in LogScan(str(root), threads=threads, mode=mode, value_layout=layout):
+                rows += classic(pa.Table.from_batches([rb])).to_pylist()
+            return rows, None
+        except Exception as exc:        # FAILFAST's error, compared below
+            return rows, str(exc)
+    copied = outcome("copy", 1)
+    assert copied[0] and (copied[1] is not None) == (mode == "FAILFAST")
+    for threads in (1, 3):
+        assert outcome("view", threads) == copied, threads
