@@ -35,6 +35,16 @@ once, then in CPU seconds pyarrow's cast of ``key`` and ``value`` to ``binary_vi
 taking either layout (Polars ``pl.from_arrow``, DuckDB the whole-rows query), with the Arrow memory
 each layout holds.
 
+``--value-layouts`` (issue 80, item 2, the reader's view layout) instead times each reading of the
+log in both layouts of ``key`` and ``value`` (``value_layout="copy"``: ``binary``, the bytes copied
+into the batches; ``"view"``: ``binary_view`` pointing into the windows read, which are then read
+into memory, not mapped), alternating, best of ``--repeats`` in CPU seconds and wall: DuckDB's
+whole-rows query, Polars ``collect()`` of ``offset, timestamp, key, value``, ``LogScan(...)``'s
+``to_table()``, a plain iteration of its batches, and the core's ``kafkarec.to_arrow`` over the
+segments' bytes already in memory (no window read in either layout); then the Arrow memory a table of the four
+columns holds in each layout (``pyarrow.total_allocated_bytes``; in the view layout the windows
+its views point into among them).
+
 ``--dask`` (issue 82, item 1) instead times :func:`kafkarec.engines.dask.read_log` on a
 ``distributed.LocalCluster`` of 2 worker processes (one thread each, started once, before the
 timings) against :class:`kafkarec.scan.LogScan` with ``threads=2`` in this process, on the same
@@ -124,6 +134,8 @@ def main(argv=None) -> int:
                          "JSON events that compress well (issue 80's outside check)")
     ap.add_argument("--layouts", action="store_true",
                     help="instead: each engine taking key and value as binary or binary_view (CPU seconds)")
+    ap.add_argument("--value-layouts", action="store_true",
+                    help="instead: each reading in value_layout copy against view (CPU seconds and wall)")
     ap.add_argument("--work", metavar="DIR",
                     help="keep the log and the Parquet file in DIR and reuse them if there (before/after runs)")
     ap.add_argument("--floor", action="store_true",
@@ -205,6 +217,9 @@ def main(argv=None) -> int:
             queries["offset, timestamp"].update(_floor_runs(logs, con))
         if args.layouts:
             layout_runs(logs, args.repeats)
+            return 0
+        if args.value_layouts:
+            value_layout_runs(logs, args.repeats)
             return 0
         wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
                   "whole": "whole rows", "summax": "offset, timestamp (sum, max)", "count": "count"}
@@ -294,6 +309,65 @@ def layout_runs(logs: str, repeats: int) -> None:
           f"{cpu(lambda: pl.from_arrow(viewed)):9.3f}")
     print(f"{'DuckDB whole rows over the Arrow table':44s} {cpu(lambda: con.sql(WHOLE.format('classic')).fetchall()):9.3f} "
           f"{cpu(lambda: con.sql(WHOLE.format('viewed')).fetchall()):9.3f}")
+
+
+def value_layout_runs(logs: str, repeats: int) -> None:
+    """``--value-layouts``: each reading in ``value_layout`` "copy" and "view", alternating, best of
+    ``repeats`` (CPU seconds of the process, all threads, and wall), then the Arrow memory a table of
+    ``offset, timestamp, key, value`` holds in each (see the module docstring)."""
+    import duckdb
+    import pyarrow as pa
+    from kafkarec.engines.duckdb import register
+    from kafkarec.engines.polars import scan_log
+    from kafkarec.scan import LogScan
+    from kafkarec import to_arrow
+    layouts = ("copy", "view")
+    held = []
+    for folder, _, names in os.walk(logs):
+        for name in sorted(names):
+            if name.endswith(".log"):
+                with open(os.path.join(folder, name), "rb") as fh:
+                    held.append(fh.read())
+    con = duckdb.connect()
+    for layout in layouts:
+        register(con, f"logs_{layout}", logs, value_layout=layout)
+    readings = {
+        "DuckDB whole rows": lambda layout: con.sql(WHOLE.format(f"logs_{layout}")).fetchall(),
+        "Polars offset, timestamp, key, value": lambda layout: scan_log(logs, value_layout=layout)
+        .select(*FOUR).collect(),
+        "LogScan(columns=4).to_table()": lambda layout: LogScan(logs, columns=list(FOUR), value_layout=layout)
+        .to_table(),
+        "LogScan() batches iterated": lambda layout: sum(rb.num_rows for rb in LogScan(logs, value_layout=layout)),
+        # the core alone, over the segments' bytes already in memory (no window read either way)
+        "kafkarec.to_arrow(bytes in memory)": lambda layout: [to_arrow(data, value_layout=layout) for data in held],
+    }
+    # the memory first: before any view read leaves spare windows in Arrow's pool (counted there)
+    for layout in layouts:
+        before = pa.total_allocated_bytes()
+        table = LogScan(logs, columns=list(FOUR), value_layout=layout).to_table()
+        kept = pa.total_allocated_bytes() - before
+        windows = {}
+        for name in ("key", "value"):
+            for chunk in table.column(name).chunks:
+                for buf in chunk.buffers()[3:] if layout == "view" else ():   # (views: buffer 3 on)
+                    windows[buf.address] = buf.size
+        print(f"Arrow memory of the four columns, {layout}: {kept / 2**20:.0f} MiB "
+              f"(the windows read, views point into: {sum(windows.values()) / 2**20:.0f} MiB)")
+        del table
+    print(f"{'reading':40s} {'copy CPU s':>10s} {'view CPU s':>10s} {'view/copy':>9s} "
+          f"{'copy wall':>9s} {'view wall':>9s}  (best of {repeats}, alternating)")
+    for name, call in readings.items():
+        best = {(layout, kind): float("inf") for layout in layouts for kind in ("cpu", "wall")}
+        for layout in layouts:
+            call(layout)                                    # warm: page cache, imports, plans
+        for _ in range(repeats):
+            for layout in layouts:
+                t, c = time.perf_counter(), time.process_time()
+                call(layout)
+                best[layout, "wall"] = min(best[layout, "wall"], time.perf_counter() - t)
+                best[layout, "cpu"] = min(best[layout, "cpu"], time.process_time() - c)
+        print(f"{name:40s} {best['copy', 'cpu']:10.3f} {best['view', 'cpu']:10.3f} "
+              f"{best['view', 'cpu'] / best['copy', 'cpu']:9.2f} {best['copy', 'wall']:9.3f} {best['view', 'wall']:9.3f}")
 
 
 def memcpy_rate(size: int, repeats: int) -> float:

@@ -3,8 +3,13 @@ error type at the same byte; read_committed only ever leaves rows out; with ``or
 every position (errors raised and skipped, batchPosition, where framing stopped) moves by it;
 the projection of offsets and timestamps alone (``columns=``: the core's meta-only path, which
 builds no key, value or header column) gives the full read's offsets, timestamps and errors; a key
-bound (``keys=``), whole or projected, the full read's rows of those keys and its errors."""
+bound (``keys=``), whole or projected, the full read's rows of those keys and its errors; the view
+layout of key and value (``value_layout="view"``: binary_view into the bytes read, a compressed
+batch's own records) the classic layout's chunks, every column, errors and stop, each view array
+valid in full (every view inside its buffer)."""
 from _harness import EXPECTED, run
+
+import pyarrow as pa
 
 import kafkarec
 
@@ -52,6 +57,10 @@ def test_one_input(data: bytes) -> None:
         full, meta = projected(data, committed, None), projected(data, committed, META)
         if full != meta:
             raise AssertionError(f"columns={META} {meta!r:.300} != the full read {full!r:.300}")
+    for kw in ({}, {"batch_columns": True, "include_control": True}, {"strict": True}):
+        viewed, copied = layout(data, "view", **kw), layout(data, "copy", **kw)
+        if viewed != copied:
+            raise AssertionError(f"value_layout='view' {kw} {viewed!r:.300} != the copy's {copied!r:.300}")
     # a key bound (the keys tested in the record loops: a few one by one, more by bisection) keeps
     # the full read's rows of those keys, with the same errors and the same stop
     whole = projected(data, False, None, with_keys=True)
@@ -66,6 +75,19 @@ def test_one_input(data: bytes) -> None:
 
 
 META = ["offset", "timestamp"]
+
+
+def layout(data: bytes, value_layout: str, **kw):
+    """Every chunk's columns (key and value as binary), errors and where framing stopped, of a read
+    in ``value_layout``; or the error raised (errors="raise")."""
+    sink, chunks = [], []
+    it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, value_layout=value_layout, **kw)
+    for rb in it:
+        rb.validate(full=True)
+        chunks.append([(rb.column(i).cast(pa.binary()) if rb.schema.field(i).type == pa.binary_view()
+                        else rb.column(i)).to_pylist() for i in range(rb.num_columns)])
+    return chunks, sink, it.position, it.stop_reason, outcome(
+        lambda: sum(rb.num_rows for rb in kafkarec.iter_arrow(data, value_layout=value_layout, **kw)))
 
 
 def projected(data: bytes, read_committed: bool, columns, keys=None, with_keys=False):

@@ -5,7 +5,8 @@ a file is many windows decoded ahead on the pool), in PERMISSIVE, DROPMALFORMED 
 whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a strict read, the
 scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
 in the consumer's), with badRecordsPath or not (its files written by the consumer), the threads-N read in the
-engines' types or not (``LogScan.batches_in``: microseconds, binary views, cast on the pool): the same rows
+engines' types or not (``LogScan.batches_in``: microseconds cast on the pool, key and value in the
+view layout, ``value_layout="view"``: binary views into windows read into memory): the same rows
 in the same order (the batch columns too), the same error rows, the same files kept, and the same
 exception (class and message) after the same rows (in FAILFAST, rows before the error are handed
 on as decoded: at one window size exactly the same
@@ -83,12 +84,13 @@ def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False
     end (or the ``limit``), and with ``keep`` the files badRecordsPath wrote (``{path: bytes}``);
     ``typed``: the values typed (:data:`TYPED`); ``strict``: the format's every rule (a strict
     read's offsets and timestamps go by the scanner's loop); ``engine``: the batches in the
-    engines' types (:func:`_engine_types`, cast on the pool's threads)."""
+    engines' types (:func:`_engine_types`, cast on the pool's threads), key and value decoded in
+    the view layout (``value_layout="view"``)."""
     rows = []
     kept_dir = tempfile.mkdtemp(prefix="kafkarec-fuzz-kept-") if keep else None
     config = ScanConfig.of(ROOT, mode=mode, columns=columns, threads=threads, limit=limit,
                            batch_columns=columns is BATCH_COLUMNS, bad_records_path=kept_dir,
-                           **(TYPED if typed else {}))
+                           value_layout="view" if engine else "copy", **(TYPED if typed else {}))
     if strict:
         config = dataclasses.replace(config, strict=True)
     error = None

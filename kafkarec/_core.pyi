@@ -224,7 +224,8 @@ def restamp_run(buffer: bytearray | memoryview | Any, /, end: int, partition_lea
                 producer_id_base: int) -> tuple[int, int, int, bytes, list[tuple[int, int, int, int, int]],
                                                 tuple[int, str] | None]: ...
 
-def arrow_schema(*, batch_columns: bool = ..., timestamp_unit: str = ...) -> Any: ...
+def arrow_schema(*, batch_columns: bool = ..., timestamp_unit: str = ...,
+                 value_layout: Literal["copy", "view"] = ...) -> Any: ...
 class ArrowBatchIterator(Iterator[Any]):
     """pyarrow.RecordBatch chunks; once ended, where framing stopped and why (as BatchIterator)."""
     options: ReadOptions
@@ -243,7 +244,7 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int | None = ...,
                end: int | None = ..., origin: int = ...,
                columns: Sequence[str] | None = ..., keys: Iterable[bytes] | None = ...,
-               timestamp_unit: str = ...) -> ArrowBatchIterator:
+               timestamp_unit: str = ..., value_layout: Literal["copy", "view"] = ...) -> ArrowBatchIterator:
     """Arrow batches of ``data``; ``origin`` (file position of ``data[0]``) as in ``iter_batches``: errors,
     ``error_sink`` entries, ``batchPosition`` and the iterator's ``position`` are file positions;
     ``columns``: the columns returned (without key, value and headers none of them is built);
@@ -266,7 +267,7 @@ def to_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: str 
              read_committed: bool = ..., verify_crc: bool | None = ..., strict: bool | None = ...,
              max_decompressed_bytes: int | None = ..., errors: str = ...,
              error_sink: list[dict[str, Any]] | None = ..., start: int | None = ..., end: int | None = ...,
-             origin: int = ...) -> Any:
+             origin: int = ..., value_layout: Literal["copy", "view"] = ...) -> Any:
     """One pyarrow Table of ``data``; ``origin``, ``start``/``end`` as in ``iter_arrow``."""
     ...
 

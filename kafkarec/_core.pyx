@@ -23,6 +23,7 @@
 #   records straight into Arrow columns, a room per job:
 #     _arrow_schema.pxi  the schema and the projections' layouts
 #     _key_table.pxi     the key bound's keys, tested without the GIL
+#     _views.pxi         the view layout of key and value (binary_view into the bytes read)
 #     _row_columns.pxi   the row columns of a chunk (the column builder of the schema)
 #     _full_rows.pxi     a v2 batch's records whole, by the record loop without the GIL
 #     _batch_columns.pxi the wide layout's batch columns
@@ -81,6 +82,7 @@ include "_core_src/_legacy_builder.pxi"
 include "_core_src/_restamp.pxi"
 include "_core_src/_column.pxi"
 include "_core_src/_arrow_schema.pxi"
+include "_core_src/_views.pxi"
 include "_core_src/_key_table.pxi"
 include "_core_src/_row_columns.pxi"
 include "_core_src/_full_rows.pxi"

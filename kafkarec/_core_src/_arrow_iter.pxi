@@ -87,7 +87,7 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None, start=None, end=None,
-               Py_ssize_t origin=0, columns=None, keys=None, str timestamp_unit="ms"):
+               Py_ssize_t origin=0, columns=None, keys=None, str timestamp_unit="ms", str value_layout="copy"):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
     projection without one of them counts none of its bytes).
@@ -106,6 +106,12 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     record loops as they write each batch: the rows and errors are those of ``"ms"`` cast to the
     unit.  A chunk holding a timestamp the unit cannot hold (pyarrow's safe cast's range) comes in
     ``"ms"``, so that the caller's cast raises pyarrow's own error (``ArrowInvalid``).
+    ``value_layout``: ``"copy"`` (``key`` and ``value`` as Arrow ``binary``, their bytes copied
+    into the chunk's columns) or ``"view"`` (as ``binary_view``: a key or value over 12 bytes is a
+    view into ``data``, or into a compressed batch's decompressed records, which the chunk then
+    holds; nothing else differs).  The chunks then hold ``data`` as long as they live, so ``data``
+    must be memory no one shrinks: a memory map is refused (a file truncated under a map held by
+    an engine's thread would kill the process with SIGBUS; read the bytes into memory instead).
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -137,6 +143,9 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     if partition is not None and not (-2**31 <= partition < 2**31):
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
     cdef list projection = None
+    cdef object window = None
+    if value_layout_is_view(value_layout):
+        window = view_window(data)
     if columns is not None:
         available = arrow_schema(batch_columns=batch_columns).names
         wanted = set(columns)
@@ -148,17 +157,34 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
-                                 error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit)
+                                 error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit, window)
     return out
+
+
+cdef object view_window(object data):
+    """``data`` as the pyarrow.Buffer the view layout's chunks hold (no copy); a memory map is
+    refused (see iter_arrow), and so is more than int32 views can point into."""
+    import mmap
+    pa = pyarrow()
+    owner = data.obj if isinstance(data, memoryview) else data
+    if isinstance(owner, mmap.mmap):
+        raise UsageError("iter_arrow(value_layout='view'): data is a memory map, which the chunks would "
+                         "point into (a file truncated under it kills the process with SIGBUS); "
+                         "read its bytes into memory")
+    window = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+    if window.size > INT32_LIMIT:
+        raise UsageError(f"iter_arrow(value_layout='view'): data of {window.size} bytes, over the 2 GiB "
+                         "a view can point into")
+    return window
 
 
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
-                   _KeySet keys=None, str ts_unit="ms"):
+                   _KeySet keys=None, str ts_unit="ms", object window=None):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -180,6 +206,13 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     # compressed batches decompress into one buffer: each batch's records are copied out (or
     # walked) before the next batch is read
     cdef _Scratch scratch = _Scratch.__new__(_Scratch)
+    if window is not None:
+        # the view layout: a compressed batch's records are decompressed into a buffer of their
+        # own, which the chunk's views point into and hold; and the views into the window need
+        # its address to be the one the batches are framed in
+        scratch = None
+        if window.size and <const uint8_t *><uintptr_t>window.address != batches._buf.ptr:
+            raise AssertionError("iter_arrow(value_layout='view'): data moved")
     if read_committed:
         aborted = aborted_batch_positions(data, batches.options, batches)
     # runs of batches without the GIL (take_run): not for the wide layout (its batch columns are
@@ -193,7 +226,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
             chunk_start = batches._offset
             sized = False
             continue
@@ -256,7 +289,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:
@@ -298,7 +331,7 @@ cdef dict error_dict(object exc, RecordBatch b):
 def to_arrow(data, /, options=None, *, topic=None, partition=None, include_control=False,
              batch_columns=False, read_committed=False, verify_crc=None, strict=None,
              max_decompressed_bytes=None, str errors="raise", list error_sink=None,
-             start=None, end=None, Py_ssize_t origin=0):
+             start=None, end=None, Py_ssize_t origin=0, str value_layout="copy"):
     """Decode every record in ``data`` into one ``pyarrow.Table`` (Spark Kafka source schema).
 
     ``options`` (a :class:`ReadOptions`, or its fields as keywords), ``origin``
@@ -306,15 +339,17 @@ def to_arrow(data, /, options=None, *, topic=None, partition=None, include_contr
     errors, are file positions), ``start``/``end`` (file positions too),
     ``errors`` and ``error_sink`` work as in ``iter_arrow``: ``errors="skip"``
     leaves a bad batch out whole and appends a description of it to
-    ``error_sink``.
+    ``error_sink``.  ``value_layout``: as in ``iter_arrow``.
     """
     pa = pyarrow()
     batches = list(iter_arrow(data, options, topic=topic, partition=partition,
                               include_control=include_control, batch_columns=batch_columns,
                               read_committed=read_committed, verify_crc=verify_crc, strict=strict,
                               max_decompressed_bytes=max_decompressed_bytes, errors=errors,
-                              error_sink=error_sink, start=start, end=end, origin=origin))
-    return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns))
+                              error_sink=error_sink, start=start, end=end, origin=origin,
+                              value_layout=value_layout))
+    return pa.Table.from_batches(batches, schema=arrow_schema(batch_columns=batch_columns,
+                                                              value_layout=value_layout))
 
 
 def offsets_rise(data, /, Py_ssize_t start, Py_ssize_t count) -> bool:

@@ -21,18 +21,22 @@ cdef dict _TIMESTAMP_SCALES = {"ms": 1, "us": 1000, "ns": 1000000}
 cdef frozenset _RECORD_BYTES_COLUMNS = frozenset({"key", "value", "headers"})
 
 
-def arrow_schema(*, batch_columns=False, str timestamp_unit="ms"):
+def arrow_schema(*, batch_columns=False, str timestamp_unit="ms", str value_layout="copy"):
     """The Arrow schema of to_arrow's output (Spark's Kafka source layout); ``timestamp_unit``: the
-    unit of ``timestamp`` (iter_arrow's: ``"ms"``, Kafka's and Spark's, or ``"us"``, ``"ns"``)."""
+    unit of ``timestamp`` (iter_arrow's: ``"ms"``, Kafka's and Spark's, or ``"us"``, ``"ns"``);
+    ``value_layout="view"``: ``key`` and ``value`` as ``binary_view`` (iter_arrow's view layout,
+    _views.pxi)."""
+    cdef bint views = value_layout_is_view(value_layout)
     if timestamp_unit not in _TIMESTAMP_SCALES:
         raise ValueError(f"timestamp_unit must be one of {sorted(_TIMESTAMP_SCALES)}, not {timestamp_unit!r}")
-    cache_key = (bool(batch_columns), timestamp_unit)
+    cache_key = (bool(batch_columns), timestamp_unit, views)
     cached = _schemas.get(cache_key)
     if cached is not None:
         return cached
     pa = pyarrow()
+    binary = pa.binary_view() if views else pa.binary()
     fields = [
-        pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+        pa.field("key", binary), pa.field("value", binary),
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("offset", pa.int64()), pa.field("timestamp", pa.timestamp(timestamp_unit)),
         pa.field("timestampType", pa.int32()),
@@ -50,6 +54,16 @@ def arrow_schema(*, batch_columns=False, str timestamp_unit="ms"):
         ]
     schema = _schemas[cache_key] = pa.schema(fields)
     return schema
+
+
+cdef bint value_layout_is_view(str value_layout) except -1:
+    """The layout of ``key`` and ``value``: "copy" (classic binary, the bytes copied into the
+    column) or "view" (binary_view, long ones pointing into the bytes read)."""
+    if value_layout == "view":
+        return True
+    if value_layout != "copy":
+        raise ValueError(f"value_layout must be 'copy' or 'view', not {value_layout!r}")
+    return False
 
 
 cdef bint is_lean(object projection, bint batch_columns):

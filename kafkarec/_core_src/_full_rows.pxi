@@ -141,17 +141,27 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     reserved for them, until the batch's records are read (ROWS_DONE), a record is refused
     (ROWS_FAULT) or one is left to the GIL's path (ROWS_SLOW, not moved past).  No Python object
     is touched: a reader decoding windows on several threads decodes them at once.  A key bound
-    takes a loop of its own (full_rows_keyed), so the common one tests nothing for it."""
+    takes a loop of its own (full_rows_keyed), and so does the view layout (full_rows_views), so
+    the common one tests nothing for them."""
+    if st.views:
+        return full_rows_views(it, st)
     if st.keys != NULL:
         return full_rows_keyed(it, st)
-    return full_rows_loop(it, st, False)
+    return full_rows_loop(it, st, False, False)
 
 
 cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
-    return full_rows_loop(it, st, True)
+    return full_rows_loop(it, st, True, False)
 
 
-cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed) noexcept nogil:
+cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
+    if st.keys != NULL:
+        return full_rows_loop(it, st, True, True)
+    return full_rows_loop(it, st, False, True)
+
+
+cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed,
+                                             bint views) noexcept nogil:
     cdef RecordView v
     cdef const uint8_t *pos = st.pos
     cdef const uint8_t *end = st.end
@@ -171,6 +181,8 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int32_t *hoff = st.hoff
     cdef int32_t ts_type = st.ts_type
     cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
+    cdef const uint8_t *src_base = st.src_base
+    cdef int32_t src_index = st.src_index
     while it._remaining > 0 and row < end_row:
         kr_prefetch_ahead(pos)
         start = pos
@@ -182,8 +194,8 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
         if keyed and not key_table_has(st.keys, v.key, v.key_len):
             continue                    # read (and checked), not kept: no row
         leave_out_unwanted(&v, want_key, want_value, want_headers, start)
-        if unlikely((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
-                    or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)
+        if unlikely((not views and ((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
+                                    or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)))
                     or (v.header_count != 0 and put_headers(st, &v) != 0)):
             # (the headers are put last of these tests: when they are put the row is written)
             pos = start                     # the record again, by the GIL's path
@@ -191,12 +203,17 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             it._prev_offset_delta = prev_delta
             status = ROWS_SLOW
             break
-        put_field(kdata, &kpos, &st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
-        put_field(vdata, &vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
-        ko[0] = <int32_t>kpos
-        vo[0] = <int32_t>vpos
-        ko += 1
-        vo += 1
+        if views:       # (views are indexed by row; the view room was reserved with the rows')
+            put_view(kdata, &st.kvalid, &st.key_nulls, &kpos, row, v.key, v.key_len, src_base, src_index)
+            put_view(vdata, &st.vvalid, &st.value_nulls, &vpos, row, v.value, v.value_len, src_base,
+                     src_index)
+        else:
+            put_field(kdata, &kpos, &st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
+            put_field(vdata, &vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
+            ko[0] = <int32_t>kpos
+            vo[0] = <int32_t>vpos
+            ko += 1
+            vo += 1
         offs[0] = v.offset
         tss[0] = v.timestamp
         tts[0] = ts_type
@@ -226,12 +243,39 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
     """The batch's next record by the GIL's path: its fault raised, a key bound's test, columns
     grown, a header key replaced as Java decodes it (add_headers); then st as full_rows leaves it."""
     cdef RecordView v
-    cdef _Column key = cols.key, value = cols.value
     cdef Py_ssize_t row = st.row
     parse_v2_record_at(it, &v, &st.pos, st.end)
     if cols.keys is not None and not cols.keys.has(v.key, v.key_len):
         return 0
     leave_out_unwanted(&v, st.want_key, st.want_value, st.want_headers, st.pos)
+    if st.views:
+        put_view(st.kdata, &st.kvalid, &st.key_nulls, &st.kpos, row, v.key, v.key_len, st.src_base,
+                 st.src_index)
+        put_view(st.vdata, &st.vvalid, &st.value_nulls, &st.vpos, row, v.value, v.value_len,
+                 st.src_base, st.src_index)
+    else:
+        full_row_fields(cols, &v, st, row)
+    st.offs[0] = v.offset
+    st.tss[0] = v.timestamp
+    st.tts[0] = st.ts_type
+    st.offs += 1
+    st.tss += 1
+    st.tts += 1
+    if v.header_count != 0:
+        headers_out(cols, st)
+        add_headers(cols, &v, st.strict, st.end)
+        headers_in(cols, st)
+        st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
+        st.with_headers += 1
+    st.hoff[0] = <int32_t>st.entries
+    st.hoff += 1
+    st.row = row + 1
+    return 0
+
+
+cdef int full_row_fields(_ArrowColumns cols, RecordView *v, FullRows *st, Py_ssize_t row) except -1:
+    """full_row_gil's key and value in the classic layout: copied, their columns grown first."""
+    cdef _Column key = cols.key, value = cols.value
     if v.key_len >= 0 and st.kpos + v.key_len + KAFKAREC_COPY_SLACK > st.kcap:
         # (rows are committed per batch: reserve counts from kpos)
         key.values.reserve(st.kpos - key.values.size + v.key_len + KAFKAREC_COPY_SLACK)
@@ -245,23 +289,8 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
     put_field(st.vdata, &st.vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, st.end)
     st.ko[0] = <int32_t>st.kpos
     st.vo[0] = <int32_t>st.vpos
-    st.offs[0] = v.offset
-    st.tss[0] = v.timestamp
-    st.tts[0] = st.ts_type
     st.ko += 1
     st.vo += 1
-    st.offs += 1
-    st.tss += 1
-    st.tts += 1
-    if v.header_count != 0:
-        headers_out(cols, st)
-        add_headers(cols, &v, st.strict, st.end)
-        headers_in(cols, st)
-        st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
-        st.with_headers += 1
-    st.hoff[0] = <int32_t>st.entries
-    st.hoff += 1
-    st.row = row + 1
     return 0
 
 
@@ -287,11 +316,19 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef Py_ssize_t r0 = cols.rows
     cdef int status
     cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES
-    if key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
+    cdef bint views = cols.views
+    if views:
+        if cols.key_bytes + payload > INT32_LIMIT or cols.value_bytes + payload > INT32_LIMIT:
+            raise ColumnOverflowError("binary_view column over 2 GiB")
+    elif key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
         raise ColumnOverflowError("binary column over 2 GiB")
     # the rows' room, reserved up front (full_rows_open then points st at it)
-    reserve_tail(key.offsets, rows * 4, False)
-    reserve_tail(value.offsets, rows * 4, False)
+    if views:
+        reserve_tail(key.values, rows * VIEW_SIZE, False)
+        reserve_tail(value.values, rows * VIEW_SIZE, False)
+    else:
+        reserve_tail(key.offsets, rows * 4, False)
+        reserve_tail(value.offsets, rows * 4, False)
     reserve_tail(cols.offset.values, rows * 8, False)
     reserve_tail(cols.timestamp.values, rows * 8, False)
     reserve_tail(cols.timestamp_type.values, rows * 4, False)
@@ -300,6 +337,9 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     reserve_bits(value.valid, r0, rows, True)
     reserve_bits(cols.headers.valid, r0, rows, False)
     full_rows_open(cols, &st, strict)
+    if views:       # the bytes the records are in: the window's, or the batch's decompressed ones
+        st.src_base = it._buf.ptr
+        st.src_index = cols.source_of(it._buf, it._buf is b._buf)
     st.pos = it._cur.pos
     st.end = payload_end
     st.end_row = r0 + rows
@@ -346,15 +386,22 @@ cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) n
     st.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
     st.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
     st.hoff = <int32_t *>(cols.headers.offsets.data + cols.headers.offsets.size)
-    st.kdata = key.values.data             # indexed by absolute column position
+    st.kdata = key.values.data             # indexed by absolute column position (views: by row)
     st.vdata = value.values.data
     st.kcap = key.values.capacity
     st.vcap = value.values.capacity
+    st.views = cols.views
+    st.src_base = NULL
+    st.src_index = 0
     st.kvalid = key.valid.data             # indexed by row
     st.vvalid = value.valid.data
     st.hvalid = cols.headers.valid.data
-    st.kpos = key.values.size
-    st.vpos = value.values.size
+    if cols.views:
+        st.kpos = cols.key_bytes
+        st.vpos = cols.value_bytes
+    else:
+        st.kpos = key.values.size
+        st.vpos = value.values.size
     st.key_nulls = st.value_nulls = st.with_headers = 0
     st.row = cols.rows
     st.strict = strict
@@ -370,8 +417,14 @@ cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) n
 cdef inline void full_rows_commit(_ArrowColumns cols, FullRows *st, Py_ssize_t rows) noexcept:
     """The `rows` rows st wrote counted in the key, value and headers columns (the per-row
     columns by commit_rows; the header entries by headers_out, as they come)."""
-    cols.key.values.size = st.kpos
-    cols.value.values.size = st.vpos
-    col_commit(cols.key, rows, st.key_nulls)
-    col_commit(cols.value, rows, st.value_nulls)
+    if cols.views:
+        cols.key_bytes = st.kpos
+        cols.value_bytes = st.vpos
+        view_commit(cols.key, rows, st.key_nulls)
+        view_commit(cols.value, rows, st.value_nulls)
+    else:
+        cols.key.values.size = st.kpos
+        cols.value.values.size = st.vpos
+        col_commit(cols.key, rows, st.key_nulls)
+        col_commit(cols.value, rows, st.value_nulls)
     col_commit(cols.headers, rows, rows - st.with_headers)

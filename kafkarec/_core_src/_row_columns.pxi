@@ -46,10 +46,30 @@ cdef class _ArrowColumns:
     # whether the full decode's loop copies each record's key, value and headers: a projection
     # without one of them leaves that column empty (rows of b"" or null), dropped by finish
     cdef bint want_key, want_value, want_headers
+    # the view layout (_views.pxi): key and value as binary_view, a long one a view into `sources`
+    # (variadic buffers 1 on: the window read, `window`, added when a row first points into it; a
+    # compressed batch's decompressed records), what no source holds copied into key_copied and
+    # value_copied (buffer 0); key_bytes and value_bytes count the bytes referred to
+    cdef bint views
+    cdef object window
+    cdef const uint8_t *window_ptr
+    cdef int32_t window_index
+    cdef list sources
+    cdef _ArrowGrowable key_copied, value_copied
+    cdef Py_ssize_t key_bytes, value_bytes
 
     def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None,
-                  str ts_unit="ms"):
+                  str ts_unit="ms", object window=None):
         pa = pyarrow()
+        # (lean: no key or value column to lay out)
+        self.views = window is not None and not lean
+        if self.views:
+            self.window = window
+            self.window_ptr = <const uint8_t *><uintptr_t>window.address
+            self.window_index = -1
+            self.sources = []
+            self.key_copied = _ArrowGrowable()
+            self.value_copied = _ArrowGrowable()
         self.keys = keys
         self.ts_unit = ts_unit
         self.ts_scale = _TIMESTAMP_SCALES[ts_unit]
@@ -102,7 +122,10 @@ cdef class _ArrowColumns:
         cdef int64_t ts = v.timestamp
         if self.keys is not None and not self.keys.has(v.key, v.key_len):
             return 0
-        if not self.lean:
+        if self.views:
+            view_put_copy(self.key, self.key_copied, &self.key_bytes, v.key, v.key_len)
+            view_put_copy(self.value, self.value_copied, &self.value_bytes, v.value, v.value_len)
+        elif not self.lean:
             # a null key or value has no pointer: no arithmetic on it (undefined in C even by 0)
             col_put_bin(self.key, v.key, v.key_len, (v.key + v.key_len) if v.key_len > 0 else v.key)
             col_put_bin(self.value, v.value, v.value_len,
@@ -142,7 +165,12 @@ cdef class _ArrowColumns:
         its header entries may be there although its rows were not committed)."""
         cdef _Column col
         for col in self.columns():
+            if self.views and (col is self.key or col is self.value):
+                continue
             col_truncate(col, rows)
+        if self.views:      # (a null's view is zeros: length 0)
+            view_truncate(self.key, rows, &self.key_bytes)
+            view_truncate(self.value, rows, &self.value_bytes)
         self.rows = rows
         if self.ts_ms_from >= rows:     # (the rows left in milliseconds are gone)
             self.ts_ms_from = TS_ALL_IN_UNIT
@@ -162,8 +190,27 @@ cdef class _ArrowColumns:
         return 0
 
     cdef Py_ssize_t data_bytes(self) noexcept:
+        if self.views:
+            return (self.key_bytes + self.value_bytes + self.header_key.values.size
+                    + self.header_value.values.size)
         return (self.key.values.size + self.value.values.size + self.header_key.values.size
                 + self.header_value.values.size)
+
+    cdef int32_t source_of(self, _Buffer buf, bint window) except -1:
+        """The variadic buffer index of `buf` (the window read, or a compressed batch's records, added
+        once each: a batch's records are decompressed into a buffer of their own in this layout)."""
+        if window:
+            if self.window_index < 0:
+                self.sources.append(self.window)
+                self.window_index = len(self.sources)
+            return self.window_index
+        if buf.size > INT32_LIMIT:
+            raise ColumnOverflowError("binary_view: a batch's decompressed records over 2 GiB")
+        source = pyarrow().py_buffer(<object>buf.view.obj)
+        if <const uint8_t *><uintptr_t>source.address != buf.ptr:
+            raise AssertionError("binary_view: the decompressed records moved")
+        self.sources.append(source)
+        return len(self.sources)
 
     cdef object finish(self, object topic, object partition, list projection=None):
         """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""
@@ -181,14 +228,20 @@ cdef class _ArrowColumns:
                 tss[i] = tss[i] // self.ts_scale
             unit = "ms"
             self.timestamp.arrow_type = pa.timestamp(unit)      # (the chunk's last use of it)
-        schema = arrow_schema(batch_columns=self.batch_columns, timestamp_unit=unit)
+        schema = arrow_schema(batch_columns=self.batch_columns, timestamp_unit=unit,
+                              value_layout="view" if self.views else "copy")
         if self.lean and projection:        # ([]: the rows alone, counted by the select below)
             # only the projected columns: the others' arrays (topic and partition nulls, zeroed
             # buffers) cost as much as a projection's whole walk of offsets and timestamps
             return pa.RecordBatch.from_arrays(
                 [self.lean_column(name, n, topic, partition) for name in projection],
                 schema=pa.schema([schema.field(name) for name in projection]))
-        columns = [col_finish(col) for col in self.columns()]
+        if self.views:
+            columns = [view_finish(self.key, self.key_copied, self.sources),
+                       view_finish(self.value, self.value_copied, self.sources)]
+            columns += [col_finish(col) for col in self.columns()[2:]]
+        else:
+            columns = [col_finish(col) for col in self.columns()]
         columns[at:at] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
                           pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
         if self.batch_columns:

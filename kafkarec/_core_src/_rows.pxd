@@ -39,6 +39,12 @@ cdef struct FullRows:
     bint want_value
     bint want_headers
     const KeyTable *keys    # a key bound's keys (NULL: every record): others are read, not written
+    # the view layout (_views.pxi): kdata/vdata are the key's and value's views (16 bytes a row,
+    # indexed by row), kpos/vpos count the bytes the views refer to (the chunk's byte limit), and a
+    # long key or value is a view into the bytes at src_base, the chunk's variadic buffer src_index
+    bint views
+    const uint8_t *src_base
+    int32_t src_index
     int32_t *ko
     int32_t *vo
     int64_t *offs

@@ -197,8 +197,13 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
         rows = meta.row - r0
         cols.ts_ms_from = meta.ts_ms_from
     else:
-        run.room_end = min(run.room_end, r0 + min(room_rows(key.offsets, 4), room_rows(value.offsets, 4),
-                                                  room_rows(cols.headers.offsets, 4)))
+        if cols.views:
+            run.room_end = min(run.room_end, r0 + min(room_rows(key.values, VIEW_SIZE),
+                                                      room_rows(value.values, VIEW_SIZE),
+                                                      room_rows(cols.headers.offsets, 4)))
+        else:
+            run.room_end = min(run.room_end, r0 + min(room_rows(key.offsets, 4), room_rows(value.offsets, 4),
+                                                      room_rows(cols.headers.offsets, 4)))
         run.kvalid_cap = key.valid.capacity
         run.vvalid_cap = value.valid.capacity
         run.hvalid_cap = cols.headers.valid.capacity
@@ -206,6 +211,9 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
                 or key.valid.data == NULL or value.valid.data == NULL or cols.headers.valid.data == NULL):
             return 0
         full_rows_open(cols, &st, run.strict)
+        if cols.views:      # a run's batches are uncompressed: their records are the window's
+            st.src_base = run.buf
+            st.src_index = cols.source_of(batches._buf, True)
         if release:
             with nogil:
                 run_batches(it, &st, &run)

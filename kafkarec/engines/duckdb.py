@@ -38,6 +38,9 @@ pa = require("pyarrow")
 
 __all__ = ["LogSource", "register"]
 
+#: the layout of ``key`` and ``value`` :func:`register` reads by default (ScanConfig.value_layout)
+VALUE_LAYOUT = "copy"
+
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
 _CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP",
                    "key": "BLOB"}
@@ -49,7 +52,11 @@ def register(con, name: str, source, **options) -> "LogSource":
     :class:`kafkarec.scan.LogScan`'s.  Returns the :class:`LogSource` (a Python variable holding it
     is a table name to DuckDB too).  Unless ``threads`` is given, the scan decodes on as many
     threads as the connection's ``threads`` setting (at most the CPUs): DuckDB's scan threads then
-    take batches the pool decoded ahead, without the GIL, in log order."""
+    take batches the pool decoded ahead, without the GIL, in log order.  Unless ``value_layout`` is
+    given, ``key`` and ``value`` come as ``binary_view`` pointing into the bytes read
+    (``value_layout="view"``: DuckDB takes views for less than classic binary, and the reader copies
+    no key or value; docs/performance.md, "The view layout")."""
+    options.setdefault("value_layout", VALUE_LAYOUT)
     if "threads" not in options:
         # (on a cursor of its own: a result the caller has pending on con stays theirs; the
         # setting is the database's, the same on every cursor)

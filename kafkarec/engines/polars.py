@@ -34,6 +34,9 @@ pl = require("polars")
 
 __all__ = ["scan_log", "predicate_bounds"]
 
+#: the layout of ``key`` and ``value`` :func:`scan_log` reads by default (ScanConfig.value_layout)
+VALUE_LAYOUT = "view"
+
 #: Polars' comparison operators (``BinaryExpr.op`` in its serialized tree)
 _COMPARISONS = {"Eq": "==", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _AND = ("And", "LogicalAnd")
@@ -50,7 +53,11 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     ``storage_options``, ``value_format``, ``partitioner`` ...).  Filters on ``topic``, ``partition``,
     ``offset``, ``timestamp`` and ``key`` are resolved by the reader; see the module docstring.
     Unless ``threads`` is given, the scan decodes on as many threads as Polars' pool has (at most
-    the CPUs): the source yields batches as the pool finishes them, in log order."""
+    the CPUs): the source yields batches as the pool finishes them, in log order.  Unless
+    ``value_layout`` is given, ``key`` and ``value`` are decoded as ``binary_view`` (Polars' own
+    layout) pointing into the bytes read: no copy of them, no cast (``"copy"``: decoded as
+    ``binary`` and cast on the pool; docs/performance.md, "The view layout")."""
+    options.setdefault("value_layout", VALUE_LAYOUT)
     if "threads" not in options:
         options["threads"] = default_threads(pl.thread_pool_size())
     scan = LogScan(source, **options)
@@ -84,9 +91,9 @@ def scan_log(source, **options) -> "pl.LazyFrame":
 
 
 def _views(schema):
-    """``schema`` with ``key`` and ``value`` in Arrow's view layout (``binary_view``), Polars' own:
-    cast on the decode pool's threads (:meth:`kafkarec.scan.LogScan.batches_in`), the views point
-    into the batch's value bytes, and ``pl.from_arrow`` in the source's thread copies nothing
+    """``schema`` with ``key`` and ``value`` in Arrow's view layout (``binary_view``), Polars' own
+    (already so in a read of ``value_layout="view"``; else cast on the decode pool's threads (:meth:`kafkarec.scan.LogScan.batches_in`), the views point
+    into the batch's value bytes), and ``pl.from_arrow`` in the source's thread copies nothing
     (from the classic layout it rebuilds every value's view itself, holding the GIL)."""
     pa = require("pyarrow")
     return pa.schema([f.with_type(pa.binary_view()) if f.name in ("key", "value") and f.type == pa.binary() else f

@@ -25,6 +25,7 @@ import mmap
 import os
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
+from kafkarec._extras import require
 from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
@@ -56,6 +57,9 @@ class Slice(NamedTuple):
     # framed as a strict read frames (a batch header the format forbids ends the framing there):
     # windows are cut only where the read itself would go on
     strict: bool = False
+    # read into memory its batches may hold (:meth:`held`: the view layout's batches point into
+    # the bytes read, and a map truncated under them would kill the process), not mapped
+    owned: bool = False
 
     # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
     @property
@@ -132,6 +136,10 @@ class Slice(NamedTuple):
     def open(self) -> "_Mapped":
         """Its buffers (:func:`iter_pieces`), the map held until the returned reader is closed."""
         return _Mapped(iter_pieces(self))
+
+    def held(self) -> "Slice":
+        """It read into memory (:func:`iter_pieces`), not mapped: its windows too."""
+        return self._replace(owned=True)
 
     def release(self, piece) -> None:
         """A buffer of it decoded: its view of the map let go (:func:`release`), so the map can close."""
@@ -333,25 +341,56 @@ class _Mapped:
         self._pieces.close()
 
 
+def _shrank(sl: Slice, size: int) -> dict:
+    """The error of a file that shrank after the read was planned (:func:`iter_pieces`)."""
+    return {"position": size, "base_offset": None, "error": "FileChangedError",
+            "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
+            "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
+                       f"after the read was planned"}
+
+
+def _read_owned(sl: Slice, fh, end: int) -> Iterator:
+    """``sl``'s bytes up to ``end`` read into a buffer of Arrow's memory pool (the view layout's
+    batches hold it, so it is never a map: a file truncated under a map kills the reader with
+    SIGBUS, a file truncated under a read only reads short), the piece of what was read; a read
+    that ends short (the file shrank since :func:`iter_pieces` asked its size) is the same
+    FileChangedError first, at the size the read found."""
+    pa = require("pyarrow")
+    buf = pa.allocate_buffer(end - sl.start)
+    view = memoryview(buf).cast("B")
+    got = 0
+    while got < len(view):
+        n = os.preadv(fh.fileno(), [view[got:]], sl.start + got)
+        if n <= 0:
+            break
+        got += n
+    count_read(got, sl.path)
+    if got < len(view):
+        yield _shrank(sl, sl.start + got)
+    if got:
+        yield Piece(sl.start, view[:got])
+
+
 def iter_pieces(sl: Slice) -> Iterator:
     """The pieces of a slice: itself, memory-mapped (:class:`kafkarec.log.storage.Piece`).  When
     the file shrank after the read was planned, an error first (a dict: ``position``,
     ``base_offset``, ``error``, ``reason``, ``message``, as the reader's error rows) and what is
     left of the slice.  The caller releases each piece's data when done with it, so that the
-    map can close."""
+    map can close.  An owned slice (:attr:`Slice.owned`) is read into a buffer of Arrow's pool,
+    not mapped (:func:`_read_owned`)."""
     if sl.end <= sl.start:
         return
     end = sl.end
     with open(sl.path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < sl.end:
-            yield {"position": size, "base_offset": None, "error": "FileChangedError",
-                   "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
-                   "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
-                              f"after the read was planned"}
+            yield _shrank(sl, size)
             if size <= sl.start:
                 return
             end = size
+        if sl.owned:
+            yield from _read_owned(sl, fh, end)
+            return
         mm, at = _map_window(fh.fileno(), sl.start, end)
         mv = memoryview(mm)
         whole = mv[sl.start - at:end - at]

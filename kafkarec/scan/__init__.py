@@ -149,7 +149,10 @@ class LogScan:
     bounds, only the partitions that partitioner names for them are opened; ``threads``: how
     many windows of local files are decoded at once, ahead of the consumer (typed values typed there
     too, settled in the consumer's thread), handed on in log order (default
-    :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread).
+    :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread);
+    ``value_layout``: ``"copy"`` (default: ``key`` and ``value`` as ``binary``) or ``"view"``
+    (``binary_view`` pointing into the bytes read, not copied; local windows are then read into
+    memory, not mapped: docs/engines.md, "The view layout").
     """
 
     def __init__(self, source, **keywords):
@@ -197,7 +200,8 @@ class LogScan:
     def _full_schema(self):
         pa = require("pyarrow")
         from kafkarec import arrow_schema
-        base = arrow_schema(batch_columns=self.config.batch_columns)
+        base = arrow_schema(batch_columns=self.config.batch_columns,
+                            value_layout="view" if self.config.views else "copy")
         if self._typed is not None:
             base = self._typed.schema(base)
         corrupt = self.config.corrupt_column
@@ -377,9 +381,10 @@ class LogScan:
         with an engine's own types for some columns (``timestamp`` in another unit: DuckDB's
         microseconds; ``key``, ``value`` as ``binary_view``: Polars' own layout).  Where no typed
         value or time bound reads the timestamps afterwards, the core writes them in the unit asked
-        for as it decodes (:func:`kafkarec.iter_arrow`'s ``timestamp_unit``: no cast); the other
-        types are cast by Arrow on the decode pool's threads, next to the decode, with the same
-        condition, otherwise (and for a batch the consumer's thread decoded) in the consumer's
+        for as it decodes (:func:`kafkarec.iter_arrow`'s ``timestamp_unit``: no cast), and a read of
+        ``value_layout="view"`` decodes ``key`` and ``value`` as ``binary_view`` already (no cast);
+        the other types are cast by Arrow on the decode pool's threads, next to the decode, with the
+        same condition, otherwise (and for a batch the consumer's thread decoded) in the consumer's
         thread, as the batch is settled.  The rows, and the errors of a timestamp the unit cannot
         hold (pyarrow's cast's), are the read's in milliseconds cast."""
         if list(schema.names) != list(self.schema.names):

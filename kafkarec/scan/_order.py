@@ -144,6 +144,7 @@ class OffsetOrder:
     def _slow(self, piece, held, log_key, where, topic, partition, redecode, start_last, done, yielded):
         """The piece framed batch by batch from its start: the batches breaking the rule
         reported, the rest decoded again (rows up to ``done`` were handed on already)."""
+        from kafkarec.log.selection import filter_rows
         from kafkarec.log.storage import without_spans
         pc = require("pyarrow.compute")
         bad, errors = self._violations(piece, held, where, topic, partition, start_last)
@@ -163,7 +164,7 @@ class OffsetOrder:
                     continue
                 off = item.column("offset")
                 if done is not None:
-                    item = item.filter(pc.greater(off, done))
+                    item = filter_rows(item, pc.greater(off, done))
                 if item.num_rows:
                     self._advance(pc, self.seen(item), item, held, log_key)
                     yield kind, item

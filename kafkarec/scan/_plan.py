@@ -113,6 +113,10 @@ class SegmentPiece(Protocol):
     def release(self, piece) -> None:
         """``piece``, one of its buffers, decoded: let go (a map's view released, so the map can close)."""
 
+    def held(self) -> "SegmentPiece":
+        """It read into memory its batches may hold after the read moved on (the view layout's
+        batches point into the bytes read): a local slice read, not mapped; a listed range as it is."""
+
 
 class ListedRange(NamedTuple):
     """One listed range a task reads (a :class:`SegmentPiece`): the storage holding it (pyarrow
@@ -184,6 +188,10 @@ class ListedRange(NamedTuple):
 
     def release(self, piece) -> None:
         """Bytes read: nothing to let go."""
+
+    def held(self) -> "ListedRange":
+        """Its bytes are read, not mapped, already (:meth:`open`)."""
+        return self
 
 
 class Found(NamedTuple):

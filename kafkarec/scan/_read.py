@@ -89,6 +89,9 @@ class Read:
         control_column = config.include_control and need_batch_columns and (columns is None or "isControl" in columns)
         self.order = OffsetOrder(options, config.include_control and not control_column, config.mode)
         self.max_rows = config.rows_per_batch(meta_walk(columns, batch_columns=need_batch_columns))
+        # the view layout where key or value is decoded: its batches point into the bytes read,
+        # so local windows are read into memory (SegmentPiece.held), not mapped
+        self.value_layout = "view" if config.views and (columns is None or {"key", "value"} & set(columns)) else "copy"
         self.windows_done = 0       # windows the consumer is done with
         self.rows_handed = 0        # and the rows of their batches
         self.stopped: Optional[_Stopped] = None
@@ -118,7 +121,7 @@ class Read:
             batch_columns=self.batch_columns,
             max_rows=self.max_rows, mode=config.mode, where=where,
             quarantine=keep_to, columns=self.columns, core_errors=config.core_errors,
-            keys=config.bounds.keys, timestamp_unit=self.timestamp_unit)
+            keys=config.bounds.keys, timestamp_unit=self.timestamp_unit, value_layout=self.value_layout)
 
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
     def cut(self, piece) -> list:
@@ -169,6 +172,8 @@ class Read:
     def readings(self, ranges):
         """``(window, its buffers)`` of ``ranges`` in log order, each buffer with its items decoded
         on the pool (or None: decoded as the consumer asks)."""
+        if self.value_layout == "view":
+            ranges = [rr.held() for rr in ranges]
         if self.on_pool(ranges):
             if self.config.limit is None:
                 return DecodePool(self, self.config.threads).readings(ranges)

@@ -210,7 +210,10 @@ class ScanConfig:
     ahead of the consumer and handed on in log order (None: :func:`default_threads`; 1: one after
     the other, in the consumer's thread; a read with a row limit decodes its first window in the
     consumer's thread, the rest on the pool; ``bad_records_path``'s batches are written by the
-    consumer's thread, in log order, whichever thread decoded them).  :meth:`__post_init__` checks the fields and settles
+    consumer's thread, in log order, whichever thread decoded them); ``value_layout``: ``key`` and
+    ``value`` as Arrow ``binary`` with their bytes copied ("copy") or as ``binary_view`` pointing
+    into the bytes read ("view": local windows then read into memory, not mapped;
+    :func:`kafkarec.iter_arrow`'s ``value_layout``; a typed read decodes "copy", :attr:`views`).  :meth:`__post_init__` checks the fields and settles
     their defaults, however the config is made: :meth:`of` only translates keywords into fields."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
@@ -239,6 +242,7 @@ class ScanConfig:
     partitioner: Optional[str] = None
     num_partitions: Optional[Mapping[str, int]] = None
     threads: Optional[int] = None
+    value_layout: str = "copy"
 
     def __post_init__(self):
         """The one place a config's fields are checked and their defaults settled, however it is
@@ -262,6 +266,8 @@ class ScanConfig:
                 raise UsageError(f"selection {shown(self.selection)}: a kafkarec.log.selection.Selection "
                                  "(ScanConfig.of parses the Kafka source's options into one)")
         settle("mode", normalize_mode(self.mode))
+        if self.value_layout not in VALUE_LAYOUTS:
+            raise UsageError(f"value_layout {shown(self.value_layout)}: one of {', '.join(VALUE_LAYOUTS)}")
         _check_partitioner(self.partitioner, self.num_partitions)
         if self.num_partitions is not None:
             settle("num_partitions", dict(self.num_partitions))
@@ -282,7 +288,7 @@ class ScanConfig:
            include_control: bool = False, bad_records_path=None, verify_crc: bool = True,
            max_rows_per_batch: Optional[int] = None, fail_on_data_loss: bool = True,
            partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None,
-           threads: Optional[int] = None) -> "ScanConfig":
+           threads: Optional[int] = None, value_layout: str = "copy") -> "ScanConfig":
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring): the
         keywords translated into fields (``source`` into ``paths``, ``isolation_level`` into
         ``read_committed``, ``topics`` and ``partitions`` into ``bounds``, the selection's options
@@ -319,7 +325,7 @@ class ScanConfig:
                    bad_records_path=bad_records_path, include_control=include_control,
                    batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
                    max_rows=max_rows_per_batch, partitioner=partitioner, num_partitions=num_partitions,
-                   threads=threads)
+                   threads=threads, value_layout=value_layout)
 
     def key_partitions(self, topic, counts: Mapping[str, int]):
         """The partitions of ``topic`` the partitioner names for the bounds' keys (None: every
@@ -380,9 +386,17 @@ class ScanConfig:
             return self.max_rows
         return LEAN_ROWS_PER_BATCH if lean and self.limit is None else ROWS_PER_BATCH
 
+    @property
+    def views(self) -> bool:
+        """Whether ``key`` and ``value`` are decoded as ``binary_view`` (:attr:`value_layout`
+        "view"; a typed read's key and value columns are the typed decoder's, so its raw bytes are
+        read as "copy")."""
+        return self.value_layout == "view" and self.typed is None
+
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
-               limit: Optional[int] = None) -> "ScanConfig":
-        """This config with ``bounds`` intersected, other ``columns``, a smaller ``limit``.  A read
+               limit: Optional[int] = None, value_layout: Optional[str] = None) -> "ScanConfig":
+        """This config with ``bounds`` intersected, other ``columns``, a smaller ``limit``, another
+        ``value_layout``.  A read
         whose ``key`` column holds decoded keys (:attr:`raw_keys` false) keeps no key bound pushed
         into it: those keys name key bytes, and the engine filters the decoded keys itself."""
         if bounds is not None and bounds.keys is not None and not self.raw_keys:
@@ -392,6 +406,8 @@ class ScanConfig:
             changes["columns"] = tuple(columns)
         if limit is not None:
             changes["limit"] = int(limit) if self.limit is None else min(self.limit, int(limit))
+        if value_layout is not None:
+            changes["value_layout"] = value_layout
         return dataclasses.replace(self, **changes)
 
     def read_fields(self) -> dict:
@@ -409,6 +425,8 @@ class ScanConfig:
         return ReadOptions(**self.read_fields())
 
 
+#: the layouts of ``key`` and ``value`` (ScanConfig.value_layout)
+VALUE_LAYOUTS = ("copy", "view")
 _BOOL = (bool, "True or False")
 _PATH = (Optional[str], "a path or URI, or None")
 #: ScanConfig's fields checked by type and range (mode, paths, bounds, files, typed, selection,

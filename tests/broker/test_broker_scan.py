@@ -46,3 +46,50 @@ def test_same_rows_as_the_consumer(kafka_broker, broker_data, stopped_log_dir, i
                  key=lambda r: (r[0], r[1], r[2]))
     assert got == produce.consume(kafka_broker.bootstrap, topics, iso)
     assert got == kafkarec_rows(stopped_log_dir, topics, iso == "read_committed")
+
+
+def test_view_reads_keep_their_rows_while_retention_deletes_the_segments_under_them(kafka_broker):
+    """Issue 80 item 2's safety: reads in the view layout (``key``, ``value`` as ``binary_view``
+    pointing into the windows read) hold their first batches while the broker's retention deletes
+    the segments the reads planned: the process lives, the rows held are the producer's, and what
+    the reads meet after that (a segment gone) is what the classic layout's read meets."""
+    import os
+    import time
+    import pyarrow as pa
+    from kafkarec.scan import LogScan
+    topic = "views-under-retention"
+    produce.create_topics(kafka_broker.bootstrap, [produce.TopicInfo(
+        topic, 1, {"internal.segment.bytes": "4096", "segment.ms": "100", "retention.bytes": "40000"},
+        "confluent-kafka")])
+    acked = produce.produce_confluent(kafka_broker.bootstrap, topic, 600, rounds=4, pause=0.15,
+                                      **{"compression.type": "none", "batch.size": 1000})
+    by_offset = {a.offset: a.value for a in acked}
+    folder = os.path.join(kafka_broker.log_dir, f"{topic}-0")
+    reads = {}
+    for layout in ("view", "copy"):
+        reader = iter(LogScan(folder, value_layout=layout, threads=1, mode="PERMISSIVE",
+                              columns=["offset", "value", "_corrupt_record"]))
+        reads[layout] = (reader, [next(reader)])
+    planned = sorted(f for f in os.listdir(folder) if f.endswith(".log"))
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 1200, rounds=4, pause=0.15,
+                              **{"compression.type": "none", "batch.size": 1000})
+    deadline = time.monotonic() + 60
+    while os.path.exists(os.path.join(folder, planned[0])) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(os.path.join(folder, planned[0])), "retention deleted no planned segment"
+    outcomes = {}
+    for layout, (reader, held) in reads.items():
+        try:
+            held += list(reader)
+            outcomes[layout] = None
+        except Exception as exc:        # compared below: the view read meets what the copy read meets
+            outcomes[layout] = type(exc).__name__
+        table = pa.Table.from_batches(held)
+        rows = [(o, bytes(v) if v is not None else None, e)
+                for o, v, e in zip(*(table.column(c).to_pylist() for c in ("offset", "value", "_corrupt_record")))]
+        first = held[0]
+        assert first.num_rows and [None if v is None else bytes(v) for v in first.column("value").to_pylist()] == \
+            [by_offset[o] for o in first.column("offset").to_pylist()]
+        reads[layout] = [(o, v, e is not None) for o, v, e in rows]
+    assert outcomes["view"] == outcomes["copy"]
+    assert reads["view"] == reads["copy"]

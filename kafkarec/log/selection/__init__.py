@@ -12,7 +12,7 @@ planning the segment ranges that hold them (no reader of its own: :mod:`kafkarec
 
 What other rooms use is named here; the rest stays in its module.
 """
-from kafkarec.log.selection.filters import filter_offsets, filter_range
+from kafkarec.log.selection.filters import filter_offsets, filter_range, filter_rows
 from kafkarec.log.selection.options import (SELECTION_OPTIONS, OffsetSpec, Selection, SelectionError, cli_selection,
                                             json_offsets, parse_selection, parse_time)
 from kafkarec.log.selection.planning import (SegmentRange, iter_range_pieces, partition_start, plan, select_partitions,
@@ -21,6 +21,6 @@ from kafkarec.log.selection.resolver import Resolver, log_start_offset
 
 __all__ = ["Selection", "OffsetSpec", "SelectionError", "SELECTION_OPTIONS", "parse_selection", "parse_time",
            "cli_selection", "Resolver", "log_start_offset", "SegmentRange", "plan", "select_partitions",
-           "partition_start", "split_ranges", "iter_range_pieces", "filter_offsets", "filter_range",
+           "partition_start", "split_ranges", "iter_range_pieces", "filter_offsets", "filter_range", "filter_rows",
            # the stream's offsets JSON and its start offset, read as the options are (spark_udfs/read/streaming.py)
            "json_offsets", "spec_offset"]

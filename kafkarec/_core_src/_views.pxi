@@ -1,0 +1,108 @@
+# The view layout of key and value (iter_arrow's value_layout="view"): Arrow's binary_view, where
+# each row is a 16-byte view (the length; up to 12 bytes inline, zero padded; else the first 4
+# bytes, a buffer index and an offset), so a long key or value is not copied: its view points into
+# bytes the read already holds and hands to the array (the window it reads, a compressed batch's
+# decompressed records).  The record loops write views by put_view; a record whose bytes are in no
+# buffer the array may hold (a legacy record) is copied into the column's own buffer, the array's
+# variadic buffer 0 (view_put_copy).  The key and value _Columns of this layout keep the views in
+# `values` (16 bytes a row) and no offsets.
+
+cdef enum:
+    VIEW_SIZE = 16
+    VIEW_INLINE = 12            # the longest key or value held in its view
+    VIEW_COPIED = 0             # the variadic buffer of the bytes copied (view_put_copy)
+
+
+cdef inline always_inline_int put_view(uint8_t *views, uint8_t **valid, Py_ssize_t *nulls,
+                                       Py_ssize_t *counted, Py_ssize_t row, const uint8_t *p,
+                                       int32_t n, const uint8_t *base, int32_t index) noexcept nogil:
+    """Row `row`'s view of the n bytes at p (p - base into variadic buffer `index`), its room
+    reserved by the caller; a null (n < 0) a zero view, its bit cleared (the bits are preset to
+    valid) and counted.  `counted` adds the bytes referred to (the chunk's byte limit)."""
+    cdef uint8_t *d = views + row * VIEW_SIZE
+    cdef int32_t at
+    if likely(n >= 0):
+        memcpy(d, &n, 4)
+        if n <= VIEW_INLINE:
+            memset(d + 4, 0, VIEW_INLINE)
+            if n:
+                memcpy(d + 4, p, n)
+        else:
+            memcpy(d + 4, p, 4)
+            memcpy(d + 8, &index, 4)
+            at = <int32_t>(p - base)
+            memcpy(d + 12, &at, 4)
+        counted[0] += n
+    else:
+        memset(d, 0, VIEW_SIZE)
+        valid[0][row >> 3] &= <uint8_t>~(1 << (row & 7))
+        nulls[0] += 1
+    return 0
+
+
+cdef int view_put_copy(_Column col, _Growable copied, Py_ssize_t *counted, const uint8_t *p,
+                       int32_t n) except -1:
+    """A row at the end of a view column whose n bytes at p are copied (into `copied`, the array's
+    variadic buffer VIEW_COPIED) when they do not fit the view: the GIL's path of legacy records."""
+    cdef uint8_t *d
+    cdef int32_t at
+    cdef uint8_t *valid
+    cdef Py_ssize_t nulls = 0
+    if n > VIEW_INLINE:
+        if copied.size + n > INT32_LIMIT:
+            raise ColumnOverflowError("binary_view column's copied bytes over 2 GiB")
+        at = <int32_t>copied.size
+        grow_put(copied, p, n)
+        d = reserve_tail(col.values, VIEW_SIZE, False)
+        put_view(d - col.length * VIEW_SIZE, &valid, &nulls, counted, col.length, p, n,
+                 p - at, VIEW_COPIED)
+    else:
+        d = reserve_tail(col.values, VIEW_SIZE, False)
+        if n < 0:
+            memset(d, 0, VIEW_SIZE)
+        else:
+            put_view(d - col.length * VIEW_SIZE, &valid, &nulls, counted, col.length, p, n, p, 0)
+    col.values.size += VIEW_SIZE
+    bits_put(col.valid, col.length, n >= 0)
+    if n < 0:
+        col.nulls += 1
+    col.length += 1
+    return 0
+
+
+cdef int view_commit(_Column col, Py_ssize_t rows, Py_ssize_t nulls) noexcept:
+    """col_commit of a view column: `rows` views a record loop wrote into its reserved room."""
+    col.length += rows
+    col.nulls += nulls
+    col.valid.size = (col.length + 7) >> 3
+    col.values.size += rows * VIEW_SIZE
+    return 0
+
+
+cdef int view_truncate(_Column col, Py_ssize_t n, Py_ssize_t *counted) noexcept:
+    """col_truncate of a view column; `counted` less the bytes the views dropped refer to."""
+    cdef Py_ssize_t i
+    cdef int32_t length
+    if n >= col.length:
+        return 0
+    for i in range(n, col.length):
+        memcpy(&length, col.values.data + i * VIEW_SIZE, 4)
+        counted[0] -= length
+    col.nulls -= bits_zeros(col.valid, n, col.length)
+    bits_cut(col.valid, n)
+    col.length = n
+    col.values.size = n * VIEW_SIZE
+    return 0
+
+
+cdef object view_finish(_Column col, _Growable copied, list sources):
+    """The binary_view array of a view column's rows: its views, its copied bytes (buffer 0) and
+    the buffers its views point into (`sources`, from buffer 1 on); col starts over empty."""
+    pa = pyarrow()
+    cdef Py_ssize_t n = col.length
+    validity = pa.py_buffer(col.valid) if col.nulls else None
+    out = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(col.values),
+                                                      pa.py_buffer(copied)] + sources,
+                                null_count=col.nulls)
+    col_reset(col)
+    return out

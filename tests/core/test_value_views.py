@@ -1,0 +1,192 @@
+"""The view layout of ``key`` and ``value`` (``iter_arrow(value_layout="view")``, issue 80 item 2):
+``binary_view`` whose long keys and values point into the bytes read, not copied.
+
+The classic layout (``value_layout="copy"``) is the oracle: every read here is made in both
+layouts, and gives the same chunks (their row counts), the same rows in every column, the same
+errors at the same bytes and the same stop, whatever the codec, the magic, the mode, a key bound,
+control rows, a projection or a byte changed anywhere.  Each view array is also checked whole by
+Arrow (``validate(full=True)``: every view inside its buffer), and a long value's view is checked to
+point into ``data`` (uncompressed) or into a buffer of the array's own (compressed), never a copy.
+"""
+from __future__ import annotations
+
+import gc
+import mmap
+import random
+
+import pyarrow as pa
+import pytest
+
+import kafkarec
+from kafkarec import Compression, RecordBatchBuilder, UsageError
+from kafkarec._core import LegacyBatchBuilder
+
+from support.logs.mixed_logs import READS, log
+
+
+def chunks(data, **kw):
+    """(chunks, errors, where framing stopped) of a read, errors="skip"."""
+    sink = []
+    it = kafkarec.iter_arrow(data, errors="skip", error_sink=sink, **kw)
+    out = list(it)
+    return out, sink, (it.position, it.stop_reason)
+
+
+def as_classic(rb):
+    """A view layout's chunk with key and value cast to binary (every other column as it is)."""
+    cols = [rb.column(i).cast(pa.binary()) if rb.schema.field(i).type == pa.binary_view() else rb.column(i)
+            for i in range(rb.num_columns)]
+    return pa.RecordBatch.from_arrays(cols, names=rb.schema.names)
+
+
+def same_in_both_layouts(data, **kw):
+    copied, copy_errors, copy_stop = chunks(data, **kw)
+    viewed, view_errors, view_stop = chunks(data, value_layout="view", **kw)
+    assert [rb.num_rows for rb in viewed] == [rb.num_rows for rb in copied]
+    for c, v in zip(copied, viewed):
+        for name in ("key", "value"):
+            if name in v.schema.names:
+                assert v.schema.field(name).type == pa.binary_view()
+        v.validate(full=True)
+        assert as_classic(v).equals(c)
+    assert view_errors == copy_errors
+    assert view_stop == copy_stop
+    return viewed
+
+
+def raised(data, **kw):
+    try:
+        return ("rows", sum(rb.num_rows for rb in kafkarec.iter_arrow(data, **kw)))
+    except kafkarec.DecodeError as exc:
+        return ("error", type(exc).__name__, exc.position, str(exc))
+
+
+def coded_log(codec: Compression, seed: int = 3) -> bytes:
+    """Batches of one codec: values of every length around the inline limit (12 bytes), nulls,
+    headers, and a control batch between them."""
+    rng = random.Random(seed)
+    out, base = bytearray(), 0
+    for n in (1, 7, 60, 300):
+        b = RecordBatchBuilder(base_offset=base, compression=codec)
+        for i in range(n):
+            value = None if rng.random() < 0.1 else rng.randbytes(rng.choice([0, 1, 11, 12, 13, 16, 200]))
+            key = None if rng.random() < 0.2 else rng.randbytes(rng.choice([0, 4, 12, 13, 40]))
+            b.append(value, key, timestamp=1_700_000_000_000 + base + i,
+                     headers=[("h", b"v")] if i % 3 == 0 else ())
+        out += b.build()
+        base += n
+        c = RecordBatchBuilder(base_offset=base, is_control=True, is_transactional=True, producer_id=3,
+                               producer_epoch=0)
+        c.append_control(kafkarec.ControlRecordType.COMMIT, {"coordinatorEpoch": 0}, timestamp=1_700_000_000_000)
+        out += c.build()
+        base += 1
+    return bytes(out)
+
+
+@pytest.mark.parametrize("codec", list(Compression), ids=lambda c: c.name)
+def test_every_codec_reads_the_same_rows_in_both_layouts(codec):
+    data = coded_log(codec)
+    for kw in ({}, {"include_control": True}, {"batch_columns": True}, {"strict": True},
+               {"keys": [b"", b"absent"]}, {"max_rows": 50}, {"columns": ["value", "offset"]}):
+        same_in_both_layouts(data, **kw)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("kw", READS, ids=lambda kw: ",".join(kw) or "plain")
+def test_a_mixed_log_reads_the_same_rows_in_both_layouts(seed, kw):
+    """test_batch_runs' logs (runs of uncompressed batches, lz4 and gzip ones, control and
+    transactional batches, LogAppendTime) and its reads: key bounds, control rows, read_committed,
+    chunk limits, projections."""
+    same_in_both_layouts(log(seed), **kw)
+
+
+# (magic 0 has no lz4: Kafka's rule, the builder refuses it)
+@pytest.mark.parametrize("magic,codec", [(0, Compression.NONE), (0, Compression.GZIP), (0, Compression.SNAPPY),
+                                         (1, Compression.NONE), (1, Compression.GZIP), (1, Compression.SNAPPY),
+                                         (1, Compression.LZ4)])
+def test_legacy_message_sets_read_the_same_rows_in_both_layouts(magic, codec):
+    """Legacy records are copied into the view column's own buffer (its variadic buffer 0)."""
+    rng = random.Random(magic * 10 + int(codec))
+    builder = LegacyBatchBuilder(magic=magic, compression=codec)
+    for i in range(40):
+        builder.append(None if i % 9 == 0 else rng.randbytes(rng.choice([0, 5, 12, 13, 90])),
+                       None if i % 4 == 0 else b"key-%d-of-a-long-key" % i,
+                       timestamp=None if magic == 0 else 1_600_000_000_000 + i, offset=i)
+    data = builder.build() + coded_log(Compression.NONE)        # legacy, then v2 (both kinds in a chunk)
+    viewed = same_in_both_layouts(data)
+    assert viewed[0].column("value").buffers()[2].size > 0      # the legacy values copied (buffer 0)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_every_damaged_byte_reads_the_same_in_both_layouts(seed):
+    """One byte changed at a time over the first batches (headers, records, CRCs) of a log of
+    uncompressed and compressed batches: the same rows and errors in each mode, the same raise."""
+    data = log(seed, batches=20)
+    rng = random.Random(seed)
+    spots = sorted(rng.sample(range(len(data)), 120)) + list(range(0, 120))
+    for at in spots:
+        damaged = bytearray(data)
+        damaged[at] ^= rng.choice([0x01, 0x80, 0xFF, 0x10])
+        damaged = bytes(damaged)
+        for kw in ({}, {"strict": True}, {"verify_crc": False}, {"keys": [b"k1"]}):
+            same_in_both_layouts(damaged, **kw)
+            assert raised(damaged, value_layout="view", **kw) == raised(damaged, **kw), (at, kw)
+
+
+def test_truncated_logs_read_the_same_in_both_layouts():
+    data = log(4, batches=12)
+    for end in range(len(data) - 300, len(data), 7):
+        same_in_both_layouts(data[:end])
+        same_in_both_layouts(data[:end], strict=True)
+
+
+def test_long_values_point_into_the_bytes_read_and_outlive_them():
+    """An uncompressed batch's long values are views into ``data`` (variadic buffer 1, at ``data``'s
+    address), a compressed batch's into a buffer the array holds; short ones are inline (no
+    buffer); the chunks hold what they point into after ``data``'s last other reference is gone."""
+    plain = RecordBatchBuilder(base_offset=0)
+    for i in range(50):
+        plain.append(b"value number %04d, long enough to be a view" % i, b"k%d" % i, timestamp=1)
+    zstd = RecordBatchBuilder(base_offset=50, compression=Compression.ZSTD)
+    for i in range(50):
+        zstd.append(b"compressed value %04d, long too" % i, b"short", timestamp=1)
+    data = bytearray(plain.build() + zstd.build())
+    address = pa.py_buffer(data).address
+    rb, = kafkarec.iter_arrow(data, value_layout="view")
+    values = rb.column("value")
+    bufs = values.buffers()
+    assert bufs[2].size == 0                            # nothing copied
+    assert bufs[3].address == address                   # the window itself: no copy
+    assert len(bufs) == 5 and bufs[4].address != address    # the zstd batch's records, its own
+    expected = [b"value number %04d, long enough to be a view" % i for i in range(50)] + \
+               [b"compressed value %04d, long too" % i for i in range(50)]
+    del data, bufs
+    gc.collect()
+    assert values.to_pylist() == expected
+    assert rb.column("key").to_pylist() == [b"k%d" % i for i in range(50)] + [b"short"] * 50
+
+
+def test_a_memory_map_is_refused(tmp_path):
+    """The view layout's chunks would point into the map: a file truncated under it kills the
+    process (SIGBUS), so a map, or a memoryview of one, is refused; the classic layout reads it."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(coded_log(Compression.NONE))
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mm)[10:]
+    for data in (mm, view):
+        with pytest.raises(UsageError, match="memory map"):
+            kafkarec.iter_arrow(data, value_layout="view")
+    assert sum(rb.num_rows for rb in kafkarec.iter_arrow(mm)) > 0
+    view.release()
+
+
+def test_the_layout_is_checked_and_named_in_the_schema():
+    with pytest.raises(ValueError, match="value_layout"):
+        kafkarec.iter_arrow(b"", value_layout="views")
+    schema = kafkarec.arrow_schema(value_layout="view")
+    assert schema.field("key").type == schema.field("value").type == pa.binary_view()
+    assert kafkarec.arrow_schema(value_layout="view").names == kafkarec.arrow_schema().names
+    table = kafkarec.to_arrow(coded_log(Compression.LZ4), value_layout="view")
+    assert table.schema == schema
+    assert table.num_rows == kafkarec.to_arrow(coded_log(Compression.LZ4)).num_rows

@@ -1,0 +1,193 @@
+"""LogScan's ``value_layout="view"`` (issue 80 item 2): ``key`` and ``value`` as ``binary_view``
+pointing into the windows read.  The rows are the classic layout's on any threads, local and listed,
+in every mode; the windows are read into memory, never mapped, so a file truncated under a read
+that holds view batches neither kills the process nor changes a row read, and the file that
+shrank is reported as it is today (a FileChangedError)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pyarrow as pa
+import pytest
+
+from kafkarec.errors import UsageError
+from kafkarec.log import local
+from kafkarec.scan import Bounds, LogScan
+
+from support.logs.logdir import T0, PartitionWriter, sample_records, v2_batch
+
+WINDOW = 8192
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory):
+    """One partition of 3 segments, 300 batches of 10 records, uncompressed, zstd and lz4."""
+    root = tmp_path_factory.mktemp("viewpart")
+    w = PartitionWriter(str(root), "t", 0, segment_bytes=100_000)
+    for k in range(300):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd", "lz4")[k % 3]))
+    w.close()
+    return str(root)
+
+
+def classic(table):
+    return table.cast(pa.schema([f.with_type(pa.binary()) if f.type == pa.binary_view() else f
+                                 for f in table.schema]))
+
+
+@pytest.mark.parametrize("options", [{}, {"columns": ["offset", "key", "value"]},
+                                     {"bounds": Bounds(offsets=(40, 2500))},
+                                     {"bounds": Bounds(keys=[b"k1", b"k3"])},
+                                     {"columns": ["offset", "timestamp"]}, {"limit": 777},
+                                     {"batch_columns": True, "mode": "PERMISSIVE"}])
+def test_a_view_read_gives_the_copy_reads_rows(partition, monkeypatch, options):
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+    copied = LogScan(partition, threads=1, **options).to_table()
+    assert copied.num_rows > 0
+    for threads in (1, 3):
+        scan = LogScan(partition, threads=threads, value_layout="view", **options)
+        viewed = scan.to_table()
+        assert viewed.schema == scan.schema
+        if "key" in viewed.schema.names:
+            assert viewed.schema.field("key").type == pa.binary_view()
+        viewed.validate(full=True)
+        assert classic(viewed).equals(copied), threads
+
+
+def test_a_view_read_maps_no_window(partition, monkeypatch):
+    """Its windows are read into Arrow's memory pool (os.preadv), not memory-mapped: no piece it
+    decodes is a map (the planner still maps a file to walk its batch headers, holding nothing);
+    a read that decodes neither key nor value (offsets alone) maps its windows as before."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+    owners = []
+    plain = local.iter_pieces
+
+    def seen(sl):
+        for piece in plain(sl):
+            if not isinstance(piece, dict):
+                owners.append(type(piece.data.obj).__name__)
+            yield piece
+    monkeypatch.setattr(local, "iter_pieces", seen)
+    table = LogScan(partition, threads=2, value_layout="view", columns=["offset", "value"]).to_table()
+    assert table.num_rows == 3000 and set(owners) == {"Buffer"}      # pyarrow.Buffer
+    owners.clear()
+    LogScan(partition, threads=2, value_layout="view", columns=["offset"]).to_table()
+    assert set(owners) == {"mmap"}
+
+
+def test_batches_in_binary_view_of_a_view_read_casts_nothing(partition, monkeypatch):
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+    scan = LogScan(partition, threads=2, value_layout="view")
+    target = pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f for f in scan.schema])
+    got = pa.Table.from_batches(list(scan.batches_in(target)), schema=target)
+    assert classic(got).equals(classic(LogScan(partition, threads=1).to_table().cast(
+        pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f for f in LogScan(partition).schema]))))
+
+
+def test_the_layout_is_checked():
+    with pytest.raises(UsageError, match="value_layout"):
+        LogScan("/nowhere", value_layout="views")
+
+
+# A read that holds view batches while the file under it is truncated: run in a process of its
+# own, so that a regression (views into a map: SIGBUS) fails this test instead of killing the run.
+TRUNCATED_UNDER_THE_READ = textwrap.dedent("""
+    import json, os, sys
+    from kafkarec.log import local
+    from kafkarec.scan import LogScan
+    root, layout, mode = sys.argv[1:]
+    local.READ_WINDOW_BYTES = 8192
+    log = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".log"))[0]
+    reader = iter(LogScan(root, threads=1, value_layout=layout, mode=mode))
+    held = [next(reader)]                   # the first window's batches, held
+    with open(log, "r+b") as fh:            # the file truncated under the read, then written over
+        fh.truncate(20_000)
+    with open(log, "r+b") as fh:
+        fh.truncate(0)
+    error = None
+    try:
+        held += list(reader)
+    except Exception as exc:
+        error = type(exc).__name__ + ": " + str(exc)
+    rows = [(rb.column("offset").to_pylist(), [bytes(v) if v is not None else None
+            for v in rb.column("value").to_pylist()],
+            rb.column("_corrupt_record").to_pylist() if "_corrupt_record" in rb.schema.names else None)
+            for rb in held]
+    print(json.dumps({"rows": rows, "error": error}, default=repr))
+""")
+
+
+def run_truncated(root, layout, mode):
+    out = subprocess.run([sys.executable, "-c", TRUNCATED_UNDER_THE_READ, root, layout, mode],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])     # -7: SIGBUS
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("mode", ["FAILFAST", "PERMISSIVE"])
+def test_a_file_truncated_under_a_view_read_is_reported_and_the_rows_read_stay(tmp_path, mode):
+    """The first segment truncated (to 0 bytes at last) while the read holds its first window's view
+    batches: the process lives, those rows are what they were, and the file that shrank is
+    reported as the classic layout's read reports it (the same rows, the same error)."""
+    got = {}
+    for layout in ("copy", "view"):
+        root = tmp_path / layout
+        w = PartitionWriter(str(root), "t", 0, segment_bytes=60_000)
+        for k in range(200):
+            w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd")[k % 2]))
+        w.close()
+        got[layout] = json.loads(json.dumps(run_truncated(str(root), layout, mode)).replace(str(root), "ROOT"))
+    assert got["view"] == got["copy"]
+    first = got["view"]["rows"][0]
+    assert first[0] == list(range(len(first[0]))) and len(first[0]) > 0
+    assert first[1][0] == repr(b"value-0-" + b"x" * 60)
+    # (a local read gives the file that shrank as an error row whatever the mode: its message in
+    # the corrupt record's column where the read has one)
+    assert got["view"]["error"] is None
+    assert [offsets for offsets, _, _ in got["view"]["rows"] if offsets == [None]]
+    if mode == "PERMISSIVE":
+        assert "ROOT/t-0/00000000000000000000.log: the file shrank from" in json.dumps(got["view"]["rows"])
+
+
+def test_a_read_short_of_its_window_reports_the_file_that_shrank(tmp_path):
+    """A file that shrinks between the size asked and the window's read (local._read_owned reads
+    short): what was read is the piece, after the same FileChangedError, at the size read."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"x" * 5000)
+    sl = local.Slice(str(path), 1000, 9000, "t", 0, owned=True)
+    with open(path, "rb") as fh:
+        pieces = list(local._read_owned(sl, fh, 9000))
+    assert pieces[0]["error"] == "FileChangedError" and pieces[0]["position"] == 5000
+    assert "shrank from 9000 to 5000" in pieces[0]["message"]
+    assert pieces[1].position == 1000 and bytes(pieces[1].data) == b"x" * 4000
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"])
+def test_damaged_batches_read_the_same_in_both_layouts_in_each_mode(tmp_path, monkeypatch, mode):
+    """Batches whose CRC fails, one with a record cut short, in each mode: the same rows and error
+    rows (PERMISSIVE, DROPMALFORMED) or the same error after the same rows (FAILFAST)."""
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
+    root = tmp_path / "damaged"
+    w = PartitionWriter(str(root), "d", 0, segment_bytes=30_000)
+    for k in range(90):
+        batch = bytearray(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "lz4")[k % 2]))
+        if k in (17, 41):
+            batch[-3] ^= 0xFF       # a record's (or the compressed records') byte: the CRC fails
+        w.append(bytes(batch))
+    w.close()
+
+    def outcome(layout, threads):
+        rows = []
+        try:
+            for rb in LogScan(str(root), threads=threads, mode=mode, value_layout=layout):
+                rows += classic(pa.Table.from_batches([rb])).to_pylist()
+            return rows, None
+        except Exception as exc:        # FAILFAST's error, compared below
+            return rows, str(exc)
+    copied = outcome("copy", 1)
+    assert copied[0] and (copied[1] is not None) == (mode == "FAILFAST")
+    for threads in (1, 3):
+        assert outcome("view", threads) == copied, threads
