@@ -306,19 +306,14 @@ def release(view) -> None:
         pass
 
 
-# A window is decoded whole, so its pages are all read: mapped populated (the kernel reads them in
-# one pass, not a fault per few pages: 2-3% less CPU over issue 80's one partition, docs/performance.md)
-# where the platform has it (Linux's MAP_POPULATE; elsewhere mapped plainly, faulted in as read).
-_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-
-
 def _map_window(fileno: int, start: int, end: int):
     """``(map, its first byte's file position)``: bytes ``[start, end)`` of the file mapped read-only,
     from the page holding ``start`` (the rest of the file not mapped: a window of a large file maps
-    only itself), populated where the platform can (:data:`_POPULATE`)."""
+    only itself).  Faulted in as the decode reads it, not populated: ``MAP_POPULATE`` saves a thread
+    2-3% of its CPU but holds the process's map lock while it fills 64 MiB of page tables, and the
+    pool's other threads' ``mmap`` and ``munmap`` wait for it (whole rows on 2 threads 1.49x-1.62x the
+    one-thread rate populated, 1.77x-1.78x faulted; docs/performance.md)."""
     at = start - start % mmap.ALLOCATIONGRANULARITY
-    if _POPULATE:
-        return mmap.mmap(fileno, end - at, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=at), at
     return mmap.mmap(fileno, end - at, access=mmap.ACCESS_READ, offset=at), at
 
 
