@@ -41,6 +41,10 @@ __all__ = ["LogSource", "register"]
 #: the layout of ``key`` and ``value`` :func:`register` reads by default (ScanConfig.value_layout)
 VALUE_LAYOUT = "copy"
 
+#: the bytes of local windows' maps a registered table keeps open between its queries unless
+#: ``map_cache_bytes`` is given (ScanConfig.map_cache_bytes; docs/engines.md, "Windows kept mapped")
+MAP_CACHE_BYTES = 1 << 30
+
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
 _CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP",
                    "key": "BLOB"}
@@ -55,8 +59,12 @@ def register(con, name: str, source, **options) -> "LogSource":
     take batches the pool decoded ahead, without the GIL, in log order.  Unless ``value_layout`` is
     given, ``key`` and ``value`` come as ``binary_view`` pointing into the bytes read
     (``value_layout="view"``: DuckDB takes views for less than classic binary, and the reader copies
-    no key or value; docs/performance.md, "The view layout")."""
+    no key or value; docs/performance.md, "The view layout").  Unless ``map_cache_bytes`` is given,
+    the table keeps up to :data:`MAP_CACHE_BYTES` of its local windows mapped from one query to the
+    next (0: none), until ``unregister`` or the connection drops the source, or
+    :meth:`LogSource.close` (docs/engines.md, "Windows kept mapped")."""
     options.setdefault("value_layout", VALUE_LAYOUT)
+    options.setdefault("map_cache_bytes", MAP_CACHE_BYTES)
     if "threads" not in options:
         # (on a cursor of its own: a result the caller has pending on con stays theirs; the
         # setting is the database's, the same on every cursor)
@@ -67,7 +75,10 @@ def register(con, name: str, source, **options) -> "LogSource":
 
 
 class LogSource(_sources.ArrowScanSource):
-    """A :class:`kafkarec.scan.LogScan` as a DuckDB Arrow scan source (see the module docstring)."""
+    """A :class:`kafkarec.scan.LogScan` as a DuckDB Arrow scan source (see the module docstring).
+    Each query reads a narrowed scan of it, through the scan's kept maps (``map_cache_bytes``), which
+    :meth:`close` closes, as collecting the source does (DuckDB's ``unregister``, a closed
+    connection: the scan's :class:`kafkarec.log.window_maps.WindowMaps` has a finalizer)."""
 
     schema_is_stable = True
 
@@ -76,6 +87,10 @@ class LogSource(_sources.ArrowScanSource):
         self.scan = scan
         self.schema = pa.schema([f.with_type(pa.timestamp("us")) if f.name == "timestamp" else f
                                  for f in scan.schema])
+
+    def close(self) -> None:
+        """The local windows' maps the table kept open between queries closed (:meth:`LogScan.close`)."""
+        self.scan.close()
 
     def __arrow_c_schema__(self):
         return self.schema.__arrow_c_schema__()

@@ -37,6 +37,11 @@ __all__ = ["scan_log", "predicate_bounds"]
 #: the layout of ``key`` and ``value`` :func:`scan_log` reads by default (ScanConfig.value_layout)
 VALUE_LAYOUT = "view"
 
+#: the bytes of local windows' maps a LazyFrame keeps open between its collects unless
+#: ``map_cache_bytes`` is given (ScanConfig.map_cache_bytes: reads of the copy layout, and of the
+#: view layout without key or value; docs/engines.md, "Windows kept mapped")
+MAP_CACHE_BYTES = 1 << 30
+
 #: Polars' comparison operators (``BinaryExpr.op`` in its serialized tree)
 _COMPARISONS = {"Eq": "==", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _AND = ("And", "LogicalAnd")
@@ -56,8 +61,13 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     the CPUs): the source yields batches as the pool finishes them, in log order.  Unless
     ``value_layout`` is given, ``key`` and ``value`` are decoded as ``binary_view`` (Polars' own
     layout) pointing into the bytes read: no copy of them, no cast (``"copy"``: decoded as
-    ``binary`` and cast on the pool; docs/performance.md, "The view layout")."""
+    ``binary`` and cast on the pool; docs/performance.md, "The view layout").  Unless
+    ``map_cache_bytes`` is given, the LazyFrame's reads keep up to :data:`MAP_CACHE_BYTES` of the
+    local windows they map open from one collect to the next (0: none; a read of ``key`` or
+    ``value`` in the view layout reads its windows into memory, maps none), until the LazyFrame
+    (and every frame made of it) is dropped (docs/engines.md, "Windows kept mapped")."""
     options.setdefault("value_layout", VALUE_LAYOUT)
+    options.setdefault("map_cache_bytes", MAP_CACHE_BYTES)
     if "threads" not in options:
         options["threads"] = default_threads(pl.thread_pool_size())
     scan = LogScan(source, **options)

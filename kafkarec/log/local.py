@@ -30,7 +30,7 @@ from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
 from kafkarec.log.segment import Segment, SegmentOffsets, segment_offsets
-from kafkarec.log.storage import HEADER_WALK_BYTES, Piece, count_read
+from kafkarec.log.storage import HEADER_WALK_BYTES, Piece, count_read, count_window_map
 
 __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "partition_key",
            "aborted_batches", "iter_pieces", "release", "log_starts"]
@@ -60,6 +60,9 @@ class Slice(NamedTuple):
     # read into memory its batches may hold (:meth:`held`: the view layout's batches point into
     # the bytes read, and a map truncated under them would kill the process), not mapped
     owned: bool = False
+    # the maps a registered source keeps open between its reads (:meth:`kept_in`: a
+    # kafkarec.log.window_maps.MapUse, the read's), or None: mapped and closed as the read goes
+    maps: object = None
 
     # --- a piece of a read (kafkarec.scan._plan.SegmentPiece) ------------------------------------
     @property
@@ -140,6 +143,11 @@ class Slice(NamedTuple):
     def held(self) -> "Slice":
         """It read into memory (:func:`iter_pieces`), not mapped: its windows too."""
         return self._replace(owned=True)
+
+    def kept_in(self, use) -> "Slice":
+        """It mapped through ``use`` (a :class:`kafkarec.log.window_maps.MapUse`): its windows'
+        maps kept open for the next read of the source (an owned slice reads, maps nothing)."""
+        return self if self.owned else self._replace(maps=use)
 
     def release(self, piece) -> None:
         """A buffer of it decoded: its view of the map let go (:func:`release`), so the map can close."""
@@ -306,7 +314,7 @@ def release(view) -> None:
         pass
 
 
-def _map_window(fileno: int, start: int, end: int):
+def _map_window(fileno: int, start: int, end: int, path: str = ""):
     """``(map, its first byte's file position)``: bytes ``[start, end)`` of the file mapped read-only,
     from the page holding ``start`` (the rest of the file not mapped: a window of a large file maps
     only itself).  Faulted in as the decode reads it, not populated: ``MAP_POPULATE`` saves a thread
@@ -314,7 +322,9 @@ def _map_window(fileno: int, start: int, end: int):
     pool's other threads' ``mmap`` and ``munmap`` wait for it (whole rows on 2 threads 1.49x-1.62x the
     one-thread rate populated, 1.77x-1.78x faulted; docs/performance.md)."""
     at = start - start % mmap.ALLOCATIONGRANULARITY
-    return mmap.mmap(fileno, end - at, access=mmap.ACCESS_READ, offset=at), at
+    mm = mmap.mmap(fileno, end - at, access=mmap.ACCESS_READ, offset=at)
+    count_window_map(end - at, path)
+    return mm, at
 
 
 class _Mapped:
@@ -372,13 +382,18 @@ def iter_pieces(sl: Slice) -> Iterator:
     ``base_offset``, ``error``, ``reason``, ``message``, as the reader's error rows) and what is
     left of the slice.  The caller releases each piece's data when done with it, so that the
     map can close.  An owned slice (:attr:`Slice.owned`) is read into a buffer of Arrow's pool,
-    not mapped (:func:`_read_owned`)."""
+    not mapped (:func:`_read_owned`); a slice with :attr:`Slice.maps` takes its map from the maps
+    its source kept open, and leaves it there (:mod:`kafkarec.log.window_maps`: the same inode, at
+    least as long as the window, else mapped anew)."""
     if sl.end <= sl.start:
         return
     end = sl.end
     with open(sl.path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        st = os.fstat(fh.fileno())
+        size = st.st_size
         if size < sl.end:
+            if sl.maps is not None:
+                sl.maps.shrank(st, size)
             yield _shrank(sl, size)
             if size <= sl.start:
                 return
@@ -386,7 +401,11 @@ def iter_pieces(sl: Slice) -> Iterator:
         if sl.owned:
             yield from _read_owned(sl, fh, end)
             return
-        mm, at = _map_window(fh.fileno(), sl.start, end)
+        if sl.maps is not None and end == sl.end:
+            mm, at, let_go = sl.maps.window(fh.fileno(), st, sl.start, end, sl.path, _map_window)
+        else:       # (what is left of a file that shrank: mapped for this read only)
+            mm, at = _map_window(fh.fileno(), sl.start, end, sl.path)
+            let_go = None
         mv = memoryview(mm)
         whole = mv[sl.start - at:end - at]
         count_read(end - sl.start, sl.path)    # the window is decoded whole: every byte read
@@ -395,7 +414,10 @@ def iter_pieces(sl: Slice) -> Iterator:
         finally:
             release(whole)
             release(mv)
-            try:
-                mm.close()
-            except BufferError:
-                pass
+            if let_go is not None:
+                let_go()
+            else:
+                try:
+                    mm.close()
+                except BufferError:
+                    pass

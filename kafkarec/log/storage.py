@@ -58,7 +58,8 @@ __all__ = [
     "is_uri", "DEFAULT_CHUNK", "without_spans", "storage_error", "storage_errors",
     "BYTES_READ_ENV", "count_read", "bytes_read", "process_bytes_read", "process_walk_bytes", "count_listing",
     "process_listings", "HEADER_WALK_BYTES", "HeldSegments", "HOLD_BYTES_ENV", "DEFAULT_HOLD_BYTES",
-    "process_opens", "process_held_bytes",
+    "process_opens", "process_held_bytes", "process_window_maps", "process_map_hits", "count_window_map",
+    "count_map_hit",
 ]
 
 DEFAULT_CHUNK = 8 << 20           # bytes read per request while walking a segment
@@ -714,6 +715,34 @@ def process_held_bytes() -> ReadStats:
     """The bytes this process's reads took from segments a walk read whole and held
     (:class:`HeldSegments`): read once, by the walk, and not requested again."""
     return _process_held
+
+
+# Maps of local windows (kafkarec.log.local.iter_pieces), and the windows a registered source's
+# reads took from the maps it kept open instead (kafkarec.log.window_maps): what tests count to
+# show a repeated query maps nothing anew.  A hit's bytes are counted read too (count_read: the
+# window is decoded whole).
+_process_window_maps = ReadStats()
+_process_map_hits = ReadStats()
+
+
+def count_window_map(n: int, path: str = "") -> None:
+    """Count one window of ``n`` bytes mapped."""
+    _process_window_maps.add(n, path)
+
+
+def count_map_hit(n: int, path: str = "") -> None:
+    """Count one window of ``n`` bytes read from a map kept open (:class:`kafkarec.log.window_maps.WindowMaps`)."""
+    _process_map_hits.add(n, path)
+
+
+def process_window_maps() -> ReadStats:
+    """This process's maps of local windows (``.requests``: how many; ``.bytes``: their bytes)."""
+    return _process_window_maps
+
+
+def process_map_hits() -> ReadStats:
+    """This process's windows read from a map a source kept open (``.requests``: how many)."""
+    return _process_map_hits
 
 
 def process_walk_bytes() -> ReadStats:

@@ -152,10 +152,15 @@ class LogScan:
     :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread);
     ``value_layout``: ``"copy"`` (default: ``key`` and ``value`` as ``binary``) or ``"view"``
     (``binary_view`` pointing into the bytes read, not copied; local windows are then read into
-    memory, not mapped: docs/engines.md, "The view layout").
+    memory, not mapped: docs/engines.md, "The view layout"); ``map_cache_bytes``: at most this
+    many bytes of local windows' maps kept open from one read of the scan (and of its
+    :meth:`narrow` ed scans) to the next (default 0: none; DuckDB's and Polars' sources keep 1 GiB:
+    docs/engines.md, "Windows kept mapped"), closed by :meth:`close` or when the scan is collected.
+    ``window_maps`` (not a config keyword): the :class:`kafkarec.log.window_maps.WindowMaps` to read
+    through instead of making one (:meth:`narrow` hands a scan's to the scans it makes).
     """
 
-    def __init__(self, source, **keywords):
+    def __init__(self, source, *, window_maps=None, **keywords):
         if isinstance(source, ScanConfig):
             if keywords:
                 raise UsageError("LogScan: a ScanConfig or keywords, not both (ScanConfig.narrow "
@@ -164,6 +169,15 @@ class LogScan:
         else:
             config = ScanConfig.of(source, **keywords)
         self.config = config
+        # The maps kept open between reads: a resource of this process, so the scan holds it, not
+        # the config (a config is plain values, compared and pickled to workers; its
+        # map_cache_bytes is the budget only).  Made here for the scan its owner made (a registered
+        # source's), handed to each narrow()ed scan (each query's: ``window_maps``), dropped when
+        # pickled (a worker maps as it reads).
+        self.window_maps = window_maps
+        if window_maps is None and config.map_cache_bytes > 0:
+            from kafkarec.log.window_maps import WindowMaps
+            self.window_maps = WindowMaps(config.map_cache_bytes)
         self._typed = None if config.typed is None else TypedRows(config.typed, config.bounds.topics)
         full = self._full_schema()
         if config.columns is None:
@@ -233,13 +247,20 @@ class LogScan:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_found"] = None          # the plan's caches stay where it was made
+        state["window_maps"] = None     # and the maps kept open (this process's)
         return state
 
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
                limit: Optional[int] = None) -> "LogScan":
         """This scan with bounds intersected, other columns, a smaller limit (a new scan of
-        :meth:`ScanConfig.narrow`)."""
-        return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit))
+        :meth:`ScanConfig.narrow`), reading through this scan's kept maps (``map_cache_bytes``)."""
+        return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit), window_maps=self.window_maps)
+
+    def close(self) -> None:
+        """The local windows' maps this scan kept open (``map_cache_bytes``) closed: its narrowed
+        scans' too, which share them (a read after it maps its windows as it goes)."""
+        if self.window_maps is not None:
+            self.window_maps.close()
 
     # --- pieces of work ------------------------------------------------------------------
     def found(self, report=None, listed=None) -> "_plan.Found":
@@ -329,7 +350,7 @@ class LogScan:
         if finish is not None:
             on_pool = finish if on_pool is None else _then(on_pool, finish)
         read = _read.Read(self.config, options, need, hint, columns, split=split, typed=on_pool,
-                          timestamp_unit=timestamp_unit)
+                          timestamp_unit=timestamp_unit, maps=self.window_maps)
         yield from read.items(items)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:

@@ -117,6 +117,10 @@ class SegmentPiece(Protocol):
         """It read into memory its batches may hold after the read moved on (the view layout's
         batches point into the bytes read): a local slice read, not mapped; a listed range as it is."""
 
+    def kept_in(self, use) -> "SegmentPiece":
+        """It read through ``use``, a read's :class:`kafkarec.log.window_maps.MapUse`: a local
+        slice's windows take their maps from those its source kept open; a listed range as it is."""
+
 
 class ListedRange(NamedTuple):
     """One listed range a task reads (a :class:`SegmentPiece`): the storage holding it (pyarrow
@@ -191,6 +195,10 @@ class ListedRange(NamedTuple):
 
     def held(self) -> "ListedRange":
         """Its bytes are read, not mapped, already (:meth:`open`)."""
+        return self
+
+    def kept_in(self, use) -> "ListedRange":
+        """Its bytes are read, not mapped (:meth:`open`): nothing to keep."""
         return self
 
 

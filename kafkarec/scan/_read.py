@@ -62,7 +62,10 @@ class Read:
     on each batch the pool's threads decode, next to the record decode (the batches decoded in the
     consumer's thread are handed on as they are).  ``timestamp_unit``: the unit the core writes the
     ``timestamp`` column in (:func:`kafkarec.iter_arrow`'s; every decode of the read, the pool's and
-    the consumer's, the offset-order rule's again).
+    the consumer's, the offset-order rule's again).  ``maps``: the
+    :class:`kafkarec.log.window_maps.WindowMaps` of the scan's source, whose maps the read's local
+    windows take and leave open (the copy layout's: a view read maps nothing), and which closes, as
+    the read ends, those it did not use (None: each map closed once decoded).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -74,12 +77,14 @@ class Read:
     ``kafkarec verify``'s to judge whole)."""
 
     def __init__(self, config, options, need_batch_columns: bool, hint: str, columns=None,
-                 split: Optional[Callable] = None, typed: Optional[Callable] = None, timestamp_unit: str = "ms"):
+                 split: Optional[Callable] = None, typed: Optional[Callable] = None, timestamp_unit: str = "ms",
+                 maps=None):
         from kafkarec._core import meta_walk
         self.config, self.options, self.hint, self.columns = config, options, hint, columns
         self.timestamp_unit = timestamp_unit
         self.batch_columns = need_batch_columns
         self.split, self.typed = split, typed
+        self.maps = maps
         self.quarantine = None
         if config.bad_records_path:
             from kafkarec.log.quarantine import Quarantine
@@ -169,11 +174,14 @@ class Read:
                     # rows, threads + 1 times over)
                     and all(rr.windowed(self.split) for rr in ranges))
 
-    def readings(self, ranges):
+    def readings(self, ranges, use=None):
         """``(window, its buffers)`` of ``ranges`` in log order, each buffer with its items decoded
-        on the pool (or None: decoded as the consumer asks)."""
+        on the pool (or None: decoded as the consumer asks); ``use``: the read's use of the
+        source's kept maps (:meth:`kafkarec.log.window_maps.WindowMaps.begin`)."""
         if self.value_layout == "view":
             ranges = [rr.held() for rr in ranges]
+        elif use is not None:
+            ranges = [rr.kept_in(use) for rr in ranges]
         if self.on_pool(ranges):
             if self.config.limit is None:
                 return DecodePool(self, self.config.threads).readings(ranges)
@@ -203,7 +211,8 @@ class Read:
         segment after it (a listed range's parts, cut at offset-index positions, where framing as
         Kafka does would go on; the pieces around a readCommitted skip) are folded into that report
         (_Stopped), not decoded."""
-        read = self.readings(ranges)
+        use = None if self.maps is None else self.maps.begin()
+        read = self.readings(ranges, use)
         try:
             for rr, pieces in read:
                 for piece, ready in pieces:
@@ -223,7 +232,9 @@ class Read:
             if self.stopped is not None:
                 yield self.stopped.where, self.stopped.report(self.quarantine)
         finally:
-            read.close()        # a consumer gone: the threads stop, the maps close
+            read.close()        # a consumer gone: the threads stop, the maps close (or are let go)
+            if use is not None:
+                use.done()      # the kept maps this read did not use closed
 
     def _piece_items(self, rr, piece, ready):
         """``(where, item)`` of one piece of ``rr``: decoded (or ``ready``, decoded on the pool),

@@ -1,0 +1,207 @@
+"""Local windows kept mapped between the reads of one registered source (issue 80).
+
+A local read maps each window of a segment (:func:`kafkarec.log.local.iter_pieces`), decodes it
+and unmaps it: for a query repeated over a registered table the kernel then sets up and tears down
+the page tables of every window, every query (64 MiB a window, ~16,000 pages), a large share of the
+query's CPU once the file's pages are in the page cache.  :class:`WindowMaps` keeps the maps of the
+windows a source's reads used open for its next read: a read asks it (:meth:`WindowMaps.begin`, a
+:class:`MapUse`) for each window, and a window it holds is decoded from the map already made.
+
+Its rules, all here:
+
+* a map is known by its file's identity and the range it maps: ``(st_dev, st_ino, first byte
+  mapped, end)``; it is used only for a file opened by this read that is the same inode and still
+  at least as long as the window (the caller checks the length it found with ``fstat``: a file that
+  shrank is its FileChangedError, and the maps of that inode past the new length are dropped,
+  :meth:`MapUse.shrank`); a replaced file (a new inode) never finds the old map;
+* at most ``max_bytes`` are mapped at once: a window that does not fit, once the maps the running
+  read has not used are closed, is mapped and closed as without the cache (:meth:`MapUse.window`
+  says so);
+* a read's maps are released when it is done with them, and at its end (:meth:`MapUse.done`) the
+  maps it did not use are closed: a segment deleted by retention (or replaced) is not held past the
+  next read;
+* a map in use by a decode (a pool thread's window) is never closed under it: closing one in use
+  (dropped, evicted, or the cache closed) waits for its last user to let it go;
+* :meth:`WindowMaps.close` (and the cache's finalizer, when its owner is collected) closes them all.
+
+The memory is the page cache's, mapped: it shows in the process's RSS as shared file pages, and
+each GiB mapped costs ~2 MiB of page tables once faulted in (docs/engines.md).
+"""
+from __future__ import annotations
+
+import itertools
+import mmap
+import threading
+import weakref
+from typing import Callable, Dict, List, Tuple
+
+from kafkarec.log.storage import count_map_hit
+
+__all__ = ["WindowMaps", "MapUse"]
+
+
+class _Entry:
+    """One window's map: ``(map, its first byte's file position)``, how many users hold it, the
+    latest read that used it, and whether it is dropped (closed once its last user lets it go)."""
+    __slots__ = ("key", "mm", "at", "size", "pins", "last", "dropped")
+
+    def __init__(self, key, mm, at: int, size: int, last: int):
+        self.key, self.mm, self.at, self.size = key, mm, at, size
+        self.pins, self.last, self.dropped = 1, last, False
+
+
+def _close(mm) -> None:
+    try:
+        mm.close()
+    except BufferError:     # a view still exported (an error's traceback): the collector unmaps it
+        pass
+
+
+class _State:
+    """The maps and their lock: what the finalizer closes (it must not hold the cache itself)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.lock = threading.Lock()
+        self.entries: Dict[tuple, _Entry] = {}
+        self.mapped = 0         # bytes of the maps held (in use or not)
+        self.peak = 0           # the most ever held at once
+        self.closed = False
+        self.reads = itertools.count(1)
+
+    def drop(self, entry: _Entry, out: List) -> None:
+        """(Under the lock.) ``entry`` out of the cache: closed now (into ``out``, closed after the
+        lock is let go) or, in use, by its last user."""
+        if self.entries.get(entry.key) is entry:
+            del self.entries[entry.key]
+        if not entry.dropped:
+            entry.dropped = True
+            self.mapped -= entry.size
+        if entry.pins == 0:
+            out.append(entry.mm)
+
+    def close_all(self) -> None:
+        out: List = []
+        with self.lock:
+            self.closed = True
+            for entry in list(self.entries.values()):
+                self.drop(entry, out)
+        for mm in out:
+            _close(mm)
+
+
+class WindowMaps:
+    """The maps of a source's windows kept open between its reads, at most ``max_bytes`` at once
+    (see the module docstring).  Made by the scan of a config whose ``map_cache_bytes`` is above 0
+    (:class:`kafkarec.scan.LogScan`: DuckDB's and Polars' sources), shared by its narrowed scans."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = int(max_bytes)
+        self._state = _State(self.max_bytes)
+        # closing the maps when the owner is gone (a source unregistered, a LazyFrame dropped)
+        self._finalizer = weakref.finalize(self, self._state.close_all)
+
+    def begin(self) -> "MapUse":
+        """A read's use of the maps (one per read, :meth:`MapUse.done` at its end)."""
+        return MapUse(self._state, next(self._state.reads))
+
+    def close(self) -> None:
+        """Every map closed (those in use when their users let them go); later reads map their
+        windows as without the cache."""
+        self._finalizer()
+
+    @property
+    def mapped_bytes(self) -> int:
+        """The bytes of the maps held now."""
+        return self._state.mapped
+
+    @property
+    def peak_bytes(self) -> int:
+        """The most bytes held at once since it was made."""
+        return self._state.peak
+
+    def __len__(self) -> int:
+        return len(self._state.entries)
+
+    def __reduce__(self):
+        raise TypeError("WindowMaps holds this process's maps: it is not pickled (a scan leaves it behind)")
+
+
+class MapUse:
+    """One read's use of a :class:`WindowMaps` (see the module docstring)."""
+    __slots__ = ("_state", "_read")
+
+    def __init__(self, state: _State, read: int):
+        self._state, self._read = state, read
+
+    def window(self, fileno: int, st, start: int, end: int, path: str,
+               map_window: Callable[[int, int, int, str], Tuple[object, int]]):
+        """``(map, its first byte's file position, release)`` of bytes ``[start, end)`` of the open
+        file ``fileno`` (``path``; ``st``: its ``fstat``, its size at least ``end``): the map the
+        cache holds for that inode and range (counted, :func:`kafkarec.log.storage.count_map_hit`),
+        or one made by ``map_window(fileno, start, end, path)`` and kept when it fits.  ``release()`` lets the map go once decoded (a map not kept is closed then)."""
+        state = self._state
+        at = start - start % mmap.ALLOCATIONGRANULARITY
+        key = (st.st_dev, st.st_ino, at, end)
+        with state.lock:
+            entry = state.entries.get(key)
+            if entry is not None:
+                entry.pins += 1
+                entry.last = max(entry.last, self._read)
+        if entry is not None:
+            count_map_hit(end - start, path)
+            return entry.mm, entry.at, lambda: self._release(entry)
+        mm, at = map_window(fileno, start, end, path)
+        size = end - at
+        out: List = []
+        kept = None
+        with state.lock:
+            if not state.closed and key not in state.entries and size <= state.max_bytes:
+                if state.mapped + size > state.max_bytes:
+                    # the maps no running read used since this one began: oldest read first
+                    for old in sorted((e for e in state.entries.values() if e.pins == 0 and e.last < self._read),
+                                      key=lambda e: e.last):
+                        state.drop(old, out)
+                        if state.mapped + size <= state.max_bytes:
+                            break
+                if state.mapped + size <= state.max_bytes:
+                    kept = state.entries[key] = _Entry(key, mm, at, size, self._read)
+                    state.mapped += size
+                    state.peak = max(state.peak, state.mapped)
+        for old in out:
+            _close(old)
+        if kept is None:
+            return mm, at, lambda: _close(mm)
+        return mm, at, lambda: self._release(kept)
+
+    def _release(self, entry: _Entry) -> None:
+        state = self._state
+        with state.lock:
+            entry.pins -= 1
+            last_user = entry.pins == 0 and entry.dropped
+        if last_user:
+            _close(entry.mm)
+
+    def shrank(self, st, size: int) -> None:
+        """The file of ``st`` is ``size`` bytes now, shorter than planned: its maps past that
+        dropped (a map past the end of its file kills the reader with SIGBUS when touched)."""
+        state = self._state
+        out: List = []
+        with state.lock:
+            for entry in [e for e in state.entries.values()
+                          if e.key[:2] == (st.st_dev, st.st_ino) and e.key[3] > size]:
+                state.drop(entry, out)
+        for mm in out:
+            _close(mm)
+
+    def done(self) -> None:
+        """The read is over: the maps no read used since it began are closed (a window of a segment
+        deleted since, or of one this read did not reach, is not held past it)."""
+        state = self._state
+        out: List = []
+        with state.lock:
+            for entry in [e for e in state.entries.values() if e.last < self._read]:
+                state.drop(entry, out)
+        for mm in out:
+            _close(mm)
+
