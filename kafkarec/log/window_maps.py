@@ -43,10 +43,10 @@ __all__ = ["WindowMaps", "MapUse"]
 class _Entry:
     """One window's map: ``(map, its first byte's file position)``, how many users hold it, the
     latest read that used it, and whether it is dropped (closed once its last user lets it go)."""
-    __slots__ = ("key", "mm", "at", "size", "pins", "last", "dropped")
+    __slots__ = ("key", "path", "mm", "at", "size", "pins", "last", "dropped")
 
-    def __init__(self, key, mm, at: int, size: int, last: int):
-        self.key, self.mm, self.at, self.size = key, mm, at, size
+    def __init__(self, key, path: str, mm, at: int, size: int, last: int):
+        self.key, self.path, self.mm, self.at, self.size = key, path, mm, at, size
         self.pins, self.last, self.dropped = 1, last, False
 
 
@@ -123,6 +123,12 @@ class WindowMaps:
     def __len__(self) -> int:
         return len(self._state.entries)
 
+    def held(self) -> List[Tuple[str, int, int, int]]:
+        """``(path, inode, first byte mapped, end)`` of each map held, in no order (what a test or
+        a diagnosis asks: which files' windows stay mapped)."""
+        with self._state.lock:
+            return [(e.path, e.key[1], e.at, e.key[3]) for e in self._state.entries.values()]
+
     def __reduce__(self):
         raise TypeError("WindowMaps holds this process's maps: it is not pickled (a scan leaves it behind)")
 
@@ -165,7 +171,7 @@ class MapUse:
                         if state.mapped + size <= state.max_bytes:
                             break
                 if state.mapped + size <= state.max_bytes:
-                    kept = state.entries[key] = _Entry(key, mm, at, size, self._read)
+                    kept = state.entries[key] = _Entry(key, path, mm, at, size, self._read)
                     state.mapped += size
                     state.peak = max(state.peak, state.mapped)
         for old in out:

@@ -1,0 +1,270 @@
+"""Windows kept mapped between the queries of a registered source (issue 80; kafkarec.log.window_maps).
+
+DuckDB's registered table and Polars' LazyFrame keep the maps of the local windows their reads used
+open for the next read (``map_cache_bytes``).  Counted, never timed: the storage layer's counters of
+windows mapped (:func:`kafkarec.log.storage.process_window_maps`) and of windows read from a kept
+map (:func:`kafkarec.log.storage.process_map_hits`), the cache's own ``held()`` and the process's
+``/proc/self/maps``.  The rows are those of a plain :class:`kafkarec.scan.LogScan`, which keeps none.
+"""
+import gc
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+pl = pytest.importorskip("polars")
+
+from support.logs.engine_logs import long_partition  # noqa: E402
+from kafkarec.engines.duckdb import register  # noqa: E402
+from kafkarec.engines.polars import scan_log  # noqa: E402
+from kafkarec.log.storage import process_map_hits, process_window_maps  # noqa: E402
+from kafkarec.scan import LogScan  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps (Linux)")
+
+QUERY = 'SELECT "offset", key, value, timestamp FROM logs ORDER BY "offset"'
+
+
+@pytest.fixture(scope="module")
+def pooled_log(tmp_path_factory):
+    """``(root, folder)``: one partition of ~33 MB in 8 MiB segments: enough work that a read on
+    2 threads decodes its windows on the pool (kafkarec.scan._read.POOL_MIN_WORK)."""
+    root = str(tmp_path_factory.mktemp("pooled"))
+    return root, long_partition(root, records=300_000, per_batch=100, segment_bytes=8 << 20)
+
+
+@pytest.fixture
+def log_copy(long_log, tmp_path):
+    """``(root, folder)``: a copy of the engine tests' long partition (~30 segments), to change."""
+    root, folder = long_log
+    copy = str(tmp_path / "copy")
+    shutil.copytree(root, copy)
+    return copy, os.path.join(copy, os.path.relpath(folder, root))
+
+
+def _counts():
+    return process_window_maps().requests, process_map_hits().requests
+
+
+def _mapped(folder: str) -> list:
+    """The lines of /proc/self/maps of files under ``folder`` (deleted ones too)."""
+    folder = os.path.realpath(folder)
+    with open("/proc/self/maps") as fh:
+        return [line for line in fh if folder + os.sep in line]
+
+
+def _segments(folder: str) -> list:
+    return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".log"))
+
+
+def _plain(root, **options) -> list:
+    return sorted(LogScan(root, columns=["offset", "key", "value"], **options).to_table().to_pylist(),
+                  key=lambda r: r["offset"])
+
+
+def _rows(con, query=QUERY) -> list:
+    return con.sql(query).fetchall()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_second_query_maps_no_window_anew(pooled_log, threads):
+    root, folder = pooled_log
+    con = duckdb.connect()
+    src = register(con, "logs", root, threads=threads)
+    before = _counts()
+    first = _rows(con)
+    mapped_first = _counts()[0] - before[0]
+    assert mapped_first == len(_segments(folder)) and _counts()[1] == before[1]
+    assert len(src.scan.window_maps) == mapped_first
+    before = _counts()
+    second = _rows(con)
+    assert _counts()[0] == before[0], "the second query mapped windows anew"
+    assert _counts()[1] - before[1] == mapped_first
+    assert second == first
+    assert [(o, k, v) for o, k, v, _ in second] == [(r["offset"], r["key"], r["value"]) for r in _plain(root)]
+    src.close()
+    assert not len(src.scan.window_maps) and not _mapped(folder)
+
+
+def test_a_plain_scan_keeps_no_map(long_log):
+    root, folder = long_log
+    scan = LogScan(root, columns=["offset"])
+    scan.to_table()
+    before = _counts()
+    scan.to_table()
+    assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
+    assert scan.window_maps is None and not _mapped(folder)
+
+
+def test_the_bytes_counted_read_are_the_same_with_a_hit(long_log):
+    """A hit's window is decoded whole: counted read as a map's is (the pushdown tests' meaning)."""
+    from support.logs.engine_logs import segment_bytes_read
+    root, folder = long_log
+    con = duckdb.connect()
+    register(con, "logs", root)
+    _, cold, total = segment_bytes_read(folder, lambda: _rows(con, 'SELECT sum("offset") FROM logs'))
+    before = _counts()
+    _, warm, _ = segment_bytes_read(folder, lambda: _rows(con, 'SELECT sum("offset") FROM logs'))
+    assert _counts()[1] - before[1] == len(_segments(folder))
+    assert cold == warm >= total
+
+
+def test_a_replaced_file_is_never_a_hit(log_copy):
+    root, folder = log_copy
+    con = duckdb.connect()
+    src = register(con, "logs", root)
+    first = _rows(con)
+    victim = _segments(folder)[3]
+    old_inode = os.stat(victim).st_ino
+    shutil.copyfile(victim, victim + ".new")
+    os.replace(victim + ".new", victim)        # the same bytes, a new inode
+    assert os.stat(victim).st_ino != old_inode
+    before = _counts()
+    assert _rows(con) == first
+    assert _counts()[0] - before[0] == 1
+    assert _counts()[1] - before[1] == len(_segments(folder)) - 1
+    held = src.scan.window_maps.held()
+    assert [ino for path, ino, _, _ in held if path == victim] == [os.stat(victim).st_ino]
+    assert not [line for line in _mapped(folder) if "(deleted)" in line]
+
+
+def test_a_read_over_fewer_segments_lets_the_others_go(log_copy):
+    """An offset bound reads a listed range (no map): every kept map is closed after it; the next
+    whole read maps them again."""
+    root, folder = log_copy
+    con = duckdb.connect()
+    src = register(con, "logs", root)
+    _rows(con)
+    assert len(src.scan.window_maps) == len(_segments(folder))
+    assert len(_rows(con, 'SELECT "offset" FROM logs WHERE "offset" < 100')) == 100
+    assert not len(src.scan.window_maps) and not _mapped(folder)
+    before = _counts()
+    _rows(con)
+    assert _counts()[0] - before[0] == len(_segments(folder))
+
+
+def test_a_limit_reads_one_window_and_keeps_only_it(log_copy):
+    root, folder = log_copy
+    con = duckdb.connect()
+    src = register(con, "logs", root, threads=1)
+    _rows(con)
+    assert len(_rows(con, "SELECT * FROM logs LIMIT 5")) == 5
+    assert [path for path, *_ in src.scan.window_maps.held()] == _segments(folder)[:1]
+
+
+def test_the_budget_holds(log_copy):
+    root, folder = log_copy
+    sizes = [os.path.getsize(p) for p in _segments(folder)]
+    budget = sum(sizes[:5]) + 8192        # five windows (each mapped from its page: a page more)
+    con = duckdb.connect()
+    src = register(con, "logs", root, map_cache_bytes=budget, threads=1)
+    first = _rows(con)
+    maps = src.scan.window_maps
+    assert 0 < maps.peak_bytes <= budget and len(maps) == 5
+    before = _counts()
+    assert _rows(con) == first
+    assert _counts()[1] - before[1] == 5 and _counts()[0] - before[0] == len(sizes) - 5
+    assert maps.peak_bytes <= budget
+    assert len(_mapped(folder)) <= 5
+
+
+def test_no_budget_keeps_nothing(log_copy):
+    root, folder = log_copy
+    con = duckdb.connect()
+    src = register(con, "logs", root, map_cache_bytes=0)
+    _rows(con)
+    before = _counts()
+    _rows(con)
+    assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
+    assert src.scan.window_maps is None and not _mapped(folder)
+
+
+def test_unregistering_and_collecting_the_source_unmaps_everything(log_copy):
+    root, folder = log_copy
+    con = duckdb.connect()
+    register(con, "logs", root)
+    _rows(con)
+    assert len(_mapped(folder)) == len(_segments(folder))
+    con.unregister("logs")
+    gc.collect()
+    assert not _mapped(folder)
+    con2 = duckdb.connect()
+    register(con2, "logs", root)
+    _rows(con2)
+    assert _mapped(folder)
+    con2.close()
+    del con2
+    gc.collect()
+    assert not _mapped(folder)
+
+
+def test_a_file_truncated_between_queries_or_under_a_planned_read(log_copy):
+    """In a process of its own (a map touched past its file's end would kill it with SIGBUS):
+    between two queries, the second reads the shorter file's rows; between a read's plan and its
+    read, the read gives the FileChangedError row as without kept maps and the file's maps past its
+    new end are dropped."""
+    root, folder = log_copy
+    victim = _segments(folder)[2]
+    script = textwrap.dedent(f"""
+        import os, duckdb
+        from kafkarec.engines.duckdb import register
+        from kafkarec.scan import LogScan
+        root, victim = {root!r}, {victim!r}
+        size = os.path.getsize(victim)
+        con = duckdb.connect()
+        src = register(con, "logs", root, mode="PERMISSIVE")
+        q = 'SELECT "offset", _corrupt_record FROM logs ORDER BY "offset" NULLS LAST'
+        full = con.sql(q).fetchall()
+        os.truncate(victim, size // 2)
+        shorter = con.sql(q).fetchall()
+        plain = LogScan(root, mode="PERMISSIVE", columns=["offset", "_corrupt_record"]).to_table()
+        assert sorted(shorter, key=lambda r: (r[0] is None, r[0])) == sorted(
+            zip(*(plain.column(c).to_pylist() for c in plain.column_names)), key=lambda r: (r[0] is None, r[0]))
+        assert len(shorter) < len(full)
+        maps = src.scan.window_maps
+        assert all(end <= os.path.getsize(path) for path, _, _, end in maps.held()), maps.held()
+        # planned, then truncated under the plan: the FileChangedError row
+        scan = src.scan.narrow(columns=["offset", "_corrupt_record"])
+        pieces = scan.pieces()
+        os.truncate(victim, size // 4)
+        got = scan.read_pieces(pieces)
+        errors = [e for rb in got for e in rb.column("_corrupt_record").to_pylist() if e is not None]
+        assert "shrank from" in errors[0], errors      # (then the cut-off batch at the new end)
+        assert all(end <= os.path.getsize(path) for path, _, _, end in maps.held()), maps.held()
+        print("ok", len(full), len(shorter))
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ok")
+
+
+def test_polars_lazyframe_keeps_its_maps_until_dropped(log_copy):
+    root, folder = log_copy
+    lf = scan_log(root, value_layout="copy")
+    first = lf.select("offset", "key", "value").collect()
+    before = _counts()
+    second = lf.select("offset", "key", "value").collect()
+    assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
+    assert second.equals(first)
+    assert sorted(second.to_dicts(), key=lambda r: r["offset"]) == _plain(root)
+    del lf, first, second
+    gc.collect()
+    assert not _mapped(folder)
+
+
+def test_polars_view_reads_of_values_map_nothing_and_offsets_are_kept(log_copy):
+    root, folder = log_copy
+    lf = scan_log(root)     # the view layout: key and value read into memory
+    lf.select("offset", "value").collect()
+    before = _counts()
+    lf.select("offset", "value").collect()
+    assert _counts() == before and not _mapped(folder)
+    lf.select("offset", "timestamp").collect()      # no key or value: windows mapped, and kept
+    before = _counts()
+    assert lf.select(pl.col("offset").sum()).collect().item() == sum(range(20_000))
+    assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
