@@ -93,3 +93,49 @@ def test_view_reads_keep_their_rows_while_retention_deletes_the_segments_under_t
         reads[layout] = [(o, v, e is not None) for o, v, e in rows]
     assert outcomes["view"] == outcomes["copy"]
     assert reads["view"] == reads["copy"]
+
+
+def test_a_registered_table_lets_go_of_segments_retention_deleted_at_its_next_query(kafka_broker):
+    """Issue 80: a registered DuckDB table keeps its windows mapped between queries
+    (kafkarec.log.window_maps); a segment the broker's retention deletes after one query is not held
+    past the next: /proc/self/maps shows no deleted file of the partition once it ran, and its rows
+    are the log's as the broker left it."""
+    import os
+    import time
+    import duckdb
+    from kafkarec.engines.duckdb import register
+    from kafkarec.scan import LogScan
+    topic = "kept-maps-under-retention"
+    produce.create_topics(kafka_broker.bootstrap, [produce.TopicInfo(
+        topic, 1, {"internal.segment.bytes": "4096", "segment.ms": "100", "retention.bytes": "40000",
+                   "file.delete.delay.ms": "100"}, "confluent-kafka")])
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 600, rounds=4, pause=0.15,
+                              **{"compression.type": "none", "batch.size": 1000})
+    folder = os.path.join(kafka_broker.log_dir, f"{topic}-0")
+
+    def mapped():
+        with open("/proc/self/maps") as fh:
+            return [line.rstrip("\n") for line in fh if os.path.realpath(folder) + os.sep in line]
+    con = duckdb.connect()
+    src = register(con, "logs", folder, mode="PERMISSIVE")
+    assert con.sql("SELECT count(*) FROM logs").fetchall()[0][0] > 0
+    planned = sorted(f for f in os.listdir(folder) if f.endswith(".log"))
+    assert len(src.scan.window_maps) > 1 and mapped()
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 1200, rounds=4, pause=0.15,
+                              **{"compression.type": "none", "batch.size": 1000})
+    first = os.path.join(folder, planned[0])
+    deadline = time.monotonic() + 60
+    while (os.path.exists(first) or os.path.exists(first + ".deleted")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(first) and not os.path.exists(first + ".deleted"), "retention deleted no planned segment"
+    assert [line for line in mapped() if "(deleted)" in line], "the kept maps held no deleted segment"
+    files = sorted(os.listdir(folder))
+    got = [o for (o,) in con.sql('SELECT "offset" FROM logs WHERE _corrupt_record IS NULL ORDER BY "offset"').fetchall()]
+    held = mapped()
+    assert not [line for line in held if "(deleted)" in line or ".deleted" in line], held
+    live = set(os.listdir(folder))
+    assert held and all(os.path.basename(line.split()[-1]) in live for line in held), held
+    if sorted(os.listdir(folder)) == files:     # (retention left the log alone while the query ran)
+        assert got == LogScan(folder, columns=["offset"]).to_table().column("offset").to_pylist()
+    src.close()
+    assert not mapped()
