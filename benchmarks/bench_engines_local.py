@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
         [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
+        [--map-cache-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -20,6 +21,11 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
   sum(octet_length(value)), sum(octet_length(key))``, Polars ``collect()`` of ``offset, timestamp,
   key, value``;
 * ``offset, timestamp (sum, max)`` (``--queries summax``): those two columns aggregated;
+* (whole rows and sum, max) each kafkarec row three ways: ``kafkarec``, a registered DuckDB table
+  and a held Polars LazyFrame queried again, their windows kept mapped from one query to the next
+  (``map_cache_bytes``: the adapters' default 1 GiB, or ``--map-cache-bytes``); ``kafkarec cold``,
+  a first query (the table registered anew, a new LazyFrame); ``kafkarec unkept``, queried again with
+  no map kept (``map_cache_bytes=0``: each window mapped and unmapped every query);
 * ``count`` (``--queries count``): ``count(*)`` (Polars ``pl.len()``), and DuckDB's
   ``count("offset")`` over kafkarec beside it (a ``count(*)`` asks the source for ``key``).
 
@@ -140,6 +146,9 @@ def main(argv=None) -> int:
                     help="keep the log and the Parquet file in DIR and reuse them if there (before/after runs)")
     ap.add_argument("--floor", action="store_true",
                     help="with meta: also the reader alone and each engine taking ready batches")
+    ap.add_argument("--map-cache-bytes", type=int, default=None, metavar="N",
+                    help="the maps the registered DuckDB table and the held Polars LazyFrame keep open between "
+                         "queries (default: the adapters' own, 1 GiB; 0: none)")
     ap.add_argument("--dask", action="store_true",
                     help="Dask on a LocalCluster of 2 workers against LogScan(threads=2), instead")
     args = ap.parse_args(argv)
@@ -169,7 +178,17 @@ def main(argv=None) -> int:
         print(f"{n} records: log {log_mb:.0f} MiB, Parquet {os.path.getsize(parquet) / 2**20:.0f} MiB "
               f"(written in {time.perf_counter() - t:.1f} s)")
         con = duckdb.connect()
-        register(con, "logs", logs)
+        kept = {} if args.map_cache_bytes is None else {"map_cache_bytes": args.map_cache_bytes}
+        register(con, "logs", logs, **kept)
+        # the same table keeping no maps (each window mapped and unmapped every query: as before
+        # issue 80's kept maps), and a LazyFrame held across its collects, either way
+        register(con, "logs_unkept", logs, map_cache_bytes=0)
+        lf, lf_unkept = scan_log(logs, **kept), scan_log(logs, map_cache_bytes=0)
+
+        def duck_cold(sql: str):
+            """A first query: the table registered anew (no map kept yet)."""
+            register(con, "logs_cold", logs, **kept)
+            return con.sql(sql.format("logs_cold")).fetchall()
         con.sql(f"CREATE VIEW records AS SELECT * FROM read_parquet('{parquet}')")
         queries = {
             "all columns": {
@@ -193,9 +212,13 @@ def main(argv=None) -> int:
             },
             # issue 80's outside check: whole rows aggregated (DuckDB), the four columns collected (Polars)
             "whole rows": {
-                ("Polars", "kafkarec"): lambda: scan_log(logs).select(*FOUR).collect(),
+                ("Polars", "kafkarec"): lambda: lf.select(*FOUR).collect(),
+                ("Polars", "kafkarec cold"): lambda: scan_log(logs, **kept).select(*FOUR).collect(),
+                ("Polars", "kafkarec unkept"): lambda: lf_unkept.select(*FOUR).collect(),
                 ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(*FOUR).collect(),
                 ("DuckDB", "kafkarec"): lambda: con.sql(WHOLE.format("logs")).fetchall(),
+                ("DuckDB", "kafkarec cold"): lambda: duck_cold(WHOLE),
+                ("DuckDB", "kafkarec unkept"): lambda: con.sql(WHOLE.format("logs_unkept")).fetchall(),
                 ("DuckDB", "Parquet"): lambda: con.sql(WHOLE.format("records")).fetchall(),
             },
             # a count: DuckDB asks the source for column 0 (key) as for SELECT key, so it decodes keys
@@ -207,9 +230,13 @@ def main(argv=None) -> int:
                 ("DuckDB", 'count("offset")'): lambda: con.sql('SELECT count("offset") FROM logs').fetchall(),
             },
             "offset, timestamp (sum, max)": {
-                ("Polars", "kafkarec"): lambda: scan_log(logs).select(*SUM_MAX).collect(),
+                ("Polars", "kafkarec"): lambda: lf.select(*SUM_MAX).collect(),
+                ("Polars", "kafkarec cold"): lambda: scan_log(logs, **kept).select(*SUM_MAX).collect(),
+                ("Polars", "kafkarec unkept"): lambda: lf_unkept.select(*SUM_MAX).collect(),
                 ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).select(*SUM_MAX).collect(),
                 ("DuckDB", "kafkarec"): lambda: con.sql(SUM_MAX_SQL.format("logs")).fetchall(),
+                ("DuckDB", "kafkarec cold"): lambda: duck_cold(SUM_MAX_SQL),
+                ("DuckDB", "kafkarec unkept"): lambda: con.sql(SUM_MAX_SQL.format("logs_unkept")).fetchall(),
                 ("DuckDB", "Parquet"): lambda: con.sql(SUM_MAX_SQL.format("records")).fetchall(),
             },
         }
@@ -258,6 +285,13 @@ def main(argv=None) -> int:
                     results[f"{query} | {engine} | Parquet"]["cpu_seconds"]
                 print(f"  {engine} over kafkarec / over Parquet: {ratio:.2f}x the time, {1 / ratio:.2f}x the rate, "
                       f"{cpu_ratio:.2f}x the CPU (target <= {TARGET}x the time: {verdict})")
+                for other in ("kafkarec cold", "kafkarec unkept"):
+                    alt = results.get(f"{query} | {engine} | {other}")
+                    if alt is not None:
+                        print(f"  {engine} over {other} / over Parquet: "
+                              f"{alt['seconds'] / results[f'{query} | {engine} | Parquet']['seconds']:.2f}x the time, "
+                              f"{alt['cpu_seconds'] / results[f'{query} | {engine} | Parquet']['cpu_seconds']:.2f}x "
+                              "the CPU")
                 ready = results.get(f"{query} | {engine} | ready batches")
                 if ready is not None:
                     floor = results[f"{query} | reader | kafkarec"]["seconds"] + ready["seconds"]

@@ -65,7 +65,8 @@ class Read:
     the consumer's, the offset-order rule's again).  ``maps``: the
     :class:`kafkarec.log.window_maps.WindowMaps` of the scan's source, whose maps the read's local
     windows take and leave open (the copy layout's: a view read maps nothing), and which closes, as
-    the read ends, those it did not use (None: each map closed once decoded).
+    the read ends, those it let go of (:meth:`kafkarec.log.window_maps.MapUse.done`; None: each
+    map closed once decoded).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -233,8 +234,8 @@ class Read:
                 yield self.stopped.where, self.stopped.report(self.quarantine)
         finally:
             read.close()        # a consumer gone: the threads stop, the maps close (or are let go)
-            if use is not None:
-                use.done()      # the kept maps this read did not use closed
+            if use is not None:     # the kept maps this read let go of closed
+                use.done(rr.path for rr in ranges)
 
     def _piece_items(self, rr, piece, ready):
         """``(where, item)`` of one piece of ``rr``: decoded (or ``ready``, decoded on the pool),
