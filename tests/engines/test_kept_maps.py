@@ -302,3 +302,50 @@ def test_polars_view_reads_of_values_map_nothing_and_offsets_are_kept(log_copy):
     before = _counts()
     assert lf.select(pl.col("offset").sum()).collect().item() == sum(range(20_000))
     assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
+
+
+def test_a_map_in_use_is_closed_only_when_its_reader_lets_it_go(log_copy):
+    """Closing the maps (the source closed, or a read that lets them go) while a read holds a
+    window: that window stays mapped until the read is done with it, the read's rows are whole,
+    and the windows after it are mapped for that read only."""
+    root, folder = log_copy
+    scan = LogScan(root, columns=["offset", "value"], map_cache_bytes=1 << 30, threads=1)
+    scan.to_table()
+    maps = scan.window_maps
+    assert len(maps) == len(_segments(folder))
+    reading = iter(scan.narrow(columns=["offset", "value"]))
+    first = next(reading)           # the first window's map held by the read (a hit)
+    scan.close()
+    assert not len(maps) and not maps.mapped_bytes
+    assert [line.split()[-1] for line in _mapped(folder)] == _segments(folder)[:1]
+    rest = list(reading)
+    assert not _mapped(folder)
+    got = [o for rb in [first] + rest for o in rb.column("offset").to_pylist()]
+    assert got == [r["offset"] for r in _plain(root)]
+    before = _counts()
+    scan.to_table()                 # closed: mapped and closed as without kept maps
+    assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
+    assert not _mapped(folder)
+
+
+def test_reads_side_by_side_share_the_maps(pooled_log):
+    """Reads of one source on two threads at once, each decoding on its pool (2 threads): the same
+    rows as one read, every map let go by each (none pinned after), the budget never passed."""
+    from concurrent.futures import ThreadPoolExecutor
+    root, folder = pooled_log
+    scan = LogScan(root, columns=["offset", "value"], map_cache_bytes=3 * (8 << 20) + 65536, threads=2)
+    want = scan.to_table()
+
+    def read(i):
+        narrowed = scan.narrow(columns=["offset", "value"]) if i % 2 else scan.narrow(columns=["offset"])
+        return narrowed.to_table()
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(read, range(6)))
+    for i, table in enumerate(got):
+        assert table.column("offset").equals(want.column("offset"))
+        if i % 2:
+            assert table.column("value").equals(want.column("value"))
+    maps = scan.window_maps
+    assert maps.peak_bytes <= maps.max_bytes
+    scan.close()
+    assert not _mapped(folder)
