@@ -349,3 +349,19 @@ def test_reads_side_by_side_share_the_maps(pooled_log):
     assert maps.peak_bytes <= maps.max_bytes
     scan.close()
     assert not _mapped(folder)
+
+
+def test_the_budget_is_checked_at_the_boundary_and_the_maps_never_travel(long_log):
+    import pickle
+    from kafkarec.errors import UsageError
+    root, folder = long_log
+    for bad in (-1, True, 1.5, "1G"):
+        with pytest.raises(UsageError, match="map_cache_bytes"):
+            LogScan(root, map_cache_bytes=bad)
+    scan = LogScan(root, columns=["offset"], map_cache_bytes=1 << 20)
+    scan.to_table()
+    assert len(scan.window_maps)
+    copy = pickle.loads(pickle.dumps(scan))     # (to a worker: the budget goes, the maps stay here)
+    assert copy.window_maps is None and copy.config == scan.config
+    scan.close()
+    assert not _mapped(folder)
