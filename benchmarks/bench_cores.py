@@ -156,9 +156,19 @@ def main(argv=None) -> int:
     work = args.workdir or tempfile.mkdtemp(prefix="kafkarec-bench-cores-")
     try:
         log = os.path.join(work, "log")
-        if not os.path.isdir(log):
+        # what the data was written with: a reused --workdir must hold the data asked for
+        shape = {"partitions": args.partitions, "records": args.records, "codec": args.codec, "values": args.values}
+        marker = os.path.join(work, "shape.json")
+        if os.path.isdir(log):
+            written = json.load(open(marker)) if os.path.exists(marker) else None
+            if written != shape:
+                sys.exit(f"{work} holds data written as {written or 'an older run (no shape.json)'}, not {shape}: "
+                         "give another --workdir")
+        else:
             start = time.perf_counter()
             write(work, args.partitions, args.records, args.codec, args.values)
+            with open(marker, "w") as fh:
+                json.dump(shape, fh)
             print(f"wrote {args.partitions} x {args.records} records ({args.codec}) in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         return run(args, work, log, steps, cores, only)

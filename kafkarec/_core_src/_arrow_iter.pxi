@@ -112,6 +112,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     holds; nothing else differs).  The chunks then hold ``data`` as long as they live, so ``data``
     must be memory no one shrinks: a memory map is refused (a file truncated under a map held by
     an engine's thread would kill the process with SIGBUS; read the bytes into memory instead).
+    Only an ``mmap.mmap`` (or a memoryview of one) is recognised: do not pass a map behind another
+    buffer (``pyarrow.memory_map``'s, a ``numpy.memmap``) either.
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -163,7 +165,9 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
 
 cdef object view_window(object data):
     """``data`` as the pyarrow.Buffer the view layout's chunks hold (no copy); a memory map is
-    refused (see iter_arrow), and so is more than int32 views can point into."""
+    refused (see iter_arrow), and so is more than int32 views can point into.  Only Python's own
+    ``mmap.mmap`` (or a memoryview of one) can be told apart: a map behind another buffer
+    (``pyarrow.memory_map``, ``numpy.memmap``) is the caller's to keep out, as iter_arrow says."""
     import mmap
     pa = pyarrow()
     owner = data.obj if isinstance(data, memoryview) else data
@@ -206,7 +210,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     # compressed batches decompress into one buffer: each batch's records are copied out (or
     # walked) before the next batch is read
     cdef _Scratch scratch = _Scratch.__new__(_Scratch)
-    if window is not None:
+    if window is not None and not lean:
         # the view layout: a compressed batch's records are decompressed into a buffer of their
         # own, which the chunk's views point into and hold; and the views into the window need
         # its address to be the one the batches are framed in
@@ -361,7 +365,8 @@ def offsets_rise(data, /, Py_ssize_t start, Py_ssize_t count) -> bool:
     cdef const int64_t *v
     cdef Py_ssize_t i
     cdef bint falls = False
-    if start < 0 or count < 0 or (start + count) * 8 > view.shape[0]:
+    # (compared by division: (start + count) * 8 of values a caller gives could overflow)
+    if start < 0 or count < 0 or start > view.shape[0] // 8 or count > view.shape[0] // 8 - start:
         raise ValueError(f"offsets_rise: values {start} to {start + count} of a buffer of {view.shape[0] // 8}")
     if count < 2:
         return True

@@ -52,7 +52,6 @@ cdef class _ArrowColumns:
     # value_copied (buffer 0); key_bytes and value_bytes count the bytes referred to
     cdef bint views
     cdef object window
-    cdef const uint8_t *window_ptr
     cdef int32_t window_index
     cdef list sources
     cdef _ArrowGrowable key_copied, value_copied
@@ -65,7 +64,6 @@ cdef class _ArrowColumns:
         self.views = window is not None and not lean
         if self.views:
             self.window = window
-            self.window_ptr = <const uint8_t *><uintptr_t>window.address
             self.window_index = -1
             self.sources = []
             self.key_copied = _ArrowGrowable()
@@ -211,6 +209,13 @@ cdef class _ArrowColumns:
             raise AssertionError("binary_view: the decompressed records moved")
         self.sources.append(source)
         return len(self.sources)
+
+    cdef int unused_source(self, int32_t index, Py_ssize_t r0, Py_ssize_t rows) except -1:
+        """Drop source `index` (the last added) when none of rows r0 .. r0 + rows refers to it."""
+        if index == len(self.sources) and not views_refer_to(self.key, r0, rows, index) \
+                and not views_refer_to(self.value, r0, rows, index):
+            self.sources.pop()
+        return 0
 
     cdef object finish(self, object topic, object partition, list projection=None):
         """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""

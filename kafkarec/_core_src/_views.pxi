@@ -70,6 +70,21 @@ cdef int view_put_copy(_Column col, _Growable copied, Py_ssize_t *counted, const
     return 0
 
 
+cdef bint views_refer_to(_Column col, Py_ssize_t r0, Py_ssize_t rows, int32_t index) noexcept:
+    """Whether a view of rows r0 .. r0 + rows of col points into variadic buffer `index`."""
+    cdef Py_ssize_t i
+    cdef int32_t n, at
+    cdef const uint8_t *d
+    for i in range(r0, r0 + rows):
+        d = col.values.data + i * VIEW_SIZE
+        memcpy(&n, d, 4)
+        if n > VIEW_INLINE:
+            memcpy(&at, d + 8, 4)
+            if at == index:
+                return True
+    return False
+
+
 cdef int view_commit(_Column col, Py_ssize_t rows, Py_ssize_t nulls) noexcept:
     """col_commit of a view column: `rows` views a record loop wrote into its reserved room."""
     col.length += rows

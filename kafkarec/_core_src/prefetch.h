@@ -10,8 +10,9 @@
  *
  * The meta-only walker (meta_walk.h) goes through the same bytes two to three times as fast (some
  * 15 ns a record of issue 80's 132 bytes from memory, the full rows' 35-55), so the same time ahead
- * is KR_PREFETCH_AHEAD_WALK bytes for it: 4 KiB, a window's pages all mapped (local.py maps them
- * populated).  Issue 80's 3 M records (uncompressed, populated maps, best of 7, one thread):
+ * is KR_PREFETCH_AHEAD_WALK bytes for it: 4 KiB, mostly in pages already mapped (a window a
+ * registered table keeps mapped, or the 64 KiB the kernel maps around each fault; a line in a page
+ * not mapped yet is dropped).  Issue 80's 3 M records (uncompressed, populated maps, best of 7, one thread):
  * 16.4-16.7 ns a record at 1 KiB, 15.0 at 2 KiB, 14.5 at 4 KiB; the full rows' loop at 2 or 4 KiB
  * took 0-3% longer than at 1 KiB, so it keeps 1 KiB. */
 #ifndef KAFKAREC_PREFETCH_H

@@ -4,8 +4,8 @@
  * that no Arrow cast runs over the column afterwards.
  *
  * The rule is Arrow's safe cast's (ShiftTime, multiplying): a value is in range when it lies
- * within INT64_MAX / scale either side of 0 (C's division, towards zero: -9223372036854776 ms is
- * refused as microseconds although its product would fit, as Arrow refuses it).  A batch with a
+ * within INT64_MAX / scale either side of 0 (C's division, towards zero, as Arrow's: the range is
+ * -(INT64_MAX / scale) .. INT64_MAX / scale, each end's product in int64).  A batch with a
  * value out of range is left as it is, in milliseconds, and so is every batch after it in the
  * chunk (the caller's), whose Arrow cast then raises Arrow's own error.
  *

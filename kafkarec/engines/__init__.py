@@ -16,3 +16,19 @@ rest of the predicate to the engine (docs/engines.md).
 Each module imports its engine (``pip install "kafkarec[engines]"``); importing this package
 imports neither.
 """
+from __future__ import annotations
+
+__all__ = ["task_scan_options"]
+
+
+def task_scan_options(options: dict, engine: str) -> dict:
+    """``options`` of :class:`kafkarec.scan.LogScan` for an engine whose tasks each read a piece on a
+    CPU of their own (Ray, Daft, Dask): one decoding thread a task unless ``threads`` is given (not
+    the driver's CPU count, computed there and shipped in the pickled scan), and ``key``, ``value``
+    in the classic layout: those tasks filter and take rows with pyarrow's kernels, which have none
+    for ``binary_view`` (``value_layout="view"`` is refused, not left to fail in a task)."""
+    from kafkarec.errors import UsageError
+    if options.get("value_layout", "copy") != "copy":
+        raise UsageError(f"{engine}: value_layout={options['value_layout']!r} is not taken here: its tasks "
+                         "filter rows with pyarrow, which has no kernel for binary_view; leave it 'copy'")
+    return {"threads": 1, **options}

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterator, List, Optional, Tuple
 
 from kafkarec._extras import require
+from kafkarec.engines import task_scan_options
 from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 _daft = require("daft")
@@ -43,10 +44,7 @@ class KafkaLogSource(_source.DataSource):
     ``limit``, ``isolation_level``, ``storage_options``, ``mode`` ...)."""
 
     def __init__(self, source, **options):
-        # each of Daft's tasks already runs on a CPU of its own: one decoding thread a task (not
-        # the driver's CPU count, computed here and shipped in the pickled scan) unless asked
-        options.setdefault("threads", 1)
-        self._scan = LogScan(source, **options)
+        self._scan = LogScan(source, **task_scan_options(options, "kafkarec.engines.daft"))
 
     @property
     def name(self) -> str:

@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any, List, Optional, Sequence, Tuple
 
 from kafkarec._extras import require
+from kafkarec.engines import task_scan_options
 from kafkarec.errors import UsageError
 from kafkarec.scan import Bounds, LogScan, ScanConfig, predicate as rule
 
@@ -96,10 +97,7 @@ def read_log(source, columns: Optional[Sequence[str]] = None, filters: Filters =
     if "columns" in options or "limit" in options:
         raise UsageError("kafkarec.engines.dask.read_log: columns are read_log's own argument, and a row "
                          "limit is Dask's (head)")
-    # each Dask task already runs on a thread (or a worker) of its own: one decoding thread a task,
-    # not the driver's CPU count computed here and shipped in the pickled scan, unless asked
-    options.setdefault("threads", 1)
-    scan = LogScan(source, **options)
+    scan = LogScan(source, **task_scan_options(options, "kafkarec.engines.dask"))
     names = scan.columns
     wanted = names if columns is None else list(columns)
     unknown = [c for c in wanted if c not in names]

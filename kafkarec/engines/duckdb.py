@@ -56,10 +56,11 @@ def register(con, name: str, source, **options) -> "LogSource":
     :class:`kafkarec.scan.LogScan`'s.  Returns the :class:`LogSource` (a Python variable holding it
     is a table name to DuckDB too).  Unless ``threads`` is given, the scan decodes on as many
     threads as the connection's ``threads`` setting (at most the CPUs): DuckDB's scan threads then
-    take batches the pool decoded ahead, without the GIL, in log order.  Unless ``value_layout`` is
-    given, ``key`` and ``value`` come as ``binary_view`` pointing into the bytes read
-    (``value_layout="view"``: DuckDB takes views for less than classic binary, and the reader copies
-    no key or value; docs/performance.md, "The view layout").  Unless ``map_cache_bytes`` is given,
+    take batches the pool decoded ahead, without the GIL, in log order.  ``key`` and ``value`` come
+    in Arrow's classic binary layout unless ``value_layout="view"`` is given (``binary_view``
+    pointing into windows read into memory: no copy of a key or value, but each window read rather
+    than mapped, which costs DuckDB about what the copy saves; docs/performance.md, "The view
+    layout").  Unless ``map_cache_bytes`` is given,
     the table keeps up to :data:`MAP_CACHE_BYTES` of its local windows mapped from one query to the
     next (0: none), until ``unregister`` or the connection drops the source, or
     :meth:`LogSource.close` (docs/engines.md, "Windows kept mapped")."""

@@ -90,6 +90,8 @@ def scan_log(source, **options) -> "pl.LazyFrame":
             if left is not None:
                 df = df.head(left)
                 left -= df.height
+            if df.height * 2 < rb.num_rows:
+                df = _compacted(df)
             step = batch_size or df.height or 1
             for start in range(0, df.height, step):
                 yield df.slice(start, step)
@@ -98,6 +100,19 @@ def scan_log(source, **options) -> "pl.LazyFrame":
 
     plugins = require("polars.io.plugins")
     return plugins.register_io_source(io_source, schema=schema, explain_name="kafkarec", explain_detail=repr(scan))
+
+
+def _compacted(df: "pl.DataFrame") -> "pl.DataFrame":
+    """``df`` (the few rows a filter or a limit kept of a batch) with its keys, values and headers
+    copied out of the batch: a view (``binary_view``, Polars' layout, and the view layout's) holds
+    the whole buffer it points into -- the window's 64 MiB read, or the batch's value bytes -- for
+    as long as the frame lives, so 30 rows kept of a 435 MiB log held all of it.  Arrow's cast to
+    the classic layout copies only the bytes the rows refer to (Polars' ``shrink_to_fit`` does not
+    collect a frame's views), and Polars makes its views anew over them."""
+    pa = require("pyarrow")
+    table = df.to_arrow()
+    classic = pa.schema([f.with_type(pa.binary()) if f.type == pa.binary_view() else f for f in table.schema])
+    return pl.from_arrow(table.cast(classic))
 
 
 def _views(schema):

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Iterator, List, Optional
 
 from kafkarec._extras import require
+from kafkarec.engines import task_scan_options
 from kafkarec.scan import Bounds, LogScan, predicate as rule
 
 ray_data = require("ray.data")
@@ -38,10 +39,7 @@ class KafkaLogDatasource(ray_data.Datasource):
 
     def __init__(self, source, **options):
         super().__init__()
-        # each of Ray's tasks already runs on a CPU of its own: one decoding thread a task (not
-        # the driver's CPU count, computed here and shipped in the pickled scan) unless asked
-        options.setdefault("threads", 1)
-        self._scan = LogScan(source, **options)
+        self._scan = LogScan(source, **task_scan_options(options, "kafkarec.engines.ray"))
         self._projection_map = None
         # (scan, its pieces), listed once: Ray asks for them several times (sizes, read tasks), on
         # this datasource and on the copies its projection pushdown makes (a pushed predicate

@@ -103,7 +103,9 @@ def assert_as_the_cast(data: bytes, unit: str, **read):
             assert b.equals(a.set_column(i, a.schema.field(i).with_type(pa.timestamp(unit)), want))
 
 
-EXTREMES = [EDGE_MS, EDGE_MS + 1, -EDGE_MS, -EDGE_MS - 1, INT64_MAX, INT64_MIN, -1, 0, TS0]
+EDGE_NS_MS = INT64_MAX // 10**6             # the largest millisecond pyarrow's cast takes to ns
+EXTREMES = [EDGE_MS, EDGE_MS + 1, -EDGE_MS, -EDGE_MS - 1, EDGE_NS_MS, EDGE_NS_MS + 1, -EDGE_NS_MS, -EDGE_NS_MS - 1,
+            INT64_MAX, INT64_MIN, -1, 0, TS0]
 
 
 def logs():

@@ -190,3 +190,30 @@ def test_the_layout_is_checked_and_named_in_the_schema():
     table = kafkarec.to_arrow(coded_log(Compression.LZ4), value_layout="view")
     assert table.schema == schema
     assert table.num_rows == kafkarec.to_arrow(coded_log(Compression.LZ4)).num_rows
+
+
+def test_a_compressed_batch_no_kept_row_points_into_is_not_held():
+    """A compressed batch's decompressed records go with the chunk only when a kept row's view
+    points into them: a key bound that keeps one batch's row, or keys and values short enough to be
+    inline, hold none of the other batches' (the review of issue 80's view layout: a chunk held
+    every compressed batch it passed)."""
+    batches = []
+    for j in range(20):
+        b = RecordBatchBuilder(base_offset=10 * j, compression=Compression.GZIP)
+        for i in range(10):
+            b.append(b"a value of batch %02d, row %d, long enough to be a view" % (j, i), b"k%d-%d" % (j, i),
+                     timestamp=1)
+        batches.append(b.build())
+    data = b"".join(batches)
+    rb, = kafkarec.iter_arrow(data, value_layout="view", keys=[b"k5-3"])
+    assert rb.column("value").to_pylist() == [b"a value of batch 05, row 3, long enough to be a view"]
+    assert len(rb.column("value").buffers()) == 4       # validity, views, copied, batch 5's records
+    inline = []
+    for j in range(20):
+        b = RecordBatchBuilder(base_offset=10 * j, compression=Compression.GZIP)
+        b.append(b"v%02d" % j, b"k", timestamp=1)
+        inline.append(b.build())
+    rb, = kafkarec.iter_arrow(b"".join(inline), value_layout="view")
+    assert rb.column("value").to_pylist() == [b"v%02d" % j for j in range(20)]
+    assert len(rb.column("value").buffers()) == 3       # every value inline: no batch's records held
+    same_in_both_layouts(data, keys=[b"k5-3", b"k17-9"])

@@ -227,3 +227,28 @@ def test_the_scan_decodes_on_polars_threads(log_root, monkeypatch):
     assert made[0] == min(pl.thread_pool_size(), usable_cpus())
     scan_log(log_root, threads=3)
     assert made[-1] == 3
+
+
+@pytest.mark.parametrize("value_layout", ["view", "copy"])
+def test_a_few_rows_kept_do_not_hold_the_batches_they_came_from(tmp_path, value_layout):
+    # a view (Polars' layout; the view layout's too) holds the whole buffer it points into: 20 rows
+    # kept of 40 MB of values held every window read (the review of issue 80's view layout)
+    import gc
+    import os
+    import pyarrow as pa
+    from kafkarec import build_batch
+    folder = tmp_path / "big-0"
+    folder.mkdir()
+    with open(folder / ("0" * 20 + ".log"), "wb") as fh:
+        for base in range(0, 40_000, 1000):
+            fh.write(build_batch([os.urandom(1000) for _ in range(1000)], [b"k%d" % i for i in range(1000)],
+                                 [T0 + base + i for i in range(1000)], base_offset=base))
+    gc.collect()
+    before = pa.total_allocated_bytes()
+    df = scan_log(str(tmp_path), value_layout=value_layout, threads=2) \
+        .filter(pl.col("offset") % 2000 == 0).select("offset", "value").collect()
+    gc.collect()
+    assert df["offset"].to_list() == list(range(0, 40_000, 2000))
+    assert all(len(v) == 1000 for v in df["value"])
+    held = pa.total_allocated_bytes() - before
+    assert held < 4 << 20, f"{held} bytes of Arrow memory held by {df.height} rows"

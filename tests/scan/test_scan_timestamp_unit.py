@@ -124,3 +124,7 @@ def test_offsets_rise_is_the_offset_order_rules_test():
         assert offsets_rise(part.buffers()[1], part.offset, len(part)) == want
     with pytest.raises(ValueError, match="offsets_rise"):
         offsets_rise(pa.array([1, 2], pa.int64()).buffers()[1], 1, 2)
+    # a count whose byte size overflows: refused, not read past the buffer (the review's crash)
+    for start, count in ((0, 2**61), (2**61, 2), (1, 2**62)):
+        with pytest.raises(ValueError, match="offsets_rise"):
+            offsets_rise(bytes(16), start, count)
