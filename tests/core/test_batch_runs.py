@@ -18,7 +18,7 @@ import pytest
 import kafkarec
 from kafkarec import Compression, ControlRecordType, RecordBatchBuilder, TimestampType
 
-from support.logs.mixed_logs import READS, batch, log
+from support.logs.mixed_logs import READS, batch, damaged_copies, log
 
 COMMON = ["offset", "timestamp", "timestampType", "key", "value", "headers"]
 
@@ -61,13 +61,7 @@ def test_a_sound_log_reads_the_same_through_runs(seed, kw):
 def test_every_damaged_byte_reads_the_same_through_runs(seed):
     """One byte changed at a time, over the first batches' headers, records and CRCs; each read
     also raises as the batch-by-batch path does (the same error at the same byte)."""
-    data = log(seed, batches=30)
-    rng = random.Random(seed)
-    spots = sorted(rng.sample(range(len(data)), 150)) + list(range(0, 140))
-    for at in spots:
-        damaged = bytearray(data)
-        damaged[at] ^= rng.choice([0x01, 0x80, 0xFF, 0x10])
-        damaged = bytes(damaged)
+    for at, damaged in damaged_copies(log(seed, batches=30), seed, 150, 140):
         for kw in ({}, {"strict": True}, {"columns": ["offset", "timestamp"]}):
             assert read(damaged, wide=False, **kw) == read(damaged, wide=True, **kw), (at, kw)
             assert raised(damaged, **kw) == raised(damaged, batch_columns=True, **kw), (at, kw)

@@ -21,7 +21,7 @@ import kafkarec
 from kafkarec import Compression, RecordBatchBuilder, UsageError
 from kafkarec._core import LegacyBatchBuilder
 
-from support.logs.mixed_logs import READS, log
+from support.logs.mixed_logs import READS, damaged_copies, log
 
 
 def chunks(data, **kw):
@@ -121,13 +121,7 @@ def test_legacy_message_sets_read_the_same_rows_in_both_layouts(magic, codec):
 def test_every_damaged_byte_reads_the_same_in_both_layouts(seed):
     """One byte changed at a time over the first batches (headers, records, CRCs) of a log of
     uncompressed and compressed batches: the same rows and errors in each mode, the same raise."""
-    data = log(seed, batches=20)
-    rng = random.Random(seed)
-    spots = sorted(rng.sample(range(len(data)), 120)) + list(range(0, 120))
-    for at in spots:
-        damaged = bytearray(data)
-        damaged[at] ^= rng.choice([0x01, 0x80, 0xFF, 0x10])
-        damaged = bytes(damaged)
+    for at, damaged in damaged_copies(log(seed, batches=20), seed, 120, 120):
         for kw in ({}, {"strict": True}, {"verify_crc": False}, {"keys": [b"k1"]}):
             same_in_both_layouts(damaged, **kw)
             assert raised(damaged, value_layout="view", **kw) == raised(damaged, **kw), (at, kw)

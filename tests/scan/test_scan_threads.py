@@ -17,7 +17,7 @@ from kafkarec.scan import Bounds, LogScan, ScanConfig
 from kafkarec.scan import default_threads
 from kafkarec.scan.config import MAX_DEFAULT_THREADS
 
-from support.logs.logdir import T0, PartitionWriter, build_log_dir, sample_records, v2_batch
+from support.logs.logdir import T0, PartitionWriter, build_log_dir, mixed_codec_partition, sample_records, v2_batch
 
 WINDOW = 8192       # many windows per segment: the pool has work to reorder
 
@@ -32,12 +32,7 @@ def logroot(tmp_path_factory):
 @pytest.fixture(scope="module")
 def partition(tmp_path_factory):
     """One partition of 3 segments, 600 batches of 10 records, every codec but gzip's slow one."""
-    root = tmp_path_factory.mktemp("threadpart")
-    w = PartitionWriter(str(root), "t", 0, segment_bytes=200_000)
-    for k in range(600):
-        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd", "lz4")[k % 3]))
-    w.close()
-    return str(root)
+    return mixed_codec_partition(tmp_path_factory.mktemp("threadpart"), 600, 200_000)
 
 
 @pytest.fixture

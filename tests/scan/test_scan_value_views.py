@@ -17,7 +17,7 @@ from kafkarec.errors import UsageError
 from kafkarec.log import local
 from kafkarec.scan import Bounds, LogScan
 
-from support.logs.logdir import T0, PartitionWriter, sample_records, v2_batch
+from support.logs.logdir import T0, PartitionWriter, mixed_codec_partition, sample_records, v2_batch
 
 WINDOW = 8192
 
@@ -25,12 +25,7 @@ WINDOW = 8192
 @pytest.fixture(scope="module")
 def partition(tmp_path_factory):
     """One partition of 3 segments, 300 batches of 10 records, uncompressed, zstd and lz4."""
-    root = tmp_path_factory.mktemp("viewpart")
-    w = PartitionWriter(str(root), "t", 0, segment_bytes=100_000)
-    for k in range(300):
-        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd", "lz4")[k % 3]))
-    w.close()
-    return str(root)
+    return mixed_codec_partition(tmp_path_factory.mktemp("viewpart"), 300, 100_000)
 
 
 def classic(table):

@@ -485,3 +485,14 @@ def build_log_dir(root) -> dict:
     w.append(v2_batch(sample_records(2, start_ts=T0 + 100)))
     out["compacted-0"] = w.close()
     return out
+
+
+def mixed_codec_partition(root: str, batches: int, segment_bytes: int) -> str:
+    """``root`` holding topic ``t`` partition 0: ``batches`` v2 batches of 10 records, uncompressed,
+    zstd and lz4 in turn (gzip's slow codec left out), in segments of ``segment_bytes`` (the
+    threaded reads' tests: windows of every kind on each thread)."""
+    w = PartitionWriter(str(root), "t", 0, segment_bytes=segment_bytes)
+    for k in range(batches):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60), codec=("none", "zstd", "lz4")[k % 3]))
+    w.close()
+    return str(root)

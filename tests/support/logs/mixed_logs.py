@@ -60,3 +60,13 @@ READS = [
     {"include_control": True},
     {"read_committed": True},
 ]
+
+
+def damaged_copies(data: bytes, seed: int, spots: int, first: int):
+    """``(position, data with one byte changed there)``: at ``spots`` random positions and at each
+    of the first ``first`` bytes (headers, records, CRCs), one byte flipped a random way."""
+    rng = random.Random(seed)
+    for at in sorted(rng.sample(range(len(data)), spots)) + list(range(0, first)):
+        damaged = bytearray(data)
+        damaged[at] ^= rng.choice([0x01, 0x80, 0xFF, 0x10])
+        yield at, bytes(damaged)
