@@ -722,6 +722,31 @@ def test_iter_arrow_chunks_without_batch_columns_concatenate_to_to_arrow():
     assert max(c.num_rows for c in chunks) <= 4 + 13 - 1
 
 
+
+@pytest.mark.parametrize("batch_columns", [False, True])
+def test_every_projection_is_the_whole_reads_columns(batch_columns):
+    """A projection finishes only its own columns (issue 80: topic and partition filled, the
+    headers' list and the rest cost a DuckDB read of key and value alone); each one read, in both
+    layouts, is the whole read's columns selected: the wide layout's batch columns (compression's
+    names among them), topic and partition, key and value over every codec."""
+    data = b"".join(kafkarec.build_batch([b"v%d" % i + b"x" * (i * 3) for i in range(10)], keys=[b"k"] * 10,
+                                         headers=[[("h", b"x")]] * 10 if j % 2 else None, base_offset=j * 10,
+                                         compression=list(Compression)[j % 5])
+                    for j in range(10))
+    whole = kafkarec.to_arrow(data, batch_columns=batch_columns, topic="t", partition=3)
+    names = whole.schema.names
+    rng = random.Random(80)
+    projections = [[name] for name in names] + [rng.sample(names, k) for k in range(2, len(names) + 1)
+                                                for _ in range(3)]
+    for columns in projections:
+        want = whole.select([name for name in names if name in columns])
+        for layout in ("copy", "view"):
+            got = pa.Table.from_batches(list(kafkarec.iter_arrow(
+                data, batch_columns=batch_columns, columns=columns, topic="t", partition=3, max_rows=25,
+                value_layout=layout)))
+            assert got.schema.names == want.schema.names, (columns, layout)
+            assert got.cast(want.schema).equals(want), (columns, layout)
+
 # ------------------------------------------------------------- 4. errors="skip"
 
 
