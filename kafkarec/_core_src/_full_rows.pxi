@@ -147,21 +147,27 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
         return full_rows_views(it, st)
     if st.keys != NULL:
         return full_rows_keyed(it, st)
-    return full_rows_loop(it, st, False, False)
+    if st.want_headers:
+        return full_rows_loop(it, st, False, False, True)
+    # a projection without the headers (DuckDB's [key, value]): no header state in the loop
+    return full_rows_loop(it, st, False, False, False)
 
 
 cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
-    return full_rows_loop(it, st, True, False)
+    return full_rows_loop(it, st, True, False, st.want_headers)
 
 
 cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
     if st.keys != NULL:
-        return full_rows_loop(it, st, True, True)
-    return full_rows_loop(it, st, False, True)
+        return full_rows_loop(it, st, True, True, st.want_headers)
+    return full_rows_loop(it, st, False, True, st.want_headers)
 
 
 cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed,
-                                             bint views) noexcept nogil:
+                                             bint views, bint headers) noexcept nogil:
+    """full_rows' loop; keyed, views and headers (st.want_headers) are constants of each of its
+    copies, so that the common one, and one without headers (DuckDB's [key, value]), carry no
+    state for what they do not do."""
     cdef RecordView v
     cdef const uint8_t *pos = st.pos
     cdef const uint8_t *end = st.end
@@ -169,7 +175,10 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int32_t remaining
     cdef int64_t prev_delta
     cdef int status = ROWS_DONE
-    cdef Py_ssize_t row = st.row, end_row = st.end_row
+    # The per-row columns are indexed by the rows this call wrote (i), not each walked by a pointer
+    # of its own: six pointers advanced per row did not fit in registers (each was loaded, stored
+    # through, moved and stored back every row).
+    cdef Py_ssize_t row0 = st.row, i = 0, j, room = st.end_row - st.row
     cdef Py_ssize_t kpos = st.kpos, vpos = st.vpos, kcap = st.kcap, vcap = st.vcap
     cdef uint8_t *kdata = st.kdata
     cdef uint8_t *vdata = st.vdata
@@ -179,11 +188,11 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int64_t *tss = st.tss
     cdef int32_t *tts = st.tts
     cdef int32_t *hoff = st.hoff
-    cdef int32_t ts_type = st.ts_type
-    cdef bint want_key = st.want_key, want_value = st.want_value, want_headers = st.want_headers
+    cdef int32_t ts_type = st.ts_type, entries
+    cdef bint want_key = st.want_key, want_value = st.want_value
     cdef const uint8_t *src_base = st.src_base
     cdef int32_t src_index = st.src_index
-    while it._remaining > 0 and row < end_row:
+    while it._remaining > 0 and i < room:
         kr_prefetch_ahead(pos)
         start = pos
         remaining = it._remaining
@@ -193,10 +202,10 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             break
         if keyed and not key_table_has(st.keys, v.key, v.key_len):
             continue                    # read (and checked), not kept: no row
-        leave_out_unwanted(&v, want_key, want_value, want_headers, start)
+        leave_out_unwanted(&v, want_key, want_value, headers, start)
         if unlikely((not views and ((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
                                     or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)))
-                    or (v.header_count != 0 and put_headers(st, &v) != 0)):
+                    or (headers and v.header_count != 0 and put_headers(st, &v) != 0)):
             # (the headers are put last of these tests: when they are put the row is written)
             pos = start                     # the record again, by the GIL's path
             it._remaining = remaining
@@ -204,38 +213,42 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             status = ROWS_SLOW
             break
         if views:       # (views are indexed by row; the view room was reserved with the rows')
-            put_view(kdata, &st.kvalid, &st.key_nulls, &kpos, row, v.key, v.key_len, src_base, src_index)
-            put_view(vdata, &st.vvalid, &st.value_nulls, &vpos, row, v.value, v.value_len, src_base,
+            put_view(kdata, &st.kvalid, &st.key_nulls, &kpos, row0 + i, v.key, v.key_len, src_base,
                      src_index)
+            put_view(vdata, &st.vvalid, &st.value_nulls, &vpos, row0 + i, v.value, v.value_len,
+                     src_base, src_index)
         else:
-            put_field(kdata, &kpos, &st.kvalid, &st.key_nulls, row, v.key, v.key_len, end)
-            put_field(vdata, &vpos, &st.vvalid, &st.value_nulls, row, v.value, v.value_len, end)
-            ko[0] = <int32_t>kpos
-            vo[0] = <int32_t>vpos
-            ko += 1
-            vo += 1
-        offs[0] = v.offset
-        tss[0] = v.timestamp
-        tts[0] = ts_type
-        offs += 1
-        tss += 1
-        tts += 1
-        if unlikely(v.header_count != 0):
-            st.hvalid[row >> 3] |= <uint8_t>(1 << (row & 7))
-            st.with_headers += 1
-        hoff[0] = <int32_t>st.entries
-        hoff += 1
-        row += 1
+            put_field(kdata, &kpos, &st.kvalid, &st.key_nulls, row0 + i, v.key, v.key_len, end)
+            put_field(vdata, &vpos, &st.vvalid, &st.value_nulls, row0 + i, v.value, v.value_len, end)
+            ko[i] = <int32_t>kpos
+            vo[i] = <int32_t>vpos
+        offs[i] = v.offset
+        tss[i] = v.timestamp
+        if headers:
+            if unlikely(v.header_count != 0):
+                st.hvalid[(row0 + i) >> 3] |= <uint8_t>(1 << ((row0 + i) & 7))
+                st.with_headers += 1
+            hoff[i] = <int32_t>st.entries
+        i += 1
+    # Filled once for the rows written, not per row: the same for every row of the batch (without
+    # the headers, every row's header list is empty: its offset is the entries so far).
+    for j in range(i):
+        tts[j] = ts_type
+    if not headers:
+        entries = <int32_t>st.entries
+        for j in range(i):
+            hoff[j] = entries
     st.pos = pos
-    st.row = row
+    st.row = row0 + i
     st.kpos = kpos
     st.vpos = vpos
-    st.ko = ko
-    st.vo = vo
-    st.offs = offs
-    st.tss = tss
-    st.tts = tts
-    st.hoff = hoff
+    if not views:
+        st.ko = ko + i
+        st.vo = vo + i
+    st.offs = offs + i
+    st.tss = tss + i
+    st.tts = tts + i
+    st.hoff = hoff + i
     return status
 
 
