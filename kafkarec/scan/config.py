@@ -41,12 +41,17 @@ from kafkarec._option_text import INT_MAX, LONG_MAX, shown
 from kafkarec.errors import UsageError
 from kafkarec.scan.bounds import Bounds
 
-__all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH", "CORRUPT_COLUMN",
+__all__ = ["ScanConfig", "FileFinding", "TypedSettings", "ROWS_PER_BATCH", "LEAN_ROWS_PER_BATCH",
+           "LIMITED_ROWS_PER_BATCH", "CORRUPT_COLUMN",
            "ISOLATION_LEVELS", "MODES", "PARTITIONERS", "MAX_DEFAULT_THREADS", "default_threads",
            "normalize_mode"]
 
-#: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own)
-ROWS_PER_BATCH = 65536
+#: rows per Arrow batch unless a read says otherwise (Spark's maxRecordsPerBatch has its own).  An
+#: engine pays for every batch it takes (below): DuckDB's whole rows over issue 80's one partition took
+#: 0.188-0.193 CPU s at 131,072 rows a batch against 0.197-0.204 at 65,536 (Polars the same either
+#: way); a bigger batch holds more while it is built only off the pool (on it a window's rows are
+#: held whole anyway), and a batch's key, value and header bytes stop it at 64 MiB whatever its rows.
+ROWS_PER_BATCH = 131072
 #: rows per Arrow batch of a read that builds none of the records' bytes (the meta-only walk's
 #: offsets, timestamps, partitions: 8 MiB a batch of offset and timestamp) and has no row limit,
 #: unless it says otherwise.  An engine pays for every batch it takes, whatever its rows (Polars'
@@ -55,6 +60,10 @@ ROWS_PER_BATCH = 65536
 #: did (docs/performance.md, "Batches of offsets and timestamps").  On the decode pool a window's
 #: rows are held whole anyway.
 LEAN_ROWS_PER_BATCH = 1 << 19
+#: rows per Arrow batch of a read with a row limit, unless it says otherwise: the core builds a
+#: whole batch before the limit can stop the read, so a ``LIMIT 10`` (Polars' ``head``) builds no
+#: more than this
+LIMITED_ROWS_PER_BATCH = 65536
 CORRUPT_COLUMN = "_corrupt_record"
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 #: Spark's parse modes (:mod:`kafkarec.scan.decode` applies them)
@@ -387,11 +396,14 @@ class ScanConfig:
     def rows_per_batch(self, lean: bool) -> int:
         """Rows per Arrow batch: :attr:`max_rows` when the read sets it, else
         :data:`LEAN_ROWS_PER_BATCH` for a read that builds none of the records' bytes (``lean``:
-        ``kafkarec._core.meta_walk`` of its columns) and has no row limit (the core builds a whole
-        batch before a limit can stop the read), :data:`ROWS_PER_BATCH` for any other."""
+        ``kafkarec._core.meta_walk`` of its columns) and has no row limit, :data:`ROWS_PER_BATCH`
+        for any other without a limit, :data:`LIMITED_ROWS_PER_BATCH` for one with (the core builds
+        a whole batch before a limit can stop the read)."""
         if self.max_rows is not None:
             return self.max_rows
-        return LEAN_ROWS_PER_BATCH if lean and self.limit is None else ROWS_PER_BATCH
+        if self.limit is not None:
+            return LIMITED_ROWS_PER_BATCH
+        return LEAN_ROWS_PER_BATCH if lean else ROWS_PER_BATCH
 
     @property
     def views(self) -> bool:

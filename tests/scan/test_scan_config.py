@@ -111,6 +111,20 @@ def test_a_config_is_checked_however_it_is_made():
         ScanConfig.of("/logs", key_format="avro", registry="/r", bounds=Bounds.of(keys=[b"k"]))
 
 
+def test_rows_per_batch_by_what_the_read_builds_and_its_limit():
+    """An engine pays for each batch it takes: a read without a limit takes big batches (the
+    lean walk's 524,288 rows, whole rows' 131,072); a read with a limit 65,536, as the core builds a
+    whole batch before the limit can stop it; ``max_rows_per_batch`` overrides them all."""
+    from kafkarec.scan import config as scan_config
+    assert (scan_config.LEAN_ROWS_PER_BATCH, scan_config.ROWS_PER_BATCH, scan_config.LIMITED_ROWS_PER_BATCH) == (
+        524288, 131072, 65536)
+    plain, limited = ScanConfig.of("/logs"), ScanConfig.of("/logs", limit=10)
+    assert (plain.rows_per_batch(True), plain.rows_per_batch(False)) == (524288, 131072)
+    assert (limited.rows_per_batch(True), limited.rows_per_batch(False)) == (65536, 65536)
+    chosen = ScanConfig.of("/logs", limit=10, max_rows_per_batch=7)
+    assert (chosen.rows_per_batch(True), chosen.rows_per_batch(False)) == (7, 7)
+
+
 def test_offset_ranges_read_exactly_those_offsets(logroot):
     """A stream's micro-batch, a backfill's [start, H): the ranges read exactly, each range's
     pieces marked with its index (one task each)."""
