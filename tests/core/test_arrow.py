@@ -722,7 +722,6 @@ def test_iter_arrow_chunks_without_batch_columns_concatenate_to_to_arrow():
     assert max(c.num_rows for c in chunks) <= 4 + 13 - 1
 
 
-
 @pytest.mark.parametrize("batch_columns", [False, True])
 def test_every_projection_is_the_whole_reads_columns(batch_columns):
     """A projection finishes only its own columns (issue 80: topic and partition filled, the
@@ -746,6 +745,7 @@ def test_every_projection_is_the_whole_reads_columns(batch_columns):
                 value_layout=layout)))
             assert got.schema.names == want.schema.names, (columns, layout)
             assert got.cast(want.schema).equals(want), (columns, layout)
+
 
 # ------------------------------------------------------------- 4. errors="skip"
 
