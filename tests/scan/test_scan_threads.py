@@ -75,12 +75,13 @@ def test_the_rows_of_decoding_one_window_after_the_other(logroot, small_windows,
 
 def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkeypatch):
     """Unless a read sets max_rows_per_batch, one that builds none of the records' bytes (the
-    meta-only walk) and has no row limit is cut into LEAN_ROWS_PER_BATCH rows a batch and any other
-    into ROWS_PER_BATCH (an engine pays for each batch it takes), on the pool and off it; the rows
-    are the same."""
+    meta-only walk) and has no row limit is cut into LEAN_ROWS_PER_BATCH rows a batch, any other
+    without a limit into ROWS_PER_BATCH (an engine pays for each batch it takes) and one with a
+    limit into LIMITED_ROWS_PER_BATCH, on the pool and off it; the rows are the same."""
     from kafkarec.scan import config as scan_config
     monkeypatch.setattr(scan_config, "ROWS_PER_BATCH", 100)
     monkeypatch.setattr(scan_config, "LEAN_ROWS_PER_BATCH", 1000)
+    monkeypatch.setattr(scan_config, "LIMITED_ROWS_PER_BATCH", 50)
     assert ScanConfig.of(partition).max_rows is None
 
     def sizes(threads, **options):
@@ -90,7 +91,9 @@ def test_a_read_without_the_records_bytes_takes_larger_batches(partition, monkey
         assert max(lean) == 1000 and sum(lean) == 6000
         assert max(sizes(threads, columns=["offset", "value"])) == 100
         assert max(sizes(threads, columns=["offset", "timestamp"], max_rows_per_batch=100)) == 100
-        assert max(sizes(threads, columns=["offset", "timestamp"], limit=5000)) == 100    # (a limit stops sooner)
+        for columns in (["offset", "timestamp"], ["offset", "value"]):     # (a limit stops sooner)
+            limited = sizes(threads, columns=columns, limit=5000)
+            assert max(limited) == 50 and sum(limited) == 5000
     assert _table(partition, 2, columns=["offset", "timestamp"]).equals(
         _table(partition, 2, columns=["offset", "timestamp"], max_rows_per_batch=7))
 
