@@ -221,8 +221,6 @@ cdef class _ArrowColumns:
         """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""
         pa = pyarrow()
         cdef Py_ssize_t n = self.rows
-        cdef list columns
-        cdef int at = 0 if self.lean else 2        # where topic and partition go
         cdef str unit = self.ts_unit
         cdef int64_t *tss
         cdef Py_ssize_t i
@@ -235,30 +233,18 @@ cdef class _ArrowColumns:
             self.timestamp.arrow_type = pa.timestamp(unit)      # (the chunk's last use of it)
         schema = arrow_schema(batch_columns=self.batch_columns, timestamp_unit=unit,
                               value_layout="view" if self.views else "copy")
-        if projection:          # ([]: the rows alone, counted by the select below)
-            # only the projected columns finished: the others' arrays (topic and partition filled,
-            # the headers' list, a lean read's zeroed buffers) cost a whole-rows read in DuckDB,
-            # which asks for key and value alone, about 2% of its CPU (issue 80)
-            return pa.RecordBatch.from_arrays(
-                [self.column_named(name, n, topic, partition) for name in projection],
-                schema=pa.schema([schema.field(name) for name in projection]))
-        if self.views:
-            columns = [view_finish(self.key, self.key_copied, self.sources),
-                       view_finish(self.value, self.value_copied, self.sources)]
-            columns += [col_finish(col) for col in self.columns()[2:]]
-        else:
-            columns = [col_finish(col) for col in self.columns()]
-        columns[at:at] = [pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n),
-                          pa.nulls(n, pa.int32()) if partition is None else constant_int32_column(partition, n)]
-        if self.batch_columns:
-            columns[at + 11] = pa.array(_CODEC_NAMES, pa.string()).take(columns[at + 11])
-        if self.lean:
-            schema = pa.schema([f for f in schema if f.name not in _RECORD_BYTES_COLUMNS])
-        rb = pa.RecordBatch.from_arrays(columns, schema=schema)
-        return rb if projection is None else rb.select(projection)
+        # only the columns asked for finished (all of them without a projection): the others'
+        # arrays (topic and partition filled, the headers' list, a lean read's zeroed buffers) cost
+        # a whole-rows read in DuckDB, which asks for key and value alone, about 2% of its CPU
+        # (issue 80); no column at all ([]): the rows alone, as one column with none selected
+        names = schema.names if projection is None else projection or ["offset"]
+        rb = pa.RecordBatch.from_arrays([self.column_named(name, n, topic, partition) for name in names],
+                                        schema=schema if projection is None
+                                        else pa.schema([schema.field(name) for name in names]))
+        return rb.select([]) if projection == [] else rb
 
     cdef object column_named(self, str name, Py_ssize_t n, object topic, object partition):
-        """One finished column of the chunk, by its name in the schema (a projection's)."""
+        """One finished column of the chunk, by its name in the schema."""
         pa = pyarrow()
         if name == "topic":
             return pa.nulls(n, pa.string()) if topic is None else constant_string_column(topic, n)
