@@ -188,8 +188,8 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef int64_t *tss = st.tss
     cdef int32_t *tts = st.tts
     cdef int32_t *hoff = st.hoff
-    cdef int32_t ts_type = st.ts_type, entries
-    cdef bint want_key = st.want_key, want_value = st.want_value
+    cdef int32_t ts_type = st.ts_type
+    cdef bint want_key = st.want_key, want_value = st.want_value, want_timestamp = st.want_timestamp
     cdef const uint8_t *src_base = st.src_base
     cdef int32_t src_index = st.src_index
     while it._remaining > 0 and i < room:
@@ -223,21 +223,20 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             ko[i] = <int32_t>kpos
             vo[i] = <int32_t>vpos
         offs[i] = v.offset
-        tss[i] = v.timestamp
+        if want_timestamp:
+            tss[i] = v.timestamp
         if headers:
             if unlikely(v.header_count != 0):
                 st.hvalid[(row0 + i) >> 3] |= <uint8_t>(1 << ((row0 + i) & 7))
                 st.with_headers += 1
             hoff[i] = <int32_t>st.entries
         i += 1
-    # Filled once for the rows written, not per row: the same for every row of the batch (without
-    # the headers, every row's header list is empty: its offset is the entries so far).
-    for j in range(i):
-        tts[j] = ts_type
-    if not headers:
-        entries = <int32_t>st.entries
+    # Filled once for the rows written, not per row: the same for every row of the batch.  A read
+    # that does not want it leaves it unwritten, and a read without the headers their list offsets
+    # (neither column is finished: _ArrowColumns.want_timestamp_type, want_headers).
+    if st.want_timestamp_type:
         for j in range(i):
-            hoff[j] = entries
+            tts[j] = ts_type
     st.pos = pos
     st.row = row0 + i
     st.kpos = kpos
@@ -426,6 +425,8 @@ cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) n
     st.want_key = cols.want_key
     st.want_value = cols.want_value
     st.want_headers = cols.want_headers
+    st.want_timestamp = cols.want_timestamp
+    st.want_timestamp_type = cols.want_timestamp_type
     st.keys = &cols.keys.table if cols.keys is not None else NULL
     st.ts_scale = cols.ts_scale
     st.ts_ms_from = cols.ts_ms_from

@@ -74,8 +74,9 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     if fault:
         raise_record_fault(it)
     batch_timestamps_in_unit(tss, row - r0, r0, cols.ts_scale, &cols.ts_ms_from)
-    for i in range(row - r0):
-        tts[i] = ts_type
+    if cols.want_timestamp_type:    # (a read that does not want it leaves it unwritten)
+        for i in range(row - r0):
+            tts[i] = ts_type
     if it._remaining > 0:
         parse_v2_record_at(it, &v, &pos, payload_end)
     if crc_after:

@@ -44,8 +44,12 @@ cdef class _ArrowColumns:
     cdef int64_t ts_scale           # how many of it a millisecond holds
     cdef Py_ssize_t ts_ms_from      # the first row left in milliseconds (TS_ALL_IN_UNIT: none)
     # whether the full decode's loop copies each record's key, value and headers: a projection
-    # without one of them leaves that column empty (rows of b"" or null), dropped by finish
-    cdef bint want_key, want_value, want_headers
+    # without one of them leaves that column empty (rows of b"" or null), dropped by finish.  A
+    # full decode's projection without the timestamp, timestampType or headers leaves their
+    # per-row values unwritten too (timestamps, the batch's timestamp type, the headers' list
+    # offsets): finish never builds them, and a whole-rows read in DuckDB, which asks for key and
+    # value alone, wrote 16 bytes a row for nothing (issue 80)
+    cdef bint want_key, want_value, want_headers, want_timestamp, want_timestamp_type
     # the view layout (_views.pxi): key and value as binary_view, a long one a view into `sources`
     # (variadic buffers 1 on: the window read, `window`, added when a row first points into it; a
     # compressed batch's decompressed records), what no source holds copied into key_copied and
@@ -70,11 +74,14 @@ cdef class _ArrowColumns:
             self.value_copied = _ArrowGrowable()
         self.keys = keys
         self.ts_unit = ts_unit
-        self.ts_scale = _TIMESTAMP_SCALES[ts_unit]
+        self.want_timestamp = projection is None or "timestamp" in projection
+        # (timestamps no read wants are not put in the unit: nothing to convert)
+        self.ts_scale = _TIMESTAMP_SCALES[ts_unit] if self.want_timestamp else 1
         self.ts_ms_from = TS_ALL_IN_UNIT
         self.want_key = projection is None or "key" in projection
         self.want_value = projection is None or "value" in projection
         self.want_headers = projection is None or "headers" in projection
+        self.want_timestamp_type = projection is None or "timestampType" in projection
         header_type = arrow_schema().field("headers").type
         self.batch_columns = batch_columns
         self.lean = lean
@@ -165,6 +172,8 @@ cdef class _ArrowColumns:
         for col in self.columns():
             if self.views and (col is self.key or col is self.value):
                 continue
+            if col is self.headers and not self.want_headers:
+                continue        # its list offsets were never written: nothing in them to read
             col_truncate(col, rows)
         if self.views:      # (a null's view is zeros: length 0)
             view_truncate(self.key, rows, &self.key_bytes)

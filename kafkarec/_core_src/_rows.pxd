@@ -38,6 +38,8 @@ cdef struct FullRows:
     bint want_key           # (_ArrowColumns'): a column not wanted is left empty
     bint want_value
     bint want_headers
+    bint want_timestamp         # (_ArrowColumns'): a per-row column not wanted is not written
+    bint want_timestamp_type
     const KeyTable *keys    # a key bound's keys (NULL: every record): others are read, not written
     # the view layout (_views.pxi): kdata/vdata are the key's and value's views (16 bytes a row,
     # indexed by row), kpos/vpos count the bytes the views refer to (the chunk's byte limit), and a
@@ -137,5 +139,6 @@ cdef struct MetaRows:
     int64_t *offs
     int64_t *tss
     int32_t *tts
+    bint want_timestamp_type    # (_ArrowColumns')
     int64_t ts_scale        # (_ArrowColumns')
     Py_ssize_t ts_ms_from

@@ -109,8 +109,9 @@ cdef inline bint batch_rows_read(_RecordIterator it, Rows *st, Py_ssize_t rows) 
         if fault:
             return False
         batch_timestamps_in_unit(st.tss, n, row0, st.ts_scale, &st.ts_ms_from)
-        for i in range(n):
-            st.tts[i] = it._timestamp_type
+        if st.want_timestamp_type:
+            for i in range(n):
+                st.tts[i] = it._timestamp_type
         st.offs += n
         st.tss += n
         st.tts += n
@@ -187,6 +188,7 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
         meta.offs = <int64_t *>(cols.offset.values.data + cols.offset.values.size)
         meta.tss = <int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size)
         meta.tts = <int32_t *>(cols.timestamp_type.values.data + cols.timestamp_type.values.size)
+        meta.want_timestamp_type = cols.want_timestamp_type
         meta.ts_scale = cols.ts_scale
         meta.ts_ms_from = cols.ts_ms_from
         if release:

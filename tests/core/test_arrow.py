@@ -747,6 +747,33 @@ def test_every_projection_is_the_whole_reads_columns(batch_columns):
             assert got.cast(want.schema).equals(want), (columns, layout)
 
 
+@pytest.mark.parametrize("layout", ["copy", "view"])
+def test_a_projection_without_headers_or_timestamp_type_reads_damaged_and_legacy_logs_alike(layout):
+    """A projection without ``headers`` or ``timestampType`` leaves their per-row values unwritten
+    (issue 80): a batch that fails half way is cut back (truncate passes over the headers' list,
+    whose offsets hold nothing), a legacy batch and a record the loop leaves to the GIL's path (a
+    header key that is not UTF-8) go in beside it, every chunk ending where the whole read's do;
+    the columns read are the whole read's, and so are the errors."""
+    a, b, c, d = three_batch_log()
+    bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 2), fix_crc=True)
+    bad_key = v2_batch([(25 + i, TS0 + i, b"e", b"E" * i, [(b"\xff\xfe", b"v")]) for i in range(3)])
+    data = a + d + bad_b + c + d + b + bad_key + a      # (bad_b fails after d's rows in its chunk)
+    whole_sink = []
+    whole = pa.Table.from_batches(list(kafkarec.iter_arrow(data, errors="skip", error_sink=whole_sink,
+                                                            max_rows=7)))
+    assert [e["error"] for e in whole_sink] == ["InvalidRecordError"] and whole.num_rows > 40
+    assert whole.column("headers").to_pylist()[-14][0]["key"] == "\ufffd\ufffd"     # Java's replacement
+    for columns in (["key", "value"], ["key", "value", "offset"], ["value", "timestamp"], ["offset"],
+                    ["headers"], ["timestampType"], ["key", "headers", "timestampType"]):
+        sink = []
+        chunks = list(kafkarec.iter_arrow(data, errors="skip", error_sink=sink, columns=columns, max_rows=7,
+                                          value_layout=layout))
+        want = whole.select([name for name in whole.schema.names if name in columns])
+        assert pa.Table.from_batches(chunks).cast(want.schema).equals(want), columns
+        assert [c.num_rows for c in chunks] == [c.num_rows for c in whole.to_batches()], columns
+        assert sink == whole_sink, columns
+
+
 # ------------------------------------------------------------- 4. errors="skip"
 
 
