@@ -16,7 +16,12 @@ is faster now).  Only calls that both builds have are timed:
 * ``fields``   - ``iter_batches`` and every field of every record (CRC checked);
 * ``to_arrow`` - ``kafkarec.to_arrow`` (Spark's Kafka schema);
 * ``build``    - ``RecordBatchBuilder.append`` record by record, then ``build``;
-* ``bulk``     - ``build_batch`` from columns (lists of bytes).
+* ``bulk``     - ``build_batch`` from columns (lists of bytes);
+* ``duckdb``   - DuckDB's whole rows over one partition in issue 80's shape (JSON-like values,
+  16-byte keys, one header, 1,000 records a batch; ``--duckdb-records``, written once by the
+  checkout): ``count(*), sum(octet_length(value)), sum(octet_length(key))`` over a table
+  ``kafkarec.engines.duckdb.register`` put on the log, queried again (the engine's threads; needs
+  ``duckdb``).  A measure in rows/s like the others.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
-MEASURES = ("fields", "to_arrow", "build", "bulk")
+MEASURES = ("fields", "to_arrow", "build", "bulk", "duckdb")
 DECODE_WORKLOADS = ("100B", "headers", "tiny", "100B-lz4", "100B-zstd")
 
 
@@ -43,6 +48,9 @@ def _child(tree: str, data_file: str, measure: str, workload: str, repeats: int)
     import kafkarec
     if not os.path.abspath(kafkarec.__file__).startswith(os.path.abspath(tree) + os.sep):
         raise SystemExit(f"kafkarec came from {kafkarec.__file__}, not {tree}")
+    if measure == "duckdb":     # (data_file: the log's folder)
+        _duckdb_child(data_file, repeats)
+        return
     with open(data_file, "rb") as fh:
         workloads = pickle.load(fh)
     data, records = workloads[workload]
@@ -87,6 +95,44 @@ def _child(tree: str, data_file: str, measure: str, workload: str, repeats: int)
     print(f"{best!r} {count}")
 
 
+DUCKDB_QUERY = 'SELECT count(*), sum(octet_length("value")), sum(octet_length("key")) FROM logs'
+
+
+def _duckdb_child(log_dir: str, repeats: int) -> None:
+    """The ``duckdb`` measure, in a child: best of ``repeats`` repeated queries."""
+    import gc
+    import duckdb
+    from kafkarec.engines.duckdb import register
+    con = duckdb.connect()
+    register(con, "logs", log_dir)
+    count = con.sql(DUCKDB_QUERY).fetchall()[0][0]      # warm-up (the maps kept), and the row count
+    gc.disable()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        con.sql(DUCKDB_QUERY).fetchall()
+        best = min(best, time.perf_counter() - t0)
+    print(f"{best!r} {count}")
+
+
+def _duckdb_log(root: str, records: int) -> str:
+    """One partition of ``records`` records in issue 80's shape, written by the checkout."""
+    sys.path.insert(0, REPO)
+    import kafkarec
+    folder = os.path.join(root, "events-0")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "%020d.log" % 0), "wb") as fh:
+        for base in range(0, records, 1000):
+            n = min(1000, records - base)
+            values = [b'{"id":%9d,"event":"click","user":"u%06d","page":"/p/%05d","ts":1700000000000}'
+                      % (i, i % 999983, i % 99991) for i in range(base, base + n)]
+            fh.write(kafkarec.build_batch(values, keys=[b"k%015d" % i for i in range(base, base + n)],
+                                          timestamps=[1_700_000_000_000 + i for i in range(base, base + n)],
+                                          headers=[[("trace", b"%016x" % i)] for i in range(base, base + n)],
+                                          base_offset=base))
+    return root
+
+
 def _worktree(ref: str) -> str:
     sha = subprocess.check_output(["git", "-C", REPO, "rev-parse", "--short=12", ref], text=True).strip()
     tree = os.path.join(REPO, ".cache", f"bench-ref-{sha}")
@@ -120,6 +166,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed runs in each child")
     ap.add_argument("--scale", type=float, default=0.5, help="workload size (1 = bench_decode's)")
     ap.add_argument("--only", help="a subset of measure:workload pairs, e.g. fields:headers,build:100B")
+    ap.add_argument("--duckdb-records", type=int, default=1_000_000, help="the duckdb measure's records")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -134,11 +181,19 @@ def main() -> int:
         data_file = fh.name
     cases = [(m, w) for m in ("fields", "to_arrow") for w in DECODE_WORKLOADS] + \
             [(m, "100B") for m in ("build", "bulk")] + [("build", "headers")]
+    try:
+        import duckdb  # noqa: F401  (the duckdb measure needs it in both builds' Python)
+        cases.append(("duckdb", "issue80"))
+    except ImportError:
+        print("duckdb is not installed: the duckdb measure is left out", file=sys.stderr)
     if args.only:
         wanted = {tuple(x.split(":")) for x in args.only.split(",")}
         cases = [c for c in cases if c in wanted]
         if not cases:
             raise SystemExit(f"--only {args.only}: no such measure:workload")
+    log_dir = None
+    if any(m == "duckdb" for m, _ in cases):
+        log_dir = _duckdb_log(tempfile.mkdtemp(prefix="kafkarec-bench-"), args.duckdb_records)
     best = {(c, t): float("inf") for c in cases for t in trees}
     counts = {}
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
@@ -150,7 +205,8 @@ def main() -> int:
                 for t in order:
                     out = subprocess.check_output(
                         [sys.executable, os.path.abspath(__file__), "--ref", args.ref, "--child",
-                         trees[t], data_file, case[0], case[1], str(args.repeats)],
+                         trees[t], log_dir if case[0] == "duckdb" else data_file, case[0], case[1],
+                         str(args.repeats)],
                         env=env, cwd=tempfile.gettempdir(), text=True)
                     secs, n = out.split()
                     best[case, t] = min(best[case, t], float(secs))
@@ -160,6 +216,9 @@ def main() -> int:
         load1 = os.getloadavg()[0]
     finally:
         os.unlink(data_file)
+        if log_dir is not None:
+            import shutil
+            shutil.rmtree(log_dir, ignore_errors=True)
     head = subprocess.check_output(["git", "-C", REPO, "rev-parse", "--short=12", "HEAD"], text=True).strip()
     print(f"before: {args.ref} ({os.path.basename(before)}), after: the checkout (HEAD {head}); "
           f"best of {args.rounds} rounds x {args.repeats} runs; load average {load0:.2f} -> {load1:.2f}")

@@ -6,7 +6,9 @@ builds no key, value or header column) gives the full read's offsets, timestamps
 bound (``keys=``), whole or projected, the full read's rows of those keys and its errors; the view
 layout of key and value (``value_layout="view"``: binary_view into the bytes read, a compressed
 batch's own records) the classic layout's chunks, every column, errors and stop, each view array
-valid in full (every view inside its buffer)."""
+valid in full (every view inside its buffer); a full decode's projection (which leaves the
+timestamps, the timestamp type and the headers' list offsets unwritten when it does not ask for
+them) the full read's chunks of those columns, errors and stop, in both layouts."""
 from _harness import EXPECTED, run
 
 import pyarrow as pa
@@ -61,6 +63,16 @@ def test_one_input(data: bytes) -> None:
         viewed, copied = layout(data, "view", **kw), layout(data, "copy", **kw)
         if viewed != copied:
             raise AssertionError(f"value_layout='view' {kw} {viewed!r:.300} != the copy's {copied!r:.300}")
+    for value_layout in ("copy", "view"):
+        whole = layout(data, value_layout)
+        names = kafkarec.arrow_schema().names
+        for columns in PROJECTIONS:
+            at = [names.index(name) for name in names if name in columns]
+            want = ([[chunk[i] for i in at] for chunk in whole[0]],) + whole[1:4]
+            got = layout(data, value_layout, columns=columns)[:4]
+            if got != want:
+                raise AssertionError(f"columns={columns} {value_layout}: {got!r:.300} != the full read's "
+                                     f"{want!r:.300}")
     # a key bound (the keys tested in the record loops: a few one by one, more by bisection) keeps
     # the full read's rows of those keys, with the same errors and the same stop
     whole = projected(data, False, None, with_keys=True)
@@ -75,6 +87,9 @@ def test_one_input(data: bytes) -> None:
 
 
 META = ["offset", "timestamp"]
+# full decodes' projections: DuckDB's whole rows (key and value alone), and the headers or the
+# timestamp type without the timestamps
+PROJECTIONS = (["key", "value"], ["key", "value", "offset"], ["value", "headers"], ["key", "timestampType"])
 
 
 def layout(data: bytes, value_layout: str, **kw):

@@ -38,8 +38,6 @@ cdef struct FullRows:
     bint want_key           # (_ArrowColumns'): a column not wanted is left empty
     bint want_value
     bint want_headers
-    bint want_timestamp         # (_ArrowColumns'): a per-row column not wanted is not written
-    bint want_timestamp_type
     const KeyTable *keys    # a key bound's keys (NULL: every record): others are read, not written
     # the view layout (_views.pxi): kdata/vdata are the key's and value's views (16 bytes a row,
     # indexed by row), kpos/vpos count the bytes the views refer to (the chunk's byte limit), and a
@@ -85,6 +83,8 @@ cdef struct FullRows:
     uint8_t *hv_valid
     Py_ssize_t hv_valid_cap
     Py_ssize_t hv_nulls
+    bint want_timestamp         # (_ArrowColumns'): a per-row column not wanted is not written
+    bint want_timestamp_type
 
 
 cdef struct BatchRows:
