@@ -186,7 +186,7 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     # The per-row columns are indexed by the rows this call wrote (i), not each walked by a pointer
     # of its own: six pointers advanced per row did not fit in registers (each was loaded, stored
     # through, moved and stored back every row).
-    cdef Py_ssize_t row0 = st.row, i = 0, j, room = st.end_row - st.row
+    cdef Py_ssize_t row0 = st.row, i = 0, room = st.end_row - st.row
     cdef Py_ssize_t kpos = st.kpos, vpos = st.vpos, kcap = st.kcap, vcap = st.vcap
     cdef uint8_t *kdata = st.kdata
     cdef uint8_t *vdata = st.vdata
@@ -239,12 +239,9 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
                 st.with_headers += 1
             hoff[i] = <int32_t>st.entries
         i += 1
-    # Filled once for the rows written, not per row: the same for every row of the batch.  A read
-    # that does not want it leaves it unwritten, and a read without the headers their list offsets
-    # (neither column is finished: _ArrowColumns.want_timestamp_type, want_headers).
-    if st.want_timestamp_type:
-        for j in range(i):
-            tts[j] = ts_type
+    # Filled once for the rows written, not per row (a read without the headers leaves their list
+    # offsets unwritten: the column is never finished, _ArrowColumns.want_headers).
+    batch_timestamp_types(tts, i, ts_type, st.want_timestamp_type)
     st.pos = pos
     st.row = row0 + i
     st.kpos = kpos

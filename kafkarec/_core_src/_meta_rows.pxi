@@ -59,7 +59,7 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     cdef const uint8_t *payload_end = it._cur.end
     cdef Py_ssize_t payload = payload_end - it._cur.pos
     cdef Py_ssize_t rows = min(<Py_ssize_t>it._remaining, payload // 7 + 1)
-    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row = cols.rows + rows, walked, i
+    cdef Py_ssize_t row = cols.rows, r0 = cols.rows, end_row = cols.rows + rows, walked
     cdef const uint8_t *pos = it._cur.pos
     cdef int64_t *offs = <int64_t *>reserve_tail(cols.offset.values, rows * 8, False)
     cdef int64_t *tss = <int64_t *>reserve_tail(cols.timestamp.values, rows * 8, False)
@@ -74,9 +74,7 @@ cdef int add_v2_meta(_ArrowColumns cols, _RecordIterator it, int ts_type, Record
     if fault:
         raise_record_fault(it)
     batch_timestamps_in_unit(tss, row - r0, r0, cols.ts_scale, &cols.ts_ms_from)
-    if cols.want_timestamp_type:    # (a read that does not want it leaves it unwritten)
-        for i in range(row - r0):
-            tts[i] = ts_type
+    batch_timestamp_types(tts, row - r0, ts_type, cols.want_timestamp_type)
     if it._remaining > 0:
         parse_v2_record_at(it, &v, &pos, payload_end)
     if crc_after:

@@ -27,6 +27,15 @@ cdef inline void batch_timestamps_in_unit(int64_t *tss, Py_ssize_t n, Py_ssize_t
     if not kr_timestamps_in_unit(tss, n, scale):
         ms_from[0] = first_row
 
+cdef inline void batch_timestamp_types(int32_t *tts, Py_ssize_t n, int32_t ts_type, bint wanted) noexcept nogil:
+    """The timestampType of a batch's `n` rows (the batch's, the same for each), written once the
+    rows are; not at all for a read that does not want it (_ArrowColumns.want_timestamp_type)."""
+    cdef Py_ssize_t i
+    if wanted:
+        for i in range(n):
+            tts[i] = ts_type
+
+
 @cython.final
 cdef class _ArrowColumns:
     cdef Py_ssize_t rows

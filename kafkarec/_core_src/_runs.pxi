@@ -88,7 +88,7 @@ cdef inline bint batch_rows_read(_RecordIterator it, Rows *st, Py_ssize_t rows) 
     (full rows) or add_v2_meta (meta rows) writes them; False where the record loop stopped short
     (a record refused, or one left to the GIL's path)."""
     cdef const uint8_t *pos
-    cdef Py_ssize_t n, i, row0 = st.row
+    cdef Py_ssize_t n, row0 = st.row
     cdef int64_t *tss0 = st.tss
     cdef bint fault = False
     if Rows is FullRows:
@@ -109,9 +109,7 @@ cdef inline bint batch_rows_read(_RecordIterator it, Rows *st, Py_ssize_t rows) 
         if fault:
             return False
         batch_timestamps_in_unit(st.tss, n, row0, st.ts_scale, &st.ts_ms_from)
-        if st.want_timestamp_type:
-            for i in range(n):
-                st.tts[i] = it._timestamp_type
+        batch_timestamp_types(st.tts, n, it._timestamp_type, st.want_timestamp_type)
         st.offs += n
         st.tss += n
         st.tts += n
