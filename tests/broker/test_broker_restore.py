@@ -222,8 +222,14 @@ def test_sigkill_at_a_point_then_rerun_exactly_once(history, restore_target_brok
     killed = subprocess.run([sys.executable, "-c", _KILLED_RESTORE, kill_at, *_crash_args(history, b, name)],
                             capture_output=True, text=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr + killed.stdout
-    # what the kill left: the committed progress, and the groups set so far
-    assert target.progress(spec, [(name, 0)], stable=False) == {(name, 0): progress_after_kill}
+    # what the kill left: the committed progress, and the groups set so far.  A commit that returned
+    # before the kill has its markers written by the transaction coordinator afterwards, the progress
+    # group's in __consumer_offsets among them: until then its offsets are pending and the last
+    # committed ones are the transaction before's (require_stable waits for them: once, on a fresh
+    # clone, `between-transactions@2` read 30, not 60).  A transaction the kill left open holds them
+    # until the re-run fences it: those points read the last committed ones.
+    left_open = kill_at.startswith(("mid-transaction", "before-commit"))
+    assert target.progress(spec, [(name, 0)], stable=not left_open) == {(name, 0): progress_after_kill}
     set_groups = [g for g in RH.CRASH_GROUPS if _group_offsets(b, g, name) >= 0]
     assert set_groups == list(RH.CRASH_GROUPS[:groups_after_kill]), set_groups
     # the re-run (in this process: what the command runs, without its start-up)
