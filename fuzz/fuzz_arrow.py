@@ -65,6 +65,14 @@ def test_one_input(data: bytes) -> None:
             raise AssertionError(f"value_layout='view' {kw} {viewed!r:.300} != the copy's {copied!r:.300}")
         if not kw:
             whole = copied      # (the whole read, either layout's: they were just found equal)
+    # columns built in buffers other reads let go of (SPARE: kept from input to input, every size;
+    # the second read of the same bytes finds buffers of just its columns' sizes)
+    for value_layout in ("copy", "view"):
+        plain = layout(data, value_layout)
+        for _ in range(2):
+            spared = layout(data, value_layout, spare=SPARE)
+            if spared != plain:
+                raise AssertionError(f"spare buffers, {value_layout}: {spared!r:.300} != without them")
     names = kafkarec.arrow_schema().names
     for value_layout in ("copy", "view"):
         for columns in PROJECTIONS:
@@ -88,6 +96,7 @@ def test_one_input(data: bytes) -> None:
 
 
 META = ["offset", "timestamp"]
+SPARE = kafkarec._core.SpareBuffers(64 << 20, min_bytes=0)
 # full decodes' projections: DuckDB's whole rows (key and value alone), and the headers or the
 # timestamp type without the timestamps
 PROJECTIONS = (["key", "value"], ["key", "value", "offset"], ["value", "headers"], ["key", "timestampType"])

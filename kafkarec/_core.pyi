@@ -226,6 +226,16 @@ def restamp_run(buffer: bytearray | memoryview | Any, /, end: int, partition_lea
 
 def arrow_schema(*, batch_columns: bool = ..., timestamp_unit: str = ...,
                  value_layout: Literal["copy", "view"] = ...) -> Any: ...
+class SpareBuffers:
+    """Column buffers an engine let go of, kept (up to ``limit`` bytes) for the next chunks' columns
+    (``iter_arrow``'s ``spare``)."""
+    limit: int
+    held: int
+    min_bytes: int
+    def __init__(self, limit: int, *, min_bytes: int = ...) -> None: ...
+    def __len__(self) -> int: ...
+    def clear(self) -> None: ...
+    def close(self) -> None: ...
 class ArrowBatchIterator(Iterator[Any]):
     """pyarrow.RecordBatch chunks; once ended, where framing stopped and why (as BatchIterator)."""
     options: ReadOptions
@@ -244,7 +254,8 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
                errors: str = ..., error_sink: list[dict[str, Any]] | None = ..., start: int | None = ...,
                end: int | None = ..., origin: int = ...,
                columns: Sequence[str] | None = ..., keys: Iterable[bytes] | None = ...,
-               timestamp_unit: str = ..., value_layout: Literal["copy", "view"] = ...) -> ArrowBatchIterator:
+               timestamp_unit: str = ..., value_layout: Literal["copy", "view"] = ...,
+               spare: SpareBuffers | None = ...) -> ArrowBatchIterator:
     """Arrow batches of ``data``; ``origin`` (file position of ``data[0]``) as in ``iter_batches``: errors,
     ``error_sink`` entries, ``batchPosition`` and the iterator's ``position`` are file positions;
     ``columns``: the columns returned (without key, value and headers none of them is built);

@@ -87,7 +87,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
                strict=None, max_decompressed_bytes=None,
                Py_ssize_t max_rows=65536, Py_ssize_t max_bytes=64 * 1024 * 1024,
                str errors="raise", list error_sink=None, start=None, end=None,
-               Py_ssize_t origin=0, columns=None, keys=None, str timestamp_unit="ms", str value_layout="copy"):
+               Py_ssize_t origin=0, columns=None, keys=None, str timestamp_unit="ms", str value_layout="copy",
+               SpareBuffers spare=None):
     """Decode ``data`` into a stream of ``pyarrow.RecordBatch`` of at most about
     ``max_rows`` rows / ``max_bytes`` of key+value+header bytes each (of those built: a
     projection without one of them counts none of its bytes).
@@ -114,6 +115,10 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     an engine's thread would kill the process with SIGBUS; read the bytes into memory instead).
     Only an ``mmap.mmap`` (or a memoryview of one) is recognised: do not pass a map behind another
     buffer (``pyarrow.memory_map``'s, a ``numpy.memmap``) either.
+    ``spare``: a :class:`SpareBuffers` the chunks' large column buffers are taken from when one
+    fits, and given back to once Arrow lets go of them (memory already faulted in, for a query
+    repeated over a registered source; its owner bounds it and closes it); None: Arrow's memory
+    pool alone.  The rows are the same either way.
 
     How bytes are read is a :class:`ReadOptions` (``options``) or its fields
     as keywords, as for :func:`iter_batches`; ``origin`` is the file position of
@@ -159,7 +164,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     out._batches = iter_batches(data, opts, start=start, end=end, origin=origin)
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
-                                 error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit, window)
+                                 error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit, window,
+                                 spare)
     return out
 
 
@@ -185,10 +191,10 @@ cdef object view_window(object data):
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
-                   _KeySet keys=None, str ts_unit="ms", object window=None):
+                   _KeySet keys=None, str ts_unit="ms", object window=None, SpareBuffers spare=None):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -230,7 +236,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
             chunk_start = batches._offset
             sized = False
             continue
@@ -293,7 +299,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:

@@ -25,24 +25,112 @@ cdef enum:
     INT32_LIMIT = 0x7FFFFFFF
 
 
+cdef enum:
+    SPARE_MIN = 1 << 18         # the smallest column buffer SpareBuffers keeps by default (256 KiB)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class SpareBuffers:
+    """Column buffers kept for the next chunks' columns once Arrow let go of them: a read's chunk
+    after chunk, and a registered source's query after query, write their rows into memory
+    already faulted in.  Arrow's memory pool (mimalloc) hands freed memory back to the kernel
+    after a few milliseconds: a query that follows another engine's, or a pause, faulted every
+    column page in afresh and the kernel zeroed it (issue 80: 15-20% of DuckDB's whole-rows
+    query).  At most ``limit`` bytes are kept; buffers under ``min_bytes`` (256 KiB) are left to
+    the pool, whose small pages it reuses anyway (the fuzzers keep every one).  Used
+    with the GIL held (a buffer comes back when the Arrow array holding it is released, which
+    takes the GIL to let go of its Python owner)."""
+    cdef readonly Py_ssize_t limit
+    cdef readonly Py_ssize_t held
+    cdef readonly Py_ssize_t min_bytes
+    cdef list _caps             # the capacity of each buffer kept
+    cdef list _bufs             # pyarrow.ResizableBuffer, resized to that capacity
+
+    def __cinit__(self, Py_ssize_t limit, *, Py_ssize_t min_bytes=SPARE_MIN):
+        if limit < 0 or min_bytes < 0:
+            raise ValueError(f"SpareBuffers: limit {limit} or min_bytes {min_bytes} is negative")
+        self.limit = limit
+        self.min_bytes = min_bytes
+        self._caps = []
+        self._bufs = []
+
+    def clear(self) -> None:
+        """Every buffer kept handed back to Arrow's memory pool."""
+        self._caps = []
+        self._bufs = []
+        self.held = 0
+
+    def close(self) -> None:
+        """Every buffer kept handed back, and none kept from now on (its owner is done with it)."""
+        self.limit = 0
+        self.clear()
+
+    def __len__(self):
+        return len(self._bufs)
+
+    cdef object take(self, Py_ssize_t want, Py_ssize_t *cap):
+        """The smallest buffer kept of at least ``want`` bytes (not much larger: a small column
+        does not take a big one), its capacity in cap; None if none fits."""
+        cdef Py_ssize_t i, best = -1, c, best_cap = 0
+        for i in range(len(self._caps)):
+            c = self._caps[i]
+            if want <= c <= 2 * want + self.min_bytes and (best < 0 or c < best_cap):
+                best, best_cap = i, c
+        if best < 0:
+            return None
+        self._caps.pop(best)
+        self.held -= best_cap
+        cap[0] = best_cap
+        return self._bufs.pop(best)
+
+    cdef bint give(self, object buf, Py_ssize_t cap):
+        """``buf`` (of ``cap`` bytes, no longer used by anyone) kept, unless small or over the limit."""
+        if cap < self.min_bytes or self.held + cap > self.limit:
+            return False
+        self._caps.append(cap)
+        self._bufs.append(buf)
+        self.held += cap
+        return True
+
+
 @cython.auto_pickle(False)       # raw memory: _Growable.__reduce__ refuses
 cdef class _ArrowGrowable(_Growable):
     """A _Growable whose memory comes from Arrow's memory pool (mimalloc or
     jemalloc), which keeps freed pages: column buffers of one table after
-    another then reuse memory instead of faulting fresh pages in."""
+    another then reuse memory instead of faulting fresh pages in.  With
+    ``spare`` set, its buffer comes from there when one fits, and goes back
+    there when this object dies (no Arrow array holds it any more)."""
     cdef object _arrow_buffer
+    cdef SpareBuffers spare
 
     def __dealloc__(self):
+        if self.spare is not None and self._arrow_buffer is not None and not self._exports:
+            self.spare.give(self._arrow_buffer, self.capacity)
         self.data = NULL            # owned by the Arrow buffer, not by malloc
 
     cdef int reserve(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t want = self.size + extra
-        cdef Py_ssize_t cap
+        cdef Py_ssize_t cap, spare_cap = 0
         if want <= self.capacity:
             return 0
         if self._exports:
             raise BufferError("buffer is exported and cannot grow")
         cap = max(want, self.capacity * 2, 4096)
+        if self.spare is not None and cap >= self.spare.min_bytes:
+            kept = self.spare.take(cap, &spare_cap)
+            if kept is not None:
+                # every byte of the old room, as realloc keeps them: the record loops write rows
+                # past `size` that a batch's commit counts later (full_row_fields grows the room
+                # between them)
+                if self.capacity:
+                    memcpy(<uint8_t *><uintptr_t>kept.address, self.data, self.capacity)
+                if self._arrow_buffer is not None:
+                    self.spare.give(self._arrow_buffer, self.capacity)
+                self._arrow_buffer = kept
+                self.data = <uint8_t *><uintptr_t>kept.address
+                self.capacity = spare_cap
+                return 0
         if self._arrow_buffer is None:
             self._arrow_buffer = pyarrow().allocate_buffer(cap, resizable=True)
         else:
@@ -209,6 +297,15 @@ cdef int col_reset(_Column col) except -1:
     if col.kind == CK_BIN or col.kind == CK_LIST:
         col.offsets = _ArrowGrowable()
         put_i32(col.offsets, 0)
+    return 0
+
+
+cdef int col_take_spare(_Column col, SpareBuffers spare) except -1:
+    """col's buffers (not its children's) taken from, and given back to, ``spare`` (SpareBuffers)."""
+    cdef _Growable g
+    for g in (col.values, col.offsets, col.valid):
+        if isinstance(g, _ArrowGrowable):
+            (<_ArrowGrowable>g).spare = spare
     return 0
 
 

@@ -71,7 +71,7 @@ cdef class _ArrowColumns:
     cdef Py_ssize_t key_bytes, value_bytes
 
     def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None,
-                  str ts_unit="ms", object window=None):
+                  str ts_unit="ms", object window=None, SpareBuffers spare=None):
         pa = pyarrow()
         # (lean: no key or value column to lay out)
         self.views = window is not None and not lean
@@ -117,6 +117,12 @@ cdef class _ArrowColumns:
             self.magic = new_column(CK_I8, pa.int8(), False)
             self.batch_size = new_column(CK_I32, pa.int32(), False)
             self.delete_horizon_ms = new_column(CK_I64, pa.int64(), True)
+        if spare is not None:
+            for col in self.columns() + [self.header_entries, self.header_key, self.header_value]:
+                col_take_spare(col, spare)
+            if self.views:
+                self.key_copied.spare = spare
+                self.value_copied.spare = spare
 
     cdef list columns(self):
         """The columns built, in the schema's order (without topic and partition)."""

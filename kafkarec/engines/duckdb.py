@@ -45,6 +45,10 @@ VALUE_LAYOUT = "copy"
 #: ``map_cache_bytes`` is given (ScanConfig.map_cache_bytes; docs/engines.md, "Windows kept mapped")
 MAP_CACHE_BYTES = 1 << 30
 
+#: the bytes of column buffers a registered table keeps from one query to the next unless
+#: ``buffer_cache_bytes`` is given (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
+BUFFER_CACHE_BYTES = 256 << 20
+
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
 _CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP",
                    "key": "BLOB"}
@@ -63,9 +67,12 @@ def register(con, name: str, source, **options) -> "LogSource":
     layout").  Unless ``map_cache_bytes`` is given,
     the table keeps up to :data:`MAP_CACHE_BYTES` of its local windows mapped from one query to the
     next (0: none), until ``unregister`` or the connection drops the source, or
-    :meth:`LogSource.close` (docs/engines.md, "Windows kept mapped")."""
+    :meth:`LogSource.close` (docs/engines.md, "Windows kept mapped"); and unless
+    ``buffer_cache_bytes`` is given, up to :data:`BUFFER_CACHE_BYTES` of the column buffers DuckDB
+    let go of, for the next query's columns (0: none; docs/engines.md, "Column buffers kept")."""
     options.setdefault("value_layout", VALUE_LAYOUT)
     options.setdefault("map_cache_bytes", MAP_CACHE_BYTES)
+    options.setdefault("buffer_cache_bytes", BUFFER_CACHE_BYTES)
     if "threads" not in options:
         # (on a cursor of its own: a result the caller has pending on con stays theirs; the
         # setting is the database's, the same on every cursor)
@@ -77,9 +84,10 @@ def register(con, name: str, source, **options) -> "LogSource":
 
 class LogSource(_sources.ArrowScanSource):
     """A :class:`kafkarec.scan.LogScan` as a DuckDB Arrow scan source (see the module docstring).
-    Each query reads a narrowed scan of it, through the scan's kept maps (``map_cache_bytes``), which
-    :meth:`close` closes, as collecting the source does (DuckDB's ``unregister``, a closed
-    connection: the scan's :class:`kafkarec.log.window_maps.WindowMaps` has a finalizer)."""
+    Each query reads a narrowed scan of it, through the scan's kept maps (``map_cache_bytes``) and
+    column buffers (``buffer_cache_bytes``), which :meth:`close` lets go, as collecting the source
+    does (DuckDB's ``unregister``, a closed connection: the scan's
+    :class:`kafkarec.log.window_maps.WindowMaps` has a finalizer, its buffers go with it)."""
 
     schema_is_stable = True
 
@@ -90,7 +98,8 @@ class LogSource(_sources.ArrowScanSource):
                                  for f in scan.schema])
 
     def close(self) -> None:
-        """The local windows' maps the table kept open between queries closed (:meth:`LogScan.close`)."""
+        """The local windows' maps the table kept open between queries closed, and the column
+        buffers it kept let go (:meth:`LogScan.close`)."""
         self.scan.close()
 
     def __arrow_c_schema__(self):

@@ -42,6 +42,10 @@ VALUE_LAYOUT = "view"
 #: view layout without key or value; docs/engines.md, "Windows kept mapped")
 MAP_CACHE_BYTES = 1 << 30
 
+#: the bytes of column buffers a LazyFrame keeps from one collect to the next unless
+#: ``buffer_cache_bytes`` is given (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
+BUFFER_CACHE_BYTES = 256 << 20
+
 #: Polars' comparison operators (``BinaryExpr.op`` in its serialized tree)
 _COMPARISONS = {"Eq": "==", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _AND = ("And", "LogicalAnd")
@@ -65,9 +69,12 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     ``map_cache_bytes`` is given, the LazyFrame's reads keep up to :data:`MAP_CACHE_BYTES` of the
     local windows they map open from one collect to the next (0: none; a read of ``key`` or
     ``value`` in the view layout reads its windows into memory, maps none), until the LazyFrame
-    (and every frame made of it) is dropped (docs/engines.md, "Windows kept mapped")."""
+    (and every frame made of it) is dropped (docs/engines.md, "Windows kept mapped"); and unless
+    ``buffer_cache_bytes`` is given, up to :data:`BUFFER_CACHE_BYTES` of the column buffers Polars
+    let go of, for the next collect's columns (0: none; docs/engines.md, "Column buffers kept")."""
     options.setdefault("value_layout", VALUE_LAYOUT)
     options.setdefault("map_cache_bytes", MAP_CACHE_BYTES)
+    options.setdefault("buffer_cache_bytes", BUFFER_CACHE_BYTES)
     if "threads" not in options:
         options["threads"] = default_threads(pl.thread_pool_size())
     scan = LogScan(source, **options)

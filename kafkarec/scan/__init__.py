@@ -156,11 +156,17 @@ class LogScan:
     many bytes of local windows' maps kept open from one read of the scan (and of its
     :meth:`narrow` ed scans) to the next (default 0: none; DuckDB's and Polars' sources keep 1 GiB:
     docs/engines.md, "Windows kept mapped"), closed by :meth:`close` or when the scan is collected.
-    ``window_maps`` (not a config keyword): the :class:`kafkarec.log.window_maps.WindowMaps` to read
-    through instead of making one (:meth:`narrow` hands a scan's to the scans it makes).
+    ``buffer_cache_bytes``: at most this many bytes of column buffers the engines let go of kept
+    for the next chunks' columns, from one read of the scan (and of its narrowed scans) to the next
+    (default 0: none; DuckDB's and Polars' sources keep 256 MiB: docs/engines.md, "Column buffers
+    kept"), let go by :meth:`close` or when the scan is collected.
+    ``window_maps`` and ``spare_buffers`` (not config keywords): the
+    :class:`kafkarec.log.window_maps.WindowMaps` to read through and the
+    :class:`kafkarec._core.SpareBuffers` to build columns in, instead of making them (:meth:`narrow`
+    hands a scan's to the scans it makes).
     """
 
-    def __init__(self, source, *, window_maps=None, **keywords):
+    def __init__(self, source, *, window_maps=None, spare_buffers=None, **keywords):
         if isinstance(source, ScanConfig):
             if keywords:
                 raise UsageError("LogScan: a ScanConfig or keywords, not both (ScanConfig.narrow "
@@ -178,6 +184,11 @@ class LogScan:
         if window_maps is None and config.map_cache_bytes > 0:
             from kafkarec.log.window_maps import WindowMaps
             self.window_maps = WindowMaps(config.map_cache_bytes)
+        # The column buffers kept between reads (buffer_cache_bytes), held the same way.
+        self.spare_buffers = spare_buffers
+        if spare_buffers is None and config.buffer_cache_bytes > 0:
+            from kafkarec._core import SpareBuffers
+            self.spare_buffers = SpareBuffers(config.buffer_cache_bytes)
         self._typed = None if config.typed is None else TypedRows(config.typed, config.bounds.topics)
         full = self._full_schema()
         if config.columns is None:
@@ -248,19 +259,24 @@ class LogScan:
         state = dict(self.__dict__)
         state["_found"] = None          # the plan's caches stay where it was made
         state["window_maps"] = None     # and the maps kept open (this process's)
+        state["spare_buffers"] = None   # and the column buffers kept
         return state
 
     def narrow(self, *, bounds: Optional[Bounds] = None, columns: Optional[Sequence[str]] = None,
                limit: Optional[int] = None) -> "LogScan":
         """This scan with bounds intersected, other columns, a smaller limit (a new scan of
         :meth:`ScanConfig.narrow`), reading through this scan's kept maps (``map_cache_bytes``)."""
-        return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit), window_maps=self.window_maps)
+        return LogScan(self.config.narrow(bounds=bounds, columns=columns, limit=limit), window_maps=self.window_maps,
+                       spare_buffers=self.spare_buffers)
 
     def close(self) -> None:
-        """The local windows' maps this scan kept open (``map_cache_bytes``) closed: its narrowed
-        scans' too, which share them (a read after it maps its windows as it goes)."""
+        """The local windows' maps this scan kept open (``map_cache_bytes``) closed, and the column
+        buffers it kept (``buffer_cache_bytes``) let go: its narrowed scans' too, which share them
+        (a read after it maps its windows as it goes, and keeps no buffer)."""
         if self.window_maps is not None:
             self.window_maps.close()
+        if self.spare_buffers is not None:
+            self.spare_buffers.close()
 
     # --- pieces of work ------------------------------------------------------------------
     def found(self, report=None, listed=None) -> "_plan.Found":
@@ -350,7 +366,7 @@ class LogScan:
         if finish is not None:
             on_pool = finish if on_pool is None else _then(on_pool, finish)
         read = _read.Read(self.config, options, need, hint, columns, split=split, typed=on_pool,
-                          timestamp_unit=timestamp_unit, maps=self.window_maps)
+                          timestamp_unit=timestamp_unit, maps=self.window_maps, spare=self.spare_buffers)
         yield from read.items(items)
 
     def framed(self, piece: ScanPiece, options=None) -> Iterator:

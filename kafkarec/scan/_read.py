@@ -66,7 +66,9 @@ class Read:
     :class:`kafkarec.log.window_maps.WindowMaps` of the scan's source, whose maps the read's local
     windows take and leave open (the copy layout's: a view read maps nothing), and which closes, as
     the read ends, those it let go of (:meth:`kafkarec.log.window_maps.MapUse.done`; None: each
-    map closed once decoded).
+    map closed once decoded).  ``spare``: the scan's kept column buffers
+    (:class:`kafkarec._core.SpareBuffers`: ``buffer_cache_bytes``), which every decode of the read
+    builds its columns in (None: Arrow's memory pool alone).
 
     Offsets only grow in a partition: a batch whose offsets go back (at or below an offset read
     before it, bounds or not) or fall outside its segment's
@@ -79,13 +81,14 @@ class Read:
 
     def __init__(self, config, options, need_batch_columns: bool, hint: str, columns=None,
                  split: Optional[Callable] = None, typed: Optional[Callable] = None, timestamp_unit: str = "ms",
-                 maps=None):
+                 maps=None, spare=None):
         from kafkarec._core import meta_walk
         self.config, self.options, self.hint, self.columns = config, options, hint, columns
         self.timestamp_unit = timestamp_unit
         self.batch_columns = need_batch_columns
         self.split, self.typed = split, typed
         self.maps = maps
+        self.spare = spare      # the scan's kept column buffers (kafkarec._core.SpareBuffers), or None
         self.quarantine = None
         if config.bad_records_path:
             from kafkarec.log.quarantine import Quarantine
@@ -127,7 +130,8 @@ class Read:
             batch_columns=self.batch_columns,
             max_rows=self.max_rows, mode=config.mode, where=where,
             quarantine=keep_to, columns=self.columns, core_errors=config.core_errors,
-            keys=config.bounds.keys, timestamp_unit=self.timestamp_unit, value_layout=self.value_layout)
+            keys=config.bounds.keys, timestamp_unit=self.timestamp_unit, value_layout=self.value_layout,
+            spare=self.spare)
 
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
     def cut(self, piece) -> list:

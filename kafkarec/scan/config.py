@@ -227,7 +227,10 @@ class ScanConfig:
     the scan made of this config to the next (:class:`kafkarec.log.window_maps.WindowMaps`, which
     that scan holds and its narrowed scans share: a registered DuckDB table's or a Polars
     LazyFrame's queries; 0, the default: each map closed once decoded; a read of the view layout
-    maps nothing).  :meth:`__post_init__` checks the fields and settles
+    maps nothing); ``buffer_cache_bytes``: at most this many bytes of column buffers that the
+    engines let go of kept from one read of that scan to the next, for the next chunks' columns
+    (:class:`kafkarec._core.SpareBuffers`: memory already faulted in; 0, the default: none kept,
+    each buffer back to Arrow's memory pool, which hands it to the kernel after a few ms).  :meth:`__post_init__` checks the fields and settles
     their defaults, however the config is made: :meth:`of` only translates keywords into fields."""
     paths: Tuple[str, ...]
     columns: Optional[Tuple[str, ...]] = None
@@ -258,6 +261,7 @@ class ScanConfig:
     threads: Optional[int] = None
     value_layout: str = "copy"
     map_cache_bytes: int = 0
+    buffer_cache_bytes: int = 0
 
     def __post_init__(self):
         """The one place a config's fields are checked and their defaults settled, however it is
@@ -304,7 +308,7 @@ class ScanConfig:
            max_rows_per_batch: Optional[int] = None, fail_on_data_loss: bool = True,
            partitioner: Optional[str] = None, num_partitions: Optional[Mapping[str, int]] = None,
            threads: Optional[int] = None, value_layout: str = "copy",
-           map_cache_bytes: int = 0) -> "ScanConfig":
+           map_cache_bytes: int = 0, buffer_cache_bytes: int = 0) -> "ScanConfig":
         """The config of :class:`kafkarec.scan.LogScan`'s keywords (see its docstring): the
         keywords translated into fields (``source`` into ``paths``, ``isolation_level`` into
         ``read_committed``, ``topics`` and ``partitions`` into ``bounds``, the selection's options
@@ -341,7 +345,8 @@ class ScanConfig:
                    bad_records_path=bad_records_path, include_control=include_control,
                    batch_columns=batch_columns, typed=typed, verify_crc=verify_crc,
                    max_rows=max_rows_per_batch, partitioner=partitioner, num_partitions=num_partitions,
-                   threads=threads, value_layout=value_layout, map_cache_bytes=map_cache_bytes)
+                   threads=threads, value_layout=value_layout, map_cache_bytes=map_cache_bytes,
+                   buffer_cache_bytes=buffer_cache_bytes)
 
     def key_partitions(self, topic, counts: Mapping[str, int]):
         """The partitions of ``topic`` the partitioner names for the bounds' keys (None: every
@@ -468,6 +473,7 @@ _SCAN_CONFIG = _Fields("ScanConfig", {
                  "rows per Arrow batch (LogScan's max_rows_per_batch): a whole number from 1 to 2^63-1, or None"),
     "threads": (Optional[_whole(1, 256)], "a whole number from 1 to 256"),
     "map_cache_bytes": (_whole(0, LONG_MAX), "a whole number of bytes from 0 (no maps kept) to 2^63-1"),
+    "buffer_cache_bytes": (_whole(0, LONG_MAX), "a whole number of bytes from 0 (no buffers kept) to 2^63-1"),
 }, texts=("tiered_storage", "bad_records_path"))
 
 

@@ -46,7 +46,7 @@ def format_error(err: dict, where: str = "") -> str:
 def decode_range(view, options=None, *, base: int = 0, topic=None, partition=None,
                  include_control=False, batch_columns=False, max_rows=ROWS_PER_BATCH, max_bytes=64 << 20,
                  mode="PERMISSIVE", where="", quarantine=None, columns=None, core_errors=False,
-                 keys=None, timestamp_unit="ms", value_layout="copy"):
+                 keys=None, timestamp_unit="ms", value_layout="copy", spare=None):
     """Decode the batches in ``view`` (a buffer; byte 0 of it is byte ``base`` of
     its file/blob, the core's ``origin``) with ``options`` (a :class:`kafkarec.ReadOptions`),
     yielding ``("batch", pyarrow.RecordBatch)`` and, except in FAILFAST (which raises),
@@ -66,7 +66,8 @@ def decode_range(view, options=None, *, base: int = 0, topic=None, partition=Non
     ``columns``: the columns of the batches (:func:`kafkarec.iter_arrow`'s projection; None: all);
     ``keys``: only the records with one of these keys (:func:`kafkarec.iter_arrow`'s; None: all);
     ``timestamp_unit``: :func:`kafkarec.iter_arrow`'s (the core writes the unit);
-    ``value_layout``: :func:`kafkarec.iter_arrow`'s ("view": the batches hold ``view``).
+    ``value_layout``: :func:`kafkarec.iter_arrow`'s ("view": the batches hold ``view``);
+    ``spare``: :func:`kafkarec.iter_arrow`'s (a :class:`kafkarec._core.SpareBuffers`, or None).
     ``core_errors`` (FAILFAST): the core's :class:`kafkarec.DecodeError` is raised as it is, and
     a cut-off batch at the end ends the range quietly (:class:`kafkarec.scan.ScanConfig`).
     """
@@ -88,7 +89,7 @@ def decode_range(view, options=None, *, base: int = 0, topic=None, partition=Non
         view, options, topic=topic, partition=partition, include_control=include_control,
         batch_columns=batch_columns, max_rows=max_rows, max_bytes=max_bytes,
         errors="skip" if sink is not None else "raise", error_sink=sink, origin=base, columns=columns,
-        keys=keys, timestamp_unit=timestamp_unit, value_layout=value_layout)
+        keys=keys, timestamp_unit=timestamp_unit, value_layout=value_layout, spare=spare)
     try:
         for rb in chunks:
             if rb.num_rows:
