@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
         [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
-        [--map-cache-bytes N]
+        [--map-cache-bytes N] [--buffer-cache-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -25,7 +25,9 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
   and a held Polars LazyFrame queried again, their windows kept mapped from one query to the next
   (``map_cache_bytes``: the adapters' default 1 GiB, or ``--map-cache-bytes``); ``kafkarec cold``,
   a first query (the table registered anew, a new LazyFrame); ``kafkarec unkept``, queried again with
-  no map kept (``map_cache_bytes=0``: each window mapped and unmapped every query);
+  no map kept (``map_cache_bytes=0``: each window mapped and unmapped every query); all three keep
+  the column buffers the engine let go of for the next query's columns (``buffer_cache_bytes``: the
+  adapters' default 256 MiB, or ``--buffer-cache-bytes``; 0: each buffer back to Arrow's pool);
 * ``count`` (``--queries count``): ``count(*)`` (Polars ``pl.len()``), and DuckDB's
   ``count("offset")`` over kafkarec beside it (a ``count(*)`` asks the source for ``key``).
 
@@ -149,6 +151,9 @@ def main(argv=None) -> int:
     ap.add_argument("--map-cache-bytes", type=int, default=None, metavar="N",
                     help="the maps the registered DuckDB table and the held Polars LazyFrame keep open between "
                          "queries (default: the adapters' own, 1 GiB; 0: none)")
+    ap.add_argument("--buffer-cache-bytes", type=int, default=None, metavar="N",
+                    help="the column buffers the registered DuckDB table and the held Polars LazyFrame keep "
+                         "between queries (default: the adapters' own, 256 MiB; 0: none)")
     ap.add_argument("--dask", action="store_true",
                     help="Dask on a LocalCluster of 2 workers against LogScan(threads=2), instead")
     args = ap.parse_args(argv)
@@ -179,11 +184,14 @@ def main(argv=None) -> int:
               f"(written in {time.perf_counter() - t:.1f} s)")
         con = duckdb.connect()
         kept = {} if args.map_cache_bytes is None else {"map_cache_bytes": args.map_cache_bytes}
+        if args.buffer_cache_bytes is not None:
+            kept["buffer_cache_bytes"] = args.buffer_cache_bytes
         register(con, "logs", logs, **kept)
         # the same table keeping no maps (each window mapped and unmapped every query: as before
         # issue 80's kept maps), and a LazyFrame held across its collects, either way
-        register(con, "logs_unkept", logs, map_cache_bytes=0)
-        lf, lf_unkept = scan_log(logs, **kept), scan_log(logs, map_cache_bytes=0)
+        unkept = dict(kept, map_cache_bytes=0)
+        register(con, "logs_unkept", logs, **unkept)
+        lf, lf_unkept = scan_log(logs, **kept), scan_log(logs, **unkept)
 
         def duck_cold(sql: str):
             """A first query: the table registered anew (no map kept yet)."""

@@ -104,10 +104,40 @@ def procs_run(segs):
     return sum(r[0] for r in res), wall, max(r[1] for r in res)
 
 
+def timed(fn, record):
+    """``fn`` with each call's arguments, start and end given to ``record(args, t0, t1)``."""
+    def wrapper(*args):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            record(args, t0, time.perf_counter())
+    return wrapper
+
+
+def timed_items(gen_fn, record):
+    """``gen_fn``'s generators with the wait for each item given to ``record(t0, t1)``."""
+    def wrapper(*args):
+        it = gen_fn(*args)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            record(t0, time.perf_counter())
+            yield item
+    return wrapper
+
+
+def _name(piece) -> str:
+    return os.path.basename(os.path.dirname(getattr(piece, "path", "?") or "?"))
+
+
 def timeline(log, threads):
     """LogScan(...).to_table() with the pool's events timed: a list of (what, thread, start, end)."""
     from kafkarec.scan import LogScan, _order, _pool, _read
-    events = []
+    events, chunks = [], []
     lock = threading.Lock()
     t_zero = [0.0]
 
@@ -115,77 +145,28 @@ def timeline(log, threads):
         with lock:
             events.append((what, threading.current_thread().name, t0 - t_zero[0], t1 - t_zero[0]))
 
-    orig_cut, orig_work, orig_readings = _read.Read.cut, _pool.DecodePool._work, _pool.DecodePool.readings
-    orig_decode, orig_seen = _read.Read.decode, _order.OffsetOrder.seen
-    chunks = []
+    def chunk(kind, t0, t1):
+        with lock:
+            chunks.append((kind, t0, t1))
 
-    def decode(self, part, where, topic, partition):
-        it = orig_decode(self, part, where, topic, partition)
-        while True:
-            t0 = time.perf_counter()
-            try:
-                x = next(it)
-            except StopIteration:
-                return
-            with lock:
-                chunks.append(("chunk", t0, time.perf_counter()))
-            yield x
-
-    def seen(self, item):
-        t0 = time.perf_counter()
-        try:
-            return orig_seen(self, item)
-        finally:
-            with lock:
-                chunks.append(("seen", t0, time.perf_counter()))
-
-    def cut(self, piece):
-        t0 = time.perf_counter()
-        try:
-            return orig_cut(self, piece)
-        finally:
-            note("cut " + os.path.basename(os.path.dirname(piece.path)), t0, time.perf_counter())
-
-    def work(self, sl, closing):
-        t0 = time.perf_counter()
-        try:
-            return orig_work(self, sl, closing)
-        finally:
-            note("window " + os.path.basename(os.path.dirname(getattr(sl, "path", "?") or "?")), t0,
-                 time.perf_counter())
-
-    orig_submit = _pool.DecodePool._submit
-
-    def submit(self, sl):
-        t0 = time.perf_counter()
-        try:
-            return orig_submit(self, sl)
-        finally:
-            note("submit " + os.path.basename(os.path.dirname(getattr(sl, "path", "?") or "?")), t0,
-                 time.perf_counter())
-
-    def readings(self, pieces):
-        it = orig_readings(self, pieces)
-        while True:
-            t0 = time.perf_counter()
-            try:
-                x = next(it)
-            except StopIteration:
-                return
-            note("consumer waits", t0, time.perf_counter())
-            yield x
-
-    _read.Read.cut, _pool.DecodePool._work, _pool.DecodePool.readings = cut, work, readings
-    _read.Read.decode, _order.OffsetOrder.seen = decode, seen
-    _pool.DecodePool._submit = submit
+    patches = [
+        (_read.Read, "decode", lambda f: timed_items(f, lambda t0, t1: chunk("chunk", t0, t1))),
+        (_order.OffsetOrder, "seen", lambda f: timed(f, lambda a, t0, t1: chunk("seen", t0, t1))),
+        (_read.Read, "cut", lambda f: timed(f, lambda a, t0, t1: note("cut " + _name(a[1]), t0, t1))),
+        (_pool.DecodePool, "_work", lambda f: timed(f, lambda a, t0, t1: note("window " + _name(a[1]), t0, t1))),
+        (_pool.DecodePool, "_submit", lambda f: timed(f, lambda a, t0, t1: note("submit " + _name(a[1]), t0, t1))),
+        (_pool.DecodePool, "readings", lambda f: timed_items(f, lambda t0, t1: note("consumer waits", t0, t1))),
+    ]
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _ in patches]
+    for cls, name, wrap in patches:
+        setattr(cls, name, wrap(getattr(cls, name)))
     try:
         t_zero[0] = time.perf_counter()
         table = LogScan(log, columns=COLUMNS, threads=threads).to_table()
         wall = time.perf_counter() - t_zero[0]
     finally:
-        _read.Read.cut, _pool.DecodePool._work, _pool.DecodePool.readings = orig_cut, orig_work, orig_readings
-        _read.Read.decode, _order.OffsetOrder.seen = orig_decode, orig_seen
-        _pool.DecodePool._submit = orig_submit
+        for cls, name, fn in originals:
+            setattr(cls, name, fn)
     for kind in ("chunk", "seen"):
         ds = sorted(t1 - t0 for k, t0, t1 in chunks if k == kind)
         if ds:
