@@ -33,6 +33,7 @@ import _logdir
 from _logdir import pick
 
 from kafkarec.log import local
+from kafkarec._core import SpareBuffers
 from kafkarec.scan import LogScan, ScanConfig
 
 ROOT = os.path.join(tempfile.mkdtemp(prefix="kafkarec-fuzz-threads-"), "logs")
@@ -82,6 +83,9 @@ def _engine_types(schema):
                       for f in schema])
 
 
+SPARE = SpareBuffers(64 << 20, min_bytes=0)
+
+
 def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False, keep=False, engine=False):
     """``(rows, error, kept)``: every row read before the error (class name and message) or the
     end (or the ``limit``), and with ``keep`` the files badRecordsPath wrote (``{path: bytes}``);
@@ -98,7 +102,10 @@ def read(mode: str, columns, threads: int, limit=None, typed=False, strict=False
         config = dataclasses.replace(config, strict=True)
     error = None
     try:
-        scan = LogScan(config)
+        # (the engines' reads build their columns in buffers kept from input to input, every size,
+        # as a registered source's queries do: taken on the pool's threads, given back by whichever
+        # thread lets a batch go)
+        scan = LogScan(config, spare_buffers=SPARE if engine else None)
         for rb in (scan.batches_in(_engine_types(scan.schema)) if engine else scan):
             rows += _plain(rb)
     except EXPECTED as exc:
