@@ -287,7 +287,10 @@ def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
     (itself when it is smaller)."""
     if sl.end - sl.start <= READ_WINDOW_BYTES:
         return [sl]
-    return split(sl, READ_WINDOW_BYTES, spans)
+    try:
+        return split(sl, READ_WINDOW_BYTES, spans)
+    except FileNotFoundError:       # deleted since it was listed: its read reports it (iter_pieces)
+        return [sl]
 
 
 def aborted_batches(files: List[SegmentFile], spans: Optional[dict] = None) -> Dict[str, list]:
@@ -346,8 +349,13 @@ class _Mapped:
         self._pieces.close()
 
 
-def _shrank(sl: Slice, size: int) -> dict:
-    """The error of a file that shrank after the read was planned (:func:`iter_pieces`)."""
+def _shrank(sl: Slice, size: Optional[int]) -> dict:
+    """The error of a file that shrank after the read was planned (:func:`iter_pieces`), or that
+    was deleted (``size`` None: a broker's retention, a cleaner's swap; nothing of it is read)."""
+    if size is None:
+        return {"position": sl.start, "base_offset": None, "error": "FileChangedError",
+                "reason": f"the file was deleted after the read was planned ({sl.end} bytes then)",
+                "message": f"{sl.path}: the file was deleted after the read was planned"}
     return {"position": size, "base_offset": None, "error": "FileChangedError",
             "reason": f"the file is {size} bytes now, {sl.end} when the read was planned",
             "message": f"{sl.path}: the file shrank from {sl.end} to {size} bytes "
@@ -378,7 +386,7 @@ def _read_owned(sl: Slice, fh, end: int) -> Iterator:
 
 def iter_pieces(sl: Slice) -> Iterator:
     """The pieces of a slice: itself, memory-mapped (:class:`kafkarec.log.storage.Piece`).  When
-    the file shrank after the read was planned, an error first (a dict: ``position``,
+    the file shrank (or was deleted) after the read was planned, an error first (a dict: ``position``,
     ``base_offset``, ``error``, ``reason``, ``message``, as the reader's error rows) and what is
     left of the slice.  The caller releases each piece's data when done with it, so that the
     map can close.  An owned slice (:attr:`Slice.owned`) is read into a buffer of Arrow's pool,
@@ -388,7 +396,12 @@ def iter_pieces(sl: Slice) -> Iterator:
     if sl.end <= sl.start:
         return
     end = sl.end
-    with open(sl.path, "rb") as fh:
+    try:
+        fh = open(sl.path, "rb")
+    except FileNotFoundError:       # deleted since it was listed: reported as a file that shrank
+        yield _shrank(sl, None)
+        return
+    with fh:
         st = os.fstat(fh.fileno())
         size = st.st_size
         if size < sl.end:

@@ -186,3 +186,33 @@ def test_damaged_batches_read_the_same_in_both_layouts_in_each_mode(tmp_path, mo
     assert copied[0] and (copied[1] is not None) == (mode == "FAILFAST")
     for threads in (1, 3):
         assert outcome("view", threads) == copied, threads
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "FAILFAST"])
+@pytest.mark.parametrize("layout", ["copy", "view"])
+def test_a_segment_deleted_after_the_read_was_planned_is_reported_and_the_others_read(tmp_path, mode, layout):
+    """A segment retention deletes between the listing and its read (a registered table's query on a
+    live broker's log dir): no FileNotFoundError out of the read; the file's FileChangedError is
+    reported as a file that shrank is (an error row, whatever the mode), and every other segment's
+    rows are read.  (A broker's test of the same, by retention: tests/broker/test_broker_scan.py.)"""
+    w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=20_000)
+    for k in range(60):
+        w.append(v2_batch(sample_records(10, start_ts=T0 + 10 * k, size=60)))
+    w.close()
+    folder = tmp_path / "t-0"
+    segments = sorted(p for p in os.listdir(folder) if p.endswith(".log"))
+    assert len(segments) > 2
+    whole = LogScan(str(tmp_path), columns=["offset"], value_layout=layout).to_table().column("offset").to_pylist()
+    scan = LogScan(str(tmp_path), mode=mode, value_layout=layout)
+    scan.pieces()                           # listed and planned
+    gone = folder / segments[1]
+    first_of_next = int(segments[2].split(".")[0])
+    first_gone = int(segments[1].split(".")[0])
+    os.remove(gone)
+    table = scan.to_table()
+    errors = [r for r in table.to_pylist() if r["offset"] is None]
+    assert len(errors) == 1
+    if mode == "PERMISSIVE":        # (the message where the read has a corrupt record's column)
+        assert f"{gone}: the file was deleted after the read was planned" in errors[0]["_corrupt_record"]
+    offsets = [o for o in table.column("offset").to_pylist() if o is not None]
+    assert offsets == [o for o in whole if not first_gone <= o < first_of_next]
