@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count,first] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
         [--map-cache-bytes N] [--buffer-cache-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
@@ -30,6 +30,8 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
   adapters' default 256 MiB, or ``--buffer-cache-bytes``; 0: each buffer back to Arrow's pool);
 * ``count`` (``--queries count``): ``count(*)`` (Polars ``pl.len()``), and DuckDB's
   ``count("offset")`` over kafkarec beside it (a ``count(*)`` asks the source for ``key``).
+* ``first rows (LIMIT 5)`` (``--queries first``): DuckDB ``SELECT * ... LIMIT 5`` (the source is
+  not told the limit: DuckDB stops pulling its stream) and Polars ``head(5)`` (the scan's limit).
 
 Each query's four runs alternate, best of ``--repeats`` (a noisy moment hits every run alike).
 Prints rows/s, GB/s of ``.log`` bytes, that rate over one large ``memcpy`` of the log's size
@@ -136,7 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--headers", type=int, default=0, help="headers a record")
     ap.add_argument("--queries", default="all,meta",
                     help="which queries: all (every column), meta (offset, timestamp), kv (offset, timestamp, "
-                         "key, value: the columns analysts select), comma-separated")
+                         "key, value: the columns analysts select), whole, summax, count, first (LIMIT 5), comma-separated")
     ap.add_argument("--values", choices=("pool", "json"), default="pool",
                     help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
                          "JSON events that compress well (issue 80's outside check)")
@@ -237,6 +239,14 @@ def main(argv=None) -> int:
                 ("DuckDB", "Parquet"): lambda: con.sql("SELECT count(*) FROM records").fetchall(),
                 ("DuckDB", 'count("offset")'): lambda: con.sql('SELECT count("offset") FROM logs').fetchall(),
             },
+            # a look at the first rows: DuckDB's LIMIT is not told to the source (it stops pulling),
+            # Polars' head is (the scan's limit)
+            "first rows (LIMIT 5)": {
+                ("Polars", "kafkarec"): lambda: lf.head(5).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).head(5).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql("SELECT * FROM logs LIMIT 5").fetchall(),
+                ("DuckDB", "Parquet"): lambda: con.sql("SELECT * FROM records LIMIT 5").fetchall(),
+            },
             "offset, timestamp (sum, max)": {
                 ("Polars", "kafkarec"): lambda: lf.select(*SUM_MAX).collect(),
                 ("Polars", "kafkarec cold"): lambda: scan_log(logs, **kept).select(*SUM_MAX).collect(),
@@ -257,7 +267,8 @@ def main(argv=None) -> int:
             value_layout_runs(logs, args.repeats)
             return 0
         wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
-                  "whole": "whole rows", "summax": "offset, timestamp (sum, max)", "count": "count"}
+                  "whole": "whole rows", "summax": "offset, timestamp (sum, max)", "count": "count",
+                  "first": "first rows (LIMIT 5)"}
         chosen = {wanted[q] for q in args.queries.split(",")}
         queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []

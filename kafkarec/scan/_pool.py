@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import queue
 import threading
 from typing import Iterator, NamedTuple, Protocol
 
@@ -30,12 +31,54 @@ class Decodes(Protocol):
         at least one), asked each time the consumer takes a window."""
 
 
-def _replay(items, failure):
-    """``items`` decoded ahead, then ``failure`` raised if decoding raised it (a generator, as
-    :func:`kafkarec.scan.decode.decode_range`'s: what :class:`kafkarec.scan._order.OffsetOrder` takes)."""
-    yield from items
-    if failure is not None:
-        raise failure
+class _Window:
+    """One window's entries as the thread decoding it makes them: ``("part", piece)``, each of its
+    items ``("item", item)`` and ``("end", failure or None)``; ``("dict", error)`` (the local file
+    shrank after the read was planned); ``("raise", exc)`` where reading or decoding raised (nothing
+    after it); ``("done", None)`` last.  The consumer reads them as they come (a window's first
+    batches are handed on while its later ones decode), and the window's map (``mapped``) is let go
+    once both sides are done with it (:meth:`let_go`: the decoding thread may still read it after
+    a consumer stopped early)."""
+    __slots__ = ("events", "lock", "sides", "mapped", "in_part")
+
+    def __init__(self):
+        self.events = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.sides = 2              # the decoding thread and the consumer
+        self.mapped = None          # the map the decoding thread opened (set before it lets go)
+        self.in_part = False        # the consumer is between a part's "part" and its "end"
+
+    def put(self, kind: str, what=None) -> None:
+        self.events.put((kind, what))
+
+    def get(self) -> tuple:
+        return self.events.get()
+
+    def items(self):
+        """The items of the part the consumer was handed last, up to its end; then its failure
+        raised, if decoding raised one (what :func:`kafkarec.scan.decode.decode_range` gives, and
+        :class:`kafkarec.scan._order.OffsetOrder` takes)."""
+        while True:
+            kind, what = self.events.get()
+            if kind == "item":
+                yield what
+                continue
+            self.in_part = False        # ("end", failure)
+            if what is not None:
+                raise what
+            return
+
+    def skip_part(self) -> None:
+        """The rest of the current part's items passed over (a consumer that left them)."""
+        while self.in_part:
+            if self.events.get()[0] == "end":
+                self.in_part = False
+
+    def let_go(self):
+        """One side done with the window: its map, once both are (else None)."""
+        with self.lock:
+            self.sides -= 1
+            return self.mapped if self.sides == 0 else None
 
 
 class _Uncut(NamedTuple):
@@ -48,8 +91,8 @@ class DecodePool:
     """``(window, its buffers)`` (as :func:`kafkarec.scan._read.ranges_read`'s) of pieces
     (:class:`kafkarec.scan._plan.SegmentPiece` s: a local slice's window is one map, a listed
     range's part is read in its pieces by the thread that decodes it), each buffer paired with its
-    items already decoded (``read.decode_ahead``) on ``threads`` threads, ahead of the consumer
-    (:meth:`readings`).  The pieces are cut into windows (``read.cut``) on a planner thread of the
+    items decoded (``read.decode_ahead``) on ``threads`` threads, ahead of the consumer, and handed
+    on as they come (:meth:`readings`: a window's first Arrow batches while its later ones decode).  The pieces are cut into windows (``read.cut``) on a planner thread of the
     pool's own, piece after piece and a few ahead of the decoding: the first window decodes while
     later files are walked, and the consumer's thread walks none.
 
@@ -74,8 +117,8 @@ class DecodePool:
         self.over = False               # set once the pool is shut down
         self.pool = self.planner = None
         self.planned: collections.deque = collections.deque()   # (piece, its windows' future)
-        self.ahead: collections.deque = collections.deque()     # (window, future, the map it closes first)
-        self.held = None                # (the items handed out last, its map)
+        self.ahead: collections.deque = collections.deque()     # (window, future, the map it closes first, _Window)
+        self.held = None                # (the items handed out last, its entry as on `ahead`)
         self.closers: list = []         # (future, map) of the maps closed past the last window
 
     def readings(self, pieces) -> Iterator:
@@ -92,12 +135,10 @@ class DecodePool:
                     self._submit(later)
                 if not self.ahead:
                     break
-                sl, future, _closing = self.ahead[0]
+                entry = self.ahead.popleft()
                 self._close_done()
-                entries, mapped = future.result()
-                self.ahead.popleft()
-                sl = sl.slice if isinstance(sl, _Uncut) else sl
-                self.held = (self._handed(entries, mapped), mapped)
+                sl = entry[0].slice if isinstance(entry[0], _Uncut) else entry[0]
+                self.held = (self._handed(entry[3]), entry)
                 yield sl, self.held[0]
         finally:
             self._shut_down()
@@ -122,71 +163,99 @@ class DecodePool:
             planned.popleft()
             yield from cut_windows
 
-    def _work(self, sl, closing):
+    def _work(self, sl, closing, window: _Window) -> None:
         """``closing`` (a window the consumer is done with) closed, then the window opened
         (:meth:`~kafkarec.scan._plan.SegmentPiece.open`: a local slice mapped, a listed range
-        read in its pieces) and decoded: ``(entries, opened)``, each of its buffers with its
-        items, an error where reading or decoding raised it (nothing after it); ``opened`` (a
-        map) is left open until the consumer is done with it."""
+        read in its pieces) and decoded into ``window``, each of its buffers with its items as
+        they are decoded, an error where opening, reading or decoding raised (nothing after it);
+        the map is left open until the consumer is done with it too."""
         if closing is not None:
             closing.close()
-        if isinstance(sl, _Uncut):
-            return [(sl.error, None)], None
-        opened = sl.open()
-        entries: list = []
+        opened = None
         try:
-            self._decode_parts(without_skips(sl, opened), sl.where, sl.topic, sl.partition, entries)
-        except Exception as exc:
-            entries.append((exc, None))
-        except BaseException:       # (an interrupt): nobody will be handed this map
-            opened.close()
+            if isinstance(sl, _Uncut):
+                window.put("raise", sl.error)
+                return
+            opened = sl.open()
+            try:
+                self._decode_parts(without_skips(sl, opened), sl.where, sl.topic, sl.partition, window)
+            except BaseException:       # (an interrupt): nobody will be handed this map
+                opened.close()
+                opened = None
+                raise
+        except BaseException as exc:   # raised to the consumer where it reaches it
+            window.put("raise", exc)
             raise
-        return entries, opened
+        finally:
+            window.mapped = opened
+            self._let_go(window)        # (before "done": the consumer, reading it, lets go last)
+            window.put("done")
 
-    def _decode_parts(self, parts, where, topic, partition, entries: list) -> None:
-        """Each part with its items decoded into ``entries``; a part whose decoding raised keeps
-        its items and the error (raised to the consumer where it was met), and ends the parts.
+    def _decode_parts(self, parts, where, topic, partition, window: _Window) -> None:
+        """Each part with its items decoded into ``window`` as they come; a part whose decoding
+        raised ends with the error (raised to the consumer where it was met), and ends the parts.
         An error dict (the local file shrank after the read was planned) is handed on as it is."""
         for part in parts:
             if isinstance(part, dict):
-                entries.append((part, None))
+                window.put("dict", part)
                 continue
-            items, failure = [], None
+            window.put("part", part)
+            failure = None
             try:
                 for item in self.read.decode_ahead(part, where, topic, partition):
-                    items.append(item)
+                    window.put("item", item)
                     if self.stop.is_set():
                         break
             except Exception as exc:
                 failure = exc
-            entries.append((part, _replay(items, failure)))
+            window.put("end", failure)
             if failure is not None or self.stop.is_set():
                 break
 
-    def _handed(self, entries, mapped):
-        """A window's entries as the consumer takes them; its map, once the consumer is done with
-        it, left for the pool to close (or closed here, when the pool is shut down already)."""
+    def _handed(self, window: _Window):
+        """A window's entries as the consumer takes them, as its thread decodes them; its map,
+        once the consumer and the thread are done with it, left for the pool to close (or closed
+        here, when the pool is shut down already)."""
         try:
-            for piece, ready in entries:
-                if isinstance(piece, BaseException):
-                    raise piece
-                yield piece, ready
+            while True:
+                kind, what = window.get()
+                if kind == "done":
+                    return
+                if kind == "raise":
+                    raise what
+                if kind == "dict":
+                    yield what, None
+                    continue
+                window.in_part = True
+                items = window.items()
+                yield what, items
+                items.close()
+                window.skip_part()
         finally:
-            if mapped is not None:
-                if self.over:       # the window a closed consumer held, let go after the pool stopped
-                    mapped.close()
-                else:
-                    self.done.append(mapped)
+            self._let_go(window)
+
+    def _let_go(self, window: _Window) -> None:
+        """One side (the consumer, or the thread decoding it) done with ``window``: its map, once
+        both are, left for the pool to close, or closed when the pool is shut down.  (A thread
+        still running after a second interrupt may leave its map to the collector.)"""
+        mapped = window.let_go()
+        if mapped is None:
+            return
+        if self.over:
+            mapped.close()
+        else:
+            self.done.append(mapped)
 
     # Every map is on one of the deques until a task that closes it is submitted, or until the
     # consumer has its window's items: an interrupt in any wait leaves none for the collector.
     def _submit(self, sl) -> None:
         done = self.done
         closing = done[0] if done else None
-        future = self.pool.submit(self._work, sl, closing)
+        window = _Window()
+        future = self.pool.submit(self._work, sl, closing, window)
         if closing is not None:
             done.popleft()
-        self.ahead.append((sl, future, closing))
+        self.ahead.append((sl, future, closing, window))
 
     def _close_done(self) -> None:
         done = self.done
@@ -202,7 +271,7 @@ class DecodePool:
         """The threads stopped and every map closed (a consumer done or gone)."""
         self.stop.set()
         try:
-            for _sl, f, _closing in self.ahead:
+            for _sl, f, _closing, _window in self._entries():
                 f.cancel()
             self._close_done()      # the last window's (or the one a closed consumer held)
             for _sl, f in self.planned:
@@ -217,21 +286,27 @@ class DecodePool:
     def _close_left(self) -> None:
         """The maps no task closed: (a task still running, after a second interrupt, keeps its
         maps for the collector)."""
-        for _sl, f, closing in self.ahead:
-            if f.cancelled():
+        for _sl, f, closing, window in self._entries():
+            if f.cancelled():       # (never ran: nothing mapped)
                 if closing is not None:
                     closing.close()
-            elif f.done() and f.exception() is None and f.result()[1] is not None:
-                f.result()[1].close()
+            elif self.held is None or window is not self.held[1][3]:
+                self._let_go(window)        # never handed out: the consumer's side let go here
         for f, mapped in self.closers:
             if f.cancelled():
                 mapped.close()
+        self.over = True
         while self.done:
             self.done.popleft().close()
         # a window handed out but never read: its finally (which lets the map go) never runs
         import inspect
         held, self.held = self.held, None     # (the window's generator refers to the pool: no cycle)
-        if held is not None and held[1] is not None and \
+        if held is not None and not held[1][1].cancelled() and \
                 inspect.getgeneratorstate(held[0]) == inspect.GEN_CREATED:
-            held[1].close()
-        self.over = True
+            self._let_go(held[1][3])
+
+    def _entries(self) -> list:
+        """The windows submitted and not yet done with by the consumer: the one it holds (whose
+        thread may not have started yet), and those ahead."""
+        held = [] if self.held is None else [self.held[1]]
+        return held + list(self.ahead)

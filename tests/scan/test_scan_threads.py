@@ -216,6 +216,40 @@ def test_a_consumer_that_stops_stops_the_threads_and_closes_the_maps(partition, 
     assert not _decode_threads() and not open_maps
 
 
+def test_a_windows_first_batches_are_handed_on_while_its_later_ones_decode(partition, small_windows, monkeypatch,
+                                                                          open_maps):
+    """The pool hands a window's batches on as its thread decodes them (a LIMIT's first rows, an
+    engine's first batches: not after the whole window): the thread decoding the first window
+    waits, after its first batch, until the consumer has that batch; it would wait for ever if
+    the window were handed on whole.  The rows are the one-thread read's, and a consumer that
+    stops while a thread is still in its window leaves no thread or map."""
+    from kafkarec.scan import _read
+    plain = _read.Read.decode_ahead
+    first_taken, waited = threading.Event(), []
+
+    def slow_after_the_first(self, part, where, topic, partition_):
+        for n, item in enumerate(plain(self, part, where, topic, partition_)):
+            yield item
+            if n == 0 and not waited:
+                waited.append(first_taken.wait(60))     # (60 s: only a regression waits it out)
+    monkeypatch.setattr(_read.Read, "decode_ahead", slow_after_the_first)
+    options = dict(columns=["offset", "timestamp", "key"], max_rows_per_batch=10)
+    want = LogScan(partition, threads=1, **options).to_table()
+    reader = iter(LogScan(partition, threads=2, **options))
+    first = next(reader)
+    first_taken.set()
+    rest = list(reader)
+    assert waited == [True]
+    assert pa.Table.from_batches([first] + rest).equals(want)
+    assert not _decode_threads() and not open_maps
+    for stop in (1, 2, 5):          # consumers that stop inside a window still being decoded
+        reader = iter(LogScan(partition, threads=2, **options))
+        got = [rb for _, rb in zip(range(stop), reader)]
+        reader.close()
+        assert pa.Table.from_batches(got).equals(want.slice(0, 10 * stop))
+        assert not _decode_threads() and not open_maps
+
+
 def test_at_most_threads_windows_mapped_ahead(partition, small_windows, monkeypatch):
     open_maps, most = [], [0]
     plain = local.iter_pieces
