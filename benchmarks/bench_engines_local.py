@@ -1,7 +1,7 @@
 """Polars and DuckDB over kafkarec against Polars and DuckDB reading the same rows from Parquet.
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
-        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count,first] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
+        [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count,first,slice] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
         [--map-cache-bytes N] [--buffer-cache-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
@@ -31,7 +31,12 @@ headers a record, no compression, 64 MiB segments) into a temporary log dir (iss
 * ``count`` (``--queries count``): ``count(*)`` (Polars ``pl.len()``), and DuckDB's
   ``count("offset")`` over kafkarec beside it (a ``count(*)`` asks the source for ``key``).
 * ``first rows (LIMIT 5)`` (``--queries first``): DuckDB ``SELECT * ... LIMIT 5`` (the source is
-  not told the limit: DuckDB stops pulling its stream) and Polars ``head(5)`` (the scan's limit).
+  not told the limit: DuckDB stops pulling its stream) and Polars ``head(5)`` (the scan's limit);
+  ``first batch``: ``LogScan(threads=2)``'s first batch and the read stopped, against pyarrow's first
+  131,072 rows of the Parquet file;
+* ``offset slice`` (``--queries slice``): ``count(*)`` of ten records in the middle of the log by
+  ``offset`` (this log has no ``.index`` files: the resolver rebuilds each segment's from its batch
+  headers), against Parquet's row-group statistics.
 
 Each query's four runs alternate, best of ``--repeats`` (a noisy moment hits every run alike).
 Prints rows/s, GB/s of ``.log`` bytes, that rate over one large ``memcpy`` of the log's size
@@ -138,7 +143,7 @@ def main(argv=None) -> int:
     ap.add_argument("--headers", type=int, default=0, help="headers a record")
     ap.add_argument("--queries", default="all,meta",
                     help="which queries: all (every column), meta (offset, timestamp), kv (offset, timestamp, "
-                         "key, value: the columns analysts select), whole, summax, count, first (LIMIT 5), comma-separated")
+                         "key, value: the columns analysts select), whole, summax, count, first (LIMIT 5), slice, comma-separated")
     ap.add_argument("--values", choices=("pool", "json"), default="pool",
                     help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
                          "JSON events that compress well (issue 80's outside check)")
@@ -195,6 +200,16 @@ def main(argv=None) -> int:
         register(con, "logs_unkept", logs, **unkept)
         lf, lf_unkept = scan_log(logs, **kept), scan_log(logs, **unkept)
 
+        def first_batch(source):
+            """The first batch of a read, and the read stopped (the pool's threads and maps let go)."""
+            batches = iter(LogScan(logs, threads=2) if source == "kafkarec" else
+                           pq.ParquetFile(parquet).iter_batches(batch_size=131072))
+            next(batches)
+            batches.close()
+
+        middle = n // 2         # an offset slice: 10 records in the middle of the log
+        SLICE = f'SELECT count(*) FROM {{}} WHERE "offset" >= {middle} AND "offset" < {middle + 10}'
+
         def duck_cold(sql: str):
             """A first query: the table registered anew (no map kept yet)."""
             register(con, "logs_cold", logs, **kept)
@@ -246,6 +261,17 @@ def main(argv=None) -> int:
                 ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).head(5).collect(),
                 ("DuckDB", "kafkarec"): lambda: con.sql("SELECT * FROM logs LIMIT 5").fetchall(),
                 ("DuckDB", "Parquet"): lambda: con.sql("SELECT * FROM records LIMIT 5").fetchall(),
+                ("first batch", "kafkarec"): lambda: first_batch("kafkarec"),
+                ("first batch", "Parquet"): lambda: first_batch("Parquet"),
+            },
+            # ten records in the middle, by offset (a log without .index files: the index rebuilt)
+            "offset slice": {
+                ("Polars", "kafkarec"): lambda: lf.filter((pl.col("offset") >= middle) & (pl.col("offset") < middle + 10))
+                .select(pl.len()).collect(),
+                ("Polars", "Parquet"): lambda: pl.scan_parquet(parquet).filter(
+                    (pl.col("offset") >= middle) & (pl.col("offset") < middle + 10)).select(pl.len()).collect(),
+                ("DuckDB", "kafkarec"): lambda: con.sql(SLICE.format("logs")).fetchall(),
+                ("DuckDB", "Parquet"): lambda: con.sql(SLICE.format("records")).fetchall(),
             },
             "offset, timestamp (sum, max)": {
                 ("Polars", "kafkarec"): lambda: lf.select(*SUM_MAX).collect(),
@@ -268,14 +294,14 @@ def main(argv=None) -> int:
             return 0
         wanted = {"all": "all columns", "meta": "offset, timestamp", "kv": "offset, timestamp, key, value",
                   "whole": "whole rows", "summax": "offset, timestamp (sum, max)", "count": "count",
-                  "first": "first rows (LIMIT 5)"}
+                  "first": "first rows (LIMIT 5)", "slice": "offset slice"}
         chosen = {wanted[q] for q in args.queries.split(",")}
         queries = {q: runs for q, runs in queries.items() if q in chosen}
         results, verdicts = {}, []
         log_bytes = log_mb * 2**20
         copy_rate = memcpy_rate(int(log_bytes), args.repeats)
         print(f"memcpy of {log_mb:.0f} MiB (numpy copyto, best of {args.repeats}): {copy_rate / 1e9:.1f} GB/s")
-        print(f"{'query':30s} {'engine':7s} {'source':15s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
+        print(f"{'query':30s} {'engine':11s} {'source':15s} {'best s':>8s} {'M rows/s':>9s} {'log GB/s':>9s} "
               f"{'of memcpy':>9s} {'CPU s':>7s}")
         for query, runs in queries.items():
             for call in runs.values():
@@ -293,9 +319,11 @@ def main(argv=None) -> int:
                 results[f"{query} | {engine} | {source}"] = {"seconds": seconds, "rows_per_s": n / seconds,
                                                              "log_bytes_per_s": rate,
                                                              "cpu_seconds": cpu[(engine, source)]}
-                print(f"{query:30s} {engine:7s} {source:15s} {seconds:8.3f} {n / seconds / 1e6:9.2f} "
+                print(f"{query:30s} {engine:11s} {source:15s} {seconds:8.3f} {n / seconds / 1e6:9.2f} "
                       f"{rate / 1e9:9.2f} {rate / copy_rate:9.2f} {cpu[(engine, source)]:7.3f}")
-            for engine in ("Polars", "DuckDB"):
+            for engine in ("Polars", "DuckDB", "first batch"):
+                if f"{query} | {engine} | kafkarec" not in results:
+                    continue
                 ratio = results[f"{query} | {engine} | kafkarec"]["seconds"] / \
                     results[f"{query} | {engine} | Parquet"]["seconds"]
                 verdict = "PASS" if ratio <= TARGET else "FAIL"

@@ -677,7 +677,8 @@ def _private_scan_imports(tree):
 # module-level setting where the code reading it looks it up
 _SCAN_PRIVATE_TESTS = {
     os.path.join("tests", "spark", "test_planning.py"): ["kafkarec.scan._read"],         # READ_AHEAD_RANGES
-    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._read"],      # READ_AHEAD_RANGES
+    # READ_AHEAD_RANGES; Read.decode_ahead patched to hold a window's thread after its first batch
+    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._read"],
 }
 
 

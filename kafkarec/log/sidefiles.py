@@ -30,7 +30,7 @@ import re
 import struct
 from typing import List, NamedTuple, Optional
 
-from kafkarec._core import crc32c
+from kafkarec._core import crc32c, iter_batches
 from kafkarec.errors import CheckpointError, CorruptIndexError, CorruptSnapshotError, SideFileError
 from kafkarec.log.names import (  # noqa: F401  (file names: re-exported, their home is names)
     BOOTSTRAP_CHECKPOINT, CHECKPOINT_SUFFIX, INDEX_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX,
@@ -46,7 +46,7 @@ __all__ = [
     "file_name", "offset_from_file_name", "file_kind",
     "SnapshotPath", "parse_snapshot_path", "snapshot_file_name",
     "IndexEntry", "TimeIndexEntry", "OffsetIndex", "TimeIndex",
-    "AbortedTxn", "TransactionIndex",
+    "AbortedTxn", "TransactionIndex", "RebuiltIndex", "walked_offset_index", "INDEX_INTERVAL_BYTES",
     "ProducerStateEntry", "ProducerSnapshot", "read_producer_snapshot",
     "EpochEntry", "read_leader_epoch_checkpoint",
     "read_offset_checkpoint", "PartitionMetadata", "read_partition_metadata",
@@ -460,3 +460,84 @@ def read_partition_metadata(path: str, *, data: Optional[bytes] = None) -> Parti
     if raw == bytes(16):
         raise CheckpointError(f"Invalid topic ID in partition metadata file ({where})")
     return PartitionMetadata(version, topic_id)
+
+
+# --- an offset index rebuilt from the log ---------------------------------------------
+
+#: bytes of log between two entries of an offset index a walk makes (:func:`walked_offset_index`):
+#: Kafka's ``log.index.interval.bytes`` default, which its own rebuild of an index keeps to
+INDEX_INTERVAL_BYTES = 4096
+
+
+def walked_offset_index(path: str) -> Optional[list]:
+    """``[(offset, position)]`` of a local segment file as Kafka's ``.index`` holds them (a batch's
+    last offset and its position, a batch once more than :data:`INDEX_INTERVAL_BYTES` were
+    appended since the last entry), found by one walk of its batch headers (the core's, counted as
+    a walk): what Kafka rebuilds when a segment's index is missing or corrupt (``LogSegment.recover``),
+    for the resolver to find an offset bound's bytes without decoding the segment.  Up to where
+    framing stops, as the read frames the file; None where a batch's offsets do not rise past the
+    one before it (a damaged log: every batch is the read's to judge, so none is skipped)."""
+    import mmap
+    from kafkarec.log.segment import file_options
+    from kafkarec.log.storage import HEADER_WALK_BYTES, count_read
+    with open(path, "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return []
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        spans = iter_batches(mm, file_options(verify_crc=False)).spans()
+        count_read(sum(min(size, HEADER_WALK_BYTES) for _, size in spans), path, walk=True, mapped=True)
+        return _index_entries(mm, spans)
+    finally:
+        try:
+            mm.close()
+        except BufferError:     # an error's traceback holds the iterator: the collector closes it
+            pass
+
+
+_OFFSET = struct.Struct(">q")
+_LAST_DELTA = struct.Struct(">i")
+
+
+def _index_entries(data, spans) -> Optional[list]:
+    """:func:`walked_offset_index`'s entries of the batches at ``spans`` in ``data``."""
+    index = RebuiltIndex()
+    for pos, size in spans:
+        offset = _OFFSET.unpack_from(data, pos)[0]
+        if data[pos + 16] == 2:     # a v2 batch: base offset, last offset delta
+            index.add(pos, size, offset, offset + _LAST_DELTA.unpack_from(data, pos + 23)[0])
+        else:                       # a legacy message (a compressed wrapper's: its last inner offset)
+            index.add(pos, size, offset, offset)
+    return index.entries()
+
+
+class RebuiltIndex:
+    """A segment's offset index rebuilt batch by batch, in file order, as Kafka rebuilds one
+    (``LogSegment.recover``) and appends to it (``LogSegment.append``): an entry ``(the batch's
+    last offset, its position)`` for a batch once more than :data:`INDEX_INTERVAL_BYTES` were
+    appended since the last entry.  :meth:`entries` is None once a batch's offsets did not rise
+    past the one before it (a damaged log: no batch of it may be skipped, the read judges every
+    one).  Fed by a walk of the file's headers (:func:`walked_offset_index`) or by a partition's
+    walk (:class:`kafkarec.scan._walk.PartitionWalk`: the walk a ``read_committed`` read makes
+    anyway)."""
+    __slots__ = ("_entries", "_since", "_prev", "_broken")
+
+    def __init__(self):
+        self._entries: list = []
+        self._since = 0
+        self._prev = -1
+        self._broken = False
+
+    def add(self, position: int, size: int, first: int, last: int) -> None:
+        """The next batch: at ``position``, ``size`` bytes, offsets ``first`` to ``last``."""
+        if self._broken or first <= self._prev or last < first:
+            self._broken = True
+            return
+        self._prev = last
+        if self._since > INDEX_INTERVAL_BYTES:
+            self._entries.append((last, position))
+            self._since = 0
+        self._since += size
+
+    def entries(self) -> Optional[list]:
+        return None if self._broken else list(self._entries)

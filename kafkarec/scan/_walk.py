@@ -89,6 +89,7 @@ class PartitionWalk(NamedTuple):
             self.memo[self._memo_key] = facts
         if self.resolver is not None:
             self.resolver.note_last_offsets(self.part, facts.ends)
+            self.resolver.note_rebuilt_index(self.part, facts.rebuilt)
 
     def judge(self, visit: Optional[Callable] = None) -> Verdict:
         """Walk the whole log once, in offset order, each batch (a
@@ -106,10 +107,12 @@ class PartitionWalk(NamedTuple):
         can move the LSO) and the offsets no batch covers, kept in ``memo``."""
         from kafkarec import _core
         from kafkarec.log import committed
+        from kafkarec.log.sidefiles import RebuiltIndex
         txn: List[_TxnBatch] = []
         gaps: List[Tuple[Optional[int], int]] = []
         covered: List[Optional[int]] = [None]     # every offset below it is covered (None: none yet)
         ends: Dict[str, Optional[int]] = {}
+        rebuilt: Dict[str, RebuiltIndex] = {}
 
         def walk():
             # headers only unless a visitor reads the batches (see kafkarec.log.committed)
@@ -121,6 +124,9 @@ class PartitionWalk(NamedTuple):
                 last = b.last_offset
                 if b.magic >= 2 and (covered[0] is None or b.base_offset > covered[0]):
                     gaps.append((covered[0], b.base_offset))
+                if b.path not in rebuilt:
+                    rebuilt[b.path] = RebuiltIndex()
+                rebuilt[b.path].add(b.position, b.size_in_bytes, b.base_offset if b.magic >= 2 else last, last)
                 covered[0] = last + 1 if covered[0] is None else max(covered[0], last + 1)
                 if b.is_transactional or b.is_control:
                     # (read whole by the walk: its records' count and last offset cost nothing more)
@@ -134,10 +140,13 @@ class PartitionWalk(NamedTuple):
         spans: Spans = committed.aborted_spans(walk())
         verdict = Verdict(frozenset((path, position) for path, found in spans.items() for position, _ in found),
                           spans)
-        facts = LogFacts(verdict, tuple(txn), tuple(gaps), covered[0], ends)
+        facts = LogFacts(verdict, tuple(txn), tuple(gaps), covered[0], ends,
+                         {path: index.entries() for path, index in rebuilt.items()})
         if self.resolver is not None:
-            # the segments walked to their ends: their last offsets are the log end, not read again
+            # the segments walked to their ends: their last offsets are the log end, not read again;
+            # their offset indexes rebuilt (a segment without a usable .index: not walked again)
             self.resolver.note_last_offsets(self.part, ends)
+            self.resolver.note_rebuilt_index(self.part, facts.rebuilt)
         if self.memo is not None:
             self.memo[self._memo_key] = facts
         return facts
@@ -247,13 +256,16 @@ class LogFacts(NamedTuple):
     any end, and what a transaction or a marker leaves out of a range),
     the offset ranges ``[lo, hi)`` before a batch that no earlier batch covers (``gaps``; ``lo``
     None: before the first batch), the offset every batch's offsets end below (``covered``;
-    None: no batch) and ``ends``: ``{segment path: its last whole batch's last offset}`` of the
-    segments walked to their end (what the log end is read off)."""
+    None: no batch), ``ends``: ``{segment path: its last whole batch's last offset}`` of the
+    segments walked to their end (what the log end is read off) and ``rebuilt``: ``{segment path:
+    its offset index as Kafka rebuilds one}`` (:class:`kafkarec.log.sidefiles.RebuiltIndex`: what an
+    offset bound finds its bytes by in a segment without a usable ``.index``)."""
     verdict: Verdict
     txn: tuple
     gaps: tuple
     covered: Optional[int]
     ends: dict = {}
+    rebuilt: dict = {}
 
 
 #: ControlRecordType.COMMIT: the marker that closes a transaction without aborting it

@@ -25,16 +25,70 @@ def _scan_rows(log_dir, case):
     return out
 
 
+@pytest.fixture(scope="module")
+def without_offset_indexes(stopped_log_dir, tmp_path_factory):
+    """A copy of the stopped broker's log dir without its ``.index`` files (segment files copied
+    alone): the resolver rebuilds each from the log's batch headers, as Kafka does."""
+    import glob
+    import os
+    import shutil
+    root = str(tmp_path_factory.mktemp("no-index") / "data")
+    shutil.copytree(stopped_log_dir, root)
+    removed = glob.glob(os.path.join(root, "*", "*.index"))
+    for path in removed:
+        os.remove(path)
+    assert len(removed) > 20
+    return root
+
+
 @pytest.mark.spark
+@pytest.mark.parametrize("indexes", ["kept", "removed"])
 @pytest.mark.parametrize("name", ["all-uncommitted", "all-committed", "txn-offsets-committed",
                                   "txn-offsets-uncommitted", "timestamps"])
-def test_same_rows_as_sparks_kafka_source(broker_spark, broker_data, stopped_log_dir, name):
+def test_same_rows_as_sparks_kafka_source(broker_spark, broker_data, stopped_log_dir, without_offset_indexes,
+                                          name, indexes):
+    """(``removed``: the offset windows found by each segment's offset index rebuilt from its
+    batch headers, not by the broker's ``.index``.)"""
     (case,) = [c for c in cases(broker_data) if c["name"] == name]
     kafka = rows(broker_spark / name / "kafka")
-    ours = _scan_rows(stopped_log_dir, case)
+    ours = _scan_rows(stopped_log_dir if indexes == "kept" else without_offset_indexes, case)
     assert kafka and len(ours) == len(kafka)
     for a, b in zip(ours, kafka):
         assert a == b
+
+
+def test_an_offset_index_rebuilt_from_the_log_is_the_brokers(kafka_broker, stopped_log_dir):
+    """Each segment's offset index rebuilt from its batch headers
+    (:func:`kafkarec.log.sidefiles.walked_offset_index`, LogSegment.append's rule) holds the
+    entries the broker wrote to its ``.index`` (one batch an append): the session's data topics'
+    segments, and a topic of 6,000 records in batches of about 4 KB written here, uncompressed and
+    zstd, rolled at 128 KiB (the active segment's index read as the broker preallocated it)."""
+    import glob
+    import os
+    from kafkarec.log import sidefiles
+    topic = "rebuilt-index"
+    produce.create_topics(kafka_broker.bootstrap, [produce.TopicInfo(
+        topic, 1, {"internal.segment.bytes": str(128 << 10)}, "confluent-kafka")])
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 3000, partitions=1, rounds=3)
+    produce.produce_confluent(kafka_broker.bootstrap, topic, 3000, partitions=1, rounds=3,
+                              **{"compression.type": "zstd"})
+    produce.wait_settled(kafka_broker.log_dir, [topic])
+    paths = sorted(glob.glob(os.path.join(stopped_log_dir, "*", "*.log"))) + \
+        sorted(glob.glob(os.path.join(kafka_broker.log_dir, f"{topic}-0", "*.log")))
+    compared = entries = 0
+    for path in paths:
+        if os.path.basename(os.path.dirname(path)).startswith("__") or not os.path.exists(path[:-4] + ".index"):
+            continue
+        with open(path[:-4] + ".index", "rb") as fh:
+            data = fh.read()
+        # (a preallocated slot reads as (base offset, 0), as kafka-dump-log shows it: no entry
+        # Kafka made, which needs more than 4 KiB of batches before its position)
+        written = [tuple(e) for e in sidefiles.OffsetIndex(path[:-4] + ".index", int(os.path.basename(path)[:-4]),
+                                                            data=data).entries() if e[1] > 0]
+        assert sidefiles.walked_offset_index(path) == written, path
+        compared += 1
+        entries += len(written)
+    assert compared >= 5 and entries >= 50, (compared, entries)
 
 
 @pytest.mark.parametrize("iso", ["read_uncommitted", "read_committed"])

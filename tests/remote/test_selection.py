@@ -297,3 +297,118 @@ def test_cli_arguments(logroot, rows):
     assert got == oracle(rows, topics={"audit-log"}, start=("ts", 1_700_000_005_000),
                          end={("audit-log", 0): 60}) and got
     assert selection_args.selection_from_args(parser.parse_args([])) is None
+
+
+# --- a segment without a usable .index: the resolver walks its batch headers, as Kafka rebuilds one
+
+@pytest.fixture(scope="module")
+def indexed_and_not(tmp_path_factory):
+    """One partition of 1,500 small batches (uncompressed and lz4) in segments of about 160 KB, as
+    the writer lays them out with their indexes (``indexed``: Kafka's 4 KiB interval), and a copy
+    of the segment files alone (``unindexed``)."""
+    indexed = str(tmp_path_factory.mktemp("indexed"))
+    w = PartitionWriter(indexed, "t", 0, segment_bytes=160_000)
+    for k in range(1500):
+        w.append(v2_batch(sample_records(4 + k % 3, start_ts=T0 + 10 * k, size=40), codec=["none", "lz4"][k % 2]))
+    w.close()
+    unindexed = str(tmp_path_factory.mktemp("unindexed"))
+    shutil.copytree(indexed, unindexed, dirs_exist_ok=True)
+    for path in glob.glob(os.path.join(unindexed, "*", "*.index")):
+        os.remove(path)
+    assert len(glob.glob(os.path.join(unindexed, "*", "*.log"))) >= 3
+    return indexed, unindexed
+
+
+def _spans_of(root):
+    out = []          # (path, position, size, base, last) of every batch
+    for path in sorted(glob.glob(os.path.join(root, "*", "*.log"))):
+        with Segment(path) as seg:
+            out += [(path, b.position, b.size_in_bytes, b.base_offset, b.last_offset) for b in seg.batches()]
+    return out
+
+
+def test_a_walk_of_the_batch_headers_finds_the_entries_kafkas_index_holds(indexed_and_not):
+    """The walk makes the entries LogSegment.append makes (the writer follows it): a batch's last
+    offset and position, once more than 4 KiB were appended since the last entry."""
+    from kafkarec.log import sidefiles
+    indexed, _ = indexed_and_not
+    for path in sorted(glob.glob(os.path.join(indexed, "*", "*.log"))):
+        base = int(os.path.basename(path)[:-4])
+        with open(path[:-4] + ".index", "rb") as fh:
+            written = [tuple(e) for e in sidefiles.OffsetIndex(path[:-4] + ".index", base, data=fh.read()).entries()]
+        assert len(written) > 20
+        assert sidefiles.walked_offset_index(path) == written, path
+
+
+@pytest.mark.parametrize("bounds", [(0, 10), (0.5, 30), (0.97, None), (0.3, 0.7)])
+def test_an_offset_bound_without_an_index_reads_its_batches_not_the_segment(indexed_and_not, bounds):
+    """Without a .index an offset bound reads from the walked entry at or below its start to the
+    batch holding its end, as with the index (each batch's header walked once, 61 bytes), the same
+    rows the indexed copy gives, through the one reader and the log layer's ranged reads."""
+    indexed, unindexed = indexed_and_not
+    spans = _spans_of(unindexed)
+    n = spans[-1][4] + 1
+    lo, hi = (int(b * n) if isinstance(b, float) else b for b in bounds)
+    options = {"startingOffsets": json.dumps({"t": {"0": lo}}),
+               "endingOffsets": json.dumps({"t": {"0": -1 if hi is None else hi}})}
+    stats = storage.ReadStats()
+    walked = storage.process_walk_bytes().bytes
+    storage.RangeFile.stats = stats
+    try:
+        got = run(unindexed, options, arrow=True)
+    finally:
+        storage.RangeFile.stats = None
+    # the walk: each batch header of the segments planned, once
+    assert storage.process_walk_bytes().bytes - walked <= 61 * len(spans)
+    assert [r[2] for r in got] == list(range(lo, n if hi is None else hi))
+    walked = storage.process_walk_bytes().bytes
+    assert run(unindexed, options) == got
+    assert storage.process_walk_bytes().bytes - walked <= 61 * len(spans)
+    assert got == run(indexed, options, arrow=True) == run(indexed, options)
+    needed = [s for s in spans if s[4] >= lo and (hi is None or s[3] < hi)]
+    for path, read in stats.by_path.items():
+        mine = [s for s in needed if s[0] == path]
+        assert mine, f"{path} read although none of its batches is selected"
+        first, last = mine[0], mine[-1]
+        assert read <= (last[1] + last[2]) - first[1] + 4096 + max(s[2] for s in spans), path
+    assert sum(stats.by_path.values()) < sum(os.path.getsize(s) for s in {s[0] for s in spans}) / 2
+
+
+@pytest.mark.parametrize("damage", ["back", "crc"])
+def test_a_damaged_log_without_an_index_reads_as_the_read_judges_it(indexed_and_not, tmp_path, monkeypatch, damage):
+    """A batch whose offsets go back makes the walk no index at all (every batch is the read's to
+    judge, none skipped: the rows and errors of reading the segment whole); a batch whose CRC
+    fails inside the bounds is reported as the indexed copy's read reports it."""
+    from kafkarec.log import sidefiles
+    indexed, _ = indexed_and_not
+    root, bare = str(tmp_path / "damaged"), str(tmp_path / "damaged-bare")
+    shutil.copytree(indexed, root)
+    spans = _spans_of(root)
+    path, pos, size, base, last = spans[len(spans) // 2]
+    with open(path, "r+b") as fh:
+        if damage == "back":
+            fh.seek(pos)
+            fh.write(struct.pack(">q", base - 20))      # (outside the CRC)
+        else:
+            fh.seek(pos + size - 5)
+            byte = fh.read(1)
+            fh.seek(pos + size - 5)
+            fh.write(bytes([byte[0] ^ 0xFF]))
+    shutil.copytree(root, bare)
+    for p in glob.glob(os.path.join(bare, "*", "*.index")):
+        os.remove(p)
+    sel = selection.parse_selection({"startingOffsets": json.dumps({"t": {"0": base - 40}}),
+                                     "endingOffsets": json.dumps({"t": {"0": last + 30}})})
+    columns = ("offset", "timestamp", "value", "_corrupt_record")
+
+    def rows(source):     # (an error names its file: the copies' folders told apart)
+        return [(r["offset"], r["value"], r["_corrupt_record"] and r["_corrupt_record"].replace(source, "ROOT"))
+                for r in scan_rows(source, columns, selection=sel, mode="PERMISSIVE")["t"]]
+    got = rows(bare)
+    assert any(r[2] is not None for r in got)       # the damaged batch reported
+    if damage == "back":
+        assert sidefiles.walked_offset_index(os.path.join(bare, "t-0", os.path.basename(path))) is None
+        monkeypatch.setattr(sidefiles, "walked_offset_index", lambda p: None)
+        assert got == rows(bare)        # read as without the walk: every batch of the segment judged
+    else:
+        assert got == rows(root)

@@ -50,6 +50,7 @@ class Resolver:
         self._time_idx: Dict[str, Optional[list]] = {}
         self._time_believed: Dict[str, bool] = {}
         self._last: Dict[Tuple[str, int], Optional[int]] = {}    # (path, size) -> last offset
+        self._rebuilt: Dict[str, Optional[list]] = {}   # path -> offset index a partition's walk rebuilt
 
     # side files, checked --------------------------------------------------------------
     def offset_entries(self, seg: SegmentRef) -> Optional[list]:
@@ -74,7 +75,28 @@ class Resolver:
                 entries = None
         elif seg.offset_index is not None:
             entries = []
+        if entries is None:
+            entries = self._walked_entries(seg)
         self._offset_idx[seg.path] = entries
+        return entries
+
+    def _walked_entries(self, seg: SegmentRef) -> Optional[list]:
+        """A local segment's offset index as Kafka rebuilds a missing or corrupt one, from one walk
+        of its batch headers (:func:`kafkarec.log.sidefiles.walked_offset_index`): an offset bound then
+        reads its batches only, not the whole segment.  None (the segment scanned whole) on other
+        storage, where the walk would read every batch, and where the walk's offsets are not
+        increasing inside the segment (a damaged log: the read judges it)."""
+        if seg.rsm is not None or not storage_of(self.storage, seg).is_local:
+            return None
+        if seg.path in self._rebuilt:       # (a prefix of the file: what the walk framed of it)
+            entries = self._rebuilt[seg.path]
+        else:
+            try:
+                entries = sf.walked_offset_index(seg.path)
+            except OSError:             # gone since it was listed: its read reports it
+                return None
+        if entries is None or not _increasing(entries, seg.base_offset, seg.end_offset, seg.size):
+            return None
         return entries
 
     def time_entries(self, seg: SegmentRef) -> Optional[list]:
@@ -319,6 +341,14 @@ class Resolver:
         for seg in part.segments:
             if seg.path in ends:
                 self._last[(seg.path, seg.size)] = ends[seg.path]
+
+    def note_rebuilt_index(self, part: PartitionLog, rebuilt: Dict[str, Optional[list]]) -> None:
+        """The offset indexes a walk of ``part``'s batches rebuilt (``{path: entries or None}``,
+        :class:`kafkarec.log.sidefiles.RebuiltIndex`): a segment without a usable ``.index`` takes its
+        entries from there, not walking its headers again."""
+        for seg in part.segments:
+            if seg.path in rebuilt:
+                self._rebuilt[seg.path] = rebuilt[seg.path]
 
     def last_offset(self, seg: SegmentRef) -> Optional[int]:
         """The last offset of the last whole batch of a segment, or None if it has none (read
