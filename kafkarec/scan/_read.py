@@ -24,6 +24,11 @@ from kafkarec.scan._pool import DecodePool
 #: best of 15 at 1 thread and on 2 threads' pool: 18 MB 6.4 against 7.2 ms, 35 MB 12.0 against
 #: 9.7 ms; of zstd batches: 4.2 MB 22.1 against 15.5 ms, 8.3 MB 40.5 against 24.7 ms
 POOL_MIN_WORK = 24 << 20
+#: the least rows a batch of a limited read's first window holds (the limit's rows when more, at
+#: most the read's): a small limit builds about one batch of records, and a limit its first
+#: window does not meet (bounds or the offset-order rule leaving rows out) pays for a batch every
+#: thousand rows in that window only
+FIRST_ROWS = 1024
 #: a compressed piece's bytes weigh this many uncompressed ones (decompressed and decoded: the
 #: zstd pieces above take 5 ms a MB, the uncompressed ones 0.34)
 COMPRESSED_WORK = 8
@@ -106,29 +111,30 @@ class Read:
         self.stopped: Optional[_Stopped] = None
 
     # --- decoding a piece (in the consumer's thread, or on the pool's) -----------------------
-    def decode(self, piece, where, topic, partition):
-        """The items of one piece, as :func:`kafkarec.scan.decode.decode_range` gives them.
+    def decode(self, piece, where, topic, partition, max_rows: Optional[int] = None):
+        """The items of one piece, as :func:`kafkarec.scan.decode.decode_range` gives them, in
+        batches of ``max_rows`` (None: the read's).
         badRecordsPath: what decoding keeps goes with the error it is kept for (_Kept), and is
         written when the consumer takes that error (_write_kept): in log order whichever thread
         decoded it, and only for the errors the read reports."""
         if self.quarantine is None:
-            return self._decode_into(piece, where, topic, partition, None)
-        return self._decode_kept(piece, where, topic, partition)
+            return self._decode_into(piece, where, topic, partition, None, max_rows)
+        return self._decode_kept(piece, where, topic, partition, max_rows)
 
-    def _decode_kept(self, piece, where, topic, partition):
+    def _decode_kept(self, piece, where, topic, partition, max_rows):
         kept = _Kept()
-        for kind, item in self._decode_into(piece, where, topic, partition, kept):
+        for kind, item in self._decode_into(piece, where, topic, partition, kept, max_rows):
             if kind != "batch" and kept.entries:
                 item = dict(item, **{_KEPT: kept.take()})
             yield kind, item
 
-    def _decode_into(self, piece, where, topic, partition, keep_to):
+    def _decode_into(self, piece, where, topic, partition, keep_to, max_rows=None):
         config = self.config
         return decode_range(
             piece.data, self.options, base=piece.position,
             topic=topic, partition=partition, include_control=config.include_control,
             batch_columns=self.batch_columns,
-            max_rows=self.max_rows, mode=config.mode, where=where,
+            max_rows=self.max_rows if max_rows is None else max_rows, mode=config.mode, where=where,
             quarantine=keep_to, columns=self.columns, core_errors=config.core_errors,
             keys=config.bounds.keys, timestamp_unit=self.timestamp_unit, value_layout=self.value_layout,
             spare=self.spare)
@@ -195,8 +201,7 @@ class Read:
         # now; listed ranges cut as the pool's planner cuts them, each when its turn comes: the
         # same pieces, so the same batches, and no index read before the first row)
         ranges = [w for rr in ranges for w in rr.windows()]
-        return ((rr, ((part, None) for part in without_skips(rr, pieces)))
-                for rr, pieces in ranges_read(ranges, self.split))
+        return self._as_asked(ranges_read(ranges, self.split))
 
     def _limited_ahead(self, ranges):
         """The readings of a read with a row limit: the first window in the consumer's thread, as
@@ -204,9 +209,25 @@ class Read:
         that window; the windows after it on the pool, which keeps :meth:`depth` of them ahead."""
         first, *rest = list(self.cut(ranges[0])) or [None]
         if first is not None:       # (a range cut into nothing has nothing to read)
-            for rr, pieces in ranges_read([first]):
-                yield rr, ((part, None) for part in without_skips(rr, pieces))
+            yield from self._as_asked(ranges_read([first]))
         yield from DecodePool(self, self.config.threads).readings(list(rest) + list(ranges[1:]))
+
+    def _as_asked(self, readings):
+        """``readings`` (``(window, its pieces)``) each piece decoded as the consumer asks; a read
+        with a row limit decodes its first window in batches of about the limit's rows (at least
+        :data:`FIRST_ROWS`, at most the read's): a ``head(5)`` builds one batch of records, not
+        65,536 rows."""
+        rows = None if self.config.limit is None else min(self.max_rows, max(self.config.limit, FIRST_ROWS))
+        for rr, pieces in readings:
+            yield rr, self._pieces_asked(rr, pieces, rows)
+            rows = None
+
+    def _pieces_asked(self, rr, pieces, rows: Optional[int]):
+        """``(piece, None)`` (decoded by the consumer when it takes it), or with ``rows`` the
+        piece's items decoded in batches of that many rows, as the consumer takes them."""
+        for part in without_skips(rr, pieces):
+            yield part, (None if rows is None or isinstance(part, dict) else
+                         self.decode(part, rr.where, rr.topic, rr.partition, rows))
 
     def items(self, ranges):
         """``(where, item)`` for each of ``ranges`` read in log order (see the class).

@@ -166,6 +166,30 @@ def test_a_limit_reads_in_the_consumers_thread_and_no_window_past_it(partition, 
     assert not _decode_threads()
 
 
+@pytest.mark.parametrize("limit", [5, 3000])
+def test_a_small_limit_builds_batches_of_about_its_rows(tmp_path, monkeypatch, limit):
+    """A limited read's first window is decoded in batches of about the limit's rows (at least
+    1,024), not the read's 65,536: a ``head(5)`` builds one batch of records.  The rows are the
+    unlimited read's first ones, in every mode."""
+    w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=10 << 20)
+    for k in range(500):
+        w.append(v2_batch(sample_records(100, start_ts=T0 + 100 * k, size=20)))
+    w.close()
+    plain, built = _read.decode_range, []
+
+    def counted(*args, **kwargs):
+        for kind, item in plain(*args, **kwargs):
+            if kind == "batch":
+                built.append(item.num_rows)
+            yield kind, item
+    monkeypatch.setattr(_read, "decode_range", counted)
+    for mode in ("PERMISSIVE", "FAILFAST"):
+        built.clear()
+        got = LogScan(str(tmp_path), limit=limit, mode=mode, columns=["offset", "key", "value"]).to_table()
+        assert got.equals(LogScan(str(tmp_path), mode=mode, columns=["offset", "key", "value"]).to_table().slice(0, limit))
+        assert built[0] <= max(limit, 1024) + 100 < 65536, built
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_a_limit_past_its_first_window_decodes_on_the_pool_and_no_more_ahead_than_it_needs(
         partition, small_windows, monkeypatch, threads):
