@@ -92,9 +92,10 @@ class DecodePool:
     (:class:`kafkarec.scan._plan.SegmentPiece` s: a local slice's window is one map, a listed
     range's part is read in its pieces by the thread that decodes it), each buffer paired with its
     items decoded (``read.decode_ahead``) on ``threads`` threads, ahead of the consumer, and handed
-    on as they come (:meth:`readings`: a window's first Arrow batches while its later ones decode).  The pieces are cut into windows (``read.cut``) on a planner thread of the
-    pool's own, piece after piece and a few ahead of the decoding: the first window decodes while
-    later files are walked, and the consumer's thread walks none.
+    on as they come (:meth:`readings`: a window's first Arrow batches while its later ones
+    decode).  The pieces are cut into windows (``read.cut``) on a planner thread of the pool's
+    own, piece after piece and a few ahead of the decoding: the first window decodes while later
+    files are walked, and the consumer's thread walks none.
 
     The consumer gets the windows in order, and each one's items as one thread decoded them,
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
@@ -179,11 +180,13 @@ class DecodePool:
             opened = sl.open()
             try:
                 self._decode_parts(without_skips(sl, opened), sl.where, sl.topic, sl.partition, window)
+            except Exception as exc:    # (its pieces handed on may still be read: the map stays open)
+                window.put("raise", exc)
             except BaseException:       # (an interrupt): nobody will be handed this map
                 opened.close()
                 opened = None
                 raise
-        except BaseException as exc:   # raised to the consumer where it reaches it
+        except BaseException as exc:   # (opening raised, or an interrupt) raised to the consumer
             window.put("raise", exc)
             raise
         finally:
