@@ -18,7 +18,14 @@ imports neither.
 """
 from __future__ import annotations
 
-__all__ = ["task_scan_options"]
+__all__ = ["task_scan_options", "MAP_CACHE_BYTES", "BUFFER_CACHE_BYTES"]
+
+#: what a source held across queries (a registered DuckDB table, a Polars LazyFrame) keeps between
+#: them unless told otherwise: the bytes of local windows' maps left open (ScanConfig.map_cache_bytes;
+#: docs/engines.md, "Windows kept mapped") and of the column buffers the engine let go of
+#: (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
+MAP_CACHE_BYTES = 1 << 30
+BUFFER_CACHE_BYTES = 256 << 20
 
 
 def task_scan_options(options: dict, engine: str) -> dict:

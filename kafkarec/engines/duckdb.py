@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from kafkarec._extras import require
+from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES  # (a held source's defaults: one home)
 from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 _sources = require("duckdb._sources")
@@ -41,13 +42,6 @@ __all__ = ["LogSource", "register"]
 #: the layout of ``key`` and ``value`` :func:`register` reads by default (ScanConfig.value_layout)
 VALUE_LAYOUT = "copy"
 
-#: the bytes of local windows' maps a registered table keeps open between its queries unless
-#: ``map_cache_bytes`` is given (ScanConfig.map_cache_bytes; docs/engines.md, "Windows kept mapped")
-MAP_CACHE_BYTES = 1 << 30
-
-#: the bytes of column buffers a registered table keeps from one query to the next unless
-#: ``buffer_cache_bytes`` is given (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
-BUFFER_CACHE_BYTES = 256 << 20
 
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
 _CONSTANT_TYPES = {"topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT", "timestamp": "TIMESTAMP",

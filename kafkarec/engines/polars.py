@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Iterator, List, Optional, Tuple
 
 from kafkarec._extras import require
+from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES  # (a held source's defaults: one home)
 from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 pl = require("polars")
@@ -37,14 +38,6 @@ __all__ = ["scan_log", "predicate_bounds"]
 #: the layout of ``key`` and ``value`` :func:`scan_log` reads by default (ScanConfig.value_layout)
 VALUE_LAYOUT = "view"
 
-#: the bytes of local windows' maps a LazyFrame keeps open between its collects unless
-#: ``map_cache_bytes`` is given (ScanConfig.map_cache_bytes: reads of the copy layout, and of the
-#: view layout without key or value; docs/engines.md, "Windows kept mapped")
-MAP_CACHE_BYTES = 1 << 30
-
-#: the bytes of column buffers a LazyFrame keeps from one collect to the next unless
-#: ``buffer_cache_bytes`` is given (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
-BUFFER_CACHE_BYTES = 256 << 20
 
 #: Polars' comparison operators (``BinaryExpr.op`` in its serialized tree)
 _COMPARISONS = {"Eq": "==", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
