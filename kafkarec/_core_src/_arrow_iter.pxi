@@ -111,10 +111,12 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     into the chunk's columns) or ``"view"`` (as ``binary_view``: a key or value over 12 bytes is a
     view into ``data``, or into a compressed batch's decompressed records, which the chunk then
     holds; nothing else differs).  The chunks then hold ``data`` as long as they live, so ``data``
-    must be memory no one shrinks: a memory map is refused (a file truncated under a map held by
-    an engine's thread would kill the process with SIGBUS; read the bytes into memory instead).
-    Only an ``mmap.mmap`` (or a memoryview of one) is recognised: do not pass a map behind another
-    buffer (``pyarrow.memory_map``'s, a ``numpy.memmap``) either.
+    must be memory no one shrinks; a memory map is not (a file truncated under a map an engine's
+    thread reads kills the process with SIGBUS): from an ``mmap.mmap`` (or a memoryview of one)
+    an uncompressed batch's long keys and values are copied into the chunk's own buffer and
+    viewed there, a compressed batch's still viewed in its decompressed records.  Only Python's
+    ``mmap.mmap`` can be told apart: do not pass a map behind another buffer
+    (``pyarrow.memory_map``'s, a ``numpy.memmap``).
     ``spare``: a :class:`SpareBuffers` the chunks' large column buffers are taken from when one
     fits, and given back to once Arrow lets go of them (memory already faulted in, for a query
     repeated over a registered source; its owner bounds it and closes it); None: Arrow's memory
@@ -151,7 +153,8 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
         raise ValueError(f"partition {partition} does not fit the int32 partition column")
     cdef list projection = None
     cdef object window = None
-    if value_layout_is_view(value_layout):
+    cdef bint views = value_layout_is_view(value_layout)
+    if views:
         window = view_window(data)
     if columns is not None:
         available = arrow_schema(batch_columns=batch_columns).names
@@ -165,22 +168,21 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     out._chunks = _arrow_batches(data, out._batches, topic, partition, include_control,
                                  batch_columns, read_committed, max_rows, max_bytes, errors,
                                  error_sink, projection, None if keys is None else _KeySet(keys), timestamp_unit, window,
-                                 spare)
+                                 spare, views)
     return out
 
 
 cdef object view_window(object data):
-    """``data`` as the pyarrow.Buffer the view layout's chunks hold (no copy); a memory map is
-    refused (see iter_arrow), and so is more than int32 views can point into.  Only Python's own
-    ``mmap.mmap`` (or a memoryview of one) can be told apart: a map behind another buffer
-    (``pyarrow.memory_map``, ``numpy.memmap``) is the caller's to keep out, as iter_arrow says."""
+    """``data`` as the pyarrow.Buffer the view layout's chunks hold (no copy), or None for a memory
+    map, which no chunk may hold (see iter_arrow: its records' bytes are copied); more than int32
+    views can point into is refused.  Only Python's own ``mmap.mmap`` (or a memoryview of one) can
+    be told apart: a map behind another buffer (``pyarrow.memory_map``, ``numpy.memmap``) is the
+    caller's to keep out, as iter_arrow says."""
     import mmap
     pa = pyarrow()
     owner = data.obj if isinstance(data, memoryview) else data
     if isinstance(owner, mmap.mmap):
-        raise UsageError("iter_arrow(value_layout='view'): data is a memory map, which the chunks would "
-                         "point into (a file truncated under it kills the process with SIGBUS); "
-                         "read its bytes into memory")
+        return None
     window = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
     if window.size > INT32_LIMIT:
         raise UsageError(f"iter_arrow(value_layout='view'): data of {window.size} bytes, over the 2 GiB "
@@ -191,10 +193,11 @@ cdef object view_window(object data):
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
-                   _KeySet keys=None, str ts_unit="ms", object window=None, SpareBuffers spare=None):
+                   _KeySet keys=None, str ts_unit="ms", object window=None, SpareBuffers spare=None,
+                   bint views=False):
     cdef bint lean = is_lean(projection, batch_columns)
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
-    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
+    cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
     cdef RecordBatch b
     cdef RecordView v
     cdef _RecordIterator rit
@@ -216,10 +219,13 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     # compressed batches decompress into one buffer: each batch's records are copied out (or
     # walked) before the next batch is read
     cdef _Scratch scratch = _Scratch.__new__(_Scratch)
-    if window is not None and not lean:
+    if views and not lean and window is not None:
         # the view layout: a compressed batch's records are decompressed into a buffer of their
         # own, which the chunk's views point into and hold; and the views into the window need
-        # its address to be the one the batches are framed in
+        # its address to be the one the batches are framed in.  (Over a map, which no chunk may
+        # hold, every long key and value is copied into the chunk's own buffer: a compressed
+        # batch's records from the one scratch buffer, as in the classic layout; a buffer of
+        # their own for each batch cost more in page faults than the copy, issue 80.)
         scratch = None
         if window.size and <const uint8_t *><uintptr_t>window.address != batches._buf.ptr:
             raise AssertionError("iter_arrow(value_layout='view'): data moved")
@@ -236,7 +242,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 and (cols.rows >= max_rows or cols.data_bytes() >= max_bytes)):
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
             chunk_start = batches._offset
             sized = False
             continue
@@ -299,7 +305,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare)
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
             chunk_start = batch_offset(b) + b.size_in_bytes
             sized = False
         elif not sized and cols.rows:

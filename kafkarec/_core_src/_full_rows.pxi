@@ -148,7 +148,7 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     if st.keys != NULL:
         return full_rows_keyed(it, st)
     if st.want_headers:
-        return full_rows_loop(it, st, False, False, True, True)
+        return full_rows_loop(it, st, False, False, False, True, True)
     return full_rows_lean(it, st)
 
 
@@ -157,25 +157,41 @@ cdef int full_rows_lean(_RecordIterator it, FullRows *st) noexcept nogil:
     # either (DuckDB's [key, value]), none written (a function of their own: compiled beside the
     # common copy, all three in one function, that copy took 11 more instructions a record)
     if st.want_timestamp:
-        return full_rows_loop(it, st, False, False, False, True)
-    return full_rows_loop(it, st, False, False, False, False)
+        return full_rows_loop(it, st, False, False, False, False, True)
+    return full_rows_loop(it, st, False, False, False, False, False)
 
 
 cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
-    return full_rows_loop(it, st, True, False, st.want_headers, True)
+    return full_rows_loop(it, st, True, False, False, st.want_headers, True)
 
 
 cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
+    if st.copies:
+        return full_rows_copied_views(it, st)
     if st.keys != NULL:
-        return full_rows_loop(it, st, True, True, st.want_headers, True)
-    return full_rows_loop(it, st, False, True, st.want_headers, True)
+        return full_rows_loop(it, st, True, True, False, st.want_headers, True)
+    return full_rows_loop(it, st, False, True, False, st.want_headers, True)
+
+
+cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:
+    # views of a map's records, copied (DuckDB's [key, value] among them: a copy of its own
+    # without the headers or timestamps, as full_rows_lean's)
+    if st.keys != NULL:
+        return full_rows_loop(it, st, True, True, True, st.want_headers, True)
+    if st.want_headers:
+        return full_rows_loop(it, st, False, True, True, True, True)
+    if st.want_timestamp:
+        return full_rows_loop(it, st, False, True, True, False, True)
+    return full_rows_loop(it, st, False, True, True, False, False)
 
 
 cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed,
-                                             bint views, bint headers, bint timestamps) noexcept nogil:
-    """full_rows' loop; keyed, views, headers (st.want_headers) and timestamps (False: not written,
-    st.want_timestamp) are constants of each of its copies, so that the common one, and one without
-    headers or timestamps (DuckDB's [key, value]), carry no state for what they do not do."""
+                                             bint views, bint copies, bint headers,
+                                             bint timestamps) noexcept nogil:
+    """full_rows' loop; keyed, views, copies (views of copied bytes, st.copies), headers
+    (st.want_headers) and timestamps (False: not written, st.want_timestamp) are constants of each
+    of its copies, so that the common one, and one without headers or timestamps (DuckDB's [key,
+    value]), carry no state for what they do not do."""
     cdef RecordView v
     cdef const uint8_t *pos = st.pos
     cdef const uint8_t *end = st.end
@@ -200,6 +216,10 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     cdef bint want_key = st.want_key, want_value = st.want_value
     cdef const uint8_t *src_base = st.src_base
     cdef int32_t src_index = st.src_index
+    cdef uint8_t *kcopy = st.kcopy
+    cdef uint8_t *vcopy = st.vcopy
+    cdef Py_ssize_t kcopy_at = st.kcopy_at, vcopy_at = st.vcopy_at
+    cdef Py_ssize_t kcopy_cap = st.kcopy_cap, vcopy_cap = st.vcopy_cap
     while it._remaining > 0 and i < room:
         kr_prefetch_ahead(pos)
         start = pos
@@ -213,6 +233,10 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
         leave_out_unwanted(&v, want_key, want_value, headers, start)
         if unlikely((not views and ((v.key_len >= 0 and kpos + v.key_len + KAFKAREC_COPY_SLACK > kcap)
                                     or (v.value_len >= 0 and vpos + v.value_len + KAFKAREC_COPY_SLACK > vcap)))
+                    or (copies and ((v.key_len > VIEW_INLINE
+                                     and kcopy_at + v.key_len + KAFKAREC_COPY_SLACK > kcopy_cap)
+                                    or (v.value_len > VIEW_INLINE
+                                        and vcopy_at + v.value_len + KAFKAREC_COPY_SLACK > vcopy_cap)))
                     or (headers and v.header_count != 0 and put_headers(st, &v) != 0)):
             # (the headers are put last of these tests: when they are put the row is written)
             pos = start                     # the record again, by the GIL's path
@@ -220,7 +244,12 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
             it._prev_offset_delta = prev_delta
             status = ROWS_SLOW
             break
-        if views:       # (views are indexed by row; the view room was reserved with the rows')
+        if copies:
+            put_view_copied(kdata, &st.kvalid, &st.key_nulls, &kpos, row0 + i, v.key, v.key_len, kcopy,
+                            &kcopy_at, end)
+            put_view_copied(vdata, &st.vvalid, &st.value_nulls, &vpos, row0 + i, v.value, v.value_len,
+                            vcopy, &vcopy_at, end)
+        elif views:     # (views are indexed by row; the view room was reserved with the rows')
             put_view(kdata, &st.kvalid, &st.key_nulls, &kpos, row0 + i, v.key, v.key_len, src_base,
                      src_index)
             put_view(vdata, &st.vvalid, &st.value_nulls, &vpos, row0 + i, v.value, v.value_len,
@@ -246,6 +275,9 @@ cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, b
     st.row = row0 + i
     st.kpos = kpos
     st.vpos = vpos
+    if copies:
+        st.kcopy_at = kcopy_at
+        st.vcopy_at = vcopy_at
     if not views:
         st.ko = ko + i
         st.vo = vo + i
@@ -265,7 +297,9 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
     if cols.keys is not None and not cols.keys.has(v.key, v.key_len):
         return 0
     leave_out_unwanted(&v, st.want_key, st.want_value, st.want_headers, st.pos)
-    if st.views:
+    if st.copies:
+        full_row_copied_views(cols, &v, st, row)
+    elif st.views:
         put_view(st.kdata, &st.kvalid, &st.key_nulls, &st.kpos, row, v.key, v.key_len, st.src_base,
                  st.src_index)
         put_view(st.vdata, &st.vvalid, &st.value_nulls, &st.vpos, row, v.value, v.value_len,
@@ -287,6 +321,26 @@ cdef int full_row_gil(_ArrowColumns cols, _RecordIterator it, FullRows *st) exce
     st.hoff[0] = <int32_t>st.entries
     st.hoff += 1
     st.row = row + 1
+    return 0
+
+
+cdef int full_row_copied_views(_ArrowColumns cols, RecordView *v, FullRows *st, Py_ssize_t row) except -1:
+    """full_row_gil's key and value as views of copied bytes (st.copies): copied, their room grown
+    first."""
+    cdef _Growable kc = cols.key_copied, vc = cols.value_copied
+    if v.key_len > VIEW_INLINE and st.kcopy_at + v.key_len + KAFKAREC_COPY_SLACK > st.kcopy_cap:
+        # (committed per batch: reserve counts from kcopy_at; a kept buffer copies the whole room)
+        kc.reserve(st.kcopy_at - kc.size + v.key_len + KAFKAREC_COPY_SLACK)
+        st.kcopy = kc.data
+        st.kcopy_cap = kc.capacity
+    if v.value_len > VIEW_INLINE and st.vcopy_at + v.value_len + KAFKAREC_COPY_SLACK > st.vcopy_cap:
+        vc.reserve(st.vcopy_at - vc.size + v.value_len + KAFKAREC_COPY_SLACK)
+        st.vcopy = vc.data
+        st.vcopy_cap = vc.capacity
+    put_view_copied(st.kdata, &st.kvalid, &st.key_nulls, &st.kpos, row, v.key, v.key_len, st.kcopy,
+                    &st.kcopy_at, st.end)
+    put_view_copied(st.vdata, &st.vvalid, &st.value_nulls, &st.vpos, row, v.value, v.value_len,
+                    st.vcopy, &st.vcopy_at, st.end)
     return 0
 
 
@@ -335,7 +389,8 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     cdef bint nogil_walk = payload >= WALK_NOGIL_MIN_BYTES
     cdef bint views = cols.views
     if views:
-        if cols.key_bytes + payload > INT32_LIMIT or cols.value_bytes + payload > INT32_LIMIT:
+        if (cols.key_bytes + payload > INT32_LIMIT or cols.value_bytes + payload > INT32_LIMIT
+                or cols.key_copied.size + payload > INT32_LIMIT or cols.value_copied.size + payload > INT32_LIMIT):
             raise ColumnOverflowError("binary_view column over 2 GiB")
     elif key.values.size + payload > INT32_LIMIT or value.values.size + payload > INT32_LIMIT:
         raise ColumnOverflowError("binary column over 2 GiB")
@@ -355,8 +410,11 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     reserve_bits(cols.headers.valid, r0, rows, False)
     full_rows_open(cols, &st, strict)
     if views:       # the bytes the records are in: the window's, or the batch's decompressed ones
-        st.src_base = it._buf.ptr
-        st.src_index = cols.source_of(it._buf, it._buf is b._buf)
+        if cols.copies:
+            st.copies = True        # (a map's, or decompressed into the scratch: copied)
+        else:
+            st.src_base = it._buf.ptr
+            st.src_index = cols.source_of(it._buf, it._buf is b._buf)
     st.pos = it._cur.pos
     st.end = payload_end
     st.end_row = r0 + rows
@@ -385,7 +443,7 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     batch_timestamps_in_unit(<int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size), rows, r0,
                              cols.ts_scale, &cols.ts_ms_from)
     full_rows_commit(cols, &st, rows)
-    if views and st.src_index != cols.window_index:
+    if views and not st.copies and st.src_index != cols.window_index:
         # the batch's decompressed records were added for its rows: a batch none of whose kept rows
         # points into them (a key bound kept none, or every key and value short enough to be
         # inline) leaves them out, or a chunk would hold every compressed batch it passed
@@ -415,6 +473,17 @@ cdef inline void full_rows_open(_ArrowColumns cols, FullRows *st, bint strict) n
     st.views = cols.views
     st.src_base = NULL
     st.src_index = 0
+    st.copies = False               # (set for a batch whose records are a map's: add_v2_records)
+    if cols.views:
+        st.kcopy = cols.key_copied.data
+        st.kcopy_at = cols.key_copied.size
+        st.kcopy_cap = cols.key_copied.capacity
+        st.vcopy = cols.value_copied.data
+        st.vcopy_at = cols.value_copied.size
+        st.vcopy_cap = cols.value_copied.capacity
+    else:
+        st.kcopy = st.vcopy = NULL
+        st.kcopy_at = st.kcopy_cap = st.vcopy_at = st.vcopy_cap = 0
     st.kvalid = key.valid.data             # indexed by row
     st.vvalid = value.valid.data
     st.hvalid = cols.headers.valid.data
@@ -444,6 +513,8 @@ cdef inline void full_rows_commit(_ArrowColumns cols, FullRows *st, Py_ssize_t r
     if cols.views:
         cols.key_bytes = st.kpos
         cols.value_bytes = st.vpos
+        cols.key_copied.size = st.kcopy_at
+        cols.value_copied.size = st.vcopy_at
         view_commit(cols.key, rows, st.key_nulls)
         view_commit(cols.value, rows, st.value_nulls)
     else:

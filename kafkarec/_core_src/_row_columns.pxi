@@ -62,8 +62,11 @@ cdef class _ArrowColumns:
     # the view layout (_views.pxi): key and value as binary_view, a long one a view into `sources`
     # (variadic buffers 1 on: the window read, `window`, added when a row first points into it; a
     # compressed batch's decompressed records), what no source holds copied into key_copied and
-    # value_copied (buffer 0); key_bytes and value_bytes count the bytes referred to
+    # value_copied (buffer 0); key_bytes and value_bytes count the bytes referred to.  Without a
+    # window (copies: the bytes are a memory map, which may shrink under a batch an engine holds),
+    # an uncompressed batch's long keys and values are copied there too
     cdef bint views
+    cdef bint copies
     cdef object window
     cdef int32_t window_index
     cdef list sources
@@ -71,10 +74,11 @@ cdef class _ArrowColumns:
     cdef Py_ssize_t key_bytes, value_bytes
 
     def __cinit__(self, bint batch_columns, bint lean=False, _KeySet keys=None, object projection=None,
-                  str ts_unit="ms", object window=None, SpareBuffers spare=None):
+                  str ts_unit="ms", object window=None, SpareBuffers spare=None, bint views=False):
         pa = pyarrow()
         # (lean: no key or value column to lay out)
-        self.views = window is not None and not lean
+        self.views = views and not lean
+        self.copies = self.views and window is None
         if self.views:
             self.window = window
             self.window_index = -1
@@ -209,6 +213,9 @@ cdef class _ArrowColumns:
                   self.offset.values, self.timestamp.values, self.timestamp_type.values,
                   self.headers.offsets, self.headers.valid):
             g.reserve(<Py_ssize_t>(g.size * scale) + 64)
+        if self.copies:
+            for g in (self.key_copied, self.value_copied):
+                g.reserve(<Py_ssize_t>(g.size * scale) + 64)
         return 0
 
     cdef Py_ssize_t data_bytes(self) noexcept:

@@ -45,6 +45,17 @@ cdef struct FullRows:
     bint views
     const uint8_t *src_base
     int32_t src_index
+    # views over bytes that may shrink under the read (a memory map): a long key or value of the
+    # batch is copied into the column's own bytes (kcopy/vcopy, variadic buffer 0, with room up to
+    # kcopy_cap/vcopy_cap) and its view points there: a batch's records are in the map (the
+    # window), not in a buffer of their own (a compressed batch's decompressed records)
+    bint copies
+    uint8_t *kcopy
+    Py_ssize_t kcopy_at
+    Py_ssize_t kcopy_cap
+    uint8_t *vcopy
+    Py_ssize_t vcopy_at
+    Py_ssize_t vcopy_cap
     int32_t *ko
     int32_t *vo
     int64_t *offs

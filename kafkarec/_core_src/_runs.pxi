@@ -79,7 +79,8 @@ cdef inline bint batch_room(Rows *st, const V2Run *run, Py_ssize_t rows, Py_ssiz
     if Rows is FullRows:
         return not (bits_room(st.row, rows) > run.kvalid_cap or bits_room(st.row, rows) > run.vvalid_cap
                     or bits_room(st.row, rows) > run.hvalid_cap
-                    or st.kpos + payload > INT32_LIMIT or st.vpos + payload > INT32_LIMIT)
+                    or st.kpos + payload > INT32_LIMIT or st.vpos + payload > INT32_LIMIT
+                    or st.kcopy_at + payload > INT32_LIMIT or st.vcopy_at + payload > INT32_LIMIT)
     return True
 
 
@@ -211,7 +212,9 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
                 or key.valid.data == NULL or value.valid.data == NULL or cols.headers.valid.data == NULL):
             return 0
         full_rows_open(cols, &st, run.strict)
-        if cols.views:      # a run's batches are uncompressed: their records are the window's
+        if cols.copies:     # a run's batches are uncompressed: their records are the window's,
+            st.copies = True    # a map's copied
+        elif cols.views:
             st.src_base = run.buf
             st.src_index = cols.source_of(batches._buf, True)
         if release:

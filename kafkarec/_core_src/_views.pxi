@@ -40,6 +40,29 @@ cdef inline always_inline_int put_view(uint8_t *views, uint8_t **valid, Py_ssize
     return 0
 
 
+cdef inline always_inline_int put_view_copied(uint8_t *views, uint8_t **valid, Py_ssize_t *nulls,
+                                              Py_ssize_t *counted, Py_ssize_t row, const uint8_t *p,
+                                              int32_t n, uint8_t *copy, Py_ssize_t *copy_at,
+                                              const uint8_t *end) noexcept nogil:
+    """put_view of bytes that may shrink under the read (a memory map): a long key or value copied
+    to copy[copy_at] (copy_at moved past it; room checked by the caller, and KAFKAREC_COPY_SLACK
+    after it) and viewed there, in variadic buffer VIEW_COPIED; a short one or a null as put_view."""
+    cdef uint8_t *d
+    cdef int32_t at
+    if n > VIEW_INLINE:
+        d = views + row * VIEW_SIZE
+        at = <int32_t>copy_at[0]
+        kafkarec_copy_short(copy + at, p, n, end)
+        copy_at[0] += n
+        memcpy(d, &n, 4)
+        memcpy(d + 4, p, 4)
+        memset(d + 8, 0, 4)             # VIEW_COPIED
+        memcpy(d + 12, &at, 4)
+        counted[0] += n
+        return 0
+    return put_view(views, valid, nulls, counted, row, p, n, p, VIEW_COPIED)
+
+
 cdef int view_put_copy(_Column col, _Growable copied, Py_ssize_t *counted, const uint8_t *p,
                        int32_t n) except -1:
     """A row at the end of a view column whose n bytes at p are copied (into `copied`, the array's

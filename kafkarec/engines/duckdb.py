@@ -40,7 +40,7 @@ pa = require("pyarrow")
 __all__ = ["LogSource", "register"]
 
 #: the layout of ``key`` and ``value`` :func:`register` reads by default (ScanConfig.value_layout)
-VALUE_LAYOUT = "copy"
+VALUE_LAYOUT = "view"
 
 
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them
@@ -55,10 +55,11 @@ def register(con, name: str, source, **options) -> "LogSource":
     is a table name to DuckDB too).  Unless ``threads`` is given, the scan decodes on as many
     threads as the connection's ``threads`` setting (at most the CPUs): DuckDB's scan threads then
     take batches the pool decoded ahead, without the GIL, in log order.  ``key`` and ``value`` come
-    in Arrow's classic binary layout unless ``value_layout="view"`` is given (``binary_view``
-    pointing into windows read into memory: no copy of a key or value, but each window read rather
-    than mapped, which costs DuckDB about what the copy saves; docs/performance.md, "The view
-    layout").  Unless ``map_cache_bytes`` is given,
+    as ``binary_view`` (:data:`VALUE_LAYOUT`; each key and value copied once, into the batch's
+    own bytes, as in the classic layout: DuckDB copies each into its own strings anyway, and takes
+    views in fewer instructions than offsets; docs/performance.md, "Views of copied bytes")
+    unless ``value_layout="copy"`` is given (Arrow's classic ``binary``).  Unless
+    ``map_cache_bytes`` is given,
     the table keeps up to :data:`MAP_CACHE_BYTES` of its local windows mapped from one query to the
     next (0: none), until ``unregister`` or the connection drops the source, or
     :meth:`LogSource.close` (docs/engines.md, "Windows kept mapped"); and unless

@@ -57,11 +57,10 @@ def scan_log(source, **options) -> "pl.LazyFrame":
     Unless ``threads`` is given, the scan decodes on as many threads as Polars' pool has (at most
     the CPUs): the source yields batches as the pool finishes them, in log order.  Unless
     ``value_layout`` is given, ``key`` and ``value`` are decoded as ``binary_view`` (Polars' own
-    layout) pointing into the bytes read: no copy of them, no cast (``"copy"``: decoded as
-    ``binary`` and cast on the pool; docs/performance.md, "The view layout").  Unless
+    layout), no cast (``"copy"``: decoded as ``binary`` and cast on the pool; docs/performance.md,
+    "The view layout").  Unless
     ``map_cache_bytes`` is given, the LazyFrame's reads keep up to :data:`MAP_CACHE_BYTES` of the
-    local windows they map open from one collect to the next (0: none; a read of ``key`` or
-    ``value`` in the view layout reads its windows into memory, maps none), until the LazyFrame
+    local windows they map open from one collect to the next (0: none), until the LazyFrame
     (and every frame made of it) is dropped (docs/engines.md, "Windows kept mapped"); and unless
     ``buffer_cache_bytes`` is given, up to :data:`BUFFER_CACHE_BYTES` of the column buffers Polars
     let go of, for the next collect's columns (0: none; docs/engines.md, "Column buffers kept")."""

@@ -25,7 +25,6 @@ import mmap
 import os
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
-from kafkarec._extras import require
 from kafkarec.errors import DecodeError
 from kafkarec.log import committed
 from kafkarec.log.directory import SegmentFile
@@ -57,9 +56,6 @@ class Slice(NamedTuple):
     # framed as a strict read frames (a batch header the format forbids ends the framing there):
     # windows are cut only where the read itself would go on
     strict: bool = False
-    # read into memory its batches may hold (:meth:`held`: the view layout's batches point into
-    # the bytes read, and a map truncated under them would kill the process), not mapped
-    owned: bool = False
     # the maps a registered source keeps open between its reads (:meth:`kept_in`: a
     # kafkarec.log.window_maps.MapUse, the read's), or None: mapped and closed as the read goes
     maps: object = None
@@ -140,14 +136,10 @@ class Slice(NamedTuple):
         """Its buffers (:func:`iter_pieces`), the map held until the returned reader is closed."""
         return _Mapped(iter_pieces(self))
 
-    def held(self) -> "Slice":
-        """It read into memory (:func:`iter_pieces`), not mapped: its windows too."""
-        return self._replace(owned=True)
-
     def kept_in(self, use) -> "Slice":
         """It mapped through ``use`` (a :class:`kafkarec.log.window_maps.MapUse`): its windows'
-        maps kept open for the next read of the source (an owned slice reads, maps nothing)."""
-        return self if self.owned else self._replace(maps=use)
+        maps kept open for the next read of the source."""
+        return self._replace(maps=use)
 
     def release(self, piece) -> None:
         """A buffer of it decoded: its view of the map let go (:func:`release`), so the map can close."""
@@ -362,35 +354,12 @@ def _shrank(sl: Slice, size: Optional[int]) -> dict:
                        f"after the read was planned"}
 
 
-def _read_owned(sl: Slice, fh, end: int) -> Iterator:
-    """``sl``'s bytes up to ``end`` read into a buffer of Arrow's memory pool (the view layout's
-    batches hold it, so it is never a map: a file truncated under a map kills the reader with
-    SIGBUS, a file truncated under a read only reads short), the piece of what was read; a read
-    that ends short (the file shrank since :func:`iter_pieces` asked its size) is the same
-    FileChangedError first, at the size the read found."""
-    pa = require("pyarrow")
-    buf = pa.allocate_buffer(end - sl.start)
-    view = memoryview(buf).cast("B")
-    got = 0
-    while got < len(view):
-        n = os.preadv(fh.fileno(), [view[got:]], sl.start + got)
-        if n <= 0:
-            break
-        got += n
-    count_read(got, sl.path)
-    if got < len(view):
-        yield _shrank(sl, sl.start + got)
-    if got:
-        yield Piece(sl.start, view[:got])
-
-
 def iter_pieces(sl: Slice) -> Iterator:
     """The pieces of a slice: itself, memory-mapped (:class:`kafkarec.log.storage.Piece`).  When
     the file shrank (or was deleted) after the read was planned, an error first (a dict: ``position``,
     ``base_offset``, ``error``, ``reason``, ``message``, as the reader's error rows) and what is
     left of the slice.  The caller releases each piece's data when done with it, so that the
-    map can close.  An owned slice (:attr:`Slice.owned`) is read into a buffer of Arrow's pool,
-    not mapped (:func:`_read_owned`); a slice with :attr:`Slice.maps` takes its map from the maps
+    map can close.  A slice with :attr:`Slice.maps` takes its map from the maps
     its source kept open, and leaves it there (:mod:`kafkarec.log.window_maps`: the same inode, at
     least as long as the window, else mapped anew)."""
     if sl.end <= sl.start:
@@ -411,9 +380,6 @@ def iter_pieces(sl: Slice) -> Iterator:
             if size <= sl.start:
                 return
             end = size
-        if sl.owned:
-            yield from _read_owned(sl, fh, end)
-            return
         if sl.maps is not None and end == sl.end:
             mm, at, let_go = sl.maps.window(fh.fileno(), st, sl.start, end, sl.path, _map_window)
         else:       # (what is left of a file that shrank: mapped for this read only)

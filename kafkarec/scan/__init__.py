@@ -151,8 +151,8 @@ class LogScan:
     too, settled in the consumer's thread), handed on in log order (default
     :func:`kafkarec.scan.config.default_threads`: the CPUs, at most 4; 1: in the consumer's thread);
     ``value_layout``: ``"copy"`` (default: ``key`` and ``value`` as ``binary``) or ``"view"``
-    (``binary_view`` pointing into the bytes read, not copied; local windows are then read into
-    memory, not mapped: docs/engines.md, "The view layout"); ``map_cache_bytes``: at most this
+    (``binary_view``: a local window's long keys and values copied into the batch's own bytes and
+    viewed there, never into a map; docs/engines.md, "The view layout"); ``map_cache_bytes``: at most this
     many bytes of local windows' maps kept open from one read of the scan (and of its
     :meth:`narrow` ed scans) to the next (default 0: none; DuckDB's and Polars' sources keep 1 GiB:
     docs/engines.md, "Windows kept mapped"), closed by :meth:`close` or when the scan is collected.

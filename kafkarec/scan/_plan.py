@@ -113,10 +113,6 @@ class SegmentPiece(Protocol):
     def release(self, piece) -> None:
         """``piece``, one of its buffers, decoded: let go (a map's view released, so the map can close)."""
 
-    def held(self) -> "SegmentPiece":
-        """It read into memory its batches may hold after the read moved on (the view layout's
-        batches point into the bytes read): a local slice read, not mapped; a listed range as it is."""
-
     def kept_in(self, use) -> "SegmentPiece":
         """It read through ``use``, a read's :class:`kafkarec.log.window_maps.MapUse`: a local
         slice's windows take their maps from those its source kept open; a listed range as it is."""
@@ -192,10 +188,6 @@ class ListedRange(NamedTuple):
 
     def release(self, piece) -> None:
         """Bytes read: nothing to let go."""
-
-    def held(self) -> "ListedRange":
-        """Its bytes are read, not mapped, already (:meth:`open`)."""
-        return self
 
     def kept_in(self, use) -> "ListedRange":
         """Its bytes are read, not mapped (:meth:`open`): nothing to keep."""

@@ -103,8 +103,8 @@ class Read:
         control_column = config.include_control and need_batch_columns and (columns is None or "isControl" in columns)
         self.order = OffsetOrder(options, config.include_control and not control_column, config.mode)
         self.max_rows = config.rows_per_batch(meta_walk(columns, batch_columns=need_batch_columns))
-        # the view layout where key or value is decoded: its batches point into the bytes read,
-        # so local windows are read into memory (SegmentPiece.held), not mapped
+        # the view layout where key or value is decoded (a local window's keys and values copied
+        # into the chunk's own bytes and viewed there: the batches never point into a map)
         self.value_layout = "view" if config.views and (columns is None or {"key", "value"} & set(columns)) else "copy"
         self.windows_done = 0       # windows the consumer is done with
         self.rows_handed = 0        # and the rows of their batches
@@ -189,9 +189,7 @@ class Read:
         """``(window, its buffers)`` of ``ranges`` in log order, each buffer with its items decoded
         on the pool (or None: decoded as the consumer asks); ``use``: the read's use of the
         source's kept maps (:meth:`kafkarec.log.window_maps.WindowMaps.begin`)."""
-        if self.value_layout == "view":
-            ranges = [rr.held() for rr in ranges]
-        elif use is not None:
+        if use is not None:
             ranges = [rr.kept_in(use) for rr in ranges]
         if self.on_pool(ranges):
             if self.config.limit is None:

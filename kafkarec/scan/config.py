@@ -220,14 +220,14 @@ class ScanConfig:
     the other, in the consumer's thread; a read with a row limit decodes its first window in the
     consumer's thread, the rest on the pool; ``bad_records_path``'s batches are written by the
     consumer's thread, in log order, whichever thread decoded them); ``value_layout``: ``key`` and
-    ``value`` as Arrow ``binary`` with their bytes copied ("copy") or as ``binary_view`` pointing
-    into the bytes read ("view": local windows then read into memory, not mapped;
-    :func:`kafkarec.iter_arrow`'s ``value_layout``; a typed read decodes "copy", :attr:`views`);
+    ``value`` as Arrow ``binary`` with their bytes copied ("copy") or as ``binary_view`` ("view":
+    a local window's long keys and values copied into the batch's own bytes, never a view into a
+    map; a listed range's viewed where it was read; :func:`kafkarec.iter_arrow`'s
+    ``value_layout``; a typed read decodes "copy", :attr:`views`);
     ``map_cache_bytes``: at most this many bytes of local windows' maps kept open from one read of
     the scan made of this config to the next (:class:`kafkarec.log.window_maps.WindowMaps`, which
     that scan holds and its narrowed scans share: a registered DuckDB table's or a Polars
-    LazyFrame's queries; 0, the default: each map closed once decoded; a read of the view layout
-    maps nothing); ``buffer_cache_bytes``: at most this many bytes of column buffers that the
+    LazyFrame's queries; 0, the default: each map closed once decoded); ``buffer_cache_bytes``: at most this many bytes of column buffers that the
     engines let go of kept from one read of that scan to the next, for the next chunks' columns
     (:class:`kafkarec._core.SpareBuffers`: memory already faulted in; 0, the default: none kept,
     each buffer back to Arrow's memory pool, which hands it to the kernel after a few ms).  :meth:`__post_init__` checks the fields and settles

@@ -7,12 +7,16 @@ errors at the same bytes and the same stop, whatever the codec, the magic, the m
 control rows, a projection or a byte changed anywhere.  Each view array is also checked whole by
 Arrow (``validate(full=True)``: every view inside its buffer), and a long value's view is checked to
 point into ``data`` (uncompressed) or into a buffer of the array's own (compressed), never a copy.
+Over a memory map (which may shrink under a batch an engine holds: SIGBUS) every long key and value
+is copied into the chunk's own bytes instead, and the same reads give the same rows and errors.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import mmap
 import random
+import tempfile
 
 import pyarrow as pa
 import pytest
@@ -39,9 +43,36 @@ def as_classic(rb):
     return pa.RecordBatch.from_arrays(cols, names=rb.schema.names)
 
 
-def same_in_both_layouts(data, **kw):
+@contextlib.contextmanager
+def mapped(data):
+    """``data`` as a memory map of a file holding it (empty data as it is: nothing maps it)."""
+    if not data:
+        yield data
+        return
+    with tempfile.TemporaryFile() as fh:
+        fh.write(data)
+        fh.flush()
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield mm
+        finally:
+            try:
+                mm.close()      # (raises BufferError if a chunk still pointed into it)
+            except BufferError:
+                gc.collect()    # (a read that raised: its traceback's frames held the map's view)
+                mm.close()
+
+
+def same_in_both_layouts(data, over="bytes", **kw):
+    """The view read's chunks, errors and stop against the classic read's, the view read made over
+    ``data`` itself or (``over="map"``) over a memory map of it (its chunks then copy every long key
+    and value: they are still checked after the map closed)."""
     copied, copy_errors, copy_stop = chunks(data, **kw)
-    viewed, view_errors, view_stop = chunks(data, value_layout="view", **kw)
+    if over == "map":
+        with mapped(data) as source:
+            viewed, view_errors, view_stop = chunks(source, value_layout="view", **kw)
+    else:
+        viewed, view_errors, view_stop = chunks(data, value_layout="view", **kw)
     assert [rb.num_rows for rb in viewed] == [rb.num_rows for rb in copied]
     for c, v in zip(copied, viewed):
         for name in ("key", "value"):
@@ -83,28 +114,34 @@ def coded_log(codec: Compression, seed: int = 3) -> bytes:
     return bytes(out)
 
 
+OVER = ["bytes", "map"]
+
+
+@pytest.mark.parametrize("over", OVER)
 @pytest.mark.parametrize("codec", list(Compression), ids=lambda c: c.name)
-def test_every_codec_reads_the_same_rows_in_both_layouts(codec):
+def test_every_codec_reads_the_same_rows_in_both_layouts(codec, over):
     data = coded_log(codec)
     for kw in ({}, {"include_control": True}, {"batch_columns": True}, {"strict": True},
                {"keys": [b"", b"absent"]}, {"max_rows": 50}, {"columns": ["value", "offset"]}):
-        same_in_both_layouts(data, **kw)
+        same_in_both_layouts(data, over, **kw)
 
 
+@pytest.mark.parametrize("over", OVER)
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("kw", READS, ids=lambda kw: ",".join(kw) or "plain")
-def test_a_mixed_log_reads_the_same_rows_in_both_layouts(seed, kw):
+def test_a_mixed_log_reads_the_same_rows_in_both_layouts(seed, kw, over):
     """test_batch_runs' logs (runs of uncompressed batches, lz4 and gzip ones, control and
     transactional batches, LogAppendTime) and its reads: key bounds, control rows, read_committed,
     chunk limits, projections."""
-    same_in_both_layouts(log(seed), **kw)
+    same_in_both_layouts(log(seed), over, **kw)
 
 
 # (magic 0 has no lz4: Kafka's rule, the builder refuses it)
 @pytest.mark.parametrize("magic,codec", [(0, Compression.NONE), (0, Compression.GZIP), (0, Compression.SNAPPY),
                                          (1, Compression.NONE), (1, Compression.GZIP), (1, Compression.SNAPPY),
                                          (1, Compression.LZ4)])
-def test_legacy_message_sets_read_the_same_rows_in_both_layouts(magic, codec):
+@pytest.mark.parametrize("over", OVER)
+def test_legacy_message_sets_read_the_same_rows_in_both_layouts(magic, codec, over):
     """Legacy records are copied into the view column's own buffer (its variadic buffer 0)."""
     rng = random.Random(magic * 10 + int(codec))
     builder = LegacyBatchBuilder(magic=magic, compression=codec)
@@ -113,25 +150,28 @@ def test_legacy_message_sets_read_the_same_rows_in_both_layouts(magic, codec):
                        None if i % 4 == 0 else b"key-%d-of-a-long-key" % i,
                        timestamp=None if magic == 0 else 1_600_000_000_000 + i, offset=i)
     data = builder.build() + coded_log(Compression.NONE)        # legacy, then v2 (both kinds in a chunk)
-    viewed = same_in_both_layouts(data)
+    viewed = same_in_both_layouts(data, over)
     assert viewed[0].column("value").buffers()[2].size > 0      # the legacy values copied (buffer 0)
 
 
+@pytest.mark.parametrize("over", OVER)
 @pytest.mark.parametrize("seed", range(2))
-def test_every_damaged_byte_reads_the_same_in_both_layouts(seed):
+def test_every_damaged_byte_reads_the_same_in_both_layouts(seed, over):
     """One byte changed at a time over the first batches (headers, records, CRCs) of a log of
     uncompressed and compressed batches: the same rows and errors in each mode, the same raise."""
     for at, damaged in damaged_copies(log(seed, batches=20), seed, 120, 120):
         for kw in ({}, {"strict": True}, {"verify_crc": False}, {"keys": [b"k1"]}):
-            same_in_both_layouts(damaged, **kw)
-            assert raised(damaged, value_layout="view", **kw) == raised(damaged, **kw), (at, kw)
+            same_in_both_layouts(damaged, over, **kw)
+            with mapped(damaged) if over == "map" else contextlib.nullcontext(damaged) as source:
+                assert raised(source, value_layout="view", **kw) == raised(damaged, **kw), (at, kw)
 
 
-def test_truncated_logs_read_the_same_in_both_layouts():
+@pytest.mark.parametrize("over", OVER)
+def test_truncated_logs_read_the_same_in_both_layouts(over):
     data = log(4, batches=12)
     for end in range(len(data) - 300, len(data), 7):
-        same_in_both_layouts(data[:end])
-        same_in_both_layouts(data[:end], strict=True)
+        same_in_both_layouts(data[:end], over)
+        same_in_both_layouts(data[:end], over, strict=True)
 
 
 def test_long_values_point_into_the_bytes_read_and_outlive_them():
@@ -160,19 +200,36 @@ def test_long_values_point_into_the_bytes_read_and_outlive_them():
     assert rb.column("key").to_pylist() == [b"k%d" % i for i in range(50)] + [b"short"] * 50
 
 
-def test_a_memory_map_is_refused(tmp_path):
-    """The view layout's chunks would point into the map: a file truncated under it kills the
-    process (SIGBUS), so a map, or a memoryview of one, is refused; the classic layout reads it."""
+@pytest.mark.parametrize("whole", [True, False], ids=["map", "memoryview"])
+def test_a_memory_maps_long_values_are_copied_into_the_chunks_own_bytes(tmp_path, whole):
+    """A chunk pointing into a map would fault (SIGBUS) in whichever thread reads it once the file
+    is truncated under it: over a map, or a memoryview of one, every long key and value, of an
+    uncompressed batch and of a compressed one, is copied into the chunk's own buffer (variadic
+    buffer 0, the only one); the map closes while the chunk lives, and the chunk keeps its rows."""
+    plain = RecordBatchBuilder(base_offset=0)
+    for i in range(50):
+        plain.append(b"value number %04d, long enough to be a view" % i, b"k%d" % i, timestamp=1)
+    zstd = RecordBatchBuilder(base_offset=50, compression=Compression.ZSTD)
+    for i in range(50):
+        zstd.append(b"compressed value %04d, long too" % i, b"short", timestamp=1)
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(coded_log(Compression.NONE))
+    path.write_bytes(plain.build() + zstd.build())
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(mm)[10:]
-    for data in (mm, view):
-        with pytest.raises(UsageError, match="memory map"):
-            kafkarec.iter_arrow(data, value_layout="view")
-    assert sum(rb.num_rows for rb in kafkarec.iter_arrow(mm)) > 0
-    view.release()
+    source = mm if whole else memoryview(mm)
+    rb, = kafkarec.iter_arrow(source, value_layout="view")
+    values = rb.column("value")
+    bufs = values.buffers()
+    assert len(bufs) == 3 and bufs[2].size == sum(len(v) for v in values.to_pylist())
+    del bufs
+    if not whole:
+        source.release()
+    mm.close()                  # (BufferError if a chunk still held the map)
+    path.write_bytes(b"")       # and the file truncated under the chunk
+    gc.collect()
+    assert values.to_pylist() == [b"value number %04d, long enough to be a view" % i for i in range(50)] + \
+        [b"compressed value %04d, long too" % i for i in range(50)]
+    assert rb.column("key").to_pylist() == [b"k%d" % i for i in range(50)] + [b"short"] * 50
 
 
 def test_the_layout_is_checked_and_named_in_the_schema():

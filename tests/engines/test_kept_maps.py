@@ -150,8 +150,9 @@ def test_a_read_over_fewer_segments_lets_the_others_go(log_copy):
 
 
 def test_a_limit_or_a_view_read_keeps_the_maps_of_the_files_it_planned(log_copy):
-    """A read that maps fewer windows of the same files (a limit met in the first) or none (Polars'
-    view read of values) leaves the other maps for the next read."""
+    """A read that maps fewer windows of the same files (a limit met in the first) leaves the other
+    maps for the next read, and Polars' view read of values maps the same windows as its read of
+    offsets."""
     root, folder = log_copy
     con = duckdb.connect()
     src = register(con, "logs", root, threads=1)
@@ -163,7 +164,7 @@ def test_a_limit_or_a_view_read_keeps_the_maps_of_the_files_it_planned(log_copy)
     assert _counts()[0] == before[0]
     lf = scan_log(root)
     lf.select("offset").collect()
-    lf.select("offset", "value").collect()        # the view layout: read into memory, no map
+    lf.select("offset", "value").collect()        # (the view layout: the same maps)
     before = _counts()
     lf.select("offset").collect()
     assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
@@ -291,17 +292,25 @@ def test_polars_lazyframe_keeps_its_maps_until_dropped(log_copy):
     assert not _mapped(folder)
 
 
-def test_polars_view_reads_of_values_map_nothing_and_offsets_are_kept(log_copy):
+def test_polars_view_reads_keep_their_maps_and_their_frames_hold_none(log_copy):
+    """Polars' view layout maps its windows and keeps them, as the classic layout does; the frame
+    a collect gives holds no map (its values' views point into the batches' own bytes): closing
+    the kept maps leaves no file of the partition mapped while the frame lives."""
     root, folder = log_copy
-    lf = scan_log(root)     # the view layout: key and value read into memory
+    lf = scan_log(root)     # the view layout
     lf.select("offset", "value").collect()
     before = _counts()
-    lf.select("offset", "value").collect()
-    assert _counts() == before and not _mapped(folder)
-    lf.select("offset", "timestamp").collect()      # no key or value: windows mapped, and kept
+    frame = lf.select("offset", "value").collect()
+    assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
+    lf.select("offset", "timestamp").collect()      # no key or value: the same maps, kept
     before = _counts()
     assert lf.select(pl.col("offset").sum()).collect().item() == sum(range(20_000))
     assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
+    del lf
+    gc.collect()
+    assert not _mapped(folder)
+    assert sorted(frame.to_dicts(), key=lambda r: r["offset"]) == \
+        [{"offset": r["offset"], "value": r["value"]} for r in _plain(root)]
 
 
 def test_a_map_in_use_is_closed_only_when_its_reader_lets_it_go(log_copy):

@@ -1,8 +1,9 @@
-"""LogScan's ``value_layout="view"`` (issue 80 item 2): ``key`` and ``value`` as ``binary_view``
-pointing into the windows read.  The rows are the classic layout's on any threads, local and listed,
-in every mode; the windows are read into memory, never mapped, so a file truncated under a read
-that holds view batches neither kills the process nor changes a row read, and the file that
-shrank is reported as it is today (a FileChangedError)."""
+"""LogScan's ``value_layout="view"`` (issue 80 item 2): ``key`` and ``value`` as ``binary_view``.
+The rows are the classic layout's on any threads, local and listed, in every mode.  A local window
+is mapped, as in the classic layout, and its long keys and values copied into the batch's own
+bytes: no batch points into a map, so a file truncated under a read that holds view batches
+neither kills the process nor changes a row read, and the file that shrank is reported as it is
+today (a FileChangedError)."""
 import json
 import os
 import subprocess
@@ -52,10 +53,17 @@ def test_a_view_read_gives_the_copy_reads_rows(partition, monkeypatch, options):
         assert classic(viewed).equals(copied), threads
 
 
-def test_a_view_read_maps_no_window(partition, monkeypatch):
-    """Its windows are read into Arrow's memory pool (os.preadv), not memory-mapped: no piece it
-    decodes is a map (the planner still maps a file to walk its batch headers, holding nothing);
-    a read that decodes neither key nor value (offsets alone) maps its windows as before."""
+def _partition_maps(root) -> list:
+    """The lines of /proc/self/maps of files under ``root``."""
+    with open("/proc/self/maps") as fh:
+        return [line for line in fh if os.path.realpath(root) + os.sep in line]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_view_reads_batches_hold_no_map(partition, monkeypatch, threads):
+    """Its windows are mapped as the classic layout's are (every piece it decodes is a map), and
+    the batches it hands on point into none of them: with every batch held, and the read over,
+    no file of the partition is mapped in the process."""
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", WINDOW)
     owners = []
     plain = local.iter_pieces
@@ -66,11 +74,10 @@ def test_a_view_read_maps_no_window(partition, monkeypatch):
                 owners.append(type(piece.data.obj).__name__)
             yield piece
     monkeypatch.setattr(local, "iter_pieces", seen)
-    table = LogScan(partition, threads=2, value_layout="view", columns=["offset", "value"]).to_table()
-    assert table.num_rows == 3000 and set(owners) == {"Buffer"}      # pyarrow.Buffer
-    owners.clear()
-    LogScan(partition, threads=2, value_layout="view", columns=["offset"]).to_table()
-    assert set(owners) == {"mmap"}
+    batches = list(LogScan(partition, threads=threads, value_layout="view", columns=["offset", "key", "value"]))
+    assert sum(rb.num_rows for rb in batches) == 3000 and set(owners) == {"mmap"}
+    assert not _partition_maps(partition)
+    assert all(len(rb.column("value").buffers()) == 3 for rb in batches)    # views, copied, validity
 
 
 def test_batches_in_binary_view_of_a_view_read_casts_nothing(partition, monkeypatch):
@@ -147,17 +154,19 @@ def test_a_file_truncated_under_a_view_read_is_reported_and_the_rows_read_stay(t
         assert "ROOT/t-0/00000000000000000000.log: the file shrank from" in json.dumps(got["view"]["rows"])
 
 
-def test_a_read_short_of_its_window_reports_the_file_that_shrank(tmp_path):
-    """A file that shrinks between the size asked and the window's read (local._read_owned reads
-    short): what was read is the piece, after the same FileChangedError, at the size read."""
+def test_a_window_of_a_file_that_shrank_reports_it_and_maps_what_is_left(tmp_path):
+    """A file shorter than when its window was planned: the FileChangedError first, at the size
+    the file has, then what is left of the window, mapped (never a map past the file's end)."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(b"x" * 5000)
-    sl = local.Slice(str(path), 1000, 9000, "t", 0, owned=True)
-    with open(path, "rb") as fh:
-        pieces = list(local._read_owned(sl, fh, 9000))
-    assert pieces[0]["error"] == "FileChangedError" and pieces[0]["position"] == 5000
-    assert "shrank from 9000 to 5000" in pieces[0]["message"]
-    assert pieces[1].position == 1000 and bytes(pieces[1].data) == b"x" * 4000
+    sl = local.Slice(str(path), 1000, 9000, "t", 0)
+    pieces = local.iter_pieces(sl)
+    error = next(pieces)
+    assert error["error"] == "FileChangedError" and error["position"] == 5000
+    assert "shrank from 9000 to 5000" in error["message"]
+    piece = next(pieces)
+    assert piece.position == 1000 and bytes(piece.data) == b"x" * 4000
+    pieces.close()
 
 
 @pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"])
