@@ -6,10 +6,13 @@ builds no key, value or header column) gives the full read's offsets, timestamps
 bound (``keys=``), whole or projected, the full read's rows of those keys and its errors; the view
 layout of key and value (``value_layout="view"``: binary_view into the bytes read, a compressed
 batch's own records) the classic layout's chunks, every column, errors and stop, each view array
-valid in full (every view inside its buffer); a full decode's projection (which leaves the
+valid in full (every view inside its buffer), and so does the view layout over a memory map (every
+long key and value copied into the chunk's own bytes); a full decode's projection (which leaves the
 timestamps, the timestamp type and the headers' list offsets unwritten when it does not ask for
 them) the full read's chunks of those columns, errors and stop, in both layouts."""
 from _harness import EXPECTED, run
+
+import mmap
 
 import pyarrow as pa
 
@@ -59,26 +62,30 @@ def test_one_input(data: bytes) -> None:
         full, meta = projected(data, committed, None), projected(data, committed, META)
         if full != meta:
             raise AssertionError(f"columns={META} {meta!r:.300} != the full read {full!r:.300}")
+    in_map = as_map(data)
     for kw in ({}, {"batch_columns": True, "include_control": True}, {"strict": True}):
         viewed, copied = layout(data, "view", **kw), layout(data, "copy", **kw)
         if viewed != copied:
             raise AssertionError(f"value_layout='view' {kw} {viewed!r:.300} != the copy's {copied!r:.300}")
+        copies = layout(in_map, "view", **kw)
+        if copies != copied:
+            raise AssertionError(f"value_layout='view' over a map {kw} {copies!r:.300} != the copy's {copied!r:.300}")
         if not kw:
             whole = copied      # (the whole read, either layout's: they were just found equal)
     # columns built in buffers other reads let go of (SPARE: kept from input to input, every size;
     # the second read of the same bytes finds buffers of just its columns' sizes)
-    for value_layout in ("copy", "view"):
-        plain = layout(data, value_layout)
+    for source, value_layout in ((data, "copy"), (data, "view"), (in_map, "view")):
+        plain = layout(source, value_layout)
         for _ in range(2):
-            spared = layout(data, value_layout, spare=SPARE)
+            spared = layout(source, value_layout, spare=SPARE)
             if spared != plain:
                 raise AssertionError(f"spare buffers, {value_layout}: {spared!r:.300} != without them")
     names = kafkarec.arrow_schema().names
-    for value_layout in ("copy", "view"):
+    for source, value_layout in ((data, "copy"), (data, "view"), (in_map, "view")):
         for columns in PROJECTIONS:
             at = [names.index(name) for name in names if name in columns]
             want = ([[chunk[i] for i in at] for chunk in whole[0]],) + whole[1:4]
-            got = layout(data, value_layout, columns=columns)[:4]
+            got = layout(source, value_layout, columns=columns)[:4]
             if got != want:
                 raise AssertionError(f"columns={columns} {value_layout}: {got!r:.300} != the full read's "
                                      f"{want!r:.300}")
@@ -100,6 +107,16 @@ SPARE = kafkarec._core.SpareBuffers(64 << 20, min_bytes=0)
 # full decodes' projections: DuckDB's whole rows (key and value alone), and the headers or the
 # timestamp type without the timestamps
 PROJECTIONS = (["key", "value"], ["key", "value", "offset"], ["value", "headers"], ["key", "timestampType"])
+
+
+def as_map(data: bytes):
+    """``data`` in an anonymous memory map (an ``mmap.mmap``: the view layout copies its long keys
+    and values), or itself when empty (nothing maps 0 bytes)."""
+    if not data:
+        return data
+    mm = mmap.mmap(-1, len(data))
+    mm.write(data)
+    return mm
 
 
 def layout(data: bytes, value_layout: str, **kw):

@@ -6,8 +6,8 @@ whole rows or the ``offset, timestamp`` projection (the meta-only walk; in a str
 scanner's loop), the values typed or not (bare Avro strings: typed on the pool's threads, settled
 in the consumer's), with badRecordsPath or not (its files written by the consumer), the threads-N read in the
 engines' types or not (``LogScan.batches_in``: microseconds cast on the pool, key and value in the
-view layout, ``value_layout="view"``: binary views into windows read into memory): the same rows
-in the same order (the batch columns too), the same error rows, the same files kept, and the same
+view layout, ``value_layout="view"``: binary views of each window's keys and values, copied): the
+same rows in the same order (the batch columns too), the same error rows, the same files kept, and the same
 exception (class and message) after the same rows (in FAILFAST, rows before the error are handed
 on as decoded: at one window size exactly the same
 rows, at another the same rows or fewer or more of them, never others).
