@@ -2,11 +2,11 @@
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
         [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count,first,slice] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
-        [--map-cache-bytes N] [--buffer-cache-bytes N]
+        [--compression none|gzip|snappy|lz4|zstd] [--map-cache-bytes N] [--buffer-cache-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
-headers a record, no compression, 64 MiB segments) into a temporary log dir (issue 52's shape:
+headers a record, ``--compression`` (default none), 64 MiB segments) into a temporary log dir (issue 52's shape:
 ``--records 3000000 --partitions 1 --headers 1``), then the same rows once to Parquet (pyarrow's defaults: snappy, one file) from
 :class:`kafkarec.scan.LogScan`.  Then times, page cache warm, best of ``--repeats``, in this process:
 
@@ -111,8 +111,10 @@ def json_values(start: int, n: int, rng: random.Random) -> list:
             for i in range(n)]
 
 
-def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, values_kind: str = "pool") -> None:
-    from kafkarec import build_batch
+def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, values_kind: str = "pool",
+              compression: str = "none") -> None:
+    from kafkarec import Compression, build_batch
+    codec = Compression[compression.upper()]
     rng = random.Random(7)
     words = [b"order", b"paid", b"user", b"eur", b"shipped", b"qty", b"item", b"ok"]
     # pools larger than a batch, each batch a slice at a random start: Parquet's dictionaries do not
@@ -130,7 +132,7 @@ def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, va
                 chosen = values[at:at + n] if values_kind == "pool" else json_values(offset, n, rng)
                 yield offset, build_batch(chosen, keys[at:at + n], [T0 + offset + i for i in range(n)],
                                           headers=record_headers[:n] if record_headers else None,
-                                          base_offset=offset)
+                                          base_offset=offset, compression=codec)
         write_partition(os.path.join(root, f"bench-{partition}"), batches())
 
 
@@ -147,6 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--values", choices=("pool", "json"), default="pool",
                     help="pool: ~100-byte values from a pool of 100,000 word strings; json: distinct 100-byte "
                          "JSON events that compress well (issue 80's outside check)")
+    ap.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"), default="none",
+                    help="the batches' codec (a --work DIR holds the log of the codec it was written with)")
     ap.add_argument("--layouts", action="store_true",
                     help="instead: each engine taking key and value as binary or binary_view (CPU seconds)")
     ap.add_argument("--value-layouts", action="store_true",
@@ -181,7 +185,7 @@ def main(argv=None) -> int:
         parquet = os.path.join(work, "records.parquet")
         t = time.perf_counter()
         if not os.path.exists(parquet):         # (--work: written once, read by later runs)
-            write_log(logs, args.records, args.partitions, args.headers, args.values)
+            write_log(logs, args.records, args.partitions, args.headers, args.values, args.compression)
             table = LogScan(logs).to_table()
             pq.write_table(table, parquet)
             del table

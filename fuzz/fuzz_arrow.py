@@ -5,7 +5,7 @@ the projection of offsets and timestamps alone (``columns=``: the core's meta-on
 builds no key, value or header column) gives the full read's offsets, timestamps and errors; a key
 bound (``keys=``), whole or projected, the full read's rows of those keys and its errors; the view
 layout of key and value (``value_layout="view"``: binary_view into the bytes read, a compressed
-batch's own records) the classic layout's chunks, every column, errors and stop, each view array
+batch's copied) the classic layout's chunks, every column, errors and stop, each view array
 valid in full (every view inside its buffer), and so does the view layout over a memory map (every
 long key and value copied into the chunk's own bytes); a full decode's projection (which leaves the
 timestamps, the timestamp type and the headers' list offsets unwritten when it does not ask for

@@ -410,11 +410,11 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     reserve_bits(cols.headers.valid, r0, rows, False)
     full_rows_open(cols, &st, strict)
     if views:       # the bytes the records are in: the window's, or the batch's decompressed ones
-        if cols.copies:
+        if cols.copies or it._buf is not b._buf:
             st.copies = True        # (a map's, or decompressed into the scratch: copied)
         else:
             st.src_base = it._buf.ptr
-            st.src_index = cols.source_of(it._buf, it._buf is b._buf)
+            st.src_index = cols.window_source()
     st.pos = it._cur.pos
     st.end = payload_end
     st.end_row = r0 + rows
@@ -443,11 +443,6 @@ cdef int add_v2_records(_ArrowColumns cols, _RecordIterator it, int ts_type, Rec
     batch_timestamps_in_unit(<int64_t *>(cols.timestamp.values.data + cols.timestamp.values.size), rows, r0,
                              cols.ts_scale, &cols.ts_ms_from)
     full_rows_commit(cols, &st, rows)
-    if views and not st.copies and st.src_index != cols.window_index:
-        # the batch's decompressed records were added for its rows: a batch none of whose kept rows
-        # points into them (a key bound kept none, or every key and value short enough to be
-        # inline) leaves them out, or a chunk would hold every compressed batch it passed
-        cols.unused_source(st.src_index, r0, rows)
     if cols.batch_columns:
         put_batch_columns(cols, b, r0, rows, nogil_walk)
     commit_rows(cols, rows)

@@ -59,12 +59,12 @@ cdef class _ArrowColumns:
     # offsets): finish never builds them, and a whole-rows read in DuckDB, which asks for key and
     # value alone, wrote 16 bytes a row for nothing (issue 80)
     cdef bint want_key, want_value, want_headers, want_timestamp, want_timestamp_type
-    # the view layout (_views.pxi): key and value as binary_view, a long one a view into `sources`
-    # (variadic buffers 1 on: the window read, `window`, added when a row first points into it; a
-    # compressed batch's decompressed records), what no source holds copied into key_copied and
-    # value_copied (buffer 0); key_bytes and value_bytes count the bytes referred to.  Without a
-    # window (copies: the bytes are a memory map, which may shrink under a batch an engine holds),
-    # an uncompressed batch's long keys and values are copied there too
+    # the view layout (_views.pxi): key and value as binary_view, a long one of an uncompressed
+    # batch a view into `sources` (variadic buffer 1: the window read, `window`, added when a row
+    # first points into it), any other (a compressed batch's, decompressed into the one scratch
+    # buffer; a legacy record's) copied into key_copied and value_copied (buffer 0); key_bytes and
+    # value_bytes count the bytes referred to.  Without a window (copies: the bytes are a memory
+    # map, which may shrink under a batch an engine holds) every long key and value is copied
     cdef bint views
     cdef bint copies
     cdef object window
@@ -225,28 +225,12 @@ cdef class _ArrowColumns:
         return (self.key.values.size + self.value.values.size + self.header_key.values.size
                 + self.header_value.values.size)
 
-    cdef int32_t source_of(self, _Buffer buf, bint window) except -1:
-        """The variadic buffer index of `buf` (the window read, or a compressed batch's records, added
-        once each: a batch's records are decompressed into a buffer of their own in this layout)."""
-        if window:
-            if self.window_index < 0:
-                self.sources.append(self.window)
-                self.window_index = len(self.sources)
-            return self.window_index
-        if buf.size > INT32_LIMIT:
-            raise ColumnOverflowError("binary_view: a batch's decompressed records over 2 GiB")
-        source = pyarrow().py_buffer(<object>buf.view.obj)
-        if <const uint8_t *><uintptr_t>source.address != buf.ptr:
-            raise AssertionError("binary_view: the decompressed records moved")
-        self.sources.append(source)
-        return len(self.sources)
-
-    cdef int unused_source(self, int32_t index, Py_ssize_t r0, Py_ssize_t rows) except -1:
-        """Drop source `index` (the last added) when none of rows r0 .. r0 + rows refers to it."""
-        if index == len(self.sources) and not views_refer_to(self.key, r0, rows, index) \
-                and not views_refer_to(self.value, r0, rows, index):
-            self.sources.pop()
-        return 0
+    cdef int32_t window_source(self) except -1:
+        """The variadic buffer index of the window (added when a row first points into it)."""
+        if self.window_index < 0:
+            self.sources.append(self.window)
+            self.window_index = len(self.sources)
+        return self.window_index
 
     cdef object finish(self, object topic, object partition, list projection=None):
         """The chunk as a RecordBatch: every column of the schema, or those of ``projection``."""

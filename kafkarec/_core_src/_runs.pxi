@@ -216,7 +216,7 @@ cdef Py_ssize_t take_run(_ArrowColumns cols, BatchIterator batches, _RecordItera
             st.copies = True    # a map's copied
         elif cols.views:
             st.src_base = run.buf
-            st.src_index = cols.source_of(batches._buf, True)
+            st.src_index = cols.window_source()
         if release:
             with nogil:
                 run_batches(it, &st, &run)

@@ -1,11 +1,12 @@
 # The view layout of key and value (iter_arrow's value_layout="view"): Arrow's binary_view, where
 # each row is a 16-byte view (the length; up to 12 bytes inline, zero padded; else the first 4
-# bytes, a buffer index and an offset), so a long key or value is not copied: its view points into
-# bytes the read already holds and hands to the array (the window it reads, a compressed batch's
-# decompressed records).  The record loops write views by put_view; a record whose bytes are in no
-# buffer the array may hold (a legacy record) is copied into the column's own buffer, the array's
-# variadic buffer 0 (view_put_copy).  The key and value _Columns of this layout keep the views in
-# `values` (16 bytes a row) and no offsets.
+# bytes, a buffer index and an offset).  A long key or value of an uncompressed batch in bytes the
+# array may hold (the window in memory) is not copied: its view points there (put_view).  One whose
+# bytes the array may not hold is copied into the column's own buffer, the array's variadic buffer
+# 0, and viewed there: a memory map's (which may shrink under a batch an engine holds: SIGBUS) and
+# a compressed batch's, decompressed into the read's one scratch buffer, by the record loops
+# (put_view_copied); a legacy record's by the GIL's path (view_put_copy).  The key and value
+# _Columns of this layout keep the views in `values` (16 bytes a row) and no offsets.
 
 cdef enum:
     VIEW_SIZE = 16
@@ -91,21 +92,6 @@ cdef int view_put_copy(_Column col, _Growable copied, Py_ssize_t *counted, const
         col.nulls += 1
     col.length += 1
     return 0
-
-
-cdef bint views_refer_to(_Column col, Py_ssize_t r0, Py_ssize_t rows, int32_t index) noexcept:
-    """Whether a view of rows r0 .. r0 + rows of col points into variadic buffer `index`."""
-    cdef Py_ssize_t i
-    cdef int32_t n, at
-    cdef const uint8_t *d
-    for i in range(r0, r0 + rows):
-        d = col.values.data + i * VIEW_SIZE
-        memcpy(&n, d, 4)
-        if n > VIEW_INLINE:
-            memcpy(&at, d + 8, 4)
-            if at == index:
-                return True
-    return False
 
 
 cdef int view_commit(_Column col, Py_ssize_t rows, Py_ssize_t nulls) noexcept:
