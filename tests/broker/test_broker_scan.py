@@ -165,11 +165,11 @@ def test_a_registered_table_lets_go_of_segments_retention_deleted_at_its_next_qu
                    "file.delete.delay.ms": "100"}, "confluent-kafka")])
     produce.produce_confluent(kafka_broker.bootstrap, topic, 600, rounds=4, pause=0.15,
                               **{"compression.type": "none", "batch.size": 1000})
+    from support.logs.proc_maps import mapped_files
     folder = os.path.join(kafka_broker.log_dir, f"{topic}-0")
 
     def mapped():
-        with open("/proc/self/maps") as fh:
-            return [line.rstrip("\n") for line in fh if os.path.realpath(folder) + os.sep in line]
+        return mapped_files(folder)
     con = duckdb.connect()
     src = register(con, "logs", folder, mode="PERMISSIVE")
     assert con.sql("SELECT count(*) FROM logs").fetchall()[0][0] > 0

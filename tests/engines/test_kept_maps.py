@@ -23,8 +23,9 @@ from kafkarec.engines.duckdb import register  # noqa: E402
 from kafkarec.engines.polars import scan_log  # noqa: E402
 from kafkarec.log.storage import process_map_hits, process_window_maps  # noqa: E402
 from kafkarec.scan import LogScan  # noqa: E402
+from support.logs.proc_maps import MAPS, mapped_files  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps (Linux)")
+pytestmark = pytest.mark.skipif(not os.path.exists(MAPS), reason="reads /proc/self/maps (Linux)")
 
 QUERY = 'SELECT "offset", key, value, timestamp FROM logs ORDER BY "offset"'
 
@@ -48,13 +49,6 @@ def log_copy(long_log, tmp_path):
 
 def _counts():
     return process_window_maps().requests, process_map_hits().requests
-
-
-def _mapped(folder: str) -> list:
-    """The lines of /proc/self/maps of files under ``folder`` (deleted ones too)."""
-    folder = os.path.realpath(folder)
-    with open("/proc/self/maps") as fh:
-        return [line for line in fh if folder + os.sep in line]
 
 
 def _segments(folder: str) -> list:
@@ -87,7 +81,7 @@ def test_a_second_query_maps_no_window_anew(pooled_log, threads):
     assert second == first
     assert [(o, k, v) for o, k, v, _ in second] == [(r["offset"], r["key"], r["value"]) for r in _plain(root)]
     src.close()
-    assert not len(src.scan.window_maps) and not _mapped(folder)
+    assert not len(src.scan.window_maps) and not mapped_files(folder)
 
 
 def test_a_plain_scan_keeps_no_map(long_log):
@@ -97,7 +91,7 @@ def test_a_plain_scan_keeps_no_map(long_log):
     before = _counts()
     scan.to_table()
     assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
-    assert scan.window_maps is None and not _mapped(folder)
+    assert scan.window_maps is None and not mapped_files(folder)
 
 
 def test_the_bytes_counted_read_are_the_same_with_a_hit(long_log):
@@ -129,7 +123,7 @@ def test_a_replaced_file_is_never_a_hit(log_copy):
     assert _counts()[1] - before[1] == len(_segments(folder)) - 1
     held = src.scan.window_maps.held()
     assert [ino for path, ino, _, _ in held if path == victim] == [os.stat(victim).st_ino]
-    assert not [line for line in _mapped(folder) if "(deleted)" in line]
+    assert not [line for line in mapped_files(folder) if "(deleted)" in line]
 
 
 def test_a_read_over_fewer_segments_lets_the_others_go(log_copy):
@@ -143,7 +137,7 @@ def test_a_read_over_fewer_segments_lets_the_others_go(log_copy):
     assert len(src.scan.window_maps) == len(segments)
     assert len(_rows(con, 'SELECT "offset" FROM logs WHERE "offset" < 100')) == 100
     assert [path for path, *_ in src.scan.window_maps.held()] == segments[:1]
-    assert len(_mapped(folder)) == 1
+    assert len(mapped_files(folder)) == 1
     before = _counts()
     _rows(con)
     assert _counts()[0] - before[0] == len(segments) - 1 and _counts()[1] - before[1] == 1
@@ -188,7 +182,7 @@ def test_a_grown_segment_maps_its_new_window_and_lets_the_old_go(log_copy):
     _rows(con, 'SELECT "offset" FROM logs')
     assert _counts()[0] - before[0] == 1 and _counts()[1] - before[1] == len(_segments(folder)) - 1
     assert [end for path, _, _, end in src.scan.window_maps.held() if path == last] == [size + len(head)]
-    assert len(_mapped(folder)) == len(_segments(folder))
+    assert len(mapped_files(folder)) == len(_segments(folder))
 
 
 def test_the_budget_holds(log_copy):
@@ -204,7 +198,7 @@ def test_the_budget_holds(log_copy):
     assert _rows(con) == first
     assert _counts()[1] - before[1] == 5 and _counts()[0] - before[0] == len(sizes) - 5
     assert maps.peak_bytes <= budget
-    assert len(_mapped(folder)) <= 5
+    assert len(mapped_files(folder)) <= 5
 
 
 def test_no_budget_keeps_nothing(log_copy):
@@ -215,7 +209,7 @@ def test_no_budget_keeps_nothing(log_copy):
     before = _counts()
     _rows(con)
     assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
-    assert src.scan.window_maps is None and not _mapped(folder)
+    assert src.scan.window_maps is None and not mapped_files(folder)
 
 
 def test_unregistering_and_collecting_the_source_unmaps_everything(log_copy):
@@ -223,18 +217,18 @@ def test_unregistering_and_collecting_the_source_unmaps_everything(log_copy):
     con = duckdb.connect()
     register(con, "logs", root)
     _rows(con)
-    assert len(_mapped(folder)) == len(_segments(folder))
+    assert len(mapped_files(folder)) == len(_segments(folder))
     con.unregister("logs")
     gc.collect()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
     con2 = duckdb.connect()
     register(con2, "logs", root)
     _rows(con2)
-    assert _mapped(folder)
+    assert mapped_files(folder)
     con2.close()
     del con2
     gc.collect()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
 
 
 def test_a_file_truncated_between_queries_or_under_a_planned_read(log_copy):
@@ -289,7 +283,7 @@ def test_polars_lazyframe_keeps_its_maps_until_dropped(log_copy):
     assert sorted(second.to_dicts(), key=lambda r: r["offset"]) == _plain(root)
     del lf, first, second
     gc.collect()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
 
 
 def test_polars_view_reads_keep_their_maps_and_their_frames_hold_none(log_copy):
@@ -308,7 +302,7 @@ def test_polars_view_reads_keep_their_maps_and_their_frames_hold_none(log_copy):
     assert _counts()[0] == before[0] and _counts()[1] - before[1] == len(_segments(folder))
     del lf
     gc.collect()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
     assert sorted(frame.to_dicts(), key=lambda r: r["offset"]) == \
         [{"offset": r["offset"], "value": r["value"]} for r in _plain(root)]
 
@@ -326,15 +320,15 @@ def test_a_map_in_use_is_closed_only_when_its_reader_lets_it_go(log_copy):
     first = next(reading)           # the first window's map held by the read (a hit)
     scan.close()
     assert not len(maps) and not maps.mapped_bytes
-    assert [line.split()[-1] for line in _mapped(folder)] == _segments(folder)[:1]
+    assert [line.split()[-1] for line in mapped_files(folder)] == _segments(folder)[:1]
     rest = list(reading)
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
     got = [o for rb in [first] + rest for o in rb.column("offset").to_pylist()]
     assert got == [r["offset"] for r in _plain(root)]
     before = _counts()
     scan.to_table()                 # closed: mapped and closed as without kept maps
     assert _counts()[0] - before[0] == len(_segments(folder)) and _counts()[1] == before[1]
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
 
 
 def test_reads_side_by_side_share_the_maps(pooled_log):
@@ -357,7 +351,7 @@ def test_reads_side_by_side_share_the_maps(pooled_log):
     maps = scan.window_maps
     assert maps.peak_bytes <= maps.max_bytes
     scan.close()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)
 
 
 def test_the_budget_is_checked_at_the_boundary_and_the_maps_never_travel(long_log):
@@ -373,4 +367,4 @@ def test_the_budget_is_checked_at_the_boundary_and_the_maps_never_travel(long_lo
     copy = pickle.loads(pickle.dumps(scan))     # (to a worker: the budget goes, the maps stay here)
     assert copy.window_maps is None and copy.config == scan.config
     scan.close()
-    assert not _mapped(folder)
+    assert not mapped_files(folder)

@@ -18,6 +18,7 @@ from kafkarec.errors import UsageError
 from kafkarec.log import local
 from kafkarec.scan import Bounds, LogScan
 
+from support.logs.proc_maps import MAPS, mapped_files
 from support.logs.logdir import T0, PartitionWriter, mixed_codec_partition, sample_records, v2_batch
 
 WINDOW = 8192
@@ -53,12 +54,7 @@ def test_a_view_read_gives_the_copy_reads_rows(partition, monkeypatch, options):
         assert classic(viewed).equals(copied), threads
 
 
-def _partition_maps(root) -> list:
-    """The lines of /proc/self/maps of files under ``root``."""
-    with open("/proc/self/maps") as fh:
-        return [line for line in fh if os.path.realpath(root) + os.sep in line]
-
-
+@pytest.mark.skipif(not os.path.exists(MAPS), reason="reads /proc/self/maps (Linux)")
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_view_reads_batches_hold_no_map(partition, monkeypatch, threads):
     """Its windows are mapped as the classic layout's are (every piece it decodes is a map), and
@@ -76,7 +72,7 @@ def test_a_view_reads_batches_hold_no_map(partition, monkeypatch, threads):
     monkeypatch.setattr(local, "iter_pieces", seen)
     batches = list(LogScan(partition, threads=threads, value_layout="view", columns=["offset", "key", "value"]))
     assert sum(rb.num_rows for rb in batches) == 3000 and set(owners) == {"mmap"}
-    assert not _partition_maps(partition)
+    assert not mapped_files(partition)
     assert all(len(rb.column("value").buffers()) == 3 for rb in batches)    # views, copied, validity
 
 
