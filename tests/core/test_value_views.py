@@ -174,30 +174,39 @@ def test_truncated_logs_read_the_same_in_both_layouts(over):
         same_in_both_layouts(data[:end], over, strict=True)
 
 
+LONG_VALUES = [b"value number %04d, long enough to be a view" % i for i in range(50)] + \
+    [b"compressed value %04d, long too" % i for i in range(50)]
+LONG_VALUES_KEYS = [b"k%d" % i for i in range(50)] + [b"short"] * 50
+
+
+def long_and_compressed_values() -> bytes:
+    """An uncompressed batch of 50 long values (short keys), then a zstd batch of 50 more (keys of
+    5 bytes): :data:`LONG_VALUES` and :data:`LONG_VALUES_KEYS`."""
+    plain = RecordBatchBuilder(base_offset=0)
+    for value, key in zip(LONG_VALUES[:50], LONG_VALUES_KEYS[:50]):
+        plain.append(value, key, timestamp=1)
+    zstd = RecordBatchBuilder(base_offset=50, compression=Compression.ZSTD)
+    for value, key in zip(LONG_VALUES[50:], LONG_VALUES_KEYS[50:]):
+        zstd.append(value, key, timestamp=1)
+    return plain.build() + zstd.build()
+
+
 def test_long_values_point_into_the_bytes_read_and_outlive_them():
     """An uncompressed batch's long values are views into ``data`` (variadic buffer 1, at ``data``'s
     address), a compressed batch's are copied into the array's own buffer (variadic buffer 0: its
     records are decompressed into the read's one scratch buffer); short ones are inline (no
     buffer); the chunks hold what they point into after ``data``'s last other reference is gone."""
-    plain = RecordBatchBuilder(base_offset=0)
-    for i in range(50):
-        plain.append(b"value number %04d, long enough to be a view" % i, b"k%d" % i, timestamp=1)
-    zstd = RecordBatchBuilder(base_offset=50, compression=Compression.ZSTD)
-    for i in range(50):
-        zstd.append(b"compressed value %04d, long too" % i, b"short", timestamp=1)
-    data = bytearray(plain.build() + zstd.build())
+    data = bytearray(long_and_compressed_values())
     address = pa.py_buffer(data).address
     rb, = kafkarec.iter_arrow(data, value_layout="view")
     values = rb.column("value")
     bufs = values.buffers()
     assert bufs[2].size == sum(len(b"compressed value %04d, long too" % i) for i in range(50))
     assert len(bufs) == 4 and bufs[3].address == address    # the window itself: no copy
-    expected = [b"value number %04d, long enough to be a view" % i for i in range(50)] + \
-               [b"compressed value %04d, long too" % i for i in range(50)]
     del data, bufs
     gc.collect()
-    assert values.to_pylist() == expected
-    assert rb.column("key").to_pylist() == [b"k%d" % i for i in range(50)] + [b"short"] * 50
+    assert values.to_pylist() == LONG_VALUES
+    assert rb.column("key").to_pylist() == LONG_VALUES_KEYS
 
 
 @pytest.mark.parametrize("whole", [True, False], ids=["map", "memoryview"])
@@ -206,14 +215,8 @@ def test_a_memory_maps_long_values_are_copied_into_the_chunks_own_bytes(tmp_path
     is truncated under it: over a map, or a memoryview of one, every long key and value, of an
     uncompressed batch and of a compressed one, is copied into the chunk's own buffer (variadic
     buffer 0, the only one); the map closes while the chunk lives, and the chunk keeps its rows."""
-    plain = RecordBatchBuilder(base_offset=0)
-    for i in range(50):
-        plain.append(b"value number %04d, long enough to be a view" % i, b"k%d" % i, timestamp=1)
-    zstd = RecordBatchBuilder(base_offset=50, compression=Compression.ZSTD)
-    for i in range(50):
-        zstd.append(b"compressed value %04d, long too" % i, b"short", timestamp=1)
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(plain.build() + zstd.build())
+    path.write_bytes(long_and_compressed_values())
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     source = mm if whole else memoryview(mm)
@@ -227,9 +230,8 @@ def test_a_memory_maps_long_values_are_copied_into_the_chunks_own_bytes(tmp_path
     mm.close()                  # (BufferError if a chunk still held the map)
     path.write_bytes(b"")       # and the file truncated under the chunk
     gc.collect()
-    assert values.to_pylist() == [b"value number %04d, long enough to be a view" % i for i in range(50)] + \
-        [b"compressed value %04d, long too" % i for i in range(50)]
-    assert rb.column("key").to_pylist() == [b"k%d" % i for i in range(50)] + [b"short"] * 50
+    assert values.to_pylist() == LONG_VALUES
+    assert rb.column("key").to_pylist() == LONG_VALUES_KEYS
 
 
 def test_the_layout_is_checked_and_named_in_the_schema():
