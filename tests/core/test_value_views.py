@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import kafkarec
-from kafkarec import Compression, RecordBatchBuilder, UsageError
+from kafkarec import Compression, RecordBatchBuilder
 from kafkarec._core import LegacyBatchBuilder
 
 from support.logs.mixed_logs import READS, damaged_copies, log
