@@ -18,7 +18,7 @@ imports neither.
 """
 from __future__ import annotations
 
-__all__ = ["task_scan_options", "MAP_CACHE_BYTES", "BUFFER_CACHE_BYTES"]
+__all__ = ["task_scan_options", "MAP_CACHE_BYTES", "BUFFER_CACHE_BYTES", "VALUE_LAYOUT"]
 
 #: what a source held across queries (a registered DuckDB table, a Polars LazyFrame) keeps between
 #: them unless told otherwise: the bytes of local windows' maps left open (ScanConfig.map_cache_bytes;
@@ -26,6 +26,10 @@ __all__ = ["task_scan_options", "MAP_CACHE_BYTES", "BUFFER_CACHE_BYTES"]
 #: (ScanConfig.buffer_cache_bytes; docs/engines.md, "Column buffers kept")
 MAP_CACHE_BYTES = 1 << 30
 BUFFER_CACHE_BYTES = 256 << 20
+#: and the layout of ``key`` and ``value`` they read (ScanConfig.value_layout): Arrow's views, which
+#: Polars holds natively and DuckDB imports in fewer instructions than offsets (docs/engines.md, "The
+#: view layout")
+VALUE_LAYOUT = "view"
 
 
 def task_scan_options(options: dict, engine: str) -> dict:

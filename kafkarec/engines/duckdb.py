@@ -31,16 +31,13 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from kafkarec._extras import require
-from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES  # (a held source's defaults: one home)
+from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES, VALUE_LAYOUT  # (a held source's defaults: one home)
 from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 _sources = require("duckdb._sources")
 pa = require("pyarrow")
 
 __all__ = ["LogSource", "register"]
-
-#: the layout of ``key`` and ``value`` :func:`register` reads by default (ScanConfig.value_layout)
-VALUE_LAYOUT = "view"
 
 
 #: the DuckDB type of each column's constants (``Lit.type``), as the declared schema makes them

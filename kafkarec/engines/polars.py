@@ -28,15 +28,12 @@ from fractions import Fraction
 from typing import Iterator, List, Optional, Tuple
 
 from kafkarec._extras import require
-from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES  # (a held source's defaults: one home)
+from kafkarec.engines import BUFFER_CACHE_BYTES, MAP_CACHE_BYTES, VALUE_LAYOUT  # (a held source's defaults: one home)
 from kafkarec.scan import Bounds, LogScan, default_threads, predicate as rule
 
 pl = require("polars")
 
 __all__ = ["scan_log", "predicate_bounds"]
-
-#: the layout of ``key`` and ``value`` :func:`scan_log` reads by default (ScanConfig.value_layout)
-VALUE_LAYOUT = "view"
 
 
 #: Polars' comparison operators (``BinaryExpr.op`` in its serialized tree)
