@@ -222,8 +222,11 @@ def find_segment_files(paths, *, pattern: str = "*.log", recursive: bool = True,
     folders Kafka renamed that were skipped.  A folder is walked by :func:`_walk`; a file's
     topic-partition comes from its folder's name (:func:`segment_file`).  The same
     topic-partition in two folders raises :class:`DuplicatePartitionError` unless
-    ``allow_duplicate_partitions``."""
+    ``allow_duplicate_partitions``.  A file listed (globbed or walked) that is gone before its
+    size is read is left out, as a live broker's retention deletes segments at any moment; a file
+    named as it is must be there."""
     files: dict = {}
+    named: set = set()      # the real paths of files named as they are (not globbed nor walked)
     skipped: List[str] = []
     from kafkarec.log.storage import count_listing
     for raw in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
@@ -244,10 +247,20 @@ def find_segment_files(paths, *, pattern: str = "*.log", recursive: bool = True,
                     files.setdefault(os.path.realpath(f), f)
             elif os.path.isfile(m):
                 files.setdefault(os.path.realpath(m), m)
+                if m == path:
+                    named.add(os.path.realpath(m))
     out = []
     folders: dict = {}
     for real, shown in files.items():
-        found = segment_file(real)
+        try:
+            found = segment_file(real)
+        except FileNotFoundError:
+            if real in named:
+                raise
+            # listed, then gone before its size was read: a live broker's retention renames a
+            # segment (.deleted) and unlinks it at any moment, so a listing a moment later would
+            # not have found it either; its records are the log's no longer
+            continue
         if found.topic is not None:
             folder = os.path.dirname(real)
             other = folders.setdefault(found.topic_partition, folder)

@@ -203,8 +203,13 @@ def _batches(path: str, size: Optional[int] = None):
     records not), in order, up to the first the reader (:func:`kafkarec.iter_batches`) would
     not frame: a decode error, or a magic outside 0..2, which
     :class:`kafkarec.log.segment.Segment` frames as Kafka's FileLogInputStream does.  The
-    reader reports what is left."""
-    with Segment(path) as seg:
+    reader reports what is left.  A file deleted since it was listed has none here: its read
+    reports it (:func:`iter_pieces`)."""
+    try:
+        seg = Segment(path)
+    except FileNotFoundError:
+        return
+    with seg:
         try:
             for batch in seg.batches(0, size, verify_crc=False):
                 if not 0 <= batch.magic <= 2:

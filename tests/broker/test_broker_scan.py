@@ -119,6 +119,8 @@ def test_view_reads_keep_their_rows_while_retention_deletes_the_segments_under_t
                                       **{"compression.type": "none", "batch.size": 1000})
     by_offset = {a.offset: a.value for a in acked}
     folder = os.path.join(kafka_broker.log_dir, f"{topic}-0")
+    # (retention done with the first records: both reads plan the same segments)
+    produce.wait_settled(kafka_broker.log_dir, [topic])
     reads = {}
     for layout in ("view", "copy"):
         reader = iter(LogScan(folder, value_layout=layout, threads=1, mode="PERMISSIVE",
@@ -131,6 +133,7 @@ def test_view_reads_keep_their_rows_while_retention_deletes_the_segments_under_t
     while os.path.exists(os.path.join(folder, planned[0])) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not os.path.exists(os.path.join(folder, planned[0])), "retention deleted no planned segment"
+    produce.wait_settled(kafka_broker.log_dir, [topic])     # (both reads meet the same log)
     outcomes = {}
     for layout, (reader, held) in reads.items():
         try:
@@ -170,6 +173,7 @@ def test_a_registered_table_lets_go_of_segments_retention_deleted_at_its_next_qu
 
     def mapped():
         return mapped_files(folder)
+    produce.wait_settled(kafka_broker.log_dir, [topic])
     con = duckdb.connect()
     src = register(con, "logs", folder, mode="PERMISSIVE")
     assert con.sql("SELECT count(*) FROM logs").fetchall()[0][0] > 0

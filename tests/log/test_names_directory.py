@@ -1,6 +1,7 @@
 """kafkarec.log.names (every file-name rule, tiered names included), kafkarec.log.directory
 (the one directory walk) and the old import paths of both."""
 import json
+import os
 import struct
 
 import pytest
@@ -175,6 +176,51 @@ def test_find_segment_files(tmp_path):
     assert skipped == [str(gone)]
     assert directory.scan_partition_dir(str(tiered)).topic_partition == ("orders", 0)
     assert names.parse_partition_folder(f"x/orders-{SID}/3") == ("orders", 3, SID)
+
+
+def test_a_segment_retention_deletes_while_the_folder_is_listed_is_left_out(tmp_path, monkeypatch):
+    """A live broker's retention renames a segment (``.log.deleted``) at any moment, so one may go
+    between the folder's listing and its size: the listing leaves it out (a listing a moment
+    later would not have found it), and a read (read_committed's walk too) gives the log's other
+    records; a file named as it is must still be there."""
+    from kafkarec.scan import LogScan
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    for base in (0, 3, 6):
+        # (a batch's base offset is outside its CRC)
+        (part / f"{base:020d}.log").write_bytes(struct.pack(">q", base) + v2_batch(sample_records(3))[8:])
+    listed = directory._partition_logs
+
+    def listed_then_deleted(found, pattern):
+        files = listed(found, pattern)
+        first = sorted(f for f in files if f.endswith(f"{0:020d}.log"))
+        for f in first:             # retention's rename, right after the listing
+            os.rename(f, f + ".deleted")
+        return files
+    monkeypatch.setattr(directory, "_partition_logs", listed_then_deleted)
+    found, _ = directory.find_segment_files([str(part)])
+    assert [f.base_offset for f in found] == [3, 6]
+    os.rename(part / f"{0:020d}.log.deleted", part / f"{0:020d}.log")
+    monkeypatch.undo()
+    # gone after the listing, before the plan walks it (read_committed's walk): the read reports it
+    find = directory.find_segment_files
+
+    def found_then_deleted(*args, **kwargs):
+        out = find(*args, **kwargs)
+        os.rename(part / f"{0:020d}.log", part / f"{0:020d}.log.deleted")
+        return out
+    monkeypatch.setattr(directory, "find_segment_files", found_then_deleted)
+    for isolation in ("read_uncommitted", "read_committed"):
+        table = LogScan(str(part), isolation_level=isolation, mode="PERMISSIVE",
+                        columns=["offset", "_corrupt_record"]).to_table()
+        assert table.column("offset").to_pylist()[1:] == [3, 4, 5, 6, 7, 8]
+        assert "deleted after the read was planned" in table.column("_corrupt_record")[0].as_py()
+        os.rename(part / f"{0:020d}.log.deleted", part / f"{0:020d}.log")
+    monkeypatch.undo()
+    gone = str(part / f"{0:020d}.log")
+    os.remove(gone)
+    with pytest.raises(FileNotFoundError):
+        directory.find_segment_files([gone])
 
 
 def test_cli_file_argument_finds_tiered_siblings(tmp_path, capfd):

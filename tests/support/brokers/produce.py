@@ -460,8 +460,11 @@ def wait_settled(log_dir: str, topics: Sequence[str], quiet: float = 1.5, timeou
         for t in topics:
             d = os.path.join(log_dir, f"{t}-0")
             if os.path.isdir(d):
-                out += [(t, n, os.path.getsize(os.path.join(d, n))) for n in sorted(os.listdir(d))
-                        if os.path.exists(os.path.join(d, n))]
+                for n in sorted(os.listdir(d)):
+                    try:
+                        out.append((t, n, os.path.getsize(os.path.join(d, n))))
+                    except FileNotFoundError:   # (deleted since the listing: a change)
+                        out.append((t, n, None))
         return out
     deadline = time.monotonic() + timeout
     last, since = state(), time.monotonic()
