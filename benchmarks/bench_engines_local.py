@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_engines_local.py [--records 2000000] [--repeats 3] [--json FILE]
         [--partitions 4] [--headers 0] [--queries all,meta,kv,whole,summax,count,first,slice] [--floor] [--dask] [--values pool|json] [--work DIR] [--layouts]
-        [--compression none|gzip|snappy|lz4|zstd] [--map-cache-bytes N] [--buffer-cache-bytes N]
+        [--compression none|gzip|snappy|lz4|zstd] [--map-cache-bytes N] [--buffer-cache-bytes N] [--segment-bytes N]
 
 Writes one topic of ``--records`` records (``--partitions`` partitions, v2 batches of 1000 records
 from kafkarec's bulk builder, 16-byte keys, ~100-byte values from a pool of 100,000, ``--headers``
@@ -90,7 +90,7 @@ import timeit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from _segments import write_partition  # noqa: E402
+from _segments import SEGMENT_BYTES, write_partition  # noqa: E402
 
 TARGET = 2.0
 DASK_TARGET = 0.8       # Dask's rows/s over the reader's at threads=2, at least
@@ -112,7 +112,7 @@ def json_values(start: int, n: int, rng: random.Random) -> list:
 
 
 def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, values_kind: str = "pool",
-              compression: str = "none") -> None:
+              compression: str = "none", segment_bytes: int = SEGMENT_BYTES) -> None:
     from kafkarec import Compression, build_batch
     codec = Compression[compression.upper()]
     rng = random.Random(7)
@@ -133,7 +133,7 @@ def write_log(root: str, records: int, partitions: int = 4, headers: int = 0, va
                 yield offset, build_batch(chosen, keys[at:at + n], [T0 + offset + i for i in range(n)],
                                           headers=record_headers[:n] if record_headers else None,
                                           base_offset=offset, compression=codec)
-        write_partition(os.path.join(root, f"bench-{partition}"), batches())
+        write_partition(os.path.join(root, f"bench-{partition}"), batches(), segment_bytes)
 
 
 def main(argv=None) -> int:
@@ -151,6 +151,9 @@ def main(argv=None) -> int:
                          "JSON events that compress well (issue 80's outside check)")
     ap.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"), default="none",
                     help="the batches' codec (a --work DIR holds the log of the codec it was written with)")
+    ap.add_argument("--segment-bytes", type=int, default=SEGMENT_BYTES, metavar="N",
+                    help="roll each partition's segments at N bytes (default 64 MiB; a broker's default "
+                         "segment.bytes is 1 GiB: one file, cut into 64 MiB windows by a walk of its headers)")
     ap.add_argument("--layouts", action="store_true",
                     help="instead: each engine taking key and value as binary or binary_view (CPU seconds)")
     ap.add_argument("--value-layouts", action="store_true",
@@ -185,7 +188,8 @@ def main(argv=None) -> int:
         parquet = os.path.join(work, "records.parquet")
         t = time.perf_counter()
         if not os.path.exists(parquet):         # (--work: written once, read by later runs)
-            write_log(logs, args.records, args.partitions, args.headers, args.values, args.compression)
+            write_log(logs, args.records, args.partitions, args.headers, args.values, args.compression,
+                      args.segment_bytes)
             table = LogScan(logs).to_table()
             pq.write_table(table, parquet)
             del table

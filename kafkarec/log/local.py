@@ -281,11 +281,18 @@ def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice
 
 def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
     """``sl`` as the slices a task maps one after the other, of about :data:`READ_WINDOW_BYTES`
-    (itself when it is smaller)."""
+    (itself when it is smaller).  A slice read through a source's kept maps (:attr:`Slice.maps`)
+    takes the cuts the source kept of its file, when it did not change
+    (:meth:`kafkarec.log.window_maps.MapUse.cuts`): a registered table's next query walks no header."""
     if sl.end - sl.start <= READ_WINDOW_BYTES:
         return [sl]
     try:
-        return split(sl, READ_WINDOW_BYTES, spans)
+        if sl.maps is None or spans is not None:
+            return split(sl, READ_WINDOW_BYTES, spans)
+        cuts = sl.maps.cuts(sl.path, (sl.strict, sl.start, sl.end, READ_WINDOW_BYTES),
+                            lambda: [(w.start, w.end) for w in split(sl, READ_WINDOW_BYTES)])
+        return [sl._replace(start=a, end=b, skip=tuple((p, n) for p, n in sl.skip if a <= p < b))
+                for a, b in cuts]
     except FileNotFoundError:       # deleted since it was listed: its read reports it (iter_pieces)
         return [sl]
 

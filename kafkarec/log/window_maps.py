@@ -28,6 +28,13 @@ Its rules, all here:
   (dropped, evicted, or the cache closed) waits for its last user to let it go;
 * :meth:`WindowMaps.close` (and the cache's finalizer, when its owner is collected) closes them all.
 
+A file larger than a window is cut into windows where its batches start, found by a walk of its
+batch headers (:func:`kafkarec.log.local.windows`): a map of the whole file, a page fault at each
+batch (a broker's 1 GiB segments: some 7,000 a GiB of 150 KB batches), on the planner's thread before
+the file's first window decodes.  The cuts are kept too (:meth:`MapUse.cuts`): the same file (its
+inode, size and modification time unchanged, framed as strictly) is not walked again; a file that
+changed in any of those is walked anew, and at most :data:`CUTS_KEPT` files' cuts are kept.
+
 The memory is the page cache's, mapped: it shows in the process's RSS as shared file pages, and
 each GiB mapped costs ~2 MiB of page tables once faulted in (docs/engines.md).
 """
@@ -42,7 +49,10 @@ from typing import Callable, Dict, Iterable, List, Tuple
 
 from kafkarec.log.storage import count_map_hit
 
-__all__ = ["WindowMaps", "MapUse"]
+__all__ = ["WindowMaps", "MapUse", "CUTS_KEPT"]
+
+#: the most files whose window cuts a source keeps (a few ints each; the oldest go first)
+CUTS_KEPT = 65536
 
 
 class _Entry:
@@ -73,6 +83,8 @@ class _State:
         self.peak = 0           # the most ever held at once
         self.closed = False
         self.reads = itertools.count(1)
+        # (st_dev, st_ino) -> ((size, mtime_ns, strict, first byte, end, window bytes), [(start, end)])
+        self.cuts: Dict[tuple, tuple] = {}
 
     def drop(self, entry: _Entry, out: List) -> None:
         """(Under the lock.) ``entry`` out of the cache: closed now (into ``out``, closed after the
@@ -91,6 +103,7 @@ class _State:
             self.closed = True
             for entry in list(self.entries.values()):
                 self.drop(entry, out)
+            self.cuts.clear()
         for mm in out:
             _close(mm)
 
@@ -192,6 +205,33 @@ class MapUse:
             last_user = entry.pins == 0 and entry.dropped
         if last_user:
             _close(entry.mm)
+
+    def cuts(self, path: str, shape: tuple, cut: Callable[[], List[Tuple[int, int]]]) -> List[Tuple[int, int]]:
+        """The window cuts ``(start, end)`` of the file ``path`` for ``shape`` (how it is framed and cut:
+        strict, the slice's first byte and end, the window's bytes): those kept for the same file,
+        unchanged since (its inode, size and modification time), else ``cut()``'s, kept when the
+        file did not change while it was walked."""
+        state = self._state
+        before = os.stat(path)
+        key = (before.st_dev, before.st_ino)
+        known = (before.st_size, before.st_mtime_ns) + tuple(shape)
+        with state.lock:
+            kept = state.cuts.get(key)
+        if kept is not None and kept[0] == known:
+            return kept[1]
+        found = cut()
+        try:
+            after = os.stat(path)
+        except OSError:
+            return found
+        if (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns) == key + known[:2]:
+            with state.lock:
+                if not state.closed:
+                    state.cuts.pop(key, None)
+                    while len(state.cuts) >= CUTS_KEPT:
+                        del state.cuts[next(iter(state.cuts))]
+                    state.cuts[key] = (known, found)
+        return found
 
     def shrank(self, st, size: int) -> None:
         """The file of ``st`` is ``size`` bytes now, shorter than planned: its maps past that

@@ -21,7 +21,8 @@ pl = pytest.importorskip("polars")
 from support.logs.engine_logs import long_partition  # noqa: E402
 from kafkarec.engines.duckdb import register  # noqa: E402
 from kafkarec.engines.polars import scan_log  # noqa: E402
-from kafkarec.log.storage import process_map_hits, process_window_maps  # noqa: E402
+from kafkarec.log import local, window_maps  # noqa: E402
+from kafkarec.log.storage import process_map_hits, process_walk_bytes, process_window_maps  # noqa: E402
 from kafkarec.scan import LogScan  # noqa: E402
 from support.logs.proc_maps import MAPS, mapped_files  # noqa: E402
 
@@ -183,6 +184,63 @@ def test_a_grown_segment_maps_its_new_window_and_lets_the_old_go(log_copy):
     assert _counts()[0] - before[0] == 1 and _counts()[1] - before[1] == len(_segments(folder)) - 1
     assert [end for path, _, _, end in src.scan.window_maps.held() if path == last] == [size + len(head)]
     assert len(mapped_files(folder)) == len(_segments(folder))
+
+
+def _walked(folder: str) -> dict:
+    return {p: n for p, n in process_walk_bytes().by_path.items() if os.path.dirname(p) == folder}
+
+
+def test_a_segment_larger_than_a_window_is_walked_once_while_it_stays_the_same(log_copy, monkeypatch):
+    """A segment larger than a window is cut where its batches start, found by a walk of its
+    headers: a source keeps the cuts, so its next query walks no header of a file that did not
+    change; a grown file is walked again (alone), and so is a file replaced by another of the same
+    size (a new inode); the rows are a plain scan's each time."""
+    root, folder = log_copy
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 16 << 10)     # (64 KiB segments: four windows each)
+    segments = _segments(folder)
+    con = duckdb.connect()
+    src = register(con, "logs", root, mode="PERMISSIVE", threads=1)
+    query = 'SELECT "offset", key, value FROM logs WHERE _corrupt_record IS NULL ORDER BY "offset"'
+
+    def rows_and_walks():
+        before = dict(_walked(folder))
+        got = _rows(con, query)
+        after = _walked(folder)
+        return got, {p for p in after if after[p] != before.get(p)}
+    first, walked = rows_and_walks()
+    assert walked == set(segments)
+    assert first == [tuple(r.values()) for r in _plain(root)]
+    again, walked = rows_and_walks()
+    assert again == first and not walked, walked
+    assert len(src.scan.window_maps._state.cuts) == len(segments)
+    last = segments[-1]
+    with open(last, "ab") as fh:       # (a batch of it again: the offset-order rule's error rows)
+        with open(segments[0], "rb") as first_segment:
+            fh.write(first_segment.read(4096))
+    grown, walked = rows_and_walks()
+    assert walked == {last} and grown == first
+    third = segments[2]
+    copy = third + ".copy"
+    shutil.copyfile(third, copy)
+    os.replace(copy, third)             # the same bytes, a new inode
+    replaced, walked = rows_and_walks()
+    assert walked == {third} and replaced == first
+    src.close()
+    assert not src.scan.window_maps._state.cuts
+
+
+def test_the_cuts_kept_are_bounded(log_copy, monkeypatch):
+    root, folder = log_copy
+    monkeypatch.setattr(local, "READ_WINDOW_BYTES", 16 << 10)
+    monkeypatch.setattr(window_maps, "CUTS_KEPT", 3)
+    con = duckdb.connect()
+    src = register(con, "logs", root, threads=1)
+    _rows(con)
+    assert len(src.scan.window_maps._state.cuts) == 3
+    before = dict(_walked(folder))
+    _rows(con)
+    after = _walked(folder)
+    assert len({p for p in after if after[p] != before.get(p)}) >= len(_segments(folder)) - 3
 
 
 def test_the_budget_holds(log_copy):
