@@ -333,6 +333,10 @@ cdef list v2_header_errors(RecordBatch b):
     return out
 
 
+cdef enum:
+    SPANS_RUN = 1024        # batches a walk of spans() takes without the GIL at a time
+
+
 @cython.final
 cdef class BatchIterator:
     """Iterates the batches of a buffer without copying it.
@@ -411,15 +415,43 @@ cdef class BatchIterator:
             self.exhausted = True
         return batch
 
-    def spans(self):
+    def spans(self, Py_ssize_t until=-1):
         """``[(position, size), ...]`` of the batches next() would yield from here on, up to
         where it would stop or raise (not raised here: ``stop_reason`` and ``stop_error`` say so)
         or to a batch whose magic is outside 0..2 (which file rules frame and no reader decodes;
         the iterator is then past it).  No batch object is handed out: a planner cutting a
-        file at batch starts walks its headers in one loop here."""
+        file at batch starts walks its headers in one loop here.  With ``until`` (a position),
+        the walk also stops before a batch that starts there or later, and the next call goes on
+        from it: a planner cuts a large file a window at a time."""
         cdef list out = []
         cdef RecordBatch batch
+        cdef Py_ssize_t sizes[SPANS_RUN]
+        cdef Py_ssize_t n, i, at, size
+        cdef Py_ssize_t stop = until - self._buf.origin if until >= 0 else PY_SSIZE_T_MAX
+        cdef Py_ssize_t end = self._end
+        cdef const uint8_t *base = self._buf.ptr
         while not self.exhausted:
+            if self._offset >= stop:
+                break
+            # A run of whole uncompressed v2 data batches, walked without the GIL: those the runs
+            # of _runs.pxi take (run_batch_size), which next() frames alike; a walk of a broker's
+            # 1 GiB segment faults a page in at each batch, and with the GIL held the read's other
+            # threads (a decode pool starting) waited for it.  Any other batch by next()'s step.
+            at = self._offset
+            n = 0
+            with nogil:
+                while n < SPANS_RUN and at < stop:
+                    size = run_batch_size(base + at, end - at)
+                    if size == 0:
+                        break
+                    sizes[n] = size
+                    n += 1
+                    at += size
+            if n:
+                for i in range(n):
+                    out.append((self._buf.origin + self._offset, sizes[i]))
+                    self._offset += sizes[i]
+                continue
             try:
                 batch = self._advance()
             except DecodeError:

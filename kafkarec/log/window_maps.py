@@ -31,9 +31,10 @@ Its rules, all here:
 A file larger than a window is cut into windows where its batches start, found by a walk of its
 batch headers (:func:`kafkarec.log.local.windows`): a map of the whole file, a page fault at each
 batch (a broker's 1 GiB segments: some 7,000 a GiB of 150 KB batches), on the planner's thread before
-the file's first window decodes.  The cuts are kept too (:meth:`MapUse.cuts`): the same file (its
+the file's first window decodes.  The cuts are kept too: the same file (its
 inode, size and modification time unchanged, framed as strictly) is not walked again; a file that
-changed in any of those is walked anew, and at most :data:`CUTS_KEPT` files' cuts are kept.
+changed in any of those is walked anew, and at most :data:`CUTS_KEPT` files' cuts are kept
+(:meth:`MapUse.kept_cuts`, :meth:`MapUse.keep_cuts`).
 
 The memory is the page cache's, mapped: it shows in the process's RSS as shared file pages, and
 each GiB mapped costs ~2 MiB of page tables once faulted in (docs/engines.md).
@@ -206,32 +207,35 @@ class MapUse:
         if last_user:
             _close(entry.mm)
 
-    def cuts(self, path: str, shape: tuple, cut: Callable[[], List[Tuple[int, int]]]) -> List[Tuple[int, int]]:
-        """The window cuts ``(start, end)`` of the file ``path`` for ``shape`` (how it is framed and cut:
-        strict, the slice's first byte and end, the window's bytes): those kept for the same file,
-        unchanged since (its inode, size and modification time), else ``cut()``'s, kept when the
-        file did not change while it was walked."""
+    def kept_cuts(self, path: str, shape: tuple):
+        """``(stamp, cuts)``: the window cuts ``(start, end)`` the source kept of the file ``path``
+        for ``shape`` (how it is framed and cut: strict, the slice's first byte and end, the
+        window's bytes) if it did not change since (its inode, size and modification time), else
+        None; ``stamp``, what :meth:`keep_cuts` keeps them under."""
         state = self._state
-        before = os.stat(path)
-        key = (before.st_dev, before.st_ino)
-        known = (before.st_size, before.st_mtime_ns) + tuple(shape)
+        st = os.stat(path)
+        key, known = (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns) + tuple(shape)
         with state.lock:
             kept = state.cuts.get(key)
-        if kept is not None and kept[0] == known:
-            return kept[1]
-        found = cut()
+        return (key, known), (kept[1] if kept is not None and kept[0] == known else None)
+
+    def keep_cuts(self, path: str, stamp: tuple, cuts: List[Tuple[int, int]]) -> None:
+        """``cuts`` of the file ``path``, walked since :meth:`kept_cuts` gave ``stamp``, kept for the
+        next read unless the file changed meanwhile."""
+        state = self._state
+        key, known = stamp
         try:
-            after = os.stat(path)
+            st = os.stat(path)
         except OSError:
-            return found
-        if (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns) == key + known[:2]:
-            with state.lock:
-                if not state.closed:
-                    state.cuts.pop(key, None)
-                    while len(state.cuts) >= CUTS_KEPT:
-                        del state.cuts[next(iter(state.cuts))]
-                    state.cuts[key] = (known, found)
-        return found
+            return
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != key + known[:2]:
+            return
+        with state.lock:
+            if not state.closed:
+                state.cuts.pop(key, None)
+                while len(state.cuts) >= CUTS_KEPT:
+                    del state.cuts[next(iter(state.cuts))]
+                state.cuts[key] = (known, list(cuts))
 
     def shrank(self, st, size: int) -> None:
         """The file of ``st`` is ``size`` bytes now, shorter than planned: its maps past that

@@ -89,9 +89,10 @@ class SegmentPiece(Protocol):
     def log_key(self):
         """The log its offsets grow in, which the offset-order rule is kept per."""
 
-    def windows(self) -> list:
-        """The pieces it is read as, cut before the read starts (a local slice at batch starts:
-        its file's headers walked; a listed range as it is, cut when its turn comes)."""
+    def windows(self) -> Iterable:
+        """The pieces it is read as, in order: a local slice's cut at batch starts as they are found
+        (its file's headers walked a window at a time, :func:`kafkarec.log.local.iter_windows`); a
+        listed range as it is, cut when its turn comes."""
 
     def parts(self, split: Optional[Callable] = None) -> Iterable:
         """The pieces it is read as when its turn comes: a listed range cut by ``split(range,

@@ -8,7 +8,7 @@ import collections
 import itertools
 import queue
 import threading
-from typing import Iterator, NamedTuple, Protocol
+from typing import Iterable, Iterator, NamedTuple, Protocol
 
 from kafkarec.scan._plan import without_skips
 
@@ -18,9 +18,10 @@ __all__ = ["Decodes", "DecodePool"]
 class Decodes(Protocol):
     """What the pool asks of the read it decodes for."""
 
-    def cut(self, piece) -> list:
+    def cut(self, piece) -> Iterable:
         """The windows of a piece (:meth:`~kafkarec.scan._plan.SegmentPiece.windows` and
-        :meth:`~kafkarec.scan._plan.SegmentPiece.parts`), asked on the pool's planner thread."""
+        :meth:`~kafkarec.scan._plan.SegmentPiece.parts`), asked on the pool's planner thread, which
+        hands each on as it comes."""
 
     def decode_ahead(self, part, where, topic, partition) -> Iterator:
         """A window part's items (a :func:`kafkarec.scan.decode.decode_range`'s), asked on a
@@ -94,8 +95,9 @@ class DecodePool:
     items decoded (``read.decode_ahead``) on ``threads`` threads, ahead of the consumer, and handed
     on as they come (:meth:`readings`: a window's first Arrow batches while its later ones
     decode).  The pieces are cut into windows (``read.cut``) on a planner thread of the pool's
-    own, piece after piece and a few ahead of the decoding: the first window decodes while later
-    files are walked, and the consumer's thread walks none.
+    own, piece after piece and a few ahead of the decoding, each window handed on as it is found:
+    the first window decodes while later files, and the rest of a large one, are walked, and the
+    consumer's thread walks none.
 
     The consumer gets the windows in order, and each one's items as one thread decoded them,
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
@@ -117,7 +119,7 @@ class DecodePool:
         self.done: collections.deque = collections.deque()      # maps the consumer is done with
         self.over = False               # set once the pool is shut down
         self.pool = self.planner = None
-        self.planned: collections.deque = collections.deque()   # (piece, its windows' future)
+        self.planned: collections.deque = collections.deque()   # (piece, its cut's future, its windows' queue)
         self.ahead: collections.deque = collections.deque()     # (window, future, the map it closes first, _Window)
         self.held = None                # (the items handed out last, its entry as on `ahead`)
         self.closers: list = []         # (future, map) of the maps closed past the last window
@@ -146,23 +148,44 @@ class DecodePool:
 
     def _windows(self, pieces):
         """The windows in order: each piece cut on the planner thread, ``threads + 1`` pieces
-        ahead of the one whose windows are being handed out."""
+        ahead of the one whose windows are being handed out, and each window handed out as the
+        planner finds it (a broker's 1 GiB segment is walked a window at a time: its first window
+        decodes while the planner walks on)."""
         todo = iter(pieces)
         planned = self.planned
         while True:
             for sl in itertools.islice(todo, max(0, self.threads + 1 - len(planned))):
-                planned.append((sl, self.planner.submit(self.read.cut, sl)))
+                found: queue.SimpleQueue = queue.SimpleQueue()
+                planned.append((sl, self.planner.submit(self._cut, sl, found), found))
             if not planned:
                 return
-            sl, future = planned[0]
-            try:
-                cut_windows = future.result()
-            except Exception as exc:        # raised to the consumer when its turn comes
+            sl, _future, found = planned[0]
+            while True:
+                kind, what = found.get()
+                if kind == "window":
+                    yield what
+                    continue
                 planned.popleft()
-                yield _Uncut(sl, exc)
-                return
-            planned.popleft()
-            yield from cut_windows
+                if kind == "raise":         # raised to the consumer when its turn comes
+                    yield _Uncut(sl, what)
+                    return
+                break
+
+    def _cut(self, sl, found: queue.SimpleQueue) -> None:
+        """``sl``'s windows put on ``found`` as they are cut (on the planner thread), then
+        ``("done", None)``, or ``("raise", exc)`` where cutting raised (nothing after it).  The
+        pool stopping stops the cut after the window at hand."""
+        try:
+            for window in self.read.cut(sl):
+                found.put(("window", window))
+                if self.stop.is_set():
+                    break
+        except BaseException as exc:    # (an interrupt too: the consumer waits on `found`)
+            found.put(("raise", exc))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        found.put(("done", None))
 
     def _work(self, sl, closing, window: _Window) -> None:
         """``closing`` (a window the consumer is done with) closed, then the window opened
@@ -277,7 +300,7 @@ class DecodePool:
             for _sl, f, _closing, _window in self._entries():
                 f.cancel()
             self._close_done()      # the last window's (or the one a closed consumer held)
-            for _sl, f in self.planned:
+            for _sl, f, _found in self.planned:
                 f.cancel()
             self.planner.shutdown(wait=True)
         finally:

@@ -9,6 +9,7 @@ ahead (:func:`ranges_read`).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Callable, NamedTuple, Optional
 
@@ -140,9 +141,9 @@ class Read:
             spare=self.spare)
 
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
-    def cut(self, piece) -> list:
-        """The windows of a piece, as the pool's planner thread cuts them."""
-        return [part for w in piece.windows() for part in w.parts(self.split)]
+    def cut(self, piece) -> Iterator:
+        """The windows of a piece as the pool's planner thread cuts them, each as it is found."""
+        return (part for w in piece.windows() for part in w.parts(self.split))
 
     def decode_ahead(self, part, where, topic, partition):
         """:meth:`decode` on a pool thread, each batch typed there too (``typed``: the offset-order
@@ -195,20 +196,26 @@ class Read:
             if self.config.limit is None:
                 return DecodePool(self, self.config.threads).readings(ranges)
             return self._limited_ahead(ranges)
-        # one piece after the other, decoded as the consumer asks (local slices cut into windows
-        # now; listed ranges cut as the pool's planner cuts them, each when its turn comes: the
-        # same pieces, so the same batches, and no index read before the first row)
-        ranges = [w for rr in ranges for w in rr.windows()]
-        return self._as_asked(ranges_read(ranges, self.split))
+        # one piece after the other, decoded as the consumer asks (local slices cut into windows,
+        # listed ranges into parts, as the pool's planner cuts them, each when its turn comes: the
+        # same pieces, so the same batches, and no header walked or index read past what the
+        # consumer takes)
+        windows = (w for rr in ranges for w in rr.windows())
+        if any(rr.read_ahead(READ_AHEAD_MAX_BYTES) for rr in ranges):   # (listed ranges read ahead)
+            return self._as_asked(ranges_read(list(windows), self.split))
+        return self._as_asked(part for rr in windows for part in _parts_read(rr, self.split))
 
     def _limited_ahead(self, ranges):
         """The readings of a read with a row limit: the first window in the consumer's thread, as
         one after the other reads it, so a limit met there starts no thread and reads nothing past
         that window; the windows after it on the pool, which keeps :meth:`depth` of them ahead."""
-        first, *rest = list(self.cut(ranges[0])) or [None]
+        cuts = self.cut(ranges[0])
+        first = next(cuts, None)
         if first is not None:       # (a range cut into nothing has nothing to read)
             yield from self._as_asked(ranges_read([first]))
-        yield from DecodePool(self, self.config.threads).readings(list(rest) + list(ranges[1:]))
+        # (the first piece's later windows cut as the pool takes them: a limit met in the first
+        # walks no further)
+        yield from DecodePool(self, self.config.threads).readings(itertools.chain(cuts, ranges[1:]))
 
     def _as_asked(self, readings):
         """``readings`` (``(window, its pieces)``) each piece decoded as the consumer asks; a read

@@ -356,23 +356,87 @@ def test_framed_spans_are_the_batches_a_segment_frames(logroot, tmp_path):
     assert len(local._framed_spans(damaged[0])) == len(local._framed_spans(damaged[1])) == 1
 
 
+def test_cuts_walked_a_window_at_a_time_are_the_whole_walks(logroot, partition, tmp_path, monkeypatch):
+    """The planner cuts a large file as it walks it (local._walked_cuts: BatchIterator.spans with
+    ``until``, one map a step): the cuts are those of the walk of the whole file (local.split), for
+    any window size and part of the file, strict or not, compressed and legacy batches, a damaged
+    size or magic, a cut-off end, and batches larger than a step's map."""
+    import glob
+    paths = sorted(glob.glob(os.path.join(logroot, "*", "*.log"))) + sorted(glob.glob(os.path.join(partition, "*", "*.log")))
+    data = open(paths[0], "rb").read()
+    spans = local._framed_spans(paths[0])
+    second = spans[1][0]
+    for name, change in [("size", lambda d: d[:second + 8] + b"\0\0\0\1" + d[second + 12:]),
+                         ("magic", lambda d: d[:second + 16] + b"\x07" + d[second + 17:]),
+                         ("cut", lambda d: d[:-10])]:
+        path = tmp_path / f"{name}.log"
+        path.write_bytes(change(data))
+        paths.append(str(path))
+    for slack in (local.WALK_STEP_SLACK, 64):       # (64: every batch is cut by a step's map)
+        monkeypatch.setattr(local, "WALK_STEP_SLACK", slack)
+        for path in paths:
+            size = os.path.getsize(path)
+            batches = local._framed_spans(path)
+            parts = [(0, size)] + ([(batches[2][0], batches[-2][0])] if len(batches) > 4 else [])
+            for strict in (False, True):
+                for max_bytes in (1, 700, 8192, 65536, size):
+                    for start, end in parts:
+                        sl = local.Slice(path, start, end, None, None, strict=strict)
+                        want = [(w.start, w.end) for w in local.split(sl, max_bytes)]
+                        assert list(local._walked_cuts(path, strict, start, end, max_bytes)) == want, \
+                            (path, slack, strict, max_bytes, start, end)
+
+
+def test_a_file_cut_shorter_while_its_windows_are_read_is_walked_as_it_is_now(partition, tmp_path):
+    """Nothing of a file stays mapped between the steps of its walk: cut shorter after its first
+    window was handed out, the walk goes on over what is left (no SIGBUS) and its last window ends
+    where the slice did (its read reports the change)."""
+    import glob
+    import shutil
+    path = str(tmp_path / "00000000000000000000.log")
+    shutil.copyfile(sorted(glob.glob(os.path.join(partition, "*", "*.log")))[0], path)
+    size = os.path.getsize(path)
+    batches = local._framed_spans(path)
+    cuts = local._walked_cuts(path, False, 0, size, 8192)
+    first = next(cuts)
+    half = batches[len(batches) // 2][0]
+    os.truncate(path, half)
+    rest = list(cuts)
+    assert first[0] == 0 and rest[-1][1] == size
+    assert all(a < half for a, _ in rest) and [first] + rest == \
+        [(w.start, w.end) for w in local.split(local.Slice(path, 0, size, None, None), 8192)]
+
+
+def test_a_limit_walks_no_more_of_a_large_file_than_its_first_windows(partition, small_windows):
+    """A ``LIMIT`` met in a large file's first window walks its headers no further (the rest of a
+    broker's 1 GiB segment is not walked for five rows)."""
+    import glob
+    path = max(glob.glob(os.path.join(partition, "*", "*.log")), key=os.path.getsize)
+    whole = sum(min(n, storage.HEADER_WALK_BYTES) for _, n in local._framed_spans(path))
+    for threads in (1, 2):
+        before = storage.process_walk_bytes().by_path.get(path, 0)
+        assert LogScan(path, threads=threads, limit=5).to_table().num_rows == 5
+        walked = storage.process_walk_bytes().by_path.get(path, 0) - before
+        assert 0 < walked < whole / 4, (threads, walked, whole)
+
+
 def test_the_consumers_thread_walks_no_file_and_unmaps_no_window(partition, small_windows, monkeypatch):
     """Decoding on a pool, each file is cut into windows by the pool's planner thread (the first
     window decodes while later files are walked) and every map is closed by the pool; one thread
     walks and unmaps in the consumer's, as before."""
     walked, unmapped = [], []
-    plain_spans, plain_pieces = local._framed_spans, local.iter_pieces
+    plain_cuts, plain_pieces = local._walked_cuts, local.iter_pieces
 
-    def spans(path, strict=False):
+    def cuts(*args):
         walked.append(threading.current_thread())
-        return plain_spans(path, strict)
+        yield from plain_cuts(*args)
 
     def pieces(sl):
         try:
             yield from plain_pieces(sl)
         finally:
             unmapped.append(threading.current_thread())
-    monkeypatch.setattr(local, "_framed_spans", spans)
+    monkeypatch.setattr(local, "_walked_cuts", cuts)
     monkeypatch.setattr(local, "iter_pieces", pieces)
     want = _table(partition, 1, columns=["offset", "timestamp"])
     me = threading.current_thread()
@@ -389,14 +453,14 @@ def test_the_consumers_thread_walks_no_file_and_unmaps_no_window(partition, smal
 def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, monkeypatch):
     """The planner's error (a file gone between listing and reading) reaches the consumer after the
     windows before that file, and nothing after it."""
-    plain = local.windows
+    plain = local.iter_windows
     files = sorted(sl.path for sl in (p.item for p in LogScan(partition).pieces()))
 
     def windows(sl, spans=None):
         if sl.path == files[1]:
             raise FileNotFoundError(sl.path)
-        return plain(sl, spans)
-    monkeypatch.setattr(local, "windows", windows)
+        yield from plain(sl, spans)
+    monkeypatch.setattr(local, "iter_windows", windows)
     first = LogScan(files[0], threads=1, columns=["offset"]).to_table().column("offset").to_pylist()
     for attempt in range(3):
         seen = []
