@@ -71,6 +71,25 @@ def spans_by_next(data: bytes, strict: bool) -> list:
     return out
 
 
+def spans_in_steps(data: bytes, strict: bool) -> list:
+    """spans() taken ``until`` one position after another, a few batches at a time (the planner's
+    walk of a large file, kafkarec.log.local._walked_cuts): on while a step stopped for its
+    ``until``, right after the last batch it gave; none of a step's batches starts at its ``until``
+    or later."""
+    it = kafkarec.iter_batches(data, strict=strict)
+    step = 1 + len(data) // 5
+    out, until = [], step
+    while True:
+        at = it.position
+        got = it.spans(until)
+        if any(pos >= until for pos, _ in got):
+            raise AssertionError(f"spans({until}) gave a batch at or past it: {got!r:.200}")
+        out += got
+        if it.exhausted or it.position != (got[-1][0] + got[-1][1] if got else at) or it.position < until:
+            return out
+        until += step
+
+
 def test_one_input(data: bytes) -> None:
     for strict in (False, True):
         try:
@@ -81,6 +100,8 @@ def test_one_input(data: bytes) -> None:
         spans = kafkarec.iter_batches(data, strict=strict).spans()
         if spans != spans_by_next(data, strict):
             raise AssertionError(f"spans() {spans!r:.200} differs from next()'s batches (strict={strict})")
+        if spans_in_steps(data, strict) != spans:
+            raise AssertionError(f"spans(until) in steps differs from spans() (strict={strict})")
         whole = walk(data, 0, strict=strict)
         if walk(data, ORIGIN, strict=strict) != whole:
             raise AssertionError(f"origin={ORIGIN} does not shift every position: {whole!r:.300}")
