@@ -337,6 +337,21 @@ cdef enum:
     SPANS_RUN = 1024        # batches a walk of spans() takes without the GIL at a time
 
 
+cdef inline Py_ssize_t framed_v2_size(const uint8_t *p, Py_ssize_t remaining) noexcept nogil:
+    """The size of the batch at p when a lenient read's next() frames it without a word: a whole v2
+    batch (magic 2, all of it in the `remaining` bytes) at least a v2 header long, whose length
+    does not overflow (_next_batch's checks, then parse_v2_header's one outside strict reading),
+    compressed or not; else 0 (next() then frames it or says why not)."""
+    cdef int32_t length
+    if remaining < V2_HEADER_SIZE or p[OFF_MAGIC] != 2:
+        return 0
+    length = <int32_t>kr_load_be32(p + OFF_LENGTH)
+    if (length < V2_HEADER_SIZE - LOG_OVERHEAD or length > INT32_MAX - LOG_OVERHEAD
+            or <Py_ssize_t>length > remaining - LOG_OVERHEAD):
+        return 0
+    return <Py_ssize_t>length + LOG_OVERHEAD
+
+
 @cython.final
 cdef class BatchIterator:
     """Iterates the batches of a buffer without copying it.
@@ -430,18 +445,21 @@ cdef class BatchIterator:
         cdef Py_ssize_t stop = until - self._buf.origin if until >= 0 else PY_SSIZE_T_MAX
         cdef Py_ssize_t end = self._end
         cdef const uint8_t *base = self._buf.ptr
+        cdef bint strict = self._strict
         while not self.exhausted:
             if self._offset >= stop:
                 break
-            # A run of whole uncompressed v2 data batches, walked without the GIL: those the runs
-            # of _runs.pxi take (run_batch_size), which next() frames alike; a walk of a broker's
-            # 1 GiB segment faults a page in at each batch, and with the GIL held the read's other
-            # threads (a decode pool starting) waited for it.  Any other batch by next()'s step.
+            # A run of whole v2 batches walked without the GIL, as next() frames them without a
+            # word: any a lenient read frames (framed_v2_size), the uncompressed data batches a
+            # strict one does (run_batch_size: those the runs of _runs.pxi take).  A walk of a
+            # broker's 1 GiB segment faults a page in at each batch (and made an object of each):
+            # with the GIL held the read's other threads (a decode pool starting) waited for it.
+            # Any other batch by next()'s step.
             at = self._offset
             n = 0
             with nogil:
                 while n < SPANS_RUN and at < stop:
-                    size = run_batch_size(base + at, end - at)
+                    size = run_batch_size(base + at, end - at) if strict else framed_v2_size(base + at, end - at)
                     if size == 0:
                         break
                     sizes[n] = size

@@ -223,22 +223,37 @@ def _framed_spans(path: str, strict: bool = False) -> list:
     """``(position, size)`` of the batches :func:`_batches` gives for the whole file, found by the
     core's one header walk (:meth:`kafkarec.BatchIterator.spans`: no object per batch); ``strict``:
     up to the first batch a strict read does not frame."""
-    import kafkarec
     from kafkarec.log.segment import file_options
     with open(path, "rb") as fh:
-        if not os.fstat(fh.fileno()).st_size:
+        size = os.fstat(fh.fileno()).st_size
+        if not size:
             return []
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return _mapped_walk(fh.fileno(), path, file_options(verify_crc=False, strict=strict), 0, size, 0)[0]
+
+
+def _mapped_walk(fd: int, path: str, options, lo: int, hi: int, at: int, until: int = -1):
+    """``(spans, stop)``: the walk of the batch headers of bytes ``[lo, hi)`` of the open file ``fd``
+    (``path``) from file position ``at``, before a batch at ``until`` or later when given
+    (:meth:`kafkarec.BatchIterator.spans`); ``spans``, its batches' ``(position, size)``, ``stop``,
+    where and why it stopped: ``(position, exhausted, stop_reason, stop_error, next_batch_size)``
+    (file positions).  Those bytes alone are mapped, and unmapped before it returns; the headers
+    are counted as walked."""
+    import kafkarec
+    mm = mmap.mmap(fd, hi - lo, access=mmap.ACCESS_READ, offset=lo)
     try:
-        found = kafkarec.iter_batches(mm, file_options(verify_crc=False, strict=strict)).spans()
-        # a walk of headers: each batch's header read (counted as the storage layer counts walks)
-        count_read(sum(min(size, HEADER_WALK_BYTES) for _, size in found), path, walk=True, mapped=True)
-        return found
+        # (positions in the map, as a walk of the whole file from its first byte)
+        walk = kafkarec.iter_batches(mm, options, start=at - lo)
+        spans = [(lo + pos, n) for pos, n in walk.spans(until - lo if until >= 0 else -1)]
+        stop = (lo + walk.position, walk.exhausted, walk.stop_reason, walk.stop_error, walk.next_batch_size)
+        del walk
     finally:
         try:
             mm.close()
         except BufferError:     # an error's traceback holds the iterator: the collector closes it
             pass
+    # a walk of headers: each batch's header read (counted as the storage layer counts walks)
+    count_read(sum(min(n, HEADER_WALK_BYTES) for _, n in spans), path, walk=True, mapped=True)
+    return spans, stop
 
 
 def _recorded(f: SegmentFile, spans: Optional[dict]):
@@ -346,7 +361,6 @@ def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: int) 
     shorter under a map kills the reader with SIGBUS when the map is touched past the new end; a
     file cut shorter since is walked as it is now, its read reports the change).  The file is
     opened when the first cut is asked for."""
-    import kafkarec
     from kafkarec.errors import TruncatedError
     from kafkarec.log.segment import file_options
     options = file_options(verify_crc=False, strict=strict)
@@ -362,21 +376,7 @@ def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: int) 
             until = max(last + max_bytes + 1, at + 1)
             lo = at - at % mmap.ALLOCATIONGRANULARITY
             hi = min(size, max(until, at + need) + WALK_STEP_SLACK)
-            mm = mmap.mmap(fd, hi - lo, access=mmap.ACCESS_READ, offset=lo)
-            try:
-                # (positions in the map, as _framed_spans' walk of the whole file from its first byte)
-                walk = kafkarec.iter_batches(mm, options, start=at - lo)
-                found = [(lo + pos, n) for pos, n in walk.spans(until - lo)]
-                after, exhausted, reason, error = lo + walk.position, walk.exhausted, walk.stop_reason, walk.stop_error
-                wanted = walk.next_batch_size
-                del walk
-            finally:
-                try:
-                    mm.close()
-                except BufferError:     # an error's traceback holds the iterator: the collector closes it
-                    pass
-            # a walk of headers: each batch's header read (counted as the storage layer counts walks)
-            count_read(sum(min(n, HEADER_WALK_BYTES) for _, n in found), path, walk=True, mapped=True)
+            found, (after, exhausted, reason, error, wanted) = _mapped_walk(fd, path, options, lo, hi, at, until)
             cuts = []
             for pos, n in found:
                 if start <= pos < end and pos > last and pos + n - last > max_bytes:
