@@ -29,11 +29,10 @@ Its rules, all here:
 * :meth:`WindowMaps.close` (and the cache's finalizer, when its owner is collected) closes them all.
 
 A file larger than a window is cut into windows where its batches start, found by a walk of its
-batch headers (:func:`kafkarec.log.local.windows`): a map of the whole file, a page fault at each
-batch (a broker's 1 GiB segments: some 7,000 a GiB of 150 KB batches), on the planner's thread before
-the file's first window decodes.  The cuts are kept too: the same file (its
-inode, size and modification time unchanged, framed as strictly) is not walked again; a file that
-changed in any of those is walked anew, and at most :data:`CUTS_KEPT` files' cuts are kept
+batch headers (:func:`kafkarec.log.local.iter_windows`): a page fault at each batch (a broker's
+1 GiB segments: some 7,000 a GiB of 150 KB batches, ~25 ms).  The cuts are kept too: the same file
+(its inode, size and modification time unchanged, framed as strictly) is not walked again; a file
+that changed in any of those is walked anew, and at most :data:`CUTS_KEPT` files' cuts are kept
 (:meth:`MapUse.kept_cuts`, :meth:`MapUse.keep_cuts`).
 
 The memory is the page cache's, mapped: it shows in the process's RSS as shared file pages, and

@@ -175,8 +175,9 @@ class DecodePool:
         """``sl``'s windows put on ``found`` as they are cut (on the planner thread), then
         ``("done", None)``, or ``("raise", exc)`` where cutting raised (nothing after it).  The
         pool stopping stops the cut after the window at hand."""
+        cuts = self.read.cut(sl)
         try:
-            for window in self.read.cut(sl):
+            for window in cuts:
                 found.put(("window", window))
                 if self.stop.is_set():
                     break
@@ -185,6 +186,8 @@ class DecodePool:
             if not isinstance(exc, Exception):
                 raise
             return
+        finally:
+            getattr(cuts, "close", lambda: None)()     # (a walk stopped early lets its file go)
         found.put(("done", None))
 
     def _work(self, sl, closing, window: _Window) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Iterator, NamedTuple, Optional
 
 from kafkarec.errors import DecodeError, MalformedBatchError
 from kafkarec.scan.decode import Errors, decode_range
