@@ -285,13 +285,21 @@ def _spans(sl: Slice, spans: Optional[dict]) -> list:
 def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice]:
     """``sl`` cut where a batch starts, about ``max_bytes`` apart (one slice from where batches
     can no longer be framed), each keeping the skipped spans inside it."""
-    cuts = [sl.start]
-    for pos, size in _spans(sl, spans):
-        if sl.start <= pos < sl.end and pos > cuts[-1] and pos + size - cuts[-1] > max_bytes:
-            cuts.append(pos)
-    cuts.append(sl.end)
+    cuts = [sl.start] + _cuts(_spans(sl, spans), sl.start, sl.end, max_bytes, sl.start) + [sl.end]
     return [sl._replace(start=a, end=b, skip=tuple((p, n) for p, n in sl.skip if a <= p < b))
             for a, b in zip(cuts, cuts[1:])]
+
+
+def _cuts(spans, start: int, end: int, max_bytes: int, last: int) -> List[int]:
+    """The batch starts of ``spans`` (``(position, size)`` in file order) inside ``[start, end)``
+    where a window begun at ``last`` (then at each such start) would pass ``max_bytes``: the one
+    rule of :func:`split` and :func:`_walked_cuts`."""
+    out = []
+    for pos, size in spans:
+        if start <= pos < end and pos > last and pos + size - last > max_bytes:
+            out.append(pos)
+            last = pos
+    return out
 
 
 def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
@@ -377,12 +385,9 @@ def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: int) 
             lo = at - at % mmap.ALLOCATIONGRANULARITY
             hi = min(size, max(until, at + need) + WALK_STEP_SLACK)
             found, (after, exhausted, reason, error, wanted) = _mapped_walk(fd, path, options, lo, hi, at, until)
-            cuts = []
-            for pos, n in found:
-                if start <= pos < end and pos > last and pos + n - last > max_bytes:
-                    cuts.append((last, pos))
-                    last = pos
-            yield from cuts
+            for pos in _cuts(found, start, end, max_bytes, last):
+                yield (last, pos)
+                last = pos
             if found:
                 at = found[-1][0] + found[-1][1]
             need = 0
