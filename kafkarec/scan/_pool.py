@@ -10,6 +10,7 @@ import queue
 import threading
 from typing import Iterable, Iterator, NamedTuple, Protocol
 
+from kafkarec.log import local
 from kafkarec.scan._plan import without_skips
 
 __all__ = ["Decodes", "DecodePool"]
@@ -82,6 +83,17 @@ class _Window:
             return self.mapped if self.sides == 0 else None
 
 
+#: at most this many times ``keep + 1`` windows submitted ahead, however small they are (each
+#: holds a map and its rows until the consumer takes it)
+AHEAD_MAX = 4
+
+
+def _window_bytes(sl) -> int:
+    """The bytes a window maps and decodes (a piece that could not be cut, or a window not yet
+    taken from the planner: none)."""
+    return 0 if sl is None or isinstance(sl, _Uncut) else sl.size
+
+
 class _Uncut(NamedTuple):
     """A piece the planner could not cut into windows, and why."""
     slice: object
@@ -122,6 +134,7 @@ class DecodePool:
         self.planned: collections.deque = collections.deque()   # (piece, its cut's future, its windows' queue)
         self.ahead: collections.deque = collections.deque()     # (window, future, the map it closes first, _Window)
         self.held = None                # (the items handed out last, its entry as on `ahead`)
+        self.next_window = None         # the window taken from the planner, not yet submitted
         self.closers: list = []         # (future, map) of the maps closed past the last window
 
     def readings(self, pieces) -> Iterator:
@@ -132,10 +145,17 @@ class DecodePool:
         todo = self._windows(pieces)
         try:
             while True:
-                # the pool keeps `threads` windows (or depth()'s) ahead of the one handed out next
+                # the pool keeps `threads` windows (or depth()'s) ahead of the one handed out next,
+                # counted in bytes where the windows are smaller than a window can be (see _room)
                 keep = max(1, min(self.threads, self.read.depth()))
-                for later in itertools.islice(todo, max(0, keep + 1 - len(self.ahead))):
-                    self._submit(later)
+                while self._room(keep, self.next_window):
+                    if self.next_window is None:
+                        # (taken from the planner only when there may be room: it may be walking)
+                        self.next_window = next(todo, None)
+                        if self.next_window is None or not self._room(keep, self.next_window):
+                            break
+                    self._submit(self.next_window)
+                    self.next_window = None
                 if not self.ahead:
                     break
                 entry = self.ahead.popleft()
@@ -145,6 +165,23 @@ class DecodePool:
                 yield sl, self.held[0]
         finally:
             self._shut_down()
+
+    def _room(self, keep: int, later) -> bool:
+        """Whether window ``later`` (None: the planner's next, not taken yet) may be submitted now,
+        with ``keep`` windows to keep ahead of the one handed out next: ``keep + 1`` windows always
+        are (the count the class states); past those, windows smaller than a window can be (a
+        segment's last, a small segment: 4 MiB beside 64 MiB ones) while those submitted,
+        ``later`` with them, add up to no more bytes than ``keep + 1`` full windows, and at most
+        AHEAD_MAX times as many.  Counted in windows
+        alone, a thread done with two small windows waited, idle, for the consumer to be done
+        with a large one on the other thread (a read of 64 and 4 MiB segments on two threads: one
+        idle 3 ms in every 50)."""
+        ahead = self.ahead
+        if len(ahead) < keep + 1:
+            return True
+        return (len(ahead) < AHEAD_MAX * (keep + 1) and
+                sum(_window_bytes(e[0]) for e in ahead) + _window_bytes(later)
+                <= (keep + 1) * local.READ_WINDOW_BYTES)
 
     def _windows(self, pieces):
         """The windows in order: each piece cut on the planner thread, ``threads + 1`` pieces

@@ -14,7 +14,7 @@ import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
 from kafkarec.scan import Bounds, LogScan, ScanConfig
-from kafkarec.scan import _read, default_threads
+from kafkarec.scan import _pool, _read, default_threads
 from kafkarec.scan.config import MAX_DEFAULT_THREADS
 
 from support.logs.logdir import T0, PartitionWriter, build_log_dir, mixed_codec_partition, sample_records, v2_batch
@@ -275,13 +275,14 @@ def test_a_windows_first_batches_are_handed_on_while_its_later_ones_decode(parti
 
 
 def test_at_most_threads_windows_mapped_ahead(partition, small_windows, monkeypatch):
-    open_maps, most = [], [0]
+    open_maps, most, most_bytes = [], [0], [0]
     plain = local.iter_pieces
 
     def counted(sl):
         for piece in plain(sl):
             open_maps.append(sl)
             most[0] = max(most[0], len(open_maps))
+            most_bytes[0] = max(most_bytes[0], sum(m.size for m in open_maps))
             try:
                 yield piece
             finally:
@@ -292,8 +293,61 @@ def test_at_most_threads_windows_mapped_ahead(partition, small_windows, monkeypa
         rows += rb.num_rows
         time.sleep(0.0005)        # a slow consumer: the pool runs ahead as far as it may
     assert rows == 6000
-    assert most[0] == 3     # the consumer's and 2 ahead
+    # the consumer's and 2 ahead, in bytes: three windows' (a segment's smaller last windows
+    # let more in, at most AHEAD_MAX times as many)
+    assert most[0] >= 3 and most[0] <= _pool.AHEAD_MAX * 3
+    assert most_bytes[0] <= 3 * WINDOW
     assert not open_maps
+
+
+def _segments(folder, batches_per_segment):
+    """Files of 10-record batches (741 bytes each) in ``folder``, one file of each given count."""
+    os.makedirs(folder)
+    offset = 0
+    for count in batches_per_segment:
+        with open(os.path.join(folder, "%020d.log" % offset), "wb") as fh:
+            for _ in range(count):
+                fh.write(kafkarec.build_batch([b"v" * 60] * 10, base_offset=offset))
+                offset += 10
+    return offset
+
+
+def test_small_windows_beside_large_ones_keep_the_threads_busy(tmp_path, small_windows, monkeypatch):
+    """The windows ahead are counted in bytes when they are small (a segment's last, a small
+    segment): while the consumer waits for a large window on one thread, the other decodes every
+    small window after it, and the next large one, three windows' bytes in all; counted in windows,
+    it stopped after two and waited.  The rows are the one-thread read's."""
+    folder = str(tmp_path / "t-0")
+    rows = _segments(folder, [10] + [1] * 10 + [10] + [1] * 3)      # windows of 7,410 and 741 bytes
+    plain = _read.Read.decode_ahead
+    first = threading.Event()
+    decoded, lock = [], threading.Lock()
+
+    def first_waits(self, part, where, topic, partition_):
+        if os.path.basename(where) == "%020d.log" % 0:
+            assert first.wait(60)           # (60 s: only a regression waits it out)
+        yield from plain(self, part, where, topic, partition_)
+        with lock:
+            decoded.append(os.path.basename(where))
+    monkeypatch.setattr(_read.Read, "decode_ahead", first_waits)
+    reader = iter(LogScan(folder, threads=2, columns=["offset", "value"]))
+    got = []
+
+    def consume():
+        got.extend(reader)
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    deadline = time.monotonic() + 60
+    while len(decoded) < 11 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ahead = list(decoded)
+    first.set()
+    consumer.join(60)
+    assert ahead == ["%020d.log" % (100 + 10 * i) for i in range(11)]   # the ten small ones, the large
+    table = pa.Table.from_batches(got)
+    assert table.column("offset").to_pylist() == list(range(rows))
+    assert table.equals(LogScan(folder, threads=1, columns=["offset", "value"]).to_table())
+    assert not _decode_threads()
 
 
 def test_one_thread_decodes_in_the_consumers_thread(partition, small_windows):
