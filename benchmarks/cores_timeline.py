@@ -4,7 +4,7 @@ of ``LogScan(...).to_table()``, against the same windows decoded by plain thread
 over each segment, mapped or in memory) and by one process a partition.
 
     python benchmarks/cores_timeline.py WORKDIR [--partitions 16] [--records 400000] [--threads 16]
-        [--repeats 3] [--quick] [--kept] [--shared] [--prestart] [--switch S]
+        [--repeats 3] [--quick] [--kept] [--fresh] [--prestart] [--switch S]
 
 WORKDIR is bench_cores.py's (its ``log`` folder is written when missing).  Best of ``--repeats``:
 
@@ -17,9 +17,10 @@ WORKDIR is bench_cores.py's (its ``log`` folder is written when missing).  Best 
 
 without ``--quick`` (the LogScan rows alone).  Then one read's timeline (the planner's cuts, each
 window's submission and decode, the consumer's waits; each chunk's decode and the offset-order
-rule's pass summed).  Diagnoses, not settings kafkarec has: ``--shared`` keeps the decode pool's
-threads from read to read (a ThreadPoolExecutor never shut down), ``--prestart`` starts all of them
-before the first window is handed out, ``--switch`` sets ``sys.setswitchinterval``.
+rule's pass summed).  Diagnoses, not settings kafkarec has: ``--fresh`` starts new decode threads
+at every read (as the pool did before it kept its threads between reads, ``kafkarec.scan._threads``),
+``--prestart`` starts all of them before the first window is handed out, ``--switch`` sets
+``sys.setswitchinterval``.
 docs/performance.md ("Sixteen cores") has what they showed.
 """
 from __future__ import annotations
@@ -185,27 +186,15 @@ def main():
     ap.add_argument("--switch", type=float, default=None, help="sys.setswitchinterval (diagnosis)")
     ap.add_argument("--quick", action="store_true", help="the LogScan rows only")
     ap.add_argument("--kept", action="store_true", help="also a scan whose maps stay open between reads")
-    ap.add_argument("--shared", action="store_true", help="(diagnosis) decode threads kept from read to read")
+    ap.add_argument("--fresh", action="store_true", help="(diagnosis) new decode threads at every read")
     ap.add_argument("--prestart", action="store_true", help="the decode pool's threads started before its work")
     a = ap.parse_args()
-    if a.shared:
+    from kafkarec.scan import _pool
+    if a.fresh:
         import concurrent.futures as cf
-        base = cf.ThreadPoolExecutor
-        executors = {}
-
-        class Shared(base):
-            def shutdown(self, wait=True, *, cancel_futures=False):
-                pass
-
-        def executor(n, thread_name_prefix=""):
-            key = (n, thread_name_prefix)
-            if key not in executors:
-                executors[key] = Shared(n, thread_name_prefix=thread_name_prefix)
-            return executors[key]
-        cf.ThreadPoolExecutor = executor
+        _pool.LentThreads = cf.ThreadPoolExecutor       # new threads at every read, as before 2026-11-30
     if a.prestart:
-        import concurrent.futures as cf
-        base = cf.ThreadPoolExecutor
+        base = _pool.LentThreads
 
         class Prestarted(base):
             def __init__(self, n, thread_name_prefix=""):
@@ -222,7 +211,7 @@ def main():
                     gate.set()
                     for f in fs:
                         f.result()
-        cf.ThreadPoolExecutor = Prestarted
+        _pool.LentThreads = Prestarted
     if a.switch:
         sys.setswitchinterval(a.switch)
     log = os.path.join(a.workdir, "log")

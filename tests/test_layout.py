@@ -677,8 +677,10 @@ def _private_scan_imports(tree):
 # module-level setting where the code reading it looks it up
 _SCAN_PRIVATE_TESTS = {
     os.path.join("tests", "spark", "test_planning.py"): ["kafkarec.scan._read"],         # READ_AHEAD_RANGES
-    # READ_AHEAD_RANGES; Read.decode_ahead patched to hold a window's thread after its first batch
-    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._read"],
+    # READ_AHEAD_RANGES; Read.decode_ahead patched to hold a window's thread after its first batch;
+    # the pool's AHEAD_MAX read; the threads kept between reads counted and ended (_threads)
+    os.path.join("tests", "scan", "test_scan_threads.py"): ["kafkarec.scan._pool", "kafkarec.scan._read",
+                                                            "kafkarec.scan._threads"],
 }
 
 

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator, NamedTuple, Protocol
 
 from kafkarec.log import local
 from kafkarec.scan._plan import without_skips
+from kafkarec.scan._threads import LentThreads
 
 __all__ = ["Decodes", "DecodePool"]
 
@@ -139,9 +140,9 @@ class DecodePool:
 
     def readings(self, pieces) -> Iterator:
         """The windows of ``pieces`` in order, each with its buffers' items (see the class)."""
-        from concurrent.futures import ThreadPoolExecutor
-        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="kafkarec-decode")
-        self.planner = ThreadPoolExecutor(1, thread_name_prefix="kafkarec-decode-plan")
+        # (threads lent, and handed back when the read is done: kept a while for the next read)
+        self.pool = LentThreads(self.threads, thread_name_prefix="kafkarec-decode")
+        self.planner = LentThreads(1, thread_name_prefix="kafkarec-decode-plan")
         todo = self._windows(pieces)
         try:
             while True:

@@ -2,6 +2,7 @@
 What a consumer gets is what decoding one window after the other gives: the same rows in the same
 order, the same errors at the same place, nothing read past a limit but the windows in flight, at
 most ``threads`` windows mapped ahead of the consumer's, and no thread or map left once it stops."""
+import math
 import os
 import re
 import threading
@@ -14,7 +15,7 @@ import kafkarec
 from kafkarec.errors import MalformedBatchError, UsageError
 from kafkarec.log import local, storage
 from kafkarec.scan import Bounds, LogScan, ScanConfig
-from kafkarec.scan import _pool, _read, default_threads
+from kafkarec.scan import _pool, _read, _threads, default_threads
 from kafkarec.scan.config import MAX_DEFAULT_THREADS
 
 from support.logs.logdir import T0, PartitionWriter, build_log_dir, mixed_codec_partition, sample_records, v2_batch
@@ -482,24 +483,24 @@ def test_the_consumers_thread_walks_no_file_and_unmaps_no_window(partition, smal
     plain_cuts, plain_pieces = local._walked_cuts, local.iter_pieces
 
     def cuts(*args):
-        walked.append(threading.current_thread())
+        walked.append(threading.current_thread().name)   # (a lent thread's name is the read's)
         yield from plain_cuts(*args)
 
     def pieces(sl):
         try:
             yield from plain_pieces(sl)
         finally:
-            unmapped.append(threading.current_thread())
+            unmapped.append(threading.current_thread().name)
     monkeypatch.setattr(local, "_walked_cuts", cuts)
     monkeypatch.setattr(local, "iter_pieces", pieces)
     want = _table(partition, 1, columns=["offset", "timestamp"])
-    me = threading.current_thread()
+    me = threading.current_thread().name
     assert walked and set(walked) == {me} and set(unmapped) == {me}
     files_walked = len(walked)      # the files larger than a window
     walked.clear()
     unmapped.clear()
     assert _table(partition, 2, columns=["offset", "timestamp"]).equals(want)
-    assert len(walked) == files_walked and me not in walked and {t.name.split("_")[0] for t in walked} == {"kafkarec-decode-plan"}
+    assert len(walked) == files_walked and me not in walked and {name.split("_")[0] for name in walked} == {"kafkarec-decode-plan"}
     assert len(unmapped) > 30 and me not in unmapped
     assert not _decode_threads()
 
@@ -646,7 +647,8 @@ def test_big_batches_on_many_threads_as_one_after_the_other(big_batches, monkeyp
 
 def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch):
     """The ranges of a listed read are cut (an offset index read each) as they come, not all before
-    the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes."""
+    the first row: a limit of one row over 13 segments reads at most the read-ahead's indexes,
+    a pool the indexes of the segments it keeps ahead."""
     from kafkarec.log import selection
     w = PartitionWriter(str(tmp_path), "t", 0, segment_bytes=30_000, index_interval_bytes=4096)
     for k in range(400):
@@ -667,7 +669,12 @@ def test_a_listed_read_cuts_each_range_when_its_turn_comes(tmp_path, monkeypatch
         reader = iter(scan)
         assert next(reader).column("offset")[0].as_py() == 5
         reader.close()
-        assert 1 <= len(loads) <= 1 + _read.READ_AHEAD_RANGES, (threads, limit, len(loads))
+        # one thread: the read-ahead's; a pool: the segments its windows ahead span (threads + 1
+        # windows' bytes: small windows, a segment's last, count in bytes), and threads + 1
+        # segments past them cut by its planner
+        ahead = 1 + _read.READ_AHEAD_RANGES if threads == 1 else \
+            1 + math.ceil((threads + 1) * 20_000 / 30_000) + 1 + threads + 1
+        assert 1 <= len(loads) <= ahead < 13, (threads, limit, len(loads))
 
 
 def test_an_offset_order_error_row_comes_where_its_batch_is_whatever_the_window(tmp_path, monkeypatch):
@@ -901,3 +908,95 @@ def test_batches_in_an_engines_types_keep_the_error_rows(tmp_path, small_windows
             assert got.equals(one.cast(target)), (mode, threads)
     with pytest.raises(ValueError, match="not the read's"):
         next(LogScan(root).batches_in(pa.schema([pa.field("offset", pa.int64())])))
+
+
+def test_a_reads_threads_are_kept_for_the_next_read_and_end_when_asked(partition, small_windows):
+    """The pool's threads are lent to a read and handed back when it is done: the next read is
+    decoded by the same threads (their allocator heaps hold the pages the last read freed), none
+    of them named as a read's while idle; ended on request, the next read starts new ones."""
+    want = _table(partition, 1, columns=["offset", "value"])
+    _threads.end_idle_threads()
+    seen = []
+    plain = _read.Read.decode_ahead
+
+    def noted(self, *args):
+        seen.append(threading.current_thread())
+        yield from plain(self, *args)
+    try:
+        _read.Read.decode_ahead = noted
+        assert _table(partition, 2, columns=["offset", "value"]).equals(want)
+        first = set(seen)
+        assert len(first) == 2 and not _decode_threads()
+        assert _threads.idle_threads() == 3        # two decoding, one planning
+        seen.clear()
+        assert _table(partition, 2, columns=["offset", "value"]).equals(want)
+        assert set(seen) == first
+        _threads.end_idle_threads()
+        assert _threads.idle_threads() == 0 and not any(t.is_alive() for t in first)
+        seen.clear()
+        assert _table(partition, 2, columns=["offset", "value"]).equals(want)
+        assert len(set(seen)) == 2 and not set(seen) & first
+    finally:
+        _read.Read.decode_ahead = plain
+
+
+def test_lent_threads_run_every_task_given_and_are_handed_back_after_them():
+    """LentThreads as the pool uses it: tasks run on its threads alone, a task's exception is its
+    future's, a task cancelled before it starts never runs, and shutdown returns once every task
+    given is done, the threads then idle (and named so)."""
+    _threads.end_idle_threads()
+    lent = _threads.LentThreads(2, thread_name_prefix="kafkarec-decode-test")
+    started, release = threading.Barrier(3), threading.Event()
+    ran = []
+
+    def held(n):
+        started.wait(10)
+        release.wait(10)
+        ran.append(n)
+        return threading.current_thread().name
+
+    first = [lent.submit(held, n) for n in range(2)]
+    started.wait(10)                    # both threads busy: a third task waits its turn
+    cancelled = lent.submit(ran.append, "never")
+    failing = lent.submit(lambda: 1 / 0)
+    assert cancelled.cancel()
+    release.set()
+    lent.shutdown(wait=True)
+    assert sorted(f.result() for f in first) == ["kafkarec-decode-test_0", "kafkarec-decode-test_1"]
+    assert isinstance(failing.exception(), ZeroDivisionError)
+    assert sorted(ran) == [0, 1]
+    assert _threads.idle_threads() == 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("kafkarec-decode-test")]
+    with pytest.raises(RuntimeError):
+        lent.submit(ran.append, "late")
+    _threads.end_idle_threads()
+
+
+def test_a_fork_after_a_read_leaves_no_idle_thread_and_no_warning(partition, small_windows, tmp_path):
+    """Idle threads end before the process forks: Python warns of a fork with threads running, and
+    a child has none of its parent's threads.  A process that exits with a read never closed, its
+    threads in the middle of it, exits (the threads handed back, then ended)."""
+    import subprocess
+    import sys
+    script = f"""
+import os, sys, threading, warnings
+warnings.simplefilter("error")
+from kafkarec.log import local
+local.READ_WINDOW_BYTES = {WINDOW}
+from kafkarec.scan import LogScan
+from kafkarec.scan import _threads
+assert LogScan({partition!r}, threads=2, columns=["offset"]).to_table().num_rows == 6000
+assert _threads.idle_threads() == 3
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if threading.active_count() == 1 and _threads.idle_threads() == 0 else 3)
+assert os.waitpid(pid, 0)[1] == 0
+assert _threads.idle_threads() == 0 and threading.active_count() == 1
+reader = iter(LogScan({partition!r}, threads=2, columns=["offset"], max_rows_per_batch=10))
+next(reader)
+print("left open")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "left open"
