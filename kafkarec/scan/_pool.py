@@ -115,15 +115,17 @@ class DecodePool:
     The consumer gets the windows in order, and each one's items as one thread decoded them,
     an error where decoding raised it (nothing after it), so what it sees is what decoding one
     after the other gives (a piece that could not be cut: its error when its turn comes, nothing
-    after it).  At most ``threads`` windows are mapped and decoded ahead of the one the consumer
-    holds (memory: ``threads + 1`` windows and their rows); ``read.depth()``, asked each time the
+    after it).  At most ``threads`` windows' bytes are mapped and decoded ahead of the one the
+    consumer holds (memory: ``threads + 1`` windows and their rows; windows smaller than a window,
+    a segment's last, count by their bytes: see :meth:`_room`); ``read.depth()``, asked each time the
     consumer takes a window, can keep fewer ahead (a read with a row limit: no more than the
     rows still wanted need).  A window's map is closed on the pool once the consumer is done with
     it: by the thread that takes the next window, before it maps that one (so the count holds), or
     past the last window by a task of its own.  A consumer that stops (the generator closed) stops
     the threads after the Arrow batch each is building (and the planner after the file it is
     walking) and closes every map before the close returns, an interrupt in any of its waits
-    included."""
+    included.  Its threads are lent to the read (:class:`kafkarec.scan._threads.LentThreads`) and
+    handed back, idle, when it ends."""
 
     def __init__(self, read: Decodes, threads: int):
         self.read = read
@@ -173,10 +175,9 @@ class DecodePool:
         are (the count the class states); past those, windows smaller than a window can be (a
         segment's last, a small segment: 4 MiB beside 64 MiB ones) while those submitted,
         ``later`` with them, add up to no more bytes than ``keep + 1`` full windows, and at most
-        AHEAD_MAX times as many.  Counted in windows
-        alone, a thread done with two small windows waited, idle, for the consumer to be done
-        with a large one on the other thread (a read of 64 and 4 MiB segments on two threads: one
-        idle 3 ms in every 50)."""
+        AHEAD_MAX times as many.  Counted in windows alone, a thread done with two small windows
+        waited, idle, for the consumer to be done with a large one on the other thread (a read of
+        64 and 4 MiB segments on two threads: one idle 3 ms in every 50)."""
         ahead = self.ahead
         if len(ahead) < keep + 1:
             return True

@@ -172,9 +172,13 @@ def _at_exit() -> None:
 
 
 def _after_fork_in_child() -> None:
+    """A child has none of its parent's threads: none idle, and a lending's shutdown there has
+    no thread to wait for."""
     global _lock
     _lock = threading.Lock()
     _idle.clear()
+    for lending in list(_lent):
+        lending.workers = []
     _lent.clear()
 
 
