@@ -142,11 +142,11 @@ class DecodePool:
 
     def readings(self, pieces) -> Iterator:
         """The windows of ``pieces`` in order, each with its buffers' items (see the class)."""
-        # (threads lent, and handed back when the read is done: kept a while for the next read)
-        self.pool = LentThreads(self.threads, thread_name_prefix="kafkarec-decode")
-        self.planner = LentThreads(1, thread_name_prefix="kafkarec-decode-plan")
-        todo = self._windows(pieces)
         try:
+            # (threads lent, and handed back when the read is done: kept a while for the next read)
+            self.pool = LentThreads(self.threads, thread_name_prefix="kafkarec-decode")
+            self.planner = LentThreads(1, thread_name_prefix="kafkarec-decode-plan")
+            todo = self._windows(pieces)
             while True:
                 # the pool keeps `threads` windows (or depth()'s) ahead of the one handed out next,
                 # counted in bytes where the windows are smaller than a window can be (see _room)
@@ -344,10 +344,12 @@ class DecodePool:
             self._close_done()      # the last window's (or the one a closed consumer held)
             for _sl, f, _found in self.planned:
                 f.cancel()
-            self.planner.shutdown(wait=True)
+            if self.planner is not None:
+                self.planner.shutdown(wait=True)
         finally:
             try:
-                self.pool.shutdown(wait=True)
+                if self.pool is not None:
+                    self.pool.shutdown(wait=True)
             finally:
                 self._close_left()
 

@@ -19,7 +19,7 @@ import queue
 import threading
 import weakref
 from concurrent.futures import Executor, Future
-from typing import List, NamedTuple
+from typing import List, NamedTuple, Optional
 
 __all__ = ["LentThreads", "KEEP_IDLE_S", "idle_threads", "end_idle_threads"]
 
@@ -35,9 +35,36 @@ _lent: "weakref.WeakSet[LentThreads]" = weakref.WeakSet()     # lendings not yet
 _exiting = False                    # the interpreter is exiting: a thread handed back ends
 
 
+class _Backs:
+    """The workers of one lending handed back, counted (its shutdown waits on them)."""
+
+    def __init__(self, count: int):
+        self.cond = threading.Condition()
+        self.count = count
+        self.back = 0
+
+    def one_back(self) -> None:
+        with self.cond:
+            self.back += 1
+            self.cond.notify_all()
+
+    def wait(self, leave: int = 0) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.back >= self.count - leave)
+
+
 class _Back(NamedTuple):
-    """The task that hands a worker back (the read's shutdown waits on ``done``)."""
-    done: threading.Event
+    """The task that hands a worker back (one a worker, after the tasks queued before it)."""
+    backs: _Backs
+
+
+def _hand_back(tasks: queue.SimpleQueue, count: int) -> _Backs:
+    """A lending's ``count`` workers told to come back (by its shutdown, or by the collector for a
+    lending never shut down: each waits on its queue until then)."""
+    backs = _Backs(count)
+    for _ in range(count):
+        tasks.put(_Back(backs))
+    return backs
 
 
 class _Worker(threading.Thread):
@@ -71,7 +98,7 @@ class _Worker(threading.Thread):
                     kept = not _exiting and len(_idle) < KEEP_MAX
                     if kept:
                         _idle.append(self)
-                task.done.set()
+                task.backs.one_back()
                 if not kept:
                     return
                 continue
@@ -84,6 +111,7 @@ class _Worker(threading.Thread):
                     del exc
                 else:
                     future.set_result(result)
+                    del result          # (an idle thread holds nothing of the read's)
             del future, fn, args, task
 
 
@@ -91,54 +119,63 @@ class LentThreads(Executor):
     """``threads`` threads lent to one read (an idle one taken, else a new one started), named
     ``<prefix>_<n>`` while they serve it; :meth:`shutdown` hands them back once every task
     submitted is done (with ``wait``: as :class:`concurrent.futures.ThreadPoolExecutor`'s
-    shutdown, the tasks queued and not cancelled are run first)."""
+    shutdown, the tasks queued and not cancelled are run first).  A lending dropped without a
+    shutdown is handed back by the collector, and one still open at exit when the interpreter
+    exits."""
 
     def __init__(self, threads: int, thread_name_prefix: str = "kafkarec-decode"):
         self.tasks: queue.SimpleQueue = queue.SimpleQueue()
         self.workers: List[_Worker] = []
-        self.closed = False
+        self.backs: Optional[_Backs] = None     # set by shutdown
+        self.lock = threading.Lock()            # submit and shutdown, one at a time
+        # (refers to the queue, not to the lending: called once, by shutdown or the collector)
+        self._hand_back = weakref.finalize(self, _hand_back, self.tasks, threads)
+        self._hand_back.atexit = False      # (at exit _at_exit does, before the threads are joined)
         fresh = []
-        with _lock:
-            for n in range(threads):
-                worker = _idle.pop() if _idle else None
-                if worker is None:
-                    worker = _Worker()
-                    fresh.append(worker)
-                worker.name = f"{thread_name_prefix}_{n}"
-                self.workers.append(worker)
-                worker.inbox.put(self.tasks)
-            _lent.add(self)
-        for worker in fresh:
-            worker.start()
+        try:
+            with _lock:
+                for n in range(threads):
+                    worker = _idle.pop() if _idle else None
+                    if worker is None:
+                        worker = _Worker()
+                        fresh.append(worker)
+                    worker.name = f"{thread_name_prefix}_{n}"
+                    self.workers.append(worker)
+                    worker.inbox.put(self.tasks)
+                _lent.add(self)
+            for worker in fresh:
+                worker.start()
+        except BaseException:       # (no thread to start, an interrupt): those lent go back
+            self.shutdown(wait=False)
+            raise
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        if self.closed:
-            raise RuntimeError("cannot schedule new futures after shutdown")
         if kwargs:
             return self.submit(lambda: fn(*args, **kwargs))
         future: Future = Future()
-        self.tasks.put((future, fn, args))
+        with self.lock:
+            if self.backs is not None:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self.tasks.put((future, fn, args))
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        if self.closed:
-            return
-        self.closed = True
+        with self.lock:
+            if self.backs is None:
+                if cancel_futures:
+                    while True:
+                        try:
+                            task = self.tasks.get_nowait()
+                        except queue.Empty:
+                            break
+                        task[0].cancel()
+                self.backs = self._hand_back() or _Backs(0)
+            backs = self.backs
         with _lock:
             _lent.discard(self)
-        if cancel_futures:
-            while True:
-                try:
-                    task = self.tasks.get_nowait()
-                except queue.Empty:
-                    break
-                task[0].cancel()
-        backs = [_Back(threading.Event()) for _worker in self.workers]
-        for back in backs:          # each worker takes one, after the tasks queued before it
-            self.tasks.put(back)
         if wait:
-            for back in backs:
-                back.done.wait()
+            # (called on one of its own threads, from a task: that one comes back after it)
+            backs.wait(leave=1 if threading.current_thread() in self.workers else 0)
 
 
 def idle_threads() -> int:
@@ -178,7 +215,10 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
     _idle.clear()
     for lending in list(_lent):
-        lending.workers = []
+        lending.lock = threading.Lock()
+        lending._hand_back.detach()
+        if lending.backs is None:
+            lending.backs = _Backs(0)
     _lent.clear()
 
 

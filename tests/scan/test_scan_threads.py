@@ -994,9 +994,33 @@ assert os.waitpid(pid, 0)[1] == 0
 assert _threads.idle_threads() == 0 and threading.active_count() == 1
 reader = iter(LogScan({partition!r}, threads=2, columns=["offset"], max_rows_per_batch=10))
 next(reader)
+dropped = _threads.LentThreads(1)       # never shut down, still referred to at exit
 print("left open")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "left open"
+
+
+def test_a_lending_dropped_or_shut_down_from_its_own_thread_comes_back():
+    """A lending never shut down is handed back by the collector (its threads would otherwise wait
+    on its queue for ever, and a process could not exit); one shut down from a task on its own
+    thread (a read's generator finalized there) does not wait for that thread; a second shutdown
+    with ``wait`` waits as the first did."""
+    import gc
+    _threads.end_idle_threads()
+    lent = _threads.LentThreads(2, thread_name_prefix="kafkarec-decode-test")
+    assert lent.submit(lambda: 7).result(10) == 7
+    del lent
+    gc.collect()
+    deadline = time.monotonic() + 60
+    while _threads.idle_threads() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _threads.idle_threads() == 2
+    lent = _threads.LentThreads(2, thread_name_prefix="kafkarec-decode-test")
+    inner = lent.submit(lambda: lent.shutdown(wait=True))
+    assert inner.result(60) is None
+    lent.shutdown(wait=True)
+    assert _threads.idle_threads() == 2
+    _threads.end_idle_threads()
