@@ -151,12 +151,12 @@ class DecodePool:
                 # the pool keeps `threads` windows (or depth()'s) ahead of the one handed out next,
                 # counted in bytes where the windows are smaller than a window can be (see _room)
                 keep = max(1, min(self.threads, self.read.depth()))
-                while self._room(keep, self.next_window):
-                    if self.next_window is None:
+                while True:
+                    if self.next_window is None and self._room(keep, None):
                         # (taken from the planner only when there may be room: it may be walking)
                         self.next_window = next(todo, None)
-                        if self.next_window is None or not self._room(keep, self.next_window):
-                            break
+                    if self.next_window is None or not self._room(keep, self.next_window):
+                        break
                     self._submit(self.next_window)
                     self.next_window = None
                 if not self.ahead:
