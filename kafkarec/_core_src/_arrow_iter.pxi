@@ -133,7 +133,12 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     transaction still open at the end (the LSO) on.  ``errors="raise"`` raises
     the first DecodeError; ``errors="skip"`` leaves a bad batch out whole and
     appends a description of it to ``error_sink`` (a framing error ends the
-    data, as it leaves no next batch to go to).  The returned
+    data, as it leaves no next batch to go to).  With ``errors="skip"`` a chunk
+    ends at each batch left out (a chunk of no rows where nothing came before it
+    since the last): what the sink gained by the time a chunk is handed out
+    comes after that chunk's rows and before the next chunk's, wherever the
+    chunks are cut (a read of the same bytes cut in other places places its
+    errors alike).  The returned
     :class:`ArrowBatchIterator` tells where framing stopped once it has ended.
     """
     cdef ReadOptions opts = resolve_options(options, verify_crc, strict, max_decompressed_bytes, None)
@@ -268,6 +273,13 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 if errors == "raise":
                     raise
                 error_sink.append(error_dict(exc, b))
+                # the chunk ends at the batch left out (see iter_arrow: the sink read after each
+                # chunk holds its errors in their place among the rows, whatever the chunk sizes)
+                yield cols.finish(topic, partition, projection)
+                yielded = True
+                cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
+                chunk_start = batch_offset(b) + b.size_in_bytes
+                sized = False
                 continue
         if left_out:
             continue
@@ -298,6 +310,11 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             if errors == "raise":
                 raise
             error_sink.append(error_dict(exc, b))
+            yield cols.finish(topic, partition, projection)     # (ends at the batch left out, as above)
+            yielded = True
+            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
+            chunk_start = batch_offset(b) + b.size_in_bytes
+            sized = False
             continue
         if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)

@@ -966,7 +966,40 @@ def test_skip_rows_are_never_partial_across_chunks():
     got = table_rows(pa.Table.from_batches(chunks))
     want, want_sink = reference(data, errors="skip")
     assert got == want and sink == want_sink and len(sink) == 3
-    assert all(c.num_rows >= 3 for c in chunks[:-1])
+    # a chunk ends at max_rows or at a batch left out, nowhere else
+    positions = [c.column("batchPosition").to_pylist() for c in chunks]
+    bad = [e["batch_position"] for e in sink]
+    for rows, after in zip(positions[:-1], positions[1:]):
+        assert len(rows) >= 3 or any(rows[-1:] < [p] and (not after or p < after[0]) for p in bad)
+
+
+@pytest.mark.parametrize("max_rows", [1, 2, 3, 5, 1000])
+def test_skipped_batches_keep_their_place_whatever_the_chunks(max_rows):
+    """What the error sink gains by the time a chunk is handed out comes after that chunk's rows
+    and before the next chunk's: a chunk ends at each batch left out (one of no rows when nothing
+    came before it), so the errors' place among the rows is the same at every chunk size and cut."""
+    a, b, c, d = three_batch_log()
+    bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 4))
+    data = bad_b + a + bad_b + bad_b + c + d + bad_b + a + bad_b
+    sink = []
+    events = []
+    for chunk in kafkarec.iter_arrow(data, batch_columns=True, errors="skip", error_sink=sink,
+                                     max_rows=max_rows):
+        events += [("row", p) for p in chunk.column("batchPosition").to_pylist()]
+        events += [("error", e["batch_position"]) for e in sink]
+        sink.clear()
+    assert [p for _, p in events] == sorted(p for _, p in events)
+    assert [kind for kind, _ in events].count("error") == 5
+    # the same places when the bytes are read in two pieces, cut at a batch start
+    cut = len(bad_b) + len(a) + len(bad_b)
+    again = []
+    for start, end in ((0, cut), (cut, len(data))):
+        for chunk in kafkarec.iter_arrow(data, batch_columns=True, errors="skip", error_sink=sink,
+                                         max_rows=max_rows, start=start, end=end):
+            again += [("row", p) for p in chunk.column("batchPosition").to_pylist()]
+            again += [("error", e["batch_position"]) for e in sink]
+            sink.clear()
+    assert again == events
 
 
 def test_errors_argument_checked():
