@@ -15,10 +15,11 @@ rows, at another the same rows or fewer or more of them, never others).
 Across window sizes the records, in order, and the exception are the same too (its first campaign
 found a window's OffsetOrderError rows before the rows preceding them, and FAILFAST raising a later
 byte's error before an earlier batch's OffsetOrderError in one window: both mended, regression tests
-in tests/scan/test_scan_threads.py).  An open finding: where a PERMISSIVE error row stands among the
-records can still move with the window size (a segment holding offsets past the next segment's
-base, its rows left to that segment); across window sizes error rows are compared as a set until it
-is mended.  Within one window size everything is compared in order."""
+in tests/scan/test_scan_threads.py).  Error rows are compared in order across window sizes too:
+a PERMISSIVE error row stood after the Arrow chunk holding its batch, so it moved with where a
+window or chunk ended (found when a pool's last piece was cut for its threads); a chunk now ends at
+each batch left out (``iter_arrow(errors="skip")``), regression test
+``test_a_permissive_error_row_stands_at_its_batch_whatever_the_windows``."""
 import dataclasses
 import os
 import shutil
@@ -67,11 +68,6 @@ def _plain(rb):
     # the offset first: None only in an error row (PERMISSIVE)
     names = ["offset"] + [n for n in rb.schema.names if n != "offset"]
     return [tuple(cols[n][i] for n in names) for i in range(rb.num_rows)]
-
-
-def _apart(rows):
-    """The records in order, and the error rows as a set (their place among the records moves)."""
-    return [r for r in rows if r[0] is not None], sorted((r for r in rows if r[0] is None), key=repr)
 
 
 def _engine_types(schema):

@@ -116,9 +116,10 @@ class Slice(NamedTuple):
         """The log its offsets grow in, which the offset-order rule is kept per: its folder."""
         return os.path.dirname(self.path)
 
-    def windows(self) -> Iterator["Slice"]:
-        """The slices a read maps one after the other, cut as the read goes (:func:`iter_windows`)."""
-        return iter_windows(self)
+    def windows(self, max_bytes: Optional[int] = None) -> Iterator["Slice"]:
+        """The slices a read maps one after the other, cut as the read goes (:func:`iter_windows`;
+        ``max_bytes``: its window size, None: :data:`READ_WINDOW_BYTES`)."""
+        return iter_windows(self, max_bytes=max_bytes)
 
     def parts(self, split=None) -> tuple:
         """A window is read as it is, when its turn comes (``split`` cuts listed ranges only)."""
@@ -308,7 +309,7 @@ def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
     return list(iter_windows(sl, spans))
 
 
-def iter_windows(sl: Slice, spans: Optional[dict] = None) -> Iterator[Slice]:
+def iter_windows(sl: Slice, spans: Optional[dict] = None, max_bytes: Optional[int] = None) -> Iterator[Slice]:
     """:func:`windows` as they are found: a file larger than a window is walked a window at a time
     (:func:`_walked_cuts`), so its first window decodes (a ``LIMIT``'s rows come) while the rest of
     a broker's 1 GiB segment is still unwalked (issue 80: ``LIMIT 5`` over one 435 MiB segment
@@ -317,18 +318,20 @@ def iter_windows(sl: Slice, spans: Optional[dict] = None) -> Iterator[Slice]:
     (:attr:`Slice.maps`) takes the cuts the source kept of its file when it did not change, and
     gives them to the source once walked (:meth:`kafkarec.log.window_maps.MapUse.kept_cuts`): a
     registered table's next query walks no header.  A file deleted since it was listed is one
-    slice, which its read reports (:func:`iter_pieces`)."""
-    if sl.end - sl.start <= READ_WINDOW_BYTES:
+    slice, which its read reports (:func:`iter_pieces`).  ``max_bytes``: the windows' size (None:
+    :data:`READ_WINDOW_BYTES`; a pool's last window is cut smaller, one part a thread)."""
+    size = READ_WINDOW_BYTES if max_bytes is None else max_bytes
+    if sl.end - sl.start <= size:
         yield sl
         return
     if spans is not None:
         try:
-            found = split(sl, READ_WINDOW_BYTES, spans)
+            found = split(sl, size, spans)
         except FileNotFoundError:
             found = [sl]
         yield from found
         return
-    shape = (sl.strict, sl.start, sl.end, READ_WINDOW_BYTES)
+    shape = (sl.strict, sl.start, sl.end, size)
     try:
         stamp, kept = sl.maps.kept_cuts(sl.path, shape) if sl.maps is not None else (None, None)
     except FileNotFoundError:
@@ -339,7 +342,7 @@ def iter_windows(sl: Slice, spans: Optional[dict] = None) -> Iterator[Slice]:
         return
     cuts = []
     try:
-        for a, b in _walked_cuts(sl.path, sl.strict, sl.start, sl.end, READ_WINDOW_BYTES):
+        for a, b in _walked_cuts(sl.path, sl.strict, sl.start, sl.end, size):
             cuts.append((a, b))
             yield _window(sl, a, b)
     except FileNotFoundError:       # (opened at the first window: nothing handed out yet)

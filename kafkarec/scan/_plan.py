@@ -89,10 +89,11 @@ class SegmentPiece(Protocol):
     def log_key(self):
         """The log its offsets grow in, which the offset-order rule is kept per."""
 
-    def windows(self) -> Iterable:
+    def windows(self, max_bytes: Optional[int] = None) -> Iterable:
         """The pieces it is read as, in order: a local slice's cut at batch starts as they are found
-        (its file's headers walked a window at a time, :func:`kafkarec.log.local.iter_windows`); a
-        listed range as it is, cut when its turn comes."""
+        (its file's headers walked a window at a time, :func:`kafkarec.log.local.iter_windows`,
+        windows of ``max_bytes``, None: a window's); a listed range as it is, cut when its turn
+        comes."""
 
     def parts(self, split: Optional[Callable] = None) -> Iterable:
         """The pieces it is read as when its turn comes: a listed range cut by ``split(range,
@@ -167,7 +168,7 @@ class ListedRange(NamedTuple):
         """Its :func:`partition_key`."""
         return partition_key(self)
 
-    def windows(self) -> list:
+    def windows(self, max_bytes: Optional[int] = None) -> list:
         return [self]
 
     def parts(self, split: Optional[Callable] = None) -> Iterable:

@@ -20,10 +20,10 @@ __all__ = ["Decodes", "DecodePool"]
 class Decodes(Protocol):
     """What the pool asks of the read it decodes for."""
 
-    def cut(self, piece) -> Iterable:
+    def cut(self, piece, last: bool = False) -> Iterable:
         """The windows of a piece (:meth:`~kafkarec.scan._plan.SegmentPiece.windows` and
         :meth:`~kafkarec.scan._plan.SegmentPiece.parts`), asked on the pool's planner thread, which
-        hands each on as it comes."""
+        hands each on as it comes; ``last``: the read has no piece after it."""
 
     def decode_ahead(self, part, where, topic, partition) -> Iterator:
         """A window part's items (a :func:`kafkarec.scan.decode.decode_range`'s), asked on a
@@ -93,6 +93,19 @@ def _window_bytes(sl) -> int:
     """The bytes a window maps and decodes (a piece that could not be cut, or a window not yet
     taken from the planner: none)."""
     return 0 if sl is None or isinstance(sl, _Uncut) else sl.size
+
+
+def _with_last(pieces) -> Iterator:
+    """``(piece, whether it is the last)`` of ``pieces``, one taken ahead."""
+    todo = iter(pieces)
+    piece = next(todo, _END)
+    while piece is not _END:
+        after = next(todo, _END)
+        yield piece, after is _END
+        piece = after
+
+
+_END = object()
 
 
 class _Uncut(NamedTuple):
@@ -190,12 +203,12 @@ class DecodePool:
         ahead of the one whose windows are being handed out, and each window handed out as the
         planner finds it (a broker's 1 GiB segment is walked a window at a time: its first window
         decodes while the planner walks on)."""
-        todo = iter(pieces)
+        todo = _with_last(pieces)
         planned = self.planned
         while True:
-            for sl in itertools.islice(todo, max(0, self.threads + 1 - len(planned))):
+            for sl, last in itertools.islice(todo, max(0, self.threads + 1 - len(planned))):
                 found: queue.SimpleQueue = queue.SimpleQueue()
-                planned.append((sl, self.planner.submit(self._cut, sl, found), found))
+                planned.append((sl, self.planner.submit(self._cut, sl, found, last), found))
             if not planned:
                 return
             sl, _future, found = planned[0]
@@ -210,11 +223,11 @@ class DecodePool:
                     return
                 break
 
-    def _cut(self, sl, found: queue.SimpleQueue) -> None:
+    def _cut(self, sl, found: queue.SimpleQueue, last: bool = False) -> None:
         """``sl``'s windows put on ``found`` as they are cut (on the planner thread), then
         ``("done", None)``, or ``("raise", exc)`` where cutting raised (nothing after it).  The
         pool stopping stops the cut after the window at hand."""
-        cuts = self.read.cut(sl)
+        cuts = self.read.cut(sl, last)
         try:
             for window in cuts:
                 found.put(("window", window))

@@ -511,10 +511,10 @@ def test_a_file_that_cannot_be_cut_fails_at_its_turn(partition, small_windows, m
     plain = local.iter_windows
     files = sorted(sl.path for sl in (p.item for p in LogScan(partition).pieces()))
 
-    def windows(sl, spans=None):
+    def windows(sl, spans=None, max_bytes=None):
         if sl.path == files[1]:
             raise FileNotFoundError(sl.path)
-        yield from plain(sl, spans)
+        yield from plain(sl, spans, max_bytes)
     monkeypatch.setattr(local, "iter_windows", windows)
     first = LogScan(files[0], threads=1, columns=["offset"]).to_table().column("offset").to_pylist()
     for attempt in range(3):
@@ -1024,3 +1024,65 @@ def test_a_lending_dropped_or_shut_down_from_its_own_thread_comes_back():
     lent.shutdown(wait=True)
     assert _threads.idle_threads() == 2
     _threads.end_idle_threads()
+
+
+def test_a_reads_last_window_is_cut_for_every_thread(tmp_path, small_windows, monkeypatch):
+    """The last piece of a pool's read, a window or less, is cut into one part a thread (at batch
+    starts, at least an eighth of a window): a read of whole windows no longer ends on one thread
+    while the others have nothing left.  Other pieces, and a read on one thread, are cut as before;
+    the rows are the one-thread read's."""
+    folder = str(tmp_path / "t-0")
+    rows = _segments(folder, [10, 10, 10])        # three segments of 7,410 bytes: a window each
+    mapped = []
+    plain = local.iter_pieces
+
+    def counted(sl):
+        mapped.append((os.path.basename(sl.path), sl.start, sl.end))
+        yield from plain(sl)
+    monkeypatch.setattr(local, "iter_pieces", counted)
+    want = LogScan(folder, threads=1, columns=["offset", "value"]).to_table()
+    assert len(mapped) == 3
+    for threads in (2, 3, 4, 16):
+        mapped.clear()
+        got = LogScan(folder, threads=threads, columns=["offset", "value"]).to_table()
+        assert got.equals(want) and got.num_rows == rows
+        last = "%020d.log" % 200
+        assert [m for m in mapped if m[0] != last] == [("%020d.log" % 0, 0, 7410), ("%020d.log" % 100, 0, 7410)]
+        cuts = sorted((a, b) for name, a, b in mapped if name == last)
+        most = max(7410 // threads + 1, WINDOW // 8)       # a thread's share, at least an eighth of a window
+        assert len(cuts) >= min(threads, 7410 // most) and all(b - a <= most for a, b in cuts)
+        assert cuts[0][0] == 0 and cuts[-1][1] == 7410
+        assert all((b - a) % 741 == 0 for a, b in cuts)     # at batch starts
+        assert all(cuts[i][1] == cuts[i + 1][0] for i in range(len(cuts) - 1))
+
+
+def test_a_permissive_error_row_stands_at_its_batch_whatever_the_windows(tmp_path, monkeypatch):
+    """An error row stands where its batch is among the records, at every window size and chunk
+    size, on one thread or several: the rows of the batches before it come before it, the rows after,
+    after (it stood after the Arrow chunk holding its batch, so it moved with where a window or a
+    chunk ended: fuzz_threads' finding, which held back the last piece's cut above)."""
+    folder = str(tmp_path / "t-0")
+    _segments(folder, [30, 12])
+    damaged = {(0, 3), (0, 4), (0, 17), (0, 29), (300, 0)}      # (segment, batch): a record byte
+    for base, i in damaged:
+        with open(os.path.join(folder, "%020d.log" % base), "r+b") as fh:
+            fh.seek(i * 741 + 700)
+            byte = fh.read(1)
+            fh.seek(i * 741 + 700)
+            fh.write(bytes([byte[0] ^ 0xFF]))
+    bad = {base + i * 10 for base, i in damaged}        # the base offsets of the damaged batches
+    want = []
+    for base in range(0, 420, 10):
+        if base in bad:
+            want.append(None)
+        else:
+            want += range(base, base + 10)
+    for window in (741, 741 * 2 + 1, 741 * 5, 8192, 64 << 20):
+        monkeypatch.setattr(local, "READ_WINDOW_BYTES", window)
+        for threads in (1, 2, 3):
+            for rows_per_batch in (7, 25, 10_000):
+                got = LogScan(folder, threads=threads, mode="PERMISSIVE", max_rows_per_batch=rows_per_batch,
+                              columns=["offset", "_corrupt_record"]).to_table()
+                assert got.column("offset").to_pylist() == want, (window, threads, rows_per_batch)
+                errors = [e for e in got.column("_corrupt_record").to_pylist() if e is not None]
+                assert len(errors) == len(damaged) and all("ChecksumError" in e for e in errors)
