@@ -8,9 +8,9 @@ in the consumer's), with badRecordsPath or not (its files written by the consume
 engines' types or not (``LogScan.batches_in``: microseconds cast on the pool, key and value in the
 view layout, ``value_layout="view"``: binary views of each window's keys and values, copied): the
 same rows in the same order (the batch columns too), the same error rows, the same files kept, and the same
-exception (class and message) after the same rows (in FAILFAST, rows before the error are handed
-on as decoded: at one window size exactly the same
-rows, at another the same rows or fewer or more of them, never others).
+exception (class and message) after the same rows (in FAILFAST, every row before the failing
+batch is handed on, then the error raised, at every window size: the core hands out the rows before
+a failing batch first).
 
 Across window sizes the records, in order, and the exception are the same too (its first campaign
 found a window's OffsetOrderError rows before the rows preceding them, and FAILFAST raising a later
@@ -148,12 +148,10 @@ def test_one_input(data: bytes) -> None:
     if got != alone:
         raise AssertionError(f"{mode} {columns} {how}: window={window}: threads={threads} read\n"
                              f"{got}\nthreads=1 read\n{alone}")
-    # FAILFAST hands on the rows decoded before the damage, so how many come before the error
-    # depends on where windows and Arrow batches end: one read's rows are the other's first rows
+    # FAILFAST hands on every row before the damage, then raises, wherever windows and Arrow
+    # batches end: the same rows at every window size
     rows, error, kept = alone
-    wanted = want[0]
-    if error != want[1] or (rows != wanted if error is None or mode != "FAILFAST" else
-                            rows[:len(wanted)] != wanted[:len(rows)]) or kept != want[2]:
+    if error != want[1] or rows != want[0] or kept != want[2]:
         raise AssertionError(f"{mode} {columns} {how}: threads=1 window={window} read\n{alone}\n"
                              f"threads=1 with the default window read\n{want}")
 

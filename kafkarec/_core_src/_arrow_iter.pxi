@@ -131,7 +131,9 @@ def iter_arrow(data, /, options=None, *, topic=None, partition=None, bint includ
     read_committed consumer would not see, judged from the markers in ``data``
     (kafkarec.transactions): aborted transactions, and everything from a
     transaction still open at the end (the LSO) on.  ``errors="raise"`` raises
-    the first DecodeError; ``errors="skip"`` leaves a bad batch out whole and
+    the first DecodeError, after a chunk of the rows of the batches before it
+    (those not yet handed out): the rows a read hands out before it raises are
+    the same wherever the chunks are cut; ``errors="skip"`` leaves a bad batch out whole and
     appends a description of it to ``error_sink`` (a framing error ends the
     data, as it leaves no next batch to go to).  With ``errors="skip"`` a chunk
     ends at each batch left out (a chunk of no rows where nothing came before it
@@ -212,6 +214,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef set aborted = None
     cdef bint yielded = False
     cdef bint sized = False
+    cdef object failed = None       # errors="raise": the DecodeError, raised after the rows before it
     # offsets in data (sizing only; positions reported are batches'/b.position)
     cdef Py_ssize_t data_size = batches._end
     cdef Py_ssize_t chunk_start = batches._offset, consumed
@@ -252,7 +255,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
             b = next(batches, None)
         except DecodeError as exc:
             if errors == "raise":
-                raise
+                failed = exc
+                break
             error_sink.append(error_dict(exc, None))
             break
         if b is None:
@@ -271,7 +275,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                 check_crc(b)
             except DecodeError as exc:
                 if errors == "raise":
-                    raise
+                    failed = exc
+                    break
                 error_sink.append(error_dict(exc, b))
                 # the chunk ends at the batch left out (see iter_arrow: the sink read after each
                 # chunk holds its errors in their place among the rows, whatever the chunk sizes)
@@ -308,7 +313,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         except DecodeError as exc:
             cols.truncate(start_rows)
             if errors == "raise":
-                raise
+                failed = exc
+                break
             error_sink.append(error_dict(exc, b))
             yield cols.finish(topic, partition, projection)     # (ends at the batch left out, as above)
             yielded = True
@@ -333,6 +339,13 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                            max_bytes / <double>max(cols.data_bytes(), 1))
             if expected > 1.5:
                 cols.expect(min(expected * 1.05, 1024.0))
+    if failed is not None:
+        # the rows of the batches before the one that fails are handed out first, then it raises:
+        # what a read hands on before its error is the same wherever its chunks or windows end
+        if cols.rows:
+            yield cols.finish(topic, partition, projection)
+        cols = None
+        raise failed
     if cols.rows or not yielded:
         yield cols.finish(topic, partition, projection)
 

@@ -151,10 +151,10 @@ class OffsetOrder:
         if not bad:     # rows broke the rule where no whole batch does: refuse rather than guess
             raise OffsetOrderError(f"Malformed Kafka record batch: {where}: offsets go back in "
                                    f"{topic}-{partition} from byte {piece.position}")
-        if self.failfast:
-            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
         pending = collections.deque(errors)        # in log order, each before the rows after it
         for part in without_spans(piece, sorted(bad)):
+            if self.failfast and part.position >= errors[0]["position"]:
+                break
             while pending and pending[0]["position"] < part.position:
                 yield "error", pending.popleft()
             for kind, item in redecode(part):
@@ -168,6 +168,11 @@ class OffsetOrder:
                 if item.num_rows:
                     self._advance(pc, self.seen(item), item, held, log_key)
                     yield kind, item
+        if self.failfast:
+            # the rows of the batches before the first one breaking the rule are handed on first
+            # (above), as the core hands on the rows before a batch that fails to decode: the same
+            # rows before the error wherever the read's windows and chunks end
+            raise OffsetOrderError("Malformed Kafka record batch (mode FAILFAST): " + errors[0]["message"])
         while pending:
             yield "error", pending.popleft()
 

@@ -1002,6 +1002,25 @@ def test_skipped_batches_keep_their_place_whatever_the_chunks(max_rows):
     assert again == events
 
 
+@pytest.mark.parametrize("max_rows", [1, 2, 5, 1000])
+def test_the_rows_before_a_failing_batch_come_before_its_error(max_rows):
+    """errors="raise": the rows of every batch before the one that fails are handed out, then it
+    raises: the same rows wherever the chunks end (a read of the same bytes in other windows hands
+    on the same rows before its error)."""
+    a, b, c, d = three_batch_log()
+    bad_b = patch_v2(b, payload=records_section_with_bad_length(b, 4))
+    data = a + c + d + bad_b + a
+    rows = []
+    chunks = kafkarec.iter_arrow(data, batch_columns=True, max_rows=max_rows)
+    with pytest.raises(kafkarec.DecodeError) as raised:
+        for chunk in chunks:
+            rows += chunk.column("batchPosition").to_pylist()
+    before = len(a) + len(c) + len(d)
+    assert raised.value.position >= before
+    want = table_rows(kafkarec.to_arrow(data[:before], batch_columns=True))
+    assert len(rows) == len(want) and all(p < before for p in rows)
+
+
 def test_errors_argument_checked():
     data = v2_batch(spec_records(3, 0, seed=1))
     with pytest.raises(ValueError, match="error_sink"):

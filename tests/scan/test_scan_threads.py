@@ -149,8 +149,9 @@ def test_errors_where_decoding_one_after_the_other_meets_them(tmp_path, small_wi
             except MalformedBatchError as exc:
                 message = str(exc)
             seen[threads] = (rows, message)
-        # (the rows of the error's Arrow batch before it are not handed on, either way)
-        assert seen[1] == seen[3] and 1000 < seen[1][0] < 1200 and "ChecksumError" in seen[1][1]
+        # every row of the 120 batches before the damaged one is handed on, then the error is
+        # raised (the core hands out the rows before a failing batch first), either way
+        assert seen[1] == seen[3] and seen[1][0] == 1200 and "ChecksumError" in seen[1][1]
         for mode in ("PERMISSIVE", "DROPMALFORMED"):
             one = _table(root, 1, mode=mode, columns=columns)
             assert _table(root, 3, mode=mode, columns=columns).equals(one)
@@ -709,11 +710,15 @@ def test_failfast_stops_at_the_first_problem_in_the_log_whatever_the_window(tmp_
         + kafkarec.build_batch([b"c"], timestamps=[4], base_offset=20) + b"\0" * 8 + b"\xff" * 5)
 
     def failure():
+        handed = []
         with pytest.raises(MalformedBatchError) as info:
-            LogScan(str(tmp_path), mode="FAILFAST", threads=1).to_table()
-        return type(info.value).__name__, str(info.value)
+            for rb in LogScan(str(tmp_path), mode="FAILFAST", threads=1):
+                handed += rb.column("offset").to_pylist()
+        return type(info.value).__name__, str(info.value), handed
     whole = failure()
-    assert whole[0] == "OffsetOrderError" and f"byte {len(first)}" in whole[1]
+    # the first batch's rows are handed on before the error, in one window as in a window a batch
+    # (a fuzz finding: in one window they were not, and a pool's read cut there handed them on)
+    assert whole[0] == "OffsetOrderError" and f"byte {len(first)}" in whole[1] and whole[2] == [10, 11]
     monkeypatch.setattr(local, "READ_WINDOW_BYTES", len(first))
     assert failure() == whole
 

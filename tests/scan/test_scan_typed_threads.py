@@ -134,7 +134,8 @@ def test_a_damaged_batch_among_typed_rows_as_one_after_the_other(damaged, regist
         seen[threads] = (_table(batches, scan), error)
     one, error = seen[1]
     if mode == "FAILFAST":
-        assert error is not None and "ChecksumError" in error and 1000 < one.num_rows < 1500
+        # every row of the 150 batches before the damaged one, then the error
+        assert error is not None and "ChecksumError" in error and one.num_rows == 150 * PER_BATCH
     else:
         assert error is None and one.num_rows > 2000
     for threads in (2, 4):
