@@ -196,6 +196,35 @@ cdef object view_window(object data):
     return window
 
 
+cdef int add_batch(_ArrowColumns cols, RecordBatch b, _Scratch scratch, AddV2Records add_v2,
+                   bint strict, bint crc_after) except -1:
+    """A batch's records appended to `cols` (a v2 batch's by `add_v2`, its CRC checked after them when
+    `crc_after`); a DecodeError of a batch that is also corrupt is its CRC's."""
+    cdef _RecordIterator rit
+    cdef Record r
+    cdef int ts_type = batch_timestamp_type(b)
+    try:
+        if b.magic >= 2:
+            rit_obj = v2_record_iterator(b, scratch)
+            if isinstance(rit_obj, _RecordIterator):
+                rit = <_RecordIterator>rit_obj
+                rit_obj = None
+                try:
+                    add_v2(cols, rit, ts_type, b, strict, crc_after)
+                finally:
+                    rit = None      # its view of the scratch, before the next batch's
+            elif crc_after:
+                check_crc(b)
+        else:
+            for r in b:
+                cols.add(&r._v, r._timestamp_type, b, strict)
+    except DecodeError:
+        if crc_after:
+            check_crc(b)
+        raise
+    return 0
+
+
 def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_control,
                    bint batch_columns, bint read_committed, Py_ssize_t max_rows,
                    Py_ssize_t max_bytes, str errors, list error_sink, list projection,
@@ -205,12 +234,8 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
     cdef AddV2Records add_v2 = add_v2_meta_out_of_line if lean else add_v2_records_out_of_line
     cdef _ArrowColumns cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
     cdef RecordBatch b
-    cdef RecordView v
-    cdef _RecordIterator rit
-    cdef Record r
     cdef Py_ssize_t start_rows
-    cdef int ts_type
-    cdef bint left_out, crc_after
+    cdef bint left_out, crc_after, skipped
     cdef set aborted = None
     cdef bint yielded = False
     cdef bint sized = False
@@ -270,6 +295,7 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
         # corrupt whatever else is wrong with it.
         crc_after = (verify_crc and not left_out and b.magic >= 2
                      and (b.attributes & ATTR_CODEC_MASK) == CODEC_NONE)
+        skipped = False         # left out, reported in error_sink
         if verify_crc and not crc_after and not b.crc_valid:
             try:
                 check_crc(b)
@@ -278,51 +304,23 @@ def _arrow_batches(data, BatchIterator batches, topic, partition, bint include_c
                     failed = exc
                     break
                 error_sink.append(error_dict(exc, b))
-                # the chunk ends at the batch left out (see iter_arrow: the sink read after each
-                # chunk holds its errors in their place among the rows, whatever the chunk sizes)
-                yield cols.finish(topic, partition, projection)
-                yielded = True
-                cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
-                chunk_start = batch_offset(b) + b.size_in_bytes
-                sized = False
-                continue
-        if left_out:
+                skipped = True
+        if left_out and not skipped:
             continue
-        start_rows = cols.rows
-        ts_type = batch_timestamp_type(b)
-        try:
+        if not skipped:
+            start_rows = cols.rows
             try:
-                if b.magic >= 2:
-                    rit_obj = v2_record_iterator(b, scratch)
-                    if isinstance(rit_obj, _RecordIterator):
-                        rit = <_RecordIterator>rit_obj
-                        rit_obj = None
-                        try:
-                            add_v2(cols, rit, ts_type, b, strict, crc_after)
-                        finally:
-                            rit = None      # its view of the scratch, before the next batch's
-                    elif crc_after:
-                        check_crc(b)
-                else:
-                    for r in b:
-                        cols.add(&r._v, r._timestamp_type, b, strict)
-            except DecodeError:
-                if crc_after:
-                    check_crc(b)
-                raise
-        except DecodeError as exc:
-            cols.truncate(start_rows)
-            if errors == "raise":
-                failed = exc
-                break
-            error_sink.append(error_dict(exc, b))
-            yield cols.finish(topic, partition, projection)     # (ends at the batch left out, as above)
-            yielded = True
-            cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
-            chunk_start = batch_offset(b) + b.size_in_bytes
-            sized = False
-            continue
-        if cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
+                add_batch(cols, b, scratch, add_v2, strict, crc_after)
+            except DecodeError as exc:
+                cols.truncate(start_rows)
+                if errors == "raise":
+                    failed = exc
+                    break
+                error_sink.append(error_dict(exc, b))
+                skipped = True
+        # a chunk ends at its limits, and at each batch left out (see iter_arrow: the sink read after
+        # each chunk holds its errors in their place among the rows, whatever the chunk sizes)
+        if skipped or cols.rows >= max_rows or cols.data_bytes() >= max_bytes:
             yield cols.finish(topic, partition, projection)
             yielded = True
             cols = _ArrowColumns(batch_columns, lean, keys, projection, ts_unit, window, spare, views)
