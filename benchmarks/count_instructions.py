@@ -19,6 +19,10 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
   run without the GIL for these batches of more than 16 KiB; the chunks not concatenated);
 * ``kv`` - ``iter_arrow(columns=["offset", "timestamp", "key", "value"])``, the columns analysts
   select (no header column built);
+* ``views`` - ``LogScan(columns=["key", "value"], value_layout="view", threads=1)`` over the same
+  batches as a segment of a log dir: DuckDB's whole rows (each key and value copied out of the
+  segment's map and viewed, no header column built); the scan's own set-up cancels out as the
+  interpreter's does;
 * ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
   ``bench_internal.py`` makes them, less ``to_arrow`` of the same bytes: the typed-column step alone.
 
@@ -67,6 +71,9 @@ for _ in range(n):
             pass
     elif mode == "to_arrow":
         kafkarec.to_arrow(data)
+    elif mode == "views":
+        from kafkarec.scan import LogScan
+        LogScan(sys.argv[5], columns=["key", "value"], value_layout="view", threads=1).to_table()
     elif mode == "offsets":
         kafkarec.to_arrow(data, decode="consumer_offsets")
     else:
@@ -83,9 +90,10 @@ for _ in range(n):
 
 
 def _count(tree: str, mode: str, n: int, data_file: str, script: str) -> int:
+    log_dir = os.path.join(os.path.dirname(data_file), "log")     # (the same batches, a segment)
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script,
-         tree, mode, str(n), data_file], capture_output=True, text=True, check=True,
+         tree, mode, str(n), data_file, log_dir], capture_output=True, text=True, check=True,
         cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
                                                  OMP_NUM_THREADS="1",
                                                  ARROW_DEFAULT_MEMORY_POOL="system"))
@@ -117,6 +125,8 @@ def main() -> int:
                     [b"v" * 100] * 1000, keys=[b"k" * 16] * 1000,
                     timestamps=list(range(1_700_000_000_000, 1_700_000_001_000)),
                     headers=[[("h", b"x")]] * 1000 if i % 2 else None, base_offset=i * 1000))
+        os.makedirs(os.path.join(tmp, "log", "records-0"))
+        shutil.copyfile(data_file, os.path.join(tmp, "log", "records-0", "00000000000000000000.log"))
         script = os.path.join(tmp, "child.py")
         with open(script, "w") as fh:
             fh.write(CHILD)

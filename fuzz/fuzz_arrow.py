@@ -104,9 +104,11 @@ def test_one_input(data: bytes) -> None:
 
 META = ["offset", "timestamp"]
 SPARE = kafkarec._core.SpareBuffers(64 << 20, min_bytes=0)
-# full decodes' projections: DuckDB's whole rows (key and value alone), and the headers or the
-# timestamp type without the timestamps
-PROJECTIONS = (["key", "value"], ["key", "value", "offset"], ["value", "headers"], ["key", "timestampType"])
+# full decodes' projections: DuckDB's whole rows (key and value alone), Polars' four columns, and
+# the headers or the timestamp type without the timestamps (over a map without the headers: the walk
+# into views of copied bytes, view_walk.h)
+PROJECTIONS = (["key", "value"], ["key", "value", "offset"], ["offset", "timestamp", "key", "value"],
+               ["value", "headers"], ["key", "timestampType"])
 
 
 def as_map(data: bytes):

@@ -173,16 +173,92 @@ cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
     return full_rows_loop(it, st, False, True, False, st.want_headers, True)
 
 
+cdef extern from "view_walk.h":
+    # the walk of the records that end well before the section's end into views of copied bytes
+    # (why it checks less than the scanner and accepts only what the scanner accepts: the header)
+    ctypedef struct KrViewColumn:
+        uint8_t *views
+        uint8_t *valid
+        Py_ssize_t nulls
+        Py_ssize_t counted
+        uint8_t *copy
+        Py_ssize_t copy_at
+        Py_ssize_t copy_cap
+    Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                    Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                    KrViewColumn *key, KrViewColumn *value, int want_key,
+                                    int want_value, int64_t base_offset,
+                                    int64_t base_timestamp) nogil
+
+
 cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:
-    # views of a map's records, copied (DuckDB's [key, value] among them: a copy of its own
-    # without the headers or timestamps, as full_rows_lean's)
+    # views of a map's records, copied: without a key bound, the headers or strict rules (DuckDB's
+    # [key, value], Polars' four columns) by the walk, else by the scanner's loop
     if st.keys != NULL:
         return full_rows_loop(it, st, True, True, True, st.want_headers, True)
     if st.want_headers:
         return full_rows_loop(it, st, False, True, True, True, True)
+    if not st.strict:
+        return full_rows_walked(it, st)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, True, True, False, True)
     return full_rows_loop(it, st, False, True, True, False, False)
+
+
+cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
+    """full_rows_copied_views without the headers, outside strict reads: the records the walk
+    takes (view_walk.h), and each it stops at, the batch's last among them, by the scanner's loop,
+    one at a time, the walk resumed after it; the same statuses as full_rows_loop."""
+    cdef Py_ssize_t end_row = st.end_row, n, i
+    cdef int status = ROWS_DONE
+    cdef KrViewColumn k, v
+    while it._remaining > 0 and st.row < end_row:
+        if it._remaining > 1:
+            k.views = st.kdata
+            k.valid = st.kvalid
+            k.nulls = st.key_nulls
+            k.counted = st.kpos
+            k.copy = st.kcopy
+            k.copy_at = st.kcopy_at
+            k.copy_cap = st.kcopy_cap
+            v.views = st.vdata
+            v.valid = st.vvalid
+            v.nulls = st.value_nulls
+            v.counted = st.vpos
+            v.copy = st.vcopy
+            v.copy_at = st.vcopy_at
+            v.copy_cap = st.vcopy_cap
+            # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
+            n = kr_walk_copied_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
+                                     st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
+                                     it._base_offset, it._base_timestamp)
+            st.key_nulls = k.nulls
+            st.kpos = k.counted
+            st.kcopy_at = k.copy_at
+            st.value_nulls = v.nulls
+            st.vpos = v.counted
+            st.vcopy_at = v.copy_at
+            if it._timestamp_type == TS_LOG_APPEND:
+                for i in range(n):
+                    st.tss[i] = it._max_timestamp   # (as scan_v2_record: the deltas hold create times)
+            batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
+            it._remaining -= <int32_t>n
+            st.row += n
+            st.offs += n
+            st.tss += n
+            st.tts += n
+            st.hoff += n
+            if it._remaining == 0 or st.row >= end_row:
+                break
+        st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
+        if st.want_timestamp:
+            status = full_rows_loop(it, st, False, True, True, False, True)
+        else:
+            status = full_rows_loop(it, st, False, True, True, False, False)
+        st.end_row = end_row
+        if status != ROWS_DONE:
+            break
+    return status
 
 
 cdef inline always_inline_int full_rows_loop(_RecordIterator it, FullRows *st, bint keyed,

@@ -9,29 +9,16 @@ uncompressed and gzip-compressed, lenient and strict, so that a rule the walker 
 as a row or an error the full read does not give."""
 from __future__ import annotations
 
-import gzip
-
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import kafkarec
 from kafkarec import DecodeError
+from support.oracles.damaged_records import ATTR_GZIP, BASE_TS, batch_of, damaged_batches, raw_record
 from support.oracles.reference import encode_record, patch_v2, v2_batch, varint
 
 META = ["offset", "timestamp"]
-ATTR_GZIP = 1
-ATTR_LOG_APPEND_TIME = 0x08
-BASE_TS = 1_700_000_000_000
-
-
-def batch_of(section: bytes, *, count: int, last_delta: int, codec: int = 0, log_append: bool = False,
-             base_offset: int = 100) -> bytes:
-    """A v2 batch around a records section (gzip-compressed when ``codec`` is 1)."""
-    attributes = (ATTR_LOG_APPEND_TIME if log_append else 0) | codec
-    payload = gzip.compress(section, mtime=0) if codec == ATTR_GZIP else section
-    return v2_batch(payload, record_count=count, last_offset_delta=last_delta, base_offset=base_offset,
-                    attributes=attributes, base_timestamp=BASE_TS, max_timestamp=BASE_TS + 77)
 
 
 def raised(data: bytes, columns, **options):
@@ -70,43 +57,6 @@ def assert_same(data: bytes, **options) -> tuple:
 
 # ------------------------------------------------------------------ records as the scanner sees them
 
-lengths = st.one_of(st.none(), st.binary(max_size=40))
-headers = st.lists(st.tuples(st.one_of(st.text(max_size=6), st.binary(max_size=6)), lengths), max_size=3)
-
-
-@st.composite
-def damaged_batches(draw):
-    """A log of one to three v2 batches, the middle one's records section possibly damaged."""
-    n = draw(st.integers(0, 12))
-    deltas = sorted(draw(st.lists(st.integers(0, 300), min_size=n, max_size=n, unique=True)))
-    records = [encode_record(d, draw(st.integers(-3000, 3000)), draw(lengths), draw(lengths), draw(headers),
-                             draw(st.sampled_from([0, 0, 0, 5])))
-               for d in deltas]
-    section = bytearray(b"".join(records))
-    for _ in range(draw(st.integers(0, 3))):
-        if not section:
-            break
-        i = draw(st.integers(0, len(section) - 1))
-        how = draw(st.sampled_from(["set", "flip", "cut", "insert", "length"]))
-        if how == "set":
-            section[i] = draw(st.integers(0, 255))
-        elif how == "flip":
-            section[i] ^= 1 << draw(st.integers(0, 7))
-        elif how == "cut":
-            del section[i:i + draw(st.integers(1, 4))]
-        elif how == "insert":
-            section[i:i] = draw(st.binary(min_size=1, max_size=3))
-        else:       # a length varint replaced by another (negative, huge, 5 bytes long)
-            section[i:i + 1] = varint(draw(st.sampled_from([-1, -2, -7, 0, 1, 127, 128, 2**31 - 1, -2**31])))
-    count = n + draw(st.sampled_from([0, 0, 0, -1, 1]))
-    middle = batch_of(bytes(section), count=count, last_delta=max(deltas, default=0),
-                      codec=draw(st.sampled_from([0, ATTR_GZIP])), log_append=draw(st.booleans()))
-    before = batch_of(encode_record(0, 1, b"k", b"v"), count=1, last_delta=0, base_offset=10)
-    after = batch_of(encode_record(0, 2, None, b"w", [("h", None)]), count=1, last_delta=0,
-                     base_offset=1000)
-    return (before if draw(st.booleans()) else b"") + middle + (after if draw(st.booleans()) else b"")
-
-
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged_batches(), st.booleans(), st.booleans())
 def test_walker_equals_the_full_read(data, strict, verify_crc):
@@ -118,10 +68,6 @@ def test_walker_equals_the_full_read(data, strict, verify_crc):
 
 def one_record_batch(record: bytes, *, count: int = 1, tail: bytes = b"", codec: int = 0) -> bytes:
     return batch_of(record + tail, count=count, last_delta=0, codec=codec)
-
-
-def raw_record(body: bytes) -> bytes:
-    return varint(len(body)) + body
 
 
 CASES = {

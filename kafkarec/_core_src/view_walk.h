@@ -1,0 +1,208 @@
+/* view_walk.h: part of kafkarec._core (declared by _full_rows.pxi): the walk of a batch's records
+ * into key and value views of copied bytes (the view layout over a memory map: DuckDB's and
+ * Polars' reads of a local log), for the records that end KR_WALK_SLACK bytes or more before the
+ * records section's end, outside strict reads, when the headers are not wanted.
+ *
+ * It is the meta-only walker's walk (meta_walk.h: the same reads, the same rule of acceptance, and
+ * why its checks suffice) with the key's and value's lengths kept instead of skipped, and each
+ * written as full_rows_loop writes it (put_view_copied, _views.pxi): a long key or value copied
+ * into the column's own bytes and viewed there, a short one inline, a null a zero view with its
+ * bit cleared.  A record it does not accept, or whose copy would not fit the room the caller
+ * reserved, stops it without moving past it or writing any of it; the caller's scanner then reads
+ * that record (a fault is found and worded by the one scanner, a column grown by the GIL's path).
+ * The record loop's scanner took some 28 ns a record of issue 80's rows (two fifths of the whole
+ * query's CPU), reading every varint through a checked cursor; this walk reads them unchecked.
+ *
+ * A view's inline bytes are read as one 4- and one 8-byte load past the field's start, masked to
+ * its length: the record ends KR_WALK_SLACK (32) bytes or more before the section's end, so the 12
+ * bytes from a field that starts within it are readable. */
+#ifndef KAFKAREC_VIEW_WALK_H
+#define KAFKAREC_VIEW_WALK_H
+
+#include <stdint.h>
+#include <string.h>
+#include <Python.h>
+#include "always_inline.h"
+#include "copy_short.h"     /* KAFKAREC_COPY_SLACK */
+#include "meta_walk.h"
+#include "prefetch.h"
+
+#define KR_VIEW_SIZE 16
+#define KR_VIEW_INLINE 12
+
+/* One view column as the walk fills it (FullRows' fields of the key or the value, _rows.pxd). */
+typedef struct {
+    uint8_t *views;         /* 16 bytes a row, indexed by row */
+    uint8_t *valid;         /* a bit a row, preset to valid */
+    Py_ssize_t nulls;
+    Py_ssize_t counted;     /* the bytes the views refer to (the chunk's byte limit) */
+    uint8_t *copy;          /* the column's copied bytes (variadic buffer 0), room to copy_cap */
+    Py_ssize_t copy_at;
+    Py_ssize_t copy_cap;
+} KrViewColumn;
+
+/* Read the length at q (a key's or a value's, nullable) into len (-1: null, as any negative one
+ * reads), its bytes' start into at, and move q past them; goto fail when the varint is too long or
+ * the bytes end past rec_end.  A short non-negative length, as KR_SKIP_LENGTH's first test, takes
+ * one branch. */
+#define KR_TAKE_LENGTH(q, rec_end, len, at, fail)                                             \
+    do {                                                                                      \
+        uint32_t u_ = ((const uint8_t *)(q))[0];                                              \
+        if (KR_LIKELY((u_ & 0x81) == 0)) {                                                    \
+            (len) = (int32_t)(u_ >> 1);                                                       \
+            (q) += 1;                                                                         \
+        } else {                                                                              \
+            KR_RAW_VARINT(uint32_t, q, u_, fail);                                             \
+            (len) = (u_ & 1) ? -1 : (int32_t)(u_ >> 1);                                       \
+        }                                                                                     \
+        (at) = (const uint8_t *)(q);                                                          \
+        if ((len) > 0) {                                                                      \
+            (q) += (uint32_t)(len);                                                           \
+            if (KR_UNLIKELY((q) > (rec_end)))                                                 \
+                goto fail;                                                                    \
+        }                                                                                     \
+    } while (0)
+
+/* The bytes of an 8-byte word kept up to its k-th (0 <= k <= 8), little-endian. */
+static inline KR_ALWAYS_INLINE uint64_t kr_low_bytes(uint64_t w, int32_t k) {
+    return k >= 8 ? w : (w & ((UINT64_C(1) << (8 * k)) - 1));
+}
+
+/* A view column's place as the walk's loop keeps it: where the next view goes (d), where the next
+ * copy goes in the copied bytes (at) and how far copies may go (limit: the room less
+ * KAFKAREC_COPY_SLACK; compared as sizes, the room may be none yet), the bytes the views refer to
+ * (counted).  Its bitmap and null count (KrViewColumn's) are touched for a null alone. */
+typedef struct {
+    uint8_t *d;
+    Py_ssize_t at;
+    Py_ssize_t limit;
+    Py_ssize_t counted;
+} KrViewPlace;
+
+/* The view of the n bytes at p at c->d, as put_view_copied writes it (the room checked by the
+ * caller: a long one's copy ends at c->limit or before), c moved past it; a null's bit cleared
+ * in col's bitmap (row `row`) and counted.  The view is two 8-byte words: the length and the
+ * first 4 bytes, then the next 8 inline or the buffer index (0) and the copy's offset from
+ * `copy`.  A field of a walked record has 32 bytes or more after it in the section (the slack),
+ * so up to 256 bytes are copied in whole 32-byte blocks with no test of the source's end
+ * (kafkarec_copy_short's first case, always taken here). */
+static inline KR_ALWAYS_INLINE void kr_put_view_copied(KrViewPlace *c, KrViewColumn *col,
+                                                       Py_ssize_t row, const uint8_t *p, int32_t n) {
+    uint32_t head;
+    uint64_t lo, hi;
+    memcpy(&head, p, 4);
+    if (KR_LIKELY(n > KR_VIEW_INLINE)) {
+        uint8_t *to = col->copy + c->at;
+        if (KR_LIKELY(n <= 256)) {
+            int32_t i;
+            for (i = 0; i < n; i += 32)
+                memcpy(to + i, p + i, 32);
+        } else {
+            memcpy(to, p, (size_t)n);
+        }
+        lo = (uint32_t)n | ((uint64_t)head << 32);
+        hi = (uint64_t)(uint32_t)c->at << 32;
+        c->at += n;
+        c->counted += n;
+    } else if (n >= 0) {
+        uint64_t rest;
+        memcpy(&rest, p + 4, 8);
+        lo = (uint32_t)n | (kr_low_bytes(head, n < 4 ? n : 4) << 32);
+        hi = kr_low_bytes(rest, n > 4 ? n - 4 : 0);
+        c->counted += n;
+    } else {
+        lo = hi = 0;
+        col->valid[row >> 3] &= (uint8_t)~(1u << (row & 7));
+        col->nulls += 1;
+    }
+    memcpy(c->d, &lo, 8);
+    memcpy(c->d + 8, &hi, 8);
+    c->d += KR_VIEW_SIZE;
+}
+
+/* Walk from *pos at most `count` records of the records section ending at `end`, into rows
+ * row... of the key and value view columns and offsets[] and timestamps[] (base + delta, as the
+ * scanner's; the caller puts LOG_APPEND_TIME batches' max timestamp in place); *pos moves past
+ * those walked, to the record it stopped at.  A column the read does not want (want_key,
+ * want_value 0) gets empty views, as leave_out_unwanted makes them.  Returns how many it walked:
+ * fewer than count when the next record ends in the slack, is not one it accepts, or does not fit
+ * the copy room. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                       KrViewColumn *key, KrViewColumn *value, int want_key,
+                                       int want_value, int64_t base_offset, int64_t base_timestamp) {
+    uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
+    const uint8_t *kp, *vp;
+    Py_ssize_t n = 0;
+    uint32_t u, off, headers;
+    int32_t klen, vlen;
+    /* a length of a column not wanted made 0, a null's too (leave_out_unwanted): and-ed with 0 */
+    int32_t kmask = want_key ? -1 : 0, vmask = want_value ? -1 : 0;
+    uint64_t ts;
+    KrViewPlace k, v;
+    if ((uintptr_t)end - p < KR_WALK_SLACK)
+        return 0;
+    k.d = key->views + row * KR_VIEW_SIZE;
+    k.at = key->copy_at;
+    k.limit = key->copy_cap - KAFKAREC_COPY_SLACK;
+    k.counted = key->counted;
+    v.d = value->views + row * KR_VIEW_SIZE;
+    v.at = value->copy_at;
+    v.limit = value->copy_cap - KAFKAREC_COPY_SLACK;
+    v.counted = value->counted;
+    safe_end = (uintptr_t)end - KR_WALK_SLACK;
+    for (; n < count; n++) {
+        kr_prefetch_ahead((const void *)p);
+        q = p;
+        KR_RAW_VARINT(uint32_t, q, u, stop);
+        if (KR_UNLIKELY(u & 1))                 /* a negative size */
+            break;
+        rec_end = q + (u >> 1);
+        if (KR_UNLIKELY(rec_end > safe_end))    /* ends in the slack, or past the end */
+            break;
+        q += 1;                                 /* attributes: unused outside strict reads */
+        KR_RAW_VARINT(uint64_t, q, ts, stop);
+        KR_RAW_VARINT(uint32_t, q, off, stop);
+        KR_TAKE_LENGTH(q, rec_end, klen, kp, stop);
+        KR_TAKE_LENGTH(q, rec_end, vlen, vp, stop);
+        if (KR_LIKELY(*(const uint8_t *)q == 0)) {   /* no header */
+            q += 1;
+            goto fields_read;
+        }
+        KR_RAW_VARINT(uint32_t, q, headers, stop);
+        if (KR_UNLIKELY(headers & 1))           /* a negative header count */
+            break;
+        for (headers >>= 1; headers > 0; headers--) {
+            KR_SKIP_LENGTH(q, rec_end, 0, stop);
+            KR_SKIP_LENGTH(q, rec_end, 1, stop);
+        }
+    fields_read:
+        if (KR_UNLIKELY(q != rec_end))
+            break;
+        klen &= kmask;
+        vlen &= vmask;
+        /* (a long one's copy must end at the limit or before; the caller's path grows the room) */
+        if (KR_UNLIKELY((klen > KR_VIEW_INLINE && k.at + klen > k.limit)
+                        || (vlen > KR_VIEW_INLINE && v.at + vlen > v.limit)))
+            break;
+        kr_put_view_copied(&k, key, row + n, kp, klen);
+        kr_put_view_copied(&v, value, row + n, vp, vlen);
+        /* the raw deltas, made offsets and timestamps below */
+        ((uint64_t *)offsets)[n] = off;
+        ((uint64_t *)timestamps)[n] = ts;
+        p = q;
+    }
+stop:
+    *pos = (const uint8_t *)p;
+    key->copy_at = k.at;
+    key->counted = k.counted;
+    value->copy_at = v.at;
+    value->counted = v.counted;
+    kr_add_zigzag(offsets, timestamps, n, base_offset, base_timestamp);
+    return n;
+}
+
+#endif /* KAFKAREC_VIEW_WALK_H */

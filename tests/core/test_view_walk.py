@@ -1,0 +1,158 @@
+"""The walk into views of copied bytes (view_walk.h: the view layout over a memory map without the
+headers, DuckDB's ``[key, value]`` and Polars' four columns) against the record scanner's read of
+the same bytes in the classic layout: the same rows, the same error (class, position, reason) and
+the same place where framing stopped, on v2 records built field by field and then damaged.
+
+The walk reads a record's lengths without bounds and hands any record it does not accept, or whose
+key or value does not fit the room reserved, to the scanner; so a rule it skipped, a view written
+wrong (inline up to 12 bytes, copied past it, null) or a byte read past the record would show as a
+row or an error the scanner's read does not give."""
+from __future__ import annotations
+
+import mmap
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+import kafkarec
+from kafkarec import DecodeError
+from support.oracles.damaged_records import ATTR_GZIP, BASE_TS, batch_of, damaged_batches, raw_record
+from support.oracles.reference import encode_record, varint
+
+#: DuckDB's whole rows, Polars' four columns, and a key or a value alone (the other left empty)
+PROJECTIONS = (["key", "value"], ["offset", "timestamp", "key", "value"], ["key"], ["value", "offset"])
+
+
+def in_map(data: bytes):
+    """``data`` in an anonymous memory map: the view layout copies its long keys and values (the
+    walk's input), or itself when empty (nothing maps 0 bytes)."""
+    if not data:
+        return data
+    mm = mmap.mmap(-1, len(data))
+    mm.write(data)
+    return mm
+
+
+def rows(chunks) -> list:
+    """Every chunk's columns as Python values, key and value as bytes."""
+    out = []
+    for rb in chunks:
+        rb.validate(full=True)
+        out.append({name: (col.cast(pa.binary()) if col.type == pa.binary_view() else col).to_pylist()
+                    for name, col in zip(rb.schema.names, rb.columns)})
+    return out
+
+
+def read(source, columns, value_layout: str, **options):
+    """A read's rows, or what it raises as (class, position, reason, decompressed position)."""
+    try:
+        return ("rows", rows(kafkarec.iter_arrow(source, columns=columns, value_layout=value_layout,
+                                                 max_rows=5, **options)))
+    except DecodeError as exc:
+        return ("error", type(exc).__name__, exc.position, exc.reason,
+                getattr(exc, "decompressed_position", None))
+
+
+def skipped(source, columns, value_layout: str, **options):
+    """Rows, the error sink and where framing stopped, with ``errors="skip"``."""
+    sink = []
+    it = kafkarec.iter_arrow(source, columns=columns, value_layout=value_layout, errors="skip",
+                             error_sink=sink, max_rows=7, **options)
+    return rows(it), sink, it.position, it.stop_reason, it.trailing_bytes
+
+
+def assert_same(data: bytes, **options) -> tuple:
+    """Each projection walked over a map as the scanner reads it in the classic layout."""
+    mapped = in_map(data)
+    for columns in PROJECTIONS:
+        scanned = read(data, columns, "copy", **options)
+        assert read(mapped, columns, "view", **options) == scanned, columns
+        assert skipped(mapped, columns, "view", **options) == skipped(data, columns, "copy", **options)
+    return read(data, None, "copy", **options)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damaged_batches(max_records=20), st.booleans())
+def test_walk_equals_the_scanners_read(data, verify_crc):
+    outcome = assert_same(data, verify_crc=verify_crc)
+    event(outcome[0] if outcome[0] == "rows" else f"raises {outcome[1]}")
+
+
+# ------------------------------------------------------------------ one case of each rule, named
+
+PAD = [encode_record(d, d, b"k" * d, b"v" * 40) for d in range(1, 4)]      # records after the case's
+
+
+CASES = {
+    # accepted by a lenient read: any negative length is null
+    "negative key length": raw_record(b"\x00\x02\x00" + varint(-5) + varint(1) + b"v" + varint(0)),
+    "negative value length": raw_record(b"\x00\x02\x00" + varint(1) + b"k" + varint(-9) + varint(0)),
+    "five-byte size": b"\x8c\x80\x80\x80\x00" + encode_record(0, 1, b"k", b"v")[1:],
+    "two-byte key length": encode_record(0, 1, b"k" * 100, b"v"),
+    "three-byte value length": encode_record(0, 1, b"k", b"v" * 9000),
+    "headers skipped": encode_record(0, 1, b"k" * 20, b"v" * 20, [("h", b"x"), ("", None)]),
+    # refused
+    "key past the record": raw_record(b"\x00\x02\x00" + varint(9) + b"k" + varint(-1) + varint(0)),
+    "value past the record": raw_record(b"\x00\x02\x00" + varint(-1) + varint(30) + b"v" + varint(0)),
+    "size past the batch": varint(2000) + encode_record(0, 1, b"k", b"v")[1:],
+    "negative size": varint(-3) + encode_record(0, 1, b"k", b"v")[1:],
+    "negative header count": raw_record(b"\x00\x02\x00" + varint(-1) + varint(-1) + varint(-2)),
+    "header count past the record": raw_record(b"\x00\x02\x00" + varint(-1) + varint(-1) + varint(50)),
+    "fields short of the size": raw_record(b"\x00\x02\x00" + varint(-1) + varint(-1) + varint(0) + b"xx"),
+    "varint too long": raw_record(b"\x00\x02\xff\xff\xff\xff\xff\x01" + varint(-1) + varint(0)),
+}
+
+
+@pytest.mark.parametrize("codec", [0, ATTR_GZIP])
+@pytest.mark.parametrize("where", ["first", "alone"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_record_rule(case, where, codec):
+    # first: the case walked (records after it, so it ends well before the section's end); alone:
+    # the batch's last record, the scanner's
+    section = CASES[case] + (b"".join(PAD) if where == "first" else b"")
+    count = 1 + (len(PAD) if where == "first" else 0)
+    assert_same(batch_of(section, count=count, last_delta=count - 1, codec=codec), verify_crc=False)
+
+
+@pytest.mark.parametrize("length", [0, 1, 3, 4, 5, 8, 11, 12, 13, 16, 31, 32, 33, 255, 256, 257, 300])
+def test_every_view_shape_of_a_key_and_a_value(length):
+    # inline (up to 12 bytes, zero padded), copied in 32-byte blocks, or by memcpy past 256
+    records = [encode_record(d, d, bytes((d + i) % 256 for i in range(length)), bytes([255 - d]) * length)
+               for d in range(6)]
+    data = batch_of(b"".join(records), count=6, last_delta=5)
+    outcome = assert_same(data)
+    assert outcome[0] == "rows"
+
+
+def test_log_append_time_and_wrapping_offsets():
+    # LogAppendTime: every record has the batch's max timestamp; offsets wrap as Java's long does
+    from support.oracles.reference import v2_batch
+    section = b"".join(encode_record(d, -d, None, b"v" * 20) for d in range(4))
+    data = batch_of(section, count=4, last_delta=3, log_append=True) + v2_batch(
+        section, record_count=4, last_offset_delta=3, base_offset=2**63 - 2, base_timestamp=5,
+        max_timestamp=5)
+    mapped = in_map(data)
+    got = read(mapped, ["offset", "timestamp", "value"], "view", timestamp_unit="ms")
+    assert got[0] == "rows"
+    offsets = [o for chunk in got[1] for o in chunk["offset"]]
+    timestamps = [int(t.timestamp() * 1000) for chunk in got[1] for t in chunk["timestamp"]]
+    assert offsets == [100, 101, 102, 103, 2**63 - 2, 2**63 - 1, -2**63, -2**63 + 1]
+    assert timestamps == [BASE_TS + 77] * 4 + [5, 4, 3, 2]
+    assert_same(data)
+
+
+def test_many_batches_grow_the_copied_bytes_between_records():
+    # the first batch of a chunk finds no room for its copies: the walk stops, the GIL's path grows
+    # the room, the walk resumes; the rows are the scanner's whatever the chunk
+    data = b"".join(batch_of(b"".join(encode_record(d, d, b"key-%05d-%d" % (b, d), b"x" * (50 + 7 * d))
+                                      for d in range(30)), count=30, last_delta=29, base_offset=b * 30)
+                    for b in range(40))
+    mapped = in_map(data)
+    for max_rows in (1, 29, 31, 1000):
+        walked = rows(kafkarec.iter_arrow(mapped, columns=["key", "value"], value_layout="view",
+                                          max_rows=max_rows))
+        scanned = rows(kafkarec.iter_arrow(data, columns=["key", "value"], max_rows=max_rows))
+        assert walked == scanned
+        assert sum(len(chunk["key"]) for chunk in walked) == 1200
