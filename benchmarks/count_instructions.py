@@ -23,6 +23,8 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
   batches as a segment of a log dir: DuckDB's whole rows (each key and value copied out of the
   segment's map and viewed, no header column built); the scan's own set-up cancels out as the
   interpreter's does;
+* ``viewed`` - ``iter_arrow(columns=["key", "value"], value_layout="view")`` of the bytes in memory:
+  long keys and values viewed where they are, not copied;
 * ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
   ``bench_internal.py`` makes them, less ``to_arrow`` of the same bytes: the typed-column step alone.
 
@@ -71,6 +73,9 @@ for _ in range(n):
             pass
     elif mode == "to_arrow":
         kafkarec.to_arrow(data)
+    elif mode == "viewed":
+        for rb in kafkarec.iter_arrow(data, columns=["key", "value"], value_layout="view"):
+            pass
     elif mode == "views":
         from kafkarec.scan import LogScan
         LogScan(sys.argv[5], columns=["key", "value"], value_layout="view", threads=1).to_table()

@@ -170,6 +170,8 @@ cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
         return full_rows_copied_views(it, st)
     if st.keys != NULL:
         return full_rows_loop(it, st, True, True, False, st.want_headers, True)
+    if not st.want_headers and not st.strict:
+        return full_rows_walked(it, st, False)
     return full_rows_loop(it, st, False, True, False, st.want_headers, True)
 
 
@@ -189,6 +191,11 @@ cdef extern from "view_walk.h":
                                     KrViewColumn *key, KrViewColumn *value, int want_key,
                                     int want_value, int64_t base_offset,
                                     int64_t base_timestamp) nogil
+    Py_ssize_t kr_walk_source_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                    Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                    KrViewColumn *key, KrViewColumn *value, int want_key,
+                                    int want_value, int64_t base_offset, int64_t base_timestamp,
+                                    const uint8_t *base, int32_t index) nogil
 
 
 cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:
@@ -199,16 +206,17 @@ cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil
     if st.want_headers:
         return full_rows_loop(it, st, False, True, True, True, True)
     if not st.strict:
-        return full_rows_walked(it, st)
+        return full_rows_walked(it, st, True)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, True, True, False, True)
     return full_rows_loop(it, st, False, True, True, False, False)
 
 
-cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
-    """full_rows_copied_views without the headers, outside strict reads: the records the walk
-    takes (view_walk.h), and each it stops at, the batch's last among them, by the scanner's loop,
-    one at a time, the walk resumed after it; the same statuses as full_rows_loop."""
+cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcept nogil:
+    """full_rows_views without the headers, outside strict reads, long keys and values copied
+    (st.copies) or viewed in the bytes read: the records the walk takes (view_walk.h), and each it
+    stops at, the batch's last among them, by the scanner's loop, one at a time, the walk resumed
+    after it; the same statuses as full_rows_loop."""
     cdef Py_ssize_t end_row = st.end_row, n, i
     cdef int status = ROWS_DONE
     cdef KrViewColumn k, v
@@ -229,9 +237,15 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
             v.copy_at = st.vcopy_at
             v.copy_cap = st.vcopy_cap
             # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
-            n = kr_walk_copied_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
-                                     st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
-                                     it._base_offset, it._base_timestamp)
+            if copies:
+                n = kr_walk_copied_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
+                                         st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
+                                         it._base_offset, it._base_timestamp)
+            else:
+                n = kr_walk_source_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
+                                         st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
+                                         it._base_offset, it._base_timestamp, st.src_base,
+                                         st.src_index)
             st.key_nulls = k.nulls
             st.kpos = k.counted
             st.kcopy_at = k.copy_at
@@ -251,10 +265,10 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
-        if st.want_timestamp:
+        if copies:
             status = full_rows_loop(it, st, False, True, True, False, True)
         else:
-            status = full_rows_loop(it, st, False, True, True, False, False)
+            status = full_rows_loop(it, st, False, True, False, False, True)
         st.end_row = end_row
         if status != ROWS_DONE:
             break

@@ -1,17 +1,20 @@
 /* view_walk.h: part of kafkarec._core (declared by _full_rows.pxi): the walk of a batch's records
- * into key and value views of copied bytes (the view layout over a memory map: DuckDB's and
- * Polars' reads of a local log), for the records that end KR_WALK_SLACK bytes or more before the
- * records section's end, outside strict reads, when the headers are not wanted.
+ * into key and value views (the view layout without the headers: DuckDB's and Polars' reads), for
+ * the records that end KR_WALK_SLACK bytes or more before the records section's end, outside strict
+ * reads.  Long keys and values are copied into the column's own bytes (a memory map's: a local
+ * window, which may shrink under a batch an engine holds) or viewed where they are (an uncompressed
+ * batch in bytes the array may hold: a window read into memory).
  *
  * It is the meta-only walker's walk (meta_walk.h: the same reads, the same rule of acceptance, and
  * why its checks suffice) with the key's and value's lengths kept instead of skipped, and each
- * written as full_rows_loop writes it (put_view_copied, _views.pxi): a long key or value copied
- * into the column's own bytes and viewed there, a short one inline, a null a zero view with its
- * bit cleared.  A record it does not accept, or whose copy would not fit the room the caller
+ * written as full_rows_loop writes it (put_view_copied and put_view, _views.pxi): inline up to 12
+ * bytes, a long one copied and viewed there or viewed in the bytes read, a null a zero view with
+ * its bit cleared.  A record it does not accept, or whose copy would not fit the room the caller
  * reserved, stops it without moving past it or writing any of it; the caller's scanner then reads
  * that record (a fault is found and worded by the one scanner, a column grown by the GIL's path).
- * The record loop's scanner took some 28 ns a record of issue 80's rows (two fifths of the whole
- * query's CPU), reading every varint through a checked cursor; this walk reads them unchecked.
+ * The record loop's scanner took some 28 ns a record of issue 80's rows (two fifths of DuckDB's
+ * whole-rows query's CPU), reading every varint through a checked cursor; this walk reads them
+ * unchecked.
  *
  * A view's inline bytes are read as one 4- and one 8-byte load past the field's start, masked to
  * its length: the record ends KR_WALK_SLACK (32) bytes or more before the section's end, so the 12
@@ -79,30 +82,37 @@ typedef struct {
     Py_ssize_t counted;
 } KrViewPlace;
 
-/* The view of the n bytes at p at c->d, as put_view_copied writes it (the room checked by the
- * caller: a long one's copy ends at c->limit or before), c moved past it; a null's bit cleared
- * in col's bitmap (row `row`) and counted.  The view is two 8-byte words: the length and the
- * first 4 bytes, then the next 8 inline or the buffer index (0) and the copy's offset from
- * `copy`.  A field of a walked record has 32 bytes or more after it in the section (the slack),
- * so up to 256 bytes are copied in whole 32-byte blocks with no test of the source's end
+/* The view of the n bytes at p at c->d, c moved past it; a null's bit cleared in col's bitmap
+ * (row `row`) and counted.  The view is two 8-byte words: the length and the first 4 bytes, then
+ * the next 8 inline or a buffer index and an offset.  A long key or value is, as put_view_copied
+ * writes it (`base` NULL), copied into the column's bytes (the room checked by the caller: the copy
+ * ends at c->limit or before) and viewed there, buffer 0; or, as put_view writes it, viewed where
+ * it is, at p - base in buffer `index` (bytes the array may hold: the window read into memory).
+ * A field of a walked record has 32 bytes or more after it in the section (the slack), so up to
+ * 256 bytes are copied in whole 32-byte blocks with no test of the source's end
  * (kafkarec_copy_short's first case, always taken here). */
-static inline KR_ALWAYS_INLINE void kr_put_view_copied(KrViewPlace *c, KrViewColumn *col,
-                                                       Py_ssize_t row, const uint8_t *p, int32_t n) {
+static inline KR_ALWAYS_INLINE void kr_put_view(KrViewPlace *c, KrViewColumn *col, Py_ssize_t row,
+                                                const uint8_t *p, int32_t n, const uint8_t *base,
+                                                int32_t index) {
     uint32_t head;
     uint64_t lo, hi;
     memcpy(&head, p, 4);
     if (KR_LIKELY(n > KR_VIEW_INLINE)) {
-        uint8_t *to = col->copy + c->at;
-        if (KR_LIKELY(n <= 256)) {
-            int32_t i;
-            for (i = 0; i < n; i += 32)
-                memcpy(to + i, p + i, 32);
-        } else {
-            memcpy(to, p, (size_t)n);
-        }
         lo = (uint32_t)n | ((uint64_t)head << 32);
-        hi = (uint64_t)(uint32_t)c->at << 32;
-        c->at += n;
+        if (base == NULL) {
+            uint8_t *to = col->copy + c->at;
+            if (KR_LIKELY(n <= 256)) {
+                int32_t i;
+                for (i = 0; i < n; i += 32)
+                    memcpy(to + i, p + i, 32);
+            } else {
+                memcpy(to, p, (size_t)n);
+            }
+            hi = (uint64_t)(uint32_t)c->at << 32;
+            c->at += n;
+        } else {
+            hi = (uint32_t)index | ((uint64_t)(uint32_t)(p - base) << 32);
+        }
         c->counted += n;
     } else if (n >= 0) {
         uint64_t rest;
@@ -123,17 +133,17 @@ static inline KR_ALWAYS_INLINE void kr_put_view_copied(KrViewPlace *c, KrViewCol
 /* Walk from *pos at most `count` records of the records section ending at `end`, into rows
  * row... of the key and value view columns and offsets[] and timestamps[] (base + delta, as the
  * scanner's; the caller puts LOG_APPEND_TIME batches' max timestamp in place); *pos moves past
- * those walked, to the record it stopped at.  A column the read does not want (want_key,
- * want_value 0) gets empty views, as leave_out_unwanted makes them.  Returns how many it walked:
- * fewer than count when the next record ends in the slack, is not one it accepts, or does not fit
- * the copy room. */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                       KrViewColumn *key, KrViewColumn *value, int want_key,
-                                       int want_value, int64_t base_offset, int64_t base_timestamp) {
+ * those walked, to the record it stopped at.  Long keys and values copied (`base` NULL) or viewed
+ * where they are (kr_put_view).  A column the read does not want (want_key, want_value 0) gets
+ * empty views, as leave_out_unwanted makes them.  Returns how many it walked: fewer than count
+ * when the next record ends in the slack, is not one it accepts, or does not fit the copy room. */
+static inline KR_ALWAYS_INLINE Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end,
+                                                        Py_ssize_t count, Py_ssize_t row,
+                                                        int64_t *offsets, int64_t *timestamps,
+                                                        KrViewColumn *key, KrViewColumn *value,
+                                                        int want_key, int want_value,
+                                                        int64_t base_offset, int64_t base_timestamp,
+                                                        const uint8_t *base, int32_t index) {
     uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
     const uint8_t *kp, *vp;
     Py_ssize_t n = 0;
@@ -185,11 +195,11 @@ static Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, 
         klen &= kmask;
         vlen &= vmask;
         /* (a long one's copy must end at the limit or before; the caller's path grows the room) */
-        if (KR_UNLIKELY((klen > KR_VIEW_INLINE && k.at + klen > k.limit)
-                        || (vlen > KR_VIEW_INLINE && v.at + vlen > v.limit)))
+        if (KR_UNLIKELY(base == NULL && ((klen > KR_VIEW_INLINE && k.at + klen > k.limit)
+                                         || (vlen > KR_VIEW_INLINE && v.at + vlen > v.limit))))
             break;
-        kr_put_view_copied(&k, key, row + n, kp, klen);
-        kr_put_view_copied(&v, value, row + n, vp, vlen);
+        kr_put_view(&k, key, row + n, kp, klen, base, index);
+        kr_put_view(&v, value, row + n, vp, vlen, base, index);
         /* the raw deltas, made offsets and timestamps below */
         ((uint64_t *)offsets)[n] = off;
         ((uint64_t *)timestamps)[n] = ts;
@@ -203,6 +213,32 @@ stop:
     value->counted = v.counted;
     kr_add_zigzag(offsets, timestamps, n, base_offset, base_timestamp);
     return n;
+}
+
+/* The walk's two loops: long keys and values copied (a memory map's: an engine may hold the batch
+ * after the map shrinks), and viewed in the bytes read, variadic buffer `index` from `base` (a
+ * window read into memory; an uncompressed batch's records are there). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                       KrViewColumn *key, KrViewColumn *value, int want_key,
+                                       int want_value, int64_t base_offset, int64_t base_timestamp) {
+    return kr_walk_views(pos, end, count, row, offsets, timestamps, key, value, want_key, want_value,
+                         base_offset, base_timestamp, NULL, 0);
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static Py_ssize_t kr_walk_source_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                       KrViewColumn *key, KrViewColumn *value, int want_key,
+                                       int want_value, int64_t base_offset, int64_t base_timestamp,
+                                       const uint8_t *base, int32_t index) {
+    return kr_walk_views(pos, end, count, row, offsets, timestamps, key, value, want_key, want_value,
+                         base_offset, base_timestamp, base, index);
 }
 
 #endif /* KAFKAREC_VIEW_WALK_H */
