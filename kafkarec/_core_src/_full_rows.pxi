@@ -186,16 +186,11 @@ cdef extern from "view_walk.h":
         uint8_t *copy
         Py_ssize_t copy_at
         Py_ssize_t copy_cap
-    Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                    Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                    KrViewColumn *key, KrViewColumn *value, int want_key,
-                                    int want_value, int64_t base_offset,
-                                    int64_t base_timestamp) nogil
-    Py_ssize_t kr_walk_source_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                    Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                    KrViewColumn *key, KrViewColumn *value, int want_key,
-                                    int want_value, int64_t base_offset, int64_t base_timestamp,
-                                    const uint8_t *base, int32_t index) nogil
+    Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                             Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                             KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
+                             int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
+                             int32_t index) nogil
 
 
 cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:
@@ -220,6 +215,9 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcep
     cdef Py_ssize_t end_row = st.end_row, n, i
     cdef int status = ROWS_DONE
     cdef KrViewColumn k, v
+    cdef const uint8_t *base = NULL         # (NULL: long keys and values copied)
+    if not copies:
+        base = st.src_base
     while it._remaining > 0 and st.row < end_row:
         if it._remaining > 1:
             k.views = st.kdata
@@ -237,15 +235,9 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcep
             v.copy_at = st.vcopy_at
             v.copy_cap = st.vcopy_cap
             # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
-            if copies:
-                n = kr_walk_copied_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
-                                         st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
-                                         it._base_offset, it._base_timestamp)
-            else:
-                n = kr_walk_source_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
-                                         st.row, st.offs, st.tss, &k, &v, st.want_key, st.want_value,
-                                         it._base_offset, it._base_timestamp, st.src_base,
-                                         st.src_index)
+            n = kr_walk_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
+                              st.offs, st.tss, &k, &v, st.want_key, st.want_value, it._base_offset,
+                              it._base_timestamp, base, st.src_index)
             st.key_nulls = k.nulls
             st.kpos = k.counted
             st.kcopy_at = k.copy_at

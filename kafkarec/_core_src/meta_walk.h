@@ -139,6 +139,46 @@ static KR_COLD KrVarlong kr_varlong_long(uintptr_t q) {
             goto fail;                                                                        \
     } while (0)
 
+/* A record's start at p, read into q: its size (rec_end: where it ends), its attributes skipped
+ * (unused outside strict reads) and its raw timestamp and offset deltas (ts, off); goto fail for a
+ * negative size, a record ending in the slack or past the end (after safe_end), or a varint too
+ * long.  From here p <= safe_end: its length's varint (5 bytes at most) is readable. */
+#define KR_RECORD_START(p, q, rec_end, safe_end, ts, off, fail)                                \
+    do {                                                                                      \
+        uint32_t size_;                                                                       \
+        (q) = (p);                                                                            \
+        KR_RAW_VARINT(uint32_t, q, size_, fail);                                              \
+        if (KR_UNLIKELY(size_ & 1))             /* a negative size */                         \
+            goto fail;                                                                        \
+        (rec_end) = (q) + (size_ >> 1);                                                       \
+        if (KR_UNLIKELY((rec_end) > (safe_end)))    /* ends in the slack, or past the end */  \
+            goto fail;                                                                        \
+        (q) += 1;                               /* attributes */                              \
+        KR_RAW_VARINT(uint64_t, q, ts, fail);                                                 \
+        KR_RAW_VARINT(uint32_t, q, off, fail);                                                \
+    } while (0)
+
+/* A record's headers at q skipped (q moved past them), then its end: goto fail for a negative
+ * header count, a header key or value ending past rec_end, a varint too long, or fields that do
+ * not end exactly at rec_end. */
+#define KR_SKIP_HEADERS_TO_END(q, rec_end, fail)                                              \
+    do {                                                                                      \
+        uint32_t headers_;                                                                    \
+        if (KR_LIKELY(*(const uint8_t *)(q) == 0)) {   /* no header */                        \
+            (q) += 1;                                                                         \
+        } else {                                                                              \
+            KR_RAW_VARINT(uint32_t, q, headers_, fail);                                       \
+            if (KR_UNLIKELY(headers_ & 1))      /* a negative header count */                 \
+                goto fail;                                                                    \
+            for (headers_ >>= 1; headers_ > 0; headers_--) {                                  \
+                KR_SKIP_LENGTH(q, rec_end, 0, fail);                                          \
+                KR_SKIP_LENGTH(q, rec_end, 1, fail);                                          \
+            }                                                                                 \
+        }                                                                                     \
+        if (KR_UNLIKELY((q) != (rec_end)))                                                    \
+            goto fail;                                                                        \
+    } while (0)
+
 /* offsets[i] and timestamps[i] from the raw varints the walk stored there (zero-extended: an int32
  * varint's zig-zag value comes out sign-extended, as int32 then int64, as the scanner's): base +
  * value, wrapping.  One pass the compiler vectorizes; where gcc makes clones for the CPU (x86-64,
@@ -170,40 +210,17 @@ static Py_ssize_t kr_walk_meta_records(const uint8_t **pos, const uint8_t *end, 
                                        int64_t base_offset, int64_t base_timestamp) {
     uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
     Py_ssize_t n = 0;
-    uint32_t u, off, headers;
+    uint32_t off;
     uint64_t ts;
     if ((uintptr_t)end - p < KR_WALK_SLACK)
         return 0;
     safe_end = (uintptr_t)end - KR_WALK_SLACK;
-    /* from here p <= safe_end: its length's varint (5 bytes at most) is readable */
     for (; n < count; n++) {
         kr_prefetch_walk((const void *)p);
-        q = p;
-        KR_RAW_VARINT(uint32_t, q, u, stop);
-        if (KR_UNLIKELY(u & 1))                 /* a negative size */
-            break;
-        rec_end = q + (u >> 1);
-        if (KR_UNLIKELY(rec_end > safe_end))    /* ends in the slack, or past the end */
-            break;
-        q += 1;                                 /* attributes: unused outside strict reads */
-        KR_RAW_VARINT(uint64_t, q, ts, stop);
-        KR_RAW_VARINT(uint32_t, q, off, stop);
+        KR_RECORD_START(p, q, rec_end, safe_end, ts, off, stop);
         KR_SKIP_LENGTH(q, rec_end, 1, stop);    /* the key */
         KR_SKIP_LENGTH(q, rec_end, 1, stop);    /* the value */
-        if (KR_LIKELY(*(const uint8_t *)q == 0)) {   /* no header */
-            q += 1;
-            goto fields_read;
-        }
-        KR_RAW_VARINT(uint32_t, q, headers, stop);
-        if (KR_UNLIKELY(headers & 1))           /* a negative header count */
-            break;
-        for (headers >>= 1; headers > 0; headers--) {
-            KR_SKIP_LENGTH(q, rec_end, 0, stop);
-            KR_SKIP_LENGTH(q, rec_end, 1, stop);
-        }
-    fields_read:
-        if (KR_UNLIKELY(q != rec_end))
-            break;
+        KR_SKIP_HEADERS_TO_END(q, rec_end, stop);
         /* the raw deltas, made offsets and timestamps below */
         ((uint64_t *)offsets)[n] = off;
         ((uint64_t *)timestamps)[n] = ts;

@@ -137,17 +137,18 @@ static inline KR_ALWAYS_INLINE void kr_put_view(KrViewPlace *c, KrViewColumn *co
  * where they are (kr_put_view).  A column the read does not want (want_key, want_value 0) gets
  * empty views, as leave_out_unwanted makes them.  Returns how many it walked: fewer than count
  * when the next record ends in the slack, is not one it accepts, or does not fit the copy room. */
-static inline KR_ALWAYS_INLINE Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end,
-                                                        Py_ssize_t count, Py_ssize_t row,
-                                                        int64_t *offsets, int64_t *timestamps,
-                                                        KrViewColumn *key, KrViewColumn *value,
-                                                        int want_key, int want_value,
-                                                        int64_t base_offset, int64_t base_timestamp,
-                                                        const uint8_t *base, int32_t index) {
+#if defined(__GNUC__)
+__attribute__((noinline))   /* its own registers, as kr_walk_meta_records */
+#endif
+static Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
+                                int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
+                                int32_t index) {
     uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
     const uint8_t *kp, *vp;
     Py_ssize_t n = 0;
-    uint32_t u, off, headers;
+    uint32_t off;
     int32_t klen, vlen;
     /* a length of a column not wanted made 0, a null's too (leave_out_unwanted): and-ed with 0 */
     int32_t kmask = want_key ? -1 : 0, vmask = want_value ? -1 : 0;
@@ -166,32 +167,10 @@ static inline KR_ALWAYS_INLINE Py_ssize_t kr_walk_views(const uint8_t **pos, con
     safe_end = (uintptr_t)end - KR_WALK_SLACK;
     for (; n < count; n++) {
         kr_prefetch_ahead((const void *)p);
-        q = p;
-        KR_RAW_VARINT(uint32_t, q, u, stop);
-        if (KR_UNLIKELY(u & 1))                 /* a negative size */
-            break;
-        rec_end = q + (u >> 1);
-        if (KR_UNLIKELY(rec_end > safe_end))    /* ends in the slack, or past the end */
-            break;
-        q += 1;                                 /* attributes: unused outside strict reads */
-        KR_RAW_VARINT(uint64_t, q, ts, stop);
-        KR_RAW_VARINT(uint32_t, q, off, stop);
+        KR_RECORD_START(p, q, rec_end, safe_end, ts, off, stop);
         KR_TAKE_LENGTH(q, rec_end, klen, kp, stop);
         KR_TAKE_LENGTH(q, rec_end, vlen, vp, stop);
-        if (KR_LIKELY(*(const uint8_t *)q == 0)) {   /* no header */
-            q += 1;
-            goto fields_read;
-        }
-        KR_RAW_VARINT(uint32_t, q, headers, stop);
-        if (KR_UNLIKELY(headers & 1))           /* a negative header count */
-            break;
-        for (headers >>= 1; headers > 0; headers--) {
-            KR_SKIP_LENGTH(q, rec_end, 0, stop);
-            KR_SKIP_LENGTH(q, rec_end, 1, stop);
-        }
-    fields_read:
-        if (KR_UNLIKELY(q != rec_end))
-            break;
+        KR_SKIP_HEADERS_TO_END(q, rec_end, stop);
         klen &= kmask;
         vlen &= vmask;
         /* (a long one's copy must end at the limit or before; the caller's path grows the room) */
@@ -213,32 +192,6 @@ stop:
     value->counted = v.counted;
     kr_add_zigzag(offsets, timestamps, n, base_offset, base_timestamp);
     return n;
-}
-
-/* The walk's two loops: long keys and values copied (a memory map's: an engine may hold the batch
- * after the map shrinks), and viewed in the bytes read, variadic buffer `index` from `base` (a
- * window read into memory; an uncompressed batch's records are there). */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static Py_ssize_t kr_walk_copied_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                       KrViewColumn *key, KrViewColumn *value, int want_key,
-                                       int want_value, int64_t base_offset, int64_t base_timestamp) {
-    return kr_walk_views(pos, end, count, row, offsets, timestamps, key, value, want_key, want_value,
-                         base_offset, base_timestamp, NULL, 0);
-}
-
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static Py_ssize_t kr_walk_source_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                       Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                       KrViewColumn *key, KrViewColumn *value, int want_key,
-                                       int want_value, int64_t base_offset, int64_t base_timestamp,
-                                       const uint8_t *base, int32_t index) {
-    return kr_walk_views(pos, end, count, row, offsets, timestamps, key, value, want_key, want_value,
-                         base_offset, base_timestamp, base, index);
 }
 
 #endif /* KAFKAREC_VIEW_WALK_H */
