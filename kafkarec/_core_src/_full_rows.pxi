@@ -166,12 +166,14 @@ cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
 
 
 cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
+    # without a key bound, the headers or strict rules (DuckDB's [key, value], Polars' four
+    # columns) by the walk, whether a long key or value is copied or viewed where it is
+    if st.keys == NULL and not st.want_headers and not st.strict:
+        return full_rows_walked(it, st)
     if st.copies:
         return full_rows_copied_views(it, st)
     if st.keys != NULL:
         return full_rows_loop(it, st, True, True, False, st.want_headers, True)
-    if not st.want_headers and not st.strict:
-        return full_rows_walked(it, st, False)
     return full_rows_loop(it, st, False, True, False, st.want_headers, True)
 
 
@@ -194,29 +196,26 @@ cdef extern from "view_walk.h":
 
 
 cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:
-    # views of a map's records, copied: without a key bound, the headers or strict rules (DuckDB's
-    # [key, value], Polars' four columns) by the walk, else by the scanner's loop
+    # views of a map's records, copied, by the scanner's loop (a read the walk does not take)
     if st.keys != NULL:
         return full_rows_loop(it, st, True, True, True, st.want_headers, True)
     if st.want_headers:
         return full_rows_loop(it, st, False, True, True, True, True)
-    if not st.strict:
-        return full_rows_walked(it, st, True)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, True, True, False, True)
     return full_rows_loop(it, st, False, True, True, False, False)
 
 
-cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcept nogil:
-    """full_rows_views without the headers, outside strict reads, long keys and values copied
-    (st.copies) or viewed in the bytes read: the records the walk takes (view_walk.h), and each it
-    stops at, the batch's last among them, by the scanner's loop, one at a time, the walk resumed
-    after it; the same statuses as full_rows_loop."""
-    cdef Py_ssize_t end_row = st.end_row, n, i
+cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
+    """full_rows_views without a key bound or the headers, outside strict reads, long keys and
+    values copied (st.copies) or viewed in the bytes read: the records the walk takes
+    (view_walk.h), and each it stops at, the batch's last among them, by the scanner's loop, one at
+    a time, the walk resumed after it; the same statuses as full_rows_loop."""
+    cdef Py_ssize_t end_row = st.end_row, n
     cdef int status = ROWS_DONE
     cdef KrViewColumn k, v
     cdef const uint8_t *base = NULL         # (NULL: long keys and values copied)
-    if not copies:
+    if not st.copies:
         base = st.src_base
     while it._remaining > 0 and st.row < end_row:
         if it._remaining > 1:
@@ -244,9 +243,7 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcep
             st.value_nulls = v.nulls
             st.vpos = v.counted
             st.vcopy_at = v.copy_at
-            if it._timestamp_type == TS_LOG_APPEND:
-                for i in range(n):
-                    st.tss[i] = it._max_timestamp   # (as scan_v2_record: the deltas hold create times)
+            log_append_times(it, st.tss, n)
             batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
             it._remaining -= <int32_t>n
             st.row += n
@@ -257,10 +254,7 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st, bint copies) noexcep
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
-        if copies:
-            status = full_rows_loop(it, st, False, True, True, False, True)
-        else:
-            status = full_rows_loop(it, st, False, True, False, False, True)
+        status = full_rows_loop(it, st, False, True, st.copies, False, True)
         st.end_row = end_row
         if status != ROWS_DONE:
             break

@@ -645,17 +645,23 @@ cdef inline Py_ssize_t walk_v2_meta(_RecordIterator it, const uint8_t **pos, con
     (where it stops and why are the full read's).  Strict reads keep the scanner (its further
     rules, UTF-8 header keys among them, are not walked here: the caller's test, meta_rows).
     No Python object is touched: it runs in whatever GIL state its caller is in."""
-    cdef Py_ssize_t n, i
+    cdef Py_ssize_t n
     cdef int32_t remaining = it._remaining
     n = walk_v2_meta_records(pos, end, max_records, offsets, timestamps, &remaining,
                              it._base_offset, it._base_timestamp)
-    if it._timestamp_type == TS_LOG_APPEND:
-        # the stored deltas still hold create times (as in scan_v2_record); one fill after the
-        # walk keeps the choice out of its loop
-        for i in range(n):
-            timestamps[i] = it._max_timestamp
+    log_append_times(it, timestamps, n)
     it._remaining = remaining
     return n
+
+
+cdef inline void log_append_times(_RecordIterator it, int64_t *timestamps, Py_ssize_t n) noexcept nogil:
+    """The n timestamps a walk wrote (base + delta) made the batch's max timestamp in a
+    LOG_APPEND_TIME batch: its stored deltas still hold create times (as in scan_v2_record); one
+    fill after the walk keeps the choice out of its loop (the meta-only walk, the walk into views)."""
+    cdef Py_ssize_t i
+    if it._timestamp_type == TS_LOG_APPEND:
+        for i in range(n):
+            timestamps[i] = it._max_timestamp
 
 
 cdef inline Py_ssize_t walk_v2_meta_records(const uint8_t **pos, const uint8_t *end,
