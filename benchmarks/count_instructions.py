@@ -23,6 +23,9 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
   batches as a segment of a log dir: DuckDB's whole rows (each key and value copied out of the
   segment's map and viewed, no header column built); the scan's own set-up cancels out as the
   interpreter's does;
+* ``scan`` - ``LogScan(columns=["offset", "timestamp", "key", "value"], threads=1)`` over the
+  segment: ``shared/bench/scale.py``'s reader of whole rows (the classic layout, each key and value
+  copied out of the segment's map);
 * ``viewed`` - ``iter_arrow(columns=["key", "value"], value_layout="view")`` of the bytes in memory:
   long keys and values viewed where they are, not copied;
 * ``offsets`` - ``to_arrow(decode="consumer_offsets")`` of 10000 ``__consumer_offsets`` records as
@@ -79,6 +82,9 @@ for _ in range(n):
     elif mode == "views":
         from kafkarec.scan import LogScan
         LogScan(sys.argv[5], columns=["key", "value"], value_layout="view", threads=1).to_table()
+    elif mode == "scan":
+        from kafkarec.scan import LogScan
+        LogScan(sys.argv[5], columns=["offset", "timestamp", "key", "value"], threads=1).to_table()
     elif mode == "offsets":
         kafkarec.to_arrow(data, decode="consumer_offsets")
     else:

@@ -45,9 +45,9 @@ BATCH_COLUMNS = ["offset", "key", "producerId", "producerEpoch", "sequence", "is
                  "compression", "batchPosition", "batchBaseOffset", "partitionLeaderEpoch", "magic",
                  "batchSize", "deleteHorizonMs"]
 # DuckDB's whole rows (key and value, and the offset every read decodes: no timestamp, timestamp
-# type or header offsets written)
+# type or header offsets written); the columns analysts select (the walk into the classic layout)
 PROJECTIONS = (None, ["offset", "timestamp"], ["offset", "timestamp", "partition", "_corrupt_record"],
-               ["offset", "key", "value"], BATCH_COLUMNS)
+               ["offset", "key", "value"], ["offset", "timestamp", "key", "value"], BATCH_COLUMNS)
 # a typed read: the values as bare Avro strings (most of the fuzzer's values do not decode, their
 # reasons in _corrupt_record), typed on the pool's threads and settled in the consumer's
 TYPED = {"value_format": "avro", "typed_options": {"value_reader_schema": '"string"'}}

@@ -153,9 +153,13 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
 
 
 cdef int full_rows_lean(_RecordIterator it, FullRows *st) noexcept nogil:
-    # a projection without the headers: no header state in the loop; without the timestamps
-    # either (DuckDB's [key, value]), none written (a function of their own: compiled beside the
-    # common copy, all three in one function, that copy took 11 more instructions a record)
+    # a projection without the headers: by the walk outside strict reads (the columns analysts
+    # select, `offset, timestamp, key, value`); else no header state in the loop, and without the
+    # timestamps either (DuckDB's [key, value]), none written (a function of their own: compiled
+    # beside the common copy, all three in one function, that copy took 11 more instructions a
+    # record)
+    if not st.strict:
+        return full_rows_fields_walked(it, st)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, False, False, False, True)
     return full_rows_loop(it, st, False, False, False, False, False)
@@ -193,6 +197,72 @@ cdef extern from "view_walk.h":
                              KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
                              int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
                              int32_t index) nogil
+
+
+cdef extern from "field_walk.h":
+    # the walk of the records that end well before the section's end into the classic layout's
+    # columns (why it checks less than the scanner and accepts only what the scanner accepts: the
+    # header)
+    ctypedef struct KrFieldColumn:
+        uint8_t *data
+        Py_ssize_t size
+        Py_ssize_t cap
+        int32_t *offsets
+        uint8_t *valid
+        Py_ssize_t nulls
+    Py_ssize_t kr_walk_fields(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                              Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                              KrFieldColumn *key, KrFieldColumn *value, int want_key, int want_value,
+                              int64_t base_offset, int64_t base_timestamp) nogil
+
+
+cdef int full_rows_fields_walked(_RecordIterator it, FullRows *st) noexcept nogil:
+    """full_rows_lean outside strict reads: the records the walk takes (field_walk.h), and each it
+    stops at, the batch's last among them, by the scanner's loop, one at a time, the walk resumed
+    after it; the same statuses as full_rows_loop."""
+    cdef Py_ssize_t end_row = st.end_row, n
+    cdef int status = ROWS_DONE
+    cdef KrFieldColumn k, v
+    while it._remaining > 0 and st.row < end_row:
+        if it._remaining > 1:
+            k.data = st.kdata
+            k.size = st.kpos
+            k.cap = st.kcap
+            k.offsets = st.ko
+            k.valid = st.kvalid
+            k.nulls = st.key_nulls
+            v.data = st.vdata
+            v.size = st.vpos
+            v.cap = st.vcap
+            v.offsets = st.vo
+            v.valid = st.vvalid
+            v.nulls = st.value_nulls
+            # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
+            n = kr_walk_fields(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
+                               st.offs, st.tss, &k, &v, st.want_key, st.want_value,
+                               it._base_offset, it._base_timestamp)
+            st.kpos = k.size
+            st.vpos = v.size
+            st.key_nulls = k.nulls
+            st.value_nulls = v.nulls
+            log_append_times(it, st.tss, n)
+            batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
+            it._remaining -= <int32_t>n
+            st.row += n
+            st.ko += n
+            st.vo += n
+            st.offs += n
+            st.tss += n
+            st.tts += n
+            st.hoff += n
+            if it._remaining == 0 or st.row >= end_row:
+                break
+        st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
+        status = full_rows_loop(it, st, False, False, False, False, True)
+        st.end_row = end_row
+        if status != ROWS_DONE:
+            break
+    return status
 
 
 cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil:

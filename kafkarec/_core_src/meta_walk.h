@@ -30,6 +30,7 @@
 #define KAFKAREC_META_WALK_H
 
 #include <stdint.h>
+#include <string.h>
 #include <Python.h>
 #include "always_inline.h"
 #include "prefetch.h"
@@ -138,6 +139,42 @@ static KR_COLD KrVarlong kr_varlong_long(uintptr_t q) {
         if (KR_UNLIKELY((q) > (rec_end)))                                                     \
             goto fail;                                                                        \
     } while (0)
+
+/* Read the length at q (a key's or a value's, nullable) into len (-1: null, as any negative one
+ * reads), its bytes' start into at, and move q past them; goto fail when the varint is too long or
+ * the bytes end past rec_end.  A short non-negative length, as KR_SKIP_LENGTH's first test, takes
+ * one branch. */
+#define KR_TAKE_LENGTH(q, rec_end, len, at, fail)                                             \
+    do {                                                                                      \
+        uint32_t u_ = ((const uint8_t *)(q))[0];                                              \
+        if (KR_LIKELY((u_ & 0x81) == 0)) {                                                    \
+            (len) = (int32_t)(u_ >> 1);                                                       \
+            (q) += 1;                                                                         \
+        } else {                                                                              \
+            KR_RAW_VARINT(uint32_t, q, u_, fail);                                             \
+            (len) = (u_ & 1) ? -1 : (int32_t)(u_ >> 1);                                       \
+        }                                                                                     \
+        (at) = (const uint8_t *)(q);                                                          \
+        if ((len) > 0) {                                                                      \
+            (q) += (uint32_t)(len);                                                           \
+            if (KR_UNLIKELY((q) > (rec_end)))                                                 \
+                goto fail;                                                                    \
+        }                                                                                     \
+    } while (0)
+
+/* The n bytes (n >= 0) of a walked record's key or value at p copied to `to`, which has
+ * KAFKAREC_COPY_SLACK (32) bytes of room after them.  The field has KR_WALK_SLACK (32) bytes or
+ * more after it in the section, so up to 256 bytes are copied in whole 32-byte blocks with no test
+ * of the source's end (kafkarec_copy_short's first case, always taken here), memcpy past that. */
+static inline KR_ALWAYS_INLINE void kr_copy_walked(uint8_t *to, const uint8_t *p, int32_t n) {
+    if (KR_LIKELY(n <= 256)) {
+        int32_t i;
+        for (i = 0; i < n; i += 32)
+            memcpy(to + i, p + i, 32);
+    } else {
+        memcpy(to, p, (size_t)n);
+    }
+}
 
 /* A record's start at p, read into q: its size (rec_end: where it ends), its attributes skipped
  * (unused outside strict reads) and its raw timestamp and offset deltas (ts, off); goto fail for a

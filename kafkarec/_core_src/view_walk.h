@@ -44,28 +44,6 @@ typedef struct {
     Py_ssize_t copy_cap;
 } KrViewColumn;
 
-/* Read the length at q (a key's or a value's, nullable) into len (-1: null, as any negative one
- * reads), its bytes' start into at, and move q past them; goto fail when the varint is too long or
- * the bytes end past rec_end.  A short non-negative length, as KR_SKIP_LENGTH's first test, takes
- * one branch. */
-#define KR_TAKE_LENGTH(q, rec_end, len, at, fail)                                             \
-    do {                                                                                      \
-        uint32_t u_ = ((const uint8_t *)(q))[0];                                              \
-        if (KR_LIKELY((u_ & 0x81) == 0)) {                                                    \
-            (len) = (int32_t)(u_ >> 1);                                                       \
-            (q) += 1;                                                                         \
-        } else {                                                                              \
-            KR_RAW_VARINT(uint32_t, q, u_, fail);                                             \
-            (len) = (u_ & 1) ? -1 : (int32_t)(u_ >> 1);                                       \
-        }                                                                                     \
-        (at) = (const uint8_t *)(q);                                                          \
-        if ((len) > 0) {                                                                      \
-            (q) += (uint32_t)(len);                                                           \
-            if (KR_UNLIKELY((q) > (rec_end)))                                                 \
-                goto fail;                                                                    \
-        }                                                                                     \
-    } while (0)
-
 /* The bytes of an 8-byte word kept up to its k-th (0 <= k <= 8), little-endian. */
 static inline KR_ALWAYS_INLINE uint64_t kr_low_bytes(uint64_t w, int32_t k) {
     return k >= 8 ? w : (w & ((UINT64_C(1) << (8 * k)) - 1));
@@ -88,9 +66,7 @@ typedef struct {
  * writes it (`base` NULL), copied into the column's bytes (the room checked by the caller: the copy
  * ends at c->limit or before) and viewed there, buffer 0; or, as put_view writes it, viewed where
  * it is, at p - base in buffer `index` (bytes the array may hold: the window read into memory).
- * A field of a walked record has 32 bytes or more after it in the section (the slack), so up to
- * 256 bytes are copied in whole 32-byte blocks with no test of the source's end
- * (kafkarec_copy_short's first case, always taken here). */
+ * (kr_copy_walked: the copy of a walked record's field). */
 static inline KR_ALWAYS_INLINE void kr_put_view(KrViewPlace *c, KrViewColumn *col, Py_ssize_t row,
                                                 const uint8_t *p, int32_t n, const uint8_t *base,
                                                 int32_t index) {
@@ -100,14 +76,7 @@ static inline KR_ALWAYS_INLINE void kr_put_view(KrViewPlace *c, KrViewColumn *co
     if (KR_LIKELY(n > KR_VIEW_INLINE)) {
         lo = (uint32_t)n | ((uint64_t)head << 32);
         if (base == NULL) {
-            uint8_t *to = col->copy + c->at;
-            if (KR_LIKELY(n <= 256)) {
-                int32_t i;
-                for (i = 0; i < n; i += 32)
-                    memcpy(to + i, p + i, 32);
-            } else {
-                memcpy(to, p, (size_t)n);
-            }
+            kr_copy_walked(col->copy + c->at, p, n);
             hi = (uint64_t)(uint32_t)c->at << 32;
             c->at += n;
         } else {

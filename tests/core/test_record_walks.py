@@ -1,13 +1,18 @@
-"""The walk into views (view_walk.h: the view layout without the headers, DuckDB's ``[key, value]``
-and Polars' four columns; long keys and values copied out of a memory map, or viewed in bytes read
-into memory) against the record scanner's read of the same bytes in the classic layout: the same
-rows, the same error (class, position, reason) and the same place where framing stopped, on v2
-records built field by field and then damaged.
+"""The walks of a batch's records into key and value columns, without the headers and outside
+strict reads, against the record scanner's read of the same bytes: the same rows, the same error
+(class, position, reason) and the same place where framing stopped, on v2 records built field by
+field and then damaged.  The walks are
 
-The walk reads a record's lengths without bounds and hands any record it does not accept, or whose
-key or value does not fit the room reserved, to the scanner; so a rule it skipped, a view written
-wrong (inline up to 12 bytes, copied or pointing past it, null) or a byte read past the record
-would show as a row or an error the scanner's read does not give."""
+- into the classic layout (field_walk.h: the columns analysts select, ``offset, timestamp, key,
+  value``, a LogScan's and pyarrow's default), and
+- into views (view_walk.h: DuckDB's ``[key, value]`` and Polars' four columns; long keys and values
+  copied out of a memory map, or viewed in bytes read into memory).
+
+The scanner's read is the same projection with the ``headers`` column, which no walk takes (the
+headers then dropped).  A walk reads a record's lengths without bounds and hands any record it does
+not accept, or whose key or value does not fit the room reserved, to the scanner; so a rule it
+skipped, a field or view written wrong (inline up to 12 bytes, copied or pointing past it, null) or
+a byte read past the record would show as a row or an error the scanner's read does not give."""
 from __future__ import annotations
 
 import mmap
@@ -37,12 +42,12 @@ def in_map(data: bytes):
 
 
 def rows(chunks) -> list:
-    """Every chunk's columns as Python values, key and value as bytes."""
+    """Every chunk's columns but the headers as Python values, key and value as bytes."""
     out = []
     for rb in chunks:
         rb.validate(full=True)
         out.append({name: (col.cast(pa.binary()) if col.type == pa.binary_view() else col).to_pylist()
-                    for name, col in zip(rb.schema.names, rb.columns)})
+                    for name, col in zip(rb.schema.names, rb.columns) if name != "headers"})
     return out
 
 
@@ -65,14 +70,17 @@ def skipped(source, columns, value_layout: str, **options):
 
 
 def assert_same(data: bytes, **options) -> tuple:
-    """Each projection walked, over a map (copied) and over the bytes (viewed where they are), as
-    the scanner reads it in the classic layout."""
+    """Each projection walked in both layouts, over a map (a view's long bytes copied) and over the
+    bytes (viewed where they are), as the scanner reads it (the projection with the headers)."""
     mapped = in_map(data)
     for columns in PROJECTIONS:
-        scanned, scanned_skipping = read(data, columns, "copy", **options), skipped(data, columns, "copy", **options)
-        for source in (mapped, data):
-            assert read(source, columns, "view", **options) == scanned, (columns, type(source))
-            assert skipped(source, columns, "view", **options) == scanned_skipping, (columns, type(source))
+        scanned = read(data, columns + ["headers"], "copy", **options)
+        scanned_skipping = skipped(data, columns + ["headers"], "copy", **options)
+        for layout in ("copy", "view"):
+            for source in (mapped, data):
+                assert read(source, columns, layout, **options) == scanned, (columns, layout, type(source))
+                assert skipped(source, columns, layout, **options) == scanned_skipping, (columns, layout,
+                                                                                        type(source))
     return read(data, None, "copy", **options)
 
 
@@ -146,17 +154,19 @@ def test_log_append_time_and_wrapping_offsets():
     assert_same(data)
 
 
-def test_many_batches_grow_the_copied_bytes_between_records():
-    # the first batch of a chunk finds no room for its copies: the walk stops, the GIL's path grows
-    # the room, the walk resumes; the rows are the scanner's whatever the chunk
+def test_many_batches_grow_the_room_between_records():
+    # the first batch of a chunk finds no room for its bytes (a view's copies, the classic
+    # column's): the walk stops, the GIL's path grows the room, the walk resumes; the rows are the
+    # scanner's whatever the chunk
     data = b"".join(batch_of(b"".join(encode_record(d, d, b"key-%05d-%d" % (b, d), b"x" * (50 + 7 * d))
                                       for d in range(30)), count=30, last_delta=29, base_offset=b * 30)
                     for b in range(40))
     mapped = in_map(data)
     for max_rows in (1, 29, 31, 1000):
-        scanned = rows(kafkarec.iter_arrow(data, columns=["key", "value"], max_rows=max_rows))
-        for source in (mapped, data):
-            walked = rows(kafkarec.iter_arrow(source, columns=["key", "value"], value_layout="view",
-                                              max_rows=max_rows))
-            assert walked == scanned
-            assert sum(len(chunk["key"]) for chunk in walked) == 1200
+        scanned = rows(kafkarec.iter_arrow(data, columns=["key", "value", "headers"], max_rows=max_rows))
+        for layout in ("copy", "view"):
+            for source in (mapped, data):
+                walked = rows(kafkarec.iter_arrow(source, columns=["key", "value"], value_layout=layout,
+                                                  max_rows=max_rows))
+                assert walked == scanned, (layout, max_rows)
+                assert sum(len(chunk["key"]) for chunk in walked) == 1200
