@@ -148,6 +148,8 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     if st.keys != NULL:
         return full_rows_keyed(it, st)
     if st.want_headers:
+        if not st.strict:
+            return full_rows_fields_walked(it, st, True)
         return full_rows_loop(it, st, False, False, False, True, True)
     return full_rows_lean(it, st)
 
@@ -159,7 +161,7 @@ cdef int full_rows_lean(_RecordIterator it, FullRows *st) noexcept nogil:
     # beside the common copy, all three in one function, that copy took 11 more instructions a
     # record)
     if not st.strict:
-        return full_rows_fields_walked(it, st)
+        return full_rows_fields_walked(it, st, False)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, False, False, False, True)
     return full_rows_loop(it, st, False, False, False, False, False)
@@ -210,19 +212,81 @@ cdef extern from "field_walk.h":
         int32_t *offsets
         uint8_t *valid
         Py_ssize_t nulls
+    ctypedef struct KrHeaderColumns:
+        int32_t *row_offsets
+        uint8_t *row_valid
+        Py_ssize_t with_headers
+        Py_ssize_t entries
+        uint8_t *key_data
+        Py_ssize_t key_size
+        Py_ssize_t key_cap
+        uint8_t *key_offsets
+        Py_ssize_t key_offsets_size
+        Py_ssize_t key_offsets_cap
+        uint8_t *value_data
+        Py_ssize_t value_size
+        Py_ssize_t value_cap
+        uint8_t *value_offsets
+        Py_ssize_t value_offsets_size
+        Py_ssize_t value_offsets_cap
+        uint8_t *value_valid
+        Py_ssize_t value_valid_cap
+        Py_ssize_t value_nulls
     Py_ssize_t kr_walk_fields(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
                               Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
                               KrFieldColumn *key, KrFieldColumn *value, int want_key, int want_value,
                               int64_t base_offset, int64_t base_timestamp) nogil
+    Py_ssize_t kr_walk_fields_headers(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                      Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                      KrFieldColumn *key, KrFieldColumn *value,
+                                      KrHeaderColumns *headers, int want_key, int want_value,
+                                      int64_t base_offset, int64_t base_timestamp) nogil
 
 
-cdef int full_rows_fields_walked(_RecordIterator it, FullRows *st) noexcept nogil:
-    """full_rows_lean outside strict reads: the records the walk takes (field_walk.h), and each it
+cdef inline void header_columns_in(FullRows *st, KrHeaderColumns *h) noexcept nogil:
+    """The header columns' room and places as the walk takes them, from st."""
+    h.row_offsets = st.hoff
+    h.row_valid = st.hvalid
+    h.with_headers = st.with_headers
+    h.entries = st.entries
+    h.key_data = st.hk_data
+    h.key_size = st.hk_size
+    h.key_cap = st.hk_cap
+    h.key_offsets = st.hk_offs
+    h.key_offsets_size = st.hk_offs_size
+    h.key_offsets_cap = st.hk_offs_cap
+    h.value_data = st.hv_data
+    h.value_size = st.hv_size
+    h.value_cap = st.hv_cap
+    h.value_offsets = st.hv_offs
+    h.value_offsets_size = st.hv_offs_size
+    h.value_offsets_cap = st.hv_offs_cap
+    h.value_valid = st.hv_valid
+    h.value_valid_cap = st.hv_valid_cap
+    h.value_nulls = st.hv_nulls
+
+
+cdef inline void header_columns_out(FullRows *st, KrHeaderColumns *h) noexcept nogil:
+    """What the walk appended to the header columns, back into st."""
+    st.with_headers = h.with_headers
+    st.entries = h.entries
+    st.hk_size = h.key_size
+    st.hk_offs_size = h.key_offsets_size
+    st.hv_size = h.value_size
+    st.hv_offs_size = h.value_offsets_size
+    st.hv_nulls = h.value_nulls
+
+
+cdef inline always_inline_int full_rows_fields_walked(_RecordIterator it, FullRows *st,
+                                                      bint headers) noexcept nogil:
+    """full_rows outside strict reads and without a key bound, in the classic layout, with the
+    headers or without them (full_rows_lean): the records the walk takes (field_walk.h), and each it
     stops at, the batch's last among them, by the scanner's loop, one at a time, the walk resumed
     after it; the same statuses as full_rows_loop."""
     cdef Py_ssize_t end_row = st.end_row, n
     cdef int status = ROWS_DONE
     cdef KrFieldColumn k, v
+    cdef KrHeaderColumns h
     while it._remaining > 0 and st.row < end_row:
         if it._remaining > 1:
             k.data = st.kdata
@@ -238,9 +302,16 @@ cdef int full_rows_fields_walked(_RecordIterator it, FullRows *st) noexcept nogi
             v.valid = st.vvalid
             v.nulls = st.value_nulls
             # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
-            n = kr_walk_fields(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
-                               st.offs, st.tss, &k, &v, st.want_key, st.want_value,
-                               it._base_offset, it._base_timestamp)
+            if headers:
+                header_columns_in(st, &h)
+                n = kr_walk_fields_headers(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
+                                           st.row, st.offs, st.tss, &k, &v, &h, st.want_key,
+                                           st.want_value, it._base_offset, it._base_timestamp)
+                header_columns_out(st, &h)
+            else:
+                n = kr_walk_fields(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
+                                   st.offs, st.tss, &k, &v, st.want_key, st.want_value,
+                                   it._base_offset, it._base_timestamp)
             st.kpos = k.size
             st.vpos = v.size
             st.key_nulls = k.nulls
@@ -258,7 +329,7 @@ cdef int full_rows_fields_walked(_RecordIterator it, FullRows *st) noexcept nogi
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
-        status = full_rows_loop(it, st, False, False, False, False, True)
+        status = full_rows_loop(it, st, False, False, False, headers, True)
         st.end_row = end_row
         if status != ROWS_DONE:
             break

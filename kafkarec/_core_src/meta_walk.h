@@ -162,7 +162,12 @@ static KR_COLD KrVarlong kr_varlong_long(uintptr_t q) {
         }                                                                                     \
     } while (0)
 
-/* The n bytes (n >= 0) of a walked record's key or value at p copied to `to`, which has
+/* The bytes of an 8-byte word kept up to its k-th (0 <= k <= 8), little-endian. */
+static inline KR_ALWAYS_INLINE uint64_t kr_low_bytes(uint64_t w, int32_t k) {
+    return k >= 8 ? w : (w & ((UINT64_C(1) << (8 * k)) - 1));
+}
+
+/* The n bytes (n >= 0) of a walked record's key, value or header at p copied to `to`, which has
  * KAFKAREC_COPY_SLACK (32) bytes of room after them.  The field has KR_WALK_SLACK (32) bytes or
  * more after it in the section, so up to 256 bytes are copied in whole 32-byte blocks with no test
  * of the source's end (kafkarec_copy_short's first case, always taken here), memcpy past that. */

@@ -44,11 +44,6 @@ typedef struct {
     Py_ssize_t copy_cap;
 } KrViewColumn;
 
-/* The bytes of an 8-byte word kept up to its k-th (0 <= k <= 8), little-endian. */
-static inline KR_ALWAYS_INLINE uint64_t kr_low_bytes(uint64_t w, int32_t k) {
-    return k >= 8 ? w : (w & ((UINT64_C(1) << (8 * k)) - 1));
-}
-
 /* A view column's place as the walk's loop keeps it: where the next view goes (d), where the next
  * copy goes in the copied bytes (at) and how far copies may go (limit: the room less
  * KAFKAREC_COPY_SLACK; compared as sizes, the room may be none yet), the bytes the views refer to
