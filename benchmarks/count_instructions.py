@@ -23,6 +23,8 @@ child under callgrind with 1 and with ``--runs`` + 1 repetitions, and the differ
   batches as a segment of a log dir: DuckDB's whole rows (each key and value copied out of the
   segment's map and viewed, no header column built); the scan's own set-up cancels out as the
   interpreter's does;
+* ``viewrows`` - ``LogScan(value_layout="view", threads=1)`` over the segment: a whole row in the
+  view layout (Polars' ``scan_log`` of every column, DuckDB's ``SELECT *``);
 * ``scan`` - ``LogScan(columns=["offset", "timestamp", "key", "value"], threads=1)`` over the
   segment: ``shared/bench/scale.py``'s reader of whole rows (the classic layout, each key and value
   copied out of the segment's map);
@@ -82,6 +84,9 @@ for _ in range(n):
     elif mode == "views":
         from kafkarec.scan import LogScan
         LogScan(sys.argv[5], columns=["key", "value"], value_layout="view", threads=1).to_table()
+    elif mode == "viewrows":
+        from kafkarec.scan import LogScan
+        LogScan(sys.argv[5], value_layout="view", threads=1).to_table()
     elif mode == "scan":
         from kafkarec.scan import LogScan
         LogScan(sys.argv[5], columns=["offset", "timestamp", "key", "value"], threads=1).to_table()

@@ -72,6 +72,20 @@ def test_one_input(data: bytes) -> None:
             raise AssertionError(f"value_layout='view' over a map {kw} {copies!r:.300} != the copy's {copied!r:.300}")
         if not kw:
             whole = copied      # (the whole read, either layout's: they were just found equal)
+    # the walks into columns (field_walk.h, view_walk.h) against the record scanner alone, a whole
+    # row and the columns analysts select, in both layouts
+    for columns in (None, ["offset", "timestamp", "key", "value"]):
+        walked = [layout(source, value_layout, columns=columns)
+                  for source, value_layout in ((data, "copy"), (data, "view"), (in_map, "view"))]
+        previous = kafkarec._core.record_walks(False)
+        try:
+            scanned = [layout(source, value_layout, columns=columns)
+                       for source, value_layout in ((data, "copy"), (data, "view"), (in_map, "view"))]
+        finally:
+            kafkarec._core.record_walks(previous)
+        if walked != scanned:
+            raise AssertionError(f"columns={columns}: the walks' reads {walked!r:.300} != the scanner's "
+                                 f"{scanned!r:.300}")
     # columns built in buffers other reads let go of (SPARE: kept from input to input, every size;
     # the second read of the same bytes finds buffers of just its columns' sizes)
     for source, value_layout in ((data, "copy"), (data, "view"), (in_map, "view")):

@@ -266,6 +266,7 @@ def iter_arrow(data: _Buffer, /, options: ReadOptions | None = ..., *, topic: st
 def offsets_rise(data: _Buffer, /, start: int, count: int) -> bool:
     """Whether the int64 values ``start`` to ``start + count`` of ``data`` strictly increase."""
     ...
+def record_walks(on: bool | None = ..., /) -> bool: ...
 def meta_walk(columns: Sequence[str] | None, /, *, batch_columns: bool = ...,
               keys: Iterable[bytes] | None = ...) -> bool:
     """Whether ``iter_arrow`` with these reads v2 records by the meta-only walk."""

@@ -136,6 +136,29 @@ cdef inline always_inline_int put_field(uint8_t *data, Py_ssize_t *at, uint8_t *
     return 0
 
 
+# Whether the walks into columns (field_walk.h, view_walk.h) take the reads they serve: off, every
+# record of a full read is the scanner's.  For the tests that hold the walks to the scanner's read
+# of the same bytes (no other read of a whole row is left to the scanner alone), and for an A/B
+# measure of the walks in one process.
+cdef bint record_walks_on = True
+
+
+def record_walks(on=None, /) -> bool:
+    """Whether full reads take records by the walks into columns (True, the default) or every
+    record by the record scanner; ``on`` sets it (process-wide) and the previous setting is
+    returned.  For tests and measures that compare the two: the rows, errors and stopping points
+    are the same either way.
+
+    >>> previous = record_walks(False); record_walks(previous)
+    False
+    """
+    global record_walks_on
+    cdef bint previous = record_walks_on
+    if on is not None:
+        record_walks_on = bool(on)
+    return previous
+
+
 cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     """The records of st's batch into the full row's columns, through raw pointers into the room
     reserved for them, until the batch's records are read (ROWS_DONE), a record is refused
@@ -148,7 +171,7 @@ cdef int full_rows(_RecordIterator it, FullRows *st) noexcept nogil:
     if st.keys != NULL:
         return full_rows_keyed(it, st)
     if st.want_headers:
-        if not st.strict:
+        if not st.strict and record_walks_on:
             return full_rows_fields_walked(it, st, True)
         return full_rows_loop(it, st, False, False, False, True, True)
     return full_rows_lean(it, st)
@@ -160,7 +183,7 @@ cdef int full_rows_lean(_RecordIterator it, FullRows *st) noexcept nogil:
     # timestamps either (DuckDB's [key, value]), none written (a function of their own: compiled
     # beside the common copy, all three in one function, that copy took 11 more instructions a
     # record)
-    if not st.strict:
+    if not st.strict and record_walks_on:
         return full_rows_fields_walked(it, st, False)
     if st.want_timestamp:
         return full_rows_loop(it, st, False, False, False, False, True)
@@ -172,10 +195,12 @@ cdef int full_rows_keyed(_RecordIterator it, FullRows *st) noexcept nogil:
 
 
 cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
-    # without a key bound, the headers or strict rules (DuckDB's [key, value], Polars' four
-    # columns) by the walk, whether a long key or value is copied or viewed where it is
-    if st.keys == NULL and not st.want_headers and not st.strict:
-        return full_rows_walked(it, st)
+    # without a key bound or strict rules (DuckDB's [key, value], Polars' four columns, a whole
+    # row) by the walk, whether a long key or value is copied or viewed where it is
+    if st.keys == NULL and not st.strict and record_walks_on:
+        if st.want_headers:
+            return full_rows_walked(it, st, True)
+        return full_rows_walked(it, st, False)
     if st.copies:
         return full_rows_copied_views(it, st)
     if st.keys != NULL:
@@ -183,35 +208,8 @@ cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
     return full_rows_loop(it, st, False, True, False, st.want_headers, True)
 
 
-cdef extern from "view_walk.h":
-    # the walk of the records that end well before the section's end into views of copied bytes
-    # (why it checks less than the scanner and accepts only what the scanner accepts: the header)
-    ctypedef struct KrViewColumn:
-        uint8_t *views
-        uint8_t *valid
-        Py_ssize_t nulls
-        Py_ssize_t counted
-        uint8_t *copy
-        Py_ssize_t copy_at
-        Py_ssize_t copy_cap
-    Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                             Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                             KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
-                             int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
-                             int32_t index) nogil
-
-
-cdef extern from "field_walk.h":
-    # the walk of the records that end well before the section's end into the classic layout's
-    # columns (why it checks less than the scanner and accepts only what the scanner accepts: the
-    # header)
-    ctypedef struct KrFieldColumn:
-        uint8_t *data
-        Py_ssize_t size
-        Py_ssize_t cap
-        int32_t *offsets
-        uint8_t *valid
-        Py_ssize_t nulls
+cdef extern from "header_walk.h":
+    # the header columns as the walks fill them (the same in both layouts)
     ctypedef struct KrHeaderColumns:
         int32_t *row_offsets
         uint8_t *row_valid
@@ -232,15 +230,6 @@ cdef extern from "field_walk.h":
         uint8_t *value_valid
         Py_ssize_t value_valid_cap
         Py_ssize_t value_nulls
-    Py_ssize_t kr_walk_fields(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                              Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                              KrFieldColumn *key, KrFieldColumn *value, int want_key, int want_value,
-                              int64_t base_offset, int64_t base_timestamp) nogil
-    Py_ssize_t kr_walk_fields_headers(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                      Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                      KrFieldColumn *key, KrFieldColumn *value,
-                                      KrHeaderColumns *headers, int want_key, int want_value,
-                                      int64_t base_offset, int64_t base_timestamp) nogil
 
 
 cdef inline void header_columns_in(FullRows *st, KrHeaderColumns *h) noexcept nogil:
@@ -275,6 +264,52 @@ cdef inline void header_columns_out(FullRows *st, KrHeaderColumns *h) noexcept n
     st.hv_size = h.value_size
     st.hv_offs_size = h.value_offsets_size
     st.hv_nulls = h.value_nulls
+
+
+cdef extern from "view_walk.h":
+    # the walk of the records that end well before the section's end into views of copied bytes
+    # (why it checks less than the scanner and accepts only what the scanner accepts: the header)
+    ctypedef struct KrViewColumn:
+        uint8_t *views
+        uint8_t *valid
+        Py_ssize_t nulls
+        Py_ssize_t counted
+        uint8_t *copy
+        Py_ssize_t copy_at
+        Py_ssize_t copy_cap
+    Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                             Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                             KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
+                             int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
+                             int32_t index) nogil
+    Py_ssize_t kr_walk_views_headers(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                     Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                     KrViewColumn *key, KrViewColumn *value,
+                                     KrHeaderColumns *headers, int want_key, int want_value,
+                                     int64_t base_offset, int64_t base_timestamp,
+                                     const uint8_t *base, int32_t index) nogil
+
+
+cdef extern from "field_walk.h":
+    # the walk of the records that end well before the section's end into the classic layout's
+    # columns (why it checks less than the scanner and accepts only what the scanner accepts: the
+    # header)
+    ctypedef struct KrFieldColumn:
+        uint8_t *data
+        Py_ssize_t size
+        Py_ssize_t cap
+        int32_t *offsets
+        uint8_t *valid
+        Py_ssize_t nulls
+    Py_ssize_t kr_walk_fields(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                              Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                              KrFieldColumn *key, KrFieldColumn *value, int want_key, int want_value,
+                              int64_t base_offset, int64_t base_timestamp) nogil
+    Py_ssize_t kr_walk_fields_headers(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                      Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                      KrFieldColumn *key, KrFieldColumn *value,
+                                      KrHeaderColumns *headers, int want_key, int want_value,
+                                      int64_t base_offset, int64_t base_timestamp) nogil
 
 
 cdef inline always_inline_int full_rows_fields_walked(_RecordIterator it, FullRows *st,
@@ -347,14 +382,16 @@ cdef int full_rows_copied_views(_RecordIterator it, FullRows *st) noexcept nogil
     return full_rows_loop(it, st, False, True, True, False, False)
 
 
-cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
-    """full_rows_views without a key bound or the headers, outside strict reads, long keys and
-    values copied (st.copies) or viewed in the bytes read: the records the walk takes
+cdef inline always_inline_int full_rows_walked(_RecordIterator it, FullRows *st,
+                                               bint headers) noexcept nogil:
+    """full_rows_views without a key bound, outside strict reads, with the headers or without them,
+    long keys and values copied (st.copies) or viewed in the bytes read: the records the walk takes
     (view_walk.h), and each it stops at, the batch's last among them, by the scanner's loop, one at
     a time, the walk resumed after it; the same statuses as full_rows_loop."""
     cdef Py_ssize_t end_row = st.end_row, n
     cdef int status = ROWS_DONE
     cdef KrViewColumn k, v
+    cdef KrHeaderColumns h
     cdef const uint8_t *base = NULL         # (NULL: long keys and values copied)
     if not st.copies:
         base = st.src_base
@@ -375,9 +412,17 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
             v.copy_at = st.vcopy_at
             v.copy_cap = st.vcopy_cap
             # (the batch's last record is the scanner's: Kafka's check for bytes left after it)
-            n = kr_walk_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
-                              st.offs, st.tss, &k, &v, st.want_key, st.want_value, it._base_offset,
-                              it._base_timestamp, base, st.src_index)
+            if headers:
+                header_columns_in(st, &h)
+                n = kr_walk_views_headers(&st.pos, st.end, min(end_row - st.row, it._remaining - 1),
+                                          st.row, st.offs, st.tss, &k, &v, &h, st.want_key,
+                                          st.want_value, it._base_offset, it._base_timestamp, base,
+                                          st.src_index)
+                header_columns_out(st, &h)
+            else:
+                n = kr_walk_views(&st.pos, st.end, min(end_row - st.row, it._remaining - 1), st.row,
+                                  st.offs, st.tss, &k, &v, st.want_key, st.want_value, it._base_offset,
+                                  it._base_timestamp, base, st.src_index)
             st.key_nulls = k.nulls
             st.kpos = k.counted
             st.kcopy_at = k.copy_at
@@ -395,7 +440,7 @@ cdef int full_rows_walked(_RecordIterator it, FullRows *st) noexcept nogil:
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
-        status = full_rows_loop(it, st, False, True, st.copies, False, True)
+        status = full_rows_loop(it, st, False, True, st.copies, headers, True)
         st.end_row = end_row
         if status != ROWS_DONE:
             break

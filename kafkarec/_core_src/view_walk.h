@@ -1,5 +1,7 @@
 /* view_walk.h: part of kafkarec._core (declared by _full_rows.pxi): the walk of a batch's records
- * into key and value views (the view layout without the headers: DuckDB's and Polars' reads), for
+ * into key and value views, and the header columns when the read wants them (the view layout:
+ * DuckDB's and Polars' reads; a header is appended as the classic layout's walk appends it,
+ * header_walk.h), for
  * the records that end KR_WALK_SLACK bytes or more before the records section's end, outside strict
  * reads.  Long keys and values are copied into the column's own bytes (a memory map's: a local
  * window, which may shrink under a batch an engine holds) or viewed where they are (an uncompressed
@@ -9,8 +11,8 @@
  * why its checks suffice) with the key's and value's lengths kept instead of skipped, and each
  * written as full_rows_loop writes it (put_view_copied and put_view, _views.pxi): inline up to 12
  * bytes, a long one copied and viewed there or viewed in the bytes read, a null a zero view with
- * its bit cleared.  A record it does not accept, or whose copy would not fit the room the caller
- * reserved, stops it without moving past it or writing any of it; the caller's scanner then reads
+ * its bit cleared.  A record it does not accept, whose copy or headers would not fit the room the
+ * caller reserved, or with a header key that is not ASCII, stops it without moving past it or writing any of it; the caller's scanner then reads
  * that record (a fault is found and worded by the one scanner, a column grown by the GIL's path).
  * The record loop's scanner took some 28 ns a record of issue 80's rows (two fifths of DuckDB's
  * whole-rows query's CPU), reading every varint through a checked cursor; this walk reads them
@@ -28,6 +30,7 @@
 #include "always_inline.h"
 #include "copy_short.h"     /* KAFKAREC_COPY_SLACK */
 #include "meta_walk.h"
+#include "header_walk.h"
 #include "prefetch.h"
 
 #define KR_VIEW_SIZE 16
@@ -95,21 +98,20 @@ static inline KR_ALWAYS_INLINE void kr_put_view(KrViewPlace *c, KrViewColumn *co
 }
 
 /* Walk from *pos at most `count` records of the records section ending at `end`, into rows
- * row... of the key and value view columns and offsets[] and timestamps[] (base + delta, as the
- * scanner's; the caller puts LOG_APPEND_TIME batches' max timestamp in place); *pos moves past
- * those walked, to the record it stopped at.  Long keys and values copied (`base` NULL) or viewed
- * where they are (kr_put_view).  A column the read does not want (want_key, want_value 0) gets
- * empty views, as leave_out_unwanted makes them.  Returns how many it walked: fewer than count
- * when the next record ends in the slack, is not one it accepts, or does not fit the copy room. */
-#if defined(__GNUC__)
-__attribute__((noinline))   /* its own registers, as kr_walk_meta_records */
-#endif
-static Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
-                                Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
-                                KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
-                                int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
-                                int32_t index) {
-    uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end;
+ * row... of the key and value view columns, the header columns when `headers` is not NULL
+ * (header_walk.h), and offsets[] and timestamps[] (base + delta, as the scanner's; the caller puts
+ * LOG_APPEND_TIME batches' max timestamp in place); *pos moves past those walked, to the record it
+ * stopped at.  Long keys and values copied (`base` NULL) or viewed where they are (kr_put_view).
+ * A column the read does not want (want_key, want_value 0) gets empty views, as
+ * leave_out_unwanted makes them.  Returns how many it walked: fewer than count when the next
+ * record ends in the slack, is not one it accepts, does not fit the copy room or the headers'
+ * room, or has a header key that is not ASCII. */
+static inline KR_ALWAYS_INLINE Py_ssize_t kr_walk_views_loop(
+        const uint8_t **pos, const uint8_t *end, Py_ssize_t count, Py_ssize_t row, int64_t *offsets,
+        int64_t *timestamps, KrViewColumn *key, KrViewColumn *value, KrHeaderColumns *headers,
+        int want_key, int want_value, int64_t base_offset, int64_t base_timestamp,
+        const uint8_t *base, int32_t index) {
+    uintptr_t p = (uintptr_t)*pos, q, rec_end, safe_end, hq;
     const uint8_t *kp, *vp;
     Py_ssize_t n = 0;
     uint32_t off;
@@ -134,12 +136,16 @@ static Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssiz
         KR_RECORD_START(p, q, rec_end, safe_end, ts, off, stop);
         KR_TAKE_LENGTH(q, rec_end, klen, kp, stop);
         KR_TAKE_LENGTH(q, rec_end, vlen, vp, stop);
+        hq = q;
         KR_SKIP_HEADERS_TO_END(q, rec_end, stop);
         klen &= kmask;
         vlen &= vmask;
         /* (a long one's copy must end at the limit or before; the caller's path grows the room) */
         if (KR_UNLIKELY(base == NULL && ((klen > KR_VIEW_INLINE && k.at + klen > k.limit)
                                          || (vlen > KR_VIEW_INLINE && v.at + vlen > v.limit))))
+            break;
+        /* (first of what is written: it may refuse the record) */
+        if (headers != NULL && KR_UNLIKELY(kr_walk_headers(headers, hq, rec_end, row + n, n) != 0))
             break;
         kr_put_view(&k, key, row + n, kp, klen, base, index);
         kr_put_view(&v, value, row + n, vp, vlen, base, index);
@@ -156,6 +162,33 @@ stop:
     value->counted = v.counted;
     kr_add_zigzag(offsets, timestamps, n, base_offset, base_timestamp);
     return n;
+}
+
+/* kr_walk_views_loop without the headers (DuckDB's [key, value], Polars' four columns) and with them
+ * (a whole row): a copy each, its own registers (noinline, as kr_walk_meta_records). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static Py_ssize_t kr_walk_views(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                KrViewColumn *key, KrViewColumn *value, int want_key, int want_value,
+                                int64_t base_offset, int64_t base_timestamp, const uint8_t *base,
+                                int32_t index) {
+    return kr_walk_views_loop(pos, end, count, row, offsets, timestamps, key, value, NULL, want_key,
+                              want_value, base_offset, base_timestamp, base, index);
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static Py_ssize_t kr_walk_views_headers(const uint8_t **pos, const uint8_t *end, Py_ssize_t count,
+                                        Py_ssize_t row, int64_t *offsets, int64_t *timestamps,
+                                        KrViewColumn *key, KrViewColumn *value,
+                                        KrHeaderColumns *headers, int want_key, int want_value,
+                                        int64_t base_offset, int64_t base_timestamp,
+                                        const uint8_t *base, int32_t index) {
+    return kr_walk_views_loop(pos, end, count, row, offsets, timestamps, key, value, headers,
+                              want_key, want_value, base_offset, base_timestamp, base, index);
 }
 
 #endif /* KAFKAREC_VIEW_WALK_H */

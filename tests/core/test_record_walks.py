@@ -1,21 +1,22 @@
-"""The walks of a batch's records into key and value columns, without the headers and outside
-strict reads, against the record scanner's read of the same bytes: the same rows, the same error
-(class, position, reason) and the same place where framing stopped, on v2 records built field by
-field and then damaged.  The walks are
+"""The walks of a batch's records into columns, outside strict reads and without a key bound,
+against the record scanner's read of the same bytes (``kafkarec._core.record_walks(False)``: every
+record the scanner's): the same rows, the same error (class, position, reason) and the same place
+where framing stopped, on v2 records built field by field and then damaged.  The walks are
 
-- into the classic layout (field_walk.h: the columns analysts select, ``offset, timestamp, key,
-  value``, a LogScan's and pyarrow's default), and
-- into views (view_walk.h: DuckDB's ``[key, value]`` and Polars' four columns; long keys and values
-  copied out of a memory map, or viewed in bytes read into memory).
+- into the classic layout (field_walk.h: a whole row, or the columns analysts select, ``offset,
+  timestamp, key, value``: a LogScan's, Spark's and pyarrow's default), and
+- into views (view_walk.h: DuckDB's ``[key, value]``, Polars' four columns, a whole row; long keys
+  and values copied out of a memory map, or viewed in bytes read into memory),
 
-The scanner's read is the same projection with the ``headers`` column, which no walk takes (the
-headers then dropped).  A walk reads a record's lengths without bounds and hands any record it does
-not accept, or whose key or value does not fit the room reserved, to the scanner; so a rule it
-skipped, a field or view written wrong (inline up to 12 bytes, copied or pointing past it, null) or
-a byte read past the record would show as a row or an error the scanner's read does not give."""
+each with the headers appended when the read wants them (header_walk.h).  A walk reads a record's
+lengths without bounds and hands any record it does not accept, whose bytes do not fit the room
+reserved, or with a header key that is not ASCII, to the scanner; so a rule it skipped, a field,
+view or header written wrong (inline up to 12 bytes, copied or pointing past it, null) or a byte
+read past the record would show as a row or an error the scanner's read does not give."""
 from __future__ import annotations
 
 import mmap
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pytest
@@ -27,11 +28,20 @@ from kafkarec import DecodeError
 from support.oracles.damaged_records import ATTR_GZIP, BASE_TS, batch_of, damaged_batches, raw_record
 from support.oracles.reference import encode_record, varint
 
-#: DuckDB's whole rows, Polars' four columns, and a key or a value alone (the other left empty)
-PROJECTIONS = (["key", "value"], ["offset", "timestamp", "key", "value"], ["key"], ["value", "offset"])
-#: a whole row, and the headers beside some of the others: the classic layout's walk with the
-#: headers (the view layout's reads of the headers are the scanner's)
-WITH_HEADERS = (None, ["offset", "key", "headers"], ["headers", "timestamp"])
+#: DuckDB's whole rows, Polars' four columns, a key or a value alone (the other left empty), a whole
+#: row, and the headers beside some of the others
+PROJECTIONS = (["key", "value"], ["offset", "timestamp", "key", "value"], ["key"], ["value", "offset"],
+               None, ["offset", "key", "headers"], ["headers", "timestamp"])
+
+
+@contextmanager
+def scanner_only():
+    """Every record of a full read by the record scanner, within the block."""
+    previous = kafkarec._core.record_walks(False)
+    try:
+        yield
+    finally:
+        kafkarec._core.record_walks(previous)
 
 
 def in_map(data: bytes):
@@ -44,57 +54,44 @@ def in_map(data: bytes):
     return mm
 
 
-def rows(chunks, keep=None) -> list:
-    """Every chunk's columns (those in ``keep``, all without it) as Python values, key, value and
-    header values as bytes."""
+def rows(chunks) -> list:
+    """Every chunk's columns as Python values, key and value as bytes."""
     out = []
     for rb in chunks:
         rb.validate(full=True)
-        out.append({name: as_classic(col).to_pylist()
-                    for name, col in zip(rb.schema.names, rb.columns) if keep is None or name in keep})
+        out.append({name: (col.cast(pa.binary()) if col.type == pa.binary_view() else col).to_pylist()
+                    for name, col in zip(rb.schema.names, rb.columns)})
     return out
 
 
-def as_classic(col):
-    """A column of the view layout as the classic layout has it."""
-    if col.type == pa.binary_view():
-        return col.cast(pa.binary())
-    if col.type == kafkarec.arrow_schema(value_layout="view").field("headers").type:
-        return col.cast(kafkarec.arrow_schema().field("headers").type)
-    return col
-
-
-def read(source, columns, value_layout: str, keep=None, **options):
+def read(source, columns, value_layout: str, **options):
     """A read's rows, or what it raises as (class, position, reason, decompressed position)."""
     try:
         return ("rows", rows(kafkarec.iter_arrow(source, columns=columns, value_layout=value_layout,
-                                                 max_rows=5, **options), keep))
+                                                 max_rows=5, **options)))
     except DecodeError as exc:
         return ("error", type(exc).__name__, exc.position, exc.reason,
                 getattr(exc, "decompressed_position", None))
 
 
-def skipped(source, columns, value_layout: str, keep=None, **options):
+def skipped(source, columns, value_layout: str, **options):
     """Rows, the error sink and where framing stopped, with ``errors="skip"``."""
     sink = []
     it = kafkarec.iter_arrow(source, columns=columns, value_layout=value_layout, errors="skip",
                              error_sink=sink, max_rows=7, **options)
-    return rows(it, keep), sink, it.position, it.stop_reason, it.trailing_bytes
+    return rows(it), sink, it.position, it.stop_reason, it.trailing_bytes
 
 
 def assert_same(data: bytes, **options) -> tuple:
-    """Each projection walked, over a map (a view's long bytes copied) and over the bytes (viewed
-    where they are), as the scanner reads it: the view layout with the headers (then dropped where
-    the projection has none), which no walk takes."""
+    """Each projection in both layouts, over a map (a view's long bytes copied) and over the bytes
+    (viewed where they are), walked as the scanner reads it."""
     mapped = in_map(data)
-    for columns in PROJECTIONS + WITH_HEADERS:
-        with_headers = columns is None or "headers" in columns
-        scanner = columns if with_headers else columns + ["headers"]
-        keep = None if with_headers else columns
-        for source in (mapped, data):
-            scanned = read(source, scanner, "view", keep, **options)
-            scanned_skipping = skipped(source, scanner, "view", keep, **options)
-            for layout in ("copy",) if with_headers else ("copy", "view"):
+    for columns in PROJECTIONS:
+        for layout in ("copy", "view"):
+            for source in (mapped, data):
+                with scanner_only():
+                    scanned = read(source, columns, layout, **options)
+                    scanned_skipping = skipped(source, columns, layout, **options)
                 assert read(source, columns, layout, **options) == scanned, (columns, layout, type(source))
                 assert skipped(source, columns, layout, **options) == scanned_skipping, (columns, layout,
                                                                                         type(source))
@@ -184,11 +181,20 @@ def test_many_batches_grow_the_room_between_records():
                     for b in range(40))
     mapped = in_map(data)
     for max_rows in (1, 29, 31, 1000):
-        scanned = rows(kafkarec.iter_arrow(data, max_rows=max_rows, value_layout="view"))
-        for source in (mapped, data):
-            assert rows(kafkarec.iter_arrow(source, max_rows=max_rows)) == scanned, max_rows
+        for columns in (None, ["key", "value"]):
             for layout in ("copy", "view"):
-                walked = rows(kafkarec.iter_arrow(source, columns=["key", "value"], value_layout=layout,
-                                                  max_rows=max_rows))
-                assert walked == [{"key": c["key"], "value": c["value"]} for c in scanned], (layout, max_rows)
-                assert sum(len(chunk["key"]) for chunk in walked) == 1200
+                for source in (mapped, data):
+                    with scanner_only():
+                        scanned = rows(kafkarec.iter_arrow(source, columns=columns, value_layout=layout,
+                                                           max_rows=max_rows))
+                    walked = rows(kafkarec.iter_arrow(source, columns=columns, value_layout=layout,
+                                                      max_rows=max_rows))
+                    assert walked == scanned, (columns, layout, max_rows)
+                    assert sum(len(chunk["key"]) for chunk in walked) == 1200
+
+
+def test_the_walks_are_on_by_default_and_switched_process_wide():
+    assert kafkarec._core.record_walks() is True
+    with scanner_only():
+        assert kafkarec._core.record_walks() is False
+    assert kafkarec._core.record_walks() is True
