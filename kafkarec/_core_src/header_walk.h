@@ -58,7 +58,10 @@ static inline KR_ALWAYS_INLINE int kr_ascii(const uint8_t *p, int32_t n) {
  * before and lies within the record, so they are read again with no check; the room is checked up
  * front for the whole of the header bytes, as put_headers checks it.  Returns the header count, or
  * -1 with nothing of h changed where the room is short or a key is not ASCII. */
-static inline KR_ALWAYS_INLINE int32_t kr_put_headers(KrHeaderColumns *h, uintptr_t hq, uintptr_t rec_end) {
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int32_t kr_put_headers(KrHeaderColumns *h, uintptr_t hq, uintptr_t rec_end) {
     uintptr_t q = hq;
     uint32_t count, u;
     int32_t i, klen, vlen, at;
