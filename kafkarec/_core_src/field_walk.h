@@ -9,13 +9,13 @@
  * written as full_rows_loop writes it (put_field, _full_rows.pxi): the bytes appended to the
  * column's bytes and the end offset written, a null's bit cleared (the bits are preset to valid)
  * and counted, nothing appended; and each header as put_headers appends it, once the record is
- * accepted (its header bytes read a second time, their lengths known to lie in the record).  A
- * record it does not accept, whose key, value or headers would not fit the room reserved, or with
- * a header key that is not ASCII (a key not UTF-8 is replaced as Java decodes it, which the GIL's
- * path does: the scanner's read decides), stops it without moving past it or writing any of it; the caller's scanner
- * then reads that record (a fault is found and worded by the one scanner, a column grown by the
- * GIL's path).  The record loop's scanner read every varint through a checked cursor; this walk
- * reads them unchecked, as the walk into views does (view_walk.h). */
+ * accepted (header_walk.h).  A record it does not accept, whose key, value or headers would not
+ * fit the room reserved, or with a header key that is not ASCII (a key not UTF-8 is replaced as
+ * Java decodes it, which the GIL's path does: the scanner's read decides), stops it without moving
+ * past it or writing any of it; the caller's scanner then reads that record (a fault is found and
+ * worded by the one scanner, a column grown by the GIL's path).  The record loop's scanner read
+ * every varint through a checked cursor; this walk reads them unchecked, as the walk into views
+ * does (view_walk.h). */
 #ifndef KAFKAREC_FIELD_WALK_H
 #define KAFKAREC_FIELD_WALK_H
 

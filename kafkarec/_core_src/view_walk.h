@@ -1,22 +1,21 @@
 /* view_walk.h: part of kafkarec._core (declared by _full_rows.pxi): the walk of a batch's records
  * into key and value views, and the header columns when the read wants them (the view layout:
  * DuckDB's and Polars' reads; a header is appended as the classic layout's walk appends it,
- * header_walk.h), for
- * the records that end KR_WALK_SLACK bytes or more before the records section's end, outside strict
- * reads.  Long keys and values are copied into the column's own bytes (a memory map's: a local
- * window, which may shrink under a batch an engine holds) or viewed where they are (an uncompressed
- * batch in bytes the array may hold: a window read into memory).
+ * header_walk.h), for the records that end KR_WALK_SLACK bytes or more before the records
+ * section's end, outside strict reads.  Long keys and values are copied into the column's own
+ * bytes (a memory map's: a local window, which may shrink under a batch an engine holds) or viewed
+ * where they are (an uncompressed batch in bytes the array may hold: a window read into memory).
  *
  * It is the meta-only walker's walk (meta_walk.h: the same reads, the same rule of acceptance, and
  * why its checks suffice) with the key's and value's lengths kept instead of skipped, and each
  * written as full_rows_loop writes it (put_view_copied and put_view, _views.pxi): inline up to 12
  * bytes, a long one copied and viewed there or viewed in the bytes read, a null a zero view with
  * its bit cleared.  A record it does not accept, whose copy or headers would not fit the room the
- * caller reserved, or with a header key that is not ASCII, stops it without moving past it or writing any of it; the caller's scanner then reads
- * that record (a fault is found and worded by the one scanner, a column grown by the GIL's path).
- * The record loop's scanner took some 28 ns a record of issue 80's rows (two fifths of DuckDB's
- * whole-rows query's CPU), reading every varint through a checked cursor; this walk reads them
- * unchecked.
+ * caller reserved, or with a header key that is not ASCII, stops it without moving past it or
+ * writing any of it; the caller's scanner then reads that record (a fault is found and worded by
+ * the one scanner, a column grown by the GIL's path). The record loop's scanner took some 28 ns a
+ * record of issue 80's rows (two fifths of DuckDB's whole-rows query's CPU), reading every varint
+ * through a checked cursor; this walk reads them unchecked.
  *
  * A view's inline bytes are read as one 4- and one 8-byte load past the field's start, masked to
  * its length: the record ends KR_WALK_SLACK (32) bytes or more before the section's end, so the 12
