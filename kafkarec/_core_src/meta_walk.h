@@ -221,6 +221,20 @@ static inline KR_ALWAYS_INLINE void kr_copy_walked(uint8_t *to, const uint8_t *p
             goto fail;                                                                        \
     } while (0)
 
+/* A record at p taken as the walks into columns take it (field_walk.h, view_walk.h), read into q
+ * (q then past it): its raw deltas (ts, off), its key's and value's lengths (klen, vlen: -1 a null)
+ * and starts (kp, vp), and where its headers start (hq, the header count); goto fail for a record
+ * the walk does not accept (KR_RECORD_START, KR_SKIP_HEADERS_TO_END). */
+#define KR_TAKE_RECORD(p, q, rec_end, safe_end, ts, off, klen, kp, vlen, vp, hq, fail)        \
+    do {                                                                                      \
+        kr_prefetch_ahead((const void *)(p));                                                 \
+        KR_RECORD_START(p, q, rec_end, safe_end, ts, off, fail);                              \
+        KR_TAKE_LENGTH(q, rec_end, klen, kp, fail);                                           \
+        KR_TAKE_LENGTH(q, rec_end, vlen, vp, fail);                                           \
+        (hq) = (q);                                                                           \
+        KR_SKIP_HEADERS_TO_END(q, rec_end, fail);                                             \
+    } while (0)
+
 /* offsets[i] and timestamps[i] from the raw varints the walk stored there (zero-extended: an int32
  * varint's zig-zag value comes out sign-extended, as int32 then int64, as the scanner's): base +
  * value, wrapping.  One pass the compiler vectorizes; where gcc makes clones for the CPU (x86-64,

@@ -131,12 +131,7 @@ static inline KR_ALWAYS_INLINE Py_ssize_t kr_walk_views_loop(
     v.counted = value->counted;
     safe_end = (uintptr_t)end - KR_WALK_SLACK;
     for (; n < count; n++) {
-        kr_prefetch_ahead((const void *)p);
-        KR_RECORD_START(p, q, rec_end, safe_end, ts, off, stop);
-        KR_TAKE_LENGTH(q, rec_end, klen, kp, stop);
-        KR_TAKE_LENGTH(q, rec_end, vlen, vp, stop);
-        hq = q;
-        KR_SKIP_HEADERS_TO_END(q, rec_end, stop);
+        KR_TAKE_RECORD(p, q, rec_end, safe_end, ts, off, klen, kp, vlen, vp, hq, stop);
         klen &= kmask;
         vlen &= vmask;
         /* (a long one's copy must end at the limit or before; the caller's path grows the room) */
