@@ -208,6 +208,20 @@ cdef int full_rows_views(_RecordIterator it, FullRows *st) noexcept nogil:
     return full_rows_loop(it, st, False, True, False, st.want_headers, True)
 
 
+cdef inline void walked_rows(_RecordIterator it, FullRows *st, Py_ssize_t n) noexcept nogil:
+    """The n rows a walk wrote (view_walk.h, field_walk.h) counted: their timestamps made the
+    batch's max in a LOG_APPEND_TIME batch, their timestamp types filled, the batch's records and
+    the per-row columns moved past them."""
+    log_append_times(it, st.tss, n)
+    batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
+    it._remaining -= <int32_t>n
+    st.row += n
+    st.offs += n
+    st.tss += n
+    st.tts += n
+    st.hoff += n
+
+
 cdef extern from "header_walk.h":
     # the header columns as the walks fill them (the same in both layouts)
     ctypedef struct KrHeaderColumns:
@@ -351,16 +365,9 @@ cdef inline always_inline_int full_rows_fields_walked(_RecordIterator it, FullRo
             st.vpos = v.size
             st.key_nulls = k.nulls
             st.value_nulls = v.nulls
-            log_append_times(it, st.tss, n)
-            batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
-            it._remaining -= <int32_t>n
-            st.row += n
-            st.ko += n
+            walked_rows(it, st, n)
+            st.ko += n                  # (the classic layout's offsets: views have none)
             st.vo += n
-            st.offs += n
-            st.tss += n
-            st.tts += n
-            st.hoff += n
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
@@ -429,14 +436,7 @@ cdef inline always_inline_int full_rows_walked(_RecordIterator it, FullRows *st,
             st.value_nulls = v.nulls
             st.vpos = v.counted
             st.vcopy_at = v.copy_at
-            log_append_times(it, st.tss, n)
-            batch_timestamp_types(st.tts, n, st.ts_type, st.want_timestamp_type)
-            it._remaining -= <int32_t>n
-            st.row += n
-            st.offs += n
-            st.tss += n
-            st.tts += n
-            st.hoff += n
+            walked_rows(it, st, n)
             if it._remaining == 0 or st.row >= end_row:
                 break
         st.end_row = st.row + 1         # the record the walk stopped at, by the scanner
