@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from kafkarec.errors import DecodeError
 from kafkarec.log import committed
@@ -38,6 +38,15 @@ __all__ = ["Slice", "READ_WINDOW_BYTES", "slices", "split", "windows", "iter_win
 # slices of the same task (cut at batch starts), each mapped and unmapped in turn, so an
 # executor's memory stays bounded whatever maxPartitionBytes is.
 READ_WINDOW_BYTES = 64 << 20
+
+#: a window's size as a read asks for it: bytes, or a function of the bytes the slice being cut has
+#: left from the window's start (a pool's read near its end: kafkarec.scan._read.TailWindows)
+WindowSize = Union[int, Callable[[int], int]]
+
+
+def _size_at(max_bytes: WindowSize, left: int) -> int:
+    """The bytes of a window that starts with ``left`` bytes of its slice from there on."""
+    return max_bytes(left) if callable(max_bytes) else max_bytes
 
 
 class Slice(NamedTuple):
@@ -283,7 +292,7 @@ def _spans(sl: Slice, spans: Optional[dict]) -> list:
     return found
 
 
-def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice]:
+def split(sl: Slice, max_bytes: WindowSize, spans: Optional[dict] = None) -> List[Slice]:
     """``sl`` cut where a batch starts, about ``max_bytes`` apart (one slice from where batches
     can no longer be framed), each keeping the skipped spans inside it."""
     cuts = [sl.start] + _cuts(_spans(sl, spans), sl.start, sl.end, max_bytes, sl.start) + [sl.end]
@@ -291,15 +300,18 @@ def split(sl: Slice, max_bytes: int, spans: Optional[dict] = None) -> List[Slice
             for a, b in zip(cuts, cuts[1:])]
 
 
-def _cuts(spans, start: int, end: int, max_bytes: int, last: int) -> List[int]:
+def _cuts(spans, start: int, end: int, max_bytes: WindowSize, last: int) -> List[int]:
     """The batch starts of ``spans`` (``(position, size)`` in file order) inside ``[start, end)``
-    where a window begun at ``last`` (then at each such start) would pass ``max_bytes``: the one
-    rule of :func:`split` and :func:`_walked_cuts`."""
+    where a window begun at ``last`` (then at each such start) would pass ``max_bytes`` (its size
+    for the bytes left from there to ``end``): the one rule of :func:`split` and
+    :func:`_walked_cuts`."""
     out = []
+    limit = _size_at(max_bytes, end - last)
     for pos, size in spans:
-        if start <= pos < end and pos > last and pos + size - last > max_bytes:
+        if start <= pos < end and pos > last and pos + size - last > limit:
             out.append(pos)
             last = pos
+            limit = _size_at(max_bytes, end - last)
     return out
 
 
@@ -309,7 +321,7 @@ def windows(sl: Slice, spans: Optional[dict] = None) -> List[Slice]:
     return list(iter_windows(sl, spans))
 
 
-def iter_windows(sl: Slice, spans: Optional[dict] = None, max_bytes: Optional[int] = None) -> Iterator[Slice]:
+def iter_windows(sl: Slice, spans: Optional[dict] = None, max_bytes: Optional[WindowSize] = None) -> Iterator[Slice]:
     """:func:`windows` as they are found: a file larger than a window is walked a window at a time
     (:func:`_walked_cuts`), so its first window decodes (a ``LIMIT``'s rows come) while the rest of
     a broker's 1 GiB segment is still unwalked (issue 80: ``LIMIT 5`` over one 435 MiB segment
@@ -319,9 +331,11 @@ def iter_windows(sl: Slice, spans: Optional[dict] = None, max_bytes: Optional[in
     gives them to the source once walked (:meth:`kafkarec.log.window_maps.MapUse.kept_cuts`): a
     registered table's next query walks no header.  A file deleted since it was listed is one
     slice, which its read reports (:func:`iter_pieces`).  ``max_bytes``: the windows' size (None:
-    :data:`READ_WINDOW_BYTES`; a pool's last window is cut smaller, one part a thread)."""
+    :data:`READ_WINDOW_BYTES`), or a function of the bytes left from a window's start to the
+    slice's end (a pool's read cuts its last windows smaller as the read nears its end, so that its
+    threads end together: :class:`kafkarec.scan._read.TailWindows`)."""
     size = READ_WINDOW_BYTES if max_bytes is None else max_bytes
-    if sl.end - sl.start <= size:
+    if sl.end - sl.start <= _size_at(size, sl.end - sl.start):
         yield sl
         return
     if spans is not None:
@@ -362,7 +376,7 @@ def _window(sl: Slice, a: int, b: int) -> Slice:
 WALK_STEP_SLACK = 1 << 20
 
 
-def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: int) -> Iterator[Tuple[int, int]]:
+def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: WindowSize) -> Iterator[Tuple[int, int]]:
     """:func:`split`'s cuts ``(a, b)`` of bytes ``[start, end)`` of the file, each given as soon as
     the walk of its batch headers has passed the batch that ends it: the walk of
     :func:`_framed_spans` (framed as strictly, stopped where it stops, none past ``end``) in steps of
@@ -384,7 +398,7 @@ def _walked_cuts(path: str, strict: bool, start: int, end: int, max_bytes: int) 
             size = os.fstat(fd).st_size
             if at >= size or at >= end:
                 break
-            until = max(last + max_bytes + 1, at + 1)
+            until = max(last + _size_at(max_bytes, end - last) + 1, at + 1)
             lo = at - at % mmap.ALLOCATIONGRANULARITY
             hi = min(size, max(until, at + need) + WALK_STEP_SLACK)
             found, (after, exhausted, reason, error, wanted) = _mapped_walk(fd, path, options, lo, hi, at, until)

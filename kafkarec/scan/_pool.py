@@ -8,7 +8,7 @@ import collections
 import itertools
 import queue
 import threading
-from typing import Iterable, Iterator, NamedTuple, Protocol
+from typing import Iterable, Iterator, NamedTuple, Optional, Protocol
 
 from kafkarec.log import local
 from kafkarec.scan._plan import without_skips
@@ -20,10 +20,10 @@ __all__ = ["Decodes", "DecodePool"]
 class Decodes(Protocol):
     """What the pool asks of the read it decodes for."""
 
-    def cut(self, piece, last: bool = False) -> Iterable:
+    def cut(self, piece, after: Optional[int] = None) -> Iterable:
         """The windows of a piece (:meth:`~kafkarec.scan._plan.SegmentPiece.windows` and
         :meth:`~kafkarec.scan._plan.SegmentPiece.parts`), asked on the pool's planner thread, which
-        hands each on as it comes; ``last``: the read has no piece after it."""
+        hands each on as it comes; ``after``: the read's bytes after it (None: not known)."""
 
     def decode_ahead(self, part, where, topic, partition) -> Iterator:
         """A window part's items (a :func:`kafkarec.scan.decode.decode_range`'s), asked on a
@@ -95,14 +95,23 @@ def _window_bytes(sl) -> int:
     return 0 if sl is None or isinstance(sl, _Uncut) else sl.size
 
 
-def _with_last(pieces) -> Iterator:
-    """``(piece, whether it is the last)`` of ``pieces``, one taken ahead."""
+def _with_after(pieces) -> Iterator:
+    """``(piece, the bytes of the pieces after it)`` of ``pieces`` (a list: a read's plan); of
+    pieces cut as they are taken (a read with a row limit: its first piece's later windows, then
+    the rest), one taken ahead, and the bytes after it known for the last alone (0; None before
+    it), so that nothing is walked before the pool takes it."""
+    if isinstance(pieces, list):
+        after = sum(piece.size for piece in pieces)
+        for piece in pieces:
+            after -= piece.size
+            yield piece, after
+        return
     todo = iter(pieces)
     piece = next(todo, _END)
     while piece is not _END:
-        after = next(todo, _END)
-        yield piece, after is _END
-        piece = after
+        later = next(todo, _END)
+        yield piece, (0 if later is _END else None)
+        piece = later
 
 
 _END = object()
@@ -203,12 +212,12 @@ class DecodePool:
         ahead of the one whose windows are being handed out, and each window handed out as the
         planner finds it (a broker's 1 GiB segment is walked a window at a time: its first window
         decodes while the planner walks on)."""
-        todo = _with_last(pieces)
+        todo = _with_after(pieces)
         planned = self.planned
         while True:
-            for sl, last in itertools.islice(todo, max(0, self.threads + 1 - len(planned))):
+            for sl, after in itertools.islice(todo, max(0, self.threads + 1 - len(planned))):
                 found: queue.SimpleQueue = queue.SimpleQueue()
-                planned.append((sl, self.planner.submit(self._cut, sl, found, last), found))
+                planned.append((sl, self.planner.submit(self._cut, sl, found, after), found))
             if not planned:
                 return
             sl, _future, found = planned[0]
@@ -223,11 +232,11 @@ class DecodePool:
                     return
                 break
 
-    def _cut(self, sl, found: queue.SimpleQueue, last: bool = False) -> None:
+    def _cut(self, sl, found: queue.SimpleQueue, after: Optional[int] = None) -> None:
         """``sl``'s windows put on ``found`` as they are cut (on the planner thread), then
         ``("done", None)``, or ``("raise", exc)`` where cutting raised (nothing after it).  The
         pool stopping stops the cut after the window at hand."""
-        cuts = self.read.cut(sl, last)
+        cuts = self.read.cut(sl, after)
         try:
             for window in cuts:
                 found.put(("window", window))

@@ -33,8 +33,31 @@ FIRST_ROWS = 1024
 #: a compressed piece's bytes weigh this many uncompressed ones (decompressed and decoded: the
 #: zstd pieces above take 5 ms a MB, the uncompressed ones 0.34)
 COMPRESSED_WORK = 8
-#: a read's last piece cut for its threads (Read.cut) in windows of at least a window's this share
-LAST_WINDOW_MIN_SHARE = 8
+#: a pool's read cuts its tail (Read.cut, TailWindows) in windows of at least a window's this share
+TAIL_WINDOW_MIN_SHARE = 8
+
+
+class TailWindows(NamedTuple):
+    """The size of a window of a pool's read for the bytes its slice has left from the window's
+    start (:func:`kafkarec.log.local.iter_windows`' ``max_bytes``): a whole window (``full``) while
+    the read has more than a window a thread left, then the bytes left shared among the threads,
+    at least ``least`` (guided self-scheduling: each window a thread takes is its share of what is
+    left, so the windows shrink as the read nears its end and its threads end together).  Of whole
+    windows, a read ended on one thread while the others had nothing left: four partitions of a 64
+    MiB and a 4 MiB segment on two threads, one thread idle 9 ms of a 55 ms read; on 16 threads
+    the last 64 MiB window alone takes longer than the rest of a 285 MiB read's share of a thread.
+    A NamedTuple: the shape a source's kept cuts are kept under
+    (:meth:`kafkarec.log.window_maps.MapUse.kept_cuts`)."""
+    after: int          # the read's bytes after the slice being cut
+    threads: int
+    full: int
+    least: int
+
+    def __call__(self, left: int) -> int:
+        rest = left + self.after
+        if rest > self.threads * self.full:
+            return self.full
+        return max(self.least, -(-rest // self.threads))
 
 
 def _worth_a_pool(ranges, sizes: int) -> bool:
@@ -143,17 +166,19 @@ class Read:
             spare=self.spare)
 
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
-    def cut(self, piece, last: bool = False) -> Iterator:
-        """The windows of a piece as the pool's planner thread cuts them, each as it is found.  The
-        read's ``last`` piece, when it is a window or less, is cut into one part a thread (at least
-        a window's :data:`LAST_WINDOW_MIN_SHARE`): a read of whole windows ended on one thread while the
-        others had nothing left (one partition of 64 MiB segments, DuckDB on two threads: one
-        thread idle a median 13 ms of a 95 ms query)."""
+    def cut(self, piece, after: Optional[int] = None) -> Iterator:
+        """The windows of a piece as the pool's planner thread cuts them, each as it is found.
+        ``after``: the read's bytes after the piece (None: not known, more than its threads' share).
+        Where the read has a window a thread or less left, its windows are cut smaller as it nears
+        its end (:class:`TailWindows`, at least a window's :data:`TAIL_WINDOW_MIN_SHARE`): a read of
+        whole windows ended on one thread while the others had nothing left (one partition of 64
+        MiB segments, DuckDB on two threads: one thread idle a median 13 ms of a 95 ms query)."""
         from kafkarec.log import local
         max_bytes = None
         threads = self.config.threads
-        if last and threads > 1 and piece.size <= local.READ_WINDOW_BYTES:
-            max_bytes = max(piece.size // threads + 1, local.READ_WINDOW_BYTES // LAST_WINDOW_MIN_SHARE)
+        full = local.READ_WINDOW_BYTES
+        if threads > 1 and after is not None and after < threads * full:
+            max_bytes = TailWindows(after, threads, full, full // TAIL_WINDOW_MIN_SHARE)
         return (part for w in piece.windows(max_bytes) for part in w.parts(self.split))
 
     def decode_ahead(self, part, where, topic, partition):
@@ -209,8 +234,9 @@ class Read:
             return self._limited_ahead(ranges)
         # one piece after the other, decoded as the consumer asks (local slices cut into windows,
         # listed ranges into parts, as the pool's planner cuts them, each when its turn comes: the
-        # same pieces, so the same batches, and no header walked or index read past what the
-        # consumer takes)
+        # same pieces, so the same batches, but near the end of the read, whose windows the pool
+        # cuts smaller for its threads (TailWindows); and no header walked or index read past what
+        # the consumer takes)
         windows = (w for rr in ranges for w in rr.windows())
         if any(rr.read_ahead(READ_AHEAD_MAX_BYTES) for rr in ranges):   # (listed ranges read ahead)
             return self._as_asked(ranges_read(list(windows), self.split))

@@ -591,20 +591,24 @@ def test_a_listed_read_meets_errors_where_one_after_the_other_does(tmp_path):
 
 def test_stress_many_threads_small_windows_consumers_that_stop_early(partition, logroot, small_windows, open_maps):
     """Many threads over small windows, whole rows and offsets, local and listed reads, each consumer
-    stopping after a different number of batches: every prefix is the one-thread read's, and no
-    thread or map is left behind."""
+    stopping after a different number of batches: every prefix is the one-thread read's rows (the
+    batches may end elsewhere near the read's end, whose windows the pool cuts smaller for its
+    threads: TailWindows), and no thread or map is left behind."""
     import random
     rnd = random.Random(68)
     for options in ({}, {"columns": ["offset", "timestamp"]}, {"columns": ["offset", "key", "value"]},
                     {"bounds": Bounds(offsets=(3, None))}):
         for root in (partition, logroot):
-            want = list(LogScan(root, threads=1, max_rows_per_batch=40, **options))
+            whole = LogScan(root, threads=1, max_rows_per_batch=40, **options).to_table()
             for _ in range(6):
-                stop = rnd.randrange(len(want) + 1)
-                reader = iter(LogScan(root, threads=rnd.choice((3, 5, 8)), max_rows_per_batch=40, **options))
+                scan = LogScan(root, threads=rnd.choice((3, 5, 8)), max_rows_per_batch=40, **options)
+                stop = rnd.randrange(len(list(scan)) + 1)
+                reader = iter(scan)
                 got = [rb for _, rb in zip(range(stop), reader)]
                 reader.close()
-                assert [rb.equals(w) for rb, w in zip(got, want)] == [True] * stop, (options, root, stop)
+                assert len(got) == stop, (options, root, stop)
+                rows = pa.Table.from_batches(got, schema=whole.schema)
+                assert rows.equals(whole.slice(0, rows.num_rows)), (options, root, stop)
                 assert not _decode_threads() and not open_maps, (options, root, stop)
 
 
@@ -1031,34 +1035,44 @@ def test_a_lending_dropped_or_shut_down_from_its_own_thread_comes_back():
     _threads.end_idle_threads()
 
 
-def test_a_reads_last_window_is_cut_for_every_thread(tmp_path, small_windows, monkeypatch):
-    """The last piece of a pool's read, a window or less, is cut into one part a thread (at batch
-    starts, at least an eighth of a window): a read of whole windows no longer ends on one thread
-    while the others have nothing left.  Other pieces, and a read on one thread, are cut as before;
-    the rows are the one-thread read's."""
+def test_a_reads_tail_is_cut_smaller_for_its_threads(tmp_path, small_windows, monkeypatch):
+    """Where a pool's read has a window a thread or less left, each window is cut at the batch start
+    where it would pass its share of the bytes left to the read's end (the bytes after it shared
+    among the threads, at least an eighth of a window: TailWindows); before that, whole windows.
+    So the windows shrink towards the end and the threads end together.  A read on one thread cuts
+    whole windows; the rows are the same."""
     folder = str(tmp_path / "t-0")
-    rows = _segments(folder, [10, 10, 10])        # three segments of 7,410 bytes: a window each
+    rows = _segments(folder, [30, 10, 10, 3])     # 22,230, 7,410, 7,410 and 2,223 bytes (741 a batch)
     mapped = []
     plain = local.iter_pieces
 
     def counted(sl):
-        mapped.append((os.path.basename(sl.path), sl.start, sl.end))
+        mapped.append((int(os.path.basename(sl.path)[:20]), sl.start, sl.end))
         yield from plain(sl)
     monkeypatch.setattr(local, "iter_pieces", counted)
     want = LogScan(folder, threads=1, columns=["offset", "value"]).to_table()
-    assert len(mapped) == 3
+    sizes = {0: 22230, 300: 7410, 400: 7410, 500: 2223}
+    assert sorted(mapped) == [(0, 0, 8151), (0, 8151, 16302), (0, 16302, 22230), (300, 0, 7410),
+                              (400, 0, 7410), (500, 0, 2223)]      # whole windows (8,192: 11 batches)
     for threads in (2, 3, 4, 16):
         mapped.clear()
         got = LogScan(folder, threads=threads, columns=["offset", "value"]).to_table()
         assert got.equals(want) and got.num_rows == rows
-        last = "%020d.log" % 200
-        assert [m for m in mapped if m[0] != last] == [("%020d.log" % 0, 0, 7410), ("%020d.log" % 100, 0, 7410)]
-        cuts = sorted((a, b) for name, a, b in mapped if name == last)
-        most = max(7410 // threads + 1, WINDOW // 8)       # a thread's share, at least an eighth of a window
-        assert len(cuts) >= min(threads, 7410 // most) and all(b - a <= most for a, b in cuts)
-        assert cuts[0][0] == 0 and cuts[-1][1] == 7410
-        assert all((b - a) % 741 == 0 for a, b in cuts)     # at batch starts
-        assert all(cuts[i][1] == cuts[i + 1][0] for i in range(len(cuts) - 1))
+        windows = sorted(mapped)
+        for name, size in sizes.items():        # each segment cut whole, at batch starts
+            cuts = [(a, b) for n, a, b in windows if n == name]
+            assert cuts[0][0] == 0 and cuts[-1][1] == size and all((b - a) % 741 == 0 for a, b in cuts)
+            assert all(cuts[i][1] == cuts[i + 1][0] for i in range(len(cuts) - 1))
+        least = WINDOW // _read.TAIL_WINDOW_MIN_SHARE
+        for name, a, b in windows:
+            left = sizes[name] - a + sum(size for n, size in sizes.items() if n > name)
+            share = WINDOW if left > threads * WINDOW else max(least, -(-left // threads))
+            # (a window ends at the last batch start within its share, or holds one batch)
+            assert b - a <= max(share, 741), (threads, name, a, b, share)
+            assert b == sizes[name] or b - a + 741 > share, (threads, name, a, b, share)
+        # the tail: the windows that end the read are smaller than a window
+        assert windows[-1] == (500, 0, 2223) or windows[-1][2] - windows[-1][1] < 2223
+        assert len(windows) > 6
 
 
 def test_a_permissive_error_row_stands_at_its_batch_whatever_the_windows(tmp_path, monkeypatch):
