@@ -28,3 +28,8 @@ python3 benchmarks/bench_cores.py --partitions "$PARTS" --records "$RECORDS" --w
 python3 benchmarks/bench_cores.py --partitions 1 --records "$ONE_RECORDS" --values json --workdir /tmp/cores-one \
     --threads "$THREADS" --repeats 5 --only reader,procs,pyarrow,duckdb \
     --json "$OUT/cores_one.json" 2>&1 | tee "$OUT/cores_one.txt"
+# the read's tail on every thread (docs/performance.md, "The read's tail cut for its threads"): one
+# read's timeline over the many partitions, and the tail's cut against whole windows on both shapes
+python3 benchmarks/cores_timeline.py /tmp/cores-many --threads 16 --quick --repeats 1 2>&1 | tee "$OUT/timeline_many.txt"
+python3 benchmarks/bench_tail.py /tmp/cores-many/log --threads 16 --repeats 10 2>&1 | tee "$OUT/tail_many.txt"
+python3 benchmarks/bench_tail.py /tmp/cores-one/log --threads 16 --repeats 10 2>&1 | tee "$OUT/tail_one.txt"

@@ -20,7 +20,8 @@ window's submission and decode, the consumer's waits; each chunk's decode and th
 rule's pass summed).  Diagnoses, not settings kafkarec has: ``--fresh`` starts new decode threads
 at every read (as the pool did before it kept its threads between reads, ``kafkarec.scan._threads``),
 ``--prestart`` starts all of them before the first window is handed out, ``--switch`` sets
-``sys.setswitchinterval``.
+``sys.setswitchinterval``.  The timeline ends with when each thread's last window ended (how long the
+first one to end was idle while the last finished: the read's tail, issue 80).
 docs/performance.md ("Sixteen cores") has what they showed.
 """
 from __future__ import annotations
@@ -252,6 +253,11 @@ def main():
         print(f"  {k:40s} {v * 1e3:8.1f} ms  {rows / v / 1e6:8.1f} M rows/s")
     n, wall, events = timeline(log, a.threads)
     print(f"timeline of one LogScan.to_table(): {wall * 1e3:.1f} ms")
+    ends = sorted(max(t1 for what, th2, _t0, t1 in events if th2 == th and what.startswith("window "))
+                  for th in {th for what, th, _t0, _t1 in events if what.startswith("window ")})
+    windows = sum(1 for e in events if e[0].startswith("window "))
+    print(f"  {windows} windows; each thread's last window ends at (ms): {', '.join(f'{e * 1e3:.1f}' for e in ends)} "
+          f"(the first thread to end idle {(ends[-1] - ends[0]) * 1e3:.1f} ms before the last ends)")
     for what, th, t0, t1 in sorted(events, key=lambda e: e[2]):
         print(f"  {t0 * 1e3:7.1f} {t1 * 1e3:7.1f} {(t1 - t0) * 1e3:6.1f} ms  {th:28s} {what}")
 

@@ -1,5 +1,5 @@
 """A model, not a measurement: how evenly a pool's threads end a read, with the windows cut as the
-pool cuts them (``kafkarec.scan._read.Read.cut``'s rule, :class:`kafkarec.scan._read.TailWindows`,
+pool cuts them (``kafkarec.scan._read.Read.cut``'s rule, :func:`kafkarec.scan._read.tail_cut`,
 run through :func:`kafkarec.log.local._cuts` over batches of ``--batch-kb``) against whole windows,
 for thread counts this machine cannot run (issue 80's 16-core row).  Each thread takes the next
 window in log order when it is free (the pool keeps them in order); a window costs
@@ -34,15 +34,12 @@ def windows(sizes, threads: int, batch: int, tail: bool):
     """The windows' bytes, in log order, as the pool cuts the files ``sizes`` (batches of
     ``batch`` bytes) on ``threads`` threads, its tail cut smaller (``tail``) or not."""
     from kafkarec.log import local
-    from kafkarec.scan._read import TAIL_WINDOW_MIN_SHARE, TailWindows
-    full = local.READ_WINDOW_BYTES
+    from kafkarec.scan._read import tail_cut
     out = []
     after = sum(sizes)
     for size in sizes:
         after -= size
-        max_bytes = full
-        if tail and threads > 1 and after < threads * full:
-            max_bytes = TailWindows(after, threads, full, full // TAIL_WINDOW_MIN_SHARE)
+        max_bytes = (tail_cut(size, after, threads) if tail else None) or local.READ_WINDOW_BYTES
         spans = [(pos, min(batch, size - pos)) for pos in range(0, size, batch)]
         cuts = [0] + local._cuts(spans, 0, size, max_bytes, 0) + [size]
         out.extend(b - a for a, b in zip(cuts, cuts[1:]))

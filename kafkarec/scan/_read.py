@@ -40,12 +40,15 @@ TAIL_WINDOW_MIN_SHARE = 8
 class TailWindows(NamedTuple):
     """The size of a window of a pool's read for the bytes its slice has left from the window's
     start (:func:`kafkarec.log.local.iter_windows`' ``max_bytes``): a whole window (``full``) while
-    the read has more than a window a thread left, then the bytes left shared among the threads,
-    at least ``least`` (guided self-scheduling: each window a thread takes is its share of what is
-    left, so the windows shrink as the read nears its end and its threads end together).  Of whole
-    windows, a read ended on one thread while the others had nothing left: four partitions of a 64
-    MiB and a 4 MiB segment on two threads, one thread idle 9 ms of a 55 ms read; on 16 threads
-    the last 64 MiB window alone takes longer than the rest of a 285 MiB read's share of a thread.
+    the read has more than a window for every thread but one left, then the bytes left shared among
+    the threads, at least ``least`` (guided self-scheduling: each window a thread takes is its
+    share of what is left, so the windows shrink as the read nears its end and its threads end
+    together; from one window a thread on, cutting started earlier and cost more windows than it
+    balanced on two threads, where the two rules read the same shapes alike).  Of whole
+    windows, a read ends on one thread while the others have nothing left: four partitions of a 64
+    MiB and a 4 MiB segment on two threads, one thread idle 0.6-18.8 ms of a 60 ms read
+    (``benchmarks/cores_timeline.py``); on 16 threads the last 64 MiB window alone takes longer than
+    a thread's share of the whole 285 MiB read (``benchmarks/window_schedule.py``, a model).
     A NamedTuple: the shape a source's kept cuts are kept under
     (:meth:`kafkarec.log.window_maps.MapUse.kept_cuts`)."""
     after: int          # the read's bytes after the slice being cut
@@ -55,9 +58,27 @@ class TailWindows(NamedTuple):
 
     def __call__(self, left: int) -> int:
         rest = left + self.after
-        if rest > self.threads * self.full:
+        if rest > (self.threads - 1) * self.full:
             return self.full
         return max(self.least, -(-rest // self.threads))
+
+
+def tail_cut(size: int, after: Optional[int], threads: int):
+    """How a pool's read on ``threads`` threads cuts a piece of ``size`` bytes with ``after`` bytes
+    of the read after it (None: not known): a :func:`kafkarec.log.local.iter_windows` window size,
+    None for whole windows.
+
+    :class:`TailWindows` where the read has ``threads - 1`` windows or less left from somewhere in
+    the piece.  A piece under its share and the least window is read whole: cutting it costs a walk
+    of its file's headers (about half of what mapping the file costs, in page faults) and a window,
+    and balances nothing (docs/performance.md, "The read's tail cut for its threads")."""
+    from kafkarec.log import local
+    full = local.READ_WINDOW_BYTES
+    least = full // TAIL_WINDOW_MIN_SHARE
+    if threads < 2 or after is None or after >= (threads - 1) * full:
+        return None
+    tail = TailWindows(after, threads, full, least)
+    return None if size < tail(size) + least and size <= full else tail
 
 
 def _worth_a_pool(ranges, sizes: int) -> bool:
@@ -168,17 +189,11 @@ class Read:
     # --- what the pool asks (kafkarec.scan._pool.Decodes) ------------------------------------
     def cut(self, piece, after: Optional[int] = None) -> Iterator:
         """The windows of a piece as the pool's planner thread cuts them, each as it is found.
-        ``after``: the read's bytes after the piece (None: not known, more than its threads' share).
-        Where the read has a window a thread or less left, its windows are cut smaller as it nears
-        its end (:class:`TailWindows`, at least a window's :data:`TAIL_WINDOW_MIN_SHARE`): a read of
-        whole windows ended on one thread while the others had nothing left (one partition of 64
-        MiB segments, DuckDB on two threads: one thread idle a median 13 ms of a 95 ms query)."""
-        from kafkarec.log import local
-        max_bytes = None
-        threads = self.config.threads
-        full = local.READ_WINDOW_BYTES
-        if threads > 1 and after is not None and after < threads * full:
-            max_bytes = TailWindows(after, threads, full, full // TAIL_WINDOW_MIN_SHARE)
+        ``after``: the read's bytes after the piece (None: not known).  Near the read's end its
+        windows are cut smaller for its threads (:func:`tail_cut`): a read of whole windows ended on
+        one thread while the others had nothing left (one partition of 64 MiB segments, DuckDB on two
+        threads: one thread idle a median 13 ms of a 95 ms query)."""
+        max_bytes = tail_cut(piece.size, after, self.config.threads)
         return (part for w in piece.windows(max_bytes) for part in w.parts(self.split))
 
     def decode_ahead(self, part, where, topic, partition):

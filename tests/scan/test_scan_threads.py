@@ -1036,11 +1036,12 @@ def test_a_lending_dropped_or_shut_down_from_its_own_thread_comes_back():
 
 
 def test_a_reads_tail_is_cut_smaller_for_its_threads(tmp_path, small_windows, monkeypatch):
-    """Where a pool's read has a window a thread or less left, each window is cut at the batch start
-    where it would pass its share of the bytes left to the read's end (the bytes after it shared
-    among the threads, at least an eighth of a window: TailWindows); before that, whole windows.
-    So the windows shrink towards the end and the threads end together.  A read on one thread cuts
-    whole windows; the rows are the same."""
+    """Where a pool's read has a window for every thread but one or less left, each window is cut at
+    the batch start where it would pass its share of the bytes left to the read's end (the bytes
+    after it shared among the threads, at least an eighth of a window: TailWindows); before that,
+    whole windows; a file under its share and the least window is read whole (not walked to be
+    cut).  So the windows shrink towards the end and the threads end together.  On one thread,
+    whole windows.  The rows are the same."""
     folder = str(tmp_path / "t-0")
     rows = _segments(folder, [30, 10, 10, 3])     # 22,230, 7,410, 7,410 and 2,223 bytes (741 a batch)
     mapped = []
@@ -1054,25 +1055,30 @@ def test_a_reads_tail_is_cut_smaller_for_its_threads(tmp_path, small_windows, mo
     sizes = {0: 22230, 300: 7410, 400: 7410, 500: 2223}
     assert sorted(mapped) == [(0, 0, 8151), (0, 8151, 16302), (0, 16302, 22230), (300, 0, 7410),
                               (400, 0, 7410), (500, 0, 2223)]      # whole windows (8,192: 11 batches)
+    least = WINDOW // _read.TAIL_WINDOW_MIN_SHARE
     for threads in (2, 3, 4, 16):
         mapped.clear()
         got = LogScan(folder, threads=threads, columns=["offset", "value"]).to_table()
         assert got.equals(want) and got.num_rows == rows
         windows = sorted(mapped)
+
+        def share(left, after):         # a window's bytes, with `left` of its file and `after` to read
+            rest = left + after
+            return WINDOW if rest > (threads - 1) * WINDOW else max(least, -(-rest // threads))
         for name, size in sizes.items():        # each segment cut whole, at batch starts
             cuts = [(a, b) for n, a, b in windows if n == name]
             assert cuts[0][0] == 0 and cuts[-1][1] == size and all((b - a) % 741 == 0 for a, b in cuts)
             assert all(cuts[i][1] == cuts[i + 1][0] for i in range(len(cuts) - 1))
-        least = WINDOW // _read.TAIL_WINDOW_MIN_SHARE
-        for name, a, b in windows:
-            left = sizes[name] - a + sum(size for n, size in sizes.items() if n > name)
-            share = WINDOW if left > threads * WINDOW else max(least, -(-left // threads))
-            # (a window ends at the last batch start within its share, or holds one batch)
-            assert b - a <= max(share, 741), (threads, name, a, b, share)
-            assert b == sizes[name] or b - a + 741 > share, (threads, name, a, b, share)
-        # the tail: the windows that end the read are smaller than a window
-        assert windows[-1] == (500, 0, 2223) or windows[-1][2] - windows[-1][1] < 2223
-        assert len(windows) > 6
+            after = sum(v for n, v in sizes.items() if n > name)
+            if size <= WINDOW and size < share(size, after) + least:
+                assert cuts == [(0, size)], (threads, name, cuts)   # under its share and the least: whole
+                continue
+            for a, b in cuts:
+                # (a window ends at the last batch start within its share, or holds one batch)
+                assert b - a <= max(share(size - a, after), 741), (threads, name, a, b)
+                assert b == size or b - a + 741 > share(size - a, after), (threads, name, a, b)
+        # the tail: the windows that end the read are smaller than a window, more of them
+        assert windows[-1][2] - windows[-1][1] < WINDOW and len(windows) > 6, windows
 
 
 def test_a_permissive_error_row_stands_at_its_batch_whatever_the_windows(tmp_path, monkeypatch):
