@@ -41,14 +41,16 @@ class TailWindows(NamedTuple):
     """The size of a window of a pool's read for the bytes its slice has left from the window's
     start (:func:`kafkarec.log.local.iter_windows`' ``max_bytes``): a whole window (``full``) while
     the read has more than a window for every thread but one left, then the bytes left shared among
-    the threads, at least ``least`` (guided self-scheduling: each window a thread takes is its
+    the threads, at least ``least``.  Guided self-scheduling: each window a thread takes is its
     share of what is left, so the windows shrink as the read nears its end and its threads end
-    together; from one window a thread on, cutting started earlier and cost more windows than it
-    balanced on two threads, where the two rules read the same shapes alike).  Of whole
-    windows, a read ends on one thread while the others have nothing left: four partitions of a 64
-    MiB and a 4 MiB segment on two threads, one thread idle 0.6-18.8 ms of a 60 ms read
-    (``benchmarks/cores_timeline.py``); on 16 threads the last 64 MiB window alone takes longer than
-    a thread's share of the whole 285 MiB read (``benchmarks/window_schedule.py``, a model).
+    together.
+
+    Of whole windows, a read ends on one thread while the others have nothing left: four
+    partitions of a 64 MiB and a 4 MiB segment on two threads, one thread idle 0.6-18.8 ms of a 60
+    ms read (``benchmarks/cores_timeline.py``); on 16 threads the last 64 MiB window alone takes
+    longer than a thread's share of the whole 285 MiB read (``benchmarks/window_schedule.py``, a
+    model).  Cut from a window a thread left, two threads read 2.6-3.7% slower: each window more
+    and each walk to cut a file cost about what the balance saved (``benchmarks/bench_tail.py``).
     A NamedTuple: the shape a source's kept cuts are kept under
     (:meth:`kafkarec.log.window_maps.MapUse.kept_cuts`)."""
     after: int          # the read's bytes after the slice being cut
@@ -63,7 +65,7 @@ class TailWindows(NamedTuple):
         return max(self.least, -(-rest // self.threads))
 
 
-def tail_cut(size: int, after: Optional[int], threads: int):
+def tail_cut(size: int, after: Optional[int], threads: int) -> Optional[TailWindows]:
     """How a pool's read on ``threads`` threads cuts a piece of ``size`` bytes with ``after`` bytes
     of the read after it (None: not known): a :func:`kafkarec.log.local.iter_windows` window size,
     None for whole windows.
